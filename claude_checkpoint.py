@@ -1,0 +1,3037 @@
+#!/usr/bin/env python3
+"""claude-checkpoint: save and resume a Claude Code session's working state.
+
+A local MCP stdio server, a set of Claude Code hooks and a small command line, in
+one standard-library-only file. It keeps the goal, tasks, decisions, files touched
+(with git blob hashes) and recent commands in `<project>/.claude-checkpoint`, with
+secrets redacted, and turns them back into a compact resume brief that says exactly
+which files changed since.
+
+    python3 claude_checkpoint.py            # the MCP server on stdin/stdout
+    python3 claude_checkpoint.py --help     # subcommands: show, save, hook, install, doctor
+    claude mcp add --scope user checkpoint -- python3 /abs/path/claude_checkpoint.py
+
+Start-up matters (the server is spawned for every session), so the modules that
+the handshake does not need are imported inside the functions that use them.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+__version__ = "1.0.0"
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 2. Constants and limits
+# ════════════════════════════════════════════════════════════════════════════
+
+SERVER_NAME = "claude-checkpoint"
+SERVER_TITLE = "Claude Checkpoint"
+
+# Version 1 is the format of the original claude-checkpoint-mcp; 2 adds what the
+# hooks record (auto markers, transcript cursors). Older files are migrated on load.
+SCHEMA_VERSION = 2
+
+CHECKPOINT_NAME = ".claude-checkpoint"
+BACKUP_NAME = CHECKPOINT_NAME + ".prev"
+LOCK_NAME = CHECKPOINT_NAME + ".lock"
+TEMP_PREFIX = CHECKPOINT_NAME + ".tmp-"
+# Every name above starts with this: they are never listed as modified files.
+CHECKPOINT_FILE_PREFIX = CHECKPOINT_NAME
+
+MAX_CHECKPOINT_BYTES = 64 * 1024  # a checkpoint must never become a token sink
+MAX_READ_BYTES = 4 * MAX_CHECKPOINT_BYTES  # a hand-edited file may be bigger; refuse giants
+GIT_TIMEOUT_S = 3.0  # git must never hang a tool call or a hook
+ROOTS_WAIT_S = 2.0  # how long a tool call waits for the client's roots/list answer
+HASH_CHUNK_BYTES = 1 << 20  # files are hashed by streaming: memory stays flat
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # one JSON-RPC line; longer ones are refused, not buffered
+SHORT_SHA = 9
+
+# Argument limits of save_session_checkpoint (SPEC section 3). The input schema,
+# the validation and the caps all read this one table.
+LIMITS = {
+    "goal": 500,
+    "tasks": 30,
+    "task.description": 300,
+    "summary": 4000,
+    "nextSteps": 20,
+    "nextSteps.item": 500,
+    "decisions": 20,
+    "decisions.item": 500,
+    "modifiedFiles": 100,
+    "modifiedFiles.path": 1024,
+    "modifiedFiles.note": 300,
+    "recentCommands": 50,
+    "recentCommands.command": 2000,
+    "recentCommands.note": 500,
+    "projectRoot": 4096,
+}
+
+# How much of each list the resume brief shows before "… and N more".
+BRIEF_SHOW = {"tasks": 15, "nextSteps": 8, "decisions": 10, "files": 15, "commands": 8, "drift": 12}
+BRIEF_ITEM_CHARS = 300  # one line of the brief; the file keeps the full text
+
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+STATELESS_VERSIONS = ("2026-07-28",)
+META_PROTOCOL = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+LIST_TTL_MS = 3_600_000  # tools, prompts and resources never change while we run
+READ_TTL_MS = 0  # a checkpoint can change at any moment
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+REDACTED = "«redacted»"
+
+INSTRUCTIONS = (
+    "This server keeps the session's working state in <project>/.claude-checkpoint "
+    "so that work survives crashes, /clear and compaction.\n"
+    "- At the start of a session, and right after /clear or a compaction, call "
+    "load_session_checkpoint and continue from its brief; re-read only the files it "
+    "flags as changed.\n"
+    "- Call save_session_checkpoint after finishing a milestone, before a risky "
+    "operation (migration, rebase, mass edit), and when the conversation grows long. "
+    "Give the goal, tasks with status, a summary of where things stand, next steps, "
+    "decisions and dead ends, and the commands that mattered with their exit codes.\n"
+    "- For small updates use mode \"merge\": it keeps what you do not resend.\n"
+    "Git facts, file hashes and secret redaction are added by the server."
+)
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 3. Errors
+# ════════════════════════════════════════════════════════════════════════════
+
+class CheckpointError(Exception):
+    """A failure the model or the user can act on; its message says how."""
+
+
+class InvalidArgument(CheckpointError):
+    """A tool argument broke a rule: the message names the field and the rule."""
+
+    def __init__(self, field_name: str, rule: str):
+        super().__init__(f"{field_name}: {rule}")
+        self.field_name = field_name
+
+
+class RootError(CheckpointError):
+    """No usable project root."""
+
+
+class StorageError(CheckpointError):
+    """The checkpoint could not be read or written; nothing was lost."""
+
+
+class UnsupportedVersion(CheckpointError):
+    """The checkpoint was written by a newer claude-checkpoint."""
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 4. Model
+# ════════════════════════════════════════════════════════════════════════════
+
+class TaskStatus(str, Enum):
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    DONE = "done"
+    BLOCKED = "blocked"
+
+
+class SaveMode(str, Enum):
+    REPLACE = "replace"
+    MERGE = "merge"
+
+
+class BriefFormat(str, Enum):
+    BRIEF = "brief"
+    FULL = "full"
+
+
+class FileSource(str, Enum):
+    GIT = "git"  # found by `git status`
+    AGENT = "agent"  # named by the model, or inherited from an earlier save
+
+
+@dataclass
+class Task:
+    description: str
+    status: TaskStatus = TaskStatus.PENDING
+
+
+@dataclass
+class FileEntry:
+    path: str  # relative to the root, with "/"
+    status: str  # one of FILE_STATUSES
+    source: FileSource
+    note: Optional[str] = None
+    hash: Optional[str] = None  # git blob sha1 of the content at save time; None when absent
+    auto: bool = False  # recorded by a hook from the transcript
+
+
+FILE_STATUSES = ("M", "A", "D", "R", "??", "U")
+
+
+@dataclass
+class Command:
+    command: str
+    exit_code: Optional[int] = None
+    note: Optional[str] = None
+    at: Optional[str] = None
+    auto: bool = False
+    tool_use_id: Optional[str] = None  # the transcript's id, so a hook never records it twice
+
+
+@dataclass
+class GitState:
+    branch: Optional[str]  # None on a detached HEAD
+    head: str
+    dirty: bool
+
+
+@dataclass
+class HookState:
+    """What the hooks already took from transcripts, so a re-read adds nothing twice."""
+
+    tool_use_ids: list = field(default_factory=list)
+    cursors: dict = field(default_factory=dict)  # transcript key -> byte offset read up to
+
+
+@dataclass
+class Checkpoint:
+    id: str
+    created_at: str
+    updated_at: str
+    project_name: str
+    goal: str
+    git: Optional[GitState] = None
+    goal_auto: bool = False
+    tasks: list = field(default_factory=list)  # [Task]
+    summary: Optional[str] = None
+    next_steps: list = field(default_factory=list)  # [str]
+    decisions: list = field(default_factory=list)  # [str]
+    modified_files: list = field(default_factory=list)  # [FileEntry]
+    recent_commands: list = field(default_factory=list)  # [Command]
+    redactions: int = 0
+    truncated: bool = False
+    omitted_files: int = 0  # dirty files left out for lack of room
+    hooks: HookState = field(default_factory=HookState)
+    generator_version: str = __version__
+
+    # ── JSON (camelCase lives only here) ──
+    def to_json(self) -> dict:
+        doc: dict = {
+            "version": SCHEMA_VERSION,
+            "id": self.id,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "generator": {"name": SERVER_NAME, "version": self.generator_version},
+            "project": {"name": self.project_name},
+            "git": None if self.git is None else {
+                "branch": self.git.branch, "head": self.git.head, "dirty": self.git.dirty},
+            "goal": {"primary": self.goal,
+                     "tasks": [{"description": t.description, "status": t.status.value}
+                               for t in self.tasks]},
+            "summary": self.summary,
+            "nextSteps": list(self.next_steps),
+            "decisions": list(self.decisions),
+            "modifiedFiles": [_file_to_json(f) for f in self.modified_files],
+            "recentCommands": [_command_to_json(c) for c in self.recent_commands],
+            "meta": {"redactions": self.redactions, "truncated": self.truncated},
+        }
+        if self.goal_auto:
+            doc["goal"]["auto"] = True
+        if self.summary is None:
+            del doc["summary"]
+        if self.omitted_files:
+            doc["meta"]["omittedFiles"] = self.omitted_files
+        if self.hooks.tool_use_ids or self.hooks.cursors:
+            doc["hooks"] = {"toolUseIds": list(self.hooks.tool_use_ids),
+                            "cursors": dict(self.hooks.cursors)}
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "Checkpoint":
+        """Validate a stored checkpoint (any known version); raise CheckpointError naming the field."""
+        doc = migrate(doc)
+        goal = _obj(doc.get("goal"), "goal")
+        git_doc = doc.get("git")
+        git = None
+        if git_doc is not None:
+            git_doc = _obj(git_doc, "git")
+            git = GitState(branch=_opt_str(git_doc.get("branch"), "git.branch"),
+                           head=_str(git_doc.get("head"), "git.head"),
+                           dirty=bool(git_doc.get("dirty")))
+        meta = _obj(doc.get("meta", {}), "meta")
+        hooks = _obj(doc.get("hooks", {}), "hooks")
+        return cls(
+            id=_str(doc.get("id"), "id"),
+            created_at=_str(doc.get("createdAt"), "createdAt"),
+            updated_at=_str(doc.get("updatedAt"), "updatedAt"),
+            project_name=_str(_obj(doc.get("project", {}), "project").get("name", ""), "project.name"),
+            git=git,
+            goal=_str(goal.get("primary"), "goal.primary"),
+            goal_auto=bool(goal.get("auto")),
+            tasks=[Task(_str(t.get("description"), "tasks.description"),
+                        _enum(TaskStatus, t.get("status"), "tasks.status"))
+                   for t in _list_of_obj(goal.get("tasks", []), "goal.tasks")],
+            summary=_opt_str(doc.get("summary"), "summary"),
+            next_steps=_list_of_str(doc.get("nextSteps", []), "nextSteps"),
+            decisions=_list_of_str(doc.get("decisions", []), "decisions"),
+            modified_files=[_file_from_json(f) for f in _list_of_obj(doc.get("modifiedFiles", []), "modifiedFiles")],
+            recent_commands=[_command_from_json(c) for c in _list_of_obj(doc.get("recentCommands", []), "recentCommands")],
+            redactions=_int(meta.get("redactions", 0), "meta.redactions"),
+            truncated=bool(meta.get("truncated", False)),
+            omitted_files=_int(meta.get("omittedFiles", 0), "meta.omittedFiles"),
+            hooks=HookState(tool_use_ids=_list_of_str(hooks.get("toolUseIds", []), "hooks.toolUseIds"),
+                            cursors={str(k): v for k, v in _obj(hooks.get("cursors", {}), "hooks.cursors").items()
+                                     if isinstance(v, int) and not isinstance(v, bool)}),
+        )
+
+
+def _file_to_json(entry: FileEntry) -> dict:
+    doc: dict = {"path": entry.path, "status": entry.status, "source": entry.source.value}
+    if entry.note:
+        doc["note"] = entry.note
+    if entry.hash:
+        doc["hash"] = entry.hash
+    if entry.auto:
+        doc["auto"] = True
+    return doc
+
+
+def _file_from_json(doc: dict) -> FileEntry:
+    status = _str(doc.get("status", "M"), "modifiedFiles.status")
+    return FileEntry(path=_str(doc.get("path"), "modifiedFiles.path"),
+                     status=status if status in FILE_STATUSES else "M",
+                     source=_enum(FileSource, doc.get("source", "agent"), "modifiedFiles.source"),
+                     note=_opt_str(doc.get("note"), "modifiedFiles.note"),
+                     hash=_opt_str(doc.get("hash"), "modifiedFiles.hash"),
+                     auto=bool(doc.get("auto")))
+
+
+def _command_to_json(cmd: Command) -> dict:
+    doc: dict = {"command": cmd.command}
+    if cmd.exit_code is not None:
+        doc["exitCode"] = cmd.exit_code
+    if cmd.note:
+        doc["note"] = cmd.note
+    if cmd.at:
+        doc["at"] = cmd.at
+    if cmd.auto:
+        doc["auto"] = True
+    if cmd.tool_use_id:
+        doc["toolUseId"] = cmd.tool_use_id
+    return doc
+
+
+def _command_from_json(doc: dict) -> Command:
+    exit_code = doc.get("exitCode")
+    return Command(command=_str(doc.get("command"), "recentCommands.command"),
+                   exit_code=None if exit_code is None else _int(exit_code, "recentCommands.exitCode"),
+                   note=_opt_str(doc.get("note"), "recentCommands.note"),
+                   at=_opt_str(doc.get("at"), "recentCommands.at"),
+                   auto=bool(doc.get("auto")),
+                   tool_use_id=_opt_str(doc.get("toolUseId"), "recentCommands.toolUseId"))
+
+
+def migrate(doc: Any) -> dict:
+    """Bring a stored document of any known schema version to SCHEMA_VERSION."""
+    doc = _obj(doc, "checkpoint")
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise CheckpointError(f"version: expected a positive integer, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise UnsupportedVersion(
+            f"The checkpoint has schema version {version}, newer than this claude-checkpoint "
+            f"({__version__}) understands (up to {SCHEMA_VERSION}). Upgrade claude-checkpoint to read it.")
+    # 1 -> 2: the hook fields are new and optional, so the document is already valid.
+    return {**doc, "version": SCHEMA_VERSION}
+
+
+# Strict readers for stored JSON: a hand-edited file gets an error naming the field.
+def _obj(value: Any, name: str) -> dict:
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{name}: expected an object")
+    return value
+
+
+def _str(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise CheckpointError(f"{name}: expected a string")
+    return value
+
+
+def _opt_str(value: Any, name: str) -> Optional[str]:
+    return None if value is None else _str(value, name)
+
+
+def _int(value: Any, name: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise CheckpointError(f"{name}: expected an integer")
+    return value
+
+
+def _enum(kind: type, value: Any, name: str):
+    try:
+        return kind(value)
+    except ValueError:
+        raise CheckpointError(f"{name}: {value!r} is not one of {[m.value for m in kind]}") from None
+
+
+def _list_of_obj(value: Any, name: str) -> list:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise CheckpointError(f"{name}: expected a list of objects")
+    return value
+
+
+def _list_of_str(value: Any, name: str) -> list:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CheckpointError(f"{name}: expected a list of strings")
+    return list(value)
+
+
+# ── The save tool's arguments ──
+
+@dataclass
+class FileNote:
+    path: str
+    note: Optional[str] = None
+
+
+@dataclass
+class SaveRequest:
+    goal: str
+    tasks: Optional[list] = None  # [Task]; None = not given
+    summary: Optional[str] = None
+    next_steps: Optional[list] = None
+    decisions: Optional[list] = None
+    files: list = field(default_factory=list)  # [FileNote]
+    commands: Optional[list] = None  # [Command]
+    mode: SaveMode = SaveMode.REPLACE
+    project_root: Optional[str] = None
+
+
+SAVE_FIELDS = ("goal", "tasks", "summary", "nextSteps", "decisions", "modifiedFiles",
+               "recentCommands", "mode", "projectRoot")
+
+
+def parse_save_arguments(args: Any) -> SaveRequest:
+    """Validate save_session_checkpoint's arguments against LIMITS; raise InvalidArgument."""
+    if not isinstance(args, dict):
+        raise InvalidArgument("arguments", "must be an object")
+    unknown = sorted(set(args) - set(SAVE_FIELDS))
+    if unknown:
+        raise InvalidArgument(unknown[0], f"unknown field; allowed fields are {', '.join(SAVE_FIELDS)}")
+    if "goal" not in args:
+        raise InvalidArgument("goal", "is required")
+    request = SaveRequest(goal=_arg_text(args["goal"], "goal", LIMITS["goal"], required=True))
+    if "tasks" in args:
+        request.tasks = [_arg_task(t, f"tasks[{i}]")
+                         for i, t in enumerate(_arg_list(args["tasks"], "tasks", LIMITS["tasks"]))]
+    if args.get("summary") is not None:
+        request.summary = _arg_text(args["summary"], "summary", LIMITS["summary"])
+    for key, attr in (("nextSteps", "next_steps"), ("decisions", "decisions")):
+        if key in args:
+            items = _arg_list(args[key], key, LIMITS[key])
+            setattr(request, attr, [_arg_text(v, f"{key}[{i}]", LIMITS[key + ".item"], required=True)
+                                    for i, v in enumerate(items)])
+    if "modifiedFiles" in args:
+        items = _arg_list(args["modifiedFiles"], "modifiedFiles", LIMITS["modifiedFiles"])
+        request.files = [_arg_file(f, f"modifiedFiles[{i}]") for i, f in enumerate(items)]
+    if "recentCommands" in args:
+        items = _arg_list(args["recentCommands"], "recentCommands", LIMITS["recentCommands"])
+        request.commands = [_arg_command(c, f"recentCommands[{i}]") for i, c in enumerate(items)]
+    if args.get("mode") is not None:
+        request.mode = _arg_enum(SaveMode, args["mode"], "mode")
+    if args.get("projectRoot") is not None:
+        request.project_root = _arg_text(args["projectRoot"], "projectRoot", LIMITS["projectRoot"], required=True)
+    return request
+
+
+def _arg_text(value: Any, name: str, limit: int, required: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InvalidArgument(name, f"must be a string, got {_json_type(value)}")
+    if len(value) > limit:
+        raise InvalidArgument(name, f"is {len(value)} characters; the limit is {limit}")
+    if required and not value.strip():
+        raise InvalidArgument(name, "must not be empty")
+    if "\x00" in value:
+        raise InvalidArgument(name, "must not contain NUL characters")
+    return value
+
+
+def _arg_list(value: Any, name: str, limit: int) -> list:
+    if not isinstance(value, list):
+        raise InvalidArgument(name, f"must be an array, got {_json_type(value)}")
+    if len(value) > limit:
+        raise InvalidArgument(name, f"has {len(value)} items; the limit is {limit}")
+    return value
+
+
+def _arg_object(value: Any, name: str, allowed: tuple) -> dict:
+    if not isinstance(value, dict):
+        raise InvalidArgument(name, f"must be an object, got {_json_type(value)}")
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise InvalidArgument(f"{name}.{unknown[0]}", f"unknown field; allowed fields are {', '.join(allowed)}")
+    return value
+
+
+def _arg_enum(kind: type, value: Any, name: str):
+    allowed = [m.value for m in kind]
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidArgument(name, f"must be one of {', '.join(allowed)}, got {value!r}"[:200])
+    return kind(value)
+
+
+def _arg_task(value: Any, name: str) -> Task:
+    task = _arg_object(value, name, ("description", "status"))
+    if "description" not in task:
+        raise InvalidArgument(f"{name}.description", "is required")
+    status = TaskStatus.PENDING
+    if task.get("status") is not None:
+        status = _arg_enum(TaskStatus, task["status"], f"{name}.status")
+    return Task(_arg_text(task["description"], f"{name}.description", LIMITS["task.description"], required=True),
+                status)
+
+
+def _arg_file(value: Any, name: str) -> FileNote:
+    entry = _arg_object(value, name, ("path", "note"))
+    if "path" not in entry:
+        raise InvalidArgument(f"{name}.path", "is required")
+    note = entry.get("note")
+    return FileNote(_arg_text(entry["path"], f"{name}.path", LIMITS["modifiedFiles.path"], required=True),
+                    None if note is None else _arg_text(note, f"{name}.note", LIMITS["modifiedFiles.note"]))
+
+
+def _arg_command(value: Any, name: str) -> Command:
+    cmd = _arg_object(value, name, ("command", "exitCode", "note"))
+    if "command" not in cmd:
+        raise InvalidArgument(f"{name}.command", "is required")
+    exit_code = cmd.get("exitCode")
+    if exit_code is not None and (not isinstance(exit_code, int) or isinstance(exit_code, bool)
+                                  or not -(2 ** 31) <= exit_code < 2 ** 32):
+        raise InvalidArgument(f"{name}.exitCode", f"must be an integer, got {_json_type(exit_code)}")
+    note = cmd.get("note")
+    return Command(_arg_text(cmd["command"], f"{name}.command", LIMITS["recentCommands.command"], required=True),
+                   exit_code,
+                   None if note is None else _arg_text(note, f"{name}.note", LIMITS["recentCommands.note"]))
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 5. Core (pure: no clock, environment, file or process access)
+# ════════════════════════════════════════════════════════════════════════════
+
+# ── 5.1 Secret redaction ──
+# A table of named rules. Each pattern marks the secret with the group "s"; only
+# that span is replaced, so `export GITHUB_TOKEN=ghp_…` stays readable. A rule may
+# carry an `accept` check for matches whose shape alone does not prove a secret.
+# Every unbounded run has a left boundary of its own character class, so a long
+# run of look-alike characters is scanned once: the rules stay linear in the text.
+
+@dataclass(frozen=True)
+class RedactionRule:
+    name: str
+    pattern: str
+    accept: Optional[Callable[[Any], bool]] = None  # called with the re.Match
+
+
+_L = r"(?<![A-Za-z0-9_\-])"  # left edge of a token
+_R = r"(?![A-Za-z0-9_\-])"  # right edge of a token
+
+# Words that make a name secret on their own (last part of the name) ...
+_SECRET_WORDS = frozenset({
+    "password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "token",
+    "credential", "credentials", "creds", "apikey", "pat", "dsn", "cookie", "pin"})
+# ... and qualifiers that make a trailing "key" or "auth" secret (api_key, client_secret is above).
+_KEY_QUALIFIERS = frozenset({
+    "api", "access", "secret", "private", "signing", "sign", "encryption", "encrypt", "master",
+    "account", "auth", "app", "license", "service", "admin", "webhook", "session", "storage",
+    "shared", "client", "consumer", "deploy", "subscription", "integration", "hmac", "jwt",
+    "crypto", "cipher", "aes", "gpg", "pgp", "ssh", "rsa", "sas", "bot", "user", "root"})
+_PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
+_NAME_SPLIT = r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
+_NOT_VALUES = frozenset({
+    "true", "false", "null", "none", "nil", "yes", "no", "on", "off", "undefined", "str", "string",
+    "int", "integer", "bytes", "bool", "boolean", "number", "any", "object", "optional", "required",
+    "secretstr", "text", "varchar", "char", "password", "redacted", "hidden", "masked", "env"})
+
+
+def _name_parts(name: str) -> list:
+    import re
+    return [p.lower() for p in re.split(_NAME_SPLIT, name) if p]
+
+
+def secret_strength(name: str) -> int:
+    """2 when a name says its value is a secret (DB_PASSWORD), 1 when it may be (SIGNING_KEY
+    is 2, sort_key is 1), 0 when it does not (MAX_TOKENS, password_file)."""
+    parts = _name_parts(name)
+    if not parts or _PUBLIC_WORDS.intersection(parts):
+        return 0
+    last = parts[-1]
+    before = parts[-2] if len(parts) > 1 else ""
+    if last in _SECRET_WORDS or last.startswith("password"):
+        return 2
+    if last in ("key", "keys", "auth") or last.endswith("key"):
+        if before in _KEY_QUALIFIERS or last in ("apikey", "accesskey", "secretkey", "privatekey"):
+            return 2
+        return 1
+    if last == "secrets" or (last in ("string", "url", "uri") and before in ("connection", "database", "db")):
+        return 2 if last == "secrets" else 1
+    return 0
+
+
+def _is_reference(value: str) -> bool:
+    """`$TOKEN`, `${API_KEY}`, `%KEY%`, `process.env.X`, `${{ secrets.X }}`: names, not values."""
+    v = value.strip("\"'` ")
+    return (not v or v[0] in "$%<{[(" or v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets."))
+            or REDACTED in v or v.endswith("%"))
+
+
+def _looks_random(value: str) -> bool:
+    """A value with no spaces that mixes letters and digits over 16+ characters."""
+    v = value.strip("\"'")
+    if len(v) < 16 or any(c.isspace() for c in v):
+        return False
+    classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v)))
+    return classes >= 2 and len(set(v)) >= 8
+
+
+def _accept_assignment(match: Any) -> bool:
+    name, value = match.group("name"), match.group("s")
+    strength = secret_strength(name)
+    bare = value.strip("\"'")
+    if strength == 0 or not bare or _is_reference(value):
+        return False
+    if strength == 1:
+        return _looks_random(bare)
+    if bare.lower() in _NOT_VALUES or bare.lower() == name.lower() or bare.lower().endswith(name.lower()[-8:] + ")"):
+        return False
+    quoted = value[:1] in "\"'"
+    # Unquoted code on the right (`password = request.form[...]`, `token = self.token`) is not a value.
+    if not quoted and ("(" in bare or "[" in bare or "." in bare and bare.replace(".", "").replace("_", "").isalnum()
+                       and not any(c.isdigit() for c in bare)):
+        return False
+    return True
+
+
+def _accept_flag(match: Any) -> bool:
+    value = match.group("s")
+    return not value.startswith("-") and _accept_assignment(match)
+
+
+def _accept_user_password(match: Any) -> bool:
+    user, password = match.group("user"), match.group("s")
+    return not (user.isdigit() and password.isdigit()) and not _is_reference(password)
+
+
+def _accept_header_token(match: Any) -> bool:
+    value = match.group("s")
+    return not _is_reference(value) and (len(value) >= 20 or any(c.isdigit() for c in value) and len(value) >= 8)
+
+
+def _accept_not_reference(match: Any) -> bool:
+    return not _is_reference(match.group("s"))
+
+
+_QUOTED_OR_BARE = r"""(?P<s>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|`[^`\n]*`|[^\s,;'"`})\]&<>]+)"""
+
+REDACTION_RULES = (
+    # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
+    RedactionRule("private-key-block",
+                  r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+                  r"(?P<s>(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)"),
+    # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
+    RedactionRule("url-credentials",
+                  r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://[^\s/?#@:'\"<>]*:(?P<s>[^\s/?#@'\"<>]+)@",
+                  _accept_not_reference),
+    RedactionRule("slack-webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})"),
+    RedactionRule("discord-webhook", r"discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})"),
+    # Provider tokens by their published shapes.
+    RedactionRule("aws-access-key-id", _L + r"(?P<s>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16})" + _R),
+    RedactionRule("github-token", _L + r"(?P<s>gh[pousr]_[A-Za-z0-9]{30,255})" + _R),
+    RedactionRule("github-fine-grained-token", _L + r"(?P<s>github_pat_[A-Za-z0-9_]{22,255})" + _R),
+    RedactionRule("gitlab-token", _L + r"(?P<s>gl(?:pat|ptt|dt|rt|cbt|soat|ffct|agent|imt|oas|ft|cd)-[A-Za-z0-9_\-]{20,255})" + _R),
+    RedactionRule("gitlab-runner-token", _L + r"(?P<s>GR1348941[A-Za-z0-9_\-]{20,})" + _R),
+    RedactionRule("slack-token", _L + r"(?P<s>xox[abposre]-[A-Za-z0-9\-]{10,255})" + _R),
+    RedactionRule("slack-app-token", _L + r"(?P<s>xapp-\d-[A-Za-z0-9\-]{20,255})" + _R),
+    RedactionRule("stripe-key", _L + r"(?P<s>(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,255})" + _R),
+    RedactionRule("stripe-webhook-secret", _L + r"(?P<s>whsec_[A-Za-z0-9]{24,255})" + _R),
+    RedactionRule("anthropic-key", _L + r"(?P<s>sk-ant-[a-z]{2,10}\d{0,3}-[A-Za-z0-9_\-]{20,255})" + _R),
+    RedactionRule("openai-key", _L + r"(?P<s>sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z_\-]{0,255}\d)[A-Za-z0-9_\-]{20,255})" + _R),
+    RedactionRule("google-api-key", _L + r"(?P<s>AIza[0-9A-Za-z_\-]{35})" + _R),
+    RedactionRule("google-oauth", _L + r"(?P<s>(?:GOCSPX-[A-Za-z0-9_\-]{20,}|ya29\.[0-9A-Za-z_\-]{20,}|1//0[0-9A-Za-z_\-]{30,}))" + _R),
+    RedactionRule("google-private-key-id", r"\"private_key_id\"\s*:\s*\"(?P<s>[0-9a-f]{40})\""),
+    RedactionRule("hugging-face-token", _L + r"(?P<s>(?:hf_|api_org_)[A-Za-z0-9]{30,60})" + _R),
+    RedactionRule("npm-token", _L + r"(?P<s>npm_[A-Za-z0-9]{36})" + _R),
+    RedactionRule("pypi-token", _L + r"(?P<s>pypi-Ag[A-Za-z0-9_\-]{50,})" + _R),
+    RedactionRule("sendgrid-key", _L + r"(?P<s>SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64})" + _R),
+    RedactionRule("twilio-api-key", _L + r"(?P<s>SK[0-9a-fA-F]{32})" + _R),
+    RedactionRule("mailgun-key", _L + r"(?P<s>key-[0-9a-zA-Z]{32})" + _R),
+    RedactionRule("shopify-token", _L + r"(?P<s>shp(?:at|ss|ca|pa|ua)_[a-fA-F0-9]{32})" + _R),
+    RedactionRule("digitalocean-token", _L + r"(?P<s>do[opr]_v1_[a-f0-9]{64})" + _R),
+    RedactionRule("databricks-token", _L + r"(?P<s>dapi[a-f0-9]{32}(?:-\d)?)" + _R),
+    RedactionRule("azure-storage-key", r"(?i)(?:AccountKey|SharedAccessKey|SharedSecret)\s*=\s*(?P<s>[A-Za-z0-9+/]{20,}={0,2})"),
+    RedactionRule("azure-sas-signature", r"(?i)(?<![a-z])sig=(?P<s>[A-Za-z0-9%+/=]{20,})"),
+    RedactionRule("telegram-bot-token", r"(?<![\w:])(?P<s>\d{6,12}:[A-Za-z0-9_\-]{35})" + _R),
+    RedactionRule("discord-bot-token", _L + r"(?P<s>[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40})" + _R),
+    RedactionRule("jwt", _L + r"(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)" + _R),
+    RedactionRule("other-provider-token", _L + r"(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}"
+                  r"|dp\.pt\.[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}"
+                  r"|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,}))" + _R),
+    # Authorization headers and bearer tokens.
+    RedactionRule("authorization-header",
+                  r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey)\s+)?"
+                  r"(?P<s>[^\s\"',;]{6,})",
+                  _accept_not_reference),
+    RedactionRule("bearer-token", r"(?<![\w-])[Bb]earer\s+(?P<s>[A-Za-z0-9._~+/=\-]{8,})", _accept_header_token),
+    # Tool-specific password arguments.
+    RedactionRule("mysql-password",
+                  r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p"
+                  r"(?P<s>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"]+)"),
+    RedactionRule("user-password-flag",
+                  r"(?<![\w-])(?:-u|--user)(?:\s+|=)?[\"']?(?P<user>[^\s:'\"]+):(?P<s>[^\s'\"]+)",
+                  _accept_user_password),
+    RedactionRule("sshpass", r"\bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*(?P<s>'[^'\n]*'|\"[^\"\n]*\"|\S+)"),
+    RedactionRule("docker-login-password", r"\bdocker\s+login\b[^\n|;&]*?\s-p(?:\s+|=)(?P<s>'[^'\n]*'|\"[^\"\n]*\"|\S+)"),
+    RedactionRule("redis-cli-password", r"\bredis-cli\b[^\n|;&]*?\s-a\s+(?P<s>'[^'\n]*'|\"[^\"\n]*\"|\S+)"),
+    # Flags and assignments whose name says secret, in every common syntax.
+    RedactionRule("secret-flag",
+                  r"(?<![\w-])--?(?P<name>[A-Za-z][\w\-]{0,60})(?:=|\s+)" + _QUOTED_OR_BARE,
+                  _accept_flag),
+    RedactionRule("secret-assignment",
+                  r"(?<![\w.$\-])(?P<q>[\"']?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)\]?\s*(?::=|=>|=|:)\s*"
+                  + _QUOTED_OR_BARE,
+                  _accept_assignment),
+)
+
+
+def _compiled_rules():
+    """Compiled on first use (compiling costs more than the server's whole handshake)."""
+    cached = getattr(_compiled_rules, "cache", None)
+    if cached is None:
+        import re
+        cached = tuple((rule, re.compile(rule.pattern)) for rule in REDACTION_RULES)
+        _compiled_rules.cache = cached
+    return cached
+
+
+def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
+    """Return (text with secrets replaced by «redacted», number of replacements).
+    known_secrets are exact values to remove wherever they appear (the server's own
+    secret environment variables)."""
+    if not text:
+        return text, 0
+    count = 0
+    for secret in sorted(known_secrets, key=len, reverse=True):
+        if secret in text:
+            count += text.count(secret)
+            text = text.replace(secret, REDACTED)
+    for rule, pattern in _compiled_rules():
+        text, hits = _apply_rule(rule, pattern, text)
+        count += hits
+    return text, count
+
+
+def _apply_rule(rule: RedactionRule, pattern: Any, text: str) -> tuple:
+    hits = 0
+
+    def replace_secret(match: Any) -> str:
+        nonlocal hits
+        value = match.group("s")
+        if REDACTED in value or (rule.accept is not None and not rule.accept(match)):
+            return match.group(0)
+        start, end = match.span("s")
+        if value[:1] in "\"'`" and value[-1:] == value[:1] and len(value) >= 2:
+            start, end = start + 1, end - 1  # keep the quotes
+            if start == end:
+                return match.group(0)
+        hits += 1
+        base = match.start()
+        whole = match.group(0)
+        return whole[:start - base] + REDACTED + whole[end - base:]
+
+    return pattern.sub(replace_secret, text), hits
+
+
+def is_secret_env_name(name: str) -> bool:
+    """Environment variables whose values are redacted wherever they appear."""
+    if name.upper().endswith(("_SOCK", "_PATH", "_FILE", "_DIR", "_HOST", "_PORT", "_URL", "_USER", "_ID")):
+        return False
+    upper = name.upper()
+    return secret_strength(name) == 2 or any(w in upper for w in ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "APIKEY", "PRIVATE_KEY"))
+
+
+class Redactor:
+    """Redacts every free-text field of a checkpoint and counts what it replaced."""
+
+    def __init__(self, known_secrets: Iterable[str] = ()):
+        self.known_secrets = tuple(known_secrets)
+        self.count = 0
+
+    def text(self, value: Optional[str]) -> Optional[str]:
+        if value is None:
+            return None
+        value, hits = redact(value, self.known_secrets)
+        self.count += hits
+        return value
+
+    def checkpoint(self, cp: Checkpoint) -> Checkpoint:
+        return replace(
+            cp,
+            goal=self.text(cp.goal),
+            tasks=[Task(self.text(t.description), t.status) for t in cp.tasks],
+            summary=self.text(cp.summary),
+            next_steps=[self.text(s) for s in cp.next_steps],
+            decisions=[self.text(d) for d in cp.decisions],
+            modified_files=[replace(f, note=self.text(f.note)) for f in cp.modified_files],
+            recent_commands=[replace(c, command=self.text(c.command), note=self.text(c.note))
+                             for c in cp.recent_commands],
+        )
+
+
+# ── 5.2 Git blob hashing (the bytes half; files are streamed in section 7) ──
+
+def blob_header(size: int) -> bytes:
+    """Git hashes `blob <size>\\0` + content: the same sha1 as `git hash-object`."""
+    return b"blob %d\x00" % size
+
+
+def blob_hash(content: bytes) -> str:
+    import hashlib
+    return hashlib.sha1(blob_header(len(content)) + content).hexdigest()
+
+
+# ── 5.3 Paths ──
+
+def relative_project_path(root: str, path: str) -> Optional[str]:
+    """The path relative to root with "/" separators, or None when it is outside the root.
+    Lexical only; section 7 also checks where symlinks lead."""
+    import posixpath
+    path = path.replace("\\", "/") if os.sep == "\\" else path
+    joined = path if os.path.isabs(path) else os.path.join(root, path)
+    normalized = os.path.normpath(joined)
+    if normalized == root or not normalized.startswith(root.rstrip(os.sep) + os.sep):
+        return None
+    rel = os.path.relpath(normalized, root).replace(os.sep, "/")
+    return posixpath.normpath(rel)
+
+
+def is_checkpoint_file(rel_path: str) -> bool:
+    return rel_path.split("/")[-1].startswith(CHECKPOINT_FILE_PREFIX) and "/" not in rel_path
+
+
+# ── 5.4 Assembling a checkpoint (the merge table of SPEC section 3) ──
+
+@dataclass
+class FileSelection:
+    entries: list  # [FileEntry], without hashes yet
+    omitted: int  # entries left out because of the list limit
+
+
+def select_files(git_entries: list, agent_notes: list, inherited: list,
+                 limit: int = LIMITS["modifiedFiles"]) -> FileSelection:
+    """Git-detected entries, then files named by the agent, then (merge) earlier entries.
+    Agent notes attach to the git entry of the same path. Past `limit`, entries with notes
+    are kept first, then agent-named, then git-detected, then inherited ones."""
+    by_path: dict = {}
+    order: list = []
+
+    def add(entry: FileEntry) -> None:
+        if entry.path not in by_path:
+            by_path[entry.path] = entry
+            order.append(entry.path)
+
+    for entry in git_entries:
+        add(entry)
+    agent_paths = set()
+    for note in agent_notes:
+        agent_paths.add(note.path)
+        if note.path in by_path:
+            if note.note:
+                by_path[note.path] = replace(by_path[note.path], note=note.note)
+        else:
+            add(FileEntry(note.path, "M", FileSource.AGENT, note=note.note))
+    inherited_paths = set()
+    for old in inherited:
+        if old.path in by_path:
+            current = by_path[old.path]
+            if not current.note and old.note:
+                by_path[old.path] = replace(current, note=old.note)
+        else:
+            inherited_paths.add(old.path)
+            add(replace(old, source=FileSource.AGENT, hash=None))
+    if len(order) <= limit:
+        return FileSelection([by_path[p] for p in order], 0)
+
+    def priority(path: str) -> int:
+        entry = by_path[path]
+        if entry.note:
+            return 0
+        if path in agent_paths:
+            return 1
+        return 3 if path in inherited_paths else 2
+
+    keep = set(sorted(order, key=lambda p: (priority(p), order.index(p)))[:limit])
+    return FileSelection([by_path[p] for p in order if p in keep], len(order) - limit)
+
+
+def merge_tasks(old: list, new: list) -> list:
+    """Tasks updated by exact description match; new tasks appended (merge mode)."""
+    merged = list(old)
+    index = {t.description: i for i, t in enumerate(merged)}
+    for task in new:
+        if task.description in index:
+            merged[index[task.description]] = task
+        else:
+            index[task.description] = len(merged)
+            merged.append(task)
+    return merged
+
+
+def merge_decisions(old: list, new: list, limit: int = LIMITS["decisions"]) -> list:
+    merged = list(old)
+    for decision in new:
+        if decision not in merged:
+            merged.append(decision)
+    return merged[-limit:]
+
+
+def build_checkpoint(previous: Optional[Checkpoint], request: SaveRequest, files: list,
+                     git: Optional[GitState], now: str, new_id: str, project_name: str) -> Checkpoint:
+    """Apply the replace/merge table. `previous` is None for a replace or a first save."""
+    commands = [replace(c, at=c.at or now) for c in (request.commands or [])]
+    if previous is None:
+        return Checkpoint(
+            id=new_id, created_at=now, updated_at=now, project_name=project_name, git=git,
+            goal=request.goal, tasks=list(request.tasks or []), summary=request.summary,
+            next_steps=list(request.next_steps or []), decisions=list(request.decisions or [])[-LIMITS["decisions"]:],
+            modified_files=files, recent_commands=commands[-LIMITS["recentCommands"]:])
+    all_commands = previous.recent_commands + commands
+    return replace(
+        previous,
+        updated_at=now, project_name=project_name, git=git, goal=request.goal, goal_auto=False,
+        tasks=merge_tasks(previous.tasks, request.tasks or [])[-LIMITS["tasks"]:],
+        summary=request.summary if request.summary is not None else previous.summary,
+        next_steps=list(request.next_steps) if request.next_steps is not None else previous.next_steps,
+        decisions=merge_decisions(previous.decisions, request.decisions or []),
+        modified_files=files,
+        recent_commands=all_commands[-LIMITS["recentCommands"]:],
+        truncated=False, omitted_files=0, redactions=0,
+        generator_version=__version__)
+
+
+def growth_truncated(previous: Optional[Checkpoint], request: SaveRequest) -> bool:
+    """True when merging dropped commands, decisions or tasks past their limits."""
+    if previous is None:
+        return False
+    commands = len(previous.recent_commands) + len(request.commands or [])
+    decisions = len(merge_decisions(previous.decisions, request.decisions or [], limit=10 ** 6))
+    tasks = len(merge_tasks(previous.tasks, request.tasks or []))
+    return (commands > LIMITS["recentCommands"] or decisions > LIMITS["decisions"]
+            or tasks > LIMITS["tasks"])
+
+
+def encode_checkpoint(cp: Checkpoint) -> bytes:
+    import json
+    return (json.dumps(cp.to_json(), ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+def fit_to_size(cp: Checkpoint, limit: int = MAX_CHECKPOINT_BYTES) -> tuple:
+    """Drop what matters least until the encoded checkpoint fits in `limit` bytes:
+    oldest commands first, then file entries without notes (newest-recorded kept),
+    then the rest. Returns (checkpoint, encoded bytes)."""
+    data = encode_checkpoint(cp)
+    for shrink in _SHRINK_STEPS:
+        while len(data) > limit:
+            smaller = shrink(cp, len(data) - limit)
+            if smaller is None:
+                break
+            cp = replace(smaller, truncated=True)
+            data = encode_checkpoint(cp)
+    if len(data) > limit:  # cannot happen within LIMITS; keep the promise anyway
+        raise CheckpointError(f"The checkpoint does not fit in {limit} bytes even after dropping history.")
+    return cp, data
+
+
+def _drop_count(items: list, overflow: int, size: Callable[[Any], int]) -> int:
+    """How many leading items to drop so that at least `overflow` bytes go."""
+    dropped, freed = 0, 0
+    for item in items:
+        if freed >= overflow:
+            break
+        freed += size(item)
+        dropped += 1
+    return max(dropped, 1)
+
+
+def _json_size(value: Any) -> int:
+    import json
+    return len(json.dumps(value, ensure_ascii=False, indent=2).encode("utf-8")) + 8
+
+
+def _shrink_commands(cp: Checkpoint, overflow: int) -> Optional[Checkpoint]:
+    if not cp.recent_commands:
+        return None
+    n = _drop_count(cp.recent_commands, overflow, lambda c: _json_size(_command_to_json(c)))
+    return replace(cp, recent_commands=cp.recent_commands[n:])
+
+
+def _shrink_files(with_notes: bool) -> Callable:
+    def shrink(cp: Checkpoint, overflow: int) -> Optional[Checkpoint]:
+        candidates = [f for f in reversed(cp.modified_files) if bool(f.note) == with_notes]
+        if not candidates:
+            return None
+        n = _drop_count(candidates, overflow, lambda f: _json_size(_file_to_json(f)))
+        gone = {id(f) for f in candidates[:n]}
+        kept = [f for f in cp.modified_files if id(f) not in gone]
+        return replace(cp, modified_files=kept, omitted_files=cp.omitted_files + n)
+    return shrink
+
+
+def _shrink_list(attr: str, oldest_first: bool) -> Callable:
+    def shrink(cp: Checkpoint, overflow: int) -> Optional[Checkpoint]:
+        items = getattr(cp, attr)
+        if not items:
+            return None
+        ordered = items if oldest_first else list(reversed(items))
+        n = _drop_count(ordered, overflow, lambda v: _json_size(v if isinstance(v, str) else v.description))
+        return replace(cp, **{attr: items[n:] if oldest_first else items[:len(items) - n]})
+    return shrink
+
+
+def _shrink_summary(cp: Checkpoint, overflow: int) -> Optional[Checkpoint]:
+    if not cp.summary:
+        return None
+    keep = max(0, len(cp.summary) - max(overflow // 2, 64))
+    return replace(cp, summary=cp.summary[:keep] + "…" if keep else None)
+
+
+_SHRINK_STEPS = (
+    _shrink_commands,
+    _shrink_files(with_notes=False),
+    _shrink_files(with_notes=True),
+    _shrink_list("decisions", oldest_first=True),
+    _shrink_list("next_steps", oldest_first=False),
+    _shrink_list("tasks", oldest_first=True),
+    _shrink_summary,
+)
+
+
+# ── 5.5 Drift: what changed since the checkpoint ──
+
+@dataclass
+class Drift:
+    branch_changed: bool
+    current_branch: Optional[str]
+    commits_since: Optional[int]  # None when the saved head is unreachable
+    changed_since: list  # saved paths whose content differs now, or that are gone
+    new_since: list  # dirty or untracked now, not in the checkpoint
+    unreachable: bool = False
+
+    def to_json(self) -> dict:
+        doc = {"branchChanged": self.branch_changed, "currentBranch": self.current_branch,
+               "commitsSince": self.commits_since, "changedSince": self.changed_since,
+               "newSince": self.new_since}
+        if self.unreachable:
+            doc["headUnreachable"] = True
+        return doc
+
+
+def compute_drift(cp: Checkpoint, current: GitState, dirty_now: Iterable[str],
+                  hashes_now: dict, commits_since: Optional[int]) -> Drift:
+    """hashes_now maps each saved path to its blob hash now (None when gone).
+    commits_since is None when the saved head is no longer an ancestor of HEAD."""
+    saved = cp.git
+    unreachable = commits_since is None
+    changed = [f.path for f in cp.modified_files
+               if unreachable or hashes_now.get(f.path) != f.hash]
+    recorded = {f.path for f in cp.modified_files}
+    new = sorted(p for p in dirty_now if p not in recorded and not is_checkpoint_file(p))
+    return Drift(branch_changed=saved is not None and saved.branch != current.branch,
+                 current_branch=current.branch, commits_since=commits_since,
+                 changed_since=changed, new_since=new, unreachable=unreachable)
+
+
+# ── 5.6 Transcripts: what a Claude Code session provably did ──
+# Claude Code's transcript is JSONL. Assistant lines hold tool_use blocks
+# ({type, id, name, input}); the user line after holds the tool_result
+# ({tool_use_id, is_error, content}). A call counts once its result says it worked.
+
+EDIT_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+SHELL_TOOLS = ("Bash",)
+_NOT_A_PROMPT = ("<command-name>", "<command-message>", "<local-command", "<system-reminder>",
+                 "Caveat:", "<bash-input>", "<bash-stdout>", "<user-prompt-submit-hook>", "[Request interrupted")
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    input: dict
+    offset: int  # byte offset of the line that made the call
+
+
+@dataclass
+class TranscriptFacts:
+    edited_files: list = field(default_factory=list)  # [(path, tool_use_id)], first edit of each path
+    commands: list = field(default_factory=list)  # [Command], auto
+    taken_ids: list = field(default_factory=list)  # tool_use ids recorded now
+    first_prompt: Optional[str] = None
+    resume_offset: int = 0  # the next read may start here without missing a result
+
+
+class TranscriptScanner:
+    """Feed it the transcript's lines (bytes, with their byte offsets); ask for the facts.
+    Lines that cannot matter are skipped before any JSON parsing, which keeps a 50 MB
+    transcript well under a second."""
+
+    def __init__(self, seen_ids: Iterable[str] = (), want_prompt: bool = False):
+        self.seen = set(seen_ids)
+        self.want_prompt = want_prompt
+        self.pending: dict = {}
+        self.facts = TranscriptFacts()
+        self._edited_paths: set = set()
+
+    def feed(self, line: bytes, offset: int) -> None:
+        self.facts.resume_offset = offset + len(line)
+        has_use, has_result = b'"tool_use"' in line, b'"tool_result"' in line
+        if not (has_use or has_result or (self.want_prompt and self.facts.first_prompt is None and b'"user"' in line)):
+            return
+        import json
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return  # a torn or foreign line: skip it
+        if not isinstance(record, dict):
+            return
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if record.get("type") == "assistant" and isinstance(content, list):
+            for block in content:
+                self._note_call(block, offset)
+        elif record.get("type") == "user":
+            if isinstance(content, list) and has_result:
+                for block in content:
+                    self._note_result(block)
+            elif self.want_prompt and self.facts.first_prompt is None and not record.get("isMeta"):
+                self._note_prompt(content)
+
+    def _note_call(self, block: Any, offset: int) -> None:
+        if not (isinstance(block, dict) and block.get("type") == "tool_use"):
+            return
+        call_id, name, args = block.get("id"), block.get("name"), block.get("input")
+        if (isinstance(call_id, str) and call_id not in self.seen and isinstance(args, dict)
+                and (name in EDIT_TOOLS or name in SHELL_TOOLS)):
+            self.pending[call_id] = ToolCall(call_id, name, args, offset)
+
+    def _note_result(self, block: Any) -> None:
+        if not (isinstance(block, dict) and block.get("type") == "tool_result"):
+            return
+        call = self.pending.pop(block.get("tool_use_id"), None)
+        if call is None:
+            return
+        failed = block.get("is_error") is True
+        if call.name in EDIT_TOOLS:
+            path = call.input.get(EDIT_TOOLS[call.name])
+            if not failed and isinstance(path, str) and path:
+                self.facts.taken_ids.append(call.id)
+                if path not in self._edited_paths:
+                    self._edited_paths.add(path)
+                    self.facts.edited_files.append((path, call.id))
+            return
+        command = call.input.get("command")
+        if isinstance(command, str) and command.strip():
+            description = call.input.get("description")
+            self.facts.taken_ids.append(call.id)
+            self.facts.commands.append(Command(
+                command=command[:LIMITS["recentCommands.command"]],
+                exit_code=_exit_code(block) if failed else 0,
+                note=description[:LIMITS["recentCommands.note"]] if isinstance(description, str) and description else None,
+                auto=True, tool_use_id=call.id))
+
+    def _note_prompt(self, content: Any) -> None:
+        if isinstance(content, list):
+            texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+            content = "\n".join(t for t in texts if isinstance(t, str))
+        if isinstance(content, str):
+            text = content.strip()
+            if text and not text.startswith(_NOT_A_PROMPT):
+                self.facts.first_prompt = text[:LIMITS["goal"]]
+
+    def finish(self) -> TranscriptFacts:
+        """The facts; resume_offset stops before the oldest call still waiting for its result."""
+        if self.pending:
+            self.facts.resume_offset = min(min(c.offset for c in self.pending.values()), self.facts.resume_offset)
+        return self.facts
+
+
+def _exit_code(result_block: dict) -> int:
+    """A failed Bash result says 'Exit code N' in its text; 1 when it does not."""
+    content = result_block.get("content")
+    if isinstance(content, list):
+        content = " ".join(b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    if isinstance(content, str):
+        import re
+        found = re.search(r"[Ee]xit (?:code|status):? (-?\d{1,10})", content[:2000])
+        if found:
+            return int(found.group(1))
+    return 1
+
+
+def merge_transcript(previous: Optional[Checkpoint], facts: TranscriptFacts, files: list,
+                     git: Optional[GitState], now: str, new_id: str, project_name: str,
+                     cursor_key: str) -> Checkpoint:
+    """What a hook adds: the model's goal, tasks, summary and notes are never overwritten."""
+    base = previous or Checkpoint(
+        id=new_id, created_at=now, updated_at=now, project_name=project_name,
+        goal="(no goal recorded yet; saved automatically)", goal_auto=True)
+    goal, goal_auto = base.goal, base.goal_auto
+    if goal_auto and facts.first_prompt:
+        goal = facts.first_prompt
+    seen = list(base.hooks.tool_use_ids) + facts.taken_ids
+    cursors = dict(base.hooks.cursors)
+    cursors[cursor_key] = facts.resume_offset
+    cursors = dict(list(cursors.items())[-HOOK_CURSOR_LIMIT:])
+    commands = base.recent_commands + [replace(c, at=now) for c in facts.commands]
+    return replace(
+        base, updated_at=now, project_name=project_name, git=git, goal=goal, goal_auto=goal_auto,
+        modified_files=files, recent_commands=commands[-LIMITS["recentCommands"]:],
+        truncated=len(commands) > LIMITS["recentCommands"], omitted_files=0, redactions=base.redactions,
+        hooks=HookState(tool_use_ids=seen[-HOOK_ID_LIMIT:], cursors=cursors))
+
+
+HOOK_ID_LIMIT = 500  # tool_use ids remembered; the byte cursor covers anything older
+HOOK_CURSOR_LIMIT = 20  # transcripts remembered
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 6. Rendering (pure, deterministic)
+# ════════════════════════════════════════════════════════════════════════════
+
+TASK_MARKERS = {TaskStatus.DONE: "[x]", TaskStatus.IN_PROGRESS: "[~]",
+                TaskStatus.PENDING: "[ ]", TaskStatus.BLOCKED: "[!]"}
+
+
+def parse_timestamp(value: str) -> Optional[float]:
+    """Seconds since the epoch for our ISO timestamps (2026-10-08T02:23:55.477Z)."""
+    from datetime import datetime, timezone
+    try:
+        parsed = datetime.strptime(value.replace("Z", "+0000")[:28], "%Y-%m-%dT%H:%M:%S.%f%z")
+    except ValueError:
+        try:
+            parsed = datetime.strptime(value.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z")
+        except ValueError:
+            return None
+    return parsed.astimezone(timezone.utc).timestamp()
+
+
+def format_timestamp(epoch: float) -> str:
+    from datetime import datetime, timezone
+    moment = datetime.fromtimestamp(epoch, timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def human_age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return "just now" if seconds < 5 else f"{seconds}s ago"
+
+
+def _clip(text: str, limit: int = BRIEF_ITEM_CHARS) -> str:
+    text = " ".join(text.split()) if "\n" in text else text
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _code(text: str) -> str:
+    """Inline markdown code that survives backticks inside."""
+    text = _clip(text)
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _capped(lines: list, shown: int) -> list:
+    if len(lines) <= shown:
+        return lines
+    return lines[:shown] + [f"- … and {len(lines) - shown} more"]
+
+
+@dataclass
+class LoadResult:
+    found: bool
+    path: str
+    root: str
+    from_backup: bool = False
+    checkpoint: Optional[Checkpoint] = None
+    drift: Optional[Drift] = None
+    warnings: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        doc = {"found": self.found, "path": self.path, "projectRoot": self.root, "fromBackup": self.from_backup,
+               "updatedAt": self.checkpoint.updated_at if self.checkpoint else None,
+               "drift": self.drift.to_json() if self.drift else None, "warnings": self.warnings}
+        if self.checkpoint is not None:
+            doc["checkpoint"] = self.checkpoint.to_json()
+        return doc
+
+
+def render_brief(result: LoadResult, now: float) -> str:
+    """The resume brief: small markdown that a model can act on at once."""
+    if not result.found or result.checkpoint is None:
+        return render_nothing_to_resume(result)
+    cp = result.checkpoint
+    saved_at = parse_timestamp(cp.updated_at)
+    when = (f"checkpoint saved {human_age(now - saved_at)}, "
+            f"{format_timestamp(saved_at)[:19].replace('T', ' ')} UTC") if saved_at else f"checkpoint saved {cp.updated_at}"
+    out = [f"# Resuming: {cp.project_name or os.path.basename(result.root)} ({when})"]
+    if cp.git is not None:
+        where = f"Branch `{cp.git.branch}`" if cp.git.branch else "Detached HEAD"
+        out.append(f"{where} @ {cp.git.head[:SHORT_SHA]}" + (" (uncommitted changes)" if cp.git.dirty else ""))
+    for warning in result.warnings:
+        out.append(f"⚠ {warning}")
+    drift = render_drift(result.drift)
+    if drift and _drift_is_news(result.drift):
+        out += ["", "## Since this checkpoint"] + drift
+    out += ["", "## Goal", cp.goal]
+    if cp.tasks:
+        out += ["", "## Tasks"] + _capped([f"- {TASK_MARKERS[t.status]} {_clip(t.description)}" for t in cp.tasks],
+                                          BRIEF_SHOW["tasks"])
+    if cp.summary:
+        out += ["", "## Where things stand", cp.summary]
+    if cp.next_steps:
+        steps = [f"{i}. {_clip(s)}" for i, s in enumerate(cp.next_steps[:BRIEF_SHOW["nextSteps"]], 1)]
+        if len(cp.next_steps) > BRIEF_SHOW["nextSteps"]:
+            steps.append(f"… and {len(cp.next_steps) - BRIEF_SHOW['nextSteps']} more")
+        out += ["", "## Next steps"] + steps
+    if cp.decisions:
+        out += ["", "## Decisions & gotchas"] + _capped([f"- {_clip(d)}" for d in cp.decisions], BRIEF_SHOW["decisions"])
+    if cp.modified_files:
+        lines = [f"- {f.path} ({f.status})" + (f" — {_clip(f.note)}" if f.note else "") for f in cp.modified_files]
+        more = f", {cp.omitted_files} more not recorded" if cp.omitted_files else ""
+        out += ["", f"## Files touched ({len(cp.modified_files)}{more})"] + _capped(lines, BRIEF_SHOW["files"])
+    if cp.recent_commands:
+        shown = cp.recent_commands[-BRIEF_SHOW["commands"]:]
+        out += ["", f"## Recent commands (last {len(shown)}, oldest first)"] + [_command_line(c) for c in shown]
+    if drift and not _drift_is_news(result.drift):
+        out += ["", "## Since this checkpoint"] + drift
+    out += ["", f"_Checkpoint: {result.path}_"]
+    return "\n".join(out) + "\n"
+
+
+def _command_line(cmd: Command) -> str:
+    if cmd.exit_code == 0:
+        mark = "✓"
+    elif cmd.exit_code is None:
+        mark = "·"
+    else:
+        mark = f"✗ exit {cmd.exit_code}"
+    return f"- {mark} {_code(cmd.command)}" + (f" — {_clip(cmd.note)}" if cmd.note else "")
+
+
+def _drift_is_news(drift: Optional[Drift]) -> bool:
+    return drift is not None and bool(drift.branch_changed or drift.commits_since or drift.changed_since
+                                      or drift.new_since or drift.unreachable)
+
+
+def render_drift(drift: Optional[Drift]) -> list:
+    if drift is None:
+        return []
+    lines = []
+    if drift.branch_changed:
+        lines.append(f"- Branch changed: now on `{drift.current_branch}`" if drift.current_branch
+                     else "- Branch changed: HEAD is now detached")
+    if drift.unreachable:
+        lines.append("- ⚠ Saved commit is no longer reachable (rebase or reset): re-read the recorded files before editing")
+    elif drift.commits_since:
+        lines.append(f"- {drift.commits_since} new commit(s) on HEAD")
+    if drift.changed_since:
+        lines.append("- ⚠ Changed after the checkpoint, re-read before editing: " + _path_list(drift.changed_since))
+    if drift.new_since:
+        lines.append("- Changed outside the checkpoint (new dirty or untracked files): " + _path_list(drift.new_since))
+    if not lines:
+        lines.append("- Nothing changed: same commit, every recorded file as saved")
+    return lines
+
+
+def _path_list(paths: list) -> str:
+    shown = ", ".join(f"`{p}`" for p in paths[:BRIEF_SHOW["drift"]])
+    return shown + (f" … and {len(paths) - BRIEF_SHOW['drift']} more" if len(paths) > BRIEF_SHOW["drift"] else "")
+
+
+def render_nothing_to_resume(result: LoadResult) -> str:
+    lines = [f"No checkpoint found at {result.path}: nothing to resume. Start fresh, and call "
+             "save_session_checkpoint once there is progress worth keeping."]
+    lines += [f"⚠ {w}" for w in result.warnings]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class SaveOutcome:
+    path: str
+    root: str
+    size: int
+    mode: SaveMode
+    checkpoint: Checkpoint
+    warnings: list
+
+    def structured(self) -> dict:
+        cp = self.checkpoint
+        return {"path": self.path, "projectRoot": self.root, "bytes": self.size, "mode": self.mode.value,
+                "counts": {"tasks": len(cp.tasks), "modifiedFiles": len(cp.modified_files),
+                           "recentCommands": len(cp.recent_commands), "redactions": cp.redactions},
+                "truncated": cp.truncated, "warnings": list(self.warnings)}
+
+
+def render_save_answer(outcome: SaveOutcome) -> str:
+    cp = outcome.checkpoint
+    where = ""
+    if cp.git is not None:
+        where = f" on {cp.git.branch or 'detached HEAD'}@{cp.git.head[:SHORT_SHA]}"
+    lines = [f"Checkpoint saved to {outcome.path} ({outcome.size} bytes, {outcome.mode.value}).",
+             f"{len(cp.tasks)} task(s), {len(cp.modified_files)} file(s), {len(cp.recent_commands)} command(s){where}."]
+    lines += [f"⚠ {w}" for w in outcome.warnings]
+    return "\n".join(lines)
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 7. Git adapter and working-tree hashing
+# ════════════════════════════════════════════════════════════════════════════
+
+class Git:
+    """Runs git for one project root: argument lists, no shell, stdin from /dev/null,
+    a timeout that kills the whole process group, no pager, prompt or optional lock,
+    and no fsmonitor hook. Callers get typed answers or None, plus `warnings`."""
+
+    def __init__(self, root: str, timeout: float = GIT_TIMEOUT_S):
+        self.root = root
+        self.timeout = timeout
+        self.warnings: list = []
+        self.available = True
+
+    def run(self, *args: str, ok_codes: tuple = (0,)) -> Optional[tuple]:
+        """(returncode, stdout) or None when git is missing, hangs or fails unexpectedly."""
+        if not self.available:
+            return None
+        import subprocess
+        env = dict(os.environ)
+        for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE"):
+            env.pop(name, None)
+        env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", PAGER="cat",
+                   GIT_ASKPASS="", SSH_ASKPASS="", LC_ALL="C", LANGUAGE="")
+        command = ["git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false",
+                   "-c", "core.untrackedCache=keep", *args]
+        try:
+            proc = subprocess.Popen(command, cwd=self.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env, start_new_session=os.name == "posix")
+        except FileNotFoundError:
+            self._give_up("git was not found on PATH; git facts and drift detection are off.")
+            return None
+        except OSError as error:
+            self._give_up(f"git could not be started ({error.strerror}); git facts are off.")
+            return None
+        try:
+            out, _ = proc.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+            self._give_up(f"git {args[0]} did not answer within {self.timeout:g} s; git facts are off for this call.")
+            return None
+        if proc.returncode not in ok_codes:
+            return None
+        return proc.returncode, out
+
+    def _give_up(self, warning: str) -> None:
+        self.available = False
+        self.warnings.append(warning)
+
+    def scan(self) -> "GitScan":
+        """One `git status` gives HEAD, branch and every changed or untracked file."""
+        prefix = ""
+        if not os.path.exists(os.path.join(self.root, ".git")):
+            found = self.run("rev-parse", "--show-prefix")
+            if found is None:
+                return GitScan(None, [], in_repo=False)
+            prefix = found[1].decode("utf-8", "surrogateescape").strip()
+        found = self.run("status", "--porcelain=v2", "-z", "-uall", "--branch", "--", ".")
+        if found is None:
+            return GitScan(None, [], in_repo=False)
+        return parse_status(found[1], prefix)
+
+    def commits_since(self, saved_head: str, head: str) -> Optional[int]:
+        """Commits on HEAD after saved_head; None when saved_head is no longer an ancestor."""
+        if saved_head == head:
+            return 0
+        found = self.run("rev-list", "--count", "--ancestry-path", f"{saved_head}..{head}", "--")
+        if found is None:
+            return None
+        count = int(found[1].strip() or 0)
+        return count or None
+
+    def is_ignored(self, name: str) -> Optional[bool]:
+        found = self.run("check-ignore", "-q", "--", name, ok_codes=(0, 1))
+        return None if found is None else found[0] == 0
+
+    def git_path(self, name: str) -> Optional[str]:
+        found = self.run("rev-parse", "--git-path", name)
+        if found is None:
+            return None
+        return os.path.join(self.root, found[1].decode("utf-8", "surrogateescape").strip())
+
+
+def _kill_tree(proc: Any) -> None:
+    import signal
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=1)
+    except Exception:  # the pipes may be held by an orphan; we leave it to the OS
+        pass
+
+
+@dataclass
+class GitScan:
+    state: Optional[GitState]  # None outside a repository or before the first commit
+    entries: list  # [FileEntry] from git, relative to the root, without hashes
+    in_repo: bool = True
+
+    @property
+    def dirty_paths(self) -> list:
+        return [e.path for e in self.entries]
+
+
+def reduce_status(kind: str, xy: str) -> str:
+    """Porcelain v2 record type and XY code -> one of M, A, D, R, ??, U."""
+    if kind == "?":
+        return "??"
+    if kind == "u":
+        return "U"
+    if kind == "2":
+        return "R" if xy[0] == "R" or xy[1:] == "R" else "A"
+    if "D" in xy:
+        return "D"
+    if xy[0] == "A":
+        return "A"
+    return "M"
+
+
+def parse_status(raw: bytes, prefix: str = "") -> GitScan:
+    """Parse `git status --porcelain=v2 -z --branch`; keep paths under `prefix` (the root's
+    place in the repository), relative to it."""
+    fields = raw.decode("utf-8", "surrogateescape").split("\0")
+    head = branch = None
+    entries = []
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        i += 1
+        if not record:
+            continue
+        if record.startswith("# branch.oid "):
+            head = record[13:]
+        elif record.startswith("# branch.head "):
+            branch = record[14:]
+        elif record[0] in "12u?":
+            kind = record[0]
+            parts = record.split(" ", {"1": 8, "2": 9, "u": 10, "?": 1}[kind])
+            path = parts[-1]
+            xy = parts[1] if kind != "?" else "??"
+            if kind == "2":
+                i += 1  # the original path of a rename follows
+            if prefix and not path.startswith(prefix):
+                continue
+            rel = path[len(prefix):]
+            if not rel or is_checkpoint_file(rel):
+                continue
+            entries.append(FileEntry(rel, reduce_status(kind, xy), FileSource.GIT))
+    state = None
+    if head and head != "(initial)":
+        state = GitState(branch=None if branch in (None, "(detached)") else branch, head=head,
+                         dirty=bool(entries))
+    return GitScan(state, entries)
+
+
+def hash_worktree_file(root: str, rel_path: str) -> Optional[str]:
+    """The git blob sha1 of a working-tree file, read in chunks (memory stays flat).
+    A symlink hashes its target text, as git stores it; None when absent or not a file."""
+    import hashlib
+    import stat
+    full = os.path.join(root, *rel_path.split("/"))
+    try:
+        info = os.lstat(full)
+        if stat.S_ISLNK(info.st_mode):
+            return blob_hash(os.fsencode(os.readlink(full)))
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb", buffering=0) as stream:
+        try:
+            size = os.fstat(fd).st_size
+            digest = hashlib.sha1(blob_header(size))
+            buffer = memoryview(bytearray(min(HASH_CHUNK_BYTES, max(size, 1))))
+            remaining = size
+            while remaining > 0:
+                n = stream.readinto(buffer)
+                if not n:
+                    return None  # it shrank while we read: it is changing, report it as changed
+                digest.update(buffer[:min(n, remaining)])
+                remaining -= n
+            return digest.hexdigest()
+        except OSError:
+            return None
+
+
+def contained_path(root: str, path: str) -> Optional[str]:
+    """relative_project_path, plus: the file's folder must really be inside the root
+    (a symlinked folder must not lead out of the project)."""
+    rel = relative_project_path(root, path)
+    if rel is None:
+        return None
+    parent = os.path.realpath(os.path.dirname(os.path.join(root, *rel.split("/"))))
+    if parent != root and not parent.startswith(root.rstrip(os.sep) + os.sep):
+        return None
+    return rel
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 8. Storage: the only code that opens checkpoint files
+# ════════════════════════════════════════════════════════════════════════════
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # never follow a symlink planted at one of our names
+
+
+@dataclass
+class StoredFile:
+    checkpoint: Optional[Checkpoint]  # None when there is none
+    raw: Optional[bytes] = None  # the valid main file's bytes, kept as .prev on the next write
+    from_backup: bool = False
+    warnings: list = field(default_factory=list)
+
+
+def _read_small(path: str) -> Optional[bytes]:
+    """The file's bytes; None when it does not exist. Refuses symlinks and giant files."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if os.path.islink(path):
+            raise StorageError(f"{os.path.basename(path)} is a symlink; refusing to follow it.") from None
+        raise StorageError(f"cannot read {os.path.basename(path)}: {error.strerror}") from None
+    with os.fdopen(fd, "rb") as stream:
+        data = stream.read(MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES:
+        raise StorageError(f"{os.path.basename(path)} is larger than {MAX_READ_BYTES} bytes; not a checkpoint.")
+    return data
+
+
+def decode_checkpoint(data: bytes) -> Checkpoint:
+    import json
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise CheckpointError(f"not valid UTF-8 JSON ({error})") from None
+    return Checkpoint.from_json(doc)
+
+
+def read_checkpoint(root: str) -> StoredFile:
+    """The checkpoint, falling back to .prev when the main file is corrupt or unreadable.
+    Raises UnsupportedVersion for a newer schema and StorageError when both are unusable."""
+    main_path, backup_path = os.path.join(root, CHECKPOINT_NAME), os.path.join(root, BACKUP_NAME)
+    try:
+        raw = _read_small(main_path)
+        if raw is None:
+            return StoredFile(None)
+        return StoredFile(decode_checkpoint(raw), raw=raw)
+    except UnsupportedVersion:
+        raise
+    except CheckpointError as error:
+        problem = str(error)
+    try:
+        backup = _read_small(backup_path)
+        if backup is None:
+            raise CheckpointError("there is no backup")
+        checkpoint = decode_checkpoint(backup)
+    except UnsupportedVersion:
+        raise
+    except CheckpointError as error:
+        raise StorageError(f"{CHECKPOINT_NAME} is unreadable ({problem}) and so is {BACKUP_NAME} ({error}). "
+                           f"Fix or delete {main_path}, then save a new checkpoint.") from None
+    return StoredFile(checkpoint, from_backup=True,
+                      warnings=[f"{CHECKPOINT_NAME} is unreadable ({problem}); loaded the backup {BACKUP_NAME}."])
+
+
+def _write_atomically(folder: str, name: str, data: bytes) -> None:
+    """Temp file in the same folder (created exclusively, 0600, fsynced), then rename."""
+    import secrets
+    for _ in range(20):
+        temp = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_BINARY", 0), 0o600)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise StorageError(f"could not create a temporary file in {folder}")
+    try:
+        try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, 0o600)  # whatever the umask
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, os.path.join(folder, name))  # replaces a planted symlink, never follows it
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def write_checkpoint(root: str, data: bytes, previous_raw: Optional[bytes]) -> None:
+    """Keep the previous valid checkpoint as .prev, then replace the main file atomically.
+    On any failure the old files are intact and no temp file is left."""
+    try:
+        if previous_raw is not None:
+            _write_atomically(root, BACKUP_NAME, previous_raw)
+        _write_atomically(root, CHECKPOINT_NAME, data)
+        _fsync_folder(root)
+    except OSError as error:
+        raise StorageError(f"Could not write {os.path.join(root, CHECKPOINT_NAME)}: {error.strerror or error}. "
+                           "The previous checkpoint is intact.") from None
+
+
+def _fsync_folder(folder: str) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class ProjectLock:
+    """An exclusive lock on <root>/.claude-checkpoint.lock: two servers or hooks saving into
+    one project take turns, so a merge never loses the other's update."""
+
+    def __init__(self, root: str, timeout: float = 10.0):
+        self.path = os.path.join(root, LOCK_NAME)
+        self.timeout = timeout
+        self.fd: Optional[int] = None
+
+    def __enter__(self) -> "ProjectLock":
+        import time
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o600)
+        except OSError as error:
+            raise StorageError(f"Could not open the lock file {self.path}: {error.strerror}. "
+                               "Is the project folder writable?") from None
+        deadline = time.monotonic() + self.timeout
+        while not _try_lock(self.fd):
+            if time.monotonic() > deadline:
+                os.close(self.fd)
+                raise StorageError(f"Another process has held {self.path} for {self.timeout:g} s; try again.")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.fd is not None:
+            _unlock(self.fd)
+            os.close(self.fd)
+            self.fd = None
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+
+
+def _unlock(fd: int) -> None:
+    try:
+        import fcntl
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except ImportError:
+        import msvcrt
+        try:
+            os.lseek(fd, 0, 0)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        except OSError:
+            pass
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 9. Root resolution
+# ════════════════════════════════════════════════════════════════════════════
+
+@dataclass
+class RootChoice:
+    path: str
+    source: str  # says why this root was used
+
+
+def choose_root(argument: Optional[str], env: dict, client_roots: list, cwd: str) -> RootChoice:
+    """projectRoot > CHECKPOINT_PROJECT_ROOT > the client's first file:// root >
+    CLAUDE_PROJECT_DIR > the working directory. Pure: checks happen in resolve_root."""
+    if argument:
+        return RootChoice(argument, "the projectRoot argument")
+    if env.get("CHECKPOINT_PROJECT_ROOT"):
+        return RootChoice(env["CHECKPOINT_PROJECT_ROOT"], "CHECKPOINT_PROJECT_ROOT")
+    for uri in client_roots:
+        path = file_uri_to_path(uri)
+        if path:
+            return RootChoice(path, "the client's roots")
+    if env.get("CLAUDE_PROJECT_DIR"):
+        return RootChoice(env["CLAUDE_PROJECT_DIR"], "CLAUDE_PROJECT_DIR")
+    return RootChoice(cwd, "the working directory")
+
+
+def file_uri_to_path(uri: Any) -> Optional[str]:
+    if not isinstance(uri, str) or not uri.lower().startswith("file://"):
+        return None
+    from urllib.parse import unquote, urlsplit
+    parts = urlsplit(uri)
+    if parts.netloc not in ("", "localhost"):
+        return None
+    path = unquote(parts.path)
+    if os.name == "nt" and len(path) > 2 and path[0] == "/" and path[2] == ":":
+        path = path[1:]
+    return path or None
+
+
+def resolve_root(choice: RootChoice, home: Optional[str]) -> str:
+    """An absolute, existing folder, symlinks resolved, that is neither / nor the home folder."""
+    if not os.path.isabs(choice.path):
+        raise RootError(f"projectRoot must be an absolute path (got {choice.path!r} from {choice.source}).")
+    real = os.path.realpath(choice.path)
+    if not os.path.isdir(real):
+        raise RootError(f"Project root {choice.path} (from {choice.source}) is not an existing folder.")
+    forbidden = {os.path.realpath(os.sep)}
+    if home:
+        forbidden.add(os.path.realpath(home))
+    if real in forbidden or os.path.dirname(real) == real:
+        raise RootError(f"Refusing to use {real} (from {choice.source}) as the project root: it is the "
+                        "filesystem root or your home folder. Pass projectRoot with the project's absolute "
+                        "path, or set CHECKPOINT_PROJECT_ROOT.")
+    return real
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 10. Services and tools
+# ════════════════════════════════════════════════════════════════════════════
+
+@dataclass
+class World:
+    """What the services need from outside the process, gathered once in section 12."""
+    env: dict
+    cwd: str
+    home: Optional[str]
+    clock: Callable[[], float]
+    known_secrets: tuple = ()
+
+    def root(self, argument: Optional[str] = None, client_roots: Iterable[str] = ()) -> str:
+        return resolve_root(choose_root(argument, self.env, list(client_roots), self.cwd), self.home)
+
+    def now_iso(self) -> str:
+        return format_timestamp(self.clock())
+
+
+def new_checkpoint_id() -> str:
+    import uuid
+    return str(uuid.uuid4())
+
+
+def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcome:
+    """The save tool, CLI `save` and the hooks all come here: scan, merge, redact, cap, write."""
+    git = Git(root)
+    scan = git.scan()
+    warnings: list = []
+    notes = []
+    for named in request.files:
+        rel = contained_path(root, named.path)
+        if rel is None:
+            warnings.append(f"Ignored modifiedFiles path {named.path!r}: it is outside the project root {root}.")
+        elif not is_checkpoint_file(rel):
+            notes.append(FileNote(rel, named.note))
+    with ProjectLock(root):
+        stored = _read_for_update(root, warnings)
+        previous = stored.checkpoint if request.mode is SaveMode.MERGE else None
+        if request.mode is SaveMode.MERGE and previous is None:
+            warnings.append("There was no readable checkpoint to merge into, so this save acted as a replace.")
+        selection = select_files(scan.entries, notes, previous.modified_files if previous else [])
+        files = hash_entries(root, selection.entries)
+        checkpoint = build_checkpoint(previous, request, files, scan.state, world.now_iso(),
+                                      new_checkpoint_id(), os.path.basename(root))
+        checkpoint = replace(checkpoint, omitted_files=selection.omitted,
+                             truncated=bool(selection.omitted) or growth_truncated(previous, request))
+        checkpoint, data = _redact_and_fit(checkpoint, world)
+        write_checkpoint(root, data, stored.raw)
+    return _save_outcome(root, request.mode, checkpoint, data, git, scan, warnings)
+
+
+def _read_for_update(root: str, warnings: list) -> StoredFile:
+    """The current file before a write. A newer schema is never overwritten; a corrupt
+    one is replaced, while a good .prev is kept."""
+    try:
+        stored = read_checkpoint(root)
+    except StorageError as error:
+        warnings.append(str(error).split(" Fix or delete")[0])
+        return StoredFile(None)
+    if stored.from_backup:
+        warnings.extend(stored.warnings)
+        return StoredFile(stored.checkpoint)  # the corrupt main file must not become .prev
+    return stored
+
+
+def hash_entries(root: str, entries: list) -> list:
+    hashed = []
+    for entry in entries:
+        inside = contained_path(root, entry.path) is not None
+        hashed.append(replace(entry, hash=hash_worktree_file(root, entry.path) if inside else None))
+    return hashed
+
+
+def _redact_and_fit(checkpoint: Checkpoint, world: World) -> tuple:
+    redactor = Redactor(world.known_secrets)
+    checkpoint = redactor.checkpoint(checkpoint)
+    return fit_to_size(replace(checkpoint, redactions=redactor.count))
+
+
+def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes, git: Git,
+                  scan: GitScan, warnings: list) -> SaveOutcome:
+    notes = []
+    if checkpoint.redactions:
+        notes.append(f"Redacted {checkpoint.redactions} secret-looking value(s).")
+    if checkpoint.truncated:
+        notes.append("Some history was dropped to stay within the limits (oldest commands first)"
+                     + (f"; {checkpoint.omitted_files} changed file(s) were not recorded" if checkpoint.omitted_files else "")
+                     + ".")
+    if scan.in_repo and git.is_ignored(CHECKPOINT_NAME) is False:
+        notes.append(f"{CHECKPOINT_NAME} is not git-ignored: add `{CHECKPOINT_NAME}*` to .gitignore "
+                     "(or run `claude_checkpoint.py install --exclude`) so it is never committed.")
+    return SaveOutcome(os.path.join(root, CHECKPOINT_NAME), root, len(data), mode, checkpoint,
+                       notes + warnings + git.warnings)
+
+
+def load_checkpoint(root: str, world: World) -> LoadResult:
+    """Read the checkpoint and measure drift against the working tree now."""
+    path = os.path.join(root, CHECKPOINT_NAME)
+    stored = read_checkpoint(root)
+    if stored.checkpoint is None:
+        return LoadResult(False, path, root)
+    cp = stored.checkpoint
+    result = LoadResult(True, path, root, from_backup=stored.from_backup, checkpoint=cp,
+                        warnings=list(stored.warnings))
+    if cp.git is None:
+        return result
+    git = Git(root)
+    scan = git.scan()
+    if scan.state is not None:
+        commits = git.commits_since(cp.git.head, scan.state.head)
+        if git.available:
+            hashes = {e.path: e.hash for e in hash_entries(root, cp.modified_files)}
+            result.drift = compute_drift(cp, scan.state, scan.dirty_paths, hashes, commits)
+    result.warnings += git.warnings
+    return result
+
+
+def record_transcript(root: str, transcript_path: str, session_id: str, world: World,
+                      require_activity: bool = False) -> Optional[SaveOutcome]:
+    """The hooks: merge what the transcript proves into the checkpoint. Returns None when the
+    transcript holds nothing new (then nothing is written). With require_activity, a first
+    prompt alone is not worth a checkpoint (Stop and SessionEnd fire in every session)."""
+    git = Git(root)
+    warnings: list = []
+    with ProjectLock(root):
+        stored = _read_for_update(root, warnings)
+        previous = stored.checkpoint
+        key = session_id or os.path.basename(transcript_path)
+        start = previous.hooks.cursors.get(key, 0) if previous else 0
+        facts = scan_transcript(transcript_path, start, previous)
+        new_goal = facts.first_prompt is not None and (previous is None or previous.goal_auto)
+        if not (facts.edited_files or facts.commands or (new_goal and not require_activity)):
+            return None
+        scan = git.scan()
+        edited = []
+        for path, _ in facts.edited_files:
+            rel = contained_path(root, path)
+            if rel is not None and not is_checkpoint_file(rel):
+                edited.append(FileEntry(rel, "M", FileSource.AGENT, auto=True))
+        selection = select_files(scan.entries, [], (previous.modified_files if previous else []) + edited)
+        files = hash_entries(root, selection.entries)
+        checkpoint = merge_transcript(previous, facts, files, scan.state, world.now_iso(), new_checkpoint_id(),
+                                      os.path.basename(root), key)
+        checkpoint = replace(checkpoint, omitted_files=selection.omitted,
+                             truncated=checkpoint.truncated or bool(selection.omitted))
+        checkpoint, data = _redact_and_fit(checkpoint, world)
+        write_checkpoint(root, data, stored.raw)
+    return _save_outcome(root, SaveMode.MERGE, checkpoint, data, git, scan, warnings)
+
+
+def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> TranscriptFacts:
+    """Stream the transcript from byte `start` (where the last hook stopped)."""
+    seen = previous.hooks.tool_use_ids if previous else []
+    scanner = TranscriptScanner(seen, want_prompt=previous is None or previous.goal_auto)
+    try:
+        with open(path, "rb") as stream:
+            size = os.fstat(stream.fileno()).st_size
+            if start > size:  # the transcript was rewritten: read it all, the ids prevent repeats
+                start = 0
+            stream.seek(start)
+            offset = start
+            scanner.facts.resume_offset = start
+            for line in stream:
+                scanner.feed(line, offset)
+                offset += len(line)
+    except OSError as error:
+        raise CheckpointError(f"cannot read the transcript {path}: {error.strerror}") from None
+    return scanner.finish()
+
+
+# ── The MCP tools: schema, annotations and a thin handler each ──
+
+@dataclass
+class ToolResult:
+    text: str
+    structured: Optional[dict] = None
+    is_error: bool = False
+
+    def to_json(self) -> dict:
+        doc: dict = {"content": [{"type": "text", "text": self.text}], "isError": self.is_error}
+        if self.structured is not None:
+            doc["structuredContent"] = self.structured
+        return doc
+
+
+@dataclass
+class ToolContext:
+    world: World
+    client_roots: list  # file:// URIs from the client, [] when none
+
+    def root(self, argument: Optional[str]) -> str:
+        return self.world.root(argument, self.client_roots)
+
+
+def _string(limit: int, description: str = "") -> dict:
+    schema: dict = {"type": "string", "maxLength": limit}
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _array(items: dict, limit: int, description: str) -> dict:
+    return {"type": "array", "items": items, "maxItems": limit, "description": description}
+
+
+def _object(properties: dict, required: tuple = ()) -> dict:
+    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+PROJECT_ROOT_SCHEMA = _string(LIMITS["projectRoot"], "Absolute project path; overrides the default root")
+
+SAVE_INPUT_SCHEMA = _object({
+    "goal": _string(LIMITS["goal"], "The session's main goal"),
+    "tasks": _array(_object({"description": _string(LIMITS["task.description"]),
+                             "status": {"type": "string", "enum": [s.value for s in TaskStatus]}},
+                            ("description",)), LIMITS["tasks"], "Tasks with status"),
+    "summary": _string(LIMITS["summary"], "Where things stand: what works, what is broken, what was in flight"),
+    "nextSteps": _array(_string(LIMITS["nextSteps.item"]), LIMITS["nextSteps"], "Ordered next actions"),
+    "decisions": _array(_string(LIMITS["decisions.item"]), LIMITS["decisions"], "Decisions, constraints, dead ends"),
+    "modifiedFiles": _array(_object({"path": _string(LIMITS["modifiedFiles.path"]),
+                                     "note": _string(LIMITS["modifiedFiles.note"])}, ("path",)),
+                            LIMITS["modifiedFiles"], "Files to annotate (git changes are found automatically)"),
+    "recentCommands": _array(_object({"command": _string(LIMITS["recentCommands.command"]),
+                                      "exitCode": {"type": "integer"},
+                                      "note": _string(LIMITS["recentCommands.note"])}, ("command",)),
+                             LIMITS["recentCommands"], "Commands that mattered, oldest first"),
+    "mode": {"type": "string", "enum": [m.value for m in SaveMode],
+             "description": "replace (default) or merge: keep what is not resent"},
+    "projectRoot": PROJECT_ROOT_SCHEMA,
+}, ("goal",))
+
+SAVE_OUTPUT_SCHEMA = _object({
+    "path": {"type": "string"}, "projectRoot": {"type": "string"}, "bytes": {"type": "integer"},
+    "mode": {"type": "string", "enum": [m.value for m in SaveMode]},
+    "counts": _object({k: {"type": "integer"} for k in ("tasks", "modifiedFiles", "recentCommands", "redactions")},
+                      ("tasks", "modifiedFiles", "recentCommands", "redactions")),
+    "truncated": {"type": "boolean"},
+    "warnings": {"type": "array", "items": {"type": "string"}},
+}, ("path", "bytes", "mode", "counts", "warnings"))
+
+LOAD_INPUT_SCHEMA = _object({
+    "format": {"type": "string", "enum": [f.value for f in BriefFormat],
+               "description": "brief (default): markdown resume brief; full: the whole checkpoint and drift as JSON"},
+    "projectRoot": PROJECT_ROOT_SCHEMA,
+})
+
+
+def tool_save(arguments: Any, context: ToolContext) -> ToolResult:
+    request = parse_save_arguments(arguments)
+    outcome = save_checkpoint(context.root(request.project_root), request, context.world)
+    return ToolResult(render_save_answer(outcome), outcome.structured())
+
+
+def tool_load(arguments: Any, context: ToolContext) -> ToolResult:
+    if not isinstance(arguments, dict):
+        raise InvalidArgument("arguments", "must be an object")
+    unknown = sorted(set(arguments) - {"format", "projectRoot"})
+    if unknown:
+        raise InvalidArgument(unknown[0], "unknown field; allowed fields are format, projectRoot")
+    fmt = BriefFormat.BRIEF
+    if arguments.get("format") is not None:
+        fmt = _arg_enum(BriefFormat, arguments["format"], "format")
+    root_arg = arguments.get("projectRoot")
+    if root_arg is not None:
+        root_arg = _arg_text(root_arg, "projectRoot", LIMITS["projectRoot"], required=True)
+    result = load_checkpoint(context.root(root_arg), context.world)
+    if fmt is BriefFormat.FULL:
+        import json
+        return ToolResult(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+    return ToolResult(render_brief(result, context.world.clock()))
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    input_schema: dict
+    annotations: dict
+    handler: Callable[[Any, ToolContext], ToolResult]
+    output_schema: Optional[dict] = None
+
+    def describe(self) -> dict:
+        doc = {"name": self.name, "title": self.title, "description": self.description,
+               "inputSchema": self.input_schema, "annotations": self.annotations}
+        if self.output_schema is not None:
+            doc["outputSchema"] = self.output_schema
+        return doc
+
+
+TOOLS = {tool.name: tool for tool in (
+    Tool("save_session_checkpoint", "Save session checkpoint",
+         "Save the session's working state (goal, tasks, summary, next steps, decisions, files, commands) "
+         "to <project>/.claude-checkpoint. Call after a milestone, before risky operations, and when the "
+         "conversation grows long; use mode \"merge\" for small updates.",
+         SAVE_INPUT_SCHEMA,
+         {"title": "Save session checkpoint", "readOnlyHint": False, "destructiveHint": False,
+          "idempotentHint": False, "openWorldHint": False},
+         tool_save, SAVE_OUTPUT_SCHEMA),
+    Tool("load_session_checkpoint", "Load session checkpoint",
+         "Load the saved session checkpoint as a compact resume brief that flags files changed since. "
+         "Call at the start of a session and right after /clear or a compaction.",
+         LOAD_INPUT_SCHEMA,
+         {"title": "Load session checkpoint", "readOnlyHint": True, "openWorldHint": False},
+         tool_load),
+)}
+
+
+def call_tool(name: str, arguments: Any, context: ToolContext) -> ToolResult:
+    """The one broad except: anything a tool raises becomes an isError result the model can read."""
+    tool = TOOLS[name]
+    try:
+        return tool.handler({} if arguments is None else arguments, context)
+    except CheckpointError as error:
+        return ToolResult(f"{name} failed: {error}", is_error=True)
+    except Exception as error:  # a bug: log it, keep serving
+        import traceback
+        traceback.print_exc(file=sys.stderr)
+        return ToolResult(f"{name} failed unexpectedly ({type(error).__name__}: {error}). "
+                          "Nothing was written. Details are in the server log.", is_error=True)
+
+
+# ── Prompts and resources ──
+
+PROMPTS = (
+    {"name": "resume", "title": "Resume from checkpoint",
+     "description": "The resume brief of the saved checkpoint, with files changed since."},
+    {"name": "checkpoint", "title": "Save a checkpoint now",
+     "description": "Ask the model to save everything it knows about this session as a checkpoint."},
+)
+
+CHECKPOINT_PROMPT = (
+    "Save a session checkpoint now: call save_session_checkpoint with mode \"merge\" and everything you "
+    "know about this session: the goal, every task with its status, a summary of where things stand "
+    "(what works, what is broken, what was in flight), the next steps in order, the decisions and dead "
+    "ends to remember, notes on the files that matter, and the commands that mattered with their exit codes.")
+
+RESOURCES = (
+    {"uri": "checkpoint://brief", "name": "brief", "title": "Resume brief", "mimeType": "text/markdown",
+     "description": "The saved checkpoint as a compact resume brief, with drift since the save."},
+    {"uri": "checkpoint://current", "name": "current", "title": "Checkpoint file", "mimeType": "application/json",
+     "description": "The saved checkpoint file (.claude-checkpoint) as JSON."},
+)
+
+
+def get_prompt(name: str, context: ToolContext) -> dict:
+    if name == "resume":
+        result = load_checkpoint(context.root(None), context.world)
+        text = render_brief(result, context.world.clock())
+    else:
+        text = CHECKPOINT_PROMPT
+    prompt = next(p for p in PROMPTS if p["name"] == name)
+    return {"description": prompt["description"],
+            "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
+
+
+def read_resource(uri: str, context: ToolContext) -> dict:
+    root = context.root(None)
+    if uri == "checkpoint://brief":
+        text = render_brief(load_checkpoint(root, context.world), context.world.clock())
+        mime = "text/markdown"
+    else:
+        stored = read_checkpoint(root)
+        if stored.checkpoint is None:
+            raise CheckpointError(f"No checkpoint at {os.path.join(root, CHECKPOINT_NAME)} yet.")
+        import json
+        text = json.dumps(stored.checkpoint.to_json(), ensure_ascii=False, indent=2)
+        mime = "application/json"
+    return {"contents": [{"uri": uri, "mimeType": mime, "text": text}]}
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 11. Protocol: JSON-RPC messages in, replies out (no I/O of its own)
+# ════════════════════════════════════════════════════════════════════════════
+
+class RpcError(Exception):
+    """A JSON-RPC error reply."""
+
+    def __init__(self, code: int, message: str, data: Any = None):
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+
+class InputRequired(Exception):
+    """2026-07-28: the call needs the client's roots; answer input_required and wait for the retry."""
+
+
+CAPABILITIES = {"tools": {"listChanged": False}, "prompts": {"listChanged": False},
+                "resources": {"subscribe": False, "listChanged": False}}
+SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}
+ROOT_METHODS = ("tools/call", "prompts/get", "resources/read")  # the requests that need a project root
+CACHEABLE_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list",
+                     "resources/templates/list", "resources/read")
+
+
+@dataclass
+class Request:
+    """One incoming request, its era settled."""
+    id: Any
+    method: str
+    params: dict
+    stateless: bool = False  # carries the 2026-07-28 envelope
+    client_capabilities: dict = field(default_factory=dict)
+
+
+def error_reply(request_id: Any, code: int, message: str, data: Any = None) -> dict:
+    error: dict = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _valid_id(value: Any) -> bool:
+    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+class Protocol:
+    """The server's side of MCP for one client connection, both eras.
+
+    `handle(message)` returns the reply (or None for a notification). Requests the server
+    wants to send to the client (roots/list) are appended to `outbox`; the transport
+    sends them and holds root-dependent requests until `roots_settled(now)`."""
+
+    def __init__(self, world: World):
+        self.world = world
+        self.client_capabilities: dict = {}
+        self.protocol_version: Optional[str] = None
+        self.client_roots: list = []
+        self.roots_request_id: Optional[str] = None
+        self.roots_asked_at: Optional[float] = None
+        self.outbox: list = []
+        self._requests_sent = 0
+        self.handlers = {
+            "initialize": self._initialize, "ping": lambda r: {}, "server/discover": self._discover,
+            "tools/list": lambda r: {"tools": [t.describe() for t in TOOLS.values()]},
+            "tools/call": self._call_tool,
+            "prompts/list": lambda r: {"prompts": list(PROMPTS)}, "prompts/get": self._get_prompt,
+            "resources/list": lambda r: {"resources": list(RESOURCES)},
+            "resources/templates/list": lambda r: {"resourceTemplates": []},
+            "resources/read": self._read_resource,
+        }
+
+    # ── Messages ──
+    def handle(self, message: Any) -> Optional[dict]:
+        if not isinstance(message, dict):
+            return error_reply(None, INVALID_REQUEST, "Invalid request: expected a JSON-RPC object")
+        if "method" not in message and "id" in message and ("result" in message or "error" in message):
+            self._client_response(message)
+            return None
+        request_id = message.get("id")
+        is_notification = "id" not in message
+        if (message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str)
+                or not _valid_id(request_id) or not isinstance(message.get("params", {}), dict)):
+            return None if is_notification and isinstance(message.get("method"), str) else error_reply(
+                request_id if _valid_id(request_id) else None, INVALID_REQUEST,
+                "Invalid request: needs jsonrpc \"2.0\", a string method, an id that is a string or integer, "
+                "and params that are an object")
+        if is_notification:
+            self._notification(message["method"], message.get("params") or {})
+            return None
+        try:
+            request = self._settle_era(request_id, message["method"], message.get("params") or {})
+            handler = self.handlers.get(request.method)
+            if handler is None:
+                raise RpcError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
+            result = handler(request)
+        except RpcError as error:
+            return error_reply(request_id, error.code, str(error), error.data)
+        except InputRequired:
+            return {"jsonrpc": "2.0", "id": request_id, "result": self._input_required()}
+        except CheckpointError as error:
+            return error_reply(request_id, INVALID_PARAMS, str(error))
+        except Exception as error:  # a bug: log it, answer, keep serving
+            import traceback
+            traceback.print_exc(file=sys.stderr)
+            return error_reply(request_id, INTERNAL_ERROR, f"Internal error: {type(error).__name__}: {error}")
+        return {"jsonrpc": "2.0", "id": request_id, "result": self._decorate(request, result)}
+
+    def _settle_era(self, request_id: Any, method: str, params: dict) -> Request:
+        meta = params.get("_meta")
+        if method == "initialize" or not (isinstance(meta, dict) and META_PROTOCOL in meta) and method != "server/discover":
+            return Request(request_id, method, params)
+        if not isinstance(meta, dict):
+            raise RpcError(INVALID_PARAMS, f"params._meta must be an object carrying {META_PROTOCOL} and {META_CAPABILITIES}")
+        version = meta.get(META_PROTOCOL)
+        if not isinstance(version, str):
+            raise RpcError(INVALID_PARAMS, f"params._meta is missing the required key {META_PROTOCOL}")
+        if version not in STATELESS_VERSIONS:
+            raise RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+                           {"supported": list(STATELESS_VERSIONS + HANDSHAKE_VERSIONS[::-1]), "requested": version})
+        capabilities = meta.get(META_CAPABILITIES)
+        if not isinstance(capabilities, dict):
+            raise RpcError(INVALID_PARAMS, f"params._meta is missing the required key {META_CAPABILITIES}")
+        return Request(request_id, method, params, stateless=True, client_capabilities=capabilities)
+
+    def _decorate(self, request: Request, result: dict) -> dict:
+        if not request.stateless:
+            return result
+        result = dict(result)
+        result.setdefault("resultType", "complete")
+        if request.method in CACHEABLE_METHODS:
+            result["ttlMs"] = READ_TTL_MS if request.method == "resources/read" else LIST_TTL_MS
+            result["cacheScope"] = "private"
+        result["_meta"] = {**result.get("_meta", {}), META_SERVER_INFO: SERVER_INFO}
+        return result
+
+    def _notification(self, method: str, params: dict) -> None:
+        if method == "notifications/initialized" and "roots" in self.client_capabilities:
+            self._ask_for_roots()
+        elif method == "notifications/roots/list_changed":
+            self._ask_for_roots()
+        # notifications/cancelled is handled by the transport, which owns the queue.
+
+    # ── Roots: asked after initialized (handshake era), or with input_required (2026) ──
+    def _ask_for_roots(self) -> None:
+        self._requests_sent += 1
+        self.roots_request_id = f"claude-checkpoint-roots-{self._requests_sent}"
+        self.roots_asked_at = None  # set by the transport when the request is actually sent
+        self.outbox.append({"jsonrpc": "2.0", "id": self.roots_request_id, "method": "roots/list", "params": {}})
+
+    def _client_response(self, message: dict) -> None:
+        if message.get("id") != self.roots_request_id:
+            return
+        result = message.get("result")
+        roots = result.get("roots") if isinstance(result, dict) else None
+        self.client_roots = _root_uris(roots)
+        if "error" in message:
+            print(f"claude-checkpoint: the client refused roots/list: {message.get('error')}", file=sys.stderr)
+        self.roots_request_id = None
+
+    @property
+    def roots_pending(self) -> bool:
+        return self.roots_request_id is not None
+
+    def give_up_on_roots(self) -> None:
+        print(f"claude-checkpoint: no roots/list answer within {ROOTS_WAIT_S:g} s; using the next root source",
+              file=sys.stderr)
+        self.roots_request_id = None
+
+    def waits_for_roots(self, message: Any) -> bool:
+        """Would this message's answer depend on roots we have asked for and not yet received?"""
+        if not self.roots_pending or not isinstance(message, dict) or message.get("method") not in ROOT_METHODS:
+            return False
+        params = message.get("params")
+        arguments = params.get("arguments") if isinstance(params, dict) else None
+        explicit = isinstance(arguments, dict) and arguments.get("projectRoot")
+        return not explicit and not self.world.env.get("CHECKPOINT_PROJECT_ROOT")
+
+    def _roots_for(self, request: Request, explicit_root: Any) -> list:
+        if not request.stateless:
+            return self.client_roots
+        if explicit_root or self.world.env.get("CHECKPOINT_PROJECT_ROOT") or "roots" not in request.client_capabilities:
+            return []
+        responses = request.params.get("inputResponses")
+        answer = responses.get("roots") if isinstance(responses, dict) else None
+        if isinstance(answer, dict) and isinstance(answer.get("roots"), list):
+            return _root_uris(answer["roots"])
+        raise InputRequired()
+
+    @staticmethod
+    def _input_required() -> dict:
+        return {"resultType": "input_required",
+                "inputRequests": {"roots": {"method": "roots/list", "params": {}}},
+                "requestState": "roots"}
+
+    # ── Methods ──
+    def _initialize(self, request: Request) -> dict:
+        version = request.params.get("protocolVersion")
+        if not isinstance(version, str):
+            raise RpcError(INVALID_PARAMS, "initialize needs params.protocolVersion (a string)")
+        capabilities = request.params.get("capabilities")
+        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.protocol_version = version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+        return {"protocolVersion": self.protocol_version, "capabilities": CAPABILITIES,
+                "serverInfo": SERVER_INFO, "instructions": INSTRUCTIONS}
+
+    def _discover(self, request: Request) -> dict:
+        return {"supportedVersions": list(STATELESS_VERSIONS), "capabilities": CAPABILITIES,
+                "instructions": INSTRUCTIONS}
+
+    def _context(self, request: Request, explicit_root: Any = None) -> ToolContext:
+        return ToolContext(self.world, self._roots_for(request, explicit_root))
+
+    def _call_tool(self, request: Request) -> dict:
+        name = request.params.get("name")
+        if name not in TOOLS:
+            raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}. Tools: {', '.join(TOOLS)}")
+        arguments = request.params.get("arguments")
+        explicit = arguments.get("projectRoot") if isinstance(arguments, dict) else None
+        return call_tool(name, arguments, self._context(request, explicit)).to_json()
+
+    def _get_prompt(self, request: Request) -> dict:
+        name = request.params.get("name")
+        if name not in [p["name"] for p in PROMPTS]:
+            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name!r}. Prompts: resume, checkpoint")
+        context = self._context(request) if name == "resume" else ToolContext(self.world, [])
+        return get_prompt(name, context)
+
+    def _read_resource(self, request: Request) -> dict:
+        uri = request.params.get("uri")
+        if uri not in [r["uri"] for r in RESOURCES]:
+            code = INVALID_PARAMS if request.stateless else -32002
+            raise RpcError(code, f"Resource not found: {uri!r}", {"uri": uri})
+        return read_resource(uri, self._context(request))
+
+
+def _root_uris(roots: Any) -> list:
+    if not isinstance(roots, list):
+        return []
+    return [r["uri"] for r in roots if isinstance(r, dict) and isinstance(r.get("uri"), str)]
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 12. Transport and command line
+# ════════════════════════════════════════════════════════════════════════════
+
+_EOF = object()
+_TOO_LARGE = object()
+
+
+def world_from_process() -> World:
+    import time
+    env = dict(os.environ)
+    known = tuple(value for name, value in env.items()
+                  if is_secret_env_name(name) and len(value) >= 8 and not value.startswith(("/", "~")))
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the folder we were started in is gone
+        cwd = os.sep
+    home = os.path.expanduser("~")
+    return World(env, cwd, home if home != "~" else None, time.time, known)
+
+
+def _install_signal_handlers() -> None:
+    """Claude Code stops a server with SIGINT, then SIGTERM after 100 ms: leave at once and
+    quietly. SystemExit unwinds through the storage code, which removes its temp file."""
+    import signal
+
+    def leave(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    for name in ("SIGINT", "SIGTERM"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), leave)
+
+
+class StdioTransport:
+    """Newline-delimited JSON-RPC over stdio. A reader thread feeds a queue, so the loop can
+    answer pings and bound its wait while a roots/list request is out."""
+
+    def __init__(self, protocol: Protocol, reader: Any, writer: Any, clock: Callable[[], float]):
+        import queue
+        self.protocol = protocol
+        self.reader = reader
+        self.writer = writer
+        self.clock = clock
+        self.inbox: Any = queue.Queue()
+        self.held: list = []  # messages waiting for the client's roots, in order
+        self.warmed = False
+
+    def run(self) -> int:
+        import threading
+        threading.Thread(target=self._read_lines, name="stdin-reader", daemon=True).start()
+        while True:
+            item = self._next_item()
+            if item is _EOF:
+                self._release_held(force=True)
+                return 0
+            if item is not None:
+                self._take(item)
+            self._send_outbox()
+            self._release_held(force=False)
+
+    def _read_lines(self) -> None:
+        try:
+            while True:
+                line = self.reader.readline(MAX_MESSAGE_BYTES + 1)
+                if not line:
+                    break
+                if len(line) > MAX_MESSAGE_BYTES and not line.endswith(b"\n"):
+                    while line and not line.endswith(b"\n"):  # drop the rest of the giant line
+                        line = self.reader.readline(MAX_MESSAGE_BYTES)
+                    self.inbox.put(_TOO_LARGE)
+                    continue
+                self.inbox.put(line)
+        except (OSError, ValueError):
+            pass
+        self.inbox.put(_EOF)
+
+    def _next_item(self) -> Any:
+        import queue
+        asked = self.protocol.roots_asked_at
+        if not self.protocol.roots_pending or asked is None:
+            return self.inbox.get()
+        remaining = asked + ROOTS_WAIT_S - self.clock()
+        try:
+            return self.inbox.get(timeout=max(remaining, 0))
+        except queue.Empty:
+            self.protocol.give_up_on_roots()
+            return None
+
+    def _take(self, item: Any) -> None:
+        import json
+        if item is _TOO_LARGE:
+            self._write(error_reply(None, INVALID_REQUEST, f"Message larger than {MAX_MESSAGE_BYTES} bytes"))
+            return
+        text = item.strip()
+        if not text:
+            return
+        try:
+            message = json.loads(text)
+        except (ValueError, RecursionError) as error:
+            self._write(error_reply(None, PARSE_ERROR, f"Parse error: {str(error)[:200]}"))
+            return
+        if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
+            self._cancel(message.get("params"))
+        if self.held or self._waits(message):
+            self.held.append(message)
+        else:
+            self._dispatch(message)
+
+    def _waits(self, message: Any) -> bool:
+        if isinstance(message, list):
+            return any(self.protocol.waits_for_roots(m) for m in message)
+        return self.protocol.waits_for_roots(message)
+
+    def _cancel(self, params: Any) -> None:
+        if isinstance(params, dict) and "requestId" in params:
+            target = params["requestId"]
+            self.held = [m for m in self.held if not (isinstance(m, dict) and m.get("id") == target
+                                                      and "method" in m)]
+
+    def _release_held(self, force: bool) -> None:
+        if force and self.protocol.roots_pending:
+            self.protocol.give_up_on_roots()
+        while self.held and not self.protocol.roots_pending:
+            self._dispatch(self.held.pop(0))
+
+    def _dispatch(self, message: Any) -> None:
+        if isinstance(message, list):
+            if not message:
+                self._write(error_reply(None, INVALID_REQUEST, "Invalid request: empty batch"))
+                return
+            replies = [r for r in (self.protocol.handle(m) for m in message) if r is not None]
+            if replies:
+                self._write(replies)
+            return
+        reply = self.protocol.handle(message)
+        if reply is not None:
+            self._write(reply)
+            if not self.warmed:
+                self._warm_up()
+
+    def _send_outbox(self) -> None:
+        while self.protocol.outbox:
+            self._write(self.protocol.outbox.pop(0))
+            self.protocol.roots_asked_at = self.clock()
+
+    def _write(self, payload: Any) -> None:
+        import json
+        try:
+            line = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates from undecodable file names
+            line = json.dumps(payload, separators=(",", ":")).encode("ascii")
+        self.writer.write(line + b"\n")
+        self.writer.flush()
+
+    def _warm_up(self) -> None:
+        """After the first answer, load in the background what the first tool call needs."""
+        import threading
+
+        def load() -> None:
+            import datetime, hashlib, secrets, subprocess, uuid  # noqa: F401
+            _compiled_rules()
+
+        self.warmed = True
+        threading.Thread(target=load, name="warm-up", daemon=True).start()
+
+
+def serve() -> int:
+    """The MCP server. stdout carries JSON-RPC only: it is bound once here and
+    sys.stdout is pointed at stderr, so a stray print can never corrupt the stream."""
+    protocol_out = sys.stdout.buffer
+    sys.stdout = sys.stderr
+    _install_signal_handlers()
+    world = world_from_process()
+    transport = StdioTransport(Protocol(world), sys.stdin.buffer, protocol_out, _monotonic())
+    try:
+        return transport.run()
+    except (BrokenPipeError, KeyboardInterrupt):
+        return 0
+
+
+def _monotonic() -> Callable[[], float]:
+    import time
+    return time.monotonic
+
+
+# ── Command line: show, save, hook, install, doctor ──
+
+HOOK_DEADLINE_S = 30.0  # a hook must never hold a session: past this it gives up
+HOOK_STDIN_LIMIT = 1 << 20
+HOOK_EVENTS = {  # subcommand -> what it does
+    "session-start": "print the resume brief (SessionStart, matcher clear|compact|resume)",
+    "pre-compact": "merge what the transcript proves into the checkpoint (PreCompact)",
+    "session-end": "the same, only when the session did something (SessionEnd)",
+    "stop": "the same, only when the turn did something (Stop)",
+}
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
+
+
+def build_parser() -> Any:
+    import argparse
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS,
+                        help="project root (default: CHECKPOINT_PROJECT_ROOT, CLAUDE_PROJECT_DIR or the current folder)")
+    parser = argparse.ArgumentParser(
+        prog="claude_checkpoint.py", parents=[common],
+        description="Save and resume Claude Code session state. With no command: the MCP stdio server.",
+        epilog="Exit status: 0 ok, 1 failed, 2 usage error, 3 nothing to show (show, with no checkpoint).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("serve", parents=[common], help="run the MCP stdio server (the default)")
+    show = commands.add_parser("show", parents=[common], help="print the resume brief")
+    show.add_argument("--full", action="store_true", help="print the whole checkpoint and drift as JSON")
+    save = commands.add_parser("save", parents=[common],
+                               help="save a checkpoint: the tool's arguments as JSON on stdin, or flags")
+    save.add_argument("--goal", help="the session's goal (without it, JSON is read from stdin)")
+    save.add_argument("--summary", help="where things stand")
+    save.add_argument("--next", action="append", metavar="STEP", dest="next_steps", help="a next step (repeat)")
+    save.add_argument("--decision", action="append", metavar="TEXT", dest="decisions", help="a decision (repeat)")
+    save.add_argument("--merge", action="store_true", help="merge into the existing checkpoint")
+    hook = commands.add_parser("hook", parents=[common], help="run as a Claude Code hook (JSON on stdin)")
+    hook.add_argument("event", choices=sorted(HOOK_EVENTS), help="; ".join(f"{k}: {v}" for k, v in HOOK_EVENTS.items()))
+    install = commands.add_parser("install", parents=[common],
+                                  help="print (or --write) the Claude Code and Claude Desktop configuration")
+    install.add_argument("--write", action="store_true", help="merge the server and hooks into Claude Code's files")
+    install.add_argument("--scope", choices=("user", "project"), default="user",
+                         help="user: ~/.claude.json and ~/.claude/settings.json; project: .mcp.json and .claude/settings.json")
+    install.add_argument("--exclude", action="store_true", help="add .claude-checkpoint* to .git/info/exclude")
+    install.add_argument("--force", action="store_true", help="replace an existing, different 'checkpoint' server entry")
+    commands.add_parser("doctor", parents=[common], help="check Python, git, the root and the checkpoint")
+    return parser
+
+
+def main(argv: Optional[list] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv == ["serve"]:
+        return serve()
+    args = build_parser().parse_args(argv)
+    if args.command in (None, "serve"):
+        if getattr(args, "root", None):
+            os.environ["CHECKPOINT_PROJECT_ROOT"] = os.path.abspath(args.root)
+        return serve()
+    _install_signal_handlers()
+    world = world_from_process()
+    if args.command == "hook":
+        return run_hook(args.event, getattr(args, "root", None), world)
+    runner = {"show": cli_show, "save": cli_save, "install": cli_install, "doctor": cli_doctor}[args.command]
+    try:
+        return runner(args, world)
+    except CheckpointError as error:
+        print(f"claude-checkpoint: {error}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _cli_root(args: Any, world: World) -> str:
+    return world.root(getattr(args, "root", None) and os.path.abspath(args.root))
+
+
+def cli_show(args: Any, world: World) -> int:
+    result = load_checkpoint(_cli_root(args, world), world)
+    if args.full:
+        import json
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+    else:
+        sys.stdout.write(render_brief(result, world.clock()))
+    return EXIT_OK if result.found else EXIT_NOTHING
+
+
+def cli_save(args: Any, world: World) -> int:
+    if args.goal is not None:
+        arguments: dict = {"goal": args.goal, "mode": "merge" if args.merge else "replace"}
+        if args.summary is not None:
+            arguments["summary"] = args.summary
+        if args.next_steps:
+            arguments["nextSteps"] = args.next_steps
+        if args.decisions:
+            arguments["decisions"] = args.decisions
+    else:
+        import json
+        if sys.stdin.isatty():
+            raise CheckpointError("give --goal, or pipe the tool's arguments as JSON on stdin")
+        try:
+            arguments = json.loads(sys.stdin.read(MAX_MESSAGE_BYTES))
+        except ValueError as error:
+            raise CheckpointError(f"stdin is not valid JSON: {error}") from None
+        if args.merge and isinstance(arguments, dict):
+            arguments["mode"] = "merge"
+    request = parse_save_arguments(arguments)
+    root = world.root(getattr(args, "root", None) and os.path.abspath(args.root) or request.project_root)
+    outcome = save_checkpoint(root, request, world)
+    print(render_save_answer(outcome))
+    return EXIT_OK
+
+
+def run_hook(event: str, root_arg: Optional[str], world: World) -> int:
+    """Hooks never block or break a session: always exit 0, one line on stderr when
+    something went wrong, nothing on stdout but the brief."""
+    import json
+    import threading
+    watchdog = threading.Timer(HOOK_DEADLINE_S, _hook_timeout)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        raw = sys.stdin.buffer.read(HOOK_STDIN_LIMIT) if not sys.stdin.isatty() else b""
+        try:
+            payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else {}
+        except ValueError:
+            payload = {}
+            print(f"claude-checkpoint hook {event}: stdin is not the hook's JSON; using the environment only",
+                  file=sys.stderr)
+        if not isinstance(payload, dict):
+            payload = {}
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and os.path.isabs(payload["cwd"]) else world.cwd
+        root = resolve_root(choose_root(root_arg and os.path.abspath(root_arg), world.env, [], cwd), world.home)
+        if event == "session-start":
+            result = load_checkpoint(root, world)
+            if result.found:
+                sys.stdout.write(render_brief(result, world.clock()))
+            return EXIT_OK
+        transcript = payload.get("transcript_path")
+        if not isinstance(transcript, str) or not transcript:
+            print(f"claude-checkpoint hook {event}: no transcript_path in the hook's input; nothing recorded",
+                  file=sys.stderr)
+            return EXIT_OK
+        session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else ""
+        record_transcript(root, transcript, session, world, require_activity=event in ("session-end", "stop"))
+    except CheckpointError as error:
+        print(f"claude-checkpoint hook {event}: {error}", file=sys.stderr)
+    except Exception as error:  # a hook must never break the session
+        print(f"claude-checkpoint hook {event}: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+    finally:
+        watchdog.cancel()
+    return EXIT_OK
+
+
+def _hook_timeout() -> None:
+    print(f"claude-checkpoint hook: gave up after {HOOK_DEADLINE_S:g} s", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(EXIT_OK)
+
+
+# ── install ──
+
+def program_command() -> list:
+    """How Claude Code should start this program: the installed script, or this file."""
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if script.endswith(".py") and os.path.isfile(script):
+        return [sys.executable or "python3", script]
+    return [os.path.basename(script) or "claude-checkpoint-mcp"]
+
+
+def hooks_config(program: list) -> dict:
+    import shlex
+    base = " ".join(shlex.quote(p) for p in program)
+
+    def group(event: str, matcher: Optional[str] = None) -> dict:
+        entry: dict = {"hooks": [{"type": "command", "command": f"{base} hook {event}"}]}
+        if matcher:
+            entry = {"matcher": matcher, **entry}
+        return entry
+
+    return {"SessionStart": [group("session-start", "clear|compact|resume")],
+            "PreCompact": [group("pre-compact")],
+            "SessionEnd": [group("session-end")],
+            "Stop": [group("stop")]}
+
+
+def server_config(program: list) -> dict:
+    return {"type": "stdio", "command": program[0], "args": program[1:], "env": {}}
+
+
+def claude_config_paths(world: World, scope: str, root: Optional[str]) -> tuple:
+    """(file for the MCP server, file for the hooks) as Claude Code reads them."""
+    config_dir = world.env.get("CLAUDE_CONFIG_DIR") or os.path.join(world.home or "~", ".claude")
+    if scope == "project":
+        assert root is not None
+        return os.path.join(root, ".mcp.json"), os.path.join(root, ".claude", "settings.json")
+    user_file = (os.path.join(config_dir, ".claude.json") if world.env.get("CLAUDE_CONFIG_DIR")
+                 else os.path.join(world.home or "~", ".claude.json"))
+    return user_file, os.path.join(config_dir, "settings.json")
+
+
+def merge_server(config: dict, entry: dict, force: bool) -> str:
+    """Add our server under mcpServers.checkpoint; never clobber a different entry unless forced."""
+    servers = config.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise CheckpointError("mcpServers in the configuration is not an object; fix it by hand first")
+    current = servers.get("checkpoint")
+    if current == entry:
+        return "already there"
+    if current is not None and not force:
+        return "kept your different 'checkpoint' entry (use --force to replace it)"
+    servers["checkpoint"] = entry
+    return "replaced" if current is not None else "added"
+
+
+def merge_hooks(settings: dict, hooks: dict) -> list:
+    """Append each of our hook groups unless a hook running the same subcommand is there."""
+    existing = settings.setdefault("hooks", {})
+    if not isinstance(existing, dict):
+        raise CheckpointError("hooks in settings.json is not an object; fix it by hand first")
+    added = []
+    for event, groups in hooks.items():
+        ours = groups[0]["hooks"][0]["command"].rsplit(" hook ", 1)[1]
+        present = existing.setdefault(event, [])
+        if not isinstance(present, list):
+            raise CheckpointError(f"hooks.{event} in settings.json is not a list; fix it by hand first")
+        commands = [h.get("command", "") for g in present if isinstance(g, dict)
+                    for h in g.get("hooks", []) if isinstance(h, dict)]
+        if not any(_is_our_hook(c, ours) for c in commands):
+            present.extend(groups)
+            added.append(event)
+    return added
+
+
+def _is_our_hook(command: Any, event: str) -> bool:
+    return isinstance(command, str) and command.endswith(f" hook {event}") and (
+        "claude_checkpoint" in command or "claude-checkpoint" in command)
+
+
+def _load_json_file(path: str) -> dict:
+    import json
+    try:
+        with open(path, encoding="utf-8") as stream:
+            doc = json.load(stream)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f"{path} is not readable JSON ({error}); not touching it") from None
+    if not isinstance(doc, dict):
+        raise CheckpointError(f"{path} does not hold a JSON object; not touching it")
+    return doc
+
+
+def _save_json_file(path: str, doc: dict) -> None:
+    import json
+    import stat
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = 0o600
+    temp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            json.dump(doc, stream, indent=2, ensure_ascii=False)
+            stream.write("\n")
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def cli_install(args: Any, world: World) -> int:
+    import json
+    import shlex
+    program = program_command()
+    needs_root = args.scope == "project" or args.exclude
+    root = _cli_root(args, world) if needs_root else None
+    server_file, settings_file = claude_config_paths(world, args.scope, root)
+    if not args.write:
+        line = " ".join(shlex.quote(p) for p in program)
+        print("# Claude Code: register the server for every project\n"
+              f"claude mcp add --scope user checkpoint -- {line}\n")
+        print(f"# Claude Code hooks: merge into {settings_file}")
+        print(json.dumps({"hooks": hooks_config(program)}, indent=2) + "\n")
+        desktop = {"mcpServers": {"checkpoint": {"command": program[0], "args": program[1:],
+                                                  "env": {"CHECKPOINT_PROJECT_ROOT": "/absolute/path/to/your/project"}}}}
+        print("# Claude Desktop: claude_desktop_config.json")
+        print(json.dumps(desktop, indent=2) + "\n")
+        print("# Or let this command do it: install --write [--scope user|project] [--exclude]")
+        return EXIT_OK
+    config = _load_json_file(server_file)
+    server_result = merge_server(config, server_config(program), args.force)
+    settings = _load_json_file(settings_file)
+    added = merge_hooks(settings, hooks_config(program))
+    if server_result in ("added", "replaced"):
+        _save_json_file(server_file, config)
+    if added:
+        _save_json_file(settings_file, settings)
+    print(f"MCP server 'checkpoint' in {server_file}: {server_result}")
+    print(f"Hooks in {settings_file}: " + (f"added {', '.join(added)}" if added else "already there"))
+    if args.exclude:
+        print(add_git_exclude(root))
+    return EXIT_OK
+
+
+def add_git_exclude(root: str) -> str:
+    exclude = Git(root).git_path("info/exclude")
+    if exclude is None:
+        return f"{root} is not in a git repository; nothing excluded"
+    pattern = CHECKPOINT_NAME + "*"
+    try:
+        with open(exclude, encoding="utf-8") as stream:
+            lines = stream.read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    if pattern in lines:
+        return f"{pattern} is already in {exclude}"
+    os.makedirs(os.path.dirname(exclude), exist_ok=True)
+    with open(exclude, "a", encoding="utf-8") as stream:
+        if lines and lines[-1] != "":
+            stream.write("\n")
+        stream.write(pattern + "\n")
+    return f"Added {pattern} to {exclude}"
+
+
+def cli_doctor(args: Any, world: World) -> int:
+    import platform
+    checks: list = []  # (ok, text)
+    checks.append((sys.version_info >= (3, 9), f"Python {platform.python_version()} at {sys.executable}"))
+    version = Git(world.cwd).run("--version")
+    checks.append((version is not None, version[1].decode().strip() if version else "git not found on PATH "
+                   "(git facts and drift detection are off)"))
+    choice = choose_root(getattr(args, "root", None) and os.path.abspath(args.root), world.env, [], world.cwd)
+    try:
+        root = resolve_root(choice, world.home)
+        checks.append((True, f"Project root {root} (from {choice.source})"))
+    except RootError as error:
+        checks.append((False, str(error)))
+        root = None
+    if root is not None:
+        checks += _doctor_checkpoint(root)
+    for ok, text in checks:
+        print(f"{'✓' if ok else '✗'} {text}")
+    return EXIT_OK if all(ok for ok, _ in checks) else EXIT_FAILED
+
+
+def _doctor_checkpoint(root: str) -> list:
+    checks = [(os.access(root, os.W_OK), f"{root} is {'writable' if os.access(root, os.W_OK) else 'not writable'}")]
+    git = Git(root)
+    ignored = git.is_ignored(CHECKPOINT_NAME)
+    if ignored is not None:
+        checks.append((ignored, f"{CHECKPOINT_NAME} is git-ignored" if ignored else
+                       f"{CHECKPOINT_NAME} is not git-ignored (run: install --exclude)"))
+    try:
+        stored = read_checkpoint(root)
+    except CheckpointError as error:
+        return checks + [(False, str(error))]
+    if stored.checkpoint is None:
+        return checks + [(True, f"No checkpoint yet at {os.path.join(root, CHECKPOINT_NAME)}")]
+    source = BACKUP_NAME if stored.from_backup else CHECKPOINT_NAME
+    checks.append((not stored.from_backup, f"Checkpoint valid, read from {source}, saved {stored.checkpoint.updated_at}"))
+    return checks
+
+
+if __name__ == "__main__":
+    sys.exit(main())
