@@ -589,14 +589,16 @@ def secret_strength(name: str) -> int:
         return 0
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
-    if last in _SECRET_WORDS or last.startswith("password"):
+    if last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret", "token", "apikey")):
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
         if before in _KEY_QUALIFIERS or last in ("apikey", "accesskey", "secretkey", "privatekey"):
             return 2
         return 1
-    if last == "secrets" or (last in ("string", "url", "uri") and before in ("connection", "database", "db")):
-        return 2 if last == "secrets" else 1
+    if last == "secrets":
+        return 2
+    if any(p in _SECRET_WORDS or p in ("secret", "private") for p in parts[:-1]):
+        return 1  # SECRET_KEY_BASE: secret if the value looks random, not TOKEN_LIMIT=4096
     return 0
 
 
@@ -610,7 +612,7 @@ def _is_reference(value: str) -> bool:
 def _looks_random(value: str) -> bool:
     """A value with no spaces that mixes letters and digits over 16+ characters."""
     v = value.strip("\"'")
-    if len(v) < 16 or any(c.isspace() for c in v):
+    if len(v) < 16 or any(c.isspace() for c in v) or "://" in v or "${" in v:
         return False
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v)))
     return classes >= 2 and len(set(v)) >= 8
@@ -619,24 +621,44 @@ def _looks_random(value: str) -> bool:
 def _accept_assignment(match: Any) -> bool:
     name, value = match.group("name"), match.group("s")
     strength = secret_strength(name)
-    bare = value.strip("\"'")
-    if strength == 0 or not bare or _is_reference(value):
+    bare = value.strip("\"'`")
+    if strength == 0 or not bare or _is_reference(value) or _is_code(value, name):
         return False
     if strength == 1:
         return _looks_random(bare)
-    if bare.lower() in _NOT_VALUES or bare.lower() == name.lower() or bare.lower().endswith(name.lower()[-8:] + ")"):
+    return bare.lower() not in _NOT_VALUES
+
+
+def _is_code(value: str, name: str) -> bool:
+    """Unquoted code on the right: `password = request.form[...]`, `api_key = api_key`,
+    `token = self.token`, `auth = HTTPBasicAuth(user, password)`."""
+    if value[:1] in "\"'`":
         return False
-    quoted = value[:1] in "\"'"
-    # Unquoted code on the right (`password = request.form[...]`, `token = self.token`) is not a value.
-    if not quoted and ("(" in bare or "[" in bare or "." in bare and bare.replace(".", "").replace("_", "").isalnum()
-                       and not any(c.isdigit() for c in bare)):
-        return False
-    return True
+    own = name.split(".")[-1].lower()
+    if value.lower() == own or value.lower().endswith("." + own):
+        return True
+    dotted = "." in value and value.replace(".", "").replace("_", "").isalnum() and not any(c.isdigit() for c in value)
+    return "(" in value or "[" in value or dotted
 
 
 def _accept_flag(match: Any) -> bool:
     value = match.group("s")
     return not value.startswith("-") and _accept_assignment(match)
+
+
+def _accept_password_like(match: Any) -> bool:
+    """Prose such as `the VPN password is Xk29…`: only values that look like passwords."""
+    v = match.group("s")
+    if len(v) < 8 or len(v) > 128 or _is_reference(v) or "/" in v[:2] or "://" in v:
+        return False
+    classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
+                   any(not c.isalnum() for c in v)))
+    return any(c.isdigit() for c in v) and classes >= 3
+
+
+def _accept_pair(match: Any) -> bool:
+    """`secret_access_key VALUE` without an operator: only random-looking values."""
+    return _looks_random(match.group("s")) and not _is_reference(match.group("s"))
 
 
 def _accept_user_password(match: Any) -> bool:
@@ -653,7 +675,12 @@ def _accept_not_reference(match: Any) -> bool:
     return not _is_reference(match.group("s"))
 
 
-_QUOTED_OR_BARE = r"""(?P<s>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|`[^`\n]*`|[^\s,;'"`})\]&<>]+)"""
+# Values are bounded (256 bare, 1024 quoted) so that `a=a=a=…` cannot make a rule quadratic.
+_QUOTED_OR_BARE = r"""(?=(?P<s>"(?:[^"\\\n]|\\.){0,1024}"|'[^'\n]{0,1024}'|`[^`\n]{0,1024}`|[^\s,;'"`})\]&<>]{1,256}))"""
+_TOOL_VALUE = r"""(?P<s>"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|[^\s'"]{1,1024})"""
+_SAME_COMMAND = r"[^\n|;&]{0,200}?"  # the rest of one shell command, bounded
+# A cheap look at a name before its value is scanned: only names with a secret-ish word go on.
+_SECRETISH_NAME = r"(?=[\w.:\-]{0,80}?(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session))"
 
 REDACTION_RULES = (
     # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
@@ -692,7 +719,7 @@ REDACTION_RULES = (
     RedactionRule("databricks-token", _L + r"(?P<s>dapi[a-f0-9]{32}(?:-\d)?)" + _R),
     RedactionRule("azure-storage-key", r"(?i)(?:AccountKey|SharedAccessKey|SharedSecret)\s*=\s*(?P<s>[A-Za-z0-9+/]{20,}={0,2})"),
     RedactionRule("azure-sas-signature", r"(?i)(?<![a-z])sig=(?P<s>[A-Za-z0-9%+/=]{20,})"),
-    RedactionRule("telegram-bot-token", r"(?<![\w:])(?P<s>\d{6,12}:[A-Za-z0-9_\-]{35})" + _R),
+    RedactionRule("telegram-bot-token", r"(?:(?<=bot)|(?<![\w:]))(?P<s>\d{6,12}:[A-Za-z0-9_\-]{35})" + _R),
     RedactionRule("discord-bot-token", _L + r"(?P<s>[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40})" + _R),
     RedactionRule("jwt", _L + r"(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)" + _R),
     RedactionRule("other-provider-token", _L + r"(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}"
@@ -706,22 +733,49 @@ REDACTION_RULES = (
     RedactionRule("bearer-token", r"(?<![\w-])[Bb]earer\s+(?P<s>[A-Za-z0-9._~+/=\-]{8,})", _accept_header_token),
     # Tool-specific password arguments.
     RedactionRule("mysql-password",
-                  r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p"
-                  r"(?P<s>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"]+)"),
+                  r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b" + _SAME_COMMAND + r"\s-p"
+                  + _TOOL_VALUE, _accept_not_reference),
+    RedactionRule("sqlcmd-password", r"(?<![\w-])(?:sqlcmd|bcp|osql|isql)\b" + _SAME_COMMAND + r"\s-P\s*" + _TOOL_VALUE,
+                  _accept_not_reference),
     RedactionRule("user-password-flag",
                   r"(?<![\w-])(?:-u|--user)(?:\s+|=)?[\"']?(?P<user>[^\s:'\"]+):(?P<s>[^\s'\"]+)",
                   _accept_user_password),
-    RedactionRule("sshpass", r"\bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*(?P<s>'[^'\n]*'|\"[^\"\n]*\"|\S+)"),
-    RedactionRule("docker-login-password", r"\bdocker\s+login\b[^\n|;&]*?\s-p(?:\s+|=)(?P<s>'[^'\n]*'|\"[^\"\n]*\"|\S+)"),
-    RedactionRule("redis-cli-password", r"\bredis-cli\b[^\n|;&]*?\s-a\s+(?P<s>'[^'\n]*'|\"[^\"\n]*\"|\S+)"),
+    RedactionRule("sshpass", r"\bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*" + _TOOL_VALUE, _accept_not_reference),
+    RedactionRule("login-password",
+                  r"\b(?:docker|podman|buildah|skopeo|nerdctl|helm|oc|az|cf|crane|regctl)(?:\s+[\w.\-]+){0,2}?\s+login\b" + _SAME_COMMAND +
+                  r"\s-p(?:\s+|=)" + _TOOL_VALUE, _accept_not_reference),
+    RedactionRule("redis-cli-password", r"\bredis-cli\b" + _SAME_COMMAND + r"\s-a\s+" + _TOOL_VALUE, _accept_not_reference),
+    RedactionRule("gh-secret-body", r"\bgh\s+secret\s+set\b" + _SAME_COMMAND + r"\s(?:-b|--body)(?:\s+|=)" + _TOOL_VALUE,
+                  _accept_not_reference),
+    RedactionRule("powershell-secure-string",
+                  r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?(?P<s>\"[^\"\n]*\"|'[^'\n]*')", _accept_not_reference),
+    RedactionRule("netrc-password", r"\bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)"),
+    # Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
+    RedactionRule("spaced-assignment",
+                  r"(?<![\w-])(?:setx|ENV|set|aws\s+configure\s+set)\s+" + _SECRETISH_NAME +
+                  r"(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+" + _QUOTED_OR_BARE, _accept_assignment),
+    RedactionRule("secret-pair",
+                  r"(?i)(?<![\w-])(?P<name>[a-z_]*(?:secret_access_key|secret_key|access_token|api_key|password))[ \t]+"
+                  + _QUOTED_OR_BARE, _accept_pair),
+    RedactionRule("xml-element",
+                  "<" + _SECRETISH_NAME + r"(?P<name>[A-Za-z_][\w.:\-]{0,60})>(?P<s>[^<\s][^<\n]{0,500})</(?P=name)>", _accept_assignment),
     # Flags and assignments whose name says secret, in every common syntax.
     RedactionRule("secret-flag",
-                  r"(?<![\w-])--?(?P<name>[A-Za-z][\w\-]{0,60})(?:=|\s+)" + _QUOTED_OR_BARE,
+                  r"(?<![\w-])--?" + _SECRETISH_NAME + r"(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+)" + _QUOTED_OR_BARE,
                   _accept_flag),
     RedactionRule("secret-assignment",
-                  r"(?<![\w.$\-])(?P<q>[\"']?)(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)\]?\s*(?::=|=>|=|:)\s*"
+                  r"(?<![\w.$\-])(?P<q>[\"']?)" + _SECRETISH_NAME + r"(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)\]?[ \t]*(?::=|=>|=|:)[ \t]*"
                   + _QUOTED_OR_BARE,
                   _accept_assignment),
+    # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
+    RedactionRule("prose-password",
+                  r"(?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?"
+                  r"['\"(]?(?P<s>[^\s'\"()]{8,128}?)(?=['\")]|[.,;!?]?(?:\s|$))",
+                  _accept_password_like),
+    # An AWS secret access key: 40 base64 characters near the word "secret".
+    RedactionRule("aws-secret-access-key",
+                  r"(?i)secret[\w \t:=\"'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+                  lambda m: _looks_random(m.group("s")) and not all(c in "0123456789abcdef" for c in m.group("s"))),
 )
 
 
@@ -753,24 +807,25 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
 
 
 def _apply_rule(rule: RedactionRule, pattern: Any, text: str) -> tuple:
-    hits = 0
-
-    def replace_secret(match: Any) -> str:
-        nonlocal hits
-        value = match.group("s")
-        if REDACTED in value or (rule.accept is not None and not rule.accept(match)):
-            return match.group(0)
+    """Replace the "s" span of each accepted match. Values are often captured in a lookahead,
+    so a rejected match (`client = Client(api_key="…")`) does not hide the match inside it."""
+    pieces, position, hits = [], 0, 0
+    for match in pattern.finditer(text):
         start, end = match.span("s")
-        if value[:1] in "\"'`" and value[-1:] == value[:1] and len(value) >= 2:
+        value = match.group("s")
+        if start < position or REDACTED in value or (rule.accept is not None and not rule.accept(match)):
+            continue
+        if len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
             start, end = start + 1, end - 1  # keep the quotes
-            if start == end:
-                return match.group(0)
+        if start >= end:
+            continue
+        pieces += [text[position:start], REDACTED]
+        position = end
         hits += 1
-        base = match.start()
-        whole = match.group(0)
-        return whole[:start - base] + REDACTED + whole[end - base:]
-
-    return pattern.sub(replace_secret, text), hits
+    if not hits:
+        return text, 0
+    pieces.append(text[position:])
+    return "".join(pieces), hits
 
 
 def is_secret_env_name(name: str) -> bool:
