@@ -832,8 +832,8 @@ def is_secret_env_name(name: str) -> bool:
     """Environment variables whose values are redacted wherever they appear."""
     if name.upper().endswith(("_SOCK", "_PATH", "_FILE", "_DIR", "_HOST", "_PORT", "_URL", "_USER", "_ID")):
         return False
-    upper = name.upper()
-    return secret_strength(name) == 2 or any(w in upper for w in ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "APIKEY", "PRIVATE_KEY"))
+    parts = _name_parts(name)
+    return secret_strength(name) == 2 or any(p in ("token", "secret", "password", "apikey", "passwd") for p in parts)
 
 
 class Redactor:
