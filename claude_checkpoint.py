@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Callable, Iterable, Iterator, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for annotations only: importing typing costs start-up time
+    from typing import Any, Callable, Iterable, Optional
 
 __version__ = "1.0.0"
 
@@ -139,6 +141,64 @@ class UnsupportedVersion(CheckpointError):
 # 4. Model
 # ════════════════════════════════════════════════════════════════════════════
 
+# Records: a small stand-in for @dataclass (init, eq, repr, replace). Importing dataclasses
+# costs 10-30 ms and 1 MB (it pulls in inspect), a large share of the start-up budget of a
+# server that Claude Code spawns for every session.
+
+class _Factory:
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Any]):
+        self.make = make
+
+
+def field(*, default_factory: Callable[[], Any]) -> Any:
+    """A fresh default for each instance, as dataclasses.field(default_factory=...)."""
+    return _Factory(default_factory)
+
+
+def record(cls: type) -> type:
+    """Give a class with annotated fields an __init__ (positional or keyword), __eq__ and __repr__."""
+    names = tuple(cls.__dict__.get("__annotations__", {}))
+    defaults = {name: cls.__dict__[name] for name in names if name in cls.__dict__}
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(names):
+            raise TypeError(f"{cls.__name__}() takes {len(names)} arguments, got {len(args)}")
+        values = dict(zip(names, args))
+        for key, value in kwargs.items():
+            if key not in names or key in values:
+                raise TypeError(f"{cls.__name__}() got an unexpected or repeated argument {key!r}")
+            values[key] = value
+        for name in names:
+            if name not in values:
+                if name not in defaults:
+                    raise TypeError(f"{cls.__name__}() is missing the argument {name!r}")
+                default = defaults[name]
+                values[name] = default.make() if isinstance(default, _Factory) else default
+            setattr(self, name, values[name])
+
+    def __eq__(self: Any, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in names)
+
+    def __repr__(self: Any) -> str:
+        return f"{cls.__name__}(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in names) + ")"
+
+    for name, default in defaults.items():
+        if isinstance(default, _Factory):
+            delattr(cls, name)
+    cls.__init__, cls.__eq__, cls.__repr__, cls.__hash__ = __init__, __eq__, __repr__, None
+    cls._fields = names
+    return cls
+
+
+def replace(obj: Any, **changes: Any) -> Any:
+    """A copy of a record with some fields changed, as dataclasses.replace."""
+    return type(obj)(**{**{name: getattr(obj, name) for name in obj._fields}, **changes})
+
+
 class TaskStatus(str, Enum):
     PENDING = "pending"
     IN_PROGRESS = "in_progress"
@@ -161,13 +221,13 @@ class FileSource(str, Enum):
     AGENT = "agent"  # named by the model, or inherited from an earlier save
 
 
-@dataclass
+@record
 class Task:
     description: str
     status: TaskStatus = TaskStatus.PENDING
 
 
-@dataclass
+@record
 class FileEntry:
     path: str  # relative to the root, with "/"
     status: str  # one of FILE_STATUSES
@@ -180,7 +240,7 @@ class FileEntry:
 FILE_STATUSES = ("M", "A", "D", "R", "??", "U")
 
 
-@dataclass
+@record
 class Command:
     command: str
     exit_code: Optional[int] = None
@@ -190,14 +250,14 @@ class Command:
     tool_use_id: Optional[str] = None  # the transcript's id, so a hook never records it twice
 
 
-@dataclass
+@record
 class GitState:
     branch: Optional[str]  # None on a detached HEAD
     head: str
     dirty: bool
 
 
-@dataclass
+@record
 class HookState:
     """What the hooks already took from transcripts, so a re-read adds nothing twice."""
 
@@ -205,7 +265,7 @@ class HookState:
     cursors: dict = field(default_factory=dict)  # transcript key -> byte offset read up to
 
 
-@dataclass
+@record
 class Checkpoint:
     id: str
     created_at: str
@@ -401,13 +461,13 @@ def _list_of_str(value: Any, name: str) -> list:
 
 # ── The save tool's arguments ──
 
-@dataclass
+@record
 class FileNote:
     path: str
     note: Optional[str] = None
 
 
-@dataclass
+@record
 class SaveRequest:
     goal: str
     tasks: Optional[list] = None  # [Task]; None = not given
@@ -548,7 +608,7 @@ def _json_type(value: Any) -> str:
 # Every unbounded run has a left boundary of its own character class, so a long
 # run of look-alike characters is scanned once: the rules stay linear in the text.
 
-@dataclass(frozen=True)
+@record
 class RedactionRule:
     name: str
     pattern: str
@@ -871,9 +931,18 @@ def blob_header(size: int) -> bytes:
     return b"blob %d\x00" % size
 
 
+def sha1(data: bytes = b"") -> Any:
+    """A sha1 object. The built-in _sha1 is enough for git blob ids and spares the 4 MB
+    that hashlib's OpenSSL costs in a process that must stay small; hashlib where it is absent."""
+    try:
+        from _sha1 import sha1 as builtin_sha1
+    except ImportError:
+        from hashlib import sha1 as builtin_sha1
+    return builtin_sha1(data)
+
+
 def blob_hash(content: bytes) -> str:
-    import hashlib
-    return hashlib.sha1(blob_header(len(content)) + content).hexdigest()
+    return sha1(blob_header(len(content)) + content).hexdigest()
 
 
 # ── 5.3 Paths ──
@@ -897,7 +966,7 @@ def is_checkpoint_file(rel_path: str) -> bool:
 
 # ── 5.4 Assembling a checkpoint (the merge table of SPEC section 3) ──
 
-@dataclass
+@record
 class FileSelection:
     entries: list  # [FileEntry], without hashes yet
     omitted: int  # entries left out because of the list limit
@@ -1094,7 +1163,7 @@ _SHRINK_STEPS = (
 
 # ── 5.5 Drift: what changed since the checkpoint ──
 
-@dataclass
+@record
 class Drift:
     branch_changed: bool
     current_branch: Optional[str]
@@ -1102,6 +1171,7 @@ class Drift:
     changed_since: list  # saved paths whose content differs now, or that are gone
     new_since: list  # dirty or untracked now, not in the checkpoint
     unreachable: bool = False
+    saved_head: Optional[str] = None
 
     def to_json(self) -> dict:
         doc = {"branchChanged": self.branch_changed, "currentBranch": self.current_branch,
@@ -1124,7 +1194,8 @@ def compute_drift(cp: Checkpoint, current: GitState, dirty_now: Iterable[str],
     new = sorted(p for p in dirty_now if p not in recorded and not is_checkpoint_file(p))
     return Drift(branch_changed=saved is not None and saved.branch != current.branch,
                  current_branch=current.branch, commits_since=commits_since,
-                 changed_since=changed, new_since=new, unreachable=unreachable)
+                 changed_since=changed, new_since=new, unreachable=unreachable,
+                 saved_head=saved.head if saved else None)
 
 
 # ── 5.6 Transcripts: what a Claude Code session provably did ──
@@ -1138,7 +1209,7 @@ _NOT_A_PROMPT = ("<command-name>", "<command-message>", "<local-command", "<syst
                  "Caveat:", "<bash-input>", "<bash-stdout>", "<user-prompt-submit-hook>", "[Request interrupted")
 
 
-@dataclass
+@record
 class ToolCall:
     id: str
     name: str
@@ -1146,7 +1217,7 @@ class ToolCall:
     offset: int  # byte offset of the line that made the call
 
 
-@dataclass
+@record
 class TranscriptFacts:
     edited_files: list = field(default_factory=list)  # [(path, tool_use_id)], first edit of each path
     commands: list = field(default_factory=list)  # [Command], auto
@@ -1333,7 +1404,7 @@ def _capped(lines: list, shown: int) -> list:
     return lines[:shown] + [f"- … and {len(lines) - shown} more"]
 
 
-@dataclass
+@record
 class LoadResult:
     found: bool
     path: str
@@ -1418,7 +1489,8 @@ def render_drift(drift: Optional[Drift]) -> list:
         lines.append(f"- Branch changed: now on `{drift.current_branch}`" if drift.current_branch
                      else "- Branch changed: HEAD is now detached")
     if drift.unreachable:
-        lines.append("- ⚠ Saved commit is no longer reachable (rebase or reset): re-read the recorded files before editing")
+        lines.append(f"- ⚠ Saved commit {(drift.saved_head or '')[:SHORT_SHA]} is no longer reachable (rebase or reset?): "
+                     "re-read the recorded files before editing")
     elif drift.commits_since:
         lines.append(f"- {drift.commits_since} new commit(s) on HEAD")
     if drift.changed_since:
@@ -1442,7 +1514,7 @@ def render_nothing_to_resume(result: LoadResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-@dataclass
+@record
 class SaveOutcome:
     path: str
     root: str
@@ -1569,7 +1641,7 @@ def _kill_tree(proc: Any) -> None:
         pass
 
 
-@dataclass
+@record
 class GitScan:
     state: Optional[GitState]  # None outside a repository or before the first commit
     entries: list  # [FileEntry] from git, relative to the root, without hashes
@@ -1634,7 +1706,6 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
 def hash_worktree_file(root: str, rel_path: str) -> Optional[str]:
     """The git blob sha1 of a working-tree file, read in chunks (memory stays flat).
     A symlink hashes its target text, as git stores it; None when absent or not a file."""
-    import hashlib
     import stat
     full = os.path.join(root, *rel_path.split("/"))
     try:
@@ -1649,7 +1720,7 @@ def hash_worktree_file(root: str, rel_path: str) -> Optional[str]:
     with os.fdopen(fd, "rb", buffering=0) as stream:
         try:
             size = os.fstat(fd).st_size
-            digest = hashlib.sha1(blob_header(size))
+            digest = sha1(blob_header(size))
             buffer = memoryview(bytearray(min(HASH_CHUNK_BYTES, max(size, 1))))
             remaining = size
             while remaining > 0:
@@ -1682,7 +1753,7 @@ def contained_path(root: str, path: str) -> Optional[str]:
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # never follow a symlink planted at one of our names
 
 
-@dataclass
+@record
 class StoredFile:
     checkpoint: Optional[Checkpoint]  # None when there is none
     raw: Optional[bytes] = None  # the valid main file's bytes, kept as .prev on the next write
@@ -1745,9 +1816,8 @@ def read_checkpoint(root: str) -> StoredFile:
 
 def _write_atomically(folder: str, name: str, data: bytes) -> None:
     """Temp file in the same folder (created exclusively, 0600, fsynced), then rename."""
-    import secrets
     for _ in range(20):
-        temp = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
+        temp = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}")
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_BINARY", 0), 0o600)
             break
@@ -1865,7 +1935,7 @@ def _unlock(fd: int) -> None:
 # 9. Root resolution
 # ════════════════════════════════════════════════════════════════════════════
 
-@dataclass
+@record
 class RootChoice:
     path: str
     source: str  # says why this root was used
@@ -1921,7 +1991,7 @@ def resolve_root(choice: RootChoice, home: Optional[str]) -> str:
 # 10. Services and tools
 # ════════════════════════════════════════════════════════════════════════════
 
-@dataclass
+@record
 class World:
     """What the services need from outside the process, gathered once in section 12."""
     env: dict
@@ -1938,8 +2008,11 @@ class World:
 
 
 def new_checkpoint_id() -> str:
-    import uuid
-    return str(uuid.uuid4())
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # a version 4 (random) UUID
+    raw[8] = raw[8] & 0x3F | 0x80
+    hexed = raw.hex()
+    return f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
 
 
 def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcome:
@@ -2091,7 +2164,7 @@ def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> Tr
 
 # ── The MCP tools: schema, annotations and a thin handler each ──
 
-@dataclass
+@record
 class ToolResult:
     text: str
     structured: Optional[dict] = None
@@ -2104,7 +2177,7 @@ class ToolResult:
         return doc
 
 
-@dataclass
+@record
 class ToolContext:
     world: World
     client_roots: list  # file:// URIs from the client, [] when none
@@ -2194,7 +2267,7 @@ def tool_load(arguments: Any, context: ToolContext) -> ToolResult:
     return ToolResult(render_brief(result, context.world.clock()))
 
 
-@dataclass(frozen=True)
+@record
 class Tool:
     name: str
     title: str
@@ -2318,7 +2391,7 @@ CACHEABLE_METHODS = ("server/discover", "tools/list", "prompts/list", "resources
                      "resources/templates/list", "resources/read")
 
 
-@dataclass
+@record
 class Request:
     """One incoming request, its era settled."""
     id: Any
@@ -2462,9 +2535,13 @@ class Protocol:
               file=sys.stderr)
         self.roots_request_id = None
 
+    @staticmethod
+    def needs_root(message: Any) -> bool:
+        return isinstance(message, dict) and message.get("method") in ROOT_METHODS and "id" in message
+
     def waits_for_roots(self, message: Any) -> bool:
         """Would this message's answer depend on roots we have asked for and not yet received?"""
-        if not self.roots_pending or not isinstance(message, dict) or message.get("method") not in ROOT_METHODS:
+        if not self.roots_pending or not self.needs_root(message):
             return False
         params = message.get("params")
         arguments = params.get("arguments") if isinstance(params, dict) else None
@@ -2639,15 +2716,16 @@ class StdioTransport:
             return
         if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
             self._cancel(message.get("params"))
-        if self.held or self._waits(message):
+        if self._waits(message):
             self.held.append(message)
         else:
             self._dispatch(message)
 
     def _waits(self, message: Any) -> bool:
-        if isinstance(message, list):
-            return any(self.protocol.waits_for_roots(m) for m in message)
-        return self.protocol.waits_for_roots(message)
+        """Requests that need a root wait for the roots answer, and stay in order behind
+        those already waiting; everything else (pings, lists, the answer itself) goes on."""
+        items = message if isinstance(message, list) else [message]
+        return any(self.protocol.waits_for_roots(m) or (self.held and self.protocol.needs_root(m)) for m in items)
 
     def _cancel(self, params: Any) -> None:
         if isinstance(params, dict) and "requestId" in params:
@@ -2695,7 +2773,8 @@ class StdioTransport:
         import threading
 
         def load() -> None:
-            import datetime, hashlib, secrets, subprocess, uuid  # noqa: F401
+            import datetime, subprocess  # noqa: F401
+            sha1()
             _compiled_rules()
 
         self.warmed = True
@@ -2711,9 +2790,13 @@ def serve() -> int:
     world = world_from_process()
     transport = StdioTransport(Protocol(world), sys.stdin.buffer, protocol_out, _monotonic())
     try:
-        return transport.run()
-    except (BrokenPipeError, KeyboardInterrupt):
-        return 0
+        status = transport.run()
+    except (BrokenPipeError, KeyboardInterrupt, SystemExit):
+        status = 0  # a signal: a save in flight has already unwound (its temp file removed)
+    # Leave at once: a normal interpreter shutdown could wait on the reader thread, which
+    # holds stdin's lock, or on the warm-up thread. Every reply has been flushed.
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _monotonic() -> Callable[[], float]:
