@@ -1205,7 +1205,7 @@ def compute_drift(cp: Checkpoint, current: GitState, dirty_now: Iterable[str],
 
 EDIT_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
 SHELL_TOOLS = ("Bash",)
-_NOT_A_PROMPT = ("<command-name>", "<command-message>", "<local-command", "<system-reminder>",
+_NOT_A_PROMPT = ("This session is being continued", "<command-name>", "<command-message>", "<local-command", "<system-reminder>",
                  "Caveat:", "<bash-input>", "<bash-stdout>", "<user-prompt-submit-hook>", "[Request interrupted")
 
 
@@ -1259,7 +1259,8 @@ class TranscriptScanner:
             if isinstance(content, list) and has_result:
                 for block in content:
                     self._note_result(block)
-            elif self.want_prompt and self.facts.first_prompt is None and not record.get("isMeta"):
+            elif (self.want_prompt and self.facts.first_prompt is None and not record.get("isMeta")
+                  and not record.get("isCompactSummary")):
                 self._note_prompt(content)
 
     def _note_call(self, block: Any, offset: int) -> None:
@@ -1328,11 +1329,10 @@ def merge_transcript(previous: Optional[Checkpoint], facts: TranscriptFacts, fil
                      git: Optional[GitState], now: str, new_id: str, project_name: str,
                      cursor_key: str) -> Checkpoint:
     """What a hook adds: the model's goal, tasks, summary and notes are never overwritten."""
-    base = previous or Checkpoint(
-        id=new_id, created_at=now, updated_at=now, project_name=project_name,
-        goal="(no goal recorded yet; saved automatically)", goal_auto=True)
+    base = previous or Checkpoint(id=new_id, created_at=now, updated_at=now, project_name=project_name,
+                                  goal=NO_GOAL, goal_auto=True)
     goal, goal_auto = base.goal, base.goal_auto
-    if goal_auto and facts.first_prompt:
+    if needs_goal(base) and facts.first_prompt:
         goal = facts.first_prompt
     seen = list(base.hooks.tool_use_ids) + facts.taken_ids
     cursors = dict(base.hooks.cursors)
@@ -1344,6 +1344,14 @@ def merge_transcript(previous: Optional[Checkpoint], facts: TranscriptFacts, fil
         modified_files=files, recent_commands=commands[-LIMITS["recentCommands"]:],
         truncated=len(commands) > LIMITS["recentCommands"], omitted_files=0, redactions=base.redactions,
         hooks=HookState(tool_use_ids=seen[-HOOK_ID_LIMIT:], cursors=cursors))
+
+
+NO_GOAL = "(no goal recorded yet; saved automatically)"
+
+
+def needs_goal(checkpoint: Optional[Checkpoint]) -> bool:
+    """Only a checkpoint without a real goal takes the session's first prompt as its goal."""
+    return checkpoint is None or (checkpoint.goal_auto and checkpoint.goal == NO_GOAL)
 
 
 HOOK_ID_LIMIT = 500  # tool_use ids remembered; the byte cursor covers anything older
@@ -2117,12 +2125,15 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
     git = Git(root)
     warnings: list = []
     with ProjectLock(root):
-        stored = _read_for_update(root, warnings)
+        stored = read_checkpoint(root)  # both files corrupt: say so and write nothing
+        warnings.extend(stored.warnings)
+        if stored.from_backup:
+            stored = StoredFile(stored.checkpoint)  # the corrupt main file must not become .prev
         previous = stored.checkpoint
         key = session_id or os.path.basename(transcript_path)
         start = previous.hooks.cursors.get(key, 0) if previous else 0
         facts = scan_transcript(transcript_path, start, previous)
-        new_goal = facts.first_prompt is not None and (previous is None or previous.goal_auto)
+        new_goal = facts.first_prompt is not None and needs_goal(previous)
         if not (facts.edited_files or facts.commands or (new_goal and not require_activity)):
             return None
         scan = git.scan()
@@ -2145,7 +2156,7 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
 def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> TranscriptFacts:
     """Stream the transcript from byte `start` (where the last hook stopped)."""
     seen = previous.hooks.tool_use_ids if previous else []
-    scanner = TranscriptScanner(seen, want_prompt=previous is None or previous.goal_auto)
+    scanner = TranscriptScanner(seen, want_prompt=needs_goal(previous))
     try:
         with open(path, "rb") as stream:
             size = os.fstat(stream.fileno()).st_size
@@ -2913,44 +2924,59 @@ def cli_save(args: Any, world: World) -> int:
 
 
 def run_hook(event: str, root_arg: Optional[str], world: World) -> int:
-    """Hooks never block or break a session: always exit 0, one line on stderr when
-    something went wrong, nothing on stdout but the brief."""
-    import json
+    """Hooks never block or break a session: always exit 0, nothing on stdout but the
+    brief, and what went wrong on one line of stderr."""
     import threading
     watchdog = threading.Timer(HOOK_DEADLINE_S, _hook_timeout)
     watchdog.daemon = True
     watchdog.start()
+    problems: list = []
     try:
-        raw = sys.stdin.buffer.read(HOOK_STDIN_LIMIT) if not sys.stdin.isatty() else b""
-        try:
-            payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else {}
-        except ValueError:
-            payload = {}
-            print(f"claude-checkpoint hook {event}: stdin is not the hook's JSON; using the environment only",
-                  file=sys.stderr)
-        if not isinstance(payload, dict):
-            payload = {}
+        payload = _read_hook_input(problems)
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and os.path.isabs(payload["cwd"]) else world.cwd
         root = resolve_root(choose_root(root_arg and os.path.abspath(root_arg), world.env, [], cwd), world.home)
         if event == "session-start":
             result = load_checkpoint(root, world)
             if result.found:
                 sys.stdout.write(render_brief(result, world.clock()))
-            return EXIT_OK
-        transcript = payload.get("transcript_path")
-        if not isinstance(transcript, str) or not transcript:
-            print(f"claude-checkpoint hook {event}: no transcript_path in the hook's input; nothing recorded",
-                  file=sys.stderr)
-            return EXIT_OK
-        session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else ""
-        record_transcript(root, transcript, session, world, require_activity=event in ("session-end", "stop"))
+            problems += result.warnings
+        else:
+            problems += _record_hook(event, payload, root, world)
     except CheckpointError as error:
-        print(f"claude-checkpoint hook {event}: {error}", file=sys.stderr)
+        problems.append(str(error))
     except Exception as error:  # a hook must never break the session
-        print(f"claude-checkpoint hook {event}: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+        problems.append(f"unexpected {type(error).__name__}: {error}")
     finally:
         watchdog.cancel()
+    if problems:
+        print(f"claude-checkpoint hook {event}: " + "; ".join(problems), file=sys.stderr)
     return EXIT_OK
+
+
+def _read_hook_input(problems: list) -> dict:
+    import json
+    raw = sys.stdin.buffer.read(HOOK_STDIN_LIMIT) if not sys.stdin.isatty() else b""
+    try:
+        payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else {}
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        problems.append("stdin is not the hook's JSON object")
+        return {}
+    return payload
+
+
+def _record_hook(event: str, payload: dict, root: str, world: World) -> list:
+    """pre-compact, session-end, stop: merge the transcript; return what went wrong."""
+    transcript = payload.get("transcript_path")
+    if not isinstance(transcript, str) or not transcript:
+        return ["no transcript_path in the hook's input; nothing recorded"]
+    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else ""
+    outcome = record_transcript(root, transcript, session, world, require_activity=event in ("session-end", "stop"))
+    if outcome is None:
+        return []
+    # The redaction count and the not-ignored advice are for the model's saves, not every hook run.
+    return [w for w in outcome.warnings if not w.startswith("Redacted") and "not git-ignored" not in w]
 
 
 def _hook_timeout() -> None:

@@ -2245,8 +2245,1124 @@ class TestE2eSignals(unittest.TestCase):
                 self.assertEqual(ws.checkpoint()["goal"]["primary"], "idle after this")
 
 
-if __name__ == "__main__":
-    unittest.main()
+
+# ════════════════════════════════════════════════════════════════════════════
+# 5. Hooks, command line, prompts and resources (SPEC sections 8, 9 and 11)
+# ════════════════════════════════════════════════════════════════════════════
+
+# A real Claude Code 2.1.328 transcript (Write, Bash `echo hi`, a failing `ls`, an Edit, a failing Edit,
+# /compact, a resumed prompt), recorded in a folder that is not the test's project.
+REAL_TRANSCRIPT = os.path.join(CORPUS_DIR, "real_transcript.jsonl")
+
+HOOK_BOUND_S = 15  # generous: a hook must never hold a session (it aims well under a second)
+
+
+def fake_secret(prefix: str, length: int, alphabet: str = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+                seed: str = "seed") -> str:
+    """A secret-shaped value that is not anybody's real secret."""
+    digest = hashlib.sha256(seed.encode()).digest() * 4
+    return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:length])
+
+
+class Transcript:
+    """A Claude Code session transcript in the exact JSONL shape of 2.1.328
+    (see real_transcript.jsonl): assistant lines with one tool_use block each, user lines
+    with tool_result blocks and a toolUseResult, plus the noise Claude Code writes around them."""
+
+    def __init__(self, cwd: str, session_id: str = "5d2f7c1e-0000-4000-8000-000000000001"):
+        self.cwd = cwd
+        self.session_id = session_id
+        self.lines: list = []
+        self._count = 0
+
+    def _next(self, kind: str) -> str:
+        self._count += 1
+        return f"{kind}_{self.session_id[:8]}_{self._count:04d}"
+
+    def _record(self, kind: str, message: dict, **extra) -> None:
+        record = {"parentUuid": None, "isSidechain": False, "type": kind, "message": message,
+                  "uuid": self._next("uuid"), "timestamp": "2026-11-30T04:40:50.780Z", "userType": "external",
+                  "entrypoint": "sdk-cli", "cwd": self.cwd, "sessionId": self.session_id, "version": "2.1.328",
+                  "gitBranch": "main"}
+        record.update(extra)
+        self.lines.append(json.dumps(record))
+
+    # ── what the user typed, and what Claude Code stores as if it were typed ──
+    def prompt(self, text: str, **flags) -> None:
+        self._record("user", {"role": "user", "content": text}, promptSource="sdk", **flags)
+
+    def not_prompts(self) -> None:
+        """Every user line that is not a real prompt, as a /compact and a resume write them."""
+        self._record("user", {"role": "user", "content": "This session is being continued from a previous "
+                              "conversation that ran out of context.\nSummary:\nEarlier work."},
+                     isCompactSummary=True, isVisibleInTranscriptOnly=True)
+        self._record("user", {"role": "user", "content": "<local-command-caveat>The command below was run "
+                              "directly in Claude Code.</local-command-caveat>"}, isMeta=True)
+        self._record("user", {"role": "user", "content": "<command-name>/compact</command-name>\n"
+                              "            <command-message>compact</command-message>\n"
+                              "            <command-args></command-args>"})
+        self._record("user", {"role": "user", "content": "<local-command-stdout>Compacted (ctrl+o to see full "
+                              "summary)</local-command-stdout>"})
+
+    # ── tools ──
+    def call(self, name: str, tool_input: dict) -> str:
+        tool_id = self._next("toolu")
+        self._record("assistant", {"id": self._next("msg"), "type": "message", "role": "assistant",
+                                   "model": "claude-opus-5-5", "content": [
+                                       {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}],
+                                   "stop_reason": "tool_use", "stop_sequence": None},
+                     requestId=self._next("req"))
+        return tool_id
+
+    def result(self, tool_id: str, content: str, is_error: bool | None, tool_use_result) -> None:
+        block = {"tool_use_id": tool_id, "type": "tool_result", "content": content}
+        if is_error is not None:
+            block["is_error"] = is_error
+        self._record("user", {"role": "user", "content": [block]}, toolUseResult=tool_use_result,
+                     sourceToolAssistantUUID=self._next("uuid"))
+
+    def bash(self, command: str, exit_code: int = 0, output: str = "ok", answered: bool = True) -> str:
+        tool_id = self.call("Bash", {"command": command, "description": "run it"})
+        if answered:
+            self.bash_result(tool_id, exit_code, output)
+        return tool_id
+
+    def bash_result(self, tool_id: str, exit_code: int = 0, output: str = "ok") -> None:
+        if exit_code == 0:
+            self.result(tool_id, output, False, {"stdout": output, "stderr": "", "interrupted": False,
+                                                 "isImage": False, "noOutputExpected": False})
+        else:
+            text = f"Exit code {exit_code}\n{output}"
+            self.result(tool_id, text, True, "Error: " + text)
+
+    def edit(self, tool: str, path: str, ok: bool = True) -> str:
+        key = "notebook_path" if tool == "NotebookEdit" else "file_path"
+        arguments = {
+            "Write": {key: path, "content": "hello\n"},
+            "Edit": {"replace_all": False, key: path, "old_string": "a", "new_string": "b"},
+            "MultiEdit": {key: path, "edits": [{"old_string": "a", "new_string": "b"}]},
+            "NotebookEdit": {key: path, "cell_id": "c1", "new_source": "x = 1", "edit_mode": "replace"},
+        }[tool]
+        tool_id = self.call(tool, arguments)
+        if ok:  # Write and Edit results carry no is_error key at all (seen)
+            self.result(tool_id, f"The file {path} has been updated successfully.", None,
+                        {"filePath": path, "oldString": "a", "newString": "b", "originalFile": "a\n",
+                         "structuredPatch": [], "userModified": False, "replaceAll": False})
+        else:
+            self.result(tool_id, "<tool_use_error>String to replace not found in file.\nString: a</tool_use_error>",
+                        True, "Error: String to replace not found in file.\nString: a")
+        return tool_id
+
+    def read(self, path: str) -> str:
+        tool_id = self.call("Read", {"file_path": path})
+        self.result(tool_id, "     1\tprint('hi')\n", None,
+                    {"type": "text", "file": {"filePath": path, "content": "print('hi')\n", "numLines": 1}})
+        return tool_id
+
+    # ── noise ──
+    def attachment(self, size: int = 2000) -> None:
+        self.lines.append(json.dumps({"parentUuid": None, "isSidechain": False, "attachment": {
+            "type": "prompt_snapshot", "content": "x" * size}, "type": "attachment", "uuid": self._next("uuid"),
+            "timestamp": "2026-11-30T04:40:50.683Z", "cwd": self.cwd, "sessionId": self.session_id}))
+
+    def noise(self) -> None:
+        """Line types the hook must skip: unknown types, a compaction boundary, a torn line."""
+        self.lines.append(json.dumps({"type": "queue-operation", "operation": "enqueue", "sessionId": self.session_id}))
+        self.lines.append(json.dumps({"type": "api-request-shape", "shape": {"tools": ["Bash", "Edit"]}}))
+        self.lines.append(json.dumps({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"}))
+        self.lines.append(json.dumps({"type": "tools-used", "tools": ["Bash"]}))
+        self.lines.append('{"type":"assistant","message":{"content":[{"type":"tool_use","id":"torn","na')
+        self.lines.append("\x00\xff not json at all")
+        self.lines.append("[1, 2, 3]")
+        self.lines.append(json.dumps({"type": "user", "message": "a string, not an object"}))
+
+    def save(self, path: str) -> str:
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write("".join(line + "\n" for line in self.lines))
+        return path
+
+
+def hook_payload(event: str, transcript_path: str, cwd: str, session_id: str = "5d2f7c1e-0000-4000-8000-000000000001",
+                 **extra) -> str:
+    payload = {"session_id": session_id, "transcript_path": transcript_path, "cwd": cwd,
+               "hook_event_name": {"pre-compact": "PreCompact", "session-start": "SessionStart",
+                                   "session-end": "SessionEnd", "stop": "Stop"}[event]}
+    payload.update({"pre-compact": {"trigger": "manual", "custom_instructions": None},
+                    "session-start": {"source": "compact"},
+                    "session-end": {"reason": "other"},
+                    "stop": {"stop_hook_active": False}}[event])
+    payload.update(extra)
+    return json.dumps(payload)
+
+
+def hook_env(ws: Workspace, **extra: str) -> dict:
+    """The environment Claude Code gives a hook (seen): CLAUDE_PROJECT_DIR and friends."""
+    return dict(ws.env, CLAUDE_PROJECT_DIR=ws.repo, CLAUDECODE="1", CLAUDE_CODE_ENTRYPOINT="sdk-cli", **extra)
+
+
+def run_hook_process(test: unittest.TestCase, ws: Workspace, event: str, stdin: str | bytes, env: dict | None = None,
+             cwd: str | None = None) -> tuple:
+    """Run a hook; check what every hook promises (exit 0, no traceback, in bounded time).
+    Returns (completed process, seconds)."""
+    started = time.monotonic()
+    proc = ws.run_cli("hook", event, stdin=stdin, env=env or hook_env(ws), cwd=cwd, timeout=HOOK_BOUND_S + 15)
+    elapsed = time.monotonic() - started
+    test.assertEqual(proc.returncode, 0, proc.stderr.decode(errors="replace"))
+    test.assertNotIn(b"Traceback", proc.stderr)
+    test.assertLess(elapsed, HOOK_BOUND_S)
+    return proc, elapsed
+
+
+def stderr_lines(proc: subprocess.CompletedProcess) -> list:
+    return [line for line in proc.stderr.decode(errors="replace").splitlines() if line.strip()]
+
+
+def commands_of(checkpoint: dict) -> list:
+    return [c["command"] for c in checkpoint.get("recentCommands", [])]
+
+
+def files_of(checkpoint: dict) -> dict:
+    return {f["path"]: f for f in checkpoint.get("modifiedFiles", [])}
+
+
+class PreCompactHookTest(unittest.TestCase):
+    """`hook pre-compact` merges what the transcript proves into the checkpoint."""
+
+    def setUp(self):
+        self.ws = Workspace(self, files={"README.md": "# demo\n", "src/app.py": "print('hi')\n",
+                                         "src/lib.py": "a = 1\n", "src/failed.py": "a = 1\n",
+                                         "src/read_only.py": "a = 1\n", "nb/analysis.ipynb": "{}\n"})
+        self.transcripts = temp_dir(self, "cc-transcripts-")
+
+    def pre_compact(self, transcript: Transcript, name: str = "session.jsonl", **extra) -> subprocess.CompletedProcess:
+        path = transcript.save(os.path.join(self.transcripts, name))
+        proc, _ = run_hook_process(self, self.ws, "pre-compact",
+                           hook_payload("pre-compact", path, self.ws.repo, transcript.session_id, **extra))
+        self.assertEqual(proc.stdout, b"", "pre-compact stdout goes into the compaction prompt")
+        return proc
+
+    def session(self) -> Transcript:
+        """Edits that worked and failed, a Read, commands that passed and failed, noise."""
+        t = Transcript(self.ws.repo)
+        t.attachment()
+        t.prompt("Make the login test pass")
+        t.noise()
+        t.edit("Edit", os.path.join(self.ws.repo, "src/app.py"))
+        t.edit("Write", os.path.join(self.ws.repo, "docs/new.md"))
+        self.ws.write("docs/new.md", "hello\n")
+        t.edit("MultiEdit", os.path.join(self.ws.repo, "src/lib.py"))
+        t.edit("NotebookEdit", os.path.join(self.ws.repo, "nb/analysis.ipynb"))
+        t.edit("Edit", os.path.join(self.ws.repo, "src/failed.py"), ok=False)
+        t.edit("Write", os.path.join(self.ws.repo, "src/never_written.py"), ok=False)
+        t.read(os.path.join(self.ws.repo, "src/read_only.py"))
+        t.attachment(50_000)
+        t.bash("npm test -- auth", exit_code=0)
+        t.bash("pytest -x tests/test_login.py", exit_code=2, output="1 failed")
+        return t
+
+    def test_records_successful_edits_and_not_failed_edits_or_reads(self):
+        self.pre_compact(self.session())
+        files = files_of(self.ws.checkpoint())
+        for path in ("src/app.py", "docs/new.md", "src/lib.py", "nb/analysis.ipynb"):
+            with self.subTest(recorded=path):
+                self.assertIn(path, files)
+        for path in ("src/failed.py", "src/never_written.py", "src/read_only.py"):
+            with self.subTest(not_recorded=path):
+                self.assertNotIn(path, files)
+        with open(os.path.join(self.ws.repo, "src/app.py"), "rb") as stream:
+            self.assertEqual(files["src/app.py"].get("hash"), blob_sha(stream.read()))
+
+    def test_records_bash_commands_with_their_exit_status(self):
+        self.pre_compact(self.session())
+        commands = {c["command"]: c for c in self.ws.checkpoint()["recentCommands"]}
+        self.assertEqual(list(commands), ["npm test -- auth", "pytest -x tests/test_login.py"])
+        self.assertEqual(commands["npm test -- auth"].get("exitCode"), 0)
+        self.assertEqual(commands["pytest -x tests/test_login.py"].get("exitCode"), 2)
+
+    def test_takes_the_first_real_prompt_as_goal_when_there_is_none(self):
+        t = Transcript(self.ws.repo)
+        t.not_prompts()
+        t.attachment()
+        t.prompt("Fix the flaky login test")
+        t.prompt("And then update the changelog")
+        t.bash("npm test")
+        self.pre_compact(t)
+        goal = self.ws.checkpoint()["goal"]
+        self.assertEqual(goal["primary"], "Fix the flaky login test")
+        self.assertTrue(goal.get("auto"), goal)
+
+    def test_never_overwrites_what_the_model_saved(self):
+        saved = sample_save(recentCommands=[{"command": "make build", "exitCode": 0}])
+        proc = self.ws.run_cli("save", stdin=json.dumps(saved))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        before = self.ws.checkpoint()
+        self.pre_compact(self.session())
+        after = self.ws.checkpoint()
+        for key in ("goal", "summary", "nextSteps", "decisions", "id", "createdAt"):
+            with self.subTest(field=key):
+                self.assertEqual(after.get(key), before.get(key))
+        self.assertEqual(files_of(after)["src/app.py"].get("note"), "cookie options")
+        self.assertEqual(commands_of(after), ["make build", "npm test -- auth", "pytest -x tests/test_login.py"])
+        self.assertNotEqual(after["goal"]["primary"], "Make the login test pass")
+
+    def test_marks_what_it_added_as_automatic(self):
+        self.ws.run_cli("save", "--goal", "Ship the login page")
+        self.pre_compact(self.session())
+        checkpoint = self.ws.checkpoint()
+        self.assertFalse(checkpoint["goal"].get("auto"), "the model's goal is not automatic")
+        for command in checkpoint["recentCommands"]:
+            with self.subTest(command=command["command"]):
+                self.assertIs(command.get("auto"), True)
+        for path in ("src/app.py", "src/lib.py", "nb/analysis.ipynb"):  # clean in git: known only from the hook
+            with self.subTest(file=path):
+                self.assertIs(files_of(checkpoint)[path].get("auto"), True)
+
+    def test_redacts_secrets_taken_from_the_transcript(self):
+        token = fake_secret("ghp_", 36)
+        aws_key = fake_secret("AKIA", 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+        t = Transcript(self.ws.repo)
+        t.prompt(f"Deploy with the AWS key {aws_key} to staging")
+        t.bash(f"export GITHUB_TOKEN={token}")
+        t.bash("gh auth status", output=f"token {token}")
+        self.pre_compact(t)
+        with open(os.path.join(self.ws.repo, ".claude-checkpoint"), "rb") as stream:
+            raw = stream.read()
+        for secret in (token, aws_key):
+            with self.subTest(secret=secret[:4]):
+                self.assertNotIn(secret.encode(), raw)
+        checkpoint = json.loads(raw)
+        self.assertIn("«redacted»", checkpoint["goal"]["primary"])
+        self.assertIn("export GITHUB_TOKEN=«redacted»", commands_of(checkpoint))
+        self.assertGreaterEqual(checkpoint["meta"]["redactions"], 2)
+
+    def test_running_twice_on_the_same_transcript_records_nothing_twice(self):
+        t = self.session()
+        self.pre_compact(t)
+        first = self.ws.checkpoint()
+        self.pre_compact(t)
+        second = self.ws.checkpoint()
+        self.assertEqual(commands_of(second), commands_of(first))
+        paths = [f["path"] for f in second["modifiedFiles"]]
+        self.assertEqual(sorted(paths), sorted(files_of(first)))
+        self.assertEqual(len(paths), len(set(paths)))
+
+    def test_a_compaction_that_rereads_the_transcript_elsewhere_records_nothing_twice(self):
+        """The same tool_use ids under another transcript key (no byte cursor to help)."""
+        t = self.session()
+        self.pre_compact(t)
+        t.session_id = "5d2f7c1e-0000-4000-8000-000000000002"
+        self.pre_compact(t, name="copy.jsonl")
+        self.assertEqual(commands_of(self.ws.checkpoint()), ["npm test -- auth", "pytest -x tests/test_login.py"])
+
+    def test_a_grown_transcript_adds_only_the_new_items(self):
+        t = self.session()
+        running = t.bash("npm run build", answered=False)  # still running at the first compaction
+        self.pre_compact(t)
+        self.assertEqual(commands_of(self.ws.checkpoint()), ["npm test -- auth", "pytest -x tests/test_login.py"])
+        t.bash_result(running, 0)
+        t.attachment(10_000)
+        t.prompt("Now update the docs too")
+        t.edit("Edit", os.path.join(self.ws.repo, "README.md"))
+        t.bash("git status", exit_code=0)
+        t.bash("npm test -- auth", exit_code=1, output="Exit status 1")  # the same command again is a new run
+        self.pre_compact(t)
+        checkpoint = self.ws.checkpoint()
+        self.assertEqual(commands_of(checkpoint), ["npm test -- auth", "pytest -x tests/test_login.py",
+                                                   "npm run build", "git status", "npm test -- auth"])
+        self.assertEqual(checkpoint["recentCommands"][-1].get("exitCode"), 1)
+        self.assertIn("README.md", files_of(checkpoint))
+        self.assertEqual(checkpoint["goal"]["primary"], "Make the login test pass", "the first prompt stays the goal")
+
+    def test_session_end_and_stop_record_like_pre_compact(self):
+        for event in ("session-end", "stop"):
+            with self.subTest(event=event):
+                ws = Workspace(self)
+                t = Transcript(ws.repo)
+                t.prompt("Tidy up")
+                t.edit("Edit", os.path.join(ws.repo, "src/app.py"))
+                t.bash("make lint", exit_code=0)
+                path = t.save(os.path.join(self.transcripts, f"{event}.jsonl"))
+                proc, _ = run_hook_process(self, ws, event, hook_payload(event, path, ws.repo))
+                self.assertEqual(proc.stdout, b"")
+                self.assertEqual(commands_of(ws.checkpoint()), ["make lint"])
+                self.assertIn("src/app.py", files_of(ws.checkpoint()))
+
+    def test_real_claude_code_transcript_records_its_commands_and_no_outside_file(self):
+        if not os.path.exists(REAL_TRANSCRIPT):
+            self.skipTest(f"{REAL_TRANSCRIPT} is missing")
+        path = os.path.join(self.transcripts, "real.jsonl")
+        shutil.copyfile(REAL_TRANSCRIPT, path)
+        proc, _ = run_hook_process(self, self.ws, "pre-compact",
+                           hook_payload("pre-compact", path, self.ws.repo, "358e99cd-8117-4491-b3e7-b76fc0e7e5dc"))
+        self.assertEqual(proc.stdout, b"")
+        checkpoint = self.ws.checkpoint()
+        commands = {c["command"]: c.get("exitCode") for c in checkpoint["recentCommands"]}
+        self.assertEqual(commands, {"echo hi": 0, "ls /nonexistent-dir-xyz": 2})
+        self.assertFalse([p for p in files_of(checkpoint) if "notes.txt" in p or p.startswith("/")],
+                         "its Write/Edit went to a folder outside this project")
+        self.assertEqual(checkpoint["goal"]["primary"], "Create notes.txt, say hi, then edit it")
+
+
+class HookRobustnessTest(unittest.TestCase):
+    """A hook never blocks or breaks a session: exit 0, nothing on stdout, one line on stderr."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.transcript = Transcript(self.ws.repo)
+        self.transcript.prompt("Keep going")
+        self.transcript.bash("make test")
+        self.transcript_path = self.transcript.save(os.path.join(self.ws.home, "t.jsonl"))
+
+    def assert_one_clear_line(self, proc, *words: str) -> None:
+        lines = stderr_lines(proc)
+        self.assertEqual(len(lines), 1, lines)
+        for word in words:
+            self.assertIn(word.lower(), lines[0].lower())
+
+    def test_bad_hook_input_exits_zero_with_one_stderr_line(self):
+        cases = {
+            "garbage stdin": (b"\x00\xffnot json{", ""),
+            "empty stdin": (b"", ""),
+            "a JSON array": (b"[1, 2]", ""),
+            "missing transcript": (hook_payload("pre-compact", os.path.join(self.ws.home, "gone.jsonl"),
+                                                self.ws.repo), "gone.jsonl"),
+            "transcript is a folder": (hook_payload("pre-compact", self.ws.home, self.ws.repo), "transcript"),
+        }
+        for name, (stdin, word) in cases.items():
+            with self.subTest(name):
+                proc, _ = run_hook_process(self, self.ws, "pre-compact", stdin)
+                self.assertEqual(proc.stdout, b"")
+                self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
+                self.assert_one_clear_line(proc, word)
+
+    def test_session_start_with_garbage_stdin_prints_nothing(self):
+        proc, _ = run_hook_process(self, self.ws, "session-start", b"\x00garbage")
+        self.assertEqual(proc.stdout, b"")
+
+    def test_corrupt_checkpoint_is_reported_and_the_backup_kept(self):
+        good = json.dumps(sample_save())
+        for name, prev_valid in (("main corrupt, .prev good", True), ("both corrupt", False)):
+            with self.subTest(name):
+                ws = Workspace(self)
+                self.assertEqual(ws.run_cli("save", stdin=good).returncode, 0)
+                self.assertEqual(ws.run_cli("save", stdin=good).returncode, 0)  # makes a valid .prev
+                main, prev = (os.path.join(ws.repo, n) for n in (".claude-checkpoint", ".claude-checkpoint.prev"))
+                write(ws.repo, ".claude-checkpoint", b"{corrupt")
+                if not prev_valid:
+                    write(ws.repo, ".claude-checkpoint.prev", b"\xff\xfe also corrupt")
+                with open(prev, "rb") as stream:
+                    prev_before = stream.read()
+                proc, _ = run_hook_process(self, ws, "pre-compact", hook_payload("pre-compact", self.transcript_path, ws.repo))
+                self.assertEqual(proc.stdout, b"")
+                with open(prev, "rb") as stream:
+                    self.assertEqual(stream.read(), prev_before, "a corrupt file never overwrites .prev")
+                if prev_valid:  # recorded on top of the backup: nothing of the model's is lost
+                    with open(main, encoding="utf-8") as stream:
+                        checkpoint = json.load(stream)
+                    self.assertEqual(checkpoint["goal"]["primary"], sample_save()["goal"])
+                    self.assertIn("make test", commands_of(checkpoint))
+                self.assert_one_clear_line(proc, ".claude-checkpoint")
+
+    def test_hanging_git_does_not_hold_the_session(self):
+        env = hook_env(self.ws, PATH=fake_git_folder(self, "sleep 30") + os.pathsep + os.environ["PATH"])
+        proc, _ = run_hook_process(self, self.ws, "pre-compact",
+                           hook_payload("pre-compact", self.transcript_path, self.ws.repo), env=env)
+        self.assertEqual(proc.stdout, b"")
+        self.assertEqual(commands_of(self.ws.checkpoint()), ["make test"])
+        self.assertIsNone(self.ws.checkpoint()["git"])
+        self.assert_one_clear_line(proc, "git")
+
+    def test_filesystem_root_or_home_is_refused(self):
+        for name, folder in (("/", os.path.abspath(os.sep)), ("HOME", self.ws.home)):
+            with self.subTest(name):
+                env = dict(hook_env(self.ws), CLAUDE_PROJECT_DIR=folder)
+                for event in ("pre-compact", "session-start"):
+                    proc, _ = run_hook_process(self, self.ws, event, hook_payload(event, self.transcript_path, folder),
+                                       env=env, cwd=folder)
+                    self.assertEqual(proc.stdout, b"")
+                    self.assert_one_clear_line(proc, "root")
+                self.assertFalse(os.path.exists(os.path.join(folder, ".claude-checkpoint")))
+
+
+class LargeTranscriptTest(unittest.TestCase):
+    """Transcripts are big (attachments are ~80% of the bytes): the hook streams them."""
+
+    def test_a_50_mb_transcript_is_read_quickly_and_completely(self):
+        ws = Workspace(self)
+        t = Transcript(ws.repo)
+        t.prompt("Refactor the parser")
+        blob = "y" * 50_000  # twice per Read line: content and toolUseResult
+        for i in range(500):
+            if i % 2:
+                t.attachment(100_000)
+            else:  # a big Read result: it says "tool_result", so only a cheap check can skip it
+                tool_id = t.call("Read", {"file_path": os.path.join(ws.repo, "README.md")})
+                t.result(tool_id, blob, None, {"type": "text", "file": {"content": blob}})
+            if i % 50 == 0:
+                t.bash(f"pytest -k case{i}", exit_code=0 if i % 100 else 1)
+        t.edit("Edit", os.path.join(ws.repo, "src/app.py"))
+        path = t.save(os.path.join(ws.home, "big.jsonl"))
+        self.assertGreater(os.path.getsize(path), 50_000_000)
+        started = time.monotonic()
+        proc, _ = run_hook_process(self, ws, "pre-compact", hook_payload("pre-compact", path, ws.repo))
+        elapsed = time.monotonic() - started
+        self.assertLess(elapsed, 10, "a hook must not hold the compaction")
+        self.assertEqual(proc.stdout, b"")
+        checkpoint = ws.checkpoint()
+        self.assertEqual(len(checkpoint["recentCommands"]), 10)
+        self.assertEqual(checkpoint["recentCommands"][0]["exitCode"], 1)
+        self.assertIn("src/app.py", files_of(checkpoint))
+
+
+class SessionStartHookTest(unittest.TestCase):
+    """`hook session-start` puts the brief in the model's context after clear, compact or resume."""
+
+    def test_prints_the_brief_when_a_checkpoint_exists(self):
+        ws = Workspace(self)
+        self.assertEqual(ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
+        for source in ("clear", "compact", "resume", "startup"):
+            with self.subTest(source=source):
+                proc, _ = run_hook_process(self, ws, "session-start",
+                                   hook_payload("session-start", "/nonexistent.jsonl", ws.repo, source=source))
+                brief = proc.stdout.decode()
+                self.assertTrue(brief.startswith("# Resuming:"), brief)
+                self.assertIn(sample_save()["goal"], brief)
+                self.assertEqual(stderr_lines(proc), [])
+
+    def test_prints_nothing_when_there_is_no_checkpoint(self):
+        ws = Workspace(self)
+        proc, _ = run_hook_process(self, ws, "session-start", hook_payload("session-start", "/nonexistent.jsonl", ws.repo))
+        self.assertEqual(proc.stdout, b"")
+        self.assertFalse(os.path.exists(os.path.join(ws.repo, ".claude-checkpoint")))
+
+
+    def test_unreadable_checkpoint_falls_back_or_prints_nothing(self):
+        ws = Workspace(self)
+        for _ in range(2):  # the second save keeps the first as a valid .prev
+            self.assertEqual(ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
+        write(ws.repo, ".claude-checkpoint", b"{corrupt")
+        payload = hook_payload("session-start", "/nonexistent.jsonl", ws.repo)
+        with self.subTest("main corrupt, .prev good"):
+            proc, _ = run_hook_process(self, ws, "session-start", payload)
+            self.assertTrue(proc.stdout.decode().startswith("# Resuming:"), proc.stdout)
+        write(ws.repo, ".claude-checkpoint.prev", b"{corrupt too")
+        with self.subTest("both corrupt"):
+            proc, _ = run_hook_process(self, ws, "session-start", payload)
+            self.assertEqual(proc.stdout, b"")
+            self.assertEqual(len(stderr_lines(proc)), 1, stderr_lines(proc))
+
+
+class CommandLineTest(unittest.TestCase):
+    """show, save, --root, --version, --help: the tool's functions from a shell."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+
+    def save(self, arguments: dict | None = None, *flags: str) -> subprocess.CompletedProcess:
+        proc = self.ws.run_cli("save", *flags, stdin=json.dumps(arguments or sample_save()))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc
+
+    def test_show_prints_the_brief(self):
+        self.save()
+        proc = self.ws.run_cli("show")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertTrue(proc.stdout.decode().startswith("# Resuming: project"), proc.stdout)
+        self.assertIn("[~] Session cookie persistence", proc.stdout.decode())
+
+    def test_show_full_prints_json_with_found_drift_and_checkpoint(self):
+        self.save()
+        self.ws.write("src/app.py", "print('changed')\n")
+        proc = self.ws.run_cli("show", "--full")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        doc = json.loads(proc.stdout)
+        self.assertIs(doc["found"], True)
+        self.assertEqual(doc["checkpoint"], self.ws.checkpoint())
+        self.assertIn("src/app.py", doc["drift"]["changedSince"])
+
+    def test_show_exits_3_when_there_is_no_checkpoint(self):
+        for flags in ((), ("--full",)):
+            with self.subTest(flags=flags):
+                proc = self.ws.run_cli("show", *flags)
+                self.assertEqual(proc.returncode, 3, proc.stderr)
+                self.assertNotIn(b"Traceback", proc.stderr)
+        self.assertIs(json.loads(self.ws.run_cli("show", "--full").stdout)["found"], False)
+
+    def test_save_reads_the_tool_arguments_from_stdin(self):
+        proc = self.save()
+        self.assertIn(f"Checkpoint saved to {self.ws.repo}/.claude-checkpoint", proc.stdout.decode())
+        checkpoint = self.ws.checkpoint()
+        self.assertEqual(checkpoint["goal"]["primary"], sample_save()["goal"])
+        self.assertEqual(len(checkpoint["goal"]["tasks"]), 3)
+        self.assertNotIn("gh_live_8f2a91", json.dumps(checkpoint))
+
+    def test_save_refuses_bad_arguments_and_writes_nothing(self):
+        cases = {
+            "goal": {"summary": "no goal"},
+            "summary": sample_save(summary="x" * 4001),
+            "status": sample_save(tasks=[{"description": "a", "status": "finished"}]),
+            "nextSteps": sample_save(nextSteps=["step"] * 21),
+            "exitCode": sample_save(recentCommands=[{"command": "ls", "exitCode": "zero"}]),
+            "mode": sample_save(mode="append"),
+            "bogusField": sample_save(bogusField=1),
+        }
+        for field_name, arguments in cases.items():
+            with self.subTest(field=field_name):
+                proc = self.ws.run_cli("save", stdin=json.dumps(arguments))
+                self.assertNotEqual(proc.returncode, 0)
+                self.assertIn(field_name, proc.stderr.decode() + proc.stdout.decode())
+                self.assertNotIn(b"Traceback", proc.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
+        with self.subTest("not JSON"):
+            proc = self.ws.run_cli("save", stdin="{goal: oops")
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
+
+    def test_save_takes_flags_and_merges(self):
+        self.save()
+        proc = self.ws.run_cli("save", "--goal", "Ship OAuth", "--summary", "Cookie fixed", "--next", "Open a PR",
+                               "--next", "Ask for review", "--decision", "Keep sameSite lax", "--merge")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        checkpoint = self.ws.checkpoint()
+        self.assertEqual(checkpoint["goal"]["primary"], "Ship OAuth")
+        self.assertEqual(len(checkpoint["goal"]["tasks"]), 3, "merge keeps the tasks")
+        self.assertEqual(checkpoint["summary"], "Cookie fixed")
+        self.assertEqual(checkpoint["nextSteps"], ["Open a PR", "Ask for review"])
+        self.assertEqual(checkpoint["decisions"], ["Use iron-session, not express-session", "Keep sameSite lax"])
+        self.assertEqual(self.ws.run_cli("save", "--goal", "Fresh start").returncode, 0)
+        self.assertEqual(self.ws.checkpoint()["goal"]["tasks"], [], "without --merge it replaces")
+
+    def test_root_option_works_with_every_subcommand(self):
+        elsewhere = temp_dir(self, "cc-elsewhere-")
+        t = Transcript(self.ws.repo)
+        t.bash("make test")
+        transcript = t.save(os.path.join(elsewhere, "t.jsonl"))
+        steps = (
+            ("save", ("save",), json.dumps(sample_save()), 0),
+            ("show", ("show",), "", 0),
+            ("show --full", ("show", "--full"), "", 0),
+            ("hook pre-compact", ("hook", "pre-compact"), hook_payload("pre-compact", transcript, elsewhere), 0),
+            ("hook session-start", ("hook", "session-start"), hook_payload("session-start", transcript, elsewhere), 0),
+            ("install --scope project", ("install", "--write", "--scope", "project"), "", 0),
+            ("install --exclude", ("install", "--exclude", "--write", "--scope", "project"), "", 0),
+            ("doctor", ("doctor",), "", 0),
+        )
+        for position in ("before", "after"):
+            for name, args, stdin, status in steps:
+                with self.subTest(name, position=position):
+                    argv = ("--root", self.ws.repo, *args) if position == "before" else (*args, "--root", self.ws.repo)
+                    proc = self.ws.run_cli(*argv, stdin=stdin, cwd=elsewhere)
+                    self.assertEqual(proc.returncode, status, proc.stdout.decode() + proc.stderr.decode())
+                    self.assertNotIn(b"Traceback", proc.stderr)
+        self.assertEqual(self.ws.checkpoint()["recentCommands"][-1]["command"], "make test")
+        self.assertTrue(os.path.exists(os.path.join(self.ws.repo, ".mcp.json")))
+        self.assertEqual(os.listdir(elsewhere), ["t.jsonl"])
+
+    def test_version_prints_the_module_version(self):
+        proc = self.ws.run_cli("--version")
+        self.assertEqual(proc.returncode, 0)
+        self.assertIn(cc.__version__, proc.stdout.decode() + proc.stderr.decode())
+
+    def test_help_exits_zero_and_lists_the_commands(self):
+        proc = self.ws.run_cli("--help")
+        self.assertEqual(proc.returncode, 0)
+        for command in ("show", "save", "hook", "install", "doctor"):
+            self.assertIn(command, proc.stdout.decode())
+
+    def test_unknown_command_is_a_usage_error(self):
+        proc = self.ws.run_cli("frobnicate")
+        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(proc.stdout, b"")
+        self.assertNotIn(b"Traceback", proc.stderr)
+
+
+class InstallTest(unittest.TestCase):
+    """`install` prints, or merges in without clobbering, the server and the hooks."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+
+    def install(self, *args: str, env: dict | None = None, status: int = 0) -> subprocess.CompletedProcess:
+        proc = self.ws.run_cli("install", *args, env=env)
+        self.assertEqual(proc.returncode, status, proc.stdout.decode() + proc.stderr.decode())
+        self.assertNotIn(b"Traceback", proc.stderr)
+        return proc
+
+    @staticmethod
+    def read(path: str):
+        with open(path, encoding="utf-8") as stream:
+            return json.load(stream)
+
+    @staticmethod
+    def json_objects(text: str) -> list:
+        decoder, found = json.JSONDecoder(), []
+        for index, char in enumerate(text):
+            if char == "{" and (index == 0 or text[index - 1] == "\n"):
+                with contextlib.suppress(ValueError):
+                    found.append(decoder.raw_decode(text, index)[0])
+        return found
+
+    def assert_runs_this_file(self, command: list) -> None:
+        self.assertIn(SERVER, command)
+        proc = subprocess.run([*command, "--version"], capture_output=True, timeout=TIMEOUT, env=self.ws.env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    def test_print_mode_shows_the_mcp_add_line_hooks_and_desktop_entry(self):
+        out = self.install().stdout.decode()
+        add_line = next(line for line in out.splitlines() if line.startswith("claude mcp add"))
+        self.assertIn(SERVER, add_line)
+        objects = self.json_objects(out)
+        hooks = next(o["hooks"] for o in objects if "hooks" in o)
+        self.assertEqual(hooks["SessionStart"][0]["matcher"], "clear|compact|resume")
+        for event, sub in (("SessionStart", "session-start"), ("PreCompact", "pre-compact")):
+            command = hooks[event][0]["hooks"][0]["command"]
+            self.assertTrue(command.endswith(f"hook {sub}"), command)
+            self.assertIn(SERVER, command)
+        desktop = next(o["mcpServers"]["checkpoint"] for o in objects if "mcpServers" in o)
+        self.assert_runs_this_file([desktop["command"], *desktop["args"]])
+        self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")), "print mode writes nothing")
+
+    def test_write_merges_into_the_user_files_and_is_idempotent(self):
+        config_dir = os.path.join(self.ws.home, "cfg")
+        for name, env, server_file, settings_file in (
+                ("CLAUDE_CONFIG_DIR set", dict(self.ws.env, CLAUDE_CONFIG_DIR=config_dir),
+                 os.path.join(config_dir, ".claude.json"), os.path.join(config_dir, "settings.json")),
+                ("default", self.ws.env, os.path.join(self.ws.home, ".claude.json"),
+                 os.path.join(self.ws.home, ".claude", "settings.json"))):
+            with self.subTest(name):
+                user = {"numStartups": 7, "projects": {"/x": {"allowedTools": []}},
+                        "mcpServers": {"other": {"type": "stdio", "command": "other-server", "args": []}}}
+                settings = {"model": "opus", "permissions": {"allow": ["Bash(ls)"]},
+                            "hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "echo mine"}]}],
+                                      "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command",
+                                                                                     "command": "fmt"}]}]}}
+                write(os.path.dirname(server_file), os.path.basename(server_file), json.dumps(user))
+                write(os.path.dirname(settings_file), os.path.basename(settings_file), json.dumps(settings))
+                self.install("--write", env=env)
+                new_user, new_settings = self.read(server_file), self.read(settings_file)
+                for key, value in user.items():
+                    if key != "mcpServers":
+                        self.assertEqual(new_user[key], value)
+                self.assertEqual(new_user["mcpServers"]["other"], user["mcpServers"]["other"])
+                entry = new_user["mcpServers"]["checkpoint"]
+                self.assert_runs_this_file([entry["command"], *entry["args"]])
+                self.assertEqual(new_settings["model"], "opus")
+                self.assertEqual(new_settings["permissions"], settings["permissions"])
+                self.assertEqual(new_settings["hooks"]["PostToolUse"], settings["hooks"]["PostToolUse"])
+                pre_compact = [h["command"] for g in new_settings["hooks"]["PreCompact"] for h in g["hooks"]]
+                self.assertEqual(pre_compact[0], "echo mine")
+                self.assertEqual(len(pre_compact), 2)
+                self.assertNotIn("mcpServers", new_settings, "Claude Code ignores mcpServers in settings.json")
+                for event in ("SessionStart", "SessionEnd", "Stop"):
+                    self.assertEqual(len(new_settings["hooks"][event]), 1)
+                snapshot = {}
+                for path in (server_file, settings_file):
+                    with open(path, "rb") as stream:
+                        snapshot[path] = stream.read()
+                self.install("--write", env=env)
+                for path, data in snapshot.items():
+                    with open(path, "rb") as stream:
+                        self.assertEqual(stream.read(), data, f"second run changed {path}")
+                for path in (server_file, settings_file):
+                    os.unlink(path)
+
+    def test_write_keeps_a_different_checkpoint_server_unless_forced(self):
+        theirs = {"type": "stdio", "command": "node", "args": ["/opt/other/checkpoint.js"]}
+        path = write(self.ws.home, ".claude.json", json.dumps({"mcpServers": {"checkpoint": theirs}}))
+        self.install("--write")
+        self.assertEqual(self.read(path)["mcpServers"]["checkpoint"], theirs)
+        self.install("--write", "--force")
+        self.assertIn(SERVER, self.read(path)["mcpServers"]["checkpoint"]["args"])
+
+    def test_project_scope_writes_mcp_json_and_project_settings(self):
+        self.install("--write", "--scope", "project")
+        entry = self.read(os.path.join(self.ws.repo, ".mcp.json"))["mcpServers"]["checkpoint"]
+        self.assert_runs_this_file([entry["command"], *entry["args"]])
+        hooks = self.read(os.path.join(self.ws.repo, ".claude", "settings.json"))["hooks"]
+        self.assertEqual(sorted(hooks), ["PreCompact", "SessionEnd", "SessionStart", "Stop"])
+        self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")))
+
+    def test_exclude_adds_the_pattern_to_git_info_exclude_once(self):
+        exclude = os.path.join(self.ws.repo, ".git", "info", "exclude")
+        for _ in range(2):
+            self.install("--write", "--exclude")
+        with open(exclude, encoding="utf-8") as stream:
+            self.assertEqual(stream.read().splitlines().count(".claude-checkpoint*"), 1)
+        self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".gitignore")))
+        self.ws.git("check-ignore", "-q", ".claude-checkpoint")
+        self.ws.git("check-ignore", "-q", ".claude-checkpoint.prev")
+
+    def test_corrupt_user_config_is_left_untouched(self):
+        path = write(self.ws.home, ".claude.json", b'{"numStartups": 3, oops')
+        proc = self.install("--write", status=1)
+        with open(path, "rb") as stream:
+            self.assertEqual(stream.read(), b'{"numStartups": 3, oops')
+        self.assertIn(".claude.json", proc.stderr.decode())
+
+
+class DoctorTest(unittest.TestCase):
+    """`doctor` says which Python, git and root, and whether the checkpoint is sound."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+        write(self.ws.repo, ".git/info/exclude", ".claude-checkpoint*\n")
+        self.assertEqual(self.ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
+
+    def test_healthy_repository_exits_zero_and_names_the_root_and_why(self):
+        cases = (("the working directory", self.ws.env, (), ("working directory",)),
+                 ("CLAUDE_PROJECT_DIR", dict(self.ws.env, CLAUDE_PROJECT_DIR=self.ws.repo), (), ("CLAUDE_PROJECT_DIR",)),
+                 ("CHECKPOINT_PROJECT_ROOT", dict(self.ws.env, CHECKPOINT_PROJECT_ROOT=self.ws.repo), (),
+                  ("CHECKPOINT_PROJECT_ROOT",)),
+                 ("--root", self.ws.env, ("--root", self.ws.repo), ("--root", "argument")))
+        for name, env, args, reasons in cases:
+            with self.subTest(name):
+                cwd = self.ws.repo if name == "the working directory" else self.ws.home
+                proc = self.ws.run_cli(*args, "doctor", env=env, cwd=cwd)
+                out = proc.stdout.decode() + proc.stderr.decode()
+                self.assertEqual(proc.returncode, 0, out)
+                root_line = next((line for line in out.splitlines() if self.ws.repo in line), "")
+                self.assertTrue(any(reason in root_line for reason in reasons), out)
+                self.assertIn("git version", out)
+                self.assertIn(sys.version.split()[0], out)
+
+    def test_corrupt_checkpoint_fails(self):
+        write(self.ws.repo, ".claude-checkpoint", b"{bad")
+        write(self.ws.repo, ".claude-checkpoint.prev", b"{bad too")
+        proc = self.ws.run_cli("doctor")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn(".claude-checkpoint", proc.stdout.decode() + proc.stderr.decode())
+        self.assertNotIn(b"Traceback", proc.stderr)
+
+    def test_missing_git_fails_and_says_so(self):
+        proc = self.ws.run_cli("doctor", env=dict(self.ws.env, PATH=fake_git_folder(self, None)))
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("git", (proc.stdout.decode() + proc.stderr.decode()).lower())
+        self.assertNotIn(b"Traceback", proc.stderr)
+
+
+STATELESS_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+class PromptsAndResourcesTest(unittest.TestCase):
+    """MCP prompts `resume` and `checkpoint`, resources checkpoint://brief and checkpoint://current."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.assertEqual(self.ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
+
+    def handshake_era(self):
+        server = start_server(self, self.ws)
+        return server, server.request
+
+    def stateless_era(self):
+        server = start_server(self, self.ws, initialize=False)
+
+        def request(method: str, params: dict | None = None) -> dict:
+            return server.request(method, {**(params or {}), "_meta": dict(STATELESS_META)})
+        return server, request
+
+    def eras(self) -> list:
+        """(era, request function) for a fresh server in each protocol era."""
+        return [("handshake", self.handshake_era()[1]), ("2026-07-28", self.stateless_era()[1])]
+
+    def test_both_eras_declare_prompts_and_resources(self):
+        server = start_server(self, self.ws, initialize=False)
+        capabilities = server.initialize()["result"]["capabilities"]
+        self.assertIn("prompts", capabilities)
+        self.assertIn("resources", capabilities)
+        _, request = self.stateless_era()
+        capabilities = request("server/discover")["result"]["capabilities"]
+        self.assertIn("prompts", capabilities)
+        self.assertIn("resources", capabilities)
+
+    def test_prompts_list_has_resume_and_checkpoint(self):
+        for era, request in self.eras():
+            with self.subTest(era=era):
+                names = [p["name"] for p in request("prompts/list")["result"]["prompts"]]
+                self.assertEqual(sorted(names), ["checkpoint", "resume"])
+
+    def test_resume_prompt_is_the_brief_as_a_user_message(self):
+        for era, request in self.eras():
+            with self.subTest(era=era):
+                messages = request("prompts/get", {"name": "resume"})["result"]["messages"]
+                self.assertEqual(len(messages), 1)
+                self.assertEqual(messages[0]["role"], "user")
+                self.assertEqual(messages[0]["content"]["type"], "text")
+                self.assertTrue(messages[0]["content"]["text"].startswith("# Resuming: project"))
+                self.assertIn(sample_save()["goal"], messages[0]["content"]["text"])
+
+    def test_checkpoint_prompt_asks_for_a_merge_save(self):
+        for era, request in self.eras():
+            with self.subTest(era=era):
+                text = request("prompts/get", {"name": "checkpoint"})["result"]["messages"][0]["content"]["text"]
+                self.assertIn("save_session_checkpoint", text)
+                self.assertIn("merge", text)
+
+    def test_resources_list_and_read(self):
+        for era, request in self.eras():
+            with self.subTest(era=era):
+                listed = {r["uri"]: r["mimeType"] for r in request("resources/list")["result"]["resources"]}
+                self.assertEqual(listed, {"checkpoint://brief": "text/markdown", "checkpoint://current": "application/json"})
+                brief = request("resources/read", {"uri": "checkpoint://brief"})["result"]["contents"]
+                self.assertEqual(brief[0]["uri"], "checkpoint://brief")
+                self.assertEqual(brief[0]["mimeType"], "text/markdown")
+                self.assertTrue(brief[0]["text"].startswith("# Resuming: project"))
+                current = request("resources/read", {"uri": "checkpoint://current"})["result"]["contents"]
+                self.assertEqual(current[0]["mimeType"], "application/json")
+                self.assertEqual(json.loads(current[0]["text"]), self.ws.checkpoint())
+
+    def test_unknown_prompt_or_resource_is_an_error(self):
+        for era, request in self.eras():
+            with self.subTest(era=era):
+                for method, params in (("prompts/get", {"name": "nope"}), ("resources/read", {"uri": "checkpoint://nope"}),
+                                       ("resources/read", {"uri": "file:///etc/passwd"})):
+                    reply = request(method, params)
+                    self.assertIn("error", reply, reply)
+                    self.assertNotIn("result", reply)
+
+    def test_stateless_era_results_carry_result_type_cache_hints_and_server_info(self):
+        _, request = self.stateless_era()
+        calls = (("prompts/list", None, True), ("resources/list", None, True),
+                 ("resources/read", {"uri": "checkpoint://brief"}, True),
+                 ("resources/read", {"uri": "checkpoint://current"}, True),
+                 ("prompts/get", {"name": "resume"}, False), ("prompts/get", {"name": "checkpoint"}, False))
+        for method, params, cacheable in calls:
+            with self.subTest(method=method, params=params):
+                result = request(method, params)["result"]
+                self.assertEqual(result["resultType"], "complete")
+                info = result["_meta"]["io.modelcontextprotocol/serverInfo"]
+                self.assertEqual(info["version"], cc.__version__)
+                if cacheable:
+                    self.assertIsInstance(result["ttlMs"], int)
+                    self.assertIn(result["cacheScope"], ("private", "public", "shared"))
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 6. Interoperability with the official MCP Python SDK client (PyPI `mcp`)
+# ════════════════════════════════════════════════════════════════════════════
+# The SDK needs Python >= 3.10, so its client runs in an interpreter that has it:
+# $CHECKPOINT_SDK_PYTHON, else .ci/.venv-sdk (made by .ci/run); without one these skip.
+# Each scenario (auto / legacy negotiation, with / without a roots callback) runs the client
+# script below once against a fresh repository; it prints a JSON report the test reads.
+
+SDK_CLIENT_TIMEOUT = 60  # seconds for one client run, all steps included
+
+SDK_CLIENT_SCRIPT = r'''
+import asyncio, json, os, sys, time, traceback, warnings
+warnings.simplefilter("ignore")
+cfg = json.loads(sys.argv[1])
+report = {"steps": {}, "errors": {}}
+
+def out():
+    sys.stdout.write(json.dumps(report) + "\n")
+    sys.stdout.flush()
+
+try:
+    import mcp
+    from mcp import Client, StdioServerParameters, types
+    from importlib.metadata import version as _v
+    report["sdk_version"] = _v("mcp")
+except Exception as exc:  # pragma: no cover - reported, not raised
+    report["import_error"] = repr(exc)
+    out()
+    sys.exit(0)
+
+async def list_roots(ctx):
+    report["roots_callback_calls"] = report.get("roots_callback_calls", 0) + 1
+    return types.ListRootsResult(roots=[types.Root(uri=cfg["root_uri"], name="repo")])
+
+def text_of(blocks):
+    return "".join(getattr(b, "text", "") for b in blocks)
+
+async def step(name, coro_fn):
+    try:
+        report["steps"][name] = await coro_fn()
+    except BaseException as exc:  # keep going; report everything
+        report["errors"][name] = "%s: %s" % (type(exc).__name__, exc)
+        report.setdefault("tracebacks", {})[name] = traceback.format_exc()[-3000:]
+
+async def main():
+    params = StdioServerParameters(command=cfg["command"][0], args=cfg["command"][1:], env=cfg["env"],
+                                   cwd=cfg["cwd"])
+    kw = {"mode": cfg["mode"], "read_timeout_seconds": cfg.get("read_timeout", 15)}
+    if cfg["roots"]:
+        kw["list_roots_callback"] = list_roots
+    t0 = time.monotonic()
+    async with Client(params, **kw) as c:
+        report["connect_s"] = round(time.monotonic() - t0, 3)
+        report["protocol_version"] = c.protocol_version
+        si = c.server_info
+        report["server_info"] = si.model_dump(mode="json", exclude_none=True) if si is not None else None
+        report["instructions_len"] = len(c.instructions or "")
+
+        async def tools():
+            r = await c.list_tools()
+            return {t.name: {"title": t.title, "has_input_schema": bool(t.input_schema),
+                             "input_type": (t.input_schema or {}).get("type"),
+                             "has_output_schema": t.output_schema is not None,
+                             "annotations": t.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+                             if t.annotations else None} for t in r.tools}
+        await step("tools_list", tools)
+
+        async def save():
+            r = await c.call_tool("save_session_checkpoint", {"goal": "sdk interop " + cfg["mode"],
+                                                               "nextSteps": ["check the report"]})
+            return {"is_error": bool(r.is_error), "text": text_of(r.content)[:2000],
+                    "structured": r.structured_content,
+                    "file_exists": os.path.exists(cfg["expect_file"]),
+                    "cwd_file_exists": os.path.exists(os.path.join(cfg["cwd"], ".claude-checkpoint"))}
+        await step("save", save)
+
+        async def load():
+            r = await c.call_tool("load_session_checkpoint", {})
+            return {"is_error": bool(r.is_error), "text": text_of(r.content)[:3000],
+                    "structured": r.structured_content}
+        await step("load", load)
+
+        async def prompts():
+            r = await c.list_prompts()
+            names = [p.name for p in r.prompts]
+            got = {}
+            if "resume" in names:
+                g = await c.get_prompt("resume")
+                got["resume_roles"] = [m.role for m in g.messages]
+                got["resume_text"] = "".join(getattr(m.content, "text", "") for m in g.messages)[:2000]
+            return {"names": names, **got}
+        await step("prompts", prompts)
+
+        async def resources():
+            r = await c.list_resources()
+            res = {"list": {str(x.uri): x.mime_type for x in r.resources}, "read": {}}
+            for uri in ("checkpoint://brief", "checkpoint://current"):
+                rr = await c.read_resource(uri)
+                res["read"][uri] = [{"uri": str(x.uri), "mimeType": x.mime_type,
+                                     "text": (getattr(x, "text", None) or "")[:3000]} for x in rr.contents]
+            return res
+        await step("resources", resources)
+    report["elapsed_s"] = round(time.monotonic() - t0, 3)
+
+def leaves(exc):
+    subs = getattr(exc, "exceptions", None)
+    if not subs:
+        return [exc]
+    return [leaf for sub in subs for leaf in leaves(sub)]
+
+try:
+    asyncio.run(asyncio.wait_for(main(), cfg.get("budget", 40)))
+except BaseException as exc:
+    report["fatal"] = "; ".join("%s: %s" % (type(e).__name__, e) for e in leaves(exc))
+    report["fatal_traceback"] = traceback.format_exc()[-4000:]
+out()
+'''
+
+def find_sdk_python():
+    """Returns (interpreter, reason): interpreter None means skip, with the reason."""
+    env_py = os.environ.get("CHECKPOINT_SDK_PYTHON")
+    candidates = [env_py] if env_py else [os.path.join(HERE, ".ci", ".venv-sdk", "bin", "python")]
+    for py in candidates:
+        if not py or not os.path.exists(py):
+            continue
+        try:
+            ok = subprocess.run([py, "-c", "import mcp.client"], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            return py, None
+        return None, "%s cannot import mcp" % py
+    return None, ("no interpreter with the MCP SDK: set CHECKPOINT_SDK_PYTHON or let .ci/run create "
+                  ".ci/.venv-sdk (needs Python >= 3.10 and `pip install mcp`)")
+
+
+SDK_PYTHON, SDK_SKIP_REASON = find_sdk_python()
+
+
+
+
+@unittest.skipIf(SDK_PYTHON is None, SDK_SKIP_REASON or "")
+class TestOfficialSdkClient(unittest.TestCase):
+    def setUp(self):
+        ws = Workspace(self, {"app.py": "print('hi')\n", ".gitignore": ".claude-checkpoint*\n"})
+        ws.write("app.py", "print('dirty')\n")
+        self.home, self.repo, self.env = ws.home, ws.repo, ws.env
+        self.elsewhere = temp_dir(self, "cc-elsewhere-")  # the server's cwd when roots are given
+
+    def run_client(self, mode, roots):
+        command = [sys.executable, SERVER]
+        cfg = {"command": command, "env": self.env, "mode": mode, "roots": roots,
+               "cwd": self.elsewhere if roots else self.repo,
+               "root_uri": "file://" + self.repo,
+               "expect_file": os.path.join(self.repo, ".claude-checkpoint")}
+        proc = subprocess.run([SDK_PYTHON, "-c", SDK_CLIENT_SCRIPT, json.dumps(cfg)], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=SDK_CLIENT_TIMEOUT,
+                              env=dict(os.environ, PYTHONWARNINGS="ignore"))
+        out = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+        self.assertTrue(out, "client script printed nothing; stderr:\n" + proc.stderr.decode("utf-8", "replace")[-3000:])
+        report = json.loads(out[-1])
+        stderr_tail = proc.stderr.decode("utf-8", "replace")[-2000:]
+        self.assertNotIn("import_error", report)
+        if "fatal" in report:
+            self.fail("SDK client (mode=%s, roots=%s) failed: %s\nsteps done: %s\n--- stderr (client+server) ---\n%s"
+                      % (mode, roots, report["fatal"], sorted(report["steps"]), stderr_tail))
+        if report["errors"]:
+            self.fail("SDK client steps failed:\n" + json.dumps(report["errors"], indent=1)
+                      + "\n--- tracebacks (tail) ---\n"
+                      + "\n".join(t[-1200:] for t in report.get("tracebacks", {}).values())
+                      + "\n--- stderr (client+server) ---\n" + stderr_tail)
+        return report
+
+    def check(self, mode, roots):
+        r = self.run_client(mode, roots)
+        s = r["steps"]
+        ctx = "\n" + json.dumps(r, indent=1)[-4000:]
+        if mode == "auto":
+            self.assertEqual(r["protocol_version"], "2026-07-28", ctx)
+            self.assertLess(r["elapsed_s"], 5.0, "auto mode too slow (discover timeout?)" + ctx)
+        else:
+            self.assertEqual(r["protocol_version"], "2025-11-25", ctx)
+        tools = s["tools_list"]
+        for name in ("save_session_checkpoint", "load_session_checkpoint"):
+            self.assertIn(name, tools, ctx)
+            self.assertTrue(tools[name]["has_input_schema"], ctx)
+            self.assertEqual(tools[name]["input_type"], "object", ctx)
+        self.assertTrue(tools["save_session_checkpoint"]["has_output_schema"], ctx)
+        self.assertFalse(tools["load_session_checkpoint"]["has_output_schema"], ctx)
+        save = s["save"]
+        self.assertFalse(save["is_error"], ctx)
+        self.assertTrue(save["file_exists"], "checkpoint not written into the repo" + ctx)
+        if roots:  # the root came from the callback, not from the server's cwd
+            self.assertFalse(save["cwd_file_exists"], "checkpoint written to the server's cwd" + ctx)
+            self.assertGreaterEqual(r.get("roots_callback_calls", 0), 1, ctx)
+        self.assertIsInstance(save["structured"], dict, ctx)  # validated against outputSchema by the SDK
+        self.assertEqual(os.path.realpath(save["structured"]["path"]),
+                         os.path.join(self.repo, ".claude-checkpoint"), ctx)
+        self.assertTrue(s["load"]["text"].startswith("# Resuming:"), ctx)
+        self.assertIsNone(s["load"]["structured"], ctx)
+        self.assertIn("resume", s["prompts"]["names"], ctx)
+        self.assertIn("checkpoint", s["prompts"]["names"], ctx)
+        self.assertIn("# Resuming:", s["prompts"].get("resume_text", ""), ctx)
+        res = s["resources"]
+        self.assertIn("checkpoint://brief", res["list"], ctx)
+        self.assertIn("checkpoint://current", res["list"], ctx)
+        brief = res["read"]["checkpoint://brief"]
+        self.assertTrue(brief and brief[0]["text"].startswith("# Resuming:"), ctx)
+        current = res["read"]["checkpoint://current"]
+        self.assertTrue(current, ctx)
+        self.assertIsInstance(json.loads(current[0]["text"]), dict, ctx)  # the checkpoint file, as JSON
+        self.assertIn("sdk interop " + mode, current[0]["text"], ctx)
+
+    def test_auto_mode_without_roots(self):
+        self.check("auto", roots=False)
+
+    def test_auto_mode_with_roots_callback(self):
+        self.check("auto", roots=True)
+
+    def test_legacy_mode_without_roots(self):
+        self.check("legacy", roots=False)
+
+    def test_legacy_mode_with_roots_callback(self):
+        self.check("legacy", roots=True)
 
 
 # ════════════════════════════════════════════════════════════════════════════
