@@ -621,7 +621,10 @@ _R = r"(?![A-Za-z0-9_\-])"  # right edge of a token
 # Words that make a name secret on their own (last part of the name) ...
 _SECRET_WORDS = frozenset({
     "password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "token",
-    "credential", "credentials", "creds", "apikey", "pat", "dsn", "cookie", "pin"})
+    "credential", "credentials", "creds", "apikey", "pat", "dsn", "cookie", "pin",
+    "authtoken", "accesstoken", "apitoken", "privatekey", "secretkey"})
+# Words ending in "pass" that are not passwords (SSHPASS and DBPASS are).
+_NOT_PASSWORDS = frozenset({"bypass", "compass", "surpass", "overpass", "underpass", "trespass", "encompass", "pass"})
 # ... and qualifiers that make a trailing "key" or "auth" secret (api_key, client_secret is above).
 _KEY_QUALIFIERS = frozenset({
     "api", "access", "secret", "private", "signing", "sign", "encryption", "encrypt", "master",
@@ -633,7 +636,8 @@ _NAME_SPLIT = r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
 _NOT_VALUES = frozenset({
     "true", "false", "null", "none", "nil", "yes", "no", "on", "off", "undefined", "str", "string",
     "int", "integer", "bytes", "bool", "boolean", "number", "any", "object", "optional", "required",
-    "secretstr", "text", "varchar", "char", "password", "redacted", "hidden", "masked", "env"})
+    "secretstr", "text", "varchar", "char", "password", "redacted", "hidden", "masked", "env",
+    "read", "write", "none", "sensitive"})  # GitHub Actions `id-token: write` is a permission
 
 
 def _name_parts(name: str) -> list:
@@ -649,7 +653,10 @@ def secret_strength(name: str) -> int:
         return 0
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
-    if last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret", "token", "apikey")):
+    if last == "pass" and len(parts) == 1:
+        return 1  # `PASS: TestLogin` in test output; DB_PASS is below
+    if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
+            or last.endswith("token") or (last.endswith("pass") and last not in _NOT_PASSWORDS)):
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
         if before in _KEY_QUALIFIERS or last in ("apikey", "accesskey", "secretkey", "privatekey"):
@@ -663,26 +670,39 @@ def secret_strength(name: str) -> int:
 
 
 def _is_reference(value: str) -> bool:
-    """`$TOKEN`, `${API_KEY}`, `%KEY%`, `process.env.X`, `${{ secrets.X }}`: names, not values."""
-    v = value.strip("\"'` ")
-    return (not v or v[0] in "$%<{[(" or v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets."))
-            or REDACTED in v or v.endswith("%"))
+    """`$TOKEN`, `${API_KEY}`, `%KEY%`, `process.env.X`, `${{ secrets.X }}`, and masked
+    values (`gho_****`): names or placeholders, not values."""
+    v = value.strip("\"'`\\ ")
+    return (not v or v[0] in "$%[(" or (v.startswith(("<", "{{")) and v.endswith((">", "}}")))
+            or v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets."))
+            or REDACTED in v or v.endswith("%") or "***" in v or "•••" in v)
+
+
+def _is_path_or_version(value: str) -> bool:
+    """`./keys/bastion.pem`, `exports/2024-09-16.parquet`, `^9.0.2`: not secrets."""
+    import re
+    v = value.strip("\"'`")
+    if v.startswith(("/", "./", "../", "~/")) and "+" not in v:
+        return True
+    if re.fullmatch(r"[\w.\-]+(?:/[\w.\-]+)+", v) and "." in v.rsplit("/", 1)[-1]:
+        return True
+    return re.fullmatch(r"[\^~<>=v]{0,2}\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?", v) is not None
 
 
 def _looks_random(value: str) -> bool:
     """A value with no spaces that mixes letters and digits over 16+ characters."""
     v = value.strip("\"'")
-    if len(v) < 16 or any(c.isspace() for c in v) or "://" in v or "${" in v:
+    if len(v) < 16 or any(c.isspace() for c in v) or "://" in v or "${" in v or _is_path_or_version(v):
         return False
-    classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v)))
-    return classes >= 2 and len(set(v)) >= 8
+    # Digits and letters both: random keys almost always have both; CamelCaseNames never do.
+    return any(c.isdigit() for c in v) and any(c.isalpha() for c in v) and len(set(v)) >= 8
 
 
 def _accept_assignment(match: Any) -> bool:
     name, value = match.group("name"), match.group("s")
     strength = secret_strength(name)
-    bare = value.strip("\"'`")
-    if strength == 0 or not bare or _is_reference(value) or _is_code(value, name):
+    bare = value.strip("\"'`\\")
+    if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare):
         return False
     if strength == 1:
         return _looks_random(bare)
@@ -697,6 +717,8 @@ def _is_code(value: str, name: str) -> bool:
     own = name.split(".")[-1].lower()
     if value.lower() == own or value.lower().endswith("." + own):
         return True
+    if value.isidentifier() and value.lower() in own:
+        return True  # `AccessToken: token`, `apiKey: key`
     dotted = "." in value and value.replace(".", "").replace("_", "").isalnum() and not any(c.isdigit() for c in value)
     return "(" in value or "[" in value or dotted
 
@@ -726,6 +748,26 @@ def _accept_user_password(match: Any) -> bool:
     return not (user.isdigit() and password.isdigit()) and not _is_reference(password)
 
 
+def _accept_wrapped_value(match: Any) -> bool:
+    """`key = []byte("…")`, `SecretStr("…")`: a literal passed to a call; not a prompt text."""
+    value = match.group("s").strip("\"'")
+    strength = secret_strength(match.group("name"))
+    if strength == 0 or _is_reference(value) or any(c.isspace() for c in value):
+        return False
+    return _looks_random(value) or (strength == 2 and len(value) >= 8 and any(c.isdigit() for c in value))
+
+
+def _accept_encoded_private_key(match: Any) -> bool:
+    """Base64 of a PEM block (kubeconfig client-key-data): a secret only if it is a private key."""
+    import binascii
+    blob = match.group("s")
+    try:
+        decoded = binascii.a2b_base64(blob[:len(blob) - len(blob) % 4])
+    except (binascii.Error, ValueError):
+        return False
+    return b"PRIVATE KEY" in decoded
+
+
 def _accept_header_token(match: Any) -> bool:
     value = match.group("s")
     return not _is_reference(value) and (len(value) >= 20 or any(c.isdigit() for c in value) and len(value) >= 8)
@@ -736,11 +778,15 @@ def _accept_not_reference(match: Any) -> bool:
 
 
 # Values are bounded (256 bare, 1024 quoted) so that `a=a=a=…` cannot make a rule quadratic.
-_QUOTED_OR_BARE = r"""(?=(?P<s>"(?:[^"\\\n]|\\.){0,1024}"|'[^'\n]{0,1024}'|`[^`\n]{0,1024}`|[^\s,;'"`})\]&<>]{1,256}))"""
+_QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,1024}\\"|"(?:[^"\\\n]|\\.){0,1024}"|'[^'\n]{0,1024}'|`[^`\n]{0,1024}`"""
+                   r"""|[^\s,;'"`})\]&<>\\]{1,256}))""")
 _TOOL_VALUE = r"""(?P<s>"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|[^\s'"]{1,1024})"""
 _SAME_COMMAND = r"[^\n|;&]{0,200}?"  # the rest of one shell command, bounded
+_WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n in JSON or a log
 # A cheap look at a name before its value is scanned: only names with a secret-ish word go on.
-_SECRETISH_NAME = r"(?=[\w.:\-]{0,80}?(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session))"
+# It starts on a letter, so a long run of punctuation is rejected at once.
+_SECRETISH_NAME = r"(?=[A-Za-z_])(?=[\w.:\-]{0,80}?(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session))"
+_SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,80}?(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session))"
 
 REDACTION_RULES = (
     # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
@@ -754,6 +800,10 @@ REDACTION_RULES = (
     RedactionRule("slack-webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})"),
     RedactionRule("discord-webhook", r"discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})"),
     # Provider tokens by their published shapes.
+    RedactionRule("aws-secret-after-key-id",
+                  r"(?:AKIA|ASIA)[A-Z0-9]{16}[^\n]{0,60}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+                  lambda m: _looks_random(m.group("s"))),
+    RedactionRule("twilio-auth-token-after-sid", r"AC[0-9a-f]{32}[\"',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])"),
     RedactionRule("aws-access-key-id", _L + r"(?P<s>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16})" + _R),
     RedactionRule("github-token", _L + r"(?P<s>gh[pousr]_[A-Za-z0-9]{30,255})" + _R),
     RedactionRule("github-fine-grained-token", _L + r"(?P<s>github_pat_[A-Za-z0-9_]{22,255})" + _R),
@@ -787,23 +837,24 @@ REDACTION_RULES = (
                   r"|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,}))" + _R),
     # Authorization headers and bearer tokens.
     RedactionRule("authorization-header",
-                  r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey)\s+)?"
-                  r"(?P<s>[^\s\"',;]{6,})",
+                  r"(?i)" + _WORD_START + r"(?:proxy-)?authorization[\"']?\s*[:=,]\s*[\"']?"
+                  r"(?:(?:bearer|basic|token|bot|digest|negotiate|apikey)\s+)?(?P<s>[^\s\"',;\\]{6,})",
                   _accept_not_reference),
     RedactionRule("bearer-token", r"(?<![\w-])[Bb]earer\s+(?P<s>[A-Za-z0-9._~+/=\-]{8,})", _accept_header_token),
     # Tool-specific password arguments.
     RedactionRule("mysql-password",
-                  r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b" + _SAME_COMMAND + r"\s-p"
+                  r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b" + _SAME_COMMAND + r"[\s\"',]-p"
                   + _TOOL_VALUE, _accept_not_reference),
     RedactionRule("sqlcmd-password", r"(?<![\w-])(?:sqlcmd|bcp|osql|isql)\b" + _SAME_COMMAND + r"\s-P\s*" + _TOOL_VALUE,
                   _accept_not_reference),
     RedactionRule("user-password-flag",
-                  r"(?<![\w-])(?:-u|--user)(?:\s+|=)?[\"']?(?P<user>[^\s:'\"]+):(?P<s>[^\s'\"]+)",
+                  r"(?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)?[\"']?(?P<user>[^\s:'\"]+):(?P<s>[^\s'\"]+)",
                   _accept_user_password),
     RedactionRule("sshpass", r"\bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*" + _TOOL_VALUE, _accept_not_reference),
     RedactionRule("login-password",
                   r"\b(?:docker|podman|buildah|skopeo|nerdctl|helm|oc|az|cf|crane|regctl)(?:\s+[\w.\-]+){0,2}?\s+login\b" + _SAME_COMMAND +
                   r"\s-p(?:\s+|=)" + _TOOL_VALUE, _accept_not_reference),
+    RedactionRule("openssl-pass", r"-pass(?:in|out)?\s+pass:(?P<s>\S+)", _accept_not_reference),
     RedactionRule("redis-cli-password", r"\bredis-cli\b" + _SAME_COMMAND + r"\s-a\s+" + _TOOL_VALUE, _accept_not_reference),
     RedactionRule("gh-secret-body", r"\bgh\s+secret\s+set\b" + _SAME_COMMAND + r"\s(?:-b|--body)(?:\s+|=)" + _TOOL_VALUE,
                   _accept_not_reference),
@@ -812,11 +863,27 @@ REDACTION_RULES = (
     RedactionRule("netrc-password", r"\bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)"),
     # Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
     RedactionRule("spaced-assignment",
-                  r"(?<![\w-])(?:setx|ENV|set|aws\s+configure\s+set)\s+" + _SECRETISH_NAME +
+                  r"(?m)(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])aws\s+configure\s+set)[ \t]+" + _SECRETISH_NAME +
                   r"(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+" + _QUOTED_OR_BARE, _accept_assignment),
     RedactionRule("secret-pair",
-                  r"(?i)(?<![\w-])(?P<name>[a-z_]*(?:secret_access_key|secret_key|access_token|api_key|password))[ \t]+"
+                  r"(?i)(?<![\w-])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken"
+                  r"|auth-token|token|secret))[ \t]+"
                   + _QUOTED_OR_BARE, _accept_pair),
+    RedactionRule("nested-json-value",
+                  r"(?<![\w\\])\"(?P<name>[\w.\-]{1,80})\"\s*:\s*\{[^{}]{0,300}?\"value\"\s*:\s*(?P<s>\"[^\"\\\n]{1,1024}\")",
+                  _accept_assignment),
+    RedactionRule("name-value-pair",  # Kubernetes and ECS env lists: `- name: API_TOKEN` / `value: "…"`
+                  r"(?<![\w\-])[\"']?name[\"']?\s*:\s*[\"']?(?P<name>[\w.\-]{1,80})[\"']?\s*[,\n]\s*(?:-\s*)?[\"']?value[\"']?\s*:[ \t]*"
+                  + _QUOTED_OR_BARE, _accept_assignment),
+    RedactionRule("call-with-name-and-value",  # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
+                  r"(?<![\w.])[\w.]{1,40}\(\s*[\"'](?P<name>[\w.\-]{1,80})[\"']\s*,\s*(?P<s>\"[^\"\n]{1,1024}\"|'[^'\n]{1,1024}')",
+                  _accept_assignment),
+    RedactionRule("call-wrapped-value",  # signingKey = []byte("…"), token = SecretStr("…")
+                  r"(?<![\w.])" + _SECRETISH_IDENTIFIER + r"(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\("
+                  r"\s*(?P<s>\"[^\"\n]{1,1024}\"|'[^'\n]{1,1024}')\s*\)", _accept_wrapped_value),
+    RedactionRule("docker-config-auth", r"(?i)\.?docker(?:config)?(?:json|cfg)[\"']?\s*:\s*[\"']?(?P<s>[A-Za-z0-9+/=]{20,})"),
+    RedactionRule("base64-private-key", r"(?<![A-Za-z0-9+/])(?P<s>LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2})",
+                  _accept_encoded_private_key),
     RedactionRule("xml-element",
                   "<" + _SECRETISH_NAME + r"(?P<name>[A-Za-z_][\w.:\-]{0,60})>(?P<s>[^<\s][^<\n]{0,500})</(?P=name)>", _accept_assignment),
     # Flags and assignments whose name says secret, in every common syntax.
@@ -824,7 +891,8 @@ REDACTION_RULES = (
                   r"(?<![\w-])--?" + _SECRETISH_NAME + r"(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+)" + _QUOTED_OR_BARE,
                   _accept_flag),
     RedactionRule("secret-assignment",
-                  r"(?<![\w.$\-])(?P<q>[\"']?)" + _SECRETISH_NAME + r"(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)\]?[ \t]*(?::=|=>|=|:)[ \t]*"
+                  r"(?:(?<=\\[nrt])|(?<![\w.$\-])(?<!\$\{))(?P<q>\\?[\"']?)" + _SECRETISH_NAME
+                  + r"(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)\]?[ \t]*(?::=|=>|=(?!=)|:)[ \t]*"
                   + _QUOTED_OR_BARE,
                   _accept_assignment),
     # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
@@ -875,7 +943,9 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str) -> tuple:
         value = match.group("s")
         if start < position or REDACTED in value or (rule.accept is not None and not rule.accept(match)):
             continue
-        if len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
+        if len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"'):
+            start, end = start + 2, end - 2  # keep escaped quotes
+        elif len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
             start, end = start + 1, end - 1  # keep the quotes
         if start >= end:
             continue
