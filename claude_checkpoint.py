@@ -3058,11 +3058,12 @@ def _hook_timeout() -> None:
 # ── install ──
 
 def program_command() -> list:
-    """How Claude Code should start this program: the installed script, or this file."""
+    """How Claude Code should start this program: this file with this Python, or the
+    installed script (pipx) by its absolute path."""
     script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     if script.endswith(".py") and os.path.isfile(script):
         return [sys.executable or "python3", script]
-    return [os.path.basename(script) or "claude-checkpoint-mcp"]
+    return [script] if os.path.isfile(script) else ["claude-checkpoint-mcp"]
 
 
 def hooks_config(program: list) -> dict:

@@ -3366,6 +3366,70 @@ class TestOfficialSdkClient(unittest.TestCase):
 
 
 # ════════════════════════════════════════════════════════════════════════════
+# 7. Packaging: the wheel's console script (pipx) and uvx
+# ════════════════════════════════════════════════════════════════════════════
+
+PACKAGE_FILES = ("claude_checkpoint.py", "pyproject.toml", "README.md", "LICENSE")
+
+
+def package_source(test: unittest.TestCase) -> str:
+    """A copy of what the package is built from, so builds never write into the checkout."""
+    source = temp_dir(test, "cc-src-")
+    for name in PACKAGE_FILES:
+        if not os.path.exists(os.path.join(HERE, name)):
+            test.skipTest(f"{name} is not here (copied file alone)")
+        shutil.copy(os.path.join(HERE, name), source)
+    return source
+
+
+def handshake_with(test: unittest.TestCase, command: list, cwd: str, env: dict) -> dict:
+    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, timeout=120, input=json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}}}).encode() + b"\n")
+    test.assertEqual(proc.returncode, 0, proc.stderr.decode())
+    return json.loads(proc.stdout.splitlines()[0])
+
+
+class TestPackaging(unittest.TestCase):
+    def test_the_wheel_installs_a_console_script_that_serves(self):
+        source, out = package_source(self), temp_dir(self, "cc-wheel-")
+        build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, source],
+                               capture_output=True, timeout=300)
+        if build.returncode != 0:
+            self.skipTest("cannot build a wheel here (pip or setuptools unavailable): "
+                          + build.stderr.decode()[-300:])
+        wheel = [n for n in os.listdir(out) if n.endswith(".whl")][0]
+        self.assertTrue(wheel.startswith(f"claude_checkpoint_mcp-{cc.__version__}-py3-none-any"), wheel)
+        venv = os.path.join(out, "venv")
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
+        bin_dir = os.path.join(venv, "bin")
+        subprocess.run([os.path.join(bin_dir, "python"), "-m", "pip", "install", "-q", "--no-deps",
+                        os.path.join(out, wheel)], check=True, capture_output=True, timeout=300)
+        script = os.path.join(bin_dir, "claude-checkpoint-mcp")
+        version = subprocess.run([script, "--version"], capture_output=True, timeout=60)
+        self.assertIn(cc.__version__, version.stdout.decode())
+        ws = Workspace(self)
+        reply = handshake_with(self, [script], ws.repo, ws.env)
+        self.assertEqual(reply["result"]["serverInfo"]["name"], "claude-checkpoint")
+
+    def test_uvx_runs_the_server_from_the_project_folder(self):
+        uvx = os.path.join(HERE, ".ci", ".venv-sdk", "bin", "uvx")
+        uvx = uvx if os.path.exists(uvx) else shutil.which("uvx")
+        if not uvx:
+            self.skipTest("uvx is not installed (.ci/run puts it in .ci/.venv-sdk)")
+        source, ws = package_source(self), Workspace(self)
+        env = dict(ws.env, UV_CACHE_DIR=os.path.join(ws.home, "uv-cache"), UV_NO_CONFIG="1")
+        probe = subprocess.run([uvx, "--from", source, "claude-checkpoint-mcp", "--version"], env=env,
+                               capture_output=True, timeout=300)
+        if probe.returncode != 0 and b"setuptools" in probe.stderr:
+            self.skipTest("uv cannot fetch setuptools here: " + probe.stderr.decode()[-300:])
+        self.assertEqual(probe.returncode, 0, probe.stderr.decode())
+        self.assertIn(cc.__version__, probe.stdout.decode())
+        reply = handshake_with(self, [uvx, "--from", source, "claude-checkpoint-mcp"], ws.repo, env)
+        self.assertEqual(reply["result"]["protocolVersion"], "2025-11-25")
+
+
+# ════════════════════════════════════════════════════════════════════════════
 # Benchmark (python3 test_claude_checkpoint.py --bench): figures against floors
 # ════════════════════════════════════════════════════════════════════════════
 
