@@ -1085,7 +1085,8 @@ def select_files(git_entries: list, agent_notes: list, inherited: list,
             return 1
         return 3 if path in inherited_paths else 2
 
-    keep = set(sorted(order, key=lambda p: (priority(p), order.index(p)))[:limit])
+    ranked = sorted(range(len(order)), key=lambda i: (priority(order[i]), i))
+    keep = {order[i] for i in ranked[:limit]}
     return FileSelection([by_path[p] for p in order if p in keep], len(order) - limit)
 
 
@@ -1724,6 +1725,7 @@ class GitScan:
     state: Optional[GitState]  # None outside a repository or before the first commit
     entries: list  # [FileEntry] from git, relative to the root, without hashes
     in_repo: bool = True
+    lists_checkpoint: bool = False  # git status showed .claude-checkpoint: it is not ignored
 
     @property
     def dirty_paths(self) -> list:
@@ -1751,6 +1753,7 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
     fields = raw.decode("utf-8", "surrogateescape").split("\0")
     head = branch = None
     entries = []
+    lists_checkpoint = False
     i = 0
     while i < len(fields):
         record = fields[i]
@@ -1771,6 +1774,8 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
             if prefix and not path.startswith(prefix):
                 continue
             rel = path[len(prefix):]
+            if rel == CHECKPOINT_NAME:
+                lists_checkpoint = True
             if not rel or is_checkpoint_file(rel):
                 continue
             entries.append(FileEntry(rel, reduce_status(kind, xy), FileSource.GIT))
@@ -1778,7 +1783,7 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
     if head and head != "(initial)":
         state = GitState(branch=None if branch in (None, "(detached)") else branch, head=head,
                          dirty=bool(entries))
-    return GitScan(state, entries)
+    return GitScan(state, entries, lists_checkpoint=lists_checkpoint)
 
 
 def hash_worktree_file(root: str, rel_path: str) -> Optional[str]:
@@ -2118,7 +2123,7 @@ def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcom
                              truncated=bool(selection.omitted) or growth_truncated(previous, request))
         checkpoint, data = _redact_and_fit(checkpoint, world)
         write_checkpoint(root, data, stored.raw)
-    return _save_outcome(root, request.mode, checkpoint, data, git, scan, warnings)
+    return _save_outcome(root, request.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None)
 
 
 def _read_for_update(root: str, warnings: list) -> StoredFile:
@@ -2136,9 +2141,12 @@ def _read_for_update(root: str, warnings: list) -> StoredFile:
 
 
 def hash_entries(root: str, entries: list) -> list:
+    """Hash each entry's file now. Paths git reported are inside the work tree; any other
+    path (named by the model, or read back from a file that may have been edited) is
+    checked first, so a hash is never taken of a file outside the project."""
     hashed = []
     for entry in entries:
-        inside = contained_path(root, entry.path) is not None
+        inside = entry.source is FileSource.GIT or contained_path(root, entry.path) is not None
         hashed.append(replace(entry, hash=hash_worktree_file(root, entry.path) if inside else None))
     return hashed
 
@@ -2150,7 +2158,7 @@ def _redact_and_fit(checkpoint: Checkpoint, world: World) -> tuple:
 
 
 def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes, git: Git,
-                  scan: GitScan, warnings: list) -> SaveOutcome:
+                  scan: GitScan, warnings: list, existed: bool) -> SaveOutcome:
     notes = []
     if checkpoint.redactions:
         notes.append(f"Redacted {checkpoint.redactions} secret-looking value(s).")
@@ -2158,7 +2166,8 @@ def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes
         notes.append("Some history was dropped to stay within the limits (oldest commands first)"
                      + (f"; {checkpoint.omitted_files} changed file(s) were not recorded" if checkpoint.omitted_files else "")
                      + ".")
-    if scan.in_repo and git.is_ignored(CHECKPOINT_NAME) is False:
+    # The scan saw the file if it existed and is not ignored; only a first save asks git.
+    if scan.in_repo and (scan.lists_checkpoint if existed else git.is_ignored(CHECKPOINT_NAME) is False):
         notes.append(f"{CHECKPOINT_NAME} is not git-ignored: add `{CHECKPOINT_NAME}*` to .gitignore "
                      "(or run `claude_checkpoint.py install --exclude`) so it is never committed.")
     return SaveOutcome(os.path.join(root, CHECKPOINT_NAME), root, len(data), mode, checkpoint,
@@ -2220,7 +2229,7 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
                              truncated=checkpoint.truncated or bool(selection.omitted))
         checkpoint, data = _redact_and_fit(checkpoint, world)
         write_checkpoint(root, data, stored.raw)
-    return _save_outcome(root, SaveMode.MERGE, checkpoint, data, git, scan, warnings)
+    return _save_outcome(root, SaveMode.MERGE, checkpoint, data, git, scan, warnings, existed=stored.raw is not None)
 
 
 def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> TranscriptFacts:
