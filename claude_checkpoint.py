@@ -1830,7 +1830,7 @@ def contained_path(root: str, path: str) -> Optional[str]:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 8. Storage: the only code that opens checkpoint files
+# 8. Storage: the only code that opens checkpoint files (and reads transcripts)
 # ════════════════════════════════════════════════════════════════════════════
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # never follow a symlink planted at one of our names
@@ -2014,6 +2014,26 @@ def _unlock(fd: int) -> None:
             pass
 
 
+def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> TranscriptFacts:
+    """Stream the transcript from byte `start` (where the last hook stopped)."""
+    seen = previous.hooks.tool_use_ids if previous else []
+    scanner = TranscriptScanner(seen, want_prompt=needs_goal(previous))
+    try:
+        with open(path, "rb") as stream:
+            size = os.fstat(stream.fileno()).st_size
+            if start > size:  # the transcript was rewritten: read it all, the ids prevent repeats
+                start = 0
+            stream.seek(start)
+            offset = start
+            scanner.facts.resume_offset = start
+            for line in stream:
+                scanner.feed(line, offset)
+                offset += len(line)
+    except OSError as error:
+        raise CheckpointError(f"cannot read the transcript {path}: {error.strerror}") from None
+    return scanner.finish()
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 9. Root resolution
 # ════════════════════════════════════════════════════════════════════════════
@@ -2081,6 +2101,7 @@ class World:
     cwd: str
     home: Optional[str]
     clock: Callable[[], float]
+    log: Callable[[str], None]  # the server log (stderr): never stdout, which carries the protocol
     known_secrets: tuple = ()
 
     def root(self, argument: Optional[str] = None, client_roots: Iterable[str] = ()) -> str:
@@ -2230,26 +2251,6 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
         checkpoint, data = _redact_and_fit(checkpoint, world)
         write_checkpoint(root, data, stored.raw)
     return _save_outcome(root, SaveMode.MERGE, checkpoint, data, git, scan, warnings, existed=stored.raw is not None)
-
-
-def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> TranscriptFacts:
-    """Stream the transcript from byte `start` (where the last hook stopped)."""
-    seen = previous.hooks.tool_use_ids if previous else []
-    scanner = TranscriptScanner(seen, want_prompt=needs_goal(previous))
-    try:
-        with open(path, "rb") as stream:
-            size = os.fstat(stream.fileno()).st_size
-            if start > size:  # the transcript was rewritten: read it all, the ids prevent repeats
-                start = 0
-            stream.seek(start)
-            offset = start
-            scanner.facts.resume_offset = start
-            for line in stream:
-                scanner.feed(line, offset)
-                offset += len(line)
-    except OSError as error:
-        raise CheckpointError(f"cannot read the transcript {path}: {error.strerror}") from None
-    return scanner.finish()
 
 
 # ── The MCP tools: schema, annotations and a thin handler each ──
@@ -2402,7 +2403,7 @@ def call_tool(name: str, arguments: Any, context: ToolContext) -> ToolResult:
         return ToolResult(f"{name} failed: {error}", is_error=True)
     except Exception as error:  # a bug: log it, keep serving
         import traceback
-        traceback.print_exc(file=sys.stderr)
+        context.world.log(traceback.format_exc())
         return ToolResult(f"{name} failed unexpectedly ({type(error).__name__}: {error}). "
                           "Nothing was written. Details are in the server log.", is_error=True)
 
@@ -2560,7 +2561,7 @@ class Protocol:
             return error_reply(request_id, INVALID_PARAMS, str(error))
         except Exception as error:  # a bug: log it, answer, keep serving
             import traceback
-            traceback.print_exc(file=sys.stderr)
+            self.world.log(traceback.format_exc())
             return error_reply(request_id, INTERNAL_ERROR, f"Internal error: {type(error).__name__}: {error}")
         return {"jsonrpc": "2.0", "id": request_id, "result": self._decorate(request, result)}
 
@@ -2613,7 +2614,7 @@ class Protocol:
         roots = result.get("roots") if isinstance(result, dict) else None
         self.client_roots = _root_uris(roots)
         if "error" in message:
-            print(f"claude-checkpoint: the client refused roots/list: {message.get('error')}", file=sys.stderr)
+            self.world.log(f"the client refused roots/list: {message.get('error')}")
         self.roots_request_id = None
 
     @property
@@ -2621,8 +2622,7 @@ class Protocol:
         return self.roots_request_id is not None
 
     def give_up_on_roots(self) -> None:
-        print(f"claude-checkpoint: no roots/list answer within {ROOTS_WAIT_S:g} s; using the next root source",
-              file=sys.stderr)
+        self.world.log(f"no roots/list answer within {ROOTS_WAIT_S:g} s; using the next root source")
         self.roots_request_id = None
 
     @staticmethod
@@ -2720,7 +2720,12 @@ def world_from_process() -> World:
     except OSError:  # the folder we were started in is gone
         cwd = os.sep
     home = os.path.expanduser("~")
-    return World(env, cwd, home if home != "~" else None, time.time, known)
+    return World(env, cwd, home if home != "~" else None, time.time, _log, known)
+
+
+def _log(message: str) -> None:
+    sys.stderr.write(f"claude-checkpoint: {message.rstrip()}\n")
+    sys.stderr.flush()
 
 
 def _install_signal_handlers() -> None:

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.server
 import json
 import os
 import queue
 import re
+import shlex
 import shutil
 import signal
+import socketserver
 import stat
 import subprocess
 import sys
@@ -26,6 +29,7 @@ import tempfile
 import threading
 import time
 import unittest
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "claude_checkpoint.py")
@@ -3432,6 +3436,599 @@ class TestPackaging(unittest.TestCase):
         self.assertIn(cc.__version__, probe.stdout.decode())
         reply = handshake_with(self, [uvx, "--from", source, "claude-checkpoint-mcp"], ws.repo, env)
         self.assertEqual(reply["result"]["protocolVersion"], "2025-11-25")
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 8. Claude Code itself (npm @anthropic-ai/claude-code), headless, against a stub model
+# ════════════════════════════════════════════════════════════════════════════
+# StubModel is a scriptable stand-in for the Messages API on 127.0.0.1: it "plays the model"
+# (text or tool_use turns, streamed as SSE), answers compaction requests with a <summary>, and
+# records every request, so a test can see what reached the model. No account, no network.
+
+STUB_COMPACT_SUMMARY = "<analysis>Stub analysis.</analysis>\n<summary>Stub summary of the conversation so far.</summary>"
+
+
+def stub_text(obj):
+    """All text anywhere in a request body (system, messages, tool results), joined: for `in` asserts."""
+    out = []
+
+    def walk(o):
+        if isinstance(o, str):
+            out.append(o)
+        elif isinstance(o, dict):
+            for k, v in o.items():
+                if k in ("text", "content", "system") or isinstance(v, (list, dict)):
+                    walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk(obj)
+    return "\n".join(out)
+
+
+def stub_tool_results(body):
+    """[(tool_use_id, text, is_error)] for every tool_result block in a request body's messages."""
+    res = []
+    for msg in body.get("messages", []) if isinstance(body, dict) else []:
+        content = msg.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                c = block.get("content")
+                text = c if isinstance(c, str) else stub_text(c)
+                res.append((block.get("tool_use_id"), text, bool(block.get("is_error"))))
+    return res
+
+
+def is_compaction_request(body):
+    """Claude Code's /compact (and auto-compact) request: the whole conversation plus a final user text
+    asking for "an <analysis> block followed by a <summary> block". It still carries `tools`, and may be
+    followed by trailing {"role": "system"} nudges. Answering it without a <summary> block makes
+    Claude Code ask a second time."""
+    msgs = body.get("messages") if isinstance(body, dict) else None
+    for msg in reversed(msgs or []):
+        if msg.get("role") == "system":
+            continue
+        if msg.get("role") != "user":
+            return False
+        text = stub_text(msg.get("content"))
+        return "<summary>" in text and ("TEXT ONLY" in text or "summary of the conversation" in text)
+    return False
+
+
+class _StubHTTPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class StubModel:
+    def __init__(self, turns=(), default="Done.", side_reply=None, is_main=None, model="claude-stub-1"):
+        self.turns = list(turns)
+        self.default = default
+        self.side_reply = side_reply          # callable(body) -> turn, for non-main requests
+        self.is_main = is_main or (lambda body: bool(body.get("tools")) and not is_compaction_request(body))
+        self.model = model
+        self.requests = []                    # every request: {"path", "method", "headers", "body", "main"}
+        self.lock = threading.Lock()
+        self._httpd = None
+        self._thread = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self):
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):  # quiet
+                pass
+
+            def _read_body(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n) if n else b""
+                try:
+                    return json.loads(raw.decode("utf-8")) if raw else None
+                except ValueError:
+                    return raw.decode("utf-8", "replace")
+
+            def _send_json(self, obj, status=200):
+                data = json.dumps(obj).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("request-id", "req_stub_" + uuid.uuid4().hex[:12])
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_HEAD(self):
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self):
+                stub._record(self, None, False)
+                path = self.path.split("?")[0]
+                if path.rstrip("/").endswith("/v1/models"):
+                    self._send_json({"data": [{"type": "model", "id": stub.model, "display_name": "Stub",
+                                               "created_at": "2026-01-01T00:00:00Z"}],
+                                     "has_more": False, "first_id": stub.model, "last_id": stub.model})
+                else:
+                    self._send_json({})
+
+            def do_POST(self):
+                body = self._read_body()
+                path = self.path.split("?")[0]
+                if path.endswith("/v1/messages/count_tokens"):
+                    stub._record(self, body, False)
+                    return self._send_json({"input_tokens": max(1, len(json.dumps(body)) // 4)})
+                if not path.endswith("/v1/messages"):
+                    stub._record(self, body, False)
+                    return self._send_json({})
+                if not isinstance(body, dict):
+                    stub._record(self, body, False)
+                    return self._send_json({"type": "error", "error": {"type": "invalid_request_error",
+                                                                        "message": "bad json"}}, 400)
+                main = bool(stub.is_main(body))
+                stub._record(self, body, main)
+                turn = stub._next_turn(body, main)
+                msg = stub._message(turn, body)
+                if body.get("stream"):
+                    self._stream(msg)
+                else:
+                    self._send_json(msg)
+
+            def _stream(self, msg):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.send_header("request-id", "req_stub_" + uuid.uuid4().hex[:12])
+                self.end_headers()
+                self.close_connection = True
+
+                def ev(name, data):
+                    self.wfile.write(("event: %s\ndata: %s\n\n" % (name, json.dumps(data))).encode("utf-8"))
+
+                start = dict(msg, content=[], stop_reason=None, stop_sequence=None,
+                             usage=dict(msg["usage"], output_tokens=1))
+                ev("message_start", {"type": "message_start", "message": start})
+                for i, block in enumerate(msg["content"]):
+                    if block["type"] == "text":
+                        ev("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": {"type": "text", "text": ""}})
+                        ev("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                   "delta": {"type": "text_delta", "text": block["text"]}})
+                    elif block["type"] == "tool_use":
+                        ev("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": dict(block, input={})})
+                        ev("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                   "delta": {"type": "input_json_delta",
+                                                             "partial_json": json.dumps(block["input"])}})
+                    else:
+                        ev("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": block})
+                    ev("content_block_stop", {"type": "content_block_stop", "index": i})
+                ev("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+                                     "usage": {"output_tokens": msg["usage"]["output_tokens"]}})
+                ev("message_stop", {"type": "message_stop"})
+                self.wfile.flush()
+
+        self._httpd = _StubHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        if self._httpd:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self._httpd.server_address[1]
+
+    # -- script ----------------------------------------------------------------------------------
+    def _record(self, handler, body, main):
+        with self.lock:
+            self.requests.append({"method": handler.command, "path": handler.path,
+                                  "headers": dict(handler.headers.items()), "body": body, "main": main})
+
+    def _next_turn(self, body, main):
+        with self.lock:
+            if not main:
+                if self.side_reply:
+                    return self.side_reply(body)
+                return STUB_COMPACT_SUMMARY if is_compaction_request(body) else "Stub reply."
+            turn = self.turns.pop(0) if self.turns else self.default
+        return turn(body) if callable(turn) else turn
+
+    def _message(self, turn, body):
+        if isinstance(turn, str):
+            content, stop = [{"type": "text", "text": turn}], "end_turn"
+        elif "tool_use" in turn:
+            tu = turn["tool_use"]
+            content = [{"type": "text", "text": turn["text"]}] if turn.get("text") else []
+            content.append({"type": "tool_use", "id": tu.get("id") or "toolu_stub_" + uuid.uuid4().hex[:16],
+                            "name": tu["name"], "input": tu.get("input", {})})
+            stop = "tool_use"
+        else:
+            content = turn["content"]
+            stop = turn.get("stop_reason") or (
+                "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn")
+        return {"id": "msg_stub_" + uuid.uuid4().hex[:16], "type": "message", "role": "assistant",
+                "model": body.get("model") or self.model, "content": content, "stop_reason": stop,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0,
+                          "cache_read_input_tokens": 0}}
+
+    # -- queries ---------------------------------------------------------------------------------
+    def main_requests(self):
+        with self.lock:
+            return [r for r in self.requests if r["main"]]
+
+    def messages_requests(self):
+        with self.lock:
+            return [r for r in self.requests if isinstance(r["body"], dict) and "messages" in r["body"]]
+
+
+CC_REPO = HERE
+CC_SERVER = SERVER
+CC_TIMEOUT = 90          # seconds, per CLI invocation (a normal one takes 0.5-2 s)
+CC_ALLOWED = "Write,Edit,Bash,mcp__checkpoint"
+_cc_bin_cache = []
+
+
+def find_claude_bin():
+    """(path, version) of a working `claude`, or (None, reason)."""
+    if _cc_bin_cache:
+        return _cc_bin_cache[0]
+    candidates = [os.environ.get("CLAUDE_BIN"), shutil.which("claude"),
+                  os.path.join(CC_REPO, ".ci", ".cache", "node_modules", ".bin", "claude")]
+    result = (None, "Claude Code CLI not found (set CLAUDE_BIN, put `claude` on PATH, or run "
+                    "`npm install --prefix .ci/.cache @anthropic-ai/claude-code`)")
+    for c in candidates:
+        if not c or not os.path.isfile(c) or not os.access(c, os.X_OK):
+            continue
+        try:
+            p = subprocess.run([c, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                               timeout=30, env=_cc_base_env(tempfile.gettempdir()))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            result = (None, "%s --version failed: %s" % (c, e))
+            continue
+        if p.returncode == 0 and "Claude Code" in p.stdout:
+            result = (c, p.stdout.strip())
+            break
+        result = (None, "%s --version failed: rc=%s %s" % (c, p.returncode, (p.stderr or p.stdout)[-300:]))
+    _cc_bin_cache.append(result)
+    return result
+
+
+def _cc_base_env(home, base_url="http://127.0.0.1:9"):
+    """A clean environment: nothing inherited but PATH/locale/TMPDIR, so a developer's own
+    ANTHROPIC_* / CLAUDE_* variables never leak in."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")}
+    env.update({
+        "HOME": home,
+        "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"),   # holds settings.json AND .claude.json
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "dummy-e2e-key",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",       # no telemetry / registry / update calls
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "E2E", "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
+        "GIT_COMMITTER_NAME": "E2E", "GIT_COMMITTER_EMAIL": "e2e@example.invalid",
+    })
+    return env
+
+
+class ClaudeCodeE2EBase(unittest.TestCase):
+    """Temp HOME + temp git project per test; helpers to run the CLI against a StubModel."""
+
+    def setUp(self):
+        claude, info = find_claude_bin()
+        if not claude:
+            self.skipTest(info)
+        if not os.path.isfile(CC_SERVER):
+            self.skipTest("no %s" % CC_SERVER)
+        self.claude = claude
+        self.tmp = tempfile.mkdtemp(prefix="cc-e2e-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.home = os.path.join(self.tmp, "home")
+        self.proj = os.path.join(self.tmp, "proj")
+        os.makedirs(os.path.join(self.home, ".claude"))
+        os.makedirs(self.proj)
+        self.proj = os.path.realpath(self.proj)
+        self.env = _cc_base_env(self.home)
+        self.debug_file = os.path.join(self.tmp, "claude-debug.log")
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def git(self, *args):
+        return subprocess.run(["git"] + list(args), cwd=self.proj, env=self.env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=30, check=True).stdout
+
+    def init_repo(self):
+        self.git("init", "-q")
+        self.git("symbolic-ref", "HEAD", "refs/heads/main")
+        with open(os.path.join(self.proj, "README.md"), "w") as f:
+            f.write("demo project\n")
+        self.git("add", "-A")
+        self.git("commit", "-qm", "init")
+
+    def write_json(self, path, obj):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(obj, f, indent=2)
+
+    def user_settings(self, obj):
+        """The isolated user settings ($CLAUDE_CONFIG_DIR/settings.json): hooks and MCP approvals here
+        are honoured in -p mode (project .claude/settings.json and --settings FILE work for hooks too)."""
+        self.write_json(os.path.join(self.home, ".claude", "settings.json"), obj)
+
+    def server_cmd(self, *args):
+        return " ".join(shlex.quote(a) for a in [sys.executable, CC_SERVER] + list(args))
+
+    def add_project_server(self):
+        """.mcp.json in the project + user-level approval (project .mcp.json servers are otherwise
+        'Pending approval'; enableAllProjectMcpServers in the PROJECT settings is ignored)."""
+        self.write_json(os.path.join(self.proj, ".mcp.json"),
+                        {"mcpServers": {"checkpoint": {"command": sys.executable, "args": [CC_SERVER]}}})
+
+    def claude_run(self, args, stub=None, timeout=CC_TIMEOUT, check=True):
+        env = dict(self.env)
+        if stub is not None:
+            env["ANTHROPIC_BASE_URL"] = stub.url
+        try:
+            p = subprocess.run([self.claude] + list(args), cwd=self.proj, env=env, stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.fail("claude %s timed out after %ss\n%s" % (" ".join(args), timeout, self.debug_tail()))
+        if check and p.returncode != 0:
+            self.fail("claude %s -> rc %s\nstdout: %s\nstderr: %s\n%s" % (
+                " ".join(args), p.returncode, p.stdout[-2000:], p.stderr[-2000:], self.debug_tail()))
+        return p
+
+    def prompt(self, text, stub, *extra, allowed=CC_ALLOWED):
+        """claude -p TEXT (json output) -> parsed result dict (has session_id, result, is_error)."""
+        p = self.claude_run(["-p", text, "--output-format", "json", "--allowedTools", allowed,
+                             "--debug-file", self.debug_file] + list(extra), stub=stub)
+        try:
+            return json.loads(p.stdout)
+        except ValueError:
+            self.fail("claude -p output is not JSON: %r\nstderr: %s" % (p.stdout[-2000:], p.stderr[-2000:]))
+
+    def debug_tail(self, pattern=r"MCP|mcp|[Hh]ook|ERROR"):
+        try:
+            with open(self.debug_file, errors="replace") as f:
+                lines = [l for l in f if re.search(pattern, l)]
+        except OSError:
+            return "(no debug log)"
+        return "debug log (filtered, last 40 lines):\n" + "".join(lines[-40:])
+
+    def checkpoint(self):
+        with open(os.path.join(self.proj, ".claude-checkpoint"), encoding="utf-8") as f:
+            return json.load(f)
+
+    @staticmethod
+    def goal_of(cp):
+        return cp["goal"]["primary"]
+
+    def stub_dump(self, stub):
+        out = []
+        for i, r in enumerate(stub.requests):
+            b = r["body"] if isinstance(r["body"], dict) else {}
+            out.append("#%d %s %s %s last=%s" % (i, r["method"], r["path"], "main" if r["main"] else "side",
+                                                 str((b.get("messages") or [{}])[-1])[:300]))
+        return "\n".join(out)
+
+
+class ClaudeCodeMcpListTest(ClaudeCodeE2EBase):
+    def assert_connected(self, out, name):
+        line = [l for l in out.splitlines() if l.startswith(name + ":")]
+        self.assertTrue(line, "server %r not listed:\n%s" % (name, out))
+        self.assertIn("Connected", line[0], "server not connected:\n%s\n%s" % (out, self.debug_tail()))
+
+    def test_project_mcp_json_connected(self):
+        self.init_repo()
+        self.add_project_server()
+        p = self.claude_run(["mcp", "list"])
+        self.assertIn("Pending approval", p.stdout)          # project servers need the user's approval
+        self.user_settings({"enableAllProjectMcpServers": True})
+        p = self.claude_run(["mcp", "list"])
+        self.assert_connected(p.stdout, "checkpoint")
+
+    def test_user_scope_mcp_add_connected(self):
+        self.init_repo()
+        self.claude_run(["mcp", "add", "--scope", "user", "checkpoint", "--", sys.executable, CC_SERVER])
+        self.assertTrue(os.path.exists(os.path.join(self.home, ".claude", ".claude.json")))
+        self.assertFalse(os.path.exists(os.path.join(self.home, ".claude.json")))
+        p = self.claude_run(["mcp", "list"])
+        self.assert_connected(p.stdout, "checkpoint")
+
+
+class ClaudeCodeToolCallTest(ClaudeCodeE2EBase):
+    def test_model_saves_then_loads_through_claude_code(self):
+        self.init_repo()
+        self.add_project_server()
+        self.user_settings({"enableAllProjectMcpServers": True})
+        save_args = {"goal": "Add OAuth login e2e",
+                     "tasks": [{"description": "callback route", "status": "done"},
+                               {"description": "session cookie", "status": "in_progress"}],
+                     "summary": "Callback works; cookie lost after reload.",
+                     "nextSteps": ["fix cookie options"]}
+        turns = [{"text": "Saving a checkpoint.",
+                  "tool_use": {"name": "mcp__checkpoint__save_session_checkpoint", "input": save_args}},
+                 {"tool_use": {"name": "mcp__checkpoint__load_session_checkpoint", "input": {}}},
+                 "Checkpoint saved and loaded."]
+        with StubModel(turns) as stub:
+            res = self.prompt("save a checkpoint, then load it", stub)
+        dump = self.stub_dump(stub)
+        self.assertFalse(res.get("is_error"), res)
+        self.assertEqual(res.get("result"), "Checkpoint saved and loaded.", dump)
+        self.assertTrue(os.path.isfile(os.path.join(self.proj, ".claude-checkpoint")), dump)
+        self.assertEqual(self.goal_of(self.checkpoint()), "Add OAuth login e2e")
+        results = stub_tool_results(stub.main_requests()[-1]["body"])
+        self.assertEqual(len(results), 2, dump)
+        (save_id, save_text, save_err), (load_id, load_text, load_err) = results
+        self.assertFalse(save_err, save_text)
+        self.assertFalse(load_err, load_text)
+        self.assertIn("# Resuming:", load_text)
+        self.assertIn("Add OAuth login e2e", load_text)
+        # The server's `instructions` reach the system prompt under "# MCP Server Instructions".
+        first = stub_text(stub.main_requests()[0]["body"])
+        self.assertTrue("# MCP Server Instructions" in first and "## checkpoint" in first,
+                        "server instructions not in the system prompt")
+
+
+class ClaudeCodeHooksTest(ClaudeCodeE2EBase):
+    def test_precompact_hook_records_session_and_brief_reaches_model(self):
+        self.init_repo()
+        self.user_settings({"hooks": {
+            "SessionStart": [{"matcher": "clear|compact|resume",
+                              "hooks": [{"type": "command", "command": self.server_cmd("hook", "session-start")}]}],
+            "PreCompact": [{"hooks": [{"type": "command", "command": self.server_cmd("hook", "pre-compact")}]}],
+        }})
+        notes = os.path.join(self.proj, "notes.txt")
+        turns = [{"tool_use": {"name": "Write", "input": {"file_path": notes, "content": "hello\n"}}},
+                 {"tool_use": {"name": "Bash", "input": {"command": "echo hi", "description": "Say hi"}}},
+                 {"tool_use": {"name": "Bash", "input": {"command": "ls does-not-exist-e2e",
+                                                         "description": "List a missing file"}}},
+                 "Wrote notes.txt and ran two commands."]
+        with StubModel(turns) as stub:
+            res = self.prompt("Create notes.txt and say hi", stub)
+            sid = res["session_id"]
+            self.assertFalse(os.path.exists(os.path.join(self.proj, ".claude-checkpoint")),
+                             "nothing should have saved yet (no checkpoint tool was called)")
+            # fires SessionStart(resume), PreCompact(manual), SessionStart(compact)
+            self.prompt("/compact", stub, "--resume", sid)
+            self.assertTrue(os.path.isfile(os.path.join(self.proj, ".claude-checkpoint")),
+                            "PreCompact hook wrote no checkpoint\n" + self.debug_tail())
+            cp = self.checkpoint()
+            paths = [f.get("path") for f in cp.get("modifiedFiles") or []]
+            self.assertIn("notes.txt", paths, cp)
+            cmds = {c.get("command"): c for c in cp.get("recentCommands") or []}
+            self.assertIn("echo hi", cmds, cp)
+            self.assertIn("ls does-not-exist-e2e", cmds, cp)
+            self.assertEqual(cmds["echo hi"]["exitCode"], 0, cp)
+            self.assertEqual(cmds["ls does-not-exist-e2e"]["exitCode"], 2, cp)
+            self.assertTrue(cmds["echo hi"].get("auto"), cp)
+            self.assertIn("Create notes.txt and say hi", self.goal_of(cp), cp)  # first prompt as goal
+            n_before = len(stub.requests)
+            stub.turns = ["Continuing."]
+            res = self.prompt("continue", stub, "--resume", sid)
+        self.assertEqual(res.get("result"), "Continuing.")
+        later = [stub_text(r["body"]) for r in stub.requests[n_before:] if r["main"]]
+        self.assertTrue(later, self.stub_dump(stub))
+        self.assertTrue("# Resuming:" in later[-1], "SessionStart hook output (the brief) did not reach the "
+                        "model in the request after the compaction:\n" + later[-1][:1500])
+        self.assertIn("notes.txt", later[-1].split("# Resuming:", 1)[1][:3000])
+
+    def test_second_compaction_records_nothing_twice(self):
+        self.init_repo()
+        self.user_settings({"hooks": {
+            "PreCompact": [{"hooks": [{"type": "command", "command": self.server_cmd("hook", "pre-compact")}]}],
+        }})
+        turns = [{"tool_use": {"name": "Bash", "input": {"command": "echo once", "description": "Echo"}}}, "ok"]
+        with StubModel(turns) as stub:
+            sid = self.prompt("run echo once", stub)["session_id"]
+            self.prompt("/compact", stub, "--resume", sid)
+            self.prompt("/compact", stub, "--resume", sid)
+        cmds = [c.get("command") for c in self.checkpoint().get("recentCommands") or []]
+        self.assertEqual(cmds.count("echo once"), 1, cmds)
+
+
+class ClaudeCodeInstallTest(ClaudeCodeE2EBase):
+    """`claude_checkpoint.py install --write` (user scope) produces config the real CLI accepts."""
+
+    def install(self, *extra):
+        return subprocess.run([sys.executable, CC_SERVER, "install", "--write", "--root", self.proj] + list(extra),
+                              cwd=self.proj, env=self.env, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=60)
+
+    def test_install_write_user_scope_works_with_claude_code(self):
+        self.init_repo()
+        p = self.install("--scope", "user")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p2 = self.install("--scope", "user")                       # idempotent: no duplicates
+        self.assertEqual(p2.returncode, 0, p2.stdout + p2.stderr)
+        with open(os.path.join(self.home, ".claude", "settings.json")) as f:
+            settings = json.load(f)
+        commands = [h.get("command", "") for groups in (settings.get("hooks") or {}).values()
+                    for g in groups for h in g.get("hooks", [])]
+        self.assertEqual(len(commands), len(set(commands)), settings)
+        p = self.claude_run(["mcp", "list"])
+        line = [l for l in p.stdout.splitlines() if "claude_checkpoint.py" in l]
+        self.assertTrue(line and "Connected" in line[0], p.stdout)
+        server = line[0].split(":", 1)[0]
+        # the installed hooks record a session on /compact
+        turns = [{"tool_use": {"name": "Bash", "input": {"command": "echo installed", "description": "Echo"}}},
+                 "ok"]
+        with StubModel(turns) as stub:
+            sid = self.prompt("run echo installed", stub, allowed="Bash,mcp__" + server)["session_id"]
+            self.prompt("/compact", stub, "--resume", sid, allowed="Bash,mcp__" + server)
+        self.assertTrue(os.path.isfile(os.path.join(self.proj, ".claude-checkpoint")), self.debug_tail())
+        cmds = [c.get("command") for c in self.checkpoint().get("recentCommands") or []]
+        self.assertIn("echo installed", cmds)
+
+
+class ClaudeCodePluginTest(ClaudeCodeE2EBase):
+    def setUp(self):
+        super().setUp()
+        self.manifest = os.path.join(CC_REPO, ".claude-plugin", "plugin.json")
+        if not os.path.isfile(self.manifest):
+            self.skipTest("no .claude-plugin/plugin.json yet")
+
+    def test_validate_strict(self):
+        for target in (CC_REPO, os.path.join(CC_REPO, ".claude-plugin", "plugin.json")):
+            p = self.claude_run(["plugin", "validate", "--strict", target], check=False)
+            self.assertEqual(p.returncode, 0, "validate --strict %s failed:\n%s\n%s" % (target, p.stdout, p.stderr))
+            self.assertIn("Validation passed", p.stdout)
+
+    def test_install_from_local_marketplace(self):
+        # Install from a copy holding only what the plugin needs (the repo root may hold .git and
+        # .ci/.cache with the 350 MB CLI; a directory marketplace is copied into plugins/cache on install).
+        src = os.path.join(self.tmp, "market")
+        shutil.copytree(os.path.join(CC_REPO, ".claude-plugin"), os.path.join(src, ".claude-plugin"))
+        for name in ("claude_checkpoint.py", "README.md", "LICENSE"):
+            if os.path.exists(os.path.join(CC_REPO, name)):
+                shutil.copy(os.path.join(CC_REPO, name), src)
+        with open(os.path.join(src, ".claude-plugin", "plugin.json")) as f:
+            manifest = json.load(f)
+        servers = manifest.get("mcpServers")
+        self.assertIsInstance(servers, dict, "plugin.json should declare mcpServers inline")
+        server = sorted(servers)[0]
+        self.init_repo()
+        self.claude_run(["plugin", "marketplace", "add", src])
+        self.claude_run(["plugin", "install", "session-checkpoint@claude-checkpoint"])
+        p = self.claude_run(["plugin", "list"])
+        self.assertIn("session-checkpoint@claude-checkpoint", p.stdout)
+        p = self.claude_run(["mcp", "list"])
+        line = [l for l in p.stdout.splitlines() if l.startswith("plugin:session-checkpoint:%s:" % server)]
+        self.assertTrue(line and "Connected" in line[0], p.stdout + self.debug_tail())
+        # Through a plugin the tools are mcp__plugin_<plugin>_<server>__<tool>.
+        prefix = "mcp__plugin_session-checkpoint_%s__" % server
+        turns = [{"tool_use": {"name": prefix + "save_session_checkpoint", "input": {"goal": "Plugin goal e2e"}}},
+                 {"tool_use": {"name": prefix + "load_session_checkpoint", "input": {}}}, "done"]
+        with StubModel(turns) as stub:
+            self.prompt("save and load", stub, allowed=prefix.rstrip("_"))
+        self.assertTrue(prefix + "save_session_checkpoint" in stub_text(stub.main_requests()[0]["body"]),
+                        "plugin tool not announced to the model")
+        results = stub_tool_results(stub.main_requests()[-1]["body"])
+        self.assertEqual(len(results), 2, self.stub_dump(stub))
+        self.assertIn("# Resuming:", results[1][1])
+        self.assertEqual(self.goal_of(self.checkpoint()), "Plugin goal e2e")
 
 
 # ════════════════════════════════════════════════════════════════════════════
