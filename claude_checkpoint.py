@@ -1311,9 +1311,9 @@ class TranscriptScanner:
 
     def feed(self, line: bytes, offset: int) -> None:
         self.facts.resume_offset = offset + len(line)
-        has_use, has_result = b'"tool_use"' in line, b'"tool_result"' in line
-        if not (has_use or has_result or (self.want_prompt and self.facts.first_prompt is None and b'"user"' in line)):
+        if not self._may_matter(line):
             return
+        has_result = b'"tool_result"' in line
         import json
         try:
             record = json.loads(line)
@@ -1333,6 +1333,16 @@ class TranscriptScanner:
             elif (self.want_prompt and self.facts.first_prompt is None and not record.get("isMeta")
                   and not record.get("isCompactSummary")):
                 self._note_prompt(content)
+
+    def _may_matter(self, line: bytes) -> bool:
+        """Cheap byte tests first: most of a transcript is attachments and tool output
+        (file contents, logs) that need no parsing. A result matters only if it answers
+        a call we are waiting for."""
+        if b'"tool_use"' in line:
+            return True
+        if b'"tool_result"' in line:
+            return any(call_id.encode() in line for call_id in self.pending)
+        return self.want_prompt and self.facts.first_prompt is None and b'"user"' in line
 
     def _note_call(self, block: Any, offset: int) -> None:
         if not (isinstance(block, dict) and block.get("type") == "tool_use"):

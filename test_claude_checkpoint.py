@@ -3,6 +3,7 @@
 
     python3 test_claude_checkpoint.py           # every test; ends with "N passed, M failed"
     python3 test_claude_checkpoint.py --bench   # the benchmark, against its floors
+    python3 test_claude_checkpoint.py --redaction  # recall and keep-rate on the redaction corpora
 
 Most tests start the real file as a subprocess and speak JSON-RPC to it over stdio,
 in real git repositories made in temporary folders: no mocks of git or the file system.
@@ -4209,6 +4210,27 @@ def bench_redaction() -> dict:
     return {"redaction, worst 100 KB adversarial (s)": worst}
 
 
+def run_redaction_report() -> int:
+    """python3 test_claude_checkpoint.py --redaction: recall and keep-rate on every corpus,
+    with the cases each one misses."""
+    found = False
+    for name in sorted(os.listdir(CORPUS_DIR)) if os.path.isdir(CORPUS_DIR) else []:
+        corpus = redaction_corpus(name) if name.endswith("_corpus.json") else None
+        if not corpus:
+            continue
+        found = True
+        recall, keep, missed, mangled = measure_corpus(corpus)
+        print(f"{name}: recall {recall:.4f} ({len(corpus['secrets']) - len(missed)}/{len(corpus['secrets'])}), "
+              f"keep-rate {keep:.4f} ({len(corpus['benign']) - len(mangled)}/{len(corpus['benign'])})")
+        for case in missed:
+            print(f"  missed  [{case['family']}] {case['text'][:120]!r}")
+        for case in mangled:
+            print(f"  changed [{case['family']}] {case['text'][:120]!r} -> {cc.redact(case['text'])[0][:120]!r}")
+    if not found:
+        print(f"no corpus in {CORPUS_DIR}")
+    return 0 if found else 1
+
+
 def run_bench() -> int:
     scratch = tempfile.mkdtemp(prefix="cc-bench-")
     try:
@@ -4261,4 +4283,6 @@ if __name__ == "__main__":
     arguments = sys.argv[1:]
     if arguments[:1] == ["--bench"]:
         sys.exit(run_bench())
+    if arguments[:1] == ["--redaction"]:
+        sys.exit(run_redaction_report())
     sys.exit(run_tests(arguments))
