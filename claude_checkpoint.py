@@ -1042,52 +1042,45 @@ class FileSelection:
     omitted: int  # entries left out because of the list limit
 
 
-def select_files(git_entries: list, agent_notes: list, inherited: list,
+def select_files(git_changes: list, agent_notes: list, inherited: list,
                  limit: int = LIMITS["modifiedFiles"]) -> FileSelection:
-    """Git-detected entries, then files named by the agent, then (merge) earlier entries.
-    Agent notes attach to the git entry of the same path. Past `limit`, entries with notes
-    are kept first, then agent-named, then git-detected, then inherited ones."""
-    by_path: dict = {}
-    order: list = []
-
-    def add(entry: FileEntry) -> None:
-        if entry.path not in by_path:
-            by_path[entry.path] = entry
-            order.append(entry.path)
-
-    for entry in git_entries:
-        add(entry)
-    agent_paths = set()
-    for note in agent_notes:
-        agent_paths.add(note.path)
-        if note.path in by_path:
-            if note.note:
-                by_path[note.path] = replace(by_path[note.path], note=note.note)
-        else:
-            add(FileEntry(note.path, "M", FileSource.AGENT, note=note.note))
-    inherited_paths = set()
+    """Git-detected changes ((path, status) pairs), then files named by the agent, then
+    (merge) earlier entries. Agent notes attach to the git entry of the same path; an earlier
+    note survives when no new one is given. Past `limit`, entries with notes are kept first,
+    then agent-named, then git-detected, then inherited ones. Entries are built only for the
+    paths kept: a repository with thousands of changes costs no more than one with a hundred."""
+    status = dict(git_changes)
+    notes = {n.path: n.note for n in agent_notes}
+    earlier: dict = {}
     for old in inherited:
-        if old.path in by_path:
-            current = by_path[old.path]
-            if not current.note and old.note:
-                by_path[old.path] = replace(current, note=old.note)
-        else:
-            inherited_paths.add(old.path)
-            add(replace(old, source=FileSource.AGENT, hash=None))
-    if len(order) <= limit:
-        return FileSelection([by_path[p] for p in order], 0)
+        earlier.setdefault(old.path, old)  # the first record of a path (the one with its note) wins
+    order = list(dict.fromkeys([*status, *notes, *earlier]))
+
+    def note_of(path: str) -> Optional[str]:
+        old = earlier.get(path)
+        return notes.get(path) or (old.note if old else None)
 
     def priority(path: str) -> int:
-        entry = by_path[path]
-        if entry.note:
+        if note_of(path):
             return 0
-        if path in agent_paths:
+        if path in notes:
             return 1
-        return 3 if path in inherited_paths else 2
+        return 2 if path in status else 3
 
-    ranked = sorted(range(len(order)), key=lambda i: (priority(order[i]), i))
-    keep = {order[i] for i in ranked[:limit]}
-    return FileSelection([by_path[p] for p in order if p in keep], len(order) - limit)
+    omitted = max(0, len(order) - limit)
+    if omitted:
+        ranked = sorted(range(len(order)), key=lambda i: (priority(order[i]), i))
+        keep = {order[i] for i in ranked[:limit]}
+        order = [p for p in order if p in keep]
+
+    def entry(path: str) -> FileEntry:
+        if path in status:
+            return FileEntry(path, status[path], FileSource.GIT, note=note_of(path))
+        if path in notes:
+            return FileEntry(path, "M", FileSource.AGENT, note=note_of(path))
+        return replace(earlier[path], source=FileSource.AGENT, hash=None)
+
+    return FileSelection([entry(p) for p in order], omitted)
 
 
 def merge_tasks(old: list, new: list) -> list:
@@ -1733,13 +1726,13 @@ def _kill_tree(proc: Any) -> None:
 @record
 class GitScan:
     state: Optional[GitState]  # None outside a repository or before the first commit
-    entries: list  # [FileEntry] from git, relative to the root, without hashes
+    changes: list  # [(path relative to the root, status)] for every changed or untracked file
     in_repo: bool = True
     lists_checkpoint: bool = False  # git status showed .claude-checkpoint: it is not ignored
 
     @property
     def dirty_paths(self) -> list:
-        return [e.path for e in self.entries]
+        return [path for path, _ in self.changes]
 
 
 def reduce_status(kind: str, xy: str) -> str:
@@ -1762,7 +1755,7 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
     place in the repository), relative to it."""
     fields = raw.decode("utf-8", "surrogateescape").split("\0")
     head = branch = None
-    entries = []
+    changes = []
     lists_checkpoint = False
     i = 0
     while i < len(fields):
@@ -1788,12 +1781,12 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
                 lists_checkpoint = True
             if not rel or is_checkpoint_file(rel):
                 continue
-            entries.append(FileEntry(rel, reduce_status(kind, xy), FileSource.GIT))
+            changes.append((rel, reduce_status(kind, xy)))
     state = None
     if head and head != "(initial)":
         state = GitState(branch=None if branch in (None, "(detached)") else branch, head=head,
-                         dirty=bool(entries))
-    return GitScan(state, entries, lists_checkpoint=lists_checkpoint)
+                         dirty=bool(changes))
+    return GitScan(state, changes, lists_checkpoint=lists_checkpoint)
 
 
 def hash_worktree_file(root: str, rel_path: str) -> Optional[str]:
@@ -2146,7 +2139,7 @@ def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcom
         previous = stored.checkpoint if request.mode is SaveMode.MERGE else None
         if request.mode is SaveMode.MERGE and previous is None:
             warnings.append("There was no readable checkpoint to merge into, so this save acted as a replace.")
-        selection = select_files(scan.entries, notes, previous.modified_files if previous else [])
+        selection = select_files(scan.changes, notes, previous.modified_files if previous else [])
         files = hash_entries(root, selection.entries)
         checkpoint = build_checkpoint(previous, request, files, scan.state, world.now_iso(),
                                       new_checkpoint_id(), os.path.basename(root))
@@ -2252,7 +2245,7 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
             rel = contained_path(root, path)
             if rel is not None and not is_checkpoint_file(rel):
                 edited.append(FileEntry(rel, "M", FileSource.AGENT, auto=True))
-        selection = select_files(scan.entries, [], (previous.modified_files if previous else []) + edited)
+        selection = select_files(scan.changes, [], (previous.modified_files if previous else []) + edited)
         files = hash_entries(root, selection.entries)
         checkpoint = merge_transcript(previous, facts, files, scan.state, world.now_iso(), new_checkpoint_id(),
                                       os.path.basename(root), key)

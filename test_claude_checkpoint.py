@@ -427,7 +427,7 @@ class TestMergeTable(unittest.TestCase):
             {"goal": "g", "recentCommands": [{"command": "x"}] * 3})))
 
     def test_file_selection_attaches_agent_notes_and_keeps_inherited_notes(self):
-        git_entries = [cc.FileEntry("a.py", "M", cc.FileSource.GIT), cc.FileEntry("b.py", "??", cc.FileSource.GIT)]
+        git_entries = [("a.py", "M"), ("b.py", "??")]
         notes = [cc.FileNote("a.py", "the fix"), cc.FileNote("docs/x.md", "committed")]
         inherited = [cc.FileEntry("b.py", "??", cc.FileSource.GIT, note="old note"),
                      cc.FileEntry("c.py", "M", cc.FileSource.AGENT, note="kept", hash="x")]
@@ -440,7 +440,7 @@ class TestMergeTable(unittest.TestCase):
         self.assertIsNone(by_path["c.py"].hash, "inherited entries are re-hashed, not trusted")
 
     def test_file_selection_past_the_limit_keeps_notes_then_agent_then_git(self):
-        git_entries = [cc.FileEntry(f"g{i:03}", "M", cc.FileSource.GIT) for i in range(150)]
+        git_entries = [(f"g{i:03}", "M") for i in range(150)]
         notes = [cc.FileNote("g149", "important"), cc.FileNote("agent-only")]
         selection = cc.select_files(git_entries, notes, [], limit=100)
         paths = [e.path for e in selection.entries]
@@ -642,7 +642,7 @@ class TestStatusParsing(unittest.TestCase):
                b"? sub/.claude-checkpoint.prev\0? other/x\0? sub/\xc3\xa9.txt\0")
         scan = cc.parse_status(raw, "sub/")
         self.assertEqual(scan.state, cc.GitState("feat/x", "a" * 40, True))
-        self.assertEqual([(e.path, e.status) for e in scan.entries], [("a b.py", "M"), ("new.py", "R"), ("é.txt", "??")])
+        self.assertEqual(scan.changes, [("a b.py", "M"), ("new.py", "R"), ("é.txt", "??")])
 
     def test_no_commits_and_detached_head(self):
         self.assertIsNone(cc.parse_status(b"# branch.oid (initial)\0# branch.head main\0? a\0").state)
@@ -853,7 +853,7 @@ class TestGitAdapter(unittest.TestCase):
         ws.write("untracked/deep/file.bin", bytes(range(256)) * 10)
         ws.write(".claude-checkpoint", "{}")
         scan = cc.Git(ws.repo).scan()
-        statuses = {e.path: e.status for e in scan.entries}
+        statuses = dict(scan.changes)
         self.assertEqual(statuses, {"mod.txt": "M", "gone.txt": "D", "renamed.txt": "R", "added.txt": "A",
                                     "untracked/deep/file.bin": "??"})
         self.assertEqual(scan.state.branch, "main")
@@ -870,7 +870,7 @@ class TestGitAdapter(unittest.TestCase):
         ws.write("pkg/a.py", "changed\n")
         ws.write("other/b.py", "changed\n")
         scan = cc.Git(os.path.join(ws.repo, "pkg")).scan()
-        self.assertEqual([(e.path, e.status) for e in scan.entries], [("a.py", "M")])
+        self.assertEqual(scan.changes, [("a.py", "M")])
 
     def test_no_repository_and_no_commits_give_no_git_state(self):
         for init in (False, True):
@@ -4151,7 +4151,7 @@ def bench_large_repo(ws: Workspace) -> dict:
 
     def baseline() -> None:
         out = subprocess.run(status, cwd=ws.repo, env=ws.env, capture_output=True, check=True).stdout
-        paths = [e.path for e in cc.parse_status(out).entries][:cc.LIMITS["modifiedFiles"]]
+        paths = cc.parse_status(out).dirty_paths[:cc.LIMITS["modifiedFiles"]]
         for path in paths:
             cc.hash_worktree_file(ws.repo, path)
 
