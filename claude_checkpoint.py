@@ -357,15 +357,14 @@ class Checkpoint:
         )
 
 
+def _present(doc: dict) -> dict:
+    """Optional keys that are unset (None, False, empty) are left out of the file."""
+    return {key: value for key, value in doc.items() if value is not None and value is not False and value != ""}
+
+
 def _file_to_json(entry: FileEntry) -> dict:
-    doc: dict = {"path": entry.path, "status": entry.status, "source": entry.source.value}
-    if entry.note:
-        doc["note"] = entry.note
-    if entry.hash:
-        doc["hash"] = entry.hash
-    if entry.auto:
-        doc["auto"] = True
-    return doc
+    return _present({"path": entry.path, "status": entry.status, "source": entry.source.value,
+                     "note": entry.note, "hash": entry.hash, "auto": entry.auto})
 
 
 def _file_from_json(doc: dict) -> FileEntry:
@@ -379,18 +378,8 @@ def _file_from_json(doc: dict) -> FileEntry:
 
 
 def _command_to_json(cmd: Command) -> dict:
-    doc: dict = {"command": cmd.command}
-    if cmd.exit_code is not None:
-        doc["exitCode"] = cmd.exit_code
-    if cmd.note:
-        doc["note"] = cmd.note
-    if cmd.at:
-        doc["at"] = cmd.at
-    if cmd.auto:
-        doc["auto"] = True
-    if cmd.tool_use_id:
-        doc["toolUseId"] = cmd.tool_use_id
-    return doc
+    return _present({"command": cmd.command, "exitCode": cmd.exit_code, "note": cmd.note, "at": cmd.at,
+                     "auto": cmd.auto, "toolUseId": cmd.tool_use_id})
 
 
 def _command_from_json(doc: dict) -> Command:
