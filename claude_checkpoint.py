@@ -1596,10 +1596,11 @@ class SaveOutcome:
 
     def structured(self) -> dict:
         cp = self.checkpoint
+        git = None if cp.git is None else {"branch": cp.git.branch, "head": cp.git.head}
         return {"path": self.path, "projectRoot": self.root, "bytes": self.size, "mode": self.mode.value,
                 "counts": {"tasks": len(cp.tasks), "modifiedFiles": len(cp.modified_files),
                            "recentCommands": len(cp.recent_commands), "redactions": cp.redactions},
-                "truncated": cp.truncated, "warnings": list(self.warnings)}
+                "git": git, "truncated": cp.truncated, "warnings": list(self.warnings)}
 
 
 def render_save_answer(outcome: SaveOutcome) -> str:
@@ -2314,6 +2315,8 @@ SAVE_OUTPUT_SCHEMA = _object({
     "mode": {"type": "string", "enum": [m.value for m in SaveMode]},
     "counts": _object({k: {"type": "integer"} for k in ("tasks", "modifiedFiles", "recentCommands", "redactions")},
                       ("tasks", "modifiedFiles", "recentCommands", "redactions")),
+    "git": {"type": ["object", "null"], "properties": {"branch": {"type": ["string", "null"]},
+                                                        "head": {"type": "string"}}},
     "truncated": {"type": "boolean"},
     "warnings": {"type": "array", "items": {"type": "string"}},
 }, ("path", "bytes", "mode", "counts", "warnings"))
