@@ -619,7 +619,7 @@ _KEY_QUALIFIERS = frozenset({
     "api", "access", "secret", "private", "signing", "sign", "encryption", "encrypt", "master",
     "account", "auth", "app", "license", "service", "admin", "webhook", "session", "storage",
     "shared", "client", "consumer", "deploy", "subscription", "integration", "hmac", "jwt",
-    "crypto", "cipher", "aes", "gpg", "pgp", "ssh", "rsa", "sas", "bot", "user", "root"})
+    "crypto", "cipher", "aes", "gpg", "pgp", "ssh", "rsa", "sas", "bot", "user", "root", "application"})
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 _NAME_SPLIT = r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
 _NOT_VALUES = frozenset({
@@ -638,8 +638,10 @@ def secret_strength(name: str) -> int:
     """2 when a name says its value is a secret (DB_PASSWORD), 1 when it may be (SIGNING_KEY
     is 2, sort_key is 1), 0 when it does not (MAX_TOKENS, password_file)."""
     parts = _name_parts(name)
-    if not parts or _PUBLIC_WORDS.intersection(parts):
-        return 0
+    while parts and parts[-1].isdigit():
+        parts.pop()  # VAULT_UNSEAL_KEY_1 is a key
+    if not parts or _PUBLIC_WORDS.intersection(parts) or parts[0] == "existing":
+        return 0  # existingSecret names a Kubernetes secret; it does not hold one
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
     if last == "pass" and len(parts) == 1:
@@ -661,10 +663,21 @@ def secret_strength(name: str) -> int:
 def _is_reference(value: str) -> bool:
     """`$TOKEN`, `${API_KEY}`, `%KEY%`, `process.env.X`, `${{ secrets.X }}`, and masked
     values (`gho_****`): names or placeholders, not values."""
+    quoted = value[:1] in "\"'`"
     v = value.strip("\"'`\\ ")
-    return (not v or v[0] in "$%[(" or (v.startswith(("<", "{{")) and v.endswith((">", "}}")))
+    return (not v or v[0] in "$%" or (not quoted and v[0] in "[(")
+            or (v.startswith(("<", "{{")) and v.endswith((">", "}}")))
             or v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets."))
-            or REDACTED in v or v.endswith("%") or "***" in v or "•••" in v)
+            or REDACTED in v or v.endswith("%") or "***" in v or "•••" in v or set(v) <= {"*", "•"})
+
+
+def _is_identifier_like(value: str) -> bool:
+    """A UUID, a short hex id (git SHA, GPG key id) or a prefixed digest (a CI cache key):
+    identifiers that weak names such as `key` often hold."""
+    import re
+    v = value.strip("\"'")
+    return bool(re.fullmatch(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}|[0-9a-fA-F]{6,40}", v)
+                or re.fullmatch(r"[\w.\-]+-[0-9a-f]{32,}", v))
 
 
 def _is_path_or_version(value: str) -> bool:
@@ -689,12 +702,17 @@ def _looks_random(value: str) -> bool:
 
 def _accept_assignment(match: Any) -> bool:
     name, value = match.group("name"), match.group("s")
+    groups = match.groupdict()
+    if groups.get("op") == ":" and not groups.get("q") and match.start("s") == match.end("op") and value[:1] not in "\"'`":
+        return False  # `rails credentials:edit`, `scope:read`: a YAML value needs a space after the colon
     strength = secret_strength(name)
     bare = value.strip("\"'`\\")
     if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare):
         return False
     if strength == 1:
-        return _looks_random(bare)
+        return _looks_random(bare) and not _is_identifier_like(bare)
+    if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
+        return False  # `kubectl describe secret` prints sizes, not values
     return bare.lower() not in _NOT_VALUES
 
 
@@ -706,8 +724,9 @@ def _is_code(value: str, name: str) -> bool:
     own = name.split(".")[-1].lower()
     if value.lower() == own or value.lower().endswith("." + own):
         return True
-    if value.isidentifier() and value.lower() in own:
-        return True  # `AccessToken: token`, `apiKey: key`
+    if value.isidentifier() and (value.lower() in own or not any(c.isdigit() for c in value) and any(
+            word in value.lower() for word in ("password", "passwd", "token", "secret", "key", "cred"))):
+        return True  # `AccessToken: token`, `'password': form_password`: variables
     dotted = "." in value and value.replace(".", "").replace("_", "").isalnum() and not any(c.isdigit() for c in value)
     return "(" in value or "[" in value or dotted
 
@@ -812,7 +831,10 @@ REDACTION_RULES = (
     RedactionRule("pypi-token", _L + r"(?P<s>pypi-Ag[A-Za-z0-9_\-]{50,})" + _R),
     RedactionRule("sendgrid-key", _L + r"(?P<s>SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64})" + _R),
     RedactionRule("twilio-api-key", _L + r"(?P<s>SK[0-9a-fA-F]{32})" + _R),
-    RedactionRule("mailgun-key", _L + r"(?P<s>key-[0-9a-zA-Z]{32})" + _R),
+    RedactionRule("mailgun-key", _L + r"(?P<s>key-[0-9a-zA-Z]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})" + _R),
+    RedactionRule("azure-account-key-shape",  # 64 random bytes in base64, unless it is an sha512 digest
+                  r"(?<![A-Za-z0-9+/])(?<!sha512-)(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])",
+                  lambda m: _looks_random(m.group("s"))),
     RedactionRule("shopify-token", _L + r"(?P<s>shp(?:at|ss|ca|pa|ua)_[a-fA-F0-9]{32})" + _R),
     RedactionRule("digitalocean-token", _L + r"(?P<s>do[opr]_v1_[a-f0-9]{64})" + _R),
     RedactionRule("databricks-token", _L + r"(?P<s>dapi[a-f0-9]{32}(?:-\d)?)" + _R),
@@ -826,9 +848,12 @@ REDACTION_RULES = (
                   r"|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,}))" + _R),
     # Authorization headers and bearer tokens.
     RedactionRule("authorization-header",
-                  r"(?i)" + _WORD_START + r"(?:proxy-)?authorization[\"']?\s*[:=,]\s*[\"']?"
-                  r"(?:(?:bearer|basic|token|bot|digest|negotiate|apikey)\s+)?(?P<s>[^\s\"',;\\]{6,})",
-                  _accept_not_reference),
+                  r"(?i)" + _WORD_START + r"(?:proxy-)?authorization[\"']?\s*[:=,]\s*[\"'`]?"
+                  r"(?:(?:bearer|basic|token|bot|digest|negotiate|apikey)\s+)?(?P<s>[^\s\"'`,;\\]{6,})",
+                  _accept_header_token),
+    RedactionRule("scheme-and-token-arguments",  # AuthenticationHeaderValue("Bearer", "…")
+                  r"[\"'](?:Bearer|Basic|Token)[\"']\s*,\s*[\"'](?P<s>[^\"'\n]{8,1024})[\"']",
+                  _accept_header_token),
     RedactionRule("bearer-token", r"(?<![\w-])[Bb]earer\s+(?P<s>[A-Za-z0-9._~+/=\-]{8,})", _accept_header_token),
     # Tool-specific password arguments.
     RedactionRule("mysql-password",
@@ -843,6 +868,14 @@ REDACTION_RULES = (
     RedactionRule("login-password",
                   r"\b(?:docker|podman|buildah|skopeo|nerdctl|helm|oc|az|cf|crane|regctl)(?:\s+[\w.\-]+){0,2}?\s+login\b" + _SAME_COMMAND +
                   r"\s-p(?:\s+|=)" + _TOOL_VALUE, _accept_not_reference),
+    RedactionRule("auth-tuple", r"\bauth\s*=\s*\(\s*[\"'][^\"'\n]{1,100}[\"']\s*,\s*(?P<s>\"[^\"\n]{1,1024}\"|'[^'\n]{1,1024}')",
+                  _accept_not_reference),  # Python requests: auth=("user", "password")
+    RedactionRule("dsn-password", r"(?<![\w/])[\w.\-]{1,64}:(?P<s>[^\s:@/'\"]{1,256})@(?:tcp|unix|udp)\(",
+                  _accept_not_reference),  # Go: user:password@tcp(host:3306)/db
+    RedactionRule("pgpass-line", r"(?<![\w.:/\-])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'\":]{4,256})",
+                  _accept_not_reference),  # ~/.pgpass: host:port:db:user:password
+    RedactionRule("secret-here-string", r"\bsecrets?\b" + _SAME_COMMAND + r"<<<[ \t]*" + _TOOL_VALUE,
+                  _accept_not_reference),  # wrangler secret put NAME <<< '…'
     RedactionRule("openssl-pass", r"-pass(?:in|out)?\s+pass:(?P<s>\S+)", _accept_not_reference),
     RedactionRule("redis-cli-password", r"\bredis-cli\b" + _SAME_COMMAND + r"\s-a\s+" + _TOOL_VALUE, _accept_not_reference),
     RedactionRule("gh-secret-body", r"\bgh\s+secret\s+set\b" + _SAME_COMMAND + r"\s(?:-b|--body)(?:\s+|=)" + _TOOL_VALUE,
@@ -876,18 +909,29 @@ REDACTION_RULES = (
     RedactionRule("xml-element",
                   "<" + _SECRETISH_NAME + r"(?P<name>[A-Za-z_][\w.:\-]{0,60})>(?P<s>[^<\s][^<\n]{0,500})</(?P=name)>", _accept_assignment),
     # Flags and assignments whose name says secret, in every common syntax.
+    RedactionRule("typed-assignment",
+                  r"(?<![\w.$\-])" + _SECRETISH_IDENTIFIER + r"(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?"
+                  r"[ \t]*=(?!=)[ \t]*" + _QUOTED_OR_BARE, _accept_assignment),
     RedactionRule("secret-flag",
                   r"(?<![\w-])--?" + _SECRETISH_NAME + r"(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+)" + _QUOTED_OR_BARE,
                   _accept_flag),
     RedactionRule("secret-assignment",
-                  r"(?:(?<=\\[nrt])|(?<![\w.$\-])(?<!\$\{))(?P<q>\\?[\"']?)" + _SECRETISH_NAME
-                  + r"(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)\]?[ \t]*(?::=|=>|=(?!=)|:)[ \t]*"
+                  r"(?:(?<=\\[nrt])|(?<=\$env:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?[\"']?)" + _SECRETISH_NAME
+                  + r"(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*"
                   + _QUOTED_OR_BARE,
                   _accept_assignment),
     # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
     RedactionRule("prose-password",
                   r"(?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?"
                   r"['\"(]?(?P<s>[^\s'\"()]{8,128}?)(?=['\")]|[.,;!?]?(?:\s|$))",
+                  _accept_password_like),
+    RedactionRule("prose-token",
+                  r"(?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?"
+                  r"['\"(]?(?P<s>[^\s'\"()]{16,256}?)(?=['\")]|[.,;!?]?(?:\s|$))",
+                  lambda m: _looks_random(m.group("s")) and not _is_identifier_like(m.group("s"))
+                  and not _is_reference(m.group("s"))),
+    RedactionRule("prose-user-password",
+                  r"(?i)\b(?:credentials?|login)\b[^\n]{0,40}?[\w.@\-]+[ \t]+/[ \t]+(?P<s>[^\s/]{8,128}?)(?=[.,;!?]?(?:\s|$))",
                   _accept_password_like),
     # An AWS secret access key: 40 base64 characters near the word "secret".
     RedactionRule("aws-secret-access-key",
