@@ -4033,6 +4033,55 @@ class ClaudeCodePluginTest(ClaudeCodeE2EBase):
 
 
 # ════════════════════════════════════════════════════════════════════════════
+# 9. The MCP Inspector CLI (npm @modelcontextprotocol/inspector)
+# ════════════════════════════════════════════════════════════════════════════
+
+def find_inspector() -> str | None:
+    for candidate in (os.environ.get("MCP_INSPECTOR_BIN"),
+                      os.path.join(HERE, ".ci", ".cache", "node_modules", ".bin", "mcp-inspector"),
+                      shutil.which("mcp-inspector")):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+class TestMcpInspectorCli(unittest.TestCase):
+    def setUp(self):
+        self.inspector = find_inspector()
+        if not self.inspector:
+            self.skipTest("MCP Inspector CLI not installed (.ci/run puts it in .ci/.cache)")
+        self.ws = Workspace(self)
+
+    def inspect(self, *args: str) -> dict:
+        proc = subprocess.run([self.inspector, "--cli", sys.executable, SERVER, *args], cwd=self.ws.repo,
+                              env=self.ws.env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr.decode()[-2000:])
+        return json.loads(proc.stdout)
+
+    def test_lists_and_calls_everything(self):
+        tools = self.inspect("--method", "tools/list")["tools"]
+        self.assertEqual({t["name"] for t in tools}, {"save_session_checkpoint", "load_session_checkpoint"})
+        saved = self.inspect("--method", "tools/call", "--tool-name", "save_session_checkpoint",
+                             "--tool-arg", "goal=Inspect the server", "--tool-arg", "mode=merge")
+        self.assertFalse(saved["isError"], saved)
+        self.assertEqual(saved["structuredContent"]["mode"], "merge")
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "Inspect the server")
+        loaded = self.inspect("--method", "tools/call", "--tool-name", "load_session_checkpoint")
+        self.assertTrue(loaded["content"][0]["text"].startswith("# Resuming: project"), loaded)
+        prompt = self.inspect("--method", "prompts/get", "--prompt-name", "resume")
+        self.assertIn("Inspect the server", prompt["messages"][0]["content"]["text"])
+        current = self.inspect("--method", "resources/read", "--uri", "checkpoint://current")
+        self.assertEqual(json.loads(current["contents"][0]["text"])["goal"]["primary"], "Inspect the server")
+
+    def test_bad_arguments_come_back_as_a_tool_error(self):
+        result = self.inspect("--method", "tools/call", "--tool-name", "save_session_checkpoint",
+                              "--tool-arg", "goal=x", "--tool-arg", "mode=sideways")
+        self.assertTrue(result["isError"])
+        self.assertIn("mode", result["content"][0]["text"])
+        self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
+
+
+# ════════════════════════════════════════════════════════════════════════════
 # Benchmark (python3 test_claude_checkpoint.py --bench): figures against floors
 # ════════════════════════════════════════════════════════════════════════════
 
