@@ -1473,23 +1473,43 @@ TASK_MARKERS = {TaskStatus.DONE: "[x]", TaskStatus.IN_PROGRESS: "[~]",
                 TaskStatus.PENDING: "[ ]", TaskStatus.BLOCKED: "[!]"}
 
 
+# Timestamps are ISO 8601 UTC with milliseconds, as the original server wrote them. They are
+# read and written with plain arithmetic: datetime and its strptime cost 1 MB of the budget.
+_TIMESTAMP = r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?"
+
+
+def days_from_civil(year: int, month: int, day: int) -> int:
+    """Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm)."""
+    year -= month <= 2
+    era = year // 400
+    year_of_era = year - era * 400
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468
+
+
 def parse_timestamp(value: str) -> Optional[float]:
-    """Seconds since the epoch for our ISO timestamps (2026-10-08T02:23:55.477Z)."""
-    from datetime import datetime, timezone
-    try:
-        parsed = datetime.strptime(value.replace("Z", "+0000")[:28], "%Y-%m-%dT%H:%M:%S.%f%z")
-    except ValueError:
-        try:
-            parsed = datetime.strptime(value.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z")
-        except ValueError:
-            return None
-    return parsed.astimezone(timezone.utc).timestamp()
+    """Seconds since the epoch for an ISO timestamp (2026-10-08T02:23:55.477Z); None if it is not one."""
+    import re
+    found = re.fullmatch(_TIMESTAMP, value.strip())
+    if not found:
+        return None
+    year, month, day, hour, minute, second = (int(found.group(i)) for i in range(1, 7))
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 61):
+        return None
+    epoch = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
+    epoch += float("0." + found.group(7)) if found.group(7) else 0.0
+    offset = found.group(8)
+    if offset and offset != "Z":
+        sign = -1 if offset[0] == "+" else 1
+        epoch += sign * (int(offset[1:3]) * 3600 + int(offset[-2:]) * 60)
+    return epoch
 
 
 def format_timestamp(epoch: float) -> str:
-    from datetime import datetime, timezone
-    moment = datetime.fromtimestamp(epoch, timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    import time
+    millis = int(round(epoch * 1000))
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis // 1000)) + f".{millis % 1000:03d}Z"
 
 
 def human_age(seconds: float) -> str:
@@ -2907,7 +2927,7 @@ class StdioTransport:
         import threading
 
         def load() -> None:
-            import datetime, subprocess  # noqa: F401
+            import subprocess  # noqa: F401
             sha1()
             _compiled_rules()
 

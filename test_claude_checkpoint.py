@@ -577,6 +577,20 @@ class TestBrief(unittest.TestCase):
                          "4 task(s), 3 file(s), 3 command(s) on feat/github-oauth@b2ef1b591.\n"
                          "⚠ Redacted 1 secret-looking value(s).")
 
+    def test_timestamps_round_trip_and_match_the_calendar(self):
+        import calendar
+        for text in ("1970-01-01T00:00:00.000Z", "2026-10-08T02:23:55.477Z", "2000-02-29T23:59:59.999Z",
+                     "1999-12-31T12:00:00.001Z", "2100-03-01T00:00:00.000Z"):
+            with self.subTest(text=text):
+                epoch = cc.parse_timestamp(text)
+                self.assertEqual(cc.format_timestamp(epoch), text)
+                expected = calendar.timegm(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")) + int(text[20:23]) / 1000
+                self.assertAlmostEqual(epoch, expected, places=6)
+        self.assertEqual(cc.parse_timestamp("2026-10-08T04:23:55+02:00"), cc.parse_timestamp("2026-10-08T02:23:55Z"))
+        self.assertEqual(cc.parse_timestamp("2026-10-08 02:23:55"), cc.parse_timestamp("2026-10-08T02:23:55.000Z"))
+        for broken in ("yesterday", "2026-13-01T00:00:00Z", "", "2026-10-08T02:23:55.477Zjunk"):
+            self.assertIsNone(cc.parse_timestamp(broken))
+
     def test_human_ages(self):
         for seconds, text in ((0, "just now"), (42, "42s ago"), (120, "2m ago"), (7200, "2h ago"), (3 * 86400, "3d ago")):
             with self.subTest(seconds=seconds):
