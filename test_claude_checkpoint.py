@@ -4270,8 +4270,8 @@ def bench_redaction() -> dict:
     for text in ("password=" * 11000, "x://" * 25000, "mysql " * 16000, "a: " * 33000, "-u a:" * 20000,
                  '"' * 100000, "eyJ" + "a" * 100000, "-----BEGIN PRIVATE KEY-----" * 3000):
         worst = max(worst, _timed(lambda: cc.redact(text), 1))
-    for name in ("redaction_corpus.json", "heldout_corpus.json"):
-        corpus = redaction_corpus(name)
+    for name in sorted(os.listdir(CORPUS_DIR)) if os.path.isdir(CORPUS_DIR) else []:
+        corpus = redaction_corpus(name) if name.endswith("_corpus.json") else None
         if corpus:
             recall, keep, _, _ = measure_corpus(corpus)
             print(f"  {name}: recall {recall:.4f} ({len(corpus['secrets'])} secrets), "
