@@ -2193,7 +2193,7 @@ def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcom
         previous = stored.checkpoint if request.mode is SaveMode.MERGE else None
         if request.mode is SaveMode.MERGE and previous is None:
             warnings.append("There was no readable checkpoint to merge into, so this save acted as a replace.")
-        selection = select_files(scan.changes, notes, previous.modified_files if previous else [])
+        selection = select_files(scan.changes, notes, _inside(root, previous.modified_files) if previous else [])
         files = hash_entries(root, selection.entries)
         checkpoint = build_checkpoint(previous, request, files, scan.state, world.now_iso(),
                                       new_checkpoint_id(), os.path.basename(root))
@@ -2218,15 +2218,20 @@ def _read_for_update(root: str, warnings: list) -> StoredFile:
     return stored
 
 
-def hash_entries(root: str, entries: list) -> list:
-    """Hash each entry's file now. Paths git reported are inside the work tree; any other
-    path (named by the model, or read back from a file that may have been edited) is
-    checked first, so a hash is never taken of a file outside the project."""
+def hash_entries(root: str, entries: list, trust_git: bool = True) -> list:
+    """Hash each entry's file now. Paths this scan's git reported are inside the work tree;
+    any other path (named by the model, or read back from a file that may have been edited:
+    trust_git=False) is checked first, so a hash is never taken of a file outside the project."""
     hashed = []
     for entry in entries:
-        inside = entry.source is FileSource.GIT or contained_path(root, entry.path) is not None
+        inside = (trust_git and entry.source is FileSource.GIT) or contained_path(root, entry.path) is not None
         hashed.append(replace(entry, hash=hash_worktree_file(root, entry.path) if inside else None))
     return hashed
+
+
+def _inside(root: str, entries: list) -> list:
+    """Entries read back from the file whose paths stay in the project (it may have been edited)."""
+    return [e for e in entries if contained_path(root, e.path) == e.path]
 
 
 def _redact_and_fit(checkpoint: Checkpoint, world: World) -> tuple:
@@ -2268,7 +2273,7 @@ def load_checkpoint(root: str, world: World) -> LoadResult:
     if scan.state is not None:
         commits = git.commits_since(cp.git.head, scan.state.head)
         if git.available:
-            hashes = {e.path: e.hash for e in hash_entries(root, cp.modified_files)}
+            hashes = {e.path: e.hash for e in hash_entries(root, cp.modified_files, trust_git=False)}
             result.drift = compute_drift(cp, scan.state, scan.dirty_paths, hashes, commits)
     result.warnings += git.warnings
     return result
@@ -2299,7 +2304,7 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
             rel = contained_path(root, path)
             if rel is not None and not is_checkpoint_file(rel):
                 edited.append(FileEntry(rel, "M", FileSource.AGENT, auto=True))
-        selection = select_files(scan.changes, [], (previous.modified_files if previous else []) + edited)
+        selection = select_files(scan.changes, [], (_inside(root, previous.modified_files) if previous else []) + edited)
         files = hash_entries(root, selection.entries)
         checkpoint = merge_transcript(previous, facts, files, scan.state, world.now_iso(), new_checkpoint_id(),
                                       os.path.basename(root), key)

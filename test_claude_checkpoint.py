@@ -2244,6 +2244,26 @@ class TestE2eRoots(unittest.TestCase):
 # Signals (SPEC section 2: Claude Code stops servers with SIGINT, then SIGTERM)
 # ════════════════════════════════════════════════════════════════════════════
 
+class TestE2eHostileCheckpoint(unittest.TestCase):
+    def test_paths_in_an_edited_checkpoint_never_lead_outside_the_project(self):
+        ws = Workspace(self)
+        outside = write(ws.home, "secret.txt", "outside the project")
+        real_hash = blob_sha(b"outside the project")
+        server = start_server(self, ws)
+        save_ok(server, goal="g")
+        doc = ws.checkpoint()
+        doc["modifiedFiles"] = [{"path": "../secret.txt", "status": "M", "source": "git", "hash": real_hash},
+                                {"path": outside, "status": "M", "source": "agent", "hash": real_hash}]
+        ws.write(CHECKPOINT, json.dumps(doc))
+        full = load_full(server)
+        # Had the server hashed the outside file, its hash would match and it would not be flagged.
+        self.assertEqual(sorted(full["drift"]["changedSince"]), sorted(["../secret.txt", outside]))
+        save_ok(server, goal="g", mode="merge")
+        paths = [f["path"] for f in ws.checkpoint()["modifiedFiles"]]
+        self.assertNotIn("../secret.txt", paths)
+        self.assertNotIn(outside, paths)
+
+
 class TestE2eSignals(unittest.TestCase):
     def test_sigint_and_sigterm_end_an_idle_server_quickly_and_quietly(self):
         ws = Workspace(self)
