@@ -621,12 +621,17 @@ _KEY_QUALIFIERS = frozenset({
     "shared", "client", "consumer", "deploy", "subscription", "integration", "hmac", "jwt",
     "crypto", "cipher", "aes", "gpg", "pgp", "ssh", "rsa", "sas", "bot", "user", "root", "application"})
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
+# A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
+_ABOUT_A_SECRET = frozenset({
+    "file", "files", "path", "stdin", "env", "name", "names", "id", "ids", "arn", "ref", "url", "uri", "length",
+    "len", "min", "max", "count", "policy", "hash", "hasher", "reset", "prompt", "field", "type", "format",
+    "expiry", "expires", "ttl", "timeout", "version", "header", "location", "mode", "enabled", "rotation"})
 _NAME_SPLIT = r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
 _NOT_VALUES = frozenset({
     "true", "false", "null", "none", "nil", "yes", "no", "on", "off", "undefined", "str", "string",
     "int", "integer", "bytes", "bool", "boolean", "number", "any", "object", "optional", "required",
     "secretstr", "text", "varchar", "char", "password", "redacted", "hidden", "masked", "env",
-    "read", "write", "none", "sensitive"})  # GitHub Actions `id-token: write` is a permission
+    "read", "write", "none", "sensitive", "inherit"})  # GitHub Actions: `id-token: write`, `secrets: inherit`
 
 
 def _name_parts(name: str) -> list:
@@ -640,7 +645,7 @@ def secret_strength(name: str) -> int:
     parts = _name_parts(name)
     while parts and parts[-1].isdigit():
         parts.pop()  # VAULT_UNSEAL_KEY_1 is a key
-    if not parts or _PUBLIC_WORDS.intersection(parts) or parts[0] == "existing":
+    if not parts or _PUBLIC_WORDS.intersection(parts) or parts[0] == "existing" or parts[-1] in _ABOUT_A_SECRET:
         return 0  # existingSecret names a Kubernetes secret; it does not hold one
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
@@ -665,10 +670,11 @@ def _is_reference(value: str) -> bool:
     values (`gho_****`): names or placeholders, not values."""
     quoted = value[:1] in "\"'`"
     v = value.strip("\"'`\\ ")
-    return (not v or v[0] in "$%" or (not quoted and v[0] in "[(")
-            or (v.startswith(("<", "{{")) and v.endswith((">", "}}")))
+    import re
+    return (not v or v[0] in "$%" or re.fullmatch(r"@[\w./\-]+", v) or (not quoted and v[0] in "[(")
+            or v.startswith("{{") or (v[0] == "<" and v[-1] == ">")
             or v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets."))
-            or REDACTED in v or v.endswith("%") or "***" in v or "•••" in v or set(v) <= {"*", "•"})
+            or REDACTED in v or "***" in v or "•••" in v or not any(c.isalnum() for c in v))
 
 
 def _is_identifier_like(value: str) -> bool:
@@ -709,6 +715,9 @@ def _accept_assignment(match: Any) -> bool:
     bare = value.strip("\"'`\\")
     if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare):
         return False
+    following = match.string[match.end("s"):match.end("s") + 2]
+    if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</"):
+        return False  # `token = useState<string>(…)`, `key = derive(…)`: a call
     if strength == 1:
         return _looks_random(bare) and not _is_identifier_like(bare)
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
@@ -732,8 +741,12 @@ def _is_code(value: str, name: str) -> bool:
 
 
 def _accept_flag(match: Any) -> bool:
+    """A flag's value, unless it is the next flag or names a secret (`--secret=api-key`)."""
+    import re
     value = match.group("s")
-    return not value.startswith("-") and _accept_assignment(match)
+    named = match.group("name").lower() in ("secret", "secrets", "secret-id", "secret-name") and re.fullmatch(
+        r"[a-z]+(?:[-_][a-z]+)+", value.strip("\"'"))
+    return not value.startswith("-") and not named and _accept_assignment(match)
 
 
 def _accept_password_like(match: Any) -> bool:
@@ -848,7 +861,7 @@ REDACTION_RULES = (
                   r"|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,}))" + _R),
     # Authorization headers and bearer tokens.
     RedactionRule("authorization-header",
-                  r"(?i)" + _WORD_START + r"(?:proxy-)?authorization[\"']?\s*[:=,]\s*[\"'`]?"
+                  r"(?i)" + _WORD_START + r"(?:proxy-)?authorization[\"']?(?:\s*[:=,]\s*|[ \t]+)[\"'`]?"
                   r"(?:(?:bearer|basic|token|bot|digest|negotiate|apikey)\s+)?(?P<s>[^\s\"'`,;\\]{6,})",
                   _accept_header_token),
     RedactionRule("scheme-and-token-arguments",  # AuthenticationHeaderValue("Bearer", "…")
@@ -876,6 +889,13 @@ REDACTION_RULES = (
                   _accept_not_reference),  # ~/.pgpass: host:port:db:user:password
     RedactionRule("secret-here-string", r"\bsecrets?\b" + _SAME_COMMAND + r"<<<[ \t]*" + _TOOL_VALUE,
                   _accept_not_reference),  # wrangler secret put NAME <<< '…'
+    RedactionRule("openssl-enc-key", r"\bopenssl\s+enc\b" + _SAME_COMMAND + r"\s-k\s+" + _TOOL_VALUE,
+                  _accept_not_reference),
+    RedactionRule("ssm-parameter-value", r"\bput-parameter\b" + _SAME_COMMAND + r"\s--value(?:\s+|=)" + _TOOL_VALUE,
+                  _accept_not_reference),
+    RedactionRule("piped-secret",  # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
+                  r"\b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+" + _TOOL_VALUE + r"\s*\|[^\n|;&]{0,80}?"
+                  r"(?:secret|env\s+add|password-stdin|passwd|chpasswd|login)", _accept_not_reference),
     RedactionRule("openssl-pass", r"-pass(?:in|out)?\s+pass:(?P<s>\S+)", _accept_not_reference),
     RedactionRule("redis-cli-password", r"\bredis-cli\b" + _SAME_COMMAND + r"\s-a\s+" + _TOOL_VALUE, _accept_not_reference),
     RedactionRule("gh-secret-body", r"\bgh\s+secret\s+set\b" + _SAME_COMMAND + r"\s(?:-b|--body)(?:\s+|=)" + _TOOL_VALUE,
@@ -906,6 +926,9 @@ REDACTION_RULES = (
     RedactionRule("docker-config-auth", r"(?i)\.?docker(?:config)?(?:json|cfg)[\"']?\s*:\s*[\"']?(?P<s>[A-Za-z0-9+/=]{20,})"),
     RedactionRule("base64-private-key", r"(?<![A-Za-z0-9+/])(?P<s>LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2})",
                   _accept_encoded_private_key),
+    RedactionRule("name-in-parentheses",  # "Rotate TWILIO_AUTH_TOKEN (32ee…)"
+                  r"(?<![\w.])(?P<name>[A-Z][A-Z0-9_]{2,80})[ \t]*\((?P<s>[^\s()]{8,256})\)",
+                  lambda m: _accept_assignment(m) and _looks_random(m.group("s"))),
     RedactionRule("xml-element",
                   "<" + _SECRETISH_NAME + r"(?P<name>[A-Za-z_][\w.:\-]{0,60})>(?P<s>[^<\s][^<\n]{0,500})</(?P=name)>", _accept_assignment),
     # Flags and assignments whose name says secret, in every common syntax.
