@@ -608,30 +608,28 @@ _L = r"(?<![A-Za-z0-9_\-])"  # left edge of a token
 _R = r"(?![A-Za-z0-9_\-])"  # right edge of a token
 
 # Words that make a name secret on their own (last part of the name) ...
-_SECRET_WORDS = frozenset({
-    "password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "token",
-    "credential", "credentials", "creds", "apikey", "pat", "dsn", "cookie", "pin",
-    "authtoken", "accesstoken", "apitoken", "privatekey", "secretkey"})
+_SECRET_WORDS = frozenset("""
+    password passwd pwd pass passphrase passcode secret token credential credentials creds apikey
+    pat dsn cookie pin authtoken accesstoken apitoken privatekey secretkey""".split())
 # Words ending in "pass" that are not passwords (SSHPASS and DBPASS are).
-_NOT_PASSWORDS = frozenset({"bypass", "compass", "surpass", "overpass", "underpass", "trespass", "encompass", "pass"})
+_NOT_PASSWORDS = frozenset("""
+    bypass compass surpass overpass underpass trespass encompass pass""".split())
 # ... and qualifiers that make a trailing "key" or "auth" secret (api_key, client_secret is above).
-_KEY_QUALIFIERS = frozenset({
-    "api", "access", "secret", "private", "signing", "sign", "encryption", "encrypt", "master",
-    "account", "auth", "app", "license", "service", "admin", "webhook", "session", "storage",
-    "shared", "client", "consumer", "deploy", "subscription", "integration", "hmac", "jwt",
-    "crypto", "cipher", "aes", "gpg", "pgp", "ssh", "rsa", "sas", "bot", "user", "root", "application"})
+_KEY_QUALIFIERS = frozenset("""
+    api access secret private signing sign encryption encrypt master account auth app license
+    service admin webhook session storage shared client consumer deploy subscription integration
+    hmac jwt crypto cipher aes gpg pgp ssh rsa sas bot user root application""".split())
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
-_ABOUT_A_SECRET = frozenset({
-    "file", "files", "path", "stdin", "env", "name", "names", "id", "ids", "arn", "ref", "url", "uri", "length",
-    "len", "min", "max", "count", "policy", "hash", "hasher", "reset", "prompt", "field", "type", "format",
-    "expiry", "expires", "ttl", "timeout", "version", "header", "location", "mode", "enabled", "rotation"})
+_ABOUT_A_SECRET = frozenset("""
+    file files path stdin env name names id ids arn ref url uri length len min max count policy hash
+    hasher reset prompt field type format expiry expires ttl timeout version header location mode
+    enabled rotation""".split())
 _NAME_SPLIT = r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
-_NOT_VALUES = frozenset({
-    "true", "false", "null", "none", "nil", "yes", "no", "on", "off", "undefined", "str", "string",
-    "int", "integer", "bytes", "bool", "boolean", "number", "any", "object", "optional", "required",
-    "secretstr", "text", "varchar", "char", "password", "redacted", "hidden", "masked", "env",
-    "read", "write", "none", "sensitive", "inherit"})  # GitHub Actions: `id-token: write`, `secrets: inherit`
+_NOT_VALUES = frozenset("""
+    true false null none nil yes no on off undefined str string int integer bytes bool boolean
+    number any object optional required secretstr text varchar char password redacted hidden masked
+    env read write none sensitive inherit""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
 
 
 def _name_parts(name: str) -> list:

@@ -812,12 +812,14 @@ class TestRedaction(unittest.TestCase):
                 self.assertNotIn(GHP, redacted)
 
     def test_corpus_recall_and_keep_rate(self):
-        corpus = redaction_corpus("redaction_corpus.json")
-        if corpus is None:
-            self.skipTest(".ci/corpus/redaction_corpus.json is not here (copied file alone)")
-        recall, keep, missed, mangled = measure_corpus(corpus)
-        self.assertGreaterEqual(recall, 0.99, [c["text"][:80] for c in missed])
-        self.assertGreaterEqual(keep, 0.98, [c["text"][:80] for c in mangled])
+        names = sorted(n for n in os.listdir(CORPUS_DIR) if n.endswith("_corpus.json")) if os.path.isdir(CORPUS_DIR) else []
+        if not names:
+            self.skipTest(".ci/corpus is not here (copied file alone)")
+        for name in names:
+            with self.subTest(corpus=name):
+                recall, keep, missed, mangled = measure_corpus(redaction_corpus(name))
+                self.assertGreaterEqual(recall, 0.99, [c["text"][:80] for c in missed])
+                self.assertGreaterEqual(keep, 0.98, [c["text"][:80] for c in mangled])
 
     def test_every_free_text_field_is_redacted(self):
         cp = make_checkpoint(goal=f"use {GHP}", tasks=[cc.Task(f"rotate {AKIA}")], summary=f"jwt {JWT}",
