@@ -796,6 +796,24 @@ def _accept_not_reference(match: Any) -> bool:
     return not _is_reference(match.group("s"))
 
 
+def _accept_random(match: Any) -> bool:
+    return _looks_random(match.group("s"))
+
+
+def _accept_random_not_hex(match: Any) -> bool:
+    """40 base64 characters near "secret": an AWS secret key, unless it is a hex digest."""
+    return _looks_random(match.group("s")) and not all(c in "0123456789abcdef" for c in match.group("s"))
+
+
+def _accept_random_not_identifier(match: Any) -> bool:
+    value = match.group("s")
+    return _looks_random(value) and not _is_identifier_like(value) and not _is_reference(value)
+
+
+def _accept_named_random(match: Any) -> bool:
+    return _accept_assignment(match) and _looks_random(match.group("s"))
+
+
 # Values are bounded (256 bare, 1024 quoted) so that `a=a=a=…` cannot make a rule quadratic.
 _QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,1024}\\"|"(?:[^"\\\n]|\\.){0,1024}"|'[^'\n]{0,1024}'|`[^`\n]{0,1024}`"""
                    r"""|[^\s,;'"`})\]&<>\\]{1,256}))""")
@@ -807,158 +825,132 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 _SECRETISH_NAME = r"(?=[A-Za-z_])(?=[\w.:\-]{0,80}?(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session))"
 _SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,80}?(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session))"
 
-REDACTION_RULES = (
-    # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
-    RedactionRule("private-key-block",
-                  r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-                  r"(?P<s>(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)"),
-    # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
-    RedactionRule("url-credentials",
-                  r"(?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://[^\s/?#@:'\"<>]*:(?P<s>[^\s/?#@'\"<>]+)@",
-                  _accept_not_reference),
-    RedactionRule("slack-webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})"),
-    RedactionRule("discord-webhook", r"discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})"),
-    # Provider tokens by their published shapes.
-    RedactionRule("aws-secret-after-key-id",
-                  r"(?:AKIA|ASIA)[A-Z0-9]{16}[^\n]{0,60}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
-                  lambda m: _looks_random(m.group("s"))),
-    RedactionRule("twilio-auth-token-after-sid", r"AC[0-9a-f]{32}[\"',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])"),
-    RedactionRule("aws-access-key-id", _L + r"(?P<s>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16})" + _R),
-    RedactionRule("github-token", _L + r"(?P<s>gh[pousr]_[A-Za-z0-9]{30,255})" + _R),
-    RedactionRule("github-fine-grained-token", _L + r"(?P<s>github_pat_[A-Za-z0-9_]{22,255})" + _R),
-    RedactionRule("gitlab-token", _L + r"(?P<s>gl(?:pat|ptt|dt|rt|cbt|soat|ffct|agent|imt|oas|ft|cd)-[A-Za-z0-9_\-]{20,255})" + _R),
-    RedactionRule("gitlab-runner-token", _L + r"(?P<s>GR1348941[A-Za-z0-9_\-]{20,})" + _R),
-    RedactionRule("slack-token", _L + r"(?P<s>xox[abposre]-[A-Za-z0-9\-]{10,255})" + _R),
-    RedactionRule("slack-app-token", _L + r"(?P<s>xapp-\d-[A-Za-z0-9\-]{20,255})" + _R),
-    RedactionRule("stripe-key", _L + r"(?P<s>(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,255})" + _R),
-    RedactionRule("stripe-webhook-secret", _L + r"(?P<s>whsec_[A-Za-z0-9]{24,255})" + _R),
-    RedactionRule("anthropic-key", _L + r"(?P<s>sk-ant-[a-z]{2,10}\d{0,3}-[A-Za-z0-9_\-]{20,255})" + _R),
-    RedactionRule("openai-key", _L + r"(?P<s>sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z_\-]{0,255}\d)[A-Za-z0-9_\-]{20,255})" + _R),
-    RedactionRule("google-api-key", _L + r"(?P<s>AIza[0-9A-Za-z_\-]{35})" + _R),
-    RedactionRule("google-oauth", _L + r"(?P<s>(?:GOCSPX-[A-Za-z0-9_\-]{20,}|ya29\.[0-9A-Za-z_\-]{20,}|1//0[0-9A-Za-z_\-]{30,}))" + _R),
-    RedactionRule("google-private-key-id", r"\"private_key_id\"\s*:\s*\"(?P<s>[0-9a-f]{40})\""),
-    RedactionRule("hugging-face-token", _L + r"(?P<s>(?:hf_|api_org_)[A-Za-z0-9]{30,60})" + _R),
-    RedactionRule("npm-token", _L + r"(?P<s>npm_[A-Za-z0-9]{36})" + _R),
-    RedactionRule("pypi-token", _L + r"(?P<s>pypi-Ag[A-Za-z0-9_\-]{50,})" + _R),
-    RedactionRule("sendgrid-key", _L + r"(?P<s>SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64})" + _R),
-    RedactionRule("twilio-api-key", _L + r"(?P<s>SK[0-9a-fA-F]{32})" + _R),
-    RedactionRule("mailgun-key", _L + r"(?P<s>key-[0-9a-zA-Z]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})" + _R),
-    RedactionRule("azure-account-key-shape",  # 64 random bytes in base64, unless it is an sha512 digest
-                  r"(?<![A-Za-z0-9+/])(?<!sha512-)(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])",
-                  lambda m: _looks_random(m.group("s"))),
-    RedactionRule("shopify-token", _L + r"(?P<s>shp(?:at|ss|ca|pa|ua)_[a-fA-F0-9]{32})" + _R),
-    RedactionRule("digitalocean-token", _L + r"(?P<s>do[opr]_v1_[a-f0-9]{64})" + _R),
-    RedactionRule("databricks-token", _L + r"(?P<s>dapi[a-f0-9]{32}(?:-\d)?)" + _R),
-    RedactionRule("azure-storage-key", r"(?i)(?:AccountKey|SharedAccessKey|SharedSecret)\s*=\s*(?P<s>[A-Za-z0-9+/]{20,}={0,2})"),
-    RedactionRule("azure-sas-signature", r"(?i)(?<![a-z])sig=(?P<s>[A-Za-z0-9%+/=]{20,})"),
-    RedactionRule("telegram-bot-token", r"(?:(?<=bot)|(?<![\w:]))(?P<s>\d{6,12}:[A-Za-z0-9_\-]{35})" + _R),
-    RedactionRule("discord-bot-token", _L + r"(?P<s>[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40})" + _R),
-    RedactionRule("jwt", _L + r"(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)" + _R),
-    RedactionRule("other-provider-token", _L + r"(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}"
-                  r"|dp\.pt\.[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}"
-                  r"|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,}))" + _R),
-    # Authorization headers and bearer tokens.
-    RedactionRule("authorization-header",
-                  r"(?i)" + _WORD_START + r"(?:proxy-)?authorization[\"']?(?:\s*[:=,]\s*|[ \t]+)[\"'`]?"
-                  r"(?:(?:bearer|basic|token|bot|digest|negotiate|apikey)\s+)?(?P<s>[^\s\"'`,;\\]{6,})",
-                  _accept_header_token),
-    RedactionRule("scheme-and-token-arguments",  # AuthenticationHeaderValue("Bearer", "…")
-                  r"[\"'](?:Bearer|Basic|Token)[\"']\s*,\s*[\"'](?P<s>[^\"'\n]{8,1024})[\"']",
-                  _accept_header_token),
-    RedactionRule("bearer-token", r"(?<![\w-])[Bb]earer\s+(?P<s>[A-Za-z0-9._~+/=\-]{8,})", _accept_header_token),
-    # Tool-specific password arguments.
-    RedactionRule("mysql-password",
-                  r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b" + _SAME_COMMAND + r"[\s\"',]-p"
-                  + _TOOL_VALUE, _accept_not_reference),
-    RedactionRule("sqlcmd-password", r"(?<![\w-])(?:sqlcmd|bcp|osql|isql)\b" + _SAME_COMMAND + r"\s-P\s*" + _TOOL_VALUE,
-                  _accept_not_reference),
-    RedactionRule("user-password-flag",
-                  r"(?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)?[\"']?(?P<user>[^\s:'\"]+):(?P<s>[^\s'\"]+)",
-                  _accept_user_password),
-    RedactionRule("sshpass", r"\bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*" + _TOOL_VALUE, _accept_not_reference),
-    RedactionRule("login-password",
-                  r"\b(?:docker|podman|buildah|skopeo|nerdctl|helm|oc|az|cf|crane|regctl)(?:\s+[\w.\-]+){0,2}?\s+login\b" + _SAME_COMMAND +
-                  r"\s-p(?:\s+|=)" + _TOOL_VALUE, _accept_not_reference),
-    RedactionRule("auth-tuple", r"\bauth\s*=\s*\(\s*[\"'][^\"'\n]{1,100}[\"']\s*,\s*(?P<s>\"[^\"\n]{1,1024}\"|'[^'\n]{1,1024}')",
-                  _accept_not_reference),  # Python requests: auth=("user", "password")
-    RedactionRule("dsn-password", r"(?<![\w/])[\w.\-]{1,64}:(?P<s>[^\s:@/'\"]{1,256})@(?:tcp|unix|udp)\(",
-                  _accept_not_reference),  # Go: user:password@tcp(host:3306)/db
-    RedactionRule("pgpass-line", r"(?<![\w.:/\-])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'\":]{4,256})",
-                  _accept_not_reference),  # ~/.pgpass: host:port:db:user:password
-    RedactionRule("secret-here-string", r"\bsecrets?\b" + _SAME_COMMAND + r"<<<[ \t]*" + _TOOL_VALUE,
-                  _accept_not_reference),  # wrangler secret put NAME <<< '…'
-    RedactionRule("openssl-enc-key", r"\bopenssl\s+enc\b" + _SAME_COMMAND + r"\s-k\s+" + _TOOL_VALUE,
-                  _accept_not_reference),
-    RedactionRule("ssm-parameter-value", r"\bput-parameter\b" + _SAME_COMMAND + r"\s--value(?:\s+|=)" + _TOOL_VALUE,
-                  _accept_not_reference),
-    RedactionRule("piped-secret",  # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-                  r"\b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+" + _TOOL_VALUE + r"\s*\|[^\n|;&]{0,80}?"
-                  r"(?:secret|env\s+add|password-stdin|passwd|chpasswd|login)", _accept_not_reference),
-    RedactionRule("openssl-pass", r"-pass(?:in|out)?\s+pass:(?P<s>\S+)", _accept_not_reference),
-    RedactionRule("redis-cli-password", r"\bredis-cli\b" + _SAME_COMMAND + r"\s-a\s+" + _TOOL_VALUE, _accept_not_reference),
-    RedactionRule("gh-secret-body", r"\bgh\s+secret\s+set\b" + _SAME_COMMAND + r"\s(?:-b|--body)(?:\s+|=)" + _TOOL_VALUE,
-                  _accept_not_reference),
-    RedactionRule("powershell-secure-string",
-                  r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?(?P<s>\"[^\"\n]*\"|'[^'\n]*')", _accept_not_reference),
-    RedactionRule("netrc-password", r"\bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)"),
-    # Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
-    RedactionRule("spaced-assignment",
-                  r"(?m)(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])aws\s+configure\s+set)[ \t]+" + _SECRETISH_NAME +
-                  r"(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+" + _QUOTED_OR_BARE, _accept_assignment),
-    RedactionRule("secret-pair",
-                  r"(?i)(?<![\w-])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken"
-                  r"|auth-token|token|secret))[ \t]+"
-                  + _QUOTED_OR_BARE, _accept_pair),
-    RedactionRule("nested-json-value",
-                  r"(?<![\w\\])\"(?P<name>[\w.\-]{1,80})\"\s*:\s*\{[^{}]{0,300}?\"value\"\s*:\s*(?P<s>\"[^\"\\\n]{1,1024}\")",
-                  _accept_assignment),
-    RedactionRule("name-value-pair",  # Kubernetes and ECS env lists: `- name: API_TOKEN` / `value: "…"`
-                  r"(?<![\w\-])[\"']?name[\"']?\s*:\s*[\"']?(?P<name>[\w.\-]{1,80})[\"']?\s*[,\n]\s*(?:-\s*)?[\"']?value[\"']?\s*:[ \t]*"
-                  + _QUOTED_OR_BARE, _accept_assignment),
-    RedactionRule("call-with-name-and-value",  # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
-                  r"(?<![\w.])[\w.]{1,40}\(\s*[\"'](?P<name>[\w.\-]{1,80})[\"']\s*,\s*(?P<s>\"[^\"\n]{1,1024}\"|'[^'\n]{1,1024}')",
-                  _accept_assignment),
-    RedactionRule("call-wrapped-value",  # signingKey = []byte("…"), token = SecretStr("…")
-                  r"(?<![\w.])" + _SECRETISH_IDENTIFIER + r"(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\("
-                  r"\s*(?P<s>\"[^\"\n]{1,1024}\"|'[^'\n]{1,1024}')\s*\)", _accept_wrapped_value),
-    RedactionRule("docker-config-auth", r"(?i)\.?docker(?:config)?(?:json|cfg)[\"']?\s*:\s*[\"']?(?P<s>[A-Za-z0-9+/=]{20,})"),
-    RedactionRule("base64-private-key", r"(?<![A-Za-z0-9+/])(?P<s>LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2})",
-                  _accept_encoded_private_key),
-    RedactionRule("name-in-parentheses",  # "Rotate TWILIO_AUTH_TOKEN (32ee…)"
-                  r"(?<![\w.])(?P<name>[A-Z][A-Z0-9_]{2,80})[ \t]*\((?P<s>[^\s()]{8,256})\)",
-                  lambda m: _accept_assignment(m) and _looks_random(m.group("s"))),
-    RedactionRule("xml-element",
-                  "<" + _SECRETISH_NAME + r"(?P<name>[A-Za-z_][\w.:\-]{0,60})>(?P<s>[^<\s][^<\n]{0,500})</(?P=name)>", _accept_assignment),
-    # Flags and assignments whose name says secret, in every common syntax.
-    RedactionRule("typed-assignment",
-                  r"(?<![\w.$\-])" + _SECRETISH_IDENTIFIER + r"(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?"
-                  r"[ \t]*=(?!=)[ \t]*" + _QUOTED_OR_BARE, _accept_assignment),
-    RedactionRule("secret-flag",
-                  r"(?<![\w-])--?" + _SECRETISH_NAME + r"(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+)" + _QUOTED_OR_BARE,
-                  _accept_flag),
-    RedactionRule("secret-assignment",
-                  r"(?:(?<=\\[nrt])|(?<=\$env:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?[\"']?)" + _SECRETISH_NAME
-                  + r"(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*"
-                  + _QUOTED_OR_BARE,
-                  _accept_assignment),
-    # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
-    RedactionRule("prose-password",
-                  r"(?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?"
-                  r"['\"(]?(?P<s>[^\s'\"()]{8,128}?)(?=['\")]|[.,;!?]?(?:\s|$))",
-                  _accept_password_like),
-    RedactionRule("prose-token",
-                  r"(?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?"
-                  r"['\"(]?(?P<s>[^\s'\"()]{16,256}?)(?=['\")]|[.,;!?]?(?:\s|$))",
-                  lambda m: _looks_random(m.group("s")) and not _is_identifier_like(m.group("s"))
-                  and not _is_reference(m.group("s"))),
-    RedactionRule("prose-user-password",
-                  r"(?i)\b(?:credentials?|login)\b[^\n]{0,40}?[\w.@\-]+[ \t]+/[ \t]+(?P<s>[^\s/]{8,128}?)(?=[.,;!?]?(?:\s|$))",
-                  _accept_password_like),
-    # An AWS secret access key: 40 base64 characters near the word "secret".
-    RedactionRule("aws-secret-access-key",
-                  r"(?i)secret[\w \t:=\"'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
-                  lambda m: _looks_random(m.group("s")) and not all(c in "0123456789abcdef" for c in m.group("s"))),
-)
+# The rules, in the order they run: a name, what decides a doubtful match ("-": the shape is
+# proof enough; see ACCEPT_CHECKS), and the pattern, whose group "s" is the part replaced.
+# Patterns use these building blocks: {L} and {R} the edges of a token, {VALUE} a quoted or
+# bare value (captured in a lookahead), {TOOL_VALUE} a command argument, {COMMAND} the rest of
+# one shell command, {WORD_START} a word start (also after an escaped \n), {SECRETISH_NAME}
+# and {SECRETISH_IDENTIFIER} a name that may say secret.
+REDACTION_TABLE = r'''
+# Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
+private-key-block            -                      -----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?P<s>(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
+# Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
+url-credentials              not-reference          (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://[^\s/?#@:'"<>]*:(?P<s>[^\s/?#@'"<>]+)@
+slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
+discord-webhook              -                      discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})
+# Provider tokens by their published shapes.
+aws-secret-after-key-id      random                 (?:AKIA|ASIA)[A-Z0-9]{16}[^\n]{0,60}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
+twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])
+aws-access-key-id            -                      {L}(?P<s>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}){R}
+github-token                 -                      {L}(?P<s>gh[pousr]_[A-Za-z0-9]{30,255}){R}
+github-fine-grained-token    -                      {L}(?P<s>github_pat_[A-Za-z0-9_]{22,255}){R}
+gitlab-token                 -                      {L}(?P<s>gl(?:pat|ptt|dt|rt|cbt|soat|ffct|agent|imt|oas|ft|cd)-[A-Za-z0-9_\-]{20,255}){R}
+gitlab-runner-token          -                      {L}(?P<s>GR1348941[A-Za-z0-9_\-]{20,}){R}
+slack-token                  -                      {L}(?P<s>xox[abposre]-[A-Za-z0-9\-]{10,255}){R}
+slack-app-token              -                      {L}(?P<s>xapp-\d-[A-Za-z0-9\-]{20,255}){R}
+stripe-key                   -                      {L}(?P<s>(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,255}){R}
+stripe-webhook-secret        -                      {L}(?P<s>whsec_[A-Za-z0-9]{24,255}){R}
+anthropic-key                -                      {L}(?P<s>sk-ant-[a-z]{2,10}\d{0,3}-[A-Za-z0-9_\-]{20,255}){R}
+openai-key                   -                      {L}(?P<s>sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z_\-]{0,255}\d)[A-Za-z0-9_\-]{20,255}){R}
+google-api-key               -                      {L}(?P<s>AIza[0-9A-Za-z_\-]{35}){R}
+google-oauth                 -                      {L}(?P<s>(?:GOCSPX-[A-Za-z0-9_\-]{20,}|ya29\.[0-9A-Za-z_\-]{20,}|1//0[0-9A-Za-z_\-]{30,})){R}
+google-private-key-id        -                      "private_key_id"\s*:\s*"(?P<s>[0-9a-f]{40})"
+hugging-face-token           -                      {L}(?P<s>(?:hf_|api_org_)[A-Za-z0-9]{30,60}){R}
+npm-token                    -                      {L}(?P<s>npm_[A-Za-z0-9]{36}){R}
+pypi-token                   -                      {L}(?P<s>pypi-Ag[A-Za-z0-9_\-]{50,}){R}
+sendgrid-key                 -                      {L}(?P<s>SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}){R}
+twilio-api-key               -                      {L}(?P<s>SK[0-9a-fA-F]{32}){R}
+mailgun-key                  -                      {L}(?P<s>key-[0-9a-zA-Z]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}){R}
+# 64 random bytes in base64, unless it is an sha512 digest
+azure-account-key-shape      random                 (?<![A-Za-z0-9+/])(?<!sha512-)(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
+shopify-token                -                      {L}(?P<s>shp(?:at|ss|ca|pa|ua)_[a-fA-F0-9]{32}){R}
+digitalocean-token           -                      {L}(?P<s>do[opr]_v1_[a-f0-9]{64}){R}
+databricks-token             -                      {L}(?P<s>dapi[a-f0-9]{32}(?:-\d)?){R}
+azure-storage-key            -                      (?i)(?:AccountKey|SharedAccessKey|SharedSecret)\s*=\s*(?P<s>[A-Za-z0-9+/]{20,}={0,2})
+azure-sas-signature          -                      (?i)(?<![a-z])sig=(?P<s>[A-Za-z0-9%+/=]{20,})
+telegram-bot-token           -                      (?:(?<=bot)|(?<![\w:]))(?P<s>\d{6,12}:[A-Za-z0-9_\-]{35}){R}
+discord-bot-token            -                      {L}(?P<s>[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}){R}
+jwt                          -                      {L}(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*){R}
+other-provider-token         -                      {L}(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,})){R}
+# Authorization headers and bearer tokens.
+authorization-header         header-token           (?i){WORD_START}(?:proxy-)?authorization["']?(?:\s*[:=,]\s*|[ \t]+)["'`]?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey)\s+)?(?P<s>[^\s"'`,;\\]{6,})
+# AuthenticationHeaderValue("Bearer", "…")
+scheme-and-token-arguments   header-token           ["'](?:Bearer|Basic|Token)["']\s*,\s*["'](?P<s>[^"'\n]{8,1024})["']
+bearer-token                 header-token           (?<![\w-])[Bb]earer\s+(?P<s>[A-Za-z0-9._~+/=\-]{8,})
+# Tool-specific password arguments.
+mysql-password               not-reference          (?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b{COMMAND}[\s"',]-p{TOOL_VALUE}
+sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql|isql)\b{COMMAND}\s-P\s*{TOOL_VALUE}
+user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)?["']?(?P<user>[^\s:'"]+):(?P<s>[^\s'"]+)
+sshpass                      not-reference          \bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{TOOL_VALUE}
+login-password               not-reference          \b(?:docker|podman|buildah|skopeo|nerdctl|helm|oc|az|cf|crane|regctl)(?:\s+[\w.\-]+){0,2}?\s+login\b{COMMAND}\s-p(?:\s+|=){TOOL_VALUE}
+# Python requests: auth=("user", "password")
+auth-tuple                   not-reference          \bauth\s*=\s*\(\s*["'][^"'\n]{1,100}["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+# Go: user:password@tcp(host:3306)/db
+dsn-password                 not-reference          (?<![\w/])[\w.\-]{1,64}:(?P<s>[^\s:@/'"]{1,256})@(?:tcp|unix|udp)\(
+# ~/.pgpass: host:port:db:user:password
+pgpass-line                  not-reference          (?<![\w.:/\-])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'":]{4,256})
+# wrangler secret put NAME <<< '…'
+secret-here-string           not-reference          \bsecrets?\b{COMMAND}<<<[ \t]*{TOOL_VALUE}
+openssl-enc-key              not-reference          \bopenssl\s+enc\b{COMMAND}\s-k\s+{TOOL_VALUE}
+ssm-parameter-value          not-reference          \bput-parameter\b{COMMAND}\s--value(?:\s+|=){TOOL_VALUE}
+# echo -n '…' | vercel env add NAME, … | docker login --password-stdin
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+{TOOL_VALUE}\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login)
+openssl-pass                 not-reference          -pass(?:in|out)?\s+pass:(?P<s>\S+)
+redis-cli-password           not-reference          \bredis-cli\b{COMMAND}\s-a\s+{TOOL_VALUE}
+gh-secret-body               not-reference          \bgh\s+secret\s+set\b{COMMAND}\s(?:-b|--body)(?:\s+|=){TOOL_VALUE}
+powershell-secure-string     not-reference          (?i)ConvertTo-SecureString\s+(?:-String\s+)?(?P<s>"[^"\n]*"|'[^'\n]*')
+netrc-password               -                      \bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)
+# Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
+spaced-assignment            assignment             (?m)(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])aws\s+configure\s+set)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
+secret-pair                  pair                   (?i)(?<![\w-])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
+nested-json-value            assignment             (?<![\w\\])"(?P<name>[\w.\-]{1,80})"\s*:\s*\{[^{}]{0,300}?"value"\s*:\s*(?P<s>"[^"\\\n]{1,1024}")
+# Kubernetes and ECS env lists: `- name: API_TOKEN` / `value: "…"`
+name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*:\s*["']?(?P<name>[\w.\-]{1,80})["']?\s*[,\n]\s*(?:-\s*)?["']?value["']?\s*:[ \t]*{VALUE}
+# define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
+call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["'](?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+# signingKey = []byte("…"), token = SecretStr("…")
+call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*\)
+docker-config-auth           -                      (?i)\.?docker(?:config)?(?:json|cfg)["']?\s*:\s*["']?(?P<s>[A-Za-z0-9+/=]{20,})
+base64-private-key           encoded-private-key    (?<![A-Za-z0-9+/])(?P<s>LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2})
+# "Rotate TWILIO_AUTH_TOKEN (32ee…)"
+name-in-parentheses          named-random           (?<![\w.])(?P<name>[A-Z][A-Z0-9_]{2,80})[ \t]*\((?P<s>[^\s()]{8,256})\)
+xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.:\-]{0,60})>(?P<s>[^<\s][^<\n]{0,500})</(?P=name)>
+# Flags and assignments whose name says secret, in every common syntax.
+typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*{VALUE}
+secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME}(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+){VALUE}
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*{VALUE}
+# Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
+prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
+prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()]{16,256}?)(?=['")]|[.,;!?]?(?:\s|$))
+prose-user-password          password-like          (?i)\b(?:credentials?|login)\b[^\n]{0,40}?[\w.@\-]+[ \t]+/[ \t]+(?P<s>[^\s/]{8,128}?)(?=[.,;!?]?(?:\s|$))
+# An AWS secret access key: 40 base64 characters near the word "secret".
+aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
+'''
+
+ACCEPT_CHECKS = {
+    "-": None, "not-reference": _accept_not_reference, "assignment": _accept_assignment, "flag": _accept_flag,
+    "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
+    "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
+    "encoded-private-key": _accept_encoded_private_key, "random": _accept_random,
+    "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
+    "named-random": _accept_named_random,
+}
+PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
+                  "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
+                  "{L}": _L, "{R}": _R}
+
+
+def redaction_rules() -> list:
+    """REDACTION_TABLE as RedactionRule records."""
+    rules = []
+    for line in REDACTION_TABLE.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, check, pattern = line.split(None, 2)
+        for block, expansion in PATTERN_BLOCKS.items():
+            pattern = pattern.replace(block, expansion)
+        rules.append(RedactionRule(name, pattern, ACCEPT_CHECKS[check]))
+    return rules
 
 
 def _compiled_rules():
@@ -966,7 +958,7 @@ def _compiled_rules():
     cached = getattr(_compiled_rules, "cache", None)
     if cached is None:
         import re
-        cached = tuple((rule, re.compile(rule.pattern)) for rule in REDACTION_RULES)
+        cached = tuple((rule, re.compile(rule.pattern)) for rule in redaction_rules())
         _compiled_rules.cache = cached
     return cached
 
