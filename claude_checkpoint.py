@@ -610,10 +610,11 @@ _R = r"(?![A-Za-z0-9_\-])"  # right edge of a token
 # Words that make a name secret on their own (last part of the name) ...
 _SECRET_WORDS = frozenset("""
     password passwd pwd pass passphrase passcode secret token credential credentials creds apikey
-    pat dsn cookie pin authtoken accesstoken apitoken privatekey secretkey""".split())
+    pat dsn cookie pin authtoken accesstoken apitoken privatekey secretkey passwords authorization
+    bearer""".split())
 # Words ending in "pass" that are not passwords (SSHPASS and DBPASS are).
 _NOT_PASSWORDS = frozenset("""
-    bypass compass surpass overpass underpass trespass encompass pass""".split())
+    bypass compass surpass overpass underpass trespass encompass pass askpass""".split())
 # ... and qualifiers that make a trailing "key" or "auth" secret (api_key, client_secret is above).
 _KEY_QUALIFIERS = frozenset("""
     api access secret private signing sign encryption encrypt master account auth app license
@@ -625,11 +626,11 @@ _ABOUT_A_SECRET = frozenset("""
     file files path stdin env name names id ids arn ref url uri length len min max count policy hash
     hasher reset prompt field type format expiry expires ttl timeout version header location mode
     enabled rotation""".split())
-_NAME_SPLIT = r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
+_NAME_SPLIT = r"[_.:\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
 _NOT_VALUES = frozenset("""
     true false null none nil yes no on off undefined str string int integer bytes bool boolean
     number any object optional required secretstr text varchar char password redacted hidden masked
-    env read write none sensitive inherit""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
+    env read write none sensitive inherit include omit same-origin bearer basic digest negotiate""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
 
 
 def _name_parts(name: str) -> list:
@@ -643,14 +644,14 @@ def secret_strength(name: str) -> int:
     parts = _name_parts(name)
     while parts and parts[-1].isdigit():
         parts.pop()  # VAULT_UNSEAL_KEY_1 is a key
-    if not parts or _PUBLIC_WORDS.intersection(parts) or parts[0] == "existing" or parts[-1] in _ABOUT_A_SECRET:
+    if not parts or _PUBLIC_WORDS.intersection(parts) or "existing" in parts or parts[-1] in _ABOUT_A_SECRET:
         return 0  # existingSecret names a Kubernetes secret; it does not hold one
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
     if last == "pass" and len(parts) == 1:
         return 1  # `PASS: TestLogin` in test output; DB_PASS is below
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
-            or last.endswith("token") or (last.endswith("pass") and last not in _NOT_PASSWORDS)):
+            or last.endswith(("token", "cookie")) or (last.endswith("pass") and last not in _NOT_PASSWORDS)):
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
         if before in _KEY_QUALIFIERS or last in ("apikey", "accesskey", "secretkey", "privatekey"):
@@ -669,9 +670,12 @@ def _is_reference(value: str) -> bool:
     quoted = value[:1] in "\"'`"
     v = value.strip("\"'`\\ ")
     import re
-    return (not v or v[0] in "$%" or re.fullmatch(r"@[\w./\-]+", v) or (not quoted and v[0] in "[(")
+    return (not v or v[0] in "$%" or re.fullmatch(r"@[\w./\-:]+", v) or (not quoted and v[0] in "[(")
             or v.startswith("{{") or (v[0] == "<" and v[-1] == ">")
             or v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets."))
+            or v.startswith(("env:", "file:")) or (not quoted and v[0] == "{")
+            or v.strip("[]<>()").lower() in ("redacted", "filtered", "masked", "hidden", "removed")
+            or "${" in v or "{{" in v or "#{" in v  # interpolation: `Bearer ${token}`
             or REDACTED in v or "***" in v or "•••" in v or not any(c.isalnum() for c in v))
 
 
@@ -692,6 +696,8 @@ def _is_path_or_version(value: str) -> bool:
         return True
     if re.fullmatch(r"[\w.\-]+(?:/[\w.\-]+)+", v) and "." in v.rsplit("/", 1)[-1]:
         return True
+    if re.fullmatch(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+", v):
+        return True  # secret/data/ci:token, db-password:/etc/credstore/db-password
     return re.fullmatch(r"[\^~<>=v]{0,2}\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?", v) is not None
 
 
@@ -714,8 +720,9 @@ def _accept_assignment(match: Any) -> bool:
     if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare):
         return False
     following = match.string[match.end("s"):match.end("s") + 2]
-    if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</"):
-        return False  # `token = useState<string>(…)`, `key = derive(…)`: a call
+    prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
+    if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
+        return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}": code
     if strength == 1:
         return _looks_random(bare) and not _is_identifier_like(bare)
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
@@ -744,13 +751,14 @@ def _accept_flag(match: Any) -> bool:
     value = match.group("s")
     named = match.group("name").lower() in ("secret", "secrets", "secret-id", "secret-name") and re.fullmatch(
         r"[a-z]+(?:[-_][a-z]+)+", value.strip("\"'"))
-    return not value.startswith("-") and not named and _accept_assignment(match)
+    spec = value[:1] not in "\"'" and re.search(r"\w=\w", value)  # --secret id=npmrc,src=…
+    return not value.startswith("-") and not named and not spec and _accept_assignment(match)
 
 
 def _accept_password_like(match: Any) -> bool:
     """Prose such as `the VPN password is Xk29…`: only values that look like passwords."""
     v = match.group("s")
-    if len(v) < 8 or len(v) > 128 or _is_reference(v) or "/" in v[:2] or "://" in v:
+    if len(v) < 8 or len(v) > 128 or _is_reference(v) or "/" in v[:2] or "://" in v or "=" in v:
         return False
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
                    any(not c.isalnum() for c in v)))
@@ -762,9 +770,18 @@ def _accept_pair(match: Any) -> bool:
     return _looks_random(match.group("s")) and not _is_reference(match.group("s"))
 
 
+def _accept_password_flag(match: Any) -> bool:
+    """`-u user -p VALUE`: a password, unless it is a port or a reference, or the command is
+    mysql, whose `-p VALUE` (with a space) asks for the password and names the database."""
+    import re
+    value = match.group("s").strip("\"'")
+    line = match.string[match.string.rfind("\n", 0, match.start()) + 1:match.start()]
+    return not value.isdigit() and not _is_reference(value) and not re.search(r"\b(?:mysql|mariadb)\w*\b", line)
+
+
 def _accept_user_password(match: Any) -> bool:
     user, password = match.group("user"), match.group("s")
-    return not (user.isdigit() and password.isdigit()) and not _is_reference(password)
+    return not (user.isdigit() and password.isdigit()) and not _is_reference(password) and not user.startswith("$")
 
 
 def _accept_wrapped_value(match: Any) -> bool:
@@ -806,8 +823,9 @@ def _accept_random_not_hex(match: Any) -> bool:
 
 
 def _accept_random_not_identifier(match: Any) -> bool:
+    """Prose: "the API token is 11b7…". Long hex counts (Jenkins tokens are 34 hex digits)."""
     value = match.group("s")
-    return _looks_random(value) and not _is_identifier_like(value) and not _is_reference(value)
+    return _looks_random(value) and (len(value) > 32 or not _is_identifier_like(value)) and not _is_reference(value)
 
 
 def _accept_named_random(match: Any) -> bool:
@@ -835,7 +853,8 @@ REDACTION_TABLE = r'''
 # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
 private-key-block            -                      -----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?P<s>(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
 # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
-url-credentials              not-reference          (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://[^\s/?#@:'"<>]*:(?P<s>[^\s/?#@'"<>]+)@
+url-credentials              not-reference          (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://[^\s/?#:'"<>]*:(?P<s>[^\s/?#@'"<>]+)@
+url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<s>[A-Za-z0-9_\-]{20,256})(?::[^\s/?#@'"<>]*)?@
 slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
 discord-webhook              -                      discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})
 # Provider tokens by their published shapes.
@@ -859,7 +878,9 @@ hugging-face-token           -                      {L}(?P<s>(?:hf_|api_org_)[A-
 npm-token                    -                      {L}(?P<s>npm_[A-Za-z0-9]{36}){R}
 pypi-token                   -                      {L}(?P<s>pypi-Ag[A-Za-z0-9_\-]{50,}){R}
 sendgrid-key                 -                      {L}(?P<s>SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}){R}
+twilio-key-and-secret        -                      SK[0-9a-fA-F]{32}["',\s]{1,8}(?P<s>[A-Za-z0-9]{32})(?![A-Za-z0-9])
 twilio-api-key               -                      {L}(?P<s>SK[0-9a-fA-F]{32}){R}
+sonar-token                  -                      {L}(?P<s>sq[uap]_[a-f0-9]{40}){R}
 mailgun-key                  -                      {L}(?P<s>key-[0-9a-zA-Z]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}){R}
 # 64 random bytes in base64, unless it is an sha512 digest
 azure-account-key-shape      random                 (?<![A-Za-z0-9+/])(?<!sha512-)(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
@@ -880,7 +901,7 @@ bearer-token                 header-token           (?<![\w-])[Bb]earer\s+(?P<s>
 # Tool-specific password arguments.
 mysql-password               not-reference          (?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b{COMMAND}[\s"',]-p{TOOL_VALUE}
 sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql|isql)\b{COMMAND}\s-P\s*{TOOL_VALUE}
-user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)?["']?(?P<user>[^\s:'"]+):(?P<s>[^\s'"]+)
+user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)["']?(?P<user>[^\s:'"]+):(?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
 sshpass                      not-reference          \bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{TOOL_VALUE}
 login-password               not-reference          \b(?:docker|podman|buildah|skopeo|nerdctl|helm|oc|az|cf|crane|regctl)(?:\s+[\w.\-]+){0,2}?\s+login\b{COMMAND}\s-p(?:\s+|=){TOOL_VALUE}
 # Python requests: auth=("user", "password")
@@ -901,7 +922,29 @@ gh-secret-body               not-reference          \bgh\s+secret\s+set\b{COMMAN
 powershell-secure-string     not-reference          (?i)ConvertTo-SecureString\s+(?:-String\s+)?(?P<s>"[^"\n]*"|'[^'\n]*')
 netrc-password               -                      \bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)
 # Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
-spaced-assignment            assignment             (?m)(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])aws\s+configure\s+set)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
+spaced-assignment            assignment             (?m)(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
+# Secrets set by name on a command line: dotnet user-secrets, pulumi config set --secret, sonar.
+secrets-set-command          assignment             \b(?:user-secrets|secrets?)\s+set\s+["']?(?P<name>[\w.:\-]{1,80})["']?\s+(?!-){TOOL_VALUE}
+config-set-secret            not-reference          \bconfig\s+set\s+(?:--[\w\-]+\s+)*?--secret(?:\s+--[\w\-]+)*\s+["']?[\w.:\-]{1,80}["']?\s+{TOOL_VALUE}
+sonar-login                  not-reference          -Dsonar\.(?:login|token|password)=(?P<s>[^\s'"]{1,256})
+# Tuples and calls that carry a password: Erlang/Elixir configs, HTTP clients, PDO, FTP.
+tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-Za-z_]\w{0,80})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
+client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|authenticate|set_credentials)\s*[=(]\s*\(?\s*["'][^"'\n]{1,100}["']\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+bearer-auth-call             not-reference          \.bearer_auth\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+pdo-password                 not-reference          \bnew\s+PDO\(\s*["'][^"'\n]*["']\s*,\s*["'][^"'\n]*["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+sigil-assignment             assignment             \$(?P<name>[A-Za-z_]\w{0,80})\s*=\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+terraform-variable-default   assignment             \bvariable\s+"(?P<name>[\w\-]{1,80})"\s*\{[^{}]{0,300}?default\s*=\s*(?P<s>"[^"\n]{1,1024}")
+# Databases and caches: SQL users, JDBC, ODBC isql, Redis AUTH and config, cloud-init chpasswd.
+sql-identified-by            not-reference          (?i)\bIDENTIFIED\s+(?:WITH\s+\w+\s+)?BY\s+(?:PASSWORD\s+)?(?P<s>'[^'\n]{1,1024}'|"[^"\n]{1,1024}"|[^\s;'"]{1,256})
+sql-password-clause          not-reference          (?i)\b(?:USER|ROLE)\b[^;\n]{0,80}?\bPASSWORD\s+(?P<s>'[^'\n]{1,1024}')
+jdbc-oracle-password         not-reference          jdbc:oracle:\w+:[\w.\-]+/(?P<s>[^@\s/]{1,256})@
+isql-password                not-reference          \bisql\s+(?:-\w+\s+)*[\w.\-]+\s+[\w.\-]+\s+(?P<s>[^\s\-][^\s]{0,255})
+redis-auth                   not-reference          (?m)>[ \t]*AUTH[ \t]+(?:\S+[ \t]+)?(?P<s>\S+)[ \t]*$
+redis-config-password        not-reference          (?m)^\s*(?:requirepass|masterauth)\s+(?P<s>\S+)
+redis-acl-password           not-reference          \bSETUSER\b[^\n]{0,200}?\s'?>(?P<s>[^\s']{1,256})
+chpasswd-list                not-reference          chpasswd:[^\n]{0,40}\n(?:[ \t]+[^\n]*\n){0,3}?[ \t]+list:[ \t]*\|?[ \t]*\n[ \t]+[\w.\-]+:(?P<s>[^\s:]{1,256})
+# A -u USER -p PASSWORD pair (xcrun altool, docker, many CLIs).
+user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-p[ \t]+(?!-){TOOL_VALUE}
 secret-pair                  pair                   (?i)(?<![\w-])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
 nested-json-value            assignment             (?<![\w\\])"(?P<name>[\w.\-]{1,80})"\s*:\s*\{[^{}]{0,300}?"value"\s*:\s*(?P<s>"[^"\\\n]{1,1024}")
 # Kubernetes and ECS env lists: `- name: API_TOKEN` / `value: "…"`
@@ -918,7 +961,7 @@ xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A
 # Flags and assignments whose name says secret, in every common syntax.
 typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*{VALUE}
 secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME}(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+){VALUE}
-secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*{VALUE}
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*{VALUE}
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()]{16,256}?)(?=['")]|[.,;!?]?(?:\s|$))
@@ -933,7 +976,7 @@ ACCEPT_CHECKS = {
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random,
     "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
-    "named-random": _accept_named_random,
+    "named-random": _accept_named_random, "password-flag": _accept_password_flag,
 }
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
