@@ -91,6 +91,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+RESOURCE_NOT_FOUND = -32002  # handshake era; 2026-07-28 uses INVALID_PARAMS
 
 REDACTED = "«redacted»"
 
@@ -2628,12 +2629,11 @@ class Protocol:
 
     `handle(message)` returns the reply (or None for a notification). Requests the server
     wants to send to the client (roots/list) are appended to `outbox`; the transport
-    sends them and holds root-dependent requests until `roots_settled(now)`."""
+    sends them, and holds the requests that need a root while `roots_pending`."""
 
     def __init__(self, world: World):
         self.world = world
         self.client_capabilities: dict = {}
-        self.protocol_version: Optional[str] = None
         self.client_roots: list = []
         self.roots_request_id: Optional[str] = None
         self.roots_asked_at: Optional[float] = None
@@ -2660,10 +2660,11 @@ class Protocol:
         is_notification = "id" not in message
         if (message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str)
                 or not _valid_id(request_id) or not isinstance(message.get("params", {}), dict)):
-            return None if is_notification and isinstance(message.get("method"), str) else error_reply(
-                request_id if _valid_id(request_id) else None, INVALID_REQUEST,
-                "Invalid request: needs jsonrpc \"2.0\", a string method, an id that is a string or integer, "
-                "and params that are an object")
+            if is_notification and isinstance(message.get("method"), str):
+                return None  # a malformed notification gets no reply either
+            return error_reply(request_id if _valid_id(request_id) else None, INVALID_REQUEST,
+                               "Invalid request: needs jsonrpc \"2.0\", a string method, an id that is a string "
+                               "or integer, and params that are an object")
         if is_notification:
             self._notification(message["method"], message.get("params") or {})
             return None
@@ -2782,8 +2783,8 @@ class Protocol:
             raise RpcError(INVALID_PARAMS, "initialize needs params.protocolVersion (a string)")
         capabilities = request.params.get("capabilities")
         self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
-        self.protocol_version = version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
-        return {"protocolVersion": self.protocol_version, "capabilities": CAPABILITIES,
+        agreed = version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+        return {"protocolVersion": agreed, "capabilities": CAPABILITIES,
                 "serverInfo": SERVER_INFO, "instructions": INSTRUCTIONS}
 
     def _discover(self, request: Request) -> dict:
@@ -2811,7 +2812,7 @@ class Protocol:
     def _read_resource(self, request: Request) -> dict:
         uri = request.params.get("uri")
         if uri not in [r["uri"] for r in RESOURCES]:
-            code = INVALID_PARAMS if request.stateless else -32002
+            code = INVALID_PARAMS if request.stateless else RESOURCE_NOT_FOUND
             raise RpcError(code, f"Resource not found: {uri!r}", {"uri": uri})
         return read_resource(uri, self._context(request))
 
