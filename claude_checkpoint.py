@@ -685,16 +685,20 @@ def _is_identifier_like(value: str) -> bool:
     identifiers that weak names such as `key` often hold."""
     import re
     v = value.strip("\"'")
-    return bool(re.fullmatch(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}|[0-9a-fA-F]{6,40}", v)
-                or re.fullmatch(r"[\w.\-]+-[0-9a-f]{32,}", v))
+    uuid = r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
+    return bool(re.fullmatch(uuid + r"|[0-9a-fA-F]{6,40}", v) or re.fullmatch(r"[\w.\-]+-[0-9a-f]{32,}", v)
+                or re.fullmatch(r"[a-z_]{1,20}[:/]" + uuid, v))  # session:<uuid>
 
 
 def _is_path_or_version(value: str) -> bool:
     """`./keys/bastion.pem`, `exports/2024-09-16.parquet`, `^9.0.2`: not secrets."""
     import re
     v = value.strip("\"'`")
-    if v.startswith(("/", "./", "../", "~/")) and "+" not in v:
+    if v.startswith(("./", "../", "~/")) or re.match(r"/(?:dev|etc|run|var|tmp|home|usr|opt|proc)(?:/|\s|$)", v):
         return True
+    if v.startswith("/") and re.fullmatch(r"(?:/[\w.\-]+)+/?", v) and (
+            re.fullmatch(r"[a-z0-9_/.\-]+", v) or re.search(r"\.\w{1,5}$", v)):
+        return True  # /etc/credstore/db-password, /run/keys/App.pem; not /YSylBTdSK…/4lsH6JOZ (a key)
     if re.fullmatch(r"[\w.\-]+(?:/[\w.\-]+)+", v) and "." in v.rsplit("/", 1)[-1]:
         return True
     if re.fullmatch(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+", v):
@@ -728,7 +732,11 @@ def _accept_assignment(match: Any) -> bool:
         return _looks_random(bare) and not _is_identifier_like(bare)
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
         return False  # `kubectl describe secret` prints sizes, not values
-    return bare.lower() not in _NOT_VALUES
+    next_char = match.string[match.end("s"):match.end("s") + 8].lstrip(" \t")[:1]
+    if value[:1] not in "\"'`" and bare.isidentifier() and next_char and next_char in ",})" and not any(
+            c.isdigit() for c in bare):
+        return False  # `{ id: key.id, token: raw }`: an object literal in code
+    return bare.strip().lower() not in _NOT_VALUES
 
 
 def _is_code(value: str, name: str) -> bool:
@@ -825,8 +833,10 @@ def _accept_random_not_hex(match: Any) -> bool:
 
 def _accept_random_not_identifier(match: Any) -> bool:
     """Prose: "the API token is 11b7…". Long hex counts (Jenkins tokens are 34 hex digits)."""
+    import re
     value = match.group("s")
-    return _looks_random(value) and (len(value) > 32 or not _is_identifier_like(value)) and not _is_reference(value)
+    long_hex = re.fullmatch(r"[0-9a-f]{33,}", value.strip("\"'"))
+    return _looks_random(value) and (long_hex or not _is_identifier_like(value)) and not _is_reference(value)
 
 
 def _accept_named_random(match: Any) -> bool:
@@ -861,7 +871,7 @@ discord-webhook              -                      discord(?:app)?\.com/api/web
 # Provider tokens by their published shapes.
 aws-secret-after-key-id      random                 (?:AKIA|ASIA)[A-Z0-9]{16}[^\n]{0,60}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
 twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])
-aws-access-key-id            -                      {L}(?P<s>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}){R}
+aws-access-key-id            -                      {L}(?P<s>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}){R}
 github-token                 -                      {L}(?P<s>gh[pousr]_[A-Za-z0-9]{30,255}){R}
 github-fine-grained-token    -                      {L}(?P<s>github_pat_[A-Za-z0-9_]{22,255}){R}
 gitlab-token                 -                      {L}(?P<s>gl(?:pat|ptt|dt|rt|cbt|soat|ffct|agent|imt|oas|ft|cd)-[A-Za-z0-9_\-]{20,255}){R}
@@ -902,6 +912,7 @@ bearer-token                 header-token           (?<![\w-])[Bb]earer\s+(?P<s>
 # Tool-specific password arguments.
 mysql-password               not-reference          (?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b{COMMAND}[\s"',]-p{TOOL_VALUE}
 sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql|isql)\b{COMMAND}\s-P\s*{TOOL_VALUE}
+ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}\s-w\s+{TOOL_VALUE}
 user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)["']?(?P<user>[^\s:'"]+):(?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
 sshpass                      not-reference          \bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{TOOL_VALUE}
 login-password               not-reference          \b(?:docker|podman|buildah|skopeo|nerdctl|helm|oc|az|cf|crane|regctl)(?:\s+[\w.\-]+){0,2}?\s+login\b{COMMAND}\s-p(?:\s+|=){TOOL_VALUE}
