@@ -2272,12 +2272,15 @@ def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcom
     return _save_outcome(root, request.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None)
 
 
-def _read_for_update(root: str, warnings: list) -> StoredFile:
-    """The current file before a write. A newer schema is never overwritten; a corrupt
-    one is replaced, while a good .prev is kept."""
+def _read_for_update(root: str, warnings: list, replace_unreadable: bool = True) -> StoredFile:
+    """The current file before a write. A newer schema is never overwritten; when both files
+    are unreadable, a save replaces them (replace_unreadable) and a hook refuses; a corrupt
+    main file never becomes .prev."""
     try:
         stored = read_checkpoint(root)
     except StorageError as error:
+        if not replace_unreadable:
+            raise
         warnings.append(str(error).split(" Fix or delete")[0])
         return StoredFile(None)
     if stored.from_backup:
@@ -2355,10 +2358,7 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
     git = Git(root)
     warnings: list = []
     with ProjectLock(root):
-        stored = read_checkpoint(root)  # both files corrupt: say so and write nothing
-        warnings.extend(stored.warnings)
-        if stored.from_backup:
-            stored = StoredFile(stored.checkpoint)  # the corrupt main file must not become .prev
+        stored = _read_for_update(root, warnings, replace_unreadable=False)
         previous = stored.checkpoint
         key = session_id or os.path.basename(transcript_path)
         start = previous.hooks.cursors.get(key, 0) if previous else 0
