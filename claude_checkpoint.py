@@ -51,6 +51,7 @@ GIT_TIMEOUT_S = 3.0  # git must never hang a tool call or a hook
 ROOTS_WAIT_S = 2.0  # how long a tool call waits for the client's roots/list answer
 HASH_CHUNK_BYTES = 1 << 20  # files are hashed by streaming: memory stays flat
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # one JSON-RPC line; longer ones are refused, not buffered
+MAX_TRANSCRIPT_LINE = 64 * 1024 * 1024  # a transcript line past this is skipped, never held whole
 SHORT_SHA = 9
 
 # Argument limits of save_session_checkpoint (SPEC section 3). The input schema,
@@ -2143,16 +2144,23 @@ def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> Tr
     """Stream the transcript from byte `start` (where the last hook stopped)."""
     seen = previous.hooks.tool_use_ids if previous else []
     scanner = TranscriptScanner(seen, want_prompt=needs_goal(previous))
+    import stat
     try:
         with open(path, "rb") as stream:
-            size = os.fstat(stream.fileno()).st_size
-            if start > size:  # the transcript was rewritten: read it all, the ids prevent repeats
+            info = os.fstat(stream.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise CheckpointError(f"the transcript {path} is not a regular file")
+            if start > info.st_size:  # the transcript was rewritten: read it all, the ids prevent repeats
                 start = 0
             stream.seek(start)
             offset = start
             scanner.facts.resume_offset = start
-            for line in stream:
-                scanner.feed(line, offset)
+            while True:
+                line = stream.readline(MAX_TRANSCRIPT_LINE)
+                if not line:
+                    break
+                if len(line) < MAX_TRANSCRIPT_LINE or line.endswith(b"\n"):
+                    scanner.feed(line, offset)  # a longer line is skipped piece by piece
                 offset += len(line)
     except OSError as error:
         raise CheckpointError(f"cannot read the transcript {path}: {error.strerror}") from None

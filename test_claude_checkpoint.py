@@ -2673,6 +2673,7 @@ class HookRobustnessTest(unittest.TestCase):
             "missing transcript": (hook_payload("pre-compact", os.path.join(self.ws.home, "gone.jsonl"),
                                                 self.ws.repo), "gone.jsonl"),
             "transcript is a folder": (hook_payload("pre-compact", self.ws.home, self.ws.repo), "transcript"),
+            "transcript is an endless device": (hook_payload("pre-compact", "/dev/zero", self.ws.repo), "regular file"),
         }
         for name, (stdin, word) in cases.items():
             with self.subTest(name):
