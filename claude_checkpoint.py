@@ -1971,15 +1971,20 @@ class StoredFile:
 
 
 def _read_small(path: str) -> Optional[bytes]:
-    """The file's bytes; None when it does not exist. Refuses symlinks and giant files."""
+    """The file's bytes; None when it does not exist. Refuses symlinks, giant files and
+    anything but a regular file (a FIFO planted at the name would block the reader)."""
+    import stat
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_BINARY", 0))
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         return None
     except OSError as error:
         if os.path.islink(path):
             raise StorageError(f"{os.path.basename(path)} is a symlink; refusing to follow it.") from None
         raise StorageError(f"cannot read {os.path.basename(path)}: {error.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StorageError(f"{os.path.basename(path)} is not a regular file.")
     with os.fdopen(fd, "rb") as stream:
         data = stream.read(MAX_READ_BYTES + 1)
     if len(data) > MAX_READ_BYTES:

@@ -1044,6 +1044,13 @@ class TestStorage(unittest.TestCase):
         self.assertEqual(cc.read_checkpoint(root).checkpoint.goal, "old")
         self.assertEqual(os.listdir(root), [".claude-checkpoint"])
 
+    def test_a_fifo_at_the_name_is_refused_not_waited_on(self):
+        root = temp_dir(self)
+        os.mkfifo(os.path.join(root, ".claude-checkpoint"))
+        with self.assertRaises(cc.StorageError) as caught:
+            cc.read_checkpoint(root)
+        self.assertIn("not a regular file", str(caught.exception))
+
     def test_refuses_a_giant_file(self):
         root = temp_dir(self)
         write(root, ".claude-checkpoint", b" " * (cc.MAX_READ_BYTES + 10))
