@@ -517,6 +517,10 @@ def _arg_text(value: Any, name: str, limit: int, required: bool = False) -> str:
         raise InvalidArgument(name, "must not be empty")
     if "\x00" in value:
         raise InvalidArgument(name, "must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(name, "must be valid Unicode text (it holds a lone surrogate)") from None
     return value
 
 

@@ -301,6 +301,8 @@ class TestSaveArgumentValidation(unittest.TestCase):
             ({"goal": "g", "colour": "red"}, "colour"),
             ({"goal": "g", "tasks": [{"description": "d", "owner": "me"}]}, "tasks[0].owner"),
             ({"goal": "g", "tasks": "do it"}, "tasks"),
+            ({"goal": "bad \ud800 surrogate"}, "goal"),
+            ({"goal": "g", "decisions": ["nul \x00 inside"]}, "decisions[0]"),
         ]
         for arguments, field_name in cases:
             with self.subTest(field=field_name, arguments=str(arguments)[:60]):
