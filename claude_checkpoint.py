@@ -1246,8 +1246,14 @@ def growth_truncated(previous: Optional[Checkpoint], request: SaveRequest) -> bo
 
 
 def encode_checkpoint(cp: Checkpoint) -> bytes:
+    """UTF-8 JSON. A file name that is not valid UTF-8 (git reports its bytes as lone
+    surrogates) is kept as a \\udcXX escape, so the file stays valid and the name round-trips."""
     import json
-    return (json.dumps(cp.to_json(), ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    doc = cp.to_json()
+    try:
+        return (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(doc, ensure_ascii=True, indent=2) + "\n").encode("ascii")
 
 
 def fit_to_size(cp: Checkpoint, limit: int = MAX_CHECKPOINT_BYTES) -> tuple:

@@ -2256,6 +2256,19 @@ class TestE2eRoots(unittest.TestCase):
 # ════════════════════════════════════════════════════════════════════════════
 
 class TestE2eHostileCheckpoint(unittest.TestCase):
+    def test_a_file_name_that_is_not_utf8_round_trips(self):
+        ws = Workspace(self)
+        odd = os.path.join(os.fsencode(ws.repo), b"caf\xe9.txt")
+        with open(odd, "wb") as stream:
+            stream.write(b"latin-1 name")
+        server = start_server(self, ws)
+        save_ok(server, goal="odd names")
+        self.assertEqual(len(ws.checkpoint()["modifiedFiles"]), 1)
+        full = load_full(server)
+        self.assertEqual(full["drift"]["changedSince"], [], "the same file must read as unchanged")
+        self.assertEqual(full["drift"]["newSince"], [])
+
+
     def test_paths_in_an_edited_checkpoint_never_lead_outside_the_project(self):
         ws = Workspace(self)
         outside = write(ws.home, "secret.txt", "outside the project")
