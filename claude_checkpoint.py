@@ -1026,11 +1026,11 @@ def _compiled_rules():
 def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
     """Return (text with secrets replaced by «redacted», number of replacements).
     known_secrets are exact values to remove wherever they appear (the server's own
-    secret environment variables)."""
+    secret environment variables), longest first so that no value is left half replaced."""
     if not text:
         return text, 0
     count = 0
-    for secret in sorted(known_secrets, key=len, reverse=True):
+    for secret in known_secrets:
         if secret in text:
             count += text.count(secret)
             text = text.replace(secret, REDACTED)
@@ -1076,7 +1076,7 @@ class Redactor:
     """Redacts every free-text field of a checkpoint and counts what it replaced."""
 
     def __init__(self, known_secrets: Iterable[str] = ()):
-        self.known_secrets = tuple(known_secrets)
+        self.known_secrets = tuple(sorted(known_secrets, key=len, reverse=True))  # sorted once, used per field
         self.count = 0
 
     def text(self, value: Optional[str]) -> Optional[str]:
