@@ -13,6 +13,23 @@ which files changed since.
 
 Start-up matters (the server is spawned for every session), so the modules that
 the handshake does not need are imported inside the functions that use them.
+
+Where things are (later sections use earlier ones, never the reverse):
+   1. Header          this docstring, imports, __version__
+   2. Constants       names, limits and protocol facts; each limit says why
+   3. Errors          CheckpointError and the few subclasses a caller tells apart
+   4. Model           records for the checkpoint and its parts; the JSON schema lives here
+   5. Redaction       the rule table and the checks behind it (pure)
+   6. Core            merge, caps, drift, transcripts, snapshot plans (pure: no clock, env or I/O)
+   7. Rendering       the resume brief and the answer texts (pure)
+   8. Git adapter     the one place git runs; status parsing, snapshots as commits
+   9. Storage         the one place our files are written; locks; transcript reading
+  10. Root            which project folder a call is about
+  11. Services/tools  save, load, record, rewind; the MCP tools, prompts and resources
+  12. Protocol        JSON-RPC messages in, replies out, both MCP eras (no I/O)
+  13. Transport       stdio, the reader thread, signals
+  14. Install/doctor  configuration for Claude Code and Claude Desktop
+  15. Command line    argparse, hooks, subcommands and main()
 """
 from __future__ import annotations
 
@@ -30,6 +47,8 @@ __version__ = "1.0.0"
 # ════════════════════════════════════════════════════════════════════════════
 # 2. Constants and limits
 # ════════════════════════════════════════════════════════════════════════════
+# Tables that are code (the redaction rules, the tool schemas, the merge limits they
+# read) head the section that uses them; every scalar and fact lives here.
 
 SERVER_NAME = "claude-checkpoint"
 SERVER_TITLE = "Claude Checkpoint"
@@ -41,7 +60,6 @@ SCHEMA_VERSION = 2
 CHECKPOINT_NAME = ".claude-checkpoint"
 BACKUP_NAME = CHECKPOINT_NAME + ".prev"
 LOCK_NAME = CHECKPOINT_NAME + ".lock"
-TEMP_PREFIX = CHECKPOINT_NAME + ".tmp-"
 # Every name above starts with this: they are never listed as modified files.
 CHECKPOINT_FILE_PREFIX = CHECKPOINT_NAME
 
@@ -95,6 +113,34 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 RESOURCE_NOT_FOUND = -32002  # handshake era; 2026-07-28 uses INVALID_PARAMS
 
 REDACTED = "«redacted»"
+FILE_STATUSES = ("M", "A", "D", "R", "??", "U")  # a modified file's status, reduced from git's porcelain codes
+NO_GOAL = "(no goal recorded yet; saved automatically)"  # a hook's checkpoint before the model set a goal
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # never follow a symlink planted at one of our names
+
+# MCP: what the server offers, and which requests need a project root.
+CAPABILITIES = {"tools": {"listChanged": False}, "prompts": {"listChanged": False},
+                "resources": {"subscribe": False, "listChanged": False}}
+SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}
+ROOT_METHODS = ("tools/call", "prompts/get", "resources/read")
+CACHEABLE_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list",
+                     "resources/templates/list", "resources/read")
+
+# Hooks: Claude Code's transcript tools, and how much a checkpoint remembers of what it read.
+EDIT_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+SHELL_TOOLS = ("Bash",)
+HOOK_ID_LIMIT = 500  # tool_use ids remembered; the byte cursor covers anything older
+HOOK_CURSOR_LIMIT = 20  # transcripts remembered
+HOOK_DEADLINE_S = 30.0  # a hook must never hold a session: past this it gives up
+HOOK_STDIN_LIMIT = 1 << 20  # the hook's JSON input; Claude Code sends a few hundred bytes
+HOOK_EVENTS = {  # subcommand -> what it does
+    "session-start": "print the resume brief (SessionStart, matcher clear|compact|resume)",
+    "pre-compact": "merge what the transcript proves into the checkpoint (PreCompact)",
+    "session-end": "the same, only when the session did something (SessionEnd)",
+    "stop": "the same, only when the turn did something (Stop)",
+}
+
+# Command-line exit status (SPEC section 10).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
 
 INSTRUCTIONS = (
     "This server keeps the session's working state in <project>/.claude-checkpoint "
@@ -237,9 +283,6 @@ class FileEntry:
     note: Optional[str] = None
     hash: Optional[str] = None  # git blob sha1 of the content at save time; None when absent
     auto: bool = False  # recorded by a hook from the transcript
-
-
-FILE_STATUSES = ("M", "A", "D", "R", "??", "U")
 
 
 @record
@@ -450,7 +493,7 @@ def _list_of_str(value: Any, name: str) -> list:
     return list(value)
 
 
-# ── The save tool's arguments ──
+# ── 4.1 The save tool's arguments ──
 
 @record
 class FileNote:
@@ -593,10 +636,9 @@ def _json_type(value: Any) -> str:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 5. Core (pure: no clock, environment, file or process access)
+# 5. Secret redaction (pure)
 # ════════════════════════════════════════════════════════════════════════════
 
-# ── 5.1 Secret redaction ──
 # A table of named rules. Each pattern marks the secret with the group "s"; only
 # that span is replaced, so `export GITHUB_TOKEN=ghp_…` stays readable. A rule may
 # carry an `accept` check for matches whose shape alone does not prove a secret.
@@ -1014,7 +1056,8 @@ def redaction_rules() -> list:
 
 
 def _compiled_rules():
-    """Compiled on first use (compiling costs more than the server's whole handshake)."""
+    """Compiled on first use (compiling costs more than the server's whole handshake) and
+    kept on the function: a cache decorator would cost an import at every start."""
     cached = getattr(_compiled_rules, "cache", None)
     if cached is None:
         import re
@@ -1100,7 +1143,11 @@ class Redactor:
         )
 
 
-# ── 5.2 Git blob hashing (the bytes half; files are streamed in section 7) ──
+# ════════════════════════════════════════════════════════════════════════════
+# 6. Core (pure: no clock, environment, file or process access)
+# ════════════════════════════════════════════════════════════════════════════
+
+# ── 6.1 Git blob hashing (the bytes half; files are streamed in section 8) ──
 
 def blob_header(size: int) -> bytes:
     """Git hashes `blob <size>\\0` + content: the same sha1 as `git hash-object`."""
@@ -1121,11 +1168,11 @@ def blob_hash(content: bytes) -> str:
     return sha1(blob_header(len(content)) + content).hexdigest()
 
 
-# ── 5.3 Paths ──
+# ── 6.2 Paths ──
 
 def relative_project_path(root: str, path: str) -> Optional[str]:
     """The path relative to root with "/" separators, or None when it is outside the root.
-    Lexical only; section 7 also checks where symlinks lead."""
+    Lexical only; section 8 also checks where symlinks lead."""
     import posixpath
     path = path.replace("\\", "/") if os.sep == "\\" else path
     joined = path if os.path.isabs(path) else os.path.join(root, path)
@@ -1140,7 +1187,7 @@ def is_checkpoint_file(rel_path: str) -> bool:
     return rel_path.split("/")[-1].startswith(CHECKPOINT_FILE_PREFIX) and "/" not in rel_path
 
 
-# ── 5.4 Assembling a checkpoint (the merge table of SPEC section 3) ──
+# ── 6.3 Assembling a checkpoint (the merge table of SPEC section 3) ──
 
 @record
 class FileSelection:
@@ -1337,7 +1384,7 @@ _SHRINK_STEPS = (
 )
 
 
-# ── 5.5 Drift: what changed since the checkpoint ──
+# ── 6.4 Drift: what changed since the checkpoint ──
 
 @record
 class Drift:
@@ -1374,13 +1421,11 @@ def compute_drift(cp: Checkpoint, current: GitState, dirty_now: Iterable[str],
                  saved_head=saved.head if saved else None)
 
 
-# ── 5.6 Transcripts: what a Claude Code session provably did ──
+# ── 6.5 Transcripts: what a Claude Code session provably did ──
 # Claude Code's transcript is JSONL. Assistant lines hold tool_use blocks
 # ({type, id, name, input}); the user line after holds the tool_result
 # ({tool_use_id, is_error, content}). A call counts once its result says it worked.
 
-EDIT_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
-SHELL_TOOLS = ("Bash",)
 _NOT_A_PROMPT = ("This session is being continued", "<command-name>", "<command-message>", "<local-command", "<system-reminder>",
                  "Caveat:", "<bash-input>", "<bash-stdout>", "<user-prompt-submit-hook>", "[Request interrupted")
 
@@ -1532,20 +1577,13 @@ def merge_transcript(previous: Optional[Checkpoint], facts: TranscriptFacts, fil
         hooks=HookState(tool_use_ids=seen[-HOOK_ID_LIMIT:], cursors=cursors))
 
 
-NO_GOAL = "(no goal recorded yet; saved automatically)"
-
-
 def needs_goal(checkpoint: Optional[Checkpoint]) -> bool:
     """Only a checkpoint without a real goal takes the session's first prompt as its goal."""
     return checkpoint is None or (checkpoint.goal_auto and checkpoint.goal == NO_GOAL)
 
 
-HOOK_ID_LIMIT = 500  # tool_use ids remembered; the byte cursor covers anything older
-HOOK_CURSOR_LIMIT = 20  # transcripts remembered
-
-
 # ════════════════════════════════════════════════════════════════════════════
-# 6. Rendering (pure, deterministic)
+# 7. Rendering (pure, deterministic)
 # ════════════════════════════════════════════════════════════════════════════
 
 TASK_MARKERS = {TaskStatus.DONE: "[x]", TaskStatus.IN_PROGRESS: "[~]",
@@ -1758,13 +1796,33 @@ def render_save_answer(outcome: SaveOutcome) -> str:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 7. Git adapter and working-tree hashing
+# 8. Git adapter and working-tree hashing
 # ════════════════════════════════════════════════════════════════════════════
 
+@record
+class GitResult:
+    """What one git command did: its exit code and both outputs."""
+    code: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+    def error_text(self) -> str:
+        """git's own complaint, one line, for a message a person reads."""
+        lines = self.stderr.decode("utf-8", "replace").strip().splitlines()
+        return lines[-1] if lines else f"git exited with status {self.code}"
+
+
 class Git:
-    """Runs git for one project root: argument lists, no shell, stdin from /dev/null,
-    a timeout that kills the whole process group, no pager, prompt or optional lock,
-    and no fsmonitor hook. Callers get typed answers or None, plus `warnings`."""
+    """Runs git for one project root: argument lists, no shell, a timeout that kills the
+    whole process group, no pager, prompt or optional lock, and no fsmonitor hook.
+
+    `run` gives a GitResult whenever git ran, whatever it answered, and None when git is
+    unavailable (missing, or it did not answer in time): then `available` is False and
+    `warnings` says why, and every later call returns None at once."""
 
     def __init__(self, root: str, timeout: float = GIT_TIMEOUT_S):
         self.root = root
@@ -1772,36 +1830,38 @@ class Git:
         self.warnings: list = []
         self.available = True
 
-    def run(self, *args: str, ok_codes: tuple = (0,)) -> Optional[tuple]:
-        """(returncode, stdout) or None when git is missing, hangs or fails unexpectedly."""
+    def run(self, *args: str, stdin: Optional[bytes] = None, env: Optional[dict] = None,
+            timeout: Optional[float] = None) -> Optional[GitResult]:
+        """Run `git <args>` in the root. stdin is fed whole (DEVNULL when None, so git never
+        reads the protocol's stdin); env adds variables after the hardened ones."""
         if not self.available:
             return None
         import subprocess
-        env = dict(os.environ)
-        for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE"):
-            env.pop(name, None)
-        env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", PAGER="cat",
-                   GIT_ASKPASS="", SSH_ASKPASS="", LC_ALL="C", LANGUAGE="")
         command = ["git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false",
                    "-c", "core.untrackedCache=keep", *args]
         try:
-            proc = subprocess.Popen(command, cwd=self.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=env, start_new_session=os.name == "posix")
+            proc = subprocess.Popen(command, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                    env=_git_environment(env), start_new_session=os.name == "posix")
         except FileNotFoundError:
             self._give_up("git was not found on PATH; git facts and drift detection are off.")
             return None
         except OSError as error:
             self._give_up(f"git could not be started ({error.strerror}); git facts are off.")
             return None
+        limit = self.timeout if timeout is None else timeout
         try:
-            out, _ = proc.communicate(timeout=self.timeout)
+            out, err = proc.communicate(stdin, timeout=limit)
         except subprocess.TimeoutExpired:
             _kill_tree(proc)
-            self._give_up(f"git {args[0]} did not answer within {self.timeout:g} s; git facts are off for this call.")
+            self._give_up(f"git {args[0]} did not answer within {limit:g} s; git facts are off for this call.")
             return None
-        if proc.returncode not in ok_codes:
-            return None
-        return proc.returncode, out
+        return GitResult(proc.returncode, out, err)
+
+    def output(self, *args: str, ok_codes: tuple = (0,), **options: Any) -> Optional[bytes]:
+        """stdout of a command expected to succeed; None when git is unavailable or it failed."""
+        result = self.run(*args, **options)
+        return result.stdout if result is not None and result.code in ok_codes else None
 
     def _give_up(self, warning: str) -> None:
         self.available = False
@@ -1811,34 +1871,47 @@ class Git:
         """One `git status` gives HEAD, branch and every changed or untracked file."""
         prefix = ""
         if not os.path.exists(os.path.join(self.root, ".git")):
-            found = self.run("rev-parse", "--show-prefix")
+            found = self.output("rev-parse", "--show-prefix")
             if found is None:
                 return GitScan(None, [], in_repo=False)
-            prefix = found[1].decode("utf-8", "surrogateescape").strip()
-        found = self.run("status", "--porcelain=v2", "-z", "-uall", "--branch", "--", ".")
-        if found is None:
+            prefix = found.decode("utf-8", "surrogateescape").strip()
+        status = self.output("status", "--porcelain=v2", "-z", "-uall", "--branch", "--", ".")
+        if status is None:
             return GitScan(None, [], in_repo=False)
-        return parse_status(found[1], prefix)
+        return parse_status(status, prefix)
 
     def commits_since(self, saved_head: str, head: str) -> Optional[int]:
         """Commits on HEAD after saved_head; None when saved_head is no longer an ancestor."""
         if saved_head == head:
             return 0
-        found = self.run("rev-list", "--count", "--ancestry-path", f"{saved_head}..{head}", "--")
+        found = self.output("rev-list", "--count", "--ancestry-path", f"{saved_head}..{head}", "--")
         if found is None:
             return None
-        count = int(found[1].strip() or 0)
+        count = int(found.strip() or 0)
         return count or None
 
     def is_ignored(self, name: str) -> Optional[bool]:
-        found = self.run("check-ignore", "-q", "--", name, ok_codes=(0, 1))
-        return None if found is None else found[0] == 0
+        found = self.run("check-ignore", "-q", "--", name)
+        return None if found is None or found.code not in (0, 1) else found.ok
 
     def git_path(self, name: str) -> Optional[str]:
-        found = self.run("rev-parse", "--git-path", name)
+        found = self.output("rev-parse", "--git-path", name)
         if found is None:
             return None
-        return os.path.join(self.root, found[1].decode("utf-8", "surrogateescape").strip())
+        return os.path.join(self.root, found.decode("utf-8", "surrogateescape").strip())
+
+
+def _git_environment(extra: Optional[dict]) -> dict:
+    """The user's environment without anything that would point git elsewhere, plus what
+    keeps git from prompting, paging or taking optional locks, plus the caller's `extra`."""
+    env = dict(os.environ)
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE",
+                 "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR"):
+        env.pop(name, None)
+    env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", PAGER="cat",
+               GIT_ASKPASS="", SSH_ASKPASS="", LC_ALL="C", LANGUAGE="")
+    env.update(extra or {})
+    return env
 
 
 def _kill_tree(proc: Any) -> None:
@@ -1966,11 +2039,8 @@ def contained_path(root: str, path: str) -> Optional[str]:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 8. Storage: the only code that opens checkpoint files (and reads transcripts)
+# 9. Storage: the only code that opens checkpoint files (and reads transcripts)
 # ════════════════════════════════════════════════════════════════════════════
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # never follow a symlink planted at one of our names
-
 
 @record
 class StoredFile:
@@ -2038,12 +2108,15 @@ def read_checkpoint(root: str) -> StoredFile:
                       warnings=[f"{CHECKPOINT_NAME} is unreadable ({problem}); loaded the backup {BACKUP_NAME}."])
 
 
-def _write_atomically(folder: str, name: str, data: bytes) -> None:
-    """Temp file in the same folder (created exclusively, 0600, fsynced), then rename."""
+def write_atomically(path: str, data: bytes, mode: int = 0o600) -> None:
+    """The one way this program writes a file: a temp file beside it (created exclusively,
+    `mode` whatever the umask, fsynced), then a rename over the old one. A reader sees the
+    old file or the new one, never half of either; a failure leaves the old file and no temp."""
+    folder, name = os.path.split(path)
     for _ in range(20):
-        temp = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}")
+        temp = os.path.join(folder, f"{name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_BINARY", 0), 0o600)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_BINARY", 0), mode)
             break
         except FileExistsError:
             continue
@@ -2052,14 +2125,14 @@ def _write_atomically(folder: str, name: str, data: bytes) -> None:
     try:
         try:
             if hasattr(os, "fchmod"):
-                os.fchmod(fd, 0o600)  # whatever the umask
+                os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temp, os.path.join(folder, name))  # replaces a planted symlink, never follows it
+        os.replace(temp, path)  # replaces a planted symlink, never follows it
     except BaseException:
         try:
             os.unlink(temp)
@@ -2073,8 +2146,8 @@ def write_checkpoint(root: str, data: bytes, previous_raw: Optional[bytes]) -> N
     On any failure the old files are intact and no temp file is left."""
     try:
         if previous_raw is not None:
-            _write_atomically(root, BACKUP_NAME, previous_raw)
-        _write_atomically(root, CHECKPOINT_NAME, data)
+            write_atomically(os.path.join(root, BACKUP_NAME), previous_raw)
+        write_atomically(os.path.join(root, CHECKPOINT_NAME), data)
         _fsync_folder(root)
     except OSError as error:
         raise StorageError(f"Could not write {os.path.join(root, CHECKPOINT_NAME)}: {error.strerror or error}. "
@@ -2183,7 +2256,7 @@ def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> Tr
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 9. Root resolution
+# 10. Root resolution
 # ════════════════════════════════════════════════════════════════════════════
 
 @record
@@ -2239,12 +2312,12 @@ def resolve_root(choice: RootChoice, home: Optional[str]) -> str:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 10. Services and tools
+# 11. Services and tools
 # ════════════════════════════════════════════════════════════════════════════
 
 @record
 class World:
-    """What the services need from outside the process, gathered once in section 12."""
+    """What the services need from outside the process, gathered once in section 15."""
     env: dict
     cwd: str
     home: Optional[str]
@@ -2267,32 +2340,62 @@ def new_checkpoint_id() -> str:
     return f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
 
 
-def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcome:
-    """The save tool, CLI `save` and the hooks all come here: scan, merge, redact, cap, write."""
+@record
+class Change:
+    """What one writer (a save, a hook) brings to the locked update of the checkpoint."""
+    named: list  # [FileNote] files the model named, inside the root
+    carried: list  # [FileEntry] files recorded earlier or proven by the transcript
+    assemble: Callable[..., Checkpoint]  # (files, git state, now, new id) -> the new checkpoint
+    mode: SaveMode = SaveMode.MERGE
+    truncated: bool = False  # the merge itself dropped history past a limit
+
+
+def update_checkpoint(root: str, world: World, prepare: Callable[..., Optional[Change]],
+                      replace_unreadable: bool = True) -> Optional[SaveOutcome]:
+    """The one read-modify-write of the checkpoint. Under the project lock: read the file,
+    let `prepare(previous, warnings)` say what changes (None: nothing, and nothing is
+    written), scan git, hash the files worth keeping, assemble, redact, cap, write."""
     git = Git(root)
-    scan = git.scan()
     warnings: list = []
-    notes = []
-    for named in request.files:
-        rel = contained_path(root, named.path)
-        if rel is None:
-            warnings.append(f"Ignored modifiedFiles path {named.path!r}: it is outside the project root {root}.")
-        elif not is_checkpoint_file(rel):
-            notes.append(FileNote(rel, named.note))
     with ProjectLock(root):
-        stored = _read_for_update(root, warnings)
-        previous = stored.checkpoint if request.mode is SaveMode.MERGE else None
-        if request.mode is SaveMode.MERGE and previous is None:
-            warnings.append("There was no readable checkpoint to merge into, so this save acted as a replace.")
-        selection = select_files(scan.changes, notes, _inside(root, previous.modified_files) if previous else [])
+        stored = _read_for_update(root, warnings, replace_unreadable)
+        change = prepare(stored.checkpoint, warnings)
+        if change is None:
+            return None
+        scan = git.scan()
+        selection = select_files(scan.changes, change.named, change.carried)
         files = hash_entries(root, selection.entries)
-        checkpoint = build_checkpoint(previous, request, files, scan.state, world.now_iso(),
-                                      new_checkpoint_id(), os.path.basename(root))
+        checkpoint = change.assemble(files, scan.state, world.now_iso(), new_checkpoint_id())
         checkpoint = replace(checkpoint, omitted_files=selection.omitted,
-                             truncated=bool(selection.omitted) or growth_truncated(previous, request))
+                             truncated=change.truncated or checkpoint.truncated or bool(selection.omitted))
         checkpoint, data = _redact_and_fit(checkpoint, world)
         write_checkpoint(root, data, stored.raw)
-    return _save_outcome(root, request.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None)
+    return _save_outcome(root, change.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None)
+
+
+def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcome:
+    """The save tool and CLI `save`: the replace/merge table over the stored checkpoint."""
+    named, outside = [], []
+    for note in request.files:
+        rel = contained_path(root, note.path)
+        if rel is None:
+            outside.append(f"Ignored modifiedFiles path {note.path!r}: it is outside the project root {root}.")
+        elif not is_checkpoint_file(rel):
+            named.append(FileNote(rel, note.note))
+
+    def prepare(stored: Optional[Checkpoint], warnings: list) -> Change:
+        warnings[:0] = outside
+        previous = stored if request.mode is SaveMode.MERGE else None
+        if request.mode is SaveMode.MERGE and previous is None:
+            warnings.append("There was no readable checkpoint to merge into, so this save acted as a replace.")
+        return Change(named, _inside(root, previous.modified_files) if previous else [],
+                      lambda files, state, now, new_id: build_checkpoint(
+                          previous, request, files, state, now, new_id, os.path.basename(root)),
+                      request.mode, growth_truncated(previous, request))
+
+    outcome = update_checkpoint(root, world, prepare)
+    assert outcome is not None  # a save always writes
+    return outcome
 
 
 def _read_for_update(root: str, warnings: list, replace_unreadable: bool = True) -> StoredFile:
@@ -2377,36 +2480,29 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
                       require_activity: bool = False) -> Optional[SaveOutcome]:
     """The hooks: merge what the transcript proves into the checkpoint. Returns None when the
     transcript holds nothing new (then nothing is written). With require_activity, a first
-    prompt alone is not worth a checkpoint (Stop and SessionEnd fire in every session)."""
-    git = Git(root)
-    warnings: list = []
-    with ProjectLock(root):
-        stored = _read_for_update(root, warnings, replace_unreadable=False)
-        previous = stored.checkpoint
-        key = session_id or os.path.basename(transcript_path)
+    prompt alone is not worth a checkpoint (Stop and SessionEnd fire in every session).
+    A hook never replaces checkpoint files that are both unreadable: a person should look."""
+    key = session_id or os.path.basename(transcript_path)
+
+    def prepare(previous: Optional[Checkpoint], warnings: list) -> Optional[Change]:
         start = previous.hooks.cursors.get(key, 0) if previous else 0
         facts = scan_transcript(transcript_path, start, previous)
         new_goal = facts.first_prompt is not None and needs_goal(previous)
         if not (facts.edited_files or facts.commands or (new_goal and not require_activity)):
             return None
-        scan = git.scan()
         edited = []
         for path, _ in facts.edited_files:
             rel = contained_path(root, path)
             if rel is not None and not is_checkpoint_file(rel):
                 edited.append(FileEntry(rel, "M", FileSource.AGENT, auto=True))
-        selection = select_files(scan.changes, [], (_inside(root, previous.modified_files) if previous else []) + edited)
-        files = hash_entries(root, selection.entries)
-        checkpoint = merge_transcript(previous, facts, files, scan.state, world.now_iso(), new_checkpoint_id(),
-                                      os.path.basename(root), key)
-        checkpoint = replace(checkpoint, omitted_files=selection.omitted,
-                             truncated=checkpoint.truncated or bool(selection.omitted))
-        checkpoint, data = _redact_and_fit(checkpoint, world)
-        write_checkpoint(root, data, stored.raw)
-    return _save_outcome(root, SaveMode.MERGE, checkpoint, data, git, scan, warnings, existed=stored.raw is not None)
+        carried = (_inside(root, previous.modified_files) if previous else []) + edited
+        return Change([], carried, lambda files, state, now, new_id: merge_transcript(
+            previous, facts, files, state, now, new_id, os.path.basename(root), key))
+
+    return update_checkpoint(root, world, prepare, replace_unreadable=False)
 
 
-# ── The MCP tools: schema, annotations and a thin handler each ──
+# ── 11.1 The MCP tools: schema, annotations and a thin handler each ──
 
 @record
 class ToolResult:
@@ -2563,7 +2659,7 @@ def call_tool(name: str, arguments: Any, context: ToolContext) -> ToolResult:
                           "Nothing was written. Details are in the server log.", is_error=True)
 
 
-# ── Prompts and resources ──
+# ── 11.2 Prompts and resources ──
 
 PROMPTS = (
     {"name": "resume", "title": "Resume from checkpoint",
@@ -2613,7 +2709,7 @@ def read_resource(uri: str, context: ToolContext) -> dict:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 11. Protocol: JSON-RPC messages in, replies out (no I/O of its own)
+# 12. Protocol: JSON-RPC messages in, replies out (no I/O of its own)
 # ════════════════════════════════════════════════════════════════════════════
 
 class RpcError(Exception):
@@ -2627,14 +2723,6 @@ class RpcError(Exception):
 
 class InputRequired(Exception):
     """2026-07-28: the call needs the client's roots; answer input_required and wait for the retry."""
-
-
-CAPABILITIES = {"tools": {"listChanged": False}, "prompts": {"listChanged": False},
-                "resources": {"subscribe": False, "listChanged": False}}
-SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}
-ROOT_METHODS = ("tools/call", "prompts/get", "resources/read")  # the requests that need a project root
-CACHEABLE_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list",
-                     "resources/templates/list", "resources/read")
 
 
 @record
@@ -2759,7 +2847,7 @@ class Protocol:
     def _ask_for_roots(self) -> None:
         self._requests_sent += 1
         self.roots_request_id = f"claude-checkpoint-roots-{self._requests_sent}"
-        self.roots_asked_at = None  # set by the transport when the request is actually sent
+        self.roots_asked_at = None  # set by take_outbox, when the request is actually sent
         self.outbox.append({"jsonrpc": "2.0", "id": self.roots_request_id, "method": "roots/list", "params": {}})
 
     def _client_response(self, message: dict) -> None:
@@ -2772,9 +2860,23 @@ class Protocol:
             self.world.log(f"the client refused roots/list: {message.get('error')}")
         self.roots_request_id = None
 
+    def take_outbox(self, now: float) -> list:
+        """The requests to send to the client, now; the roots wait is timed from this moment."""
+        messages, self.outbox = self.outbox, []
+        if any(m.get("method") == "roots/list" for m in messages):
+            self.roots_asked_at = now
+        return messages
+
     @property
     def roots_pending(self) -> bool:
         return self.roots_request_id is not None
+
+    @property
+    def roots_deadline(self) -> Optional[float]:
+        """When to stop waiting for the roots answer; None when no roots request is out."""
+        if not self.roots_pending or self.roots_asked_at is None:
+            return None
+        return self.roots_asked_at + ROOTS_WAIT_S
 
     def give_up_on_roots(self) -> None:
         self.world.log(f"no roots/list answer within {ROOTS_WAIT_S:g} s; using the next root source")
@@ -2858,7 +2960,7 @@ def _root_uris(roots: Any) -> list:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 12. Transport and command line
+# 13. Transport: JSON-RPC over stdio
 # ════════════════════════════════════════════════════════════════════════════
 
 _EOF = object()
@@ -2941,10 +3043,10 @@ class StdioTransport:
 
     def _next_item(self) -> Any:
         import queue
-        asked = self.protocol.roots_asked_at
-        if not self.protocol.roots_pending or asked is None:
+        deadline = self.protocol.roots_deadline
+        if deadline is None:
             return self.inbox.get()
-        remaining = asked + ROOTS_WAIT_S - self.clock()
+        remaining = deadline - self.clock()
         try:
             return self.inbox.get(timeout=max(remaining, 0))
         except queue.Empty:
@@ -3005,9 +3107,8 @@ class StdioTransport:
                 self._warm_up()
 
     def _send_outbox(self) -> None:
-        while self.protocol.outbox:
-            self._write(self.protocol.outbox.pop(0))
-            self.protocol.roots_asked_at = self.clock()
+        for message in self.protocol.take_outbox(self.clock()):
+            self._write(message)
 
     def _write(self, payload: Any) -> None:
         import json
@@ -3031,13 +3132,16 @@ class StdioTransport:
         threading.Thread(target=load, name="warm-up", daemon=True).start()
 
 
-def serve() -> int:
+def serve(root: Optional[str] = None) -> int:
     """The MCP server. stdout carries JSON-RPC only: it is bound once here and
-    sys.stdout is pointed at stderr, so a stray print can never corrupt the stream."""
+    sys.stdout is pointed at stderr, so a stray print can never corrupt the stream.
+    `root` (serve --root DIR) acts as CHECKPOINT_PROJECT_ROOT does."""
     protocol_out = sys.stdout.buffer
     sys.stdout = sys.stderr
     _install_signal_handlers()
     world = world_from_process()
+    if root:
+        world = replace(world, env={**world.env, "CHECKPOINT_PROJECT_ROOT": os.path.abspath(root)})
     transport = StdioTransport(Protocol(world), sys.stdin.buffer, protocol_out, _monotonic())
     try:
         status = transport.run()
@@ -3054,177 +3158,14 @@ def _monotonic() -> Callable[[], float]:
     return time.monotonic
 
 
-# ── Command line: show, save, hook, install, doctor ──
+# ════════════════════════════════════════════════════════════════════════════
+# 14. Install and doctor: configuration for Claude Code and Claude Desktop
+# ════════════════════════════════════════════════════════════════════════════
 
-HOOK_DEADLINE_S = 30.0  # a hook must never hold a session: past this it gives up
-HOOK_STDIN_LIMIT = 1 << 20
-HOOK_EVENTS = {  # subcommand -> what it does
-    "session-start": "print the resume brief (SessionStart, matcher clear|compact|resume)",
-    "pre-compact": "merge what the transcript proves into the checkpoint (PreCompact)",
-    "session-end": "the same, only when the session did something (SessionEnd)",
-    "stop": "the same, only when the turn did something (Stop)",
-}
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
-
-
-def build_parser() -> Any:
-    import argparse
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS,
-                        help="project root (default: CHECKPOINT_PROJECT_ROOT, CLAUDE_PROJECT_DIR or the current folder)")
-    parser = argparse.ArgumentParser(
-        prog="claude_checkpoint.py", parents=[common],
-        description="Save and resume Claude Code session state. With no command: the MCP stdio server.",
-        epilog="Exit status: 0 ok, 1 failed, 2 usage error, 3 nothing to show (show, with no checkpoint).")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser("serve", parents=[common], help="run the MCP stdio server (the default)")
-    show = commands.add_parser("show", parents=[common], help="print the resume brief")
-    show.add_argument("--full", action="store_true", help="print the whole checkpoint and drift as JSON")
-    save = commands.add_parser("save", parents=[common],
-                               help="save a checkpoint: the tool's arguments as JSON on stdin, or flags")
-    save.add_argument("--goal", help="the session's goal (without it, JSON is read from stdin)")
-    save.add_argument("--summary", help="where things stand")
-    save.add_argument("--next", action="append", metavar="STEP", dest="next_steps", help="a next step (repeat)")
-    save.add_argument("--decision", action="append", metavar="TEXT", dest="decisions", help="a decision (repeat)")
-    save.add_argument("--merge", action="store_true", help="merge into the existing checkpoint")
-    hook = commands.add_parser("hook", parents=[common], help="run as a Claude Code hook (JSON on stdin)")
-    hook.add_argument("event", choices=sorted(HOOK_EVENTS), help="; ".join(f"{k}: {v}" for k, v in HOOK_EVENTS.items()))
-    install = commands.add_parser("install", parents=[common],
-                                  help="print (or --write) the Claude Code and Claude Desktop configuration")
-    install.add_argument("--write", action="store_true", help="merge the server and hooks into Claude Code's files")
-    install.add_argument("--scope", choices=("user", "project"), default="user",
-                         help="user: ~/.claude.json and ~/.claude/settings.json; project: .mcp.json and .claude/settings.json")
-    install.add_argument("--exclude", action="store_true", help="add .claude-checkpoint* to .git/info/exclude")
-    install.add_argument("--force", action="store_true", help="replace an existing, different 'checkpoint' server entry")
-    commands.add_parser("doctor", parents=[common], help="check Python, git, the root and the checkpoint")
-    return parser
-
-
-def main(argv: Optional[list] = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv == ["serve"]:
-        return serve()
-    args = build_parser().parse_args(argv)
-    if args.command in (None, "serve"):
-        if getattr(args, "root", None):
-            os.environ["CHECKPOINT_PROJECT_ROOT"] = os.path.abspath(args.root)
-        return serve()
-    _install_signal_handlers()
-    world = world_from_process()
-    if args.command == "hook":
-        return run_hook(args.event, getattr(args, "root", None), world)
-    runner = {"show": cli_show, "save": cli_save, "install": cli_install, "doctor": cli_doctor}[args.command]
-    try:
-        return runner(args, world)
-    except CheckpointError as error:
-        print(f"claude-checkpoint: {error}", file=sys.stderr)
-        return EXIT_FAILED
-
-
-def _cli_root(args: Any, world: World) -> str:
+def cli_root(args: Any, world: World) -> str:
+    """The root for a subcommand: --root DIR (relative to the current folder), else section 10's rules."""
     return world.root(getattr(args, "root", None) and os.path.abspath(args.root))
 
-
-def cli_show(args: Any, world: World) -> int:
-    result = load_checkpoint(_cli_root(args, world), world)
-    if args.full:
-        import json
-        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
-    else:
-        sys.stdout.write(render_brief(result, world.clock()))
-    return EXIT_OK if result.found else EXIT_NOTHING
-
-
-def cli_save(args: Any, world: World) -> int:
-    if args.goal is not None:
-        arguments: dict = {"goal": args.goal, "mode": "merge" if args.merge else "replace"}
-        if args.summary is not None:
-            arguments["summary"] = args.summary
-        if args.next_steps:
-            arguments["nextSteps"] = args.next_steps
-        if args.decisions:
-            arguments["decisions"] = args.decisions
-    else:
-        import json
-        if sys.stdin.isatty():
-            raise CheckpointError("give --goal, or pipe the tool's arguments as JSON on stdin")
-        try:
-            arguments = json.loads(sys.stdin.read(MAX_MESSAGE_BYTES))
-        except ValueError as error:
-            raise CheckpointError(f"stdin is not valid JSON: {error}") from None
-        if args.merge and isinstance(arguments, dict):
-            arguments["mode"] = "merge"
-    request = parse_save_arguments(arguments)
-    root = world.root(getattr(args, "root", None) and os.path.abspath(args.root) or request.project_root)
-    outcome = save_checkpoint(root, request, world)
-    print(render_save_answer(outcome))
-    return EXIT_OK
-
-
-def run_hook(event: str, root_arg: Optional[str], world: World) -> int:
-    """Hooks never block or break a session: always exit 0, nothing on stdout but the
-    brief, and what went wrong on one line of stderr."""
-    import threading
-    watchdog = threading.Timer(HOOK_DEADLINE_S, _hook_timeout)
-    watchdog.daemon = True
-    watchdog.start()
-    problems: list = []
-    try:
-        payload = _read_hook_input(problems)
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and os.path.isabs(payload["cwd"]) else world.cwd
-        root = resolve_root(choose_root(root_arg and os.path.abspath(root_arg), world.env, [], cwd), world.home)
-        if event == "session-start":
-            result = load_checkpoint(root, world)
-            if result.found:
-                sys.stdout.write(render_brief(result, world.clock()))
-            problems += result.warnings
-        else:
-            problems += _record_hook(event, payload, root, world)
-    except CheckpointError as error:
-        problems.append(str(error))
-    except Exception as error:  # a hook must never break the session
-        problems.append(f"unexpected {type(error).__name__}: {error}")
-    finally:
-        watchdog.cancel()
-    if problems:
-        print(f"claude-checkpoint hook {event}: " + "; ".join(problems), file=sys.stderr)
-    return EXIT_OK
-
-
-def _read_hook_input(problems: list) -> dict:
-    import json
-    raw = sys.stdin.buffer.read(HOOK_STDIN_LIMIT) if not sys.stdin.isatty() else b""
-    try:
-        payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else {}
-    except ValueError:
-        payload = None
-    if not isinstance(payload, dict):
-        problems.append("stdin is not the hook's JSON object")
-        return {}
-    return payload
-
-
-def _record_hook(event: str, payload: dict, root: str, world: World) -> list:
-    """pre-compact, session-end, stop: merge the transcript; return what went wrong."""
-    transcript = payload.get("transcript_path")
-    if not isinstance(transcript, str) or not transcript:
-        return ["no transcript_path in the hook's input; nothing recorded"]
-    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else ""
-    outcome = record_transcript(root, transcript, session, world, require_activity=event in ("session-end", "stop"))
-    if outcome is None:
-        return []
-    # The redaction count and the not-ignored advice are for the model's saves, not every hook run.
-    return [w for w in outcome.warnings if not w.startswith("Redacted") and "not git-ignored" not in w]
-
-
-def _hook_timeout() -> None:
-    print(f"claude-checkpoint hook: gave up after {HOOK_DEADLINE_S:g} s", file=sys.stderr)
-    sys.stderr.flush()
-    os._exit(EXIT_OK)
-
-
-# ── install ──
 
 def program_command() -> list:
     """How Claude Code should start this program: this file with this Python, or the
@@ -3319,29 +3260,15 @@ def _load_json_file(path: str) -> dict:
 
 
 def _save_json_file(path: str, doc: dict) -> None:
+    """Settings files keep their mode (0600 for a new one: they may hold tokens)."""
     import json
     import stat
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
         mode = 0o600
-    temp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            json.dump(doc, stream, indent=2, ensure_ascii=False)
-            stream.write("\n")
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    write_atomically(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), mode)
 
 
 def cli_install(args: Any, world: World) -> int:
@@ -3349,7 +3276,7 @@ def cli_install(args: Any, world: World) -> int:
     import shlex
     program = program_command()
     needs_root = args.scope == "project" or args.exclude
-    root = _cli_root(args, world) if needs_root else None
+    root = cli_root(args, world) if needs_root else None
     server_file, settings_file = claude_config_paths(world, args.scope, root)
     if not args.write:
         line = " ".join(shlex.quote(p) for p in program)
@@ -3384,17 +3311,15 @@ def add_git_exclude(root: str) -> str:
         return f"{root} is not in a git repository; nothing excluded"
     pattern = CHECKPOINT_NAME + "*"
     try:
-        with open(exclude, encoding="utf-8") as stream:
-            lines = stream.read().splitlines()
+        with open(exclude, "rb") as stream:
+            current = stream.read()
     except FileNotFoundError:
-        lines = []
-    if pattern in lines:
+        current = b""
+    if pattern.encode() in current.splitlines():
         return f"{pattern} is already in {exclude}"
     os.makedirs(os.path.dirname(exclude), exist_ok=True)
-    with open(exclude, "a", encoding="utf-8") as stream:
-        if lines and lines[-1] != "":
-            stream.write("\n")
-        stream.write(pattern + "\n")
+    separator = b"\n" if current and not current.endswith(b"\n") else b""
+    write_atomically(exclude, current + separator + pattern.encode() + b"\n", 0o644)
     return f"Added {pattern} to {exclude}"
 
 
@@ -3402,8 +3327,8 @@ def cli_doctor(args: Any, world: World) -> int:
     import platform
     checks: list = []  # (ok, text)
     checks.append((sys.version_info >= (3, 9), f"Python {platform.python_version()} at {sys.executable}"))
-    version = Git(world.cwd).run("--version")
-    checks.append((version is not None, version[1].decode().strip() if version else "git not found on PATH "
+    version = Git(world.cwd).output("--version")
+    checks.append((version is not None, version.decode().strip() if version else "git not found on PATH "
                    "(git facts and drift detection are off)"))
     choice = choose_root(getattr(args, "root", None) and os.path.abspath(args.root), world.env, [], world.cwd)
     try:
@@ -3435,6 +3360,162 @@ def _doctor_checkpoint(root: str) -> list:
     source = BACKUP_NAME if stored.from_backup else CHECKPOINT_NAME
     checks.append((not stored.from_backup, f"Checkpoint valid, read from {source}, saved {stored.checkpoint.updated_at}"))
     return checks
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 15. Command line: show, save, hook and the entry point
+# ════════════════════════════════════════════════════════════════════════════
+
+
+def build_parser() -> Any:
+    import argparse
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS,
+                        help="project root (default: CHECKPOINT_PROJECT_ROOT, CLAUDE_PROJECT_DIR or the current folder)")
+    parser = argparse.ArgumentParser(
+        prog="claude_checkpoint.py", parents=[common],
+        description="Save and resume Claude Code session state. With no command: the MCP stdio server.",
+        epilog="Exit status: 0 ok, 1 failed, 2 usage error, 3 nothing to show (show, with no checkpoint).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("serve", parents=[common], help="run the MCP stdio server (the default)")
+    show = commands.add_parser("show", parents=[common], help="print the resume brief")
+    show.add_argument("--full", action="store_true", help="print the whole checkpoint and drift as JSON")
+    save = commands.add_parser("save", parents=[common],
+                               help="save a checkpoint: the tool's arguments as JSON on stdin, or flags")
+    save.add_argument("--goal", help="the session's goal (without it, JSON is read from stdin)")
+    save.add_argument("--summary", help="where things stand")
+    save.add_argument("--next", action="append", metavar="STEP", dest="next_steps", help="a next step (repeat)")
+    save.add_argument("--decision", action="append", metavar="TEXT", dest="decisions", help="a decision (repeat)")
+    save.add_argument("--merge", action="store_true", help="merge into the existing checkpoint")
+    hook = commands.add_parser("hook", parents=[common], help="run as a Claude Code hook (JSON on stdin)")
+    hook.add_argument("event", choices=sorted(HOOK_EVENTS), help="; ".join(f"{k}: {v}" for k, v in HOOK_EVENTS.items()))
+    install = commands.add_parser("install", parents=[common],
+                                  help="print (or --write) the Claude Code and Claude Desktop configuration")
+    install.add_argument("--write", action="store_true", help="merge the server and hooks into Claude Code's files")
+    install.add_argument("--scope", choices=("user", "project"), default="user",
+                         help="user: ~/.claude.json and ~/.claude/settings.json; project: .mcp.json and .claude/settings.json")
+    install.add_argument("--exclude", action="store_true", help="add .claude-checkpoint* to .git/info/exclude")
+    install.add_argument("--force", action="store_true", help="replace an existing, different 'checkpoint' server entry")
+    commands.add_parser("doctor", parents=[common], help="check Python, git, the root and the checkpoint")
+    return parser
+
+
+def main(argv: Optional[list] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv == ["serve"]:
+        return serve()
+    args = build_parser().parse_args(argv)
+    if args.command in (None, "serve"):
+        return serve(getattr(args, "root", None))
+    _install_signal_handlers()
+    world = world_from_process()
+    if args.command == "hook":
+        return run_hook(args.event, getattr(args, "root", None), world)
+    runner = {"show": cli_show, "save": cli_save, "install": cli_install, "doctor": cli_doctor}[args.command]
+    try:
+        return runner(args, world)
+    except CheckpointError as error:
+        print(f"claude-checkpoint: {error}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def cli_show(args: Any, world: World) -> int:
+    result = load_checkpoint(cli_root(args, world), world)
+    if args.full:
+        import json
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+    else:
+        sys.stdout.write(render_brief(result, world.clock()))
+    return EXIT_OK if result.found else EXIT_NOTHING
+
+
+def cli_save(args: Any, world: World) -> int:
+    if args.goal is not None:
+        arguments: dict = {"goal": args.goal, "mode": "merge" if args.merge else "replace"}
+        if args.summary is not None:
+            arguments["summary"] = args.summary
+        if args.next_steps:
+            arguments["nextSteps"] = args.next_steps
+        if args.decisions:
+            arguments["decisions"] = args.decisions
+    else:
+        import json
+        if sys.stdin.isatty():
+            raise CheckpointError("give --goal, or pipe the tool's arguments as JSON on stdin")
+        try:
+            arguments = json.loads(sys.stdin.read(MAX_MESSAGE_BYTES))
+        except ValueError as error:
+            raise CheckpointError(f"stdin is not valid JSON: {error}") from None
+        if args.merge and isinstance(arguments, dict):
+            arguments["mode"] = "merge"
+    request = parse_save_arguments(arguments)
+    root = world.root(getattr(args, "root", None) and os.path.abspath(args.root) or request.project_root)
+    outcome = save_checkpoint(root, request, world)
+    print(render_save_answer(outcome))
+    return EXIT_OK
+
+
+def run_hook(event: str, root_arg: Optional[str], world: World) -> int:
+    """Hooks never block or break a session: always exit 0, nothing on stdout but the
+    brief, and what went wrong on one line of stderr."""
+    import threading
+    watchdog = threading.Timer(HOOK_DEADLINE_S, _hook_timeout)
+    watchdog.daemon = True
+    watchdog.start()
+    problems: list = []
+    try:
+        payload = _read_hook_input(problems)
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and os.path.isabs(payload["cwd"]) else world.cwd
+        root = resolve_root(choose_root(root_arg and os.path.abspath(root_arg), world.env, [], cwd), world.home)
+        if event == "session-start":
+            result = load_checkpoint(root, world)
+            if result.found:
+                sys.stdout.write(render_brief(result, world.clock()))
+            problems += result.warnings
+        else:
+            problems += _record_hook(event, payload, root, world)
+    except CheckpointError as error:
+        problems.append(str(error))
+    except Exception as error:  # a hook must never break the session
+        problems.append(f"unexpected {type(error).__name__}: {error}")
+    finally:
+        watchdog.cancel()
+    if problems:
+        print(f"claude-checkpoint hook {event}: " + "; ".join(problems), file=sys.stderr)
+    return EXIT_OK
+
+
+def _read_hook_input(problems: list) -> dict:
+    import json
+    raw = sys.stdin.buffer.read(HOOK_STDIN_LIMIT) if not sys.stdin.isatty() else b""
+    try:
+        payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else {}
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        problems.append("stdin is not the hook's JSON object")
+        return {}
+    return payload
+
+
+def _record_hook(event: str, payload: dict, root: str, world: World) -> list:
+    """pre-compact, session-end, stop: merge the transcript; return what went wrong."""
+    transcript = payload.get("transcript_path")
+    if not isinstance(transcript, str) or not transcript:
+        return ["no transcript_path in the hook's input; nothing recorded"]
+    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else ""
+    outcome = record_transcript(root, transcript, session, world, require_activity=event in ("session-end", "stop"))
+    if outcome is None:
+        return []
+    # The redaction count and the not-ignored advice are for the model's saves, not every hook run.
+    return [w for w in outcome.warnings if not w.startswith("Redacted") and "not git-ignored" not in w]
+
+
+def _hook_timeout() -> None:
+    print(f"claude-checkpoint hook: gave up after {HOOK_DEADLINE_S:g} s", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(EXIT_OK)
 
 
 if __name__ == "__main__":
