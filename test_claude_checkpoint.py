@@ -2,6 +2,7 @@
 """Tests for claude_checkpoint.py (stdlib unittest; pytest can collect them too).
 
     python3 test_claude_checkpoint.py           # every test; ends with "N passed, M failed"
+    python3 test_claude_checkpoint.py --quick   # all but the slow ones (50 MB inputs, real clients)
     python3 test_claude_checkpoint.py --bench   # the benchmark, against its floors
     python3 test_claude_checkpoint.py --redaction  # recall and keep-rate on the redaction corpora
 
@@ -38,6 +39,12 @@ sys.path.insert(0, HERE)
 import claude_checkpoint as cc  # noqa: E402
 
 TIMEOUT = 20  # seconds for any one exchange; generous, since CI machines are shared
+
+
+def slow(test):
+    """Mark a test or a test class as slow: `--quick` leaves it out, the default runs it."""
+    test.slow = True
+    return test
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -2162,6 +2169,7 @@ class TestE2eGitAdapter(unittest.TestCase):
         self.assertIsNone(ws.checkpoint()["git"])
         self.assertTrue(any("git" in w.lower() for w in warnings_besides_git_ignore(result)), result)
 
+    @slow
     def test_blob_hash_of_a_50_mb_file_equals_git_hash_object(self):
         ws = Workspace(self)
         size = 50 * 1024 * 1024
@@ -2753,6 +2761,7 @@ class HookRobustnessTest(unittest.TestCase):
                 self.assertFalse(os.path.exists(os.path.join(folder, ".claude-checkpoint")))
 
 
+@slow
 class LargeTranscriptTest(unittest.TestCase):
     """Transcripts are big (attachments are ~80% of the bytes): the hook streams them."""
 
@@ -3350,6 +3359,7 @@ SDK_PYTHON, SDK_SKIP_REASON = find_sdk_python()
 
 
 @unittest.skipIf(SDK_PYTHON is None, SDK_SKIP_REASON or "")
+@slow
 class TestOfficialSdkClient(unittest.TestCase):
     def setUp(self):
         ws = Workspace(self, {"app.py": "print('hi')\n", ".gitignore": ".claude-checkpoint*\n"})
@@ -3459,6 +3469,7 @@ def handshake_with(test: unittest.TestCase, command: list, cwd: str, env: dict) 
     return json.loads(proc.stdout.splitlines()[0])
 
 
+@slow
 class TestPackaging(unittest.TestCase):
     def test_the_wheel_installs_a_console_script_that_serves(self):
         source, out = package_source(self), temp_dir(self, "cc-wheel-")
@@ -3794,6 +3805,7 @@ def _cc_base_env(home, base_url="http://127.0.0.1:9"):
     return env
 
 
+@slow
 class ClaudeCodeE2EBase(unittest.TestCase):
     """Temp HOME + temp git project per test; helpers to run the CLI against a StubModel."""
 
@@ -4104,6 +4116,7 @@ def find_inspector() -> str | None:
     return None
 
 
+@slow
 class TestMcpInspectorCli(unittest.TestCase):
     def setUp(self):
         self.inspector = find_inspector()
@@ -4382,10 +4395,29 @@ def run_bench() -> int:
 # Runner: ends with "N passed, M failed"
 # ════════════════════════════════════════════════════════════════════════════
 
+def _is_slow(test: unittest.TestCase) -> bool:
+    method = getattr(test, test._testMethodName, None)
+    return getattr(type(test), "slow", False) or getattr(method, "slow", False)
+
+
+def _without_slow(suite: unittest.TestSuite) -> unittest.TestSuite:
+    kept = unittest.TestSuite()
+    for item in suite:
+        if isinstance(item, unittest.TestSuite):
+            kept.addTest(_without_slow(item))
+        elif not _is_slow(item):
+            kept.addTest(item)
+    return kept
+
+
 def run_tests(argv: list) -> int:
+    quick = "--quick" in argv
+    argv = [a for a in argv if a != "--quick"]
     loader = unittest.TestLoader()
     module = sys.modules[__name__]
     suite = loader.loadTestsFromNames(argv, module) if argv else loader.loadTestsFromModule(module)
+    if quick:
+        suite = _without_slow(suite)
     result = unittest.TextTestRunner(verbosity=1, stream=sys.stderr).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)
