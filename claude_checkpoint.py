@@ -139,6 +139,22 @@ HOOK_EVENTS = {  # subcommand -> what it does
     "stop": "the same, only when the turn did something (Stop)",
 }
 
+# Snapshots (SPEC section 10): commits of the working tree under a private ref per root.
+SNAPSHOT_REFS = "refs/claude-checkpoint/"  # never a branch or tag: not fetched, not pushed
+SNAPSHOTS_KEEP = 100  # newest kept per root (CHECKPOINT_SNAPSHOTS_KEEP)
+SNAPSHOT_MAX_BYTES = 10 * 1024 * 1024  # untracked files past this are skipped (CHECKPOINT_SNAPSHOT_MAX_BYTES)
+SNAPSHOT_TIMEOUT_S = 20.0  # plumbing over thousands of files: more than a status needs, still bounded
+SNAPSHOT_SKIPPED_SHOWN = 200  # skipped paths kept in a snapshot's message
+SNAPSHOT_IDENTITY = {"GIT_AUTHOR_NAME": "claude-checkpoint", "GIT_AUTHOR_EMAIL": "claude-checkpoint@localhost",
+                     "GIT_COMMITTER_NAME": "claude-checkpoint", "GIT_COMMITTER_EMAIL": "claude-checkpoint@localhost"}
+SNAPSHOT_META_PREFIX = "claude-checkpoint: "  # the message line that holds a snapshot's facts as JSON
+# Untracked files named like these are never copied into a snapshot: it must not become a
+# second copy of the user's keys. Tracked files are captured (git has them already).
+SECRET_FILE_NAMES = (".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
+                     "*.kdbx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".npmrc",
+                     ".pypirc", ".pgpass", ".git-credentials", ".htpasswd", "credentials", "*.tfvars")
+ZERO_SHA = "0" * 40
+
 # Command-line exit status (SPEC section 10).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
 
@@ -183,6 +199,14 @@ class StorageError(CheckpointError):
 
 class UnsupportedVersion(CheckpointError):
     """The checkpoint was written by a newer claude-checkpoint."""
+
+
+class SnapshotError(CheckpointError):
+    """A snapshot could not be made, found or restored; nothing in the work tree changed."""
+
+
+class NothingToDo(CheckpointError):
+    """There is no snapshot to act on yet (exit status 3)."""
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -302,6 +326,51 @@ class GitState:
     dirty: bool
 
 
+class SnapshotKind(str, Enum):
+    SAVE = "save"  # a save (tool or CLI)
+    HOOK = "hook"  # a hook run at the end of a turn, a compaction or a session
+    MANUAL = "manual"  # the snapshot command
+    BEFORE_RESTORE = "before-restore"  # taken just before a restore, so it can be undone
+
+
+@record
+class SnapshotRef:
+    """The snapshot a checkpoint was saved with."""
+    id: str  # the short id `list` prints
+    commit: str
+
+
+@record
+class Skipped:
+    """A path a snapshot or a restore left alone, and why."""
+    path: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "reason": self.reason}
+
+
+@record
+class Snapshot:
+    """One snapshot as listed: its commit and the facts kept in its message."""
+    id: str
+    commit: str
+    ref: str
+    tree: str
+    created_at: str
+    kind: str
+    branch: Optional[str]
+    head: Optional[str]  # its parent: HEAD when it was made (None before the first commit)
+    goal: str
+    files: int  # paths under the root that differed from HEAD
+    skipped: list = field(default_factory=list)  # [Skipped]
+    fingerprint: str = ""  # what the work tree looked like, to reuse a snapshot without rebuilding it
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "commit": self.commit, "createdAt": self.created_at, "kind": self.kind,
+                "branch": self.branch, "head": self.head, "goal": self.goal, "files": self.files}
+
+
 @record
 class HookState:
     """What the hooks already took from transcripts, so a re-read adds nothing twice."""
@@ -329,6 +398,7 @@ class Checkpoint:
     truncated: bool = False
     omitted_files: int = 0  # dirty files left out for lack of room
     hooks: HookState = field(default_factory=HookState)
+    snapshot: Optional[SnapshotRef] = None  # the code as it was at this save (SPEC section 10)
     generator_version: str = __version__
 
     # ── JSON (camelCase lives only here) ──
@@ -358,6 +428,8 @@ class Checkpoint:
             del doc["summary"]
         if self.omitted_files:
             doc["meta"]["omittedFiles"] = self.omitted_files
+        if self.snapshot is not None:
+            doc["snapshot"] = {"id": self.snapshot.id, "commit": self.snapshot.commit}
         if self.hooks.tool_use_ids or self.hooks.cursors:
             doc["hooks"] = {"toolUseIds": list(self.hooks.tool_use_ids),
                             "cursors": dict(self.hooks.cursors)}
@@ -377,6 +449,10 @@ class Checkpoint:
                            dirty=bool(git_doc.get("dirty")))
         meta = _obj(doc.get("meta", {}), "meta")
         hooks = _obj(doc.get("hooks", {}), "hooks")
+        snapshot = None
+        if doc.get("snapshot") is not None:
+            snap = _obj(doc["snapshot"], "snapshot")
+            snapshot = SnapshotRef(_str(snap.get("id"), "snapshot.id"), _str(snap.get("commit"), "snapshot.commit"))
         return cls(
             id=_str(doc.get("id"), "id"),
             created_at=_str(doc.get("createdAt"), "createdAt"),
@@ -399,6 +475,7 @@ class Checkpoint:
             hooks=HookState(tool_use_ids=_list_of_str(hooks.get("toolUseIds", []), "hooks.toolUseIds"),
                             cursors={str(k): v for k, v in _obj(hooks.get("cursors", {}), "hooks.cursors").items()
                                      if isinstance(v, int) and not isinstance(v, bool)}),
+            snapshot=snapshot,
         )
 
 
@@ -1406,15 +1483,19 @@ class Drift:
 
 
 def compute_drift(cp: Checkpoint, current: GitState, dirty_now: Iterable[str],
-                  hashes_now: dict, commits_since: Optional[int]) -> Drift:
+                  hashes_now: dict, commits_since: Optional[int], changed_since_snapshot: Optional[set] = None) -> Drift:
     """hashes_now maps each saved path to its blob hash now (None when gone).
-    commits_since is None when the saved head is no longer an ancestor of HEAD."""
+    commits_since is None when the saved head is no longer an ancestor of HEAD.
+    With the checkpoint's snapshot, changed_since_snapshot holds every path that differs
+    from it now: the paths not recorded among them are the news. Without one, every dirty
+    path that was not recorded is reported (it may have been dirty at save time already)."""
     saved = cp.git
     unreachable = commits_since is None
     changed = [f.path for f in cp.modified_files
                if unreachable or hashes_now.get(f.path) != f.hash]
     recorded = {f.path for f in cp.modified_files}
-    new = sorted(p for p in dirty_now if p not in recorded and not is_checkpoint_file(p))
+    candidates = dirty_now if changed_since_snapshot is None else changed_since_snapshot
+    new = sorted(p for p in candidates if p not in recorded and not is_checkpoint_file(p))
     return Drift(branch_changed=saved is not None and saved.branch != current.branch,
                  current_branch=current.branch, commits_since=commits_since,
                  changed_since=changed, new_since=new, unreachable=unreachable,
@@ -1580,6 +1661,161 @@ def merge_transcript(previous: Optional[Checkpoint], facts: TranscriptFacts, fil
 def needs_goal(checkpoint: Optional[Checkpoint]) -> bool:
     """Only a checkpoint without a real goal takes the session's first prompt as its goal."""
     return checkpoint is None or (checkpoint.goal_auto and checkpoint.goal == NO_GOAL)
+
+
+# ── 6.6 Snapshots: what goes in, which ones stay, how a restore is planned ──
+
+def is_secret_file_name(name: str) -> bool:
+    """An untracked file named like a key or a credential store (SECRET_FILE_NAMES)."""
+    from fnmatch import fnmatchcase
+    lowered = name.lower()
+    return any(fnmatchcase(lowered, pattern) for pattern in SECRET_FILE_NAMES)
+
+
+def snapshot_skip_reason(rel: str, kind: str, size: int, untracked: bool, max_bytes: int) -> Optional[str]:
+    """Why a changed path stays out of a snapshot, or None when it goes in. `kind` is what is on
+    disk: file, symlink, dir, repo (a folder holding .git) or other."""
+    if kind == "repo" or rel.endswith("/"):
+        return "nested repository"
+    if kind == "dir":
+        return "submodule"
+    if kind == "other":
+        return "not a regular file"
+    if "\n" in rel:
+        return "file name holds a newline"
+    if untracked and kind == "file" and size > max_bytes:
+        return f"untracked and larger than {max_bytes} bytes"
+    if untracked and is_secret_file_name(rel.rsplit("/", 1)[-1]):
+        return "untracked and named like a secret"
+    return None
+
+
+def snapshot_message(title: str, facts: dict) -> str:
+    """A snapshot's commit message: the goal (or what made it) on the first line, then the
+    facts as one JSON line, so `git log` reads well and `list` parses exactly."""
+    import json
+    first = " ".join(title.split())[:200] or "claude-checkpoint snapshot"
+    return f"{first}\n\n{SNAPSHOT_META_PREFIX}{json.dumps(facts, sort_keys=True)}\n"
+
+
+def parse_snapshot(ref: str, commit: str, tree: str, message: str) -> Optional[Snapshot]:
+    """A Snapshot from a ref's commit, or None when the message is not ours."""
+    import json
+    for line in message.splitlines():
+        if line.startswith(SNAPSHOT_META_PREFIX):
+            try:
+                facts = json.loads(line[len(SNAPSHOT_META_PREFIX):])
+            except ValueError:
+                return None
+            break
+    else:
+        return None
+    if not isinstance(facts, dict):
+        return None
+    text = lambda key: facts[key] if isinstance(facts.get(key), str) else None  # noqa: E731
+    skipped = [Skipped(s["path"], s["reason"]) for s in facts.get("skipped") or []
+               if isinstance(s, dict) and isinstance(s.get("path"), str) and isinstance(s.get("reason"), str)]
+    files = facts.get("files")
+    return Snapshot(id=commit[:SHORT_SHA], commit=commit, ref=ref, tree=tree, created_at=text("createdAt") or "",
+                    kind=text("kind") or "", branch=text("branch"), head=text("head"), goal=text("goal") or "",
+                    files=files if isinstance(files, int) and not isinstance(files, bool) else 0,
+                    skipped=skipped, fingerprint=text("fingerprint") or "")
+
+
+def work_tree_fingerprint(head: Optional[str], prefix: str, changed: list) -> str:
+    """A digest of HEAD and of every changed path's status and lstat facts. Equal digests mean
+    an equal tree (the paths git does not report equal HEAD's), so an unchanged work tree
+    reuses the newest snapshot for the price of the lstat calls."""
+    digest = sha1(repr((head, prefix, sorted(changed))).encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def snapshots_to_prune(snapshots: list, keep: int) -> list:
+    """The refs past the newest `keep` (snapshots are listed newest first)."""
+    return [s.ref for s in snapshots[max(keep, 1):]]
+
+
+def find_snapshot(snapshots: list, wanted: Optional[str]) -> Snapshot:
+    """`latest` or no id: the newest. Otherwise a unique prefix of a commit id (4 or more hex digits)."""
+    if not snapshots:
+        raise NothingToDo("There is no snapshot yet: save a checkpoint or run `snapshot` first.")
+    if wanted in (None, "", "latest"):
+        return snapshots[0]
+    wanted = wanted.lower()
+    found = [s for s in snapshots if len(wanted) >= 4 and s.commit.startswith(wanted)]
+    if len(found) == 1:
+        return found[0]
+    newest = ", ".join(s.id for s in snapshots[:5])
+    problem = "matches more than one snapshot" if found else "is not a snapshot of this project"
+    raise SnapshotError(f"{wanted!r} {problem}. The newest are: {newest} (run `list` for all).")
+
+
+@record
+class TreeChange:
+    """One path that differs between two trees, as restoring the second would change it."""
+    status: str  # A (create), M (rewrite), D (delete), T (type change)
+    path: str  # relative to the root
+    mode: str = ""  # the target's mode (100644, 100755, 120000); "" for a delete
+    blob: str = ""  # the target's blob id; "" for a delete
+
+
+@record
+class RestorePlan:
+    write: list  # [TreeChange] to create or rewrite
+    delete: list  # [str] paths to delete
+    skipped: list  # [Skipped]
+    refusals: list  # [str]: any refusal stops the whole restore
+
+
+def plan_restore(changes: list, on_disk: dict, folder_files: dict, ignored_now: set, skipped_now: dict) -> RestorePlan:
+    """Decide what a restore writes, deletes and leaves alone, and whether it must refuse.
+    on_disk maps each changed path and its parent folders to file, symlink, dir, repo, other or
+    missing; folder_files maps a folder that a file would replace to the files inside it.
+    The rule: never overwrite or delete what the before-restore snapshot does not hold."""
+    changes = [c for c in changes if not is_checkpoint_file(c.path)]
+    delete = [c.path for c in changes if c.status == "D" and on_disk.get(c.path) in ("file", "symlink")]
+    deleting = set(delete)
+    plan = RestorePlan([], delete, [], [])
+    for change in changes:
+        if change.status != "D":
+            _plan_write(change, on_disk, folder_files, ignored_now, skipped_now, deleting, plan)
+    return plan
+
+
+def _plan_write(change: TreeChange, on_disk: dict, folder_files: dict, ignored_now: set, skipped_now: dict,
+                deleting: set, plan: RestorePlan) -> None:
+    path = change.path
+    if path in skipped_now:
+        plan.skipped.append(Skipped(path, f"skipped by snapshots now ({skipped_now[path]})"))
+        return
+    if change.status == "A" and path in ignored_now:
+        plan.skipped.append(Skipped(path, "ignored now"))
+        return
+    parts = path.split("/")
+    for depth in range(1, len(parts)):
+        folder = "/".join(parts[:depth])
+        kind = on_disk.get(folder, "missing")
+        if folder in deleting or kind in ("dir", "missing"):
+            continue
+        if kind == "repo":
+            plan.skipped.append(Skipped(path, f"inside the nested repository {folder}"))
+        elif kind == "symlink":
+            plan.skipped.append(Skipped(path, f"inside the symlinked folder {folder}"))
+        else:
+            plan.refusals.append(f"{path} needs the folder {folder}, but {folder} is a file that restore does not "
+                                 "manage (ignored or skipped); move it away first")
+        return
+    kind = on_disk.get(path, "missing")
+    if kind in ("dir", "repo"):
+        unmanaged = [f for f in folder_files.get(path, []) if f not in deleting]
+        if kind == "repo" or unmanaged:
+            plan.refusals.append(f"{path} would replace the folder {path}, which holds files that restore does not "
+                                 f"manage ({', '.join(unmanaged[:3]) or '.git'}); move them away first")
+            return
+    elif kind != "missing" and change.status == "A":
+        plan.skipped.append(Skipped(path, "exists and is not in the before-restore snapshot"))
+        return
+    plan.write.append(change)
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -1795,6 +2031,55 @@ def render_save_answer(outcome: SaveOutcome) -> str:
     return "\n".join(lines)
 
 
+# ── 7.1 Snapshot texts: what `snapshot`, `list`, `diff` and `restore` print ──
+
+def render_snapshot_made(outcome: Any, restore_command: str) -> str:
+    snap = outcome.snapshot
+    if outcome.reused:
+        lines = [f"Nothing changed since snapshot {snap.id} ({snap.kind}, {snap.created_at[:19].replace('T', ' ')}); "
+                 "it stands for the work tree now."]
+    else:
+        lines = [f"Snapshot {snap.id} ({snap.kind}): {snap.files} path(s) differ from HEAD."]
+    lines += [f"  skipped {s.path}: {s.reason}" for s in outcome.skipped[:BRIEF_SHOW["files"]]]
+    if len(outcome.skipped) > BRIEF_SHOW["files"]:
+        lines.append(f"  … and {len(outcome.skipped) - BRIEF_SHOW['files']} more skipped")
+    lines.append(f"To bring the files back to it: {restore_command} {snap.id} --yes")
+    return "\n".join(lines) + "\n"
+
+
+def render_snapshot_list(snapshots: list, now: float) -> str:
+    if not snapshots:
+        return "No snapshots yet. A save, a hook or `snapshot` makes one.\n"
+    rows = []
+    for snap in snapshots:
+        made = parse_timestamp(snap.created_at)
+        age = human_age(now - made) if made else "?"
+        where = snap.branch or (f"detached {snap.head[:7]}" if snap.head else "no commit yet")
+        rows.append(f"{snap.id}  {age:>12}  {snap.kind:<14}  {where}  {snap.files} file(s)  {_clip(snap.goal, 80)}")
+    return "\n".join(rows) + "\n"
+
+
+def render_restore(outcome: Any, restore_command: str) -> str:
+    plan, snap = outcome.plan, outcome.snapshot
+    if not plan.write and not plan.delete:
+        lines = [f"The files already match snapshot {snap.id}; nothing to restore."]
+    elif outcome.dry_run:
+        lines = [f"Restoring snapshot {snap.id} ({snap.kind}, {_clip(snap.goal, 60)}) would:"]
+    else:
+        lines = [f"Restored snapshot {snap.id}: {len(plan.write)} written, {len(plan.delete)} deleted."]
+    if outcome.dry_run or len(plan.write) + len(plan.delete) <= BRIEF_SHOW["drift"]:
+        lines += [f"  write   {c.path}" for c in plan.write] + [f"  delete  {p}" for p in plan.delete]
+    lines += [f"  skip    {s.path} ({s.reason})" for s in plan.skipped]
+    if outcome.dry_run and (plan.write or plan.delete):
+        lines.append(f"Nothing was changed (a dry run). To do it: {restore_command} {snap.id} --yes")
+    if outcome.safety is not None:
+        lines.append(f"Undo with: {restore_command} {outcome.safety.id} --yes")
+    if outcome.head_moved and (plan.write or plan.delete):
+        lines.append("HEAD has moved since this snapshot: `git status` shows the restored files as changes "
+                     "against HEAD as it is now.")
+    return "\n".join(lines) + "\n"
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 8. Git adapter and working-tree hashing
 # ════════════════════════════════════════════════════════════════════════════
@@ -1837,10 +2122,8 @@ class Git:
         if not self.available:
             return None
         import subprocess
-        command = ["git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false",
-                   "-c", "core.untrackedCache=keep", *args]
         try:
-            proc = subprocess.Popen(command, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            proc = subprocess.Popen(_git_command(args), cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                                     env=_git_environment(env), start_new_session=os.name == "posix")
         except FileNotFoundError:
@@ -1857,6 +2140,16 @@ class Git:
             self._give_up(f"git {args[0]} did not answer within {limit:g} s; git facts are off for this call.")
             return None
         return GitResult(proc.returncode, out, err)
+
+    def start(self, *args: str) -> Any:
+        """A git process to stream through (stdin and stdout pipes); the caller ends it with _kill_tree."""
+        import subprocess
+        try:
+            return subprocess.Popen(_git_command(args), cwd=self.root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, env=_git_environment(None),
+                                    start_new_session=os.name == "posix")
+        except OSError as error:
+            raise SnapshotError(f"git could not be started ({error.strerror})") from None
 
     def output(self, *args: str, ok_codes: tuple = (0,), **options: Any) -> Optional[bytes]:
         """stdout of a command expected to succeed; None when git is unavailable or it failed."""
@@ -1901,6 +2194,12 @@ class Git:
         return os.path.join(self.root, found.decode("utf-8", "surrogateescape").strip())
 
 
+def _git_command(args: tuple) -> list:
+    """No pager, no fsmonitor, no hook ever (hooksPath points at nothing), names unquoted."""
+    return ["git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false",
+            "-c", "core.untrackedCache=keep", "-c", f"core.hooksPath={os.devnull}", *args]
+
+
 def _git_environment(extra: Optional[dict]) -> dict:
     """The user's environment without anything that would point git elsewhere, plus what
     keeps git from prompting, paging or taking optional locks, plus the caller's `extra`."""
@@ -1935,6 +2234,8 @@ class GitScan:
     changes: list  # [(path relative to the root, status)] for every changed or untracked file
     in_repo: bool = True
     lists_checkpoint: bool = False  # git status showed .claude-checkpoint: it is not ignored
+    prefix: str = ""  # the root's place in the repository ("" at its top, else "sub/dir/")
+    origins: list = field(default_factory=list)  # the old paths of renames git reported, under the root
 
     @property
     def dirty_paths(self) -> list:
@@ -1961,7 +2262,7 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
     place in the repository), relative to it."""
     fields = raw.decode("utf-8", "surrogateescape").split("\0")
     head = branch = None
-    changes = []
+    changes, origins = [], []
     lists_checkpoint = False
     i = 0
     while i < len(fields):
@@ -1979,7 +2280,10 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
             path = parts[-1]
             xy = parts[1] if kind != "?" else "??"
             if kind == "2":
-                i += 1  # the original path of a rename follows
+                origin = fields[i] if i < len(fields) else ""  # the original path of a rename follows
+                i += 1
+                if origin.startswith(prefix) and not is_checkpoint_file(origin[len(prefix):]):
+                    origins.append(origin[len(prefix):])
             if prefix and not path.startswith(prefix):
                 continue
             rel = path[len(prefix):]
@@ -1992,7 +2296,7 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
     if head and head != "(initial)":
         state = GitState(branch=None if branch in (None, "(detached)") else branch, head=head,
                          dirty=bool(changes))
-    return GitScan(state, changes, lists_checkpoint=lists_checkpoint)
+    return GitScan(state, changes, lists_checkpoint=lists_checkpoint, prefix=prefix, origins=origins)
 
 
 def hash_worktree_file(root: str, rel_path: str) -> Optional[str]:
@@ -2036,6 +2340,274 @@ def contained_path(root: str, path: str) -> Optional[str]:
     if parent != root and not parent.startswith(root.rstrip(os.sep) + os.sep):
         return None
     return rel
+
+
+# ── 8.1 Snapshots: commits of the work tree under a private ref, never through the user's index ──
+# A snapshot's tree is built in a temporary index (a copy of the user's, so sparse and
+# unchanged entries cost nothing), with content hashed raw by `hash-object --no-filters`.
+# No porcelain runs: commit-tree and update-ref run no hooks, and hooksPath points nowhere.
+
+@record
+class TreeBuild:
+    tree: str
+    skipped: list  # [Skipped]
+    files: int  # captured paths that differ from HEAD
+
+
+def disk_kind(full: str) -> tuple:
+    """(kind, size, executable) of what is at `full`, without following a symlink."""
+    import stat
+    try:
+        info = os.lstat(full)
+    except OSError:
+        return "missing", 0, False
+    if stat.S_ISLNK(info.st_mode):
+        return "symlink", 0, False
+    if stat.S_ISDIR(info.st_mode):
+        return ("repo" if os.path.lexists(os.path.join(full, ".git")) else "dir"), 0, False
+    if stat.S_ISREG(info.st_mode):
+        return "file", info.st_size, bool(info.st_mode & 0o111)
+    return "other", 0, False
+
+
+class SnapshotStore:
+    """One project root's snapshots: refs under refs/claude-checkpoint/<root key>/, so two
+    worktrees or two roots in one repository never see each other's history."""
+
+    def __init__(self, git: Git, root: str, scan: GitScan):
+        self.git = git
+        self.root = root
+        self.scan = scan
+        self.prefix = scan.prefix
+        self.namespace = SNAPSHOT_REFS + sha1(os.fsencode(root)).hexdigest()[:12]
+
+    # ── Reading ──
+    def list(self) -> list:
+        """This root's snapshots, newest first."""
+        out = self._output("for-each-ref", "--sort=-refname",
+                           "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00", self.namespace)
+        snapshots = []
+        for record_ in out.decode("utf-8", "surrogateescape").split("\0\n"):
+            fields = record_.lstrip("\n").split("\0")
+            if len(fields) == 4:
+                found = parse_snapshot(*fields)
+                if found is not None:
+                    snapshots.append(found)
+        return snapshots
+
+    def changed_paths(self) -> list:
+        """Every path git reports as changed under the root, renames' old paths included."""
+        return list(dict.fromkeys([p for p, _ in self.scan.changes] + self.scan.origins))
+
+    def fingerprint(self, now_ns: int) -> str:
+        """work_tree_fingerprint of the changed paths' lstat facts; "" when a file changed so
+        recently that a second change within the clock's tick could go unseen (racy, as in git)."""
+        facts = []
+        status = dict(self.scan.changes)
+        for rel in self.changed_paths():
+            try:
+                info = os.lstat(os.path.join(self.root, *rel.rstrip("/").split("/")))
+            except OSError:
+                facts.append((rel, status.get(rel, "D"), None))
+                continue
+            if info.st_mtime_ns >= now_ns - 2_000_000_000:
+                return ""
+            facts.append((rel, status.get(rel, "D"),
+                          (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)))
+        head = self.scan.state.head if self.scan.state else None
+        return work_tree_fingerprint(head, self.prefix, facts)
+
+    def diff(self, old_tree: str, new_tree: str, paths: Iterable[str] = ()) -> list:
+        """[TreeChange] turning old_tree into new_tree under the root (or the given paths)."""
+        out = self._output("diff-tree", "-r", "-z", "--raw", "--no-renames", old_tree, new_tree, "--",
+                           *self._pathspecs(paths))
+        fields = out.decode("utf-8", "surrogateescape").split("\0")
+        changes = []
+        for meta, path in zip(fields[0::2], fields[1::2]):
+            old_mode, new_mode, _, blob, status = meta.lstrip(":").split(" ")
+            if "160000" in (old_mode, new_mode) or not path.startswith(self.prefix):
+                continue  # submodules are never restored
+            rel = path[len(self.prefix):]
+            changes.append(TreeChange(status[0], rel, "" if status == "D" else new_mode,
+                                      "" if status == "D" else blob))
+        return changes
+
+    def patch(self, old_tree: str, new_tree: str, paths: Iterable[str], stat: bool, color: bool) -> bytes:
+        """What `git diff` would print between the two trees, under the root (or the paths)."""
+        relative = [f"--relative={self.prefix}"] if self.prefix else []
+        return self._output("diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv",
+                            "--stat" if stat else "-p", f"--color={'always' if color else 'never'}",
+                            *relative, old_tree, new_tree, "--", *self._pathspecs(paths))
+
+    def blobs_at(self, commit: str, paths: list) -> dict:
+        """{path: blob id} of each path in `commit` (paths it does not hold are left out)."""
+        if not paths:
+            return {}
+        request = "".join(f"{commit}:{self.prefix}{p}\n" for p in paths).encode("utf-8", "surrogateescape")
+        out = self._output("cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=request)
+        found = {}
+        for path, line in zip(paths, out.decode("ascii", "replace").splitlines()):
+            parts = line.split(" ")
+            if len(parts) == 2 and parts[1] == "blob":
+                found[path] = parts[0]
+        return found
+
+    def paths_between(self, old: str, new: Optional[str]) -> set:
+        """Paths under the root that differ between two commits (all of old's when new is None)."""
+        if new is None:
+            out = self._output("ls-tree", "-r", "-z", "--name-only", "--full-tree", old, "--",
+                               *self._pathspecs((), from_top=True))
+        else:
+            out = self._output("diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new, "--",
+                               *self._pathspecs(()))
+        names = out.decode("utf-8", "surrogateescape").split("\0")
+        return {n[len(self.prefix):] for n in names if n and n.startswith(self.prefix)}
+
+    # ── Writing ──
+    def build_tree(self, max_bytes: int, write: bool = True) -> TreeBuild:
+        """The work tree under the root as a git tree: the user's index, copied, with every
+        changed path put back from the disk raw (or removed), skipped paths left out."""
+        status = dict(self.scan.changes)
+        removals, regular, links, skipped = [], [], [], []
+        for rel in self.changed_paths():
+            full = os.path.join(self.root, *rel.rstrip("/").split("/"))
+            kind, size, executable = disk_kind(full)
+            if kind == "missing":
+                removals.append(rel)
+                continue
+            reason = snapshot_skip_reason(rel, kind, size, status.get(rel) == "??", max_bytes)
+            if reason is not None:
+                skipped.append(Skipped(rel.rstrip("/"), reason))
+            elif kind == "symlink":
+                links.append((rel, os.readlink(full)))
+            else:
+                regular.append((rel, "100755" if executable else "100644"))
+        entries = [(mode, blob, rel) for (rel, mode), blob in zip(regular, self._hash_files([r for r, _ in regular], write))]
+        entries += [("120000", self._hash_bytes(os.fsencode(target), write), rel) for rel, target in links]
+        info = [f"0 {ZERO_SHA}\t{self.prefix}{rel}\0" for rel in removals]
+        info += [f"{mode} {blob}\t{self.prefix}{rel}\0" for mode, blob, rel in entries]
+        tree = self._write_tree("".join(info).encode("utf-8", "surrogateescape"), write)
+        return TreeBuild(tree, skipped, len(removals) + len(entries))
+
+    def commit(self, build: TreeBuild, kind: SnapshotKind, title: str, facts: dict, now: float,
+               keep: int, existing: list) -> Snapshot:
+        """Commit the tree (parent: HEAD), add the ref and drop the refs past `keep`, in one
+        ref transaction. A ref name holds the time, so names sort by age."""
+        head = self.scan.state.head if self.scan.state else None
+        facts = {**facts, "kind": kind.value, "head": head, "files": build.files, "goal": title, "root": self.prefix,
+                 "skipped": [s.to_json() for s in build.skipped[:SNAPSHOT_SKIPPED_SHOWN]]}
+        date = f"@{int(now)} +0000"
+        commit = self._output("commit-tree", "--no-gpg-sign", build.tree, *(["-p", head] if head else []),
+                              stdin=snapshot_message(title, facts).encode("utf-8", "surrogateescape"),
+                              env={**SNAPSHOT_IDENTITY, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+                              ).decode("ascii").strip()
+        ref = f"{self.namespace}/{int(now * 1000):013d}-{commit[:SHORT_SHA]}"
+        commands = [f"create {ref}\0{commit}\0"] + [f"delete {old}\0\0" for old in snapshots_to_prune(existing, keep - 1)]
+        self._output("update-ref", "--stdin", "-z", stdin="".join(commands).encode("utf-8", "surrogateescape"))
+        return parse_snapshot(ref, commit, build.tree, snapshot_message(title, facts))
+
+    def forget(self, refs: list) -> None:
+        if refs:
+            self._output("update-ref", "--stdin", "-z", stdin="".join(f"delete {r}\0\0" for r in refs).encode())
+
+    def read_blobs(self, blobs: list, take: Callable[[str, Iterable[bytes]], None]) -> None:
+        """Stream each blob's content to take(blob, chunks), through one `git cat-file --batch`."""
+        proc = self.git.start("cat-file", "--batch")
+        import threading
+        feeder = threading.Thread(target=_feed, args=(proc.stdin, "".join(f"{b}\n" for b in blobs).encode()),
+                                  daemon=True)
+        feeder.start()
+        try:
+            for blob in blobs:
+                header = proc.stdout.readline().split()
+                if len(header) != 3 or header[1] != b"blob":
+                    raise SnapshotError(f"the snapshot's object {blob} is missing from the repository")
+                remaining = int(header[2])
+                take(blob, _chunks(proc.stdout, remaining))
+                proc.stdout.read(1)  # the newline after each object
+        finally:
+            _kill_tree(proc)
+
+    # ── Plumbing ──
+    def _output(self, *args: str, **options: Any) -> bytes:
+        options.setdefault("timeout", SNAPSHOT_TIMEOUT_S)
+        options["env"] = {"GIT_LITERAL_PATHSPECS": "1", **options.get("env", {})}
+        result = self.git.run("-c", "core.logAllRefUpdates=false", *args, **options)
+        if result is None:
+            raise SnapshotError(self.git.warnings[-1] if self.git.warnings else "git is unavailable")
+        if not result.ok:
+            raise SnapshotError(f"git {args[0]} failed: {result.error_text()}")
+        return result.stdout
+
+    def _pathspecs(self, paths: Iterable[str], from_top: bool = False) -> list:
+        """Literal pathspecs for the root (or paths under it): relative to the root, where git
+        runs, or to the repository's top for commands given --full-tree."""
+        if from_top:
+            return [self.prefix + p for p in paths] or ([self.prefix] if self.prefix else [])
+        return list(paths) or ["."]
+
+    def _hash_files(self, paths: list, write: bool) -> list:
+        if not paths:
+            return []
+        out = self._output("hash-object", *(["-w"] if write else []), "--no-filters", "--stdin-paths",
+                           stdin="".join(p + "\n" for p in paths).encode("utf-8", "surrogateescape"))
+        blobs = out.decode("ascii").split()
+        if len(blobs) != len(paths):
+            raise SnapshotError("git hash-object did not hash every changed file")
+        return blobs
+
+    def _hash_bytes(self, content: bytes, write: bool) -> str:
+        return self._output("hash-object", *(["-w"] if write else []), "--no-filters", "--stdin",
+                            stdin=content).decode("ascii").strip()
+
+    def _write_tree(self, index_info: bytes, write: bool) -> str:
+        """update-index and write-tree on a temporary copy of the user's index, which is only read."""
+        found = self._output("rev-parse", "--git-path", "index").decode("utf-8", "surrogateescape").strip()
+        user_index = os.path.join(self.root, found)
+        temp = f"{user_index}.claude-checkpoint-{os.getpid()}-{os.urandom(4).hex()}"
+        env = {"GIT_INDEX_FILE": temp}
+        try:
+            _copy_file(user_index, temp)
+            if index_info:
+                self._output("update-index", "-z", "--index-info", stdin=index_info, env=env)
+            return self._output("write-tree", *([] if write else ["--missing-ok"]), env=env).decode("ascii").strip()
+        finally:
+            for leftover in (temp, temp + ".lock"):
+                try:
+                    os.unlink(leftover)
+                except OSError:
+                    pass
+
+
+def _copy_file(source: str, target: str) -> None:
+    """Copy the user's index to our temporary one (nothing is copied when there is none yet)."""
+    try:
+        reader = open(source, "rb")
+    except FileNotFoundError:
+        return
+    with reader, open(target, "xb") as writer:
+        while True:
+            chunk = reader.read(HASH_CHUNK_BYTES)
+            if not chunk:
+                break
+            writer.write(chunk)
+
+
+def _feed(stream: Any, data: bytes) -> None:
+    try:
+        stream.write(data)
+        stream.close()
+    except OSError:
+        pass
+
+
+def _chunks(stream: Any, remaining: int) -> Iterable[bytes]:
+    while remaining > 0:
+        chunk = stream.read(min(HASH_CHUNK_BYTES, remaining))
+        if not chunk:
+            raise SnapshotError("git cat-file ended early")
+        remaining -= len(chunk)
+        yield chunk
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -2108,8 +2680,8 @@ def read_checkpoint(root: str) -> StoredFile:
                       warnings=[f"{CHECKPOINT_NAME} is unreadable ({problem}); loaded the backup {BACKUP_NAME}."])
 
 
-def write_atomically(path: str, data: bytes, mode: int = 0o600) -> None:
-    """The one way this program writes a file: a temp file beside it (created exclusively,
+def write_atomically(path: str, data: Any, mode: int = 0o600) -> None:
+    """The one way this program writes a file (`data`: bytes, or chunks of bytes): a temp file beside it (created exclusively,
     `mode` whatever the umask, fsynced), then a rename over the old one. A reader sees the
     old file or the new one, never half of either; a failure leaves the old file and no temp."""
     folder, name = os.path.split(path)
@@ -2126,9 +2698,10 @@ def write_atomically(path: str, data: bytes, mode: int = 0o600) -> None:
         try:
             if hasattr(os, "fchmod"):
                 os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            for chunk in ([data] if isinstance(data, (bytes, bytearray)) else data):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -2340,6 +2913,278 @@ def new_checkpoint_id() -> str:
     return f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
 
 
+# ── 11.1 Code snapshots: take, list, diff, restore, forget (SPEC section 10) ──
+
+@record
+class SnapshotSettings:
+    enabled: bool
+    keep: int
+    max_bytes: int
+
+    @classmethod
+    def from_env(cls, env: dict) -> "SnapshotSettings":
+        return cls(enabled=env.get("CHECKPOINT_SNAPSHOTS", "").strip().lower() not in ("off", "0", "false", "no"),
+                   keep=_positive_int(env.get("CHECKPOINT_SNAPSHOTS_KEEP"), SNAPSHOTS_KEEP),
+                   max_bytes=_positive_int(env.get("CHECKPOINT_SNAPSHOT_MAX_BYTES"), SNAPSHOT_MAX_BYTES))
+
+
+def _positive_int(text: Optional[str], default: int) -> int:
+    try:
+        value = int(text or "")
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+@record
+class SnapshotOutcome:
+    snapshot: Snapshot
+    reused: bool  # the work tree equals the newest snapshot, which stands for it
+    skipped: list  # [Skipped]
+
+    def to_json(self) -> dict:
+        return {**self.snapshot.to_json(), "skipped": [s.to_json() for s in self.skipped], "reused": self.reused}
+
+
+def open_snapshots(git: Git, root: str, scan: Optional[GitScan] = None) -> SnapshotStore:
+    """The root's snapshot store; SnapshotError when there is no repository to keep them in."""
+    scan = scan or git.scan()
+    if not scan.in_repo:
+        why = git.warnings[-1] if git.warnings else f"{root} is not in a git repository"
+        raise SnapshotError(f"No code snapshots: {why}.".replace("..", "."))
+    return SnapshotStore(git, root, scan)
+
+
+def take_snapshot(store: SnapshotStore, world: World, kind: SnapshotKind, title: str,
+                  only_if_changed: bool = False) -> Optional[SnapshotOutcome]:
+    """Snapshot the work tree, or reuse the newest snapshot when the tree is the same (known
+    from the fingerprint without building anything, or from the built tree). With
+    only_if_changed (hooks), a clean tree with no snapshot yet makes none."""
+    import time
+    settings = SnapshotSettings.from_env(world.env)
+    existing = store.list()
+    newest = existing[0] if existing else None
+    fingerprint = store.fingerprint(time.time_ns())
+    if newest is not None and fingerprint and newest.fingerprint == fingerprint:
+        return SnapshotOutcome(newest, True, newest.skipped)
+    if only_if_changed and newest is None and not store.scan.changes:
+        return None
+    build = store.build_tree(settings.max_bytes)
+    if newest is not None and newest.tree == build.tree:
+        return SnapshotOutcome(newest, True, build.skipped)
+    state = store.scan.state
+    facts = {"createdAt": world.now_iso(), "branch": state.branch if state else None, "fingerprint": fingerprint}
+    made = store.commit(build, kind, title, facts, world.clock(), settings.keep, existing)
+    return SnapshotOutcome(made, False, build.skipped)
+
+
+def snapshot_for_save(git: Git, root: str, scan: GitScan, world: World, kind: SnapshotKind, title: str,
+                      warnings: list) -> Optional[SnapshotRef]:
+    """The snapshot a save or hook records; None (and one warning saying why) when there is none.
+    A save never fails for want of a snapshot."""
+    if not SnapshotSettings.from_env(world.env).enabled:
+        warnings.append("No code snapshot: snapshots are off (CHECKPOINT_SNAPSHOTS=off).")
+        return None
+    try:
+        outcome = take_snapshot(open_snapshots(git, root, scan), world, kind, title)
+    except SnapshotError as error:
+        warnings.append(str(error) if str(error).startswith("No code snapshot") else f"No code snapshot: {error}")
+        return None
+    return None if outcome is None else SnapshotRef(outcome.snapshot.id, outcome.snapshot.commit)
+
+
+def changed_since_snapshot(store: SnapshotStore, commit: str, max_bytes: int) -> set:
+    """Every path under the root whose content now differs from the snapshot: paths git calls
+    clean equal HEAD, so they differ when HEAD differs from the snapshot; changed paths are
+    hashed and compared one by one. Paths a snapshot would skip are never news."""
+    state = store.scan.state
+    changed = store.paths_between(commit, state.head if state else None)
+    dirty = store.changed_paths()
+    changed.difference_update(dirty)
+    blobs = store.blobs_at(commit, dirty)
+    status = dict(store.scan.changes)
+    for rel in dirty:
+        kind, size, _ = disk_kind(os.path.join(store.root, *rel.rstrip("/").split("/")))
+        if kind == "missing":
+            if rel in blobs:
+                changed.add(rel)
+        elif snapshot_skip_reason(rel, kind, size, status.get(rel) == "??", max_bytes) is None:
+            if hash_worktree_file(store.root, rel) != blobs.get(rel):
+                changed.add(rel)
+    return changed
+
+
+@record
+class RestoreOutcome:
+    snapshot: Snapshot  # the one restored (or that would be)
+    plan: RestorePlan
+    dry_run: bool
+    safety: Optional[Snapshot] = None  # the before-restore snapshot that undoes it
+    head_moved: bool = False  # HEAD is not the snapshot's parent any more
+
+    def to_json(self) -> dict:
+        return {"id": self.snapshot.id, "dryRun": self.dry_run,
+                "safetySnapshot": self.safety.id if self.safety else None,
+                "write": [c.path for c in self.plan.write], "delete": list(self.plan.delete),
+                "skipped": [s.to_json() for s in self.plan.skipped]}
+
+
+def plan_snapshot_restore(store: SnapshotStore, world: World, wanted: Optional[str], paths: list,
+                          write_objects: bool) -> tuple:
+    """(target snapshot, the current tree build, the restore plan). Refuses, changing nothing,
+    when the plan would destroy what no snapshot holds."""
+    target = find_snapshot(store.list(), wanted)
+    current = store.build_tree(SnapshotSettings.from_env(world.env).max_bytes, write=write_objects)
+    changes = store.diff(current.tree, target.tree, paths)
+    on_disk, folder_files = _disk_facts(store.root, changes)
+    ignored = _ignored_now(store, [c.path for c in changes if c.status == "A"])
+    plan = plan_restore(changes, on_disk, folder_files, ignored, {s.path: s.reason for s in current.skipped})
+    if plan.refusals:
+        raise SnapshotError("Restore refused; nothing was changed. " + " ".join(f"{r}." for r in plan.refusals[:5]))
+    return target, current, plan
+
+
+def restore_snapshot(root: str, world: World, wanted: Optional[str], paths: list, apply: bool) -> RestoreOutcome:
+    """Make the files under the root (or the paths) match a snapshot. Without `apply` only the
+    plan. With it: a before-restore snapshot first, then deletes, then writes, each file atomic.
+    HEAD, the index, refs other than our own, ignored and skipped files are never touched."""
+    git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
+    with ProjectLock(root):
+        store = open_snapshots(git, root)
+        target, current, plan = plan_snapshot_restore(store, world, wanted, paths, write_objects=apply)
+        head = store.scan.state.head if store.scan.state else None
+        outcome = RestoreOutcome(target, plan, dry_run=not apply, head_moved=head != target.head)
+        if not apply or not (plan.write or plan.delete):
+            return outcome
+        safety = take_snapshot(store, world, SnapshotKind.BEFORE_RESTORE, f"Before restoring {target.id}")
+        outcome.safety = safety.snapshot if safety else None
+        try:
+            apply_restore(store, plan)
+        except OSError as error:
+            undo = f" Undo what was done with: restore {outcome.safety.id} --yes" if outcome.safety else ""
+            raise SnapshotError(f"Restore stopped at {error.filename or 'a file'}: {error.strerror}.{undo}") from None
+    return outcome
+
+
+def apply_restore(store: SnapshotStore, plan: RestorePlan) -> None:
+    """Deletes first (and the folders they leave empty), then writes, in path order."""
+    root = store.root
+    for rel in plan.delete:
+        os.unlink(os.path.join(root, *rel.split("/")))
+    for rel in sorted(plan.delete, key=lambda p: -p.count("/")):
+        _remove_empty_folders(root, rel)
+    writes = sorted(plan.write, key=lambda c: c.path)
+    for change in writes:
+        full = os.path.join(root, *change.path.split("/"))
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        if os.path.isdir(full) and not os.path.islink(full):
+            os.rmdir(full)  # emptied by the deletes above (the plan refused otherwise)
+    pending = iter(writes)
+    umask = _umask()
+
+    def take(blob: str, chunks: Iterable[bytes]) -> None:
+        change = next(pending)
+        full = os.path.join(root, *change.path.split("/"))
+        if change.mode == "120000":
+            _replace_with_symlink(full, b"".join(chunks))
+        else:
+            write_atomically(full, chunks, (0o777 if change.mode == "100755" else 0o666) & ~umask)
+
+    store.read_blobs([c.blob for c in writes], take)
+
+
+def _disk_facts(root: str, changes: list) -> tuple:
+    """What is on disk at each changed path and its parent folders, and the files inside any
+    folder that a restored file would replace."""
+    on_disk: dict = {}
+    folder_files: dict = {}
+    for change in changes:
+        parts = change.path.split("/")
+        for depth in range(1, len(parts) + 1):
+            rel = "/".join(parts[:depth])
+            if rel not in on_disk:
+                on_disk[rel] = disk_kind(os.path.join(root, *parts[:depth]))[0]
+        if change.status != "D" and on_disk[change.path] in ("dir", "repo"):
+            folder_files[change.path] = _files_under(root, change.path)
+    return on_disk, folder_files
+
+
+def _files_under(root: str, rel: str) -> list:
+    found = []
+    for folder, dirs, files in os.walk(os.path.join(root, *rel.split("/"))):
+        base = os.path.relpath(folder, root).replace(os.sep, "/")
+        found += [f"{base}/{name}" for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]]
+    return found
+
+
+def _ignored_now(store: SnapshotStore, paths: list) -> set:
+    if not paths:
+        return set()
+    result = store.git.run("check-ignore", "-z", "--stdin",
+                           stdin="".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape"))
+    if result is None or result.code not in (0, 1):
+        raise SnapshotError("git check-ignore failed; restore changed nothing")
+    return {p for p in result.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+
+
+def _remove_empty_folders(root: str, rel: str) -> None:
+    parts = rel.split("/")[:-1]
+    while parts:
+        try:
+            os.rmdir(os.path.join(root, *parts))
+        except OSError:
+            return
+        parts.pop()
+
+
+def _replace_with_symlink(full: str, target: bytes) -> None:
+    temp = f"{full}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
+    os.symlink(os.fsdecode(target), temp)
+    try:
+        os.replace(temp, full)
+    except OSError:
+        os.unlink(temp)
+        raise
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+def diff_snapshot(root: str, world: World, wanted: Optional[str], paths: list, patch: bool,
+                  stat: bool = False, color: bool = False) -> tuple:
+    """(restore plan, patch bytes or b""): what restoring the snapshot would change now."""
+    git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
+    with ProjectLock(root):
+        store = open_snapshots(git, root)
+        target, current, plan = plan_snapshot_restore(store, world, wanted, paths, write_objects=patch)
+        text = b""
+        if patch and (plan.write or plan.delete):
+            text = store.patch(current.tree, target.tree, [c.path for c in plan.write] + plan.delete, stat, color)
+    return RestoreOutcome(target, plan, dry_run=True), text
+
+
+def forget_snapshots(root: str, wanted: list, everything: bool) -> list:
+    """Delete this root's snapshot refs (all of them, or the named ones); returns those deleted."""
+    git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
+    with ProjectLock(root):
+        store = open_snapshots(git, root)
+        snapshots = store.list()
+        doomed = snapshots if everything else [find_snapshot(snapshots, w) for w in wanted]
+        if everything and not snapshots:
+            raise NothingToDo("There is no snapshot to forget.")
+        store.forget(list(dict.fromkeys(s.ref for s in doomed)))
+    return doomed
+
+
+def list_snapshots(root: str) -> list:
+    return open_snapshots(Git(root, timeout=SNAPSHOT_TIMEOUT_S), root).list()
+
+
+# ── 11.2 Checkpoints: save, load and what the hooks record ──
+
 @record
 class Change:
     """What one writer (a save, a hook) brings to the locked update of the checkpoint."""
@@ -2348,6 +3193,7 @@ class Change:
     assemble: Callable[..., Checkpoint]  # (files, git state, now, new id) -> the new checkpoint
     mode: SaveMode = SaveMode.MERGE
     truncated: bool = False  # the merge itself dropped history past a limit
+    snapshot_kind: SnapshotKind = SnapshotKind.SAVE
 
 
 def update_checkpoint(root: str, world: World, prepare: Callable[..., Optional[Change]],
@@ -2368,7 +3214,10 @@ def update_checkpoint(root: str, world: World, prepare: Callable[..., Optional[C
         checkpoint = change.assemble(files, scan.state, world.now_iso(), new_checkpoint_id())
         checkpoint = replace(checkpoint, omitted_files=selection.omitted,
                              truncated=change.truncated or checkpoint.truncated or bool(selection.omitted))
-        checkpoint, data = _redact_and_fit(checkpoint, world)
+        redactor = Redactor(world.known_secrets)
+        checkpoint = replace(redactor.checkpoint(checkpoint), redactions=redactor.count)
+        snapshot = snapshot_for_save(git, root, scan, world, change.snapshot_kind, checkpoint.goal, warnings)
+        checkpoint, data = fit_to_size(replace(checkpoint, snapshot=snapshot))
         write_checkpoint(root, data, stored.raw)
     return _save_outcome(root, change.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None)
 
@@ -2431,12 +3280,6 @@ def _inside(root: str, entries: list) -> list:
     return [e for e in entries if contained_path(root, e.path) == e.path]
 
 
-def _redact_and_fit(checkpoint: Checkpoint, world: World) -> tuple:
-    redactor = Redactor(world.known_secrets)
-    checkpoint = redactor.checkpoint(checkpoint)
-    return fit_to_size(replace(checkpoint, redactions=redactor.count))
-
-
 def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes, git: Git,
                   scan: GitScan, warnings: list, existed: bool) -> SaveOutcome:
     notes = []
@@ -2471,9 +3314,23 @@ def load_checkpoint(root: str, world: World) -> LoadResult:
         commits = git.commits_since(cp.git.head, scan.state.head)
         if git.available:
             hashes = {e.path: e.hash for e in hash_entries(root, cp.modified_files, trust_git=False)}
-            result.drift = compute_drift(cp, scan.state, scan.dirty_paths, hashes, commits)
+            since = _changed_since_saved_snapshot(git, root, scan, cp, world, result.warnings)
+            result.drift = compute_drift(cp, scan.state, scan.dirty_paths, hashes, commits, since)
     result.warnings += git.warnings
     return result
+
+
+def _changed_since_saved_snapshot(git: Git, root: str, scan: GitScan, cp: Checkpoint, world: World,
+                                  warnings: list) -> Optional[set]:
+    """Paths that differ from the checkpoint's snapshot now; None when it has none (or it is gone)."""
+    if cp.snapshot is None:
+        return None
+    try:
+        store = open_snapshots(git, root, scan)
+        return changed_since_snapshot(store, cp.snapshot.commit, SnapshotSettings.from_env(world.env).max_bytes)
+    except SnapshotError:
+        warnings.append(f"The checkpoint's snapshot {cp.snapshot.id} is gone; drift covers the recorded files only.")
+        return None
 
 
 def record_transcript(root: str, transcript_path: str, session_id: str, world: World,
@@ -2497,12 +3354,13 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
                 edited.append(FileEntry(rel, "M", FileSource.AGENT, auto=True))
         carried = (_inside(root, previous.modified_files) if previous else []) + edited
         return Change([], carried, lambda files, state, now, new_id: merge_transcript(
-            previous, facts, files, state, now, new_id, os.path.basename(root), key))
+            previous, facts, files, state, now, new_id, os.path.basename(root), key),
+            snapshot_kind=SnapshotKind.HOOK)
 
     return update_checkpoint(root, world, prepare, replace_unreadable=False)
 
 
-# ── 11.1 The MCP tools: schema, annotations and a thin handler each ──
+# ── 11.3 The MCP tools: schema, annotations and a thin handler each ──
 
 @record
 class ToolResult:
@@ -2659,7 +3517,7 @@ def call_tool(name: str, arguments: Any, context: ToolContext) -> ToolResult:
                           "Nothing was written. Details are in the server log.", is_error=True)
 
 
-# ── 11.2 Prompts and resources ──
+# ── 11.4 Prompts and resources ──
 
 PROMPTS = (
     {"name": "resume", "title": "Resume from checkpoint",
@@ -3375,7 +4233,7 @@ def build_parser() -> Any:
     parser = argparse.ArgumentParser(
         prog="claude_checkpoint.py", parents=[common],
         description="Save and resume Claude Code session state. With no command: the MCP stdio server.",
-        epilog="Exit status: 0 ok, 1 failed, 2 usage error, 3 nothing to show (show, with no checkpoint).")
+        epilog="Exit status: 0 ok, 1 failed, 2 usage error, 3 nothing to act on (no checkpoint or snapshot yet).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("serve", parents=[common], help="run the MCP stdio server (the default)")
@@ -3398,7 +4256,32 @@ def build_parser() -> Any:
     install.add_argument("--exclude", action="store_true", help="add .claude-checkpoint* to .git/info/exclude")
     install.add_argument("--force", action="store_true", help="replace an existing, different 'checkpoint' server entry")
     commands.add_parser("doctor", parents=[common], help="check Python, git, the root and the checkpoint")
+    _add_rewind_commands(commands, common)
     return parser
+
+
+def _add_rewind_commands(commands: Any, common: Any) -> None:
+    """snapshot, list, diff, restore, forget (SPEC section 10); each takes --root and --json."""
+    as_json = {"action": "store_true", "dest": "json", "help": "print one JSON document"}
+    snapshot = commands.add_parser("snapshot", parents=[common], help="snapshot the work tree now (code rewind)")
+    snapshot.add_argument("-m", "--message", metavar="TEXT", help="what the snapshot is for (its first line)")
+    snapshot.add_argument("--json", **as_json)
+    listing = commands.add_parser("list", parents=[common], help="list this project's snapshots, newest first")
+    listing.add_argument("-n", type=int, metavar="N", help="show the newest N")
+    listing.add_argument("--json", **as_json)
+    diff = commands.add_parser("diff", parents=[common], help="what restoring a snapshot would change now")
+    diff.add_argument("target", nargs="*", metavar="[ID] [PATH...]", help="snapshot id (default: latest), then paths")
+    diff.add_argument("--stat", action="store_true", help="a summary instead of the patch")
+    diff.add_argument("--json", **as_json)
+    restore = commands.add_parser("restore", parents=[common],
+                                  help="make the files match a snapshot (a dry run unless --yes)")
+    restore.add_argument("target", nargs="*", metavar="[ID] [PATH...]", help="snapshot id (default: latest), then paths")
+    restore.add_argument("--yes", action="store_true", help="do it (a before-restore snapshot is taken first)")
+    restore.add_argument("--json", **as_json)
+    forget = commands.add_parser("forget", parents=[common], help="delete snapshots of this project")
+    forget.add_argument("ids", nargs="*", metavar="ID")
+    forget.add_argument("--all", action="store_true", help="every snapshot of this project root")
+    forget.add_argument("--json", **as_json)
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -3412,9 +4295,14 @@ def main(argv: Optional[list] = None) -> int:
     world = world_from_process()
     if args.command == "hook":
         return run_hook(args.event, getattr(args, "root", None), world)
-    runner = {"show": cli_show, "save": cli_save, "install": cli_install, "doctor": cli_doctor}[args.command]
+    runner = {"show": cli_show, "save": cli_save, "install": cli_install, "doctor": cli_doctor,
+              "snapshot": cli_snapshot, "list": cli_list, "diff": cli_diff, "restore": cli_restore,
+              "forget": cli_forget}[args.command]
     try:
         return runner(args, world)
+    except NothingToDo as error:
+        print(f"claude-checkpoint: {error}", file=sys.stderr)
+        return EXIT_NOTHING
     except CheckpointError as error:
         print(f"claude-checkpoint: {error}", file=sys.stderr)
         return EXIT_FAILED
@@ -3454,6 +4342,106 @@ def cli_save(args: Any, world: World) -> int:
     outcome = save_checkpoint(root, request, world)
     print(render_save_answer(outcome))
     return EXIT_OK
+
+
+# ── 15.1 Code rewind: snapshot, list, diff, restore, forget ──
+
+def cli_snapshot(args: Any, world: World) -> int:
+    root = cli_root(args, world)
+    title = Redactor(world.known_secrets).text(args.message) if args.message else "Snapshot taken by hand"
+    git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
+    with ProjectLock(root):
+        outcome = take_snapshot(open_snapshots(git, root), world, SnapshotKind.MANUAL, title)
+    assert outcome is not None
+    _print_result(args, outcome.to_json(), lambda: render_snapshot_made(outcome, restore_command(root, world)))
+    return EXIT_OK
+
+
+def cli_list(args: Any, world: World) -> int:
+    snapshots = list_snapshots(cli_root(args, world))
+    if args.n is not None:
+        snapshots = snapshots[:max(args.n, 0)]
+    _print_result(args, [s.to_json() for s in snapshots], lambda: render_snapshot_list(snapshots, world.clock()))
+    return EXIT_OK
+
+
+def cli_diff(args: Any, world: World) -> int:
+    root = cli_root(args, world)
+    wanted, paths = split_target(root, world.cwd, args.target)
+    color = not args.json and sys.stdout.isatty()
+    outcome, patch = diff_snapshot(root, world, wanted, paths, patch=not args.json, stat=args.stat, color=color)
+    if args.json:
+        changes = [{"path": c.path, "status": c.status} for c in outcome.plan.write]
+        changes += [{"path": p, "status": "D"} for p in outcome.plan.delete]
+        _print_result(args, {"id": outcome.snapshot.id, "changes": sorted(changes, key=lambda c: c["path"]),
+                             "skipped": [s.to_json() for s in outcome.plan.skipped]}, str)
+    elif patch:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(patch)
+    else:
+        print(f"The files already match snapshot {outcome.snapshot.id}.")
+    return EXIT_OK
+
+
+def cli_restore(args: Any, world: World) -> int:
+    root = cli_root(args, world)
+    wanted, paths = split_target(root, world.cwd, args.target)
+    outcome = restore_snapshot(root, world, wanted, paths, apply=args.yes)
+    _print_result(args, outcome.to_json(), lambda: render_restore(outcome, restore_command(root, world)))
+    return EXIT_OK
+
+
+def cli_forget(args: Any, world: World) -> int:
+    if not args.ids and not args.all:
+        raise CheckpointError("name the snapshots to forget (ids from `list`), or give --all")
+    forgotten = forget_snapshots(cli_root(args, world), args.ids, args.all)
+    _print_result(args, {"forgotten": [s.id for s in forgotten]},
+                  lambda: f"Forgot {len(forgotten)} snapshot(s): {', '.join(s.id for s in forgotten)}.\n")
+    return EXIT_OK
+
+
+def split_target(root: str, cwd: str, words: list) -> tuple:
+    """[ID] [PATH...] -> (id or None, paths relative to the root). The first word is an id when
+    it looks like one (hex, or `latest`) and is not an existing path."""
+    words = list(words)
+    wanted = None
+    if words and (words[0] == "latest" or (_looks_like_id(words[0]) and not os.path.lexists(os.path.join(cwd, words[0])))):
+        wanted = words.pop(0)
+    return wanted, [root_relative(root, cwd, w) for w in words]
+
+
+def _looks_like_id(word: str) -> bool:
+    return 4 <= len(word) <= 40 and all(c in "0123456789abcdefABCDEF" for c in word)
+
+
+def root_relative(root: str, cwd: str, path: str) -> str:
+    """A path given on the command line (relative to the current folder, or absolute) as a path
+    relative to the root; SnapshotError for anything outside it, or inside .git."""
+    full = os.path.join(cwd, path)
+    parent = os.path.realpath(os.path.dirname(os.path.normpath(full)) or os.sep)
+    full = os.path.join(parent, os.path.basename(os.path.normpath(full)))
+    rel = os.path.relpath(full, root)
+    parts = [] if rel == "." else rel.split(os.sep)
+    if os.path.isabs(rel) or (parts and parts[0] == ".."):
+        raise SnapshotError(f"{path} is outside the project root {root}; nothing was changed.")
+    if ".git" in parts:
+        raise SnapshotError(f"{path} is inside .git, which snapshots never touch; nothing was changed.")
+    return "/".join(parts)
+
+
+def restore_command(root: str, world: World) -> str:
+    """The restore command as the user can run it from here."""
+    import shlex
+    words = program_command() + ([] if os.path.realpath(world.cwd) == root else ["--root", root]) + ["restore"]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _print_result(args: Any, doc: Any, text: Callable[[], str]) -> None:
+    if args.json:
+        import json
+        print(json.dumps(doc, ensure_ascii=False, indent=2))
+    else:
+        sys.stdout.write(text())
 
 
 def run_hook(event: str, root_arg: Optional[str], world: World) -> int:
