@@ -364,7 +364,6 @@ class Snapshot:
     goal: str
     files: int  # paths under the root that differed from HEAD
     skipped: list = field(default_factory=list)  # [Skipped]
-    fingerprint: str = ""  # what the work tree looked like, to reuse a snapshot without rebuilding it
 
     def to_json(self) -> dict:
         return {"id": self.id, "commit": self.commit, "createdAt": self.created_at, "kind": self.kind,
@@ -1719,15 +1718,71 @@ def parse_snapshot(ref: str, commit: str, tree: str, message: str) -> Optional[S
     return Snapshot(id=commit[:SHORT_SHA], commit=commit, ref=ref, tree=tree, created_at=text("createdAt") or "",
                     kind=text("kind") or "", branch=text("branch"), head=text("head"), goal=text("goal") or "",
                     files=files if isinstance(files, int) and not isinstance(files, bool) else 0,
-                    skipped=skipped, fingerprint=text("fingerprint") or "")
+                    skipped=skipped)
 
 
-def work_tree_fingerprint(head: Optional[str], prefix: str, changed: list) -> str:
-    """A digest of HEAD and of every changed path's status and lstat facts. Equal digests mean
-    an equal tree (the paths git does not report equal HEAD's), so an unchanged work tree
-    reuses the newest snapshot for the price of the lstat calls."""
-    digest = sha1(repr((head, prefix, sorted(changed))).encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
+# A snapshot's tree is derived from the one before it when HEAD has not moved: only the
+# folders above the paths that changed are rebuilt. Trees are encoded here exactly as git
+# does, and git checks each id when it stores the tree.
+
+TREE_MODE = "40000"
+
+
+def parse_tree(raw: bytes) -> dict:
+    """A raw git tree object -> {name (bytes): (mode, object id)}."""
+    entries = {}
+    position = 0
+    while position < len(raw):
+        space = raw.index(b" ", position)
+        nul = raw.index(b"\0", space)
+        entries[raw[space + 1:nul]] = (raw[position:space].decode("ascii"), raw[nul + 1:nul + 21].hex())
+        position = nul + 21
+    return entries
+
+
+def encode_tree(entries: dict) -> bytes:
+    """The raw tree object for {name: (mode, id)}, in git's order (a folder sorts as name + "/")."""
+    order = sorted(entries, key=lambda name: name + b"/" if entries[name][0] == TREE_MODE else name)
+    return b"".join(entries[n][0].encode("ascii") + b" " + n + b"\0" + bytes.fromhex(entries[n][1]) for n in order)
+
+
+def tree_id(raw: bytes) -> str:
+    return sha1(b"tree %d\0" % len(raw) + raw).hexdigest()
+
+
+def rebuild_trees(trees: dict, updates: dict) -> tuple:
+    """Apply {path: (mode, id) or None} to the folders' entries ({folder: {name: (mode, id)}},
+    "" for the top; every parent folder of an updated path must be present). Returns
+    (new top tree id, [(id, raw)] of the new trees, deepest first, ready to be stored)."""
+    trees = {folder: dict(entries) for folder, entries in trees.items()}
+    for path, value in updates.items():
+        folder, _, name = path.rpartition("/")
+        if value is None:
+            trees[folder].pop(name.encode("utf-8", "surrogateescape"), None)
+        else:
+            trees[folder][name.encode("utf-8", "surrogateescape")] = value
+    written = []
+    for folder in sorted(trees, key=lambda f: (-f.count("/") if f else 1, f)):
+        raw = encode_tree(trees[folder])
+        if not folder:
+            written.append((tree_id(raw), raw))
+            continue
+        parent, _, name = folder.rpartition("/")
+        if raw:
+            written.append((tree_id(raw), raw))
+            trees[parent][name.encode("utf-8", "surrogateescape")] = (TREE_MODE, written[-1][0])
+        elif trees[parent].get(name.encode("utf-8", "surrogateescape"), ("",))[0] == TREE_MODE:
+            del trees[parent][name.encode("utf-8", "surrogateescape")]  # git keeps no empty folders
+    return written[-1][0], written
+
+
+def parent_folders(paths: Iterable[str]) -> set:
+    """Every folder above the paths, "" (the top) included."""
+    folders = {""}
+    for path in paths:
+        parts = path.split("/")[:-1]
+        folders.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+    return folders
 
 
 def snapshots_to_prune(snapshots: list, keep: int) -> list:
@@ -1923,6 +1978,9 @@ def render_brief(result: LoadResult, now: float) -> str:
     if cp.git is not None:
         where = f"Branch `{cp.git.branch}`" if cp.git.branch else "Detached HEAD"
         out.append(f"{where} @ {cp.git.head[:SHORT_SHA]}" + (" (uncommitted changes)" if cp.git.dirty else ""))
+    if cp.snapshot is not None:
+        out.append(f"Code snapshot `{cp.snapshot.id}`: the user can rewind files to it with "
+                   f"`claude_checkpoint.py restore {cp.snapshot.id}`")
     for warning in result.warnings:
         out.append(f"⚠ {warning}")
     drift = render_drift(result.drift)
@@ -2347,11 +2405,54 @@ def contained_path(root: str, path: str) -> Optional[str]:
 # unchanged entries cost nothing), with content hashed raw by `hash-object --no-filters`.
 # No porcelain runs: commit-tree and update-ref run no hooks, and hooksPath points nowhere.
 
+HEAD_ENTRY = "head"  # a path state whose entry is whatever HEAD holds (a clean path, a submodule)
+
+
+@record
+class PathState:
+    """What a snapshot holds for one path git reported as changed, and the lstat facts the
+    content was hashed from, so the next snapshot hashes only what changed since."""
+    entry: Any  # (mode, blob id); None: absent from the tree; HEAD_ENTRY: as in HEAD
+    stat: Optional[tuple] = None  # (mode, size, mtime, ctime, inode); None: hash it again next time
+
+
 @record
 class TreeBuild:
     tree: str
     skipped: list  # [Skipped]
     files: int  # captured paths that differ from HEAD
+    paths: dict = field(default_factory=dict)  # {path: PathState} of every changed path
+
+
+@record
+class SnapshotCache:
+    """The newest snapshot's path states, kept in the git folder: the next snapshot (or a load's
+    drift) starts from it instead of hashing and rebuilding everything. Only a cache: when it
+    is missing or stale, everything is built from the index as the first time."""
+    commit: str
+    tree: str
+    head: Optional[str]
+    prefix: str
+    paths: dict  # {path: PathState}
+
+    def to_json(self) -> dict:
+        return {"commit": self.commit, "tree": self.tree, "head": self.head, "prefix": self.prefix,
+                "paths": {p: [list(s.entry) if isinstance(s.entry, tuple) else s.entry,
+                              list(s.stat) if s.stat else None] for p, s in self.paths.items()}}
+
+    @classmethod
+    def from_json(cls, doc: Any) -> Optional["SnapshotCache"]:
+        try:
+            paths = {}
+            for path, (entry, stat) in doc["paths"].items():
+                if isinstance(entry, list):
+                    entry = (str(entry[0]), str(entry[1]))
+                elif entry not in (None, HEAD_ENTRY):
+                    return None
+                paths[str(path)] = PathState(entry, tuple(int(n) for n in stat) if stat else None)
+            return cls(str(doc["commit"]), str(doc["tree"]), doc["head"], str(doc["prefix"]), paths)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
 
 
 def disk_kind(full: str) -> tuple:
@@ -2399,23 +2500,80 @@ class SnapshotStore:
         """Every path git reports as changed under the root, renames' old paths included."""
         return list(dict.fromkeys([p for p, _ in self.scan.changes] + self.scan.origins))
 
-    def fingerprint(self, now_ns: int) -> str:
-        """work_tree_fingerprint of the changed paths' lstat facts; "" when a file changed so
-        recently that a second change within the clock's tick could go unseen (racy, as in git)."""
-        facts = []
-        status = dict(self.scan.changes)
-        for rel in self.changed_paths():
+    @property
+    def head(self) -> Optional[str]:
+        return self.scan.state.head if self.scan.state else None
+
+    @property
+    def cache_path(self) -> Optional[str]:
+        """Where the newest snapshot's path states are cached: this worktree's git folder
+        (found without running git: `.git` is that folder, or a file naming it)."""
+        top = self.root
+        for _ in self.prefix.strip("/").split("/") if self.prefix else ():
+            top = os.path.dirname(top)
+        dot_git = os.path.join(top, ".git")
+        if os.path.isfile(dot_git):
             try:
-                info = os.lstat(os.path.join(self.root, *rel.rstrip("/").split("/")))
-            except OSError:
-                facts.append((rel, status.get(rel, "D"), None))
+                with open(dot_git, encoding="utf-8") as stream:
+                    line = stream.readline().strip()
+            except (OSError, UnicodeDecodeError):
+                return None
+            if not line.startswith("gitdir: "):
+                return None
+            dot_git = os.path.join(top, line[8:])
+        name = f"claude-checkpoint-{self.namespace.rsplit('/', 1)[-1]}.json"
+        return os.path.join(dot_git, name) if os.path.isdir(dot_git) else None
+
+    def survey(self, max_bytes: int, known: dict, write: bool) -> tuple:
+        """({path: PathState}, [Skipped]) for every changed path now. Content is hashed (and
+        stored, with `write`) only where the lstat facts differ from `known`'s."""
+        import stat as stat_module
+        import time
+        status = dict(self.scan.changes)
+        now_ns = time.time_ns()
+        states, skipped, regular, links = {}, [], [], []
+        for rel in self.changed_paths():
+            key = rel.rstrip("/")
+            full = os.path.join(self.root, *key.split("/"))
+            kind, size, executable = disk_kind(full)
+            if kind == "missing":
+                states[key] = PathState(None)
                 continue
-            if info.st_mtime_ns >= now_ns - 2_000_000_000:
-                return ""
-            facts.append((rel, status.get(rel, "D"),
-                          (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)))
-        head = self.scan.state.head if self.scan.state else None
-        return work_tree_fingerprint(head, self.prefix, facts)
+            reason = snapshot_skip_reason(rel, kind, size, status.get(rel) == "??", max_bytes)
+            if reason is not None:
+                skipped.append(Skipped(key, reason))
+                if not rel.endswith("/"):  # a nested repository is never in a tree; anything else may be
+                    states[key] = PathState(HEAD_ENTRY if status.get(rel) != "??" else None)
+                continue
+            info = os.lstat(full)
+            facts = None if info.st_mtime_ns >= now_ns - _racy_window_ns(info.st_mtime_ns) else (
+                info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+            old = known.get(key)
+            if old is not None and facts is not None and old.stat == facts and isinstance(old.entry, tuple):
+                states[key] = old
+            elif stat_module.S_ISLNK(info.st_mode):
+                links.append((key, facts))
+            else:
+                regular.append((key, "100755" if executable else "100644", facts))
+        blobs = self._hash_files([self.root + os.sep + k.replace("/", os.sep) for k, _, _ in regular], write)
+        for (key, mode, facts), blob in zip(regular, blobs):
+            states[key] = PathState((mode, blob), facts)
+        for key, facts in links:
+            target = os.fsencode(os.readlink(os.path.join(self.root, *key.split("/"))))
+            states[key] = PathState(("120000", self._hash_bytes(target, write)), facts)
+        return states, skipped
+
+    @staticmethod
+    def updates_since(cache: SnapshotCache, states: dict) -> dict:
+        """{path: entry} where the work tree (states; HEAD for paths git calls clean) differs
+        from the cached snapshot. Valid only while HEAD is the cache's head."""
+        updates = {}
+        for path in set(states) | set(cache.paths):
+            now = states[path].entry if path in states else HEAD_ENTRY
+            then = cache.paths[path].entry if path in cache.paths else HEAD_ENTRY
+            if now != then:
+                updates[path] = now
+        return updates
 
     def diff(self, old_tree: str, new_tree: str, paths: Iterable[str] = ()) -> list:
         """[TreeChange] turning old_tree into new_tree under the root (or the given paths)."""
@@ -2464,30 +2622,71 @@ class SnapshotStore:
         return {n[len(self.prefix):] for n in names if n and n.startswith(self.prefix)}
 
     # ── Writing ──
-    def build_tree(self, max_bytes: int, write: bool = True) -> TreeBuild:
-        """The work tree under the root as a git tree: the user's index, copied, with every
-        changed path put back from the disk raw (or removed), skipped paths left out."""
-        status = dict(self.scan.changes)
-        removals, regular, links, skipped = [], [], [], []
-        for rel in self.changed_paths():
-            full = os.path.join(self.root, *rel.rstrip("/").split("/"))
-            kind, size, executable = disk_kind(full)
-            if kind == "missing":
-                removals.append(rel)
-                continue
-            reason = snapshot_skip_reason(rel, kind, size, status.get(rel) == "??", max_bytes)
-            if reason is not None:
-                skipped.append(Skipped(rel.rstrip("/"), reason))
-            elif kind == "symlink":
-                links.append((rel, os.readlink(full)))
+    def build_tree(self, max_bytes: int, write: bool = True, cache: Optional[SnapshotCache] = None) -> TreeBuild:
+        """The work tree under the root as a git tree. From the newest snapshot's cache when
+        HEAD has not moved since: only the folders above what changed are rebuilt. Otherwise
+        from a copy of the user's index, with every changed path put back from the disk raw."""
+        usable = cache is not None and cache.head == self.head and cache.prefix == self.prefix
+        states, skipped = self.survey(max_bytes, cache.paths if usable else {}, write)
+        skipped_paths = {s.path for s in skipped}
+        files = sum(1 for path, s in states.items() if s.entry != HEAD_ENTRY and path not in skipped_paths)
+        if usable:
+            tree = self._tree_from(cache, self.updates_since(cache, states))
+        else:
+            info = [f"0 {ZERO_SHA}\t{self.prefix}{rel}\0" for rel, s in states.items() if s.entry is None]
+            info += [f"{s.entry[0]} {s.entry[1]}\t{self.prefix}{rel}\0" for rel, s in states.items()
+                     if isinstance(s.entry, tuple)]
+            tree = self._write_tree("".join(info).encode("utf-8", "surrogateescape"), write)
+        return TreeBuild(tree, skipped, files, states)
+
+    def _tree_from(self, cache: SnapshotCache, updates: dict) -> str:
+        """The cached snapshot's tree with `updates` applied: the folders above them are read,
+        changed in memory (section 6) and stored with `git mktree`, which checks every id."""
+        if not updates:
+            return cache.tree
+        heads = [p for p, entry in updates.items() if entry == HEAD_ENTRY]
+        resolved = self._entries_at_head(heads)
+        updates = {self.prefix + p: resolved.get(p) if entry == HEAD_ENTRY else entry for p, entry in updates.items()}
+        folders = sorted(parent_folders(updates))
+        trees = self._read_trees(cache.tree, folders)
+        top, written = rebuild_trees(trees, updates)
+        request = b"".join(_mktree_input(raw) + b"\0" for _, raw in written)
+        stored = self._output("mktree", "-z", "--batch", stdin=request).decode("ascii").split()
+        if stored != [tree for tree, _ in written]:
+            raise SnapshotError("git mktree disagreed with the tree built from the cache")
+        return top
+
+    def _entries_at_head(self, paths: list) -> dict:
+        """{path: (mode, blob)} of each path as HEAD holds it (paths HEAD lacks are left out)."""
+        found: dict = {}
+        if not paths or self.head is None:
+            return found
+        for start in range(0, len(paths), 500):  # bounded argument lists
+            chunk = paths[start:start + 500]
+            out = self._output("ls-tree", "-z", "--full-tree", self.head, "--", *(self.prefix + p for p in chunk))
+            for line in out.decode("utf-8", "surrogateescape").split("\0"):
+                if line:
+                    meta, name = line.split("\t", 1)
+                    mode, _, blob = meta.split(" ")
+                    found[name[len(self.prefix):]] = (mode, blob)
+        return found
+
+    def _read_trees(self, tree: str, folders: list) -> dict:
+        """{folder: {name: (mode, id)}} of `tree`'s folders; {} for one it does not hold."""
+        request = "".join(f"{tree}:{f}\n" if f else f"{tree}\n" for f in folders)
+        out = self._output("cat-file", "--batch", stdin=request.encode("utf-8", "surrogateescape"))
+        trees, position = {}, 0
+        for folder in folders:
+            end = out.index(b"\n", position)
+            header = out[position:end].split(b" ")
+            position = end + 1
+            if len(header) == 3 and header[1] in (b"tree", b"blob", b"commit"):
+                size = int(header[2])
+                trees[folder] = parse_tree(out[position:position + size]) if header[1] == b"tree" else {}
+                position += size + 1
             else:
-                regular.append((rel, "100755" if executable else "100644"))
-        entries = [(mode, blob, rel) for (rel, mode), blob in zip(regular, self._hash_files([r for r, _ in regular], write))]
-        entries += [("120000", self._hash_bytes(os.fsencode(target), write), rel) for rel, target in links]
-        info = [f"0 {ZERO_SHA}\t{self.prefix}{rel}\0" for rel in removals]
-        info += [f"{mode} {blob}\t{self.prefix}{rel}\0" for mode, blob, rel in entries]
-        tree = self._write_tree("".join(info).encode("utf-8", "surrogateescape"), write)
-        return TreeBuild(tree, skipped, len(removals) + len(entries))
+                trees[folder] = {}
+        return trees
 
     def commit(self, build: TreeBuild, kind: SnapshotKind, title: str, facts: dict, now: float,
                keep: int, existing: list) -> Snapshot:
@@ -2577,6 +2776,20 @@ class SnapshotStore:
                     os.unlink(leftover)
                 except OSError:
                     pass
+
+
+def _racy_window_ns(mtime_ns: int) -> int:
+    """How recent a change may hide a second one within the file system's clock tick: Linux and
+    APFS keep nanoseconds updated every few ms; whole-millisecond or coarser stamps (FAT, HFS+,
+    some network file systems) may hide two seconds."""
+    return 2_000_000_000 if mtime_ns % 1_000_000 == 0 else 100_000_000
+
+
+def _mktree_input(raw: bytes) -> bytes:
+    """A raw tree object as `git mktree -z` input lines."""
+    kinds = {TREE_MODE: b"tree", "160000": b"commit"}
+    return b"".join(mode.encode() + b" " + kinds.get(mode, b"blob") + b" " + oid.encode() + b"\t" + name + b"\0"
+                    for name, (mode, oid) in parse_tree(raw).items())
 
 
 def _copy_file(source: str, target: str) -> None:
@@ -2738,6 +2951,29 @@ def _fsync_folder(folder: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def read_snapshot_cache(path: Optional[str]) -> Optional[SnapshotCache]:
+    """The cached path states of the newest snapshot; None when absent or unreadable (a cache
+    is never worth an error)."""
+    import json
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as stream:
+            return SnapshotCache.from_json(json.loads(stream.read(64 * 1024 * 1024)))
+    except (OSError, ValueError):
+        return None
+
+
+def write_snapshot_cache(path: Optional[str], cache: SnapshotCache) -> None:
+    import json
+    if path is None:
+        return
+    try:
+        write_atomically(path, json.dumps(cache.to_json(), separators=(",", ":")).encode("utf-8", "surrogateescape"))
+    except (OSError, StorageError):
+        pass  # the next snapshot builds from the index instead
 
 
 class ProjectLock:
@@ -2957,25 +3193,34 @@ def open_snapshots(git: Git, root: str, scan: Optional[GitScan] = None) -> Snaps
 
 def take_snapshot(store: SnapshotStore, world: World, kind: SnapshotKind, title: str,
                   only_if_changed: bool = False) -> Optional[SnapshotOutcome]:
-    """Snapshot the work tree, or reuse the newest snapshot when the tree is the same (known
-    from the fingerprint without building anything, or from the built tree). With
+    """Snapshot the work tree, or reuse the newest snapshot when its tree is the same. With
     only_if_changed (hooks), a clean tree with no snapshot yet makes none."""
-    import time
-    settings = SnapshotSettings.from_env(world.env)
     existing = store.list()
     newest = existing[0] if existing else None
-    fingerprint = store.fingerprint(time.time_ns())
-    if newest is not None and fingerprint and newest.fingerprint == fingerprint:
-        return SnapshotOutcome(newest, True, newest.skipped)
     if only_if_changed and newest is None and not store.scan.changes:
         return None
-    build = store.build_tree(settings.max_bytes)
+    settings = SnapshotSettings.from_env(world.env)
+    build = build_snapshot_tree(store, newest, settings.max_bytes, write=True)
     if newest is not None and newest.tree == build.tree:
+        write_snapshot_cache(store.cache_path, SnapshotCache(newest.commit, build.tree, store.head, store.prefix,
+                                                             build.paths))
         return SnapshotOutcome(newest, True, build.skipped)
     state = store.scan.state
-    facts = {"createdAt": world.now_iso(), "branch": state.branch if state else None, "fingerprint": fingerprint}
+    facts = {"createdAt": world.now_iso(), "branch": state.branch if state else None}
     made = store.commit(build, kind, title, facts, world.clock(), settings.keep, existing)
+    write_snapshot_cache(store.cache_path, SnapshotCache(made.commit, build.tree, store.head, store.prefix, build.paths))
     return SnapshotOutcome(made, False, build.skipped)
+
+
+def build_snapshot_tree(store: SnapshotStore, newest: Optional[Snapshot], max_bytes: int, write: bool) -> TreeBuild:
+    """The work tree as a tree: from the newest snapshot's cache when it is current, else whole."""
+    cache = read_snapshot_cache(store.cache_path) if newest is not None and write else None
+    if cache is not None and (cache.commit, cache.tree) == (newest.commit, newest.tree):
+        try:
+            return store.build_tree(max_bytes, write, cache)
+        except SnapshotError:
+            pass  # a stale or damaged cache: build from the index
+    return store.build_tree(max_bytes, write)
 
 
 def snapshot_for_save(git: Git, root: str, scan: GitScan, world: World, kind: SnapshotKind, title: str,
@@ -2986,7 +3231,8 @@ def snapshot_for_save(git: Git, root: str, scan: GitScan, world: World, kind: Sn
         warnings.append("No code snapshot: snapshots are off (CHECKPOINT_SNAPSHOTS=off).")
         return None
     try:
-        outcome = take_snapshot(open_snapshots(git, root, scan), world, kind, title)
+        outcome = take_snapshot(open_snapshots(git, root, scan), world, kind, title,
+                                only_if_changed=kind is SnapshotKind.HOOK)
     except SnapshotError as error:
         warnings.append(str(error) if str(error).startswith("No code snapshot") else f"No code snapshot: {error}")
         return None
@@ -2997,6 +3243,10 @@ def changed_since_snapshot(store: SnapshotStore, commit: str, max_bytes: int) ->
     """Every path under the root whose content now differs from the snapshot: paths git calls
     clean equal HEAD, so they differ when HEAD differs from the snapshot; changed paths are
     hashed and compared one by one. Paths a snapshot would skip are never news."""
+    cache = read_snapshot_cache(store.cache_path)
+    if cache is not None and cache.commit == commit and cache.head == store.head and cache.prefix == store.prefix:
+        states, _ = store.survey(max_bytes, cache.paths, write=False)
+        return set(store.updates_since(cache, states))
     state = store.scan.state
     changed = store.paths_between(commit, state.head if state else None)
     dirty = store.changed_paths()
@@ -3033,8 +3283,9 @@ def plan_snapshot_restore(store: SnapshotStore, world: World, wanted: Optional[s
                           write_objects: bool) -> tuple:
     """(target snapshot, the current tree build, the restore plan). Refuses, changing nothing,
     when the plan would destroy what no snapshot holds."""
-    target = find_snapshot(store.list(), wanted)
-    current = store.build_tree(SnapshotSettings.from_env(world.env).max_bytes, write=write_objects)
+    snapshots = store.list()
+    target = find_snapshot(snapshots, wanted)
+    current = build_snapshot_tree(store, snapshots[0], SnapshotSettings.from_env(world.env).max_bytes, write_objects)
     changes = store.diff(current.tree, target.tree, paths)
     on_disk, folder_files = _disk_facts(store.root, changes)
     ignored = _ignored_now(store, [c.path for c in changes if c.status == "A"])
@@ -3177,6 +3428,24 @@ def forget_snapshots(root: str, wanted: list, everything: bool) -> list:
             raise NothingToDo("There is no snapshot to forget.")
         store.forget(list(dict.fromkeys(s.ref for s in doomed)))
     return doomed
+
+
+def snapshot_if_changed(root: str, world: World) -> Optional[SnapshotOutcome]:
+    """A hook's snapshot when the transcript gave nothing to record: made only when the work
+    tree differs from the newest snapshot (or, with none yet, from HEAD). Quiet outside git."""
+    if not SnapshotSettings.from_env(world.env).enabled:
+        return None
+    git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
+    with ProjectLock(root):
+        scan = git.scan()
+        if not scan.in_repo:
+            return None
+        try:
+            stored = read_checkpoint(root).checkpoint
+        except CheckpointError:
+            stored = None
+        title = stored.goal if stored is not None else "Work tree at the end of a turn"
+        return take_snapshot(SnapshotStore(git, root, scan), world, SnapshotKind.HOOK, title, only_if_changed=True)
 
 
 def list_snapshots(root: str) -> list:
@@ -3537,6 +3806,8 @@ RESOURCES = (
      "description": "The saved checkpoint as a compact resume brief, with drift since the save."},
     {"uri": "checkpoint://current", "name": "current", "title": "Checkpoint file", "mimeType": "application/json",
      "description": "The saved checkpoint file (.claude-checkpoint) as JSON."},
+    {"uri": "checkpoint://snapshots", "name": "snapshots", "title": "Code snapshots", "mimeType": "application/json",
+     "description": "The project's code snapshots, newest first (restoring is the user's call, from the command line)."},
 )
 
 
@@ -3556,6 +3827,10 @@ def read_resource(uri: str, context: ToolContext) -> dict:
     if uri == "checkpoint://brief":
         text = render_brief(load_checkpoint(root, context.world), context.world.clock())
         mime = "text/markdown"
+    elif uri == "checkpoint://snapshots":
+        import json
+        text = json.dumps([s.to_json() for s in list_snapshots(root)], ensure_ascii=False, indent=2)
+        mime = "application/json"
     else:
         stored = read_checkpoint(root)
         if stored.checkpoint is None:
@@ -4495,9 +4770,14 @@ def _record_hook(event: str, payload: dict, root: str, world: World) -> list:
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else ""
     outcome = record_transcript(root, transcript, session, world, require_activity=event in ("session-end", "stop"))
     if outcome is None:
+        # Nothing in the transcript, yet a subagent, a formatter or another program may have
+        # changed files during the turn: snapshot the work tree when it differs from the last one.
+        snapshot_if_changed(root, world)
         return []
-    # The redaction count and the not-ignored advice are for the model's saves, not every hook run.
-    return [w for w in outcome.warnings if not w.startswith("Redacted") and "not git-ignored" not in w]
+    # The redaction count, the not-ignored advice and "no snapshot outside git" are for the
+    # model's saves, not for every hook run.
+    return [w for w in outcome.warnings if not w.startswith("Redacted") and "not git-ignored" not in w
+            and "not in a git repository" not in w and "snapshots are off" not in w]
 
 
 def _hook_timeout() -> None:
