@@ -3181,7 +3181,8 @@ class PromptsAndResourcesTest(unittest.TestCase):
         for era, request in self.eras():
             with self.subTest(era=era):
                 listed = {r["uri"]: r["mimeType"] for r in request("resources/list")["result"]["resources"]}
-                self.assertEqual(listed, {"checkpoint://brief": "text/markdown", "checkpoint://current": "application/json"})
+                self.assertEqual(listed, {"checkpoint://brief": "text/markdown", "checkpoint://current": "application/json",
+                                  "checkpoint://snapshots": "application/json"})
                 brief = request("resources/read", {"uri": "checkpoint://brief"})["result"]["contents"]
                 self.assertEqual(brief[0]["uri"], "checkpoint://brief")
                 self.assertEqual(brief[0]["mimeType"], "text/markdown")
