@@ -1797,8 +1797,8 @@ def find_snapshot(snapshots: list, wanted: Optional[str]) -> Snapshot:
     if wanted in (None, "", "latest"):
         return snapshots[0]
     wanted = wanted.lower()
-    found = [s for s in snapshots if len(wanted) >= 4 and s.commit.startswith(wanted)]
-    if len(found) == 1:
+    found = [s for s in snapshots if s.commit.startswith(wanted)]
+    if len(found) == 1 and len(wanted) >= 4:  # shorter prefixes would soon become ambiguous
         return found[0]
     newest = ", ".join(s.id for s in snapshots[:5])
     problem = "matches more than one snapshot" if found else "is not a snapshot of this project"

@@ -3218,6 +3218,1483 @@ class PromptsAndResourcesTest(unittest.TestCase):
 
 
 # ════════════════════════════════════════════════════════════════════════════
+# 6. Code rewind: snapshot, list, diff, restore, forget (SPEC section 10)
+# ════════════════════════════════════════════════════════════════════════════
+# Written from SPEC section 10 by someone who had not seen the code: every test runs the
+# real program on a real repository and checks JSON shapes, exit codes, refs and the disk.
+
+PREFIX = "refs/claude-checkpoint/"
+HEX40 = re.compile(r"^[0-9a-f]{40}$")
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+SECRET_NAMES = (".env", ".env.local", "key.pem", "keys/id_rsa", ".npmrc", ".netrc")
+
+
+# Helpers: the command line on real repositories, git facts read back
+
+def cli(ws: Workspace, *args: str, root: str | None = None, cwd: str | None = None, env: dict | None = None,
+        stdin: bytes = b"") -> subprocess.CompletedProcess:
+    """The real program: `python3 claude_checkpoint.py --root ROOT ARGS...`."""
+    root = root or ws.repo
+    return subprocess.run([sys.executable, SERVER, "--root", root, *args], cwd=cwd or root, env=env or ws.env,
+                          input=stdin, capture_output=True, timeout=TIMEOUT)
+
+
+def start(ws: Workspace, *args: str, root: str | None = None, env: dict | None = None) -> subprocess.Popen:
+    root = root or ws.repo
+    return subprocess.Popen([sys.executable, SERVER, "--root", root, *args], cwd=root, env=env or ws.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def text(proc) -> str:
+    return (proc.stdout or b"").decode(errors="replace") + (proc.stderr or b"").decode(errors="replace")
+
+
+def ok(test: unittest.TestCase, proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    test.assertEqual(proc.returncode, 0, text(proc))
+    test.assertNotIn(b"Traceback", proc.stderr)
+    return proc
+
+
+def ok_json(test: unittest.TestCase, proc: subprocess.CompletedProcess):
+    ok(test, proc)
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError(f"stdout is not one JSON document: {proc.stdout[:500]!r}; stderr: {proc.stderr[:500]!r}")
+
+
+def failed(test: unittest.TestCase, proc: subprocess.CompletedProcess, *codes: int) -> str:
+    """The command failed with one of `codes`, said why, and did not crash."""
+    test.assertIn(proc.returncode, codes, text(proc))
+    test.assertNotIn(b"Traceback", proc.stderr)
+    message = text(proc).strip()
+    test.assertTrue(message, "a failure must come with a message")
+    return message
+
+
+def snapshot(test, ws, *args: str, root=None, env=None, cwd=None) -> dict:
+    return ok_json(test, cli(ws, "snapshot", "--json", *args, root=root, env=env, cwd=cwd))
+
+
+def listing(test, ws, *args: str, root=None, env=None) -> list:
+    return ok_json(test, cli(ws, "list", "--json", *args, root=root, env=env))
+
+
+def git_raw(ws: Workspace, *args: str, cwd: str | None = None, check: bool = True) -> bytes:
+    proc = subprocess.run(["git", *args], cwd=cwd or ws.repo, env=ws.env, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=TIMEOUT)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr.decode(errors='replace')}")
+    return proc.stdout
+
+
+def refs(ws: Workspace) -> dict:
+    """refname -> object id of every ref under refs/claude-checkpoint/."""
+    out = ws.git("for-each-ref", "--format=%(objectname) %(refname)", PREFIX)
+    return {line.split(" ", 1)[1]: line.split(" ", 1)[0] for line in out.splitlines() if line.strip()}
+
+
+def other_refs(ws: Workspace) -> str:
+    out = ws.git("for-each-ref", "--format=%(objectname) %(refname)")
+    return "\n".join(line for line in out.splitlines() if PREFIX not in line)
+
+
+def git_facts(ws: Workspace) -> dict:
+    """Everything of the user's git state that the rewind must never touch."""
+    logs = os.path.join(ws.repo, ".git", "logs")
+    log_files = {}
+    for folder, _, names in os.walk(logs):
+        for name in names:
+            path = os.path.join(folder, name)
+            log_files[os.path.relpath(path, logs)] = read(path)
+    return {"refs": other_refs(ws), "stash": ws.git("stash", "list"), "reflog": ws.git("reflog"),
+            "HEAD": read(os.path.join(ws.repo, ".git", "HEAD")),
+            "index": read(os.path.join(ws.repo, ".git", "index")), "logs": log_files}
+
+
+def tree(ws: Workspace, commit: str) -> dict:
+    """path (bytes, repository-relative) -> (mode, type, object id) of a commit's whole tree."""
+    out = git_raw(ws, "ls-tree", "-r", "-z", "--full-tree", commit)
+    entries = {}
+    for record in out.split(b"\0"):
+        if record:
+            meta, path = record.split(b"\t", 1)
+            mode, kind, sha = meta.decode().split()
+            entries[path] = (mode, kind, sha)
+    return entries
+
+
+def blob(ws: Workspace, commit: str, path: str | bytes) -> bytes:
+    entry = tree(ws, commit).get(os.fsencode(path))
+    if entry is None:
+        raise AssertionError(f"{path!r} is not in the snapshot {commit}")
+    return git_raw(ws, "cat-file", "blob", entry[2])
+
+
+def parents(ws: Workspace, commit: str) -> list:
+    return ws.git("rev-list", "--parents", "-n", "1", commit).split()[1:]
+
+
+def read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as stream:
+            return stream.read()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+def state(root: str, skip_git: bool = True) -> dict:
+    """Every file and symlink under root (bytes paths), with its type, exec bit and content or target."""
+    found = {}
+    base = os.fsencode(root)
+    for folder, dirs, names in os.walk(base):
+        if skip_git and folder == base and b".git" in dirs:
+            dirs.remove(b".git")
+        if folder == base:  # the product's own lock or temporary files are not the user's state
+            names = [n for n in names if not n.startswith(b".claude-checkpoint")
+                     or n in (b".claude-checkpoint", b".claude-checkpoint.prev")]
+        for name in list(dirs):
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                dirs.remove(name)
+                found[os.path.relpath(path, base)] = ("link", os.readlink(path))
+        for name in names:
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, base)
+            if os.path.islink(path):
+                found[rel] = ("link", os.readlink(path))
+            else:
+                found[rel] = ("file", bool(os.stat(path).st_mode & stat.S_IXUSR), read(path))
+    return found
+
+
+def chmod_x(path: str) -> None:
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def is_exec(path: str) -> bool:
+    return bool(os.stat(path).st_mode & stat.S_IXUSR)
+
+
+def ref_targets(ws: Workspace) -> set:
+    return set(refs(ws).values())
+
+
+def skipped_paths(doc: dict) -> dict:
+    return {entry["path"].rstrip("/"): entry["reason"] for entry in doc["skipped"]}
+
+
+def changes(doc: dict) -> dict:
+    return {entry["path"]: entry["status"] for entry in doc["changes"]}
+
+
+# ── snapshot: what goes in ──
+
+class TestSnapshotContent(unittest.TestCase):
+    """What a snapshot holds: modified, deleted, untracked files, raw bytes, modes, odd names."""
+
+    def assert_keys(self, doc: dict, keys: set) -> None:
+        """The documented keys are all there (extra keys are not forbidden by the spec)."""
+        self.assertLessEqual(keys, set(doc), doc)
+        for entry in doc["skipped"]:
+            self.assertLessEqual({"path", "reason"}, set(entry), entry)
+
+    def test_captures_modified_deleted_and_untracked_files_on_top_of_head(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", "src/app.py": "print('hi')\n", "gone.txt": "bye\n"})
+        head = ws.head()
+        ws.write("src/app.py", "print('changed')\n")
+        os.remove(os.path.join(ws.repo, "gone.txt"))
+        ws.write("docs/new.md", "new file\n")
+        proc = cli(ws, "snapshot", "--json")
+        doc = ok_json(self, proc)
+        self.assert_keys(doc, {"id", "commit", "createdAt", "kind", "files", "skipped", "reused"})
+        self.assertIsInstance(doc["id"], str)
+        self.assertTrue(doc["id"])
+        self.assertRegex(doc["commit"], HEX40)
+        self.assertRegex(doc["createdAt"], ISO)
+        self.assertEqual(doc["kind"], "manual")
+        self.assertEqual(doc["files"], 3)
+        self.assertEqual(doc["skipped"], [])
+        self.assertIs(doc["reused"], False)
+        commit = doc["commit"]
+        self.assertIn(commit, ref_targets(ws), "a snapshot is kept under refs/claude-checkpoint/")
+        self.assertTrue(all(name.startswith(PREFIX) for name in refs(ws)))
+        self.assertEqual(parents(ws, commit), [head], "its parent is HEAD")
+        entries = tree(ws, commit)
+        self.assertEqual(blob(ws, commit, "src/app.py"), b"print('changed')\n")
+        self.assertEqual(blob(ws, commit, "docs/new.md"), b"new file\n")
+        self.assertEqual(blob(ws, commit, "README.md"), b"# demo\n")
+        self.assertNotIn(b"gone.txt", entries)
+        self.assertEqual(set(entries), {b"README.md", b"src/app.py", b"docs/new.md"})
+
+    def test_text_output_names_the_snapshot(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('changed')\n")
+        first = snapshot(self, ws)
+        proc = ok(self, cli(ws, "snapshot"))
+        self.assertIn(first["id"], text(proc), "nothing changed: the text names the reused snapshot")
+
+    def test_message_and_kind_are_in_the_commit_message(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('changed')\n")
+        doc = snapshot(self, ws, "-m", "before the big refactor")
+        message = ws.git("log", "-1", "--format=%B", doc["commit"])
+        self.assertIn("before the big refactor", message)
+        self.assertIn("manual", message)
+
+    def test_fixed_identity_whatever_the_user_environment_says(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('changed')\n")
+        env = dict(ws.env, GIT_AUTHOR_NAME="Someone Else", GIT_AUTHOR_EMAIL="else@example.org",
+                   GIT_COMMITTER_NAME="Someone Else", GIT_COMMITTER_EMAIL="else@example.org")
+        doc = snapshot(self, ws, env=env)
+        who = ws.git("log", "-1", "--format=%an <%ae> %cn <%ce>", doc["commit"])
+        self.assertNotIn("Someone Else", who)
+        self.assertNotIn("else@example.org", who)
+
+    def test_raw_content_no_clean_filter_no_eol_conversion_and_restore_runs_no_smudge(self):
+        ws = Workspace(self, files={"notes.txt": "one\ntwo\n", "README.md": "# demo\n"})
+        clean_marker = os.path.join(ws.home, "clean-ran")
+        smudge_marker = os.path.join(ws.home, "smudge-ran")
+        ws.git("config", "filter.marker.clean", f"touch '{clean_marker}'; cat")
+        ws.git("config", "filter.marker.smudge", f"touch '{smudge_marker}'; cat")
+        ws.git("config", "core.autocrlf", "true")
+        ws.write(".gitattributes", "* text=auto eol=crlf\n*.txt filter=marker\n")
+        raw = {"notes.txt": b"one\r\ntwo\r\nthree\r\n", "fresh.txt": b"a\r\nb\r\n", "lf.txt": b"x\ny\n"}
+        for rel, data in raw.items():
+            ws.write(rel, data)
+        doc = snapshot(self, ws)
+        for rel, data in raw.items():
+            with self.subTest(rel):
+                self.assertEqual(git_raw(ws, "cat-file", "blob", f"{doc['commit']}:{rel}"), data)
+        self.assertFalse(os.path.exists(clean_marker), "the clean filter ran during the snapshot")
+        for rel in raw:
+            ws.write(rel, b"overwritten\n")
+        ok(self, cli(ws, "restore", doc["id"], "--yes"))
+        for rel, data in raw.items():
+            with self.subTest(restored=rel):
+                self.assertEqual(read(os.path.join(ws.repo, rel)), data)
+        self.assertFalse(os.path.exists(clean_marker), "the clean filter ran")
+        self.assertFalse(os.path.exists(smudge_marker), "the smudge filter ran during the restore")
+
+    def test_symlinks_stay_symlinks_and_the_executable_bit_is_kept(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", "tool.sh": "echo tracked\n", "lib/x.py": "x = 1\n"})
+        os.symlink("README.md", os.path.join(ws.repo, "link"))
+        os.symlink("lib", os.path.join(ws.repo, "dirlink"))
+        ws.write("run.sh", "#!/bin/sh\necho hi\n")
+        chmod_x(os.path.join(ws.repo, "run.sh"))
+        chmod_x(os.path.join(ws.repo, "tool.sh"))
+        ws.write("plain.txt", "plain\n")
+        doc = snapshot(self, ws)
+        entries = tree(ws, doc["commit"])
+        self.assertEqual(entries[b"link"][0], "120000")
+        self.assertEqual(git_raw(ws, "cat-file", "blob", entries[b"link"][2]), b"README.md")
+        self.assertEqual(entries[b"dirlink"][0], "120000")
+        self.assertEqual(git_raw(ws, "cat-file", "blob", entries[b"dirlink"][2]), b"lib")
+        self.assertFalse(any(p.startswith(b"dirlink/") for p in entries), "nothing through the symlinked folder")
+        self.assertEqual(entries[b"run.sh"][0], "100755")
+        self.assertEqual(entries[b"tool.sh"][0], "100755", "a tracked file made executable")
+        self.assertEqual(entries[b"plain.txt"][0], "100644")
+        self.assertEqual(entries[b"README.md"][0], "100644")
+
+    def test_file_names_that_are_not_utf8_are_kept_byte_for_byte_and_restored(self):
+        ws = Workspace(self)
+        names = [b"caf\xe9.txt", b"dir\xff/inner\xfe.txt"]
+        base = os.fsencode(ws.repo)
+        for name in names:
+            path = os.path.join(base, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as stream:
+                stream.write(b"content of " + name + b"\n")
+        doc = snapshot(self, ws)
+        entries = tree(ws, doc["commit"])
+        for name in names:
+            with self.subTest(name=name):
+                self.assertIn(name, entries)
+                self.assertEqual(git_raw(ws, "cat-file", "blob", entries[name][2]), b"content of " + name + b"\n")
+        for name in names:
+            os.remove(os.path.join(base, name))
+        os.rmdir(os.path.join(base, b"dir\xff"))
+        ok(self, cli(ws, "restore", doc["id"], "--yes"))
+        for name in names:
+            with self.subTest(restored=name):
+                self.assertEqual(read(os.path.join(base, name)), b"content of " + name + b"\n")
+
+    def test_ignored_files_and_checkpoint_files_are_left_out_silently(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", ".gitignore": "build/\n*.log\n"})
+        ok(self, cli(ws, "save", "--goal", "first"))
+        ok(self, cli(ws, "save", "--goal", "second"))  # leaves .claude-checkpoint.prev too
+        self.assertTrue(os.path.exists(os.path.join(ws.repo, ".claude-checkpoint.prev")))
+        ws.write("build/out.bin", b"\x00\x01binary")
+        ws.write("app.log", "log line\n")
+        ws.write("kept.txt", "kept\n")
+        doc = snapshot(self, ws)
+        entries = tree(ws, doc["commit"])
+        self.assertIn(b"kept.txt", entries)
+        for path in entries:
+            self.assertFalse(path.startswith(b"build/") or path.endswith(b".log"), path)
+            self.assertFalse(path.startswith(b".claude-checkpoint"), path)
+        self.assertEqual(doc["skipped"], [], "ignored and checkpoint files are left out silently")
+
+    def test_nested_repositories_big_untracked_files_and_secret_named_files_are_skipped_with_a_reason(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", "tracked_big.bin": "small at first\n"})
+        env = dict(ws.env, CHECKPOINT_SNAPSHOT_MAX_BYTES="1000")
+        nested = os.path.join(ws.repo, "nested")
+        os.makedirs(nested)
+        git(nested, "init", "-q", "-b", "main", env=ws.env)
+        write(nested, "inner.txt", "inside the nested repository\n")
+        git(nested, "add", "-A", env=ws.env)
+        git(nested, "commit", "-qm", "nested", env=ws.env)
+        ws.write("big.bin", b"x" * 5000)
+        ws.write("small.txt", "small\n")
+        ws.write("tracked_big.bin", b"y" * 5000)  # tracked files are always captured
+        for rel in SECRET_NAMES:
+            ws.write(rel, "SECRET=do-not-copy\n")
+        doc = snapshot(self, ws, env=env)
+        skipped = skipped_paths(doc)
+        for rel in ("big.bin", *SECRET_NAMES):
+            with self.subTest(skipped=rel):
+                self.assertIn(rel, skipped, doc["skipped"])
+                self.assertIsInstance(skipped[rel], str)
+                self.assertTrue(skipped[rel].strip(), "every skipped path has a reason")
+        self.assertTrue(any(p == "nested" or p.startswith("nested/") for p in skipped), doc["skipped"])
+        entries = tree(ws, doc["commit"])
+        for rel in ("big.bin", *SECRET_NAMES):
+            self.assertNotIn(os.fsencode(rel), entries)
+        self.assertFalse(any(p.startswith(b"nested/") for p in entries), "the nested repository's contents")
+        self.assertEqual(blob(ws, doc["commit"], "small.txt"), b"small\n")
+        self.assertEqual(blob(ws, doc["commit"], "tracked_big.bin"), b"y" * 5000)
+        self.assertNotIn("tracked_big.bin", skipped)
+        self.assertNotIn("small.txt", skipped)
+
+    def test_a_committed_env_file_is_captured(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", ".env": "DEBUG=0\n"})
+        ws.write(".env", "DEBUG=1\n")
+        doc = snapshot(self, ws)
+        self.assertEqual(blob(ws, doc["commit"], ".env"), b"DEBUG=1\n")
+        self.assertNotIn(".env", skipped_paths(doc))
+
+    def test_before_the_first_commit_there_is_no_parent_and_restore_works(self):
+        ws = Workspace(self, commit=False)
+        doc = snapshot(self, ws)
+        self.assertEqual(parents(ws, doc["commit"]), [])
+        self.assertEqual(blob(ws, doc["commit"], "README.md"), b"# demo\n")
+        self.assertEqual(blob(ws, doc["commit"], "src/app.py"), b"print('hi')\n")
+        ws.write("README.md", "changed\n")
+        ws.write("extra.txt", "extra\n")
+        ok(self, cli(ws, "restore", doc["id"], "--yes"))
+        self.assertEqual(read(os.path.join(ws.repo, "README.md")), b"# demo\n")
+        self.assertFalse(os.path.exists(os.path.join(ws.repo, "extra.txt")))
+        self.assertEqual(ws.git("rev-parse", "-q", "--verify", "HEAD", check=False).strip(), "", "still unborn")
+        self.assertEqual(ws.git("branch", "--list"), "", "no branch was created")
+
+    def test_detached_head_is_the_parent_and_listed_without_a_branch(self):
+        ws = Workspace(self)
+        ws.write("b.txt", "b\n")
+        ws.git("add", "b.txt")
+        ws.git("commit", "-qm", "second")
+        ws.git("checkout", "-q", "--detach", "HEAD~1")
+        head = ws.head()
+        ws.write("README.md", "detached work\n")
+        doc = snapshot(self, ws)
+        self.assertEqual(parents(ws, doc["commit"]), [head])
+        entry = listing(self, ws)[0]
+        self.assertEqual(entry["id"], doc["id"])
+        self.assertIsNone(entry["branch"])
+        self.assertEqual(entry["head"], head)
+        self.assertEqual(ws.git("rev-parse", "HEAD").strip(), head)
+
+    def test_sparse_checkout_files_outside_the_set_are_not_recorded_as_deleted(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", "dir/a.txt": "a\n", "other/b.txt": "b\n"})
+        ws.git("sparse-checkout", "set", "dir")
+        self.assertFalse(os.path.exists(os.path.join(ws.repo, "other", "b.txt")))
+        ws.write("dir/a.txt", "a changed\n")
+        doc = snapshot(self, ws)
+        self.assertEqual(blob(ws, doc["commit"], "dir/a.txt"), b"a changed\n")
+        self.assertEqual(blob(ws, doc["commit"], "other/b.txt"), b"b\n", "outside the sparse set: as in HEAD")
+        self.assertFalse(os.path.exists(os.path.join(ws.repo, "other", "b.txt")), "nothing was checked out")
+
+
+# ── snapshot: refs, reuse, retention, git discipline ──
+
+class TestSnapshotGitDiscipline(unittest.TestCase):
+    """Private refs, reuse, retention; the user's index, lock, hooks, refs and reflogs left alone."""
+
+    def test_unchanged_tree_reuses_the_newest_snapshot(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('changed')\n")
+        first = snapshot(self, ws)
+        self.assertIs(first["reused"], False)
+        again = snapshot(self, ws)
+        self.assertIs(again["reused"], True)
+        self.assertEqual((again["id"], again["commit"]), (first["id"], first["commit"]))
+        self.assertEqual(len(refs(ws)), 1)
+        ws.write("src/app.py", "print('changed again')\n")
+        third = snapshot(self, ws)
+        self.assertIs(third["reused"], False)
+        self.assertNotEqual(third["id"], first["id"])
+        self.assertEqual(len(refs(ws)), 2)
+
+    def test_retention_keeps_the_newest_n(self):
+        ws = Workspace(self)
+        env = dict(ws.env, CHECKPOINT_SNAPSHOTS_KEEP="3")
+        ids = []
+        for number in range(5):
+            ws.write("src/app.py", f"print({number})\n")
+            ids.append(snapshot(self, ws, env=env)["id"])
+        self.assertEqual(len(set(ids)), 5)
+        self.assertEqual(len(refs(ws)), 3)
+        self.assertEqual([entry["id"] for entry in listing(self, ws, env=env)], ids[:1:-1])
+
+    def test_never_creates_branches_tags_stash_or_reflog_entries(self):
+        ws = Workspace(self)
+        ws.git("tag", "v1")
+        ws.git("branch", "feature")
+        ws.write("README.md", "stashed\n")
+        ws.git("stash", "push", "-q")
+        before = git_facts(ws)
+        ws.write("src/app.py", "print('one')\n")
+        ws.write("new.txt", "new\n")
+        first = snapshot(self, ws)
+        ws.write("src/app.py", "print('two')\n")
+        ok(self, cli(ws, "restore", first["id"], "--yes"))
+        ok(self, cli(ws, "forget", first["id"]))
+        after = git_facts(ws)
+        for key in ("refs", "stash", "reflog", "HEAD", "index", "logs"):
+            self.assertEqual(after[key], before[key], key)
+        self.assertFalse(os.path.exists(os.path.join(ws.repo, ".git", "logs", "refs", "claude-checkpoint")))
+        self.assertTrue(refs(ws), "the before-restore snapshot is still kept")
+
+    def test_no_reflog_even_when_the_user_logs_every_ref_update(self):
+        ws = Workspace(self)
+        ws.git("config", "core.logAllRefUpdates", "always")
+        ws.write("src/app.py", "print('one')\n")
+        snapshot(self, ws)
+        ws.write("src/app.py", "print('two')\n")
+        snapshot(self, ws)
+        logs = os.path.join(ws.repo, ".git", "logs", "refs")
+        found = [os.path.join(f, n) for f, _, names in os.walk(logs) for n in names if "claude-checkpoint" in f]
+        self.assertEqual(found, [])
+
+    def test_the_users_index_bytes_are_unchanged_with_a_staged_hunk(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('staged')\n")
+        ws.git("add", "src/app.py")
+        ws.write("src/app.py", "print('staged')\nprint('unstaged')\n")
+        index = os.path.join(ws.repo, ".git", "index")
+        before = read(index)
+        before_mtime = os.stat(index).st_mtime_ns
+        doc = snapshot(self, ws)
+        self.assertEqual(read(index), before)
+        self.assertEqual(os.stat(index).st_mtime_ns, before_mtime)
+        self.assertEqual(blob(ws, doc["commit"], "src/app.py"), b"print('staged')\nprint('unstaged')\n",
+                         "the working tree, not the staged content")
+        ws.write("src/app.py", "print('later')\n")
+        ok(self, cli(ws, "restore", doc["id"], "--yes"))
+        self.assertEqual(read(index), before, "restore never touches the index")
+        self.assertEqual(ws.git("diff", "--cached", "--name-only").split(), ["src/app.py"])
+        self.assertEqual(ws.git("show", ":src/app.py"), "print('staged')\n", "the staged hunk is as it was")
+
+    def test_works_while_index_lock_is_held_and_leaves_it_alone(self):
+        ws = Workspace(self)
+        lock = os.path.join(ws.repo, ".git", "index.lock")
+        write(ws.repo, ".git/index.lock", b"held by another process")
+        self.addCleanup(lambda: os.path.exists(lock) and os.remove(lock))
+        ws.write("src/app.py", "print('while locked')\n")
+        doc = snapshot(self, ws)
+        self.assertIs(doc["reused"], False)
+        self.assertEqual(blob(ws, doc["commit"], "src/app.py"), b"print('while locked')\n")
+        self.assertEqual(read(lock), b"held by another process")
+        self.assertEqual(len(listing(self, ws)), 1)
+        self.assertEqual(read(lock), b"held by another process")
+
+    def test_no_git_hook_fsmonitor_or_signing_program_ever_runs(self):
+        ws = Workspace(self)
+        markers = os.path.join(ws.home, "markers")
+        os.makedirs(markers)
+        hooks = os.path.join(ws.repo, ".git", "hooks")
+        os.makedirs(hooks, exist_ok=True)
+        for name in ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "reference-transaction",
+                     "post-checkout", "post-index-change", "post-rewrite"):
+            path = write(hooks, name, f"#!/bin/sh\ntouch '{markers}/{name}'\nexit 0\n")
+            chmod_x(path)
+        fsmonitor = write(ws.home, "fsmonitor.sh", f"#!/bin/sh\ntouch '{markers}/fsmonitor'\nexit 1\n")
+        chmod_x(fsmonitor)
+        signer = write(ws.home, "gpg.sh", f"#!/bin/sh\ntouch '{markers}/gpg'\nexit 1\n")
+        chmod_x(signer)
+        ws.git("config", "core.fsmonitor", fsmonitor)
+        ws.git("config", "commit.gpgsign", "true")
+        ws.git("config", "gpg.program", signer)
+        ws.write("src/app.py", "print('one')\n")
+        first = snapshot(self, ws)
+        ws.write("src/app.py", "print('two')\n")
+        ok(self, cli(ws, "save", "--goal", "with hooks around"))
+        ok(self, cli(ws, "restore", first["id"], "--yes"))
+        ok(self, cli(ws, "forget", first["id"]))
+        self.assertEqual(sorted(os.listdir(markers)), [], "a hook, fsmonitor or signing program ran")
+
+    def test_git_gc_prune_now_keeps_snapshots_and_restore_still_works(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('snapshotted')\n")
+        ws.write("untracked.txt", "only in the snapshot\n")
+        doc = snapshot(self, ws)
+        ws.git("reflog", "expire", "--expire=now", "--all")
+        ws.git("gc", "-q", "--prune=now")
+        self.assertIn(doc["commit"], ref_targets(ws))
+        ws.write("src/app.py", "print('later')\n")
+        os.remove(os.path.join(ws.repo, "untracked.txt"))
+        ok(self, cli(ws, "restore", doc["id"], "--yes"))
+        self.assertEqual(read(os.path.join(ws.repo, "src/app.py")), b"print('snapshotted')\n")
+        self.assertEqual(read(os.path.join(ws.repo, "untracked.txt")), b"only in the snapshot\n")
+
+    def test_linked_worktrees_each_have_their_own_history(self):
+        ws = Workspace(self)
+        other = os.path.join(ws.home, "wt")
+        ws.git("worktree", "add", "-q", other)
+        ws.write("src/app.py", "print('main worktree')\n")
+        write(other, "src/app.py", "print('linked worktree')\n")
+        mine = snapshot(self, ws)
+        theirs = snapshot(self, ws, root=other)
+        self.assertNotEqual(mine["commit"], theirs["commit"])
+        self.assertEqual([e["id"] for e in listing(self, ws)], [mine["id"]])
+        self.assertEqual([e["id"] for e in listing(self, ws, root=other)], [theirs["id"]])
+        self.assertEqual(blob(ws, theirs["commit"], "src/app.py"), b"print('linked worktree')\n")
+        write(other, "src/app.py", "print('moved on')\n")
+        ok(self, cli(ws, "restore", theirs["id"], "--yes", root=other))
+        self.assertEqual(read(os.path.join(other, "src/app.py")), b"print('linked worktree')\n")
+        self.assertEqual(read(os.path.join(ws.repo, "src/app.py")), b"print('main worktree')\n")
+
+    def test_root_in_a_subfolder_covers_only_its_paths_relative_to_it(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", "src/app.py": "print('hi')\n",
+                                    "src/lib/util.py": "u = 1\n", "docs/guide.md": "guide\n"})
+        src = os.path.join(ws.repo, "src")
+        head = ws.head()
+        ws.write("README.md", "outside the root\n")
+        ws.write("src/app.py", "print('inside')\n")
+        ws.write("src/new.py", "new = 1\n")
+        ws.write("docs/extra.md", "outside, untracked\n")
+        ws.write("src/.env", "TOKEN=x\n")
+        doc = snapshot(self, ws, root=src)
+        self.assertEqual(list(skipped_paths(doc)), [".env"], "paths relative to the root")
+        self.assertEqual(parents(ws, doc["commit"]), [head])
+        entries = tree(ws, doc["commit"])
+        self.assertEqual(blob(ws, doc["commit"], "src/app.py"), b"print('inside')\n")
+        self.assertEqual(blob(ws, doc["commit"], "src/new.py"), b"new = 1\n")
+        self.assertEqual(blob(ws, doc["commit"], "README.md"), b"# demo\n", "outside the root: HEAD's version")
+        self.assertNotIn(b"docs/extra.md", entries)
+        ws.write("src/app.py", "print('later')\n")
+        os.remove(os.path.join(ws.repo, "src/new.py"))
+        ws.write("src/lib/util.py", "u = 2\n")
+        diff = ok_json(self, cli(ws, "diff", doc["id"], "--json", root=src))
+        self.assertEqual(changes(diff), {"app.py": "M", "new.py": "A", "lib/util.py": "M"})
+        ok(self, cli(ws, "restore", doc["id"], "--yes", root=src))
+        self.assertEqual(read(os.path.join(ws.repo, "src/app.py")), b"print('inside')\n")
+        self.assertEqual(read(os.path.join(ws.repo, "src/new.py")), b"new = 1\n")
+        self.assertEqual(read(os.path.join(ws.repo, "src/lib/util.py")), b"u = 1\n")
+        self.assertEqual(read(os.path.join(ws.repo, "README.md")), b"outside the root\n")
+        self.assertEqual(read(os.path.join(ws.repo, "docs/extra.md")), b"outside, untracked\n")
+        self.assertEqual(read(os.path.join(ws.repo, "src/.env")), b"TOKEN=x\n", "skipped: never deleted")
+
+    def test_two_roots_in_one_repository_never_see_each_others_history(self):
+        ws = Workspace(self, files={"a/one.txt": "1\n", "b/two.txt": "2\n"})
+        a, b = os.path.join(ws.repo, "a"), os.path.join(ws.repo, "b")
+        ws.write("a/one.txt", "1 changed\n")
+        ws.write("b/two.txt", "2 changed\n")
+        in_a = snapshot(self, ws, root=a)
+        in_b = snapshot(self, ws, root=b)
+        self.assertEqual([e["id"] for e in listing(self, ws, root=a)], [in_a["id"]])
+        self.assertEqual([e["id"] for e in listing(self, ws, root=b)], [in_b["id"]])
+        ok(self, cli(ws, "forget", "--all", root=a))
+        self.assertEqual(listing(self, ws, root=a), [])
+        self.assertEqual([e["id"] for e in listing(self, ws, root=b)], [in_b["id"]])
+        self.assertEqual(set(refs(ws).values()), {in_b["commit"]})
+
+    def run_together(self, ws: Workspace, roots: list) -> list:
+        procs = [start(ws, "snapshot", "--json", root=root) for root in roots]
+        docs = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=TIMEOUT)
+            self.assertEqual(proc.returncode, 0, err.decode(errors="replace"))
+            self.assertNotIn(b"Traceback", err)
+            docs.append(json.loads(out))
+        targets = ref_targets(ws)
+        for doc in docs:
+            self.assertIn(doc["commit"], targets, "every answered snapshot is kept")
+        return docs
+
+    def test_two_snapshots_of_one_root_at_once_both_succeed(self):
+        ws = Workspace(self)
+        for round_number in range(3):
+            ws.write("src/app.py", f"print({round_number})\n")
+            ws.write(f"new{round_number}.txt", f"round {round_number}\n")
+            docs = self.run_together(ws, [ws.repo, ws.repo])
+            for doc in docs:
+                self.assertEqual(blob(ws, doc["commit"], "src/app.py"), f"print({round_number})\n".encode())
+                self.assertEqual(blob(ws, doc["commit"], f"new{round_number}.txt"), f"round {round_number}\n".encode())
+
+    def test_two_snapshots_of_two_roots_with_different_content_at_once_both_succeed(self):
+        ws = Workspace(self, files={"a/one.txt": "1\n", "b/two.txt": "2\n", "README.md": "# demo\n"})
+        a, b = os.path.join(ws.repo, "a"), os.path.join(ws.repo, "b")
+        for round_number in range(3):
+            ws.write("a/one.txt", f"a round {round_number}\n")
+            ws.write("b/two.txt", f"b round {round_number}\n")
+            in_a, in_b = self.run_together(ws, [a, b])
+            self.assertEqual(blob(ws, in_a["commit"], "a/one.txt"), f"a round {round_number}\n".encode())
+            self.assertEqual(blob(ws, in_b["commit"], "b/two.txt"), f"b round {round_number}\n".encode())
+
+    def test_not_a_repository_is_a_failure_with_a_message(self):
+        ws = Workspace(self, init=False)
+        failed(self, cli(ws, "snapshot", "--json"), 1)
+        failed(self, cli(ws, "snapshot"), 1)
+
+
+# ── list ──
+
+class TestList(unittest.TestCase):
+    """`list`: newest first, -n, empty list, shape, not a repository."""
+
+    def test_newest_first_with_the_documented_fields(self):
+        ws = Workspace(self)
+        head = ws.head()
+        ids = []
+        for number in range(3):
+            ws.write("src/app.py", f"print({number})\n")
+            ids.append(snapshot(self, ws)["id"])
+        os.remove(os.path.join(ws.repo, "README.md"))
+        ws.write("new.txt", "new\n")
+        ids.append(snapshot(self, ws)["id"])
+        entries = listing(self, ws)
+        self.assertEqual([e["id"] for e in entries], ids[::-1])
+        for entry in entries:
+            self.assertLessEqual({"id", "commit", "createdAt", "kind", "branch", "head", "goal", "files"}, set(entry),
+                                 entry)
+            self.assertRegex(entry["commit"], HEX40)
+            self.assertRegex(entry["createdAt"], ISO)
+            self.assertEqual(entry["kind"], "manual")
+            self.assertEqual(entry["branch"], "main")
+            self.assertEqual(entry["head"], head)
+        self.assertEqual(entries[0]["files"], 3, "src/app.py modified, README.md deleted, new.txt untracked")
+        self.assertEqual(entries[-1]["files"], 1)
+        self.assertEqual(set(ref_targets(ws)), {e["commit"] for e in entries})
+
+    def test_n_limits_the_count(self):
+        ws = Workspace(self)
+        ids = []
+        for number in range(3):
+            ws.write("src/app.py", f"print({number})\n")
+            ids.append(snapshot(self, ws)["id"])
+        self.assertEqual([e["id"] for e in listing(self, ws, "-n", "2")], ids[:0:-1])
+        self.assertEqual([e["id"] for e in listing(self, ws, "-n", "1")], ids[-1:])
+
+    def test_text_lists_one_line_per_snapshot_with_its_id(self):
+        ws = Workspace(self)
+        ids = []
+        for number in range(2):
+            ws.write("src/app.py", f"print({number})\n")
+            ids.append(snapshot(self, ws, "-m", f"step {number}")["id"])
+        out = text(ok(self, cli(ws, "list")))
+        for snap_id in ids:
+            self.assertIn(snap_id, out)
+        self.assertLess(out.index(ids[1]), out.index(ids[0]), "newest first")
+
+    def test_no_snapshot_yet_is_an_empty_list_and_exit_0(self):
+        ws = Workspace(self)
+        self.assertEqual(listing(self, ws), [])
+        ok(self, cli(ws, "list"))
+        ws.write("src/app.py", "print('x')\n")
+        snapshot(self, ws)  # the empty answer above must come from a command that exists
+        self.assertEqual(len(listing(self, ws)), 1)
+
+    def test_not_a_repository_exits_1_with_a_message(self):
+        ws = Workspace(self, init=False)
+        failed(self, cli(ws, "list", "--json"), 1)
+        failed(self, cli(ws, "list"), 1)
+
+
+# ── diff ──
+
+class TestDiff(unittest.TestCase):
+    """`diff`: what restoring would change now, as statuses, a unified diff or a summary."""
+
+    def setUp(self):
+        self.ws = Workspace(self, files={"README.md": "# demo\n", "a.txt": "a in head\n", "gone.txt": "gone\n",
+                                         "t.txt": "regular\n", "docs/guide.md": "guide\n"})
+        ws = self.ws
+        ws.write("a.txt", "a in snapshot\n")
+        ws.write("new.txt", "only in the snapshot\n")
+        os.remove(os.path.join(ws.repo, "gone.txt"))
+        self.snap = snapshot(self, ws)
+        ws.write("a.txt", "a now\n")                       # restore rewrites it: M
+        os.remove(os.path.join(ws.repo, "new.txt"))         # restore creates it: A
+        ws.write("gone.txt", "back again\n")                # restore deletes it: D
+        ws.write("extra.txt", "made after\n")              # restore deletes it: D
+        os.remove(os.path.join(ws.repo, "t.txt"))
+        os.symlink("README.md", os.path.join(ws.repo, "t.txt"))  # restore makes it a file again: T
+        ws.write("docs/guide.md", "guide changed\n")      # restore rewrites it: M
+
+    def test_json_statuses_say_what_restore_would_do(self):
+        doc = ok_json(self, cli(self.ws, "diff", self.snap["id"], "--json"))
+        self.assertLessEqual({"id", "changes"}, set(doc), doc)
+        self.assertEqual(doc["id"], self.snap["id"])
+        self.assertEqual(changes(doc), {"a.txt": "M", "new.txt": "A", "gone.txt": "D", "extra.txt": "D",
+                                        "t.txt": "T", "docs/guide.md": "M"})
+        for entry in doc["changes"]:
+            self.assertLessEqual({"path", "status"}, set(entry), entry)
+
+    def test_diff_changes_nothing(self):
+        before = state(self.ws.repo)
+        refs_before = refs(self.ws)
+        ok(self, cli(self.ws, "diff", self.snap["id"], "--json"))
+        ok(self, cli(self.ws, "diff", self.snap["id"]))
+        self.assertEqual(state(self.ws.repo), before)
+        self.assertEqual(refs(self.ws), refs_before)
+
+    def test_without_an_id_and_with_latest_it_uses_the_newest(self):
+        self.assertEqual(ok_json(self, cli(self.ws, "diff", "--json"))["id"], self.snap["id"])
+        self.assertEqual(ok_json(self, cli(self.ws, "diff", "latest", "--json"))["id"], self.snap["id"])
+
+    def test_paths_limit_the_diff_relative_to_the_current_folder(self):
+        doc = ok_json(self, cli(self.ws, "diff", self.snap["id"], "a.txt", "new.txt", "--json"))
+        self.assertEqual(changes(doc), {"a.txt": "M", "new.txt": "A"})
+        docs = os.path.join(self.ws.repo, "docs")
+        doc = ok_json(self, cli(self.ws, "diff", self.snap["id"], "guide.md", "--json", cwd=docs, root=self.ws.repo))
+        self.assertEqual(changes(doc), {"docs/guide.md": "M"}, "a path relative to the current folder")
+        doc = ok_json(self, cli(self.ws, "diff", self.snap["id"], "docs", "--json"))
+        self.assertEqual(changes(doc), {"docs/guide.md": "M"}, "a folder")
+        doc = ok_json(self, cli(self.ws, "diff", self.snap["id"], os.path.join(self.ws.repo, "a.txt"), "--json"))
+        self.assertEqual(changes(doc), {"a.txt": "M"}, "an absolute path inside the root")
+
+    def test_unified_diff_without_color_when_not_on_a_terminal(self):
+        out = ok(self, cli(self.ws, "diff", self.snap["id"], "a.txt")).stdout.decode()
+        self.assertIn("---", out)
+        self.assertIn("+++", out)
+        lines = out.splitlines()
+        self.assertTrue({"+a in snapshot", "-a in snapshot"} & set(lines), out)
+        self.assertTrue({"+a now", "-a now"} & set(lines), out)
+        self.assertNotIn("\x1b[", out)
+        self.assertNotIn("new.txt", out, "limited to the given path")
+
+    def test_stat_summarises_the_changes(self):
+        out = ok(self, cli(self.ws, "diff", self.snap["id"], "--stat")).stdout.decode()
+        self.assertTrue(out.strip())
+        for path in ("a.txt", "new.txt", "extra.txt"):
+            self.assertIn(path, out)
+        self.assertNotIn("+a in snapshot", out)
+
+    def test_unknown_id_exits_1_and_lists_the_newest_ids(self):
+        self.ws.write("a.txt", "another state\n")
+        second = snapshot(self, self.ws)
+        for args in (("diff", "000000000", "--json"), ("diff", "000000000")):
+            with self.subTest(args=args):
+                message = failed(self, cli(self.ws, *args), 1)
+                self.assertIn(second["id"], message)
+                self.assertIn(self.snap["id"], message)
+
+    def test_paths_outside_the_root_are_refused(self):
+        write(self.ws.home, "outside.txt", "outside\n")
+        for path in ("../outside.txt", ".git/config"):
+            with self.subTest(path=path):
+                failed(self, cli(self.ws, "diff", self.snap["id"], path, "--json"), 1, 2)
+
+
+class TestNothingToActOn(unittest.TestCase):
+    def test_diff_and_restore_exit_3_when_there_is_no_snapshot_yet(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('dirty')\n")
+        before = state(ws.repo)
+        for args in (("diff",), ("diff", "--json"), ("restore",), ("restore", "--yes"), ("restore", "--json")):
+            with self.subTest(args=args):
+                proc = cli(ws, *args)
+                self.assertEqual(proc.returncode, 3, text(proc))
+                self.assertNotIn(b"Traceback", proc.stderr)
+        self.assertEqual(state(ws.repo), before)
+        self.assertEqual(refs(ws), {}, "a restore with nothing to restore takes no snapshot")
+
+
+# ── restore ──
+
+class TestRestore(unittest.TestCase):
+    """`restore`: dry run, --yes, the before-restore snapshot, undo, and paths."""
+
+    def make(self) -> tuple:
+        """A snapshot with modified, untracked-in-a-folder, executable and symlinked files, then changes."""
+        ws = Workspace(self, files={"README.md": "# demo\n", "a.txt": "a in head\n", "b.txt": "b in head\n",
+                                    "run.sh": "#!/bin/sh\necho run\n", "t.txt": "regular\n"})
+        chmod_x(os.path.join(ws.repo, "run.sh"))
+        ws.git("add", "run.sh")
+        ws.git("commit", "-qm", "exec")
+        ws.write("a.txt", "a in snapshot\n")
+        ws.write("newdir/deep/n.txt", "untracked, deep\n")
+        ws.write("tool.sh", "#!/bin/sh\necho tool\n")
+        chmod_x(os.path.join(ws.repo, "tool.sh"))
+        os.symlink("README.md", os.path.join(ws.repo, "lnk"))
+        snap = snapshot(self, ws)
+        expected = state(ws.repo)
+        ws.write("a.txt", "a after\n")
+        os.remove(os.path.join(ws.repo, "b.txt"))
+        shutil.rmtree(os.path.join(ws.repo, "newdir"))
+        ws.write("made/later/x.txt", "created after the snapshot\n")
+        os.chmod(os.path.join(ws.repo, "tool.sh"), 0o644)
+        os.remove(os.path.join(ws.repo, "lnk"))
+        os.symlink("a.txt", os.path.join(ws.repo, "lnk"))
+        os.remove(os.path.join(ws.repo, "t.txt"))
+        os.symlink("README.md", os.path.join(ws.repo, "t.txt"))
+        return ws, snap, expected
+
+    def test_dry_run_without_yes_changes_nothing_and_takes_no_snapshot(self):
+        ws, snap, _ = self.make()
+        before = state(ws.repo)
+        refs_before = refs(ws)
+        doc = ok_json(self, cli(ws, "restore", snap["id"], "--json"))
+        self.assertLessEqual({"dryRun", "safetySnapshot", "write", "delete", "skipped"}, set(doc), doc)
+        self.assertIs(doc["dryRun"], True)
+        self.assertFalse(doc["safetySnapshot"])
+        self.assertTrue({"a.txt", "b.txt", "newdir/deep/n.txt", "lnk", "t.txt"} <= set(doc["write"]), doc)
+        self.assertIn("made/later/x.txt", doc["delete"])
+        self.assertTrue(all(p.startswith("made") for p in doc["delete"]), doc["delete"])
+        self.assertNotIn("README.md", doc["write"])
+        out = text(ok(self, cli(ws, "restore", snap["id"])))
+        self.assertTrue(out.strip(), "the plan is printed")
+        self.assertEqual(state(ws.repo), before)
+        self.assertEqual(refs(ws), refs_before)
+
+    def test_yes_makes_the_files_match_keeping_modes_and_symlinks(self):
+        ws, snap, expected = self.make()
+        before = state(ws.repo)
+        doc = ok_json(self, cli(ws, "restore", snap["id"], "--yes", "--json"))
+        self.assertIs(doc["dryRun"], False)
+        self.assertTrue({"a.txt", "b.txt", "newdir/deep/n.txt", "lnk", "t.txt"} <= set(doc["write"]), doc)
+        self.assertIn("made/later/x.txt", doc["delete"])
+        self.assertEqual(state(ws.repo), expected)
+        self.assertTrue(is_exec(os.path.join(ws.repo, "tool.sh")))
+        self.assertTrue(is_exec(os.path.join(ws.repo, "run.sh")))
+        self.assertEqual(os.readlink(os.path.join(ws.repo, "lnk")), "README.md")
+        self.assertFalse(os.path.islink(os.path.join(ws.repo, "t.txt")))
+        self.assertFalse(os.path.exists(os.path.join(ws.repo, "made")), "folders left empty are removed")
+        safety = doc["safetySnapshot"]
+        self.assertIsInstance(safety, str)
+        entries = {e["id"]: e for e in listing(self, ws)}
+        self.assertIn(safety, entries)
+        self.assertEqual(entries[safety]["kind"], "before-restore")
+        commit = entries[safety]["commit"]
+        self.assertEqual(blob(ws, commit, "a.txt"), before[b"a.txt"][2], "what it overwrote is in the safety snapshot")
+        self.assertEqual(blob(ws, commit, "made/later/x.txt"), b"created after the snapshot\n")
+        self.assertNotIn(b"b.txt", tree(ws, commit))
+
+    def test_the_printed_undo_brings_the_pre_restore_state_back_byte_for_byte(self):
+        ws, snap, expected = self.make()
+        ws.write(b"caf\xe9.txt".decode("utf-8", "surrogateescape"), b"odd name\n")
+        ws.write("bin.dat", bytes(range(256)) * 4)
+        before = state(ws.repo)
+        out = text(ok(self, cli(ws, "restore", snap["id"], "--yes")))
+        newest = listing(self, ws)[0]
+        self.assertEqual(newest["kind"], "before-restore")
+        self.assertIn(newest["id"], out, "the undo id is printed")
+        self.assertIn("--yes", out, "the undo command is printed")
+        self.assertNotEqual(state(ws.repo), before)
+        ok(self, cli(ws, "restore", newest["id"], "--yes"))
+        self.assertEqual(state(ws.repo), before)
+        self.assertEqual(ok_json(self, cli(ws, "diff", newest["id"], "--json"))["changes"], [])
+
+    def test_never_touches_head_index_refs_stash_ignored_checkpoint_or_nested_repositories(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", ".gitignore": "build/\n*.log\n", "a.txt": "a\n"})
+        ws.git("tag", "v1")
+        ws.git("branch", "feature")
+        ws.write("a.txt", "stashed\n")
+        ws.git("stash", "push", "-q")
+        ws.write("app.log", "log before\n")
+        nested = os.path.join(ws.repo, "nested")
+        os.makedirs(nested)
+        git(nested, "init", "-q", "-b", "main", env=ws.env)
+        write(nested, "inner.txt", "inner\n")
+        git(nested, "add", "-A", env=ws.env)
+        git(nested, "commit", "-qm", "nested", env=ws.env)
+        ws.write("a.txt", "a in snapshot\n")
+        ok(self, cli(ws, "save", "--goal", "first"))
+        ok(self, cli(ws, "save", "--goal", "second"))
+        snap = listing(self, ws)[0]
+        ws.write("a.txt", "a after\n")
+        ws.write("app.log", "log after\n")
+        ws.write("build/out.o", "ignored output\n")
+        write(nested, "inner.txt", "inner changed\n")
+        write(nested, "new.txt", "nested new\n")
+        facts = git_facts(ws)
+        untouchable = {p: v for p, v in state(ws.repo).items()
+                       if p.startswith((b"nested", b"build", b".claude-checkpoint")) or p == b"app.log"}
+        nested_head = git(nested, "rev-parse", "HEAD", env=ws.env)
+        ok(self, cli(ws, "restore", snap["id"], "--yes"))
+        self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"a in snapshot\n")
+        after = state(ws.repo)
+        for path, value in untouchable.items():
+            self.assertEqual(after.get(path), value, path)
+        self.assertEqual(git_facts(ws), facts)
+        self.assertEqual(git(nested, "rev-parse", "HEAD", env=ws.env), nested_head)
+
+    def test_refuses_the_whole_restore_when_a_file_would_replace_a_folder_of_ignored_files(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", ".gitignore": "*.log\n", "a.txt": "a\n"})
+        ws.write("out", "a file in the snapshot\n")
+        ws.write("a.txt", "a in snapshot\n")
+        snap = snapshot(self, ws)
+        os.remove(os.path.join(ws.repo, "out"))
+        ws.write("out/cache.log", "ignored, would be lost\n")
+        ws.write("a.txt", "a after\n")
+        before = state(ws.repo)
+        failed(self, cli(ws, "restore", snap["id"], "--yes"), 1)
+        self.assertEqual(state(ws.repo), before, "a refused restore changes nothing, a.txt included")
+
+    def test_refuses_the_whole_restore_when_a_folder_would_replace_an_ignored_file(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", "a.txt": "a\n"})
+        with open(os.path.join(ws.repo, ".git", "info", "exclude"), "a") as stream:
+            stream.write("data\n!data/\n")  # a file named data is ignored, a folder named data is not
+        ws.write("data/x.txt", "a folder in the snapshot\n")
+        ws.write("a.txt", "a in snapshot\n")
+        snap = snapshot(self, ws)
+        self.assertEqual(blob(ws, snap["commit"], "data/x.txt"), b"a folder in the snapshot\n")
+        shutil.rmtree(os.path.join(ws.repo, "data"))
+        ws.write("data", "an ignored file, would be lost\n")
+        ws.write("a.txt", "a after\n")
+        before = state(ws.repo)
+        failed(self, cli(ws, "restore", snap["id"], "--yes"), 1)
+        self.assertEqual(state(ws.repo), before, "a refused restore changes nothing, a.txt included")
+
+    def test_never_replaces_a_nested_repository_or_a_skipped_file_at_a_path_the_snapshot_holds(self):
+        """The spec allows two faithful outcomes here: refuse the whole restore (exit 1, nothing changed), or
+        leave the unmanaged path alone as a path skipped by a snapshot (exit 0, listed in `skipped`)."""
+        def file_over_nested_repository(ws):
+            ws.write("vendor", "a file in the snapshot\n")
+            yield
+            os.remove(os.path.join(ws.repo, "vendor"))
+            nested = os.path.join(ws.repo, "vendor")
+            os.makedirs(nested)
+            git(nested, "init", "-q", "-b", "main", env=ws.env)
+            write(nested, "lib.c", "int x;\n")
+
+        def folder_over_skipped_file(ws):
+            ws.write("big/part.txt", "a folder in the snapshot\n")
+            yield
+            shutil.rmtree(os.path.join(ws.repo, "big"))
+            ws.write("big", b"z" * 5000)  # over the size limit: skipped, not managed
+
+        for scenario, path in ((file_over_nested_repository, "vendor"), (folder_over_skipped_file, "big")):
+            with self.subTest(scenario.__name__):
+                ws = Workspace(self, files={"README.md": "# demo\n", "a.txt": "a\n"})
+                env = dict(ws.env, CHECKPOINT_SNAPSHOT_MAX_BYTES="1000")
+                steps = scenario(ws)
+                next(steps)
+                ws.write("a.txt", "a in snapshot\n")
+                snap = snapshot(self, ws, env=env)
+                next(steps, None)
+                ws.write("a.txt", "a after\n")
+                before = state(ws.repo)
+                unmanaged = {p: v for p, v in before.items() if p == os.fsencode(path)
+                             or p.startswith(os.fsencode(path) + b"/")}
+                self.assertTrue(unmanaged)
+                proc = cli(ws, "restore", snap["id"], "--yes", "--json", env=env)
+                self.assertIn(proc.returncode, (0, 1), text(proc))
+                self.assertNotIn(b"Traceback", proc.stderr)
+                after = state(ws.repo)
+                if proc.returncode == 1:
+                    self.assertEqual(after, before, "a refused restore changes nothing")
+                else:
+                    self.assertIn(path, skipped_paths(json.loads(proc.stdout)))
+                    self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"a in snapshot\n")
+                self.assertEqual({p: v for p, v in after.items() if p in unmanaged}, unmanaged)
+                self.assertFalse(any(p.startswith(os.fsencode(path) + b"/") for p in after if p not in unmanaged))
+
+    def test_never_writes_through_a_symlinked_folder(self):
+        ws = Workspace(self)
+        outside = os.path.join(ws.home, "outside")
+        write(outside, "f.txt", "outside, must stay\n")
+        ws.write("ld/f.txt", "in the snapshot\n")
+        snap = snapshot(self, ws)
+        shutil.rmtree(os.path.join(ws.repo, "ld"))
+        os.symlink(outside, os.path.join(ws.repo, "ld"))
+        proc = cli(ws, "restore", snap["id"], "--yes")
+        self.assertIn(proc.returncode, (0, 1), text(proc))
+        self.assertNotIn(b"Traceback", proc.stderr)
+        self.assertEqual(read(os.path.join(outside, "f.txt")), b"outside, must stay\n")
+        self.assertEqual(os.listdir(outside), ["f.txt"])
+
+    def test_paths_outside_the_root_and_inside_git_are_refused_changing_nothing(self):
+        ws = Workspace(self)
+        outside = write(ws.home, "outside.txt", "outside\n")
+        ws.write("src/app.py", "print('snap')\n")
+        snap = snapshot(self, ws)
+        ws.write("src/app.py", "print('after')\n")
+        before = state(ws.repo)
+        config = read(os.path.join(ws.repo, ".git", "config"))
+        for path in ("../outside.txt", outside, ".git/config", ".git", "/etc/hostname"):
+            with self.subTest(path=path):
+                failed(self, cli(ws, "restore", snap["id"], path, "--yes"), 1, 2)
+                self.assertEqual(state(ws.repo), before)
+                self.assertEqual(read(outside), b"outside\n")
+                self.assertEqual(read(os.path.join(ws.repo, ".git", "config")), config)
+
+    def test_a_root_in_a_subfolder_refuses_paths_above_it(self):
+        ws = Workspace(self)
+        src = os.path.join(ws.repo, "src")
+        ws.write("src/app.py", "print('snap')\n")
+        snap = snapshot(self, ws, root=src)
+        ws.write("README.md", "changed outside the root\n")
+        ws.write("src/app.py", "print('after')\n")
+        before = state(ws.repo)
+        failed(self, cli(ws, "restore", snap["id"], "../README.md", "--yes", root=src), 1, 2)
+        self.assertEqual(state(ws.repo), before)
+
+    def test_path_arguments_restore_only_those_paths(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", "a.txt": "a\n", "b.txt": "b\n", "c/keep.txt": "k\n"})
+        ws.write("a.txt", "a snap\n")
+        ws.write("b.txt", "b snap\n")
+        ws.write("c/new.txt", "c new snap\n")
+        snap = snapshot(self, ws)
+        ws.write("a.txt", "a after\n")
+        ws.write("b.txt", "b after\n")
+        os.remove(os.path.join(ws.repo, "c/new.txt"))
+        ws.write("c/extra.txt", "c extra after\n")
+        ws.write("d.txt", "d after\n")
+        ok(self, cli(ws, "restore", snap["id"], "a.txt", "--yes"))
+        self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"a snap\n")
+        self.assertEqual(read(os.path.join(ws.repo, "b.txt")), b"b after\n")
+        self.assertEqual(read(os.path.join(ws.repo, "d.txt")), b"d after\n")
+        self.assertEqual(read(os.path.join(ws.repo, "c/extra.txt")), b"c extra after\n")
+        self.assertIsNone(read(os.path.join(ws.repo, "c/new.txt")))
+        ok(self, cli(ws, "restore", snap["id"], ".", "--yes", cwd=os.path.join(ws.repo, "c"), root=ws.repo))
+        self.assertEqual(read(os.path.join(ws.repo, "c/new.txt")), b"c new snap\n")
+        self.assertIsNone(read(os.path.join(ws.repo, "c/extra.txt")))
+        self.assertEqual(read(os.path.join(ws.repo, "c/keep.txt")), b"k\n")
+        self.assertEqual(read(os.path.join(ws.repo, "b.txt")), b"b after\n")
+        self.assertEqual(read(os.path.join(ws.repo, "d.txt")), b"d after\n")
+        ok(self, cli(ws, "restore", snap["id"], os.path.join(ws.repo, "b.txt"), "--yes"))
+        self.assertEqual(read(os.path.join(ws.repo, "b.txt")), b"b snap\n")
+        self.assertEqual(read(os.path.join(ws.repo, "d.txt")), b"d after\n")
+
+    def test_a_file_ignored_now_is_skipped_not_written(self):
+        ws = Workspace(self)
+        ws.write("gen/out.txt", "generated, in the snapshot\n")
+        ws.write("gen/other.txt", "other, in the snapshot\n")
+        ws.write("src/app.py", "print('snap')\n")
+        snap = snapshot(self, ws)
+        self.assertEqual(blob(ws, snap["commit"], "gen/out.txt"), b"generated, in the snapshot\n")
+        with open(os.path.join(ws.repo, ".git", "info", "exclude"), "a") as stream:
+            stream.write("gen/\n")
+        ws.write("gen/out.txt", "generated later\n")
+        os.remove(os.path.join(ws.repo, "gen/other.txt"))
+        ws.write("src/app.py", "print('after')\n")
+        doc = ok_json(self, cli(ws, "restore", snap["id"], "--yes", "--json"))
+        skipped = skipped_paths(doc)
+        self.assertIn("gen/out.txt", skipped, doc)
+        self.assertIn("gen/other.txt", skipped, doc)
+        self.assertNotIn("gen/out.txt", doc["write"])
+        self.assertEqual(read(os.path.join(ws.repo, "gen/out.txt")), b"generated later\n")
+        self.assertIsNone(read(os.path.join(ws.repo, "gen/other.txt")))
+        self.assertEqual(read(os.path.join(ws.repo, "src/app.py")), b"print('snap')\n")
+
+    def test_after_head_moved_restore_leaves_head_and_branch_as_they_are(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", "a.txt": "a\n", "b.txt": "b old\n"})
+        ws.write("a.txt", "a snap\n")
+        snap = snapshot(self, ws)
+        ws.write("b.txt", "b committed later\n")
+        ws.git("add", "b.txt")
+        ws.git("commit", "-qm", "moved on")
+        moved = ws.head()
+        ws.write("a.txt", "a after\n")
+        ok(self, cli(ws, "restore", snap["id"], "--yes"))
+        self.assertEqual(ws.head(), moved)
+        self.assertEqual(ws.git("symbolic-ref", "HEAD").strip(), "refs/heads/main")
+        self.assertEqual(ws.git("rev-parse", "main").strip(), moved)
+        self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"a snap\n")
+        self.assertEqual(read(os.path.join(ws.repo, "b.txt")), b"b old\n", "files match the snapshot")
+        status = [line for line in ws.git("status", "--porcelain").splitlines() if ".claude-checkpoint" not in line]
+        self.assertEqual(sorted(status), [" M a.txt", " M b.txt"], "changes against the HEAD of now")
+
+    def test_unknown_id_exits_1_lists_the_newest_and_changes_nothing(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('snap')\n")
+        snap = snapshot(self, ws)
+        ws.write("src/app.py", "print('after')\n")
+        before, refs_before = state(ws.repo), refs(ws)
+        message = failed(self, cli(ws, "restore", "000000000", "--yes"), 1)
+        self.assertIn(snap["id"], message)
+        self.assertEqual(state(ws.repo), before)
+        self.assertEqual(refs(ws), refs_before)
+
+
+# ── forget ──
+
+class TestForget(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.ids = []
+        for number in range(3):
+            self.ws.write("src/app.py", f"print({number})\n")
+            self.ids.append(snapshot(self, self.ws)["id"])
+
+    def test_forget_one_id_removes_one_ref(self):
+        ok(self, cli(self.ws, "forget", self.ids[1]))
+        self.assertEqual(len(refs(self.ws)), 2)
+        self.assertEqual([e["id"] for e in listing(self, self.ws)], [self.ids[2], self.ids[0]])
+
+    def test_forget_several_ids(self):
+        ok(self, cli(self.ws, "forget", self.ids[0], self.ids[2]))
+        self.assertEqual([e["id"] for e in listing(self, self.ws)], [self.ids[1]])
+
+    def test_forget_all_removes_every_ref_of_this_root(self):
+        ok(self, cli(self.ws, "forget", "--all"))
+        self.assertEqual(refs(self.ws), {})
+        self.assertEqual(listing(self, self.ws), [])
+        self.assertEqual(self.ws.git("rev-parse", "--abbrev-ref", "HEAD").strip(), "main")
+
+    def test_unknown_id_exits_1_and_removes_nothing(self):
+        before = refs(self.ws)
+        failed(self, cli(self.ws, "forget", "000000000"), 1)
+        self.assertEqual(refs(self.ws), before)
+
+
+# ── saves, MCP and hooks ──
+
+class TestSavesRecordSnapshots(unittest.TestCase):
+    """Saves (tool and CLI) record their snapshot; MCP gains a resource, not a tool; hooks snapshot turns."""
+
+    def assert_recorded(self, ws: Workspace, kind: str = "save") -> dict:
+        recorded = ws.checkpoint().get("snapshot")
+        self.assertIsInstance(recorded, dict, ws.checkpoint())
+        self.assertEqual(set(recorded), {"id", "commit"})
+        self.assertRegex(recorded["commit"], HEX40)
+        self.assertIn(recorded["commit"], ref_targets(ws))
+        newest = listing(self, ws)[0]
+        self.assertEqual((newest["id"], newest["commit"]), (recorded["id"], recorded["commit"]))
+        self.assertEqual(newest["kind"], kind)
+        return recorded
+
+    def test_a_save_over_mcp_records_its_snapshot_and_load_full_names_it(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('over mcp')\n")
+        server = start_server(self, ws)
+        save_ok(server, goal="Ship the MCP save")
+        recorded = self.assert_recorded(ws)
+        self.assertEqual(blob(ws, recorded["commit"], "src/app.py"), b"print('over mcp')\n")
+        self.assertEqual(listing(self, ws)[0]["goal"], "Ship the MCP save")
+        full = server.load(format="full")
+        self.assertIn(recorded["id"], full)
+        self.assertEqual(json.loads(full)["checkpoint"]["snapshot"], recorded)
+
+    def test_a_save_from_the_command_line_records_its_snapshot(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('from the cli')\n")
+        ok(self, cli(ws, "save", "--goal", "x"))
+        recorded = self.assert_recorded(ws)
+        self.assertEqual(blob(ws, recorded["commit"], "src/app.py"), b"print('from the cli')\n")
+        self.assertIn("x", ws.git("log", "-1", "--format=%s", recorded["commit"]))
+        doc = ok_json(self, cli(ws, "show", "--full"))
+        self.assertEqual(doc["checkpoint"]["snapshot"], recorded)
+
+    def test_a_save_with_nothing_changed_reuses_the_newest_snapshot(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('x')\n")
+        manual = snapshot(self, ws)
+        ok(self, cli(ws, "save", "--goal", "nothing new"))  # the new .claude-checkpoint is not part of it
+        self.assertEqual(ws.checkpoint()["snapshot"], {"id": manual["id"], "commit": manual["commit"]})
+        self.assertEqual(len(refs(ws)), 1)
+
+    def test_the_goal_in_the_commit_message_and_list_is_redacted(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('x')\n")
+        ok(self, cli(ws, "save", "--goal", f"Deploy with GITHUB_TOKEN={GHP}"))
+        recorded = ws.checkpoint().get("snapshot")
+        self.assertTrue(recorded, "the save recorded a snapshot")
+        self.assertNotIn(GHP, ws.git("log", "-1", "--format=%B", recorded["commit"]))
+        self.assertNotIn(GHP, json.dumps(listing(self, ws)))
+        self.assertIn("Deploy with", listing(self, ws)[0]["goal"])
+
+    def test_mcp_lists_the_snapshots_resource_and_adds_no_tool(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('x')\n")
+        server = start_server(self, ws)
+        save_ok(server, goal="resource")
+        ws.write("src/app.py", "print('y')\n")
+        snapshot(self, ws)
+        tools = [t["name"] for t in server.request("tools/list")["result"]["tools"]]
+        self.assertEqual(sorted(tools), ["load_session_checkpoint", "save_session_checkpoint"])
+        uris = [r["uri"] for r in server.request("resources/list")["result"]["resources"]]
+        self.assertIn("checkpoint://snapshots", uris)
+        contents = server.request("resources/read", {"uri": "checkpoint://snapshots"})["result"]["contents"]
+        self.assertEqual(contents[0]["uri"], "checkpoint://snapshots")
+        self.assertEqual(json.loads(contents[0]["text"]), listing(self, ws))
+        self.assertEqual(len(json.loads(contents[0]["text"])), 2)
+
+    def test_snapshots_off_saves_without_a_snapshot_and_says_why(self):
+        ws = Workspace(self)
+        env = dict(ws.env, CHECKPOINT_SNAPSHOTS="off")
+        ws.write("src/app.py", "print('x')\n")
+        server = McpServer(self, ws.repo, env)
+        server.initialize()
+        result = save_ok(server, goal="no snapshots please")
+        warnings = result["structuredContent"]["warnings"]
+        self.assertTrue(any("snapshot" in w.lower() for w in warnings), warnings)
+        self.assertFalse(ws.checkpoint().get("snapshot"))
+        proc = ok(self, cli(ws, "save", "--goal", "cli too", env=env))
+        self.assertIn("snapshot", text(proc).lower())
+        self.assertFalse(ws.checkpoint().get("snapshot"))
+        self.assertEqual(refs(ws), {})
+        ok(self, cli(ws, "save", "--goal", "snapshots back on"))  # and the same save with them on makes one
+        self.assertTrue(ws.checkpoint().get("snapshot"))
+
+    def test_no_repository_saves_with_a_warning(self):
+        ws = Workspace(self, init=False)
+        server = start_server(self, ws)
+        result = save_ok(server, goal="no git here")
+        warnings = result["structuredContent"]["warnings"]
+        self.assertTrue(any("snapshot" in w.lower() for w in warnings), warnings)
+        self.assertFalse(ws.checkpoint().get("snapshot"))
+        proc = ok(self, cli(ws, "save", "--goal", "cli, no git"))
+        self.assertIn("snapshot", text(proc).lower())
+
+    def test_stop_hook_snapshots_a_turn_whose_only_change_was_a_bash_command(self):
+        ws = Workspace(self)
+        transcripts = temp_dir(self, "cc-transcripts-")
+        t = Transcript(ws.repo)
+        t.prompt("Change the greeting with sed")
+        t.bash("sed -i s/hi/bye/ src/app.py", exit_code=0)
+        ws.write("src/app.py", "print('bye')\n")
+        path = t.save(os.path.join(transcripts, "session.jsonl"))
+        run_hook_process(self, ws, "stop", hook_payload("stop", path, ws.repo))
+        self.assertEqual(len(refs(ws)), 1)
+        newest = listing(self, ws)[0]
+        self.assertEqual(newest["kind"], "hook")
+        self.assertEqual(blob(ws, newest["commit"], "src/app.py"), b"print('bye')\n")
+        t.prompt("What is the status?")
+        t.bash("ls", exit_code=0)
+        t.save(path)
+        run_hook_process(self, ws, "stop", hook_payload("stop", path, ws.repo))
+        self.assertEqual(len(refs(ws)), 1, "a turn that changed nothing makes no snapshot")
+
+    def test_stop_hook_in_a_clean_repository_after_a_turn_that_changed_nothing_makes_no_snapshot(self):
+        ws = Workspace(self)
+        transcripts = temp_dir(self, "cc-transcripts-")
+        t = Transcript(ws.repo)
+        t.prompt("Look around")
+        t.bash("ls", exit_code=0)
+        path = t.save(os.path.join(transcripts, "clean.jsonl"))
+        run_hook_process(self, ws, "stop", hook_payload("stop", path, ws.repo))
+        self.assertEqual(refs(ws), {})
+        ws.write("src/app.py", "print('a turn that changed a file')\n")
+        t.prompt("Now change it")
+        t.bash("sed -i s/hi/x/ src/app.py", exit_code=0)
+        t.save(path)
+        run_hook_process(self, ws, "stop", hook_payload("stop", path, ws.repo))
+        self.assertEqual(len(refs(ws)), 1, "the same hook does make snapshots")
+
+    def test_pre_compact_hook_records_a_snapshot(self):
+        ws = Workspace(self)
+        transcripts = temp_dir(self, "cc-transcripts-")
+        t = Transcript(ws.repo)
+        t.prompt("Make it print bye")
+        t.edit("Edit", os.path.join(ws.repo, "src/app.py"))
+        ws.write("src/app.py", "print('bye')\n")
+        path = t.save(os.path.join(transcripts, "session.jsonl"))
+        run_hook_process(self, ws, "pre-compact", hook_payload("pre-compact", path, ws.repo))
+        self.assertEqual(len(refs(ws)), 1)
+        newest = listing(self, ws)[0]
+        self.assertEqual(newest["kind"], "hook")
+        self.assertEqual(blob(ws, newest["commit"], "src/app.py"), b"print('bye')\n")
+
+
+# ── drift made exact ──
+
+class TestExactDrift(unittest.TestCase):
+    """With a snapshot, load compares every file, not only the 100 recorded ones."""
+
+    def test_300_dirty_files_are_no_news_until_one_of_them_changes(self):
+        files = {f"f{number:03d}.txt": f"original {number}\n" for number in range(300)}
+        files["README.md"] = "# demo\n"
+        ws = Workspace(self, files=files)
+        for number in range(300):
+            ws.write(f"f{number:03d}.txt", f"dirty {number}\n")
+        ok(self, cli(ws, "save", "--goal", "many dirty files"))
+        self.assertTrue(ws.checkpoint().get("snapshot"), "the save recorded a snapshot")
+        drift = ok_json(self, cli(ws, "show", "--full"))["drift"]
+        news = set(drift["newSince"]) | set(drift["changedSince"])
+        self.assertEqual(sorted(p for p in news if p.startswith("f")), [], "dirty at save time and unchanged")
+        recorded = {entry["path"] for entry in ws.checkpoint()["modifiedFiles"]}
+        unrecorded = sorted(set(files) - recorded - {"README.md"})
+        self.assertTrue(unrecorded, "the checkpoint records at most 100 files")
+        target = unrecorded[len(unrecorded) // 2]
+        ws.write(target, "changed after the save\n")
+        ws.write("README.md", "also changed\n")
+        drift = ok_json(self, cli(ws, "show", "--full"))["drift"]
+        news = set(drift["newSince"]) | set(drift["changedSince"])
+        self.assertIn(target, news)
+        self.assertIn("README.md", news)
+        self.assertEqual(sorted(p for p in news if p.startswith("f") and p != target), [])
+        server = start_server(self, ws)
+        drift = load_full(server)["drift"]
+        self.assertIn(target, set(drift["newSince"]) | set(drift["changedSince"]))
+
+
+# ── Pure parts of the rewind: trees, plans, ids, skip rules ──
+
+class TestRewindCore(unittest.TestCase):
+    def test_tree_encoding_round_trips_and_matches_git_ids(self):
+        ws = Workspace(self)
+        for name in ("a", "a.c", "a-b", "b/x", "b.txt", "b0/y", "z"):
+            ws.write(name, name)
+        ws.git("add", "-A")
+        top = ws.git("write-tree").strip()
+        raw = git_raw(ws, "cat-file", "tree", top)
+        self.assertEqual(cc.encode_tree(cc.parse_tree(raw)), raw)
+        self.assertEqual(cc.tree_id(raw), top)
+
+    def test_rebuild_trees_replaces_a_folder_with_a_file_and_drops_emptied_folders(self):
+        trees = {"": {b"a": (cc.TREE_MODE, "1" * 40), b"k": ("100644", "2" * 40)}, "a": {b"x": ("100644", "3" * 40)}}
+        _, written = cc.rebuild_trees(trees, {"a/x": None, "a": ("100644", "4" * 40)})
+        self.assertEqual(cc.parse_tree(written[-1][1]), {b"a": ("100644", "4" * 40), b"k": ("100644", "2" * 40)})
+        _, written = cc.rebuild_trees(trees, {"a/x": None})
+        self.assertEqual(cc.parse_tree(written[-1][1]), {b"k": ("100644", "2" * 40)})
+
+    def test_plan_restore_refuses_or_skips_what_it_does_not_manage(self):
+        cases = [  # (changes, on_disk, folder_files, ignored, skipped_now, expected)
+            ([cc.TreeChange("A", "d", "100644", "1" * 40)], {"d": "dir"}, {"d": ["d/build.log"]}, set(), {}, "refuse"),
+            ([cc.TreeChange("A", "d", "100644", "1" * 40), cc.TreeChange("D", "d/a")],
+             {"d": "dir", "d/a": "file"}, {"d": ["d/a"]}, set(), {}, "write"),
+            ([cc.TreeChange("A", "f/x", "100644", "1" * 40)], {"f": "file", "f/x": "missing"}, {}, set(), {}, "refuse"),
+            ([cc.TreeChange("A", "l/x", "100644", "1" * 40)], {"l": "symlink", "l/x": "missing"}, {}, set(), {}, "skip"),
+            ([cc.TreeChange("A", "n/x", "100644", "1" * 40)], {"n": "repo", "n/x": "missing"}, {}, set(), {}, "skip"),
+            ([cc.TreeChange("A", "out.log", "100644", "1" * 40)], {"out.log": "missing"}, {}, {"out.log"}, {}, "skip"),
+            ([cc.TreeChange("A", "big", "100644", "1" * 40)], {"big": "file"}, {}, set(), {"big": "too big"}, "skip"),
+            ([cc.TreeChange("M", "m", "100755", "1" * 40)], {"m": "file"}, {}, set(), {}, "write"),
+            ([cc.TreeChange("A", ".claude-checkpoint", "100644", "1" * 40)], {}, {}, set(), {}, "nothing"),
+        ]
+        for changes, on_disk, folder_files, ignored, skipped, expected in cases:
+            with self.subTest(changes=changes):
+                plan = cc.plan_restore(changes, on_disk, folder_files, ignored, skipped)
+                outcome = ("refuse" if plan.refusals else "skip" if plan.skipped
+                           else "write" if plan.write else "nothing")
+                self.assertEqual(outcome, expected, plan)
+
+    def test_find_snapshot_by_latest_prefix_and_a_clear_error(self):
+        snaps = [cc.Snapshot(c[:9], c, "r", "t", "", "save", None, None, "", 0) for c in ("ab12" + "0" * 36, "ab34" + "0" * 36)]
+        self.assertIs(cc.find_snapshot(snaps, None), snaps[0])
+        self.assertIs(cc.find_snapshot(snaps, "latest"), snaps[0])
+        self.assertIs(cc.find_snapshot(snaps, "AB34"), snaps[1])
+        with self.assertRaisesRegex(cc.SnapshotError, "more than one"):
+            cc.find_snapshot(snaps, "ab")  # too short to be unique
+        with self.assertRaisesRegex(cc.SnapshotError, "ab1200000, ab3400000"):
+            cc.find_snapshot(snaps, "cafe")
+        with self.assertRaises(cc.NothingToDo):
+            cc.find_snapshot([], None)
+
+    def test_skip_reasons(self):
+        cases = [(".env", "file", 10, True, "secret"), ("config/.env.production", "file", 10, True, "secret"),
+                 ("keys/id_ed25519.pub", "file", 10, True, "secret"), (".env", "file", 10, False, None),
+                 ("big.bin", "file", 11, True, "larger"), ("big.bin", "file", 11, False, None),
+                 ("vendor/lib/", "repo", 0, True, "nested"), ("sub", "dir", 0, False, "submodule"),
+                 ("src/env.py", "file", 10, True, None), ("fifo", "other", 0, True, "regular")]
+        for rel, kind, size, untracked, expected in cases:
+            with self.subTest(rel=rel):
+                reason = cc.snapshot_skip_reason(rel, kind, size, untracked, 10)
+                self.assertEqual(reason is None, expected is None, reason)
+                if expected:
+                    self.assertIn(expected, reason)
+
+
+# ── Edges of the rewind, end to end ──
+
+class TestRewindEdges(unittest.TestCase):
+    def test_incremental_snapshots_equal_a_whole_build_after_every_kind_of_change(self):
+        """Each snapshot starts from the last one's cached path states; its tree must always be
+        the tree a build from scratch gives."""
+        ws = Workspace(self)
+        for i in range(30):
+            ws.write(f"d{i % 3}/s{i % 2}/f{i}.txt", f"{i}\n")
+        ws.git("add", "-A")
+        ws.git("commit", "-qm", "files")
+        steps = [lambda: ws.write("d0/s0/f0.txt", "changed\n"),
+                 lambda: ws.write("d5/new/deep.txt", "new folder\n"),
+                 lambda: os.unlink(os.path.join(ws.repo, "d1/s1/f1.txt")),
+                 lambda: os.symlink("d0", os.path.join(ws.repo, "link")),
+                 lambda: os.chmod(os.path.join(ws.repo, "d2/s0/f2.txt"), 0o755),
+                 lambda: (shutil.rmtree(os.path.join(ws.repo, "d5")), ws.write("d5", "now a file\n")),
+                 lambda: ws.git("checkout", "--", "d0/s0/f0.txt"),
+                 lambda: (shutil.rmtree(os.path.join(ws.repo, "d1/s0")), None),
+                 lambda: ws.write("d1/s0", "a file where a folder was\n")]
+        built = 0
+        for step in steps:
+            step()
+            time.sleep(0.12)  # past the racy window, so cached states are trusted
+            snap = snapshot(self, ws)
+            full = cc.SnapshotStore(cc.Git(ws.repo), ws.repo, cc.Git(ws.repo).scan()).build_tree(10 ** 7)
+            self.assertEqual(git(ws.repo, "rev-parse", f"{snap['commit']}^{{tree}}", env=ws.env).strip(), full.tree)
+            built += not snap["reused"]
+        self.assertGreaterEqual(built, len(steps) - 1)
+        self.assertTrue(any(n.startswith("claude-checkpoint-") for n in os.listdir(os.path.join(ws.repo, ".git"))))
+
+    def test_a_damaged_cache_falls_back_to_a_whole_build(self):
+        ws = Workspace(self)
+        ws.write("a.txt", "1\n")
+        ws.git("add", "-A")
+        ws.git("commit", "-qm", "a")
+        ws.write("a.txt", "2\n")
+        snapshot(self, ws)
+        for name in os.listdir(os.path.join(ws.repo, ".git")):
+            if name.startswith("claude-checkpoint-"):
+                with open(os.path.join(ws.repo, ".git", name), "w") as stream:
+                    stream.write('{"commit": "x", "tree": 1, "paths": {"a.txt": [["100644", "00"], [1]]}}')
+        ws.write("a.txt", "3\n")
+        snap = snapshot(self, ws)
+        self.assertEqual(blob(ws, snap["commit"], "a.txt"), b"3\n")
+
+    def test_restore_works_while_another_process_holds_index_lock(self):
+        ws = Workspace(self)
+        ws.write("a.txt", "1\n")
+        ws.git("add", "-A")
+        ws.git("commit", "-qm", "a")
+        ws.write("a.txt", "2\n")
+        first = snapshot(self, ws)
+        ws.write("a.txt", "3\n")
+        lock = os.path.join(ws.repo, ".git", "index.lock")
+        with open(lock, "wb") as stream:
+            stream.write(b"held by someone else")
+        ok(self, cli(ws, "restore", first["id"], "--yes"))
+        self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"2\n")
+        self.assertEqual(read(lock), b"held by someone else")
+
+    def test_a_folder_that_cannot_be_written_midway_stops_with_the_undo_and_loses_nothing(self):
+        ws = Workspace(self)
+        ws.write("a.txt", "a1\n")
+        ws.write("z/b.txt", "b1\n")
+        ws.git("add", "-A")
+        ws.git("commit", "-qm", "two")
+        ws.write("a.txt", "a2\n")
+        ws.write("z/b.txt", "b2\n")
+        target = snapshot(self, ws)
+        ws.write("a.txt", "a3\n")
+        ws.write("z/b.txt", "b3\n")
+        make_read_only(self, os.path.join(ws.repo, "z"))
+        proc = cli(ws, "restore", target["id"], "--yes")
+        message = failed(self, proc, 1)
+        self.assertIn("--yes", message)
+        undo = re.search(r"restore ([0-9a-f]{9}) --yes", message).group(1)
+        self.assertEqual(blob(ws, git(ws.repo, "rev-parse", undo, env=ws.env).strip(), "z/b.txt"), b"b3\n")
+        self.assertEqual(read(os.path.join(ws.repo, "z", "b.txt")), b"b3\n")  # nothing half-written
+        self.assertEqual(blob(ws, git(ws.repo, "rev-parse", undo, env=ws.env).strip(), "a.txt"), b"a3\n")
+
+    def test_a_file_committed_unchanged_after_the_save_is_no_news(self):
+        ws = Workspace(self)
+        ws.write("a.txt", "1\n")
+        ws.git("add", "-A")
+        ws.git("commit", "-qm", "a")
+        for i in range(5):
+            ws.write(f"f{i}.txt", f"{i}\n")
+        ok(self, cli(ws, "save", "--goal", "commit later"))
+        ws.git("add", "f0.txt")
+        ws.git("commit", "-qm", "f0 as it was")
+        drift = json.loads(cli(ws, "show", "--full").stdout)["drift"]
+        self.assertEqual(drift["newSince"], [])
+        self.assertEqual(drift["changedSince"], [])
+        self.assertEqual(drift["commitsSince"], 1)
+
+
+# ════════════════════════════════════════════════════════════════════════════
 # 6. Interoperability with the official MCP Python SDK client (PyPI `mcp`)
 # ════════════════════════════════════════════════════════════════════════════
 # The SDK needs Python >= 3.10, so its client runs in an interpreter that has it:
@@ -4020,6 +5497,25 @@ class ClaudeCodeHooksTest(ClaudeCodeE2EBase):
             self.prompt("/compact", stub, "--resume", sid)
         cmds = [c.get("command") for c in self.checkpoint().get("recentCommands") or []]
         self.assertEqual(cmds.count("echo once"), 1, cmds)
+
+
+    def test_stop_hook_snapshots_a_turn_whose_only_change_was_a_bash_command(self):
+        """/rewind cannot bring back what Bash wrote; the Stop hook's snapshot can."""
+        self.init_repo()
+        self.user_settings({"hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": self.server_cmd("hook", "stop")}]}],
+        }})
+        turns = [{"tool_use": {"name": "Bash", "input": {"command": "echo from-bash > made-by-bash.txt",
+                                                         "description": "Write a file"}}},
+                 "Wrote it with the shell."]
+        with StubModel(turns) as stub:
+            self.prompt("Write made-by-bash.txt with the shell", stub)
+            commits = self.git("for-each-ref", "--format=%(objectname)", "refs/claude-checkpoint/").split()
+            self.assertEqual(len(commits), 1, self.debug_tail())
+            self.assertEqual(self.git("cat-file", "blob", f"{commits[0]}:made-by-bash.txt"), "from-bash\n")
+            stub.turns = ["Nothing to do."]
+            self.prompt("Say nothing", stub)  # a turn that changes nothing makes no second snapshot
+        self.assertEqual(self.git("for-each-ref", "--format=%(objectname)", "refs/claude-checkpoint/").split(), commits)
 
 
 class ClaudeCodeInstallTest(ClaudeCodeE2EBase):
