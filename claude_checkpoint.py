@@ -2456,19 +2456,18 @@ class SnapshotCache:
 
 
 def disk_kind(full: str) -> tuple:
-    """(kind, size, executable) of what is at `full`, without following a symlink."""
+    """(kind, lstat result or None) of what is at `full`, never following a symlink. Kinds:
+    missing, file, symlink, dir, repo (a folder holding .git), other (a FIFO, a socket...)."""
     import stat
     try:
         info = os.lstat(full)
     except OSError:
-        return "missing", 0, False
+        return "missing", None
     if stat.S_ISLNK(info.st_mode):
-        return "symlink", 0, False
+        return "symlink", info
     if stat.S_ISDIR(info.st_mode):
-        return ("repo" if os.path.lexists(os.path.join(full, ".git")) else "dir"), 0, False
-    if stat.S_ISREG(info.st_mode):
-        return "file", info.st_size, bool(info.st_mode & 0o111)
-    return "other", 0, False
+        return ("repo" if os.path.lexists(os.path.join(full, ".git")) else "dir"), info
+    return ("file" if stat.S_ISREG(info.st_mode) else "other"), info
 
 
 class SnapshotStore:
@@ -2527,7 +2526,6 @@ class SnapshotStore:
     def survey(self, max_bytes: int, known: dict, write: bool) -> tuple:
         """({path: PathState}, [Skipped]) for every changed path now. Content is hashed (and
         stored, with `write`) only where the lstat facts differ from `known`'s."""
-        import stat as stat_module
         import time
         status = dict(self.scan.changes)
         now_ns = time.time_ns()
@@ -2535,26 +2533,25 @@ class SnapshotStore:
         for rel in self.changed_paths():
             key = rel.rstrip("/")
             full = os.path.join(self.root, *key.split("/"))
-            kind, size, executable = disk_kind(full)
-            if kind == "missing":
+            kind, info = disk_kind(full)
+            if info is None:
                 states[key] = PathState(None)
                 continue
-            reason = snapshot_skip_reason(rel, kind, size, status.get(rel) == "??", max_bytes)
+            reason = snapshot_skip_reason(rel, kind, info.st_size, status.get(rel) == "??", max_bytes)
             if reason is not None:
                 skipped.append(Skipped(key, reason))
                 if not rel.endswith("/"):  # a nested repository is never in a tree; anything else may be
                     states[key] = PathState(HEAD_ENTRY if status.get(rel) != "??" else None)
                 continue
-            info = os.lstat(full)
             facts = None if info.st_mtime_ns >= now_ns - _racy_window_ns(info.st_mtime_ns) else (
                 info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
             old = known.get(key)
             if old is not None and facts is not None and old.stat == facts and isinstance(old.entry, tuple):
                 states[key] = old
-            elif stat_module.S_ISLNK(info.st_mode):
+            elif kind == "symlink":
                 links.append((key, facts))
             else:
-                regular.append((key, "100755" if executable else "100644", facts))
+                regular.append((key, "100755" if info.st_mode & 0o111 else "100644", facts))
         blobs = self._hash_files([self.root + os.sep + k.replace("/", os.sep) for k, _, _ in regular], write)
         for (key, mode, facts), blob in zip(regular, blobs):
             states[key] = PathState((mode, blob), facts)
@@ -3254,11 +3251,11 @@ def changed_since_snapshot(store: SnapshotStore, commit: str, max_bytes: int) ->
     blobs = store.blobs_at(commit, dirty)
     status = dict(store.scan.changes)
     for rel in dirty:
-        kind, size, _ = disk_kind(os.path.join(store.root, *rel.rstrip("/").split("/")))
-        if kind == "missing":
+        kind, info = disk_kind(os.path.join(store.root, *rel.rstrip("/").split("/")))
+        if info is None:
             if rel in blobs:
                 changed.add(rel)
-        elif snapshot_skip_reason(rel, kind, size, status.get(rel) == "??", max_bytes) is None:
+        elif snapshot_skip_reason(rel, kind, info.st_size, status.get(rel) == "??", max_bytes) is None:
             if hash_worktree_file(store.root, rel) != blobs.get(rel):
                 changed.add(rel)
     return changed
