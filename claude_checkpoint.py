@@ -907,126 +907,322 @@ _SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,80}?(?i:key|token|secret|pass|
 # bare value (captured in a lookahead), {TOOL_VALUE} a command argument, {COMMAND} the rest of
 # one shell command, {WORD_START} a word start (also after an escaped \n), {SECRETISH_NAME}
 # and {SECRETISH_IDENTIFIER} a name that may say secret.
+# Under each rule, `#   catch:` lines show texts it must redact, «» marking each secret, and
+# `#   keep:` lines texts that must come back unchanged (\n is a newline, \\ a backslash).
+# They are comments here, skipped at run time; the tests run every one against its rule.
 REDACTION_TABLE = r'''
 # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
 private-key-block            -                      -----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?P<s>(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
+#   catch: -----BEGIN RSA PRIVATE KEY-----«\nMIIEowIBAAKCAQEAu1SU1LfVLPHC\n»-----END RSA PRIVATE KEY-----
+#   catch: "key": "-----BEGIN PRIVATE KEY-----«\\nMIIEvQIBADANBgkqhkiG9w0BAQEF\\n»-----END PRIVATE KEY-----\\n"
+#   keep:  -----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC\n-----END PUBLIC KEY-----
 # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
 url-credentials              not-reference          (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://[^\s/?#:'"<>]*:(?P<s>[^\s/?#@'"<>]+)@
+#   catch: psql postgres://app:«s3cr3tpw»@db.example.com:5432/app
+#   keep:  psql postgres://app:${DB_PASSWORD}@db.example.com:5432/app
 url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<s>[A-Za-z0-9_\-]{20,256})(?::[^\s/?#@'"<>]*)?@
+#   catch: git clone https://«x9Kq2LmN4pR7sT1vW3yZ5bD8»@git.example.com/acme/infra.git
+#   keep:  git clone https://deploy-bot-readonly@git.example.com/acme/infra.git
 slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
+#   catch: SLACK_WEBHOOK=https://hooks.slack.com/services/«T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX»
+#   keep:  post to hooks.slack.com/services/ with the URL in $SLACK_WEBHOOK
 discord-webhook              -                      discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})
+#   catch: https://discord.com/api/webhooks/123456789012345678/«EXAMPLEexampleEXAMPLEexample_token-0123»
+#   keep:  https://discord.com/api/webhooks/{webhook.id}/{webhook.token}
 # Provider tokens by their published shapes.
 aws-secret-after-key-id      random                 (?:AKIA|ASIA)[A-Z0-9]{16}[^\n]{0,60}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
+#   catch: deploy,«AKIAIOSFODNN7EXAMPLE»,«wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY»
+#   keep:  grep AKIA credentials.csv | cut -d, -f2 | sha1sum
 twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])
+#   catch: client = Client("AC0123456789abcdef0123456789abcdef", "«0123456789abcdef0123456789abcdef»")
+#   keep:  account AC0123456789abcdef0123456789abcdef, message SM0123456789abcdef0123456789abcdef
 aws-access-key-id            -                      {L}(?P<s>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}){R}
+#   catch: export AWS_ACCESS_KEY_ID=«AKIAIOSFODNN7EXAMPLE»
+#   keep:  long-term key ids start with AKIA, temporary ones with ASIA
 github-token                 -                      {L}(?P<s>gh[pousr]_[A-Za-z0-9]{30,255}){R}
+#   catch: export GITHUB_TOKEN=«ghp_EXAMPLEexampleEXAMPLEexample012345»
+#   keep:  classic tokens look like ghp_ and 36 characters
 github-fine-grained-token    -                      {L}(?P<s>github_pat_[A-Za-z0-9_]{22,255}){R}
+#   catch: GH_TOKEN=«github_pat_11EXAMPLE0example_EXAMPLEexampleEXAMPLE»
+#   keep:  fine-grained tokens start with github_pat_
 gitlab-token                 -                      {L}(?P<s>gl(?:pat|ptt|dt|rt|cbt|soat|ffct|agent|imt|oas|ft|cd)-[A-Za-z0-9_\-]{20,255}){R}
+#   catch: GITLAB_TOKEN=«glpat-EXAMPLEexample0123456»
+#   keep:  create a glpat- token under Settings > Access tokens
 gitlab-runner-token          -                      {L}(?P<s>GR1348941[A-Za-z0-9_\-]{20,}){R}
+#   catch: --registration-token «GR1348941EXAMPLEexample012345»
+#   keep:  runner registration tokens begin with GR1348941
 slack-token                  -                      {L}(?P<s>xox[abposre]-[A-Za-z0-9\-]{10,255}){R}
+#   catch: SLACK_BOT_TOKEN=«xoxb-0000000000-0000000000000-EXAMPLEexample»
+#   keep:  bot tokens start with xoxb- and user tokens with xoxp-
 slack-app-token              -                      {L}(?P<s>xapp-\d-[A-Za-z0-9\-]{20,255}){R}
+#   catch: «xapp-1-A0EXAMPLE-0000000000000-abcdef0123456789»
+#   keep:  app-level tokens start with xapp-1-
 stripe-key                   -                      {L}(?P<s>(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,255}){R}
+#   catch: Stripe.api_key = «sk_test_EXAMPLEexample0123456789»
+#   keep:  test keys start with sk_test_ and live keys with sk_live_
 stripe-webhook-secret        -                      {L}(?P<s>whsec_[A-Za-z0-9]{24,255}){R}
+#   catch: STRIPE_WEBHOOK_SECRET=«whsec_EXAMPLEexampleEXAMPLE0123»
+#   keep:  the signing secret starts with whsec_
 anthropic-key                -                      {L}(?P<s>sk-ant-[a-z]{2,10}\d{0,3}-[A-Za-z0-9_\-]{20,255}){R}
+#   catch: x-api-key: «sk-ant-api03-EXAMPLEexampleEXAMPLE-example_0123»
+#   keep:  Anthropic keys start with sk-ant-api03-
 openai-key                   -                      {L}(?P<s>sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z_\-]{0,255}\d)[A-Za-z0-9_\-]{20,255}){R}
+#   catch: OPENAI_API_KEY=«sk-proj-EXAMPLE0example1EXAMPLE2»
+#   keep:  git checkout sk-learning-rate-warmup-schedule
 google-api-key               -                      {L}(?P<s>AIza[0-9A-Za-z_\-]{35}){R}
+#   catch: ?key=«AIzaSyEXAMPLEexampleEXAMPLEexample01234»
+#   keep:  browser keys start with AIza
 google-oauth                 -                      {L}(?P<s>(?:GOCSPX-[A-Za-z0-9_\-]{20,}|ya29\.[0-9A-Za-z_\-]{20,}|1//0[0-9A-Za-z_\-]{30,})){R}
+#   catch: {"client_id": "0000.apps.googleusercontent.com", "client_secret": "«GOCSPX-EXAMPLEexampleEXAMPLE0123»"}
+#   keep:  access tokens start with ya29. and refresh tokens with 1//0
 google-private-key-id        -                      "private_key_id"\s*:\s*"(?P<s>[0-9a-f]{40})"
+#   catch: "private_key_id": "«0123456789abcdef0123456789abcdef01234567»"
+#   keep:  "private_key_id": "${KEY_ID}"
 hugging-face-token           -                      {L}(?P<s>(?:hf_|api_org_)[A-Za-z0-9]{30,60}){R}
+#   catch: HF_TOKEN=«hf_EXAMPLEexampleEXAMPLEexample0123»
+#   keep:  pip install hf_transfer
 npm-token                    -                      {L}(?P<s>npm_[A-Za-z0-9]{36}){R}
+#   catch: export NPM_TOKEN=«npm_EXAMPLEexampleEXAMPLEexample01234567»
+#   keep:  npm_config_registry=https://registry.example.com/
 pypi-token                   -                      {L}(?P<s>pypi-Ag[A-Za-z0-9_\-]{50,}){R}
+#   catch: twine upload -u __token__ -p «pypi-AgEIcHlwaS5vcmcEXAMPLEexampleEXAMPLEexampleEXAMPLE0123»
+#   keep:  upload tokens start with pypi-AgEI
 sendgrid-key                 -                      {L}(?P<s>SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}){R}
+#   catch: SENDGRID_API_KEY=«SG.EXAMPLEexample0123.EXAMPLEexampleEXAMPLEexample01234»
+#   keep:  host SG.eu-west.example.com
 twilio-key-and-secret        -                      SK[0-9a-fA-F]{32}["',\s]{1,8}(?P<s>[A-Za-z0-9]{32})(?![A-Za-z0-9])
+#   catch: Client.new('«SK0123456789abcdef0123456789abcdef»', '«EXAMPLEexampleEXAMPLEexample0123»')
+#   keep:  sku = "SKU0123", region = "us1"
 twilio-api-key               -                      {L}(?P<s>SK[0-9a-fA-F]{32}){R}
+#   catch: TWILIO_API_KEY=«SK0123456789abcdef0123456789abcdef»
+#   keep:  sku SK-0123456789abcdef0123456789abcdef
 sonar-token                  -                      {L}(?P<s>sq[uap]_[a-f0-9]{40}){R}
+#   catch: SONAR_TOKEN=«sqp_0123456789abcdef0123456789abcdef01234567»
+#   keep:  project tokens start with sqp_ and user tokens with squ_
 mailgun-key                  -                      {L}(?P<s>key-[0-9a-zA-Z]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}){R}
+#   catch: MAILGUN_API_KEY=«key-0123456789abcdefEXAMPLEexample01»
+#   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
 azure-account-key-shape      random                 (?<![A-Za-z0-9+/])(?<!sha512-)(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
+#   catch: «EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0==»
+#   keep:  "integrity": "sha512-EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0=="
 shopify-token                -                      {L}(?P<s>shp(?:at|ss|ca|pa|ua)_[a-fA-F0-9]{32}){R}
+#   catch: X-Shopify-Access-Token: «shpat_0123456789abcdef0123456789abcdef»
+#   keep:  admin API tokens start with shpat_
 digitalocean-token           -                      {L}(?P<s>do[opr]_v1_[a-f0-9]{64}){R}
+#   catch: doctl auth init -t «dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef»
+#   keep:  personal tokens start with dop_v1_
 databricks-token             -                      {L}(?P<s>dapi[a-f0-9]{32}(?:-\d)?){R}
+#   catch: DATABRICKS_TOKEN=«dapi0123456789abcdef0123456789abcdef»
+#   keep:  dapi_version = 2
 azure-storage-key            -                      (?i)(?:AccountKey|SharedAccessKey|SharedSecret)\s*=\s*(?P<s>[A-Za-z0-9+/]{20,}={0,2})
+#   catch: DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=«EXAMPLEexample0123456789EXAMPLEexample+/==»;EndpointSuffix=core.windows.net
+#   keep:  DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=${AZURE_STORAGE_KEY}
 azure-sas-signature          -                      (?i)(?<![a-z])sig=(?P<s>[A-Za-z0-9%+/=]{20,})
+#   catch: https://acme.blob.core.windows.net/c/x?sv=2022-11-02&sp=r&sig=«EXAMPLEexample0123456789%2Bexample%3D»
+#   keep:  git log --show-signature=true
 telegram-bot-token           -                      (?:(?<=bot)|(?<![\w:]))(?P<s>\d{6,12}:[A-Za-z0-9_\-]{35}){R}
+#   catch: https://api.telegram.org/bot«123456789:AAEXAMPLEexampleEXAMPLEexample01234»/getMe
+#   keep:  build 123456789:done at 12:30:00
 discord-bot-token            -                      {L}(?P<s>[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}){R}
+#   catch: client.run("«MTEXAMPLEexampleEXAMPLE012.GhAbCd.EXAMPLEexampleEXAMPLEexample01»")
+#   keep:  Message.edit.timestamp
 jwt                          -                      {L}(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*){R}
+#   catch: jwt «eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk»
+#   keep:  the header alone: eyJhbGciOiJIUzI1NiJ9
 other-provider-token         -                      {L}(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,})){R}
+#   catch: vault login «hvs.EXAMPLEexampleEXAMPLE0123»
+#   keep:  service tokens start with hvs.
 # Authorization headers and bearer tokens.
 authorization-header         header-token           (?i){WORD_START}(?:proxy-)?authorization["']?(?:\s*[:=,]\s*|[ \t]+)["'`]?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey)\s+)?(?P<s>[^\s"'`,;\\]{6,})
+#   catch: curl -H 'Authorization: Basic «ZXhhbXBsZTpleGFtcGxl»' https://api.example.com
+#   keep:  curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com
 # AuthenticationHeaderValue("Bearer", "…")
 scheme-and-token-arguments   header-token           ["'](?:Bearer|Basic|Token)["']\s*,\s*["'](?P<s>[^"'\n]{8,1024})["']
+#   catch: new AuthenticationHeaderValue("Bearer", "«EXAMPLEexample0123456789»");
+#   keep:  new AuthenticationHeaderValue("Bearer", accessToken);
 bearer-token                 header-token           (?<![\w-])[Bb]earer\s+(?P<s>[A-Za-z0-9._~+/=\-]{8,})
+#   catch: got a 401 with Bearer «EXAMPLEexample0123456789»
+#   keep:  the API uses Bearer authentication
 # Tool-specific password arguments.
 mysql-password               not-reference          (?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b{COMMAND}[\s"',]-p{TOOL_VALUE}
+#   catch: mysql -u root -p«S3cretPw» app
+#   keep:  mysql -u root -p app
 sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql|isql)\b{COMMAND}\s-P\s*{TOOL_VALUE}
+#   catch: sqlcmd -S db.example.com -U sa -P '«Hedgehog7!»' -Q "SELECT 1"
+#   keep:  sqlcmd -S db.example.com -U sa -P "$SA_PASSWORD" -Q "SELECT 1"
 ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}\s-w\s+{TOOL_VALUE}
+#   catch: ldapsearch -x -D "cn=admin,dc=example,dc=com" -w '«Saffron2395!»' -b "dc=example,dc=com"
+#   keep:  ldapsearch -x -D "cn=admin,dc=example,dc=com" -w "$LDAP_PW" -b "dc=example,dc=com"
 user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)["']?(?P<user>[^\s:'"]+):(?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
+#   catch: curl -u admin:«pa55word» https://ci.example.com
+#   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
 sshpass                      not-reference          \bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{TOOL_VALUE}
+#   catch: sshpass -p '«batman_forever»' ssh admin@10.0.3.7
+#   keep:  sshpass -p "$SSHPASS" ssh admin@10.0.3.7
 login-password               not-reference          \b(?:docker|podman|buildah|skopeo|nerdctl|helm|oc|az|cf|crane|regctl)(?:\s+[\w.\-]+){0,2}?\s+login\b{COMMAND}\s-p(?:\s+|=){TOOL_VALUE}
+#   catch: docker login -u jdoe -p «a128TyHE6T_z7Q» registry.example.com
+#   keep:  docker login -u jdoe -p "$REGISTRY_PASSWORD" registry.example.com
 # Python requests: auth=("user", "password")
 auth-tuple                   not-reference          \bauth\s*=\s*\(\s*["'][^"'\n]{1,100}["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: requests.get(url, auth=("api", "«key-EXAMPLE0123»"))
+#   keep:  requests.get(url, auth=(user, password))
 # Go: user:password@tcp(host:3306)/db
 dsn-password                 not-reference          (?<![\w/])[\w.\-]{1,64}:(?P<s>[^\s:@/'"]{1,256})@(?:tcp|unix|udp)\(
+#   catch: dsn := "deploy:«Zw8DYHwuHZ»@tcp(db.example.com:3306)/ledger"
+#   keep:  dsn := fmt.Sprintf("%s:%s@tcp(%s)/ledger", user, pass, host)
 # ~/.pgpass: host:port:db:user:password
 pgpass-line                  not-reference          (?<![\w.:/\-])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'":]{4,256})
+#   catch: db.example.com:5432:app_prod:readonly:«2yNEs9cSNamcjq»
+#   keep:  db.example.com:5432:app_prod:readonly:*
 # wrangler secret put NAME <<< '…'
 secret-here-string           not-reference          \bsecrets?\b{COMMAND}<<<[ \t]*{TOOL_VALUE}
+#   catch: wrangler secret put API_TOKEN <<< '«xQrCgdcGlvVzBXD_nd2pAL»'
+#   keep:  wrangler secret put API_TOKEN <<< "$API_TOKEN"
 openssl-enc-key              not-reference          \bopenssl\s+enc\b{COMMAND}\s-k\s+{TOOL_VALUE}
+#   catch: openssl enc -aes-256-cbc -pbkdf2 -k «Orbit-otter-4414» -in backup.tar
+#   keep:  openssl enc -aes-256-cbc -pbkdf2 -k "$BACKUP_KEY" -in backup.tar
 ssm-parameter-value          not-reference          \bput-parameter\b{COMMAND}\s--value(?:\s+|=){TOOL_VALUE}
+#   catch: aws ssm put-parameter --name /prod/db/password --type SecureString --value '«7Uig%yTq%Fn»'
+#   keep:  aws ssm put-parameter --name /prod/db/password --type SecureString --value "$DB_PASSWORD"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
 piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+{TOOL_VALUE}\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login)
+#   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
+#   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
 openssl-pass                 not-reference          -pass(?:in|out)?\s+pass:(?P<s>\S+)
+#   catch: openssl rsa -in enc.key -passin pass:«pumpkin2023» -out plain.key
+#   keep:  openssl rsa -in enc.key -passin env:KEY_PASS -out plain.key
 redis-cli-password           not-reference          \bredis-cli\b{COMMAND}\s-a\s+{TOOL_VALUE}
+#   catch: redis-cli -h cache.example.com -a «Q4AFZytotfmjWJ» PING
+#   keep:  redis-cli -h cache.example.com -a "$REDIS_PASSWORD" PING
 gh-secret-body               not-reference          \bgh\s+secret\s+set\b{COMMAND}\s(?:-b|--body)(?:\s+|=){TOOL_VALUE}
+#   catch: gh secret set API_KEY --body "«moLerHqv4F4vjgMR»"
+#   keep:  gh secret set API_KEY --body "$API_KEY"
 powershell-secure-string     not-reference          (?i)ConvertTo-SecureString\s+(?:-String\s+)?(?P<s>"[^"\n]*"|'[^'\n]*')
+#   catch: $pw = ConvertTo-SecureString "«Tr0ub4dor&3»" -AsPlainText -Force
+#   keep:  $pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force
 netrc-password               -                      \bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)
+#   catch: machine ftp.example.com login deploy password «Jupiter#9»
+#   keep:  machine ftp.example.com login deploy
 # Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
 spaced-assignment            assignment             (?m)(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
+#   catch: ENV DB_PASSWORD «DeltaForce1»
+#   keep:  ENV DB_PASSWORD_FILE /run/secrets/db_password
 # Secrets set by name on a command line: dotnet user-secrets, pulumi config set --secret, sonar.
 secrets-set-command          assignment             \b(?:user-secrets|secrets?)\s+set\s+["']?(?P<name>[\w.:\-]{1,80})["']?\s+(?!-){TOOL_VALUE}
+#   catch: dotnet user-secrets set "AzureAd:ClientSecret" "«ww35Q~Z3Gn~mrR.knCNph»"
+#   keep:  dotnet user-secrets set "Logging:LogLevel" "Debug"
 config-set-secret            not-reference          \bconfig\s+set\s+(?:--[\w\-]+\s+)*?--secret(?:\s+--[\w\-]+)*\s+["']?[\w.:\-]{1,80}["']?\s+{TOOL_VALUE}
+#   catch: pulumi config set --secret dbPassword '«Sprocket.Orchid8825!»'
+#   keep:  pulumi config set --secret dbPassword "$DB_PASSWORD"
 sonar-login                  not-reference          -Dsonar\.(?:login|token|password)=(?P<s>[^\s'"]{1,256})
+#   catch: mvn sonar:sonar -Dsonar.login=«0123456789abcdef0123456789abcdef01234567»
+#   keep:  mvn sonar:sonar -Dsonar.login=$SONAR_TOKEN
 # Tuples and calls that carry a password: Erlang/Elixir configs, HTTP clients, PDO, FTP.
 tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-Za-z_]\w{0,80})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
+#   catch: {:password, "«M^BCDT%.Wtk9»"}
+#   keep:  {:username, "deploy"}
 client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|authenticate|set_credentials)\s*[=(]\s*\(?\s*["'][^"'\n]{1,100}["']\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: client.get(url).basic_auth("admin", Some("«AjhqFcZqF?8p»"))
+#   keep:  client.get(url).basic_auth("admin", Some(&password))
 bearer-auth-call             not-reference          \.bearer_auth\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: client.get(url).bearer_auth("«SJo08t7r4O4fRN4t»")
+#   keep:  client.get(url).bearer_auth(&token)
 pdo-password                 not-reference          \bnew\s+PDO\(\s*["'][^"'\n]*["']\s*,\s*["'][^"'\n]*["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: new PDO("mysql:host=db;dbname=crm", "api_rw", "«Q3Mri2T_@csCm»")
+#   keep:  new PDO($dsn, $user, $pass)
 sigil-assignment             assignment             \$(?P<name>[A-Za-z_]\w{0,80})\s*=\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: $token = "«d917e89e62caeea3c88b0de6008e88e5»";
+#   keep:  $token_count = "42";
 terraform-variable-default   assignment             \bvariable\s+"(?P<name>[\w\-]{1,80})"\s*\{[^{}]{0,300}?default\s*=\s*(?P<s>"[^"\n]{1,1024}")
+#   catch: variable "winrm_password" {\n  type    = string\n  default = "«cricket.Sierra8106»"\n}
+#   keep:  variable "password_length" {\n  default = "24"\n}
 # Databases and caches: SQL users, JDBC, ODBC isql, Redis AUTH and config, cloud-init chpasswd.
 sql-identified-by            not-reference          (?i)\bIDENTIFIED\s+(?:WITH\s+\w+\s+)?BY\s+(?:PASSWORD\s+)?(?P<s>'[^'\n]{1,1024}'|"[^"\n]{1,1024}"|[^\s;'"]{1,256})
+#   catch: CREATE USER app IDENTIFIED BY '«Q6ve9jfU4_T9»';
+#   keep:  CREATE USER app IDENTIFIED BY '${APP_PASSWORD}';
 sql-password-clause          not-reference          (?i)\b(?:USER|ROLE)\b[^;\n]{0,80}?\bPASSWORD\s+(?P<s>'[^'\n]{1,1024}')
+#   catch: ALTER USER postgres PASSWORD '«Orchid.Saffron6158»';
+#   keep:  ALTER USER postgres PASSWORD NULL;
 jdbc-oracle-password         not-reference          jdbc:oracle:\w+:[\w.\-]+/(?P<s>[^@\s/]{1,256})@
+#   catch: jdbc:oracle:thin:deploy/«oEWVoQGTQuLU3N»@//db.example.com:1521/ORCL
+#   keep:  jdbc:oracle:thin:@//db.example.com:1521/ORCL
 isql-password                not-reference          \bisql\s+(?:-\w+\s+)*[\w.\-]+\s+[\w.\-]+\s+(?P<s>[^\s\-][^\s]{0,255})
+#   catch: isql -v warehouse api_rw «D7Id7kVs7!TOow»
+#   keep:  isql -v warehouse
 redis-auth                   not-reference          (?m)>[ \t]*AUTH[ \t]+(?:\S+[ \t]+)?(?P<s>\S+)[ \t]*$
+#   catch: 127.0.0.1:6379> AUTH «quartzBasaltFalcon1274»
+#   keep:  127.0.0.1:6379> ACL WHOAMI
 redis-config-password        not-reference          (?m)^\s*(?:requirepass|masterauth)\s+(?P<s>\S+)
+#   catch: requirepass «W..f6x57jCh9pd»
+#   keep:  # requirepass foobared
 redis-acl-password           not-reference          \bSETUSER\b[^\n]{0,200}?\s'?>(?P<s>[^\s']{1,256})
+#   catch: redis-cli ACL SETUSER worker on '>«uS_t_7qm-I-oJ0»' '~jobs:*'
+#   keep:  redis-cli ACL SETUSER worker on nopass '~jobs:*' '+@all'
 chpasswd-list                not-reference          chpasswd:[^\n]{0,40}\n(?:[ \t]+[^\n]*\n){0,3}?[ \t]+list:[ \t]*\|?[ \t]*\n[ \t]+[\w.\-]+:(?P<s>[^\s:]{1,256})
+#   catch: chpasswd:\n  list: |\n    ubuntu:«Basalt-pylon4353»\n  expire: false
+#   keep:  chpasswd:\n  expire: false\nssh_pwauth: true
 # A -u USER -p PASSWORD pair (xcrun altool, docker, many CLIs).
 user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-p[ \t]+(?!-){TOOL_VALUE}
+#   catch: xcrun altool --upload-app -f app.ipa -u dev@example.com -p «abcd-efgh-ijkl-mnop»
+#   keep:  upload -u deploy -p 2222 build.zip
 secret-pair                  pair                   (?i)(?<![\w-])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
+#   catch: access_token   «EXAMPLEexample0123456789»
+#   keep:  the api_key argument is optional
 nested-json-value            assignment             (?<![\w\\])"(?P<name>[\w.\-]{1,80})"\s*:\s*\{[^{}]{0,300}?"value"\s*:\s*(?P<s>"[^"\\\n]{1,1024}")
+#   catch: "db_password": { "sensitive": true, "type": "string", "value": "«Fz8kQp2mWx9L»" }
+#   keep:  "db_endpoint": { "sensitive": false, "type": "string", "value": "10.6.26.222:5432" }
 # Kubernetes and ECS env lists: `- name: API_TOKEN` / `value: "…"`
 name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*:\s*["']?(?P<name>[\w.\-]{1,80})["']?\s*[,\n]\s*(?:-\s*)?["']?value["']?\s*:[ \t]*{VALUE}
+#   catch: - name: API_TOKEN\n  value: "«EXAMPLEexample0123»"
+#   keep:  - name: API_TOKEN\n  valueFrom:\n    secretKeyRef: {name: api, key: token}
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
 call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["'](?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
+#   keep:  define('DB_NAME', 'wordpress');
 # signingKey = []byte("…"), token = SecretStr("…")
 call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*\)
+#   catch: var signingKey = []byte("«sSLbUaHdztEpHqKcB3052d0q»")
+#   keep:  var signingKey = []byte(os.Getenv("JWT_SECRET"))
 docker-config-auth           -                      (?i)\.?docker(?:config)?(?:json|cfg)["']?\s*:\s*["']?(?P<s>[A-Za-z0-9+/=]{20,})
+#   catch: .dockerconfigjson: «eyJhdXRocyI6eyJyZWdpc3RyeS5leGFtcGxlLmNvbSI6e319fQ==»
+#   keep:  type: kubernetes.io/dockerconfigjson
 base64-private-key           encoded-private-key    (?<![A-Za-z0-9+/])(?P<s>LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2})
+#   catch: client-key-data: «LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBCg==»
+#   keep:  client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM=
 # "Rotate TWILIO_AUTH_TOKEN (32ee…)"
 name-in-parentheses          named-random           (?<![\w.])(?P<name>[A-Z][A-Z0-9_]{2,80})[ \t]*\((?P<s>[^\s()]{8,256})\)
+#   catch: Rotate TWILIO_AUTH_TOKEN («32ee3996dd674154deb8a8cffe8c0bc6») today
+#   keep:  Bump CACHE_KEY_VERSION (v3-2024-09-16)
 xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.:\-]{0,60})>(?P<s>[^<\s][^<\n]{0,500})</(?P=name)>
+#   catch: <password>«Raccoon#5»</password>
+#   keep:  <password>${db.password}</password>
 # Flags and assignments whose name says secret, in every common syntax.
 typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*{VALUE}
+#   catch: pub const API_KEY: &str = "«QZC1HXsnHVzdkMJDTp5E»";
+#   keep:  const TOKEN_TTL: Duration = Duration::from_secs(3600);
 secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME}(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+){VALUE}
+#   catch: tool --password «hunter2» --verbose
+#   keep:  psql --password-file /run/secrets/pw
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*{VALUE}
+#   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
+#   catch: {"password": "«hunter2»", "user": "bob"}
+#   keep:  MAX_TOKENS=4096
+#   keep:  API_KEY=${API_KEY}
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
+#   catch: the VPN password is «Xk29!mPq7z»
+#   keep:  the password is in the team vault
 prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{16,256}?)(?=['")]|[.,;!?]?(?:\s|$))
+#   catch: the API token is «11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b7c»
+#   keep:  the token is valid for 3600 seconds
 prose-user-password          password-like          (?i)\b(?:credentials?|login)\b[^\n]{0,40}?[\w.@\-]+[ \t]+/[ \t]+(?P<s>[^\s/]{8,128}?)(?=[.,;!?]?(?:\s|$))
+#   catch: Shared login for the vendor portal: ops@example.com / «wHN73qnm3T0QEx»
+#   keep:  credentials for staging / production are in the vault
 # An AWS secret access key: 40 base64 characters near the word "secret".
 aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
+#   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY»"
+#   keep:  secret scan clean at 2b7e151628aed2a6abf7158809cf4f3c4f3c4f3c
 '''
 
 ACCEPT_CHECKS = {

@@ -842,6 +842,87 @@ class TestRedaction(unittest.TestCase):
         self.assertEqual(redactor.count, 8)
 
 
+EXAMPLE_LINE = re.compile(r"#[ \t]+(catch|keep):[ \t]*(.*)$")
+EXAMPLE_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\"}
+
+
+def redaction_examples() -> list:
+    """(rule name, "catch" or "keep", text) for each `#   catch:` and `#   keep:` line under a
+    rule of REDACTION_TABLE. In an example, \\n is a newline, \\t a tab, \\\\ a backslash,
+    and in a catch example «…» marks each secret."""
+    examples, rule = [], None
+    for number, line in enumerate(cc.REDACTION_TABLE.splitlines(), 1):
+        if line.strip() and not line.startswith("#"):
+            rule = line.split(None, 1)[0]
+            continue
+        found = EXAMPLE_LINE.match(line)
+        if found is None:
+            if re.match(r"#\s*(?:catch|keep)\b", line):
+                raise AssertionError(f"REDACTION_TABLE line {number}: write `#   catch: TEXT` or `#   keep: TEXT`")
+            continue
+        if rule is None:
+            raise AssertionError(f"REDACTION_TABLE line {number}: an example above the first rule")
+        text = re.sub(r"\\([nt\\])", lambda m: EXAMPLE_ESCAPES[m.group(1)], found.group(2))
+        examples.append((rule, found.group(1), text))
+    return examples
+
+
+def marked_secrets(example: str) -> tuple:
+    """A catch example's (text, secrets): the text without its «» marks and the marked values."""
+    secrets = re.findall(r"«([^«»]+)»", example)
+    return example.replace("«", "").replace("»", ""), secrets
+
+
+def redacted_forms(example: str) -> set:
+    """The example with each non-empty subset of its marked secrets replaced: what one rule
+    alone may leave (another rule may catch the rest)."""
+    marks = list(re.finditer(r"«[^«»]+»", example))
+    forms = set()
+    for subset in range(1, 2 ** len(marks)):
+        pieces, position = [], 0
+        for index, mark in enumerate(marks):
+            pieces.append(example[position:mark.start()].replace("«", "").replace("»", ""))
+            pieces.append(cc.REDACTED if subset >> index & 1 else mark.group()[1:-1])
+            position = mark.end()
+        pieces.append(example[position:].replace("«", "").replace("»", ""))
+        forms.add("".join(pieces))
+    return forms
+
+
+class TestRedactionRuleExamples(unittest.TestCase):
+    """Every rule shows beside it, in REDACTION_TABLE, a text it must catch and one it must keep."""
+
+    def setUp(self):
+        self.examples = redaction_examples()
+        self.patterns = {rule.name: (rule, pattern) for rule, pattern in cc._compiled_rules()}
+
+    def test_every_rule_has_a_catch_and_a_keep_example(self):
+        for name in self.patterns:
+            kinds = {kind for rule, kind, _ in self.examples if rule == name}
+            with self.subTest(rule=name):
+                self.assertEqual(kinds, {"catch", "keep"}, f"rule {name} needs a `#   catch:` and a `#   keep:` line")
+
+    def test_each_catch_example_is_caught_by_its_rule_and_by_redact(self):
+        for name, kind, example in self.examples:
+            if kind != "catch":
+                continue
+            text, secrets = marked_secrets(example)
+            with self.subTest(rule=name, example=example[:60]):
+                self.assertTrue(secrets, f"rule {name}: catch example {example!r} marks no secret with «»")
+                rule, pattern = self.patterns[name]
+                alone = cc._apply_rule(rule, pattern, text)[0]
+                self.assertIn(alone, redacted_forms(example),
+                              f"rule {name} alone does not replace just the marked secret of {example!r}: {alone!r}")
+                expected = re.sub(r"«[^«»]+»", cc.REDACTED, example)
+                self.assertEqual(cc.redact(text)[0], expected, f"rule {name}: redact() on catch example {example!r}")
+
+    def test_each_keep_example_is_kept_by_redact(self):
+        for name, kind, text in self.examples:
+            if kind == "keep":
+                with self.subTest(rule=name, example=text[:60]):
+                    self.assertEqual(cc.redact(text), (text, 0), f"rule {name}: keep example {text!r} was changed")
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 3. Git adapter and storage, on real repositories and folders
 # ════════════════════════════════════════════════════════════════════════════
