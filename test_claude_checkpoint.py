@@ -811,11 +811,25 @@ class TestRedaction(unittest.TestCase):
         self.assertEqual((text, count), ("A=«redacted» B=«redacted»", 2))
         self.assertEqual(cc.redact(text), (text, 0))
 
+    def test_replaces_long_session_credentials_whole(self):
+        # Patterns bound their values to stay linear; an accepted value that reaches the bound is
+        # followed to its end, bare or quoted, so no tail of a 400-character token is left behind.
+        token = "IQoJb3JpZ2luX2VjEXAMPLE/+" * 16 + "=="
+        for text, expected in (
+                (f"export A=1 B=two AWS_SESSION_TOKEN={token}; aws s3 ls", "export A=1 B=two AWS_SESSION_TOKEN=«redacted»; aws s3 ls"),
+                (f"export SESSION_TOKEN='{token * 5}' && next", "export SESSION_TOKEN='«redacted»' && next"),
+                (f"launchctl setenv AWS_SECURITY_TOKEN {token} && x", "launchctl setenv AWS_SECURITY_TOKEN «redacted» && x"),
+                (f"sshpass -p {token} ssh host", "sshpass -p «redacted» ssh host")):
+            with self.subTest(text=text[:40]):
+                self.assertEqual(cc.redact(text)[0], expected)
+
     def test_stays_linear_on_100_kb_adversarial_input(self):
         # No timing assertion (shared machines): a catastrophic pattern would take minutes, not
         # seconds, and the suite's own timeout catches it. The bench mode prints the figures.
         for text in ("password=" * 11000, "x://" * 25000, "mysql " * 16000, "-----BEGIN PRIVATE KEY-----" * 3000,
-                     "eyJ" + "a" * 100000, "a: " * 33000, '"' * 100000, "--token " * 12000):
+                     "eyJ" + "a" * 100000, "a: " * 33000, '"' * 100000, "--token " * 12000,
+                     "password was x1!y2@z3#w4$ " * 4000, "net user a " * 10000, "htpasswd" + " -bc 12" * 14000,
+                     "(echo a; " * 11000, '<add key="x" ' * 7000, "{a}" * 33000, "(a1" * 33000):
             with self.subTest(text=text[:20]):
                 redacted, _ = cc.redact(text)
                 self.assertNotIn(GHP, redacted)
@@ -4408,7 +4422,8 @@ def bench_redaction() -> dict:
     cc.redact("warm up: compile the rules outside the timing")
     worst = 0.0
     for text in ("password=" * 11000, "x://" * 25000, "mysql " * 16000, "a: " * 33000, "-u a:" * 20000,
-                 '"' * 100000, "eyJ" + "a" * 100000, "-----BEGIN PRIVATE KEY-----" * 3000):
+                 '"' * 100000, "eyJ" + "a" * 100000, "-----BEGIN PRIVATE KEY-----" * 3000,
+                 "password was x1!y2@z3#w4$ " * 4000, "net user a " * 10000):
         worst = max(worst, _timed(lambda: cc.redact(text), 1))
     for name in sorted(os.listdir(CORPUS_DIR)) if os.path.isdir(CORPUS_DIR) else []:
         corpus = redaction_corpus(name) if name.endswith("_corpus.json") else None
