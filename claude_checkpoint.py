@@ -1065,7 +1065,8 @@ _SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,80}?(?i:key|token|secret|pass|
 # one shell command, {WORD_START} a word start (also after an escaped \n), {SECRETISH_NAME}
 # and {SECRETISH_IDENTIFIER} a name that may say secret.
 # Under each rule, `#   catch:` lines show texts it must redact, «» marking each secret, and
-# `#   keep:` lines texts that must come back unchanged (\n is a newline, \\ a backslash).
+# `#   keep:` lines texts that must come back unchanged (\n is a newline, \t a tab, \\n a
+# backslash and an n; any other backslash is itself).
 # They are comments here, skipped at run time; the tests run every one against its rule.
 REDACTION_TABLE = r'''
 # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
@@ -1207,8 +1208,8 @@ mysql-password               not-reference          (?<![\w-])(?:mysql|mysqldump
 #   keep:  mysql -u root -p app
 sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql|isql|ipmitool)\b{COMMAND}\s-P\s*{TOOL_VALUE}
 #   catch: sqlcmd -S db.example.com -U sa -P '«Hedgehog7!»' -Q "SELECT 1"
-#   keep:  sqlcmd -S db.example.com -U sa -P "$SA_PASSWORD" -Q "SELECT 1"
 #   catch: ipmitool -I lanplus -H bmc.example.com -U ADMIN -P «Bmc-Pass-2291» chassis status
+#   keep:  sqlcmd -S db.example.com -U sa -P "$SA_PASSWORD" -Q "SELECT 1"
 ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}\s-w\s+{TOOL_VALUE}
 #   catch: ldapsearch -x -D "cn=admin,dc=example,dc=com" -w '«Saffron2395!»' -b "dc=example,dc=com"
 #   keep:  ldapsearch -x -D "cn=admin,dc=example,dc=com" -w "$LDAP_PW" -b "dc=example,dc=com"
@@ -1253,8 +1254,8 @@ piped-secret-pair            not-reference          \(\s*(?:echo|printf)(?:\s+-[
 #   keep:  (echo "$PW"; echo "$PW") | smbpasswd -s -a deploy
 openssl-pass                 not-reference          -pass(?:in|out)?\s+["']?pass:(?P<s>[^\s'"]+)
 #   catch: openssl rsa -in enc.key -passin pass:«pumpkin2023» -out plain.key
-#   keep:  openssl rsa -in enc.key -passin env:KEY_PASS -out plain.key
 #   catch: openssl genrsa -aes256 -passout 'pass:«Hztux36LxxrX0MT)McUt7D»' -out ca.key 4096
+#   keep:  openssl rsa -in enc.key -passin env:KEY_PASS -out plain.key
 redis-cli-password           not-reference          \bredis-cli\b{COMMAND}\s-a\s+{TOOL_VALUE}
 #   catch: redis-cli -h cache.example.com -a «Q4AFZytotfmjWJ» PING
 #   keep:  redis-cli -h cache.example.com -a "$REDIS_PASSWORD" PING
@@ -1263,8 +1264,8 @@ gh-secret-body               not-reference          \bgh\s+secret\s+set\b{COMMAN
 #   keep:  gh secret set API_KEY --body "$API_KEY"
 powershell-secure-string     not-reference          (?i)ConvertTo-SecureString(?:\s+-(?:String|AsPlainText|Force)\b)*\s+(?P<s>"[^"\n]*"|'[^'\n]*')
 #   catch: $pw = ConvertTo-SecureString "«Tr0ub4dor&3»" -AsPlainText -Force
-#   keep:  $pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force
 #   catch: Set-ADAccountPassword -Identity admin2 -Reset -NewPassword (ConvertTo-SecureString -AsPlainText '«N)SWedA2mTLYP»' -Force)
+#   keep:  $pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force
 netrc-password               -                      \bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)
 #   catch: machine ftp.example.com login deploy password «Jupiter#9»
 #   keep:  machine ftp.example.com login deploy
@@ -1274,14 +1275,14 @@ net-user-password            argument               (?i)\bnet(?:\.exe)?[ \t]+use
 #   keep:  net user alice * /add
 #   keep:  net user svc_sql %SVC_SQL_PW% /add /domain
 net-use-password             argument               (?i)\bnet(?:\.exe)?[ \t]+use[ \t]+(?:[A-Z]:[ \t]+)?\\\\\S+[ \t]+{TOOL_VALUE}
-#   catch: net use \\\\fs01.example.com\\finance «rl#6FQ#uxg1» /user:CORP\\app
-#   keep:  net use Z: \\\\nas.example.com\\media * /user:media /persistent:yes
+#   catch: net use \\fs01.example.com\finance «rl#6FQ#uxg1» /user:CORP\app
+#   keep:  net use Z: \\files.example.com\media * /user:media /persistent:yes
 windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:p|pass|password|passwd|pwd)[:=]{TOOL_VALUE}
 #   catch: xfreerdp /v:ts01.example.com /u:jdoe /p:«swu3s13gPzec_F» /cert:ignore
-#   catch: cmdkey /add:fs01 /user:CORP\\jdoe /pass:«Vx82!kqL0p»
+#   catch: cmdkey /add:fs01 /user:CORP\jdoe /pass:«Vx82!kqL0p»
 #   keep:  xfreerdp /v:ts01.example.com /u:jdoe /from-stdin
 schtasks-password            argument               (?i)\bschtasks\b{COMMAND}[ \t]/r?p[ \t]+{TOOL_VALUE}
-#   catch: schtasks /create /tn backup /tr backup.cmd /ru CORP\\svc /rp «Gq7!vT2mZx» /sc daily
+#   catch: schtasks /create /tn backup /tr backup.cmd /ru CORP\svc /rp «Gq7!vT2mZx» /sc daily
 #   keep:  schtasks /query /tn backup /v
 mysqladmin-password          argument               \bmysqladmin\b{COMMAND}[ \t]password[ \t]+{TOOL_VALUE}
 #   catch: mysqladmin -u root password '«q8Sq3u8+6lOrj»'
@@ -1359,7 +1360,7 @@ object-store-secret-key      argument               \bmc[ \t]+(?:alias[ \t]+set|
 # user,password and user%password in one argument: lftp -u, smbclient -U, jenkins-cli -auth user:token.
 joined-user-password         argument               \b(?:lftp\b{COMMAND}[ \t]-u[ \t]+["']?[^\s,'"]+,|(?:smbclient|rpcclient|smbcacls|smbget|smbmap)\b{COMMAND}[ \t](?:-U[ \t]*|--user(?:name)?[ \t=])["']?[^\s%'"]+%|jenkins-cli(?:\.jar)?\b{COMMAND}[ \t]-auth[ \t]+["']?[^\s:'"@]+:)(?P<s>[^\s'"]{1,256})
 #   catch: lftp -u deploy,«Ftp-Pass-551» sftp://files.example.com
-#   catch: smbclient //fs01/share -U 'CORP\\alice%«Smb!Pass42»' -c ls
+#   catch: smbclient //fs01/share -U 'CORP\alice%«Smb!Pass42»' -c ls
 #   catch: java -jar jenkins-cli.jar -s https://ci.example.com -auth admin:«11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b» who-am-i
 #   keep:  smbclient //fs01/share -U alice -c "ls"
 snmp-auth-passphrase         argument               \bsnmp\w*\b{COMMAND}[ \t]-A[ \t]+{TOOL_VALUE}
@@ -1379,8 +1380,8 @@ db2-connect-password         argument               (?i)\bconnect[ \t]+to[ \t]+\
 # Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
 spaced-assignment            assignment             (?m)(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set|(?<![\w-])(?:launchctl[ \t]+)?setenv)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
 #   catch: ENV DB_PASSWORD «DeltaForce1»
-#   keep:  ENV DB_PASSWORD_FILE /run/secrets/db_password
 #   catch: launchctl setenv AWS_SESSION_TOKEN «WVwy0TvtPYL2SDwbUr/QRfREgp1yJnjt20ac6k=»
+#   keep:  ENV DB_PASSWORD_FILE /run/secrets/db_password
 #   keep:  setenv AWS_SESSION_TOKEN `cat /tmp/session.tok`; aws s3 ls
 powershell-env-item          assignment             (?i)\b(?:Set|New)-Item\b[^\n|;]{0,40}?\bEnv:{SECRETISH_NAME}(?P<name>[A-Za-z_]\w{0,80})[ \t]+(?:-Value[ \t]+)?{VALUE}
 #   catch: Set-Item -Path Env:KUBE_SESSION_TOKEN -Value '«TXExvjAieVpx59j4WMUUoMO3xtP+o/VEC»'
@@ -1487,8 +1488,8 @@ typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDEN
 #   keep:  const TOKEN_TTL: Duration = Duration::from_secs(3600);
 secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME}(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+){VALUE}
 #   catch: tool --password «hunter2» --verbose
-#   keep:  psql --password-file /run/secrets/pw
 #   catch: keytool -genkeypair -keystore server.jks -storepass «4Ax9_g7=x7o9n_M» -keypass «W5i-Kp2=aq»
+#   keep:  psql --password-file /run/secrets/pw
 #   keep:  docker build --secret id=npmrc,src=$HOME/.npmrc .
 # A config line whose value runs to the end of the line (INI, YAML, dotenv), whatever its first character.
 config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=])[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;]))(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
@@ -1499,14 +1500,14 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   catch: {"password": "«hunter2»", "user": "bob"}
-#   keep:  MAX_TOKENS=4096
-#   keep:  API_KEY=${API_KEY}
 #   catch: export A=1 B=2 AWS_SESSION_TOKEN=«IQoJb3JpZ2luX2VjEXAMPLE//////////wEaCXVzLWVhc3QtMSJH+/8=»; aws s3 ls
 #   catch: $env.BACKUP_CREDENTIALS = '«PdJAIhoY5r4d8P0GNieiRXrd/MJM2g7QY8Y=»'
 #   catch: REDIS_PASSWORD: "«$$qR~54y7.B0H%l5I89O»"
 #   catch: "password": "«%b*Zr7wy_h!a2bz16»", "apiKey": '«^x9Kq2LmN4pR7s»', "secret": "«!Zq8wX3vB6nM1»"
 #   catch: smtp_settings = { user_name: "mailer", :password => "«[Dgz7vL=oxUEf*o»" }
 #   catch: http GET https://api.example.com/v1/query 'X-API-Key:«IGuLwSxVcVNUG6oLPogr91nwka»'
+#   keep:  MAX_TOKENS=4096
+#   keep:  API_KEY=${API_KEY}
 #   keep:  cache_key: "user-{user_id}-v3"
 #   keep:  password: !env_var DB_PASSWORD
 #   keep:  password: CHANGE_ME  # set by the chart at install time
