@@ -732,6 +732,8 @@ _TEMPLATE_SLOT = r"\{(?:[A-Za-z_][\w.]*(?:\[[^\]\s]{0,40}\])?|\d{0,2})(?:![rsa])
 _PLACEHOLDER_WORDS = frozenset("""
     your changeme change replace replaceme placeholder insert here todo fixme tbd dummy example sample
     fake redacted filtered masked hidden removed omitted xxx""".split())
+# Words that may come with a name standing in for a value: `new_password`, `my-secret`, `admin_pass`.
+_STAND_IN_QUALIFIERS = frozenset("new old my your current the a some user admin root db".split())
 
 
 def _is_reference(value: str) -> bool:
@@ -766,7 +768,8 @@ def _is_template(v: str) -> bool:
 
 
 def _is_placeholder(v: str) -> bool:
-    """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`."""
+    """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`, and a value
+    that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
     if len(set(v.lower())) == 1:
         return True  # xxxxxxxx, 00000000
     if any(c.isdigit() for c in v):
@@ -774,8 +777,12 @@ def _is_placeholder(v: str) -> bool:
     import re
     if re.fullmatch(r"[A-Z]+(?:_[A-Z]+)+", v):
         return True  # a name in capitals stands in for its value
-    words = re.split(r"[\s_.\-\[\]()]+", v.lower())
-    return len(words) <= 8 and any(w in _PLACEHOLDER_WORDS for w in words)
+    words = [w for w in re.split(r"[\s_.\-\[\]()<>]+", v.lower()) if w]
+    if len(words) <= 8 and any(w in _PLACEHOLDER_WORDS for w in words):
+        return True
+    named = [w for w in words if w not in _STAND_IN_QUALIFIERS]
+    return bool(named) and all(w in _SECRET_WORDS or w.endswith(("password", "passwd", "passphrase", "secret", "token", "key"))
+                               for w in named)
 
 
 def _is_identifier_like(value: str) -> bool:
@@ -958,12 +965,13 @@ def _accept_named_random(match: Any) -> bool:
 
 def _accept_argument(match: Any) -> bool:
     """A password given as a command's argument (`net user alice PASSWORD`), unless it is an
-    option (`/add`, `--pre-hashed`), a prompt (`*`), a redirection or a reference."""
+    option (`/add`, `--pre-hashed`), a prompt (`*`), a redirection, a usage text's `<new password>`
+    or a reference."""
     import re
     value = match.group("s")
     bare = value.strip("\"'")
     if _is_reference(value) or (value[:1] not in "\"'" and (
-            bare.startswith("-") or re.fullmatch(r"/[A-Za-z]+(?::\S*)?", bare))):
+            bare.startswith(("-", "<")) or re.fullmatch(r"/[A-Za-z]+(?::\S*)?", bare))):
         return False
     return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted")
 
@@ -1219,6 +1227,7 @@ user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u
 sshpass                      not-reference          \bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{TOOL_VALUE}
 #   catch: sshpass -p '«batman_forever»' ssh admin@10.0.3.7
 #   keep:  sshpass -p "$SSHPASS" ssh admin@10.0.3.7
+#   keep:  usage: sshpass -p password ssh host
 login-password               not-reference          \b(?:docker|podman|buildah|skopeo|nerdctl|helm|oc|az|cf|crane|regctl)(?:\s+[\w.\-]+){0,2}?\s+login\b{COMMAND}\s-p(?:\s+|=){TOOL_VALUE}
 #   catch: docker login -u jdoe -p «a128TyHE6T_z7Q» registry.example.com
 #   keep:  docker login -u jdoe -p "$REGISTRY_PASSWORD" registry.example.com
@@ -1308,6 +1317,7 @@ admin-password-reset         argument               \b(?:grafana(?:-cli|[ \t]+cl
 #   catch: grafana-cli admin reset-admin-password «Nu%HgQmVR%5me»
 #   catch: neo4j-admin dbms set-initial-password «Graph-42-Lantern»
 #   keep:  grafana-cli admin reset-admin-password --password-from-stdin
+#   keep:  usage: grafana-cli admin reset-admin-password <new password>
 # dscl . -passwd /Users/NAME [OLD] NEW: the first value, then the second.
 dscl-password                argument               \bdscl\b{COMMAND}[ \t]-passwd[ \t]+{ARG}[ \t]+{TOOL_VALUE}
 #   catch: sudo dscl . -passwd /Users/app "«cfQw*g:ey8)w2HbeyX»"
@@ -1315,6 +1325,7 @@ dscl-password                argument               \bdscl\b{COMMAND}[ \t]-passw
 dscl-new-password            argument               \bdscl\b{COMMAND}[ \t]-passwd[ \t]+{ARG}[ \t]+{ARG}[ \t]+{TOOL_VALUE}
 #   catch: dscl . -passwd /Users/ops «4aaLgNl2pdZ2KoHfj» «Pqtu4qgWjrNef0pH1»
 #   keep:  dscl . -read /Users/ops UniqueID
+#   keep:  usage: dscl . -passwd /Users/username oldpassword newpassword
 ldap-new-password            argument               \bldappasswd\b{COMMAND}[ \t]-[as][ \t]+{TOOL_VALUE}
 #   catch: ldappasswd -x -D "cn=admin,dc=example,dc=com" -W -s «0ayT9g6Gtdkvs» "uid=mwong,dc=example,dc=com"
 #   keep:  ldappasswd -x -D "cn=admin,dc=example,dc=com" -W -S "uid=jdoe,dc=example,dc=com"
