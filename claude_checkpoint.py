@@ -735,7 +735,7 @@ _R = r"(?![A-Za-z0-9_\-])"  # right edge of a token
 _SECRET_WORDS = frozenset("""
     password passwd pwd pass passphrase passcode secret token credential credentials creds apikey
     pat dsn cookie pin authtoken accesstoken apitoken privatekey secretkey passwords authorization
-    bearer""".split())
+    bearer pw pword pswd passwort kennwort""".split())
 # Words ending in "pass" that are not passwords (SSHPASS and DBPASS are).
 _NOT_PASSWORDS = frozenset("""
     bypass compass surpass overpass underpass trespass encompass pass askpass""".split())
@@ -750,6 +750,10 @@ _ABOUT_A_SECRET = frozenset("""
     file files path stdin env name names id ids arn ref url uri length len min max count policy hash
     hasher reset prompt field type format expiry expires ttl timeout version header location mode
     enabled rotation""".split())
+# A last word that says how a value is held, not what it is (GOOGLE_CREDENTIALS_BASE64, client-key-data).
+_HOLDER_WORDS = frozenset("""
+    data b64 base64 blob value material content contents bytes str string hex pem der raw plain plaintext
+    encoded literal""".split())
 _NAME_SPLIT = r"[_.:\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
 _NOT_VALUES = frozenset("""
     true false null none nil yes no on off undefined str string int integer bytes bool boolean
@@ -768,6 +772,8 @@ def secret_strength(name: str) -> int:
     parts = _name_parts(name)
     while parts and parts[-1].isdigit():
         parts.pop()  # VAULT_UNSEAL_KEY_1 is a key
+    if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
+        parts.pop()  # SESSION_TOKEN_B64 is a token
     if not parts or _PUBLIC_WORDS.intersection(parts) or "existing" in parts or parts[-1] in _ABOUT_A_SECRET:
         return 0  # existingSecret names a Kubernetes secret; it does not hold one
     last = parts[-1]
@@ -788,19 +794,71 @@ def secret_strength(name: str) -> int:
     return 0
 
 
+# A reference or interpolation at the start of a value: `$TOKEN`, `${X}`, `$(cmd)`, `$1`, `$env:X`,
+# `%KEY%`, `%(name)s`, `%s`, `%{x}`; not `$$qR~5…` (docker compose's escaped `$`) or `%b*Zr7…`.
+_LEADING_REFERENCE = (r"\$(?:\{|\(|\d(?![A-Za-z0-9])|(?:env[:.])?[A-Za-z_]\w*(?![^\s/.:@\-}\])'\"`,;]))"
+                      r"|%(?:[A-Za-z_]\w*%|(?:~[a-z]{0,4})?\d(?![A-Za-z0-9])|\*(?![A-Za-z0-9])|\{|\([\w.]+\)[-#0 +]?\d*[sdifr]"
+                      r"|[-#0 +]?\d*[sdifrvqwxXTp](?![A-Za-z0-9]))")
+# Interpolations anywhere: `%(db_password)s`, `user:%s@host`, `Bearer $TOKEN`, `${…}`, `{{…}}`.
+_INTERPOLATION = (r"\$\{|\{\{|#\{|\$\(|%\([\w.]+\)[-#0 +]?\d*[sdifr]|%[sdvw](?![A-Za-z0-9])"
+                  r"|(?:^|\s)\$(?:env:)?[A-Za-z_]\w*(?![^\s/.:@\-}\])])")
+# A format slot, `{user_id}`, `{0}`, `{name!r:>10}`: a template when every brace in the value is one.
+_TEMPLATE_SLOT = r"\{(?:[A-Za-z_][\w.]*(?:\[[^\]\s]{0,40}\])?|\d{0,2})(?:![rsa])?(?::[^{}\s]{0,20})?\}"
+# Words that make a value a placeholder: `CHANGE_ME`, `your-api-key-here`, `<insert key here>`.
+_PLACEHOLDER_WORDS = frozenset("""
+    your changeme change replace replaceme placeholder insert here todo fixme tbd dummy example sample
+    fake redacted filtered masked hidden removed omitted xxx""".split())
+# Words that may come with a name standing in for a value: `new_password`, `my-secret`, `admin_pass`.
+_STAND_IN_QUALIFIERS = frozenset("new old my your current the a some user admin root db".split())
+
+
 def _is_reference(value: str) -> bool:
-    """`$TOKEN`, `${API_KEY}`, `%KEY%`, `process.env.X`, `${{ secrets.X }}`, and masked
-    values (`gho_****`): names or placeholders, not values."""
+    """`$TOKEN`, `${API_KEY}`, `%KEY%`, `process.env.X`, `${{ secrets.X }}`, templates
+    (`user-{user_id}`, `%(password)s`), placeholders (`CHANGE_ME`, `<your-token>`) and masked
+    values (`gho_****`, `xxxxxxxx`): names or stand-ins, not values. Runs for most candidate
+    values, so the cheap checks come first."""
     quoted = value[:1] in "\"'`"
     v = value.strip("\"'`\\ ")
+    if not v or REDACTED in v or "***" in v or "•••" in v or not any(c.isalnum() for c in v):
+        return True
+    if value[:1] == "`" and any(c.isspace() for c in v):
+        return True  # `cat /tmp/session.tok`: a command's output
     import re
-    return (not v or v[0] in "$%" or re.fullmatch(r"@[\w./\-:]+", v) or (not quoted and v[0] in "[(")
-            or v.startswith("{{") or (v[0] == "<" and v[-1] == ">")
-            or v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets."))
-            or v.startswith(("env:", "file:")) or (not quoted and v[0] == "{")
-            or v.strip("[]<>()").lower() in ("redacted", "filtered", "masked", "hidden", "removed")
-            or "${" in v or "{{" in v or "#{" in v  # interpolation: `Bearer ${token}`
-            or REDACTED in v or "***" in v or "•••" in v or not any(c.isalnum() for c in v))
+    first = v[0]
+    if (first in "$%" and re.match(_LEADING_REFERENCE, v)) or (first == "@" and re.fullmatch(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)", v)):
+        return True
+    if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
+        return True
+    if v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets.", "env:", "file:")):
+        return True
+    if any(c in v for c in "${#%") and (re.search(_INTERPOLATION, v) or _is_template(v)):
+        return True
+    return _is_placeholder(v)
+
+
+def _is_template(v: str) -> bool:
+    """`user-{user_id}-v3`, `https://x/items?key={API_KEY}`; not a salt with a stray `{ab}` in it."""
+    import re
+    rest, slots = re.subn(_TEMPLATE_SLOT, "", v)
+    return slots > 0 and "{" not in rest and "}" not in rest
+
+
+def _is_placeholder(v: str) -> bool:
+    """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`, and a value
+    that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
+    if len(set(v.lower())) == 1:
+        return True  # xxxxxxxx, 00000000
+    if any(c.isdigit() for c in v):
+        return False
+    import re
+    if re.fullmatch(r"[A-Z]+(?:_[A-Z]+)+", v):
+        return True  # a name in capitals stands in for its value
+    words = [w for w in re.split(r"[\s_.\-\[\]()<>]+", v.lower()) if w]
+    if len(words) <= 8 and any(w in _PLACEHOLDER_WORDS for w in words):
+        return True
+    named = [w for w in words if w not in _STAND_IN_QUALIFIERS]
+    return bool(named) and all(w in _SECRET_WORDS or w.endswith(("password", "passwd", "passphrase", "secret", "token", "key"))
+                               for w in named)
 
 
 def _is_identifier_like(value: str) -> bool:
@@ -817,7 +875,7 @@ def _is_path_or_version(value: str) -> bool:
     """`./keys/bastion.pem`, `exports/2024-09-16.parquet`, `^9.0.2`: not secrets."""
     import re
     v = value.strip("\"'`")
-    if v.startswith(("./", "../", "~/")) or re.match(r"/(?:dev|etc|run|var|tmp|home|usr|opt|proc)(?:/|\s|$)", v):
+    if v.startswith(("./", "../", "~/")) or re.match(r"/(?:dev|etc|run|var|tmp|home|usr|opt|proc|srv|mnt|Users|Library|Volumes)(?:/|\s|$)", v):
         return True
     if v.startswith("/") and re.fullmatch(r"(?:/[\w.\-]+)+/?", v) and (
             re.fullmatch(r"[a-z0-9_/.\-]+", v) or re.search(r"\.\w{1,5}$", v)):
@@ -841,10 +899,10 @@ def _looks_random(value: str) -> bool:
 def _accept_assignment(match: Any) -> bool:
     name, value = match.group("name"), match.group("s")
     groups = match.groupdict()
-    if groups.get("op") == ":" and not groups.get("q") and match.start("s") == match.end("op") and value[:1] not in "\"'`":
-        return False  # `rails credentials:edit`, `scope:read`: a YAML value needs a space after the colon
-    strength = secret_strength(name)
     bare = value.strip("\"'`\\")
+    if groups.get("op") == ":" and not _accept_after_colon(match, value, bare):
+        return False
+    strength = secret_strength(name)
     if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare):
         return False
     following = match.string[match.end("s"):match.end("s") + 2]
@@ -860,6 +918,20 @@ def _accept_assignment(match: Any) -> bool:
             c.isdigit() for c in bare):
         return False  # `{ id: key.id, token: raw }`: an object literal in code
     return bare.strip().lower() not in _NOT_VALUES
+
+
+def _accept_after_colon(match: Any, value: str, bare: str) -> bool:
+    """`name: value` (YAML, JSON, headers), but not `rails credentials:edit` or `scope:read` (a YAML
+    value needs a space after the colon; `X-API-Key:IGuLw…` in an HTTPie argument is random enough),
+    a YAML tag or alias (`password: !env_var DB_PASSWORD`, `password: *db_password`), or a psql
+    variable (`PASSWORD :'new_password'`)."""
+    text, op_start, op_end = match.string, match.start("op"), match.end("op")
+    quoted = value[:1] in "\"'`"
+    if not match.groupdict().get("q") and match.start("s") == op_end:
+        if quoted:
+            return not (op_start > 0 and text[op_start - 1] in " \t")  # `:'var'` after a space is psql's
+        return _looks_random(bare)
+    return quoted or bare[:1] not in "!*&"
 
 
 def _is_code(value: str, name: str) -> bool:
@@ -881,9 +953,10 @@ def _accept_flag(match: Any) -> bool:
     """A flag's value, unless it is the next flag or names a secret (`--secret=api-key`)."""
     import re
     value = match.group("s")
-    named = match.group("name").lower() in ("secret", "secrets", "secret-id", "secret-name") and re.fullmatch(
+    name = match.group("name").lower()
+    named = name in ("secret", "secrets", "secret-id", "secret-name") and re.fullmatch(
         r"[a-z]+(?:[-_][a-z]+)+", value.strip("\"'"))
-    spec = value[:1] not in "\"'" and re.search(r"\w=\w", value)  # --secret id=npmrc,src=…
+    spec = name in ("secret", "secrets") and re.match(r"[a-z]+=", value)  # --secret id=npmrc,src=…
     return not value.startswith("-") and not named and not spec and _accept_assignment(match)
 
 
@@ -920,7 +993,7 @@ def _accept_wrapped_value(match: Any) -> bool:
     """`key = []byte("…")`, `SecretStr("…")`: a literal passed to a call; not a prompt text."""
     value = match.group("s").strip("\"'")
     strength = secret_strength(match.group("name"))
-    if strength == 0 or _is_reference(value) or any(c.isspace() for c in value):
+    if strength == 0 or _is_reference(value) or any(c.isspace() for c in value) or _is_path_or_version(value):
         return False
     return _looks_random(value) or (strength == 2 and len(value) >= 8 and any(c.isdigit() for c in value))
 
@@ -966,10 +1039,102 @@ def _accept_named_random(match: Any) -> bool:
     return _accept_assignment(match) and _looks_random(match.group("s"))
 
 
-# Values are bounded (256 bare, 1024 quoted) so that `a=a=a=…` cannot make a rule quadratic.
-_QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,1024}\\"|"(?:[^"\\\n]|\\.){0,1024}"|'[^'\n]{0,1024}'|`[^`\n]{0,1024}`"""
+def _accept_argument(match: Any) -> bool:
+    """A password given as a command's argument (`net user alice PASSWORD`), unless it is an
+    option (`/add`, `--pre-hashed`), a prompt (`*`), a redirection, a usage text's `<new password>`
+    or a reference."""
+    import re
+    value = match.group("s")
+    bare = value.strip("\"'")
+    if _is_reference(value) or (value[:1] not in "\"'" and (
+            bare.startswith(("-", "<")) or re.fullmatch(r"/[A-Za-z]+(?::\S*)?", bare))):
+        return False
+    return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted")
+
+
+# Prose that names a secret, then gives it: the words that name one (also as a name, `MASTER_KEY`),
+# the short words that come right before one (`pw X`), and the words that say the next value is
+# something else (`commit 2b7e…`, `user svc_backup2024`).
+_PROSE_SECRET_WORDS = (
+    r"(?i)(?<![/.\-])\b(?:(?:[a-z]+[_\-])*(?:passwords?|passwd|passphrases?|tokens?|secrets?|keys?)|passcodes?"
+    r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|passwort|kennwort|contrase[ñn]a"
+    r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|has[łl]o)\b(?![/.]\w)")  # not in keys/ops.pem, db-password
+_PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*[:=]?[ \t]*$"  # `pass X`: the value comes next
+_PROSE_NOT_A_SECRET_BEFORE = (
+    r"(?i)\b(?:commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
+    r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
+    r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number)[ \t]*[#=]?[ \t]*$")
+_PROSE_HASH_WORDS = r"(?i)\b(?:commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)\b"
+_PROSE_NAMED_AFTER = r"(?i)[)\]'\"`]*\s+(?:is|was|as|will be|=)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
+_PROSE_CONNECTOR = r"(?i)(?:\b(?:is|was|are|to|now|be|becomes|into|use|using)|[=:(\u2192]|->)\s*$"
+
+
+def _accept_named_in_prose(match: Any) -> bool:
+    """A secret-looking word in prose with a word that names a secret shortly before it in the same
+    sentence ("the auth token was rotated this morning; the old one was 79cd…"), or shortly after
+    it ("u7zj… is the password for …"). Hex needs a connector (`was`, `to`, `=`) and no commit or
+    hash nearby, so that "the token fix landed in 2b7e…" stays."""
+    import re
+    text, start, end, value = match.string, match.start("s"), match.end("s"), match.group("s")
+    before = text[max(0, start - 100):start]
+    before = before[before.rfind("\n") + 1:]
+    ends = list(re.finditer(r"[.!?]\s+(?=[A-Z])", before)) if "." in before or "!" in before or "?" in before else ()
+    if ends:
+        before = before[ends[-1].end():]  # the same sentence
+    named_before = re.search(_PROSE_SECRET_WORDS, before) or re.search(_PROSE_NEAR_WORDS, before)
+    if not named_before:
+        after = text[end:end + 60].split("\n", 1)[0]
+        if re.match(_PROSE_NAMED_AFTER, after) is None:
+            return False
+    if not _looks_like_prose_secret(value) or re.search(_PROSE_NOT_A_SECRET_BEFORE, before):
+        return False
+    calls = [m.end() for m in re.finditer(r"\w\(", before)]
+    if calls and ")" not in before[calls[-1]:]:
+        return False  # an argument in code: `s.tokens.Issue(ctx, u.ID, 15*time.Minute)`
+    return not (re.fullmatch(r"[0-9a-fA-F]+", value) and (
+        not re.search(_PROSE_CONNECTOR, before) or re.search(_PROSE_HASH_WORDS, before[-40:])))
+
+
+def _looks_like_prose_secret(value: str) -> bool:
+    """`9wru%0%GvJl3xk`, `xh62-x8i0`, `slate-nimbus-848-olive-Birch`, 32+ hex digits, base64; not
+    `us-east-1`, `k8s-prod-01`, `OAuth2Client`, `TTL=3600`, a date, a host, an email, an image, code,
+    a path or a version."""
+    import re
+    v = value
+    named = re.fullmatch(r"[A-Za-z_]{1,30}=(.+)", v)
+    if named:
+        v = named.group(1)  # `TTL=3600` and `zn=pKzg.xo2…` are judged by their values
+    if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]+", v):
+        return len(v) >= 32  # shorter runs are ids and abbreviated commits
+    if re.search(r"\d{4}-\d\d-\d\d|\d:\d\d|^(?i:sha\d*|md5)[:\-]", v) or re.fullmatch(r"[\d.,:%+\-]+[A-Za-z]{0,3}", v):
+        return False  # a date, a time, a digest's name, a quantity
+    if re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z]{2,}(?::\S*)?|[\w.\-]+@\d+(?:\.\d+){3}(?::\S*)?"
+                    r"|[a-z0-9\-]+(?:\.[a-z0-9\-]+)+|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+", v) or _is_identifier_like(v):
+        return False  # an email or scp target, a host name, an image (`postgres:16`), a UUID
+    if re.match(r"[A-Za-z_]+\d*(?:\.[A-Za-z_]+\d*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)", v):
+        return False  # code: `os.urandom(32)`, `varchar(255)`, `hashlib.sha256)`
+    if re.fullmatch(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*", v):
+        parts = re.split(r"[-_.]", v)
+        if v.isupper():
+            return False  # a name in capitals: VAULT_UNSEAL_KEY_1
+        if len(parts) >= 4 and any(p.isdigit() for p in parts) and any(c.isupper() for c in v):
+            return True  # a passphrase of words, a number and a capital
+        if len(parts) > 1:  # `xh62-x8i0` (recovery codes) interleave in every part; `k8s-prod-01` does not
+            return all(re.search(r"\d", p) and re.search(r"[A-Za-z]", p) for p in parts) and any(
+                len(re.findall(r"[A-Za-z]+|\d+", p)) >= 3 for p in parts)
+    return sum(c.isalpha() for c in v) >= 3 and (len(re.findall(r"\d+", v)) >= 2 or re.search(r"[^\w.\-]", v) is not None)
+
+
+# Values are bounded (256 bare, 4096 quoted) so that `a=a=a=…` cannot make a rule quadratic (a
+# quoted value ends at the next quote, so quoted scans do not pile up); an accepted bare value that
+# reaches the bound is followed to its end (_end_of_bare_value).
+_BARE_VALUE_CAP = 256
+_QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,4096}\\"|"(?:[^"\\\n]|\\.){0,4096}"|'[^'\n]{0,4096}'|`[^`\n]{0,4096}`"""
                    r"""|[^\s,;'"`})\]&<>\\]{1,256}))""")
-_TOOL_VALUE = r"""(?P<s>"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|[^\s'"]{1,1024})"""
+_TOOL_VALUE = r"""(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{1,256})"""
+_ARGUMENT = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s'"|;&<>]{1,200})"""  # one argument before the value
 _SAME_COMMAND = r"[^\n|;&]{0,200}?"  # the rest of one shell command, bounded
 _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n in JSON or a log
 # A cheap look at a name before its value is scanned: only names with a secret-ish word go on.
@@ -983,126 +1148,483 @@ _SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,80}?(?i:key|token|secret|pass|
 # bare value (captured in a lookahead), {TOOL_VALUE} a command argument, {COMMAND} the rest of
 # one shell command, {WORD_START} a word start (also after an escaped \n), {SECRETISH_NAME}
 # and {SECRETISH_IDENTIFIER} a name that may say secret.
+# Under each rule, `#   catch:` lines show texts it must redact, «» marking each secret, and
+# `#   keep:` lines texts that must come back unchanged (\n is a newline, \t a tab, \\n a
+# backslash and an n; any other backslash is itself).
+# They are comments here, skipped at run time; the tests run every one against its rule.
 REDACTION_TABLE = r'''
 # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
 private-key-block            -                      -----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?P<s>(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
+#   catch: -----BEGIN RSA PRIVATE KEY-----«\nMIIEowIBAAKCAQEAu1SU1LfVLPHC\n»-----END RSA PRIVATE KEY-----
+#   catch: "key": "-----BEGIN PRIVATE KEY-----«\\nMIIEvQIBADANBgkqhkiG9w0BAQEF\\n»-----END PRIVATE KEY-----\\n"
+#   keep:  -----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC\n-----END PUBLIC KEY-----
 # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
 url-credentials              not-reference          (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://[^\s/?#:'"<>]*:(?P<s>[^\s/?#@'"<>]+)@
+#   catch: psql postgres://app:«s3cr3tpw»@db.example.com:5432/app
+#   keep:  psql postgres://app:${DB_PASSWORD}@db.example.com:5432/app
 url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<s>[A-Za-z0-9_\-]{20,256})(?::[^\s/?#@'"<>]*)?@
+#   catch: git clone https://«x9Kq2LmN4pR7sT1vW3yZ5bD8»@git.example.com/acme/infra.git
+#   keep:  git clone https://deploy-bot-readonly@git.example.com/acme/infra.git
 slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
+#   catch: SLACK_WEBHOOK=https://hooks.slack.com/services/«T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX»
+#   keep:  post to hooks.slack.com/services/ with the URL in $SLACK_WEBHOOK
 discord-webhook              -                      discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})
+#   catch: https://discord.com/api/webhooks/123456789012345678/«EXAMPLEexampleEXAMPLEexample_token-0123»
+#   keep:  https://discord.com/api/webhooks/{webhook.id}/{webhook.token}
 # Provider tokens by their published shapes.
 aws-secret-after-key-id      random                 (?:AKIA|ASIA)[A-Z0-9]{16}[^\n]{0,60}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
+#   catch: deploy,«AKIAIOSFODNN7EXAMPLE»,«wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY»
+#   keep:  grep AKIA credentials.csv | cut -d, -f2 | sha1sum
 twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])
+#   catch: client = Client("AC0123456789abcdef0123456789abcdef", "«0123456789abcdef0123456789abcdef»")
+#   keep:  account AC0123456789abcdef0123456789abcdef, message SM0123456789abcdef0123456789abcdef
 aws-access-key-id            -                      {L}(?P<s>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}){R}
+#   catch: export AWS_ACCESS_KEY_ID=«AKIAIOSFODNN7EXAMPLE»
+#   keep:  long-term key ids start with AKIA, temporary ones with ASIA
 github-token                 -                      {L}(?P<s>gh[pousr]_[A-Za-z0-9]{30,255}){R}
+#   catch: export GITHUB_TOKEN=«ghp_EXAMPLEexampleEXAMPLEexample012345»
+#   keep:  classic tokens look like ghp_ and 36 characters
 github-fine-grained-token    -                      {L}(?P<s>github_pat_[A-Za-z0-9_]{22,255}){R}
+#   catch: GH_TOKEN=«github_pat_11EXAMPLE0example_EXAMPLEexampleEXAMPLE»
+#   keep:  fine-grained tokens start with github_pat_
 gitlab-token                 -                      {L}(?P<s>gl(?:pat|ptt|dt|rt|cbt|soat|ffct|agent|imt|oas|ft|cd)-[A-Za-z0-9_\-]{20,255}){R}
+#   catch: GITLAB_TOKEN=«glpat-EXAMPLEexample0123456»
+#   keep:  create a glpat- token under Settings > Access tokens
 gitlab-runner-token          -                      {L}(?P<s>GR1348941[A-Za-z0-9_\-]{20,}){R}
+#   catch: --registration-token «GR1348941EXAMPLEexample012345»
+#   keep:  runner registration tokens begin with GR1348941
 slack-token                  -                      {L}(?P<s>xox[abposre]-[A-Za-z0-9\-]{10,255}){R}
+#   catch: SLACK_BOT_TOKEN=«xoxb-0000000000-0000000000000-EXAMPLEexample»
+#   keep:  bot tokens start with xoxb- and user tokens with xoxp-
 slack-app-token              -                      {L}(?P<s>xapp-\d-[A-Za-z0-9\-]{20,255}){R}
+#   catch: «xapp-1-A0EXAMPLE-0000000000000-abcdef0123456789»
+#   keep:  app-level tokens start with xapp-1-
 stripe-key                   -                      {L}(?P<s>(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,255}){R}
+#   catch: Stripe.api_key = «sk_test_EXAMPLEexample0123456789»
+#   keep:  test keys start with sk_test_ and live keys with sk_live_
 stripe-webhook-secret        -                      {L}(?P<s>whsec_[A-Za-z0-9]{24,255}){R}
+#   catch: STRIPE_WEBHOOK_SECRET=«whsec_EXAMPLEexampleEXAMPLE0123»
+#   keep:  the signing secret starts with whsec_
 anthropic-key                -                      {L}(?P<s>sk-ant-[a-z]{2,10}\d{0,3}-[A-Za-z0-9_\-]{20,255}){R}
+#   catch: x-api-key: «sk-ant-api03-EXAMPLEexampleEXAMPLE-example_0123»
+#   keep:  Anthropic keys start with sk-ant-api03-
 openai-key                   -                      {L}(?P<s>sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z_\-]{0,255}\d)[A-Za-z0-9_\-]{20,255}){R}
+#   catch: OPENAI_API_KEY=«sk-proj-EXAMPLE0example1EXAMPLE2»
+#   keep:  git checkout sk-learning-rate-warmup-schedule
 google-api-key               -                      {L}(?P<s>AIza[0-9A-Za-z_\-]{35}){R}
+#   catch: ?key=«AIzaSyEXAMPLEexampleEXAMPLEexample01234»
+#   keep:  browser keys start with AIza
 google-oauth                 -                      {L}(?P<s>(?:GOCSPX-[A-Za-z0-9_\-]{20,}|ya29\.[0-9A-Za-z_\-]{20,}|1//0[0-9A-Za-z_\-]{30,})){R}
+#   catch: {"client_id": "0000.apps.googleusercontent.com", "client_secret": "«GOCSPX-EXAMPLEexampleEXAMPLE0123»"}
+#   keep:  access tokens start with ya29. and refresh tokens with 1//0
 google-private-key-id        -                      "private_key_id"\s*:\s*"(?P<s>[0-9a-f]{40})"
+#   catch: "private_key_id": "«0123456789abcdef0123456789abcdef01234567»"
+#   keep:  "private_key_id": "${KEY_ID}"
 hugging-face-token           -                      {L}(?P<s>(?:hf_|api_org_)[A-Za-z0-9]{30,60}){R}
+#   catch: HF_TOKEN=«hf_EXAMPLEexampleEXAMPLEexample0123»
+#   keep:  pip install hf_transfer
 npm-token                    -                      {L}(?P<s>npm_[A-Za-z0-9]{36}){R}
+#   catch: export NPM_TOKEN=«npm_EXAMPLEexampleEXAMPLEexample01234567»
+#   keep:  npm_config_registry=https://registry.example.com/
 pypi-token                   -                      {L}(?P<s>pypi-Ag[A-Za-z0-9_\-]{50,}){R}
+#   catch: twine upload -u __token__ -p «pypi-AgEIcHlwaS5vcmcEXAMPLEexampleEXAMPLEexampleEXAMPLE0123»
+#   keep:  upload tokens start with pypi-AgEI
 sendgrid-key                 -                      {L}(?P<s>SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}){R}
+#   catch: SENDGRID_API_KEY=«SG.EXAMPLEexample0123.EXAMPLEexampleEXAMPLEexample01234»
+#   keep:  host SG.eu-west.example.com
 twilio-key-and-secret        -                      SK[0-9a-fA-F]{32}["',\s]{1,8}(?P<s>[A-Za-z0-9]{32})(?![A-Za-z0-9])
+#   catch: Client.new('«SK0123456789abcdef0123456789abcdef»', '«EXAMPLEexampleEXAMPLEexample0123»')
+#   keep:  sku = "SKU0123", region = "us1"
 twilio-api-key               -                      {L}(?P<s>SK[0-9a-fA-F]{32}){R}
+#   catch: TWILIO_API_KEY=«SK0123456789abcdef0123456789abcdef»
+#   keep:  sku SK-0123456789abcdef0123456789abcdef
 sonar-token                  -                      {L}(?P<s>sq[uap]_[a-f0-9]{40}){R}
+#   catch: SONAR_TOKEN=«sqp_0123456789abcdef0123456789abcdef01234567»
+#   keep:  project tokens start with sqp_ and user tokens with squ_
 mailgun-key                  -                      {L}(?P<s>key-[0-9a-zA-Z]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}){R}
+#   catch: MAILGUN_API_KEY=«key-0123456789abcdefEXAMPLEexample01»
+#   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
 azure-account-key-shape      random                 (?<![A-Za-z0-9+/])(?<!sha512-)(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
+#   catch: «EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0==»
+#   keep:  "integrity": "sha512-EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0=="
 shopify-token                -                      {L}(?P<s>shp(?:at|ss|ca|pa|ua)_[a-fA-F0-9]{32}){R}
+#   catch: X-Shopify-Access-Token: «shpat_0123456789abcdef0123456789abcdef»
+#   keep:  admin API tokens start with shpat_
 digitalocean-token           -                      {L}(?P<s>do[opr]_v1_[a-f0-9]{64}){R}
+#   catch: doctl auth init -t «dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef»
+#   keep:  personal tokens start with dop_v1_
 databricks-token             -                      {L}(?P<s>dapi[a-f0-9]{32}(?:-\d)?){R}
+#   catch: DATABRICKS_TOKEN=«dapi0123456789abcdef0123456789abcdef»
+#   keep:  dapi_version = 2
 azure-storage-key            -                      (?i)(?:AccountKey|SharedAccessKey|SharedSecret)\s*=\s*(?P<s>[A-Za-z0-9+/]{20,}={0,2})
+#   catch: DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=«EXAMPLEexample0123456789EXAMPLEexample+/==»;EndpointSuffix=core.windows.net
+#   keep:  DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=${AZURE_STORAGE_KEY}
 azure-sas-signature          -                      (?i)(?<![a-z])sig=(?P<s>[A-Za-z0-9%+/=]{20,})
+#   catch: https://acme.blob.core.windows.net/c/x?sv=2022-11-02&sp=r&sig=«EXAMPLEexample0123456789%2Bexample%3D»
+#   keep:  git log --show-signature=true
 telegram-bot-token           -                      (?:(?<=bot)|(?<![\w:]))(?P<s>\d{6,12}:[A-Za-z0-9_\-]{35}){R}
+#   catch: https://api.telegram.org/bot«123456789:AAEXAMPLEexampleEXAMPLEexample01234»/getMe
+#   keep:  build 123456789:done at 12:30:00
 discord-bot-token            -                      {L}(?P<s>[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}){R}
+#   catch: client.run("«MTEXAMPLEexampleEXAMPLE012.GhAbCd.EXAMPLEexampleEXAMPLEexample01»")
+#   keep:  Message.edit.timestamp
 jwt                          -                      {L}(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*){R}
+#   catch: jwt «eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk»
+#   keep:  the header alone: eyJhbGciOiJIUzI1NiJ9
 other-provider-token         -                      {L}(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,})){R}
+#   catch: vault login «hvs.EXAMPLEexampleEXAMPLE0123»
+#   keep:  service tokens start with hvs.
 # Authorization headers and bearer tokens.
 authorization-header         header-token           (?i){WORD_START}(?:proxy-)?authorization["']?(?:\s*[:=,]\s*|[ \t]+)["'`]?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey)\s+)?(?P<s>[^\s"'`,;\\]{6,})
+#   catch: curl -H 'Authorization: Basic «ZXhhbXBsZTpleGFtcGxl»' https://api.example.com
+#   keep:  curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com
 # AuthenticationHeaderValue("Bearer", "…")
 scheme-and-token-arguments   header-token           ["'](?:Bearer|Basic|Token)["']\s*,\s*["'](?P<s>[^"'\n]{8,1024})["']
+#   catch: new AuthenticationHeaderValue("Bearer", "«EXAMPLEexample0123456789»");
+#   keep:  new AuthenticationHeaderValue("Bearer", "{access_token}");
 bearer-token                 header-token           (?<![\w-])[Bb]earer\s+(?P<s>[A-Za-z0-9._~+/=\-]{8,})
+#   catch: got a 401 with Bearer «EXAMPLEexample0123456789»
+#   keep:  the API uses Bearer authentication
 # Tool-specific password arguments.
 mysql-password               not-reference          (?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b{COMMAND}[\s"',]-p{TOOL_VALUE}
-sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql|isql)\b{COMMAND}\s-P\s*{TOOL_VALUE}
+#   catch: mysql -u root -p«S3cretPw» app
+#   keep:  mysql -u root -p app
+sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql|isql|ipmitool)\b{COMMAND}\s-P\s*{TOOL_VALUE}
+#   catch: sqlcmd -S db.example.com -U sa -P '«Hedgehog7!»' -Q "SELECT 1"
+#   catch: ipmitool -I lanplus -H bmc.example.com -U ADMIN -P «Bmc-Pass-2291» chassis status
+#   keep:  sqlcmd -S db.example.com -U sa -P "$SA_PASSWORD" -Q "SELECT 1"
 ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}\s-w\s+{TOOL_VALUE}
+#   catch: ldapsearch -x -D "cn=admin,dc=example,dc=com" -w '«Saffron2395!»' -b "dc=example,dc=com"
+#   keep:  ldapsearch -x -D "cn=admin,dc=example,dc=com" -w "$LDAP_PW" -b "dc=example,dc=com"
 user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)["']?(?P<user>[^\s:'"]+):(?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
+#   catch: curl -u admin:«pa55word» https://ci.example.com
+#   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
 sshpass                      not-reference          \bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{TOOL_VALUE}
+#   catch: sshpass -p '«batman_forever»' ssh admin@10.0.3.7
+#   keep:  sshpass -p "$SSHPASS" ssh admin@10.0.3.7
+#   keep:  usage: sshpass -p password ssh host
 login-password               not-reference          \b(?:docker|podman|buildah|skopeo|nerdctl|helm|oc|az|cf|crane|regctl)(?:\s+[\w.\-]+){0,2}?\s+login\b{COMMAND}\s-p(?:\s+|=){TOOL_VALUE}
+#   catch: docker login -u jdoe -p «a128TyHE6T_z7Q» registry.example.com
+#   keep:  docker login -u jdoe -p "$REGISTRY_PASSWORD" registry.example.com
 # Python requests: auth=("user", "password")
 auth-tuple                   not-reference          \bauth\s*=\s*\(\s*["'][^"'\n]{1,100}["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: requests.get(url, auth=("api", "«key-EXAMPLE0123»"))
+#   keep:  requests.get(url, auth=(user, password))
 # Go: user:password@tcp(host:3306)/db
 dsn-password                 not-reference          (?<![\w/])[\w.\-]{1,64}:(?P<s>[^\s:@/'"]{1,256})@(?:tcp|unix|udp)\(
+#   catch: dsn := "deploy:«Zw8DYHwuHZ»@tcp(db.example.com:3306)/ledger"
+#   keep:  dsn := "deploy:%s@tcp(db.example.com:3306)/ledger"
 # ~/.pgpass: host:port:db:user:password
 pgpass-line                  not-reference          (?<![\w.:/\-])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'":]{4,256})
+#   catch: db.example.com:5432:app_prod:readonly:«2yNEs9cSNamcjq»
+#   keep:  db.example.com:5432:app_prod:readonly:*
 # wrangler secret put NAME <<< '…'
 secret-here-string           not-reference          \bsecrets?\b{COMMAND}<<<[ \t]*{TOOL_VALUE}
+#   catch: wrangler secret put API_TOKEN <<< '«xQrCgdcGlvVzBXD_nd2pAL»'
+#   keep:  wrangler secret put API_TOKEN <<< "$API_TOKEN"
 openssl-enc-key              not-reference          \bopenssl\s+enc\b{COMMAND}\s-k\s+{TOOL_VALUE}
+#   catch: openssl enc -aes-256-cbc -pbkdf2 -k «Orbit-otter-4414» -in backup.tar
+#   keep:  openssl enc -aes-256-cbc -pbkdf2 -k "$BACKUP_KEY" -in backup.tar
 ssm-parameter-value          not-reference          \bput-parameter\b{COMMAND}\s--value(?:\s+|=){TOOL_VALUE}
+#   catch: aws ssm put-parameter --name /prod/db/password --type SecureString --value '«7Uig%yTq%Fn»'
+#   keep:  aws ssm put-parameter --name /prod/db/password --type SecureString --value "$DB_PASSWORD"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+{TOOL_VALUE}\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login)
-openssl-pass                 not-reference          -pass(?:in|out)?\s+pass:(?P<s>\S+)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin)
+#   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
+#   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
+# (echo PASSWORD; echo PASSWORD) | smbpasswd -s -a USER: the first of the pair.
+piped-secret-pair            not-reference          \(\s*(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+{TOOL_VALUE}\s*;[^\n|&()]{0,200}\)\s*\|[^\n|;&]{0,80}?(?:passwd|chpasswd|--stdin|password-stdin|login)
+#   catch: (echo «sCif@XrlrXm3bk.H»; echo «sCif@XrlrXm3bk.H») | smbpasswd -s -a deploy
+#   keep:  (echo "$PW"; echo "$PW") | smbpasswd -s -a deploy
+openssl-pass                 not-reference          -pass(?:in|out)?\s+["']?pass:(?P<s>[^\s'"]+)
+#   catch: openssl rsa -in enc.key -passin pass:«pumpkin2023» -out plain.key
+#   catch: openssl genrsa -aes256 -passout 'pass:«Hztux36LxxrX0MT)McUt7D»' -out ca.key 4096
+#   keep:  openssl rsa -in enc.key -passin env:KEY_PASS -out plain.key
 redis-cli-password           not-reference          \bredis-cli\b{COMMAND}\s-a\s+{TOOL_VALUE}
+#   catch: redis-cli -h cache.example.com -a «Q4AFZytotfmjWJ» PING
+#   keep:  redis-cli -h cache.example.com -a "$REDIS_PASSWORD" PING
 gh-secret-body               not-reference          \bgh\s+secret\s+set\b{COMMAND}\s(?:-b|--body)(?:\s+|=){TOOL_VALUE}
-powershell-secure-string     not-reference          (?i)ConvertTo-SecureString\s+(?:-String\s+)?(?P<s>"[^"\n]*"|'[^'\n]*')
+#   catch: gh secret set API_KEY --body "«moLerHqv4F4vjgMR»"
+#   keep:  gh secret set API_KEY --body "$API_KEY"
+powershell-secure-string     not-reference          (?i)ConvertTo-SecureString(?:\s+-(?:String|AsPlainText|Force)\b)*\s+(?P<s>"[^"\n]*"|'[^'\n]*')
+#   catch: $pw = ConvertTo-SecureString "«Tr0ub4dor&3»" -AsPlainText -Force
+#   catch: Set-ADAccountPassword -Identity admin2 -Reset -NewPassword (ConvertTo-SecureString -AsPlainText '«N)SWedA2mTLYP»' -Force)
+#   keep:  $pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force
 netrc-password               -                      \bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)
+#   catch: machine ftp.example.com login deploy password «Jupiter#9»
+#   keep:  machine ftp.example.com login deploy
+# Passwords given as arguments to account and credential commands, across systems.
+net-user-password            argument               (?i)\bnet(?:\.exe)?[ \t]+user[ \t]+{ARG}[ \t]+{TOOL_VALUE}
+#   catch: net user alice «Tr1cky!Pass» /add
+#   keep:  net user alice * /add
+#   keep:  net user svc_sql %SVC_SQL_PW% /add /domain
+net-use-password             argument               (?i)\bnet(?:\.exe)?[ \t]+use[ \t]+(?:[A-Z]:[ \t]+)?\\\\\S+[ \t]+{TOOL_VALUE}
+#   catch: net use \\fs01.example.com\finance «rl#6FQ#uxg1» /user:CORP\app
+#   keep:  net use Z: \\files.example.com\media * /user:media /persistent:yes
+windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:p|pass|password|passwd|pwd)[:=]{TOOL_VALUE}
+#   catch: xfreerdp /v:ts01.example.com /u:jdoe /p:«swu3s13gPzec_F» /cert:ignore
+#   catch: cmdkey /add:fs01 /user:CORP\jdoe /pass:«Vx82!kqL0p»
+#   keep:  xfreerdp /v:ts01.example.com /u:jdoe /from-stdin
+schtasks-password            argument               (?i)\bschtasks\b{COMMAND}[ \t]/r?p[ \t]+{TOOL_VALUE}
+#   catch: schtasks /create /tn backup /tr backup.cmd /ru CORP\svc /rp «Gq7!vT2mZx» /sc daily
+#   keep:  schtasks /query /tn backup /v
+mysqladmin-password          argument               \bmysqladmin\b{COMMAND}[ \t]password[ \t]+{TOOL_VALUE}
+#   catch: mysqladmin -u root password '«q8Sq3u8+6lOrj»'
+#   keep:  mysqladmin -u root password "$NEW_ROOT_PW"
+# htpasswd -b FILE USER PASSWORD, htpasswd -nb USER PASSWORD, mosquitto_passwd -b FILE USER PASSWORD
+batch-password-file          argument               \b(?:htpasswd|mosquitto_passwd)(?=(?:[ \t]+-[A-Za-z]+(?:[ \t]+\d+)?)*?[ \t]+-[A-Za-z]*b)(?:[ \t]+-[A-Za-z]+(?:[ \t]+\d+)?)*(?:[ \t]+(?!-){ARG}){1,2}[ \t]+{TOOL_VALUE}(?=[ \t]*(?:[|;&)>\n]|$))
+#   catch: htpasswd -b /etc/nginx/.htpasswd reporting "«mD24nmHJ9:73i»"
+#   catch: htpasswd -nbB admin «Xq4!zLr8Tp»
+#   catch: mosquitto_passwd -b /etc/mosquitto/passwd sensor33 «ZN&_+fh8n51fqC»
+#   keep:  htpasswd -c /etc/nginx/.htpasswd admin
+#   keep:  htpasswd -b .htpasswd admin "$ADMIN_PW"
+broker-user-password         argument               \brabbitmqctl\b{COMMAND}[ \t](?:add_user|change_password|authenticate_user)[ \t]+{ARG}[ \t]+{TOOL_VALUE}
+#   catch: rabbitmqctl add_user ops '«xpEft6+or}e/J»' && rabbitmqctl set_user_tags ops administrator
+#   catch: sudo rabbitmqctl change_password etl «7LtYfbGh-fQBN%mcp=9»
+#   keep:  rabbitmqctl add_user app "${RABBIT_PASS}"
+xmpp-user-password           argument               \b(?:ejabberdctl|prosodyctl)\b{COMMAND}[ \t](?:register|change_password|check_password)[ \t]+{ARG}[ \t]+{ARG}[ \t]+{TOOL_VALUE}
+#   catch: ejabberdctl register svc_backup chat.example.com '«25^sa7a4qzbzzK~Op»'
+#   keep:  ejabberdctl registered_users chat.example.com
+mqtt-admin-password          argument               \bemqx(?:_ctl|[ \t]+ctl)[ \t]+(?:admins|users)[ \t]+(?:add|passwd)[ \t]+{ARG}[ \t]+{TOOL_VALUE}
+#   catch: emqx_ctl admins passwd admin «a7d-J6jadp+aq=P»
+#   keep:  emqx_ctl admins list
+admin-password-reset         argument               \b(?:grafana(?:-cli|[ \t]+cli)\b{COMMAND}[ \t]reset-admin-password|neo4j-admin\b{COMMAND}[ \t]set-initial-password)[ \t]+{TOOL_VALUE}
+#   catch: grafana-cli admin reset-admin-password «Nu%HgQmVR%5me»
+#   catch: neo4j-admin dbms set-initial-password «Graph-42-Lantern»
+#   keep:  grafana-cli admin reset-admin-password --password-from-stdin
+#   keep:  usage: grafana-cli admin reset-admin-password <new password>
+# dscl . -passwd /Users/NAME [OLD] NEW: the first value, then the second.
+dscl-password                argument               \bdscl\b{COMMAND}[ \t]-passwd[ \t]+{ARG}[ \t]+{TOOL_VALUE}
+#   catch: sudo dscl . -passwd /Users/app "«cfQw*g:ey8)w2HbeyX»"
+#   keep:  dscl . -passwd /Users/kiosk
+dscl-new-password            argument               \bdscl\b{COMMAND}[ \t]-passwd[ \t]+{ARG}[ \t]+{ARG}[ \t]+{TOOL_VALUE}
+#   catch: dscl . -passwd /Users/ops «4aaLgNl2pdZ2KoHfj» «Pqtu4qgWjrNef0pH1»
+#   keep:  dscl . -read /Users/ops UniqueID
+#   keep:  usage: dscl . -passwd /Users/username oldpassword newpassword
+ldap-new-password            argument               \bldappasswd\b{COMMAND}[ \t]-[as][ \t]+{TOOL_VALUE}
+#   catch: ldappasswd -x -D "cn=admin,dc=example,dc=com" -W -s «0ayT9g6Gtdkvs» "uid=mwong,dc=example,dc=com"
+#   keep:  ldappasswd -x -D "cn=admin,dc=example,dc=com" -W -S "uid=jdoe,dc=example,dc=com"
+password-hash-tool           argument               \b(?:openssl[ \t]+passwd|mkpasswd)\b(?:[ \t]+-(?:salt[ \t]+\S+|[mSRPldcC][ \t]+\S+|-?[\w\-]+(?:=\S+)?))*[ \t]+{TOOL_VALUE}
+#   catch: usermod -p "$(openssl passwd -6 '«ngBBo>Nv0xzGnw»')" deploy
+#   catch: mkpasswd -m sha-512 «Xk29!mPq7z»
+#   keep:  openssl passwd -6 -stdin < new-password.txt
+wifi-passphrase              argument               \b(?:wpa_passphrase[ \t]+{ARG}|nmcli\b{COMMAND}[ \t](?:[\w\-]*\.psk|[\w\-]*\.password|password|wep-key\d)|iwconfig\b{COMMAND}[ \t]key(?:[ \t]+s:|[ \t]+))[ \t]*{TOOL_VALUE}
+#   catch: wpa_passphrase "HomeNet" '«ridge~134~Basil~Harbor»' | sudo tee -a /etc/wpa_supplicant/wpa_supplicant.conf
+#   catch: nmcli con modify lab-wifi wifi-sec.key-mgmt wpa-psk wifi-sec.psk «98yuZ-yvHRlf»
+#   catch: iwconfig wlan0 essid legacy-lab key s:«J8xrR1z2n0oT6»
+#   keep:  wpa_passphrase HomeNet < /dev/tty >> /etc/wpa_supplicant/wpa_supplicant.conf
+#   keep:  nmcli --ask dev wifi connect "Office-5G"
+oracle-user-password         not-reference          (?i)(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*=?[ \t]*)?|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>[^\s@/"']{1,256})(?=[@\s"']|$)
+#   catch: sqlplus system/«kDoewo7zNv-y»@//db.example.com:1521/ORCLPDB1 @grants.sql
+#   catch: expdp userid=scott/«Tiger-2024x»@orcl directory=dp dumpfile=x.dmp
+#   keep:  sqlplus /nolog @scripts/grants.sql
+archive-password             argument               \b(?:(?:zip|unzip|zipcloak)\b{COMMAND}[ \t]-P[ \t]*|(?:7z|7za|7zr|7zz|rar|unrar)\b{COMMAND}[ \t]-h?p)(?=[^\s-]){TOOL_VALUE}
+#   catch: zip -P '«indigo_773_Oasis_fennel»' -r backup.zip data/
+#   catch: 7z a -p«W9Hko=q6Fomf» -mhe=on archive.7z docs/
+#   catch: unzip -P «XrWp9%9oeg@@5zfT2@8» dump.zip -d /tmp/dump
+#   keep:  7z a -p -mhe=on archive.7z docs/
+#   keep:  zip -e confidential.zip q3-report.pdf
+ssh-keygen-old-passphrase    argument               \bssh-keygen\b{COMMAND}[ \t]-P[ \t]*{TOOL_VALUE}
+#   catch: ssh-keygen -p -P '«gov4w6MqkWcDue!PuDj»' -f ~/.ssh/id_ed25519
+#   keep:  ssh-keygen -p -f ~/.ssh/id_ed25519
+ssh-keygen-passphrase        argument               \bssh-keygen\b{COMMAND}[ \t]-N[ \t]*{TOOL_VALUE}
+#   catch: ssh-keygen -t ed25519 -C "deploy@ci" -N '«TfeoLepl]7Q0z»' -f ./deploy_key
+#   keep:  ssh-keygen -t ed25519 -N "" -f ./ci_key -C "ci@build"
+keychain-password            argument               \bsecurity[ \t]+(?:(?:unlock|create)-keychain\b{COMMAND}[ \t]-p|add-(?:generic|internet)-password\b{COMMAND}[ \t]-w|import\b{COMMAND}[ \t]-P)[ \t]+{TOOL_VALUE}
+#   catch: security add-generic-password -a ci -s deploy -w «Ld9!vQ2xTz»
+#   catch: security unlock-keychain -p «kc-Pass-8812» build.keychain
+#   keep:  security unlock-keychain ~/Library/Keychains/login.keychain-db
+# Tomcat's digest.sh CREDENTIALS, WildFly's add-user.sh USER PASSWORD, cf auth/create-user USER PASSWORD
+app-server-user-password     argument               \b(?:(?:digest|tomcat-digest)\.(?:sh|bat)(?:[ \t]+-[aeiskh][ \t]+\S+)*|add-user\.(?:sh|bat)(?:[ \t]+-[\w\-]+)*[ \t]+(?!-){ARG}|cf[ \t]+(?:auth|create-user)[ \t]+{ARG})[ \t]+{TOOL_VALUE}
+#   catch: $CATALINA_HOME/bin/digest.sh -a SHA-256 -i 100000 «230hir2n_51c+lEmkqlYy»
+#   catch: ./add-user.sh admin «Wf1ly-Admin-77»
+#   catch: cf auth admin «Cf-Pass-2024x»
+#   keep:  ./add-user.sh --help
+object-store-secret-key      argument               \bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+{ARG}[ \t]+{ARG}[ \t]+{ARG}[ \t]+{TOOL_VALUE}
+#   catch: mc alias set prod https://s3.example.com AKEXAMPLE01 «wJalrXUtnFEMIK7MDENGbPxRfi»
+#   keep:  mc alias set prod https://s3.example.com
+# user,password and user%password in one argument: lftp -u, smbclient -U, jenkins-cli -auth user:token.
+joined-user-password         argument               \b(?:lftp\b{COMMAND}[ \t]-u[ \t]+["']?[^\s,'"]+,|(?:smbclient|rpcclient|smbcacls|smbget|smbmap)\b{COMMAND}[ \t](?:-U[ \t]*|--user(?:name)?[ \t=])["']?[^\s%'"]+%|jenkins-cli(?:\.jar)?\b{COMMAND}[ \t]-auth[ \t]+["']?[^\s:'"@]+:)(?P<s>[^\s'"]{1,256})
+#   catch: lftp -u deploy,«Ftp-Pass-551» sftp://files.example.com
+#   catch: smbclient //fs01/share -U 'CORP\alice%«Smb!Pass42»' -c ls
+#   catch: java -jar jenkins-cli.jar -s https://ci.example.com -auth admin:«11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b» who-am-i
+#   keep:  smbclient //fs01/share -U alice -c "ls"
+snmp-auth-passphrase         argument               \bsnmp\w*\b{COMMAND}[ \t]-A[ \t]+{TOOL_VALUE}
+#   catch: snmpwalk -v3 -l authPriv -u monitor -a SHA -A «Auth-Phrase-91» -x AES -X «priv-Phrase-92» host
+#   keep:  snmpwalk -v2c -c public host
+snmp-privacy-passphrase      argument               \bsnmp\w*\b{COMMAND}[ \t]-X[ \t]+{TOOL_VALUE}
+#   catch: snmpget -v3 -l authPriv -u monitor -x AES -X «priv-Phrase-92» host sysUpTime.0
+#   keep:  snmpget -v3 -l noAuthNoPriv -u monitor host sysUpTime.0
+# Tokens given as arguments to CLI logins: vault login TOKEN, snyk auth TOKEN, codecov -t TOKEN.
+cli-login-token              argument               (?:(?<![\w-])(?:vault[ \t]+login|snyk[ \t]+auth|ngrok(?:[ \t]+config)?[ \t]+(?:add-)?authtoken)|\b(?:codecov(?:-cli)?|codecovcli|doctl[ \t]+auth[ \t]+init)\b{COMMAND}[ \t](?:-t|--token)(?:[ \t]*=)?)[ \t]+{TOOL_VALUE}
+#   catch: codecov-cli upload-process -t «d9bc8661ed4c1b5a3247687d9f517cb6890041eb» -r acme/api
+#   catch: ngrok config add-authtoken «2aBcD3eFgH4iJkL5mNoP6qRsT»
+#   keep:  vault login -method=oidc role=dev
+db2-connect-password         argument               (?i)\bconnect[ \t]+to[ \t]+\S+[ \t]+user[ \t]+\S+[ \t]+using[ \t]+{TOOL_VALUE}
+#   catch: db2 connect to SAMPLE user db2inst1 using «Db2-Pass-715»
+#   keep:  db2 connect to SAMPLE
 # Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
-spaced-assignment            assignment             (?m)(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
+spaced-assignment            assignment             (?m)(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set|(?<![\w-])(?:launchctl[ \t]+)?setenv)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
+#   catch: ENV DB_PASSWORD «DeltaForce1»
+#   catch: launchctl setenv AWS_SESSION_TOKEN «WVwy0TvtPYL2SDwbUr/QRfREgp1yJnjt20ac6k=»
+#   keep:  ENV DB_PASSWORD_FILE /run/secrets/db_password
+#   keep:  setenv AWS_SESSION_TOKEN `cat /tmp/session.tok`; aws s3 ls
+powershell-env-item          assignment             (?i)\b(?:Set|New)-Item\b[^\n|;]{0,40}?\bEnv:{SECRETISH_NAME}(?P<name>[A-Za-z_]\w{0,80})[ \t]+(?:-Value[ \t]+)?{VALUE}
+#   catch: Set-Item -Path Env:KUBE_SESSION_TOKEN -Value '«TXExvjAieVpx59j4WMUUoMO3xtP+o/VEC»'
+#   keep:  Set-Item -Path Env:KUBE_SESSION_TOKEN -Value $token
 # Secrets set by name on a command line: dotnet user-secrets, pulumi config set --secret, sonar.
 secrets-set-command          assignment             \b(?:user-secrets|secrets?)\s+set\s+["']?(?P<name>[\w.:\-]{1,80})["']?\s+(?!-){TOOL_VALUE}
+#   catch: dotnet user-secrets set "AzureAd:ClientSecret" "«ww35Q~Z3Gn~mrR.knCNph»"
+#   keep:  dotnet user-secrets set "Logging:LogLevel" "Debug"
 config-set-secret            not-reference          \bconfig\s+set\s+(?:--[\w\-]+\s+)*?--secret(?:\s+--[\w\-]+)*\s+["']?[\w.:\-]{1,80}["']?\s+{TOOL_VALUE}
+#   catch: pulumi config set --secret dbPassword '«Sprocket.Orchid8825!»'
+#   keep:  pulumi config set --secret dbPassword "$DB_PASSWORD"
 sonar-login                  not-reference          -Dsonar\.(?:login|token|password)=(?P<s>[^\s'"]{1,256})
+#   catch: mvn sonar:sonar -Dsonar.login=«0123456789abcdef0123456789abcdef01234567»
+#   keep:  mvn sonar:sonar -Dsonar.login=$SONAR_TOKEN
 # Tuples and calls that carry a password: Erlang/Elixir configs, HTTP clients, PDO, FTP.
 tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-Za-z_]\w{0,80})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
+#   catch: {:password, "«M^BCDT%.Wtk9»"}
+#   keep:  {:username, "deploy"}
 client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|authenticate|set_credentials)\s*[=(]\s*\(?\s*["'][^"'\n]{1,100}["']\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: client.get(url).basic_auth("admin", Some("«AjhqFcZqF?8p»"))
+#   keep:  client.get(url).basic_auth("admin", Some(&password))
 bearer-auth-call             not-reference          \.bearer_auth\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: client.get(url).bearer_auth("«SJo08t7r4O4fRN4t»")
+#   keep:  client.get(url).bearer_auth(&token)
 pdo-password                 not-reference          \bnew\s+PDO\(\s*["'][^"'\n]*["']\s*,\s*["'][^"'\n]*["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: new PDO("mysql:host=db;dbname=crm", "api_rw", "«Q3Mri2T_@csCm»")
+#   keep:  new PDO($dsn, $user, $pass)
 sigil-assignment             assignment             \$(?P<name>[A-Za-z_]\w{0,80})\s*=\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: $token = "«d917e89e62caeea3c88b0de6008e88e5»";
+#   keep:  $token_count = "42";
 terraform-variable-default   assignment             \bvariable\s+"(?P<name>[\w\-]{1,80})"\s*\{[^{}]{0,300}?default\s*=\s*(?P<s>"[^"\n]{1,1024}")
+#   catch: variable "winrm_password" {\n  type    = string\n  default = "«cricket.Sierra8106»"\n}
+#   keep:  variable "password_length" {\n  default = "24"\n}
 # Databases and caches: SQL users, JDBC, ODBC isql, Redis AUTH and config, cloud-init chpasswd.
 sql-identified-by            not-reference          (?i)\bIDENTIFIED\s+(?:WITH\s+\w+\s+)?BY\s+(?:PASSWORD\s+)?(?P<s>'[^'\n]{1,1024}'|"[^"\n]{1,1024}"|[^\s;'"]{1,256})
+#   catch: CREATE USER app IDENTIFIED BY '«Q6ve9jfU4_T9»';
+#   keep:  CREATE USER app IDENTIFIED BY '${APP_PASSWORD}';
 sql-password-clause          not-reference          (?i)\b(?:USER|ROLE)\b[^;\n]{0,80}?\bPASSWORD\s+(?P<s>'[^'\n]{1,1024}')
+#   catch: ALTER USER postgres PASSWORD '«Orchid.Saffron6158»';
+#   keep:  ALTER USER postgres PASSWORD NULL;
 jdbc-oracle-password         not-reference          jdbc:oracle:\w+:[\w.\-]+/(?P<s>[^@\s/]{1,256})@
+#   catch: jdbc:oracle:thin:deploy/«oEWVoQGTQuLU3N»@//db.example.com:1521/ORCL
+#   keep:  jdbc:oracle:thin:@//db.example.com:1521/ORCL
 isql-password                not-reference          \bisql\s+(?:-\w+\s+)*[\w.\-]+\s+[\w.\-]+\s+(?P<s>[^\s\-][^\s]{0,255})
+#   catch: isql -v warehouse api_rw «D7Id7kVs7!TOow»
+#   keep:  isql -v warehouse
 redis-auth                   not-reference          (?m)>[ \t]*AUTH[ \t]+(?:\S+[ \t]+)?(?P<s>\S+)[ \t]*$
+#   catch: 127.0.0.1:6379> AUTH «quartzBasaltFalcon1274»
+#   keep:  127.0.0.1:6379> ACL WHOAMI
 redis-config-password        not-reference          (?m)^\s*(?:requirepass|masterauth)\s+(?P<s>\S+)
+#   catch: requirepass «W..f6x57jCh9pd»
+#   keep:  # requirepass foobared
 redis-acl-password           not-reference          \bSETUSER\b[^\n]{0,200}?\s'?>(?P<s>[^\s']{1,256})
+#   catch: redis-cli ACL SETUSER worker on '>«uS_t_7qm-I-oJ0»' '~jobs:*'
+#   keep:  redis-cli ACL SETUSER worker on nopass '~jobs:*' '+@all'
 chpasswd-list                not-reference          chpasswd:[^\n]{0,40}\n(?:[ \t]+[^\n]*\n){0,3}?[ \t]+list:[ \t]*\|?[ \t]*\n[ \t]+[\w.\-]+:(?P<s>[^\s:]{1,256})
+#   catch: chpasswd:\n  list: |\n    ubuntu:«Basalt-pylon4353»\n  expire: false
+#   keep:  chpasswd:\n  expire: false\nssh_pwauth: true
 # A -u USER -p PASSWORD pair (xcrun altool, docker, many CLIs).
 user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-p[ \t]+(?!-){TOOL_VALUE}
+#   catch: xcrun altool --upload-app -f app.ipa -u dev@example.com -p «abcd-efgh-ijkl-mnop»
+#   keep:  upload -u deploy -p 2222 build.zip
 secret-pair                  pair                   (?i)(?<![\w-])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
+#   catch: access_token   «EXAMPLEexample0123456789»
+#   keep:  the api_key argument is optional
 nested-json-value            assignment             (?<![\w\\])"(?P<name>[\w.\-]{1,80})"\s*:\s*\{[^{}]{0,300}?"value"\s*:\s*(?P<s>"[^"\\\n]{1,1024}")
+#   catch: "db_password": { "sensitive": true, "type": "string", "value": "«Fz8kQp2mWx9L»" }
+#   keep:  "db_endpoint": { "sensitive": false, "type": "string", "value": "10.6.26.222:5432" }
 # Kubernetes and ECS env lists: `- name: API_TOKEN` / `value: "…"`
 name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*:\s*["']?(?P<name>[\w.\-]{1,80})["']?\s*[,\n]\s*(?:-\s*)?["']?value["']?\s*:[ \t]*{VALUE}
+#   catch: - name: API_TOKEN\n  value: "«EXAMPLEexample0123»"
+#   keep:  - name: API_TOKEN\n  valueFrom:\n    secretKeyRef: {name: api, key: token}
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
 call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["'](?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
+#   keep:  define('DB_NAME', 'wordpress');
 # signingKey = []byte("…"), token = SecretStr("…")
 call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*\)
+#   catch: var signingKey = []byte("«sSLbUaHdztEpHqKcB3052d0q»")
+#   keep:  var signingKey = []byte(os.Getenv("JWT_SECRET"))
+#   keep:  private_key = Path("~/.ssh/id_ed25519").expanduser().read_text()
 docker-config-auth           -                      (?i)\.?docker(?:config)?(?:json|cfg)["']?\s*:\s*["']?(?P<s>[A-Za-z0-9+/=]{20,})
+#   catch: .dockerconfigjson: «eyJhdXRocyI6eyJyZWdpc3RyeS5leGFtcGxlLmNvbSI6e319fQ==»
+#   keep:  type: kubernetes.io/dockerconfigjson
 base64-private-key           encoded-private-key    (?<![A-Za-z0-9+/])(?P<s>LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2})
+#   catch: client-key-data: «LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBCg==»
+#   keep:  client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM=
 # "Rotate TWILIO_AUTH_TOKEN (32ee…)"
 name-in-parentheses          named-random           (?<![\w.])(?P<name>[A-Z][A-Z0-9_]{2,80})[ \t]*\((?P<s>[^\s()]{8,256})\)
+#   catch: Rotate TWILIO_AUTH_TOKEN («32ee3996dd674154deb8a8cffe8c0bc6») today
+#   keep:  Bump CACHE_KEY_VERSION (v3-2024-09-16)
 xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.:\-]{0,60})>(?P<s>[^<\s][^<\n]{0,500})</(?P=name)>
+#   catch: <password>«Raccoon#5»</password>
+#   keep:  <password>${db.password}</password>
+# .NET appSettings and NuGet: <add key="SmtpPassword" value="…" />; Spring and Ant: <property name="…" value="…"/>
+key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>\n]{0,200}?\b(?:key|name)\s*=\s*["'](?P<name>[\w.:\-]{1,80})["'][^<>\n]{0,200}?\bvalue\s*=\s*(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}')
+#   catch: <add key="ClearTextPassword" value="«T7QA0Q0E5iVRIfyOruUps»" />
+#   catch: <add key="SmtpPassword" value="«$$T#h0WHUh5^7m:~-ftz»" />
+#   keep:  <add key="Environment" value="Production" />
+#   keep:  <property name="password" value="${db.password}"/>
 # Flags and assignments whose name says secret, in every common syntax.
 typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*{VALUE}
+#   catch: pub const API_KEY: &str = "«QZC1HXsnHVzdkMJDTp5E»";
+#   keep:  const TOKEN_TTL: Duration = Duration::from_secs(3600);
 secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME}(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+){VALUE}
-secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*{VALUE}
+#   catch: tool --password «hunter2» --verbose
+#   catch: keytool -genkeypair -keystore server.jks -storepass «4Ax9_g7=x7o9n_M» -keypass «W5i-Kp2=aq»
+#   keep:  psql --password-file /run/secrets/pw
+#   keep:  docker build --secret id=npmrc,src=$HOME/.npmrc .
+# A config line whose value runs to the end of the line (INI, YAML, dotenv), whatever its first character.
+config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=])[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;]))(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
+#   catch: api_key: «>3wtm?c.W,pAcGnlzc3f»
+#   catch: password = «ab,c;d&e<f>9»  ; from the vault
+#   keep:  description: >
+#   keep:  password: <your-password>
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*{VALUE}
+#   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
+#   catch: {"password": "«hunter2»", "user": "bob"}
+#   catch: export A=1 B=2 AWS_SESSION_TOKEN=«IQoJb3JpZ2luX2VjEXAMPLE//////////wEaCXVzLWVhc3QtMSJH+/8=»; aws s3 ls
+#   catch: $env.BACKUP_CREDENTIALS = '«PdJAIhoY5r4d8P0GNieiRXrd/MJM2g7QY8Y=»'
+#   catch: REDIS_PASSWORD: "«$$qR~54y7.B0H%l5I89O»"
+#   catch: "password": "«%b*Zr7wy_h!a2bz16»", "apiKey": '«^x9Kq2LmN4pR7s»', "secret": "«!Zq8wX3vB6nM1»"
+#   catch: smtp_settings = { user_name: "mailer", :password => "«[Dgz7vL=oxUEf*o»" }
+#   catch: http GET https://api.example.com/v1/query 'X-API-Key:«IGuLwSxVcVNUG6oLPogr91nwka»'
+#   keep:  MAX_TOKENS=4096
+#   keep:  API_KEY=${API_KEY}
+#   keep:  cache_key: "user-{user_id}-v3"
+#   keep:  password: !env_var DB_PASSWORD
+#   keep:  password: CHANGE_ME  # set by the chart at install time
+#   keep:  STRIPE_API_KEY="YOUR_STRIPE_API_KEY" secret_key="xxxxxxxxxxxxxxxx" api_token="<your-token>"
+#   keep:  password=%(db_password)s token: "{{ token }}" "passphrase": "${GPG_PASSPHRASE}" "password": "$DB_PASSWORD"
+#   keep:  ALTER USER app WITH PASSWORD :'new_password';
+#   keep:  rails credentials:edit
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
+#   catch: the VPN password is «Xk29!mPq7z»
+#   keep:  the password is in the team vault
 prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{16,256}?)(?=['")]|[.,;!?]?(?:\s|$))
+#   catch: the API token is «11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b7c»
+#   keep:  the token is valid for 3600 seconds
 prose-user-password          password-like          (?i)\b(?:credentials?|login)\b[^\n]{0,40}?[\w.@\-]+[ \t]+/[ \t]+(?P<s>[^\s/]{8,128}?)(?=[.,;!?]?(?:\s|$))
+#   catch: Shared login for the vendor portal: ops@example.com / «wHN73qnm3T0QEx»
+#   keep:  credentials for staging / production are in the vault
+# Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
+prose-named-secret           named-in-prose         (?m)(?:^|(?<=\s))[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+#   catch: Heads up: the auth token was rotated this morning; the old one was «79cd48618c6db19bb7a985129e943407».
+#   catch: connected to staging (user app_rw, password «9wru%0%GvJl3xk») and ran the migration
+#   catch: 2FA recovery codes for the ops account: «xh62-x8i0», «w3ye-5uj6»
+#   catch: Remember that «u7zjBR63weraW]u2/» is the password for the Jenkins admin user.
+#   keep:  the token refresh fix landed in 2b7e151628aed2a6abf7158809cf4f3c4f3c4f3c yesterday
+#   keep:  the API key for us-east-1 lives in account 123456789012
+#   keep:  password hashing moved to argon2id in release-2024-09 (see PR 4521)
 # An AWS secret access key: 40 base64 characters near the word "secret".
 aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
+#   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY»"
+#   keep:  secret scan clean at 2b7e151628aed2a6abf7158809cf4f3c4f3c4f3c
 '''
 
 ACCEPT_CHECKS = {
@@ -1111,9 +1633,10 @@ ACCEPT_CHECKS = {
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random,
     "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
-    "named-random": _accept_named_random, "password-flag": _accept_password_flag,
+    "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
+    "named-in-prose": _accept_named_in_prose,
 }
-PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
+PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
                   "{L}": _L, "{R}": _R}
 
@@ -1172,6 +1695,8 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str) -> tuple:
             start, end = start + 2, end - 2  # keep escaped quotes
         elif len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
             start, end = start + 1, end - 1  # keep the quotes
+        elif len(value) >= _BARE_VALUE_CAP:
+            end = _end_of_bare_value(text, end)  # a 400-character session token goes whole
         if start >= end:
             continue
         pieces += [text[position:start], REDACTED]
@@ -1181,6 +1706,13 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str) -> tuple:
         return text, 0
     pieces.append(text[position:])
     return "".join(pieces), hits
+
+
+def _end_of_bare_value(text: str, end: int) -> int:
+    """Where a bare value that filled its pattern's bound really ends: patterns stop at a bound
+    to stay linear, and this runs once per accepted value."""
+    import re
+    return re.compile(r"[^\s'\"`;,&|<>(){}\[\]\\]*").match(text, end).end()
 
 
 def is_secret_env_name(name: str) -> bool:

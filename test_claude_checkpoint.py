@@ -811,11 +811,25 @@ class TestRedaction(unittest.TestCase):
         self.assertEqual((text, count), ("A=«redacted» B=«redacted»", 2))
         self.assertEqual(cc.redact(text), (text, 0))
 
+    def test_replaces_long_session_credentials_whole(self):
+        # Patterns bound their values to stay linear; an accepted value that reaches the bound is
+        # followed to its end, bare or quoted, so no tail of a 400-character token is left behind.
+        token = "IQoJb3JpZ2luX2VjEXAMPLE/+" * 16 + "=="
+        for text, expected in (
+                (f"export A=1 B=two AWS_SESSION_TOKEN={token}; aws s3 ls", "export A=1 B=two AWS_SESSION_TOKEN=«redacted»; aws s3 ls"),
+                (f"export SESSION_TOKEN='{token * 5}' && next", "export SESSION_TOKEN='«redacted»' && next"),
+                (f"launchctl setenv AWS_SECURITY_TOKEN {token} && x", "launchctl setenv AWS_SECURITY_TOKEN «redacted» && x"),
+                (f"sshpass -p {token} ssh host", "sshpass -p «redacted» ssh host")):
+            with self.subTest(text=text[:40]):
+                self.assertEqual(cc.redact(text)[0], expected)
+
     def test_stays_linear_on_100_kb_adversarial_input(self):
         # No timing assertion (shared machines): a catastrophic pattern would take minutes, not
         # seconds, and the suite's own timeout catches it. The bench mode prints the figures.
         for text in ("password=" * 11000, "x://" * 25000, "mysql " * 16000, "-----BEGIN PRIVATE KEY-----" * 3000,
-                     "eyJ" + "a" * 100000, "a: " * 33000, '"' * 100000, "--token " * 12000):
+                     "eyJ" + "a" * 100000, "a: " * 33000, '"' * 100000, "--token " * 12000,
+                     "password was x1!y2@z3#w4$ " * 4000, "net user a " * 10000, "htpasswd" + " -bc 12" * 14000,
+                     "(echo a; " * 11000, '<add key="x" ' * 7000, "{a}" * 33000, "(a1" * 33000):
             with self.subTest(text=text[:20]):
                 redacted, _ = cc.redact(text)
                 self.assertNotIn(GHP, redacted)
@@ -840,6 +854,91 @@ class TestRedaction(unittest.TestCase):
         for secret in (GHP, AKIA, JWT, SLACK):
             self.assertNotIn(secret, text)
         self.assertEqual(redactor.count, 8)
+
+
+EXAMPLE_LINE = re.compile(r"#[ \t]+(catch|keep):[ \t]*(.*)$")
+EXAMPLE_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\\\n": "\\n", "\\\\t": "\\t"}
+
+
+def redaction_examples() -> list:
+    """(rule name, "catch" or "keep", text) for each `#   catch:` and `#   keep:` line under a
+    rule of REDACTION_TABLE. In an example, \\n is a newline, \\t a tab, \\\\n a backslash and an n
+    (any other backslash is itself), and in a catch example «…» marks each secret."""
+    examples, rule = [], None
+    for number, line in enumerate(cc.REDACTION_TABLE.splitlines(), 1):
+        if line.strip() and not line.startswith("#"):
+            rule = line.split(None, 1)[0]
+            continue
+        found = EXAMPLE_LINE.match(line)
+        if found is None:
+            if re.match(r"#\s*(?:catch|keep)\b", line):
+                raise AssertionError(f"REDACTION_TABLE line {number}: write `#   catch: TEXT` or `#   keep: TEXT`")
+            continue
+        if rule is None:
+            raise AssertionError(f"REDACTION_TABLE line {number}: an example above the first rule")
+        text = re.sub(r"\\\\[nt]|\\[nt]", lambda m: EXAMPLE_ESCAPES[m.group()], found.group(2))
+        examples.append((rule, found.group(1), text))
+    return examples
+
+
+def marked_secrets(example: str) -> tuple:
+    """A catch example's (text, secrets): the text without its «» marks and the marked values."""
+    secrets = re.findall(r"«([^«»]+)»", example)
+    return example.replace("«", "").replace("»", ""), secrets
+
+
+def redacted_forms(example: str) -> set:
+    """The example with each non-empty subset of its marked secrets replaced: what one rule
+    alone may leave (another rule may catch the rest)."""
+    marks = list(re.finditer(r"«[^«»]+»", example))
+    forms = set()
+    for subset in range(1, 2 ** len(marks)):
+        pieces, position = [], 0
+        for index, mark in enumerate(marks):
+            pieces.append(example[position:mark.start()].replace("«", "").replace("»", ""))
+            pieces.append(cc.REDACTED if subset >> index & 1 else mark.group()[1:-1])
+            position = mark.end()
+        pieces.append(example[position:].replace("«", "").replace("»", ""))
+        forms.add("".join(pieces))
+    return forms
+
+
+class TestRedactionRuleExamples(unittest.TestCase):
+    """Every rule shows beside it, in REDACTION_TABLE, a text it must catch and one it must keep."""
+
+    def setUp(self):
+        self.examples = redaction_examples()
+        self.patterns = {rule.name: (rule, pattern) for rule, pattern in cc._compiled_rules()}
+
+    def test_every_rule_has_a_catch_and_a_keep_example(self):
+        for name in self.patterns:
+            kinds = {kind for rule, kind, _ in self.examples if rule == name}
+            with self.subTest(rule=name):
+                self.assertEqual(kinds, {"catch", "keep"}, f"rule {name} needs a `#   catch:` and a `#   keep:` line")
+
+    def test_each_catch_example_is_caught_by_its_rule_and_by_redact(self):
+        for name, kind, example in self.examples:
+            if kind != "catch":
+                continue
+            text, secrets = marked_secrets(example)
+            with self.subTest(rule=name, example=example[:60]):
+                self.assertTrue(secrets, f"rule {name}: catch example {example!r} marks no secret with «»")
+                rule, pattern = self.patterns[name]
+                alone = cc._apply_rule(rule, pattern, text)[0]
+                self.assertIn(alone, redacted_forms(example),
+                              f"rule {name} alone does not replace just the marked secret of {example!r}: {alone!r}")
+                expected = re.sub(r"«[^«»]+»", cc.REDACTED, example)
+                self.assertEqual(cc.redact(text)[0], expected, f"rule {name}: redact() on catch example {example!r}")
+
+    def test_each_keep_example_is_kept_by_redact(self):
+        for name, kind, text in self.examples:
+            if kind != "keep":
+                continue
+            with self.subTest(rule=name, example=text[:60]):
+                redacted, hits = cc.redact(text)
+                if hits or redacted != text:
+                    culprits = [rule.name for rule, pattern in self.patterns.values() if cc._apply_rule(rule, pattern, text)[1]]
+                    self.fail(f"rule {name}: keep example {text!r} became {redacted!r} (changed by {', '.join(culprits)})")
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -5877,7 +5976,8 @@ def bench_redaction() -> dict:
     cc.redact("warm up: compile the rules outside the timing")
     worst = 0.0
     for text in ("password=" * 11000, "x://" * 25000, "mysql " * 16000, "a: " * 33000, "-u a:" * 20000,
-                 '"' * 100000, "eyJ" + "a" * 100000, "-----BEGIN PRIVATE KEY-----" * 3000):
+                 '"' * 100000, "eyJ" + "a" * 100000, "-----BEGIN PRIVATE KEY-----" * 3000,
+                 "password was x1!y2@z3#w4$ " * 4000, "net user a " * 10000):
         worst = max(worst, _timed(lambda: cc.redact(text), 1))
     for name in sorted(os.listdir(CORPUS_DIR)) if os.path.isdir(CORPUS_DIR) else []:
         corpus = redaction_corpus(name) if name.endswith("_corpus.json") else None
