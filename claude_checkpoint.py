@@ -53,9 +53,12 @@ __version__ = "1.0.0"
 SERVER_NAME = "claude-checkpoint"
 SERVER_TITLE = "Claude Checkpoint"
 
-# Version 1 is the format of the original claude-checkpoint-mcp; 2 adds what the
-# hooks record (auto markers, transcript cursors). Older files are migrated on load.
-SCHEMA_VERSION = 2
+# Version 1 is the format of the original claude-checkpoint-mcp, and what we write: the
+# fields we add (hook markers and cursors, omitted-file counts) are optional, which is no
+# breaking change, and the original refuses any version above 1. claude-checkpoint 1.0.0
+# wrote the same format as version 2, so files up to NEWEST_READABLE_VERSION are read.
+SCHEMA_VERSION = 1
+NEWEST_READABLE_VERSION = 2
 
 CHECKPOINT_NAME = ".claude-checkpoint"
 BACKUP_NAME = CHECKPOINT_NAME + ".prev"
@@ -438,16 +441,16 @@ def _command_from_json(doc: dict) -> Command:
 
 
 def migrate(doc: Any) -> dict:
-    """Bring a stored document of any known schema version to SCHEMA_VERSION."""
+    """Bring a stored document of any readable schema version to SCHEMA_VERSION."""
     doc = _obj(doc, "checkpoint")
     version = doc.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise CheckpointError(f"version: expected a positive integer, got {version!r}")
-    if version > SCHEMA_VERSION:
+        raise CheckpointError(f"version: expected a positive integer, got {_json_type(version)}")
+    if version > NEWEST_READABLE_VERSION:
         raise UnsupportedVersion(
             f"The checkpoint has schema version {version}, newer than this claude-checkpoint "
-            f"({__version__}) understands (up to {SCHEMA_VERSION}). Upgrade claude-checkpoint to read it.")
-    # 1 -> 2: the hook fields are new and optional, so the document is already valid.
+            f"({__version__}) understands (up to {NEWEST_READABLE_VERSION}). Upgrade claude-checkpoint to read it.")
+    # 2 is 1 with the optional fields, which every version-1 reader here already accepts.
     return {**doc, "version": SCHEMA_VERSION}
 
 

@@ -365,9 +365,18 @@ class TestCheckpointJson(unittest.TestCase):
         self.assertEqual(cp.modified_files[0].note, "cookie options")
         self.assertEqual(cp.to_json()["version"], cc.SCHEMA_VERSION)
 
+    def test_writes_version_1_which_the_original_server_reads_and_reads_version_2(self):
+        doc = make_checkpoint(hooks=cc.HookState(["t1"], {"s": 1}), goal_auto=True).to_json()
+        self.assertEqual(doc["version"], 1, "the original Node server refuses any version above 1")
+        for version in (1, 2):  # claude-checkpoint 1.0.0 wrote the same fields as version 2
+            with self.subTest(version=version):
+                cp = cc.Checkpoint.from_json(dict(doc, version=version))
+                self.assertEqual(cp.hooks.tool_use_ids, ["t1"])
+                self.assertEqual(cp.to_json()["version"], 1)
+
     def test_refuses_a_newer_version_asking_to_upgrade(self):
         doc = make_checkpoint().to_json()
-        doc["version"] = cc.SCHEMA_VERSION + 1
+        doc["version"] = 3
         with self.assertRaises(cc.UnsupportedVersion) as caught:
             cc.Checkpoint.from_json(doc)
         self.assertIn("Upgrade", str(caught.exception))
@@ -1918,6 +1927,15 @@ class TestE2eLoad(unittest.TestCase):
         full = load_full(self.server)
         self.assertIs(full["found"], True)
         self.assertEqual(full["checkpoint"]["goal"]["primary"], SEED_V1_CHECKPOINT["goal"]["primary"])
+
+    def test_a_version_2_file_loads_and_the_next_save_writes_version_1(self):
+        self.ws.write(CHECKPOINT, json.dumps(dict(SEED_V1_CHECKPOINT, version=2, hooks={"toolUseIds": ["toolu_1"]})))
+        self.assertIn("Add GitHub OAuth", self.server.load())
+        save_ok(self.server, goal="merged onto version 2", mode="merge")
+        saved = self.ws.checkpoint()
+        self.assertEqual(saved["version"], 1)
+        self.assertEqual(saved["hooks"]["toolUseIds"], ["toolu_1"])
+        self.assertEqual(saved["decisions"], SEED_V1_CHECKPOINT["decisions"])
 
     def test_newer_version_is_refused_with_upgrade_advice(self):
         self.ws.write(CHECKPOINT, json.dumps(dict(SEED_V1_CHECKPOINT, version=999)))
