@@ -62,7 +62,7 @@ NEWEST_READABLE_VERSION = 2
 
 CHECKPOINT_NAME = ".claude-checkpoint"
 BACKUP_NAME = CHECKPOINT_NAME + ".prev"
-LOCK_NAME = CHECKPOINT_NAME + ".lock"
+LOCK_NAME = CHECKPOINT_NAME + ".lock"  # Windows only: POSIX locks the project folder itself
 # Every name above starts with this: they are never listed as modified files.
 CHECKPOINT_FILE_PREFIX = CHECKPOINT_NAME
 
@@ -2171,27 +2171,30 @@ def _fsync_folder(folder: str) -> None:
 
 
 class ProjectLock:
-    """An exclusive lock on <root>/.claude-checkpoint.lock: two servers or hooks saving into
-    one project take turns, so a merge never loses the other's update."""
+    """An exclusive lock held while one process reads, changes and writes the checkpoint: two
+    servers or hooks saving into one project take turns, so a merge never loses the other's
+    update. On POSIX the lock is on the project folder itself (flock on a read-only descriptor
+    of the folder), so no lock file is left in the project. Windows cannot lock a folder:
+    there it locks <root>/.claude-checkpoint.lock."""
 
     def __init__(self, root: str, timeout: float = 10.0):
-        self.path = os.path.join(root, LOCK_NAME)
+        self.root = root
         self.timeout = timeout
         self.fd: Optional[int] = None
 
     def __enter__(self) -> "ProjectLock":
         import time
-        try:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o600)
-        except OSError as error:
-            raise StorageError(f"Could not open the lock file {self.path}: {error.strerror}. "
-                               "Is the project folder writable?") from None
+        self.fd = _lock_descriptor(self.root)
         deadline = time.monotonic() + self.timeout
         while not _try_lock(self.fd):
             if time.monotonic() > deadline:
                 os.close(self.fd)
-                raise StorageError(f"Another process has held {self.path} for {self.timeout:g} s; try again.")
+                self.fd = None
+                raise StorageError(f"Another process has been saving into {self.root} for {self.timeout:g} s; "
+                                   "try again.")
             time.sleep(0.01)
+        if os.name != "nt":
+            _remove_old_lock_file(self.root)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -2201,7 +2204,21 @@ class ProjectLock:
             self.fd = None
 
 
+def _lock_descriptor(root: str) -> int:
+    if os.name == "nt":
+        target, flags = os.path.join(root, LOCK_NAME), os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0)
+    else:
+        target, flags = root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+    try:
+        return os.open(target, flags | _NOFOLLOW, 0o600)
+    except OSError as error:
+        raise StorageError(f"Could not open {target} to lock it: {error.strerror}.") from None
+
+
 def _try_lock(fd: int) -> bool:
+    """True once this process holds the lock, False while another one does. A file system that
+    cannot lock at all (some network mounts) counts as held: every write stays atomic, only two
+    merges at the same instant could then lose an update."""
     try:
         import fcntl
     except ImportError:  # Windows
@@ -2214,8 +2231,10 @@ def _try_lock(fd: int) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
-    except OSError:
+    except BlockingIOError:
         return False
+    except OSError:
+        return True
 
 
 def _unlock(fd: int) -> None:
@@ -2229,6 +2248,20 @@ def _unlock(fd: int) -> None:
             msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
         except OSError:
             pass
+    except OSError:
+        pass
+
+
+def _remove_old_lock_file(root: str) -> None:
+    """claude-checkpoint 1.0.0 locked an empty .claude-checkpoint.lock on POSIX too; it goes."""
+    import stat
+    path = os.path.join(root, LOCK_NAME)
+    try:
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> TranscriptFacts:

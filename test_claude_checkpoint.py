@@ -1030,9 +1030,30 @@ class TestStorage(unittest.TestCase):
             self.assertEqual(stream.read(), "precious")
         self.assertFalse(os.path.islink(os.path.join(root, ".claude-checkpoint")))
         os.symlink(outside, os.path.join(root, ".claude-checkpoint.lock"))
-        with self.assertRaises(cc.StorageError):
-            with cc.ProjectLock(root):
-                pass
+        with cc.ProjectLock(root):
+            pass
+        self.assertTrue(os.path.islink(os.path.join(root, ".claude-checkpoint.lock")))
+        with open(outside) as stream:
+            self.assertEqual(stream.read(), "precious")
+
+    def test_the_project_lock_is_on_the_folder_itself_and_excludes_a_second_holder(self):
+        root = temp_dir(self)
+        with cc.ProjectLock(root):
+            with self.assertRaises(cc.StorageError) as caught:
+                with cc.ProjectLock(root, timeout=0.2):
+                    pass
+            self.assertIn("try again", str(caught.exception))
+            self.assertEqual(os.listdir(root), [], "no lock file in the project")
+        with cc.ProjectLock(root, timeout=0.2):
+            pass
+
+    def test_the_empty_lock_file_of_1_0_0_is_removed(self):
+        root = temp_dir(self)
+        write(root, ".claude-checkpoint.lock", b"")
+        write(root, "notes.lock", b"")
+        with cc.ProjectLock(root):
+            pass
+        self.assertEqual(os.listdir(root), ["notes.lock"])
 
     def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(self):
         root = temp_dir(self)
@@ -2099,12 +2120,13 @@ class TestE2eStorage(unittest.TestCase):
         self.assertIn(CHECKPOINT, text)
         self.assertIn(BACKUP, text)
 
-    def test_no_temp_files_are_left_after_saves(self):
+    def test_saves_leave_no_file_but_the_checkpoint_and_its_prev(self):
         server = start_server(self, self.ws)
         for i in range(3):
             save_ok(server, goal=f"save {i}", mode="merge" if i else "replace")
-        names = checkpoint_names(self.ws.repo)
-        self.assertLessEqual(names, {CHECKPOINT, BACKUP, CHECKPOINT + ".lock"})
+        self.assertEqual(checkpoint_names(self.ws.repo), {CHECKPOINT, BACKUP})
+        self.assertEqual(self.ws.git("status", "--porcelain", "--untracked-files=all").split(),
+                         ["??", CHECKPOINT, "??", BACKUP], "no third file shows up in git status")
 
     def test_symlinks_planted_at_checkpoint_names_are_never_followed(self):
         outside = write(self.ws.home, "outside.json", json.dumps(dict(SEED_V1_CHECKPOINT, goal={
