@@ -146,17 +146,16 @@ HOOK_EVENTS = {  # subcommand -> what it does
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
 
 INSTRUCTIONS = (
-    "This server keeps the session's working state in <project>/.claude-checkpoint "
-    "so that work survives crashes, /clear and compaction.\n"
-    "- At the start of a session, and right after /clear or a compaction, call "
-    "load_session_checkpoint and continue from its brief; re-read only the files it "
-    "flags as changed.\n"
-    "- Call save_session_checkpoint after finishing a milestone, before a risky "
-    "operation (migration, rebase, mass edit), and when the conversation grows long. "
-    "Give the goal, tasks with status, a summary of where things stand, next steps, "
-    "decisions and dead ends, and the commands that mattered with their exit codes.\n"
+    "Keeps this session's working state in <project>/.claude-checkpoint across crashes, /clear "
+    "and compaction.\n"
+    "- At the start of a session and right after /clear or a compaction, call "
+    "load_session_checkpoint and continue from its brief; re-read only the files it flags "
+    "as changed.\n"
+    "- Call save_session_checkpoint after a milestone, before a risky operation (migration, "
+    "rebase, mass edit) and when the conversation grows long: goal, tasks with status, where "
+    "things stand, next steps, decisions and dead ends, commands that mattered with exit codes.\n"
     "- For small updates use mode \"merge\": it keeps what you do not resend.\n"
-    "Git facts, file hashes and secret redaction are added by the server."
+    "Git facts, file hashes and secret redaction are added for you."
 )
 
 
@@ -2569,8 +2568,11 @@ def _string(limit: int, description: str = "") -> dict:
     return schema
 
 
-def _array(items: dict, limit: int, description: str) -> dict:
-    return {"type": "array", "items": items, "maxItems": limit, "description": description}
+def _array(items: dict, limit: int, description: str = "") -> dict:
+    schema: dict = {"type": "array", "items": items, "maxItems": limit}
+    if description:
+        schema["description"] = description
+    return schema
 
 
 def _object(properties: dict, required: tuple = ()) -> dict:
@@ -2580,42 +2582,42 @@ def _object(properties: dict, required: tuple = ()) -> dict:
     return schema
 
 
-PROJECT_ROOT_SCHEMA = _string(LIMITS["projectRoot"], "Absolute project path; overrides the default root")
+PROJECT_ROOT_SCHEMA = _string(LIMITS["projectRoot"], "Absolute project path, if not the current one")
 
 SAVE_INPUT_SCHEMA = _object({
     "goal": _string(LIMITS["goal"], "The session's main goal"),
     "tasks": _array(_object({"description": _string(LIMITS["task.description"]),
                              "status": {"type": "string", "enum": [s.value for s in TaskStatus]}},
-                            ("description",)), LIMITS["tasks"], "Tasks with status"),
+                            ("description",)), LIMITS["tasks"]),
     "summary": _string(LIMITS["summary"], "Where things stand: what works, what is broken, what was in flight"),
     "nextSteps": _array(_string(LIMITS["nextSteps.item"]), LIMITS["nextSteps"], "Ordered next actions"),
     "decisions": _array(_string(LIMITS["decisions.item"]), LIMITS["decisions"], "Decisions, constraints, dead ends"),
     "modifiedFiles": _array(_object({"path": _string(LIMITS["modifiedFiles.path"]),
                                      "note": _string(LIMITS["modifiedFiles.note"])}, ("path",)),
-                            LIMITS["modifiedFiles"], "Files to annotate (git changes are found automatically)"),
+                            LIMITS["modifiedFiles"], "Files to annotate; git changes are found anyway"),
     "recentCommands": _array(_object({"command": _string(LIMITS["recentCommands.command"]),
                                       "exitCode": {"type": "integer"},
                                       "note": _string(LIMITS["recentCommands.note"])}, ("command",)),
                              LIMITS["recentCommands"], "Commands that mattered, oldest first"),
     "mode": {"type": "string", "enum": [m.value for m in SaveMode],
-             "description": "replace (default) or merge: keep what is not resent"},
+             "description": "merge keeps what is not resent; default replace"},
     "projectRoot": PROJECT_ROOT_SCHEMA,
 }, ("goal",))
 
-SAVE_OUTPUT_SCHEMA = _object({
+SAVE_OUTPUT_SCHEMA = {"type": "object", "properties": {  # what clients check the structured answer against
     "path": {"type": "string"}, "projectRoot": {"type": "string"}, "bytes": {"type": "integer"},
     "mode": {"type": "string", "enum": [m.value for m in SaveMode]},
-    "counts": _object({k: {"type": "integer"} for k in ("tasks", "modifiedFiles", "recentCommands", "redactions")},
-                      ("tasks", "modifiedFiles", "recentCommands", "redactions")),
+    "counts": {"type": "object", "properties": {
+        k: {"type": "integer"} for k in ("tasks", "modifiedFiles", "recentCommands", "redactions")}},
     "git": {"type": ["object", "null"], "properties": {"branch": {"type": ["string", "null"]},
                                                         "head": {"type": "string"}}},
     "truncated": {"type": "boolean"},
     "warnings": {"type": "array", "items": {"type": "string"}},
-}, ("path", "bytes", "mode", "counts", "warnings"))
+}, "required": ["path", "bytes", "mode", "counts", "warnings"]}
 
 LOAD_INPUT_SCHEMA = _object({
     "format": {"type": "string", "enum": [f.value for f in BriefFormat],
-               "description": "brief (default): markdown resume brief; full: the whole checkpoint and drift as JSON"},
+               "description": "brief (default, markdown) or full (checkpoint and drift as JSON)"},
     "projectRoot": PROJECT_ROOT_SCHEMA,
 })
 
@@ -2665,18 +2667,16 @@ class Tool:
 
 TOOLS = {tool.name: tool for tool in (
     Tool("save_session_checkpoint", "Save session checkpoint",
-         "Save the session's working state (goal, tasks, summary, next steps, decisions, files, commands) "
-         "to <project>/.claude-checkpoint. Call after a milestone, before risky operations, and when the "
-         "conversation grows long; use mode \"merge\" for small updates.",
+         "Save the session's working state to <project>/.claude-checkpoint. Call after a milestone, "
+         "before a risky operation and when the conversation grows long.",
          SAVE_INPUT_SCHEMA,
-         {"title": "Save session checkpoint", "readOnlyHint": False, "destructiveHint": False,
-          "idempotentHint": False, "openWorldHint": False},
+         {"destructiveHint": False, "idempotentHint": False, "openWorldHint": False},
          tool_save, SAVE_OUTPUT_SCHEMA),
     Tool("load_session_checkpoint", "Load session checkpoint",
-         "Load the saved session checkpoint as a compact resume brief that flags files changed since. "
-         "Call at the start of a session and right after /clear or a compaction.",
+         "Load the saved checkpoint as a resume brief that flags files changed since. Call at the start "
+         "of a session and right after /clear or a compaction.",
          LOAD_INPUT_SCHEMA,
-         {"title": "Load session checkpoint", "readOnlyHint": True, "openWorldHint": False},
+         {"readOnlyHint": True, "openWorldHint": False},
          tool_load),
 )}
 

@@ -1323,6 +1323,16 @@ class TestE2eProtocol(unittest.TestCase):
         self.assertIn("outputSchema", save)
         self.assertNotIn("outputSchema", load)
 
+    def test_tools_list_and_instructions_cost_at_most_4096_bytes(self):
+        # Paid in tokens by every session before it does anything (SPEC section 2).
+        server = start_server(self, self.ws, initialize=False)
+        instructions = server.initialize()["result"]["instructions"]
+        tools = server.request("tools/list")["result"]
+        cost = len(json.dumps(tools, separators=(",", ":"), ensure_ascii=False).encode()) + \
+            len(json.dumps(instructions, ensure_ascii=False).encode())
+        self.assertLessEqual(cost, 4096)
+        self.assertEqual(len(tools["tools"]), 2, "the tool list must not grow")
+
     def test_load_returns_text_only(self):
         server = start_server(self, self.ws)
         for arguments in ({}, {"format": "full"}):
