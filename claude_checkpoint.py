@@ -477,10 +477,10 @@ def _int(value: Any, name: str) -> int:
 
 
 def _enum(kind: type, value: Any, name: str):
-    try:
-        return kind(value)
-    except ValueError:
-        raise CheckpointError(f"{name}: {value!r} is not one of {[m.value for m in kind]}") from None
+    allowed = [m.value for m in kind]
+    if not isinstance(value, str) or value not in allowed:
+        raise CheckpointError(f"{name}: {preview(value)} is not one of {', '.join(allowed)}")
+    return kind(value)
 
 
 def _list_of_obj(value: Any, name: str) -> list:
@@ -526,7 +526,7 @@ def parse_save_arguments(args: Any) -> SaveRequest:
         raise InvalidArgument("arguments", "must be an object")
     unknown = sorted(set(args) - set(SAVE_FIELDS))
     if unknown:
-        raise InvalidArgument(unknown[0], f"unknown field; allowed fields are {', '.join(SAVE_FIELDS)}")
+        raise InvalidArgument(short_name(unknown[0]), f"unknown field; allowed fields are {', '.join(SAVE_FIELDS)}")
     if "goal" not in args:
         raise InvalidArgument("goal", "is required")
     request = SaveRequest(goal=_arg_text(args["goal"], "goal", LIMITS["goal"], required=True))
@@ -582,14 +582,14 @@ def _arg_object(value: Any, name: str, allowed: tuple) -> dict:
         raise InvalidArgument(name, f"must be an object, got {_json_type(value)}")
     unknown = sorted(set(value) - set(allowed))
     if unknown:
-        raise InvalidArgument(f"{name}.{unknown[0]}", f"unknown field; allowed fields are {', '.join(allowed)}")
+        raise InvalidArgument(f"{name}.{short_name(unknown[0])}", f"unknown field; allowed fields are {', '.join(allowed)}")
     return value
 
 
 def _arg_enum(kind: type, value: Any, name: str):
     allowed = [m.value for m in kind]
     if not isinstance(value, str) or value not in allowed:
-        raise InvalidArgument(name, f"must be one of {', '.join(allowed)}, got {value!r}"[:200])
+        raise InvalidArgument(name, f"must be one of {', '.join(allowed)}, got {preview(value)}")
     return kind(value)
 
 
@@ -625,6 +625,18 @@ def _arg_command(value: Any, name: str) -> Command:
     return Command(_arg_text(cmd["command"], f"{name}.command", LIMITS["recentCommands.command"], required=True),
                    exit_code,
                    None if note is None else _arg_text(note, f"{name}.note", LIMITS["recentCommands.note"]))
+
+
+def preview(value: Any, limit: int = 60) -> str:
+    """How a message quotes a value it was given: the start of a string, or the JSON type of
+    anything else. Never a repr of the whole: it can be huge, or nested past the recursion limit."""
+    if isinstance(value, str):
+        return repr(short_name(value, limit))
+    return _json_type(value)
+
+
+def short_name(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _json_type(value: Any) -> str:
@@ -1501,13 +1513,14 @@ class TranscriptScanner:
             return
         call_id, name, args = block.get("id"), block.get("name"), block.get("input")
         if (isinstance(call_id, str) and call_id not in self.seen and isinstance(args, dict)
-                and (name in EDIT_TOOLS or name in SHELL_TOOLS)):
+                and isinstance(name, str) and (name in EDIT_TOOLS or name in SHELL_TOOLS)):
             self.pending[call_id] = ToolCall(call_id, name, args, offset)
 
     def _note_result(self, block: Any) -> None:
         if not (isinstance(block, dict) and block.get("type") == "tool_result"):
             return
-        call = self.pending.pop(block.get("tool_use_id"), None)
+        call_id = block.get("tool_use_id")
+        call = self.pending.pop(call_id, None) if isinstance(call_id, str) else None
         if call is None:
             return
         failed = block.get("is_error") is True
@@ -2633,7 +2646,7 @@ def tool_load(arguments: Any, context: ToolContext) -> ToolResult:
         raise InvalidArgument("arguments", "must be an object")
     unknown = sorted(set(arguments) - {"format", "projectRoot"})
     if unknown:
-        raise InvalidArgument(unknown[0], "unknown field; allowed fields are format, projectRoot")
+        raise InvalidArgument(short_name(unknown[0]), "unknown field; allowed fields are format, projectRoot")
     fmt = BriefFormat.BRIEF
     if arguments.get("format") is not None:
         fmt = _arg_enum(BriefFormat, arguments["format"], "format")
@@ -2809,28 +2822,42 @@ class Protocol:
 
     # ── Messages ──
     def handle(self, message: Any) -> Optional[dict]:
+        """The reply to one message: None for a notification or a response. Every field is
+        checked for its type before use (a wrong one is -32600 or -32602), so the except
+        below is for bugs alone."""
+        try:
+            return self._handle(message)
+        except Exception as error:  # a bug: log it, answer, keep serving
+            import traceback
+            self.world.log(traceback.format_exc())
+            if not (isinstance(message, dict) and "id" in message and "method" in message):
+                return None
+            request_id = message["id"] if _valid_id(message["id"]) else None
+            return error_reply(request_id, INTERNAL_ERROR, f"Internal error: {type(error).__name__}")
+
+    def _handle(self, message: Any) -> Optional[dict]:
         if not isinstance(message, dict):
             return error_reply(None, INVALID_REQUEST, "Invalid request: expected a JSON-RPC object")
         if "method" not in message and "id" in message and ("result" in message or "error" in message):
             self._client_response(message)
             return None
-        request_id = message.get("id")
+        request_id, method, params = message.get("id"), message.get("method"), message.get("params", {})
         is_notification = "id" not in message
-        if (message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str)
-                or not _valid_id(request_id) or not isinstance(message.get("params", {}), dict)):
-            if is_notification and isinstance(message.get("method"), str):
+        if (message.get("jsonrpc") != "2.0" or not isinstance(method, str) or not _valid_id(request_id)
+                or not isinstance(params, dict)):
+            if is_notification and isinstance(method, str):
                 return None  # a malformed notification gets no reply either
             return error_reply(request_id if _valid_id(request_id) else None, INVALID_REQUEST,
                                "Invalid request: needs jsonrpc \"2.0\", a string method, an id that is a string "
                                "or integer, and params that are an object")
         if is_notification:
-            self._notification(message["method"], message.get("params") or {})
+            self._notification(method, params)
             return None
         try:
-            request = self._settle_era(request_id, message["method"], message.get("params") or {})
-            handler = self.handlers.get(request.method)
+            request = self._settle_era(request_id, method, params)
+            handler = self.handlers.get(method)
             if handler is None:
-                raise RpcError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
+                raise RpcError(METHOD_NOT_FOUND, f"Method not found: {short_name(method)}")
             result = handler(request)
         except RpcError as error:
             return error_reply(request_id, error.code, str(error), error.data)
@@ -2838,10 +2865,6 @@ class Protocol:
             return {"jsonrpc": "2.0", "id": request_id, "result": self._input_required()}
         except CheckpointError as error:
             return error_reply(request_id, INVALID_PARAMS, str(error))
-        except Exception as error:  # a bug: log it, answer, keep serving
-            import traceback
-            self.world.log(traceback.format_exc())
-            return error_reply(request_id, INTERNAL_ERROR, f"Internal error: {type(error).__name__}: {error}")
         return {"jsonrpc": "2.0", "id": request_id, "result": self._decorate(request, result)}
 
     def _settle_era(self, request_id: Any, method: str, params: dict) -> Request:
@@ -2855,7 +2878,8 @@ class Protocol:
             raise RpcError(INVALID_PARAMS, f"params._meta is missing the required key {META_PROTOCOL}")
         if version not in STATELESS_VERSIONS:
             raise RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
-                           {"supported": list(STATELESS_VERSIONS + HANDSHAKE_VERSIONS[::-1]), "requested": version})
+                           {"supported": list(STATELESS_VERSIONS + HANDSHAKE_VERSIONS[::-1]),
+                            "requested": short_name(version)})
         capabilities = meta.get(META_CAPABILITIES)
         if not isinstance(capabilities, dict):
             raise RpcError(INVALID_PARAMS, f"params._meta is missing the required key {META_CAPABILITIES}")
@@ -2887,13 +2911,15 @@ class Protocol:
         self.outbox.append({"jsonrpc": "2.0", "id": self.roots_request_id, "method": "roots/list", "params": {}})
 
     def _client_response(self, message: dict) -> None:
-        if message.get("id") != self.roots_request_id:
+        if self.roots_request_id is None or message.get("id") != self.roots_request_id:
             return
         result = message.get("result")
         roots = result.get("roots") if isinstance(result, dict) else None
         self.client_roots = _root_uris(roots)
         if "error" in message:
-            self.world.log(f"the client refused roots/list: {message.get('error')}")
+            error = message["error"]
+            self.world.log("the client refused roots/list: "
+                           + preview(error.get("message") if isinstance(error, dict) else error, 200))
         self.roots_request_id = None
 
     def take_outbox(self, now: float) -> list:
@@ -2950,11 +2976,8 @@ class Protocol:
 
     # ── Methods ──
     def _initialize(self, request: Request) -> dict:
-        version = request.params.get("protocolVersion")
-        if not isinstance(version, str):
-            raise RpcError(INVALID_PARAMS, "initialize needs params.protocolVersion (a string)")
-        capabilities = request.params.get("capabilities")
-        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        version = _param(request, "protocolVersion", str, required=True)
+        self.client_capabilities = _param(request, "capabilities", dict) or {}
         agreed = version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         return {"protocolVersion": agreed, "capabilities": CAPABILITIES,
                 "serverInfo": SERVER_INFO, "instructions": INSTRUCTIONS}
@@ -2967,26 +2990,38 @@ class Protocol:
         return ToolContext(self.world, self._roots_for(request, explicit_root))
 
     def _call_tool(self, request: Request) -> dict:
-        name = request.params.get("name")
+        name = _param(request, "name", str, required=True)
         if name not in TOOLS:
-            raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}. Tools: {', '.join(TOOLS)}")
-        arguments = request.params.get("arguments")
+            raise RpcError(INVALID_PARAMS, f"Unknown tool: {preview(name)}. Tools: {', '.join(TOOLS)}")
+        arguments = request.params.get("arguments")  # a wrong type is the tool's isError answer
         explicit = arguments.get("projectRoot") if isinstance(arguments, dict) else None
         return call_tool(name, arguments, self._context(request, explicit)).to_json()
 
     def _get_prompt(self, request: Request) -> dict:
-        name = request.params.get("name")
+        name = _param(request, "name", str, required=True)
+        _param(request, "arguments", dict)  # none are taken, but a wrong type is still a wrong request
         if name not in [p["name"] for p in PROMPTS]:
-            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name!r}. Prompts: resume, checkpoint")
+            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {preview(name)}. Prompts: resume, checkpoint")
         context = self._context(request) if name == "resume" else ToolContext(self.world, [])
         return get_prompt(name, context)
 
     def _read_resource(self, request: Request) -> dict:
-        uri = request.params.get("uri")
+        uri = _param(request, "uri", str, required=True)
         if uri not in [r["uri"] for r in RESOURCES]:
             code = INVALID_PARAMS if request.stateless else RESOURCE_NOT_FOUND
-            raise RpcError(code, f"Resource not found: {uri!r}", {"uri": uri})
+            raise RpcError(code, f"Resource not found: {preview(uri)}", {"uri": short_name(uri, 200)})
         return read_resource(uri, self._context(request))
+
+
+def _param(request: Request, key: str, kind: type, required: bool = False) -> Any:
+    """params[key] when it has the right JSON type; None when absent (or null) and optional."""
+    value = request.params.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        name = {str: "a string", dict: "an object", list: "an array"}.get(kind, kind.__name__)
+        raise RpcError(INVALID_PARAMS, f"params.{key} must be {name}, got {_json_type(value)}")
+    return value
 
 
 def _root_uris(roots: Any) -> list:
@@ -3149,9 +3184,16 @@ class StdioTransport:
     def _write(self, payload: Any) -> None:
         import json
         try:
-            line = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError as error:  # NaN or Infinity is not JSON: a bug, and never sent
+            self.protocol.world.log(f"a reply that is not JSON was replaced by an error: {error}")
+            request_id = payload.get("id") if isinstance(payload, dict) else None
+            payload = error_reply(request_id, INTERNAL_ERROR, "Internal error: the reply was not valid JSON")
+            text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        try:
+            line = text.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates from undecodable file names
-            line = json.dumps(payload, separators=(",", ":")).encode("ascii")
+            line = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("ascii")
         self.writer.write(line + b"\n")
         self.writer.flush()
 
@@ -3268,8 +3310,8 @@ def merge_hooks(settings: dict, hooks: dict) -> list:
         present = existing.setdefault(event, [])
         if not isinstance(present, list):
             raise CheckpointError(f"hooks.{event} in settings.json is not a list; fix it by hand first")
-        commands = [h.get("command", "") for g in present if isinstance(g, dict)
-                    for h in g.get("hooks", []) if isinstance(h, dict)]
+        commands = [h.get("command") for g in present if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                    for h in g["hooks"] if isinstance(h, dict)]
         if not any(_is_our_hook(c, ours) for c in commands):
             present.extend(groups)
             added.append(event)

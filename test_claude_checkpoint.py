@@ -382,7 +382,9 @@ class TestCheckpointJson(unittest.TestCase):
         self.assertIn("Upgrade", str(caught.exception))
 
     def test_names_the_bad_field_of_a_hand_edited_file(self):
+        too_deep = deep_nesting(5000, "list")  # quoting it whole would pass the recursion limit
         cases = [("goal", "not an object", "goal"), ("modifiedFiles", [{"path": 3}], "modifiedFiles.path"),
+                 ("goal", {"primary": "g", "tasks": [{"description": "t", "status": too_deep}]}, "tasks.status"),
                  ("version", "2", "version"), ("recentCommands", [{"command": "ls", "exitCode": "x"}],
                                                  "recentCommands.exitCode")]
         for key, value, named in cases:
@@ -734,6 +736,17 @@ class TestTranscriptScanner(unittest.TestCase):
         facts = self.scan(lines, seen=["t1"])
         self.assertEqual(facts.commands, [])
         self.assertEqual(facts.resume_offset, len(lines[0]) + len(lines[1]))
+
+    def test_fields_of_the_wrong_type_are_skipped_not_trusted(self):
+        hostile = {"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": "t9", "name": ["Bash"], "input": {"command": "ls"}},
+            {"type": "tool_use", "id": ["t8"], "name": "Bash", "input": {"command": "ls"}}]}}
+        facts = self.scan(self.lines(
+            hostile, self.use("t1", "Bash", command="make"),
+            {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": {"t1": 1}}]}},
+            {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": ["t1"]}]}},
+            self.result("t1")))
+        self.assertEqual([c.command for c in facts.commands], ["make"])
 
     def test_exit_code_from_result_text(self):
         for text, code in (("Exit code 127\nnot found", 127), ("Error: Exit code 1", 1), ("killed", 1),
@@ -1274,6 +1287,26 @@ class TestE2eProtocol(unittest.TestCase):
         self.assertEqual(reply["error"]["code"], -32600, reply)
         self.assert_still_serving(server)
 
+    def test_params_of_the_wrong_type_are_invalid_params_not_internal_errors(self):
+        server = start_server(self, self.ws)
+        cases = {
+            "tool name a list": ("tools/call", {"name": [{"x": True}, "y"], "arguments": {}}),
+            "tool name a number": ("tools/call", {"name": 5}),
+            "tool name missing": ("tools/call", {"arguments": {"goal": "g"}}),
+            "prompt name an object": ("prompts/get", {"name": {"resume": 1}}),
+            "prompt arguments a string": ("prompts/get", {"name": "resume", "arguments": "x"}),
+            "resource uri a number": ("resources/read", {"uri": 5}),
+            "resource uri a list": ("resources/read", {"uri": ["checkpoint://brief"]}),
+            "protocolVersion a number": ("initialize", {"protocolVersion": 20251125, "capabilities": {}}),
+            "capabilities a string": ("initialize", {"protocolVersion": "2025-11-25", "capabilities": "all"}),
+        }
+        for name, (method, params) in cases.items():
+            with self.subTest(name):
+                reply = server.request(method, params)
+                self.assertEqual(reply["error"]["code"], -32602, reply)
+        server.notify("notifications/cancelled", {"requestId": {"an": "object"}, "reason": ["x"]})
+        self.assert_still_serving(server)
+
     def test_unknown_tool_is_invalid_params(self):
         server = start_server(self, self.ws)
         reply = server.request("tools/call", {"name": "delete_everything", "arguments": {}})
@@ -1368,6 +1401,196 @@ class TestE2eProtocol(unittest.TestCase):
                 server.send_raw(raw)
                 self.assert_still_serving(server)
         self.assertIsNone(server.proc.poll())
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# Protocol under a fuzzer (SPEC section 2: no input, however large or strange, crashes it)
+# ════════════════════════════════════════════════════════════════════════════
+
+FUZZ_SEED = 8  # fixed, so a failure reproduces; the count is bounded so the tests stay fast
+
+
+def deep_nesting(depth: int, kind: str):
+    value: object = "bottom"
+    for _ in range(depth):
+        value = [value] if kind == "list" else {"a": value}
+    return value
+
+
+DEEP_LIST, DEEP_DICT = object(), object()  # built fresh where they are used: too deep to copy
+
+
+def nasty_values(root: str) -> list:
+    """Wrong types for every position: what a buggy or hostile client sends."""
+    return [None, True, False, 0, -1, 1.5, 2 ** 63, -(10 ** 30), 10 ** 400, float("inf"), float("-inf"),
+            float("nan"), "", " ", "\ud800", "a\udfffb", "\x00", "x" * 20_000, "../../etc/passwd", "/", "relative",
+            "file:///", "file://" + root, root, root + "/missing", "2026-07-28", "2025-11-25", "ping",
+            "tools/call", "save_session_checkpoint", "load_session_checkpoint", "checkpoint://brief",
+            "merge", "full", [], {}, [{"x": True}, "y"], {"": None}, ["\ud800"], [1, [2, [3]]],
+            {"uri": 5}, {"roots": "x"}, {"code": "x", "message": ["y"]}, [None] * 50,
+            DEEP_LIST, DEEP_DICT]
+
+
+def fuzz_templates(root: str, roots: bool) -> list:
+    """Valid messages of both eras, every method and notification the server knows, and responses."""
+    save_args = sample_save(projectRoot=root)
+    meta = with_meta()["_meta"]
+    caps = {"roots": {"listChanged": True}} if roots else {}
+    templates = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "f", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3, "reason": "fuzz"}},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}},
+        {"jsonrpc": "2.0", "id": "p", "method": "ping"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "save_session_checkpoint",
+                                                                      "arguments": save_args}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "load_session_checkpoint",
+                                                                      "arguments": {"format": "full"}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "prompts/list"},
+        {"jsonrpc": "2.0", "id": 6, "method": "prompts/get", "params": {"name": "resume", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 7, "method": "resources/list"},
+        {"jsonrpc": "2.0", "id": 8, "method": "resources/templates/list"},
+        {"jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": {"uri": "checkpoint://current"}},
+        {"jsonrpc": "2.0", "id": 10, "method": "server/discover", "params": {"_meta": meta}},
+        {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {
+            "name": "save_session_checkpoint", "arguments": {"goal": "stateless", "mode": "merge"}, "_meta": meta,
+            "inputResponses": {"roots": {"roots": [{"uri": "file://" + root, "name": "p"}]}},
+            "requestState": "roots"}},
+        {"jsonrpc": "2.0", "id": 12, "method": "resources/read", "params": {"uri": "checkpoint://brief", "_meta": meta}},
+        {"jsonrpc": "2.0", "id": 13, "method": "no/such/method", "params": {}},
+    ]
+    if roots:
+        templates += [
+            {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+            {"jsonrpc": "2.0", "id": "claude-checkpoint-roots-1", "result": {"roots": [{"uri": "file://" + root}]}},
+            {"jsonrpc": "2.0", "id": "claude-checkpoint-roots-2", "error": {"code": -1, "message": "no"}},
+        ]
+    return templates
+
+
+def _positions(value, depth: int = 0, found: list | None = None) -> list:
+    """Every (container, key) in a message down to its sixth level, nested arguments included."""
+    found = [] if found is None else found
+    items = list(value.items()) if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        found.append((value, key))
+        if depth < 6:
+            _positions(child, depth + 1, found)
+    return found
+
+
+def fuzz_messages(rng, root: str, count: int, roots: bool = True, deep: int = 2000) -> list:
+    """`count` messages: valid ones with 1-3 mutations each (a value of the wrong type at any
+    position, a key dropped or added), some wrapped in batches."""
+    import copy
+    templates, nasty = fuzz_templates(root, roots), nasty_values(root)
+    if not roots:
+        nasty = [v for v in nasty if not (isinstance(v, dict) and "roots" in v)]
+
+    def pick():
+        value = rng.choice(nasty)
+        if value is DEEP_LIST or value is DEEP_DICT:
+            return deep_nesting(deep, "list" if value is DEEP_LIST else "dict")
+        return copy.deepcopy(value)
+
+    messages = []
+    for _ in range(count):
+        message = copy.deepcopy(rng.choice(templates))
+        for _ in range(rng.randint(0, 3)):
+            positions = _positions(message)
+            if not positions or rng.random() < 0.05:
+                message = pick()
+                break
+            container, key = rng.choice(positions)
+            action = rng.random()
+            if action < 0.6:
+                container[key] = pick()
+            elif action < 0.8 and isinstance(container, dict):
+                del container[key]
+            elif isinstance(container, dict):
+                container[rng.choice(("extra", "_meta", "id", "params", "arguments", "x" * 300))] = pick()
+        if rng.random() < 0.08:
+            message = [message] + [copy.deepcopy(rng.choice(templates)) for _ in range(rng.randint(0, 3))]
+        messages.append(message)
+    return messages
+
+
+def short_repr(value) -> str:
+    import reprlib
+    limits = reprlib.Repr()
+    limits.maxlevel, limits.maxstring, limits.maxother = 4, 80, 80
+    return limits.repr(value)
+
+
+def check_reply(test: unittest.TestCase, message, reply) -> None:
+    """A reply is strict JSON-RPC (no NaN, no Infinity), never an internal error, and there
+    is one exactly when the message is a request."""
+    where = short_repr(message)
+    if reply is None:
+        return
+    test.assertIsInstance(reply, dict, where)
+    json.dumps(reply, allow_nan=False)
+    test.assertEqual(reply.get("jsonrpc"), "2.0", where)
+    test.assertEqual(("result" in reply) + ("error" in reply), 1, where)
+    if "error" in reply:
+        test.assertNotEqual(reply["error"]["code"], -32603, f"{where} -> {short_repr(reply)}")
+        test.assertIsInstance(reply["error"]["message"], str, where)
+
+
+def strict_json(line: bytes):
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(line, parse_constant=refuse)
+
+
+class TestProtocolFuzz(unittest.TestCase):
+    def test_thousands_of_generated_messages_in_process_never_escape_or_give_internal_errors(self):
+        import random
+        rng = random.Random(FUZZ_SEED)
+        root = temp_dir(self)
+        no_git = temp_dir(self, "cc-no-git-")  # git missing: fast, and every warning path runs
+        logged: list = []
+        world = cc.World(env={"PATH": no_git}, cwd=root, home=None, clock=lambda: NOW, log=logged.append)
+        for stateless in (False, True):
+            protocol = cc.Protocol(world)
+            for index, message in enumerate(fuzz_messages(rng, root, 1500, deep=5000)):
+                items = message if isinstance(message, list) and message else [message]
+                for item in items:
+                    try:
+                        reply = protocol.handle(item)
+                    except Exception as error:  # noqa: BLE001 - the point of the test
+                        self.fail(f"message {index} {short_repr(item)} raised {error!r}")
+                    check_reply(self, item, reply)
+                protocol.take_outbox(NOW)
+                if protocol.roots_pending and rng.random() < 0.5:
+                    protocol.give_up_on_roots()
+        self.assertEqual([entry for entry in logged if "Traceback" in entry], [])
+
+    def test_generated_messages_over_stdio_keep_the_server_serving_with_json_rpc_only(self):
+        import random
+        rng = random.Random(FUZZ_SEED)
+        ws = Workspace(self)
+        server = start_server(self, ws, initialize=False)
+        sent = 0
+        raw_garbage = [b"\xff\xfe\xfd\n", b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"\n", b"NaN\n",
+                       b'{"jsonrpc":"2.0","id":1e999,"method":"ping"}\n', b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}\n',
+                       b'{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":Infinity}}\n',
+                       b"[" * 5000 + b"\n", b'"\\ud800"\n', b"\x00\n", b"   \n"]
+        for message in fuzz_messages(rng, ws.repo, 400, roots=False, deep=900):
+            server.send_raw(json.dumps(message).encode() + b"\n")
+            sent += 1
+            if sent % 40 == 0:
+                server.send_raw(rng.choice(raw_garbage))
+        for garbage in raw_garbage:
+            server.send_raw(garbage)
+        self.assertEqual(server.request("ping", request_id="still-there")["result"], {})
+        server.close()
+        for line in server.raw_lines:
+            reply = strict_json(line)
+            for item in reply if isinstance(reply, list) else [reply]:
+                check_reply(self, "(over stdio)", item)
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -3119,6 +3342,14 @@ class InstallTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".gitignore")))
         self.ws.git("check-ignore", "-q", ".claude-checkpoint")
         self.ws.git("check-ignore", "-q", ".claude-checkpoint.prev")
+
+    def test_hook_entries_of_the_wrong_type_are_kept_and_not_trusted(self):
+        odd = {"hooks": {"Stop": [{"hooks": 5}, "x", {"hooks": [7, {"command": ["a"]}]}]}}
+        path = write(os.path.join(self.ws.home, ".claude"), "settings.json", json.dumps(odd))
+        self.install("--write")
+        stop = self.read(path)["hooks"]["Stop"]
+        self.assertEqual(stop[:3], odd["hooks"]["Stop"])
+        self.assertTrue(stop[3]["hooks"][0]["command"].endswith("hook stop"))
 
     def test_corrupt_user_config_is_left_untouched(self):
         path = write(self.ws.home, ".claude.json", b'{"numStartups": 3, oops')
