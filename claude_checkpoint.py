@@ -1157,6 +1157,18 @@ class Redactor:
         )
 
 
+def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset()) -> Any:
+    """A copy of a JSON value with every string redacted but those in `keep` (texts the server
+    itself declares, which hold no secret). Object keys are kept: they are the server's names."""
+    if isinstance(value, str):
+        return value if value in keep else redact(value, known_secrets)[0]
+    if isinstance(value, list):
+        return [redact_texts(item, known_secrets, keep) for item in value]
+    if isinstance(value, dict):
+        return {key: redact_texts(item, known_secrets, keep) for key, item in value.items()}
+    return value
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 6. Core (pure: no clock, environment, file or process access)
 # ════════════════════════════════════════════════════════════════════════════
@@ -3013,6 +3025,28 @@ class Protocol:
         return read_resource(uri, self._context(request))
 
 
+def own_texts() -> frozenset:
+    """Every text of the answers that never change (instructions, tools, prompts, resources,
+    versions). They hold no secret, so the reply boundary passes them as they are: redacting
+    them would compile the rules before the first answer, a start-up cost for nothing."""
+    cached = getattr(own_texts, "cache", None)
+    if cached is None:
+        texts: set = set()
+        pending: list = [INSTRUCTIONS, [t.describe() for t in TOOLS.values()], list(PROMPTS), list(RESOURCES),
+                         SERVER_INFO, list(HANDSHAKE_VERSIONS + STATELESS_VERSIONS), Protocol._input_required(),
+                         ["complete", "private"]]
+        while pending:
+            value = pending.pop()
+            if isinstance(value, str):
+                texts.add(value)
+            elif isinstance(value, dict):
+                pending.extend(value.values())
+            elif isinstance(value, list):
+                pending.extend(value)
+        cached = own_texts.cache = frozenset(texts)
+    return cached
+
+
 def _param(request: Request, key: str, kind: type, required: bool = False) -> Any:
     """params[key] when it has the right JSON type; None when absent (or null) and optional."""
     value = request.params.get(key)
@@ -3036,6 +3070,34 @@ def _root_uris(roots: Any) -> list:
 
 _EOF = object()
 _TOO_LARGE = object()
+
+
+def redact_message(message: Any, known_secrets: tuple) -> Any:
+    """A JSON-RPC message (or batch) with every text redacted (SPEC section 6), errors included;
+    the envelope (jsonrpc, id, method) is the client's or the protocol's and stays as it is."""
+    if isinstance(message, list):
+        return [redact_message(item, known_secrets) for item in message]
+    if not isinstance(message, dict):
+        return message
+    return {key: value if key in ("jsonrpc", "id", "method") else redact_texts(value, known_secrets, own_texts())
+            for key, value in message.items()}
+
+
+class RedactingWriter:
+    """A text stream that redacts what is written to it: the log boundary. stderr (and a
+    command's stdout) are wrapped once, so logs, tracebacks and messages are all covered."""
+
+    def __init__(self, stream: Any, known_secrets: tuple):
+        self._stream = stream
+        self._known_secrets = known_secrets
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            text = redact(text, self._known_secrets)[0]
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def world_from_process() -> World:
@@ -3182,7 +3244,9 @@ class StdioTransport:
             self._write(message)
 
     def _write(self, payload: Any) -> None:
+        """The reply boundary: every message leaves here, its texts redacted."""
         import json
+        payload = redact_message(payload, self.protocol.world.known_secrets)
         try:
             text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except ValueError as error:  # NaN or Infinity is not JSON: a bug, and never sent
@@ -3218,6 +3282,7 @@ def serve(root: Optional[str] = None) -> int:
     sys.stdout = sys.stderr
     _install_signal_handlers()
     world = world_from_process()
+    sys.stdout = sys.stderr = RedactingWriter(sys.stderr, world.known_secrets)
     if root:
         world = replace(world, env={**world.env, "CHECKPOINT_PROJECT_ROOT": os.path.abspath(root)})
     transport = StdioTransport(Protocol(world), sys.stdin.buffer, protocol_out, _monotonic())
@@ -3488,6 +3553,7 @@ def main(argv: Optional[list] = None) -> int:
         return serve(getattr(args, "root", None))
     _install_signal_handlers()
     world = world_from_process()
+    sys.stdout, sys.stderr = (RedactingWriter(stream, world.known_secrets) for stream in (sys.stdout, sys.stderr))
     if args.command == "hook":
         return run_hook(args.event, getattr(args, "root", None), world)
     runner = {"show": cli_show, "save": cli_save, "install": cli_install, "doctor": cli_doctor}[args.command]

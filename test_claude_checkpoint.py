@@ -28,6 +28,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import unittest
@@ -2047,6 +2048,59 @@ class TestE2eSaveAnswer(unittest.TestCase):
                 mentions = [w for w in warnings if "ignore" in w.lower()]
                 self.assertEqual(bool(mentions), not ignored, warnings)
 
+    def test_no_answer_or_log_echoes_a_secret_of_the_servers_environment(self):
+        # A value with no telling shape: only the exact-value rule can catch it.
+        plain, shaped = "Tr0ub4dor-and-three-horses", fake_secret("ghp_", 36)
+        ws = Workspace(self)
+        env = dict(ws.env, GITHUB_TOKEN=plain, ANTHROPIC_API_KEY=shaped)
+        server = start_server(self, ws, env=env, initialize=False)
+        server.initialize(capabilities={"roots": {}})
+        ask = server.wait_for(is_roots_request)
+        server.send({"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -1, "message": f"no roots for {plain}"}})
+        for secret in (plain, shaped):
+            echoes = {
+                "mode": ("tools/call", {"name": "save_session_checkpoint", "arguments": {"goal": "g", "mode": secret}}),
+                "unknown field": ("tools/call", {"name": "save_session_checkpoint",
+                                                 "arguments": {"goal": "g", secret: 1}}),
+                "task status": ("tools/call", {"name": "save_session_checkpoint", "arguments": {
+                    "goal": "g", "tasks": [{"description": "t", "status": secret}]}}),
+                "relative projectRoot": ("tools/call", {"name": "save_session_checkpoint",
+                                                        "arguments": {"goal": "g", "projectRoot": f"x/{secret}"}}),
+                "path outside": ("tools/call", {"name": "save_session_checkpoint", "arguments": {
+                    "goal": "g", "projectRoot": ws.repo, "modifiedFiles": [{"path": f"/elsewhere/{secret}"}]}}),
+                "load format": ("tools/call", {"name": "load_session_checkpoint", "arguments": {"format": secret}}),
+                "tool name": ("tools/call", {"name": secret}),
+                "resource": ("resources/read", {"uri": f"checkpoint://{secret}"}),
+                "method": (secret, {}),
+            }
+            for name, (method, params) in echoes.items():
+                with self.subTest(name, secret=secret[:4]):
+                    reply = server.request(method, params)
+                    self.assertNotIn(secret, json.dumps(reply))
+                    self.assertIn("«redacted»", json.dumps(reply, ensure_ascii=False))
+        server.close()
+        for secret in (plain, shaped):
+            self.assertFalse([line for line in server.raw_lines if secret.encode() in line])
+            self.assertNotIn(secret, server.stderr)
+        self.assertIn("no roots for «redacted»", server.stderr)
+
+    def test_redacting_the_handshake_answers_compiles_no_rule(self):
+        # Every answer is redacted, but compiling the rules would double the start-up time.
+        script = textwrap.dedent(f"""
+            import sys; sys.path.insert(0, {HERE!r})
+            import claude_checkpoint as cc
+            protocol = cc.Protocol(cc.World({{}}, "/", None, lambda: 0.0, print))
+            meta = {{"_meta": {json.dumps(with_meta()["_meta"])}}}
+            for method, params in (("initialize", {{"protocolVersion": "2025-06-18", "capabilities": {{}}}}),
+                                   ("server/discover", meta), ("tools/list", meta), ("tools/list", {{}}),
+                                   ("prompts/list", {{}}), ("resources/list", {{}}), ("ping", {{}})):
+                reply = protocol.handle({{"jsonrpc": "2.0", "id": 1, "method": method, "params": params}})
+                assert "result" in cc.redact_message(reply, ("secret-value",)), reply
+            print(hasattr(cc._compiled_rules, "cache"))
+            """)
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.stdout.decode().strip(), "False", proc.stderr.decode())
+
     def test_answer_text_follows_the_seed_example(self):
         ws = Workspace(self)
         ws.git("checkout", "-qb", "feat/github-oauth")
@@ -3168,6 +3222,18 @@ class CommandLineTest(unittest.TestCase):
             proc = self.ws.run_cli("save", stdin="{goal: oops")
             self.assertNotEqual(proc.returncode, 0)
             self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
+
+    def test_errors_and_answers_never_echo_a_secret_of_the_environment(self):
+        secret = "Tr0ub4dor-and-three-horses"
+        env = dict(self.ws.env, DB_PASSWORD=secret)
+        for name, args, stdin in (("bad mode", ("save",), json.dumps({"goal": "g", "mode": secret})),
+                                  ("path outside", ("save",), json.dumps({"goal": "g", "modifiedFiles": [
+                                      {"path": f"/elsewhere/{secret}"}]})),
+                                  ("hook", ("hook", "pre-compact"), json.dumps({"transcript_path": f"/x/{secret}"}))):
+            with self.subTest(name):
+                proc = self.ws.run_cli(*args, stdin=stdin, env=env)
+                self.assertNotIn(secret.encode(), proc.stdout + proc.stderr)
+                self.assertIn("«redacted»", (proc.stdout + proc.stderr).decode())
 
     def test_save_takes_flags_and_merges(self):
         self.save()
