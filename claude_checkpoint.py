@@ -3133,15 +3133,18 @@ def _install_signal_handlers() -> None:
 
 class StdioTransport:
     """Newline-delimited JSON-RPC over stdio. A reader thread feeds a queue, so the loop can
-    answer pings and bound its wait while a roots/list request is out."""
+    answer pings and bound its wait while a roots/list request is out, and so a cancellation
+    can reach a request still waiting behind the one being handled."""
 
     def __init__(self, protocol: Protocol, reader: Any, writer: Any, clock: Callable[[], float]):
+        import collections
         import queue
         self.protocol = protocol
         self.reader = reader
         self.writer = writer
         self.clock = clock
-        self.inbox: Any = queue.Queue()
+        self.inbox: Any = queue.Queue()  # raw lines, as the reader thread reads them
+        self.pending: Any = collections.deque()  # decoded messages read ahead, in order
         self.held: list = []  # messages waiting for the client's roots, in order
         self.warmed = False
 
@@ -3175,6 +3178,17 @@ class StdioTransport:
         self.inbox.put(_EOF)
 
     def _next_item(self) -> Any:
+        """The next message in order; None when there is none yet (a blank line, or the
+        roots answer did not come in time)."""
+        if not self.pending:
+            raw = self._wait_for_line()
+            if raw is None:
+                return None
+            self._read_ahead(raw)
+        self._look_ahead()
+        return self.pending.popleft() if self.pending else None
+
+    def _wait_for_line(self) -> Any:
         import queue
         deadline = self.protocol.roots_deadline
         if deadline is None:
@@ -3186,37 +3200,54 @@ class StdioTransport:
             self.protocol.give_up_on_roots()
             return None
 
-    def _take(self, item: Any) -> None:
+    def _look_ahead(self) -> None:
+        """Decode every line the reader has already queued, so that a notifications/cancelled
+        drops the request it names while that request is still waiting (SPEC section 2)."""
+        import queue
+        while True:
+            try:
+                raw = self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            self._read_ahead(raw)
+
+    def _read_ahead(self, raw: Any) -> None:
+        item = self._decode(raw)
+        if item is None:
+            return
+        for target in _cancelled_ids(item):
+            self.pending = type(self.pending)(_drop_request(self.pending, target))
+            self.held = _drop_request(self.held, target)
+        self.pending.append(item)
+
+    def _decode(self, raw: Any) -> Any:
+        """A message (or batch), _EOF, an error reply for a line that is not JSON, or None for a blank line."""
         import json
-        if item is _TOO_LARGE:
-            self._write(error_reply(None, INVALID_REQUEST, f"Message larger than {MAX_MESSAGE_BYTES} bytes"))
-            return
-        text = item.strip()
+        if raw is _EOF:
+            return _EOF
+        if raw is _TOO_LARGE:
+            return _Reply(error_reply(None, INVALID_REQUEST, f"Message larger than {MAX_MESSAGE_BYTES} bytes"))
+        text = raw.strip()
         if not text:
-            return
+            return None
         try:
-            message = json.loads(text)
+            return json.loads(text)
         except (ValueError, RecursionError) as error:
-            self._write(error_reply(None, PARSE_ERROR, f"Parse error: {str(error)[:200]}"))
-            return
-        if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
-            self._cancel(message.get("params"))
-        if self._waits(message):
-            self.held.append(message)
+            return _Reply(error_reply(None, PARSE_ERROR, f"Parse error: {str(error)[:200]}"))
+
+    def _take(self, item: Any) -> None:
+        if isinstance(item, _Reply):
+            self._write(item.message)
+        elif self._waits(item):
+            self.held.append(item)
         else:
-            self._dispatch(message)
+            self._dispatch(item)
 
     def _waits(self, message: Any) -> bool:
         """Requests that need a root wait for the roots answer, and stay in order behind
         those already waiting; everything else (pings, lists, the answer itself) goes on."""
         items = message if isinstance(message, list) else [message]
         return any(self.protocol.waits_for_roots(m) or (self.held and self.protocol.needs_root(m)) for m in items)
-
-    def _cancel(self, params: Any) -> None:
-        if isinstance(params, dict) and "requestId" in params:
-            target = params["requestId"]
-            self.held = [m for m in self.held if not (isinstance(m, dict) and m.get("id") == target
-                                                      and "method" in m)]
 
     def _release_held(self, force: bool) -> None:
         if force and self.protocol.roots_pending:
@@ -3272,6 +3303,41 @@ class StdioTransport:
 
         self.warmed = True
         threading.Thread(target=load, name="warm-up", daemon=True).start()
+
+
+@record
+class _Reply:
+    """A reply the transport makes itself (a line that is not JSON, or too long)."""
+    message: dict
+
+
+def _cancelled_ids(message: Any) -> list:
+    """The request ids that a message (or batch) cancels."""
+    ids = []
+    for item in message if isinstance(message, list) else [message]:
+        if isinstance(item, dict) and item.get("method") == "notifications/cancelled" and "id" not in item:
+            params = item.get("params")
+            target = params.get("requestId") if isinstance(params, dict) else None
+            if target is not None and _valid_id(target):
+                ids.append(target)
+    return ids
+
+
+def _drop_request(messages: Iterable, target: Any) -> list:
+    """The messages without the request whose id is `target`; a batch keeps its other members."""
+    def is_target(item: Any) -> bool:
+        return (isinstance(item, dict) and "method" in item and "id" in item
+                and type(item["id"]) is type(target) and item["id"] == target)
+
+    kept = []
+    for message in messages:
+        if isinstance(message, list) and message:
+            message = [item for item in message if not is_target(item)] or None
+        elif is_target(message):
+            message = None
+        if message is not None:
+            kept.append(message)
+    return kept
 
 
 def serve(root: Optional[str] = None) -> int:

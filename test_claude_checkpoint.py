@@ -1720,6 +1720,29 @@ class TestE2eHandshakeRoots(unittest.TestCase):
         self.assertNotIn(CHECKPOINT, os.listdir(self.ws.repo))
         self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
 
+    def test_cancelled_notification_drops_a_request_queued_behind_a_slow_one(self):
+        server = start_server(self, self.ws)
+        def save(request_id, goal):
+            return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                    "params": {"name": "save_session_checkpoint", "arguments": {"goal": goal}}}
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 102}}
+        in_batch = [save(104, "cancelled in a batch"), {"jsonrpc": "2.0", "id": 105, "method": "ping"}]
+        cancel_in_batch = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 104}}
+        with cc.ProjectLock(self.ws.repo):  # the first save waits for it: it is slow
+            server.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in (
+                save(101, "slow"), save(102, "cancelled"), cancel, in_batch, cancel_in_batch)))
+            time.sleep(0.5)  # let the server's reader queue every line behind the slow save
+        seen = []
+        server.send({"jsonrpc": "2.0", "id": 103, "method": "ping"})
+        server.wait_for(lambda m: seen.append(m) or (isinstance(m, dict) and m.get("id") == 103))
+        ids = [m.get("id") for m in seen if isinstance(m, dict)] + [i.get("id") for m in seen
+                                                                      if isinstance(m, list) for i in m]
+        self.assertIn(101, ids)
+        self.assertIn(105, ids, "the batch keeps its other members")
+        self.assertNotIn(102, ids, "a cancelled request must not answer")
+        self.assertNotIn(104, ids)
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "slow", "a cancelled save must not run")
+
     def test_roots_list_changed_refreshes_the_root(self):
         other = Workspace(self)
         server, ask = self.start()
