@@ -142,6 +142,15 @@ HOOK_EVENTS = {  # subcommand -> what it does
     "stop": "the same, only when the turn did something (Stop)",
 }
 
+# The commands that Claude Code runs (the plugin's, and those `install` writes) start the file
+# by importing it: Python caches bytecode only for imported modules, and compiling 170 KB at
+# every start costs more than the rest of the start-up. The file's folder comes after the
+# code as an argument (no path is ever quoted inside it) and replaces sys.path[0], which for
+# -c is the current folder: a json.py in the project must never be imported. An empty folder
+# (an unset variable) is dropped too. main() then reads sys.argv[1:] as usual.
+IMPORT_CODE = ("import sys; sys.path = [p for p in [sys.argv.pop(1)] + sys.path if p]; "
+               "import {module} as m; sys.exit(m.main())")
+
 # Command-line exit status (SPEC section 10).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
 
@@ -1822,6 +1831,13 @@ def render_save_answer(outcome: SaveOutcome) -> str:
     return "\n".join(lines)
 
 
+def shell_line(program: list, *args: str) -> str:
+    """A command as a POSIX shell line (hooks, and the commands our answers advise)."""
+    import shlex
+    return " ".join(shlex.quote(word) for word in [*program, *args])
+
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 8. Git adapter and working-tree hashing
 # ════════════════════════════════════════════════════════════════════════════
@@ -2384,6 +2400,7 @@ class World:
     clock: Callable[[], float]
     log: Callable[[str], None]  # the server log (stderr): never stdout, which carries the protocol
     known_secrets: tuple = ()
+    program: tuple = ("claude-checkpoint-mcp",)  # how to run this program again (section 13)
 
     def root(self, argument: Optional[str] = None, client_roots: Iterable[str] = ()) -> str:
         return resolve_root(choose_root(argument, self.env, list(client_roots), self.cwd), self.home)
@@ -3110,7 +3127,23 @@ def world_from_process() -> World:
     except OSError:  # the folder we were started in is gone
         cwd = os.sep
     home = os.path.expanduser("~")
-    return World(env, cwd, home if home != "~" else None, time.time, _log, known)
+    return World(env, cwd, home if home != "~" else None, time.time, _log, known, tuple(program_command()))
+
+
+def program_command() -> list:
+    """How Claude Code should start this program: the installed script (pipx, uvx) by its
+    absolute path, or this Python importing this file (IMPORT_CODE), so that every server
+    and hook start reuses the cached bytecode instead of compiling the whole file."""
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] not in ("", "-c") else ""
+    if script and not script.endswith(".py") and os.path.isfile(script):
+        return [script]
+    python = sys.executable or "python3"
+    source = os.path.abspath(__file__)
+    folder, name = os.path.split(source)
+    module = name[:-3] if name.endswith(".py") else ""
+    if module.isidentifier():
+        return [python, "-c", IMPORT_CODE.format(module=module), folder]
+    return [python, source] if name.endswith(".py") else ["claude-checkpoint-mcp"]
 
 
 def _log(message: str) -> None:
@@ -3376,21 +3409,9 @@ def cli_root(args: Any, world: World) -> str:
     return world.root(getattr(args, "root", None) and os.path.abspath(args.root))
 
 
-def program_command() -> list:
-    """How Claude Code should start this program: this file with this Python, or the
-    installed script (pipx) by its absolute path."""
-    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    if script.endswith(".py") and os.path.isfile(script):
-        return [sys.executable or "python3", script]
-    return [script] if os.path.isfile(script) else ["claude-checkpoint-mcp"]
-
-
 def hooks_config(program: list) -> dict:
-    import shlex
-    base = " ".join(shlex.quote(p) for p in program)
-
     def group(event: str, matcher: Optional[str] = None) -> dict:
-        entry: dict = {"hooks": [{"type": "command", "command": f"{base} hook {event}"}]}
+        entry: dict = {"hooks": [{"type": "command", "command": shell_line(program, "hook", event)}]}
         if matcher:
             entry = {"matcher": matcher, **entry}
         return entry
@@ -3416,37 +3437,45 @@ def claude_config_paths(world: World, scope: str, root: Optional[str]) -> tuple:
     return user_file, os.path.join(config_dir, "settings.json")
 
 
-def merge_server(config: dict, entry: dict, force: bool) -> str:
-    """Add our server under mcpServers.checkpoint; never clobber a different entry unless forced."""
+def merge_server(config: dict, entry: dict, force: bool, this_file: str) -> str:
+    """Add our server under mcpServers.checkpoint; never clobber a different entry unless forced.
+    An entry that runs this same file the old way (`python3 this_file`) is brought up to date."""
     servers = config.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
         raise CheckpointError("mcpServers in the configuration is not an object; fix it by hand first")
     current = servers.get("checkpoint")
     if current == entry:
         return "already there"
-    if current is not None and not force:
+    same_file = isinstance(current, dict) and isinstance(current.get("args"), list) and this_file in current["args"]
+    if current is not None and not force and not same_file:
         return "kept your different 'checkpoint' entry (use --force to replace it)"
     servers["checkpoint"] = entry
-    return "replaced" if current is not None else "added"
+    return "updated" if same_file else "replaced" if current is not None else "added"
 
 
-def merge_hooks(settings: dict, hooks: dict) -> list:
-    """Append each of our hook groups unless a hook running the same subcommand is there."""
+def merge_hooks(settings: dict, hooks: dict, this_file: str) -> tuple:
+    """Append each of our hook groups unless a hook running the same subcommand is there; one
+    that runs this same file the old way gets the new command. Returns (added, updated) events."""
     existing = settings.setdefault("hooks", {})
     if not isinstance(existing, dict):
         raise CheckpointError("hooks in settings.json is not an object; fix it by hand first")
-    added = []
+    added, updated = [], []
     for event, groups in hooks.items():
-        ours = groups[0]["hooks"][0]["command"].rsplit(" hook ", 1)[1]
+        command = groups[0]["hooks"][0]["command"]
+        ours = command.rsplit(" hook ", 1)[1]
         present = existing.setdefault(event, [])
         if not isinstance(present, list):
             raise CheckpointError(f"hooks.{event} in settings.json is not a list; fix it by hand first")
-        commands = [h.get("command") for g in present if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-                    for h in g["hooks"] if isinstance(h, dict)]
-        if not any(_is_our_hook(c, ours) for c in commands):
+        entries = [h for g in present if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                   for h in g["hooks"] if isinstance(h, dict) and _is_our_hook(h.get("command"), ours)]
+        if not entries:
             present.extend(groups)
             added.append(event)
-    return added
+        for entry in entries:
+            if entry["command"] != command and this_file in entry["command"]:
+                entry["command"] = command
+                updated.append(event)
+    return added, updated
 
 
 def _is_our_hook(command: Any, event: str) -> bool:
@@ -3482,15 +3511,13 @@ def _save_json_file(path: str, doc: dict) -> None:
 
 def cli_install(args: Any, world: World) -> int:
     import json
-    import shlex
-    program = program_command()
+    program = list(world.program)
     needs_root = args.scope == "project" or args.exclude
     root = cli_root(args, world) if needs_root else None
     server_file, settings_file = claude_config_paths(world, args.scope, root)
     if not args.write:
-        line = " ".join(shlex.quote(p) for p in program)
         print("# Claude Code: register the server for every project\n"
-              f"claude mcp add --scope user checkpoint -- {line}\n")
+              f"claude mcp add --scope user checkpoint -- {shell_line(program)}\n")
         print(f"# Claude Code hooks: merge into {settings_file}")
         print(json.dumps({"hooks": hooks_config(program)}, indent=2) + "\n")
         desktop = {"mcpServers": {"checkpoint": {"command": program[0], "args": program[1:],
@@ -3499,16 +3526,19 @@ def cli_install(args: Any, world: World) -> int:
         print(json.dumps(desktop, indent=2) + "\n")
         print("# Or let this command do it: install --write [--scope user|project] [--exclude]")
         return EXIT_OK
+    this_file = os.path.abspath(__file__)
     config = _load_json_file(server_file)
-    server_result = merge_server(config, server_config(program), args.force)
+    server_result = merge_server(config, server_config(program), args.force, this_file)
     settings = _load_json_file(settings_file)
-    added = merge_hooks(settings, hooks_config(program))
-    if server_result in ("added", "replaced"):
+    added, updated = merge_hooks(settings, hooks_config(program), this_file)
+    if server_result in ("added", "replaced", "updated"):
         _save_json_file(server_file, config)
-    if added:
+    if added or updated:
         _save_json_file(settings_file, settings)
+    done = [f"added {', '.join(added)}"] if added else []
+    done += [f"updated {', '.join(updated)}"] if updated else []
     print(f"MCP server 'checkpoint' in {server_file}: {server_result}")
-    print(f"Hooks in {settings_file}: " + (f"added {', '.join(added)}" if added else "already there"))
+    print(f"Hooks in {settings_file}: {'; '.join(done) or 'already there'}")
     if args.exclude:
         print(add_git_exclude(root))
     return EXIT_OK

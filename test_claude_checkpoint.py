@@ -3,7 +3,7 @@
 
     python3 test_claude_checkpoint.py           # every test; ends with "N passed, M failed"
     python3 test_claude_checkpoint.py --quick   # all but the slow ones (50 MB inputs, real clients)
-    python3 test_claude_checkpoint.py --bench   # the benchmark, against its floors
+    python3 test_claude_checkpoint.py --bench   # the benchmark, against its floors (--quick: start-up, memory)
     python3 test_claude_checkpoint.py --redaction  # recall and keep-rate on the redaction corpora
 
 Most tests start the real file as a subprocess and speak JSON-RPC to it over stdio,
@@ -129,9 +129,10 @@ class Workspace:
 class McpServer:
     """The real server as a subprocess, spoken to over stdio."""
 
-    def __init__(self, test: unittest.TestCase, cwd: str, env: dict, args: tuple = ()):
+    def __init__(self, test: unittest.TestCase, cwd: str, env: dict, args: tuple = (), command: list | None = None):
         self.test = test
-        self.proc = subprocess.Popen([sys.executable, SERVER, *args], cwd=cwd, env=env, stdin=subprocess.PIPE,
+        command = [sys.executable, SERVER, *args] if command is None else command
+        self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: queue.Queue = queue.Queue()
         self.raw_lines: list = []
@@ -246,6 +247,21 @@ def start_server(test: unittest.TestCase, ws: Workspace, initialize: bool = True
     if initialize:
         server.initialize(**init)
     return server
+
+
+TRAP_MODULES = ("json", "enum", "re", "subprocess", "hashlib", "queue", "shlex", "argparse", "threading",
+                "claude_checkpoint")
+
+
+def plant_trap(folder: str) -> None:
+    """Modules named like the standard library's (and ours) that leave a marker when imported:
+    a project cloned from someone hostile. Nothing we run may import them."""
+    for name in TRAP_MODULES:
+        write(folder, f"{name}.py", f"open({os.path.join(folder, 'IMPORTED-' + name)!r}, 'w').close()\n")
+
+
+def trap_markers(folder: str) -> list:
+    return sorted(name for name in os.listdir(folder) if name.startswith("IMPORTED-"))
 
 
 def blob_sha(data: bytes) -> str:
@@ -3343,21 +3359,29 @@ class InstallTest(unittest.TestCase):
         return found
 
     def assert_runs_this_file(self, command: list) -> None:
-        self.assertIn(SERVER, command)
-        proc = subprocess.run([*command, "--version"], capture_output=True, timeout=TIMEOUT, env=self.ws.env)
+        """The command imports this file from its folder (so its bytecode is cached), and run
+        from a hostile project it imports nothing from there."""
+        self.assertEqual(command[1:], ["-c", cc.IMPORT_CODE.format(module="claude_checkpoint"), HERE])
+        hostile = temp_dir(self, "cc-hostile-")
+        plant_trap(hostile)
+        proc = subprocess.run([*command, "--version"], capture_output=True, timeout=TIMEOUT, env=self.ws.env,
+                              cwd=hostile)
         self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(cc.__version__, proc.stdout.decode())
+        self.assertEqual(trap_markers(hostile), [])
 
     def test_print_mode_shows_the_mcp_add_line_hooks_and_desktop_entry(self):
         out = self.install().stdout.decode()
         add_line = next(line for line in out.splitlines() if line.startswith("claude mcp add"))
-        self.assertIn(SERVER, add_line)
+        self.assertEqual(shlex.split(add_line)[:6], ["claude", "mcp", "add", "--scope", "user", "checkpoint"])
+        self.assert_runs_this_file(shlex.split(add_line)[7:])
         objects = self.json_objects(out)
         hooks = next(o["hooks"] for o in objects if "hooks" in o)
         self.assertEqual(hooks["SessionStart"][0]["matcher"], "clear|compact|resume")
         for event, sub in (("SessionStart", "session-start"), ("PreCompact", "pre-compact")):
             command = hooks[event][0]["hooks"][0]["command"]
-            self.assertTrue(command.endswith(f"hook {sub}"), command)
-            self.assertIn(SERVER, command)
+            self.assertEqual(shlex.split(command)[-2:], ["hook", sub])
+            self.assert_runs_this_file(shlex.split(command)[:-2])
         desktop = next(o["mcpServers"]["checkpoint"] for o in objects if "mcpServers" in o)
         self.assert_runs_this_file([desktop["command"], *desktop["args"]])
         self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")), "print mode writes nothing")
@@ -3412,7 +3436,26 @@ class InstallTest(unittest.TestCase):
         self.install("--write")
         self.assertEqual(self.read(path)["mcpServers"]["checkpoint"], theirs)
         self.install("--write", "--force")
-        self.assertIn(SERVER, self.read(path)["mcpServers"]["checkpoint"]["args"])
+        entry = self.read(path)["mcpServers"]["checkpoint"]
+        self.assert_runs_this_file([entry["command"], *entry["args"]])
+
+    def test_write_brings_the_plain_file_commands_of_1_0_0_up_to_date(self):
+        old_server = {"type": "stdio", "command": sys.executable, "args": [SERVER], "env": {}}
+        old_hooks = {event: [{"hooks": [{"type": "command", "command": f"{sys.executable} {SERVER} hook {sub}"}]}]
+                     for event, sub in (("PreCompact", "pre-compact"), ("SessionEnd", "session-end"), ("Stop", "stop"))}
+        old_hooks["SessionStart"] = [{"matcher": "clear|compact|resume", "hooks": [
+            {"type": "command", "command": f"{sys.executable} {SERVER} hook session-start"}]}]
+        server_file = write(self.ws.home, ".claude.json", json.dumps({"mcpServers": {"checkpoint": old_server}}))
+        settings_file = write(os.path.join(self.ws.home, ".claude"), "settings.json", json.dumps({"hooks": old_hooks}))
+        out = self.install("--write").stdout.decode()
+        self.assertIn("updated", out)
+        entry = self.read(server_file)["mcpServers"]["checkpoint"]
+        self.assert_runs_this_file([entry["command"], *entry["args"]])
+        hooks = self.read(settings_file)["hooks"]
+        for event, groups in hooks.items():
+            with self.subTest(event=event):
+                self.assertEqual(len(groups), 1, "updated in place, not added twice")
+                self.assert_runs_this_file(shlex.split(groups[0]["hooks"][0]["command"])[:-2])
 
     def test_project_scope_writes_mcp_json_and_project_settings(self):
         self.install("--write", "--scope", "project")
@@ -3446,6 +3489,78 @@ class InstallTest(unittest.TestCase):
         with open(path, "rb") as stream:
             self.assertEqual(stream.read(), b'{"numStartups": 3, oops')
         self.assertIn(".claude.json", proc.stderr.decode())
+
+
+class PluginCommandsTest(unittest.TestCase):
+    """The server and hooks that .claude-plugin/plugin.json declares, run the way Claude Code
+    runs them (${CLAUDE_PLUGIN_ROOT} expanded, hooks through a shell, in the project folder)."""
+
+    def setUp(self):
+        manifest = os.path.join(HERE, ".claude-plugin", "plugin.json")
+        if not os.path.exists(manifest):
+            self.skipTest("no .claude-plugin/plugin.json (copied file alone)")
+        with open(manifest, encoding="utf-8") as stream:
+            self.manifest = json.load(stream)
+        self.ws = Workspace(self)
+        plant_trap(self.ws.repo)
+        self.plugin_root = temp_dir(self, "cc-plugin-")
+        shutil.copy(SERVER, self.plugin_root)
+        bin_dir = temp_dir(self, "cc-bin-")  # `python3` is the Python running these tests
+        os.symlink(sys.executable, os.path.join(bin_dir, "python3"))
+        self.env = dict(self.ws.env, PATH=bin_dir + os.pathsep + self.ws.env["PATH"],
+                        CLAUDE_PLUGIN_ROOT=self.plugin_root, CLAUDE_PROJECT_DIR=self.ws.repo)
+        del self.env["PYTHONDONTWRITEBYTECODE"]
+
+    def server_command(self) -> list:
+        entry = self.manifest["mcpServers"]["checkpoint"]
+        return [shutil.which(entry["command"], path=self.env["PATH"])] + [
+            arg.replace("${CLAUDE_PLUGIN_ROOT}", self.plugin_root) for arg in entry["args"]]
+
+    def run_hook(self, event: str, payload: str) -> subprocess.CompletedProcess:
+        groups = [g for g in self.manifest["hooks"].values() for g in g
+                  if g["hooks"][0]["command"].endswith(f" hook {event}")]
+        return subprocess.run(["/bin/sh", "-c", groups[0]["hooks"][0]["command"]], input=payload.encode(),
+                              cwd=self.ws.repo, env=self.env, capture_output=True, timeout=HOOK_BOUND_S)
+
+    def test_the_trap_is_real(self):
+        subprocess.run([sys.executable, "-c", "import json"], cwd=self.ws.repo, env=self.env, check=True)
+        self.assertEqual(trap_markers(self.ws.repo), ["IMPORTED-json"])
+
+    def test_the_server_imports_the_file_reuses_its_bytecode_and_nothing_from_the_project(self):
+        self.assertEqual(self.server_command()[1:], ["-c", cc.IMPORT_CODE.format(module="claude_checkpoint"),
+                                                     self.plugin_root])
+        for run in ("first", "cached"):
+            with self.subTest(run):
+                server = McpServer(self, self.ws.repo, self.env, command=self.server_command())
+                server.initialize()
+                save_ok(server, **sample_save())
+                self.assertIn("# Resuming: project", server.load())
+                server.close()
+                cache = os.path.join(self.plugin_root, "__pycache__")
+                self.assertTrue([n for n in os.listdir(cache) if n.startswith("claude_checkpoint.")], cache)
+        self.assertEqual(trap_markers(self.ws.repo), [])
+
+    def test_the_hooks_run_through_a_shell_and_import_nothing_from_the_project(self):
+        t = Transcript(self.ws.repo)
+        t.prompt("Make the build green")
+        t.bash("make test")
+        transcript = t.save(os.path.join(temp_dir(self, "cc-t-"), "t.jsonl"))
+        for event in ("pre-compact", "stop", "session-end", "session-start"):
+            with self.subTest(event):
+                proc = self.run_hook(event, hook_payload(event, transcript, self.ws.repo))
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertNotIn(b"Traceback", proc.stderr)
+        self.assertIn("make test", proc.stdout.decode(), "session-start prints the brief")
+        self.assertEqual(trap_markers(self.ws.repo), [])
+
+    def test_a_read_only_plugin_folder_still_serves_without_a_bytecode_cache(self):
+        make_read_only(self, self.plugin_root)
+        server = McpServer(self, self.ws.repo, self.env, command=self.server_command())
+        self.assertEqual(server.initialize()["result"]["serverInfo"]["name"], "claude-checkpoint")
+        save_ok(server, goal="read-only plugin folder")
+        server.close()
+        self.assertEqual(os.listdir(self.plugin_root), ["claude_checkpoint.py"])
+        self.assertEqual(trap_markers(self.ws.repo), [])
 
 
 class DoctorTest(unittest.TestCase):
@@ -4411,7 +4526,7 @@ class ClaudeCodeInstallTest(ClaudeCodeE2EBase):
                     for g in groups for h in g.get("hooks", [])]
         self.assertEqual(len(commands), len(set(commands)), settings)
         p = self.claude_run(["mcp", "list"])
-        line = [l for l in p.stdout.splitlines() if "claude_checkpoint.py" in l]
+        line = [l for l in p.stdout.splitlines() if "claude_checkpoint" in l]
         self.assertTrue(line and "Connected" in line[0], p.stdout)
         server = line[0].split(":", 1)[0]
         # the installed hooks record a session on /compact
@@ -4423,6 +4538,18 @@ class ClaudeCodeInstallTest(ClaudeCodeE2EBase):
         self.assertTrue(os.path.isfile(os.path.join(self.proj, ".claude-checkpoint")), self.debug_tail())
         cmds = [c.get("command") for c in self.checkpoint().get("recentCommands") or []]
         self.assertIn("echo installed", cmds)
+
+
+    def test_the_printed_mcp_add_line_works_as_printed(self):
+        self.init_repo()
+        p = subprocess.run([sys.executable, CC_SERVER, "install"], cwd=self.proj, env=self.env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        line = next(l for l in p.stdout.splitlines() if l.startswith("claude mcp add"))
+        words = shlex.split(line)
+        self.claude_run(words[1:])
+        p = self.claude_run(["mcp", "list"])
+        listed = [l for l in p.stdout.splitlines() if l.startswith("checkpoint:")]
+        self.assertTrue(listed and "Connected" in listed[0], p.stdout + self.debug_tail())
 
 
 class ClaudeCodePluginTest(ClaudeCodeE2EBase):
@@ -4533,10 +4660,13 @@ class TestMcpInspectorCli(unittest.TestCase):
 # Benchmark (python3 test_claude_checkpoint.py --bench): figures against floors
 # ════════════════════════════════════════════════════════════════════════════
 
-BENCH_FLOORS = {  # the issue's budgets
-    "startup ratio (initialize reply / python -c pass)": 3.5,
-    "peak memory, save + load (MB)": 25,
-    "peak memory, 50 MB dirty file (MB)": 30,
+BENCH_FLOORS = {  # the issue's budgets; None: reported for comparison, no floor
+    "startup ratio, plugin command (initialize reply / python -c pass)": 3.0,
+    "peak memory, plugin command, save + load (MB)": 16,
+    "peak memory, plugin command, 50 MB dirty file (MB)": 18,
+    "startup ratio, plain file (initialize reply / python -c pass)": None,
+    "peak memory, plain file, save + load (MB)": None,
+    "peak memory, plain file, 50 MB dirty file (MB)": None,
     "save ratio (vs git status + hashing)": 1.15,
     "load ratio (vs git status + hashing)": 1.2,
     "redaction, worst 100 KB adversarial (s)": 1.0,
@@ -4545,12 +4675,28 @@ BENCH_FLOORS = {  # the issue's budgets
 }
 
 
+def plugin_server_command() -> list:
+    """What users run: the server command of .claude-plugin/plugin.json, for this Python."""
+    with open(os.path.join(HERE, ".claude-plugin", "plugin.json"), encoding="utf-8") as stream:
+        entry = json.load(stream)["mcpServers"]["checkpoint"]
+    return [sys.executable] + [arg.replace("${CLAUDE_PLUGIN_ROOT}", HERE) for arg in entry["args"]]
+
+
+def bench_commands() -> dict:
+    return {"plugin command": plugin_server_command(), "plain file": [sys.executable, SERVER]}
+
+
+def bench_env(env: dict) -> dict:
+    """As users run it: bytecode is cached (beside the file, in __pycache__)."""
+    return {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 class BenchServer:
     """A server subprocess for the benchmark: no unittest machinery."""
 
-    def __init__(self, cwd: str, env: dict):
-        self.proc = subprocess.Popen([sys.executable, SERVER], cwd=cwd, env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    def __init__(self, cwd: str, env: dict, command: list | None = None):
+        self.proc = subprocess.Popen(command or [sys.executable, SERVER], cwd=cwd, env=bench_env(env),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.next_id = 0
 
     def request(self, method: str, params: dict) -> dict:
@@ -4595,32 +4741,39 @@ def _timed(function, repeat: int) -> float:
 
 def bench_startup(env: dict, cwd: str) -> dict:
     def bare() -> None:
-        subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+        subprocess.run([sys.executable, "-c", "pass"], env=bench_env(env), check=True)
 
-    def handshake() -> None:
-        server = BenchServer(cwd, env)
+    def handshake(command: list) -> None:
+        server = BenchServer(cwd, env, command)
         server.initialize()
         server.close()
 
-    bare(), handshake()  # warm the page cache
-    base, ours = _timed(bare, 21), _timed(handshake, 21)
-    print(f"  python -c pass {base * 1000:.1f} ms, initialize reply {ours * 1000:.1f} ms")
-    return {"startup ratio (initialize reply / python -c pass)": ours / base}
+    figures = {}
+    bare()  # warm the page cache
+    base = _timed(bare, 21)
+    print(f"  python -c pass {base * 1000:.1f} ms")
+    for label, command in bench_commands().items():
+        handshake(command)  # the warm-up: writes the bytecode cache of the plugin command
+        ours = _timed(lambda: handshake(command), 21)
+        print(f"  {label}: initialize reply {ours * 1000:.1f} ms  ({shlex.join(command)})")
+        figures[f"startup ratio, {label} (initialize reply / python -c pass)"] = ours / base
+    return figures
 
 
 def bench_memory(ws: Workspace) -> dict:
     figures = {}
-    for label, big in (("peak memory, save + load (MB)", False), ("peak memory, 50 MB dirty file (MB)", True)):
+    for size, big in (("save + load", False), ("50 MB dirty file", True)):
         if big:
             with open(os.path.join(ws.repo, "big.bin"), "wb") as stream:
                 for _ in range(50):
                     stream.write(os.urandom(1 << 20))
-        server = BenchServer(ws.repo, ws.env)
-        server.initialize()
-        server.request("tools/call", {"name": "save_session_checkpoint", "arguments": sample_save()})
-        server.request("tools/call", {"name": "load_session_checkpoint", "arguments": {}})
-        figures[label] = server.peak_mb()
-        server.close()
+        for label, command in bench_commands().items():
+            server = BenchServer(ws.repo, ws.env, command)
+            server.initialize()
+            server.request("tools/call", {"name": "save_session_checkpoint", "arguments": sample_save()})
+            server.request("tools/call", {"name": "load_session_checkpoint", "arguments": {}})
+            figures[f"peak memory, {label}, {size} (MB)"] = server.peak_mb()
+            server.close()
     return figures
 
 
@@ -4729,7 +4882,8 @@ def run_redaction_report() -> int:
     return 0 if found else 1
 
 
-def run_bench() -> int:
+def run_bench(quick: bool = False) -> int:
+    """The figures against their floors; with quick (what CI runs), start-up and memory only."""
     scratch = tempfile.mkdtemp(prefix="cc-bench-")
     try:
         print(f"Benchmark on {sys.executable} ({sys.version.split()[0]})")
@@ -4744,20 +4898,24 @@ def run_bench() -> int:
         small.git("commit", "-qm", "init")
         figures.update(bench_startup(small.env, small.repo))
         figures.update(bench_memory(small))
-        figures.update(bench_redaction())
-        print("  building a repository of 50,000 files (1,000 dirty)…")
-        large = make_large_repo(os.path.join(scratch, "large"))
-        figures.update(bench_large_repo(large))
-        figures.update(bench_hooks(large, scratch))
+        if not quick:
+            figures.update(bench_redaction())
+            print("  building a repository of 50,000 files (1,000 dirty)…")
+            large = make_large_repo(os.path.join(scratch, "large"))
+            figures.update(bench_large_repo(large))
+            figures.update(bench_hooks(large, scratch))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     over = 0
-    print(f"\n{'measure':55s} {'value':>9s} {'floor':>7s}")
+    print(f"\n{'measure':66s} {'value':>9s} {'floor':>7s}")
     for name, value in figures.items():
         floor = BENCH_FLOORS[name]
+        if floor is None:
+            print(f"{name:66s} {value:9.3f} {'-':>7s}")
+            continue
         ok = value <= floor
         over += not ok
-        print(f"{name:55s} {value:9.3f} {floor:7.2f}  {'ok' if ok else 'OVER'}")
+        print(f"{name:66s} {value:9.3f} {floor:7.2f}  {'ok' if ok else 'OVER'}")
     return 1 if over else 0
 
 
@@ -4799,7 +4957,7 @@ def run_tests(argv: list) -> int:
 if __name__ == "__main__":
     arguments = sys.argv[1:]
     if arguments[:1] == ["--bench"]:
-        sys.exit(run_bench())
+        sys.exit(run_bench(quick="--quick" in arguments))
     if arguments[:1] == ["--redaction"]:
         sys.exit(run_redaction_report())
     sys.exit(run_tests(arguments))
