@@ -2447,7 +2447,8 @@ def update_checkpoint(root: str, world: World, prepare: Callable[..., Optional[C
                              truncated=change.truncated or checkpoint.truncated or bool(selection.omitted))
         checkpoint, data = _redact_and_fit(checkpoint, world)
         write_checkpoint(root, data, stored.raw)
-    return _save_outcome(root, change.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None)
+    return _save_outcome(root, change.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None,
+                         program=world.program)
 
 
 def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcome:
@@ -2515,7 +2516,7 @@ def _redact_and_fit(checkpoint: Checkpoint, world: World) -> tuple:
 
 
 def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes, git: Git,
-                  scan: GitScan, warnings: list, existed: bool) -> SaveOutcome:
+                  scan: GitScan, warnings: list, existed: bool, program: tuple) -> SaveOutcome:
     notes = []
     if checkpoint.redactions:
         notes.append(f"Redacted {checkpoint.redactions} secret-looking value(s).")
@@ -2525,10 +2526,16 @@ def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes
                      + ".")
     # The scan saw the file if it existed and is not ignored; only a first save asks git.
     if scan.in_repo and (scan.lists_checkpoint if existed else git.is_ignored(CHECKPOINT_NAME) is False):
-        notes.append(f"{CHECKPOINT_NAME} is not git-ignored: add `{CHECKPOINT_NAME}*` to .gitignore "
-                     "(or run `claude_checkpoint.py install --exclude`) so it is never committed.")
+        notes.append(not_ignored_warning(program, root))
     return SaveOutcome(os.path.join(root, CHECKPOINT_NAME), root, len(data), mode, checkpoint,
                        notes + warnings + git.warnings)
+
+
+def not_ignored_warning(program: tuple, root: str) -> str:
+    """Advice works exactly as printed: the whole command, this program's, from any folder."""
+    exclude = shell_line(program, "install", "--exclude", "--root", root)
+    return (f"{CHECKPOINT_NAME} is not git-ignored: run `{exclude}` (or add `{CHECKPOINT_NAME}*` to "
+            ".gitignore) so it is never committed.")
 
 
 def load_checkpoint(root: str, world: World) -> LoadResult:
@@ -3514,6 +3521,9 @@ def cli_install(args: Any, world: World) -> int:
     program = list(world.program)
     needs_root = args.scope == "project" or args.exclude
     root = cli_root(args, world) if needs_root else None
+    if args.exclude and not args.write:  # what the not-ignored warning advises: it works as printed
+        print(add_git_exclude(root))
+        return EXIT_OK
     server_file, settings_file = claude_config_paths(world, args.scope, root)
     if not args.write:
         print("# Claude Code: register the server for every project\n"
@@ -3524,7 +3534,8 @@ def cli_install(args: Any, world: World) -> int:
                                                   "env": {"CHECKPOINT_PROJECT_ROOT": "/absolute/path/to/your/project"}}}}
         print("# Claude Desktop: claude_desktop_config.json")
         print(json.dumps(desktop, indent=2) + "\n")
-        print("# Or let this command do it: install --write [--scope user|project] [--exclude]")
+        print(f"# Or let this command write them in (add --scope project for this project only):\n"
+              f"{shell_line(program, 'install', '--write')}")
         return EXIT_OK
     this_file = os.path.abspath(__file__)
     config = _load_json_file(server_file)
@@ -3577,19 +3588,18 @@ def cli_doctor(args: Any, world: World) -> int:
         checks.append((False, str(error)))
         root = None
     if root is not None:
-        checks += _doctor_checkpoint(root)
+        checks += _doctor_checkpoint(root, world.program)
     for ok, text in checks:
         print(f"{'✓' if ok else '✗'} {text}")
     return EXIT_OK if all(ok for ok, _ in checks) else EXIT_FAILED
 
 
-def _doctor_checkpoint(root: str) -> list:
+def _doctor_checkpoint(root: str, program: tuple) -> list:
     checks = [(os.access(root, os.W_OK), f"{root} is {'writable' if os.access(root, os.W_OK) else 'not writable'}")]
     git = Git(root)
     ignored = git.is_ignored(CHECKPOINT_NAME)
     if ignored is not None:
-        checks.append((ignored, f"{CHECKPOINT_NAME} is git-ignored" if ignored else
-                       f"{CHECKPOINT_NAME} is not git-ignored (run: install --exclude)"))
+        checks.append((ignored, f"{CHECKPOINT_NAME} is git-ignored" if ignored else not_ignored_warning(program, root)))
     try:
         stored = read_checkpoint(root)
     except CheckpointError as error:
@@ -3634,7 +3644,8 @@ def build_parser() -> Any:
     install.add_argument("--write", action="store_true", help="merge the server and hooks into Claude Code's files")
     install.add_argument("--scope", choices=("user", "project"), default="user",
                          help="user: ~/.claude.json and ~/.claude/settings.json; project: .mcp.json and .claude/settings.json")
-    install.add_argument("--exclude", action="store_true", help="add .claude-checkpoint* to .git/info/exclude")
+    install.add_argument("--exclude", action="store_true",
+                         help="add .claude-checkpoint* to .git/info/exclude (alone: that is all it does)")
     install.add_argument("--force", action="store_true", help="replace an existing, different 'checkpoint' server entry")
     commands.add_parser("doctor", parents=[common], help="check Python, git, the root and the checkpoint")
     return parser

@@ -2087,6 +2087,19 @@ class TestE2eSaveAnswer(unittest.TestCase):
                 mentions = [w for w in warnings if "ignore" in w.lower()]
                 self.assertEqual(bool(mentions), not ignored, warnings)
 
+    def test_the_not_ignored_advice_works_exactly_as_printed(self):
+        ws = Workspace(self)
+        server = start_server(self, ws)
+        warning = next(w for w in save_ok(server, goal="g")["structuredContent"]["warnings"] if "ignored" in w)
+        advice = re.search(r"run `([^`]+)`", warning).group(1)
+        proc = subprocess.run(["/bin/sh", "-c", advice], cwd=ws.home, env=ws.env, capture_output=True,
+                              timeout=TIMEOUT)  # from another folder: the command names the root
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(".claude-checkpoint*", proc.stdout.decode(), "it says what it did")
+        ws.git("check-ignore", "-q", ".claude-checkpoint")
+        ws.git("check-ignore", "-q", ".claude-checkpoint.prev")
+        self.assertEqual([w for w in save_ok(server, goal="g")["structuredContent"]["warnings"] if "ignore" in w], [])
+
     def test_no_answer_or_log_echoes_a_secret_of_the_servers_environment(self):
         # A value with no telling shape: only the exact-value rule can catch it.
         plain, shaped = "Tr0ub4dor-and-three-horses", fake_secret("ghp_", 36)
@@ -3385,6 +3398,10 @@ class InstallTest(unittest.TestCase):
         desktop = next(o["mcpServers"]["checkpoint"] for o in objects if "mcpServers" in o)
         self.assert_runs_this_file([desktop["command"], *desktop["args"]])
         self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")), "print mode writes nothing")
+        last = out.strip().splitlines()[-1]  # the advice to write it all in works as printed
+        proc = subprocess.run(["/bin/sh", "-c", last], env=self.ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("checkpoint", self.read(os.path.join(self.ws.home, ".claude.json"))["mcpServers"])
 
     def test_write_merges_into_the_user_files_and_is_idempotent(self):
         config_dir = os.path.join(self.ws.home, "cfg")
@@ -3457,6 +3474,13 @@ class InstallTest(unittest.TestCase):
                 self.assertEqual(len(groups), 1, "updated in place, not added twice")
                 self.assert_runs_this_file(shlex.split(groups[0]["hooks"][0]["command"])[:-2])
 
+    def test_exclude_alone_adds_the_exclude_says_so_and_writes_nothing_else(self):
+        out = self.install("--exclude").stdout.decode()
+        self.assertEqual(out.strip(), f"Added .claude-checkpoint* to {os.path.join(self.ws.repo, '.git', 'info', 'exclude')}")
+        self.ws.git("check-ignore", "-q", ".claude-checkpoint")
+        self.assertIn("already", self.install("--exclude").stdout.decode())
+        self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")))
+
     def test_project_scope_writes_mcp_json_and_project_settings(self):
         self.install("--write", "--scope", "project")
         entry = self.read(os.path.join(self.ws.repo, ".mcp.json"))["mcpServers"]["checkpoint"]
@@ -3467,8 +3491,9 @@ class InstallTest(unittest.TestCase):
 
     def test_exclude_adds_the_pattern_to_git_info_exclude_once(self):
         exclude = os.path.join(self.ws.repo, ".git", "info", "exclude")
-        for _ in range(2):
-            self.install("--write", "--exclude")
+        for flags in (("--write", "--exclude"), ("--exclude",)):
+            with self.subTest(flags=flags):
+                self.install(*flags)
         with open(exclude, encoding="utf-8") as stream:
             self.assertEqual(stream.read().splitlines().count(".claude-checkpoint*"), 1)
         self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".gitignore")))
