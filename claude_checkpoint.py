@@ -1977,7 +1977,7 @@ class GitScan:
     state: Optional[GitState]  # None outside a repository or before the first commit
     changes: list  # [(path relative to the root, status)] for every changed or untracked file
     in_repo: bool = True
-    lists_checkpoint: bool = False  # git status showed .claude-checkpoint: it is not ignored
+    lists_checkpoint: bool = False  # git status showed .claude-checkpoint as untracked: it is not ignored
 
     @property
     def dirty_paths(self) -> list:
@@ -2026,7 +2026,7 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
             if prefix and not path.startswith(prefix):
                 continue
             rel = path[len(prefix):]
-            if rel == CHECKPOINT_NAME:
+            if rel == CHECKPOINT_NAME and kind == "?":
                 lists_checkpoint = True
             if not rel or is_checkpoint_file(rel):
                 continue
@@ -2524,18 +2524,31 @@ def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes
         notes.append("Some history was dropped to stay within the limits (oldest commands first)"
                      + (f"; {checkpoint.omitted_files} changed file(s) were not recorded" if checkpoint.omitted_files else "")
                      + ".")
-    # The scan saw the file if it existed and is not ignored; only a first save asks git.
-    if scan.in_repo and (scan.lists_checkpoint if existed else git.is_ignored(CHECKPOINT_NAME) is False):
-        notes.append(not_ignored_warning(program, root))
+    if scan.in_repo:
+        # The scan saw the file if it existed and is not ignored; only a first save asks git.
+        warning = checkpoint_git_warning(git, root, program, scan.lists_checkpoint if existed else None)
+        notes += [warning] if warning else []
     return SaveOutcome(os.path.join(root, CHECKPOINT_NAME), root, len(data), mode, checkpoint,
                        notes + warnings + git.warnings)
 
 
-def not_ignored_warning(program: tuple, root: str) -> str:
-    """Advice works exactly as printed: the whole command, this program's, from any folder."""
+def checkpoint_git_warning(git: Git, root: str, program: tuple, listed: Optional[bool] = None) -> Optional[str]:
+    """What is wrong with the checkpoint's place in git, with the commands that fix it, each
+    exactly as a shell runs it from any folder; None when all is well. Tracked (a `git add -A`
+    after a save) is the worse case: it goes into the next commit, ignored or not. Otherwise
+    not ignored: `listed` says whether this save's git status saw the file (None: ask git)."""
+    found = git.output("ls-files", "-z", "--", CHECKPOINT_NAME, BACKUP_NAME)
+    tracked = [name for name in found.decode("utf-8", "surrogateescape").split("\0") if name] if found else []
     exclude = shell_line(program, "install", "--exclude", "--root", root)
-    return (f"{CHECKPOINT_NAME} is not git-ignored: run `{exclude}` (or add `{CHECKPOINT_NAME}*` to "
-            ".gitignore) so it is never committed.")
+    if tracked:
+        untrack = shell_line(("git", "-C", root, "rm", "--cached", "--force", "--quiet", "--", *tracked))
+        return (f"{CHECKPOINT_NAME} is tracked by git, so it is committed with your code. Untrack it with "
+                f"`{untrack}` (the file stays on disk; commit the removal), then keep it out with `{exclude}`.")
+    ignored = not listed if listed is not None else git.is_ignored(CHECKPOINT_NAME)
+    if ignored is False:
+        return (f"{CHECKPOINT_NAME} is not git-ignored: run `{exclude}` (or add `{CHECKPOINT_NAME}*` to "
+                ".gitignore) so it is never committed.")
+    return None
 
 
 def load_checkpoint(root: str, world: World) -> LoadResult:
@@ -3597,9 +3610,9 @@ def cli_doctor(args: Any, world: World) -> int:
 def _doctor_checkpoint(root: str, program: tuple) -> list:
     checks = [(os.access(root, os.W_OK), f"{root} is {'writable' if os.access(root, os.W_OK) else 'not writable'}")]
     git = Git(root)
-    ignored = git.is_ignored(CHECKPOINT_NAME)
-    if ignored is not None:
-        checks.append((ignored, f"{CHECKPOINT_NAME} is git-ignored" if ignored else not_ignored_warning(program, root)))
+    warning = checkpoint_git_warning(git, root, program)
+    if warning or git.is_ignored(CHECKPOINT_NAME):
+        checks.append((not warning, warning or f"{CHECKPOINT_NAME} is git-ignored"))
     try:
         stored = read_checkpoint(root)
     except CheckpointError as error:
@@ -3759,8 +3772,9 @@ def _record_hook(event: str, payload: dict, root: str, world: World) -> list:
     outcome = record_transcript(root, transcript, session, world, require_activity=event in ("session-end", "stop"))
     if outcome is None:
         return []
-    # The redaction count and the not-ignored advice are for the model's saves, not every hook run.
-    return [w for w in outcome.warnings if not w.startswith("Redacted") and "not git-ignored" not in w]
+    # The redaction count and the git advice are for the model's saves, not every hook run.
+    return [w for w in outcome.warnings if not w.startswith("Redacted")
+            and "not git-ignored" not in w and "is tracked by git" not in w]
 
 
 def _hook_timeout() -> None:

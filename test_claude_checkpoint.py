@@ -2087,6 +2087,35 @@ class TestE2eSaveAnswer(unittest.TestCase):
                 mentions = [w for w in warnings if "ignore" in w.lower()]
                 self.assertEqual(bool(mentions), not ignored, warnings)
 
+    def test_a_tracked_checkpoint_gets_a_stronger_warning_whose_commands_work_as_printed(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", ".gitignore": "*.log\n"})
+        server = start_server(self, ws)
+        save_ok(server, goal="first")
+        ws.git("add", "-A")  # the checkpoint is now tracked
+
+        def git_warnings() -> list:
+            warnings = save_ok(server, goal="again")["structuredContent"]["warnings"]
+            return [w for w in warnings if "git" in w and ".claude-checkpoint" in w]
+
+        for state in ("staged", "committed", "committed and in .gitignore"):
+            with self.subTest(state):
+                if state == "committed":
+                    ws.git("commit", "-qam", "oops")
+                if state.endswith(".gitignore"):
+                    ws.write(".gitignore", "*.log\n.claude-checkpoint*\n")
+                    ws.git("commit", "-qam", "ignore it (too late)")
+                warnings = git_warnings()
+                self.assertEqual(len(warnings), 1, warnings)
+                self.assertIn("tracked by git", warnings[0])
+                self.assertNotIn("not git-ignored", warnings[0])
+        for command in re.findall(r"`([^`]*(?:rm --cached|install --exclude)[^`]*)`", warnings[0]):
+            proc = subprocess.run(["/bin/sh", "-c", command], cwd=ws.home, env=ws.env, capture_output=True,
+                                  timeout=TIMEOUT)
+            self.assertEqual(proc.returncode, 0, (command, proc.stderr))
+        self.assertEqual(ws.git("ls-files", "--", ".claude-checkpoint*"), "")
+        self.assertEqual(git_warnings(), [])
+        self.assertTrue(os.path.exists(os.path.join(ws.repo, CHECKPOINT)), "untracking keeps the file")
+
     def test_the_not_ignored_advice_works_exactly_as_printed(self):
         ws = Workspace(self)
         server = start_server(self, ws)
