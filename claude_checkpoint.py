@@ -3468,7 +3468,7 @@ def merge_server(config: dict, entry: dict, force: bool, this_file: str) -> str:
         return "already there"
     same_file = isinstance(current, dict) and isinstance(current.get("args"), list) and this_file in current["args"]
     if current is not None and not force and not same_file:
-        return "kept your different 'checkpoint' entry (use --force to replace it)"
+        return "kept your different 'checkpoint' entry"
     servers["checkpoint"] = entry
     return "updated" if same_file else "replaced" if current is not None else "added"
 
@@ -3561,6 +3561,9 @@ def cli_install(args: Any, world: World) -> int:
         _save_json_file(settings_file, settings)
     done = [f"added {', '.join(added)}"] if added else []
     done += [f"updated {', '.join(updated)}"] if updated else []
+    if server_result.startswith("kept"):
+        scope = ["--scope", "project", "--root", root] if args.scope == "project" else []
+        server_result += f"; to replace it, run `{shell_line(program, 'install', '--write', '--force', *scope)}`"
     print(f"MCP server 'checkpoint' in {server_file}: {server_result}")
     print(f"Hooks in {settings_file}: {'; '.join(done) or 'already there'}")
     if args.exclude:

@@ -3479,9 +3479,12 @@ class InstallTest(unittest.TestCase):
     def test_write_keeps_a_different_checkpoint_server_unless_forced(self):
         theirs = {"type": "stdio", "command": "node", "args": ["/opt/other/checkpoint.js"]}
         path = write(self.ws.home, ".claude.json", json.dumps({"mcpServers": {"checkpoint": theirs}}))
-        self.install("--write")
+        out = self.install("--write").stdout.decode()
         self.assertEqual(self.read(path)["mcpServers"]["checkpoint"], theirs)
-        self.install("--write", "--force")
+        advice = re.search(r"to replace it, run `([^`]+)`", out).group(1)  # works as printed
+        proc = subprocess.run(["/bin/sh", "-c", advice], cwd=self.ws.home, env=self.ws.env, capture_output=True,
+                              timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
         entry = self.read(path)["mcpServers"]["checkpoint"]
         self.assert_runs_this_file([entry["command"], *entry["args"]])
 
