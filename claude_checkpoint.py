@@ -12,7 +12,9 @@ which files changed since.
     claude mcp add --scope user checkpoint -- python3 /abs/path/claude_checkpoint.py
 
 Start-up matters (the server is spawned for every session), so the modules that
-the handshake does not need are imported inside the functions that use them.
+the handshake does not need are imported inside the functions that use them, and
+the commands Claude Code runs import this file (IMPORT_CODE) so that its bytecode
+is cached: `install` prints them.
 
 Where things are (later sections use earlier ones, never the reverse):
    1. Header          this docstring, imports, __version__
@@ -1837,7 +1839,6 @@ def shell_line(program: list, *args: str) -> str:
     return " ".join(shlex.quote(word) for word in [*program, *args])
 
 
-
 # ════════════════════════════════════════════════════════════════════════════
 # 8. Git adapter and working-tree hashing
 # ════════════════════════════════════════════════════════════════════════════
@@ -3089,7 +3090,7 @@ def _param(request: Request, key: str, kind: type, required: bool = False) -> An
     value = request.params.get(key)
     if value is None and not required:
         return None
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+    if not isinstance(value, kind):
         name = {str: "a string", dict: "an object", list: "an array"}.get(kind, kind.__name__)
         raise RpcError(INVALID_PARAMS, f"params.{key} must be {name}, got {_json_type(value)}")
     return value
