@@ -4726,6 +4726,8 @@ BENCH_FLOORS = {  # the issue's budgets; None: reported for comparison, no floor
     "startup ratio, plain file (initialize reply / python -c pass)": None,
     "peak memory, plain file, save + load (MB)": None,
     "peak memory, plain file, 50 MB dirty file (MB)": None,
+    "hook stop after every turn, nothing new, plugin command (ms)": None,
+    "hook stop after every turn, nothing new, plain file (ms)": None,
     "save ratio (vs git status + hashing)": 1.15,
     "load ratio (vs git status + hashing)": 1.2,
     "redaction, worst 100 KB adversarial (s)": 1.0,
@@ -4836,6 +4838,23 @@ def bench_memory(ws: Workspace) -> dict:
     return figures
 
 
+def bench_stop_hook(ws: Workspace) -> dict:
+    """The hook Claude Code runs after every turn, on a turn that did nothing: start-up is all."""
+    transcript = os.path.join(ws.home, "quiet.jsonl")
+    with open(transcript, "w") as stream:
+        stream.write(json.dumps({"type": "user", "message": {"role": "user", "content": "Hello"}}) + "\n")
+    payload = json.dumps({"session_id": "bench", "transcript_path": transcript, "cwd": ws.repo,
+                          "hook_event_name": "Stop"}).encode()
+    figures = {}
+    for label, command in bench_commands().items():
+        def hook() -> None:
+            subprocess.run([*command, "hook", "stop"], input=payload, env=bench_env(ws.env), cwd=ws.repo,
+                           capture_output=True, check=True)
+        hook()
+        figures[f"hook stop after every turn, nothing new, {label} (ms)"] = _timed(hook, 11) * 1000
+    return figures
+
+
 def make_large_repo(home: str, files: int = 50_000, dirty: int = 1_000) -> Workspace:
     class Bare(Workspace):
         def __init__(self):  # no unittest: keep the folder until the bench ends
@@ -4942,7 +4961,7 @@ def run_redaction_report() -> int:
 
 
 def run_bench(quick: bool = False) -> int:
-    """The figures against their floors; with quick (what CI runs), start-up and memory only."""
+    """The figures against their floors; with quick, start-up, memory and the Stop hook only."""
     scratch = tempfile.mkdtemp(prefix="cc-bench-")
     try:
         print(f"Benchmark on {sys.executable} ({sys.version.split()[0]})")
@@ -4957,6 +4976,7 @@ def run_bench(quick: bool = False) -> int:
         small.git("commit", "-qm", "init")
         figures.update(bench_startup(small.env, small.repo))
         figures.update(bench_memory(small))
+        figures.update(bench_stop_hook(small))
         if not quick:
             figures.update(bench_redaction())
             print("  building a repository of 50,000 files (1,000 dirty)…")
