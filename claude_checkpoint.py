@@ -12,7 +12,9 @@ which files changed since.
     claude mcp add --scope user checkpoint -- python3 /abs/path/claude_checkpoint.py
 
 Start-up matters (the server is spawned for every session), so the modules that
-the handshake does not need are imported inside the functions that use them.
+the handshake does not need are imported inside the functions that use them, and
+the commands Claude Code runs import this file (IMPORT_CODE) so that its bytecode
+is cached: `install` prints them.
 
 Where things are (later sections use earlier ones, never the reverse):
    1. Header          this docstring, imports, __version__
@@ -53,13 +55,16 @@ __version__ = "1.0.0"
 SERVER_NAME = "claude-checkpoint"
 SERVER_TITLE = "Claude Checkpoint"
 
-# Version 1 is the format of the original claude-checkpoint-mcp; 2 adds what the
-# hooks record (auto markers, transcript cursors). Older files are migrated on load.
-SCHEMA_VERSION = 2
+# Version 1 is the format of the original claude-checkpoint-mcp, and what we write: the
+# fields we add (hook markers and cursors, omitted-file counts) are optional, which is no
+# breaking change, and the original refuses any version above 1. claude-checkpoint 1.0.0
+# wrote the same format as version 2, so files up to NEWEST_READABLE_VERSION are read.
+SCHEMA_VERSION = 1
+NEWEST_READABLE_VERSION = 2
 
 CHECKPOINT_NAME = ".claude-checkpoint"
 BACKUP_NAME = CHECKPOINT_NAME + ".prev"
-LOCK_NAME = CHECKPOINT_NAME + ".lock"
+LOCK_NAME = CHECKPOINT_NAME + ".lock"  # Windows only: POSIX locks the project folder itself
 # Every name above starts with this: they are never listed as modified files.
 CHECKPOINT_FILE_PREFIX = CHECKPOINT_NAME
 
@@ -155,21 +160,29 @@ SECRET_FILE_NAMES = (".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pf
                      ".pypirc", ".pgpass", ".git-credentials", ".htpasswd", "credentials", "*.tfvars")
 ZERO_SHA = "0" * 40
 
+# The commands that Claude Code runs (the plugin's, and those `install` writes) start the file
+# by importing it: Python caches bytecode only for imported modules, and compiling 170 KB at
+# every start costs more than the rest of the start-up. The file's folder comes after the
+# code as an argument (no path is ever quoted inside it) and replaces sys.path[0], which for
+# -c is the current folder: a json.py in the project must never be imported. An empty folder
+# (an unset variable) is dropped too. main() then reads sys.argv[1:] as usual.
+IMPORT_CODE = ("import sys; sys.path = [p for p in [sys.argv.pop(1)] + sys.path if p]; "
+               "import {module} as m; sys.exit(m.main())")
+
 # Command-line exit status (SPEC section 10).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
 
 INSTRUCTIONS = (
-    "This server keeps the session's working state in <project>/.claude-checkpoint "
-    "so that work survives crashes, /clear and compaction.\n"
-    "- At the start of a session, and right after /clear or a compaction, call "
-    "load_session_checkpoint and continue from its brief; re-read only the files it "
-    "flags as changed.\n"
-    "- Call save_session_checkpoint after finishing a milestone, before a risky "
-    "operation (migration, rebase, mass edit), and when the conversation grows long. "
-    "Give the goal, tasks with status, a summary of where things stand, next steps, "
-    "decisions and dead ends, and the commands that mattered with their exit codes.\n"
+    "Keeps this session's working state in <project>/.claude-checkpoint across crashes, /clear "
+    "and compaction.\n"
+    "- At the start of a session and right after /clear or a compaction, call "
+    "load_session_checkpoint and continue from its brief; re-read only the files it flags "
+    "as changed.\n"
+    "- Call save_session_checkpoint after a milestone, before a risky operation (migration, "
+    "rebase, mass edit) and when the conversation grows long: goal, tasks with status, where "
+    "things stand, next steps, decisions and dead ends, commands that mattered with exit codes.\n"
     "- For small updates use mode \"merge\": it keeps what you do not resend.\n"
-    "Git facts, file hashes and secret redaction are added by the server."
+    "Git facts, file hashes and secret redaction are added for you."
 )
 
 
@@ -514,16 +527,16 @@ def _command_from_json(doc: dict) -> Command:
 
 
 def migrate(doc: Any) -> dict:
-    """Bring a stored document of any known schema version to SCHEMA_VERSION."""
+    """Bring a stored document of any readable schema version to SCHEMA_VERSION."""
     doc = _obj(doc, "checkpoint")
     version = doc.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise CheckpointError(f"version: expected a positive integer, got {version!r}")
-    if version > SCHEMA_VERSION:
+        raise CheckpointError(f"version: expected a positive integer, got {_json_type(version)}")
+    if version > NEWEST_READABLE_VERSION:
         raise UnsupportedVersion(
             f"The checkpoint has schema version {version}, newer than this claude-checkpoint "
-            f"({__version__}) understands (up to {SCHEMA_VERSION}). Upgrade claude-checkpoint to read it.")
-    # 1 -> 2: the hook fields are new and optional, so the document is already valid.
+            f"({__version__}) understands (up to {NEWEST_READABLE_VERSION}). Upgrade claude-checkpoint to read it.")
+    # 2 is 1 with the optional fields, which every version-1 reader here already accepts.
     return {**doc, "version": SCHEMA_VERSION}
 
 
@@ -551,10 +564,10 @@ def _int(value: Any, name: str) -> int:
 
 
 def _enum(kind: type, value: Any, name: str):
-    try:
-        return kind(value)
-    except ValueError:
-        raise CheckpointError(f"{name}: {value!r} is not one of {[m.value for m in kind]}") from None
+    allowed = [m.value for m in kind]
+    if not isinstance(value, str) or value not in allowed:
+        raise CheckpointError(f"{name}: {preview(value)} is not one of {', '.join(allowed)}")
+    return kind(value)
 
 
 def _list_of_obj(value: Any, name: str) -> list:
@@ -600,7 +613,7 @@ def parse_save_arguments(args: Any) -> SaveRequest:
         raise InvalidArgument("arguments", "must be an object")
     unknown = sorted(set(args) - set(SAVE_FIELDS))
     if unknown:
-        raise InvalidArgument(unknown[0], f"unknown field; allowed fields are {', '.join(SAVE_FIELDS)}")
+        raise InvalidArgument(short_name(unknown[0]), f"unknown field; allowed fields are {', '.join(SAVE_FIELDS)}")
     if "goal" not in args:
         raise InvalidArgument("goal", "is required")
     request = SaveRequest(goal=_arg_text(args["goal"], "goal", LIMITS["goal"], required=True))
@@ -656,14 +669,14 @@ def _arg_object(value: Any, name: str, allowed: tuple) -> dict:
         raise InvalidArgument(name, f"must be an object, got {_json_type(value)}")
     unknown = sorted(set(value) - set(allowed))
     if unknown:
-        raise InvalidArgument(f"{name}.{unknown[0]}", f"unknown field; allowed fields are {', '.join(allowed)}")
+        raise InvalidArgument(f"{name}.{short_name(unknown[0])}", f"unknown field; allowed fields are {', '.join(allowed)}")
     return value
 
 
 def _arg_enum(kind: type, value: Any, name: str):
     allowed = [m.value for m in kind]
     if not isinstance(value, str) or value not in allowed:
-        raise InvalidArgument(name, f"must be one of {', '.join(allowed)}, got {value!r}"[:200])
+        raise InvalidArgument(name, f"must be one of {', '.join(allowed)}, got {preview(value)}")
     return kind(value)
 
 
@@ -699,6 +712,18 @@ def _arg_command(value: Any, name: str) -> Command:
     return Command(_arg_text(cmd["command"], f"{name}.command", LIMITS["recentCommands.command"], required=True),
                    exit_code,
                    None if note is None else _arg_text(note, f"{name}.note", LIMITS["recentCommands.note"]))
+
+
+def preview(value: Any, limit: int = 60) -> str:
+    """How a message quotes a value it was given: the start of a string, or the JSON type of
+    anything else. Never a repr of the whole: it can be huge, or nested past the recursion limit."""
+    if isinstance(value, str):
+        return repr(short_name(value, limit))
+    return _json_type(value)
+
+
+def short_name(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _json_type(value: Any) -> str:
@@ -1751,6 +1776,18 @@ class Redactor:
         )
 
 
+def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset()) -> Any:
+    """A copy of a JSON value with every string redacted but those in `keep` (texts the server
+    itself declares, which hold no secret). Object keys are kept: they are the server's names."""
+    if isinstance(value, str):
+        return value if value in keep else redact(value, known_secrets)[0]
+    if isinstance(value, list):
+        return [redact_texts(item, known_secrets, keep) for item in value]
+    if isinstance(value, dict):
+        return {key: redact_texts(item, known_secrets, keep) for key, item in value.items()}
+    return value
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 6. Core (pure: no clock, environment, file or process access)
 # ════════════════════════════════════════════════════════════════════════════
@@ -2111,13 +2148,14 @@ class TranscriptScanner:
             return
         call_id, name, args = block.get("id"), block.get("name"), block.get("input")
         if (isinstance(call_id, str) and call_id not in self.seen and isinstance(args, dict)
-                and (name in EDIT_TOOLS or name in SHELL_TOOLS)):
+                and isinstance(name, str) and (name in EDIT_TOOLS or name in SHELL_TOOLS)):
             self.pending[call_id] = ToolCall(call_id, name, args, offset)
 
     def _note_result(self, block: Any) -> None:
         if not (isinstance(block, dict) and block.get("type") == "tool_result"):
             return
-        call = self.pending.pop(block.get("tool_use_id"), None)
+        call_id = block.get("tool_use_id")
+        call = self.pending.pop(call_id, None) if isinstance(call_id, str) else None
         if call is None:
             return
         failed = block.get("is_error") is True
@@ -2621,6 +2659,12 @@ def render_save_answer(outcome: SaveOutcome) -> str:
     return "\n".join(lines)
 
 
+def shell_line(program: list, *args: str) -> str:
+    """A command as a POSIX shell line (hooks, and the commands our answers advise)."""
+    import shlex
+    return " ".join(shlex.quote(word) for word in [*program, *args])
+
+
 # ── 7.1 Snapshot texts: what `snapshot`, `list`, `diff` and `restore` print ──
 
 def render_snapshot_made(outcome: Any, restore_command: str) -> str:
@@ -2823,7 +2867,7 @@ class GitScan:
     state: Optional[GitState]  # None outside a repository or before the first commit
     changes: list  # [(path relative to the root, status)] for every changed or untracked file
     in_repo: bool = True
-    lists_checkpoint: bool = False  # git status showed .claude-checkpoint: it is not ignored
+    lists_checkpoint: bool = False  # git status showed .claude-checkpoint as untracked: it is not ignored
     prefix: str = ""  # the root's place in the repository ("" at its top, else "sub/dir/")
     origins: list = field(default_factory=list)  # the old paths of renames git reported, under the root
 
@@ -2877,7 +2921,7 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
             if prefix and not path.startswith(prefix):
                 continue
             rel = path[len(prefix):]
-            if rel == CHECKPOINT_NAME:
+            if rel == CHECKPOINT_NAME and kind == "?":
                 lists_checkpoint = True
             if not rel or is_checkpoint_file(rel):
                 continue
@@ -3506,27 +3550,30 @@ def write_snapshot_cache(path: Optional[str], cache: SnapshotCache) -> None:
 
 
 class ProjectLock:
-    """An exclusive lock on <root>/.claude-checkpoint.lock: two servers or hooks saving into
-    one project take turns, so a merge never loses the other's update."""
+    """An exclusive lock held while one process reads, changes and writes the checkpoint: two
+    servers or hooks saving into one project take turns, so a merge never loses the other's
+    update. On POSIX the lock is on the project folder itself (flock on a read-only descriptor
+    of the folder), so no lock file is left in the project. Windows cannot lock a folder:
+    there it locks <root>/.claude-checkpoint.lock."""
 
     def __init__(self, root: str, timeout: float = 10.0):
-        self.path = os.path.join(root, LOCK_NAME)
+        self.root = root
         self.timeout = timeout
         self.fd: Optional[int] = None
 
     def __enter__(self) -> "ProjectLock":
         import time
-        try:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o600)
-        except OSError as error:
-            raise StorageError(f"Could not open the lock file {self.path}: {error.strerror}. "
-                               "Is the project folder writable?") from None
+        self.fd = _lock_descriptor(self.root)
         deadline = time.monotonic() + self.timeout
         while not _try_lock(self.fd):
             if time.monotonic() > deadline:
                 os.close(self.fd)
-                raise StorageError(f"Another process has held {self.path} for {self.timeout:g} s; try again.")
+                self.fd = None
+                raise StorageError(f"Another process has been saving into {self.root} for {self.timeout:g} s; "
+                                   "try again.")
             time.sleep(0.01)
+        if os.name != "nt":
+            _remove_old_lock_file(self.root)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -3536,7 +3583,21 @@ class ProjectLock:
             self.fd = None
 
 
+def _lock_descriptor(root: str) -> int:
+    if os.name == "nt":
+        target, flags = os.path.join(root, LOCK_NAME), os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0)
+    else:
+        target, flags = root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+    try:
+        return os.open(target, flags | _NOFOLLOW, 0o600)
+    except OSError as error:
+        raise StorageError(f"Could not open {target} to lock it: {error.strerror}.") from None
+
+
 def _try_lock(fd: int) -> bool:
+    """True once this process holds the lock, False while another one does. A file system that
+    cannot lock at all (some network mounts) counts as held: every write stays atomic, only two
+    merges at the same instant could then lose an update."""
     try:
         import fcntl
     except ImportError:  # Windows
@@ -3549,8 +3610,10 @@ def _try_lock(fd: int) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
-    except OSError:
+    except BlockingIOError:
         return False
+    except OSError:
+        return True
 
 
 def _unlock(fd: int) -> None:
@@ -3564,6 +3627,20 @@ def _unlock(fd: int) -> None:
             msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
         except OSError:
             pass
+    except OSError:
+        pass
+
+
+def _remove_old_lock_file(root: str) -> None:
+    """claude-checkpoint 1.0.0 locked an empty .claude-checkpoint.lock on POSIX too; it goes."""
+    import stat
+    path = os.path.join(root, LOCK_NAME)
+    try:
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> TranscriptFacts:
@@ -3662,6 +3739,7 @@ class World:
     clock: Callable[[], float]
     log: Callable[[str], None]  # the server log (stderr): never stdout, which carries the protocol
     known_secrets: tuple = ()
+    program: tuple = ("claude-checkpoint-mcp",)  # how to run this program again (section 13)
 
     def root(self, argument: Optional[str] = None, client_roots: Iterable[str] = ()) -> str:
         return resolve_root(choose_root(argument, self.env, list(client_roots), self.cwd), self.home)
@@ -4017,7 +4095,8 @@ def update_checkpoint(root: str, world: World, prepare: Callable[..., Optional[C
         snapshot = snapshot_for_save(git, root, scan, world, change.snapshot_kind, checkpoint.goal, warnings)
         checkpoint, data = fit_to_size(replace(checkpoint, snapshot=snapshot))
         write_checkpoint(root, data, stored.raw)
-    return _save_outcome(root, change.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None)
+    return _save_outcome(root, change.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None,
+                         program=world.program)
 
 
 def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcome:
@@ -4079,7 +4158,7 @@ def _inside(root: str, entries: list) -> list:
 
 
 def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes, git: Git,
-                  scan: GitScan, warnings: list, existed: bool) -> SaveOutcome:
+                  scan: GitScan, warnings: list, existed: bool, program: tuple) -> SaveOutcome:
     notes = []
     if checkpoint.redactions:
         notes.append(f"Redacted {checkpoint.redactions} secret-looking value(s).")
@@ -4087,12 +4166,31 @@ def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes
         notes.append("Some history was dropped to stay within the limits (oldest commands first)"
                      + (f"; {checkpoint.omitted_files} changed file(s) were not recorded" if checkpoint.omitted_files else "")
                      + ".")
-    # The scan saw the file if it existed and is not ignored; only a first save asks git.
-    if scan.in_repo and (scan.lists_checkpoint if existed else git.is_ignored(CHECKPOINT_NAME) is False):
-        notes.append(f"{CHECKPOINT_NAME} is not git-ignored: add `{CHECKPOINT_NAME}*` to .gitignore "
-                     "(or run `claude_checkpoint.py install --exclude`) so it is never committed.")
+    if scan.in_repo:
+        # The scan saw the file if it existed and is not ignored; only a first save asks git.
+        warning = checkpoint_git_warning(git, root, program, scan.lists_checkpoint if existed else None)
+        notes += [warning] if warning else []
     return SaveOutcome(os.path.join(root, CHECKPOINT_NAME), root, len(data), mode, checkpoint,
                        notes + warnings + git.warnings)
+
+
+def checkpoint_git_warning(git: Git, root: str, program: tuple, listed: Optional[bool] = None) -> Optional[str]:
+    """What is wrong with the checkpoint's place in git, with the commands that fix it, each
+    exactly as a shell runs it from any folder; None when all is well. Tracked (a `git add -A`
+    after a save) is the worse case: it goes into the next commit, ignored or not. Otherwise
+    not ignored: `listed` says whether this save's git status saw the file (None: ask git)."""
+    found = git.output("ls-files", "-z", "--", CHECKPOINT_NAME, BACKUP_NAME)
+    tracked = [name for name in found.decode("utf-8", "surrogateescape").split("\0") if name] if found else []
+    exclude = shell_line(program, "install", "--exclude", "--root", root)
+    if tracked:
+        untrack = shell_line(("git", "-C", root, "rm", "--cached", "--force", "--quiet", "--", *tracked))
+        return (f"{CHECKPOINT_NAME} is tracked by git, so it is committed with your code. Untrack it with "
+                f"`{untrack}` (the file stays on disk; commit the removal), then keep it out with `{exclude}`.")
+    ignored = not listed if listed is not None else git.is_ignored(CHECKPOINT_NAME)
+    if ignored is False:
+        return (f"{CHECKPOINT_NAME} is not git-ignored: run `{exclude}` (or add `{CHECKPOINT_NAME}*` to "
+                ".gitignore) so it is never committed.")
+    return None
 
 
 def load_checkpoint(root: str, world: World) -> LoadResult:
@@ -4189,8 +4287,11 @@ def _string(limit: int, description: str = "") -> dict:
     return schema
 
 
-def _array(items: dict, limit: int, description: str) -> dict:
-    return {"type": "array", "items": items, "maxItems": limit, "description": description}
+def _array(items: dict, limit: int, description: str = "") -> dict:
+    schema: dict = {"type": "array", "items": items, "maxItems": limit}
+    if description:
+        schema["description"] = description
+    return schema
 
 
 def _object(properties: dict, required: tuple = ()) -> dict:
@@ -4200,42 +4301,42 @@ def _object(properties: dict, required: tuple = ()) -> dict:
     return schema
 
 
-PROJECT_ROOT_SCHEMA = _string(LIMITS["projectRoot"], "Absolute project path; overrides the default root")
+PROJECT_ROOT_SCHEMA = _string(LIMITS["projectRoot"], "Absolute project path, if not the current one")
 
 SAVE_INPUT_SCHEMA = _object({
     "goal": _string(LIMITS["goal"], "The session's main goal"),
     "tasks": _array(_object({"description": _string(LIMITS["task.description"]),
                              "status": {"type": "string", "enum": [s.value for s in TaskStatus]}},
-                            ("description",)), LIMITS["tasks"], "Tasks with status"),
+                            ("description",)), LIMITS["tasks"]),
     "summary": _string(LIMITS["summary"], "Where things stand: what works, what is broken, what was in flight"),
     "nextSteps": _array(_string(LIMITS["nextSteps.item"]), LIMITS["nextSteps"], "Ordered next actions"),
     "decisions": _array(_string(LIMITS["decisions.item"]), LIMITS["decisions"], "Decisions, constraints, dead ends"),
     "modifiedFiles": _array(_object({"path": _string(LIMITS["modifiedFiles.path"]),
                                      "note": _string(LIMITS["modifiedFiles.note"])}, ("path",)),
-                            LIMITS["modifiedFiles"], "Files to annotate (git changes are found automatically)"),
+                            LIMITS["modifiedFiles"], "Files to annotate; git changes are found anyway"),
     "recentCommands": _array(_object({"command": _string(LIMITS["recentCommands.command"]),
                                       "exitCode": {"type": "integer"},
                                       "note": _string(LIMITS["recentCommands.note"])}, ("command",)),
                              LIMITS["recentCommands"], "Commands that mattered, oldest first"),
     "mode": {"type": "string", "enum": [m.value for m in SaveMode],
-             "description": "replace (default) or merge: keep what is not resent"},
+             "description": "merge keeps what is not resent; default replace"},
     "projectRoot": PROJECT_ROOT_SCHEMA,
 }, ("goal",))
 
-SAVE_OUTPUT_SCHEMA = _object({
+SAVE_OUTPUT_SCHEMA = {"type": "object", "properties": {  # what clients check the structured answer against
     "path": {"type": "string"}, "projectRoot": {"type": "string"}, "bytes": {"type": "integer"},
     "mode": {"type": "string", "enum": [m.value for m in SaveMode]},
-    "counts": _object({k: {"type": "integer"} for k in ("tasks", "modifiedFiles", "recentCommands", "redactions")},
-                      ("tasks", "modifiedFiles", "recentCommands", "redactions")),
+    "counts": {"type": "object", "properties": {
+        k: {"type": "integer"} for k in ("tasks", "modifiedFiles", "recentCommands", "redactions")}},
     "git": {"type": ["object", "null"], "properties": {"branch": {"type": ["string", "null"]},
                                                         "head": {"type": "string"}}},
     "truncated": {"type": "boolean"},
     "warnings": {"type": "array", "items": {"type": "string"}},
-}, ("path", "bytes", "mode", "counts", "warnings"))
+}, "required": ["path", "bytes", "mode", "counts", "warnings"]}
 
 LOAD_INPUT_SCHEMA = _object({
     "format": {"type": "string", "enum": [f.value for f in BriefFormat],
-               "description": "brief (default): markdown resume brief; full: the whole checkpoint and drift as JSON"},
+               "description": "brief (default, markdown) or full (checkpoint and drift as JSON)"},
     "projectRoot": PROJECT_ROOT_SCHEMA,
 })
 
@@ -4251,7 +4352,7 @@ def tool_load(arguments: Any, context: ToolContext) -> ToolResult:
         raise InvalidArgument("arguments", "must be an object")
     unknown = sorted(set(arguments) - {"format", "projectRoot"})
     if unknown:
-        raise InvalidArgument(unknown[0], "unknown field; allowed fields are format, projectRoot")
+        raise InvalidArgument(short_name(unknown[0]), "unknown field; allowed fields are format, projectRoot")
     fmt = BriefFormat.BRIEF
     if arguments.get("format") is not None:
         fmt = _arg_enum(BriefFormat, arguments["format"], "format")
@@ -4285,18 +4386,16 @@ class Tool:
 
 TOOLS = {tool.name: tool for tool in (
     Tool("save_session_checkpoint", "Save session checkpoint",
-         "Save the session's working state (goal, tasks, summary, next steps, decisions, files, commands) "
-         "to <project>/.claude-checkpoint. Call after a milestone, before risky operations, and when the "
-         "conversation grows long; use mode \"merge\" for small updates.",
+         "Save the session's working state to <project>/.claude-checkpoint. Call after a milestone, "
+         "before a risky operation and when the conversation grows long.",
          SAVE_INPUT_SCHEMA,
-         {"title": "Save session checkpoint", "readOnlyHint": False, "destructiveHint": False,
-          "idempotentHint": False, "openWorldHint": False},
+         {"destructiveHint": False, "idempotentHint": False, "openWorldHint": False},
          tool_save, SAVE_OUTPUT_SCHEMA),
     Tool("load_session_checkpoint", "Load session checkpoint",
-         "Load the saved session checkpoint as a compact resume brief that flags files changed since. "
-         "Call at the start of a session and right after /clear or a compaction.",
+         "Load the saved checkpoint as a resume brief that flags files changed since. Call at the start "
+         "of a session and right after /clear or a compaction.",
          LOAD_INPUT_SCHEMA,
-         {"title": "Load session checkpoint", "readOnlyHint": True, "openWorldHint": False},
+         {"readOnlyHint": True, "openWorldHint": False},
          tool_load),
 )}
 
@@ -4435,28 +4534,42 @@ class Protocol:
 
     # ── Messages ──
     def handle(self, message: Any) -> Optional[dict]:
+        """The reply to one message: None for a notification or a response. Every field is
+        checked for its type before use (a wrong one is -32600 or -32602), so the except
+        below is for bugs alone."""
+        try:
+            return self._handle(message)
+        except Exception as error:  # a bug: log it, answer, keep serving
+            import traceback
+            self.world.log(traceback.format_exc())
+            if not (isinstance(message, dict) and "id" in message and "method" in message):
+                return None
+            request_id = message["id"] if _valid_id(message["id"]) else None
+            return error_reply(request_id, INTERNAL_ERROR, f"Internal error: {type(error).__name__}")
+
+    def _handle(self, message: Any) -> Optional[dict]:
         if not isinstance(message, dict):
             return error_reply(None, INVALID_REQUEST, "Invalid request: expected a JSON-RPC object")
         if "method" not in message and "id" in message and ("result" in message or "error" in message):
             self._client_response(message)
             return None
-        request_id = message.get("id")
+        request_id, method, params = message.get("id"), message.get("method"), message.get("params", {})
         is_notification = "id" not in message
-        if (message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str)
-                or not _valid_id(request_id) or not isinstance(message.get("params", {}), dict)):
-            if is_notification and isinstance(message.get("method"), str):
+        if (message.get("jsonrpc") != "2.0" or not isinstance(method, str) or not _valid_id(request_id)
+                or not isinstance(params, dict)):
+            if is_notification and isinstance(method, str):
                 return None  # a malformed notification gets no reply either
             return error_reply(request_id if _valid_id(request_id) else None, INVALID_REQUEST,
                                "Invalid request: needs jsonrpc \"2.0\", a string method, an id that is a string "
                                "or integer, and params that are an object")
         if is_notification:
-            self._notification(message["method"], message.get("params") or {})
+            self._notification(method, params)
             return None
         try:
-            request = self._settle_era(request_id, message["method"], message.get("params") or {})
-            handler = self.handlers.get(request.method)
+            request = self._settle_era(request_id, method, params)
+            handler = self.handlers.get(method)
             if handler is None:
-                raise RpcError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
+                raise RpcError(METHOD_NOT_FOUND, f"Method not found: {short_name(method)}")
             result = handler(request)
         except RpcError as error:
             return error_reply(request_id, error.code, str(error), error.data)
@@ -4464,10 +4577,6 @@ class Protocol:
             return {"jsonrpc": "2.0", "id": request_id, "result": self._input_required()}
         except CheckpointError as error:
             return error_reply(request_id, INVALID_PARAMS, str(error))
-        except Exception as error:  # a bug: log it, answer, keep serving
-            import traceback
-            self.world.log(traceback.format_exc())
-            return error_reply(request_id, INTERNAL_ERROR, f"Internal error: {type(error).__name__}: {error}")
         return {"jsonrpc": "2.0", "id": request_id, "result": self._decorate(request, result)}
 
     def _settle_era(self, request_id: Any, method: str, params: dict) -> Request:
@@ -4481,7 +4590,8 @@ class Protocol:
             raise RpcError(INVALID_PARAMS, f"params._meta is missing the required key {META_PROTOCOL}")
         if version not in STATELESS_VERSIONS:
             raise RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
-                           {"supported": list(STATELESS_VERSIONS + HANDSHAKE_VERSIONS[::-1]), "requested": version})
+                           {"supported": list(STATELESS_VERSIONS + HANDSHAKE_VERSIONS[::-1]),
+                            "requested": short_name(version)})
         capabilities = meta.get(META_CAPABILITIES)
         if not isinstance(capabilities, dict):
             raise RpcError(INVALID_PARAMS, f"params._meta is missing the required key {META_CAPABILITIES}")
@@ -4513,13 +4623,15 @@ class Protocol:
         self.outbox.append({"jsonrpc": "2.0", "id": self.roots_request_id, "method": "roots/list", "params": {}})
 
     def _client_response(self, message: dict) -> None:
-        if message.get("id") != self.roots_request_id:
+        if self.roots_request_id is None or message.get("id") != self.roots_request_id:
             return
         result = message.get("result")
         roots = result.get("roots") if isinstance(result, dict) else None
         self.client_roots = _root_uris(roots)
         if "error" in message:
-            self.world.log(f"the client refused roots/list: {message.get('error')}")
+            error = message["error"]
+            self.world.log("the client refused roots/list: "
+                           + preview(error.get("message") if isinstance(error, dict) else error, 200))
         self.roots_request_id = None
 
     def take_outbox(self, now: float) -> list:
@@ -4576,11 +4688,8 @@ class Protocol:
 
     # ── Methods ──
     def _initialize(self, request: Request) -> dict:
-        version = request.params.get("protocolVersion")
-        if not isinstance(version, str):
-            raise RpcError(INVALID_PARAMS, "initialize needs params.protocolVersion (a string)")
-        capabilities = request.params.get("capabilities")
-        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        version = _param(request, "protocolVersion", str, required=True)
+        self.client_capabilities = _param(request, "capabilities", dict) or {}
         agreed = version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         return {"protocolVersion": agreed, "capabilities": CAPABILITIES,
                 "serverInfo": SERVER_INFO, "instructions": INSTRUCTIONS}
@@ -4593,26 +4702,60 @@ class Protocol:
         return ToolContext(self.world, self._roots_for(request, explicit_root))
 
     def _call_tool(self, request: Request) -> dict:
-        name = request.params.get("name")
+        name = _param(request, "name", str, required=True)
         if name not in TOOLS:
-            raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}. Tools: {', '.join(TOOLS)}")
-        arguments = request.params.get("arguments")
+            raise RpcError(INVALID_PARAMS, f"Unknown tool: {preview(name)}. Tools: {', '.join(TOOLS)}")
+        arguments = request.params.get("arguments")  # a wrong type is the tool's isError answer
         explicit = arguments.get("projectRoot") if isinstance(arguments, dict) else None
         return call_tool(name, arguments, self._context(request, explicit)).to_json()
 
     def _get_prompt(self, request: Request) -> dict:
-        name = request.params.get("name")
+        name = _param(request, "name", str, required=True)
+        _param(request, "arguments", dict)  # none are taken, but a wrong type is still a wrong request
         if name not in [p["name"] for p in PROMPTS]:
-            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name!r}. Prompts: resume, checkpoint")
+            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {preview(name)}. Prompts: resume, checkpoint")
         context = self._context(request) if name == "resume" else ToolContext(self.world, [])
         return get_prompt(name, context)
 
     def _read_resource(self, request: Request) -> dict:
-        uri = request.params.get("uri")
+        uri = _param(request, "uri", str, required=True)
         if uri not in [r["uri"] for r in RESOURCES]:
             code = INVALID_PARAMS if request.stateless else RESOURCE_NOT_FOUND
-            raise RpcError(code, f"Resource not found: {uri!r}", {"uri": uri})
+            raise RpcError(code, f"Resource not found: {preview(uri)}", {"uri": short_name(uri, 200)})
         return read_resource(uri, self._context(request))
+
+
+def own_texts() -> frozenset:
+    """Every text of the answers that never change (instructions, tools, prompts, resources,
+    versions). They hold no secret, so the reply boundary passes them as they are: redacting
+    them would compile the rules before the first answer, a start-up cost for nothing."""
+    cached = getattr(own_texts, "cache", None)
+    if cached is None:
+        texts: set = set()
+        pending: list = [INSTRUCTIONS, [t.describe() for t in TOOLS.values()], list(PROMPTS), list(RESOURCES),
+                         SERVER_INFO, list(HANDSHAKE_VERSIONS + STATELESS_VERSIONS), Protocol._input_required(),
+                         ["complete", "private"]]
+        while pending:
+            value = pending.pop()
+            if isinstance(value, str):
+                texts.add(value)
+            elif isinstance(value, dict):
+                pending.extend(value.values())
+            elif isinstance(value, list):
+                pending.extend(value)
+        cached = own_texts.cache = frozenset(texts)
+    return cached
+
+
+def _param(request: Request, key: str, kind: type, required: bool = False) -> Any:
+    """params[key] when it has the right JSON type; None when absent (or null) and optional."""
+    value = request.params.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, kind):
+        name = {str: "a string", dict: "an object", list: "an array"}.get(kind, kind.__name__)
+        raise RpcError(INVALID_PARAMS, f"params.{key} must be {name}, got {_json_type(value)}")
+    return value
 
 
 def _root_uris(roots: Any) -> list:
@@ -4629,6 +4772,34 @@ _EOF = object()
 _TOO_LARGE = object()
 
 
+def redact_message(message: Any, known_secrets: tuple) -> Any:
+    """A JSON-RPC message (or batch) with every text redacted (SPEC section 6), errors included;
+    the envelope (jsonrpc, id, method) is the client's or the protocol's and stays as it is."""
+    if isinstance(message, list):
+        return [redact_message(item, known_secrets) for item in message]
+    if not isinstance(message, dict):
+        return message
+    return {key: value if key in ("jsonrpc", "id", "method") else redact_texts(value, known_secrets, own_texts())
+            for key, value in message.items()}
+
+
+class RedactingWriter:
+    """A text stream that redacts what is written to it: the log boundary. stderr (and a
+    command's stdout) are wrapped once, so logs, tracebacks and messages are all covered."""
+
+    def __init__(self, stream: Any, known_secrets: tuple):
+        self._stream = stream
+        self._known_secrets = known_secrets
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            text = redact(text, self._known_secrets)[0]
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def world_from_process() -> World:
     import time
     env = dict(os.environ)
@@ -4639,7 +4810,23 @@ def world_from_process() -> World:
     except OSError:  # the folder we were started in is gone
         cwd = os.sep
     home = os.path.expanduser("~")
-    return World(env, cwd, home if home != "~" else None, time.time, _log, known)
+    return World(env, cwd, home if home != "~" else None, time.time, _log, known, tuple(program_command()))
+
+
+def program_command() -> list:
+    """How Claude Code should start this program: the installed script (pipx, uvx) by its
+    absolute path, or this Python importing this file (IMPORT_CODE), so that every server
+    and hook start reuses the cached bytecode instead of compiling the whole file."""
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] not in ("", "-c") else ""
+    if script and not script.endswith(".py") and os.path.isfile(script):
+        return [script]
+    python = sys.executable or "python3"
+    source = os.path.abspath(__file__)
+    folder, name = os.path.split(source)
+    module = name[:-3] if name.endswith(".py") else ""
+    if module.isidentifier():
+        return [python, "-c", IMPORT_CODE.format(module=module), folder]
+    return [python, source] if name.endswith(".py") else ["claude-checkpoint-mcp"]
 
 
 def _log(message: str) -> None:
@@ -4662,15 +4849,18 @@ def _install_signal_handlers() -> None:
 
 class StdioTransport:
     """Newline-delimited JSON-RPC over stdio. A reader thread feeds a queue, so the loop can
-    answer pings and bound its wait while a roots/list request is out."""
+    answer pings and bound its wait while a roots/list request is out, and so a cancellation
+    can reach a request still waiting behind the one being handled."""
 
     def __init__(self, protocol: Protocol, reader: Any, writer: Any, clock: Callable[[], float]):
+        import collections
         import queue
         self.protocol = protocol
         self.reader = reader
         self.writer = writer
         self.clock = clock
-        self.inbox: Any = queue.Queue()
+        self.inbox: Any = queue.Queue()  # raw lines, as the reader thread reads them
+        self.pending: Any = collections.deque()  # decoded messages read ahead, in order
         self.held: list = []  # messages waiting for the client's roots, in order
         self.warmed = False
 
@@ -4704,6 +4894,17 @@ class StdioTransport:
         self.inbox.put(_EOF)
 
     def _next_item(self) -> Any:
+        """The next message in order; None when there is none yet (a blank line, or the
+        roots answer did not come in time)."""
+        if not self.pending:
+            raw = self._wait_for_line()
+            if raw is None:
+                return None
+            self._read_ahead(raw)
+        self._look_ahead()
+        return self.pending.popleft() if self.pending else None
+
+    def _wait_for_line(self) -> Any:
         import queue
         deadline = self.protocol.roots_deadline
         if deadline is None:
@@ -4715,37 +4916,54 @@ class StdioTransport:
             self.protocol.give_up_on_roots()
             return None
 
-    def _take(self, item: Any) -> None:
+    def _look_ahead(self) -> None:
+        """Decode every line the reader has already queued, so that a notifications/cancelled
+        drops the request it names while that request is still waiting (SPEC section 2)."""
+        import queue
+        while True:
+            try:
+                raw = self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            self._read_ahead(raw)
+
+    def _read_ahead(self, raw: Any) -> None:
+        item = self._decode(raw)
+        if item is None:
+            return
+        for target in _cancelled_ids(item):
+            self.pending = type(self.pending)(_drop_request(self.pending, target))
+            self.held = _drop_request(self.held, target)
+        self.pending.append(item)
+
+    def _decode(self, raw: Any) -> Any:
+        """A message (or batch), _EOF, an error reply for a line that is not JSON, or None for a blank line."""
         import json
-        if item is _TOO_LARGE:
-            self._write(error_reply(None, INVALID_REQUEST, f"Message larger than {MAX_MESSAGE_BYTES} bytes"))
-            return
-        text = item.strip()
+        if raw is _EOF:
+            return _EOF
+        if raw is _TOO_LARGE:
+            return _Reply(error_reply(None, INVALID_REQUEST, f"Message larger than {MAX_MESSAGE_BYTES} bytes"))
+        text = raw.strip()
         if not text:
-            return
+            return None
         try:
-            message = json.loads(text)
+            return json.loads(text)
         except (ValueError, RecursionError) as error:
-            self._write(error_reply(None, PARSE_ERROR, f"Parse error: {str(error)[:200]}"))
-            return
-        if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
-            self._cancel(message.get("params"))
-        if self._waits(message):
-            self.held.append(message)
+            return _Reply(error_reply(None, PARSE_ERROR, f"Parse error: {str(error)[:200]}"))
+
+    def _take(self, item: Any) -> None:
+        if isinstance(item, _Reply):
+            self._write(item.message)
+        elif self._waits(item):
+            self.held.append(item)
         else:
-            self._dispatch(message)
+            self._dispatch(item)
 
     def _waits(self, message: Any) -> bool:
         """Requests that need a root wait for the roots answer, and stay in order behind
         those already waiting; everything else (pings, lists, the answer itself) goes on."""
         items = message if isinstance(message, list) else [message]
         return any(self.protocol.waits_for_roots(m) or (self.held and self.protocol.needs_root(m)) for m in items)
-
-    def _cancel(self, params: Any) -> None:
-        if isinstance(params, dict) and "requestId" in params:
-            target = params["requestId"]
-            self.held = [m for m in self.held if not (isinstance(m, dict) and m.get("id") == target
-                                                      and "method" in m)]
 
     def _release_held(self, force: bool) -> None:
         if force and self.protocol.roots_pending:
@@ -4773,11 +4991,20 @@ class StdioTransport:
             self._write(message)
 
     def _write(self, payload: Any) -> None:
+        """The reply boundary: every message leaves here, its texts redacted."""
         import json
+        payload = redact_message(payload, self.protocol.world.known_secrets)
         try:
-            line = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError as error:  # NaN or Infinity is not JSON: a bug, and never sent
+            self.protocol.world.log(f"a reply that is not JSON was replaced by an error: {error}")
+            request_id = payload.get("id") if isinstance(payload, dict) else None
+            payload = error_reply(request_id, INTERNAL_ERROR, "Internal error: the reply was not valid JSON")
+            text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        try:
+            line = text.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates from undecodable file names
-            line = json.dumps(payload, separators=(",", ":")).encode("ascii")
+            line = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("ascii")
         self.writer.write(line + b"\n")
         self.writer.flush()
 
@@ -4794,6 +5021,41 @@ class StdioTransport:
         threading.Thread(target=load, name="warm-up", daemon=True).start()
 
 
+@record
+class _Reply:
+    """A reply the transport makes itself (a line that is not JSON, or too long)."""
+    message: dict
+
+
+def _cancelled_ids(message: Any) -> list:
+    """The request ids that a message (or batch) cancels."""
+    ids = []
+    for item in message if isinstance(message, list) else [message]:
+        if isinstance(item, dict) and item.get("method") == "notifications/cancelled" and "id" not in item:
+            params = item.get("params")
+            target = params.get("requestId") if isinstance(params, dict) else None
+            if target is not None and _valid_id(target):
+                ids.append(target)
+    return ids
+
+
+def _drop_request(messages: Iterable, target: Any) -> list:
+    """The messages without the request whose id is `target`; a batch keeps its other members."""
+    def is_target(item: Any) -> bool:
+        return (isinstance(item, dict) and "method" in item and "id" in item
+                and type(item["id"]) is type(target) and item["id"] == target)
+
+    kept = []
+    for message in messages:
+        if isinstance(message, list) and message:
+            message = [item for item in message if not is_target(item)] or None
+        elif is_target(message):
+            message = None
+        if message is not None:
+            kept.append(message)
+    return kept
+
+
 def serve(root: Optional[str] = None) -> int:
     """The MCP server. stdout carries JSON-RPC only: it is bound once here and
     sys.stdout is pointed at stderr, so a stray print can never corrupt the stream.
@@ -4802,6 +5064,7 @@ def serve(root: Optional[str] = None) -> int:
     sys.stdout = sys.stderr
     _install_signal_handlers()
     world = world_from_process()
+    sys.stdout = sys.stderr = RedactingWriter(sys.stderr, world.known_secrets)
     if root:
         world = replace(world, env={**world.env, "CHECKPOINT_PROJECT_ROOT": os.path.abspath(root)})
     transport = StdioTransport(Protocol(world), sys.stdin.buffer, protocol_out, _monotonic())
@@ -4829,21 +5092,9 @@ def cli_root(args: Any, world: World) -> str:
     return world.root(getattr(args, "root", None) and os.path.abspath(args.root))
 
 
-def program_command() -> list:
-    """How Claude Code should start this program: this file with this Python, or the
-    installed script (pipx) by its absolute path."""
-    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    if script.endswith(".py") and os.path.isfile(script):
-        return [sys.executable or "python3", script]
-    return [script] if os.path.isfile(script) else ["claude-checkpoint-mcp"]
-
-
 def hooks_config(program: list) -> dict:
-    import shlex
-    base = " ".join(shlex.quote(p) for p in program)
-
     def group(event: str, matcher: Optional[str] = None) -> dict:
-        entry: dict = {"hooks": [{"type": "command", "command": f"{base} hook {event}"}]}
+        entry: dict = {"hooks": [{"type": "command", "command": shell_line(program, "hook", event)}]}
         if matcher:
             entry = {"matcher": matcher, **entry}
         return entry
@@ -4869,37 +5120,45 @@ def claude_config_paths(world: World, scope: str, root: Optional[str]) -> tuple:
     return user_file, os.path.join(config_dir, "settings.json")
 
 
-def merge_server(config: dict, entry: dict, force: bool) -> str:
-    """Add our server under mcpServers.checkpoint; never clobber a different entry unless forced."""
+def merge_server(config: dict, entry: dict, force: bool, this_file: str) -> str:
+    """Add our server under mcpServers.checkpoint; never clobber a different entry unless forced.
+    An entry that runs this same file the old way (`python3 this_file`) is brought up to date."""
     servers = config.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
         raise CheckpointError("mcpServers in the configuration is not an object; fix it by hand first")
     current = servers.get("checkpoint")
     if current == entry:
         return "already there"
-    if current is not None and not force:
-        return "kept your different 'checkpoint' entry (use --force to replace it)"
+    same_file = isinstance(current, dict) and isinstance(current.get("args"), list) and this_file in current["args"]
+    if current is not None and not force and not same_file:
+        return "kept your different 'checkpoint' entry"
     servers["checkpoint"] = entry
-    return "replaced" if current is not None else "added"
+    return "updated" if same_file else "replaced" if current is not None else "added"
 
 
-def merge_hooks(settings: dict, hooks: dict) -> list:
-    """Append each of our hook groups unless a hook running the same subcommand is there."""
+def merge_hooks(settings: dict, hooks: dict, this_file: str) -> tuple:
+    """Append each of our hook groups unless a hook running the same subcommand is there; one
+    that runs this same file the old way gets the new command. Returns (added, updated) events."""
     existing = settings.setdefault("hooks", {})
     if not isinstance(existing, dict):
         raise CheckpointError("hooks in settings.json is not an object; fix it by hand first")
-    added = []
+    added, updated = [], []
     for event, groups in hooks.items():
-        ours = groups[0]["hooks"][0]["command"].rsplit(" hook ", 1)[1]
+        command = groups[0]["hooks"][0]["command"]
+        ours = command.rsplit(" hook ", 1)[1]
         present = existing.setdefault(event, [])
         if not isinstance(present, list):
             raise CheckpointError(f"hooks.{event} in settings.json is not a list; fix it by hand first")
-        commands = [h.get("command", "") for g in present if isinstance(g, dict)
-                    for h in g.get("hooks", []) if isinstance(h, dict)]
-        if not any(_is_our_hook(c, ours) for c in commands):
+        entries = [h for g in present if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                   for h in g["hooks"] if isinstance(h, dict) and _is_our_hook(h.get("command"), ours)]
+        if not entries:
             present.extend(groups)
             added.append(event)
-    return added
+        for entry in entries:
+            if entry["command"] != command and this_file in entry["command"]:
+                entry["command"] = command
+                updated.append(event)
+    return added, updated
 
 
 def _is_our_hook(command: Any, event: str) -> bool:
@@ -4935,33 +5194,41 @@ def _save_json_file(path: str, doc: dict) -> None:
 
 def cli_install(args: Any, world: World) -> int:
     import json
-    import shlex
-    program = program_command()
+    program = list(world.program)
     needs_root = args.scope == "project" or args.exclude
     root = cli_root(args, world) if needs_root else None
+    if args.exclude and not args.write:  # what the not-ignored warning advises: it works as printed
+        print(add_git_exclude(root))
+        return EXIT_OK
     server_file, settings_file = claude_config_paths(world, args.scope, root)
     if not args.write:
-        line = " ".join(shlex.quote(p) for p in program)
         print("# Claude Code: register the server for every project\n"
-              f"claude mcp add --scope user checkpoint -- {line}\n")
+              f"claude mcp add --scope user checkpoint -- {shell_line(program)}\n")
         print(f"# Claude Code hooks: merge into {settings_file}")
         print(json.dumps({"hooks": hooks_config(program)}, indent=2) + "\n")
         desktop = {"mcpServers": {"checkpoint": {"command": program[0], "args": program[1:],
                                                   "env": {"CHECKPOINT_PROJECT_ROOT": "/absolute/path/to/your/project"}}}}
         print("# Claude Desktop: claude_desktop_config.json")
         print(json.dumps(desktop, indent=2) + "\n")
-        print("# Or let this command do it: install --write [--scope user|project] [--exclude]")
+        print(f"# Or let this command write them in (add --scope project for this project only):\n"
+              f"{shell_line(program, 'install', '--write')}")
         return EXIT_OK
+    this_file = os.path.abspath(__file__)
     config = _load_json_file(server_file)
-    server_result = merge_server(config, server_config(program), args.force)
+    server_result = merge_server(config, server_config(program), args.force, this_file)
     settings = _load_json_file(settings_file)
-    added = merge_hooks(settings, hooks_config(program))
-    if server_result in ("added", "replaced"):
+    added, updated = merge_hooks(settings, hooks_config(program), this_file)
+    if server_result in ("added", "replaced", "updated"):
         _save_json_file(server_file, config)
-    if added:
+    if added or updated:
         _save_json_file(settings_file, settings)
+    done = [f"added {', '.join(added)}"] if added else []
+    done += [f"updated {', '.join(updated)}"] if updated else []
+    if server_result.startswith("kept"):
+        scope = ["--scope", "project", "--root", root] if args.scope == "project" else []
+        server_result += f"; to replace it, run `{shell_line(program, 'install', '--write', '--force', *scope)}`"
     print(f"MCP server 'checkpoint' in {server_file}: {server_result}")
-    print(f"Hooks in {settings_file}: " + (f"added {', '.join(added)}" if added else "already there"))
+    print(f"Hooks in {settings_file}: {'; '.join(done) or 'already there'}")
     if args.exclude:
         print(add_git_exclude(root))
     return EXIT_OK
@@ -5000,19 +5267,18 @@ def cli_doctor(args: Any, world: World) -> int:
         checks.append((False, str(error)))
         root = None
     if root is not None:
-        checks += _doctor_checkpoint(root)
+        checks += _doctor_checkpoint(root, world.program)
     for ok, text in checks:
         print(f"{'✓' if ok else '✗'} {text}")
     return EXIT_OK if all(ok for ok, _ in checks) else EXIT_FAILED
 
 
-def _doctor_checkpoint(root: str) -> list:
+def _doctor_checkpoint(root: str, program: tuple) -> list:
     checks = [(os.access(root, os.W_OK), f"{root} is {'writable' if os.access(root, os.W_OK) else 'not writable'}")]
     git = Git(root)
-    ignored = git.is_ignored(CHECKPOINT_NAME)
-    if ignored is not None:
-        checks.append((ignored, f"{CHECKPOINT_NAME} is git-ignored" if ignored else
-                       f"{CHECKPOINT_NAME} is not git-ignored (run: install --exclude)"))
+    warning = checkpoint_git_warning(git, root, program)
+    if warning or git.is_ignored(CHECKPOINT_NAME):
+        checks.append((not warning, warning or f"{CHECKPOINT_NAME} is git-ignored"))
     try:
         stored = read_checkpoint(root)
     except CheckpointError as error:
@@ -5057,7 +5323,8 @@ def build_parser() -> Any:
     install.add_argument("--write", action="store_true", help="merge the server and hooks into Claude Code's files")
     install.add_argument("--scope", choices=("user", "project"), default="user",
                          help="user: ~/.claude.json and ~/.claude/settings.json; project: .mcp.json and .claude/settings.json")
-    install.add_argument("--exclude", action="store_true", help="add .claude-checkpoint* to .git/info/exclude")
+    install.add_argument("--exclude", action="store_true",
+                         help="add .claude-checkpoint* to .git/info/exclude (alone: that is all it does)")
     install.add_argument("--force", action="store_true", help="replace an existing, different 'checkpoint' server entry")
     commands.add_parser("doctor", parents=[common], help="check Python, git, the root and the checkpoint")
     _add_rewind_commands(commands, common)
@@ -5097,6 +5364,7 @@ def main(argv: Optional[list] = None) -> int:
         return serve(getattr(args, "root", None))
     _install_signal_handlers()
     world = world_from_process()
+    sys.stdout, sys.stderr = (RedactingWriter(stream, world.known_secrets) for stream in (sys.stdout, sys.stderr))
     if args.command == "hook":
         return run_hook(args.event, getattr(args, "root", None), world)
     runner = {"show": cli_show, "save": cli_save, "install": cli_install, "doctor": cli_doctor,
@@ -5234,10 +5502,8 @@ def root_relative(root: str, cwd: str, path: str) -> str:
 
 
 def restore_command(root: str, world: World) -> str:
-    """The restore command as the user can run it from here."""
-    import shlex
-    words = program_command() + ([] if os.path.realpath(world.cwd) == root else ["--root", root]) + ["restore"]
-    return " ".join(shlex.quote(w) for w in words)
+    """The restore command as printed in answers: it works as printed, from any folder."""
+    return shell_line(world.program, "--root", root, "restore")
 
 
 def _print_result(args: Any, doc: Any, text: Callable[[], str]) -> None:
@@ -5303,10 +5569,10 @@ def _record_hook(event: str, payload: dict, root: str, world: World) -> list:
         # changed files during the turn: snapshot the work tree when it differs from the last one.
         snapshot_if_changed(root, world)
         return []
-    # The redaction count, the not-ignored advice and "no snapshot outside git" are for the
-    # model's saves, not for every hook run.
+    # The redaction count, the git advice and "no snapshot outside git" are for the model's
+    # saves, not for every hook run.
     return [w for w in outcome.warnings if not w.startswith("Redacted") and "not git-ignored" not in w
-            and "not in a git repository" not in w and "snapshots are off" not in w]
+            and "is tracked by git" not in w and "not in a git repository" not in w and "snapshots are off" not in w]
 
 
 def _hook_timeout() -> None:

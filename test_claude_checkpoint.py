@@ -3,7 +3,7 @@
 
     python3 test_claude_checkpoint.py           # every test; ends with "N passed, M failed"
     python3 test_claude_checkpoint.py --quick   # all but the slow ones (50 MB inputs, real clients)
-    python3 test_claude_checkpoint.py --bench   # the benchmark, against its floors
+    python3 test_claude_checkpoint.py --bench   # the benchmark, against its floors (--quick: start-up, memory)
     python3 test_claude_checkpoint.py --redaction  # recall and keep-rate on the redaction corpora
 
 Most tests start the real file as a subprocess and speak JSON-RPC to it over stdio,
@@ -28,6 +28,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import unittest
@@ -128,9 +129,10 @@ class Workspace:
 class McpServer:
     """The real server as a subprocess, spoken to over stdio."""
 
-    def __init__(self, test: unittest.TestCase, cwd: str, env: dict, args: tuple = ()):
+    def __init__(self, test: unittest.TestCase, cwd: str, env: dict, args: tuple = (), command: list | None = None):
         self.test = test
-        self.proc = subprocess.Popen([sys.executable, SERVER, *args], cwd=cwd, env=env, stdin=subprocess.PIPE,
+        command = [sys.executable, SERVER, *args] if command is None else command
+        self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: queue.Queue = queue.Queue()
         self.raw_lines: list = []
@@ -245,6 +247,21 @@ def start_server(test: unittest.TestCase, ws: Workspace, initialize: bool = True
     if initialize:
         server.initialize(**init)
     return server
+
+
+TRAP_MODULES = ("json", "enum", "re", "subprocess", "hashlib", "queue", "shlex", "argparse", "threading",
+                "claude_checkpoint")
+
+
+def plant_trap(folder: str) -> None:
+    """Modules named like the standard library's (and ours) that leave a marker when imported:
+    a project cloned from someone hostile. Nothing we run may import them."""
+    for name in TRAP_MODULES:
+        write(folder, f"{name}.py", f"open({os.path.join(folder, 'IMPORTED-' + name)!r}, 'w').close()\n")
+
+
+def trap_markers(folder: str) -> list:
+    return sorted(name for name in os.listdir(folder) if name.startswith("IMPORTED-"))
 
 
 def blob_sha(data: bytes) -> str:
@@ -365,15 +382,26 @@ class TestCheckpointJson(unittest.TestCase):
         self.assertEqual(cp.modified_files[0].note, "cookie options")
         self.assertEqual(cp.to_json()["version"], cc.SCHEMA_VERSION)
 
+    def test_writes_version_1_which_the_original_server_reads_and_reads_version_2(self):
+        doc = make_checkpoint(hooks=cc.HookState(["t1"], {"s": 1}), goal_auto=True).to_json()
+        self.assertEqual(doc["version"], 1, "the original Node server refuses any version above 1")
+        for version in (1, 2):  # claude-checkpoint 1.0.0 wrote the same fields as version 2
+            with self.subTest(version=version):
+                cp = cc.Checkpoint.from_json(dict(doc, version=version))
+                self.assertEqual(cp.hooks.tool_use_ids, ["t1"])
+                self.assertEqual(cp.to_json()["version"], 1)
+
     def test_refuses_a_newer_version_asking_to_upgrade(self):
         doc = make_checkpoint().to_json()
-        doc["version"] = cc.SCHEMA_VERSION + 1
+        doc["version"] = 3
         with self.assertRaises(cc.UnsupportedVersion) as caught:
             cc.Checkpoint.from_json(doc)
         self.assertIn("Upgrade", str(caught.exception))
 
     def test_names_the_bad_field_of_a_hand_edited_file(self):
+        too_deep = deep_nesting(5000, "list")  # quoting it whole would pass the recursion limit
         cases = [("goal", "not an object", "goal"), ("modifiedFiles", [{"path": 3}], "modifiedFiles.path"),
+                 ("goal", {"primary": "g", "tasks": [{"description": "t", "status": too_deep}]}, "tasks.status"),
                  ("version", "2", "version"), ("recentCommands", [{"command": "ls", "exitCode": "x"}],
                                                  "recentCommands.exitCode")]
         for key, value, named in cases:
@@ -725,6 +753,17 @@ class TestTranscriptScanner(unittest.TestCase):
         facts = self.scan(lines, seen=["t1"])
         self.assertEqual(facts.commands, [])
         self.assertEqual(facts.resume_offset, len(lines[0]) + len(lines[1]))
+
+    def test_fields_of_the_wrong_type_are_skipped_not_trusted(self):
+        hostile = {"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": "t9", "name": ["Bash"], "input": {"command": "ls"}},
+            {"type": "tool_use", "id": ["t8"], "name": "Bash", "input": {"command": "ls"}}]}}
+        facts = self.scan(self.lines(
+            hostile, self.use("t1", "Bash", command="make"),
+            {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": {"t1": 1}}]}},
+            {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": ["t1"]}]}},
+            self.result("t1")))
+        self.assertEqual([c.command for c in facts.commands], ["make"])
 
     def test_exit_code_from_result_text(self):
         for text, code in (("Exit code 127\nnot found", 127), ("Error: Exit code 1", 1), ("killed", 1),
@@ -1120,9 +1159,30 @@ class TestStorage(unittest.TestCase):
             self.assertEqual(stream.read(), "precious")
         self.assertFalse(os.path.islink(os.path.join(root, ".claude-checkpoint")))
         os.symlink(outside, os.path.join(root, ".claude-checkpoint.lock"))
-        with self.assertRaises(cc.StorageError):
-            with cc.ProjectLock(root):
-                pass
+        with cc.ProjectLock(root):
+            pass
+        self.assertTrue(os.path.islink(os.path.join(root, ".claude-checkpoint.lock")))
+        with open(outside) as stream:
+            self.assertEqual(stream.read(), "precious")
+
+    def test_the_project_lock_is_on_the_folder_itself_and_excludes_a_second_holder(self):
+        root = temp_dir(self)
+        with cc.ProjectLock(root):
+            with self.assertRaises(cc.StorageError) as caught:
+                with cc.ProjectLock(root, timeout=0.2):
+                    pass
+            self.assertIn("try again", str(caught.exception))
+            self.assertEqual(os.listdir(root), [], "no lock file in the project")
+        with cc.ProjectLock(root, timeout=0.2):
+            pass
+
+    def test_the_empty_lock_file_of_1_0_0_is_removed(self):
+        root = temp_dir(self)
+        write(root, ".claude-checkpoint.lock", b"")
+        write(root, "notes.lock", b"")
+        with cc.ProjectLock(root):
+            pass
+        self.assertEqual(os.listdir(root), ["notes.lock"])
 
     def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(self):
         root = temp_dir(self)
@@ -1343,6 +1403,26 @@ class TestE2eProtocol(unittest.TestCase):
         self.assertEqual(reply["error"]["code"], -32600, reply)
         self.assert_still_serving(server)
 
+    def test_params_of_the_wrong_type_are_invalid_params_not_internal_errors(self):
+        server = start_server(self, self.ws)
+        cases = {
+            "tool name a list": ("tools/call", {"name": [{"x": True}, "y"], "arguments": {}}),
+            "tool name a number": ("tools/call", {"name": 5}),
+            "tool name missing": ("tools/call", {"arguments": {"goal": "g"}}),
+            "prompt name an object": ("prompts/get", {"name": {"resume": 1}}),
+            "prompt arguments a string": ("prompts/get", {"name": "resume", "arguments": "x"}),
+            "resource uri a number": ("resources/read", {"uri": 5}),
+            "resource uri a list": ("resources/read", {"uri": ["checkpoint://brief"]}),
+            "protocolVersion a number": ("initialize", {"protocolVersion": 20251125, "capabilities": {}}),
+            "capabilities a string": ("initialize", {"protocolVersion": "2025-11-25", "capabilities": "all"}),
+        }
+        for name, (method, params) in cases.items():
+            with self.subTest(name):
+                reply = server.request(method, params)
+                self.assertEqual(reply["error"]["code"], -32602, reply)
+        server.notify("notifications/cancelled", {"requestId": {"an": "object"}, "reason": ["x"]})
+        self.assert_still_serving(server)
+
     def test_unknown_tool_is_invalid_params(self):
         server = start_server(self, self.ws)
         reply = server.request("tools/call", {"name": "delete_everything", "arguments": {}})
@@ -1392,6 +1472,16 @@ class TestE2eProtocol(unittest.TestCase):
         self.assertIn("outputSchema", save)
         self.assertNotIn("outputSchema", load)
 
+    def test_tools_list_and_instructions_cost_at_most_4096_bytes(self):
+        # Paid in tokens by every session before it does anything (SPEC section 2).
+        server = start_server(self, self.ws, initialize=False)
+        instructions = server.initialize()["result"]["instructions"]
+        tools = server.request("tools/list")["result"]
+        cost = len(json.dumps(tools, separators=(",", ":"), ensure_ascii=False).encode()) + \
+            len(json.dumps(instructions, ensure_ascii=False).encode())
+        self.assertLessEqual(cost, 4096)
+        self.assertEqual(len(tools["tools"]), 2, "the tool list must not grow")
+
     def test_load_returns_text_only(self):
         server = start_server(self, self.ws)
         for arguments in ({}, {"format": "full"}):
@@ -1427,6 +1517,198 @@ class TestE2eProtocol(unittest.TestCase):
                 server.send_raw(raw)
                 self.assert_still_serving(server)
         self.assertIsNone(server.proc.poll())
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# Protocol under a fuzzer (SPEC section 2: no input, however large or strange, crashes it)
+# ════════════════════════════════════════════════════════════════════════════
+
+FUZZ_SEED = 8  # fixed, so a failure reproduces; the count is bounded so the tests stay fast
+
+
+def deep_nesting(depth: int, kind: str):
+    value: object = "bottom"
+    for _ in range(depth):
+        value = [value] if kind == "list" else {"a": value}
+    return value
+
+
+DEEP_LIST, DEEP_DICT = object(), object()  # built fresh where they are used: too deep to copy
+
+
+def nasty_values(root: str) -> list:
+    """Wrong types for every position: what a buggy or hostile client sends."""
+    return [None, True, False, 0, -1, 1.5, 2 ** 63, -(10 ** 30), 10 ** 400, float("inf"), float("-inf"),
+            float("nan"), "", " ", "\ud800", "a\udfffb", "\x00", "x" * 20_000, "../../etc/passwd", "/", "relative",
+            "file:///", "file://" + root, root, root + "/missing", "2026-07-28", "2025-11-25", "ping",
+            "tools/call", "save_session_checkpoint", "load_session_checkpoint", "checkpoint://brief",
+            "merge", "full", [], {}, [{"x": True}, "y"], {"": None}, ["\ud800"], [1, [2, [3]]],
+            {"uri": 5}, {"roots": "x"}, {"code": "x", "message": ["y"]}, [None] * 50,
+            DEEP_LIST, DEEP_DICT]
+
+
+def fuzz_templates(root: str, roots: bool) -> list:
+    """Valid messages of both eras, every method and notification the server knows, and responses."""
+    save_args = sample_save(projectRoot=root)
+    meta = with_meta()["_meta"]
+    caps = {"roots": {"listChanged": True}} if roots else {}
+    templates = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "f", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3, "reason": "fuzz"}},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}},
+        {"jsonrpc": "2.0", "id": "p", "method": "ping"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "save_session_checkpoint",
+                                                                      "arguments": save_args}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "load_session_checkpoint",
+                                                                      "arguments": {"format": "full"}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "prompts/list"},
+        {"jsonrpc": "2.0", "id": 6, "method": "prompts/get", "params": {"name": "resume", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 7, "method": "resources/list"},
+        {"jsonrpc": "2.0", "id": 8, "method": "resources/templates/list"},
+        {"jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": {"uri": "checkpoint://current"}},
+        {"jsonrpc": "2.0", "id": 10, "method": "server/discover", "params": {"_meta": meta}},
+        {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {
+            "name": "save_session_checkpoint", "arguments": {"goal": "stateless", "mode": "merge"}, "_meta": meta,
+            "inputResponses": {"roots": {"roots": [{"uri": "file://" + root, "name": "p"}]}},
+            "requestState": "roots"}},
+        {"jsonrpc": "2.0", "id": 12, "method": "resources/read", "params": {"uri": "checkpoint://brief", "_meta": meta}},
+        {"jsonrpc": "2.0", "id": 13, "method": "no/such/method", "params": {}},
+    ]
+    if roots:
+        templates += [
+            {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+            {"jsonrpc": "2.0", "id": "claude-checkpoint-roots-1", "result": {"roots": [{"uri": "file://" + root}]}},
+            {"jsonrpc": "2.0", "id": "claude-checkpoint-roots-2", "error": {"code": -1, "message": "no"}},
+        ]
+    return templates
+
+
+def _positions(value, depth: int = 0, found: list | None = None) -> list:
+    """Every (container, key) in a message down to its sixth level, nested arguments included."""
+    found = [] if found is None else found
+    items = list(value.items()) if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        found.append((value, key))
+        if depth < 6:
+            _positions(child, depth + 1, found)
+    return found
+
+
+def fuzz_messages(rng, root: str, count: int, roots: bool = True, deep: int = 2000) -> list:
+    """`count` messages: valid ones with 1-3 mutations each (a value of the wrong type at any
+    position, a key dropped or added), some wrapped in batches."""
+    import copy
+    templates, nasty = fuzz_templates(root, roots), nasty_values(root)
+    if not roots:
+        nasty = [v for v in nasty if not (isinstance(v, dict) and "roots" in v)]
+
+    def pick():
+        value = rng.choice(nasty)
+        if value is DEEP_LIST or value is DEEP_DICT:
+            return deep_nesting(deep, "list" if value is DEEP_LIST else "dict")
+        return copy.deepcopy(value)
+
+    messages = []
+    for _ in range(count):
+        message = copy.deepcopy(rng.choice(templates))
+        for _ in range(rng.randint(0, 3)):
+            positions = _positions(message)
+            if not positions or rng.random() < 0.05:
+                message = pick()
+                break
+            container, key = rng.choice(positions)
+            action = rng.random()
+            if action < 0.6:
+                container[key] = pick()
+            elif action < 0.8 and isinstance(container, dict):
+                del container[key]
+            elif isinstance(container, dict):
+                container[rng.choice(("extra", "_meta", "id", "params", "arguments", "x" * 300))] = pick()
+        if rng.random() < 0.08:
+            message = [message] + [copy.deepcopy(rng.choice(templates)) for _ in range(rng.randint(0, 3))]
+        messages.append(message)
+    return messages
+
+
+def short_repr(value) -> str:
+    import reprlib
+    limits = reprlib.Repr()
+    limits.maxlevel, limits.maxstring, limits.maxother = 4, 80, 80
+    return limits.repr(value)
+
+
+def check_reply(test: unittest.TestCase, message, reply) -> None:
+    """A reply is strict JSON-RPC (no NaN, no Infinity), never an internal error, and there
+    is one exactly when the message is a request."""
+    where = short_repr(message)
+    if isinstance(message, dict) and "id" not in message and isinstance(message.get("method"), str):
+        test.assertIsNone(reply, f"a notification got a reply: {where}")
+    if reply is None:
+        return
+    test.assertIsInstance(reply, dict, where)
+    json.dumps(reply, allow_nan=False)
+    test.assertEqual(reply.get("jsonrpc"), "2.0", where)
+    test.assertEqual(("result" in reply) + ("error" in reply), 1, where)
+    if "error" in reply:
+        test.assertNotEqual(reply["error"]["code"], -32603, f"{where} -> {short_repr(reply)}")
+        test.assertIsInstance(reply["error"]["message"], str, where)
+
+
+def strict_json(line: bytes):
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(line, parse_constant=refuse)
+
+
+class TestProtocolFuzz(unittest.TestCase):
+    def test_thousands_of_generated_messages_in_process_never_escape_or_give_internal_errors(self):
+        import random
+        rng = random.Random(FUZZ_SEED)
+        root = temp_dir(self)
+        no_git = temp_dir(self, "cc-no-git-")  # git missing: fast, and every warning path runs
+        logged: list = []
+        world = cc.World(env={"PATH": no_git}, cwd=root, home=None, clock=lambda: NOW, log=logged.append)
+        for connection in range(6):  # 3,000 messages, over six connections
+            protocol = cc.Protocol(world)
+            for index, message in enumerate(fuzz_messages(rng, root, 500, deep=5000)):
+                items = message if isinstance(message, list) and message else [message]
+                for item in items:
+                    try:
+                        reply = protocol.handle(item)
+                    except Exception as error:  # noqa: BLE001 - the point of the test
+                        self.fail(f"message {index} {short_repr(item)} raised {error!r}")
+                    check_reply(self, item, reply)
+                protocol.take_outbox(NOW)
+                if protocol.roots_pending and rng.random() < 0.5:
+                    protocol.give_up_on_roots()
+        self.assertEqual([entry for entry in logged if "Traceback" in entry], [])
+
+    def test_generated_messages_over_stdio_keep_the_server_serving_with_json_rpc_only(self):
+        import random
+        rng = random.Random(FUZZ_SEED)
+        ws = Workspace(self)
+        server = start_server(self, ws, initialize=False)
+        sent = 0
+        raw_garbage = [b"\xff\xfe\xfd\n", b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"\n", b"NaN\n",
+                       b'{"jsonrpc":"2.0","id":1e999,"method":"ping"}\n', b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}\n',
+                       b'{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":Infinity}}\n',
+                       b"[" * 5000 + b"\n", b'"\\ud800"\n', b"\x00\n", b"   \n"]
+        for message in fuzz_messages(rng, ws.repo, 400, roots=False, deep=900):
+            server.send_raw(json.dumps(message).encode() + b"\n")
+            sent += 1
+            if sent % 40 == 0:
+                server.send_raw(rng.choice(raw_garbage))
+        for garbage in raw_garbage:
+            server.send_raw(garbage)
+        self.assertEqual(server.request("ping", request_id="still-there")["result"], {})
+        server.close()
+        for line in server.raw_lines:
+            reply = strict_json(line)
+            for item in reply if isinstance(reply, list) else [reply]:
+                check_reply(self, "(over stdio)", item)
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -1554,6 +1836,29 @@ class TestE2eHandshakeRoots(unittest.TestCase):
         self.assertFalse([m for m in seen if isinstance(m, dict) and m.get("id") == 600], seen)
         self.assertNotIn(CHECKPOINT, os.listdir(self.ws.repo))
         self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
+
+    def test_cancelled_notification_drops_a_request_queued_behind_a_slow_one(self):
+        server = start_server(self, self.ws)
+        def save(request_id, goal):
+            return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                    "params": {"name": "save_session_checkpoint", "arguments": {"goal": goal}}}
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 102}}
+        in_batch = [save(104, "cancelled in a batch"), {"jsonrpc": "2.0", "id": 105, "method": "ping"}]
+        cancel_in_batch = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 104}}
+        with cc.ProjectLock(self.ws.repo):  # the first save waits for it: it is slow
+            server.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in (
+                save(101, "slow"), save(102, "cancelled"), cancel, in_batch, cancel_in_batch)))
+            time.sleep(0.5)  # let the server's reader queue every line behind the slow save
+        seen = []
+        server.send({"jsonrpc": "2.0", "id": 103, "method": "ping"})
+        server.wait_for(lambda m: seen.append(m) or (isinstance(m, dict) and m.get("id") == 103))
+        ids = [m.get("id") for m in seen if isinstance(m, dict)] + [i.get("id") for m in seen
+                                                                      if isinstance(m, list) for i in m]
+        self.assertIn(101, ids)
+        self.assertIn(105, ids, "the batch keeps its other members")
+        self.assertNotIn(102, ids, "a cancelled request must not answer")
+        self.assertNotIn(104, ids)
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "slow", "a cancelled save must not run")
 
     def test_roots_list_changed_refreshes_the_root(self):
         other = Workspace(self)
@@ -1883,6 +2188,101 @@ class TestE2eSaveAnswer(unittest.TestCase):
                 mentions = [w for w in warnings if "ignore" in w.lower()]
                 self.assertEqual(bool(mentions), not ignored, warnings)
 
+    def test_a_tracked_checkpoint_gets_a_stronger_warning_whose_commands_work_as_printed(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", ".gitignore": "*.log\n"})
+        server = start_server(self, ws)
+        save_ok(server, goal="first")
+        ws.git("add", "-A")  # the checkpoint is now tracked
+
+        def git_warnings() -> list:
+            warnings = save_ok(server, goal="again")["structuredContent"]["warnings"]
+            return [w for w in warnings if "git" in w and ".claude-checkpoint" in w]
+
+        for state in ("staged", "committed", "committed and in .gitignore"):
+            with self.subTest(state):
+                if state == "committed":
+                    ws.git("commit", "-qam", "oops")
+                if state.endswith(".gitignore"):
+                    ws.write(".gitignore", "*.log\n.claude-checkpoint*\n")
+                    ws.git("commit", "-qam", "ignore it (too late)")
+                warnings = git_warnings()
+                self.assertEqual(len(warnings), 1, warnings)
+                self.assertIn("tracked by git", warnings[0])
+                self.assertNotIn("not git-ignored", warnings[0])
+        for command in re.findall(r"`([^`]*(?:rm --cached|install --exclude)[^`]*)`", warnings[0]):
+            proc = subprocess.run(["/bin/sh", "-c", command], cwd=ws.home, env=ws.env, capture_output=True,
+                                  timeout=TIMEOUT)
+            self.assertEqual(proc.returncode, 0, (command, proc.stderr))
+        self.assertEqual(ws.git("ls-files", "--", ".claude-checkpoint*"), "")
+        self.assertEqual(git_warnings(), [])
+        self.assertTrue(os.path.exists(os.path.join(ws.repo, CHECKPOINT)), "untracking keeps the file")
+
+    def test_the_not_ignored_advice_works_exactly_as_printed(self):
+        ws = Workspace(self)
+        server = start_server(self, ws)
+        warning = next(w for w in save_ok(server, goal="g")["structuredContent"]["warnings"] if "ignored" in w)
+        advice = re.search(r"run `([^`]+)`", warning).group(1)
+        proc = subprocess.run(["/bin/sh", "-c", advice], cwd=ws.home, env=ws.env, capture_output=True,
+                              timeout=TIMEOUT)  # from another folder: the command names the root
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(".claude-checkpoint*", proc.stdout.decode(), "it says what it did")
+        ws.git("check-ignore", "-q", ".claude-checkpoint")
+        ws.git("check-ignore", "-q", ".claude-checkpoint.prev")
+        self.assertEqual([w for w in save_ok(server, goal="g")["structuredContent"]["warnings"] if "ignore" in w], [])
+
+    def test_no_answer_or_log_echoes_a_secret_of_the_servers_environment(self):
+        # A value with no telling shape: only the exact-value rule can catch it.
+        plain, shaped = "Tr0ub4dor-and-three-horses", fake_secret("ghp_", 36)
+        ws = Workspace(self)
+        env = dict(ws.env, GITHUB_TOKEN=plain, ANTHROPIC_API_KEY=shaped)
+        server = start_server(self, ws, env=env, initialize=False)
+        server.initialize(capabilities={"roots": {}})
+        ask = server.wait_for(is_roots_request)
+        server.send({"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -1, "message": f"no roots for {plain}"}})
+        for secret in (plain, shaped):
+            echoes = {
+                "mode": ("tools/call", {"name": "save_session_checkpoint", "arguments": {"goal": "g", "mode": secret}}),
+                "unknown field": ("tools/call", {"name": "save_session_checkpoint",
+                                                 "arguments": {"goal": "g", secret: 1}}),
+                "task status": ("tools/call", {"name": "save_session_checkpoint", "arguments": {
+                    "goal": "g", "tasks": [{"description": "t", "status": secret}]}}),
+                "relative projectRoot": ("tools/call", {"name": "save_session_checkpoint",
+                                                        "arguments": {"goal": "g", "projectRoot": f"x/{secret}"}}),
+                "path outside": ("tools/call", {"name": "save_session_checkpoint", "arguments": {
+                    "goal": "g", "projectRoot": ws.repo, "modifiedFiles": [{"path": f"/elsewhere/{secret}"}]}}),
+                "load format": ("tools/call", {"name": "load_session_checkpoint", "arguments": {"format": secret}}),
+                "tool name": ("tools/call", {"name": secret}),
+                "resource": ("resources/read", {"uri": f"checkpoint://{secret}"}),
+                "method": (secret, {}),
+            }
+            for name, (method, params) in echoes.items():
+                with self.subTest(name, secret=secret[:4]):
+                    reply = server.request(method, params)
+                    self.assertNotIn(secret, json.dumps(reply))
+                    self.assertIn("«redacted»", json.dumps(reply, ensure_ascii=False))
+        server.close()
+        for secret in (plain, shaped):
+            self.assertFalse([line for line in server.raw_lines if secret.encode() in line])
+            self.assertNotIn(secret, server.stderr)
+        self.assertIn("no roots for «redacted»", server.stderr)
+
+    def test_redacting_the_handshake_answers_compiles_no_rule(self):
+        # Every answer is redacted, but compiling the rules would double the start-up time.
+        script = textwrap.dedent(f"""
+            import sys; sys.path.insert(0, {HERE!r})
+            import claude_checkpoint as cc
+            protocol = cc.Protocol(cc.World({{}}, "/", None, lambda: 0.0, print))
+            meta = {{"_meta": {json.dumps(with_meta()["_meta"])}}}
+            for method, params in (("initialize", {{"protocolVersion": "2025-06-18", "capabilities": {{}}}}),
+                                   ("server/discover", meta), ("tools/list", meta), ("tools/list", {{}}),
+                                   ("prompts/list", {{}}), ("resources/list", {{}}), ("ping", {{}})):
+                reply = protocol.handle({{"jsonrpc": "2.0", "id": 1, "method": method, "params": params}})
+                assert "result" in cc.redact_message(reply, ("secret-value",)), reply
+            print(hasattr(cc._compiled_rules, "cache"))
+            """)
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.stdout.decode().strip(), "False", proc.stderr.decode())
+
     def test_answer_text_follows_the_seed_example(self):
         ws = Workspace(self)
         ws.git("checkout", "-qb", "feat/github-oauth")
@@ -2017,6 +2417,15 @@ class TestE2eLoad(unittest.TestCase):
         full = load_full(self.server)
         self.assertIs(full["found"], True)
         self.assertEqual(full["checkpoint"]["goal"]["primary"], SEED_V1_CHECKPOINT["goal"]["primary"])
+
+    def test_a_version_2_file_loads_and_the_next_save_writes_version_1(self):
+        self.ws.write(CHECKPOINT, json.dumps(dict(SEED_V1_CHECKPOINT, version=2, hooks={"toolUseIds": ["toolu_1"]})))
+        self.assertIn("Add GitHub OAuth", self.server.load())
+        save_ok(self.server, goal="merged onto version 2", mode="merge")
+        saved = self.ws.checkpoint()
+        self.assertEqual(saved["version"], 1)
+        self.assertEqual(saved["hooks"]["toolUseIds"], ["toolu_1"])
+        self.assertEqual(saved["decisions"], SEED_V1_CHECKPOINT["decisions"])
 
     def test_newer_version_is_refused_with_upgrade_advice(self):
         self.ws.write(CHECKPOINT, json.dumps(dict(SEED_V1_CHECKPOINT, version=999)))
@@ -2180,12 +2589,13 @@ class TestE2eStorage(unittest.TestCase):
         self.assertIn(CHECKPOINT, text)
         self.assertIn(BACKUP, text)
 
-    def test_no_temp_files_are_left_after_saves(self):
+    def test_saves_leave_no_file_but_the_checkpoint_and_its_prev(self):
         server = start_server(self, self.ws)
         for i in range(3):
             save_ok(server, goal=f"save {i}", mode="merge" if i else "replace")
-        names = checkpoint_names(self.ws.repo)
-        self.assertLessEqual(names, {CHECKPOINT, BACKUP, CHECKPOINT + ".lock"})
+        self.assertEqual(checkpoint_names(self.ws.repo), {CHECKPOINT, BACKUP})
+        self.assertEqual(self.ws.git("status", "--porcelain", "--untracked-files=all").split(),
+                         ["??", CHECKPOINT, "??", BACKUP], "no third file shows up in git status")
 
     def test_symlinks_planted_at_checkpoint_names_are_never_followed(self):
         outside = write(self.ws.home, "outside.json", json.dumps(dict(SEED_V1_CHECKPOINT, goal={
@@ -2995,6 +3405,18 @@ class CommandLineTest(unittest.TestCase):
             self.assertNotEqual(proc.returncode, 0)
             self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
 
+    def test_errors_and_answers_never_echo_a_secret_of_the_environment(self):
+        secret = "Tr0ub4dor-and-three-horses"
+        env = dict(self.ws.env, DB_PASSWORD=secret)
+        for name, args, stdin in (("bad mode", ("save",), json.dumps({"goal": "g", "mode": secret})),
+                                  ("path outside", ("save",), json.dumps({"goal": "g", "modifiedFiles": [
+                                      {"path": f"/elsewhere/{secret}"}]})),
+                                  ("hook", ("hook", "pre-compact"), json.dumps({"transcript_path": f"/x/{secret}"}))):
+            with self.subTest(name):
+                proc = self.ws.run_cli(*args, stdin=stdin, env=env)
+                self.assertNotIn(secret.encode(), proc.stdout + proc.stderr)
+                self.assertIn("«redacted»", (proc.stdout + proc.stderr).decode())
+
     def test_save_takes_flags_and_merges(self):
         self.save()
         proc = self.ws.run_cli("save", "--goal", "Ship OAuth", "--summary", "Cookie fixed", "--next", "Open a PR",
@@ -3080,24 +3502,36 @@ class InstallTest(unittest.TestCase):
         return found
 
     def assert_runs_this_file(self, command: list) -> None:
-        self.assertIn(SERVER, command)
-        proc = subprocess.run([*command, "--version"], capture_output=True, timeout=TIMEOUT, env=self.ws.env)
+        """The command imports this file from its folder (so its bytecode is cached), and run
+        from a hostile project it imports nothing from there."""
+        self.assertEqual(command[1:], ["-c", cc.IMPORT_CODE.format(module="claude_checkpoint"), HERE])
+        hostile = temp_dir(self, "cc-hostile-")
+        plant_trap(hostile)
+        proc = subprocess.run([*command, "--version"], capture_output=True, timeout=TIMEOUT, env=self.ws.env,
+                              cwd=hostile)
         self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(cc.__version__, proc.stdout.decode())
+        self.assertEqual(trap_markers(hostile), [])
 
     def test_print_mode_shows_the_mcp_add_line_hooks_and_desktop_entry(self):
         out = self.install().stdout.decode()
         add_line = next(line for line in out.splitlines() if line.startswith("claude mcp add"))
-        self.assertIn(SERVER, add_line)
+        self.assertEqual(shlex.split(add_line)[:6], ["claude", "mcp", "add", "--scope", "user", "checkpoint"])
+        self.assert_runs_this_file(shlex.split(add_line)[7:])
         objects = self.json_objects(out)
         hooks = next(o["hooks"] for o in objects if "hooks" in o)
         self.assertEqual(hooks["SessionStart"][0]["matcher"], "clear|compact|resume")
         for event, sub in (("SessionStart", "session-start"), ("PreCompact", "pre-compact")):
             command = hooks[event][0]["hooks"][0]["command"]
-            self.assertTrue(command.endswith(f"hook {sub}"), command)
-            self.assertIn(SERVER, command)
+            self.assertEqual(shlex.split(command)[-2:], ["hook", sub])
+            self.assert_runs_this_file(shlex.split(command)[:-2])
         desktop = next(o["mcpServers"]["checkpoint"] for o in objects if "mcpServers" in o)
         self.assert_runs_this_file([desktop["command"], *desktop["args"]])
         self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")), "print mode writes nothing")
+        last = out.strip().splitlines()[-1]  # the advice to write it all in works as printed
+        proc = subprocess.run(["/bin/sh", "-c", last], env=self.ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("checkpoint", self.read(os.path.join(self.ws.home, ".claude.json"))["mcpServers"])
 
     def test_write_merges_into_the_user_files_and_is_idempotent(self):
         config_dir = os.path.join(self.ws.home, "cfg")
@@ -3146,10 +3580,39 @@ class InstallTest(unittest.TestCase):
     def test_write_keeps_a_different_checkpoint_server_unless_forced(self):
         theirs = {"type": "stdio", "command": "node", "args": ["/opt/other/checkpoint.js"]}
         path = write(self.ws.home, ".claude.json", json.dumps({"mcpServers": {"checkpoint": theirs}}))
-        self.install("--write")
+        out = self.install("--write").stdout.decode()
         self.assertEqual(self.read(path)["mcpServers"]["checkpoint"], theirs)
-        self.install("--write", "--force")
-        self.assertIn(SERVER, self.read(path)["mcpServers"]["checkpoint"]["args"])
+        advice = re.search(r"to replace it, run `([^`]+)`", out).group(1)  # works as printed
+        proc = subprocess.run(["/bin/sh", "-c", advice], cwd=self.ws.home, env=self.ws.env, capture_output=True,
+                              timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        entry = self.read(path)["mcpServers"]["checkpoint"]
+        self.assert_runs_this_file([entry["command"], *entry["args"]])
+
+    def test_write_brings_the_plain_file_commands_of_1_0_0_up_to_date(self):
+        old_server = {"type": "stdio", "command": sys.executable, "args": [SERVER], "env": {}}
+        old_hooks = {event: [{"hooks": [{"type": "command", "command": f"{sys.executable} {SERVER} hook {sub}"}]}]
+                     for event, sub in (("PreCompact", "pre-compact"), ("SessionEnd", "session-end"), ("Stop", "stop"))}
+        old_hooks["SessionStart"] = [{"matcher": "clear|compact|resume", "hooks": [
+            {"type": "command", "command": f"{sys.executable} {SERVER} hook session-start"}]}]
+        server_file = write(self.ws.home, ".claude.json", json.dumps({"mcpServers": {"checkpoint": old_server}}))
+        settings_file = write(os.path.join(self.ws.home, ".claude"), "settings.json", json.dumps({"hooks": old_hooks}))
+        out = self.install("--write").stdout.decode()
+        self.assertIn("updated", out)
+        entry = self.read(server_file)["mcpServers"]["checkpoint"]
+        self.assert_runs_this_file([entry["command"], *entry["args"]])
+        hooks = self.read(settings_file)["hooks"]
+        for event, groups in hooks.items():
+            with self.subTest(event=event):
+                self.assertEqual(len(groups), 1, "updated in place, not added twice")
+                self.assert_runs_this_file(shlex.split(groups[0]["hooks"][0]["command"])[:-2])
+
+    def test_exclude_alone_adds_the_exclude_says_so_and_writes_nothing_else(self):
+        out = self.install("--exclude").stdout.decode()
+        self.assertEqual(out.strip(), f"Added .claude-checkpoint* to {os.path.join(self.ws.repo, '.git', 'info', 'exclude')}")
+        self.ws.git("check-ignore", "-q", ".claude-checkpoint")
+        self.assertIn("already", self.install("--exclude").stdout.decode())
+        self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")))
 
     def test_project_scope_writes_mcp_json_and_project_settings(self):
         self.install("--write", "--scope", "project")
@@ -3161,13 +3624,22 @@ class InstallTest(unittest.TestCase):
 
     def test_exclude_adds_the_pattern_to_git_info_exclude_once(self):
         exclude = os.path.join(self.ws.repo, ".git", "info", "exclude")
-        for _ in range(2):
-            self.install("--write", "--exclude")
+        for flags in (("--write", "--exclude"), ("--exclude",)):
+            with self.subTest(flags=flags):
+                self.install(*flags)
         with open(exclude, encoding="utf-8") as stream:
             self.assertEqual(stream.read().splitlines().count(".claude-checkpoint*"), 1)
         self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".gitignore")))
         self.ws.git("check-ignore", "-q", ".claude-checkpoint")
         self.ws.git("check-ignore", "-q", ".claude-checkpoint.prev")
+
+    def test_hook_entries_of_the_wrong_type_are_kept_and_not_trusted(self):
+        odd = {"hooks": {"Stop": [{"hooks": 5}, "x", {"hooks": [7, {"command": ["a"]}]}]}}
+        path = write(os.path.join(self.ws.home, ".claude"), "settings.json", json.dumps(odd))
+        self.install("--write")
+        stop = self.read(path)["hooks"]["Stop"]
+        self.assertEqual(stop[:3], odd["hooks"]["Stop"])
+        self.assertTrue(stop[3]["hooks"][0]["command"].endswith("hook stop"))
 
     def test_corrupt_user_config_is_left_untouched(self):
         path = write(self.ws.home, ".claude.json", b'{"numStartups": 3, oops')
@@ -3175,6 +3647,78 @@ class InstallTest(unittest.TestCase):
         with open(path, "rb") as stream:
             self.assertEqual(stream.read(), b'{"numStartups": 3, oops')
         self.assertIn(".claude.json", proc.stderr.decode())
+
+
+class PluginCommandsTest(unittest.TestCase):
+    """The server and hooks that .claude-plugin/plugin.json declares, run the way Claude Code
+    runs them (${CLAUDE_PLUGIN_ROOT} expanded, hooks through a shell, in the project folder)."""
+
+    def setUp(self):
+        manifest = os.path.join(HERE, ".claude-plugin", "plugin.json")
+        if not os.path.exists(manifest):
+            self.skipTest("no .claude-plugin/plugin.json (copied file alone)")
+        with open(manifest, encoding="utf-8") as stream:
+            self.manifest = json.load(stream)
+        self.ws = Workspace(self)
+        plant_trap(self.ws.repo)
+        self.plugin_root = temp_dir(self, "cc-plugin-")
+        shutil.copy(SERVER, self.plugin_root)
+        bin_dir = temp_dir(self, "cc-bin-")  # `python3` is the Python running these tests
+        os.symlink(sys.executable, os.path.join(bin_dir, "python3"))
+        self.env = dict(self.ws.env, PATH=bin_dir + os.pathsep + self.ws.env["PATH"],
+                        CLAUDE_PLUGIN_ROOT=self.plugin_root, CLAUDE_PROJECT_DIR=self.ws.repo)
+        del self.env["PYTHONDONTWRITEBYTECODE"]
+
+    def server_command(self) -> list:
+        entry = self.manifest["mcpServers"]["checkpoint"]
+        return [shutil.which(entry["command"], path=self.env["PATH"])] + [
+            arg.replace("${CLAUDE_PLUGIN_ROOT}", self.plugin_root) for arg in entry["args"]]
+
+    def run_hook(self, event: str, payload: str) -> subprocess.CompletedProcess:
+        groups = [g for g in self.manifest["hooks"].values() for g in g
+                  if g["hooks"][0]["command"].endswith(f" hook {event}")]
+        return subprocess.run(["/bin/sh", "-c", groups[0]["hooks"][0]["command"]], input=payload.encode(),
+                              cwd=self.ws.repo, env=self.env, capture_output=True, timeout=HOOK_BOUND_S)
+
+    def test_the_trap_is_real(self):
+        subprocess.run([sys.executable, "-c", "import json"], cwd=self.ws.repo, env=self.env, check=True)
+        self.assertEqual(trap_markers(self.ws.repo), ["IMPORTED-json"])
+
+    def test_the_server_imports_the_file_reuses_its_bytecode_and_nothing_from_the_project(self):
+        self.assertEqual(self.server_command()[1:], ["-c", cc.IMPORT_CODE.format(module="claude_checkpoint"),
+                                                     self.plugin_root])
+        for run in ("first", "cached"):
+            with self.subTest(run):
+                server = McpServer(self, self.ws.repo, self.env, command=self.server_command())
+                server.initialize()
+                save_ok(server, **sample_save())
+                self.assertIn("# Resuming: project", server.load())
+                server.close()
+                cache = os.path.join(self.plugin_root, "__pycache__")
+                self.assertTrue([n for n in os.listdir(cache) if n.startswith("claude_checkpoint.")], cache)
+        self.assertEqual(trap_markers(self.ws.repo), [])
+
+    def test_the_hooks_run_through_a_shell_and_import_nothing_from_the_project(self):
+        t = Transcript(self.ws.repo)
+        t.prompt("Make the build green")
+        t.bash("make test")
+        transcript = t.save(os.path.join(temp_dir(self, "cc-t-"), "t.jsonl"))
+        for event in ("pre-compact", "stop", "session-end", "session-start"):
+            with self.subTest(event):
+                proc = self.run_hook(event, hook_payload(event, transcript, self.ws.repo))
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertNotIn(b"Traceback", proc.stderr)
+        self.assertIn("make test", proc.stdout.decode(), "session-start prints the brief")
+        self.assertEqual(trap_markers(self.ws.repo), [])
+
+    def test_a_read_only_plugin_folder_still_serves_without_a_bytecode_cache(self):
+        make_read_only(self, self.plugin_root)
+        server = McpServer(self, self.ws.repo, self.env, command=self.server_command())
+        self.assertEqual(server.initialize()["result"]["serverInfo"]["name"], "claude-checkpoint")
+        save_ok(server, goal="read-only plugin folder")
+        server.close()
+        self.assertEqual(os.listdir(self.plugin_root), ["claude_checkpoint.py"])
+        self.assertEqual(trap_markers(self.ws.repo), [])
 
 
 class DoctorTest(unittest.TestCase):
@@ -5637,7 +6181,7 @@ class ClaudeCodeInstallTest(ClaudeCodeE2EBase):
                     for g in groups for h in g.get("hooks", [])]
         self.assertEqual(len(commands), len(set(commands)), settings)
         p = self.claude_run(["mcp", "list"])
-        line = [l for l in p.stdout.splitlines() if "claude_checkpoint.py" in l]
+        line = [l for l in p.stdout.splitlines() if "claude_checkpoint" in l]
         self.assertTrue(line and "Connected" in line[0], p.stdout)
         server = line[0].split(":", 1)[0]
         # the installed hooks record a session on /compact
@@ -5649,6 +6193,18 @@ class ClaudeCodeInstallTest(ClaudeCodeE2EBase):
         self.assertTrue(os.path.isfile(os.path.join(self.proj, ".claude-checkpoint")), self.debug_tail())
         cmds = [c.get("command") for c in self.checkpoint().get("recentCommands") or []]
         self.assertIn("echo installed", cmds)
+
+
+    def test_the_printed_mcp_add_line_works_as_printed(self):
+        self.init_repo()
+        p = subprocess.run([sys.executable, CC_SERVER, "install"], cwd=self.proj, env=self.env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        line = next(l for l in p.stdout.splitlines() if l.startswith("claude mcp add"))
+        words = shlex.split(line)
+        self.claude_run(words[1:])
+        p = self.claude_run(["mcp", "list"])
+        listed = [l for l in p.stdout.splitlines() if l.startswith("checkpoint:")]
+        self.assertTrue(listed and "Connected" in listed[0], p.stdout + self.debug_tail())
 
 
 class ClaudeCodePluginTest(ClaudeCodeE2EBase):
@@ -5759,10 +6315,15 @@ class TestMcpInspectorCli(unittest.TestCase):
 # Benchmark (python3 test_claude_checkpoint.py --bench): figures against floors
 # ════════════════════════════════════════════════════════════════════════════
 
-BENCH_FLOORS = {  # the issue's budgets
-    "startup ratio (initialize reply / python -c pass)": 3.5,
-    "peak memory, save + load (MB)": 25,
-    "peak memory, 50 MB dirty file (MB)": 30,
+BENCH_FLOORS = {  # the issue's budgets; None: reported for comparison, no floor
+    "startup ratio, plugin command (initialize reply / python -c pass)": 3.0,
+    "peak memory, plugin command, save + load (MB)": 16,
+    "peak memory, plugin command, 50 MB dirty file (MB)": 18,
+    "startup ratio, plain file (initialize reply / python -c pass)": None,
+    "peak memory, plain file, save + load (MB)": None,
+    "peak memory, plain file, 50 MB dirty file (MB)": None,
+    "hook stop after every turn, nothing new, plugin command (ms)": None,
+    "hook stop after every turn, nothing new, plain file (ms)": None,
     "save ratio, nothing changed (vs git status + hashing)": 1.15,
     "save ratio, new snapshot (vs git status + hashing)": 1.5,
     "restore one file, 50k-file repo (s)": 0.5,
@@ -5774,12 +6335,28 @@ BENCH_FLOORS = {  # the issue's budgets
 }
 
 
+def plugin_server_command() -> list:
+    """What users run: the server command of .claude-plugin/plugin.json, for this Python."""
+    with open(os.path.join(HERE, ".claude-plugin", "plugin.json"), encoding="utf-8") as stream:
+        entry = json.load(stream)["mcpServers"]["checkpoint"]
+    return [sys.executable] + [arg.replace("${CLAUDE_PLUGIN_ROOT}", HERE) for arg in entry["args"]]
+
+
+def bench_commands() -> dict:
+    return {"plugin command": plugin_server_command(), "plain file": [sys.executable, SERVER]}
+
+
+def bench_env(env: dict) -> dict:
+    """As users run it: bytecode is cached (beside the file, in __pycache__)."""
+    return {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 class BenchServer:
     """A server subprocess for the benchmark: no unittest machinery."""
 
-    def __init__(self, cwd: str, env: dict):
-        self.proc = subprocess.Popen([sys.executable, SERVER], cwd=cwd, env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    def __init__(self, cwd: str, env: dict, command: list | None = None):
+        self.proc = subprocess.Popen(command or [sys.executable, SERVER], cwd=cwd, env=bench_env(env),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.next_id = 0
 
     def request(self, method: str, params: dict) -> dict:
@@ -5824,32 +6401,56 @@ def _timed(function, repeat: int) -> float:
 
 def bench_startup(env: dict, cwd: str) -> dict:
     def bare() -> None:
-        subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+        subprocess.run([sys.executable, "-c", "pass"], env=bench_env(env), check=True)
 
-    def handshake() -> None:
-        server = BenchServer(cwd, env)
+    def handshake(command: list) -> None:
+        server = BenchServer(cwd, env, command)
         server.initialize()
         server.close()
 
-    bare(), handshake()  # warm the page cache
-    base, ours = _timed(bare, 21), _timed(handshake, 21)
-    print(f"  python -c pass {base * 1000:.1f} ms, initialize reply {ours * 1000:.1f} ms")
-    return {"startup ratio (initialize reply / python -c pass)": ours / base}
+    figures = {}
+    bare()  # warm the page cache
+    base = _timed(bare, 21)
+    print(f"  python -c pass {base * 1000:.1f} ms")
+    for label, command in bench_commands().items():
+        handshake(command)  # the warm-up: writes the bytecode cache of the plugin command
+        ours = _timed(lambda: handshake(command), 21)
+        print(f"  {label}: initialize reply {ours * 1000:.1f} ms  ({shlex.join(command)})")
+        figures[f"startup ratio, {label} (initialize reply / python -c pass)"] = ours / base
+    return figures
 
 
 def bench_memory(ws: Workspace) -> dict:
     figures = {}
-    for label, big in (("peak memory, save + load (MB)", False), ("peak memory, 50 MB dirty file (MB)", True)):
+    for size, big in (("save + load", False), ("50 MB dirty file", True)):
         if big:
             with open(os.path.join(ws.repo, "big.bin"), "wb") as stream:
                 for _ in range(50):
                     stream.write(os.urandom(1 << 20))
-        server = BenchServer(ws.repo, ws.env)
-        server.initialize()
-        server.request("tools/call", {"name": "save_session_checkpoint", "arguments": sample_save()})
-        server.request("tools/call", {"name": "load_session_checkpoint", "arguments": {}})
-        figures[label] = server.peak_mb()
-        server.close()
+        for label, command in bench_commands().items():
+            server = BenchServer(ws.repo, ws.env, command)
+            server.initialize()
+            server.request("tools/call", {"name": "save_session_checkpoint", "arguments": sample_save()})
+            server.request("tools/call", {"name": "load_session_checkpoint", "arguments": {}})
+            figures[f"peak memory, {label}, {size} (MB)"] = server.peak_mb()
+            server.close()
+    return figures
+
+
+def bench_stop_hook(ws: Workspace) -> dict:
+    """The hook Claude Code runs after every turn, on a turn that did nothing: start-up is all."""
+    transcript = os.path.join(ws.home, "quiet.jsonl")
+    with open(transcript, "w") as stream:
+        stream.write(json.dumps({"type": "user", "message": {"role": "user", "content": "Hello"}}) + "\n")
+    payload = json.dumps({"session_id": "bench", "transcript_path": transcript, "cwd": ws.repo,
+                          "hook_event_name": "Stop"}).encode()
+    figures = {}
+    for label, command in bench_commands().items():
+        def hook() -> None:
+            subprocess.run([*command, "hook", "stop"], input=payload, env=bench_env(ws.env), cwd=ws.repo,
+                           capture_output=True, check=True)
+        hook()
+        figures[f"hook stop after every turn, nothing new, {label} (ms)"] = _timed(hook, 11) * 1000
     return figures
 
 
@@ -6009,7 +6610,8 @@ def run_redaction_report() -> int:
     return 0 if found else 1
 
 
-def run_bench() -> int:
+def run_bench(quick: bool = False) -> int:
+    """The figures against their floors; with quick, start-up, memory and the Stop hook only."""
     scratch = tempfile.mkdtemp(prefix="cc-bench-")
     try:
         print(f"Benchmark on {sys.executable} ({sys.version.split()[0]})")
@@ -6024,20 +6626,25 @@ def run_bench() -> int:
         small.git("commit", "-qm", "init")
         figures.update(bench_startup(small.env, small.repo))
         figures.update(bench_memory(small))
-        figures.update(bench_redaction())
-        print("  building a repository of 50,000 files (1,000 dirty)…")
-        large = make_large_repo(os.path.join(scratch, "large"))
-        figures.update(bench_large_repo(large))
-        figures.update(bench_hooks(large, scratch))
+        figures.update(bench_stop_hook(small))
+        if not quick:
+            figures.update(bench_redaction())
+            print("  building a repository of 50,000 files (1,000 dirty)…")
+            large = make_large_repo(os.path.join(scratch, "large"))
+            figures.update(bench_large_repo(large))
+            figures.update(bench_hooks(large, scratch))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     over = 0
-    print(f"\n{'measure':55s} {'value':>9s} {'floor':>7s}")
+    print(f"\n{'measure':66s} {'value':>9s} {'floor':>7s}")
     for name, value in figures.items():
         floor = BENCH_FLOORS[name]
+        if floor is None:
+            print(f"{name:66s} {value:9.3f} {'-':>7s}")
+            continue
         ok = value <= floor
         over += not ok
-        print(f"{name:55s} {value:9.3f} {floor:7.2f}  {'ok' if ok else 'OVER'}")
+        print(f"{name:66s} {value:9.3f} {floor:7.2f}  {'ok' if ok else 'OVER'}")
     return 1 if over else 0
 
 
@@ -6079,7 +6686,7 @@ def run_tests(argv: list) -> int:
 if __name__ == "__main__":
     arguments = sys.argv[1:]
     if arguments[:1] == ["--bench"]:
-        sys.exit(run_bench())
+        sys.exit(run_bench(quick="--quick" in arguments))
     if arguments[:1] == ["--redaction"]:
         sys.exit(run_redaction_report())
     sys.exit(run_tests(arguments))
