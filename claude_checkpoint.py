@@ -603,44 +603,102 @@ class SaveRequest:
     project_root: Optional[str] = None
 
 
-SAVE_FIELDS = ("goal", "tasks", "summary", "nextSteps", "decisions", "modifiedFiles",
-               "recentCommands", "mode", "projectRoot")
+def _string(limit: int, description: str = "") -> dict:
+    schema: dict = {"type": "string", "maxLength": limit}
+    if description:
+        schema["description"] = description
+    return schema
 
 
-def parse_save_arguments(args: Any) -> SaveRequest:
-    """Validate save_session_checkpoint's arguments against LIMITS; raise InvalidArgument."""
-    if not isinstance(args, dict):
-        raise InvalidArgument("arguments", "must be an object")
-    unknown = sorted(set(args) - set(SAVE_FIELDS))
-    if unknown:
-        raise InvalidArgument(short_name(unknown[0]), f"unknown field; allowed fields are {', '.join(SAVE_FIELDS)}")
-    if "goal" not in args:
-        raise InvalidArgument("goal", "is required")
-    request = SaveRequest(goal=_arg_text(args["goal"], "goal", LIMITS["goal"], required=True))
-    if "tasks" in args:
-        request.tasks = [_arg_task(t, f"tasks[{i}]")
-                         for i, t in enumerate(_arg_list(args["tasks"], "tasks", LIMITS["tasks"]))]
-    if args.get("summary") is not None:
-        request.summary = _arg_text(args["summary"], "summary", LIMITS["summary"])
-    for key, attr in (("nextSteps", "next_steps"), ("decisions", "decisions")):
-        if key in args:
-            items = _arg_list(args[key], key, LIMITS[key])
-            setattr(request, attr, [_arg_text(v, f"{key}[{i}]", LIMITS[key + ".item"], required=True)
-                                    for i, v in enumerate(items)])
-    if "modifiedFiles" in args:
-        items = _arg_list(args["modifiedFiles"], "modifiedFiles", LIMITS["modifiedFiles"])
-        request.files = [_arg_file(f, f"modifiedFiles[{i}]") for i, f in enumerate(items)]
-    if "recentCommands" in args:
-        items = _arg_list(args["recentCommands"], "recentCommands", LIMITS["recentCommands"])
-        request.commands = [_arg_command(c, f"recentCommands[{i}]") for i, c in enumerate(items)]
-    if args.get("mode") is not None:
-        request.mode = _arg_enum(SaveMode, args["mode"], "mode")
-    if args.get("projectRoot") is not None:
-        request.project_root = _arg_text(args["projectRoot"], "projectRoot", LIMITS["projectRoot"], required=True)
-    return request
+def _array(items: dict, limit: int, description: str = "") -> dict:
+    schema: dict = {"type": "array", "items": items, "maxItems": limit}
+    if description:
+        schema["description"] = description
+    return schema
 
 
-def _arg_text(value: Any, name: str, limit: int, required: bool = False) -> str:
+def _object(properties: dict, required: tuple = ()) -> dict:
+    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+PROJECT_ROOT_SCHEMA = _string(LIMITS["projectRoot"], "Absolute project path, if not the current one")
+
+SAVE_INPUT_SCHEMA = _object({
+    "goal": _string(LIMITS["goal"], "The session's main goal"),
+    "tasks": _array(_object({"description": _string(LIMITS["task.description"]),
+                             "status": {"type": "string", "enum": [s.value for s in TaskStatus]}},
+                            ("description",)), LIMITS["tasks"]),
+    "summary": _string(LIMITS["summary"], "Where things stand: what works, what is broken, what was in flight"),
+    "nextSteps": _array(_string(LIMITS["nextSteps.item"]), LIMITS["nextSteps"], "Ordered next actions"),
+    "decisions": _array(_string(LIMITS["decisions.item"]), LIMITS["decisions"], "Decisions, constraints, dead ends"),
+    "modifiedFiles": _array(_object({"path": _string(LIMITS["modifiedFiles.path"]),
+                                     "note": _string(LIMITS["modifiedFiles.note"])}, ("path",)),
+                            LIMITS["modifiedFiles"], "Files to annotate; git changes are found anyway"),
+    "recentCommands": _array(_object({"command": _string(LIMITS["recentCommands.command"]),
+                                      "exitCode": {"type": "integer", "minimum": -2 ** 31, "maximum": 2 ** 32 - 1},
+                                      "note": _string(LIMITS["recentCommands.note"])}, ("command",)),
+                             LIMITS["recentCommands"], "Commands that mattered, oldest first"),
+    "mode": {"type": "string", "enum": [m.value for m in SaveMode],
+             "description": "merge keeps what is not resent; default replace"},
+    "projectRoot": PROJECT_ROOT_SCHEMA,
+}, ("goal",))
+
+LOAD_INPUT_SCHEMA = _object({
+    "format": {"type": "string", "enum": [f.value for f in BriefFormat],
+               "description": "brief (default, markdown) or full (checkpoint and drift as JSON)"},
+    "projectRoot": PROJECT_ROOT_SCHEMA,
+})
+
+
+
+def check_arguments(value: Any, schema: dict, name: str = "", required: bool = False) -> None:
+    """Check a tool's arguments against the input schema that tools/list publishes: types,
+    required and unknown fields, maxLength, maxItems, enum, minimum and maximum. Every string
+    is also checked for NUL and lone surrogates, and required strings and list items for blanks.
+    Raises InvalidArgument naming the field and the rule."""
+    kind = schema.get("type")
+    label = name or "arguments"
+    if kind == "object":
+        if not isinstance(value, dict):
+            raise InvalidArgument(label, f"must be an object, got {_json_type(value)}")
+        fields = schema["properties"]
+        unknown = sorted(set(value) - set(fields))
+        if unknown:
+            raise InvalidArgument(_field(name, short_name(unknown[0])),
+                                  f"unknown field; allowed fields are {', '.join(fields)}")
+        for key in schema.get("required", ()):
+            if key not in value:
+                raise InvalidArgument(_field(name, key), "is required")
+        for key, sub in fields.items():
+            must = key in schema.get("required", ())
+            if value.get(key) is not None or (must and key in value):  # null is "not given"
+                check_arguments(value[key], sub, _field(name, key), must)
+    elif kind == "array":
+        if not isinstance(value, list):
+            raise InvalidArgument(label, f"must be an array, got {_json_type(value)}")
+        if len(value) > schema["maxItems"]:
+            raise InvalidArgument(label, f"has {len(value)} items; the limit is {schema['maxItems']}")
+        for i, item in enumerate(value):
+            check_arguments(item, schema["items"], f"{name}[{i}]", required=True)
+    elif kind == "integer":
+        if not isinstance(value, int) or isinstance(value, bool) or not (
+                schema.get("minimum", value) <= value <= schema.get("maximum", value)):
+            raise InvalidArgument(label, f"must be an integer, got {_json_type(value)}")
+    elif "enum" in schema:
+        if not isinstance(value, str) or value not in schema["enum"]:
+            raise InvalidArgument(label, f"must be one of {', '.join(schema['enum'])}, got {preview(value)}")
+    else:
+        _check_text(value, label, schema["maxLength"], required)
+
+
+def _field(parent: str, key: str) -> str:
+    return f"{parent}.{key}" if parent else key
+
+
+def _check_text(value: Any, name: str, limit: int, required: bool) -> None:
     if not isinstance(value, str):
         raise InvalidArgument(name, f"must be a string, got {_json_type(value)}")
     if len(value) > limit:
@@ -653,65 +711,30 @@ def _arg_text(value: Any, name: str, limit: int, required: bool = False) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidArgument(name, "must be valid Unicode text (it holds a lone surrogate)") from None
-    return value
 
 
-def _arg_list(value: Any, name: str, limit: int) -> list:
-    if not isinstance(value, list):
-        raise InvalidArgument(name, f"must be an array, got {_json_type(value)}")
-    if len(value) > limit:
-        raise InvalidArgument(name, f"has {len(value)} items; the limit is {limit}")
-    return value
+def parse_save_arguments(args: Any) -> SaveRequest:
+    """save_session_checkpoint's arguments, checked against SAVE_INPUT_SCHEMA, as a SaveRequest."""
+    check_arguments(args, SAVE_INPUT_SCHEMA)
+    given = {key: value for key, value in args.items() if value is not None}
+    return SaveRequest(
+        goal=args["goal"],
+        tasks=[Task(t["description"], TaskStatus(t.get("status") or "pending")) for t in given["tasks"]]
+        if "tasks" in given else None,
+        summary=given.get("summary"),
+        next_steps=given.get("nextSteps"),
+        decisions=given.get("decisions"),
+        files=[FileNote(f["path"], f.get("note")) for f in given.get("modifiedFiles", [])],
+        commands=[Command(c["command"], c.get("exitCode"), c.get("note")) for c in given["recentCommands"]]
+        if "recentCommands" in given else None,
+        mode=SaveMode(given.get("mode", "replace")),
+        project_root=given.get("projectRoot"))
 
 
-def _arg_object(value: Any, name: str, allowed: tuple) -> dict:
-    if not isinstance(value, dict):
-        raise InvalidArgument(name, f"must be an object, got {_json_type(value)}")
-    unknown = sorted(set(value) - set(allowed))
-    if unknown:
-        raise InvalidArgument(f"{name}.{short_name(unknown[0])}", f"unknown field; allowed fields are {', '.join(allowed)}")
-    return value
-
-
-def _arg_enum(kind: type, value: Any, name: str):
-    allowed = [m.value for m in kind]
-    if not isinstance(value, str) or value not in allowed:
-        raise InvalidArgument(name, f"must be one of {', '.join(allowed)}, got {preview(value)}")
-    return kind(value)
-
-
-def _arg_task(value: Any, name: str) -> Task:
-    task = _arg_object(value, name, ("description", "status"))
-    if "description" not in task:
-        raise InvalidArgument(f"{name}.description", "is required")
-    status = TaskStatus.PENDING
-    if task.get("status") is not None:
-        status = _arg_enum(TaskStatus, task["status"], f"{name}.status")
-    return Task(_arg_text(task["description"], f"{name}.description", LIMITS["task.description"], required=True),
-                status)
-
-
-def _arg_file(value: Any, name: str) -> FileNote:
-    entry = _arg_object(value, name, ("path", "note"))
-    if "path" not in entry:
-        raise InvalidArgument(f"{name}.path", "is required")
-    note = entry.get("note")
-    return FileNote(_arg_text(entry["path"], f"{name}.path", LIMITS["modifiedFiles.path"], required=True),
-                    None if note is None else _arg_text(note, f"{name}.note", LIMITS["modifiedFiles.note"]))
-
-
-def _arg_command(value: Any, name: str) -> Command:
-    cmd = _arg_object(value, name, ("command", "exitCode", "note"))
-    if "command" not in cmd:
-        raise InvalidArgument(f"{name}.command", "is required")
-    exit_code = cmd.get("exitCode")
-    if exit_code is not None and (not isinstance(exit_code, int) or isinstance(exit_code, bool)
-                                  or not -(2 ** 31) <= exit_code < 2 ** 32):
-        raise InvalidArgument(f"{name}.exitCode", f"must be an integer, got {_json_type(exit_code)}")
-    note = cmd.get("note")
-    return Command(_arg_text(cmd["command"], f"{name}.command", LIMITS["recentCommands.command"], required=True),
-                   exit_code,
-                   None if note is None else _arg_text(note, f"{name}.note", LIMITS["recentCommands.note"]))
+def parse_load_arguments(args: Any) -> tuple:
+    """load_session_checkpoint's arguments, checked against LOAD_INPUT_SCHEMA: (format, projectRoot)."""
+    check_arguments(args, LOAD_INPUT_SCHEMA)
+    return BriefFormat(args.get("format") or "brief"), args.get("projectRoot")
 
 
 def preview(value: Any, limit: int = 60) -> str:
@@ -4280,49 +4303,6 @@ class ToolContext:
         return self.world.root(argument, self.client_roots)
 
 
-def _string(limit: int, description: str = "") -> dict:
-    schema: dict = {"type": "string", "maxLength": limit}
-    if description:
-        schema["description"] = description
-    return schema
-
-
-def _array(items: dict, limit: int, description: str = "") -> dict:
-    schema: dict = {"type": "array", "items": items, "maxItems": limit}
-    if description:
-        schema["description"] = description
-    return schema
-
-
-def _object(properties: dict, required: tuple = ()) -> dict:
-    schema = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = list(required)
-    return schema
-
-
-PROJECT_ROOT_SCHEMA = _string(LIMITS["projectRoot"], "Absolute project path, if not the current one")
-
-SAVE_INPUT_SCHEMA = _object({
-    "goal": _string(LIMITS["goal"], "The session's main goal"),
-    "tasks": _array(_object({"description": _string(LIMITS["task.description"]),
-                             "status": {"type": "string", "enum": [s.value for s in TaskStatus]}},
-                            ("description",)), LIMITS["tasks"]),
-    "summary": _string(LIMITS["summary"], "Where things stand: what works, what is broken, what was in flight"),
-    "nextSteps": _array(_string(LIMITS["nextSteps.item"]), LIMITS["nextSteps"], "Ordered next actions"),
-    "decisions": _array(_string(LIMITS["decisions.item"]), LIMITS["decisions"], "Decisions, constraints, dead ends"),
-    "modifiedFiles": _array(_object({"path": _string(LIMITS["modifiedFiles.path"]),
-                                     "note": _string(LIMITS["modifiedFiles.note"])}, ("path",)),
-                            LIMITS["modifiedFiles"], "Files to annotate; git changes are found anyway"),
-    "recentCommands": _array(_object({"command": _string(LIMITS["recentCommands.command"]),
-                                      "exitCode": {"type": "integer"},
-                                      "note": _string(LIMITS["recentCommands.note"])}, ("command",)),
-                             LIMITS["recentCommands"], "Commands that mattered, oldest first"),
-    "mode": {"type": "string", "enum": [m.value for m in SaveMode],
-             "description": "merge keeps what is not resent; default replace"},
-    "projectRoot": PROJECT_ROOT_SCHEMA,
-}, ("goal",))
-
 SAVE_OUTPUT_SCHEMA = {"type": "object", "properties": {  # what clients check the structured answer against
     "path": {"type": "string"}, "projectRoot": {"type": "string"}, "bytes": {"type": "integer"},
     "mode": {"type": "string", "enum": [m.value for m in SaveMode]},
@@ -4334,13 +4314,6 @@ SAVE_OUTPUT_SCHEMA = {"type": "object", "properties": {  # what clients check th
     "warnings": {"type": "array", "items": {"type": "string"}},
 }, "required": ["path", "bytes", "mode", "counts", "warnings"]}
 
-LOAD_INPUT_SCHEMA = _object({
-    "format": {"type": "string", "enum": [f.value for f in BriefFormat],
-               "description": "brief (default, markdown) or full (checkpoint and drift as JSON)"},
-    "projectRoot": PROJECT_ROOT_SCHEMA,
-})
-
-
 def tool_save(arguments: Any, context: ToolContext) -> ToolResult:
     request = parse_save_arguments(arguments)
     outcome = save_checkpoint(context.root(request.project_root), request, context.world)
@@ -4348,17 +4321,7 @@ def tool_save(arguments: Any, context: ToolContext) -> ToolResult:
 
 
 def tool_load(arguments: Any, context: ToolContext) -> ToolResult:
-    if not isinstance(arguments, dict):
-        raise InvalidArgument("arguments", "must be an object")
-    unknown = sorted(set(arguments) - {"format", "projectRoot"})
-    if unknown:
-        raise InvalidArgument(short_name(unknown[0]), "unknown field; allowed fields are format, projectRoot")
-    fmt = BriefFormat.BRIEF
-    if arguments.get("format") is not None:
-        fmt = _arg_enum(BriefFormat, arguments["format"], "format")
-    root_arg = arguments.get("projectRoot")
-    if root_arg is not None:
-        root_arg = _arg_text(root_arg, "projectRoot", LIMITS["projectRoot"], required=True)
+    fmt, root_arg = parse_load_arguments(arguments)
     result = load_checkpoint(context.root(root_arg), context.world)
     if fmt is BriefFormat.FULL:
         import json

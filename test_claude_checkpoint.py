@@ -41,6 +41,12 @@ import claude_checkpoint as cc  # noqa: E402
 
 TIMEOUT = 20  # seconds for any one exchange; generous, since CI machines are shared
 
+# The program as the plugin and `install` run it: importing the file, so its cached bytecode is
+# reused (a plain `python3 claude_checkpoint.py` compiles the whole file at every start). The
+# tests that start the program use it; TestPlainFile keeps copy-and-run covered.
+PROGRAM = [sys.executable, "-c", cc.IMPORT_CODE.format(module="claude_checkpoint"), HERE]
+PLAIN_FILE = [sys.executable, SERVER]
+
 
 def slow(test):
     """Mark a test or a test class as slow: `--quick` leaves it out, the default runs it."""
@@ -122,7 +128,7 @@ class Workspace:
     def run_cli(self, *args: str, stdin: str | bytes = b"", env: dict | None = None, cwd: str | None = None,
                 timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
         data = stdin.encode() if isinstance(stdin, str) else stdin
-        return subprocess.run([sys.executable, SERVER, *args], cwd=cwd or self.repo, env=env or self.env,
+        return subprocess.run([*PROGRAM, *args], cwd=cwd or self.repo, env=env or self.env,
                               input=data, capture_output=True, timeout=timeout)
 
 
@@ -131,7 +137,7 @@ class McpServer:
 
     def __init__(self, test: unittest.TestCase, cwd: str, env: dict, args: tuple = (), command: list | None = None):
         self.test = test
-        command = [sys.executable, SERVER, *args] if command is None else command
+        command = [*PROGRAM, *args] if command is None else command
         self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: queue.Queue = queue.Queue()
@@ -3878,13 +3884,13 @@ def cli(ws: Workspace, *args: str, root: str | None = None, cwd: str | None = No
         stdin: bytes = b"") -> subprocess.CompletedProcess:
     """The real program: `python3 claude_checkpoint.py --root ROOT ARGS...`."""
     root = root or ws.repo
-    return subprocess.run([sys.executable, SERVER, "--root", root, *args], cwd=cwd or root, env=env or ws.env,
+    return subprocess.run([*PROGRAM, "--root", root, *args], cwd=cwd or root, env=env or ws.env,
                           input=stdin, capture_output=True, timeout=TIMEOUT)
 
 
 def start(ws: Workspace, *args: str, root: str | None = None, env: dict | None = None) -> subprocess.Popen:
     root = root or ws.repo
-    return subprocess.Popen([sys.executable, SERVER, "--root", root, *args], cwd=root, env=env or ws.env,
+    return subprocess.Popen([*PROGRAM, "--root", root, *args], cwd=root, env=env or ws.env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -6523,7 +6529,7 @@ def bench_large_repo(ws: Workspace) -> dict:
 def bench_restore_one_file(ws: Workspace) -> float:
     """The whole command, as a person runs it: restore one file from the newest snapshot."""
     write(ws.repo, "pkg001/mod00500.py", "damaged\n")
-    command = [sys.executable, SERVER, "restore", "latest", "pkg001/mod00500.py", "--yes"]
+    command = [*PROGRAM, "restore", "latest", "pkg001/mod00500.py", "--yes"]
     started = time.perf_counter()
     subprocess.run(command, cwd=ws.repo, env=ws.env, capture_output=True, check=True)
     return time.perf_counter() - started
@@ -6540,7 +6546,7 @@ def bench_snapshot_disk(ws: Workspace, count: int = 100) -> float:
     before = git_kb()
     for i in range(count):
         write(ws.repo, "pkg002/mod01000.py", f"value = {i}  # disk bench\n")
-        subprocess.run([sys.executable, SERVER, "snapshot"], cwd=ws.repo, env=env, capture_output=True, check=True)
+        subprocess.run([*PROGRAM, "snapshot"], cwd=ws.repo, env=env, capture_output=True, check=True)
     return (git_kb() - before) / count
 
 
