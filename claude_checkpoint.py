@@ -8,7 +8,7 @@ secrets redacted, and turns them back into a compact resume brief that says exac
 which files changed since.
 
     python3 claude_checkpoint.py            # the MCP server on stdin/stdout
-    python3 claude_checkpoint.py --help     # subcommands: show, save, hook, install, doctor
+    python3 claude_checkpoint.py --help     # show, save, hook, install, doctor, snapshot, list, diff, restore, forget
     claude mcp add --scope user checkpoint -- python3 /abs/path/claude_checkpoint.py
 
 Start-up matters (the server is spawned for every session), so the modules that
@@ -27,11 +27,12 @@ Where things are (later sections use earlier ones, never the reverse):
    8. Git adapter     the one place git runs; status parsing, snapshots as commits
    9. Storage         the one place our files are written; locks; transcript reading
   10. Root            which project folder a call is about
-  11. Services/tools  save, load, record, rewind; the MCP tools, prompts and resources
-  12. Protocol        JSON-RPC messages in, replies out, both MCP eras (no I/O)
-  13. Transport       stdio, the reader thread, signals
-  14. Install/doctor  configuration for Claude Code and Claude Desktop
-  15. Command line    argparse, hooks, subcommands and main()
+  11. Services        save, load, record, snapshot, restore: what tools, hooks and commands call
+  12. MCP tools       the tool table, prompts and resources, each a thin handler over section 11
+  13. Protocol        JSON-RPC messages in, replies out, both MCP eras (no I/O)
+  14. Transport       stdio, the reader thread, signals
+  15. Install/doctor  configuration for Claude Code and Claude Desktop
+  16. Command line    argparse, hooks, subcommands (the code rewind among them) and main()
 """
 from __future__ import annotations
 
@@ -3750,19 +3751,19 @@ def resolve_root(choice: RootChoice, home: Optional[str]) -> str:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 11. Services and tools
+# 11. Services: checkpoints and snapshots, for tools, hooks and the command line
 # ════════════════════════════════════════════════════════════════════════════
 
 @record
 class World:
-    """What the services need from outside the process, gathered once in section 15."""
+    """What the services need from outside the process, gathered once in section 14."""
     env: dict
     cwd: str
     home: Optional[str]
     clock: Callable[[], float]
     log: Callable[[str], None]  # the server log (stderr): never stdout, which carries the protocol
     known_secrets: tuple = ()
-    program: tuple = ("claude-checkpoint-mcp",)  # how to run this program again (section 13)
+    program: tuple = ("claude-checkpoint-mcp",)  # how to run this program again (section 14)
 
     def root(self, argument: Optional[str] = None, client_roots: Iterable[str] = ()) -> str:
         return resolve_root(choose_root(argument, self.env, list(client_roots), self.cwd), self.home)
@@ -4279,7 +4280,11 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
     return update_checkpoint(root, world, prepare, replace_unreadable=False)
 
 
-# ── 11.3 The MCP tools: schema, annotations and a thin handler each ──
+# ════════════════════════════════════════════════════════════════════════════
+# 12. MCP tools, prompts and resources: a table and a thin handler each
+# ════════════════════════════════════════════════════════════════════════════
+
+# ── 12.1 The tools ──
 
 @record
 class ToolResult:
@@ -4377,7 +4382,7 @@ def call_tool(name: str, arguments: Any, context: ToolContext) -> ToolResult:
                           "Nothing was written. Details are in the server log.", is_error=True)
 
 
-# ── 11.4 Prompts and resources ──
+# ── 12.2 Prompts and resources ──
 
 PROMPTS = (
     {"name": "resume", "title": "Resume from checkpoint",
@@ -4433,7 +4438,7 @@ def read_resource(uri: str, context: ToolContext) -> dict:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 12. Protocol: JSON-RPC messages in, replies out (no I/O of its own)
+# 13. Protocol: JSON-RPC messages in, replies out (no I/O of its own)
 # ════════════════════════════════════════════════════════════════════════════
 
 class RpcError(Exception):
@@ -4728,7 +4733,7 @@ def _root_uris(roots: Any) -> list:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 13. Transport: JSON-RPC over stdio
+# 14. Transport: JSON-RPC over stdio
 # ════════════════════════════════════════════════════════════════════════════
 
 _EOF = object()
@@ -5047,7 +5052,7 @@ def _monotonic() -> Callable[[], float]:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 14. Install and doctor: configuration for Claude Code and Claude Desktop
+# 15. Install and doctor: configuration for Claude Code and Claude Desktop
 # ════════════════════════════════════════════════════════════════════════════
 
 def cli_root(args: Any, world: World) -> str:
@@ -5254,7 +5259,7 @@ def _doctor_checkpoint(root: str, program: tuple) -> list:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 15. Command line: show, save, hook and the entry point
+# 16. Command line: show, save, hook and the entry point
 # ════════════════════════════════════════════════════════════════════════════
 
 
@@ -5379,7 +5384,7 @@ def cli_save(args: Any, world: World) -> int:
     return EXIT_OK
 
 
-# ── 15.1 Code rewind: snapshot, list, diff, restore, forget ──
+# ── 16.1 Code rewind: snapshot, list, diff, restore, forget ──
 
 def cli_snapshot(args: Any, world: World) -> int:
     root = cli_root(args, world)
