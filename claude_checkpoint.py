@@ -5057,7 +5057,7 @@ def _monotonic() -> Callable[[], float]:
 
 def cli_root(args: Any, world: World) -> str:
     """The root for a subcommand: --root DIR (relative to the current folder), else section 10's rules."""
-    return world.root(getattr(args, "root", None) and os.path.abspath(args.root))
+    return world.root(getattr(args, "root", None) and os.path.join(world.cwd, args.root))
 
 
 def hooks_config(program: list) -> dict:
@@ -5227,7 +5227,7 @@ def cli_doctor(args: Any, world: World) -> int:
     version = Git(world.cwd).output("--version")
     checks.append((version is not None, version.decode().strip() if version else "git not found on PATH "
                    "(git facts and drift detection are off)"))
-    choice = choose_root(getattr(args, "root", None) and os.path.abspath(args.root), world.env, [], world.cwd)
+    choice = choose_root(getattr(args, "root", None) and os.path.join(world.cwd, args.root), world.env, [], world.cwd)
     try:
         root = resolve_root(choice, world.home)
         checks.append((True, f"Project root {root} (from {choice.source})"))
@@ -5323,15 +5323,35 @@ def _add_rewind_commands(commands: Any, common: Any) -> None:
     forget.add_argument("--json", **as_json)
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: Optional[list] = None, streams: Optional[tuple] = None) -> int:
+    """The entry point: the MCP server with no command, else a subcommand's exit status.
+    `streams` (stdin, stdout, stderr) run a subcommand in-process on other streams, as the
+    tests do; the process's own are back when it returns."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if streams is None:
+        return _main(argv, in_process=False)
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = streams
+    try:
+        return _main(argv, in_process=True)
+    except SystemExit as leaving:  # argparse's usage errors, --help and --version
+        return leaving.code if isinstance(leaving.code, int) else EXIT_USAGE
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+
+
+def _main(argv: list, in_process: bool) -> int:
     if not argv or argv == ["serve"]:
         return serve()
     args = build_parser().parse_args(argv)
     if args.command in (None, "serve"):
         return serve(getattr(args, "root", None))
-    _install_signal_handlers()
+    if not in_process:
+        _install_signal_handlers()
     world = world_from_process()
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # a file name that is not UTF-8 prints as its own bytes
+            stream.reconfigure(errors="surrogateescape")
     sys.stdout, sys.stderr = (RedactingWriter(stream, world.known_secrets) for stream in (sys.stdout, sys.stderr))
     if args.command == "hook":
         return run_hook(args.event, getattr(args, "root", None), world)
@@ -5378,7 +5398,7 @@ def cli_save(args: Any, world: World) -> int:
         if args.merge and isinstance(arguments, dict):
             arguments["mode"] = "merge"
     request = parse_save_arguments(arguments)
-    root = world.root(getattr(args, "root", None) and os.path.abspath(args.root) or request.project_root)
+    root = world.root(getattr(args, "root", None) and os.path.join(world.cwd, args.root) or request.project_root)
     outcome = save_checkpoint(root, request, world)
     print(render_save_answer(outcome))
     return EXIT_OK
@@ -5477,7 +5497,12 @@ def restore_command(root: str, world: World) -> str:
 def _print_result(args: Any, doc: Any, text: Callable[[], str]) -> None:
     if args.json:
         import json
-        print(json.dumps(doc, ensure_ascii=False, indent=2))
+        out = json.dumps(doc, ensure_ascii=False, indent=2)
+        try:
+            out.encode("utf-8")
+        except UnicodeEncodeError:  # names that are not UTF-8 stay valid JSON as \udcXX escapes
+            out = json.dumps(doc, indent=2)
+        print(out)
     else:
         sys.stdout.write(text())
 
@@ -5493,7 +5518,7 @@ def run_hook(event: str, root_arg: Optional[str], world: World) -> int:
     try:
         payload = _read_hook_input(problems)
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and os.path.isabs(payload["cwd"]) else world.cwd
-        root = resolve_root(choose_root(root_arg and os.path.abspath(root_arg), world.env, [], cwd), world.home)
+        root = resolve_root(choose_root(root_arg and os.path.join(world.cwd, root_arg), world.env, [], cwd), world.home)
         if event == "session-start":
             result = load_checkpoint(root, world)
             if result.found:

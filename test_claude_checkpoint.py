@@ -45,7 +45,46 @@ TIMEOUT = 20  # seconds for any one exchange; generous, since CI machines are sh
 # reused (a plain `python3 claude_checkpoint.py` compiles the whole file at every start). The
 # tests that start the program use it; TestPlainFile keeps copy-and-run covered.
 PROGRAM = [sys.executable, "-c", cc.IMPORT_CODE.format(module="claude_checkpoint"), HERE]
+
+
+def _cache_bytecode() -> None:
+    """Write the file's cached bytecode once, as the first start of an installed plugin does,
+    even where PYTHONDONTWRITEBYTECODE is set (the children's environment sets it too)."""
+    import importlib.util
+    import py_compile
+    try:
+        py_compile.compile(SERVER, cfile=importlib.util.cache_from_source(SERVER), doraise=True)
+    except (OSError, py_compile.PyCompileError):
+        pass  # a read-only checkout: every start compiles, and the tests are slower, not wrong
+
+
+_cache_bytecode()
 PLAIN_FILE = [sys.executable, SERVER]
+
+
+def run_in_process(args: list, stdin: bytes = b"", env: dict | None = None,
+                   cwd: str | None = None) -> subprocess.CompletedProcess:
+    """A subcommand through main()'s stream seam, in this process: what a subprocess run gives
+    (exit status, stdout and stderr bytes) without paying for an interpreter's start. The
+    environment and the working folder are the command's for the call, as a process's would be."""
+    import io
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"),
+               io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+               io.TextIOWrapper(err, encoding="utf-8", write_through=True))
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update(env if env is not None else saved_env)
+    os.chdir(cwd or saved_cwd)
+    try:
+        code = cc.main(list(args), streams)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    for stream in streams[1:]:
+        stream.flush()
+    return subprocess.CompletedProcess(["claude_checkpoint.py", *args], code, out.getvalue(), err.getvalue())
 
 
 def slow(test):
@@ -95,6 +134,30 @@ def write(repo: str, rel: str, content: str | bytes) -> str:
     return path
 
 
+DEFAULT_FILES = {"README.md": "# demo\n", "src/app.py": "print('hi')\n"}
+_TEMPLATE: list = []  # the default repository, made once per test process and copied
+
+
+def _template_repo() -> str:
+    """A repository with DEFAULT_FILES in one commit, made once: copying it costs less than the
+    four git commands that make it, and every test gets its own copy."""
+    if not _TEMPLATE:
+        home = tempfile.mkdtemp(prefix="cc-template-")
+        import atexit
+        atexit.register(shutil.rmtree, home, True)
+        repo = os.path.join(home, "project")
+        os.makedirs(repo)
+        env = isolated_env(home)
+        git(repo, "init", "-q", "-b", "main", env=env)
+        git(repo, "config", "commit.gpgsign", "false", env=env)
+        for rel, content in DEFAULT_FILES.items():
+            write(repo, rel, content)
+        git(repo, "add", "-A", env=env)
+        git(repo, "commit", "-qm", "initial", env=env)
+        _TEMPLATE.append(repo)
+    return _TEMPLATE[0]
+
+
 class Workspace:
     """A temporary HOME with a git repository inside it."""
 
@@ -103,10 +166,14 @@ class Workspace:
         self.repo = os.path.join(self.home, "project")
         os.makedirs(self.repo)
         self.env = isolated_env(self.home)
+        if init and commit and files is None:  # the usual start: a copy of one repository made once
+            shutil.rmtree(self.repo)
+            shutil.copytree(_template_repo(), self.repo, symlinks=True)
+            return
         if init:
             self.git("init", "-q", "-b", "main")
             self.git("config", "commit.gpgsign", "false")
-        for rel, content in (files or {"README.md": "# demo\n", "src/app.py": "print('hi')\n"}).items():
+        for rel, content in (files or DEFAULT_FILES).items():
             write(self.repo, rel, content)
         if init and commit:
             self.git("add", "-A")
@@ -128,8 +195,7 @@ class Workspace:
     def run_cli(self, *args: str, stdin: str | bytes = b"", env: dict | None = None, cwd: str | None = None,
                 timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
         data = stdin.encode() if isinstance(stdin, str) else stdin
-        return subprocess.run([*PROGRAM, *args], cwd=cwd or self.repo, env=env or self.env,
-                              input=data, capture_output=True, timeout=timeout)
+        return run_in_process(list(args), data, env or self.env, cwd or self.repo)
 
 
 class McpServer:
@@ -868,6 +934,7 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:40]):
                 self.assertEqual(cc.redact(text)[0], expected)
 
+    @slow
     def test_stays_linear_on_100_kb_adversarial_input(self):
         # No timing assertion (shared machines): a catastrophic pattern would take minutes, not
         # seconds, and the suite's own timeout catches it. The bench mode prints the figures.
@@ -879,6 +946,7 @@ class TestRedaction(unittest.TestCase):
                 redacted, _ = cc.redact(text)
                 self.assertNotIn(GHP, redacted)
 
+    @slow
     def test_corpus_recall_and_keep_rate(self):
         names = sorted(n for n in os.listdir(CORPUS_DIR) if n.endswith("_corpus.json")) if os.path.isdir(CORPUS_DIR) else []
         if not names:
@@ -1821,6 +1889,7 @@ class TestE2eHandshakeRoots(unittest.TestCase):
         self.assertFalse(reply["result"].get("isError"), reply)
         self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "waited")
 
+    @slow
     def test_unanswered_roots_request_falls_back_to_the_next_source(self):
         env = dict(self.ws.env, CLAUDE_PROJECT_DIR=self.ws.repo)
         server, _ = self.start(env)
@@ -2673,6 +2742,7 @@ class TestE2eGitAdapter(unittest.TestCase):
         self.assertTrue(any("git" in w.lower() for w in warnings_besides_git_ignore(result)), result)
         self.assertIn("## Goal\nno git", server.load())
 
+    @slow
     def test_hanging_git_does_not_hang_a_save(self):
         ws = Workspace(self)
         bin_dir = fake_git_folder(self, "sleep 30")
@@ -3255,6 +3325,7 @@ class HookRobustnessTest(unittest.TestCase):
                     self.assertIn("make test", commands_of(checkpoint))
                 self.assert_one_clear_line(proc, ".claude-checkpoint")
 
+    @slow
     def test_hanging_git_does_not_hold_the_session(self):
         env = hook_env(self.ws, PATH=fake_git_folder(self, "sleep 30") + os.pathsep + os.environ["PATH"])
         proc, _ = run_hook_process(self, self.ws, "pre-compact",
@@ -3884,8 +3955,7 @@ def cli(ws: Workspace, *args: str, root: str | None = None, cwd: str | None = No
         stdin: bytes = b"") -> subprocess.CompletedProcess:
     """The real program: `python3 claude_checkpoint.py --root ROOT ARGS...`."""
     root = root or ws.repo
-    return subprocess.run([*PROGRAM, "--root", root, *args], cwd=cwd or root, env=env or ws.env,
-                          input=stdin, capture_output=True, timeout=TIMEOUT)
+    return run_in_process(["--root", root, *args], stdin, env or ws.env, cwd or root)
 
 
 def start(ws: Workspace, *args: str, root: str | None = None, env: dict | None = None) -> subprocess.Popen:
@@ -6674,19 +6744,55 @@ def _without_slow(suite: unittest.TestSuite) -> unittest.TestSuite:
 
 
 def run_tests(argv: list) -> int:
+    """Every test, or those named; `--quick` leaves out the slow ones and runs the rest in
+    parallel shards (one process each, as many as the machine has cores)."""
     quick = "--quick" in argv
-    argv = [a for a in argv if a != "--quick"]
+    shard = next((a.split("=", 1)[1] for a in argv if a.startswith("--shard=")), None)
+    names = [a for a in argv if not a.startswith("--")]
     loader = unittest.TestLoader()
     module = sys.modules[__name__]
-    suite = loader.loadTestsFromNames(argv, module) if argv else loader.loadTestsFromModule(module)
+    suite = loader.loadTestsFromNames(names, module) if names else loader.loadTestsFromModule(module)
     if quick:
         suite = _without_slow(suite)
+    if shard is not None:
+        index, count = (int(n) for n in shard.split("/"))
+        suite = unittest.TestSuite(t for i, t in enumerate(_flatten(suite)) if i % count == index)
+    elif quick and not names and (os.cpu_count() or 1) > 1:
+        return _run_shards(min(os.cpu_count() or 1, 4))
     result = unittest.TextTestRunner(verbosity=1, stream=sys.stderr).run(suite)
-    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
-    skipped = len(result.skipped)
-    passed = result.testsRun - failed - skipped
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
-    return 0 if failed == 0 else 1
+    failing = {_test_id(t) for t, _ in result.failures + result.errors} | {_test_id(t) for t in result.unexpectedSuccesses}
+    skipped = len({_test_id(t) for t, _ in result.skipped} - failing)
+    passed = result.testsRun - len(failing) - skipped
+    print(f"{passed} passed, {len(failing)} failed, {skipped} skipped")
+    return 0 if not failing else 1
+
+
+def _test_id(test: unittest.TestCase) -> str:
+    """A failing subTest counts once, as its test."""
+    return getattr(test, "test_case", test).id()
+
+
+def _flatten(suite: unittest.TestSuite) -> list:
+    tests = []
+    for item in suite:
+        tests += _flatten(item) if isinstance(item, unittest.TestSuite) else [item]
+    return sorted(tests, key=lambda t: t.id())
+
+
+def _run_shards(count: int) -> int:
+    """Run the quick tests in `count` processes at once; print each one's report, then the sum."""
+    workers = [subprocess.Popen([sys.executable, __file__, "--quick", f"--shard={i}/{count}"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT) for i in range(count)]
+    totals = [0, 0, 0]
+    for worker in workers:
+        out = worker.communicate()[0].decode("utf-8", "replace")
+        sys.stderr.write(out)
+        found = re.findall(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", out, re.M)
+        counts = [int(n) for n in found[-1]] if found else [0, 1, 0]  # a shard that crashed counts as failed
+        totals = [a + b for a, b in zip(totals, counts)]
+        totals[1] += worker.returncode != 0 and counts[1] == 0
+    print(f"{totals[0]} passed, {totals[1]} failed, {totals[2]} skipped")
+    return 0 if totals[1] == 0 else 1
 
 
 if __name__ == "__main__":
