@@ -2550,6 +2550,7 @@ class LoadResult:
     checkpoint: Optional[Checkpoint] = None
     drift: Optional[Drift] = None
     warnings: list = field(default_factory=list)
+    restore_command: Optional[str] = None  # how the user rewinds the files to the checkpoint's snapshot
 
     def to_json(self) -> dict:
         doc = {"found": self.found, "path": self.path, "projectRoot": self.root, "fromBackup": self.from_backup,
@@ -2572,9 +2573,9 @@ def render_brief(result: LoadResult, now: float) -> str:
     if cp.git is not None:
         where = f"Branch `{cp.git.branch}`" if cp.git.branch else "Detached HEAD"
         out.append(f"{where} @ {cp.git.head[:SHORT_SHA]}" + (" (uncommitted changes)" if cp.git.dirty else ""))
-    if cp.snapshot is not None:
-        out.append(f"Code snapshot `{cp.snapshot.id}`: the user can rewind files to it with "
-                   f"`claude_checkpoint.py restore {cp.snapshot.id}`")
+    if cp.snapshot is not None and result.restore_command:
+        out.append(f"Code snapshot `{cp.snapshot.id}`; the user can rewind the files to it (a dry run first): "
+                   f"`{result.restore_command}`")
     for warning in result.warnings:
         out.append(f"⚠ {warning}")
     drift = render_drift(result.drift)
@@ -4226,6 +4227,8 @@ def load_checkpoint(root: str, world: World) -> LoadResult:
     cp = stored.checkpoint
     result = LoadResult(True, path, root, from_backup=stored.from_backup, checkpoint=cp,
                         warnings=list(stored.warnings))
+    if cp.snapshot is not None:
+        result.restore_command = shell_line(world.program, "--root", root, "restore", cp.snapshot.id)
     if cp.git is None:
         return result
     git = Git(root)
