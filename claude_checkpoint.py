@@ -3009,12 +3009,15 @@ def contained_path(root: str, path: str) -> Optional[str]:
 HEAD_ENTRY = "head"  # a path state whose entry is whatever HEAD holds (a clean path, a submodule)
 
 
-@record
 class PathState:
     """What a snapshot holds for one path git reported as changed, and the lstat facts the
-    content was hashed from, so the next snapshot hashes only what changed since."""
-    entry: Any  # (mode, blob id); None: absent from the tree; HEAD_ENTRY: as in HEAD
-    stat: Optional[tuple] = None  # (mode, size, mtime, ctime, inode); None: hash it again next time
+    content was hashed from, so the next snapshot hashes only what changed since. A plain
+    slotted class, not a record: a snapshot makes one per changed path, thousands at a time."""
+    __slots__ = ("entry", "stat")
+
+    def __init__(self, entry: Any, stat: Optional[tuple] = None):
+        self.entry = entry  # (mode, blob id); None: absent from the tree; HEAD_ENTRY: as in HEAD
+        self.stat = stat  # (mode, size, mtime, ctime, inode); None: hash it again next time
 
 
 @record
@@ -3023,6 +3026,7 @@ class TreeBuild:
     skipped: list  # [Skipped]
     files: int  # captured paths that differ from HEAD
     paths: dict = field(default_factory=dict)  # {path: PathState} of every changed path
+    rehashed: bool = True  # some path's state is new since the cache it started from
 
 
 @record
@@ -3125,8 +3129,8 @@ class SnapshotStore:
         return os.path.join(dot_git, name) if os.path.isdir(dot_git) else None
 
     def survey(self, max_bytes: int, known: dict, write: bool) -> tuple:
-        """({path: PathState}, [Skipped]) for every changed path now. Content is hashed (and
-        stored, with `write`) only where the lstat facts differ from `known`'s."""
+        """({path: PathState}, [Skipped], whether any state is new) for every changed path now.
+        Content is hashed (and stored, with `write`) only where the lstat facts differ from `known`'s."""
         import time
         status = dict(self.scan.changes)
         now_ns = time.time_ns()
@@ -3159,7 +3163,7 @@ class SnapshotStore:
         for key, facts in links:
             target = os.fsencode(os.readlink(os.path.join(self.root, *key.split("/"))))
             states[key] = PathState(("120000", self._hash_bytes(target, write)), facts)
-        return states, skipped
+        return states, skipped, bool(regular or links) or states.keys() != known.keys()
 
     @staticmethod
     def updates_since(cache: SnapshotCache, states: dict) -> dict:
@@ -3225,7 +3229,7 @@ class SnapshotStore:
         HEAD has not moved since: only the folders above what changed are rebuilt. Otherwise
         from a copy of the user's index, with every changed path put back from the disk raw."""
         usable = cache is not None and cache.head == self.head and cache.prefix == self.prefix
-        states, skipped = self.survey(max_bytes, cache.paths if usable else {}, write)
+        states, skipped, rehashed = self.survey(max_bytes, cache.paths if usable else {}, write)
         skipped_paths = {s.path for s in skipped}
         files = sum(1 for path, s in states.items() if s.entry != HEAD_ENTRY and path not in skipped_paths)
         if usable:
@@ -3235,7 +3239,7 @@ class SnapshotStore:
             info += [f"{s.entry[0]} {s.entry[1]}\t{self.prefix}{rel}\0" for rel, s in states.items()
                      if isinstance(s.entry, tuple)]
             tree = self._write_tree("".join(info).encode("utf-8", "surrogateescape"), write)
-        return TreeBuild(tree, skipped, files, states)
+        return TreeBuild(tree, skipped, files, states, rehashed or not usable)
 
     def _tree_from(self, cache: SnapshotCache, updates: dict) -> str:
         """The cached snapshot's tree with `updates` applied: the folders above them are read,
@@ -3491,7 +3495,7 @@ def read_checkpoint(root: str) -> StoredFile:
                       warnings=[f"{CHECKPOINT_NAME} is unreadable ({problem}); loaded the backup {BACKUP_NAME}."])
 
 
-def write_atomically(path: str, data: Any, mode: int = 0o600) -> None:
+def write_atomically(path: str, data: Any, mode: int = 0o600, durable: bool = True) -> None:
     """The one way this program writes a file (`data`: bytes, or chunks of bytes): a temp file beside it (created exclusively,
     `mode` whatever the umask, fsynced), then a rename over the old one. A reader sees the
     old file or the new one, never half of either; a failure leaves the old file and no temp."""
@@ -3513,7 +3517,8 @@ def write_atomically(path: str, data: Any, mode: int = 0o600) -> None:
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if durable:  # a cache need not survive a power cut, only a crash
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temp, path)  # replaces a planted symlink, never follows it
@@ -3569,7 +3574,8 @@ def write_snapshot_cache(path: Optional[str], cache: SnapshotCache) -> None:
     if path is None:
         return
     try:
-        write_atomically(path, json.dumps(cache.to_json(), separators=(",", ":")).encode("utf-8", "surrogateescape"))
+        write_atomically(path, json.dumps(cache.to_json(), separators=(",", ":")).encode("utf-8", "surrogateescape"),
+                         durable=False)
     except (OSError, StorageError):
         pass  # the next snapshot builds from the index instead
 
@@ -3834,8 +3840,9 @@ def take_snapshot(store: SnapshotStore, world: World, kind: SnapshotKind, title:
     settings = SnapshotSettings.from_env(world.env)
     build = build_snapshot_tree(store, newest, settings.max_bytes, write=True)
     if newest is not None and newest.tree == build.tree:
-        write_snapshot_cache(store.cache_path, SnapshotCache(newest.commit, build.tree, store.head, store.prefix,
-                                                             build.paths))
+        if build.rehashed:  # keep what was learned, so the next snapshot need not hash it again
+            write_snapshot_cache(store.cache_path, SnapshotCache(newest.commit, build.tree, store.head, store.prefix,
+                                                                 build.paths))
         return SnapshotOutcome(newest, True, build.skipped)
     state = store.scan.state
     facts = {"createdAt": world.now_iso(), "branch": state.branch if state else None}
@@ -3877,7 +3884,7 @@ def changed_since_snapshot(store: SnapshotStore, commit: str, max_bytes: int) ->
     hashed and compared one by one. Paths a snapshot would skip are never news."""
     cache = read_snapshot_cache(store.cache_path)
     if cache is not None and cache.commit == commit and cache.head == store.head and cache.prefix == store.prefix:
-        states, _ = store.survey(max_bytes, cache.paths, write=False)
+        states, _, _ = store.survey(max_bytes, cache.paths, write=False)
         return set(store.updates_since(cache, states))
     state = store.scan.state
     changed = store.paths_between(commit, state.head if state else None)
