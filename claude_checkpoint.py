@@ -3564,7 +3564,7 @@ def read_snapshot_cache(path: Optional[str]) -> Optional[SnapshotCache]:
         return None
     try:
         with open(path, "rb") as stream:
-            return SnapshotCache.from_json(json.loads(stream.read(64 * 1024 * 1024)))
+            return SnapshotCache.from_json(json.loads(stream.read()))
     except (OSError, ValueError):
         return None
 
