@@ -3082,10 +3082,6 @@ def commands_of(checkpoint: dict) -> list:
     return [c["command"] for c in checkpoint.get("recentCommands", [])]
 
 
-def files_of(checkpoint: dict) -> dict:
-    return {f["path"]: f for f in checkpoint.get("modifiedFiles", [])}
-
-
 class PreCompactHookTest(unittest.TestCase):
     """`hook pre-compact` merges what the transcript proves into the checkpoint."""
 
@@ -3123,7 +3119,7 @@ class PreCompactHookTest(unittest.TestCase):
 
     def test_records_successful_edits_and_not_failed_edits_or_reads(self):
         self.pre_compact(self.session())
-        files = files_of(self.ws.checkpoint())
+        files = files_by_path(self.ws.checkpoint())
         for path in ("src/app.py", "docs/new.md", "src/lib.py", "nb/analysis.ipynb"):
             with self.subTest(recorded=path):
                 self.assertIn(path, files)
@@ -3162,7 +3158,7 @@ class PreCompactHookTest(unittest.TestCase):
         for key in ("goal", "summary", "nextSteps", "decisions", "id", "createdAt"):
             with self.subTest(field=key):
                 self.assertEqual(after.get(key), before.get(key))
-        self.assertEqual(files_of(after)["src/app.py"].get("note"), "cookie options")
+        self.assertEqual(files_by_path(after)["src/app.py"].get("note"), "cookie options")
         self.assertEqual(commands_of(after), ["make build", "npm test -- auth", "pytest -x tests/test_login.py"])
         self.assertNotEqual(after["goal"]["primary"], "Make the login test pass")
 
@@ -3176,7 +3172,7 @@ class PreCompactHookTest(unittest.TestCase):
                 self.assertIs(command.get("auto"), True)
         for path in ("src/app.py", "src/lib.py", "nb/analysis.ipynb"):  # clean in git: known only from the hook
             with self.subTest(file=path):
-                self.assertIs(files_of(checkpoint)[path].get("auto"), True)
+                self.assertIs(files_by_path(checkpoint)[path].get("auto"), True)
 
     def test_redacts_secrets_taken_from_the_transcript(self):
         token = fake_secret("ghp_", 36)
@@ -3204,7 +3200,7 @@ class PreCompactHookTest(unittest.TestCase):
         second = self.ws.checkpoint()
         self.assertEqual(commands_of(second), commands_of(first))
         paths = [f["path"] for f in second["modifiedFiles"]]
-        self.assertEqual(sorted(paths), sorted(files_of(first)))
+        self.assertEqual(sorted(paths), sorted(files_by_path(first)))
         self.assertEqual(len(paths), len(set(paths)))
 
     def test_a_compaction_that_rereads_the_transcript_elsewhere_records_nothing_twice(self):
@@ -3231,7 +3227,7 @@ class PreCompactHookTest(unittest.TestCase):
         self.assertEqual(commands_of(checkpoint), ["npm test -- auth", "pytest -x tests/test_login.py",
                                                    "npm run build", "git status", "npm test -- auth"])
         self.assertEqual(checkpoint["recentCommands"][-1].get("exitCode"), 1)
-        self.assertIn("README.md", files_of(checkpoint))
+        self.assertIn("README.md", files_by_path(checkpoint))
         self.assertEqual(checkpoint["goal"]["primary"], "Make the login test pass", "the first prompt stays the goal")
 
     def test_session_end_and_stop_record_like_pre_compact(self):
@@ -3246,7 +3242,7 @@ class PreCompactHookTest(unittest.TestCase):
                 proc, _ = run_hook_process(self, ws, event, hook_payload(event, path, ws.repo))
                 self.assertEqual(proc.stdout, b"")
                 self.assertEqual(commands_of(ws.checkpoint()), ["make lint"])
-                self.assertIn("src/app.py", files_of(ws.checkpoint()))
+                self.assertIn("src/app.py", files_by_path(ws.checkpoint()))
 
     def test_real_claude_code_transcript_records_its_commands_and_no_outside_file(self):
         if not os.path.exists(REAL_TRANSCRIPT):
@@ -3259,7 +3255,7 @@ class PreCompactHookTest(unittest.TestCase):
         checkpoint = self.ws.checkpoint()
         commands = {c["command"]: c.get("exitCode") for c in checkpoint["recentCommands"]}
         self.assertEqual(commands, {"echo hi": 0, "ls /nonexistent-dir-xyz": 2})
-        self.assertFalse([p for p in files_of(checkpoint) if "notes.txt" in p or p.startswith("/")],
+        self.assertFalse([p for p in files_by_path(checkpoint) if "notes.txt" in p or p.startswith("/")],
                          "its Write/Edit went to a folder outside this project")
         self.assertEqual(checkpoint["goal"]["primary"], "Create notes.txt, say hi, then edit it")
 
@@ -3375,7 +3371,7 @@ class LargeTranscriptTest(unittest.TestCase):
         checkpoint = ws.checkpoint()
         self.assertEqual(len(checkpoint["recentCommands"]), 10)
         self.assertEqual(checkpoint["recentCommands"][0]["exitCode"], 1)
-        self.assertIn("src/app.py", files_of(checkpoint))
+        self.assertIn("src/app.py", files_by_path(checkpoint))
 
 
 class SessionStartHookTest(unittest.TestCase):
