@@ -10,6 +10,32 @@ Most tests start the real file as a subprocess and speak JSON-RPC to it over std
 in real git repositories made in temporary folders: no mocks of git or the file system.
 Tests that need a real MCP client (the official Python SDK, Claude Code) skip with a
 reason when it is not installed; .ci/run installs both.
+
+The tests of claude_checkpoint.py's section N are in section N here, in the same order
+(its sections 1-3, header, constants and errors, have none of their own), and a sub-section
+numbered like one of its sub-sections tests that one. Unit tests come first, their
+end-to-end siblings beside them. Each banner names the SPEC sections it covers; hooks,
+the command line, prompts and resources, together, are SPEC sections 8, 9 and 11.
+      Helpers         isolated environments, real repositories, a stdio MCP client, fixtures
+   4. Model           the checkpoint file and its versions; 4.1 the save tool's arguments
+   5. Redaction       5.1 the rules and the corpora, 5.2 each rule's catch and keep examples
+   6. Core            6.3 merge table and size cap, 6.4 drift, 6.5 transcripts, 6.6 snapshot plans
+   7. Rendering       the resume brief and the answer texts
+   8. Git adapter     status parsing, real repositories, git facts in saves, missing and hanging git
+   9. Storage         checkpoint files, the backup, locks, hostile files
+  10. Root            which project folder a call is about
+  11. Services        11.1 the code rewind end to end, 11.2 save, load and the hooks
+  12. MCP tools       12.2 prompts and resources (the tools are checked through 13.1, 4.1 and 11)
+  13. Protocol        13.1 handshake era, 13.2 stateless era, 13.3 roots and cancellation, 13.4 fuzzer
+  14. Transport       stdio and signals
+  15. Install/doctor  install, the plugin's commands, doctor
+  16. Command line    show, save, --root, --version, --help
+  17. MCP SDK         the official MCP Python SDK's client
+  18. Packaging       the wheel's console script and uvx
+  19. Claude Code     Claude Code itself, headless, against a stub model
+  20. MCP Inspector   the MCP Inspector's command line
+  21. Benchmark       --bench: figures against floors
+  22. Runner          --quick, the shards, and the closing "N passed, M failed"
 """
 from __future__ import annotations
 
