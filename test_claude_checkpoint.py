@@ -10,6 +10,32 @@ Most tests start the real file as a subprocess and speak JSON-RPC to it over std
 in real git repositories made in temporary folders: no mocks of git or the file system.
 Tests that need a real MCP client (the official Python SDK, Claude Code) skip with a
 reason when it is not installed; .ci/run installs both.
+
+The tests of claude_checkpoint.py's section N are in section N here, in the same order
+(its sections 1-3, header, constants and errors, have none of their own), and a sub-section
+numbered like one of its sub-sections tests that one. Unit tests come first, their
+end-to-end siblings beside them. Each banner names the SPEC sections it covers; hooks,
+the command line, prompts and resources, together, are SPEC sections 8, 9 and 11.
+      Helpers         isolated environments, real repositories, a stdio MCP client, fixtures
+   4. Model           the checkpoint file and its versions; 4.1 the save tool's arguments
+   5. Redaction       5.1 the rules and the corpora, 5.2 each rule's catch and keep examples
+   6. Core            6.3 merge table and size cap, 6.4 drift, 6.5 transcripts, 6.6 snapshot plans
+   7. Rendering       the resume brief and the answer texts
+   8. Git adapter     status parsing, real repositories, git facts in saves, missing and hanging git
+   9. Storage         checkpoint files, the backup, locks, hostile files
+  10. Root            which project folder a call is about
+  11. Services        11.1 the code rewind end to end, 11.2 save, load and the hooks
+  12. MCP tools       12.2 prompts and resources (the tools are checked through 13.1, 4.1 and 11)
+  13. Protocol        13.1 handshake era, 13.2 stateless era, 13.3 roots and cancellation, 13.4 fuzzer
+  14. Transport       stdio and signals
+  15. Install/doctor  install, the plugin's commands, doctor
+  16. Command line    show, save, --root, --version, --help
+  17. MCP SDK         the official MCP Python SDK's client
+  18. Packaging       the wheel's console script and uvx
+  19. Claude Code     Claude Code itself, headless, against a stub model
+  20. MCP Inspector   the MCP Inspector's command line
+  21. Benchmark       --bench: figures against floors
+  22. Runner          --quick, the shards, and the closing "N passed, M failed"
 """
 from __future__ import annotations
 
@@ -91,6 +117,7 @@ def slow(test):
     """Mark a test or a test class as slow: `--quick` leaves it out, the default runs it."""
     test.slow = True
     return test
+
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -321,21 +348,6 @@ def start_server(test: unittest.TestCase, ws: Workspace, initialize: bool = True
     return server
 
 
-TRAP_MODULES = ("json", "enum", "re", "subprocess", "hashlib", "queue", "shlex", "argparse", "threading",
-                "claude_checkpoint")
-
-
-def plant_trap(folder: str) -> None:
-    """Modules named like the standard library's (and ours) that leave a marker when imported:
-    a project cloned from someone hostile. Nothing we run may import them."""
-    for name in TRAP_MODULES:
-        write(folder, f"{name}.py", f"open({os.path.join(folder, 'IMPORTED-' + name)!r}, 'w').close()\n")
-
-
-def trap_markers(folder: str) -> list:
-    return sorted(name for name in os.listdir(folder) if name.startswith("IMPORTED-"))
-
-
 def blob_sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
@@ -357,707 +369,6 @@ def sample_save(**overrides) -> dict:
     return arguments
 
 
-# ════════════════════════════════════════════════════════════════════════════
-# 1. Pure functions
-# ════════════════════════════════════════════════════════════════════════════
-
-NOW = 1_790_000_000.0  # a fixed clock for pure tests
-
-
-def make_checkpoint(**overrides) -> cc.Checkpoint:
-    base = dict(id="id-1", created_at="2026-10-08T02:23:55.477Z", updated_at="2026-10-08T02:23:55.477Z",
-                project_name="my-app", goal="Ship it",
-                git=cc.GitState("feat/x", "b2ef1b5919ee5d456ea146c9362a7abc92b1e556", True))
-    base.update(overrides)
-    return cc.Checkpoint(**base)
-
-
-class TestSaveArgumentValidation(unittest.TestCase):
-    def test_rejects_each_broken_rule_naming_the_field(self):
-        long = "x" * 501
-        cases = [
-            ({}, "goal"),
-            ({"goal": long}, "goal"),
-            ({"goal": 5}, "goal"),
-            ({"goal": "   "}, "goal"),
-            ({"goal": "g", "tasks": [{"description": "d", "status": "later"}]}, "tasks[0].status"),
-            ({"goal": "g", "tasks": [{"description": "d"}] * 31}, "tasks"),
-            ({"goal": "g", "tasks": [{"status": "done"}]}, "tasks[0].description"),
-            ({"goal": "g", "tasks": [{"description": "x" * 301}]}, "tasks[0].description"),
-            ({"goal": "g", "summary": "x" * 4001}, "summary"),
-            ({"goal": "g", "nextSteps": ["s"] * 21}, "nextSteps"),
-            ({"goal": "g", "decisions": ["x" * 501]}, "decisions[0]"),
-            ({"goal": "g", "modifiedFiles": [{"path": "a", "note": "x" * 301}]}, "modifiedFiles[0].note"),
-            ({"goal": "g", "modifiedFiles": [{"note": "n"}]}, "modifiedFiles[0].path"),
-            ({"goal": "g", "recentCommands": [{"command": "ls", "exitCode": "1"}]}, "recentCommands[0].exitCode"),
-            ({"goal": "g", "recentCommands": [{"command": "ls", "exitCode": True}]}, "recentCommands[0].exitCode"),
-            ({"goal": "g", "recentCommands": [{"command": "x" * 2001}]}, "recentCommands[0].command"),
-            ({"goal": "g", "recentCommands": [{"command": "ls"}] * 51}, "recentCommands"),
-            ({"goal": "g", "mode": "append"}, "mode"),
-            ({"goal": "g", "colour": "red"}, "colour"),
-            ({"goal": "g", "tasks": [{"description": "d", "owner": "me"}]}, "tasks[0].owner"),
-            ({"goal": "g", "tasks": "do it"}, "tasks"),
-            ({"goal": "bad \ud800 surrogate"}, "goal"),
-            ({"goal": "g", "decisions": ["nul \x00 inside"]}, "decisions[0]"),
-        ]
-        for arguments, field_name in cases:
-            with self.subTest(field=field_name, arguments=str(arguments)[:60]):
-                with self.assertRaises(cc.InvalidArgument) as caught:
-                    cc.parse_save_arguments(arguments)
-                self.assertTrue(str(caught.exception).startswith(field_name + ":"), str(caught.exception))
-
-    def test_accepts_the_seed_example_at_the_limits(self):
-        request = cc.parse_save_arguments({
-            "goal": "g" * 500, "tasks": [{"description": "d" * 300, "status": "blocked"}] * 30,
-            "summary": "s" * 4000, "nextSteps": ["n" * 500] * 20, "decisions": ["d" * 500] * 20,
-            "modifiedFiles": [{"path": "p", "note": "n" * 300}] * 100,
-            "recentCommands": [{"command": "c" * 2000, "exitCode": -1, "note": "n" * 500}] * 50,
-            "mode": "merge", "projectRoot": "/tmp"})
-        self.assertEqual(request.mode, cc.SaveMode.MERGE)
-        self.assertEqual(len(request.tasks), 30)
-        self.assertEqual(request.tasks[0].status, cc.TaskStatus.BLOCKED)
-
-    def test_schema_limits_match_the_validation_table(self):
-        schema = cc.SAVE_INPUT_SCHEMA["properties"]
-        self.assertEqual(schema["goal"]["maxLength"], 500)
-        self.assertEqual(schema["tasks"]["maxItems"], 30)
-        self.assertEqual(schema["recentCommands"]["items"]["properties"]["command"]["maxLength"], 2000)
-        self.assertFalse(cc.SAVE_INPUT_SCHEMA["additionalProperties"])
-        self.assertEqual(schema["tasks"]["items"]["properties"]["status"]["enum"],
-                         ["pending", "in_progress", "done", "blocked"])
-
-
-class TestCheckpointJson(unittest.TestCase):
-    def test_round_trips_every_field(self):
-        cp = make_checkpoint(
-            tasks=[cc.Task("a", cc.TaskStatus.DONE)], summary="s", next_steps=["n"], decisions=["d"],
-            modified_files=[cc.FileEntry("src/a.py", "M", cc.FileSource.GIT, note="n", hash="ab" * 20, auto=True)],
-            recent_commands=[cc.Command("ls", 0, "ok", "2026-10-08T02:23:55.477Z", auto=True, tool_use_id="t1")],
-            redactions=2, truncated=True, omitted_files=3, goal_auto=True,
-            hooks=cc.HookState(["t1"], {"session": 120}))
-        self.assertEqual(cc.Checkpoint.from_json(json.loads(json.dumps(cp.to_json()))), cp)
-
-    def test_reads_the_version_1_format_of_the_original_server(self):
-        seed = {"version": 1, "id": "ee5507c0-855e-44a5-85c1-d97b767537c9",
-                "createdAt": "2026-10-08T02:23:55.477Z", "updatedAt": "2026-10-08T02:23:55.477Z",
-                "generator": {"name": "claude-checkpoint-mcp", "version": "0.1.0"}, "project": {"name": "my-app"},
-                "git": {"branch": "feat/github-oauth", "head": "b2ef1b5919ee5d456ea146c9362a7abc92b1e556", "dirty": True},
-                "goal": {"primary": "Add GitHub OAuth", "tasks": [{"description": "OAuth callback route", "status": "done"}]},
-                "summary": "s", "nextSteps": ["n"], "decisions": ["d"],
-                "modifiedFiles": [{"path": "src/auth/session.ts", "status": "M", "source": "git", "note": "cookie options",
-                                   "hash": "9ec893ef673dac860e7e2b6fcaad602983eeb0b1"}],
-                "recentCommands": [{"command": "npm test -- auth", "exitCode": 1, "note": "2 failing",
-                                    "at": "2026-10-08T02:23:55.477Z"}],
-                "meta": {"redactions": 1, "truncated": False}}
-        cp = cc.Checkpoint.from_json(seed)
-        self.assertEqual(cp.goal, "Add GitHub OAuth")
-        self.assertEqual(cp.modified_files[0].note, "cookie options")
-        self.assertEqual(cp.to_json()["version"], cc.SCHEMA_VERSION)
-
-    def test_writes_version_1_which_the_original_server_reads_and_reads_version_2(self):
-        doc = make_checkpoint(hooks=cc.HookState(["t1"], {"s": 1}), goal_auto=True).to_json()
-        self.assertEqual(doc["version"], 1, "the original Node server refuses any version above 1")
-        for version in (1, 2):  # claude-checkpoint 1.0.0 wrote the same fields as version 2
-            with self.subTest(version=version):
-                cp = cc.Checkpoint.from_json(dict(doc, version=version))
-                self.assertEqual(cp.hooks.tool_use_ids, ["t1"])
-                self.assertEqual(cp.to_json()["version"], 1)
-
-    def test_refuses_a_newer_version_asking_to_upgrade(self):
-        doc = make_checkpoint().to_json()
-        doc["version"] = 3
-        with self.assertRaises(cc.UnsupportedVersion) as caught:
-            cc.Checkpoint.from_json(doc)
-        self.assertIn("Upgrade", str(caught.exception))
-
-    def test_names_the_bad_field_of_a_hand_edited_file(self):
-        too_deep = deep_nesting(5000, "list")  # quoting it whole would pass the recursion limit
-        cases = [("goal", "not an object", "goal"), ("modifiedFiles", [{"path": 3}], "modifiedFiles.path"),
-                 ("goal", {"primary": "g", "tasks": [{"description": "t", "status": too_deep}]}, "tasks.status"),
-                 ("version", "2", "version"), ("recentCommands", [{"command": "ls", "exitCode": "x"}],
-                                                 "recentCommands.exitCode")]
-        for key, value, named in cases:
-            with self.subTest(key=key):
-                doc = make_checkpoint().to_json()
-                doc[key] = value
-                with self.assertRaises(cc.CheckpointError) as caught:
-                    cc.Checkpoint.from_json(doc)
-                self.assertIn(named, str(caught.exception))
-
-
-class TestMergeTable(unittest.TestCase):
-    def previous(self) -> cc.Checkpoint:
-        return make_checkpoint(
-            id="old-id", created_at="2026-01-01T00:00:00.000Z",
-            tasks=[cc.Task("a", cc.TaskStatus.PENDING), cc.Task("b", cc.TaskStatus.IN_PROGRESS)],
-            summary="old summary", next_steps=["old step"], decisions=["keep it simple"],
-            recent_commands=[cc.Command(f"cmd {i}", 0) for i in range(48)])
-
-    def build(self, previous, **arguments) -> cc.Checkpoint:
-        request = cc.parse_save_arguments({"goal": "new goal", **arguments})
-        return cc.build_checkpoint(previous, request, [], None, "2026-10-08T00:00:00.000Z", "new-id", "app")
-
-    def test_replace_sets_everything_and_starts_a_new_identity(self):
-        cp = self.build(None, tasks=[{"description": "z"}])
-        self.assertEqual((cp.id, cp.created_at), ("new-id", "2026-10-08T00:00:00.000Z"))
-        self.assertEqual([t.description for t in cp.tasks], ["z"])
-        self.assertIsNone(cp.summary)
-        self.assertEqual(cp.recent_commands, [])
-
-    def test_merge_updates_tasks_by_description_and_appends_new_ones(self):
-        cp = self.build(self.previous(), mode="merge",
-                        tasks=[{"description": "b", "status": "done"}, {"description": "c"}])
-        self.assertEqual([(t.description, t.status.value) for t in cp.tasks],
-                         [("a", "pending"), ("b", "done"), ("c", "pending")])
-        self.assertEqual((cp.id, cp.created_at), ("old-id", "2026-01-01T00:00:00.000Z"))
-        self.assertEqual(cp.goal, "new goal")
-
-    def test_merge_keeps_summary_and_next_steps_unless_given(self):
-        kept = self.build(self.previous(), mode="merge")
-        self.assertEqual((kept.summary, kept.next_steps), ("old summary", ["old step"]))
-        given = self.build(self.previous(), mode="merge", summary="new", nextSteps=["n1"])
-        self.assertEqual((given.summary, given.next_steps), ("new", ["n1"]))
-
-    def test_merge_appends_decisions_without_duplicates_dropping_the_oldest_past_20(self):
-        previous = replace_cp(self.previous(), decisions=[f"d{i}" for i in range(19)])
-        cp = self.build(previous, mode="merge", decisions=["d3", "new-1", "new-2"])
-        self.assertEqual(len(cp.decisions), 20)
-        self.assertEqual(cp.decisions[-2:], ["new-1", "new-2"])
-        self.assertNotIn("d0", cp.decisions)
-        self.assertEqual(cp.decisions.count("d3"), 1)
-
-    def test_merge_appends_commands_dropping_the_oldest_past_50(self):
-        cp = self.build(self.previous(), mode="merge",
-                        recentCommands=[{"command": "new 1"}, {"command": "new 2"}, {"command": "new 3"}])
-        self.assertEqual(len(cp.recent_commands), 50)
-        self.assertEqual(cp.recent_commands[0].command, "cmd 1")
-        self.assertEqual(cp.recent_commands[-1].command, "new 3")
-        self.assertTrue(cc.growth_truncated(self.previous(), cc.parse_save_arguments(
-            {"goal": "g", "recentCommands": [{"command": "x"}] * 3})))
-
-    def test_file_selection_attaches_agent_notes_and_keeps_inherited_notes(self):
-        git_entries = [("a.py", "M"), ("b.py", "??")]
-        notes = [cc.FileNote("a.py", "the fix"), cc.FileNote("docs/x.md", "committed")]
-        inherited = [cc.FileEntry("b.py", "??", cc.FileSource.GIT, note="old note"),
-                     cc.FileEntry("c.py", "M", cc.FileSource.AGENT, note="kept", hash="x")]
-        selection = cc.select_files(git_entries, notes, inherited)
-        by_path = {e.path: e for e in selection.entries}
-        self.assertEqual(list(by_path), ["a.py", "b.py", "docs/x.md", "c.py"])
-        self.assertEqual((by_path["a.py"].note, by_path["a.py"].source), ("the fix", cc.FileSource.GIT))
-        self.assertEqual(by_path["b.py"].note, "old note")
-        self.assertEqual((by_path["docs/x.md"].status, by_path["docs/x.md"].source), ("M", cc.FileSource.AGENT))
-        self.assertIsNone(by_path["c.py"].hash, "inherited entries are re-hashed, not trusted")
-
-    def test_file_selection_past_the_limit_keeps_notes_then_agent_then_git(self):
-        git_entries = [(f"g{i:03}", "M") for i in range(150)]
-        notes = [cc.FileNote("g149", "important"), cc.FileNote("agent-only")]
-        selection = cc.select_files(git_entries, notes, [], limit=100)
-        paths = [e.path for e in selection.entries]
-        self.assertEqual(len(paths), 100)
-        self.assertEqual(selection.omitted, 51)
-        self.assertIn("g149", paths)
-        self.assertIn("agent-only", paths)
-        self.assertEqual(paths[:3], ["g000", "g001", "g002"], "order stays git's")
-
-
-def replace_cp(cp: cc.Checkpoint, **changes) -> cc.Checkpoint:
-    return cc.replace(cp, **changes)
-
-
-class TestSizeCap(unittest.TestCase):
-    def test_drops_oldest_commands_first_to_fit_64_kb(self):
-        commands = [cc.Command(f"{i:02d} " + "c" * 1990, 0, "n" * 500) for i in range(50)]
-        cp, data = cc.fit_to_size(make_checkpoint(recent_commands=commands, summary="s" * 4000))
-        self.assertLessEqual(len(data), cc.MAX_CHECKPOINT_BYTES)
-        self.assertTrue(cp.truncated)
-        self.assertEqual(cp.recent_commands[-1].command[:2], "49")
-        self.assertGreater(len(cp.recent_commands), 10)
-        self.assertEqual(cp.summary, "s" * 4000, "commands go before anything else")
-        self.assertEqual(json.loads(data)["meta"]["truncated"], True)
-
-    def test_then_drops_files_without_notes_and_always_fits(self):
-        files = [cc.FileEntry("f" * 900 + str(i), "M", cc.FileSource.GIT, note="n" if i % 10 == 0 else None)
-                 for i in range(100)]
-        wide = "字" * 500  # three bytes each in UTF-8
-        cp, data = cc.fit_to_size(make_checkpoint(modified_files=files, decisions=[wide] * 20))
-        self.assertLessEqual(len(data), cc.MAX_CHECKPOINT_BYTES)
-        self.assertEqual(len([f for f in cp.modified_files if f.note]), 10, "entries with notes outlive the rest")
-        self.assertEqual(len(cp.decisions), 20)
-        self.assertGreater(cp.omitted_files, 0)
-        everything = make_checkpoint(
-            modified_files=files, decisions=[wide] * 20, next_steps=[wide] * 20, tasks=[cc.Task("字" * 300)] * 30,
-            summary="字" * 4000, goal="字" * 500)
-        cp, data = cc.fit_to_size(everything)
-        self.assertLessEqual(len(data), cc.MAX_CHECKPOINT_BYTES)
-        self.assertEqual(cp.goal, everything.goal, "the goal is never dropped")
-
-    def test_small_checkpoints_are_untouched(self):
-        cp, data = cc.fit_to_size(make_checkpoint())
-        self.assertFalse(cp.truncated)
-        self.assertEqual(data, cc.encode_checkpoint(make_checkpoint()))
-
-
-class TestDrift(unittest.TestCase):
-    def test_flags_changed_and_gone_files_but_not_unchanged_ones(self):
-        cp = make_checkpoint(modified_files=[
-            cc.FileEntry("same.py", "M", cc.FileSource.GIT, hash="1" * 40),
-            cc.FileEntry("edited.py", "M", cc.FileSource.GIT, hash="2" * 40),
-            cc.FileEntry("gone.py", "M", cc.FileSource.GIT, hash="3" * 40),
-            cc.FileEntry("deleted.py", "D", cc.FileSource.GIT, hash=None)])
-        hashes = {"same.py": "1" * 40, "edited.py": "9" * 40, "gone.py": None, "deleted.py": None}
-        drift = cc.compute_drift(cp, cc.GitState("feat/x", "c" * 40, True), ["same.py", "new.py", ".claude-checkpoint"],
-                                 hashes, 2)
-        self.assertEqual(drift.changed_since, ["edited.py", "gone.py"])
-        self.assertEqual(drift.new_since, ["new.py"])
-        self.assertEqual(drift.commits_since, 2)
-        self.assertFalse(drift.branch_changed)
-
-    def test_unreachable_head_marks_every_recorded_file(self):
-        cp = make_checkpoint(modified_files=[cc.FileEntry("a.py", "M", cc.FileSource.GIT, hash="1" * 40)])
-        drift = cc.compute_drift(cp, cc.GitState("main", "c" * 40, False), [], {"a.py": "1" * 40}, None)
-        self.assertTrue(drift.unreachable)
-        self.assertEqual(drift.changed_since, ["a.py"])
-        self.assertTrue(drift.branch_changed)
-        self.assertIn("no longer reachable", "\n".join(cc.render_drift(drift)))
-
-
-class TestBrief(unittest.TestCase):
-    def seed_result(self, drift=None) -> cc.LoadResult:
-        cp = make_checkpoint(
-            goal="Add GitHub OAuth login with persistent sessions",
-            tasks=[cc.Task("OAuth callback route", cc.TaskStatus.DONE),
-                   cc.Task("Session cookie persistence", cc.TaskStatus.IN_PROGRESS),
-                   cc.Task("Logout endpoint"), cc.Task("Rotate keys", cc.TaskStatus.BLOCKED)],
-            summary="Callback exchanges the code and creates a session, but the cookie is dropped on reload.",
-            next_steps=["Set sameSite: 'lax'", "Re-run npm test -- auth", "Start the logout endpoint"],
-            decisions=["Use iron-session, not express-session (needs edge runtime support)"],
-            modified_files=[cc.FileEntry("src/auth/session.ts", "M", cc.FileSource.GIT, note="cookie options"),
-                            cc.FileEntry("src/auth/callback.ts", "M", cc.FileSource.GIT),
-                            cc.FileEntry("src/auth/session.spec.ts", "??", cc.FileSource.GIT)],
-            recent_commands=[cc.Command("GITHUB_CLIENT_SECRET=«redacted» npm run dev", 0),
-                             cc.Command("npm test -- auth", 1, "2 failing in session.spec.ts"),
-                             cc.Command("make", None)],
-            git=cc.GitState("feat/github-oauth", "b2ef1b5919ee5d456ea146c9362a7abc92b1e556", True))
-        return cc.LoadResult(True, "/home/me/my-app/.claude-checkpoint", "/home/me/my-app", checkpoint=cp, drift=drift)
-
-    def test_renders_the_seed_example_sections_and_markers(self):
-        saved = cc.parse_timestamp("2026-10-08T02:23:55.477Z")
-        brief = cc.render_brief(self.seed_result(), saved + 120)
-        self.assertTrue(brief.startswith("# Resuming: my-app (checkpoint saved 2m ago, 2026-10-08 02:23:55 UTC)\n"
-                                         "Branch `feat/github-oauth` @ b2ef1b591 (uncommitted changes)\n"), brief)
-        for expected in ("## Goal\nAdd GitHub OAuth", "- [x] OAuth callback route", "- [~] Session cookie persistence",
-                         "- [ ] Logout endpoint", "- [!] Rotate keys", "## Where things stand", "1. Set sameSite",
-                         "## Decisions & gotchas", "## Files touched (3)",
-                         "- src/auth/session.ts (M) — cookie options", "- src/auth/session.spec.ts (??)",
-                         "## Recent commands (last 3, oldest first)",
-                         "- ✓ `GITHUB_CLIENT_SECRET=«redacted» npm run dev`",
-                         "- ✗ exit 1 `npm test -- auth` — 2 failing in session.spec.ts", "- · `make`"):
-            self.assertIn(expected, brief)
-        self.assertLess(len(brief.encode()), 1500)
-
-    def test_puts_news_first_and_leaves_out_empty_sections(self):
-        drift = cc.Drift(False, "feat/github-oauth", 1, ["src/auth/session.ts"], [])
-        brief = cc.render_brief(self.seed_result(drift), NOW)
-        self.assertLess(brief.index("## Since this checkpoint"), brief.index("## Goal"))
-        self.assertIn("- 1 new commit(s) on HEAD", brief)
-        self.assertIn("- ⚠ Changed after the checkpoint, re-read before editing: `src/auth/session.ts`", brief)
-        bare = cc.render_brief(cc.LoadResult(True, "/p/.claude-checkpoint", "/p",
-                                             checkpoint=make_checkpoint(git=None)), NOW)
-        for absent in ("## Tasks", "## Where things stand", "## Next steps", "## Files", "## Recent", "## Since", "Branch"):
-            self.assertNotIn(absent, bare)
-
-    def test_cuts_long_lists(self):
-        cp = make_checkpoint(tasks=[cc.Task(f"task {i}") for i in range(30)],
-                             modified_files=[cc.FileEntry(f"f{i}", "M", cc.FileSource.GIT) for i in range(40)])
-        brief = cc.render_brief(cc.LoadResult(True, "/p/.claude-checkpoint", "/p", checkpoint=cp), NOW)
-        self.assertIn(f"- … and {30 - cc.BRIEF_SHOW['tasks']} more", brief)
-        self.assertIn(f"- … and {40 - cc.BRIEF_SHOW['files']} more", brief)
-
-    def test_nothing_to_resume_is_a_message_not_an_error(self):
-        text = cc.render_brief(cc.LoadResult(False, "/p/.claude-checkpoint", "/p"), NOW)
-        self.assertIn("nothing to resume", text)
-
-    def test_save_answer_matches_the_seed(self):
-        cp = self.seed_result().checkpoint
-        outcome = cc.SaveOutcome("/home/me/code/my-app/.claude-checkpoint", "/home/me/code/my-app", 2202,
-                                 cc.SaveMode.REPLACE, cp, ["Redacted 1 secret-looking value(s)."])
-        self.assertEqual(cc.render_save_answer(outcome),
-                         "Checkpoint saved to /home/me/code/my-app/.claude-checkpoint (2202 bytes, replace).\n"
-                         "4 task(s), 3 file(s), 3 command(s) on feat/github-oauth@b2ef1b591.\n"
-                         "⚠ Redacted 1 secret-looking value(s).")
-
-    def test_timestamps_round_trip_and_match_the_calendar(self):
-        import calendar
-        for text in ("1970-01-01T00:00:00.000Z", "2026-10-08T02:23:55.477Z", "2000-02-29T23:59:59.999Z",
-                     "1999-12-31T12:00:00.001Z", "2100-03-01T00:00:00.000Z"):
-            with self.subTest(text=text):
-                epoch = cc.parse_timestamp(text)
-                self.assertEqual(cc.format_timestamp(epoch), text)
-                expected = calendar.timegm(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")) + int(text[20:23]) / 1000
-                self.assertAlmostEqual(epoch, expected, places=6)
-        self.assertEqual(cc.parse_timestamp("2026-10-08T04:23:55+02:00"), cc.parse_timestamp("2026-10-08T02:23:55Z"))
-        self.assertEqual(cc.parse_timestamp("2026-10-08 02:23:55"), cc.parse_timestamp("2026-10-08T02:23:55.000Z"))
-        for broken in ("yesterday", "2026-13-01T00:00:00Z", "", "2026-10-08T02:23:55.477Zjunk"):
-            self.assertIsNone(cc.parse_timestamp(broken))
-
-    def test_human_ages(self):
-        for seconds, text in ((0, "just now"), (42, "42s ago"), (120, "2m ago"), (7200, "2h ago"), (3 * 86400, "3d ago")):
-            with self.subTest(seconds=seconds):
-                self.assertEqual(cc.human_age(seconds), text)
-
-
-class TestRootChoice(unittest.TestCase):
-    def test_precedence(self):
-        env_all = {"CHECKPOINT_PROJECT_ROOT": "/env", "CLAUDE_PROJECT_DIR": "/claude"}
-        cases = [
-            ("/arg", env_all, ["file:///roots"], "/arg"),
-            (None, env_all, ["file:///roots"], "/env"),
-            (None, {"CLAUDE_PROJECT_DIR": "/claude"}, ["file:///roots"], "/roots"),
-            (None, {"CLAUDE_PROJECT_DIR": "/claude"}, ["https://x", "file:///second"], "/second"),
-            (None, {"CLAUDE_PROJECT_DIR": "/claude"}, [], "/claude"),
-            (None, {}, [], "/cwd"),
-        ]
-        for argument, env, roots, expected in cases:
-            with self.subTest(expected=expected):
-                self.assertEqual(cc.choose_root(argument, env, roots, "/cwd").path, expected)
-
-    def test_file_uris(self):
-        for uri, path in (("file:///home/me/my%20app", "/home/me/my app"), ("file://localhost/srv/x", "/srv/x"),
-                          ("file://otherhost/x", None), ("http://x/y", None), (7, None)):
-            with self.subTest(uri=uri):
-                self.assertEqual(cc.file_uri_to_path(uri), path)
-
-    def test_refuses_relative_missing_filesystem_root_and_home(self):
-        home = temp_dir(self)
-        for path, message in (("relative/dir", "absolute"), ("/definitely/not/here", "not an existing folder"),
-                              ("/", "Refusing"), (home, "Refusing")):
-            with self.subTest(path=path):
-                with self.assertRaises(cc.RootError) as caught:
-                    cc.resolve_root(cc.RootChoice(path, "test"), home)
-                self.assertIn(message, str(caught.exception))
-
-    def test_resolves_symlinks(self):
-        real = temp_dir(self)
-        link = os.path.join(temp_dir(self), "link")
-        os.symlink(real, link)
-        self.assertEqual(cc.resolve_root(cc.RootChoice(link, "test"), None), real)
-
-    def test_project_paths_stay_inside_the_root(self):
-        for path, expected in (("src/a.py", "src/a.py"), ("/p/src/./a.py", "src/a.py"), ("/p/../etc/passwd", None),
-                               ("../x", None), ("/other/a", None), ("/p", None), ("a/../../b", None)):
-            with self.subTest(path=path):
-                self.assertEqual(cc.relative_project_path("/p", path), expected)
-
-
-class TestStatusParsing(unittest.TestCase):
-    def test_reduces_porcelain_codes(self):
-        for kind, xy, expected in (("1", ".M", "M"), ("1", "M.", "M"), ("1", "A.", "A"), ("1", "AM", "A"),
-                                   ("1", "AD", "D"), ("1", ".D", "D"), ("1", "D.", "D"), ("1", "T.", "M"),
-                                   ("2", "R.", "R"), ("2", "RM", "R"), ("2", "C.", "A"), ("u", "UU", "U"),
-                                   ("?", "??", "??")):
-            with self.subTest(kind=kind, xy=xy):
-                self.assertEqual(cc.reduce_status(kind, xy), expected)
-
-    def test_parses_branch_head_renames_and_prefix(self):
-        raw = (b"# branch.oid " + b"a" * 40 + b"\0# branch.head feat/x\0"
-               b"1 .M N... 100644 100644 100644 " + b"1" * 40 + b" " + b"1" * 40 + b" sub/a b.py\0"
-               b"2 R. N... 100644 100644 100644 " + b"2" * 40 + b" " + b"2" * 40 + b" R100 sub/new.py\0sub/old.py\0"
-               b"? sub/.claude-checkpoint.prev\0? other/x\0? sub/\xc3\xa9.txt\0")
-        scan = cc.parse_status(raw, "sub/")
-        self.assertEqual(scan.state, cc.GitState("feat/x", "a" * 40, True))
-        self.assertEqual(scan.changes, [("a b.py", "M"), ("new.py", "R"), ("é.txt", "??")])
-
-    def test_no_commits_and_detached_head(self):
-        self.assertIsNone(cc.parse_status(b"# branch.oid (initial)\0# branch.head main\0? a\0").state)
-        detached = cc.parse_status(b"# branch.oid " + b"b" * 40 + b"\0# branch.head (detached)\0")
-        self.assertEqual(detached.state, cc.GitState(None, "b" * 40, False))
-
-
-class TestTranscriptScanner(unittest.TestCase):
-    @staticmethod
-    def lines(*records) -> list:
-        return [(json.dumps(r) if not isinstance(r, str) else r).encode() + b"\n" for r in records]
-
-    @staticmethod
-    def use(call_id, name, **arguments) -> dict:
-        return {"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "tool_use", "id": call_id, "name": name, "input": arguments}]}}
-
-    @staticmethod
-    def result(call_id, error=False, text="ok") -> dict:
-        block = {"type": "tool_result", "tool_use_id": call_id, "content": text}
-        if error:
-            block["is_error"] = True
-        return {"type": "user", "message": {"role": "user", "content": [block]}, "toolUseResult": text}
-
-    def scan(self, lines, seen=(), want_prompt=True) -> cc.TranscriptFacts:
-        scanner = cc.TranscriptScanner(seen, want_prompt=want_prompt)
-        offset = 0
-        for line in lines:
-            scanner.feed(line, offset)
-            offset += len(line)
-        return scanner.finish()
-
-    def test_records_successful_edits_and_commands_with_exit_codes(self):
-        facts = self.scan(self.lines(
-            {"type": "user", "isMeta": True, "message": {"role": "user", "content": "<local-command-caveat>x"}},
-            {"type": "user", "message": {"role": "user", "content": "<command-name>/clear</command-name>"}},
-            {"type": "user", "message": {"role": "user", "content": "Fix the login bug"}},
-            self.use("t1", "Write", file_path="/p/a.py", content="x"), self.result("t1"),
-            self.use("t2", "Edit", file_path="/p/b.py"), self.result("t2", error=True, text="String not found"),
-            self.use("t3", "Bash", command="npm test", description="Run tests"),
-            self.result("t3", error=True, text="Exit code 2\nfailed"),
-            self.use("t4", "Bash", command="echo hi"), self.result("t4"),
-            self.use("t5", "Read", file_path="/p/c.py"), self.result("t5"),
-            self.use("t6", "NotebookEdit", notebook_path="/p/n.ipynb"), self.result("t6"),
-            self.use("t7", "MultiEdit", file_path="/p/a.py"), self.result("t7"),
-            "{broken json", {"type": "attachment", "attachment": {"x": 1}}, '"just a string"'))
-        self.assertEqual(facts.first_prompt, "Fix the login bug")
-        self.assertEqual(facts.edited_files, [("/p/a.py", "t1"), ("/p/n.ipynb", "t6")])
-        self.assertEqual([(c.command, c.exit_code, c.note) for c in facts.commands],
-                         [("npm test", 2, "Run tests"), ("echo hi", 0, None)])
-        self.assertTrue(all(c.auto for c in facts.commands))
-        self.assertEqual(sorted(facts.taken_ids), ["t1", "t3", "t4", "t6", "t7"])
-
-    def test_skips_seen_ids_and_stops_its_cursor_before_a_pending_call(self):
-        lines = self.lines(self.use("t1", "Bash", command="ls"), self.result("t1"),
-                           self.use("t2", "Bash", command="sleep 1"))
-        facts = self.scan(lines, seen=["t1"])
-        self.assertEqual(facts.commands, [])
-        self.assertEqual(facts.resume_offset, len(lines[0]) + len(lines[1]))
-
-    def test_fields_of_the_wrong_type_are_skipped_not_trusted(self):
-        hostile = {"type": "assistant", "message": {"content": [
-            {"type": "tool_use", "id": "t9", "name": ["Bash"], "input": {"command": "ls"}},
-            {"type": "tool_use", "id": ["t8"], "name": "Bash", "input": {"command": "ls"}}]}}
-        facts = self.scan(self.lines(
-            hostile, self.use("t1", "Bash", command="make"),
-            {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": {"t1": 1}}]}},
-            {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": ["t1"]}]}},
-            self.result("t1")))
-        self.assertEqual([c.command for c in facts.commands], ["make"])
-
-    def test_exit_code_from_result_text(self):
-        for text, code in (("Exit code 127\nnot found", 127), ("Error: Exit code 1", 1), ("killed", 1),
-                           ([{"type": "text", "text": "Exit code 3"}], 3)):
-            with self.subTest(text=text):
-                self.assertEqual(cc._exit_code({"content": text}), code)
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# 2. Redaction
-# ════════════════════════════════════════════════════════════════════════════
-
-CORPUS_DIR = os.path.join(HERE, ".ci", "corpus")
-# Synthetic values only, assembled at run time so that no scanner mistakes this file for a leak.
-GHP = "ghp_" + "R8sT2uV4wX6yZ8aB0cD2eF4gH6iJ8kL0mN2o"
-AKIA = "AKIA" + "Q3ZB7NXS2KLM4PDW"
-SLACK = "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
-JWT = "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk"
-PEM_BODY = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"
-
-
-def redaction_corpus(name: str) -> dict | None:
-    path = os.path.join(CORPUS_DIR, name)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as stream:
-        return json.load(stream)
-
-
-def measure_corpus(corpus: dict) -> tuple:
-    """(recall, keep-rate, missed cases, mangled benign cases)."""
-    missed = [c for c in corpus["secrets"] if any(s in cc.redact(c["text"])[0] for s in c["secrets"])]
-    mangled = [c for c in corpus["benign"] if cc.redact(c["text"])[0] != c["text"]]
-    return (1 - len(missed) / len(corpus["secrets"]), 1 - len(mangled) / len(corpus["benign"]), missed, mangled)
-
-
-class TestRedaction(unittest.TestCase):
-    def test_replaces_only_the_secret_part(self):
-        cases = [
-            (f"export GITHUB_TOKEN={GHP}", "export GITHUB_TOKEN=«redacted»"),
-            ("GITHUB_CLIENT_SECRET=gh_live_8f2a91 npm run dev", "GITHUB_CLIENT_SECRET=«redacted» npm run dev"),
-            ('{"password": "hunter2", "user": "bob"}', '{"password": "«redacted»", "user": "bob"}'),
-            ("db_password: 'correct horse battery'", "db_password: '«redacted»'"),
-            ("psql postgres://app:s3cr3tpw@db:5432/x", "psql postgres://app:«redacted»@db:5432/x"),
-            ("curl -H 'Authorization: Bearer abc123def456ghi789' x", "curl -H 'Authorization: Bearer «redacted»' x"),
-            ("mysql -u root -pS3cretPw app", "mysql -u root -p«redacted» app"),
-            ("curl -u admin:pa55word https://x", "curl -u admin:«redacted» https://x"),
-            ("tool --password hunter2 --verbose", "tool --password «redacted» --verbose"),
-            ("tool --api-key=Zm9vYmFyYmF6cXV4", "tool --api-key=«redacted»"),
-            (f"aws key {AKIA} used", "aws key «redacted» used"),
-            (f"token {SLACK}!", "token «redacted»!"),
-            (f"jwt {JWT}", "jwt «redacted»"),
-            (f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----",
-             "-----BEGIN RSA PRIVATE KEY-----«redacted»-----END RSA PRIVATE KEY-----"),
-            (f'"key": "-----BEGIN PRIVATE KEY-----\\n{PEM_BODY}\\n-----END PRIVATE KEY-----\\n"',
-             '"key": "-----BEGIN PRIVATE KEY-----«redacted»-----END PRIVATE KEY-----\\n"'),
-        ]
-        for text, expected in cases:
-            with self.subTest(text=text[:50]):
-                self.assertEqual(cc.redact(text)[0], expected)
-
-    def test_keeps_what_is_not_a_secret(self):
-        for text in ("echo $GITHUB_TOKEN", "API_KEY=${API_KEY}", "key = process.env.API_KEY",
-                     "token: ${{ secrets.NPM_TOKEN }}", 'os.environ["AWS_SECRET_ACCESS_KEY"]',
-                     "git checkout b2ef1b5919ee5d456ea146c9362a7abc92b1e556", "id 123e4567-e89b-12d3-a456-426614174000",
-                     "pytest tests/test_token.py -k test_password", "MAX_TOKENS=4096", "primary_key=True",
-                     'sort_key="name"', "docker login --password-stdin", "psql --password-file /run/secrets/pw",
-                     "https://github.com/org/repo.git", "git@github.com:org/repo.git", "## Tokens\n- rotate keys monthly",
-                     "def get_token(self):", "password_min_length = 12", "auth = HTTPBasicAuth(user, password)",
-                     "version 1.2.3-rc.1", "The refresh token expires after 1h"):
-            with self.subTest(text=text):
-                self.assertEqual(cc.redact(text), (text, 0))
-
-    def test_redacts_known_values_from_the_environment(self):
-        text, count = cc.redact("curl -d k=zq81-plain-value https://x", known_secrets=["zq81-plain-value"])
-        self.assertEqual((text, count), ("curl -d k=«redacted» https://x", 1))
-        self.assertTrue(cc.is_secret_env_name("ANTHROPIC_API_KEY"))
-        self.assertTrue(cc.is_secret_env_name("DB_PASSWORD"))
-        self.assertFalse(cc.is_secret_env_name("SSH_AUTH_SOCK"))
-        self.assertFalse(cc.is_secret_env_name("MAX_TOKENS"))
-
-    def test_counts_every_replacement_and_never_redacts_twice(self):
-        text, count = cc.redact(f"A={GHP} B={GHP}")
-        self.assertEqual((text, count), ("A=«redacted» B=«redacted»", 2))
-        self.assertEqual(cc.redact(text), (text, 0))
-
-    def test_replaces_long_session_credentials_whole(self):
-        # Patterns bound their values to stay linear; an accepted value that reaches the bound is
-        # followed to its end, bare or quoted, so no tail of a 400-character token is left behind.
-        token = "IQoJb3JpZ2luX2VjEXAMPLE/+" * 16 + "=="
-        for text, expected in (
-                (f"export A=1 B=two AWS_SESSION_TOKEN={token}; aws s3 ls", "export A=1 B=two AWS_SESSION_TOKEN=«redacted»; aws s3 ls"),
-                (f"export SESSION_TOKEN='{token * 5}' && next", "export SESSION_TOKEN='«redacted»' && next"),
-                (f"launchctl setenv AWS_SECURITY_TOKEN {token} && x", "launchctl setenv AWS_SECURITY_TOKEN «redacted» && x"),
-                (f"sshpass -p {token} ssh host", "sshpass -p «redacted» ssh host")):
-            with self.subTest(text=text[:40]):
-                self.assertEqual(cc.redact(text)[0], expected)
-
-    @slow
-    def test_stays_linear_on_100_kb_adversarial_input(self):
-        # No timing assertion (shared machines): a catastrophic pattern would take minutes, not
-        # seconds, and the suite's own timeout catches it. The bench mode prints the figures.
-        for text in ("password=" * 11000, "x://" * 25000, "mysql " * 16000, "-----BEGIN PRIVATE KEY-----" * 3000,
-                     "eyJ" + "a" * 100000, "a: " * 33000, '"' * 100000, "--token " * 12000,
-                     "password was x1!y2@z3#w4$ " * 4000, "net user a " * 10000, "htpasswd" + " -bc 12" * 14000,
-                     "(echo a; " * 11000, '<add key="x" ' * 7000, "{a}" * 33000, "(a1" * 33000):
-            with self.subTest(text=text[:20]):
-                redacted, _ = cc.redact(text)
-                self.assertNotIn(GHP, redacted)
-
-    @slow
-    def test_corpus_recall_and_keep_rate(self):
-        names = sorted(n for n in os.listdir(CORPUS_DIR) if n.endswith("_corpus.json")) if os.path.isdir(CORPUS_DIR) else []
-        if not names:
-            self.skipTest(".ci/corpus is not here (copied file alone)")
-        for name in names:
-            with self.subTest(corpus=name):
-                recall, keep, missed, mangled = measure_corpus(redaction_corpus(name))
-                self.assertGreaterEqual(recall, 0.99, [c["text"][:80] for c in missed])
-                self.assertGreaterEqual(keep, 0.98, [c["text"][:80] for c in mangled])
-
-    def test_every_free_text_field_is_redacted(self):
-        cp = make_checkpoint(goal=f"use {GHP}", tasks=[cc.Task(f"rotate {AKIA}")], summary=f"jwt {JWT}",
-                             next_steps=[f"t={GHP}"], decisions=[f"not {SLACK}"],
-                             modified_files=[cc.FileEntry("a", "M", cc.FileSource.GIT, note=f"k {GHP}")],
-                             recent_commands=[cc.Command(f"x {GHP}", 0, note=f"y {GHP}")])
-        redactor = cc.Redactor()
-        text = json.dumps(redactor.checkpoint(cp).to_json())
-        for secret in (GHP, AKIA, JWT, SLACK):
-            self.assertNotIn(secret, text)
-        self.assertEqual(redactor.count, 8)
-
-
-EXAMPLE_LINE = re.compile(r"#[ \t]+(catch|keep):[ \t]*(.*)$")
-EXAMPLE_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\\\n": "\\n", "\\\\t": "\\t"}
-
-
-def redaction_examples() -> list:
-    """(rule name, "catch" or "keep", text) for each `#   catch:` and `#   keep:` line under a
-    rule of REDACTION_TABLE. In an example, \\n is a newline, \\t a tab, \\\\n a backslash and an n
-    (any other backslash is itself), and in a catch example «…» marks each secret."""
-    examples, rule = [], None
-    for number, line in enumerate(cc.REDACTION_TABLE.splitlines(), 1):
-        if line.strip() and not line.startswith("#"):
-            rule = line.split(None, 1)[0]
-            continue
-        found = EXAMPLE_LINE.match(line)
-        if found is None:
-            if re.match(r"#\s*(?:catch|keep)\b", line):
-                raise AssertionError(f"REDACTION_TABLE line {number}: write `#   catch: TEXT` or `#   keep: TEXT`")
-            continue
-        if rule is None:
-            raise AssertionError(f"REDACTION_TABLE line {number}: an example above the first rule")
-        text = re.sub(r"\\\\[nt]|\\[nt]", lambda m: EXAMPLE_ESCAPES[m.group()], found.group(2))
-        examples.append((rule, found.group(1), text))
-    return examples
-
-
-def marked_secrets(example: str) -> tuple:
-    """A catch example's (text, secrets): the text without its «» marks and the marked values."""
-    secrets = re.findall(r"«([^«»]+)»", example)
-    return example.replace("«", "").replace("»", ""), secrets
-
-
-def redacted_forms(example: str) -> set:
-    """The example with each non-empty subset of its marked secrets replaced: what one rule
-    alone may leave (another rule may catch the rest)."""
-    marks = list(re.finditer(r"«[^«»]+»", example))
-    forms = set()
-    for subset in range(1, 2 ** len(marks)):
-        pieces, position = [], 0
-        for index, mark in enumerate(marks):
-            pieces.append(example[position:mark.start()].replace("«", "").replace("»", ""))
-            pieces.append(cc.REDACTED if subset >> index & 1 else mark.group()[1:-1])
-            position = mark.end()
-        pieces.append(example[position:].replace("«", "").replace("»", ""))
-        forms.add("".join(pieces))
-    return forms
-
-
-class TestRedactionRuleExamples(unittest.TestCase):
-    """Every rule shows beside it, in REDACTION_TABLE, a text it must catch and one it must keep."""
-
-    def setUp(self):
-        self.examples = redaction_examples()
-        self.patterns = {rule.name: (rule, pattern) for rule, pattern in cc._compiled_rules()}
-
-    def test_every_rule_has_a_catch_and_a_keep_example(self):
-        for name in self.patterns:
-            kinds = {kind for rule, kind, _ in self.examples if rule == name}
-            with self.subTest(rule=name):
-                self.assertEqual(kinds, {"catch", "keep"}, f"rule {name} needs a `#   catch:` and a `#   keep:` line")
-
-    def test_each_catch_example_is_caught_by_its_rule_and_by_redact(self):
-        for name, kind, example in self.examples:
-            if kind != "catch":
-                continue
-            text, secrets = marked_secrets(example)
-            with self.subTest(rule=name, example=example[:60]):
-                self.assertTrue(secrets, f"rule {name}: catch example {example!r} marks no secret with «»")
-                rule, pattern = self.patterns[name]
-                alone = cc._apply_rule(rule, pattern, text)[0]
-                self.assertIn(alone, redacted_forms(example),
-                              f"rule {name} alone does not replace just the marked secret of {example!r}: {alone!r}")
-                expected = re.sub(r"«[^«»]+»", cc.REDACTED, example)
-                self.assertEqual(cc.redact(text)[0], expected, f"rule {name}: redact() on catch example {example!r}")
-
-    def test_each_keep_example_is_kept_by_redact(self):
-        for name, kind, text in self.examples:
-            if kind != "keep":
-                continue
-            with self.subTest(rule=name, example=text[:60]):
-                redacted, hits = cc.redact(text)
-                if hits or redacted != text:
-                    culprits = [rule.name for rule, pattern in self.patterns.values() if cc._apply_rule(rule, pattern, text)[1]]
-                    self.fail(f"rule {name}: keep example {text!r} became {redacted!r} (changed by {', '.join(culprits)})")
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# 3. Git adapter and storage, on real repositories and folders
-# ════════════════════════════════════════════════════════════════════════════
-
 def fake_git_folder(test: unittest.TestCase, script: str | None) -> str:
     """A PATH folder holding python (for the server) and, if given, a `git` script."""
     folder = temp_dir(test, "cc-bin-")
@@ -1068,113 +379,6 @@ def fake_git_folder(test: unittest.TestCase, script: str | None) -> str:
             stream.write("#!/bin/sh\n" + script + "\n")
         os.chmod(path, 0o755)
     return folder
-
-
-class TestGitAdapter(unittest.TestCase):
-    def with_env(self, ws: Workspace):
-        """Run the adapter in-process with the workspace's isolated git configuration."""
-        saved = dict(os.environ)
-        os.environ.clear()
-        os.environ.update(ws.env)
-        self.addCleanup(lambda: (os.environ.clear(), os.environ.update(saved)))
-
-    def test_scan_reports_statuses_and_hashes_equal_to_git_hash_object(self):
-        ws = Workspace(self, {"keep.txt": "k\n", "mod.txt": "m\n", "gone.txt": "g\n", "old.txt": "o\n" * 50,
-                              "dir/nested.txt": "n\n"})
-        self.with_env(ws)
-        ws.write("mod.txt", "changed\n")
-        os.remove(os.path.join(ws.repo, "gone.txt"))
-        ws.git("mv", "old.txt", "renamed.txt")
-        ws.write("added.txt", "a\n")
-        ws.git("add", "added.txt")
-        ws.write("untracked/deep/file.bin", bytes(range(256)) * 10)
-        ws.write(".claude-checkpoint", "{}")
-        scan = cc.Git(ws.repo).scan()
-        statuses = dict(scan.changes)
-        self.assertEqual(statuses, {"mod.txt": "M", "gone.txt": "D", "renamed.txt": "R", "added.txt": "A",
-                                    "untracked/deep/file.bin": "??"})
-        self.assertEqual(scan.state.branch, "main")
-        self.assertEqual(scan.state.head, ws.head())
-        self.assertTrue(scan.state.dirty)
-        for path in ("mod.txt", "renamed.txt", "added.txt", "untracked/deep/file.bin"):
-            with self.subTest(path=path):
-                self.assertEqual(cc.hash_worktree_file(ws.repo, path), ws.git("hash-object", path).strip())
-        self.assertIsNone(cc.hash_worktree_file(ws.repo, "gone.txt"))
-
-    def test_scan_of_a_subfolder_lists_only_its_files_relative_to_it(self):
-        ws = Workspace(self, {"pkg/a.py": "a\n", "other/b.py": "b\n"})
-        self.with_env(ws)
-        ws.write("pkg/a.py", "changed\n")
-        ws.write("other/b.py", "changed\n")
-        scan = cc.Git(os.path.join(ws.repo, "pkg")).scan()
-        self.assertEqual(scan.changes, [("a.py", "M")])
-
-    def test_no_repository_and_no_commits_give_no_git_state(self):
-        for init in (False, True):
-            with self.subTest(init=init):
-                ws = Workspace(self, commit=False, init=init)
-                self.with_env(ws)
-                scan = cc.Git(ws.repo).scan()
-                self.assertIsNone(scan.state)
-
-    def test_detached_head_has_no_branch(self):
-        ws = Workspace(self)
-        self.with_env(ws)
-        ws.git("checkout", "-q", "--detach")
-        self.assertEqual(cc.Git(ws.repo).scan().state, cc.GitState(None, ws.head(), False))
-
-    def test_commits_since_and_unreachable_heads(self):
-        ws = Workspace(self)
-        self.with_env(ws)
-        first = ws.head()
-        ws.write("x", "1")
-        ws.git("commit", "-qam", "x", check=False)
-        ws.git("add", "x")
-        ws.git("commit", "-qm", "second")
-        git = cc.Git(ws.repo)
-        self.assertEqual(git.commits_since(first, ws.head()), 1)
-        self.assertEqual(git.commits_since(ws.head(), ws.head()), 0)
-        self.assertIsNone(git.commits_since("f" * 40, ws.head()), "unknown commit")
-        second = ws.head()
-        ws.git("reset", "-q", "--hard", first)
-        self.assertIsNone(git.commits_since(second, ws.head()), "reset past the saved head")
-
-    def test_a_symlink_hashes_its_target_like_git(self):
-        ws = Workspace(self)
-        self.with_env(ws)
-        os.symlink("README.md", os.path.join(ws.repo, "link"))
-        ws.git("add", "link")
-        indexed = ws.git("ls-files", "-s", "link").split()[1]
-        self.assertEqual(cc.hash_worktree_file(ws.repo, "link"), indexed)
-
-    def test_missing_git_gives_none_and_a_warning(self):
-        ws = Workspace(self)
-        self.with_env(ws)
-        os.environ["PATH"] = fake_git_folder(self, None)
-        git = cc.Git(ws.repo)
-        self.assertIsNone(git.scan().state)
-        self.assertIn("not found", git.warnings[0])
-
-    def test_a_hanging_git_is_killed_at_the_timeout(self):
-        ws = Workspace(self)
-        self.with_env(ws)
-        os.environ["PATH"] = fake_git_folder(self, "sleep 30") + os.pathsep + os.environ["PATH"]
-        git = cc.Git(ws.repo, timeout=0.5)
-        started = time.monotonic()
-        self.assertIsNone(git.scan().state)
-        self.assertLess(time.monotonic() - started, 10, "must not wait for the hung git")
-        self.assertIn("did not answer", git.warnings[0])
-        self.assertIsNone(git.is_ignored(".claude-checkpoint"), "one hang turns git off for the call")
-
-    def test_git_never_runs_fsmonitor_hooks_during_status(self):
-        ws = Workspace(self)
-        self.with_env(ws)
-        marker = os.path.join(ws.home, "fsmonitor-ran")
-        hook = write(ws.home, "hook.sh", f"#!/bin/sh\ntouch {marker}\n")
-        os.chmod(hook, 0o755)
-        ws.git("config", "core.fsmonitor", hook)
-        cc.Git(ws.repo).scan()
-        self.assertFalse(os.path.exists(marker))
 
 
 def make_read_only(test: unittest.TestCase, folder: str) -> None:
@@ -1195,117 +399,59 @@ def make_read_only(test: unittest.TestCase, folder: str) -> None:
     test.skipTest("cannot make a folder read-only here")
 
 
-class TestStorage(unittest.TestCase):
-    def test_writes_0600_rotates_prev_and_leaves_no_temp_files(self):
-        root = temp_dir(self)
-        first = cc.encode_checkpoint(make_checkpoint(goal="first"))
-        cc.write_checkpoint(root, first, None)
-        cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint(goal="second")), first)
-        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(root, ".claude-checkpoint")).st_mode), 0o600)
-        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(root, ".claude-checkpoint.prev")).st_mode), 0o600)
-        self.assertEqual(cc.read_checkpoint(root).checkpoint.goal, "second")
-        with open(os.path.join(root, ".claude-checkpoint.prev"), "rb") as stream:
-            self.assertEqual(stream.read(), first)
-        self.assertEqual(sorted(os.listdir(root)), [".claude-checkpoint", ".claude-checkpoint.prev"])
-
-    def test_falls_back_to_prev_and_reports_both_corrupt(self):
-        root = temp_dir(self)
-        write(root, ".claude-checkpoint", "{not json")
-        write(root, ".claude-checkpoint.prev", cc.encode_checkpoint(make_checkpoint(goal="from backup")))
-        stored = cc.read_checkpoint(root)
-        self.assertTrue(stored.from_backup)
-        self.assertEqual(stored.checkpoint.goal, "from backup")
-        self.assertIn("unreadable", stored.warnings[0])
-        write(root, ".claude-checkpoint.prev", b"\xff\xfe")
-        with self.assertRaises(cc.StorageError) as caught:
-            cc.read_checkpoint(root)
-        self.assertIn("Fix or delete", str(caught.exception))
-
-    def test_never_follows_a_symlink_planted_at_its_names(self):
-        root = temp_dir(self)
-        outside = write(temp_dir(self), "victim.txt", "precious")
-        for name in (".claude-checkpoint", ".claude-checkpoint.prev"):
-            os.symlink(outside, os.path.join(root, name))
-        with self.assertRaises(cc.StorageError):
-            cc.read_checkpoint(root)
-        cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint()), None)
-        with open(outside) as stream:
-            self.assertEqual(stream.read(), "precious")
-        self.assertFalse(os.path.islink(os.path.join(root, ".claude-checkpoint")))
-        os.symlink(outside, os.path.join(root, ".claude-checkpoint.lock"))
-        with cc.ProjectLock(root):
-            pass
-        self.assertTrue(os.path.islink(os.path.join(root, ".claude-checkpoint.lock")))
-        with open(outside) as stream:
-            self.assertEqual(stream.read(), "precious")
-
-    def test_the_project_lock_is_on_the_folder_itself_and_excludes_a_second_holder(self):
-        root = temp_dir(self)
-        with cc.ProjectLock(root):
-            with self.assertRaises(cc.StorageError) as caught:
-                with cc.ProjectLock(root, timeout=0.2):
-                    pass
-            self.assertIn("try again", str(caught.exception))
-            self.assertEqual(os.listdir(root), [], "no lock file in the project")
-        with cc.ProjectLock(root, timeout=0.2):
-            pass
-
-    def test_the_empty_lock_file_of_1_0_0_is_removed(self):
-        root = temp_dir(self)
-        write(root, ".claude-checkpoint.lock", b"")
-        write(root, "notes.lock", b"")
-        with cc.ProjectLock(root):
-            pass
-        self.assertEqual(os.listdir(root), ["notes.lock"])
-
-    def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(self):
-        root = temp_dir(self)
-        cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint(goal="old")), None)
-        make_read_only(self, root)
-        with self.assertRaises(cc.StorageError) as caught:
-            cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint(goal="new")), None)
-        self.assertIn("intact", str(caught.exception))
-        self.assertEqual(cc.read_checkpoint(root).checkpoint.goal, "old")
-        self.assertEqual(os.listdir(root), [".claude-checkpoint"])
-
-    def test_a_full_disk_keeps_the_old_file_and_leaves_no_temp(self):
-        root = temp_dir(self)
-        cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint(goal="old")), None)
-        # RLIMIT_FSIZE makes any write past 100 bytes fail (EFBIG), the way a full disk fails.
-        import resource
-        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-        previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (100, hard))
-        try:
-            with self.assertRaises(cc.StorageError) as caught:
-                cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint(goal="new " * 100)), None)
-        finally:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-            signal.signal(signal.SIGXFSZ, previous_handler)
-        self.assertIn("intact", str(caught.exception))
-        self.assertEqual(cc.read_checkpoint(root).checkpoint.goal, "old")
-        self.assertEqual(os.listdir(root), [".claude-checkpoint"])
-
-    def test_a_fifo_at_the_name_is_refused_not_waited_on(self):
-        root = temp_dir(self)
-        os.mkfifo(os.path.join(root, ".claude-checkpoint"))
-        with self.assertRaises(cc.StorageError) as caught:
-            cc.read_checkpoint(root)
-        self.assertIn("not a regular file", str(caught.exception))
-
-    def test_refuses_a_giant_file(self):
-        root = temp_dir(self)
-        write(root, ".claude-checkpoint", b" " * (cc.MAX_READ_BYTES + 10))
-        with self.assertRaises(cc.StorageError):
-            cc.read_checkpoint(root)
+CORPUS_DIR = os.path.join(HERE, ".ci", "corpus")
 
 
-# ════════════════════════════════════════════════════════════════════════════
-# 4. End-to-end over stdio: protocol, save, load, storage, roots, signals
-# ════════════════════════════════════════════════════════════════════════════
+# ── Checkpoints, saves and replies, for the sections below ──
+
+NOW = 1_790_000_000.0  # a fixed clock for pure tests
+
+
+def make_checkpoint(**overrides) -> cc.Checkpoint:
+    base = dict(id="id-1", created_at="2026-10-08T02:23:55.477Z", updated_at="2026-10-08T02:23:55.477Z",
+                project_name="my-app", goal="Ship it",
+                git=cc.GitState("feat/x", "b2ef1b5919ee5d456ea146c9362a7abc92b1e556", True))
+    base.update(overrides)
+    return cc.Checkpoint(**base)
+
+
+def deep_nesting(depth: int, kind: str):
+    value: object = "bottom"
+    for _ in range(depth):
+        value = [value] if kind == "list" else {"a": value}
+    return value
+
+
+SEED_V1_CHECKPOINT = {
+    "version": 1,
+    "id": "ee5507c0-855e-44a5-85c1-d97b767537c9",
+    "createdAt": "2026-10-08T02:23:55.477Z",
+    "updatedAt": "2026-10-08T02:23:55.477Z",
+    "generator": {"name": "claude-checkpoint-mcp", "version": "0.1.0"},
+    "project": {"name": "my-app"},
+    "git": {"branch": "feat/github-oauth", "head": "b2ef1b5919ee5d456ea146c9362a7abc92b1e556", "dirty": True},
+    "goal": {"primary": "Add GitHub OAuth login with persistent sessions",
+             "tasks": [{"description": "OAuth callback route", "status": "done"},
+                       {"description": "Session cookie persistence", "status": "in_progress"},
+                       {"description": "Logout endpoint", "status": "pending"}]},
+    "summary": "Callback exchanges the code and creates a session, but the cookie is dropped on reload.",
+    "nextSteps": ["Set sameSite: 'lax' and secure only in production in src/auth/session.ts",
+                  "Re-run npm test -- auth", "Start the logout endpoint"],
+    "decisions": ["Use iron-session, not express-session (needs edge runtime support)"],
+    "modifiedFiles": [
+        {"path": "src/auth/session.ts", "status": "M", "source": "git", "note": "cookie options",
+         "hash": "9ec893ef673dac860e7e2b6fcaad602983eeb0b1"},
+        {"path": "src/auth/session.spec.ts", "status": "??", "source": "git",
+         "hash": "9daeafb9864cf43055ae93beb0afd6c7d144bfa4"}],
+    "recentCommands": [
+        {"command": "GITHUB_CLIENT_SECRET=«redacted» npm run dev", "exitCode": 0, "at": "2026-10-08T02:23:55.477Z"},
+        {"command": "npm test -- auth", "exitCode": 1, "note": "2 failing in session.spec.ts: cookie missing after reload",
+         "at": "2026-10-08T02:23:55.477Z"}],
+    "meta": {"redactions": 1, "truncated": False},
+}
+
 
 STATELESS_VERSION = "2026-07-28"
-HANDSHAKE_ERA = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 CHECKPOINT = ".claude-checkpoint"
 BACKUP = ".claude-checkpoint.prev"
 
@@ -1350,1579 +496,13 @@ def checkpoint_names(folder: str) -> set:
     return {name for name in os.listdir(folder) if name.startswith(CHECKPOINT)}
 
 
-def file_uri(path: str) -> str:
-    return "file://" + path
-
-
-def answer_roots(server: McpServer, request: dict, *paths: str) -> None:
-    server.send({"jsonrpc": "2.0", "id": request["id"],
-                 "result": {"roots": [{"uri": file_uri(p), "name": os.path.basename(p)} for p in paths]}})
-
-
 def is_roots_request(message) -> bool:
     return isinstance(message, dict) and message.get("method") == "roots/list" and "id" in message
 
 
-# ════════════════════════════════════════════════════════════════════════════
-# Protocol, handshake era (SPEC section 2)
-# ════════════════════════════════════════════════════════════════════════════
-
-class TestE2eProtocol(unittest.TestCase):
-    def setUp(self):
-        self.ws = Workspace(self)
-
-    def assert_still_serving(self, server: McpServer) -> None:
-        self.assertEqual(server.request("ping", timeout=TIMEOUT).get("result"), {})
-
-    def test_initialize_echoes_supported_versions_and_answers_newest_for_unknown(self):
-        server = start_server(self, self.ws, initialize=False)
-        for asked, expected in [(v, v) for v in HANDSHAKE_ERA] + [("1999-01-01", "2025-11-25")]:
-            with self.subTest(asked=asked):
-                reply = server.request("initialize", {"protocolVersion": asked, "capabilities": {},
-                                                      "clientInfo": {"name": "t", "version": "1"}})
-                result = reply["result"]
-                self.assertEqual(result["protocolVersion"], expected)
-                self.assertIn("tools", result["capabilities"])
-                self.assertLessEqual({"name", "title", "version"}, set(result["serverInfo"]))
-                self.assertIsInstance(result["instructions"], str)
-                self.assertLess(len(result["instructions"].encode()), 2048)
-
-    def test_initialize_without_protocol_version_is_invalid_params(self):
-        server = start_server(self, self.ws, initialize=False)
-        reply = server.request("initialize", {"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
-        self.assertEqual(reply["error"]["code"], -32602, reply)
-        self.assert_still_serving(server)
-
-    def test_notifications_get_no_reply(self):
-        server = start_server(self, self.ws)
-        for method in ("notifications/initialized", "notifications/cancelled", "notifications/progress",
-                       "notifications/unknown-thing", "ping"):
-            server.notify(method, {"requestId": 12345} if method == "notifications/cancelled" else None)
-        server.send({"jsonrpc": "2.0", "id": 777, "method": "ping"})
-        first = server.receive()  # the first line after them must be the ping's answer
-        self.assertEqual(first, {"jsonrpc": "2.0", "id": 777, "result": {}}, "a notification got a reply")
-
-    def test_ping_answers_empty_object(self):
-        server = start_server(self, self.ws)
-        self.assertEqual(server.request("ping")["result"], {})
-
-    def test_request_id_zero_is_valid(self):
-        server = start_server(self, self.ws)
-        reply = server.request("ping", request_id=0)
-        self.assertEqual(reply, {"jsonrpc": "2.0", "id": 0, "result": {}})
-
-    def test_unknown_method_is_method_not_found(self):
-        server = start_server(self, self.ws)
-        reply = server.request("no/such/method", {})
-        self.assertEqual(reply["error"]["code"], -32601, reply)
-        self.assert_still_serving(server)
-
-    def test_malformed_json_is_parse_error_with_null_id(self):
-        server = start_server(self, self.ws)
-        for raw in (b'{"jsonrpc": "2.0", "id": 1, "method": "ping"\n', b"{not json}\n", b'"unterminated\n'):
-            with self.subTest(raw=raw):
-                server.send_raw(raw)
-                reply = server.receive()
-                self.assertEqual(reply["error"]["code"], -32700, reply)
-                self.assertIn("id", reply)
-                self.assertIsNone(reply["id"])
-                self.assert_still_serving(server)
-
-    def test_invalid_requests_are_rejected_and_serving_continues(self):
-        server = start_server(self, self.ws)
-        cases = {
-            "wrong jsonrpc": {"jsonrpc": "1.0", "id": 1, "method": "ping"},
-            "no jsonrpc": {"id": 2, "method": "ping"},
-            "method not a string": {"jsonrpc": "2.0", "id": 3, "method": 5},
-            "id a float": {"jsonrpc": "2.0", "id": 1.5, "method": "ping"},
-            "id a bool": {"jsonrpc": "2.0", "id": True, "method": "ping"},
-            "id an object": {"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"},
-            "a number": 5,
-            "a string": "ping",
-        }
-        for name, message in cases.items():
-            with self.subTest(name):
-                server.send(message)
-                reply = server.receive()
-                self.assertIsInstance(reply, dict, reply)
-                self.assertEqual(reply["error"]["code"], -32600, reply)
-                self.assert_still_serving(server)
-
-    def test_batch_gets_one_array_reply(self):
-        server = start_server(self, self.ws)
-        server.send([{"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                     {"jsonrpc": "2.0", "method": "notifications/progress"},
-                     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-                     {"jsonrpc": "2.0", "id": 3, "method": "no/such"}])
-        reply = server.receive()
-        self.assertIsInstance(reply, list, reply)
-        by_id = {item["id"]: item for item in reply}
-        self.assertEqual(set(by_id), {1, 2, 3})
-        self.assertEqual(by_id[1]["result"], {})
-        self.assertEqual(len(by_id[2]["result"]["tools"]), 2)
-        self.assertEqual(by_id[3]["error"]["code"], -32601)
-
-    def test_notification_only_batch_gets_no_reply(self):
-        server = start_server(self, self.ws)
-        server.send([{"jsonrpc": "2.0", "method": "notifications/progress"},
-                     {"jsonrpc": "2.0", "method": "notifications/initialized"}])
-        server.send({"jsonrpc": "2.0", "id": 55, "method": "ping"})
-        self.assertEqual(server.receive(), {"jsonrpc": "2.0", "id": 55, "result": {}})
-
-    def test_empty_batch_is_invalid_request(self):
-        server = start_server(self, self.ws)
-        server.send_raw(b"[]\n")
-        reply = server.receive()
-        self.assertIsInstance(reply, dict, reply)
-        self.assertEqual(reply["error"]["code"], -32600, reply)
-        self.assert_still_serving(server)
-
-    def test_params_of_the_wrong_type_are_invalid_params_not_internal_errors(self):
-        server = start_server(self, self.ws)
-        cases = {
-            "tool name a list": ("tools/call", {"name": [{"x": True}, "y"], "arguments": {}}),
-            "tool name a number": ("tools/call", {"name": 5}),
-            "tool name missing": ("tools/call", {"arguments": {"goal": "g"}}),
-            "prompt name an object": ("prompts/get", {"name": {"resume": 1}}),
-            "prompt arguments a string": ("prompts/get", {"name": "resume", "arguments": "x"}),
-            "resource uri a number": ("resources/read", {"uri": 5}),
-            "resource uri a list": ("resources/read", {"uri": ["checkpoint://brief"]}),
-            "protocolVersion a number": ("initialize", {"protocolVersion": 20251125, "capabilities": {}}),
-            "capabilities a string": ("initialize", {"protocolVersion": "2025-11-25", "capabilities": "all"}),
-        }
-        for name, (method, params) in cases.items():
-            with self.subTest(name):
-                reply = server.request(method, params)
-                self.assertEqual(reply["error"]["code"], -32602, reply)
-        server.notify("notifications/cancelled", {"requestId": {"an": "object"}, "reason": ["x"]})
-        self.assert_still_serving(server)
-
-    def test_unknown_tool_is_invalid_params(self):
-        server = start_server(self, self.ws)
-        reply = server.request("tools/call", {"name": "delete_everything", "arguments": {}})
-        self.assertEqual(reply["error"]["code"], -32602, reply)
-        self.assert_still_serving(server)
-
-    def test_tools_list_describes_both_tools(self):
-        server = start_server(self, self.ws)
-        tools = {t["name"]: t for t in server.request("tools/list")["result"]["tools"]}
-        self.assertEqual(set(tools), {"save_session_checkpoint", "load_session_checkpoint"})
-        for tool in tools.values():
-            with self.subTest(tool=tool["name"]):
-                self.assertTrue(tool.get("title"))
-                self.assertTrue(tool.get("description"))
-                self.assertLess(len(tool["description"].encode()), 2048)
-                self.assertEqual(tool["inputSchema"]["type"], "object")
-                self.assertIs(tool["inputSchema"]["additionalProperties"], False)
-                self.assertIs(tool["annotations"]["openWorldHint"], False)
-        save, load = tools["save_session_checkpoint"], tools["load_session_checkpoint"]
-        props = save["inputSchema"]["properties"]
-        self.assertEqual(save["inputSchema"]["required"], ["goal"])
-        for path, key, value in [(("goal",), "maxLength", 500), (("summary",), "maxLength", 4000),
-                                 (("tasks",), "maxItems", 30), (("tasks", "items", "properties", "description"),
-                                                                "maxLength", 300),
-                                 (("nextSteps",), "maxItems", 20), (("nextSteps", "items"), "maxLength", 500),
-                                 (("decisions",), "maxItems", 20), (("decisions", "items"), "maxLength", 500),
-                                 (("modifiedFiles",), "maxItems", 100),
-                                 (("modifiedFiles", "items", "properties", "note"), "maxLength", 300),
-                                 (("recentCommands",), "maxItems", 50),
-                                 (("recentCommands", "items", "properties", "command"), "maxLength", 2000),
-                                 (("recentCommands", "items", "properties", "note"), "maxLength", 500)]:
-            with self.subTest(schema=".".join(path)):
-                node = props[path[0]]
-                for step in path[1:]:
-                    node = node[step]
-                self.assertEqual(node[key], value)
-        self.assertEqual(set(props["tasks"]["items"]["properties"]["status"]["enum"]),
-                         {"pending", "in_progress", "done", "blocked"})
-        self.assertEqual(set(props["mode"]["enum"]), {"replace", "merge"})
-        self.assertEqual(props["recentCommands"]["items"]["properties"]["exitCode"]["type"], "integer")
-        for item in ("tasks", "modifiedFiles", "recentCommands"):
-            self.assertIs(props[item]["items"]["additionalProperties"], False, item)
-        self.assertEqual(set(load["inputSchema"]["properties"]["format"]["enum"]), {"brief", "full"})
-        self.assertIs(load["annotations"]["readOnlyHint"], True)
-        self.assertIs(save["annotations"]["destructiveHint"], False)
-        self.assertIs(save["annotations"]["idempotentHint"], False)
-        self.assertIn("outputSchema", save)
-        self.assertNotIn("outputSchema", load)
-
-    def test_tools_list_and_instructions_cost_at_most_4096_bytes(self):
-        # Paid in tokens by every session before it does anything (SPEC section 2).
-        server = start_server(self, self.ws, initialize=False)
-        instructions = server.initialize()["result"]["instructions"]
-        tools = server.request("tools/list")["result"]
-        cost = len(json.dumps(tools, separators=(",", ":"), ensure_ascii=False).encode()) + \
-            len(json.dumps(instructions, ensure_ascii=False).encode())
-        self.assertLessEqual(cost, 4096)
-        self.assertEqual(len(tools["tools"]), 2, "the tool list must not grow")
-
-    def test_load_returns_text_only(self):
-        server = start_server(self, self.ws)
-        for arguments in ({}, {"format": "full"}):
-            with self.subTest(arguments=arguments):
-                result = server.call("load_session_checkpoint", arguments)
-                self.assertNotIn("structuredContent", result)
-                self.assertEqual([block["type"] for block in result["content"]], ["text"])
-        save_ok(server, **sample_save())
-        result = server.call("load_session_checkpoint", {})
-        self.assertNotIn("structuredContent", result)
-        self.assertEqual(len(result["content"]), 1)
-
-    def test_save_returns_structured_content(self):
-        server = start_server(self, self.ws)
-        self.ws.write("src/app.py", "print('changed')\n")
-        result = save_ok(server, **sample_save())
-        sc = result["structuredContent"]
-        self.assertEqual(sc["path"], os.path.join(self.ws.repo, CHECKPOINT))
-        self.assertEqual(sc["bytes"], os.path.getsize(sc["path"]))
-        self.assertEqual(sc["mode"], "replace")
-        self.assertEqual(sc["counts"], {"tasks": 3, "modifiedFiles": 1, "recentCommands": 2, "redactions": 1})
-        self.assertIsInstance(sc["warnings"], list)
-        self.assertEqual(result["content"][0]["type"], "text")
-
-    def test_huge_line_and_binary_garbage_do_not_crash_the_server(self):
-        server = start_server(self, self.ws)
-        huge = b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"' + b"a" * (10 * 1024 * 1024) + b'"}}\n'
-        for name, raw in [("10 MB line", huge), ("binary", bytes(range(256)) * 4 + b"\n"),
-                          ("invalid utf-8 in json", b'{"jsonrpc":"2.0","id":10,"method":"\xff\xfe"}\n'),
-                          ("deep nesting", b"[" * 100000 + b"]" * 100000 + b"\n"),
-                          ("nul bytes", b"\x00\x00\x00\n")]:
-            with self.subTest(name):
-                server.send_raw(raw)
-                self.assert_still_serving(server)
-        self.assertIsNone(server.proc.poll())
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Protocol under a fuzzer (SPEC section 2: no input, however large or strange, crashes it)
-# ════════════════════════════════════════════════════════════════════════════
-
-FUZZ_SEED = 8  # fixed, so a failure reproduces; the count is bounded so the tests stay fast
-
-
-def deep_nesting(depth: int, kind: str):
-    value: object = "bottom"
-    for _ in range(depth):
-        value = [value] if kind == "list" else {"a": value}
-    return value
-
-
-DEEP_LIST, DEEP_DICT = object(), object()  # built fresh where they are used: too deep to copy
-
-
-def nasty_values(root: str) -> list:
-    """Wrong types for every position: what a buggy or hostile client sends."""
-    return [None, True, False, 0, -1, 1.5, 2 ** 63, -(10 ** 30), 10 ** 400, float("inf"), float("-inf"),
-            float("nan"), "", " ", "\ud800", "a\udfffb", "\x00", "x" * 20_000, "../../etc/passwd", "/", "relative",
-            "file:///", "file://" + root, root, root + "/missing", "2026-07-28", "2025-11-25", "ping",
-            "tools/call", "save_session_checkpoint", "load_session_checkpoint", "checkpoint://brief",
-            "merge", "full", [], {}, [{"x": True}, "y"], {"": None}, ["\ud800"], [1, [2, [3]]],
-            {"uri": 5}, {"roots": "x"}, {"code": "x", "message": ["y"]}, [None] * 50,
-            DEEP_LIST, DEEP_DICT]
-
-
-def fuzz_templates(root: str, roots: bool) -> list:
-    """Valid messages of both eras, every method and notification the server knows, and responses."""
-    save_args = sample_save(projectRoot=root)
-    meta = with_meta()["_meta"]
-    caps = {"roots": {"listChanged": True}} if roots else {}
-    templates = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "f", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3, "reason": "fuzz"}},
-        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}},
-        {"jsonrpc": "2.0", "id": "p", "method": "ping"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "save_session_checkpoint",
-                                                                      "arguments": save_args}},
-        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "load_session_checkpoint",
-                                                                      "arguments": {"format": "full"}}},
-        {"jsonrpc": "2.0", "id": 5, "method": "prompts/list"},
-        {"jsonrpc": "2.0", "id": 6, "method": "prompts/get", "params": {"name": "resume", "arguments": {}}},
-        {"jsonrpc": "2.0", "id": 7, "method": "resources/list"},
-        {"jsonrpc": "2.0", "id": 8, "method": "resources/templates/list"},
-        {"jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": {"uri": "checkpoint://current"}},
-        {"jsonrpc": "2.0", "id": 10, "method": "server/discover", "params": {"_meta": meta}},
-        {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {
-            "name": "save_session_checkpoint", "arguments": {"goal": "stateless", "mode": "merge"}, "_meta": meta,
-            "inputResponses": {"roots": {"roots": [{"uri": "file://" + root, "name": "p"}]}},
-            "requestState": "roots"}},
-        {"jsonrpc": "2.0", "id": 12, "method": "resources/read", "params": {"uri": "checkpoint://brief", "_meta": meta}},
-        {"jsonrpc": "2.0", "id": 13, "method": "no/such/method", "params": {}},
-    ]
-    if roots:
-        templates += [
-            {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
-            {"jsonrpc": "2.0", "id": "claude-checkpoint-roots-1", "result": {"roots": [{"uri": "file://" + root}]}},
-            {"jsonrpc": "2.0", "id": "claude-checkpoint-roots-2", "error": {"code": -1, "message": "no"}},
-        ]
-    return templates
-
-
-def _positions(value, depth: int = 0, found: list | None = None) -> list:
-    """Every (container, key) in a message down to its sixth level, nested arguments included."""
-    found = [] if found is None else found
-    items = list(value.items()) if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, child in items:
-        found.append((value, key))
-        if depth < 6:
-            _positions(child, depth + 1, found)
-    return found
-
-
-def fuzz_messages(rng, root: str, count: int, roots: bool = True, deep: int = 2000) -> list:
-    """`count` messages: valid ones with 1-3 mutations each (a value of the wrong type at any
-    position, a key dropped or added), some wrapped in batches."""
-    import copy
-    templates, nasty = fuzz_templates(root, roots), nasty_values(root)
-    if not roots:
-        nasty = [v for v in nasty if not (isinstance(v, dict) and "roots" in v)]
-
-    def pick():
-        value = rng.choice(nasty)
-        if value is DEEP_LIST or value is DEEP_DICT:
-            return deep_nesting(deep, "list" if value is DEEP_LIST else "dict")
-        return copy.deepcopy(value)
-
-    messages = []
-    for _ in range(count):
-        message = copy.deepcopy(rng.choice(templates))
-        for _ in range(rng.randint(0, 3)):
-            positions = _positions(message)
-            if not positions or rng.random() < 0.05:
-                message = pick()
-                break
-            container, key = rng.choice(positions)
-            action = rng.random()
-            if action < 0.6:
-                container[key] = pick()
-            elif action < 0.8 and isinstance(container, dict):
-                del container[key]
-            elif isinstance(container, dict):
-                container[rng.choice(("extra", "_meta", "id", "params", "arguments", "x" * 300))] = pick()
-        if rng.random() < 0.08:
-            message = [message] + [copy.deepcopy(rng.choice(templates)) for _ in range(rng.randint(0, 3))]
-        messages.append(message)
-    return messages
-
-
-def short_repr(value) -> str:
-    import reprlib
-    limits = reprlib.Repr()
-    limits.maxlevel, limits.maxstring, limits.maxother = 4, 80, 80
-    return limits.repr(value)
-
-
-def check_reply(test: unittest.TestCase, message, reply) -> None:
-    """A reply is strict JSON-RPC (no NaN, no Infinity), never an internal error, and there
-    is one exactly when the message is a request."""
-    where = short_repr(message)
-    if isinstance(message, dict) and "id" not in message and isinstance(message.get("method"), str):
-        test.assertIsNone(reply, f"a notification got a reply: {where}")
-    if reply is None:
-        return
-    test.assertIsInstance(reply, dict, where)
-    json.dumps(reply, allow_nan=False)
-    test.assertEqual(reply.get("jsonrpc"), "2.0", where)
-    test.assertEqual(("result" in reply) + ("error" in reply), 1, where)
-    if "error" in reply:
-        test.assertNotEqual(reply["error"]["code"], -32603, f"{where} -> {short_repr(reply)}")
-        test.assertIsInstance(reply["error"]["message"], str, where)
-
-
-def strict_json(line: bytes):
-    def refuse(constant):
-        raise ValueError(f"{constant} is not JSON")
-    return json.loads(line, parse_constant=refuse)
-
-
-class TestProtocolFuzz(unittest.TestCase):
-    def test_thousands_of_generated_messages_in_process_never_escape_or_give_internal_errors(self):
-        import random
-        rng = random.Random(FUZZ_SEED)
-        root = temp_dir(self)
-        no_git = temp_dir(self, "cc-no-git-")  # git missing: fast, and every warning path runs
-        logged: list = []
-        world = cc.World(env={"PATH": no_git}, cwd=root, home=None, clock=lambda: NOW, log=logged.append)
-        for connection in range(6):  # 3,000 messages, over six connections
-            protocol = cc.Protocol(world)
-            for index, message in enumerate(fuzz_messages(rng, root, 500, deep=5000)):
-                items = message if isinstance(message, list) and message else [message]
-                for item in items:
-                    try:
-                        reply = protocol.handle(item)
-                    except Exception as error:  # noqa: BLE001 - the point of the test
-                        self.fail(f"message {index} {short_repr(item)} raised {error!r}")
-                    check_reply(self, item, reply)
-                protocol.take_outbox(NOW)
-                if protocol.roots_pending and rng.random() < 0.5:
-                    protocol.give_up_on_roots()
-        self.assertEqual([entry for entry in logged if "Traceback" in entry], [])
-
-    def test_generated_messages_over_stdio_keep_the_server_serving_with_json_rpc_only(self):
-        import random
-        rng = random.Random(FUZZ_SEED)
-        ws = Workspace(self)
-        server = start_server(self, ws, initialize=False)
-        sent = 0
-        raw_garbage = [b"\xff\xfe\xfd\n", b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"\n", b"NaN\n",
-                       b'{"jsonrpc":"2.0","id":1e999,"method":"ping"}\n', b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}\n',
-                       b'{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":Infinity}}\n',
-                       b"[" * 5000 + b"\n", b'"\\ud800"\n', b"\x00\n", b"   \n"]
-        for message in fuzz_messages(rng, ws.repo, 400, roots=False, deep=900):
-            server.send_raw(json.dumps(message).encode() + b"\n")
-            sent += 1
-            if sent % 40 == 0:
-                server.send_raw(rng.choice(raw_garbage))
-        for garbage in raw_garbage:
-            server.send_raw(garbage)
-        self.assertEqual(server.request("ping", request_id="still-there")["result"], {})
-        server.close()
-        for line in server.raw_lines:
-            reply = strict_json(line)
-            for item in reply if isinstance(reply, list) else [reply]:
-                check_reply(self, "(over stdio)", item)
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Protocol, stateless era 2026-07-28 (SPEC section 2)
-# ════════════════════════════════════════════════════════════════════════════
-
-class TestE2eStatelessEra(unittest.TestCase):
-    def setUp(self):
-        self.ws = Workspace(self)
-        self.elsewhere = temp_dir(self, "cc-cwd-")
-        self.server = start_server(self, self.ws, initialize=False, cwd=self.elsewhere)
-
-    def test_server_discover_answers_versions_capabilities_and_server_info(self):
-        result = self.server.request("server/discover", with_meta())["result"]
-        self.assertIn(STATELESS_VERSION, result["supportedVersions"])
-        self.assertIn("tools", result["capabilities"])
-        self.assertIsInstance(result["instructions"], str)
-        info = result["_meta"]["io.modelcontextprotocol/serverInfo"]
-        self.assertEqual(info["name"], "claude-checkpoint")
-        self.assertEqual(result["resultType"], "complete")
-        self.assertIsInstance(result["ttlMs"], int)
-        self.assertIsInstance(result["cacheScope"], str)
-
-    def test_unsupported_version_in_meta_is_refused_with_the_supported_list(self):
-        for method in ("server/discover", "tools/list", "ping"):
-            with self.subTest(method=method):
-                reply = self.server.request(method, with_meta(version="2099-01-01"))
-                self.assertEqual(reply["error"]["code"], -32022, reply)
-                self.assertIn(STATELESS_VERSION, reply["error"]["data"]["supported"])
-
-    def test_every_result_has_result_type_and_lists_carry_cache_hints(self):
-        for method, params in [("ping", {}), ("tools/list", {}), ("server/discover", {}),
-                               ("tools/call", {"name": "load_session_checkpoint",
-                                               "arguments": {"projectRoot": self.ws.repo}})]:
-            with self.subTest(method=method):
-                result = self.server.request(method, with_meta(params))["result"]
-                self.assertEqual(result["resultType"], "complete")
-                if method in ("tools/list", "server/discover"):
-                    self.assertIsInstance(result["ttlMs"], int)
-                    self.assertIn("cacheScope", result)
-
-    def test_tool_call_without_root_asks_for_roots_then_saves_into_the_answered_root(self):
-        capabilities = {"roots": {"listChanged": True}}
-        params = {"name": "save_session_checkpoint", "arguments": sample_save()}
-        first = self.server.request("tools/call", with_meta(params, capabilities))["result"]
-        self.assertEqual(first["resultType"], "input_required", first)
-        self.assertEqual(first["inputRequests"]["roots"]["method"], "roots/list")
-        self.assertIn("requestState", first)
-        self.assertEqual(checkpoint_names(self.elsewhere) | checkpoint_names(self.ws.repo), set())
-        retry = dict(params, inputResponses={"roots": {"roots": [{"uri": file_uri(self.ws.repo)}]}},
-                     requestState=first["requestState"])
-        result = self.server.request("tools/call", with_meta(retry, capabilities))["result"]
-        self.assertEqual(result["resultType"], "complete")
-        self.assertFalse(result.get("isError"), result)
-        self.assertEqual(result["structuredContent"]["path"], os.path.join(self.ws.repo, CHECKPOINT))
-        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], sample_save()["goal"])
-        self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Roots in the handshake era: roots/list after initialized (SPEC sections 2, 5)
-# ════════════════════════════════════════════════════════════════════════════
-
-class TestE2eHandshakeRoots(unittest.TestCase):
-    def setUp(self):
-        self.ws = Workspace(self)
-        self.elsewhere = temp_dir(self, "cc-cwd-")
-
-    def start(self, env: dict | None = None) -> tuple:
-        server = start_server(self, self.ws, cwd=self.elsewhere, env=env,
-                              capabilities={"roots": {"listChanged": True}})
-        return server, server.wait_for(is_roots_request)
-
-    def test_answered_root_is_where_a_save_lands(self):
-        server, ask = self.start()
-        answer_roots(server, ask, self.ws.repo)
-        result = save_ok(server, goal="roots decide")
-        self.assertEqual(result["structuredContent"]["path"], os.path.join(self.ws.repo, CHECKPOINT))
-        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "roots decide")
-        self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
-
-    def test_tool_call_sent_before_the_roots_answer_waits_for_it(self):
-        server, ask = self.start()
-        server.send({"jsonrpc": "2.0", "id": 500, "method": "tools/call",
-                     "params": {"name": "save_session_checkpoint", "arguments": {"goal": "waited"}}})
-        time.sleep(0.5)
-        answer_roots(server, ask, self.ws.repo)
-        reply = server.wait_for(lambda m: isinstance(m, dict) and m.get("id") == 500)
-        self.assertFalse(reply["result"].get("isError"), reply)
-        self.assertEqual(reply["result"]["structuredContent"]["path"], os.path.join(self.ws.repo, CHECKPOINT),
-                         "the held tool call did not use the roots answered while it waited")
-        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "waited")
-        self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
-
-    def test_ping_is_answered_while_a_tool_call_waits_for_roots(self):
-        server, ask = self.start()
-        server.send({"jsonrpc": "2.0", "id": 500, "method": "tools/call",
-                     "params": {"name": "save_session_checkpoint", "arguments": {"goal": "waited"}}})
-        server.send({"jsonrpc": "2.0", "id": 501, "method": "ping"})
-        first = server.receive()  # the roots are not answered yet: only the ping can be answered
-        self.assertEqual(first.get("id"), 501, f"the ping was held behind the waiting tool call: {first}")
-        answer_roots(server, ask, self.ws.repo)
-        reply = server.wait_for(lambda m: isinstance(m, dict) and m.get("id") == 500)
-        self.assertFalse(reply["result"].get("isError"), reply)
-        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "waited")
-
-    @slow
-    def test_unanswered_roots_request_falls_back_to_the_next_source(self):
-        env = dict(self.ws.env, CLAUDE_PROJECT_DIR=self.ws.repo)
-        server, _ = self.start(env)
-        started = time.monotonic()
-        result = save_ok(server, goal="no roots answer")
-        elapsed = time.monotonic() - started
-        self.assertLess(elapsed, 10)
-        self.assertEqual(result["structuredContent"]["path"], os.path.join(self.ws.repo, CHECKPOINT))
-
-    def test_cancelled_notification_drops_a_queued_request(self):
-        server, ask = self.start()
-        server.send({"jsonrpc": "2.0", "id": 600, "method": "tools/call",
-                     "params": {"name": "save_session_checkpoint", "arguments": {"goal": "cancelled"}}})
-        server.notify("notifications/cancelled", {"requestId": 600, "reason": "user pressed Esc"})
-        answer_roots(server, ask, self.ws.repo)
-        seen = []
-        server.send({"jsonrpc": "2.0", "id": 601, "method": "ping"})
-        server.wait_for(lambda m: seen.append(m) or (isinstance(m, dict) and m.get("id") == 601))
-        self.assertFalse([m for m in seen if isinstance(m, dict) and m.get("id") == 600], seen)
-        self.assertNotIn(CHECKPOINT, os.listdir(self.ws.repo))
-        self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
-
-    def test_cancelled_notification_drops_a_request_queued_behind_a_slow_one(self):
-        server = start_server(self, self.ws)
-        def save(request_id, goal):
-            return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                    "params": {"name": "save_session_checkpoint", "arguments": {"goal": goal}}}
-        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 102}}
-        in_batch = [save(104, "cancelled in a batch"), {"jsonrpc": "2.0", "id": 105, "method": "ping"}]
-        cancel_in_batch = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 104}}
-        with cc.ProjectLock(self.ws.repo):  # the first save waits for it: it is slow
-            server.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in (
-                save(101, "slow"), save(102, "cancelled"), cancel, in_batch, cancel_in_batch)))
-            time.sleep(0.5)  # let the server's reader queue every line behind the slow save
-        seen = []
-        server.send({"jsonrpc": "2.0", "id": 103, "method": "ping"})
-        server.wait_for(lambda m: seen.append(m) or (isinstance(m, dict) and m.get("id") == 103))
-        ids = [m.get("id") for m in seen if isinstance(m, dict)] + [i.get("id") for m in seen
-                                                                      if isinstance(m, list) for i in m]
-        self.assertIn(101, ids)
-        self.assertIn(105, ids, "the batch keeps its other members")
-        self.assertNotIn(102, ids, "a cancelled request must not answer")
-        self.assertNotIn(104, ids)
-        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "slow", "a cancelled save must not run")
-
-    def test_roots_list_changed_refreshes_the_root(self):
-        other = Workspace(self)
-        server, ask = self.start()
-        answer_roots(server, ask, self.ws.repo)
-        save_ok(server, goal="first root")
-        server.notify("notifications/roots/list_changed")
-        ask = server.wait_for(is_roots_request)
-        answer_roots(server, ask, other.repo)
-        save_ok(server, goal="second root")
-        self.assertEqual(other.checkpoint()["goal"]["primary"], "second root")
-        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "first root")
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Save: argument validation (SPEC section 3)
-# ════════════════════════════════════════════════════════════════════════════
-
-def _cases_over_limits() -> list:
-    """(name, arguments, words the error must contain)."""
-    goal = "g"
-    return [
-        ("goal too long", {"goal": "x" * 501}, ("goal", "500")),
-        ("goal missing", {"summary": "s"}, ("goal",)),
-        ("goal not a string", {"goal": 42}, ("goal",)),
-        ("too many tasks", {"goal": goal, "tasks": [{"description": f"t{i}", "status": "done"}
-                                                     for i in range(31)]}, ("tasks", "30")),
-        ("task description too long", {"goal": goal, "tasks": [{"description": "d" * 301, "status": "done"}]},
-         ("description", "300")),
-        ("bad task status", {"goal": goal, "tasks": [{"description": "t", "status": "later"}]}, ("status",)),
-        ("tasks not a list", {"goal": goal, "tasks": "all of them"}, ("tasks",)),
-        ("unknown task field", {"goal": goal, "tasks": [{"description": "t", "owner": "me"}]}, ("owner",)),
-        ("summary too long", {"goal": goal, "summary": "s" * 4001}, ("summary", "4000")),
-        ("too many next steps", {"goal": goal, "nextSteps": ["n"] * 21}, ("nextSteps", "20")),
-        ("next step too long", {"goal": goal, "nextSteps": ["n" * 501]}, ("nextSteps", "500")),
-        ("too many decisions", {"goal": goal, "decisions": [f"d{i}" for i in range(21)]}, ("decisions", "20")),
-        ("decision not a string", {"goal": goal, "decisions": [7]}, ("decisions",)),
-        ("too many files", {"goal": goal, "modifiedFiles": [{"path": f"f{i}"} for i in range(101)]},
-         ("modifiedFiles", "100")),
-        ("file note too long", {"goal": goal, "modifiedFiles": [{"path": "a", "note": "n" * 301}]},
-         ("note", "300")),
-        ("too many commands", {"goal": goal, "recentCommands": [{"command": "ls"}] * 51},
-         ("recentCommands", "50")),
-        ("command too long", {"goal": goal, "recentCommands": [{"command": "c" * 2001}]}, ("command", "2000")),
-        ("command note too long", {"goal": goal, "recentCommands": [{"command": "ls", "note": "n" * 501}]},
-         ("note", "500")),
-        ("exitCode a string", {"goal": goal, "recentCommands": [{"command": "ls", "exitCode": "1"}]},
-         ("exitCode",)),
-        ("exitCode a float", {"goal": goal, "recentCommands": [{"command": "ls", "exitCode": 1.5}]},
-         ("exitCode",)),
-        ("exitCode a bool", {"goal": goal, "recentCommands": [{"command": "ls", "exitCode": True}]},
-         ("exitCode",)),
-        ("unknown field", {"goal": goal, "colour": "blue"}, ("colour",)),
-        ("bad mode", {"goal": goal, "mode": "append"}, ("mode",)),
-        ("projectRoot not a string", {"goal": goal, "projectRoot": 5}, ("projectRoot",)),
-    ]
-
-
-class TestE2eSaveValidation(unittest.TestCase):
-    def test_arguments_over_a_limit_are_refused_and_nothing_is_written(self):
-        ws = Workspace(self)
-        server = start_server(self, ws)
-        main, prev = os.path.join(ws.repo, CHECKPOINT), os.path.join(ws.repo, BACKUP)
-        for phase in ("no checkpoint yet", "after a good save"):
-            if phase == "after a good save":
-                save_ok(server, **sample_save())
-            before = (read_bytes(main), read_bytes(prev))
-            for name, arguments, words in _cases_over_limits():
-                with self.subTest(phase=phase, case=name):
-                    result = server.call("save_session_checkpoint", arguments)
-                    self.assertIs(result.get("isError"), True, result)
-                    text = result["content"][0]["text"]
-                    for word in words:
-                        self.assertIn(word, text)
-                    self.assertNotIn("structuredContent", result)
-                    self.assertEqual((read_bytes(main), read_bytes(prev)), before)
-            self.assertFalse({n for n in checkpoint_names(ws.repo) if ".tmp" in n})
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Save: replace and merge (SPEC section 3, the merge table)
-# ════════════════════════════════════════════════════════════════════════════
-
-class TestE2eSaveModes(unittest.TestCase):
-    def setUp(self):
-        self.ws = Workspace(self)
-        self.server = start_server(self, self.ws)
-
-    def test_merge_updates_tasks_by_description_and_keeps_what_is_not_resent(self):
-        save_ok(self.server, **sample_save())
-        first = self.ws.checkpoint()
-        result = save_ok(self.server, goal="New goal", mode="merge",
-                         tasks=[{"description": "Session cookie persistence", "status": "done"},
-                                {"description": "Logout tests", "status": "blocked"}],
-                         decisions=["Use iron-session, not express-session", "Keep SameSite lax"],
-                         recentCommands=[{"command": "npm test -- auth", "exitCode": 0, "note": "all green"}])
-        cp = self.ws.checkpoint()
-        self.assertEqual(result["structuredContent"]["mode"], "merge")
-        self.assertEqual(cp["goal"]["primary"], "New goal")
-        self.assertEqual([(t["description"], t["status"]) for t in cp["goal"]["tasks"]],
-                         [("OAuth callback route", "done"), ("Session cookie persistence", "done"),
-                          ("Logout endpoint", "pending"), ("Logout tests", "blocked")])
-        self.assertEqual(cp["summary"], first["summary"])
-        self.assertEqual(cp["nextSteps"], first["nextSteps"])
-        self.assertEqual(cp["decisions"], ["Use iron-session, not express-session", "Keep SameSite lax"])
-        self.assertEqual([c["command"] for c in cp["recentCommands"]],
-                         [c["command"] for c in first["recentCommands"]] + ["npm test -- auth"])
-        self.assertEqual((cp["id"], cp["createdAt"]), (first["id"], first["createdAt"]))
-
-    def test_merge_replaces_summary_and_next_steps_when_given(self):
-        save_ok(self.server, **sample_save())
-        save_ok(self.server, goal="g", mode="merge", summary="new summary", nextSteps=["only step"])
-        cp = self.ws.checkpoint()
-        self.assertEqual((cp["summary"], cp["nextSteps"]), ("new summary", ["only step"]))
-
-    def test_replace_sets_every_field_and_starts_a_new_checkpoint(self):
-        save_ok(self.server, **sample_save())
-        first = self.ws.checkpoint()
-        time.sleep(0.01)
-        save_ok(self.server, goal="Fresh start")
-        cp = self.ws.checkpoint()
-        self.assertEqual(cp["goal"]["primary"], "Fresh start")
-        self.assertEqual(cp["goal"]["tasks"], [])
-        self.assertFalse(cp.get("summary"))
-        self.assertEqual((cp["nextSteps"], cp["decisions"], cp["recentCommands"]), ([], [], []))
-        self.assertNotEqual(cp["id"], first["id"])
-        self.assertEqual(cp["createdAt"], cp["updatedAt"])
-
-    def test_merge_appends_commands_and_drops_the_oldest_past_50(self):
-        save_ok(self.server, goal="g", recentCommands=[{"command": f"echo c{i}"} for i in range(30)])
-        result = save_ok(self.server, goal="g", mode="merge",
-                         recentCommands=[{"command": f"echo c{i}"} for i in range(30, 60)])
-        cp = self.ws.checkpoint()
-        self.assertEqual([c["command"] for c in cp["recentCommands"]], [f"echo c{i}" for i in range(10, 60)])
-        self.assertIs(cp["meta"]["truncated"], True)
-        self.assertTrue(warnings_besides_git_ignore(result), result)
-
-    def test_merge_appends_decisions_deduplicated_and_drops_the_oldest_past_20(self):
-        save_ok(self.server, goal="g", decisions=[f"d{i}" for i in range(15)])
-        save_ok(self.server, goal="g", mode="merge", decisions=[f"d{i}" for i in range(15, 25)])
-        decisions = self.ws.checkpoint()["decisions"]
-        self.assertEqual(len(decisions), 20)
-        self.assertEqual(len(set(decisions)), 20)
-        self.assertEqual(decisions[-10:], [f"d{i}" for i in range(15, 25)])
-        self.assertNotIn("d1", decisions)
-        self.assertIs(self.ws.checkpoint()["meta"]["truncated"], True)
-
-    def test_merge_onto_a_missing_or_corrupt_file_acts_as_replace_with_a_warning(self):
-        for state in ("missing", "corrupt"):
-            with self.subTest(state=state):
-                for name in checkpoint_names(self.ws.repo):
-                    os.remove(os.path.join(self.ws.repo, name))
-                if state == "corrupt":
-                    self.ws.write(CHECKPOINT, "{ this is not json")
-                result = save_ok(self.server, goal="merged onto nothing", mode="merge",
-                                 tasks=[{"description": "only", "status": "pending"}])
-                cp = self.ws.checkpoint()
-                self.assertEqual(cp["goal"]["primary"], "merged onto nothing")
-                self.assertEqual(len(cp["goal"]["tasks"]), 1)
-                warnings = " ".join(result["structuredContent"]["warnings"]).lower()
-                self.assertIn("replace", warnings)
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Save: git facts and modifiedFiles (SPEC section 3)
-# ════════════════════════════════════════════════════════════════════════════
-
-class TestE2eSaveGitFacts(unittest.TestCase):
-    def test_git_records_branch_full_head_and_dirty(self):
-        ws = Workspace(self)
-        server = start_server(self, ws)
-        save_ok(server, goal="clean")
-        self.assertEqual(ws.checkpoint()["git"], {"branch": "main", "head": ws.head(), "dirty": False})
-        save_ok(server, goal="still clean, the checkpoint itself does not count")
-        self.assertIs(ws.checkpoint()["git"]["dirty"], False)
-        ws.write("src/app.py", "print('dirty')\n")
-        save_ok(server, goal="dirty")
-        self.assertIs(ws.checkpoint()["git"]["dirty"], True)
-        self.assertEqual(len(ws.checkpoint()["git"]["head"]), 40)
-
-    def test_detached_head_records_null_branch(self):
-        ws = Workspace(self)
-        ws.write("b.txt", "b\n")
-        ws.git("add", "b.txt")
-        ws.git("commit", "-qm", "second")
-        ws.git("checkout", "-q", "--detach", "HEAD~1")
-        server = start_server(self, ws)
-        save_ok(server, goal="detached")
-        git_facts = ws.checkpoint()["git"]
-        self.assertIsNone(git_facts["branch"])
-        self.assertEqual(git_facts["head"], ws.head())
-
-    def test_git_is_null_outside_a_repository_and_before_the_first_commit(self):
-        for name, options in [("not a repository", {"init": False}), ("no commits yet", {"commit": False})]:
-            with self.subTest(name):
-                ws = Workspace(self, **options)
-                server = start_server(self, ws)
-                save_ok(server, goal=name)
-                self.assertIsNone(ws.checkpoint()["git"])
-
-    def test_git_status_becomes_file_entries_with_blob_hashes(self):
-        ws = Workspace(self, files={"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n" * 50, "keep.txt": "k\n"})
-        ws.write("a.txt", "a changed\n")
-        ws.write("e.txt", "added\n")
-        ws.git("add", "e.txt")
-        os.remove(os.path.join(ws.repo, "b.txt"))
-        ws.git("mv", "c.txt", "c2.txt")
-        ws.write("f.txt", "untracked\n")
-        ws.write("dir/g.txt", "untracked in a folder\n")
-        server = start_server(self, ws)
-        save_ok(server, goal="statuses")
-        files = files_by_path(ws.checkpoint())
-        expected = {"a.txt": "M", "e.txt": "A", "b.txt": "D", "c2.txt": "R", "f.txt": "??", "dir/g.txt": "??"}
-        self.assertEqual({p: f["status"] for p, f in files.items()}, expected)
-        for path, entry in files.items():
-            with self.subTest(path=path):
-                self.assertEqual(entry["source"], "git")
-                if path == "b.txt":
-                    self.assertFalse(entry.get("hash"))
-                else:
-                    self.assertEqual(entry["hash"], ws.git("hash-object", "--", path).strip())
-
-    def test_unmerged_file_has_status_u(self):
-        ws = Workspace(self, files={"x.txt": "base\n"})
-        ws.git("checkout", "-qb", "other")
-        ws.write("x.txt", "other\n")
-        ws.git("commit", "-qam", "other")
-        ws.git("checkout", "-q", "main")
-        ws.write("x.txt", "main\n")
-        ws.git("commit", "-qam", "main")
-        ws.git("merge", "other", check=False)
-        server = start_server(self, ws)
-        save_ok(server, goal="conflict")
-        entry = files_by_path(ws.checkpoint())["x.txt"]
-        self.assertEqual(entry["status"], "U")
-        self.assertEqual(entry["hash"], ws.git("hash-object", "--", "x.txt").strip())
-
-    def test_files_named_by_the_agent(self):
-        ws = Workspace(self)
-        ws.write("src/app.py", "print('changed')\n")
-        server = start_server(self, ws)
-        save_ok(server, goal="agent files", modifiedFiles=[
-            {"path": "README.md", "note": "committed, named by the agent"},
-            {"path": "src/app.py", "note": "note for a git entry"},
-            {"path": os.path.join(ws.repo, "docs", "absolute.md"), "note": "absolute inside"},
-            {"path": "ghost.txt"}])
-        files = files_by_path(ws.checkpoint())
-        self.assertEqual(set(files), {"README.md", "src/app.py", "docs/absolute.md", "ghost.txt"})
-        readme = files["README.md"]
-        self.assertEqual((readme["source"], readme["status"], readme["note"]),
-                         ("agent", "M", "committed, named by the agent"))
-        self.assertEqual(readme["hash"], ws.git("hash-object", "--", "README.md").strip())
-        app = files["src/app.py"]
-        self.assertEqual((app["source"], app["status"], app["note"]), ("git", "M", "note for a git entry"))
-        self.assertEqual(app["hash"], ws.git("hash-object", "--", "src/app.py").strip())
-        self.assertFalse(files["ghost.txt"].get("hash"))
-        self.assertEqual(files["ghost.txt"]["source"], "agent")
-
-    def test_paths_outside_the_project_are_refused_with_a_warning(self):
-        ws = Workspace(self)
-        write(ws.home, "outside.txt", "outside\n")
-        server = start_server(self, ws)
-        outside = ["/etc/passwd", "../outside.txt", os.path.join(ws.home, "outside.txt"), "src/../../outside.txt"]
-        result = save_ok(server, goal="escape", modifiedFiles=[{"path": p} for p in outside]
-                         + [{"path": "README.md"}])
-        self.assertEqual(set(files_by_path(ws.checkpoint())), {"README.md"})
-        warnings = result["structuredContent"]["warnings"]
-        for path in outside:
-            with self.subTest(path=path):
-                self.assertTrue(any(path in w for w in warnings), warnings)
-        self.assertNotIn(ws.home + os.sep + "outside", json.dumps(ws.checkpoint()))
-
-    def test_checkpoint_files_are_never_listed(self):
-        ws = Workspace(self)
-        server = start_server(self, ws)
-        save_ok(server, goal="one")
-        save_ok(server, goal="two", modifiedFiles=[{"path": CHECKPOINT}, {"path": BACKUP}])
-        save_ok(server, goal="three", mode="merge")
-        self.assertTrue(os.path.exists(os.path.join(ws.repo, BACKUP)))
-        paths = list(files_by_path(ws.checkpoint()))
-        self.assertFalse([p for p in paths if p.startswith(CHECKPOINT)], paths)
-
-    def test_merge_keeps_earlier_files_with_notes_and_rehashes_them(self):
-        ws = Workspace(self)
-        server = start_server(self, ws)
-        save_ok(server, goal="g", modifiedFiles=[{"path": "README.md", "note": "explains the setup"}])
-        old_hash = files_by_path(ws.checkpoint())["README.md"]["hash"]
-        ws.write("README.md", "# demo, rewritten\n")
-        ws.git("commit", "-qam", "docs")  # clean again: git no longer lists it
-        save_ok(server, goal="g", mode="merge")
-        entry = files_by_path(ws.checkpoint())["README.md"]
-        self.assertEqual(entry["note"], "explains the setup")
-        self.assertEqual(entry["hash"], ws.git("hash-object", "--", "README.md").strip())
-        self.assertNotEqual(entry["hash"], old_hash)
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Save: size cap, warnings, answer text (SPEC section 3)
-# ════════════════════════════════════════════════════════════════════════════
-
-class TestE2eSaveAnswer(unittest.TestCase):
-    def test_checkpoint_is_capped_at_64_kb_dropping_the_oldest_commands_first(self):
-        ws = Workspace(self)
-        server = start_server(self, ws)
-        commands = [{"command": f"echo cmd-{i:02d} " + "x" * 1988, "exitCode": 0, "note": "n" * 500}
-                    for i in range(50)]
-        result = save_ok(server, goal="big", decisions=["keep me"], recentCommands=commands,
-                         modifiedFiles=[{"path": "README.md", "note": "keep this note"}])
-        size = os.path.getsize(os.path.join(ws.repo, CHECKPOINT))
-        self.assertLessEqual(size, 65536)
-        self.assertEqual(result["structuredContent"]["bytes"], size)
-        cp = ws.checkpoint()
-        self.assertIs(cp["meta"]["truncated"], True)
-        kept = [c["command"][:11] for c in cp["recentCommands"]]
-        self.assertTrue(0 < len(kept) < 50, len(kept))
-        self.assertEqual(kept, [f"echo cmd-{i:02d}" for i in range(50 - len(kept), 50)])
-        self.assertEqual(cp["decisions"], ["keep me"])
-        self.assertEqual(files_by_path(cp)["README.md"]["note"], "keep this note")
-        self.assertTrue(warnings_besides_git_ignore(result), result)
-
-    def test_warns_when_the_checkpoint_is_not_git_ignored(self):
-        for ignored in (False, True):
-            with self.subTest(ignored=ignored):
-                ws = Workspace(self, files={".gitignore": ".claude-checkpoint*\n"} if ignored else None)
-                server = start_server(self, ws)
-                warnings = save_ok(server, goal="g")["structuredContent"]["warnings"]
-                mentions = [w for w in warnings if "ignore" in w.lower()]
-                self.assertEqual(bool(mentions), not ignored, warnings)
-
-    def test_a_tracked_checkpoint_gets_a_stronger_warning_whose_commands_work_as_printed(self):
-        ws = Workspace(self, files={"README.md": "# demo\n", ".gitignore": "*.log\n"})
-        server = start_server(self, ws)
-        save_ok(server, goal="first")
-        ws.git("add", "-A")  # the checkpoint is now tracked
-
-        def git_warnings() -> list:
-            warnings = save_ok(server, goal="again")["structuredContent"]["warnings"]
-            return [w for w in warnings if "git" in w and ".claude-checkpoint" in w]
-
-        for state in ("staged", "committed", "committed and in .gitignore"):
-            with self.subTest(state):
-                if state == "committed":
-                    ws.git("commit", "-qam", "oops")
-                if state.endswith(".gitignore"):
-                    ws.write(".gitignore", "*.log\n.claude-checkpoint*\n")
-                    ws.git("commit", "-qam", "ignore it (too late)")
-                warnings = git_warnings()
-                self.assertEqual(len(warnings), 1, warnings)
-                self.assertIn("tracked by git", warnings[0])
-                self.assertNotIn("not git-ignored", warnings[0])
-        for command in re.findall(r"`([^`]*(?:rm --cached|install --exclude)[^`]*)`", warnings[0]):
-            proc = subprocess.run(["/bin/sh", "-c", command], cwd=ws.home, env=ws.env, capture_output=True,
-                                  timeout=TIMEOUT)
-            self.assertEqual(proc.returncode, 0, (command, proc.stderr))
-        self.assertEqual(ws.git("ls-files", "--", ".claude-checkpoint*"), "")
-        self.assertEqual(git_warnings(), [])
-        self.assertTrue(os.path.exists(os.path.join(ws.repo, CHECKPOINT)), "untracking keeps the file")
-
-    def test_the_not_ignored_advice_works_exactly_as_printed(self):
-        ws = Workspace(self)
-        server = start_server(self, ws)
-        warning = next(w for w in save_ok(server, goal="g")["structuredContent"]["warnings"] if "ignored" in w)
-        advice = re.search(r"run `([^`]+)`", warning).group(1)
-        proc = subprocess.run(["/bin/sh", "-c", advice], cwd=ws.home, env=ws.env, capture_output=True,
-                              timeout=TIMEOUT)  # from another folder: the command names the root
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertIn(".claude-checkpoint*", proc.stdout.decode(), "it says what it did")
-        ws.git("check-ignore", "-q", ".claude-checkpoint")
-        ws.git("check-ignore", "-q", ".claude-checkpoint.prev")
-        self.assertEqual([w for w in save_ok(server, goal="g")["structuredContent"]["warnings"] if "ignore" in w], [])
-
-    def test_no_answer_or_log_echoes_a_secret_of_the_servers_environment(self):
-        # A value with no telling shape: only the exact-value rule can catch it.
-        plain, shaped = "Tr0ub4dor-and-three-horses", fake_secret("ghp_", 36)
-        ws = Workspace(self)
-        env = dict(ws.env, GITHUB_TOKEN=plain, ANTHROPIC_API_KEY=shaped)
-        server = start_server(self, ws, env=env, initialize=False)
-        server.initialize(capabilities={"roots": {}})
-        ask = server.wait_for(is_roots_request)
-        server.send({"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -1, "message": f"no roots for {plain}"}})
-        for secret in (plain, shaped):
-            echoes = {
-                "mode": ("tools/call", {"name": "save_session_checkpoint", "arguments": {"goal": "g", "mode": secret}}),
-                "unknown field": ("tools/call", {"name": "save_session_checkpoint",
-                                                 "arguments": {"goal": "g", secret: 1}}),
-                "task status": ("tools/call", {"name": "save_session_checkpoint", "arguments": {
-                    "goal": "g", "tasks": [{"description": "t", "status": secret}]}}),
-                "relative projectRoot": ("tools/call", {"name": "save_session_checkpoint",
-                                                        "arguments": {"goal": "g", "projectRoot": f"x/{secret}"}}),
-                "path outside": ("tools/call", {"name": "save_session_checkpoint", "arguments": {
-                    "goal": "g", "projectRoot": ws.repo, "modifiedFiles": [{"path": f"/elsewhere/{secret}"}]}}),
-                "load format": ("tools/call", {"name": "load_session_checkpoint", "arguments": {"format": secret}}),
-                "tool name": ("tools/call", {"name": secret}),
-                "resource": ("resources/read", {"uri": f"checkpoint://{secret}"}),
-                "method": (secret, {}),
-            }
-            for name, (method, params) in echoes.items():
-                with self.subTest(name, secret=secret[:4]):
-                    reply = server.request(method, params)
-                    self.assertNotIn(secret, json.dumps(reply))
-                    self.assertIn("«redacted»", json.dumps(reply, ensure_ascii=False))
-        server.close()
-        for secret in (plain, shaped):
-            self.assertFalse([line for line in server.raw_lines if secret.encode() in line])
-            self.assertNotIn(secret, server.stderr)
-        self.assertIn("no roots for «redacted»", server.stderr)
-
-    def test_redacting_the_handshake_answers_compiles_no_rule(self):
-        # Every answer is redacted, but compiling the rules would double the start-up time.
-        script = textwrap.dedent(f"""
-            import sys; sys.path.insert(0, {HERE!r})
-            import claude_checkpoint as cc
-            protocol = cc.Protocol(cc.World({{}}, "/", None, lambda: 0.0, print))
-            meta = {{"_meta": {json.dumps(with_meta()["_meta"])}}}
-            for method, params in (("initialize", {{"protocolVersion": "2025-06-18", "capabilities": {{}}}}),
-                                   ("server/discover", meta), ("tools/list", meta), ("tools/list", {{}}),
-                                   ("prompts/list", {{}}), ("resources/list", {{}}), ("ping", {{}})):
-                reply = protocol.handle({{"jsonrpc": "2.0", "id": 1, "method": method, "params": params}})
-                assert "result" in cc.redact_message(reply, ("secret-value",)), reply
-            print(hasattr(cc._compiled_rules, "cache"))
-            """)
-        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=TIMEOUT)
-        self.assertEqual(proc.stdout.decode().strip(), "False", proc.stderr.decode())
-
-    def test_answer_text_follows_the_seed_example(self):
-        ws = Workspace(self)
-        ws.git("checkout", "-qb", "feat/github-oauth")
-        ws.write("src/app.py", "print('changed')\n")
-        ws.write("src/new.spec.py", "test\n")
-        server = start_server(self, ws)
-        result = save_ok(server, **sample_save())
-        lines = result["content"][0]["text"].splitlines()
-        path = os.path.join(ws.repo, CHECKPOINT)
-        self.assertEqual(lines[0], f"Checkpoint saved to {path} ({os.path.getsize(path)} bytes, replace).")
-        self.assertEqual(lines[1], f"3 task(s), 2 file(s), 2 command(s) on feat/github-oauth@{ws.head()[:9]}.")
-        self.assertIn("⚠ Redacted 1 secret-looking value(s).", lines[2:])
-        self.assertNotIn("gh_live_8f2a91", read_bytes(path).decode())
-        for warning in result["structuredContent"]["warnings"]:
-            self.assertIn(f"⚠ {warning}", lines)
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Load: the brief, the full format, versions (SPEC section 4)
-# ════════════════════════════════════════════════════════════════════════════
-
-SEED_V1_CHECKPOINT = {
-    "version": 1,
-    "id": "ee5507c0-855e-44a5-85c1-d97b767537c9",
-    "createdAt": "2026-10-08T02:23:55.477Z",
-    "updatedAt": "2026-10-08T02:23:55.477Z",
-    "generator": {"name": "claude-checkpoint-mcp", "version": "0.1.0"},
-    "project": {"name": "my-app"},
-    "git": {"branch": "feat/github-oauth", "head": "b2ef1b5919ee5d456ea146c9362a7abc92b1e556", "dirty": True},
-    "goal": {"primary": "Add GitHub OAuth login with persistent sessions",
-             "tasks": [{"description": "OAuth callback route", "status": "done"},
-                       {"description": "Session cookie persistence", "status": "in_progress"},
-                       {"description": "Logout endpoint", "status": "pending"}]},
-    "summary": "Callback exchanges the code and creates a session, but the cookie is dropped on reload.",
-    "nextSteps": ["Set sameSite: 'lax' and secure only in production in src/auth/session.ts",
-                  "Re-run npm test -- auth", "Start the logout endpoint"],
-    "decisions": ["Use iron-session, not express-session (needs edge runtime support)"],
-    "modifiedFiles": [
-        {"path": "src/auth/session.ts", "status": "M", "source": "git", "note": "cookie options",
-         "hash": "9ec893ef673dac860e7e2b6fcaad602983eeb0b1"},
-        {"path": "src/auth/session.spec.ts", "status": "??", "source": "git",
-         "hash": "9daeafb9864cf43055ae93beb0afd6c7d144bfa4"}],
-    "recentCommands": [
-        {"command": "GITHUB_CLIENT_SECRET=«redacted» npm run dev", "exitCode": 0, "at": "2026-10-08T02:23:55.477Z"},
-        {"command": "npm test -- auth", "exitCode": 1, "note": "2 failing in session.spec.ts: cookie missing after reload",
-         "at": "2026-10-08T02:23:55.477Z"}],
-    "meta": {"redactions": 1, "truncated": False},
-}
-
-
-class TestE2eLoad(unittest.TestCase):
-    def setUp(self):
-        self.ws = Workspace(self)
-        self.server = start_server(self, self.ws)
-
-    def test_no_checkpoint_is_found_false_and_not_an_error(self):
-        result = self.server.call("load_session_checkpoint", {})
-        self.assertFalse(result.get("isError"), result)
-        self.assertIn("nothing to resume", result["content"][0]["text"].lower())
-        full = load_full(self.server)
-        self.assertIs(full["found"], False)
-        self.assertEqual(full["path"], os.path.join(self.ws.repo, CHECKPOINT))
-
-    def test_brief_has_the_sections_and_markers_of_the_spec(self):
-        self.ws.write("src/app.py", "print('changed')\n")
-        save_ok(self.server, goal="Ship it", summary="Half done.", nextSteps=["first", "second"],
-                decisions=["no ORM"],
-                tasks=[{"description": "done one", "status": "done"}, {"description": "doing", "status": "in_progress"},
-                       {"description": "todo", "status": "pending"}, {"description": "stuck", "status": "blocked"}],
-                modifiedFiles=[{"path": "src/app.py", "note": "cookie options"}],
-                recentCommands=[{"command": "make", "exitCode": 0}, {"command": "make test", "exitCode": 2,
-                                                                       "note": "2 failing"}])
-        brief = self.server.load()
-        lines = brief.splitlines()
-        self.assertRegex(lines[0], r"^# Resuming: project \(checkpoint saved .+, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$")
-        self.assertEqual(lines[1], f"Branch `main` @ {self.ws.head()[:9]} (uncommitted changes)")
-        for line in ["## Goal", "Ship it", "## Tasks", "- [x] done one", "- [~] doing", "- [ ] todo", "- [!] stuck",
-                     "## Where things stand", "Half done.", "## Next steps", "1. first", "2. second",
-                     "## Decisions & gotchas", "- no ORM", "## Files touched (1)", "- src/app.py (M) — cookie options",
-                     "## Recent commands (last 2, oldest first)", "- ✓ `make`", "- ✗ exit 2 `make test` — 2 failing"]:
-            with self.subTest(line=line):
-                self.assertIn(line, lines)
-        self.assertIn(self.ws.repo, brief)  # every answer says which root it used
-
-    def test_brief_leaves_out_empty_sections(self):
-        save_ok(self.server, goal="Only a goal")
-        brief = self.server.load()
-        self.assertIn("## Goal", brief)
-        for heading in ("## Tasks", "## Where things stand", "## Next steps", "## Decisions", "## Files touched",
-                        "## Recent commands"):
-            self.assertNotIn(heading, brief)
-
-    def test_brief_cuts_long_lists_with_and_n_more(self):
-        for i in range(40):
-            self.ws.write(f"gen/file{i:02d}.txt", f"{i}\n")
-        save_ok(self.server, goal="long lists", tasks=[{"description": f"task {i}", "status": "pending"}
-                                                        for i in range(30)],
-                nextSteps=[f"step {i}" for i in range(20)], decisions=[f"decision {i}" for i in range(20)])
-        brief = self.server.load()
-        sections = {}
-        for block in brief.split("\n## ")[1:]:
-            heading, _, body = block.partition("\n")
-            sections[heading.split(" (")[0]] = body.strip().splitlines()
-        for heading, total in (("Tasks", 30), ("Next steps", 20), ("Decisions & gotchas", 20), ("Files touched", 40)):
-            with self.subTest(section=heading):
-                body = sections[heading]
-                more = re.fullmatch(r"(?:- )?… and (\d+) more", body[-1])
-                self.assertIsNotNone(more, body[-3:])
-                self.assertEqual(len(body) - 1 + int(more.group(1)), total)
-
-    def test_full_format_returns_the_result_object_and_the_checkpoint(self):
-        save_ok(self.server, **sample_save())
-        result = self.server.call("load_session_checkpoint", {"format": "full"})
-        self.assertNotIn("structuredContent", result)
-        full = json.loads(result["content"][0]["text"])
-        self.assertLessEqual({"found", "path", "fromBackup", "updatedAt", "drift", "warnings", "checkpoint"},
-                             set(full))
-        self.assertEqual((full["found"], full["fromBackup"]), (True, False))
-        self.assertEqual(full["path"], os.path.join(self.ws.repo, CHECKPOINT))
-        self.assertEqual(set(full["drift"]) >= {"branchChanged", "currentBranch", "commitsSince", "changedSince",
-                                                "newSince"}, True, full["drift"])
-        self.assertEqual(full["checkpoint"], self.ws.checkpoint())
-        self.assertEqual(full["updatedAt"], self.ws.checkpoint()["updatedAt"])
-
-    def test_version_1_file_of_the_seed_loads(self):
-        self.ws.write(CHECKPOINT, json.dumps(SEED_V1_CHECKPOINT, ensure_ascii=False, indent=2))
-        brief = self.server.load()
-        for text in ("Add GitHub OAuth login with persistent sessions", "- [x] OAuth callback route",
-                     "- [~] Session cookie persistence", "src/auth/session.ts (M) — cookie options",
-                     "- ✗ exit 1 `npm test -- auth`"):
-            self.assertIn(text, brief)
-        full = load_full(self.server)
-        self.assertIs(full["found"], True)
-        self.assertEqual(full["checkpoint"]["goal"]["primary"], SEED_V1_CHECKPOINT["goal"]["primary"])
-
-    def test_a_version_2_file_loads_and_the_next_save_writes_version_1(self):
-        self.ws.write(CHECKPOINT, json.dumps(dict(SEED_V1_CHECKPOINT, version=2, hooks={"toolUseIds": ["toolu_1"]})))
-        self.assertIn("Add GitHub OAuth", self.server.load())
-        save_ok(self.server, goal="merged onto version 2", mode="merge")
-        saved = self.ws.checkpoint()
-        self.assertEqual(saved["version"], 1)
-        self.assertEqual(saved["hooks"]["toolUseIds"], ["toolu_1"])
-        self.assertEqual(saved["decisions"], SEED_V1_CHECKPOINT["decisions"])
-
-    def test_newer_version_is_refused_with_upgrade_advice(self):
-        self.ws.write(CHECKPOINT, json.dumps(dict(SEED_V1_CHECKPOINT, version=999)))
-        for arguments in ({}, {"format": "full"}):
-            with self.subTest(arguments=arguments):
-                result = self.server.call("load_session_checkpoint", arguments)
-                self.assertIn("upgrade", result["content"][0]["text"].lower())
-                self.assertNotIn("Add GitHub OAuth", result["content"][0]["text"])
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Load: drift since the checkpoint (SPEC section 4)
-# ════════════════════════════════════════════════════════════════════════════
-
-class TestE2eDrift(unittest.TestCase):
-    def setUp(self):
-        self.ws = Workspace(self)
-        self.ws.write("src/app.py", "print('work in progress')\n")
-        self.ws.write("notes.txt", "untracked notes\n")
-        self.server = start_server(self, self.ws)
-        save_ok(self.server, goal="drift", modifiedFiles=[{"path": "src/app.py", "note": "wip"}])
-        self.saved_head = self.ws.head()
-
-    def drift(self) -> dict:
-        return load_full(self.server)["drift"]
-
-    def test_nothing_changed_reports_no_drift(self):
-        drift = self.drift()
-        self.assertEqual((drift["branchChanged"], drift["commitsSince"], drift["changedSince"], drift["newSince"]),
-                         (False, 0, [], []))
-
-    def test_new_commit_is_counted(self):
-        self.ws.write("other.txt", "other\n")
-        self.ws.git("add", "other.txt")
-        self.ws.git("commit", "-qm", "other")
-        self.assertEqual(self.drift()["commitsSince"], 1)
-        self.assertIn("1 new commit(s) on HEAD", self.server.load())
-
-    def test_branch_change_is_reported(self):
-        self.ws.git("checkout", "-qb", "feature")
-        drift = self.drift()
-        self.assertEqual((drift["branchChanged"], drift["currentBranch"]), (True, "feature"))
-
-    def test_edited_saved_file_is_flagged(self):
-        self.ws.write("src/app.py", "print('edited after the save')\n")
-        self.assertEqual(self.drift()["changedSince"], ["src/app.py"])
-        since = self.server.load().split("## Since this checkpoint", 1)[1]
-        self.assertIn("`src/app.py`", since)
-
-    def test_file_committed_unchanged_is_not_flagged(self):
-        self.ws.git("add", "src/app.py", "notes.txt")
-        self.ws.git("commit", "-qm", "commit as saved")
-        drift = self.drift()
-        self.assertEqual((drift["commitsSince"], drift["changedSince"]), (1, []))
-
-    def test_deleted_saved_file_is_flagged(self):
-        os.remove(os.path.join(self.ws.repo, "notes.txt"))
-        self.assertIn("notes.txt", self.drift()["changedSince"])
-
-    def test_file_created_after_the_save_is_new_since(self):
-        self.ws.write("fresh.txt", "new\n")
-        drift = self.drift()
-        self.assertEqual(drift["newSince"], ["fresh.txt"])
-        self.assertNotIn("fresh.txt", drift["changedSince"])
-        self.assertIn("fresh.txt", self.server.load())
-
-    def test_saved_commit_no_longer_reachable_after_reset_or_amend(self):
-        for how in ("reset", "amend"):
-            with self.subTest(how=how):
-                ws = Workspace(self, files={"a.txt": "a\n"})
-                ws.write("b.txt", "b\n")
-                ws.git("add", "b.txt")
-                ws.git("commit", "-qm", "second")
-                ws.write("a.txt", "dirty\n")
-                server = start_server(self, ws)
-                save_ok(server, goal="before history rewrite")
-                saved = ws.head()
-                if how == "reset":
-                    ws.git("reset", "-q", "--hard", "HEAD~1")
-                else:
-                    ws.git("commit", "-q", "--amend", "-m", "amended")
-                brief = server.load()
-                found = re.search(r"Saved commit ([0-9a-f]{7,40}) is no longer reachable", brief)
-                self.assertIsNotNone(found, brief)
-                self.assertTrue(saved.startswith(found.group(1)))
-                self.assertIn("a.txt", load_full(server)["drift"]["changedSince"])  # treated as needing a re-read
-
-    def test_no_drift_section_outside_a_repository_or_without_a_saved_head(self):
-        for name, options in [("not a repository", {"init": False}), ("no commits yet", {"commit": False})]:
-            with self.subTest(name):
-                ws = Workspace(self, **options)
-                server = start_server(self, ws)
-                save_ok(server, goal=name)
-                ws.write("later.txt", "written after the save\n")
-                self.assertNotIn("## Since this checkpoint", server.load())
-                self.assertFalse(load_full(server)["drift"])
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Storage (SPEC sections 3 and 7)
-# ════════════════════════════════════════════════════════════════════════════
-
-class TestE2eStorage(unittest.TestCase):
-    def setUp(self):
-        self.ws = Workspace(self)
-        self.main = os.path.join(self.ws.repo, CHECKPOINT)
-        self.prev = os.path.join(self.ws.repo, BACKUP)
-
-    def test_files_are_owner_only_even_under_umask_000(self):
-        old = os.umask(0)
-        try:
-            server = start_server(self, self.ws)
-        finally:
-            os.umask(old)
-        save_ok(server, goal="one")
-        save_ok(server, goal="two")
-        for path in (self.main, self.prev):
-            with self.subTest(path=os.path.basename(path)):
-                self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
-
-    def test_prev_holds_the_previous_checkpoint_after_a_second_save(self):
-        server = start_server(self, self.ws)
-        save_ok(server, goal="first")
-        first = read_bytes(self.main)
-        self.assertIsNone(read_bytes(self.prev))
-        save_ok(server, goal="second")
-        self.assertEqual(read_bytes(self.prev), first)
-        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "second")
-
-    def test_corrupt_main_never_overwrites_a_good_prev(self):
-        server = start_server(self, self.ws)
-        save_ok(server, goal="A")
-        save_ok(server, goal="B")
-        good_prev = read_bytes(self.prev)
-        self.ws.write(CHECKPOINT, "{ corrupt")
-        save_ok(server, goal="C")
-        self.assertEqual(read_bytes(self.prev), good_prev)
-        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "C")
-
-    def test_load_falls_back_to_prev_when_main_is_corrupt(self):
-        server = start_server(self, self.ws)
-        save_ok(server, goal="A")
-        save_ok(server, goal="B")
-        for corrupt in (b"{ corrupt", b"", b"\xff\xfe", json.dumps({"version": 2}).encode()):
-            with self.subTest(corrupt=corrupt):
-                self.ws.write(CHECKPOINT, corrupt)
-                full = load_full(server)
-                self.assertEqual((full["found"], full["fromBackup"]), (True, True))
-                self.assertEqual(full["checkpoint"]["goal"]["primary"], "A")
-                brief = server.load()
-                self.assertIn("## Goal\nA\n", brief)
-                self.assertTrue("backup" in brief.lower() or BACKUP in brief, brief)
-
-    def test_both_files_corrupt_is_a_clear_error(self):
-        self.ws.write(CHECKPOINT, "{ corrupt")
-        self.ws.write(BACKUP, "also corrupt")
-        server = start_server(self, self.ws)
-        result = server.call("load_session_checkpoint", {})
-        self.assertIs(result.get("isError"), True, result)
-        text = result["content"][0]["text"]
-        self.assertIn(CHECKPOINT, text)
-        self.assertIn(BACKUP, text)
-
-    def test_saves_leave_no_file_but_the_checkpoint_and_its_prev(self):
-        server = start_server(self, self.ws)
-        for i in range(3):
-            save_ok(server, goal=f"save {i}", mode="merge" if i else "replace")
-        self.assertEqual(checkpoint_names(self.ws.repo), {CHECKPOINT, BACKUP})
-        self.assertEqual(self.ws.git("status", "--porcelain", "--untracked-files=all").split(),
-                         ["??", CHECKPOINT, "??", BACKUP], "no third file shows up in git status")
-
-    def test_symlinks_planted_at_checkpoint_names_are_never_followed(self):
-        outside = write(self.ws.home, "outside.json", json.dumps(dict(SEED_V1_CHECKPOINT, goal={
-            "primary": "OUTSIDE GOAL", "tasks": []})))
-        original = read_bytes(outside)
-        server = start_server(self, self.ws)
-        for name in (CHECKPOINT, BACKUP):
-            with self.subTest(name=name):
-                for existing in checkpoint_names(self.ws.repo):
-                    os.remove(os.path.join(self.ws.repo, existing))
-                if name == BACKUP:
-                    save_ok(server, goal="a regular main file")
-                os.symlink(outside, os.path.join(self.ws.repo, name))
-                load = server.call("load_session_checkpoint", {})
-                self.assertNotIn("OUTSIDE GOAL", load["content"][0]["text"])
-                server.save(goal="through the link?")
-                server.save(goal="and again", mode="merge")
-                self.assertEqual(read_bytes(outside), original)
-
-    def test_read_only_project_folder_is_an_error_and_keeps_the_old_file(self):
-        server = start_server(self, self.ws)
-        save_ok(server, goal="old")
-        before = read_bytes(self.main)
-        make_read_only(self, self.ws.repo)
-        result = server.save(goal="new")
-        self.assertIs(result.get("isError"), True, result)
-        self.assertEqual(read_bytes(self.main), before)
-        self.assertFalse({n for n in checkpoint_names(self.ws.repo) if ".tmp" in n})
-
-    def test_two_servers_merging_concurrently_lose_no_update(self):
-        first = start_server(self, self.ws)
-        save_ok(first, goal="shared")
-        second = start_server(self, self.ws)
-        failures = []
-
-        def run(server: McpServer, tag: str) -> None:
-            try:
-                for i in range(20):
-                    result = server.request("tools/call", {"name": "save_session_checkpoint", "arguments": {
-                        "goal": "shared", "mode": "merge", "recentCommands": [{"command": f"echo {tag}-{i}"}]}})
-                    if result.get("result", {}).get("isError") or "error" in result:
-                        failures.append(result)
-            except Exception as error:  # reported below, in the test's thread
-                failures.append(repr(error))
-
-        threads = [threading.Thread(target=run, args=(s, t)) for s, t in ((first, "A"), (second, "B"))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
-        self.assertEqual(failures, [])
-        commands = [c["command"] for c in self.ws.checkpoint()["recentCommands"]]
-        self.assertEqual(sorted(commands), sorted(f"echo {t}-{i}" for t in "AB" for i in range(20)))
-        for tag in "AB":
-            own = [c for c in commands if c.startswith(f"echo {tag}-")]
-            self.assertEqual(own, [f"echo {tag}-{i}" for i in range(20)])
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Git adapter: missing, hanging, big files (SPEC sections 3 and 7)
-# ════════════════════════════════════════════════════════════════════════════
-
-class TestE2eGitAdapter(unittest.TestCase):
-    def test_save_without_git_on_path_records_null_git_and_warns(self):
-        ws = Workspace(self)
-        server = start_server(self, ws, env=dict(ws.env, PATH=fake_git_folder(self, None)))
-        result = save_ok(server, goal="no git")
-        self.assertIsNone(ws.checkpoint()["git"])
-        self.assertTrue(any("git" in w.lower() for w in warnings_besides_git_ignore(result)), result)
-        self.assertIn("## Goal\nno git", server.load())
-
-    @slow
-    def test_hanging_git_does_not_hang_a_save(self):
-        ws = Workspace(self)
-        bin_dir = fake_git_folder(self, "sleep 30")
-        server = start_server(self, ws, env=dict(ws.env, PATH=bin_dir + os.pathsep + ws.env["PATH"]))
-        started = time.monotonic()
-        result = save_ok(server, goal="slow git")
-        elapsed = time.monotonic() - started
-        self.assertLess(elapsed, 15)
-        self.assertIsNone(ws.checkpoint()["git"])
-        self.assertTrue(any("git" in w.lower() for w in warnings_besides_git_ignore(result)), result)
-
-    @slow
-    def test_blob_hash_of_a_50_mb_file_equals_git_hash_object(self):
-        ws = Workspace(self)
-        size = 50 * 1024 * 1024
-        ws.write("big.bin", os.urandom(1024 * 1024) * 50)
-        server = start_server(self, ws)
-        save_ok(server, goal="big file")
-        entry = files_by_path(ws.checkpoint())["big.bin"]
-        self.assertEqual(entry["hash"], ws.git("hash-object", "--", "big.bin").strip())
-        status = read_bytes(f"/proc/{server.proc.pid}/status")
-        if status:
-            hwm_kb = int(re.search(rb"VmHWM:\s+(\d+) kB", status).group(1))
-            self.assertLess(hwm_kb * 1024, size, "the server read the whole file into memory")
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Which project (SPEC section 5)
-# ════════════════════════════════════════════════════════════════════════════
-
-class TestE2eRoots(unittest.TestCase):
-    def setUp(self):
-        self.ws = Workspace(self)
-        self.dirs = {}
-        for name in ("argument", "env", "claude", "cwd"):
-            self.dirs[name] = os.path.join(self.ws.home, name)
-            os.makedirs(self.dirs[name])
-
-    def test_root_precedence(self):
-        d = self.dirs
-        cases = [
-            ("projectRoot argument wins", {"CHECKPOINT_PROJECT_ROOT": d["env"], "CLAUDE_PROJECT_DIR": d["claude"]},
-             d["argument"], "argument"),
-            ("CHECKPOINT_PROJECT_ROOT next", {"CHECKPOINT_PROJECT_ROOT": d["env"], "CLAUDE_PROJECT_DIR": d["claude"]},
-             None, "env"),
-            ("CLAUDE_PROJECT_DIR without roots", {"CLAUDE_PROJECT_DIR": d["claude"]}, None, "claude"),
-            ("the working directory last", {}, None, "cwd"),
-        ]
-        for name, extra, argument, expected in cases:
-            with self.subTest(name):
-                server = start_server(self, self.ws, cwd=d["cwd"], env=dict(self.ws.env, **extra))
-                arguments = {"goal": name} if argument is None else {"goal": name, "projectRoot": argument}
-                result = save_ok(server, **arguments)
-                self.assertEqual(result["structuredContent"]["path"], os.path.join(d[expected], CHECKPOINT))
-                with open(os.path.join(d[expected], CHECKPOINT), encoding="utf-8") as stream:
-                    self.assertEqual(json.load(stream)["goal"]["primary"], name)
-                self.assertIn(d[expected], server.load(**({} if argument is None else {"projectRoot": argument})))
-
-    def test_relative_project_root_is_refused(self):
-        server = start_server(self, self.ws, cwd=self.ws.home)
-        for tool, arguments in (("save_session_checkpoint", {"goal": "g", "projectRoot": "project"}),
-                                ("load_session_checkpoint", {"projectRoot": "project"})):
-            with self.subTest(tool=tool):
-                result = server.call(tool, arguments)
-                self.assertIs(result.get("isError"), True, result)
-                self.assertIn("projectRoot must be an absolute path", result["content"][0]["text"])
-        self.assertNotIn(CHECKPOINT, os.listdir(self.ws.repo))
-        self.assertNotIn(CHECKPOINT, os.listdir(self.ws.home))
-
-    def test_filesystem_root_and_home_are_refused(self):
-        root_had_file = os.path.lexists(os.path.join(os.sep, CHECKPOINT))
-        cases = [("projectRoot /", self.ws.repo, {"projectRoot": os.sep}),
-                 ("projectRoot home", self.ws.repo, {"projectRoot": self.ws.home}),
-                 ("started in /", os.sep, {}), ("started in home", self.ws.home, {})]
-        for name, cwd, arguments in cases:
-            with self.subTest(name):
-                server = start_server(self, self.ws, cwd=cwd)
-                result = server.save(goal="must not land", **arguments)
-                self.assertIs(result.get("isError"), True, result)
-                self.assertIn("projectRoot", result["content"][0]["text"])
-        self.assertNotIn(CHECKPOINT, os.listdir(self.ws.home))
-        self.assertEqual(os.path.lexists(os.path.join(os.sep, CHECKPOINT)), root_had_file)
-
-    def test_nonexistent_project_root_is_an_error(self):
-        server = start_server(self, self.ws)
-        missing = os.path.join(self.ws.home, "no", "such", "folder")
-        result = server.save(goal="g", projectRoot=missing)
-        self.assertIs(result.get("isError"), True, result)
-        self.assertIn(missing, result["content"][0]["text"])
-        self.assertFalse(os.path.exists(missing))
-
-    def test_symlinked_root_is_resolved(self):
-        link = os.path.join(self.ws.home, "link-to-project")
-        os.symlink(self.ws.repo, link)
-        server = start_server(self, self.ws, cwd=self.dirs["cwd"])
-        result = save_ok(server, goal="via a link", projectRoot=link)
-        self.assertEqual(result["structuredContent"]["path"], os.path.join(self.ws.repo, CHECKPOINT))
-        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "via a link")
-        self.assertFalse(os.path.islink(os.path.join(self.ws.repo, CHECKPOINT)))
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# Signals (SPEC section 2: Claude Code stops servers with SIGINT, then SIGTERM)
-# ════════════════════════════════════════════════════════════════════════════
-
-class TestE2eHostileCheckpoint(unittest.TestCase):
-    def test_a_file_name_that_is_not_utf8_round_trips(self):
-        ws = Workspace(self)
-        odd = os.path.join(os.fsencode(ws.repo), b"caf\xe9.txt")
-        with open(odd, "wb") as stream:
-            stream.write(b"latin-1 name")
-        server = start_server(self, ws)
-        save_ok(server, goal="odd names")
-        self.assertEqual(len(ws.checkpoint()["modifiedFiles"]), 1)
-        full = load_full(server)
-        self.assertEqual(full["drift"]["changedSince"], [], "the same file must read as unchanged")
-        self.assertEqual(full["drift"]["newSince"], [])
-
-
-    def test_paths_in_an_edited_checkpoint_never_lead_outside_the_project(self):
-        ws = Workspace(self)
-        outside = write(ws.home, "secret.txt", "outside the project")
-        real_hash = blob_sha(b"outside the project")
-        server = start_server(self, ws)
-        save_ok(server, goal="g")
-        doc = ws.checkpoint()
-        doc["modifiedFiles"] = [{"path": "../secret.txt", "status": "M", "source": "git", "hash": real_hash},
-                                {"path": outside, "status": "M", "source": "agent", "hash": real_hash}]
-        ws.write(CHECKPOINT, json.dumps(doc))
-        full = load_full(server)
-        # Had the server hashed the outside file, its hash would match and it would not be flagged.
-        self.assertEqual(sorted(full["drift"]["changedSince"]), sorted(["../secret.txt", outside]))
-        save_ok(server, goal="g", mode="merge")
-        paths = [f["path"] for f in ws.checkpoint()["modifiedFiles"]]
-        self.assertNotIn("../secret.txt", paths)
-        self.assertNotIn(outside, paths)
-
-
-class TestE2eSignals(unittest.TestCase):
-    def test_sigint_and_sigterm_end_an_idle_server_quickly_and_quietly(self):
-        ws = Workspace(self)
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            with self.subTest(signal=signum.name):
-                server = start_server(self, ws)
-                save_ok(server, goal="idle after this")
-                time.sleep(0.3)  # let it settle into waiting for input
-                started = time.monotonic()
-                server.proc.send_signal(signum)
-                try:
-                    status = server.proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    server.proc.kill()
-                    server.proc.wait()
-                    self.fail(f"{signum.name}: the server was still running 5 s later")
-                elapsed = time.monotonic() - started
-                self.assertLess(elapsed, 2)
-                self.assertIn(status, (0, -signum))
-                time.sleep(0.2)  # let the stderr reader drain
-                self.assertNotIn("Traceback", server.stderr)
-                self.assertNotIn("Fatal Python error", server.stderr)
-                self.assertEqual(ws.checkpoint()["goal"]["primary"], "idle after this")
-
-
-
-# ════════════════════════════════════════════════════════════════════════════
-# 5. Hooks, command line, prompts and resources (SPEC sections 8, 9 and 11)
-# ════════════════════════════════════════════════════════════════════════════
-
-# A real Claude Code 2.1.328 transcript (Write, Bash `echo hi`, a failing `ls`, an Edit, a failing Edit,
-# /compact, a resumed prompt), recorded in a folder that is not the test's project.
-REAL_TRANSCRIPT = os.path.join(CORPUS_DIR, "real_transcript.jsonl")
+# ── Hooks: transcripts and their payloads (sections 11, 15 and 16) ──
 
 HOOK_BOUND_S = 15  # generous: a hook must never hold a session (it aims well under a second)
-
-
-def fake_secret(prefix: str, length: int, alphabet: str = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
-                seed: str = "seed") -> str:
-    """A secret-shaped value that is not anybody's real secret."""
-    digest = hashlib.sha256(seed.encode()).digest() * 4
-    return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:length])
 
 
 class Transcript:
@@ -3056,890 +636,1671 @@ def hook_payload(event: str, transcript_path: str, cwd: str, session_id: str = "
     return json.dumps(payload)
 
 
-def hook_env(ws: Workspace, **extra: str) -> dict:
-    """The environment Claude Code gives a hook (seen): CLAUDE_PROJECT_DIR and friends."""
-    return dict(ws.env, CLAUDE_PROJECT_DIR=ws.repo, CLAUDECODE="1", CLAUDE_CODE_ENTRYPOINT="sdk-cli", **extra)
+# ════════════════════════════════════════════════════════════════════════════
+# 4. Model: the checkpoint file and its versions, the save tool's arguments (SPEC sections 3 and 4)
+# ════════════════════════════════════════════════════════════════════════════
+# The versions end to end are in TestE2eLoad (11.2).
+
+class TestCheckpointJson(unittest.TestCase):
+    def test_round_trips_every_field(self):
+        cp = make_checkpoint(
+            tasks=[cc.Task("a", cc.TaskStatus.DONE)], summary="s", next_steps=["n"], decisions=["d"],
+            modified_files=[cc.FileEntry("src/a.py", "M", cc.FileSource.GIT, note="n", hash="ab" * 20, auto=True)],
+            recent_commands=[cc.Command("ls", 0, "ok", "2026-10-08T02:23:55.477Z", auto=True, tool_use_id="t1")],
+            redactions=2, truncated=True, omitted_files=3, goal_auto=True,
+            hooks=cc.HookState(["t1"], {"session": 120}))
+        self.assertEqual(cc.Checkpoint.from_json(json.loads(json.dumps(cp.to_json()))), cp)
+
+    def test_reads_the_version_1_format_of_the_original_server(self):
+        seed = {"version": 1, "id": "ee5507c0-855e-44a5-85c1-d97b767537c9",
+                "createdAt": "2026-10-08T02:23:55.477Z", "updatedAt": "2026-10-08T02:23:55.477Z",
+                "generator": {"name": "claude-checkpoint-mcp", "version": "0.1.0"}, "project": {"name": "my-app"},
+                "git": {"branch": "feat/github-oauth", "head": "b2ef1b5919ee5d456ea146c9362a7abc92b1e556", "dirty": True},
+                "goal": {"primary": "Add GitHub OAuth", "tasks": [{"description": "OAuth callback route", "status": "done"}]},
+                "summary": "s", "nextSteps": ["n"], "decisions": ["d"],
+                "modifiedFiles": [{"path": "src/auth/session.ts", "status": "M", "source": "git", "note": "cookie options",
+                                   "hash": "9ec893ef673dac860e7e2b6fcaad602983eeb0b1"}],
+                "recentCommands": [{"command": "npm test -- auth", "exitCode": 1, "note": "2 failing",
+                                    "at": "2026-10-08T02:23:55.477Z"}],
+                "meta": {"redactions": 1, "truncated": False}}
+        cp = cc.Checkpoint.from_json(seed)
+        self.assertEqual(cp.goal, "Add GitHub OAuth")
+        self.assertEqual(cp.modified_files[0].note, "cookie options")
+        self.assertEqual(cp.to_json()["version"], cc.SCHEMA_VERSION)
+
+    def test_writes_version_1_which_the_original_server_reads_and_reads_version_2(self):
+        doc = make_checkpoint(hooks=cc.HookState(["t1"], {"s": 1}), goal_auto=True).to_json()
+        self.assertEqual(doc["version"], 1, "the original Node server refuses any version above 1")
+        for version in (1, 2):  # claude-checkpoint 1.0.0 wrote the same fields as version 2
+            with self.subTest(version=version):
+                cp = cc.Checkpoint.from_json(dict(doc, version=version))
+                self.assertEqual(cp.hooks.tool_use_ids, ["t1"])
+                self.assertEqual(cp.to_json()["version"], 1)
+
+    def test_refuses_a_newer_version_asking_to_upgrade(self):
+        doc = make_checkpoint().to_json()
+        doc["version"] = 3
+        with self.assertRaises(cc.UnsupportedVersion) as caught:
+            cc.Checkpoint.from_json(doc)
+        self.assertIn("Upgrade", str(caught.exception))
+
+    def test_names_the_bad_field_of_a_hand_edited_file(self):
+        too_deep = deep_nesting(5000, "list")  # quoting it whole would pass the recursion limit
+        cases = [("goal", "not an object", "goal"), ("modifiedFiles", [{"path": 3}], "modifiedFiles.path"),
+                 ("goal", {"primary": "g", "tasks": [{"description": "t", "status": too_deep}]}, "tasks.status"),
+                 ("version", "2", "version"), ("recentCommands", [{"command": "ls", "exitCode": "x"}],
+                                                 "recentCommands.exitCode")]
+        for key, value, named in cases:
+            with self.subTest(key=key):
+                doc = make_checkpoint().to_json()
+                doc[key] = value
+                with self.assertRaises(cc.CheckpointError) as caught:
+                    cc.Checkpoint.from_json(doc)
+                self.assertIn(named, str(caught.exception))
 
 
-def run_hook_process(test: unittest.TestCase, ws: Workspace, event: str, stdin: str | bytes, env: dict | None = None,
-             cwd: str | None = None) -> tuple:
-    """Run a hook; check what every hook promises (exit 0, no traceback, in bounded time).
-    Returns (completed process, seconds)."""
-    started = time.monotonic()
-    proc = ws.run_cli("hook", event, stdin=stdin, env=env or hook_env(ws), cwd=cwd, timeout=HOOK_BOUND_S + 15)
-    elapsed = time.monotonic() - started
-    test.assertEqual(proc.returncode, 0, proc.stderr.decode(errors="replace"))
-    test.assertNotIn(b"Traceback", proc.stderr)
-    test.assertLess(elapsed, HOOK_BOUND_S)
-    return proc, elapsed
+# ── 4.1 The save tool's arguments: the schema and its validation (SPEC section 3) ──
+
+class TestSaveArgumentValidation(unittest.TestCase):
+    def test_rejects_each_broken_rule_naming_the_field(self):
+        long = "x" * 501
+        cases = [
+            ({}, "goal"),
+            ({"goal": long}, "goal"),
+            ({"goal": 5}, "goal"),
+            ({"goal": "   "}, "goal"),
+            ({"goal": "g", "tasks": [{"description": "d", "status": "later"}]}, "tasks[0].status"),
+            ({"goal": "g", "tasks": [{"description": "d"}] * 31}, "tasks"),
+            ({"goal": "g", "tasks": [{"status": "done"}]}, "tasks[0].description"),
+            ({"goal": "g", "tasks": [{"description": "x" * 301}]}, "tasks[0].description"),
+            ({"goal": "g", "summary": "x" * 4001}, "summary"),
+            ({"goal": "g", "nextSteps": ["s"] * 21}, "nextSteps"),
+            ({"goal": "g", "decisions": ["x" * 501]}, "decisions[0]"),
+            ({"goal": "g", "modifiedFiles": [{"path": "a", "note": "x" * 301}]}, "modifiedFiles[0].note"),
+            ({"goal": "g", "modifiedFiles": [{"note": "n"}]}, "modifiedFiles[0].path"),
+            ({"goal": "g", "recentCommands": [{"command": "ls", "exitCode": "1"}]}, "recentCommands[0].exitCode"),
+            ({"goal": "g", "recentCommands": [{"command": "ls", "exitCode": True}]}, "recentCommands[0].exitCode"),
+            ({"goal": "g", "recentCommands": [{"command": "x" * 2001}]}, "recentCommands[0].command"),
+            ({"goal": "g", "recentCommands": [{"command": "ls"}] * 51}, "recentCommands"),
+            ({"goal": "g", "mode": "append"}, "mode"),
+            ({"goal": "g", "colour": "red"}, "colour"),
+            ({"goal": "g", "tasks": [{"description": "d", "owner": "me"}]}, "tasks[0].owner"),
+            ({"goal": "g", "tasks": "do it"}, "tasks"),
+            ({"goal": "bad \ud800 surrogate"}, "goal"),
+            ({"goal": "g", "decisions": ["nul \x00 inside"]}, "decisions[0]"),
+        ]
+        for arguments, field_name in cases:
+            with self.subTest(field=field_name, arguments=str(arguments)[:60]):
+                with self.assertRaises(cc.InvalidArgument) as caught:
+                    cc.parse_save_arguments(arguments)
+                self.assertTrue(str(caught.exception).startswith(field_name + ":"), str(caught.exception))
+
+    def test_accepts_the_seed_example_at_the_limits(self):
+        request = cc.parse_save_arguments({
+            "goal": "g" * 500, "tasks": [{"description": "d" * 300, "status": "blocked"}] * 30,
+            "summary": "s" * 4000, "nextSteps": ["n" * 500] * 20, "decisions": ["d" * 500] * 20,
+            "modifiedFiles": [{"path": "p", "note": "n" * 300}] * 100,
+            "recentCommands": [{"command": "c" * 2000, "exitCode": -1, "note": "n" * 500}] * 50,
+            "mode": "merge", "projectRoot": "/tmp"})
+        self.assertEqual(request.mode, cc.SaveMode.MERGE)
+        self.assertEqual(len(request.tasks), 30)
+        self.assertEqual(request.tasks[0].status, cc.TaskStatus.BLOCKED)
+
+    def test_schema_limits_match_the_validation_table(self):
+        schema = cc.SAVE_INPUT_SCHEMA["properties"]
+        self.assertEqual(schema["goal"]["maxLength"], 500)
+        self.assertEqual(schema["tasks"]["maxItems"], 30)
+        self.assertEqual(schema["recentCommands"]["items"]["properties"]["command"]["maxLength"], 2000)
+        self.assertFalse(cc.SAVE_INPUT_SCHEMA["additionalProperties"])
+        self.assertEqual(schema["tasks"]["items"]["properties"]["status"]["enum"],
+                         ["pending", "in_progress", "done", "blocked"])
 
 
-def stderr_lines(proc: subprocess.CompletedProcess) -> list:
-    return [line for line in proc.stderr.decode(errors="replace").splitlines() if line.strip()]
+def _cases_over_limits() -> list:
+    """(name, arguments, words the error must contain)."""
+    goal = "g"
+    return [
+        ("goal too long", {"goal": "x" * 501}, ("goal", "500")),
+        ("goal missing", {"summary": "s"}, ("goal",)),
+        ("goal not a string", {"goal": 42}, ("goal",)),
+        ("too many tasks", {"goal": goal, "tasks": [{"description": f"t{i}", "status": "done"}
+                                                     for i in range(31)]}, ("tasks", "30")),
+        ("task description too long", {"goal": goal, "tasks": [{"description": "d" * 301, "status": "done"}]},
+         ("description", "300")),
+        ("bad task status", {"goal": goal, "tasks": [{"description": "t", "status": "later"}]}, ("status",)),
+        ("tasks not a list", {"goal": goal, "tasks": "all of them"}, ("tasks",)),
+        ("unknown task field", {"goal": goal, "tasks": [{"description": "t", "owner": "me"}]}, ("owner",)),
+        ("summary too long", {"goal": goal, "summary": "s" * 4001}, ("summary", "4000")),
+        ("too many next steps", {"goal": goal, "nextSteps": ["n"] * 21}, ("nextSteps", "20")),
+        ("next step too long", {"goal": goal, "nextSteps": ["n" * 501]}, ("nextSteps", "500")),
+        ("too many decisions", {"goal": goal, "decisions": [f"d{i}" for i in range(21)]}, ("decisions", "20")),
+        ("decision not a string", {"goal": goal, "decisions": [7]}, ("decisions",)),
+        ("too many files", {"goal": goal, "modifiedFiles": [{"path": f"f{i}"} for i in range(101)]},
+         ("modifiedFiles", "100")),
+        ("file note too long", {"goal": goal, "modifiedFiles": [{"path": "a", "note": "n" * 301}]},
+         ("note", "300")),
+        ("too many commands", {"goal": goal, "recentCommands": [{"command": "ls"}] * 51},
+         ("recentCommands", "50")),
+        ("command too long", {"goal": goal, "recentCommands": [{"command": "c" * 2001}]}, ("command", "2000")),
+        ("command note too long", {"goal": goal, "recentCommands": [{"command": "ls", "note": "n" * 501}]},
+         ("note", "500")),
+        ("exitCode a string", {"goal": goal, "recentCommands": [{"command": "ls", "exitCode": "1"}]},
+         ("exitCode",)),
+        ("exitCode a float", {"goal": goal, "recentCommands": [{"command": "ls", "exitCode": 1.5}]},
+         ("exitCode",)),
+        ("exitCode a bool", {"goal": goal, "recentCommands": [{"command": "ls", "exitCode": True}]},
+         ("exitCode",)),
+        ("unknown field", {"goal": goal, "colour": "blue"}, ("colour",)),
+        ("bad mode", {"goal": goal, "mode": "append"}, ("mode",)),
+        ("projectRoot not a string", {"goal": goal, "projectRoot": 5}, ("projectRoot",)),
+    ]
 
 
-def commands_of(checkpoint: dict) -> list:
-    return [c["command"] for c in checkpoint.get("recentCommands", [])]
+class TestE2eSaveValidation(unittest.TestCase):
+    def test_arguments_over_a_limit_are_refused_and_nothing_is_written(self):
+        ws = Workspace(self)
+        server = start_server(self, ws)
+        main, prev = os.path.join(ws.repo, CHECKPOINT), os.path.join(ws.repo, BACKUP)
+        for phase in ("no checkpoint yet", "after a good save"):
+            if phase == "after a good save":
+                save_ok(server, **sample_save())
+            before = (read_bytes(main), read_bytes(prev))
+            for name, arguments, words in _cases_over_limits():
+                with self.subTest(phase=phase, case=name):
+                    result = server.call("save_session_checkpoint", arguments)
+                    self.assertIs(result.get("isError"), True, result)
+                    text = result["content"][0]["text"]
+                    for word in words:
+                        self.assertIn(word, text)
+                    self.assertNotIn("structuredContent", result)
+                    self.assertEqual((read_bytes(main), read_bytes(prev)), before)
+            self.assertFalse({n for n in checkpoint_names(ws.repo) if ".tmp" in n})
 
 
-def files_of(checkpoint: dict) -> dict:
-    return {f["path"]: f for f in checkpoint.get("modifiedFiles", [])}
+# ════════════════════════════════════════════════════════════════════════════
+# 5. Redaction: the rules, their examples, the corpora (SPEC section 6)
+# ════════════════════════════════════════════════════════════════════════════
+# End to end, redaction is checked where a text leaves: answers, logs and the handshake in
+# TestE2eSaveAnswer (11.2), transcripts in PreCompactHookTest (11.2), commit messages in
+# TestSavesRecordSnapshots (11.1), the command line's output in CommandLineTest (16).
+
+# ── 5.1 The rules and the corpora ──
+
+# Synthetic values only, assembled at run time so that no scanner mistakes this file for a leak.
+GHP = "ghp_" + "R8sT2uV4wX6yZ8aB0cD2eF4gH6iJ8kL0mN2o"
+AKIA = "AKIA" + "Q3ZB7NXS2KLM4PDW"
+SLACK = "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+JWT = "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+PEM_BODY = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"
 
 
-class PreCompactHookTest(unittest.TestCase):
-    """`hook pre-compact` merges what the transcript proves into the checkpoint."""
-
-    def setUp(self):
-        self.ws = Workspace(self, files={"README.md": "# demo\n", "src/app.py": "print('hi')\n",
-                                         "src/lib.py": "a = 1\n", "src/failed.py": "a = 1\n",
-                                         "src/read_only.py": "a = 1\n", "nb/analysis.ipynb": "{}\n"})
-        self.transcripts = temp_dir(self, "cc-transcripts-")
-
-    def pre_compact(self, transcript: Transcript, name: str = "session.jsonl", **extra) -> subprocess.CompletedProcess:
-        path = transcript.save(os.path.join(self.transcripts, name))
-        proc, _ = run_hook_process(self, self.ws, "pre-compact",
-                           hook_payload("pre-compact", path, self.ws.repo, transcript.session_id, **extra))
-        self.assertEqual(proc.stdout, b"", "pre-compact stdout goes into the compaction prompt")
-        return proc
-
-    def session(self) -> Transcript:
-        """Edits that worked and failed, a Read, commands that passed and failed, noise."""
-        t = Transcript(self.ws.repo)
-        t.attachment()
-        t.prompt("Make the login test pass")
-        t.noise()
-        t.edit("Edit", os.path.join(self.ws.repo, "src/app.py"))
-        t.edit("Write", os.path.join(self.ws.repo, "docs/new.md"))
-        self.ws.write("docs/new.md", "hello\n")
-        t.edit("MultiEdit", os.path.join(self.ws.repo, "src/lib.py"))
-        t.edit("NotebookEdit", os.path.join(self.ws.repo, "nb/analysis.ipynb"))
-        t.edit("Edit", os.path.join(self.ws.repo, "src/failed.py"), ok=False)
-        t.edit("Write", os.path.join(self.ws.repo, "src/never_written.py"), ok=False)
-        t.read(os.path.join(self.ws.repo, "src/read_only.py"))
-        t.attachment(50_000)
-        t.bash("npm test -- auth", exit_code=0)
-        t.bash("pytest -x tests/test_login.py", exit_code=2, output="1 failed")
-        return t
-
-    def test_records_successful_edits_and_not_failed_edits_or_reads(self):
-        self.pre_compact(self.session())
-        files = files_of(self.ws.checkpoint())
-        for path in ("src/app.py", "docs/new.md", "src/lib.py", "nb/analysis.ipynb"):
-            with self.subTest(recorded=path):
-                self.assertIn(path, files)
-        for path in ("src/failed.py", "src/never_written.py", "src/read_only.py"):
-            with self.subTest(not_recorded=path):
-                self.assertNotIn(path, files)
-        with open(os.path.join(self.ws.repo, "src/app.py"), "rb") as stream:
-            self.assertEqual(files["src/app.py"].get("hash"), blob_sha(stream.read()))
-
-    def test_records_bash_commands_with_their_exit_status(self):
-        self.pre_compact(self.session())
-        commands = {c["command"]: c for c in self.ws.checkpoint()["recentCommands"]}
-        self.assertEqual(list(commands), ["npm test -- auth", "pytest -x tests/test_login.py"])
-        self.assertEqual(commands["npm test -- auth"].get("exitCode"), 0)
-        self.assertEqual(commands["pytest -x tests/test_login.py"].get("exitCode"), 2)
-
-    def test_takes_the_first_real_prompt_as_goal_when_there_is_none(self):
-        t = Transcript(self.ws.repo)
-        t.not_prompts()
-        t.attachment()
-        t.prompt("Fix the flaky login test")
-        t.prompt("And then update the changelog")
-        t.bash("npm test")
-        self.pre_compact(t)
-        goal = self.ws.checkpoint()["goal"]
-        self.assertEqual(goal["primary"], "Fix the flaky login test")
-        self.assertTrue(goal.get("auto"), goal)
-
-    def test_never_overwrites_what_the_model_saved(self):
-        saved = sample_save(recentCommands=[{"command": "make build", "exitCode": 0}])
-        proc = self.ws.run_cli("save", stdin=json.dumps(saved))
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        before = self.ws.checkpoint()
-        self.pre_compact(self.session())
-        after = self.ws.checkpoint()
-        for key in ("goal", "summary", "nextSteps", "decisions", "id", "createdAt"):
-            with self.subTest(field=key):
-                self.assertEqual(after.get(key), before.get(key))
-        self.assertEqual(files_of(after)["src/app.py"].get("note"), "cookie options")
-        self.assertEqual(commands_of(after), ["make build", "npm test -- auth", "pytest -x tests/test_login.py"])
-        self.assertNotEqual(after["goal"]["primary"], "Make the login test pass")
-
-    def test_marks_what_it_added_as_automatic(self):
-        self.ws.run_cli("save", "--goal", "Ship the login page")
-        self.pre_compact(self.session())
-        checkpoint = self.ws.checkpoint()
-        self.assertFalse(checkpoint["goal"].get("auto"), "the model's goal is not automatic")
-        for command in checkpoint["recentCommands"]:
-            with self.subTest(command=command["command"]):
-                self.assertIs(command.get("auto"), True)
-        for path in ("src/app.py", "src/lib.py", "nb/analysis.ipynb"):  # clean in git: known only from the hook
-            with self.subTest(file=path):
-                self.assertIs(files_of(checkpoint)[path].get("auto"), True)
-
-    def test_redacts_secrets_taken_from_the_transcript(self):
-        token = fake_secret("ghp_", 36)
-        aws_key = fake_secret("AKIA", 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
-        t = Transcript(self.ws.repo)
-        t.prompt(f"Deploy with the AWS key {aws_key} to staging")
-        t.bash(f"export GITHUB_TOKEN={token}")
-        t.bash("gh auth status", output=f"token {token}")
-        self.pre_compact(t)
-        with open(os.path.join(self.ws.repo, ".claude-checkpoint"), "rb") as stream:
-            raw = stream.read()
-        for secret in (token, aws_key):
-            with self.subTest(secret=secret[:4]):
-                self.assertNotIn(secret.encode(), raw)
-        checkpoint = json.loads(raw)
-        self.assertIn("«redacted»", checkpoint["goal"]["primary"])
-        self.assertIn("export GITHUB_TOKEN=«redacted»", commands_of(checkpoint))
-        self.assertGreaterEqual(checkpoint["meta"]["redactions"], 2)
-
-    def test_running_twice_on_the_same_transcript_records_nothing_twice(self):
-        t = self.session()
-        self.pre_compact(t)
-        first = self.ws.checkpoint()
-        self.pre_compact(t)
-        second = self.ws.checkpoint()
-        self.assertEqual(commands_of(second), commands_of(first))
-        paths = [f["path"] for f in second["modifiedFiles"]]
-        self.assertEqual(sorted(paths), sorted(files_of(first)))
-        self.assertEqual(len(paths), len(set(paths)))
-
-    def test_a_compaction_that_rereads_the_transcript_elsewhere_records_nothing_twice(self):
-        """The same tool_use ids under another transcript key (no byte cursor to help)."""
-        t = self.session()
-        self.pre_compact(t)
-        t.session_id = "5d2f7c1e-0000-4000-8000-000000000002"
-        self.pre_compact(t, name="copy.jsonl")
-        self.assertEqual(commands_of(self.ws.checkpoint()), ["npm test -- auth", "pytest -x tests/test_login.py"])
-
-    def test_a_grown_transcript_adds_only_the_new_items(self):
-        t = self.session()
-        running = t.bash("npm run build", answered=False)  # still running at the first compaction
-        self.pre_compact(t)
-        self.assertEqual(commands_of(self.ws.checkpoint()), ["npm test -- auth", "pytest -x tests/test_login.py"])
-        t.bash_result(running, 0)
-        t.attachment(10_000)
-        t.prompt("Now update the docs too")
-        t.edit("Edit", os.path.join(self.ws.repo, "README.md"))
-        t.bash("git status", exit_code=0)
-        t.bash("npm test -- auth", exit_code=1, output="Exit status 1")  # the same command again is a new run
-        self.pre_compact(t)
-        checkpoint = self.ws.checkpoint()
-        self.assertEqual(commands_of(checkpoint), ["npm test -- auth", "pytest -x tests/test_login.py",
-                                                   "npm run build", "git status", "npm test -- auth"])
-        self.assertEqual(checkpoint["recentCommands"][-1].get("exitCode"), 1)
-        self.assertIn("README.md", files_of(checkpoint))
-        self.assertEqual(checkpoint["goal"]["primary"], "Make the login test pass", "the first prompt stays the goal")
-
-    def test_session_end_and_stop_record_like_pre_compact(self):
-        for event in ("session-end", "stop"):
-            with self.subTest(event=event):
-                ws = Workspace(self)
-                t = Transcript(ws.repo)
-                t.prompt("Tidy up")
-                t.edit("Edit", os.path.join(ws.repo, "src/app.py"))
-                t.bash("make lint", exit_code=0)
-                path = t.save(os.path.join(self.transcripts, f"{event}.jsonl"))
-                proc, _ = run_hook_process(self, ws, event, hook_payload(event, path, ws.repo))
-                self.assertEqual(proc.stdout, b"")
-                self.assertEqual(commands_of(ws.checkpoint()), ["make lint"])
-                self.assertIn("src/app.py", files_of(ws.checkpoint()))
-
-    def test_real_claude_code_transcript_records_its_commands_and_no_outside_file(self):
-        if not os.path.exists(REAL_TRANSCRIPT):
-            self.skipTest(f"{REAL_TRANSCRIPT} is missing")
-        path = os.path.join(self.transcripts, "real.jsonl")
-        shutil.copyfile(REAL_TRANSCRIPT, path)
-        proc, _ = run_hook_process(self, self.ws, "pre-compact",
-                           hook_payload("pre-compact", path, self.ws.repo, "358e99cd-8117-4491-b3e7-b76fc0e7e5dc"))
-        self.assertEqual(proc.stdout, b"")
-        checkpoint = self.ws.checkpoint()
-        commands = {c["command"]: c.get("exitCode") for c in checkpoint["recentCommands"]}
-        self.assertEqual(commands, {"echo hi": 0, "ls /nonexistent-dir-xyz": 2})
-        self.assertFalse([p for p in files_of(checkpoint) if "notes.txt" in p or p.startswith("/")],
-                         "its Write/Edit went to a folder outside this project")
-        self.assertEqual(checkpoint["goal"]["primary"], "Create notes.txt, say hi, then edit it")
+def redaction_corpus(name: str) -> dict | None:
+    path = os.path.join(CORPUS_DIR, name)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as stream:
+        return json.load(stream)
 
 
-class HookRobustnessTest(unittest.TestCase):
-    """A hook never blocks or breaks a session: exit 0, nothing on stdout, one line on stderr."""
+def measure_corpus(corpus: dict) -> tuple:
+    """(recall, keep-rate, missed cases, mangled benign cases)."""
+    missed = [c for c in corpus["secrets"] if any(s in cc.redact(c["text"])[0] for s in c["secrets"])]
+    mangled = [c for c in corpus["benign"] if cc.redact(c["text"])[0] != c["text"]]
+    return (1 - len(missed) / len(corpus["secrets"]), 1 - len(mangled) / len(corpus["benign"]), missed, mangled)
 
-    def setUp(self):
-        self.ws = Workspace(self)
-        self.transcript = Transcript(self.ws.repo)
-        self.transcript.prompt("Keep going")
-        self.transcript.bash("make test")
-        self.transcript_path = self.transcript.save(os.path.join(self.ws.home, "t.jsonl"))
 
-    def assert_one_clear_line(self, proc, *words: str) -> None:
-        lines = stderr_lines(proc)
-        self.assertEqual(len(lines), 1, lines)
-        for word in words:
-            self.assertIn(word.lower(), lines[0].lower())
+class TestRedaction(unittest.TestCase):
+    def test_replaces_only_the_secret_part(self):
+        cases = [
+            (f"export GITHUB_TOKEN={GHP}", "export GITHUB_TOKEN=«redacted»"),
+            ("GITHUB_CLIENT_SECRET=gh_live_8f2a91 npm run dev", "GITHUB_CLIENT_SECRET=«redacted» npm run dev"),
+            ('{"password": "hunter2", "user": "bob"}', '{"password": "«redacted»", "user": "bob"}'),
+            ("db_password: 'correct horse battery'", "db_password: '«redacted»'"),
+            ("psql postgres://app:s3cr3tpw@db:5432/x", "psql postgres://app:«redacted»@db:5432/x"),
+            ("curl -H 'Authorization: Bearer abc123def456ghi789' x", "curl -H 'Authorization: Bearer «redacted»' x"),
+            ("mysql -u root -pS3cretPw app", "mysql -u root -p«redacted» app"),
+            ("curl -u admin:pa55word https://x", "curl -u admin:«redacted» https://x"),
+            ("tool --password hunter2 --verbose", "tool --password «redacted» --verbose"),
+            ("tool --api-key=Zm9vYmFyYmF6cXV4", "tool --api-key=«redacted»"),
+            (f"aws key {AKIA} used", "aws key «redacted» used"),
+            (f"token {SLACK}!", "token «redacted»!"),
+            (f"jwt {JWT}", "jwt «redacted»"),
+            (f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----",
+             "-----BEGIN RSA PRIVATE KEY-----«redacted»-----END RSA PRIVATE KEY-----"),
+            (f'"key": "-----BEGIN PRIVATE KEY-----\\n{PEM_BODY}\\n-----END PRIVATE KEY-----\\n"',
+             '"key": "-----BEGIN PRIVATE KEY-----«redacted»-----END PRIVATE KEY-----\\n"'),
+        ]
+        for text, expected in cases:
+            with self.subTest(text=text[:50]):
+                self.assertEqual(cc.redact(text)[0], expected)
 
-    def test_bad_hook_input_exits_zero_with_one_stderr_line(self):
-        cases = {
-            "garbage stdin": (b"\x00\xffnot json{", ""),
-            "empty stdin": (b"", ""),
-            "a JSON array": (b"[1, 2]", ""),
-            "missing transcript": (hook_payload("pre-compact", os.path.join(self.ws.home, "gone.jsonl"),
-                                                self.ws.repo), "gone.jsonl"),
-            "transcript is a folder": (hook_payload("pre-compact", self.ws.home, self.ws.repo), "transcript"),
-            "transcript is an endless device": (hook_payload("pre-compact", "/dev/zero", self.ws.repo), "regular file"),
-        }
-        for name, (stdin, word) in cases.items():
-            with self.subTest(name):
-                proc, _ = run_hook_process(self, self.ws, "pre-compact", stdin)
-                self.assertEqual(proc.stdout, b"")
-                self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
-                self.assert_one_clear_line(proc, word)
+    def test_keeps_what_is_not_a_secret(self):
+        for text in ("echo $GITHUB_TOKEN", "API_KEY=${API_KEY}", "key = process.env.API_KEY",
+                     "token: ${{ secrets.NPM_TOKEN }}", 'os.environ["AWS_SECRET_ACCESS_KEY"]',
+                     "git checkout b2ef1b5919ee5d456ea146c9362a7abc92b1e556", "id 123e4567-e89b-12d3-a456-426614174000",
+                     "pytest tests/test_token.py -k test_password", "MAX_TOKENS=4096", "primary_key=True",
+                     'sort_key="name"', "docker login --password-stdin", "psql --password-file /run/secrets/pw",
+                     "https://github.com/org/repo.git", "git@github.com:org/repo.git", "## Tokens\n- rotate keys monthly",
+                     "def get_token(self):", "password_min_length = 12", "auth = HTTPBasicAuth(user, password)",
+                     "version 1.2.3-rc.1", "The refresh token expires after 1h"):
+            with self.subTest(text=text):
+                self.assertEqual(cc.redact(text), (text, 0))
 
-    def test_session_start_with_garbage_stdin_prints_nothing(self):
-        proc, _ = run_hook_process(self, self.ws, "session-start", b"\x00garbage")
-        self.assertEqual(proc.stdout, b"")
+    def test_redacts_known_values_from_the_environment(self):
+        text, count = cc.redact("curl -d k=zq81-plain-value https://x", known_secrets=["zq81-plain-value"])
+        self.assertEqual((text, count), ("curl -d k=«redacted» https://x", 1))
+        self.assertTrue(cc.is_secret_env_name("ANTHROPIC_API_KEY"))
+        self.assertTrue(cc.is_secret_env_name("DB_PASSWORD"))
+        self.assertFalse(cc.is_secret_env_name("SSH_AUTH_SOCK"))
+        self.assertFalse(cc.is_secret_env_name("MAX_TOKENS"))
 
-    def test_corrupt_checkpoint_is_reported_and_the_backup_kept(self):
-        good = json.dumps(sample_save())
-        for name, prev_valid in (("main corrupt, .prev good", True), ("both corrupt", False)):
-            with self.subTest(name):
-                ws = Workspace(self)
-                self.assertEqual(ws.run_cli("save", stdin=good).returncode, 0)
-                self.assertEqual(ws.run_cli("save", stdin=good).returncode, 0)  # makes a valid .prev
-                main, prev = (os.path.join(ws.repo, n) for n in (".claude-checkpoint", ".claude-checkpoint.prev"))
-                write(ws.repo, ".claude-checkpoint", b"{corrupt")
-                if not prev_valid:
-                    write(ws.repo, ".claude-checkpoint.prev", b"\xff\xfe also corrupt")
-                with open(prev, "rb") as stream:
-                    prev_before = stream.read()
-                proc, _ = run_hook_process(self, ws, "pre-compact", hook_payload("pre-compact", self.transcript_path, ws.repo))
-                self.assertEqual(proc.stdout, b"")
-                with open(prev, "rb") as stream:
-                    self.assertEqual(stream.read(), prev_before, "a corrupt file never overwrites .prev")
-                if prev_valid:  # recorded on top of the backup: nothing of the model's is lost
-                    with open(main, encoding="utf-8") as stream:
-                        checkpoint = json.load(stream)
-                    self.assertEqual(checkpoint["goal"]["primary"], sample_save()["goal"])
-                    self.assertIn("make test", commands_of(checkpoint))
-                self.assert_one_clear_line(proc, ".claude-checkpoint")
+    def test_counts_every_replacement_and_never_redacts_twice(self):
+        text, count = cc.redact(f"A={GHP} B={GHP}")
+        self.assertEqual((text, count), ("A=«redacted» B=«redacted»", 2))
+        self.assertEqual(cc.redact(text), (text, 0))
+
+    def test_replaces_long_session_credentials_whole(self):
+        # Patterns bound their values to stay linear; an accepted value that reaches the bound is
+        # followed to its end, bare or quoted, so no tail of a 400-character token is left behind.
+        token = "IQoJb3JpZ2luX2VjEXAMPLE/+" * 16 + "=="
+        for text, expected in (
+                (f"export A=1 B=two AWS_SESSION_TOKEN={token}; aws s3 ls", "export A=1 B=two AWS_SESSION_TOKEN=«redacted»; aws s3 ls"),
+                (f"export SESSION_TOKEN='{token * 5}' && next", "export SESSION_TOKEN='«redacted»' && next"),
+                (f"launchctl setenv AWS_SECURITY_TOKEN {token} && x", "launchctl setenv AWS_SECURITY_TOKEN «redacted» && x"),
+                (f"sshpass -p {token} ssh host", "sshpass -p «redacted» ssh host")):
+            with self.subTest(text=text[:40]):
+                self.assertEqual(cc.redact(text)[0], expected)
 
     @slow
-    def test_hanging_git_does_not_hold_the_session(self):
-        env = hook_env(self.ws, PATH=fake_git_folder(self, "sleep 30") + os.pathsep + os.environ["PATH"])
-        proc, _ = run_hook_process(self, self.ws, "pre-compact",
-                           hook_payload("pre-compact", self.transcript_path, self.ws.repo), env=env)
-        self.assertEqual(proc.stdout, b"")
-        self.assertEqual(commands_of(self.ws.checkpoint()), ["make test"])
-        self.assertIsNone(self.ws.checkpoint()["git"])
-        self.assert_one_clear_line(proc, "git")
+    def test_stays_linear_on_100_kb_adversarial_input(self):
+        # No timing assertion (shared machines): a catastrophic pattern would take minutes, not
+        # seconds, and the suite's own timeout catches it. The bench mode prints the figures.
+        for text in ("password=" * 11000, "x://" * 25000, "mysql " * 16000, "-----BEGIN PRIVATE KEY-----" * 3000,
+                     "eyJ" + "a" * 100000, "a: " * 33000, '"' * 100000, "--token " * 12000,
+                     "password was x1!y2@z3#w4$ " * 4000, "net user a " * 10000, "htpasswd" + " -bc 12" * 14000,
+                     "(echo a; " * 11000, '<add key="x" ' * 7000, "{a}" * 33000, "(a1" * 33000):
+            with self.subTest(text=text[:20]):
+                redacted, _ = cc.redact(text)
+                self.assertNotIn(GHP, redacted)
 
-    def test_filesystem_root_or_home_is_refused(self):
-        for name, folder in (("/", os.path.abspath(os.sep)), ("HOME", self.ws.home)):
+    @slow
+    def test_corpus_recall_and_keep_rate(self):
+        names = sorted(n for n in os.listdir(CORPUS_DIR) if n.endswith("_corpus.json")) if os.path.isdir(CORPUS_DIR) else []
+        if not names:
+            self.skipTest(".ci/corpus is not here (copied file alone)")
+        for name in names:
+            with self.subTest(corpus=name):
+                recall, keep, missed, mangled = measure_corpus(redaction_corpus(name))
+                self.assertGreaterEqual(recall, 0.99, [c["text"][:80] for c in missed])
+                self.assertGreaterEqual(keep, 0.98, [c["text"][:80] for c in mangled])
+
+    def test_every_free_text_field_is_redacted(self):
+        cp = make_checkpoint(goal=f"use {GHP}", tasks=[cc.Task(f"rotate {AKIA}")], summary=f"jwt {JWT}",
+                             next_steps=[f"t={GHP}"], decisions=[f"not {SLACK}"],
+                             modified_files=[cc.FileEntry("a", "M", cc.FileSource.GIT, note=f"k {GHP}")],
+                             recent_commands=[cc.Command(f"x {GHP}", 0, note=f"y {GHP}")])
+        redactor = cc.Redactor()
+        text = json.dumps(redactor.checkpoint(cp).to_json())
+        for secret in (GHP, AKIA, JWT, SLACK):
+            self.assertNotIn(secret, text)
+        self.assertEqual(redactor.count, 8)
+
+
+# ── 5.2 Each rule's catch and keep examples ──
+
+EXAMPLE_LINE = re.compile(r"#[ \t]+(catch|keep):[ \t]*(.*)$")
+EXAMPLE_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\\\n": "\\n", "\\\\t": "\\t"}
+
+
+def redaction_examples() -> list:
+    """(rule name, "catch" or "keep", text) for each `#   catch:` and `#   keep:` line under a
+    rule of REDACTION_TABLE. In an example, \\n is a newline, \\t a tab, \\\\n a backslash and an n
+    (any other backslash is itself), and in a catch example «…» marks each secret."""
+    examples, rule = [], None
+    for number, line in enumerate(cc.REDACTION_TABLE.splitlines(), 1):
+        if line.strip() and not line.startswith("#"):
+            rule = line.split(None, 1)[0]
+            continue
+        found = EXAMPLE_LINE.match(line)
+        if found is None:
+            if re.match(r"#\s*(?:catch|keep)\b", line):
+                raise AssertionError(f"REDACTION_TABLE line {number}: write `#   catch: TEXT` or `#   keep: TEXT`")
+            continue
+        if rule is None:
+            raise AssertionError(f"REDACTION_TABLE line {number}: an example above the first rule")
+        text = re.sub(r"\\\\[nt]|\\[nt]", lambda m: EXAMPLE_ESCAPES[m.group()], found.group(2))
+        examples.append((rule, found.group(1), text))
+    return examples
+
+
+def marked_secrets(example: str) -> tuple:
+    """A catch example's (text, secrets): the text without its «» marks and the marked values."""
+    secrets = re.findall(r"«([^«»]+)»", example)
+    return example.replace("«", "").replace("»", ""), secrets
+
+
+def redacted_forms(example: str) -> set:
+    """The example with each non-empty subset of its marked secrets replaced: what one rule
+    alone may leave (another rule may catch the rest)."""
+    marks = list(re.finditer(r"«[^«»]+»", example))
+    forms = set()
+    for subset in range(1, 2 ** len(marks)):
+        pieces, position = [], 0
+        for index, mark in enumerate(marks):
+            pieces.append(example[position:mark.start()].replace("«", "").replace("»", ""))
+            pieces.append(cc.REDACTED if subset >> index & 1 else mark.group()[1:-1])
+            position = mark.end()
+        pieces.append(example[position:].replace("«", "").replace("»", ""))
+        forms.add("".join(pieces))
+    return forms
+
+
+class TestRedactionRuleExamples(unittest.TestCase):
+    """Every rule shows beside it, in REDACTION_TABLE, a text it must catch and one it must keep."""
+
+    def setUp(self):
+        self.examples = redaction_examples()
+        self.patterns = {rule.name: (rule, pattern) for rule, pattern in cc._compiled_rules()}
+
+    def test_every_rule_has_a_catch_and_a_keep_example(self):
+        for name in self.patterns:
+            kinds = {kind for rule, kind, _ in self.examples if rule == name}
+            with self.subTest(rule=name):
+                self.assertEqual(kinds, {"catch", "keep"}, f"rule {name} needs a `#   catch:` and a `#   keep:` line")
+
+    def test_each_catch_example_is_caught_by_its_rule_and_by_redact(self):
+        for name, kind, example in self.examples:
+            if kind != "catch":
+                continue
+            text, secrets = marked_secrets(example)
+            with self.subTest(rule=name, example=example[:60]):
+                self.assertTrue(secrets, f"rule {name}: catch example {example!r} marks no secret with «»")
+                rule, pattern = self.patterns[name]
+                alone = cc._apply_rule(rule, pattern, text)[0]
+                self.assertIn(alone, redacted_forms(example),
+                              f"rule {name} alone does not replace just the marked secret of {example!r}: {alone!r}")
+                expected = re.sub(r"«[^«»]+»", cc.REDACTED, example)
+                self.assertEqual(cc.redact(text)[0], expected, f"rule {name}: redact() on catch example {example!r}")
+
+    def test_each_keep_example_is_kept_by_redact(self):
+        for name, kind, text in self.examples:
+            if kind != "keep":
+                continue
+            with self.subTest(rule=name, example=text[:60]):
+                redacted, hits = cc.redact(text)
+                if hits or redacted != text:
+                    culprits = [rule.name for rule, pattern in self.patterns.values() if cc._apply_rule(rule, pattern, text)[1]]
+                    self.fail(f"rule {name}: keep example {text!r} became {redacted!r} (changed by {', '.join(culprits)})")
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 6. Core: the merge table, the size cap, drift, transcripts, snapshot plans (SPEC sections 3, 4 and 10)
+# ════════════════════════════════════════════════════════════════════════════
+# Pure functions first, then their end-to-end siblings. Sub-sections are numbered like the
+# product's: 6.1 (blob hashing) is checked in 8, 6.2 (paths) in 10.
+
+# ── 6.3 Assembling a checkpoint: the merge table and the size cap (SPEC section 3) ──
+# The size cap end to end is in TestE2eSaveAnswer (11.2).
+
+def replace_cp(cp: cc.Checkpoint, **changes) -> cc.Checkpoint:
+    return cc.replace(cp, **changes)
+
+
+class TestMergeTable(unittest.TestCase):
+    def previous(self) -> cc.Checkpoint:
+        return make_checkpoint(
+            id="old-id", created_at="2026-01-01T00:00:00.000Z",
+            tasks=[cc.Task("a", cc.TaskStatus.PENDING), cc.Task("b", cc.TaskStatus.IN_PROGRESS)],
+            summary="old summary", next_steps=["old step"], decisions=["keep it simple"],
+            recent_commands=[cc.Command(f"cmd {i}", 0) for i in range(48)])
+
+    def build(self, previous, **arguments) -> cc.Checkpoint:
+        request = cc.parse_save_arguments({"goal": "new goal", **arguments})
+        return cc.build_checkpoint(previous, request, [], None, "2026-10-08T00:00:00.000Z", "new-id", "app")
+
+    def test_replace_sets_everything_and_starts_a_new_identity(self):
+        cp = self.build(None, tasks=[{"description": "z"}])
+        self.assertEqual((cp.id, cp.created_at), ("new-id", "2026-10-08T00:00:00.000Z"))
+        self.assertEqual([t.description for t in cp.tasks], ["z"])
+        self.assertIsNone(cp.summary)
+        self.assertEqual(cp.recent_commands, [])
+
+    def test_merge_updates_tasks_by_description_and_appends_new_ones(self):
+        cp = self.build(self.previous(), mode="merge",
+                        tasks=[{"description": "b", "status": "done"}, {"description": "c"}])
+        self.assertEqual([(t.description, t.status.value) for t in cp.tasks],
+                         [("a", "pending"), ("b", "done"), ("c", "pending")])
+        self.assertEqual((cp.id, cp.created_at), ("old-id", "2026-01-01T00:00:00.000Z"))
+        self.assertEqual(cp.goal, "new goal")
+
+    def test_merge_keeps_summary_and_next_steps_unless_given(self):
+        kept = self.build(self.previous(), mode="merge")
+        self.assertEqual((kept.summary, kept.next_steps), ("old summary", ["old step"]))
+        given = self.build(self.previous(), mode="merge", summary="new", nextSteps=["n1"])
+        self.assertEqual((given.summary, given.next_steps), ("new", ["n1"]))
+
+    def test_merge_appends_decisions_without_duplicates_dropping_the_oldest_past_20(self):
+        previous = replace_cp(self.previous(), decisions=[f"d{i}" for i in range(19)])
+        cp = self.build(previous, mode="merge", decisions=["d3", "new-1", "new-2"])
+        self.assertEqual(len(cp.decisions), 20)
+        self.assertEqual(cp.decisions[-2:], ["new-1", "new-2"])
+        self.assertNotIn("d0", cp.decisions)
+        self.assertEqual(cp.decisions.count("d3"), 1)
+
+    def test_merge_appends_commands_dropping_the_oldest_past_50(self):
+        cp = self.build(self.previous(), mode="merge",
+                        recentCommands=[{"command": "new 1"}, {"command": "new 2"}, {"command": "new 3"}])
+        self.assertEqual(len(cp.recent_commands), 50)
+        self.assertEqual(cp.recent_commands[0].command, "cmd 1")
+        self.assertEqual(cp.recent_commands[-1].command, "new 3")
+        self.assertTrue(cc.growth_truncated(self.previous(), cc.parse_save_arguments(
+            {"goal": "g", "recentCommands": [{"command": "x"}] * 3})))
+
+    def test_file_selection_attaches_agent_notes_and_keeps_inherited_notes(self):
+        git_entries = [("a.py", "M"), ("b.py", "??")]
+        notes = [cc.FileNote("a.py", "the fix"), cc.FileNote("docs/x.md", "committed")]
+        inherited = [cc.FileEntry("b.py", "??", cc.FileSource.GIT, note="old note"),
+                     cc.FileEntry("c.py", "M", cc.FileSource.AGENT, note="kept", hash="x")]
+        selection = cc.select_files(git_entries, notes, inherited)
+        by_path = {e.path: e for e in selection.entries}
+        self.assertEqual(list(by_path), ["a.py", "b.py", "docs/x.md", "c.py"])
+        self.assertEqual((by_path["a.py"].note, by_path["a.py"].source), ("the fix", cc.FileSource.GIT))
+        self.assertEqual(by_path["b.py"].note, "old note")
+        self.assertEqual((by_path["docs/x.md"].status, by_path["docs/x.md"].source), ("M", cc.FileSource.AGENT))
+        self.assertIsNone(by_path["c.py"].hash, "inherited entries are re-hashed, not trusted")
+
+    def test_file_selection_past_the_limit_keeps_notes_then_agent_then_git(self):
+        git_entries = [(f"g{i:03}", "M") for i in range(150)]
+        notes = [cc.FileNote("g149", "important"), cc.FileNote("agent-only")]
+        selection = cc.select_files(git_entries, notes, [], limit=100)
+        paths = [e.path for e in selection.entries]
+        self.assertEqual(len(paths), 100)
+        self.assertEqual(selection.omitted, 51)
+        self.assertIn("g149", paths)
+        self.assertIn("agent-only", paths)
+        self.assertEqual(paths[:3], ["g000", "g001", "g002"], "order stays git's")
+
+
+class TestE2eSaveModes(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.server = start_server(self, self.ws)
+
+    def test_merge_updates_tasks_by_description_and_keeps_what_is_not_resent(self):
+        save_ok(self.server, **sample_save())
+        first = self.ws.checkpoint()
+        result = save_ok(self.server, goal="New goal", mode="merge",
+                         tasks=[{"description": "Session cookie persistence", "status": "done"},
+                                {"description": "Logout tests", "status": "blocked"}],
+                         decisions=["Use iron-session, not express-session", "Keep SameSite lax"],
+                         recentCommands=[{"command": "npm test -- auth", "exitCode": 0, "note": "all green"}])
+        cp = self.ws.checkpoint()
+        self.assertEqual(result["structuredContent"]["mode"], "merge")
+        self.assertEqual(cp["goal"]["primary"], "New goal")
+        self.assertEqual([(t["description"], t["status"]) for t in cp["goal"]["tasks"]],
+                         [("OAuth callback route", "done"), ("Session cookie persistence", "done"),
+                          ("Logout endpoint", "pending"), ("Logout tests", "blocked")])
+        self.assertEqual(cp["summary"], first["summary"])
+        self.assertEqual(cp["nextSteps"], first["nextSteps"])
+        self.assertEqual(cp["decisions"], ["Use iron-session, not express-session", "Keep SameSite lax"])
+        self.assertEqual([c["command"] for c in cp["recentCommands"]],
+                         [c["command"] for c in first["recentCommands"]] + ["npm test -- auth"])
+        self.assertEqual((cp["id"], cp["createdAt"]), (first["id"], first["createdAt"]))
+
+    def test_merge_replaces_summary_and_next_steps_when_given(self):
+        save_ok(self.server, **sample_save())
+        save_ok(self.server, goal="g", mode="merge", summary="new summary", nextSteps=["only step"])
+        cp = self.ws.checkpoint()
+        self.assertEqual((cp["summary"], cp["nextSteps"]), ("new summary", ["only step"]))
+
+    def test_replace_sets_every_field_and_starts_a_new_checkpoint(self):
+        save_ok(self.server, **sample_save())
+        first = self.ws.checkpoint()
+        time.sleep(0.01)
+        save_ok(self.server, goal="Fresh start")
+        cp = self.ws.checkpoint()
+        self.assertEqual(cp["goal"]["primary"], "Fresh start")
+        self.assertEqual(cp["goal"]["tasks"], [])
+        self.assertFalse(cp.get("summary"))
+        self.assertEqual((cp["nextSteps"], cp["decisions"], cp["recentCommands"]), ([], [], []))
+        self.assertNotEqual(cp["id"], first["id"])
+        self.assertEqual(cp["createdAt"], cp["updatedAt"])
+
+    def test_merge_appends_commands_and_drops_the_oldest_past_50(self):
+        save_ok(self.server, goal="g", recentCommands=[{"command": f"echo c{i}"} for i in range(30)])
+        result = save_ok(self.server, goal="g", mode="merge",
+                         recentCommands=[{"command": f"echo c{i}"} for i in range(30, 60)])
+        cp = self.ws.checkpoint()
+        self.assertEqual([c["command"] for c in cp["recentCommands"]], [f"echo c{i}" for i in range(10, 60)])
+        self.assertIs(cp["meta"]["truncated"], True)
+        self.assertTrue(warnings_besides_git_ignore(result), result)
+
+    def test_merge_appends_decisions_deduplicated_and_drops_the_oldest_past_20(self):
+        save_ok(self.server, goal="g", decisions=[f"d{i}" for i in range(15)])
+        save_ok(self.server, goal="g", mode="merge", decisions=[f"d{i}" for i in range(15, 25)])
+        decisions = self.ws.checkpoint()["decisions"]
+        self.assertEqual(len(decisions), 20)
+        self.assertEqual(len(set(decisions)), 20)
+        self.assertEqual(decisions[-10:], [f"d{i}" for i in range(15, 25)])
+        self.assertNotIn("d1", decisions)
+        self.assertIs(self.ws.checkpoint()["meta"]["truncated"], True)
+
+    def test_merge_onto_a_missing_or_corrupt_file_acts_as_replace_with_a_warning(self):
+        for state in ("missing", "corrupt"):
+            with self.subTest(state=state):
+                for name in checkpoint_names(self.ws.repo):
+                    os.remove(os.path.join(self.ws.repo, name))
+                if state == "corrupt":
+                    self.ws.write(CHECKPOINT, "{ this is not json")
+                result = save_ok(self.server, goal="merged onto nothing", mode="merge",
+                                 tasks=[{"description": "only", "status": "pending"}])
+                cp = self.ws.checkpoint()
+                self.assertEqual(cp["goal"]["primary"], "merged onto nothing")
+                self.assertEqual(len(cp["goal"]["tasks"]), 1)
+                warnings = " ".join(result["structuredContent"]["warnings"]).lower()
+                self.assertIn("replace", warnings)
+
+
+class TestSizeCap(unittest.TestCase):
+    def test_drops_oldest_commands_first_to_fit_64_kb(self):
+        commands = [cc.Command(f"{i:02d} " + "c" * 1990, 0, "n" * 500) for i in range(50)]
+        cp, data = cc.fit_to_size(make_checkpoint(recent_commands=commands, summary="s" * 4000))
+        self.assertLessEqual(len(data), cc.MAX_CHECKPOINT_BYTES)
+        self.assertTrue(cp.truncated)
+        self.assertEqual(cp.recent_commands[-1].command[:2], "49")
+        self.assertGreater(len(cp.recent_commands), 10)
+        self.assertEqual(cp.summary, "s" * 4000, "commands go before anything else")
+        self.assertEqual(json.loads(data)["meta"]["truncated"], True)
+
+    def test_then_drops_files_without_notes_and_always_fits(self):
+        files = [cc.FileEntry("f" * 900 + str(i), "M", cc.FileSource.GIT, note="n" if i % 10 == 0 else None)
+                 for i in range(100)]
+        wide = "字" * 500  # three bytes each in UTF-8
+        cp, data = cc.fit_to_size(make_checkpoint(modified_files=files, decisions=[wide] * 20))
+        self.assertLessEqual(len(data), cc.MAX_CHECKPOINT_BYTES)
+        self.assertEqual(len([f for f in cp.modified_files if f.note]), 10, "entries with notes outlive the rest")
+        self.assertEqual(len(cp.decisions), 20)
+        self.assertGreater(cp.omitted_files, 0)
+        everything = make_checkpoint(
+            modified_files=files, decisions=[wide] * 20, next_steps=[wide] * 20, tasks=[cc.Task("字" * 300)] * 30,
+            summary="字" * 4000, goal="字" * 500)
+        cp, data = cc.fit_to_size(everything)
+        self.assertLessEqual(len(data), cc.MAX_CHECKPOINT_BYTES)
+        self.assertEqual(cp.goal, everything.goal, "the goal is never dropped")
+
+    def test_small_checkpoints_are_untouched(self):
+        cp, data = cc.fit_to_size(make_checkpoint())
+        self.assertFalse(cp.truncated)
+        self.assertEqual(data, cc.encode_checkpoint(make_checkpoint()))
+
+
+# ── 6.4 Drift: what changed since the checkpoint (SPEC section 4) ──
+# TestExactDrift calls the command-line helpers of 11.1 (cli, ok, ok_json); a commit of an
+# unchanged file is also no news in TestRewindEdges (11.1).
+
+class TestDrift(unittest.TestCase):
+    def test_flags_changed_and_gone_files_but_not_unchanged_ones(self):
+        cp = make_checkpoint(modified_files=[
+            cc.FileEntry("same.py", "M", cc.FileSource.GIT, hash="1" * 40),
+            cc.FileEntry("edited.py", "M", cc.FileSource.GIT, hash="2" * 40),
+            cc.FileEntry("gone.py", "M", cc.FileSource.GIT, hash="3" * 40),
+            cc.FileEntry("deleted.py", "D", cc.FileSource.GIT, hash=None)])
+        hashes = {"same.py": "1" * 40, "edited.py": "9" * 40, "gone.py": None, "deleted.py": None}
+        drift = cc.compute_drift(cp, cc.GitState("feat/x", "c" * 40, True), ["same.py", "new.py", ".claude-checkpoint"],
+                                 hashes, 2)
+        self.assertEqual(drift.changed_since, ["edited.py", "gone.py"])
+        self.assertEqual(drift.new_since, ["new.py"])
+        self.assertEqual(drift.commits_since, 2)
+        self.assertFalse(drift.branch_changed)
+
+    def test_unreachable_head_marks_every_recorded_file(self):
+        cp = make_checkpoint(modified_files=[cc.FileEntry("a.py", "M", cc.FileSource.GIT, hash="1" * 40)])
+        drift = cc.compute_drift(cp, cc.GitState("main", "c" * 40, False), [], {"a.py": "1" * 40}, None)
+        self.assertTrue(drift.unreachable)
+        self.assertEqual(drift.changed_since, ["a.py"])
+        self.assertTrue(drift.branch_changed)
+        self.assertIn("no longer reachable", "\n".join(cc.render_drift(drift)))
+
+
+class TestE2eDrift(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.ws.write("src/app.py", "print('work in progress')\n")
+        self.ws.write("notes.txt", "untracked notes\n")
+        self.server = start_server(self, self.ws)
+        save_ok(self.server, goal="drift", modifiedFiles=[{"path": "src/app.py", "note": "wip"}])
+        self.saved_head = self.ws.head()
+
+    def drift(self) -> dict:
+        return load_full(self.server)["drift"]
+
+    def test_nothing_changed_reports_no_drift(self):
+        drift = self.drift()
+        self.assertEqual((drift["branchChanged"], drift["commitsSince"], drift["changedSince"], drift["newSince"]),
+                         (False, 0, [], []))
+
+    def test_new_commit_is_counted(self):
+        self.ws.write("other.txt", "other\n")
+        self.ws.git("add", "other.txt")
+        self.ws.git("commit", "-qm", "other")
+        self.assertEqual(self.drift()["commitsSince"], 1)
+        self.assertIn("1 new commit(s) on HEAD", self.server.load())
+
+    def test_branch_change_is_reported(self):
+        self.ws.git("checkout", "-qb", "feature")
+        drift = self.drift()
+        self.assertEqual((drift["branchChanged"], drift["currentBranch"]), (True, "feature"))
+
+    def test_edited_saved_file_is_flagged(self):
+        self.ws.write("src/app.py", "print('edited after the save')\n")
+        self.assertEqual(self.drift()["changedSince"], ["src/app.py"])
+        since = self.server.load().split("## Since this checkpoint", 1)[1]
+        self.assertIn("`src/app.py`", since)
+
+    def test_file_committed_unchanged_is_not_flagged(self):
+        self.ws.git("add", "src/app.py", "notes.txt")
+        self.ws.git("commit", "-qm", "commit as saved")
+        drift = self.drift()
+        self.assertEqual((drift["commitsSince"], drift["changedSince"]), (1, []))
+
+    def test_deleted_saved_file_is_flagged(self):
+        os.remove(os.path.join(self.ws.repo, "notes.txt"))
+        self.assertIn("notes.txt", self.drift()["changedSince"])
+
+    def test_file_created_after_the_save_is_new_since(self):
+        self.ws.write("fresh.txt", "new\n")
+        drift = self.drift()
+        self.assertEqual(drift["newSince"], ["fresh.txt"])
+        self.assertNotIn("fresh.txt", drift["changedSince"])
+        self.assertIn("fresh.txt", self.server.load())
+
+    def test_saved_commit_no_longer_reachable_after_reset_or_amend(self):
+        for how in ("reset", "amend"):
+            with self.subTest(how=how):
+                ws = Workspace(self, files={"a.txt": "a\n"})
+                ws.write("b.txt", "b\n")
+                ws.git("add", "b.txt")
+                ws.git("commit", "-qm", "second")
+                ws.write("a.txt", "dirty\n")
+                server = start_server(self, ws)
+                save_ok(server, goal="before history rewrite")
+                saved = ws.head()
+                if how == "reset":
+                    ws.git("reset", "-q", "--hard", "HEAD~1")
+                else:
+                    ws.git("commit", "-q", "--amend", "-m", "amended")
+                brief = server.load()
+                found = re.search(r"Saved commit ([0-9a-f]{7,40}) is no longer reachable", brief)
+                self.assertIsNotNone(found, brief)
+                self.assertTrue(saved.startswith(found.group(1)))
+                self.assertIn("a.txt", load_full(server)["drift"]["changedSince"])  # treated as needing a re-read
+
+    def test_no_drift_section_outside_a_repository_or_without_a_saved_head(self):
+        for name, options in [("not a repository", {"init": False}), ("no commits yet", {"commit": False})]:
             with self.subTest(name):
-                env = dict(hook_env(self.ws), CLAUDE_PROJECT_DIR=folder)
-                for event in ("pre-compact", "session-start"):
-                    proc, _ = run_hook_process(self, self.ws, event, hook_payload(event, self.transcript_path, folder),
-                                       env=env, cwd=folder)
-                    self.assertEqual(proc.stdout, b"")
-                    self.assert_one_clear_line(proc, "root")
-                self.assertFalse(os.path.exists(os.path.join(folder, ".claude-checkpoint")))
+                ws = Workspace(self, **options)
+                server = start_server(self, ws)
+                save_ok(server, goal=name)
+                ws.write("later.txt", "written after the save\n")
+                self.assertNotIn("## Since this checkpoint", server.load())
+                self.assertFalse(load_full(server)["drift"])
 
 
-@slow
-class LargeTranscriptTest(unittest.TestCase):
-    """Transcripts are big (attachments are ~80% of the bytes): the hook streams them."""
+class TestExactDrift(unittest.TestCase):
+    """With a snapshot, load compares every file, not only the 100 recorded ones."""
 
-    def test_a_50_mb_transcript_is_read_quickly_and_completely(self):
+    def test_300_dirty_files_are_no_news_until_one_of_them_changes(self):
+        files = {f"f{number:03d}.txt": f"original {number}\n" for number in range(300)}
+        files["README.md"] = "# demo\n"
+        ws = Workspace(self, files=files)
+        for number in range(300):
+            ws.write(f"f{number:03d}.txt", f"dirty {number}\n")
+        ok(self, cli(ws, "save", "--goal", "many dirty files"))
+        self.assertTrue(ws.checkpoint().get("snapshot"), "the save recorded a snapshot")
+        drift = ok_json(self, cli(ws, "show", "--full"))["drift"]
+        news = set(drift["newSince"]) | set(drift["changedSince"])
+        self.assertEqual(sorted(p for p in news if p.startswith("f")), [], "dirty at save time and unchanged")
+        recorded = {entry["path"] for entry in ws.checkpoint()["modifiedFiles"]}
+        unrecorded = sorted(set(files) - recorded - {"README.md"})
+        self.assertTrue(unrecorded, "the checkpoint records at most 100 files")
+        target = unrecorded[len(unrecorded) // 2]
+        ws.write(target, "changed after the save\n")
+        ws.write("README.md", "also changed\n")
+        drift = ok_json(self, cli(ws, "show", "--full"))["drift"]
+        news = set(drift["newSince"]) | set(drift["changedSince"])
+        self.assertIn(target, news)
+        self.assertIn("README.md", news)
+        self.assertEqual(sorted(p for p in news if p.startswith("f") and p != target), [])
+        server = start_server(self, ws)
+        drift = load_full(server)["drift"]
+        self.assertIn(target, set(drift["newSince"]) | set(drift["changedSince"]))
+
+
+# ── 6.5 Transcripts: what a Claude Code session provably did ──
+# End to end, through the hooks: 11.2.
+
+class TestTranscriptScanner(unittest.TestCase):
+    @staticmethod
+    def lines(*records) -> list:
+        return [(json.dumps(r) if not isinstance(r, str) else r).encode() + b"\n" for r in records]
+
+    @staticmethod
+    def use(call_id, name, **arguments) -> dict:
+        return {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": call_id, "name": name, "input": arguments}]}}
+
+    @staticmethod
+    def result(call_id, error=False, text="ok") -> dict:
+        block = {"type": "tool_result", "tool_use_id": call_id, "content": text}
+        if error:
+            block["is_error"] = True
+        return {"type": "user", "message": {"role": "user", "content": [block]}, "toolUseResult": text}
+
+    def scan(self, lines, seen=(), want_prompt=True) -> cc.TranscriptFacts:
+        scanner = cc.TranscriptScanner(seen, want_prompt=want_prompt)
+        offset = 0
+        for line in lines:
+            scanner.feed(line, offset)
+            offset += len(line)
+        return scanner.finish()
+
+    def test_records_successful_edits_and_commands_with_exit_codes(self):
+        facts = self.scan(self.lines(
+            {"type": "user", "isMeta": True, "message": {"role": "user", "content": "<local-command-caveat>x"}},
+            {"type": "user", "message": {"role": "user", "content": "<command-name>/clear</command-name>"}},
+            {"type": "user", "message": {"role": "user", "content": "Fix the login bug"}},
+            self.use("t1", "Write", file_path="/p/a.py", content="x"), self.result("t1"),
+            self.use("t2", "Edit", file_path="/p/b.py"), self.result("t2", error=True, text="String not found"),
+            self.use("t3", "Bash", command="npm test", description="Run tests"),
+            self.result("t3", error=True, text="Exit code 2\nfailed"),
+            self.use("t4", "Bash", command="echo hi"), self.result("t4"),
+            self.use("t5", "Read", file_path="/p/c.py"), self.result("t5"),
+            self.use("t6", "NotebookEdit", notebook_path="/p/n.ipynb"), self.result("t6"),
+            self.use("t7", "MultiEdit", file_path="/p/a.py"), self.result("t7"),
+            "{broken json", {"type": "attachment", "attachment": {"x": 1}}, '"just a string"'))
+        self.assertEqual(facts.first_prompt, "Fix the login bug")
+        self.assertEqual(facts.edited_files, [("/p/a.py", "t1"), ("/p/n.ipynb", "t6")])
+        self.assertEqual([(c.command, c.exit_code, c.note) for c in facts.commands],
+                         [("npm test", 2, "Run tests"), ("echo hi", 0, None)])
+        self.assertTrue(all(c.auto for c in facts.commands))
+        self.assertEqual(sorted(facts.taken_ids), ["t1", "t3", "t4", "t6", "t7"])
+
+    def test_skips_seen_ids_and_stops_its_cursor_before_a_pending_call(self):
+        lines = self.lines(self.use("t1", "Bash", command="ls"), self.result("t1"),
+                           self.use("t2", "Bash", command="sleep 1"))
+        facts = self.scan(lines, seen=["t1"])
+        self.assertEqual(facts.commands, [])
+        self.assertEqual(facts.resume_offset, len(lines[0]) + len(lines[1]))
+
+    def test_fields_of_the_wrong_type_are_skipped_not_trusted(self):
+        hostile = {"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": "t9", "name": ["Bash"], "input": {"command": "ls"}},
+            {"type": "tool_use", "id": ["t8"], "name": "Bash", "input": {"command": "ls"}}]}}
+        facts = self.scan(self.lines(
+            hostile, self.use("t1", "Bash", command="make"),
+            {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": {"t1": 1}}]}},
+            {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": ["t1"]}]}},
+            self.result("t1")))
+        self.assertEqual([c.command for c in facts.commands], ["make"])
+
+    def test_exit_code_from_result_text(self):
+        for text, code in (("Exit code 127\nnot found", 127), ("Error: Exit code 1", 1), ("killed", 1),
+                           ([{"type": "text", "text": "Exit code 3"}], 3)):
+            with self.subTest(text=text):
+                self.assertEqual(cc._exit_code({"content": text}), code)
+
+
+# ── 6.6 Snapshots: trees, restore plans, ids, skip rules (SPEC section 10) ──
+# End to end in 11.1, whose git_raw this uses.
+
+class TestRewindCore(unittest.TestCase):
+    def test_tree_encoding_round_trips_and_matches_git_ids(self):
         ws = Workspace(self)
-        t = Transcript(ws.repo)
-        t.prompt("Refactor the parser")
-        blob = "y" * 50_000  # twice per Read line: content and toolUseResult
-        for i in range(500):
-            if i % 2:
-                t.attachment(100_000)
-            else:  # a big Read result: it says "tool_result", so only a cheap check can skip it
-                tool_id = t.call("Read", {"file_path": os.path.join(ws.repo, "README.md")})
-                t.result(tool_id, blob, None, {"type": "text", "file": {"content": blob}})
-            if i % 50 == 0:
-                t.bash(f"pytest -k case{i}", exit_code=0 if i % 100 else 1)
-        t.edit("Edit", os.path.join(ws.repo, "src/app.py"))
-        path = t.save(os.path.join(ws.home, "big.jsonl"))
-        self.assertGreater(os.path.getsize(path), 50_000_000)
+        for name in ("a", "a.c", "a-b", "b/x", "b.txt", "b0/y", "z"):
+            ws.write(name, name)
+        ws.git("add", "-A")
+        top = ws.git("write-tree").strip()
+        raw = git_raw(ws, "cat-file", "tree", top)
+        self.assertEqual(cc.encode_tree(cc.parse_tree(raw)), raw)
+        self.assertEqual(cc.tree_id(raw), top)
+
+    def test_rebuild_trees_replaces_a_folder_with_a_file_and_drops_emptied_folders(self):
+        trees = {"": {b"a": (cc.TREE_MODE, "1" * 40), b"k": ("100644", "2" * 40)}, "a": {b"x": ("100644", "3" * 40)}}
+        _, written = cc.rebuild_trees(trees, {"a/x": None, "a": ("100644", "4" * 40)})
+        self.assertEqual(cc.parse_tree(written[-1][1]), {b"a": ("100644", "4" * 40), b"k": ("100644", "2" * 40)})
+        _, written = cc.rebuild_trees(trees, {"a/x": None})
+        self.assertEqual(cc.parse_tree(written[-1][1]), {b"k": ("100644", "2" * 40)})
+
+    def test_plan_restore_refuses_or_skips_what_it_does_not_manage(self):
+        cases = [  # (changes, on_disk, folder_files, ignored, skipped_now, expected)
+            ([cc.TreeChange("A", "d", "100644", "1" * 40)], {"d": "dir"}, {"d": ["d/build.log"]}, set(), {}, "refuse"),
+            ([cc.TreeChange("A", "d", "100644", "1" * 40), cc.TreeChange("D", "d/a")],
+             {"d": "dir", "d/a": "file"}, {"d": ["d/a"]}, set(), {}, "write"),
+            ([cc.TreeChange("A", "f/x", "100644", "1" * 40)], {"f": "file", "f/x": "missing"}, {}, set(), {}, "refuse"),
+            ([cc.TreeChange("A", "l/x", "100644", "1" * 40)], {"l": "symlink", "l/x": "missing"}, {}, set(), {}, "skip"),
+            ([cc.TreeChange("A", "n/x", "100644", "1" * 40)], {"n": "repo", "n/x": "missing"}, {}, set(), {}, "skip"),
+            ([cc.TreeChange("A", "out.log", "100644", "1" * 40)], {"out.log": "missing"}, {}, {"out.log"}, {}, "skip"),
+            ([cc.TreeChange("A", "big", "100644", "1" * 40)], {"big": "file"}, {}, set(), {"big": "too big"}, "skip"),
+            ([cc.TreeChange("M", "m", "100755", "1" * 40)], {"m": "file"}, {}, set(), {}, "write"),
+            ([cc.TreeChange("A", ".claude-checkpoint", "100644", "1" * 40)], {}, {}, set(), {}, "nothing"),
+        ]
+        for changes, on_disk, folder_files, ignored, skipped, expected in cases:
+            with self.subTest(changes=changes):
+                plan = cc.plan_restore(changes, on_disk, folder_files, ignored, skipped)
+                outcome = ("refuse" if plan.refusals else "skip" if plan.skipped
+                           else "write" if plan.write else "nothing")
+                self.assertEqual(outcome, expected, plan)
+
+    def test_find_snapshot_by_latest_prefix_and_a_clear_error(self):
+        snaps = [cc.Snapshot(c[:9], c, "r", "t", "", "save", None, None, "", 0) for c in ("ab12" + "0" * 36, "ab34" + "0" * 36)]
+        self.assertIs(cc.find_snapshot(snaps, None), snaps[0])
+        self.assertIs(cc.find_snapshot(snaps, "latest"), snaps[0])
+        self.assertIs(cc.find_snapshot(snaps, "AB34"), snaps[1])
+        with self.assertRaisesRegex(cc.SnapshotError, "more than one"):
+            cc.find_snapshot(snaps, "ab")  # too short to be unique
+        with self.assertRaisesRegex(cc.SnapshotError, "ab1200000, ab3400000"):
+            cc.find_snapshot(snaps, "cafe")
+        with self.assertRaises(cc.NothingToDo):
+            cc.find_snapshot([], None)
+
+    def test_skip_reasons(self):
+        cases = [(".env", "file", 10, True, "secret"), ("config/.env.production", "file", 10, True, "secret"),
+                 ("keys/id_ed25519.pub", "file", 10, True, "secret"), (".env", "file", 10, False, None),
+                 ("big.bin", "file", 11, True, "larger"), ("big.bin", "file", 11, False, None),
+                 ("vendor/lib/", "repo", 0, True, "nested"), ("sub", "dir", 0, False, "submodule"),
+                 ("src/env.py", "file", 10, True, None), ("fifo", "other", 0, True, "regular")]
+        for rel, kind, size, untracked, expected in cases:
+            with self.subTest(rel=rel):
+                reason = cc.snapshot_skip_reason(rel, kind, size, untracked, 10)
+                self.assertEqual(reason is None, expected is None, reason)
+                if expected:
+                    self.assertIn(expected, reason)
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 7. Rendering: the resume brief and the answer texts (SPEC sections 3 and 4)
+# ════════════════════════════════════════════════════════════════════════════
+# End to end: the brief in TestE2eLoad, the save's answer in TestE2eSaveAnswer (both 11.2).
+
+class TestBrief(unittest.TestCase):
+    def seed_result(self, drift=None) -> cc.LoadResult:
+        cp = make_checkpoint(
+            goal="Add GitHub OAuth login with persistent sessions",
+            tasks=[cc.Task("OAuth callback route", cc.TaskStatus.DONE),
+                   cc.Task("Session cookie persistence", cc.TaskStatus.IN_PROGRESS),
+                   cc.Task("Logout endpoint"), cc.Task("Rotate keys", cc.TaskStatus.BLOCKED)],
+            summary="Callback exchanges the code and creates a session, but the cookie is dropped on reload.",
+            next_steps=["Set sameSite: 'lax'", "Re-run npm test -- auth", "Start the logout endpoint"],
+            decisions=["Use iron-session, not express-session (needs edge runtime support)"],
+            modified_files=[cc.FileEntry("src/auth/session.ts", "M", cc.FileSource.GIT, note="cookie options"),
+                            cc.FileEntry("src/auth/callback.ts", "M", cc.FileSource.GIT),
+                            cc.FileEntry("src/auth/session.spec.ts", "??", cc.FileSource.GIT)],
+            recent_commands=[cc.Command("GITHUB_CLIENT_SECRET=«redacted» npm run dev", 0),
+                             cc.Command("npm test -- auth", 1, "2 failing in session.spec.ts"),
+                             cc.Command("make", None)],
+            git=cc.GitState("feat/github-oauth", "b2ef1b5919ee5d456ea146c9362a7abc92b1e556", True))
+        return cc.LoadResult(True, "/home/me/my-app/.claude-checkpoint", "/home/me/my-app", checkpoint=cp, drift=drift)
+
+    def test_renders_the_seed_example_sections_and_markers(self):
+        saved = cc.parse_timestamp("2026-10-08T02:23:55.477Z")
+        brief = cc.render_brief(self.seed_result(), saved + 120)
+        self.assertTrue(brief.startswith("# Resuming: my-app (checkpoint saved 2m ago, 2026-10-08 02:23:55 UTC)\n"
+                                         "Branch `feat/github-oauth` @ b2ef1b591 (uncommitted changes)\n"), brief)
+        for expected in ("## Goal\nAdd GitHub OAuth", "- [x] OAuth callback route", "- [~] Session cookie persistence",
+                         "- [ ] Logout endpoint", "- [!] Rotate keys", "## Where things stand", "1. Set sameSite",
+                         "## Decisions & gotchas", "## Files touched (3)",
+                         "- src/auth/session.ts (M) — cookie options", "- src/auth/session.spec.ts (??)",
+                         "## Recent commands (last 3, oldest first)",
+                         "- ✓ `GITHUB_CLIENT_SECRET=«redacted» npm run dev`",
+                         "- ✗ exit 1 `npm test -- auth` — 2 failing in session.spec.ts", "- · `make`"):
+            self.assertIn(expected, brief)
+        self.assertLess(len(brief.encode()), 1500)
+
+    def test_puts_news_first_and_leaves_out_empty_sections(self):
+        drift = cc.Drift(False, "feat/github-oauth", 1, ["src/auth/session.ts"], [])
+        brief = cc.render_brief(self.seed_result(drift), NOW)
+        self.assertLess(brief.index("## Since this checkpoint"), brief.index("## Goal"))
+        self.assertIn("- 1 new commit(s) on HEAD", brief)
+        self.assertIn("- ⚠ Changed after the checkpoint, re-read before editing: `src/auth/session.ts`", brief)
+        bare = cc.render_brief(cc.LoadResult(True, "/p/.claude-checkpoint", "/p",
+                                             checkpoint=make_checkpoint(git=None)), NOW)
+        for absent in ("## Tasks", "## Where things stand", "## Next steps", "## Files", "## Recent", "## Since", "Branch"):
+            self.assertNotIn(absent, bare)
+
+    def test_cuts_long_lists(self):
+        cp = make_checkpoint(tasks=[cc.Task(f"task {i}") for i in range(30)],
+                             modified_files=[cc.FileEntry(f"f{i}", "M", cc.FileSource.GIT) for i in range(40)])
+        brief = cc.render_brief(cc.LoadResult(True, "/p/.claude-checkpoint", "/p", checkpoint=cp), NOW)
+        self.assertIn(f"- … and {30 - cc.BRIEF_SHOW['tasks']} more", brief)
+        self.assertIn(f"- … and {40 - cc.BRIEF_SHOW['files']} more", brief)
+
+    def test_nothing_to_resume_is_a_message_not_an_error(self):
+        text = cc.render_brief(cc.LoadResult(False, "/p/.claude-checkpoint", "/p"), NOW)
+        self.assertIn("nothing to resume", text)
+
+    def test_save_answer_matches_the_seed(self):
+        cp = self.seed_result().checkpoint
+        outcome = cc.SaveOutcome("/home/me/code/my-app/.claude-checkpoint", "/home/me/code/my-app", 2202,
+                                 cc.SaveMode.REPLACE, cp, ["Redacted 1 secret-looking value(s)."])
+        self.assertEqual(cc.render_save_answer(outcome),
+                         "Checkpoint saved to /home/me/code/my-app/.claude-checkpoint (2202 bytes, replace).\n"
+                         "4 task(s), 3 file(s), 3 command(s) on feat/github-oauth@b2ef1b591.\n"
+                         "⚠ Redacted 1 secret-looking value(s).")
+
+    def test_timestamps_round_trip_and_match_the_calendar(self):
+        import calendar
+        for text in ("1970-01-01T00:00:00.000Z", "2026-10-08T02:23:55.477Z", "2000-02-29T23:59:59.999Z",
+                     "1999-12-31T12:00:00.001Z", "2100-03-01T00:00:00.000Z"):
+            with self.subTest(text=text):
+                epoch = cc.parse_timestamp(text)
+                self.assertEqual(cc.format_timestamp(epoch), text)
+                expected = calendar.timegm(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")) + int(text[20:23]) / 1000
+                self.assertAlmostEqual(epoch, expected, places=6)
+        self.assertEqual(cc.parse_timestamp("2026-10-08T04:23:55+02:00"), cc.parse_timestamp("2026-10-08T02:23:55Z"))
+        self.assertEqual(cc.parse_timestamp("2026-10-08 02:23:55"), cc.parse_timestamp("2026-10-08T02:23:55.000Z"))
+        for broken in ("yesterday", "2026-13-01T00:00:00Z", "", "2026-10-08T02:23:55.477Zjunk"):
+            self.assertIsNone(cc.parse_timestamp(broken))
+
+    def test_human_ages(self):
+        for seconds, text in ((0, "just now"), (42, "42s ago"), (120, "2m ago"), (7200, "2h ago"), (3 * 86400, "3d ago")):
+            with self.subTest(seconds=seconds):
+                self.assertEqual(cc.human_age(seconds), text)
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 8. Git adapter: status parsing, real repositories, git facts, missing and hanging git (SPEC sections 3 and 7)
+# ════════════════════════════════════════════════════════════════════════════
+# Snapshots as commits (8.1) are checked through the rewind, in 11.1.
+
+class TestStatusParsing(unittest.TestCase):
+    def test_reduces_porcelain_codes(self):
+        for kind, xy, expected in (("1", ".M", "M"), ("1", "M.", "M"), ("1", "A.", "A"), ("1", "AM", "A"),
+                                   ("1", "AD", "D"), ("1", ".D", "D"), ("1", "D.", "D"), ("1", "T.", "M"),
+                                   ("2", "R.", "R"), ("2", "RM", "R"), ("2", "C.", "A"), ("u", "UU", "U"),
+                                   ("?", "??", "??")):
+            with self.subTest(kind=kind, xy=xy):
+                self.assertEqual(cc.reduce_status(kind, xy), expected)
+
+    def test_parses_branch_head_renames_and_prefix(self):
+        raw = (b"# branch.oid " + b"a" * 40 + b"\0# branch.head feat/x\0"
+               b"1 .M N... 100644 100644 100644 " + b"1" * 40 + b" " + b"1" * 40 + b" sub/a b.py\0"
+               b"2 R. N... 100644 100644 100644 " + b"2" * 40 + b" " + b"2" * 40 + b" R100 sub/new.py\0sub/old.py\0"
+               b"? sub/.claude-checkpoint.prev\0? other/x\0? sub/\xc3\xa9.txt\0")
+        scan = cc.parse_status(raw, "sub/")
+        self.assertEqual(scan.state, cc.GitState("feat/x", "a" * 40, True))
+        self.assertEqual(scan.changes, [("a b.py", "M"), ("new.py", "R"), ("é.txt", "??")])
+
+    def test_no_commits_and_detached_head(self):
+        self.assertIsNone(cc.parse_status(b"# branch.oid (initial)\0# branch.head main\0? a\0").state)
+        detached = cc.parse_status(b"# branch.oid " + b"b" * 40 + b"\0# branch.head (detached)\0")
+        self.assertEqual(detached.state, cc.GitState(None, "b" * 40, False))
+
+
+class TestGitAdapter(unittest.TestCase):
+    def with_env(self, ws: Workspace):
+        """Run the adapter in-process with the workspace's isolated git configuration."""
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(ws.env)
+        self.addCleanup(lambda: (os.environ.clear(), os.environ.update(saved)))
+
+    def test_scan_reports_statuses_and_hashes_equal_to_git_hash_object(self):
+        ws = Workspace(self, {"keep.txt": "k\n", "mod.txt": "m\n", "gone.txt": "g\n", "old.txt": "o\n" * 50,
+                              "dir/nested.txt": "n\n"})
+        self.with_env(ws)
+        ws.write("mod.txt", "changed\n")
+        os.remove(os.path.join(ws.repo, "gone.txt"))
+        ws.git("mv", "old.txt", "renamed.txt")
+        ws.write("added.txt", "a\n")
+        ws.git("add", "added.txt")
+        ws.write("untracked/deep/file.bin", bytes(range(256)) * 10)
+        ws.write(".claude-checkpoint", "{}")
+        scan = cc.Git(ws.repo).scan()
+        statuses = dict(scan.changes)
+        self.assertEqual(statuses, {"mod.txt": "M", "gone.txt": "D", "renamed.txt": "R", "added.txt": "A",
+                                    "untracked/deep/file.bin": "??"})
+        self.assertEqual(scan.state.branch, "main")
+        self.assertEqual(scan.state.head, ws.head())
+        self.assertTrue(scan.state.dirty)
+        for path in ("mod.txt", "renamed.txt", "added.txt", "untracked/deep/file.bin"):
+            with self.subTest(path=path):
+                self.assertEqual(cc.hash_worktree_file(ws.repo, path), ws.git("hash-object", path).strip())
+        self.assertIsNone(cc.hash_worktree_file(ws.repo, "gone.txt"))
+
+    def test_scan_of_a_subfolder_lists_only_its_files_relative_to_it(self):
+        ws = Workspace(self, {"pkg/a.py": "a\n", "other/b.py": "b\n"})
+        self.with_env(ws)
+        ws.write("pkg/a.py", "changed\n")
+        ws.write("other/b.py", "changed\n")
+        scan = cc.Git(os.path.join(ws.repo, "pkg")).scan()
+        self.assertEqual(scan.changes, [("a.py", "M")])
+
+    def test_no_repository_and_no_commits_give_no_git_state(self):
+        for init in (False, True):
+            with self.subTest(init=init):
+                ws = Workspace(self, commit=False, init=init)
+                self.with_env(ws)
+                scan = cc.Git(ws.repo).scan()
+                self.assertIsNone(scan.state)
+
+    def test_detached_head_has_no_branch(self):
+        ws = Workspace(self)
+        self.with_env(ws)
+        ws.git("checkout", "-q", "--detach")
+        self.assertEqual(cc.Git(ws.repo).scan().state, cc.GitState(None, ws.head(), False))
+
+    def test_commits_since_and_unreachable_heads(self):
+        ws = Workspace(self)
+        self.with_env(ws)
+        first = ws.head()
+        ws.write("x", "1")
+        ws.git("commit", "-qam", "x", check=False)
+        ws.git("add", "x")
+        ws.git("commit", "-qm", "second")
+        git = cc.Git(ws.repo)
+        self.assertEqual(git.commits_since(first, ws.head()), 1)
+        self.assertEqual(git.commits_since(ws.head(), ws.head()), 0)
+        self.assertIsNone(git.commits_since("f" * 40, ws.head()), "unknown commit")
+        second = ws.head()
+        ws.git("reset", "-q", "--hard", first)
+        self.assertIsNone(git.commits_since(second, ws.head()), "reset past the saved head")
+
+    def test_a_symlink_hashes_its_target_like_git(self):
+        ws = Workspace(self)
+        self.with_env(ws)
+        os.symlink("README.md", os.path.join(ws.repo, "link"))
+        ws.git("add", "link")
+        indexed = ws.git("ls-files", "-s", "link").split()[1]
+        self.assertEqual(cc.hash_worktree_file(ws.repo, "link"), indexed)
+
+    def test_missing_git_gives_none_and_a_warning(self):
+        ws = Workspace(self)
+        self.with_env(ws)
+        os.environ["PATH"] = fake_git_folder(self, None)
+        git = cc.Git(ws.repo)
+        self.assertIsNone(git.scan().state)
+        self.assertIn("not found", git.warnings[0])
+
+    def test_a_hanging_git_is_killed_at_the_timeout(self):
+        ws = Workspace(self)
+        self.with_env(ws)
+        os.environ["PATH"] = fake_git_folder(self, "sleep 30") + os.pathsep + os.environ["PATH"]
+        git = cc.Git(ws.repo, timeout=0.5)
         started = time.monotonic()
-        proc, _ = run_hook_process(self, ws, "pre-compact", hook_payload("pre-compact", path, ws.repo))
+        self.assertIsNone(git.scan().state)
+        self.assertLess(time.monotonic() - started, 10, "must not wait for the hung git")
+        self.assertIn("did not answer", git.warnings[0])
+        self.assertIsNone(git.is_ignored(".claude-checkpoint"), "one hang turns git off for the call")
+
+    def test_git_never_runs_fsmonitor_hooks_during_status(self):
+        ws = Workspace(self)
+        self.with_env(ws)
+        marker = os.path.join(ws.home, "fsmonitor-ran")
+        hook = write(ws.home, "hook.sh", f"#!/bin/sh\ntouch {marker}\n")
+        os.chmod(hook, 0o755)
+        ws.git("config", "core.fsmonitor", hook)
+        cc.Git(ws.repo).scan()
+        self.assertFalse(os.path.exists(marker))
+
+
+class TestE2eSaveGitFacts(unittest.TestCase):
+    def test_git_records_branch_full_head_and_dirty(self):
+        ws = Workspace(self)
+        server = start_server(self, ws)
+        save_ok(server, goal="clean")
+        self.assertEqual(ws.checkpoint()["git"], {"branch": "main", "head": ws.head(), "dirty": False})
+        save_ok(server, goal="still clean, the checkpoint itself does not count")
+        self.assertIs(ws.checkpoint()["git"]["dirty"], False)
+        ws.write("src/app.py", "print('dirty')\n")
+        save_ok(server, goal="dirty")
+        self.assertIs(ws.checkpoint()["git"]["dirty"], True)
+        self.assertEqual(len(ws.checkpoint()["git"]["head"]), 40)
+
+    def test_detached_head_records_null_branch(self):
+        ws = Workspace(self)
+        ws.write("b.txt", "b\n")
+        ws.git("add", "b.txt")
+        ws.git("commit", "-qm", "second")
+        ws.git("checkout", "-q", "--detach", "HEAD~1")
+        server = start_server(self, ws)
+        save_ok(server, goal="detached")
+        git_facts = ws.checkpoint()["git"]
+        self.assertIsNone(git_facts["branch"])
+        self.assertEqual(git_facts["head"], ws.head())
+
+    def test_git_is_null_outside_a_repository_and_before_the_first_commit(self):
+        for name, options in [("not a repository", {"init": False}), ("no commits yet", {"commit": False})]:
+            with self.subTest(name):
+                ws = Workspace(self, **options)
+                server = start_server(self, ws)
+                save_ok(server, goal=name)
+                self.assertIsNone(ws.checkpoint()["git"])
+
+    def test_git_status_becomes_file_entries_with_blob_hashes(self):
+        ws = Workspace(self, files={"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n" * 50, "keep.txt": "k\n"})
+        ws.write("a.txt", "a changed\n")
+        ws.write("e.txt", "added\n")
+        ws.git("add", "e.txt")
+        os.remove(os.path.join(ws.repo, "b.txt"))
+        ws.git("mv", "c.txt", "c2.txt")
+        ws.write("f.txt", "untracked\n")
+        ws.write("dir/g.txt", "untracked in a folder\n")
+        server = start_server(self, ws)
+        save_ok(server, goal="statuses")
+        files = files_by_path(ws.checkpoint())
+        expected = {"a.txt": "M", "e.txt": "A", "b.txt": "D", "c2.txt": "R", "f.txt": "??", "dir/g.txt": "??"}
+        self.assertEqual({p: f["status"] for p, f in files.items()}, expected)
+        for path, entry in files.items():
+            with self.subTest(path=path):
+                self.assertEqual(entry["source"], "git")
+                if path == "b.txt":
+                    self.assertFalse(entry.get("hash"))
+                else:
+                    self.assertEqual(entry["hash"], ws.git("hash-object", "--", path).strip())
+
+    def test_unmerged_file_has_status_u(self):
+        ws = Workspace(self, files={"x.txt": "base\n"})
+        ws.git("checkout", "-qb", "other")
+        ws.write("x.txt", "other\n")
+        ws.git("commit", "-qam", "other")
+        ws.git("checkout", "-q", "main")
+        ws.write("x.txt", "main\n")
+        ws.git("commit", "-qam", "main")
+        ws.git("merge", "other", check=False)
+        server = start_server(self, ws)
+        save_ok(server, goal="conflict")
+        entry = files_by_path(ws.checkpoint())["x.txt"]
+        self.assertEqual(entry["status"], "U")
+        self.assertEqual(entry["hash"], ws.git("hash-object", "--", "x.txt").strip())
+
+    def test_files_named_by_the_agent(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('changed')\n")
+        server = start_server(self, ws)
+        save_ok(server, goal="agent files", modifiedFiles=[
+            {"path": "README.md", "note": "committed, named by the agent"},
+            {"path": "src/app.py", "note": "note for a git entry"},
+            {"path": os.path.join(ws.repo, "docs", "absolute.md"), "note": "absolute inside"},
+            {"path": "ghost.txt"}])
+        files = files_by_path(ws.checkpoint())
+        self.assertEqual(set(files), {"README.md", "src/app.py", "docs/absolute.md", "ghost.txt"})
+        readme = files["README.md"]
+        self.assertEqual((readme["source"], readme["status"], readme["note"]),
+                         ("agent", "M", "committed, named by the agent"))
+        self.assertEqual(readme["hash"], ws.git("hash-object", "--", "README.md").strip())
+        app = files["src/app.py"]
+        self.assertEqual((app["source"], app["status"], app["note"]), ("git", "M", "note for a git entry"))
+        self.assertEqual(app["hash"], ws.git("hash-object", "--", "src/app.py").strip())
+        self.assertFalse(files["ghost.txt"].get("hash"))
+        self.assertEqual(files["ghost.txt"]["source"], "agent")
+
+    def test_paths_outside_the_project_are_refused_with_a_warning(self):
+        ws = Workspace(self)
+        write(ws.home, "outside.txt", "outside\n")
+        server = start_server(self, ws)
+        outside = ["/etc/passwd", "../outside.txt", os.path.join(ws.home, "outside.txt"), "src/../../outside.txt"]
+        result = save_ok(server, goal="escape", modifiedFiles=[{"path": p} for p in outside]
+                         + [{"path": "README.md"}])
+        self.assertEqual(set(files_by_path(ws.checkpoint())), {"README.md"})
+        warnings = result["structuredContent"]["warnings"]
+        for path in outside:
+            with self.subTest(path=path):
+                self.assertTrue(any(path in w for w in warnings), warnings)
+        self.assertNotIn(ws.home + os.sep + "outside", json.dumps(ws.checkpoint()))
+
+    def test_checkpoint_files_are_never_listed(self):
+        ws = Workspace(self)
+        server = start_server(self, ws)
+        save_ok(server, goal="one")
+        save_ok(server, goal="two", modifiedFiles=[{"path": CHECKPOINT}, {"path": BACKUP}])
+        save_ok(server, goal="three", mode="merge")
+        self.assertTrue(os.path.exists(os.path.join(ws.repo, BACKUP)))
+        paths = list(files_by_path(ws.checkpoint()))
+        self.assertFalse([p for p in paths if p.startswith(CHECKPOINT)], paths)
+
+    def test_merge_keeps_earlier_files_with_notes_and_rehashes_them(self):
+        ws = Workspace(self)
+        server = start_server(self, ws)
+        save_ok(server, goal="g", modifiedFiles=[{"path": "README.md", "note": "explains the setup"}])
+        old_hash = files_by_path(ws.checkpoint())["README.md"]["hash"]
+        ws.write("README.md", "# demo, rewritten\n")
+        ws.git("commit", "-qam", "docs")  # clean again: git no longer lists it
+        save_ok(server, goal="g", mode="merge")
+        entry = files_by_path(ws.checkpoint())["README.md"]
+        self.assertEqual(entry["note"], "explains the setup")
+        self.assertEqual(entry["hash"], ws.git("hash-object", "--", "README.md").strip())
+        self.assertNotEqual(entry["hash"], old_hash)
+
+
+class TestE2eGitAdapter(unittest.TestCase):
+    def test_save_without_git_on_path_records_null_git_and_warns(self):
+        ws = Workspace(self)
+        server = start_server(self, ws, env=dict(ws.env, PATH=fake_git_folder(self, None)))
+        result = save_ok(server, goal="no git")
+        self.assertIsNone(ws.checkpoint()["git"])
+        self.assertTrue(any("git" in w.lower() for w in warnings_besides_git_ignore(result)), result)
+        self.assertIn("## Goal\nno git", server.load())
+
+    @slow
+    def test_hanging_git_does_not_hang_a_save(self):
+        ws = Workspace(self)
+        bin_dir = fake_git_folder(self, "sleep 30")
+        server = start_server(self, ws, env=dict(ws.env, PATH=bin_dir + os.pathsep + ws.env["PATH"]))
+        started = time.monotonic()
+        result = save_ok(server, goal="slow git")
         elapsed = time.monotonic() - started
-        self.assertLess(elapsed, 10, "a hook must not hold the compaction")
-        self.assertEqual(proc.stdout, b"")
-        checkpoint = ws.checkpoint()
-        self.assertEqual(len(checkpoint["recentCommands"]), 10)
-        self.assertEqual(checkpoint["recentCommands"][0]["exitCode"], 1)
-        self.assertIn("src/app.py", files_of(checkpoint))
+        self.assertLess(elapsed, 15)
+        self.assertIsNone(ws.checkpoint()["git"])
+        self.assertTrue(any("git" in w.lower() for w in warnings_besides_git_ignore(result)), result)
 
-
-class SessionStartHookTest(unittest.TestCase):
-    """`hook session-start` puts the brief in the model's context after clear, compact or resume."""
-
-    def test_prints_the_brief_when_a_checkpoint_exists(self):
+    @slow
+    def test_blob_hash_of_a_50_mb_file_equals_git_hash_object(self):
         ws = Workspace(self)
-        self.assertEqual(ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
-        for source in ("clear", "compact", "resume", "startup"):
-            with self.subTest(source=source):
-                proc, _ = run_hook_process(self, ws, "session-start",
-                                   hook_payload("session-start", "/nonexistent.jsonl", ws.repo, source=source))
-                brief = proc.stdout.decode()
-                self.assertTrue(brief.startswith("# Resuming:"), brief)
-                self.assertIn(sample_save()["goal"], brief)
-                self.assertEqual(stderr_lines(proc), [])
-
-    def test_prints_nothing_when_there_is_no_checkpoint(self):
-        ws = Workspace(self)
-        proc, _ = run_hook_process(self, ws, "session-start", hook_payload("session-start", "/nonexistent.jsonl", ws.repo))
-        self.assertEqual(proc.stdout, b"")
-        self.assertFalse(os.path.exists(os.path.join(ws.repo, ".claude-checkpoint")))
+        size = 50 * 1024 * 1024
+        ws.write("big.bin", os.urandom(1024 * 1024) * 50)
+        server = start_server(self, ws)
+        save_ok(server, goal="big file")
+        entry = files_by_path(ws.checkpoint())["big.bin"]
+        self.assertEqual(entry["hash"], ws.git("hash-object", "--", "big.bin").strip())
+        status = read_bytes(f"/proc/{server.proc.pid}/status")
+        if status:
+            hwm_kb = int(re.search(rb"VmHWM:\s+(\d+) kB", status).group(1))
+            self.assertLess(hwm_kb * 1024, size, "the server read the whole file into memory")
 
 
-    def test_unreadable_checkpoint_falls_back_or_prints_nothing(self):
-        ws = Workspace(self)
-        for _ in range(2):  # the second save keeps the first as a valid .prev
-            self.assertEqual(ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
-        write(ws.repo, ".claude-checkpoint", b"{corrupt")
-        payload = hook_payload("session-start", "/nonexistent.jsonl", ws.repo)
-        with self.subTest("main corrupt, .prev good"):
-            proc, _ = run_hook_process(self, ws, "session-start", payload)
-            self.assertTrue(proc.stdout.decode().startswith("# Resuming:"), proc.stdout)
-        write(ws.repo, ".claude-checkpoint.prev", b"{corrupt too")
-        with self.subTest("both corrupt"):
-            proc, _ = run_hook_process(self, ws, "session-start", payload)
-            self.assertEqual(proc.stdout, b"")
-            self.assertEqual(len(stderr_lines(proc)), 1, stderr_lines(proc))
+# ════════════════════════════════════════════════════════════════════════════
+# 9. Storage: checkpoint files, the backup, locks, hostile files (SPEC sections 3 and 7)
+# ════════════════════════════════════════════════════════════════════════════
+
+class TestStorage(unittest.TestCase):
+    def test_writes_0600_rotates_prev_and_leaves_no_temp_files(self):
+        root = temp_dir(self)
+        first = cc.encode_checkpoint(make_checkpoint(goal="first"))
+        cc.write_checkpoint(root, first, None)
+        cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint(goal="second")), first)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(root, ".claude-checkpoint")).st_mode), 0o600)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(root, ".claude-checkpoint.prev")).st_mode), 0o600)
+        self.assertEqual(cc.read_checkpoint(root).checkpoint.goal, "second")
+        with open(os.path.join(root, ".claude-checkpoint.prev"), "rb") as stream:
+            self.assertEqual(stream.read(), first)
+        self.assertEqual(sorted(os.listdir(root)), [".claude-checkpoint", ".claude-checkpoint.prev"])
+
+    def test_falls_back_to_prev_and_reports_both_corrupt(self):
+        root = temp_dir(self)
+        write(root, ".claude-checkpoint", "{not json")
+        write(root, ".claude-checkpoint.prev", cc.encode_checkpoint(make_checkpoint(goal="from backup")))
+        stored = cc.read_checkpoint(root)
+        self.assertTrue(stored.from_backup)
+        self.assertEqual(stored.checkpoint.goal, "from backup")
+        self.assertIn("unreadable", stored.warnings[0])
+        write(root, ".claude-checkpoint.prev", b"\xff\xfe")
+        with self.assertRaises(cc.StorageError) as caught:
+            cc.read_checkpoint(root)
+        self.assertIn("Fix or delete", str(caught.exception))
+
+    def test_never_follows_a_symlink_planted_at_its_names(self):
+        root = temp_dir(self)
+        outside = write(temp_dir(self), "victim.txt", "precious")
+        for name in (".claude-checkpoint", ".claude-checkpoint.prev"):
+            os.symlink(outside, os.path.join(root, name))
+        with self.assertRaises(cc.StorageError):
+            cc.read_checkpoint(root)
+        cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint()), None)
+        with open(outside) as stream:
+            self.assertEqual(stream.read(), "precious")
+        self.assertFalse(os.path.islink(os.path.join(root, ".claude-checkpoint")))
+        os.symlink(outside, os.path.join(root, ".claude-checkpoint.lock"))
+        with cc.ProjectLock(root):
+            pass
+        self.assertTrue(os.path.islink(os.path.join(root, ".claude-checkpoint.lock")))
+        with open(outside) as stream:
+            self.assertEqual(stream.read(), "precious")
+
+    def test_the_project_lock_is_on_the_folder_itself_and_excludes_a_second_holder(self):
+        root = temp_dir(self)
+        with cc.ProjectLock(root):
+            with self.assertRaises(cc.StorageError) as caught:
+                with cc.ProjectLock(root, timeout=0.2):
+                    pass
+            self.assertIn("try again", str(caught.exception))
+            self.assertEqual(os.listdir(root), [], "no lock file in the project")
+        with cc.ProjectLock(root, timeout=0.2):
+            pass
+
+    def test_the_empty_lock_file_of_1_0_0_is_removed(self):
+        root = temp_dir(self)
+        write(root, ".claude-checkpoint.lock", b"")
+        write(root, "notes.lock", b"")
+        with cc.ProjectLock(root):
+            pass
+        self.assertEqual(os.listdir(root), ["notes.lock"])
+
+    def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp(self):
+        root = temp_dir(self)
+        cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint(goal="old")), None)
+        make_read_only(self, root)
+        with self.assertRaises(cc.StorageError) as caught:
+            cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint(goal="new")), None)
+        self.assertIn("intact", str(caught.exception))
+        self.assertEqual(cc.read_checkpoint(root).checkpoint.goal, "old")
+        self.assertEqual(os.listdir(root), [".claude-checkpoint"])
+
+    def test_a_full_disk_keeps_the_old_file_and_leaves_no_temp(self):
+        root = temp_dir(self)
+        cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint(goal="old")), None)
+        # RLIMIT_FSIZE makes any write past 100 bytes fail (EFBIG), the way a full disk fails.
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, hard))
+        try:
+            with self.assertRaises(cc.StorageError) as caught:
+                cc.write_checkpoint(root, cc.encode_checkpoint(make_checkpoint(goal="new " * 100)), None)
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            signal.signal(signal.SIGXFSZ, previous_handler)
+        self.assertIn("intact", str(caught.exception))
+        self.assertEqual(cc.read_checkpoint(root).checkpoint.goal, "old")
+        self.assertEqual(os.listdir(root), [".claude-checkpoint"])
+
+    def test_a_fifo_at_the_name_is_refused_not_waited_on(self):
+        root = temp_dir(self)
+        os.mkfifo(os.path.join(root, ".claude-checkpoint"))
+        with self.assertRaises(cc.StorageError) as caught:
+            cc.read_checkpoint(root)
+        self.assertIn("not a regular file", str(caught.exception))
+
+    def test_refuses_a_giant_file(self):
+        root = temp_dir(self)
+        write(root, ".claude-checkpoint", b" " * (cc.MAX_READ_BYTES + 10))
+        with self.assertRaises(cc.StorageError):
+            cc.read_checkpoint(root)
 
 
-class CommandLineTest(unittest.TestCase):
-    """show, save, --root, --version, --help: the tool's functions from a shell."""
-
+class TestE2eStorage(unittest.TestCase):
     def setUp(self):
         self.ws = Workspace(self)
+        self.main = os.path.join(self.ws.repo, CHECKPOINT)
+        self.prev = os.path.join(self.ws.repo, BACKUP)
 
-    def save(self, arguments: dict | None = None, *flags: str) -> subprocess.CompletedProcess:
-        proc = self.ws.run_cli("save", *flags, stdin=json.dumps(arguments or sample_save()))
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        return proc
+    def test_files_are_owner_only_even_under_umask_000(self):
+        old = os.umask(0)
+        try:
+            server = start_server(self, self.ws)
+        finally:
+            os.umask(old)
+        save_ok(server, goal="one")
+        save_ok(server, goal="two")
+        for path in (self.main, self.prev):
+            with self.subTest(path=os.path.basename(path)):
+                self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
 
-    def test_show_prints_the_brief(self):
-        self.save()
-        proc = self.ws.run_cli("show")
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertTrue(proc.stdout.decode().startswith("# Resuming: project"), proc.stdout)
-        self.assertIn("[~] Session cookie persistence", proc.stdout.decode())
-
-    def test_show_full_prints_json_with_found_drift_and_checkpoint(self):
-        self.save()
-        self.ws.write("src/app.py", "print('changed')\n")
-        proc = self.ws.run_cli("show", "--full")
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        doc = json.loads(proc.stdout)
-        self.assertIs(doc["found"], True)
-        self.assertEqual(doc["checkpoint"], self.ws.checkpoint())
-        self.assertIn("src/app.py", doc["drift"]["changedSince"])
-
-    def test_show_exits_3_when_there_is_no_checkpoint(self):
-        for flags in ((), ("--full",)):
-            with self.subTest(flags=flags):
-                proc = self.ws.run_cli("show", *flags)
-                self.assertEqual(proc.returncode, 3, proc.stderr)
-                self.assertNotIn(b"Traceback", proc.stderr)
-        self.assertIs(json.loads(self.ws.run_cli("show", "--full").stdout)["found"], False)
-
-    def test_save_reads_the_tool_arguments_from_stdin(self):
-        proc = self.save()
-        self.assertIn(f"Checkpoint saved to {self.ws.repo}/.claude-checkpoint", proc.stdout.decode())
-        checkpoint = self.ws.checkpoint()
-        self.assertEqual(checkpoint["goal"]["primary"], sample_save()["goal"])
-        self.assertEqual(len(checkpoint["goal"]["tasks"]), 3)
-        self.assertNotIn("gh_live_8f2a91", json.dumps(checkpoint))
-
-    def test_save_refuses_bad_arguments_and_writes_nothing(self):
-        cases = {
-            "goal": {"summary": "no goal"},
-            "summary": sample_save(summary="x" * 4001),
-            "status": sample_save(tasks=[{"description": "a", "status": "finished"}]),
-            "nextSteps": sample_save(nextSteps=["step"] * 21),
-            "exitCode": sample_save(recentCommands=[{"command": "ls", "exitCode": "zero"}]),
-            "mode": sample_save(mode="append"),
-            "bogusField": sample_save(bogusField=1),
-        }
-        for field_name, arguments in cases.items():
-            with self.subTest(field=field_name):
-                proc = self.ws.run_cli("save", stdin=json.dumps(arguments))
-                self.assertNotEqual(proc.returncode, 0)
-                self.assertIn(field_name, proc.stderr.decode() + proc.stdout.decode())
-                self.assertNotIn(b"Traceback", proc.stderr)
-                self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
-        with self.subTest("not JSON"):
-            proc = self.ws.run_cli("save", stdin="{goal: oops")
-            self.assertNotEqual(proc.returncode, 0)
-            self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
-
-    def test_errors_and_answers_never_echo_a_secret_of_the_environment(self):
-        secret = "Tr0ub4dor-and-three-horses"
-        env = dict(self.ws.env, DB_PASSWORD=secret)
-        for name, args, stdin in (("bad mode", ("save",), json.dumps({"goal": "g", "mode": secret})),
-                                  ("path outside", ("save",), json.dumps({"goal": "g", "modifiedFiles": [
-                                      {"path": f"/elsewhere/{secret}"}]})),
-                                  ("hook", ("hook", "pre-compact"), json.dumps({"transcript_path": f"/x/{secret}"}))):
-            with self.subTest(name):
-                proc = self.ws.run_cli(*args, stdin=stdin, env=env)
-                self.assertNotIn(secret.encode(), proc.stdout + proc.stderr)
-                self.assertIn("«redacted»", (proc.stdout + proc.stderr).decode())
-
-    def test_save_takes_flags_and_merges(self):
-        self.save()
-        proc = self.ws.run_cli("save", "--goal", "Ship OAuth", "--summary", "Cookie fixed", "--next", "Open a PR",
-                               "--next", "Ask for review", "--decision", "Keep sameSite lax", "--merge")
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        checkpoint = self.ws.checkpoint()
-        self.assertEqual(checkpoint["goal"]["primary"], "Ship OAuth")
-        self.assertEqual(len(checkpoint["goal"]["tasks"]), 3, "merge keeps the tasks")
-        self.assertEqual(checkpoint["summary"], "Cookie fixed")
-        self.assertEqual(checkpoint["nextSteps"], ["Open a PR", "Ask for review"])
-        self.assertEqual(checkpoint["decisions"], ["Use iron-session, not express-session", "Keep sameSite lax"])
-        self.assertEqual(self.ws.run_cli("save", "--goal", "Fresh start").returncode, 0)
-        self.assertEqual(self.ws.checkpoint()["goal"]["tasks"], [], "without --merge it replaces")
-
-    def test_root_option_works_with_every_subcommand(self):
-        elsewhere = temp_dir(self, "cc-elsewhere-")
-        t = Transcript(self.ws.repo)
-        t.bash("make test")
-        transcript = t.save(os.path.join(elsewhere, "t.jsonl"))
-        steps = (
-            ("save", ("save",), json.dumps(sample_save()), 0),
-            ("show", ("show",), "", 0),
-            ("show --full", ("show", "--full"), "", 0),
-            ("hook pre-compact", ("hook", "pre-compact"), hook_payload("pre-compact", transcript, elsewhere), 0),
-            ("hook session-start", ("hook", "session-start"), hook_payload("session-start", transcript, elsewhere), 0),
-            ("install --scope project", ("install", "--write", "--scope", "project"), "", 0),
-            ("install --exclude", ("install", "--exclude", "--write", "--scope", "project"), "", 0),
-            ("doctor", ("doctor",), "", 0),
-        )
-        for position in ("before", "after"):
-            for name, args, stdin, status in steps:
-                with self.subTest(name, position=position):
-                    argv = ("--root", self.ws.repo, *args) if position == "before" else (*args, "--root", self.ws.repo)
-                    proc = self.ws.run_cli(*argv, stdin=stdin, cwd=elsewhere)
-                    self.assertEqual(proc.returncode, status, proc.stdout.decode() + proc.stderr.decode())
-                    self.assertNotIn(b"Traceback", proc.stderr)
-        self.assertEqual(self.ws.checkpoint()["recentCommands"][-1]["command"], "make test")
-        self.assertTrue(os.path.exists(os.path.join(self.ws.repo, ".mcp.json")))
-        self.assertEqual(os.listdir(elsewhere), ["t.jsonl"])
-
-    def test_version_prints_the_module_version(self):
-        proc = self.ws.run_cli("--version")
-        self.assertEqual(proc.returncode, 0)
-        self.assertIn(cc.__version__, proc.stdout.decode() + proc.stderr.decode())
-
-    def test_help_exits_zero_and_lists_the_commands(self):
-        proc = self.ws.run_cli("--help")
-        self.assertEqual(proc.returncode, 0)
-        for command in ("show", "save", "hook", "install", "doctor"):
-            self.assertIn(command, proc.stdout.decode())
-
-    def test_unknown_command_is_a_usage_error(self):
-        proc = self.ws.run_cli("frobnicate")
-        self.assertEqual(proc.returncode, 2)
-        self.assertEqual(proc.stdout, b"")
-        self.assertNotIn(b"Traceback", proc.stderr)
-
-
-class InstallTest(unittest.TestCase):
-    """`install` prints, or merges in without clobbering, the server and the hooks."""
-
-    def setUp(self):
-        self.ws = Workspace(self)
-
-    def install(self, *args: str, env: dict | None = None, status: int = 0) -> subprocess.CompletedProcess:
-        proc = self.ws.run_cli("install", *args, env=env)
-        self.assertEqual(proc.returncode, status, proc.stdout.decode() + proc.stderr.decode())
-        self.assertNotIn(b"Traceback", proc.stderr)
-        return proc
-
-    @staticmethod
-    def read(path: str):
-        with open(path, encoding="utf-8") as stream:
-            return json.load(stream)
-
-    @staticmethod
-    def json_objects(text: str) -> list:
-        decoder, found = json.JSONDecoder(), []
-        for index, char in enumerate(text):
-            if char == "{" and (index == 0 or text[index - 1] == "\n"):
-                with contextlib.suppress(ValueError):
-                    found.append(decoder.raw_decode(text, index)[0])
-        return found
-
-    def assert_runs_this_file(self, command: list) -> None:
-        """The command imports this file from its folder (so its bytecode is cached), and run
-        from a hostile project it imports nothing from there."""
-        self.assertEqual(command[1:], ["-c", cc.IMPORT_CODE.format(module="claude_checkpoint"), HERE])
-        hostile = temp_dir(self, "cc-hostile-")
-        plant_trap(hostile)
-        proc = subprocess.run([*command, "--version"], capture_output=True, timeout=TIMEOUT, env=self.ws.env,
-                              cwd=hostile)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertIn(cc.__version__, proc.stdout.decode())
-        self.assertEqual(trap_markers(hostile), [])
-
-    def test_print_mode_shows_the_mcp_add_line_hooks_and_desktop_entry(self):
-        out = self.install().stdout.decode()
-        add_line = next(line for line in out.splitlines() if line.startswith("claude mcp add"))
-        self.assertEqual(shlex.split(add_line)[:6], ["claude", "mcp", "add", "--scope", "user", "checkpoint"])
-        self.assert_runs_this_file(shlex.split(add_line)[7:])
-        objects = self.json_objects(out)
-        hooks = next(o["hooks"] for o in objects if "hooks" in o)
-        self.assertEqual(hooks["SessionStart"][0]["matcher"], "clear|compact|resume")
-        for event, sub in (("SessionStart", "session-start"), ("PreCompact", "pre-compact")):
-            command = hooks[event][0]["hooks"][0]["command"]
-            self.assertEqual(shlex.split(command)[-2:], ["hook", sub])
-            self.assert_runs_this_file(shlex.split(command)[:-2])
-        desktop = next(o["mcpServers"]["checkpoint"] for o in objects if "mcpServers" in o)
-        self.assert_runs_this_file([desktop["command"], *desktop["args"]])
-        self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")), "print mode writes nothing")
-        last = out.strip().splitlines()[-1]  # the advice to write it all in works as printed
-        proc = subprocess.run(["/bin/sh", "-c", last], env=self.ws.env, capture_output=True, timeout=TIMEOUT)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertIn("checkpoint", self.read(os.path.join(self.ws.home, ".claude.json"))["mcpServers"])
-
-    def test_write_merges_into_the_user_files_and_is_idempotent(self):
-        config_dir = os.path.join(self.ws.home, "cfg")
-        for name, env, server_file, settings_file in (
-                ("CLAUDE_CONFIG_DIR set", dict(self.ws.env, CLAUDE_CONFIG_DIR=config_dir),
-                 os.path.join(config_dir, ".claude.json"), os.path.join(config_dir, "settings.json")),
-                ("default", self.ws.env, os.path.join(self.ws.home, ".claude.json"),
-                 os.path.join(self.ws.home, ".claude", "settings.json"))):
-            with self.subTest(name):
-                user = {"numStartups": 7, "projects": {"/x": {"allowedTools": []}},
-                        "mcpServers": {"other": {"type": "stdio", "command": "other-server", "args": []}}}
-                settings = {"model": "opus", "permissions": {"allow": ["Bash(ls)"]},
-                            "hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "echo mine"}]}],
-                                      "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command",
-                                                                                     "command": "fmt"}]}]}}
-                write(os.path.dirname(server_file), os.path.basename(server_file), json.dumps(user))
-                write(os.path.dirname(settings_file), os.path.basename(settings_file), json.dumps(settings))
-                self.install("--write", env=env)
-                new_user, new_settings = self.read(server_file), self.read(settings_file)
-                for key, value in user.items():
-                    if key != "mcpServers":
-                        self.assertEqual(new_user[key], value)
-                self.assertEqual(new_user["mcpServers"]["other"], user["mcpServers"]["other"])
-                entry = new_user["mcpServers"]["checkpoint"]
-                self.assert_runs_this_file([entry["command"], *entry["args"]])
-                self.assertEqual(new_settings["model"], "opus")
-                self.assertEqual(new_settings["permissions"], settings["permissions"])
-                self.assertEqual(new_settings["hooks"]["PostToolUse"], settings["hooks"]["PostToolUse"])
-                pre_compact = [h["command"] for g in new_settings["hooks"]["PreCompact"] for h in g["hooks"]]
-                self.assertEqual(pre_compact[0], "echo mine")
-                self.assertEqual(len(pre_compact), 2)
-                self.assertNotIn("mcpServers", new_settings, "Claude Code ignores mcpServers in settings.json")
-                for event in ("SessionStart", "SessionEnd", "Stop"):
-                    self.assertEqual(len(new_settings["hooks"][event]), 1)
-                snapshot = {}
-                for path in (server_file, settings_file):
-                    with open(path, "rb") as stream:
-                        snapshot[path] = stream.read()
-                self.install("--write", env=env)
-                for path, data in snapshot.items():
-                    with open(path, "rb") as stream:
-                        self.assertEqual(stream.read(), data, f"second run changed {path}")
-                for path in (server_file, settings_file):
-                    os.unlink(path)
-
-    def test_write_keeps_a_different_checkpoint_server_unless_forced(self):
-        theirs = {"type": "stdio", "command": "node", "args": ["/opt/other/checkpoint.js"]}
-        path = write(self.ws.home, ".claude.json", json.dumps({"mcpServers": {"checkpoint": theirs}}))
-        out = self.install("--write").stdout.decode()
-        self.assertEqual(self.read(path)["mcpServers"]["checkpoint"], theirs)
-        advice = re.search(r"to replace it, run `([^`]+)`", out).group(1)  # works as printed
-        proc = subprocess.run(["/bin/sh", "-c", advice], cwd=self.ws.home, env=self.ws.env, capture_output=True,
-                              timeout=TIMEOUT)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        entry = self.read(path)["mcpServers"]["checkpoint"]
-        self.assert_runs_this_file([entry["command"], *entry["args"]])
-
-    def test_write_brings_the_plain_file_commands_of_1_0_0_up_to_date(self):
-        old_server = {"type": "stdio", "command": sys.executable, "args": [SERVER], "env": {}}
-        old_hooks = {event: [{"hooks": [{"type": "command", "command": f"{sys.executable} {SERVER} hook {sub}"}]}]
-                     for event, sub in (("PreCompact", "pre-compact"), ("SessionEnd", "session-end"), ("Stop", "stop"))}
-        old_hooks["SessionStart"] = [{"matcher": "clear|compact|resume", "hooks": [
-            {"type": "command", "command": f"{sys.executable} {SERVER} hook session-start"}]}]
-        server_file = write(self.ws.home, ".claude.json", json.dumps({"mcpServers": {"checkpoint": old_server}}))
-        settings_file = write(os.path.join(self.ws.home, ".claude"), "settings.json", json.dumps({"hooks": old_hooks}))
-        out = self.install("--write").stdout.decode()
-        self.assertIn("updated", out)
-        entry = self.read(server_file)["mcpServers"]["checkpoint"]
-        self.assert_runs_this_file([entry["command"], *entry["args"]])
-        hooks = self.read(settings_file)["hooks"]
-        for event, groups in hooks.items():
-            with self.subTest(event=event):
-                self.assertEqual(len(groups), 1, "updated in place, not added twice")
-                self.assert_runs_this_file(shlex.split(groups[0]["hooks"][0]["command"])[:-2])
-
-    def test_exclude_alone_adds_the_exclude_says_so_and_writes_nothing_else(self):
-        out = self.install("--exclude").stdout.decode()
-        self.assertEqual(out.strip(), f"Added .claude-checkpoint* to {os.path.join(self.ws.repo, '.git', 'info', 'exclude')}")
-        self.ws.git("check-ignore", "-q", ".claude-checkpoint")
-        self.assertIn("already", self.install("--exclude").stdout.decode())
-        self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")))
-
-    def test_project_scope_writes_mcp_json_and_project_settings(self):
-        self.install("--write", "--scope", "project")
-        entry = self.read(os.path.join(self.ws.repo, ".mcp.json"))["mcpServers"]["checkpoint"]
-        self.assert_runs_this_file([entry["command"], *entry["args"]])
-        hooks = self.read(os.path.join(self.ws.repo, ".claude", "settings.json"))["hooks"]
-        self.assertEqual(sorted(hooks), ["PreCompact", "SessionEnd", "SessionStart", "Stop"])
-        self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")))
-
-    def test_exclude_adds_the_pattern_to_git_info_exclude_once(self):
-        exclude = os.path.join(self.ws.repo, ".git", "info", "exclude")
-        for flags in (("--write", "--exclude"), ("--exclude",)):
-            with self.subTest(flags=flags):
-                self.install(*flags)
-        with open(exclude, encoding="utf-8") as stream:
-            self.assertEqual(stream.read().splitlines().count(".claude-checkpoint*"), 1)
-        self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".gitignore")))
-        self.ws.git("check-ignore", "-q", ".claude-checkpoint")
-        self.ws.git("check-ignore", "-q", ".claude-checkpoint.prev")
-
-    def test_hook_entries_of_the_wrong_type_are_kept_and_not_trusted(self):
-        odd = {"hooks": {"Stop": [{"hooks": 5}, "x", {"hooks": [7, {"command": ["a"]}]}]}}
-        path = write(os.path.join(self.ws.home, ".claude"), "settings.json", json.dumps(odd))
-        self.install("--write")
-        stop = self.read(path)["hooks"]["Stop"]
-        self.assertEqual(stop[:3], odd["hooks"]["Stop"])
-        self.assertTrue(stop[3]["hooks"][0]["command"].endswith("hook stop"))
-
-    def test_corrupt_user_config_is_left_untouched(self):
-        path = write(self.ws.home, ".claude.json", b'{"numStartups": 3, oops')
-        proc = self.install("--write", status=1)
-        with open(path, "rb") as stream:
-            self.assertEqual(stream.read(), b'{"numStartups": 3, oops')
-        self.assertIn(".claude.json", proc.stderr.decode())
-
-
-class PluginCommandsTest(unittest.TestCase):
-    """The server and hooks that .claude-plugin/plugin.json declares, run the way Claude Code
-    runs them (${CLAUDE_PLUGIN_ROOT} expanded, hooks through a shell, in the project folder)."""
-
-    def setUp(self):
-        manifest = os.path.join(HERE, ".claude-plugin", "plugin.json")
-        if not os.path.exists(manifest):
-            self.skipTest("no .claude-plugin/plugin.json (copied file alone)")
-        with open(manifest, encoding="utf-8") as stream:
-            self.manifest = json.load(stream)
-        self.ws = Workspace(self)
-        plant_trap(self.ws.repo)
-        self.plugin_root = temp_dir(self, "cc-plugin-")
-        shutil.copy(SERVER, self.plugin_root)
-        bin_dir = temp_dir(self, "cc-bin-")  # `python3` is the Python running these tests
-        os.symlink(sys.executable, os.path.join(bin_dir, "python3"))
-        self.env = dict(self.ws.env, PATH=bin_dir + os.pathsep + self.ws.env["PATH"],
-                        CLAUDE_PLUGIN_ROOT=self.plugin_root, CLAUDE_PROJECT_DIR=self.ws.repo)
-        del self.env["PYTHONDONTWRITEBYTECODE"]
-
-    def server_command(self) -> list:
-        entry = self.manifest["mcpServers"]["checkpoint"]
-        return [shutil.which(entry["command"], path=self.env["PATH"])] + [
-            arg.replace("${CLAUDE_PLUGIN_ROOT}", self.plugin_root) for arg in entry["args"]]
-
-    def run_hook(self, event: str, payload: str) -> subprocess.CompletedProcess:
-        groups = [g for g in self.manifest["hooks"].values() for g in g
-                  if g["hooks"][0]["command"].endswith(f" hook {event}")]
-        return subprocess.run(["/bin/sh", "-c", groups[0]["hooks"][0]["command"]], input=payload.encode(),
-                              cwd=self.ws.repo, env=self.env, capture_output=True, timeout=HOOK_BOUND_S)
-
-    def test_the_trap_is_real(self):
-        subprocess.run([sys.executable, "-c", "import json"], cwd=self.ws.repo, env=self.env, check=True)
-        self.assertEqual(trap_markers(self.ws.repo), ["IMPORTED-json"])
-
-    def test_the_server_imports_the_file_reuses_its_bytecode_and_nothing_from_the_project(self):
-        self.assertEqual(self.server_command()[1:], ["-c", cc.IMPORT_CODE.format(module="claude_checkpoint"),
-                                                     self.plugin_root])
-        for run in ("first", "cached"):
-            with self.subTest(run):
-                server = McpServer(self, self.ws.repo, self.env, command=self.server_command())
-                server.initialize()
-                save_ok(server, **sample_save())
-                self.assertIn("# Resuming: project", server.load())
-                server.close()
-                cache = os.path.join(self.plugin_root, "__pycache__")
-                self.assertTrue([n for n in os.listdir(cache) if n.startswith("claude_checkpoint.")], cache)
-        self.assertEqual(trap_markers(self.ws.repo), [])
-
-    def test_the_hooks_run_through_a_shell_and_import_nothing_from_the_project(self):
-        t = Transcript(self.ws.repo)
-        t.prompt("Make the build green")
-        t.bash("make test")
-        transcript = t.save(os.path.join(temp_dir(self, "cc-t-"), "t.jsonl"))
-        for event in ("pre-compact", "stop", "session-end", "session-start"):
-            with self.subTest(event):
-                proc = self.run_hook(event, hook_payload(event, transcript, self.ws.repo))
-                self.assertEqual(proc.returncode, 0, proc.stderr)
-                self.assertNotIn(b"Traceback", proc.stderr)
-        self.assertIn("make test", proc.stdout.decode(), "session-start prints the brief")
-        self.assertEqual(trap_markers(self.ws.repo), [])
-
-    def test_a_read_only_plugin_folder_still_serves_without_a_bytecode_cache(self):
-        make_read_only(self, self.plugin_root)
-        server = McpServer(self, self.ws.repo, self.env, command=self.server_command())
-        self.assertEqual(server.initialize()["result"]["serverInfo"]["name"], "claude-checkpoint")
-        save_ok(server, goal="read-only plugin folder")
-        server.close()
-        self.assertEqual(os.listdir(self.plugin_root), ["claude_checkpoint.py"])
-        self.assertEqual(trap_markers(self.ws.repo), [])
-
-
-class DoctorTest(unittest.TestCase):
-    """`doctor` says which Python, git and root, and whether the checkpoint is sound."""
-
-    def setUp(self):
-        self.ws = Workspace(self)
-        write(self.ws.repo, ".git/info/exclude", ".claude-checkpoint*\n")
-        self.assertEqual(self.ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
-
-    def test_healthy_repository_exits_zero_and_names_the_root_and_why(self):
-        cases = (("the working directory", self.ws.env, (), ("working directory",)),
-                 ("CLAUDE_PROJECT_DIR", dict(self.ws.env, CLAUDE_PROJECT_DIR=self.ws.repo), (), ("CLAUDE_PROJECT_DIR",)),
-                 ("CHECKPOINT_PROJECT_ROOT", dict(self.ws.env, CHECKPOINT_PROJECT_ROOT=self.ws.repo), (),
-                  ("CHECKPOINT_PROJECT_ROOT",)),
-                 ("--root", self.ws.env, ("--root", self.ws.repo), ("--root", "argument")))
-        for name, env, args, reasons in cases:
-            with self.subTest(name):
-                cwd = self.ws.repo if name == "the working directory" else self.ws.home
-                proc = self.ws.run_cli(*args, "doctor", env=env, cwd=cwd)
-                out = proc.stdout.decode() + proc.stderr.decode()
-                self.assertEqual(proc.returncode, 0, out)
-                root_line = next((line for line in out.splitlines() if self.ws.repo in line), "")
-                self.assertTrue(any(reason in root_line for reason in reasons), out)
-                self.assertIn("git version", out)
-                self.assertIn(sys.version.split()[0], out)
-
-    def test_corrupt_checkpoint_fails(self):
-        write(self.ws.repo, ".claude-checkpoint", b"{bad")
-        write(self.ws.repo, ".claude-checkpoint.prev", b"{bad too")
-        proc = self.ws.run_cli("doctor")
-        self.assertNotEqual(proc.returncode, 0)
-        self.assertIn(".claude-checkpoint", proc.stdout.decode() + proc.stderr.decode())
-        self.assertNotIn(b"Traceback", proc.stderr)
-
-    def test_missing_git_fails_and_says_so(self):
-        proc = self.ws.run_cli("doctor", env=dict(self.ws.env, PATH=fake_git_folder(self, None)))
-        self.assertNotEqual(proc.returncode, 0)
-        self.assertIn("git", (proc.stdout.decode() + proc.stderr.decode()).lower())
-        self.assertNotIn(b"Traceback", proc.stderr)
-
-
-STATELESS_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientCapabilities": {}}
-
-
-class PromptsAndResourcesTest(unittest.TestCase):
-    """MCP prompts `resume` and `checkpoint`, resources checkpoint://brief and checkpoint://current."""
-
-    def setUp(self):
-        self.ws = Workspace(self)
-        self.assertEqual(self.ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
-
-    def handshake_era(self):
+    def test_prev_holds_the_previous_checkpoint_after_a_second_save(self):
         server = start_server(self, self.ws)
-        return server, server.request
+        save_ok(server, goal="first")
+        first = read_bytes(self.main)
+        self.assertIsNone(read_bytes(self.prev))
+        save_ok(server, goal="second")
+        self.assertEqual(read_bytes(self.prev), first)
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "second")
 
-    def stateless_era(self):
-        server = start_server(self, self.ws, initialize=False)
+    def test_corrupt_main_never_overwrites_a_good_prev(self):
+        server = start_server(self, self.ws)
+        save_ok(server, goal="A")
+        save_ok(server, goal="B")
+        good_prev = read_bytes(self.prev)
+        self.ws.write(CHECKPOINT, "{ corrupt")
+        save_ok(server, goal="C")
+        self.assertEqual(read_bytes(self.prev), good_prev)
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "C")
 
-        def request(method: str, params: dict | None = None) -> dict:
-            return server.request(method, {**(params or {}), "_meta": dict(STATELESS_META)})
-        return server, request
+    def test_load_falls_back_to_prev_when_main_is_corrupt(self):
+        server = start_server(self, self.ws)
+        save_ok(server, goal="A")
+        save_ok(server, goal="B")
+        for corrupt in (b"{ corrupt", b"", b"\xff\xfe", json.dumps({"version": 2}).encode()):
+            with self.subTest(corrupt=corrupt):
+                self.ws.write(CHECKPOINT, corrupt)
+                full = load_full(server)
+                self.assertEqual((full["found"], full["fromBackup"]), (True, True))
+                self.assertEqual(full["checkpoint"]["goal"]["primary"], "A")
+                brief = server.load()
+                self.assertIn("## Goal\nA\n", brief)
+                self.assertTrue("backup" in brief.lower() or BACKUP in brief, brief)
 
-    def eras(self) -> list:
-        """(era, request function) for a fresh server in each protocol era."""
-        return [("handshake", self.handshake_era()[1]), ("2026-07-28", self.stateless_era()[1])]
+    def test_both_files_corrupt_is_a_clear_error(self):
+        self.ws.write(CHECKPOINT, "{ corrupt")
+        self.ws.write(BACKUP, "also corrupt")
+        server = start_server(self, self.ws)
+        result = server.call("load_session_checkpoint", {})
+        self.assertIs(result.get("isError"), True, result)
+        text = result["content"][0]["text"]
+        self.assertIn(CHECKPOINT, text)
+        self.assertIn(BACKUP, text)
 
-    def test_both_eras_declare_prompts_and_resources(self):
-        server = start_server(self, self.ws, initialize=False)
-        capabilities = server.initialize()["result"]["capabilities"]
-        self.assertIn("prompts", capabilities)
-        self.assertIn("resources", capabilities)
-        _, request = self.stateless_era()
-        capabilities = request("server/discover")["result"]["capabilities"]
-        self.assertIn("prompts", capabilities)
-        self.assertIn("resources", capabilities)
+    def test_saves_leave_no_file_but_the_checkpoint_and_its_prev(self):
+        server = start_server(self, self.ws)
+        for i in range(3):
+            save_ok(server, goal=f"save {i}", mode="merge" if i else "replace")
+        self.assertEqual(checkpoint_names(self.ws.repo), {CHECKPOINT, BACKUP})
+        self.assertEqual(self.ws.git("status", "--porcelain", "--untracked-files=all").split(),
+                         ["??", CHECKPOINT, "??", BACKUP], "no third file shows up in git status")
 
-    def test_prompts_list_has_resume_and_checkpoint(self):
-        for era, request in self.eras():
-            with self.subTest(era=era):
-                names = [p["name"] for p in request("prompts/list")["result"]["prompts"]]
-                self.assertEqual(sorted(names), ["checkpoint", "resume"])
+    def test_symlinks_planted_at_checkpoint_names_are_never_followed(self):
+        outside = write(self.ws.home, "outside.json", json.dumps(dict(SEED_V1_CHECKPOINT, goal={
+            "primary": "OUTSIDE GOAL", "tasks": []})))
+        original = read_bytes(outside)
+        server = start_server(self, self.ws)
+        for name in (CHECKPOINT, BACKUP):
+            with self.subTest(name=name):
+                for existing in checkpoint_names(self.ws.repo):
+                    os.remove(os.path.join(self.ws.repo, existing))
+                if name == BACKUP:
+                    save_ok(server, goal="a regular main file")
+                os.symlink(outside, os.path.join(self.ws.repo, name))
+                load = server.call("load_session_checkpoint", {})
+                self.assertNotIn("OUTSIDE GOAL", load["content"][0]["text"])
+                server.save(goal="through the link?")
+                server.save(goal="and again", mode="merge")
+                self.assertEqual(read_bytes(outside), original)
 
-    def test_resume_prompt_is_the_brief_as_a_user_message(self):
-        for era, request in self.eras():
-            with self.subTest(era=era):
-                messages = request("prompts/get", {"name": "resume"})["result"]["messages"]
-                self.assertEqual(len(messages), 1)
-                self.assertEqual(messages[0]["role"], "user")
-                self.assertEqual(messages[0]["content"]["type"], "text")
-                self.assertTrue(messages[0]["content"]["text"].startswith("# Resuming: project"))
-                self.assertIn(sample_save()["goal"], messages[0]["content"]["text"])
+    def test_read_only_project_folder_is_an_error_and_keeps_the_old_file(self):
+        server = start_server(self, self.ws)
+        save_ok(server, goal="old")
+        before = read_bytes(self.main)
+        make_read_only(self, self.ws.repo)
+        result = server.save(goal="new")
+        self.assertIs(result.get("isError"), True, result)
+        self.assertEqual(read_bytes(self.main), before)
+        self.assertFalse({n for n in checkpoint_names(self.ws.repo) if ".tmp" in n})
 
-    def test_checkpoint_prompt_asks_for_a_merge_save(self):
-        for era, request in self.eras():
-            with self.subTest(era=era):
-                text = request("prompts/get", {"name": "checkpoint"})["result"]["messages"][0]["content"]["text"]
-                self.assertIn("save_session_checkpoint", text)
-                self.assertIn("merge", text)
+    def test_two_servers_merging_concurrently_lose_no_update(self):
+        first = start_server(self, self.ws)
+        save_ok(first, goal="shared")
+        second = start_server(self, self.ws)
+        failures = []
 
-    def test_resources_list_and_read(self):
-        for era, request in self.eras():
-            with self.subTest(era=era):
-                listed = {r["uri"]: r["mimeType"] for r in request("resources/list")["result"]["resources"]}
-                self.assertEqual(listed, {"checkpoint://brief": "text/markdown", "checkpoint://current": "application/json",
-                                  "checkpoint://snapshots": "application/json"})
-                brief = request("resources/read", {"uri": "checkpoint://brief"})["result"]["contents"]
-                self.assertEqual(brief[0]["uri"], "checkpoint://brief")
-                self.assertEqual(brief[0]["mimeType"], "text/markdown")
-                self.assertTrue(brief[0]["text"].startswith("# Resuming: project"))
-                current = request("resources/read", {"uri": "checkpoint://current"})["result"]["contents"]
-                self.assertEqual(current[0]["mimeType"], "application/json")
-                self.assertEqual(json.loads(current[0]["text"]), self.ws.checkpoint())
+        def run(server: McpServer, tag: str) -> None:
+            try:
+                for i in range(20):
+                    result = server.request("tools/call", {"name": "save_session_checkpoint", "arguments": {
+                        "goal": "shared", "mode": "merge", "recentCommands": [{"command": f"echo {tag}-{i}"}]}})
+                    if result.get("result", {}).get("isError") or "error" in result:
+                        failures.append(result)
+            except Exception as error:  # reported below, in the test's thread
+                failures.append(repr(error))
 
-    def test_unknown_prompt_or_resource_is_an_error(self):
-        for era, request in self.eras():
-            with self.subTest(era=era):
-                for method, params in (("prompts/get", {"name": "nope"}), ("resources/read", {"uri": "checkpoint://nope"}),
-                                       ("resources/read", {"uri": "file:///etc/passwd"})):
-                    reply = request(method, params)
-                    self.assertIn("error", reply, reply)
-                    self.assertNotIn("result", reply)
+        threads = [threading.Thread(target=run, args=(s, t)) for s, t in ((first, "A"), (second, "B"))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        self.assertEqual(failures, [])
+        commands = [c["command"] for c in self.ws.checkpoint()["recentCommands"]]
+        self.assertEqual(sorted(commands), sorted(f"echo {t}-{i}" for t in "AB" for i in range(20)))
+        for tag in "AB":
+            own = [c for c in commands if c.startswith(f"echo {tag}-")]
+            self.assertEqual(own, [f"echo {tag}-{i}" for i in range(20)])
 
-    def test_stateless_era_results_carry_result_type_cache_hints_and_server_info(self):
-        _, request = self.stateless_era()
-        calls = (("prompts/list", None, True), ("resources/list", None, True),
-                 ("resources/read", {"uri": "checkpoint://brief"}, True),
-                 ("resources/read", {"uri": "checkpoint://current"}, True),
-                 ("prompts/get", {"name": "resume"}, False), ("prompts/get", {"name": "checkpoint"}, False))
-        for method, params, cacheable in calls:
-            with self.subTest(method=method, params=params):
-                result = request(method, params)["result"]
-                self.assertEqual(result["resultType"], "complete")
-                info = result["_meta"]["io.modelcontextprotocol/serverInfo"]
-                self.assertEqual(info["version"], cc.__version__)
-                if cacheable:
-                    self.assertIsInstance(result["ttlMs"], int)
-                    self.assertIn(result["cacheScope"], ("private", "public", "shared"))
+
+class TestE2eHostileCheckpoint(unittest.TestCase):
+    def test_a_file_name_that_is_not_utf8_round_trips(self):
+        ws = Workspace(self)
+        odd = os.path.join(os.fsencode(ws.repo), b"caf\xe9.txt")
+        with open(odd, "wb") as stream:
+            stream.write(b"latin-1 name")
+        server = start_server(self, ws)
+        save_ok(server, goal="odd names")
+        self.assertEqual(len(ws.checkpoint()["modifiedFiles"]), 1)
+        full = load_full(server)
+        self.assertEqual(full["drift"]["changedSince"], [], "the same file must read as unchanged")
+        self.assertEqual(full["drift"]["newSince"], [])
+
+
+    def test_paths_in_an_edited_checkpoint_never_lead_outside_the_project(self):
+        ws = Workspace(self)
+        outside = write(ws.home, "secret.txt", "outside the project")
+        real_hash = blob_sha(b"outside the project")
+        server = start_server(self, ws)
+        save_ok(server, goal="g")
+        doc = ws.checkpoint()
+        doc["modifiedFiles"] = [{"path": "../secret.txt", "status": "M", "source": "git", "hash": real_hash},
+                                {"path": outside, "status": "M", "source": "agent", "hash": real_hash}]
+        ws.write(CHECKPOINT, json.dumps(doc))
+        full = load_full(server)
+        # Had the server hashed the outside file, its hash would match and it would not be flagged.
+        self.assertEqual(sorted(full["drift"]["changedSince"]), sorted(["../secret.txt", outside]))
+        save_ok(server, goal="g", mode="merge")
+        paths = [f["path"] for f in ws.checkpoint()["modifiedFiles"]]
+        self.assertNotIn("../secret.txt", paths)
+        self.assertNotIn(outside, paths)
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 6. Code rewind: snapshot, list, diff, restore, forget (SPEC section 10)
+# 10. Root resolution: which project folder a call is about (SPEC section 5)
 # ════════════════════════════════════════════════════════════════════════════
+# A root the client answers with roots/list is in 13.3 (and in 13.2 for 2026-07-28): there it
+# reads as what it is, an exchange of the protocol, with the waiting and cancelling around it.
+
+class TestRootChoice(unittest.TestCase):
+    def test_precedence(self):
+        env_all = {"CHECKPOINT_PROJECT_ROOT": "/env", "CLAUDE_PROJECT_DIR": "/claude"}
+        cases = [
+            ("/arg", env_all, ["file:///roots"], "/arg"),
+            (None, env_all, ["file:///roots"], "/env"),
+            (None, {"CLAUDE_PROJECT_DIR": "/claude"}, ["file:///roots"], "/roots"),
+            (None, {"CLAUDE_PROJECT_DIR": "/claude"}, ["https://x", "file:///second"], "/second"),
+            (None, {"CLAUDE_PROJECT_DIR": "/claude"}, [], "/claude"),
+            (None, {}, [], "/cwd"),
+        ]
+        for argument, env, roots, expected in cases:
+            with self.subTest(expected=expected):
+                self.assertEqual(cc.choose_root(argument, env, roots, "/cwd").path, expected)
+
+    def test_file_uris(self):
+        for uri, path in (("file:///home/me/my%20app", "/home/me/my app"), ("file://localhost/srv/x", "/srv/x"),
+                          ("file://otherhost/x", None), ("http://x/y", None), (7, None)):
+            with self.subTest(uri=uri):
+                self.assertEqual(cc.file_uri_to_path(uri), path)
+
+    def test_refuses_relative_missing_filesystem_root_and_home(self):
+        home = temp_dir(self)
+        for path, message in (("relative/dir", "absolute"), ("/definitely/not/here", "not an existing folder"),
+                              ("/", "Refusing"), (home, "Refusing")):
+            with self.subTest(path=path):
+                with self.assertRaises(cc.RootError) as caught:
+                    cc.resolve_root(cc.RootChoice(path, "test"), home)
+                self.assertIn(message, str(caught.exception))
+
+    def test_resolves_symlinks(self):
+        real = temp_dir(self)
+        link = os.path.join(temp_dir(self), "link")
+        os.symlink(real, link)
+        self.assertEqual(cc.resolve_root(cc.RootChoice(link, "test"), None), real)
+
+    def test_project_paths_stay_inside_the_root(self):
+        for path, expected in (("src/a.py", "src/a.py"), ("/p/src/./a.py", "src/a.py"), ("/p/../etc/passwd", None),
+                               ("../x", None), ("/other/a", None), ("/p", None), ("a/../../b", None)):
+            with self.subTest(path=path):
+                self.assertEqual(cc.relative_project_path("/p", path), expected)
+
+
+class TestE2eRoots(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.dirs = {}
+        for name in ("argument", "env", "claude", "cwd"):
+            self.dirs[name] = os.path.join(self.ws.home, name)
+            os.makedirs(self.dirs[name])
+
+    def test_root_precedence(self):
+        d = self.dirs
+        cases = [
+            ("projectRoot argument wins", {"CHECKPOINT_PROJECT_ROOT": d["env"], "CLAUDE_PROJECT_DIR": d["claude"]},
+             d["argument"], "argument"),
+            ("CHECKPOINT_PROJECT_ROOT next", {"CHECKPOINT_PROJECT_ROOT": d["env"], "CLAUDE_PROJECT_DIR": d["claude"]},
+             None, "env"),
+            ("CLAUDE_PROJECT_DIR without roots", {"CLAUDE_PROJECT_DIR": d["claude"]}, None, "claude"),
+            ("the working directory last", {}, None, "cwd"),
+        ]
+        for name, extra, argument, expected in cases:
+            with self.subTest(name):
+                server = start_server(self, self.ws, cwd=d["cwd"], env=dict(self.ws.env, **extra))
+                arguments = {"goal": name} if argument is None else {"goal": name, "projectRoot": argument}
+                result = save_ok(server, **arguments)
+                self.assertEqual(result["structuredContent"]["path"], os.path.join(d[expected], CHECKPOINT))
+                with open(os.path.join(d[expected], CHECKPOINT), encoding="utf-8") as stream:
+                    self.assertEqual(json.load(stream)["goal"]["primary"], name)
+                self.assertIn(d[expected], server.load(**({} if argument is None else {"projectRoot": argument})))
+
+    def test_relative_project_root_is_refused(self):
+        server = start_server(self, self.ws, cwd=self.ws.home)
+        for tool, arguments in (("save_session_checkpoint", {"goal": "g", "projectRoot": "project"}),
+                                ("load_session_checkpoint", {"projectRoot": "project"})):
+            with self.subTest(tool=tool):
+                result = server.call(tool, arguments)
+                self.assertIs(result.get("isError"), True, result)
+                self.assertIn("projectRoot must be an absolute path", result["content"][0]["text"])
+        self.assertNotIn(CHECKPOINT, os.listdir(self.ws.repo))
+        self.assertNotIn(CHECKPOINT, os.listdir(self.ws.home))
+
+    def test_filesystem_root_and_home_are_refused(self):
+        root_had_file = os.path.lexists(os.path.join(os.sep, CHECKPOINT))
+        cases = [("projectRoot /", self.ws.repo, {"projectRoot": os.sep}),
+                 ("projectRoot home", self.ws.repo, {"projectRoot": self.ws.home}),
+                 ("started in /", os.sep, {}), ("started in home", self.ws.home, {})]
+        for name, cwd, arguments in cases:
+            with self.subTest(name):
+                server = start_server(self, self.ws, cwd=cwd)
+                result = server.save(goal="must not land", **arguments)
+                self.assertIs(result.get("isError"), True, result)
+                self.assertIn("projectRoot", result["content"][0]["text"])
+        self.assertNotIn(CHECKPOINT, os.listdir(self.ws.home))
+        self.assertEqual(os.path.lexists(os.path.join(os.sep, CHECKPOINT)), root_had_file)
+
+    def test_nonexistent_project_root_is_an_error(self):
+        server = start_server(self, self.ws)
+        missing = os.path.join(self.ws.home, "no", "such", "folder")
+        result = server.save(goal="g", projectRoot=missing)
+        self.assertIs(result.get("isError"), True, result)
+        self.assertIn(missing, result["content"][0]["text"])
+        self.assertFalse(os.path.exists(missing))
+
+    def test_symlinked_root_is_resolved(self):
+        link = os.path.join(self.ws.home, "link-to-project")
+        os.symlink(self.ws.repo, link)
+        server = start_server(self, self.ws, cwd=self.dirs["cwd"])
+        result = save_ok(server, goal="via a link", projectRoot=link)
+        self.assertEqual(result["structuredContent"]["path"], os.path.join(self.ws.repo, CHECKPOINT))
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "via a link")
+        self.assertFalse(os.path.islink(os.path.join(self.ws.repo, CHECKPOINT)))
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 11. Services: code snapshots; save, load and the hooks (SPEC sections 3, 4 and 10)
+# ════════════════════════════════════════════════════════════════════════════
+
+# ── 11.1 Code snapshots: snapshot, list, diff, restore, forget, end to end (SPEC section 10) ──
 # Written from SPEC section 10 by someone who had not seen the code: every test runs the
 # real program on a real repository and checks JSON shapes, exit codes, refs and the disk.
 
@@ -5218,104 +3579,6 @@ class TestSavesRecordSnapshots(unittest.TestCase):
         self.assertEqual(blob(ws, newest["commit"], "src/app.py"), b"print('bye')\n")
 
 
-# ── drift made exact ──
-
-class TestExactDrift(unittest.TestCase):
-    """With a snapshot, load compares every file, not only the 100 recorded ones."""
-
-    def test_300_dirty_files_are_no_news_until_one_of_them_changes(self):
-        files = {f"f{number:03d}.txt": f"original {number}\n" for number in range(300)}
-        files["README.md"] = "# demo\n"
-        ws = Workspace(self, files=files)
-        for number in range(300):
-            ws.write(f"f{number:03d}.txt", f"dirty {number}\n")
-        ok(self, cli(ws, "save", "--goal", "many dirty files"))
-        self.assertTrue(ws.checkpoint().get("snapshot"), "the save recorded a snapshot")
-        drift = ok_json(self, cli(ws, "show", "--full"))["drift"]
-        news = set(drift["newSince"]) | set(drift["changedSince"])
-        self.assertEqual(sorted(p for p in news if p.startswith("f")), [], "dirty at save time and unchanged")
-        recorded = {entry["path"] for entry in ws.checkpoint()["modifiedFiles"]}
-        unrecorded = sorted(set(files) - recorded - {"README.md"})
-        self.assertTrue(unrecorded, "the checkpoint records at most 100 files")
-        target = unrecorded[len(unrecorded) // 2]
-        ws.write(target, "changed after the save\n")
-        ws.write("README.md", "also changed\n")
-        drift = ok_json(self, cli(ws, "show", "--full"))["drift"]
-        news = set(drift["newSince"]) | set(drift["changedSince"])
-        self.assertIn(target, news)
-        self.assertIn("README.md", news)
-        self.assertEqual(sorted(p for p in news if p.startswith("f") and p != target), [])
-        server = start_server(self, ws)
-        drift = load_full(server)["drift"]
-        self.assertIn(target, set(drift["newSince"]) | set(drift["changedSince"]))
-
-
-# ── Pure parts of the rewind: trees, plans, ids, skip rules ──
-
-class TestRewindCore(unittest.TestCase):
-    def test_tree_encoding_round_trips_and_matches_git_ids(self):
-        ws = Workspace(self)
-        for name in ("a", "a.c", "a-b", "b/x", "b.txt", "b0/y", "z"):
-            ws.write(name, name)
-        ws.git("add", "-A")
-        top = ws.git("write-tree").strip()
-        raw = git_raw(ws, "cat-file", "tree", top)
-        self.assertEqual(cc.encode_tree(cc.parse_tree(raw)), raw)
-        self.assertEqual(cc.tree_id(raw), top)
-
-    def test_rebuild_trees_replaces_a_folder_with_a_file_and_drops_emptied_folders(self):
-        trees = {"": {b"a": (cc.TREE_MODE, "1" * 40), b"k": ("100644", "2" * 40)}, "a": {b"x": ("100644", "3" * 40)}}
-        _, written = cc.rebuild_trees(trees, {"a/x": None, "a": ("100644", "4" * 40)})
-        self.assertEqual(cc.parse_tree(written[-1][1]), {b"a": ("100644", "4" * 40), b"k": ("100644", "2" * 40)})
-        _, written = cc.rebuild_trees(trees, {"a/x": None})
-        self.assertEqual(cc.parse_tree(written[-1][1]), {b"k": ("100644", "2" * 40)})
-
-    def test_plan_restore_refuses_or_skips_what_it_does_not_manage(self):
-        cases = [  # (changes, on_disk, folder_files, ignored, skipped_now, expected)
-            ([cc.TreeChange("A", "d", "100644", "1" * 40)], {"d": "dir"}, {"d": ["d/build.log"]}, set(), {}, "refuse"),
-            ([cc.TreeChange("A", "d", "100644", "1" * 40), cc.TreeChange("D", "d/a")],
-             {"d": "dir", "d/a": "file"}, {"d": ["d/a"]}, set(), {}, "write"),
-            ([cc.TreeChange("A", "f/x", "100644", "1" * 40)], {"f": "file", "f/x": "missing"}, {}, set(), {}, "refuse"),
-            ([cc.TreeChange("A", "l/x", "100644", "1" * 40)], {"l": "symlink", "l/x": "missing"}, {}, set(), {}, "skip"),
-            ([cc.TreeChange("A", "n/x", "100644", "1" * 40)], {"n": "repo", "n/x": "missing"}, {}, set(), {}, "skip"),
-            ([cc.TreeChange("A", "out.log", "100644", "1" * 40)], {"out.log": "missing"}, {}, {"out.log"}, {}, "skip"),
-            ([cc.TreeChange("A", "big", "100644", "1" * 40)], {"big": "file"}, {}, set(), {"big": "too big"}, "skip"),
-            ([cc.TreeChange("M", "m", "100755", "1" * 40)], {"m": "file"}, {}, set(), {}, "write"),
-            ([cc.TreeChange("A", ".claude-checkpoint", "100644", "1" * 40)], {}, {}, set(), {}, "nothing"),
-        ]
-        for changes, on_disk, folder_files, ignored, skipped, expected in cases:
-            with self.subTest(changes=changes):
-                plan = cc.plan_restore(changes, on_disk, folder_files, ignored, skipped)
-                outcome = ("refuse" if plan.refusals else "skip" if plan.skipped
-                           else "write" if plan.write else "nothing")
-                self.assertEqual(outcome, expected, plan)
-
-    def test_find_snapshot_by_latest_prefix_and_a_clear_error(self):
-        snaps = [cc.Snapshot(c[:9], c, "r", "t", "", "save", None, None, "", 0) for c in ("ab12" + "0" * 36, "ab34" + "0" * 36)]
-        self.assertIs(cc.find_snapshot(snaps, None), snaps[0])
-        self.assertIs(cc.find_snapshot(snaps, "latest"), snaps[0])
-        self.assertIs(cc.find_snapshot(snaps, "AB34"), snaps[1])
-        with self.assertRaisesRegex(cc.SnapshotError, "more than one"):
-            cc.find_snapshot(snaps, "ab")  # too short to be unique
-        with self.assertRaisesRegex(cc.SnapshotError, "ab1200000, ab3400000"):
-            cc.find_snapshot(snaps, "cafe")
-        with self.assertRaises(cc.NothingToDo):
-            cc.find_snapshot([], None)
-
-    def test_skip_reasons(self):
-        cases = [(".env", "file", 10, True, "secret"), ("config/.env.production", "file", 10, True, "secret"),
-                 ("keys/id_ed25519.pub", "file", 10, True, "secret"), (".env", "file", 10, False, None),
-                 ("big.bin", "file", 11, True, "larger"), ("big.bin", "file", 11, False, None),
-                 ("vendor/lib/", "repo", 0, True, "nested"), ("sub", "dir", 0, False, "submodule"),
-                 ("src/env.py", "file", 10, True, None), ("fifo", "other", 0, True, "regular")]
-        for rel, kind, size, untracked, expected in cases:
-            with self.subTest(rel=rel):
-                reason = cc.snapshot_skip_reason(rel, kind, size, untracked, 10)
-                self.assertEqual(reason is None, expected is None, reason)
-                if expected:
-                    self.assertIn(expected, reason)
-
-
 # ── Edges of the rewind, end to end ──
 
 class TestRewindEdges(unittest.TestCase):
@@ -5413,8 +3676,1799 @@ class TestRewindEdges(unittest.TestCase):
         self.assertEqual(drift["commitsSince"], 1)
 
 
+# ── 11.2 Checkpoints: save, load and what the hooks record ──
+
+def fake_secret(prefix: str, length: int, alphabet: str = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+                seed: str = "seed") -> str:
+    """A secret-shaped value that is not anybody's real secret."""
+    digest = hashlib.sha256(seed.encode()).digest() * 4
+    return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:length])
+
+
+# ── save: the answer, warnings, the size cap (SPEC section 3) ──
+
+class TestE2eSaveAnswer(unittest.TestCase):
+    def test_checkpoint_is_capped_at_64_kb_dropping_the_oldest_commands_first(self):
+        ws = Workspace(self)
+        server = start_server(self, ws)
+        commands = [{"command": f"echo cmd-{i:02d} " + "x" * 1988, "exitCode": 0, "note": "n" * 500}
+                    for i in range(50)]
+        result = save_ok(server, goal="big", decisions=["keep me"], recentCommands=commands,
+                         modifiedFiles=[{"path": "README.md", "note": "keep this note"}])
+        size = os.path.getsize(os.path.join(ws.repo, CHECKPOINT))
+        self.assertLessEqual(size, 65536)
+        self.assertEqual(result["structuredContent"]["bytes"], size)
+        cp = ws.checkpoint()
+        self.assertIs(cp["meta"]["truncated"], True)
+        kept = [c["command"][:11] for c in cp["recentCommands"]]
+        self.assertTrue(0 < len(kept) < 50, len(kept))
+        self.assertEqual(kept, [f"echo cmd-{i:02d}" for i in range(50 - len(kept), 50)])
+        self.assertEqual(cp["decisions"], ["keep me"])
+        self.assertEqual(files_by_path(cp)["README.md"]["note"], "keep this note")
+        self.assertTrue(warnings_besides_git_ignore(result), result)
+
+    def test_warns_when_the_checkpoint_is_not_git_ignored(self):
+        for ignored in (False, True):
+            with self.subTest(ignored=ignored):
+                ws = Workspace(self, files={".gitignore": ".claude-checkpoint*\n"} if ignored else None)
+                server = start_server(self, ws)
+                warnings = save_ok(server, goal="g")["structuredContent"]["warnings"]
+                mentions = [w for w in warnings if "ignore" in w.lower()]
+                self.assertEqual(bool(mentions), not ignored, warnings)
+
+    def test_a_tracked_checkpoint_gets_a_stronger_warning_whose_commands_work_as_printed(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", ".gitignore": "*.log\n"})
+        server = start_server(self, ws)
+        save_ok(server, goal="first")
+        ws.git("add", "-A")  # the checkpoint is now tracked
+
+        def git_warnings() -> list:
+            warnings = save_ok(server, goal="again")["structuredContent"]["warnings"]
+            return [w for w in warnings if "git" in w and ".claude-checkpoint" in w]
+
+        for state in ("staged", "committed", "committed and in .gitignore"):
+            with self.subTest(state):
+                if state == "committed":
+                    ws.git("commit", "-qam", "oops")
+                if state.endswith(".gitignore"):
+                    ws.write(".gitignore", "*.log\n.claude-checkpoint*\n")
+                    ws.git("commit", "-qam", "ignore it (too late)")
+                warnings = git_warnings()
+                self.assertEqual(len(warnings), 1, warnings)
+                self.assertIn("tracked by git", warnings[0])
+                self.assertNotIn("not git-ignored", warnings[0])
+        for command in re.findall(r"`([^`]*(?:rm --cached|install --exclude)[^`]*)`", warnings[0]):
+            proc = subprocess.run(["/bin/sh", "-c", command], cwd=ws.home, env=ws.env, capture_output=True,
+                                  timeout=TIMEOUT)
+            self.assertEqual(proc.returncode, 0, (command, proc.stderr))
+        self.assertEqual(ws.git("ls-files", "--", ".claude-checkpoint*"), "")
+        self.assertEqual(git_warnings(), [])
+        self.assertTrue(os.path.exists(os.path.join(ws.repo, CHECKPOINT)), "untracking keeps the file")
+
+    def test_the_not_ignored_advice_works_exactly_as_printed(self):
+        ws = Workspace(self)
+        server = start_server(self, ws)
+        warning = next(w for w in save_ok(server, goal="g")["structuredContent"]["warnings"] if "ignored" in w)
+        advice = re.search(r"run `([^`]+)`", warning).group(1)
+        proc = subprocess.run(["/bin/sh", "-c", advice], cwd=ws.home, env=ws.env, capture_output=True,
+                              timeout=TIMEOUT)  # from another folder: the command names the root
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(".claude-checkpoint*", proc.stdout.decode(), "it says what it did")
+        ws.git("check-ignore", "-q", ".claude-checkpoint")
+        ws.git("check-ignore", "-q", ".claude-checkpoint.prev")
+        self.assertEqual([w for w in save_ok(server, goal="g")["structuredContent"]["warnings"] if "ignore" in w], [])
+
+    def test_no_answer_or_log_echoes_a_secret_of_the_servers_environment(self):
+        # A value with no telling shape: only the exact-value rule can catch it.
+        plain, shaped = "Tr0ub4dor-and-three-horses", fake_secret("ghp_", 36)
+        ws = Workspace(self)
+        env = dict(ws.env, GITHUB_TOKEN=plain, ANTHROPIC_API_KEY=shaped)
+        server = start_server(self, ws, env=env, initialize=False)
+        server.initialize(capabilities={"roots": {}})
+        ask = server.wait_for(is_roots_request)
+        server.send({"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -1, "message": f"no roots for {plain}"}})
+        for secret in (plain, shaped):
+            echoes = {
+                "mode": ("tools/call", {"name": "save_session_checkpoint", "arguments": {"goal": "g", "mode": secret}}),
+                "unknown field": ("tools/call", {"name": "save_session_checkpoint",
+                                                 "arguments": {"goal": "g", secret: 1}}),
+                "task status": ("tools/call", {"name": "save_session_checkpoint", "arguments": {
+                    "goal": "g", "tasks": [{"description": "t", "status": secret}]}}),
+                "relative projectRoot": ("tools/call", {"name": "save_session_checkpoint",
+                                                        "arguments": {"goal": "g", "projectRoot": f"x/{secret}"}}),
+                "path outside": ("tools/call", {"name": "save_session_checkpoint", "arguments": {
+                    "goal": "g", "projectRoot": ws.repo, "modifiedFiles": [{"path": f"/elsewhere/{secret}"}]}}),
+                "load format": ("tools/call", {"name": "load_session_checkpoint", "arguments": {"format": secret}}),
+                "tool name": ("tools/call", {"name": secret}),
+                "resource": ("resources/read", {"uri": f"checkpoint://{secret}"}),
+                "method": (secret, {}),
+            }
+            for name, (method, params) in echoes.items():
+                with self.subTest(name, secret=secret[:4]):
+                    reply = server.request(method, params)
+                    self.assertNotIn(secret, json.dumps(reply))
+                    self.assertIn("«redacted»", json.dumps(reply, ensure_ascii=False))
+        server.close()
+        for secret in (plain, shaped):
+            self.assertFalse([line for line in server.raw_lines if secret.encode() in line])
+            self.assertNotIn(secret, server.stderr)
+        self.assertIn("no roots for «redacted»", server.stderr)
+
+    def test_redacting_the_handshake_answers_compiles_no_rule(self):
+        # Every answer is redacted, but compiling the rules would double the start-up time.
+        script = textwrap.dedent(f"""
+            import sys; sys.path.insert(0, {HERE!r})
+            import claude_checkpoint as cc
+            protocol = cc.Protocol(cc.World({{}}, "/", None, lambda: 0.0, print))
+            meta = {{"_meta": {json.dumps(with_meta()["_meta"])}}}
+            for method, params in (("initialize", {{"protocolVersion": "2025-06-18", "capabilities": {{}}}}),
+                                   ("server/discover", meta), ("tools/list", meta), ("tools/list", {{}}),
+                                   ("prompts/list", {{}}), ("resources/list", {{}}), ("ping", {{}})):
+                reply = protocol.handle({{"jsonrpc": "2.0", "id": 1, "method": method, "params": params}})
+                assert "result" in cc.redact_message(reply, ("secret-value",)), reply
+            print(hasattr(cc._compiled_rules, "cache"))
+            """)
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.stdout.decode().strip(), "False", proc.stderr.decode())
+
+    def test_answer_text_follows_the_seed_example(self):
+        ws = Workspace(self)
+        ws.git("checkout", "-qb", "feat/github-oauth")
+        ws.write("src/app.py", "print('changed')\n")
+        ws.write("src/new.spec.py", "test\n")
+        server = start_server(self, ws)
+        result = save_ok(server, **sample_save())
+        lines = result["content"][0]["text"].splitlines()
+        path = os.path.join(ws.repo, CHECKPOINT)
+        self.assertEqual(lines[0], f"Checkpoint saved to {path} ({os.path.getsize(path)} bytes, replace).")
+        self.assertEqual(lines[1], f"3 task(s), 2 file(s), 2 command(s) on feat/github-oauth@{ws.head()[:9]}.")
+        self.assertIn("⚠ Redacted 1 secret-looking value(s).", lines[2:])
+        self.assertNotIn("gh_live_8f2a91", read_bytes(path).decode())
+        for warning in result["structuredContent"]["warnings"]:
+            self.assertIn(f"⚠ {warning}", lines)
+
+
+# ── load: the brief, the full format, versions (SPEC section 4) ──
+
+class TestE2eLoad(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.server = start_server(self, self.ws)
+
+    def test_no_checkpoint_is_found_false_and_not_an_error(self):
+        result = self.server.call("load_session_checkpoint", {})
+        self.assertFalse(result.get("isError"), result)
+        self.assertIn("nothing to resume", result["content"][0]["text"].lower())
+        full = load_full(self.server)
+        self.assertIs(full["found"], False)
+        self.assertEqual(full["path"], os.path.join(self.ws.repo, CHECKPOINT))
+
+    def test_brief_has_the_sections_and_markers_of_the_spec(self):
+        self.ws.write("src/app.py", "print('changed')\n")
+        save_ok(self.server, goal="Ship it", summary="Half done.", nextSteps=["first", "second"],
+                decisions=["no ORM"],
+                tasks=[{"description": "done one", "status": "done"}, {"description": "doing", "status": "in_progress"},
+                       {"description": "todo", "status": "pending"}, {"description": "stuck", "status": "blocked"}],
+                modifiedFiles=[{"path": "src/app.py", "note": "cookie options"}],
+                recentCommands=[{"command": "make", "exitCode": 0}, {"command": "make test", "exitCode": 2,
+                                                                       "note": "2 failing"}])
+        brief = self.server.load()
+        lines = brief.splitlines()
+        self.assertRegex(lines[0], r"^# Resuming: project \(checkpoint saved .+, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$")
+        self.assertEqual(lines[1], f"Branch `main` @ {self.ws.head()[:9]} (uncommitted changes)")
+        for line in ["## Goal", "Ship it", "## Tasks", "- [x] done one", "- [~] doing", "- [ ] todo", "- [!] stuck",
+                     "## Where things stand", "Half done.", "## Next steps", "1. first", "2. second",
+                     "## Decisions & gotchas", "- no ORM", "## Files touched (1)", "- src/app.py (M) — cookie options",
+                     "## Recent commands (last 2, oldest first)", "- ✓ `make`", "- ✗ exit 2 `make test` — 2 failing"]:
+            with self.subTest(line=line):
+                self.assertIn(line, lines)
+        self.assertIn(self.ws.repo, brief)  # every answer says which root it used
+
+    def test_brief_leaves_out_empty_sections(self):
+        save_ok(self.server, goal="Only a goal")
+        brief = self.server.load()
+        self.assertIn("## Goal", brief)
+        for heading in ("## Tasks", "## Where things stand", "## Next steps", "## Decisions", "## Files touched",
+                        "## Recent commands"):
+            self.assertNotIn(heading, brief)
+
+    def test_brief_cuts_long_lists_with_and_n_more(self):
+        for i in range(40):
+            self.ws.write(f"gen/file{i:02d}.txt", f"{i}\n")
+        save_ok(self.server, goal="long lists", tasks=[{"description": f"task {i}", "status": "pending"}
+                                                        for i in range(30)],
+                nextSteps=[f"step {i}" for i in range(20)], decisions=[f"decision {i}" for i in range(20)])
+        brief = self.server.load()
+        sections = {}
+        for block in brief.split("\n## ")[1:]:
+            heading, _, body = block.partition("\n")
+            sections[heading.split(" (")[0]] = body.strip().splitlines()
+        for heading, total in (("Tasks", 30), ("Next steps", 20), ("Decisions & gotchas", 20), ("Files touched", 40)):
+            with self.subTest(section=heading):
+                body = sections[heading]
+                more = re.fullmatch(r"(?:- )?… and (\d+) more", body[-1])
+                self.assertIsNotNone(more, body[-3:])
+                self.assertEqual(len(body) - 1 + int(more.group(1)), total)
+
+    def test_full_format_returns_the_result_object_and_the_checkpoint(self):
+        save_ok(self.server, **sample_save())
+        result = self.server.call("load_session_checkpoint", {"format": "full"})
+        self.assertNotIn("structuredContent", result)
+        full = json.loads(result["content"][0]["text"])
+        self.assertLessEqual({"found", "path", "fromBackup", "updatedAt", "drift", "warnings", "checkpoint"},
+                             set(full))
+        self.assertEqual((full["found"], full["fromBackup"]), (True, False))
+        self.assertEqual(full["path"], os.path.join(self.ws.repo, CHECKPOINT))
+        self.assertEqual(set(full["drift"]) >= {"branchChanged", "currentBranch", "commitsSince", "changedSince",
+                                                "newSince"}, True, full["drift"])
+        self.assertEqual(full["checkpoint"], self.ws.checkpoint())
+        self.assertEqual(full["updatedAt"], self.ws.checkpoint()["updatedAt"])
+
+    def test_version_1_file_of_the_seed_loads(self):
+        self.ws.write(CHECKPOINT, json.dumps(SEED_V1_CHECKPOINT, ensure_ascii=False, indent=2))
+        brief = self.server.load()
+        for text in ("Add GitHub OAuth login with persistent sessions", "- [x] OAuth callback route",
+                     "- [~] Session cookie persistence", "src/auth/session.ts (M) — cookie options",
+                     "- ✗ exit 1 `npm test -- auth`"):
+            self.assertIn(text, brief)
+        full = load_full(self.server)
+        self.assertIs(full["found"], True)
+        self.assertEqual(full["checkpoint"]["goal"]["primary"], SEED_V1_CHECKPOINT["goal"]["primary"])
+
+    def test_a_version_2_file_loads_and_the_next_save_writes_version_1(self):
+        self.ws.write(CHECKPOINT, json.dumps(dict(SEED_V1_CHECKPOINT, version=2, hooks={"toolUseIds": ["toolu_1"]})))
+        self.assertIn("Add GitHub OAuth", self.server.load())
+        save_ok(self.server, goal="merged onto version 2", mode="merge")
+        saved = self.ws.checkpoint()
+        self.assertEqual(saved["version"], 1)
+        self.assertEqual(saved["hooks"]["toolUseIds"], ["toolu_1"])
+        self.assertEqual(saved["decisions"], SEED_V1_CHECKPOINT["decisions"])
+
+    def test_newer_version_is_refused_with_upgrade_advice(self):
+        self.ws.write(CHECKPOINT, json.dumps(dict(SEED_V1_CHECKPOINT, version=999)))
+        for arguments in ({}, {"format": "full"}):
+            with self.subTest(arguments=arguments):
+                result = self.server.call("load_session_checkpoint", arguments)
+                self.assertIn("upgrade", result["content"][0]["text"].lower())
+                self.assertNotIn("Add GitHub OAuth", result["content"][0]["text"])
+
+
+# ── hooks: pre-compact, stop, session-end, session-start ──
+
+# A real Claude Code 2.1.328 transcript (Write, Bash `echo hi`, a failing `ls`, an Edit, a failing Edit,
+# /compact, a resumed prompt), recorded in a folder that is not the test's project.
+REAL_TRANSCRIPT = os.path.join(CORPUS_DIR, "real_transcript.jsonl")
+
+
+def hook_env(ws: Workspace, **extra: str) -> dict:
+    """The environment Claude Code gives a hook (seen): CLAUDE_PROJECT_DIR and friends."""
+    return dict(ws.env, CLAUDE_PROJECT_DIR=ws.repo, CLAUDECODE="1", CLAUDE_CODE_ENTRYPOINT="sdk-cli", **extra)
+
+
+def run_hook_process(test: unittest.TestCase, ws: Workspace, event: str, stdin: str | bytes, env: dict | None = None,
+             cwd: str | None = None) -> tuple:
+    """Run a hook; check what every hook promises (exit 0, no traceback, in bounded time).
+    Returns (completed process, seconds)."""
+    started = time.monotonic()
+    proc = ws.run_cli("hook", event, stdin=stdin, env=env or hook_env(ws), cwd=cwd, timeout=HOOK_BOUND_S + 15)
+    elapsed = time.monotonic() - started
+    test.assertEqual(proc.returncode, 0, proc.stderr.decode(errors="replace"))
+    test.assertNotIn(b"Traceback", proc.stderr)
+    test.assertLess(elapsed, HOOK_BOUND_S)
+    return proc, elapsed
+
+
+def stderr_lines(proc: subprocess.CompletedProcess) -> list:
+    return [line for line in proc.stderr.decode(errors="replace").splitlines() if line.strip()]
+
+
+def commands_of(checkpoint: dict) -> list:
+    return [c["command"] for c in checkpoint.get("recentCommands", [])]
+
+
+class PreCompactHookTest(unittest.TestCase):
+    """`hook pre-compact` merges what the transcript proves into the checkpoint."""
+
+    def setUp(self):
+        self.ws = Workspace(self, files={"README.md": "# demo\n", "src/app.py": "print('hi')\n",
+                                         "src/lib.py": "a = 1\n", "src/failed.py": "a = 1\n",
+                                         "src/read_only.py": "a = 1\n", "nb/analysis.ipynb": "{}\n"})
+        self.transcripts = temp_dir(self, "cc-transcripts-")
+
+    def pre_compact(self, transcript: Transcript, name: str = "session.jsonl", **extra) -> subprocess.CompletedProcess:
+        path = transcript.save(os.path.join(self.transcripts, name))
+        proc, _ = run_hook_process(self, self.ws, "pre-compact",
+                           hook_payload("pre-compact", path, self.ws.repo, transcript.session_id, **extra))
+        self.assertEqual(proc.stdout, b"", "pre-compact stdout goes into the compaction prompt")
+        return proc
+
+    def session(self) -> Transcript:
+        """Edits that worked and failed, a Read, commands that passed and failed, noise."""
+        t = Transcript(self.ws.repo)
+        t.attachment()
+        t.prompt("Make the login test pass")
+        t.noise()
+        t.edit("Edit", os.path.join(self.ws.repo, "src/app.py"))
+        t.edit("Write", os.path.join(self.ws.repo, "docs/new.md"))
+        self.ws.write("docs/new.md", "hello\n")
+        t.edit("MultiEdit", os.path.join(self.ws.repo, "src/lib.py"))
+        t.edit("NotebookEdit", os.path.join(self.ws.repo, "nb/analysis.ipynb"))
+        t.edit("Edit", os.path.join(self.ws.repo, "src/failed.py"), ok=False)
+        t.edit("Write", os.path.join(self.ws.repo, "src/never_written.py"), ok=False)
+        t.read(os.path.join(self.ws.repo, "src/read_only.py"))
+        t.attachment(50_000)
+        t.bash("npm test -- auth", exit_code=0)
+        t.bash("pytest -x tests/test_login.py", exit_code=2, output="1 failed")
+        return t
+
+    def test_records_successful_edits_and_not_failed_edits_or_reads(self):
+        self.pre_compact(self.session())
+        files = files_by_path(self.ws.checkpoint())
+        for path in ("src/app.py", "docs/new.md", "src/lib.py", "nb/analysis.ipynb"):
+            with self.subTest(recorded=path):
+                self.assertIn(path, files)
+        for path in ("src/failed.py", "src/never_written.py", "src/read_only.py"):
+            with self.subTest(not_recorded=path):
+                self.assertNotIn(path, files)
+        with open(os.path.join(self.ws.repo, "src/app.py"), "rb") as stream:
+            self.assertEqual(files["src/app.py"].get("hash"), blob_sha(stream.read()))
+
+    def test_records_bash_commands_with_their_exit_status(self):
+        self.pre_compact(self.session())
+        commands = {c["command"]: c for c in self.ws.checkpoint()["recentCommands"]}
+        self.assertEqual(list(commands), ["npm test -- auth", "pytest -x tests/test_login.py"])
+        self.assertEqual(commands["npm test -- auth"].get("exitCode"), 0)
+        self.assertEqual(commands["pytest -x tests/test_login.py"].get("exitCode"), 2)
+
+    def test_takes_the_first_real_prompt_as_goal_when_there_is_none(self):
+        t = Transcript(self.ws.repo)
+        t.not_prompts()
+        t.attachment()
+        t.prompt("Fix the flaky login test")
+        t.prompt("And then update the changelog")
+        t.bash("npm test")
+        self.pre_compact(t)
+        goal = self.ws.checkpoint()["goal"]
+        self.assertEqual(goal["primary"], "Fix the flaky login test")
+        self.assertTrue(goal.get("auto"), goal)
+
+    def test_never_overwrites_what_the_model_saved(self):
+        saved = sample_save(recentCommands=[{"command": "make build", "exitCode": 0}])
+        proc = self.ws.run_cli("save", stdin=json.dumps(saved))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        before = self.ws.checkpoint()
+        self.pre_compact(self.session())
+        after = self.ws.checkpoint()
+        for key in ("goal", "summary", "nextSteps", "decisions", "id", "createdAt"):
+            with self.subTest(field=key):
+                self.assertEqual(after.get(key), before.get(key))
+        self.assertEqual(files_by_path(after)["src/app.py"].get("note"), "cookie options")
+        self.assertEqual(commands_of(after), ["make build", "npm test -- auth", "pytest -x tests/test_login.py"])
+        self.assertNotEqual(after["goal"]["primary"], "Make the login test pass")
+
+    def test_marks_what_it_added_as_automatic(self):
+        self.ws.run_cli("save", "--goal", "Ship the login page")
+        self.pre_compact(self.session())
+        checkpoint = self.ws.checkpoint()
+        self.assertFalse(checkpoint["goal"].get("auto"), "the model's goal is not automatic")
+        for command in checkpoint["recentCommands"]:
+            with self.subTest(command=command["command"]):
+                self.assertIs(command.get("auto"), True)
+        for path in ("src/app.py", "src/lib.py", "nb/analysis.ipynb"):  # clean in git: known only from the hook
+            with self.subTest(file=path):
+                self.assertIs(files_by_path(checkpoint)[path].get("auto"), True)
+
+    def test_redacts_secrets_taken_from_the_transcript(self):
+        token = fake_secret("ghp_", 36)
+        aws_key = fake_secret("AKIA", 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+        t = Transcript(self.ws.repo)
+        t.prompt(f"Deploy with the AWS key {aws_key} to staging")
+        t.bash(f"export GITHUB_TOKEN={token}")
+        t.bash("gh auth status", output=f"token {token}")
+        self.pre_compact(t)
+        with open(os.path.join(self.ws.repo, ".claude-checkpoint"), "rb") as stream:
+            raw = stream.read()
+        for secret in (token, aws_key):
+            with self.subTest(secret=secret[:4]):
+                self.assertNotIn(secret.encode(), raw)
+        checkpoint = json.loads(raw)
+        self.assertIn("«redacted»", checkpoint["goal"]["primary"])
+        self.assertIn("export GITHUB_TOKEN=«redacted»", commands_of(checkpoint))
+        self.assertGreaterEqual(checkpoint["meta"]["redactions"], 2)
+
+    def test_running_twice_on_the_same_transcript_records_nothing_twice(self):
+        t = self.session()
+        self.pre_compact(t)
+        first = self.ws.checkpoint()
+        self.pre_compact(t)
+        second = self.ws.checkpoint()
+        self.assertEqual(commands_of(second), commands_of(first))
+        paths = [f["path"] for f in second["modifiedFiles"]]
+        self.assertEqual(sorted(paths), sorted(files_by_path(first)))
+        self.assertEqual(len(paths), len(set(paths)))
+
+    def test_a_compaction_that_rereads_the_transcript_elsewhere_records_nothing_twice(self):
+        """The same tool_use ids under another transcript key (no byte cursor to help)."""
+        t = self.session()
+        self.pre_compact(t)
+        t.session_id = "5d2f7c1e-0000-4000-8000-000000000002"
+        self.pre_compact(t, name="copy.jsonl")
+        self.assertEqual(commands_of(self.ws.checkpoint()), ["npm test -- auth", "pytest -x tests/test_login.py"])
+
+    def test_a_grown_transcript_adds_only_the_new_items(self):
+        t = self.session()
+        running = t.bash("npm run build", answered=False)  # still running at the first compaction
+        self.pre_compact(t)
+        self.assertEqual(commands_of(self.ws.checkpoint()), ["npm test -- auth", "pytest -x tests/test_login.py"])
+        t.bash_result(running, 0)
+        t.attachment(10_000)
+        t.prompt("Now update the docs too")
+        t.edit("Edit", os.path.join(self.ws.repo, "README.md"))
+        t.bash("git status", exit_code=0)
+        t.bash("npm test -- auth", exit_code=1, output="Exit status 1")  # the same command again is a new run
+        self.pre_compact(t)
+        checkpoint = self.ws.checkpoint()
+        self.assertEqual(commands_of(checkpoint), ["npm test -- auth", "pytest -x tests/test_login.py",
+                                                   "npm run build", "git status", "npm test -- auth"])
+        self.assertEqual(checkpoint["recentCommands"][-1].get("exitCode"), 1)
+        self.assertIn("README.md", files_by_path(checkpoint))
+        self.assertEqual(checkpoint["goal"]["primary"], "Make the login test pass", "the first prompt stays the goal")
+
+    def test_session_end_and_stop_record_like_pre_compact(self):
+        for event in ("session-end", "stop"):
+            with self.subTest(event=event):
+                ws = Workspace(self)
+                t = Transcript(ws.repo)
+                t.prompt("Tidy up")
+                t.edit("Edit", os.path.join(ws.repo, "src/app.py"))
+                t.bash("make lint", exit_code=0)
+                path = t.save(os.path.join(self.transcripts, f"{event}.jsonl"))
+                proc, _ = run_hook_process(self, ws, event, hook_payload(event, path, ws.repo))
+                self.assertEqual(proc.stdout, b"")
+                self.assertEqual(commands_of(ws.checkpoint()), ["make lint"])
+                self.assertIn("src/app.py", files_by_path(ws.checkpoint()))
+
+    def test_real_claude_code_transcript_records_its_commands_and_no_outside_file(self):
+        if not os.path.exists(REAL_TRANSCRIPT):
+            self.skipTest(f"{REAL_TRANSCRIPT} is missing")
+        path = os.path.join(self.transcripts, "real.jsonl")
+        shutil.copyfile(REAL_TRANSCRIPT, path)
+        proc, _ = run_hook_process(self, self.ws, "pre-compact",
+                           hook_payload("pre-compact", path, self.ws.repo, "358e99cd-8117-4491-b3e7-b76fc0e7e5dc"))
+        self.assertEqual(proc.stdout, b"")
+        checkpoint = self.ws.checkpoint()
+        commands = {c["command"]: c.get("exitCode") for c in checkpoint["recentCommands"]}
+        self.assertEqual(commands, {"echo hi": 0, "ls /nonexistent-dir-xyz": 2})
+        self.assertFalse([p for p in files_by_path(checkpoint) if "notes.txt" in p or p.startswith("/")],
+                         "its Write/Edit went to a folder outside this project")
+        self.assertEqual(checkpoint["goal"]["primary"], "Create notes.txt, say hi, then edit it")
+
+
+class HookRobustnessTest(unittest.TestCase):
+    """A hook never blocks or breaks a session: exit 0, nothing on stdout, one line on stderr."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.transcript = Transcript(self.ws.repo)
+        self.transcript.prompt("Keep going")
+        self.transcript.bash("make test")
+        self.transcript_path = self.transcript.save(os.path.join(self.ws.home, "t.jsonl"))
+
+    def assert_one_clear_line(self, proc, *words: str) -> None:
+        lines = stderr_lines(proc)
+        self.assertEqual(len(lines), 1, lines)
+        for word in words:
+            self.assertIn(word.lower(), lines[0].lower())
+
+    def test_bad_hook_input_exits_zero_with_one_stderr_line(self):
+        cases = {
+            "garbage stdin": (b"\x00\xffnot json{", ""),
+            "empty stdin": (b"", ""),
+            "a JSON array": (b"[1, 2]", ""),
+            "missing transcript": (hook_payload("pre-compact", os.path.join(self.ws.home, "gone.jsonl"),
+                                                self.ws.repo), "gone.jsonl"),
+            "transcript is a folder": (hook_payload("pre-compact", self.ws.home, self.ws.repo), "transcript"),
+            "transcript is an endless device": (hook_payload("pre-compact", "/dev/zero", self.ws.repo), "regular file"),
+        }
+        for name, (stdin, word) in cases.items():
+            with self.subTest(name):
+                proc, _ = run_hook_process(self, self.ws, "pre-compact", stdin)
+                self.assertEqual(proc.stdout, b"")
+                self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
+                self.assert_one_clear_line(proc, word)
+
+    def test_session_start_with_garbage_stdin_prints_nothing(self):
+        proc, _ = run_hook_process(self, self.ws, "session-start", b"\x00garbage")
+        self.assertEqual(proc.stdout, b"")
+
+    def test_corrupt_checkpoint_is_reported_and_the_backup_kept(self):
+        good = json.dumps(sample_save())
+        for name, prev_valid in (("main corrupt, .prev good", True), ("both corrupt", False)):
+            with self.subTest(name):
+                ws = Workspace(self)
+                self.assertEqual(ws.run_cli("save", stdin=good).returncode, 0)
+                self.assertEqual(ws.run_cli("save", stdin=good).returncode, 0)  # makes a valid .prev
+                main, prev = (os.path.join(ws.repo, n) for n in (".claude-checkpoint", ".claude-checkpoint.prev"))
+                write(ws.repo, ".claude-checkpoint", b"{corrupt")
+                if not prev_valid:
+                    write(ws.repo, ".claude-checkpoint.prev", b"\xff\xfe also corrupt")
+                with open(prev, "rb") as stream:
+                    prev_before = stream.read()
+                proc, _ = run_hook_process(self, ws, "pre-compact", hook_payload("pre-compact", self.transcript_path, ws.repo))
+                self.assertEqual(proc.stdout, b"")
+                with open(prev, "rb") as stream:
+                    self.assertEqual(stream.read(), prev_before, "a corrupt file never overwrites .prev")
+                if prev_valid:  # recorded on top of the backup: nothing of the model's is lost
+                    with open(main, encoding="utf-8") as stream:
+                        checkpoint = json.load(stream)
+                    self.assertEqual(checkpoint["goal"]["primary"], sample_save()["goal"])
+                    self.assertIn("make test", commands_of(checkpoint))
+                self.assert_one_clear_line(proc, ".claude-checkpoint")
+
+    @slow
+    def test_hanging_git_does_not_hold_the_session(self):
+        env = hook_env(self.ws, PATH=fake_git_folder(self, "sleep 30") + os.pathsep + os.environ["PATH"])
+        proc, _ = run_hook_process(self, self.ws, "pre-compact",
+                           hook_payload("pre-compact", self.transcript_path, self.ws.repo), env=env)
+        self.assertEqual(proc.stdout, b"")
+        self.assertEqual(commands_of(self.ws.checkpoint()), ["make test"])
+        self.assertIsNone(self.ws.checkpoint()["git"])
+        self.assert_one_clear_line(proc, "git")
+
+    def test_filesystem_root_or_home_is_refused(self):
+        for name, folder in (("/", os.path.abspath(os.sep)), ("HOME", self.ws.home)):
+            with self.subTest(name):
+                env = dict(hook_env(self.ws), CLAUDE_PROJECT_DIR=folder)
+                for event in ("pre-compact", "session-start"):
+                    proc, _ = run_hook_process(self, self.ws, event, hook_payload(event, self.transcript_path, folder),
+                                       env=env, cwd=folder)
+                    self.assertEqual(proc.stdout, b"")
+                    self.assert_one_clear_line(proc, "root")
+                self.assertFalse(os.path.exists(os.path.join(folder, ".claude-checkpoint")))
+
+
+@slow
+class LargeTranscriptTest(unittest.TestCase):
+    """Transcripts are big (attachments are ~80% of the bytes): the hook streams them."""
+
+    def test_a_50_mb_transcript_is_read_quickly_and_completely(self):
+        ws = Workspace(self)
+        t = Transcript(ws.repo)
+        t.prompt("Refactor the parser")
+        blob = "y" * 50_000  # twice per Read line: content and toolUseResult
+        for i in range(500):
+            if i % 2:
+                t.attachment(100_000)
+            else:  # a big Read result: it says "tool_result", so only a cheap check can skip it
+                tool_id = t.call("Read", {"file_path": os.path.join(ws.repo, "README.md")})
+                t.result(tool_id, blob, None, {"type": "text", "file": {"content": blob}})
+            if i % 50 == 0:
+                t.bash(f"pytest -k case{i}", exit_code=0 if i % 100 else 1)
+        t.edit("Edit", os.path.join(ws.repo, "src/app.py"))
+        path = t.save(os.path.join(ws.home, "big.jsonl"))
+        self.assertGreater(os.path.getsize(path), 50_000_000)
+        started = time.monotonic()
+        proc, _ = run_hook_process(self, ws, "pre-compact", hook_payload("pre-compact", path, ws.repo))
+        elapsed = time.monotonic() - started
+        self.assertLess(elapsed, 10, "a hook must not hold the compaction")
+        self.assertEqual(proc.stdout, b"")
+        checkpoint = ws.checkpoint()
+        self.assertEqual(len(checkpoint["recentCommands"]), 10)
+        self.assertEqual(checkpoint["recentCommands"][0]["exitCode"], 1)
+        self.assertIn("src/app.py", files_by_path(checkpoint))
+
+
+class SessionStartHookTest(unittest.TestCase):
+    """`hook session-start` puts the brief in the model's context after clear, compact or resume."""
+
+    def test_prints_the_brief_when_a_checkpoint_exists(self):
+        ws = Workspace(self)
+        self.assertEqual(ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
+        for source in ("clear", "compact", "resume", "startup"):
+            with self.subTest(source=source):
+                proc, _ = run_hook_process(self, ws, "session-start",
+                                   hook_payload("session-start", "/nonexistent.jsonl", ws.repo, source=source))
+                brief = proc.stdout.decode()
+                self.assertTrue(brief.startswith("# Resuming:"), brief)
+                self.assertIn(sample_save()["goal"], brief)
+                self.assertEqual(stderr_lines(proc), [])
+
+    def test_prints_nothing_when_there_is_no_checkpoint(self):
+        ws = Workspace(self)
+        proc, _ = run_hook_process(self, ws, "session-start", hook_payload("session-start", "/nonexistent.jsonl", ws.repo))
+        self.assertEqual(proc.stdout, b"")
+        self.assertFalse(os.path.exists(os.path.join(ws.repo, ".claude-checkpoint")))
+
+
+    def test_unreadable_checkpoint_falls_back_or_prints_nothing(self):
+        ws = Workspace(self)
+        for _ in range(2):  # the second save keeps the first as a valid .prev
+            self.assertEqual(ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
+        write(ws.repo, ".claude-checkpoint", b"{corrupt")
+        payload = hook_payload("session-start", "/nonexistent.jsonl", ws.repo)
+        with self.subTest("main corrupt, .prev good"):
+            proc, _ = run_hook_process(self, ws, "session-start", payload)
+            self.assertTrue(proc.stdout.decode().startswith("# Resuming:"), proc.stdout)
+        write(ws.repo, ".claude-checkpoint.prev", b"{corrupt too")
+        with self.subTest("both corrupt"):
+            proc, _ = run_hook_process(self, ws, "session-start", payload)
+            self.assertEqual(proc.stdout, b"")
+            self.assertEqual(len(stderr_lines(proc)), 1, stderr_lines(proc))
+
+
 # ════════════════════════════════════════════════════════════════════════════
-# 6. Interoperability with the official MCP Python SDK client (PyPI `mcp`)
+# 12. MCP tools, prompts and resources
+# ════════════════════════════════════════════════════════════════════════════
+# The tools (12.1) are checked through tools/list and tools/call in TestE2eProtocol (13.1),
+# their arguments in 4.1 and their work in 11.
+
+# ── 12.2 Prompts and resources ──
+
+STATELESS_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+class PromptsAndResourcesTest(unittest.TestCase):
+    """MCP prompts `resume` and `checkpoint`, resources checkpoint://brief and checkpoint://current."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.assertEqual(self.ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
+
+    def handshake_era(self):
+        server = start_server(self, self.ws)
+        return server, server.request
+
+    def stateless_era(self):
+        server = start_server(self, self.ws, initialize=False)
+
+        def request(method: str, params: dict | None = None) -> dict:
+            return server.request(method, {**(params or {}), "_meta": dict(STATELESS_META)})
+        return server, request
+
+    def eras(self) -> list:
+        """(era, request function) for a fresh server in each protocol era."""
+        return [("handshake", self.handshake_era()[1]), ("2026-07-28", self.stateless_era()[1])]
+
+    def test_both_eras_declare_prompts_and_resources(self):
+        server = start_server(self, self.ws, initialize=False)
+        capabilities = server.initialize()["result"]["capabilities"]
+        self.assertIn("prompts", capabilities)
+        self.assertIn("resources", capabilities)
+        _, request = self.stateless_era()
+        capabilities = request("server/discover")["result"]["capabilities"]
+        self.assertIn("prompts", capabilities)
+        self.assertIn("resources", capabilities)
+
+    def test_prompts_list_has_resume_and_checkpoint(self):
+        for era, request in self.eras():
+            with self.subTest(era=era):
+                names = [p["name"] for p in request("prompts/list")["result"]["prompts"]]
+                self.assertEqual(sorted(names), ["checkpoint", "resume"])
+
+    def test_resume_prompt_is_the_brief_as_a_user_message(self):
+        for era, request in self.eras():
+            with self.subTest(era=era):
+                messages = request("prompts/get", {"name": "resume"})["result"]["messages"]
+                self.assertEqual(len(messages), 1)
+                self.assertEqual(messages[0]["role"], "user")
+                self.assertEqual(messages[0]["content"]["type"], "text")
+                self.assertTrue(messages[0]["content"]["text"].startswith("# Resuming: project"))
+                self.assertIn(sample_save()["goal"], messages[0]["content"]["text"])
+
+    def test_checkpoint_prompt_asks_for_a_merge_save(self):
+        for era, request in self.eras():
+            with self.subTest(era=era):
+                text = request("prompts/get", {"name": "checkpoint"})["result"]["messages"][0]["content"]["text"]
+                self.assertIn("save_session_checkpoint", text)
+                self.assertIn("merge", text)
+
+    def test_resources_list_and_read(self):
+        for era, request in self.eras():
+            with self.subTest(era=era):
+                listed = {r["uri"]: r["mimeType"] for r in request("resources/list")["result"]["resources"]}
+                self.assertEqual(listed, {"checkpoint://brief": "text/markdown", "checkpoint://current": "application/json",
+                                  "checkpoint://snapshots": "application/json"})
+                brief = request("resources/read", {"uri": "checkpoint://brief"})["result"]["contents"]
+                self.assertEqual(brief[0]["uri"], "checkpoint://brief")
+                self.assertEqual(brief[0]["mimeType"], "text/markdown")
+                self.assertTrue(brief[0]["text"].startswith("# Resuming: project"))
+                current = request("resources/read", {"uri": "checkpoint://current"})["result"]["contents"]
+                self.assertEqual(current[0]["mimeType"], "application/json")
+                self.assertEqual(json.loads(current[0]["text"]), self.ws.checkpoint())
+
+    def test_unknown_prompt_or_resource_is_an_error(self):
+        for era, request in self.eras():
+            with self.subTest(era=era):
+                for method, params in (("prompts/get", {"name": "nope"}), ("resources/read", {"uri": "checkpoint://nope"}),
+                                       ("resources/read", {"uri": "file:///etc/passwd"})):
+                    reply = request(method, params)
+                    self.assertIn("error", reply, reply)
+                    self.assertNotIn("result", reply)
+
+    def test_stateless_era_results_carry_result_type_cache_hints_and_server_info(self):
+        _, request = self.stateless_era()
+        calls = (("prompts/list", None, True), ("resources/list", None, True),
+                 ("resources/read", {"uri": "checkpoint://brief"}, True),
+                 ("resources/read", {"uri": "checkpoint://current"}, True),
+                 ("prompts/get", {"name": "resume"}, False), ("prompts/get", {"name": "checkpoint"}, False))
+        for method, params, cacheable in calls:
+            with self.subTest(method=method, params=params):
+                result = request(method, params)["result"]
+                self.assertEqual(result["resultType"], "complete")
+                info = result["_meta"]["io.modelcontextprotocol/serverInfo"]
+                self.assertEqual(info["version"], cc.__version__)
+                if cacheable:
+                    self.assertIsInstance(result["ttlMs"], int)
+                    self.assertIn(result["cacheScope"], ("private", "public", "shared"))
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 13. Protocol: both MCP eras, roots, cancellation, fuzzing (SPEC section 2)
+# ════════════════════════════════════════════════════════════════════════════
+
+def file_uri(path: str) -> str:
+    return "file://" + path
+
+
+# ── 13.1 The handshake era: messages, errors, batches, the tool list and its size ──
+
+HANDSHAKE_ERA = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
+class TestE2eProtocol(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace(self)
+
+    def assert_still_serving(self, server: McpServer) -> None:
+        self.assertEqual(server.request("ping", timeout=TIMEOUT).get("result"), {})
+
+    def test_initialize_echoes_supported_versions_and_answers_newest_for_unknown(self):
+        server = start_server(self, self.ws, initialize=False)
+        for asked, expected in [(v, v) for v in HANDSHAKE_ERA] + [("1999-01-01", "2025-11-25")]:
+            with self.subTest(asked=asked):
+                reply = server.request("initialize", {"protocolVersion": asked, "capabilities": {},
+                                                      "clientInfo": {"name": "t", "version": "1"}})
+                result = reply["result"]
+                self.assertEqual(result["protocolVersion"], expected)
+                self.assertIn("tools", result["capabilities"])
+                self.assertLessEqual({"name", "title", "version"}, set(result["serverInfo"]))
+                self.assertIsInstance(result["instructions"], str)
+                self.assertLess(len(result["instructions"].encode()), 2048)
+
+    def test_initialize_without_protocol_version_is_invalid_params(self):
+        server = start_server(self, self.ws, initialize=False)
+        reply = server.request("initialize", {"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+        self.assertEqual(reply["error"]["code"], -32602, reply)
+        self.assert_still_serving(server)
+
+    def test_notifications_get_no_reply(self):
+        server = start_server(self, self.ws)
+        for method in ("notifications/initialized", "notifications/cancelled", "notifications/progress",
+                       "notifications/unknown-thing", "ping"):
+            server.notify(method, {"requestId": 12345} if method == "notifications/cancelled" else None)
+        server.send({"jsonrpc": "2.0", "id": 777, "method": "ping"})
+        first = server.receive()  # the first line after them must be the ping's answer
+        self.assertEqual(first, {"jsonrpc": "2.0", "id": 777, "result": {}}, "a notification got a reply")
+
+    def test_ping_answers_empty_object(self):
+        server = start_server(self, self.ws)
+        self.assertEqual(server.request("ping")["result"], {})
+
+    def test_request_id_zero_is_valid(self):
+        server = start_server(self, self.ws)
+        reply = server.request("ping", request_id=0)
+        self.assertEqual(reply, {"jsonrpc": "2.0", "id": 0, "result": {}})
+
+    def test_unknown_method_is_method_not_found(self):
+        server = start_server(self, self.ws)
+        reply = server.request("no/such/method", {})
+        self.assertEqual(reply["error"]["code"], -32601, reply)
+        self.assert_still_serving(server)
+
+    def test_malformed_json_is_parse_error_with_null_id(self):
+        server = start_server(self, self.ws)
+        for raw in (b'{"jsonrpc": "2.0", "id": 1, "method": "ping"\n', b"{not json}\n", b'"unterminated\n'):
+            with self.subTest(raw=raw):
+                server.send_raw(raw)
+                reply = server.receive()
+                self.assertEqual(reply["error"]["code"], -32700, reply)
+                self.assertIn("id", reply)
+                self.assertIsNone(reply["id"])
+                self.assert_still_serving(server)
+
+    def test_invalid_requests_are_rejected_and_serving_continues(self):
+        server = start_server(self, self.ws)
+        cases = {
+            "wrong jsonrpc": {"jsonrpc": "1.0", "id": 1, "method": "ping"},
+            "no jsonrpc": {"id": 2, "method": "ping"},
+            "method not a string": {"jsonrpc": "2.0", "id": 3, "method": 5},
+            "id a float": {"jsonrpc": "2.0", "id": 1.5, "method": "ping"},
+            "id a bool": {"jsonrpc": "2.0", "id": True, "method": "ping"},
+            "id an object": {"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"},
+            "a number": 5,
+            "a string": "ping",
+        }
+        for name, message in cases.items():
+            with self.subTest(name):
+                server.send(message)
+                reply = server.receive()
+                self.assertIsInstance(reply, dict, reply)
+                self.assertEqual(reply["error"]["code"], -32600, reply)
+                self.assert_still_serving(server)
+
+    def test_batch_gets_one_array_reply(self):
+        server = start_server(self, self.ws)
+        server.send([{"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                     {"jsonrpc": "2.0", "method": "notifications/progress"},
+                     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                     {"jsonrpc": "2.0", "id": 3, "method": "no/such"}])
+        reply = server.receive()
+        self.assertIsInstance(reply, list, reply)
+        by_id = {item["id"]: item for item in reply}
+        self.assertEqual(set(by_id), {1, 2, 3})
+        self.assertEqual(by_id[1]["result"], {})
+        self.assertEqual(len(by_id[2]["result"]["tools"]), 2)
+        self.assertEqual(by_id[3]["error"]["code"], -32601)
+
+    def test_notification_only_batch_gets_no_reply(self):
+        server = start_server(self, self.ws)
+        server.send([{"jsonrpc": "2.0", "method": "notifications/progress"},
+                     {"jsonrpc": "2.0", "method": "notifications/initialized"}])
+        server.send({"jsonrpc": "2.0", "id": 55, "method": "ping"})
+        self.assertEqual(server.receive(), {"jsonrpc": "2.0", "id": 55, "result": {}})
+
+    def test_empty_batch_is_invalid_request(self):
+        server = start_server(self, self.ws)
+        server.send_raw(b"[]\n")
+        reply = server.receive()
+        self.assertIsInstance(reply, dict, reply)
+        self.assertEqual(reply["error"]["code"], -32600, reply)
+        self.assert_still_serving(server)
+
+    def test_params_of_the_wrong_type_are_invalid_params_not_internal_errors(self):
+        server = start_server(self, self.ws)
+        cases = {
+            "tool name a list": ("tools/call", {"name": [{"x": True}, "y"], "arguments": {}}),
+            "tool name a number": ("tools/call", {"name": 5}),
+            "tool name missing": ("tools/call", {"arguments": {"goal": "g"}}),
+            "prompt name an object": ("prompts/get", {"name": {"resume": 1}}),
+            "prompt arguments a string": ("prompts/get", {"name": "resume", "arguments": "x"}),
+            "resource uri a number": ("resources/read", {"uri": 5}),
+            "resource uri a list": ("resources/read", {"uri": ["checkpoint://brief"]}),
+            "protocolVersion a number": ("initialize", {"protocolVersion": 20251125, "capabilities": {}}),
+            "capabilities a string": ("initialize", {"protocolVersion": "2025-11-25", "capabilities": "all"}),
+        }
+        for name, (method, params) in cases.items():
+            with self.subTest(name):
+                reply = server.request(method, params)
+                self.assertEqual(reply["error"]["code"], -32602, reply)
+        server.notify("notifications/cancelled", {"requestId": {"an": "object"}, "reason": ["x"]})
+        self.assert_still_serving(server)
+
+    def test_unknown_tool_is_invalid_params(self):
+        server = start_server(self, self.ws)
+        reply = server.request("tools/call", {"name": "delete_everything", "arguments": {}})
+        self.assertEqual(reply["error"]["code"], -32602, reply)
+        self.assert_still_serving(server)
+
+    def test_tools_list_describes_both_tools(self):
+        server = start_server(self, self.ws)
+        tools = {t["name"]: t for t in server.request("tools/list")["result"]["tools"]}
+        self.assertEqual(set(tools), {"save_session_checkpoint", "load_session_checkpoint"})
+        for tool in tools.values():
+            with self.subTest(tool=tool["name"]):
+                self.assertTrue(tool.get("title"))
+                self.assertTrue(tool.get("description"))
+                self.assertLess(len(tool["description"].encode()), 2048)
+                self.assertEqual(tool["inputSchema"]["type"], "object")
+                self.assertIs(tool["inputSchema"]["additionalProperties"], False)
+                self.assertIs(tool["annotations"]["openWorldHint"], False)
+        save, load = tools["save_session_checkpoint"], tools["load_session_checkpoint"]
+        props = save["inputSchema"]["properties"]
+        self.assertEqual(save["inputSchema"]["required"], ["goal"])
+        for path, key, value in [(("goal",), "maxLength", 500), (("summary",), "maxLength", 4000),
+                                 (("tasks",), "maxItems", 30), (("tasks", "items", "properties", "description"),
+                                                                "maxLength", 300),
+                                 (("nextSteps",), "maxItems", 20), (("nextSteps", "items"), "maxLength", 500),
+                                 (("decisions",), "maxItems", 20), (("decisions", "items"), "maxLength", 500),
+                                 (("modifiedFiles",), "maxItems", 100),
+                                 (("modifiedFiles", "items", "properties", "note"), "maxLength", 300),
+                                 (("recentCommands",), "maxItems", 50),
+                                 (("recentCommands", "items", "properties", "command"), "maxLength", 2000),
+                                 (("recentCommands", "items", "properties", "note"), "maxLength", 500)]:
+            with self.subTest(schema=".".join(path)):
+                node = props[path[0]]
+                for step in path[1:]:
+                    node = node[step]
+                self.assertEqual(node[key], value)
+        self.assertEqual(set(props["tasks"]["items"]["properties"]["status"]["enum"]),
+                         {"pending", "in_progress", "done", "blocked"})
+        self.assertEqual(set(props["mode"]["enum"]), {"replace", "merge"})
+        self.assertEqual(props["recentCommands"]["items"]["properties"]["exitCode"]["type"], "integer")
+        for item in ("tasks", "modifiedFiles", "recentCommands"):
+            self.assertIs(props[item]["items"]["additionalProperties"], False, item)
+        self.assertEqual(set(load["inputSchema"]["properties"]["format"]["enum"]), {"brief", "full"})
+        self.assertIs(load["annotations"]["readOnlyHint"], True)
+        self.assertIs(save["annotations"]["destructiveHint"], False)
+        self.assertIs(save["annotations"]["idempotentHint"], False)
+        self.assertIn("outputSchema", save)
+        self.assertNotIn("outputSchema", load)
+
+    def test_tools_list_and_instructions_cost_at_most_4096_bytes(self):
+        # Paid in tokens by every session before it does anything (SPEC section 2).
+        server = start_server(self, self.ws, initialize=False)
+        instructions = server.initialize()["result"]["instructions"]
+        tools = server.request("tools/list")["result"]
+        cost = len(json.dumps(tools, separators=(",", ":"), ensure_ascii=False).encode()) + \
+            len(json.dumps(instructions, ensure_ascii=False).encode())
+        self.assertLessEqual(cost, 4096)
+        self.assertEqual(len(tools["tools"]), 2, "the tool list must not grow")
+
+    def test_load_returns_text_only(self):
+        server = start_server(self, self.ws)
+        for arguments in ({}, {"format": "full"}):
+            with self.subTest(arguments=arguments):
+                result = server.call("load_session_checkpoint", arguments)
+                self.assertNotIn("structuredContent", result)
+                self.assertEqual([block["type"] for block in result["content"]], ["text"])
+        save_ok(server, **sample_save())
+        result = server.call("load_session_checkpoint", {})
+        self.assertNotIn("structuredContent", result)
+        self.assertEqual(len(result["content"]), 1)
+
+    def test_save_returns_structured_content(self):
+        server = start_server(self, self.ws)
+        self.ws.write("src/app.py", "print('changed')\n")
+        result = save_ok(server, **sample_save())
+        sc = result["structuredContent"]
+        self.assertEqual(sc["path"], os.path.join(self.ws.repo, CHECKPOINT))
+        self.assertEqual(sc["bytes"], os.path.getsize(sc["path"]))
+        self.assertEqual(sc["mode"], "replace")
+        self.assertEqual(sc["counts"], {"tasks": 3, "modifiedFiles": 1, "recentCommands": 2, "redactions": 1})
+        self.assertIsInstance(sc["warnings"], list)
+        self.assertEqual(result["content"][0]["type"], "text")
+
+    def test_huge_line_and_binary_garbage_do_not_crash_the_server(self):
+        server = start_server(self, self.ws)
+        huge = b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"' + b"a" * (10 * 1024 * 1024) + b'"}}\n'
+        for name, raw in [("10 MB line", huge), ("binary", bytes(range(256)) * 4 + b"\n"),
+                          ("invalid utf-8 in json", b'{"jsonrpc":"2.0","id":10,"method":"\xff\xfe"}\n'),
+                          ("deep nesting", b"[" * 100000 + b"]" * 100000 + b"\n"),
+                          ("nul bytes", b"\x00\x00\x00\n")]:
+            with self.subTest(name):
+                server.send_raw(raw)
+                self.assert_still_serving(server)
+        self.assertIsNone(server.proc.poll())
+
+
+# ── 13.2 The stateless era, 2026-07-28 ──
+
+class TestE2eStatelessEra(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.elsewhere = temp_dir(self, "cc-cwd-")
+        self.server = start_server(self, self.ws, initialize=False, cwd=self.elsewhere)
+
+    def test_server_discover_answers_versions_capabilities_and_server_info(self):
+        result = self.server.request("server/discover", with_meta())["result"]
+        self.assertIn(STATELESS_VERSION, result["supportedVersions"])
+        self.assertIn("tools", result["capabilities"])
+        self.assertIsInstance(result["instructions"], str)
+        info = result["_meta"]["io.modelcontextprotocol/serverInfo"]
+        self.assertEqual(info["name"], "claude-checkpoint")
+        self.assertEqual(result["resultType"], "complete")
+        self.assertIsInstance(result["ttlMs"], int)
+        self.assertIsInstance(result["cacheScope"], str)
+
+    def test_unsupported_version_in_meta_is_refused_with_the_supported_list(self):
+        for method in ("server/discover", "tools/list", "ping"):
+            with self.subTest(method=method):
+                reply = self.server.request(method, with_meta(version="2099-01-01"))
+                self.assertEqual(reply["error"]["code"], -32022, reply)
+                self.assertIn(STATELESS_VERSION, reply["error"]["data"]["supported"])
+
+    def test_every_result_has_result_type_and_lists_carry_cache_hints(self):
+        for method, params in [("ping", {}), ("tools/list", {}), ("server/discover", {}),
+                               ("tools/call", {"name": "load_session_checkpoint",
+                                               "arguments": {"projectRoot": self.ws.repo}})]:
+            with self.subTest(method=method):
+                result = self.server.request(method, with_meta(params))["result"]
+                self.assertEqual(result["resultType"], "complete")
+                if method in ("tools/list", "server/discover"):
+                    self.assertIsInstance(result["ttlMs"], int)
+                    self.assertIn("cacheScope", result)
+
+    def test_tool_call_without_root_asks_for_roots_then_saves_into_the_answered_root(self):
+        capabilities = {"roots": {"listChanged": True}}
+        params = {"name": "save_session_checkpoint", "arguments": sample_save()}
+        first = self.server.request("tools/call", with_meta(params, capabilities))["result"]
+        self.assertEqual(first["resultType"], "input_required", first)
+        self.assertEqual(first["inputRequests"]["roots"]["method"], "roots/list")
+        self.assertIn("requestState", first)
+        self.assertEqual(checkpoint_names(self.elsewhere) | checkpoint_names(self.ws.repo), set())
+        retry = dict(params, inputResponses={"roots": {"roots": [{"uri": file_uri(self.ws.repo)}]}},
+                     requestState=first["requestState"])
+        result = self.server.request("tools/call", with_meta(retry, capabilities))["result"]
+        self.assertEqual(result["resultType"], "complete")
+        self.assertFalse(result.get("isError"), result)
+        self.assertEqual(result["structuredContent"]["path"], os.path.join(self.ws.repo, CHECKPOINT))
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], sample_save()["goal"])
+        self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
+
+
+# ── 13.3 Roots in the handshake era: roots/list, waiting for it, cancellation (SPEC sections 2 and 5) ──
+
+def answer_roots(server: McpServer, request: dict, *paths: str) -> None:
+    server.send({"jsonrpc": "2.0", "id": request["id"],
+                 "result": {"roots": [{"uri": file_uri(p), "name": os.path.basename(p)} for p in paths]}})
+
+
+class TestE2eHandshakeRoots(unittest.TestCase):
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.elsewhere = temp_dir(self, "cc-cwd-")
+
+    def start(self, env: dict | None = None) -> tuple:
+        server = start_server(self, self.ws, cwd=self.elsewhere, env=env,
+                              capabilities={"roots": {"listChanged": True}})
+        return server, server.wait_for(is_roots_request)
+
+    def test_answered_root_is_where_a_save_lands(self):
+        server, ask = self.start()
+        answer_roots(server, ask, self.ws.repo)
+        result = save_ok(server, goal="roots decide")
+        self.assertEqual(result["structuredContent"]["path"], os.path.join(self.ws.repo, CHECKPOINT))
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "roots decide")
+        self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
+
+    def test_tool_call_sent_before_the_roots_answer_waits_for_it(self):
+        server, ask = self.start()
+        server.send({"jsonrpc": "2.0", "id": 500, "method": "tools/call",
+                     "params": {"name": "save_session_checkpoint", "arguments": {"goal": "waited"}}})
+        time.sleep(0.5)
+        answer_roots(server, ask, self.ws.repo)
+        reply = server.wait_for(lambda m: isinstance(m, dict) and m.get("id") == 500)
+        self.assertFalse(reply["result"].get("isError"), reply)
+        self.assertEqual(reply["result"]["structuredContent"]["path"], os.path.join(self.ws.repo, CHECKPOINT),
+                         "the held tool call did not use the roots answered while it waited")
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "waited")
+        self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
+
+    def test_ping_is_answered_while_a_tool_call_waits_for_roots(self):
+        server, ask = self.start()
+        server.send({"jsonrpc": "2.0", "id": 500, "method": "tools/call",
+                     "params": {"name": "save_session_checkpoint", "arguments": {"goal": "waited"}}})
+        server.send({"jsonrpc": "2.0", "id": 501, "method": "ping"})
+        first = server.receive()  # the roots are not answered yet: only the ping can be answered
+        self.assertEqual(first.get("id"), 501, f"the ping was held behind the waiting tool call: {first}")
+        answer_roots(server, ask, self.ws.repo)
+        reply = server.wait_for(lambda m: isinstance(m, dict) and m.get("id") == 500)
+        self.assertFalse(reply["result"].get("isError"), reply)
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "waited")
+
+    @slow
+    def test_unanswered_roots_request_falls_back_to_the_next_source(self):
+        env = dict(self.ws.env, CLAUDE_PROJECT_DIR=self.ws.repo)
+        server, _ = self.start(env)
+        started = time.monotonic()
+        result = save_ok(server, goal="no roots answer")
+        elapsed = time.monotonic() - started
+        self.assertLess(elapsed, 10)
+        self.assertEqual(result["structuredContent"]["path"], os.path.join(self.ws.repo, CHECKPOINT))
+
+    def test_cancelled_notification_drops_a_queued_request(self):
+        server, ask = self.start()
+        server.send({"jsonrpc": "2.0", "id": 600, "method": "tools/call",
+                     "params": {"name": "save_session_checkpoint", "arguments": {"goal": "cancelled"}}})
+        server.notify("notifications/cancelled", {"requestId": 600, "reason": "user pressed Esc"})
+        answer_roots(server, ask, self.ws.repo)
+        seen = []
+        server.send({"jsonrpc": "2.0", "id": 601, "method": "ping"})
+        server.wait_for(lambda m: seen.append(m) or (isinstance(m, dict) and m.get("id") == 601))
+        self.assertFalse([m for m in seen if isinstance(m, dict) and m.get("id") == 600], seen)
+        self.assertNotIn(CHECKPOINT, os.listdir(self.ws.repo))
+        self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
+
+    def test_cancelled_notification_drops_a_request_queued_behind_a_slow_one(self):
+        server = start_server(self, self.ws)
+        def save(request_id, goal):
+            return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                    "params": {"name": "save_session_checkpoint", "arguments": {"goal": goal}}}
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 102}}
+        in_batch = [save(104, "cancelled in a batch"), {"jsonrpc": "2.0", "id": 105, "method": "ping"}]
+        cancel_in_batch = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 104}}
+        with cc.ProjectLock(self.ws.repo):  # the first save waits for it: it is slow
+            server.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in (
+                save(101, "slow"), save(102, "cancelled"), cancel, in_batch, cancel_in_batch)))
+            time.sleep(0.5)  # let the server's reader queue every line behind the slow save
+        seen = []
+        server.send({"jsonrpc": "2.0", "id": 103, "method": "ping"})
+        server.wait_for(lambda m: seen.append(m) or (isinstance(m, dict) and m.get("id") == 103))
+        ids = [m.get("id") for m in seen if isinstance(m, dict)] + [i.get("id") for m in seen
+                                                                      if isinstance(m, list) for i in m]
+        self.assertIn(101, ids)
+        self.assertIn(105, ids, "the batch keeps its other members")
+        self.assertNotIn(102, ids, "a cancelled request must not answer")
+        self.assertNotIn(104, ids)
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "slow", "a cancelled save must not run")
+
+    def test_roots_list_changed_refreshes_the_root(self):
+        other = Workspace(self)
+        server, ask = self.start()
+        answer_roots(server, ask, self.ws.repo)
+        save_ok(server, goal="first root")
+        server.notify("notifications/roots/list_changed")
+        ask = server.wait_for(is_roots_request)
+        answer_roots(server, ask, other.repo)
+        save_ok(server, goal="second root")
+        self.assertEqual(other.checkpoint()["goal"]["primary"], "second root")
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "first root")
+
+
+# ── 13.4 Under a fuzzer: no input, however large or strange, crashes it ──
+
+FUZZ_SEED = 8  # fixed, so a failure reproduces; the count is bounded so the tests stay fast
+
+
+DEEP_LIST, DEEP_DICT = object(), object()  # built fresh where they are used: too deep to copy
+
+
+def nasty_values(root: str) -> list:
+    """Wrong types for every position: what a buggy or hostile client sends."""
+    return [None, True, False, 0, -1, 1.5, 2 ** 63, -(10 ** 30), 10 ** 400, float("inf"), float("-inf"),
+            float("nan"), "", " ", "\ud800", "a\udfffb", "\x00", "x" * 20_000, "../../etc/passwd", "/", "relative",
+            "file:///", "file://" + root, root, root + "/missing", "2026-07-28", "2025-11-25", "ping",
+            "tools/call", "save_session_checkpoint", "load_session_checkpoint", "checkpoint://brief",
+            "merge", "full", [], {}, [{"x": True}, "y"], {"": None}, ["\ud800"], [1, [2, [3]]],
+            {"uri": 5}, {"roots": "x"}, {"code": "x", "message": ["y"]}, [None] * 50,
+            DEEP_LIST, DEEP_DICT]
+
+
+def fuzz_templates(root: str, roots: bool) -> list:
+    """Valid messages of both eras, every method and notification the server knows, and responses."""
+    save_args = sample_save(projectRoot=root)
+    meta = with_meta()["_meta"]
+    caps = {"roots": {"listChanged": True}} if roots else {}
+    templates = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "f", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3, "reason": "fuzz"}},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}},
+        {"jsonrpc": "2.0", "id": "p", "method": "ping"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "save_session_checkpoint",
+                                                                      "arguments": save_args}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "load_session_checkpoint",
+                                                                      "arguments": {"format": "full"}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "prompts/list"},
+        {"jsonrpc": "2.0", "id": 6, "method": "prompts/get", "params": {"name": "resume", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 7, "method": "resources/list"},
+        {"jsonrpc": "2.0", "id": 8, "method": "resources/templates/list"},
+        {"jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": {"uri": "checkpoint://current"}},
+        {"jsonrpc": "2.0", "id": 10, "method": "server/discover", "params": {"_meta": meta}},
+        {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {
+            "name": "save_session_checkpoint", "arguments": {"goal": "stateless", "mode": "merge"}, "_meta": meta,
+            "inputResponses": {"roots": {"roots": [{"uri": "file://" + root, "name": "p"}]}},
+            "requestState": "roots"}},
+        {"jsonrpc": "2.0", "id": 12, "method": "resources/read", "params": {"uri": "checkpoint://brief", "_meta": meta}},
+        {"jsonrpc": "2.0", "id": 13, "method": "no/such/method", "params": {}},
+    ]
+    if roots:
+        templates += [
+            {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+            {"jsonrpc": "2.0", "id": "claude-checkpoint-roots-1", "result": {"roots": [{"uri": "file://" + root}]}},
+            {"jsonrpc": "2.0", "id": "claude-checkpoint-roots-2", "error": {"code": -1, "message": "no"}},
+        ]
+    return templates
+
+
+def _positions(value, depth: int = 0, found: list | None = None) -> list:
+    """Every (container, key) in a message down to its sixth level, nested arguments included."""
+    found = [] if found is None else found
+    items = list(value.items()) if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        found.append((value, key))
+        if depth < 6:
+            _positions(child, depth + 1, found)
+    return found
+
+
+def fuzz_messages(rng, root: str, count: int, roots: bool = True, deep: int = 2000) -> list:
+    """`count` messages: valid ones with 1-3 mutations each (a value of the wrong type at any
+    position, a key dropped or added), some wrapped in batches."""
+    import copy
+    templates, nasty = fuzz_templates(root, roots), nasty_values(root)
+    if not roots:
+        nasty = [v for v in nasty if not (isinstance(v, dict) and "roots" in v)]
+
+    def pick():
+        value = rng.choice(nasty)
+        if value is DEEP_LIST or value is DEEP_DICT:
+            return deep_nesting(deep, "list" if value is DEEP_LIST else "dict")
+        return copy.deepcopy(value)
+
+    messages = []
+    for _ in range(count):
+        message = copy.deepcopy(rng.choice(templates))
+        for _ in range(rng.randint(0, 3)):
+            positions = _positions(message)
+            if not positions or rng.random() < 0.05:
+                message = pick()
+                break
+            container, key = rng.choice(positions)
+            action = rng.random()
+            if action < 0.6:
+                container[key] = pick()
+            elif action < 0.8 and isinstance(container, dict):
+                del container[key]
+            elif isinstance(container, dict):
+                container[rng.choice(("extra", "_meta", "id", "params", "arguments", "x" * 300))] = pick()
+        if rng.random() < 0.08:
+            message = [message] + [copy.deepcopy(rng.choice(templates)) for _ in range(rng.randint(0, 3))]
+        messages.append(message)
+    return messages
+
+
+def short_repr(value) -> str:
+    import reprlib
+    limits = reprlib.Repr()
+    limits.maxlevel, limits.maxstring, limits.maxother = 4, 80, 80
+    return limits.repr(value)
+
+
+def check_reply(test: unittest.TestCase, message, reply) -> None:
+    """A reply is strict JSON-RPC (no NaN, no Infinity), never an internal error, and there
+    is one exactly when the message is a request."""
+    where = short_repr(message)
+    if isinstance(message, dict) and "id" not in message and isinstance(message.get("method"), str):
+        test.assertIsNone(reply, f"a notification got a reply: {where}")
+    if reply is None:
+        return
+    test.assertIsInstance(reply, dict, where)
+    json.dumps(reply, allow_nan=False)
+    test.assertEqual(reply.get("jsonrpc"), "2.0", where)
+    test.assertEqual(("result" in reply) + ("error" in reply), 1, where)
+    if "error" in reply:
+        test.assertNotEqual(reply["error"]["code"], -32603, f"{where} -> {short_repr(reply)}")
+        test.assertIsInstance(reply["error"]["message"], str, where)
+
+
+def strict_json(line: bytes):
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(line, parse_constant=refuse)
+
+
+class TestProtocolFuzz(unittest.TestCase):
+    def test_thousands_of_generated_messages_in_process_never_escape_or_give_internal_errors(self):
+        import random
+        rng = random.Random(FUZZ_SEED)
+        root = temp_dir(self)
+        no_git = temp_dir(self, "cc-no-git-")  # git missing: fast, and every warning path runs
+        logged: list = []
+        world = cc.World(env={"PATH": no_git}, cwd=root, home=None, clock=lambda: NOW, log=logged.append)
+        for connection in range(6):  # 3,000 messages, over six connections
+            protocol = cc.Protocol(world)
+            for index, message in enumerate(fuzz_messages(rng, root, 500, deep=5000)):
+                items = message if isinstance(message, list) and message else [message]
+                for item in items:
+                    try:
+                        reply = protocol.handle(item)
+                    except Exception as error:  # noqa: BLE001 - the point of the test
+                        self.fail(f"message {index} {short_repr(item)} raised {error!r}")
+                    check_reply(self, item, reply)
+                protocol.take_outbox(NOW)
+                if protocol.roots_pending and rng.random() < 0.5:
+                    protocol.give_up_on_roots()
+        self.assertEqual([entry for entry in logged if "Traceback" in entry], [])
+
+    def test_generated_messages_over_stdio_keep_the_server_serving_with_json_rpc_only(self):
+        import random
+        rng = random.Random(FUZZ_SEED)
+        ws = Workspace(self)
+        server = start_server(self, ws, initialize=False)
+        sent = 0
+        raw_garbage = [b"\xff\xfe\xfd\n", b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"\n", b"NaN\n",
+                       b'{"jsonrpc":"2.0","id":1e999,"method":"ping"}\n', b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}\n',
+                       b'{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":Infinity}}\n',
+                       b"[" * 5000 + b"\n", b'"\\ud800"\n', b"\x00\n", b"   \n"]
+        for message in fuzz_messages(rng, ws.repo, 400, roots=False, deep=900):
+            server.send_raw(json.dumps(message).encode() + b"\n")
+            sent += 1
+            if sent % 40 == 0:
+                server.send_raw(rng.choice(raw_garbage))
+        for garbage in raw_garbage:
+            server.send_raw(garbage)
+        self.assertEqual(server.request("ping", request_id="still-there")["result"], {})
+        server.close()
+        for line in server.raw_lines:
+            reply = strict_json(line)
+            for item in reply if isinstance(reply, list) else [reply]:
+                check_reply(self, "(over stdio)", item)
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 14. Transport: stdio and signals (SPEC section 2)
+# ════════════════════════════════════════════════════════════════════════════
+# Claude Code stops servers with SIGINT, then SIGTERM. Every end-to-end test checks stdio on
+# the way out (McpServer.close: exit 0 at EOF, JSON-RPC only on stdout, no traceback); huge
+# lines and binary garbage are in TestE2eProtocol (13.1).
+
+class TestE2eSignals(unittest.TestCase):
+    def test_sigint_and_sigterm_end_an_idle_server_quickly_and_quietly(self):
+        ws = Workspace(self)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with self.subTest(signal=signum.name):
+                server = start_server(self, ws)
+                save_ok(server, goal="idle after this")
+                time.sleep(0.3)  # let it settle into waiting for input
+                started = time.monotonic()
+                server.proc.send_signal(signum)
+                try:
+                    status = server.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    server.proc.kill()
+                    server.proc.wait()
+                    self.fail(f"{signum.name}: the server was still running 5 s later")
+                elapsed = time.monotonic() - started
+                self.assertLess(elapsed, 2)
+                self.assertIn(status, (0, -signum))
+                time.sleep(0.2)  # let the stderr reader drain
+                self.assertNotIn("Traceback", server.stderr)
+                self.assertNotIn("Fatal Python error", server.stderr)
+                self.assertEqual(ws.checkpoint()["goal"]["primary"], "idle after this")
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 15. Install and doctor: configuration for Claude Code, the plugin's commands, doctor
+# ════════════════════════════════════════════════════════════════════════════
+
+TRAP_MODULES = ("json", "enum", "re", "subprocess", "hashlib", "queue", "shlex", "argparse", "threading",
+                "claude_checkpoint")
+
+
+def plant_trap(folder: str) -> None:
+    """Modules named like the standard library's (and ours) that leave a marker when imported:
+    a project cloned from someone hostile. Nothing we run may import them."""
+    for name in TRAP_MODULES:
+        write(folder, f"{name}.py", f"open({os.path.join(folder, 'IMPORTED-' + name)!r}, 'w').close()\n")
+
+
+def trap_markers(folder: str) -> list:
+    return sorted(name for name in os.listdir(folder) if name.startswith("IMPORTED-"))
+
+
+class InstallTest(unittest.TestCase):
+    """`install` prints, or merges in without clobbering, the server and the hooks."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+
+    def install(self, *args: str, env: dict | None = None, status: int = 0) -> subprocess.CompletedProcess:
+        proc = self.ws.run_cli("install", *args, env=env)
+        self.assertEqual(proc.returncode, status, proc.stdout.decode() + proc.stderr.decode())
+        self.assertNotIn(b"Traceback", proc.stderr)
+        return proc
+
+    @staticmethod
+    def read(path: str):
+        with open(path, encoding="utf-8") as stream:
+            return json.load(stream)
+
+    @staticmethod
+    def json_objects(text: str) -> list:
+        decoder, found = json.JSONDecoder(), []
+        for index, char in enumerate(text):
+            if char == "{" and (index == 0 or text[index - 1] == "\n"):
+                with contextlib.suppress(ValueError):
+                    found.append(decoder.raw_decode(text, index)[0])
+        return found
+
+    def assert_runs_this_file(self, command: list) -> None:
+        """The command imports this file from its folder (so its bytecode is cached), and run
+        from a hostile project it imports nothing from there."""
+        self.assertEqual(command[1:], ["-c", cc.IMPORT_CODE.format(module="claude_checkpoint"), HERE])
+        hostile = temp_dir(self, "cc-hostile-")
+        plant_trap(hostile)
+        proc = subprocess.run([*command, "--version"], capture_output=True, timeout=TIMEOUT, env=self.ws.env,
+                              cwd=hostile)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(cc.__version__, proc.stdout.decode())
+        self.assertEqual(trap_markers(hostile), [])
+
+    def test_print_mode_shows_the_mcp_add_line_hooks_and_desktop_entry(self):
+        out = self.install().stdout.decode()
+        add_line = next(line for line in out.splitlines() if line.startswith("claude mcp add"))
+        self.assertEqual(shlex.split(add_line)[:6], ["claude", "mcp", "add", "--scope", "user", "checkpoint"])
+        self.assert_runs_this_file(shlex.split(add_line)[7:])
+        objects = self.json_objects(out)
+        hooks = next(o["hooks"] for o in objects if "hooks" in o)
+        self.assertEqual(hooks["SessionStart"][0]["matcher"], "clear|compact|resume")
+        for event, sub in (("SessionStart", "session-start"), ("PreCompact", "pre-compact")):
+            command = hooks[event][0]["hooks"][0]["command"]
+            self.assertEqual(shlex.split(command)[-2:], ["hook", sub])
+            self.assert_runs_this_file(shlex.split(command)[:-2])
+        desktop = next(o["mcpServers"]["checkpoint"] for o in objects if "mcpServers" in o)
+        self.assert_runs_this_file([desktop["command"], *desktop["args"]])
+        self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")), "print mode writes nothing")
+        last = out.strip().splitlines()[-1]  # the advice to write it all in works as printed
+        proc = subprocess.run(["/bin/sh", "-c", last], env=self.ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("checkpoint", self.read(os.path.join(self.ws.home, ".claude.json"))["mcpServers"])
+
+    def test_write_merges_into_the_user_files_and_is_idempotent(self):
+        config_dir = os.path.join(self.ws.home, "cfg")
+        for name, env, server_file, settings_file in (
+                ("CLAUDE_CONFIG_DIR set", dict(self.ws.env, CLAUDE_CONFIG_DIR=config_dir),
+                 os.path.join(config_dir, ".claude.json"), os.path.join(config_dir, "settings.json")),
+                ("default", self.ws.env, os.path.join(self.ws.home, ".claude.json"),
+                 os.path.join(self.ws.home, ".claude", "settings.json"))):
+            with self.subTest(name):
+                user = {"numStartups": 7, "projects": {"/x": {"allowedTools": []}},
+                        "mcpServers": {"other": {"type": "stdio", "command": "other-server", "args": []}}}
+                settings = {"model": "opus", "permissions": {"allow": ["Bash(ls)"]},
+                            "hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "echo mine"}]}],
+                                      "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command",
+                                                                                     "command": "fmt"}]}]}}
+                write(os.path.dirname(server_file), os.path.basename(server_file), json.dumps(user))
+                write(os.path.dirname(settings_file), os.path.basename(settings_file), json.dumps(settings))
+                self.install("--write", env=env)
+                new_user, new_settings = self.read(server_file), self.read(settings_file)
+                for key, value in user.items():
+                    if key != "mcpServers":
+                        self.assertEqual(new_user[key], value)
+                self.assertEqual(new_user["mcpServers"]["other"], user["mcpServers"]["other"])
+                entry = new_user["mcpServers"]["checkpoint"]
+                self.assert_runs_this_file([entry["command"], *entry["args"]])
+                self.assertEqual(new_settings["model"], "opus")
+                self.assertEqual(new_settings["permissions"], settings["permissions"])
+                self.assertEqual(new_settings["hooks"]["PostToolUse"], settings["hooks"]["PostToolUse"])
+                pre_compact = [h["command"] for g in new_settings["hooks"]["PreCompact"] for h in g["hooks"]]
+                self.assertEqual(pre_compact[0], "echo mine")
+                self.assertEqual(len(pre_compact), 2)
+                self.assertNotIn("mcpServers", new_settings, "Claude Code ignores mcpServers in settings.json")
+                for event in ("SessionStart", "SessionEnd", "Stop"):
+                    self.assertEqual(len(new_settings["hooks"][event]), 1)
+                snapshot = {}
+                for path in (server_file, settings_file):
+                    with open(path, "rb") as stream:
+                        snapshot[path] = stream.read()
+                self.install("--write", env=env)
+                for path, data in snapshot.items():
+                    with open(path, "rb") as stream:
+                        self.assertEqual(stream.read(), data, f"second run changed {path}")
+                for path in (server_file, settings_file):
+                    os.unlink(path)
+
+    def test_write_keeps_a_different_checkpoint_server_unless_forced(self):
+        theirs = {"type": "stdio", "command": "node", "args": ["/opt/other/checkpoint.js"]}
+        path = write(self.ws.home, ".claude.json", json.dumps({"mcpServers": {"checkpoint": theirs}}))
+        out = self.install("--write").stdout.decode()
+        self.assertEqual(self.read(path)["mcpServers"]["checkpoint"], theirs)
+        advice = re.search(r"to replace it, run `([^`]+)`", out).group(1)  # works as printed
+        proc = subprocess.run(["/bin/sh", "-c", advice], cwd=self.ws.home, env=self.ws.env, capture_output=True,
+                              timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        entry = self.read(path)["mcpServers"]["checkpoint"]
+        self.assert_runs_this_file([entry["command"], *entry["args"]])
+
+    def test_write_brings_the_plain_file_commands_of_1_0_0_up_to_date(self):
+        old_server = {"type": "stdio", "command": sys.executable, "args": [SERVER], "env": {}}
+        old_hooks = {event: [{"hooks": [{"type": "command", "command": f"{sys.executable} {SERVER} hook {sub}"}]}]
+                     for event, sub in (("PreCompact", "pre-compact"), ("SessionEnd", "session-end"), ("Stop", "stop"))}
+        old_hooks["SessionStart"] = [{"matcher": "clear|compact|resume", "hooks": [
+            {"type": "command", "command": f"{sys.executable} {SERVER} hook session-start"}]}]
+        server_file = write(self.ws.home, ".claude.json", json.dumps({"mcpServers": {"checkpoint": old_server}}))
+        settings_file = write(os.path.join(self.ws.home, ".claude"), "settings.json", json.dumps({"hooks": old_hooks}))
+        out = self.install("--write").stdout.decode()
+        self.assertIn("updated", out)
+        entry = self.read(server_file)["mcpServers"]["checkpoint"]
+        self.assert_runs_this_file([entry["command"], *entry["args"]])
+        hooks = self.read(settings_file)["hooks"]
+        for event, groups in hooks.items():
+            with self.subTest(event=event):
+                self.assertEqual(len(groups), 1, "updated in place, not added twice")
+                self.assert_runs_this_file(shlex.split(groups[0]["hooks"][0]["command"])[:-2])
+
+    def test_exclude_alone_adds_the_exclude_says_so_and_writes_nothing_else(self):
+        out = self.install("--exclude").stdout.decode()
+        self.assertEqual(out.strip(), f"Added .claude-checkpoint* to {os.path.join(self.ws.repo, '.git', 'info', 'exclude')}")
+        self.ws.git("check-ignore", "-q", ".claude-checkpoint")
+        self.assertIn("already", self.install("--exclude").stdout.decode())
+        self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")))
+
+    def test_project_scope_writes_mcp_json_and_project_settings(self):
+        self.install("--write", "--scope", "project")
+        entry = self.read(os.path.join(self.ws.repo, ".mcp.json"))["mcpServers"]["checkpoint"]
+        self.assert_runs_this_file([entry["command"], *entry["args"]])
+        hooks = self.read(os.path.join(self.ws.repo, ".claude", "settings.json"))["hooks"]
+        self.assertEqual(sorted(hooks), ["PreCompact", "SessionEnd", "SessionStart", "Stop"])
+        self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")))
+
+    def test_exclude_adds_the_pattern_to_git_info_exclude_once(self):
+        exclude = os.path.join(self.ws.repo, ".git", "info", "exclude")
+        for flags in (("--write", "--exclude"), ("--exclude",)):
+            with self.subTest(flags=flags):
+                self.install(*flags)
+        with open(exclude, encoding="utf-8") as stream:
+            self.assertEqual(stream.read().splitlines().count(".claude-checkpoint*"), 1)
+        self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".gitignore")))
+        self.ws.git("check-ignore", "-q", ".claude-checkpoint")
+        self.ws.git("check-ignore", "-q", ".claude-checkpoint.prev")
+
+    def test_hook_entries_of_the_wrong_type_are_kept_and_not_trusted(self):
+        odd = {"hooks": {"Stop": [{"hooks": 5}, "x", {"hooks": [7, {"command": ["a"]}]}]}}
+        path = write(os.path.join(self.ws.home, ".claude"), "settings.json", json.dumps(odd))
+        self.install("--write")
+        stop = self.read(path)["hooks"]["Stop"]
+        self.assertEqual(stop[:3], odd["hooks"]["Stop"])
+        self.assertTrue(stop[3]["hooks"][0]["command"].endswith("hook stop"))
+
+    def test_corrupt_user_config_is_left_untouched(self):
+        path = write(self.ws.home, ".claude.json", b'{"numStartups": 3, oops')
+        proc = self.install("--write", status=1)
+        with open(path, "rb") as stream:
+            self.assertEqual(stream.read(), b'{"numStartups": 3, oops')
+        self.assertIn(".claude.json", proc.stderr.decode())
+
+
+class PluginCommandsTest(unittest.TestCase):
+    """The server and hooks that .claude-plugin/plugin.json declares, run the way Claude Code
+    runs them (${CLAUDE_PLUGIN_ROOT} expanded, hooks through a shell, in the project folder)."""
+
+    def setUp(self):
+        manifest = os.path.join(HERE, ".claude-plugin", "plugin.json")
+        if not os.path.exists(manifest):
+            self.skipTest("no .claude-plugin/plugin.json (copied file alone)")
+        with open(manifest, encoding="utf-8") as stream:
+            self.manifest = json.load(stream)
+        self.ws = Workspace(self)
+        plant_trap(self.ws.repo)
+        self.plugin_root = temp_dir(self, "cc-plugin-")
+        shutil.copy(SERVER, self.plugin_root)
+        bin_dir = temp_dir(self, "cc-bin-")  # `python3` is the Python running these tests
+        os.symlink(sys.executable, os.path.join(bin_dir, "python3"))
+        self.env = dict(self.ws.env, PATH=bin_dir + os.pathsep + self.ws.env["PATH"],
+                        CLAUDE_PLUGIN_ROOT=self.plugin_root, CLAUDE_PROJECT_DIR=self.ws.repo)
+        del self.env["PYTHONDONTWRITEBYTECODE"]
+
+    def server_command(self) -> list:
+        entry = self.manifest["mcpServers"]["checkpoint"]
+        return [shutil.which(entry["command"], path=self.env["PATH"])] + [
+            arg.replace("${CLAUDE_PLUGIN_ROOT}", self.plugin_root) for arg in entry["args"]]
+
+    def run_hook(self, event: str, payload: str) -> subprocess.CompletedProcess:
+        groups = [g for g in self.manifest["hooks"].values() for g in g
+                  if g["hooks"][0]["command"].endswith(f" hook {event}")]
+        return subprocess.run(["/bin/sh", "-c", groups[0]["hooks"][0]["command"]], input=payload.encode(),
+                              cwd=self.ws.repo, env=self.env, capture_output=True, timeout=HOOK_BOUND_S)
+
+    def test_the_trap_is_real(self):
+        subprocess.run([sys.executable, "-c", "import json"], cwd=self.ws.repo, env=self.env, check=True)
+        self.assertEqual(trap_markers(self.ws.repo), ["IMPORTED-json"])
+
+    def test_the_server_imports_the_file_reuses_its_bytecode_and_nothing_from_the_project(self):
+        self.assertEqual(self.server_command()[1:], ["-c", cc.IMPORT_CODE.format(module="claude_checkpoint"),
+                                                     self.plugin_root])
+        for run in ("first", "cached"):
+            with self.subTest(run):
+                server = McpServer(self, self.ws.repo, self.env, command=self.server_command())
+                server.initialize()
+                save_ok(server, **sample_save())
+                self.assertIn("# Resuming: project", server.load())
+                server.close()
+                cache = os.path.join(self.plugin_root, "__pycache__")
+                self.assertTrue([n for n in os.listdir(cache) if n.startswith("claude_checkpoint.")], cache)
+        self.assertEqual(trap_markers(self.ws.repo), [])
+
+    def test_the_hooks_run_through_a_shell_and_import_nothing_from_the_project(self):
+        t = Transcript(self.ws.repo)
+        t.prompt("Make the build green")
+        t.bash("make test")
+        transcript = t.save(os.path.join(temp_dir(self, "cc-t-"), "t.jsonl"))
+        for event in ("pre-compact", "stop", "session-end", "session-start"):
+            with self.subTest(event):
+                proc = self.run_hook(event, hook_payload(event, transcript, self.ws.repo))
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertNotIn(b"Traceback", proc.stderr)
+        self.assertIn("make test", proc.stdout.decode(), "session-start prints the brief")
+        self.assertEqual(trap_markers(self.ws.repo), [])
+
+    def test_a_read_only_plugin_folder_still_serves_without_a_bytecode_cache(self):
+        make_read_only(self, self.plugin_root)
+        server = McpServer(self, self.ws.repo, self.env, command=self.server_command())
+        self.assertEqual(server.initialize()["result"]["serverInfo"]["name"], "claude-checkpoint")
+        save_ok(server, goal="read-only plugin folder")
+        server.close()
+        self.assertEqual(os.listdir(self.plugin_root), ["claude_checkpoint.py"])
+        self.assertEqual(trap_markers(self.ws.repo), [])
+
+
+class DoctorTest(unittest.TestCase):
+    """`doctor` says which Python, git and root, and whether the checkpoint is sound."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+        write(self.ws.repo, ".git/info/exclude", ".claude-checkpoint*\n")
+        self.assertEqual(self.ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
+
+    def test_healthy_repository_exits_zero_and_names_the_root_and_why(self):
+        cases = (("the working directory", self.ws.env, (), ("working directory",)),
+                 ("CLAUDE_PROJECT_DIR", dict(self.ws.env, CLAUDE_PROJECT_DIR=self.ws.repo), (), ("CLAUDE_PROJECT_DIR",)),
+                 ("CHECKPOINT_PROJECT_ROOT", dict(self.ws.env, CHECKPOINT_PROJECT_ROOT=self.ws.repo), (),
+                  ("CHECKPOINT_PROJECT_ROOT",)),
+                 ("--root", self.ws.env, ("--root", self.ws.repo), ("--root", "argument")))
+        for name, env, args, reasons in cases:
+            with self.subTest(name):
+                cwd = self.ws.repo if name == "the working directory" else self.ws.home
+                proc = self.ws.run_cli(*args, "doctor", env=env, cwd=cwd)
+                out = proc.stdout.decode() + proc.stderr.decode()
+                self.assertEqual(proc.returncode, 0, out)
+                root_line = next((line for line in out.splitlines() if self.ws.repo in line), "")
+                self.assertTrue(any(reason in root_line for reason in reasons), out)
+                self.assertIn("git version", out)
+                self.assertIn(sys.version.split()[0], out)
+
+    def test_corrupt_checkpoint_fails(self):
+        write(self.ws.repo, ".claude-checkpoint", b"{bad")
+        write(self.ws.repo, ".claude-checkpoint.prev", b"{bad too")
+        proc = self.ws.run_cli("doctor")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn(".claude-checkpoint", proc.stdout.decode() + proc.stderr.decode())
+        self.assertNotIn(b"Traceback", proc.stderr)
+
+    def test_missing_git_fails_and_says_so(self):
+        proc = self.ws.run_cli("doctor", env=dict(self.ws.env, PATH=fake_git_folder(self, None)))
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("git", (proc.stdout.decode() + proc.stderr.decode()).lower())
+        self.assertNotIn(b"Traceback", proc.stderr)
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 16. Command line: show, save, --root, --version, --help
+# ════════════════════════════════════════════════════════════════════════════
+# The hooks are in 11.2, the rewind's subcommands in 11.1, install and doctor in 15.
+
+class CommandLineTest(unittest.TestCase):
+    """show, save, --root, --version, --help: the tool's functions from a shell."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+
+    def save(self, arguments: dict | None = None, *flags: str) -> subprocess.CompletedProcess:
+        proc = self.ws.run_cli("save", *flags, stdin=json.dumps(arguments or sample_save()))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc
+
+    def test_show_prints_the_brief(self):
+        self.save()
+        proc = self.ws.run_cli("show")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertTrue(proc.stdout.decode().startswith("# Resuming: project"), proc.stdout)
+        self.assertIn("[~] Session cookie persistence", proc.stdout.decode())
+
+    def test_show_full_prints_json_with_found_drift_and_checkpoint(self):
+        self.save()
+        self.ws.write("src/app.py", "print('changed')\n")
+        proc = self.ws.run_cli("show", "--full")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        doc = json.loads(proc.stdout)
+        self.assertIs(doc["found"], True)
+        self.assertEqual(doc["checkpoint"], self.ws.checkpoint())
+        self.assertIn("src/app.py", doc["drift"]["changedSince"])
+
+    def test_show_exits_3_when_there_is_no_checkpoint(self):
+        for flags in ((), ("--full",)):
+            with self.subTest(flags=flags):
+                proc = self.ws.run_cli("show", *flags)
+                self.assertEqual(proc.returncode, 3, proc.stderr)
+                self.assertNotIn(b"Traceback", proc.stderr)
+        self.assertIs(json.loads(self.ws.run_cli("show", "--full").stdout)["found"], False)
+
+    def test_save_reads_the_tool_arguments_from_stdin(self):
+        proc = self.save()
+        self.assertIn(f"Checkpoint saved to {self.ws.repo}/.claude-checkpoint", proc.stdout.decode())
+        checkpoint = self.ws.checkpoint()
+        self.assertEqual(checkpoint["goal"]["primary"], sample_save()["goal"])
+        self.assertEqual(len(checkpoint["goal"]["tasks"]), 3)
+        self.assertNotIn("gh_live_8f2a91", json.dumps(checkpoint))
+
+    def test_save_refuses_bad_arguments_and_writes_nothing(self):
+        cases = {
+            "goal": {"summary": "no goal"},
+            "summary": sample_save(summary="x" * 4001),
+            "status": sample_save(tasks=[{"description": "a", "status": "finished"}]),
+            "nextSteps": sample_save(nextSteps=["step"] * 21),
+            "exitCode": sample_save(recentCommands=[{"command": "ls", "exitCode": "zero"}]),
+            "mode": sample_save(mode="append"),
+            "bogusField": sample_save(bogusField=1),
+        }
+        for field_name, arguments in cases.items():
+            with self.subTest(field=field_name):
+                proc = self.ws.run_cli("save", stdin=json.dumps(arguments))
+                self.assertNotEqual(proc.returncode, 0)
+                self.assertIn(field_name, proc.stderr.decode() + proc.stdout.decode())
+                self.assertNotIn(b"Traceback", proc.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
+        with self.subTest("not JSON"):
+            proc = self.ws.run_cli("save", stdin="{goal: oops")
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
+
+    def test_errors_and_answers_never_echo_a_secret_of_the_environment(self):
+        secret = "Tr0ub4dor-and-three-horses"
+        env = dict(self.ws.env, DB_PASSWORD=secret)
+        for name, args, stdin in (("bad mode", ("save",), json.dumps({"goal": "g", "mode": secret})),
+                                  ("path outside", ("save",), json.dumps({"goal": "g", "modifiedFiles": [
+                                      {"path": f"/elsewhere/{secret}"}]})),
+                                  ("hook", ("hook", "pre-compact"), json.dumps({"transcript_path": f"/x/{secret}"}))):
+            with self.subTest(name):
+                proc = self.ws.run_cli(*args, stdin=stdin, env=env)
+                self.assertNotIn(secret.encode(), proc.stdout + proc.stderr)
+                self.assertIn("«redacted»", (proc.stdout + proc.stderr).decode())
+
+    def test_save_takes_flags_and_merges(self):
+        self.save()
+        proc = self.ws.run_cli("save", "--goal", "Ship OAuth", "--summary", "Cookie fixed", "--next", "Open a PR",
+                               "--next", "Ask for review", "--decision", "Keep sameSite lax", "--merge")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        checkpoint = self.ws.checkpoint()
+        self.assertEqual(checkpoint["goal"]["primary"], "Ship OAuth")
+        self.assertEqual(len(checkpoint["goal"]["tasks"]), 3, "merge keeps the tasks")
+        self.assertEqual(checkpoint["summary"], "Cookie fixed")
+        self.assertEqual(checkpoint["nextSteps"], ["Open a PR", "Ask for review"])
+        self.assertEqual(checkpoint["decisions"], ["Use iron-session, not express-session", "Keep sameSite lax"])
+        self.assertEqual(self.ws.run_cli("save", "--goal", "Fresh start").returncode, 0)
+        self.assertEqual(self.ws.checkpoint()["goal"]["tasks"], [], "without --merge it replaces")
+
+    def test_root_option_works_with_every_subcommand(self):
+        elsewhere = temp_dir(self, "cc-elsewhere-")
+        t = Transcript(self.ws.repo)
+        t.bash("make test")
+        transcript = t.save(os.path.join(elsewhere, "t.jsonl"))
+        steps = (
+            ("save", ("save",), json.dumps(sample_save()), 0),
+            ("show", ("show",), "", 0),
+            ("show --full", ("show", "--full"), "", 0),
+            ("hook pre-compact", ("hook", "pre-compact"), hook_payload("pre-compact", transcript, elsewhere), 0),
+            ("hook session-start", ("hook", "session-start"), hook_payload("session-start", transcript, elsewhere), 0),
+            ("install --scope project", ("install", "--write", "--scope", "project"), "", 0),
+            ("install --exclude", ("install", "--exclude", "--write", "--scope", "project"), "", 0),
+            ("doctor", ("doctor",), "", 0),
+        )
+        for position in ("before", "after"):
+            for name, args, stdin, status in steps:
+                with self.subTest(name, position=position):
+                    argv = ("--root", self.ws.repo, *args) if position == "before" else (*args, "--root", self.ws.repo)
+                    proc = self.ws.run_cli(*argv, stdin=stdin, cwd=elsewhere)
+                    self.assertEqual(proc.returncode, status, proc.stdout.decode() + proc.stderr.decode())
+                    self.assertNotIn(b"Traceback", proc.stderr)
+        self.assertEqual(self.ws.checkpoint()["recentCommands"][-1]["command"], "make test")
+        self.assertTrue(os.path.exists(os.path.join(self.ws.repo, ".mcp.json")))
+        self.assertEqual(os.listdir(elsewhere), ["t.jsonl"])
+
+    def test_version_prints_the_module_version(self):
+        proc = self.ws.run_cli("--version")
+        self.assertEqual(proc.returncode, 0)
+        self.assertIn(cc.__version__, proc.stdout.decode() + proc.stderr.decode())
+
+    def test_help_exits_zero_and_lists_the_commands(self):
+        proc = self.ws.run_cli("--help")
+        self.assertEqual(proc.returncode, 0)
+        for command in ("show", "save", "hook", "install", "doctor"):
+            self.assertIn(command, proc.stdout.decode())
+
+    def test_unknown_command_is_a_usage_error(self):
+        proc = self.ws.run_cli("frobnicate")
+        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(proc.stdout, b"")
+        self.assertNotIn(b"Traceback", proc.stderr)
+
+
+# ════════════════════════════════════════════════════════════════════════════
+# 17. Interoperability with the official MCP Python SDK client (PyPI `mcp`)
 # ════════════════════════════════════════════════════════════════════════════
 # The SDK needs Python >= 3.10, so its client runs in an interpreter that has it:
 # $CHECKPOINT_SDK_PYTHON, else .ci/.venv-sdk (made by .ci/run); without one these skip.
@@ -5642,7 +5696,7 @@ class TestOfficialSdkClient(unittest.TestCase):
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 7. Packaging: the wheel's console script (pipx) and uvx
+# 18. Packaging: the wheel's console script (pipx) and uvx
 # ════════════════════════════════════════════════════════════════════════════
 
 PACKAGE_FILES = ("claude_checkpoint.py", "pyproject.toml", "README.md", "LICENSE")
@@ -5707,7 +5761,7 @@ class TestPackaging(unittest.TestCase):
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 8. Claude Code itself (npm @anthropic-ai/claude-code), headless, against a stub model
+# 19. Claude Code itself (npm @anthropic-ai/claude-code), headless, against a stub model
 # ════════════════════════════════════════════════════════════════════════════
 # StubModel is a scriptable stand-in for the Messages API on 127.0.0.1: it "plays the model"
 # (text or tool_use turns, streamed as SSE), answers compaction requests with a <summary>, and
@@ -6332,7 +6386,7 @@ class ClaudeCodePluginTest(ClaudeCodeE2EBase):
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 9. The MCP Inspector CLI (npm @modelcontextprotocol/inspector)
+# 20. The MCP Inspector CLI (npm @modelcontextprotocol/inspector)
 # ════════════════════════════════════════════════════════════════════════════
 
 def find_inspector() -> str | None:
@@ -6388,7 +6442,7 @@ class TestMcpInspectorCli(unittest.TestCase):
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# Benchmark (python3 test_claude_checkpoint.py --bench): figures against floors
+# 21. Benchmark (python3 test_claude_checkpoint.py --bench): figures against floors
 # ════════════════════════════════════════════════════════════════════════════
 
 BENCH_FLOORS = {  # the issue's budgets; None: reported for comparison, no floor
@@ -6725,7 +6779,7 @@ def run_bench(quick: bool = False) -> int:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# Runner: ends with "N passed, M failed"
+# 22. Runner: ends with "N passed, M failed"
 # ════════════════════════════════════════════════════════════════════════════
 
 def _is_slow(test: unittest.TestCase) -> bool:
