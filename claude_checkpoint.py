@@ -166,9 +166,12 @@ ZERO_SHA = "0" * 40
 # every start costs more than the rest of the start-up. The file's folder comes after the
 # code as an argument (no path is ever quoted inside it) and replaces sys.path[0], which for
 # -c is the current folder: a json.py in the project must never be imported. An empty folder
-# (an unset variable) is dropped too. main() then reads sys.argv[1:] as usual.
+# (an unset variable) is dropped too. main() then reads sys.argv[1:] as usual. -S skips site:
+# the program needs the standard library only, and other packages' .pth start-up code (which
+# can cost more time and memory than the server itself) never runs in it.
 IMPORT_CODE = ("import sys; sys.path = [p for p in [sys.argv.pop(1)] + sys.path if p]; "
                "import {module} as m; sys.exit(m.main())")
+IMPORT_FLAGS = ("-S", "-c")  # the interpreter's options before IMPORT_CODE
 
 # Command-line exit status (SPEC section 10).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
@@ -4803,7 +4806,7 @@ def program_command() -> list:
     folder, name = os.path.split(source)
     module = name[:-3] if name.endswith(".py") else ""
     if module.isidentifier():
-        return [python, "-c", IMPORT_CODE.format(module=module), folder]
+        return [python, *IMPORT_FLAGS, IMPORT_CODE.format(module=module), folder]
     return [python, source] if name.endswith(".py") else ["claude-checkpoint-mcp"]
 
 

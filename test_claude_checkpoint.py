@@ -70,7 +70,7 @@ TIMEOUT = 20  # seconds for any one exchange; generous, since CI machines are sh
 # The program as the plugin and `install` run it: importing the file, so its cached bytecode is
 # reused (a plain `python3 claude_checkpoint.py` compiles the whole file at every start). The
 # tests that start the program use it; TestPlainFile keeps copy-and-run covered.
-PROGRAM = [sys.executable, "-c", cc.IMPORT_CODE.format(module="claude_checkpoint"), HERE]
+PROGRAM = [sys.executable, *cc.IMPORT_FLAGS, cc.IMPORT_CODE.format(module="claude_checkpoint"), HERE]
 
 
 def _cache_bytecode() -> None:
@@ -5069,7 +5069,7 @@ class InstallTest(unittest.TestCase):
     def assert_runs_this_file(self, command: list) -> None:
         """The command imports this file from its folder (so its bytecode is cached), and run
         from a hostile project it imports nothing from there."""
-        self.assertEqual(command[1:], ["-c", cc.IMPORT_CODE.format(module="claude_checkpoint"), HERE])
+        self.assertEqual(command[1:], [*cc.IMPORT_FLAGS, cc.IMPORT_CODE.format(module="claude_checkpoint"), HERE])
         hostile = temp_dir(self, "cc-hostile-")
         plant_trap(hostile)
         proc = subprocess.run([*command, "--version"], capture_output=True, timeout=TIMEOUT, env=self.ws.env,
@@ -5250,7 +5250,7 @@ class PluginCommandsTest(unittest.TestCase):
         self.assertEqual(trap_markers(self.ws.repo), ["IMPORTED-json"])
 
     def test_the_server_imports_the_file_reuses_its_bytecode_and_nothing_from_the_project(self):
-        self.assertEqual(self.server_command()[1:], ["-c", cc.IMPORT_CODE.format(module="claude_checkpoint"),
+        self.assertEqual(self.server_command()[1:], [*cc.IMPORT_FLAGS, cc.IMPORT_CODE.format(module="claude_checkpoint"),
                                                      self.plugin_root])
         for run in ("first", "cached"):
             with self.subTest(run):
