@@ -69,7 +69,7 @@ TIMEOUT = 20  # seconds for any one exchange; generous, since CI machines are sh
 
 # The program as the plugin and `install` run it: importing the file, so its cached bytecode is
 # reused (a plain `python3 claude_checkpoint.py` compiles the whole file at every start). The
-# tests that start the program use it; TestPlainFile keeps copy-and-run covered.
+# tests that start the program use it; TestPlainFile (section 16) keeps copy-and-run covered.
 PROGRAM = [sys.executable, *cc.IMPORT_FLAGS, cc.IMPORT_CODE.format(module="claude_checkpoint"), HERE]
 
 
@@ -85,7 +85,6 @@ def _cache_bytecode() -> None:
 
 
 _cache_bytecode()
-PLAIN_FILE = [sys.executable, SERVER]
 
 
 def run_in_process(args: list, stdin: bytes = b"", env: dict | None = None,
@@ -5331,6 +5330,28 @@ class DoctorTest(unittest.TestCase):
 # ════════════════════════════════════════════════════════════════════════════
 # The hooks are in 11.2, the rewind's subcommands in 11.1, install and doctor in 15.
 
+class TestPlainFile(unittest.TestCase):
+    """Copy-and-run: the file alone, anywhere, started as `python3 claude_checkpoint.py`
+    (compiled at every start, so slower than the importing command, but the same program)."""
+
+    def test_a_copied_file_serves_saves_and_answers_the_command_line(self):
+        ws = Workspace(self)
+        elsewhere = temp_dir(self, "cc-copy-")
+        copy = os.path.join(elsewhere, "claude_checkpoint.py")
+        shutil.copy(SERVER, copy)
+        server = McpServer(self, ws.repo, ws.env, command=[sys.executable, copy])
+        server.initialize()
+        save_ok(server, goal="from a copied file")
+        self.assertEqual(ws.checkpoint()["goal"]["primary"], "from a copied file")
+        self.assertIn("snapshot", ws.checkpoint())
+        for args in (["--version"], ["show"], ["list", "--json"]):
+            with self.subTest(args=args):
+                proc = subprocess.run([sys.executable, copy, *args], cwd=ws.repo, env=ws.env, capture_output=True,
+                                      timeout=TIMEOUT)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertTrue(proc.stdout.strip())
+
+
 class CommandLineTest(unittest.TestCase):
     """show, save, --root, --version, --help: the tool's functions from a shell."""
 
@@ -6607,9 +6628,9 @@ def bench_large_repo(ws: Workspace) -> dict:
     status = ["git", "-c", "core.fsmonitor=false", "status", "--porcelain=v2", "-z", "-uall", "--branch"]
 
     def baseline() -> None:
+        """The save floor of SPEC section 10: one git status, and every dirty file hashed."""
         out = subprocess.run(status, cwd=ws.repo, env=ws.env, capture_output=True, check=True).stdout
-        paths = cc.parse_status(out).dirty_paths[:cc.LIMITS["modifiedFiles"]]
-        for path in paths:
+        for path in cc.parse_status(out).dirty_paths:
             cc.hash_worktree_file(ws.repo, path)
 
     server = BenchServer(ws.repo, ws.env)
