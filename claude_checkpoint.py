@@ -25,7 +25,7 @@ Where things are (later sections use earlier ones, never the reverse):
    6. Core            merge, caps, drift, transcripts, snapshot plans (pure: no clock, env or I/O)
    7. Rendering       the resume brief and the answer texts (pure)
    8. Git adapter     the one place git runs; status parsing, snapshots as commits
-   9. Storage         the one place our files are written; locks; transcript reading
+   9. Storage         where files are written (ours, and a restore's), locks, transcript reading
   10. Root            which project folder a call is about
   11. Services        save, load, record, snapshot, restore: what tools, hooks and commands call
   12. MCP tools       the tool table, prompts and resources, each a thin handler over section 11
@@ -3704,6 +3704,87 @@ def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> Tr
     return scanner.finish()
 
 
+# ── 9.1 The work tree: what a restore looks at and writes ──
+# Everything a restore deletes or overwrites is already in the before-restore snapshot;
+# each file is written atomically (temp file, rename), so a failure leaves it whole.
+
+def apply_restore(store: SnapshotStore, plan: RestorePlan) -> None:
+    """Deletes first (and the folders they leave empty), then writes, in path order."""
+    root = store.root
+    for rel in plan.delete:
+        os.unlink(os.path.join(root, *rel.split("/")))
+    for rel in sorted(plan.delete, key=lambda p: -p.count("/")):
+        _remove_empty_folders(root, rel)
+    writes = sorted(plan.write, key=lambda c: c.path)
+    for change in writes:
+        full = os.path.join(root, *change.path.split("/"))
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        if os.path.isdir(full) and not os.path.islink(full):
+            os.rmdir(full)  # emptied by the deletes above (the plan refused otherwise)
+    pending = iter(writes)
+    umask = _umask()
+
+    def take(blob: str, chunks: Iterable[bytes]) -> None:
+        change = next(pending)
+        full = os.path.join(root, *change.path.split("/"))
+        if change.mode == "120000":
+            _replace_with_symlink(full, b"".join(chunks))
+        else:
+            write_atomically(full, chunks, (0o777 if change.mode == "100755" else 0o666) & ~umask)
+
+    store.read_blobs([c.blob for c in writes], take)
+
+
+def disk_facts(root: str, changes: list) -> tuple:
+    """What is on disk at each changed path and its parent folders, and the files inside any
+    folder that a restored file would replace."""
+    on_disk: dict = {}
+    folder_files: dict = {}
+    for change in changes:
+        parts = change.path.split("/")
+        for depth in range(1, len(parts) + 1):
+            rel = "/".join(parts[:depth])
+            if rel not in on_disk:
+                on_disk[rel] = disk_kind(os.path.join(root, *parts[:depth]))[0]
+        if change.status != "D" and on_disk[change.path] in ("dir", "repo"):
+            folder_files[change.path] = files_under(root, change.path)
+    return on_disk, folder_files
+
+
+def files_under(root: str, rel: str) -> list:
+    found = []
+    for folder, dirs, files in os.walk(os.path.join(root, *rel.split("/"))):
+        base = os.path.relpath(folder, root).replace(os.sep, "/")
+        found += [f"{base}/{name}" for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]]
+    return found
+
+
+def _remove_empty_folders(root: str, rel: str) -> None:
+    parts = rel.split("/")[:-1]
+    while parts:
+        try:
+            os.rmdir(os.path.join(root, *parts))
+        except OSError:
+            return
+        parts.pop()
+
+
+def _replace_with_symlink(full: str, target: bytes) -> None:
+    temp = f"{full}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
+    os.symlink(os.fsdecode(target), temp)
+    try:
+        os.replace(temp, full)
+    except OSError:
+        os.unlink(temp)
+        raise
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 10. Root resolution
 # ════════════════════════════════════════════════════════════════════════════
@@ -3929,7 +4010,7 @@ def plan_snapshot_restore(store: SnapshotStore, world: World, wanted: Optional[s
     target = find_snapshot(snapshots, wanted)
     current = build_snapshot_tree(store, snapshots[0], SnapshotSettings.from_env(world.env).max_bytes, write_objects)
     changes = store.diff(current.tree, target.tree, paths)
-    on_disk, folder_files = _disk_facts(store.root, changes)
+    on_disk, folder_files = disk_facts(store.root, changes)
     ignored = _ignored_now(store, [c.path for c in changes if c.status == "A"])
     plan = plan_restore(changes, on_disk, folder_files, ignored, {s.path: s.reason for s in current.skipped})
     if plan.refusals:
@@ -3959,57 +4040,6 @@ def restore_snapshot(root: str, world: World, wanted: Optional[str], paths: list
     return outcome
 
 
-def apply_restore(store: SnapshotStore, plan: RestorePlan) -> None:
-    """Deletes first (and the folders they leave empty), then writes, in path order."""
-    root = store.root
-    for rel in plan.delete:
-        os.unlink(os.path.join(root, *rel.split("/")))
-    for rel in sorted(plan.delete, key=lambda p: -p.count("/")):
-        _remove_empty_folders(root, rel)
-    writes = sorted(plan.write, key=lambda c: c.path)
-    for change in writes:
-        full = os.path.join(root, *change.path.split("/"))
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        if os.path.isdir(full) and not os.path.islink(full):
-            os.rmdir(full)  # emptied by the deletes above (the plan refused otherwise)
-    pending = iter(writes)
-    umask = _umask()
-
-    def take(blob: str, chunks: Iterable[bytes]) -> None:
-        change = next(pending)
-        full = os.path.join(root, *change.path.split("/"))
-        if change.mode == "120000":
-            _replace_with_symlink(full, b"".join(chunks))
-        else:
-            write_atomically(full, chunks, (0o777 if change.mode == "100755" else 0o666) & ~umask)
-
-    store.read_blobs([c.blob for c in writes], take)
-
-
-def _disk_facts(root: str, changes: list) -> tuple:
-    """What is on disk at each changed path and its parent folders, and the files inside any
-    folder that a restored file would replace."""
-    on_disk: dict = {}
-    folder_files: dict = {}
-    for change in changes:
-        parts = change.path.split("/")
-        for depth in range(1, len(parts) + 1):
-            rel = "/".join(parts[:depth])
-            if rel not in on_disk:
-                on_disk[rel] = disk_kind(os.path.join(root, *parts[:depth]))[0]
-        if change.status != "D" and on_disk[change.path] in ("dir", "repo"):
-            folder_files[change.path] = _files_under(root, change.path)
-    return on_disk, folder_files
-
-
-def _files_under(root: str, rel: str) -> list:
-    found = []
-    for folder, dirs, files in os.walk(os.path.join(root, *rel.split("/"))):
-        base = os.path.relpath(folder, root).replace(os.sep, "/")
-        found += [f"{base}/{name}" for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]]
-    return found
-
-
 def _ignored_now(store: SnapshotStore, paths: list) -> set:
     if not paths:
         return set()
@@ -4018,32 +4048,6 @@ def _ignored_now(store: SnapshotStore, paths: list) -> set:
     if result is None or result.code not in (0, 1):
         raise SnapshotError("git check-ignore failed; restore changed nothing")
     return {p for p in result.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
-
-
-def _remove_empty_folders(root: str, rel: str) -> None:
-    parts = rel.split("/")[:-1]
-    while parts:
-        try:
-            os.rmdir(os.path.join(root, *parts))
-        except OSError:
-            return
-        parts.pop()
-
-
-def _replace_with_symlink(full: str, target: bytes) -> None:
-    temp = f"{full}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
-    os.symlink(os.fsdecode(target), temp)
-    try:
-        os.replace(temp, full)
-    except OSError:
-        os.unlink(temp)
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0o022)
-    os.umask(current)
-    return current
 
 
 def diff_snapshot(root: str, world: World, wanted: Optional[str], paths: list, patch: bool,
