@@ -3429,7 +3429,7 @@ def _chunks(stream: Any, remaining: int) -> Iterable[bytes]:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 9. Storage: the only code that opens checkpoint files (and reads transcripts)
+# 9. Storage: every file this program writes (checkpoint, settings, cache, a restore's), locks, transcripts
 # ════════════════════════════════════════════════════════════════════════════
 
 @record
