@@ -160,6 +160,8 @@ SECRET_FILE_NAMES = (".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pf
                      "*.kdbx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".npmrc",
                      ".pypirc", ".pgpass", ".git-credentials", ".htpasswd", "credentials", "*.tfvars")
 ZERO_SHA = "0" * 40
+TREE_MODE = "40000"  # how a git tree object writes a folder's mode
+HEAD_ENTRY = "head"  # a snapshot path state whose entry is whatever HEAD holds (a clean path, a submodule)
 
 # The commands that Claude Code runs (the plugin's, and those `install` writes) start the file
 # by importing it: Python caches bytecode only for imported modules, and compiling 170 KB at
@@ -2322,9 +2324,6 @@ def parse_snapshot(ref: str, commit: str, tree: str, message: str) -> Optional[S
 # folders above the paths that changed are rebuilt. Trees are encoded here exactly as git
 # does, and git checks each id when it stores the tree.
 
-TREE_MODE = "40000"
-
-
 def parse_tree(raw: bytes) -> dict:
     """A raw git tree object -> {name (bytes): (mode, object id)}."""
     entries = {}
@@ -3008,9 +3007,6 @@ def contained_path(root: str, path: str) -> Optional[str]:
 # A snapshot's tree is built in a temporary index (a copy of the user's, so sparse and
 # unchanged entries cost nothing), with content hashed raw by `hash-object --no-filters`.
 # No porcelain runs: commit-tree and update-ref run no hooks, and hooksPath points nowhere.
-
-HEAD_ENTRY = "head"  # a path state whose entry is whatever HEAD holds (a clean path, a submodule)
-
 
 class PathState:
     """What a snapshot holds for one path git reported as changed, and the lstat facts the
