@@ -5503,8 +5503,12 @@ def root_relative(root: str, cwd: str, path: str) -> str:
 
 
 def restore_command(root: str, world: World) -> str:
-    """The restore command as printed in answers: it works as printed, from any folder."""
-    return shell_line(world.program, "--root", root, "restore")
+    """The restore command as a person can repeat it, from any folder: the way this command
+    was started (`python3 /path/claude_checkpoint.py`, the console script), with --root."""
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] not in ("", "-c") else ""
+    ran_this_file = script == os.path.abspath(__file__)
+    started = [sys.executable or "python3", script] if ran_this_file else list(world.program)
+    return shell_line(started, "--root", root, "restore")
 
 
 def _print_result(args: Any, doc: Any, text: Callable[[], str]) -> None:
