@@ -113,7 +113,8 @@ def run_in_process(args: list, stdin: bytes = b"", env: dict | None = None,
 
 
 def slow(test):
-    """Mark a test or a test class as slow: `--quick` leaves it out, the default runs it."""
+    """Mark a test or a test class as slow (50 MB inputs, waits on a timeout, thousands of
+    generated inputs, hundreds of files, real clients): `--quick` leaves it out, the default runs it."""
     test.slow = True
     return test
 
@@ -1348,6 +1349,7 @@ class TestE2eDrift(unittest.TestCase):
 class TestExactDrift(unittest.TestCase):
     """With a snapshot, load compares every file, not only the 100 recorded ones."""
 
+    @slow
     def test_300_dirty_files_are_no_news_until_one_of_them_changes(self):
         files = {f"f{number:03d}.txt": f"original {number}\n" for number in range(300)}
         files["README.md"] = "# demo\n"
@@ -1720,6 +1722,7 @@ class TestGitAdapter(unittest.TestCase):
         self.assertIsNone(git.scan().state)
         self.assertIn("not found", git.warnings[0])
 
+    @slow
     def test_a_hanging_git_is_killed_at_the_timeout(self):
         ws = Workspace(self)
         self.with_env(ws)
@@ -2113,6 +2116,7 @@ class TestE2eStorage(unittest.TestCase):
         self.assertEqual(read_bytes(self.main), before)
         self.assertFalse({n for n in checkpoint_names(self.ws.repo) if ".tmp" in n})
 
+    @slow
     def test_two_servers_merging_concurrently_lose_no_update(self):
         first = start_server(self, self.ws)
         save_ok(first, goal="shared")
@@ -3581,6 +3585,7 @@ class TestSavesRecordSnapshots(unittest.TestCase):
 # ── Edges of the rewind, end to end ──
 
 class TestRewindEdges(unittest.TestCase):
+    @slow
     def test_incremental_snapshots_equal_a_whole_build_after_every_kind_of_change(self):
         """Each snapshot starts from the last one's cached path states; its tree must always be
         the tree a build from scratch gives."""
@@ -4721,6 +4726,7 @@ class TestE2eHandshakeRoots(unittest.TestCase):
         self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "roots decide")
         self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
 
+    @slow
     def test_tool_call_sent_before_the_roots_answer_waits_for_it(self):
         server, ask = self.start()
         server.send({"jsonrpc": "2.0", "id": 500, "method": "tools/call",
@@ -4769,6 +4775,7 @@ class TestE2eHandshakeRoots(unittest.TestCase):
         self.assertNotIn(CHECKPOINT, os.listdir(self.ws.repo))
         self.assertNotIn(CHECKPOINT, os.listdir(self.elsewhere))
 
+    @slow
     def test_cancelled_notification_drops_a_request_queued_behind_a_slow_one(self):
         server = start_server(self, self.ws)
         def save(request_id, goal):
@@ -4941,6 +4948,7 @@ def strict_json(line: bytes):
 
 
 class TestProtocolFuzz(unittest.TestCase):
+    @slow
     def test_thousands_of_generated_messages_in_process_never_escape_or_give_internal_errors(self):
         import random
         rng = random.Random(FUZZ_SEED)
@@ -4963,6 +4971,7 @@ class TestProtocolFuzz(unittest.TestCase):
                     protocol.give_up_on_roots()
         self.assertEqual([entry for entry in logged if "Traceback" in entry], [])
 
+    @slow
     def test_generated_messages_over_stdio_keep_the_server_serving_with_json_rpc_only(self):
         import random
         rng = random.Random(FUZZ_SEED)
@@ -4996,6 +5005,7 @@ class TestProtocolFuzz(unittest.TestCase):
 # lines and binary garbage are in TestE2eProtocol (13.1).
 
 class TestE2eSignals(unittest.TestCase):
+    @slow
     def test_sigint_and_sigterm_end_an_idle_server_quickly_and_quietly(self):
         ws = Workspace(self)
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -5334,6 +5344,7 @@ class TestPlainFile(unittest.TestCase):
     """Copy-and-run: the file alone, anywhere, started as `python3 claude_checkpoint.py`
     (compiled at every start, so slower than the importing command, but the same program)."""
 
+    @slow
     def test_a_copied_file_serves_saves_and_answers_the_command_line(self):
         ws = Workspace(self)
         elsewhere = temp_dir(self, "cc-copy-")
@@ -6820,7 +6831,8 @@ def _without_slow(suite: unittest.TestSuite) -> unittest.TestSuite:
 
 def run_tests(argv: list) -> int:
     """Every test, or those named; `--quick` leaves out the slow ones and runs the rest in
-    parallel shards (one process each, as many as the machine has cores)."""
+    parallel shards (one process each, one more than the machine has cores, as most of a
+    test's time is spent waiting on the git and server processes it starts)."""
     quick = "--quick" in argv
     shard = next((a.split("=", 1)[1] for a in argv if a.startswith("--shard=")), None)
     names = [a for a in argv if not a.startswith("--")]
@@ -6833,7 +6845,7 @@ def run_tests(argv: list) -> int:
         index, count = (int(n) for n in shard.split("/"))
         suite = unittest.TestSuite(t for i, t in enumerate(_flatten(suite)) if i % count == index)
     elif quick and not names and (os.cpu_count() or 1) > 1:
-        return _run_shards(min(os.cpu_count() or 1, 4))
+        return _run_shards(min((os.cpu_count() or 1) + 1, 4))
     result = unittest.TextTestRunner(verbosity=1, stream=sys.stderr).run(suite)
     failing = {_test_id(t) for t, _ in result.failures + result.errors} | {_test_id(t) for t in result.unexpectedSuccesses}
     skipped = len({_test_id(t) for t, _ in result.skipped} - failing)
