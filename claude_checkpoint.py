@@ -3904,8 +3904,8 @@ def open_snapshots(git: Git, root: str, scan: Optional[GitScan] = None) -> Snaps
     """The root's snapshot store; SnapshotError when there is no repository to keep them in."""
     scan = scan or git.scan()
     if not scan.in_repo:
-        why = git.warnings[-1] if git.warnings else f"{root} is not in a git repository"
-        raise SnapshotError(f"No code snapshots: {why}.".replace("..", "."))
+        why = git.warnings[-1].rstrip(".") if git.warnings else f"{root} is not in a git repository"
+        raise SnapshotError(f"No code snapshots: {why}.")
     return SnapshotStore(git, root, scan)
 
 
