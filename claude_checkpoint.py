@@ -164,8 +164,8 @@ TREE_MODE = "40000"  # how a git tree object writes a folder's mode
 HEAD_ENTRY = "head"  # a snapshot path state whose entry is whatever HEAD holds (a clean path, a submodule)
 
 # The commands that Claude Code runs (the plugin's, and those `install` writes) start the file
-# by importing it: Python caches bytecode only for imported modules, and compiling 170 KB at
-# every start costs more than the rest of the start-up. The file's folder comes after the
+# by importing it: Python caches bytecode only for imported modules, and compiling the whole
+# file at every start costs more than the rest of the start-up. The file's folder comes after the
 # code as an argument (no path is ever quoted inside it) and replaces sys.path[0], which for
 # -c is the current folder: a json.py in the project must never be imported. An empty folder
 # (an unset variable) is dropped too. main() then reads sys.argv[1:] as usual. -S skips site:
@@ -3108,9 +3108,9 @@ class SnapshotStore:
         return self.scan.state.head if self.scan.state else None
 
     @property
-    def cache_path(self) -> Optional[str]:
-        """Where the newest snapshot's path states are cached: this worktree's git folder
-        (found without running git: `.git` is that folder, or a file naming it)."""
+    def git_dir(self) -> Optional[str]:
+        """This worktree's git folder, found without running git: `.git` at the repository's top
+        is that folder, or a file naming it (linked worktrees, submodules)."""
         top = self.root
         for _ in self.prefix.strip("/").split("/") if self.prefix else ():
             top = os.path.dirname(top)
@@ -3124,8 +3124,13 @@ class SnapshotStore:
             if not line.startswith("gitdir: "):
                 return None
             dot_git = os.path.join(top, line[8:])
-        name = f"claude-checkpoint-{self.namespace.rsplit('/', 1)[-1]}.json"
-        return os.path.join(dot_git, name) if os.path.isdir(dot_git) else None
+        return dot_git if os.path.isdir(dot_git) else None
+
+    @property
+    def cache_path(self) -> Optional[str]:
+        """Where the newest snapshot's path states are cached: beside the worktree's index."""
+        folder = self.git_dir
+        return None if folder is None else os.path.join(folder, f"claude-checkpoint-{self.namespace.rsplit('/', 1)[-1]}.json")
 
     def survey(self, max_bytes: int, known: dict, write: bool) -> tuple:
         """({path: PathState}, [Skipped], whether any state is new) for every changed path now.
@@ -3297,14 +3302,15 @@ class SnapshotStore:
         facts = {**facts, "kind": kind.value, "head": head, "files": build.files, "goal": title, "root": self.prefix,
                  "skipped": [s.to_json() for s in build.skipped[:SNAPSHOT_SKIPPED_SHOWN]]}
         date = f"@{int(now)} +0000"
+        message = snapshot_message(title, facts)
         commit = self._output("commit-tree", "--no-gpg-sign", build.tree, *(["-p", head] if head else []),
-                              stdin=snapshot_message(title, facts).encode("utf-8", "surrogateescape"),
+                              stdin=message.encode("utf-8", "surrogateescape"),
                               env={**SNAPSHOT_IDENTITY, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
                               ).decode("ascii").strip()
         ref = f"{self.namespace}/{int(now * 1000):013d}-{commit[:SHORT_SHA]}"
         commands = [f"create {ref}\0{commit}\0"] + [f"delete {old}\0\0" for old in snapshots_to_prune(existing, keep - 1)]
         self._output("update-ref", "--stdin", "-z", stdin="".join(commands).encode("utf-8", "surrogateescape"))
-        return parse_snapshot(ref, commit, build.tree, snapshot_message(title, facts))
+        return parse_snapshot(ref, commit, build.tree, message)  # exactly what `list` will read back
 
     def forget(self, refs: list) -> None:
         if refs:
@@ -3362,8 +3368,10 @@ class SnapshotStore:
 
     def _write_tree(self, index_info: bytes, write: bool) -> str:
         """update-index and write-tree on a temporary copy of the user's index, which is only read."""
-        found = self._output("rev-parse", "--git-path", "index").decode("utf-8", "surrogateescape").strip()
-        user_index = os.path.join(self.root, found)
+        folder = self.git_dir
+        user_index = os.path.join(folder, "index") if folder else self.git.git_path("index")
+        if user_index is None:
+            raise SnapshotError("git could not say where the repository's index is")
         temp = f"{user_index}.claude-checkpoint-{os.getpid()}-{os.urandom(4).hex()}"
         env = {"GIT_INDEX_FILE": temp}
         try:
@@ -3910,15 +3918,17 @@ def open_snapshots(git: Git, root: str, scan: Optional[GitScan] = None) -> Snaps
 
 
 def take_snapshot(store: SnapshotStore, world: World, kind: SnapshotKind, title: str,
-                  only_if_changed: bool = False) -> Optional[SnapshotOutcome]:
+                  only_if_changed: bool = False, existing: Optional[list] = None,
+                  build: Optional[TreeBuild] = None) -> Optional[SnapshotOutcome]:
     """Snapshot the work tree, or reuse the newest snapshot when its tree is the same. With
-    only_if_changed (hooks), a clean tree with no snapshot yet makes none."""
-    existing = store.list()
+    only_if_changed (hooks), a clean tree with no snapshot yet makes none. A caller that has
+    already listed the snapshots or built the tree (with its objects stored) passes them in."""
+    existing = store.list() if existing is None else existing
     newest = existing[0] if existing else None
     if only_if_changed and newest is None and not store.scan.changes:
         return None
     settings = SnapshotSettings.from_env(world.env)
-    build = build_snapshot_tree(store, newest, settings.max_bytes, write=True)
+    build = build or build_snapshot_tree(store, newest, settings.max_bytes, write=True)
     if newest is not None and newest.tree == build.tree:
         if build.rehashed:  # keep what was learned, so the next snapshot need not hash it again
             write_snapshot_cache(store.cache_path, SnapshotCache(newest.commit, build.tree, store.head, store.prefix,
@@ -4000,8 +4010,8 @@ class RestoreOutcome:
 
 def plan_snapshot_restore(store: SnapshotStore, world: World, wanted: Optional[str], paths: list,
                           write_objects: bool) -> tuple:
-    """(target snapshot, the current tree build, the restore plan). Refuses, changing nothing,
-    when the plan would destroy what no snapshot holds."""
+    """(target snapshot, the current tree build, the restore plan, the snapshots listed).
+    Refuses, changing nothing, when the plan would destroy what no snapshot holds."""
     snapshots = store.list()
     target = find_snapshot(snapshots, wanted)
     current = build_snapshot_tree(store, snapshots[0], SnapshotSettings.from_env(world.env).max_bytes, write_objects)
@@ -4011,7 +4021,7 @@ def plan_snapshot_restore(store: SnapshotStore, world: World, wanted: Optional[s
     plan = plan_restore(changes, on_disk, folder_files, ignored, {s.path: s.reason for s in current.skipped})
     if plan.refusals:
         raise SnapshotError("Restore refused; nothing was changed. " + " ".join(f"{r}." for r in plan.refusals[:5]))
-    return target, current, plan
+    return target, current, plan, snapshots
 
 
 def restore_snapshot(root: str, world: World, wanted: Optional[str], paths: list, apply: bool) -> RestoreOutcome:
@@ -4021,12 +4031,13 @@ def restore_snapshot(root: str, world: World, wanted: Optional[str], paths: list
     git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
     with ProjectLock(root):
         store = open_snapshots(git, root)
-        target, current, plan = plan_snapshot_restore(store, world, wanted, paths, write_objects=apply)
+        target, current, plan, snapshots = plan_snapshot_restore(store, world, wanted, paths, write_objects=apply)
         head = store.scan.state.head if store.scan.state else None
         outcome = RestoreOutcome(target, plan, dry_run=not apply, head_moved=head != target.head)
         if not apply or not (plan.write or plan.delete):
             return outcome
-        safety = take_snapshot(store, world, SnapshotKind.BEFORE_RESTORE, f"Before restoring {target.id}")
+        safety = take_snapshot(store, world, SnapshotKind.BEFORE_RESTORE, f"Before restoring {target.id}",
+                               existing=snapshots, build=current)  # the tree the plan was made from
         outcome.safety = safety.snapshot if safety else None
         try:
             apply_restore(store, plan)
@@ -4052,7 +4063,7 @@ def diff_snapshot(root: str, world: World, wanted: Optional[str], paths: list, p
     git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
     with ProjectLock(root):
         store = open_snapshots(git, root)
-        target, current, plan = plan_snapshot_restore(store, world, wanted, paths, write_objects=patch)
+        target, current, plan, _ = plan_snapshot_restore(store, world, wanted, paths, write_objects=patch)
         text = b""
         if patch and (plan.write or plan.delete):
             text = store.patch(current.tree, target.tree, [c.path for c in plan.write] + plan.delete, stat, color)
