@@ -3954,16 +3954,24 @@ def build_snapshot_tree(store: SnapshotStore, newest: Optional[Snapshot], max_by
 
 def snapshot_for_save(git: Git, root: str, scan: GitScan, world: World, kind: SnapshotKind, title: str,
                       warnings: list) -> Optional[SnapshotRef]:
-    """The snapshot a save or hook records; None (and one warning saying why) when there is none.
-    A save never fails for want of a snapshot."""
+    """The snapshot a save or hook records; None when there is none, with one warning saying
+    why. A save never fails for want of a snapshot. Hooks run in every session, so they say
+    nothing when snapshots are off or there is no repository: only a failure is worth a line."""
+    hook = kind is SnapshotKind.HOOK
     if not SnapshotSettings.from_env(world.env).enabled:
-        warnings.append("No code snapshot: snapshots are off (CHECKPOINT_SNAPSHOTS=off).")
+        if not hook:
+            warnings.append("No code snapshot: snapshots are off (CHECKPOINT_SNAPSHOTS=off).")
         return None
     try:
-        outcome = take_snapshot(open_snapshots(git, root, scan), world, kind, title,
-                                only_if_changed=kind is SnapshotKind.HOOK)
+        store = open_snapshots(git, root, scan)
     except SnapshotError as error:
-        warnings.append(str(error) if str(error).startswith("No code snapshot") else f"No code snapshot: {error}")
+        if not hook:
+            warnings.append(str(error))
+        return None
+    try:
+        outcome = take_snapshot(store, world, kind, title, only_if_changed=hook)
+    except SnapshotError as error:
+        warnings.append(f"No code snapshot: {error}")
         return None
     return None if outcome is None else SnapshotRef(outcome.snapshot.id, outcome.snapshot.commit)
 
@@ -5590,10 +5598,9 @@ def _record_hook(event: str, payload: dict, root: str, world: World) -> list:
         # changed files during the turn: snapshot the work tree when it differs from the last one.
         snapshot_if_changed(root, world)
         return []
-    # The redaction count, the git advice and "no snapshot outside git" are for the model's
-    # saves, not for every hook run.
-    return [w for w in outcome.warnings if not w.startswith("Redacted") and "not git-ignored" not in w
-            and "is tracked by git" not in w and "not in a git repository" not in w and "snapshots are off" not in w]
+    # The redaction count and the git advice are for the model's saves, not every hook run.
+    return [w for w in outcome.warnings if not w.startswith("Redacted")
+            and "not git-ignored" not in w and "is tracked by git" not in w]
 
 
 def _hook_timeout() -> None:
