@@ -4947,9 +4947,12 @@ class StdioTransport:
         if not text:
             return None
         try:
-            return json.loads(text)
+            message = json.loads(text)
         except (ValueError, RecursionError) as error:
             return _Reply(error_reply(None, PARSE_ERROR, f"Parse error: {str(error)[:200]}"))
+        if message is None:  # the JSON value null: a request like any non-object, not a blank line
+            return _Reply(error_reply(None, INVALID_REQUEST, "Invalid request: expected a JSON-RPC object"))
+        return message
 
     def _take(self, item: Any) -> None:
         if isinstance(item, _Reply):

@@ -4492,6 +4492,9 @@ class TestE2eProtocol(unittest.TestCase):
             "id an object": {"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"},
             "a number": 5,
             "a string": "ping",
+            "null": None,  # the JSON value null is a request, not a blank line
+            "true": True,
+            "false": False,
         }
         for name, message in cases.items():
             with self.subTest(name):
