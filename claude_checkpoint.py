@@ -154,11 +154,15 @@ SNAPSHOT_SKIPPED_SHOWN = 200  # skipped paths kept in a snapshot's message
 SNAPSHOT_IDENTITY = {"GIT_AUTHOR_NAME": "claude-checkpoint", "GIT_AUTHOR_EMAIL": "claude-checkpoint@localhost",
                      "GIT_COMMITTER_NAME": "claude-checkpoint", "GIT_COMMITTER_EMAIL": "claude-checkpoint@localhost"}
 SNAPSHOT_META_PREFIX = "claude-checkpoint: "  # the message line that holds a snapshot's facts as JSON
-# Untracked files named like these are never copied into a snapshot: it must not become a
-# second copy of the user's keys. Tracked files are captured (git has them already).
+# Untracked files named like these (a file's name, matched without case) are never copied
+# into a snapshot: it must not become a second copy of the user's keys (SPEC section 10 lists
+# them; everything that copies work-tree files reads this one table). Tracked files are
+# captured: git has them already.
 SECRET_FILE_NAMES = (".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
                      "*.kdbx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".npmrc",
-                     ".pypirc", ".pgpass", ".git-credentials", ".htpasswd", "credentials", "*.tfvars")
+                     ".pypirc", ".pgpass", ".git-credentials", ".htpasswd", "credentials", "*.tfvars",
+                     "credentials.json", "client_secret*.json", "service-account*.json", "service_account*.json",
+                     "secrets.yaml", "secrets.yml", "kubeconfig")
 ZERO_SHA = "0" * 40
 TREE_MODE = "40000"  # how a git tree object writes a folder's mode
 HEAD_ENTRY = "head"  # a snapshot path state whose entry is whatever HEAD holds (a clean path, a submodule)

@@ -2310,7 +2310,9 @@ class TestE2eRoots(unittest.TestCase):
 PREFIX = "refs/claude-checkpoint/"
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
-SECRET_NAMES = (".env", ".env.local", "key.pem", "keys/id_rsa", ".npmrc", ".netrc")
+SECRET_NAMES = (".env", ".env.local", "key.pem", "keys/id_rsa", ".npmrc", ".netrc", "credentials.json",
+                "config/client_secret_1234.apps.googleusercontent.com.json", "service-account-prod.json",
+                "deploy/secrets.yaml", "secrets.yml", "kubeconfig", "Credentials.JSON")
 
 
 # Helpers: the command line on real repositories, git facts read back
