@@ -2283,8 +2283,6 @@ def snapshot_skip_reason(rel: str, kind: str, size: int, untracked: bool, max_by
         return "submodule"
     if kind == "other":
         return "not a regular file"
-    if "\n" in rel:
-        return "file name holds a newline"
     if untracked and kind == "file" and size > max_bytes:
         return f"untracked and larger than {max_bytes} bytes"
     if untracked and is_secret_file_name(rel.rsplit("/", 1)[-1]):
@@ -3208,13 +3206,16 @@ class SnapshotStore:
                             *relative, old_tree, new_tree, "--", *self._pathspecs(paths))
 
     def blobs_at(self, commit: str, paths: list) -> dict:
-        """{path: blob id} of each path in `commit` (paths it does not hold are left out)."""
-        if not paths:
-            return {}
-        request = "".join(f"{commit}:{self.prefix}{p}\n" for p in paths).encode("utf-8", "surrogateescape")
+        """{path: blob id} of each path in `commit` (paths it does not hold are left out).
+        cat-file reads one name a line: names that hold a newline are asked of ls-tree."""
+        lines = [p for p in paths if "\n" not in p]
+        found = {p: entry[1] for p, entry in self._entries_at(commit, [p for p in paths if "\n" in p]).items()
+                 if entry[0] not in (TREE_MODE, "160000")}
+        if not lines:
+            return found
+        request = "".join(f"{commit}:{self.prefix}{p}\n" for p in lines).encode("utf-8", "surrogateescape")
         out = self._output("cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=request)
-        found = {}
-        for path, line in zip(paths, out.decode("ascii", "replace").splitlines()):
+        for path, line in zip(lines, out.decode("ascii", "replace").splitlines()):
             parts = line.split(" ")
             if len(parts) == 2 and parts[1] == "blob":
                 found[path] = parts[0]
@@ -3255,7 +3256,7 @@ class SnapshotStore:
         if not updates:
             return cache.tree
         heads = [p for p, entry in updates.items() if entry == HEAD_ENTRY]
-        resolved = self._entries_at_head(heads)
+        resolved = self._entries_at(self.head, heads)
         updates = {self.prefix + p: resolved.get(p) if entry == HEAD_ENTRY else entry for p, entry in updates.items()}
         folders = sorted(parent_folders(updates))
         trees = self._read_trees(cache.tree, folders)
@@ -3266,14 +3267,14 @@ class SnapshotStore:
             raise SnapshotError("git mktree disagreed with the tree built from the cache")
         return top
 
-    def _entries_at_head(self, paths: list) -> dict:
-        """{path: (mode, blob)} of each path as HEAD holds it (paths HEAD lacks are left out)."""
+    def _entries_at(self, commit: Optional[str], paths: list) -> dict:
+        """{path: (mode, id)} of each path as `commit` holds it (paths it lacks are left out)."""
         found: dict = {}
-        if not paths or self.head is None:
+        if not paths or commit is None:
             return found
         for start in range(0, len(paths), 500):  # bounded argument lists
             chunk = paths[start:start + 500]
-            out = self._output("ls-tree", "-z", "--full-tree", self.head, "--", *(self.prefix + p for p in chunk))
+            out = self._output("ls-tree", "-z", "--full-tree", commit, "--", *(self.prefix + p for p in chunk))
             for line in out.decode("utf-8", "surrogateescape").split("\0"):
                 if line:
                     meta, name = line.split("\t", 1)
@@ -3282,8 +3283,28 @@ class SnapshotStore:
         return found
 
     def _read_trees(self, tree: str, folders: list) -> dict:
-        """{folder: {name: (mode, id)}} of `tree`'s folders; {} for one it does not hold."""
-        request = "".join(f"{tree}:{f}\n" if f else f"{tree}\n" for f in folders)
+        """{folder: {name: (mode, id)}} of `tree`'s folders; {} for one it does not hold.
+        cat-file reads one name a line: a folder whose path holds a newline is asked for by
+        its id, read from its parent's entries (parents sort first, so they are read first)."""
+        trees: dict = {}
+        while len(trees) < len(folders):
+            asked = [f for f in folders if f not in trees and ("\n" not in f or f.rpartition("/")[0] in trees)]
+            if not asked:  # a folder whose parent is not asked for: the caller broke the rule above
+                raise SnapshotError("a folder's parent was not read")
+            trees.update(self._read_tree_batch(tree, asked, trees))
+        return trees
+
+    def _read_tree_batch(self, tree: str, folders: list, read: dict) -> dict:
+        def name(folder: str) -> str:
+            if not folder:
+                return tree
+            if "\n" not in folder:
+                return f"{tree}:{folder}"
+            parent, _, base = folder.rpartition("/")
+            entry = read[parent].get(base.encode("utf-8", "surrogateescape"))
+            return entry[1] if entry and entry[0] == TREE_MODE else ZERO_SHA  # ZERO_SHA: a folder it lacks
+
+        request = "".join(name(f) + "\n" for f in folders)
         out = self._output("cat-file", "--batch", stdin=request.encode("utf-8", "surrogateescape"))
         trees, position = {}, 0
         for folder in folders:
@@ -3357,14 +3378,24 @@ class SnapshotStore:
         return list(paths) or ["."]
 
     def _hash_files(self, paths: list, write: bool) -> list:
+        """The blob of each file, in order. --stdin-paths reads one name a line: a name that holds
+        a newline goes as an argument instead (rare, so a second, bounded command)."""
         if not paths:
             return []
-        out = self._output("hash-object", *(["-w"] if write else []), "--no-filters", "--stdin-paths",
-                           stdin="".join(p + "\n" for p in paths).encode("utf-8", "surrogateescape"))
-        blobs = out.decode("ascii").split()
-        if len(blobs) != len(paths):
-            raise SnapshotError("git hash-object did not hash every changed file")
-        return blobs
+        lines = [p for p in paths if "\n" not in p]
+        odd = [p for p in paths if "\n" in p]
+        found = {}
+        for batch, options in ((lines, {"stdin": "".join(p + "\n" for p in lines).encode("utf-8", "surrogateescape")}),
+                               (odd, {})):
+            if not batch:
+                continue
+            out = self._output("hash-object", *(["-w"] if write else []), "--no-filters",
+                               *(["--stdin-paths"] if options else ["--", *batch]), **options)
+            blobs = out.decode("ascii").split()
+            if len(blobs) != len(batch):
+                raise SnapshotError("git hash-object did not hash every changed file")
+            found.update(zip(batch, blobs))
+        return [found[p] for p in paths]
 
     def _hash_bytes(self, content: bytes, write: bool) -> str:
         return self._output("hash-object", *(["-w"] if write else []), "--no-filters", "--stdin",
