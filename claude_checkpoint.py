@@ -2392,15 +2392,30 @@ def find_snapshot(snapshots: list, wanted: Optional[str]) -> Snapshot:
     """`latest` or no id: the newest. Otherwise a unique prefix of a commit id (4 or more hex digits)."""
     if not snapshots:
         raise NothingToDo("There is no snapshot yet: save a checkpoint or run `snapshot` first.")
-    if wanted in (None, "", "latest"):
+    found = snapshots[0] if wanted in (None, "") else match_snapshot(snapshots, wanted)
+    if found is None:
+        short = any(s.commit.startswith(wanted.lower()) for s in snapshots)
+        problem = "is too short: it matches more than one snapshot" if short else "is not a snapshot of this project"
+        raise SnapshotError(f"{wanted!r} {problem}. {newest_ids(snapshots)}")
+    return found
+
+
+def match_snapshot(snapshots: list, word: str) -> Optional[Snapshot]:
+    """The snapshot `word` names: `latest`, or a unique prefix of 4 or more hex digits of its
+    commit (shorter ones would soon become ambiguous); None when it names none."""
+    if word == "latest" and snapshots:
         return snapshots[0]
-    wanted = wanted.lower()
+    wanted = word.lower()
+    if not 4 <= len(wanted) <= 40 or wanted.strip("0123456789abcdef"):
+        return None
     found = [s for s in snapshots if s.commit.startswith(wanted)]
-    if len(found) == 1 and len(wanted) >= 4:  # shorter prefixes would soon become ambiguous
-        return found[0]
-    newest = ", ".join(s.id for s in snapshots[:5])
-    problem = "matches more than one snapshot" if found else "is not a snapshot of this project"
-    raise SnapshotError(f"{wanted!r} {problem}. The newest are: {newest} (run `list` for all).")
+    if len(found) > 1:
+        raise SnapshotError(f"{word!r} matches more than one snapshot. {newest_ids(snapshots)}")
+    return found[0] if found else None
+
+
+def newest_ids(snapshots: list) -> str:
+    return f"The newest are: {', '.join(s.id for s in snapshots[:5])} (run `list` for all)."
 
 
 @record
@@ -2696,7 +2711,7 @@ def shell_line(program: list, *args: str) -> str:
 
 # ── 7.1 Snapshot texts: what `snapshot`, `list`, `diff` and `restore` print ──
 
-def render_snapshot_made(outcome: Any, restore_command: str) -> str:
+def render_snapshot_made(outcome: Any, restore_command: Callable[[str], str]) -> str:
     snap = outcome.snapshot
     if outcome.reused:
         lines = [f"Nothing changed since snapshot {snap.id} ({snap.kind}, {snap.created_at[:19].replace('T', ' ')}); "
@@ -2706,7 +2721,7 @@ def render_snapshot_made(outcome: Any, restore_command: str) -> str:
     lines += [f"  skipped {s.path}: {s.reason}" for s in outcome.skipped[:BRIEF_SHOW["files"]]]
     if len(outcome.skipped) > BRIEF_SHOW["files"]:
         lines.append(f"  … and {len(outcome.skipped) - BRIEF_SHOW['files']} more skipped")
-    lines.append(f"To bring the files back to it: {restore_command} {snap.id} --yes")
+    lines.append(f"To bring the files back to it: {restore_command(snap.id)}")
     return "\n".join(lines) + "\n"
 
 
@@ -2722,7 +2737,9 @@ def render_snapshot_list(snapshots: list, now: float) -> str:
     return "\n".join(rows) + "\n"
 
 
-def render_restore(outcome: Any, restore_command: str) -> str:
+def render_restore(outcome: Any, restore_command: Callable[[str], str]) -> str:
+    """The plan (or what was done), with the commands that do it and undo it, given the
+    command that restores a snapshot id (the same paths, --yes)."""
     plan, snap = outcome.plan, outcome.snapshot
     if not plan.write and not plan.delete:
         lines = [f"The files already match snapshot {snap.id}; nothing to restore."]
@@ -2734,9 +2751,9 @@ def render_restore(outcome: Any, restore_command: str) -> str:
         lines += [f"  write   {c.path}" for c in plan.write] + [f"  delete  {p}" for p in plan.delete]
     lines += [f"  skip    {s.path} ({s.reason})" for s in plan.skipped]
     if outcome.dry_run and (plan.write or plan.delete):
-        lines.append(f"Nothing was changed (a dry run). To do it: {restore_command} {snap.id} --yes")
+        lines.append(f"Nothing was changed (a dry run). To do it: {restore_command(snap.id)}")
     if outcome.safety is not None:
-        lines.append(f"Undo with: {restore_command} {outcome.safety.id} --yes")
+        lines.append(f"Undo with: {restore_command(outcome.safety.id)}")
     if outcome.head_moved and (plan.write or plan.delete):
         lines.append("HEAD has moved since this snapshot: `git status` shows the restored files as changes "
                      "against HEAD as it is now.")
@@ -3209,7 +3226,7 @@ class SnapshotStore:
         """{path: blob id} of each path in `commit` (paths it does not hold are left out).
         cat-file reads one name a line: names that hold a newline are asked of ls-tree."""
         lines = [p for p in paths if "\n" not in p]
-        found = {p: entry[1] for p, entry in self._entries_at(commit, [p for p in paths if "\n" in p]).items()
+        found = {p: entry[1] for p, entry in self.entries_at(commit, [p for p in paths if "\n" in p]).items()
                  if entry[0] not in (TREE_MODE, "160000")}
         if not lines:
             return found
@@ -3256,7 +3273,7 @@ class SnapshotStore:
         if not updates:
             return cache.tree
         heads = [p for p, entry in updates.items() if entry == HEAD_ENTRY]
-        resolved = self._entries_at(self.head, heads)
+        resolved = self.entries_at(self.head, heads)
         updates = {self.prefix + p: resolved.get(p) if entry == HEAD_ENTRY else entry for p, entry in updates.items()}
         folders = sorted(parent_folders(updates))
         trees = self._read_trees(cache.tree, folders)
@@ -3267,7 +3284,7 @@ class SnapshotStore:
             raise SnapshotError("git mktree disagreed with the tree built from the cache")
         return top
 
-    def _entries_at(self, commit: Optional[str], paths: list) -> dict:
+    def entries_at(self, commit: Optional[str], paths: list) -> dict:
         """{path: (mode, id)} of each path as `commit` holds it (paths it lacks are left out)."""
         found: dict = {}
         if not paths or commit is None:
@@ -3893,7 +3910,8 @@ class World:
     clock: Callable[[], float]
     log: Callable[[str], None]  # the server log (stderr): never stdout, which carries the protocol
     known_secrets: tuple = ()
-    program: tuple = ("claude-checkpoint-mcp",)  # how to run this program again (section 14)
+    program: tuple = ("claude-checkpoint-mcp",)  # how configuration files run this program (section 14)
+    command: tuple = ("claude-checkpoint-mcp",)  # how a person types it: the short form texts show
 
     def root(self, argument: Optional[str] = None, client_roots: Iterable[str] = ()) -> str:
         return resolve_root(choose_root(argument, self.env, list(client_roots), self.cwd), self.home)
@@ -4037,12 +4055,63 @@ def changed_since_snapshot(store: SnapshotStore, commit: str, max_bytes: int) ->
 
 
 @record
+class TargetWord:
+    """One word of `diff` and `restore`'s [ID] [PATH...] as typed, and read as a path relative
+    to the root: None, with the reason, when it cannot be one (outside the root, inside .git)."""
+    word: str
+    path: Optional[str]
+    problem: str = ""
+
+
+def resolve_target(store: SnapshotStore, snapshots: list, words: list) -> tuple:
+    """(snapshot, paths relative to the root) for [ID] [PATH...] (SPEC section 10, identity).
+    The first word is an id when it names a snapshot, a path when it names one in the newest
+    snapshot or the work tree (then the newest is used), and an error when it names neither
+    or both; every path must exist in the snapshot or the work tree."""
+    if not snapshots:
+        raise NothingToDo("There is no snapshot yet: save a checkpoint or run `snapshot` first.")
+    target, words = snapshots[0], list(words)
+    if words:
+        first = words[0]
+        named = match_snapshot(snapshots, first.word)
+        is_path = first.path is not None and not _missing_paths(store, target, [first.path])
+        if named is not None and is_path:
+            raise SnapshotError(f"{first.word!r} names both snapshot {named.id} and a path: write "
+                                f"{named.commit[:12]} for the snapshot, or ./{first.word} for the path.")
+        if named is not None:
+            target = named
+            words.pop(0)
+        elif not is_path:
+            if first.path is None and first.word.strip("0123456789abcdefABCDEF"):
+                raise SnapshotError(first.problem)
+            raise SnapshotError(f"{first.word!r} names no snapshot of this project and no path in snapshot "
+                                f"{target.id} or the work tree. {newest_ids(snapshots)}")
+    for word in words:
+        if word.path is None:
+            raise SnapshotError(word.problem)
+    paths = [w.path for w in words]
+    missing = set(_missing_paths(store, target, paths))
+    if missing:
+        typed = ", ".join(w.word for w in words if w.path in missing)
+        raise SnapshotError(f"{typed}: in neither snapshot {target.id} nor the work tree; nothing was changed.")
+    return target, paths
+
+
+def _missing_paths(store: SnapshotStore, snapshot: Snapshot, paths: list) -> list:
+    """The paths that are neither on disk nor in the snapshot (a file, or a folder holding files)."""
+    absent = [p for p in paths if p and not os.path.lexists(os.path.join(store.root, *p.split("/")))]
+    held = store.entries_at(snapshot.commit, absent) if absent else {}
+    return [p for p in absent if p not in held]
+
+
+@record
 class RestoreOutcome:
     snapshot: Snapshot  # the one restored (or that would be)
     plan: RestorePlan
     dry_run: bool
     safety: Optional[Snapshot] = None  # the before-restore snapshot that undoes it
     head_moved: bool = False  # HEAD is not the snapshot's parent any more
+    paths: list = field(default_factory=list)  # what it was limited to ([]: everything under the root)
 
     def to_json(self) -> dict:
         return {"id": self.snapshot.id, "dryRun": self.dry_run,
@@ -4051,12 +4120,11 @@ class RestoreOutcome:
                 "skipped": [s.to_json() for s in self.plan.skipped]}
 
 
-def plan_snapshot_restore(store: SnapshotStore, world: World, wanted: Optional[str], paths: list,
-                          write_objects: bool) -> tuple:
-    """(target snapshot, the current tree build, the restore plan, the snapshots listed).
+def plan_snapshot_restore(store: SnapshotStore, world: World, words: list, write_objects: bool) -> tuple:
+    """(target snapshot, the paths, the current tree build, the restore plan, the snapshots listed).
     Refuses, changing nothing, when the plan would destroy what no snapshot holds."""
     snapshots = store.list()
-    target = find_snapshot(snapshots, wanted)
+    target, paths = resolve_target(store, snapshots, words)
     current = build_snapshot_tree(store, snapshots[0], SnapshotSettings.from_env(world.env).max_bytes, write_objects)
     changes = store.diff(current.tree, target.tree, paths)
     on_disk, folder_files = disk_facts(store.root, changes)
@@ -4064,19 +4132,19 @@ def plan_snapshot_restore(store: SnapshotStore, world: World, wanted: Optional[s
     plan = plan_restore(changes, on_disk, folder_files, ignored, {s.path: s.reason for s in current.skipped})
     if plan.refusals:
         raise SnapshotError("Restore refused; nothing was changed. " + " ".join(f"{r}." for r in plan.refusals[:5]))
-    return target, current, plan, snapshots
+    return target, paths, current, plan, snapshots
 
 
-def restore_snapshot(root: str, world: World, wanted: Optional[str], paths: list, apply: bool) -> RestoreOutcome:
+def restore_snapshot(root: str, world: World, words: list, apply: bool) -> RestoreOutcome:
     """Make the files under the root (or the paths) match a snapshot. Without `apply` only the
     plan. With it: a before-restore snapshot first, then deletes, then writes, each file atomic.
     HEAD, the index, refs other than our own, ignored and skipped files are never touched."""
     git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
     with ProjectLock(root):
         store = open_snapshots(git, root)
-        target, current, plan, snapshots = plan_snapshot_restore(store, world, wanted, paths, write_objects=apply)
+        target, paths, current, plan, snapshots = plan_snapshot_restore(store, world, words, write_objects=apply)
         head = store.scan.state.head if store.scan.state else None
-        outcome = RestoreOutcome(target, plan, dry_run=not apply, head_moved=head != target.head)
+        outcome = RestoreOutcome(target, plan, dry_run=not apply, head_moved=head != target.head, paths=paths)
         if not apply or not (plan.write or plan.delete):
             return outcome
         safety = take_snapshot(store, world, SnapshotKind.BEFORE_RESTORE, f"Before restoring {target.id}",
@@ -4100,17 +4168,17 @@ def _ignored_now(store: SnapshotStore, paths: list) -> set:
     return {p for p in result.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
 
 
-def diff_snapshot(root: str, world: World, wanted: Optional[str], paths: list, patch: bool,
-                  stat: bool = False, color: bool = False) -> tuple:
+def diff_snapshot(root: str, world: World, words: list, patch: bool, stat: bool = False,
+                  color: bool = False) -> tuple:
     """(restore plan, patch bytes or b""): what restoring the snapshot would change now."""
     git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
     with ProjectLock(root):
         store = open_snapshots(git, root)
-        target, current, plan, _ = plan_snapshot_restore(store, world, wanted, paths, write_objects=patch)
+        target, paths, current, plan, _ = plan_snapshot_restore(store, world, words, write_objects=patch)
         text = b""
         if patch and (plan.write or plan.delete):
             text = store.patch(current.tree, target.tree, [c.path for c in plan.write] + plan.delete, stat, color)
-    return RestoreOutcome(target, plan, dry_run=True), text
+    return RestoreOutcome(target, plan, dry_run=True, paths=paths), text
 
 
 def forget_snapshots(root: str, wanted: list, everything: bool) -> list:
@@ -4185,7 +4253,7 @@ def update_checkpoint(root: str, world: World, prepare: Callable[..., Optional[C
         checkpoint, data = fit_to_size(replace(checkpoint, snapshot=snapshot))
         write_checkpoint(root, data, stored.raw)
     return _save_outcome(root, change.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None,
-                         program=world.program)
+                         program=world.command)
 
 
 def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcome:
@@ -4292,7 +4360,7 @@ def load_checkpoint(root: str, world: World) -> LoadResult:
     result = LoadResult(True, path, root, from_backup=stored.from_backup, checkpoint=cp,
                         warnings=list(stored.warnings))
     if cp.snapshot is not None:
-        result.restore_command = shell_line(world.program, "--root", root, "restore", cp.snapshot.id)
+        result.restore_command = shell_line(world.command, "--root", root, "restore", cp.snapshot.id)
     if cp.git is None:
         return result
     git = Git(root)
@@ -4845,7 +4913,8 @@ def world_from_process() -> World:
     except OSError:  # the folder we were started in is gone
         cwd = os.sep
     home = os.path.expanduser("~")
-    return World(env, cwd, home if home != "~" else None, time.time, _log, known, tuple(program_command()))
+    return World(env, cwd, home if home != "~" else None, time.time, _log, known, tuple(program_command()),
+                 tuple(person_command(env)))
 
 
 def program_command() -> list:
@@ -4862,6 +4931,27 @@ def program_command() -> list:
     if module.isidentifier():
         return [python, *IMPORT_FLAGS, IMPORT_CODE.format(module=module), folder]
     return [python, source] if name.endswith(".py") else ["claude-checkpoint-mcp"]
+
+
+def person_command(env: dict) -> list:
+    """How a person runs this program, for the commands that texts show (SPEC section 5): the
+    installed script, or python3 and this file's absolute path. A bare name stands for a path
+    only where the shell would find that same file first on PATH."""
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] not in ("", "-c") else ""
+    if script and not script.endswith(".py") and os.path.isfile(script):
+        return [_as_typed(script, env)]
+    python = sys.executable or "python3"
+    return [_as_typed(python, env, "python3"), os.path.abspath(__file__)]
+
+
+def _as_typed(path: str, env: dict, name: str = "") -> str:
+    """`name` (the file's own by default) when it is what PATH finds first for it, else the path."""
+    name = name or os.path.basename(path)
+    for folder in env.get("PATH", "").split(os.pathsep):
+        found = os.path.join(folder, name)
+        if folder and os.path.isfile(found) and os.access(found, os.X_OK):
+            return name if os.path.realpath(found) == os.path.realpath(path) else path
+    return path
 
 
 def _log(message: str) -> None:
@@ -5483,7 +5573,7 @@ def cli_snapshot(args: Any, world: World) -> int:
     with ProjectLock(root):
         outcome = take_snapshot(open_snapshots(git, root), world, SnapshotKind.MANUAL, title)
     assert outcome is not None
-    _print_result(args, outcome.to_json(), lambda: render_snapshot_made(outcome, restore_command(root, world)))
+    _print_result(args, outcome.to_json(), lambda: render_snapshot_made(outcome, restore_line(root, world, [])))
     return EXIT_OK
 
 
@@ -5497,9 +5587,9 @@ def cli_list(args: Any, world: World) -> int:
 
 def cli_diff(args: Any, world: World) -> int:
     root = cli_root(args, world)
-    wanted, paths = split_target(root, world.cwd, args.target)
     color = not args.json and sys.stdout.isatty()
-    outcome, patch = diff_snapshot(root, world, wanted, paths, patch=not args.json, stat=args.stat, color=color)
+    outcome, patch = diff_snapshot(root, world, target_words(root, world.cwd, args.target), patch=not args.json,
+                                   stat=args.stat, color=color)
     if args.json:
         changes = [{"path": c.path, "status": c.status} for c in outcome.plan.write]
         changes += [{"path": p, "status": "D"} for p in outcome.plan.delete]
@@ -5515,9 +5605,8 @@ def cli_diff(args: Any, world: World) -> int:
 
 def cli_restore(args: Any, world: World) -> int:
     root = cli_root(args, world)
-    wanted, paths = split_target(root, world.cwd, args.target)
-    outcome = restore_snapshot(root, world, wanted, paths, apply=args.yes)
-    _print_result(args, outcome.to_json(), lambda: render_restore(outcome, restore_command(root, world)))
+    outcome = restore_snapshot(root, world, target_words(root, world.cwd, args.target), apply=args.yes)
+    _print_result(args, outcome.to_json(), lambda: render_restore(outcome, restore_line(root, world, outcome.paths)))
     return EXIT_OK
 
 
@@ -5530,18 +5619,16 @@ def cli_forget(args: Any, world: World) -> int:
     return EXIT_OK
 
 
-def split_target(root: str, cwd: str, words: list) -> tuple:
-    """[ID] [PATH...] -> (id or None, paths relative to the root). The first word is an id when
-    it looks like one (hex, or `latest`) and is not an existing path."""
-    words = list(words)
-    wanted = None
-    if words and (words[0] == "latest" or (_looks_like_id(words[0]) and not os.path.lexists(os.path.join(cwd, words[0])))):
-        wanted = words.pop(0)
-    return wanted, [root_relative(root, cwd, w) for w in words]
-
-
-def _looks_like_id(word: str) -> bool:
-    return 4 <= len(word) <= 40 and all(c in "0123456789abcdefABCDEF" for c in word)
+def target_words(root: str, cwd: str, words: list) -> list:
+    """[ID] [PATH...] as typed, each also read as a path relative to the root: which of them
+    is an id, the service decides (it knows the snapshots)."""
+    read = []
+    for word in words:
+        try:
+            read.append(TargetWord(word, root_relative(root, cwd, word)))
+        except SnapshotError as error:
+            read.append(TargetWord(word, None, str(error)))
+    return read
 
 
 def root_relative(root: str, cwd: str, path: str) -> str:
@@ -5559,13 +5646,12 @@ def root_relative(root: str, cwd: str, path: str) -> str:
     return "/".join(parts)
 
 
-def restore_command(root: str, world: World) -> str:
-    """The restore command as a person can repeat it, from any folder: the way this command
-    was started (`python3 /path/claude_checkpoint.py`, the console script), with --root."""
-    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] not in ("", "-c") else ""
-    ran_this_file = script == os.path.abspath(__file__)
-    started = [sys.executable or "python3", script] if ran_this_file else list(world.program)
-    return shell_line(started, "--root", root, "restore")
+def restore_line(root: str, world: World, paths: list) -> Callable[[str], str]:
+    """snapshot id -> the command that restores it (limited to `paths`, relative to the root),
+    as a person types it and exactly as a shell runs it from any folder: the short command,
+    --root and the paths absolute."""
+    where = [os.path.join(root, *p.split("/")) if p else root for p in paths]
+    return lambda snapshot_id: shell_line(world.command, "--root", root, "restore", snapshot_id, *where, "--yes")
 
 
 def _print_result(args: Any, doc: Any, text: Callable[[], str]) -> None:

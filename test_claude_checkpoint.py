@@ -3121,6 +3121,47 @@ class TestDiff(unittest.TestCase):
                 self.assertIn(second["id"], message)
                 self.assertIn(self.snap["id"], message)
 
+    def test_a_first_word_that_names_no_snapshot_and_no_path_is_an_error_listing_the_newest_ids(self):
+        before = state(self.ws.repo)
+        for command in (("diff",), ("diff", "--json"), ("restore",), ("restore", "--yes"), ("restore", "--json")):
+            for word in ("3zz", "0000000", "nosuch.txt", "docs/nosuch.md"):
+                with self.subTest(command=command, word=word):
+                    message = failed(self, cli(self.ws, command[0], word, *command[1:]), 1)
+                    self.assertIn(self.snap["id"], message, "the newest ids are listed")
+                    self.assertIn(word, message)
+                    self.assertNotIn("already match", message)
+        self.assertEqual(state(self.ws.repo), before)
+
+    def test_paths_that_exist_neither_in_the_snapshot_nor_the_work_tree_are_an_error(self):
+        before = state(self.ws.repo)
+        for command in (("diff", self.snap["id"], "a.txt", "nosuch.txt"), ("restore", "latest", "nosuch.txt", "--yes"),
+                        ("restore", "a.txt", "nosuch/deeper.txt")):
+            with self.subTest(command=command):
+                message = failed(self, cli(self.ws, *command), 1)
+                self.assertIn("nosuch", message)
+        self.assertEqual(state(self.ws.repo), before)
+
+    def test_a_first_word_that_is_a_path_in_the_snapshot_or_the_work_tree_uses_the_newest_snapshot(self):
+        for word, expected in (("a.txt", {"a.txt": "M"}), ("new.txt", {"new.txt": "A"}),
+                               ("extra.txt", {"extra.txt": "D"}), ("docs", {"docs/guide.md": "M"})):
+            with self.subTest(word=word):
+                doc = ok_json(self, cli(self.ws, "diff", word, "--json"))
+                self.assertEqual(doc["id"], self.snap["id"])
+                self.assertEqual(changes(doc), expected)
+
+    def test_a_word_naming_both_a_snapshot_and_a_path_is_refused_saying_how_to_write_each(self):
+        word = self.snap["id"][:6]
+        self.ws.write(word, "a file named like the snapshot\n")
+        before = state(self.ws.repo)
+        for command in (("diff", word), ("restore", word, "--yes")):
+            with self.subTest(command=command):
+                message = failed(self, cli(self.ws, *command), 1)
+                self.assertIn(f"./{word}", message)
+                self.assertIn(self.snap["id"], message)
+        self.assertEqual(state(self.ws.repo), before)
+        self.assertEqual(changes(ok_json(self, cli(self.ws, "diff", f"./{word}", "--json"))), {word: "D"})
+        self.assertEqual(ok_json(self, cli(self.ws, "diff", self.snap["commit"][:12], "--json"))["id"], self.snap["id"])
+
     def test_paths_outside_the_root_are_refused(self):
         write(self.ws.home, "outside.txt", "outside\n")
         for path in ("../outside.txt", ".git/config"):
@@ -3226,6 +3267,48 @@ class TestRestore(unittest.TestCase):
         ok(self, cli(ws, "restore", newest["id"], "--yes"))
         self.assertEqual(state(ws.repo), before)
         self.assertEqual(ok_json(self, cli(ws, "diff", newest["id"], "--json"))["changes"], [])
+
+    def test_every_printed_command_does_what_it_says_copied_as_printed_from_another_folder(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", "a.txt": "a in head\n", "b.txt": "b in head\n"})
+        odd = os.path.join(ws.home, "my \"odd\" project's $HOME")
+        os.rename(ws.repo, odd)
+        ws.repo = odd
+        ws.write("a.txt", "a in snapshot\n")
+        ws.write("sub dir/it's.txt", "in the snapshot\n")
+        snap = snapshot(self, ws)
+        ws.write("a.txt", "a after\n")
+        ws.write("b.txt", "b after\n")
+        ws.write("sub dir/it's.txt", "after\n")
+        ws.write("c.txt", "made after the snapshot\n")
+        dry = text(ok(self, cli(ws, "restore", snap["id"], "a.txt", "sub dir/it's.txt")))
+        todo = re.search(r"To do it: (.+)", dry)
+        self.assertIsNotNone(todo, dry)
+        self.assertNotIn("import", todo.group(1), "people see the short command")
+        self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"a after\n", "a dry run changes nothing")
+
+        def run_printed(line: str) -> str:
+            proc = subprocess.run(shlex.split(line), cwd=ws.home, env=ws.env, capture_output=True, timeout=TIMEOUT)
+            return text(ok(self, proc))
+
+        done = run_printed(todo.group(1))
+        self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"a in snapshot\n")
+        self.assertEqual(read(os.path.join(ws.repo, "sub dir", "it's.txt")), b"in the snapshot\n")
+        self.assertEqual(read(os.path.join(ws.repo, "b.txt")), b"b after\n", "only the paths given")
+        self.assertEqual(read(os.path.join(ws.repo, "c.txt")), b"made after the snapshot\n", "nothing deleted")
+        undo = re.search(r"Undo with: (.+)", done)
+        self.assertIsNotNone(undo, done)
+        ws.write("b.txt", "b changed after the restore\n")
+        run_printed(undo.group(1))
+        self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"a after\n")
+        self.assertEqual(read(os.path.join(ws.repo, "sub dir", "it's.txt")), b"after\n")
+        self.assertEqual(read(os.path.join(ws.repo, "b.txt")), b"b changed after the restore\n",
+                         "the undo undoes the restore, nothing else")
+        again = text(ok(self, cli(ws, "snapshot")))
+        back = re.search(r"To bring the files back to it: (.+)", again)
+        self.assertIsNotNone(back, again)
+        ws.write("a.txt", "changed again\n")
+        run_printed(back.group(1))
+        self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"a after\n")
 
     def test_never_touches_head_index_refs_stash_ignored_checkpoint_or_nested_repositories(self):
         ws = Workspace(self, files={"README.md": "# demo\n", ".gitignore": "build/\n*.log\n", "a.txt": "a\n"})
@@ -4324,6 +4407,25 @@ class SessionStartHookTest(unittest.TestCase):
                 self.assertTrue(brief.startswith("# Resuming:"), brief)
                 self.assertIn(sample_save()["goal"], brief)
                 self.assertEqual(stderr_lines(proc), [])
+
+    def test_commands_in_the_brief_and_in_warnings_are_the_short_ones_a_person_types_and_they_work(self):
+        ws = Workspace(self)
+        saved = ws.run_cli("save", "--goal", "short commands")
+        self.assertEqual(saved.returncode, 0, saved.stderr)
+        exclude = re.search(r"run `([^`]+)`", saved.stdout.decode())
+        self.assertIsNotNone(exclude, "the save says the checkpoint is not git-ignored, with the command")
+        proc, _ = run_hook_process(self, ws, "session-start", hook_payload("session-start", "/nonexistent.jsonl", ws.repo))
+        rewind = re.search(r"rewind the files to it.*`([^`]+)`", proc.stdout.decode())
+        self.assertIsNotNone(rewind, proc.stdout)
+        for line in (exclude.group(1), rewind.group(1)):
+            with self.subTest(line=line):
+                words = shlex.split(line)
+                self.assertNotIn("import", line, "the importing command belongs in configuration files only")
+                self.assertEqual(words[1], SERVER)
+                self.assertEqual(os.path.realpath(shutil.which(words[0]) or words[0]), os.path.realpath(sys.executable))
+        done = subprocess.run(shlex.split(rewind.group(1)), cwd=ws.home, env=ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn(b"already match", done.stdout, "a dry run of the checkpoint's own snapshot")
 
     def test_prints_nothing_when_there_is_no_checkpoint(self):
         ws = Workspace(self)
