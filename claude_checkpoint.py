@@ -232,6 +232,16 @@ class NothingToDo(CheckpointError):
     """There is no snapshot to act on yet (exit status 3)."""
 
 
+class RestoreStopped(SnapshotError):
+    """A restore that began could not finish: what it did, and the snapshot that undoes it."""
+
+    def __init__(self, path: str, reason: str, deleted: list, written: list, safety_id: Optional[str],
+                 paths: list):
+        self.path, self.reason, self.deleted, self.written, self.safety_id = path, reason, deleted, written, safety_id
+        self.paths = paths  # what the restore was limited to: the undo is limited to the same
+        super().__init__(f"Restore stopped at {path}: {reason}.")
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 4. Model
 # ════════════════════════════════════════════════════════════════════════════
@@ -2760,6 +2770,21 @@ def render_restore(outcome: Any, restore_command: Callable[[str], str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_restore_stopped(stopped: Any, restore_command: Callable[[str], str]) -> str:
+    """A restore that stopped midway: exactly what it changed, and the one command that undoes it."""
+    lines = [f"claude-checkpoint: restore stopped at {stopped.path}: {stopped.reason}."]
+    if not stopped.deleted and not stopped.written:
+        return "\n".join(lines + ["Nothing was changed."]) + "\n"
+    shown = BRIEF_SHOW["drift"]
+    for verb, paths in (("deleted", stopped.deleted), ("wrote", stopped.written)):
+        if paths:
+            more = f" … and {len(paths) - shown} more" if len(paths) > shown else ""
+            lines.append(f"Already done: {verb} {len(paths)} file(s): {', '.join(paths[:shown])}{more}")
+    if stopped.safety_id:
+        lines.append(f"Undo it with: {restore_command(stopped.safety_id)}")
+    return "\n".join(lines) + "\n"
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 8. Git adapter and working-tree hashing
 # ════════════════════════════════════════════════════════════════════════════
@@ -3764,15 +3789,27 @@ def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> Tr
 # Everything a restore deletes or overwrites is already in the before-restore snapshot;
 # each file is written atomically (temp file, rename), so a failure leaves it whole.
 
-def apply_restore(store: SnapshotStore, plan: RestorePlan) -> None:
-    """Deletes first (and the folders they leave empty), then writes, in path order."""
+@record
+class RestoreProgress:
+    """What a restore has done so far, and the path it is changing: what to say when it stops."""
+    deleted: list = field(default_factory=list)
+    written: list = field(default_factory=list)
+    current: str = ""
+
+
+def apply_restore(store: SnapshotStore, plan: RestorePlan, done: RestoreProgress) -> None:
+    """Deletes first (and the folders they leave empty), then writes, in path order; `done`
+    follows along, so a failure can say exactly what was changed."""
     root = store.root
     for rel in plan.delete:
+        done.current = rel
         os.unlink(os.path.join(root, *rel.split("/")))
+        done.deleted.append(rel)
     for rel in sorted(plan.delete, key=lambda p: -p.count("/")):
         _remove_empty_folders(root, rel)
     writes = sorted(plan.write, key=lambda c: c.path)
     for change in writes:
+        done.current = change.path
         full = os.path.join(root, *change.path.split("/"))
         os.makedirs(os.path.dirname(full), exist_ok=True)
         if os.path.isdir(full) and not os.path.islink(full):
@@ -3782,13 +3819,28 @@ def apply_restore(store: SnapshotStore, plan: RestorePlan) -> None:
 
     def take(blob: str, chunks: Iterable[bytes]) -> None:
         change = next(pending)
+        done.current = change.path
         full = os.path.join(root, *change.path.split("/"))
         if change.mode == "120000":
             _replace_with_symlink(full, b"".join(chunks))
         else:
             write_atomically(full, chunks, (0o777 if change.mode == "100755" else 0o666) & ~umask)
+        done.written.append(change.path)
 
     store.read_blobs([c.blob for c in writes], take)
+
+
+def unwritable_folders(root: str, plan: RestorePlan) -> list:
+    """The folders a restore must change (to delete, create or replace a file in) that cannot
+    be written now: found before the first write, so that a restore rarely stops midway."""
+    needed = set()
+    for rel in [*plan.delete, *(c.path for c in plan.write)]:
+        parts = rel.split("/")[:-1]
+        while parts and not os.path.isdir(os.path.join(root, *parts)):  # the deepest folder that exists
+            parts.pop()
+        needed.add("/".join(parts))
+    return sorted(f for f in needed if not os.access(os.path.join(root, *f.split("/")) if f else root,
+                                                     os.W_OK | os.X_OK))
 
 
 def disk_facts(root: str, changes: list) -> tuple:
@@ -4147,15 +4199,25 @@ def restore_snapshot(root: str, world: World, words: list, apply: bool) -> Resto
         outcome = RestoreOutcome(target, plan, dry_run=not apply, head_moved=head != target.head, paths=paths)
         if not apply or not (plan.write or plan.delete):
             return outcome
+        blocked = unwritable_folders(root, plan)
+        if blocked:
+            raise SnapshotError(f"Restore refused; nothing was changed: {_path_names(blocked)} cannot be written "
+                                "(read-only). Make it writable, then run the restore again.")
         safety = take_snapshot(store, world, SnapshotKind.BEFORE_RESTORE, f"Before restoring {target.id}",
                                existing=snapshots, build=current)  # the tree the plan was made from
         outcome.safety = safety.snapshot if safety else None
+        done = RestoreProgress()
         try:
-            apply_restore(store, plan)
+            apply_restore(store, plan, done)
         except OSError as error:
-            undo = f" Undo what was done with: restore {outcome.safety.id} --yes" if outcome.safety else ""
-            raise SnapshotError(f"Restore stopped at {error.filename or 'a file'}: {error.strerror}.{undo}") from None
+            raise RestoreStopped(done.current, error.strerror or str(error), done.deleted, done.written,
+                                 outcome.safety.id if outcome.safety else None, paths) from None
     return outcome
+
+
+def _path_names(paths: list, shown: int = 5) -> str:
+    names = ", ".join(p or "the project root" for p in paths[:shown])
+    return names + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
 
 
 def _ignored_now(store: SnapshotStore, paths: list) -> set:
@@ -5605,7 +5667,11 @@ def cli_diff(args: Any, world: World) -> int:
 
 def cli_restore(args: Any, world: World) -> int:
     root = cli_root(args, world)
-    outcome = restore_snapshot(root, world, target_words(root, world.cwd, args.target), apply=args.yes)
+    try:
+        outcome = restore_snapshot(root, world, target_words(root, world.cwd, args.target), apply=args.yes)
+    except RestoreStopped as stopped:
+        print(render_restore_stopped(stopped, restore_line(root, world, stopped.paths)), file=sys.stderr, end="")
+        return EXIT_FAILED
     _print_result(args, outcome.to_json(), lambda: render_restore(outcome, restore_line(root, world, outcome.paths)))
     return EXIT_OK
 

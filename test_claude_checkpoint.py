@@ -3775,7 +3775,7 @@ class TestRewindEdges(unittest.TestCase):
         self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"2\n")
         self.assertEqual(read(lock), b"held by someone else")
 
-    def test_a_folder_that_cannot_be_written_midway_stops_with_the_undo_and_loses_nothing(self):
+    def test_a_folder_that_cannot_be_written_is_found_before_the_first_write(self):
         ws = Workspace(self)
         ws.write("a.txt", "a1\n")
         ws.write("z/b.txt", "b1\n")
@@ -3783,17 +3783,51 @@ class TestRewindEdges(unittest.TestCase):
         ws.git("commit", "-qm", "two")
         ws.write("a.txt", "a2\n")
         ws.write("z/b.txt", "b2\n")
+        ws.write("z/new/c.txt", "c2\n")  # its folder would be made inside z
         target = snapshot(self, ws)
         ws.write("a.txt", "a3\n")
         ws.write("z/b.txt", "b3\n")
+        shutil.rmtree(os.path.join(ws.repo, "z", "new"))
         make_read_only(self, os.path.join(ws.repo, "z"))
-        proc = cli(ws, "restore", target["id"], "--yes")
-        message = failed(self, proc, 1)
-        self.assertIn("--yes", message)
-        undo = re.search(r"restore ([0-9a-f]{9}) --yes", message).group(1)
-        self.assertEqual(blob(ws, git(ws.repo, "rev-parse", undo, env=ws.env).strip(), "z/b.txt"), b"b3\n")
-        self.assertEqual(read(os.path.join(ws.repo, "z", "b.txt")), b"b3\n")  # nothing half-written
-        self.assertEqual(blob(ws, git(ws.repo, "rev-parse", undo, env=ws.env).strip(), "a.txt"), b"a3\n")
+        before, refs_before = state(ws.repo), refs(ws)
+        message = failed(self, cli(ws, "restore", target["id"], "--yes"), 1)
+        self.assertIn("z", message)
+        self.assertIn("nothing was changed", message.lower())
+        self.assertNotIn(".tmp", message, "never a temp file's name")
+        self.assertNotIn("Undo", message, "nothing to undo")
+        self.assertEqual(state(ws.repo), before, "a.txt, before z in the order, was not written either")
+        self.assertEqual(refs(ws), refs_before, "no before-restore snapshot for a restore that did not start")
+
+    def test_a_write_that_fails_midway_says_what_was_written_and_the_one_command_that_undoes_it(self):
+        if not (hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("chattr")):
+            self.skipTest("needs root and chattr: an immutable file in a writable folder")
+        ws = Workspace(self, files={"a.txt": "a1\n", "m.txt": "m1\n", "z.txt": "z1\n"})
+        for name in ("a.txt", "m.txt", "z.txt"):
+            ws.write(name, name[0] + "2\n")
+        target = snapshot(self, ws)
+        for name in ("a.txt", "m.txt", "z.txt"):
+            ws.write(name, name[0] + "3\n")
+        stuck = os.path.join(ws.repo, "m.txt")
+        if subprocess.run(["chattr", "+i", stuck], capture_output=True).returncode != 0:
+            self.skipTest("this file system has no immutable attribute")
+        self.addCleanup(subprocess.run, ["chattr", "-i", stuck], capture_output=True)
+        message = failed(self, cli(ws, "restore", target["id"], "--yes"), 1)
+        self.assertIn("stopped at m.txt", message)
+        self.assertNotIn(".tmp", message, "never a temp file's name")
+        self.assertRegex(message, r"wrote 1 file\(s\): a\.txt\b")
+        self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"a2\n")
+        self.assertEqual(read(stuck), b"m3\n", "nothing half-written")
+        self.assertEqual(read(os.path.join(ws.repo, "z.txt")), b"z3\n", "it stopped at the first failure")
+        undo = re.search(r"Undo it with: (.+)", message)
+        self.assertIsNotNone(undo, message)
+        proc = subprocess.run(shlex.split(undo.group(1)), cwd=ws.home, env=ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, text(proc))
+        self.assertEqual(read(os.path.join(ws.repo, "a.txt")), b"a3\n", "the printed command undid it")
+        with self.subTest("nothing written before the failure"):
+            ws.write("a.txt", "a2\n")
+            message = failed(self, cli(ws, "restore", target["id"], "--yes"), 1)
+            self.assertIn("Nothing was changed", message)
+            self.assertNotIn("Undo", message)
 
     def test_a_file_committed_unchanged_after_the_save_is_no_news(self):
         ws = Workspace(self)
