@@ -3903,9 +3903,11 @@ class RootChoice:
     source: str  # says why this root was used
 
 
-def choose_root(argument: Optional[str], env: dict, client_roots: list, cwd: str) -> RootChoice:
+def choose_root(argument: Optional[str], env: dict, client_roots: list, cwd: str,
+                where: Optional[RootChoice] = None) -> RootChoice:
     """projectRoot > CHECKPOINT_PROJECT_ROOT > the client's first file:// root >
-    CLAUDE_PROJECT_DIR > the working directory. Pure: checks happen in resolve_root."""
+    CLAUDE_PROJECT_DIR > `where` the person is (the command line) or the working directory.
+    Pure: checks happen in resolve_root."""
     if argument:
         return RootChoice(argument, "the projectRoot argument")
     if env.get("CHECKPOINT_PROJECT_ROOT"):
@@ -3916,6 +3918,26 @@ def choose_root(argument: Optional[str], env: dict, client_roots: list, cwd: str
             return RootChoice(path, "the client's roots")
     if env.get("CLAUDE_PROJECT_DIR"):
         return RootChoice(env["CLAUDE_PROJECT_DIR"], "CLAUDE_PROJECT_DIR")
+    return where or RootChoice(cwd, "the working directory")
+
+
+def project_around(cwd: str, home: Optional[str]) -> RootChoice:
+    """The project a person in `cwd` means, found as git finds its repository (SPEC section 5):
+    the nearest folder at or above it holding a checkpoint, else the top of the git work tree
+    holding it, else `cwd` itself. The home folder and / never hold a project."""
+    never = {os.path.realpath(os.sep), os.path.realpath(home) if home else None}
+    folder, top = os.path.realpath(cwd), None
+    while folder not in never:
+        if os.path.lexists(os.path.join(folder, CHECKPOINT_NAME)):
+            return RootChoice(folder, f"the nearest folder holding {CHECKPOINT_NAME}")
+        if top is None and os.path.lexists(os.path.join(folder, ".git")):
+            top = folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    if top is not None:
+        return RootChoice(top, "the top of the git work tree")
     return RootChoice(cwd, "the working directory")
 
 
@@ -5277,9 +5299,11 @@ def _monotonic() -> Callable[[], float]:
 # 15. Install and doctor: configuration for Claude Code and Claude Desktop
 # ════════════════════════════════════════════════════════════════════════════
 
-def cli_root(args: Any, world: World) -> str:
-    """The root for a subcommand: --root DIR (relative to the current folder), else section 10's rules."""
-    return world.root(getattr(args, "root", None) and os.path.join(world.cwd, args.root))
+def cli_root(args: Any, world: World, argument: Optional[str] = None) -> str:
+    """The root for a subcommand: --root DIR (relative to the current folder), else `argument`
+    (save's projectRoot), else section 10's rules, with the project found around the current folder."""
+    given = getattr(args, "root", None) and os.path.join(world.cwd, args.root) or argument
+    return resolve_root(choose_root(given, world.env, [], world.cwd, project_around(world.cwd, world.home)), world.home)
 
 
 def hooks_config(program: list) -> dict:
@@ -5449,7 +5473,8 @@ def cli_doctor(args: Any, world: World) -> int:
     version = Git(world.cwd).output("--version")
     checks.append((version is not None, version.decode().strip() if version else "git not found on PATH "
                    "(git facts and drift detection are off)"))
-    choice = choose_root(getattr(args, "root", None) and os.path.join(world.cwd, args.root), world.env, [], world.cwd)
+    choice = choose_root(getattr(args, "root", None) and os.path.join(world.cwd, args.root), world.env, [], world.cwd,
+                         project_around(world.cwd, world.home))
     try:
         root = resolve_root(choice, world.home)
         checks.append((True, f"Project root {root} (from {choice.source})"))
@@ -5620,7 +5645,7 @@ def cli_save(args: Any, world: World) -> int:
         if args.merge and isinstance(arguments, dict):
             arguments["mode"] = "merge"
     request = parse_save_arguments(arguments)
-    root = world.root(getattr(args, "root", None) and os.path.join(world.cwd, args.root) or request.project_root)
+    root = cli_root(args, world, request.project_root)
     outcome = save_checkpoint(root, request, world)
     print(render_save_answer(outcome))
     return EXIT_OK

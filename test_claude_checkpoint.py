@@ -5668,6 +5668,34 @@ class CommandLineTest(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(self.ws.repo, ".mcp.json")))
         self.assertEqual(os.listdir(elsewhere), ["t.jsonl"])
 
+    def test_from_a_subfolder_the_project_is_found_as_git_finds_it(self):
+        src = os.path.join(self.ws.repo, "src")
+        outside = temp_dir(self, "cc-plain-")
+        os.makedirs(os.path.join(outside, "deeper"))
+        with self.subTest("save from src/ writes the top's checkpoint, and one history"):
+            proc = self.ws.run_cli("save", "--goal", "from a subfolder", cwd=src)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "from a subfolder")
+            self.assertFalse(os.path.exists(os.path.join(src, CHECKPOINT)), "no second checkpoint in src/")
+            self.assertIn(f"_Checkpoint: {self.ws.repo}/{CHECKPOINT}_", self.ws.run_cli("show", cwd=src).stdout.decode())
+            self.assertEqual(len(ok_json(self, self.ws.run_cli("list", "--json", cwd=src))), 1)
+            self.assertEqual(ok_json(self, self.ws.run_cli("snapshot", "--json", cwd=src))["reused"], True)
+        with self.subTest("a folder holding a checkpoint, below the top, is the nearest project"):
+            write(self.ws.repo, "sub/deeper/x.txt", "x\n")
+            self.assertEqual(self.ws.run_cli("save", "--root", "sub", "--goal", "sub project").returncode, 0)
+            proc = self.ws.run_cli("show", cwd=os.path.join(self.ws.repo, "sub", "deeper"))
+            self.assertIn("sub project", proc.stdout.decode())
+            self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "from a subfolder")
+        with self.subTest("outside any repository: the current folder"):
+            proc = self.ws.run_cli("save", "--goal", "plain folder", cwd=os.path.join(outside, "deeper"))
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertTrue(os.path.exists(os.path.join(outside, "deeper", CHECKPOINT)))
+        with self.subTest("an environment variable still names the root"):
+            env = dict(self.ws.env, CHECKPOINT_PROJECT_ROOT=outside)
+            proc = self.ws.run_cli("save", "--goal", "named by the environment", cwd=src, env=env)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertTrue(os.path.exists(os.path.join(outside, CHECKPOINT)))
+
     def test_version_prints_the_module_version(self):
         proc = self.ws.run_cli("--version")
         self.assertEqual(proc.returncode, 0)
