@@ -3926,19 +3926,22 @@ def project_around(cwd: str, home: Optional[str]) -> RootChoice:
     the nearest folder at or above it holding a checkpoint, else the top of the git work tree
     holding it, else `cwd` itself. The home folder and / never hold a project."""
     never = {os.path.realpath(os.sep), os.path.realpath(home) if home else None}
-    folder, top = os.path.realpath(cwd), None
-    while folder not in never:
+    here = os.path.realpath(cwd)
+    folder, top = here, None
+    while folder is not None and folder not in never:
         if os.path.lexists(os.path.join(folder, CHECKPOINT_NAME)):
-            return RootChoice(folder, f"the nearest folder holding {CHECKPOINT_NAME}")
+            break
         if top is None and os.path.lexists(os.path.join(folder, ".git")):
             top = folder
         parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    if top is not None:
-        return RootChoice(top, "the top of the git work tree")
-    return RootChoice(cwd, "the working directory")
+        folder = None if parent == folder else parent
+    else:
+        folder = top
+    if folder is None or folder == here:
+        return RootChoice(cwd, "the working directory")
+    if folder == top:
+        return RootChoice(folder, "the top of the git work tree around the working directory")
+    return RootChoice(folder, f"the nearest folder above the working directory holding {CHECKPOINT_NAME}")
 
 
 def file_uri_to_path(uri: Any) -> Optional[str]:
