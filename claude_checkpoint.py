@@ -181,6 +181,7 @@ IMPORT_FLAGS = ("-S", "-c")  # the interpreter's options before IMPORT_CODE
 
 # Command-line exit status (SPEC section 10).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
+EXIT_READER_LEFT = 128 + 13  # stdout's reader left: what a shell shows for git killed by SIGPIPE
 
 INSTRUCTIONS = (
     "Keeps this session's working state in <project>/.claude-checkpoint across crashes, /clear "
@@ -5579,7 +5580,13 @@ def main(argv: Optional[list] = None, streams: Optional[tuple] = None) -> int:
     tests do; the process's own are back when it returns."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if streams is None:
-        return _main(argv, in_process=False)
+        try:
+            try:
+                return _main(argv, in_process=False)
+            finally:
+                sys.stdout.flush()  # here, where a reader that left can still be handled
+        except BrokenPipeError:
+            return _reader_left()
     saved = sys.stdin, sys.stdout, sys.stderr
     sys.stdin, sys.stdout, sys.stderr = streams
     try:
@@ -5588,6 +5595,17 @@ def main(argv: Optional[list] = None, streams: Optional[tuple] = None) -> int:
         return leaving.code if isinstance(leaving.code, int) else EXIT_USAGE
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved
+
+
+def _reader_left() -> int:
+    """Whoever read our output has gone (`| head`, `| grep -q`, `| true`): stop quietly, as git
+    does (the status a shell shows for SIGPIPE), with stdout on the null device so that the
+    interpreter's last flush has nowhere to fail."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+    except (OSError, AttributeError, ValueError):
+        pass
+    return EXIT_READER_LEFT
 
 
 def _main(argv: list, in_process: bool) -> int:

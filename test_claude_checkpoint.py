@@ -5696,6 +5696,24 @@ class CommandLineTest(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertTrue(os.path.exists(os.path.join(outside, CHECKPOINT)))
 
+    def test_output_into_a_closed_pipe_ends_quietly_as_git_does(self):
+        self.save()
+        self.ws.write("src/app.py", "print('changed')\n")
+        self.assertEqual(self.ws.run_cli("snapshot").returncode, 0)
+        self.ws.write("src/app.py", "print('changed again')\n")
+        for args in (("show",), ("show", "--full"), ("list",), ("diff",), ("restore",), ("install",), ("doctor",),
+                     ("--help",)):
+            with self.subTest(args=args):
+                reader, writer = os.pipe()
+                os.close(reader)  # `| head` that has already left, or `| true`
+                try:
+                    proc = subprocess.run([*PROGRAM, *args], cwd=self.ws.repo, env=self.ws.env, stdout=writer,
+                                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=TIMEOUT)
+                finally:
+                    os.close(writer)
+                self.assertEqual(proc.stderr, b"", "no traceback, no 'Exception ignored'")
+                self.assertIn(proc.returncode, (0, 1, 3, 128 + 13), "what the command would say, or git's SIGPIPE status")
+
     def test_version_prints_the_module_version(self):
         proc = self.ws.run_cli("--version")
         self.assertEqual(proc.returncode, 0)
