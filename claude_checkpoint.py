@@ -182,6 +182,7 @@ IMPORT_FLAGS = ("-S", "-c")  # the interpreter's options before IMPORT_CODE
 # Command-line exit status (SPEC section 10).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING = 0, 1, 2, 3
 EXIT_READER_LEFT = 128 + 13  # stdout's reader left: what a shell shows for git killed by SIGPIPE
+STDIN_GRACE_S = 0.2  # `save` with flags: how long JSON piped on stdin may take to arrive
 
 INSTRUCTIONS = (
     "Keeps this session's working state in <project>/.claude-checkpoint across crashes, /clear "
@@ -613,7 +614,7 @@ class FileNote:
 
 @record
 class SaveRequest:
-    goal: str
+    goal: Optional[str]  # None keeps the stored goal (`save --merge` on the command line only)
     tasks: Optional[list] = None  # [Task]; None = not given
     summary: Optional[str] = None
     next_steps: Optional[list] = None
@@ -1959,7 +1960,8 @@ def build_checkpoint(previous: Optional[Checkpoint], request: SaveRequest, files
     all_commands = previous.recent_commands + commands
     return replace(
         previous,
-        updated_at=now, project_name=project_name, git=git, goal=request.goal, goal_auto=False,
+        updated_at=now, project_name=project_name, git=git, goal=request.goal or previous.goal,
+        goal_auto=previous.goal_auto if request.goal is None else False,
         tasks=merge_tasks(previous.tasks, request.tasks or [])[-LIMITS["tasks"]:],
         summary=request.summary if request.summary is not None else previous.summary,
         next_steps=list(request.next_steps) if request.next_steps is not None else previous.next_steps,
@@ -2591,10 +2593,11 @@ class LoadResult:
         return doc
 
 
-def render_brief(result: LoadResult, now: float) -> str:
-    """The resume brief: small markdown that a model can act on at once."""
+def render_brief(result: LoadResult, now: float, how_to_save: str = "call save_session_checkpoint") -> str:
+    """The resume brief: small markdown that a model can act on at once. `how_to_save` is
+    for the reader when there is no checkpoint: the tool for a model, a command for a person."""
     if not result.found or result.checkpoint is None:
-        return render_nothing_to_resume(result)
+        return render_nothing_to_resume(result, how_to_save)
     cp = result.checkpoint
     saved_at = parse_timestamp(cp.updated_at)
     when = (f"checkpoint saved {human_age(now - saved_at)}, "
@@ -2678,9 +2681,9 @@ def _path_list(paths: list) -> str:
     return shown + (f" … and {len(paths) - BRIEF_SHOW['drift']} more" if len(paths) > BRIEF_SHOW["drift"] else "")
 
 
-def render_nothing_to_resume(result: LoadResult) -> str:
-    lines = [f"No checkpoint found at {result.path}: nothing to resume. Start fresh, and call "
-             "save_session_checkpoint once there is progress worth keeping."]
+def render_nothing_to_resume(result: LoadResult, how_to_save: str = "call save_session_checkpoint") -> str:
+    lines = [f"No checkpoint found at {result.path}: nothing to resume. Start fresh, and {how_to_save} "
+             "once there is progress worth keeping."]
     lines += [f"⚠ {w}" for w in result.warnings]
     return "\n".join(lines) + "\n"
 
@@ -3958,8 +3961,10 @@ def file_uri_to_path(uri: Any) -> Optional[str]:
     return path or None
 
 
-def resolve_root(choice: RootChoice, home: Optional[str]) -> str:
-    """An absolute, existing folder, symlinks resolved, that is neither / nor the home folder."""
+def resolve_root(choice: RootChoice, home: Optional[str],
+                 advice: str = "Pass projectRoot with the project's absolute path, or set CHECKPOINT_PROJECT_ROOT.") -> str:
+    """An absolute, existing folder, symlinks resolved, that is neither / nor the home folder.
+    `advice` says how to name another: the tool's argument, or the command line's --root."""
     if not os.path.isabs(choice.path):
         raise RootError(f"projectRoot must be an absolute path (got {choice.path!r} from {choice.source}).")
     real = os.path.realpath(choice.path)
@@ -3970,8 +3975,7 @@ def resolve_root(choice: RootChoice, home: Optional[str]) -> str:
         forbidden.add(os.path.realpath(home))
     if real in forbidden or os.path.dirname(real) == real:
         raise RootError(f"Refusing to use {real} (from {choice.source}) as the project root: it is the "
-                        "filesystem root or your home folder. Pass projectRoot with the project's absolute "
-                        "path, or set CHECKPOINT_PROJECT_ROOT.")
+                        f"filesystem root or your home folder. {advice}")
     return real
 
 
@@ -4358,6 +4362,8 @@ def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcom
         warnings[:0] = outside
         previous = stored if request.mode is SaveMode.MERGE else None
         if request.mode is SaveMode.MERGE and previous is None:
+            if request.goal is None:
+                raise InvalidArgument("goal", "is needed: there is no readable checkpoint to merge into (give --goal)")
             warnings.append("There was no readable checkpoint to merge into, so this save acted as a replace.")
         return Change(named, _inside(root, previous.modified_files) if previous else [],
                       lambda files, state, now, new_id: build_checkpoint(
@@ -5306,8 +5312,11 @@ def _monotonic() -> Callable[[], float]:
 def cli_root(args: Any, world: World, argument: Optional[str] = None) -> str:
     """The root for a subcommand: --root DIR (relative to the current folder), else `argument`
     (save's projectRoot), else section 10's rules, with the project found around the current folder."""
-    given = getattr(args, "root", None) and os.path.join(world.cwd, args.root) or argument
-    return resolve_root(choose_root(given, world.env, [], world.cwd, project_around(world.cwd, world.home)), world.home)
+    if getattr(args, "root", None):
+        choice = RootChoice(os.path.join(world.cwd, args.root), "--root")
+    else:
+        choice = choose_root(argument, world.env, [], world.cwd, project_around(world.cwd, world.home))
+    return resolve_root(choice, world.home, "Run it from inside the project, or name it with --root DIR.")
 
 
 def hooks_config(program: list) -> dict:
@@ -5527,14 +5536,19 @@ def build_parser() -> Any:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("serve", parents=[common], help="run the MCP stdio server (the default)")
     show = commands.add_parser("show", parents=[common], help="print the resume brief")
-    show.add_argument("--full", action="store_true", help="print the whole checkpoint and drift as JSON")
+    show.add_argument("--full", "--json", action="store_true", dest="full",
+                      help="print the whole checkpoint and drift as one JSON document")
     save = commands.add_parser("save", parents=[common],
-                               help="save a checkpoint: the tool's arguments as JSON on stdin, or flags")
-    save.add_argument("--goal", help="the session's goal (without it, JSON is read from stdin)")
+                               help="save a checkpoint: the tool's arguments as JSON on stdin, and/or flags",
+                               epilog="Flags given with JSON on stdin replace the same fields of the JSON.")
+    save.add_argument("--goal", help="the session's goal (needed unless --merge or JSON on stdin gives it)")
+    save.add_argument("--task", action="append", metavar="[STATUS:]TEXT", dest="tasks",
+                      help=f"a task (repeat); STATUS is one of {', '.join(s.value for s in TaskStatus)}, default pending")
     save.add_argument("--summary", help="where things stand")
     save.add_argument("--next", action="append", metavar="STEP", dest="next_steps", help="a next step (repeat)")
     save.add_argument("--decision", action="append", metavar="TEXT", dest="decisions", help="a decision (repeat)")
-    save.add_argument("--merge", action="store_true", help="merge into the existing checkpoint")
+    save.add_argument("--merge", action="store_true", help="merge into the existing checkpoint (keeps its goal)")
+    save.add_argument("--json", action="store_true", help="print the answer as one JSON document")
     hook = commands.add_parser("hook", parents=[common], help="run as a Claude Code hook (JSON on stdin)")
     hook.add_argument("event", choices=sorted(HOOK_EVENTS), help="; ".join(f"{k}: {v}" for k, v in HOOK_EVENTS.items()))
     install = commands.add_parser("install", parents=[common],
@@ -5642,34 +5656,71 @@ def cli_show(args: Any, world: World) -> int:
         import json
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
     else:
-        sys.stdout.write(render_brief(result, world.clock()))
+        how_to_save = f"save one with `{shell_line(world.command, '--root', result.root, 'save', '--goal', 'what you are doing')}`"
+        sys.stdout.write(render_brief(result, world.clock(), how_to_save))
     return EXIT_OK if result.found else EXIT_NOTHING
 
 
+SAVE_FLAGS = (("goal", "goal"), ("tasks", "tasks"), ("summary", "summary"), ("next_steps", "nextSteps"),
+              ("decisions", "decisions"))  # `save`'s flag -> the tool argument it gives
+
+
 def cli_save(args: Any, world: World) -> int:
-    if args.goal is not None:
-        arguments: dict = {"goal": args.goal, "mode": "merge" if args.merge else "replace"}
-        if args.summary is not None:
-            arguments["summary"] = args.summary
-        if args.next_steps:
-            arguments["nextSteps"] = args.next_steps
-        if args.decisions:
-            arguments["decisions"] = args.decisions
-    else:
-        import json
-        if sys.stdin.isatty():
-            raise CheckpointError("give --goal, or pipe the tool's arguments as JSON on stdin")
-        try:
-            arguments = json.loads(sys.stdin.read(MAX_MESSAGE_BYTES))
-        except ValueError as error:
-            raise CheckpointError(f"stdin is not valid JSON: {error}") from None
-        if args.merge and isinstance(arguments, dict):
-            arguments["mode"] = "merge"
-    request = parse_save_arguments(arguments)
+    """The tool's arguments from JSON on stdin and from flags; a flag replaces the JSON's field."""
+    flags = {key: getattr(args, name) for name, key in SAVE_FLAGS if getattr(args, name) is not None}
+    arguments = _stdin_arguments(wait=not flags and not args.merge)
+    if not isinstance(arguments, dict):
+        arguments = {}
+    arguments.update(flags)
+    if "tasks" in flags:
+        arguments["tasks"] = [_task_flag(text) for text in flags["tasks"]]
+    if args.merge:
+        arguments["mode"] = "merge"
+    keep_goal = arguments.get("mode") == "merge" and "goal" not in arguments
+    if not arguments.get("goal") and not keep_goal:
+        raise CheckpointError("give --goal (or --merge, to update the checkpoint there is), or pipe the "
+                              "save tool's arguments as JSON on stdin")
+    request = parse_save_arguments(dict(arguments, goal="(kept)") if keep_goal else arguments)
     root = cli_root(args, world, request.project_root)
-    outcome = save_checkpoint(root, request, world)
-    print(render_save_answer(outcome))
+    outcome = save_checkpoint(root, replace(request, goal=None) if keep_goal else request, world)
+    _print_result(args, outcome.structured(), lambda: render_save_answer(outcome) + "\n")
     return EXIT_OK
+
+
+def _task_flag(text: str) -> dict:
+    """`--task [STATUS:]TEXT` as a task argument: a known status before a colon, else pending."""
+    status, colon, rest = text.partition(":")
+    if colon and status.strip().lower().replace("-", "_") in {s.value for s in TaskStatus}:
+        return {"description": rest.strip(), "status": status.strip().lower().replace("-", "_")}
+    return {"description": text}
+
+
+def _stdin_arguments(wait: bool) -> Any:
+    """The tool's arguments piped as JSON on stdin; None when none are. With flags (`wait`
+    False) a pipe that has nothing to read at once is not waited for: a parent may hold it
+    open and never write, and flags alone are a whole save."""
+    import json
+    if sys.stdin is None or sys.stdin.isatty() or not (wait or _stdin_ready()):
+        return None
+    raw = sys.stdin.read(MAX_MESSAGE_BYTES)
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError as error:
+        raise CheckpointError(f"stdin is not valid JSON: {error}") from None
+
+
+def _stdin_ready() -> bool:
+    try:
+        fd = sys.stdin.fileno()
+    except (OSError, ValueError):  # an in-memory stream (main's `streams`): it never blocks
+        return True
+    try:
+        import select
+        return bool(select.select([fd], [], [], STDIN_GRACE_S)[0])
+    except (OSError, ValueError):  # Windows pipes: select takes sockets only
+        return False
 
 
 # ── 16.1 Code rewind: snapshot, list, diff, restore, forget ──

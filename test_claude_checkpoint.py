@@ -5642,6 +5642,68 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(self.ws.run_cli("save", "--goal", "Fresh start").returncode, 0)
         self.assertEqual(self.ws.checkpoint()["goal"]["tasks"], [], "without --merge it replaces")
 
+    def test_save_takes_tasks_and_merges_without_a_goal(self):
+        self.save()
+        proc = self.ws.run_cli("save", "--merge", "--task", "done: Session cookie persistence", "--task", "Write the docs",
+                               "--task", "blocked:Deploy", "--summary", "Docs next")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        checkpoint = self.ws.checkpoint()
+        self.assertEqual(checkpoint["goal"]["primary"], sample_save()["goal"], "--merge keeps the goal")
+        tasks = {t["description"]: t["status"] for t in checkpoint["goal"]["tasks"]}
+        self.assertEqual(tasks["Session cookie persistence"], "done")
+        self.assertEqual(tasks["Write the docs"], "pending")
+        self.assertEqual(tasks["Deploy"], "blocked")
+        self.assertEqual(checkpoint["summary"], "Docs next")
+        fresh = Workspace(self)
+        proc = fresh.run_cli("save", "--merge", "--summary", "nothing to merge into")
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("--goal", proc.stderr.decode())
+        self.assertFalse(os.path.exists(os.path.join(fresh.repo, CHECKPOINT)))
+
+    def test_flags_with_json_on_stdin_are_merged_into_it_the_flags_winning(self):
+        arguments = sample_save(summary="from the JSON")
+        proc = subprocess.run([*PROGRAM, "save", "--summary", "from the flag", "--next", "flag step"],
+                              input=json.dumps(arguments).encode(), cwd=self.ws.repo, env=self.ws.env,
+                              capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        checkpoint = self.ws.checkpoint()
+        self.assertEqual(checkpoint["goal"]["primary"], arguments["goal"], "the JSON's goal")
+        self.assertEqual(len(checkpoint["goal"]["tasks"]), 3, "the JSON's tasks")
+        self.assertEqual(checkpoint["summary"], "from the flag")
+        self.assertEqual(checkpoint["nextSteps"], ["flag step"])
+        with self.subTest("flags and an open stdin that never sends anything: no wait"):
+            holder = subprocess.Popen([*PROGRAM, "save", "--goal", "stdin held open"], cwd=self.ws.repo, env=self.ws.env,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                status = holder.wait(timeout=TIMEOUT)  # stdin stays open and silent, as a parent may hold it
+            finally:
+                if holder.poll() is None:
+                    holder.kill()
+                holder.communicate()
+            self.assertEqual(status, 0)
+            self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "stdin held open")
+
+    def test_show_and_save_print_json_with_json(self):
+        proc = self.ws.run_cli("save", "--goal", "as JSON", "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        saved = json.loads(proc.stdout)
+        self.assertEqual(saved["path"], os.path.join(self.ws.repo, CHECKPOINT))
+        self.assertEqual(saved["mode"], "replace")
+        shown = json.loads(self.ws.run_cli("show", "--json").stdout)
+        self.assertIs(shown["found"], True)
+        self.assertEqual(shown["checkpoint"], self.ws.checkpoint())
+
+    def test_messages_for_people_speak_of_commands_not_of_mcp(self):
+        proc = self.ws.run_cli("show")
+        self.assertEqual(proc.returncode, 3)
+        out = proc.stdout.decode() + proc.stderr.decode()
+        self.assertNotIn("save_session_checkpoint", out)
+        self.assertIn(" save --goal", out)
+        proc = self.ws.run_cli("show", cwd=self.ws.home)
+        self.assertEqual(proc.returncode, 1)
+        self.assertNotIn("projectRoot", proc.stderr.decode())
+        self.assertIn("--root", proc.stderr.decode())
+
     def test_root_option_works_with_every_subcommand(self):
         elsewhere = temp_dir(self, "cc-elsewhere-")
         t = Transcript(self.ws.repo)
@@ -7087,6 +7149,23 @@ def run_tests(argv: list) -> int:
     return 0 if not failing else 1
 
 
+def usage() -> str:
+    """The module docstring's command lines: what `--help` prints."""
+    lines = __doc__.splitlines()
+    return "\n".join(lines[:lines.index("", 2)]).strip() + "\n    python3 test_claude_checkpoint.py ClassName[.test_name] ...  # only those\n"
+
+
+class TestRunner(unittest.TestCase):
+    def test_help_prints_the_usage_and_runs_nothing(self):
+        for flag in ("--help", "-h"):
+            with self.subTest(flag=flag):
+                proc = subprocess.run([sys.executable, __file__, flag], capture_output=True, timeout=TIMEOUT)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn(b"--quick", proc.stdout)
+                self.assertIn(b"--bench", proc.stdout)
+                self.assertNotRegex(proc.stdout + proc.stderr, rb"\d+ passed", "no test ran")
+
+
 def _test_id(test: unittest.TestCase) -> str:
     """A failing subTest counts once, as its test."""
     return getattr(test, "test_case", test).id()
@@ -7117,6 +7196,9 @@ def _run_shards(count: int) -> int:
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
+    if {"-h", "--help"} & set(arguments):
+        print(usage(), end="")
+        sys.exit(0)
     if arguments[:1] == ["--bench"]:
         sys.exit(run_bench(quick="--quick" in arguments))
     if arguments[:1] == ["--redaction"]:
