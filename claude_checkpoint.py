@@ -5668,7 +5668,7 @@ SAVE_FLAGS = (("goal", "goal"), ("tasks", "tasks"), ("summary", "summary"), ("ne
 def cli_save(args: Any, world: World) -> int:
     """The tool's arguments from JSON on stdin and from flags; a flag replaces the JSON's field."""
     flags = {key: getattr(args, name) for name, key in SAVE_FLAGS if getattr(args, name) is not None}
-    arguments = _stdin_arguments(wait=not flags and not args.merge)
+    arguments = _stdin_arguments(wait=not flags)
     if not isinstance(arguments, dict):
         arguments = {}
     arguments.update(flags)
