@@ -1886,17 +1886,23 @@ class FileSelection:
 
 
 def select_files(git_changes: list, agent_notes: list, inherited: list,
-                 limit: int = LIMITS["modifiedFiles"]) -> FileSelection:
+                 limit: int = LIMITS["modifiedFiles"], gone: Optional[set] = None) -> FileSelection:
     """Git-detected changes ((path, status) pairs), then files named by the agent, then
     (merge) earlier entries. Agent notes attach to the git entry of the same path; an earlier
     note survives when no new one is given. Past `limit`, entries with notes are kept first,
     then agent-named, then git-detected, then inherited ones. Entries are built only for the
-    paths kept: a repository with thousands of changes costs no more than one with a hundred."""
+    paths kept: a repository with thousands of changes costs no more than one with a hundred.
+    With `gone` (git answered, and these inherited paths are not on disk), an earlier entry
+    whose status came from git and that git no longer reports says what is true now: deleted
+    (D) when gone, else clean (committed or reverted), and a clean one is kept only for its note."""
     status = dict(git_changes)
     notes = {n.path: n.note for n in agent_notes}
     earlier: dict = {}
     for old in inherited:
         earlier.setdefault(old.path, old)  # the first record of a path (the one with its note) wins
+    if gone is not None:
+        earlier = {path: old for path, old in earlier.items() if path in status or path in notes or path in gone
+                   or old.source is not FileSource.GIT or old.note}
     order = list(dict.fromkeys([*status, *notes, *earlier]))
 
     def note_of(path: str) -> Optional[str]:
@@ -1921,7 +1927,10 @@ def select_files(git_changes: list, agent_notes: list, inherited: list,
             return FileEntry(path, status[path], FileSource.GIT, note=note_of(path))
         if path in notes:
             return FileEntry(path, "M", FileSource.AGENT, note=note_of(path))
-        return replace(earlier[path], source=FileSource.AGENT, hash=None)
+        old = earlier[path]
+        if gone is not None and old.source is FileSource.GIT:
+            return replace(old, status="D" if path in gone else "M", source=FileSource.AGENT, hash=None)
+        return replace(old, source=FileSource.AGENT, hash=None)
 
     return FileSelection([entry(p) for p in order], omitted)
 
@@ -2086,6 +2095,7 @@ class Drift:
     new_since: list  # dirty or untracked now, not in the checkpoint
     unreachable: bool = False
     saved_head: Optional[str] = None
+    deleted_since: list = field(default_factory=list)  # of changed_since and new_since, those gone now
 
     def to_json(self) -> dict:
         doc = {"branchChanged": self.branch_changed, "currentBranch": self.current_branch,
@@ -2093,6 +2103,8 @@ class Drift:
                "newSince": self.new_since}
         if self.unreachable:
             doc["headUnreachable"] = True
+        if self.deleted_since:
+            doc["deletedSince"] = self.deleted_since
         return doc
 
 
@@ -2667,10 +2679,16 @@ def render_drift(drift: Optional[Drift]) -> list:
                      "re-read the recorded files before editing")
     elif drift.commits_since:
         lines.append(f"- {drift.commits_since} new commit(s) on HEAD")
-    if drift.changed_since:
-        lines.append("- ⚠ Changed after the checkpoint, re-read before editing: " + _path_list(drift.changed_since))
-    if drift.new_since:
-        lines.append("- Changed outside the checkpoint (new dirty or untracked files): " + _path_list(drift.new_since))
+    deleted = set(drift.deleted_since)
+    changed = [p for p in drift.changed_since if p not in deleted]
+    new = [p for p in drift.new_since if p not in deleted]
+    if changed:
+        lines.append("- ⚠ Changed after the checkpoint, re-read before editing: " + _path_list(changed))
+    if deleted:
+        recorded = deleted & set(drift.changed_since)
+        lines.append(f"- {'⚠ ' if recorded else ''}Deleted since the checkpoint: " + _path_list(drift.deleted_since))
+    if new:
+        lines.append("- Changed outside the checkpoint (new dirty or untracked files): " + _path_list(new))
     if not lines:
         lines.append("- Nothing changed: same commit, every recorded file as saved")
     return lines
@@ -3146,6 +3164,12 @@ class SnapshotStore:
                 if found is not None:
                     snapshots.append(found)
         return snapshots
+
+    def holds(self, commit: str) -> bool:
+        """Whether one of this root's snapshot refs still points at `commit` (`forget` drops refs)."""
+        found = self._output("for-each-ref", "--count=1", "--format=%(refname)", f"--points-at={commit}",
+                             self.namespace)
+        return bool(found.strip())
 
     def changed_paths(self) -> list:
         """Every path git reports as changed under the root, renames' old paths included."""
@@ -4334,7 +4358,7 @@ def update_checkpoint(root: str, world: World, prepare: Callable[..., Optional[C
         if change is None:
             return None
         scan = git.scan()
-        selection = select_files(scan.changes, change.named, change.carried)
+        selection = select_files(scan.changes, change.named, change.carried, gone=_gone_now(root, scan, git, change))
         files = hash_entries(root, selection.entries)
         checkpoint = change.assemble(files, scan.state, world.now_iso(), new_checkpoint_id())
         checkpoint = replace(checkpoint, omitted_files=selection.omitted,
@@ -4346,6 +4370,16 @@ def update_checkpoint(root: str, world: World, prepare: Callable[..., Optional[C
         write_checkpoint(root, data, stored.raw)
     return _save_outcome(root, change.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None,
                          program=world.command)
+
+
+def _gone_now(root: str, scan: GitScan, git: Git, change: Change) -> Optional[set]:
+    """Carried paths that git no longer reports and that are not on disk; None when git did not
+    answer (then what was recorded stands as it was)."""
+    if not (scan.in_repo and git.available):
+        return None
+    reported = {path for path, _ in scan.changes}
+    return {e.path for e in change.carried if e.source is FileSource.GIT and e.path not in reported
+            and not os.path.lexists(os.path.join(root, *e.path.split("/")))}
 
 
 def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcome:
@@ -4453,8 +4487,6 @@ def load_checkpoint(root: str, world: World) -> LoadResult:
     cp = stored.checkpoint
     result = LoadResult(True, path, root, from_backup=stored.from_backup, checkpoint=cp,
                         warnings=list(stored.warnings))
-    if cp.snapshot is not None:
-        result.restore_command = shell_line(world.command, "--root", root, "restore", cp.snapshot.id)
     if cp.git is None:
         return result
     git = Git(root)
@@ -4463,23 +4495,32 @@ def load_checkpoint(root: str, world: World) -> LoadResult:
         commits = git.commits_since(cp.git.head, scan.state.head)
         if git.available:
             hashes = {e.path: e.hash for e in hash_entries(root, cp.modified_files, trust_git=False)}
-            since = _changed_since_saved_snapshot(git, root, scan, cp, world, result.warnings)
+            since = _changed_since_saved_snapshot(git, root, scan, cp, world, result)
             result.drift = compute_drift(cp, scan.state, scan.dirty_paths, hashes, commits, since)
+            drifted = result.drift.changed_since + result.drift.new_since
+            result.drift.deleted_since = [p for p in dict.fromkeys(drifted)
+                                          if not os.path.lexists(os.path.join(root, *p.split("/")))]
     result.warnings += git.warnings
     return result
 
 
 def _changed_since_saved_snapshot(git: Git, root: str, scan: GitScan, cp: Checkpoint, world: World,
-                                  warnings: list) -> Optional[set]:
-    """Paths that differ from the checkpoint's snapshot now; None when it has none (or it is gone)."""
+                                  result: LoadResult) -> Optional[set]:
+    """Paths that differ from the checkpoint's snapshot now; None when it has none (or it is
+    gone). While it is kept, the result says how to rewind to it."""
     if cp.snapshot is None:
         return None
     try:
         store = open_snapshots(git, root, scan)
-        return changed_since_snapshot(store, cp.snapshot.commit, SnapshotSettings.from_env(world.env).max_bytes)
+        if not store.holds(cp.snapshot.commit):
+            raise SnapshotError("forgotten")
+        since = changed_since_snapshot(store, cp.snapshot.commit, SnapshotSettings.from_env(world.env).max_bytes)
     except SnapshotError:
-        warnings.append(f"The checkpoint's snapshot {cp.snapshot.id} is gone; drift covers the recorded files only.")
+        result.warnings.append(f"The checkpoint's snapshot {cp.snapshot.id} is gone (forgotten or pruned); drift "
+                               "covers the recorded files only.")
         return None
+    result.restore_command = shell_line(world.command, "--root", root, "restore", cp.snapshot.id)
+    return since
 
 
 def record_transcript(root: str, transcript_path: str, session_id: str, world: World,

@@ -1377,6 +1377,65 @@ class TestExactDrift(unittest.TestCase):
         self.assertIn(target, set(drift["newSince"]) | set(drift["changedSince"]))
 
 
+class TestBriefTellsTheTruth(unittest.TestCase):
+    """Every line of the brief is true when it is printed (SPEC sections 4 and 10)."""
+
+    def brief(self, ws: Workspace) -> str:
+        return cli(ws, "show").stdout.decode()
+
+    def test_a_deleted_file_is_reported_as_deleted_not_changed(self):
+        ws = Workspace(self, files={"README.md": "# demo\n", "a.txt": "a\n", "b.txt": "b\n"})
+        ws.write("a.txt", "a edited\n")
+        ok(self, cli(ws, "save", "--goal", "deletions"))
+        os.remove(os.path.join(ws.repo, "a.txt"))  # recorded, then deleted
+        os.remove(os.path.join(ws.repo, "b.txt"))  # not recorded, deleted after the save
+        brief = self.brief(ws)
+        deleted = next((line for line in brief.splitlines() if "eleted" in line), "")
+        self.assertIn("`a.txt`", deleted, brief)
+        self.assertIn("`b.txt`", deleted, brief)
+        for line in brief.splitlines():
+            if "Changed" in line:
+                self.assertNotIn("a.txt", line, brief)
+                self.assertNotIn("b.txt", line, brief)
+        drift = ok_json(self, cli(ws, "show", "--json"))["drift"]
+        self.assertIn("a.txt", drift["changedSince"], "the JSON keeps SPEC's meaning: changed or gone")
+
+    def test_a_deleted_untracked_file_is_not_listed_as_untracked_after_a_merge_save(self):
+        ws = Workspace(self)
+        ws.write("new.txt", "new\n")
+        ok(self, cli(ws, "save", "--goal", "untracked then deleted"))
+        self.assertIn("new.txt (??)", self.brief(ws))
+        os.remove(os.path.join(ws.repo, "new.txt"))
+        ok(self, cli(ws, "save", "--merge", "--summary", "removed it"))
+        brief = self.brief(ws)
+        self.assertNotIn("new.txt (??)", brief)
+        self.assertIn("new.txt (D)", brief)
+        self.assertIn("Nothing changed", brief)
+
+    def test_a_committed_clean_file_is_not_labelled_new_and_dirty(self):
+        ws = Workspace(self)
+        ws.write("new.txt", "new\n")
+        ok(self, cli(ws, "save", "--goal", "commit it later"))
+        ws.git("add", "new.txt")
+        ws.git("commit", "-qm", "add new.txt")
+        ok(self, cli(ws, "save", "--merge", "--summary", "committed"))
+        brief = self.brief(ws)
+        self.assertNotIn("new.txt (??)", brief)
+        self.assertNotIn("uncommitted changes", brief)
+        self.assertEqual(ws.checkpoint()["modifiedFiles"], [])
+
+    def test_the_brief_never_offers_a_snapshot_that_forget_removed(self):
+        ws = Workspace(self)
+        ws.write("src/app.py", "print('dirty')\n")
+        ok(self, cli(ws, "save", "--goal", "then forget"))
+        snapshot_id = ws.checkpoint()["snapshot"]["id"]
+        self.assertIn(f"restore {snapshot_id}", self.brief(ws))
+        ok(self, cli(ws, "forget", "--all"))
+        brief = self.brief(ws)
+        self.assertNotIn(f"restore {snapshot_id}", brief)
+        self.assertIn(snapshot_id, brief, "a warning says it is gone")
+
+
 # ── 6.5 Transcripts: what a Claude Code session provably did ──
 # End to end, through the hooks: 11.2.
 
