@@ -2595,6 +2595,7 @@ class LoadResult:
     drift: Optional[Drift] = None
     warnings: list = field(default_factory=list)
     restore_command: Optional[str] = None  # how the user rewinds the files to the checkpoint's snapshot
+    git_advice: Optional[str] = None  # git would commit the checkpoint: what to run (in the brief, not a warning)
 
     def to_json(self) -> dict:
         doc = {"found": self.found, "path": self.path, "projectRoot": self.root, "fromBackup": self.from_backup,
@@ -2621,7 +2622,7 @@ def render_brief(result: LoadResult, now: float, how_to_save: str = "call save_s
     if cp.snapshot is not None and result.restore_command:
         out.append(f"Code snapshot `{cp.snapshot.id}`; the user can rewind the files to it (a dry run first): "
                    f"`{result.restore_command}`")
-    for warning in result.warnings:
+    for warning in result.warnings + ([result.git_advice] if result.git_advice else []):
         out.append(f"⚠ {warning}")
     drift = render_drift(result.drift)
     if drift and _drift_is_news(result.drift):
@@ -2714,6 +2715,7 @@ class SaveOutcome:
     mode: SaveMode
     checkpoint: Checkpoint
     warnings: list
+    exposed: bool = False  # git would commit the checkpoint (not ignored, or tracked): a warning says so
 
     def structured(self) -> dict:
         cp = self.checkpoint
@@ -2961,6 +2963,7 @@ class GitScan:
     changes: list  # [(path relative to the root, status)] for every changed or untracked file
     in_repo: bool = True
     lists_checkpoint: bool = False  # git status showed .claude-checkpoint as untracked: it is not ignored
+    tracks_checkpoint: bool = False  # git status showed .claude-checkpoint as changed: it is tracked
     prefix: str = ""  # the root's place in the repository ("" at its top, else "sub/dir/")
     origins: list = field(default_factory=list)  # the old paths of renames git reported, under the root
 
@@ -2990,7 +2993,7 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
     fields = raw.decode("utf-8", "surrogateescape").split("\0")
     head = branch = None
     changes, origins = [], []
-    lists_checkpoint = False
+    lists_checkpoint = tracks_checkpoint = False
     i = 0
     while i < len(fields):
         record = fields[i]
@@ -3014,8 +3017,9 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
             if prefix and not path.startswith(prefix):
                 continue
             rel = path[len(prefix):]
-            if rel == CHECKPOINT_NAME and kind == "?":
-                lists_checkpoint = True
+            if rel == CHECKPOINT_NAME:
+                lists_checkpoint = lists_checkpoint or kind == "?"
+                tracks_checkpoint = tracks_checkpoint or kind != "?"
             if not rel or is_checkpoint_file(rel):
                 continue
             changes.append((rel, reduce_status(kind, xy)))
@@ -3023,7 +3027,8 @@ def parse_status(raw: bytes, prefix: str = "") -> GitScan:
     if head and head != "(initial)":
         state = GitState(branch=None if branch in (None, "(detached)") else branch, head=head,
                          dirty=bool(changes))
-    return GitScan(state, changes, lists_checkpoint=lists_checkpoint, prefix=prefix, origins=origins)
+    return GitScan(state, changes, lists_checkpoint=lists_checkpoint, prefix=prefix, origins=origins,
+                   tracks_checkpoint=tracks_checkpoint)
 
 
 def hash_worktree_file(root: str, rel_path: str) -> Optional[str]:
@@ -4451,12 +4456,15 @@ def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes
         notes.append("Some history was dropped to stay within the limits (oldest commands first)"
                      + (f"; {checkpoint.omitted_files} changed file(s) were not recorded" if checkpoint.omitted_files else "")
                      + ".")
+    exposed = False
     if scan.in_repo:
         # The scan saw the file if it existed and is not ignored; only a first save asks git.
-        warning = checkpoint_git_warning(git, root, program, scan.lists_checkpoint if existed else None)
+        listed = scan.lists_checkpoint if existed else None
+        warning = checkpoint_git_warning(git, root, program, listed)
         notes += [warning] if warning else []
+        exposed = warning is not None
     return SaveOutcome(os.path.join(root, CHECKPOINT_NAME), root, len(data), mode, checkpoint,
-                       notes + warnings + git.warnings)
+                       notes + warnings + git.warnings, exposed)
 
 
 def checkpoint_git_warning(git: Git, root: str, program: tuple, listed: Optional[bool] = None) -> Optional[str]:
@@ -4497,6 +4505,8 @@ def load_checkpoint(root: str, world: World) -> LoadResult:
             hashes = {e.path: e.hash for e in hash_entries(root, cp.modified_files, trust_git=False)}
             since = _changed_since_saved_snapshot(git, root, scan, cp, world, result)
             result.drift = compute_drift(cp, scan.state, scan.dirty_paths, hashes, commits, since)
+            if scan.lists_checkpoint or scan.tracks_checkpoint:  # git would commit it: say so where people look
+                result.git_advice = checkpoint_git_warning(git, root, world.command, listed=scan.lists_checkpoint or None)
             drifted = result.drift.changed_since + result.drift.new_since
             result.drift.deleted_since = [p for p in dict.fromkeys(drifted)
                                           if not os.path.lexists(os.path.join(root, *p.split("/")))]
@@ -5926,6 +5936,8 @@ def _record_hook(event: str, payload: dict, root: str, world: World) -> list:
         # changed files during the turn: snapshot the work tree when it differs from the last one.
         snapshot_if_changed(root, world)
         return []
+    if outcome.exposed:  # nobody reads a hook's warnings: keep the file out of `git add -A` (never .gitignore;
+        add_git_exclude(root)  # a tracked file stays tracked, and the brief says so)
     # The redaction count and the git advice are for the model's saves, not every hook run.
     return [w for w in outcome.warnings if not w.startswith("Redacted")
             and "not git-ignored" not in w and "is tracked by git" not in w]

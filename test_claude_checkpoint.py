@@ -1424,6 +1424,23 @@ class TestBriefTellsTheTruth(unittest.TestCase):
         self.assertNotIn("uncommitted changes", brief)
         self.assertEqual(ws.checkpoint()["modifiedFiles"], [])
 
+    def test_a_checkpoint_git_would_commit_is_said_in_the_brief_with_the_command_that_fixes_it(self):
+        ws = Workspace(self)
+        ok(self, cli(ws, "save", "--goal", "not ignored"))
+        brief = self.brief(ws)
+        warning = next((line for line in brief.splitlines() if "not git-ignored" in line), "")
+        self.assertTrue(warning.startswith("⚠"), brief)
+        command = re.search(r"run `([^`]+)`", warning).group(1)
+        self.assertNotIn("import", command)
+        proc = subprocess.run(shlex.split(command), cwd=ws.home, env=ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, text(proc))
+        self.assertNotIn("git-ignored", self.brief(ws))
+        with self.subTest("tracked"):
+            ws.git("add", "-f", CHECKPOINT)
+            ws.git("commit", "-qm", "oops, the checkpoint")
+            ok(self, cli(ws, "save", "--merge", "--summary", "after the commit"))
+            self.assertIn("is tracked by git", self.brief(ws))
+
     def test_the_brief_never_offers_a_snapshot_that_forget_removed(self):
         ws = Workspace(self)
         ws.write("src/app.py", "print('dirty')\n")
@@ -4229,6 +4246,15 @@ class PreCompactHookTest(unittest.TestCase):
         t.bash("pytest -x tests/test_login.py", exit_code=2, output="1 failed")
         return t
 
+    def test_the_checkpoint_a_hook_creates_is_kept_out_of_git_without_touching_gitignore(self):
+        self.assertEqual(self.ws.git("check-ignore", "-q", CHECKPOINT, check=False), "")
+        self.pre_compact(self.session())
+        self.assertTrue(os.path.exists(os.path.join(self.ws.repo, CHECKPOINT)))
+        status = self.ws.git("status", "--porcelain", "--untracked-files=all")
+        self.assertNotIn(CHECKPOINT, status, "a `git add -A` would not commit it")
+        self.assertIn(".claude-checkpoint*", read(os.path.join(self.ws.repo, ".git", "info", "exclude")).decode())
+        self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".gitignore")))
+
     def test_records_successful_edits_and_not_failed_edits_or_reads(self):
         self.pre_compact(self.session())
         files = files_by_path(self.ws.checkpoint())
@@ -4508,7 +4534,7 @@ class SessionStartHookTest(unittest.TestCase):
         exclude = re.search(r"run `([^`]+)`", saved.stdout.decode())
         self.assertIsNotNone(exclude, "the save says the checkpoint is not git-ignored, with the command")
         proc, _ = run_hook_process(self, ws, "session-start", hook_payload("session-start", "/nonexistent.jsonl", ws.repo))
-        rewind = re.search(r"rewind the files to it.*`([^`]+)`", proc.stdout.decode())
+        rewind = re.search(r"rewind the files to it.*`([^`\n]+)`", proc.stdout.decode())
         self.assertIsNotNone(rewind, proc.stdout)
         for line in (exclude.group(1), rewind.group(1)):
             with self.subTest(line=line):
