@@ -3686,6 +3686,15 @@ def read_snapshot_cache(path: Optional[str]) -> Optional[SnapshotCache]:
         return None
 
 
+def drop_snapshot_cache(path: Optional[str]) -> None:
+    """Remove the cache (its snapshot was forgotten): a cache that exists names a kept snapshot."""
+    try:
+        if path is not None:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
 def write_snapshot_cache(path: Optional[str], cache: SnapshotCache) -> None:
     import json
     if path is None:
@@ -4143,11 +4152,14 @@ def snapshot_for_save(git: Git, root: str, scan: GitScan, world: World, kind: Sn
 def changed_since_snapshot(store: SnapshotStore, commit: str, max_bytes: int) -> set:
     """Every path under the root whose content now differs from the snapshot: paths git calls
     clean equal HEAD, so they differ when HEAD differs from the snapshot; changed paths are
-    hashed and compared one by one. Paths a snapshot would skip are never news."""
+    hashed and compared one by one. Paths a snapshot would skip are never news. SnapshotError
+    when no ref of this root holds the snapshot any more (`forget`, which also drops its cache)."""
     cache = read_snapshot_cache(store.cache_path)
     if cache is not None and cache.commit == commit and cache.head == store.head and cache.prefix == store.prefix:
         states, _, _ = store.survey(max_bytes, cache.paths, write=False)
         return set(store.updates_since(cache, states))
+    if not store.holds(commit):
+        raise SnapshotError(f"snapshot {commit[:SHORT_SHA]} was forgotten")
     state = store.scan.state
     changed = store.paths_between(commit, state.head if state else None)
     dirty = store.changed_paths()
@@ -4312,6 +4324,9 @@ def forget_snapshots(root: str, wanted: list, everything: bool) -> list:
         if everything and not snapshots:
             raise NothingToDo("There is no snapshot to forget.")
         store.forget(list(dict.fromkeys(s.ref for s in doomed)))
+        cache = read_snapshot_cache(store.cache_path)
+        if cache is not None and cache.commit in {s.commit for s in doomed}:
+            drop_snapshot_cache(store.cache_path)
     return doomed
 
 
@@ -4522,8 +4537,6 @@ def _changed_since_saved_snapshot(git: Git, root: str, scan: GitScan, cp: Checkp
         return None
     try:
         store = open_snapshots(git, root, scan)
-        if not store.holds(cp.snapshot.commit):
-            raise SnapshotError("forgotten")
         since = changed_since_snapshot(store, cp.snapshot.commit, SnapshotSettings.from_env(world.env).max_bytes)
     except SnapshotError:
         result.warnings.append(f"The checkpoint's snapshot {cp.snapshot.id} is gone (forgotten or pruned); drift "

@@ -1447,10 +1447,17 @@ class TestBriefTellsTheTruth(unittest.TestCase):
         ok(self, cli(ws, "save", "--goal", "then forget"))
         snapshot_id = ws.checkpoint()["snapshot"]["id"]
         self.assertIn(f"restore {snapshot_id}", self.brief(ws))
-        ok(self, cli(ws, "forget", "--all"))
+        ws.write("src/app.py", "print('newer')\n")
+        newer = snapshot(self, ws)["id"]  # the checkpoint's snapshot is no longer the newest
+        ok(self, cli(ws, "forget", snapshot_id))
         brief = self.brief(ws)
         self.assertNotIn(f"restore {snapshot_id}", brief)
         self.assertIn(snapshot_id, brief, "a warning says it is gone")
+        ok(self, cli(ws, "save", "--merge", "--summary", "a new snapshot"))
+        ok(self, cli(ws, "forget", "--all"))
+        brief = self.brief(ws)
+        self.assertNotIn("restore ", brief, "the newest, forgotten too (and its cache with it)")
+        self.assertNotIn(f"restore {newer}", brief)
 
 
 # ── 6.5 Transcripts: what a Claude Code session provably did ──
