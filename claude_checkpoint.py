@@ -5591,7 +5591,8 @@ def build_parser() -> Any:
     import argparse
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS,
-                        help="project root (default: CHECKPOINT_PROJECT_ROOT, CLAUDE_PROJECT_DIR or the current folder)")
+                        help="project root (default: CHECKPOINT_PROJECT_ROOT, CLAUDE_PROJECT_DIR, else found from the "
+                             "current folder as git does: the nearest folder holding a checkpoint, else the work tree's top)")
     parser = argparse.ArgumentParser(
         prog="claude_checkpoint.py", parents=[common],
         description="Save and resume Claude Code session state. With no command: the MCP stdio server.",
