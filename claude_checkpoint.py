@@ -3459,18 +3459,18 @@ class SnapshotStore:
             return []
         lines = [p for p in paths if "\n" not in p]
         odd = [p for p in paths if "\n" in p]
-        found = {}
-        for batch, options in ((lines, {"stdin": "".join(p + "\n" for p in lines).encode("utf-8", "surrogateescape")}),
-                               (odd, {})):
-            if not batch:
-                continue
-            out = self._output("hash-object", *(["-w"] if write else []), "--no-filters",
-                               *(["--stdin-paths"] if options else ["--", *batch]), **options)
-            blobs = out.decode("ascii").split()
-            if len(blobs) != len(batch):
-                raise SnapshotError("git hash-object did not hash every changed file")
-            found.update(zip(batch, blobs))
+        found = dict(zip(lines, self._hash_batch(write, lines, "--stdin-paths",
+                                                 stdin="".join(p + "\n" for p in lines).encode("utf-8", "surrogateescape"))))
+        found.update(zip(odd, self._hash_batch(write, odd, "--", *odd)))
         return [found[p] for p in paths]
+
+    def _hash_batch(self, write: bool, paths: list, *args: str, **options: Any) -> list:
+        if not paths:
+            return []
+        blobs = self._output("hash-object", *(["-w"] if write else []), "--no-filters", *args, **options).split()
+        if len(blobs) != len(paths):
+            raise SnapshotError("git hash-object did not hash every changed file")
+        return [blob.decode("ascii") for blob in blobs]
 
     def _hash_bytes(self, content: bytes, write: bool) -> str:
         return self._output("hash-object", *(["-w"] if write else []), "--no-filters", "--stdin",
