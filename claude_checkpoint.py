@@ -5734,8 +5734,10 @@ def cli_save(args: Any, world: World) -> int:
     """The tool's arguments from JSON on stdin and from flags; a flag replaces the JSON's field."""
     flags = {key: getattr(args, name) for name, key in SAVE_FLAGS if getattr(args, name) is not None}
     arguments = _stdin_arguments(wait=not flags)
-    if not isinstance(arguments, dict):
+    if arguments is None:
         arguments = {}
+    elif not isinstance(arguments, dict):
+        raise CheckpointError("stdin must hold the save tool's arguments as one JSON object")
     arguments.update(flags)
     if "tasks" in flags:
         arguments["tasks"] = [_task_flag(text) for text in flags["tasks"]]
