@@ -5908,7 +5908,8 @@ def run_hook(event: str, root_arg: Optional[str], world: World) -> int:
     try:
         payload = _read_hook_input(problems)
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and os.path.isabs(payload["cwd"]) else world.cwd
-        root = resolve_root(choose_root(root_arg and os.path.join(world.cwd, root_arg), world.env, [], cwd), world.home)
+        root = resolve_root(choose_root(root_arg and os.path.join(world.cwd, root_arg), world.env, [], cwd), world.home,
+                            "Give the hook command --root DIR (Claude Code sets CLAUDE_PROJECT_DIR for it).")
         if event == "session-start":
             result = load_checkpoint(root, world)
             if result.found:
