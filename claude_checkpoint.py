@@ -22,7 +22,7 @@ Where things are (later sections use earlier ones, never the reverse):
    3. Errors          CheckpointError and the few subclasses a caller tells apart
    4. Model           records for the checkpoint and its parts; the JSON schema lives here
    5. Redaction       the rule table and the checks behind it (pure)
-   6. Core            merge, caps, drift, transcripts, snapshot plans (pure: no clock, env or I/O)
+   6. Core            merge, caps, drift, transcripts, snapshot plans, the agents table (pure: no clock, env or I/O)
    7. Rendering       the resume brief and the answer texts (pure)
    8. Git adapter     the one place git runs; status parsing, snapshots as commits
    9. Storage         where files are written (ours, and a restore's), locks, transcript reading
@@ -2469,6 +2469,141 @@ def _plan_write(change: TreeChange, on_disk: dict, folder_files: dict, ignored_n
     plan.write.append(change)
 
 
+# ── 6.7 Agents: one row per agent the user may run ──
+# Everything that differs between Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI and the
+# clients that only run the MCP server lives in this table: their files and formats, their hook
+# event names, the names of their hook's input fields, the shape of their hook's answer and the
+# reader of their transcript. Adding the next agent is a row (and, if it keeps one, a reader).
+#
+# File templates: {home} the home folder; {dir} the agent's folder (its environment variable, else
+# {home}/<default>); {dir_or_home} that variable when set, else {home} (Claude Code keeps
+# .claude.json there); {app_data} the platform's application-settings folder (~/.config,
+# ~/Library/Application Support, %APPDATA%); {root} the project. None: the scope has no such file.
+
+class HookOutput(str, Enum):
+    """How a SessionStart hook hands the brief to the model."""
+    TEXT = "text"  # plain text on stdout (Claude Code)
+    HOOK_SPECIFIC = "hookSpecificOutput"  # {"hookSpecificOutput": {"hookEventName", "additionalContext"}}
+    ADDITIONAL_CONTEXT = "additionalContext"  # {"additionalContext": ...} at the top level (Copilot CLI)
+
+
+class ConfigFormat(str, Enum):
+    JSON = "json"  # merged as a document, the user's keys kept in their order
+    TOML = "toml"  # a marked block written as text; the rest of the file byte for byte
+
+
+class HookShape(str, Enum):
+    GROUPS = "groups"  # Claude Code's {"Event": [{"matcher"?, "hooks": [{"type": "command", "command"}]}]}
+    COPILOT = "copilot"  # {"version": 1, "hooks": {"event": [{"type": "command", "bash", "timeoutSec"}]}}
+
+
+def read_claude_transcript(lines: Iterable[tuple], start: int = 0, seen_ids: Iterable[str] = (),
+                           want_prompt: bool = False) -> TranscriptFacts:
+    """A transcript reader, as every row of AGENTS holds one: (offset, line bytes) pairs read from
+    byte `start` in, the facts out. Claude Code's JSONL (section 6.5)."""
+    scanner = TranscriptScanner(seen_ids, want_prompt)
+    scanner.facts.resume_offset = start
+    for offset, line in lines:
+        scanner.feed(line, offset)
+    return scanner.finish()
+
+
+def read_unknown_transcript(lines: Iterable[tuple], start: int = 0, seen_ids: Iterable[str] = (),
+                            want_prompt: bool = False) -> TranscriptFacts:
+    """The reader of an agent whose transcript format is not read (yet): nothing is recorded, and
+    the hook says so on stderr."""
+    raise CheckpointError("unknown transcript format: nothing recorded from it")
+
+
+@record
+class Agent:
+    name: str  # the --client value
+    title: str  # how people call it ("saved by Codex 2h ago")
+    config_dir: tuple  # (environment variable that moves its folder, or "", the folder under the home)
+    server_files: tuple  # (user scope, project scope) file templates
+    server_format: ConfigFormat
+    server_key: str  # the table that holds servers: mcpServers, servers (VS Code), mcp_servers (TOML)
+    server_extra: dict  # what its server entry holds besides command, args and env
+    server_folder: dict  # how a project file's server entry names {"project"} or {"home"} ("": the working folder)
+    hook_files: tuple  # (user scope, project scope) templates; () when it has no hooks
+    hook_shape: HookShape
+    hook_events: dict  # our event -> its event name; only these are installed
+    hook_matchers: dict  # our event -> the matcher its group gets (none: every source)
+    hook_extra: dict  # what each of its hook handlers holds besides the command
+    hook_folder: dict  # how its project hook commands name {"project"} and {"home"} in the shell
+    stdin_fields: dict  # session, cwd, transcript -> its input's field names, tried in order
+    output: HookOutput
+    read_transcript: Callable  # (lines, start, seen_ids, want_prompt) -> TranscriptFacts
+    notes: str = ""  # where it runs servers and hooks, what it expands: shown by `install`
+
+
+_CLAUDE_STDIN = {"session": ("session_id",), "cwd": ("cwd",), "transcript": ("transcript_path",)}
+_OUR_EVENTS = ("session-start", "pre-compact", "session-end", "stop")
+_GEMINI_SERVER = {"timeout": 30000}  # ms: a first start may compile the file's bytecode
+_JSON_SERVER_FOLDER = {"project": "", "home": "${HOME}"}  # expanded by the agent when it reads the file
+
+AGENTS = {agent.name: agent for agent in (
+    Agent("claude", "Claude Code", ("CLAUDE_CONFIG_DIR", ".claude"),
+          ("{dir_or_home}/.claude.json", "{root}/.mcp.json"), ConfigFormat.JSON, "mcpServers",
+          {"type": "stdio"}, {"project": "${CLAUDE_PROJECT_DIR:-.}", "home": "${HOME}"},
+          ("{dir}/settings.json", "{root}/.claude/settings.json"), HookShape.GROUPS,
+          dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
+          {"session-start": "clear|compact|resume"}, {}, {"project": "$CLAUDE_PROJECT_DIR", "home": "$HOME"},
+          _CLAUDE_STDIN, HookOutput.TEXT, read_claude_transcript,
+          "expands ${VAR:-default} in .mcp.json; hooks get CLAUDE_PROJECT_DIR"),
+    Agent("codex", "Codex", ("CODEX_HOME", ".codex"),
+          ("{dir}/config.toml", "{root}/.codex/config.toml"), ConfigFormat.TOML, "mcp_servers",
+          {"startup_timeout_sec": 30}, {"project": "", "home": None},
+          ("{dir}/hooks.json", "{root}/.codex/hooks.json"), HookShape.GROUPS,
+          dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
+          {}, {}, {"project": "", "home": "$HOME"},
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          "runs the server and hooks in the session folder (-C); expands nothing in config.toml; "
+          "runs only hooks the user trusted"),
+    Agent("gemini", "Gemini CLI", ("", ".gemini"),
+          ("{dir}/settings.json", "{root}/.gemini/settings.json"), ConfigFormat.JSON, "mcpServers",
+          _GEMINI_SERVER, _JSON_SERVER_FOLDER,
+          ("{dir}/settings.json", "{root}/.gemini/settings.json"), HookShape.GROUPS,
+          dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompress", "SessionEnd", "AfterAgent"))),
+          {}, {}, {"project": "$GEMINI_PROJECT_DIR", "home": "$HOME"},
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          "runs the server in its working folder; expands $VAR in settings.json; hooks get GEMINI_PROJECT_DIR"),
+    Agent("qwen", "Qwen Code", ("", ".qwen"),
+          ("{dir}/settings.json", "{root}/.qwen/settings.json"), ConfigFormat.JSON, "mcpServers",
+          _GEMINI_SERVER, _JSON_SERVER_FOLDER,
+          ("{dir}/settings.json", "{root}/.qwen/settings.json"), HookShape.GROUPS,
+          dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
+          {}, {}, {"project": "$QWEN_PROJECT_DIR", "home": "$HOME"},
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          "Gemini CLI's files and expansion, Claude Code's event names; hooks get QWEN_PROJECT_DIR"),
+    Agent("copilot", "Copilot CLI", ("COPILOT_HOME", ".copilot"),
+          ("{dir}/mcp-config.json", None), ConfigFormat.JSON, "mcpServers",
+          {"type": "local", "tools": ["*"]}, {"project": "", "home": None},
+          ("{dir}/hooks/claude-checkpoint.json", "{root}/.github/hooks/claude-checkpoint.json"), HookShape.COPILOT,
+          dict(zip(_OUR_EVENTS, ("sessionStart", "preCompact", "sessionEnd", "agentStop"))),
+          {}, {"timeoutSec": 30}, {"project": "", "home": "$HOME"},
+          {"session": ("sessionId", "session_id"), "cwd": ("cwd",), "transcript": ("transcriptPath", "transcript_path")},
+          HookOutput.ADDITIONAL_CONTEXT, read_unknown_transcript,
+          "runs hooks in the session folder; a project keeps hooks in .github/hooks, servers only per user"),
+    Agent("cursor", "Cursor", ("", ".cursor"),
+          ("{dir}/mcp.json", "{root}/.cursor/mcp.json"), ConfigFormat.JSON, "mcpServers",
+          {"type": "stdio"}, {"project": "${workspaceFolder}", "home": "${userHome}"},
+          (), HookShape.GROUPS, {}, {}, {}, {}, {}, HookOutput.TEXT, read_unknown_transcript,
+          "expands ${workspaceFolder} and ${userHome} in mcp.json"),
+    Agent("vscode", "VS Code", ("", ""),
+          ("{app_data}/Code/User/mcp.json", "{root}/.vscode/mcp.json"), ConfigFormat.JSON, "servers",
+          {"type": "stdio"}, {"project": "${workspaceFolder}", "home": "${userHome}"},
+          (), HookShape.GROUPS, {}, {}, {}, {}, {}, HookOutput.TEXT, read_unknown_transcript,
+          "expands ${workspaceFolder} and ${userHome} in mcp.json"),
+    Agent("desktop", "Claude Desktop", ("", ""),
+          ("{app_data}/Claude/claude_desktop_config.json", None), ConfigFormat.JSON, "mcpServers",
+          {}, {"project": "", "home": None},
+          (), HookShape.GROUPS, {}, {}, {}, {}, {}, HookOutput.TEXT, read_unknown_transcript,
+          "one project per entry: CHECKPOINT_PROJECT_ROOT names it"),
+)}
+DEFAULT_AGENT = "claude"
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 7. Rendering (pure, deterministic)
 # ════════════════════════════════════════════════════════════════════════════
@@ -3681,10 +3816,11 @@ def _remove_old_lock_file(root: str) -> None:
         pass
 
 
-def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> TranscriptFacts:
-    """Stream the transcript from byte `start` (where the last hook stopped)."""
+def scan_transcript(path: str, start: int, previous: Optional[Checkpoint],
+                    read: Callable = read_claude_transcript) -> TranscriptFacts:
+    """Stream the transcript from byte `start` (where the last hook stopped) through an agent's
+    reader (the read_transcript of its row in AGENTS)."""
     seen = previous.hooks.tool_use_ids if previous else []
-    scanner = TranscriptScanner(seen, want_prompt=needs_goal(previous))
     import stat
     try:
         with open(path, "rb") as stream:
@@ -3694,18 +3830,20 @@ def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> Tr
             if start > info.st_size:  # the transcript was rewritten: read it all, the ids prevent repeats
                 start = 0
             stream.seek(start)
-            offset = start
-            scanner.facts.resume_offset = start
-            while True:
-                line = stream.readline(MAX_TRANSCRIPT_LINE)
-                if not line:
-                    break
-                if len(line) < MAX_TRANSCRIPT_LINE or line.endswith(b"\n"):
-                    scanner.feed(line, offset)  # a longer line is skipped piece by piece
-                offset += len(line)
+            return read(_transcript_lines(stream, start), start, seen, needs_goal(previous))
     except OSError as error:
         raise CheckpointError(f"cannot read the transcript {path}: {error.strerror}") from None
-    return scanner.finish()
+
+
+def _transcript_lines(stream: Any, offset: int) -> Iterable[tuple]:
+    """(byte offset, line) pairs; a line longer than MAX_TRANSCRIPT_LINE is skipped piece by piece."""
+    while True:
+        line = stream.readline(MAX_TRANSCRIPT_LINE)
+        if not line:
+            return
+        if len(line) < MAX_TRANSCRIPT_LINE or line.endswith(b"\n"):
+            yield offset, line
+        offset += len(line)
 
 
 # ── 9.1 The work tree: what a restore looks at and writes ──

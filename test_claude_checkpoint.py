@@ -1518,6 +1518,37 @@ class TestRewindCore(unittest.TestCase):
                     self.assertIn(expected, reason)
 
 
+class AgentTableTest(unittest.TestCase):
+    """SPEC section 12: one row per agent; every row is complete and its reader keeps the contract."""
+
+    def test_every_agent_has_a_row_with_its_files_events_fields_and_reader(self):
+        self.assertEqual(set(cc.AGENTS), {"claude", "codex", "gemini", "qwen", "copilot", "cursor", "vscode", "desktop"})
+        for name, agent in cc.AGENTS.items():
+            with self.subTest(name):
+                self.assertEqual(agent.name, name)
+                self.assertEqual(len(agent.server_files), 2)
+                self.assertTrue(callable(agent.read_transcript))
+                if agent.hook_files:
+                    self.assertEqual(set(agent.hook_events), set(cc.HOOK_EVENTS))
+                    self.assertEqual(set(agent.stdin_fields), {"session", "cwd", "transcript"})
+
+    def test_the_claude_reader_takes_lines_with_offsets_and_returns_the_facts(self):
+        lines = TestTranscriptScanner.lines(
+            TestTranscriptScanner.use("t1", "Bash", command="make"), TestTranscriptScanner.result("t1"))
+        pairs, offset = [], 100
+        for line in lines:
+            pairs.append((offset, line))
+            offset += len(line)
+        facts = cc.AGENTS["claude"].read_transcript(pairs, 100, (), False)
+        self.assertEqual([c.command for c in facts.commands], ["make"])
+        self.assertEqual(facts.resume_offset, offset)
+        self.assertEqual(cc.read_claude_transcript([], 42).resume_offset, 42)  # nothing new: the cursor stays
+
+    def test_an_unknown_transcript_format_is_an_error_that_names_it(self):
+        with self.assertRaisesRegex(cc.CheckpointError, "unknown transcript format"):
+            cc.read_unknown_transcript([(0, b"{}\n")], 0, (), False)
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 7. Rendering: the resume brief and the answer texts (SPEC sections 3 and 4)
 # ════════════════════════════════════════════════════════════════════════════
