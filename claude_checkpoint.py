@@ -8,7 +8,7 @@ secrets redacted, and turns them back into a compact resume brief that says exac
 which files changed since.
 
     python3 claude_checkpoint.py            # the MCP server on stdin/stdout
-    python3 claude_checkpoint.py --help     # show, save, hook, install, doctor, snapshot, list, diff, restore, forget
+    python3 claude_checkpoint.py --help     # show, save, hook, install, uninstall, doctor, snapshot, list, diff, restore, forget
     claude mcp add --scope user checkpoint -- python3 /abs/path/claude_checkpoint.py
 
 Start-up matters (the server is spawned for every session), so the modules that
