@@ -5687,11 +5687,6 @@ def _save_file(path: str, data: bytes) -> None:
     write_atomically(path, data, mode)
 
 
-def _save_json_file(path: str, doc: dict) -> None:
-    import json
-    _save_file(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-
-
 def _remove_file(path: str) -> None:
     try:
         os.unlink(path)
@@ -5864,7 +5859,6 @@ def apply_edits(edits: list, write: bool) -> bool:
 
 
 def cli_install(args: Any, world: World) -> int:
-    import json
     agents = _chosen_agents(args)
     needs_root = args.scope == "project" or args.exclude or any(a.server_needs_root for a in agents)
     root = cli_root(args, world) if needs_root else None
@@ -5877,7 +5871,7 @@ def cli_install(args: Any, world: World) -> int:
     edits = [edit for plan in plans for edit in install_edits(plan, args.force, args.trust, world)]
     if not args.write:
         for plan in plans:
-            _print_plan(plan, json)
+            _print_plan(plan)
         scope = ["--scope", "project"] if args.scope == "project" else []
         clients = [w for a in agents for w in ("--client", a.name)]
         print(f"# Or let this command write them in:\n{shell_line(list(world.program), 'install', *clients, *scope, '--write')}")
@@ -5922,7 +5916,8 @@ def _hooks_doc(plan: Install) -> dict:
     return doc
 
 
-def _print_plan(plan: Install, json: Any) -> None:
+def _print_plan(plan: Install) -> None:
+    import json
     agent = plan.agent
     print(f"# {agent.title} ({plan.scope} scope): {agent.notes}")
     for note in plan.notes:

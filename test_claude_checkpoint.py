@@ -5476,11 +5476,6 @@ CODEX_HASHES = [
 ]
 
 
-def read_bytes(path: str) -> bytes:
-    with open(path, "rb") as stream:
-        return stream.read()
-
-
 def files_under(folder: str) -> dict:
     """Every file under a folder, by relative path, with its bytes."""
     found = {}
@@ -5971,7 +5966,7 @@ class CommandLineTest(unittest.TestCase):
             "nextSteps": sample_save(nextSteps=["step"] * 21),
             "exitCode": sample_save(recentCommands=[{"command": "ls", "exitCode": "zero"}]),
             "mode": sample_save(mode="append"),
-            "bogusField": sample_save(bogusField=1),
+            "bogusField": sample_save(tasks=[{"description": "a", "bogusField": 1}]),  # unknown inside: refused
         }
         for field_name, arguments in cases.items():
             with self.subTest(field=field_name):
@@ -5984,6 +5979,10 @@ class CommandLineTest(unittest.TestCase):
             proc = self.ws.run_cli("save", stdin="{goal: oops")
             self.assertNotEqual(proc.returncode, 0)
             self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
+        with self.subTest("unknown top-level argument: saved, and named"):
+            proc = self.ws.run_cli("save", stdin=json.dumps(sample_save(bogusField=1)))
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("Ignored unknown argument bogusField", proc.stdout.decode())
 
     def test_errors_and_answers_never_echo_a_secret_of_the_environment(self):
         secret = "Tr0ub4dor-and-three-horses"
