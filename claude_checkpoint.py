@@ -6003,6 +6003,8 @@ def cli_doctor(args: Any, world: World) -> int:
         if name not in AGENTS:
             raise CheckpointError(f"unknown --client {name}; the agents are {', '.join(AGENTS)}")
         checks += doctor_agent(AGENTS[name], world, root)
+    if not args.client:  # Claude Code's entries, when there are any: do they still run?
+        checks += doctor_agent(AGENTS[DEFAULT_AGENT], world, root, required=False)
     if args.json:
         import json
         print(json.dumps({"ok": all(c.status is not CheckStatus.FAILED for c in checks),
@@ -6038,8 +6040,9 @@ def _doctor_checkpoint(root: str, program: tuple) -> list:
     return checks
 
 
-def doctor_agent(agent: Agent, world: World, root: Optional[str]) -> list:
-    """Whether the agent's server entry and hooks are in place, current, and point at files that exist."""
+def doctor_agent(agent: Agent, world: World, root: Optional[str], required: bool = True) -> list:
+    """Whether the agent's server entry and hooks are in place, current, and point at files that
+    exist; without `required`, only what is there is checked."""
     fix = shell_line(list(world.program), "install", "--client", agent.name, "--write")
     found: list = []
     for scope in ("user", "project") if root else ("user",):
@@ -6048,6 +6051,8 @@ def doctor_agent(agent: Agent, world: World, root: Optional[str]) -> list:
             found += _doctor_scope(plan, world, fix)
         except CheckpointError as error:
             found.append(Check(CheckStatus.FAILED, f"{agent.title}: {error}"))
+    if not required:
+        return found
     if not any(c.text.startswith(f"{agent.title}: MCP server") for c in found):
         found.append(Check(CheckStatus.FAILED, f"{agent.title}: no MCP server entry of ours; run `{fix}`"))
     if agent.hook_events and not any(c.text.startswith(f"{agent.title}: hooks") for c in found):

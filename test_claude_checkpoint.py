@@ -5756,6 +5756,17 @@ class AgentDoctorTest(unittest.TestCase):
         self.assertIn("✗ Gemini CLI: the hook runs", out)
         self.assertIn("⚠ Gemini CLI: MCP server from another version or place", out)
 
+    def test_plain_doctor_checks_claude_codes_entries_when_there_are_some(self):
+        self.assertNotIn("Claude Code", self.doctor(status=0))  # none installed: nothing to say
+        copy_dir = temp_dir(self, "cc-copy-")
+        shutil.copy(SERVER, copy_dir)
+        proc = subprocess.run([sys.executable, os.path.join(copy_dir, "claude_checkpoint.py"), "install", "--write"],
+                              cwd=self.ws.repo, env=self.ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        os.unlink(os.path.join(copy_dir, "claude_checkpoint.py"))  # the file moved away
+        self.assertIn(f"✗ Claude Code: the hook runs {os.path.join(copy_dir, 'claude_checkpoint.py')}, which does not exist",
+                      self.doctor(status=1))
+
     def test_a_checkpoint_read_from_prev_is_a_warning_not_a_failure(self):
         for _ in range(2):
             self.assertEqual(self.ws.run_cli("save", "--goal", "g").returncode, 0)
