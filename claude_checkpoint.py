@@ -5357,7 +5357,9 @@ def plan_install(agent: Agent, world: World, scope: str, root: Optional[str]) ->
     server_file = agent_file(agent.server_files[index], agent, world, root)
     hook_file = agent_file(agent.hook_files[index], agent, world, root) if agent.hook_files else None
     server_words, hook_prefix, notes = install_program(agent, world, scope, root)
-    entry = {"command": server_words[0], "args": server_words[1:], **agent.server_extra}
+    entry = {key: value for key, value in agent.server_extra.items() if key == "type"}  # first, as people write it
+    entry.update({"command": server_words[0], "args": server_words[1:]})
+    entry.update({key: value for key, value in agent.server_extra.items() if key != "type"})
     if agent.server_needs_root:  # Claude Desktop declares no roots
         entry["env"] = {"CHECKPOINT_PROJECT_ROOT": root or world.cwd}
     hooks = {event: f"{hook_prefix} hook {event} --client {agent.name}" for event in agent.hook_events}
@@ -5467,9 +5469,9 @@ def _our_handlers(entries: list, agent: Agent) -> list:
 def merge_hooks(doc: dict, plan: Install) -> tuple:
     """Add each of our handlers where none of ours is; bring ours up to date. (added, updated) events."""
     agent = plan.agent
-    lists = _hook_lists(doc, agent, create=True)
     if agent.hook_shape is HookShape.COPILOT:
         doc.setdefault("version", 1)
+    lists = _hook_lists(doc, agent, create=True)
     command_key = "bash" if agent.hook_shape is HookShape.COPILOT else "command"
     added, updated = [], []
     for event, command in plan.hooks.items():
