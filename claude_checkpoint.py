@@ -6277,7 +6277,7 @@ def _main(argv: list, in_process: bool) -> int:
     except SystemExit as leaving:
         # A hook exits 0 even on a usage error (Gemini CLI retries a turn whose AfterAgent hook
         # exits 2, in a loop); argparse has said what was wrong on stderr.
-        if "hook" in argv and leaving.code:
+        if leaving.code and _is_hook_command(argv):
             return EXIT_OK
         raise
     if args.command in (None, "serve"):
@@ -6302,6 +6302,15 @@ def _main(argv: list, in_process: bool) -> int:
     except CheckpointError as error:
         print(f"claude-checkpoint: {error}", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _is_hook_command(argv: list) -> bool:
+    """Whether the subcommand is `hook`: the first word that is neither an option nor --root's value."""
+    words = list(argv)
+    while words and words[0].startswith("-"):
+        if words.pop(0) == "--root" and words:
+            words.pop(0)
+    return bool(words) and words[0] == "hook"
 
 
 def cli_show(args: Any, world: World) -> int:

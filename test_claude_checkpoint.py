@@ -4417,12 +4417,14 @@ class AgentHookTest(unittest.TestCase):
         self.assertEqual(self.ws.checkpoint(), before)
 
     def test_usage_errors_exit_0_too(self):
-        for args in (("hook", "stop", "--client", "nobody"), ("hook", "nothing"), ("hook", "stop", "--client", "cursor")):
+        self.assertEqual(self.ws.run_cli("save", "--goal", "hook", "--bogus").returncode, 2)  # not a hook: usage is 2
+        for args in (("hook", "stop", "--client", "nobody"), ("hook", "nothing"), ("hook", "stop", "--client", "cursor"),
+                     ("--root", "hook", "hook", "stop", "--client")):
             with self.subTest(args):
                 proc = self.ws.run_cli(*args, stdin=b"{}")
                 self.assertEqual(proc.returncode, 0, proc.stderr)
                 self.assertEqual(proc.stdout, b"")
-                self.assertIn(b"invalid choice", proc.stderr)
+                self.assertIn(b"claude_checkpoint.py hook: error:", proc.stderr)
 
     def test_the_agent_is_never_guessed_from_the_environment(self):
         env = dict(self.ws.env, GEMINI_CLI="1", GEMINI_PROJECT_DIR=self.ws.repo, CLAUDE_PROJECT_DIR=self.ws.repo)
