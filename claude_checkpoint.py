@@ -2568,6 +2568,7 @@ class Agent:
     trusts_hooks: bool = False  # runs only hooks the user trusted (Codex): install --trust writes the trust
     server_needs_root: bool = False  # its entry names the one project it serves (CHECKPOINT_PROJECT_ROOT)
     hook_event_extra: dict = field(default_factory=dict)  # our event -> what that handler holds besides hook_extra
+    project_note: str = ""  # what it needs before it reads a project's files ({root}: the project)
 
 
 _CLAUDE_STDIN = {"session": ("session_id",), "cwd": ("cwd",), "transcript": ("transcript_path",)}
@@ -2593,7 +2594,9 @@ AGENTS = {agent.name: agent for agent in (
           _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
           "runs the server and hooks in the session folder (-C); expands nothing in config.toml; "
           "runs only hooks the user trusted", ("codex-mcp-client",), trusts_hooks=True,
-          hook_event_extra={"session-end": {"timeout": 3}}),  # its default is 1 s, its most 3 s (seen)
+          hook_event_extra={"session-end": {"timeout": 3}},  # its default is 1 s, its most 3 s (seen)
+          project_note='Codex reads {root}/.codex only once you trust the project (Codex asks at its first start '
+                       'there; or [projects."{root}"] trust_level = "trusted" in ~/.codex/config.toml)'),
     Agent("gemini", "Gemini CLI", ("", ".gemini"),
           ("{dir}/settings.json", "{root}/.gemini/settings.json"), ConfigFormat.JSON, "mcpServers",
           _GEMINI_SERVER, _JSON_SERVER_FOLDER,
@@ -5363,6 +5366,8 @@ def plan_install(agent: Agent, world: World, scope: str, root: Optional[str]) ->
     if agent.server_needs_root:  # Claude Desktop declares no roots
         entry["env"] = {"CHECKPOINT_PROJECT_ROOT": root or world.cwd}
     hooks = {event: f"{hook_prefix} hook {event} --client {agent.name}" for event in agent.hook_events}
+    if scope == "project" and agent.project_note:
+        notes = notes + [agent.project_note.format(root=root)]
     return Install(agent, scope, root, server_file, hook_file, entry, hooks, notes)
 
 

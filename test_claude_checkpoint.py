@@ -5669,6 +5669,7 @@ class AgentInstallTest(unittest.TestCase):
             with self.subTest(rel):
                 for machine in (self.ws.home, sys.executable, HERE):  # nothing of this machine
                     self.assertNotIn(machine, text)
+        self.assertIn(f"Codex reads {self.ws.repo}/.codex only once you trust the project", proc.stdout.decode())
         self.assertIn('"${CLAUDE_PROJECT_DIR:-.}/tools"', written[".mcp.json"])
         self.assertIn('"${workspaceFolder}/tools"', written[".vscode/mcp.json"])
         # A teammate's checkout: another folder, the hooks run the way each agent runs them.
