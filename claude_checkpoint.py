@@ -5490,7 +5490,7 @@ def merge_hooks(doc: dict, plan: Install) -> tuple:
             lists[theirs].append(group)
             added.append(theirs)
         for holder, index, current in ours:
-            if current != handler:
+            if {**current, **handler} != current:  # what the user added to our handler stays
                 holder[index] = {**current, **handler}
                 updated.append(theirs)
     return added, sorted(set(updated))

@@ -5694,6 +5694,46 @@ class AgentInstallTest(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stdout.decode() + out.stderr.decode())
 
 
+class HookMergeTest(unittest.TestCase):
+    """The pure merge and removal of hook handlers: ours only, whatever version wrote them."""
+
+    def plan(self, client: str = "claude") -> cc.Install:
+        world = cc.World({}, "/p", "/home/u", time.time, lambda m: None, program=("python3", "/opt/cc/claude_checkpoint.py"))
+        return cc.plan_install(cc.AGENTS[client], world, "user", None)
+
+    def test_removal_takes_ours_from_a_shared_group_and_keeps_everything_else(self):
+        doc = {"model": "x", "hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": "say done"},
+                                {"type": "command", "command": "python3 /old/claude_checkpoint.py hook stop"}]},
+                     "odd", {"hooks": 5}],
+            "PreCompact": [{"hooks": [{"type": "command", "command": "python3 /x/claude_checkpoint.py hook pre-compact --client claude"}]}],
+            "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "fmt claude_checkpoint.py"}]}]}}
+        self.assertEqual(sorted(cc.remove_hooks(doc, cc.AGENTS["claude"])), ["PreCompact", "Stop"])
+        self.assertEqual(doc, {"model": "x", "hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}, "odd", {"hooks": 5}],
+            "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "fmt claude_checkpoint.py"}]}]}})
+
+    def test_merge_updates_ours_in_place_and_a_second_merge_changes_nothing(self):
+        doc = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "python3 /old/claude_checkpoint.py hook stop",
+                                              "timeout": 9}]}]}}
+        added, updated = cc.merge_hooks(doc, self.plan())
+        self.assertEqual((added, updated), (["SessionStart", "PreCompact", "SessionEnd"], ["Stop"]))
+        stop = doc["hooks"]["Stop"][0]["hooks"][0]
+        self.assertTrue(stop["command"].endswith("/opt/cc/claude_checkpoint.py hook stop --client claude"), stop)
+        self.assertEqual(stop["timeout"], 9, "what the user set on our handler stays")
+        self.assertEqual(cc.merge_hooks(doc, self.plan()), ([], []))
+        self.assertEqual(doc["hooks"]["SessionStart"][0]["matcher"], "clear|compact|resume")
+
+    def test_copilot_handlers_sit_in_the_event_lists(self):
+        doc: dict = {}
+        cc.merge_hooks(doc, self.plan("copilot"))
+        self.assertEqual(list(doc), ["version", "hooks"])
+        self.assertEqual(doc["hooks"]["agentStop"][0]["type"], "command")
+        self.assertIn("hook stop --client copilot", doc["hooks"]["agentStop"][0]["bash"])
+        self.assertEqual(sorted(cc.remove_hooks(doc, cc.AGENTS["copilot"])), ["agentStop", "preCompact", "sessionEnd", "sessionStart"])
+        self.assertEqual(doc, {"version": 1})
+
+
 def codex_binary() -> str | None:
     for candidate in (os.environ.get("CODEX_BIN"), os.path.join(HERE, ".ci", ".cache", "node_modules", ".bin", "codex"),
                       shutil.which("codex")):
