@@ -5430,12 +5430,23 @@ def merge_server(doc: dict, key: str, entry: dict, force: bool) -> str:
     if not isinstance(servers, dict):
         raise CheckpointError(f"{key} is not an object; fix it by hand first")
     current = servers.get(SERVER_ENTRY)
+    if is_our_server(current):
+        entry = updated_entry(current, entry)
     if current == entry:
         return "already there"
     if current is not None and not force and not is_our_server(current):
         return f"kept your different '{SERVER_ENTRY}' entry"
     servers[SERVER_ENTRY] = entry
     return "updated" if is_our_server(current) else "replaced" if current is not None else "added"
+
+
+def updated_entry(current: dict, entry: dict) -> dict:
+    """Our entry brought up to date: our keys as they are now, what the user added (other keys,
+    more environment variables) kept."""
+    merged = {**current, **entry}
+    if isinstance(current.get("env"), dict) and isinstance(entry.get("env"), dict):
+        merged["env"] = {**current["env"], **entry["env"]}
+    return merged
 
 
 def remove_server(doc: dict, key: str) -> bool:
@@ -6127,7 +6138,7 @@ def _server_state(plan: Install) -> tuple:
     if not is_our_server(entry):
         return "other", None
     args = entry.get("args") if isinstance(entry.get("args"), list) else []
-    return ("current" if entry == plan.server else "outdated"), [entry.get("command"), *args]
+    return ("current" if updated_entry(entry, plan.server) == entry else "outdated"), [entry.get("command"), *args]
 
 
 def _expand(text: str, plan: Install, world: World) -> str:

@@ -5724,6 +5724,14 @@ class HookMergeTest(unittest.TestCase):
         self.assertEqual(cc.merge_hooks(doc, self.plan()), ([], []))
         self.assertEqual(doc["hooks"]["SessionStart"][0]["matcher"], "clear|compact|resume")
 
+    def test_our_server_entry_keeps_what_the_user_added(self):
+        plan = self.plan()
+        doc = {"mcpServers": {"checkpoint": {**plan.server, "env": {"CHECKPOINT_SNAPSHOTS": "off"}, "args": ["/old/claude_checkpoint.py"]}}}
+        self.assertEqual(cc.merge_server(doc, "mcpServers", plan.server, force=False), "updated")
+        self.assertEqual(doc["mcpServers"]["checkpoint"]["env"], {"CHECKPOINT_SNAPSHOTS": "off"})
+        self.assertEqual(doc["mcpServers"]["checkpoint"]["args"], plan.server["args"])
+        self.assertEqual(cc.merge_server(doc, "mcpServers", plan.server, force=False), "already there")
+
     def test_copilot_handlers_sit_in_the_event_lists(self):
         doc: dict = {}
         cc.merge_hooks(doc, self.plan("copilot"))
