@@ -6175,15 +6175,22 @@ def _target_checks(agent: Agent, what: str, words: list, plan: Install, world: W
 
 
 def _trust_checks(plan: Install, hooks_doc: dict, world: World) -> list:
+    """Codex runs a hook only when the user trusted it, and reads a project's .codex only in a trusted project."""
     config = agent_file(plan.agent.server_files[0], plan.agent, world, plan.root) or ""
+    text = _read_text(config)
+    checks = []
+    doc = parse_toml(text, config) if plan.scope == "project" else None  # 3.9 and 3.10 read no TOML: unchecked
+    projects = doc.get("projects", {}) if doc is not None else None
+    if isinstance(projects, dict) and (projects.get(plan.root) or {}).get("trust_level") != "trusted":
+        checks.append(Check(CheckStatus.WARNING, plan.agent.project_note.format(root=plan.root)))
     wanted = codex_trust_entries(hooks_doc, plan.hook_file or "", plan.agent)
-    state = codex_trusted_now(_read_text(config), config, wanted)
-    untrusted = [k.rsplit(":", 3)[1] for k, s in state.items() if s != "trusted"]
+    untrusted = [k.rsplit(":", 3)[1] for k, s in codex_trusted_now(text, config, wanted).items() if s != "trusted"]
     if not untrusted:
-        return [Check(CheckStatus.OK, f"{plan.agent.title}: our hooks are trusted ({config})")]
-    scope = ["--scope", "project"] if plan.scope == "project" else []
-    return [Check(CheckStatus.WARNING, f"{plan.agent.title}: hooks not trusted ({', '.join(untrusted)}): Codex skips "
-                  f"them silently; run `{shell_line(list(world.program), 'install', '--client', 'codex', '--write', '--trust', *scope)}`")]
+        return checks + [Check(CheckStatus.OK, f"{plan.agent.title}: our hooks are trusted ({config})")]
+    scope = ["--scope", "project", "--root", plan.root or "."] if plan.scope == "project" else []
+    again = shell_line(list(world.program), "install", "--client", "codex", "--write", "--trust", *scope)
+    return checks + [Check(CheckStatus.WARNING, f"{plan.agent.title}: hooks not trusted ({', '.join(untrusted)}): "
+                           f"Codex skips them silently; run `{again}`")]
 
 
 # ════════════════════════════════════════════════════════════════════════════

@@ -5795,6 +5795,22 @@ class AgentDoctorTest(unittest.TestCase):
                 if cc.AGENTS[client].hook_events:
                     self.assertIn(f"✓ {title}: hooks in place and current", out)
 
+    def test_codex_hooks_and_project_trust_are_checked(self):
+        self.assertEqual(self.ws.run_cli("install", "--client", "codex", "--write", "--scope", "project").returncode, 0)
+        out = self.doctor("--client", "codex", status=0)
+        advice = re.search(r"⚠ Codex: hooks not trusted \(session_start, pre_compact, session_end, stop\): Codex skips "
+                           r"them silently; run `([^`]+)`", out)
+        self.assertIsNotNone(advice, out)
+        subprocess.run(["/bin/sh", "-c", advice.group(1)], cwd=self.ws.home, env=self.ws.env, check=True,
+                       capture_output=True, timeout=TIMEOUT)  # works as printed, from anywhere
+        out = self.doctor("--client", "codex", status=0)
+        self.assertIn("✓ Codex: our hooks are trusted", out)
+        if sys.version_info >= (3, 11):  # the project's trust is read from config.toml
+            self.assertIn(f"⚠ Codex reads {self.ws.repo}/.codex only once you trust the project", out)
+            write(self.ws.home, ".codex/config.toml", read_bytes(os.path.join(self.ws.home, ".codex/config.toml")).decode()
+                  + f'[projects."{self.ws.repo}"]\ntrust_level = "trusted"\n')
+            self.assertNotIn("⚠", self.doctor("--client", "codex", status=0).split("Codex")[-1])
+
     def test_a_command_pointing_at_a_missing_file_fails(self):
         copy_dir = temp_dir(self, "cc-copy-")
         shutil.copy(SERVER, copy_dir)
