@@ -5757,6 +5757,8 @@ def codex_hooks_list(codex: str, env: dict, cwd: str) -> list:
                 {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}}]
     proc = subprocess.Popen([codex, "app-server"], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
+    watchdog = threading.Timer(TIMEOUT, proc.kill)  # a silent Codex ends the read instead of hanging the suite
+    watchdog.start()
     try:
         proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests).encode())
         proc.stdin.flush()
@@ -5766,6 +5768,7 @@ def codex_hooks_list(codex: str, env: dict, cwd: str) -> list:
                 return message["result"]["data"][0]["hooks"]
         raise AssertionError("codex app-server closed without answering hooks/list")
     finally:
+        watchdog.cancel()
         proc.kill()
         proc.wait()
 
