@@ -5649,6 +5649,10 @@ class AgentInstallTest(unittest.TestCase):
         self.assertEqual(len(ours), 4, hooks)
         for hook in ours:
             self.assertEqual(hook["trustStatus"], "trusted", hook)
+        listed = subprocess.run([codex, "mcp", "list", "--json"], cwd=self.ws.repo, env=self.ws.env, capture_output=True,
+                                timeout=TIMEOUT)
+        server = next(s for s in json.loads(listed.stdout) if s["name"] == "checkpoint")  # Codex reads our block
+        InstallTest.assert_runs_this_file(self, [server["transport"]["command"], *server["transport"]["args"]])
 
     def test_project_entries_work_on_a_teammates_machine(self):
         vendored = os.path.join(self.ws.repo, "tools")
