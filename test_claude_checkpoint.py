@@ -5654,6 +5654,18 @@ class AgentInstallTest(unittest.TestCase):
         server = next(s for s in json.loads(listed.stdout) if s["name"] == "checkpoint")  # Codex reads our block
         InstallTest.assert_runs_this_file(self, [server["transport"]["command"], *server["transport"]["args"]])
 
+    def test_the_real_gemini_cli_and_qwen_code_read_our_settings(self):
+        for client in ("gemini", "qwen"):
+            with self.subTest(client):
+                binary = agent_binary(client)
+                if binary is None:
+                    self.skipTest(f"the {client} CLI is not installed (.ci/run installs it; or set {client.upper()}_BIN)")
+                self.cli("install", "--client", client, "--write")
+                listed = subprocess.run([binary, "mcp", "list"], cwd=self.ws.repo, env=self.ws.env, capture_output=True,
+                                        timeout=60)
+                out = listed.stdout.decode() + listed.stderr.decode()
+                self.assertRegex(out, r"checkpoint: \S*python\S* -S -c import sys;.* " + re.escape(HERE) + r" \(stdio\)")
+
     def test_project_entries_work_on_a_teammates_machine(self):
         vendored = os.path.join(self.ws.repo, "tools")
         os.makedirs(vendored)
@@ -5746,12 +5758,17 @@ class HookMergeTest(unittest.TestCase):
         self.assertEqual(doc, {"version": 1})
 
 
-def codex_binary() -> str | None:
-    for candidate in (os.environ.get("CODEX_BIN"), os.path.join(HERE, ".ci", ".cache", "node_modules", ".bin", "codex"),
-                      shutil.which("codex")):
+def agent_binary(name: str) -> str | None:
+    """An agent's CLI: $<NAME>_BIN, else where .ci/run installs it, else on PATH."""
+    for candidate in (os.environ.get(f"{name.upper()}_BIN"), os.path.join(HERE, ".ci", ".cache", "node_modules", ".bin", name),
+                      shutil.which(name)):
         if candidate and os.path.isfile(candidate):
             return candidate
     return None
+
+
+def codex_binary() -> str | None:
+    return agent_binary("codex")
 
 
 def codex_hooks_list(codex: str, env: dict, cwd: str) -> list:
