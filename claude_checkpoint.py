@@ -6144,10 +6144,15 @@ def _server_state(plan: Install) -> tuple:
 def _expand(text: str, plan: Install, world: World) -> str:
     """A command's variables as the agent expands them: the project's folder, the home folder, the environment."""
     import re
-    root, home = plan.root or world.cwd, world.home or os.path.expanduser("~")
-    project = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "QWEN_PROJECT_DIR", "workspaceFolder")
-    return re.sub(r"\$\{?(\w+)(?::-[^}]*)?\}?", lambda m: root if m.group(1) in project else home
-                  if m.group(1) in ("HOME", "userHome") else world.env.get(m.group(1), m.group(0)), text)
+    agent = plan.agent
+    named = {kind: set(re.findall(r"\w+", f"{agent.server_folder.get(kind) or ''} {agent.hook_folder.get(kind) or ''}"))
+             for kind in ("project", "home")}
+    folders = {"project": plan.root or world.cwd, "home": world.home or os.path.expanduser("~")}
+
+    def value(match: Any) -> str:
+        kind = next((k for k, names in named.items() if match.group(1) in names), None)
+        return folders[kind] if kind else world.env.get(match.group(1), match.group(0))
+    return re.sub(r"\$\{?(\w+)(?::-[^}]*)?\}?", value, text)
 
 
 def _target_checks(agent: Agent, what: str, words: list, plan: Install, world: World) -> list:
