@@ -2553,13 +2553,14 @@ class Agent:
     server_format: ConfigFormat
     server_key: str  # the table that holds servers: mcpServers, servers (VS Code), mcp_servers (TOML)
     server_extra: dict  # what its server entry holds besides command, args and env
-    server_folder: dict  # how a project file's server entry names {"project"} or {"home"} ("": the working folder)
+    server_folder: dict  # how a project file's server entry names the "project" or "home" folder ("": the
+    #                      working folder it starts the server in; None: it expands nothing, an absolute path it is)
     hook_files: tuple  # (user scope, project scope) templates; () when it has no hooks
     hook_shape: HookShape
     hook_events: dict  # our event -> its event name; only these are installed
     hook_matchers: dict  # our event -> the matcher its group gets (none: every source)
     hook_extra: dict  # what each of its hook handlers holds besides the command
-    hook_folder: dict  # how its project hook commands name {"project"} and {"home"} in the shell
+    hook_folder: dict  # how its project hook commands name the "project" and "home" folders in the shell
     stdin_fields: dict  # session, cwd, transcript -> its input's field names, tried in order
     output: HookOutput
     read_transcript: Callable  # (lines, start, seen_ids, want_prompt) -> TranscriptFacts
