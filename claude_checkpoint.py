@@ -8,7 +8,7 @@ secrets redacted, and turns them back into a compact resume brief that says exac
 which files changed since.
 
     python3 claude_checkpoint.py            # the MCP server on stdin/stdout
-    python3 claude_checkpoint.py --help     # show, save, hook, install, doctor, snapshot, list, diff, restore, forget
+    python3 claude_checkpoint.py --help     # show, save, hook, install, uninstall, doctor, snapshot, list, diff, restore, forget
     claude mcp add --scope user checkpoint -- python3 /abs/path/claude_checkpoint.py
 
 Start-up matters (the server is spawned for every session), so the modules that
@@ -22,7 +22,7 @@ Where things are (later sections use earlier ones, never the reverse):
    3. Errors          CheckpointError and the few subclasses a caller tells apart
    4. Model           records for the checkpoint and its parts; the JSON schema lives here
    5. Redaction       the rule table and the checks behind it (pure)
-   6. Core            merge, caps, drift, transcripts, snapshot plans (pure: no clock, env or I/O)
+   6. Core            merge, caps, drift, transcripts, snapshot plans, the agents table (pure: no clock, env or I/O)
    7. Rendering       the resume brief and the answer texts (pure)
    8. Git adapter     the one place git runs; status parsing, snapshots as commits
    9. Storage         where files are written (ours, and a restore's), locks, transcript reading
@@ -31,7 +31,7 @@ Where things are (later sections use earlier ones, never the reverse):
   12. MCP tools       the tool table, prompts and resources, each a thin handler over section 11
   13. Protocol        JSON-RPC messages in, replies out, both MCP eras (no I/O)
   14. Transport       stdio, the reader thread, signals
-  15. Install/doctor  configuration for Claude Code and Claude Desktop
+  15. Install/doctor  each agent's server entry and hooks in its own files; uninstall; doctor
   16. Command line    argparse, hooks, subcommands (the code rewind among them) and main()
 """
 from __future__ import annotations
@@ -117,6 +117,10 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 RESOURCE_NOT_FOUND = -32002  # handshake era; 2026-07-28 uses INVALID_PARAMS
+
+# Arguments a client adds to every tool call on its own (Gemini CLI: wait_for_previous, seen): accepted and
+# ignored without a word. Any other unknown top-level argument is ignored too, and named in a warning.
+CLIENT_ADDED_ARGUMENTS = ("wait_for_previous",)
 
 REDACTED = "«redacted»"
 FILE_STATUSES = ("M", "A", "D", "R", "??", "U")  # a modified file's status, reduced from git's porcelain codes
@@ -434,6 +438,7 @@ class Checkpoint:
     hooks: HookState = field(default_factory=HookState)
     snapshot: Optional[SnapshotRef] = None  # the code as it was at this save (SPEC section 10)
     generator_version: str = __version__
+    agent: Optional[str] = None  # the agent that wrote it last (a name in AGENTS), when known (SPEC section 12)
 
     # ── JSON (camelCase lives only here) ──
     def to_json(self) -> dict:
@@ -464,6 +469,8 @@ class Checkpoint:
             doc["meta"]["omittedFiles"] = self.omitted_files
         if self.snapshot is not None:
             doc["snapshot"] = {"id": self.snapshot.id, "commit": self.snapshot.commit}
+        if self.agent is not None:
+            doc["agent"] = {"name": self.agent}
         if self.hooks.tool_use_ids or self.hooks.cursors:
             doc["hooks"] = {"toolUseIds": list(self.hooks.tool_use_ids),
                             "cursors": dict(self.hooks.cursors)}
@@ -510,6 +517,7 @@ class Checkpoint:
                             cursors={str(k): v for k, v in _obj(hooks.get("cursors", {}), "hooks.cursors").items()
                                      if isinstance(v, int) and not isinstance(v, bool)}),
             snapshot=snapshot,
+            agent=_opt_str(_obj(doc.get("agent") or {}, "agent").get("name"), "agent.name"),
         )
 
 
@@ -623,6 +631,7 @@ class SaveRequest:
     commands: Optional[list] = None  # [Command]
     mode: SaveMode = SaveMode.REPLACE
     project_root: Optional[str] = None
+    ignored: list = field(default_factory=list)  # unknown top-level arguments, named in the answer's warnings
 
 
 def _string(limit: int, description: str = "") -> dict:
@@ -735,8 +744,25 @@ def _check_text(value: Any, name: str, limit: int, required: bool) -> None:
         raise InvalidArgument(name, "must be valid Unicode text (it holds a lone surrogate)") from None
 
 
+def split_unknown_arguments(args: Any, schema: dict) -> tuple:
+    """(the arguments the schema knows, the names of the others that a warning should name).
+    Unknown top-level arguments are ignored, not refused: clients add their own (SPEC section 12)."""
+    if not isinstance(args, dict):
+        return args, []
+    known = {key: value for key, value in args.items() if key in schema["properties"]}
+    return known, sorted(short_name(key) for key in args if key not in known and key not in CLIENT_ADDED_ARGUMENTS)
+
+
+def ignored_warning(names: list, schema: dict) -> list:
+    if not names:
+        return []
+    return [f"Ignored unknown argument{'s' if len(names) > 1 else ''} {', '.join(names)}; "
+            f"the arguments are {', '.join(schema['properties'])}."]
+
+
 def parse_save_arguments(args: Any) -> SaveRequest:
     """save_session_checkpoint's arguments, checked against SAVE_INPUT_SCHEMA, as a SaveRequest."""
+    args, ignored = split_unknown_arguments(args, SAVE_INPUT_SCHEMA)
     check_arguments(args, SAVE_INPUT_SCHEMA)
     given = {key: value for key, value in args.items() if value is not None}
     return SaveRequest(
@@ -750,13 +776,16 @@ def parse_save_arguments(args: Any) -> SaveRequest:
         commands=[Command(c["command"], c.get("exitCode"), c.get("note")) for c in given["recentCommands"]]
         if "recentCommands" in given else None,
         mode=SaveMode(given.get("mode", "replace")),
-        project_root=given.get("projectRoot"))
+        project_root=given.get("projectRoot"),
+        ignored=ignored_warning(ignored, SAVE_INPUT_SCHEMA))
 
 
 def parse_load_arguments(args: Any) -> tuple:
-    """load_session_checkpoint's arguments, checked against LOAD_INPUT_SCHEMA: (format, projectRoot)."""
+    """load_session_checkpoint's arguments, checked against LOAD_INPUT_SCHEMA: (format, projectRoot,
+    warnings about ignored arguments)."""
+    args, ignored = split_unknown_arguments(args, LOAD_INPUT_SCHEMA)
     check_arguments(args, LOAD_INPUT_SCHEMA)
-    return BriefFormat(args.get("format") or "brief"), args.get("projectRoot")
+    return BriefFormat(args.get("format") or "brief"), args.get("projectRoot"), ignored_warning(ignored, LOAD_INPUT_SCHEMA)
 
 
 def preview(value: Any, limit: int = 60) -> str:
@@ -2511,6 +2540,182 @@ def _plan_write(change: TreeChange, on_disk: dict, folder_files: dict, ignored_n
     plan.write.append(change)
 
 
+# ── 6.7 Agents: one row per agent the user may run ──
+# Everything that differs between Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI and the
+# clients that only run the MCP server lives in this table: their files and formats, their hook
+# event names, the names of their hook's input fields, the shape of their hook's answer and the
+# reader of their transcript. Adding the next agent is a row (and, if it keeps one, a reader).
+#
+# File templates: {home} the home folder; {dir} the agent's folder (its environment variable, else
+# {home}/<default>); {dir_or_home} that variable when set, else {home} (Claude Code keeps
+# .claude.json there); {app_data} the platform's application-settings folder (~/.config,
+# ~/Library/Application Support, %APPDATA%); {root} the project. None: the scope has no such file.
+
+class HookOutput(str, Enum):
+    """How a SessionStart hook hands the brief to the model."""
+    TEXT = "text"  # plain text on stdout (Claude Code)
+    HOOK_SPECIFIC = "hookSpecificOutput"  # {"hookSpecificOutput": {"hookEventName", "additionalContext"}}
+    ADDITIONAL_CONTEXT = "additionalContext"  # {"additionalContext": ...} at the top level (Copilot CLI)
+
+
+class ConfigFormat(str, Enum):
+    JSON = "json"  # merged as a document, the user's keys kept in their order
+    TOML = "toml"  # a marked block written as text; the rest of the file byte for byte
+
+
+class HookShape(str, Enum):
+    GROUPS = "groups"  # Claude Code's {"Event": [{"matcher"?, "hooks": [{"type": "command", "command"}]}]}
+    COPILOT = "copilot"  # {"version": 1, "hooks": {"event": [{"type": "command", "bash", "timeoutSec"}]}}
+
+
+def read_claude_transcript(lines: Iterable[tuple], start: int = 0, seen_ids: Iterable[str] = (),
+                           want_prompt: bool = False) -> TranscriptFacts:
+    """A transcript reader, as every row of AGENTS holds one: (offset, line bytes) pairs read from
+    byte `start` in, the facts out. Claude Code's JSONL (section 6.5)."""
+    scanner = TranscriptScanner(seen_ids, want_prompt)
+    scanner.facts.resume_offset = start
+    for offset, line in lines:
+        scanner.feed(line, offset)
+    return scanner.finish()
+
+
+def read_unknown_transcript(lines: Iterable[tuple], start: int = 0, seen_ids: Iterable[str] = (),
+                            want_prompt: bool = False) -> TranscriptFacts:
+    """The reader of an agent whose transcript format is not read (yet): nothing is recorded, and
+    the hook says so on stderr."""
+    raise CheckpointError("unknown transcript format: nothing recorded from it")
+
+
+@record
+class Agent:
+    name: str  # the --client value
+    title: str  # how people call it ("saved by Codex 2h ago")
+    config_dir: tuple  # (environment variable that moves its folder, or "", the folder under the home)
+    server_files: tuple  # (user scope, project scope) file templates
+    server_format: ConfigFormat
+    server_key: str  # the table that holds servers: mcpServers, servers (VS Code), mcp_servers (TOML)
+    server_extra: dict  # what its server entry holds besides command, args and env
+    server_folder: dict  # how a project file's server entry names the "project" or "home" folder ("": the
+    #                      working folder it starts the server in; None: it expands nothing, an absolute path it is)
+    hook_files: tuple  # (user scope, project scope) templates; () when it has no hooks
+    hook_shape: HookShape
+    hook_events: dict  # our event -> its event name; only these are installed
+    hook_matchers: dict  # our event -> the matcher its group gets (none: every source)
+    hook_extra: dict  # what each of its hook handlers holds besides the command
+    hook_folder: dict  # how its project hook commands name the "project" and "home" folders in the shell
+    stdin_fields: dict  # session, cwd, transcript -> its input's field names, tried in order
+    output: HookOutput
+    read_transcript: Callable  # (lines, start, seen_ids, want_prompt) -> TranscriptFacts
+    notes: str = ""  # where it runs servers and hooks, what it expands: shown by `install`
+    client_names: tuple = ()  # the clientInfo.name it gives the MCP server, which names it in the checkpoint
+    trusts_hooks: bool = False  # runs only hooks the user trusted (Codex): install --trust writes the trust
+    server_needs_root: bool = False  # its entry names the one project it serves (CHECKPOINT_PROJECT_ROOT)
+    hook_event_extra: dict = field(default_factory=dict)  # our event -> what that handler holds besides hook_extra
+    project_note: str = ""  # what it needs before it reads a project's files ({root}: the project)
+
+
+_CLAUDE_STDIN = {"session": ("session_id",), "cwd": ("cwd",), "transcript": ("transcript_path",)}
+_OUR_EVENTS = ("session-start", "pre-compact", "session-end", "stop")
+_GEMINI_SERVER = {"timeout": 30000}  # ms: a first start may compile the file's bytecode
+_JSON_SERVER_FOLDER = {"project": "", "home": "${HOME}"}  # expanded by the agent when it reads the file
+
+AGENTS = {agent.name: agent for agent in (
+    Agent("claude", "Claude Code", ("CLAUDE_CONFIG_DIR", ".claude"),
+          ("{dir_or_home}/.claude.json", "{root}/.mcp.json"), ConfigFormat.JSON, "mcpServers",
+          {"type": "stdio"}, {"project": "${CLAUDE_PROJECT_DIR:-.}", "home": "${HOME}"},
+          ("{dir}/settings.json", "{root}/.claude/settings.json"), HookShape.GROUPS,
+          dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
+          {"session-start": "clear|compact|resume"}, {}, {"project": "$CLAUDE_PROJECT_DIR", "home": "$HOME"},
+          _CLAUDE_STDIN, HookOutput.TEXT, read_claude_transcript,
+          "expands ${VAR:-default} in .mcp.json; hooks get CLAUDE_PROJECT_DIR", ("claude-code",)),
+    Agent("codex", "Codex", ("CODEX_HOME", ".codex"),
+          ("{dir}/config.toml", "{root}/.codex/config.toml"), ConfigFormat.TOML, "mcp_servers",
+          {"startup_timeout_sec": 30}, {"project": "", "home": None},
+          ("{dir}/hooks.json", "{root}/.codex/hooks.json"), HookShape.GROUPS,
+          dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
+          {}, {}, {"project": "", "home": "$HOME"},
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          "runs the server and hooks in the session folder (-C); expands nothing in config.toml; "
+          "runs only hooks the user trusted", ("codex-mcp-client",), trusts_hooks=True,
+          hook_event_extra={"session-end": {"timeout": 3}},  # its default is 1 s, its most 3 s (seen)
+          project_note='Codex reads {root}/.codex only once you trust the project (Codex asks at its first start '
+                       'there; or [projects."{root}"] trust_level = "trusted" in ~/.codex/config.toml)'),
+    Agent("gemini", "Gemini CLI", ("", ".gemini"),
+          ("{dir}/settings.json", "{root}/.gemini/settings.json"), ConfigFormat.JSON, "mcpServers",
+          _GEMINI_SERVER, _JSON_SERVER_FOLDER,
+          ("{dir}/settings.json", "{root}/.gemini/settings.json"), HookShape.GROUPS,
+          dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompress", "SessionEnd", "AfterAgent"))),
+          {}, {}, {"project": "$GEMINI_PROJECT_DIR", "home": "$HOME"},
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          "runs the server in its working folder; expands $VAR in settings.json; hooks get GEMINI_PROJECT_DIR",
+          ("gemini-cli-mcp-client",)),
+    Agent("qwen", "Qwen Code", ("", ".qwen"),
+          ("{dir}/settings.json", "{root}/.qwen/settings.json"), ConfigFormat.JSON, "mcpServers",
+          _GEMINI_SERVER, _JSON_SERVER_FOLDER,
+          ("{dir}/settings.json", "{root}/.qwen/settings.json"), HookShape.GROUPS,
+          dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
+          {}, {}, {"project": "$QWEN_PROJECT_DIR", "home": "$HOME"},
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          "Gemini CLI's files and expansion, Claude Code's event names; hooks get QWEN_PROJECT_DIR",
+          ("qwen-cli-mcp-client", "qwen-code-mcp-client")),
+    Agent("copilot", "Copilot CLI", ("COPILOT_HOME", ".copilot"),
+          ("{dir}/mcp-config.json", None), ConfigFormat.JSON, "mcpServers",
+          {"type": "local", "tools": ["*"]}, {"project": "", "home": None},
+          ("{dir}/hooks/claude-checkpoint.json", "{root}/.github/hooks/claude-checkpoint.json"), HookShape.COPILOT,
+          dict(zip(_OUR_EVENTS, ("sessionStart", "preCompact", "sessionEnd", "agentStop"))),
+          {}, {"timeoutSec": 30}, {"project": "", "home": "$HOME"},
+          {"session": ("sessionId", "session_id"), "cwd": ("cwd",), "transcript": ("transcriptPath", "transcript_path")},
+          HookOutput.ADDITIONAL_CONTEXT, read_unknown_transcript,
+          "runs hooks in the session folder; a project keeps hooks in .github/hooks, servers only per user"),
+    Agent("cursor", "Cursor", ("", ".cursor"),
+          ("{dir}/mcp.json", "{root}/.cursor/mcp.json"), ConfigFormat.JSON, "mcpServers",
+          {"type": "stdio"}, {"project": "${workspaceFolder}", "home": "${userHome}"},
+          (), HookShape.GROUPS, {}, {}, {}, {}, {}, HookOutput.TEXT, read_unknown_transcript,
+          "expands ${workspaceFolder} and ${userHome} in mcp.json"),
+    Agent("vscode", "VS Code", ("", ""),
+          ("{app_data}/Code/User/mcp.json", "{root}/.vscode/mcp.json"), ConfigFormat.JSON, "servers",
+          {"type": "stdio"}, {"project": "${workspaceFolder}", "home": "${userHome}"},
+          (), HookShape.GROUPS, {}, {}, {}, {}, {}, HookOutput.TEXT, read_unknown_transcript,
+          "expands ${workspaceFolder} and ${userHome} in mcp.json"),
+    Agent("desktop", "Claude Desktop", ("", ""),
+          ("{app_data}/Claude/claude_desktop_config.json", None), ConfigFormat.JSON, "mcpServers",
+          {}, {"project": "", "home": None},
+          (), HookShape.GROUPS, {}, {}, {}, {}, {}, HookOutput.TEXT, read_unknown_transcript,
+          "one project per entry: CHECKPOINT_PROJECT_ROOT names it", ("claude-ai",), server_needs_root=True),
+)}
+DEFAULT_AGENT = "claude"
+
+
+def hook_input(payload: dict, agent: Agent) -> dict:
+    """The hook's input under our names (session, cwd, transcript), read from the agent's own
+    field names; a list (Cursor's workspace_roots) gives its first folder. None when absent."""
+    found: dict = {}
+    for ours, theirs in agent.stdin_fields.items():
+        values = [payload.get(name) for name in theirs]
+        values = [v[0] if isinstance(v, list) and v else v for v in values]
+        found[ours] = next((v for v in values if isinstance(v, str) and v), None)
+    return found
+
+
+def render_hook_context(agent: Agent, brief: str) -> str:
+    """What a SessionStart hook prints: the brief in the one shape the agent reads (never two:
+    Claude Code would inject both)."""
+    import json
+    if agent.output is HookOutput.TEXT:
+        return brief
+    if agent.output is HookOutput.HOOK_SPECIFIC:
+        doc: dict = {"hookSpecificOutput": {"hookEventName": agent.hook_events["session-start"],
+                                            "additionalContext": brief}}
+    else:
+        doc = {"additionalContext": brief}
+    return json.dumps(doc, ensure_ascii=False) + "\n"
+
+
+def agent_for_client(client_name: Any) -> Optional[str]:
+    """The agent an MCP client's clientInfo.name belongs to, or None."""
+    return next((a.name for a in AGENTS.values() if client_name in a.client_names), None)
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 7. Rendering (pure, deterministic)
 # ════════════════════════════════════════════════════════════════════════════
@@ -2606,15 +2811,20 @@ class LoadResult:
         return doc
 
 
-def render_brief(result: LoadResult, now: float, how_to_save: str = "call save_session_checkpoint") -> str:
-    """The resume brief: small markdown that a model can act on at once. `how_to_save` is
+def render_brief(result: LoadResult, now: float, reader: Optional[str] = None,
+                 how_to_save: str = "call save_session_checkpoint") -> str:
+    """The resume brief: small markdown that a model can act on at once. It names the agent
+    that saved the checkpoint when that is not the `reader` (a name in AGENTS). `how_to_save` is
     for the reader when there is no checkpoint: the tool for a model, a command for a person."""
     if not result.found or result.checkpoint is None:
         return render_nothing_to_resume(result, how_to_save)
     cp = result.checkpoint
     saved_at = parse_timestamp(cp.updated_at)
-    when = (f"checkpoint saved {human_age(now - saved_at)}, "
-            f"{format_timestamp(saved_at)[:19].replace('T', ' ')} UTC") if saved_at else f"checkpoint saved {cp.updated_at}"
+    by = ""
+    if cp.agent is not None and cp.agent != reader:
+        by = f"by {AGENTS[cp.agent].title if cp.agent in AGENTS else cp.agent} "
+    when = (f"checkpoint saved {by}{human_age(now - saved_at)}, "
+            f"{format_timestamp(saved_at)[:19].replace('T', ' ')} UTC") if saved_at else f"checkpoint saved {by}{cp.updated_at}"
     out = [f"# Resuming: {cp.project_name or os.path.basename(result.root)} ({when})"]
     if cp.git is not None:
         where = f"Branch `{cp.git.branch}`" if cp.git.branch else "Detached HEAD"
@@ -2719,11 +2929,13 @@ class SaveOutcome:
 
     def structured(self) -> dict:
         cp = self.checkpoint
-        git = None if cp.git is None else {"branch": cp.git.branch, "head": cp.git.head}
-        return {"path": self.path, "projectRoot": self.root, "bytes": self.size, "mode": self.mode.value,
-                "counts": {"tasks": len(cp.tasks), "modifiedFiles": len(cp.modified_files),
-                           "recentCommands": len(cp.recent_commands), "redactions": cp.redactions},
-                "git": git, "truncated": cp.truncated, "warnings": list(self.warnings)}
+        doc = {"path": self.path, "projectRoot": self.root, "bytes": self.size, "mode": self.mode.value,
+               "counts": {"tasks": len(cp.tasks), "modifiedFiles": len(cp.modified_files),
+                          "recentCommands": len(cp.recent_commands), "redactions": cp.redactions},
+               "truncated": cp.truncated, "warnings": list(self.warnings)}
+        if cp.git is not None:
+            doc["git"] = _present({"branch": cp.git.branch, "head": cp.git.head})
+        return doc
 
 
 def render_save_answer(outcome: SaveOutcome) -> str:
@@ -3800,10 +4012,11 @@ def _remove_old_lock_file(root: str) -> None:
         pass
 
 
-def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> TranscriptFacts:
-    """Stream the transcript from byte `start` (where the last hook stopped)."""
+def scan_transcript(path: str, start: int, previous: Optional[Checkpoint],
+                    read: Callable = read_claude_transcript) -> TranscriptFacts:
+    """Stream the transcript from byte `start` (where the last hook stopped) through an agent's
+    reader (the read_transcript of its row in AGENTS)."""
     seen = previous.hooks.tool_use_ids if previous else []
-    scanner = TranscriptScanner(seen, want_prompt=needs_goal(previous))
     import stat
     try:
         with open(path, "rb") as stream:
@@ -3813,18 +4026,20 @@ def scan_transcript(path: str, start: int, previous: Optional[Checkpoint]) -> Tr
             if start > info.st_size:  # the transcript was rewritten: read it all, the ids prevent repeats
                 start = 0
             stream.seek(start)
-            offset = start
-            scanner.facts.resume_offset = start
-            while True:
-                line = stream.readline(MAX_TRANSCRIPT_LINE)
-                if not line:
-                    break
-                if len(line) < MAX_TRANSCRIPT_LINE or line.endswith(b"\n"):
-                    scanner.feed(line, offset)  # a longer line is skipped piece by piece
-                offset += len(line)
+            return read(_transcript_lines(stream, start), start, seen, needs_goal(previous))
     except OSError as error:
         raise CheckpointError(f"cannot read the transcript {path}: {error.strerror}") from None
-    return scanner.finish()
+
+
+def _transcript_lines(stream: Any, offset: int) -> Iterable[tuple]:
+    """(byte offset, line) pairs; a line longer than MAX_TRANSCRIPT_LINE is skipped piece by piece."""
+    while True:
+        line = stream.readline(MAX_TRANSCRIPT_LINE)
+        if not line:
+            return
+        if len(line) < MAX_TRANSCRIPT_LINE or line.endswith(b"\n"):
+            yield offset, line
+        offset += len(line)
 
 
 # ── 9.1 The work tree: what a restore looks at and writes ──
@@ -4032,6 +4247,7 @@ class World:
     known_secrets: tuple = ()
     program: tuple = ("claude-checkpoint-mcp",)  # how configuration files run this program (section 14)
     command: tuple = ("claude-checkpoint-mcp",)  # how a person types it: the short form texts show
+    agent: Optional[str] = None  # the agent this call comes from (a name in AGENTS): hooks say it, MCP clients name themselves
 
     def root(self, argument: Optional[str] = None, client_roots: Iterable[str] = ()) -> str:
         return resolve_root(choose_root(argument, self.env, list(client_roots), self.cwd), self.home)
@@ -4381,7 +4597,7 @@ def update_checkpoint(root: str, world: World, prepare: Callable[..., Optional[C
         selection = select_files(scan.changes, change.named, change.carried, gone=_gone_now(root, scan, git, change))
         files = hash_entries(root, selection.entries)
         checkpoint = change.assemble(files, scan.state, world.now_iso(), new_checkpoint_id())
-        checkpoint = replace(checkpoint, omitted_files=selection.omitted,
+        checkpoint = replace(checkpoint, omitted_files=selection.omitted, agent=world.agent,
                              truncated=change.truncated or checkpoint.truncated or bool(selection.omitted))
         redactor = Redactor(world.known_secrets)
         checkpoint = replace(redactor.checkpoint(checkpoint), redactions=redactor.count)
@@ -4413,7 +4629,7 @@ def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcom
             named.append(FileNote(rel, note.note))
 
     def prepare(stored: Optional[Checkpoint], warnings: list) -> Change:
-        warnings[:0] = outside
+        warnings[:0] = request.ignored + outside
         previous = stored if request.mode is SaveMode.MERGE else None
         if request.mode is SaveMode.MERGE and previous is None:
             if request.goal is None:
@@ -4547,7 +4763,7 @@ def _changed_since_saved_snapshot(git: Git, root: str, scan: GitScan, cp: Checkp
 
 
 def record_transcript(root: str, transcript_path: str, session_id: str, world: World,
-                      require_activity: bool = False) -> Optional[SaveOutcome]:
+                      require_activity: bool = False, read: Callable = read_claude_transcript) -> Optional[SaveOutcome]:
     """The hooks: merge what the transcript proves into the checkpoint. Returns None when the
     transcript holds nothing new (then nothing is written). With require_activity, a first
     prompt alone is not worth a checkpoint (Stop and SessionEnd fire in every session).
@@ -4556,7 +4772,7 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
 
     def prepare(previous: Optional[Checkpoint], warnings: list) -> Optional[Change]:
         start = previous.hooks.cursors.get(key, 0) if previous else 0
-        facts = scan_transcript(transcript_path, start, previous)
+        facts = scan_transcript(transcript_path, start, previous, read)
         new_goal = facts.first_prompt is not None and needs_goal(previous)
         if not (facts.edited_files or facts.commands or (new_goal and not require_activity)):
             return None
@@ -4606,8 +4822,9 @@ SAVE_OUTPUT_SCHEMA = {"type": "object", "properties": {  # what clients check th
     "mode": {"type": "string", "enum": [m.value for m in SaveMode]},
     "counts": {"type": "object", "properties": {
         k: {"type": "integer"} for k in ("tasks", "modifiedFiles", "recentCommands", "redactions")}},
-    "git": {"type": ["object", "null"], "properties": {"branch": {"type": ["string", "null"]},
-                                                        "head": {"type": "string"}}},
+    "git": {"type": "object", "description": "absent outside a git repository",  # no type arrays (SPEC 12)
+            "properties": {"branch": {"type": "string", "description": "absent on a detached HEAD"},
+                           "head": {"type": "string"}}},
     "truncated": {"type": "boolean"},
     "warnings": {"type": "array", "items": {"type": "string"}},
 }, "required": ["path", "bytes", "mode", "counts", "warnings"]}
@@ -4619,12 +4836,13 @@ def tool_save(arguments: Any, context: ToolContext) -> ToolResult:
 
 
 def tool_load(arguments: Any, context: ToolContext) -> ToolResult:
-    fmt, root_arg = parse_load_arguments(arguments)
+    fmt, root_arg, ignored = parse_load_arguments(arguments)
     result = load_checkpoint(context.root(root_arg), context.world)
+    result.warnings[:0] = ignored
     if fmt is BriefFormat.FULL:
         import json
         return ToolResult(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
-    return ToolResult(render_brief(result, context.world.clock()))
+    return ToolResult(render_brief(result, context.world.clock(), context.world.agent))
 
 
 @record
@@ -4703,7 +4921,7 @@ RESOURCES = (
 def get_prompt(name: str, context: ToolContext) -> dict:
     if name == "resume":
         result = load_checkpoint(context.root(None), context.world)
-        text = render_brief(result, context.world.clock())
+        text = render_brief(result, context.world.clock(), context.world.agent)
     else:
         text = CHECKPOINT_PROMPT
     prompt = next(p for p in PROMPTS if p["name"] == name)
@@ -4714,7 +4932,7 @@ def get_prompt(name: str, context: ToolContext) -> dict:
 def read_resource(uri: str, context: ToolContext) -> dict:
     root = context.root(None)
     if uri == "checkpoint://brief":
-        text = render_brief(load_checkpoint(root, context.world), context.world.clock())
+        text = render_brief(load_checkpoint(root, context.world), context.world.clock(), context.world.agent)
         mime = "text/markdown"
     elif uri == "checkpoint://snapshots":
         import json
@@ -4951,6 +5169,8 @@ class Protocol:
     def _initialize(self, request: Request) -> dict:
         version = _param(request, "protocolVersion", str, required=True)
         self.client_capabilities = _param(request, "capabilities", dict) or {}
+        client = _param(request, "clientInfo", dict) or {}
+        self.world = replace(self.world, agent=agent_for_client(client.get("name")))
         agreed = version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         return {"protocolVersion": agreed, "capabilities": CAPABILITIES,
                 "serverInfo": SERVER_INFO, "instructions": INSTRUCTIONS}
@@ -5370,7 +5590,7 @@ def _monotonic() -> Callable[[], float]:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 15. Install and doctor: configuration for Claude Code and Claude Desktop
+# 15. Install, uninstall and doctor: each agent's configuration, from its row in AGENTS
 # ════════════════════════════════════════════════════════════════════════════
 
 def cli_root(args: Any, world: World, argument: Optional[str] = None) -> str:
@@ -5383,145 +5603,658 @@ def cli_root(args: Any, world: World, argument: Optional[str] = None) -> str:
     return resolve_root(choice, world.home, "Run it from inside the project, or name it with --root DIR.")
 
 
-def hooks_config(program: list) -> dict:
-    def group(event: str, matcher: Optional[str] = None) -> dict:
-        entry: dict = {"hooks": [{"type": "command", "command": shell_line(program, "hook", event)}]}
-        if matcher:
-            entry = {"matcher": matcher, **entry}
-        return entry
+# ── 15.1 What goes where: an agent's files and entries, from its row in AGENTS ──
+# A command is ours when it names this program (the file or the installed command) and, for
+# a hook, ends in `hook EVENT` with or without `--client NAME`: only ours are ever updated or
+# removed. A JSON file is merged as a document (the user's keys stay, in their order); Codex's
+# TOML gets marked blocks written as text, and every byte outside them stays as it was.
 
-    return {"SessionStart": [group("session-start", "clear|compact|resume")],
-            "PreCompact": [group("pre-compact")],
-            "SessionEnd": [group("session-end")],
-            "Stop": [group("stop")]}
-
-
-def server_config(program: list) -> dict:
-    return {"type": "stdio", "command": program[0], "args": program[1:], "env": {}}
-
-
-def claude_config_paths(world: World, scope: str, root: Optional[str]) -> tuple:
-    """(file for the MCP server, file for the hooks) as Claude Code reads them."""
-    config_dir = world.env.get("CLAUDE_CONFIG_DIR") or os.path.join(world.home or "~", ".claude")
-    if scope == "project":
-        assert root is not None
-        return os.path.join(root, ".mcp.json"), os.path.join(root, ".claude", "settings.json")
-    user_file = (os.path.join(config_dir, ".claude.json") if world.env.get("CLAUDE_CONFIG_DIR")
-                 else os.path.join(world.home or "~", ".claude.json"))
-    return user_file, os.path.join(config_dir, "settings.json")
+SERVER_ENTRY = "checkpoint"  # the server's name in every agent's file
+OUR_NAMES = ("claude_checkpoint", "claude-checkpoint")
+TOML_BEGIN = "# >>> claude-checkpoint {block} >>> (written by install; uninstall removes it)"
+TOML_END = "# <<< claude-checkpoint {block} <<<"
+TOML_SERVER_BLOCK = "server"
+# A Codex hook handler without a timeout gets this one, and it is part of the hash Codex trusts
+# (seen with 0.169.0: SessionEnd's is 1 s, the others' 600 s).
+CODEX_DEFAULT_TIMEOUTS_S = {"session_end": 1, "": 600}
 
 
-def merge_server(config: dict, entry: dict, force: bool, this_file: str) -> str:
-    """Add our server under mcpServers.checkpoint; never clobber a different entry unless forced.
-    An entry that runs this same file the old way (`python3 this_file`) is brought up to date."""
-    servers = config.setdefault("mcpServers", {})
+@record
+class Install:
+    """One agent in one scope: its files and what goes into them."""
+    agent: Agent
+    scope: str
+    root: Optional[str]
+    server_file: Optional[str]  # None: this agent has no server file in this scope
+    hook_file: Optional[str]  # None: no hooks (or none in this scope)
+    server: dict  # the entry under SERVER_ENTRY
+    hooks: dict  # our event -> the shell command of its handler
+    notes: list  # what the person should know (a path that is not portable, trust)
+
+
+def agent_file(template: Optional[str], agent: Agent, world: World, root: Optional[str]) -> Optional[str]:
+    if template is None:
+        return None
+    home = world.home or os.path.expanduser("~")
+    variable, default = agent.config_dir
+    moved = world.env.get(variable) if variable else None
+    if sys.platform == "darwin":
+        app_data = os.path.join(home, "Library", "Application Support")
+    elif os.name == "nt":
+        app_data = world.env.get("APPDATA") or os.path.join(home, "AppData", "Roaming")
+    else:
+        app_data = world.env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    return os.path.normpath(template.format(home=home, dir=moved or os.path.join(home, default),
+                                            dir_or_home=moved or home, app_data=app_data, root=root or ""))
+
+
+def plan_install(agent: Agent, world: World, scope: str, root: Optional[str]) -> Install:
+    index = 0 if scope == "user" else 1
+    server_file = agent_file(agent.server_files[index], agent, world, root)
+    hook_file = agent_file(agent.hook_files[index], agent, world, root) if agent.hook_files else None
+    server_words, hook_prefix, notes = install_program(agent, world, scope, root)
+    entry = {key: value for key, value in agent.server_extra.items() if key == "type"}  # first, as people write it
+    entry.update({"command": server_words[0], "args": server_words[1:]})
+    entry.update({key: value for key, value in agent.server_extra.items() if key != "type"})
+    if agent.server_needs_root:  # Claude Desktop declares no roots
+        entry["env"] = {"CHECKPOINT_PROJECT_ROOT": root or world.cwd}
+    hooks = {event: f"{hook_prefix} hook {event} --client {agent.name}" for event in agent.hook_events}
+    if scope == "project" and agent.project_note:
+        notes = notes + [agent.project_note.format(root=root)]
+    return Install(agent, scope, root, server_file, hook_file, entry, hooks, notes)
+
+
+def install_program(agent: Agent, world: World, scope: str, root: Optional[str]) -> tuple:
+    """(the server's argv, the hooks' shell prefix, notes). User scope: this machine's absolute
+    paths. Project scope (committed for a team): `python3`, and the file's folder as the agent
+    names the project (or the home folder) in that file, so a teammate's checkout works too."""
+    import shlex
+    program = list(world.program)
+    if scope == "user" or len(program) == 1 and os.path.basename(program[0]) == program[0]:
+        return program, shell_line(program), []
+    if len(program) == 1:  # an installed command: by name when PATH finds it
+        import shutil
+        name = os.path.basename(program[0])
+        if shutil.which(name, path=world.env.get("PATH")) == program[0]:
+            return [name], shlex.quote(name), []
+        return program, shell_line(program), [f"{program[0]} is this machine's path: a teammate needs it there too"]
+    words, path = ["python3", *program[1:-1]], program[-1]
+    for base, kind in ((root, "project"), (world.home, "home")):
+        rel = os.path.relpath(path, base) if base else ".."
+        if rel.split(os.sep)[0] == ".." or agent.server_folder.get(kind) is None:
+            continue
+        server_base, hook_base = agent.server_folder[kind], agent.hook_folder.get(kind, "")
+        tail = "" if rel == "." else rel.replace(os.sep, "/")
+        server_path = "/".join(p for p in (server_base, tail) if p) or "."
+        hook_path = (f'"{hook_base}"' if hook_base else "") + ("/" if hook_base and tail else "") + (
+            shlex.quote(tail) if tail else "")
+        return [*words, server_path], shell_line(words) + " " + (hook_path or "."), []
+    note = (f"{path} is this machine's path: a teammate needs the file there too "
+            f"(or put it in the project, and install from there)")
+    return [*words, path], shell_line([*words, path]), [note]
+
+
+def is_our_command(value: Any) -> bool:
+    return isinstance(value, str) and any(name in value for name in OUR_NAMES)
+
+
+def our_hook_event(command: Any) -> Optional[str]:
+    """The event of a hook command of ours (any version, any --client), else None."""
+    if not is_our_command(command):
+        return None
+    import re
+    found = re.search(r" hook (session-start|pre-compact|session-end|stop)(?: --client [\w-]+)?\s*$", command)
+    return found.group(1) if found else None
+
+
+def is_our_server(entry: Any) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    args = entry.get("args") if isinstance(entry.get("args"), list) else []
+    return any(is_our_command(word) for word in [entry.get("command"), *args])
+
+
+# ── 15.2 Merging into JSON documents (pure: dicts in, dicts changed) ──
+
+def merge_server(doc: dict, key: str, entry: dict, force: bool) -> str:
+    """Our server under doc[key][SERVER_ENTRY]: added, brought up to date when it is ours, a
+    different one kept unless forced."""
+    servers = doc.setdefault(key, {})
     if not isinstance(servers, dict):
-        raise CheckpointError("mcpServers in the configuration is not an object; fix it by hand first")
-    current = servers.get("checkpoint")
+        raise CheckpointError(f"{key} is not an object; fix it by hand first")
+    current = servers.get(SERVER_ENTRY)
+    if is_our_server(current):
+        entry = updated_entry(current, entry)
     if current == entry:
         return "already there"
-    same_file = isinstance(current, dict) and isinstance(current.get("args"), list) and this_file in current["args"]
-    if current is not None and not force and not same_file:
-        return "kept your different 'checkpoint' entry"
-    servers["checkpoint"] = entry
-    return "updated" if same_file else "replaced" if current is not None else "added"
+    if current is not None and not force and not is_our_server(current):
+        return f"kept your different '{SERVER_ENTRY}' entry"
+    servers[SERVER_ENTRY] = entry
+    return "updated" if is_our_server(current) else "replaced" if current is not None else "added"
 
 
-def merge_hooks(settings: dict, hooks: dict, this_file: str) -> tuple:
-    """Append each of our hook groups unless a hook running the same subcommand is there; one
-    that runs this same file the old way gets the new command. Returns (added, updated) events."""
-    existing = settings.setdefault("hooks", {})
-    if not isinstance(existing, dict):
-        raise CheckpointError("hooks in settings.json is not an object; fix it by hand first")
-    added, updated = [], []
-    for event, groups in hooks.items():
-        command = groups[0]["hooks"][0]["command"]
-        ours = command.rsplit(" hook ", 1)[1]
-        present = existing.setdefault(event, [])
+def updated_entry(current: dict, entry: dict) -> dict:
+    """Our entry brought up to date: our keys as they are now, what the user added (other keys,
+    more environment variables) kept."""
+    merged = {**current, **entry}
+    if isinstance(current.get("env"), dict) and isinstance(entry.get("env"), dict):
+        merged["env"] = {**current["env"], **entry["env"]}
+    return merged
+
+
+def remove_server(doc: dict, key: str) -> bool:
+    servers = doc.get(key)
+    if isinstance(servers, dict) and is_our_server(servers.get(SERVER_ENTRY)):
+        del servers[SERVER_ENTRY]
+        if not servers:
+            del doc[key]
+        return True
+    return False
+
+
+def _hook_lists(doc: dict, agent: Agent, create: bool) -> dict:
+    """Their event -> the list that holds its groups (or Copilot's handlers)."""
+    hooks = doc.setdefault("hooks", {}) if create else doc.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise CheckpointError("hooks is not an object; fix it by hand first")
+    found = {}
+    for theirs in agent.hook_events.values():
+        present = hooks.setdefault(theirs, []) if create else hooks.get(theirs, [])
         if not isinstance(present, list):
-            raise CheckpointError(f"hooks.{event} in settings.json is not a list; fix it by hand first")
-        entries = [h for g in present if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-                   for h in g["hooks"] if isinstance(h, dict) and _is_our_hook(h.get("command"), ours)]
+            raise CheckpointError(f"hooks.{theirs} is not a list; fix it by hand first")
+        found[theirs] = present
+    return found
+
+
+def _our_handlers(entries: list, agent: Agent) -> list:
+    """(list, index, handler) for each handler of ours in one event's entries."""
+    command_key = "bash" if agent.hook_shape is HookShape.COPILOT else "command"
+    holders = [entries] if agent.hook_shape is HookShape.COPILOT else [
+        g["hooks"] for g in entries if isinstance(g, dict) and isinstance(g.get("hooks"), list)]
+    return [(holder, i, h) for holder in holders for i, h in enumerate(holder)
+            if isinstance(h, dict) and our_hook_event(h.get(command_key))]
+
+
+def merge_hooks(doc: dict, plan: Install) -> tuple:
+    """Add each of our handlers where none of ours is; bring ours up to date. (added, updated) events."""
+    agent = plan.agent
+    if agent.hook_shape is HookShape.COPILOT:
+        doc.setdefault("version", 1)
+    lists = _hook_lists(doc, agent, create=True)
+    command_key = "bash" if agent.hook_shape is HookShape.COPILOT else "command"
+    added, updated = [], []
+    for event, command in plan.hooks.items():
+        theirs = agent.hook_events[event]
+        ours = _our_handlers(lists[theirs], agent)
+        handler = {"type": "command", command_key: command, **agent.hook_extra, **agent.hook_event_extra.get(event, {})}
+        if not ours:
+            matcher = agent.hook_matchers.get(event)
+            group = handler if agent.hook_shape is HookShape.COPILOT else {
+                **({"matcher": matcher} if matcher else {}), "hooks": [handler]}
+            lists[theirs].append(group)
+            added.append(theirs)
+        for holder, index, current in ours:
+            if {**current, **handler} != current:  # what the user added to our handler stays
+                holder[index] = {**current, **handler}
+                updated.append(theirs)
+    return added, sorted(set(updated))
+
+
+def remove_hooks(doc: dict, agent: Agent) -> list:
+    """Take out our handlers, and the groups and event lists left empty by it. The events changed."""
+    if not isinstance(doc.get("hooks"), dict):
+        return []
+    removed = []
+    for theirs, entries in _hook_lists(doc, agent, create=False).items():
+        ours = _our_handlers(entries, agent)
+        for holder, index, _ in reversed(ours):
+            del holder[index]
+        if not ours:
+            continue
+        removed.append(theirs)
+        entries[:] = [g for g in entries if not (isinstance(g, dict) and g.get("hooks") == [])]
         if not entries:
-            present.extend(groups)
-            added.append(event)
-        for entry in entries:
-            if entry["command"] != command and this_file in entry["command"]:
-                entry["command"] = command
-                updated.append(event)
-    return added, updated
+            del doc["hooks"][theirs]
+    if not doc["hooks"]:
+        del doc["hooks"]
+    return removed
 
 
-def _is_our_hook(command: Any, event: str) -> bool:
-    return isinstance(command, str) and command.endswith(f" hook {event}") and (
-        "claude_checkpoint" in command or "claude-checkpoint" in command)
+def hook_state(doc: dict, plan: Install) -> dict:
+    """Our event -> "current", "outdated" or "missing" in a hooks document."""
+    agent = plan.agent
+    command_key = "bash" if agent.hook_shape is HookShape.COPILOT else "command"
+    lists = _hook_lists(doc, agent, create=False) if isinstance(doc.get("hooks"), dict) else {}
+    state = {}
+    for event, command in plan.hooks.items():
+        ours = _our_handlers(lists.get(agent.hook_events[event], []), agent)
+        state[event] = ("missing" if not ours else "current" if any(h.get(command_key) == command for _, _, h in ours)
+                        else "outdated")
+    return state
+
+
+# ── 15.3 Codex: config.toml blocks and hook trust ──
+
+def toml_value(value: Any) -> str:
+    """A TOML value as text: JSON's string escapes are TOML's basic-string escapes."""
+    import json
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, str)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+
+
+def toml_key(key: str) -> str:
+    import re
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else toml_value(key)
+
+
+def toml_table(path: tuple, values: dict) -> str:
+    return "[" + ".".join(toml_key(p) for p in path) + "]\n" + "".join(
+        f"{toml_key(k)} = {toml_value(v)}\n" for k, v in values.items())
+
+
+def toml_block_span(text: str, block: str) -> Optional[tuple]:
+    """(start, end) of our marked block in the text, its last newline included; None if absent."""
+    begin, end = TOML_BEGIN.format(block=block), TOML_END.format(block=block)
+    start = text.find(begin + "\n")
+    if start < 0 or (start and text[start - 1] != "\n"):
+        return None
+    stop = text.find("\n" + end, start)
+    if stop < 0:
+        raise CheckpointError(f"the block '{begin}' has no end line '{end}'; fix it by hand first")
+    stop += len(end) + 1
+    return start, stop + 1 if text[stop:stop + 1] == "\n" else stop
+
+
+def set_toml_block(text: str, block: str, body: Optional[str]) -> str:
+    """The text with our block replaced (None: removed); every other byte as it was. A new
+    block goes at the end."""
+    new = "" if body is None else f"{TOML_BEGIN.format(block=block)}\n{body}{TOML_END.format(block=block)}\n"
+    span = toml_block_span(text, block)
+    if span is not None:
+        return text[:span[0]] + new + text[span[1]:]
+    if not new:
+        return text
+    return text + ("\n" if text and not text.endswith("\n") else "") + new
+
+
+def parse_toml(text: str, path: str) -> Optional[dict]:
+    """The document, where the standard library reads TOML (3.11+); None where it cannot."""
+    try:
+        import tomllib
+    except ImportError:
+        return None
+    try:
+        return tomllib.loads(text)
+    except ValueError as error:
+        raise CheckpointError(f"{path} is not valid TOML ({error}); not touching it") from None
+
+
+def codex_event_label(event: str) -> str:
+    """Codex's snake_case label of an event (SessionStart -> session_start), as in its trust keys."""
+    return "".join("_" + c.lower() if c.isupper() else c for c in event).lstrip("_")
+
+
+def codex_hook_hash(label: str, matcher: Optional[str], handler: dict) -> str:
+    """The hash Codex trusts a hook handler by (codex-rs hooks discovery: command_hook_hash):
+    the event's label and the matcher group holding this one handler, normalized (timeout
+    defaults to 600 s, async to false), fields that are absent left out, keys sorted, compact
+    JSON, sha256."""
+    import hashlib
+    import json
+    normalized: dict = {"type": "command", "command": handler.get("command"),
+                        "timeout": max(handler.get("timeout") or CODEX_DEFAULT_TIMEOUTS_S.get(label, CODEX_DEFAULT_TIMEOUTS_S[""]), 1),
+                        "async": handler.get("async") is True}
+    if isinstance(handler.get("statusMessage"), str):
+        normalized["statusMessage"] = handler["statusMessage"]
+    identity: dict = {"event_name": label, "hooks": [normalized]}
+    if matcher is not None:
+        identity["matcher"] = matcher
+    data = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def codex_trust_entries(hooks_doc: dict, hook_file: str, agent: Agent) -> dict:
+    """Trust key -> hash for each of our handlers in Codex's hooks.json, where it now sits."""
+    found = {}
+    for theirs, entries in _hook_lists(hooks_doc, agent, create=False).items():
+        for group_index, group in enumerate(entries):
+            if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)):
+                continue
+            for handler_index, handler in enumerate(group["hooks"]):
+                if isinstance(handler, dict) and our_hook_event(handler.get("command")):
+                    label = codex_event_label(theirs)
+                    key = f"{hook_file}:{label}:{group_index}:{handler_index}"
+                    matcher = group.get("matcher") if isinstance(group.get("matcher"), str) else None
+                    found[key] = codex_hook_hash(label, matcher, handler)
+    return found
+
+
+def trust_block_name(hook_file: str) -> str:
+    import json
+    return "hooks trust " + json.dumps(hook_file, ensure_ascii=False)
+
+
+def codex_trust_body(trusted: dict) -> str:
+    return "\n".join(toml_table(("hooks", "state", key), {"trusted_hash": value}) for key, value in trusted.items())
+
+
+def codex_trusted_now(config_text: str, config_file: str, trusted: dict) -> dict:
+    """Key -> "trusted", "untrusted" or "modified" (trusted with another hash), read from config.toml:
+    parsed where the standard library reads TOML, else found by its text."""
+    doc = parse_toml(config_text, config_file)
+    state = {}
+    for key, value in trusted.items():
+        if doc is not None:
+            entry = doc.get("hooks", {}).get("state", {}).get(key, {})
+            have = entry.get("trusted_hash") if isinstance(entry, dict) else None
+        else:
+            header = "[" + ".".join(toml_key(p) for p in ("hooks", "state", key)) + "]\n"
+            at = config_text.find(header)
+            have = value if at >= 0 and f'trusted_hash = "{value}"' in config_text[at:at + len(header) + 90] else (
+                "?" if at >= 0 else None)
+        state[key] = "trusted" if have == value else "untrusted" if have is None else "modified"
+    return state
+
+
+# ── 15.4 Files: read whole, written atomically, never when they do not parse ──
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", newline="") as stream:
+            return stream.read()
+    except FileNotFoundError:
+        return ""
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f"{path} is not readable text ({error}); not touching it") from None
 
 
 def _load_json_file(path: str) -> dict:
     import json
-    try:
-        with open(path, encoding="utf-8") as stream:
-            doc = json.load(stream)
-    except FileNotFoundError:
+    text = _read_text(path)
+    if not text.strip():
         return {}
-    except (OSError, ValueError) as error:
-        raise CheckpointError(f"{path} is not readable JSON ({error}); not touching it") from None
+    try:
+        doc = json.loads(text)
+    except ValueError as error:
+        raise CheckpointError(f"{path} is not valid JSON ({error}); not touching it") from None
     if not isinstance(doc, dict):
         raise CheckpointError(f"{path} does not hold a JSON object; not touching it")
     return doc
 
 
-def _save_json_file(path: str, doc: dict) -> None:
+def _save_file(path: str, data: bytes) -> None:
     """Settings files keep their mode (0600 for a new one: they may hold tokens)."""
-    import json
     import stat
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
         mode = 0o600
-    write_atomically(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), mode)
+    write_atomically(path, data, mode)
+
+
+def _remove_file(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+# ── 15.5 install, uninstall: every change computed first, then written ──
+
+@record
+class Edit:
+    """One file's change: its text before and after, and what is said about it."""
+    path: str
+    before: str
+    after: Optional[str]  # None: the file is removed (it held only ours)
+    said: list
+
+
+def _edit(edits: list, path: str) -> Edit:
+    """The pending change of a file (several steps may change one file), read on first use."""
+    found = next((e for e in edits if e.path == path), None)
+    if found is None:
+        text = _read_text(path)
+        found = Edit(path, text, text, [])
+        edits.append(found)
+    return found
+
+
+def _json_of(edit: Edit) -> dict:
+    import json
+    try:
+        doc = json.loads(edit.after) if edit.after and edit.after.strip() else {}
+    except ValueError as error:
+        raise CheckpointError(f"{edit.path} is not valid JSON ({error}); not touching it") from None
+    if not isinstance(doc, dict):
+        raise CheckpointError(f"{edit.path} does not hold a JSON object; not touching it")
+    return doc
+
+
+def _dumps(doc: dict) -> str:
+    import json
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def install_edits(plan: Install, force: bool, trust: bool, world: World) -> list:
+    """Every file's change for one agent and scope. A file that does not parse stops it all
+    (CheckpointError naming it) before anything is written."""
+    agent, edits = plan.agent, []
+    if plan.server_file is not None:
+        edit = _edit(edits, plan.server_file)
+        if agent.server_format is ConfigFormat.TOML:
+            edit.after, result = _install_toml_server(edit.before, plan)
+        else:
+            doc = _json_of(edit)
+            result = merge_server(doc, agent.server_key, plan.server, force)
+            if result in ("added", "replaced", "updated"):
+                edit.after = _dumps(doc)
+            if result.startswith("kept"):
+                scope = ["--scope", "project", "--root", plan.root or "."] if plan.scope == "project" else []
+                again = shell_line(list(world.command), "install", "--client", agent.name, "--write", "--force", *scope)
+                result += f"; to replace it, run `{again}`"
+        edit.said.append(f"MCP server '{SERVER_ENTRY}': {result}")
+    if plan.hook_file is not None:
+        edit = _edit(edits, plan.hook_file)
+        doc = _json_of(edit)
+        added, updated = merge_hooks(doc, plan)
+        if added or updated:
+            edit.after = _dumps(doc)
+        done = [f"added {', '.join(added)}"] if added else []
+        done += [f"updated {', '.join(updated)}"] if updated else []
+        edit.said.append(f"hooks: {'; '.join(done) or 'already there'}")
+        if agent.trusts_hooks:
+            _codex_trust(edits, plan, doc, trust, world)
+    return edits
+
+
+def _install_toml_server(before: str, plan: Install) -> tuple:
+    """(the text after, what happened): our marked block; an entry outside it is the user's."""
+    path, key = plan.server_file or "", plan.agent.server_key
+    checkable = parse_toml(before, path) is not None
+    span = toml_block_span(before, TOML_SERVER_BLOCK)
+    outside = before if span is None else before[:span[0]] + before[span[1]:]
+    if _toml_defines_server(outside, path, key):
+        return before, (f"kept the '{SERVER_ENTRY}' entry already in the file (outside our block); "
+                        "remove it by hand to let install manage it")
+    after = set_toml_block(before, TOML_SERVER_BLOCK, toml_table((key, SERVER_ENTRY), plan.server))
+    if checkable:
+        parse_toml(after, path + " (as it would be written)")
+    return after, "already there" if after == before else "updated" if span is not None else "added"
+
+
+def _toml_defines_server(text: str, path: str, key: str) -> bool:
+    doc = parse_toml(text, path)
+    if doc is not None:
+        return isinstance(doc.get(key), dict) and SERVER_ENTRY in doc[key]
+    import re  # 3.9 and 3.10 read no TOML: the header or dotted key by its text
+    return re.search(rf'(?m)^\s*\[\s*{key}\s*\.\s*["\']?{SERVER_ENTRY}["\']?\s*\]|^\s*{key}\s*\.\s*{SERVER_ENTRY}\s*=',
+                     text) is not None
+
+
+def _codex_trust(edits: list, plan: Install, hooks_doc: dict, trust: bool, world: World) -> None:
+    """With --trust, our handlers' trust entries in a marked block of the user's config.toml
+    (the user asked for the hooks: this is their consent, for ours only); without it, the one
+    line that says Codex skips them until they are trusted."""
+    config = agent_file(plan.agent.server_files[0], plan.agent, world, plan.root) or ""
+    edit = _edit(edits, config)
+    wanted = codex_trust_entries(hooks_doc, plan.hook_file or "", plan.agent)
+    block = trust_block_name(plan.hook_file or "")
+    if not trust:
+        if any(s != "trusted" for s in codex_trusted_now(edit.after or "", config, wanted).values()):
+            scope = ["--scope", "project", "--root", plan.root or "."] if plan.scope == "project" else []
+            edit.said.append("Codex runs only hooks you trust and skips the others silently: trust them in "
+                             f"Codex (/hooks), or run `{shell_line(list(world.command), 'install', '--client', 'codex', '--write', '--trust', *scope)}`")
+        return
+    text = edit.after or ""
+    span = toml_block_span(text, block)
+    outside = text if span is None else text[:span[0]] + text[span[1]:]
+    state = codex_trusted_now(outside, config, wanted)
+    mine = {k: v for k, v in wanted.items() if state[k] == "untrusted"}
+    checkable = parse_toml(text, config) is not None
+    edit.after = set_toml_block(text, block, codex_trust_body(mine) if mine else None)
+    if checkable:
+        parse_toml(edit.after, config + " (as it would be written)")
+    others = [k for k, s in state.items() if s == "modified"]
+    edit.said.append(f"hook trust: {len(wanted) - len(others)} of {len(wanted)} trusted" + (
+        f"; {len(others)} you trusted with another hash left alone (trust them again in Codex's /hooks)" if others else ""))
+
+
+def uninstall_edits(plan: Install, world: World) -> list:
+    """Every file's change that takes ours (and only ours) out of one agent's files in one scope."""
+    agent, edits = plan.agent, []
+    if plan.server_file is not None:
+        edit = _edit(edits, plan.server_file)
+        if agent.server_format is ConfigFormat.TOML:
+            parse_toml(edit.before, plan.server_file)  # a file that does not parse is never written
+            edit.after = set_toml_block(edit.before, TOML_SERVER_BLOCK, None)
+        else:
+            doc = _json_of(edit)
+            if remove_server(doc, agent.server_key):
+                edit.after = _dumps(doc)
+        edit.said.append(f"MCP server '{SERVER_ENTRY}': {'removed' if edit.after != edit.before else 'none of ours'}")
+    if plan.hook_file is not None:
+        edit = _edit(edits, plan.hook_file)
+        doc = _json_of(edit)
+        removed = remove_hooks(doc, agent)
+        if removed:
+            edit.after = None if agent.hook_shape is HookShape.COPILOT and set(doc) <= {"version"} else _dumps(doc)
+        edit.said.append(f"hooks: {'removed ' + ', '.join(removed) if removed else 'none of ours'}")
+        if agent.trusts_hooks:
+            config = agent_file(agent.server_files[0], agent, world, plan.root) or ""
+            trust = _edit(edits, config)
+            parse_toml(trust.after or "", config)
+            trust.after = set_toml_block(trust.after or "", trust_block_name(plan.hook_file), None)
+            if trust.after != trust.before:
+                trust.said.append("hook trust: our entries removed")
+    return edits
+
+
+def apply_edits(edits: list, write: bool) -> bool:
+    """Say what each file gets; with write, write the files that change. True when one would."""
+    for edit in edits:
+        for line in edit.said:
+            print(f"{edit.path}: {line}" if edit.after is not None else f"{edit.path}: {line} (the file is removed)")
+        if write and edit.after != edit.before:
+            if edit.after is None:
+                _remove_file(edit.path)
+            else:
+                _save_file(edit.path, edit.after.encode("utf-8"))
+    return any(e.after != e.before for e in edits)
 
 
 def cli_install(args: Any, world: World) -> int:
-    import json
-    program = list(world.program)
-    needs_root = args.scope == "project" or args.exclude
+    agents = _chosen_agents(args)
+    needs_root = args.scope == "project" or args.exclude or any(a.server_needs_root for a in agents)
     root = cli_root(args, world) if needs_root else None
     if args.exclude and not args.write:  # what the not-ignored warning advises: it works as printed
         print(add_git_exclude(root))
         return EXIT_OK
-    server_file, settings_file = claude_config_paths(world, args.scope, root)
+    plans = [plan_install(agent, world, args.scope, root) for agent in agents]
+    if not args.write and not args.client and args.scope == "user":
+        return _print_claude_install(world, plans[0])
+    edits = [edit for plan in plans for edit in install_edits(plan, args.force, args.trust, world)]
     if not args.write:
-        print("# Claude Code: register the server for every project\n"
-              f"claude mcp add --scope user checkpoint -- {shell_line(program)}\n")
-        print(f"# Claude Code hooks: merge into {settings_file}")
-        print(json.dumps({"hooks": hooks_config(program)}, indent=2) + "\n")
-        desktop = {"mcpServers": {"checkpoint": {"command": program[0], "args": program[1:],
-                                                  "env": {"CHECKPOINT_PROJECT_ROOT": "/absolute/path/to/your/project"}}}}
-        print("# Claude Desktop: claude_desktop_config.json")
-        print(json.dumps(desktop, indent=2) + "\n")
-        print(f"# Or let this command write them in (add --scope project for this project only):\n"
-              f"{shell_line(program, 'install', '--write')}")
+        for plan in plans:
+            _print_plan(plan)
+        scope = ["--scope", "project"] if args.scope == "project" else []
+        clients = [w for a in agents for w in ("--client", a.name)]
+        print(f"# Or let this command write them in:\n{shell_line(list(world.command), 'install', *clients, *scope, '--write')}")
         return EXIT_OK
-    this_file = os.path.abspath(__file__)
-    config = _load_json_file(server_file)
-    server_result = merge_server(config, server_config(program), args.force, this_file)
-    settings = _load_json_file(settings_file)
-    added, updated = merge_hooks(settings, hooks_config(program), this_file)
-    if server_result in ("added", "replaced", "updated"):
-        _save_json_file(server_file, config)
-    if added or updated:
-        _save_json_file(settings_file, settings)
-    done = [f"added {', '.join(added)}"] if added else []
-    done += [f"updated {', '.join(updated)}"] if updated else []
-    if server_result.startswith("kept"):
-        scope = ["--scope", "project", "--root", root] if args.scope == "project" else []
-        server_result += f"; to replace it, run `{shell_line(program, 'install', '--write', '--force', *scope)}`"
-    print(f"MCP server 'checkpoint' in {server_file}: {server_result}")
-    print(f"Hooks in {settings_file}: {'; '.join(done) or 'already there'}")
+    apply_edits(edits, write=True)
+    for plan in plans:
+        for note in plan.notes:
+            print(f"{plan.agent.title}: {note}")
     if args.exclude:
         print(add_git_exclude(root))
+    return EXIT_OK
+
+
+def _chosen_agents(args: Any) -> list:
+    names = list(dict.fromkeys(args.client or [DEFAULT_AGENT]))
+    unknown = [n for n in names if n not in AGENTS]
+    if unknown:
+        raise CheckpointError(f"unknown --client {', '.join(unknown)}; the agents are {', '.join(AGENTS)}")
+    return [AGENTS[n] for n in names]
+
+
+def _print_claude_install(world: World, plan: Install) -> int:
+    """`install` alone: the claude mcp add line, the hooks, the Claude Desktop entry."""
+    import json
+    program = list(world.program)
+    print("# Claude Code: register the server for every project\n"
+          f"claude mcp add --scope user {SERVER_ENTRY} -- {shell_line(program)}\n")
+    print(f"# Claude Code hooks: merge into {plan.hook_file}")
+    print(json.dumps({"hooks": _hooks_doc(plan)["hooks"]}, indent=2) + "\n")
+    desktop = {"mcpServers": {SERVER_ENTRY: {"command": program[0], "args": program[1:],
+                                              "env": {"CHECKPOINT_PROJECT_ROOT": "/absolute/path/to/your/project"}}}}
+    print("# Claude Desktop: claude_desktop_config.json (or: install --client desktop --write --root PROJECT)")
+    print(json.dumps(desktop, indent=2) + "\n")
+    print(f"# Or let this command write them in (add --scope project for this project only; --client NAME "
+          f"for {', '.join(a for a in AGENTS if a != DEFAULT_AGENT)}):\n{shell_line(program, 'install', '--write')}")
+    return EXIT_OK
+
+
+def _hooks_doc(plan: Install) -> dict:
+    doc: dict = {}
+    merge_hooks(doc, plan)
+    return doc
+
+
+def _print_plan(plan: Install) -> None:
+    import json
+    agent = plan.agent
+    print(f"# {agent.title} ({plan.scope} scope): {agent.notes}")
+    for note in plan.notes:
+        print(f"# note: {note}")
+    if plan.server_file is None:
+        print(f"# {agent.title} has no {plan.scope}-scope file for MCP servers")
+    elif agent.server_format is ConfigFormat.TOML:
+        print(f"# {plan.server_file}: this block\n" + set_toml_block("", TOML_SERVER_BLOCK,
+                                                                     toml_table((agent.server_key, SERVER_ENTRY), plan.server)))
+    else:
+        print(f"# {plan.server_file}: merge in\n" + json.dumps({agent.server_key: {SERVER_ENTRY: plan.server}}, indent=2))
+    if plan.hook_file is not None:
+        print(f"# {plan.hook_file}: merge in\n" + json.dumps(_hooks_doc(plan), indent=2))
+    print()
+
+
+def cli_uninstall(args: Any, world: World) -> int:
+    agents = _chosen_agents(args)
+    root = cli_root(args, world) if args.scope == "project" else None
+    edits = [edit for agent in agents for edit in uninstall_edits(plan_install(agent, world, args.scope, root), world)]
+    if not args.write and any(e.after != e.before for e in edits):
+        clients = [w for a in agents for w in ("--client", a.name)]
+        scope = ["--scope", "project", "--root", root or "."] if args.scope == "project" else []
+        print(f"A dry run: nothing is removed yet. What `{shell_line(list(world.command), 'uninstall', *clients, *scope, '--write')}` "
+              "would do:")
+    apply_edits(edits, write=args.write)
     return EXIT_OK
 
 
@@ -5543,43 +6276,220 @@ def add_git_exclude(root: str) -> str:
     return f"Added {pattern} to {exclude}"
 
 
+# ── 15.6 doctor ──
+
+class CheckStatus(str, Enum):
+    OK = "ok"
+    WARNING = "warning"  # works, with a fallback or something to fix soon: exit 0
+    FAILED = "failed"  # does not work as it should: exit 1
+
+
+CHECK_MARKS = {CheckStatus.OK: "✓", CheckStatus.WARNING: "⚠", CheckStatus.FAILED: "✗"}
+
+
+@record
+class Check:
+    status: CheckStatus
+    text: str
+
+
 def cli_doctor(args: Any, world: World) -> int:
     import platform
-    checks: list = []  # (ok, text)
-    checks.append((sys.version_info >= (3, 9), f"Python {platform.python_version()} at {sys.executable}"))
+    checks: list = []
+    checks.append(Check(CheckStatus.OK if sys.version_info >= (3, 9) else CheckStatus.FAILED,
+                        f"Python {platform.python_version()} at {sys.executable}"))
     version = Git(world.cwd).output("--version")
-    checks.append((version is not None, version.decode().strip() if version else "git not found on PATH "
-                   "(git facts and drift detection are off)"))
+    checks.append(Check(CheckStatus.OK, version.decode().strip()) if version else Check(
+        CheckStatus.FAILED, "git not found on PATH (git facts, drift and snapshots are off)"))
     choice = choose_root(getattr(args, "root", None) and os.path.join(world.cwd, args.root), world.env, [], world.cwd,
                          project_around(world.cwd, world.home))
     try:
-        root = resolve_root(choice, world.home)
-        checks.append((True, f"Project root {root} (from {choice.source})"))
+        root: Optional[str] = resolve_root(choice, world.home)
+        checks.append(Check(CheckStatus.OK, f"Project root {root} (from {choice.source})"))
     except RootError as error:
-        checks.append((False, str(error)))
+        checks.append(Check(CheckStatus.FAILED, str(error)))
         root = None
     if root is not None:
-        checks += _doctor_checkpoint(root, world.program)
-    for ok, text in checks:
-        print(f"{'✓' if ok else '✗'} {text}")
-    return EXIT_OK if all(ok for ok, _ in checks) else EXIT_FAILED
+        checks += _doctor_checkpoint(root, world.command)
+    for name in dict.fromkeys(args.client or []):
+        if name not in AGENTS:
+            raise CheckpointError(f"unknown --client {name}; the agents are {', '.join(AGENTS)}")
+        checks += doctor_agent(AGENTS[name], world, root)
+    if not args.client:  # Claude Code's entries, when there are any: do they still run?
+        checks += doctor_agent(AGENTS[DEFAULT_AGENT], world, root, required=False)
+    if args.json:
+        import json
+        print(json.dumps({"ok": all(c.status is not CheckStatus.FAILED for c in checks),
+                          "checks": [{"status": c.status.value, "text": c.text} for c in checks]},
+                         ensure_ascii=False, indent=2))
+    else:
+        for check in checks:
+            print(f"{CHECK_MARKS[check.status]} {check.text}")
+    return EXIT_FAILED if any(c.status is CheckStatus.FAILED for c in checks) else EXIT_OK
 
 
 def _doctor_checkpoint(root: str, program: tuple) -> list:
-    checks = [(os.access(root, os.W_OK), f"{root} is {'writable' if os.access(root, os.W_OK) else 'not writable'}")]
+    writable = os.access(root, os.W_OK)
+    checks = [Check(CheckStatus.OK if writable else CheckStatus.FAILED,
+                    f"{root} is {'writable' if writable else 'not writable'}")]
     git = Git(root)
     warning = checkpoint_git_warning(git, root, program)
-    if warning or git.is_ignored(CHECKPOINT_NAME):
-        checks.append((not warning, warning or f"{CHECKPOINT_NAME} is git-ignored"))
+    if warning:
+        checks.append(Check(CheckStatus.WARNING, warning))
+    elif git.is_ignored(CHECKPOINT_NAME):
+        checks.append(Check(CheckStatus.OK, f"{CHECKPOINT_NAME} is git-ignored"))
     try:
         stored = read_checkpoint(root)
     except CheckpointError as error:
-        return checks + [(False, str(error))]
+        return checks + [Check(CheckStatus.FAILED, str(error))]
     if stored.checkpoint is None:
-        return checks + [(True, f"No checkpoint yet at {os.path.join(root, CHECKPOINT_NAME)}")]
-    source = BACKUP_NAME if stored.from_backup else CHECKPOINT_NAME
-    checks.append((not stored.from_backup, f"Checkpoint valid, read from {source}, saved {stored.checkpoint.updated_at}"))
+        return checks + [Check(CheckStatus.OK, f"No checkpoint yet at {os.path.join(root, CHECKPOINT_NAME)}")]
+    if stored.from_backup:
+        checks.append(Check(CheckStatus.WARNING, f"{CHECKPOINT_NAME} is unreadable: the checkpoint of "
+                            f"{stored.checkpoint.updated_at} was read from {BACKUP_NAME} (the next save rewrites both)"))
+    else:
+        checks.append(Check(CheckStatus.OK, f"Checkpoint valid ({CHECKPOINT_NAME}, saved {stored.checkpoint.updated_at})"))
     return checks
+
+
+def doctor_agent(agent: Agent, world: World, root: Optional[str], required: bool = True) -> list:
+    """Whether the agent's server entry and hooks are in place, current, and point at files that
+    exist; without `required`, only what is there is checked."""
+    fix = shell_line(list(world.command), "install", "--client", agent.name, "--write")
+    found: list = []
+    for scope in ("user", "project") if root else ("user",):
+        plan = plan_install(agent, world, scope, root)
+        try:
+            found += _doctor_scope(plan, world, fix)
+        except CheckpointError as error:
+            found.append(Check(CheckStatus.FAILED, f"{agent.title}: {error}"))
+    if not required:
+        return found
+    if not any(c.text.startswith(f"{agent.title}: MCP server") for c in found):
+        found.append(Check(CheckStatus.FAILED, f"{agent.title}: no MCP server entry of ours; run `{fix}`"))
+    if agent.hook_events and not any(c.text.startswith(f"{agent.title}: hooks") for c in found):
+        found.append(Check(CheckStatus.FAILED, f"{agent.title}: no hooks of ours; run `{fix}`"))
+    return found
+
+
+def _doctor_scope(plan: Install, world: World, fix: str) -> list:
+    agent, checks = plan.agent, []
+    where = f"({plan.scope} scope, {{}})"
+    server_state, words = _server_state(plan)
+    if server_state != "missing":
+        status = {"current": CheckStatus.OK, "outdated": CheckStatus.WARNING, "other": CheckStatus.WARNING}[server_state]
+        text = {"current": "in place and current", "outdated": f"from another version or place; run `{fix}`",
+                "other": "is not ours (another program named 'checkpoint')"}[server_state]
+        checks.append(Check(status, f"{agent.title}: MCP server {text} " + where.format(plan.server_file)))
+        if words and server_state != "other":
+            checks += _target_checks(agent, "MCP server", words, plan, world)
+    if plan.hook_file is not None:
+        doc = _load_json_file(plan.hook_file)
+        state = hook_state(doc, plan)
+        if any(s != "missing" for s in state.values()):
+            missing = [agent.hook_events[e] for e, s in state.items() if s == "missing"]
+            outdated = [agent.hook_events[e] for e, s in state.items() if s == "outdated"]
+            if missing:
+                checks.append(Check(CheckStatus.FAILED, f"{agent.title}: hooks missing for {', '.join(missing)}; "
+                                    f"run `{fix}` " + where.format(plan.hook_file)))
+            elif outdated:
+                checks.append(Check(CheckStatus.WARNING, f"{agent.title}: hooks from another version or place "
+                                    f"({', '.join(outdated)}); run `{fix}` " + where.format(plan.hook_file)))
+            else:
+                checks.append(Check(CheckStatus.OK, f"{agent.title}: hooks in place and current " + where.format(plan.hook_file)))
+            commands = [h.get("bash" if agent.hook_shape is HookShape.COPILOT else "command")
+                        for entries in _hook_lists(doc, agent, create=False).values()
+                        for _, _, h in _our_handlers(entries, agent)]
+            import shlex
+            for command in dict.fromkeys(commands):
+                try:
+                    checks += _target_checks(agent, "hook", shlex.split(_expand(command, plan, world)), plan, world)
+                except ValueError:
+                    checks.append(Check(CheckStatus.FAILED, f"{agent.title}: a hook command does not parse: {command}"))
+            if agent.trusts_hooks:
+                checks += _trust_checks(plan, doc, world)
+    return checks
+
+
+def _server_state(plan: Install) -> tuple:
+    """("current" | "outdated" | "other" | "missing", the entry's words or None)."""
+    if plan.server_file is None:
+        return "missing", None
+    agent = plan.agent
+    if agent.server_format is ConfigFormat.TOML:
+        text = _read_text(plan.server_file)
+        doc = parse_toml(text, plan.server_file)
+        entry = (doc or {}).get(agent.server_key, {}).get(SERVER_ENTRY)
+        words = [entry.get("command"), *entry.get("args", [])] if isinstance(entry, dict) else None
+        if toml_block_span(text, TOML_SERVER_BLOCK) is None:
+            return ("other" if _toml_defines_server(text, plan.server_file, agent.server_key) else "missing"), None
+        wanted = set_toml_block(text, TOML_SERVER_BLOCK, toml_table((agent.server_key, SERVER_ENTRY), plan.server))
+        return ("current" if wanted == text else "outdated"), words
+    servers = _load_json_file(plan.server_file).get(agent.server_key)
+    entry = servers.get(SERVER_ENTRY) if isinstance(servers, dict) else None
+    if entry is None:
+        return "missing", None
+    if not is_our_server(entry):
+        return "other", None
+    args = entry.get("args") if isinstance(entry.get("args"), list) else []
+    return ("current" if updated_entry(entry, plan.server) == entry else "outdated"), [entry.get("command"), *args]
+
+
+def _expand(text: str, plan: Install, world: World) -> str:
+    """A command's variables as the agent expands them: the project's folder, the home folder, the environment."""
+    import re
+    agent = plan.agent
+    named = {kind: set(re.findall(r"\w+", f"{agent.server_folder.get(kind) or ''} {agent.hook_folder.get(kind) or ''}"))
+             for kind in ("project", "home")}
+    folders = {"project": plan.root or world.cwd, "home": world.home or os.path.expanduser("~")}
+
+    def value(match: Any) -> str:
+        kind = next((k for k, names in named.items() if match.group(1) in names), None)
+        return folders[kind] if kind else world.env.get(match.group(1), match.group(0))
+    return re.sub(r"\$\{?(\w+)(?::-[^}]*)?\}?", value, text)
+
+
+def _target_checks(agent: Agent, what: str, words: list, plan: Install, world: World) -> list:
+    """The interpreter and the file that a registered command runs exist on this machine."""
+    import re
+    import shutil
+    words = [_expand(str(w), plan, world) for w in words]
+    base = plan.root or world.cwd  # a relative folder: the agent runs it in the project
+    program = words[0]
+    found = shutil.which(program, path=world.env.get("PATH")) if os.sep not in program else (
+        program if os.path.isfile(program) else None)
+    if found is None:
+        return [Check(CheckStatus.FAILED, f"{agent.title}: the {what} runs {program}, which does not exist here")]
+    code = next((i for i, w in enumerate(words) if w.startswith("import sys;")), None)
+    if code is not None and code + 1 < len(words):
+        module = re.search(r"import (\w+) as m", words[code])
+        target = os.path.join(base, words[code + 1], (module.group(1) if module else "claude_checkpoint") + ".py")
+    elif len(words) > 1 and words[1].endswith(".py"):
+        target = os.path.join(base, words[1])
+    else:
+        return []
+    if os.path.isfile(target):
+        return []
+    return [Check(CheckStatus.FAILED, f"{agent.title}: the {what} runs {os.path.normpath(target)}, which does not exist")]
+
+
+def _trust_checks(plan: Install, hooks_doc: dict, world: World) -> list:
+    """Codex runs a hook only when the user trusted it, and reads a project's .codex only in a trusted project."""
+    config = agent_file(plan.agent.server_files[0], plan.agent, world, plan.root) or ""
+    text = _read_text(config)
+    checks = []
+    doc = parse_toml(text, config) if plan.scope == "project" else None  # 3.9 and 3.10 read no TOML: unchecked
+    projects = doc.get("projects", {}) if doc is not None else None
+    if isinstance(projects, dict) and (projects.get(plan.root) or {}).get("trust_level") != "trusted":
+        checks.append(Check(CheckStatus.WARNING, plan.agent.project_note.format(root=plan.root)))
+    wanted = codex_trust_entries(hooks_doc, plan.hook_file or "", plan.agent)
+    untrusted = [k.rsplit(":", 3)[1] for k, s in codex_trusted_now(text, config, wanted).items() if s != "trusted"]
+    if not untrusted:
+        return checks + [Check(CheckStatus.OK, f"{plan.agent.title}: our hooks are trusted ({config})")]
+    scope = ["--scope", "project", "--root", plan.root or "."] if plan.scope == "project" else []
+    again = shell_line(list(world.command), "install", "--client", "codex", "--write", "--trust", *scope)
+    return checks + [Check(CheckStatus.WARNING, f"{plan.agent.title}: hooks not trusted ({', '.join(untrusted)}): "
+                           f"Codex skips them silently; run `{again}`")]
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -5614,17 +6524,34 @@ def build_parser() -> Any:
     save.add_argument("--decision", action="append", metavar="TEXT", dest="decisions", help="a decision (repeat)")
     save.add_argument("--merge", action="store_true", help="merge into the existing checkpoint (keeps its goal)")
     save.add_argument("--json", action="store_true", help="print the answer as one JSON document")
-    hook = commands.add_parser("hook", parents=[common], help="run as a Claude Code hook (JSON on stdin)")
+    hook = commands.add_parser("hook", parents=[common], help="run as an agent's hook (its JSON on stdin); always exits 0")
     hook.add_argument("event", choices=sorted(HOOK_EVENTS), help="; ".join(f"{k}: {v}" for k, v in HOOK_EVENTS.items()))
+    hook.add_argument("--client", default=DEFAULT_AGENT, choices=[a.name for a in AGENTS.values() if a.hook_events],
+                      help="the agent that runs the hook: its input fields, its answer's shape (default: claude)")
+    agents = ", ".join(AGENTS)
     install = commands.add_parser("install", parents=[common],
-                                  help="print (or --write) the Claude Code and Claude Desktop configuration")
-    install.add_argument("--write", action="store_true", help="merge the server and hooks into Claude Code's files")
+                                  help="print (or --write) an agent's server entry and hooks")
+    install.add_argument("--client", action="append", metavar="NAME",
+                         help=f"the agent to configure (repeat): {agents} (default: claude)")
+    install.add_argument("--write", action="store_true", help="merge the server and hooks into the agent's files")
     install.add_argument("--scope", choices=("user", "project"), default="user",
-                         help="user: ~/.claude.json and ~/.claude/settings.json; project: .mcp.json and .claude/settings.json")
+                         help="user: your own files (claude: ~/.claude.json, ~/.claude/settings.json); "
+                              "project: the project's, portable to a teammate's machine (claude: .mcp.json, .claude/settings.json)")
     install.add_argument("--exclude", action="store_true",
                          help="add .claude-checkpoint* to .git/info/exclude (alone: that is all it does)")
     install.add_argument("--force", action="store_true", help="replace an existing, different 'checkpoint' server entry")
-    commands.add_parser("doctor", parents=[common], help="check Python, git, the root and the checkpoint")
+    install.add_argument("--trust", action="store_true",
+                         help="codex: also trust our hooks in config.toml (Codex skips hooks nobody trusted)")
+    uninstall = commands.add_parser("uninstall", parents=[common],
+                                    help="remove our server entry and hooks from an agent's files (a dry run unless --write)")
+    uninstall.add_argument("--client", action="append", metavar="NAME", help=f"{agents} (repeat; default: claude)")
+    uninstall.add_argument("--scope", choices=("user", "project"), default="user", help="whose files, as for install")
+    uninstall.add_argument("--write", action="store_true", help="do it")
+    doctor = commands.add_parser("doctor", parents=[common],
+                                 help="check Python, git, the root, the checkpoint and (--client) an agent's configuration")
+    doctor.add_argument("--client", action="append", metavar="NAME",
+                        help=f"also check this agent's server entry and hooks (repeat): {agents}")
+    doctor.add_argument("--json", action="store_true", help="print one JSON document")
     _add_rewind_commands(commands, common)
     return parser
 
@@ -5690,7 +6617,14 @@ def _reader_left() -> int:
 def _main(argv: list, in_process: bool) -> int:
     if not argv or argv == ["serve"]:
         return serve()
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as leaving:
+        # A hook exits 0 even on a usage error (Gemini CLI retries a turn whose AfterAgent hook
+        # exits 2, in a loop); argparse has said what was wrong on stderr.
+        if leaving.code and _is_hook_command(argv):
+            return EXIT_OK
+        raise
     if args.command in (None, "serve"):
         return serve(getattr(args, "root", None))
     if not in_process:
@@ -5701,8 +6635,8 @@ def _main(argv: list, in_process: bool) -> int:
             stream.reconfigure(errors="surrogateescape")
     sys.stdout, sys.stderr = (RedactingWriter(stream, world.known_secrets) for stream in (sys.stdout, sys.stderr))
     if args.command == "hook":
-        return run_hook(args.event, getattr(args, "root", None), world)
-    runner = {"show": cli_show, "save": cli_save, "install": cli_install, "doctor": cli_doctor,
+        return run_hook(args.event, getattr(args, "root", None), world, AGENTS[args.client])
+    runner = {"show": cli_show, "save": cli_save, "install": cli_install, "uninstall": cli_uninstall, "doctor": cli_doctor,
               "snapshot": cli_snapshot, "list": cli_list, "diff": cli_diff, "restore": cli_restore,
               "forget": cli_forget}[args.command]
     try:
@@ -5715,6 +6649,15 @@ def _main(argv: list, in_process: bool) -> int:
         return EXIT_FAILED
 
 
+def _is_hook_command(argv: list) -> bool:
+    """Whether the subcommand is `hook`: the first word that is neither an option nor --root's value."""
+    words = list(argv)
+    while words and words[0].startswith("-"):
+        if words.pop(0) == "--root" and words:
+            words.pop(0)
+    return bool(words) and words[0] == "hook"
+
+
 def cli_show(args: Any, world: World) -> int:
     result = load_checkpoint(cli_root(args, world), world)
     if args.full:
@@ -5722,7 +6665,7 @@ def cli_show(args: Any, world: World) -> int:
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
     else:
         how_to_save = f"save one with `{shell_line(world.command, '--root', result.root, 'save', '--goal', 'what you are doing')}`"
-        sys.stdout.write(render_brief(result, world.clock(), how_to_save))
+        sys.stdout.write(render_brief(result, world.clock(), how_to_save=how_to_save))
     return EXIT_OK if result.found else EXIT_NOTHING
 
 
@@ -5897,26 +6840,32 @@ def _print_result(args: Any, doc: Any, text: Callable[[], str]) -> None:
         sys.stdout.write(text())
 
 
-def run_hook(event: str, root_arg: Optional[str], world: World) -> int:
-    """Hooks never block or break a session: always exit 0, nothing on stdout but the
-    brief, and what went wrong on one line of stderr."""
+def run_hook(event: str, root_arg: Optional[str], world: World, agent: Agent) -> int:
+    """Hooks never block or break a session: always exit 0, nothing on stdout but the brief
+    in the agent's own shape, and what went wrong on one line of stderr."""
     import threading
     watchdog = threading.Timer(HOOK_DEADLINE_S, _hook_timeout)
     watchdog.daemon = True
     watchdog.start()
     problems: list = []
+    world = replace(world, agent=agent.name)
     try:
         payload = _read_hook_input(problems)
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and os.path.isabs(payload["cwd"]) else world.cwd
+        facts = hook_input(payload, agent)
+        theirs = agent.hook_events.get(event)
+        named = payload.get("hook_event_name", payload.get("hookEventName"))
+        if isinstance(named, str) and theirs and named != theirs:
+            problems.append(f"the input is for {short_name(named)}, not {theirs}: is --client {agent.name} right?")
+        cwd = facts["cwd"] if facts["cwd"] and os.path.isabs(facts["cwd"]) else world.cwd
         root = resolve_root(choose_root(root_arg and os.path.join(world.cwd, root_arg), world.env, [], cwd), world.home,
                             "Give the hook command --root DIR (Claude Code sets CLAUDE_PROJECT_DIR for it).")
         if event == "session-start":
             result = load_checkpoint(root, world)
             if result.found:
-                sys.stdout.write(render_brief(result, world.clock()))
+                sys.stdout.write(render_hook_context(agent, render_brief(result, world.clock(), agent.name)))
             problems += result.warnings
         else:
-            problems += _record_hook(event, payload, root, world)
+            problems += _record_hook(event, facts, root, world, agent)
     except CheckpointError as error:
         problems.append(str(error))
     except Exception as error:  # a hook must never break the session
@@ -5924,7 +6873,7 @@ def run_hook(event: str, root_arg: Optional[str], world: World) -> int:
     finally:
         watchdog.cancel()
     if problems:
-        print(f"claude-checkpoint hook {event}: " + "; ".join(problems), file=sys.stderr)
+        print(f"claude-checkpoint hook {event} --client {agent.name}: " + "; ".join(problems), file=sys.stderr)
     return EXIT_OK
 
 
@@ -5932,22 +6881,24 @@ def _read_hook_input(problems: list) -> dict:
     import json
     raw = sys.stdin.buffer.read(HOOK_STDIN_LIMIT) if not sys.stdin.isatty() else b""
     try:
-        payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else {}
+        payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
     except ValueError:
-        payload = None
+        problems.append("stdin is not the hook's JSON object (empty, truncated or not JSON)")
+        return {}
     if not isinstance(payload, dict):
-        problems.append("stdin is not the hook's JSON object")
+        problems.append("stdin is empty" if payload is None else "stdin is JSON but not the hook's object")
         return {}
     return payload
 
 
-def _record_hook(event: str, payload: dict, root: str, world: World) -> list:
+def _record_hook(event: str, facts: dict, root: str, world: World, agent: Agent) -> list:
     """pre-compact, session-end, stop: merge the transcript; return what went wrong."""
-    transcript = payload.get("transcript_path")
-    if not isinstance(transcript, str) or not transcript:
-        return ["no transcript_path in the hook's input; nothing recorded"]
-    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else ""
-    outcome = record_transcript(root, transcript, session, world, require_activity=event in ("session-end", "stop"))
+    transcript = facts["transcript"]
+    if not transcript:
+        names = "/".join(agent.stdin_fields.get("transcript", ()))
+        return [f"no {names} in the hook's input; nothing recorded"]
+    outcome = record_transcript(root, transcript, facts["session"] or "", world,
+                                require_activity=event in ("session-end", "stop"), read=agent.read_transcript)
     if outcome is None:
         # Nothing in the transcript, yet a subagent, a formatter or another program may have
         # changed files during the turn: snapshot the work tree when it differs from the last one.

@@ -125,7 +125,7 @@ def slow(test):
 # ════════════════════════════════════════════════════════════════════════════
 
 LEAKY_ENV = ("CLAUDE_PROJECT_DIR", "CHECKPOINT_PROJECT_ROOT", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
-             "CLAUDECODE", "CLAUDE_CONFIG_DIR")
+             "CLAUDECODE", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "XDG_CONFIG_HOME", "APPDATA")
 
 
 def isolated_env(home: str, **extra: str) -> dict:
@@ -723,7 +723,6 @@ class TestSaveArgumentValidation(unittest.TestCase):
             ({"goal": "g", "recentCommands": [{"command": "x" * 2001}]}, "recentCommands[0].command"),
             ({"goal": "g", "recentCommands": [{"command": "ls"}] * 51}, "recentCommands"),
             ({"goal": "g", "mode": "append"}, "mode"),
-            ({"goal": "g", "colour": "red"}, "colour"),
             ({"goal": "g", "tasks": [{"description": "d", "owner": "me"}]}, "tasks[0].owner"),
             ({"goal": "g", "tasks": "do it"}, "tasks"),
             ({"goal": "bad \ud800 surrogate"}, "goal"),
@@ -734,6 +733,14 @@ class TestSaveArgumentValidation(unittest.TestCase):
                 with self.assertRaises(cc.InvalidArgument) as caught:
                     cc.parse_save_arguments(arguments)
                 self.assertTrue(str(caught.exception).startswith(field_name + ":"), str(caught.exception))
+
+    def test_unknown_top_level_arguments_are_ignored_and_named_a_clients_own_silently(self):
+        request = cc.parse_save_arguments({"goal": "g", "colour": "red", "wait_for_previous": True})
+        self.assertEqual(request.goal, "g")
+        self.assertEqual(len(request.ignored), 1)
+        self.assertIn("colour", request.ignored[0])
+        self.assertNotIn("wait_for_previous", request.ignored[0])
+        self.assertEqual(cc.parse_save_arguments({"goal": "g", "wait_for_previous": False}).ignored, [])
 
     def test_accepts_the_seed_example_at_the_limits(self):
         request = cc.parse_save_arguments({
@@ -790,7 +797,7 @@ def _cases_over_limits() -> list:
          ("exitCode",)),
         ("exitCode a bool", {"goal": goal, "recentCommands": [{"command": "ls", "exitCode": True}]},
          ("exitCode",)),
-        ("unknown field", {"goal": goal, "colour": "blue"}, ("colour",)),
+        ("unknown field in a task", {"goal": goal, "tasks": [{"description": "t", "colour": "blue"}]}, ("colour",)),
         ("bad mode", {"goal": goal, "mode": "append"}, ("mode",)),
         ("projectRoot not a string", {"goal": goal, "projectRoot": 5}, ("projectRoot",)),
     ]
@@ -1599,6 +1606,37 @@ class TestRewindCore(unittest.TestCase):
                 self.assertEqual(reason is None, expected is None, reason)
                 if expected:
                     self.assertIn(expected, reason)
+
+
+class AgentTableTest(unittest.TestCase):
+    """SPEC section 12: one row per agent; every row is complete and its reader keeps the contract."""
+
+    def test_every_agent_has_a_row_with_its_files_events_fields_and_reader(self):
+        self.assertEqual(set(cc.AGENTS), {"claude", "codex", "gemini", "qwen", "copilot", "cursor", "vscode", "desktop"})
+        for name, agent in cc.AGENTS.items():
+            with self.subTest(name):
+                self.assertEqual(agent.name, name)
+                self.assertEqual(len(agent.server_files), 2)
+                self.assertTrue(callable(agent.read_transcript))
+                if agent.hook_files:
+                    self.assertEqual(set(agent.hook_events), set(cc.HOOK_EVENTS))
+                    self.assertEqual(set(agent.stdin_fields), {"session", "cwd", "transcript"})
+
+    def test_the_claude_reader_takes_lines_with_offsets_and_returns_the_facts(self):
+        lines = TestTranscriptScanner.lines(
+            TestTranscriptScanner.use("t1", "Bash", command="make"), TestTranscriptScanner.result("t1"))
+        pairs, offset = [], 100
+        for line in lines:
+            pairs.append((offset, line))
+            offset += len(line)
+        facts = cc.AGENTS["claude"].read_transcript(pairs, 100, (), False)
+        self.assertEqual([c.command for c in facts.commands], ["make"])
+        self.assertEqual(facts.resume_offset, offset)
+        self.assertEqual(cc.read_claude_transcript([], 42).resume_offset, 42)  # nothing new: the cursor stays
+
+    def test_an_unknown_transcript_format_is_an_error_that_names_it(self):
+        with self.assertRaisesRegex(cc.CheckpointError, "unknown transcript format"):
+            cc.read_unknown_transcript([(0, b"{}\n")], 0, (), False)
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -4576,6 +4614,134 @@ class SessionStartHookTest(unittest.TestCase):
             self.assertEqual(len(stderr_lines(proc)), 1, stderr_lines(proc))
 
 
+# ── hooks of the other agents: `hook EVENT --client NAME` (SPEC section 12) ──
+
+# Copilot CLI needs Node 24, so its hook input is taken from GitHub's documented shape: camelCase
+# fields, a millisecond timestamp, the session's folder as cwd.
+COPILOT_SESSION_START = {"sessionId": "9b1c2d3e-0000-4000-8000-00000000c0b1", "timestamp": 1764600000000,
+                         "cwd": "{cwd}", "source": "new", "initialPrompt": "go on with the task"}
+COPILOT_AGENT_STOP = {"sessionId": "9b1c2d3e-0000-4000-8000-00000000c0b1", "timestamp": 1764600060000,
+                      "cwd": "{cwd}", "transcriptPath": "{transcript}"}
+
+
+def agent_payload(client: str, event: str, cwd: str, transcript: str = "/nonexistent.jsonl") -> str:
+    """A hook's input as each agent sends it: Claude Code's names for Codex, Gemini CLI and Qwen
+    Code (seen, SPEC section 12), Copilot CLI's camelCase."""
+    if client == "copilot":
+        sample = COPILOT_SESSION_START if event == "session-start" else COPILOT_AGENT_STOP
+        return json.dumps(sample).replace("{cwd}", cwd).replace("{transcript}", transcript)
+    payload = json.loads(hook_payload(event, transcript, cwd, source="startup") if event == "session-start"
+                         else hook_payload(event, transcript, cwd))
+    payload["hook_event_name"] = cc.AGENTS[client].hook_events[event]
+    return json.dumps(payload)
+
+
+class AgentHookTest(unittest.TestCase):
+    """Each agent's hook reads its own input and answers in its one shape; exit 0 on everything."""
+
+    HOOKED = ("claude", "codex", "gemini", "qwen", "copilot")
+
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.assertEqual(self.ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
+        self.elsewhere = temp_dir(self, "cc-elsewhere-")  # the hook's own folder is not the project
+
+    def hook(self, client: str, event: str, stdin: str | bytes) -> subprocess.CompletedProcess:
+        proc = self.ws.run_cli("hook", event, "--client", client, stdin=stdin, cwd=self.elsewhere)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn(b"Traceback", proc.stderr)
+        return proc
+
+    def test_session_start_hands_the_brief_over_in_each_agents_one_shape(self):
+        for client in self.HOOKED:
+            with self.subTest(client):
+                out = self.hook(client, "session-start", agent_payload(client, "session-start", self.ws.repo)).stdout.decode()
+                shape = cc.AGENTS[client].output
+                if shape is cc.HookOutput.TEXT:
+                    self.assertTrue(out.startswith("# Resuming:"), out)
+                    continue
+                answer = json.loads(out)  # one JSON document and nothing else: never both shapes
+                if shape is cc.HookOutput.HOOK_SPECIFIC:
+                    self.assertEqual(list(answer), ["hookSpecificOutput"])
+                    self.assertEqual(answer["hookSpecificOutput"]["hookEventName"], "SessionStart")
+                    brief = answer["hookSpecificOutput"]["additionalContext"]
+                else:
+                    self.assertEqual(list(answer), ["additionalContext"])
+                    brief = answer["additionalContext"]
+                self.assertTrue(brief.startswith("# Resuming:"), brief)
+                self.assertIn(sample_save()["goal"], brief)
+
+    def test_other_events_print_nothing_on_stdout(self):
+        for client in self.HOOKED:
+            for event in ("pre-compact", "session-end", "stop"):
+                with self.subTest(client=client, event=event):
+                    proc = self.hook(client, event, agent_payload(client, event, self.ws.repo))
+                    self.assertEqual(proc.stdout, b"")
+                    self.assertEqual(len(stderr_lines(proc)), 1, proc.stderr)  # the transcript is missing: said once
+
+    def test_bad_input_exits_0_with_one_clear_line_and_writes_nothing(self):
+        before = self.ws.checkpoint()
+        cases = {"empty": ("codex", "session-end", b""), "truncated": ("gemini", "stop", b'{"session_id": "s", "cw'),
+                 "not an object": ("qwen", "pre-compact", b"[1, 2]"),
+                 "another agent's input": ("codex", "stop", agent_payload("copilot", "stop", self.ws.repo)),
+                 "another event's input": ("gemini", "stop", agent_payload("gemini", "pre-compact", self.ws.repo))}
+        for name, (client, event, stdin) in cases.items():
+            with self.subTest(name):
+                proc = self.hook(client, event, stdin)
+                self.assertEqual(proc.stdout, b"")
+                self.assertTrue(stderr_lines(proc), "a failed hook says why on stderr")
+        self.assertEqual(self.ws.checkpoint(), before)
+
+    def test_usage_errors_exit_0_too(self):
+        self.assertEqual(self.ws.run_cli("save", "--goal", "hook", "--bogus").returncode, 2)  # not a hook: usage is 2
+        for args in (("hook", "stop", "--client", "nobody"), ("hook", "nothing"), ("hook", "stop", "--client", "cursor"),
+                     ("--root", "hook", "hook", "stop", "--client")):
+            with self.subTest(args):
+                proc = self.ws.run_cli(*args, stdin=b"{}")
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertEqual(proc.stdout, b"")
+                self.assertIn(b"claude_checkpoint.py hook: error:", proc.stderr)
+
+    def test_the_agent_is_never_guessed_from_the_environment(self):
+        env = dict(self.ws.env, GEMINI_CLI="1", GEMINI_PROJECT_DIR=self.ws.repo, CLAUDE_PROJECT_DIR=self.ws.repo)
+        proc = self.ws.run_cli("hook", "session-start", stdin=hook_payload("session-start", "/x.jsonl", self.ws.repo),
+                               env=env)
+        self.assertTrue(proc.stdout.startswith(b"# Resuming:"), proc.stdout)  # no --client: Claude Code's text
+
+
+class AgentNameTest(unittest.TestCase):
+    """The checkpoint names the agent that wrote it last; another agent's brief says so."""
+
+    def test_a_save_from_codex_is_named_and_claude_codes_brief_says_so(self):
+        ws = Workspace(self)
+        server = McpServer(self, ws.repo, ws.env)
+        server.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "codex-mcp-client", "version": "0.169.0"}})
+        server.notify("notifications/initialized")
+        self.assertFalse(server.save(goal="Ship the login page").get("isError"))
+        self.assertEqual(ws.checkpoint()["agent"], {"name": "codex"})
+        self.assertEqual(ws.checkpoint()["version"], 1)
+        first = {}
+        for client in ("claude", "codex"):
+            proc = ws.run_cli("hook", "session-start", "--client", client,
+                              stdin=agent_payload(client, "session-start", ws.repo))
+            out = proc.stdout.decode()
+            brief = out if client == "claude" else json.loads(out)["hookSpecificOutput"]["additionalContext"]
+            first[client] = brief.splitlines()[0]
+        self.assertIn("saved by Codex ", first["claude"])
+        self.assertNotIn("saved by", first["codex"])  # its own checkpoint: nothing to say
+
+    def test_a_command_line_save_names_no_agent_and_reads_old_files(self):
+        ws = Workspace(self)
+        self.assertEqual(ws.run_cli("save", "--goal", "g").returncode, 0)
+        self.assertNotIn("agent", ws.checkpoint())
+        cp = cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent={"name": "gemini"}))
+        self.assertEqual(cp.agent, "gemini")
+        self.assertEqual(cp.to_json()["agent"], {"name": "gemini"})
+        with self.assertRaisesRegex(cc.CheckpointError, "agent"):
+            cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent={"name": 3}))
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 12. MCP tools, prompts and resources
 # ════════════════════════════════════════════════════════════════════════════
@@ -4681,6 +4847,61 @@ class PromptsAndResourcesTest(unittest.TestCase):
                 if cacheable:
                     self.assertIsInstance(result["ttlMs"], int)
                     self.assertIn(result["cacheScope"], ("private", "public", "shared"))
+
+
+# ── 12.3 Every agent's MCP client (SPEC section 12) ──
+
+def schema_nodes(schema: dict, path: str = "") -> list:
+    """(path, node) for every schema node under properties and items."""
+    found = [(path or "(root)", schema)]
+    for key, sub in schema.get("properties", {}).items():
+        found += schema_nodes(sub, f"{path}.{key}" if path else key)
+    if isinstance(schema.get("items"), dict):
+        found += schema_nodes(schema["items"], f"{path}[]")
+    return found
+
+
+class AgentClientsTest(unittest.TestCase):
+    """Schemas every agent's API takes; arguments a client adds; the root when no roots are declared."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+
+    def test_every_schema_node_has_one_type_and_no_keyword_gemini_refuses(self):
+        server = start_server(self, self.ws)
+        for tool in server.request("tools/list")["result"]["tools"]:
+            for which in ("inputSchema", "outputSchema"):
+                for path, node in schema_nodes(tool.get(which, {"type": "object"})):
+                    with self.subTest(tool=tool["name"], schema=which, path=path):
+                        self.assertIsInstance(node.get("type"), str)
+                        for refused in ("$ref", "anyOf", "oneOf", "allOf", "propertyNames"):
+                            self.assertNotIn(refused, node)
+
+    def test_wait_for_previous_is_accepted_silently_and_other_unknown_arguments_are_named(self):
+        server = start_server(self, self.ws)
+        saved = server.save(goal="Ship it", wait_for_previous=True)
+        self.assertFalse(saved.get("isError"), saved)
+        self.assertNotIn("wait_for_previous", json.dumps(saved))
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "Ship it")
+        typo = server.save(goal="Ship it", nextStep=["deploy"], wait_for_previous=False)
+        self.assertFalse(typo.get("isError"), typo)
+        named = [w for w in typo["structuredContent"]["warnings"] if "nextStep" in w]
+        self.assertEqual(len(named), 1, typo)
+        self.assertIn("nextSteps", named[0])  # what it meant
+        self.assertNotIn("wait_for_previous", named[0])
+        brief = server.load(wait_for_previous=True, colour="blue")
+        self.assertIn("⚠ Ignored unknown argument colour", brief)
+        self.assertNotIn("wait_for_previous", brief)
+
+    def test_a_client_without_roots_gets_the_servers_working_folder_as_codex_starts_it(self):
+        env = {k: v for k, v in self.ws.env.items() if k in ("HOME", "LANG", "PATH", "SHELL", "TERM")}
+        env.update({k: v for k, v in self.ws.env.items() if k.startswith("GIT_")})
+        server = McpServer(self, self.ws.repo, env)
+        server.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "codex-mcp-client", "version": "0.169.0"}})
+        server.notify("notifications/initialized")
+        self.assertEqual(server.save(goal="From Codex")["structuredContent"]["projectRoot"], os.path.realpath(self.ws.repo))
+        self.assertEqual(self.ws.checkpoint()["agent"], {"name": "codex"})
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -5376,8 +5597,8 @@ class InstallTest(unittest.TestCase):
         self.assertEqual(hooks["SessionStart"][0]["matcher"], "clear|compact|resume")
         for event, sub in (("SessionStart", "session-start"), ("PreCompact", "pre-compact")):
             command = hooks[event][0]["hooks"][0]["command"]
-            self.assertEqual(shlex.split(command)[-2:], ["hook", sub])
-            self.assert_runs_this_file(shlex.split(command)[:-2])
+            self.assertEqual(shlex.split(command)[-4:], ["hook", sub, "--client", "claude"])
+            self.assert_runs_this_file(shlex.split(command)[:-4])
         desktop = next(o["mcpServers"]["checkpoint"] for o in objects if "mcpServers" in o)
         self.assert_runs_this_file([desktop["command"], *desktop["args"]])
         self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")), "print mode writes nothing")
@@ -5458,7 +5679,7 @@ class InstallTest(unittest.TestCase):
         for event, groups in hooks.items():
             with self.subTest(event=event):
                 self.assertEqual(len(groups), 1, "updated in place, not added twice")
-                self.assert_runs_this_file(shlex.split(groups[0]["hooks"][0]["command"])[:-2])
+                self.assert_runs_this_file(shlex.split(groups[0]["hooks"][0]["command"])[:-4])
 
     def test_exclude_alone_adds_the_exclude_says_so_and_writes_nothing_else(self):
         out = self.install("--exclude").stdout.decode()
@@ -5492,7 +5713,7 @@ class InstallTest(unittest.TestCase):
         self.install("--write")
         stop = self.read(path)["hooks"]["Stop"]
         self.assertEqual(stop[:3], odd["hooks"]["Stop"])
-        self.assertTrue(stop[3]["hooks"][0]["command"].endswith("hook stop"))
+        self.assertTrue(stop[3]["hooks"][0]["command"].endswith("hook stop --client claude"))
 
     def test_corrupt_user_config_is_left_untouched(self):
         path = write(self.ws.home, ".claude.json", b'{"numStartups": 3, oops')
@@ -5500,6 +5721,438 @@ class InstallTest(unittest.TestCase):
         with open(path, "rb") as stream:
             self.assertEqual(stream.read(), b'{"numStartups": 3, oops')
         self.assertIn(".claude.json", proc.stderr.decode())
+
+
+# ── 15.1 Every agent's files (SPEC section 12) ──
+
+# Where each agent keeps its server entry and hooks, under the home folder (Linux).
+AGENT_FILES = {
+    "codex": (".codex/config.toml", ".codex/hooks.json"),
+    "gemini": (".gemini/settings.json", ".gemini/settings.json"),
+    "qwen": (".qwen/settings.json", ".qwen/settings.json"),
+    "copilot": (".copilot/mcp-config.json", ".copilot/hooks/claude-checkpoint.json"),
+    "cursor": (".cursor/mcp.json", None),
+    "vscode": (".config/Code/User/mcp.json", None),
+    "desktop": (".config/Claude/claude_desktop_config.json", None),
+}
+
+# A user's Codex config.toml as people write them: comments, odd spacing, a table left open at
+# the end of the file, no final newline, another server and a hook trusted by hand.
+USER_CODEX_TOML = (
+    '# my settings\nmodel = "gpt-5"   # the best one\napproval_policy="never"\n\n'
+    '[mcp_servers.docs]\ncommand = "npx"\nargs = [ "docs-server" ]\n\n'
+    '[hooks.state."/elsewhere/hooks.json:stop:0:0"]\ntrusted_hash = "sha256:00"\n\n'
+    '[projects."/work/p"]\ntrust_level = "trusted"')
+
+# Codex 0.169.0's `hooks/list` reported these currentHash values for these handlers (recorded).
+CODEX_HASHES = [
+    ("session_start", "startup|resume", {"command": "echo 'hi there' hook session-start --client codex"},
+     "sha256:442160b673e55813abb8192fbad07b09912a5191d05df0563248ceb67701731e"),
+    ("session_end", None, {"command": "echo bye", "timeout": 3},
+     "sha256:071d0f7e3b5d2ee8d45f9b3d2c8e013903db09ef4a767876ff83b52ea77eee3f"),
+    ("session_end", None, {"command": "echo \u00e9"},
+     "sha256:b84af245febde65ee643ae6796e1e2ec64f1cf22a7bb87291911f7b4e0eddf8e"),
+    ("stop", None, {"command": "echo stop", "timeout": 30, "statusMessage": "saving"},
+     "sha256:9f781203bad64b3795c1e03a518a0c2ef9f6cc0f70139603c56bb0a5c090f8e3"),
+]
+
+
+def files_under(folder: str) -> dict:
+    """Every file under a folder, by relative path, with its bytes."""
+    found = {}
+    for base, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(base, name)
+            found[os.path.relpath(path, folder)] = read_bytes(path)
+    return found
+
+
+class AgentInstallTest(unittest.TestCase):
+    """`install --client NAME` for every agent: its files, no clobbering, idempotent, reversible."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+
+    def cli(self, *args: str, status: int = 0, cwd: str | None = None) -> str:
+        proc = self.ws.run_cli(*args, cwd=cwd)
+        self.assertEqual(proc.returncode, status, proc.stdout.decode() + proc.stderr.decode())
+        self.assertNotIn(b"Traceback", proc.stderr)
+        return proc.stdout.decode() + proc.stderr.decode()
+
+    def path(self, rel: str) -> str:
+        return os.path.join(self.ws.home, rel)
+
+    def entry(self, client: str) -> dict:
+        server_file = self.path(AGENT_FILES[client][0])
+        if client == "codex":
+            if sys.version_info < (3, 11):
+                self.skipTest("reading TOML needs tomllib (3.11+)")
+            import tomllib
+            with open(server_file, "rb") as stream:
+                return tomllib.load(stream)["mcp_servers"]["checkpoint"]
+        key = "servers" if client == "vscode" else "mcpServers"
+        return InstallTest.read(server_file)[key]["checkpoint"]
+
+    def test_each_agent_gets_its_server_and_hooks_in_its_own_files(self):
+        for client, (server_rel, hook_rel) in AGENT_FILES.items():
+            with self.subTest(client):
+                self.cli("install", "--client", client, "--write")
+                if client != "codex" or sys.version_info >= (3, 11):
+                    entry = self.entry(client)
+                    InstallTest.assert_runs_this_file(self, [entry["command"], *entry["args"]])
+                if hook_rel is None:
+                    continue
+                hooks = InstallTest.read(self.path(hook_rel))["hooks"]
+                agent = cc.AGENTS[client]
+                self.assertEqual(set(hooks), set(agent.hook_events.values()))
+                for ours, theirs in agent.hook_events.items():
+                    handlers = hooks[theirs] if client == "copilot" else [h for g in hooks[theirs] for h in g["hooks"]]
+                    command = handlers[0]["bash" if client == "copilot" else "command"]
+                    self.assertEqual(shlex.split(command)[-4:], ["hook", ours, "--client", client])
+                    InstallTest.assert_runs_this_file(self, shlex.split(command)[:-4])
+                if client == "copilot":
+                    self.assertEqual(InstallTest.read(self.path(hook_rel))["version"], 1)
+
+    def test_a_second_run_changes_nothing_and_uninstall_restores_the_users_bytes(self):
+        users = {
+            "codex": (USER_CODEX_TOML, json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}})),
+            "gemini": (json.dumps({"theme": "dark", "mcpServers": {"docs": {"command": "npx"}},
+                                   "hooks": {"AfterAgent": [{"hooks": [{"type": "command", "command": "say done"}]}]}},
+                                  indent=4), None),
+            "copilot": (json.dumps({"mcpServers": {"docs": {"type": "local", "command": "npx", "args": [], "tools": ["*"]}}},
+                                   indent=2) + "\n", None),
+            "vscode": (json.dumps({"servers": {"docs": {"type": "stdio", "command": "npx"}}, "inputs": []}, indent=2) + "\n", None),
+        }
+        for client, (server_text, hook_text) in users.items():
+            with self.subTest(client):
+                server_rel, hook_rel = AGENT_FILES[client]
+                write(self.ws.home, server_rel, server_text)
+                if hook_text is not None:
+                    write(self.ws.home, hook_rel, hook_text)
+                before = files_under(self.ws.home)
+                self.cli("install", "--client", client, "--write")
+                after = files_under(self.ws.home)
+                self.cli("install", "--client", client, "--write")
+                self.assertEqual(files_under(self.ws.home), after, "a second run changes nothing")
+                if client == "codex":
+                    text = read_bytes(self.path(server_rel)).decode()
+                    self.assertTrue(text.startswith(USER_CODEX_TOML + "\n# >>> claude-checkpoint server >>>"), text)
+                    self.assertEqual(text.count("[mcp_servers.checkpoint]"), 1)
+                    if sys.version_info >= (3, 11):
+                        import tomllib
+                        doc, mine = tomllib.loads(text), tomllib.loads(USER_CODEX_TOML)
+                        self.assertEqual(doc["mcp_servers"]["docs"], mine["mcp_servers"]["docs"])
+                        self.assertEqual(doc["hooks"]["state"], mine["hooks"]["state"])
+                        self.assertEqual(doc["projects"], mine["projects"])
+                else:
+                    doc = InstallTest.read(self.path(server_rel))
+                    for key, value in json.loads(server_text).items():
+                        if key not in ("mcpServers", "servers", "hooks"):
+                            self.assertEqual(doc[key], value)
+                if hook_text is not None or client == "gemini":
+                    hooks = InstallTest.read(self.path(hook_rel))["hooks"]
+                    event = "AfterAgent" if client == "gemini" else "Stop"
+                    self.assertEqual(hooks[event][0]["hooks"][0]["command"], "say done", "the user's hook stays first")
+                self.assertIn("would", self.cli("uninstall", "--client", client))  # a dry run
+                self.assertEqual(files_under(self.ws.home), after, "a dry run writes nothing")
+                self.cli("uninstall", "--client", client, "--write")
+                restored = files_under(self.ws.home)
+                if client == "codex":  # the file gained the final newline our block needed
+                    self.assertEqual(restored[server_rel], (USER_CODEX_TOML + "\n").encode())
+                    del restored[server_rel], before[server_rel]
+                for rel in (server_rel, hook_rel):
+                    if rel in before and rel in restored:  # JSON: the same document, our formatting
+                        self.assertEqual(json.loads(restored[rel]), json.loads(before[rel]), rel)
+                        del restored[rel], before[rel]
+                self.assertEqual(restored, before)
+                shutil.rmtree(os.path.join(self.ws.home, server_rel.split("/")[0]))
+
+    def test_a_file_that_does_not_parse_is_never_written_and_exit_1_names_it(self):
+        cases = [("gemini", ".gemini/settings.json", b'{"theme": "dark",'),
+                 ("codex", ".codex/hooks.json", b'{"hooks": '),
+                 ("copilot", ".copilot/mcp-config.json", b"[1, 2]"),
+                 ("vscode", ".config/Code/User/mcp.json", b"\xff\xfe not text")]
+        if sys.version_info >= (3, 11):  # 3.9 and 3.10 cannot read TOML: the block is written by text
+            cases.append(("codex", ".codex/config.toml", b'model = "gpt-5\n[x'))
+        for client, rel, data in cases:
+            with self.subTest(client=client, file=rel):
+                shutil.rmtree(os.path.join(self.ws.home, rel.split("/")[0]), ignore_errors=True)
+                write(self.ws.home, rel, data)
+                before = files_under(self.ws.home)
+                for command in ("install", "uninstall"):
+                    out = self.cli(command, "--client", client, "--write", status=1)
+                    self.assertIn(self.path(rel), out)
+                    self.assertEqual(files_under(self.ws.home), before, "nothing written, not even the other file")
+
+    def test_another_checkpoint_server_is_kept_and_an_unknown_client_is_refused(self):
+        theirs = '[mcp_servers.checkpoint]\ncommand = "node"\nargs = ["/opt/theirs.js"]\n'
+        write(self.ws.home, ".codex/config.toml", theirs)
+        out = self.cli("install", "--client", "codex", "--write")
+        self.assertIn("kept", out)
+        self.assertEqual(read_bytes(self.path(".codex/config.toml")).decode(), theirs)
+        self.cli("uninstall", "--client", "codex", "--write")
+        self.assertEqual(read_bytes(self.path(".codex/config.toml")).decode(), theirs, "uninstall removes ours only")
+        self.assertIn("unknown --client nobody", self.cli("install", "--client", "nobody", status=1))
+
+    def test_codex_hooks_are_trusted_only_with_trust_and_hashed_as_codex_does(self):
+        for label, matcher, handler, expected in CODEX_HASHES:
+            with self.subTest(label=label, handler=handler):
+                self.assertEqual(cc.codex_hook_hash(label, matcher, handler), expected)
+        write(self.ws.home, ".codex/config.toml", USER_CODEX_TOML)
+        out = self.cli("install", "--client", "codex", "--write")
+        self.assertIn("Codex runs only hooks you trust", out)
+        self.assertNotIn("hooks.state.\"" + self.path(".codex/hooks.json"), read_bytes(self.path(".codex/config.toml")).decode())
+        advice = re.search(r"or run `([^`]+)`", out).group(1)
+        self.assertIn("--trust", advice)
+        subprocess.run(["/bin/sh", "-c", advice], cwd=self.ws.repo, env=self.ws.env, check=True, capture_output=True,
+                       timeout=TIMEOUT)
+        text = read_bytes(self.path(".codex/config.toml")).decode()
+        self.assertTrue(text.startswith(USER_CODEX_TOML + "\n"))
+        hooks = InstallTest.read(self.path(".codex/hooks.json"))["hooks"]
+        for event, groups in hooks.items():
+            label = cc.codex_event_label(event)
+            handler = groups[0]["hooks"][0]
+            key = f'[hooks.state."{self.path(".codex/hooks.json")}:{label}:0:0"]\n'
+            self.assertIn(key + f'trusted_hash = "{cc.codex_hook_hash(label, None, handler)}"\n', text)
+        self.assertIn("trusted", self.cli("doctor", "--client", "codex"))
+        self.cli("uninstall", "--client", "codex", "--write")
+        self.assertEqual(read_bytes(self.path(".codex/config.toml")).decode(), USER_CODEX_TOML + "\n")
+
+    def test_the_real_codex_trusts_what_install_trust_wrote(self):
+        codex = codex_binary()
+        if codex is None:
+            self.skipTest("the Codex CLI is not installed (.ci/run installs it; or set CODEX_BIN)")
+        self.cli("install", "--client", "codex", "--write", "--trust")
+        hooks = codex_hooks_list(codex, self.ws.env, self.ws.repo)
+        ours = [h for h in hooks if "claude_checkpoint" in (h.get("command") or "")]
+        self.assertEqual(len(ours), 4, hooks)
+        for hook in ours:
+            self.assertEqual(hook["trustStatus"], "trusted", hook)
+        listed = subprocess.run([codex, "mcp", "list", "--json"], cwd=self.ws.repo, env=self.ws.env, capture_output=True,
+                                timeout=TIMEOUT)
+        server = next(s for s in json.loads(listed.stdout) if s["name"] == "checkpoint")  # Codex reads our block
+        InstallTest.assert_runs_this_file(self, [server["transport"]["command"], *server["transport"]["args"]])
+
+    def test_the_real_gemini_cli_and_qwen_code_read_our_settings(self):
+        for client in ("gemini", "qwen"):
+            with self.subTest(client):
+                binary = agent_binary(client)
+                if binary is None:
+                    self.skipTest(f"the {client} CLI is not installed (.ci/run installs it; or set {client.upper()}_BIN)")
+                self.cli("install", "--client", client, "--write")
+                listed = subprocess.run([binary, "mcp", "list"], cwd=self.ws.repo, env=self.ws.env, capture_output=True,
+                                        timeout=60)
+                out = listed.stdout.decode() + listed.stderr.decode()
+                self.assertRegex(out, r"checkpoint: \S*python\S* -S -c import sys;.* " + re.escape(HERE) + r" \(stdio\)")
+
+    def test_project_entries_work_on_a_teammates_machine(self):
+        vendored = os.path.join(self.ws.repo, "tools")
+        os.makedirs(vendored)
+        shutil.copy(SERVER, vendored)
+        self.ws.write(".git/info/exclude", ".claude-checkpoint*\n")
+        clients = ("claude", "codex", "gemini", "qwen", "copilot", "cursor", "vscode")
+        proc = subprocess.run([sys.executable, os.path.join(vendored, "claude_checkpoint.py"), "install", "--scope",
+                               "project", "--write", *[w for c in clients for w in ("--client", c)]],
+                              cwd=self.ws.repo, env=self.ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        written = {rel: data.decode() for rel, data in files_under(self.ws.repo).items()
+                   if rel.startswith((".mcp.json", ".claude/", ".codex/", ".gemini/", ".qwen/", ".github/", ".cursor/", ".vscode/"))}
+        self.assertEqual(set(written), {".claude/settings.json", ".codex/config.toml", ".codex/hooks.json",
+                                        ".cursor/mcp.json", ".github/hooks/claude-checkpoint.json",
+                                        ".gemini/settings.json", ".mcp.json", ".qwen/settings.json", ".vscode/mcp.json"})
+        for rel, text in written.items():
+            with self.subTest(rel):
+                for machine in (self.ws.home, sys.executable, HERE):  # nothing of this machine
+                    self.assertNotIn(machine, text)
+        self.assertIn(f"Codex reads {self.ws.repo}/.codex only once you trust the project", proc.stdout.decode())
+        self.assertIn('"${CLAUDE_PROJECT_DIR:-.}/tools"', written[".mcp.json"])
+        self.assertIn('"${workspaceFolder}/tools"', written[".vscode/mcp.json"])
+        # A teammate's checkout: another folder, the hooks run the way each agent runs them.
+        teammate = os.path.join(temp_dir(self, "cc-teammate-"), "checkout")
+        shutil.copytree(self.ws.repo, teammate, symlinks=True)
+        self.assertEqual(self.ws.run_cli("--root", teammate, "save", "--goal", "Teammate's task").returncode, 0)
+        bin_dir = temp_dir(self, "cc-bin-")  # `python3` on the teammate's PATH
+        os.symlink(sys.executable, os.path.join(bin_dir, "python3"))
+        env = dict(self.ws.env, PATH=bin_dir + os.pathsep + self.ws.env["PATH"], CLAUDE_PROJECT_DIR=teammate,
+                   GEMINI_PROJECT_DIR=teammate, QWEN_PROJECT_DIR=teammate)
+        for client, rel in (("claude", ".claude/settings.json"), ("codex", ".codex/hooks.json"),
+                            ("gemini", ".gemini/settings.json"), ("qwen", ".qwen/settings.json")):
+            with self.subTest(client):
+                command = json.loads(written[rel])["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+                ran = subprocess.run(["/bin/sh", "-c", command], cwd=teammate, env=env, capture_output=True,
+                                     input=agent_payload(client, "session-start", teammate).encode(), timeout=TIMEOUT)
+                self.assertEqual(ran.returncode, 0, ran.stderr)
+                self.assertIn("Teammate's task", ran.stdout.decode(), ran.stderr)
+        out = subprocess.run([sys.executable, os.path.join(teammate, "tools", "claude_checkpoint.py"), "doctor",
+                              "--client", "codex", "--client", "gemini"], cwd=teammate, env=env, capture_output=True,
+                             timeout=TIMEOUT)
+        self.assertEqual(out.returncode, 0, out.stdout.decode() + out.stderr.decode())
+
+
+class HookMergeTest(unittest.TestCase):
+    """The pure merge and removal of hook handlers: ours only, whatever version wrote them."""
+
+    def plan(self, client: str = "claude") -> cc.Install:
+        world = cc.World({}, "/p", "/home/u", time.time, lambda m: None, program=("python3", "/opt/cc/claude_checkpoint.py"))
+        return cc.plan_install(cc.AGENTS[client], world, "user", None)
+
+    def test_removal_takes_ours_from_a_shared_group_and_keeps_everything_else(self):
+        doc = {"model": "x", "hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": "say done"},
+                                {"type": "command", "command": "python3 /old/claude_checkpoint.py hook stop"}]},
+                     "odd", {"hooks": 5}],
+            "PreCompact": [{"hooks": [{"type": "command", "command": "python3 /x/claude_checkpoint.py hook pre-compact --client claude"}]}],
+            "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "fmt claude_checkpoint.py"}]}]}}
+        self.assertEqual(sorted(cc.remove_hooks(doc, cc.AGENTS["claude"])), ["PreCompact", "Stop"])
+        self.assertEqual(doc, {"model": "x", "hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}, "odd", {"hooks": 5}],
+            "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "fmt claude_checkpoint.py"}]}]}})
+
+    def test_merge_updates_ours_in_place_and_a_second_merge_changes_nothing(self):
+        doc = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "python3 /old/claude_checkpoint.py hook stop",
+                                              "timeout": 9}]}]}}
+        added, updated = cc.merge_hooks(doc, self.plan())
+        self.assertEqual((added, updated), (["SessionStart", "PreCompact", "SessionEnd"], ["Stop"]))
+        stop = doc["hooks"]["Stop"][0]["hooks"][0]
+        self.assertTrue(stop["command"].endswith("/opt/cc/claude_checkpoint.py hook stop --client claude"), stop)
+        self.assertEqual(stop["timeout"], 9, "what the user set on our handler stays")
+        self.assertEqual(cc.merge_hooks(doc, self.plan()), ([], []))
+        self.assertEqual(doc["hooks"]["SessionStart"][0]["matcher"], "clear|compact|resume")
+
+    def test_our_server_entry_keeps_what_the_user_added(self):
+        plan = self.plan()
+        doc = {"mcpServers": {"checkpoint": {**plan.server, "env": {"CHECKPOINT_SNAPSHOTS": "off"}, "args": ["/old/claude_checkpoint.py"]}}}
+        self.assertEqual(cc.merge_server(doc, "mcpServers", plan.server, force=False), "updated")
+        self.assertEqual(doc["mcpServers"]["checkpoint"]["env"], {"CHECKPOINT_SNAPSHOTS": "off"})
+        self.assertEqual(doc["mcpServers"]["checkpoint"]["args"], plan.server["args"])
+        self.assertEqual(cc.merge_server(doc, "mcpServers", plan.server, force=False), "already there")
+
+    def test_copilot_handlers_sit_in_the_event_lists(self):
+        doc: dict = {}
+        cc.merge_hooks(doc, self.plan("copilot"))
+        self.assertEqual(list(doc), ["version", "hooks"])
+        self.assertEqual(doc["hooks"]["agentStop"][0]["type"], "command")
+        self.assertIn("hook stop --client copilot", doc["hooks"]["agentStop"][0]["bash"])
+        self.assertEqual(sorted(cc.remove_hooks(doc, cc.AGENTS["copilot"])), ["agentStop", "preCompact", "sessionEnd", "sessionStart"])
+        self.assertEqual(doc, {"version": 1})
+
+
+def agent_binary(name: str) -> str | None:
+    """An agent's CLI: $<NAME>_BIN, else where .ci/run installs it, else on PATH."""
+    for candidate in (os.environ.get(f"{name.upper()}_BIN"), os.path.join(HERE, ".ci", ".cache", "node_modules", ".bin", name),
+                      shutil.which(name)):
+        if candidate and os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def codex_binary() -> str | None:
+    return agent_binary("codex")
+
+
+def codex_hooks_list(codex: str, env: dict, cwd: str) -> list:
+    """The hooks the real Codex sees for a folder: `codex app-server`, JSON-RPC `hooks/list`."""
+    requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}}]
+    proc = subprocess.Popen([codex, "app-server"], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    watchdog = threading.Timer(TIMEOUT, proc.kill)  # a silent Codex ends the read instead of hanging the suite
+    watchdog.start()
+    try:
+        proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests).encode())
+        proc.stdin.flush()
+        for line in proc.stdout:
+            message = json.loads(line)
+            if message.get("id") == 2:
+                return message["result"]["data"][0]["hooks"]
+        raise AssertionError("codex app-server closed without answering hooks/list")
+    finally:
+        watchdog.cancel()
+        proc.kill()
+        proc.wait()
+
+
+class AgentDoctorTest(unittest.TestCase):
+    """`doctor --client NAME`: in place, current, pointing at files that exist; honest marks; --json."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.ws.write(".git/info/exclude", ".claude-checkpoint*\n")
+
+    def doctor(self, *args: str, status: int) -> str:
+        proc = self.ws.run_cli("doctor", *args)
+        out = proc.stdout.decode() + proc.stderr.decode()
+        self.assertEqual(proc.returncode, status, out)
+        self.assertNotIn("Traceback", out)
+        return out
+
+    def test_installed_agents_are_in_place_and_current(self):
+        for client in ("claude", "codex", "gemini", "copilot", "cursor"):
+            with self.subTest(client):
+                self.assertIn("✗", self.doctor("--client", client, status=1))  # not installed yet
+                self.assertEqual(self.ws.run_cli("install", "--client", client, "--write").returncode, 0)
+                out = self.doctor("--client", client, status=0)
+                title = cc.AGENTS[client].title
+                self.assertIn(f"✓ {title}: MCP server in place and current", out)
+                if cc.AGENTS[client].hook_events:
+                    self.assertIn(f"✓ {title}: hooks in place and current", out)
+
+    def test_codex_hooks_and_project_trust_are_checked(self):
+        self.assertEqual(self.ws.run_cli("install", "--client", "codex", "--write", "--scope", "project").returncode, 0)
+        out = self.doctor("--client", "codex", status=0)
+        advice = re.search(r"⚠ Codex: hooks not trusted \(session_start, pre_compact, session_end, stop\): Codex skips "
+                           r"them silently; run `([^`]+)`", out)
+        self.assertIsNotNone(advice, out)
+        subprocess.run(["/bin/sh", "-c", advice.group(1)], cwd=self.ws.home, env=self.ws.env, check=True,
+                       capture_output=True, timeout=TIMEOUT)  # works as printed, from anywhere
+        out = self.doctor("--client", "codex", status=0)
+        self.assertIn("✓ Codex: our hooks are trusted", out)
+        if sys.version_info >= (3, 11):  # the project's trust is read from config.toml
+            self.assertIn(f"⚠ Codex reads {self.ws.repo}/.codex only once you trust the project", out)
+            write(self.ws.home, ".codex/config.toml", read_bytes(os.path.join(self.ws.home, ".codex/config.toml")).decode()
+                  + f'[projects."{self.ws.repo}"]\ntrust_level = "trusted"\n')
+            self.assertNotIn("⚠", self.doctor("--client", "codex", status=0).split("Codex")[-1])
+
+    def test_a_command_pointing_at_a_missing_file_fails(self):
+        copy_dir = temp_dir(self, "cc-copy-")
+        shutil.copy(SERVER, copy_dir)
+        proc = subprocess.run([sys.executable, os.path.join(copy_dir, "claude_checkpoint.py"), "install", "--client",
+                               "gemini", "--write"], cwd=self.ws.repo, env=self.ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        os.unlink(os.path.join(copy_dir, "claude_checkpoint.py"))
+        out = self.doctor("--client", "gemini", status=1)
+        self.assertIn(f"✗ Gemini CLI: the MCP server runs {os.path.join(copy_dir, 'claude_checkpoint.py')}, which does not exist", out)
+        self.assertIn("✗ Gemini CLI: the hook runs", out)
+        self.assertIn("⚠ Gemini CLI: MCP server from another version or place", out)
+
+    def test_plain_doctor_checks_claude_codes_entries_when_there_are_some(self):
+        self.assertNotIn("Claude Code", self.doctor(status=0))  # none installed: nothing to say
+        copy_dir = temp_dir(self, "cc-copy-")
+        shutil.copy(SERVER, copy_dir)
+        proc = subprocess.run([sys.executable, os.path.join(copy_dir, "claude_checkpoint.py"), "install", "--write"],
+                              cwd=self.ws.repo, env=self.ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        os.unlink(os.path.join(copy_dir, "claude_checkpoint.py"))  # the file moved away
+        self.assertIn(f"✗ Claude Code: the hook runs {os.path.join(copy_dir, 'claude_checkpoint.py')}, which does not exist",
+                      self.doctor(status=1))
+
+    def test_a_checkpoint_read_from_prev_is_a_warning_not_a_failure(self):
+        for _ in range(2):
+            self.assertEqual(self.ws.run_cli("save", "--goal", "g").returncode, 0)
+        self.ws.write(".claude-checkpoint", "{corrupt")
+        out = self.doctor(status=0)
+        self.assertIn("⚠ .claude-checkpoint is unreadable", out)
+        self.assertIn(".claude-checkpoint.prev", out)
+        self.assertNotIn("✗", out)
+
+    def test_json_holds_every_check_with_its_status(self):
+        doc = json.loads(self.doctor("--json", "--client", "qwen", status=1))
+        self.assertFalse(doc["ok"])
+        self.assertEqual({c["status"] for c in doc["checks"]} - {"ok", "warning", "failed"}, set())
+        self.assertTrue(any(c["status"] == "failed" and "Qwen Code" in c["text"] for c in doc["checks"]))
+        self.assertEqual(self.ws.run_cli("install", "--client", "qwen", "--write").returncode, 0)
+        self.assertTrue(json.loads(self.doctor("--json", "--client", "qwen", status=0))["ok"])
 
 
 class PluginCommandsTest(unittest.TestCase):
@@ -5694,7 +6347,7 @@ class CommandLineTest(unittest.TestCase):
             "nextSteps": sample_save(nextSteps=["step"] * 21),
             "exitCode": sample_save(recentCommands=[{"command": "ls", "exitCode": "zero"}]),
             "mode": sample_save(mode="append"),
-            "bogusField": sample_save(bogusField=1),
+            "bogusField": sample_save(tasks=[{"description": "a", "bogusField": 1}]),  # unknown inside: refused
         }
         for field_name, arguments in cases.items():
             with self.subTest(field=field_name):
@@ -5707,6 +6360,10 @@ class CommandLineTest(unittest.TestCase):
             proc = self.ws.run_cli("save", stdin="{goal: oops")
             self.assertNotEqual(proc.returncode, 0)
             self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
+        with self.subTest("unknown top-level argument: saved, and named"):
+            proc = self.ws.run_cli("save", stdin=json.dumps(sample_save(bogusField=1)))
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("Ignored unknown argument bogusField", proc.stdout.decode())
 
     def test_errors_and_answers_never_echo_a_secret_of_the_environment(self):
         secret = "Tr0ub4dor-and-three-horses"
