@@ -2099,13 +2099,17 @@ def compute_drift(cp: Checkpoint, current: GitState, dirty_now: Iterable[str],
                  saved_head=saved.head if saved else None)
 
 
-# ── 6.5 Transcripts: what a Claude Code session provably did ──
-# Claude Code's transcript is JSONL. Assistant lines hold tool_use blocks
-# ({type, id, name, input}); the user line after holds the tool_result
-# ({tool_use_id, is_error, content}). A call counts once its result says it worked.
+# ── 6.5 Transcripts: what an agent's session provably did ──
+# Every agent keeps its session as JSONL. A reader is fed the lines (with their byte
+# offsets) and answers the facts: files the agent's own edit tools changed, shell commands
+# with their exit status, the first real prompt. TranscriptReader holds what every format
+# shares (ids taken once, calls waiting for their result, where the next read may start);
+# each format's class only says which lines can matter and how its records are built.
+# `read` is the pure entry point: lines in, facts out.
 
 _NOT_A_PROMPT = ("This session is being continued", "<command-name>", "<command-message>", "<local-command", "<system-reminder>",
-                 "Caveat:", "<bash-input>", "<bash-stdout>", "<user-prompt-submit-hook>", "[Request interrupted")
+                 "Caveat:", "<bash-input>", "<bash-stdout>", "<user-prompt-submit-hook>", "[Request interrupted",
+                 "<session_context>", "<environment_context>")
 
 
 @record
@@ -2125,10 +2129,15 @@ class TranscriptFacts:
     resume_offset: int = 0  # the next read may start here without missing a result
 
 
-class TranscriptScanner:
-    """Feed it the transcript's lines (bytes, with their byte offsets); ask for the facts.
-    Lines that cannot matter are skipped before any JSON parsing, which keeps a 50 MB
-    transcript well under a second."""
+class TranscriptReader:
+    """What every agent's reader shares. A subclass names its tools (EDIT_TOOLS: name ->
+    the argument holding the path; SHELL_TOOLS: name -> the argument holding the command)
+    and implements may_matter (cheap byte tests, before any JSON parsing: most of a
+    transcript is tool output that needs none) and parse (one JSON object)."""
+
+    EDIT_TOOLS: dict = {}
+    SHELL_TOOLS: dict = {}
+    NOTE_ARGUMENT = "description"  # a shell call's own words for what it does
 
     def __init__(self, seen_ids: Iterable[str] = (), want_prompt: bool = False):
         self.seen = set(seen_ids)
@@ -2137,83 +2146,34 @@ class TranscriptScanner:
         self.facts = TranscriptFacts()
         self._edited_paths: set = set()
 
+    @classmethod
+    def read(cls, lines: Iterable[tuple], start: int = 0, seen_ids: Iterable[str] = (),
+             want_prompt: bool = False) -> TranscriptFacts:
+        """The facts in `lines`, (byte offset, line bytes) pairs read from byte `start`; the ids
+        in seen_ids were taken before. This is the reader each row of AGENTS holds."""
+        reader = cls(seen_ids, want_prompt)
+        reader.facts.resume_offset = start
+        for offset, line in lines:
+            reader.feed(line, offset)
+        return reader.finish()
+
     def feed(self, line: bytes, offset: int) -> None:
         self.facts.resume_offset = offset + len(line)
-        if not self._may_matter(line):
+        if not self.may_matter(line):
             return
-        has_result = b'"tool_result"' in line
         import json
         try:
             record = json.loads(line)
         except ValueError:
             return  # a torn or foreign line: skip it
-        if not isinstance(record, dict):
-            return
-        message = record.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if record.get("type") == "assistant" and isinstance(content, list):
-            for block in content:
-                self._note_call(block, offset)
-        elif record.get("type") == "user":
-            if isinstance(content, list) and has_result:
-                for block in content:
-                    self._note_result(block)
-            elif (self.want_prompt and self.facts.first_prompt is None and not record.get("isMeta")
-                  and not record.get("isCompactSummary")):
-                self._note_prompt(content)
+        if isinstance(record, dict):
+            self.parse(record, offset)
 
-    def _may_matter(self, line: bytes) -> bool:
-        """Cheap byte tests first: most of a transcript is attachments and tool output
-        (file contents, logs) that need no parsing. A result matters only if it answers
-        a call we are waiting for."""
-        if b'"tool_use"' in line:
-            return True
-        if b'"tool_result"' in line:
-            return any(call_id.encode() in line for call_id in self.pending)
-        return self.want_prompt and self.facts.first_prompt is None and b'"user"' in line
+    def may_matter(self, line: bytes) -> bool:
+        raise NotImplementedError
 
-    def _note_call(self, block: Any, offset: int) -> None:
-        if not (isinstance(block, dict) and block.get("type") == "tool_use"):
-            return
-        call_id, name, args = block.get("id"), block.get("name"), block.get("input")
-        if (isinstance(call_id, str) and call_id not in self.seen and isinstance(args, dict)
-                and isinstance(name, str) and (name in EDIT_TOOLS or name in SHELL_TOOLS)):
-            self.pending[call_id] = ToolCall(call_id, name, args, offset)
-
-    def _note_result(self, block: Any) -> None:
-        if not (isinstance(block, dict) and block.get("type") == "tool_result"):
-            return
-        call_id = block.get("tool_use_id")
-        call = self.pending.pop(call_id, None) if isinstance(call_id, str) else None
-        if call is None:
-            return
-        failed = block.get("is_error") is True
-        if call.name in EDIT_TOOLS:
-            path = call.input.get(EDIT_TOOLS[call.name])
-            if not failed and isinstance(path, str) and path:
-                self.facts.taken_ids.append(call.id)
-                if path not in self._edited_paths:
-                    self._edited_paths.add(path)
-                    self.facts.edited_files.append((path, call.id))
-            return
-        command = call.input.get("command")
-        if isinstance(command, str) and command.strip():
-            description = call.input.get("description")
-            self.facts.taken_ids.append(call.id)
-            self.facts.commands.append(Command(
-                command=command[:LIMITS["recentCommands.command"]],
-                exit_code=_exit_code(block) if failed else 0,
-                note=description[:LIMITS["recentCommands.note"]] if isinstance(description, str) and description else None,
-                auto=True, tool_use_id=call.id))
-
-    def _note_prompt(self, content: Any) -> None:
-        if isinstance(content, list):
-            texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-            content = "\n".join(t for t in texts if isinstance(t, str))
-        if isinstance(content, str):
-            text = content.strip()
-            if text and not text.startswith(_NOT_A_PROMPT):
-                self.facts.first_prompt = text[:LIMITS["goal"]]
+    def parse(self, record: dict, offset: int) -> None:
+        raise NotImplementedError
 
     def finish(self) -> TranscriptFacts:
         """The facts; resume_offset stops before the oldest call still waiting for its result."""
@@ -2221,18 +2181,295 @@ class TranscriptScanner:
             self.facts.resume_offset = min(min(c.offset for c in self.pending.values()), self.facts.resume_offset)
         return self.facts
 
+    # ── what the formats report ──
+    def wants_prompt(self) -> bool:
+        return self.want_prompt and self.facts.first_prompt is None
 
-def _exit_code(result_block: dict) -> int:
-    """A failed Bash result says 'Exit code N' in its text; 1 when it does not."""
-    content = result_block.get("content")
-    if isinstance(content, list):
-        content = " ".join(b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
-    if isinstance(content, str):
+    def answers_pending(self, line: bytes) -> bool:
+        return any(call_id.encode() in line for call_id in self.pending)
+
+    def called(self, call_id: Any, name: Any, arguments: Any, offset: int) -> None:
+        """A call whose result comes on a later line."""
+        if (isinstance(call_id, str) and call_id not in self.seen and isinstance(arguments, dict)
+                and isinstance(name, str) and (name in self.EDIT_TOOLS or name in self.SHELL_TOOLS)):
+            self.pending[call_id] = ToolCall(call_id, name, arguments, offset)
+
+    def answered(self, call_id: Any, failed: bool, exit_code: int) -> None:
+        """The result of a call seen earlier: a successful edit, or a command that ran."""
+        call = self.pending.pop(call_id, None) if isinstance(call_id, str) else None
+        if call is not None:
+            self.took(call.id, call.name, call.input, failed, exit_code)
+
+    def took(self, call_id: Any, name: Any, arguments: Any, failed: bool, exit_code: int) -> None:
+        """A call and its result at once (formats that write them together)."""
+        if not (isinstance(call_id, str) and call_id not in self.seen and isinstance(name, str)
+                and isinstance(arguments, dict)):
+            return
+        if name in self.EDIT_TOOLS:
+            if not failed:
+                self.took_edits(call_id, [arguments.get(self.EDIT_TOOLS[name])])
+        elif name in self.SHELL_TOOLS:
+            note = arguments.get(self.NOTE_ARGUMENT)
+            self.took_command(call_id, arguments.get(self.SHELL_TOOLS[name]), exit_code,
+                              note if isinstance(note, str) else None)
+
+    def took_edits(self, call_id: str, paths: list) -> None:
+        paths = [p for p in paths if isinstance(p, str) and p]
+        if not paths or call_id in self.seen:
+            return
+        self.seen.add(call_id)
+        self.facts.taken_ids.append(call_id)
+        for path in paths:
+            if path not in self._edited_paths:
+                self._edited_paths.add(path)
+                self.facts.edited_files.append((path, call_id))
+
+    def took_command(self, call_id: str, command: Any, exit_code: int, note: Optional[str] = None) -> None:
+        if not isinstance(command, str) or not command.strip() or call_id in self.seen:
+            return
+        self.seen.add(call_id)
+        self.facts.taken_ids.append(call_id)
+        self.facts.commands.append(Command(
+            command=command[:LIMITS["recentCommands.command"]], exit_code=exit_code,
+            note=note[:LIMITS["recentCommands.note"]] if note else None, auto=True, tool_use_id=call_id))
+
+    def prompted(self, text: Any) -> None:
+        if isinstance(text, str) and self.wants_prompt():
+            text = text.strip()
+            if text and not text.startswith(_NOT_A_PROMPT):
+                self.facts.first_prompt = text[:LIMITS["goal"]]
+
+
+def exit_code_in(text: Any, default: int) -> int:
+    """The exit status a tool's output states ('Exit code 2', 'Exit Code: 2', 'exited with
+    code 2', 'completed with exit code 2'), else `default`."""
+    if isinstance(text, list):
+        text = " ".join(b.get("text", "") for b in text if isinstance(b, dict) and isinstance(b.get("text"), str))
+    if isinstance(text, str):
         import re
-        found = re.search(r"[Ee]xit (?:code|status):? (-?\d{1,10})", content[:2000])
+        found = re.search(r"(?i)exit(?:ed with)? (?:code|status):? (-?\d{1,10})", text[:4000])
         if found:
             return int(found.group(1))
-    return 1
+    return default
+
+
+def _texts(parts: Any) -> str:
+    """The text parts of a message's content, joined; a plain string as it is."""
+    if isinstance(parts, list):
+        texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type", "text") in ("text", "input_text")]
+        return "\n".join(t for t in texts if isinstance(t, str))
+    return parts if isinstance(parts, str) else ""
+
+
+class ClaudeTranscript(TranscriptReader):
+    """Claude Code (SPEC section 8): assistant lines hold tool_use blocks ({type, id, name,
+    input}); the user line after holds the tool_result ({tool_use_id, is_error, content}).
+    A call counts once its result says it worked."""
+
+    EDIT_TOOLS = EDIT_TOOLS
+    SHELL_TOOLS = {name: "command" for name in SHELL_TOOLS}
+
+    def may_matter(self, line: bytes) -> bool:
+        """A result matters only if it answers a call we are waiting for."""
+        if b'"tool_use"' in line:
+            return True
+        if b'"tool_result"' in line:
+            return self.answers_pending(line)
+        return self.wants_prompt() and b'"user"' in line
+
+    def parse(self, record: dict, offset: int) -> None:
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if record.get("type") == "assistant" and isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    self.called(block.get("id"), block.get("name"), block.get("input"), offset)
+        elif record.get("type") == "user":
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
+                if isinstance(content, list) else []
+            for block in results:
+                failed = block.get("is_error") is True
+                self.answered(block.get("tool_use_id"), failed, exit_code_in(block.get("content"), 1) if failed else 0)
+            if not results and not record.get("isMeta") and not record.get("isCompactSummary"):
+                self.prompted(_texts(content))
+
+
+class CodexRollout(TranscriptReader):
+    """Codex's rollout ($CODEX_HOME/sessions/.../rollout-*.jsonl, seen with 0.169.0): every
+    finished item is repeated as {"type": "event_msg", "payload": {"type": "item_completed",
+    "item": ...}}, call and result together: CommandExecution {id, command: [shell, "-lc",
+    cmd], exit_code, status: completed|failed|declined}, FileChange {id, changes: {absolute
+    path: {type: add|update|delete, move_path}}, status} (apply_patch, however called) and
+    UserMessage {content: [{type: text, text}]} (what the user typed, nothing injected)."""
+
+    def may_matter(self, line: bytes) -> bool:
+        return b'"item_completed"' in line
+
+    def parse(self, record: dict, offset: int) -> None:
+        payload = record.get("payload")
+        item = payload.get("item") if isinstance(payload, dict) and payload.get("type") == "item_completed" else None
+        if record.get("type") != "event_msg" or not isinstance(item, dict):
+            return
+        kind, call_id = item.get("type"), item.get("id")
+        if not isinstance(call_id, str) or call_id in self.seen:
+            return
+        if kind == "CommandExecution" and item.get("status") in ("completed", "failed") \
+                and isinstance(item.get("exit_code"), int):
+            self.took_command(call_id, _codex_command(item.get("command")), item["exit_code"])
+        elif kind == "FileChange" and item.get("status") == "completed" and isinstance(item.get("changes"), dict):
+            paths = []
+            for path, change in item["changes"].items():
+                paths.append(path)
+                if isinstance(change, dict) and isinstance(change.get("move_path"), str):
+                    paths.append(change["move_path"])
+            self.took_edits(call_id, paths)
+        elif kind == "UserMessage":
+            self.prompted(_texts(item.get("content")))
+
+
+def _codex_command(argv: Any) -> Optional[str]:
+    """The command line as the model wrote it: Codex runs it as [shell, "-lc", command]."""
+    if isinstance(argv, str):
+        return argv
+    if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
+        return None
+    if len(argv) == 3 and argv[1] in ("-lc", "-c"):
+        return argv[2]
+    return " ".join(argv)
+
+
+class GeminiChat(TranscriptReader):
+    """Gemini CLI's chat (~/.gemini/tmp/<project>/chats/session-*.jsonl, seen with 0.61.0): a
+    message record ({id, type: user|gemini, content, toolCalls}) is appended again, whole,
+    each time it changes, and {"$set": {"messages": [...]}} restates some; the last record of
+    an id wins. A tool call ({id, name, args, result, status}) counts once its status is
+    success: an edit (write_file, replace: an absolute args.file_path) or a shell command,
+    whose exit code shows only in its output ('Exit Code: N'). A call seen before it finished
+    comes back whole in a later record, after the cursor, so nothing waits."""
+
+    EDIT_TOOLS = {"write_file": "file_path", "replace": "file_path"}
+    SHELL_TOOLS = {"run_shell_command": "command"}
+
+    def may_matter(self, line: bytes) -> bool:
+        return b'"toolCalls"' in line or (self.wants_prompt() and b'"user"' in line)
+
+    def parse(self, record: dict, offset: int) -> None:
+        restated = record.get("$set")
+        messages = restated.get("messages") if isinstance(restated, dict) else [record]
+        for message in messages if isinstance(messages, list) else []:
+            if not isinstance(message, dict):
+                continue
+            if message.get("type") == "user":
+                self.prompted(_without_hook_context(_texts(message.get("content"))))
+            calls = message.get("toolCalls")
+            for call in calls if isinstance(calls, list) else ():
+                if isinstance(call, dict) and call.get("status") == "success":
+                    self.took(call.get("id"), call.get("name"), call.get("args"), False,
+                              exit_code_in(_gemini_output(call.get("result")), 0))
+
+
+def _without_hook_context(text: str) -> str:
+    """Gemini CLI puts what a SessionStart hook said before the prompt (in -p mode)."""
+    text = text.lstrip()
+    if text.startswith("<hook_context>") and "</hook_context>" in text:
+        text = text.split("</hook_context>", 1)[1]
+    return text
+
+
+def _gemini_output(result: Any) -> str:
+    outputs = []
+    for part in result if isinstance(result, list) else ():
+        response = part.get("functionResponse", {}).get("response") if isinstance(part, dict) else None
+        if isinstance(response, dict) and isinstance(response.get("output"), str):
+            outputs.append(response["output"])
+    return "\n".join(outputs)
+
+
+class QwenChat(TranscriptReader):
+    """Qwen Code's chat (~/.qwen/projects/<cwd>/chats/<session>.jsonl, seen with 0.24.4):
+    {"type": "assistant", "message": {"parts": [{"functionCall": {id, name, args}}]}}, then
+    {"type": "tool_result", "toolCallResult": {callId, status, resultDisplay: {exitCode}}};
+    a prompt is {"type": "user", "provenance": "real_user", "message": {"parts": [{text}]}}."""
+
+    EDIT_TOOLS = {"write_file": "file_path", "edit": "file_path", "replace": "file_path"}
+    SHELL_TOOLS = {"run_shell_command": "command"}
+
+    def may_matter(self, line: bytes) -> bool:
+        if b'"functionCall"' in line:
+            return True
+        if b'"toolCallResult"' in line:
+            return self.answers_pending(line)
+        return self.wants_prompt() and b'"real_user"' in line
+
+    def parse(self, record: dict, offset: int) -> None:
+        message = record.get("message")
+        parts = message.get("parts") if isinstance(message, dict) else None
+        kind = record.get("type")
+        if kind == "assistant" and isinstance(parts, list):
+            for part in parts:
+                call = part.get("functionCall") if isinstance(part, dict) else None
+                if isinstance(call, dict):
+                    self.called(call.get("id"), call.get("name"), call.get("args"), offset)
+        elif kind == "tool_result" and isinstance(record.get("toolCallResult"), dict):
+            result = record["toolCallResult"]
+            display = result.get("resultDisplay")
+            failed = result.get("status") != "success"
+            code = display.get("exitCode") if isinstance(display, dict) else None
+            if not isinstance(code, int):
+                code = exit_code_in(json_text(parts), 1 if failed else 0)
+            self.answered(result.get("callId"), failed, code)
+        elif kind == "user" and record.get("provenance") == "real_user":
+            self.prompted(_texts(parts))
+
+
+def json_text(value: Any) -> str:
+    """Every string inside a JSON value, joined: where a tool's output text may be."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(json_text(v) for v in value.values())
+    if isinstance(value, list):
+        return "\n".join(json_text(v) for v in value)
+    return ""
+
+
+class CopilotEvents(TranscriptReader):
+    """Copilot CLI's events (~/.copilot/session-state/<session>/events.jsonl, from its public
+    docs and SDK schema; not run here): lines {type, data, id, timestamp, parentId}.
+    tool.execution_start {toolCallId, toolName, arguments} then tool.execution_complete
+    {toolCallId, success, result: {content}, error}; bash's output ends with its exit code;
+    edit and create take `path`; user.message {content} is a prompt."""
+
+    EDIT_TOOLS = {"edit": "path", "create": "path"}
+    SHELL_TOOLS = {"bash": "command", "powershell": "command"}
+
+    def may_matter(self, line: bytes) -> bool:
+        if b'"tool.execution_start"' in line:
+            return True
+        if b'"tool.execution_complete"' in line:
+            return self.answers_pending(line)
+        return self.wants_prompt() and b'"user.message"' in line
+
+    def parse(self, record: dict, offset: int) -> None:
+        data = record.get("data")
+        if not isinstance(data, dict):
+            return
+        kind = record.get("type")
+        if kind == "tool.execution_start":
+            arguments = data.get("arguments")
+            if isinstance(arguments, str):  # some versions keep the model's JSON text
+                import json
+                try:
+                    arguments = json.loads(arguments)
+                except ValueError:
+                    return
+            self.called(data.get("toolCallId"), data.get("toolName"), arguments, offset)
+        elif kind == "tool.execution_complete":
+            failed = data.get("success") is not True
+            self.answered(data.get("toolCallId"), failed, exit_code_in(json_text(data.get("result")), 1 if failed else 0))
+        elif kind == "user.message":
+            self.prompted(data.get("content"))
+
 
 
 def merge_transcript(previous: Optional[Checkpoint], facts: TranscriptFacts, files: list,
@@ -2497,17 +2734,6 @@ class HookShape(str, Enum):
     COPILOT = "copilot"  # {"version": 1, "hooks": {"event": [{"type": "command", "bash", "timeoutSec"}]}}
 
 
-def read_claude_transcript(lines: Iterable[tuple], start: int = 0, seen_ids: Iterable[str] = (),
-                           want_prompt: bool = False) -> TranscriptFacts:
-    """A transcript reader, as every row of AGENTS holds one: (offset, line bytes) pairs read from
-    byte `start` in, the facts out. Claude Code's JSONL (section 6.5)."""
-    scanner = TranscriptScanner(seen_ids, want_prompt)
-    scanner.facts.resume_offset = start
-    for offset, line in lines:
-        scanner.feed(line, offset)
-    return scanner.finish()
-
-
 def read_unknown_transcript(lines: Iterable[tuple], start: int = 0, seen_ids: Iterable[str] = (),
                             want_prompt: bool = False) -> TranscriptFacts:
     """The reader of an agent whose transcript format is not read (yet): nothing is recorded, and
@@ -2549,7 +2775,7 @@ AGENTS = {agent.name: agent for agent in (
           ("{dir}/settings.json", "{root}/.claude/settings.json"), HookShape.GROUPS,
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
           {"session-start": "clear|compact|resume"}, {}, {"project": "$CLAUDE_PROJECT_DIR", "home": "$HOME"},
-          _CLAUDE_STDIN, HookOutput.TEXT, read_claude_transcript,
+          _CLAUDE_STDIN, HookOutput.TEXT, ClaudeTranscript.read,
           "expands ${VAR:-default} in .mcp.json; hooks get CLAUDE_PROJECT_DIR"),
     Agent("codex", "Codex", ("CODEX_HOME", ".codex"),
           ("{dir}/config.toml", "{root}/.codex/config.toml"), ConfigFormat.TOML, "mcp_servers",
@@ -2557,7 +2783,7 @@ AGENTS = {agent.name: agent for agent in (
           ("{dir}/hooks.json", "{root}/.codex/hooks.json"), HookShape.GROUPS,
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
           {}, {}, {"project": "", "home": "$HOME"},
-          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, CodexRollout.read,
           "runs the server and hooks in the session folder (-C); expands nothing in config.toml; "
           "runs only hooks the user trusted"),
     Agent("gemini", "Gemini CLI", ("", ".gemini"),
@@ -2566,7 +2792,7 @@ AGENTS = {agent.name: agent for agent in (
           ("{dir}/settings.json", "{root}/.gemini/settings.json"), HookShape.GROUPS,
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompress", "SessionEnd", "AfterAgent"))),
           {}, {}, {"project": "$GEMINI_PROJECT_DIR", "home": "$HOME"},
-          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, GeminiChat.read,
           "runs the server in its working folder; expands $VAR in settings.json; hooks get GEMINI_PROJECT_DIR"),
     Agent("qwen", "Qwen Code", ("", ".qwen"),
           ("{dir}/settings.json", "{root}/.qwen/settings.json"), ConfigFormat.JSON, "mcpServers",
@@ -2574,7 +2800,7 @@ AGENTS = {agent.name: agent for agent in (
           ("{dir}/settings.json", "{root}/.qwen/settings.json"), HookShape.GROUPS,
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
           {}, {}, {"project": "$QWEN_PROJECT_DIR", "home": "$HOME"},
-          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, QwenChat.read,
           "Gemini CLI's files and expansion, Claude Code's event names; hooks get QWEN_PROJECT_DIR"),
     Agent("copilot", "Copilot CLI", ("COPILOT_HOME", ".copilot"),
           ("{dir}/mcp-config.json", None), ConfigFormat.JSON, "mcpServers",
@@ -2583,7 +2809,7 @@ AGENTS = {agent.name: agent for agent in (
           dict(zip(_OUR_EVENTS, ("sessionStart", "preCompact", "sessionEnd", "agentStop"))),
           {}, {"timeoutSec": 30}, {"project": "", "home": "$HOME"},
           {"session": ("sessionId", "session_id"), "cwd": ("cwd",), "transcript": ("transcriptPath", "transcript_path")},
-          HookOutput.ADDITIONAL_CONTEXT, read_unknown_transcript,
+          HookOutput.ADDITIONAL_CONTEXT, CopilotEvents.read,
           "runs hooks in the session folder; a project keeps hooks in .github/hooks, servers only per user"),
     Agent("cursor", "Cursor", ("", ".cursor"),
           ("{dir}/mcp.json", "{root}/.cursor/mcp.json"), ConfigFormat.JSON, "mcpServers",
@@ -3817,7 +4043,7 @@ def _remove_old_lock_file(root: str) -> None:
 
 
 def scan_transcript(path: str, start: int, previous: Optional[Checkpoint],
-                    read: Callable = read_claude_transcript) -> TranscriptFacts:
+                    read: Callable = ClaudeTranscript.read) -> TranscriptFacts:
     """Stream the transcript from byte `start` (where the last hook stopped) through an agent's
     reader (the read_transcript of its row in AGENTS)."""
     seen = previous.hooks.tool_use_ids if previous else []

@@ -1398,7 +1398,7 @@ class TestTranscriptScanner(unittest.TestCase):
         return {"type": "user", "message": {"role": "user", "content": [block]}, "toolUseResult": text}
 
     def scan(self, lines, seen=(), want_prompt=True) -> cc.TranscriptFacts:
-        scanner = cc.TranscriptScanner(seen, want_prompt=want_prompt)
+        scanner = cc.ClaudeTranscript(seen, want_prompt=want_prompt)
         offset = 0
         for line in lines:
             scanner.feed(line, offset)
@@ -1448,7 +1448,307 @@ class TestTranscriptScanner(unittest.TestCase):
         for text, code in (("Exit code 127\nnot found", 127), ("Error: Exit code 1", 1), ("killed", 1),
                            ([{"type": "text", "text": "Exit code 3"}], 3)):
             with self.subTest(text=text):
-                self.assertEqual(cc._exit_code({"content": text}), code)
+                self.assertEqual(cc.exit_code_in(text, 1), code)
+
+
+# The other agents' transcripts, in the exact shapes their real CLIs wrote (Codex 0.169.0,
+# Gemini CLI 0.61.0, Qwen Code 0.24.4, seen offline against the fake models of section 19)
+# or, for Copilot CLI (it needs Node 24), its public docs and SDK schema. Each builder writes
+# a turn: a prompt, a shell command that succeeds, one that fails, an edit, a failed edit.
+
+class AgentTranscript:
+    """Lines of one agent's transcript; `turn` writes the same story in every format."""
+
+    def __init__(self, cwd: str):
+        self.cwd = cwd
+        self.lines: list = []
+        self._count = 0
+
+    def next_id(self, prefix: str) -> str:
+        self._count += 1
+        return f"{prefix}_{self._count:04d}"
+
+    def add(self, record) -> None:
+        self.lines.append(record if isinstance(record, str) else json.dumps(record, separators=(",", ":")))
+
+    def turn(self, prompt: str = "Write the notes file") -> None:
+        self.prompt(prompt)
+        self.shell("echo hi > notes.txt", 0)
+        self.shell("exit 3", 3)
+        self.edit(os.path.join(self.cwd, "added.txt"))
+        self.edit(os.path.join(self.cwd, "missing.txt"), ok=False)
+
+    def pairs(self, start: int = 0) -> list:
+        """(offset, bytes) pairs, as the hook reads them."""
+        out, offset = [], 0
+        for line in self.lines:
+            data = line.encode() + b"\n"
+            if offset >= start:
+                out.append((offset, data))
+            offset += len(data)
+        return out
+
+    def save(self, path: str) -> str:
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write("".join(line + "\n" for line in self.lines))
+        return path
+
+
+class CodexRolloutLines(AgentTranscript):
+    """$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl: response_item lines for the model's
+    calls and their outputs, then event_msg item_completed with call and result together."""
+
+    def _line(self, kind: str, payload: dict) -> None:
+        self.add({"timestamp": "2026-12-01T15:30:58.685Z", "ordinal": len(self.lines) + 1, "type": kind,
+                  "payload": payload})
+
+    def _completed(self, item: dict) -> None:
+        self._line("event_msg", {"type": "item_completed", "thread_id": "01a2323b-0583", "turn_id": "01a2323b-059f",
+                                 "item": item, "started_at_ms": 1796139058754, "completed_at_ms": 1796139058755})
+
+    def prompt(self, text: str) -> None:
+        self._line("response_item", {"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "BRIEF from a SessionStart hook"}]})
+        self._line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}],
+                                     "internal_chat_message_metadata_passthrough": {"content_item_kinds": ["user.text"]}})
+        self._completed({"type": "UserMessage", "id": self.next_id("msg"),
+                         "content": [{"type": "text", "text": text, "text_elements": []}]})
+
+    def shell(self, command: str, code: int) -> None:
+        call_id = self.next_id("call")
+        self._line("response_item", {"type": "function_call", "name": "exec_command",
+                                     "arguments": json.dumps({"cmd": command}), "call_id": call_id})
+        self._completed({"type": "CommandExecution", "id": call_id, "process_id": "94134",
+                         "command": ["/bin/bash", "-lc", command], "cwd": "file://" + self.cwd,
+                         "parsed_cmd": [{"type": "unknown", "cmd": command}], "source": "unified_exec_startup",
+                         "status": "completed" if code == 0 else "failed", "aggregated_output": "", "exit_code": code})
+        self._line("response_item", {"type": "function_call_output", "call_id": call_id,
+                                     "output": f"Chunk ID: 976e27\nProcess exited with code {code}\nOutput:\n"})
+
+    def edit(self, path: str, ok: bool = True) -> None:
+        call_id = self.next_id("call")
+        self._line("response_item", {"type": "custom_tool_call", "call_id": call_id, "name": "apply_patch",
+                                     "input": f"*** Begin Patch\n*** Add File: {path}\n+hello\n*** End Patch\n"})
+        self._completed({"type": "FileChange", "id": call_id, "changes": {path: {"type": "add", "content": "hello\n"}},
+                         "status": "completed" if ok else "failed", "stdout": "", "stderr": ""})
+
+
+class GeminiChatLines(AgentTranscript):
+    """~/.gemini/tmp/<project>/chats/session-*.jsonl: a header, $set records, and message
+    records appended again whole each time they change (the last one of an id wins)."""
+
+    def __init__(self, cwd: str):
+        super().__init__(cwd)
+        self.add({"sessionId": "8dcfc762-bd48", "projectHash": "ad2f3712", "startTime": "2026-12-01T15:31:12.771Z",
+                  "lastUpdated": "2026-12-01T15:31:12.771Z", "kind": "main"})
+        self.add({"$set": {"messages": [{"id": "d04923d3", "type": "user", "content": [
+            {"text": "<session_context>\nThis is the Gemini CLI.\n</session_context>"}]}]}})
+
+    def prompt(self, text: str) -> None:
+        self.add({"id": self.next_id("user"), "timestamp": "2026-12-01T15:31:12.930Z", "type": "user",
+                  "content": [{"text": f"<hook_context>BRIEF</hook_context>\n\n{text}"}]})
+
+    def _call(self, name: str, args: dict, output: str, status: str) -> None:
+        message_id, call_id = self.next_id("gemini"), self.next_id(name)
+        message = {"id": message_id, "timestamp": "2026-12-01T15:31:13.035Z", "type": "gemini", "content": "",
+                   "thoughts": [], "model": "gemini-3.1-pro-preview"}
+        self.add(message)
+        self.add({"$set": {"lastUpdated": "2026-12-01T15:31:13.035Z"}})
+        response = {"functionResponse": {"id": call_id, "name": name, "response": {"output": output}}}
+        self.add(dict(message, toolCalls=[{"id": call_id, "name": name, "args": args, "result": [response],
+                                           "status": status, "displayName": name}]))
+        self.add({"id": self.next_id("user"), "type": "user", "content": [response]})
+
+    def shell(self, command: str, code: int) -> None:
+        exit_line = f"Exit Code: {code}\n" if code else ""
+        self._call("run_shell_command", {"command": command},
+                   f"<untrusted_context>\nOutput: (empty)\n{exit_line}Process Group PGID: 9885\n</untrusted_context>",
+                   "success")
+
+    def edit(self, path: str, ok: bool = True) -> None:
+        self._call("write_file", {"file_path": path, "content": "hello\n"},
+                   "Successfully created and wrote to new file: " + path, "success" if ok else "error")
+
+    def rewrite_all(self) -> None:
+        """Append every message record again, as Gemini CLI does when it updates one."""
+        for line in list(self.lines):
+            if '"toolCalls"' in line:
+                self.lines.append(line)
+
+
+class QwenChatLines(AgentTranscript):
+    """~/.qwen/projects/<cwd>/chats/<session>.jsonl: Gemini's parts in Claude Code's line
+    shape (uuid, parentUuid, type: user|assistant|tool_result|system)."""
+
+    def _line(self, kind: str, **fields) -> None:
+        self.add(dict({"uuid": self.next_id("uuid"), "parentUuid": None, "sessionId": "3c882ddf",
+                       "timestamp": "2026-12-01T15:31:30.071Z", "type": kind, "cwd": self.cwd, "version": "0.24.4"},
+                      **fields))
+
+    def prompt(self, text: str) -> None:
+        self._line("user", provenance="real_user", message={"role": "user", "parts": [{"text": text}]})
+        self._line("system", provenance="system", subtype="attribution_snapshot", systemPayload={"snapshot": {}})
+
+    def _call(self, name: str, args: dict, output: str, status: str, display: dict) -> None:
+        call_id = self.next_id("toolu_stub")
+        self._line("assistant", provenance="assistant_output", message={"role": "model", "parts": [
+            {"functionCall": {"id": call_id, "name": name, "args": args}}]})
+        self._line("system", provenance="system", subtype="ui_telemetry", systemPayload={"uiEvent": {
+            "event.name": "qwen-code.tool_call", "call_id": call_id, "function_name": name, "function_args": args}})
+        self._line("tool_result", provenance="tool_result", message={"role": "user", "parts": [
+            {"functionResponse": {"id": call_id, "name": name, "response": {"output": output}}}]},
+            toolCallResult={"callId": call_id, "status": status, "resultDisplay": display, "executionStatus": status})
+
+    def shell(self, command: str, code: int) -> None:
+        self._call("run_shell_command", {"command": command, "description": "run it"},
+                   f"Command: {command}\nOutput: (empty)\nExit Code: {code}", "success",
+                   {"type": "shell_result", "version": 1, "exitCode": code, "outcome": "completed"})
+
+    def edit(self, path: str, ok: bool = True) -> None:
+        self._call("write_file", {"file_path": path, "content": "hello\n"},
+                   "Successfully created and wrote to new file: " + path, "success" if ok else "error",
+                   {"fileName": os.path.basename(path), "filePath": path})
+
+
+class CopilotEventsLines(AgentTranscript):
+    """~/.copilot/session-state/<session>/events.jsonl (Copilot CLI 1.0, from its public docs
+    and SDK schema): {type, data, id, timestamp, parentId} events."""
+
+    def _event(self, kind: str, data: dict) -> None:
+        self.add({"type": kind, "data": data, "id": self.next_id("evt"), "timestamp": "2026-05-07T06:19:05.000Z",
+                  "parentId": None})
+
+    def prompt(self, text: str) -> None:
+        self._event("session.start", {"sessionId": "abc-123", "version": 1, "producer": "copilot-agent",
+                                      "copilotVersion": "1.0.43", "context": {"cwd": self.cwd}})
+        self._event("user.message", {"content": text, "attachments": []})
+
+    def _call(self, name: str, args: dict, success: bool, content: str) -> None:
+        call_id = self.next_id("toolu_vrtx")
+        self._event("assistant.message", {"content": "", "toolRequests": [
+            {"toolCallId": call_id, "name": name, "arguments": args, "type": "function"}]})
+        self._event("tool.execution_start", {"toolCallId": call_id, "toolName": name, "arguments": args})
+        data = {"toolCallId": call_id, "success": success}
+        data.update({"result": {"content": content, "detailedContent": content}} if success else
+                    {"error": {"message": content, "code": "failure"}})
+        self._event("tool.execution_complete", data)
+
+    def shell(self, command: str, code: int) -> None:
+        self._call("bash", {"command": command, "description": "run it"}, True,
+                   f"<shellId: 0 completed with exit code {code}>")
+
+    def edit(self, path: str, ok: bool = True) -> None:
+        self._call("create" if ok else "edit", {"path": path, "file_text": "hello\n"}, ok,
+                   "Created file " + path if ok else "No match found")
+
+
+AGENT_TRANSCRIPTS = {"codex": CodexRolloutLines, "gemini": GeminiChatLines, "qwen": QwenChatLines,
+                     "copilot": CopilotEventsLines}
+
+
+class TestAgentTranscriptReaders(unittest.TestCase):
+    """SPEC section 12: each agent's reader finds what its own tools did, once."""
+
+    def read(self, agent: str, transcript: AgentTranscript, start: int = 0, seen=(), want_prompt=True):
+        return cc.AGENTS[agent].read_transcript(transcript.pairs(start), start, seen, want_prompt)
+
+    def test_every_agent_reader_finds_the_prompt_the_commands_with_exit_codes_and_the_edits(self):
+        for agent, builder in AGENT_TRANSCRIPTS.items():
+            with self.subTest(agent):
+                transcript = builder("/p")
+                transcript.turn("Write the notes file")
+                facts = self.read(agent, transcript)
+                self.assertEqual(facts.first_prompt, "Write the notes file")
+                self.assertEqual([(c.command, c.exit_code) for c in facts.commands],
+                                 [("echo hi > notes.txt", 0), ("exit 3", 3)])
+                self.assertTrue(all(c.auto and c.tool_use_id for c in facts.commands))
+                self.assertEqual([path for path, _ in facts.edited_files], ["/p/added.txt"])
+                self.assertEqual(len(facts.taken_ids), 3)
+                self.assertEqual(facts.resume_offset, sum(len(line.encode()) + 1 for line in transcript.lines))
+
+    def test_a_second_read_from_the_cursor_or_from_the_start_records_nothing_again(self):
+        for agent, builder in AGENT_TRANSCRIPTS.items():
+            with self.subTest(agent):
+                transcript = builder("/p")
+                transcript.turn()
+                first = self.read(agent, transcript)
+                transcript.shell("make test", 0)
+                again = self.read(agent, transcript, start=first.resume_offset, seen=first.taken_ids, want_prompt=False)
+                self.assertEqual([c.command for c in again.commands], ["make test"])
+                self.assertEqual(again.edited_files, [])
+                everything = self.read(agent, transcript, seen=first.taken_ids + again.taken_ids, want_prompt=False)
+                self.assertEqual((everything.commands, everything.edited_files), ([], []))
+
+    def test_gemini_records_appended_again_whole_are_taken_once(self):
+        transcript = GeminiChatLines("/p")
+        transcript.turn()
+        transcript.rewrite_all()
+        facts = self.read("gemini", transcript)
+        self.assertEqual([c.command for c in facts.commands], ["echo hi > notes.txt", "exit 3"])
+        self.assertEqual(len(facts.edited_files), 1)
+        cursor = facts.resume_offset
+        transcript.rewrite_all()  # a later update restates them after the cursor
+        later = self.read("gemini", transcript, start=cursor, seen=facts.taken_ids, want_prompt=False)
+        self.assertEqual((later.commands, later.edited_files, later.taken_ids), ([], [], []))
+
+    def test_a_gemini_call_still_running_is_taken_when_its_record_comes_back_finished(self):
+        transcript = GeminiChatLines("/p")
+        transcript.shell("make", 0)
+        finished = transcript.lines[-2]
+        transcript.lines[-2] = finished.replace('"status":"success"', '"status":"executing"')
+        early = self.read("gemini", transcript)
+        self.assertEqual(early.commands, [])
+        transcript.add(finished)
+        later = self.read("gemini", transcript, start=early.resume_offset, seen=early.taken_ids)
+        self.assertEqual([c.command for c in later.commands], ["make"])
+
+    def test_a_call_waiting_for_its_result_holds_the_cursor(self):
+        for agent in ("qwen", "copilot"):
+            with self.subTest(agent):
+                transcript = AGENT_TRANSCRIPTS[agent]("/p")
+                transcript.shell("make", 0)
+                answer = transcript.lines.pop()
+                facts = self.read(agent, transcript)
+                self.assertEqual(facts.commands, [])
+                transcript.add(answer)
+                later = self.read(agent, transcript, start=facts.resume_offset)
+                self.assertEqual([c.command for c in later.commands], ["make"])
+
+    def test_the_prompt_skips_what_the_agent_injected(self):
+        transcript = GeminiChatLines("/p")
+        transcript.prompt("Fix the build")
+        self.assertEqual(self.read("gemini", transcript).first_prompt, "Fix the build")
+        codex = CodexRolloutLines("/p")
+        codex.prompt("Fix the build")
+        self.assertEqual(self.read("codex", codex).first_prompt, "Fix the build")
+
+    def test_a_codex_patch_that_moves_a_file_names_both_paths(self):
+        transcript = CodexRolloutLines("/p")
+        transcript._completed({"type": "FileChange", "id": "call_9", "status": "completed", "changes": {
+            "/p/old.py": {"type": "update", "unified_diff": "", "move_path": "/p/new.py"}}})
+        self.assertEqual([p for p, _ in self.read("codex", transcript).edited_files], ["/p/old.py", "/p/new.py"])
+
+    def test_foreign_torn_and_hostile_lines_are_skipped(self):
+        hostile = ['{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution",'
+                   '"id":["x"],"command":"ls","status":"completed","exit_code":0}}}',
+                   '{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution",'
+                   '"id":"c1","command":{"a":1},"status":"completed","exit_code":"0"}}}',
+                   '{"toolCalls":[{"id":"x","name":"run_shell_command","args":"ls","status":"success"}]}',
+                   '{"$set":{"messages":"not a list"}}', '{"type":"tool_result","toolCallResult":"nope"}',
+                   '{"type":"tool.execution_start","data":{"toolCallId":"t","toolName":"bash","arguments":"{torn"}}',
+                   '{"type":"assistant","message":{"parts":[{"functionCall":{"id":1,"name":"edit"}}]}}',
+                   '{"toolCalls"', "[1, 2]", "\x00\xff", '"a string"']
+        claude = Transcript("/p")
+        claude.bash("make")
+        for agent in ("claude", *AGENT_TRANSCRIPTS):
+            with self.subTest(agent):
+                transcript = AgentTranscript("/p")
+                for line in hostile + claude.lines:
+                    transcript.add(line)
+                facts = self.read(agent, transcript)
+                expected = ["make"] if agent == "claude" else []
+                self.assertEqual([c.command for c in facts.commands], expected)
+                self.assertEqual(facts.edited_files, [])
 
 
 # ── 6.6 Snapshots: trees, restore plans, ids, skip rules (SPEC section 10) ──
@@ -1542,7 +1842,7 @@ class AgentTableTest(unittest.TestCase):
         facts = cc.AGENTS["claude"].read_transcript(pairs, 100, (), False)
         self.assertEqual([c.command for c in facts.commands], ["make"])
         self.assertEqual(facts.resume_offset, offset)
-        self.assertEqual(cc.read_claude_transcript([], 42).resume_offset, 42)  # nothing new: the cursor stays
+        self.assertEqual(cc.ClaudeTranscript.read([], 42).resume_offset, 42)  # nothing new: the cursor stays
 
     def test_an_unknown_transcript_format_is_an_error_that_names_it(self):
         with self.assertRaisesRegex(cc.CheckpointError, "unknown transcript format"):
