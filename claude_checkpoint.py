@@ -418,6 +418,7 @@ class Checkpoint:
     hooks: HookState = field(default_factory=HookState)
     snapshot: Optional[SnapshotRef] = None  # the code as it was at this save (SPEC section 10)
     generator_version: str = __version__
+    agent: Optional[str] = None  # the agent that wrote it last (a name in AGENTS), when known (SPEC section 12)
 
     # ── JSON (camelCase lives only here) ──
     def to_json(self) -> dict:
@@ -448,6 +449,8 @@ class Checkpoint:
             doc["meta"]["omittedFiles"] = self.omitted_files
         if self.snapshot is not None:
             doc["snapshot"] = {"id": self.snapshot.id, "commit": self.snapshot.commit}
+        if self.agent is not None:
+            doc["agent"] = {"name": self.agent}
         if self.hooks.tool_use_ids or self.hooks.cursors:
             doc["hooks"] = {"toolUseIds": list(self.hooks.tool_use_ids),
                             "cursors": dict(self.hooks.cursors)}
@@ -494,6 +497,7 @@ class Checkpoint:
                             cursors={str(k): v for k, v in _obj(hooks.get("cursors", {}), "hooks.cursors").items()
                                      if isinstance(v, int) and not isinstance(v, bool)}),
             snapshot=snapshot,
+            agent=_opt_str(_obj(doc.get("agent") or {}, "agent").get("name"), "agent.name"),
         )
 
 
@@ -2761,6 +2765,7 @@ class Agent:
     output: HookOutput
     read_transcript: Callable  # (lines, start, seen_ids, want_prompt) -> TranscriptFacts
     notes: str = ""  # where it runs servers and hooks, what it expands: shown by `install`
+    client_names: tuple = ()  # the clientInfo.name it gives the MCP server, which names it in the checkpoint
 
 
 _CLAUDE_STDIN = {"session": ("session_id",), "cwd": ("cwd",), "transcript": ("transcript_path",)}
@@ -2776,7 +2781,7 @@ AGENTS = {agent.name: agent for agent in (
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
           {"session-start": "clear|compact|resume"}, {}, {"project": "$CLAUDE_PROJECT_DIR", "home": "$HOME"},
           _CLAUDE_STDIN, HookOutput.TEXT, ClaudeTranscript.read,
-          "expands ${VAR:-default} in .mcp.json; hooks get CLAUDE_PROJECT_DIR"),
+          "expands ${VAR:-default} in .mcp.json; hooks get CLAUDE_PROJECT_DIR", ("claude-code",)),
     Agent("codex", "Codex", ("CODEX_HOME", ".codex"),
           ("{dir}/config.toml", "{root}/.codex/config.toml"), ConfigFormat.TOML, "mcp_servers",
           {"startup_timeout_sec": 30}, {"project": "", "home": None},
@@ -2785,7 +2790,7 @@ AGENTS = {agent.name: agent for agent in (
           {}, {}, {"project": "", "home": "$HOME"},
           _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, CodexRollout.read,
           "runs the server and hooks in the session folder (-C); expands nothing in config.toml; "
-          "runs only hooks the user trusted"),
+          "runs only hooks the user trusted", ("codex-mcp-client",)),
     Agent("gemini", "Gemini CLI", ("", ".gemini"),
           ("{dir}/settings.json", "{root}/.gemini/settings.json"), ConfigFormat.JSON, "mcpServers",
           _GEMINI_SERVER, _JSON_SERVER_FOLDER,
@@ -2793,7 +2798,8 @@ AGENTS = {agent.name: agent for agent in (
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompress", "SessionEnd", "AfterAgent"))),
           {}, {}, {"project": "$GEMINI_PROJECT_DIR", "home": "$HOME"},
           _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, GeminiChat.read,
-          "runs the server in its working folder; expands $VAR in settings.json; hooks get GEMINI_PROJECT_DIR"),
+          "runs the server in its working folder; expands $VAR in settings.json; hooks get GEMINI_PROJECT_DIR",
+          ("gemini-cli-mcp-client",)),
     Agent("qwen", "Qwen Code", ("", ".qwen"),
           ("{dir}/settings.json", "{root}/.qwen/settings.json"), ConfigFormat.JSON, "mcpServers",
           _GEMINI_SERVER, _JSON_SERVER_FOLDER,
@@ -2801,7 +2807,8 @@ AGENTS = {agent.name: agent for agent in (
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
           {}, {}, {"project": "$QWEN_PROJECT_DIR", "home": "$HOME"},
           _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, QwenChat.read,
-          "Gemini CLI's files and expansion, Claude Code's event names; hooks get QWEN_PROJECT_DIR"),
+          "Gemini CLI's files and expansion, Claude Code's event names; hooks get QWEN_PROJECT_DIR",
+          ("qwen-cli-mcp-client", "qwen-code-mcp-client")),
     Agent("copilot", "Copilot CLI", ("COPILOT_HOME", ".copilot"),
           ("{dir}/mcp-config.json", None), ConfigFormat.JSON, "mcpServers",
           {"type": "local", "tools": ["*"]}, {"project": "", "home": None},
@@ -2828,6 +2835,36 @@ AGENTS = {agent.name: agent for agent in (
           "one project per entry: CHECKPOINT_PROJECT_ROOT names it"),
 )}
 DEFAULT_AGENT = "claude"
+
+
+def hook_input(payload: dict, agent: Agent) -> dict:
+    """The hook's input under our names (session, cwd, transcript), read from the agent's own
+    field names; a list (Cursor's workspace_roots) gives its first folder. None when absent."""
+    found: dict = {}
+    for ours, theirs in agent.stdin_fields.items():
+        values = [payload.get(name) for name in theirs]
+        values = [v[0] if isinstance(v, list) and v else v for v in values]
+        found[ours] = next((v for v in values if isinstance(v, str) and v), None)
+    return found
+
+
+def render_hook_context(agent: Agent, brief: str) -> str:
+    """What a SessionStart hook prints: the brief in the one shape the agent reads (never two:
+    Claude Code would inject both)."""
+    import json
+    if agent.output is HookOutput.TEXT:
+        return brief
+    if agent.output is HookOutput.HOOK_SPECIFIC:
+        doc: dict = {"hookSpecificOutput": {"hookEventName": agent.hook_events["session-start"],
+                                            "additionalContext": brief}}
+    else:
+        doc = {"additionalContext": brief}
+    return json.dumps(doc, ensure_ascii=False) + "\n"
+
+
+def agent_for_client(client_name: Any) -> Optional[str]:
+    """The agent an MCP client's clientInfo.name belongs to, or None."""
+    return next((a.name for a in AGENTS.values() if client_name in a.client_names), None)
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -2924,14 +2961,18 @@ class LoadResult:
         return doc
 
 
-def render_brief(result: LoadResult, now: float) -> str:
-    """The resume brief: small markdown that a model can act on at once."""
+def render_brief(result: LoadResult, now: float, reader: Optional[str] = None) -> str:
+    """The resume brief: small markdown that a model can act on at once. It names the agent
+    that saved the checkpoint when that is not the `reader` (a name in AGENTS)."""
     if not result.found or result.checkpoint is None:
         return render_nothing_to_resume(result)
     cp = result.checkpoint
     saved_at = parse_timestamp(cp.updated_at)
-    when = (f"checkpoint saved {human_age(now - saved_at)}, "
-            f"{format_timestamp(saved_at)[:19].replace('T', ' ')} UTC") if saved_at else f"checkpoint saved {cp.updated_at}"
+    by = ""
+    if cp.agent is not None and cp.agent != reader:
+        by = f"by {AGENTS[cp.agent].title if cp.agent in AGENTS else cp.agent} "
+    when = (f"checkpoint saved {by}{human_age(now - saved_at)}, "
+            f"{format_timestamp(saved_at)[:19].replace('T', ' ')} UTC") if saved_at else f"checkpoint saved {by}{cp.updated_at}"
     out = [f"# Resuming: {cp.project_name or os.path.basename(result.root)} ({when})"]
     if cp.git is not None:
         where = f"Branch `{cp.git.branch}`" if cp.git.branch else "Detached HEAD"
@@ -4223,6 +4264,7 @@ class World:
     log: Callable[[str], None]  # the server log (stderr): never stdout, which carries the protocol
     known_secrets: tuple = ()
     program: tuple = ("claude-checkpoint-mcp",)  # how to run this program again (section 14)
+    agent: Optional[str] = None  # the agent this call comes from (a name in AGENTS): hooks say it, MCP clients name themselves
 
     def root(self, argument: Optional[str] = None, client_roots: Iterable[str] = ()) -> str:
         return resolve_root(choose_root(argument, self.env, list(client_roots), self.cwd), self.home)
@@ -4506,7 +4548,7 @@ def update_checkpoint(root: str, world: World, prepare: Callable[..., Optional[C
         selection = select_files(scan.changes, change.named, change.carried)
         files = hash_entries(root, selection.entries)
         checkpoint = change.assemble(files, scan.state, world.now_iso(), new_checkpoint_id())
-        checkpoint = replace(checkpoint, omitted_files=selection.omitted,
+        checkpoint = replace(checkpoint, omitted_files=selection.omitted, agent=world.agent,
                              truncated=change.truncated or checkpoint.truncated or bool(selection.omitted))
         redactor = Redactor(world.known_secrets)
         checkpoint = replace(redactor.checkpoint(checkpoint), redactions=redactor.count)
@@ -4650,7 +4692,7 @@ def _changed_since_saved_snapshot(git: Git, root: str, scan: GitScan, cp: Checkp
 
 
 def record_transcript(root: str, transcript_path: str, session_id: str, world: World,
-                      require_activity: bool = False) -> Optional[SaveOutcome]:
+                      require_activity: bool = False, read: Callable = ClaudeTranscript.read) -> Optional[SaveOutcome]:
     """The hooks: merge what the transcript proves into the checkpoint. Returns None when the
     transcript holds nothing new (then nothing is written). With require_activity, a first
     prompt alone is not worth a checkpoint (Stop and SessionEnd fire in every session).
@@ -4659,7 +4701,7 @@ def record_transcript(root: str, transcript_path: str, session_id: str, world: W
 
     def prepare(previous: Optional[Checkpoint], warnings: list) -> Optional[Change]:
         start = previous.hooks.cursors.get(key, 0) if previous else 0
-        facts = scan_transcript(transcript_path, start, previous)
+        facts = scan_transcript(transcript_path, start, previous, read)
         new_goal = facts.first_prompt is not None and needs_goal(previous)
         if not (facts.edited_files or facts.commands or (new_goal and not require_activity)):
             return None
@@ -4727,7 +4769,7 @@ def tool_load(arguments: Any, context: ToolContext) -> ToolResult:
     if fmt is BriefFormat.FULL:
         import json
         return ToolResult(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
-    return ToolResult(render_brief(result, context.world.clock()))
+    return ToolResult(render_brief(result, context.world.clock(), context.world.agent))
 
 
 @record
@@ -4806,7 +4848,7 @@ RESOURCES = (
 def get_prompt(name: str, context: ToolContext) -> dict:
     if name == "resume":
         result = load_checkpoint(context.root(None), context.world)
-        text = render_brief(result, context.world.clock())
+        text = render_brief(result, context.world.clock(), context.world.agent)
     else:
         text = CHECKPOINT_PROMPT
     prompt = next(p for p in PROMPTS if p["name"] == name)
@@ -4817,7 +4859,7 @@ def get_prompt(name: str, context: ToolContext) -> dict:
 def read_resource(uri: str, context: ToolContext) -> dict:
     root = context.root(None)
     if uri == "checkpoint://brief":
-        text = render_brief(load_checkpoint(root, context.world), context.world.clock())
+        text = render_brief(load_checkpoint(root, context.world), context.world.clock(), context.world.agent)
         mime = "text/markdown"
     elif uri == "checkpoint://snapshots":
         import json
@@ -5054,6 +5096,8 @@ class Protocol:
     def _initialize(self, request: Request) -> dict:
         version = _param(request, "protocolVersion", str, required=True)
         self.client_capabilities = _param(request, "capabilities", dict) or {}
+        client = _param(request, "clientInfo", dict) or {}
+        self.world = replace(self.world, agent=agent_for_client(client.get("name")))
         agreed = version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         return {"protocolVersion": agreed, "capabilities": CAPABILITIES,
                 "serverInfo": SERVER_INFO, "instructions": INSTRUCTIONS}
@@ -5680,8 +5724,10 @@ def build_parser() -> Any:
     save.add_argument("--next", action="append", metavar="STEP", dest="next_steps", help="a next step (repeat)")
     save.add_argument("--decision", action="append", metavar="TEXT", dest="decisions", help="a decision (repeat)")
     save.add_argument("--merge", action="store_true", help="merge into the existing checkpoint")
-    hook = commands.add_parser("hook", parents=[common], help="run as a Claude Code hook (JSON on stdin)")
+    hook = commands.add_parser("hook", parents=[common], help="run as an agent's hook (its JSON on stdin); always exits 0")
     hook.add_argument("event", choices=sorted(HOOK_EVENTS), help="; ".join(f"{k}: {v}" for k, v in HOOK_EVENTS.items()))
+    hook.add_argument("--client", default=DEFAULT_AGENT, choices=[a.name for a in AGENTS.values() if a.hook_events],
+                      help="the agent that runs the hook: its input fields, its answer's shape (default: claude)")
     install = commands.add_parser("install", parents=[common],
                                   help="print (or --write) the Claude Code and Claude Desktop configuration")
     install.add_argument("--write", action="store_true", help="merge the server and hooks into Claude Code's files")
@@ -5739,7 +5785,14 @@ def main(argv: Optional[list] = None, streams: Optional[tuple] = None) -> int:
 def _main(argv: list, in_process: bool) -> int:
     if not argv or argv == ["serve"]:
         return serve()
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as leaving:
+        # A hook exits 0 even on a usage error (Gemini CLI retries a turn whose AfterAgent hook
+        # exits 2, in a loop); argparse has said what was wrong on stderr.
+        if "hook" in argv and leaving.code:
+            return EXIT_OK
+        raise
     if args.command in (None, "serve"):
         return serve(getattr(args, "root", None))
     if not in_process:
@@ -5750,7 +5803,7 @@ def _main(argv: list, in_process: bool) -> int:
             stream.reconfigure(errors="surrogateescape")
     sys.stdout, sys.stderr = (RedactingWriter(stream, world.known_secrets) for stream in (sys.stdout, sys.stderr))
     if args.command == "hook":
-        return run_hook(args.event, getattr(args, "root", None), world)
+        return run_hook(args.event, getattr(args, "root", None), world, AGENTS[args.client])
     runner = {"show": cli_show, "save": cli_save, "install": cli_install, "doctor": cli_doctor,
               "snapshot": cli_snapshot, "list": cli_list, "diff": cli_diff, "restore": cli_restore,
               "forget": cli_forget}[args.command]
@@ -5907,25 +5960,31 @@ def _print_result(args: Any, doc: Any, text: Callable[[], str]) -> None:
         sys.stdout.write(text())
 
 
-def run_hook(event: str, root_arg: Optional[str], world: World) -> int:
-    """Hooks never block or break a session: always exit 0, nothing on stdout but the
-    brief, and what went wrong on one line of stderr."""
+def run_hook(event: str, root_arg: Optional[str], world: World, agent: Agent) -> int:
+    """Hooks never block or break a session: always exit 0, nothing on stdout but the brief
+    in the agent's own shape, and what went wrong on one line of stderr."""
     import threading
     watchdog = threading.Timer(HOOK_DEADLINE_S, _hook_timeout)
     watchdog.daemon = True
     watchdog.start()
     problems: list = []
+    world = replace(world, agent=agent.name)
     try:
         payload = _read_hook_input(problems)
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and os.path.isabs(payload["cwd"]) else world.cwd
+        facts = hook_input(payload, agent)
+        theirs = agent.hook_events.get(event)
+        named = payload.get("hook_event_name", payload.get("hookEventName"))
+        if isinstance(named, str) and theirs and named != theirs:
+            problems.append(f"the input is for {short_name(named)}, not {theirs}: is --client {agent.name} right?")
+        cwd = facts["cwd"] if facts["cwd"] and os.path.isabs(facts["cwd"]) else world.cwd
         root = resolve_root(choose_root(root_arg and os.path.join(world.cwd, root_arg), world.env, [], cwd), world.home)
         if event == "session-start":
             result = load_checkpoint(root, world)
             if result.found:
-                sys.stdout.write(render_brief(result, world.clock()))
+                sys.stdout.write(render_hook_context(agent, render_brief(result, world.clock(), agent.name)))
             problems += result.warnings
         else:
-            problems += _record_hook(event, payload, root, world)
+            problems += _record_hook(event, facts, root, world, agent)
     except CheckpointError as error:
         problems.append(str(error))
     except Exception as error:  # a hook must never break the session
@@ -5933,7 +5992,7 @@ def run_hook(event: str, root_arg: Optional[str], world: World) -> int:
     finally:
         watchdog.cancel()
     if problems:
-        print(f"claude-checkpoint hook {event}: " + "; ".join(problems), file=sys.stderr)
+        print(f"claude-checkpoint hook {event} --client {agent.name}: " + "; ".join(problems), file=sys.stderr)
     return EXIT_OK
 
 
@@ -5941,22 +6000,24 @@ def _read_hook_input(problems: list) -> dict:
     import json
     raw = sys.stdin.buffer.read(HOOK_STDIN_LIMIT) if not sys.stdin.isatty() else b""
     try:
-        payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else {}
+        payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
     except ValueError:
-        payload = None
+        problems.append("stdin is not the hook's JSON object (empty, truncated or not JSON)")
+        return {}
     if not isinstance(payload, dict):
-        problems.append("stdin is not the hook's JSON object")
+        problems.append("stdin is empty" if payload is None else "stdin is JSON but not the hook's object")
         return {}
     return payload
 
 
-def _record_hook(event: str, payload: dict, root: str, world: World) -> list:
+def _record_hook(event: str, facts: dict, root: str, world: World, agent: Agent) -> list:
     """pre-compact, session-end, stop: merge the transcript; return what went wrong."""
-    transcript = payload.get("transcript_path")
-    if not isinstance(transcript, str) or not transcript:
-        return ["no transcript_path in the hook's input; nothing recorded"]
-    session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else ""
-    outcome = record_transcript(root, transcript, session, world, require_activity=event in ("session-end", "stop"))
+    transcript = facts["transcript"]
+    if not transcript:
+        names = "/".join(agent.stdin_fields.get("transcript", ()))
+        return [f"no {names} in the hook's input; nothing recorded"]
+    outcome = record_transcript(root, transcript, facts["session"] or "", world,
+                                require_activity=event in ("session-end", "stop"), read=agent.read_transcript)
     if outcome is None:
         # Nothing in the transcript, yet a subagent, a formatter or another program may have
         # changed files during the turn: snapshot the work tree when it differs from the last one.

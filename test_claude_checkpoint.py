@@ -4631,6 +4631,132 @@ class SessionStartHookTest(unittest.TestCase):
             self.assertEqual(len(stderr_lines(proc)), 1, stderr_lines(proc))
 
 
+# ── hooks of the other agents: `hook EVENT --client NAME` (SPEC section 12) ──
+
+# Copilot CLI needs Node 24, so its hook input is taken from GitHub's documented shape: camelCase
+# fields, a millisecond timestamp, the session's folder as cwd.
+COPILOT_SESSION_START = {"sessionId": "9b1c2d3e-0000-4000-8000-00000000c0b1", "timestamp": 1764600000000,
+                         "cwd": "{cwd}", "source": "new", "initialPrompt": "go on with the task"}
+COPILOT_AGENT_STOP = {"sessionId": "9b1c2d3e-0000-4000-8000-00000000c0b1", "timestamp": 1764600060000,
+                      "cwd": "{cwd}", "transcriptPath": "{transcript}"}
+
+
+def agent_payload(client: str, event: str, cwd: str, transcript: str = "/nonexistent.jsonl") -> str:
+    """A hook's input as each agent sends it: Claude Code's names for Codex, Gemini CLI and Qwen
+    Code (seen, SPEC section 12), Copilot CLI's camelCase."""
+    if client == "copilot":
+        sample = COPILOT_SESSION_START if event == "session-start" else COPILOT_AGENT_STOP
+        return json.dumps(sample).replace("{cwd}", cwd).replace("{transcript}", transcript)
+    payload = json.loads(hook_payload(event, transcript, cwd, source="startup") if event == "session-start"
+                         else hook_payload(event, transcript, cwd))
+    payload["hook_event_name"] = cc.AGENTS[client].hook_events[event]
+    return json.dumps(payload)
+
+
+class AgentHookTest(unittest.TestCase):
+    """Each agent's hook reads its own input and answers in its one shape; exit 0 on everything."""
+
+    HOOKED = ("claude", "codex", "gemini", "qwen", "copilot")
+
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.assertEqual(self.ws.run_cli("save", stdin=json.dumps(sample_save())).returncode, 0)
+        self.elsewhere = temp_dir(self, "cc-elsewhere-")  # the hook's own folder is not the project
+
+    def hook(self, client: str, event: str, stdin: str | bytes) -> subprocess.CompletedProcess:
+        proc = self.ws.run_cli("hook", event, "--client", client, stdin=stdin, cwd=self.elsewhere)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn(b"Traceback", proc.stderr)
+        return proc
+
+    def test_session_start_hands_the_brief_over_in_each_agents_one_shape(self):
+        for client in self.HOOKED:
+            with self.subTest(client):
+                out = self.hook(client, "session-start", agent_payload(client, "session-start", self.ws.repo)).stdout.decode()
+                shape = cc.AGENTS[client].output
+                if shape is cc.HookOutput.TEXT:
+                    self.assertTrue(out.startswith("# Resuming:"), out)
+                    continue
+                answer = json.loads(out)  # one JSON document and nothing else: never both shapes
+                if shape is cc.HookOutput.HOOK_SPECIFIC:
+                    self.assertEqual(list(answer), ["hookSpecificOutput"])
+                    self.assertEqual(answer["hookSpecificOutput"]["hookEventName"], "SessionStart")
+                    brief = answer["hookSpecificOutput"]["additionalContext"]
+                else:
+                    self.assertEqual(list(answer), ["additionalContext"])
+                    brief = answer["additionalContext"]
+                self.assertTrue(brief.startswith("# Resuming:"), brief)
+                self.assertIn(sample_save()["goal"], brief)
+
+    def test_other_events_print_nothing_on_stdout(self):
+        for client in self.HOOKED:
+            for event in ("pre-compact", "session-end", "stop"):
+                with self.subTest(client=client, event=event):
+                    proc = self.hook(client, event, agent_payload(client, event, self.ws.repo))
+                    self.assertEqual(proc.stdout, b"")
+                    self.assertEqual(len(stderr_lines(proc)), 1, proc.stderr)  # the transcript is missing: said once
+
+    def test_bad_input_exits_0_with_one_clear_line_and_writes_nothing(self):
+        before = self.ws.checkpoint()
+        cases = {"empty": ("codex", "session-end", b""), "truncated": ("gemini", "stop", b'{"session_id": "s", "cw'),
+                 "not an object": ("qwen", "pre-compact", b"[1, 2]"),
+                 "another agent's input": ("codex", "stop", agent_payload("copilot", "stop", self.ws.repo)),
+                 "another event's input": ("gemini", "stop", agent_payload("gemini", "pre-compact", self.ws.repo))}
+        for name, (client, event, stdin) in cases.items():
+            with self.subTest(name):
+                proc = self.hook(client, event, stdin)
+                self.assertEqual(proc.stdout, b"")
+                self.assertTrue(stderr_lines(proc), "a failed hook says why on stderr")
+        self.assertEqual(self.ws.checkpoint(), before)
+
+    def test_usage_errors_exit_0_too(self):
+        for args in (("hook", "stop", "--client", "nobody"), ("hook", "nothing"), ("hook", "stop", "--client", "cursor")):
+            with self.subTest(args):
+                proc = self.ws.run_cli(*args, stdin=b"{}")
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertEqual(proc.stdout, b"")
+                self.assertIn(b"invalid choice", proc.stderr)
+
+    def test_the_agent_is_never_guessed_from_the_environment(self):
+        env = dict(self.ws.env, GEMINI_CLI="1", GEMINI_PROJECT_DIR=self.ws.repo, CLAUDE_PROJECT_DIR=self.ws.repo)
+        proc = self.ws.run_cli("hook", "session-start", stdin=hook_payload("session-start", "/x.jsonl", self.ws.repo),
+                               env=env)
+        self.assertTrue(proc.stdout.startswith(b"# Resuming:"), proc.stdout)  # no --client: Claude Code's text
+
+
+class AgentNameTest(unittest.TestCase):
+    """The checkpoint names the agent that wrote it last; another agent's brief says so."""
+
+    def test_a_save_from_codex_is_named_and_claude_codes_brief_says_so(self):
+        ws = Workspace(self)
+        server = McpServer(self, ws.repo, ws.env)
+        server.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "codex-mcp-client", "version": "0.169.0"}})
+        server.notify("notifications/initialized")
+        self.assertFalse(server.save(goal="Ship the login page").get("isError"))
+        self.assertEqual(ws.checkpoint()["agent"], {"name": "codex"})
+        self.assertEqual(ws.checkpoint()["version"], 1)
+        first = {}
+        for client in ("claude", "codex"):
+            proc = ws.run_cli("hook", "session-start", "--client", client,
+                              stdin=agent_payload(client, "session-start", ws.repo))
+            out = proc.stdout.decode()
+            brief = out if client == "claude" else json.loads(out)["hookSpecificOutput"]["additionalContext"]
+            first[client] = brief.splitlines()[0]
+        self.assertIn("saved by Codex ", first["claude"])
+        self.assertNotIn("saved by", first["codex"])  # its own checkpoint: nothing to say
+
+    def test_a_command_line_save_names_no_agent_and_reads_old_files(self):
+        ws = Workspace(self)
+        self.assertEqual(ws.run_cli("save", "--goal", "g").returncode, 0)
+        self.assertNotIn("agent", ws.checkpoint())
+        cp = cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent={"name": "gemini"}))
+        self.assertEqual(cp.agent, "gemini")
+        self.assertEqual(cp.to_json()["agent"], {"name": "gemini"})
+        with self.assertRaisesRegex(cc.CheckpointError, "agent"):
+            cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent={"name": 3}))
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 12. MCP tools, prompts and resources
 # ════════════════════════════════════════════════════════════════════════════
