@@ -2139,6 +2139,7 @@ class TranscriptReader:
     and implements may_matter (cheap byte tests, before any JSON parsing: most of a
     transcript is tool output that needs none) and parse (one JSON object)."""
 
+    FORMAT = "transcript"  # what its messages call the file
     EDIT_TOOLS: dict = {}
     SHELL_TOOLS: dict = {}
     NOTE_ARGUMENT = "description"  # a shell call's own words for what it does
@@ -2163,15 +2164,25 @@ class TranscriptReader:
 
     def feed(self, line: bytes, offset: int) -> None:
         self.facts.resume_offset = offset + len(line)
-        if not self.may_matter(line):
+        if not (offset == 0 or self.may_matter(line)):
             return
         import json
         try:
             record = json.loads(line)
         except ValueError:
             return  # a torn or foreign line: skip it
-        if isinstance(record, dict):
+        if not isinstance(record, dict):
+            return
+        if offset == 0 and not self.looks_like(record):  # another agent's file: say so, record nothing
+            raise CheckpointError(f"the transcript is not a {self.FORMAT} (its first line says otherwise); "
+                                  "nothing recorded: does the hook name the right --client?")
+        if offset > 0 or self.may_matter(line):
             self.parse(record, offset)
+
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        """Whether a transcript's first line (a JSON object) is of this format; lenient."""
+        raise NotImplementedError
 
     def may_matter(self, line: bytes) -> bool:
         raise NotImplementedError
@@ -2270,8 +2281,15 @@ class ClaudeTranscript(TranscriptReader):
     input}); the user line after holds the tool_result ({tool_use_id, is_error, content}).
     A call counts once its result says it worked."""
 
+    FORMAT = "Claude Code transcript"
     EDIT_TOOLS = EDIT_TOOLS
     SHELL_TOOLS = {name: "command" for name in SHELL_TOOLS}
+
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        """Any typed line that is none of the other agents' (Claude Code starts with many kinds)."""
+        return isinstance(record.get("type"), str) and not any(
+            reader.looks_like(record) for reader in (CodexRollout, GeminiChat, QwenChat, CopilotEvents))
 
     def may_matter(self, line: bytes) -> bool:
         """A result matters only if it answers a call we are waiting for."""
@@ -2305,6 +2323,12 @@ class CodexRollout(TranscriptReader):
     cmd], exit_code, status: completed|failed|declined}, FileChange {id, changes: {absolute
     path: {type: add|update|delete, move_path}}, status} (apply_patch, however called) and
     UserMessage {content: [{type: text, text}]} (what the user typed, nothing injected)."""
+
+    FORMAT = "Codex rollout"
+
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        return isinstance(record.get("payload"), dict) and isinstance(record.get("type"), str)
 
     def may_matter(self, line: bytes) -> bool:
         return b'"item_completed"' in line
@@ -2351,8 +2375,14 @@ class GeminiChat(TranscriptReader):
     whose exit code shows only in its output ('Exit Code: N'). A call seen before it finished
     comes back whole in a later record, after the cursor, so nothing waits."""
 
+    FORMAT = "Gemini CLI chat"
     EDIT_TOOLS = {"write_file": "file_path", "replace": "file_path"}
     SHELL_TOOLS = {"run_shell_command": "command"}
+
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        return "projectHash" in record or "$set" in record or (
+            record.get("type") in ("user", "gemini", "info", "error") and "content" in record and "message" not in record)
 
     def may_matter(self, line: bytes) -> bool:
         return b'"toolCalls"' in line or (self.wants_prompt() and b'"user"' in line)
@@ -2395,8 +2425,13 @@ class QwenChat(TranscriptReader):
     {"type": "tool_result", "toolCallResult": {callId, status, resultDisplay: {exitCode}}};
     a prompt is {"type": "user", "provenance": "real_user", "message": {"parts": [{text}]}}."""
 
+    FORMAT = "Qwen Code chat"
     EDIT_TOOLS = {"write_file": "file_path", "edit": "file_path", "replace": "file_path"}
     SHELL_TOOLS = {"run_shell_command": "command"}
+
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        return "provenance" in record
 
     def may_matter(self, line: bytes) -> bool:
         if b'"functionCall"' in line:
@@ -2444,8 +2479,13 @@ class CopilotEvents(TranscriptReader):
     {toolCallId, success, result: {content}, error}; bash's output ends with its exit code;
     edit and create take `path`; user.message {content} is a prompt."""
 
+    FORMAT = "Copilot CLI events.jsonl"
     EDIT_TOOLS = {"edit": "path", "create": "path"}
     SHELL_TOOLS = {"bash": "command", "powershell": "command"}
+
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        return isinstance(record.get("data"), dict) and "." in str(record.get("type"))
 
     def may_matter(self, line: bytes) -> bool:
         if b'"tool.execution_start"' in line:

@@ -1739,16 +1739,39 @@ class TestAgentTranscriptReaders(unittest.TestCase):
                    '{"type":"assistant","message":{"parts":[{"functionCall":{"id":1,"name":"edit"}}]}}',
                    '{"toolCalls"', "[1, 2]", "\x00\xff", '"a string"']
         claude = Transcript("/p")
+        claude.prompt("Go")
         claude.bash("make")
-        for agent in ("claude", *AGENT_TRANSCRIPTS):
+        for agent, builder in dict(AGENT_TRANSCRIPTS, claude=None).items():
             with self.subTest(agent):
-                transcript = AgentTranscript("/p")
-                for line in hostile + claude.lines:
+                transcript = builder("/p") if builder else AgentTranscript("/p")
+                if builder:
+                    transcript.prompt("Go")  # a first line of the agent's own format
+                for line in claude.lines[:1] + hostile + claude.lines[1:]:
                     transcript.add(line)
                 facts = self.read(agent, transcript)
                 expected = ["make"] if agent == "claude" else []
                 self.assertEqual([c.command for c in facts.commands], expected)
                 self.assertEqual(facts.edited_files, [])
+
+    def test_a_transcript_of_another_format_is_refused_by_its_first_line(self):
+        claude = Transcript("/p")
+        claude.prompt("Go")
+        samples = {"claude": claude.lines}
+        for agent, builder in AGENT_TRANSCRIPTS.items():
+            transcript = builder("/p")
+            transcript.turn()
+            samples[agent] = transcript.lines
+        for reader in samples:
+            for writer, lines in samples.items():
+                with self.subTest(reader=reader, writer=writer):
+                    transcript = AgentTranscript("/p")
+                    transcript.lines = list(lines)
+                    if reader == writer:
+                        self.read(reader, transcript)
+                    else:
+                        with self.assertRaisesRegex(cc.CheckpointError, "is not a .*--client"):
+                            self.read(reader, transcript)
+                        self.read(reader, transcript, start=len(lines[0]) + 1)  # a later read does not look
 
 
 # ── 6.6 Snapshots: trees, restore plans, ids, skip rules (SPEC section 10) ──
@@ -4755,6 +4778,68 @@ class AgentNameTest(unittest.TestCase):
         self.assertEqual(cp.to_json()["agent"], {"name": "gemini"})
         with self.assertRaisesRegex(cc.CheckpointError, "agent"):
             cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent={"name": 3}))
+
+
+class AgentRecordingHookTest(unittest.TestCase):
+    """SPEC section 12: every agent's recording hooks read its own transcript, record what its
+    tools did, once, and snapshot each turn that changed files (section 10's rule)."""
+
+    def turn(self, client: str) -> tuple:
+        ws = Workspace(self)
+        ws.write("added.txt", "hello\n")  # committed: only the transcript can name it
+        ws.git("add", "added.txt")
+        ws.git("commit", "-qm", "added")
+        ws.write("notes.txt", "hi\n")
+        transcript = AGENT_TRANSCRIPTS[client](ws.repo)
+        transcript.turn("Write the notes file")
+        return ws, transcript, transcript.save(os.path.join(ws.home, f"{client}.jsonl"))
+
+    def hook(self, ws: Workspace, client: str, event: str, transcript: str) -> subprocess.CompletedProcess:
+        proc = ws.run_cli("hook", event, "--client", client, stdin=agent_payload(client, event, ws.repo, transcript))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual((proc.stdout, stderr_lines(proc)), (b"", []))
+        return proc
+
+    def test_each_agents_stop_hook_records_commands_and_edits_and_snapshots_the_turn_once(self):
+        for client in AGENT_TRANSCRIPTS:
+            with self.subTest(client):
+                ws, transcript, path = self.turn(client)
+                self.hook(ws, client, "stop", path)
+                checkpoint = ws.checkpoint()
+                self.assertEqual([(c["command"], c.get("exitCode")) for c in checkpoint["recentCommands"]],
+                                 [("echo hi > notes.txt", 0), ("exit 3", 3)])
+                self.assertEqual(files_by_path(checkpoint)["added.txt"]["source"], "agent")
+                self.assertNotIn("missing.txt", files_by_path(checkpoint))
+                self.assertEqual(checkpoint["goal"]["primary"], "Write the notes file")
+                self.assertEqual(len(listing(self, ws)), 1)
+                raw = read(os.path.join(ws.repo, ".claude-checkpoint"))
+                for event in ("stop", "pre-compact", "pre-compact", "session-end"):  # nothing new since
+                    self.hook(ws, client, event, path)
+                self.assertEqual(read(os.path.join(ws.repo, ".claude-checkpoint")), raw)
+                self.assertEqual(len(listing(self, ws)), 1)
+
+    def test_the_next_turn_that_changes_files_gets_its_own_snapshot(self):
+        for client in ("codex", "gemini"):
+            with self.subTest(client):
+                ws, transcript, path = self.turn(client)
+                self.hook(ws, client, "stop", path)
+                ws.write("notes.txt", "second turn\n")
+                transcript.shell("echo second turn > notes.txt", 0)
+                transcript.save(path)
+                self.hook(ws, client, "stop", path)
+                self.assertEqual(commands_of(ws.checkpoint()),
+                                 ["echo hi > notes.txt", "exit 3", "echo second turn > notes.txt"])
+                newest = listing(self, ws)
+                self.assertEqual(len(newest), 2)
+                self.assertEqual(blob(ws, newest[0]["commit"], "notes.txt"), b"second turn\n")
+
+    def test_a_transcript_in_another_agents_format_records_nothing_and_costs_one_line(self):
+        ws, transcript, path = self.turn("codex")
+        proc = ws.run_cli("hook", "stop", "--client", "gemini", stdin=agent_payload("gemini", "stop", ws.repo, path))
+        self.assertEqual((proc.returncode, proc.stdout), (0, b""))
+        self.assertFalse(os.path.exists(os.path.join(ws.repo, ".claude-checkpoint")))
+        [line] = stderr_lines(proc)
+        self.assertIn("is not a Gemini CLI chat", line)
 
 
 # ════════════════════════════════════════════════════════════════════════════
