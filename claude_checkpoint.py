@@ -118,6 +118,10 @@ INTERNAL_ERROR = -32603
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 RESOURCE_NOT_FOUND = -32002  # handshake era; 2026-07-28 uses INVALID_PARAMS
 
+# Arguments a client adds to every tool call on its own (Gemini CLI: wait_for_previous, seen): accepted and
+# ignored without a word. Any other unknown top-level argument is ignored too, and named in a warning.
+CLIENT_ADDED_ARGUMENTS = ("wait_for_previous",)
+
 REDACTED = "«redacted»"
 FILE_STATUSES = ("M", "A", "D", "R", "??", "U")  # a modified file's status, reduced from git's porcelain codes
 NO_GOAL = "(no goal recorded yet; saved automatically)"  # a hook's checkpoint before the model set a goal
@@ -611,6 +615,7 @@ class SaveRequest:
     commands: Optional[list] = None  # [Command]
     mode: SaveMode = SaveMode.REPLACE
     project_root: Optional[str] = None
+    ignored: list = field(default_factory=list)  # unknown top-level arguments, named in the answer's warnings
 
 
 def _string(limit: int, description: str = "") -> dict:
@@ -723,8 +728,25 @@ def _check_text(value: Any, name: str, limit: int, required: bool) -> None:
         raise InvalidArgument(name, "must be valid Unicode text (it holds a lone surrogate)") from None
 
 
+def split_unknown_arguments(args: Any, schema: dict) -> tuple:
+    """(the arguments the schema knows, the names of the others that a warning should name).
+    Unknown top-level arguments are ignored, not refused: clients add their own (SPEC section 12)."""
+    if not isinstance(args, dict):
+        return args, []
+    known = {key: value for key, value in args.items() if key in schema["properties"]}
+    return known, sorted(short_name(key) for key in args if key not in known and key not in CLIENT_ADDED_ARGUMENTS)
+
+
+def ignored_warning(names: list, schema: dict) -> list:
+    if not names:
+        return []
+    return [f"Ignored unknown argument{'s' if len(names) > 1 else ''} {', '.join(names)}; "
+            f"the arguments are {', '.join(schema['properties'])}."]
+
+
 def parse_save_arguments(args: Any) -> SaveRequest:
     """save_session_checkpoint's arguments, checked against SAVE_INPUT_SCHEMA, as a SaveRequest."""
+    args, ignored = split_unknown_arguments(args, SAVE_INPUT_SCHEMA)
     check_arguments(args, SAVE_INPUT_SCHEMA)
     given = {key: value for key, value in args.items() if value is not None}
     return SaveRequest(
@@ -738,13 +760,16 @@ def parse_save_arguments(args: Any) -> SaveRequest:
         commands=[Command(c["command"], c.get("exitCode"), c.get("note")) for c in given["recentCommands"]]
         if "recentCommands" in given else None,
         mode=SaveMode(given.get("mode", "replace")),
-        project_root=given.get("projectRoot"))
+        project_root=given.get("projectRoot"),
+        ignored=ignored_warning(ignored, SAVE_INPUT_SCHEMA))
 
 
 def parse_load_arguments(args: Any) -> tuple:
-    """load_session_checkpoint's arguments, checked against LOAD_INPUT_SCHEMA: (format, projectRoot)."""
+    """load_session_checkpoint's arguments, checked against LOAD_INPUT_SCHEMA: (format, projectRoot,
+    warnings about ignored arguments)."""
+    args, ignored = split_unknown_arguments(args, LOAD_INPUT_SCHEMA)
     check_arguments(args, LOAD_INPUT_SCHEMA)
-    return BriefFormat(args.get("format") or "brief"), args.get("projectRoot")
+    return BriefFormat(args.get("format") or "brief"), args.get("projectRoot"), ignored_warning(ignored, LOAD_INPUT_SCHEMA)
 
 
 def preview(value: Any, limit: int = 60) -> str:
@@ -3110,11 +3135,13 @@ class SaveOutcome:
 
     def structured(self) -> dict:
         cp = self.checkpoint
-        git = None if cp.git is None else {"branch": cp.git.branch, "head": cp.git.head}
-        return {"path": self.path, "projectRoot": self.root, "bytes": self.size, "mode": self.mode.value,
-                "counts": {"tasks": len(cp.tasks), "modifiedFiles": len(cp.modified_files),
-                           "recentCommands": len(cp.recent_commands), "redactions": cp.redactions},
-                "git": git, "truncated": cp.truncated, "warnings": list(self.warnings)}
+        doc = {"path": self.path, "projectRoot": self.root, "bytes": self.size, "mode": self.mode.value,
+               "counts": {"tasks": len(cp.tasks), "modifiedFiles": len(cp.modified_files),
+                          "recentCommands": len(cp.recent_commands), "redactions": cp.redactions},
+               "truncated": cp.truncated, "warnings": list(self.warnings)}
+        if cp.git is not None:
+            doc["git"] = _present({"branch": cp.git.branch, "head": cp.git.head})
+        return doc
 
 
 def render_save_answer(outcome: SaveOutcome) -> str:
@@ -4610,7 +4637,7 @@ def save_checkpoint(root: str, request: SaveRequest, world: World) -> SaveOutcom
             named.append(FileNote(rel, note.note))
 
     def prepare(stored: Optional[Checkpoint], warnings: list) -> Change:
-        warnings[:0] = outside
+        warnings[:0] = request.ignored + outside
         previous = stored if request.mode is SaveMode.MERGE else None
         if request.mode is SaveMode.MERGE and previous is None:
             warnings.append("There was no readable checkpoint to merge into, so this save acted as a replace.")
@@ -4791,8 +4818,9 @@ SAVE_OUTPUT_SCHEMA = {"type": "object", "properties": {  # what clients check th
     "mode": {"type": "string", "enum": [m.value for m in SaveMode]},
     "counts": {"type": "object", "properties": {
         k: {"type": "integer"} for k in ("tasks", "modifiedFiles", "recentCommands", "redactions")}},
-    "git": {"type": ["object", "null"], "properties": {"branch": {"type": ["string", "null"]},
-                                                        "head": {"type": "string"}}},
+    "git": {"type": "object", "description": "absent outside a git repository",  # no type arrays (SPEC 12)
+            "properties": {"branch": {"type": "string", "description": "absent on a detached HEAD"},
+                           "head": {"type": "string"}}},
     "truncated": {"type": "boolean"},
     "warnings": {"type": "array", "items": {"type": "string"}},
 }, "required": ["path", "bytes", "mode", "counts", "warnings"]}
@@ -4804,8 +4832,9 @@ def tool_save(arguments: Any, context: ToolContext) -> ToolResult:
 
 
 def tool_load(arguments: Any, context: ToolContext) -> ToolResult:
-    fmt, root_arg = parse_load_arguments(arguments)
+    fmt, root_arg, ignored = parse_load_arguments(arguments)
     result = load_checkpoint(context.root(root_arg), context.world)
+    result.warnings[:0] = ignored
     if fmt is BriefFormat.FULL:
         import json
         return ToolResult(json.dumps(result.to_json(), ensure_ascii=False, indent=2))

@@ -723,7 +723,6 @@ class TestSaveArgumentValidation(unittest.TestCase):
             ({"goal": "g", "recentCommands": [{"command": "x" * 2001}]}, "recentCommands[0].command"),
             ({"goal": "g", "recentCommands": [{"command": "ls"}] * 51}, "recentCommands"),
             ({"goal": "g", "mode": "append"}, "mode"),
-            ({"goal": "g", "colour": "red"}, "colour"),
             ({"goal": "g", "tasks": [{"description": "d", "owner": "me"}]}, "tasks[0].owner"),
             ({"goal": "g", "tasks": "do it"}, "tasks"),
             ({"goal": "bad \ud800 surrogate"}, "goal"),
@@ -734,6 +733,14 @@ class TestSaveArgumentValidation(unittest.TestCase):
                 with self.assertRaises(cc.InvalidArgument) as caught:
                     cc.parse_save_arguments(arguments)
                 self.assertTrue(str(caught.exception).startswith(field_name + ":"), str(caught.exception))
+
+    def test_unknown_top_level_arguments_are_ignored_and_named_a_clients_own_silently(self):
+        request = cc.parse_save_arguments({"goal": "g", "colour": "red", "wait_for_previous": True})
+        self.assertEqual(request.goal, "g")
+        self.assertEqual(len(request.ignored), 1)
+        self.assertIn("colour", request.ignored[0])
+        self.assertNotIn("wait_for_previous", request.ignored[0])
+        self.assertEqual(cc.parse_save_arguments({"goal": "g", "wait_for_previous": False}).ignored, [])
 
     def test_accepts_the_seed_example_at_the_limits(self):
         request = cc.parse_save_arguments({
@@ -790,7 +797,7 @@ def _cases_over_limits() -> list:
          ("exitCode",)),
         ("exitCode a bool", {"goal": goal, "recentCommands": [{"command": "ls", "exitCode": True}]},
          ("exitCode",)),
-        ("unknown field", {"goal": goal, "colour": "blue"}, ("colour",)),
+        ("unknown field in a task", {"goal": goal, "tasks": [{"description": "t", "colour": "blue"}]}, ("colour",)),
         ("bad mode", {"goal": goal, "mode": "append"}, ("mode",)),
         ("projectRoot not a string", {"goal": goal, "projectRoot": 5}, ("projectRoot",)),
     ]
@@ -4947,6 +4954,61 @@ class PromptsAndResourcesTest(unittest.TestCase):
                 if cacheable:
                     self.assertIsInstance(result["ttlMs"], int)
                     self.assertIn(result["cacheScope"], ("private", "public", "shared"))
+
+
+# ── 12.3 Every agent's MCP client (SPEC section 12) ──
+
+def schema_nodes(schema: dict, path: str = "") -> list:
+    """(path, node) for every schema node under properties and items."""
+    found = [(path or "(root)", schema)]
+    for key, sub in schema.get("properties", {}).items():
+        found += schema_nodes(sub, f"{path}.{key}" if path else key)
+    if isinstance(schema.get("items"), dict):
+        found += schema_nodes(schema["items"], f"{path}[]")
+    return found
+
+
+class AgentClientsTest(unittest.TestCase):
+    """Schemas every agent's API takes; arguments a client adds; the root when no roots are declared."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+
+    def test_every_schema_node_has_one_type_and_no_keyword_gemini_refuses(self):
+        server = start_server(self, self.ws)
+        for tool in server.request("tools/list")["result"]["tools"]:
+            for which in ("inputSchema", "outputSchema"):
+                for path, node in schema_nodes(tool.get(which, {"type": "object"})):
+                    with self.subTest(tool=tool["name"], schema=which, path=path):
+                        self.assertIsInstance(node.get("type"), str)
+                        for refused in ("$ref", "anyOf", "oneOf", "allOf", "propertyNames"):
+                            self.assertNotIn(refused, node)
+
+    def test_wait_for_previous_is_accepted_silently_and_other_unknown_arguments_are_named(self):
+        server = start_server(self, self.ws)
+        saved = server.save(goal="Ship it", wait_for_previous=True)
+        self.assertFalse(saved.get("isError"), saved)
+        self.assertNotIn("wait_for_previous", json.dumps(saved))
+        self.assertEqual(self.ws.checkpoint()["goal"]["primary"], "Ship it")
+        typo = server.save(goal="Ship it", nextStep=["deploy"], wait_for_previous=False)
+        self.assertFalse(typo.get("isError"), typo)
+        named = [w for w in typo["structuredContent"]["warnings"] if "nextStep" in w]
+        self.assertEqual(len(named), 1, typo)
+        self.assertIn("nextSteps", named[0])  # what it meant
+        self.assertNotIn("wait_for_previous", named[0])
+        brief = server.load(wait_for_previous=True, colour="blue")
+        self.assertIn("⚠ Ignored unknown argument colour", brief)
+        self.assertNotIn("wait_for_previous", brief)
+
+    def test_a_client_without_roots_gets_the_servers_working_folder_as_codex_starts_it(self):
+        env = {k: v for k, v in self.ws.env.items() if k in ("HOME", "LANG", "PATH", "SHELL", "TERM")}
+        env.update({k: v for k, v in self.ws.env.items() if k.startswith("GIT_")})
+        server = McpServer(self, self.ws.repo, env)
+        server.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "codex-mcp-client", "version": "0.169.0"}})
+        server.notify("notifications/initialized")
+        self.assertEqual(server.save(goal="From Codex")["structuredContent"]["projectRoot"], os.path.realpath(self.ws.repo))
+        self.assertEqual(self.ws.checkpoint()["agent"], {"name": "codex"})
 
 
 # ════════════════════════════════════════════════════════════════════════════
