@@ -7021,6 +7021,381 @@ class ClaudeCodePluginTest(ClaudeCodeE2EBase):
         self.assertEqual(self.goal_of(self.checkpoint()), "Plugin goal e2e")
 
 
+# ── 19.1 The other agents: Codex, Gemini CLI and Qwen Code, headless, against fake models (SPEC section 12) ──
+# Each fake plays the model for one wire API on 127.0.0.1 (a free port; the test starts and stops
+# it): a script of turns, each either {"shell": COMMAND} (a call of the agent's own shell tool) or
+# a final text, and a record of every request, so a test sees what reached the model. Qwen Code
+# speaks Anthropic's Messages API: StubModel above serves it. Seen with Codex 0.169.0, Gemini CLI
+# 0.61.0 and Qwen Code 0.24.4 (.ci/run installs exactly those into .ci/.cache).
+
+class FakeModelServer:
+    """What the fakes share: the HTTP server, the script, the record of requests."""
+
+    def __init__(self, turns=(), default: str = "Done."):
+        self.turns = list(turns)
+        self.default = default
+        self.requests: list = []  # {"path", "body"}
+        self.lock = threading.Lock()
+        self._httpd = None
+
+    def start(self):
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_GET(self):
+                fake._handle(self, None)
+
+            def do_POST(self):
+                size = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(size) if size else b""
+                try:
+                    body = json.loads(raw.decode("utf-8")) if raw else None
+                except ValueError:
+                    body = None
+                fake._handle(self, body)
+
+        self._httpd = _StubHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        return self
+
+    def stop(self):
+        if self._httpd:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d" % self._httpd.server_address[1]
+
+    def _handle(self, handler, body) -> None:
+        with self.lock:
+            self.requests.append({"path": handler.path, "body": body})
+        self.answer(handler, handler.path.split("?")[0], body)
+
+    def answer(self, handler, path: str, body) -> None:
+        raise NotImplementedError
+
+    def next_turn(self):
+        with self.lock:
+            return self.turns.pop(0) if self.turns else self.default
+
+    def text_of(self, marker: str) -> list:
+        """The JSON text of every request whose path contains `marker`: for `in` asserts."""
+        with self.lock:
+            return [json.dumps(r["body"]) for r in self.requests if marker in r["path"]]
+
+    @staticmethod
+    def send_json(handler, obj) -> None:
+        data = json.dumps(obj).encode("utf-8")
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    @staticmethod
+    def send_events(handler, events: list) -> None:
+        """Server-sent events, then the connection closes: [(event name or None, data)]."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        handler.close_connection = True
+        for name, data in events:
+            head = f"event: {name}\n" if name else ""
+            handler.wfile.write(f"{head}data: {json.dumps(data)}\n\n".encode("utf-8"))
+        handler.wfile.flush()
+
+
+class FakeResponsesModel(FakeModelServer):
+    """OpenAI's Responses API as Codex uses it (`wire_api = "responses"`): POST {base}/responses
+    streams response.created, response.output_item.added/done (a `function_call` of Codex's
+    exec_command with {"cmd"}, or an assistant `message`), response.completed with usage."""
+
+    def answer(self, handler, path: str, body) -> None:
+        if handler.command != "POST" or not path.endswith("/responses"):
+            return self.send_json(handler, {"data": [], "models": []})
+        turn, suffix = self.next_turn(), uuid.uuid4().hex[:12]
+        if isinstance(turn, str):
+            item = {"type": "message", "id": "msg_" + suffix, "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": turn, "annotations": []}]}
+        else:
+            item = {"type": "function_call", "id": "fc_" + suffix, "call_id": "call_" + suffix,
+                    "name": "exec_command", "arguments": json.dumps({"cmd": turn["shell"]})}
+        usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+        self.send_events(handler, [
+            ("response.created", {"type": "response.created", "response": {"id": "resp_" + suffix}}),
+            ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
+            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+            ("response.completed", {"type": "response.completed", "response": {"id": "resp_" + suffix, "usage": usage}})])
+
+
+class FakeGeminiModel(FakeModelServer):
+    """Gemini's API as Gemini CLI uses it (GOOGLE_GEMINI_BASE_URL): the turns come from
+    POST /v1beta/models/M:streamGenerateContent?alt=sse (a functionCall of run_shell_command
+    with {"command"}, or text); its side questions (routing, who speaks next) from
+    :generateContent, answered with one JSON object that satisfies each."""
+
+    SIDE_ANSWER = {"reasoning": "stub", "next_speaker": "user", "complexity_reasoning": "stub",
+                   "complexity_score": 1, "model_choice": "flash"}
+
+    def answer(self, handler, path: str, body) -> None:
+        usage = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+        if path.endswith(":countTokens"):
+            return self.send_json(handler, {"totalTokens": 10})
+        if path.endswith(":generateContent"):
+            part = {"text": json.dumps(self.SIDE_ANSWER)}
+            return self.send_json(handler, {"candidates": [{"content": {"role": "model", "parts": [part]},
+                                                            "finishReason": "STOP", "index": 0}], "usageMetadata": usage})
+        if not path.endswith(":streamGenerateContent"):
+            return self.send_json(handler, {})
+        turn = self.next_turn()
+        part = {"text": turn} if isinstance(turn, str) else \
+            {"functionCall": {"name": "run_shell_command", "args": {"command": turn["shell"]}}}
+        self.send_events(handler, [(None, {"candidates": [{"content": {"role": "model", "parts": [part]},
+                                                           "finishReason": "STOP", "index": 0}],
+                                           "usageMetadata": usage, "modelVersion": "gemini-stub"})])
+
+
+AGENT_CLIS = {  # name -> (environment variable naming the binary, what `--version` prints)
+    "codex": ("CODEX_BIN", "codex-cli"),
+    "gemini": ("GEMINI_BIN", ""),
+    "qwen": ("QWEN_BIN", ""),
+}
+_agent_cli_cache: dict = {}
+
+
+def find_agent_cli(name: str) -> tuple:
+    """(path, version) of a working agent CLI, or (None, the reason it is missing)."""
+    if name not in _agent_cli_cache:
+        variable, banner = AGENT_CLIS[name]
+        candidates = [os.environ.get(variable), os.path.join(CC_REPO, ".ci", ".cache", "node_modules", ".bin", name),
+                      shutil.which(name)]
+        found = (None, f"{name} not found (set {variable}, run .ci/run, or put `{name}` on PATH)")
+        for candidate in candidates:
+            if not candidate or not os.access(candidate, os.X_OK):
+                continue
+            try:
+                proc = subprocess.run([candidate, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
+                                      text=True, timeout=60, env=_cc_base_env(tempfile.mkdtemp(prefix="cc-ver-")))
+            except (OSError, subprocess.TimeoutExpired) as error:
+                found = (None, f"{candidate} --version failed: {error}")
+                continue
+            if proc.returncode == 0 and banner in proc.stdout:
+                found = (candidate, proc.stdout.strip().splitlines()[-1])
+                break
+            found = (None, f"{candidate} --version: rc={proc.returncode} {(proc.stderr or proc.stdout)[-300:]}")
+        _agent_cli_cache[name] = found
+    return _agent_cli_cache[name]
+
+
+def hook_command(client: str, event: str) -> str:
+    """The hook command as `install --client` writes it (the importing command of SPEC section 11)."""
+    return " ".join(shlex.quote(word) for word in PROGRAM + ["hook", event, "--client", client])
+
+
+class AgentHandoffTest(ClaudeCodeE2EBase):
+    """SPEC section 12's test that matters: one task, two agents. Claude Code saves and edits; the
+    other agent starts in the same project and its SessionStart hook hands it the brief (saved
+    by Claude Code); it runs a shell command that changes a file; its Stop hook records the
+    command and snapshots the change; Claude Code resumes and its brief shows the command and the
+    file; `restore` undoes the other agent's change."""
+
+    CLAUDE_APP = "def login():\n    return 'claude'\n"
+    OTHER_LINE = "# edited by the other agent"
+
+    def agent(self, name: str) -> str:
+        path, info = find_agent_cli(name)
+        if not path:
+            self.skipTest(info)
+        return path
+
+    # ── Claude Code's half ──
+    def claude_saves_and_edits(self) -> str:
+        """Claude Code, with its hooks, saves a checkpoint and writes app.py; returns its session id."""
+        self.init_repo()
+        self.add_project_server()
+        hooks = {"SessionStart": [{"matcher": "clear|compact|resume", "hooks": [
+                     {"type": "command", "command": hook_command("claude", "session-start")}]}],
+                 "Stop": [{"hooks": [{"type": "command", "command": hook_command("claude", "stop")}]}]}
+        self.user_settings({"enableAllProjectMcpServers": True, "hooks": hooks})
+        app = os.path.join(self.proj, "app.py")
+        turns = [{"tool_use": {"name": "mcp__checkpoint__save_session_checkpoint", "input": {
+                     "goal": "Ship the login page", "nextSteps": ["Make login() check the password"]}}},
+                 {"tool_use": {"name": "Write", "input": {"file_path": app, "content": self.CLAUDE_APP}}},
+                 "Saved, and wrote app.py."]
+        with StubModel(turns) as stub:
+            session = self.prompt("Start the login page", stub)["session_id"]
+        self.assertEqual(self.goal_of(self.checkpoint()), "Ship the login page", self.stub_dump(stub))
+        self.assertEqual(self.checkpoint()["agent"]["name"], "claude")
+        return session
+
+    def claude_resumes(self, session: str) -> str:
+        """Claude Code resumes its session; returns the text of what reached its model."""
+        with StubModel(["Resuming."]) as stub:
+            self.prompt("Go on", stub, "--resume", session)
+        return "\n".join(stub_text(r["body"]) for r in stub.main_requests())
+
+    def check_handoff(self, other: str, command: str, before: list) -> None:
+        """After the other agent's turn: recorded, snapshotted; Claude Code sees it; restore undoes it."""
+        checkpoint = self.checkpoint()
+        self.assertEqual(checkpoint["agent"]["name"], other)
+        self.assertEqual(self.goal_of(checkpoint), "Ship the login page")  # the model's words stay
+        ran = {c["command"]: c for c in checkpoint["recentCommands"]}
+        self.assertEqual(ran[command].get("exitCode"), 0, checkpoint["recentCommands"])
+        self.assertIn("app.py", [f["path"] for f in checkpoint["modifiedFiles"]])
+        after = self.snapshot_ids()
+        self.assertEqual(len(after), len(before) + 1, "one snapshot for the other agent's turn")
+        self.assertIn(self.OTHER_LINE, self.git("cat-file", "blob", after[0] + ":app.py"))
+        return after
+
+    def restore_undoes(self, snapshot: str) -> None:
+        proc = subprocess.run(PROGRAM + ["restore", snapshot, "--yes"], cwd=self.proj, env=self.env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        with open(os.path.join(self.proj, "app.py")) as stream:
+            self.assertEqual(stream.read(), self.CLAUDE_APP)
+
+    def snapshot_ids(self) -> list:
+        proc = subprocess.run(PROGRAM + ["list", "--json"], cwd=self.proj, env=self.env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return [s["commit"] for s in json.loads(proc.stdout)]
+
+    def run_agent(self, argv: list, env: dict) -> subprocess.CompletedProcess:
+        try:
+            proc = subprocess.run(argv, cwd=self.proj, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                                  text=True, timeout=CC_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.fail(f"{argv[0]} timed out after {CC_TIMEOUT} s")
+        self.assertEqual(proc.returncode, 0, proc.stdout[-3000:] + proc.stderr[-3000:])
+        return proc
+
+    def handoff(self, other: str, run_turn) -> None:
+        """The whole story; run_turn(command) runs the other agent's turn and returns what reached its model."""
+        session = self.claude_saves_and_edits()
+        before = self.snapshot_ids()
+        command = f"printf '%s\\n' '{self.OTHER_LINE}' >> app.py"
+        seen_by_model = run_turn(command)
+        self.assertIn("# Resuming:", seen_by_model, "the SessionStart hook's brief did not reach the model")
+        self.assertIn("saved by Claude Code", seen_by_model)
+        self.assertIn("Ship the login page", seen_by_model)
+        self.check_handoff(other, command, before)
+        brief = self.claude_resumes(session).split("# Resuming:", 1)[-1]
+        self.assertIn("saved by " + cc.AGENTS[other].title, brief)
+        self.assertIn(command, brief)
+        self.assertIn("app.py", brief)
+        self.restore_undoes(before[0])
+
+    # ── Codex ──
+    def codex_setup(self, codex: str, fake: FakeModelServer) -> dict:
+        codex_home = os.path.join(self.home, ".codex")
+        os.makedirs(codex_home, exist_ok=True)
+        with open(os.path.join(codex_home, "config.toml"), "w") as stream:
+            stream.write(textwrap.dedent(f"""\
+                model = "gpt-6.1-sol"
+                model_provider = "fake"
+                [model_providers.fake]
+                name = "fake"
+                base_url = "{fake.url}/v1"
+                env_key = "CHECKPOINT_FAKE_KEY"
+                wire_api = "responses"
+                """))
+        self.write_json(os.path.join(codex_home, "hooks.json"), {"hooks": {
+            "SessionStart": [{"hooks": [{"type": "command", "command": hook_command("codex", "session-start")}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": hook_command("codex", "stop")}]}]}})
+        env = dict(self.env, CODEX_HOME=codex_home, CHECKPOINT_FAKE_KEY="dummy-e2e-key")
+        self.trust_codex_hooks(codex, env)
+        return env
+
+    def trust_codex_hooks(self, codex: str, env: dict) -> None:
+        """Codex runs only hooks the user trusted: ask `codex app-server` for their hashes (hooks/list)."""
+        server = subprocess.Popen([codex, "app-server"], cwd=self.proj, env=env, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.addCleanup(server.wait, 10)
+        self.addCleanup(server.kill)
+        for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}},
+                        {"jsonrpc": "2.0", "method": "initialized"},
+                        {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [self.proj]}}):
+            server.stdin.write((json.dumps(message) + "\n").encode())
+        server.stdin.flush()
+        answer = {}
+        while answer.get("id") != 2:
+            line = server.stdout.readline()
+            self.assertTrue(line, "codex app-server ended before answering hooks/list")
+            answer = json.loads(line)
+        hooks = answer["result"]["data"][0]["hooks"]
+        self.assertEqual(len(hooks), 2, hooks)
+        with open(os.path.join(env["CODEX_HOME"], "config.toml"), "a") as stream:
+            for hook in hooks:
+                stream.write(f'\n[hooks.state."{hook["key"]}"]\ntrusted_hash = "{hook["currentHash"]}"\n')
+
+    def test_claude_code_to_codex_and_back(self):
+        codex = self.agent("codex")
+        with FakeResponsesModel() as fake:
+            env = self.codex_setup(codex, fake)
+
+            def codex_turn(command: str) -> str:
+                fake.turns = [{"shell": command}, "Appended the line."]
+                self.run_agent([codex, "exec", "--skip-git-repo-check", "-s", "danger-full-access",
+                                "Go on with the task"], env)
+                return "\n".join(fake.text_of("/responses"))
+
+            self.handoff("codex", codex_turn)
+
+    # ── Gemini CLI ──
+    def gemini_env(self, fake: FakeModelServer) -> dict:
+        hooks = {"SessionStart": [{"hooks": [{"type": "command", "command": hook_command("gemini", "session-start")}]}],
+                 "AfterAgent": [{"hooks": [{"type": "command", "command": hook_command("gemini", "stop")}]}],
+                 "PreCompress": [{"hooks": [{"type": "command", "command": hook_command("gemini", "pre-compact")}]}]}
+        self.write_json(os.path.join(self.home, ".gemini", "settings.json"),
+                        {"security": {"auth": {"selectedType": "gemini-api-key"}}, "hooks": hooks})
+        return dict(self.env, GEMINI_API_KEY="dummy-e2e-key", GOOGLE_GEMINI_BASE_URL=fake.url,
+                    GEMINI_CLI_TRUST_WORKSPACE="true")
+
+    def test_claude_code_to_gemini_cli_and_back(self):
+        gemini = self.agent("gemini")
+        with FakeGeminiModel() as fake:
+            env = self.gemini_env(fake)
+
+            def gemini_turn(command: str) -> str:
+                fake.turns = [{"shell": command}, "Appended the line."]
+                self.run_agent([gemini, "-p", "Go on with the task", "--yolo"], env)
+                return "\n".join(fake.text_of(":streamGenerateContent"))
+
+            self.handoff("gemini", gemini_turn)
+
+    # ── Qwen Code ──
+    def test_claude_code_to_qwen_code_and_back(self):
+        qwen = self.agent("qwen")
+        hooks = {"SessionStart": [{"hooks": [{"type": "command", "command": hook_command("qwen", "session-start")}]}],
+                 "Stop": [{"hooks": [{"type": "command", "command": hook_command("qwen", "stop")}]}]}
+        self.write_json(os.path.join(self.home, ".qwen", "settings.json"), {"hooks": hooks})
+
+        def qwen_turn(command: str) -> str:
+            turns = [{"tool_use": {"name": "run_shell_command", "input": {"command": command}}}, "Appended the line."]
+            with StubModel(turns) as stub:
+                self.run_agent([qwen, "-p", "Go on with the task", "--auth-type", "anthropic", "--model",
+                                "claude-stub-1", "--yolo"], dict(self.env, ANTHROPIC_BASE_URL=stub.url))
+            return "\n".join(stub_text(r["body"]) for r in stub.main_requests())
+
+        self.handoff("qwen", qwen_turn)
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 20. The MCP Inspector CLI (npm @modelcontextprotocol/inspector)
 # ════════════════════════════════════════════════════════════════════════════
