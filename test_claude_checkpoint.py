@@ -7473,6 +7473,9 @@ BENCH_FLOORS = {  # the issue's budgets; None: reported for comparison, no floor
     "redaction, worst 100 KB adversarial (s)": 1.0,
     "hook pre-compact, 50 MB transcript (s)": 1.0,
     "hook session-start, 50k-file repo (s)": 1.0,
+    **{f"hook on a quiet turn, {client} {event} (ms)": 60 for client, event in (
+        ("claude", "stop"), ("codex", "stop"), ("gemini", "stop"), ("gemini", "pre-compact"), ("qwen", "stop"),
+        ("copilot", "stop"))},
 }
 
 
@@ -7592,6 +7595,34 @@ def bench_stop_hook(ws: Workspace) -> dict:
                            capture_output=True, check=True)
         hook()
         figures[f"hook stop after every turn, nothing new, {label} (ms)"] = _timed(hook, 11) * 1000
+    return figures
+
+
+def bench_agent_hooks(ws: Workspace) -> dict:
+    """Every agent's recording hook (the plugin command) after a turn that did nothing new: its
+    transcript holds an earlier turn, already recorded and snapshotted, and a new prompt. Gemini
+    CLI also runs pre-compact before every model request (SPEC section 12)."""
+    figures = {}
+    builders = dict(AGENT_TRANSCRIPTS, claude=None)
+    for client, event in (("claude", "stop"), ("codex", "stop"), ("gemini", "stop"), ("gemini", "pre-compact"),
+                          ("qwen", "stop"), ("copilot", "stop")):
+        if builders[client]:
+            transcript = builders[client](ws.repo)
+            transcript.turn("Bench the hooks")
+        else:
+            transcript = Transcript(ws.repo)
+            transcript.prompt("Bench the hooks")
+            transcript.bash("echo bench")
+        path = transcript.save(os.path.join(ws.home, f"{client}-{event}.jsonl"))
+        payload = agent_payload(client, "stop", ws.repo, path).encode()
+        command = [*plugin_server_command(), "hook", event, "--client", client]
+
+        def hook() -> None:
+            subprocess.run(command, input=payload, env=bench_env(ws.env), cwd=ws.repo, capture_output=True, check=True)
+        hook()  # records the earlier turn and snapshots it
+        transcript.prompt("And now?")  # a turn of text only
+        transcript.save(path)
+        figures[f"hook on a quiet turn, {client} {event} (ms)"] = _timed(hook, 11) * 1000
     return figures
 
 
@@ -7752,7 +7783,7 @@ def run_redaction_report() -> int:
 
 
 def run_bench(quick: bool = False) -> int:
-    """The figures against their floors; with quick, start-up, memory and the Stop hook only."""
+    """The figures against their floors; with quick, start-up, memory and the hooks after a quiet turn only."""
     scratch = tempfile.mkdtemp(prefix="cc-bench-")
     try:
         print(f"Benchmark on {sys.executable} ({sys.version.split()[0]})")
@@ -7768,6 +7799,7 @@ def run_bench(quick: bool = False) -> int:
         figures.update(bench_startup(small.env, small.repo))
         figures.update(bench_memory(small))
         figures.update(bench_stop_hook(small))
+        figures.update(bench_agent_hooks(small))
         if not quick:
             figures.update(bench_redaction())
             print("  building a repository of 50,000 files (1,000 dirty)…")
