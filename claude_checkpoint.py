@@ -31,7 +31,7 @@ Where things are (later sections use earlier ones, never the reverse):
   12. MCP tools       the tool table, prompts and resources, each a thin handler over section 11
   13. Protocol        JSON-RPC messages in, replies out, both MCP eras (no I/O)
   14. Transport       stdio, the reader thread, signals
-  15. Install/doctor  configuration for Claude Code and Claude Desktop
+  15. Install/doctor  each agent's server entry and hooks in its own files; uninstall; doctor
   16. Command line    argparse, hooks, subcommands (the code rewind among them) and main()
 """
 from __future__ import annotations
@@ -2831,6 +2831,9 @@ class Agent:
     read_transcript: Callable  # (lines, start, seen_ids, want_prompt) -> TranscriptFacts
     notes: str = ""  # where it runs servers and hooks, what it expands: shown by `install`
     client_names: tuple = ()  # the clientInfo.name it gives the MCP server, which names it in the checkpoint
+    trusts_hooks: bool = False  # runs only hooks the user trusted (Codex): install --trust writes the trust
+    server_needs_root: bool = False  # its entry names the one project it serves (CHECKPOINT_PROJECT_ROOT)
+    hook_event_extra: dict = field(default_factory=dict)  # our event -> what that handler holds besides hook_extra
 
 
 _CLAUDE_STDIN = {"session": ("session_id",), "cwd": ("cwd",), "transcript": ("transcript_path",)}
@@ -2855,7 +2858,8 @@ AGENTS = {agent.name: agent for agent in (
           {}, {}, {"project": "", "home": "$HOME"},
           _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, CodexRollout.read,
           "runs the server and hooks in the session folder (-C); expands nothing in config.toml; "
-          "runs only hooks the user trusted", ("codex-mcp-client",)),
+          "runs only hooks the user trusted", ("codex-mcp-client",), trusts_hooks=True,
+          hook_event_extra={"session-end": {"timeout": 3}}),  # its default is 1 s, its most 3 s (seen)
     Agent("gemini", "Gemini CLI", ("", ".gemini"),
           ("{dir}/settings.json", "{root}/.gemini/settings.json"), ConfigFormat.JSON, "mcpServers",
           _GEMINI_SERVER, _JSON_SERVER_FOLDER,
@@ -2897,7 +2901,7 @@ AGENTS = {agent.name: agent for agent in (
           ("{app_data}/Claude/claude_desktop_config.json", None), ConfigFormat.JSON, "mcpServers",
           {}, {"project": "", "home": None},
           (), HookShape.GROUPS, {}, {}, {}, {}, {}, HookOutput.TEXT, read_unknown_transcript,
-          "one project per entry: CHECKPOINT_PROJECT_ROOT names it"),
+          "one project per entry: CHECKPOINT_PROJECT_ROOT names it", ("claude-ai",), server_needs_root=True),
 )}
 DEFAULT_AGENT = "claude"
 
@@ -5561,7 +5565,7 @@ def _monotonic() -> Callable[[], float]:
 
 
 # ════════════════════════════════════════════════════════════════════════════
-# 15. Install and doctor: configuration for Claude Code and Claude Desktop
+# 15. Install, uninstall and doctor: each agent's configuration, from its row in AGENTS
 # ════════════════════════════════════════════════════════════════════════════
 
 def cli_root(args: Any, world: World) -> str:
@@ -5569,145 +5573,648 @@ def cli_root(args: Any, world: World) -> str:
     return world.root(getattr(args, "root", None) and os.path.join(world.cwd, args.root))
 
 
-def hooks_config(program: list) -> dict:
-    def group(event: str, matcher: Optional[str] = None) -> dict:
-        entry: dict = {"hooks": [{"type": "command", "command": shell_line(program, "hook", event)}]}
-        if matcher:
-            entry = {"matcher": matcher, **entry}
-        return entry
+# ── 15.1 What goes where: an agent's files and entries, from its row in AGENTS ──
+# A command is ours when it names this program (the file or the installed command) and, for
+# a hook, ends in `hook EVENT` with or without `--client NAME`: only ours are ever updated or
+# removed. A JSON file is merged as a document (the user's keys stay, in their order); Codex's
+# TOML gets marked blocks written as text, and every byte outside them stays as it was.
 
-    return {"SessionStart": [group("session-start", "clear|compact|resume")],
-            "PreCompact": [group("pre-compact")],
-            "SessionEnd": [group("session-end")],
-            "Stop": [group("stop")]}
-
-
-def server_config(program: list) -> dict:
-    return {"type": "stdio", "command": program[0], "args": program[1:], "env": {}}
-
-
-def claude_config_paths(world: World, scope: str, root: Optional[str]) -> tuple:
-    """(file for the MCP server, file for the hooks) as Claude Code reads them."""
-    config_dir = world.env.get("CLAUDE_CONFIG_DIR") or os.path.join(world.home or "~", ".claude")
-    if scope == "project":
-        assert root is not None
-        return os.path.join(root, ".mcp.json"), os.path.join(root, ".claude", "settings.json")
-    user_file = (os.path.join(config_dir, ".claude.json") if world.env.get("CLAUDE_CONFIG_DIR")
-                 else os.path.join(world.home or "~", ".claude.json"))
-    return user_file, os.path.join(config_dir, "settings.json")
+SERVER_ENTRY = "checkpoint"  # the server's name in every agent's file
+OUR_NAMES = ("claude_checkpoint", "claude-checkpoint")
+TOML_BEGIN = "# >>> claude-checkpoint {block} >>> (written by install; uninstall removes it)"
+TOML_END = "# <<< claude-checkpoint {block} <<<"
+TOML_SERVER_BLOCK = "server"
+# A Codex hook handler without a timeout gets this one, and it is part of the hash Codex trusts
+# (seen with 0.169.0: SessionEnd's is 1 s, the others' 600 s).
+CODEX_DEFAULT_TIMEOUTS_S = {"session_end": 1, "": 600}
 
 
-def merge_server(config: dict, entry: dict, force: bool, this_file: str) -> str:
-    """Add our server under mcpServers.checkpoint; never clobber a different entry unless forced.
-    An entry that runs this same file the old way (`python3 this_file`) is brought up to date."""
-    servers = config.setdefault("mcpServers", {})
+@record
+class Install:
+    """One agent in one scope: its files and what goes into them."""
+    agent: Agent
+    scope: str
+    root: Optional[str]
+    server_file: Optional[str]  # None: this agent has no server file in this scope
+    hook_file: Optional[str]  # None: no hooks (or none in this scope)
+    server: dict  # the entry under SERVER_ENTRY
+    hooks: dict  # our event -> the shell command of its handler
+    notes: list  # what the person should know (a path that is not portable, trust)
+
+
+def agent_file(template: Optional[str], agent: Agent, world: World, root: Optional[str]) -> Optional[str]:
+    if template is None:
+        return None
+    home = world.home or os.path.expanduser("~")
+    variable, default = agent.config_dir
+    moved = world.env.get(variable) if variable else None
+    if sys.platform == "darwin":
+        app_data = os.path.join(home, "Library", "Application Support")
+    elif os.name == "nt":
+        app_data = world.env.get("APPDATA") or os.path.join(home, "AppData", "Roaming")
+    else:
+        app_data = world.env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    return os.path.normpath(template.format(home=home, dir=moved or os.path.join(home, default),
+                                            dir_or_home=moved or home, app_data=app_data, root=root or ""))
+
+
+def plan_install(agent: Agent, world: World, scope: str, root: Optional[str]) -> Install:
+    index = 0 if scope == "user" else 1
+    server_file = agent_file(agent.server_files[index], agent, world, root)
+    hook_file = agent_file(agent.hook_files[index], agent, world, root) if agent.hook_files else None
+    server_words, hook_prefix, notes = install_program(agent, world, scope, root)
+    entry = {"command": server_words[0], "args": server_words[1:], **agent.server_extra}
+    if agent.server_needs_root:  # Claude Desktop declares no roots
+        entry["env"] = {"CHECKPOINT_PROJECT_ROOT": root or world.cwd}
+    hooks = {event: f"{hook_prefix} hook {event} --client {agent.name}" for event in agent.hook_events}
+    return Install(agent, scope, root, server_file, hook_file, entry, hooks, notes)
+
+
+def install_program(agent: Agent, world: World, scope: str, root: Optional[str]) -> tuple:
+    """(the server's argv, the hooks' shell prefix, notes). User scope: this machine's absolute
+    paths. Project scope (committed for a team): `python3`, and the file's folder as the agent
+    names the project (or the home folder) in that file, so a teammate's checkout works too."""
+    import shlex
+    program = list(world.program)
+    if scope == "user" or len(program) == 1 and os.path.basename(program[0]) == program[0]:
+        return program, shell_line(program), []
+    if len(program) == 1:  # an installed command: by name when PATH finds it
+        import shutil
+        name = os.path.basename(program[0])
+        if shutil.which(name, path=world.env.get("PATH")) == program[0]:
+            return [name], shlex.quote(name), []
+        return program, shell_line(program), [f"{program[0]} is this machine's path: a teammate needs it there too"]
+    words, path = ["python3", *program[1:-1]], program[-1]
+    for base, kind in ((root, "project"), (world.home, "home")):
+        rel = os.path.relpath(path, base) if base else ".."
+        if rel.split(os.sep)[0] == ".." or agent.server_folder.get(kind) is None:
+            continue
+        server_base, hook_base = agent.server_folder[kind], agent.hook_folder.get(kind, "")
+        tail = "" if rel == "." else rel.replace(os.sep, "/")
+        server_path = "/".join(p for p in (server_base, tail) if p) or "."
+        hook_path = (f'"{hook_base}"' if hook_base else "") + ("/" if hook_base and tail else "") + (
+            shlex.quote(tail) if tail else "")
+        return [*words, server_path], shell_line(words) + " " + (hook_path or "."), []
+    note = (f"{path} is this machine's path: a teammate needs the file there too "
+            f"(or put it in the project, and install from there)")
+    return [*words, path], shell_line([*words, path]), [note]
+
+
+def is_our_command(value: Any) -> bool:
+    return isinstance(value, str) and any(name in value for name in OUR_NAMES)
+
+
+def our_hook_event(command: Any) -> Optional[str]:
+    """The event of a hook command of ours (any version, any --client), else None."""
+    if not is_our_command(command):
+        return None
+    import re
+    found = re.search(r" hook (session-start|pre-compact|session-end|stop)(?: --client [\w-]+)?\s*$", command)
+    return found.group(1) if found else None
+
+
+def is_our_server(entry: Any) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    args = entry.get("args") if isinstance(entry.get("args"), list) else []
+    return any(is_our_command(word) for word in [entry.get("command"), *args])
+
+
+# ── 15.2 Merging into JSON documents (pure: dicts in, dicts changed) ──
+
+def merge_server(doc: dict, key: str, entry: dict, force: bool) -> str:
+    """Our server under doc[key][SERVER_ENTRY]: added, brought up to date when it is ours, a
+    different one kept unless forced."""
+    servers = doc.setdefault(key, {})
     if not isinstance(servers, dict):
-        raise CheckpointError("mcpServers in the configuration is not an object; fix it by hand first")
-    current = servers.get("checkpoint")
+        raise CheckpointError(f"{key} is not an object; fix it by hand first")
+    current = servers.get(SERVER_ENTRY)
     if current == entry:
         return "already there"
-    same_file = isinstance(current, dict) and isinstance(current.get("args"), list) and this_file in current["args"]
-    if current is not None and not force and not same_file:
-        return "kept your different 'checkpoint' entry"
-    servers["checkpoint"] = entry
-    return "updated" if same_file else "replaced" if current is not None else "added"
+    if current is not None and not force and not is_our_server(current):
+        return f"kept your different '{SERVER_ENTRY}' entry"
+    servers[SERVER_ENTRY] = entry
+    return "updated" if is_our_server(current) else "replaced" if current is not None else "added"
 
 
-def merge_hooks(settings: dict, hooks: dict, this_file: str) -> tuple:
-    """Append each of our hook groups unless a hook running the same subcommand is there; one
-    that runs this same file the old way gets the new command. Returns (added, updated) events."""
-    existing = settings.setdefault("hooks", {})
-    if not isinstance(existing, dict):
-        raise CheckpointError("hooks in settings.json is not an object; fix it by hand first")
-    added, updated = [], []
-    for event, groups in hooks.items():
-        command = groups[0]["hooks"][0]["command"]
-        ours = command.rsplit(" hook ", 1)[1]
-        present = existing.setdefault(event, [])
+def remove_server(doc: dict, key: str) -> bool:
+    servers = doc.get(key)
+    if isinstance(servers, dict) and is_our_server(servers.get(SERVER_ENTRY)):
+        del servers[SERVER_ENTRY]
+        if not servers:
+            del doc[key]
+        return True
+    return False
+
+
+def _hook_lists(doc: dict, agent: Agent, create: bool) -> dict:
+    """Their event -> the list that holds its groups (or Copilot's handlers)."""
+    hooks = doc.setdefault("hooks", {}) if create else doc.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise CheckpointError("hooks is not an object; fix it by hand first")
+    found = {}
+    for theirs in agent.hook_events.values():
+        present = hooks.setdefault(theirs, []) if create else hooks.get(theirs, [])
         if not isinstance(present, list):
-            raise CheckpointError(f"hooks.{event} in settings.json is not a list; fix it by hand first")
-        entries = [h for g in present if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-                   for h in g["hooks"] if isinstance(h, dict) and _is_our_hook(h.get("command"), ours)]
+            raise CheckpointError(f"hooks.{theirs} is not a list; fix it by hand first")
+        found[theirs] = present
+    return found
+
+
+def _our_handlers(entries: list, agent: Agent) -> list:
+    """(list, index, handler) for each handler of ours in one event's entries."""
+    command_key = "bash" if agent.hook_shape is HookShape.COPILOT else "command"
+    holders = [entries] if agent.hook_shape is HookShape.COPILOT else [
+        g["hooks"] for g in entries if isinstance(g, dict) and isinstance(g.get("hooks"), list)]
+    return [(holder, i, h) for holder in holders for i, h in enumerate(holder)
+            if isinstance(h, dict) and our_hook_event(h.get(command_key))]
+
+
+def merge_hooks(doc: dict, plan: Install) -> tuple:
+    """Add each of our handlers where none of ours is; bring ours up to date. (added, updated) events."""
+    agent = plan.agent
+    lists = _hook_lists(doc, agent, create=True)
+    if agent.hook_shape is HookShape.COPILOT:
+        doc.setdefault("version", 1)
+    command_key = "bash" if agent.hook_shape is HookShape.COPILOT else "command"
+    added, updated = [], []
+    for event, command in plan.hooks.items():
+        theirs = agent.hook_events[event]
+        ours = _our_handlers(lists[theirs], agent)
+        handler = {"type": "command", command_key: command, **agent.hook_extra, **agent.hook_event_extra.get(event, {})}
+        if not ours:
+            matcher = agent.hook_matchers.get(event)
+            group = handler if agent.hook_shape is HookShape.COPILOT else {
+                **({"matcher": matcher} if matcher else {}), "hooks": [handler]}
+            lists[theirs].append(group)
+            added.append(theirs)
+        for holder, index, current in ours:
+            if current != handler:
+                holder[index] = {**current, **handler}
+                updated.append(theirs)
+    return added, sorted(set(updated))
+
+
+def remove_hooks(doc: dict, agent: Agent) -> list:
+    """Take out our handlers, and the groups and event lists left empty by it. The events changed."""
+    if not isinstance(doc.get("hooks"), dict):
+        return []
+    removed = []
+    for theirs, entries in _hook_lists(doc, agent, create=False).items():
+        ours = _our_handlers(entries, agent)
+        for holder, index, _ in reversed(ours):
+            del holder[index]
+        if not ours:
+            continue
+        removed.append(theirs)
+        entries[:] = [g for g in entries if not (isinstance(g, dict) and g.get("hooks") == [])]
         if not entries:
-            present.extend(groups)
-            added.append(event)
-        for entry in entries:
-            if entry["command"] != command and this_file in entry["command"]:
-                entry["command"] = command
-                updated.append(event)
-    return added, updated
+            del doc["hooks"][theirs]
+    if not doc["hooks"]:
+        del doc["hooks"]
+    return removed
 
 
-def _is_our_hook(command: Any, event: str) -> bool:
-    return isinstance(command, str) and command.endswith(f" hook {event}") and (
-        "claude_checkpoint" in command or "claude-checkpoint" in command)
+def hook_state(doc: dict, plan: Install) -> dict:
+    """Our event -> "current", "outdated" or "missing" in a hooks document."""
+    agent = plan.agent
+    command_key = "bash" if agent.hook_shape is HookShape.COPILOT else "command"
+    lists = _hook_lists(doc, agent, create=False) if isinstance(doc.get("hooks"), dict) else {}
+    state = {}
+    for event, command in plan.hooks.items():
+        ours = _our_handlers(lists.get(agent.hook_events[event], []), agent)
+        state[event] = ("missing" if not ours else "current" if any(h.get(command_key) == command for _, _, h in ours)
+                        else "outdated")
+    return state
+
+
+# ── 15.3 Codex: config.toml blocks and hook trust ──
+
+def toml_value(value: Any) -> str:
+    """A TOML value as text: JSON's string escapes are TOML's basic-string escapes."""
+    import json
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, str)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+
+
+def toml_key(key: str) -> str:
+    import re
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else toml_value(key)
+
+
+def toml_table(path: tuple, values: dict) -> str:
+    return "[" + ".".join(toml_key(p) for p in path) + "]\n" + "".join(
+        f"{toml_key(k)} = {toml_value(v)}\n" for k, v in values.items())
+
+
+def toml_block_span(text: str, block: str) -> Optional[tuple]:
+    """(start, end) of our marked block in the text, its last newline included; None if absent."""
+    begin, end = TOML_BEGIN.format(block=block), TOML_END.format(block=block)
+    start = text.find(begin + "\n")
+    if start < 0 or (start and text[start - 1] != "\n"):
+        return None
+    stop = text.find("\n" + end, start)
+    if stop < 0:
+        raise CheckpointError(f"the block '{begin}' has no end line '{end}'; fix it by hand first")
+    stop += len(end) + 1
+    return start, stop + 1 if text[stop:stop + 1] == "\n" else stop
+
+
+def set_toml_block(text: str, block: str, body: Optional[str]) -> str:
+    """The text with our block replaced (None: removed); every other byte as it was. A new
+    block goes at the end."""
+    new = "" if body is None else f"{TOML_BEGIN.format(block=block)}\n{body}{TOML_END.format(block=block)}\n"
+    span = toml_block_span(text, block)
+    if span is not None:
+        return text[:span[0]] + new + text[span[1]:]
+    if not new:
+        return text
+    return text + ("\n" if text and not text.endswith("\n") else "") + new
+
+
+def parse_toml(text: str, path: str) -> Optional[dict]:
+    """The document, where the standard library reads TOML (3.11+); None where it cannot."""
+    try:
+        import tomllib
+    except ImportError:
+        return None
+    try:
+        return tomllib.loads(text)
+    except ValueError as error:
+        raise CheckpointError(f"{path} is not valid TOML ({error}); not touching it") from None
+
+
+def codex_event_label(event: str) -> str:
+    """Codex's snake_case label of an event (SessionStart -> session_start), as in its trust keys."""
+    return "".join("_" + c.lower() if c.isupper() else c for c in event).lstrip("_")
+
+
+def codex_hook_hash(label: str, matcher: Optional[str], handler: dict) -> str:
+    """The hash Codex trusts a hook handler by (codex-rs hooks discovery: command_hook_hash):
+    the event's label and the matcher group holding this one handler, normalized (timeout
+    defaults to 600 s, async to false), fields that are absent left out, keys sorted, compact
+    JSON, sha256."""
+    import hashlib
+    import json
+    normalized: dict = {"type": "command", "command": handler.get("command"),
+                        "timeout": max(handler.get("timeout") or CODEX_DEFAULT_TIMEOUTS_S.get(label, CODEX_DEFAULT_TIMEOUTS_S[""]), 1),
+                        "async": handler.get("async") is True}
+    if isinstance(handler.get("statusMessage"), str):
+        normalized["statusMessage"] = handler["statusMessage"]
+    identity: dict = {"event_name": label, "hooks": [normalized]}
+    if matcher is not None:
+        identity["matcher"] = matcher
+    data = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def codex_trust_entries(hooks_doc: dict, hook_file: str, agent: Agent) -> dict:
+    """Trust key -> hash for each of our handlers in Codex's hooks.json, where it now sits."""
+    found = {}
+    for theirs, entries in _hook_lists(hooks_doc, agent, create=False).items():
+        for group_index, group in enumerate(entries):
+            if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)):
+                continue
+            for handler_index, handler in enumerate(group["hooks"]):
+                if isinstance(handler, dict) and our_hook_event(handler.get("command")):
+                    label = codex_event_label(theirs)
+                    key = f"{hook_file}:{label}:{group_index}:{handler_index}"
+                    matcher = group.get("matcher") if isinstance(group.get("matcher"), str) else None
+                    found[key] = codex_hook_hash(label, matcher, handler)
+    return found
+
+
+def trust_block_name(hook_file: str) -> str:
+    import json
+    return "hooks trust " + json.dumps(hook_file, ensure_ascii=False)
+
+
+def codex_trust_body(trusted: dict) -> str:
+    return "\n".join(toml_table(("hooks", "state", key), {"trusted_hash": value}) for key, value in trusted.items())
+
+
+def codex_trusted_now(config_text: str, config_file: str, trusted: dict) -> dict:
+    """Key -> "trusted", "untrusted" or "modified" (trusted with another hash), read from config.toml:
+    parsed where the standard library reads TOML, else found by its text."""
+    doc = parse_toml(config_text, config_file)
+    state = {}
+    for key, value in trusted.items():
+        if doc is not None:
+            entry = doc.get("hooks", {}).get("state", {}).get(key, {})
+            have = entry.get("trusted_hash") if isinstance(entry, dict) else None
+        else:
+            header = "[" + ".".join(toml_key(p) for p in ("hooks", "state", key)) + "]\n"
+            at = config_text.find(header)
+            have = value if at >= 0 and f'trusted_hash = "{value}"' in config_text[at:at + len(header) + 90] else (
+                "?" if at >= 0 else None)
+        state[key] = "trusted" if have == value else "untrusted" if have is None else "modified"
+    return state
+
+
+# ── 15.4 Files: read whole, written atomically, never when they do not parse ──
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", newline="") as stream:
+            return stream.read()
+    except FileNotFoundError:
+        return ""
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f"{path} is not readable text ({error}); not touching it") from None
 
 
 def _load_json_file(path: str) -> dict:
     import json
-    try:
-        with open(path, encoding="utf-8") as stream:
-            doc = json.load(stream)
-    except FileNotFoundError:
+    text = _read_text(path)
+    if not text.strip():
         return {}
-    except (OSError, ValueError) as error:
-        raise CheckpointError(f"{path} is not readable JSON ({error}); not touching it") from None
+    try:
+        doc = json.loads(text)
+    except ValueError as error:
+        raise CheckpointError(f"{path} is not valid JSON ({error}); not touching it") from None
     if not isinstance(doc, dict):
         raise CheckpointError(f"{path} does not hold a JSON object; not touching it")
     return doc
 
 
-def _save_json_file(path: str, doc: dict) -> None:
+def _save_file(path: str, data: bytes) -> None:
     """Settings files keep their mode (0600 for a new one: they may hold tokens)."""
-    import json
     import stat
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
         mode = 0o600
-    write_atomically(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), mode)
+    write_atomically(path, data, mode)
+
+
+def _save_json_file(path: str, doc: dict) -> None:
+    import json
+    _save_file(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def _remove_file(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+# ── 15.5 install, uninstall: every change computed first, then written ──
+
+@record
+class Edit:
+    """One file's change: its text before and after, and what is said about it."""
+    path: str
+    before: str
+    after: Optional[str]  # None: the file is removed (it held only ours)
+    said: list
+
+
+def _edit(edits: list, path: str) -> Edit:
+    """The pending change of a file (several steps may change one file), read on first use."""
+    found = next((e for e in edits if e.path == path), None)
+    if found is None:
+        text = _read_text(path)
+        found = Edit(path, text, text, [])
+        edits.append(found)
+    return found
+
+
+def _json_of(edit: Edit) -> dict:
+    import json
+    try:
+        doc = json.loads(edit.after) if edit.after and edit.after.strip() else {}
+    except ValueError as error:
+        raise CheckpointError(f"{edit.path} is not valid JSON ({error}); not touching it") from None
+    if not isinstance(doc, dict):
+        raise CheckpointError(f"{edit.path} does not hold a JSON object; not touching it")
+    return doc
+
+
+def _dumps(doc: dict) -> str:
+    import json
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def install_edits(plan: Install, force: bool, trust: bool, world: World) -> list:
+    """Every file's change for one agent and scope. A file that does not parse stops it all
+    (CheckpointError naming it) before anything is written."""
+    agent, edits = plan.agent, []
+    if plan.server_file is not None:
+        edit = _edit(edits, plan.server_file)
+        if agent.server_format is ConfigFormat.TOML:
+            edit.after, result = _install_toml_server(edit.before, plan)
+        else:
+            doc = _json_of(edit)
+            result = merge_server(doc, agent.server_key, plan.server, force)
+            if result in ("added", "replaced", "updated"):
+                edit.after = _dumps(doc)
+            if result.startswith("kept"):
+                scope = ["--scope", "project", "--root", plan.root or "."] if plan.scope == "project" else []
+                again = shell_line(list(world.program), "install", "--client", agent.name, "--write", "--force", *scope)
+                result += f"; to replace it, run `{again}`"
+        edit.said.append(f"MCP server '{SERVER_ENTRY}': {result}")
+    if plan.hook_file is not None:
+        edit = _edit(edits, plan.hook_file)
+        doc = _json_of(edit)
+        added, updated = merge_hooks(doc, plan)
+        if added or updated:
+            edit.after = _dumps(doc)
+        done = [f"added {', '.join(added)}"] if added else []
+        done += [f"updated {', '.join(updated)}"] if updated else []
+        edit.said.append(f"hooks: {'; '.join(done) or 'already there'}")
+        if agent.trusts_hooks:
+            _codex_trust(edits, plan, doc, trust, world)
+    return edits
+
+
+def _install_toml_server(before: str, plan: Install) -> tuple:
+    """(the text after, what happened): our marked block; an entry outside it is the user's."""
+    path, key = plan.server_file or "", plan.agent.server_key
+    checkable = parse_toml(before, path) is not None
+    span = toml_block_span(before, TOML_SERVER_BLOCK)
+    outside = before if span is None else before[:span[0]] + before[span[1]:]
+    if _toml_defines_server(outside, path, key):
+        return before, (f"kept the '{SERVER_ENTRY}' entry already in the file (outside our block); "
+                        "remove it by hand to let install manage it")
+    after = set_toml_block(before, TOML_SERVER_BLOCK, toml_table((key, SERVER_ENTRY), plan.server))
+    if checkable:
+        parse_toml(after, path + " (as it would be written)")
+    return after, "already there" if after == before else "updated" if span is not None else "added"
+
+
+def _toml_defines_server(text: str, path: str, key: str) -> bool:
+    doc = parse_toml(text, path)
+    if doc is not None:
+        return isinstance(doc.get(key), dict) and SERVER_ENTRY in doc[key]
+    import re  # 3.9 and 3.10 read no TOML: the header or dotted key by its text
+    return re.search(rf'(?m)^\s*\[\s*{key}\s*\.\s*["\']?{SERVER_ENTRY}["\']?\s*\]|^\s*{key}\s*\.\s*{SERVER_ENTRY}\s*=',
+                     text) is not None
+
+
+def _codex_trust(edits: list, plan: Install, hooks_doc: dict, trust: bool, world: World) -> None:
+    """With --trust, our handlers' trust entries in a marked block of the user's config.toml
+    (the user asked for the hooks: this is their consent, for ours only); without it, the one
+    line that says Codex skips them until they are trusted."""
+    config = agent_file(plan.agent.server_files[0], plan.agent, world, plan.root) or ""
+    edit = _edit(edits, config)
+    wanted = codex_trust_entries(hooks_doc, plan.hook_file or "", plan.agent)
+    block = trust_block_name(plan.hook_file or "")
+    if not trust:
+        if any(s != "trusted" for s in codex_trusted_now(edit.after or "", config, wanted).values()):
+            scope = ["--scope", "project", "--root", plan.root or "."] if plan.scope == "project" else []
+            edit.said.append("Codex runs only hooks you trust and skips the others silently: trust them in "
+                             f"Codex (/hooks), or run `{shell_line(list(world.program), 'install', '--client', 'codex', '--write', '--trust', *scope)}`")
+        return
+    text = edit.after or ""
+    span = toml_block_span(text, block)
+    outside = text if span is None else text[:span[0]] + text[span[1]:]
+    state = codex_trusted_now(outside, config, wanted)
+    mine = {k: v for k, v in wanted.items() if state[k] == "untrusted"}
+    checkable = parse_toml(text, config) is not None
+    edit.after = set_toml_block(text, block, codex_trust_body(mine) if mine else None)
+    if checkable:
+        parse_toml(edit.after, config + " (as it would be written)")
+    others = [k for k, s in state.items() if s == "modified"]
+    edit.said.append(f"hook trust: {len(wanted) - len(others)} of {len(wanted)} trusted" + (
+        f"; {len(others)} you trusted with another hash left alone (trust them again in Codex's /hooks)" if others else ""))
+
+
+def uninstall_edits(plan: Install, world: World) -> list:
+    """Every file's change that takes ours (and only ours) out of one agent's files in one scope."""
+    agent, edits = plan.agent, []
+    if plan.server_file is not None:
+        edit = _edit(edits, plan.server_file)
+        if agent.server_format is ConfigFormat.TOML:
+            parse_toml(edit.before, plan.server_file)  # a file that does not parse is never written
+            edit.after = set_toml_block(edit.before, TOML_SERVER_BLOCK, None)
+        else:
+            doc = _json_of(edit)
+            if remove_server(doc, agent.server_key):
+                edit.after = _dumps(doc)
+        edit.said.append(f"MCP server '{SERVER_ENTRY}': {'removed' if edit.after != edit.before else 'none of ours'}")
+    if plan.hook_file is not None:
+        edit = _edit(edits, plan.hook_file)
+        doc = _json_of(edit)
+        removed = remove_hooks(doc, agent)
+        if removed:
+            edit.after = None if agent.hook_shape is HookShape.COPILOT and set(doc) <= {"version"} else _dumps(doc)
+        edit.said.append(f"hooks: {'removed ' + ', '.join(removed) if removed else 'none of ours'}")
+        if agent.trusts_hooks:
+            config = agent_file(agent.server_files[0], agent, world, plan.root) or ""
+            trust = _edit(edits, config)
+            parse_toml(trust.after or "", config)
+            trust.after = set_toml_block(trust.after or "", trust_block_name(plan.hook_file), None)
+            if trust.after != trust.before:
+                trust.said.append("hook trust: our entries removed")
+    return edits
+
+
+def apply_edits(edits: list, write: bool) -> bool:
+    """Say what each file gets; with write, write the files that change. True when one would."""
+    for edit in edits:
+        for line in edit.said:
+            print(f"{edit.path}: {line}" if edit.after is not None else f"{edit.path}: {line} (the file is removed)")
+        if write and edit.after != edit.before:
+            if edit.after is None:
+                _remove_file(edit.path)
+            else:
+                _save_file(edit.path, edit.after.encode("utf-8"))
+    return any(e.after != e.before for e in edits)
 
 
 def cli_install(args: Any, world: World) -> int:
     import json
-    program = list(world.program)
-    needs_root = args.scope == "project" or args.exclude
+    agents = _chosen_agents(args)
+    needs_root = args.scope == "project" or args.exclude or any(a.server_needs_root for a in agents)
     root = cli_root(args, world) if needs_root else None
     if args.exclude and not args.write:  # what the not-ignored warning advises: it works as printed
         print(add_git_exclude(root))
         return EXIT_OK
-    server_file, settings_file = claude_config_paths(world, args.scope, root)
+    plans = [plan_install(agent, world, args.scope, root) for agent in agents]
+    if not args.write and not args.client and args.scope == "user":
+        return _print_claude_install(world, plans[0])
+    edits = [edit for plan in plans for edit in install_edits(plan, args.force, args.trust, world)]
     if not args.write:
-        print("# Claude Code: register the server for every project\n"
-              f"claude mcp add --scope user checkpoint -- {shell_line(program)}\n")
-        print(f"# Claude Code hooks: merge into {settings_file}")
-        print(json.dumps({"hooks": hooks_config(program)}, indent=2) + "\n")
-        desktop = {"mcpServers": {"checkpoint": {"command": program[0], "args": program[1:],
-                                                  "env": {"CHECKPOINT_PROJECT_ROOT": "/absolute/path/to/your/project"}}}}
-        print("# Claude Desktop: claude_desktop_config.json")
-        print(json.dumps(desktop, indent=2) + "\n")
-        print(f"# Or let this command write them in (add --scope project for this project only):\n"
-              f"{shell_line(program, 'install', '--write')}")
+        for plan in plans:
+            _print_plan(plan, json)
+        scope = ["--scope", "project"] if args.scope == "project" else []
+        clients = [w for a in agents for w in ("--client", a.name)]
+        print(f"# Or let this command write them in:\n{shell_line(list(world.program), 'install', *clients, *scope, '--write')}")
         return EXIT_OK
-    this_file = os.path.abspath(__file__)
-    config = _load_json_file(server_file)
-    server_result = merge_server(config, server_config(program), args.force, this_file)
-    settings = _load_json_file(settings_file)
-    added, updated = merge_hooks(settings, hooks_config(program), this_file)
-    if server_result in ("added", "replaced", "updated"):
-        _save_json_file(server_file, config)
-    if added or updated:
-        _save_json_file(settings_file, settings)
-    done = [f"added {', '.join(added)}"] if added else []
-    done += [f"updated {', '.join(updated)}"] if updated else []
-    if server_result.startswith("kept"):
-        scope = ["--scope", "project", "--root", root] if args.scope == "project" else []
-        server_result += f"; to replace it, run `{shell_line(program, 'install', '--write', '--force', *scope)}`"
-    print(f"MCP server 'checkpoint' in {server_file}: {server_result}")
-    print(f"Hooks in {settings_file}: {'; '.join(done) or 'already there'}")
+    apply_edits(edits, write=True)
+    for plan in plans:
+        for note in plan.notes:
+            print(f"{plan.agent.title}: {note}")
     if args.exclude:
         print(add_git_exclude(root))
+    return EXIT_OK
+
+
+def _chosen_agents(args: Any) -> list:
+    names = list(dict.fromkeys(args.client or [DEFAULT_AGENT]))
+    unknown = [n for n in names if n not in AGENTS]
+    if unknown:
+        raise CheckpointError(f"unknown --client {', '.join(unknown)}; the agents are {', '.join(AGENTS)}")
+    return [AGENTS[n] for n in names]
+
+
+def _print_claude_install(world: World, plan: Install) -> int:
+    """`install` alone: the claude mcp add line, the hooks, the Claude Desktop entry."""
+    import json
+    program = list(world.program)
+    print("# Claude Code: register the server for every project\n"
+          f"claude mcp add --scope user {SERVER_ENTRY} -- {shell_line(program)}\n")
+    print(f"# Claude Code hooks: merge into {plan.hook_file}")
+    print(json.dumps({"hooks": _hooks_doc(plan)["hooks"]}, indent=2) + "\n")
+    desktop = {"mcpServers": {SERVER_ENTRY: {"command": program[0], "args": program[1:],
+                                              "env": {"CHECKPOINT_PROJECT_ROOT": "/absolute/path/to/your/project"}}}}
+    print("# Claude Desktop: claude_desktop_config.json (or: install --client desktop --write --root PROJECT)")
+    print(json.dumps(desktop, indent=2) + "\n")
+    print(f"# Or let this command write them in (add --scope project for this project only; --client NAME "
+          f"for {', '.join(a for a in AGENTS if a != DEFAULT_AGENT)}):\n{shell_line(program, 'install', '--write')}")
+    return EXIT_OK
+
+
+def _hooks_doc(plan: Install) -> dict:
+    doc: dict = {}
+    merge_hooks(doc, plan)
+    return doc
+
+
+def _print_plan(plan: Install, json: Any) -> None:
+    agent = plan.agent
+    print(f"# {agent.title} ({plan.scope} scope): {agent.notes}")
+    for note in plan.notes:
+        print(f"# note: {note}")
+    if plan.server_file is None:
+        print(f"# {agent.title} has no {plan.scope}-scope file for MCP servers")
+    elif agent.server_format is ConfigFormat.TOML:
+        print(f"# {plan.server_file}: this block\n" + set_toml_block("", TOML_SERVER_BLOCK,
+                                                                     toml_table((agent.server_key, SERVER_ENTRY), plan.server)))
+    else:
+        print(f"# {plan.server_file}: merge in\n" + json.dumps({agent.server_key: {SERVER_ENTRY: plan.server}}, indent=2))
+    if plan.hook_file is not None:
+        print(f"# {plan.hook_file}: merge in\n" + json.dumps(_hooks_doc(plan), indent=2))
+    print()
+
+
+def cli_uninstall(args: Any, world: World) -> int:
+    agents = _chosen_agents(args)
+    root = cli_root(args, world) if args.scope == "project" else None
+    edits = [edit for agent in agents for edit in uninstall_edits(plan_install(agent, world, args.scope, root), world)]
+    if not args.write and any(e.after != e.before for e in edits):
+        clients = [w for a in agents for w in ("--client", a.name)]
+        scope = ["--scope", "project", "--root", root or "."] if args.scope == "project" else []
+        print(f"A dry run: nothing is removed yet. What `{shell_line(list(world.program), 'uninstall', *clients, *scope, '--write')}` "
+              "would do:")
+    apply_edits(edits, write=args.write)
     return EXIT_OK
 
 
@@ -5729,42 +6236,202 @@ def add_git_exclude(root: str) -> str:
     return f"Added {pattern} to {exclude}"
 
 
+# ── 15.6 doctor ──
+
+class CheckStatus(str, Enum):
+    OK = "ok"
+    WARNING = "warning"  # works, with a fallback or something to fix soon: exit 0
+    FAILED = "failed"  # does not work as it should: exit 1
+
+
+CHECK_MARKS = {CheckStatus.OK: "✓", CheckStatus.WARNING: "⚠", CheckStatus.FAILED: "✗"}
+
+
+@record
+class Check:
+    status: CheckStatus
+    text: str
+
+
 def cli_doctor(args: Any, world: World) -> int:
     import platform
-    checks: list = []  # (ok, text)
-    checks.append((sys.version_info >= (3, 9), f"Python {platform.python_version()} at {sys.executable}"))
+    checks: list = []
+    checks.append(Check(CheckStatus.OK if sys.version_info >= (3, 9) else CheckStatus.FAILED,
+                        f"Python {platform.python_version()} at {sys.executable}"))
     version = Git(world.cwd).output("--version")
-    checks.append((version is not None, version.decode().strip() if version else "git not found on PATH "
-                   "(git facts and drift detection are off)"))
+    checks.append(Check(CheckStatus.OK, version.decode().strip()) if version else Check(
+        CheckStatus.FAILED, "git not found on PATH (git facts, drift and snapshots are off)"))
     choice = choose_root(getattr(args, "root", None) and os.path.join(world.cwd, args.root), world.env, [], world.cwd)
     try:
-        root = resolve_root(choice, world.home)
-        checks.append((True, f"Project root {root} (from {choice.source})"))
+        root: Optional[str] = resolve_root(choice, world.home)
+        checks.append(Check(CheckStatus.OK, f"Project root {root} (from {choice.source})"))
     except RootError as error:
-        checks.append((False, str(error)))
+        checks.append(Check(CheckStatus.FAILED, str(error)))
         root = None
     if root is not None:
         checks += _doctor_checkpoint(root, world.program)
-    for ok, text in checks:
-        print(f"{'✓' if ok else '✗'} {text}")
-    return EXIT_OK if all(ok for ok, _ in checks) else EXIT_FAILED
+    for name in dict.fromkeys(args.client or []):
+        if name not in AGENTS:
+            raise CheckpointError(f"unknown --client {name}; the agents are {', '.join(AGENTS)}")
+        checks += doctor_agent(AGENTS[name], world, root)
+    if args.json:
+        import json
+        print(json.dumps({"ok": all(c.status is not CheckStatus.FAILED for c in checks),
+                          "checks": [{"status": c.status.value, "text": c.text} for c in checks]},
+                         ensure_ascii=False, indent=2))
+    else:
+        for check in checks:
+            print(f"{CHECK_MARKS[check.status]} {check.text}")
+    return EXIT_FAILED if any(c.status is CheckStatus.FAILED for c in checks) else EXIT_OK
 
 
 def _doctor_checkpoint(root: str, program: tuple) -> list:
-    checks = [(os.access(root, os.W_OK), f"{root} is {'writable' if os.access(root, os.W_OK) else 'not writable'}")]
+    writable = os.access(root, os.W_OK)
+    checks = [Check(CheckStatus.OK if writable else CheckStatus.FAILED,
+                    f"{root} is {'writable' if writable else 'not writable'}")]
     git = Git(root)
     warning = checkpoint_git_warning(git, root, program)
-    if warning or git.is_ignored(CHECKPOINT_NAME):
-        checks.append((not warning, warning or f"{CHECKPOINT_NAME} is git-ignored"))
+    if warning:
+        checks.append(Check(CheckStatus.WARNING, warning))
+    elif git.is_ignored(CHECKPOINT_NAME):
+        checks.append(Check(CheckStatus.OK, f"{CHECKPOINT_NAME} is git-ignored"))
     try:
         stored = read_checkpoint(root)
     except CheckpointError as error:
-        return checks + [(False, str(error))]
+        return checks + [Check(CheckStatus.FAILED, str(error))]
     if stored.checkpoint is None:
-        return checks + [(True, f"No checkpoint yet at {os.path.join(root, CHECKPOINT_NAME)}")]
-    source = BACKUP_NAME if stored.from_backup else CHECKPOINT_NAME
-    checks.append((not stored.from_backup, f"Checkpoint valid, read from {source}, saved {stored.checkpoint.updated_at}"))
+        return checks + [Check(CheckStatus.OK, f"No checkpoint yet at {os.path.join(root, CHECKPOINT_NAME)}")]
+    if stored.from_backup:
+        checks.append(Check(CheckStatus.WARNING, f"{CHECKPOINT_NAME} is unreadable: the checkpoint of "
+                            f"{stored.checkpoint.updated_at} was read from {BACKUP_NAME} (the next save rewrites both)"))
+    else:
+        checks.append(Check(CheckStatus.OK, f"Checkpoint valid ({CHECKPOINT_NAME}, saved {stored.checkpoint.updated_at})"))
     return checks
+
+
+def doctor_agent(agent: Agent, world: World, root: Optional[str]) -> list:
+    """Whether the agent's server entry and hooks are in place, current, and point at files that exist."""
+    fix = shell_line(list(world.program), "install", "--client", agent.name, "--write")
+    found: list = []
+    for scope in ("user", "project") if root else ("user",):
+        plan = plan_install(agent, world, scope, root)
+        try:
+            found += _doctor_scope(plan, world, fix)
+        except CheckpointError as error:
+            found.append(Check(CheckStatus.FAILED, f"{agent.title}: {error}"))
+    if not any(c.text.startswith(f"{agent.title}: MCP server") for c in found):
+        found.append(Check(CheckStatus.FAILED, f"{agent.title}: no MCP server entry of ours; run `{fix}`"))
+    if agent.hook_events and not any(c.text.startswith(f"{agent.title}: hooks") for c in found):
+        found.append(Check(CheckStatus.FAILED, f"{agent.title}: no hooks of ours; run `{fix}`"))
+    return found
+
+
+def _doctor_scope(plan: Install, world: World, fix: str) -> list:
+    agent, checks = plan.agent, []
+    where = f"({plan.scope} scope, {{}})"
+    server_state, words = _server_state(plan)
+    if server_state != "missing":
+        status = {"current": CheckStatus.OK, "outdated": CheckStatus.WARNING, "other": CheckStatus.WARNING}[server_state]
+        text = {"current": "in place and current", "outdated": f"from another version or place; run `{fix}`",
+                "other": "is not ours (another program named 'checkpoint')"}[server_state]
+        checks.append(Check(status, f"{agent.title}: MCP server {text} " + where.format(plan.server_file)))
+        if words and server_state != "other":
+            checks += _target_checks(agent, "MCP server", words, plan, world)
+    if plan.hook_file is not None:
+        doc = _load_json_file(plan.hook_file)
+        state = hook_state(doc, plan)
+        if any(s != "missing" for s in state.values()):
+            missing = [agent.hook_events[e] for e, s in state.items() if s == "missing"]
+            outdated = [agent.hook_events[e] for e, s in state.items() if s == "outdated"]
+            if missing:
+                checks.append(Check(CheckStatus.FAILED, f"{agent.title}: hooks missing for {', '.join(missing)}; "
+                                    f"run `{fix}` " + where.format(plan.hook_file)))
+            elif outdated:
+                checks.append(Check(CheckStatus.WARNING, f"{agent.title}: hooks from another version or place "
+                                    f"({', '.join(outdated)}); run `{fix}` " + where.format(plan.hook_file)))
+            else:
+                checks.append(Check(CheckStatus.OK, f"{agent.title}: hooks in place and current " + where.format(plan.hook_file)))
+            commands = [h.get("bash" if agent.hook_shape is HookShape.COPILOT else "command")
+                        for entries in _hook_lists(doc, agent, create=False).values()
+                        for _, _, h in _our_handlers(entries, agent)]
+            import shlex
+            for command in dict.fromkeys(commands):
+                try:
+                    checks += _target_checks(agent, "hook", shlex.split(_expand(command, plan, world)), plan, world)
+                except ValueError:
+                    checks.append(Check(CheckStatus.FAILED, f"{agent.title}: a hook command does not parse: {command}"))
+            if agent.trusts_hooks:
+                checks += _trust_checks(plan, doc, world)
+    return checks
+
+
+def _server_state(plan: Install) -> tuple:
+    """("current" | "outdated" | "other" | "missing", the entry's words or None)."""
+    if plan.server_file is None:
+        return "missing", None
+    agent = plan.agent
+    if agent.server_format is ConfigFormat.TOML:
+        text = _read_text(plan.server_file)
+        doc = parse_toml(text, plan.server_file)
+        entry = (doc or {}).get(agent.server_key, {}).get(SERVER_ENTRY)
+        words = [entry.get("command"), *entry.get("args", [])] if isinstance(entry, dict) else None
+        if toml_block_span(text, TOML_SERVER_BLOCK) is None:
+            return ("other" if _toml_defines_server(text, plan.server_file, agent.server_key) else "missing"), None
+        wanted = set_toml_block(text, TOML_SERVER_BLOCK, toml_table((agent.server_key, SERVER_ENTRY), plan.server))
+        return ("current" if wanted == text else "outdated"), words
+    servers = _load_json_file(plan.server_file).get(agent.server_key)
+    entry = servers.get(SERVER_ENTRY) if isinstance(servers, dict) else None
+    if entry is None:
+        return "missing", None
+    if not is_our_server(entry):
+        return "other", None
+    args = entry.get("args") if isinstance(entry.get("args"), list) else []
+    return ("current" if entry == plan.server else "outdated"), [entry.get("command"), *args]
+
+
+def _expand(text: str, plan: Install, world: World) -> str:
+    """A command's variables as the agent expands them: the project's folder, the home folder, the environment."""
+    import re
+    root, home = plan.root or world.cwd, world.home or os.path.expanduser("~")
+    project = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "QWEN_PROJECT_DIR", "workspaceFolder")
+    return re.sub(r"\$\{?(\w+)(?::-[^}]*)?\}?", lambda m: root if m.group(1) in project else home
+                  if m.group(1) in ("HOME", "userHome") else world.env.get(m.group(1), m.group(0)), text)
+
+
+def _target_checks(agent: Agent, what: str, words: list, plan: Install, world: World) -> list:
+    """The interpreter and the file that a registered command runs exist on this machine."""
+    import re
+    import shutil
+    words = [_expand(str(w), plan, world) for w in words]
+    base = plan.root or world.cwd  # a relative folder: the agent runs it in the project
+    program = words[0]
+    found = shutil.which(program, path=world.env.get("PATH")) if os.sep not in program else (
+        program if os.path.isfile(program) else None)
+    if found is None:
+        return [Check(CheckStatus.FAILED, f"{agent.title}: the {what} runs {program}, which does not exist here")]
+    code = next((i for i, w in enumerate(words) if w.startswith("import sys;")), None)
+    if code is not None and code + 1 < len(words):
+        module = re.search(r"import (\w+) as m", words[code])
+        target = os.path.join(base, words[code + 1], (module.group(1) if module else "claude_checkpoint") + ".py")
+    elif len(words) > 1 and words[1].endswith(".py"):
+        target = os.path.join(base, words[1])
+    else:
+        return []
+    if os.path.isfile(target):
+        return []
+    return [Check(CheckStatus.FAILED, f"{agent.title}: the {what} runs {os.path.normpath(target)}, which does not exist")]
+
+
+def _trust_checks(plan: Install, hooks_doc: dict, world: World) -> list:
+    config = agent_file(plan.agent.server_files[0], plan.agent, world, plan.root) or ""
+    wanted = codex_trust_entries(hooks_doc, plan.hook_file or "", plan.agent)
+    state = codex_trusted_now(_read_text(config), config, wanted)
+    untrusted = [k.rsplit(":", 3)[1] for k, s in state.items() if s != "trusted"]
+    if not untrusted:
+        return [Check(CheckStatus.OK, f"{plan.agent.title}: our hooks are trusted ({config})")]
+    scope = ["--scope", "project"] if plan.scope == "project" else []
+    return [Check(CheckStatus.WARNING, f"{plan.agent.title}: hooks not trusted ({', '.join(untrusted)}): Codex skips "
+                  f"them silently; run `{shell_line(list(world.program), 'install', '--client', 'codex', '--write', '--trust', *scope)}`")]
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -5797,15 +6464,30 @@ def build_parser() -> Any:
     hook.add_argument("event", choices=sorted(HOOK_EVENTS), help="; ".join(f"{k}: {v}" for k, v in HOOK_EVENTS.items()))
     hook.add_argument("--client", default=DEFAULT_AGENT, choices=[a.name for a in AGENTS.values() if a.hook_events],
                       help="the agent that runs the hook: its input fields, its answer's shape (default: claude)")
+    agents = ", ".join(AGENTS)
     install = commands.add_parser("install", parents=[common],
-                                  help="print (or --write) the Claude Code and Claude Desktop configuration")
-    install.add_argument("--write", action="store_true", help="merge the server and hooks into Claude Code's files")
+                                  help="print (or --write) an agent's server entry and hooks")
+    install.add_argument("--client", action="append", metavar="NAME",
+                         help=f"the agent to configure (repeat): {agents} (default: claude)")
+    install.add_argument("--write", action="store_true", help="merge the server and hooks into the agent's files")
     install.add_argument("--scope", choices=("user", "project"), default="user",
-                         help="user: ~/.claude.json and ~/.claude/settings.json; project: .mcp.json and .claude/settings.json")
+                         help="user: your own files (claude: ~/.claude.json, ~/.claude/settings.json); "
+                              "project: the project's, portable to a teammate's machine (claude: .mcp.json, .claude/settings.json)")
     install.add_argument("--exclude", action="store_true",
                          help="add .claude-checkpoint* to .git/info/exclude (alone: that is all it does)")
     install.add_argument("--force", action="store_true", help="replace an existing, different 'checkpoint' server entry")
-    commands.add_parser("doctor", parents=[common], help="check Python, git, the root and the checkpoint")
+    install.add_argument("--trust", action="store_true",
+                         help="codex: also trust our hooks in config.toml (Codex skips hooks nobody trusted)")
+    uninstall = commands.add_parser("uninstall", parents=[common],
+                                    help="remove our server entry and hooks from an agent's files (a dry run unless --write)")
+    uninstall.add_argument("--client", action="append", metavar="NAME", help=f"{agents} (repeat; default: claude)")
+    uninstall.add_argument("--scope", choices=("user", "project"), default="user", help="whose files, as for install")
+    uninstall.add_argument("--write", action="store_true", help="do it")
+    doctor = commands.add_parser("doctor", parents=[common],
+                                 help="check Python, git, the root, the checkpoint and (--client) an agent's configuration")
+    doctor.add_argument("--client", action="append", metavar="NAME",
+                        help=f"also check this agent's server entry and hooks (repeat): {agents}")
+    doctor.add_argument("--json", action="store_true", help="print one JSON document")
     _add_rewind_commands(commands, common)
     return parser
 
@@ -5873,7 +6555,7 @@ def _main(argv: list, in_process: bool) -> int:
     sys.stdout, sys.stderr = (RedactingWriter(stream, world.known_secrets) for stream in (sys.stdout, sys.stderr))
     if args.command == "hook":
         return run_hook(args.event, getattr(args, "root", None), world, AGENTS[args.client])
-    runner = {"show": cli_show, "save": cli_save, "install": cli_install, "doctor": cli_doctor,
+    runner = {"show": cli_show, "save": cli_save, "install": cli_install, "uninstall": cli_uninstall, "doctor": cli_doctor,
               "snapshot": cli_snapshot, "list": cli_list, "diff": cli_diff, "restore": cli_restore,
               "forget": cli_forget}[args.command]
     try:

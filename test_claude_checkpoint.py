@@ -5701,8 +5701,8 @@ class InstallTest(unittest.TestCase):
         self.assertEqual(hooks["SessionStart"][0]["matcher"], "clear|compact|resume")
         for event, sub in (("SessionStart", "session-start"), ("PreCompact", "pre-compact")):
             command = hooks[event][0]["hooks"][0]["command"]
-            self.assertEqual(shlex.split(command)[-2:], ["hook", sub])
-            self.assert_runs_this_file(shlex.split(command)[:-2])
+            self.assertEqual(shlex.split(command)[-4:], ["hook", sub, "--client", "claude"])
+            self.assert_runs_this_file(shlex.split(command)[:-4])
         desktop = next(o["mcpServers"]["checkpoint"] for o in objects if "mcpServers" in o)
         self.assert_runs_this_file([desktop["command"], *desktop["args"]])
         self.assertFalse(os.path.exists(os.path.join(self.ws.home, ".claude.json")), "print mode writes nothing")
@@ -5783,7 +5783,7 @@ class InstallTest(unittest.TestCase):
         for event, groups in hooks.items():
             with self.subTest(event=event):
                 self.assertEqual(len(groups), 1, "updated in place, not added twice")
-                self.assert_runs_this_file(shlex.split(groups[0]["hooks"][0]["command"])[:-2])
+                self.assert_runs_this_file(shlex.split(groups[0]["hooks"][0]["command"])[:-4])
 
     def test_exclude_alone_adds_the_exclude_says_so_and_writes_nothing_else(self):
         out = self.install("--exclude").stdout.decode()
@@ -5817,7 +5817,7 @@ class InstallTest(unittest.TestCase):
         self.install("--write")
         stop = self.read(path)["hooks"]["Stop"]
         self.assertEqual(stop[:3], odd["hooks"]["Stop"])
-        self.assertTrue(stop[3]["hooks"][0]["command"].endswith("hook stop"))
+        self.assertTrue(stop[3]["hooks"][0]["command"].endswith("hook stop --client claude"))
 
     def test_corrupt_user_config_is_left_untouched(self):
         path = write(self.ws.home, ".claude.json", b'{"numStartups": 3, oops')
