@@ -7203,11 +7203,6 @@ def find_agent_cli(name: str) -> tuple:
     return _agent_cli_cache[name]
 
 
-def hook_command(client: str, event: str) -> str:
-    """The hook command as `install --client` writes it (the importing command of SPEC section 11)."""
-    return " ".join(shlex.quote(word) for word in PROGRAM + ["hook", event, "--client", client])
-
-
 class AgentHandoffTest(ClaudeCodeE2EBase):
     """SPEC section 12's test that matters: one task, two agents. Claude Code saves and edits; the
     other agent starts in the same project and its SessionStart hook hands it the brief (saved
@@ -7225,14 +7220,16 @@ class AgentHandoffTest(ClaudeCodeE2EBase):
         return path
 
     # ── Claude Code's half ──
+    def install(self, client: str, env: dict, *extra: str) -> None:
+        """`install --client NAME --write`, as a user runs it once (user scope)."""
+        proc = subprocess.run(PROGRAM + ["install", "--client", client, "--write", *extra], cwd=self.proj, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
     def claude_saves_and_edits(self) -> str:
         """Claude Code, with its hooks, saves a checkpoint and writes app.py; returns its session id."""
         self.init_repo()
-        self.add_project_server()
-        hooks = {"SessionStart": [{"matcher": "clear|compact|resume", "hooks": [
-                     {"type": "command", "command": hook_command("claude", "session-start")}]}],
-                 "Stop": [{"hooks": [{"type": "command", "command": hook_command("claude", "stop")}]}]}
-        self.user_settings({"enableAllProjectMcpServers": True, "hooks": hooks})
+        self.install("claude", self.env)
         app = os.path.join(self.proj, "app.py")
         turns = [{"tool_use": {"name": "mcp__checkpoint__save_session_checkpoint", "input": {
                      "goal": "Ship the login page", "nextSteps": ["Make login() check the password"]}}},
@@ -7305,7 +7302,7 @@ class AgentHandoffTest(ClaudeCodeE2EBase):
     def codex_setup(self, codex: str, fake: FakeModelServer) -> dict:
         codex_home = os.path.join(self.home, ".codex")
         os.makedirs(codex_home, exist_ok=True)
-        with open(os.path.join(codex_home, "config.toml"), "w") as stream:
+        with open(os.path.join(codex_home, "config.toml"), "w") as stream:  # the user's own: the model
             stream.write(textwrap.dedent(f"""\
                 model = "gpt-6.1-sol"
                 model_provider = "fake"
@@ -7315,34 +7312,9 @@ class AgentHandoffTest(ClaudeCodeE2EBase):
                 env_key = "CHECKPOINT_FAKE_KEY"
                 wire_api = "responses"
                 """))
-        self.write_json(os.path.join(codex_home, "hooks.json"), {"hooks": {
-            "SessionStart": [{"hooks": [{"type": "command", "command": hook_command("codex", "session-start")}]}],
-            "Stop": [{"hooks": [{"type": "command", "command": hook_command("codex", "stop")}]}]}})
         env = dict(self.env, CODEX_HOME=codex_home, CHECKPOINT_FAKE_KEY="dummy-e2e-key")
-        self.trust_codex_hooks(codex, env)
+        self.install("codex", env, "--trust")  # Codex runs only hooks the user trusted
         return env
-
-    def trust_codex_hooks(self, codex: str, env: dict) -> None:
-        """Codex runs only hooks the user trusted: ask `codex app-server` for their hashes (hooks/list)."""
-        server = subprocess.Popen([codex, "app-server"], cwd=self.proj, env=env, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.addCleanup(server.wait, 10)
-        self.addCleanup(server.kill)
-        for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}},
-                        {"jsonrpc": "2.0", "method": "initialized"},
-                        {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [self.proj]}}):
-            server.stdin.write((json.dumps(message) + "\n").encode())
-        server.stdin.flush()
-        answer = {}
-        while answer.get("id") != 2:
-            line = server.stdout.readline()
-            self.assertTrue(line, "codex app-server ended before answering hooks/list")
-            answer = json.loads(line)
-        hooks = answer["result"]["data"][0]["hooks"]
-        self.assertEqual(len(hooks), 2, hooks)
-        with open(os.path.join(env["CODEX_HOME"], "config.toml"), "a") as stream:
-            for hook in hooks:
-                stream.write(f'\n[hooks.state."{hook["key"]}"]\ntrusted_hash = "{hook["currentHash"]}"\n')
 
     def test_claude_code_to_codex_and_back(self):
         codex = self.agent("codex")
@@ -7359,13 +7331,12 @@ class AgentHandoffTest(ClaudeCodeE2EBase):
 
     # ── Gemini CLI ──
     def gemini_env(self, fake: FakeModelServer) -> dict:
-        hooks = {"SessionStart": [{"hooks": [{"type": "command", "command": hook_command("gemini", "session-start")}]}],
-                 "AfterAgent": [{"hooks": [{"type": "command", "command": hook_command("gemini", "stop")}]}],
-                 "PreCompress": [{"hooks": [{"type": "command", "command": hook_command("gemini", "pre-compact")}]}]}
-        self.write_json(os.path.join(self.home, ".gemini", "settings.json"),
-                        {"security": {"auth": {"selectedType": "gemini-api-key"}}, "hooks": hooks})
-        return dict(self.env, GEMINI_API_KEY="dummy-e2e-key", GOOGLE_GEMINI_BASE_URL=fake.url,
-                    GEMINI_CLI_TRUST_WORKSPACE="true")
+        self.write_json(os.path.join(self.home, ".gemini", "settings.json"),  # the user's own: the API key's auth
+                        {"security": {"auth": {"selectedType": "gemini-api-key"}}})
+        env = dict(self.env, GEMINI_API_KEY="dummy-e2e-key", GOOGLE_GEMINI_BASE_URL=fake.url,
+                   GEMINI_CLI_TRUST_WORKSPACE="true")
+        self.install("gemini", env)
+        return env
 
     def test_claude_code_to_gemini_cli_and_back(self):
         gemini = self.agent("gemini")
@@ -7382,9 +7353,7 @@ class AgentHandoffTest(ClaudeCodeE2EBase):
     # ── Qwen Code ──
     def test_claude_code_to_qwen_code_and_back(self):
         qwen = self.agent("qwen")
-        hooks = {"SessionStart": [{"hooks": [{"type": "command", "command": hook_command("qwen", "session-start")}]}],
-                 "Stop": [{"hooks": [{"type": "command", "command": hook_command("qwen", "stop")}]}]}
-        self.write_json(os.path.join(self.home, ".qwen", "settings.json"), {"hooks": hooks})
+        self.install("qwen", self.env)
 
         def qwen_turn(command: str) -> str:
             turns = [{"tool_use": {"name": "run_shell_command", "input": {"command": command}}}, "Appended the line."]
