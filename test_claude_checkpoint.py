@@ -4840,6 +4840,39 @@ class AgentRecordingHookTest(unittest.TestCase):
                 self.assertEqual(len(newest), 2)
                 self.assertEqual(blob(ws, newest[0]["commit"], "notes.txt"), b"second turn\n")
 
+    def test_copilot_cli_takes_over_from_claude_code_and_hands_back_on_its_recorded_samples(self):
+        """The handoff of SPEC section 12 for Copilot CLI (it needs Node 24): its hook inputs and
+        events.jsonl as its docs give them, through the commands its hooks file runs."""
+        ws = Workspace(self)
+        ws.write("app.py", "claude\n")
+        claude = Transcript(ws.repo)
+        claude.prompt("Ship the login page")
+        claude.edit("Write", os.path.join(ws.repo, "app.py"))
+        self.hook(ws, "claude", "stop", claude.save(os.path.join(ws.home, "claude.jsonl")))
+        before = listing(self, ws)[0]["id"]
+        start = ws.run_cli("hook", "session-start", "--client", "copilot",
+                           stdin=agent_payload("copilot", "session-start", ws.repo))
+        brief = json.loads(start.stdout)["additionalContext"]
+        self.assertIn("saved by Claude Code", brief)
+        self.assertIn("Ship the login page", brief)
+        ws.write("app.py", "claude\ncopilot\n")
+        copilot = CopilotEventsLines(ws.repo)
+        copilot.prompt("Go on")
+        copilot.shell("echo copilot >> app.py", 0)
+        self.hook(ws, "copilot", "stop", copilot.save(os.path.join(ws.home, "events.jsonl")))
+        checkpoint = ws.checkpoint()
+        self.assertEqual(checkpoint["agent"]["name"], "copilot")
+        self.assertEqual(commands_of(checkpoint), ["echo copilot >> app.py"])
+        newest = listing(self, ws)
+        self.assertEqual(blob(ws, newest[0]["commit"], "app.py"), b"claude\ncopilot\n")
+        back = ws.run_cli("hook", "session-start", "--client", "claude",
+                          stdin=agent_payload("claude", "session-start", ws.repo)).stdout.decode()
+        self.assertIn("saved by Copilot CLI", back)
+        self.assertIn("echo copilot >> app.py", back)
+        self.assertIn("app.py", back)
+        self.assertEqual(ws.run_cli("restore", before, "--yes").returncode, 0)
+        self.assertEqual(read(os.path.join(ws.repo, "app.py")), b"claude\n")
+
     def test_a_transcript_in_another_agents_format_records_nothing_and_costs_one_line(self):
         ws, transcript, path = self.turn("codex")
         proc = ws.run_cli("hook", "stop", "--client", "gemini", stdin=agent_payload("gemini", "stop", ws.repo, path))
