@@ -2189,7 +2189,8 @@ class TranscriptReader:
 
     def feed(self, line: bytes, offset: int) -> None:
         self.facts.resume_offset = offset + len(line)
-        if not (offset == 0 or self.may_matter(line)):
+        first = offset == 0  # the first line tells the format: it is parsed even when it cannot matter
+        if not (first or self.may_matter(line)):
             return
         import json
         try:
@@ -2198,10 +2199,10 @@ class TranscriptReader:
             return  # a torn or foreign line: skip it
         if not isinstance(record, dict):
             return
-        if offset == 0 and not self.looks_like(record):  # another agent's file: say so, record nothing
+        if first and not self.looks_like(record):  # another agent's file: say so, record nothing
             raise CheckpointError(f"the transcript is not a {self.FORMAT} (its first line says otherwise); "
                                   "nothing recorded: does the hook name the right --client?")
-        if offset > 0 or self.may_matter(line):
+        if not first or self.may_matter(line):
             self.parse(record, offset)
 
     @staticmethod
@@ -2280,23 +2281,24 @@ class TranscriptReader:
                 self.facts.first_prompt = text[:LIMITS["goal"]]
 
 
-def exit_code_in(text: Any, default: int) -> int:
+def exit_code_in(text: Any, default: int, at_end: bool = False) -> int:
     """The exit status a tool's output states ('Exit code 2', 'Exit Code: 2', 'exited with
-    code 2', 'completed with exit code 2'), else `default`."""
+    code 2', 'completed with exit code 2'), else `default`. Claude Code states it before the
+    command's own output; with at_end, the agents that state it after (the last one counts)."""
     if isinstance(text, list):
         text = " ".join(b.get("text", "") for b in text if isinstance(b, dict) and isinstance(b.get("text"), str))
     if isinstance(text, str):
         import re
-        found = re.search(r"(?i)exit(?:ed with)? (?:code|status):? (-?\d{1,10})", text[:4000])
+        found = re.findall(r"(?i)exit(?:ed with)? (?:code|status):? (-?\d{1,10})", text[-4000:] if at_end else text[:4000])
         if found:
-            return int(found.group(1))
+            return int(found[-1] if at_end else found[0])
     return default
 
 
 def _texts(parts: Any) -> str:
     """The text parts of a message's content, joined; a plain string as it is."""
     if isinstance(parts, list):
-        texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type", "text") in ("text", "input_text")]
+        texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type", "text") == "text"]
         return "\n".join(t for t in texts if isinstance(t, str))
     return parts if isinstance(parts, str) else ""
 
@@ -2424,7 +2426,7 @@ class GeminiChat(TranscriptReader):
             for call in calls if isinstance(calls, list) else ():
                 if isinstance(call, dict) and call.get("status") == "success":
                     self.took(call.get("id"), call.get("name"), call.get("args"), False,
-                              exit_code_in(_gemini_output(call.get("result")), 0))
+                              _gemini_exit_code(call.get("result")))
 
 
 def _without_hook_context(text: str) -> str:
@@ -2435,13 +2437,17 @@ def _without_hook_context(text: str) -> str:
     return text
 
 
-def _gemini_output(result: Any) -> str:
-    outputs = []
+def _gemini_exit_code(result: Any) -> int:
+    """run_shell_command's output has a line 'Exit Code: N' after the command's own output,
+    only when N is not 0."""
+    import re
     for part in result if isinstance(result, list) else ():
         response = part.get("functionResponse", {}).get("response") if isinstance(part, dict) else None
-        if isinstance(response, dict) and isinstance(response.get("output"), str):
-            outputs.append(response["output"])
-    return "\n".join(outputs)
+        output = response.get("output") if isinstance(response, dict) else None
+        found = re.findall(r"(?m)^Exit Code: (-?\d{1,10})$", output) if isinstance(output, str) else []
+        if found:
+            return int(found[-1])
+    return 0
 
 
 class QwenChat(TranscriptReader):
@@ -2480,7 +2486,7 @@ class QwenChat(TranscriptReader):
             failed = result.get("status") != "success"
             code = display.get("exitCode") if isinstance(display, dict) else None
             if not isinstance(code, int):
-                code = exit_code_in(json_text(parts), 1 if failed else 0)
+                code = exit_code_in(json_text(parts), 1 if failed else 0, at_end=True)
             self.answered(result.get("callId"), failed, code)
         elif kind == "user" and record.get("provenance") == "real_user":
             self.prompted(_texts(parts))
@@ -2535,10 +2541,10 @@ class CopilotEvents(TranscriptReader):
             self.called(data.get("toolCallId"), data.get("toolName"), arguments, offset)
         elif kind == "tool.execution_complete":
             failed = data.get("success") is not True
-            self.answered(data.get("toolCallId"), failed, exit_code_in(json_text(data.get("result")), 1 if failed else 0))
+            self.answered(data.get("toolCallId"), failed,
+                          exit_code_in(json_text(data.get("result")), 1 if failed else 0, at_end=True))
         elif kind == "user.message":
             self.prompted(data.get("content"))
-
 
 
 def merge_transcript(previous: Optional[Checkpoint], facts: TranscriptFacts, files: list,

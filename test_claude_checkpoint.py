@@ -1673,6 +1673,17 @@ class TestAgentTranscriptReaders(unittest.TestCase):
                 self.assertEqual(len(facts.taken_ids), 3)
                 self.assertEqual(facts.resume_offset, sum(len(line.encode()) + 1 for line in transcript.lines))
 
+    def test_an_exit_code_in_a_commands_own_output_is_not_taken_for_its_status(self):
+        for agent in ("gemini", "qwen", "copilot"):
+            with self.subTest(agent):
+                transcript = AGENT_TRANSCRIPTS[agent]("/p")
+                transcript.shell("cat ci.log", 0)
+                transcript.lines[-1 if agent != "gemini" else -2] = transcript.lines[-1 if agent != "gemini" else -2] \
+                    .replace("Output: (empty)", "Output: job 3: exit code 7\\nExit Code: 7 (retried)") \
+                    .replace("<shellId: 0", "job 3 exited with code 7\\n<shellId: 0").replace('"exitCode":0,', "")
+                self.assertEqual([(c.command, c.exit_code) for c in self.read(agent, transcript).commands],
+                                 [("cat ci.log", 0)])
+
     def test_a_second_read_from_the_cursor_or_from_the_start_records_nothing_again(self):
         for agent, builder in AGENT_TRANSCRIPTS.items():
             with self.subTest(agent):
