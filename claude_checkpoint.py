@@ -2411,8 +2411,14 @@ class GeminiChat(TranscriptReader):
         return "projectHash" in record or "$set" in record or (
             record.get("type") in ("user", "gemini", "info", "error") and "content" in record and "message" not in record)
 
+    TOOL_NAMES = tuple(f'"{name}"'.encode() for name in (*EDIT_TOOLS, *SHELL_TOOLS))
+
     def may_matter(self, line: bytes) -> bool:
-        return b'"toolCalls"' in line or (self.wants_prompt() and b'"user"' in line)
+        """A record carries its calls' results (a file read whole): only parse it when it names
+        one of our tools. PreCompress runs this before every model request."""
+        if b'"toolCalls"' in line and any(name in line for name in self.TOOL_NAMES):
+            return True
+        return self.wants_prompt() and b'"user"' in line
 
     def parse(self, record: dict, offset: int) -> None:
         restated = record.get("$set")
