@@ -4836,6 +4836,16 @@ class AgentRecordingHookTest(unittest.TestCase):
                 self.assertEqual(read(os.path.join(ws.repo, ".claude-checkpoint")), raw)
                 self.assertEqual(len(listing(self, ws)), 1)
 
+    def test_what_each_agents_transcript_gives_is_redacted(self):
+        token = fake_secret("ghp_", 36)
+        for client in AGENT_TRANSCRIPTS:
+            with self.subTest(client):
+                ws, transcript, path = self.turn(client)
+                transcript.shell(f"curl -H 'Authorization: token {token}' https://api.github.com/user", 0)
+                self.hook(ws, client, "stop", transcript.save(path))
+                self.assertNotIn(token, read(os.path.join(ws.repo, ".claude-checkpoint")).decode())
+                self.assertIn("curl -H", commands_of(ws.checkpoint())[-1])
+
     def test_the_next_turn_that_changes_files_gets_its_own_snapshot(self):
         for client in ("codex", "gemini"):
             with self.subTest(client):
