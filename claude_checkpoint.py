@@ -8,7 +8,7 @@ secrets redacted, and turns them back into a compact resume brief that says exac
 which files changed since.
 
     python3 claude_checkpoint.py            # the MCP server on stdin/stdout
-    python3 claude_checkpoint.py --help     # show, save, hook, install, doctor, snapshot, list, diff, restore, forget
+    python3 claude_checkpoint.py --help     # show, save, hook, install, uninstall, doctor, snapshot, list, diff, restore, forget
     claude mcp add --scope user checkpoint -- python3 /abs/path/claude_checkpoint.py
 
 Start-up matters (the server is spawned for every session), so the modules that
@@ -5635,7 +5635,9 @@ def plan_install(agent: Agent, world: World, scope: str, root: Optional[str]) ->
     server_file = agent_file(agent.server_files[index], agent, world, root)
     hook_file = agent_file(agent.hook_files[index], agent, world, root) if agent.hook_files else None
     server_words, hook_prefix, notes = install_program(agent, world, scope, root)
-    entry = {"command": server_words[0], "args": server_words[1:], **agent.server_extra}
+    entry = {key: value for key, value in agent.server_extra.items() if key == "type"}  # first, as people write it
+    entry.update({"command": server_words[0], "args": server_words[1:]})
+    entry.update({key: value for key, value in agent.server_extra.items() if key != "type"})
     if agent.server_needs_root:  # Claude Desktop declares no roots
         entry["env"] = {"CHECKPOINT_PROJECT_ROOT": root or world.cwd}
     hooks = {event: f"{hook_prefix} hook {event} --client {agent.name}" for event in agent.hook_events}
@@ -5745,9 +5747,9 @@ def _our_handlers(entries: list, agent: Agent) -> list:
 def merge_hooks(doc: dict, plan: Install) -> tuple:
     """Add each of our handlers where none of ours is; bring ours up to date. (added, updated) events."""
     agent = plan.agent
-    lists = _hook_lists(doc, agent, create=True)
     if agent.hook_shape is HookShape.COPILOT:
         doc.setdefault("version", 1)
+    lists = _hook_lists(doc, agent, create=True)
     command_key = "bash" if agent.hook_shape is HookShape.COPILOT else "command"
     added, updated = [], []
     for event, command in plan.hooks.items():
@@ -5965,11 +5967,6 @@ def _save_file(path: str, data: bytes) -> None:
     write_atomically(path, data, mode)
 
 
-def _save_json_file(path: str, doc: dict) -> None:
-    import json
-    _save_file(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-
-
 def _remove_file(path: str) -> None:
     try:
         os.unlink(path)
@@ -6142,7 +6139,6 @@ def apply_edits(edits: list, write: bool) -> bool:
 
 
 def cli_install(args: Any, world: World) -> int:
-    import json
     agents = _chosen_agents(args)
     needs_root = args.scope == "project" or args.exclude or any(a.server_needs_root for a in agents)
     root = cli_root(args, world) if needs_root else None
@@ -6155,7 +6151,7 @@ def cli_install(args: Any, world: World) -> int:
     edits = [edit for plan in plans for edit in install_edits(plan, args.force, args.trust, world)]
     if not args.write:
         for plan in plans:
-            _print_plan(plan, json)
+            _print_plan(plan)
         scope = ["--scope", "project"] if args.scope == "project" else []
         clients = [w for a in agents for w in ("--client", a.name)]
         print(f"# Or let this command write them in:\n{shell_line(list(world.program), 'install', *clients, *scope, '--write')}")
@@ -6200,7 +6196,8 @@ def _hooks_doc(plan: Install) -> dict:
     return doc
 
 
-def _print_plan(plan: Install, json: Any) -> None:
+def _print_plan(plan: Install) -> None:
+    import json
     agent = plan.agent
     print(f"# {agent.title} ({plan.scope} scope): {agent.notes}")
     for note in plan.notes:
@@ -6286,6 +6283,8 @@ def cli_doctor(args: Any, world: World) -> int:
         if name not in AGENTS:
             raise CheckpointError(f"unknown --client {name}; the agents are {', '.join(AGENTS)}")
         checks += doctor_agent(AGENTS[name], world, root)
+    if not args.client:  # Claude Code's entries, when there are any: do they still run?
+        checks += doctor_agent(AGENTS[DEFAULT_AGENT], world, root, required=False)
     if args.json:
         import json
         print(json.dumps({"ok": all(c.status is not CheckStatus.FAILED for c in checks),
@@ -6321,8 +6320,9 @@ def _doctor_checkpoint(root: str, program: tuple) -> list:
     return checks
 
 
-def doctor_agent(agent: Agent, world: World, root: Optional[str]) -> list:
-    """Whether the agent's server entry and hooks are in place, current, and point at files that exist."""
+def doctor_agent(agent: Agent, world: World, root: Optional[str], required: bool = True) -> list:
+    """Whether the agent's server entry and hooks are in place, current, and point at files that
+    exist; without `required`, only what is there is checked."""
     fix = shell_line(list(world.program), "install", "--client", agent.name, "--write")
     found: list = []
     for scope in ("user", "project") if root else ("user",):
@@ -6331,6 +6331,8 @@ def doctor_agent(agent: Agent, world: World, root: Optional[str]) -> list:
             found += _doctor_scope(plan, world, fix)
         except CheckpointError as error:
             found.append(Check(CheckStatus.FAILED, f"{agent.title}: {error}"))
+    if not required:
+        return found
     if not any(c.text.startswith(f"{agent.title}: MCP server") for c in found):
         found.append(Check(CheckStatus.FAILED, f"{agent.title}: no MCP server entry of ours; run `{fix}`"))
     if agent.hook_events and not any(c.text.startswith(f"{agent.title}: hooks") for c in found):
@@ -6553,7 +6555,7 @@ def _main(argv: list, in_process: bool) -> int:
     except SystemExit as leaving:
         # A hook exits 0 even on a usage error (Gemini CLI retries a turn whose AfterAgent hook
         # exits 2, in a loop); argparse has said what was wrong on stderr.
-        if "hook" in argv and leaving.code:
+        if leaving.code and _is_hook_command(argv):
             return EXIT_OK
         raise
     if args.command in (None, "serve"):
@@ -6578,6 +6580,15 @@ def _main(argv: list, in_process: bool) -> int:
     except CheckpointError as error:
         print(f"claude-checkpoint: {error}", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _is_hook_command(argv: list) -> bool:
+    """Whether the subcommand is `hook`: the first word that is neither an option nor --root's value."""
+    words = list(argv)
+    while words and words[0].startswith("-"):
+        if words.pop(0) == "--root" and words:
+            words.pop(0)
+    return bool(words) and words[0] == "hook"
 
 
 def cli_show(args: Any, world: World) -> int:

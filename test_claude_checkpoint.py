@@ -125,7 +125,7 @@ def slow(test):
 # ════════════════════════════════════════════════════════════════════════════
 
 LEAKY_ENV = ("CLAUDE_PROJECT_DIR", "CHECKPOINT_PROJECT_ROOT", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
-             "CLAUDECODE", "CLAUDE_CONFIG_DIR")
+             "CLAUDECODE", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "XDG_CONFIG_HOME", "APPDATA")
 
 
 def isolated_env(home: str, **extra: str) -> dict:
@@ -4751,12 +4751,14 @@ class AgentHookTest(unittest.TestCase):
         self.assertEqual(self.ws.checkpoint(), before)
 
     def test_usage_errors_exit_0_too(self):
-        for args in (("hook", "stop", "--client", "nobody"), ("hook", "nothing"), ("hook", "stop", "--client", "cursor")):
+        self.assertEqual(self.ws.run_cli("save", "--goal", "hook", "--bogus").returncode, 2)  # not a hook: usage is 2
+        for args in (("hook", "stop", "--client", "nobody"), ("hook", "nothing"), ("hook", "stop", "--client", "cursor"),
+                     ("--root", "hook", "hook", "stop", "--client")):
             with self.subTest(args):
                 proc = self.ws.run_cli(*args, stdin=b"{}")
                 self.assertEqual(proc.returncode, 0, proc.stderr)
                 self.assertEqual(proc.stdout, b"")
-                self.assertIn(b"invalid choice", proc.stderr)
+                self.assertIn(b"claude_checkpoint.py hook: error:", proc.stderr)
 
     def test_the_agent_is_never_guessed_from_the_environment(self):
         env = dict(self.ws.env, GEMINI_CLI="1", GEMINI_PROJECT_DIR=self.ws.repo, CLAUDE_PROJECT_DIR=self.ws.repo)
@@ -5881,6 +5883,349 @@ class InstallTest(unittest.TestCase):
         self.assertIn(".claude.json", proc.stderr.decode())
 
 
+# ── 15.1 Every agent's files (SPEC section 12) ──
+
+# Where each agent keeps its server entry and hooks, under the home folder (Linux).
+AGENT_FILES = {
+    "codex": (".codex/config.toml", ".codex/hooks.json"),
+    "gemini": (".gemini/settings.json", ".gemini/settings.json"),
+    "qwen": (".qwen/settings.json", ".qwen/settings.json"),
+    "copilot": (".copilot/mcp-config.json", ".copilot/hooks/claude-checkpoint.json"),
+    "cursor": (".cursor/mcp.json", None),
+    "vscode": (".config/Code/User/mcp.json", None),
+    "desktop": (".config/Claude/claude_desktop_config.json", None),
+}
+
+# A user's Codex config.toml as people write them: comments, odd spacing, a table left open at
+# the end of the file, no final newline, another server and a hook trusted by hand.
+USER_CODEX_TOML = (
+    '# my settings\nmodel = "gpt-5"   # the best one\napproval_policy="never"\n\n'
+    '[mcp_servers.docs]\ncommand = "npx"\nargs = [ "docs-server" ]\n\n'
+    '[hooks.state."/elsewhere/hooks.json:stop:0:0"]\ntrusted_hash = "sha256:00"\n\n'
+    '[projects."/work/p"]\ntrust_level = "trusted"')
+
+# Codex 0.169.0's `hooks/list` reported these currentHash values for these handlers (recorded).
+CODEX_HASHES = [
+    ("session_start", "startup|resume", {"command": "echo 'hi there' hook session-start --client codex"},
+     "sha256:442160b673e55813abb8192fbad07b09912a5191d05df0563248ceb67701731e"),
+    ("session_end", None, {"command": "echo bye", "timeout": 3},
+     "sha256:071d0f7e3b5d2ee8d45f9b3d2c8e013903db09ef4a767876ff83b52ea77eee3f"),
+    ("session_end", None, {"command": "echo \u00e9"},
+     "sha256:b84af245febde65ee643ae6796e1e2ec64f1cf22a7bb87291911f7b4e0eddf8e"),
+    ("stop", None, {"command": "echo stop", "timeout": 30, "statusMessage": "saving"},
+     "sha256:9f781203bad64b3795c1e03a518a0c2ef9f6cc0f70139603c56bb0a5c090f8e3"),
+]
+
+
+def files_under(folder: str) -> dict:
+    """Every file under a folder, by relative path, with its bytes."""
+    found = {}
+    for base, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(base, name)
+            found[os.path.relpath(path, folder)] = read_bytes(path)
+    return found
+
+
+class AgentInstallTest(unittest.TestCase):
+    """`install --client NAME` for every agent: its files, no clobbering, idempotent, reversible."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+
+    def cli(self, *args: str, status: int = 0, cwd: str | None = None) -> str:
+        proc = self.ws.run_cli(*args, cwd=cwd)
+        self.assertEqual(proc.returncode, status, proc.stdout.decode() + proc.stderr.decode())
+        self.assertNotIn(b"Traceback", proc.stderr)
+        return proc.stdout.decode() + proc.stderr.decode()
+
+    def path(self, rel: str) -> str:
+        return os.path.join(self.ws.home, rel)
+
+    def entry(self, client: str) -> dict:
+        server_file = self.path(AGENT_FILES[client][0])
+        if client == "codex":
+            if sys.version_info < (3, 11):
+                self.skipTest("reading TOML needs tomllib (3.11+)")
+            import tomllib
+            with open(server_file, "rb") as stream:
+                return tomllib.load(stream)["mcp_servers"]["checkpoint"]
+        key = "servers" if client == "vscode" else "mcpServers"
+        return InstallTest.read(server_file)[key]["checkpoint"]
+
+    def test_each_agent_gets_its_server_and_hooks_in_its_own_files(self):
+        for client, (server_rel, hook_rel) in AGENT_FILES.items():
+            with self.subTest(client):
+                self.cli("install", "--client", client, "--write")
+                if client != "codex" or sys.version_info >= (3, 11):
+                    entry = self.entry(client)
+                    InstallTest.assert_runs_this_file(self, [entry["command"], *entry["args"]])
+                if hook_rel is None:
+                    continue
+                hooks = InstallTest.read(self.path(hook_rel))["hooks"]
+                agent = cc.AGENTS[client]
+                self.assertEqual(set(hooks), set(agent.hook_events.values()))
+                for ours, theirs in agent.hook_events.items():
+                    handlers = hooks[theirs] if client == "copilot" else [h for g in hooks[theirs] for h in g["hooks"]]
+                    command = handlers[0]["bash" if client == "copilot" else "command"]
+                    self.assertEqual(shlex.split(command)[-4:], ["hook", ours, "--client", client])
+                    InstallTest.assert_runs_this_file(self, shlex.split(command)[:-4])
+                if client == "copilot":
+                    self.assertEqual(InstallTest.read(self.path(hook_rel))["version"], 1)
+
+    def test_a_second_run_changes_nothing_and_uninstall_restores_the_users_bytes(self):
+        users = {
+            "codex": (USER_CODEX_TOML, json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}})),
+            "gemini": (json.dumps({"theme": "dark", "mcpServers": {"docs": {"command": "npx"}},
+                                   "hooks": {"AfterAgent": [{"hooks": [{"type": "command", "command": "say done"}]}]}},
+                                  indent=4), None),
+            "copilot": (json.dumps({"mcpServers": {"docs": {"type": "local", "command": "npx", "args": [], "tools": ["*"]}}},
+                                   indent=2) + "\n", None),
+            "vscode": (json.dumps({"servers": {"docs": {"type": "stdio", "command": "npx"}}, "inputs": []}, indent=2) + "\n", None),
+        }
+        for client, (server_text, hook_text) in users.items():
+            with self.subTest(client):
+                server_rel, hook_rel = AGENT_FILES[client]
+                write(self.ws.home, server_rel, server_text)
+                if hook_text is not None:
+                    write(self.ws.home, hook_rel, hook_text)
+                before = files_under(self.ws.home)
+                self.cli("install", "--client", client, "--write")
+                after = files_under(self.ws.home)
+                self.cli("install", "--client", client, "--write")
+                self.assertEqual(files_under(self.ws.home), after, "a second run changes nothing")
+                if client == "codex":
+                    text = read_bytes(self.path(server_rel)).decode()
+                    self.assertTrue(text.startswith(USER_CODEX_TOML + "\n# >>> claude-checkpoint server >>>"), text)
+                    self.assertEqual(text.count("[mcp_servers.checkpoint]"), 1)
+                    if sys.version_info >= (3, 11):
+                        import tomllib
+                        doc, mine = tomllib.loads(text), tomllib.loads(USER_CODEX_TOML)
+                        self.assertEqual(doc["mcp_servers"]["docs"], mine["mcp_servers"]["docs"])
+                        self.assertEqual(doc["hooks"]["state"], mine["hooks"]["state"])
+                        self.assertEqual(doc["projects"], mine["projects"])
+                else:
+                    doc = InstallTest.read(self.path(server_rel))
+                    for key, value in json.loads(server_text).items():
+                        if key not in ("mcpServers", "servers", "hooks"):
+                            self.assertEqual(doc[key], value)
+                if hook_text is not None or client == "gemini":
+                    hooks = InstallTest.read(self.path(hook_rel))["hooks"]
+                    event = "AfterAgent" if client == "gemini" else "Stop"
+                    self.assertEqual(hooks[event][0]["hooks"][0]["command"], "say done", "the user's hook stays first")
+                self.assertIn("would", self.cli("uninstall", "--client", client))  # a dry run
+                self.assertEqual(files_under(self.ws.home), after, "a dry run writes nothing")
+                self.cli("uninstall", "--client", client, "--write")
+                restored = files_under(self.ws.home)
+                if client == "codex":  # the file gained the final newline our block needed
+                    self.assertEqual(restored[server_rel], (USER_CODEX_TOML + "\n").encode())
+                    del restored[server_rel], before[server_rel]
+                for rel in (server_rel, hook_rel):
+                    if rel in before and rel in restored:  # JSON: the same document, our formatting
+                        self.assertEqual(json.loads(restored[rel]), json.loads(before[rel]), rel)
+                        del restored[rel], before[rel]
+                self.assertEqual(restored, before)
+                shutil.rmtree(os.path.join(self.ws.home, server_rel.split("/")[0]))
+
+    def test_a_file_that_does_not_parse_is_never_written_and_exit_1_names_it(self):
+        cases = [("gemini", ".gemini/settings.json", b'{"theme": "dark",'),
+                 ("codex", ".codex/hooks.json", b'{"hooks": '),
+                 ("copilot", ".copilot/mcp-config.json", b"[1, 2]"),
+                 ("vscode", ".config/Code/User/mcp.json", b"\xff\xfe not text")]
+        if sys.version_info >= (3, 11):  # 3.9 and 3.10 cannot read TOML: the block is written by text
+            cases.append(("codex", ".codex/config.toml", b'model = "gpt-5\n[x'))
+        for client, rel, data in cases:
+            with self.subTest(client=client, file=rel):
+                shutil.rmtree(os.path.join(self.ws.home, rel.split("/")[0]), ignore_errors=True)
+                write(self.ws.home, rel, data)
+                before = files_under(self.ws.home)
+                for command in ("install", "uninstall"):
+                    out = self.cli(command, "--client", client, "--write", status=1)
+                    self.assertIn(self.path(rel), out)
+                    self.assertEqual(files_under(self.ws.home), before, "nothing written, not even the other file")
+
+    def test_another_checkpoint_server_is_kept_and_an_unknown_client_is_refused(self):
+        theirs = '[mcp_servers.checkpoint]\ncommand = "node"\nargs = ["/opt/theirs.js"]\n'
+        write(self.ws.home, ".codex/config.toml", theirs)
+        out = self.cli("install", "--client", "codex", "--write")
+        self.assertIn("kept", out)
+        self.assertEqual(read_bytes(self.path(".codex/config.toml")).decode(), theirs)
+        self.cli("uninstall", "--client", "codex", "--write")
+        self.assertEqual(read_bytes(self.path(".codex/config.toml")).decode(), theirs, "uninstall removes ours only")
+        self.assertIn("unknown --client nobody", self.cli("install", "--client", "nobody", status=1))
+
+    def test_codex_hooks_are_trusted_only_with_trust_and_hashed_as_codex_does(self):
+        for label, matcher, handler, expected in CODEX_HASHES:
+            with self.subTest(label=label, handler=handler):
+                self.assertEqual(cc.codex_hook_hash(label, matcher, handler), expected)
+        write(self.ws.home, ".codex/config.toml", USER_CODEX_TOML)
+        out = self.cli("install", "--client", "codex", "--write")
+        self.assertIn("Codex runs only hooks you trust", out)
+        self.assertNotIn("hooks.state.\"" + self.path(".codex/hooks.json"), read_bytes(self.path(".codex/config.toml")).decode())
+        advice = re.search(r"or run `([^`]+)`", out).group(1)
+        self.assertIn("--trust", advice)
+        subprocess.run(["/bin/sh", "-c", advice], cwd=self.ws.repo, env=self.ws.env, check=True, capture_output=True,
+                       timeout=TIMEOUT)
+        text = read_bytes(self.path(".codex/config.toml")).decode()
+        self.assertTrue(text.startswith(USER_CODEX_TOML + "\n"))
+        hooks = InstallTest.read(self.path(".codex/hooks.json"))["hooks"]
+        for event, groups in hooks.items():
+            label = cc.codex_event_label(event)
+            handler = groups[0]["hooks"][0]
+            key = f'[hooks.state."{self.path(".codex/hooks.json")}:{label}:0:0"]\n'
+            self.assertIn(key + f'trusted_hash = "{cc.codex_hook_hash(label, None, handler)}"\n', text)
+        self.assertIn("trusted", self.cli("doctor", "--client", "codex"))
+        self.cli("uninstall", "--client", "codex", "--write")
+        self.assertEqual(read_bytes(self.path(".codex/config.toml")).decode(), USER_CODEX_TOML + "\n")
+
+    def test_the_real_codex_trusts_what_install_trust_wrote(self):
+        codex = codex_binary()
+        if codex is None:
+            self.skipTest("the Codex CLI is not installed (.ci/run installs it; or set CODEX_BIN)")
+        self.cli("install", "--client", "codex", "--write", "--trust")
+        hooks = codex_hooks_list(codex, self.ws.env, self.ws.repo)
+        ours = [h for h in hooks if "claude_checkpoint" in (h.get("command") or "")]
+        self.assertEqual(len(ours), 4, hooks)
+        for hook in ours:
+            self.assertEqual(hook["trustStatus"], "trusted", hook)
+
+    def test_project_entries_work_on_a_teammates_machine(self):
+        vendored = os.path.join(self.ws.repo, "tools")
+        os.makedirs(vendored)
+        shutil.copy(SERVER, vendored)
+        self.ws.write(".git/info/exclude", ".claude-checkpoint*\n")
+        clients = ("claude", "codex", "gemini", "qwen", "copilot", "cursor", "vscode")
+        proc = subprocess.run([sys.executable, os.path.join(vendored, "claude_checkpoint.py"), "install", "--scope",
+                               "project", "--write", *[w for c in clients for w in ("--client", c)]],
+                              cwd=self.ws.repo, env=self.ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        written = {rel: data.decode() for rel, data in files_under(self.ws.repo).items()
+                   if rel.startswith((".mcp.json", ".claude/", ".codex/", ".gemini/", ".qwen/", ".github/", ".cursor/", ".vscode/"))}
+        self.assertEqual(set(written), {".claude/settings.json", ".codex/config.toml", ".codex/hooks.json",
+                                        ".cursor/mcp.json", ".github/hooks/claude-checkpoint.json",
+                                        ".gemini/settings.json", ".mcp.json", ".qwen/settings.json", ".vscode/mcp.json"})
+        for rel, text in written.items():
+            with self.subTest(rel):
+                for machine in (self.ws.home, sys.executable, HERE):  # nothing of this machine
+                    self.assertNotIn(machine, text)
+        self.assertIn('"${CLAUDE_PROJECT_DIR:-.}/tools"', written[".mcp.json"])
+        self.assertIn('"${workspaceFolder}/tools"', written[".vscode/mcp.json"])
+        # A teammate's checkout: another folder, the hooks run the way each agent runs them.
+        teammate = os.path.join(temp_dir(self, "cc-teammate-"), "checkout")
+        shutil.copytree(self.ws.repo, teammate, symlinks=True)
+        self.assertEqual(self.ws.run_cli("--root", teammate, "save", "--goal", "Teammate's task").returncode, 0)
+        bin_dir = temp_dir(self, "cc-bin-")  # `python3` on the teammate's PATH
+        os.symlink(sys.executable, os.path.join(bin_dir, "python3"))
+        env = dict(self.ws.env, PATH=bin_dir + os.pathsep + self.ws.env["PATH"], CLAUDE_PROJECT_DIR=teammate,
+                   GEMINI_PROJECT_DIR=teammate, QWEN_PROJECT_DIR=teammate)
+        for client, rel in (("claude", ".claude/settings.json"), ("codex", ".codex/hooks.json"),
+                            ("gemini", ".gemini/settings.json"), ("qwen", ".qwen/settings.json")):
+            with self.subTest(client):
+                command = json.loads(written[rel])["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+                ran = subprocess.run(["/bin/sh", "-c", command], cwd=teammate, env=env, capture_output=True,
+                                     input=agent_payload(client, "session-start", teammate).encode(), timeout=TIMEOUT)
+                self.assertEqual(ran.returncode, 0, ran.stderr)
+                self.assertIn("Teammate's task", ran.stdout.decode(), ran.stderr)
+        out = subprocess.run([sys.executable, os.path.join(teammate, "tools", "claude_checkpoint.py"), "doctor",
+                              "--client", "codex", "--client", "gemini"], cwd=teammate, env=env, capture_output=True,
+                             timeout=TIMEOUT)
+        self.assertEqual(out.returncode, 0, out.stdout.decode() + out.stderr.decode())
+
+
+def codex_binary() -> str | None:
+    for candidate in (os.environ.get("CODEX_BIN"), os.path.join(HERE, ".ci", ".cache", "node_modules", ".bin", "codex"),
+                      shutil.which("codex")):
+        if candidate and os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def codex_hooks_list(codex: str, env: dict, cwd: str) -> list:
+    """The hooks the real Codex sees for a folder: `codex app-server`, JSON-RPC `hooks/list`."""
+    requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}}]
+    proc = subprocess.Popen([codex, "app-server"], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests).encode())
+        proc.stdin.flush()
+        for line in proc.stdout:
+            message = json.loads(line)
+            if message.get("id") == 2:
+                return message["result"]["data"][0]["hooks"]
+        raise AssertionError("codex app-server closed without answering hooks/list")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+class AgentDoctorTest(unittest.TestCase):
+    """`doctor --client NAME`: in place, current, pointing at files that exist; honest marks; --json."""
+
+    def setUp(self):
+        self.ws = Workspace(self)
+        self.ws.write(".git/info/exclude", ".claude-checkpoint*\n")
+
+    def doctor(self, *args: str, status: int) -> str:
+        proc = self.ws.run_cli("doctor", *args)
+        out = proc.stdout.decode() + proc.stderr.decode()
+        self.assertEqual(proc.returncode, status, out)
+        self.assertNotIn("Traceback", out)
+        return out
+
+    def test_installed_agents_are_in_place_and_current(self):
+        for client in ("claude", "codex", "gemini", "copilot", "cursor"):
+            with self.subTest(client):
+                self.assertIn("✗", self.doctor("--client", client, status=1))  # not installed yet
+                self.assertEqual(self.ws.run_cli("install", "--client", client, "--write").returncode, 0)
+                out = self.doctor("--client", client, status=0)
+                title = cc.AGENTS[client].title
+                self.assertIn(f"✓ {title}: MCP server in place and current", out)
+                if cc.AGENTS[client].hook_events:
+                    self.assertIn(f"✓ {title}: hooks in place and current", out)
+
+    def test_a_command_pointing_at_a_missing_file_fails(self):
+        copy_dir = temp_dir(self, "cc-copy-")
+        shutil.copy(SERVER, copy_dir)
+        proc = subprocess.run([sys.executable, os.path.join(copy_dir, "claude_checkpoint.py"), "install", "--client",
+                               "gemini", "--write"], cwd=self.ws.repo, env=self.ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        os.unlink(os.path.join(copy_dir, "claude_checkpoint.py"))
+        out = self.doctor("--client", "gemini", status=1)
+        self.assertIn(f"✗ Gemini CLI: the MCP server runs {os.path.join(copy_dir, 'claude_checkpoint.py')}, which does not exist", out)
+        self.assertIn("✗ Gemini CLI: the hook runs", out)
+        self.assertIn("⚠ Gemini CLI: MCP server from another version or place", out)
+
+    def test_plain_doctor_checks_claude_codes_entries_when_there_are_some(self):
+        self.assertNotIn("Claude Code", self.doctor(status=0))  # none installed: nothing to say
+        copy_dir = temp_dir(self, "cc-copy-")
+        shutil.copy(SERVER, copy_dir)
+        proc = subprocess.run([sys.executable, os.path.join(copy_dir, "claude_checkpoint.py"), "install", "--write"],
+                              cwd=self.ws.repo, env=self.ws.env, capture_output=True, timeout=TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        os.unlink(os.path.join(copy_dir, "claude_checkpoint.py"))  # the file moved away
+        self.assertIn(f"✗ Claude Code: the hook runs {os.path.join(copy_dir, 'claude_checkpoint.py')}, which does not exist",
+                      self.doctor(status=1))
+
+    def test_a_checkpoint_read_from_prev_is_a_warning_not_a_failure(self):
+        for _ in range(2):
+            self.assertEqual(self.ws.run_cli("save", "--goal", "g").returncode, 0)
+        self.ws.write(".claude-checkpoint", "{corrupt")
+        out = self.doctor(status=0)
+        self.assertIn("⚠ .claude-checkpoint is unreadable", out)
+        self.assertIn(".claude-checkpoint.prev", out)
+        self.assertNotIn("✗", out)
+
+    def test_json_holds_every_check_with_its_status(self):
+        doc = json.loads(self.doctor("--json", "--client", "qwen", status=1))
+        self.assertFalse(doc["ok"])
+        self.assertEqual({c["status"] for c in doc["checks"]} - {"ok", "warning", "failed"}, set())
+        self.assertTrue(any(c["status"] == "failed" and "Qwen Code" in c["text"] for c in doc["checks"]))
+        self.assertEqual(self.ws.run_cli("install", "--client", "qwen", "--write").returncode, 0)
+        self.assertTrue(json.loads(self.doctor("--json", "--client", "qwen", status=0))["ok"])
+
+
 class PluginCommandsTest(unittest.TestCase):
     """The server and hooks that .claude-plugin/plugin.json declares, run the way Claude Code
     runs them (${CLAUDE_PLUGIN_ROOT} expanded, hooks through a shell, in the project folder)."""
@@ -6073,7 +6418,7 @@ class CommandLineTest(unittest.TestCase):
             "nextSteps": sample_save(nextSteps=["step"] * 21),
             "exitCode": sample_save(recentCommands=[{"command": "ls", "exitCode": "zero"}]),
             "mode": sample_save(mode="append"),
-            "bogusField": sample_save(bogusField=1),
+            "bogusField": sample_save(tasks=[{"description": "a", "bogusField": 1}]),  # unknown inside: refused
         }
         for field_name, arguments in cases.items():
             with self.subTest(field=field_name):
@@ -6086,6 +6431,10 @@ class CommandLineTest(unittest.TestCase):
             proc = self.ws.run_cli("save", stdin="{goal: oops")
             self.assertNotEqual(proc.returncode, 0)
             self.assertFalse(os.path.exists(os.path.join(self.ws.repo, ".claude-checkpoint")))
+        with self.subTest("unknown top-level argument: saved, and named"):
+            proc = self.ws.run_cli("save", stdin=json.dumps(sample_save(bogusField=1)))
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("Ignored unknown argument bogusField", proc.stdout.decode())
 
     def test_errors_and_answers_never_echo_a_secret_of_the_environment(self):
         secret = "Tr0ub4dor-and-three-horses"
