@@ -2846,6 +2846,9 @@ class Agent:
     trusts_hooks: bool = False  # runs only hooks the user trusted (Codex): install --trust writes the trust
     server_needs_root: bool = False  # its entry names the one project it serves (CHECKPOINT_PROJECT_ROOT)
     hook_event_extra: dict = field(default_factory=dict)  # our event -> what that handler holds besides hook_extra
+    # Events that fire in every session, where a first prompt alone is not worth a checkpoint
+    # (Gemini CLI runs PreCompress before every model request).
+    routine_events: tuple = ("session-end", "stop")
 
 
 _CLAUDE_STDIN = {"session": ("session_id",), "cwd": ("cwd",), "transcript": ("transcript_path",)}
@@ -2880,7 +2883,7 @@ AGENTS = {agent.name: agent for agent in (
           {}, {}, {"project": "$GEMINI_PROJECT_DIR", "home": "$HOME"},
           _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, GeminiChat.read,
           "runs the server in its working folder; expands $VAR in settings.json; hooks get GEMINI_PROJECT_DIR",
-          ("gemini-cli-mcp-client",)),
+          ("gemini-cli-mcp-client",), routine_events=("pre-compact", "session-end", "stop")),
     Agent("qwen", "Qwen Code", ("", ".qwen"),
           ("{dir}/settings.json", "{root}/.qwen/settings.json"), ConfigFormat.JSON, "mcpServers",
           _GEMINI_SERVER, _JSON_SERVER_FOLDER,
@@ -6791,7 +6794,7 @@ def _record_hook(event: str, facts: dict, root: str, world: World, agent: Agent)
         names = "/".join(agent.stdin_fields.get("transcript", ()))
         return [f"no {names} in the hook's input; nothing recorded"]
     outcome = record_transcript(root, transcript, facts["session"] or "", world,
-                                require_activity=event in ("session-end", "stop"), read=agent.read_transcript)
+                                require_activity=event in agent.routine_events, read=agent.read_transcript)
     if outcome is None:
         # Nothing in the transcript, yet a subagent, a formatter or another program may have
         # changed files during the turn: snapshot the work tree when it differs from the last one.

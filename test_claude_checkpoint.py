@@ -4838,6 +4838,20 @@ class AgentRecordingHookTest(unittest.TestCase):
                 self.assertEqual(read(os.path.join(ws.repo, ".claude-checkpoint")), raw)
                 self.assertEqual(len(listing(self, ws)), 1)
 
+    def test_gemini_clis_pre_compact_before_every_request_saves_no_prompt_alone(self):
+        """PreCompress fires before the first model request of every session: a question asked
+        in passing leaves no checkpoint; the first tool call does, with the prompt as its goal."""
+        ws = Workspace(self)
+        transcript = GeminiChatLines(ws.repo)
+        transcript.prompt("What does app.py do?")
+        path = transcript.save(os.path.join(ws.home, "gemini.jsonl"))
+        self.hook(ws, "gemini", "pre-compact", path)
+        self.assertFalse(os.path.exists(os.path.join(ws.repo, ".claude-checkpoint")))
+        transcript.shell("python3 app.py", 0)
+        self.hook(ws, "gemini", "pre-compact", transcript.save(path))
+        self.assertEqual(ws.checkpoint()["goal"]["primary"], "What does app.py do?")
+        self.assertEqual(commands_of(ws.checkpoint()), ["python3 app.py"])
+
     def test_what_each_agents_transcript_gives_is_redacted(self):
         token = fake_secret("ghp_", 36)
         for client in AGENT_TRANSCRIPTS:
