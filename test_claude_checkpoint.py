@@ -7607,8 +7607,9 @@ def find_agent_cli(name: str) -> tuple:
             if not candidate or not os.access(candidate, os.X_OK):
                 continue
             try:
-                proc = subprocess.run([candidate, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
-                                      text=True, timeout=60, env=_cc_base_env(tempfile.mkdtemp(prefix="cc-ver-")))
+                with tempfile.TemporaryDirectory(prefix="cc-ver-") as home:  # it may write its folders there
+                    proc = subprocess.run([candidate, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
+                                          text=True, timeout=60, env=_cc_base_env(home))
             except (OSError, subprocess.TimeoutExpired) as error:
                 found = (None, f"{candidate} --version failed: {error}")
                 continue
