@@ -7637,13 +7637,13 @@ class AgentHandoffTest(ClaudeCodeE2EBase):
             self.skipTest(info)
         return path
 
-    # ── Claude Code's half ──
     def install(self, client: str, env: dict, *extra: str) -> None:
         """`install --client NAME --write`, as a user runs it once (user scope)."""
         proc = subprocess.run(PROGRAM + ["install", "--client", client, "--write", *extra], cwd=self.proj, env=env,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
 
+    # ── Claude Code's half ──
     def claude_saves_and_edits(self) -> str:
         """Claude Code, with its hooks, saves a checkpoint and writes app.py; returns its session id."""
         self.init_repo()
@@ -7665,8 +7665,8 @@ class AgentHandoffTest(ClaudeCodeE2EBase):
             self.prompt("Go on", stub, "--resume", session)
         return "\n".join(stub_text(r["body"]) for r in stub.main_requests())
 
-    def check_handoff(self, other: str, command: str, before: list) -> None:
-        """After the other agent's turn: recorded, snapshotted; Claude Code sees it; restore undoes it."""
+    def check_recorded(self, other: str, command: str, before: list) -> None:
+        """After the other agent's turn: its command and file are in the checkpoint, its change in one new snapshot."""
         checkpoint = self.checkpoint()
         self.assertEqual(checkpoint["agent"]["name"], other)
         self.assertEqual(self.goal_of(checkpoint), "Ship the login page")  # the model's words stay
@@ -7676,7 +7676,6 @@ class AgentHandoffTest(ClaudeCodeE2EBase):
         after = self.snapshot_ids()
         self.assertEqual(len(after), len(before) + 1, "one snapshot for the other agent's turn")
         self.assertIn(self.OTHER_LINE, self.git("cat-file", "blob", after[0] + ":app.py"))
-        return after
 
     def restore_undoes(self, snapshot: str) -> None:
         proc = subprocess.run(PROGRAM + ["restore", snapshot, "--yes"], cwd=self.proj, env=self.env,
@@ -7709,7 +7708,7 @@ class AgentHandoffTest(ClaudeCodeE2EBase):
         self.assertIn("# Resuming:", seen_by_model, "the SessionStart hook's brief did not reach the model")
         self.assertIn("saved by Claude Code", seen_by_model)
         self.assertIn("Ship the login page", seen_by_model)
-        self.check_handoff(other, command, before)
+        self.check_recorded(other, command, before)
         brief = self.claude_resumes(session).split("# Resuming:", 1)[-1]
         self.assertIn("saved by " + cc.AGENTS[other].title, brief)
         self.assertIn(command, brief)
