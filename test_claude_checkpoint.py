@@ -1645,8 +1645,10 @@ class CopilotEventsLines(AgentTranscript):
                    f"<shellId: 0 completed with exit code {code}>")
 
     def edit(self, path: str, ok: bool = True) -> None:
-        self._call("create" if ok else "edit", {"path": path, "file_text": "hello\n"}, ok,
-                   "Created file " + path if ok else "No match found")
+        if ok:
+            self._call("create", {"path": path, "file_text": "hello\n"}, True, "Created file " + path)
+        else:
+            self._call("edit", {"path": path, "old_str": "a", "new_str": "b"}, False, "No match found")
 
 
 AGENT_TRANSCRIPTS = {"codex": CodexRolloutLines, "gemini": GeminiChatLines, "qwen": QwenChatLines,
