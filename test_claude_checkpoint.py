@@ -8002,7 +8002,7 @@ def bench_agent_hooks(ws: Workspace) -> dict:
             transcript.prompt("Bench the hooks")
             transcript.bash("echo bench")
         path = transcript.save(os.path.join(ws.home, f"{client}-{event}.jsonl"))
-        payload = agent_payload(client, "stop", ws.repo, path).encode()
+        payload = agent_payload(client, event, ws.repo, path).encode()
         command = [*plugin_server_command(), "hook", event, "--client", client]
 
         def hook() -> None:
