@@ -2831,13 +2831,14 @@ class Agent:
     server_format: ConfigFormat
     server_key: str  # the table that holds servers: mcpServers, servers (VS Code), mcp_servers (TOML)
     server_extra: dict  # what its server entry holds besides command, args and env
-    server_folder: dict  # how a project file's server entry names {"project"} or {"home"} ("": the working folder)
+    server_folder: dict  # how a project file's server entry names the "project" or "home" folder ("": the
+    #                      working folder it starts the server in; None: it expands nothing, an absolute path it is)
     hook_files: tuple  # (user scope, project scope) templates; () when it has no hooks
     hook_shape: HookShape
     hook_events: dict  # our event -> its event name; only these are installed
     hook_matchers: dict  # our event -> the matcher its group gets (none: every source)
     hook_extra: dict  # what each of its hook handlers holds besides the command
-    hook_folder: dict  # how its project hook commands name {"project"} and {"home"} in the shell
+    hook_folder: dict  # how its project hook commands name the "project" and "home" folders in the shell
     stdin_fields: dict  # session, cwd, transcript -> its input's field names, tried in order
     output: HookOutput
     read_transcript: Callable  # (lines, start, seen_ids, want_prompt) -> TranscriptFacts
@@ -2846,6 +2847,7 @@ class Agent:
     trusts_hooks: bool = False  # runs only hooks the user trusted (Codex): install --trust writes the trust
     server_needs_root: bool = False  # its entry names the one project it serves (CHECKPOINT_PROJECT_ROOT)
     hook_event_extra: dict = field(default_factory=dict)  # our event -> what that handler holds besides hook_extra
+    project_note: str = ""  # what it needs before it reads a project's files ({root}: the project)
     # Events that fire in every session, where a first prompt alone is not worth a checkpoint
     # (Gemini CLI runs PreCompress before every model request).
     routine_events: tuple = ("session-end", "stop")
@@ -2874,7 +2876,9 @@ AGENTS = {agent.name: agent for agent in (
           _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, CodexRollout.read,
           "runs the server and hooks in the session folder (-C); expands nothing in config.toml; "
           "runs only hooks the user trusted", ("codex-mcp-client",), trusts_hooks=True,
-          hook_event_extra={"session-end": {"timeout": 3}}),  # its default is 1 s, its most 3 s (seen)
+          hook_event_extra={"session-end": {"timeout": 3}},  # its default is 1 s, its most 3 s (seen)
+          project_note='Codex reads {root}/.codex only once you trust the project (Codex asks at its first start '
+                       'there; or [projects."{root}"] trust_level = "trusted" in ~/.codex/config.toml)'),
     Agent("gemini", "Gemini CLI", ("", ".gemini"),
           ("{dir}/settings.json", "{root}/.gemini/settings.json"), ConfigFormat.JSON, "mcpServers",
           _GEMINI_SERVER, _JSON_SERVER_FOLDER,
@@ -5644,6 +5648,8 @@ def plan_install(agent: Agent, world: World, scope: str, root: Optional[str]) ->
     if agent.server_needs_root:  # Claude Desktop declares no roots
         entry["env"] = {"CHECKPOINT_PROJECT_ROOT": root or world.cwd}
     hooks = {event: f"{hook_prefix} hook {event} --client {agent.name}" for event in agent.hook_events}
+    if scope == "project" and agent.project_note:
+        notes = notes + [agent.project_note.format(root=root)]
     return Install(agent, scope, root, server_file, hook_file, entry, hooks, notes)
 
 
@@ -5706,12 +5712,23 @@ def merge_server(doc: dict, key: str, entry: dict, force: bool) -> str:
     if not isinstance(servers, dict):
         raise CheckpointError(f"{key} is not an object; fix it by hand first")
     current = servers.get(SERVER_ENTRY)
+    if is_our_server(current):
+        entry = updated_entry(current, entry)
     if current == entry:
         return "already there"
     if current is not None and not force and not is_our_server(current):
         return f"kept your different '{SERVER_ENTRY}' entry"
     servers[SERVER_ENTRY] = entry
     return "updated" if is_our_server(current) else "replaced" if current is not None else "added"
+
+
+def updated_entry(current: dict, entry: dict) -> dict:
+    """Our entry brought up to date: our keys as they are now, what the user added (other keys,
+    more environment variables) kept."""
+    merged = {**current, **entry}
+    if isinstance(current.get("env"), dict) and isinstance(entry.get("env"), dict):
+        merged["env"] = {**current["env"], **entry["env"]}
+    return merged
 
 
 def remove_server(doc: dict, key: str) -> bool:
@@ -5766,7 +5783,7 @@ def merge_hooks(doc: dict, plan: Install) -> tuple:
             lists[theirs].append(group)
             added.append(theirs)
         for holder, index, current in ours:
-            if current != handler:
+            if {**current, **handler} != current:  # what the user added to our handler stays
                 holder[index] = {**current, **handler}
                 updated.append(theirs)
     return added, sorted(set(updated))
@@ -6403,16 +6420,21 @@ def _server_state(plan: Install) -> tuple:
     if not is_our_server(entry):
         return "other", None
     args = entry.get("args") if isinstance(entry.get("args"), list) else []
-    return ("current" if entry == plan.server else "outdated"), [entry.get("command"), *args]
+    return ("current" if updated_entry(entry, plan.server) == entry else "outdated"), [entry.get("command"), *args]
 
 
 def _expand(text: str, plan: Install, world: World) -> str:
     """A command's variables as the agent expands them: the project's folder, the home folder, the environment."""
     import re
-    root, home = plan.root or world.cwd, world.home or os.path.expanduser("~")
-    project = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "QWEN_PROJECT_DIR", "workspaceFolder")
-    return re.sub(r"\$\{?(\w+)(?::-[^}]*)?\}?", lambda m: root if m.group(1) in project else home
-                  if m.group(1) in ("HOME", "userHome") else world.env.get(m.group(1), m.group(0)), text)
+    agent = plan.agent
+    named = {kind: set(re.findall(r"\w+", f"{agent.server_folder.get(kind) or ''} {agent.hook_folder.get(kind) or ''}"))
+             for kind in ("project", "home")}
+    folders = {"project": plan.root or world.cwd, "home": world.home or os.path.expanduser("~")}
+
+    def value(match: Any) -> str:
+        kind = next((k for k, names in named.items() if match.group(1) in names), None)
+        return folders[kind] if kind else world.env.get(match.group(1), match.group(0))
+    return re.sub(r"\$\{?(\w+)(?::-[^}]*)?\}?", value, text)
 
 
 def _target_checks(agent: Agent, what: str, words: list, plan: Install, world: World) -> list:
@@ -6440,15 +6462,22 @@ def _target_checks(agent: Agent, what: str, words: list, plan: Install, world: W
 
 
 def _trust_checks(plan: Install, hooks_doc: dict, world: World) -> list:
+    """Codex runs a hook only when the user trusted it, and reads a project's .codex only in a trusted project."""
     config = agent_file(plan.agent.server_files[0], plan.agent, world, plan.root) or ""
+    text = _read_text(config)
+    checks = []
+    doc = parse_toml(text, config) if plan.scope == "project" else None  # 3.9 and 3.10 read no TOML: unchecked
+    projects = doc.get("projects", {}) if doc is not None else None
+    if isinstance(projects, dict) and (projects.get(plan.root) or {}).get("trust_level") != "trusted":
+        checks.append(Check(CheckStatus.WARNING, plan.agent.project_note.format(root=plan.root)))
     wanted = codex_trust_entries(hooks_doc, plan.hook_file or "", plan.agent)
-    state = codex_trusted_now(_read_text(config), config, wanted)
-    untrusted = [k.rsplit(":", 3)[1] for k, s in state.items() if s != "trusted"]
+    untrusted = [k.rsplit(":", 3)[1] for k, s in codex_trusted_now(text, config, wanted).items() if s != "trusted"]
     if not untrusted:
-        return [Check(CheckStatus.OK, f"{plan.agent.title}: our hooks are trusted ({config})")]
-    scope = ["--scope", "project"] if plan.scope == "project" else []
-    return [Check(CheckStatus.WARNING, f"{plan.agent.title}: hooks not trusted ({', '.join(untrusted)}): Codex skips "
-                  f"them silently; run `{shell_line(list(world.program), 'install', '--client', 'codex', '--write', '--trust', *scope)}`")]
+        return checks + [Check(CheckStatus.OK, f"{plan.agent.title}: our hooks are trusted ({config})")]
+    scope = ["--scope", "project", "--root", plan.root or "."] if plan.scope == "project" else []
+    again = shell_line(list(world.program), "install", "--client", "codex", "--write", "--trust", *scope)
+    return checks + [Check(CheckStatus.WARNING, f"{plan.agent.title}: hooks not trusted ({', '.join(untrusted)}): "
+                           f"Codex skips them silently; run `{again}`")]
 
 
 # ════════════════════════════════════════════════════════════════════════════

@@ -6104,6 +6104,22 @@ class AgentInstallTest(unittest.TestCase):
         self.assertEqual(len(ours), 4, hooks)
         for hook in ours:
             self.assertEqual(hook["trustStatus"], "trusted", hook)
+        listed = subprocess.run([codex, "mcp", "list", "--json"], cwd=self.ws.repo, env=self.ws.env, capture_output=True,
+                                timeout=TIMEOUT)
+        server = next(s for s in json.loads(listed.stdout) if s["name"] == "checkpoint")  # Codex reads our block
+        InstallTest.assert_runs_this_file(self, [server["transport"]["command"], *server["transport"]["args"]])
+
+    def test_the_real_gemini_cli_and_qwen_code_read_our_settings(self):
+        for client in ("gemini", "qwen"):
+            with self.subTest(client):
+                binary = agent_binary(client)
+                if binary is None:
+                    self.skipTest(f"the {client} CLI is not installed (.ci/run installs it; or set {client.upper()}_BIN)")
+                self.cli("install", "--client", client, "--write")
+                listed = subprocess.run([binary, "mcp", "list"], cwd=self.ws.repo, env=self.ws.env, capture_output=True,
+                                        timeout=60)
+                out = listed.stdout.decode() + listed.stderr.decode()
+                self.assertRegex(out, r"checkpoint: \S*python\S* -S -c import sys;.* " + re.escape(HERE) + r" \(stdio\)")
 
     def test_project_entries_work_on_a_teammates_machine(self):
         vendored = os.path.join(self.ws.repo, "tools")
@@ -6124,6 +6140,7 @@ class AgentInstallTest(unittest.TestCase):
             with self.subTest(rel):
                 for machine in (self.ws.home, sys.executable, HERE):  # nothing of this machine
                     self.assertNotIn(machine, text)
+        self.assertIn(f"Codex reads {self.ws.repo}/.codex only once you trust the project", proc.stdout.decode())
         self.assertIn('"${CLAUDE_PROJECT_DIR:-.}/tools"', written[".mcp.json"])
         self.assertIn('"${workspaceFolder}/tools"', written[".vscode/mcp.json"])
         # A teammate's checkout: another folder, the hooks run the way each agent runs them.
@@ -6148,12 +6165,65 @@ class AgentInstallTest(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stdout.decode() + out.stderr.decode())
 
 
-def codex_binary() -> str | None:
-    for candidate in (os.environ.get("CODEX_BIN"), os.path.join(HERE, ".ci", ".cache", "node_modules", ".bin", "codex"),
-                      shutil.which("codex")):
+class HookMergeTest(unittest.TestCase):
+    """The pure merge and removal of hook handlers: ours only, whatever version wrote them."""
+
+    def plan(self, client: str = "claude") -> cc.Install:
+        world = cc.World({}, "/p", "/home/u", time.time, lambda m: None, program=("python3", "/opt/cc/claude_checkpoint.py"))
+        return cc.plan_install(cc.AGENTS[client], world, "user", None)
+
+    def test_removal_takes_ours_from_a_shared_group_and_keeps_everything_else(self):
+        doc = {"model": "x", "hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": "say done"},
+                                {"type": "command", "command": "python3 /old/claude_checkpoint.py hook stop"}]},
+                     "odd", {"hooks": 5}],
+            "PreCompact": [{"hooks": [{"type": "command", "command": "python3 /x/claude_checkpoint.py hook pre-compact --client claude"}]}],
+            "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "fmt claude_checkpoint.py"}]}]}}
+        self.assertEqual(sorted(cc.remove_hooks(doc, cc.AGENTS["claude"])), ["PreCompact", "Stop"])
+        self.assertEqual(doc, {"model": "x", "hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}, "odd", {"hooks": 5}],
+            "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "fmt claude_checkpoint.py"}]}]}})
+
+    def test_merge_updates_ours_in_place_and_a_second_merge_changes_nothing(self):
+        doc = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "python3 /old/claude_checkpoint.py hook stop",
+                                              "timeout": 9}]}]}}
+        added, updated = cc.merge_hooks(doc, self.plan())
+        self.assertEqual((added, updated), (["SessionStart", "PreCompact", "SessionEnd"], ["Stop"]))
+        stop = doc["hooks"]["Stop"][0]["hooks"][0]
+        self.assertTrue(stop["command"].endswith("/opt/cc/claude_checkpoint.py hook stop --client claude"), stop)
+        self.assertEqual(stop["timeout"], 9, "what the user set on our handler stays")
+        self.assertEqual(cc.merge_hooks(doc, self.plan()), ([], []))
+        self.assertEqual(doc["hooks"]["SessionStart"][0]["matcher"], "clear|compact|resume")
+
+    def test_our_server_entry_keeps_what_the_user_added(self):
+        plan = self.plan()
+        doc = {"mcpServers": {"checkpoint": {**plan.server, "env": {"CHECKPOINT_SNAPSHOTS": "off"}, "args": ["/old/claude_checkpoint.py"]}}}
+        self.assertEqual(cc.merge_server(doc, "mcpServers", plan.server, force=False), "updated")
+        self.assertEqual(doc["mcpServers"]["checkpoint"]["env"], {"CHECKPOINT_SNAPSHOTS": "off"})
+        self.assertEqual(doc["mcpServers"]["checkpoint"]["args"], plan.server["args"])
+        self.assertEqual(cc.merge_server(doc, "mcpServers", plan.server, force=False), "already there")
+
+    def test_copilot_handlers_sit_in_the_event_lists(self):
+        doc: dict = {}
+        cc.merge_hooks(doc, self.plan("copilot"))
+        self.assertEqual(list(doc), ["version", "hooks"])
+        self.assertEqual(doc["hooks"]["agentStop"][0]["type"], "command")
+        self.assertIn("hook stop --client copilot", doc["hooks"]["agentStop"][0]["bash"])
+        self.assertEqual(sorted(cc.remove_hooks(doc, cc.AGENTS["copilot"])), ["agentStop", "preCompact", "sessionEnd", "sessionStart"])
+        self.assertEqual(doc, {"version": 1})
+
+
+def agent_binary(name: str) -> str | None:
+    """An agent's CLI: $<NAME>_BIN, else where .ci/run installs it, else on PATH."""
+    for candidate in (os.environ.get(f"{name.upper()}_BIN"), os.path.join(HERE, ".ci", ".cache", "node_modules", ".bin", name),
+                      shutil.which(name)):
         if candidate and os.path.isfile(candidate):
             return candidate
     return None
+
+
+def codex_binary() -> str | None:
+    return agent_binary("codex")
 
 
 def codex_hooks_list(codex: str, env: dict, cwd: str) -> list:
@@ -6163,6 +6233,8 @@ def codex_hooks_list(codex: str, env: dict, cwd: str) -> list:
                 {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [cwd]}}]
     proc = subprocess.Popen([codex, "app-server"], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
+    watchdog = threading.Timer(TIMEOUT, proc.kill)  # a silent Codex ends the read instead of hanging the suite
+    watchdog.start()
     try:
         proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests).encode())
         proc.stdin.flush()
@@ -6172,6 +6244,7 @@ def codex_hooks_list(codex: str, env: dict, cwd: str) -> list:
                 return message["result"]["data"][0]["hooks"]
         raise AssertionError("codex app-server closed without answering hooks/list")
     finally:
+        watchdog.cancel()
         proc.kill()
         proc.wait()
 
@@ -6200,6 +6273,22 @@ class AgentDoctorTest(unittest.TestCase):
                 self.assertIn(f"✓ {title}: MCP server in place and current", out)
                 if cc.AGENTS[client].hook_events:
                     self.assertIn(f"✓ {title}: hooks in place and current", out)
+
+    def test_codex_hooks_and_project_trust_are_checked(self):
+        self.assertEqual(self.ws.run_cli("install", "--client", "codex", "--write", "--scope", "project").returncode, 0)
+        out = self.doctor("--client", "codex", status=0)
+        advice = re.search(r"⚠ Codex: hooks not trusted \(session_start, pre_compact, session_end, stop\): Codex skips "
+                           r"them silently; run `([^`]+)`", out)
+        self.assertIsNotNone(advice, out)
+        subprocess.run(["/bin/sh", "-c", advice.group(1)], cwd=self.ws.home, env=self.ws.env, check=True,
+                       capture_output=True, timeout=TIMEOUT)  # works as printed, from anywhere
+        out = self.doctor("--client", "codex", status=0)
+        self.assertIn("✓ Codex: our hooks are trusted", out)
+        if sys.version_info >= (3, 11):  # the project's trust is read from config.toml
+            self.assertIn(f"⚠ Codex reads {self.ws.repo}/.codex only once you trust the project", out)
+            write(self.ws.home, ".codex/config.toml", read_bytes(os.path.join(self.ws.home, ".codex/config.toml")).decode()
+                  + f'[projects."{self.ws.repo}"]\ntrust_level = "trusted"\n')
+            self.assertNotIn("⚠", self.doctor("--client", "codex", status=0).split("Codex")[-1])
 
     def test_a_command_pointing_at_a_missing_file_fails(self):
         copy_dir = temp_dir(self, "cc-copy-")
