@@ -8,8 +8,8 @@
 
 Most tests start the real file as a subprocess and speak JSON-RPC to it over stdio,
 in real git repositories made in temporary folders: no mocks of git or the file system.
-Tests that need a real MCP client (the official Python SDK, Claude Code) skip with a
-reason when it is not installed; .ci/run installs both.
+Tests that need a real MCP client or agent (the official Python SDK, Claude Code, Codex,
+Gemini CLI, Qwen Code) skip with a reason when it is not installed; .ci/run installs them.
 
 The tests of claude_checkpoint.py's section N are in section N here, in the same order
 (its sections 1-3, header, constants and errors, have none of their own), and a sub-section
@@ -19,7 +19,7 @@ the command line, prompts and resources, together, are SPEC sections 8, 9 and 11
       Helpers         isolated environments, real repositories, a stdio MCP client, fixtures
    4. Model           the checkpoint file and its versions; 4.1 the save tool's arguments
    5. Redaction       5.1 the rules and the corpora, 5.2 each rule's catch and keep examples
-   6. Core            6.3 merge table and size cap, 6.4 drift, 6.5 transcripts, 6.6 snapshot plans
+   6. Core            6.3 merge table and size cap, 6.4 drift, 6.5 every agent's transcripts, 6.6 snapshot plans
    7. Rendering       the resume brief and the answer texts
    8. Git adapter     status parsing, real repositories, git facts in saves, missing and hanging git
    9. Storage         checkpoint files, the backup, locks, hostile files
@@ -32,7 +32,8 @@ the command line, prompts and resources, together, are SPEC sections 8, 9 and 11
   16. Command line    show, save, --root, --version, --help
   17. MCP SDK         the official MCP Python SDK's client
   18. Packaging       the wheel's console script and uvx
-  19. Claude Code     Claude Code itself, headless, against a stub model
+  19. Claude Code     Claude Code itself, headless, against a stub model; 19.1 Codex, Gemini CLI and
+                      Qwen Code against fake models, each taking a task over from Claude Code
   20. MCP Inspector   the MCP Inspector's command line
   21. Benchmark       --bench: figures against floors
   22. Runner          --quick, the shards, and the closing "N passed, M failed"
