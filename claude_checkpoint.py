@@ -6485,7 +6485,9 @@ def _trust_checks(plan: Install, hooks_doc: dict, world: World) -> list:
 # ════════════════════════════════════════════════════════════════════════════
 
 
-def build_parser() -> Any:
+def build_parser(hook_only: bool = False) -> Any:
+    """Every command's parser; with hook_only, the hook's alone: it runs after every turn of
+    every session, and building them all costs more than its own quiet work (section 21)."""
     import argparse
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS,
@@ -6496,6 +6498,9 @@ def build_parser() -> Any:
         epilog="Exit status: 0 ok, 1 failed, 2 usage error, 3 nothing to act on (no checkpoint or snapshot yet).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if hook_only:
+        _add_hook_command(commands, common)
+        return parser
     commands.add_parser("serve", parents=[common], help="run the MCP stdio server (the default)")
     show = commands.add_parser("show", parents=[common], help="print the resume brief")
     show.add_argument("--full", action="store_true", help="print the whole checkpoint and drift as JSON")
@@ -6506,10 +6511,7 @@ def build_parser() -> Any:
     save.add_argument("--next", action="append", metavar="STEP", dest="next_steps", help="a next step (repeat)")
     save.add_argument("--decision", action="append", metavar="TEXT", dest="decisions", help="a decision (repeat)")
     save.add_argument("--merge", action="store_true", help="merge into the existing checkpoint")
-    hook = commands.add_parser("hook", parents=[common], help="run as an agent's hook (its JSON on stdin); always exits 0")
-    hook.add_argument("event", choices=sorted(HOOK_EVENTS), help="; ".join(f"{k}: {v}" for k, v in HOOK_EVENTS.items()))
-    hook.add_argument("--client", default=DEFAULT_AGENT, choices=[a.name for a in AGENTS.values() if a.hook_events],
-                      help="the agent that runs the hook: its input fields, its answer's shape (default: claude)")
+    _add_hook_command(commands, common)
     agents = ", ".join(AGENTS)
     install = commands.add_parser("install", parents=[common],
                                   help="print (or --write) an agent's server entry and hooks")
@@ -6536,6 +6538,13 @@ def build_parser() -> Any:
     doctor.add_argument("--json", action="store_true", help="print one JSON document")
     _add_rewind_commands(commands, common)
     return parser
+
+
+def _add_hook_command(commands: Any, common: Any) -> None:
+    hook = commands.add_parser("hook", parents=[common], help="run as an agent's hook (its JSON on stdin); always exits 0")
+    hook.add_argument("event", choices=sorted(HOOK_EVENTS), help="; ".join(f"{k}: {v}" for k, v in HOOK_EVENTS.items()))
+    hook.add_argument("--client", default=DEFAULT_AGENT, choices=[a.name for a in AGENTS.values() if a.hook_events],
+                      help="the agent that runs the hook: its input fields, its answer's shape (default: claude)")
 
 
 def _add_rewind_commands(commands: Any, common: Any) -> None:
@@ -6583,7 +6592,7 @@ def _main(argv: list, in_process: bool) -> int:
     if not argv or argv == ["serve"]:
         return serve()
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(hook_only=_is_hook_command(argv)).parse_args(argv)
     except SystemExit as leaving:
         # A hook exits 0 even on a usage error (Gemini CLI retries a turn whose AfterAgent hook
         # exits 2, in a loop); argparse has said what was wrong on stderr.
