@@ -2157,13 +2157,17 @@ def compute_drift(cp: Checkpoint, current: GitState, dirty_now: Iterable[str],
                  saved_head=saved.head if saved else None)
 
 
-# ── 6.5 Transcripts: what a Claude Code session provably did ──
-# Claude Code's transcript is JSONL. Assistant lines hold tool_use blocks
-# ({type, id, name, input}); the user line after holds the tool_result
-# ({tool_use_id, is_error, content}). A call counts once its result says it worked.
+# ── 6.5 Transcripts: what an agent's session provably did ──
+# Every agent keeps its session as JSONL. A reader is fed the lines (with their byte
+# offsets) and answers the facts: files the agent's own edit tools changed, shell commands
+# with their exit status, the first real prompt. TranscriptReader holds what every format
+# shares (ids taken once, calls waiting for their result, where the next read may start);
+# each format's class only says which lines can matter and how its records are built.
+# `read` is the pure entry point: lines in, facts out.
 
 _NOT_A_PROMPT = ("This session is being continued", "<command-name>", "<command-message>", "<local-command", "<system-reminder>",
-                 "Caveat:", "<bash-input>", "<bash-stdout>", "<user-prompt-submit-hook>", "[Request interrupted")
+                 "Caveat:", "<bash-input>", "<bash-stdout>", "<user-prompt-submit-hook>", "[Request interrupted",
+                 "<session_context>", "<environment_context>")
 
 
 @record
@@ -2183,10 +2187,16 @@ class TranscriptFacts:
     resume_offset: int = 0  # the next read may start here without missing a result
 
 
-class TranscriptScanner:
-    """Feed it the transcript's lines (bytes, with their byte offsets); ask for the facts.
-    Lines that cannot matter are skipped before any JSON parsing, which keeps a 50 MB
-    transcript well under a second."""
+class TranscriptReader:
+    """What every agent's reader shares. A subclass names its tools (EDIT_TOOLS: name ->
+    the argument holding the path; SHELL_TOOLS: name -> the argument holding the command)
+    and implements may_matter (cheap byte tests, before any JSON parsing: most of a
+    transcript is tool output that needs none) and parse (one JSON object)."""
+
+    FORMAT = "transcript"  # what its messages call the file
+    EDIT_TOOLS: dict = {}
+    SHELL_TOOLS: dict = {}
+    NOTE_ARGUMENT = "description"  # a shell call's own words for what it does
 
     def __init__(self, seen_ids: Iterable[str] = (), want_prompt: bool = False):
         self.seen = set(seen_ids)
@@ -2195,11 +2205,22 @@ class TranscriptScanner:
         self.facts = TranscriptFacts()
         self._edited_paths: set = set()
 
+    @classmethod
+    def read(cls, lines: Iterable[tuple], start: int = 0, seen_ids: Iterable[str] = (),
+             want_prompt: bool = False) -> TranscriptFacts:
+        """The facts in `lines`, (byte offset, line bytes) pairs read from byte `start`; the ids
+        in seen_ids were taken before. This is the reader each row of AGENTS holds."""
+        reader = cls(seen_ids, want_prompt)
+        reader.facts.resume_offset = start
+        for offset, line in lines:
+            reader.feed(line, offset)
+        return reader.finish()
+
     def feed(self, line: bytes, offset: int) -> None:
         self.facts.resume_offset = offset + len(line)
-        if not self._may_matter(line):
+        first = offset == 0  # the first line tells the format: it is parsed even when it cannot matter
+        if not (first or self.may_matter(line)):
             return
-        has_result = b'"tool_result"' in line
         import json
         try:
             record = json.loads(line)
@@ -2207,71 +2228,22 @@ class TranscriptScanner:
             return  # a torn or foreign line: skip it
         if not isinstance(record, dict):
             return
-        message = record.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if record.get("type") == "assistant" and isinstance(content, list):
-            for block in content:
-                self._note_call(block, offset)
-        elif record.get("type") == "user":
-            if isinstance(content, list) and has_result:
-                for block in content:
-                    self._note_result(block)
-            elif (self.want_prompt and self.facts.first_prompt is None and not record.get("isMeta")
-                  and not record.get("isCompactSummary")):
-                self._note_prompt(content)
+        if first and not self.looks_like(record):  # another agent's file: say so, record nothing
+            raise CheckpointError(f"the transcript is not a {self.FORMAT} (its first line says otherwise); "
+                                  "nothing recorded: does the hook name the right --client?")
+        if not first or self.may_matter(line):
+            self.parse(record, offset)
 
-    def _may_matter(self, line: bytes) -> bool:
-        """Cheap byte tests first: most of a transcript is attachments and tool output
-        (file contents, logs) that need no parsing. A result matters only if it answers
-        a call we are waiting for."""
-        if b'"tool_use"' in line:
-            return True
-        if b'"tool_result"' in line:
-            return any(call_id.encode() in line for call_id in self.pending)
-        return self.want_prompt and self.facts.first_prompt is None and b'"user"' in line
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        """Whether a transcript's first line (a JSON object) is of this format; lenient."""
+        raise NotImplementedError
 
-    def _note_call(self, block: Any, offset: int) -> None:
-        if not (isinstance(block, dict) and block.get("type") == "tool_use"):
-            return
-        call_id, name, args = block.get("id"), block.get("name"), block.get("input")
-        if (isinstance(call_id, str) and call_id not in self.seen and isinstance(args, dict)
-                and isinstance(name, str) and (name in EDIT_TOOLS or name in SHELL_TOOLS)):
-            self.pending[call_id] = ToolCall(call_id, name, args, offset)
+    def may_matter(self, line: bytes) -> bool:
+        raise NotImplementedError
 
-    def _note_result(self, block: Any) -> None:
-        if not (isinstance(block, dict) and block.get("type") == "tool_result"):
-            return
-        call_id = block.get("tool_use_id")
-        call = self.pending.pop(call_id, None) if isinstance(call_id, str) else None
-        if call is None:
-            return
-        failed = block.get("is_error") is True
-        if call.name in EDIT_TOOLS:
-            path = call.input.get(EDIT_TOOLS[call.name])
-            if not failed and isinstance(path, str) and path:
-                self.facts.taken_ids.append(call.id)
-                if path not in self._edited_paths:
-                    self._edited_paths.add(path)
-                    self.facts.edited_files.append((path, call.id))
-            return
-        command = call.input.get("command")
-        if isinstance(command, str) and command.strip():
-            description = call.input.get("description")
-            self.facts.taken_ids.append(call.id)
-            self.facts.commands.append(Command(
-                command=command[:LIMITS["recentCommands.command"]],
-                exit_code=_exit_code(block) if failed else 0,
-                note=description[:LIMITS["recentCommands.note"]] if isinstance(description, str) and description else None,
-                auto=True, tool_use_id=call.id))
-
-    def _note_prompt(self, content: Any) -> None:
-        if isinstance(content, list):
-            texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-            content = "\n".join(t for t in texts if isinstance(t, str))
-        if isinstance(content, str):
-            text = content.strip()
-            if text and not text.startswith(_NOT_A_PROMPT):
-                self.facts.first_prompt = text[:LIMITS["goal"]]
+    def parse(self, record: dict, offset: int) -> None:
+        raise NotImplementedError
 
     def finish(self) -> TranscriptFacts:
         """The facts; resume_offset stops before the oldest call still waiting for its result."""
@@ -2279,18 +2251,335 @@ class TranscriptScanner:
             self.facts.resume_offset = min(min(c.offset for c in self.pending.values()), self.facts.resume_offset)
         return self.facts
 
+    # ── what the formats report ──
+    def wants_prompt(self) -> bool:
+        return self.want_prompt and self.facts.first_prompt is None
 
-def _exit_code(result_block: dict) -> int:
-    """A failed Bash result says 'Exit code N' in its text; 1 when it does not."""
-    content = result_block.get("content")
-    if isinstance(content, list):
-        content = " ".join(b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
-    if isinstance(content, str):
+    def answers_pending(self, line: bytes) -> bool:
+        return any(call_id.encode() in line for call_id in self.pending)
+
+    def called(self, call_id: Any, name: Any, arguments: Any, offset: int) -> None:
+        """A call whose result comes on a later line."""
+        if (isinstance(call_id, str) and call_id not in self.seen and isinstance(arguments, dict)
+                and isinstance(name, str) and (name in self.EDIT_TOOLS or name in self.SHELL_TOOLS)):
+            self.pending[call_id] = ToolCall(call_id, name, arguments, offset)
+
+    def answered(self, call_id: Any, failed: bool, exit_code: int) -> None:
+        """The result of a call seen earlier: a successful edit, or a command that ran."""
+        call = self.pending.pop(call_id, None) if isinstance(call_id, str) else None
+        if call is not None:
+            self.took(call.id, call.name, call.input, failed, exit_code)
+
+    def took(self, call_id: Any, name: Any, arguments: Any, failed: bool, exit_code: int) -> None:
+        """A call and its result at once (formats that write them together)."""
+        if not (isinstance(call_id, str) and call_id not in self.seen and isinstance(name, str)
+                and isinstance(arguments, dict)):
+            return
+        if name in self.EDIT_TOOLS:
+            if not failed:
+                self.took_edits(call_id, [arguments.get(self.EDIT_TOOLS[name])])
+        elif name in self.SHELL_TOOLS:
+            note = arguments.get(self.NOTE_ARGUMENT)
+            self.took_command(call_id, arguments.get(self.SHELL_TOOLS[name]), exit_code,
+                              note if isinstance(note, str) else None)
+
+    def took_edits(self, call_id: str, paths: list) -> None:
+        paths = [p for p in paths if isinstance(p, str) and p]
+        if not paths or call_id in self.seen:
+            return
+        self.seen.add(call_id)
+        self.facts.taken_ids.append(call_id)
+        for path in paths:
+            if path not in self._edited_paths:
+                self._edited_paths.add(path)
+                self.facts.edited_files.append((path, call_id))
+
+    def took_command(self, call_id: str, command: Any, exit_code: int, note: Optional[str] = None) -> None:
+        if not isinstance(command, str) or not command.strip() or call_id in self.seen:
+            return
+        self.seen.add(call_id)
+        self.facts.taken_ids.append(call_id)
+        self.facts.commands.append(Command(
+            command=command[:LIMITS["recentCommands.command"]], exit_code=exit_code,
+            note=note[:LIMITS["recentCommands.note"]] if note else None, auto=True, tool_use_id=call_id))
+
+    def prompted(self, text: Any) -> None:
+        if isinstance(text, str) and self.wants_prompt():
+            text = text.strip()
+            if text and not text.startswith(_NOT_A_PROMPT):
+                self.facts.first_prompt = text[:LIMITS["goal"]]
+
+
+def exit_code_in(text: Any, default: int, at_end: bool = False) -> int:
+    """The exit status a tool's output states ('Exit code 2', 'Exit Code: 2', 'exited with
+    code 2', 'completed with exit code 2'), else `default`. Claude Code states it before the
+    command's own output; with at_end, the agents that state it after (the last one counts)."""
+    if isinstance(text, list):
+        text = " ".join(b.get("text", "") for b in text if isinstance(b, dict) and isinstance(b.get("text"), str))
+    if isinstance(text, str):
         import re
-        found = re.search(r"[Ee]xit (?:code|status):? (-?\d{1,10})", content[:2000])
+        found = re.findall(r"(?i)exit(?:ed with)? (?:code|status):? (-?\d{1,10})", text[-4000:] if at_end else text[:4000])
         if found:
-            return int(found.group(1))
-    return 1
+            return int(found[-1] if at_end else found[0])
+    return default
+
+
+def _texts(parts: Any) -> str:
+    """The text parts of a message's content, joined; a plain string as it is."""
+    if isinstance(parts, list):
+        texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type", "text") == "text"]
+        return "\n".join(t for t in texts if isinstance(t, str))
+    return parts if isinstance(parts, str) else ""
+
+
+class ClaudeTranscript(TranscriptReader):
+    """Claude Code (SPEC section 8): assistant lines hold tool_use blocks ({type, id, name,
+    input}); the user line after holds the tool_result ({tool_use_id, is_error, content}).
+    A call counts once its result says it worked."""
+
+    FORMAT = "Claude Code transcript"
+    EDIT_TOOLS = EDIT_TOOLS
+    SHELL_TOOLS = {name: "command" for name in SHELL_TOOLS}
+
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        """Any typed line that is none of the other agents' (Claude Code starts with many kinds)."""
+        return isinstance(record.get("type"), str) and not any(
+            reader.looks_like(record) for reader in (CodexRollout, GeminiChat, QwenChat, CopilotEvents))
+
+    def may_matter(self, line: bytes) -> bool:
+        """A result matters only if it answers a call we are waiting for."""
+        if b'"tool_use"' in line:
+            return True
+        if b'"tool_result"' in line:
+            return self.answers_pending(line)
+        return self.wants_prompt() and b'"user"' in line
+
+    def parse(self, record: dict, offset: int) -> None:
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if record.get("type") == "assistant" and isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    self.called(block.get("id"), block.get("name"), block.get("input"), offset)
+        elif record.get("type") == "user":
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
+                if isinstance(content, list) else []
+            for block in results:
+                failed = block.get("is_error") is True
+                self.answered(block.get("tool_use_id"), failed, exit_code_in(block.get("content"), 1) if failed else 0)
+            if not results and not record.get("isMeta") and not record.get("isCompactSummary"):
+                self.prompted(_texts(content))
+
+
+class CodexRollout(TranscriptReader):
+    """Codex's rollout ($CODEX_HOME/sessions/.../rollout-*.jsonl, seen with 0.169.0): every
+    finished item is repeated as {"type": "event_msg", "payload": {"type": "item_completed",
+    "item": ...}}, call and result together: CommandExecution {id, command: [shell, "-lc",
+    cmd], exit_code, status: completed|failed|declined}, FileChange {id, changes: {absolute
+    path: {type: add|update|delete, move_path}}, status} (apply_patch, however called) and
+    UserMessage {content: [{type: text, text}]} (what the user typed, nothing injected)."""
+
+    FORMAT = "Codex rollout"
+
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        return isinstance(record.get("payload"), dict) and isinstance(record.get("type"), str)
+
+    def may_matter(self, line: bytes) -> bool:
+        return b'"item_completed"' in line
+
+    def parse(self, record: dict, offset: int) -> None:
+        payload = record.get("payload")
+        item = payload.get("item") if isinstance(payload, dict) and payload.get("type") == "item_completed" else None
+        if record.get("type") != "event_msg" or not isinstance(item, dict):
+            return
+        kind, call_id = item.get("type"), item.get("id")
+        if not isinstance(call_id, str) or call_id in self.seen:
+            return
+        if kind == "CommandExecution" and item.get("status") in ("completed", "failed") \
+                and isinstance(item.get("exit_code"), int):
+            self.took_command(call_id, _codex_command(item.get("command")), item["exit_code"])
+        elif kind == "FileChange" and item.get("status") == "completed" and isinstance(item.get("changes"), dict):
+            paths = []
+            for path, change in item["changes"].items():
+                paths.append(path)
+                if isinstance(change, dict) and isinstance(change.get("move_path"), str):
+                    paths.append(change["move_path"])
+            self.took_edits(call_id, paths)
+        elif kind == "UserMessage":
+            self.prompted(_texts(item.get("content")))
+
+
+def _codex_command(argv: Any) -> Optional[str]:
+    """The command line as the model wrote it: Codex runs it as [shell, "-lc", command]."""
+    if isinstance(argv, str):
+        return argv
+    if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
+        return None
+    if len(argv) == 3 and argv[1] in ("-lc", "-c"):
+        return argv[2]
+    return " ".join(argv)
+
+
+class GeminiChat(TranscriptReader):
+    """Gemini CLI's chat (~/.gemini/tmp/<project>/chats/session-*.jsonl, seen with 0.61.0): a
+    message record ({id, type: user|gemini, content, toolCalls}) is appended again, whole,
+    each time it changes, and {"$set": {"messages": [...]}} restates some; the last record of
+    an id wins. A tool call ({id, name, args, result, status}) counts once its status is
+    success: an edit (write_file, replace: an absolute args.file_path) or a shell command,
+    whose exit code shows only in its output ('Exit Code: N'). A call seen before it finished
+    comes back whole in a later record, after the cursor, so nothing waits."""
+
+    FORMAT = "Gemini CLI chat"
+    EDIT_TOOLS = {"write_file": "file_path", "replace": "file_path"}
+    SHELL_TOOLS = {"run_shell_command": "command"}
+
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        return "projectHash" in record or "$set" in record or (
+            record.get("type") in ("user", "gemini", "info", "error") and "content" in record and "message" not in record)
+
+    TOOL_NAMES = tuple(f'"{name}"'.encode() for name in (*EDIT_TOOLS, *SHELL_TOOLS))
+
+    def may_matter(self, line: bytes) -> bool:
+        """A record carries its calls' results (a file read whole): only parse it when it names
+        one of our tools. PreCompress runs this before every model request."""
+        if b'"toolCalls"' in line and any(name in line for name in self.TOOL_NAMES):
+            return True
+        return self.wants_prompt() and b'"user"' in line
+
+    def parse(self, record: dict, offset: int) -> None:
+        restated = record.get("$set")
+        messages = restated.get("messages") if isinstance(restated, dict) else [record]
+        for message in messages if isinstance(messages, list) else []:
+            if not isinstance(message, dict):
+                continue
+            if message.get("type") == "user":
+                self.prompted(_without_hook_context(_texts(message.get("content"))))
+            calls = message.get("toolCalls")
+            for call in calls if isinstance(calls, list) else ():
+                if isinstance(call, dict) and call.get("status") == "success":
+                    self.took(call.get("id"), call.get("name"), call.get("args"), False,
+                              _gemini_exit_code(call.get("result")))
+
+
+def _without_hook_context(text: str) -> str:
+    """Gemini CLI puts what a SessionStart hook said before the prompt (in -p mode)."""
+    text = text.lstrip()
+    if text.startswith("<hook_context>") and "</hook_context>" in text:
+        text = text.split("</hook_context>", 1)[1]
+    return text
+
+
+def _gemini_exit_code(result: Any) -> int:
+    """run_shell_command's output has a line 'Exit Code: N' after the command's own output,
+    only when N is not 0."""
+    import re
+    for part in result if isinstance(result, list) else ():
+        response = part.get("functionResponse", {}).get("response") if isinstance(part, dict) else None
+        output = response.get("output") if isinstance(response, dict) else None
+        found = re.findall(r"(?m)^Exit Code: (-?\d{1,10})$", output) if isinstance(output, str) else []
+        if found:
+            return int(found[-1])
+    return 0
+
+
+class QwenChat(TranscriptReader):
+    """Qwen Code's chat (~/.qwen/projects/<cwd>/chats/<session>.jsonl, seen with 0.24.4):
+    {"type": "assistant", "message": {"parts": [{"functionCall": {id, name, args}}]}}, then
+    {"type": "tool_result", "toolCallResult": {callId, status, resultDisplay: {exitCode}}};
+    a prompt is {"type": "user", "provenance": "real_user", "message": {"parts": [{text}]}}."""
+
+    FORMAT = "Qwen Code chat"
+    EDIT_TOOLS = {"write_file": "file_path", "edit": "file_path", "replace": "file_path"}
+    SHELL_TOOLS = {"run_shell_command": "command"}
+
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        return "provenance" in record
+
+    def may_matter(self, line: bytes) -> bool:
+        if b'"functionCall"' in line:
+            return True
+        if b'"toolCallResult"' in line:
+            return self.answers_pending(line)
+        return self.wants_prompt() and b'"real_user"' in line
+
+    def parse(self, record: dict, offset: int) -> None:
+        message = record.get("message")
+        parts = message.get("parts") if isinstance(message, dict) else None
+        kind = record.get("type")
+        if kind == "assistant" and isinstance(parts, list):
+            for part in parts:
+                call = part.get("functionCall") if isinstance(part, dict) else None
+                if isinstance(call, dict):
+                    self.called(call.get("id"), call.get("name"), call.get("args"), offset)
+        elif kind == "tool_result" and isinstance(record.get("toolCallResult"), dict):
+            result = record["toolCallResult"]
+            display = result.get("resultDisplay")
+            failed = result.get("status") != "success"
+            code = display.get("exitCode") if isinstance(display, dict) else None
+            if not isinstance(code, int):
+                code = exit_code_in(json_text(parts), 1 if failed else 0, at_end=True)
+            self.answered(result.get("callId"), failed, code)
+        elif kind == "user" and record.get("provenance") == "real_user":
+            self.prompted(_texts(parts))
+
+
+def json_text(value: Any) -> str:
+    """Every string inside a JSON value, joined: where a tool's output text may be."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(json_text(v) for v in value.values())
+    if isinstance(value, list):
+        return "\n".join(json_text(v) for v in value)
+    return ""
+
+
+class CopilotEvents(TranscriptReader):
+    """Copilot CLI's events (~/.copilot/session-state/<session>/events.jsonl, from its public
+    docs and SDK schema; not run here): lines {type, data, id, timestamp, parentId}.
+    tool.execution_start {toolCallId, toolName, arguments} then tool.execution_complete
+    {toolCallId, success, result: {content}, error}; bash's output ends with its exit code;
+    edit and create take `path`; user.message {content} is a prompt."""
+
+    FORMAT = "Copilot CLI events.jsonl"
+    EDIT_TOOLS = {"edit": "path", "create": "path"}
+    SHELL_TOOLS = {"bash": "command", "powershell": "command"}
+
+    @staticmethod
+    def looks_like(record: dict) -> bool:
+        return isinstance(record.get("data"), dict) and "." in str(record.get("type"))
+
+    def may_matter(self, line: bytes) -> bool:
+        if b'"tool.execution_start"' in line:
+            return True
+        if b'"tool.execution_complete"' in line:
+            return self.answers_pending(line)
+        return self.wants_prompt() and b'"user.message"' in line
+
+    def parse(self, record: dict, offset: int) -> None:
+        data = record.get("data")
+        if not isinstance(data, dict):
+            return
+        kind = record.get("type")
+        if kind == "tool.execution_start":
+            arguments = data.get("arguments")
+            if isinstance(arguments, str):  # some versions keep the model's JSON text
+                import json
+                try:
+                    arguments = json.loads(arguments)
+                except ValueError:
+                    return
+            self.called(data.get("toolCallId"), data.get("toolName"), arguments, offset)
+        elif kind == "tool.execution_complete":
+            failed = data.get("success") is not True
+            self.answered(data.get("toolCallId"), failed,
+                          exit_code_in(json_text(data.get("result")), 1 if failed else 0, at_end=True))
+        elif kind == "user.message":
+            self.prompted(data.get("content"))
 
 
 def merge_transcript(previous: Optional[Checkpoint], facts: TranscriptFacts, files: list,
@@ -2568,17 +2857,6 @@ class HookShape(str, Enum):
     COPILOT = "copilot"  # {"version": 1, "hooks": {"event": [{"type": "command", "bash", "timeoutSec"}]}}
 
 
-def read_claude_transcript(lines: Iterable[tuple], start: int = 0, seen_ids: Iterable[str] = (),
-                           want_prompt: bool = False) -> TranscriptFacts:
-    """A transcript reader, as every row of AGENTS holds one: (offset, line bytes) pairs read from
-    byte `start` in, the facts out. Claude Code's JSONL (section 6.5)."""
-    scanner = TranscriptScanner(seen_ids, want_prompt)
-    scanner.facts.resume_offset = start
-    for offset, line in lines:
-        scanner.feed(line, offset)
-    return scanner.finish()
-
-
 def read_unknown_transcript(lines: Iterable[tuple], start: int = 0, seen_ids: Iterable[str] = (),
                             want_prompt: bool = False) -> TranscriptFacts:
     """The reader of an agent whose transcript format is not read (yet): nothing is recorded, and
@@ -2612,6 +2890,9 @@ class Agent:
     server_needs_root: bool = False  # its entry names the one project it serves (CHECKPOINT_PROJECT_ROOT)
     hook_event_extra: dict = field(default_factory=dict)  # our event -> what that handler holds besides hook_extra
     project_note: str = ""  # what it needs before it reads a project's files ({root}: the project)
+    # Events that fire in every session, where a first prompt alone is not worth a checkpoint
+    # (Gemini CLI runs PreCompress before every model request).
+    routine_events: tuple = ("session-end", "stop")
 
 
 _CLAUDE_STDIN = {"session": ("session_id",), "cwd": ("cwd",), "transcript": ("transcript_path",)}
@@ -2626,7 +2907,7 @@ AGENTS = {agent.name: agent for agent in (
           ("{dir}/settings.json", "{root}/.claude/settings.json"), HookShape.GROUPS,
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
           {"session-start": "clear|compact|resume"}, {}, {"project": "$CLAUDE_PROJECT_DIR", "home": "$HOME"},
-          _CLAUDE_STDIN, HookOutput.TEXT, read_claude_transcript,
+          _CLAUDE_STDIN, HookOutput.TEXT, ClaudeTranscript.read,
           "expands ${VAR:-default} in .mcp.json; hooks get CLAUDE_PROJECT_DIR", ("claude-code",)),
     Agent("codex", "Codex", ("CODEX_HOME", ".codex"),
           ("{dir}/config.toml", "{root}/.codex/config.toml"), ConfigFormat.TOML, "mcp_servers",
@@ -2634,7 +2915,7 @@ AGENTS = {agent.name: agent for agent in (
           ("{dir}/hooks.json", "{root}/.codex/hooks.json"), HookShape.GROUPS,
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
           {}, {}, {"project": "", "home": "$HOME"},
-          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, CodexRollout.read,
           "runs the server and hooks in the session folder (-C); expands nothing in config.toml; "
           "runs only hooks the user trusted", ("codex-mcp-client",), trusts_hooks=True,
           hook_event_extra={"session-end": {"timeout": 3}},  # its default is 1 s, its most 3 s (seen)
@@ -2646,16 +2927,16 @@ AGENTS = {agent.name: agent for agent in (
           ("{dir}/settings.json", "{root}/.gemini/settings.json"), HookShape.GROUPS,
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompress", "SessionEnd", "AfterAgent"))),
           {}, {}, {"project": "$GEMINI_PROJECT_DIR", "home": "$HOME"},
-          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, GeminiChat.read,
           "runs the server in its working folder; expands $VAR in settings.json; hooks get GEMINI_PROJECT_DIR",
-          ("gemini-cli-mcp-client",)),
+          ("gemini-cli-mcp-client",), routine_events=("pre-compact", "session-end", "stop")),
     Agent("qwen", "Qwen Code", ("", ".qwen"),
           ("{dir}/settings.json", "{root}/.qwen/settings.json"), ConfigFormat.JSON, "mcpServers",
           _GEMINI_SERVER, _JSON_SERVER_FOLDER,
           ("{dir}/settings.json", "{root}/.qwen/settings.json"), HookShape.GROUPS,
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
           {}, {}, {"project": "$QWEN_PROJECT_DIR", "home": "$HOME"},
-          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, read_unknown_transcript,
+          _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, QwenChat.read,
           "Gemini CLI's files and expansion, Claude Code's event names; hooks get QWEN_PROJECT_DIR",
           ("qwen-cli-mcp-client", "qwen-code-mcp-client")),
     Agent("copilot", "Copilot CLI", ("COPILOT_HOME", ".copilot"),
@@ -2665,7 +2946,7 @@ AGENTS = {agent.name: agent for agent in (
           dict(zip(_OUR_EVENTS, ("sessionStart", "preCompact", "sessionEnd", "agentStop"))),
           {}, {"timeoutSec": 30}, {"project": "", "home": "$HOME"},
           {"session": ("sessionId", "session_id"), "cwd": ("cwd",), "transcript": ("transcriptPath", "transcript_path")},
-          HookOutput.ADDITIONAL_CONTEXT, read_unknown_transcript,
+          HookOutput.ADDITIONAL_CONTEXT, CopilotEvents.read,
           "runs hooks in the session folder; a project keeps hooks in .github/hooks, servers only per user"),
     Agent("cursor", "Cursor", ("", ".cursor"),
           ("{dir}/mcp.json", "{root}/.cursor/mcp.json"), ConfigFormat.JSON, "mcpServers",
@@ -4013,7 +4294,7 @@ def _remove_old_lock_file(root: str) -> None:
 
 
 def scan_transcript(path: str, start: int, previous: Optional[Checkpoint],
-                    read: Callable = read_claude_transcript) -> TranscriptFacts:
+                    read: Callable = ClaudeTranscript.read) -> TranscriptFacts:
     """Stream the transcript from byte `start` (where the last hook stopped) through an agent's
     reader (the read_transcript of its row in AGENTS)."""
     seen = previous.hooks.tool_use_ids if previous else []
@@ -4763,7 +5044,7 @@ def _changed_since_saved_snapshot(git: Git, root: str, scan: GitScan, cp: Checkp
 
 
 def record_transcript(root: str, transcript_path: str, session_id: str, world: World,
-                      require_activity: bool = False, read: Callable = read_claude_transcript) -> Optional[SaveOutcome]:
+                      require_activity: bool = False, read: Callable = ClaudeTranscript.read) -> Optional[SaveOutcome]:
     """The hooks: merge what the transcript proves into the checkpoint. Returns None when the
     transcript holds nothing new (then nothing is written). With require_activity, a first
     prompt alone is not worth a checkpoint (Stop and SessionEnd fire in every session).
@@ -6497,7 +6778,9 @@ def _trust_checks(plan: Install, hooks_doc: dict, world: World) -> list:
 # ════════════════════════════════════════════════════════════════════════════
 
 
-def build_parser() -> Any:
+def build_parser(hook_only: bool = False) -> Any:
+    """Every command's parser; with hook_only, the hook's alone: it runs after every turn of
+    every session, and building them all costs more than its own quiet work (section 21)."""
     import argparse
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS,
@@ -6509,6 +6792,9 @@ def build_parser() -> Any:
         epilog="Exit status: 0 ok, 1 failed, 2 usage error, 3 nothing to act on (no checkpoint or snapshot yet).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if hook_only:
+        _add_hook_command(commands, common)
+        return parser
     commands.add_parser("serve", parents=[common], help="run the MCP stdio server (the default)")
     show = commands.add_parser("show", parents=[common], help="print the resume brief")
     show.add_argument("--full", "--json", action="store_true", dest="full",
@@ -6524,10 +6810,7 @@ def build_parser() -> Any:
     save.add_argument("--decision", action="append", metavar="TEXT", dest="decisions", help="a decision (repeat)")
     save.add_argument("--merge", action="store_true", help="merge into the existing checkpoint (keeps its goal)")
     save.add_argument("--json", action="store_true", help="print the answer as one JSON document")
-    hook = commands.add_parser("hook", parents=[common], help="run as an agent's hook (its JSON on stdin); always exits 0")
-    hook.add_argument("event", choices=sorted(HOOK_EVENTS), help="; ".join(f"{k}: {v}" for k, v in HOOK_EVENTS.items()))
-    hook.add_argument("--client", default=DEFAULT_AGENT, choices=[a.name for a in AGENTS.values() if a.hook_events],
-                      help="the agent that runs the hook: its input fields, its answer's shape (default: claude)")
+    _add_hook_command(commands, common)
     agents = ", ".join(AGENTS)
     install = commands.add_parser("install", parents=[common],
                                   help="print (or --write) an agent's server entry and hooks")
@@ -6554,6 +6837,13 @@ def build_parser() -> Any:
     doctor.add_argument("--json", action="store_true", help="print one JSON document")
     _add_rewind_commands(commands, common)
     return parser
+
+
+def _add_hook_command(commands: Any, common: Any) -> None:
+    hook = commands.add_parser("hook", parents=[common], help="run as an agent's hook (its JSON on stdin); always exits 0")
+    hook.add_argument("event", choices=sorted(HOOK_EVENTS), help="; ".join(f"{k}: {v}" for k, v in HOOK_EVENTS.items()))
+    hook.add_argument("--client", default=DEFAULT_AGENT, choices=[a.name for a in AGENTS.values() if a.hook_events],
+                      help="the agent that runs the hook: its input fields, its answer's shape (default: claude)")
 
 
 def _add_rewind_commands(commands: Any, common: Any) -> None:
@@ -6618,7 +6908,7 @@ def _main(argv: list, in_process: bool) -> int:
     if not argv or argv == ["serve"]:
         return serve()
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(hook_only=_is_hook_command(argv)).parse_args(argv)
     except SystemExit as leaving:
         # A hook exits 0 even on a usage error (Gemini CLI retries a turn whose AfterAgent hook
         # exits 2, in a loop); argparse has said what was wrong on stderr.
@@ -6898,7 +7188,7 @@ def _record_hook(event: str, facts: dict, root: str, world: World, agent: Agent)
         names = "/".join(agent.stdin_fields.get("transcript", ()))
         return [f"no {names} in the hook's input; nothing recorded"]
     outcome = record_transcript(root, transcript, facts["session"] or "", world,
-                                require_activity=event in ("session-end", "stop"), read=agent.read_transcript)
+                                require_activity=event in agent.routine_events, read=agent.read_transcript)
     if outcome is None:
         # Nothing in the transcript, yet a subagent, a formatter or another program may have
         # changed files during the turn: snapshot the work tree when it differs from the last one.

@@ -8,8 +8,8 @@
 
 Most tests start the real file as a subprocess and speak JSON-RPC to it over stdio,
 in real git repositories made in temporary folders: no mocks of git or the file system.
-Tests that need a real MCP client (the official Python SDK, Claude Code) skip with a
-reason when it is not installed; .ci/run installs both.
+Tests that need a real MCP client or agent (the official Python SDK, Claude Code, Codex,
+Gemini CLI, Qwen Code) skip with a reason when it is not installed; .ci/run installs them.
 
 The tests of claude_checkpoint.py's section N are in section N here, in the same order
 (its sections 1-3, header, constants and errors, have none of their own), and a sub-section
@@ -19,7 +19,7 @@ the command line, prompts and resources, together, are SPEC sections 8, 9 and 11
       Helpers         isolated environments, real repositories, a stdio MCP client, fixtures
    4. Model           the checkpoint file and its versions; 4.1 the save tool's arguments
    5. Redaction       5.1 the rules and the corpora, 5.2 each rule's catch and keep examples
-   6. Core            6.3 merge table and size cap, 6.4 drift, 6.5 transcripts, 6.6 snapshot plans
+   6. Core            6.3 merge table and size cap, 6.4 drift, 6.5 every agent's transcripts, 6.6 snapshot plans
    7. Rendering       the resume brief and the answer texts
    8. Git adapter     status parsing, real repositories, git facts in saves, missing and hanging git
    9. Storage         checkpoint files, the backup, locks, hostile files
@@ -32,7 +32,8 @@ the command line, prompts and resources, together, are SPEC sections 8, 9 and 11
   16. Command line    show, save, --root, --version, --help
   17. MCP SDK         the official MCP Python SDK's client
   18. Packaging       the wheel's console script and uvx
-  19. Claude Code     Claude Code itself, headless, against a stub model
+  19. Claude Code     Claude Code itself, headless, against a stub model; 19.1 Codex, Gemini CLI and
+                      Qwen Code against fake models, each taking a task over from Claude Code
   20. MCP Inspector   the MCP Inspector's command line
   21. Benchmark       --bench: figures against floors
   22. Runner          --quick, the shards, and the closing "N passed, M failed"
@@ -1488,7 +1489,7 @@ class TestTranscriptScanner(unittest.TestCase):
         return {"type": "user", "message": {"role": "user", "content": [block]}, "toolUseResult": text}
 
     def scan(self, lines, seen=(), want_prompt=True) -> cc.TranscriptFacts:
-        scanner = cc.TranscriptScanner(seen, want_prompt=want_prompt)
+        scanner = cc.ClaudeTranscript(seen, want_prompt=want_prompt)
         offset = 0
         for line in lines:
             scanner.feed(line, offset)
@@ -1538,7 +1539,345 @@ class TestTranscriptScanner(unittest.TestCase):
         for text, code in (("Exit code 127\nnot found", 127), ("Error: Exit code 1", 1), ("killed", 1),
                            ([{"type": "text", "text": "Exit code 3"}], 3)):
             with self.subTest(text=text):
-                self.assertEqual(cc._exit_code({"content": text}), code)
+                self.assertEqual(cc.exit_code_in(text, 1), code)
+
+
+# The other agents' transcripts, in the exact shapes their real CLIs wrote (Codex 0.169.0,
+# Gemini CLI 0.61.0, Qwen Code 0.24.4, seen offline against the fake models of section 19)
+# or, for Copilot CLI (it needs Node 24), its public docs and SDK schema. Each builder writes
+# a turn: a prompt, a shell command that succeeds, one that fails, an edit, a failed edit.
+
+class AgentTranscript:
+    """Lines of one agent's transcript; `turn` writes the same story in every format."""
+
+    def __init__(self, cwd: str):
+        self.cwd = cwd
+        self.lines: list = []
+        self._count = 0
+
+    def next_id(self, prefix: str) -> str:
+        self._count += 1
+        return f"{prefix}_{self._count:04d}"
+
+    def add(self, record) -> None:
+        self.lines.append(record if isinstance(record, str) else json.dumps(record, separators=(",", ":")))
+
+    def turn(self, prompt: str = "Write the notes file") -> None:
+        self.prompt(prompt)
+        self.shell("echo hi > notes.txt", 0)
+        self.shell("exit 3", 3)
+        self.edit(os.path.join(self.cwd, "added.txt"))
+        self.edit(os.path.join(self.cwd, "missing.txt"), ok=False)
+
+    def pairs(self, start: int = 0) -> list:
+        """(offset, bytes) pairs, as the hook reads them."""
+        out, offset = [], 0
+        for line in self.lines:
+            data = line.encode() + b"\n"
+            if offset >= start:
+                out.append((offset, data))
+            offset += len(data)
+        return out
+
+    def save(self, path: str) -> str:
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write("".join(line + "\n" for line in self.lines))
+        return path
+
+
+class CodexRolloutLines(AgentTranscript):
+    """$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl: response_item lines for the model's
+    calls and their outputs, then event_msg item_completed with call and result together."""
+
+    def _line(self, kind: str, payload: dict) -> None:
+        self.add({"timestamp": "2026-12-01T15:30:58.685Z", "ordinal": len(self.lines) + 1, "type": kind,
+                  "payload": payload})
+
+    def _completed(self, item: dict) -> None:
+        self._line("event_msg", {"type": "item_completed", "thread_id": "01a2323b-0583", "turn_id": "01a2323b-059f",
+                                 "item": item, "started_at_ms": 1796139058754, "completed_at_ms": 1796139058755})
+
+    def prompt(self, text: str) -> None:
+        self._line("response_item", {"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "BRIEF from a SessionStart hook"}]})
+        self._line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}],
+                                     "internal_chat_message_metadata_passthrough": {"content_item_kinds": ["user.text"]}})
+        self._completed({"type": "UserMessage", "id": self.next_id("msg"),
+                         "content": [{"type": "text", "text": text, "text_elements": []}]})
+
+    def shell(self, command: str, code: int) -> None:
+        call_id = self.next_id("call")
+        self._line("response_item", {"type": "function_call", "name": "exec_command",
+                                     "arguments": json.dumps({"cmd": command}), "call_id": call_id})
+        self._completed({"type": "CommandExecution", "id": call_id, "process_id": "94134",
+                         "command": ["/bin/bash", "-lc", command], "cwd": "file://" + self.cwd,
+                         "parsed_cmd": [{"type": "unknown", "cmd": command}], "source": "unified_exec_startup",
+                         "status": "completed" if code == 0 else "failed", "aggregated_output": "", "exit_code": code})
+        self._line("response_item", {"type": "function_call_output", "call_id": call_id,
+                                     "output": f"Chunk ID: 976e27\nProcess exited with code {code}\nOutput:\n"})
+
+    def edit(self, path: str, ok: bool = True) -> None:
+        call_id = self.next_id("call")
+        self._line("response_item", {"type": "custom_tool_call", "call_id": call_id, "name": "apply_patch",
+                                     "input": f"*** Begin Patch\n*** Add File: {path}\n+hello\n*** End Patch\n"})
+        self._completed({"type": "FileChange", "id": call_id, "changes": {path: {"type": "add", "content": "hello\n"}},
+                         "status": "completed" if ok else "failed", "stdout": "", "stderr": ""})
+
+
+class GeminiChatLines(AgentTranscript):
+    """~/.gemini/tmp/<project>/chats/session-*.jsonl: a header, $set records, and message
+    records appended again whole each time they change (the last one of an id wins)."""
+
+    def __init__(self, cwd: str):
+        super().__init__(cwd)
+        self.add({"sessionId": "8dcfc762-bd48", "projectHash": "ad2f3712", "startTime": "2026-12-01T15:31:12.771Z",
+                  "lastUpdated": "2026-12-01T15:31:12.771Z", "kind": "main"})
+        self.add({"$set": {"messages": [{"id": "d04923d3", "type": "user", "content": [
+            {"text": "<session_context>\nThis is the Gemini CLI.\n</session_context>"}]}]}})
+
+    def prompt(self, text: str) -> None:
+        self.add({"id": self.next_id("user"), "timestamp": "2026-12-01T15:31:12.930Z", "type": "user",
+                  "content": [{"text": f"<hook_context>BRIEF</hook_context>\n\n{text}"}]})
+
+    def _call(self, name: str, args: dict, output: str, status: str) -> None:
+        message_id, call_id = self.next_id("gemini"), self.next_id(name)
+        message = {"id": message_id, "timestamp": "2026-12-01T15:31:13.035Z", "type": "gemini", "content": "",
+                   "thoughts": [], "model": "gemini-3.1-pro-preview"}
+        self.add(message)
+        self.add({"$set": {"lastUpdated": "2026-12-01T15:31:13.035Z"}})
+        response = {"functionResponse": {"id": call_id, "name": name, "response": {"output": output}}}
+        self.add(dict(message, toolCalls=[{"id": call_id, "name": name, "args": args, "result": [response],
+                                           "status": status, "displayName": name}]))
+        self.add({"id": self.next_id("user"), "type": "user", "content": [response]})
+
+    def shell(self, command: str, code: int) -> None:
+        exit_line = f"Exit Code: {code}\n" if code else ""
+        self._call("run_shell_command", {"command": command},
+                   f"<untrusted_context>\nOutput: (empty)\n{exit_line}Process Group PGID: 9885\n</untrusted_context>",
+                   "success")
+
+    def edit(self, path: str, ok: bool = True) -> None:
+        self._call("write_file", {"file_path": path, "content": "hello\n"},
+                   "Successfully created and wrote to new file: " + path, "success" if ok else "error")
+
+    def rewrite_all(self) -> None:
+        """Append every message record again, as Gemini CLI does when it updates one."""
+        for line in list(self.lines):
+            if '"toolCalls"' in line:
+                self.lines.append(line)
+
+
+class QwenChatLines(AgentTranscript):
+    """~/.qwen/projects/<cwd>/chats/<session>.jsonl: Gemini's parts in Claude Code's line
+    shape (uuid, parentUuid, type: user|assistant|tool_result|system)."""
+
+    def _line(self, kind: str, **fields) -> None:
+        self.add(dict({"uuid": self.next_id("uuid"), "parentUuid": None, "sessionId": "3c882ddf",
+                       "timestamp": "2026-12-01T15:31:30.071Z", "type": kind, "cwd": self.cwd, "version": "0.24.4"},
+                      **fields))
+
+    def prompt(self, text: str) -> None:
+        self._line("user", provenance="real_user", message={"role": "user", "parts": [{"text": text}]})
+        self._line("system", provenance="system", subtype="attribution_snapshot", systemPayload={"snapshot": {}})
+
+    def _call(self, name: str, args: dict, output: str, status: str, display: dict) -> None:
+        call_id = self.next_id("toolu_stub")
+        self._line("assistant", provenance="assistant_output", message={"role": "model", "parts": [
+            {"functionCall": {"id": call_id, "name": name, "args": args}}]})
+        self._line("system", provenance="system", subtype="ui_telemetry", systemPayload={"uiEvent": {
+            "event.name": "qwen-code.tool_call", "call_id": call_id, "function_name": name, "function_args": args}})
+        self._line("tool_result", provenance="tool_result", message={"role": "user", "parts": [
+            {"functionResponse": {"id": call_id, "name": name, "response": {"output": output}}}]},
+            toolCallResult={"callId": call_id, "status": status, "resultDisplay": display, "executionStatus": status})
+
+    def shell(self, command: str, code: int) -> None:
+        self._call("run_shell_command", {"command": command, "description": "run it"},
+                   f"Command: {command}\nOutput: (empty)\nExit Code: {code}", "success",
+                   {"type": "shell_result", "version": 1, "exitCode": code, "outcome": "completed"})
+
+    def edit(self, path: str, ok: bool = True) -> None:
+        self._call("write_file", {"file_path": path, "content": "hello\n"},
+                   "Successfully created and wrote to new file: " + path, "success" if ok else "error",
+                   {"fileName": os.path.basename(path), "filePath": path})
+
+
+class CopilotEventsLines(AgentTranscript):
+    """~/.copilot/session-state/<session>/events.jsonl (Copilot CLI 1.0, from its public docs
+    and SDK schema): {type, data, id, timestamp, parentId} events."""
+
+    def _event(self, kind: str, data: dict) -> None:
+        self.add({"type": kind, "data": data, "id": self.next_id("evt"), "timestamp": "2026-05-07T06:19:05.000Z",
+                  "parentId": None})
+
+    def prompt(self, text: str) -> None:
+        self._event("session.start", {"sessionId": "abc-123", "version": 1, "producer": "copilot-agent",
+                                      "copilotVersion": "1.0.43", "context": {"cwd": self.cwd}})
+        self._event("user.message", {"content": text, "attachments": []})
+
+    def _call(self, name: str, args: dict, success: bool, content: str) -> None:
+        call_id = self.next_id("toolu_vrtx")
+        self._event("assistant.message", {"content": "", "toolRequests": [
+            {"toolCallId": call_id, "name": name, "arguments": args, "type": "function"}]})
+        self._event("tool.execution_start", {"toolCallId": call_id, "toolName": name, "arguments": args})
+        data = {"toolCallId": call_id, "success": success}
+        data.update({"result": {"content": content, "detailedContent": content}} if success else
+                    {"error": {"message": content, "code": "failure"}})
+        self._event("tool.execution_complete", data)
+
+    def shell(self, command: str, code: int) -> None:
+        self._call("bash", {"command": command, "description": "run it"}, True,
+                   f"<shellId: 0 completed with exit code {code}>")
+
+    def edit(self, path: str, ok: bool = True) -> None:
+        if ok:
+            self._call("create", {"path": path, "file_text": "hello\n"}, True, "Created file " + path)
+        else:
+            self._call("edit", {"path": path, "old_str": "a", "new_str": "b"}, False, "No match found")
+
+
+AGENT_TRANSCRIPTS = {"codex": CodexRolloutLines, "gemini": GeminiChatLines, "qwen": QwenChatLines,
+                     "copilot": CopilotEventsLines}
+
+
+class TestAgentTranscriptReaders(unittest.TestCase):
+    """SPEC section 12: each agent's reader finds what its own tools did, once."""
+
+    def read(self, agent: str, transcript: AgentTranscript, start: int = 0, seen=(), want_prompt=True):
+        return cc.AGENTS[agent].read_transcript(transcript.pairs(start), start, seen, want_prompt)
+
+    def test_every_agent_reader_finds_the_prompt_the_commands_with_exit_codes_and_the_edits(self):
+        for agent, builder in AGENT_TRANSCRIPTS.items():
+            with self.subTest(agent):
+                transcript = builder("/p")
+                transcript.turn("Write the notes file")
+                facts = self.read(agent, transcript)
+                self.assertEqual(facts.first_prompt, "Write the notes file")
+                self.assertEqual([(c.command, c.exit_code) for c in facts.commands],
+                                 [("echo hi > notes.txt", 0), ("exit 3", 3)])
+                self.assertTrue(all(c.auto and c.tool_use_id for c in facts.commands))
+                self.assertEqual([path for path, _ in facts.edited_files], ["/p/added.txt"])
+                self.assertEqual(len(facts.taken_ids), 3)
+                self.assertEqual(facts.resume_offset, sum(len(line.encode()) + 1 for line in transcript.lines))
+
+    def test_an_exit_code_in_a_commands_own_output_is_not_taken_for_its_status(self):
+        for agent in ("gemini", "qwen", "copilot"):
+            with self.subTest(agent):
+                transcript = AGENT_TRANSCRIPTS[agent]("/p")
+                transcript.shell("cat ci.log", 0)
+                result = -2 if agent == "gemini" else -1  # the line that holds the command's output
+                transcript.lines[result] = transcript.lines[result] \
+                    .replace("Output: (empty)", "Output: job 3: exit code 7\\nExit Code: 7 (retried)") \
+                    .replace("<shellId: 0", "job 3 exited with code 7\\n<shellId: 0") \
+                    .replace('"exitCode":0,', "")  # Qwen Code's own field gone: its output text decides
+                self.assertEqual([(c.command, c.exit_code) for c in self.read(agent, transcript).commands],
+                                 [("cat ci.log", 0)])
+
+    def test_a_second_read_from_the_cursor_or_from_the_start_records_nothing_again(self):
+        for agent, builder in AGENT_TRANSCRIPTS.items():
+            with self.subTest(agent):
+                transcript = builder("/p")
+                transcript.turn()
+                first = self.read(agent, transcript)
+                transcript.shell("make test", 0)
+                again = self.read(agent, transcript, start=first.resume_offset, seen=first.taken_ids, want_prompt=False)
+                self.assertEqual([c.command for c in again.commands], ["make test"])
+                self.assertEqual(again.edited_files, [])
+                everything = self.read(agent, transcript, seen=first.taken_ids + again.taken_ids, want_prompt=False)
+                self.assertEqual((everything.commands, everything.edited_files), ([], []))
+
+    def test_gemini_records_appended_again_whole_are_taken_once(self):
+        transcript = GeminiChatLines("/p")
+        transcript.turn()
+        transcript.rewrite_all()
+        facts = self.read("gemini", transcript)
+        self.assertEqual([c.command for c in facts.commands], ["echo hi > notes.txt", "exit 3"])
+        self.assertEqual(len(facts.edited_files), 1)
+        cursor = facts.resume_offset
+        transcript.rewrite_all()  # a later update restates them after the cursor
+        later = self.read("gemini", transcript, start=cursor, seen=facts.taken_ids, want_prompt=False)
+        self.assertEqual((later.commands, later.edited_files, later.taken_ids), ([], [], []))
+
+    def test_a_gemini_call_still_running_is_taken_when_its_record_comes_back_finished(self):
+        transcript = GeminiChatLines("/p")
+        transcript.shell("make", 0)
+        finished = transcript.lines[-2]
+        transcript.lines[-2] = finished.replace('"status":"success"', '"status":"executing"')
+        early = self.read("gemini", transcript)
+        self.assertEqual(early.commands, [])
+        transcript.add(finished)
+        later = self.read("gemini", transcript, start=early.resume_offset, seen=early.taken_ids)
+        self.assertEqual([c.command for c in later.commands], ["make"])
+
+    def test_a_call_waiting_for_its_result_holds_the_cursor(self):
+        for agent in ("qwen", "copilot"):
+            with self.subTest(agent):
+                transcript = AGENT_TRANSCRIPTS[agent]("/p")
+                transcript.shell("make", 0)
+                answer = transcript.lines.pop()
+                facts = self.read(agent, transcript)
+                self.assertEqual(facts.commands, [])
+                transcript.add(answer)
+                later = self.read(agent, transcript, start=facts.resume_offset)
+                self.assertEqual([c.command for c in later.commands], ["make"])
+
+    def test_the_prompt_skips_what_the_agent_injected(self):
+        transcript = GeminiChatLines("/p")
+        transcript.prompt("Fix the build")
+        self.assertEqual(self.read("gemini", transcript).first_prompt, "Fix the build")
+        codex = CodexRolloutLines("/p")
+        codex.prompt("Fix the build")
+        self.assertEqual(self.read("codex", codex).first_prompt, "Fix the build")
+
+    def test_a_codex_patch_that_moves_a_file_names_both_paths(self):
+        transcript = CodexRolloutLines("/p")
+        transcript._completed({"type": "FileChange", "id": "call_9", "status": "completed", "changes": {
+            "/p/old.py": {"type": "update", "unified_diff": "", "move_path": "/p/new.py"}}})
+        self.assertEqual([p for p, _ in self.read("codex", transcript).edited_files], ["/p/old.py", "/p/new.py"])
+
+    def test_foreign_torn_and_hostile_lines_are_skipped(self):
+        hostile = ['{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution",'
+                   '"id":["x"],"command":"ls","status":"completed","exit_code":0}}}',
+                   '{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution",'
+                   '"id":"c1","command":{"a":1},"status":"completed","exit_code":"0"}}}',
+                   '{"toolCalls":[{"id":"x","name":"run_shell_command","args":"ls","status":"success"}]}',
+                   '{"$set":{"messages":"not a list"}}', '{"type":"tool_result","toolCallResult":"nope"}',
+                   '{"type":"tool.execution_start","data":{"toolCallId":"t","toolName":"bash","arguments":"{torn"}}',
+                   '{"type":"assistant","message":{"parts":[{"functionCall":{"id":1,"name":"edit"}}]}}',
+                   '{"toolCalls"', "[1, 2]", "\x00\xff", '"a string"']
+        claude = Transcript("/p")
+        claude.prompt("Go")
+        claude.bash("make")
+        for agent, builder in dict(AGENT_TRANSCRIPTS, claude=None).items():
+            with self.subTest(agent):
+                transcript = builder("/p") if builder else AgentTranscript("/p")
+                if builder:
+                    transcript.prompt("Go")  # a first line of the agent's own format
+                for line in claude.lines[:1] + hostile + claude.lines[1:]:
+                    transcript.add(line)
+                facts = self.read(agent, transcript)
+                expected = ["make"] if agent == "claude" else []
+                self.assertEqual([c.command for c in facts.commands], expected)
+                self.assertEqual(facts.edited_files, [])
+
+    def test_a_transcript_of_another_format_is_refused_by_its_first_line(self):
+        claude = Transcript("/p")
+        claude.prompt("Go")
+        samples = {"claude": claude.lines}
+        for agent, builder in AGENT_TRANSCRIPTS.items():
+            transcript = builder("/p")
+            transcript.turn()
+            samples[agent] = transcript.lines
+        for reader in samples:
+            for writer, lines in samples.items():
+                with self.subTest(reader=reader, writer=writer):
+                    transcript = AgentTranscript("/p")
+                    transcript.lines = list(lines)
+                    if reader == writer:
+                        self.read(reader, transcript)
+                    else:
+                        with self.assertRaisesRegex(cc.CheckpointError, "is not a .*--client"):
+                            self.read(reader, transcript)
+                        self.read(reader, transcript, start=len(lines[0]) + 1)  # a later read does not look
 
 
 # ── 6.6 Snapshots: trees, restore plans, ids, skip rules (SPEC section 10) ──
@@ -1632,7 +1971,7 @@ class AgentTableTest(unittest.TestCase):
         facts = cc.AGENTS["claude"].read_transcript(pairs, 100, (), False)
         self.assertEqual([c.command for c in facts.commands], ["make"])
         self.assertEqual(facts.resume_offset, offset)
-        self.assertEqual(cc.read_claude_transcript([], 42).resume_offset, 42)  # nothing new: the cursor stays
+        self.assertEqual(cc.ClaudeTranscript.read([], 42).resume_offset, 42)  # nothing new: the cursor stays
 
     def test_an_unknown_transcript_format_is_an_error_that_names_it(self):
         with self.assertRaisesRegex(cc.CheckpointError, "unknown transcript format"):
@@ -4742,6 +5081,125 @@ class AgentNameTest(unittest.TestCase):
             cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent={"name": 3}))
 
 
+class AgentRecordingHookTest(unittest.TestCase):
+    """SPEC section 12: every agent's recording hooks read its own transcript, record what its
+    tools did, once, and snapshot each turn that changed files (section 10's rule)."""
+
+    def turn(self, client: str) -> tuple:
+        ws = Workspace(self)
+        ws.write("added.txt", "hello\n")  # committed: only the transcript can name it
+        ws.git("add", "added.txt")
+        ws.git("commit", "-qm", "added")
+        ws.write("notes.txt", "hi\n")
+        transcript = AGENT_TRANSCRIPTS[client](ws.repo)
+        transcript.turn("Write the notes file")
+        return ws, transcript, transcript.save(os.path.join(ws.home, f"{client}.jsonl"))
+
+    def hook(self, ws: Workspace, client: str, event: str, transcript: str) -> subprocess.CompletedProcess:
+        proc = ws.run_cli("hook", event, "--client", client, stdin=agent_payload(client, event, ws.repo, transcript))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual((proc.stdout, stderr_lines(proc)), (b"", []))
+        return proc
+
+    def test_each_agents_stop_hook_records_commands_and_edits_and_snapshots_the_turn_once(self):
+        for client in AGENT_TRANSCRIPTS:
+            with self.subTest(client):
+                ws, transcript, path = self.turn(client)
+                self.hook(ws, client, "stop", path)
+                checkpoint = ws.checkpoint()
+                self.assertEqual([(c["command"], c.get("exitCode")) for c in checkpoint["recentCommands"]],
+                                 [("echo hi > notes.txt", 0), ("exit 3", 3)])
+                self.assertEqual(files_by_path(checkpoint)["added.txt"]["source"], "agent")
+                self.assertNotIn("missing.txt", files_by_path(checkpoint))
+                self.assertEqual(checkpoint["goal"]["primary"], "Write the notes file")
+                self.assertEqual(len(listing(self, ws)), 1)
+                raw = read(os.path.join(ws.repo, ".claude-checkpoint"))
+                for event in ("stop", "pre-compact", "pre-compact", "session-end"):  # nothing new since
+                    self.hook(ws, client, event, path)
+                self.assertEqual(read(os.path.join(ws.repo, ".claude-checkpoint")), raw)
+                self.assertEqual(len(listing(self, ws)), 1)
+
+    def test_gemini_clis_pre_compact_before_every_request_saves_no_prompt_alone(self):
+        """PreCompress fires before the first model request of every session: a question asked
+        in passing leaves no checkpoint; the first tool call does, with the prompt as its goal."""
+        ws = Workspace(self)
+        transcript = GeminiChatLines(ws.repo)
+        transcript.prompt("What does app.py do?")
+        path = transcript.save(os.path.join(ws.home, "gemini.jsonl"))
+        self.hook(ws, "gemini", "pre-compact", path)
+        self.assertFalse(os.path.exists(os.path.join(ws.repo, ".claude-checkpoint")))
+        transcript.shell("python3 app.py", 0)
+        self.hook(ws, "gemini", "pre-compact", transcript.save(path))
+        self.assertEqual(ws.checkpoint()["goal"]["primary"], "What does app.py do?")
+        self.assertEqual(commands_of(ws.checkpoint()), ["python3 app.py"])
+
+    def test_what_each_agents_transcript_gives_is_redacted(self):
+        token = fake_secret("ghp_", 36)
+        for client in AGENT_TRANSCRIPTS:
+            with self.subTest(client):
+                ws, transcript, path = self.turn(client)
+                transcript.shell(f"curl -H 'Authorization: token {token}' https://api.github.com/user", 0)
+                self.hook(ws, client, "stop", transcript.save(path))
+                self.assertNotIn(token, read(os.path.join(ws.repo, ".claude-checkpoint")).decode())
+                self.assertIn("curl -H", commands_of(ws.checkpoint())[-1])
+
+    def test_the_next_turn_that_changes_files_gets_its_own_snapshot(self):
+        for client in ("codex", "gemini"):
+            with self.subTest(client):
+                ws, transcript, path = self.turn(client)
+                self.hook(ws, client, "stop", path)
+                ws.write("notes.txt", "second turn\n")
+                transcript.shell("echo second turn > notes.txt", 0)
+                transcript.save(path)
+                self.hook(ws, client, "stop", path)
+                self.assertEqual(commands_of(ws.checkpoint()),
+                                 ["echo hi > notes.txt", "exit 3", "echo second turn > notes.txt"])
+                newest = listing(self, ws)
+                self.assertEqual(len(newest), 2)
+                self.assertEqual(blob(ws, newest[0]["commit"], "notes.txt"), b"second turn\n")
+
+    def test_copilot_cli_takes_over_from_claude_code_and_hands_back_on_its_recorded_samples(self):
+        """The handoff of SPEC section 12 for Copilot CLI (it needs Node 24): its hook inputs and
+        events.jsonl as its docs give them, through the commands its hooks file runs."""
+        ws = Workspace(self)
+        ws.write("app.py", "claude\n")
+        claude = Transcript(ws.repo)
+        claude.prompt("Ship the login page")
+        claude.edit("Write", os.path.join(ws.repo, "app.py"))
+        self.hook(ws, "claude", "stop", claude.save(os.path.join(ws.home, "claude.jsonl")))
+        before = listing(self, ws)[0]["id"]
+        start = ws.run_cli("hook", "session-start", "--client", "copilot",
+                           stdin=agent_payload("copilot", "session-start", ws.repo))
+        brief = json.loads(start.stdout)["additionalContext"]
+        self.assertIn("saved by Claude Code", brief)
+        self.assertIn("Ship the login page", brief)
+        ws.write("app.py", "claude\ncopilot\n")
+        copilot = CopilotEventsLines(ws.repo)
+        copilot.prompt("Go on")
+        copilot.shell("echo copilot >> app.py", 0)
+        self.hook(ws, "copilot", "stop", copilot.save(os.path.join(ws.home, "events.jsonl")))
+        checkpoint = ws.checkpoint()
+        self.assertEqual(checkpoint["agent"]["name"], "copilot")
+        self.assertEqual(commands_of(checkpoint), ["echo copilot >> app.py"])
+        newest = listing(self, ws)
+        self.assertEqual(blob(ws, newest[0]["commit"], "app.py"), b"claude\ncopilot\n")
+        back = ws.run_cli("hook", "session-start", "--client", "claude",
+                          stdin=agent_payload("claude", "session-start", ws.repo)).stdout.decode()
+        self.assertIn("saved by Copilot CLI", back)
+        self.assertIn("echo copilot >> app.py", back)
+        self.assertIn("app.py", back)
+        self.assertEqual(ws.run_cli("restore", before, "--yes").returncode, 0)
+        self.assertEqual(read(os.path.join(ws.repo, "app.py")), b"claude\n")
+
+    def test_a_transcript_in_another_agents_format_records_nothing_and_costs_one_line(self):
+        ws, transcript, path = self.turn("codex")
+        proc = ws.run_cli("hook", "stop", "--client", "gemini", stdin=agent_payload("gemini", "stop", ws.repo, path))
+        self.assertEqual((proc.returncode, proc.stdout), (0, b""))
+        self.assertFalse(os.path.exists(os.path.join(ws.repo, ".claude-checkpoint")))
+        [line] = stderr_lines(proc)
+        self.assertIn("is not a Gemini CLI chat", line)
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 12. MCP tools, prompts and resources
 # ════════════════════════════════════════════════════════════════════════════
@@ -7461,6 +7919,350 @@ class ClaudeCodePluginTest(ClaudeCodeE2EBase):
         self.assertEqual(self.goal_of(self.checkpoint()), "Plugin goal e2e")
 
 
+# ── 19.1 The other agents: Codex, Gemini CLI and Qwen Code, headless, against fake models (SPEC section 12) ──
+# Each fake plays the model for one wire API on 127.0.0.1 (a free port; the test starts and stops
+# it): a script of turns, each either {"shell": COMMAND} (a call of the agent's own shell tool) or
+# a final text, and a record of every request, so a test sees what reached the model. Qwen Code
+# speaks Anthropic's Messages API: StubModel above serves it. Seen with Codex 0.169.0, Gemini CLI
+# 0.61.0 and Qwen Code 0.24.4 (.ci/run installs exactly those into .ci/.cache).
+
+class FakeModelServer:
+    """What the fakes share: the HTTP server, the script, the record of requests."""
+
+    def __init__(self, turns=(), default: str = "Done."):
+        self.turns = list(turns)
+        self.default = default
+        self.requests: list = []  # {"path", "body"}
+        self.lock = threading.Lock()
+        self._httpd = None
+
+    def start(self):
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_GET(self):
+                fake._handle(self, None)
+
+            def do_POST(self):
+                size = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(size) if size else b""
+                try:
+                    body = json.loads(raw.decode("utf-8")) if raw else None
+                except ValueError:
+                    body = None
+                fake._handle(self, body)
+
+        self._httpd = _StubHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        return self
+
+    def stop(self):
+        if self._httpd:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d" % self._httpd.server_address[1]
+
+    def _handle(self, handler, body) -> None:
+        with self.lock:
+            self.requests.append({"path": handler.path, "body": body})
+        self.answer(handler, handler.path.split("?")[0], body)
+
+    def answer(self, handler, path: str, body) -> None:
+        raise NotImplementedError
+
+    def next_turn(self):
+        with self.lock:
+            return self.turns.pop(0) if self.turns else self.default
+
+    def text_of(self, marker: str) -> list:
+        """The JSON text of every request whose path contains `marker`: for `in` asserts."""
+        with self.lock:
+            return [json.dumps(r["body"]) for r in self.requests if marker in r["path"]]
+
+    @staticmethod
+    def send_json(handler, obj) -> None:
+        data = json.dumps(obj).encode("utf-8")
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    @staticmethod
+    def send_events(handler, events: list) -> None:
+        """Server-sent events, then the connection closes: [(event name or None, data)]."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        handler.close_connection = True
+        for name, data in events:
+            head = f"event: {name}\n" if name else ""
+            handler.wfile.write(f"{head}data: {json.dumps(data)}\n\n".encode("utf-8"))
+        handler.wfile.flush()
+
+
+class FakeResponsesModel(FakeModelServer):
+    """OpenAI's Responses API as Codex uses it (`wire_api = "responses"`): POST {base}/responses
+    streams response.created, response.output_item.added/done (a `function_call` of Codex's
+    exec_command with {"cmd"}, or an assistant `message`), response.completed with usage."""
+
+    def answer(self, handler, path: str, body) -> None:
+        if handler.command != "POST" or not path.endswith("/responses"):
+            return self.send_json(handler, {"data": [], "models": []})
+        turn, suffix = self.next_turn(), uuid.uuid4().hex[:12]
+        if isinstance(turn, str):
+            item = {"type": "message", "id": "msg_" + suffix, "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": turn, "annotations": []}]}
+        else:
+            item = {"type": "function_call", "id": "fc_" + suffix, "call_id": "call_" + suffix,
+                    "name": "exec_command", "arguments": json.dumps({"cmd": turn["shell"]})}
+        usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+        self.send_events(handler, [
+            ("response.created", {"type": "response.created", "response": {"id": "resp_" + suffix}}),
+            ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
+            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+            ("response.completed", {"type": "response.completed", "response": {"id": "resp_" + suffix, "usage": usage}})])
+
+
+class FakeGeminiModel(FakeModelServer):
+    """Gemini's API as Gemini CLI uses it (GOOGLE_GEMINI_BASE_URL): the turns come from
+    POST /v1beta/models/M:streamGenerateContent?alt=sse (a functionCall of run_shell_command
+    with {"command"}, or text); its side questions (routing, who speaks next) from
+    :generateContent, answered with one JSON object that satisfies each."""
+
+    SIDE_ANSWER = {"reasoning": "stub", "next_speaker": "user", "complexity_reasoning": "stub",
+                   "complexity_score": 1, "model_choice": "flash"}
+
+    def answer(self, handler, path: str, body) -> None:
+        usage = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+        if path.endswith(":countTokens"):
+            return self.send_json(handler, {"totalTokens": 10})
+        if path.endswith(":generateContent"):
+            part = {"text": json.dumps(self.SIDE_ANSWER)}
+            return self.send_json(handler, {"candidates": [{"content": {"role": "model", "parts": [part]},
+                                                            "finishReason": "STOP", "index": 0}], "usageMetadata": usage})
+        if not path.endswith(":streamGenerateContent"):
+            return self.send_json(handler, {})
+        turn = self.next_turn()
+        part = {"text": turn} if isinstance(turn, str) else \
+            {"functionCall": {"name": "run_shell_command", "args": {"command": turn["shell"]}}}
+        self.send_events(handler, [(None, {"candidates": [{"content": {"role": "model", "parts": [part]},
+                                                           "finishReason": "STOP", "index": 0}],
+                                           "usageMetadata": usage, "modelVersion": "gemini-stub"})])
+
+
+AGENT_CLIS = {  # name -> (environment variable naming the binary, what `--version` prints)
+    "codex": ("CODEX_BIN", "codex-cli"),
+    "gemini": ("GEMINI_BIN", ""),
+    "qwen": ("QWEN_BIN", ""),
+}
+_agent_cli_cache: dict = {}
+
+
+def find_agent_cli(name: str) -> tuple:
+    """(path, version) of a working agent CLI, or (None, the reason it is missing)."""
+    if name not in _agent_cli_cache:
+        variable, banner = AGENT_CLIS[name]
+        candidates = [os.environ.get(variable), os.path.join(CC_REPO, ".ci", ".cache", "node_modules", ".bin", name),
+                      shutil.which(name)]
+        found = (None, f"{name} not found (set {variable}, run .ci/run, or put `{name}` on PATH)")
+        for candidate in candidates:
+            if not candidate or not os.access(candidate, os.X_OK):
+                continue
+            try:
+                with tempfile.TemporaryDirectory(prefix="cc-ver-") as home:  # it may write its folders there
+                    proc = subprocess.run([candidate, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
+                                          text=True, timeout=60, env=_cc_base_env(home))
+            except (OSError, subprocess.TimeoutExpired) as error:
+                found = (None, f"{candidate} --version failed: {error}")
+                continue
+            if proc.returncode == 0 and banner in proc.stdout:
+                found = (candidate, proc.stdout.strip().splitlines()[-1])
+                break
+            found = (None, f"{candidate} --version: rc={proc.returncode} {(proc.stderr or proc.stdout)[-300:]}")
+        _agent_cli_cache[name] = found
+    return _agent_cli_cache[name]
+
+
+class AgentHandoffTest(ClaudeCodeE2EBase):
+    """SPEC section 12's test that matters: one task, two agents. Claude Code saves and edits; the
+    other agent starts in the same project and its SessionStart hook hands it the brief (saved
+    by Claude Code); it runs a shell command that changes a file; its Stop hook records the
+    command and snapshots the change; Claude Code resumes and its brief shows the command and the
+    file; `restore` undoes the other agent's change."""
+
+    CLAUDE_APP = "def login():\n    return 'claude'\n"
+    OTHER_LINE = "# edited by the other agent"
+
+    def agent(self, name: str) -> str:
+        path, info = find_agent_cli(name)
+        if not path:
+            self.skipTest(info)
+        return path
+
+    def install(self, client: str, env: dict, *extra: str) -> None:
+        """`install --client NAME --write`, as a user runs it once (user scope)."""
+        proc = subprocess.run(PROGRAM + ["install", "--client", client, "--write", *extra], cwd=self.proj, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+    # ── Claude Code's half ──
+    def claude_saves_and_edits(self) -> str:
+        """Claude Code, with its hooks, saves a checkpoint and writes app.py; returns its session id."""
+        self.init_repo()
+        self.install("claude", self.env)
+        app = os.path.join(self.proj, "app.py")
+        turns = [{"tool_use": {"name": "mcp__checkpoint__save_session_checkpoint", "input": {
+                     "goal": "Ship the login page", "nextSteps": ["Make login() check the password"]}}},
+                 {"tool_use": {"name": "Write", "input": {"file_path": app, "content": self.CLAUDE_APP}}},
+                 "Saved, and wrote app.py."]
+        with StubModel(turns) as stub:
+            session = self.prompt("Start the login page", stub)["session_id"]
+        self.assertEqual(self.goal_of(self.checkpoint()), "Ship the login page", self.stub_dump(stub))
+        self.assertEqual(self.checkpoint()["agent"]["name"], "claude")
+        return session
+
+    def claude_resumes(self, session: str) -> str:
+        """Claude Code resumes its session; returns the text of what reached its model."""
+        with StubModel(["Resuming."]) as stub:
+            self.prompt("Go on", stub, "--resume", session)
+        return "\n".join(stub_text(r["body"]) for r in stub.main_requests())
+
+    def check_recorded(self, other: str, command: str, before: list) -> None:
+        """After the other agent's turn: its command and file are in the checkpoint, its change in one new snapshot."""
+        checkpoint = self.checkpoint()
+        self.assertEqual(checkpoint["agent"]["name"], other)
+        self.assertEqual(self.goal_of(checkpoint), "Ship the login page")  # the model's words stay
+        ran = {c["command"]: c for c in checkpoint["recentCommands"]}
+        self.assertEqual(ran[command].get("exitCode"), 0, checkpoint["recentCommands"])
+        self.assertIn("app.py", [f["path"] for f in checkpoint["modifiedFiles"]])
+        after = self.snapshot_ids()
+        self.assertEqual(len(after), len(before) + 1, "one snapshot for the other agent's turn")
+        self.assertIn(self.OTHER_LINE, self.git("cat-file", "blob", after[0] + ":app.py"))
+
+    def restore_undoes(self, snapshot: str) -> None:
+        proc = subprocess.run(PROGRAM + ["restore", snapshot, "--yes"], cwd=self.proj, env=self.env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        with open(os.path.join(self.proj, "app.py")) as stream:
+            self.assertEqual(stream.read(), self.CLAUDE_APP)
+
+    def snapshot_ids(self) -> list:
+        proc = subprocess.run(PROGRAM + ["list", "--json"], cwd=self.proj, env=self.env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return [s["commit"] for s in json.loads(proc.stdout)]
+
+    def run_agent(self, argv: list, env: dict) -> subprocess.CompletedProcess:
+        try:
+            proc = subprocess.run(argv, cwd=self.proj, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                                  text=True, timeout=CC_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.fail(f"{argv[0]} timed out after {CC_TIMEOUT} s")
+        self.assertEqual(proc.returncode, 0, proc.stdout[-3000:] + proc.stderr[-3000:])
+        return proc
+
+    def handoff(self, other: str, run_turn) -> None:
+        """The whole story; run_turn(command) runs the other agent's turn and returns what reached its model."""
+        session = self.claude_saves_and_edits()
+        before = self.snapshot_ids()
+        command = f"printf '%s\\n' '{self.OTHER_LINE}' >> app.py"
+        seen_by_model = run_turn(command)
+        self.assertIn("# Resuming:", seen_by_model, "the SessionStart hook's brief did not reach the model")
+        self.assertIn("saved by Claude Code", seen_by_model)
+        self.assertIn("Ship the login page", seen_by_model)
+        self.check_recorded(other, command, before)
+        brief = self.claude_resumes(session).split("# Resuming:", 1)[-1]
+        self.assertIn("saved by " + cc.AGENTS[other].title, brief)
+        self.assertIn(command, brief)
+        self.assertIn("app.py", brief)
+        self.restore_undoes(before[0])
+
+    # ── Codex ──
+    def codex_setup(self, codex: str, fake: FakeModelServer) -> dict:
+        codex_home = os.path.join(self.home, ".codex")
+        os.makedirs(codex_home, exist_ok=True)
+        with open(os.path.join(codex_home, "config.toml"), "w") as stream:  # the user's own: the model
+            stream.write(textwrap.dedent(f"""\
+                model = "gpt-6.1-sol"
+                model_provider = "fake"
+                [model_providers.fake]
+                name = "fake"
+                base_url = "{fake.url}/v1"
+                env_key = "CHECKPOINT_FAKE_KEY"
+                wire_api = "responses"
+                """))
+        env = dict(self.env, CODEX_HOME=codex_home, CHECKPOINT_FAKE_KEY="dummy-e2e-key")
+        self.install("codex", env, "--trust")  # Codex runs only hooks the user trusted
+        return env
+
+    def test_claude_code_to_codex_and_back(self):
+        codex = self.agent("codex")
+        with FakeResponsesModel() as fake:
+            env = self.codex_setup(codex, fake)
+
+            def codex_turn(command: str) -> str:
+                fake.turns = [{"shell": command}, "Appended the line."]
+                self.run_agent([codex, "exec", "--skip-git-repo-check", "-s", "danger-full-access",
+                                "Go on with the task"], env)
+                return "\n".join(fake.text_of("/responses"))
+
+            self.handoff("codex", codex_turn)
+
+    # ── Gemini CLI ──
+    def gemini_env(self, fake: FakeModelServer) -> dict:
+        self.write_json(os.path.join(self.home, ".gemini", "settings.json"),  # the user's own: the API key's auth
+                        {"security": {"auth": {"selectedType": "gemini-api-key"}}})
+        env = dict(self.env, GEMINI_API_KEY="dummy-e2e-key", GOOGLE_GEMINI_BASE_URL=fake.url,
+                   GEMINI_CLI_TRUST_WORKSPACE="true")
+        self.install("gemini", env)
+        return env
+
+    def test_claude_code_to_gemini_cli_and_back(self):
+        gemini = self.agent("gemini")
+        with FakeGeminiModel() as fake:
+            env = self.gemini_env(fake)
+
+            def gemini_turn(command: str) -> str:
+                fake.turns = [{"shell": command}, "Appended the line."]
+                self.run_agent([gemini, "-p", "Go on with the task", "--yolo"], env)
+                return "\n".join(fake.text_of(":streamGenerateContent"))
+
+            self.handoff("gemini", gemini_turn)
+
+    # ── Qwen Code ──
+    def test_claude_code_to_qwen_code_and_back(self):
+        qwen = self.agent("qwen")
+        self.install("qwen", self.env)
+
+        def qwen_turn(command: str) -> str:
+            turns = [{"tool_use": {"name": "run_shell_command", "input": {"command": command}}}, "Appended the line."]
+            with StubModel(turns) as stub:
+                self.run_agent([qwen, "-p", "Go on with the task", "--auth-type", "anthropic", "--model",
+                                "claude-stub-1", "--yolo"], dict(self.env, ANTHROPIC_BASE_URL=stub.url))
+            return "\n".join(stub_text(r["body"]) for r in stub.main_requests())
+
+        self.handoff("qwen", qwen_turn)
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 20. The MCP Inspector CLI (npm @modelcontextprotocol/inspector)
 # ════════════════════════════════════════════════════════════════════════════
@@ -7538,6 +8340,9 @@ BENCH_FLOORS = {  # the issue's budgets; None: reported for comparison, no floor
     "redaction, worst 100 KB adversarial (s)": 1.0,
     "hook pre-compact, 50 MB transcript (s)": 1.0,
     "hook session-start, 50k-file repo (s)": 1.0,
+    **{f"hook on a quiet turn, {client} {event} (ms)": 60 for client, event in (
+        ("claude", "stop"), ("codex", "stop"), ("gemini", "stop"), ("gemini", "pre-compact"), ("qwen", "stop"),
+        ("copilot", "stop"))},
 }
 
 
@@ -7657,6 +8462,34 @@ def bench_stop_hook(ws: Workspace) -> dict:
                            capture_output=True, check=True)
         hook()
         figures[f"hook stop after every turn, nothing new, {label} (ms)"] = _timed(hook, 11) * 1000
+    return figures
+
+
+def bench_agent_hooks(ws: Workspace) -> dict:
+    """Every agent's recording hook (the plugin command) after a turn that did nothing new: its
+    transcript holds an earlier turn, already recorded and snapshotted, and a new prompt. Gemini
+    CLI also runs pre-compact before every model request (SPEC section 12)."""
+    figures = {}
+    builders = dict(AGENT_TRANSCRIPTS, claude=None)
+    for client, event in (("claude", "stop"), ("codex", "stop"), ("gemini", "stop"), ("gemini", "pre-compact"),
+                          ("qwen", "stop"), ("copilot", "stop")):
+        if builders[client]:
+            transcript = builders[client](ws.repo)
+            transcript.turn("Bench the hooks")
+        else:
+            transcript = Transcript(ws.repo)
+            transcript.prompt("Bench the hooks")
+            transcript.bash("echo bench")
+        path = transcript.save(os.path.join(ws.home, f"{client}-{event}.jsonl"))
+        payload = agent_payload(client, event, ws.repo, path).encode()
+        command = [*plugin_server_command(), "hook", event, "--client", client]
+
+        def hook() -> None:
+            subprocess.run(command, input=payload, env=bench_env(ws.env), cwd=ws.repo, capture_output=True, check=True)
+        hook()  # records the earlier turn and snapshots it
+        transcript.prompt("And now?")  # a turn of text only
+        transcript.save(path)
+        figures[f"hook on a quiet turn, {client} {event} (ms)"] = _timed(hook, 11) * 1000
     return figures
 
 
@@ -7817,7 +8650,7 @@ def run_redaction_report() -> int:
 
 
 def run_bench(quick: bool = False) -> int:
-    """The figures against their floors; with quick, start-up, memory and the Stop hook only."""
+    """The figures against their floors; with quick, start-up, memory and the hooks after a quiet turn only."""
     scratch = tempfile.mkdtemp(prefix="cc-bench-")
     try:
         print(f"Benchmark on {sys.executable} ({sys.version.split()[0]})")
@@ -7833,6 +8666,7 @@ def run_bench(quick: bool = False) -> int:
         figures.update(bench_startup(small.env, small.repo))
         figures.update(bench_memory(small))
         figures.update(bench_stop_hook(small))
+        figures.update(bench_agent_hooks(small))
         if not quick:
             figures.update(bench_redaction())
             print("  building a repository of 50,000 files (1,000 dirty)…")
