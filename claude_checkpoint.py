@@ -1192,7 +1192,7 @@ def _looks_like_prose_secret(value: str) -> bool:
 #   secret-printing command prints, a table column headed by a credential, a YAML block under a
 #   secret name, each also across a shell `\` continuation. Their checks (CONTEXT_FINDERS) pick
 #   the tokens of the span that look machine-generated, with random_tokens().
-_TOKEN = r"[A-Za-z0-9!#$%*+\-./:?@^_~]+=*"  # printable ASCII between delimiters; `=` only as base64 padding
+_TOKEN = r"[A-Za-z0-9!#$%*+\-./:?@^_~]{10,}=*"  # printable ASCII between delimiters; `=` only as padding
 _RANDOM_LENGTHS = (10, 1024)  # shorter ones are words and PINs; longer ones are data, not keys
 _SHORT_RANDOM = 16  # below this a token needs three character classes, a digit and no regex syntax
 _MIN_HEX = 32  # shorter hex runs are ids: abbreviated commits, GPG key ids, Mongo object ids
@@ -1316,8 +1316,8 @@ _CREDENTIAL_WORDS = (
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|pin|creds|psk|mdp|jeton|cl[ée]|passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis"
     r"|contrase[ñn]a|clave|llave|senha|chave|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel"
-    r"|l[öo]senord|nyckel|adgangskode|passord|salasana|avain|heslo|kl[íi][čc]|has[łl]o|klucz|[şs]ifre|anahtar"
-    r"|jelsz[óo]|parol[ăa]|cheie|mot de passe|m[ậa]t kh[ẩa]u|kata sandi|sandi|kunci))(?![a-z])"
+    r"|lösenord|losenord|nyckel|adgangskode|passord|salasana|avain|heslo|klíč|klic|has[łl]o|klucz|şifre|sifre|anahtar"
+    r"|jelsz[óo]|parol[ăa]|cheie|mot de passe|mật khẩu|mat khau|kata sandi|sandi|kunci))(?![a-z])"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль)"
     r"|パスワード|暗証番号|トークン|秘密鍵|シークレット|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|암호|토큰|비밀\s?키|액세스\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|סיסמ[הא]|รหัสผ่าน)")
@@ -2049,7 +2049,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  password reset emails now use the template password_reset_email_v2
 #   keep:  tokens used: 18,204 input, 2,311 output (request id req_01H8XKZ3M4N5P6Q7R8S9T0)
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
-context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|auth(?:enticate)?|set-?api-?key|(?:add-)?authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+set)(?=[ \t:])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
+context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+set)(?=[ \t:])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
 #   catch: acme-cli login «Zt7Kq2Xm9LpW4rVb8NcD» --org acme
 #   catch: yarn config set npmAuthToken «Np9Xk2Lm7Qr4Tz8WvB3c»
@@ -2141,11 +2141,13 @@ def redaction_rules() -> list:
 
 def _compiled_rules():
     """Compiled on first use (compiling costs more than the server's whole handshake) and
-    kept on the function: a cache decorator would cost an import at every start."""
+    kept on the function: a cache decorator would cost an import at every start. Beside
+    them, in `words`, what each rule's matches need and start with (_rule_words)."""
     cached = getattr(_compiled_rules, "cache", None)
     if cached is None:
         import re
         cached = tuple((rule, re.compile(rule.pattern)) for rule in redaction_rules())
+        _compiled_rules.words = tuple(_rule_words(pattern) for _, pattern in cached)
         _compiled_rules.cache = cached
     return cached
 
@@ -2153,7 +2155,9 @@ def _compiled_rules():
 def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
     """Return (text with secrets replaced by «redacted», number of replacements).
     known_secrets are exact values to remove wherever they appear (the server's own
-    secret environment variables), longest first so that no value is left half replaced."""
+    secret environment variables), longest first so that no value is left half replaced.
+    A rule runs only on a text that holds one of the words its matches need, and where its
+    matches start with a word, only there (a few `str.find`s instead of a regex scan)."""
     if not text:
         return text, 0
     count = 0
@@ -2161,17 +2165,106 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
         if secret in text:
             count += text.count(secret)
             text = text.replace(secret, REDACTED)
-    for rule, pattern in _compiled_rules():
-        text, hits = _apply_rule(rule, pattern, text)
-        count += hits
+    lowered = text.lower()
+    for (rule, pattern), (needs, starts) in zip(_compiled_rules(), _compiled_rules.words):
+        if needs and not any(word in lowered for word in needs):
+            continue
+        if starts and len(lowered) == len(text):  # lower() kept every index
+            matches = _matches_at_words(pattern, text, lowered, starts)
+        else:
+            matches = pattern.finditer(text)
+        text, hits = _apply_rule(rule, pattern, text, matches)
+        if hits:
+            count += hits
+            lowered = text.lower()
     return text, count
 
 
-def _apply_rule(rule: RedactionRule, pattern: Any, text: str) -> tuple:
-    """Replace the "s" span of each accepted match. Values are often captured in a lookahead,
-    so a rejected match (`client = Client(api_key="…")`) does not hide the match inside it."""
+def _matches_at_words(pattern: Any, text: str, lowered: str, words: tuple) -> Any:
+    """pattern.finditer(text) for a pattern whose every match starts with one of words: the
+    pattern is tried only where lowered holds one."""
+    positions = set()
+    for word in words:
+        found = lowered.find(word)
+        while found >= 0:
+            positions.add(found)
+            found = lowered.find(word, found + 1)
+    end = 0
+    for position in sorted(positions):
+        if position >= end:
+            match = pattern.match(text, position)
+            if match:
+                end = max(match.end(), position + 1)
+                yield match
+
+
+def _rule_words(pattern: Any) -> tuple:
+    """(needs, starts): the words (lowercase) one of which every match of a compiled pattern
+    contains, and those one of which it starts with (empty when unknown), read from its parse
+    tree: a cheap look before the regex, since most rules name a tool or a prefix."""
+    try:
+        from re import _parser as parser  # Python 3.11+
+    except ImportError:
+        import sre_parse as parser  # noqa: the same module before 3.11
+    items = parser.parse(pattern.pattern, pattern.flags)
+    return (tuple(sorted(_needed_in(parser, items) or ())), tuple(sorted(_starting_in(parser, items) or ())))
+
+
+def _needed_in(parser: Any, items: Any) -> Optional[frozenset]:
+    """The needed words of a parsed sequence: its longest literal run, or a group, a repeat of
+    one or more, or an alternation whose every branch needs words (the set whose shortest word
+    is longest wins). Lookarounds are skipped: they need nothing."""
+    best, run = None, ""
+    for op, arg in list(items) + [(None, None)]:
+        if op is parser.LITERAL:
+            run += chr(arg)
+            continue
+        found = frozenset([run.lower()]) if len(run) >= 2 else None
+        run = ""
+        if op is parser.SUBPATTERN:
+            found = _longest_needed(found, _needed_in(parser, arg[-1]))
+        elif op is parser.BRANCH:
+            branches = [_needed_in(parser, branch) for branch in arg[1]]
+            found = _longest_needed(found, frozenset().union(*branches) if all(branches) else None)
+        elif op in (parser.MAX_REPEAT, parser.MIN_REPEAT) and arg[0] >= 1:
+            found = _longest_needed(found, _needed_in(parser, arg[2]))
+        best = _longest_needed(best, found)
+    return best
+
+
+def _starting_in(parser: Any, items: Any) -> Optional[frozenset]:
+    """The words a parsed sequence starts with, after its lookarounds: its literal run, joined
+    to what a group or an alternation right after it starts with (every branch must)."""
+    zero_width = (parser.ASSERT, parser.ASSERT_NOT, parser.AT)
+    items = [(op, arg) for op, arg in items]
+    while items and items[0][0] in zero_width:
+        items.pop(0)
+    run = ""
+    while items and items[0][0] is parser.LITERAL:
+        run += chr(items.pop(0)[1])
+    following = None
+    if items and items[0][0] is parser.SUBPATTERN:
+        following = _starting_in(parser, items[0][1][-1])
+    elif items and items[0][0] is parser.BRANCH:
+        branches = [_starting_in(parser, branch) for branch in items[0][1][1]]
+        following = frozenset().union(*branches) if all(branches) else None
+    if following:
+        return frozenset((run + word).lower() for word in following)
+    return frozenset([run.lower()]) if len(run) >= 2 else None
+
+
+def _longest_needed(one: Optional[frozenset], other: Optional[frozenset]) -> Optional[frozenset]:
+    if not one or not other:
+        return one or other
+    return one if min(map(len, one)) >= min(map(len, other)) else other
+
+
+def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = None) -> tuple:
+    """Replace the "s" span of each accepted match (of matches, by default pattern.finditer(text)).
+    Values are often captured in a lookahead, so a rejected match (`client = Client(api_key="…")`)
+    does not hide the match inside it."""
     pieces, position, hits = [], 0, 0
-    for match in pattern.finditer(text):
+    for match in pattern.finditer(text) if matches is None else matches:
         if rule.find is None and (match.start("s") < position or REDACTED in match.group("s")):
             continue
         for start, end in rule.find(match) if rule.find else _accepted_span(rule, match):
