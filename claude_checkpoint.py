@@ -813,7 +813,7 @@ _NAME_SPLIT = r"[_.:\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
 _NOT_VALUES = frozenset("""
     true false null none nil yes no on off undefined str string int integer bytes bool boolean
     number any object optional required secretstr text varchar char password redacted hidden masked
-    env read write none sensitive inherit include omit same-origin bearer basic digest negotiate""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
+    env read write none sensitive inherit include omit same-origin bearer basic digest negotiate user machine process""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
 
 
 def _name_parts(name: str) -> list:
@@ -859,6 +859,9 @@ _INTERPOLATION = (r"\$\{|\{\{|#\{|\$\(|%\([\w.]+\)[-#0 +]?\d*[sdifr]|%[sdvw](?![
                   r"|(?:^|\s)\$(?:env:)?[A-Za-z_]\w*(?![^\s/.:@\-}\])])")
 # A format slot, `{user_id}`, `{0}`, `{name!r:>10}`: a template when every brace in the value is one.
 _TEMPLATE_SLOT = r"\{(?:[A-Za-z_][\w.]*(?:\[[^\]\s]{0,40}\])?|\d{0,2})(?:![rsa])?(?::[^{}\s]{0,20})?\}"
+# A secret manager's reference: `op://vault/item/field`, `vault://…`, `awssm://…`.
+_SECRET_MANAGER_REFERENCE = (r"(?i)(?:op|vault|awssm|gcpsm|azkv|akv|ssm|sops|doppler|bws?|keyring|secretsmanager|k8s|kms"
+                             r"|onepassword|lpass|pass|infisical|conjur|akeyless)://")
 # Words that make a value a placeholder: `CHANGE_ME`, `your-api-key-here`, `<insert key here>`.
 _PLACEHOLDER_WORDS = frozenset("""
     your changeme change replace replaceme placeholder insert here todo fixme tbd dummy example sample
@@ -884,7 +887,9 @@ def _is_reference(value: str) -> bool:
         return True
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
         return True
-    if v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets.", "env:", "file:")):
+    if v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets.", "env:", "file:", "arn:", "vault:")):
+        return True  # names and resource names (an ARN names a secret; it does not hold one)
+    if "://" in v and re.match(_SECRET_MANAGER_REFERENCE, v):
         return True
     if any(c in v for c in "${#%") and (re.search(_INTERPOLATION, v) or _is_template(v)):
         return True
@@ -908,7 +913,7 @@ def _is_placeholder(v: str) -> bool:
     import re
     if re.fullmatch(r"[A-Z]+(?:_[A-Z]+)+", v):
         return True  # a name in capitals stands in for its value
-    words = [w for w in re.split(r"[\s_.\-\[\]()<>]+", v.lower()) if w]
+    words = [w for w in re.split(r"[\s_.\-\[\]()<>:,;!?/]+", v.lower()) if w]
     if len(words) <= 8 and any(w in _PLACEHOLDER_WORDS for w in words):
         return True
     named = [w for w in words if w not in _STAND_IN_QUALIFIERS]
@@ -966,6 +971,8 @@ def _accept_assignment(match: Any) -> bool:
         return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}": code
     if strength == 1:
         return _looks_random(bare) and not _is_identifier_like(bare)
+    if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and match.string[match.end("s") + 1:][:1].islower():
+        return False  # prose after a colon: `api_key: Refreshing state...`
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
         return False  # `kubectl describe secret` prints sizes, not values
     next_char = match.string[match.end("s"):match.end("s") + 8].lstrip(" \t")[:1]
@@ -1017,17 +1024,21 @@ def _accept_flag(match: Any) -> bool:
 
 def _accept_password_like(match: Any) -> bool:
     """Prose such as `the VPN password is Xk29…`: only values that look like passwords."""
+    import re
     v = match.group("s")
-    if len(v) < 8 or len(v) > 128 or _is_reference(v) or "/" in v[:2] or "://" in v or "=" in v:
-        return False
+    if len(v) < 8 or len(v) > 128 or _is_reference(v) or "/" in v[:2] or "://" in v or "=" in v or re.match(r"\d+/", v):
+        return False  # also a port and a path: `password@localhost:5432/mydb`
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
                    any(not c.isalnum() for c in v)))
     return any(c.isdigit() for c in v) and classes >= 3
 
 
 def _accept_pair(match: Any) -> bool:
-    """`secret_access_key VALUE` without an operator: only random-looking values."""
-    return _looks_random(match.group("s")) and not _is_reference(match.group("s"))
+    """`secret_access_key VALUE` without an operator: only random-looking values; after the bare
+    word `secret`, only machine-made ones (`kubectl describe secret default-token-x8k2p` names one)."""
+    value = match.group("s").strip("\"'")
+    bare_word = match.group("name").lower() in ("secret", "secrets")
+    return _looks_random(value) and not _is_reference(value) and (not bare_word or looks_machine_generated(value))
 
 
 def _accept_password_flag(match: Any) -> bool:
@@ -1281,12 +1292,14 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
     commit id after "commit", a user name after `-u`)."""
     import re
     spans = []
-    for found in re.finditer(_TOKEN, text[start:end]):
+    for found in re.finditer(_TOKEN, text[start:end + _RANDOM_LENGTHS[1]]):
         first, last = start + found.start(), start + found.end()
+        if first >= end:
+            break  # a token that starts in the span is judged whole
         while last > first and text[last - 1] in ".,:;!?":
             last -= 1
         token = text[first:last]
-        if not looks_machine_generated(token) or _is_reference(token):
+        if not looks_machine_generated(token) or _is_reference(token) or re.match(_PUBLIC_VALUE, token):
             continue
         if not_after:
             line = text[max(start, text.rfind("\n", 0, first) + 1):first]
@@ -1347,6 +1360,11 @@ _TABLE_HEADER_CELL = r"[A-Za-z\u00c0-\uffff][\w.()/#\-]{0,30}(?: [\w.()/#\-]{1,3
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
+# A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
+_MASKED = r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|0{8,})[/_\-.]?)+"
+# Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, age and
+# nostr public keys, extended public keys, PostHog project keys.
+_PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38}$|age1[a-z0-9]{58}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
 # What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
 _HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:is|was|are|now|ist|est|es|è|é|lautet|był|to|равен|是|は)[\s:]+)?[\"'`(]*"
 _SIGNED_URL_PARAMETERS = frozenset("""
@@ -1361,6 +1379,8 @@ def _find_random_tokens(match: Any) -> list:
     follow the word at once ("the token fix landed in 2b7e…" names a commit)."""
     import re
     text, start = match.string, match.start("s")
+    if re.search(r"(?i)(?:public|publishable|pub)[ _\-]?$", text[max(0, match.start() - 12):match.start()]):
+        return []  # a public key: WireGuard's PublicKey, publishableKey
     return [(a, b) for a, b in random_tokens(text, start, match.end("s"), _PROSE_NOT_A_SECRET_BEFORE)
             if not re.fullmatch(r"(?:0x)?[0-9a-fA-F]+", text[a:b]) or re.fullmatch(_HEX_CONNECTOR, text[start:a])]
 
@@ -1502,7 +1522,7 @@ def _accept_json_web_key_member(match: Any) -> bool:
 # reaches the bound is followed to its end (_end_of_bare_value).
 _BARE_VALUE_CAP = 256
 _QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,4096}\\"|"(?:[^"\\\n]|\\.){0,4096}"|'[^'\n]{0,4096}'|`[^`\n]{0,4096}`"""
-                   r"""|[^\s,;'"`})\]&<>\\]{1,256}))""")
+                   r"""|[^\s,;'"`})\]&<>|\\]{1,256}))""")
 _TOOL_VALUE = r"""(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{1,256})"""
 _ARGUMENT = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s'"|;&<>]{1,200})"""  # one argument before the value
 _SAME_COMMAND = r"[^\n|;&]{0,200}?"  # the rest of one shell command, bounded
@@ -1933,7 +1953,7 @@ user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-
 #   catch: xcrun altool --upload-app -f app.ipa -u dev@example.com -p «abcd-efgh-ijkl-mnop»
 #   keep:  upload -u deploy -p 2222 build.zip
 secret-pair                  pair                   (?i)(?<![\w-])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
-#   catch: access_token   «EXAMPLEexample0123456789»
+#   catch: access_token   «q8XkL2mR7vTz4WpN9sYb»
 #   keep:  the api_key argument is optional
 nested-json-value            assignment             (?<![\w\\])"(?P<name>[\w.\-]{1,80})"\s*:\s*\{[^{}]{0,300}?"value"\s*:\s*(?P<s>"[^"\\\n]{1,1024}")
 #   catch: "db_password": { "sensitive": true, "type": "string", "value": "«Fz8kQp2mWx9L»" }
@@ -2279,6 +2299,13 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
     return "".join(pieces), hits
 
 
+def _is_masked_or_public(value: str) -> bool:
+    """`sk_test_xxxxxxxx`, `ghp_XXXX…`, `sk-...`, `XXXX/XXXX`: masked; `pk_live_…`, Mapbox `pk.eyJ…`, a
+    reCAPTCHA site key, an age recipient: public by design."""
+    import re
+    return re.fullmatch(_MASKED, value) is not None or re.match(_PUBLIC_VALUE, value) is not None
+
+
 def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
     """The span of a named rule's match to replace (none if its check refuses the match): the
     value without its quotes, and a bare value that filled its bound followed to its end."""
@@ -2286,6 +2313,8 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
         return ()
     start, end = match.span("s")
     value = match.group("s")
+    if _is_masked_or_public(value.strip("\"'`\\ \t\r\n")):
+        return ()
     if len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"'):
         start, end = start + 2, end - 2  # keep escaped quotes
     elif len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
