@@ -971,8 +971,9 @@ def _accept_assignment(match: Any) -> bool:
         return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}": code
     if strength == 1:
         return _looks_random(bare) and not _is_identifier_like(bare)
-    if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and match.string[match.end("s") + 1:][:1].islower():
-        return False  # prose after a colon: `api_key: Refreshing state...`
+    if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
+            match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")):
+        return False  # prose after a colon (`api_key: Refreshing state...`), a scheme (`Authorization: SSWS …`)
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
         return False  # `kubectl describe secret` prints sizes, not values
     next_char = match.string[match.end("s"):match.end("s") + 8].lstrip(" \t")[:1]
@@ -1331,16 +1332,16 @@ _CREDENTIAL_WORDS = (
     r"|contrase[ñn]a|clave|llave|senha|chave|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel"
     r"|lösenord|losenord|nyckel|adgangskode|passord|salasana|avain|heslo|klíč|klic|has[łl]o|klucz|şifre|sifre|anahtar"
     r"|jelsz[óo]|parol[ăa]|cheie|mot de passe|mật khẩu|mat khau|kata sandi|sandi|kunci))(?![a-z])"
-    r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль)"
+    r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|暗証番号|トークン|秘密鍵|シークレット|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|암호|토큰|비밀\s?키|액세스\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|סיסמ[הא]|รหัสผ่าน)")
+    r"|비밀번호|암호|토큰|비밀\s?키|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|סיסמ[הא]|รหัสผ่าน)")
 # Commands that print a secret: reading a key or secret file, a password manager or vault, a cloud
 # secret store, creating a token or random bytes.
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64)\b[^\n]*?(?i:secret|token|cred"
     r"|passw(?!d\b)|pwd|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
-    r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|wallet|mnemonic|\.jks|private)"
+    r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private)"
     r"|op[ \t]+(?:read|item[ \t]+get|document[ \t]+get|inject)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+get|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
     r"|keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
@@ -1352,7 +1353,8 @@ _SECRET_PRINTING_COMMAND = (
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+tokens?[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
-    r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)")
+    r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
+    r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b")
 # A prompt line: the end of what the command before it printed.
 _PROMPT_LINE = r"[ \t]*(?:PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?[$%>❯]|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
@@ -1366,6 +1368,10 @@ _MASKED = r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|
 # nostr public keys, extended public keys, PostHog project keys.
 _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38}$|age1[a-z0-9]{58}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
 # What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
+# A value given after a credential word, in a few words and a connector ("password di root è X",
+# "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
+_GIVEN_VALUE = (r"(?i)[^\n@/={}$:：|?&\"]{0,40}?(?:[:：=]|\b(?:is|are|was|est|ist|es|era|è|é|lautet|equals)\b|是|为|は|는|은|이|है)"
+                r"[ \t]*[\"'«“(]?(?P<v>[^\s\"'»”<>,;(){}\[\]]{4,128})")
 _HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:is|was|are|now|ist|est|es|è|é|lautet|był|to|равен|是|は)[\s:]+)?[\"'`(]*"
 _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token
@@ -1381,8 +1387,18 @@ def _find_random_tokens(match: Any) -> list:
     text, start = match.string, match.start("s")
     if re.search(r"(?i)(?:public|publishable|pub)[ _\-]?$", text[max(0, match.start() - 12):match.start()]):
         return []  # a public key: WireGuard's PublicKey, publishableKey
-    return [(a, b) for a, b in random_tokens(text, start, match.end("s"), _PROSE_NOT_A_SECRET_BEFORE)
-            if not re.fullmatch(r"(?:0x)?[0-9a-fA-F]+", text[a:b]) or re.fullmatch(_HEX_CONNECTOR, text[start:a])]
+    spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), _PROSE_NOT_A_SECRET_BEFORE)
+             if not re.fullmatch(r"(?:0x)?[0-9a-fA-F]+", text[a:b]) or re.fullmatch(_HEX_CONNECTOR, text[start:a])
+             or re.search(r"[:=：][ \t]*[\"'`]?$", text[start:a]) and not re.search(_PROSE_HASH_WORDS, text[start:a])]
+    given = re.match(_GIVEN_VALUE, text[start:match.end("s")])
+    if given and not spans:
+        value, first = given.group("v").rstrip(".,;)"), start + given.start("v")
+        pin = match.group().lower().startswith(("pin", "пин")) and re.fullmatch(r"\d{4,8}", value)
+        named_else = re.search(_PROSE_NOT_A_SECRET_BEFORE, text[start:first])
+        if not named_else and (pin or _looks_like_password(value) and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value)
+                               and not re.match(_PUBLIC_VALUE, value)):
+            spans.append((first, first + len(value)))
+    return spans
 
 
 def _find_command_arguments(match: Any) -> list:
@@ -1392,9 +1408,11 @@ def _find_command_arguments(match: Any) -> list:
 
 def _find_call_literals(match: Any) -> list:
     """A client constructor, a connect, sign or encrypt call: the random tokens of the string
-    literals among its arguments, up to its closing parenthesis."""
+    literals among its arguments, up to its closing parenthesis; and when the call names a
+    credential or a connection, a password-like literal after the first (the user, the URL)."""
     import re
-    text, depth, spans = match.string, 1, []
+    text, depth, spans, literals = match.string, 1, [], 0
+    credential_call = re.search(r"(?i)cred|connect|login|auth|passw|secret", match.group())
     for part in re.finditer(r"""[^()"'`]+|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|[()"'`]""",
                             text[match.end():match.end() + 1500]):
         piece = part.group()
@@ -1403,8 +1421,13 @@ def _find_call_literals(match: Any) -> list:
             if depth == 0:
                 break
         elif len(piece) > 2 and piece[0] in "\"'`" and piece[-1] == piece[0]:
-            start = match.end() + part.start()
-            spans += random_tokens(text, start + 1, start + len(piece) - 1)
+            start, literals = match.end() + part.start(), literals + 1
+            found = random_tokens(text, start + 1, start + len(piece) - 1)
+            value = piece[1:-1]
+            if not found and credential_call and literals > 1 and _looks_like_password(value) and not re.search(
+                    _NOT_RANDOM_SHAPES + "|[/@]", value):
+                found = [(start + 1, start + len(piece) - 1)]
+            spans += found
     return spans
 
 
@@ -1697,8 +1720,9 @@ kubernetes-secret-data       kubernetes-secret-data (?m)^(?P<indent>[ \t]*)(?:da
 #   catch: apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ndata:\n  DATABASE_URL: «cG9zdGdyZXM6Ly9hcHA6czNjcmV0QGRiOjU0MzIvYXBw»\n  ca.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t
 #   keep:  kind: ConfigMap\ndata:\n  LOG_LEVEL: info\n  REGION: eu-west-1
 # Authorization headers and bearer tokens.
-authorization-header         header-token           (?i){WORD_START}(?:proxy-)?authorization["']?(?:\s*[:=,]\s*|[ \t]+)["'`]?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey)\s+)?(?P<s>[^\s"'`,;\\]{6,})
+authorization-header         header-token           (?i){WORD_START}(?:proxy-)?authorization["']?(?:\s*[:=,]\s*|[ \t]+)["'`]?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey|[a-z][\w\-]{1,24}(?=[ \t]+[^\s"'`,;\\]{8,}))\s+)?(?P<s>[^\s"'`,;\\]{6,})
 #   catch: curl -H 'Authorization: Basic «ZXhhbXBsZTpleGFtcGxl»' https://api.example.com
+#   catch: Authorization: SSWS «00xTMHRAclHzOwKRaR0fhEYkm3BrycEV»
 #   keep:  curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com
 # AuthenticationHeaderValue("Bearer", "…")
 scheme-and-token-arguments   header-token           ["'](?:Bearer|Basic|Token)["']\s*,\s*["'](?P<s>[^"'\n]{8,1024})["']
@@ -1783,6 +1807,9 @@ net-user-password            argument               (?i)\bnet(?:\.exe)?[ \t]+use
 net-use-password             argument               (?i)\bnet(?:\.exe)?[ \t]+use[ \t]+(?:[A-Z]:[ \t]+)?\\\\\S+[ \t]+{TOOL_VALUE}
 #   catch: net use \\fs01.example.com\finance «rl#6FQ#uxg1» /user:CORP\app
 #   keep:  net use Z: \\files.example.com\media * /user:media /persistent:yes
+net-use-user-password        argument               (?i)\bnet(?:\.exe)?[ \t]+use\b{COMMAND}[ \t]/u(?:ser)?:\S+[ \t]+{TOOL_VALUE}
+#   catch: net use Z: \\fs01\finance /user:CORP\svc_backup «Plk_l86dGTl=n2B» /persistent:no
+#   keep:  net use Z: \\files.example.com\media /user:media * /persistent:yes
 windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:p|pass|password|passwd|pwd)[:=]{TOOL_VALUE}
 #   catch: xfreerdp /v:ts01.example.com /u:jdoe /p:«swu3s13gPzec_F» /cert:ignore
 #   catch: cmdkey /add:fs01 /user:CORP\jdoe /pass:«Vx82!kqL0p»
@@ -2079,7 +2106,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   keep:  npm login --registry https://npm.example.com --scope @acme
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Z][\w.]{0,60}|(?<!\w)[A-Z]\w{0,60}(?:\.new|::new|::from_\w+)|(?<!\w)New[A-Z]\w{0,40}|(?<!\w)[A-Z]\w{0,40}(?:Client|Credentials?|Connection|Session|Signer|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet)|(?:(?<=\.)|(?<![\w.$]))(?:connect|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>)
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|(?<!\w)[A-Z]\w{0,60}(?:::<[^<>\n]{0,60}>)?(?:\.new|::new|::from_\w+)|(?<!\w)[a-z]\w{0,20}\.new|(?<!\w)New[A-Z]\w{0,40}|(?<!\w)(?:[A-Z]\w{0,40})?(?:Client|Credentials?|Connection|Session|Signer|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet)|(?:(?<=\.)|(?<![\w.$]))(?:connect|getConnection|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>)
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -2088,6 +2115,8 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Z][
 #   catch: Aws::Credentials.new('«AKX7Q2MZ9LPW4RT8»', '«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»')
 #   catch: $client = new SmtpClient('smtp.example.com', 'mailer', '«Tp3Wq8Lm2Xr5Kz9VbN4c»');
 #   catch: let key = Hmac::<Sha256>::new_from_slice(b"«Vr8Kq2Zx5Lm9Tp3WbN4cD7f»")?;
+#   catch: Connection c = DriverManager.getConnection("jdbc:postgresql://db:5432/app", "app", "«Harbor.Quill.Lynx417!»");
+#   catch: sig = hmac.new(b"«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", body, hashlib.sha256).hexdigest()
 #   keep:  const client = new S3Client({ region: "us-east-1", endpoint: "https://s3.example.com" });
 #   keep:  let re = new RegExp("^[A-Za-z0-9+/]{20,}$"); const d = new Date("2024-09-16T08:00:00Z");
 #   keep:  conn = psycopg.connect("host=db.example.com dbname=app user=app_rw")
