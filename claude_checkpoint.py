@@ -1367,6 +1367,9 @@ _MASKED = r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, age and
 # nostr public keys, extended public keys, PostHog project keys.
 _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38}$|age1[a-z0-9]{58}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
+# Words that prose has and a mnemonic (BIP 39's word list) has not.
+_FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
+                            " before after".split())
 # What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
@@ -1446,33 +1449,37 @@ def _find_printed_secrets(match: Any) -> list:
 
 def _find_table_cells(match: Any) -> list:
     """A table whose header names a credential: the cells under that header that look like a
-    password or a machine-made value (markdown, or columns split by tabs or two spaces)."""
+    password or a machine-made value, or a PIN under a PIN (markdown, CSV, or columns split by
+    tabs or two spaces)."""
     import re
-    text, markdown = match.string, "|" in match.group("head")
-    names = [match.group("head")[a:b].strip() for a, b in _table_cells(match.group("head"), markdown)]
-    columns = {i for i, name in enumerate(names) if name and (
+    text, head = match.string, match.group("head")
+    separator = next((c for c in "|;," if c in head), None)
+    names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
+    columns = {i: name.lower().startswith(("pin", "пин")) for i, name in enumerate(names) if name and (
         secret_strength(re.sub(r"\W+", "_", name)) == 2 or re.fullmatch(_CREDENTIAL_WORDS, name))}
     spans, position = [], match.start("s")
     for row in text[position:match.end("s")].split("\n") if columns else ():
-        for index, (a, b) in enumerate(_table_cells(row, markdown)):
+        for index, (a, b) in enumerate(_table_cells(row, separator)):
             value = row[a:b].strip()
-            if index in columns and value and (_looks_like_password(value) or looks_machine_generated(value)):
+            if index in columns and value and (_looks_like_password(value) or looks_machine_generated(value)
+                                               or columns[index] and re.fullmatch(r"\d{4,8}", value)):
                 first = position + a + row[a:b].index(value)
                 spans.append((first, first + len(value)))
         position += len(row) + 1
     return spans
 
 
-def _table_cells(line: str, markdown: bool) -> list:
-    """The (start, end) spans of a table line's cells: between pipes, or split by tabs or two spaces."""
+def _table_cells(line: str, separator: Optional[str]) -> list:
+    """The (start, end) spans of a table line's cells: between pipes (or a CSV's commas or
+    semicolons), or split by tabs or two spaces."""
     import re
-    if not markdown:
+    if separator is None:
         return [m.span() for m in re.finditer(r"[^\t ]+(?: [^\t ]+)*", line)]
-    edges = [-1] + [i for i, c in enumerate(line) if c == "|"] + [len(line)]
+    edges = [-1] + [i for i, c in enumerate(line) if c == separator] + [len(line)]
     cells = [(a + 1, b) for a, b in zip(edges, edges[1:])]
-    if line.lstrip().startswith("|"):
+    if separator == "|" and line.lstrip().startswith("|"):
         cells = cells[1:]
-    if line.rstrip().endswith("|"):
+    if separator == "|" and line.rstrip().endswith("|"):
         cells = cells[:-1]
     return cells
 
@@ -1537,7 +1544,21 @@ def _accept_user_password_base64(match: Any) -> bool:
 def _accept_json_web_key_member(match: Any) -> bool:
     """A private member of a JSON Web Key ("d", "p", "k"…): only inside a key (a "kty" nearby)."""
     text = match.string
-    return '"kty"' in text[max(0, match.start() - 2000):match.end() + 2000]
+    return "kty" in text[max(0, match.start() - 2000):match.end() + 2000]
+
+
+def _accept_mnemonic(match: Any) -> bool:
+    """12 to 24 words after `seed`: a mnemonic has no articles or prepositions (BIP 39 has none)."""
+    words = set(match.group("s").split())
+    return not words & _FUNCTION_WORDS
+
+
+def _accept_byte_array_key(match: Any) -> bool:
+    """32 or 64 numbers of 0 to 255 with a word that says key shortly before (`id.json`, `keypair`)."""
+    import re
+    numbers = [int(n) for n in re.findall(r"\d+", match.group("s"))]
+    before = match.string[max(0, match.start() - 200):match.start()]
+    return max(numbers) <= 255 and re.search(r"(?i)key|secret|wallet|solana|id\.json|seed", before) is not None
 
 
 # Values are bounded (256 bare, 4096 quoted) so that `a=a=a=…` cannot make a rule quadratic (a
@@ -1699,21 +1720,29 @@ putty-private-lines          -                      Private-Lines:[ \t]*\d+[ \t]
 #   catch: Private-Lines: 2\n«AAAAgQCfEXAMPLEexample0123456789abcdefEXAMPLE\nAAAAQQDEXAMPLEexample»\nPrivate-MAC: 4f2c
 #   keep:  Public-Lines: 2\nAAAAB3NzaC1yc2EAAAADAQABAAABAQC\nAAAAQQDEXAMPLEexample
 # The private members of a JSON Web Key (RFC 7517): "d", "p", "q", "dp", "dq", "qi", "k".
-json-web-key-private         json-web-key           "(?:d|p|q|dp|dq|qi|k)"\s*:\s*"(?P<s>[A-Za-z0-9_\-]{16,})"
+json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|dq|qi|k)["']?[ \t]*:[ \t]*["']?(?P<s>[A-Za-z0-9_\-]{16,})
 #   catch: {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "d": "«jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI»"}
+#   catch: keys:\n  - kty: OKP\n    crv: Ed25519\n    x: 11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\n    d: «nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A»
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
-# A wallet's mnemonic: 12 to 24 lowercase words after a word that names one.
-seed-phrase                  -                      (?i)(?:mnemonic|seed[ _\-]?phrase|recovery[ _\-]?phrase|seed[ _\-]?words|backup[ _\-]?phrase|bip-?39)[^\n]{0,40}?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
+# A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|recovery[ _\-]?phrase|backup[ _\-]?phrase|secret[ _\-]?phrase|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|recuperaci[óo]n)|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,40}?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
+#   catch: phrase de récupération : «destroy dial budget census clarify enjoy cheese board arrive butter erase economy»
 #   keep:  the seed phrase is twelve words that the wallet shows once
+#   keep:  seed the database with some test data before running the integration suite again please
+# A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
+byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t]*,[ \t]*\d{1,3}){31}(?:(?:[ \t]*,[ \t]*\d{1,3}){32})?[ \t]*)\]
+#   catch: $ cat ~/.config/solana/id.json\n[«174,47,154,16,202,193,206,113,199,190,53,133,169,175,31,56,222,53,138,189,224,216,117,173,10,149,53,45,73,251,237,246,15,185,186,82,177,240,148,69,241,227,167,80,141,89,240,121,121,35,172,247,68,251,226,218,48,63,176,109,168,89,238,135»]
+#   keep:  histogram = [3,1,4,1,5,9,2,6,5,3,5,8,9,7,9,3,2,3,8,4,6,2,6,4,3,3,8,3,2,7,9,5]
 # A raw private key: 0x and 64 hex digits after a name that says key.
 hex-private-key              -                      (?i)(?:private|priv|secret|signer|signing|wallet|deployer|owner)[\w\- ]{0,12}?key\b[^\n]{0,20}?(?<![0-9a-fA-Fx])(?P<s>0x[0-9a-fA-F]{64})(?![0-9a-fA-F])
 #   catch: the deployer private key is «0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318»
 #   keep:  tx hash 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318
 # Base64 of user:password (Docker's "auth", npm's _auth, a credentials field).
-base64-user-password         user-password-base64   (?i)["']?(?:_?auth|basic|credentials?|creds)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])
+base64-user-password         user-password-base64   (?i)["']?[\w.\-]{0,30}(?:auth|ident|basic|credentials?|creds)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])
 #   catch: {"auths": {"registry.example.com": {"auth": "«ZGVwbG95OmhhcmJvcjE3»"}}}
 #   catch: _auth=«Y2k6UzNjcmV0UGFzcw==»
+#   catch: npmAuthIdent: "«ZGVwbG95OmhhcmJvcjE3»"
 #   keep:  {"auths": {"registry.example.com": {"auth": "", "identitytoken": "${TOKEN}"}}}
 # The values of a Kubernetes Secret: base64 under data:, plain under stringData:.
 kubernetes-secret-data       kubernetes-secret-data (?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\r?\n(?=(?P<s>(?:(?P=indent)[ \t]+[^\n]*(?:\n|$)){1,200}))
@@ -2138,9 +2167,11 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ cat ~/.config/acme/credentials.example\n[default]\nclient = ci-bot\nsecret = <your secret>
 #   keep:  $ kubectl get secrets\nNAME                  TYPE     DATA   AGE\ndb-credentials        Opaque   2      41d
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
-context-credential-table     table-cells            (?m)^(?P<head>(?:[ \t]*\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  )[^\n]*(?:\n|$)){1,100}))
+context-credential-table     table-cells            (?m)^(?P<head>(?:[ \t]*\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
 #   catch: NAME      USER    TOKEN\nbuild     ci      «q8XkL2mR7vTz4WpN9sYb»
+#   catch: name,email,password\nAlice Martin,alice@example.com,«Fj@!xeGNYWf5b8FY»\nBob Chen,bob@example.com,«Forest#2022cy»
+#   catch: | device | PIN |\n|---|---|\n| yubikey-ops-1 | «852694» |
 #   keep:  | setting | value |\n|---|---|\n| max_tokens | 4096 |\n| password_min_length | 12 |
 #   keep:  | user | password |\n|---|---|\n| admin | stored in the vault |
 # A YAML literal or folded block (`|`, `>`) under a name that says secret.
@@ -2159,6 +2190,7 @@ ACCEPT_CHECKS = {
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member,
+    "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key,
 }
 # The checks of context rules: each picks the spans to replace inside its match.
 CONTEXT_FINDERS = {
