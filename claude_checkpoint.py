@@ -825,8 +825,8 @@ def secret_strength(name: str) -> int:
     """2 when a name says its value is a secret (DB_PASSWORD), 1 when it may be (SIGNING_KEY
     is 2, sort_key is 1), 0 when it does not (MAX_TOKENS, password_file)."""
     parts = _name_parts(name)
-    while parts and parts[-1].isdigit():
-        parts.pop()  # VAULT_UNSEAL_KEY_1 is a key
+    while len(parts) > 1 and (parts[-1].isdigit() or len(parts[-1]) == 1):
+        parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
         parts.pop()  # SESSION_TOKEN_B64 is a token
     if not parts or _PUBLIC_WORDS.intersection(parts) or "existing" in parts or parts[-1] in _ABOUT_A_SECRET:
@@ -1484,6 +1484,40 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
     return cells
 
 
+def _find_split_literals(match: Any) -> list:
+    """The string literals that continue a machine-made (or redacted) one: each random-looking part
+    (base64 or hex fragments, six characters or more, letters and digits)."""
+    import re
+    spans, start = [], match.start("s")
+    if not _ends_machine_made(match.string, match.start()):
+        return spans
+    for literal in re.finditer(r"""["'`]([^"'`\n]{1,1024})["'`]""", match.group("s")):
+        part = literal.group(1)
+        if (re.fullmatch(r"[A-Za-z0-9+/=_\-.~]{6,}", part) and re.search(r"\d", part) and re.search(r"[A-Za-z]", part)
+                and not _is_reference(part)):
+            spans.append((start + literal.start(1), start + literal.end(1)))
+    return spans
+
+
+def _find_wrapped_line(match: Any) -> list:
+    """A line that continues a machine-made (or redacted) token at the end of the line before,
+    when that line holds more than the token (not a PEM body or a certificate's lines)."""
+    import re
+    text = match.string
+    line = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
+    if not re.search(r"\S[\s=:]+[^\s=:]+$", line) or not _ends_machine_made(text, match.start()):
+        return []
+    return random_tokens(match.string, match.start("s"), match.end("s"))
+
+
+def _ends_machine_made(text: str, end: int) -> bool:
+    """Whether the token that ends at `end` (after `=` or `:`, `"…` or `'…`) is machine-made or redacted."""
+    import re
+    last = re.search(r"[^\s\"'`=:(]*$", text[max(0, end - _RANDOM_LENGTHS[1]):end]).group()
+    return REDACTED in last or looks_machine_generated(last) or re.match(r"[\w\-]{2,12}[_\-.]", last) is not None and len(
+        last) >= 20 and re.search(r"\d", last) is not None
+
+
 def _find_block_lines(match: Any) -> list:
     """A YAML block (`|` or `>`) under a secret name: each line of it (a name that may be secret:
     its random tokens)."""
@@ -1565,7 +1599,7 @@ def _accept_byte_array_key(match: Any) -> bool:
 # quoted value ends at the next quote, so quoted scans do not pile up); an accepted bare value that
 # reaches the bound is followed to its end (_end_of_bare_value).
 _BARE_VALUE_CAP = 256
-_QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,4096}\\"|"(?:[^"\\\n]|\\.){0,4096}"|'[^'\n]{0,4096}'|`[^`\n]{0,4096}`"""
+_QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,4096}\\"|"(?:[^"\\\n]|\\.|\\\r?\n|\r?\n(?=[ \t])){0,4096}"|'[^'\n]{0,4096}'|`[^`\n]{0,4096}`"""
                    r"""|[^\s,;'"`})\]&<>|\\]{1,256}))""")
 _TOOL_VALUE = r"""(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{1,256})"""
 _ARGUMENT = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s'"|;&<>]{1,200})"""  # one argument before the value
@@ -2125,10 +2159,11 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  password reset emails now use the template password_reset_email_v2
 #   keep:  tokens used: 18,204 input, 2,311 output (request id req_01H8XKZ3M4N5P6Q7R8S9T0)
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
-context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+set)(?=[ \t:])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
+context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
 #   catch: acme-cli login «Zt7Kq2Xm9LpW4rVb8NcD» --org acme
 #   catch: yarn config set npmAuthToken «Np9Xk2Lm7Qr4Tz8WvB3c»
+#   catch: composer config http-basic.repo.example.com acme «3d1639ea7bf4430f84b1d2b39f70061f01d1a611»
 #   catch: vault login \\n  «s3Kq9ZxWm2LpR7tVb8NcXy»
 #   keep:  az login --service-principal -u 4f2c1a7e-9b3d-4e8f-a1c2-d3e4f5a6b7c8 --tenant 9b1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f
 #   keep:  docker login -u deploybot2024x registry.example.com
@@ -2174,6 +2209,20 @@ context-credential-table     table-cells            (?m)^(?P<head>(?:[ \t]*\|[ \
 #   catch: | device | PIN |\n|---|---|\n| yubikey-ops-1 | «852694» |
 #   keep:  | setting | value |\n|---|---|\n| max_tokens | 4096 |\n| password_min_length | 12 |
 #   keep:  | user | password |\n|---|---|\n| admin | stored in the vault |
+# The rest of a secret split over string literals (`"…" +`, Python's implicit joining), after a machine-made part.
+context-split-literal        split-literals         (?<=[\w+/=.~\-»])["'`](?P<s>(?:[ \t]*(?:\+|\.|\\)?[ \t]*\r?\n?[ \t]*\+?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
+#   catch: OPENAI_KEY = (\n    "«sk-proj-Aa9IDg4Tt_wUgKnGng1WgV2HzsUzxJULN»"\n    "«OIUuiX_Xz0AUhR8kNLFONVD16mT3BlbkFJk3»"\n)
+#   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
+#   keep:  message = ("the token was rotated; "\n           "see the runbook for the next steps")
+# The rest of a secret wrapped onto the next line of a log, after a machine-made part.
+context-wrapped-line         wrapped-line           (?<=[\w+/=.~\-»])\\?\r?\n(?=(?P<s>(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}))
+#   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
+#   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
+#   keep:  token rotated for build-2024-09-16\nINFO request finished
+# A triple-quoted string under a name that says secret (Python, TOML, Kotlin, Scala).
+context-quoted-block         block-lines            (?m)^[ \t]*(?:val[ \t]+|var[ \t]+|const[ \t]+)?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
+#   catch: signing_key = """\n«27C9GN63cOSIHStWuiQJM3QxSy/w8XG+44hx23T8EdhL»\n«p/+gWeF+auxL/6D9/z4ahyujhXimXg4+4hhLmPXlQ5CU»\n"""
+#   keep:  token_help = """\nPaste the token from the settings page.\n"""
 # A YAML literal or folded block (`|`, `>`) under a name that says secret.
 context-yaml-block           block-lines            (?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?["']?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})["']?[ \t]*:[ \t]*[|>][-+0-9]{0,2}[ \t]*(?:#[^\n]*)?\r?\n(?=(?P<s>(?:(?P=indent)[ \t]+[^\n]*(?:\n|$)|[ \t]*\n){1,100}))
 #   catch: client_secret: >-\n  «Kq7Zx2Lm9Pw4Rt8V»\n  «bN3cD6fGh2Jk»\nregion: eu-west-1
@@ -2196,7 +2245,8 @@ ACCEPT_CHECKS = {
 CONTEXT_FINDERS = {
     "random-tokens": _find_random_tokens, "command-arguments": _find_command_arguments,
     "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells,
-    "block-lines": _find_block_lines, "kubernetes-secret-data": _find_kubernetes_secret_data,
+    "block-lines": _find_block_lines, "split-literals": _find_split_literals,
+    "wrapped-line": _find_wrapped_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
 }
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
