@@ -1205,6 +1205,7 @@ def _looks_like_prose_secret(value: str) -> bool:
 #   secret name, each also across a shell `\` continuation. Their checks (CONTEXT_FINDERS) pick
 #   the tokens of the span that look machine-generated, with random_tokens().
 _TOKEN = r"[A-Za-z0-9!#$%*+\-./:?@^_~]{10,}=*"  # printable ASCII between delimiters; `=` only as padding
+_TOKEN_REST = r"[A-Za-z0-9!#$%*+\-./:?@^_~]*=*"  # the rest of a token cut at a span's end
 _RANDOM_LENGTHS = (10, 1024)  # shorter ones are words and PINs; longer ones are data, not keys
 _SHORT_RANDOM = 16  # below this a token needs three character classes, a digit and no regex syntax
 _MIN_HEX = 32  # shorter hex runs are ids: abbreviated commits, GPG key ids, Mongo object ids
@@ -1293,10 +1294,10 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
     commit id after "commit", a user name after `-u`)."""
     import re
     spans = []
-    for found in re.finditer(_TOKEN, text[start:end + _RANDOM_LENGTHS[1]]):
-        first, last = start + found.start(), start + found.end()
-        if first >= end:
-            break  # a token that starts in the span is judged whole
+    for found in re.compile(_TOKEN).finditer(text, start, end):
+        first, last = found.span()
+        if last == end:  # a token that starts in the span is judged whole
+            last = re.compile(_TOKEN_REST).match(text, last, last + _RANDOM_LENGTHS[1]).end()
         while last > first and text[last - 1] in ".,:;!?":
             last -= 1
         token = text[first:last]
@@ -1411,26 +1412,19 @@ def _find_command_arguments(match: Any) -> list:
 
 def _find_call_literals(match: Any) -> list:
     """A client constructor, a connect, sign or encrypt call: the random tokens of the string
-    literals among its arguments, up to its closing parenthesis; and when the call names a
-    credential or a connection, a password-like literal after the first (the user, the URL)."""
+    literals among its arguments (the span "s", up to its closing parenthesis); and when the call
+    names a credential or a connection, a password-like literal after the first (the user, the URL)."""
     import re
-    text, depth, spans, literals = match.string, 1, [], 0
-    credential_call = re.search(r"(?i)cred|connect|login|auth|passw|secret", match.group())
-    for part in re.finditer(r"""[^()"'`]+|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|[()"'`]""",
-                            text[match.end():match.end() + 1500]):
-        piece = part.group()
-        if piece == "(" or piece == ")":
-            depth += 1 if piece == "(" else -1
-            if depth == 0:
-                break
-        elif len(piece) > 2 and piece[0] in "\"'`" and piece[-1] == piece[0]:
-            start, literals = match.end() + part.start(), literals + 1
-            found = random_tokens(text, start + 1, start + len(piece) - 1)
-            value = piece[1:-1]
-            if not found and credential_call and literals > 1 and _looks_like_password(value) and not re.search(
-                    _NOT_RANDOM_SHAPES + "|[/@]", value):
-                found = [(start + 1, start + len(piece) - 1)]
-            spans += found
+    text, spans, literals = match.string, [], 0
+    credential_call = re.search(r"(?i)cred|connect|login|auth|passw|secret", text[match.start():match.start("s")])
+    for literal in re.finditer(r"""(["'`])(.+?)\1""", match.group("s")):
+        start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
+        found = random_tokens(text, start, end)
+        value = literal.group(2)
+        if not found and credential_call and literals > 1 and _looks_like_password(value) and not re.search(
+                _NOT_RANDOM_SHAPES + "|[/@]", value):
+            found = [(start, end)]
+        spans += found
     return spans
 
 
@@ -1773,7 +1767,7 @@ hex-private-key              -                      (?i)(?:private|priv|secret|s
 #   catch: the deployer private key is «0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318»
 #   keep:  tx hash 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318
 # Base64 of user:password (Docker's "auth", npm's _auth, a credentials field).
-base64-user-password         user-password-base64   (?i)["']?[\w.\-]{0,30}(?:auth|ident|basic|credentials?|creds)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])
+base64-user-password         user-password-base64   (?i)(?:auth|ident|basic|credentials?|creds)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])
 #   catch: {"auths": {"registry.example.com": {"auth": "«ZGVwbG95OmhhcmJvcjE3»"}}}
 #   catch: _auth=«Y2k6UzNjcmV0UGFzcw==»
 #   catch: npmAuthIdent: "«ZGVwbG95OmhhcmJvcjE3»"
@@ -2170,7 +2164,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   keep:  npm login --registry https://npm.example.com --scope @acme
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|(?<!\w)[A-Z]\w{0,60}(?:::<[^<>\n]{0,60}>)?(?:\.new|::new|::from_\w+)|(?<!\w)[a-z]\w{0,20}\.new|(?<!\w)New[A-Z]\w{0,40}|(?<!\w)(?:[A-Z]\w{0,40})?(?:Client|Credentials?|Connection|Session|Signer|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet)|(?:(?<=\.)|(?<![\w.$]))(?:connect|getConnection|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>)
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|(?<!\w)[A-Z]\w{0,60}(?:::<[^<>\n]{0,60}>)?(?:\.new|::new|::from_\w+)|(?<!\w)[a-z]\w{0,20}\.new|(?<!\w)New[A-Z]\w{0,40}|(?<!\w)(?:[A-Z]\w{0,40})?(?:Client|Credentials?|Connection|Session|Signer|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet)|(?:(?<=\.)|(?<![\w.$]))(?:connect|getConnection|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
