@@ -1497,9 +1497,11 @@ def _find_wrapped_line(match: Any) -> list:
     """A line that continues a machine-made (or redacted) token at the end of the line before,
     when that line holds more than the token (not a PEM body or a certificate's lines)."""
     import re
-    text = match.string
-    line = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
-    if not re.search(r"\S[\s=:]+[^\s=:]+$", line) or not _ends_machine_made(text, match.start()):
+    text, end = match.string, match.start()
+    while end > 0 and text[end - 1] in "\r\\":
+        end -= 1  # a Windows line end, a shell continuation
+    line = text[text.rfind("\n", 0, end) + 1:end]
+    if not re.search(r"\S[\s=:]+[^\s=:]+$", line) or not _ends_machine_made(text, end):
         return []
     return random_tokens(match.string, match.start("s"), match.end("s"))
 
@@ -1507,7 +1509,10 @@ def _find_wrapped_line(match: Any) -> list:
 def _ends_machine_made(text: str, end: int) -> bool:
     """Whether the token that ends at `end` (after `=` or `:`, `"…` or `'…`) is machine-made or redacted."""
     import re
-    last = re.search(r"[^\s\"'`=:(]*$", text[max(0, end - _RANDOM_LENGTHS[1]):end]).group()
+    start = end
+    while start > max(0, end - _RANDOM_LENGTHS[1]) and text[start - 1] not in " \t\r\n\"'`=:(":
+        start -= 1
+    last = text[start:end]
     return REDACTED in last or looks_machine_generated(last) or re.match(r"[\w\-]{2,12}[_\-.]", last) is not None and len(
         last) >= 20 and re.search(r"\d", last) is not None
 
@@ -2164,7 +2169,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   keep:  npm login --registry https://npm.example.com --scope @acme
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|(?<!\w)[A-Z]\w{0,60}(?:::<[^<>\n]{0,60}>)?(?:\.new|::new|::from_\w+)|(?<!\w)[a-z]\w{0,20}\.new|(?<!\w)New[A-Z]\w{0,40}|(?<!\w)(?:[A-Z]\w{0,40})?(?:Client|Credentials?|Connection|Session|Signer|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet)|(?:(?<=\.)|(?<![\w.$]))(?:connect|getConnection|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -2209,7 +2214,7 @@ context-split-literal        split-literals         (?<=[\w+/=.~\-»])["'`](?P<s
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
 #   keep:  message = ("the token was rotated; "\n           "see the runbook for the next steps")
 # The rest of a secret wrapped onto the next line of a log, after a machine-made part.
-context-wrapped-line         wrapped-line           (?<=[\w+/=.~\-»])\\?\r?\n(?=(?P<s>(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}))
+context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}))
 #   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
 #   keep:  token rotated for build-2024-09-16\nINFO request finished
@@ -2292,8 +2297,12 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
             text = text.replace(secret, REDACTED)
     lowered = text.lower()
     for (rule, pattern), (needs, starts) in zip(_compiled_rules(), _compiled_rules.words):
-        if needs and not any(word in lowered for word in needs):
-            continue
+        for word in needs:
+            if word in lowered:
+                break
+        else:
+            if needs:
+                continue
         if starts and len(lowered) == len(text):  # lower() kept every index
             matches = _matches_at_words(pattern, text, lowered, starts)
         else:
@@ -2357,27 +2366,31 @@ def _rule_words(pattern: Any) -> tuple:
 
 def _needed_in(parser: Any, items: Any) -> Optional[frozenset]:
     """The needed words of a parsed sequence: its longest literal run, or a group, a repeat of
-    one or more, or an alternation whose every branch needs words (the set whose shortest word
-    is longest wins). Lookarounds are skipped: they need nothing."""
+    one or more, a lookahead, or an alternation whose every branch needs words (the set whose
+    shortest word is longest wins); a short run joins the words a group after it starts with
+    (`-(?:b|-cookie)`). Negative lookarounds need nothing."""
     best, run = None, ""
     for op, arg in list(items) + [(None, None)]:
         if op is parser.LITERAL:
             run += chr(arg)
             continue
         found = frozenset([run.lower()]) if len(run) >= 2 else None
+        if op in (parser.SUBPATTERN, parser.BRANCH) and run:
+            starts = _starting_in(parser, [(op, arg)], 1)
+            found = _longest_needed(found, starts and frozenset(run.lower() + word for word in starts))
         run = ""
         if op is parser.SUBPATTERN:
             found = _longest_needed(found, _needed_in(parser, arg[-1]))
         elif op is parser.BRANCH:
             branches = [_needed_in(parser, branch) for branch in arg[1]]
             found = _longest_needed(found, frozenset().union(*branches) if all(branches) else None)
-        elif op in (parser.MAX_REPEAT, parser.MIN_REPEAT) and arg[0] >= 1:
-            found = _longest_needed(found, _needed_in(parser, arg[2]))
+        elif op in (parser.MAX_REPEAT, parser.MIN_REPEAT) and arg[0] >= 1 or op is parser.ASSERT:
+            found = _longest_needed(found, _needed_in(parser, arg[-1]))
         best = _longest_needed(best, found)
     return best
 
 
-def _starting_in(parser: Any, items: Any) -> Optional[frozenset]:
+def _starting_in(parser: Any, items: Any, shortest: int = 2) -> Optional[frozenset]:
     """The words a parsed sequence starts with, after its lookarounds: its literal run, joined
     to what a group or an alternation right after it starts with (every branch must)."""
     zero_width = (parser.ASSERT, parser.ASSERT_NOT, parser.AT)
@@ -2389,13 +2402,13 @@ def _starting_in(parser: Any, items: Any) -> Optional[frozenset]:
         run += chr(items.pop(0)[1])
     following = None
     if items and items[0][0] is parser.SUBPATTERN:
-        following = _starting_in(parser, items[0][1][-1])
+        following = _starting_in(parser, items[0][1][-1], max(1, shortest - len(run)))
     elif items and items[0][0] is parser.BRANCH:
-        branches = [_starting_in(parser, branch) for branch in items[0][1][1]]
+        branches = [_starting_in(parser, branch, max(1, shortest - len(run))) for branch in items[0][1][1]]
         following = frozenset().union(*branches) if all(branches) else None
     if following:
         return frozenset((run + word).lower() for word in following)
-    return frozenset([run.lower()]) if len(run) >= 2 else None
+    return frozenset([run.lower()]) if len(run) >= shortest else None
 
 
 def _longest_needed(one: Optional[frozenset], other: Optional[frozenset]) -> Optional[frozenset]:

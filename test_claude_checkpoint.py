@@ -6567,6 +6567,8 @@ BENCH_FLOORS = {  # the issue's budgets; None: reported for comparison, no floor
     "disk per snapshot of a one-file change (KB)": 64,
     "load ratio (vs git status + hashing)": 1.2,
     "redaction, worst 100 KB adversarial (s)": 1.0,
+    "redaction, a full 64 KB save of session text (ms)": 50,
+    "find_secret, 1 MB of text without a secret (ms)": None,
     "hook pre-compact, 50 MB transcript (s)": 1.0,
     "hook session-start, 50k-file repo (s)": 1.0,
 }
@@ -6810,20 +6812,58 @@ def bench_hooks(ws: Workspace, scratch: str) -> dict:
     return {"hook pre-compact, 50 MB transcript (s)": compact, "hook session-start, 50k-file repo (s)": start}
 
 
+def corpus_texts() -> list:
+    """Every text of the corpora, secrets and benign ones interleaved: session text, dense in secrets."""
+    texts = []
+    for name in sorted(os.listdir(CORPUS_DIR)) if os.path.isdir(CORPUS_DIR) else []:
+        corpus = redaction_corpus(name) if name.endswith("_corpus.json") else None
+        for secret, benign in zip(corpus["secrets"], corpus["benign"]) if corpus else ():
+            texts += [secret["text"], benign["text"]]
+    return texts
+
+
+def full_save_checkpoint(texts: list) -> cc.Checkpoint:
+    """A checkpoint whose every field is full of session text (about 64 KB written, at the cap)."""
+    pieces = iter(texts * 2)
+    def take(limit: str) -> str:
+        return next(pieces)[:cc.LIMITS[limit]]
+    return make_checkpoint(
+        goal=take("goal"), tasks=[cc.Task(take("task.description")) for _ in range(cc.LIMITS["tasks"])],
+        summary="\n".join(take("modifiedFiles.note") for _ in range(12)),
+        next_steps=[take("nextSteps.item") for _ in range(cc.LIMITS["nextSteps"])],
+        decisions=[take("decisions.item") for _ in range(cc.LIMITS["decisions"])],
+        modified_files=[cc.FileEntry(f"src/m{i}.py", "M", cc.FileSource.GIT, note=take("modifiedFiles.note"))
+                        for i in range(cc.LIMITS["modifiedFiles"])],
+        recent_commands=[cc.Command(take("recentCommands.command")[:700], 0, note=take("modifiedFiles.note")[:120])
+                         for _ in range(cc.LIMITS["recentCommands"])])
+
+
 def bench_redaction() -> dict:
     cc.redact("warm up: compile the rules outside the timing")
     worst = 0.0
     for text in ("password=" * 11000, "x://" * 25000, "mysql " * 16000, "a: " * 33000, "-u a:" * 20000,
                  '"' * 100000, "eyJ" + "a" * 100000, "-----BEGIN PRIVATE KEY-----" * 3000,
-                 "password was x1!y2@z3#w4$ " * 4000, "net user a " * 10000):
+                 "password was x1!y2@z3#w4$ " * 4000, "net user a " * 10000, *ADVERSARIAL_CONTEXTS):
         worst = max(worst, _timed(lambda: cc.redact(text), 1))
+    texts = corpus_texts()
+    figures = {"redaction, worst 100 KB adversarial (s)": worst}
+    if texts:
+        checkpoint = full_save_checkpoint(texts)
+        size = len(json.dumps(checkpoint.to_json()).encode())
+        figures["redaction, a full 64 KB save of session text (ms)"] = 1000 * _timed(
+            lambda: cc.Redactor().checkpoint(checkpoint), 5)
+        benign = [c["text"] for name in sorted(os.listdir(CORPUS_DIR)) if name.endswith("_corpus.json")
+                  for c in redaction_corpus(name)["benign"]]
+        large = "\n".join(benign * 40)[:2 ** 20]
+        figures["find_secret, 1 MB of text without a secret (ms)"] = 1000 * _timed(lambda: cc.find_secret(large), 3)
+        print(f"  the save: {size // 1024} KB of JSON")
     for name in sorted(os.listdir(CORPUS_DIR)) if os.path.isdir(CORPUS_DIR) else []:
         corpus = redaction_corpus(name) if name.endswith("_corpus.json") else None
         if corpus:
             recall, keep, _, _ = measure_corpus(corpus)
             print(f"  {name}: recall {recall:.4f} ({len(corpus['secrets'])} secrets), "
                   f"keep-rate {keep:.4f} ({len(corpus['benign'])} benign)")
-    return {"redaction, worst 100 KB adversarial (s)": worst}
+    return figures
 
 
 def run_redaction_report() -> int:
