@@ -21,7 +21,7 @@ Where things are (later sections use earlier ones, never the reverse):
    2. Constants       names, limits and protocol facts; each limit says why
    3. Errors          CheckpointError and the few subclasses a caller tells apart
    4. Model           records for the checkpoint and its parts; the JSON schema lives here
-   5. Redaction       the rule table and the checks behind it (pure)
+   5. Redaction       the rule table, the random-token detector, redact() and find_secret() (pure)
    6. Core            merge, caps, drift, transcripts, snapshot plans (pure: no clock, env or I/O)
    7. Rendering       the resume brief and the answer texts (pure)
    8. Git adapter     the one place git runs; status parsing, snapshots as commits
@@ -769,11 +769,17 @@ def _json_type(value: Any) -> str:
 # 5. Secret redaction (pure)
 # ════════════════════════════════════════════════════════════════════════════
 
-# A table of named rules. Each pattern marks the secret with the group "s"; only
-# that span is replaced, so `export GITHUB_TOKEN=ghp_…` stays readable. A rule may
-# carry an `accept` check for matches whose shape alone does not prove a secret.
-# Every unbounded run has a left boundary of its own character class, so a long
-# run of look-alike characters is scanned once: the rules stay linear in the text.
+# A table of rules in two layers. The named rules know formats, tools and names: each
+# pattern marks the secret with the group "s"; only that span is replaced, so `export
+# GITHUB_TOKEN=ghp_…` stays readable. A rule may carry an `accept` check for matches whose
+# shape alone does not prove a secret. The context rules that close the table know where a
+# secret stands (after a credential word, in a login command, a client call, a cookie, a
+# signed URL, a command's output, a credential table, a block, a split): their match is a
+# span, and their check (CONTEXT_FINDERS) picks the machine-made tokens in it with the
+# random-token detector below (looks_machine_generated). redact() applies every rule;
+# find_secret() names the first that finds something. Every unbounded run has a left boundary
+# of its own character class, so a long run of look-alike characters is scanned once: the
+# rules stay linear in the text, and a rule runs only where the words it needs are (_rule_words).
 
 @record
 class RedactionRule:
