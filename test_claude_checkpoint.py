@@ -999,6 +999,22 @@ class TestRandomTokenDetector(unittest.TestCase):
         self.assertTrue(redacted.endswith('"\nnext'), redacted)
 
 
+class TestRuleWords(unittest.TestCase):
+    """_rule_words: the words a rule's matches need and start with, read from its pattern, which
+    let redact() skip a rule or try it only where a word is."""
+
+    def test_reads_needed_and_starting_words(self):
+        for pattern, needs, starts in (
+                (r"(?i)\b(?:mysql|mariadb)\b -p", ("mariadb", "mysql"), ("mariadb", "mysql")),
+                (r"(?<![\w-])(?:AKIA|ASIA)[A-Z0-9]{16}", ("akia", "asia"), ("akia", "asia")),
+                (r"(?m)^[ \t]*requirepass\s+(?P<s>\S+)", ("requirepass",), ()),
+                (r"(?=[\w.]{0,80}?(?i:key|token))[A-Za-z_]\w*=", ("key", "token"), ()),
+                (r"(?:-b|--cookie)[ \t]+", ("--cookie", "-b"), ("--cookie", "-b")),
+                (r"(?:docker)?login -p", ("login -p",), ()), (r"[a-z]+=\d+", (), ())):
+            with self.subTest(pattern=pattern):
+                self.assertEqual(cc._rule_words(re.compile(pattern)), (needs, starts))
+
+
 class TestFindSecret(unittest.TestCase):
     """find_secret: what a push asks of a file (SPEC section 13), the same verdict as redact()."""
 
