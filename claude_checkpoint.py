@@ -1242,10 +1242,10 @@ def looks_machine_generated(token: str) -> bool:
     _NOT_RANDOM_SHAPES (a URL, path, date, UUID, digest, public key…)."""
     import re
     n = len(token)
-    if not _RANDOM_LENGTHS[0] <= n <= _RANDOM_LENGTHS[1] or re.search(_NOT_RANDOM_SHAPES, token):
+    if not _RANDOM_LENGTHS[0] <= n <= _RANDOM_LENGTHS[1]:
         return False
     if re.fullmatch(r"(?:0x)?(?:[0-9a-f]+|[0-9A-F]+)", token):
-        return n >= _MIN_HEX
+        return n >= _MIN_HEX  # no shape below is all hex
     lower, upper = any(c.islower() for c in token), any(c.isupper() for c in token)
     digit, other = any(c.isdigit() for c in token), not token.isalnum()
     classes = lower + upper + digit + other
@@ -1255,7 +1255,8 @@ def looks_machine_generated(token: str) -> bool:
             return False
     elif classes < 2 or not (digit or n >= 20) or runs * 4 < n:
         return False
-    if _entropy(token) < _MIN_BITS[n >= _SHORT_RANDOM] or re.match(_OBJECT_ID, token):
+    if _entropy(token) < _MIN_BITS[n >= _SHORT_RANDOM] or re.match(_OBJECT_ID, token) or re.search(
+            _NOT_RANDOM_SHAPES, token):
         return False
     if not upper and re.search(r"[.\-_/:]", token) and any(
             len(part) >= 4 and _is_word(part) for part in re.split(r"[\W_\d]+", token)):
@@ -1320,13 +1321,12 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
 def _looks_like_password(value: str) -> bool:
     """8 to 128 characters of three classes with a digit, and not a path, URL or assignment."""
     v = value
-    if len(v) < 8 or len(v) > 128 or _is_reference(v) or "/" in v[:2] or "://" in v or "=" in v.rstrip("="):
+    if len(v) < 8 or len(v) > 128 or not any(c.isdigit() for c in v) or any(c.isspace() for c in v):
         return False
-    if v.count("/") + v.count(":") > 2:
-        return False  # structured: root:x:0:0:root:/root:/bin/bash
-    classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
-                   any(not c.isalnum() for c in v)))
-    return any(c.isdigit() for c in v) and classes >= 3 and not any(c.isspace() for c in v)
+    classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), True, any(not c.isalnum() for c in v)))
+    if classes < 3 or "/" in v[:2] or "://" in v or "=" in v.rstrip("=") or v.count("/") + v.count(":") > 2:
+        return False  # also structured: root:x:0:0:root:/root:/bin/bash
+    return not _is_reference(v)
 
 
 # Words that name a credential, in the languages sessions are written in. Long English words may
@@ -2361,7 +2361,8 @@ def _matches_at_words(pattern: Any, text: str, lowered: str, words: tuple) -> An
 def _rule_words(pattern: Any) -> tuple:
     """(needs, starts): the words (lowercase) one of which every match of a compiled pattern
     contains, and those one of which it starts with (empty when unknown), read from its parse
-    tree: a cheap look before the regex, since most rules name a tool or a prefix."""
+    tree: a cheap look before the regex, since most rules name a tool or a prefix (a rule that
+    needs one character, a newline or a colon, is still skipped on a text without it)."""
     try:
         from re import _parser as parser  # Python 3.11+
     except ImportError:
@@ -2380,7 +2381,7 @@ def _needed_in(parser: Any, items: Any) -> Optional[frozenset]:
         if op is parser.LITERAL:
             run += chr(arg)
             continue
-        found = frozenset([run.lower()]) if len(run) >= 2 else None
+        found = frozenset([run.lower()]) if run else None
         if op in (parser.SUBPATTERN, parser.BRANCH) and run:
             starts = _starting_in(parser, [(op, arg)], 1)
             found = _longest_needed(found, starts and frozenset(run.lower() + word for word in starts))
