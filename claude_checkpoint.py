@@ -1207,9 +1207,10 @@ def _looks_like_prose_secret(value: str) -> bool:
 #   the "Contexts" rules at the end of REDACTION_TABLE say what counts as a credential context: the
 #   words that name a credential in twenty languages, login and auth commands, string literals
 #   passed to a client, a constructor or a signing call, cookies, signed-URL parameters, what a
-#   secret-printing command prints, a table column headed by a credential, a YAML block under a
-#   secret name, each also across a shell `\` continuation. Their checks (CONTEXT_FINDERS) pick
-#   the tokens of the span that look machine-generated, with random_tokens().
+#   secret-printing command prints, a table column headed by a credential, a YAML or triple-quoted
+#   block under a secret name, the rest of a secret split over lines. Their checks (CONTEXT_FINDERS)
+#   pick the tokens of the span that look machine-generated, with random_tokens(); right after a
+#   credential word and a connector, a password-like value or a PIN counts too.
 _TOKEN = r"[A-Za-z0-9!#$%*+\-./:?@^_~]{10,}=*"  # printable ASCII between delimiters; `=` only as padding
 _TOKEN_REST = r"[A-Za-z0-9!#$%*+\-./:?@^_~]*=*"  # the rest of a token cut at a span's end
 _RANDOM_LENGTHS = (10, 1024)  # shorter ones are words and PINs; longer ones are data, not keys
@@ -1285,6 +1286,8 @@ def _is_built_of_words(token: str) -> bool:
 
 
 def _is_word(part: str) -> bool:
+    """A part of an identifier that reads as a word: three letters or more, vowels but not only
+    vowels, no long run of consonants (HTTP and SQL count as words)."""
     import re
     low = part.lower()
     if len(low) < 3 or low.isdigit():
@@ -1377,11 +1380,11 @@ _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38}$|age1[a-z0-9]{58}$|npub
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
-# What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
 _GIVEN_VALUE = (r"(?i)[^\n@/={}$:：|?&\"]{0,40}?(?:[:：=]|\b(?:is|are|was|est|ist|es|era|è|é|lautet|equals)\b|是|为|は|는|은|이|है)"
                 r"[ \t]*[\"'«“(]?(?P<v>[^\s\"'»”<>,;(){}\[\]]{4,128})")
+# What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
 _HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:is|was|are|now|ist|est|es|è|é|lautet|był|to|равен|是|は)[\s:]+)?[\"'`(]*"
 _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token
@@ -1519,8 +1522,8 @@ def _ends_machine_made(text: str, end: int) -> bool:
     while start > max(0, end - _RANDOM_LENGTHS[1]) and text[start - 1] not in " \t\r\n\"'`=:(":
         start -= 1
     last = text[start:end]
-    return REDACTED in last or looks_machine_generated(last) or re.match(r"[\w\-]{2,12}[_\-.]", last) is not None and len(
-        last) >= 20 and re.search(r"\d", last) is not None
+    prefixed = re.match(r"[\w\-]{2,12}[_\-.]", last) and len(last) >= 20 and re.search(r"\d", last)  # sk_live_…, ya29.…
+    return REDACTED in last or looks_machine_generated(last) or bool(prefixed)
 
 
 def _find_block_lines(match: Any) -> list:
