@@ -1338,10 +1338,10 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z])(?i:pass(?:word|wd|phrase|code)s?"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|pin|creds|psk|mdp|jeton|cl[ée]|passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis"
-    r"|contrase[ñn]a|clave|llave|senha|chave|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel"
-    r"|lösenord|losenord|nyckel|adgangskode|passord|salasana|avain|heslo|klíč|klic|has[łl]o|klucz|şifre|sifre|anahtar"
-    r"|jelsz[óo]|parol[ăa]|cheie|mot de passe|mật khẩu|mat khau|kata sandi|sandi|kunci))(?![a-z])"
+    r"|bearer|pwd|pw|pin|creds|psk|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|sandi|kunci))(?![a-z])"
+    r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
+    r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
+    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óo]|parol[ăa]|cheie)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|暗証番号|トークン|秘密鍵|シークレット|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|암호|토큰|비밀\s?키|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|סיסמ[הא]|รหัสผ่าน)")
@@ -2154,6 +2154,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: A senha do banco ficou «p9Xk2Lm7Qr4Tz8Wv».
 #   catch: Il token di accesso è «aB3dE5gH7jK9mN1pQ2sT».
 #   catch: Hasło do bazy: «Kq7Zx2Lm9Pw4Rt8V»
+#   catch: Lösenordet till servern: «Kq7Zx2Lm9Pw4Rt8V»
 #   catch: Veritabanı şifre: «Lm4Qx9Zr2Tk7Wp3V»
 #   catch: Пароль от сервера: «Vr8Kq2Zx5Lm9Tp3W»
 #   catch: サーバーのパスワードは«Qm7Xr2Kp9Lz4Tw8V»です。
@@ -2192,6 +2193,10 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   keep:  const client = new S3Client({ region: "us-east-1", endpoint: "https://s3.example.com" });
 #   keep:  let re = new RegExp("^[A-Za-z0-9+/]{20,}$"); const d = new Date("2024-09-16T08:00:00Z");
 #   keep:  conn = psycopg.connect("host=db.example.com dbname=app user=app_rw")
+# A class whose name says credential, called with string literals (Kotlin, Swift, Python: no `new`).
+context-credential-class     call-literals          (?<![\w.])(?=[A-Z])[A-Za-z0-9]{0,40}?(?:Auth|Token|Secret|Credential|Password|Signer|Key)[A-Za-z0-9]{0,40}[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+#   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
+#   keep:  val interceptor = AuthInterceptor(tokenProvider, "Authorization")
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
 context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-)?cookies?[ \t]*[:=][ \t]*|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?)(?=(?P<s>[^\n]{1,4096}))
 #   catch: curl -b 'sessionid=«k8Xq2Lm9Zr4Tw7VpB3nC»; csrftoken=«Qm7Xr2Kp9Lz4Tw8VbN3c5Dd»' https://app.example.com/api/me

@@ -857,7 +857,8 @@ ADVERSARIAL_CONTEXTS = (
     "password: |\n" + "  Xk29mPq7zLw4Rt8VbN3c\n" * 4500, "a\\\n" * 33000, "token=Xk29mPq7zLw4Rt8VbN3cQ\n" * 3500,
     "seed " + "abc " * 25000, "key [" + "1," * 50000, "Cookie: " + "a=Xk29mPq7zLw4Rt8VbN3c; " * 3500, "?a=" * 33000,
     '"\n ' * 33000, '"Xk29mPq7zLw4Rt8VbN3c" + ' * 4000, 'secret = """\n' * 8000, "x login " * 12000, "aKey" * 25000,
-    "a,b,password\n" + "x,y,Xk29mPq7zLw4Rt8VbN3c\n" * 4000, "kind: Secret\ndata:\n" + "  a: Zm9vYmFy\n" * 7000)
+    "a,b,password\n" + "x,y,Xk29mPq7zLw4Rt8VbN3c\n" * 4000, "kind: Secret\ndata:\n" + "  a: Zm9vYmFy\n" * 7000,
+    'Key("' * 25000, "AuthX(" * 16000)
 
 
 class TestRedaction(unittest.TestCase):
