@@ -919,7 +919,7 @@ def _is_placeholder(v: str) -> bool:
     import re
     if re.fullmatch(r"[A-Z]+(?:_[A-Z]+)+", v):
         return True  # a name in capitals stands in for its value
-    words = [w for w in re.split(r"[\s_.\-\[\]()<>:,;!?/]+", v.lower()) if w]
+    words = [w for w in re.split(r"[\s_.\-\[\]()<>:,;!?]+", v.lower()) if w]
     if len(words) <= 8 and any(w in _PLACEHOLDER_WORDS for w in words):
         return True
     named = [w for w in words if w not in _STAND_IN_QUALIFIERS]
