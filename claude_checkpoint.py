@@ -1607,7 +1607,7 @@ def _accept_byte_array_key(match: Any) -> bool:
 # quoted value ends at the next quote, so quoted scans do not pile up); an accepted bare value that
 # reaches the bound is followed to its end (_end_of_bare_value).
 _BARE_VALUE_CAP = 256
-_QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,4096}\\"|"(?:[^"\\\n]|\\.|\\\r?\n|\r?\n(?=[ \t])){0,4096}"|'[^'\n]{0,4096}'|`[^`\n]{0,4096}`"""
+_QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,4096}\\"|"(?:[^"\\\n]|\\.|\\\r?\n){0,4096}"|'[^'\n]{0,4096}'|`[^`\n]{0,4096}`"""
                    r"""|[^\s,;'"`})\]&<>|\\]{1,256}))""")
 _TOOL_VALUE = r"""(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{1,256})"""
 _ARGUMENT = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s'"|;&<>]{1,200})"""  # one argument before the value
