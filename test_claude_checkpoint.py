@@ -4143,6 +4143,31 @@ class TestSessionsFaults(unittest.TestCase):
         self.assertLess(time.monotonic() - started, TIMEOUT)
 
 
+    def test_a_push_cut_off_midway_leaves_nothing_behind_and_the_next_one_works(self):
+        clones = Clones(self)
+        a = clones.a
+        a.write("a.txt", "work\n")
+        save_goal(self, a, "interrupted")
+        before = self.snapshot_of(a)
+        chmod_x(write(clones.remote, "hooks/pre-receive", "#!/bin/sh\nsleep 30\n"))
+        env = dict(a.env, CHECKPOINT_REMOTE_TIMEOUT="1")
+        self.assertIn("did not answer within 1 s", failed(self, cli(a, "push", env=env), 1))
+        self.assert_untouched(a, before)
+        self.assertEqual(clones.remote_refs(), {})
+        os.unlink(os.path.join(clones.remote, "hooks", "pre-receive"))
+        pushed = push(self, a)
+        self.assertEqual(clones.remote_refs(), {pushed["ref"]: pushed["commit"]})
+
+    def test_ssh_runs_in_batch_mode_so_it_never_prompts(self):
+        clones = Clones(self)
+        save_goal(self, clones.a, "over ssh")
+        seen = os.path.join(clones.a.home, "ssh-args")
+        fake_ssh = write(clones.a.home, "bin/ssh", f"#!/bin/sh\necho \"$@\" > '{seen}'\nexit 255\n")
+        chmod_x(fake_ssh)
+        env = dict(clones.a.env, GIT_SSH_COMMAND=fake_ssh)
+        failed(self, cli(clones.a, "push", "ssh://git@example.invalid/repo.git", env=env), 1)
+        self.assertIn("-o BatchMode=yes", read(seen).decode())
+
 def socket_listener(test: unittest.TestCase) -> int:
     """A port that accepts connections and never says a word."""
     import socket
