@@ -166,6 +166,7 @@ WRITER_CONFIG = "claude-checkpoint.writer"  # this clone's writer id, in its own
 SESSIONS_KEEP = 20  # a writer's newest sessions per root kept on the remote: a remote is shared, keep it small
 SESSION_MAX_BYTES = 50 * 1024 * 1024  # files past this stay home: hosts refuse or throttle them (GitHub: 50 MiB)
 REMOTE_TIMEOUT_S = 60.0  # a push or fetch over a network (CHECKPOINT_REMOTE_TIMEOUT)
+SCANNED_KEEP = 20_000  # blob ids a push remembers as free of secrets: the next push reads them again, no rule
 BINARY_SNIFF_BYTES = 8000  # git's own test: a NUL in the first 8000 bytes makes a file binary, never scanned
 SESSION_CHECKPOINT = CHECKPOINT_NAME  # where a session's tree holds the checkpoint: its own name under the root,
 # which every snapshot, drift and restore already leaves alone
@@ -1753,12 +1754,12 @@ def _compiled_rules():
     return cached
 
 
-def secret_rule(text: str, known_secrets: Iterable[str] = ()) -> Optional[str]:
+def secret_rule(text: str, known_secrets: Iterable[str] = (), rules: bool = True) -> Optional[str]:
     """The name of the first rule that finds a secret in the text (or "secret environment value"),
     None when none does: what a push asks of each file's content before it leaves the machine."""
     if any(secret in text for secret in known_secrets):
         return "secret environment value"
-    for rule, pattern in _compiled_rules():
+    for rule, pattern in _compiled_rules() if rules else ():
         if _apply_rule(rule, pattern, text)[1]:
             return rule.name
     return None
@@ -3735,7 +3736,7 @@ class SessionStore(SnapshotStore):
         return (found or b"").decode("ascii").strip() or None
 
     def session_tree(self, snapshot_tree: str, parent: Optional[str], checkpoint: bytes,
-                     scan_for_secrets: Callable[[bytes], Optional[str]]) -> SessionTree:
+                     scan_for_secrets: Callable[[str, bytes], Optional[str]]) -> SessionTree:
         """The parent's tree with the root's files as the snapshot holds them, except those held back
         (left at the parent's state), and the checkpoint as <root>/.claude-checkpoint."""
         base = self._output("rev-parse", f"{parent}^{{tree}}").decode("ascii").strip() if parent else EMPTY_TREE
@@ -3812,12 +3813,18 @@ class SessionStore(SnapshotStore):
         return {line.split(" ")[0]: int(line.split(" ")[1]) for line in out.decode("ascii").splitlines()
                 if line.count(" ") == 1 and line.split(" ")[1].isdigit()}
 
-    def _scan_blobs(self, blobs: list, scan: Callable[[bytes], Optional[str]]) -> list:
-        """scan(content) of each blob, in order, read through one `git cat-file --batch`."""
+    def _scan_blobs(self, blobs: list, scan: Callable[[str, bytes], Optional[str]]) -> list:
+        """scan(blob id, content) of each blob, in order, read through one `git cat-file --batch`."""
         verdicts: list = []
         if blobs:
-            self.read_blobs(blobs, lambda _, chunks: verdicts.append(scan(b"".join(chunks))))
+            self.read_blobs(blobs, lambda blob, chunks: verdicts.append(scan(blob, b"".join(chunks))))
         return verdicts
+
+    @property
+    def scanned_path(self) -> Optional[str]:
+        """Where a push remembers the blobs it found no secret in: beside the index, for the repository."""
+        folder = self.git_dir
+        return None if folder is None else os.path.join(folder, "claude-checkpoint-scanned.json")
 
     # ── The network ──
     def advertised(self, writer: str) -> tuple:
@@ -3913,6 +3920,16 @@ def _batch_ssh(git: Git) -> dict:
     if os.path.basename(program).lower() not in ("ssh", "ssh.exe"):
         return {}
     return {"GIT_SSH_COMMAND": f"{command or 'ssh'} -o BatchMode=yes"}
+
+
+def where_in_repository(git: Git, root: str) -> tuple:
+    """(the root's place in the repository, the current branch or None) without a `git status`."""
+    found = git.output("rev-parse", "--show-prefix")
+    if found is None:
+        why = git.warnings[-1].rstrip(".") if git.warnings else f"{root} is not in a git repository"
+        raise SnapshotError(f"No sessions: {why}.")
+    branch = git.output("symbolic-ref", "-q", "--short", "HEAD", ok_codes=(0, 1))
+    return found.decode("utf-8", "surrogateescape").strip(), (branch or b"").decode("utf-8", "surrogateescape").strip() or None
 
 
 def list_remotes(git: Git) -> dict:
@@ -4081,6 +4098,31 @@ def write_snapshot_cache(path: Optional[str], cache: SnapshotCache) -> None:
                          durable=False)
     except (OSError, StorageError):
         pass  # the next snapshot builds from the index instead
+
+
+def read_clean_blobs(path: Optional[str], rules: str) -> list:
+    """The blob ids that the redaction rules `rules` (a fingerprint) found no secret in, oldest first;
+    [] when the file is absent, unreadable or from other rules (a cache is never worth an error)."""
+    import json
+    if path is None:
+        return []
+    try:
+        with open(path, "rb") as stream:
+            doc = json.loads(stream.read())
+    except (OSError, ValueError):
+        return []
+    clean = doc.get("clean") if isinstance(doc, dict) and doc.get("rules") == rules else None
+    return [blob for blob in clean if isinstance(blob, str)] if isinstance(clean, list) else []
+
+
+def write_clean_blobs(path: Optional[str], rules: str, clean: list) -> None:
+    import json
+    if path is None:
+        return
+    try:
+        write_atomically(path, json.dumps({"rules": rules, "clean": clean[-SCANNED_KEEP:]}).encode(), durable=False)
+    except (OSError, StorageError):
+        pass  # the next push scans again
 
 
 class ProjectLock:
@@ -4695,11 +4737,18 @@ def choose_remote(git: Git, branch: Optional[str], wanted: Optional[str], cwd: s
                       "or add one with `git remote add origin URL`.")
 
 
-def open_sessions(root: str, world: World, remote: Optional[str], network: bool = True) -> SessionStore:
-    """The root's sessions, with the remote they go to or come from when `network`."""
+def open_sessions(root: str, world: World, remote: Optional[str], network: bool = True,
+                  work_tree: bool = True) -> SessionStore:
+    """The root's sessions, with the remote they go to or come from when `network`. Without
+    `work_tree` (pull, forget --remote) there is no `git status`: only where the root is."""
     git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
-    scan = open_snapshots(git, root).scan
-    chosen = choose_remote(git, scan.state.branch if scan.state else None, remote, world.cwd) if network else None
+    if work_tree:
+        scan = open_snapshots(git, root).scan
+        branch = scan.state.branch if scan.state else None
+    else:
+        prefix, branch = where_in_repository(git, root)
+        scan = GitScan(None, [], prefix=prefix)
+    chosen = choose_remote(git, branch, remote, world.cwd) if network else None
     return SessionStore(git, root, scan, chosen, remote_timeout(world.env))
 
 
@@ -4716,8 +4765,19 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
     checkpoint = Redactor(world.known_secrets).checkpoint(replace(stored.checkpoint, hooks=HookState()))
     heads, mine = sessions.advertised(writer)
     parent = sessions.parent_for(sorted(set(heads.values())))
-    built = sessions.session_tree(made.snapshot.tree, parent, encode_checkpoint(checkpoint),
-                                  lambda content: file_secret(content, world.known_secrets))
+    rules = redaction_fingerprint()
+    clean = read_clean_blobs(sessions.scanned_path, rules)
+    known_clean, found_clean = set(clean), []
+
+    def scan(blob: str, content: bytes) -> Optional[str]:
+        found = file_secret(content, world.known_secrets, rules=blob not in known_clean)
+        if found is None and blob not in known_clean:
+            found_clean.append(blob)
+        return found
+
+    built = sessions.session_tree(made.snapshot.tree, parent, encode_checkpoint(checkpoint), scan)
+    if found_clean:
+        write_clean_blobs(sessions.scanned_path, rules, clean + found_clean)
     held_back = made.skipped + built.held_back
     if mine and sessions.tree_of(mine[0][1]) == built.tree:
         newest = mine[0][1]
@@ -4735,16 +4795,22 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
                        kept_refs=kept)
 
 
-def file_secret(content: bytes, known_secrets: tuple) -> Optional[str]:
-    """The redaction rule that finds a secret in a file's content; binary files are not read as text."""
+def file_secret(content: bytes, known_secrets: tuple, rules: bool = True) -> Optional[str]:
+    """The redaction rule that finds a secret in a file's content (only the secret environment
+    values without `rules`: a content already found clean); binary files are not read as text."""
     if b"\0" in content[:BINARY_SNIFF_BYTES]:
         return None
-    return secret_rule(content.decode("utf-8", "replace"), known_secrets)
+    return secret_rule(content.decode("utf-8", "replace"), known_secrets, rules)
+
+
+def redaction_fingerprint() -> str:
+    """Names the redaction rules a verdict was reached with: better rules scan everything again."""
+    return sha1(f"{__version__}\n{REDACTION_TABLE}".encode("utf-8")).hexdigest()[:16]
 
 
 def pull_sessions(root: str, world: World, remote: Optional[str]) -> tuple:
     """(remote, sessions newest first): this root's sessions of every writer, fetched from the remote."""
-    sessions = open_sessions(root, world, remote)
+    sessions = open_sessions(root, world, remote, work_tree=False)
     sessions.fetch_sessions()
     return sessions.remote, sessions.pulled(sessions.writer(create=False), sessions.remote)
 
@@ -4808,7 +4874,7 @@ def _after(safety: Optional[Snapshot], now: float) -> int:
 
 def forget_remote_sessions(root: str, world: World, remote: str) -> tuple:
     """(remote, refs deleted): this writer's sessions of this root on the remote, nothing else."""
-    sessions = open_sessions(root, world, remote)
+    sessions = open_sessions(root, world, remote, work_tree=False)
     writer = sessions.writer(create=False)
     mine = sessions.advertised(writer)[1] if writer else []
     if not mine:

@@ -3985,6 +3985,20 @@ class TestSessionsEndToEnd(unittest.TestCase):
         resume(self, b, "--yes")
         self.assertEqual(read(os.path.join(b.repo, "a.txt")), b"from A\n")
 
+    def test_content_found_clean_is_not_scanned_again_but_secret_values_of_the_environment_still_count(self):
+        clones = Clones(self)
+        a = clones.a
+        a.write("settings.txt", "mode = qz7Wk2Lp9Xv4Rt8Yb3Nc\n")
+        save_goal(self, a, "scan once")
+        self.assertEqual(push(self, a)["heldBack"], [])
+        with open(os.path.join(a.repo, ".git", "claude-checkpoint-scanned.json"), encoding="utf-8") as stream:
+            self.assertIn(blob_sha(b"mode = qz7Wk2Lp9Xv4Rt8Yb3Nc\n"), json.load(stream)["clean"])
+        a.write("other.txt", "another edit\n")
+        env = dict(a.env, SERVICE_TOKEN="qz7Wk2Lp9Xv4Rt8Yb3Nc")
+        pushed = ok_json(self, cli(a, "push", "--json", env=env))
+        self.assertEqual(pushed["heldBack"], [{"path": "settings.txt", "reason": "holds a secret (secret environment value)"}])
+        self.assertNotIn(b"settings.txt", tree(a, pushed["commit"]))
+
     def test_a_second_push_of_the_same_work_pushes_nothing(self):
         clones = Clones(self)
         clones.a.write("a.txt", "work\n")
@@ -7034,6 +7048,9 @@ BENCH_FLOORS = {  # the issue's budgets; None: reported for comparison, no floor
     "redaction, worst 100 KB adversarial (s)": 1.0,
     "hook pre-compact, 50 MB transcript (s)": 1.0,
     "hook session-start, 50k-file repo (s)": 1.0,
+    "push ratio, session with its snapshot (vs git push of the same commit)": None,
+    "push ratio, after one more edit (vs git push of the same commit)": None,
+    "pull ratio (vs git fetch of the same session)": None,
 }
 
 
@@ -7246,6 +7263,44 @@ def bench_snapshot_disk(ws: Workspace, count: int = 100) -> float:
     return (git_kb() - before) / count
 
 
+def bench_sessions(ws: Workspace) -> dict:
+    """push and pull (SPEC section 13) on the 50,000-file repository, each against the one git command
+    that moves the same objects, measured in the same run: `git push` of the session's commit to a
+    twin of the remote, `git fetch` of it into a twin of the clone. Each is one transfer, so one sample."""
+    remotes = {name: os.path.join(ws.home, f"{name}.git") for name in ("ours", "twin")}
+    for remote in remotes.values():
+        git(ws.home, "init", "-q", "--bare", remote, env=ws.env)
+        ws.git("push", "-q", remote, "main")
+
+    def run(command: list, cwd: str) -> tuple:
+        started = time.perf_counter()
+        out = subprocess.run(command, cwd=cwd, env=ws.env, capture_output=True, check=True).stdout
+        return time.perf_counter() - started, out
+
+    def push_once(edit: int) -> tuple:
+        write(ws.repo, "pkg003/mod01500.py", f"value = {edit}  # pushed\n")
+        time.sleep(0.15)
+        run([*PROGRAM, "snapshot"], ws.repo)  # the session's snapshot exists
+        ours, out = run([*PROGRAM, "push", "--json", remotes["ours"]], ws.repo)
+        commit = json.loads(out)["commit"]
+        theirs, _ = run(["git", "push", "-q", "--no-verify", remotes["twin"], f"{commit}:refs/bench/s{edit}"], ws.repo)
+        return ours, theirs, commit
+
+    ws.run_cli("save", "--goal", "bench the sessions")
+    first, first_git, commit = push_once(1)
+    again, again_git, _ = push_once(2)
+    clones = {name: os.path.join(ws.home, f"clone-{name}") for name in remotes}
+    for name, folder in clones.items():
+        git(ws.home, "clone", "-q", remotes[name], folder, env=ws.env)
+    pulled, _ = run([*PROGRAM, "pull", "--json", remotes["ours"]], clones["ours"])
+    fetched, _ = run(["git", "fetch", "-q", "--no-tags", remotes["twin"], "refs/bench/*:refs/bench/*"], clones["twin"])
+    print(f"  push {first * 1000:.0f} ms vs git push {first_git * 1000:.0f} ms; after one more edit {again * 1000:.0f} ms "
+          f"vs {again_git * 1000:.0f} ms; pull {pulled * 1000:.0f} ms vs git fetch {fetched * 1000:.0f} ms")
+    return {"push ratio, session with its snapshot (vs git push of the same commit)": first / first_git,
+            "push ratio, after one more edit (vs git push of the same commit)": again / again_git,
+            "pull ratio (vs git fetch of the same session)": pulled / fetched}
+
+
 def bench_hooks(ws: Workspace, scratch: str) -> dict:
     transcript = os.path.join(scratch, "transcript.jsonl")
     filler = json.dumps({"type": "attachment", "attachment": {"content": "x" * 4000}}) + "\n"
@@ -7335,6 +7390,7 @@ def run_bench(quick: bool = False) -> int:
             large = make_large_repo(os.path.join(scratch, "large"))
             figures.update(bench_large_repo(large))
             figures.update(bench_hooks(large, scratch))
+            figures.update(bench_sessions(large))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     over = 0
