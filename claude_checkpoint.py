@@ -166,6 +166,7 @@ WRITER_CONFIG = "claude-checkpoint.writer"  # this clone's writer id, in its own
 SESSIONS_KEEP = 20  # a writer's newest sessions per root kept on the remote: a remote is shared, keep it small
 SESSION_MAX_BYTES = 50 * 1024 * 1024  # files past this stay home: hosts refuse or throttle them (GitHub: 50 MiB)
 REMOTE_TIMEOUT_S = 60.0  # a push or fetch over a network (CHECKPOINT_REMOTE_TIMEOUT)
+SCAN_MAX_BYTES = 4 * 1024 * 1024  # a text file past this stays home unscanned: the rules read about 0.3 MB/s
 SCANNED_KEEP = 20_000  # blob ids a push remembers as free of secrets: the next push reads them again, no rule
 BINARY_SNIFF_BYTES = 8000  # git's own test: a NUL in the first 8000 bytes makes a file binary, never scanned
 SESSION_CHECKPOINT = CHECKPOINT_NAME  # where a session's tree holds the checkpoint: its own name under the root,
@@ -2565,13 +2566,16 @@ def parse_session_ref(ref: str, base: str) -> Optional[tuple]:
     return parts[0], int(stamp)
 
 
-def held_back_reason(path: str, size: int, secret: Optional[str] = None) -> Optional[str]:
+def held_back_reason(path: str, size: int, secret: Optional[str] = None, scanned: bool = True) -> Optional[str]:
     """Why a file that differs from the remote's copy stays home, or None when it travels. `secret`
-    is the redaction rule that found a secret in its content (section 5)."""
+    is the redaction rule that found a secret in its content (section 5); a text too long to scan
+    stays home too."""
     if is_secret_file_name(path.rsplit("/", 1)[-1]):
         return "named like a secret"
     if size > SESSION_MAX_BYTES:
         return f"larger than {SESSION_MAX_BYTES // (1 << 20)} MiB"
+    if not scanned:
+        return f"a text over {SCAN_MAX_BYTES // (1 << 20)} MiB, too long to scan for secrets"
     if secret is not None:
         return f"holds a secret ({secret})"
     return None
@@ -3751,9 +3755,11 @@ class SessionStore(SnapshotStore):
                 held[path] = (old, reason)
             elif new is not None and new[0] in ("100644", "100755"):
                 scan.append((path, old, new[1]))
-        for (path, old, _), secret in zip(scan, self._scan_blobs([b for _, _, b in scan], scan_for_secrets)):
-            if secret is not None:
-                held[path] = (old, held_back_reason(path, 0, secret))
+        verdicts = self._scan_blobs([blob for _, _, blob in scan], sizes, scan_for_secrets)
+        for (path, old, _), (scanned, secret) in zip(scan, verdicts):
+            reason = held_back_reason(path, 0, secret, scanned)
+            if reason is not None:
+                held[path] = (old, reason)
         updates = {path: old for path, (old, _) in held.items()}
         updates[SESSION_CHECKPOINT] = ("100644", self._hash_bytes(checkpoint, write=True))
         root_tree = self.edit_tree(self._subtree(snapshot_tree), updates)
@@ -3813,11 +3819,23 @@ class SessionStore(SnapshotStore):
         return {line.split(" ")[0]: int(line.split(" ")[1]) for line in out.decode("ascii").splitlines()
                 if line.count(" ") == 1 and line.split(" ")[1].isdigit()}
 
-    def _scan_blobs(self, blobs: list, scan: Callable[[str, bytes], Optional[str]]) -> list:
-        """scan(blob id, content) of each blob, in order, read through one `git cat-file --batch`."""
+    def _scan_blobs(self, blobs: list, sizes: dict, scan: Callable[[str, bytes], Optional[str]]) -> list:
+        """[(scanned, scan(blob id, content))] of each blob, in order, read through one `git cat-file
+        --batch`. Binary content is not text to scan; text past SCAN_MAX_BYTES is not scanned."""
         verdicts: list = []
+
+        def take(blob: str, chunks: Iterable[bytes]) -> None:
+            chunks = iter(chunks)
+            first = next(chunks, b"")
+            if b"\0" in first[:BINARY_SNIFF_BYTES] or sizes.get(blob, 0) > SCAN_MAX_BYTES:
+                for _ in chunks:  # the stream goes on to the next blob
+                    pass
+                verdicts.append((b"\0" in first[:BINARY_SNIFF_BYTES], None))
+            else:
+                verdicts.append((True, scan(blob, first + b"".join(chunks))))
+
         if blobs:
-            self.read_blobs(blobs, lambda blob, chunks: verdicts.append(scan(blob, b"".join(chunks))))
+            self.read_blobs(blobs, take)
         return verdicts
 
     @property
@@ -4761,7 +4779,7 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
             raise NothingToDo("There is no checkpoint to push: save one first (the save tool, or `save --goal TEXT`).")
         sessions = open_sessions(root, world, remote)
         writer = sessions.writer(create=True)
-        made = take_snapshot(sessions, world, SnapshotKind.SAVE, stored.checkpoint.goal)
+        made = _work_tree_now(sessions, world, stored.checkpoint.goal)
     checkpoint = Redactor(world.known_secrets).checkpoint(replace(stored.checkpoint, hooks=HookState()))
     heads, mine = sessions.advertised(writer)
     parent = sessions.parent_for(sorted(set(heads.values())))
@@ -4786,13 +4804,26 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
     state = sessions.scan.state
     facts = {"kind": SnapshotKind.SESSION.value, "createdAt": world.now_iso(), "branch": state.branch if state else None,
              "head": sessions.head, "files": built.files, "goal": checkpoint.goal, "root": sessions.prefix,
-             "writer": writer, "snapshot": made.snapshot.id, "skipped": [s.to_json() for s in held_back]}
+             "writer": writer, "snapshot": made.snapshot.id or None, "skipped": [s.to_json() for s in held_back]}
     now = world.clock()
     commit = sessions.commit_session(built.tree, parent, snapshot_message(checkpoint.goal, facts), now)
     ref = session_ref(sessions.key, writer, int(now * 1000), commit)
     deleted, kept = sessions.push_refs([(commit, ref)], sessions_to_delete(mine, SESSIONS_KEEP))
     return PushOutcome(sessions.remote, commit[:SHORT_SHA], ref, writer, commit, built.files, held_back, deleted,
                        kept_refs=kept)
+
+
+def _work_tree_now(store: SnapshotStore, world: World, goal: str) -> SnapshotOutcome:
+    """The snapshot a push carries: made now when the newest is stale, as a save makes it. With
+    snapshots off, the same tree is built and no snapshot ref is made."""
+    settings = SnapshotSettings.from_env(world.env)
+    if settings.enabled:
+        made = take_snapshot(store, world, SnapshotKind.SAVE, goal)
+        assert made is not None  # only hooks may make none
+        return made
+    build = build_snapshot_tree(store, None, settings.max_bytes, write=True)
+    return SnapshotOutcome(Snapshot("", "", "", build.tree, "", SnapshotKind.SAVE.value, None, store.head, goal,
+                                    build.files), False, build.skipped)
 
 
 def file_secret(content: bytes, known_secrets: tuple, rules: bool = True) -> Optional[str]:

@@ -1558,6 +1558,7 @@ class TestSessionCore(unittest.TestCase):
         for path, size, secret, reason in cases:
             with self.subTest(path=path, size=size):
                 self.assertEqual(cc.held_back_reason(path, size, secret), reason)
+        self.assertIn("too long to scan", cc.held_back_reason("huge.log", 10, None, scanned=False))
         key = fake_secret("sk-ant-api03-", 48)
         self.assertIsNotNone(cc.file_secret(f'KEY = "{key}"\n'.encode(), ()))
         self.assertIsNone(cc.file_secret(b"print('hello')\n", ()))
@@ -3998,6 +3999,19 @@ class TestSessionsEndToEnd(unittest.TestCase):
         pushed = ok_json(self, cli(a, "push", "--json", env=env))
         self.assertEqual(pushed["heldBack"], [{"path": "settings.txt", "reason": "holds a secret (secret environment value)"}])
         self.assertNotIn(b"settings.txt", tree(a, pushed["commit"]))
+
+    def test_a_long_text_stays_home_unscanned_a_long_binary_travels_and_snapshots_off_makes_no_snapshot(self):
+        clones = Clones(self)
+        a = clones.a
+        a.write("logs/huge.log", "harmless line\n" * (cc.SCAN_MAX_BYTES // 14 + 10))
+        a.write("assets/huge.bin", b"\0" + os.urandom(cc.SCAN_MAX_BYTES))
+        save_goal(self, a, "long files")
+        snapshots_before = refs(a)
+        pushed = ok_json(self, cli(a, "push", "--json", env=dict(a.env, CHECKPOINT_SNAPSHOTS="off")))
+        self.assertEqual([h["path"] for h in pushed["heldBack"]], ["logs/huge.log"])
+        self.assertIn("too long to scan", pushed["heldBack"][0]["reason"])
+        self.assertIn(b"assets/huge.bin", tree(a, pushed["commit"]))
+        self.assertEqual(refs(a), snapshots_before)
 
     def test_a_second_push_of_the_same_work_pushes_nothing(self):
         clones = Clones(self)
