@@ -24,10 +24,10 @@ Where things are (later sections use earlier ones, never the reverse):
    5. Redaction       the rule table and the checks behind it (pure)
    6. Core            merge, caps, drift, transcripts, snapshot plans (pure: no clock, env or I/O)
    7. Rendering       the resume brief and the answer texts (pure)
-   8. Git adapter     the one place git runs; status parsing, snapshots as commits
+   8. Git adapter     the one place git runs; status parsing, snapshots as commits, sessions on a remote
    9. Storage         where files are written (ours, and a restore's), locks, transcript reading
   10. Root            which project folder a call is about
-  11. Services        save, load, record, snapshot, restore: what tools, hooks and commands call
+  11. Services        save, load, record, snapshot, restore, push, pull, resume: what tools, hooks and commands call
   12. MCP tools       the tool table, prompts and resources, each a thin handler over section 11
   13. Protocol        JSON-RPC messages in, replies out, both MCP eras (no I/O)
   14. Transport       stdio, the reader thread, signals
@@ -4783,19 +4783,9 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
     checkpoint = Redactor(world.known_secrets).checkpoint(replace(stored.checkpoint, hooks=HookState()))
     heads, mine = sessions.advertised(writer)
     parent = sessions.parent_for(sorted(set(heads.values())))
-    rules = redaction_fingerprint()
-    clean = read_clean_blobs(sessions.scanned_path, rules)
-    known_clean, found_clean = set(clean), []
-
-    def scan(blob: str, content: bytes) -> Optional[str]:
-        found = file_secret(content, world.known_secrets, rules=blob not in known_clean)
-        if found is None and blob not in known_clean:
-            found_clean.append(blob)
-        return found
-
+    scan = SecretScan(sessions.scanned_path, world.known_secrets)
     built = sessions.session_tree(made.snapshot.tree, parent, encode_checkpoint(checkpoint), scan)
-    if found_clean:
-        write_clean_blobs(sessions.scanned_path, rules, clean + found_clean)
+    scan.remember()
     held_back = made.skipped + built.held_back
     if mine and sessions.tree_of(mine[0][1]) == built.tree:
         newest = mine[0][1]
@@ -4811,6 +4801,31 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
     deleted, kept = sessions.push_refs([(commit, ref)], sessions_to_delete(mine, SESSIONS_KEEP))
     return PushOutcome(sessions.remote, commit[:SHORT_SHA], ref, writer, commit, built.files, held_back, deleted,
                        kept_refs=kept)
+
+
+class SecretScan:
+    """The secret scan of the files a push sends, called with (blob id, content): each content is
+    read by the rules once per rules version (what they found clean is remembered beside the
+    index), and checked for the secret values of the environment every time."""
+
+    def __init__(self, path: Optional[str], known_secrets: tuple):
+        self.path = path
+        self.known_secrets = known_secrets
+        self.rules = redaction_fingerprint()
+        self.clean = read_clean_blobs(path, self.rules)
+        self.seen = set(self.clean)
+        self.found_clean: list = []
+
+    def __call__(self, blob: str, content: bytes) -> Optional[str]:
+        found = file_secret(content, self.known_secrets, rules=blob not in self.seen)
+        if found is None and blob not in self.seen:
+            self.seen.add(blob)
+            self.found_clean.append(blob)
+        return found
+
+    def remember(self) -> None:
+        if self.found_clean:
+            write_clean_blobs(self.path, self.rules, self.clean + self.found_clean)
 
 
 def _work_tree_now(store: SnapshotStore, world: World, goal: str) -> SnapshotOutcome:
