@@ -4876,30 +4876,37 @@ def resume_session(root: str, world: World, wanted: Optional[str], writer: Optio
         plan = plan_restore_to(sessions, session.snapshot, current, [], leave)
         outcome = ResumeOutcome(session, plan, not apply, checkpoint.goal, sessions.scan.state,
                                 sessions.has_commit(session.snapshot.head))
-        if not apply:
-            return outcome
-        stored = _read_for_update(root, [], replace_unreadable=True)
-        if plan.write or plan.delete:
-            safety = take_snapshot(sessions, world, SnapshotKind.BEFORE_RESTORE, f"Before resuming {session.id}",
-                                   existing=snapshots, build=current)
-            outcome.safety = safety.snapshot if safety else None
-        if all(s.commit != session.snapshot.commit for s in snapshots):
-            sessions.adopt(session, _after(outcome.safety, world.clock()))
-        if plan.write or plan.delete:
-            try:
-                apply_restore(sessions, plan)
-            except OSError as error:
-                undo = f" Undo what was done with: restore {outcome.safety.id} --yes" if outcome.safety else ""
-                raise SnapshotError(f"Resume stopped at {error.filename or 'a file'}: {error.strerror}; the checkpoint "
-                                    f"was not replaced.{undo}") from None
-        resumed = replace(checkpoint, snapshot=SnapshotRef(session.id, session.snapshot.commit))
-        if checkpoint.git is not None and not outcome.head_here:  # its files now sit on the commit they were carried on
-            parent = sessions.parent_of(session.snapshot.commit)
-            resumed = replace(resumed, git=replace(checkpoint.git, head=parent) if parent else None)
-        write_checkpoint(root, encode_checkpoint(resumed), stored.raw)
-        outcome.checkpoint_path = os.path.join(root, CHECKPOINT_NAME)
-        outcome.backup_path = os.path.join(root, BACKUP_NAME) if stored.raw is not None else None
+        if apply:
+            _apply_resume(sessions, world, outcome, checkpoint, snapshots, current)
     return outcome
+
+
+def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, checkpoint: Checkpoint,
+                  snapshots: list, current: TreeBuild) -> None:
+    """The files first, as `restore --yes` does (a before-restore snapshot, then each file atomically),
+    the session kept among the snapshots, then the checkpoint (the old one as .prev)."""
+    root, session, plan = sessions.root, outcome.session, outcome.plan
+    stored = _read_for_update(root, [], replace_unreadable=True)  # a newer schema is refused before any change
+    if plan.write or plan.delete:
+        safety = take_snapshot(sessions, world, SnapshotKind.BEFORE_RESTORE, f"Before resuming {session.id}",
+                               existing=snapshots, build=current)
+        outcome.safety = safety.snapshot if safety else None
+    if all(s.commit != session.snapshot.commit for s in snapshots):
+        sessions.adopt(session, _after(outcome.safety, world.clock()))
+    try:
+        if plan.write or plan.delete:
+            apply_restore(sessions, plan)
+    except OSError as error:
+        undo = f" Undo what was done with: restore {outcome.safety.id} --yes" if outcome.safety else ""
+        raise SnapshotError(f"Resume stopped at {error.filename or 'a file'}: {error.strerror}; the checkpoint "
+                            f"was not replaced.{undo}") from None
+    resumed = replace(checkpoint, snapshot=SnapshotRef(session.id, session.snapshot.commit))
+    if checkpoint.git is not None and not outcome.head_here:  # its files now sit on the commit they were carried on
+        parent = sessions.parent_of(session.snapshot.commit)
+        resumed = replace(resumed, git=replace(checkpoint.git, head=parent) if parent else None)
+    write_checkpoint(root, encode_checkpoint(resumed), stored.raw)
+    outcome.checkpoint_path = os.path.join(root, CHECKPOINT_NAME)
+    outcome.backup_path = os.path.join(root, BACKUP_NAME) if stored.raw is not None else None
 
 
 def decode_session_checkpoint(session: Session, data: bytes) -> Checkpoint:
