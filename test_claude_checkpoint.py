@@ -3965,6 +3965,39 @@ class TestSessionsEndToEnd(unittest.TestCase):
         ok(self, cli(b, "restore", safety, "--yes"))
         self.assertEqual(work_files(b.repo), mine)
 
+    def test_held_back_paths_are_neither_written_nor_deleted_on_the_other_machine(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        a.write(".env", "A_SECRET=1\n")
+        a.write("config/local.py", f'TOKEN = "{fake_secret("ghp_", 36)}"\n')
+        a.write("README.md", "# from A\n")
+        save_goal(self, a, "held back")
+        push(self, a)
+        b.write(".env", "B_OWN=1\n")
+        b.write("config/local.py", "B's own settings\n")
+        pull(self, b)
+        done = resume(self, b, "--yes")
+        self.assertEqual({s["path"] for s in done["skipped"]}, {"config/local.py"})  # B's .env: skipped by B's own snapshot
+        self.assertEqual(read(os.path.join(b.repo, ".env")), b"B_OWN=1\n")
+        self.assertEqual(read(os.path.join(b.repo, "config", "local.py")), b"B's own settings\n")
+        self.assertEqual(read(os.path.join(b.repo, "README.md")), b"# from A\n")
+
+    def test_a_refused_resume_changes_nothing_the_checkpoint_included(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        a.write("build", "A's build is a file\n")
+        save_goal(self, a, "refused here")
+        push(self, a)
+        write(b.repo, ".git/info/exclude", "*.o\n")
+        b.write("build/out.o", "ignored object\n")
+        save_goal(self, b, "B's own")
+        before = (work_files(b.repo), read(os.path.join(b.repo, ".claude-checkpoint")), user_git_state(b), refs(b))
+        pull(self, b)
+        message = failed(self, cli(b, "resume", "--yes"), 1)
+        self.assertIn("refused", message)
+        self.assertEqual((work_files(b.repo), read(os.path.join(b.repo, ".claude-checkpoint")), user_git_state(b),
+                          refs(b)), before)
+
     def test_two_writers_push_and_each_resumes_the_other(self):
         clones = Clones(self)
         a, b = clones.a, clones.b
