@@ -3890,21 +3890,25 @@ class SessionStore(SnapshotStore):
         """This root's sessions of every writer into refs/claude-checkpoint-remote/<remote>/<root key>/,
         removing there what the remote no longer has (that namespace is ours alone)."""
         spec = f"{SHARED_REFS}{self.key}/*:{PULLED_REFS}{remote_component(self.remote)}/{self.key}/*"
-        self._network("-c", "fetch.writeCommitGraph=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
-                      "fetch", "--quiet", "--no-tags", "--prune", "--no-recurse-submodules", "--no-write-fetch-head",
-                      "--", self.remote, spec)
+        self._network("fetch", "--quiet", "--no-tags", "--prune", "--no-recurse-submodules", "--no-write-fetch-head",
+                      "--", self.remote, spec,
+                      config=("fetch.writeCommitGraph=false", "gc.auto=0", "maintenance.auto=false"))
 
-    def _network(self, *args: str) -> bytes:
-        result = self._network_run(*args)
+    def _network(self, command: str, *args: str, config: tuple = ()) -> bytes:
+        result = self._network_run(command, *args, config=config)
         if not result.ok:
             raise RemoteError(f"Could not reach {self.remote}: {_complaint(result)}. Nothing here changed.")
         return result.stdout
 
-    def _network_run(self, *args: str) -> GitResult:
-        result = self.git.run("-c", "core.logAllRefUpdates=false", *args, timeout=self.timeout,
+    def _network_run(self, command: str, *args: str, config: tuple = ()) -> GitResult:
+        """`git <command> <args>` within the remote time limit; a RemoteError when git gave no answer."""
+        options = [word for setting in ("core.logAllRefUpdates=false", *config) for word in ("-c", setting)]
+        result = self.git.run(*options, command, *args, timeout=self.timeout,
                               env={"GIT_LITERAL_PATHSPECS": "1", **_batch_ssh(self.git)})
         if result is None:
-            why = self.git.warnings[-1] if self.git.warnings else "git is unavailable"
+            why = self.git.warnings[-1] if self.git.warnings else "git is unavailable."
+            if "did not answer" in why:
+                why = f"git {command} did not answer within {self.timeout:g} s (CHECKPOINT_REMOTE_TIMEOUT sets the limit)."
             raise RemoteError(f"Could not reach {self.remote}: {why} Nothing here changed.")
         return result
 
@@ -3934,10 +3938,10 @@ def _batch_ssh(git: Git) -> dict:
     if os.environ.get("GIT_SSH"):
         return {}
     command = os.environ.get("GIT_SSH_COMMAND") or (git.output("config", "core.sshCommand") or b"").decode().strip()
-    program = (command or "ssh").split()[0]
+    program, _, options = (command or "ssh").partition(" ")
     if os.path.basename(program).lower() not in ("ssh", "ssh.exe"):
         return {}
-    return {"GIT_SSH_COMMAND": f"{command or 'ssh'} -o BatchMode=yes"}
+    return {"GIT_SSH_COMMAND": f"{program} -o BatchMode=yes {options}".rstrip()}  # ssh takes an option's first value
 
 
 def where_in_repository(git: Git, root: str) -> tuple:
