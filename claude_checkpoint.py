@@ -3734,10 +3734,14 @@ class SessionStore(SnapshotStore):
         request = "".join(f"{tip}\n" for tip in tips).encode()
         out = self._output("cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=request)
         here = [line.split(" ")[0] for line in out.decode("ascii", "replace").splitlines() if line.endswith(" commit")]
-        if not here:
-            return None
-        found = self.git.output("merge-base", self.head, *here, ok_codes=(0, 1))
-        return (found or b"").decode("ascii").strip() or None
+        if len(here) > 500:  # bounded argument lists: the best base of each 500, then the best of those
+            here = [base for start in range(0, len(here), 500) for base in self._merge_base(here[start:start + 500])]
+        return next(iter(self._merge_base(here)), None) if here else None
+
+    def _merge_base(self, tips: list) -> list:
+        """[the best common ancestor of HEAD and any of the tips], or [] when they share no history."""
+        found = self.git.output("merge-base", self.head, *tips, ok_codes=(0, 1))
+        return (found or b"").decode("ascii").split()
 
     def session_tree(self, snapshot_tree: str, parent: Optional[str], checkpoint: bytes,
                      scan_for_secrets: Callable[[str, bytes], Optional[str]]) -> SessionTree:

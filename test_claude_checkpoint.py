@@ -3939,6 +3939,25 @@ class TestSessionsEndToEnd(unittest.TestCase):
         said = text(ok(self, cli(b, "resume", pushed["id"])))
         self.assertIn("not in this clone", said)
 
+    @slow
+    def test_the_parent_is_found_among_hundreds_of_remote_branches(self):
+        clones = Clones(self)
+        a = clones.a
+        old = a.head()
+        stream = "".join(f"commit refs/heads/b{i:03d}\ncommitter T <t@example.com> 0 +0000\ndata {len(str(i))}\n{i}\n"
+                         f"from {old}\n\n" for i in range(700)).encode()  # 700 distinct side branches
+        subprocess.run(["git", "fast-import", "--quiet"], cwd=a.repo, env=a.env, input=stream, check=True)
+        a.git("push", "-q", "origin", "refs/heads/b*:refs/heads/b*")
+        a.write("README.md", "# pushed on a branch\n")
+        a.git("commit", "-qam", "pushed")
+        a.git("push", "-q", "origin", "HEAD:refs/heads/pushed")
+        pushed_commit = a.head()
+        a.write("README.md", "# never pushed\n")
+        a.git("commit", "-qam", "local")
+        save_goal(self, a, "many branches")
+        pushed = push(self, a)
+        self.assertEqual(clones.remote_git("rev-parse", pushed["commit"] + "^").strip(), pushed_commit)
+
     def test_a_resume_over_local_work_keeps_all_it_overwrites_in_its_before_restore_snapshot(self):
         clones = Clones(self)
         a, b = clones.a, clones.b
