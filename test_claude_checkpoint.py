@@ -3938,6 +3938,8 @@ class TestSessionsEndToEnd(unittest.TestCase):
         self.assertEqual(b.head(), remote_main)
         said = text(ok(self, cli(b, "resume", pushed["id"])))
         self.assertIn("not in this clone", said)
+        drift = ok_json(self, cli(b, "show", "--full"))["drift"]  # measured on the commit the files sit on
+        self.assertEqual((drift["changedSince"], drift["newSince"], drift.get("headUnreachable")), ([], [], None))
 
     @slow
     def test_the_parent_is_found_among_hundreds_of_remote_branches(self):
