@@ -1679,6 +1679,28 @@ class TestBrief(unittest.TestCase):
                 self.assertEqual(cc.human_age(seconds), text)
 
 
+class TestSessionTexts(unittest.TestCase):
+    """What resume says when the session's HEAD differs from this clone's (SPEC section 13)."""
+
+    def test_head_advice_gives_the_git_command_that_matches_the_session(self):
+        theirs = cc.Snapshot("s", "s" * 40, "ref", "tree", "", "session", "feature", "a" * 40, "goal", 1)
+        cases = [(cc.GitState("feature", "a" * 40, True), True, None),
+                 (cc.GitState("main", "b" * 40, True), True, "`git switch feature`"),
+                 (cc.GitState("feature", "b" * 40, True), True, f"`git merge --ff-only {'a' * 9}`"),
+                 (None, True, "`git switch feature`"),
+                 (cc.GitState("main", "b" * 40, True), False, "`git fetch` first")]
+        for here, head_here, command in cases:
+            with self.subTest(here=here, head_here=head_here):
+                said = " ".join(cc.head_advice(theirs, here, head_here))
+                if command is None:
+                    self.assertEqual(said, "")
+                else:
+                    self.assertIn(command, said)
+        detached = cc.replace(theirs, branch=None)
+        self.assertIn(f"`git switch --detach {'a' * 9}`",
+                      " ".join(cc.head_advice(detached, cc.GitState("main", "b" * 40, True), True)))
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 8. Git adapter: status parsing, real repositories, git facts, missing and hanging git (SPEC sections 3 and 7)
 # ════════════════════════════════════════════════════════════════════════════
