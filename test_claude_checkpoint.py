@@ -4106,15 +4106,17 @@ class TestSessionsEndToEnd(unittest.TestCase):
         save_goal(self, b, "B")
         b_ref = push(self, b)["ref"]
         save_goal(self, a, "Many pushes")
-        refs_pushed = []
-        for i in range(22):
-            a.write("counter.txt", f"{i}\n")
-            refs_pushed.append(push(self, a))
-        self.assertEqual(refs_pushed[-1]["deleted"], [refs_pushed[1]["ref"]])
-        remote = clones.remote_refs()
-        self.assertIn(b_ref, remote)
-        self.assertEqual(sorted(r for r in remote if r != b_ref), sorted(p["ref"] for p in refs_pushed[-20:]))
-        self.assertEqual(len(pull(self, b)), 21)
+        first = push(self, a)
+        base = first["ref"].rsplit("/", 1)[0]
+        older = [f"{base}/{1_000_000_000_000 + i:013d}-{first['id']}" for i in range(20)]  # 20 older sessions
+        subprocess.run(["git", "update-ref", "--stdin"], cwd=clones.remote, env=a.env, check=True,
+                       input="".join(f"create {ref} {first['commit']}\n" for ref in older).encode())
+        a.write("counter.txt", "one more\n")
+        pushed = push(self, a)
+        self.assertEqual(sorted(pushed["deleted"]), older[:2])
+        self.assertEqual(set(clones.remote_refs()), {b_ref, first["ref"], pushed["ref"], *older[2:]})
+        self.assertEqual(len(pull(self, b)), 3)  # the 18 older refs name one commit: one session
+        self.assertEqual(len(b.git("for-each-ref", PULLED).splitlines()), 21)
 
     def test_forget_remote_deletes_this_writers_sessions_and_nothing_else(self):
         clones = Clones(self)
