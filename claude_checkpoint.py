@@ -8,7 +8,7 @@ secrets redacted, and turns them back into a compact resume brief that says exac
 which files changed since.
 
     python3 claude_checkpoint.py            # the MCP server on stdin/stdout
-    python3 claude_checkpoint.py --help     # show, save, hook, install, uninstall, doctor, snapshot, list, diff, restore, forget
+    python3 claude_checkpoint.py --help     # show, save, hook, install, uninstall, doctor, snapshot, list, diff, restore, forget, push, pull, resume
     claude mcp add --scope user checkpoint -- python3 /abs/path/claude_checkpoint.py
 
 Start-up matters (the server is spawned for every session), so the modules that
@@ -24,10 +24,10 @@ Where things are (later sections use earlier ones, never the reverse):
    5. Redaction       the rule table, the random-token detector, redact() and find_secret() (pure)
    6. Core            merge, caps, drift, transcripts, snapshot plans, the agents table (pure: no clock, env or I/O)
    7. Rendering       the resume brief and the answer texts (pure)
-   8. Git adapter     the one place git runs; status parsing, snapshots as commits
+   8. Git adapter     the one place git runs; status parsing, snapshots as commits, sessions on a remote
    9. Storage         where files are written (ours, and a restore's), locks, transcript reading
   10. Root            which project folder a call is about
-  11. Services        save, load, record, snapshot, restore: what tools, hooks and commands call
+  11. Services        save, load, record, snapshot, restore, push, pull, resume: what tools, hooks and commands call
   12. MCP tools       the tool table, prompts and resources, each a thin handler over section 11
   13. Protocol        JSON-RPC messages in, replies out, both MCP eras (no I/O)
   14. Transport       stdio, the reader thread, signals
@@ -167,6 +167,19 @@ SECRET_FILE_NAMES = (".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pf
                      ".pypirc", ".pgpass", ".git-credentials", ".htpasswd", "credentials", "*.tfvars",
                      "credentials.json", "client_secret*.json", "service-account*.json", "service_account*.json",
                      "secrets.yaml", "secrets.yml", "kubeconfig")
+# Sessions carried to another machine over the user's own git remote (SPEC section 13).
+SHARED_REFS = SNAPSHOT_REFS + "shared/"  # on the remote: <root key>/<writer>/<stamp>, one ref per push
+PULLED_REFS = "refs/claude-checkpoint-remote/"  # here, what pull fetched: <remote>/<root key>/<writer>/<stamp>
+WRITER_CONFIG = "claude-checkpoint.writer"  # this clone's writer id, in its own git config
+SESSIONS_KEEP = 20  # a writer's newest sessions per root kept on the remote: a remote is shared, keep it small
+SESSION_MAX_BYTES = 50 * 1024 * 1024  # files past this stay home: hosts refuse or throttle them (GitHub: 50 MiB)
+REMOTE_TIMEOUT_S = 60.0  # a push or fetch over a network (CHECKPOINT_REMOTE_TIMEOUT)
+SCAN_MAX_BYTES = 4 * 1024 * 1024  # a text file past this stays home unscanned: the rules read about 0.3 MB/s
+SCANNED_KEEP = 20_000  # blob ids a push remembers as free of secrets: the next push reads them again, no rule
+BINARY_SNIFF_BYTES = 8000  # git's own test: a NUL in the first 8000 bytes makes a file binary, never scanned
+SESSION_CHECKPOINT = CHECKPOINT_NAME  # where a session's tree holds the checkpoint: its own name under the root,
+# which every snapshot, drift and restore already leaves alone
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git knows this tree without storing it
 ZERO_SHA = "0" * 40
 TREE_MODE = "40000"  # how a git tree object writes a folder's mode
 HEAD_ENTRY = "head"  # a snapshot path state whose entry is whatever HEAD holds (a clean path, a submodule)
@@ -246,6 +259,10 @@ class RestoreStopped(SnapshotError):
         self.path, self.reason, self.deleted, self.written, self.safety_id = path, reason, deleted, written, safety_id
         self.paths = paths  # what the restore was limited to: the undo is limited to the same
         super().__init__(f"Restore stopped at {path}: {reason}.")
+
+
+class RemoteError(CheckpointError):
+    """A remote could not be reached or refused our refs; nothing here changed."""
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -370,6 +387,7 @@ class SnapshotKind(str, Enum):
     HOOK = "hook"  # a hook run at the end of a turn, a compaction or a session
     MANUAL = "manual"  # the snapshot command
     BEFORE_RESTORE = "before-restore"  # taken just before a restore, so it can be undone
+    SESSION = "session"  # pushed from a clone to carry the work to another machine (SPEC section 13)
 
 
 @record
@@ -407,6 +425,24 @@ class Snapshot:
     def to_json(self) -> dict:
         return {"id": self.id, "commit": self.commit, "createdAt": self.created_at, "kind": self.kind,
                 "branch": self.branch, "head": self.head, "goal": self.goal, "files": self.files}
+
+
+@record
+class Session:
+    """A session on a remote (SPEC section 13): a snapshot-shaped commit pushed by one writer."""
+    snapshot: Snapshot  # its commit, read as a snapshot: tree, facts, skipped and held-back paths
+    writer: str
+    stamp: int  # when it was pushed, in ms: sessions of all writers sort by it
+    mine: bool = False  # pushed by this clone
+
+    @property
+    def id(self) -> str:
+        return self.snapshot.id
+
+    def to_json(self) -> dict:
+        snap = self.snapshot
+        return {"id": snap.id, "writer": self.writer, "mine": self.mine, "createdAt": snap.created_at,
+                "branch": snap.branch, "head": snap.head, "goal": snap.goal, "files": snap.files, "ref": snap.ref}
 
 
 @record
@@ -2341,6 +2377,15 @@ def _compiled_rules():
     return cached
 
 
+def secret_rule(text: str, known_secrets: Iterable[str] = (), rules: bool = True) -> Optional[str]:
+    """find_secret, and the exact values of secret environment variables first ("secret environment
+    value"): what a push asks of each file's content before it leaves the machine. Without `rules`
+    only those values (a content the rules already found clean)."""
+    if any(secret in text for secret in known_secrets):
+        return "secret environment value"
+    return find_secret(text) if rules else None
+
+
 def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
     """Return (text with secrets replaced by «redacted», number of replacements).
     known_secrets are exact values to remove wherever they appear (the server's own
@@ -3544,6 +3589,100 @@ def _plan_write(change: TreeChange, on_disk: dict, folder_files: dict, ignored_n
     plan.write.append(change)
 
 
+# Sessions on a remote (SPEC section 13): ref names, which files stay home, which sessions go.
+# A session is one commit: the root's files as a snapshot sees them, on top of the newest commit
+# of HEAD's history that the remote already has, with the checkpoint beside them.
+
+def ref_component(text: str, limit: int = 24) -> str:
+    """Text as one safe ref name component: letters, digits, `_` and `-` (never `/`, `.` or empty)."""
+    import re
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:limit].strip("-") or "x"
+
+
+def is_ref_component(text: str) -> bool:
+    import re
+    return re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}", text) is not None
+
+
+def session_root_key(prefix: str) -> str:
+    """The root as one ref component, the same for the same project folder on every machine:
+    `top` at the repository's top, else the folder's name and a digest of its place in it."""
+    if not prefix:
+        return "top"
+    folder = prefix.rstrip("/")
+    return f"{ref_component(folder.rsplit('/', 1)[-1])}-{sha1(folder.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
+
+
+def new_writer_id(host: str, random_hex: str) -> str:
+    """A clone's writer id: the machine's short name, so a person knows it, and a random part."""
+    return f"{ref_component(host.split('.')[0].lower(), 20)}-{random_hex[:6]}"
+
+
+def remote_component(remote: str) -> str:
+    """Where a remote's pulled sessions are kept: its name, or a digest of a URL."""
+    return remote if is_ref_component(remote) else "url-" + sha1(remote.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+
+
+def session_ref(key: str, writer: str, stamp_ms: int, commit: str) -> str:
+    """A new session's name on the remote: names sort by age, like a snapshot's."""
+    return f"{SHARED_REFS}{key}/{writer}/{stamp_ms:013d}-{commit[:SHORT_SHA]}"
+
+
+def parse_session_ref(ref: str, base: str) -> Optional[tuple]:
+    """(writer, stamp in ms) of `<base><writer>/<stamp>-<id>`; None for any other name."""
+    if not ref.startswith(base):
+        return None
+    parts = ref[len(base):].split("/")
+    stamp = parts[-1].split("-", 1)[0]
+    if len(parts) != 2 or not is_ref_component(parts[0]) or not stamp.isdigit():
+        return None
+    return parts[0], int(stamp)
+
+
+def held_back_reason(path: str, size: int, secret: Optional[str] = None, scanned: bool = True) -> Optional[str]:
+    """Why a file that differs from the remote's copy stays home, or None when it travels. `secret`
+    is the redaction rule that found a secret in its content (section 5); a text too long to scan
+    stays home too."""
+    if is_secret_file_name(path.rsplit("/", 1)[-1]):
+        return "named like a secret"
+    if size > SESSION_MAX_BYTES:
+        return f"larger than {SESSION_MAX_BYTES // (1 << 20)} MiB"
+    if not scanned:
+        return f"a text over {SCAN_MAX_BYTES // (1 << 20)} MiB, too long to scan for secrets"
+    if secret is not None:
+        return f"holds a secret ({secret})"
+    return None
+
+
+def sessions_to_delete(mine: list, keep: int) -> list:
+    """A writer's sessions (newest first) that go when one more is pushed: all but the newest keep - 1."""
+    return mine[max(keep - 1, 0):]
+
+
+def find_session(sessions: list, wanted: Optional[str], writer: Optional[str]) -> Session:
+    """An id (a unique prefix of 4 or more hex digits), else the newest of `writer`, else the newest
+    session of another writer. Sessions are listed newest first."""
+    if not sessions:
+        raise NothingToDo("Nothing pulled yet: run `pull` first (it fetches the sessions pushed to the remote).")
+    newest = ", ".join(f"{s.id} ({s.writer})" for s in sessions[:5])
+    if wanted:
+        found = [s for s in sessions if s.snapshot.commit.startswith(wanted.lower())]
+        if len({s.snapshot.commit for s in found}) == 1 and len(wanted) >= 4:
+            return found[0]
+        problem = "matches more than one session" if found else "is not a pulled session of this project"
+        raise SnapshotError(f"{wanted!r} {problem}. The newest are: {newest} (run `pull` for all).")
+    if writer:
+        for session in sessions:
+            if session.writer == writer:
+                return session
+        writers = ", ".join(dict.fromkeys(s.writer for s in sessions))
+        raise SnapshotError(f"No pulled session of the writer {writer!r}. Writers pulled: {writers}.")
+    for session in sessions:
+        if not session.mine:
+            return session
+    raise NothingToDo(f"Only this clone's own sessions were pulled ({newest}); name one by id to resume it.")
+
+
 # ── 6.7 Agents: one row per agent the user may run ──
 # Everything that differs between Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI and the
 # clients that only run the MCP server lives in this table: their files and formats, their hook
@@ -4015,6 +4154,83 @@ def render_restore_stopped(stopped: Any, restore_command: Callable[[str], str]) 
     if stopped.safety_id:
         lines.append(f"Undo it with: {restore_command(stopped.safety_id)}")
     return "\n".join(lines) + "\n"
+
+
+# Sessions on a remote: what `push`, `pull` and `resume` print (SPEC section 13).
+
+def render_pushed(outcome: Any, pull_command: str, resume_command: str) -> str:
+    if outcome.already:
+        lines = [f"Already pushed: session {outcome.session} on {outcome.remote} holds these files and this checkpoint."]
+    else:
+        lines = [f"Pushed session {outcome.session} to {outcome.remote} (writer {outcome.writer}): "
+                 f"{outcome.files} file(s) differ from what the remote already holds."]
+    lines += [f"  held back {s.path}: {s.reason}" for s in outcome.held_back[:BRIEF_SHOW["files"]]]
+    if len(outcome.held_back) > BRIEF_SHOW["files"]:
+        lines.append(f"  … and {len(outcome.held_back) - BRIEF_SHOW['files']} more held back")
+    if outcome.deleted:
+        lines.append(f"  deleted {len(outcome.deleted)} older session(s) of this writer ({SESSIONS_KEEP} are kept)")
+    lines += [f"  could not delete {ref}" for ref in outcome.kept_refs]
+    lines.append(f"On the other machine: {pull_command} && {resume_command} {outcome.session} --yes")
+    return "\n".join(lines) + "\n"
+
+
+def render_sessions(remote: str, sessions: list, now: float) -> str:
+    if not sessions:
+        return f"No session of this project on {remote} yet: `push` on the other machine puts one there.\n"
+    rows = []
+    for session in sessions:
+        snap = session.snapshot
+        made = parse_timestamp(snap.created_at)
+        age = human_age(now - made) if made else "?"
+        writer = session.writer + (" (this clone)" if session.mine else "")
+        where = snap.branch or (f"detached {snap.head[:7]}" if snap.head else "no commit yet")
+        rows.append(f"{snap.id}  {age:>12}  {writer}  {where}  {snap.files} file(s)  {_clip(snap.goal, 80)}")
+    return "\n".join(rows) + "\n"
+
+
+def render_resume(outcome: Any, restore_command: str, resume_command: str, mv_command: str) -> str:
+    plan, snap = outcome.plan, outcome.session.snapshot
+    title = f"session {snap.id} of {outcome.session.writer} ({_clip(outcome.goal, 60)})"
+    if outcome.dry_run:
+        lines = [f"Resuming {title} would make its checkpoint this project's and:"]
+    else:
+        lines = [f"Resumed {title}: {len(plan.write)} written, {len(plan.delete)} deleted."]
+    if outcome.dry_run or len(plan.write) + len(plan.delete) <= BRIEF_SHOW["drift"]:
+        lines += [f"  write   {c.path}" for c in plan.write] + [f"  delete  {p}" for p in plan.delete]
+    lines += [f"  skip    {s.path} ({s.reason})" for s in plan.skipped]
+    lines += head_advice(snap, outcome.head, outcome.head_here)
+    if outcome.dry_run:
+        lines.append(f"Nothing was changed (a dry run). To do it: {resume_command} {snap.id} --yes")
+        return "\n".join(lines) + "\n"
+    if outcome.safety is not None:
+        lines.append(f"Undo the files with: {restore_command} {outcome.safety.id} --yes")
+    if outcome.backup_path:
+        lines.append(f"The checkpoint it replaced is {outcome.backup_path}; to bring it back: {mv_command}")
+    lines.append("`show` prints its brief.")
+    return "\n".join(lines) + "\n"
+
+
+def head_advice(snap: Snapshot, here: Optional[GitState], head_here: bool) -> list:
+    """What differs between the session's HEAD and this clone's, with the git commands that match it.
+    Resume itself never moves HEAD, a branch or the index."""
+    if snap.head is None or (here is not None and (here.head, here.branch) == (snap.head, snap.branch)):
+        return []
+    mine = (f"branch {here.branch}" if here.branch else "a detached HEAD") + f" at {here.head[:9]}" if here else "no commit"
+    theirs = (f"branch {snap.branch}" if snap.branch else "a detached HEAD") + f" at {snap.head[:9]}"
+    lines = [f"The session was made on {theirs}; this clone is on {mine}. Files are restored as they were, "
+             "against your HEAD: HEAD, branches and the index are as they were."]
+    if not head_here:
+        lines.append(f"Its HEAD {snap.head[:9]} is not in this clone (never pushed, or not fetched yet): "
+                     "`git fetch` first; commits never pushed travel only as the files they changed.")
+        return lines
+    if snap.branch and (here is None or snap.branch != here.branch):
+        match = f"git switch {snap.branch}"
+    elif snap.branch:
+        match = f"git merge --ff-only {snap.head[:SHORT_SHA]}"
+    else:
+        match = f"git switch --detach {snap.head[:SHORT_SHA]}"
+    lines.append(f"To match it, before resuming: `{match}`.")
+    return lines
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -4750,6 +4966,327 @@ def _chunks(stream: Any, remaining: int) -> Iterable[bytes]:
         yield chunk
 
 
+# Sessions on a remote (SPEC section 13): the snapshot store, plus ls-remote, push and fetch.
+# Plumbing only, as above: a session's tree is edited in memory and stored with mktree, its commit
+# made with commit-tree. The network commands run with a time limit, no prompt (ssh in batch mode),
+# no hook (--no-verify), explicit refspecs on the command line: never --mirror, never a `+` refspec,
+# never a remote.*.fetch line, never a ref of the user's.
+
+@record
+class SessionTree:
+    tree: str
+    files: int  # paths under the root that differ from the parent and travel
+    held_back: list  # [Skipped] that differ from the parent and stay home
+
+
+class SessionStore(SnapshotStore):
+    """One root's sessions: those it pushes to one remote (`<root key>/<writer>/...` there) and those
+    pulled from any remote into refs/claude-checkpoint-remote/<remote>/<root key>/ here."""
+
+    def __init__(self, git: Git, root: str, scan: GitScan, remote: Optional[str] = None,
+                 timeout: float = REMOTE_TIMEOUT_S):
+        super().__init__(git, root, scan)
+        self.remote = remote
+        self.timeout = timeout
+        self.key = session_root_key(self.prefix)
+
+    # ── This clone ──
+    def writer(self, create: bool) -> Optional[str]:
+        """This clone's writer id from its git config; with `create`, made and kept there the first time."""
+        found = self.git.output("config", "--local", "--get", WRITER_CONFIG, ok_codes=(0, 1))
+        writer = (found or b"").decode("utf-8", "replace").strip()
+        if writer and not is_ref_component(writer):
+            raise SnapshotError(f"{WRITER_CONFIG} in this repository's git config is {writer!r}, which cannot name a "
+                                f"ref; fix it with `git config {WRITER_CONFIG} NAME` (letters, digits, - and _).")
+        if writer or not create:
+            return writer or None
+        import socket
+        writer = new_writer_id(socket.gethostname(), os.urandom(3).hex())
+        self._output("config", "--local", WRITER_CONFIG, writer)
+        return writer
+
+    def pulled(self, me: Optional[str], remote: Optional[str] = None) -> list:
+        """Sessions of this root pulled from `remote` (every remote when None), newest first."""
+        out = self._output("for-each-ref", "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00",
+                           PULLED_REFS + (f"{remote_component(remote)}/" if remote else ""))
+        found, seen = [], set()
+        for record_ in out.decode("utf-8", "surrogateescape").split("\0\n"):
+            fields = record_.lstrip("\n").split("\0")
+            if len(fields) != 4 or fields[1] in seen:
+                continue
+            parts = fields[0][len(PULLED_REFS):].split("/", 2)
+            named = parse_session_ref(fields[0], f"{PULLED_REFS}{parts[0]}/{self.key}/") if len(parts) == 3 else None
+            snapshot = parse_snapshot(*fields) if named else None
+            if snapshot is not None:
+                seen.add(fields[1])
+                found.append(Session(snapshot, named[0], named[1], named[0] == me))
+        return sorted(found, key=lambda s: s.stamp, reverse=True)
+
+    def checkpoint_of(self, session: Session) -> bytes:
+        """The checkpoint a session carries, as its bytes (a hand-made session may hold anything)."""
+        name = f"{session.snapshot.commit}:{self.prefix}{SESSION_CHECKPOINT}"
+        size = self.git.output("cat-file", "-s", name)
+        if size is None:
+            raise SnapshotError(f"Session {session.id} holds no checkpoint; it was not pushed by claude-checkpoint.")
+        if int(size) > MAX_READ_BYTES:
+            raise SnapshotError(f"Session {session.id}'s checkpoint is larger than {MAX_READ_BYTES} bytes.")
+        return self._output("cat-file", "blob", name)
+
+    def has_commit(self, commit: Optional[str]) -> bool:
+        return bool(commit) and self.git.output("cat-file", "-e", f"{commit}^{{commit}}") is not None
+
+    def adopt(self, session: Session, stamp_ms: int) -> None:
+        """Keep a resumed session among this root's snapshots: `list`, `restore` and drift see it."""
+        ref = f"{self.namespace}/{stamp_ms:013d}-{session.id}"
+        self._output("update-ref", "--stdin", "-z",
+                     stdin=f"create {ref}\0{session.snapshot.commit}\0".encode("utf-8", "surrogateescape"))
+
+    # ── Building a session ──
+    def parent_for(self, tips: list) -> Optional[str]:
+        """The newest commit of HEAD's history that the remote has: the best common ancestor of
+        HEAD and the remote's branches that are here (git cannot walk those that are not)."""
+        if self.head is None or not tips:
+            return None
+        request = "".join(f"{tip}\n" for tip in tips).encode()
+        out = self._output("cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=request)
+        here = [line.split(" ")[0] for line in out.decode("ascii", "replace").splitlines() if line.endswith(" commit")]
+        if len(here) > 500:  # bounded argument lists: the best base of each 500, then the best of those
+            here = [base for start in range(0, len(here), 500) for base in self._merge_base(here[start:start + 500])]
+        return next(iter(self._merge_base(here)), None) if here else None
+
+    def _merge_base(self, tips: list) -> list:
+        """[the best common ancestor of HEAD and any of the tips], or [] when they share no history."""
+        found = self.git.output("merge-base", self.head, *tips, ok_codes=(0, 1))
+        return (found or b"").decode("ascii").split()
+
+    def session_tree(self, snapshot_tree: str, parent: Optional[str], checkpoint: bytes,
+                     scan_for_secrets: Callable[[str, bytes], Optional[str]]) -> SessionTree:
+        """The parent's tree with the root's files as the snapshot holds them, except those held back
+        (left at the parent's state), and the checkpoint as <root>/.claude-checkpoint."""
+        base = self._output("rev-parse", f"{parent}^{{tree}}").decode("ascii").strip() if parent else EMPTY_TREE
+        changes = self._changes(base, snapshot_tree)
+        travelling = [c for c in changes if c[2] is not None and c[2][0] in ("100644", "100755", "120000")]
+        sizes = self._sizes([entry[1] for _, _, entry in travelling])
+        held, scan = {}, []
+        for path, old, new in changes:
+            size = sizes.get(new[1], 0) if new is not None else 0
+            reason = held_back_reason(path, size)
+            if reason is not None:
+                held[path] = (old, reason)
+            elif new is not None and new[0] in ("100644", "100755"):
+                scan.append((path, old, new[1]))
+        verdicts = self._scan_blobs([blob for _, _, blob in scan], sizes, scan_for_secrets)
+        for (path, old, _), (scanned, secret) in zip(scan, verdicts):
+            reason = held_back_reason(path, 0, secret, scanned)
+            if reason is not None:
+                held[path] = (old, reason)
+        updates = {path: old for path, (old, _) in held.items()}
+        updates[SESSION_CHECKPOINT] = ("100644", self._hash_bytes(checkpoint, write=True))
+        root_tree = self.edit_tree(self._subtree(snapshot_tree), updates)
+        tree = self.edit_tree(base, {self.prefix.rstrip("/"): (TREE_MODE, root_tree)}) if self.prefix else root_tree
+        return SessionTree(tree, len(changes) - len(held),
+                           [Skipped(path, reason) for path, (_, reason) in sorted(held.items())])
+
+    def edit_tree(self, base: str, updates: dict) -> str:
+        """`base` with {path: (mode, id) or None} applied: the folders above are read, changed in
+        memory (section 6) and stored with `git mktree`, which checks every id."""
+        trees = self._read_trees(base, sorted(parent_folders(updates)))
+        top, written = rebuild_trees(trees, updates)
+        request = b"".join(_mktree_input(raw) + b"\0" for _, raw in written)
+        stored = self._output("mktree", "-z", "--batch", stdin=request).decode("ascii").split()
+        if stored != [tree for tree, _ in written]:
+            raise SnapshotError("git mktree disagreed with the session's tree")
+        return top
+
+    def commit_session(self, tree: str, parent: Optional[str], message: str, now: float) -> str:
+        date = f"@{int(now)} +0000"
+        return self._output("commit-tree", "--no-gpg-sign", tree, *(["-p", parent] if parent else []),
+                            stdin=message.encode("utf-8", "surrogateescape"),
+                            env={**SNAPSHOT_IDENTITY, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+                            ).decode("ascii").strip()
+
+    def parent_of(self, commit: str) -> Optional[str]:
+        found = self.git.output("rev-parse", "--verify", "--quiet", f"{commit}^1", ok_codes=(0, 1))
+        return (found or b"").decode("ascii").strip() or None
+
+    def tree_of(self, commit: str) -> Optional[str]:
+        found = self.git.output("rev-parse", "--verify", "--quiet", f"{commit}^{{tree}}", ok_codes=(0, 1))
+        return (found or b"").decode("ascii").strip() or None
+
+    def _subtree(self, tree: str) -> str:
+        if not self.prefix:
+            return tree
+        found = self.git.output("rev-parse", "--verify", "--quiet", f"{tree}:{self.prefix.rstrip('/')}", ok_codes=(0, 1))
+        return (found or b"").decode("ascii").strip() or EMPTY_TREE
+
+    def _changes(self, old_tree: str, new_tree: str) -> list:
+        """[(path under the root, old (mode, id) or None, new (mode, id) or None)] between two trees."""
+        out = self._output("diff-tree", "-r", "-z", "--raw", "--no-renames", old_tree, new_tree, "--", *self._pathspecs(()))
+        fields = out.decode("utf-8", "surrogateescape").split("\0")
+        found = []
+        for meta, path in zip(fields[0::2], fields[1::2]):
+            old_mode, new_mode, old_id, new_id, _ = meta.lstrip(":").split(" ")
+            if path.startswith(self.prefix):
+                found.append((path[len(self.prefix):], None if old_mode == "000000" else (old_mode, old_id),
+                              None if new_mode == "000000" else (new_mode, new_id)))
+        return found
+
+    def _sizes(self, blobs: list) -> dict:
+        if not blobs:
+            return {}
+        out = self._output("cat-file", "--batch-check=%(objectname) %(objectsize)",
+                           stdin="".join(f"{b}\n" for b in blobs).encode())
+        return {line.split(" ")[0]: int(line.split(" ")[1]) for line in out.decode("ascii").splitlines()
+                if line.count(" ") == 1 and line.split(" ")[1].isdigit()}
+
+    def _scan_blobs(self, blobs: list, sizes: dict, scan: Callable[[str, bytes], Optional[str]]) -> list:
+        """[(scanned, scan(blob id, content))] of each blob, in order, read through one `git cat-file
+        --batch`. Binary content is not text to scan; text past SCAN_MAX_BYTES is not scanned."""
+        verdicts: list = []
+
+        def take(blob: str, chunks: Iterable[bytes]) -> None:
+            chunks = iter(chunks)
+            first = next(chunks, b"")
+            if b"\0" in first[:BINARY_SNIFF_BYTES] or sizes.get(blob, 0) > SCAN_MAX_BYTES:
+                for _ in chunks:  # the stream goes on to the next blob
+                    pass
+                verdicts.append((b"\0" in first[:BINARY_SNIFF_BYTES], None))
+            else:
+                verdicts.append((True, scan(blob, first + b"".join(chunks))))
+
+        if blobs:
+            self.read_blobs(blobs, take)
+        return verdicts
+
+    @property
+    def scanned_path(self) -> Optional[str]:
+        """Where a push remembers the blobs it found no secret in: beside the index, for the repository."""
+        folder = self.git_dir
+        return None if folder is None else os.path.join(folder, "claude-checkpoint-scanned.json")
+
+    # ── The network ──
+    def advertised(self, writer: str) -> tuple:
+        """({branch ref: commit}, [(ref, commit)] of this writer's sessions newest first) on the remote."""
+        mine_base = f"{SHARED_REFS}{self.key}/"
+        out = self._network("ls-remote", "--refs", "--", self.remote, "refs/heads/*", f"{mine_base}{writer}/*")
+        heads, mine = {}, []
+        for line in out.decode("utf-8", "surrogateescape").splitlines():
+            oid, _, ref = line.partition("\t")
+            if ref.startswith("refs/heads/"):
+                heads[ref] = oid
+            else:
+                named = parse_session_ref(ref, mine_base)
+                if named is not None and named[0] == writer:
+                    mine.append((named[1], ref, oid))
+        return heads, [(ref, oid) for _, ref, oid in sorted(mine, reverse=True)]
+
+    def push_refs(self, new: list, doomed: list) -> tuple:
+        """Create each (commit, ref) of `new` and delete each (ref, oid) of `doomed` only while it still
+        names that oid. Returns (refs deleted, refs whose deletion the remote refused). A refused new
+        ref is a RemoteError carrying the remote's reason."""
+        leases = [f"--force-with-lease={ref}:{oid}" for ref, oid in doomed]
+        specs = [f"{commit}:{ref}" for commit, ref in new] + [f":{ref}" for ref, _ in doomed]
+        result = self._network_run("push", "--no-verify", "--porcelain", "--no-signed", "--no-follow-tags",
+                                   "--no-recurse-submodules", *leases, "--", self.remote, *specs)
+        outcome = {}
+        for line in result.stdout.decode("utf-8", "surrogateescape").splitlines():
+            parts = line.split("\t")
+            if len(parts) >= 3 and ":" in parts[1]:
+                outcome[parts[1].split(":", 1)[1]] = (parts[0], parts[2])
+        if not outcome and not result.ok:
+            raise RemoteError(f"Could not reach {self.remote}: {_complaint(result)}. Nothing here changed.")
+        for _, ref in new:
+            flag, summary = outcome.get(ref, ("!", ""))
+            if flag == "!":
+                said = "; ".join(line[len("remote: "):].strip() for line in result.stderr.decode("utf-8", "replace")
+                                 .splitlines() if line.startswith("remote: ") and line[8:].strip())[:300]
+                raise RemoteError(f"{self.remote} refused the session: {_push_reason(summary) or _complaint(result)}"
+                                  + (f" (the remote said: {said})" if said else "")
+                                  + f". It may hide or forbid {SNAPSHOT_REFS}*; nothing here changed.")
+        deleted = [ref for ref, _ in doomed if outcome.get(ref, ("!",))[0] == "-"]
+        return deleted, [ref for ref, _ in doomed if ref not in deleted]
+
+    def fetch_sessions(self) -> None:
+        """This root's sessions of every writer into refs/claude-checkpoint-remote/<remote>/<root key>/,
+        removing there what the remote no longer has (that namespace is ours alone)."""
+        spec = f"{SHARED_REFS}{self.key}/*:{PULLED_REFS}{remote_component(self.remote)}/{self.key}/*"
+        self._network("fetch", "--quiet", "--no-tags", "--prune", "--no-recurse-submodules", "--no-write-fetch-head",
+                      "--", self.remote, spec,
+                      config=("fetch.writeCommitGraph=false", "gc.auto=0", "maintenance.auto=false"))
+
+    def _network(self, command: str, *args: str, config: tuple = ()) -> bytes:
+        result = self._network_run(command, *args, config=config)
+        if not result.ok:
+            raise RemoteError(f"Could not reach {self.remote}: {_complaint(result)}. Nothing here changed.")
+        return result.stdout
+
+    def _network_run(self, command: str, *args: str, config: tuple = ()) -> GitResult:
+        """`git <command> <args>` within the remote time limit; a RemoteError when git gave no answer."""
+        options = [word for setting in ("core.logAllRefUpdates=false", *config) for word in ("-c", setting)]
+        result = self.git.run(*options, command, *args, timeout=self.timeout,
+                              env={"GIT_LITERAL_PATHSPECS": "1", **_batch_ssh(self.git)})
+        if result is None:
+            why = self.git.warnings[-1] if self.git.warnings else "git is unavailable."
+            if "did not answer" in why:
+                why = f"git {command} did not answer within {self.timeout:g} s (CHECKPOINT_REMOTE_TIMEOUT sets the limit)."
+            raise RemoteError(f"Could not reach {self.remote}: {why} Nothing here changed.")
+        return result
+
+
+def _complaint(result: GitResult) -> str:
+    """git's first fatal or error line (the later ones are advice), without its label or final period."""
+    lines = result.stderr.decode("utf-8", "replace").splitlines()
+    for number, line in enumerate(lines):
+        for label in ("fatal: ", "error: "):
+            if line.startswith(label):
+                found = line[len(label):].strip()
+                if found.endswith(":") and number + 1 < len(lines):  # "unable to connect to host:" + why
+                    found += " " + lines[number + 1].strip()
+                return found.rstrip(".")
+    return result.error_text().rstrip(".")
+
+
+def _push_reason(summary: str) -> str:
+    """`[remote rejected] (pre-receive hook declined)` -> `pre-receive hook declined`."""
+    import re
+    found = re.match(r"\[([^\]]*)\]\s*(?:\((.*)\))?$", summary.strip())
+    return (found.group(2) or found.group(1)) if found else summary.strip()
+
+
+def _batch_ssh(git: Git) -> dict:
+    """ssh must never ask for a password or a host key: the user's ssh command, in batch mode."""
+    if os.environ.get("GIT_SSH"):
+        return {}
+    command = os.environ.get("GIT_SSH_COMMAND") or (git.output("config", "core.sshCommand") or b"").decode().strip()
+    program, _, options = (command or "ssh").partition(" ")
+    if os.path.basename(program).lower() not in ("ssh", "ssh.exe"):
+        return {}
+    return {"GIT_SSH_COMMAND": f"{program} -o BatchMode=yes {options}".rstrip()}  # ssh takes an option's first value
+
+
+def where_in_repository(git: Git, root: str) -> tuple:
+    """(the root's place in the repository, the current branch or None) without a `git status`."""
+    found = git.output("rev-parse", "--show-prefix")
+    if found is None:
+        why = git.warnings[-1].rstrip(".") if git.warnings else f"{root} is not in a git repository"
+        raise SnapshotError(f"No sessions: {why}.")
+    branch = git.output("symbolic-ref", "-q", "--short", "HEAD", ok_codes=(0, 1))
+    return found.decode("utf-8", "surrogateescape").strip(), (branch or b"").decode("utf-8", "surrogateescape").strip() or None
+
+
+def list_remotes(git: Git) -> dict:
+    """The repository's remote names, the current branch's push and fetch remotes, remote.pushDefault:
+    {lower-cased config key: value}, from one `git config` call."""
+    out = git.output("config", "-z", "--get-regexp", r"^(remote\..*\.url|remote\.pushdefault|branch\..*\.(pushremote|remote))$",
+                     ok_codes=(0, 1))
+    found = {}
+    for item in (out or b"").decode("utf-8", "surrogateescape").split("\0"):
+        key, _, value = item.partition("\n")
+        if key:
+            found[key] = value
+    return found
+
+
 # ════════════════════════════════════════════════════════════════════════════
 # 9. Storage: every file this program writes (checkpoint, settings, cache, a restore's), locks, transcripts
 # ════════════════════════════════════════════════════════════════════════════
@@ -4912,6 +5449,31 @@ def write_snapshot_cache(path: Optional[str], cache: SnapshotCache) -> None:
                          durable=False)
     except (OSError, StorageError):
         pass  # the next snapshot builds from the index instead
+
+
+def read_clean_blobs(path: Optional[str], rules: str) -> list:
+    """The blob ids that the redaction rules `rules` (a fingerprint) found no secret in, oldest first;
+    [] when the file is absent, unreadable or from other rules (a cache is never worth an error)."""
+    import json
+    if path is None:
+        return []
+    try:
+        with open(path, "rb") as stream:
+            doc = json.loads(stream.read())
+    except (OSError, ValueError):
+        return []
+    clean = doc.get("clean") if isinstance(doc, dict) and doc.get("rules") == rules else None
+    return [blob for blob in clean if isinstance(blob, str)] if isinstance(clean, list) else []
+
+
+def write_clean_blobs(path: Optional[str], rules: str, clean: list) -> None:
+    import json
+    if path is None:
+        return
+    try:
+        write_atomically(path, json.dumps({"rules": rules, "clean": clean[-SCANNED_KEEP:]}).encode(), durable=False)
+    except (OSError, StorageError):
+        pass  # the next push scans again
 
 
 class ProjectLock:
@@ -5461,13 +6023,23 @@ def plan_snapshot_restore(store: SnapshotStore, world: World, words: list, write
     snapshots = store.list()
     target, paths = resolve_target(store, snapshots, words)
     current = build_snapshot_tree(store, snapshots[0], SnapshotSettings.from_env(world.env).max_bytes, write_objects)
+    return target, paths, current, plan_restore_to(store, target, current, paths), snapshots
+
+
+def plan_restore_to(store: SnapshotStore, target: Snapshot, current: TreeBuild, paths: list,
+                    leave: Optional[dict] = None) -> RestorePlan:
+    """The plan that makes the work tree (as `current` holds it) match `target`; the paths in
+    `leave` ({path: reason}) are neither written nor deleted. Raises on any refusal."""
     changes = store.diff(current.tree, target.tree, paths)
+    left = [Skipped(c.path, leave[c.path]) for c in changes if leave and c.path in leave]
+    changes = [c for c in changes if not leave or c.path not in leave]
     on_disk, folder_files = disk_facts(store.root, changes)
     ignored = _ignored_now(store, [c.path for c in changes if c.status == "A"])
     plan = plan_restore(changes, on_disk, folder_files, ignored, {s.path: s.reason for s in current.skipped})
     if plan.refusals:
         raise SnapshotError("Restore refused; nothing was changed. " + " ".join(f"{r}." for r in plan.refusals[:5]))
-    return target, paths, current, plan, snapshots
+    plan.skipped += left
+    return plan
 
 
 def restore_snapshot(root: str, world: World, words: list, apply: bool) -> RestoreOutcome:
@@ -5562,6 +6134,266 @@ def snapshot_if_changed(root: str, world: World) -> Optional[SnapshotOutcome]:
 
 def list_snapshots(root: str) -> list:
     return open_snapshots(Git(root, timeout=SNAPSHOT_TIMEOUT_S), root).list()
+
+
+# Sessions carried to another machine (SPEC section 13), on the snapshot store: a push is "make
+# sure there is a snapshot, build one commit, push new refs"; a resume is "fetch (pull), write the
+# checkpoint, restore". Only the local steps hold the project lock: a slow network never blocks a save.
+
+@record
+class PushOutcome:
+    remote: str
+    session: Optional[str]  # the id pushed, or the one already there
+    ref: Optional[str]
+    writer: str
+    commit: Optional[str]
+    files: int
+    held_back: list  # [Skipped]: what stayed home, the snapshot's skipped paths included
+    deleted: list  # [ref] of this writer's sessions past the newest SESSIONS_KEEP
+    already: bool = False
+    kept_refs: list = field(default_factory=list)  # [ref] the remote would not delete
+
+    def to_json(self) -> dict:
+        return {"remote": self.remote, "id": self.session, "ref": self.ref, "writer": self.writer,
+                "commit": self.commit, "files": self.files, "heldBack": [s.to_json() for s in self.held_back],
+                "deleted": self.deleted, "alreadyPushed": self.already}
+
+
+@record
+class ResumeOutcome:
+    session: Session
+    plan: RestorePlan
+    dry_run: bool
+    goal: str
+    head: Optional[GitState]  # this clone's HEAD, for the advice when the session's differs
+    head_here: bool  # the session's HEAD commit is in this clone
+    safety: Optional[Snapshot] = None
+    checkpoint_path: Optional[str] = None  # written (None in a dry run)
+    backup_path: Optional[str] = None  # where the checkpoint it replaced went
+
+    def to_json(self) -> dict:
+        snap = self.session.snapshot
+        return {"dryRun": self.dry_run, "id": snap.id, "writer": self.session.writer, "branch": snap.branch,
+                "head": snap.head, "write": [c.path for c in self.plan.write], "delete": list(self.plan.delete),
+                "skipped": [s.to_json() for s in self.plan.skipped],
+                "safetySnapshot": self.safety.id if self.safety else None,
+                "checkpoint": {"goal": self.goal, "path": self.checkpoint_path, "previous": self.backup_path}}
+
+
+def remote_timeout(env: dict) -> float:
+    try:
+        value = float(env.get("CHECKPOINT_REMOTE_TIMEOUT") or REMOTE_TIMEOUT_S)
+    except ValueError:
+        return REMOTE_TIMEOUT_S
+    return value if value > 0 else REMOTE_TIMEOUT_S
+
+
+def choose_remote(git: Git, branch: Optional[str], wanted: Optional[str], cwd: str) -> str:
+    """A remote name or URL as given; by default the branch's push remote, remote.pushDefault, the
+    branch's remote, then origin. A folder given as a relative path is made absolute."""
+    config = list_remotes(git)
+    names = {key[len("remote."):-len(".url")] for key in config if key.startswith("remote.") and key.endswith(".url")}
+    if wanted:
+        if wanted in names:
+            return wanted
+        if os.path.isdir(os.path.join(cwd, wanted)):
+            return os.path.abspath(os.path.join(cwd, wanted))
+        if "/" in wanted or ":" in wanted:
+            return wanted
+        raise RemoteError(f"There is no remote named {wanted!r} (`git remote -v` lists them); a URL or a folder works too.")
+    keys = ([f"branch.{branch}.pushremote"] if branch else []) + ["remote.pushdefault"] + (
+        [f"branch.{branch}.remote"] if branch else [])
+    for key in keys:
+        if config.get(key) in names:
+            return config[key]
+    if "origin" in names:
+        return "origin"
+    raise RemoteError("This repository has no remote to use: name one (`push URL`, a folder works too), "
+                      "or add one with `git remote add origin URL`.")
+
+
+def open_sessions(root: str, world: World, remote: Optional[str], network: bool = True,
+                  work_tree: bool = True) -> SessionStore:
+    """The root's sessions, with the remote they go to or come from when `network`. Without
+    `work_tree` (pull, forget --remote) there is no `git status`: only where the root is."""
+    git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
+    if work_tree:
+        scan = open_snapshots(git, root).scan
+        branch = scan.state.branch if scan.state else None
+    else:
+        prefix, branch = where_in_repository(git, root)
+        scan = GitScan(None, [], prefix=prefix)
+    chosen = choose_remote(git, branch, remote, world.cwd) if network else None
+    return SessionStore(git, root, scan, chosen, remote_timeout(world.env))
+
+
+def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
+    """Push the checkpoint and the work tree as one new session ref; nothing when this writer's
+    newest session there holds the same files and checkpoint."""
+    with ProjectLock(root):
+        stored = read_checkpoint(root)
+        if stored.checkpoint is None:
+            raise NothingToDo("There is no checkpoint to push: save one first (the save tool, or `save --goal TEXT`).")
+        sessions = open_sessions(root, world, remote)
+        writer = sessions.writer(create=True)
+        made = _work_tree_now(sessions, world, stored.checkpoint.goal)
+    checkpoint = Redactor(world.known_secrets).checkpoint(replace(stored.checkpoint, hooks=HookState()))
+    heads, mine = sessions.advertised(writer)
+    parent = sessions.parent_for(sorted(set(heads.values())))
+    scan = SecretScan(sessions.scanned_path, world.known_secrets)
+    built = sessions.session_tree(made.snapshot.tree, parent, encode_checkpoint(checkpoint), scan)
+    scan.remember()
+    held_back = made.skipped + built.held_back
+    if mine and sessions.tree_of(mine[0][1]) == built.tree:
+        newest = mine[0][1]
+        return PushOutcome(sessions.remote, newest[:SHORT_SHA], mine[0][0], writer, newest, built.files, held_back,
+                           [], already=True)
+    state = sessions.scan.state
+    facts = {"kind": SnapshotKind.SESSION.value, "createdAt": world.now_iso(), "branch": state.branch if state else None,
+             "head": sessions.head, "files": built.files, "goal": checkpoint.goal, "root": sessions.prefix,
+             "writer": writer, "snapshot": made.snapshot.id or None, "skipped": [s.to_json() for s in held_back]}
+    now = world.clock()
+    commit = sessions.commit_session(built.tree, parent, snapshot_message(checkpoint.goal, facts), now)
+    ref = session_ref(sessions.key, writer, int(now * 1000), commit)
+    deleted, kept = sessions.push_refs([(commit, ref)], sessions_to_delete(mine, SESSIONS_KEEP))
+    return PushOutcome(sessions.remote, commit[:SHORT_SHA], ref, writer, commit, built.files, held_back, deleted,
+                       kept_refs=kept)
+
+
+class SecretScan:
+    """The secret scan of the files a push sends, called with (blob id, content): each content is
+    read by the rules once per rules version (what they found clean is remembered beside the
+    index), and checked for the secret values of the environment every time."""
+
+    def __init__(self, path: Optional[str], known_secrets: tuple):
+        self.path = path
+        self.known_secrets = known_secrets
+        self.rules = redaction_fingerprint()
+        self.clean = read_clean_blobs(path, self.rules)
+        self.seen = set(self.clean)
+        self.found_clean: list = []
+
+    def __call__(self, blob: str, content: bytes) -> Optional[str]:
+        found = file_secret(content, self.known_secrets, rules=blob not in self.seen)
+        if found is None and blob not in self.seen:
+            self.seen.add(blob)
+            self.found_clean.append(blob)
+        return found
+
+    def remember(self) -> None:
+        if self.found_clean:
+            write_clean_blobs(self.path, self.rules, self.clean + self.found_clean)
+
+
+def _work_tree_now(store: SnapshotStore, world: World, goal: str) -> SnapshotOutcome:
+    """The snapshot a push carries: made now when the newest is stale, as a save makes it. With
+    snapshots off, the same tree is built and no snapshot ref is made."""
+    settings = SnapshotSettings.from_env(world.env)
+    if settings.enabled:
+        made = take_snapshot(store, world, SnapshotKind.SAVE, goal)
+        assert made is not None  # only hooks may make none
+        return made
+    build = build_snapshot_tree(store, None, settings.max_bytes, write=True)
+    return SnapshotOutcome(Snapshot("", "", "", build.tree, "", SnapshotKind.SAVE.value, None, store.head, goal,
+                                    build.files), False, build.skipped)
+
+
+def file_secret(content: bytes, known_secrets: tuple, rules: bool = True) -> Optional[str]:
+    """The redaction rule that finds a secret in a file's content (only the secret environment
+    values without `rules`: a content already found clean); binary files are not read as text."""
+    if b"\0" in content[:BINARY_SNIFF_BYTES]:
+        return None
+    return secret_rule(content.decode("utf-8", "replace"), known_secrets, rules)
+
+
+def redaction_fingerprint() -> str:
+    """Names the redaction rules a verdict was reached with: better rules scan everything again."""
+    return sha1(f"{__version__}\n{REDACTION_TABLE}".encode("utf-8")).hexdigest()[:16]
+
+
+def pull_sessions(root: str, world: World, remote: Optional[str]) -> tuple:
+    """(remote, sessions newest first): this root's sessions of every writer, fetched from the remote."""
+    sessions = open_sessions(root, world, remote, work_tree=False)
+    sessions.fetch_sessions()
+    return sessions.remote, sessions.pulled(sessions.writer(create=False), sessions.remote)
+
+
+def resume_session(root: str, world: World, wanted: Optional[str], writer: Optional[str], apply: bool) -> ResumeOutcome:
+    """Make a pulled session this clone's: its checkpoint becomes the local one (the old one kept
+    as .prev) and its files are restored exactly as `restore --yes` does, before-restore snapshot
+    first. Held-back and skipped paths are left alone; HEAD, branches and the index are never touched."""
+    with ProjectLock(root):
+        sessions = open_sessions(root, world, None, network=False)
+        session = find_session(sessions.pulled(sessions.writer(create=False)), wanted, writer)
+        checkpoint = decode_session_checkpoint(session, sessions.checkpoint_of(session))
+        snapshots = sessions.list()
+        current = build_snapshot_tree(sessions, snapshots[0] if snapshots else None,
+                                      SnapshotSettings.from_env(world.env).max_bytes, write=apply)
+        leave = {s.path: f"not in the session ({s.reason})" for s in session.snapshot.skipped}
+        plan = plan_restore_to(sessions, session.snapshot, current, [], leave)
+        outcome = ResumeOutcome(session, plan, not apply, checkpoint.goal, sessions.scan.state,
+                                sessions.has_commit(session.snapshot.head))
+        if apply:
+            _apply_resume(sessions, world, outcome, checkpoint, snapshots, current)
+    return outcome
+
+
+def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, checkpoint: Checkpoint,
+                  snapshots: list, current: TreeBuild) -> None:
+    """The files first, as `restore --yes` does (a before-restore snapshot, then each file atomically),
+    the session kept among the snapshots, then the checkpoint (the old one as .prev)."""
+    root, session, plan = sessions.root, outcome.session, outcome.plan
+    stored = _read_for_update(root, [], replace_unreadable=True)  # a newer schema is refused before any change
+    if plan.write or plan.delete:
+        safety = take_snapshot(sessions, world, SnapshotKind.BEFORE_RESTORE, f"Before resuming {session.id}",
+                               existing=snapshots, build=current)
+        outcome.safety = safety.snapshot if safety else None
+    if all(s.commit != session.snapshot.commit for s in snapshots):
+        sessions.adopt(session, _after(outcome.safety, world.clock()))
+    try:
+        if plan.write or plan.delete:
+            apply_restore(sessions, plan)
+    except OSError as error:
+        undo = f" Undo what was done with: restore {outcome.safety.id} --yes" if outcome.safety else ""
+        raise SnapshotError(f"Resume stopped at {error.filename or 'a file'}: {error.strerror}; the checkpoint "
+                            f"was not replaced.{undo}") from None
+    resumed = replace(checkpoint, snapshot=SnapshotRef(session.id, session.snapshot.commit))
+    if checkpoint.git is not None and not outcome.head_here:  # its files now sit on the commit they were carried on
+        parent = sessions.parent_of(session.snapshot.commit)
+        resumed = replace(resumed, git=replace(checkpoint.git, head=parent) if parent else None)
+    write_checkpoint(root, encode_checkpoint(resumed), stored.raw)
+    outcome.checkpoint_path = os.path.join(root, CHECKPOINT_NAME)
+    outcome.backup_path = os.path.join(root, BACKUP_NAME) if stored.raw is not None else None
+
+
+def decode_session_checkpoint(session: Session, data: bytes) -> Checkpoint:
+    try:
+        return decode_checkpoint(data)
+    except CheckpointError as error:
+        raise CheckpointError(f"Session {session.id} carries a checkpoint that cannot be read ({error}); "
+                              "nothing was changed.") from None
+
+
+def _after(safety: Optional[Snapshot], now: float) -> int:
+    """A stamp that sorts after the before-restore snapshot's, so the resumed session is the newest."""
+    stamp = int(now * 1000)
+    if safety is not None:
+        stamp = max(stamp, int(safety.ref.rsplit("/", 1)[-1].split("-", 1)[0]) + 1)
+    return stamp
+
+
+def forget_remote_sessions(root: str, world: World, remote: str) -> tuple:
+    """(remote, refs deleted): this writer's sessions of this root on the remote, nothing else."""
+    sessions = open_sessions(root, world, remote, work_tree=False)
+    writer = sessions.writer(create=False)
+    mine = sessions.advertised(writer)[1] if writer else []
+    if not mine:
+        raise NothingToDo(f"This clone has no session of this project on {sessions.remote} to forget.")
+    deleted, kept = sessions.push_refs([], mine)
+    if kept:
+        raise RemoteError(f"{sessions.remote} would not delete {len(kept)} of this clone's sessions "
+                          f"({', '.join(kept[:3])}); {len(deleted)} deleted.")
+    return sessions.remote, deleted
 
 
 # ── 11.2 Checkpoints: save, load and what the hooks record ──
@@ -7551,6 +8383,7 @@ def build_parser(hook_only: bool = False) -> Any:
                         help=f"also check this agent's server entry and hooks (repeat): {agents}")
     doctor.add_argument("--json", action="store_true", help="print one JSON document")
     _add_rewind_commands(commands, common)
+    _add_session_commands(commands, common)
     return parser
 
 
@@ -7582,7 +8415,27 @@ def _add_rewind_commands(commands: Any, common: Any) -> None:
     forget = commands.add_parser("forget", parents=[common], help="delete snapshots of this project")
     forget.add_argument("ids", nargs="*", metavar="ID")
     forget.add_argument("--all", action="store_true", help="every snapshot of this project root")
+    forget.add_argument("--remote", metavar="REMOTE", help="instead: delete this clone's sessions of this root there")
     forget.add_argument("--json", **as_json)
+
+
+def _add_session_commands(commands: Any, common: Any) -> None:
+    """push, pull, resume (SPEC section 13); each takes --root and --json."""
+    as_json = {"action": "store_true", "dest": "json", "help": "print one JSON document"}
+    push = commands.add_parser("push", parents=[common],
+                               help="push the checkpoint and the work tree to a git remote, to go on elsewhere")
+    push.add_argument("remote", nargs="?", metavar="REMOTE", help="remote name or URL (default: the push remote, origin)")
+    push.add_argument("--json", **as_json)
+    pull = commands.add_parser("pull", parents=[common], help="fetch and list the sessions pushed for this project")
+    pull.add_argument("remote", nargs="?", metavar="REMOTE", help="remote name or URL (default: as for push)")
+    pull.add_argument("--json", **as_json)
+    resume = commands.add_parser("resume", parents=[common],
+                                 help="make a pulled session this project's: checkpoint and files (a dry run unless --yes)")
+    which = resume.add_mutually_exclusive_group()
+    which.add_argument("id", nargs="?", metavar="ID", help="session id from `pull` (default: the newest of another clone)")
+    which.add_argument("--from", dest="writer", metavar="WRITER", help="the newest session of this writer")
+    resume.add_argument("--yes", action="store_true", help="do it (a before-restore snapshot is taken first)")
+    resume.add_argument("--json", **as_json)
 
 
 def main(argv: Optional[list] = None, streams: Optional[tuple] = None) -> int:
@@ -7643,7 +8496,7 @@ def _main(argv: list, in_process: bool) -> int:
         return run_hook(args.event, getattr(args, "root", None), world, AGENTS[args.client])
     runner = {"show": cli_show, "save": cli_save, "install": cli_install, "uninstall": cli_uninstall, "doctor": cli_doctor,
               "snapshot": cli_snapshot, "list": cli_list, "diff": cli_diff, "restore": cli_restore,
-              "forget": cli_forget}[args.command]
+              "forget": cli_forget, "push": cli_push, "pull": cli_pull, "resume": cli_resume}[args.command]
     try:
         return runner(args, world)
     except NothingToDo as error:
@@ -7789,6 +8642,8 @@ def cli_restore(args: Any, world: World) -> int:
 
 
 def cli_forget(args: Any, world: World) -> int:
+    if args.remote is not None:
+        return cli_forget_remote(args, world)
     if not args.ids and not args.all:
         raise CheckpointError("name the snapshots to forget (ids from `list`), or give --all")
     forgotten = forget_snapshots(cli_root(args, world), args.ids, args.all)
@@ -7807,6 +8662,42 @@ def target_words(root: str, cwd: str, words: list) -> list:
         except SnapshotError as error:
             read.append(TargetWord(word, None, str(error)))
     return read
+
+
+def cli_push(args: Any, world: World) -> int:
+    root = cli_root(args, world)
+    outcome = push_session(root, world, args.remote)
+    remote = [outcome.remote] if args.remote or outcome.remote != "origin" else []
+    there = (None, world)  # the other machine's project folder is where its commands run
+    _print_result(args, outcome.to_json(), lambda: render_pushed(
+        outcome, command_line(*there, "pull", *remote), command_line(*there, "resume")))
+    return EXIT_OK
+
+
+def cli_pull(args: Any, world: World) -> int:
+    remote, sessions = pull_sessions(cli_root(args, world), world, args.remote)
+    _print_result(args, [s.to_json() for s in sessions], lambda: render_sessions(remote, sessions, world.clock()))
+    return EXIT_OK
+
+
+def cli_resume(args: Any, world: World) -> int:
+    root = cli_root(args, world)
+    outcome = resume_session(root, world, args.id, args.writer, apply=args.yes)
+    mv = shell_line(("mv", os.path.join(root, BACKUP_NAME), os.path.join(root, CHECKPOINT_NAME)))
+    _print_result(args, outcome.to_json(), lambda: render_resume(
+        outcome, restore_command(root, world), command_line(root, world, "resume"), mv))
+    return EXIT_OK
+
+
+def cli_forget_remote(args: Any, world: World) -> int:
+    if args.ids or args.all:
+        print("claude-checkpoint: forget --remote takes no ids and no --all: it deletes this clone's sessions there",
+              file=sys.stderr)
+        return EXIT_USAGE
+    remote, deleted = forget_remote_sessions(cli_root(args, world), world, args.remote)
+    _print_result(args, {"remote": remote, "deleted": deleted},
+                  lambda: f"Deleted {len(deleted)} session(s) of this clone from {remote}.\n")
+    return EXIT_OK
 
 
 def root_relative(root: str, cwd: str, path: str) -> str:
@@ -7830,6 +8721,17 @@ def restore_line(root: str, world: World, paths: list) -> Callable[[str], str]:
     --root and the paths absolute."""
     where = [os.path.join(root, *p.split("/")) if p else root for p in paths]
     return lambda snapshot_id: shell_line(world.command, "--root", root, "restore", snapshot_id, *where, "--yes")
+
+
+def restore_command(root: str, world: World) -> str:
+    """The restore command as a person can repeat it, from any folder (an id and --yes follow)."""
+    return command_line(root, world, "restore")
+
+
+def command_line(root: Optional[str], world: World, *words: str) -> str:
+    """One of our commands as a person types it, from any folder: the short command, with --root
+    (without when root is None: a command for the project folder of another machine)."""
+    return shell_line(world.command, *(["--root", root] if root else []), *words)
 
 
 def _print_result(args: Any, doc: Any, text: Callable[[], str]) -> None:

@@ -2039,6 +2039,77 @@ class TestRewindCore(unittest.TestCase):
                     self.assertIn(expected, reason)
 
 
+class TestSessionCore(unittest.TestCase):
+    """Sessions on a remote (SPEC section 13): names, what stays home, which session a resume takes."""
+
+    def test_root_keys_are_one_ref_component_and_the_same_for_the_same_folder(self):
+        self.assertEqual(cc.session_root_key(""), "top")
+        for prefix in ("web/", "apps/web/", "odd name/ü/", "a..b/.lock/"):
+            with self.subTest(prefix=prefix):
+                key = cc.session_root_key(prefix)
+                self.assertTrue(cc.is_ref_component(key), key)
+                self.assertEqual(key, cc.session_root_key(prefix))
+                proc = subprocess.run(["git", "check-ref-format", f"refs/x/{key}/w/1"], capture_output=True)
+                self.assertEqual(proc.returncode, 0, key)
+        self.assertNotEqual(cc.session_root_key("a/web/"), cc.session_root_key("b/web/"))
+
+    def test_writer_ids_and_remote_components_are_safe_ref_components(self):
+        for host in ("laptop.local", "My Mac!", "", "..", "-x-"):
+            with self.subTest(host=host):
+                self.assertTrue(cc.is_ref_component(cc.new_writer_id(host, "a1b2c3")))
+        self.assertEqual(cc.remote_component("origin"), "origin")
+        for url in ("git@host:me/repo.git", "/srv/git/repo.git", "https://h/x"):
+            with self.subTest(url=url):
+                self.assertRegex(cc.remote_component(url), r"^url-[0-9a-f]{12}$")
+
+    def test_session_refs_round_trip(self):
+        ref = cc.session_ref("top", "laptop-a1b2c3", 1_700_000_000_123, "f" * 40)
+        self.assertEqual(ref, "refs/claude-checkpoint/shared/top/laptop-a1b2c3/1700000000123-fffffffff")
+        self.assertEqual(cc.parse_session_ref(ref, cc.SHARED_REFS + "top/"), ("laptop-a1b2c3", 1_700_000_000_123))
+        for other in ("refs/claude-checkpoint/shared/top/w/x/1-a", "refs/heads/main",
+                      "refs/claude-checkpoint/shared/top/w/notastamp"):
+            self.assertIsNone(cc.parse_session_ref(other, cc.SHARED_REFS + "top/"), other)
+
+    def test_what_stays_home(self):
+        cases = [("src/app.py", 10, None, None), (".env", 10, None, "named like a secret"),
+                 ("deploy/key.pem", 10, None, "named like a secret"),
+                 ("big.bin", cc.SESSION_MAX_BYTES + 1, None, "larger than 50 MiB"),
+                 ("big.bin", cc.SESSION_MAX_BYTES, None, None),
+                 ("config.py", 10, "aws-key", "holds a secret (aws-key)")]
+        for path, size, secret, reason in cases:
+            with self.subTest(path=path, size=size):
+                self.assertEqual(cc.held_back_reason(path, size, secret), reason)
+        self.assertIn("too long to scan", cc.held_back_reason("huge.log", 10, None, scanned=False))
+        key = fake_secret("sk-ant-api03-", 48)
+        self.assertIsNotNone(cc.file_secret(f'KEY = "{key}"\n'.encode(), ()))
+        self.assertIsNone(cc.file_secret(b"print('hello')\n", ()))
+        self.assertIsNone(cc.file_secret(b"\0binary " + key.encode(), ()))  # binary content is not text
+        self.assertEqual(cc.file_secret(b"token: hunter2-but-longer", ("hunter2-but-longer",)), "secret environment value")
+
+    def test_the_cap_keeps_the_newest_and_makes_room_for_the_new_one(self):
+        mine = [(f"r{i}", f"o{i}") for i in range(25)]
+        self.assertEqual(cc.sessions_to_delete(mine, 20), mine[19:])
+        self.assertEqual(cc.sessions_to_delete(mine[:19], 20), [])
+
+    def test_which_session_a_resume_takes(self):
+        def session(commit: str, writer: str, mine: bool = False) -> cc.Session:
+            snap = cc.Snapshot(commit[:9], commit, "ref", "tree", "", "session", "main", None, "goal", 1)
+            return cc.Session(snap, writer, 0, mine)
+        sessions = [session("a" * 40, "me", True), session("b" * 40, "bo"), session("bc" + "0" * 38, "cy")]
+        self.assertEqual(cc.find_session(sessions, None, None).writer, "bo")
+        self.assertEqual(cc.find_session(sessions, None, "me").writer, "me")
+        self.assertEqual(cc.find_session(sessions, "bc00", None).writer, "cy")
+        with self.assertRaises(cc.NothingToDo):
+            cc.find_session([], None, None)
+        with self.assertRaises(cc.NothingToDo):
+            cc.find_session(sessions[:1], None, None)
+        for wanted in ("abc", "b", "dddd"):
+            with self.subTest(wanted=wanted), self.assertRaises(cc.SnapshotError):
+                cc.find_session(sessions, wanted, None)
+        with self.assertRaises(cc.SnapshotError):
+            cc.find_session(sessions, None, "nobody")
+
+
 class AgentTableTest(unittest.TestCase):
     """SPEC section 12: one row per agent; every row is complete and its reader keeps the contract."""
 
@@ -2158,6 +2229,28 @@ class TestBrief(unittest.TestCase):
         for seconds, text in ((0, "just now"), (42, "42s ago"), (120, "2m ago"), (7200, "2h ago"), (3 * 86400, "3d ago")):
             with self.subTest(seconds=seconds):
                 self.assertEqual(cc.human_age(seconds), text)
+
+
+class TestSessionTexts(unittest.TestCase):
+    """What resume says when the session's HEAD differs from this clone's (SPEC section 13)."""
+
+    def test_head_advice_gives_the_git_command_that_matches_the_session(self):
+        theirs = cc.Snapshot("s", "s" * 40, "ref", "tree", "", "session", "feature", "a" * 40, "goal", 1)
+        cases = [(cc.GitState("feature", "a" * 40, True), True, None),
+                 (cc.GitState("main", "b" * 40, True), True, "`git switch feature`"),
+                 (cc.GitState("feature", "b" * 40, True), True, f"`git merge --ff-only {'a' * 9}`"),
+                 (None, True, "`git switch feature`"),
+                 (cc.GitState("main", "b" * 40, True), False, "`git fetch` first")]
+        for here, head_here, command in cases:
+            with self.subTest(here=here, head_here=head_here):
+                said = " ".join(cc.head_advice(theirs, here, head_here))
+                if command is None:
+                    self.assertEqual(said, "")
+                else:
+                    self.assertIn(command, said)
+        detached = cc.replace(theirs, branch=None)
+        self.assertIn(f"`git switch --detach {'a' * 9}`",
+                      " ".join(cc.head_advice(detached, cc.GitState("main", "b" * 40, True), True)))
 
 
 # ════════════════════════════════════════════════════════════════════════════
@@ -4395,6 +4488,559 @@ class TestRewindEdges(unittest.TestCase):
         self.assertEqual(drift["newSince"], [])
         self.assertEqual(drift["changedSince"], [])
         self.assertEqual(drift["commitsSince"], 1)
+
+
+# ── Sessions on a remote: push, pull, resume, forget --remote, end to end (SPEC section 13) ──
+# Two clones of one bare repository, each with its own HOME and git identity, as two machines.
+
+SHARED = "refs/claude-checkpoint/shared/"
+PULLED = "refs/claude-checkpoint-remote/"
+HOOK_NAMES = ("pre-push", "pre-commit", "post-commit", "post-checkout", "post-merge", "reference-transaction",
+              "pre-auto-gc", "post-rewrite", "fsmonitor-watchman", "push-to-checkout")
+
+
+class Clones:
+    """A bare repository as the remote (a file path) and clones of it: `a` made the first commit and
+    pushed it, `b` is a fresh clone on "another machine"."""
+
+    def __init__(self, test: unittest.TestCase, files: dict | None = None):
+        self.test = test
+        self.a = Workspace(test, files)
+        self.remote = os.path.join(temp_dir(test, "cc-remote-"), "remote.git")
+        git(self.a.home, "init", "-q", "--bare", "-b", "main", self.remote, env=self.a.env)
+        self.a.git("remote", "add", "origin", self.remote)
+        self.a.git("push", "-q", "origin", "main")
+        self.b = self.clone("Bea")
+
+    def clone(self, name: str) -> Workspace:
+        ws = Workspace.__new__(Workspace)
+        ws.home = temp_dir(self.test, "cc-home-")
+        ws.repo = os.path.join(ws.home, "project")
+        ws.env = isolated_env(ws.home, GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=f"{name.lower()}@example.com",
+                              GIT_COMMITTER_NAME=name, GIT_COMMITTER_EMAIL=f"{name.lower()}@example.com")
+        git(ws.home, "clone", "-q", self.remote, ws.repo, env=ws.env)
+        return ws
+
+    def remote_git(self, *args: str, check: bool = True) -> str:
+        return git(self.remote, *args, env=self.a.env, check=check)
+
+    def remote_refs(self) -> dict:
+        out = self.remote_git("for-each-ref", "--format=%(objectname) %(refname)", SHARED)
+        return {line.split(" ", 1)[1]: line.split(" ", 1)[0] for line in out.splitlines() if line.strip()}
+
+    def remote_objects(self) -> bytes:
+        """Every object the remote holds, contents and all."""
+        return subprocess.run(["git", "cat-file", "--batch", "--batch-all-objects"], cwd=self.remote, env=self.a.env,
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT, check=True).stdout
+
+
+def save_goal(test: unittest.TestCase, ws: Workspace, goal: str, *extra: str) -> None:
+    ok(test, cli(ws, "save", "--goal", goal, *extra))
+
+
+def push(test: unittest.TestCase, ws: Workspace, *args: str) -> dict:
+    return ok_json(test, cli(ws, "push", "--json", *args))
+
+
+def pull(test: unittest.TestCase, ws: Workspace, *args: str) -> list:
+    return ok_json(test, cli(ws, "pull", "--json", *args))
+
+
+def resume(test: unittest.TestCase, ws: Workspace, *args: str) -> dict:
+    return ok_json(test, cli(ws, "resume", "--json", *args))
+
+
+def user_git_state(ws: Workspace) -> dict:
+    """What a session command must never touch: HEAD, the index's bytes, branches, tags, remote-tracking
+    refs, the stash, the configuration (the writer id aside)."""
+    config = [line for line in (read(os.path.join(ws.repo, ".git", "config")) or b"").decode().splitlines()
+              if "writer =" not in line and line.strip() != '[claude-checkpoint]']
+    return {"HEAD": read(os.path.join(ws.repo, ".git", "HEAD")), "index": read(os.path.join(ws.repo, ".git", "index")),
+            "refs": ws.git("for-each-ref", "--format=%(objectname) %(refname)", "refs/heads", "refs/tags",
+                           "refs/remotes", "refs/stash"),
+            "FETCH_HEAD": read(os.path.join(ws.repo, ".git", "FETCH_HEAD")), "config": config}
+
+
+def work_files(root: str, leave_out: tuple = ()) -> dict:
+    """state() without the checkpoint's files and the named paths."""
+    return {path: value for path, value in state(root).items()
+            if not path.startswith(b".claude-checkpoint") and path not in leave_out}
+
+
+def plant_hooks(ws: Workspace) -> str:
+    """Client-side hooks that leave a marker file when they run; returns the marker folder."""
+    markers = os.path.join(ws.home, "markers")
+    os.makedirs(markers, exist_ok=True)
+    hooks = os.path.join(ws.repo, ".git", "hooks")
+    os.makedirs(hooks, exist_ok=True)
+    for name in HOOK_NAMES:
+        path = write(hooks, name, f"#!/bin/sh\ntouch '{markers}/{name}'\nexit 0\n")
+        chmod_x(path)
+    return markers
+
+
+class TestSessionsEndToEnd(unittest.TestCase):
+    """push on one machine, pull and resume on another: the files byte for byte, secrets held back."""
+
+    def make_work(self, ws: Workspace) -> dict:
+        """Every kind of change, plus a file holding a secret and one named like a secret."""
+        secret = fake_secret("sk-ant-api03-", 48)
+        ws.write("README.md", "# demo\nchanged on machine A\n")
+        os.unlink(os.path.join(ws.repo, "src", "app.py"))
+        ws.write("notes/plan.txt", "untracked notes\n")
+        ws.write("data/blob.bin", bytes(range(256)) * 4)
+        chmod_x(ws.write("tools/run.sh", "#!/bin/sh\necho run\n"))
+        os.symlink("../README.md", os.path.join(ws.repo, "notes", "readme-link"))
+        ws.write("config/local.py", f'ANTHROPIC_API_KEY = "{secret}"\n')
+        ws.write(".env", "DATABASE_URL=postgres://u:p@db/x\n")
+        return {"secret": secret.encode(), "held": {"config/local.py", ".env"}}
+
+    def test_push_pull_resume_carries_the_work_tree_byte_for_byte_and_keeps_secrets_home(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        work = self.make_work(a)
+        save_goal(self, a, "Carry the parser work", "--next", "finish the tests")
+        pushed = push(self, a)
+        self.assertEqual(set(pushed), {"remote", "id", "ref", "writer", "commit", "files", "heldBack", "deleted",
+                                       "alreadyPushed"})
+        self.assertEqual(pushed["remote"], "origin")
+        self.assertFalse(pushed["alreadyPushed"])
+        self.assertEqual(pushed["id"], pushed["commit"][:9])
+        self.assertEqual(pushed["writer"], a.git("config", "claude-checkpoint.writer").strip())
+        self.assertRegex(pushed["ref"], r"^refs/claude-checkpoint/shared/top/" + re.escape(pushed["writer"]) + r"/\d{13}-")
+        self.assertEqual({h["path"] for h in pushed["heldBack"]}, work["held"])
+        self.assertIn("anthropic", {h["path"]: h["reason"] for h in pushed["heldBack"]}["config/local.py"])
+        self.assertEqual(clones.remote_refs(), {pushed["ref"]: pushed["commit"]})
+        self.assertNotIn(work["secret"], clones.remote_objects())
+        self.assertNotIn(b"DATABASE_URL", clones.remote_objects())
+        # The remote's own clones and fetches never carry the sessions.
+        b.git("fetch", "-q", "origin")
+        self.assertEqual(b.git("for-each-ref", "refs/claude-checkpoint", "refs/claude-checkpoint-remote"), "")
+        fresh = clones.clone("Cy")
+        self.assertEqual(fresh.git("for-each-ref", "refs/claude-checkpoint"), "")
+
+        before = user_git_state(b)
+        files_before = work_files(b.repo)
+        listed = pull(self, b)
+        self.assertEqual([s["id"] for s in listed], [pushed["id"]])
+        self.assertEqual(set(listed[0]), {"id", "writer", "mine", "createdAt", "branch", "head", "goal", "files", "ref"})
+        self.assertEqual((listed[0]["writer"], listed[0]["mine"], listed[0]["branch"], listed[0]["goal"]),
+                         (pushed["writer"], False, "main", "Carry the parser work"))
+        self.assertTrue(listed[0]["ref"].startswith(PULLED + "origin/top/"))
+        self.assertEqual(work_files(b.repo), files_before)
+        self.assertIsNone(read(os.path.join(b.repo, ".claude-checkpoint")))
+
+        dry = resume(self, b)
+        self.assertTrue(dry["dryRun"])
+        self.assertEqual(set(dry), {"dryRun", "id", "writer", "branch", "head", "write", "delete", "skipped",
+                                    "safetySnapshot", "checkpoint"})
+        self.assertEqual(work_files(b.repo), files_before)
+        self.assertIsNone(read(os.path.join(b.repo, ".claude-checkpoint")))
+
+        done = resume(self, b, "--yes")
+        self.assertFalse(done["dryRun"])
+        self.assertEqual(done["id"], pushed["id"])
+        self.assertEqual(set(done["delete"]), {"src/app.py"})
+        self.assertEqual(work_files(b.repo), work_files(a.repo, (b"config/local.py", b".env")))
+        self.assertTrue(os.path.islink(os.path.join(b.repo, "notes", "readme-link")))
+        self.assertTrue(is_exec(os.path.join(b.repo, "tools", "run.sh")))
+        self.assertEqual(user_git_state(b), before)
+        self.assertEqual(b.checkpoint()["goal"]["primary"], "Carry the parser work")
+        self.assertEqual(b.checkpoint()["nextSteps"], ["finish the tests"])
+        self.assertEqual(b.checkpoint()["snapshot"]["id"], pushed["id"])
+        brief = text(ok(self, cli(b, "show")))
+        self.assertIn("Carry the parser work", brief)
+        self.assertNotIn("no longer reachable", brief)
+        self.assertNotIn("`README.md`", brief.split("## Goal")[0])  # the resumed files are not drift
+
+        undone = ok_json(self, cli(b, "restore", done["safetySnapshot"], "--yes", "--json"))
+        self.assertFalse(undone["dryRun"])
+        self.assertEqual(work_files(b.repo), files_before)
+        self.assertEqual(user_git_state(b), before)
+
+    def test_a_session_sits_on_what_the_remote_has_so_unpushed_commits_do_not_travel(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        a.write("src/app.py", "print('committed, never pushed')\n")
+        a.git("commit", "-qam", "local only")
+        unpushed = a.head()
+        a.write("README.md", "# demo\nuncommitted\n")
+        save_goal(self, a, "Unpushed history")
+        pushed = push(self, a)
+        remote_main = clones.remote_git("rev-parse", "main").strip()
+        self.assertEqual(clones.remote_git("rev-parse", pushed["commit"] + "^").strip(), remote_main)
+        self.assertNotEqual(clones.remote_git("cat-file", "-t", unpushed, check=False).strip(), "commit")
+        pull(self, b)
+        done = resume(self, b, "--yes")
+        self.assertEqual(set(done["write"]), {"README.md", "src/app.py"})
+        self.assertEqual(read(os.path.join(b.repo, "src", "app.py")), b"print('committed, never pushed')\n")
+        self.assertEqual(b.head(), remote_main)
+        said = text(ok(self, cli(b, "resume", pushed["id"])))
+        self.assertIn("not in this clone", said)
+        drift = ok_json(self, cli(b, "show", "--full"))["drift"]  # measured on the commit the files sit on
+        self.assertEqual((drift["changedSince"], drift["newSince"], drift.get("headUnreachable")), ([], [], None))
+
+    @slow
+    def test_the_parent_is_found_among_hundreds_of_remote_branches(self):
+        clones = Clones(self)
+        a = clones.a
+        old = a.head()
+        stream = "".join(f"commit refs/heads/b{i:03d}\ncommitter T <t@example.com> 0 +0000\ndata {len(str(i))}\n{i}\n"
+                         f"from {old}\n\n" for i in range(700)).encode()  # 700 distinct side branches
+        subprocess.run(["git", "fast-import", "--quiet"], cwd=a.repo, env=a.env, input=stream, check=True)
+        a.git("push", "-q", "origin", "refs/heads/b*:refs/heads/b*")
+        a.write("README.md", "# pushed on a branch\n")
+        a.git("commit", "-qam", "pushed")
+        a.git("push", "-q", "origin", "HEAD:refs/heads/pushed")
+        pushed_commit = a.head()
+        a.write("README.md", "# never pushed\n")
+        a.git("commit", "-qam", "local")
+        save_goal(self, a, "many branches")
+        pushed = push(self, a)
+        self.assertEqual(clones.remote_git("rev-parse", pushed["commit"] + "^").strip(), pushed_commit)
+
+    def test_a_resume_over_local_work_keeps_all_it_overwrites_in_its_before_restore_snapshot(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        a.write("README.md", "# from A\n")
+        a.write("shared.txt", "A's version\n")
+        save_goal(self, a, "A's work")
+        push(self, a)
+        b.write("README.md", "# B's own edit\n")
+        b.write("shared.txt", "B's version\n")
+        b.write("b-only.txt", "B keeps this\n")
+        save_goal(self, b, "B's work")
+        b_checkpoint = read(os.path.join(b.repo, ".claude-checkpoint"))
+        mine = work_files(b.repo)
+        pull(self, b)
+        done = resume(self, b, "--yes")
+        self.assertEqual(read(os.path.join(b.repo, "README.md")), b"# from A\n")
+        self.assertIsNone(read(os.path.join(b.repo, "b-only.txt")))  # as `restore --yes` does: A never had it
+        self.assertIn("b-only.txt", done["delete"])
+        self.assertEqual(read(os.path.join(b.repo, ".claude-checkpoint.prev")), b_checkpoint)
+        self.assertEqual(done["checkpoint"]["previous"], os.path.join(b.repo, ".claude-checkpoint.prev"))
+        safety = done["safetySnapshot"]
+        for path in ("README.md", "shared.txt", "b-only.txt"):
+            self.assertEqual(blob(b, safety, path), mine[path.encode()][2])
+        ok(self, cli(b, "restore", safety, "--yes"))
+        self.assertEqual(work_files(b.repo), mine)
+
+    def test_held_back_paths_are_neither_written_nor_deleted_on_the_other_machine(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        a.write(".env", "A_SECRET=1\n")
+        a.write("config/local.py", f'TOKEN = "{fake_secret("ghp_", 36)}"\n')
+        a.write("README.md", "# from A\n")
+        save_goal(self, a, "held back")
+        push(self, a)
+        b.write(".env", "B_OWN=1\n")
+        b.write("config/local.py", "B's own settings\n")
+        pull(self, b)
+        done = resume(self, b, "--yes")
+        self.assertEqual({s["path"] for s in done["skipped"]}, {"config/local.py"})  # B's .env: skipped by B's own snapshot
+        self.assertEqual(read(os.path.join(b.repo, ".env")), b"B_OWN=1\n")
+        self.assertEqual(read(os.path.join(b.repo, "config", "local.py")), b"B's own settings\n")
+        self.assertEqual(read(os.path.join(b.repo, "README.md")), b"# from A\n")
+
+    def test_a_refused_resume_changes_nothing_the_checkpoint_included(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        a.write("build", "A's build is a file\n")
+        save_goal(self, a, "refused here")
+        push(self, a)
+        write(b.repo, ".git/info/exclude", "*.o\n")
+        b.write("build/out.o", "ignored object\n")
+        save_goal(self, b, "B's own")
+        before = (work_files(b.repo), read(os.path.join(b.repo, ".claude-checkpoint")), user_git_state(b), refs(b))
+        pull(self, b)
+        message = failed(self, cli(b, "resume", "--yes"), 1)
+        self.assertIn("refused", message)
+        self.assertEqual((work_files(b.repo), read(os.path.join(b.repo, ".claude-checkpoint")), user_git_state(b),
+                          refs(b)), before)
+
+    def test_two_writers_push_and_each_resumes_the_other(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        a.write("a.txt", "from A\n")
+        save_goal(self, a, "A's goal")
+        b.write("b.txt", "from B\n")
+        save_goal(self, b, "B's goal")
+        pushes = [start(ws, "push", "--json") for ws in (a, b)]  # at the same time
+        outs = [proc.communicate(timeout=TIMEOUT) for proc in pushes]
+        self.assertEqual([proc.returncode for proc in pushes], [0, 0], outs)
+        a_push, b_push = (json.loads(out) for out, _ in outs)
+        self.assertNotEqual(a_push["writer"], b_push["writer"])
+        self.assertEqual(set(clones.remote_refs()), {a_push["ref"], b_push["ref"]})
+        listed = pull(self, a)
+        self.assertEqual({(s["writer"], s["mine"]) for s in listed}, {(a_push["writer"], True), (b_push["writer"], False)})
+        self.assertEqual(resume(self, a)["id"], b_push["id"])  # by default the other writer's newest
+        self.assertEqual(resume(self, a, "--from", a_push["writer"])["id"], a_push["id"])
+        pull(self, b)
+        resume(self, b, "--yes")
+        self.assertEqual(read(os.path.join(b.repo, "a.txt")), b"from A\n")
+
+    def test_content_found_clean_is_not_scanned_again_but_secret_values_of_the_environment_still_count(self):
+        clones = Clones(self)
+        a = clones.a
+        a.write("settings.txt", "mode = qz7Wk2Lp9Xv4Rt8Yb3Nc\n")
+        save_goal(self, a, "scan once")
+        self.assertEqual(push(self, a)["heldBack"], [])
+        with open(os.path.join(a.repo, ".git", "claude-checkpoint-scanned.json"), encoding="utf-8") as stream:
+            self.assertIn(blob_sha(b"mode = qz7Wk2Lp9Xv4Rt8Yb3Nc\n"), json.load(stream)["clean"])
+        a.write("other.txt", "another edit\n")
+        env = dict(a.env, SERVICE_TOKEN="qz7Wk2Lp9Xv4Rt8Yb3Nc")
+        pushed = ok_json(self, cli(a, "push", "--json", env=env))
+        self.assertEqual(pushed["heldBack"], [{"path": "settings.txt", "reason": "holds a secret (secret environment value)"}])
+        self.assertNotIn(b"settings.txt", tree(a, pushed["commit"]))
+
+    def test_a_long_text_stays_home_unscanned_a_long_binary_travels_and_snapshots_off_makes_no_snapshot(self):
+        clones = Clones(self)
+        a = clones.a
+        a.write("logs/huge.log", "harmless line\n" * (cc.SCAN_MAX_BYTES // 14 + 10))
+        a.write("assets/huge.bin", b"\0" + os.urandom(cc.SCAN_MAX_BYTES))
+        save_goal(self, a, "long files")
+        snapshots_before = refs(a)
+        pushed = ok_json(self, cli(a, "push", "--json", env=dict(a.env, CHECKPOINT_SNAPSHOTS="off")))
+        self.assertEqual([h["path"] for h in pushed["heldBack"]], ["logs/huge.log"])
+        self.assertIn("too long to scan", pushed["heldBack"][0]["reason"])
+        self.assertIn(b"assets/huge.bin", tree(a, pushed["commit"]))
+        self.assertEqual(refs(a), snapshots_before)
+
+    def test_a_second_push_of_the_same_work_pushes_nothing(self):
+        clones = Clones(self)
+        clones.a.write("a.txt", "work\n")
+        save_goal(self, clones.a, "Same work")
+        first = push(self, clones.a)
+        again = push(self, clones.a)
+        self.assertTrue(again["alreadyPushed"])
+        self.assertEqual((again["id"], again["ref"]), (first["id"], first["ref"]))
+        self.assertEqual(len(clones.remote_refs()), 1)
+
+    def test_a_writer_keeps_its_newest_20_sessions_and_never_touches_another_writers(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        b.write("b.txt", "B\n")
+        save_goal(self, b, "B")
+        b_ref = push(self, b)["ref"]
+        save_goal(self, a, "Many pushes")
+        first = push(self, a)
+        base = first["ref"].rsplit("/", 1)[0]
+        older = [f"{base}/{1_000_000_000_000 + i:013d}-{first['id']}" for i in range(20)]  # 20 older sessions
+        subprocess.run(["git", "update-ref", "--stdin"], cwd=clones.remote, env=a.env, check=True,
+                       input="".join(f"create {ref} {first['commit']}\n" for ref in older).encode())
+        a.write("counter.txt", "one more\n")
+        pushed = push(self, a)
+        self.assertEqual(sorted(pushed["deleted"]), older[:2])
+        self.assertEqual(set(clones.remote_refs()), {b_ref, first["ref"], pushed["ref"], *older[2:]})
+        self.assertEqual(len(pull(self, b)), 3)  # the 18 older refs name one commit: one session
+        self.assertEqual(len(b.git("for-each-ref", PULLED).splitlines()), 21)
+
+    def test_forget_remote_deletes_this_writers_sessions_and_nothing_else(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        for ws in (a, b):
+            ws.write("x.txt", ws.home)
+            save_goal(self, ws, "forget me")
+        push(self, a)
+        b_ref = push(self, b)["ref"]
+        heads = clones.remote_git("for-each-ref", "refs/heads", "refs/tags")
+        forgotten = ok_json(self, cli(a, "forget", "--remote", "origin", "--json"))
+        self.assertEqual(len(forgotten["deleted"]), 1)
+        self.assertEqual(set(clones.remote_refs()), {b_ref})
+        self.assertEqual(clones.remote_git("for-each-ref", "refs/heads", "refs/tags"), heads)
+        self.assertEqual(cli(a, "forget", "--remote", "origin").returncode, 3)
+        self.assertEqual(cli(a, "forget", "--remote", "origin", "--all").returncode, 2)
+
+    def test_pull_removes_what_the_remote_no_longer_has(self):
+        clones = Clones(self)
+        save_goal(self, clones.a, "gone soon")
+        push(self, clones.a)
+        self.assertEqual(len(pull(self, clones.b)), 1)
+        ok(self, cli(clones.a, "forget", "--remote", "origin"))
+        self.assertEqual(pull(self, clones.b), [])
+        self.assertEqual(clones.b.git("for-each-ref", PULLED), "")
+
+    def test_a_root_in_a_subfolder_travels_alone_on_the_remotes_files(self):
+        clones = Clones(self, {"web/index.html": "<p>hi</p>\n", "api/main.py": "print(1)\n"})
+        a, b = clones.a, clones.b
+        a.write("web/index.html", "<p>changed</p>\n")
+        a.write("api/main.py", "print('outside the root')\n")
+        web = os.path.join(a.repo, "web")
+        ok(self, cli(a, "save", "--goal", "web only", root=web))
+        pushed = ok_json(self, cli(a, "push", "--json", root=web))
+        key = pushed["ref"].split("/")[3]
+        self.assertNotEqual(key, "top")
+        self.assertNotIn("/", key)
+        self.assertEqual(clones.remote_git("show", f"{pushed['commit']}:api/main.py"), "print(1)\n")
+        b_web = os.path.join(b.repo, "web")
+        self.assertEqual(ok_json(self, cli(b, "pull", "--json", root=b_web))[0]["id"], pushed["id"])
+        self.assertEqual(ok_json(self, cli(b, "pull", "--json"))[:1], [])  # another root, another key
+        ok(self, cli(b, "resume", "--yes", root=b_web))
+        self.assertEqual(read(os.path.join(b_web, "index.html")), b"<p>changed</p>\n")
+        self.assertEqual(read(os.path.join(b.repo, "api", "main.py")), b"print(1)\n")
+
+
+class TestSessionsFaults(unittest.TestCase):
+    """Bad input and refusing remotes: a clear message, the right exit status, nothing local changed."""
+
+    def assert_untouched(self, ws: Workspace, before: tuple) -> None:
+        self.assertEqual((user_git_state(ws), work_files(ws.repo), read(os.path.join(ws.repo, ".claude-checkpoint"))),
+                         before)
+
+    def snapshot_of(self, ws: Workspace) -> tuple:
+        return user_git_state(ws), work_files(ws.repo), read(os.path.join(ws.repo, ".claude-checkpoint"))
+
+    def test_no_checkpoint_no_remote_unknown_remote_and_an_unreachable_one(self):
+        clones = Clones(self)
+        a = clones.a
+        self.assertIn("save", failed(self, cli(a, "push"), 3))
+        save_goal(self, a, "faults")
+        before = self.snapshot_of(a)
+        self.assertIn("no remote named", failed(self, cli(a, "push", "nowhere"), 1))
+        unreachable = os.path.join(a.home, "missing.git")
+        self.assertIn("Could not reach", failed(self, cli(a, "push", unreachable), 1))
+        self.assertIn("Could not reach", failed(self, cli(a, "pull", "git://127.0.0.1:9/x.git"), 1))
+        a.git("remote", "remove", "origin")
+        before = self.snapshot_of(a)
+        message = failed(self, cli(a, "push"), 1)
+        self.assertIn("git remote add origin", message)
+        self.assertIn("git remote add origin", failed(self, cli(a, "pull"), 1))
+        self.assert_untouched(a, before)
+
+    def test_nothing_pulled_an_unknown_id_and_an_unknown_writer(self):
+        clones = Clones(self)
+        b = clones.b
+        self.assertIn("pull", failed(self, cli(b, "resume"), 3))
+        self.assertEqual(pull(self, b), [])
+        save_goal(self, clones.a, "known")
+        pushed = push(self, clones.a)
+        pull(self, b)
+        before = self.snapshot_of(b)
+        self.assertIn(pushed["id"], failed(self, cli(b, "resume", "abcdef12", "--yes"), 1))
+        self.assertIn(pushed["writer"], failed(self, cli(b, "resume", "--from", "nobody", "--yes"), 1))
+        self.assertEqual(cli(b, "resume", pushed["id"], "--from", "x").returncode, 2)
+        self.assert_untouched(b, before)
+
+    def test_a_remote_that_hides_our_refs_or_rejects_pushes_gets_a_clear_message(self):
+        clones = Clones(self)
+        a = clones.a
+        a.write("a.txt", "work\n")
+        save_goal(self, a, "refused")
+        before = self.snapshot_of(a)
+        clones.remote_git("config", "receive.hideRefs", "refs/claude-checkpoint")
+        message = failed(self, cli(a, "push"), 1)
+        self.assertIn("refused", message)
+        self.assert_untouched(a, before)
+        clones.remote_git("config", "--unset", "receive.hideRefs")
+        chmod_x(write(clones.remote, "hooks/pre-receive", "#!/bin/sh\necho 'no checkpoints here' >&2\nexit 1\n"))
+        message = failed(self, cli(a, "push"), 1)
+        self.assertIn("pre-receive", message)
+        self.assert_untouched(a, before)
+        self.assertEqual(clones.remote_refs(), {})
+
+    def test_client_side_hooks_never_run(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        markers = [plant_hooks(ws) for ws in (a, b)]
+        a.write("a.txt", "work\n")
+        save_goal(self, a, "no hooks")
+        for i in range(2):  # the second push deletes nothing but still runs push
+            a.write("a.txt", f"work {i}\n")
+            push(self, a)
+        ok(self, cli(a, "forget", "--remote", "origin"))
+        push(self, a)
+        pull(self, b)
+        resume(self, b, "--yes")
+        self.assertEqual([os.listdir(m) for m in markers], [[], []])
+        a.git("commit", "--allow-empty", "-qm", "the hooks are live")
+        self.assertIn("pre-commit", os.listdir(markers[0]))
+
+    def test_a_timeout_and_no_prompt_for_a_remote_that_never_answers(self):
+        clones = Clones(self)
+        save_goal(self, clones.a, "slow remote")
+        listener = socket_listener(self)
+        env = dict(clones.a.env, CHECKPOINT_REMOTE_TIMEOUT="1")
+        started = time.monotonic()
+        message = failed(self, cli(clones.a, "push", f"git://127.0.0.1:{listener}/x.git", env=env), 1)
+        self.assertIn("did not answer within 1 s", message)
+        self.assertLess(time.monotonic() - started, TIMEOUT)
+
+
+    def test_a_push_cut_off_midway_leaves_nothing_behind_and_the_next_one_works(self):
+        clones = Clones(self)
+        a = clones.a
+        a.write("a.txt", "work\n")
+        save_goal(self, a, "interrupted")
+        before = self.snapshot_of(a)
+        chmod_x(write(clones.remote, "hooks/pre-receive", "#!/bin/sh\nsleep 30\n"))
+        env = dict(a.env, CHECKPOINT_REMOTE_TIMEOUT="1")
+        self.assertIn("did not answer within 1 s", failed(self, cli(a, "push", env=env), 1))
+        self.assert_untouched(a, before)
+        self.assertEqual(clones.remote_refs(), {})
+        os.unlink(os.path.join(clones.remote, "hooks", "pre-receive"))
+        pushed = push(self, a)
+        self.assertEqual(clones.remote_refs(), {pushed["ref"]: pushed["commit"]})
+
+    def test_ssh_runs_in_batch_mode_so_it_never_prompts(self):
+        clones = Clones(self)
+        save_goal(self, clones.a, "over ssh")
+        seen = os.path.join(clones.a.home, "ssh-args")
+        fake_ssh = write(clones.a.home, "bin/ssh", f"#!/bin/sh\necho \"$@\" > '{seen}'\nexit 255\n")
+        chmod_x(fake_ssh)
+        env = dict(clones.a.env, GIT_SSH_COMMAND=fake_ssh)
+        failed(self, cli(clones.a, "push", "ssh://git@example.invalid/repo.git", env=env), 1)
+        self.assertIn("-o BatchMode=yes", read(seen).decode())
+
+def socket_listener(test: unittest.TestCase) -> int:
+    """A port that accepts connections and never says a word."""
+    import socket
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(5)
+    test.addCleanup(server.close)
+    return server.getsockname()[1]
+
+
+class TestSessionsOverGitDaemon(unittest.TestCase):
+    """The same round trip over a real transport: `git daemon` on 127.0.0.1, started and stopped here."""
+
+    def start_daemon(self, base: str) -> str:
+        import socket
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        daemon = subprocess.Popen(["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
+                                   "--enable=receive-pack", "--listen=127.0.0.1", f"--port={port}", base],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: (daemon.kill(), daemon.wait()))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if daemon.poll() is not None:
+                self.skipTest(f"git daemon did not start: {daemon.stderr.read().decode(errors='replace')[:200]}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return f"git://127.0.0.1:{port}/remote.git"
+            except OSError:
+                time.sleep(0.05)
+        self.skipTest("git daemon did not listen within 10 s")
+
+    def test_push_pull_resume_over_the_git_protocol(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        url = self.start_daemon(os.path.dirname(clones.remote))
+        a.write("README.md", "# over the wire\n")
+        a.write("new/file.txt", "new\n")
+        save_goal(self, a, "Over git daemon")
+        pushed = push(self, a, url)
+        self.assertEqual(pushed["remote"], url)
+        self.assertEqual(clones.remote_refs(), {pushed["ref"]: pushed["commit"]})
+        listed = pull(self, b, url)
+        self.assertEqual([s["id"] for s in listed], [pushed["id"]])
+        self.assertTrue(listed[0]["ref"].startswith(PULLED + "url-"))
+        resume(self, b, "--yes")
+        self.assertEqual(work_files(b.repo), work_files(a.repo))
+        self.assertEqual(ok_json(self, cli(a, "forget", "--remote", url, "--json"))["deleted"], [pushed["ref"]])
 
 
 # ── 11.2 Checkpoints: save, load and what the hooks record ──
@@ -8437,6 +9083,9 @@ BENCH_FLOORS = {  # the issue's budgets; None: reported for comparison, no floor
     **{f"hook on a quiet turn, {client} {event} (ms)": 60 for client, event in (
         ("claude", "stop"), ("codex", "stop"), ("gemini", "stop"), ("gemini", "pre-compact"), ("qwen", "stop"),
         ("copilot", "stop"))},
+    "push ratio, session with its snapshot (vs git push of the same commit)": None,
+    "push ratio, after one more edit (vs git push of the same commit)": None,
+    "pull ratio (vs git fetch of the same session)": None,
 }
 
 
@@ -8677,6 +9326,44 @@ def bench_snapshot_disk(ws: Workspace, count: int = 100) -> float:
     return (git_kb() - before) / count
 
 
+def bench_sessions(ws: Workspace) -> dict:
+    """push and pull (SPEC section 13) on the 50,000-file repository, each against the one git command
+    that moves the same objects, measured in the same run: `git push` of the session's commit to a
+    twin of the remote, `git fetch` of it into a twin of the clone. Each is one transfer, so one sample."""
+    remotes = {name: os.path.join(ws.home, f"{name}.git") for name in ("ours", "twin")}
+    for remote in remotes.values():
+        git(ws.home, "init", "-q", "--bare", remote, env=ws.env)
+        ws.git("push", "-q", remote, "main")
+
+    def run(command: list, cwd: str) -> tuple:
+        started = time.perf_counter()
+        out = subprocess.run(command, cwd=cwd, env=ws.env, capture_output=True, check=True).stdout
+        return time.perf_counter() - started, out
+
+    def push_once(edit: int) -> tuple:
+        write(ws.repo, "pkg003/mod01500.py", f"value = {edit}  # pushed\n")
+        time.sleep(0.15)
+        run([*PROGRAM, "snapshot"], ws.repo)  # the session's snapshot exists
+        ours, out = run([*PROGRAM, "push", "--json", remotes["ours"]], ws.repo)
+        commit = json.loads(out)["commit"]
+        theirs, _ = run(["git", "push", "-q", "--no-verify", remotes["twin"], f"{commit}:refs/bench/s{edit}"], ws.repo)
+        return ours, theirs, commit
+
+    ws.run_cli("save", "--goal", "bench the sessions")
+    first, first_git, commit = push_once(1)
+    again, again_git, _ = push_once(2)
+    clones = {name: os.path.join(ws.home, f"clone-{name}") for name in remotes}
+    for name, folder in clones.items():
+        git(ws.home, "clone", "-q", remotes[name], folder, env=ws.env)
+    pulled, _ = run([*PROGRAM, "pull", "--json", remotes["ours"]], clones["ours"])
+    fetched, _ = run(["git", "fetch", "-q", "--no-tags", remotes["twin"], "refs/bench/*:refs/bench/*"], clones["twin"])
+    print(f"  push {first * 1000:.0f} ms vs git push {first_git * 1000:.0f} ms; after one more edit {again * 1000:.0f} ms "
+          f"vs {again_git * 1000:.0f} ms; pull {pulled * 1000:.0f} ms vs git fetch {fetched * 1000:.0f} ms")
+    return {"push ratio, session with its snapshot (vs git push of the same commit)": first / first_git,
+            "push ratio, after one more edit (vs git push of the same commit)": again / again_git,
+            "pull ratio (vs git fetch of the same session)": pulled / fetched}
+
+
 def bench_hooks(ws: Workspace, scratch: str) -> dict:
     transcript = os.path.join(scratch, "transcript.jsonl")
     filler = json.dumps({"type": "attachment", "attachment": {"content": "x" * 4000}}) + "\n"
@@ -8805,6 +9492,7 @@ def run_bench(quick: bool = False) -> int:
             large = make_large_repo(os.path.join(scratch, "large"))
             figures.update(bench_large_repo(large))
             figures.update(bench_hooks(large, scratch))
+            figures.update(bench_sessions(large))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     over = 0
