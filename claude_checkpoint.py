@@ -6344,19 +6344,23 @@ def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, 
     the session kept among the snapshots, then the checkpoint (the old one as .prev)."""
     root, session, plan = sessions.root, outcome.session, outcome.plan
     stored = _read_for_update(root, [], replace_unreadable=True)  # a newer schema is refused before any change
+    blocked = unwritable_folders(root, plan) if plan.write or plan.delete else []
+    if blocked:
+        raise SnapshotError(f"Resume refused; nothing was changed: {_path_names(blocked)} cannot be written "
+                            "(read-only). Make it writable, then run the resume again.")
     if plan.write or plan.delete:
         safety = take_snapshot(sessions, world, SnapshotKind.BEFORE_RESTORE, f"Before resuming {session.id}",
                                existing=snapshots, build=current)
         outcome.safety = safety.snapshot if safety else None
     if all(s.commit != session.snapshot.commit for s in snapshots):
         sessions.adopt(session, _after(outcome.safety, world.clock()))
+    done = RestoreProgress()
     try:
         if plan.write or plan.delete:
-            apply_restore(sessions, plan)
+            apply_restore(sessions, plan, done)
     except OSError as error:
-        undo = f" Undo what was done with: restore {outcome.safety.id} --yes" if outcome.safety else ""
-        raise SnapshotError(f"Resume stopped at {error.filename or 'a file'}: {error.strerror}; the checkpoint "
-                            f"was not replaced.{undo}") from None
+        raise RestoreStopped(done.current, f"{error.strerror or error}; the checkpoint was not replaced",
+                             done.deleted, done.written, outcome.safety.id if outcome.safety else None, []) from None
     resumed = replace(checkpoint, snapshot=SnapshotRef(session.id, session.snapshot.commit))
     if checkpoint.git is not None and not outcome.head_here:  # its files now sit on the commit they were carried on
         parent = sessions.parent_of(session.snapshot.commit)
@@ -8682,7 +8686,11 @@ def cli_pull(args: Any, world: World) -> int:
 
 def cli_resume(args: Any, world: World) -> int:
     root = cli_root(args, world)
-    outcome = resume_session(root, world, args.id, args.writer, apply=args.yes)
+    try:
+        outcome = resume_session(root, world, args.id, args.writer, apply=args.yes)
+    except RestoreStopped as stopped:
+        print(render_restore_stopped(stopped, restore_line(root, world, [])), file=sys.stderr, end="")
+        return EXIT_FAILED
     mv = shell_line(("mv", os.path.join(root, BACKUP_NAME), os.path.join(root, CHECKPOINT_NAME)))
     _print_result(args, outcome.to_json(), lambda: render_resume(
         outcome, restore_command(root, world), command_line(root, world, "resume"), mv))
