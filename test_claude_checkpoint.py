@@ -40,6 +40,7 @@ the command line, prompts and resources, together, are SPEC sections 8, 9 and 11
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import http.server
 import json
@@ -3687,6 +3688,129 @@ def fake_secret(prefix: str, length: int, alphabet: str = "0123456789abcdefghijk
     """A secret-shaped value that is not anybody's real secret."""
     digest = hashlib.sha256(seed.encode()).digest() * 4
     return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:length])
+
+
+# ── A running server: what it keeps from one call to the next (SPEC sections 10 and 11, cost) ──
+
+def logging_git(test: unittest.TestCase) -> tuple:
+    """(a PATH folder whose `git` logs its arguments, one line per run, then runs the real git;
+    the log file)."""
+    folder = temp_dir(test, "cc-bin-")
+    log = os.path.join(folder, "runs.log")
+    with open(os.path.join(folder, "git"), "w") as stream:
+        stream.write(f'#!/bin/sh\necho "$*" >> {shlex.quote(log)}\nexec {shlex.quote(shutil.which("git"))} "$@"\n')
+    os.chmod(os.path.join(folder, "git"), 0o755)
+    open(log, "w").close()
+    return folder, log
+
+
+def git_runs(log: str) -> list:
+    """The git subcommands logged since the log was last emptied, in the order they started;
+    the log is emptied."""
+    with open(log) as stream:
+        lines = stream.read().splitlines()
+    open(log, "w").close()
+    runs = []
+    for line in lines:
+        words = line.split()
+        while words and (words[0].startswith("--") or words[0] == "-c"):
+            words = words[2:] if words[0] == "-c" else words[1:]
+        runs.append(words[0] if words else "")
+    return runs
+
+
+def settle(*paths: str) -> None:
+    """Wait until the files' last change is older than the file system's clock tick (100 ms
+    where stamps have nanoseconds): only then may a server keep what it read from them."""
+    for path in paths:
+        info = os.stat(path)
+        changed = max(info.st_mtime_ns, info.st_ctime_ns)
+        wait = changed + cc._racy_window_ns(changed) - time.time_ns()
+        if wait > 0:
+            time.sleep(wait / 1e9 + 0.01)
+
+
+class TestRepeatedCalls(unittest.TestCase):
+    """A running server asks git only what may have changed since its last call, and what it
+    keeps never outlives the file it came from."""
+
+    def quiet_server(self) -> tuple:
+        """A server that has saved twice in a repository where nothing changes, so that all
+        it read (the index, the snapshot cache) had settled: (workspace, server, git log)."""
+        ws = Workspace(self)
+        with open(os.path.join(ws.repo, ".git", "info", "exclude"), "a") as stream:
+            stream.write(".claude-checkpoint*\n")
+        ws.write("src/app.py", "print('dirty')\n")
+        folder, log = logging_git(self)
+        server = start_server(self, ws, env=dict(ws.env, PATH=folder + os.pathsep + ws.env["PATH"]))
+        settle(os.path.join(ws.repo, ".git", "index"), os.path.join(ws.repo, "src", "app.py"))
+        self.assertEqual(save_ok(server, goal="Quiet")["structuredContent"]["warnings"], [])
+        settle(*glob.glob(os.path.join(ws.repo, ".git", "claude-checkpoint-*.json")))
+        save_ok(server, goal="Quiet")
+        git_runs(log)
+        return ws, server, log
+
+    def test_a_save_with_nothing_changed_runs_git_status_and_for_each_ref_alone(self):
+        ws, server, log = self.quiet_server()
+        snapshot = ws.checkpoint()["snapshot"]
+        self.assertEqual(save_ok(server, goal="Quiet")["structuredContent"]["warnings"], [])
+        self.assertEqual(sorted(git_runs(log)), ["for-each-ref", "status"])
+        self.assertEqual(ws.checkpoint()["snapshot"], snapshot)
+
+    def test_a_load_with_nothing_changed_runs_git_status_alone(self):
+        ws, server, log = self.quiet_server()
+        self.assertIn("Quiet", server.load())
+        self.assertEqual(git_runs(log), ["status"])
+
+    def test_a_checkpoint_tracked_after_the_last_call_is_reported_at_the_next_save(self):
+        ws, server, log = self.quiet_server()
+        ws.git("add", "--force", ".claude-checkpoint")
+        warnings = save_ok(server, goal="Quiet")["structuredContent"]["warnings"]
+        self.assertEqual(len(warnings), 1, warnings)
+        self.assertIn("tracked by git", warnings[0])
+        self.assertIn("ls-files", git_runs(log))
+        ws.git("rm", "--cached", "--force", "--quiet", ".claude-checkpoint")
+        self.assertEqual(save_ok(server, goal="Quiet")["structuredContent"]["warnings"], [])
+
+    def test_a_new_snapshot_made_by_another_process_is_the_one_the_next_save_builds_on(self):
+        ws, server, log = self.quiet_server()
+        ws.write("src/app.py", "print('changed by a hook')\n")
+        made = json.loads(cli(ws, "snapshot", "--json").stdout)
+        ws.write("src/app.py", "print('changed again')\n")
+        save_ok(server, goal="Quiet")
+        recorded = ws.checkpoint()["snapshot"]
+        self.assertNotEqual(recorded["commit"], made["commit"])
+        self.assertEqual(blob(ws, recorded["commit"], "src/app.py"), b"print('changed again')\n")
+        drift = load_full(server)["drift"]
+        self.assertEqual(drift["changedSince"], [])
+
+    def test_a_snapshot_cache_replaced_with_the_same_size_and_time_is_read_again(self):
+        ws = Workspace(self)
+        path = os.path.join(ws.repo, ".git", "claude-checkpoint-test.json")
+        memo = cc.FileMemo()
+
+        def write_cache(tree: str) -> None:
+            cc.write_snapshot_cache(path, cc.SnapshotCache("c" * 40, tree, None, "", {
+                "src/app.py": cc.PathState(("100644", "b" * 40), (33188, 12, 1, 2, 3))}))
+            os.utime(path, ns=(10 ** 18, 10 ** 18))  # the same stamp both times
+        write_cache("a" * 40)
+        settle(path)
+        kept = cc.read_snapshot_cache(path, memo)
+        self.assertIs(cc.read_snapshot_cache(path, memo), kept)  # kept while the file is as it was
+        write_cache("d" * 40)  # same size, same mtime: another inode and ctime
+        self.assertEqual(cc.read_snapshot_cache(path, memo).tree, "d" * 40)
+        settle(path)
+        self.assertEqual(cc.read_snapshot_cache(path, memo).tree, "d" * 40)
+        os.remove(path)
+        self.assertIsNone(cc.read_snapshot_cache(path, memo))
+
+    def test_nothing_is_kept_from_a_file_changed_within_the_clock_tick(self):
+        ws = Workspace(self)
+        path = os.path.join(ws.repo, ".git", "claude-checkpoint-test.json")
+        memo = cc.FileMemo()
+        cc.write_snapshot_cache(path, cc.SnapshotCache("c" * 40, "a" * 40, None, "", {}))
+        self.assertIsNotNone(cc.read_snapshot_cache(path, memo))
+        self.assertEqual(memo.kept, {})
 
 
 # ── save: the answer, warnings, the size cap (SPEC section 3) ──
