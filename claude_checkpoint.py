@@ -4229,15 +4229,19 @@ def snapshot_if_changed(root: str, world: World) -> Optional[SnapshotOutcome]:
         return None
     git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
     with ProjectLock(root):
-        scan = git.scan()
-        if not scan.in_repo:
-            return None
+        finish_scan = git.begin_scan()
+        listing = SnapshotStore.begin_list(git, root)  # beside git status: it needs nothing from it
         try:
             stored = read_checkpoint(root).checkpoint
         except CheckpointError:
             stored = None
+        scan = finish_scan()
+        if not scan.in_repo:
+            listing.abandon()
+            return None
         title = stored.goal if stored is not None else "Work tree at the end of a turn"
-        return take_snapshot(SnapshotStore(git, root, scan), world, SnapshotKind.HOOK, title, only_if_changed=True)
+        store = SnapshotStore(git, root, scan)
+        return take_snapshot(store, world, SnapshotKind.HOOK, title, only_if_changed=True, existing=store.list(listing))
 
 
 def list_snapshots(root: str) -> list:
