@@ -2884,11 +2884,19 @@ class PendingGit:
         except subprocess.TimeoutExpired:
             _kill_tree(self.proc)
             self.proc = None
-            self.git._give_up(f"git {self.args[0]} did not answer within {self.timeout:g} s; git facts are off "
+            self.git._give_up(f"git {self.name} did not answer within {self.timeout:g} s; git facts are off "
                               "for this call.")
             return None
         self.done = GitResult(self.proc.returncode, out, err)
         return self.done
+
+    @property
+    def name(self) -> str:
+        """The git command's name, past the `-c name=value` pairs before it."""
+        args = self.args
+        while args[:1] == ("-c",):
+            args = args[2:]
+        return args[0] if args else "git"
 
     def output(self, ok_codes: tuple = (0,)) -> Optional[bytes]:
         """stdout when it succeeded; None when git is unavailable or it failed."""
@@ -3462,7 +3470,7 @@ def _plumbing_output(started: PendingGit, stdin: Optional[bytes] = None) -> byte
         git = started.git
         raise SnapshotError(git.warnings[-1] if git.warnings else "git is unavailable")
     if not result.ok:
-        raise SnapshotError(f"git {started.args[2]} failed: {result.error_text()}")
+        raise SnapshotError(f"git {started.name} failed: {result.error_text()}")
     return result.stdout
 
 
