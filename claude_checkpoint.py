@@ -3657,7 +3657,7 @@ class FileMemo:
     is kept only when those facts were older than the file system's clock tick before it was
     worked out and unchanged after, so no later change can hide behind equal facts (git's
     own rule for racy index entries). The answers are shared: callers never change them."""
-    LIMIT = 64  # files remembered at once: a few per project root
+    LIMIT = 8  # answers kept at once: two per project root (its index, its snapshot cache), a few roots
 
     def __init__(self) -> None:
         self.kept: dict = {}  # {(what, path): (facts, answer)}
