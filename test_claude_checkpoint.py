@@ -3801,6 +3801,12 @@ class TestRepeatedCalls(unittest.TestCase):
         self.assertEqual(cc.read_snapshot_cache(path, memo).tree, "d" * 40)
         settle(path)
         self.assertEqual(cc.read_snapshot_cache(path, memo).tree, "d" * 40)
+        with open(path, "r+b") as stream:  # rewritten in place: same inode, size and (restored) mtime
+            data = stream.read()
+            stream.seek(0)
+            stream.write(data.replace(b"d" * 40, b"e" * 40))
+        os.utime(path, ns=(10 ** 18, 10 ** 18))
+        self.assertEqual(cc.read_snapshot_cache(path, memo).tree, "e" * 40)
         os.remove(path)
         self.assertIsNone(cc.read_snapshot_cache(path, memo))
 
