@@ -3190,9 +3190,10 @@ class SnapshotStore:
         status = dict(self.scan.changes)
         now_ns = time.time_ns()
         states, skipped, regular, links = {}, [], [], []
+        top = self.root + os.sep
         for rel in self.changed_paths():
             key = rel.rstrip("/")
-            full = os.path.join(self.root, *key.split("/"))
+            full = top + key.replace("/", os.sep)  # as _hash_files names it; a join per path costs more than the lstat
             kind, info = disk_kind(full)
             if info is None:
                 states[key] = PathState(None)

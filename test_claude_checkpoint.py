@@ -6953,15 +6953,16 @@ def run_bench(quick: bool = False) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     over = 0
-    print(f"\n{'measure':66s} {'value':>9s} {'floor':>7s}")
+    width = max(map(len, figures), default=0)
+    print(f"\n{'measure':{width}s} {'value':>9s} {'floor':>7s}")
     for name, value in figures.items():
         floor = BENCH_FLOORS[name]
         if floor is None:
-            print(f"{name:66s} {value:9.3f} {'-':>7s}")
+            print(f"{name:{width}s} {value:9.3f} {'-':>7s}")
             continue
         ok = value <= floor
         over += not ok
-        print(f"{name:66s} {value:9.3f} {floor:7.2f}  {'ok' if ok else 'OVER'}")
+        print(f"{name:{width}s} {value:9.3f} {floor:7.2f}  {'ok' if ok else 'OVER'}")
     return 1 if over else 0
 
 
