@@ -3757,6 +3757,12 @@ class TestRepeatedCalls(unittest.TestCase):
         self.assertEqual(sorted(git_runs(log)), ["for-each-ref", "status"])
         self.assertEqual(ws.checkpoint()["snapshot"], snapshot)
 
+    def test_a_save_from_the_command_line_with_nothing_changed_runs_three_git_commands(self):
+        ws, server, log = self.quiet_server()
+        env = dict(ws.env, PATH=os.path.dirname(log) + os.pathsep + ws.env["PATH"])
+        ok(self, cli(ws, "save", "--goal", "Quiet", env=env))  # a new process keeps nothing: it asks git
+        self.assertEqual(sorted(git_runs(log)), ["for-each-ref", "ls-files", "status"])
+
     def test_a_load_with_nothing_changed_runs_git_status_alone(self):
         ws, server, log = self.quiet_server()
         self.assertIn("Quiet", server.load())
