@@ -72,6 +72,9 @@ CHECKPOINT_FILE_PREFIX = CHECKPOINT_NAME
 MAX_CHECKPOINT_BYTES = 64 * 1024  # a checkpoint must never become a token sink
 MAX_READ_BYTES = 4 * MAX_CHECKPOINT_BYTES  # a hand-edited file may be bigger; refuse giants
 GIT_TIMEOUT_S = 3.0  # git must never hang a tool call or a hook
+# A git command started early and waited for late (the caller hashed files meanwhile, while
+# git may have been stopped on a full pipe) still gets this long once the caller reads it.
+GIT_LATE_WAIT_S = 1.0
 ROOTS_WAIT_S = 2.0  # how long a tool call waits for the client's roots/list answer
 HASH_CHUNK_BYTES = 1 << 20  # files are hashed by streaming: memory stays flat
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # one JSON-RPC line; longer ones are refused, not buffered
@@ -2834,8 +2837,11 @@ class Git:
 
         def finish() -> GitScan:
             found = b"" if where is None else where.output()
+            if found is None:  # not a repository (or git hung): status has nothing to say either
+                status.abandon()
+                return GitScan(None, [], in_repo=False)
             out = status.output()
-            if found is None or out is None:
+            if out is None:
                 return GitScan(None, [], in_repo=False)
             return parse_status(out, found.decode("utf-8", "surrogateescape").strip())
         return finish
@@ -2880,7 +2886,7 @@ class PendingGit:
         import subprocess
         import time
         try:
-            out, err = self.proc.communicate(stdin, timeout=max(self.deadline - time.monotonic(), 0.001))
+            out, err = self.proc.communicate(stdin, timeout=max(self.deadline - time.monotonic(), GIT_LATE_WAIT_S))
         except subprocess.TimeoutExpired:
             _kill_tree(self.proc)
             self.proc = None

@@ -1735,6 +1735,19 @@ class TestGitAdapter(unittest.TestCase):
         self.assertIn("did not answer", git.warnings[0])
         self.assertIsNone(git.is_ignored(".claude-checkpoint"), "one hang turns git off for the call")
 
+    def test_commands_started_together_are_read_whole_by_a_caller_that_comes_late(self):
+        ws = Workspace(self)
+        self.with_env(ws)
+        content = os.urandom(4 << 20)  # far past a pipe's buffer: git waits for its reader
+        blob = ws.git("hash-object", "-w", ws.write("big.bin", content)).strip()
+        git = cc.Git(ws.repo, timeout=0.2)
+        first = git.begin("cat-file", "blob", blob)
+        second = git.begin("cat-file", "blob", blob)
+        time.sleep(0.4)  # the caller's own work (hashing files) outlasts git's time limit
+        self.assertEqual(first.output(), content)
+        self.assertEqual(second.output(), content)
+        self.assertTrue(git.available, git.warnings)
+
     def test_git_never_runs_fsmonitor_hooks_during_status(self):
         ws = Workspace(self)
         self.with_env(ws)
