@@ -2787,8 +2787,8 @@ class Git:
 
     def begin(self, *args: str, stdin: bool = False, env: Optional[dict] = None,
               timeout: Optional[float] = None) -> "PendingGit":
-        """Start `git <args>` and return at once: commands that do not depend on each other
-        run together, and on this process's own work, until their `result()` is asked for."""
+        """Start `git <args>` and return at once, so that commands that need nothing from each
+        other run together, beside this process's own work, until their `result()` is read."""
         if not self.available:
             return PendingGit(self, args, None, 0)
         import subprocess
