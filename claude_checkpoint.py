@@ -3119,7 +3119,7 @@ class SnapshotCache:
                     entry = (str(entry[0]), str(entry[1]))
                 elif entry not in (None, HEAD_ENTRY):
                     return None
-                paths[str(path)] = PathState(entry, tuple(int(n) for n in stat) if stat else None)
+                paths[str(path)] = PathState(entry, tuple(map(int, stat)) if stat else None)
             return cls(str(doc["commit"]), str(doc["tree"]), doc["head"], str(doc["prefix"]), paths)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
