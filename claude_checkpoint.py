@@ -72,6 +72,9 @@ CHECKPOINT_FILE_PREFIX = CHECKPOINT_NAME
 MAX_CHECKPOINT_BYTES = 64 * 1024  # a checkpoint must never become a token sink
 MAX_READ_BYTES = 4 * MAX_CHECKPOINT_BYTES  # a hand-edited file may be bigger; refuse giants
 GIT_TIMEOUT_S = 3.0  # git must never hang a tool call or a hook
+# A git command started early and waited for late (the caller hashed files meanwhile, while
+# git may have been stopped on a full pipe) still gets this long once the caller reads it.
+GIT_LATE_WAIT_S = 1.0
 ROOTS_WAIT_S = 2.0  # how long a tool call waits for the client's roots/list answer
 HASH_CHUNK_BYTES = 1 << 20  # files are hashed by streaming: memory stays flat
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # one JSON-RPC line; longer ones are refused, not buffered
@@ -4272,27 +4275,26 @@ class Git:
             timeout: Optional[float] = None) -> Optional[GitResult]:
         """Run `git <args>` in the root. stdin is fed whole (DEVNULL when None, so git never
         reads the protocol's stdin); env adds variables after the hardened ones."""
+        return self.begin(*args, stdin=stdin is not None, env=env, timeout=timeout).result(stdin)
+
+    def begin(self, *args: str, stdin: bool = False, env: Optional[dict] = None,
+              timeout: Optional[float] = None) -> "PendingGit":
+        """Start `git <args>` and return at once, so that commands that need nothing from each
+        other run together, beside this process's own work, until their `result()` is read."""
         if not self.available:
-            return None
+            return PendingGit(self, args, None, 0)
         import subprocess
         try:
             proc = subprocess.Popen(_git_command(args), cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                    stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                     env=_git_environment(env), start_new_session=os.name == "posix")
         except FileNotFoundError:
             self._give_up("git was not found on PATH; git facts and drift detection are off.")
-            return None
+            return PendingGit(self, args, None, 0)
         except OSError as error:
             self._give_up(f"git could not be started ({error.strerror}); git facts are off.")
-            return None
-        limit = self.timeout if timeout is None else timeout
-        try:
-            out, err = proc.communicate(stdin, timeout=limit)
-        except subprocess.TimeoutExpired:
-            _kill_tree(proc)
-            self._give_up(f"git {args[0]} did not answer within {limit:g} s; git facts are off for this call.")
-            return None
-        return GitResult(proc.returncode, out, err)
+            return PendingGit(self, args, None, 0)
+        return PendingGit(self, args, proc, self.timeout if timeout is None else timeout)
 
     def start(self, *args: str) -> Any:
         """A git process to stream through (stdin and stdout pipes); the caller ends it with _kill_tree."""
@@ -4315,16 +4317,26 @@ class Git:
 
     def scan(self) -> "GitScan":
         """One `git status` gives HEAD, branch and every changed or untracked file."""
-        prefix = ""
-        if not os.path.exists(os.path.join(self.root, ".git")):
-            found = self.output("rev-parse", "--show-prefix")
-            if found is None:
+        return self.begin_scan()()
+
+    def begin_scan(self) -> Callable[[], "GitScan"]:
+        """scan(), started: returns the function that waits for it, so that the caller's other
+        work (and other git commands) run while git status does."""
+        at_top = os.path.exists(os.path.join(self.root, ".git"))
+        where = None if at_top else self.begin("rev-parse", "--show-prefix")
+        # At a worktree's top no pathspec is needed, and none lets git use its untracked cache.
+        status = self.begin("status", "--porcelain=v2", "-z", "-uall", "--branch", *(() if at_top else ("--", ".")))
+
+        def finish() -> GitScan:
+            found = b"" if where is None else where.output()
+            if found is None:  # not a repository (or git hung): status has nothing to say either
+                status.abandon()
                 return GitScan(None, [], in_repo=False)
-            prefix = found.decode("utf-8", "surrogateescape").strip()
-        status = self.output("status", "--porcelain=v2", "-z", "-uall", "--branch", "--", ".")
-        if status is None:
-            return GitScan(None, [], in_repo=False)
-        return parse_status(status, prefix)
+            out = status.output()
+            if out is None:
+                return GitScan(None, [], in_repo=False)
+            return parse_status(out, found.decode("utf-8", "surrogateescape").strip())
+        return finish
 
     def commits_since(self, saved_head: str, head: str) -> Optional[int]:
         """Commits on HEAD after saved_head; None when saved_head is no longer an ancestor."""
@@ -4345,6 +4357,55 @@ class Git:
         if found is None:
             return None
         return os.path.join(self.root, found.decode("utf-8", "surrogateescape").strip())
+
+
+class PendingGit:
+    """A git command started by Git.begin: `result()` waits for it, within the time left of
+    its timeout, and gives what Git.run would have."""
+
+    def __init__(self, git: Git, args: tuple, proc: Any, timeout: float):
+        import time
+        self.git = git
+        self.args = args
+        self.proc = proc  # None when git could not be started
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.done: Optional[GitResult] = None
+
+    def result(self, stdin: Optional[bytes] = None) -> Optional[GitResult]:
+        if self.proc is None or self.done is not None:
+            return self.done
+        import subprocess
+        import time
+        try:
+            out, err = self.proc.communicate(stdin, timeout=max(self.deadline - time.monotonic(), GIT_LATE_WAIT_S))
+        except subprocess.TimeoutExpired:
+            _kill_tree(self.proc)
+            self.proc = None
+            self.git._give_up(f"git {self.name} did not answer within {self.timeout:g} s; git facts are off "
+                              "for this call.")
+            return None
+        self.done = GitResult(self.proc.returncode, out, err)
+        return self.done
+
+    @property
+    def name(self) -> str:
+        """The git command's name, past the `-c name=value` pairs before it."""
+        args = self.args
+        while args[:1] == ("-c",):
+            args = args[2:]
+        return args[0] if args else "git"
+
+    def output(self, ok_codes: tuple = (0,)) -> Optional[bytes]:
+        """stdout when it succeeded; None when git is unavailable or it failed."""
+        found = self.result()
+        return found.stdout if found is not None and found.code in ok_codes else None
+
+    def abandon(self) -> None:
+        """End the command if nobody waited for it (a caller that returned early or failed)."""
+        if self.proc is not None and self.done is None:
+            _kill_tree(self.proc)
+            self.proc = None
 
 
 def _git_command(args: tuple) -> list:
@@ -4486,16 +4547,21 @@ def hash_worktree_file(root: str, rel_path: str) -> Optional[str]:
             return None
 
 
-def contained_path(root: str, path: str) -> Optional[str]:
+def contained_path(root: str, path: str, folders: Optional[dict] = None) -> Optional[str]:
     """relative_project_path, plus: the file's folder must really be inside the root
-    (a symlinked folder must not lead out of the project)."""
+    (a symlinked folder must not lead out of the project). `folders` remembers each folder's
+    answer for one caller's many paths (for one moment: a folder may become a symlink later)."""
     rel = relative_project_path(root, path)
     if rel is None:
         return None
-    parent = os.path.realpath(os.path.dirname(os.path.join(root, *rel.split("/"))))
-    if parent != root and not parent.startswith(root.rstrip(os.sep) + os.sep):
-        return None
-    return rel
+    folder = os.path.dirname(os.path.join(root, *rel.split("/")))
+    inside = folders.get(folder) if folders is not None else None
+    if inside is None:
+        parent = os.path.realpath(folder)
+        inside = parent == root or parent.startswith(root.rstrip(os.sep) + os.sep)
+        if folders is not None:
+            folders[folder] = inside
+    return rel if inside else None
 
 
 # ── 8.1 Snapshots: commits of the work tree under a private ref, never through the user's index ──
@@ -4548,7 +4614,7 @@ class SnapshotCache:
                     entry = (str(entry[0]), str(entry[1]))
                 elif entry not in (None, HEAD_ENTRY):
                     return None
-                paths[str(path)] = PathState(entry, tuple(int(n) for n in stat) if stat else None)
+                paths[str(path)] = PathState(entry, tuple(map(int, stat)) if stat else None)
             return cls(str(doc["commit"]), str(doc["tree"]), doc["head"], str(doc["prefix"]), paths)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -4578,13 +4644,19 @@ class SnapshotStore:
         self.root = root
         self.scan = scan
         self.prefix = scan.prefix
-        self.namespace = SNAPSHOT_REFS + sha1(os.fsencode(root)).hexdigest()[:12]
+        self.namespace = snapshot_namespace(root)
 
     # ── Reading ──
-    def list(self) -> list:
-        """This root's snapshots, newest first."""
-        out = self._output("for-each-ref", "--sort=-refname",
-                           "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00", self.namespace)
+    @staticmethod
+    def begin_list(git: Git, root: str) -> PendingGit:
+        """The command `list` reads, started: it needs no scan, so it runs beside git status."""
+        return _begin_plumbing(git, "for-each-ref", "--sort=-refname",
+                               "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00",
+                               snapshot_namespace(root))
+
+    def list(self, started: Optional[PendingGit] = None) -> list:
+        """This root's snapshots, newest first (read from `started`, begin_list's command, if given)."""
+        out = _plumbing_output(started or self.begin_list(self.git, self.root))
         snapshots = []
         for record_ in out.decode("utf-8", "surrogateescape").split("\0\n"):
             fields = record_.lstrip("\n").split("\0")
@@ -4610,22 +4682,7 @@ class SnapshotStore:
 
     @property
     def git_dir(self) -> Optional[str]:
-        """This worktree's git folder, found without running git: `.git` at the repository's top
-        is that folder, or a file naming it (linked worktrees, submodules)."""
-        top = self.root
-        for _ in self.prefix.strip("/").split("/") if self.prefix else ():
-            top = os.path.dirname(top)
-        dot_git = os.path.join(top, ".git")
-        if os.path.isfile(dot_git):
-            try:
-                with open(dot_git, encoding="utf-8") as stream:
-                    line = stream.readline().strip()
-            except (OSError, UnicodeDecodeError):
-                return None
-            if not line.startswith("gitdir: "):
-                return None
-            dot_git = os.path.join(top, line[8:])
-        return dot_git if os.path.isdir(dot_git) else None
+        return git_folder(self.root, self.prefix)
 
     @property
     def cache_path(self) -> Optional[str]:
@@ -4640,9 +4697,10 @@ class SnapshotStore:
         status = dict(self.scan.changes)
         now_ns = time.time_ns()
         states, skipped, regular, links = {}, [], [], []
+        top = self.root + os.sep
         for rel in self.changed_paths():
             key = rel.rstrip("/")
-            full = os.path.join(self.root, *key.split("/"))
+            full = top + key.replace("/", os.sep)  # as _hash_files names it; a join per path costs more than the lstat
             kind, info = disk_kind(full)
             if info is None:
                 states[key] = PathState(None)
@@ -4859,15 +4917,8 @@ class SnapshotStore:
             _kill_tree(proc)
 
     # ── Plumbing ──
-    def _output(self, *args: str, **options: Any) -> bytes:
-        options.setdefault("timeout", SNAPSHOT_TIMEOUT_S)
-        options["env"] = {"GIT_LITERAL_PATHSPECS": "1", **options.get("env", {})}
-        result = self.git.run("-c", "core.logAllRefUpdates=false", *args, **options)
-        if result is None:
-            raise SnapshotError(self.git.warnings[-1] if self.git.warnings else "git is unavailable")
-        if not result.ok:
-            raise SnapshotError(f"git {args[0]} failed: {result.error_text()}")
-        return result.stdout
+    def _output(self, *args: str, stdin: Optional[bytes] = None, **options: Any) -> bytes:
+        return _plumbing_output(_begin_plumbing(self.git, *args, stdin=stdin is not None, **options), stdin)
 
     def _pathspecs(self, paths: Iterable[str], from_top: bool = False) -> list:
         """Literal pathspecs for the root (or paths under it): relative to the root, where git
@@ -4919,6 +4970,49 @@ class SnapshotStore:
                     os.unlink(leftover)
                 except OSError:
                     pass
+
+
+def git_folder(root: str, prefix: str) -> Optional[str]:
+    """The git folder of the worktree that holds `root` at `prefix`, found without running git:
+    `.git` at the repository's top is that folder, or a file naming it (linked worktrees,
+    submodules)."""
+    top = root
+    for _ in prefix.strip("/").split("/") if prefix else ():
+        top = os.path.dirname(top)
+    dot_git = os.path.join(top, ".git")
+    if os.path.isfile(dot_git):
+        try:
+            with open(dot_git, encoding="utf-8") as stream:
+                line = stream.readline().strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        if not line.startswith("gitdir: "):
+            return None
+        dot_git = os.path.join(top, line[8:])
+    return dot_git if os.path.isdir(dot_git) else None
+
+
+def snapshot_namespace(root: str) -> str:
+    """The folder of refs that holds one project root's snapshots."""
+    return SNAPSHOT_REFS + sha1(os.fsencode(root)).hexdigest()[:12]
+
+
+def _begin_plumbing(git: Git, *args: str, **options: Any) -> PendingGit:
+    """A snapshot command, started: literal pathspecs, no reflog, the snapshot timeout."""
+    options.setdefault("timeout", SNAPSHOT_TIMEOUT_S)
+    options["env"] = {"GIT_LITERAL_PATHSPECS": "1", **options.get("env", {})}
+    return git.begin("-c", "core.logAllRefUpdates=false", *args, **options)
+
+
+def _plumbing_output(started: PendingGit, stdin: Optional[bytes] = None) -> bytes:
+    """What a snapshot command printed; SnapshotError when it failed or git is unavailable."""
+    result = started.result(stdin)
+    if result is None:
+        git = started.git
+        raise SnapshotError(git.warnings[-1] if git.warnings else "git is unavailable")
+    if not result.ok:
+        raise SnapshotError(f"git {started.name} failed: {result.error_text()}")
+    return result.stdout
 
 
 def _racy_window_ns(mtime_ns: int) -> int:
@@ -5418,17 +5512,64 @@ def _fsync_folder(folder: str) -> None:
         os.close(fd)
 
 
-def read_snapshot_cache(path: Optional[str]) -> Optional[SnapshotCache]:
+class FileMemo:
+    """Answers read or derived from a file, kept while the file stays as it was: a running
+    server answers call after call, and most find the index and the snapshot cache unchanged.
+    A file is the same while its stat facts (device, inode, size, mtime, ctime) are; an answer
+    is kept only when those facts were older than the file system's clock tick before it was
+    worked out and unchanged after, so no later change can hide behind equal facts (git's
+    own rule for racy index entries). The answers are shared: callers never change them."""
+    LIMIT = 8  # answers kept at once: two per project root (its index, its snapshot cache), a few roots
+
+    def __init__(self) -> None:
+        self.kept: dict = {}  # {(what, path): (facts, answer)}
+
+    def recall(self, what: str, path: Optional[str]) -> tuple:
+        """(facts to keep an answer under, the kept answer or None)."""
+        facts = _settled_facts(path)
+        found = self.kept.get((what, path))
+        return facts, (found[1] if found is not None and facts is not None and found[0] == facts else None)
+
+    def keep(self, what: str, path: Optional[str], facts: Optional[tuple], answer: Any) -> None:
+        if facts is None or answer is None or _settled_facts(path) != facts:
+            return
+        if len(self.kept) >= self.LIMIT:
+            self.kept.clear()
+        self.kept[(what, path)] = (facts, answer)
+
+
+def _settled_facts(path: Optional[str]) -> Optional[tuple]:
+    """A file's stat facts; None when it is missing or changed within the last clock tick."""
+    import time
+    try:
+        info = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    if info is None:
+        return None
+    changed = max(info.st_mtime_ns, info.st_ctime_ns)
+    if changed >= time.time_ns() - _racy_window_ns(changed):
+        return None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def read_snapshot_cache(path: Optional[str], memo: Optional[FileMemo] = None) -> Optional[SnapshotCache]:
     """The cached path states of the newest snapshot; None when absent or unreadable (a cache
-    is never worth an error)."""
+    is never worth an error). With `memo`, parsed again only when the file changed."""
     import json
     if path is None:
         return None
+    facts, cache = memo.recall("snapshot cache", path) if memo is not None else (None, None)
+    if cache is not None:
+        return cache
     try:
         with open(path, "rb") as stream:
-            return SnapshotCache.from_json(json.loads(stream.read()))
+            cache = SnapshotCache.from_json(json.loads(stream.read()))
     except (OSError, ValueError):
         return None
+    if memo is not None:
+        memo.keep("snapshot cache", path, facts, cache)
+    return cache
 
 
 def drop_snapshot_cache(path: Optional[str]) -> None:
@@ -5806,6 +5947,7 @@ class World:
     program: tuple = ("claude-checkpoint-mcp",)  # how configuration files run this program (section 14)
     command: tuple = ("claude-checkpoint-mcp",)  # how a person types it: the short form texts show
     agent: Optional[str] = None  # the agent this call comes from (a name in AGENTS): hooks say it, MCP clients name themselves
+    memo: Optional[FileMemo] = None  # what a running server need not read again (section 9); None: read all
 
     def root(self, argument: Optional[str] = None, client_roots: Iterable[str] = ()) -> str:
         return resolve_root(choose_root(argument, self.env, list(client_roots), self.cwd), self.home)
@@ -5875,7 +6017,7 @@ def take_snapshot(store: SnapshotStore, world: World, kind: SnapshotKind, title:
     if only_if_changed and newest is None and not store.scan.changes:
         return None
     settings = SnapshotSettings.from_env(world.env)
-    build = build or build_snapshot_tree(store, newest, settings.max_bytes, write=True)
+    build = build or build_snapshot_tree(store, newest, settings.max_bytes, write=True, memo=world.memo)
     if newest is not None and newest.tree == build.tree:
         if build.rehashed:  # keep what was learned, so the next snapshot need not hash it again
             write_snapshot_cache(store.cache_path, SnapshotCache(newest.commit, build.tree, store.head, store.prefix,
@@ -5888,9 +6030,10 @@ def take_snapshot(store: SnapshotStore, world: World, kind: SnapshotKind, title:
     return SnapshotOutcome(made, False, build.skipped)
 
 
-def build_snapshot_tree(store: SnapshotStore, newest: Optional[Snapshot], max_bytes: int, write: bool) -> TreeBuild:
+def build_snapshot_tree(store: SnapshotStore, newest: Optional[Snapshot], max_bytes: int, write: bool,
+                        memo: Optional[FileMemo] = None) -> TreeBuild:
     """The work tree as a tree: from the newest snapshot's cache when it is current, else whole."""
-    cache = read_snapshot_cache(store.cache_path) if newest is not None and write else None
+    cache = read_snapshot_cache(store.cache_path, memo) if newest is not None and write else None
     if cache is not None and (cache.commit, cache.tree) == (newest.commit, newest.tree):
         try:
             return store.build_tree(max_bytes, write, cache)
@@ -5900,10 +6043,11 @@ def build_snapshot_tree(store: SnapshotStore, newest: Optional[Snapshot], max_by
 
 
 def snapshot_for_save(git: Git, root: str, scan: GitScan, world: World, kind: SnapshotKind, title: str,
-                      warnings: list) -> Optional[SnapshotRef]:
+                      warnings: list, listing: Optional[PendingGit] = None) -> Optional[SnapshotRef]:
     """The snapshot a save or hook records; None when there is none, with one warning saying
     why. A save never fails for want of a snapshot. Hooks run in every session, so they say
-    nothing when snapshots are off or there is no repository: only a failure is worth a line."""
+    nothing when snapshots are off or there is no repository: only a failure is worth a line.
+    `listing` is SnapshotStore.begin_list's command when the caller started it already."""
     hook = kind is SnapshotKind.HOOK
     if not SnapshotSettings.from_env(world.env).enabled:
         if not hook:
@@ -5916,19 +6060,20 @@ def snapshot_for_save(git: Git, root: str, scan: GitScan, world: World, kind: Sn
             warnings.append(str(error))
         return None
     try:
-        outcome = take_snapshot(store, world, kind, title, only_if_changed=hook)
+        outcome = take_snapshot(store, world, kind, title, only_if_changed=hook, existing=store.list(listing))
     except SnapshotError as error:
         warnings.append(f"No code snapshot: {error}")
         return None
     return None if outcome is None else SnapshotRef(outcome.snapshot.id, outcome.snapshot.commit)
 
 
-def changed_since_snapshot(store: SnapshotStore, commit: str, max_bytes: int) -> set:
+def changed_since_snapshot(store: SnapshotStore, commit: str, max_bytes: int,
+                           memo: Optional[FileMemo] = None) -> set:
     """Every path under the root whose content now differs from the snapshot: paths git calls
     clean equal HEAD, so they differ when HEAD differs from the snapshot; changed paths are
     hashed and compared one by one. Paths a snapshot would skip are never news. SnapshotError
     when no ref of this root holds the snapshot any more (`forget`, which also drops its cache)."""
-    cache = read_snapshot_cache(store.cache_path)
+    cache = read_snapshot_cache(store.cache_path, memo)
     if cache is not None and cache.commit == commit and cache.head == store.head and cache.prefix == store.prefix:
         states, _, _ = store.survey(max_bytes, cache.paths, write=False)
         return set(store.updates_since(cache, states))
@@ -6022,7 +6167,8 @@ def plan_snapshot_restore(store: SnapshotStore, world: World, words: list, write
     Refuses, changing nothing, when the plan would destroy what no snapshot holds."""
     snapshots = store.list()
     target, paths = resolve_target(store, snapshots, words)
-    current = build_snapshot_tree(store, snapshots[0], SnapshotSettings.from_env(world.env).max_bytes, write_objects)
+    current = build_snapshot_tree(store, snapshots[0], SnapshotSettings.from_env(world.env).max_bytes, write_objects,
+                                  world.memo)
     return target, paths, current, plan_restore_to(store, target, current, paths), snapshots
 
 
@@ -6121,15 +6267,19 @@ def snapshot_if_changed(root: str, world: World) -> Optional[SnapshotOutcome]:
         return None
     git = Git(root, timeout=SNAPSHOT_TIMEOUT_S)
     with ProjectLock(root):
-        scan = git.scan()
-        if not scan.in_repo:
-            return None
+        finish_scan = git.begin_scan()
+        listing = SnapshotStore.begin_list(git, root)  # beside git status: it needs nothing from it
         try:
             stored = read_checkpoint(root).checkpoint
         except CheckpointError:
             stored = None
+        scan = finish_scan()
+        if not scan.in_repo:
+            listing.abandon()
+            return None
         title = stored.goal if stored is not None else "Work tree at the end of a turn"
-        return take_snapshot(SnapshotStore(git, root, scan), world, SnapshotKind.HOOK, title, only_if_changed=True)
+        store = SnapshotStore(git, root, scan)
+        return take_snapshot(store, world, SnapshotKind.HOOK, title, only_if_changed=True, existing=store.list(listing))
 
 
 def list_snapshots(root: str) -> list:
@@ -6425,19 +6575,30 @@ def update_checkpoint(root: str, world: World, prepare: Callable[..., Optional[C
         change = prepare(stored.checkpoint, warnings)
         if change is None:
             return None
-        scan = git.scan()
-        selection = select_files(scan.changes, change.named, change.carried, gone=_gone_now(root, scan, git, change))
-        files = hash_entries(root, selection.entries)
-        checkpoint = change.assemble(files, scan.state, world.now_iso(), new_checkpoint_id())
-        checkpoint = replace(checkpoint, omitted_files=selection.omitted, agent=world.agent,
-                             truncated=change.truncated or checkpoint.truncated or bool(selection.omitted))
-        redactor = Redactor(world.known_secrets)
-        checkpoint = replace(redactor.checkpoint(checkpoint), redactions=redactor.count)
-        snapshot = snapshot_for_save(git, root, scan, world, change.snapshot_kind, checkpoint.goal, warnings)
-        checkpoint, data = fit_to_size(replace(checkpoint, snapshot=snapshot))
-        write_checkpoint(root, data, stored.raw)
-    return _save_outcome(root, change.mode, checkpoint, data, git, scan, warnings, existed=stored.raw is not None,
-                         program=world.command)
+        # The git commands that need nothing from each other run together.
+        finish_scan = git.begin_scan()
+        listing = SnapshotStore.begin_list(git, root) if SnapshotSettings.from_env(world.env).enabled else None
+        tracking = TrackedCheck(git, world.memo)
+        try:
+            scan = finish_scan()
+            selection = select_files(scan.changes, change.named, change.carried,
+                                     gone=_gone_now(root, scan, git, change))
+            files = hash_entries(root, selection.entries)
+            checkpoint = change.assemble(files, scan.state, world.now_iso(), new_checkpoint_id())
+            checkpoint = replace(checkpoint, omitted_files=selection.omitted, agent=world.agent,
+                                 truncated=change.truncated or checkpoint.truncated or bool(selection.omitted))
+            redactor = Redactor(world.known_secrets)
+            checkpoint = replace(redactor.checkpoint(checkpoint), redactions=redactor.count)
+            snapshot = snapshot_for_save(git, root, scan, world, change.snapshot_kind, checkpoint.goal, warnings,
+                                         listing)
+            checkpoint, data = fit_to_size(replace(checkpoint, snapshot=snapshot))
+            write_checkpoint(root, data, stored.raw)
+            return _save_outcome(root, change.mode, checkpoint, data, git, scan, warnings,
+                                 existed=stored.raw is not None, program=world.command, tracking=tracking)
+        finally:
+            for started in (listing, tracking):
+                if started is not None:
+                    started.abandon()
 
 
 def _gone_now(root: str, scan: GitScan, git: Git, change: Change) -> Optional[set]:
@@ -6498,9 +6659,9 @@ def hash_entries(root: str, entries: list, trust_git: bool = True) -> list:
     """Hash each entry's file now. Paths this scan's git reported are inside the work tree;
     any other path (named by the model, or read back from a file that may have been edited:
     trust_git=False) is checked first, so a hash is never taken of a file outside the project."""
-    hashed = []
+    hashed, folders = [], {}
     for entry in entries:
-        inside = (trust_git and entry.source is FileSource.GIT) or contained_path(root, entry.path) is not None
+        inside = (trust_git and entry.source is FileSource.GIT) or contained_path(root, entry.path, folders) is not None
         hashed.append(replace(entry, hash=hash_worktree_file(root, entry.path) if inside else None))
     return hashed
 
@@ -6511,7 +6672,8 @@ def _inside(root: str, entries: list) -> list:
 
 
 def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes, git: Git,
-                  scan: GitScan, warnings: list, existed: bool, program: tuple) -> SaveOutcome:
+                  scan: GitScan, warnings: list, existed: bool, program: tuple,
+                  tracking: Optional[TrackedCheck] = None) -> SaveOutcome:
     notes = []
     if checkpoint.redactions:
         notes.append(f"Redacted {checkpoint.redactions} secret-looking value(s).")
@@ -6522,21 +6684,50 @@ def _save_outcome(root: str, mode: SaveMode, checkpoint: Checkpoint, data: bytes
     exposed = False
     if scan.in_repo:
         # The scan saw the file if it existed and is not ignored; only a first save asks git.
-        listed = scan.lists_checkpoint if existed else None
-        warning = checkpoint_git_warning(git, root, program, listed)
+        warning = checkpoint_git_warning(git, root, program, scan.lists_checkpoint if existed else None, tracking)
         notes += [warning] if warning else []
         exposed = warning is not None
     return SaveOutcome(os.path.join(root, CHECKPOINT_NAME), root, len(data), mode, checkpoint,
                        notes + warnings + git.warnings, exposed)
 
 
-def checkpoint_git_warning(git: Git, root: str, program: tuple, listed: Optional[bool] = None) -> Optional[str]:
+class TrackedCheck:
+    """Which of the checkpoint's files git tracks (`git ls-files`), started when it is made: it
+    needs no scan, so it runs beside git status. With a memo, git is asked again only when
+    the index file changed (at a worktree's top, where the index is found without git)."""
+
+    def __init__(self, git: Git, memo: Optional[FileMemo] = None):
+        at_top = memo is not None and os.path.lexists(os.path.join(git.root, ".git"))
+        folder = git_folder(git.root, "") if at_top else None
+        self.memo, self.index = memo, (os.path.join(folder, "index") if folder else None)
+        self.facts, self.answer = memo.recall("tracked", self.index) if self.index else (None, None)
+        self.started = None if self.answer is not None else git.begin("ls-files", "-z", "--", CHECKPOINT_NAME,
+                                                                      BACKUP_NAME)
+
+    def tracked(self) -> tuple:
+        """The tracked names; () when there are none or git could not say."""
+        if self.answer is None and self.started is not None:
+            found = self.started.output()
+            if found is None:
+                return ()
+            self.answer = tuple(n for n in found.decode("utf-8", "surrogateescape").split("\0") if n)
+            if self.index:
+                self.memo.keep("tracked", self.index, self.facts, self.answer)
+        return self.answer or ()
+
+    def abandon(self) -> None:
+        if self.started is not None:
+            self.started.abandon()
+
+
+def checkpoint_git_warning(git: Git, root: str, program: tuple, listed: Optional[bool] = None,
+                           tracking: Optional[TrackedCheck] = None) -> Optional[str]:
     """What is wrong with the checkpoint's place in git, with the commands that fix it, each
     exactly as a shell runs it from any folder; None when all is well. Tracked (a `git add -A`
     after a save) is the worse case: it goes into the next commit, ignored or not. Otherwise
-    not ignored: `listed` says whether this save's git status saw the file (None: ask git)."""
-    found = git.output("ls-files", "-z", "--", CHECKPOINT_NAME, BACKUP_NAME)
-    tracked = [name for name in found.decode("utf-8", "surrogateescape").split("\0") if name] if found else []
+    not ignored: `listed` says whether this save's git status saw the file (None: ask git).
+    `tracking` is the check when the caller started it already."""
+    tracked = (tracking or TrackedCheck(git)).tracked()
     exclude = shell_line(program, "install", "--exclude", "--root", root)
     if tracked:
         untrack = shell_line(("git", "-C", root, "rm", "--cached", "--force", "--quiet", "--", *tracked))
@@ -6561,11 +6752,12 @@ def load_checkpoint(root: str, world: World) -> LoadResult:
     if cp.git is None:
         return result
     git = Git(root)
-    scan = git.scan()
+    finish_scan = git.begin_scan()
+    hashes = {e.path: e.hash for e in hash_entries(root, cp.modified_files, trust_git=False)}  # while git works
+    scan = finish_scan()
     if scan.state is not None:
         commits = git.commits_since(cp.git.head, scan.state.head)
         if git.available:
-            hashes = {e.path: e.hash for e in hash_entries(root, cp.modified_files, trust_git=False)}
             since = _changed_since_saved_snapshot(git, root, scan, cp, world, result)
             result.drift = compute_drift(cp, scan.state, scan.dirty_paths, hashes, commits, since)
             if scan.lists_checkpoint or scan.tracks_checkpoint:  # git would commit it: say so where people look
@@ -6585,7 +6777,8 @@ def _changed_since_saved_snapshot(git: Git, root: str, scan: GitScan, cp: Checkp
         return None
     try:
         store = open_snapshots(git, root, scan)
-        since = changed_since_snapshot(store, cp.snapshot.commit, SnapshotSettings.from_env(world.env).max_bytes)
+        since = changed_since_snapshot(store, cp.snapshot.commit, SnapshotSettings.from_env(world.env).max_bytes,
+                                       world.memo)
     except SnapshotError:
         result.warnings.append(f"The checkpoint's snapshot {cp.snapshot.id} is gone (forgotten or pruned); drift "
                                "covers the recorded files only.")
@@ -7124,7 +7317,7 @@ def world_from_process() -> World:
         cwd = os.sep
     home = os.path.expanduser("~")
     return World(env, cwd, home if home != "~" else None, time.time, _log, known, tuple(program_command()),
-                 tuple(person_command(env)))
+                 tuple(person_command(env)), memo=FileMemo())
 
 
 def program_command() -> list:
