@@ -1378,6 +1378,39 @@ def _looks_like_password(value: str) -> bool:
     return not _is_reference(v)
 
 
+# A passphrase: four or more words of letters (a digit may close one) joined by one separator.
+_PASSPHRASE = r"[A-Za-z]{2,12}(?P<sep>[-_.])[A-Za-z]{2,12}(?:(?P=sep)[A-Za-z]{2,12}\d{0,4}){2,8}"
+# Letters and one to three digits, short: names of algorithms and formats (sha256, argon2id, utf8).
+_TECHNICAL_NAME = r"(?=[a-z0-9]{2,9}$)(?:[a-z]+\d{1,3}){1,2}[a-z]{0,3}"
+
+
+def looks_like_chosen_password(value: str) -> bool:
+    """What counts as a password a person chose, for positions that already say password (after
+    `password is`, in a setter, after a password flag): 6 to 128 characters without a space that
+    mix letters with digits (dragon1987, nemo.77, Adm1n!) or with symbols and a capital
+    (Qwerty_db), a passphrase of four or more words (battery-staple-marble-pickle), or a long run
+    of mixed case (ahGhVusPgNpmweX); not a reference, path, URL, address, version, date, short hex
+    id, technical name (sha256) or a name in capitals."""
+    import re
+    v = value
+    if not 6 <= len(v) <= 128 or not v.isascii() or any(c.isspace() for c in v) or _is_reference(v) or _is_path_or_version(v):
+        return False  # (a value run on into the words of a language without spaces is not one)
+    if "://" in v or re.search(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$", v):
+        return False  # a URL, an e-mail address, a date, a time, a host name
+    if re.fullmatch(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|" + _TECHNICAL_NAME, v) or _is_identifier_like(v):
+        return False
+    if re.fullmatch(_PASSPHRASE, v):
+        words = set(re.split(r"[-_.]", v.lower()))
+        return not words & _FUNCTION_WORDS and not any(w in _SECRET_WORDS or w in _PLACEHOLDER_WORDS for w in words)
+    letters, digits = any(map(str.isalpha, v)), any(map(str.isdigit, v))
+    symbols, upper = not v.isalnum(), any(map(str.isupper, v))
+    if letters and digits:
+        return len(v) >= 8 or symbols or upper
+    if letters and symbols:  # Gandalf_the_Grey!, not X-API-Key or snake_case
+        return upper and sum(map(str.isalpha, v)) >= 5 and re.search(r"[^\w.\-/]", v) is not None
+    return len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
+
+
 # Words that name a credential, in the languages sessions are written in. Long English words may
 # end a name (dbPassword); short ones and other languages' stand alone.
 _CREDENTIAL_WORDS = (
@@ -1428,8 +1461,14 @@ _FUNCTION_WORDS = frozenset("the and for with from that this into then than when
                             " before after".split())
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
-_GIVEN_VALUE = (r"(?i)[^\n@/={}$:：|?&\"]{0,40}?(?:[:：=]|\b(?:is|are|was|est|ist|es|era|è|é|lautet|equals)\b|是|为|は|는|은|이|है)"
-                r"[ \t]*[\"'«“(]?(?P<v>[^\s\"'»”<>,;(){}\[\]]{4,128})")
+_GIVEN_VALUE = (r"(?i)[^\n@/={}$:：|?&\"]{0,40}?(?:(?P<sign>[:：=])|\b(?:is|are|was|est|ist|es|era|è|é|lautet|equals|now|maintenant"
+                r"|jetzt|agora|ahora|ora|adesso|nu|teraz|to|artık|är|er|теперь|сейчас|—)(?![\w'’])|c'est|是|为|は|는|은|이|है)"
+                r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
+                r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
+# Short credential words that a value may follow at once, as in chat: `pw Qwerty_db`, `pin 0844`.
+_PROSE_SHORT_WORDS = frozenset("pw pwd pass passwd pin".split())
+# The end of what may stand between a credential word and a hex value further on: "… ist 65d2…".
+_HEX_AFTER = (r"(?i)(?:[:=：]|\b(?:is|was|are|now|ist|est|es|è|é|lautet|to|är|er|равен)|是|は)[ \t]*[\"'`(«]?[ \t]*$")
 # What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
 _HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:is|was|are|now|ist|est|es|è|é|lautet|był|to|равен|是|は)[\s:]+)?[\"'`(]*"
 _SIGNED_URL_PARAMETERS = frozenset("""
@@ -1440,23 +1479,38 @@ _SIGNED_URL_PARAMETERS = frozenset("""
 
 def _find_random_tokens(match: Any) -> list:
     """A credential word, a cookie: the machine-generated tokens of the span, but not one named as
-    something else right before it (`commit 2b7e…`, `request id …`), nor a hex run that does not
-    follow the word at once ("the token fix landed in 2b7e…" names a commit)."""
+    something else right before it (`commit 2b7e…`, `request id …`, `--project=…`), nor a hex run
+    that neither follows the word at once nor comes after a connector ("the token fix landed in
+    2b7e…" names a commit); or, failing those, the value the words give ("password is Adm1n!")
+    when a person could have chosen it (looks_like_chosen_password)."""
     import re
     text, start = match.string, match.start("s")
     if re.search(r"(?i)(?:public|publishable|pub)[ _\-]?$", text[max(0, match.start() - 12):match.start()]):
         return []  # a public key: WireGuard's PublicKey, publishableKey
-    spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), _PROSE_NOT_A_SECRET_BEFORE)
+    not_a_secret = _PROSE_NOT_A_SECRET_BEFORE + "|" + _NAME_FLAG_BEFORE
+    spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if not re.fullmatch(r"(?:0x)?[0-9a-fA-F]+", text[a:b]) or re.fullmatch(_HEX_CONNECTOR, text[start:a])
-             or re.search(r"[:=：][ \t]*[\"'`]?$", text[start:a]) and not re.search(_PROSE_HASH_WORDS, text[start:a])]
-    given = re.match(_GIVEN_VALUE, text[start:match.end("s")])
-    if given and not spans:
-        value, first = given.group("v").rstrip(".,;)"), start + given.start("v")
+             or re.search(_HEX_AFTER, text[start:a]) and not re.search(_PROSE_HASH_WORDS, text[start:a])]
+    if spans:
+        return spans
+    position, endpos = start, min(len(text), match.end("s") + _RANDOM_LENGTHS[1])
+    for _ in range(3):  # after a value that was none, the next: "c'est maintenant « nemo.77 »"
+        given = re.compile(_GIVEN_VALUE).match(text, position, endpos)
+        if given is None and position == start and match.group().lower() in _PROSE_SHORT_WORDS:
+            given = re.compile(r"[ \t]+(?P<v>[^\s\"'<>,;(){}\[\]`]{4,128})").match(text, start)  # `pw Qwerty_db`
+        if given is None:
+            break
+        group = "v" if given.group("v") else "quoted"
+        value, first = given.group(group).rstrip(".,;)?") if group == "v" else given.group(group), given.start(group)
+        if re.search(not_a_secret, text[start:first]) or position > start and given.groupdict().get("sign"):
+            break  # `password for user svc_backup2024`; past a value, only words lead to the next
         pin = match.group().lower().startswith(("pin", "пин")) and re.fullmatch(r"\d{4,8}", value)
-        named_else = re.search(_PROSE_NOT_A_SECRET_BEFORE, text[start:first])
-        if not named_else and (pin or _looks_like_password(value) and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value)
-                               and not re.match(_PUBLIC_VALUE, value)):
-            spans.append((first, first + len(value)))
+        # After `=` or `:` (code, configuration) only a password's usual shape; after words, quotes
+        # or at once, a value a person chose.
+        chosen = _looks_like_password(value) or not given.groupdict().get("sign") and looks_like_chosen_password(value)
+        if pin or chosen and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value) and not _is_masked_or_public(value):
+            return [(first, first + len(value))]
+        position = given.start(group)
     return spans
 
 
@@ -2210,10 +2264,21 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: सर्वर का पासवर्ड «Wk9Lm2Xr5Qp8Tz3V» है
 #   catch: the staging API key, in case the vault is down: «3fKq9ZxWm2LpR7tVb8Nc»
 #   catch: Your new access token:\n\n  «q8XkL2mR7vTz4WpN9sYb3C»
+#   catch: the guest wifi password is now «Tulip#2031» until Friday
+#   catch: Das Passwort für die Testdatenbank ist jetzt «orange-kettle-window-lamp».
+#   catch: Hasło do konta serwisowego to «mango1999», zmienię je jutro.
+#   catch: ok, user deploy, pw «kiwi2044» (the old one)
+#   catch: the registry password: `«Cobalt!Fern88»`
+#   catch: Le jeton d'accès du robot est «4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e».
 #   keep:  the token refresh fix landed in commit 2b7e151628aed2a6abf7158809cf4f3c4f3c4f3c yesterday
 #   keep:  Le mot de passe est dans le coffre-fort de l'équipe.
 #   keep:  password reset emails now use the template password_reset_email_v2
 #   keep:  tokens used: 18,204 input, 2,311 output (request id req_01H8XKZ3M4N5P6Q7R8S9T0)
+#   keep:  password = models.CharField(max_length=128)
+#   keep:  the API key header is now X-Api-Key, with underscores before
+#   keep:  password hashing is argon2id since release 3.2
+#   keep:  パスワードはVaultに保存しています。
+#   keep:  gcloud secrets versions access latest --secret=billing-api-key --project=acme-73nyqc
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»

@@ -993,6 +993,17 @@ class TestRandomTokenDetector(unittest.TestCase):
             with self.subTest(token=token):
                 self.assertFalse(cc.looks_machine_generated(token))
 
+    def test_passwords_people_choose_count_where_the_position_says_password(self):
+        for value in ("Adm1n!", "dragon1987", "nemo.77", "K4ngar00815", "battery-staple-marble-pickle",
+                      "ahGhVusPgNpmweX", "Gandalf_the_Grey!"):
+            with self.subTest(value=value):
+                self.assertTrue(cc.looks_like_chosen_password(value))
+        for value in ("X-API-Key", "argon2id", "sha256", "System.getenv", "release-2024-09-16", "api.example.com",
+                      "password-reset-email-template", "valid-for-one-hour-only", "2b7e1516", "MAX_TOKENS",
+                      "snake_case_name", "$DB_PASSWORD", "CamelCaseName", "Vaultに保存しています", "ops@example.com"):
+            with self.subTest(value=value):
+                self.assertFalse(cc.looks_like_chosen_password(value))
+
     def test_random_tokens_judges_a_token_cut_by_the_span_whole(self):
         text = "key: a278bd5e-8491-4aff-bfd6-b7de40aadaa8 and q8XkL2mR7vTz4WpN9sYb"
         self.assertEqual(cc.random_tokens(text, 0, 20), [])  # the UUID, not its first 15 characters
