@@ -841,7 +841,7 @@ _R = r"(?![A-Za-z0-9_\-])"  # right edge of a token
 _SECRET_WORDS = frozenset("""
     password passwd pwd pass passphrase passcode secret token credential credentials creds apikey
     pat dsn cookie pin authtoken accesstoken apitoken privatekey secretkey passwords authorization
-    bearer pw pword pswd passwort kennwort""".split())
+    bearer pw pword pswd passwort kennwort psk authtok""".split())
 # Words ending in "pass" that are not passwords (SSHPASS and DBPASS are).
 _NOT_PASSWORDS = frozenset("""
     bypass compass surpass overpass underpass trespass encompass pass askpass""".split())
@@ -864,7 +864,7 @@ _NAME_SPLIT = r"[_.:\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
 _NOT_VALUES = frozenset("""
     true false null none nil yes no on off undefined str string int integer bytes bool boolean
     number any object optional required secretstr text varchar char password redacted hidden masked
-    env read write none sensitive inherit include omit same-origin bearer basic digest negotiate user machine process""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
+    env read write none sensitive inherit include omit same-origin bearer basic digest negotiate user username login email machine process""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
 
 
 def _name_parts(name: str) -> list:
@@ -886,6 +886,8 @@ def secret_strength(name: str) -> int:
     before = parts[-2] if len(parts) > 1 else ""
     if last == "pass" and len(parts) == 1:
         return 1  # `PASS: TestLogin` in test output; DB_PASS is below
+    if last in ("session", "sid") or last.endswith(("sessid", "sessionid")):
+        return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
             or last.endswith(("token", "cookie")) or (last.endswith("pass") and last not in _NOT_PASSWORDS)):
         return 2
@@ -916,7 +918,7 @@ _SECRET_MANAGER_REFERENCE = (r"(?i)(?:op|vault|awssm|gcpsm|azkv|akv|ssm|sops|dop
 # Words that make a value a placeholder: `CHANGE_ME`, `your-api-key-here`, `<insert key here>`.
 _PLACEHOLDER_WORDS = frozenset("""
     your changeme change replace replaceme placeholder insert here todo fixme tbd dummy example sample
-    fake redacted filtered masked hidden removed omitted xxx""".split())
+    fake redacted filtered masked hidden removed omitted xxx test""".split())
 # Words that may come with a name standing in for a value: `new_password`, `my-secret`, `admin_pass`.
 _STAND_IN_QUALIFIERS = frozenset("new old my your current the a some user admin root db".split())
 
@@ -1020,11 +1022,16 @@ def _accept_assignment(match: Any) -> bool:
     prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
         return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}": code
+    if strength == 1 and value[:1] in "\"'`" and _name_parts(name)[-1] == "pass":
+        return _looks_like_password(bare) or looks_like_chosen_password(bare)  # `pass: 'Summer2021?'` (nodemailer)
     if strength == 1:
         return _looks_random(bare) and not _is_identifier_like(bare)
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
             match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")):
         return False  # prose after a colon (`api_key: Refreshing state...`), a scheme (`Authorization: SSWS …`)
+    import re
+    if re.fullmatch(r"(?i)(?:bearer|basic|token|digest)\s+\S{0,7}", bare):
+        return False  # a scheme and a stand-in in a test: `authorization: 'Bearer abc'`
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
         return False  # `kubectl describe secret` prints sizes, not values
     next_char = match.string[match.end("s"):match.end("s") + 8].lstrip(" \t")[:1]
@@ -1044,7 +1051,8 @@ def _accept_after_colon(match: Any, value: str, bare: str) -> bool:
     if not match.groupdict().get("q") and match.start("s") == op_end:
         if quoted:
             return not (op_start > 0 and text[op_start - 1] in " \t")  # `:'var'` after a space is psql's
-        return _looks_random(bare)
+        import re
+        return _looks_random(bare) and not re.match(r"\d{2,5}(?:[/,?]|$)", bare)  # not host:27017/app
     return quoted or bare[:1] not in "!*&"
 
 
@@ -1086,11 +1094,16 @@ def _accept_password_like(match: Any) -> bool:
 
 
 def _accept_pair(match: Any) -> bool:
-    """`secret_access_key VALUE` without an operator: only random-looking values; after the bare
+    """`secret_access_key VALUE` without an operator: only random-looking values, or a quoted one
+    a person chose after a word that says password (fetchmail's `password "…"`); after the bare
     word `secret`, only machine-made ones (`kubectl describe secret default-token-x8k2p` names one)."""
-    value = match.group("s").strip("\"'")
+    quoted, value = match.group("s")[:1] in "\"'", match.group("s").strip("\"'")
     bare_word = match.group("name").lower() in ("secret", "secrets")
-    return _looks_random(value) and not _is_reference(value) and (not bare_word or looks_machine_generated(value))
+    if _is_reference(value):
+        return False
+    if quoted and "pass" in match.group("name").lower() and looks_like_chosen_password(value):
+        return True
+    return _looks_random(value) and (not bare_word or looks_machine_generated(value))
 
 
 def _accept_password_flag(match: Any) -> bool:
@@ -1153,6 +1166,20 @@ def _accept_random_not_identifier(match: Any) -> bool:
     return _looks_random(value) and (long_hex or not _is_identifier_like(value)) and not _is_reference(value)
 
 
+def _accept_chosen(match: Any) -> bool:
+    """A value in a place that holds passwords but also other words: only one a person chose or a
+    machine made (not `done`, not an md5 hash)."""
+    value = match.group("s").strip("\"'")
+    return not _is_reference(value) and (looks_machine_generated(value) or _looks_like_password(value)
+                                          or looks_like_chosen_password(value))
+
+
+def _accept_jaas_user(match: Any) -> bool:
+    """`user_alice="…"` declares a user's password only inside a JAAS login module (Kafka)."""
+    before = match.string[max(0, match.start() - 2000):match.start()]
+    return "LoginModule" in before and not _is_reference(match.group("s"))
+
+
 def _accept_named_random(match: Any) -> bool:
     return _accept_assignment(match) and _looks_random(match.group("s"))
 
@@ -1167,7 +1194,7 @@ def _accept_argument(match: Any) -> bool:
     if _is_reference(value) or (value[:1] not in "\"'" and (
             bare.startswith(("-", "<")) or re.fullmatch(r"/[A-Za-z]+(?::\S*)?", bare))):
         return False
-    return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted")
+    return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted", "public")
 
 
 # Prose that names a secret, then gives it: the words that name one (also as a name, `MASTER_KEY`),
@@ -1370,9 +1397,9 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
 def _looks_like_password(value: str) -> bool:
     """8 to 128 characters of three classes with a digit, and not a path, URL or assignment."""
     v = value
-    if len(v) < 8 or len(v) > 128 or not any(c.isdigit() for c in v) or any(c.isspace() for c in v):
+    if len(v) < 8 or len(v) > 128 or not any(map(str.isdigit, v)) or any(map(str.isspace, v)):
         return False
-    classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), True, any(not c.isalnum() for c in v)))
+    classes = sum((any(map(str.islower, v)), any(map(str.isupper, v)), True, not v.isalnum()))
     if classes < 3 or "/" in v[:2] or "://" in v or "=" in v.rstrip("=") or v.count("/") + v.count(":") > 2:
         return False  # also structured: root:x:0:0:root:/root:/bin/bash
     return not _is_reference(v)
@@ -1388,27 +1415,29 @@ def looks_like_chosen_password(value: str) -> bool:
     """What counts as a password a person chose, for positions that already say password (after
     `password is`, in a setter, after a password flag): 6 to 128 characters without a space that
     mix letters with digits (dragon1987, nemo.77, Adm1n!) or with symbols and a capital
-    (Qwerty_db), a passphrase of four or more words (battery-staple-marble-pickle), or a long run
-    of mixed case (ahGhVusPgNpmweX); not a reference, path, URL, address, version, date, short hex
-    id, technical name (sha256) or a name in capitals."""
+    (Gandalf_the_Grey!), a passphrase of four or more words (battery-staple-marble-pickle), or a
+    long run of mixed case (ahGhVusPgNpmweX); not a reference, path, URL, address, version, date,
+    short hex id, technical name (sha256) or a name in capitals."""
     import re
     v = value
-    if not 6 <= len(v) <= 128 or not v.isascii() or any(c.isspace() for c in v) or _is_reference(v) or _is_path_or_version(v):
+    if not 6 <= len(v) <= 128 or not v.isascii() or any(map(str.isspace, v)):
         return False  # (a value run on into the words of a language without spaces is not one)
-    if "://" in v or re.search(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$", v):
+    letters, digits = any(map(str.isalpha, v)), any(map(str.isdigit, v))
+    symbols, upper = not v.isalnum(), any(map(str.isupper, v))
+    if re.fullmatch(_PASSPHRASE, v):
+        words = set(re.split(r"[-_.]", v.lower()))
+        shaped = not words & _FUNCTION_WORDS and not any(w in _SECRET_WORDS or w in _PLACEHOLDER_WORDS for w in words)
+    elif letters and digits:
+        shaped = len(v) >= 8 or symbols or upper
+    elif letters and symbols:  # Gandalf_the_Grey!, not X-API-Key or snake_case
+        shaped = upper and sum(map(str.isalpha, v)) >= 5 and re.search(r"[^\w.\-/]", v) is not None
+    else:
+        shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
+    if not shaped or "://" in v or re.search(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$", v):
         return False  # a URL, an e-mail address, a date, a time, a host name
     if re.fullmatch(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|" + _TECHNICAL_NAME, v) or _is_identifier_like(v):
         return False
-    if re.fullmatch(_PASSPHRASE, v):
-        words = set(re.split(r"[-_.]", v.lower()))
-        return not words & _FUNCTION_WORDS and not any(w in _SECRET_WORDS or w in _PLACEHOLDER_WORDS for w in words)
-    letters, digits = any(map(str.isalpha, v)), any(map(str.isdigit, v))
-    symbols, upper = not v.isalnum(), any(map(str.isupper, v))
-    if letters and digits:
-        return len(v) >= 8 or symbols or upper
-    if letters and symbols:  # Gandalf_the_Grey!, not X-API-Key or snake_case
-        return upper and sum(map(str.isalpha, v)) >= 5 and re.search(r"[^\w.\-/]", v) is not None
-    return len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
+    return not _is_reference(v) and not _is_path_or_version(v)
 
 
 # Words that name a credential, in the languages sessions are written in. Long English words may
@@ -1418,6 +1447,7 @@ _CREDENTIAL_WORDS = (
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|pin|creds|psk|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|sandi|kunci))(?![a-z])"
+    r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óo]|parol[ăa]|cheie)\w*"
@@ -1452,7 +1482,7 @@ _TABLE_HEADER_CELL = r"[A-Za-z\u00c0-\uffff][\w.()/#\-]{0,30}(?: [\w.()/#\-]{1,3
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
 # A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
-_MASKED = r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|0{8,})[/_\-.]?)+"
+_MASKED = r"(?:[A-Za-z0-9]{1,12}[_\-.]|[A-Z0-9]{1,5}(?=X{8}))*(?:(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|0{8,})[/_\-.]?)+"  # also AKIAXXXX…
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, age and
 # nostr public keys, extended public keys, PostHog project keys.
 _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38}$|age1[a-z0-9]{58}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
@@ -1465,6 +1495,8 @@ _GIVEN_VALUE = (r"(?i)[^\n@/={}$:：|?&\"]{0,40}?(?:(?P<sign>[:：=])|\b(?:is|ar
                 r"|jetzt|agora|ahora|ora|adesso|nu|teraz|to|artık|är|er|теперь|сейчас|—)(?![\w'’])|c'est|是|为|は|는|은|이|है)"
                 r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
+# What names the next value as something else, in prose or as a flag (`--project=`).
+_NOT_A_SECRET_BEFORE = _PROSE_NOT_A_SECRET_BEFORE + "|" + _NAME_FLAG_BEFORE
 # Short credential words that a value may follow at once, as in chat: `pw Qwerty_db`, `pin 0844`.
 _PROSE_SHORT_WORDS = frozenset("pw pwd pass passwd pin".split())
 # The end of what may stand between a credential word and a hex value further on: "… ist 65d2…".
@@ -1487,13 +1519,15 @@ def _find_random_tokens(match: Any) -> list:
     text, start = match.string, match.start("s")
     if re.search(r"(?i)(?:public|publishable|pub)[ _\-]?$", text[max(0, match.start() - 12):match.start()]):
         return []  # a public key: WireGuard's PublicKey, publishableKey
-    not_a_secret = _PROSE_NOT_A_SECRET_BEFORE + "|" + _NAME_FLAG_BEFORE
+    not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if not re.fullmatch(r"(?:0x)?[0-9a-fA-F]+", text[a:b]) or re.fullmatch(_HEX_CONNECTOR, text[start:a])
              or re.search(_HEX_AFTER, text[start:a]) and not re.search(_PROSE_HASH_WORDS, text[start:a])]
     if spans:
         return spans
     position, endpos = start, min(len(text), match.end("s") + _RANDOM_LENGTHS[1])
+    if not re.compile(r"[A-Za-z0-9]").search(text, start, min(endpos, start + 200)):
+        return spans  # every value given below has a letter or a digit of ASCII
     for _ in range(3):  # after a value that was none, the next: "c'est maintenant « nemo.77 »"
         given = re.compile(_GIVEN_VALUE).match(text, position, endpos)
         if given is None and position == start and match.group().lower() in _PROSE_SHORT_WORDS:
@@ -1521,19 +1555,25 @@ def _find_command_arguments(match: Any) -> list:
 
 def _find_call_literals(match: Any) -> list:
     """A client constructor, a connect, sign or encrypt call: the random tokens of the string
-    literals among its arguments (the span "s", up to its closing parenthesis); and when the call
-    names a credential or a connection, a password-like literal after the first (the user, the URL)."""
+    literals among its arguments (the span "s", up to its closing parenthesis); and a password a
+    person chose where the call says one comes: its first literal when the call is named for it
+    (`setPassword("…")`, `red:auth("…")`), a literal after the first when the call names a
+    credential or a connection (the user, the URL come first), a literal after an e-mail address."""
     import re
-    text, spans, literals = match.string, [], 0
-    credential_call = re.search(r"(?i)cred|connect|login|auth|passw|secret", text[match.start():match.start("s")])
+    text, spans, literals, previous = match.string, [], 0, ""
+    called = text[match.start():match.start("s")]
+    credential_call = re.search(r"(?i)cred|connect|login|auth|passw|secret", called)
+    named_call = re.search(r"(?i)passw|secret|token|auth|api_?key", called)
     for literal in re.finditer(r"""(["'`])(.+?)\1""", match.group("s")):
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         found = random_tokens(text, start, end)
         value = literal.group(2)
-        if not found and credential_call and literals > 1 and _looks_like_password(value) and not re.search(
+        after_user = re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+", previous)
+        if not found and (named_call or credential_call and literals > 1 or after_user) and (
+                _looks_like_password(value) or looks_like_chosen_password(value)) and not re.search(
                 _NOT_RANDOM_SHAPES + "|[/@]", value):
             found = [(start, end)]
-        spans += found
+        spans, previous = spans + found, value
     return spans
 
 
@@ -1716,8 +1756,8 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 # A cheap look at a name before its value is scanned: only names with a secret-ish word go on.
 # It starts on a letter, so a long run of punctuation is rejected at once.
 # (The class before the words only spares the regex engine trying thirteen words at every step.)
-_SECRETISH_NAME = r"(?=[A-Za-z_])(?=[\w.:\-]{0,80}?(?=[acdkpstACDKPST])(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session))"
-_SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,80}?(?=[acdkpstACDKPST])(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session))"
+_SECRETISH_NAME = r"(?=[A-Za-z_])(?=[\w.:\-]{0,80}?(?=[acdkpstACDKPST])(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session|psk))"
+_SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,80}?(?=[acdkpstACDKPST])(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session|psk))"
 
 # The rules, in the order they run: a name, what decides a doubtful match ("-": the shape is
 # proof enough; see ACCEPT_CHECKS), and the pattern, whose group "s" is the part replaced.
@@ -1745,6 +1785,9 @@ url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a
 slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
 #   catch: SLACK_WEBHOOK=https://hooks.slack.com/services/«T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX»
 #   keep:  post to hooks.slack.com/services/ with the URL in $SLACK_WEBHOOK
+teams-webhook                -                      webhook\.office\.com/webhookb2/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-f]{32})/
+#   catch: https://acme.webhook.office.com/webhookb2/0a1b2c3d-1111-2222-3333-444455556666@0a1b2c3d-7777-8888-9999-000011112222/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff
+#   keep:  post alerts to the webhook.office.com URL in $TEAMS_WEBHOOK
 discord-webhook              -                      discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: https://discord.com/api/webhooks/123456789012345678/«EXAMPLEexampleEXAMPLEexample_token-0123»
 #   keep:  https://discord.com/api/webhooks/{webhook.id}/{webhook.token}
@@ -1758,6 +1801,7 @@ twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?
 aws-access-key-id            -                      {L}(?P<s>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}){R}
 #   catch: export AWS_ACCESS_KEY_ID=«AKIAIOSFODNN7EXAMPLE»
 #   keep:  long-term key ids start with AKIA, temporary ones with ASIA
+#   keep:  aws_access_key_id = AKIAXXXXXXXXXXXXXXXX
 github-token                 -                      {L}(?P<s>gh[pousr]_[A-Za-z0-9]{30,255}){R}
 #   catch: export GITHUB_TOKEN=«ghp_EXAMPLEexampleEXAMPLEexample012345»
 #   keep:  classic tokens look like ghp_ and 36 characters
@@ -1947,15 +1991,22 @@ ssm-parameter-value          not-reference          \bput-parameter\b{COMMAND}\s
 #   catch: aws ssm put-parameter --name /prod/db/password --type SecureString --value '«7Uig%yTq%Fn»'
 #   keep:  aws ssm put-parameter --name /prod/db/password --type SecureString --value "$DB_PASSWORD"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin)
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
+#   catch: printf '%s' '«Rk8#vale-Oak»' | gcloud secrets versions add db-password --data-file=-
 #   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
+# echo '…' > ~/.vault_pass: a value written to a file whose name says secret.
+secret-file-write            chosen                 \b(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*[ \t]+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")[ \t]+)?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s'"|;&<>]{1,256})[ \t]*>>?[ \t]*["']?[^\s|;&'"]{0,200}?(?i:pass|secret|token|cred|key|pw)[^\s|;&/'"]{0,100}(?=["']?(?:[\s|;&)]|$))
+#   catch: echo '«Fig7#river-Wolf»' > ~/.vault_pass && chmod 600 ~/.vault_pass
+#   keep:  echo "$VAULT_PASS" > ~/.vault_pass
+#   keep:  echo done > /tmp/keys.log
 # (echo PASSWORD; echo PASSWORD) | smbpasswd -s -a USER: the first of the pair.
 piped-secret-pair            not-reference          \(\s*(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+{TOOL_VALUE}\s*;[^\n|&()]{0,200}\)\s*\|[^\n|;&]{0,80}?(?:passwd|chpasswd|--stdin|password-stdin|login)
 #   catch: (echo «sCif@XrlrXm3bk.H»; echo «sCif@XrlrXm3bk.H») | smbpasswd -s -a deploy
 #   keep:  (echo "$PW"; echo "$PW") | smbpasswd -s -a deploy
-openssl-pass                 not-reference          -pass(?:in|out)?\s+["']?pass:(?P<s>[^\s'"]+)
+openssl-pass                 not-reference          -pass(?:in|out)?\s+["']?pass:["']?(?P<s>[^\s'"]+)
 #   catch: openssl rsa -in enc.key -passin pass:«pumpkin2023» -out plain.key
+#   catch: openssl pkcs12 -export -in a.pem -out a.p12 -passout pass:'«Quill-Harbor-31»'
 #   catch: openssl genrsa -aes256 -passout 'pass:«Hztux36LxxrX0MT)McUt7D»' -out ca.key 4096
 #   keep:  openssl rsa -in enc.key -passin env:KEY_PASS -out plain.key
 redis-cli-password           not-reference          \bredis-cli\b{COMMAND}\s-a\s+{TOOL_VALUE}
@@ -2070,6 +2121,12 @@ joined-user-password         argument               \b(?:lftp\b{COMMAND}[ \t]-u[
 #   catch: smbclient //fs01/share -U 'CORP\alice%«Smb!Pass42»' -c ls
 #   catch: java -jar jenkins-cli.jar -s https://ci.example.com -auth admin:«11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b» who-am-i
 #   keep:  smbclient //fs01/share -U alice -c "ls"
+snmp-community               argument               \bsnmp\w*\b{COMMAND}[ \t]-c[ \t]+{TOOL_VALUE}
+#   catch: snmpget -v2c -c «r3ad-Only-Lynx» 10.0.0.1 sysUpTime.0
+#   keep:  snmpwalk -v2c -c public 10.0.0.1
+snmp-community-config        argument               (?m)^[ \t]*(?:ro|rw)community6?[ \t]+{TOOL_VALUE}
+#   catch: rocommunity «m0nitor-Lab-Fern» 10.0.0.0/8
+#   keep:  rocommunity public localhost
 snmp-auth-passphrase         argument               \bsnmp\w*\b{COMMAND}[ \t]-A[ \t]+{TOOL_VALUE}
 #   catch: snmpwalk -v3 -l authPriv -u monitor -a SHA -A «Auth-Phrase-91» -x AES -X «priv-Phrase-92» host
 #   keep:  snmpwalk -v2c -c public host
@@ -2107,6 +2164,7 @@ sonar-login                  not-reference          -Dsonar\.(?:login|token|pass
 tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-Za-z_]\w{0,80})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
 #   catch: {:password, "«M^BCDT%.Wtk9»"}
 #   keep:  {:username, "deploy"}
+#   keep:  jq 'keys' prints ["password", "username"]
 client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|authenticate|set_credentials)\s*[=(]\s*\(?\s*["'][^"'\n]{1,100}["']\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: client.get(url).basic_auth("admin", Some("«AjhqFcZqF?8p»"))
 #   keep:  client.get(url).basic_auth("admin", Some(&password))
@@ -2141,18 +2199,37 @@ redis-auth                   not-reference          (?m)>[ \t]*AUTH[ \t]+(?:\S+[
 redis-config-password        not-reference          (?m)^\s*(?:requirepass|masterauth)\s+(?P<s>\S+)
 #   catch: requirepass «W..f6x57jCh9pd»
 #   keep:  # requirepass foobared
-redis-acl-password           not-reference          \bSETUSER\b[^\n]{0,200}?\s'?>(?P<s>[^\s']{1,256})
+redis-acl-password           not-reference          (?:\bSETUSER\b|(?m:^)[ \t]*user[ \t]+[\w.\-]+[ \t]+(?:on|off)\b)[^\n]{0,200}?\s'?>(?P<s>[^\s']{1,256})
+#   catch: user ci on >«Ledger-Fox-19» ~ci:* +@read
 #   catch: redis-cli ACL SETUSER worker on '>«uS_t_7qm-I-oJ0»' '~jobs:*'
 #   keep:  redis-cli ACL SETUSER worker on nopass '~jobs:*' '+@all'
+# pgbouncer's userlist.txt: "user" "password" (md5 and SCRAM hashes are kept).
+quoted-user-password-line    chosen                 (?m)^[ \t]*"[\w.@\-]{1,100}"[ \t]+"(?!md5[0-9a-f]{32}"|SCRAM-SHA-256\$)(?P<s>[^"\s]{6,1024})"[ \t]*$
+#   catch: "billing" "«Pq7-Lantern-Sky»"
+#   keep:  "pgbouncer" "md5a3556571e93b0d20722ba62be61e8c2d"
+# Postfix's sasl_passwd: [host]:port user:password
+host-user-password-line      chosen                 (?m)^[ \t]*(?:\[[\w.\-]+\](?::\d+)?|[\w\-]+(?:\.[\w\-]+)+(?::\d+)?)[ \t]+[^\s:]{1,100}:(?P<s>\S{1,256})[ \t]*$
+#   catch: [mail.example.com]:587 relay@example.com:«Harbor-Kite-Mint-42»
+#   keep:  smtp.example.com level:info
+# Kafka's JAAS: user_NAME="password" inside a login module.
+jaas-user-password           jaas-user              \buser_[\w.\-]{1,80}[ \t]*=[ \t]*"(?P<s>[^"\n]{1,1024})"
+#   catch: KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n  user_alice="«Velvet-Pike-80»";\n};
+#   keep:  user_agent="curl/8.4.0"
+# Terraform state: the result of a random_password.
+terraform-random-password    not-reference          "type"\s*:\s*"random_password"[^\[\]]{0,400}"instances"\s*:\s*\[[^\]]{0,1000}?"result"\s*:\s*"(?P<s>[^"\n]{1,1024})"
+#   catch: {"type": "random_password", "name": "db", "instances": [{"attributes": {"result": "«q7Lm2Xr9Kp4Tw8Vb»"}}]}
+#   keep:  {"type": "random_password", "name": "db", "instances": [{"attributes": {"length": 16}}]}
 chpasswd-list                not-reference          chpasswd:[^\n]{0,40}\n(?:[ \t]+[^\n]*\n){0,3}?[ \t]+list:[ \t]*\|?[ \t]*\n[ \t]+[\w.\-]+:(?P<s>[^\s:]{1,256})
 #   catch: chpasswd:\n  list: |\n    ubuntu:«Basalt-pylon4353»\n  expire: false
 #   keep:  chpasswd:\n  expire: false\nssh_pwauth: true
 # A -u USER -p PASSWORD pair (xcrun altool, docker, many CLIs).
-user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-p[ \t]+(?!-){TOOL_VALUE}
+user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-[pP][ \t]+(?!-){TOOL_VALUE}
+#   catch: mosquitto_sub -h broker.example.com -u meter -P «amber-crane-lotus-47» -t plant/#
 #   catch: xcrun altool --upload-app -f app.ipa -u dev@example.com -p «abcd-efgh-ijkl-mnop»
 #   keep:  upload -u deploy -p 2222 build.zip
 secret-pair                  pair                   (?i)(?<![\w-])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
 #   catch: access_token   «q8XkL2mR7vTz4WpN9sYb»
+#   catch: poll mail.example.com user "ops" password "«Kettle#2040»" ssl
 #   keep:  the api_key argument is optional
 nested-json-value            assignment             (?<![\w\\])"(?P<name>[\w.\-]{1,80})"\s*:\s*\{[^{}]{0,300}?"value"\s*:\s*(?P<s>"[^"\\\n]{1,1024}")
 #   catch: "db_password": { "sensitive": true, "type": "string", "value": "«Fz8kQp2mWx9L»" }
@@ -2161,10 +2238,12 @@ nested-json-value            assignment             (?<![\w\\])"(?P<name>[\w.\-]
 name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*:\s*["']?(?P<name>[\w.\-]{1,80})["']?\s*[,\n]\s*(?:-\s*)?["']?value["']?\s*:[ \t]*{VALUE}
 #   catch: - name: API_TOKEN\n  value: "«EXAMPLEexample0123»"
 #   keep:  - name: API_TOKEN\n  valueFrom:\n    secretKeyRef: {name: api, key: token}
+#   catch: { "name": "connect.sid", "value": "«s%3AQw8Lm2Xr5Kp9Tw3VbN4cD7fG.Hj6Kl9Mn2Pq5»" }
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
 call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["'](?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
 #   keep:  define('DB_NAME', 'wordpress');
+#   keep:  monkeypatch.setenv("API_TOKEN", "test-token")
 # signingKey = []byte("…"), token = SecretStr("…")
 call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*\)
 #   catch: var signingKey = []byte("«sSLbUaHdztEpHqKcB3052d0q»")
@@ -2204,6 +2283,7 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 #   catch: password = «ab,c;d&e<f>9»  ; from the vault
 #   keep:  description: >
 #   keep:  password: <your-password>
+#   catch: ldap_default_authtok = «Quartz-Otter-Bell-5»
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   catch: {"password": "«hunter2»", "user": "bob"}
@@ -2222,6 +2302,12 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  password=%(db_password)s token: "{{ token }}" "passphrase": "${GPG_PASSPHRASE}" "password": "$DB_PASSWORD"
 #   keep:  ALTER USER app WITH PASSWORD :'new_password';
 #   keep:  rails credentials:edit
+#   catch: network={\n    psk="«amber-lotus-crane-fjord»"\n}
+#   catch: I pasted my session cookie (session=«Zk8Qw2Lr5Tz9Mk3VpX7nB4cD») into curl
+#   catch: auth: { user: 'hello@example.com', pass: '«Spring2031?»' }
+#   keep:  mongodb://db-0.auth:27017/app?replicaSet=rs0&authSource=admin
+#   keep:  expect(redact({ authorization: 'Bearer abc' })).toEqual({ authorization: '[REDACTED]' })
+#   keep:  TWILIO_ACCOUNT_SID=AC0123456789abcdef0123456789abcdef
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -2229,9 +2315,10 @@ prose-password               password-like          (?i)\b(?:password|passwd|pas
 prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{16,256}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the API token is «11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b7c»
 #   keep:  the token is valid for 3600 seconds
-prose-user-password          password-like          (?i)\b(?:credentials?|login)\b[^\n]{0,40}?[\w.@\-]+[ \t]+/[ \t]+(?P<s>[^\s/]{8,128}?)(?=[.,;!?]?(?:\s|$))
+prose-user-password          chosen                 (?i)\b(?:credentials?|login)\b[^\n]{0,40}?[\w.@\-]+[ \t]+/[ \t]+(?P<s>[^\s/]{8,128}?)(?=[.,;!?]?(?:\s|$))
 #   catch: Shared login for the vendor portal: ops@example.com / «wHN73qnm3T0QEx»
 #   keep:  credentials for staging / production are in the vault
+#   catch: the new login is admin / «walnut-comet-river-pine»
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 prose-named-secret           named-in-prose         (?m)(?:^|(?<=\s))[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
 #   catch: Heads up: the auth token was rotated this morning; the old one was «79cd48618c6db19bb7a985129e943407».
@@ -2291,7 +2378,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   keep:  npm login --registry https://npm.example.com --scope @acme
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -2305,6 +2392,9 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   keep:  const client = new S3Client({ region: "us-east-1", endpoint: "https://s3.example.com" });
 #   keep:  let re = new RegExp("^[A-Za-z0-9+/]{20,}$"); const d = new Date("2024-09-16T08:00:00Z");
 #   keep:  conn = psycopg.connect("host=db.example.com dbname=app user=app_rw")
+#   catch: cfg.setPassword("«Lamp#Orbit72»");
+#   catch: local ok, err = red:auth("«maple-heron-quartz-dune»")
+#   catch: return SMTPClient("smtp.example.com", 587, "ops@example.com", "«violet-anchor-mesa-reed»")
 # A class whose name says credential, called with string literals (Kotlin, Swift, Python: no `new`).
 context-credential-class     call-literals          (?<![\w.])(?=[A-Z])[A-Za-z0-9]{0,40}?(?:Auth|Token|Secret|Credential|Password|Signer|Key)[A-Za-z0-9]{0,40}[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
@@ -2364,7 +2454,8 @@ ACCEPT_CHECKS = {
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member,
-    "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key,
+    "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "chosen": _accept_chosen,
+    "jaas-user": _accept_jaas_user,
 }
 # The checks of context rules: each picks the spans to replace inside its match.
 CONTEXT_FINDERS = {

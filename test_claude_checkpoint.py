@@ -869,11 +869,6 @@ ADVERSARIAL_CONTEXTS = (
     'Key("' * 25000, "AuthX(" * 16000)
 
 
-# The gate: every corpus at recall 0.99 and keep-rate 0.98, but the newest blind one, held at the
-# level it reached (it was measured before any tuning on it: see its commit).
-CORPUS_FLOORS = {"blind9_corpus.json": (0.88, 0.97)}
-
-
 class TestRedaction(unittest.TestCase):
     def test_replaces_only_the_secret_part(self):
         cases = [
@@ -956,9 +951,8 @@ class TestRedaction(unittest.TestCase):
         for name in names:
             with self.subTest(corpus=name):
                 recall, keep, missed, mangled = measure_corpus(redaction_corpus(name))
-                recall_floor, keep_floor = CORPUS_FLOORS.get(name, (0.99, 0.98))
-                self.assertGreaterEqual(recall, recall_floor, [c["text"][:80] for c in missed])
-                self.assertGreaterEqual(keep, keep_floor, [c["text"][:80] for c in mangled])
+                self.assertGreaterEqual(recall, 0.99, [c["text"][:80] for c in missed])
+                self.assertGreaterEqual(keep, 0.98, [c["text"][:80] for c in mangled])
 
     def test_every_free_text_field_is_redacted(self):
         cp = make_checkpoint(goal=f"use {GHP}", tasks=[cc.Task(f"rotate {AKIA}")], summary=f"jwt {JWT}",
