@@ -832,6 +832,7 @@ class RedactionRule:
     pattern: str
     accept: Optional[Callable[[Any], bool]] = None  # called with the re.Match
     find: Optional[Callable[[Any], list]] = None  # a context rule: the (start, end) spans to replace
+    needs: tuple = ()  # words (lowercase) one of which its check needs in the text (CHECK_NEEDS)
 
 
 _L = r"(?<![A-Za-z0-9_\-])"  # left edge of a token
@@ -1172,6 +1173,14 @@ def _accept_chosen(match: Any) -> bool:
     value = match.group("s").strip("\"'")
     return not _is_reference(value) and (looks_machine_generated(value) or _looks_like_password(value)
                                           or looks_like_chosen_password(value))
+
+
+def _accept_quoted_or_chosen(match: Any) -> bool:
+    """A quoted value but a reference; a bare one only if a person chose it or a machine made it
+    (`IDENTIFIED BY 'x'` in SQL, not "identified by four decimal values" in a docstring)."""
+    if match.group("s")[:1] in "\"'`":
+        return not _is_reference(match.group("s"))
+    return _accept_chosen(match)
 
 
 def _accept_jaas_user(match: Any) -> bool:
@@ -2181,9 +2190,11 @@ terraform-variable-default   assignment             \bvariable\s+"(?P<name>[\w\-
 #   catch: variable "winrm_password" {\n  type    = string\n  default = "«cricket.Sierra8106»"\n}
 #   keep:  variable "password_length" {\n  default = "24"\n}
 # Databases and caches: SQL users, JDBC, ODBC isql, Redis AUTH and config, cloud-init chpasswd.
-sql-identified-by            not-reference          (?i)\bIDENTIFIED\s+(?:WITH\s+\w+\s+)?BY\s+(?:PASSWORD\s+)?(?P<s>'[^'\n]{1,1024}'|"[^"\n]{1,1024}"|[^\s;'"]{1,256})
+sql-identified-by            quoted-or-chosen       (?i)\bIDENTIFIED\s+(?:WITH\s+\w+\s+)?BY\s+(?:PASSWORD\s+)?(?P<s>'[^'\n]{1,1024}'|"[^"\n]{1,1024}"|[^\s;'"]{1,256})
 #   catch: CREATE USER app IDENTIFIED BY '«Q6ve9jfU4_T9»';
 #   keep:  CREATE USER app IDENTIFIED BY '${APP_PASSWORD}';
+#   catch: CREATE USER app IDENTIFIED BY «Q6ve9jfU4_T9»;
+#   keep:  AIX filesets are identified by four decimal values
 sql-password-clause          not-reference          (?i)\b(?:USER|ROLE)\b[^;\n]{0,80}?\bPASSWORD\s+(?P<s>'[^'\n]{1,1024}')
 #   catch: ALTER USER postgres PASSWORD '«Orchid.Saffron6158»';
 #   keep:  ALTER USER postgres PASSWORD NULL;
@@ -2227,7 +2238,7 @@ user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-
 #   catch: mosquitto_sub -h broker.example.com -u meter -P «amber-crane-lotus-47» -t plant/#
 #   catch: xcrun altool --upload-app -f app.ipa -u dev@example.com -p «abcd-efgh-ijkl-mnop»
 #   keep:  upload -u deploy -p 2222 build.zip
-secret-pair                  pair                   (?i)(?<![\w-])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
+secret-pair                  pair                   (?i)(?<![\w-])(?=[a-z_\-]*[yndt][ \t])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
 #   catch: access_token   «q8XkL2mR7vTz4WpN9sYb»
 #   catch: poll mail.example.com user "ops" password "«Kettle#2040»" ssl
 #   keep:  the api_key argument is optional
@@ -2454,7 +2465,7 @@ ACCEPT_CHECKS = {
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member,
-    "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "chosen": _accept_chosen,
+    "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "chosen": _accept_chosen, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user,
 }
 # The checks of context rules: each picks the spans to replace inside its match.
@@ -2463,6 +2474,13 @@ CONTEXT_FINDERS = {
     "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
+}
+# Words one of which a check needs in the text before it can accept anything, where the pattern
+# alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
+CHECK_NEEDS = {
+    "json-web-key": ("kty",), "byte-array-key": ("key", "secret", "wallet", "solana", "id.json", "seed"),
+    "named-in-prose": ("pass", "pw", "pin", "token", "secret", "key", "cred", "recovery", "backup", "kennwort",
+                       "contrase", "senha", "wachtwoord", "parola", "lösenord", "losenord", "salasana", "hasło", "haslo"),
 }
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
@@ -2482,7 +2500,7 @@ def redaction_rules() -> list:
         if check in CONTEXT_FINDERS:
             rules.append(RedactionRule(name, pattern, find=CONTEXT_FINDERS[check]))
         else:
-            rules.append(RedactionRule(name, pattern, ACCEPT_CHECKS[check]))
+            rules.append(RedactionRule(name, pattern, ACCEPT_CHECKS[check], needs=CHECK_NEEDS.get(check, ())))
     return rules
 
 
@@ -2494,7 +2512,8 @@ def _compiled_rules():
     if cached is None:
         import re
         cached = tuple((rule, re.compile(rule.pattern)) for rule in redaction_rules())
-        _compiled_rules.words = tuple(_rule_words(pattern) for _, pattern in cached)
+        _compiled_rules.words = tuple((rule.needs, _rule_words(pattern)[1]) if rule.needs else _rule_words(pattern)
+                                      for rule, pattern in cached)
         _compiled_rules.cache = cached
     return cached
 
