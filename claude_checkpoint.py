@@ -833,6 +833,7 @@ class RedactionRule:
     accept: Optional[Callable[[Any], bool]] = None  # called with the re.Match
     find: Optional[Callable[[Any], list]] = None  # a context rule: the (start, end) spans to replace
     needs: tuple = ()  # words (lowercase) one of which its check needs in the text (CHECK_NEEDS)
+    head: str = ""  # the pattern up to its secret-ish name, when its matches start close before one
 
 
 _L = r"(?<![A-Za-z0-9_\-])"  # left edge of a token
@@ -1762,11 +1763,16 @@ _TOOL_VALUE = r"""(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{1,256})"""
 _ARGUMENT = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s'"|;&<>]{1,200})"""  # one argument before the value
 _SAME_COMMAND = r"[^\n|;&]{0,200}?"  # the rest of one shell command, bounded
 _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n in JSON or a log
-# A cheap look at a name before its value is scanned: only names with a secret-ish word go on.
-# It starts on a letter, so a long run of punctuation is rejected at once.
-# (The class before the words only spares the regex engine trying thirteen words at every step.)
-_SECRETISH_NAME = r"(?=[A-Za-z_])(?=[\w.:\-]{0,80}?(?=[acdkpstACDKPST])(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session|psk))"
-_SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,80}?(?=[acdkpstACDKPST])(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session|psk))"
+# A cheap look at a name before its value is scanned: only names with a secret-ish word (within
+# SECRETISH_REACH characters of the name's start) go on. It starts on a letter, so a long run of
+# punctuation is rejected at once. (The class before the words only spares the regex engine
+# trying every word at every step.)
+_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "cred", "auth", "dsn", "cookie", "pin", "pat", "private",
+                    "session", "psk")
+_SECRETISH_REACH = 80
+_SECRETISH_WORD = "(?=[acdkpstACDKPST])(?i:" + "|".join(_SECRETISH_WORDS) + ")"
+_SECRETISH_NAME = r"(?=[A-Za-z_])(?=[\w.:\-]{0,%d}?%s)" % (_SECRETISH_REACH, _SECRETISH_WORD)
+_SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,%d}?%s)" % (_SECRETISH_REACH, _SECRETISH_WORD)
 
 # The rules, in the order they run: a name, what decides a doubtful match ("-": the shape is
 # proof enough; see ACCEPT_CHECKS), and the pattern, whose group "s" is the part replaced.
@@ -2495,25 +2501,53 @@ def redaction_rules() -> list:
         if not line.strip() or line.startswith("#"):
             continue
         name, check, pattern = line.split(None, 2)
-        for block, expansion in PATTERN_BLOCKS.items():
-            pattern = pattern.replace(block, expansion)
+        head = _pattern_head(pattern)
+        pattern = _expand_blocks(pattern)
         if check in CONTEXT_FINDERS:
-            rules.append(RedactionRule(name, pattern, find=CONTEXT_FINDERS[check]))
+            rules.append(RedactionRule(name, pattern, find=CONTEXT_FINDERS[check], head=head))
         else:
-            rules.append(RedactionRule(name, pattern, ACCEPT_CHECKS[check], needs=CHECK_NEEDS.get(check, ())))
+            rules.append(RedactionRule(name, pattern, ACCEPT_CHECKS[check], needs=CHECK_NEEDS.get(check, ()), head=head))
     return rules
+
+
+def _expand_blocks(pattern: str) -> str:
+    for block, expansion in PATTERN_BLOCKS.items():
+        pattern = pattern.replace(block, expansion)
+    return pattern
+
+
+def _pattern_head(pattern: str) -> str:
+    """The start of a table pattern up to its secret-ish name ({SECRETISH_NAME}), when what comes
+    before the name is at most a few characters (not `^[ \t]*`): its matches start within a known
+    distance before a secret-ish word, and _matches_near_words tries it only there. Else ""."""
+    import re
+    found = re.search(r"\{SECRETISH_(?:NAME|IDENTIFIER)\}", pattern)
+    if found is None:
+        return ""
+    try:
+        from re import _parser as parser  # Python 3.11+
+    except ImportError:
+        import sre_parse as parser  # noqa: the same module before 3.11
+    width = parser.parse(_expand_blocks(pattern[:found.start()])).getwidth()[1]
+    return _expand_blocks(pattern[:found.end()]) if width <= _HEAD_PREFIX_MAX else ""
+
+
+_HEAD_PREFIX_MAX = 8  # characters a head may consume before its name: `\"`, `--`, `<`
+_WINDOWS_FROM = 4096  # characters: on a shorter text, finding the windows costs more than the scan saves
 
 
 def _compiled_rules():
     """Compiled on first use (compiling costs more than the server's whole handshake) and
     kept on the function: a cache decorator would cost an import at every start. Beside
-    them, in `words`, what each rule's matches need and start with (_rule_words)."""
+    them, in `words`, what each rule's matches need and start with (_rule_words), and in `heads`,
+    the start of a pattern that _matches_near_words looks for near secret-ish words."""
     cached = getattr(_compiled_rules, "cache", None)
     if cached is None:
         import re
         cached = tuple((rule, re.compile(rule.pattern)) for rule in redaction_rules())
         _compiled_rules.words = tuple((rule.needs, _rule_words(pattern)[1]) if rule.needs else _rule_words(pattern)
                                       for rule, pattern in cached)
+        _compiled_rules.heads = tuple(re.compile(rule.head) if rule.head else None for rule, _ in cached)
         _compiled_rules.cache = cached
     return cached
 
@@ -2532,17 +2566,14 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
             count += text.count(secret)
             text = text.replace(secret, REDACTED)
     lowered = text.lower()
-    for (rule, pattern), (needs, starts) in zip(_compiled_rules(), _compiled_rules.words):
+    for (rule, pattern), (needs, starts), head in zip(_compiled_rules(), _compiled_rules.words, _compiled_rules.heads):
         for word in needs:
             if word in lowered:
                 break
         else:
             if needs:
                 continue
-        if starts and len(lowered) == len(text):  # lower() kept every index
-            matches = _matches_at_words(pattern, text, lowered, starts)
-        else:
-            matches = pattern.finditer(text)
+        matches = _matches(pattern, text, lowered, starts, head)
         text, hits = _apply_rule(rule, pattern, text, matches)
         if hits:
             count += hits
@@ -2557,17 +2588,61 @@ def find_secret(text: str) -> Optional[str]:
     if not text:
         return None
     lowered = text.lower()
-    for (rule, pattern), (needs, starts) in zip(_compiled_rules(), _compiled_rules.words):
+    for (rule, pattern), (needs, starts), head in zip(_compiled_rules(), _compiled_rules.words, _compiled_rules.heads):
         if needs and not any(word in lowered for word in needs):
             continue
-        same_indices = starts and len(lowered) == len(text)
-        for match in _matches_at_words(pattern, text, lowered, starts) if same_indices else pattern.finditer(text):
+        for match in _matches(pattern, text, lowered, starts, head):
             if rule.find is None and REDACTED in match.group("s"):
                 continue
             spans = rule.find(match) if rule.find else _accepted_span(rule, match)
             if any(start < end and REDACTED not in text[start:end] for start, end in spans):
                 return rule.name
     return None
+
+
+def _matches(pattern: Any, text: str, lowered: str, starts: tuple, head: Any) -> Any:
+    """pattern.finditer(text), tried only where a match can start: at the words its matches start
+    with, or near the secret-ish words its head needs (lowered must keep text's indices)."""
+    if len(lowered) != len(text):
+        return pattern.finditer(text)
+    if starts:
+        return _matches_at_words(pattern, text, lowered, starts)
+    if head is not None and len(text) > _WINDOWS_FROM and text.isascii():  # (?i) matches ſ for s; str.find does not
+        return _matches_near_words(pattern, head, text, lowered)
+    return pattern.finditer(text)
+
+
+def _matches_near_words(pattern: Any, head: Any, text: str, lowered: str) -> Any:
+    """pattern.finditer(text) for a pattern whose head (its start, up to a secret-ish name) starts
+    at most _HEAD_PREFIX_MAX + _SECRETISH_REACH characters before a secret-ish word and ends
+    within the word: the head is searched only in windows around those words (cut there, which
+    cannot change what a head so short matches), and the whole pattern tried where it matches."""
+    words = []
+    for word in _SECRETISH_WORDS:
+        found = lowered.find(word)
+        while found >= 0:
+            words.append(found)
+            found = lowered.find(word, found + 1)
+    windows, reach = [], _HEAD_PREFIX_MAX + _SECRETISH_REACH
+    for position in sorted(words):
+        start, end = max(0, position - reach), min(len(text), position + max(map(len, _SECRETISH_WORDS)) + 1)
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = end
+        else:
+            windows.append([start, end])
+    done = 0
+    for start, end in windows:
+        position = max(start, done)
+        while position < end:
+            found = head.search(text, position, end)
+            if found is None:
+                break
+            match = pattern.match(text, found.start())
+            if match:
+                done = position = max(match.end(), found.start() + 1)
+                yield match
+            else:
+                position = found.start() + 1
 
 
 def _matches_at_words(pattern: Any, text: str, lowered: str, words: tuple) -> Any:

@@ -1035,6 +1035,23 @@ class TestRuleWords(unittest.TestCase):
                 self.assertEqual(cc._rule_words(re.compile(pattern)), (needs, starts))
 
 
+class TestRulesTriedNearTheirWords(unittest.TestCase):
+    """A rule whose matches start a few characters before a secret-ish name is tried only near the
+    secret-ish words (_matches_near_words): it must find exactly what a scan of the whole text finds."""
+
+    def test_finds_what_a_full_scan_finds(self):
+        texts = [marked_secrets(example)[0] for _, _, example in redaction_examples()] + [
+            "x" * 90 + "password=Xk29mPq7zLw4Rt8VbN3c " * 3, "a_b_c_d_e_f_g_h_i_j_k_l_m_n_o_p_q_r_s_t_u_v_w_x_y_z_" * 4 + "token: 'v9Zq'",
+            "--" + "k" * 79 + "ey=1 --" + "x" * 81 + "key=2", '\\"api_key\\": \\"Zq8Lm2Xr5Kp9Tw3V\\"', "passpass" * 200 + "=x"]
+        rules = [(rule, pattern, head) for (rule, pattern), head in zip(cc._compiled_rules(), cc._compiled_rules.heads) if head]
+        self.assertTrue(rules)
+        for text in texts:
+            for rule, pattern, head in rules:
+                with self.subTest(rule=rule.name, text=text[:40]):
+                    near = [m.span() for m in cc._matches_near_words(pattern, head, text, text.lower())]
+                    self.assertEqual(near, [m.span() for m in pattern.finditer(text)])
+
+
 class TestFindSecret(unittest.TestCase):
     """find_secret: what a push asks of a file (SPEC section 13), the same verdict as redact()."""
 
