@@ -2101,7 +2101,7 @@ wifi-passphrase              argument               \b(?:wpa_passphrase[ \t]+{AR
 #   catch: iwconfig wlan0 essid legacy-lab key s:«J8xrR1z2n0oT6»
 #   keep:  wpa_passphrase HomeNet < /dev/tty >> /etc/wpa_supplicant/wpa_supplicant.conf
 #   keep:  nmcli --ask dev wifi connect "Office-5G"
-oracle-user-password         not-reference          (?i)(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*=?[ \t]*)?|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>[^\s@/"']{1,256})(?=[@\s"']|$)
+oracle-user-password         not-reference          (?i)(?=[sceird \t])(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*=?[ \t]*)?|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>[^\s@/"']{1,256})(?=[@\s"']|$)
 #   catch: sqlplus system/«kDoewo7zNv-y»@//db.example.com:1521/ORCLPDB1 @grants.sql
 #   catch: expdp userid=scott/«Tiger-2024x»@orcl directory=dp dumpfile=x.dmp
 #   keep:  sqlplus /nolog @scripts/grants.sql
@@ -2216,7 +2216,7 @@ redis-auth                   not-reference          (?m)>[ \t]*AUTH[ \t]+(?:\S+[
 redis-config-password        not-reference          (?m)^\s*(?:requirepass|masterauth)\s+(?P<s>\S+)
 #   catch: requirepass «W..f6x57jCh9pd»
 #   keep:  # requirepass foobared
-redis-acl-password           not-reference          (?:\bSETUSER\b|(?m:^)[ \t]*user[ \t]+[\w.\-]+[ \t]+(?:on|off)\b)[^\n]{0,200}?\s'?>(?P<s>[^\s']{1,256})
+redis-acl-password           not-reference          (?=[Su \t])(?:\bSETUSER\b|(?m:^)[ \t]*user[ \t]+[\w.\-]+[ \t]+(?:on|off)\b)[^\n]{0,200}?\s'?>(?P<s>[^\s']{1,256})
 #   catch: user ci on >«Ledger-Fox-19» ~ci:* +@read
 #   catch: redis-cli ACL SETUSER worker on '>«uS_t_7qm-I-oJ0»' '~jobs:*'
 #   keep:  redis-cli ACL SETUSER worker on nopass '~jobs:*' '+@all'
