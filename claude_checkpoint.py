@@ -871,6 +871,8 @@ class RedactionRule:
     pattern: str
     accept: Optional[Callable[[Any], bool]] = None  # called with the re.Match
     find: Optional[Callable[[Any], list]] = None  # a context rule: the (start, end) spans to replace
+    needs: tuple = ()  # words (lowercase) one of which its check needs in the text (CHECK_NEEDS)
+    head: str = ""  # the pattern up to its secret-ish name, when its matches start close before one
 
 
 _L = r"(?<![A-Za-z0-9_\-])"  # left edge of a token
@@ -880,7 +882,7 @@ _R = r"(?![A-Za-z0-9_\-])"  # right edge of a token
 _SECRET_WORDS = frozenset("""
     password passwd pwd pass passphrase passcode secret token credential credentials creds apikey
     pat dsn cookie pin authtoken accesstoken apitoken privatekey secretkey passwords authorization
-    bearer pw pword pswd passwort kennwort""".split())
+    bearer pw pword pswd passwort kennwort psk authtok""".split())
 # Words ending in "pass" that are not passwords (SSHPASS and DBPASS are).
 _NOT_PASSWORDS = frozenset("""
     bypass compass surpass overpass underpass trespass encompass pass askpass""".split())
@@ -903,7 +905,7 @@ _NAME_SPLIT = r"[_.:\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
 _NOT_VALUES = frozenset("""
     true false null none nil yes no on off undefined str string int integer bytes bool boolean
     number any object optional required secretstr text varchar char password redacted hidden masked
-    env read write none sensitive inherit include omit same-origin bearer basic digest negotiate user machine process""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
+    env read write none sensitive inherit include omit same-origin bearer basic digest negotiate user username login email machine process""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
 
 
 def _name_parts(name: str) -> list:
@@ -925,6 +927,8 @@ def secret_strength(name: str) -> int:
     before = parts[-2] if len(parts) > 1 else ""
     if last == "pass" and len(parts) == 1:
         return 1  # `PASS: TestLogin` in test output; DB_PASS is below
+    if last in ("session", "sid") or last.endswith(("sessid", "sessionid")):
+        return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
             or last.endswith(("token", "cookie")) or (last.endswith("pass") and last not in _NOT_PASSWORDS)):
         return 2
@@ -955,7 +959,7 @@ _SECRET_MANAGER_REFERENCE = (r"(?i)(?:op|vault|awssm|gcpsm|azkv|akv|ssm|sops|dop
 # Words that make a value a placeholder: `CHANGE_ME`, `your-api-key-here`, `<insert key here>`.
 _PLACEHOLDER_WORDS = frozenset("""
     your changeme change replace replaceme placeholder insert here todo fixme tbd dummy example sample
-    fake redacted filtered masked hidden removed omitted xxx""".split())
+    fake redacted filtered masked hidden removed omitted xxx test""".split())
 # Words that may come with a name standing in for a value: `new_password`, `my-secret`, `admin_pass`.
 _STAND_IN_QUALIFIERS = frozenset("new old my your current the a some user admin root db".split())
 
@@ -1059,11 +1063,16 @@ def _accept_assignment(match: Any) -> bool:
     prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
         return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}": code
+    if strength == 1 and value[:1] in "\"'`" and _name_parts(name)[-1] == "pass":
+        return _looks_like_password(bare) or looks_like_chosen_password(bare)  # `pass: 'Summer2021?'` (nodemailer)
     if strength == 1:
         return _looks_random(bare) and not _is_identifier_like(bare)
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
             match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")):
         return False  # prose after a colon (`api_key: Refreshing state...`), a scheme (`Authorization: SSWS …`)
+    import re
+    if re.fullmatch(r"(?i)(?:bearer|basic|token|digest)\s+\S{0,7}", bare):
+        return False  # a scheme and a stand-in in a test: `authorization: 'Bearer abc'`
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
         return False  # `kubectl describe secret` prints sizes, not values
     next_char = match.string[match.end("s"):match.end("s") + 8].lstrip(" \t")[:1]
@@ -1083,7 +1092,8 @@ def _accept_after_colon(match: Any, value: str, bare: str) -> bool:
     if not match.groupdict().get("q") and match.start("s") == op_end:
         if quoted:
             return not (op_start > 0 and text[op_start - 1] in " \t")  # `:'var'` after a space is psql's
-        return _looks_random(bare)
+        import re
+        return _looks_random(bare) and not re.match(r"\d{2,5}(?:[/,?]|$)", bare)  # not host:27017/app
     return quoted or bare[:1] not in "!*&"
 
 
@@ -1125,11 +1135,16 @@ def _accept_password_like(match: Any) -> bool:
 
 
 def _accept_pair(match: Any) -> bool:
-    """`secret_access_key VALUE` without an operator: only random-looking values; after the bare
+    """`secret_access_key VALUE` without an operator: only random-looking values, or a quoted one
+    a person chose after a word that says password (fetchmail's `password "…"`); after the bare
     word `secret`, only machine-made ones (`kubectl describe secret default-token-x8k2p` names one)."""
-    value = match.group("s").strip("\"'")
+    quoted, value = match.group("s")[:1] in "\"'", match.group("s").strip("\"'")
     bare_word = match.group("name").lower() in ("secret", "secrets")
-    return _looks_random(value) and not _is_reference(value) and (not bare_word or looks_machine_generated(value))
+    if _is_reference(value):
+        return False
+    if quoted and "pass" in match.group("name").lower() and looks_like_chosen_password(value):
+        return True
+    return _looks_random(value) and (not bare_word or looks_machine_generated(value))
 
 
 def _accept_password_flag(match: Any) -> bool:
@@ -1192,6 +1207,28 @@ def _accept_random_not_identifier(match: Any) -> bool:
     return _looks_random(value) and (long_hex or not _is_identifier_like(value)) and not _is_reference(value)
 
 
+def _accept_chosen(match: Any) -> bool:
+    """A value in a place that holds passwords but also other words: only one a person chose or a
+    machine made (not `done`, not an md5 hash)."""
+    value = match.group("s").strip("\"'")
+    return not _is_reference(value) and (looks_machine_generated(value) or _looks_like_password(value)
+                                          or looks_like_chosen_password(value))
+
+
+def _accept_quoted_or_chosen(match: Any) -> bool:
+    """A quoted value but a reference; a bare one only if a person chose it or a machine made it
+    (`IDENTIFIED BY 'x'` in SQL, not "identified by four decimal values" in a docstring)."""
+    if match.group("s")[:1] in "\"'`":
+        return not _is_reference(match.group("s"))
+    return _accept_chosen(match)
+
+
+def _accept_jaas_user(match: Any) -> bool:
+    """`user_alice="…"` declares a user's password only inside a JAAS login module (Kafka)."""
+    before = match.string[max(0, match.start() - 2000):match.start()]
+    return "LoginModule" in before and not _is_reference(match.group("s"))
+
+
 def _accept_named_random(match: Any) -> bool:
     return _accept_assignment(match) and _looks_random(match.group("s"))
 
@@ -1206,7 +1243,7 @@ def _accept_argument(match: Any) -> bool:
     if _is_reference(value) or (value[:1] not in "\"'" and (
             bare.startswith(("-", "<")) or re.fullmatch(r"/[A-Za-z]+(?::\S*)?", bare))):
         return False
-    return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted")
+    return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted", "public")
 
 
 # Prose that names a secret, then gives it: the words that name one (also as a name, `MASTER_KEY`),
@@ -1331,8 +1368,8 @@ def looks_machine_generated(token: str) -> bool:
         return False
     if re.fullmatch(r"(?:0x)?(?:[0-9a-f]+|[0-9A-F]+)", token):
         return n >= _MIN_HEX  # no shape below is all hex
-    lower, upper = any(c.islower() for c in token), any(c.isupper() for c in token)
-    digit, other = any(c.isdigit() for c in token), not token.isalnum()
+    lower, upper = any(map(str.islower, token)), any(map(str.isupper, token))
+    digit, other = any(map(str.isdigit, token)), not token.isalnum()
     classes = lower + upper + digit + other
     runs = len(re.findall(r"[a-z]+|[A-Z]+|\d+|[^A-Za-z0-9]+", token))
     if n < _SHORT_RANDOM:
@@ -1363,10 +1400,11 @@ def _is_built_of_words(token: str) -> bool:
     vowel, no four consonants in a row) and at most two runs of digits."""
     import re
     parts = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", token)
+    if sum(p.isdigit() for p in parts) > 2:
+        return False  # most random tokens end here
     letters = sum(len(p) for p in parts if not p.isdigit())
-    digit_runs = sum(p.isdigit() for p in parts)
     words = sum(len(p) for p in parts if _is_word(p))
-    return letters > 0 and digit_runs <= 2 and words * 10 >= letters * 7
+    return letters > 0 and words * 10 >= letters * 7
 
 
 def _is_word(part: str) -> bool:
@@ -1408,12 +1446,47 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
 def _looks_like_password(value: str) -> bool:
     """8 to 128 characters of three classes with a digit, and not a path, URL or assignment."""
     v = value
-    if len(v) < 8 or len(v) > 128 or not any(c.isdigit() for c in v) or any(c.isspace() for c in v):
+    if len(v) < 8 or len(v) > 128 or not any(map(str.isdigit, v)) or any(map(str.isspace, v)):
         return False
-    classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), True, any(not c.isalnum() for c in v)))
+    classes = sum((any(map(str.islower, v)), any(map(str.isupper, v)), True, not v.isalnum()))
     if classes < 3 or "/" in v[:2] or "://" in v or "=" in v.rstrip("=") or v.count("/") + v.count(":") > 2:
         return False  # also structured: root:x:0:0:root:/root:/bin/bash
     return not _is_reference(v)
+
+
+# A passphrase: four or more words of letters (a digit may close one) joined by one separator.
+_PASSPHRASE = r"[A-Za-z]{2,12}(?P<sep>[-_.])[A-Za-z]{2,12}(?:(?P=sep)[A-Za-z]{2,12}\d{0,4}){2,8}"
+# Letters and one to three digits, short: names of algorithms and formats (sha256, argon2id, utf8).
+_TECHNICAL_NAME = r"(?=[a-z0-9]{2,9}$)(?:[a-z]+\d{1,3}){1,2}[a-z]{0,3}"
+
+
+def looks_like_chosen_password(value: str) -> bool:
+    """What counts as a password a person chose, for positions that already say password (after
+    `password is`, in a setter, after a password flag): 6 to 128 characters without a space that
+    mix letters with digits (dragon1987, nemo.77, Adm1n!) or with symbols and a capital
+    (Gandalf_the_Grey!), a passphrase of four or more words (battery-staple-marble-pickle), or a
+    long run of mixed case (ahGhVusPgNpmweX); not a reference, path, URL, address, version, date,
+    short hex id, technical name (sha256) or a name in capitals."""
+    import re
+    v = value
+    if not 6 <= len(v) <= 128 or not v.isascii() or any(map(str.isspace, v)):
+        return False  # (a value run on into the words of a language without spaces is not one)
+    letters, digits = any(map(str.isalpha, v)), any(map(str.isdigit, v))
+    symbols, upper = not v.isalnum(), any(map(str.isupper, v))
+    if re.fullmatch(_PASSPHRASE, v):
+        words = set(re.split(r"[-_.]", v.lower()))
+        shaped = not words & _FUNCTION_WORDS and not any(w in _SECRET_WORDS or w in _PLACEHOLDER_WORDS for w in words)
+    elif letters and digits:
+        shaped = len(v) >= 8 or symbols or upper
+    elif letters and symbols:  # Gandalf_the_Grey!, not X-API-Key or snake_case
+        shaped = upper and sum(map(str.isalpha, v)) >= 5 and re.search(r"[^\w.\-/]", v) is not None
+    else:
+        shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
+    if not shaped or "://" in v or re.search(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$", v):
+        return False  # a URL, an e-mail address, a date, a time, a host name
+    if re.fullmatch(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|" + _TECHNICAL_NAME, v) or _is_identifier_like(v):
+        return False
+    return not _is_reference(v) and not _is_path_or_version(v)
 
 
 # Words that name a credential, in the languages sessions are written in. Long English words may
@@ -1423,6 +1496,7 @@ _CREDENTIAL_WORDS = (
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|pin|creds|psk|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|sandi|kunci))(?![a-z])"
+    r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óo]|parol[ăa]|cheie)\w*"
@@ -1457,7 +1531,7 @@ _TABLE_HEADER_CELL = r"[A-Za-z\u00c0-\uffff][\w.()/#\-]{0,30}(?: [\w.()/#\-]{1,3
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
 # A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
-_MASKED = r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|0{8,})[/_\-.]?)+"
+_MASKED = r"(?:[A-Za-z0-9]{1,12}[_\-.]|[A-Z0-9]{1,5}(?=X{8}))*(?:(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|0{8,})[/_\-.]?)+"  # also AKIAXXXX…
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, age and
 # nostr public keys, extended public keys, PostHog project keys.
 _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38}$|age1[a-z0-9]{58}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
@@ -1466,8 +1540,16 @@ _FUNCTION_WORDS = frozenset("the and for with from that this into then than when
                             " before after".split())
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
-_GIVEN_VALUE = (r"(?i)[^\n@/={}$:：|?&\"]{0,40}?(?:[:：=]|\b(?:is|are|was|est|ist|es|era|è|é|lautet|equals)\b|是|为|は|는|은|이|है)"
-                r"[ \t]*[\"'«“(]?(?P<v>[^\s\"'»”<>,;(){}\[\]]{4,128})")
+_GIVEN_VALUE = (r"(?i)[^\n@/={}$:：|?&\"]{0,40}?(?:(?P<sign>[:：=])|\b(?:is|are|was|est|ist|es|era|è|é|lautet|equals|now|maintenant"
+                r"|jetzt|agora|ahora|ora|adesso|nu|teraz|to|artık|är|er|теперь|сейчас|—)(?![\w'’])|c'est|是|为|は|는|은|이|है)"
+                r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
+                r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
+# What names the next value as something else, in prose or as a flag (`--project=`).
+_NOT_A_SECRET_BEFORE = _PROSE_NOT_A_SECRET_BEFORE + "|" + _NAME_FLAG_BEFORE
+# Short credential words that a value may follow at once, as in chat: `pw Qwerty_db`, `pin 0844`.
+_PROSE_SHORT_WORDS = frozenset("pw pwd pass passwd pin".split())
+# The end of what may stand between a credential word and a hex value further on: "… ist 65d2…".
+_HEX_AFTER = (r"(?i)(?:[:=：]|\b(?:is|was|are|now|ist|est|es|è|é|lautet|to|är|er|равен)|是|は)[ \t]*[\"'`(«]?[ \t]*$")
 # What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
 _HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:is|was|are|now|ist|est|es|è|é|lautet|był|to|равен|是|は)[\s:]+)?[\"'`(]*"
 _SIGNED_URL_PARAMETERS = frozenset("""
@@ -1478,23 +1560,40 @@ _SIGNED_URL_PARAMETERS = frozenset("""
 
 def _find_random_tokens(match: Any) -> list:
     """A credential word, a cookie: the machine-generated tokens of the span, but not one named as
-    something else right before it (`commit 2b7e…`, `request id …`), nor a hex run that does not
-    follow the word at once ("the token fix landed in 2b7e…" names a commit)."""
+    something else right before it (`commit 2b7e…`, `request id …`, `--project=…`), nor a hex run
+    that neither follows the word at once nor comes after a connector ("the token fix landed in
+    2b7e…" names a commit); or, failing those, the value the words give ("password is Adm1n!")
+    when a person could have chosen it (looks_like_chosen_password)."""
     import re
     text, start = match.string, match.start("s")
     if re.search(r"(?i)(?:public|publishable|pub)[ _\-]?$", text[max(0, match.start() - 12):match.start()]):
         return []  # a public key: WireGuard's PublicKey, publishableKey
-    spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), _PROSE_NOT_A_SECRET_BEFORE)
+    not_a_secret = _NOT_A_SECRET_BEFORE
+    spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if not re.fullmatch(r"(?:0x)?[0-9a-fA-F]+", text[a:b]) or re.fullmatch(_HEX_CONNECTOR, text[start:a])
-             or re.search(r"[:=：][ \t]*[\"'`]?$", text[start:a]) and not re.search(_PROSE_HASH_WORDS, text[start:a])]
-    given = re.match(_GIVEN_VALUE, text[start:match.end("s")])
-    if given and not spans:
-        value, first = given.group("v").rstrip(".,;)"), start + given.start("v")
+             or re.search(_HEX_AFTER, text[start:a]) and not re.search(_PROSE_HASH_WORDS, text[start:a])]
+    if spans:
+        return spans
+    position, endpos = start, min(len(text), match.end("s") + _RANDOM_LENGTHS[1])
+    if not re.compile(r"[A-Za-z0-9]").search(text, start, min(endpos, start + 200)):
+        return spans  # every value given below has a letter or a digit of ASCII
+    for _ in range(3):  # after a value that was none, the next: "c'est maintenant « nemo.77 »"
+        given = re.compile(_GIVEN_VALUE).match(text, position, endpos)
+        if given is None and position == start and match.group().lower() in _PROSE_SHORT_WORDS:
+            given = re.compile(r"[ \t]+(?P<v>[^\s\"'<>,;(){}\[\]`]{4,128})").match(text, start)  # `pw Qwerty_db`
+        if given is None:
+            break
+        group = "v" if given.group("v") else "quoted"
+        value, first = given.group(group).rstrip(".,;)?") if group == "v" else given.group(group), given.start(group)
+        if re.search(not_a_secret, text[start:first]) or position > start and given.groupdict().get("sign"):
+            break  # `password for user svc_backup2024`; past a value, only words lead to the next
         pin = match.group().lower().startswith(("pin", "пин")) and re.fullmatch(r"\d{4,8}", value)
-        named_else = re.search(_PROSE_NOT_A_SECRET_BEFORE, text[start:first])
-        if not named_else and (pin or _looks_like_password(value) and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value)
-                               and not re.match(_PUBLIC_VALUE, value)):
-            spans.append((first, first + len(value)))
+        # After `=` or `:` (code, configuration) only a password's usual shape; after words, quotes
+        # or at once, a value a person chose.
+        chosen = _looks_like_password(value) or not given.groupdict().get("sign") and looks_like_chosen_password(value)
+        if pin or chosen and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value) and not _is_masked_or_public(value):
+            return [(first, first + len(value))]
+        position = given.start(group)
     return spans
 
 
@@ -1505,19 +1604,25 @@ def _find_command_arguments(match: Any) -> list:
 
 def _find_call_literals(match: Any) -> list:
     """A client constructor, a connect, sign or encrypt call: the random tokens of the string
-    literals among its arguments (the span "s", up to its closing parenthesis); and when the call
-    names a credential or a connection, a password-like literal after the first (the user, the URL)."""
+    literals among its arguments (the span "s", up to its closing parenthesis); and a password a
+    person chose where the call says one comes: its first literal when the call is named for it
+    (`setPassword("…")`, `red:auth("…")`), a literal after the first when the call names a
+    credential or a connection (the user, the URL come first), a literal after an e-mail address."""
     import re
-    text, spans, literals = match.string, [], 0
-    credential_call = re.search(r"(?i)cred|connect|login|auth|passw|secret", text[match.start():match.start("s")])
+    text, spans, literals, previous = match.string, [], 0, ""
+    called = text[match.start():match.start("s")]
+    credential_call = re.search(r"(?i)cred|connect|login|auth|passw|secret", called)
+    named_call = re.search(r"(?i)passw|secret|token|auth|api_?key", called)
     for literal in re.finditer(r"""(["'`])(.+?)\1""", match.group("s")):
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         found = random_tokens(text, start, end)
         value = literal.group(2)
-        if not found and credential_call and literals > 1 and _looks_like_password(value) and not re.search(
+        after_user = re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+", previous)
+        if not found and (named_call or credential_call and literals > 1 or after_user) and (
+                _looks_like_password(value) or looks_like_chosen_password(value)) and not re.search(
                 _NOT_RANDOM_SHAPES + "|[/@]", value):
             found = [(start, end)]
-        spans += found
+        spans, previous = spans + found, value
     return spans
 
 
@@ -1697,10 +1802,16 @@ _TOOL_VALUE = r"""(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{1,256})"""
 _ARGUMENT = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s'"|;&<>]{1,200})"""  # one argument before the value
 _SAME_COMMAND = r"[^\n|;&]{0,200}?"  # the rest of one shell command, bounded
 _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n in JSON or a log
-# A cheap look at a name before its value is scanned: only names with a secret-ish word go on.
-# It starts on a letter, so a long run of punctuation is rejected at once.
-_SECRETISH_NAME = r"(?=[A-Za-z_])(?=[\w.:\-]{0,80}?(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session))"
-_SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,80}?(?i:key|token|secret|pass|pwd|cred|auth|dsn|cookie|pin|pat|private|session))"
+# A cheap look at a name before its value is scanned: only names with a secret-ish word (within
+# SECRETISH_REACH characters of the name's start) go on. It starts on a letter, so a long run of
+# punctuation is rejected at once. (The class before the words only spares the regex engine
+# trying every word at every step.)
+_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "cred", "auth", "dsn", "cookie", "pin", "pat", "private",
+                    "session", "psk")
+_SECRETISH_REACH = 80
+_SECRETISH_WORD = "(?=[acdkpstACDKPST])(?i:" + "|".join(_SECRETISH_WORDS) + ")"
+_SECRETISH_NAME = r"(?=[A-Za-z_])(?=[\w.:\-]{0,%d}?%s)" % (_SECRETISH_REACH, _SECRETISH_WORD)
+_SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,%d}?%s)" % (_SECRETISH_REACH, _SECRETISH_WORD)
 
 # The rules, in the order they run: a name, what decides a doubtful match ("-": the shape is
 # proof enough; see ACCEPT_CHECKS), and the pattern, whose group "s" is the part replaced.
@@ -1728,6 +1839,9 @@ url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a
 slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
 #   catch: SLACK_WEBHOOK=https://hooks.slack.com/services/«T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX»
 #   keep:  post to hooks.slack.com/services/ with the URL in $SLACK_WEBHOOK
+teams-webhook                -                      webhook\.office\.com/webhookb2/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-f]{32})/
+#   catch: https://acme.webhook.office.com/webhookb2/0a1b2c3d-1111-2222-3333-444455556666@0a1b2c3d-7777-8888-9999-000011112222/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff
+#   keep:  post alerts to the webhook.office.com URL in $TEAMS_WEBHOOK
 discord-webhook              -                      discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: https://discord.com/api/webhooks/123456789012345678/«EXAMPLEexampleEXAMPLEexample_token-0123»
 #   keep:  https://discord.com/api/webhooks/{webhook.id}/{webhook.token}
@@ -1741,6 +1855,7 @@ twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?
 aws-access-key-id            -                      {L}(?P<s>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}){R}
 #   catch: export AWS_ACCESS_KEY_ID=«AKIAIOSFODNN7EXAMPLE»
 #   keep:  long-term key ids start with AKIA, temporary ones with ASIA
+#   keep:  aws_access_key_id = AKIAXXXXXXXXXXXXXXXX
 github-token                 -                      {L}(?P<s>gh[pousr]_[A-Za-z0-9]{30,255}){R}
 #   catch: export GITHUB_TOKEN=«ghp_EXAMPLEexampleEXAMPLEexample012345»
 #   keep:  classic tokens look like ghp_ and 36 characters
@@ -1823,7 +1938,7 @@ azure-storage-key            -                      (?i)(?:AccountKey|SharedAcce
 azure-sas-signature          -                      (?i)(?<![a-z])sig=(?P<s>[A-Za-z0-9%+/=]{20,})
 #   catch: https://acme.blob.core.windows.net/c/x?sv=2022-11-02&sp=r&sig=«EXAMPLEexample0123456789%2Bexample%3D»
 #   keep:  git log --show-signature=true
-telegram-bot-token           -                      (?:(?<=bot)|(?<![\w:]))(?P<s>\d{6,12}:[A-Za-z0-9_\-]{35}){R}
+telegram-bot-token           -                      (?=\d{6})(?:(?<=bot)|(?<![\w:]))(?P<s>\d{6,12}:[A-Za-z0-9_\-]{35}){R}
 #   catch: https://api.telegram.org/bot«123456789:AAEXAMPLEexampleEXAMPLEexample01234»/getMe
 #   keep:  build 123456789:done at 12:30:00
 discord-bot-token            -                      {L}(?P<s>[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}){R}
@@ -1930,15 +2045,22 @@ ssm-parameter-value          not-reference          \bput-parameter\b{COMMAND}\s
 #   catch: aws ssm put-parameter --name /prod/db/password --type SecureString --value '«7Uig%yTq%Fn»'
 #   keep:  aws ssm put-parameter --name /prod/db/password --type SecureString --value "$DB_PASSWORD"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin)
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
+#   catch: printf '%s' '«Rk8#vale-Oak»' | gcloud secrets versions add db-password --data-file=-
 #   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
+# echo '…' > ~/.vault_pass: a value written to a file whose name says secret.
+secret-file-write            chosen                 \b(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*[ \t]+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")[ \t]+)?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s'"|;&<>]{1,256})[ \t]*>>?[ \t]*["']?[^\s|;&'"]{0,200}?(?i:pass|secret|token|cred|key|pw)[^\s|;&/'"]{0,100}(?=["']?(?:[\s|;&)]|$))
+#   catch: echo '«Fig7#river-Wolf»' > ~/.vault_pass && chmod 600 ~/.vault_pass
+#   keep:  echo "$VAULT_PASS" > ~/.vault_pass
+#   keep:  echo done > /tmp/keys.log
 # (echo PASSWORD; echo PASSWORD) | smbpasswd -s -a USER: the first of the pair.
 piped-secret-pair            not-reference          \(\s*(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+{TOOL_VALUE}\s*;[^\n|&()]{0,200}\)\s*\|[^\n|;&]{0,80}?(?:passwd|chpasswd|--stdin|password-stdin|login)
 #   catch: (echo «sCif@XrlrXm3bk.H»; echo «sCif@XrlrXm3bk.H») | smbpasswd -s -a deploy
 #   keep:  (echo "$PW"; echo "$PW") | smbpasswd -s -a deploy
-openssl-pass                 not-reference          -pass(?:in|out)?\s+["']?pass:(?P<s>[^\s'"]+)
+openssl-pass                 not-reference          -pass(?:in|out)?\s+["']?pass:["']?(?P<s>[^\s'"]+)
 #   catch: openssl rsa -in enc.key -passin pass:«pumpkin2023» -out plain.key
+#   catch: openssl pkcs12 -export -in a.pem -out a.p12 -passout pass:'«Quill-Harbor-31»'
 #   catch: openssl genrsa -aes256 -passout 'pass:«Hztux36LxxrX0MT)McUt7D»' -out ca.key 4096
 #   keep:  openssl rsa -in enc.key -passin env:KEY_PASS -out plain.key
 redis-cli-password           not-reference          \bredis-cli\b{COMMAND}\s-a\s+{TOOL_VALUE}
@@ -2018,7 +2140,7 @@ wifi-passphrase              argument               \b(?:wpa_passphrase[ \t]+{AR
 #   catch: iwconfig wlan0 essid legacy-lab key s:«J8xrR1z2n0oT6»
 #   keep:  wpa_passphrase HomeNet < /dev/tty >> /etc/wpa_supplicant/wpa_supplicant.conf
 #   keep:  nmcli --ask dev wifi connect "Office-5G"
-oracle-user-password         not-reference          (?i)(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*=?[ \t]*)?|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>[^\s@/"']{1,256})(?=[@\s"']|$)
+oracle-user-password         not-reference          (?i)(?=[sceird \t])(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*=?[ \t]*)?|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>[^\s@/"']{1,256})(?=[@\s"']|$)
 #   catch: sqlplus system/«kDoewo7zNv-y»@//db.example.com:1521/ORCLPDB1 @grants.sql
 #   catch: expdp userid=scott/«Tiger-2024x»@orcl directory=dp dumpfile=x.dmp
 #   keep:  sqlplus /nolog @scripts/grants.sql
@@ -2053,6 +2175,12 @@ joined-user-password         argument               \b(?:lftp\b{COMMAND}[ \t]-u[
 #   catch: smbclient //fs01/share -U 'CORP\alice%«Smb!Pass42»' -c ls
 #   catch: java -jar jenkins-cli.jar -s https://ci.example.com -auth admin:«11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b» who-am-i
 #   keep:  smbclient //fs01/share -U alice -c "ls"
+snmp-community               argument               \bsnmp\w*\b{COMMAND}[ \t]-c[ \t]+{TOOL_VALUE}
+#   catch: snmpget -v2c -c «r3ad-Only-Lynx» 10.0.0.1 sysUpTime.0
+#   keep:  snmpwalk -v2c -c public 10.0.0.1
+snmp-community-config        argument               (?m)^[ \t]*(?:ro|rw)community6?[ \t]+{TOOL_VALUE}
+#   catch: rocommunity «m0nitor-Lab-Fern» 10.0.0.0/8
+#   keep:  rocommunity public localhost
 snmp-auth-passphrase         argument               \bsnmp\w*\b{COMMAND}[ \t]-A[ \t]+{TOOL_VALUE}
 #   catch: snmpwalk -v3 -l authPriv -u monitor -a SHA -A «Auth-Phrase-91» -x AES -X «priv-Phrase-92» host
 #   keep:  snmpwalk -v2c -c public host
@@ -2068,7 +2196,7 @@ db2-connect-password         argument               (?i)\bconnect[ \t]+to[ \t]+\
 #   catch: db2 connect to SAMPLE user db2inst1 using «Db2-Pass-715»
 #   keep:  db2 connect to SAMPLE
 # Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
-spaced-assignment            assignment             (?m)(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set|(?<![\w-])(?:launchctl[ \t]+)?setenv)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
+spaced-assignment            assignment             (?m)(?=[salE \t])(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set|(?<![\w-])(?:launchctl[ \t]+)?setenv)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
 #   catch: ENV DB_PASSWORD «DeltaForce1»
 #   catch: launchctl setenv AWS_SESSION_TOKEN «WVwy0TvtPYL2SDwbUr/QRfREgp1yJnjt20ac6k=»
 #   keep:  ENV DB_PASSWORD_FILE /run/secrets/db_password
@@ -2090,6 +2218,7 @@ sonar-login                  not-reference          -Dsonar\.(?:login|token|pass
 tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-Za-z_]\w{0,80})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
 #   catch: {:password, "«M^BCDT%.Wtk9»"}
 #   keep:  {:username, "deploy"}
+#   keep:  jq 'keys' prints ["password", "username"]
 client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|authenticate|set_credentials)\s*[=(]\s*\(?\s*["'][^"'\n]{1,100}["']\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: client.get(url).basic_auth("admin", Some("«AjhqFcZqF?8p»"))
 #   keep:  client.get(url).basic_auth("admin", Some(&password))
@@ -2106,9 +2235,11 @@ terraform-variable-default   assignment             \bvariable\s+"(?P<name>[\w\-
 #   catch: variable "winrm_password" {\n  type    = string\n  default = "«cricket.Sierra8106»"\n}
 #   keep:  variable "password_length" {\n  default = "24"\n}
 # Databases and caches: SQL users, JDBC, ODBC isql, Redis AUTH and config, cloud-init chpasswd.
-sql-identified-by            not-reference          (?i)\bIDENTIFIED\s+(?:WITH\s+\w+\s+)?BY\s+(?:PASSWORD\s+)?(?P<s>'[^'\n]{1,1024}'|"[^"\n]{1,1024}"|[^\s;'"]{1,256})
+sql-identified-by            quoted-or-chosen       (?i)\bIDENTIFIED\s+(?:WITH\s+\w+\s+)?BY\s+(?:PASSWORD\s+)?(?P<s>'[^'\n]{1,1024}'|"[^"\n]{1,1024}"|[^\s;'"]{1,256})
 #   catch: CREATE USER app IDENTIFIED BY '«Q6ve9jfU4_T9»';
 #   keep:  CREATE USER app IDENTIFIED BY '${APP_PASSWORD}';
+#   catch: CREATE USER app IDENTIFIED BY «Q6ve9jfU4_T9»;
+#   keep:  AIX filesets are identified by four decimal values
 sql-password-clause          not-reference          (?i)\b(?:USER|ROLE)\b[^;\n]{0,80}?\bPASSWORD\s+(?P<s>'[^'\n]{1,1024}')
 #   catch: ALTER USER postgres PASSWORD '«Orchid.Saffron6158»';
 #   keep:  ALTER USER postgres PASSWORD NULL;
@@ -2124,18 +2255,37 @@ redis-auth                   not-reference          (?m)>[ \t]*AUTH[ \t]+(?:\S+[
 redis-config-password        not-reference          (?m)^\s*(?:requirepass|masterauth)\s+(?P<s>\S+)
 #   catch: requirepass «W..f6x57jCh9pd»
 #   keep:  # requirepass foobared
-redis-acl-password           not-reference          \bSETUSER\b[^\n]{0,200}?\s'?>(?P<s>[^\s']{1,256})
+redis-acl-password           not-reference          (?=[Su \t])(?:\bSETUSER\b|(?m:^)[ \t]*user[ \t]+[\w.\-]+[ \t]+(?:on|off)\b)[^\n]{0,200}?\s'?>(?P<s>[^\s']{1,256})
+#   catch: user ci on >«Ledger-Fox-19» ~ci:* +@read
 #   catch: redis-cli ACL SETUSER worker on '>«uS_t_7qm-I-oJ0»' '~jobs:*'
 #   keep:  redis-cli ACL SETUSER worker on nopass '~jobs:*' '+@all'
+# pgbouncer's userlist.txt: "user" "password" (md5 and SCRAM hashes are kept).
+quoted-user-password-line    chosen                 (?m)^[ \t]*"[\w.@\-]{1,100}"[ \t]+"(?!md5[0-9a-f]{32}"|SCRAM-SHA-256\$)(?P<s>[^"\s]{6,1024})"[ \t]*$
+#   catch: "billing" "«Pq7-Lantern-Sky»"
+#   keep:  "pgbouncer" "md5a3556571e93b0d20722ba62be61e8c2d"
+# Postfix's sasl_passwd: [host]:port user:password
+host-user-password-line      chosen                 (?m)^[ \t]*(?:\[[\w.\-]+\](?::\d+)?|[\w\-]+(?:\.[\w\-]+)+(?::\d+)?)[ \t]+[^\s:]{1,100}:(?P<s>\S{1,256})[ \t]*$
+#   catch: [mail.example.com]:587 relay@example.com:«Harbor-Kite-Mint-42»
+#   keep:  smtp.example.com level:info
+# Kafka's JAAS: user_NAME="password" inside a login module.
+jaas-user-password           jaas-user              \buser_[\w.\-]{1,80}[ \t]*=[ \t]*"(?P<s>[^"\n]{1,1024})"
+#   catch: KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n  user_alice="«Velvet-Pike-80»";\n};
+#   keep:  user_agent="curl/8.4.0"
+# Terraform state: the result of a random_password.
+terraform-random-password    not-reference          "type"\s*:\s*"random_password"[^\[\]]{0,400}"instances"\s*:\s*\[[^\]]{0,1000}?"result"\s*:\s*"(?P<s>[^"\n]{1,1024})"
+#   catch: {"type": "random_password", "name": "db", "instances": [{"attributes": {"result": "«q7Lm2Xr9Kp4Tw8Vb»"}}]}
+#   keep:  {"type": "random_password", "name": "db", "instances": [{"attributes": {"length": 16}}]}
 chpasswd-list                not-reference          chpasswd:[^\n]{0,40}\n(?:[ \t]+[^\n]*\n){0,3}?[ \t]+list:[ \t]*\|?[ \t]*\n[ \t]+[\w.\-]+:(?P<s>[^\s:]{1,256})
 #   catch: chpasswd:\n  list: |\n    ubuntu:«Basalt-pylon4353»\n  expire: false
 #   keep:  chpasswd:\n  expire: false\nssh_pwauth: true
 # A -u USER -p PASSWORD pair (xcrun altool, docker, many CLIs).
-user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-p[ \t]+(?!-){TOOL_VALUE}
+user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-[pP][ \t]+(?!-){TOOL_VALUE}
+#   catch: mosquitto_sub -h broker.example.com -u meter -P «amber-crane-lotus-47» -t plant/#
 #   catch: xcrun altool --upload-app -f app.ipa -u dev@example.com -p «abcd-efgh-ijkl-mnop»
 #   keep:  upload -u deploy -p 2222 build.zip
-secret-pair                  pair                   (?i)(?<![\w-])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
+secret-pair                  pair                   (?i)(?<![\w-])(?=[a-z_\-]*[yndt][ \t])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
 #   catch: access_token   «q8XkL2mR7vTz4WpN9sYb»
+#   catch: poll mail.example.com user "ops" password "«Kettle#2040»" ssl
 #   keep:  the api_key argument is optional
 nested-json-value            assignment             (?<![\w\\])"(?P<name>[\w.\-]{1,80})"\s*:\s*\{[^{}]{0,300}?"value"\s*:\s*(?P<s>"[^"\\\n]{1,1024}")
 #   catch: "db_password": { "sensitive": true, "type": "string", "value": "«Fz8kQp2mWx9L»" }
@@ -2144,10 +2294,12 @@ nested-json-value            assignment             (?<![\w\\])"(?P<name>[\w.\-]
 name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*:\s*["']?(?P<name>[\w.\-]{1,80})["']?\s*[,\n]\s*(?:-\s*)?["']?value["']?\s*:[ \t]*{VALUE}
 #   catch: - name: API_TOKEN\n  value: "«EXAMPLEexample0123»"
 #   keep:  - name: API_TOKEN\n  valueFrom:\n    secretKeyRef: {name: api, key: token}
+#   catch: { "name": "connect.sid", "value": "«s%3AQw8Lm2Xr5Kp9Tw3VbN4cD7fG.Hj6Kl9Mn2Pq5»" }
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
 call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["'](?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
 #   keep:  define('DB_NAME', 'wordpress');
+#   keep:  monkeypatch.setenv("API_TOKEN", "test-token")
 # signingKey = []byte("…"), token = SecretStr("…")
 call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*\)
 #   catch: var signingKey = []byte("«sSLbUaHdztEpHqKcB3052d0q»")
@@ -2187,6 +2339,7 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 #   catch: password = «ab,c;d&e<f>9»  ; from the vault
 #   keep:  description: >
 #   keep:  password: <your-password>
+#   catch: ldap_default_authtok = «Quartz-Otter-Bell-5»
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   catch: {"password": "«hunter2»", "user": "bob"}
@@ -2205,6 +2358,12 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  password=%(db_password)s token: "{{ token }}" "passphrase": "${GPG_PASSPHRASE}" "password": "$DB_PASSWORD"
 #   keep:  ALTER USER app WITH PASSWORD :'new_password';
 #   keep:  rails credentials:edit
+#   catch: network={\n    psk="«amber-lotus-crane-fjord»"\n}
+#   catch: I pasted my session cookie (session=«Zk8Qw2Lr5Tz9Mk3VpX7nB4cD») into curl
+#   catch: auth: { user: 'hello@example.com', pass: '«Spring2031?»' }
+#   keep:  mongodb://db-0.auth:27017/app?replicaSet=rs0&authSource=admin
+#   keep:  expect(redact({ authorization: 'Bearer abc' })).toEqual({ authorization: '[REDACTED]' })
+#   keep:  TWILIO_ACCOUNT_SID=AC0123456789abcdef0123456789abcdef
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -2212,9 +2371,10 @@ prose-password               password-like          (?i)\b(?:password|passwd|pas
 prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{16,256}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the API token is «11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b7c»
 #   keep:  the token is valid for 3600 seconds
-prose-user-password          password-like          (?i)\b(?:credentials?|login)\b[^\n]{0,40}?[\w.@\-]+[ \t]+/[ \t]+(?P<s>[^\s/]{8,128}?)(?=[.,;!?]?(?:\s|$))
+prose-user-password          chosen                 (?i)\b(?:credentials?|login)\b[^\n]{0,40}?[\w.@\-]+[ \t]+/[ \t]+(?P<s>[^\s/]{8,128}?)(?=[.,;!?]?(?:\s|$))
 #   catch: Shared login for the vendor portal: ops@example.com / «wHN73qnm3T0QEx»
 #   keep:  credentials for staging / production are in the vault
+#   catch: the new login is admin / «walnut-comet-river-pine»
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 prose-named-secret           named-in-prose         (?m)(?:^|(?<=\s))[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
 #   catch: Heads up: the auth token was rotated this morning; the old one was «79cd48618c6db19bb7a985129e943407».
@@ -2247,10 +2407,21 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: सर्वर का पासवर्ड «Wk9Lm2Xr5Qp8Tz3V» है
 #   catch: the staging API key, in case the vault is down: «3fKq9ZxWm2LpR7tVb8Nc»
 #   catch: Your new access token:\n\n  «q8XkL2mR7vTz4WpN9sYb3C»
+#   catch: the guest wifi password is now «Tulip#2031» until Friday
+#   catch: Das Passwort für die Testdatenbank ist jetzt «orange-kettle-window-lamp».
+#   catch: Hasło do konta serwisowego to «mango1999», zmienię je jutro.
+#   catch: ok, user deploy, pw «kiwi2044» (the old one)
+#   catch: the registry password: `«Cobalt!Fern88»`
+#   catch: Le jeton d'accès du robot est «4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e».
 #   keep:  the token refresh fix landed in commit 2b7e151628aed2a6abf7158809cf4f3c4f3c4f3c yesterday
 #   keep:  Le mot de passe est dans le coffre-fort de l'équipe.
 #   keep:  password reset emails now use the template password_reset_email_v2
 #   keep:  tokens used: 18,204 input, 2,311 output (request id req_01H8XKZ3M4N5P6Q7R8S9T0)
+#   keep:  password = models.CharField(max_length=128)
+#   keep:  the API key header is now X-Api-Key, with underscores before
+#   keep:  password hashing is argon2id since release 3.2
+#   keep:  パスワードはVaultに保存しています。
+#   keep:  gcloud secrets versions access latest --secret=billing-api-key --project=acme-73nyqc
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
@@ -2263,7 +2434,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   keep:  npm login --registry https://npm.example.com --scope @acme
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -2277,12 +2448,15 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   keep:  const client = new S3Client({ region: "us-east-1", endpoint: "https://s3.example.com" });
 #   keep:  let re = new RegExp("^[A-Za-z0-9+/]{20,}$"); const d = new Date("2024-09-16T08:00:00Z");
 #   keep:  conn = psycopg.connect("host=db.example.com dbname=app user=app_rw")
+#   catch: cfg.setPassword("«Lamp#Orbit72»");
+#   catch: local ok, err = red:auth("«maple-heron-quartz-dune»")
+#   catch: return SMTPClient("smtp.example.com", 587, "ops@example.com", "«violet-anchor-mesa-reed»")
 # A class whose name says credential, called with string literals (Kotlin, Swift, Python: no `new`).
 context-credential-class     call-literals          (?<![\w.])(?=[A-Z])[A-Za-z0-9]{0,40}?(?:Auth|Token|Secret|Credential|Password|Signer|Key)[A-Za-z0-9]{0,40}[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
 #   keep:  val interceptor = AuthInterceptor(tokenProvider, "Authorization")
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
-context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-)?cookies?[ \t]*[:=][ \t]*|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?)(?=(?P<s>[^\n]{1,4096}))
+context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?)(?=(?P<s>[^\n]{1,4096}))
 #   catch: curl -b 'sessionid=«k8Xq2Lm9Zr4Tw7VpB3nC»; csrftoken=«Qm7Xr2Kp9Lz4Tw8VbN3c5Dd»' https://app.example.com/api/me
 #   catch: requests.get(url, cookies={"sessionid": "«Vr8Kq2Zx5Lm9Tp3WbN4cD7f»", "theme": "dark"})
 #   keep:  curl -b 'theme=dark; lang=en-GB; tz=Europe/Berlin' https://app.example.com/
@@ -2336,7 +2510,8 @@ ACCEPT_CHECKS = {
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member,
-    "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key,
+    "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "chosen": _accept_chosen, "quoted-or-chosen": _accept_quoted_or_chosen,
+    "jaas-user": _accept_jaas_user,
 }
 # The checks of context rules: each picks the spans to replace inside its match.
 CONTEXT_FINDERS = {
@@ -2344,6 +2519,13 @@ CONTEXT_FINDERS = {
     "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
+}
+# Words one of which a check needs in the text before it can accept anything, where the pattern
+# alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
+CHECK_NEEDS = {
+    "json-web-key": ("kty",), "byte-array-key": ("key", "secret", "wallet", "solana", "id.json", "seed"),
+    "named-in-prose": ("pass", "pw", "pin", "token", "secret", "key", "cred", "recovery", "backup", "kennwort",
+                       "contrase", "senha", "wachtwoord", "parola", "lösenord", "losenord", "salasana", "hasło", "haslo"),
 }
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
@@ -2358,24 +2540,53 @@ def redaction_rules() -> list:
         if not line.strip() or line.startswith("#"):
             continue
         name, check, pattern = line.split(None, 2)
-        for block, expansion in PATTERN_BLOCKS.items():
-            pattern = pattern.replace(block, expansion)
+        head = _pattern_head(pattern)
+        pattern = _expand_blocks(pattern)
         if check in CONTEXT_FINDERS:
-            rules.append(RedactionRule(name, pattern, find=CONTEXT_FINDERS[check]))
+            rules.append(RedactionRule(name, pattern, find=CONTEXT_FINDERS[check], head=head))
         else:
-            rules.append(RedactionRule(name, pattern, ACCEPT_CHECKS[check]))
+            rules.append(RedactionRule(name, pattern, ACCEPT_CHECKS[check], needs=CHECK_NEEDS.get(check, ()), head=head))
     return rules
+
+
+def _expand_blocks(pattern: str) -> str:
+    for block, expansion in PATTERN_BLOCKS.items():
+        pattern = pattern.replace(block, expansion)
+    return pattern
+
+
+def _pattern_head(pattern: str) -> str:
+    """The start of a table pattern up to its secret-ish name ({SECRETISH_NAME}), when what comes
+    before the name is at most a few characters (not `^[ \t]*`): its matches start within a known
+    distance before a secret-ish word, and _matches_near_words tries it only there. Else ""."""
+    import re
+    found = re.search(r"\{SECRETISH_(?:NAME|IDENTIFIER)\}", pattern)
+    if found is None:
+        return ""
+    try:
+        from re import _parser as parser  # Python 3.11+
+    except ImportError:
+        import sre_parse as parser  # noqa: the same module before 3.11
+    width = parser.parse(_expand_blocks(pattern[:found.start()])).getwidth()[1]
+    return _expand_blocks(pattern[:found.end()]) if width <= _HEAD_PREFIX_MAX else ""
+
+
+_HEAD_PREFIX_MAX = 8  # characters a head may consume before its name: `\"`, `--`, `<`
+_WINDOWS_FROM = 4096  # characters: on a shorter text, finding the windows costs more than the scan saves
 
 
 def _compiled_rules():
     """Compiled on first use (compiling costs more than the server's whole handshake) and
     kept on the function: a cache decorator would cost an import at every start. Beside
-    them, in `words`, what each rule's matches need and start with (_rule_words)."""
+    them, in `words`, what each rule's matches need and start with (_rule_words), and in `heads`,
+    the start of a pattern that _matches_near_words looks for near secret-ish words."""
     cached = getattr(_compiled_rules, "cache", None)
     if cached is None:
         import re
         cached = tuple((rule, re.compile(rule.pattern)) for rule in redaction_rules())
-        _compiled_rules.words = tuple(_rule_words(pattern) for _, pattern in cached)
+        _compiled_rules.words = tuple((rule.needs, _rule_words(pattern)[1]) if rule.needs else _rule_words(pattern)
+                                      for rule, pattern in cached)
+        _compiled_rules.heads = tuple(re.compile(rule.head) if rule.head else None for rule, _ in cached)
         _compiled_rules.cache = cached
     return cached
 
@@ -2403,17 +2614,14 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
             count += text.count(secret)
             text = text.replace(secret, REDACTED)
     lowered = text.lower()
-    for (rule, pattern), (needs, starts) in zip(_compiled_rules(), _compiled_rules.words):
+    for (rule, pattern), (needs, starts), head in zip(_compiled_rules(), _compiled_rules.words, _compiled_rules.heads):
         for word in needs:
             if word in lowered:
                 break
         else:
             if needs:
                 continue
-        if starts and len(lowered) == len(text):  # lower() kept every index
-            matches = _matches_at_words(pattern, text, lowered, starts)
-        else:
-            matches = pattern.finditer(text)
+        matches = _matches(pattern, text, lowered, starts, head)
         text, hits = _apply_rule(rule, pattern, text, matches)
         if hits:
             count += hits
@@ -2428,17 +2636,61 @@ def find_secret(text: str) -> Optional[str]:
     if not text:
         return None
     lowered = text.lower()
-    for (rule, pattern), (needs, starts) in zip(_compiled_rules(), _compiled_rules.words):
+    for (rule, pattern), (needs, starts), head in zip(_compiled_rules(), _compiled_rules.words, _compiled_rules.heads):
         if needs and not any(word in lowered for word in needs):
             continue
-        same_indices = starts and len(lowered) == len(text)
-        for match in _matches_at_words(pattern, text, lowered, starts) if same_indices else pattern.finditer(text):
+        for match in _matches(pattern, text, lowered, starts, head):
             if rule.find is None and REDACTED in match.group("s"):
                 continue
             spans = rule.find(match) if rule.find else _accepted_span(rule, match)
             if any(start < end and REDACTED not in text[start:end] for start, end in spans):
                 return rule.name
     return None
+
+
+def _matches(pattern: Any, text: str, lowered: str, starts: tuple, head: Any) -> Any:
+    """pattern.finditer(text), tried only where a match can start: at the words its matches start
+    with, or near the secret-ish words its head needs (lowered must keep text's indices)."""
+    if len(lowered) != len(text):
+        return pattern.finditer(text)
+    if starts:
+        return _matches_at_words(pattern, text, lowered, starts)
+    if head is not None and len(text) > _WINDOWS_FROM and text.isascii():  # (?i) matches ſ for s; str.find does not
+        return _matches_near_words(pattern, head, text, lowered)
+    return pattern.finditer(text)
+
+
+def _matches_near_words(pattern: Any, head: Any, text: str, lowered: str) -> Any:
+    """pattern.finditer(text) for a pattern whose head (its start, up to a secret-ish name) starts
+    at most _HEAD_PREFIX_MAX + _SECRETISH_REACH characters before a secret-ish word and ends
+    within the word: the head is searched only in windows around those words (cut there, which
+    cannot change what a head so short matches), and the whole pattern tried where it matches."""
+    words = []
+    for word in _SECRETISH_WORDS:
+        found = lowered.find(word)
+        while found >= 0:
+            words.append(found)
+            found = lowered.find(word, found + 1)
+    windows, reach = [], _HEAD_PREFIX_MAX + _SECRETISH_REACH
+    for position in sorted(words):
+        start, end = max(0, position - reach), min(len(text), position + max(map(len, _SECRETISH_WORDS)) + 1)
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = end
+        else:
+            windows.append([start, end])
+    done = 0
+    for start, end in windows:
+        position = max(start, done)
+        while position < end:
+            found = head.search(text, position, end)
+            if found is None:
+                break
+            match = pattern.match(text, found.start())
+            if match:
+                done = position = max(match.end(), found.start() + 1)
+                yield match
+            else:
+                position = found.start() + 1
 
 
 def _matches_at_words(pattern: Any, text: str, lowered: str, words: tuple) -> Any:
