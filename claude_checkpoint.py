@@ -863,7 +863,8 @@ def _json_type(value: Any) -> str:
 # random-token detector below (looks_machine_generated). redact() applies every rule;
 # find_secret() names the first that finds something. Every unbounded run has a left boundary
 # of its own character class, so a long run of look-alike characters is scanned once: the
-# rules stay linear in the text, and a rule runs only where the words it needs are (_rule_words).
+# rules stay linear in the text, and a rule is compiled and run only on a text that holds a word
+# its matches need (_rule_words, stored in RULE_WORDS).
 
 @record
 class RedactionRule:
@@ -2575,19 +2576,59 @@ _HEAD_PREFIX_MAX = 8  # characters a head may consume before its name: `\"`, `--
 _WINDOWS_FROM = 4096  # characters: on a shorter text, finding the windows costs more than the scan saves
 
 
-def _compiled_rules():
-    """Compiled on first use (compiling costs more than the server's whole handshake) and
-    kept on the function: a cache decorator would cost an import at every start. Beside
-    them, in `words`, what each rule's matches need and start with (_rule_words), and in `heads`,
+def _rule_table() -> tuple:
+    """(rule, needs, starts) for each rule, built without compiling or parsing a pattern: the
+    words its matches need and start with come from RULE_WORDS (those of its check from
+    CHECK_NEEDS). Kept on the function (a cache decorator would cost an import at every start),
+    with a slot per rule for its compiled pattern and head (_compiled_rule)."""
+    cached = getattr(_rule_table, "cache", None)
+    if cached is None:
+        cached = []
+        for rule in redaction_rules():
+            needs, starts = _stored_rule_words(rule)
+            cached.append((rule, rule.needs or needs, starts))
+        _rule_table.compiled = [None] * len(cached)
+        _rule_table.cache = cached = tuple(cached)
+    return cached
+
+
+def _stored_rule_words(rule: RedactionRule) -> tuple:
+    """_rule_words of a rule's pattern, as RULE_WORDS holds them when its fingerprint is that of
+    the pattern; a pattern changed since RULE_WORDS was written is parsed, so no rule is skipped."""
+    stored = RULE_WORDS.get(rule.name)
+    if stored is not None and stored[0] == _pattern_fingerprint(rule.pattern):
+        return stored[1], stored[2]
+    import re
+    return _rule_words(re.compile(rule.pattern))
+
+
+def _pattern_fingerprint(pattern: str) -> str:
+    import zlib
+    return "%08x" % zlib.crc32(pattern.encode("utf-8"))
+
+
+def _compiled_rule(index: int) -> tuple:
+    """(pattern, head) of the rule at index in _rule_table(), compiled the first time a text holds
+    a word it needs: compiling every rule costs more than a hook's whole run."""
+    compiled = _rule_table.compiled
+    if compiled[index] is None:
+        import re
+        rule = _rule_table.cache[index][0]
+        compiled[index] = (re.compile(rule.pattern), re.compile(rule.head) if rule.head else None)
+    return compiled[index]
+
+
+def _compiled_rules() -> tuple:
+    """(rule, compiled pattern) for every rule, all compiled now: for the server's warm-up and the
+    tests. Beside them, in `words`, what each rule's matches need and start with, and in `heads`,
     the start of a pattern that _matches_near_words looks for near secret-ish words."""
     cached = getattr(_compiled_rules, "cache", None)
     if cached is None:
-        import re
-        cached = tuple((rule, re.compile(rule.pattern)) for rule in redaction_rules())
-        _compiled_rules.words = tuple((rule.needs, _rule_words(pattern)[1]) if rule.needs else _rule_words(pattern)
-                                      for rule, pattern in cached)
-        _compiled_rules.heads = tuple(re.compile(rule.head) if rule.head else None for rule, _ in cached)
-        _compiled_rules.cache = cached
+        table = _rule_table()
+        compiled = [_compiled_rule(index) for index in range(len(table))]
+        _compiled_rules.words = tuple((needs, starts) for _, needs, starts in table)
+        _compiled_rules.heads = tuple(head for _, head in compiled)
+        _compiled_rules.cache = cached = tuple((rule, pattern) for (rule, _, _), (pattern, _) in zip(table, compiled))
     return cached
 
 
@@ -2614,13 +2655,14 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
             count += text.count(secret)
             text = text.replace(secret, REDACTED)
     lowered = text.lower()
-    for (rule, pattern), (needs, starts), head in zip(_compiled_rules(), _compiled_rules.words, _compiled_rules.heads):
+    for index, (rule, needs, starts) in enumerate(_rule_table()):
         for word in needs:
             if word in lowered:
                 break
         else:
             if needs:
                 continue
+        pattern, head = _compiled_rule(index)
         matches = _matches(pattern, text, lowered, starts, head)
         text, hits = _apply_rule(rule, pattern, text, matches)
         if hits:
@@ -2636,9 +2678,10 @@ def find_secret(text: str) -> Optional[str]:
     if not text:
         return None
     lowered = text.lower()
-    for (rule, pattern), (needs, starts), head in zip(_compiled_rules(), _compiled_rules.words, _compiled_rules.heads):
+    for index, (rule, needs, starts) in enumerate(_rule_table()):
         if needs and not any(word in lowered for word in needs):
             continue
+        pattern, head = _compiled_rule(index)
         for match in _matches(pattern, text, lowered, starts, head):
             if rule.find is None and REDACTED in match.group("s"):
                 continue
@@ -2875,6 +2918,255 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
     if isinstance(value, dict):
         return {key: redact_texts(item, known_secrets, keep) for key, item in value.items()}
     return value
+
+
+# Written by `python3 test_claude_checkpoint.py --rule-words` (run it after changing a pattern;
+# a test fails until then): for each rule, the fingerprint of its pattern and _rule_words of it,
+# the words one of which its matches need and those they start with. Reading them here spares
+# every process the parse of ~150 patterns; a rule whose pattern no longer has its fingerprint
+# is parsed at first use (_stored_rule_words).
+RULE_WORDS = {
+    "private-key-block": ("872a4784", ("-----begin ",), ("-----begin ",)),
+    "url-credentials": ("f284bdad", ("://",), ()),
+    "url-token-user": ("ef921c04", ("://",), ()),
+    "slack-webhook": ("7b115895", ("hooks.slack.com/services", "hooks.slack.com/triggers",
+        "hooks.slack.com/workflows"), ("hooks.slack.com/services", "hooks.slack.com/triggers",
+        "hooks.slack.com/workflows")),
+    "teams-webhook": ("e603f645", ("webhook.office.com/webhookb2/",), ("webhook.office.com/webhookb2/",)),
+    "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",)),
+    "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia")),
+    "twilio-auth-token-after-sid": ("4374e4f6", ("ac",), ("ac",)),
+    "aws-access-key-id": ("44232805", ("abia", "acca", "akia", "asia"), ("abia", "acca", "akia", "asia")),
+    "github-token": ("e8902e07", ("gh",), ("gh",)),
+    "github-fine-grained-token": ("376284c5", ("github_pat_",), ("github_pat_",)),
+    "gitlab-token": ("308eead3", ("glagent", "glcbt", "glcd", "gldt", "glffct", "glft", "glimt", "gloas", "glpat",
+        "glptt", "glrt", "glsoat"), ("glagent", "glcbt", "glcd", "gldt", "glffct", "glft", "glimt", "gloas", "glpat",
+        "glptt", "glrt", "glsoat")),
+    "gitlab-runner-token": ("761c1515", ("gr1348941",), ("gr1348941",)),
+    "slack-token": ("88bef38f", ("xox",), ("xox",)),
+    "slack-app-token": ("5ea3fa06", ("xapp-",), ("xapp-",)),
+    "stripe-key": ("c1a7427d", ("_live", "_prod", "_test"), ("rk", "sk")),
+    "stripe-webhook-secret": ("d90769c1", ("whsec_",), ("whsec_",)),
+    "anthropic-key": ("6c2ff553", ("sk-ant-",), ("sk-ant-",)),
+    "openai-key": ("4091994e", ("sk-",), ("sk-",)),
+    "google-api-key": ("644bb7e7", ("aiza",), ("aiza",)),
+    "google-oauth": ("6e772952", ("1//0", "gocspx-", "ya29."), ("1//0", "gocspx-", "ya29.")),
+    'google-private-key-id': ('4e9db1e9', ('"private_key_id"',), ('"private_key_id"',)),
+    "hugging-face-token": ("2eb8b7c7", ("api_org_", "hf_"), ("api_org_", "hf_")),
+    "npm-token": ("4f26d74c", ("npm_",), ("npm_",)),
+    "pypi-token": ("e9e94746", ("pypi-ag",), ("pypi-ag",)),
+    "sendgrid-key": ("46148bc6", ("sg.",), ("sg.",)),
+    "twilio-key-and-secret": ("68dcb912", ("sk",), ("sk",)),
+    "twilio-api-key": ("d969ee1f", ("sk",), ("sk",)),
+    "sonar-token": ("544b32cd", ("sq",), ("sq",)),
+    "mailgun-key": ("bc70b435", ("-", "key-"), ()),
+    "azure-account-key-shape": ("a95601c8", ("==",), ()),
+    "shopify-token": ("4aa6badf", ("shpat", "shpca", "shppa", "shpss", "shpua"), ("shpat", "shpca", "shppa", "shpss",
+        "shpua")),
+    "digitalocean-token": ("64f3136a", ("_v1_",), ("do",)),
+    "databricks-token": ("87f49439", ("dapi",), ("dapi",)),
+    "azure-storage-key": ("331d1f02", ("accountkey", "sharedaccesskey", "sharedsecret"), ("accountkey",
+        "sharedaccesskey", "sharedsecret")),
+    "azure-sas-signature": ("629e9327", ("sig=",), ("sig=",)),
+    "telegram-bot-token": ("e3c4acb1", (":",), ()),
+    "discord-bot-token": ("35a1247e", (".",), ()),
+    "jwt": ("faca2c05", (".eyj",), ("eyj",)),
+    "other-provider-token": ("d6324855", ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-",
+        "pmak-", "sntrys_"), ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-", "pmak-",
+        "sntrys_")),
+    "more-provider-tokens": ("358d095d", (".atlasv1.", "a3-", "aaaa", "access-development", "access-production",
+        "access-sandbox", "aio_", "akcp", "akid", "amzn1.oa2-cs.v1.", "api", "aqvn", "atbb", "bkua_", "ccipat_",
+        "cfpat-", "clojars_", "dckr_pat_", "dg9roj", "dp.audit", "dp.ct", "dp.sa", "dp.scim", "dp.st", "dt0c01.",
+        "duffel_live", "duffel_test", "eaa", "eaaa", "ez", "figd_", "fio-u-", "flwseck", "fo1_", "glc_", "gsk_",
+        "hrku-", "hv", "ico-", "lsv2_pt", "lsv2_sk", "ltai", "mfa.", "napi_", "nfp_", "nraa-", "nrii-", "nrjs-",
+        "ntn_", "ops_eyj", "oy2", "pat", "pat-eu", "pat-na", "pcsk_", "pnu_", "pplx-", "pscale_oauth", "pscale_pw",
+        "pscale_tkn", "pul-", "q~", "r8_", "rdme_", "re_", "rnd_", "rubygems_", "sb_secret_", "sbp_", "scw", "sdk",
+        "secret_", "sgp_", "shippo_live", "shippo_test", "sk.eyj", "sl.", "sntryu_", "sq0atp", "sq0csp", "tfp_",
+        "tk-us-", "tskey-api", "tskey-auth", "tskey-client", "tskey-scim", "tskey-webhook", "v1.0-", "xai-",
+        "xkeysib-", "y0_"), ()),
+    "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",)),
+    "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), ()),
+    "seed-phrase": ("490a6ddd", ("backup", "bip", "mnemonic", "phrase de r", "recovery", "recupera", "recuperaci",
+        "secret", "seed", "semilla", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"), ("backup",
+        "bip", "frase ", "mnemonic", "phrase de r", "recovery", "secret", "seed", "wiederherstellungsphrase",
+        "мнемоническ", "ニーモニック", "助记词", "복구 구문")),
+    "byte-array-key": ("fb92c920", ("[",), ()),
+    "hex-private-key": ("5b347d57", ("deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
+        ("deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet")),
+    "base64-user-password": ("b3d31a6b", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
+        "credential", "creds", "ident")),
+    "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), ()),
+    "authorization-header": ("3d70873d", ("authorization",), ()),
+    "scheme-and-token-arguments": ("2715707f", ("basic", "bearer", "token"), ()),
+    "bearer-token": ("6dfafddc", ("earer",), ()),
+    "mysql-password": ("125401db", ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport",
+        "mysqlsh"), ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport", "mysqlsh")),
+    "sqlcmd-password": ("61682b0e", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
+        "sqlcmd")),
+    "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",)),
+    "user-password-flag": ("b4bb3d08", ("-",), ()),
+    "sshpass": ("fd183a56", ("sshpass",), ("sshpass",)),
+    "login-password": ("c43447a2", ("login",), ("az", "buildah", "cf", "crane", "docker", "helm", "nerdctl", "oc",
+        "podman", "regctl", "skopeo")),
+    "auth-tuple": ("020d66ce", ("auth",), ("auth",)),
+    "dsn-password": ("8d07fd41", ("@tcp", "@udp", "@unix"), ()),
+    "pgpass-line": ("75cb491d", (":",), ()),
+    "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",)),
+    "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",)),
+    "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",)),
+    "piped-secret": ("0f8ccbf4", ("echo", "printf"), ("echo", "printf")),
+    "secret-file-write": ("d44ea8da", ("echo", "printf"), ("echo", "printf")),
+    "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), ()),
+    "openssl-pass": ("a94aee91", ("-pass",), ("-pass",)),
+    "redis-cli-password": ("4db6fd48", ("redis-cli",), ("redis-cli",)),
+    "gh-secret-body": ("70e96687", ("secret",), ("gh",)),
+    "powershell-secure-string": ("dc0cf1dd", ("convertto-securestring",), ("convertto-securestring",)),
+    "netrc-password": ("9192685f", ("password",), ("machine",)),
+    "net-user-password": ("2f34f48a", ("user",), ("net",)),
+    "net-use-password": ("ebdbd4e5", ("net",), ("net",)),
+    "net-use-user-password": ("56abdf0a", ("net",), ("net",)),
+    "windows-password-switch": ("937ca794", ("/p",), ("/p",)),
+    "schtasks-password": ("ae424767", ("schtasks",), ("schtasks",)),
+    "mysqladmin-password": ("093647c9", ("mysqladmin",), ("mysqladmin",)),
+    "batch-password-file": ("52c57f15", ("htpasswd", "mosquitto_passwd"), ("htpasswd", "mosquitto_passwd")),
+    "broker-user-password": ("f47ae092", ("rabbitmqctl",), ("rabbitmqctl",)),
+    "xmpp-user-password": ("ee7c97a8", ("ejabberdctl", "prosodyctl"), ("ejabberdctl", "prosodyctl")),
+    "mqtt-admin-password": ("82640355", ("admins", "users"), ("emqx",)),
+    "admin-password-reset": ("bcf49dd2", ("reset-admin-password", "set-initial-password"), ("grafana", "neo4j-admin")),
+    "dscl-password": ("32da068d", ("-passwd",), ("dscl",)),
+    "dscl-new-password": ("5e719f81", ("-passwd",), ("dscl",)),
+    "ldap-new-password": ("871cdd8a", ("ldappasswd",), ("ldappasswd",)),
+    "password-hash-tool": ("a17ef675", ("mkpasswd", "openssl"), ("mkpasswd", "openssl")),
+    "wifi-passphrase": ("ec0916ac", ("iwconfig", "nmcli", "wpa_passphrase"), ("iwconfig", "nmcli", "wpa_passphrase")),
+    "oracle-user-password": ("52aca0dc", ("conn", "dgmgrl", "expdp", "impdp", "rman", "sqlldr", "sqlplus"), ()),
+    "archive-password": ("648e456a", ("7z", "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ("7z",
+        "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak")),
+    "ssh-keygen-old-passphrase": ("87d4955c", ("ssh-keygen",), ("ssh-keygen",)),
+    "ssh-keygen-passphrase": ("8f87ee76", ("ssh-keygen",), ("ssh-keygen",)),
+    "keychain-password": ("3fb6054d", ("security",), ("security",)),
+    "app-server-user-password": ("3cc913ba", ("add-user.bat", "add-user.sh", "auth", "create-user", "digest",
+        "tomcat-digest"), ("add-user.bat", "add-user.sh", "cf", "digest", "tomcat-digest")),
+    "object-store-secret-key": ("e7a744c4", ("alias", "config"), ("mc",)),
+    "joined-user-password": ("eaf48f2e", ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget",
+        "smbmap"), ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget", "smbmap")),
+    "snmp-community": ("3e78734a", ("snmp",), ("snmp",)),
+    "snmp-community-config": ("fed08ac4", ("community",), ()),
+    "snmp-auth-passphrase": ("268dfe34", ("snmp",), ("snmp",)),
+    "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",)),
+    "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
+        "codecovcli", "doctl", "ngrok", "snyk", "vault")),
+    "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",)),
+    "spaced-assignment": ("99dbc355", ("configure", "env", "set", "setenv", "setx"), ()),
+    "powershell-env-item": ("509a5d57", ("-item",), ("new", "set")),
+    "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets")),
+    "config-set-secret": ("10d39743", ("--secret",), ("config",)),
+    "sonar-login": ("284813d6", ("-dsonar.login", "-dsonar.password", "-dsonar.token"), ("-dsonar.login",
+        "-dsonar.password", "-dsonar.token")),
+    "tuple-pair": ("b1629b9a", (",",), ()),
+    "client-auth-call": ("484fa8de", ("authenticate", "basic_auth", "basicauth", "http_auth", "httpbasicauth",
+        "httpdigestauth", "login", "set_credentials"), ("authenticate", "basic_auth", "basicauth", "http_auth",
+        "httpbasicauth", "httpdigestauth", "login", "set_credentials")),
+    "bearer-auth-call": ("18352b63", (".bearer_auth(",), (".bearer_auth(",)),
+    "pdo-password": ("40fe72ec", ("pdo(",), ("new",)),
+    "sigil-assignment": ("865d0d23", ("$",), ()),
+    "terraform-variable-default": ("56c2addb", ("variable",), ("variable",)),
+    "sql-identified-by": ("41391b82", ("identified",), ("identified",)),
+    "sql-password-clause": ("11220432", ("password",), ("role", "user")),
+    "jdbc-oracle-password": ("1c263514", ("jdbc:oracle:",), ("jdbc:oracle:",)),
+    "isql-password": ("c5480380", ("isql",), ("isql",)),
+    "redis-auth": ("3676e914", ("auth",), ()),
+    "redis-config-password": ("b03ce4c9", ("masterauth", "requirepass"), ()),
+    "redis-acl-password": ("205a40f0", ("setuser", "user"), ()),
+    'quoted-user-password-line': ('f4a1180e', ('"',), ()),
+    "host-user-password-line": ("928dfeff", (".", "["), ()),
+    "jaas-user-password": ("a647cbb8", ("user_",), ("user_",)),
+    'terraform-random-password': ('2941fd8f', ('"random_password"',), ('"type"',)),
+    "chpasswd-list": ("a99c0b3a", ("chpasswd:",), ("chpasswd:",)),
+    "user-then-password-flags": ("62339cac", ("-u",), ("-u",)),
+    "secret-pair": ("b8c1db16", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
+        "secret_access_key", "secret_key", "token"), ()),
+    'nested-json-value': ('2370d3b9', ('"value"',), ()),
+    "name-value-pair": ("ac73a7e8", ("value",), ()),
+    "call-with-name-and-value": ("eaca055d", ("(",), ()),
+    "call-wrapped-value": ("1013f237", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk",
+        "pwd", "secret", "session", "token"), ()),
+    "docker-config-auth": ("2d66407d", ("docker",), ()),
+    "base64-private-key": ("2ab598c8", ("ls0tls1crudjti",), ("ls0tls1crudjti",)),
+    "name-in-parentheses": ("8fbd6875", ("(",), ()),
+    "xml-element": ("53501ec1", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk", "pwd",
+        "secret", "session", "token"), ()),
+    "key-value-attributes": ("17e31e22", ("value",), ()),
+    "typed-assignment": ("2fe54612", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk",
+        "pwd", "secret", "session", "token"), ()),
+    "secret-flag": ("f774f567", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk", "pwd",
+        "secret", "session", "token"), ()),
+    "config-line-value": ("d4f5cb6f", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk",
+        "pwd", "secret", "session", "token"), ()),
+    "secret-assignment": ("7e22886f", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk",
+        "pwd", "secret", "session", "token"), ()),
+    "prose-password": ("80e8d73e", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
+        "pwd")),
+    "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token")),
+    "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login")),
+    "prose-named-secret": ("ecd51c82", (), ()),
+    "aws-secret-access-key": ("69a32431", ("secret",), ("secret",)),
+    "context-credential-word": ("eefd0180", ("access", "account", "adgangskode", "admin", "anahtar", "api", "apiキー",
+        "app", "auth", "avain", "bearer", "belirte", "chave", "cheie", "chiave", "cl", "clave", "client", "contrase",
+        "credential", "creds", "deploy", "encryption", "geheimnis", "has", "hesla", "heslo", "jelsz", "jeton",
+        "kata sandi", "kennwort", "key", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "losenord",
+        "lösenord", "master", "mat khau", "mdp", "mot de passe", "mật khẩu", "nyckel", "parol", "parola", "pass",
+        "passcode", "passord", "passphrase", "passwd", "password", "passwort", "pin", "private", "psk", "pw", "pwd",
+        "recovery", "root", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
+        "service", "session", "sifre", "signing", "sleutel", "token", "tokens", "unseal", "wachtwoord", "zugangsdaten",
+        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "كلمة", "कुंजी", "टोकन",
+        "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵",
+        "秘钥", "金鑰", "비밀", "비밀번호", "암호", "액세스", "토큰"), ("access", "account", "adgangskode", "admin", "anahtar", "api",
+        "apiキー", "app", "auth", "avain", "bearer", "belirte", "chave", "cheie", "chiave", "cl", "clave", "client",
+        "contrase", "credential", "creds", "deploy", "encryption", "geheimnis", "has", "hesla", "heslo", "jelsz",
+        "jeton", "kata sandi", "kennwort", "key", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave",
+        "losenord", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mật khẩu", "nyckel", "parol", "parola",
+        "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort", "pin", "private", "psk", "pw",
+        "pwd", "recovery", "root", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
+        "service", "session", "sifre", "signing", "sleutel", "token", "tokens", "unseal", "wachtwoord", "zugangsdaten",
+        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "كلمة", "कुंजी", "टोकन",
+        "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵",
+        "秘钥", "金鑰", "비밀", "비밀번호", "암호", "액세스", "토큰")),
+    "context-login-command": ("3ebf13b8", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
+        "set", "sign"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log", "set", "sign")),
+    "context-client-call": ("98adeeec", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
+        "authenticate", "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect", "connection",
+        "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode", "encrypt",
+        "fernet", "getconnection", "hmac", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "sdk",
+        "session", "setapikey", "setauth", "setcredential", "setpassword", "settoken", "sign", "signer", "signwith",
+        "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "api", "auth", "authenticate",
+        "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect", "connection", "createcipheriv",
+        "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode", "encrypt", "fernet",
+        "getconnection", "hmac", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "sdk", "session",
+        "setapikey", "setauth", "setcredential", "setpassword", "settoken", "sign", "signer", "signwith",
+        "withcredential", "withtoken")),
+    "context-credential-class": ("a7c79c3f", ("auth", "credential", "key", "password", "secret", "signer", "token"),
+        ()),
+    "context-cookie": ("c9e26e74", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
+        "set-cookie")),
+    "context-url-parameter": ("4d015a44", ("=",), ()),
+    "context-command-output": ("20e8cbce", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+        ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
+        ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
+        "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler", "echo", "env",
+        "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
+        "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519",
+        "id_rsa", "inject", "inspect", "item", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl",
+        "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw", "printenv", "private", "pwd", "pwgen", "read",
+        "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage", "terraform", "token", "vault",
+        "vercel", "wallet"), ()),
+    "context-credential-table": ("1397423d", ("\n",), ()),
+    "context-split-literal": ("f3687314", (), ()),
+    "context-wrapped-line": ("28fe229a", ("\n",), ()),
+    "context-quoted-block": ("b45c0d0e", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private",
+        "psk", "pwd", "secret", "session", "token"), ()),
+    "context-yaml-block": ("446c7615", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk",
+        "pwd", "secret", "session", "token"), ()),
+}
 
 
 # ════════════════════════════════════════════════════════════════════════════
