@@ -2620,13 +2620,12 @@ def _compiled_rule(index: int) -> tuple:
 
 def _compiled_rules() -> tuple:
     """(rule, compiled pattern) for every rule, all compiled now: for the server's warm-up and the
-    tests. Beside them, in `words`, what each rule's matches need and start with, and in `heads`,
-    the start of a pattern that _matches_near_words looks for near secret-ish words."""
+    tests. Beside them, in `heads`, the start of a pattern that _matches_near_words looks for near
+    secret-ish words."""
     cached = getattr(_compiled_rules, "cache", None)
     if cached is None:
         table = _rule_table()
         compiled = [_compiled_rule(index) for index in range(len(table))]
-        _compiled_rules.words = tuple((needs, starts) for _, needs, starts in table)
         _compiled_rules.heads = tuple(head for _, head in compiled)
         _compiled_rules.cache = cached = tuple((rule, pattern) for (rule, _, _), (pattern, _) in zip(table, compiled))
     return cached
