@@ -1097,7 +1097,7 @@ def rule_words_entries() -> list:
         needs, starts = cc._rule_words(re.compile(rule.pattern))
         words = [repr(cc._pattern_fingerprint(rule.pattern))] + [
             "(" + ", ".join(map(repr, group)) + ("," if len(group) == 1 else "") + ")" for group in (needs, starts)]
-        line, pieces = f"    {rule.name!r}: (", []
+        line = f"    {rule.name!r}: ("
         for piece in ", ".join(words).split(", "):
             if len(line) + len(piece) + 2 > 120 and line.strip():
                 lines.append(line.rstrip())
