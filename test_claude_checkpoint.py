@@ -1095,10 +1095,14 @@ def rule_words_entries() -> list:
     lines = []
     for rule in cc.redaction_rules():
         needs, starts = cc._rule_words(re.compile(rule.pattern))
-        words = [repr(cc._pattern_fingerprint(rule.pattern))] + [
-            "(" + ", ".join(map(repr, group)) + ("," if len(group) == 1 else "") + ")" for group in (needs, starts)]
+        pieces = [repr(cc._pattern_fingerprint(rule.pattern))]
+        for group in (needs, starts):  # a tuple's items, the brackets on its first and last
+            items = [repr(word) for word in group] or [""]
+            items[0] = "(" + items[0]
+            items[-1] += ("," if len(group) == 1 else "") + ")"
+            pieces += items
         line = f"    {rule.name!r}: ("
-        for piece in ", ".join(words).split(", "):
+        for piece in pieces:
             if len(line) + len(piece) + 2 > 120 and line.strip():
                 lines.append(line.rstrip())
                 line = " " * 8
