@@ -4173,7 +4173,8 @@ def render_pushed(outcome: Any, pull_command: str, resume_command: str) -> str:
     if outcome.deleted:
         lines.append(f"  deleted {len(outcome.deleted)} older session(s) of this writer ({SESSIONS_KEEP} are kept)")
     lines += [f"  could not delete {ref}" for ref in outcome.kept_refs]
-    lines.append(f"On the other machine: {pull_command} && {resume_command} {outcome.session} --yes")
+    where = "at the top of its clone" if outcome.prefix else "in the project"
+    lines.append(f"On the other machine, {where}: {pull_command} && {resume_command} {outcome.session} --yes")
     return "\n".join(lines) + "\n"
 
 
@@ -6302,6 +6303,7 @@ class PushOutcome:
     deleted: list  # [ref] of this writer's sessions past the newest SESSIONS_KEEP
     already: bool = False
     kept_refs: list = field(default_factory=list)  # [ref] the remote would not delete
+    prefix: str = ""  # the root's place in the repository: the other machine names it with --root
 
     def to_json(self) -> dict:
         return {"remote": self.remote, "id": self.session, "ref": self.ref, "writer": self.writer,
@@ -6397,7 +6399,7 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
     if mine and sessions.tree_of(mine[0][1]) == built.tree:
         newest = mine[0][1]
         return PushOutcome(sessions.remote, newest[:SHORT_SHA], mine[0][0], writer, newest, built.files, held_back,
-                           [], already=True)
+                           [], already=True, prefix=sessions.prefix)
     state = sessions.scan.state
     facts = {"kind": SnapshotKind.SESSION.value, "createdAt": world.now_iso(), "branch": state.branch if state else None,
              "head": sessions.head, "files": built.files, "goal": checkpoint.goal, "root": sessions.prefix,
@@ -6407,7 +6409,7 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
     ref = session_ref(sessions.key, writer, int(now * 1000), commit)
     deleted, kept = sessions.push_refs([(commit, ref)], sessions_to_delete(mine, SESSIONS_KEEP))
     return PushOutcome(sessions.remote, commit[:SHORT_SHA], ref, writer, commit, built.files, held_back, deleted,
-                       kept_refs=kept)
+                       kept_refs=kept, prefix=sessions.prefix)
 
 
 class SecretScan:
@@ -8865,7 +8867,9 @@ def cli_push(args: Any, world: World) -> int:
     root = cli_root(args, world)
     outcome = push_session(root, world, args.remote)
     remote = [outcome.remote] if args.remote or outcome.remote != "origin" else []
-    there = (None, world)  # the other machine's project folder is where its commands run
+    # The other machine's commands run in its project; a subfolder root is named from its clone's top,
+    # as its own clone has no checkpoint there to find it by.
+    there = (outcome.prefix.rstrip("/") or None, world)
     _print_result(args, outcome.to_json(), lambda: render_pushed(
         outcome, command_line(*there, "pull", *remote), command_line(*there, "resume")))
     return EXIT_OK
