@@ -6513,13 +6513,25 @@ def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, 
     except OSError as error:
         raise RestoreStopped(done.current, f"{error.strerror or error}; the checkpoint was not replaced",
                              done.deleted, done.written, outcome.safety.id if outcome.safety else None, []) from None
-    resumed = replace(checkpoint, snapshot=SnapshotRef(session.id, session.snapshot.commit))
+    resumed = replace(checkpoint, snapshot=SnapshotRef(session.id, session.snapshot.commit),
+                      modified_files=_as_carried(sessions, session, checkpoint.modified_files))
     if checkpoint.git is not None and not outcome.head_here:  # its files now sit on the commit they were carried on
         parent = sessions.parent_of(session.snapshot.commit)
         resumed = replace(resumed, git=replace(checkpoint.git, head=parent) if parent else None)
     write_checkpoint(root, encode_checkpoint(resumed), stored.raw)
     outcome.checkpoint_path = os.path.join(root, CHECKPOINT_NAME)
     outcome.backup_path = os.path.join(root, BACKUP_NAME) if stored.raw is not None else None
+
+
+def _as_carried(sessions: SessionStore, session: Session, files: list) -> list:
+    """The recorded files, those the other machine held back recorded as the session holds them
+    (the parent's content, or absent): drift is measured against the session, never news about
+    files it did not carry."""
+    held = {s.path for s in session.snapshot.skipped} & {f.path for f in files}
+    if not held:
+        return files
+    carried = sessions.blobs_at(session.snapshot.commit, sorted(held))
+    return [replace(f, hash=carried.get(f.path)) if f.path in held else f for f in files]
 
 
 def decode_session_checkpoint(session: Session, data: bytes) -> Checkpoint:

@@ -4756,6 +4756,22 @@ class TestSessionsEndToEnd(unittest.TestCase):
         self.assertEqual(read(os.path.join(b.repo, "config", "local.py")), b"B's own settings\n")
         self.assertEqual(read(os.path.join(b.repo, "README.md")), b"# from A\n")
 
+    def test_after_a_resume_the_paths_held_back_are_not_drift_as_the_session_never_carried_them(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        a.write(".env", "A_ONLY=1\n")
+        a.write("config/local.py", f'TOKEN = "{fake_secret("ghp_", 36)}"\n')
+        a.write("README.md", "# from A\n")
+        save_goal(self, a, "held back, then shown")
+        self.assertEqual({h["path"] for h in push(self, a)["heldBack"]}, {".env", "config/local.py"})
+        pull(self, b)
+        resume(self, b, "--yes")
+        drift = ok_json(self, cli(b, "show", "--json"))["drift"]
+        self.assertEqual((drift["changedSince"], drift["newSince"], drift.get("deletedSince")), ([], [], None))
+        self.assertNotIn("local.py", text(ok(self, cli(b, "show"))).split("## Goal")[0])
+        b.write("config/local.py", "B writes it later\n")  # against the session, this one is news now
+        self.assertEqual(ok_json(self, cli(b, "show", "--json"))["drift"]["changedSince"], ["config/local.py"])
+
     def test_a_refused_resume_changes_nothing_the_checkpoint_included(self):
         clones = Clones(self)
         a, b = clones.a, clones.b
