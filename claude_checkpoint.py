@@ -4163,7 +4163,8 @@ def render_restore_stopped(stopped: Any, restore_command: Callable[[str], str]) 
 
 def render_pushed(outcome: Any, pull_command: str, resume_command: str) -> str:
     if outcome.already:
-        lines = [f"Already pushed: session {outcome.session} on {outcome.remote} holds these files and this checkpoint."]
+        lines = [f"Already pushed: session {outcome.session} on {outcome.remote} (writer {outcome.writer}) holds these "
+                 "files and this checkpoint."]
     else:
         lines = [f"Pushed session {outcome.session} to {outcome.remote} (writer {outcome.writer}): "
                  f"{outcome.files} file(s) differ from what the remote already holds."]

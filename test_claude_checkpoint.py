@@ -4844,6 +4844,9 @@ class TestSessionsEndToEnd(unittest.TestCase):
         again = push(self, clones.a)
         self.assertTrue(again["alreadyPushed"])
         self.assertEqual((again["id"], again["ref"]), (first["id"], first["ref"]))
+        said = text(ok(self, cli(clones.a, "push")))
+        self.assertIn("already pushed", said.lower())
+        self.assertIn(f"(writer {first['writer']})", said)  # push always says which writer this clone is
         self.assertEqual(len(clones.remote_refs()), 1)
 
     def test_a_writer_keeps_its_newest_20_sessions_and_never_touches_another_writers(self):
