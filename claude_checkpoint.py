@@ -5155,10 +5155,11 @@ class SessionStore(SnapshotStore):
         found = self.git.output("merge-base", self.head, *tips, ok_codes=(0, 1))
         return (found or b"").decode("ascii").split()
 
-    def session_tree(self, snapshot_tree: str, parent: Optional[str], checkpoint: bytes,
+    def session_tree(self, snapshot_tree: str, parent: Optional[str], checkpoint: Callable[[dict], bytes],
                      scan_for_secrets: Callable[[str, bytes], Optional[str]]) -> SessionTree:
         """The parent's tree with the root's files as the snapshot holds them, except those held back
-        (left at the parent's state), and the checkpoint as <root>/.claude-checkpoint."""
+        (left at the parent's state), and the checkpoint as <root>/.claude-checkpoint: its bytes made
+        by `checkpoint` from {held-back path: the parent's (mode, id), or None}."""
         base = self._output("rev-parse", f"{parent}^{{tree}}").decode("ascii").strip() if parent else EMPTY_TREE
         changes = self._changes(base, snapshot_tree)
         travelling = [c for c in changes if c[2] is not None and c[2][0] in ("100644", "100755", "120000")]
@@ -5176,8 +5177,8 @@ class SessionStore(SnapshotStore):
             reason = held_back_reason(path, 0, secret, scanned)
             if reason is not None:
                 held[path] = (old, reason)
-        updates = {path: old for path, (old, _) in held.items()}
-        updates[SESSION_CHECKPOINT] = ("100644", self._hash_bytes(checkpoint, write=True))
+        kept = {path: old for path, (old, _) in held.items()}
+        updates = {**kept, SESSION_CHECKPOINT: ("100644", self._hash_bytes(checkpoint(kept), write=True))}
         root_tree = self.edit_tree(self._subtree(snapshot_tree), updates)
         tree = self.edit_tree(base, {self.prefix.rstrip("/"): (TREE_MODE, root_tree)}) if self.prefix else root_tree
         return SessionTree(tree, len(changes) - len(held),
@@ -6394,7 +6395,12 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
     heads, mine = sessions.advertised(writer)
     parent = sessions.parent_for(sorted(set(heads.values())))
     scan = SecretScan(sessions.scanned_path, world.known_secrets)
-    built = sessions.session_tree(made.snapshot.tree, parent, encode_checkpoint(checkpoint), scan)
+    skipped = {s.path: None for s in made.skipped}  # not in the snapshot, so in no session
+
+    def carried(held: dict) -> bytes:
+        return encode_checkpoint(recorded_as_carried(checkpoint, {**skipped, **held}))
+
+    built = sessions.session_tree(made.snapshot.tree, parent, carried, scan)
     scan.remember()
     held_back = made.skipped + built.held_back
     if mine and sessions.tree_of(mine[0][1]) == built.tree:
@@ -6411,6 +6417,15 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
     deleted, kept = sessions.push_refs([(commit, ref)], sessions_to_delete(mine, SESSIONS_KEEP))
     return PushOutcome(sessions.remote, commit[:SHORT_SHA], ref, writer, commit, built.files, held_back, deleted,
                        kept_refs=kept, prefix=sessions.prefix)
+
+
+def recorded_as_carried(checkpoint: Checkpoint, held: dict) -> Checkpoint:
+    """The checkpoint as a session carries it: each file held back recorded as the session holds it
+    ({path: (mode, id) or None}), so not even the blob id of its content leaves the machine."""
+    if not any(f.path in held for f in checkpoint.modified_files):
+        return checkpoint
+    return replace(checkpoint, modified_files=[replace(f, hash=held[f.path][1] if held[f.path] else None)
+                                               if f.path in held else f for f in checkpoint.modified_files])
 
 
 class SecretScan:
@@ -6514,8 +6529,8 @@ def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, 
     except OSError as error:
         raise RestoreStopped(done.current, f"{error.strerror or error}; the checkpoint was not replaced",
                              done.deleted, done.written, outcome.safety.id if outcome.safety else None, []) from None
-    resumed = replace(checkpoint, snapshot=SnapshotRef(session.id, session.snapshot.commit),
-                      modified_files=_as_carried(sessions, session, checkpoint.modified_files))
+    resumed = replace(_as_carried(sessions, session, checkpoint),
+                      snapshot=SnapshotRef(session.id, session.snapshot.commit))
     if checkpoint.git is not None and not outcome.head_here:  # its files now sit on the commit they were carried on
         parent = sessions.parent_of(session.snapshot.commit)
         resumed = replace(resumed, git=replace(checkpoint.git, head=parent) if parent else None)
@@ -6524,15 +6539,15 @@ def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, 
     outcome.backup_path = os.path.join(root, BACKUP_NAME) if stored.raw is not None else None
 
 
-def _as_carried(sessions: SessionStore, session: Session, files: list) -> list:
-    """The recorded files, those the other machine held back recorded as the session holds them
-    (the parent's content, or absent): drift is measured against the session, never news about
-    files it did not carry."""
-    held = {s.path for s in session.snapshot.skipped} & {f.path for f in files}
+def _as_carried(sessions: SessionStore, session: Session, checkpoint: Checkpoint) -> Checkpoint:
+    """The checkpoint with the files the other machine held back recorded as the session holds them
+    (a push records them so; one made otherwise may not): drift is measured against the session,
+    never news about files it did not carry."""
+    held = {s.path for s in session.snapshot.skipped} & {f.path for f in checkpoint.modified_files}
     if not held:
-        return files
+        return checkpoint
     carried = sessions.blobs_at(session.snapshot.commit, sorted(held))
-    return [replace(f, hash=carried.get(f.path)) if f.path in held else f for f in files]
+    return recorded_as_carried(checkpoint, {path: ("", carried[path]) if path in carried else None for path in held})
 
 
 def decode_session_checkpoint(session: Session, data: bytes) -> Checkpoint:

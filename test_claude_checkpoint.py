@@ -4756,6 +4756,25 @@ class TestSessionsEndToEnd(unittest.TestCase):
         self.assertEqual(read(os.path.join(b.repo, "config", "local.py")), b"B's own settings\n")
         self.assertEqual(read(os.path.join(b.repo, "README.md")), b"# from A\n")
 
+    def test_not_even_the_hash_of_a_held_back_file_travels(self):
+        clones = Clones(self)
+        a = clones.a
+        weak = b"DB_PASSWORD=hunter2\n"  # its blob id would let anyone confirm a guessed password offline
+        a.write(".env", weak)
+        a.write("config/local.py", f'TOKEN = "{fake_secret("ghp_", 36)}"\n'.encode())
+        a.write("README.md", "# from A\n")
+        save_goal(self, a, "hashes stay home")
+        recorded = files_by_path(a.checkpoint())
+        self.assertEqual(recorded[".env"]["hash"], blob_sha(weak))  # the local checkpoint records it
+        pushed = push(self, a)
+        self.assertEqual({h["path"] for h in pushed["heldBack"]}, {".env", "config/local.py"})
+        objects = clones.remote_objects()
+        for path in (".env", "config/local.py"):
+            self.assertNotIn(recorded[path]["hash"].encode(), objects, path)
+        carried = files_by_path(json.loads(clones.remote_git("show", pushed["commit"] + ":.claude-checkpoint")))
+        self.assertEqual((carried[".env"].get("hash"), carried["config/local.py"].get("hash")), (None, None))
+        self.assertEqual(carried["README.md"]["hash"], blob_sha(b"# from A\n"))
+
     def test_after_a_resume_the_paths_held_back_are_not_drift_as_the_session_never_carried_them(self):
         clones = Clones(self)
         a, b = clones.a, clones.b
