@@ -5283,8 +5283,10 @@ class SessionStore(SnapshotStore):
         ref is a RemoteError carrying the remote's reason."""
         leases = [f"--force-with-lease={ref}:{oid}" for ref, oid in doomed]
         specs = [f"{commit}:{ref}" for commit, ref in new] + [f":{ref}" for ref, _ in doomed]
+        # A remote added with --mirror=push would refuse refspecs, or mirror every ref without them.
+        mirror = (f"remote.{self.remote}.mirror=false",) if "=" not in self.remote else ()
         result = self._network_run("push", "--no-verify", "--porcelain", "--no-signed", "--no-follow-tags",
-                                   "--no-recurse-submodules", *leases, "--", self.remote, *specs)
+                                   "--no-recurse-submodules", *leases, "--", self.remote, *specs, config=mirror)
         outcome = {}
         for line in result.stdout.decode("utf-8", "surrogateescape").splitlines():
             parts = line.split("\t")

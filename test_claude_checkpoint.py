@@ -5005,6 +5005,20 @@ class TestSessionsFaults(unittest.TestCase):
         self.assert_untouched(a, before)
         self.assertEqual(clones.remote_refs(), {})
 
+    def test_a_remote_configured_as_a_mirror_gets_only_our_refs_never_a_mirror_push(self):
+        clones = Clones(self)
+        a = clones.a
+        a.git("remote", "add", "--mirror=push", "backup", clones.remote)  # sets remote.backup.mirror=true
+        a.git("branch", "-q", "local-only")
+        a.write("a.txt", "work\n")
+        save_goal(self, a, "to a mirror remote")
+        heads = clones.remote_git("for-each-ref", "refs/heads", "refs/tags")
+        pushed = push(self, a, "backup")
+        self.assertEqual(clones.remote_refs(), {pushed["ref"]: pushed["commit"]})
+        self.assertEqual(clones.remote_git("for-each-ref", "refs/heads", "refs/tags"), heads)
+        self.assertEqual(ok_json(self, cli(a, "forget", "--remote", "backup", "--json"))["deleted"], [pushed["ref"]])
+        self.assertEqual(clones.remote_refs(), {})
+
     def test_client_side_hooks_never_run(self):
         clones = Clones(self)
         a, b = clones.a, clones.b
