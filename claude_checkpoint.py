@@ -8899,7 +8899,8 @@ def cli_push(args: Any, world: World) -> int:
     remote = [outcome.remote] if args.remote or outcome.remote != "origin" else []
     # The other machine's commands run in its project; a subfolder root is named from its clone's top,
     # as its own clone has no checkpoint there to find it by.
-    there = (outcome.prefix.rstrip("/") or None, world)
+    folder = outcome.prefix.rstrip("/")
+    there = ((f"./{folder}" if folder.startswith("-") else folder) or None, world)  # `--root -x` reads as an option
     _print_result(args, outcome.to_json(), lambda: render_pushed(
         outcome, command_line(*there, "pull", *remote), command_line(*there, "resume")))
     return EXIT_OK

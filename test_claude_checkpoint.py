@@ -4932,19 +4932,22 @@ class TestSessionsEndToEnd(unittest.TestCase):
         self.assertEqual(read(os.path.join(b.repo, "api", "main.py")), b"print(1)\n")
 
     def test_the_commands_push_prints_for_a_subfolder_root_work_as_printed_on_the_other_machine(self):
-        clones = Clones(self, {"web/index.html": "<p>hi</p>\n"})
-        a, b = clones.a, clones.b
-        web = os.path.join(a.repo, "web")
-        a.write("web/index.html", "<p>from A</p>\n")
-        ok(self, cli(a, "save", "--goal", "web only", root=web))
-        said = text(ok(self, cli(a, "push", root=web)))
-        found = re.search(r"On the other machine, at the top of its clone: (.+) && (.+)\n", said)
-        self.assertIsNotNone(found, said)
-        for command in found.groups():  # B has no checkpoint in web/ yet: only --root can name that root
-            ok(self, subprocess.run(shlex.split(command), cwd=b.repo, env=b.env, capture_output=True, timeout=TIMEOUT))
-        self.assertEqual(read(os.path.join(b.repo, "web", "index.html")), b"<p>from A</p>\n")
-        self.assertEqual(json.loads(read(os.path.join(b.repo, "web", ".claude-checkpoint")))["goal"]["primary"],
-                         "web only")
+        for folder in ("web", "-web"):  # a folder named like an option is still a folder
+            with self.subTest(folder=folder):
+                clones = Clones(self, {f"{folder}/index.html": "<p>hi</p>\n"})
+                a, b = clones.a, clones.b
+                web = os.path.join(a.repo, folder)
+                a.write(f"{folder}/index.html", "<p>from A</p>\n")
+                ok(self, cli(a, "save", "--goal", "web only", root=web))
+                said = text(ok(self, cli(a, "push", root=web)))
+                found = re.search(r"On the other machine, at the top of its clone: (.+) && (.+)\n", said)
+                self.assertIsNotNone(found, said)
+                for command in found.groups():  # B has no checkpoint in the folder: only --root names that root
+                    ok(self, subprocess.run(shlex.split(command), cwd=b.repo, env=b.env, capture_output=True,
+                                            timeout=TIMEOUT))
+                self.assertEqual(read(os.path.join(b.repo, folder, "index.html")), b"<p>from A</p>\n")
+                self.assertEqual(json.loads(read(os.path.join(b.repo, folder, ".claude-checkpoint")))["goal"]["primary"],
+                                 "web only")
 
 
 class TestSessionsFaults(unittest.TestCase):
