@@ -4229,12 +4229,12 @@ def head_advice(snap: Snapshot, here: Optional[GitState], head_here: bool) -> li
                      "`git fetch` first; commits never pushed travel only as the files they changed.")
         return lines
     if snap.branch and (here is None or snap.branch != here.branch):
-        match = f"git switch {snap.branch}"
+        match = ("git", "switch", snap.branch)
     elif snap.branch:
-        match = f"git merge --ff-only {snap.head[:SHORT_SHA]}"
+        match = ("git", "merge", "--ff-only", snap.head[:SHORT_SHA])
     else:
-        match = f"git switch --detach {snap.head[:SHORT_SHA]}"
-    lines.append(f"To match it, before resuming: `{match}`.")
+        match = ("git", "switch", "--detach", snap.head[:SHORT_SHA])
+    lines.append(f"To match it, before resuming: `{shell_line(match)}`.")  # names another machine wrote: quoted
     return lines
 
 

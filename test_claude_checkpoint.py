@@ -5022,6 +5022,24 @@ class TestSessionsFaults(unittest.TestCase):
         self.assertEqual(ok_json(self, cli(a, "forget", "--remote", "backup", "--json"))["deleted"], [pushed["ref"]])
         self.assertEqual(clones.remote_refs(), {})
 
+    def test_the_git_commands_resume_advises_are_quoted_whatever_a_hostile_session_claims(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        save_goal(self, a, "honest")
+        pushed = push(self, a)
+        message = clones.remote_git("cat-file", "commit", pushed["commit"]).split("\n\n", 1)[1]
+        claimed = message.replace('"branch": "main"', '"branch": "main; touch pwned"')
+        self.assertNotEqual(claimed, message)
+        forged = subprocess.run(["git", "commit-tree", pushed["commit"] + "^{tree}", "-p", pushed["commit"] + "^"],
+                                cwd=clones.remote, env=a.env, input=claimed.encode(), capture_output=True,
+                                timeout=TIMEOUT, check=True).stdout.decode().strip()
+        clones.remote_git("update-ref", f"{SHARED}top/mallory/{1_900_000_000_000:013d}-{forged[:9]}", forged)
+        pull(self, b)
+        said = text(ok(self, cli(b, "resume", forged[:9])))
+        advised = re.search(r"before resuming: `([^`]+)`", said)
+        self.assertIsNotNone(advised, said)
+        self.assertEqual(shlex.split(advised.group(1)), ["git", "switch", "main; touch pwned"])
+
     def test_client_side_hooks_never_run(self):
         clones = Clones(self)
         a, b = clones.a, clones.b
