@@ -5140,7 +5140,7 @@ class SessionStore(SnapshotStore):
     # ── Building a session ──
     def parent_for(self, tips: list) -> Optional[str]:
         """The newest commit of HEAD's history that the remote has: the best common ancestor of
-        HEAD and the remote's branches that are here (git cannot walk those that are not)."""
+        HEAD and the remote's branches and sessions that are here (git cannot walk those that are not)."""
         if self.head is None or not tips:
             return None
         request = "".join(f"{tip}\n" for tip in tips).encode()
@@ -5263,19 +5263,20 @@ class SessionStore(SnapshotStore):
 
     # ── The network ──
     def advertised(self, writer: str) -> tuple:
-        """({branch ref: commit}, [(ref, commit)] of this writer's sessions newest first) on the remote."""
-        mine_base = f"{SHARED_REFS}{self.key}/"
-        out = self._network("ls-remote", "--refs", "--", self.remote, "refs/heads/*", f"{mine_base}{writer}/*")
-        heads, mine = {}, []
+        """({ref: commit} of the remote's branches and this root's sessions, [(ref, commit)] of this
+        writer's sessions newest first). A session here shows what the remote holds even when its
+        branches moved on to commits not fetched yet: the session's parent is there."""
+        base = f"{SHARED_REFS}{self.key}/"
+        out = self._network("ls-remote", "--refs", "--", self.remote, "refs/heads/*", f"{base}*")
+        tips, mine = {}, []
         for line in out.decode("utf-8", "surrogateescape").splitlines():
             oid, _, ref = line.partition("\t")
-            if ref.startswith("refs/heads/"):
-                heads[ref] = oid
-            else:
-                named = parse_session_ref(ref, mine_base)
-                if named is not None and named[0] == writer:
-                    mine.append((named[1], ref, oid))
-        return heads, [(ref, oid) for _, ref, oid in sorted(mine, reverse=True)]
+            named = parse_session_ref(ref, base)
+            if ref.startswith("refs/heads/") or named is not None:
+                tips[ref] = oid
+            if named is not None and named[0] == writer:
+                mine.append((named[1], ref, oid))
+        return tips, [(ref, oid) for _, ref, oid in sorted(mine, reverse=True)]
 
     def push_refs(self, new: list, doomed: list) -> tuple:
         """Create each (commit, ref) of `new` and delete each (ref, oid) of `doomed` only while it still
@@ -6394,8 +6395,8 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
         writer = sessions.writer(create=True)
         made = _work_tree_now(sessions, world, stored.checkpoint.goal)
     checkpoint = Redactor(world.known_secrets).checkpoint(replace(stored.checkpoint, hooks=HookState()))
-    heads, mine = sessions.advertised(writer)
-    parent = sessions.parent_for(sorted(set(heads.values())))
+    tips, mine = sessions.advertised(writer)
+    parent = sessions.parent_for(sorted(set(tips.values())))
     scan = SecretScan(sessions.scanned_path, world.known_secrets)
     skipped = {s.path: None for s in made.skipped}  # not in the snapshot, so in no session
 

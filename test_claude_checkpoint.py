@@ -4694,6 +4694,22 @@ class TestSessionsEndToEnd(unittest.TestCase):
         drift = ok_json(self, cli(b, "show", "--full"))["drift"]  # measured on the commit the files sit on
         self.assertEqual((drift["changedSince"], drift["newSince"], drift.get("headUnreachable")), ([], [], None))
 
+    def test_the_parent_is_what_the_remote_has_even_when_its_branch_moved_on_unfetched(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        base = a.head()
+        a.write("README.md", "# demo\nfirst push\n")
+        save_goal(self, a, "before B's commit")
+        push(self, a)
+        b.write("src/app.py", "print('B moved main on')\n")
+        b.git("commit", "-qam", "B's commit")
+        b.git("push", "-q", "origin", "main")  # A has not fetched it: the remote's main is unknown here
+        a.write("README.md", "# demo\nsecond push\n")
+        save_goal(self, a, "after B's commit")
+        pushed = push(self, a)
+        self.assertEqual(parents(a, pushed["commit"]), [base])  # A's own earlier session shows the remote has it
+        self.assertEqual(pushed["files"], 1)
+
     @slow
     def test_the_parent_is_found_among_hundreds_of_remote_branches(self):
         clones = Clones(self)
