@@ -4161,6 +4161,12 @@ def render_restore_stopped(stopped: Any, restore_command: Callable[[str], str]) 
 
 # Sessions on a remote: what `push`, `pull` and `resume` print (SPEC section 13).
 
+def _printable(text: str) -> str:
+    """Another machine's words as the terminal may show them: each control character (an escape
+    sequence could clear the screen or retitle the window) becomes `?`."""
+    return text if text.isprintable() else "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
+
+
 def render_pushed(outcome: Any, pull_command: str, resume_command: str) -> str:
     if outcome.already:
         lines = [f"Already pushed: session {outcome.session} on {outcome.remote} (writer {outcome.writer}) holds these "
@@ -4188,22 +4194,23 @@ def render_sessions(remote: str, sessions: list, now: float) -> str:
         made = parse_timestamp(snap.created_at)
         age = human_age(now - made) if made else "?"
         writer = session.writer + (" (this clone)" if session.mine else "")
-        where = snap.branch or (f"detached {snap.head[:7]}" if snap.head else "no commit yet")
-        rows.append(f"{snap.id}  {age:>12}  {writer}  {where}  {snap.files} file(s)  {_clip(snap.goal, 80)}")
+        where = _printable(snap.branch or (f"detached {snap.head[:7]}" if snap.head else "no commit yet"))
+        goal = _clip(_printable(snap.goal), 80)
+        rows.append(f"{snap.id}  {age:>12}  {writer}  {where}  {snap.files} file(s)  {goal}")
     return "\n".join(rows) + "\n"
 
 
 def render_resume(outcome: Any, restore_command: str, resume_command: str, mv_command: str) -> str:
     plan, snap = outcome.plan, outcome.session.snapshot
-    title = f"session {snap.id} of {outcome.session.writer} ({_clip(outcome.goal, 60)})"
+    title = f"session {snap.id} of {outcome.session.writer} ({_clip(_printable(outcome.goal), 60)})"
     if outcome.dry_run:
         lines = [f"Resuming {title} would make its checkpoint this project's and:"]
     else:
         lines = [f"Resumed {title}: {len(plan.write)} written, {len(plan.delete)} deleted."]
     if outcome.dry_run or len(plan.write) + len(plan.delete) <= BRIEF_SHOW["drift"]:
         lines += [f"  write   {c.path}" for c in plan.write] + [f"  delete  {p}" for p in plan.delete]
-    lines += [f"  skip    {s.path} ({s.reason})" for s in plan.skipped]
-    lines += head_advice(snap, outcome.head, outcome.head_here)
+    lines += [f"  skip    {s.path} ({_printable(s.reason)})" for s in plan.skipped]
+    lines += [_printable(line) for line in head_advice(snap, outcome.head, outcome.head_here)]
     if outcome.dry_run:
         lines.append(f"Nothing was changed (a dry run). To do it: {resume_command} {snap.id} --yes")
         return "\n".join(lines) + "\n"

@@ -5056,6 +5056,16 @@ class TestSessionsFaults(unittest.TestCase):
         self.assertIsNotNone(advised, said)
         self.assertEqual(shlex.split(advised.group(1)), ["git", "switch", "main; touch pwned"])
 
+    def test_another_machines_words_reach_the_terminal_without_control_characters(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        save_goal(self, a, "evil \x1b[2J\x1b]0;owned\x07 goal")  # clears the screen, retitles the terminal
+        push(self, a)
+        said = text(ok(self, cli(b, "pull"))) + text(ok(self, cli(b, "resume")))
+        self.assertNotIn("\x1b", said)
+        self.assertNotIn("\x07", said)
+        self.assertIn("evil ?[2J?]0;owned? goal", said)
+
     def test_client_side_hooks_never_run(self):
         clones = Clones(self)
         a, b = clones.a, clones.b
