@@ -6357,7 +6357,10 @@ def choose_remote(git: Git, branch: Optional[str], wanted: Optional[str], cwd: s
     branch's remote, then origin. A folder given as a relative path is made absolute."""
     config = list_remotes(git)
     names = {key[len("remote."):-len(".url")] for key in config if key.startswith("remote.") and key.endswith(".url")}
-    if wanted:
+    if wanted is not None:
+        if not wanted.strip():  # an unset shell variable, most likely: never read as "the default"
+            raise RemoteError("The remote given is empty: name one (`git remote -v` lists them), a URL or a folder, "
+                              "or leave it out for the branch's push remote, else origin.")
         if wanted in names:
             return wanted
         if os.path.isdir(os.path.join(cwd, wanted)):

@@ -4993,6 +4993,18 @@ class TestSessionsFaults(unittest.TestCase):
         self.assertIn("git remote add origin", failed(self, cli(a, "pull"), 1))
         self.assert_untouched(a, before)
 
+    def test_an_empty_remote_name_is_refused_never_read_as_the_default(self):
+        clones = Clones(self)
+        a = clones.a
+        save_goal(self, a, "kept")
+        pushed = push(self, a)
+        a.write("a.txt", "more\n")
+        before = self.snapshot_of(a)
+        for command in (("forget", "--remote", ""), ("push", ""), ("pull", "")):  # as `"$REMOTE"` gives when unset
+            self.assertIn("empty", failed(self, cli(a, *command), 1))
+        self.assertEqual(clones.remote_refs(), {pushed["ref"]: pushed["commit"]})
+        self.assert_untouched(a, before)
+
     def test_nothing_pulled_an_unknown_id_and_an_unknown_writer(self):
         clones = Clones(self)
         b = clones.b
