@@ -6544,9 +6544,11 @@ def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, 
                              done.deleted, done.written, outcome.safety.id if outcome.safety else None, []) from None
     resumed = replace(_as_carried(sessions, session, checkpoint),
                       snapshot=SnapshotRef(session.id, session.snapshot.commit))
-    if checkpoint.git is not None and not outcome.head_here:  # its files now sit on the commit they were carried on
-        parent = sessions.parent_of(session.snapshot.commit)
-        resumed = replace(resumed, git=replace(checkpoint.git, head=parent) if parent else None)
+    if checkpoint.git is not None and not outcome.head_here:
+        # Its files now sit on the commit they were carried on; with none (a remote that holds none of
+        # the history), on this clone's HEAD, where they were restored: drift is measured from there.
+        base = sessions.parent_of(session.snapshot.commit) or (outcome.head.head if outcome.head else None)
+        resumed = replace(resumed, git=replace(checkpoint.git, head=base) if base else None)
     write_checkpoint(root, encode_checkpoint(resumed), stored.raw)
     outcome.checkpoint_path = os.path.join(root, CHECKPOINT_NAME)
     outcome.backup_path = os.path.join(root, BACKUP_NAME) if stored.raw is not None else None

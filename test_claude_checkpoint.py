@@ -4710,6 +4710,26 @@ class TestSessionsEndToEnd(unittest.TestCase):
         self.assertEqual(parents(a, pushed["commit"]), [base])  # A's own earlier session shows the remote has it
         self.assertEqual(pushed["files"], 1)
 
+    def test_drift_after_resuming_from_a_private_remote_that_holds_none_of_the_history(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        private = os.path.join(temp_dir(self, "cc-private-"), "sessions.git")
+        git(a.home, "init", "-q", "--bare", private, env=a.env)
+        a.write("src/app.py", "print('committed, never pushed')\n")
+        a.git("commit", "-qam", "local only")
+        a.write("README.md", "# demo\nuncommitted\n")
+        save_goal(self, a, "through a private remote")
+        pushed = push(self, a, private)
+        self.assertEqual(parents(a, pushed["commit"]), [])  # the private remote holds no history at all
+        pull(self, b, private)
+        resume(self, b, "--yes")
+        self.assertEqual(ok_json(self, cli(b, "show", "--json"))["drift"]["changedSince"], [])
+        b.write("README.md", "# demo\nchanged on B after the resume\n")
+        b.write("notes.txt", "new on B\n")
+        drift = ok_json(self, cli(b, "show", "--json"))["drift"]
+        self.assertEqual((drift["changedSince"], drift["newSince"], drift.get("headUnreachable")),
+                         (["README.md"], ["notes.txt"], None))
+
     @slow
     def test_the_parent_is_found_among_hundreds_of_remote_branches(self):
         clones = Clones(self)
