@@ -3622,8 +3622,13 @@ def new_writer_id(host: str, random_hex: str) -> str:
 
 
 def remote_component(remote: str) -> str:
-    """Where a remote's pulled sessions are kept: its name, or a digest of a URL."""
-    return remote if is_ref_component(remote) else "url-" + sha1(remote.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    """Where a remote's pulled sessions are kept: its name when git takes it as one ref name
+    component (`backup.box` too), else a digest of it (a URL, a folder)."""
+    import re
+    one = re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}", remote) and ".." not in remote
+    if one and not remote.endswith((".", ".lock")):
+        return remote
+    return "url-" + sha1(remote.encode("utf-8", "surrogateescape")).hexdigest()[:12]
 
 
 def session_ref(key: str, writer: str, stamp_ms: int, commit: str) -> str:

@@ -4939,6 +4939,16 @@ class TestSessionsEndToEnd(unittest.TestCase):
         self.assertEqual(cli(a, "forget", "--remote", "origin").returncode, 3)
         self.assertEqual(cli(a, "forget", "--remote", "origin", "--all").returncode, 2)
 
+    def test_pulled_sessions_are_kept_under_the_remotes_own_name(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        save_goal(self, a, "named")
+        push(self, a)
+        b.git("remote", "add", "backup.box", clones.remote)  # a dot is fine in one ref name component
+        self.assertTrue(pull(self, b, "backup.box")[0]["ref"].startswith(PULLED + "backup.box/top/"))
+        url = pull(self, b, clones.remote)[0]["ref"]  # a URL or a folder is not one component: a digest of it
+        self.assertRegex(url, "^" + re.escape(PULLED) + r"url-[0-9a-f]{12}/top/")
+
     def test_pull_removes_what_the_remote_no_longer_has(self):
         clones = Clones(self)
         save_goal(self, clones.a, "gone soon")
