@@ -4215,7 +4215,7 @@ def render_resume(outcome: Any, restore_command: str, resume_command: str, mv_co
     if outcome.dry_run or len(plan.write) + len(plan.delete) <= BRIEF_SHOW["drift"]:
         lines += [f"  write   {c.path}" for c in plan.write] + [f"  delete  {p}" for p in plan.delete]
     lines += [f"  skip    {s.path} ({_printable(s.reason)})" for s in plan.skipped]
-    lines += [_printable(line) for line in head_advice(snap, outcome.head, outcome.head_here)]
+    lines += [_printable(line) for line in head_advice(snap, outcome.head, outcome.head_here, outcome.fast_forward)]
     if outcome.dry_run:
         lines.append(f"Nothing was changed (a dry run). To do it: {resume_command} {snap.id} --yes")
         return "\n".join(lines) + "\n"
@@ -4227,9 +4227,9 @@ def render_resume(outcome: Any, restore_command: str, resume_command: str, mv_co
     return "\n".join(lines) + "\n"
 
 
-def head_advice(snap: Snapshot, here: Optional[GitState], head_here: bool) -> list:
-    """What differs between the session's HEAD and this clone's, with the git commands that match it.
-    Resume itself never moves HEAD, a branch or the index."""
+def head_advice(snap: Snapshot, here: Optional[GitState], head_here: bool, fast_forward: bool = True) -> list:
+    """What differs between the session's HEAD and this clone's, with the git commands that match it
+    (a fast-forward only when it reaches it). Resume itself never moves HEAD, a branch or the index."""
     if snap.head is None or (here is not None and (here.head, here.branch) == (snap.head, snap.branch)):
         return []
     mine = (f"branch {here.branch}" if here.branch else "a detached HEAD") + f" at {here.head[:9]}" if here else "no commit"
@@ -4242,7 +4242,7 @@ def head_advice(snap: Snapshot, here: Optional[GitState], head_here: bool) -> li
         return lines
     if snap.branch and (here is None or snap.branch != here.branch):
         match = ("git", "switch", snap.branch)
-    elif snap.branch:
+    elif snap.branch and fast_forward:
         match = ("git", "merge", "--ff-only", snap.head[:SHORT_SHA])
     else:
         match = ("git", "switch", "--detach", snap.head[:SHORT_SHA])
@@ -6336,6 +6336,7 @@ class ResumeOutcome:
     goal: str
     head: Optional[GitState]  # this clone's HEAD, for the advice when the session's differs
     head_here: bool  # the session's HEAD commit is in this clone
+    fast_forward: bool = True  # this clone's HEAD is an ancestor of the session's: a fast-forward reaches it
     safety: Optional[Snapshot] = None
     checkpoint_path: Optional[str] = None  # written (None in a dry run)
     backup_path: Optional[str] = None  # where the checkpoint it replaced went
@@ -6517,8 +6518,11 @@ def resume_session(root: str, world: World, wanted: Optional[str], writer: Optio
                                       SnapshotSettings.from_env(world.env).max_bytes, write=apply)
         leave = {s.path: f"not in the session ({s.reason})" for s in session.snapshot.skipped}
         plan = plan_restore_to(sessions, session.snapshot, current, [], leave)
-        outcome = ResumeOutcome(session, plan, not apply, checkpoint.goal, sessions.scan.state,
-                                sessions.has_commit(session.snapshot.head))
+        here, theirs = sessions.scan.state, session.snapshot.head
+        head_here = sessions.has_commit(theirs)
+        fast_forward = head_here and here is not None and bool(here.head) and (
+            sessions.git.commits_since(here.head, theirs) is not None)
+        outcome = ResumeOutcome(session, plan, not apply, checkpoint.goal, here, head_here, fast_forward)
         if apply:
             _apply_resume(sessions, world, outcome, checkpoint, snapshots, current)
     return outcome

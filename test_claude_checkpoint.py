@@ -4939,6 +4939,22 @@ class TestSessionsEndToEnd(unittest.TestCase):
         self.assertEqual(cli(a, "forget", "--remote", "origin").returncode, 3)
         self.assertEqual(cli(a, "forget", "--remote", "origin", "--all").returncode, 2)
 
+    def test_the_command_resume_advises_matches_the_sessions_head_when_this_clone_is_ahead(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        save_goal(self, a, "on the first commit")
+        theirs = push(self, a)
+        b.write("src/app.py", "print('B went on')\n")
+        b.git("commit", "-qam", "B is ahead")
+        pull(self, b)
+        said = text(ok(self, cli(b, "resume", theirs["id"])))
+        advised = re.search(r"before resuming: `([^`]+)`", said)
+        self.assertIsNotNone(advised, said)
+        self.assertNotIn("--ff-only", advised.group(1))  # a fast-forward cannot go back: it would do nothing
+        subprocess.run(shlex.split(advised.group(1)), cwd=b.repo, env=b.env, capture_output=True, timeout=TIMEOUT,
+                       check=True)
+        self.assertEqual(b.head(), a.head())
+
     def test_pulled_sessions_are_kept_under_the_remotes_own_name(self):
         clones = Clones(self)
         a, b = clones.a, clones.b
