@@ -6516,7 +6516,7 @@ def resume_session(root: str, world: World, wanted: Optional[str], writer: Optio
         snapshots = sessions.list()
         current = build_snapshot_tree(sessions, snapshots[0] if snapshots else None,
                                       SnapshotSettings.from_env(world.env).max_bytes, write=apply)
-        leave = {s.path: f"not in the session ({s.reason})" for s in session.snapshot.skipped}
+        leave = {s.path: f"held back by the other machine: {s.reason}" for s in session.snapshot.skipped}
         plan = plan_restore_to(sessions, session.snapshot, current, [], leave)
         here, theirs = sessions.scan.state, session.snapshot.head
         head_here = sessions.has_commit(theirs)

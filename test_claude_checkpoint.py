@@ -4788,6 +4788,7 @@ class TestSessionsEndToEnd(unittest.TestCase):
         pull(self, b)
         done = resume(self, b, "--yes")
         self.assertEqual({s["path"] for s in done["skipped"]}, {"config/local.py"})  # B's .env: skipped by B's own snapshot
+        self.assertEqual(done["skipped"][0]["reason"], "held back by the other machine: holds a secret (github-token)")
         self.assertEqual(read(os.path.join(b.repo, ".env")), b"B_OWN=1\n")
         self.assertEqual(read(os.path.join(b.repo, "config", "local.py")), b"B's own settings\n")
         self.assertEqual(read(os.path.join(b.repo, "README.md")), b"# from A\n")
