@@ -4213,8 +4213,9 @@ def render_resume(outcome: Any, restore_command: str, resume_command: str, mv_co
     else:
         lines = [f"Resumed {title}: {len(plan.write)} written, {len(plan.delete)} deleted."]
     if outcome.dry_run or len(plan.write) + len(plan.delete) <= BRIEF_SHOW["drift"]:
-        lines += [f"  write   {c.path}" for c in plan.write] + [f"  delete  {p}" for p in plan.delete]
-    lines += [f"  skip    {s.path} ({_printable(s.reason)})" for s in plan.skipped]
+        lines += [f"  write   {_printable(c.path)}" for c in plan.write]
+        lines += [f"  delete  {_printable(p)}" for p in plan.delete]
+    lines += [f"  skip    {_printable(s.path)} ({_printable(s.reason)})" for s in plan.skipped]
     lines += [_printable(line) for line in head_advice(snap, outcome.head, outcome.head_here, outcome.fast_forward)]
     if outcome.dry_run:
         lines.append(f"Nothing was changed (a dry run). To do it: {resume_command} {snap.id} --yes")

@@ -5119,11 +5119,14 @@ class TestSessionsFaults(unittest.TestCase):
         clones = Clones(self)
         a, b = clones.a, clones.b
         save_goal(self, a, "evil \x1b[2J\x1b]0;owned\x07 goal")  # clears the screen, retitles the terminal
+        a.write("named\x1b[2J.txt", "a file name is another machine's word too\n")
         push(self, a)
         said = text(ok(self, cli(b, "pull"))) + text(ok(self, cli(b, "resume")))
         self.assertNotIn("\x1b", said)
         self.assertNotIn("\x07", said)
         self.assertIn("evil ?[2J?]0;owned? goal", said)
+        self.assertIn("write   named?[2J.txt", said)
+        self.assertIn("named\x1b[2J.txt", resume(self, b)["write"])  # JSON keeps the name exactly
 
     def test_client_side_hooks_never_run(self):
         clones = Clones(self)
