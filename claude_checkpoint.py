@@ -4165,8 +4165,13 @@ def new_writer_id(host: str, random_hex: str) -> str:
 
 
 def remote_component(remote: str) -> str:
-    """Where a remote's pulled sessions are kept: its name, or a digest of a URL."""
-    return remote if is_ref_component(remote) else "url-" + sha1(remote.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    """Where a remote's pulled sessions are kept: its name when git takes it as one ref name
+    component (`backup.box` too), else a digest of it (a URL, a folder)."""
+    import re
+    one = re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}", remote) and ".." not in remote
+    if one and not remote.endswith((".", ".lock")):
+        return remote
+    return "url-" + sha1(remote.encode("utf-8", "surrogateescape")).hexdigest()[:12]
 
 
 def session_ref(key: str, writer: str, stamp_ms: int, commit: str) -> str:
@@ -4704,9 +4709,16 @@ def render_restore_stopped(stopped: Any, restore_command: Callable[[str], str]) 
 
 # Sessions on a remote: what `push`, `pull` and `resume` print (SPEC section 13).
 
+def _printable(text: str) -> str:
+    """Another machine's words as the terminal may show them: each control character (an escape
+    sequence could clear the screen or retitle the window) becomes `?`."""
+    return text if text.isprintable() else "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
+
+
 def render_pushed(outcome: Any, pull_command: str, resume_command: str) -> str:
     if outcome.already:
-        lines = [f"Already pushed: session {outcome.session} on {outcome.remote} holds these files and this checkpoint."]
+        lines = [f"Already pushed: session {outcome.session} on {outcome.remote} (writer {outcome.writer}) holds these "
+                 "files and this checkpoint."]
     else:
         lines = [f"Pushed session {outcome.session} to {outcome.remote} (writer {outcome.writer}): "
                  f"{outcome.files} file(s) differ from what the remote already holds."]
@@ -4716,7 +4728,8 @@ def render_pushed(outcome: Any, pull_command: str, resume_command: str) -> str:
     if outcome.deleted:
         lines.append(f"  deleted {len(outcome.deleted)} older session(s) of this writer ({SESSIONS_KEEP} are kept)")
     lines += [f"  could not delete {ref}" for ref in outcome.kept_refs]
-    lines.append(f"On the other machine: {pull_command} && {resume_command} {outcome.session} --yes")
+    where = "at the top of its clone" if outcome.prefix else "in the project"
+    lines.append(f"On the other machine, {where}: {pull_command} && {resume_command} {outcome.session} --yes")
     return "\n".join(lines) + "\n"
 
 
@@ -4729,22 +4742,24 @@ def render_sessions(remote: str, sessions: list, now: float) -> str:
         made = parse_timestamp(snap.created_at)
         age = human_age(now - made) if made else "?"
         writer = session.writer + (" (this clone)" if session.mine else "")
-        where = snap.branch or (f"detached {snap.head[:7]}" if snap.head else "no commit yet")
-        rows.append(f"{snap.id}  {age:>12}  {writer}  {where}  {snap.files} file(s)  {_clip(snap.goal, 80)}")
+        where = _printable(snap.branch or (f"detached {snap.head[:7]}" if snap.head else "no commit yet"))
+        goal = _clip(_printable(snap.goal), 80)
+        rows.append(f"{snap.id}  {age:>12}  {writer}  {where}  {snap.files} file(s)  {goal}")
     return "\n".join(rows) + "\n"
 
 
 def render_resume(outcome: Any, restore_command: str, resume_command: str, mv_command: str) -> str:
     plan, snap = outcome.plan, outcome.session.snapshot
-    title = f"session {snap.id} of {outcome.session.writer} ({_clip(outcome.goal, 60)})"
+    title = f"session {snap.id} of {outcome.session.writer} ({_clip(_printable(outcome.goal), 60)})"
     if outcome.dry_run:
         lines = [f"Resuming {title} would make its checkpoint this project's and:"]
     else:
         lines = [f"Resumed {title}: {len(plan.write)} written, {len(plan.delete)} deleted."]
     if outcome.dry_run or len(plan.write) + len(plan.delete) <= BRIEF_SHOW["drift"]:
-        lines += [f"  write   {c.path}" for c in plan.write] + [f"  delete  {p}" for p in plan.delete]
-    lines += [f"  skip    {s.path} ({s.reason})" for s in plan.skipped]
-    lines += head_advice(snap, outcome.head, outcome.head_here)
+        lines += [f"  write   {_printable(c.path)}" for c in plan.write]
+        lines += [f"  delete  {_printable(p)}" for p in plan.delete]
+    lines += [f"  skip    {_printable(s.path)} ({_printable(s.reason)})" for s in plan.skipped]
+    lines += [_printable(line) for line in head_advice(snap, outcome.head, outcome.head_here, outcome.fast_forward)]
     if outcome.dry_run:
         lines.append(f"Nothing was changed (a dry run). To do it: {resume_command} {snap.id} --yes")
         return "\n".join(lines) + "\n"
@@ -4756,9 +4771,9 @@ def render_resume(outcome: Any, restore_command: str, resume_command: str, mv_co
     return "\n".join(lines) + "\n"
 
 
-def head_advice(snap: Snapshot, here: Optional[GitState], head_here: bool) -> list:
-    """What differs between the session's HEAD and this clone's, with the git commands that match it.
-    Resume itself never moves HEAD, a branch or the index."""
+def head_advice(snap: Snapshot, here: Optional[GitState], head_here: bool, fast_forward: bool = True) -> list:
+    """What differs between the session's HEAD and this clone's, with the git commands that match it
+    (a fast-forward only when it reaches it). Resume itself never moves HEAD, a branch or the index."""
     if snap.head is None or (here is not None and (here.head, here.branch) == (snap.head, snap.branch)):
         return []
     mine = (f"branch {here.branch}" if here.branch else "a detached HEAD") + f" at {here.head[:9]}" if here else "no commit"
@@ -4770,12 +4785,12 @@ def head_advice(snap: Snapshot, here: Optional[GitState], head_here: bool) -> li
                      "`git fetch` first; commits never pushed travel only as the files they changed.")
         return lines
     if snap.branch and (here is None or snap.branch != here.branch):
-        match = f"git switch {snap.branch}"
-    elif snap.branch:
-        match = f"git merge --ff-only {snap.head[:SHORT_SHA]}"
+        match = ("git", "switch", snap.branch)
+    elif snap.branch and fast_forward:
+        match = ("git", "merge", "--ff-only", snap.head[:SHORT_SHA])
     else:
-        match = f"git switch --detach {snap.head[:SHORT_SHA]}"
-    lines.append(f"To match it, before resuming: `{match}`.")
+        match = ("git", "switch", "--detach", snap.head[:SHORT_SHA])
+    lines.append(f"To match it, before resuming: `{shell_line(match)}`.")  # names another machine wrote: quoted
     return lines
 
 
@@ -5681,7 +5696,7 @@ class SessionStore(SnapshotStore):
     # ── Building a session ──
     def parent_for(self, tips: list) -> Optional[str]:
         """The newest commit of HEAD's history that the remote has: the best common ancestor of
-        HEAD and the remote's branches that are here (git cannot walk those that are not)."""
+        HEAD and the remote's branches and sessions that are here (git cannot walk those that are not)."""
         if self.head is None or not tips:
             return None
         request = "".join(f"{tip}\n" for tip in tips).encode()
@@ -5696,10 +5711,11 @@ class SessionStore(SnapshotStore):
         found = self.git.output("merge-base", self.head, *tips, ok_codes=(0, 1))
         return (found or b"").decode("ascii").split()
 
-    def session_tree(self, snapshot_tree: str, parent: Optional[str], checkpoint: bytes,
+    def session_tree(self, snapshot_tree: str, parent: Optional[str], checkpoint: Callable[[dict], bytes],
                      scan_for_secrets: Callable[[str, bytes], Optional[str]]) -> SessionTree:
         """The parent's tree with the root's files as the snapshot holds them, except those held back
-        (left at the parent's state), and the checkpoint as <root>/.claude-checkpoint."""
+        (left at the parent's state), and the checkpoint as <root>/.claude-checkpoint: its bytes made
+        by `checkpoint` from {held-back path: the parent's (mode, id), or None}."""
         base = self._output("rev-parse", f"{parent}^{{tree}}").decode("ascii").strip() if parent else EMPTY_TREE
         changes = self._changes(base, snapshot_tree)
         travelling = [c for c in changes if c[2] is not None and c[2][0] in ("100644", "100755", "120000")]
@@ -5717,8 +5733,8 @@ class SessionStore(SnapshotStore):
             reason = held_back_reason(path, 0, secret, scanned)
             if reason is not None:
                 held[path] = (old, reason)
-        updates = {path: old for path, (old, _) in held.items()}
-        updates[SESSION_CHECKPOINT] = ("100644", self._hash_bytes(checkpoint, write=True))
+        kept = {path: old for path, (old, _) in held.items()}
+        updates = {**kept, SESSION_CHECKPOINT: ("100644", self._hash_bytes(checkpoint(kept), write=True))}
         root_tree = self.edit_tree(self._subtree(snapshot_tree), updates)
         tree = self.edit_tree(base, {self.prefix.rstrip("/"): (TREE_MODE, root_tree)}) if self.prefix else root_tree
         return SessionTree(tree, len(changes) - len(held),
@@ -5803,19 +5819,20 @@ class SessionStore(SnapshotStore):
 
     # ── The network ──
     def advertised(self, writer: str) -> tuple:
-        """({branch ref: commit}, [(ref, commit)] of this writer's sessions newest first) on the remote."""
-        mine_base = f"{SHARED_REFS}{self.key}/"
-        out = self._network("ls-remote", "--refs", "--", self.remote, "refs/heads/*", f"{mine_base}{writer}/*")
-        heads, mine = {}, []
+        """({ref: commit} of the remote's branches and this root's sessions, [(ref, commit)] of this
+        writer's sessions newest first). A session here shows what the remote holds even when its
+        branches moved on to commits not fetched yet: the session's parent is there."""
+        base = f"{SHARED_REFS}{self.key}/"
+        out = self._network("ls-remote", "--refs", "--", self.remote, "refs/heads/*", f"{base}*")
+        tips, mine = {}, []
         for line in out.decode("utf-8", "surrogateescape").splitlines():
             oid, _, ref = line.partition("\t")
-            if ref.startswith("refs/heads/"):
-                heads[ref] = oid
-            else:
-                named = parse_session_ref(ref, mine_base)
-                if named is not None and named[0] == writer:
-                    mine.append((named[1], ref, oid))
-        return heads, [(ref, oid) for _, ref, oid in sorted(mine, reverse=True)]
+            named = parse_session_ref(ref, base)
+            if ref.startswith("refs/heads/") or named is not None:
+                tips[ref] = oid
+            if named is not None and named[0] == writer:
+                mine.append((named[1], ref, oid))
+        return tips, [(ref, oid) for _, ref, oid in sorted(mine, reverse=True)]
 
     def push_refs(self, new: list, doomed: list) -> tuple:
         """Create each (commit, ref) of `new` and delete each (ref, oid) of `doomed` only while it still
@@ -5823,8 +5840,10 @@ class SessionStore(SnapshotStore):
         ref is a RemoteError carrying the remote's reason."""
         leases = [f"--force-with-lease={ref}:{oid}" for ref, oid in doomed]
         specs = [f"{commit}:{ref}" for commit, ref in new] + [f":{ref}" for ref, _ in doomed]
+        # A remote added with --mirror=push would refuse refspecs, or mirror every ref without them.
+        mirror = (f"remote.{self.remote}.mirror=false",) if "=" not in self.remote else ()
         result = self._network_run("push", "--no-verify", "--porcelain", "--no-signed", "--no-follow-tags",
-                                   "--no-recurse-submodules", *leases, "--", self.remote, *specs)
+                                   "--no-recurse-submodules", *leases, "--", self.remote, *specs, config=mirror)
         outcome = {}
         for line in result.stdout.decode("utf-8", "surrogateescape").splitlines():
             parts = line.split("\t")
@@ -6845,6 +6864,7 @@ class PushOutcome:
     deleted: list  # [ref] of this writer's sessions past the newest SESSIONS_KEEP
     already: bool = False
     kept_refs: list = field(default_factory=list)  # [ref] the remote would not delete
+    prefix: str = ""  # the root's place in the repository: the other machine names it with --root
 
     def to_json(self) -> dict:
         return {"remote": self.remote, "id": self.session, "ref": self.ref, "writer": self.writer,
@@ -6860,6 +6880,7 @@ class ResumeOutcome:
     goal: str
     head: Optional[GitState]  # this clone's HEAD, for the advice when the session's differs
     head_here: bool  # the session's HEAD commit is in this clone
+    fast_forward: bool = True  # this clone's HEAD is an ancestor of the session's: a fast-forward reaches it
     safety: Optional[Snapshot] = None
     checkpoint_path: Optional[str] = None  # written (None in a dry run)
     backup_path: Optional[str] = None  # where the checkpoint it replaced went
@@ -6886,7 +6907,10 @@ def choose_remote(git: Git, branch: Optional[str], wanted: Optional[str], cwd: s
     branch's remote, then origin. A folder given as a relative path is made absolute."""
     config = list_remotes(git)
     names = {key[len("remote."):-len(".url")] for key in config if key.startswith("remote.") and key.endswith(".url")}
-    if wanted:
+    if wanted is not None:
+        if not wanted.strip():  # an unset shell variable, most likely: never read as "the default"
+            raise RemoteError("The remote given is empty: name one (`git remote -v` lists them), a URL or a folder, "
+                              "or leave it out for the branch's push remote, else origin.")
         if wanted in names:
             return wanted
         if os.path.isdir(os.path.join(cwd, wanted)):
@@ -6931,16 +6955,21 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
         writer = sessions.writer(create=True)
         made = _work_tree_now(sessions, world, stored.checkpoint.goal)
     checkpoint = Redactor(world.known_secrets).checkpoint(replace(stored.checkpoint, hooks=HookState()))
-    heads, mine = sessions.advertised(writer)
-    parent = sessions.parent_for(sorted(set(heads.values())))
+    tips, mine = sessions.advertised(writer)
+    parent = sessions.parent_for(sorted(set(tips.values())))
     scan = SecretScan(sessions.scanned_path, world.known_secrets)
-    built = sessions.session_tree(made.snapshot.tree, parent, encode_checkpoint(checkpoint), scan)
+    skipped = {s.path: None for s in made.skipped}  # not in the snapshot, so in no session
+
+    def carried(held: dict) -> bytes:
+        return encode_checkpoint(recorded_as_carried(checkpoint, {**skipped, **held}))
+
+    built = sessions.session_tree(made.snapshot.tree, parent, carried, scan)
     scan.remember()
     held_back = made.skipped + built.held_back
     if mine and sessions.tree_of(mine[0][1]) == built.tree:
         newest = mine[0][1]
         return PushOutcome(sessions.remote, newest[:SHORT_SHA], mine[0][0], writer, newest, built.files, held_back,
-                           [], already=True)
+                           [], already=True, prefix=sessions.prefix)
     state = sessions.scan.state
     facts = {"kind": SnapshotKind.SESSION.value, "createdAt": world.now_iso(), "branch": state.branch if state else None,
              "head": sessions.head, "files": built.files, "goal": checkpoint.goal, "root": sessions.prefix,
@@ -6950,7 +6979,16 @@ def push_session(root: str, world: World, remote: Optional[str]) -> PushOutcome:
     ref = session_ref(sessions.key, writer, int(now * 1000), commit)
     deleted, kept = sessions.push_refs([(commit, ref)], sessions_to_delete(mine, SESSIONS_KEEP))
     return PushOutcome(sessions.remote, commit[:SHORT_SHA], ref, writer, commit, built.files, held_back, deleted,
-                       kept_refs=kept)
+                       kept_refs=kept, prefix=sessions.prefix)
+
+
+def recorded_as_carried(checkpoint: Checkpoint, held: dict) -> Checkpoint:
+    """The checkpoint as a session carries it: each file held back recorded as the session holds it
+    ({path: (mode, id) or None}), so not even the blob id of its content leaves the machine."""
+    if not any(f.path in held for f in checkpoint.modified_files):
+        return checkpoint
+    return replace(checkpoint, modified_files=[replace(f, hash=held[f.path][1] if held[f.path] else None)
+                                               if f.path in held else f for f in checkpoint.modified_files])
 
 
 class SecretScan:
@@ -7022,10 +7060,13 @@ def resume_session(root: str, world: World, wanted: Optional[str], writer: Optio
         snapshots = sessions.list()
         current = build_snapshot_tree(sessions, snapshots[0] if snapshots else None,
                                       SnapshotSettings.from_env(world.env).max_bytes, write=apply)
-        leave = {s.path: f"not in the session ({s.reason})" for s in session.snapshot.skipped}
+        leave = {s.path: f"held back by the other machine: {s.reason}" for s in session.snapshot.skipped}
         plan = plan_restore_to(sessions, session.snapshot, current, [], leave)
-        outcome = ResumeOutcome(session, plan, not apply, checkpoint.goal, sessions.scan.state,
-                                sessions.has_commit(session.snapshot.head))
+        here, theirs = sessions.scan.state, session.snapshot.head
+        head_here = sessions.has_commit(theirs)
+        fast_forward = head_here and here is not None and bool(here.head) and (
+            sessions.git.commits_since(here.head, theirs) is not None)
+        outcome = ResumeOutcome(session, plan, not apply, checkpoint.goal, here, head_here, fast_forward)
         if apply:
             _apply_resume(sessions, world, outcome, checkpoint, snapshots, current)
     return outcome
@@ -7054,13 +7095,27 @@ def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, 
     except OSError as error:
         raise RestoreStopped(done.current, f"{error.strerror or error}; the checkpoint was not replaced",
                              done.deleted, done.written, outcome.safety.id if outcome.safety else None, []) from None
-    resumed = replace(checkpoint, snapshot=SnapshotRef(session.id, session.snapshot.commit))
-    if checkpoint.git is not None and not outcome.head_here:  # its files now sit on the commit they were carried on
-        parent = sessions.parent_of(session.snapshot.commit)
-        resumed = replace(resumed, git=replace(checkpoint.git, head=parent) if parent else None)
+    resumed = replace(_as_carried(sessions, session, checkpoint),
+                      snapshot=SnapshotRef(session.id, session.snapshot.commit))
+    if checkpoint.git is not None and not outcome.head_here:
+        # Its files now sit on the commit they were carried on; with none (a remote that holds none of
+        # the history), on this clone's HEAD, where they were restored: drift is measured from there.
+        base = sessions.parent_of(session.snapshot.commit) or (outcome.head.head if outcome.head else None)
+        resumed = replace(resumed, git=replace(checkpoint.git, head=base) if base else None)
     write_checkpoint(root, encode_checkpoint(resumed), stored.raw)
     outcome.checkpoint_path = os.path.join(root, CHECKPOINT_NAME)
     outcome.backup_path = os.path.join(root, BACKUP_NAME) if stored.raw is not None else None
+
+
+def _as_carried(sessions: SessionStore, session: Session, checkpoint: Checkpoint) -> Checkpoint:
+    """The checkpoint with the files the other machine held back recorded as the session holds them
+    (a push records them so; one made otherwise may not): drift is measured against the session,
+    never news about files it did not carry."""
+    held = {s.path for s in session.snapshot.skipped} & {f.path for f in checkpoint.modified_files}
+    if not held:
+        return checkpoint
+    carried = sessions.blobs_at(session.snapshot.commit, sorted(held))
+    return recorded_as_carried(checkpoint, {path: ("", carried[path]) if path in carried else None for path in held})
 
 
 def decode_session_checkpoint(session: Session, data: bytes) -> Checkpoint:
@@ -9408,7 +9463,10 @@ def cli_push(args: Any, world: World) -> int:
     root = cli_root(args, world)
     outcome = push_session(root, world, args.remote)
     remote = [outcome.remote] if args.remote or outcome.remote != "origin" else []
-    there = (None, world)  # the other machine's project folder is where its commands run
+    # The other machine's commands run in its project; a subfolder root is named from its clone's top,
+    # as its own clone has no checkpoint there to find it by.
+    folder = outcome.prefix.rstrip("/")
+    there = ((f"./{folder}" if folder.startswith("-") else folder) or None, world)  # `--root -x` reads as an option
     _print_result(args, outcome.to_json(), lambda: render_pushed(
         outcome, command_line(*there, "pull", *remote), command_line(*there, "resume")))
     return EXIT_OK

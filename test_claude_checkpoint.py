@@ -4814,6 +4814,42 @@ class TestSessionsEndToEnd(unittest.TestCase):
         drift = ok_json(self, cli(b, "show", "--full"))["drift"]  # measured on the commit the files sit on
         self.assertEqual((drift["changedSince"], drift["newSince"], drift.get("headUnreachable")), ([], [], None))
 
+    def test_the_parent_is_what_the_remote_has_even_when_its_branch_moved_on_unfetched(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        base = a.head()
+        a.write("README.md", "# demo\nfirst push\n")
+        save_goal(self, a, "before B's commit")
+        push(self, a)
+        b.write("src/app.py", "print('B moved main on')\n")
+        b.git("commit", "-qam", "B's commit")
+        b.git("push", "-q", "origin", "main")  # A has not fetched it: the remote's main is unknown here
+        a.write("README.md", "# demo\nsecond push\n")
+        save_goal(self, a, "after B's commit")
+        pushed = push(self, a)
+        self.assertEqual(parents(a, pushed["commit"]), [base])  # A's own earlier session shows the remote has it
+        self.assertEqual(pushed["files"], 1)
+
+    def test_drift_after_resuming_from_a_private_remote_that_holds_none_of_the_history(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        private = os.path.join(temp_dir(self, "cc-private-"), "sessions.git")
+        git(a.home, "init", "-q", "--bare", private, env=a.env)
+        a.write("src/app.py", "print('committed, never pushed')\n")
+        a.git("commit", "-qam", "local only")
+        a.write("README.md", "# demo\nuncommitted\n")
+        save_goal(self, a, "through a private remote")
+        pushed = push(self, a, private)
+        self.assertEqual(parents(a, pushed["commit"]), [])  # the private remote holds no history at all
+        pull(self, b, private)
+        resume(self, b, "--yes")
+        self.assertEqual(ok_json(self, cli(b, "show", "--json"))["drift"]["changedSince"], [])
+        b.write("README.md", "# demo\nchanged on B after the resume\n")
+        b.write("notes.txt", "new on B\n")
+        drift = ok_json(self, cli(b, "show", "--json"))["drift"]
+        self.assertEqual((drift["changedSince"], drift["newSince"], drift.get("headUnreachable")),
+                         (["README.md"], ["notes.txt"], None))
+
     @slow
     def test_the_parent_is_found_among_hundreds_of_remote_branches(self):
         clones = Clones(self)
@@ -4872,9 +4908,45 @@ class TestSessionsEndToEnd(unittest.TestCase):
         pull(self, b)
         done = resume(self, b, "--yes")
         self.assertEqual({s["path"] for s in done["skipped"]}, {"config/local.py"})  # B's .env: skipped by B's own snapshot
+        self.assertEqual(done["skipped"][0]["reason"], "held back by the other machine: holds a secret (github-token)")
         self.assertEqual(read(os.path.join(b.repo, ".env")), b"B_OWN=1\n")
         self.assertEqual(read(os.path.join(b.repo, "config", "local.py")), b"B's own settings\n")
         self.assertEqual(read(os.path.join(b.repo, "README.md")), b"# from A\n")
+
+    def test_not_even_the_hash_of_a_held_back_file_travels(self):
+        clones = Clones(self)
+        a = clones.a
+        weak = b"DB_PASSWORD=hunter2\n"  # its blob id would let anyone confirm a guessed password offline
+        a.write(".env", weak)
+        a.write("config/local.py", f'TOKEN = "{fake_secret("ghp_", 36)}"\n'.encode())
+        a.write("README.md", "# from A\n")
+        save_goal(self, a, "hashes stay home")
+        recorded = files_by_path(a.checkpoint())
+        self.assertEqual(recorded[".env"]["hash"], blob_sha(weak))  # the local checkpoint records it
+        pushed = push(self, a)
+        self.assertEqual({h["path"] for h in pushed["heldBack"]}, {".env", "config/local.py"})
+        objects = clones.remote_objects()
+        for path in (".env", "config/local.py"):
+            self.assertNotIn(recorded[path]["hash"].encode(), objects, path)
+        carried = files_by_path(json.loads(clones.remote_git("show", pushed["commit"] + ":.claude-checkpoint")))
+        self.assertEqual((carried[".env"].get("hash"), carried["config/local.py"].get("hash")), (None, None))
+        self.assertEqual(carried["README.md"]["hash"], blob_sha(b"# from A\n"))
+
+    def test_after_a_resume_the_paths_held_back_are_not_drift_as_the_session_never_carried_them(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        a.write(".env", "A_ONLY=1\n")
+        a.write("config/local.py", f'TOKEN = "{fake_secret("ghp_", 36)}"\n')
+        a.write("README.md", "# from A\n")
+        save_goal(self, a, "held back, then shown")
+        self.assertEqual({h["path"] for h in push(self, a)["heldBack"]}, {".env", "config/local.py"})
+        pull(self, b)
+        resume(self, b, "--yes")
+        drift = ok_json(self, cli(b, "show", "--json"))["drift"]
+        self.assertEqual((drift["changedSince"], drift["newSince"], drift.get("deletedSince")), ([], [], None))
+        self.assertNotIn("local.py", text(ok(self, cli(b, "show"))).split("## Goal")[0])
+        b.write("config/local.py", "B writes it later\n")  # against the session, this one is news now
+        self.assertEqual(ok_json(self, cli(b, "show", "--json"))["drift"]["changedSince"], ["config/local.py"])
 
     def test_a_refused_resume_changes_nothing_the_checkpoint_included(self):
         clones = Clones(self)
@@ -4948,6 +5020,9 @@ class TestSessionsEndToEnd(unittest.TestCase):
         again = push(self, clones.a)
         self.assertTrue(again["alreadyPushed"])
         self.assertEqual((again["id"], again["ref"]), (first["id"], first["ref"]))
+        said = text(ok(self, cli(clones.a, "push")))
+        self.assertIn("already pushed", said.lower())
+        self.assertIn(f"(writer {first['writer']})", said)  # push always says which writer this clone is
         self.assertEqual(len(clones.remote_refs()), 1)
 
     def test_a_writer_keeps_its_newest_20_sessions_and_never_touches_another_writers(self):
@@ -4985,6 +5060,32 @@ class TestSessionsEndToEnd(unittest.TestCase):
         self.assertEqual(cli(a, "forget", "--remote", "origin").returncode, 3)
         self.assertEqual(cli(a, "forget", "--remote", "origin", "--all").returncode, 2)
 
+    def test_the_command_resume_advises_matches_the_sessions_head_when_this_clone_is_ahead(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        save_goal(self, a, "on the first commit")
+        theirs = push(self, a)
+        b.write("src/app.py", "print('B went on')\n")
+        b.git("commit", "-qam", "B is ahead")
+        pull(self, b)
+        said = text(ok(self, cli(b, "resume", theirs["id"])))
+        advised = re.search(r"before resuming: `([^`]+)`", said)
+        self.assertIsNotNone(advised, said)
+        self.assertNotIn("--ff-only", advised.group(1))  # a fast-forward cannot go back: it would do nothing
+        subprocess.run(shlex.split(advised.group(1)), cwd=b.repo, env=b.env, capture_output=True, timeout=TIMEOUT,
+                       check=True)
+        self.assertEqual(b.head(), a.head())
+
+    def test_pulled_sessions_are_kept_under_the_remotes_own_name(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        save_goal(self, a, "named")
+        push(self, a)
+        b.git("remote", "add", "backup.box", clones.remote)  # a dot is fine in one ref name component
+        self.assertTrue(pull(self, b, "backup.box")[0]["ref"].startswith(PULLED + "backup.box/top/"))
+        url = pull(self, b, clones.remote)[0]["ref"]  # a URL or a folder is not one component: a digest of it
+        self.assertRegex(url, "^" + re.escape(PULLED) + r"url-[0-9a-f]{12}/top/")
+
     def test_pull_removes_what_the_remote_no_longer_has(self):
         clones = Clones(self)
         save_goal(self, clones.a, "gone soon")
@@ -5013,6 +5114,24 @@ class TestSessionsEndToEnd(unittest.TestCase):
         self.assertEqual(read(os.path.join(b_web, "index.html")), b"<p>changed</p>\n")
         self.assertEqual(read(os.path.join(b.repo, "api", "main.py")), b"print(1)\n")
 
+    def test_the_commands_push_prints_for_a_subfolder_root_work_as_printed_on_the_other_machine(self):
+        for folder in ("web", "-web"):  # a folder named like an option is still a folder
+            with self.subTest(folder=folder):
+                clones = Clones(self, {f"{folder}/index.html": "<p>hi</p>\n"})
+                a, b = clones.a, clones.b
+                web = os.path.join(a.repo, folder)
+                a.write(f"{folder}/index.html", "<p>from A</p>\n")
+                ok(self, cli(a, "save", "--goal", "web only", root=web))
+                said = text(ok(self, cli(a, "push", root=web)))
+                found = re.search(r"On the other machine, at the top of its clone: (.+) && (.+)\n", said)
+                self.assertIsNotNone(found, said)
+                for command in found.groups():  # B has no checkpoint in the folder: only --root names that root
+                    ok(self, subprocess.run(shlex.split(command), cwd=b.repo, env=b.env, capture_output=True,
+                                            timeout=TIMEOUT))
+                self.assertEqual(read(os.path.join(b.repo, folder, "index.html")), b"<p>from A</p>\n")
+                self.assertEqual(json.loads(read(os.path.join(b.repo, folder, ".claude-checkpoint")))["goal"]["primary"],
+                                 "web only")
+
 
 class TestSessionsFaults(unittest.TestCase):
     """Bad input and refusing remotes: a clear message, the right exit status, nothing local changed."""
@@ -5039,6 +5158,18 @@ class TestSessionsFaults(unittest.TestCase):
         message = failed(self, cli(a, "push"), 1)
         self.assertIn("git remote add origin", message)
         self.assertIn("git remote add origin", failed(self, cli(a, "pull"), 1))
+        self.assert_untouched(a, before)
+
+    def test_an_empty_remote_name_is_refused_never_read_as_the_default(self):
+        clones = Clones(self)
+        a = clones.a
+        save_goal(self, a, "kept")
+        pushed = push(self, a)
+        a.write("a.txt", "more\n")
+        before = self.snapshot_of(a)
+        for command in (("forget", "--remote", ""), ("push", ""), ("pull", "")):  # as `"$REMOTE"` gives when unset
+            self.assertIn("empty", failed(self, cli(a, *command), 1))
+        self.assertEqual(clones.remote_refs(), {pushed["ref"]: pushed["commit"]})
         self.assert_untouched(a, before)
 
     def test_nothing_pulled_an_unknown_id_and_an_unknown_writer(self):
@@ -5071,6 +5202,51 @@ class TestSessionsFaults(unittest.TestCase):
         self.assertIn("pre-receive", message)
         self.assert_untouched(a, before)
         self.assertEqual(clones.remote_refs(), {})
+
+    def test_a_remote_configured_as_a_mirror_gets_only_our_refs_never_a_mirror_push(self):
+        clones = Clones(self)
+        a = clones.a
+        a.git("remote", "add", "--mirror=push", "backup", clones.remote)  # sets remote.backup.mirror=true
+        a.git("branch", "-q", "local-only")
+        a.write("a.txt", "work\n")
+        save_goal(self, a, "to a mirror remote")
+        heads = clones.remote_git("for-each-ref", "refs/heads", "refs/tags")
+        pushed = push(self, a, "backup")
+        self.assertEqual(clones.remote_refs(), {pushed["ref"]: pushed["commit"]})
+        self.assertEqual(clones.remote_git("for-each-ref", "refs/heads", "refs/tags"), heads)
+        self.assertEqual(ok_json(self, cli(a, "forget", "--remote", "backup", "--json"))["deleted"], [pushed["ref"]])
+        self.assertEqual(clones.remote_refs(), {})
+
+    def test_the_git_commands_resume_advises_are_quoted_whatever_a_hostile_session_claims(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        save_goal(self, a, "honest")
+        pushed = push(self, a)
+        message = clones.remote_git("cat-file", "commit", pushed["commit"]).split("\n\n", 1)[1]
+        claimed = message.replace('"branch": "main"', '"branch": "main; touch pwned"')
+        self.assertNotEqual(claimed, message)
+        forged = subprocess.run(["git", "commit-tree", pushed["commit"] + "^{tree}", "-p", pushed["commit"] + "^"],
+                                cwd=clones.remote, env=a.env, input=claimed.encode(), capture_output=True,
+                                timeout=TIMEOUT, check=True).stdout.decode().strip()
+        clones.remote_git("update-ref", f"{SHARED}top/mallory/{1_900_000_000_000:013d}-{forged[:9]}", forged)
+        pull(self, b)
+        said = text(ok(self, cli(b, "resume", forged[:9])))
+        advised = re.search(r"before resuming: `([^`]+)`", said)
+        self.assertIsNotNone(advised, said)
+        self.assertEqual(shlex.split(advised.group(1)), ["git", "switch", "main; touch pwned"])
+
+    def test_another_machines_words_reach_the_terminal_without_control_characters(self):
+        clones = Clones(self)
+        a, b = clones.a, clones.b
+        save_goal(self, a, "evil \x1b[2J\x1b]0;owned\x07 goal")  # clears the screen, retitles the terminal
+        a.write("named\x1b[2J.txt", "a file name is another machine's word too\n")
+        push(self, a)
+        said = text(ok(self, cli(b, "pull"))) + text(ok(self, cli(b, "resume")))
+        self.assertNotIn("\x1b", said)
+        self.assertNotIn("\x07", said)
+        self.assertIn("evil ?[2J?]0;owned? goal", said)
+        self.assertIn("write   named?[2J.txt", said)
+        self.assertIn("named\x1b[2J.txt", resume(self, b)["write"])  # JSON keeps the name exactly
 
     def test_client_side_hooks_never_run(self):
         clones = Clones(self)
