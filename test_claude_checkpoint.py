@@ -8542,7 +8542,33 @@ class _StubHTTPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
-class StubModel:
+class _LoopbackServer:
+    """What every fake model server shares: an HTTP server on 127.0.0.1 (a free port) that
+    `_serve` starts on a thread, `stop`, a with-block, and its URL."""
+    _httpd = None
+
+    def _serve(self, handler: type) -> None:
+        self._httpd = _StubHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+
+    def stop(self):
+        if self._httpd:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d" % self._httpd.server_address[1]
+
+
+class StubModel(_LoopbackServer):
     def __init__(self, turns=(), default="Done.", side_reply=None, is_main=None, model="claude-stub-1"):
         self.turns = list(turns)
         self.default = default
@@ -8552,7 +8578,6 @@ class StubModel:
         self.requests = []                    # every request: {"path", "method", "headers", "body", "main"}
         self.lock = threading.Lock()
         self._httpd = None
-        self._thread = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self):
@@ -8655,27 +8680,8 @@ class StubModel:
                 ev("message_stop", {"type": "message_stop"})
                 self.wfile.flush()
 
-        self._httpd = _StubHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
-                                        daemon=True)
-        self._thread.start()
+        self._serve(Handler)
         return self
-
-    def stop(self):
-        if self._httpd:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self._httpd.server_address[1]
 
     # -- script ----------------------------------------------------------------------------------
     def _record(self, handler, body, main):
@@ -9109,7 +9115,7 @@ class ClaudeCodePluginTest(ClaudeCodeE2EBase):
 # speaks Anthropic's Messages API: StubModel above serves it. Seen with Codex 0.169.0, Gemini CLI
 # 0.61.0 and Qwen Code 0.24.4 (.ci/run installs exactly those into .ci/.cache).
 
-class FakeModelServer:
+class FakeModelServer(_LoopbackServer):
     """What the fakes share: the HTTP server, the script, the record of requests."""
 
     def __init__(self, turns=(), default: str = "Done."):
@@ -9140,25 +9146,8 @@ class FakeModelServer:
                     body = None
                 fake._handle(self, body)
 
-        self._httpd = _StubHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        self._serve(Handler)
         return self
-
-    def stop(self):
-        if self._httpd:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        return "http://127.0.0.1:%d" % self._httpd.server_address[1]
 
     def _handle(self, handler, body) -> None:
         with self.lock:
