@@ -7618,6 +7618,9 @@ def _monotonic() -> Callable[[], float]:
 # 15. Install, uninstall and doctor: each agent's configuration, from its row in AGENTS
 # ════════════════════════════════════════════════════════════════════════════
 
+CLI_ROOT_ADVICE = "Run it from inside the project, or name it with --root DIR."
+
+
 def cli_root(args: Any, world: World, argument: Optional[str] = None) -> str:
     """The root for a subcommand: --root DIR (relative to the current folder), else `argument`
     (save's projectRoot), else section 10's rules, with the project found around the current folder."""
@@ -7625,7 +7628,7 @@ def cli_root(args: Any, world: World, argument: Optional[str] = None) -> str:
         choice = RootChoice(os.path.join(world.cwd, args.root), "--root")
     else:
         choice = choose_root(argument, world.env, [], world.cwd, project_around(world.cwd, world.home))
-    return resolve_root(choice, world.home, "Run it from inside the project, or name it with --root DIR.")
+    return resolve_root(choice, world.home, CLI_ROOT_ADVICE)
 
 
 # ── 15.1 What goes where: an agent's files and entries, from its row in AGENTS ──
@@ -8329,7 +8332,7 @@ def cli_doctor(args: Any, world: World) -> int:
     choice = choose_root(getattr(args, "root", None) and os.path.join(world.cwd, args.root), world.env, [], world.cwd,
                          project_around(world.cwd, world.home))
     try:
-        root: Optional[str] = resolve_root(choice, world.home)
+        root: Optional[str] = resolve_root(choice, world.home, CLI_ROOT_ADVICE)
         checks.append(Check(CheckStatus.OK, f"Project root {root} (from {choice.source})"))
     except RootError as error:
         checks.append(Check(CheckStatus.FAILED, str(error)))

@@ -7605,6 +7605,14 @@ class DoctorTest(unittest.TestCase):
         self.assertIn(".claude-checkpoint", proc.stdout.decode() + proc.stderr.decode())
         self.assertNotIn(b"Traceback", proc.stderr)
 
+    def test_a_refused_root_gets_advice_for_people_not_for_a_model(self):
+        proc = self.ws.run_cli("doctor", cwd="/")
+        out = proc.stdout.decode() + proc.stderr.decode()
+        self.assertEqual(proc.returncode, 1, out)
+        self.assertIn("✗ Refusing to use /", out)
+        self.assertIn("--root DIR", out)
+        self.assertNotIn("projectRoot", out)
+
     def test_missing_git_fails_and_says_so(self):
         proc = self.ws.run_cli("doctor", env=dict(self.ws.env, PATH=fake_git_folder(self, None)))
         self.assertNotEqual(proc.returncode, 0)
