@@ -7886,28 +7886,30 @@ def toml_table(path: tuple, values: dict) -> str:
 
 
 def toml_block_span(text: str, block: str) -> Optional[tuple]:
-    """(start, end) of our marked block in the text, its last newline included; None if absent."""
+    """(start, end) of our marked block in the text, its last line break included; None if absent."""
+    import re
     begin, end = TOML_BEGIN.format(block=block), TOML_END.format(block=block)
-    start = text.find(begin + "\n")
-    if start < 0 or (start and text[start - 1] != "\n"):
+    found = re.search(rf"(?m)^{re.escape(begin)}\r?$", text)
+    if found is None:
         return None
-    stop = text.find("\n" + end, start)
-    if stop < 0:
+    stop = re.compile(rf"(?m)^{re.escape(end)}(\r?\n|$)").search(text, found.end())
+    if stop is None:
         raise CheckpointError(f"the block '{begin}' has no end line '{end}'; fix it by hand first")
-    stop += len(end) + 1
-    return start, stop + 1 if text[stop:stop + 1] == "\n" else stop
+    return found.start(), stop.end()
 
 
 def set_toml_block(text: str, block: str, body: Optional[str]) -> str:
-    """The text with our block replaced (None: removed); every other byte as it was. A new
-    block goes at the end."""
+    """The text with our block replaced (None: removed); every other byte as it was, and the
+    block's line breaks those of the file (CRLF stays CRLF). A new block goes at the end."""
+    eol = "\r\n" if "\r\n" in text else "\n"
     new = "" if body is None else f"{TOML_BEGIN.format(block=block)}\n{body}{TOML_END.format(block=block)}\n"
+    new = new.replace("\n", eol)
     span = toml_block_span(text, block)
     if span is not None:
         return text[:span[0]] + new + text[span[1]:]
     if not new:
         return text
-    return text + ("\n" if text and not text.endswith("\n") else "") + new
+    return text + (eol if text and not text.endswith("\n") else "") + new
 
 
 def parse_toml(text: str, path: str) -> Optional[dict]:
@@ -7981,8 +7983,8 @@ def codex_trusted_now(config_text: str, config_file: str, trusted: dict) -> dict
             entry = doc.get("hooks", {}).get("state", {}).get(key, {})
             have = entry.get("trusted_hash") if isinstance(entry, dict) else None
         else:
-            header = "[" + ".".join(toml_key(p) for p in ("hooks", "state", key)) + "]\n"
-            at = config_text.find(header)
+            header = "[" + ".".join(toml_key(p) for p in ("hooks", "state", key)) + "]"
+            at = max(config_text.find(header + "\n"), config_text.find(header + "\r\n"))
             have = value if at >= 0 and f'trusted_hash = "{value}"' in config_text[at:at + len(header) + 90] else (
                 "?" if at >= 0 else None)
         state[key] = "trusted" if have == value else "untrusted" if have is None else "modified"

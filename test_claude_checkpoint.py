@@ -7263,6 +7263,22 @@ class AgentInstallTest(unittest.TestCase):
         self.cli("uninstall", "--client", "codex", "--write")
         self.assertEqual(read_bytes(self.path(".codex/config.toml")).decode(), USER_CODEX_TOML + "\n")
 
+    def test_a_crlf_config_toml_gets_crlf_blocks_and_its_bytes_back(self):
+        mine = USER_CODEX_TOML.replace("\n", "\r\n") + "\r\n"
+        write(self.ws.home, ".codex/config.toml", mine)
+        self.cli("install", "--client", "codex", "--write", "--trust")
+        written = read_bytes(self.path(".codex/config.toml"))
+        self.assertTrue(written.startswith(mine.encode()))
+        self.assertNotIn(b"\n", written.replace(b"\r\n", b""), "no bare LF in a CRLF file")
+        if sys.version_info >= (3, 11):
+            import tomllib
+            self.assertIn("checkpoint", tomllib.loads(written.decode())["mcp_servers"])
+        self.cli("install", "--client", "codex", "--write", "--trust")
+        self.assertEqual(read_bytes(self.path(".codex/config.toml")), written, "a second run changes nothing")
+        self.assertIn("✓ Codex: our hooks are trusted", self.cli("doctor", "--client", "codex"))
+        self.cli("uninstall", "--client", "codex", "--write")
+        self.assertEqual(read_bytes(self.path(".codex/config.toml")), mine.encode())
+
     def test_the_real_codex_trusts_what_install_trust_wrote(self):
         codex = codex_binary()
         if codex is None:
