@@ -3750,6 +3750,7 @@ class Agent:
     # Events that fire in every session, where a first prompt alone is not worth a checkpoint
     # (Gemini CLI runs PreCompress before every model request).
     routine_events: tuple = ("session-end", "stop")
+    exact_matchers: bool = False  # a matcher is an exact string, not a regular expression (Gemini CLI)
 
 
 _CLAUDE_STDIN = {"session": ("session_id",), "cwd": ("cwd",), "transcript": ("transcript_path",)}
@@ -3786,7 +3787,7 @@ AGENTS = {agent.name: agent for agent in (
           {}, {}, {"project": "$GEMINI_PROJECT_DIR", "home": "$HOME"},
           _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, GeminiChat.read,
           "runs the server in its working folder; expands $VAR in settings.json; hooks get GEMINI_PROJECT_DIR",
-          ("gemini-cli-mcp-client",), routine_events=("pre-compact", "session-end", "stop")),
+          ("gemini-cli-mcp-client",), routine_events=("pre-compact", "session-end", "stop"), exact_matchers=True),
     Agent("qwen", "Qwen Code", ("", ".qwen"),
           ("{dir}/settings.json", "{root}/.qwen/settings.json"), ConfigFormat.JSON, "mcpServers",
           _GEMINI_SERVER, _JSON_SERVER_FOLDER,
@@ -7825,7 +7826,20 @@ def merge_hooks(doc: dict, plan: Install) -> tuple:
             if {**current, **handler} != current:  # what the user added to our handler stays
                 holder[index] = {**current, **handler}
                 updated.append(theirs)
+        for group in _dead_matcher_groups(lists[theirs], agent):
+            matcher = agent.hook_matchers.get(event)
+            group.pop("matcher")
+            group.update({"matcher": matcher} if matcher else {})
+            updated.append(theirs)
     return added, sorted(set(updated))
+
+
+def _dead_matcher_groups(entries: list, agent: Agent) -> list:
+    """Groups holding only our handlers under a matcher that can never fire: "a|b" where the agent
+    compares matchers as exact strings (an earlier version of ours wrote one for Gemini CLI)."""
+    return [g for g in entries if agent.exact_matchers and isinstance(g, dict) and "|" in str(g.get("matcher", ""))
+            and isinstance(g.get("hooks"), list) and g["hooks"]
+            and all(isinstance(h, dict) and our_hook_event(h.get("command")) for h in g["hooks"])]
 
 
 def remove_hooks(doc: dict, agent: Agent) -> list:
@@ -7855,9 +7869,10 @@ def hook_state(doc: dict, plan: Install) -> dict:
     lists = _hook_lists(doc, agent, create=False) if isinstance(doc.get("hooks"), dict) else {}
     state = {}
     for event, command in plan.hooks.items():
-        ours = _our_handlers(lists.get(agent.hook_events[event], []), agent)
-        state[event] = ("missing" if not ours else "current" if any(h.get(command_key) == command for _, _, h in ours)
-                        else "outdated")
+        entries = lists.get(agent.hook_events[event], [])
+        ours = _our_handlers(entries, agent)
+        current = any(h.get(command_key) == command for _, _, h in ours) and not _dead_matcher_groups(entries, agent)
+        state[event] = "missing" if not ours else "current" if current else "outdated"
     return state
 
 

@@ -7388,6 +7388,20 @@ class HookMergeTest(unittest.TestCase):
         self.assertEqual(doc["mcpServers"]["checkpoint"]["args"], plan.server["args"])
         self.assertEqual(cc.merge_server(doc, "mcpServers", plan.server, force=False), "already there")
 
+    def test_a_gemini_matcher_of_ours_that_never_fires_is_brought_up_to_date(self):
+        old = "python3 /old/claude_checkpoint.py hook session-start --client gemini"
+        doc = {"hooks": {"SessionStart": [
+            {"matcher": "startup|resume|clear", "hooks": [{"type": "command", "command": old}]},
+            {"matcher": "startup|resume", "hooks": [{"type": "command", "command": "say hi"}]}]}}
+        plan = self.plan("gemini")
+        self.assertEqual(cc.hook_state(json.loads(json.dumps(doc)), plan)["session-start"], "outdated")
+        self.assertIn("SessionStart", cc.merge_hooks(doc, plan)[1])
+        ours, theirs = doc["hooks"]["SessionStart"]
+        self.assertNotIn("matcher", ours, "Gemini CLI compares matchers as exact strings: none fires for every source")
+        self.assertEqual(theirs["matcher"], "startup|resume", "the user's group is theirs")
+        self.assertEqual(cc.hook_state(doc, plan)["session-start"], "current")
+        self.assertEqual(cc.merge_hooks(doc, plan), ([], []))
+
     def test_copilot_handlers_sit_in_the_event_lists(self):
         doc: dict = {}
         cc.merge_hooks(doc, self.plan("copilot"))
