@@ -3729,7 +3729,7 @@ class Agent:
     server_files: tuple  # (user scope, project scope) file templates
     server_format: ConfigFormat
     server_key: str  # the table that holds servers: mcpServers, servers (VS Code), mcp_servers (TOML)
-    server_extra: dict  # what its server entry holds besides command, args and env
+    server_extra: dict  # what its server entry holds besides command and args (an "env" {} where SPEC 12 lists one)
     server_folder: dict  # how a project file's server entry names the "project" or "home" folder ("": the
     #                      working folder it starts the server in; None: it expands nothing, an absolute path it is)
     hook_files: tuple  # (user scope, project scope) templates; () when it has no hooks
@@ -3755,7 +3755,7 @@ class Agent:
 
 _CLAUDE_STDIN = {"session": ("session_id",), "cwd": ("cwd",), "transcript": ("transcript_path",)}
 _OUR_EVENTS = ("session-start", "pre-compact", "session-end", "stop")
-_GEMINI_SERVER = {"timeout": 30000}  # ms: a first start may compile the file's bytecode
+_GEMINI_SERVER = {"env": {}, "timeout": 30000}  # ms: a first start may compile the file's bytecode
 _JSON_SERVER_FOLDER = {"project": "", "home": "${HOME}"}  # expanded by the agent when it reads the file
 
 AGENTS = {agent.name: agent for agent in (
@@ -3769,7 +3769,7 @@ AGENTS = {agent.name: agent for agent in (
           "expands ${VAR:-default} in .mcp.json; hooks get CLAUDE_PROJECT_DIR", ("claude-code",)),
     Agent("codex", "Codex", ("CODEX_HOME", ".codex"),
           ("{dir}/config.toml", "{root}/.codex/config.toml"), ConfigFormat.TOML, "mcp_servers",
-          {"startup_timeout_sec": 30}, {"project": "", "home": None},
+          {"env": {}, "startup_timeout_sec": 30}, {"project": "", "home": None},
           ("{dir}/hooks.json", "{root}/.codex/hooks.json"), HookShape.GROUPS,
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
           {}, {}, {"project": "", "home": "$HOME"},
@@ -3799,7 +3799,7 @@ AGENTS = {agent.name: agent for agent in (
           ("qwen-cli-mcp-client", "qwen-code-mcp-client")),
     Agent("copilot", "Copilot CLI", ("COPILOT_HOME", ".copilot"),
           ("{dir}/mcp-config.json", None), ConfigFormat.JSON, "mcpServers",
-          {"type": "local", "tools": ["*"]}, {"project": "", "home": None},
+          {"type": "local", "env": {}, "tools": ["*"]}, {"project": "", "home": None},
           ("{dir}/hooks/claude-checkpoint.json", "{root}/.github/hooks/claude-checkpoint.json"), HookShape.COPILOT,
           dict(zip(_OUR_EVENTS, ("sessionStart", "preCompact", "sessionEnd", "agentStop"))),
           {}, {"timeoutSec": 30}, {"project": "", "home": "$HOME"},
@@ -7684,7 +7684,8 @@ def plan_install(agent: Agent, world: World, scope: str, root: Optional[str]) ->
     server_words, hook_prefix, notes = install_program(agent, world, scope, root)
     entry = {key: value for key, value in agent.server_extra.items() if key == "type"}  # first, as people write it
     entry.update({"command": server_words[0], "args": server_words[1:]})
-    entry.update({key: value for key, value in agent.server_extra.items() if key != "type"})
+    import copy  # the row's values are shared: an entry gets its own (an env the user adds to)
+    entry.update({key: copy.deepcopy(value) for key, value in agent.server_extra.items() if key != "type"})
     if agent.server_needs_root:  # Claude Desktop declares no roots
         entry["env"] = {"CHECKPOINT_PROJECT_ROOT": root or world.cwd}
     hooks = {event: f"{hook_prefix} hook {event} --client {agent.name}" for event in agent.hook_events}
@@ -7887,7 +7888,7 @@ def toml_value(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+    return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }" if value else "{}"
 
 
 def toml_key(key: str) -> str:

@@ -7158,6 +7158,19 @@ class AgentInstallTest(unittest.TestCase):
                 if client == "copilot":
                     self.assertEqual(InstallTest.read(self.path(hook_rel))["version"], 1)
 
+    def test_each_server_entry_has_exactly_the_keys_of_spec_section_12(self):
+        keys = {"codex": ["command", "args", "env", "startup_timeout_sec"], "gemini": ["command", "args", "env", "timeout"],
+                "qwen": ["command", "args", "env", "timeout"], "copilot": ["type", "command", "args", "env", "tools"],
+                "vscode": ["type", "command", "args"]}
+        for client, wanted in keys.items():
+            with self.subTest(client):
+                self.cli("install", "--client", client, "--write")
+                entry = self.entry(client)
+                self.assertEqual(list(entry), wanted)
+                self.assertEqual(entry.get("env", {}), {})
+        self.assertEqual((self.entry("copilot")["type"], self.entry("copilot")["tools"]), ("local", ["*"]))
+        self.assertEqual(self.entry("vscode")["type"], "stdio")
+
     def test_a_second_run_changes_nothing_and_uninstall_restores_the_users_bytes(self):
         users = {
             "codex": (USER_CODEX_TOML, json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}})),
