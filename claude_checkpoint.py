@@ -8088,6 +8088,21 @@ def _dumps(doc: dict) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
+class _AboutFile:
+    """A context in which an error about a file's content (`hooks is not an object`) names the file."""
+
+    def __init__(self, path: Optional[str]) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> bool:
+        if isinstance(error, CheckpointError) and self.path and self.path not in str(error):
+            raise CheckpointError(f"{self.path}: {error}") from None
+        return False
+
+
 def install_edits(plan: Install, force: bool, trust: bool, world: World) -> list:
     """Every file's change for one agent and scope. A file that does not parse stops it all
     (CheckpointError naming it) before anything is written."""
@@ -8095,10 +8110,12 @@ def install_edits(plan: Install, force: bool, trust: bool, world: World) -> list
     if plan.server_file is not None:
         edit = _edit(edits, plan.server_file)
         if agent.server_format is ConfigFormat.TOML:
-            edit.after, result = _install_toml_server(edit.before, plan)
+            with _AboutFile(plan.server_file):
+                edit.after, result = _install_toml_server(edit.before, plan)
         else:
             doc = _json_of(edit)
-            result = merge_server(doc, agent.server_key, plan.server, force)
+            with _AboutFile(plan.server_file):
+                result = merge_server(doc, agent.server_key, plan.server, force)
             if result in ("added", "replaced", "updated"):
                 edit.after = _dumps(doc)
             if result.startswith("kept"):
@@ -8109,7 +8126,8 @@ def install_edits(plan: Install, force: bool, trust: bool, world: World) -> list
     if plan.hook_file is not None:
         edit = _edit(edits, plan.hook_file)
         doc = _json_of(edit)
-        added, updated = merge_hooks(doc, plan)
+        with _AboutFile(plan.hook_file):
+            added, updated = merge_hooks(doc, plan)
         if added or updated:
             edit.after = _dumps(doc)
         done = [f"added {', '.join(added)}"] if added else []
@@ -8182,13 +8200,15 @@ def uninstall_edits(plan: Install, world: World) -> list:
             edit.after = set_toml_block(edit.before, TOML_SERVER_BLOCK, None)
         else:
             doc = _json_of(edit)
-            if remove_server(doc, agent.server_key):
-                edit.after = _dumps(doc)
+            with _AboutFile(plan.server_file):
+                if remove_server(doc, agent.server_key):
+                    edit.after = _dumps(doc)
         edit.said.append(f"MCP server '{SERVER_ENTRY}': {'removed' if edit.after != edit.before else 'none of ours'}")
     if plan.hook_file is not None:
         edit = _edit(edits, plan.hook_file)
         doc = _json_of(edit)
-        removed = remove_hooks(doc, agent)
+        with _AboutFile(plan.hook_file):
+            removed = remove_hooks(doc, agent)
         if removed:
             edit.after = None if agent.hook_shape is HookShape.COPILOT and set(doc) <= {"version"} else _dumps(doc)
         edit.said.append(f"hooks: {'removed ' + ', '.join(removed) if removed else 'none of ours'}")
@@ -8431,7 +8451,8 @@ def _doctor_scope(plan: Install, world: World, fix: str) -> list:
             checks += _target_checks(agent, "MCP server", words, plan, world)
     if plan.hook_file is not None:
         doc = _load_json_file(plan.hook_file)
-        state = hook_state(doc, plan)
+        with _AboutFile(plan.hook_file):
+            state = hook_state(doc, plan)
         if any(s != "missing" for s in state.values()):
             missing = [agent.hook_events[e] for e, s in state.items() if s == "missing"]
             outdated = [agent.hook_events[e] for e, s in state.items() if s == "outdated"]

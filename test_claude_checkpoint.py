@@ -7242,6 +7242,21 @@ class AgentInstallTest(unittest.TestCase):
                     self.assertIn(self.path(rel), out)
                     self.assertEqual(files_under(self.ws.home), before, "nothing written, not even the other file")
 
+    def test_a_file_of_the_wrong_shape_is_never_written_and_exit_1_names_it(self):
+        cases = [("gemini", ".gemini/settings.json", b'{"mcpServers": "docs"}'),
+                 ("gemini", ".gemini/settings.json", b'{"hooks": {"SessionStart": {"matcher": "startup"}}}'),
+                 ("copilot", ".copilot/hooks/claude-checkpoint.json", b'{"version": 1, "hooks": []}')]
+        for client, rel, data in cases:
+            with self.subTest(client=client, data=data):
+                shutil.rmtree(os.path.join(self.ws.home, rel.split("/")[0]), ignore_errors=True)
+                write(self.ws.home, rel, data)
+                before = files_under(self.ws.home)
+                out = self.cli("install", "--client", client, "--write", status=1)
+                self.assertIn(self.path(rel) + ": ", out)
+                self.assertEqual(files_under(self.ws.home), before)
+        self.assertIn(self.path(".gemini/settings.json") + ": hooks", self.cli("uninstall", "--client", "gemini", "--write",
+                                                                                status=1))
+
     def test_another_checkpoint_server_is_kept_and_an_unknown_client_is_refused(self):
         theirs = '[mcp_servers.checkpoint]\ncommand = "node"\nargs = ["/opt/theirs.js"]\n'
         write(self.ws.home, ".codex/config.toml", theirs)
