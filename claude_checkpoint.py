@@ -3825,12 +3825,19 @@ AGENTS = {agent.name: agent for agent in (
 DEFAULT_AGENT = "claude"
 
 
+# Every name SPEC 12 gives a hook input's fields, tried after the agent's own: a payload that
+# names its folder workspace_roots (Cursor's) or its session sessionId still finds the project.
+HOOK_FIELD_NAMES = {"session": ("session_id", "sessionId"), "cwd": ("cwd", "workspace_roots"),
+                    "transcript": ("transcript_path", "transcriptPath")}
+
+
 def hook_input(payload: dict, agent: Agent) -> dict:
     """The hook's input under our names (session, cwd, transcript), read from the agent's own
-    field names; a list (Cursor's workspace_roots) gives its first folder. None when absent."""
+    field names, then the others'; a list (workspace_roots) gives its first folder. None when absent."""
     found: dict = {}
     for ours, theirs in agent.stdin_fields.items():
-        values = [payload.get(name) for name in theirs]
+        names = tuple(dict.fromkeys((*theirs, *HOOK_FIELD_NAMES.get(ours, ()))))
+        values = [payload.get(name) for name in names]
         values = [v[0] if isinstance(v, list) and v else v for v in values]
         found[ours] = next((v for v in values if isinstance(v, str) and v), None)
     return found

@@ -5897,6 +5897,14 @@ class AgentHookTest(unittest.TestCase):
                 self.assertTrue(brief.startswith("# Resuming:"), brief)
                 self.assertIn(sample_save()["goal"], brief)
 
+    def test_the_project_is_found_under_every_field_name_spec_12_gives(self):
+        for client in self.HOOKED:
+            for payload in ({"sessionId": "s1", "workspace_roots": [self.ws.repo]},
+                            {"session_id": "s1", "workspace_roots": [self.ws.repo], "source": "startup"}):
+                with self.subTest(client=client, payload=list(payload)):
+                    out = self.hook(client, "session-start", json.dumps(payload)).stdout.decode()
+                    self.assertIn(sample_save()["goal"], out)
+
     def test_other_events_print_nothing_on_stdout(self):
         for client in self.HOOKED:
             for event in ("pre-compact", "session-end", "stop"):
