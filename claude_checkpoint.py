@@ -8432,8 +8432,10 @@ def doctor_agent(agent: Agent, world: World, root: Optional[str], required: bool
     found: list = []
     for scope in ("user", "project") if root else ("user",):
         plan = plan_install(agent, world, scope, root)
+        here = fix if scope == "user" else shell_line(list(world.command), "install", "--client", agent.name,
+                                                       "--write", "--scope", "project", "--root", root or ".")
         try:
-            found += _doctor_scope(plan, world, fix)
+            found += _doctor_scope(plan, world, here)
         except CheckpointError as error:
             found.append(Check(CheckStatus.FAILED, f"{agent.title}: {error}"))
     if not required:

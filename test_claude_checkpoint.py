@@ -7525,6 +7525,16 @@ class AgentDoctorTest(unittest.TestCase):
                   + f'[projects."{self.ws.repo}"]\ntrust_level = "trusted"\n')
             self.assertNotIn("⚠", self.doctor("--client", "codex", status=0).split("Codex")[-1])
 
+    def test_the_fix_for_a_project_file_fixes_it_as_printed(self):
+        self.ws.write(".gemini/settings.json", json.dumps({"hooks": {"AfterAgent": [{"hooks": [
+            {"type": "command", "command": "python3 /old/claude_checkpoint.py hook stop --client gemini"}]}]}}))
+        out = self.doctor("--client", "gemini", status=1)
+        advice = re.search(r"✗ Gemini CLI: hooks missing for [^;]+; run `([^`]+)` \(project scope", out)
+        self.assertIsNotNone(advice, out)
+        subprocess.run(["/bin/sh", "-c", advice.group(1)], cwd=self.ws.home, env=self.ws.env, check=True,
+                       capture_output=True, timeout=TIMEOUT)  # works as printed, from anywhere
+        self.assertIn("✓ Gemini CLI: hooks in place and current (project scope", self.doctor("--client", "gemini", status=0))
+
     def test_a_command_pointing_at_a_missing_file_fails(self):
         copy_dir = temp_dir(self, "cc-copy-")
         shutil.copy(SERVER, copy_dir)
