@@ -3141,25 +3141,40 @@ class CodexRollout(TranscriptReader):
     "item": ...}}, call and result together: CommandExecution {id, command: [shell, "-lc",
     cmd], exit_code, status: completed|failed|declined}, FileChange {id, changes: {absolute
     path: {type: add|update|delete, move_path}}, status} (apply_patch, however called) and
-    UserMessage {content: [{type: text, text}]} (what the user typed, nothing injected)."""
+    UserMessage {content: [{type: text, text}]} (what the user typed, nothing injected).
+    The response_item lines before them (SPEC 12: function_call exec_command {cmd} answered by
+    function_call_output "Process exited with code N", custom_tool_call apply_patch answered by
+    custom_tool_call_output "Exit code: N" and "A/M/D path" lines, the user's message marked
+    user.text) are read too, for a rollout without item_completed; the call id is the same in
+    both, so nothing is taken twice."""
 
     FORMAT = "Codex rollout"
+    SHELL_TOOLS = {"exec_command": "cmd"}
+    EDIT_TOOLS = {"apply_patch": "input"}
+    CALLS, OUTPUTS = (b'"function_call"', b'"custom_tool_call"'), (b'"function_call_output"', b'"custom_tool_call_output"')
 
     @staticmethod
     def looks_like(record: dict) -> bool:
         return isinstance(record.get("payload"), dict) and isinstance(record.get("type"), str)
 
     def may_matter(self, line: bytes) -> bool:
-        return b'"item_completed"' in line
+        if any(kind in line for kind in self.OUTPUTS):  # mostly a command's output: parsed only when awaited
+            return self.answers_pending(line)
+        return b'"item_completed"' in line or any(kind in line for kind in self.CALLS) or (
+            self.wants_prompt() and b'"user.text"' in line)
 
     def parse(self, record: dict, offset: int) -> None:
         payload = record.get("payload")
+        if record.get("type") == "response_item" and isinstance(payload, dict):
+            self.parse_response_item(payload, offset)
+            return
         item = payload.get("item") if isinstance(payload, dict) and payload.get("type") == "item_completed" else None
         if record.get("type") != "event_msg" or not isinstance(item, dict):
             return
         kind, call_id = item.get("type"), item.get("id")
         if not isinstance(call_id, str) or call_id in self.seen:
             return
+        self.pending.pop(call_id, None)
         if kind == "CommandExecution" and item.get("status") in ("completed", "failed") \
                 and isinstance(item.get("exit_code"), int):
             self.took_command(call_id, _codex_command(item.get("command")), item["exit_code"])
@@ -3172,6 +3187,56 @@ class CodexRollout(TranscriptReader):
             self.took_edits(call_id, paths)
         elif kind == "UserMessage":
             self.prompted(_texts(item.get("content")))
+
+    def parse_response_item(self, payload: dict, offset: int) -> None:
+        kind, call_id = payload.get("type"), payload.get("call_id")
+        if kind == "function_call" and payload.get("name") in self.SHELL_TOOLS:
+            import json
+            try:
+                arguments = json.loads(payload.get("arguments") or "")
+            except (TypeError, ValueError):
+                return
+            self.called(call_id, payload["name"], arguments, offset)
+        elif kind == "custom_tool_call" and payload.get("name") in self.EDIT_TOOLS:
+            self.called(call_id, payload["name"], {"input": payload.get("input")}, offset)
+        elif kind in ("function_call_output", "custom_tool_call_output") and call_id in self.pending:
+            text = _codex_output(payload.get("output"))
+            exit_code = exit_code_in(text, -1)
+            call = self.pending.pop(call_id)
+            if call.name in self.EDIT_TOOLS:
+                if exit_code == 0:
+                    import re
+                    self.took_edits(call_id, re.findall(r"(?m)^[AMD] (.+?)\r?$", text))
+            elif exit_code >= 0:
+                self.took_command(call_id, call.input.get("cmd"), exit_code)
+        elif kind == "message" and payload.get("role") == "user" and "user.text" in json_words(payload):
+            self.prompted(_texts([dict(p, type="text") for p in payload.get("content") or [] if isinstance(p, dict)
+                                  and p.get("type") == "input_text"]))
+
+
+def _codex_output(output: Any) -> str:
+    """A call's output text: a string, text parts, or a JSON string {"output": text, ...}."""
+    if isinstance(output, str) and output.startswith("{"):
+        import json
+        try:
+            output = json.loads(output).get("output", output)
+        except (ValueError, AttributeError):
+            pass
+    return output if isinstance(output, str) else _texts(output)
+
+
+def json_words(value: Any) -> set:
+    """The strings in a JSON value's lists (content_item_kinds, wherever Codex puts it)."""
+    found: set = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+            found.update(v for v in item if isinstance(v, str))
+    return found
 
 
 def _codex_command(argv: Any) -> Optional[str]:

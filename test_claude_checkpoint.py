@@ -1921,6 +1921,24 @@ class TestAgentTranscriptReaders(unittest.TestCase):
         codex.prompt("Fix the build")
         self.assertEqual(self.read("codex", codex).first_prompt, "Fix the build")
 
+    def test_a_codex_rollout_of_response_items_alone_is_read_as_spec_12_describes_it(self):
+        full = CodexRolloutLines("/p")
+        full.turn("Write the notes file")
+        transcript = CodexRolloutLines("/p")
+        transcript.lines = [line for line in full.lines if '"item_completed"' not in line]
+        for call_id, code, files in (("call_0004", 0, "A /p/added.txt\nM src/app.py\n"), ("call_0005", 1, "")):
+            output = f"Exit code: {code}\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\n{files}"
+            transcript._line("response_item", {"type": "custom_tool_call_output", "call_id": call_id,
+                                               "output": output if code == 0 else json.dumps({"output": output})})
+        facts = self.read("codex", transcript)
+        self.assertEqual(facts.first_prompt, "Write the notes file")
+        self.assertEqual([(c.command, c.exit_code) for c in facts.commands], [("echo hi > notes.txt", 0), ("exit 3", 3)])
+        self.assertEqual([p for p, _ in facts.edited_files], ["/p/added.txt", "src/app.py"])
+        self.assertEqual(facts.resume_offset, sum(len(line.encode()) + 1 for line in transcript.lines))
+        both = self.read("codex", full)  # with item_completed too, each call is taken once
+        self.assertEqual(len(both.commands), 2)
+        self.assertEqual(len(both.taken_ids), 3)
+
     def test_a_codex_patch_that_moves_a_file_names_both_paths(self):
         transcript = CodexRolloutLines("/p")
         transcript._completed({"type": "FileChange", "id": "call_9", "status": "completed", "changes": {
