@@ -5932,13 +5932,16 @@ class RootChoice:
     source: str  # says why this root was used
 
 
+ARGUMENT_SOURCE = "the projectRoot argument"
+
+
 def choose_root(argument: Optional[str], env: dict, client_roots: list, cwd: str,
                 where: Optional[RootChoice] = None) -> RootChoice:
     """projectRoot > CHECKPOINT_PROJECT_ROOT > the client's first file:// root >
     CLAUDE_PROJECT_DIR > `where` the person is (the command line) or the working directory.
     Pure: checks happen in resolve_root."""
     if argument:
-        return RootChoice(argument, "the projectRoot argument")
+        return RootChoice(argument, ARGUMENT_SOURCE)
     if env.get("CHECKPOINT_PROJECT_ROOT"):
         return RootChoice(env["CHECKPOINT_PROJECT_ROOT"], "CHECKPOINT_PROJECT_ROOT")
     for uri in client_roots:
@@ -5991,7 +5994,8 @@ def resolve_root(choice: RootChoice, home: Optional[str],
     """An absolute, existing folder, symlinks resolved, that is neither / nor the home folder.
     `advice` says how to name another: the tool's argument, or the command line's --root."""
     if not os.path.isabs(choice.path):
-        raise RootError(f"projectRoot must be an absolute path (got {choice.path!r} from {choice.source}).")
+        what = "projectRoot" if choice.source == ARGUMENT_SOURCE else "The project root"  # people set the others
+        raise RootError(f"{what} must be an absolute path (got {choice.path!r} from {choice.source}).")
     real = os.path.realpath(choice.path)
     if not os.path.isdir(real):
         raise RootError(f"Project root {choice.path} (from {choice.source}) is not an existing folder.")

@@ -2944,6 +2944,15 @@ class TestE2eRoots(unittest.TestCase):
         self.assertNotIn(CHECKPOINT, os.listdir(self.ws.repo))
         self.assertNotIn(CHECKPOINT, os.listdir(self.ws.home))
 
+    def test_a_relative_root_from_the_environment_is_refused_in_words_for_people(self):
+        env = dict(self.ws.env, CHECKPOINT_PROJECT_ROOT="project")
+        for args, stdin in ((("show",), None), (("hook", "session-start"), b"{}")):
+            with self.subTest(args):
+                proc = self.ws.run_cli(*args, env=env, cwd=self.ws.home, stdin=stdin)
+                out = proc.stderr.decode()
+                self.assertIn("The project root must be an absolute path (got 'project' from CHECKPOINT_PROJECT_ROOT)", out)
+                self.assertNotIn("projectRoot", out)
+
     def test_filesystem_root_and_home_are_refused(self):
         root_had_file = os.path.lexists(os.path.join(os.sep, CHECKPOINT))
         cases = [("projectRoot /", self.ws.repo, {"projectRoot": os.sep}),
