@@ -7339,6 +7339,11 @@ class AgentInstallTest(unittest.TestCase):
         self.cli("install", "--client", "codex", "--write", "--trust")
         self.assertEqual(read_bytes(self.path(".codex/config.toml")), written, "a second run changes nothing")
         self.assertIn("✓ Codex: our hooks are trusted", self.cli("doctor", "--client", "codex"))
+        codex = codex_binary()
+        if codex is not None:  # the real Codex reads the CRLF file and trusts our hooks
+            ours = [h for h in codex_hooks_list(codex, self.ws.env, self.ws.repo)
+                    if "claude_checkpoint" in (h.get("command") or "")]
+            self.assertEqual([h["trustStatus"] for h in ours], ["trusted"] * 4, ours)
         self.cli("uninstall", "--client", "codex", "--write")
         self.assertEqual(read_bytes(self.path(".codex/config.toml")), mine.encode())
 
