@@ -8110,8 +8110,10 @@ def _load_json_file(path: str) -> dict:
 
 
 def _save_file(path: str, data: bytes) -> None:
-    """Settings files keep their mode (0600 for a new one: they may hold tokens)."""
+    """Settings files keep their mode (0600 for a new one: they may hold tokens), and a symlink
+    stays one: the file it points at (in a dotfiles repository, say) is the one written."""
     import stat
+    path = os.path.realpath(path)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)

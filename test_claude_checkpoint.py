@@ -7260,6 +7260,23 @@ class AgentInstallTest(unittest.TestCase):
                 self.assertEqual(restored, before)
                 shutil.rmtree(os.path.join(self.ws.home, server_rel.split("/")[0]))
 
+    def test_a_settings_file_that_is_a_symlink_stays_one_and_its_target_gets_our_entries(self):
+        dotfiles = os.path.join(self.ws.home, "dotfiles")
+        write(dotfiles, "gemini.json", json.dumps({"theme": "dark"}))
+        write(dotfiles, "config.toml", USER_CODEX_TOML)
+        os.makedirs(self.path(".gemini"))
+        os.makedirs(self.path(".codex"))
+        os.symlink(os.path.join(dotfiles, "gemini.json"), self.path(".gemini/settings.json"))
+        os.symlink(os.path.join(dotfiles, "config.toml"), self.path(".codex/config.toml"))
+        self.cli("install", "--client", "gemini", "--client", "codex", "--write", "--trust")
+        for link, target in ((".gemini/settings.json", "gemini.json"), (".codex/config.toml", "config.toml")):
+            self.assertTrue(os.path.islink(self.path(link)), link)
+            self.assertIn("claude_checkpoint", read_bytes(os.path.join(dotfiles, target)).decode())
+        self.assertEqual(json.loads(read_bytes(os.path.join(dotfiles, "gemini.json")))["theme"], "dark")
+        self.cli("uninstall", "--client", "gemini", "--client", "codex", "--write")
+        self.assertTrue(os.path.islink(self.path(".gemini/settings.json")))
+        self.assertEqual(json.loads(read_bytes(os.path.join(dotfiles, "gemini.json"))), {"theme": "dark"})
+
     def test_a_file_that_does_not_parse_is_never_written_and_exit_1_names_it(self):
         cases = [("gemini", ".gemini/settings.json", b'{"theme": "dark",'),
                  ("codex", ".codex/hooks.json", b'{"hooks": '),
