@@ -70,6 +70,7 @@ LOCK_NAME = CHECKPOINT_NAME + ".lock"  # Windows only: POSIX locks the project f
 CHECKPOINT_FILE_PREFIX = CHECKPOINT_NAME
 
 MAX_CHECKPOINT_BYTES = 64 * 1024  # a checkpoint must never become a token sink
+MAX_AGENT_NAME_SHOWN = 40  # an unknown "agent" name in the brief's first line
 MAX_READ_BYTES = 4 * MAX_CHECKPOINT_BYTES  # a hand-edited file may be bigger; refuse giants
 GIT_TIMEOUT_S = 3.0  # git must never hang a tool call or a hook
 # A git command started early and waited for late (the caller hashed files meanwhile, while
@@ -556,7 +557,7 @@ class Checkpoint:
                             cursors={str(k): v for k, v in _obj(hooks.get("cursors", {}), "hooks.cursors").items()
                                      if isinstance(v, int) and not isinstance(v, bool)}),
             snapshot=snapshot,
-            agent=_opt_str(_obj(doc.get("agent") or {}, "agent").get("name"), "agent.name"),
+            agent=_agent_name(doc.get("agent")),
         )
 
 
@@ -620,6 +621,13 @@ def _str(value: Any, name: str) -> str:
     if not isinstance(value, str):
         raise CheckpointError(f"{name}: expected a string")
     return value
+
+
+def _agent_name(value: Any) -> Optional[str]:
+    """The optional "agent": {"name"} (SPEC 12): a note on who wrote last, so a value of another
+    shape (a hand edit, another tool) is dropped rather than making the whole checkpoint unreadable."""
+    name = value.get("name") if isinstance(value, dict) else None
+    return name if isinstance(name, str) and name.strip() else None
 
 
 def _opt_str(value: Any, name: str) -> Optional[str]:
@@ -4022,6 +4030,12 @@ class LoadResult:
         return doc
 
 
+def _shown_name(name: str) -> str:
+    """An agent name we do not know, as one short line: printable characters only, capped."""
+    shown = "".join(c for c in name if c.isprintable()).strip()
+    return shown[:MAX_AGENT_NAME_SHOWN] + ("…" if len(shown) > MAX_AGENT_NAME_SHOWN else "")
+
+
 def render_brief(result: LoadResult, now: float, reader: Optional[str] = None,
                  how_to_save: str = "call save_session_checkpoint") -> str:
     """The resume brief: small markdown that a model can act on at once. It names the agent
@@ -4033,7 +4047,8 @@ def render_brief(result: LoadResult, now: float, reader: Optional[str] = None,
     saved_at = parse_timestamp(cp.updated_at)
     by = ""
     if cp.agent is not None and cp.agent != reader:
-        by = f"by {AGENTS[cp.agent].title if cp.agent in AGENTS else cp.agent} "
+        name = AGENTS[cp.agent].title if cp.agent in AGENTS else _shown_name(cp.agent)
+        by = f"by {name} " if name else ""
     when = (f"checkpoint saved {by}{human_age(now - saved_at)}, "
             f"{format_timestamp(saved_at)[:19].replace('T', ' ')} UTC") if saved_at else f"checkpoint saved {by}{cp.updated_at}"
     out = [f"# Resuming: {cp.project_name or os.path.basename(result.root)} ({when})"]

@@ -5999,8 +5999,21 @@ class AgentNameTest(unittest.TestCase):
         cp = cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent={"name": "gemini"}))
         self.assertEqual(cp.agent, "gemini")
         self.assertEqual(cp.to_json()["agent"], {"name": "gemini"})
-        with self.assertRaisesRegex(cc.CheckpointError, "agent"):
-            cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent={"name": 3}))
+        for odd in ({"name": 3}, "codex", [], {"name": "  "}, None):  # a note of another shape: dropped, the file read
+            self.assertIsNone(cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent=odd)).agent, odd)
+
+    def test_an_unknown_agents_name_is_shown_on_one_short_printable_line(self):
+        ws = Workspace(self)
+        self.assertEqual(ws.run_cli("save", "--goal", "g").returncode, 0)
+        for name, shown in (("opencode", "saved by opencode just now"), ("x\x1b[31mred\nline", "saved by x[31mredline "),
+                            ("a" * 500, "saved by " + "a" * 40 + "… "), ("\x07", "(checkpoint saved just now")):
+            with self.subTest(name=name[:20]):
+                doc = ws.checkpoint()
+                doc["agent"] = {"name": name}
+                ws.write(".claude-checkpoint", json.dumps(doc))
+                first = ws.run_cli("show").stdout.decode().splitlines()[0]
+                self.assertIn(shown, first)
+                self.assertNotIn("\x1b", first)
 
 
 class AgentRecordingHookTest(unittest.TestCase):
