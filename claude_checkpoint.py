@@ -9102,7 +9102,8 @@ def run_hook(event: str, root_arg: Optional[str], world: World, agent: Agent) ->
         if isinstance(named, str) and theirs and named != theirs:
             problems.append(f"the input is for {short_name(named)}, not {theirs}: is --client {agent.name} right?")
         cwd = facts["cwd"] if facts["cwd"] and os.path.isabs(facts["cwd"]) else world.cwd
-        root = resolve_root(choose_root(root_arg and os.path.join(world.cwd, root_arg), world.env, [], cwd), world.home,
+        root = resolve_root(choose_root(root_arg and os.path.join(world.cwd, root_arg), hook_environment(world.env, agent),
+                                        [], cwd), world.home,
                             "Give the hook command --root DIR (Claude Code sets CLAUDE_PROJECT_DIR for it).")
         if event == "session-start":
             result = load_checkpoint(root, world)
@@ -9120,6 +9121,18 @@ def run_hook(event: str, root_arg: Optional[str], world: World, agent: Agent) ->
     if problems:
         print(f"claude-checkpoint hook {event} --client {agent.name}: " + "; ".join(problems), file=sys.stderr)
     return EXIT_OK
+
+
+def hook_environment(env: dict, agent: Agent) -> dict:
+    """The environment as the root rules read it in a hook. CLAUDE_PROJECT_DIR counts when the
+    agent sets its project folder there (Claude Code) or under its own name (GEMINI_PROJECT_DIR
+    stands in for it); otherwise it was inherited from some other session and the input's cwd,
+    the agent's own word, decides."""
+    own = agent.hook_folder.get("project", "").lstrip("$")
+    found = {key: value for key, value in env.items() if key != "CLAUDE_PROJECT_DIR"}
+    if own and env.get(own):
+        found["CLAUDE_PROJECT_DIR"] = env[own]
+    return found
 
 
 def _read_hook_input(problems: list) -> dict:

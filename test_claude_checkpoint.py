@@ -5969,6 +5969,19 @@ class AgentHookTest(unittest.TestCase):
                                env=env)
         self.assertTrue(proc.stdout.startswith(b"# Resuming:"), proc.stdout)  # no --client: Claude Code's text
 
+    def test_another_agents_project_variable_does_not_move_the_hook_away_from_its_cwd(self):
+        other = temp_dir(self, "cc-other-")
+        subprocess.run(["git", "init", "-q", other], check=True)
+        self.assertEqual(self.ws.run_cli("--root", other, "save", "--goal", "The other project's goal").returncode, 0)
+        env = dict(self.ws.env, CLAUDE_PROJECT_DIR=other)  # inherited from a Claude Code session elsewhere
+        for client in ("codex", "copilot", "gemini", "claude"):
+            with self.subTest(client):
+                extra = {"GEMINI_PROJECT_DIR": self.ws.repo} if client == "gemini" else {}
+                proc = self.ws.run_cli("hook", "session-start", "--client", client, env=dict(env, **extra),
+                                       stdin=agent_payload(client, "session-start", self.ws.repo), cwd=self.elsewhere)
+                expected = "The other project's goal" if client == "claude" else sample_save()["goal"]
+                self.assertIn(expected, proc.stdout.decode())
+
 
 class AgentNameTest(unittest.TestCase):
     """The checkpoint names the agent that wrote it last; another agent's brief says so."""
