@@ -3824,6 +3824,9 @@ class Agent:
     # (Gemini CLI runs PreCompress before every model request).
     routine_events: tuple = ("session-end", "stop")
     exact_matchers: bool = False  # a matcher is an exact string, not a regular expression (Gemini CLI)
+    # Where it keeps a session's transcript ({session}: the input's session id), for an input that
+    # does not say (Copilot CLI's sessionEnd has no transcriptPath).
+    transcript_file: str = ""
 
 
 _CLAUDE_STDIN = {"session": ("session_id",), "cwd": ("cwd",), "transcript": ("transcript_path",)}
@@ -3878,7 +3881,8 @@ AGENTS = {agent.name: agent for agent in (
           {}, {"timeoutSec": 30}, {"project": "", "home": "$HOME"},
           {"session": ("sessionId", "session_id"), "cwd": ("cwd",), "transcript": ("transcriptPath", "transcript_path")},
           HookOutput.ADDITIONAL_CONTEXT, CopilotEvents.read,
-          "runs hooks in the session folder; a project keeps hooks in .github/hooks, servers only per user"),
+          "runs hooks in the session folder; a project keeps hooks in .github/hooks, servers only per user",
+          transcript_file="{dir}/session-state/{session}/events.jsonl"),
     Agent("cursor", "Cursor", ("", ".cursor"),
           ("{dir}/mcp.json", "{root}/.cursor/mcp.json"), ConfigFormat.JSON, "mcpServers",
           {"type": "stdio"}, {"project": "${workspaceFolder}", "home": "${userHome}"},
@@ -9151,7 +9155,7 @@ def _read_hook_input(problems: list) -> dict:
 
 def _record_hook(event: str, facts: dict, root: str, world: World, agent: Agent) -> list:
     """pre-compact, session-end, stop: merge the transcript; return what went wrong."""
-    transcript = facts["transcript"]
+    transcript = facts["transcript"] or agent_transcript(agent, facts["session"], world)
     if not transcript:
         names = "/".join(agent.stdin_fields.get("transcript", ()))
         return [f"no {names} in the hook's input; nothing recorded"]
@@ -9167,6 +9171,16 @@ def _record_hook(event: str, facts: dict, root: str, world: World, agent: Agent)
     # The redaction count and the git advice are for the model's saves, not every hook run.
     return [w for w in outcome.warnings if not w.startswith("Redacted")
             and "not git-ignored" not in w and "is tracked by git" not in w]
+
+
+def agent_transcript(agent: Agent, session: Optional[str], world: World) -> Optional[str]:
+    """The session's transcript where the agent keeps it, when the hook's input does not name it;
+    None unless it exists (and the session id is a plain name, never a path)."""
+    import re
+    if not (agent.transcript_file and session and re.fullmatch(r"[A-Za-z0-9][\w.-]*", session)):
+        return None
+    path = agent_file(agent.transcript_file.replace("{session}", session), agent, world, None)
+    return path if path and os.path.isfile(path) else None
 
 
 def _hook_timeout() -> None:

@@ -6106,6 +6106,21 @@ class AgentRecordingHookTest(unittest.TestCase):
                 self.assertEqual(len(newest), 2)
                 self.assertEqual(blob(ws, newest[0]["commit"], "notes.txt"), b"second turn\n")
 
+    def test_copilot_clis_session_end_finds_its_transcript_by_the_session_id(self):
+        ws, _, path = self.turn("copilot")
+        session = COPILOT_AGENT_STOP["sessionId"]
+        events = os.path.join(ws.home, "copilot-home", "session-state", session, "events.jsonl")
+        os.makedirs(os.path.dirname(events))
+        shutil.copy(path, events)
+        end = {"sessionId": session, "timestamp": 1764600090000, "cwd": ws.repo, "reason": "complete"}
+        proc = ws.run_cli("hook", "session-end", "--client", "copilot", stdin=json.dumps(end),
+                          env=dict(ws.env, COPILOT_HOME=os.path.join(ws.home, "copilot-home")))
+        self.assertEqual((proc.returncode, proc.stdout, stderr_lines(proc)), (0, b"", []))
+        self.assertEqual(commands_of(ws.checkpoint()), ["echo hi > notes.txt", "exit 3"])
+        for odd in ("../../x", session + "/../x"):  # a session id is a name, never a path
+            proc = ws.run_cli("hook", "session-end", "--client", "copilot", stdin=json.dumps(dict(end, sessionId=odd)))
+            self.assertIn(b"no transcriptPath", proc.stderr)
+
     def test_copilot_cli_takes_over_from_claude_code_and_hands_back_on_its_recorded_samples(self):
         """The handoff of SPEC section 12 for Copilot CLI (it needs Node 24): its hook inputs and
         events.jsonl as its docs give them, through the commands its hooks file runs."""
