@@ -3159,7 +3159,8 @@ class CodexRollout(TranscriptReader):
     FORMAT = "Codex rollout"
     SHELL_TOOLS = {"exec_command": "cmd"}
     EDIT_TOOLS = {"apply_patch": "input"}
-    CALLS, OUTPUTS = (b'"function_call"', b'"custom_tool_call"'), (b'"function_call_output"', b'"custom_tool_call_output"')
+    CALLS = (b'"function_call"', b'"custom_tool_call"')
+    OUTPUTS = (b'"function_call_output"', b'"custom_tool_call_output"')
 
     @staticmethod
     def looks_like(record: dict) -> bool:
@@ -3218,8 +3219,8 @@ class CodexRollout(TranscriptReader):
             elif exit_code >= 0:
                 self.took_command(call_id, call.input.get("cmd"), exit_code)
         elif kind == "message" and payload.get("role") == "user" and "user.text" in json_words(payload):
-            self.prompted(_texts([dict(p, type="text") for p in payload.get("content") or [] if isinstance(p, dict)
-                                  and p.get("type") == "input_text"]))
+            parts = payload.get("content") if isinstance(payload.get("content"), list) else []
+            self.prompted(_texts([dict(p, type="text") for p in parts if isinstance(p, dict) and p.get("type") == "input_text"]))
 
 
 def _codex_output(output: Any) -> str:

@@ -1930,9 +1930,16 @@ class TestAgentTranscriptReaders(unittest.TestCase):
             output = f"Exit code: {code}\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\n{files}"
             transcript._line("response_item", {"type": "custom_tool_call_output", "call_id": call_id,
                                                "output": output if code == 0 else json.dumps({"output": output})})
+        hostile = [{"type": "message", "role": "user", "content": 5, "content_item_kinds": ["user.text"]},
+                   {"type": "function_call", "name": "exec_command", "arguments": {"cmd": "ls"}, "call_id": "h1"},
+                   {"type": "function_call", "name": "exec_command", "arguments": "[1]", "call_id": "h2"},
+                   {"type": "custom_tool_call", "name": "apply_patch", "input": 5, "call_id": ["h3"]},
+                   {"type": "function_call_output", "call_id": "h2", "output": {"x": 1}}]
+        transcript.lines[1:1] = [json.dumps({"type": "response_item", "payload": payload}) for payload in hostile]
         facts = self.read("codex", transcript)
         self.assertEqual(facts.first_prompt, "Write the notes file")
-        self.assertEqual([(c.command, c.exit_code) for c in facts.commands], [("echo hi > notes.txt", 0), ("exit 3", 3)])
+        self.assertEqual([(c.command, c.exit_code) for c in facts.commands],
+                         [("echo hi > notes.txt", 0), ("exit 3", 3)])
         self.assertEqual([p for p, _ in facts.edited_files], ["/p/added.txt", "src/app.py"])
         self.assertEqual(facts.resume_offset, sum(len(line.encode()) + 1 for line in transcript.lines))
         both = self.read("codex", full)  # with item_completed too, each call is taken once
