@@ -3220,7 +3220,8 @@ class CodexRollout(TranscriptReader):
                 self.took_command(call_id, call.input.get("cmd"), exit_code)
         elif kind == "message" and payload.get("role") == "user" and "user.text" in json_words(payload):
             parts = payload.get("content") if isinstance(payload.get("content"), list) else []
-            self.prompted(_texts([dict(p, type="text") for p in parts if isinstance(p, dict) and p.get("type") == "input_text"]))
+            typed = [dict(p, type="text") for p in parts if isinstance(p, dict) and p.get("type") == "input_text"]
+            self.prompted(_texts(typed))
 
 
 def _codex_output(output: Any) -> str:
