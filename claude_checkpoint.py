@@ -3199,15 +3199,18 @@ class CodexRollout(TranscriptReader):
 
     def parse_response_item(self, payload: dict, offset: int) -> None:
         kind, call_id = payload.get("type"), payload.get("call_id")
-        if kind == "function_call" and payload.get("name") in self.SHELL_TOOLS:
+        name = payload.get("name") if isinstance(payload.get("name"), str) else None
+        if not isinstance(call_id, str) and kind != "message":
+            return
+        if kind == "function_call" and name in self.SHELL_TOOLS:
             import json
             try:
                 arguments = json.loads(payload.get("arguments") or "")
             except (TypeError, ValueError):
                 return
-            self.called(call_id, payload["name"], arguments, offset)
-        elif kind == "custom_tool_call" and payload.get("name") in self.EDIT_TOOLS:
-            self.called(call_id, payload["name"], {"input": payload.get("input")}, offset)
+            self.called(call_id, name, arguments, offset)
+        elif kind == "custom_tool_call" and name in self.EDIT_TOOLS:
+            self.called(call_id, name, {"input": payload.get("input")}, offset)
         elif kind in ("function_call_output", "custom_tool_call_output") and call_id in self.pending:
             text = _codex_output(payload.get("output"))
             exit_code = exit_code_in(text, -1)
@@ -3315,7 +3318,8 @@ def _gemini_exit_code(result: Any) -> int:
     only when N is not 0."""
     import re
     for part in result if isinstance(result, list) else ():
-        response = part.get("functionResponse", {}).get("response") if isinstance(part, dict) else None
+        function = part.get("functionResponse") if isinstance(part, dict) else None
+        response = function.get("response") if isinstance(function, dict) else None
         output = response.get("output") if isinstance(response, dict) else None
         found = re.findall(r"(?m)^Exit Code: (-?\d{1,10})$", output) if isinstance(output, str) else []
         if found:

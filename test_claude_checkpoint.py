@@ -1961,7 +1961,12 @@ class TestAgentTranscriptReaders(unittest.TestCase):
                    '{"$set":{"messages":"not a list"}}', '{"type":"tool_result","toolCallResult":"nope"}',
                    '{"type":"tool.execution_start","data":{"toolCallId":"t","toolName":"bash","arguments":"{torn"}}',
                    '{"type":"assistant","message":{"parts":[{"functionCall":{"id":1,"name":"edit"}}]}}',
-                   '{"toolCalls"', "[1, 2]", "\x00\xff", '"a string"']
+                   '{"toolCalls"', "[1, 2]", "\x00\xff", '"a string"',
+                   '{"type":"gemini","content":"","toolCalls":[{"id":"g1","name":"run_shell_command","args":{"command":"ls"},'
+                   '"status":"success","result":[{"functionResponse":true}]}]}',
+                   '{"type":"response_item","payload":{"type":"function_call","name":["exec_command"],"call_id":"f1",'
+                   '"arguments":"{}"}}',
+                   '{"type":"response_item","payload":{"type":"custom_tool_call_output","call_id":["f1"],"output":"x"}}']
         claude = Transcript("/p")
         claude.prompt("Go")
         claude.bash("make")
@@ -1973,7 +1978,7 @@ class TestAgentTranscriptReaders(unittest.TestCase):
                 for line in claude.lines[:1] + hostile + claude.lines[1:]:
                     transcript.add(line)
                 facts = self.read(agent, transcript)
-                expected = ["make"] if agent == "claude" else []
+                expected = ["make"] if agent == "claude" else ["ls"] if agent == "gemini" else []
                 self.assertEqual([c.command for c in facts.commands], expected)
                 self.assertEqual(facts.edited_files, [])
 
