@@ -70,6 +70,7 @@ LOCK_NAME = CHECKPOINT_NAME + ".lock"  # Windows only: POSIX locks the project f
 CHECKPOINT_FILE_PREFIX = CHECKPOINT_NAME
 
 MAX_CHECKPOINT_BYTES = 64 * 1024  # a checkpoint must never become a token sink
+MAX_AGENT_NAME_SHOWN = 40  # an unknown "agent" name in the brief's first line
 MAX_READ_BYTES = 4 * MAX_CHECKPOINT_BYTES  # a hand-edited file may be bigger; refuse giants
 GIT_TIMEOUT_S = 3.0  # git must never hang a tool call or a hook
 # A git command started early and waited for late (the caller hashed files meanwhile, while
@@ -556,7 +557,7 @@ class Checkpoint:
                             cursors={str(k): v for k, v in _obj(hooks.get("cursors", {}), "hooks.cursors").items()
                                      if isinstance(v, int) and not isinstance(v, bool)}),
             snapshot=snapshot,
-            agent=_opt_str(_obj(doc.get("agent") or {}, "agent").get("name"), "agent.name"),
+            agent=_agent_name(doc.get("agent")),
         )
 
 
@@ -620,6 +621,13 @@ def _str(value: Any, name: str) -> str:
     if not isinstance(value, str):
         raise CheckpointError(f"{name}: expected a string")
     return value
+
+
+def _agent_name(value: Any) -> Optional[str]:
+    """The optional "agent": {"name"} (SPEC 12): a note on who wrote last, so a value of another
+    shape (a hand edit, another tool) is dropped rather than making the whole checkpoint unreadable."""
+    name = value.get("name") if isinstance(value, dict) else None
+    return name if isinstance(name, str) and name.strip() else None
 
 
 def _opt_str(value: Any, name: str) -> Optional[str]:
@@ -3684,25 +3692,41 @@ class CodexRollout(TranscriptReader):
     "item": ...}}, call and result together: CommandExecution {id, command: [shell, "-lc",
     cmd], exit_code, status: completed|failed|declined}, FileChange {id, changes: {absolute
     path: {type: add|update|delete, move_path}}, status} (apply_patch, however called) and
-    UserMessage {content: [{type: text, text}]} (what the user typed, nothing injected)."""
+    UserMessage {content: [{type: text, text}]} (what the user typed, nothing injected).
+    The response_item lines before them (SPEC 12: function_call exec_command {cmd} answered by
+    function_call_output "Process exited with code N", custom_tool_call apply_patch answered by
+    custom_tool_call_output "Exit code: N" and "A/M/D path" lines, the user's message marked
+    user.text) are read too, for a rollout without item_completed; the call id is the same in
+    both, so nothing is taken twice."""
 
     FORMAT = "Codex rollout"
+    SHELL_TOOLS = {"exec_command": "cmd"}
+    EDIT_TOOLS = {"apply_patch": "input"}
+    CALLS = (b'"function_call"', b'"custom_tool_call"')
+    OUTPUTS = (b'"function_call_output"', b'"custom_tool_call_output"')
 
     @staticmethod
     def looks_like(record: dict) -> bool:
         return isinstance(record.get("payload"), dict) and isinstance(record.get("type"), str)
 
     def may_matter(self, line: bytes) -> bool:
-        return b'"item_completed"' in line
+        if any(kind in line for kind in self.OUTPUTS):  # mostly a command's output: parsed only when awaited
+            return self.answers_pending(line)
+        return b'"item_completed"' in line or any(kind in line for kind in self.CALLS) or (
+            self.wants_prompt() and b'"user.text"' in line)
 
     def parse(self, record: dict, offset: int) -> None:
         payload = record.get("payload")
+        if record.get("type") == "response_item" and isinstance(payload, dict):
+            self.parse_response_item(payload, offset)
+            return
         item = payload.get("item") if isinstance(payload, dict) and payload.get("type") == "item_completed" else None
         if record.get("type") != "event_msg" or not isinstance(item, dict):
             return
         kind, call_id = item.get("type"), item.get("id")
         if not isinstance(call_id, str) or call_id in self.seen:
             return
+        self.pending.pop(call_id, None)
         if kind == "CommandExecution" and item.get("status") in ("completed", "failed") \
                 and isinstance(item.get("exit_code"), int):
             self.took_command(call_id, _codex_command(item.get("command")), item["exit_code"])
@@ -3715,6 +3739,60 @@ class CodexRollout(TranscriptReader):
             self.took_edits(call_id, paths)
         elif kind == "UserMessage":
             self.prompted(_texts(item.get("content")))
+
+    def parse_response_item(self, payload: dict, offset: int) -> None:
+        kind, call_id = payload.get("type"), payload.get("call_id")
+        name = payload.get("name") if isinstance(payload.get("name"), str) else None
+        if not isinstance(call_id, str) and kind != "message":
+            return
+        if kind == "function_call" and name in self.SHELL_TOOLS:
+            import json
+            try:
+                arguments = json.loads(payload.get("arguments") or "")
+            except (TypeError, ValueError):
+                return
+            self.called(call_id, name, arguments, offset)
+        elif kind == "custom_tool_call" and name in self.EDIT_TOOLS:
+            self.called(call_id, name, {"input": payload.get("input")}, offset)
+        elif kind in ("function_call_output", "custom_tool_call_output") and call_id in self.pending:
+            text = _codex_output(payload.get("output"))
+            exit_code = exit_code_in(text, -1)
+            call = self.pending.pop(call_id)
+            if call.name in self.EDIT_TOOLS:
+                if exit_code == 0:
+                    import re
+                    self.took_edits(call_id, re.findall(r"(?m)^[AMD] (.+?)\r?$", text))
+            elif exit_code >= 0:
+                self.took_command(call_id, call.input.get("cmd"), exit_code)
+        elif kind == "message" and payload.get("role") == "user" and "user.text" in json_words(payload):
+            parts = payload.get("content") if isinstance(payload.get("content"), list) else []
+            typed = [dict(p, type="text") for p in parts if isinstance(p, dict) and p.get("type") == "input_text"]
+            self.prompted(_texts(typed))
+
+
+def _codex_output(output: Any) -> str:
+    """A call's output text: a string, text parts, or a JSON string {"output": text, ...}."""
+    if isinstance(output, str) and output.startswith("{"):
+        import json
+        try:
+            output = json.loads(output).get("output", output)
+        except (ValueError, AttributeError):
+            pass
+    return output if isinstance(output, str) else _texts(output)
+
+
+def json_words(value: Any) -> set:
+    """The strings in a JSON value's lists (content_item_kinds, wherever Codex puts it)."""
+    found: set = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+            found.update(v for v in item if isinstance(v, str))
+    return found
 
 
 def _codex_command(argv: Any) -> Optional[str]:
@@ -3783,7 +3861,8 @@ def _gemini_exit_code(result: Any) -> int:
     only when N is not 0."""
     import re
     for part in result if isinstance(result, list) else ():
-        response = part.get("functionResponse", {}).get("response") if isinstance(part, dict) else None
+        function = part.get("functionResponse") if isinstance(part, dict) else None
+        response = function.get("response") if isinstance(function, dict) else None
         output = response.get("output") if isinstance(response, dict) else None
         found = re.findall(r"(?m)^Exit Code: (-?\d{1,10})$", output) if isinstance(output, str) else []
         if found:
@@ -4277,7 +4356,7 @@ class Agent:
     server_files: tuple  # (user scope, project scope) file templates
     server_format: ConfigFormat
     server_key: str  # the table that holds servers: mcpServers, servers (VS Code), mcp_servers (TOML)
-    server_extra: dict  # what its server entry holds besides command, args and env
+    server_extra: dict  # what its server entry holds besides command and args (an "env" {} where SPEC 12 lists one)
     server_folder: dict  # how a project file's server entry names the "project" or "home" folder ("": the
     #                      working folder it starts the server in; None: it expands nothing, an absolute path it is)
     hook_files: tuple  # (user scope, project scope) templates; () when it has no hooks
@@ -4298,11 +4377,15 @@ class Agent:
     # Events that fire in every session, where a first prompt alone is not worth a checkpoint
     # (Gemini CLI runs PreCompress before every model request).
     routine_events: tuple = ("session-end", "stop")
+    exact_matchers: bool = False  # a matcher is an exact string, not a regular expression (Gemini CLI)
+    # Where it keeps a session's transcript ({session}: the input's session id), for an input that
+    # does not say (Copilot CLI's sessionEnd has no transcriptPath).
+    transcript_file: str = ""
 
 
 _CLAUDE_STDIN = {"session": ("session_id",), "cwd": ("cwd",), "transcript": ("transcript_path",)}
 _OUR_EVENTS = ("session-start", "pre-compact", "session-end", "stop")
-_GEMINI_SERVER = {"timeout": 30000}  # ms: a first start may compile the file's bytecode
+_GEMINI_SERVER = {"env": {}, "timeout": 30000}  # ms: a first start may compile the file's bytecode
 _JSON_SERVER_FOLDER = {"project": "", "home": "${HOME}"}  # expanded by the agent when it reads the file
 
 AGENTS = {agent.name: agent for agent in (
@@ -4316,7 +4399,7 @@ AGENTS = {agent.name: agent for agent in (
           "expands ${VAR:-default} in .mcp.json; hooks get CLAUDE_PROJECT_DIR", ("claude-code",)),
     Agent("codex", "Codex", ("CODEX_HOME", ".codex"),
           ("{dir}/config.toml", "{root}/.codex/config.toml"), ConfigFormat.TOML, "mcp_servers",
-          {"startup_timeout_sec": 30}, {"project": "", "home": None},
+          {"env": {}, "startup_timeout_sec": 30}, {"project": "", "home": None},
           ("{dir}/hooks.json", "{root}/.codex/hooks.json"), HookShape.GROUPS,
           dict(zip(_OUR_EVENTS, ("SessionStart", "PreCompact", "SessionEnd", "Stop"))),
           {}, {}, {"project": "", "home": "$HOME"},
@@ -4334,7 +4417,7 @@ AGENTS = {agent.name: agent for agent in (
           {}, {}, {"project": "$GEMINI_PROJECT_DIR", "home": "$HOME"},
           _CLAUDE_STDIN, HookOutput.HOOK_SPECIFIC, GeminiChat.read,
           "runs the server in its working folder; expands $VAR in settings.json; hooks get GEMINI_PROJECT_DIR",
-          ("gemini-cli-mcp-client",), routine_events=("pre-compact", "session-end", "stop")),
+          ("gemini-cli-mcp-client",), routine_events=("pre-compact", "session-end", "stop"), exact_matchers=True),
     Agent("qwen", "Qwen Code", ("", ".qwen"),
           ("{dir}/settings.json", "{root}/.qwen/settings.json"), ConfigFormat.JSON, "mcpServers",
           _GEMINI_SERVER, _JSON_SERVER_FOLDER,
@@ -4346,13 +4429,14 @@ AGENTS = {agent.name: agent for agent in (
           ("qwen-cli-mcp-client", "qwen-code-mcp-client")),
     Agent("copilot", "Copilot CLI", ("COPILOT_HOME", ".copilot"),
           ("{dir}/mcp-config.json", None), ConfigFormat.JSON, "mcpServers",
-          {"type": "local", "tools": ["*"]}, {"project": "", "home": None},
+          {"type": "local", "env": {}, "tools": ["*"]}, {"project": "", "home": None},
           ("{dir}/hooks/claude-checkpoint.json", "{root}/.github/hooks/claude-checkpoint.json"), HookShape.COPILOT,
           dict(zip(_OUR_EVENTS, ("sessionStart", "preCompact", "sessionEnd", "agentStop"))),
           {}, {"timeoutSec": 30}, {"project": "", "home": "$HOME"},
           {"session": ("sessionId", "session_id"), "cwd": ("cwd",), "transcript": ("transcriptPath", "transcript_path")},
           HookOutput.ADDITIONAL_CONTEXT, CopilotEvents.read,
-          "runs hooks in the session folder; a project keeps hooks in .github/hooks, servers only per user"),
+          "runs hooks in the session folder; a project keeps hooks in .github/hooks, servers only per user",
+          transcript_file="{dir}/session-state/{session}/events.jsonl"),
     Agent("cursor", "Cursor", ("", ".cursor"),
           ("{dir}/mcp.json", "{root}/.cursor/mcp.json"), ConfigFormat.JSON, "mcpServers",
           {"type": "stdio"}, {"project": "${workspaceFolder}", "home": "${userHome}"},
@@ -4372,12 +4456,19 @@ AGENTS = {agent.name: agent for agent in (
 DEFAULT_AGENT = "claude"
 
 
+# Every name SPEC 12 gives a hook input's fields, tried after the agent's own: a payload that
+# names its folder workspace_roots (Cursor's) or its session sessionId still finds the project.
+HOOK_FIELD_NAMES = {"session": ("session_id", "sessionId"), "cwd": ("cwd", "workspace_roots"),
+                    "transcript": ("transcript_path", "transcriptPath")}
+
+
 def hook_input(payload: dict, agent: Agent) -> dict:
     """The hook's input under our names (session, cwd, transcript), read from the agent's own
-    field names; a list (Cursor's workspace_roots) gives its first folder. None when absent."""
+    field names, then the others'; a list (workspace_roots) gives its first folder. None when absent."""
     found: dict = {}
     for ours, theirs in agent.stdin_fields.items():
-        values = [payload.get(name) for name in theirs]
+        names = tuple(dict.fromkeys((*theirs, *HOOK_FIELD_NAMES.get(ours, ()))))
+        values = [payload.get(name) for name in names]
         values = [v[0] if isinstance(v, list) and v else v for v in values]
         found[ours] = next((v for v in values if isinstance(v, str) and v), None)
     return found
@@ -4497,6 +4588,12 @@ class LoadResult:
         return doc
 
 
+def _shown_name(name: str) -> str:
+    """An agent name we do not know, as one short line: printable characters only, capped."""
+    shown = "".join(c for c in name if c.isprintable()).strip()
+    return shown[:MAX_AGENT_NAME_SHOWN] + ("…" if len(shown) > MAX_AGENT_NAME_SHOWN else "")
+
+
 def render_brief(result: LoadResult, now: float, reader: Optional[str] = None,
                  how_to_save: str = "call save_session_checkpoint") -> str:
     """The resume brief: small markdown that a model can act on at once. It names the agent
@@ -4508,7 +4605,8 @@ def render_brief(result: LoadResult, now: float, reader: Optional[str] = None,
     saved_at = parse_timestamp(cp.updated_at)
     by = ""
     if cp.agent is not None and cp.agent != reader:
-        by = f"by {AGENTS[cp.agent].title if cp.agent in AGENTS else cp.agent} "
+        name = AGENTS[cp.agent].title if cp.agent in AGENTS else _shown_name(cp.agent)
+        by = f"by {name} " if name else ""
     when = (f"checkpoint saved {by}{human_age(now - saved_at)}, "
             f"{format_timestamp(saved_at)[:19].replace('T', ' ')} UTC") if saved_at else f"checkpoint saved {by}{cp.updated_at}"
     out = [f"# Resuming: {cp.project_name or os.path.basename(result.root)} ({when})"]
@@ -6421,13 +6519,16 @@ class RootChoice:
     source: str  # says why this root was used
 
 
+ARGUMENT_SOURCE = "the projectRoot argument"
+
+
 def choose_root(argument: Optional[str], env: dict, client_roots: list, cwd: str,
                 where: Optional[RootChoice] = None) -> RootChoice:
     """projectRoot > CHECKPOINT_PROJECT_ROOT > the client's first file:// root >
     CLAUDE_PROJECT_DIR > `where` the person is (the command line) or the working directory.
     Pure: checks happen in resolve_root."""
     if argument:
-        return RootChoice(argument, "the projectRoot argument")
+        return RootChoice(argument, ARGUMENT_SOURCE)
     if env.get("CHECKPOINT_PROJECT_ROOT"):
         return RootChoice(env["CHECKPOINT_PROJECT_ROOT"], "CHECKPOINT_PROJECT_ROOT")
     for uri in client_roots:
@@ -6480,7 +6581,8 @@ def resolve_root(choice: RootChoice, home: Optional[str],
     """An absolute, existing folder, symlinks resolved, that is neither / nor the home folder.
     `advice` says how to name another: the tool's argument, or the command line's --root."""
     if not os.path.isabs(choice.path):
-        raise RootError(f"projectRoot must be an absolute path (got {choice.path!r} from {choice.source}).")
+        what = "projectRoot" if choice.source == ARGUMENT_SOURCE else "The project root"  # people set the others
+        raise RootError(f"{what} must be an absolute path (got {choice.path!r} from {choice.source}).")
     real = os.path.realpath(choice.path)
     if not os.path.isdir(real):
         raise RootError(f"Project root {choice.path} (from {choice.source}) is not an existing folder.")
@@ -8216,6 +8318,9 @@ def _monotonic() -> Callable[[], float]:
 # 15. Install, uninstall and doctor: each agent's configuration, from its row in AGENTS
 # ════════════════════════════════════════════════════════════════════════════
 
+CLI_ROOT_ADVICE = "Run it from inside the project, or name it with --root DIR."
+
+
 def cli_root(args: Any, world: World, argument: Optional[str] = None) -> str:
     """The root for a subcommand: --root DIR (relative to the current folder), else `argument`
     (save's projectRoot), else section 10's rules, with the project found around the current folder."""
@@ -8223,7 +8328,7 @@ def cli_root(args: Any, world: World, argument: Optional[str] = None) -> str:
         choice = RootChoice(os.path.join(world.cwd, args.root), "--root")
     else:
         choice = choose_root(argument, world.env, [], world.cwd, project_around(world.cwd, world.home))
-    return resolve_root(choice, world.home, "Run it from inside the project, or name it with --root DIR.")
+    return resolve_root(choice, world.home, CLI_ROOT_ADVICE)
 
 
 # ── 15.1 What goes where: an agent's files and entries, from its row in AGENTS ──
@@ -8278,7 +8383,8 @@ def plan_install(agent: Agent, world: World, scope: str, root: Optional[str]) ->
     server_words, hook_prefix, notes = install_program(agent, world, scope, root)
     entry = {key: value for key, value in agent.server_extra.items() if key == "type"}  # first, as people write it
     entry.update({"command": server_words[0], "args": server_words[1:]})
-    entry.update({key: value for key, value in agent.server_extra.items() if key != "type"})
+    import copy  # the row's values are shared: an entry gets its own (an env the user adds to)
+    entry.update({key: copy.deepcopy(value) for key, value in agent.server_extra.items() if key != "type"})
     if agent.server_needs_root:  # Claude Desktop declares no roots
         entry["env"] = {"CHECKPOINT_PROJECT_ROOT": root or world.cwd}
     hooks = {event: f"{hook_prefix} hook {event} --client {agent.name}" for event in agent.hook_events}
@@ -8420,7 +8526,20 @@ def merge_hooks(doc: dict, plan: Install) -> tuple:
             if {**current, **handler} != current:  # what the user added to our handler stays
                 holder[index] = {**current, **handler}
                 updated.append(theirs)
+        for group in _dead_matcher_groups(lists[theirs], agent):
+            matcher = agent.hook_matchers.get(event)
+            group.pop("matcher")
+            group.update({"matcher": matcher} if matcher else {})
+            updated.append(theirs)
     return added, sorted(set(updated))
+
+
+def _dead_matcher_groups(entries: list, agent: Agent) -> list:
+    """Groups holding only our handlers under a matcher that can never fire: "a|b" where the agent
+    compares matchers as exact strings (an earlier version of ours wrote one for Gemini CLI)."""
+    return [g for g in entries if agent.exact_matchers and isinstance(g, dict) and "|" in str(g.get("matcher", ""))
+            and isinstance(g.get("hooks"), list) and g["hooks"]
+            and all(isinstance(h, dict) and our_hook_event(h.get("command")) for h in g["hooks"])]
 
 
 def remove_hooks(doc: dict, agent: Agent) -> list:
@@ -8450,9 +8569,10 @@ def hook_state(doc: dict, plan: Install) -> dict:
     lists = _hook_lists(doc, agent, create=False) if isinstance(doc.get("hooks"), dict) else {}
     state = {}
     for event, command in plan.hooks.items():
-        ours = _our_handlers(lists.get(agent.hook_events[event], []), agent)
-        state[event] = ("missing" if not ours else "current" if any(h.get(command_key) == command for _, _, h in ours)
-                        else "outdated")
+        entries = lists.get(agent.hook_events[event], [])
+        ours = _our_handlers(entries, agent)
+        current = any(h.get(command_key) == command for _, _, h in ours) and not _dead_matcher_groups(entries, agent)
+        state[event] = "missing" if not ours else "current" if current else "outdated"
     return state
 
 
@@ -8467,7 +8587,7 @@ def toml_value(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+    return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }" if value else "{}"
 
 
 def toml_key(key: str) -> str:
@@ -8481,28 +8601,30 @@ def toml_table(path: tuple, values: dict) -> str:
 
 
 def toml_block_span(text: str, block: str) -> Optional[tuple]:
-    """(start, end) of our marked block in the text, its last newline included; None if absent."""
+    """(start, end) of our marked block in the text, its last line break included; None if absent."""
+    import re
     begin, end = TOML_BEGIN.format(block=block), TOML_END.format(block=block)
-    start = text.find(begin + "\n")
-    if start < 0 or (start and text[start - 1] != "\n"):
+    found = re.search(rf"(?m)^{re.escape(begin)}\r?$", text)
+    if found is None:
         return None
-    stop = text.find("\n" + end, start)
-    if stop < 0:
+    stop = re.compile(rf"(?m)^{re.escape(end)}(\r?\n|$)").search(text, found.end())
+    if stop is None:
         raise CheckpointError(f"the block '{begin}' has no end line '{end}'; fix it by hand first")
-    stop += len(end) + 1
-    return start, stop + 1 if text[stop:stop + 1] == "\n" else stop
+    return found.start(), stop.end()
 
 
 def set_toml_block(text: str, block: str, body: Optional[str]) -> str:
-    """The text with our block replaced (None: removed); every other byte as it was. A new
-    block goes at the end."""
+    """The text with our block replaced (None: removed); every other byte as it was, and the
+    block's line breaks those of the file (CRLF stays CRLF). A new block goes at the end."""
+    eol = "\r\n" if "\r\n" in text else "\n"
     new = "" if body is None else f"{TOML_BEGIN.format(block=block)}\n{body}{TOML_END.format(block=block)}\n"
+    new = new.replace("\n", eol)
     span = toml_block_span(text, block)
     if span is not None:
         return text[:span[0]] + new + text[span[1]:]
     if not new:
         return text
-    return text + ("\n" if text and not text.endswith("\n") else "") + new
+    return text + (eol if text and not text.endswith("\n") else "") + new
 
 
 def parse_toml(text: str, path: str) -> Optional[dict]:
@@ -8576,8 +8698,8 @@ def codex_trusted_now(config_text: str, config_file: str, trusted: dict) -> dict
             entry = doc.get("hooks", {}).get("state", {}).get(key, {})
             have = entry.get("trusted_hash") if isinstance(entry, dict) else None
         else:
-            header = "[" + ".".join(toml_key(p) for p in ("hooks", "state", key)) + "]\n"
-            at = config_text.find(header)
+            header = "[" + ".".join(toml_key(p) for p in ("hooks", "state", key)) + "]"
+            at = max(config_text.find(header + "\n"), config_text.find(header + "\r\n"))
             have = value if at >= 0 and f'trusted_hash = "{value}"' in config_text[at:at + len(header) + 90] else (
                 "?" if at >= 0 else None)
         state[key] = "trusted" if have == value else "untrusted" if have is None else "modified"
@@ -8611,8 +8733,10 @@ def _load_json_file(path: str) -> dict:
 
 
 def _save_file(path: str, data: bytes) -> None:
-    """Settings files keep their mode (0600 for a new one: they may hold tokens)."""
+    """Settings files keep their mode (0600 for a new one: they may hold tokens), and a symlink
+    stays one: the file it points at (in a dotfiles repository, say) is the one written."""
     import stat
+    path = os.path.realpath(path)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
@@ -8665,6 +8789,21 @@ def _dumps(doc: dict) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
+class _AboutFile:
+    """A context in which an error about a file's content (`hooks is not an object`) names the file."""
+
+    def __init__(self, path: Optional[str]) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> bool:
+        if isinstance(error, CheckpointError) and self.path and self.path not in str(error):
+            raise CheckpointError(f"{self.path}: {error}") from None
+        return False
+
+
 def install_edits(plan: Install, force: bool, trust: bool, world: World) -> list:
     """Every file's change for one agent and scope. A file that does not parse stops it all
     (CheckpointError naming it) before anything is written."""
@@ -8672,10 +8811,12 @@ def install_edits(plan: Install, force: bool, trust: bool, world: World) -> list
     if plan.server_file is not None:
         edit = _edit(edits, plan.server_file)
         if agent.server_format is ConfigFormat.TOML:
-            edit.after, result = _install_toml_server(edit.before, plan)
+            with _AboutFile(plan.server_file):
+                edit.after, result = _install_toml_server(edit.before, plan)
         else:
             doc = _json_of(edit)
-            result = merge_server(doc, agent.server_key, plan.server, force)
+            with _AboutFile(plan.server_file):
+                result = merge_server(doc, agent.server_key, plan.server, force)
             if result in ("added", "replaced", "updated"):
                 edit.after = _dumps(doc)
             if result.startswith("kept"):
@@ -8686,7 +8827,8 @@ def install_edits(plan: Install, force: bool, trust: bool, world: World) -> list
     if plan.hook_file is not None:
         edit = _edit(edits, plan.hook_file)
         doc = _json_of(edit)
-        added, updated = merge_hooks(doc, plan)
+        with _AboutFile(plan.hook_file):
+            added, updated = merge_hooks(doc, plan)
         if added or updated:
             edit.after = _dumps(doc)
         done = [f"added {', '.join(added)}"] if added else []
@@ -8759,13 +8901,15 @@ def uninstall_edits(plan: Install, world: World) -> list:
             edit.after = set_toml_block(edit.before, TOML_SERVER_BLOCK, None)
         else:
             doc = _json_of(edit)
-            if remove_server(doc, agent.server_key):
-                edit.after = _dumps(doc)
+            with _AboutFile(plan.server_file):
+                if remove_server(doc, agent.server_key):
+                    edit.after = _dumps(doc)
         edit.said.append(f"MCP server '{SERVER_ENTRY}': {'removed' if edit.after != edit.before else 'none of ours'}")
     if plan.hook_file is not None:
         edit = _edit(edits, plan.hook_file)
         doc = _json_of(edit)
-        removed = remove_hooks(doc, agent)
+        with _AboutFile(plan.hook_file):
+            removed = remove_hooks(doc, agent)
         if removed:
             edit.after = None if agent.hook_shape is HookShape.COPILOT and set(doc) <= {"version"} else _dumps(doc)
         edit.said.append(f"hooks: {'removed ' + ', '.join(removed) if removed else 'none of ours'}")
@@ -8927,7 +9071,7 @@ def cli_doctor(args: Any, world: World) -> int:
     choice = choose_root(getattr(args, "root", None) and os.path.join(world.cwd, args.root), world.env, [], world.cwd,
                          project_around(world.cwd, world.home))
     try:
-        root: Optional[str] = resolve_root(choice, world.home)
+        root: Optional[str] = resolve_root(choice, world.home, CLI_ROOT_ADVICE)
         checks.append(Check(CheckStatus.OK, f"Project root {root} (from {choice.source})"))
     except RootError as error:
         checks.append(Check(CheckStatus.FAILED, str(error)))
@@ -8982,8 +9126,10 @@ def doctor_agent(agent: Agent, world: World, root: Optional[str], required: bool
     found: list = []
     for scope in ("user", "project") if root else ("user",):
         plan = plan_install(agent, world, scope, root)
+        here = fix if scope == "user" else shell_line(list(world.command), "install", "--client", agent.name,
+                                                       "--write", "--scope", "project", "--root", root or ".")
         try:
-            found += _doctor_scope(plan, world, fix)
+            found += _doctor_scope(plan, world, here)
         except CheckpointError as error:
             found.append(Check(CheckStatus.FAILED, f"{agent.title}: {error}"))
     if not required:
@@ -9008,7 +9154,8 @@ def _doctor_scope(plan: Install, world: World, fix: str) -> list:
             checks += _target_checks(agent, "MCP server", words, plan, world)
     if plan.hook_file is not None:
         doc = _load_json_file(plan.hook_file)
-        state = hook_state(doc, plan)
+        with _AboutFile(plan.hook_file):
+            state = hook_state(doc, plan)
         if any(s != "missing" for s in state.values()):
             missing = [agent.hook_events[e] for e, s in state.items() if s == "missing"]
             outdated = [agent.hook_events[e] for e, s in state.items() if s == "outdated"]
@@ -9566,7 +9713,8 @@ def run_hook(event: str, root_arg: Optional[str], world: World, agent: Agent) ->
         if isinstance(named, str) and theirs and named != theirs:
             problems.append(f"the input is for {short_name(named)}, not {theirs}: is --client {agent.name} right?")
         cwd = facts["cwd"] if facts["cwd"] and os.path.isabs(facts["cwd"]) else world.cwd
-        root = resolve_root(choose_root(root_arg and os.path.join(world.cwd, root_arg), world.env, [], cwd), world.home,
+        root = resolve_root(choose_root(root_arg and os.path.join(world.cwd, root_arg), hook_environment(world.env, agent),
+                                        [], cwd), world.home,
                             "Give the hook command --root DIR (Claude Code sets CLAUDE_PROJECT_DIR for it).")
         if event == "session-start":
             result = load_checkpoint(root, world)
@@ -9586,6 +9734,18 @@ def run_hook(event: str, root_arg: Optional[str], world: World, agent: Agent) ->
     return EXIT_OK
 
 
+def hook_environment(env: dict, agent: Agent) -> dict:
+    """The environment as the root rules read it in a hook. CLAUDE_PROJECT_DIR counts when the
+    agent sets its project folder there (Claude Code) or under its own name (GEMINI_PROJECT_DIR
+    stands in for it); otherwise it was inherited from some other session and the input's cwd,
+    the agent's own word, decides."""
+    own = agent.hook_folder.get("project", "").lstrip("$")
+    found = {key: value for key, value in env.items() if key != "CLAUDE_PROJECT_DIR"}
+    if own and env.get(own):
+        found["CLAUDE_PROJECT_DIR"] = env[own]
+    return found
+
+
 def _read_hook_input(problems: list) -> dict:
     import json
     raw = sys.stdin.buffer.read(HOOK_STDIN_LIMIT) if not sys.stdin.isatty() else b""
@@ -9602,7 +9762,7 @@ def _read_hook_input(problems: list) -> dict:
 
 def _record_hook(event: str, facts: dict, root: str, world: World, agent: Agent) -> list:
     """pre-compact, session-end, stop: merge the transcript; return what went wrong."""
-    transcript = facts["transcript"]
+    transcript = facts["transcript"] or agent_transcript(agent, facts["session"], world)
     if not transcript:
         names = "/".join(agent.stdin_fields.get("transcript", ()))
         return [f"no {names} in the hook's input; nothing recorded"]
@@ -9618,6 +9778,16 @@ def _record_hook(event: str, facts: dict, root: str, world: World, agent: Agent)
     # The redaction count and the git advice are for the model's saves, not every hook run.
     return [w for w in outcome.warnings if not w.startswith("Redacted")
             and "not git-ignored" not in w and "is tracked by git" not in w]
+
+
+def agent_transcript(agent: Agent, session: Optional[str], world: World) -> Optional[str]:
+    """The session's transcript where the agent keeps it, when the hook's input does not name it;
+    None unless it exists (and the session id is a plain name, never a path)."""
+    import re
+    if not (agent.transcript_file and session and re.fullmatch(r"[A-Za-z0-9][\w.-]*", session)):
+        return None
+    path = agent_file(agent.transcript_file.replace("{session}", session), agent, world, None)
+    return path if path and os.path.isfile(path) else None
 
 
 def _hook_timeout() -> None:

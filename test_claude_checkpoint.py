@@ -2041,6 +2041,31 @@ class TestAgentTranscriptReaders(unittest.TestCase):
         codex.prompt("Fix the build")
         self.assertEqual(self.read("codex", codex).first_prompt, "Fix the build")
 
+    def test_a_codex_rollout_of_response_items_alone_is_read_as_spec_12_describes_it(self):
+        full = CodexRolloutLines("/p")
+        full.turn("Write the notes file")
+        transcript = CodexRolloutLines("/p")
+        transcript.lines = [line for line in full.lines if '"item_completed"' not in line]
+        for call_id, code, files in (("call_0004", 0, "A /p/added.txt\nM src/app.py\n"), ("call_0005", 1, "")):
+            output = f"Exit code: {code}\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\n{files}"
+            transcript._line("response_item", {"type": "custom_tool_call_output", "call_id": call_id,
+                                               "output": output if code == 0 else json.dumps({"output": output})})
+        hostile = [{"type": "message", "role": "user", "content": 5, "content_item_kinds": ["user.text"]},
+                   {"type": "function_call", "name": "exec_command", "arguments": {"cmd": "ls"}, "call_id": "h1"},
+                   {"type": "function_call", "name": "exec_command", "arguments": "[1]", "call_id": "h2"},
+                   {"type": "custom_tool_call", "name": "apply_patch", "input": 5, "call_id": ["h3"]},
+                   {"type": "function_call_output", "call_id": "h2", "output": {"x": 1}}]
+        transcript.lines[1:1] = [json.dumps({"type": "response_item", "payload": payload}) for payload in hostile]
+        facts = self.read("codex", transcript)
+        self.assertEqual(facts.first_prompt, "Write the notes file")
+        self.assertEqual([(c.command, c.exit_code) for c in facts.commands],
+                         [("echo hi > notes.txt", 0), ("exit 3", 3)])
+        self.assertEqual([p for p, _ in facts.edited_files], ["/p/added.txt", "src/app.py"])
+        self.assertEqual(facts.resume_offset, sum(len(line.encode()) + 1 for line in transcript.lines))
+        both = self.read("codex", full)  # with item_completed too, each call is taken once
+        self.assertEqual(len(both.commands), 2)
+        self.assertEqual(len(both.taken_ids), 3)
+
     def test_a_codex_patch_that_moves_a_file_names_both_paths(self):
         transcript = CodexRolloutLines("/p")
         transcript._completed({"type": "FileChange", "id": "call_9", "status": "completed", "changes": {
@@ -2056,7 +2081,12 @@ class TestAgentTranscriptReaders(unittest.TestCase):
                    '{"$set":{"messages":"not a list"}}', '{"type":"tool_result","toolCallResult":"nope"}',
                    '{"type":"tool.execution_start","data":{"toolCallId":"t","toolName":"bash","arguments":"{torn"}}',
                    '{"type":"assistant","message":{"parts":[{"functionCall":{"id":1,"name":"edit"}}]}}',
-                   '{"toolCalls"', "[1, 2]", "\x00\xff", '"a string"']
+                   '{"toolCalls"', "[1, 2]", "\x00\xff", '"a string"',
+                   '{"type":"gemini","content":"","toolCalls":[{"id":"g1","name":"run_shell_command","args":{"command":"ls"},'
+                   '"status":"success","result":[{"functionResponse":true}]}]}',
+                   '{"type":"response_item","payload":{"type":"function_call","name":["exec_command"],"call_id":"f1",'
+                   '"arguments":"{}"}}',
+                   '{"type":"response_item","payload":{"type":"custom_tool_call_output","call_id":["f1"],"output":"x"}}']
         claude = Transcript("/p")
         claude.prompt("Go")
         claude.bash("make")
@@ -2068,7 +2098,7 @@ class TestAgentTranscriptReaders(unittest.TestCase):
                 for line in claude.lines[:1] + hostile + claude.lines[1:]:
                     transcript.add(line)
                 facts = self.read(agent, transcript)
-                expected = ["make"] if agent == "claude" else []
+                expected = ["make"] if agent == "claude" else ["ls"] if agent == "gemini" else []
                 self.assertEqual([c.command for c in facts.commands], expected)
                 self.assertEqual(facts.edited_files, [])
 
@@ -3045,6 +3075,15 @@ class TestE2eRoots(unittest.TestCase):
                 self.assertIn("projectRoot must be an absolute path", result["content"][0]["text"])
         self.assertNotIn(CHECKPOINT, os.listdir(self.ws.repo))
         self.assertNotIn(CHECKPOINT, os.listdir(self.ws.home))
+
+    def test_a_relative_root_from_the_environment_is_refused_in_words_for_people(self):
+        env = dict(self.ws.env, CHECKPOINT_PROJECT_ROOT="project")
+        for args, stdin in ((("show",), None), (("hook", "session-start"), b"{}")):
+            with self.subTest(args):
+                proc = self.ws.run_cli(*args, env=env, cwd=self.ws.home, stdin=stdin)
+                out = proc.stderr.decode()
+                self.assertIn("The project root must be an absolute path (got 'project' from CHECKPOINT_PROJECT_ROOT)", out)
+                self.assertNotIn("projectRoot", out)
 
     def test_filesystem_root_and_home_are_refused(self):
         root_had_file = os.path.lexists(os.path.join(os.sep, CHECKPOINT))
@@ -6193,6 +6232,14 @@ class AgentHookTest(unittest.TestCase):
                 self.assertTrue(brief.startswith("# Resuming:"), brief)
                 self.assertIn(sample_save()["goal"], brief)
 
+    def test_the_project_is_found_under_every_field_name_spec_12_gives(self):
+        for client in self.HOOKED:
+            for payload in ({"sessionId": "s1", "workspace_roots": [self.ws.repo]},
+                            {"session_id": "s1", "workspace_roots": [self.ws.repo], "source": "startup"}):
+                with self.subTest(client=client, payload=list(payload)):
+                    out = self.hook(client, "session-start", json.dumps(payload)).stdout.decode()
+                    self.assertIn(sample_save()["goal"], out)
+
     def test_other_events_print_nothing_on_stdout(self):
         for client in self.HOOKED:
             for event in ("pre-compact", "session-end", "stop"):
@@ -6230,6 +6277,19 @@ class AgentHookTest(unittest.TestCase):
                                env=env)
         self.assertTrue(proc.stdout.startswith(b"# Resuming:"), proc.stdout)  # no --client: Claude Code's text
 
+    def test_another_agents_project_variable_does_not_move_the_hook_away_from_its_cwd(self):
+        other = temp_dir(self, "cc-other-")
+        subprocess.run(["git", "init", "-q", other], check=True)
+        self.assertEqual(self.ws.run_cli("--root", other, "save", "--goal", "The other project's goal").returncode, 0)
+        env = dict(self.ws.env, CLAUDE_PROJECT_DIR=other)  # inherited from a Claude Code session elsewhere
+        for client in ("codex", "copilot", "gemini", "claude"):
+            with self.subTest(client):
+                extra = {"GEMINI_PROJECT_DIR": self.ws.repo} if client == "gemini" else {}
+                proc = self.ws.run_cli("hook", "session-start", "--client", client, env=dict(env, **extra),
+                                       stdin=agent_payload(client, "session-start", self.ws.repo), cwd=self.elsewhere)
+                expected = "The other project's goal" if client == "claude" else sample_save()["goal"]
+                self.assertIn(expected, proc.stdout.decode())
+
 
 class AgentNameTest(unittest.TestCase):
     """The checkpoint names the agent that wrote it last; another agent's brief says so."""
@@ -6260,8 +6320,21 @@ class AgentNameTest(unittest.TestCase):
         cp = cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent={"name": "gemini"}))
         self.assertEqual(cp.agent, "gemini")
         self.assertEqual(cp.to_json()["agent"], {"name": "gemini"})
-        with self.assertRaisesRegex(cc.CheckpointError, "agent"):
-            cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent={"name": 3}))
+        for odd in ({"name": 3}, "codex", [], {"name": "  "}, None):  # a note of another shape: dropped, the file read
+            self.assertIsNone(cc.Checkpoint.from_json(dict(SEED_V1_CHECKPOINT, agent=odd)).agent, odd)
+
+    def test_an_unknown_agents_name_is_shown_on_one_short_printable_line(self):
+        ws = Workspace(self)
+        self.assertEqual(ws.run_cli("save", "--goal", "g").returncode, 0)
+        for name, shown in (("opencode", "saved by opencode just now"), ("x\x1b[31mred\nline", "saved by x[31mredline "),
+                            ("a" * 500, "saved by " + "a" * 40 + "… "), ("\x07", "(checkpoint saved just now")):
+            with self.subTest(name=name[:20]):
+                doc = ws.checkpoint()
+                doc["agent"] = {"name": name}
+                ws.write(".claude-checkpoint", json.dumps(doc))
+                first = ws.run_cli("show").stdout.decode().splitlines()[0]
+                self.assertIn(shown, first)
+                self.assertNotIn("\x1b", first)
 
 
 class AgentRecordingHookTest(unittest.TestCase):
@@ -6340,6 +6413,21 @@ class AgentRecordingHookTest(unittest.TestCase):
                 newest = listing(self, ws)
                 self.assertEqual(len(newest), 2)
                 self.assertEqual(blob(ws, newest[0]["commit"], "notes.txt"), b"second turn\n")
+
+    def test_copilot_clis_session_end_finds_its_transcript_by_the_session_id(self):
+        ws, _, path = self.turn("copilot")
+        session = COPILOT_AGENT_STOP["sessionId"]
+        events = os.path.join(ws.home, "copilot-home", "session-state", session, "events.jsonl")
+        os.makedirs(os.path.dirname(events))
+        shutil.copy(path, events)
+        end = {"sessionId": session, "timestamp": 1764600090000, "cwd": ws.repo, "reason": "complete"}
+        proc = ws.run_cli("hook", "session-end", "--client", "copilot", stdin=json.dumps(end),
+                          env=dict(ws.env, COPILOT_HOME=os.path.join(ws.home, "copilot-home")))
+        self.assertEqual((proc.returncode, proc.stdout, stderr_lines(proc)), (0, b"", []))
+        self.assertEqual(commands_of(ws.checkpoint()), ["echo hi > notes.txt", "exit 3"])
+        for odd in ("../../x", session + "/../x"):  # a session id is a name, never a path
+            proc = ws.run_cli("hook", "session-end", "--client", "copilot", stdin=json.dumps(dict(end, sessionId=odd)))
+            self.assertIn(b"no transcriptPath", proc.stderr)
 
     def test_copilot_cli_takes_over_from_claude_code_and_hands_back_on_its_recorded_samples(self):
         """The handoff of SPEC section 12 for Copilot CLI (it needs Node 24): its hook inputs and
@@ -7454,6 +7542,19 @@ class AgentInstallTest(unittest.TestCase):
                 if client == "copilot":
                     self.assertEqual(InstallTest.read(self.path(hook_rel))["version"], 1)
 
+    def test_each_server_entry_has_exactly_the_keys_of_spec_section_12(self):
+        keys = {"codex": ["command", "args", "env", "startup_timeout_sec"], "gemini": ["command", "args", "env", "timeout"],
+                "qwen": ["command", "args", "env", "timeout"], "copilot": ["type", "command", "args", "env", "tools"],
+                "vscode": ["type", "command", "args"]}
+        for client, wanted in keys.items():
+            with self.subTest(client):
+                self.cli("install", "--client", client, "--write")
+                entry = self.entry(client)
+                self.assertEqual(list(entry), wanted)
+                self.assertEqual(entry.get("env", {}), {})
+        self.assertEqual((self.entry("copilot")["type"], self.entry("copilot")["tools"]), ("local", ["*"]))
+        self.assertEqual(self.entry("vscode")["type"], "stdio")
+
     def test_a_second_run_changes_nothing_and_uninstall_restores_the_users_bytes(self):
         users = {
             "codex": (USER_CODEX_TOML, json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}})),
@@ -7508,6 +7609,23 @@ class AgentInstallTest(unittest.TestCase):
                 self.assertEqual(restored, before)
                 shutil.rmtree(os.path.join(self.ws.home, server_rel.split("/")[0]))
 
+    def test_a_settings_file_that_is_a_symlink_stays_one_and_its_target_gets_our_entries(self):
+        dotfiles = os.path.join(self.ws.home, "dotfiles")
+        write(dotfiles, "gemini.json", json.dumps({"theme": "dark"}))
+        write(dotfiles, "config.toml", USER_CODEX_TOML)
+        os.makedirs(self.path(".gemini"))
+        os.makedirs(self.path(".codex"))
+        os.symlink(os.path.join(dotfiles, "gemini.json"), self.path(".gemini/settings.json"))
+        os.symlink(os.path.join(dotfiles, "config.toml"), self.path(".codex/config.toml"))
+        self.cli("install", "--client", "gemini", "--client", "codex", "--write", "--trust")
+        for link, target in ((".gemini/settings.json", "gemini.json"), (".codex/config.toml", "config.toml")):
+            self.assertTrue(os.path.islink(self.path(link)), link)
+            self.assertIn("claude_checkpoint", read_bytes(os.path.join(dotfiles, target)).decode())
+        self.assertEqual(json.loads(read_bytes(os.path.join(dotfiles, "gemini.json")))["theme"], "dark")
+        self.cli("uninstall", "--client", "gemini", "--client", "codex", "--write")
+        self.assertTrue(os.path.islink(self.path(".gemini/settings.json")))
+        self.assertEqual(json.loads(read_bytes(os.path.join(dotfiles, "gemini.json"))), {"theme": "dark"})
+
     def test_a_file_that_does_not_parse_is_never_written_and_exit_1_names_it(self):
         cases = [("gemini", ".gemini/settings.json", b'{"theme": "dark",'),
                  ("codex", ".codex/hooks.json", b'{"hooks": '),
@@ -7524,6 +7642,21 @@ class AgentInstallTest(unittest.TestCase):
                     out = self.cli(command, "--client", client, "--write", status=1)
                     self.assertIn(self.path(rel), out)
                     self.assertEqual(files_under(self.ws.home), before, "nothing written, not even the other file")
+
+    def test_a_file_of_the_wrong_shape_is_never_written_and_exit_1_names_it(self):
+        cases = [("gemini", ".gemini/settings.json", b'{"mcpServers": "docs"}'),
+                 ("gemini", ".gemini/settings.json", b'{"hooks": {"SessionStart": {"matcher": "startup"}}}'),
+                 ("copilot", ".copilot/hooks/claude-checkpoint.json", b'{"version": 1, "hooks": []}')]
+        for client, rel, data in cases:
+            with self.subTest(client=client, data=data):
+                shutil.rmtree(os.path.join(self.ws.home, rel.split("/")[0]), ignore_errors=True)
+                write(self.ws.home, rel, data)
+                before = files_under(self.ws.home)
+                out = self.cli("install", "--client", client, "--write", status=1)
+                self.assertIn(self.path(rel) + ": ", out)
+                self.assertEqual(files_under(self.ws.home), before)
+        self.assertIn(self.path(".gemini/settings.json") + ": hooks", self.cli("uninstall", "--client", "gemini", "--write",
+                                                                                status=1))
 
     def test_another_checkpoint_server_is_kept_and_an_unknown_client_is_refused(self):
         theirs = '[mcp_servers.checkpoint]\ncommand = "node"\nargs = ["/opt/theirs.js"]\n'
@@ -7558,6 +7691,27 @@ class AgentInstallTest(unittest.TestCase):
         self.assertIn("trusted", self.cli("doctor", "--client", "codex"))
         self.cli("uninstall", "--client", "codex", "--write")
         self.assertEqual(read_bytes(self.path(".codex/config.toml")).decode(), USER_CODEX_TOML + "\n")
+
+    def test_a_crlf_config_toml_gets_crlf_blocks_and_its_bytes_back(self):
+        mine = USER_CODEX_TOML.replace("\n", "\r\n") + "\r\n"
+        write(self.ws.home, ".codex/config.toml", mine)
+        self.cli("install", "--client", "codex", "--write", "--trust")
+        written = read_bytes(self.path(".codex/config.toml"))
+        self.assertTrue(written.startswith(mine.encode()))
+        self.assertNotIn(b"\n", written.replace(b"\r\n", b""), "no bare LF in a CRLF file")
+        if sys.version_info >= (3, 11):
+            import tomllib
+            self.assertIn("checkpoint", tomllib.loads(written.decode())["mcp_servers"])
+        self.cli("install", "--client", "codex", "--write", "--trust")
+        self.assertEqual(read_bytes(self.path(".codex/config.toml")), written, "a second run changes nothing")
+        self.assertIn("✓ Codex: our hooks are trusted", self.cli("doctor", "--client", "codex"))
+        codex = codex_binary()
+        if codex is not None:  # the real Codex reads the CRLF file and trusts our hooks
+            ours = [h for h in codex_hooks_list(codex, self.ws.env, self.ws.repo)
+                    if "claude_checkpoint" in (h.get("command") or "")]
+            self.assertEqual([h["trustStatus"] for h in ours], ["trusted"] * 4, ours)
+        self.cli("uninstall", "--client", "codex", "--write")
+        self.assertEqual(read_bytes(self.path(".codex/config.toml")), mine.encode())
 
     def test_the_real_codex_trusts_what_install_trust_wrote(self):
         codex = codex_binary()
@@ -7668,6 +7822,20 @@ class HookMergeTest(unittest.TestCase):
         self.assertEqual(doc["mcpServers"]["checkpoint"]["args"], plan.server["args"])
         self.assertEqual(cc.merge_server(doc, "mcpServers", plan.server, force=False), "already there")
 
+    def test_a_gemini_matcher_of_ours_that_never_fires_is_brought_up_to_date(self):
+        old = "python3 /old/claude_checkpoint.py hook session-start --client gemini"
+        doc = {"hooks": {"SessionStart": [
+            {"matcher": "startup|resume|clear", "hooks": [{"type": "command", "command": old}]},
+            {"matcher": "startup|resume", "hooks": [{"type": "command", "command": "say hi"}]}]}}
+        plan = self.plan("gemini")
+        self.assertEqual(cc.hook_state(json.loads(json.dumps(doc)), plan)["session-start"], "outdated")
+        self.assertIn("SessionStart", cc.merge_hooks(doc, plan)[1])
+        ours, theirs = doc["hooks"]["SessionStart"]
+        self.assertNotIn("matcher", ours, "Gemini CLI compares matchers as exact strings: none fires for every source")
+        self.assertEqual(theirs["matcher"], "startup|resume", "the user's group is theirs")
+        self.assertEqual(cc.hook_state(doc, plan)["session-start"], "current")
+        self.assertEqual(cc.merge_hooks(doc, plan), ([], []))
+
     def test_copilot_handlers_sit_in_the_event_lists(self):
         doc: dict = {}
         cc.merge_hooks(doc, self.plan("copilot"))
@@ -7754,6 +7922,16 @@ class AgentDoctorTest(unittest.TestCase):
             write(self.ws.home, ".codex/config.toml", read_bytes(os.path.join(self.ws.home, ".codex/config.toml")).decode()
                   + f'[projects."{self.ws.repo}"]\ntrust_level = "trusted"\n')
             self.assertNotIn("⚠", self.doctor("--client", "codex", status=0).split("Codex")[-1])
+
+    def test_the_fix_for_a_project_file_fixes_it_as_printed(self):
+        self.ws.write(".gemini/settings.json", json.dumps({"hooks": {"AfterAgent": [{"hooks": [
+            {"type": "command", "command": "python3 /old/claude_checkpoint.py hook stop --client gemini"}]}]}}))
+        out = self.doctor("--client", "gemini", status=1)
+        advice = re.search(r"✗ Gemini CLI: hooks missing for [^;]+; run `([^`]+)` \(project scope", out)
+        self.assertIsNotNone(advice, out)
+        subprocess.run(["/bin/sh", "-c", advice.group(1)], cwd=self.ws.home, env=self.ws.env, check=True,
+                       capture_output=True, timeout=TIMEOUT)  # works as printed, from anywhere
+        self.assertIn("✓ Gemini CLI: hooks in place and current (project scope", self.doctor("--client", "gemini", status=0))
 
     def test_a_command_pointing_at_a_missing_file_fails(self):
         copy_dir = temp_dir(self, "cc-copy-")
@@ -7900,6 +8078,14 @@ class DoctorTest(unittest.TestCase):
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn(".claude-checkpoint", proc.stdout.decode() + proc.stderr.decode())
         self.assertNotIn(b"Traceback", proc.stderr)
+
+    def test_a_refused_root_gets_advice_for_people_not_for_a_model(self):
+        proc = self.ws.run_cli("doctor", cwd="/")
+        out = proc.stdout.decode() + proc.stderr.decode()
+        self.assertEqual(proc.returncode, 1, out)
+        self.assertIn("✗ Refusing to use /", out)
+        self.assertIn("--root DIR", out)
+        self.assertNotIn("projectRoot", out)
 
     def test_missing_git_fails_and_says_so(self):
         proc = self.ws.run_cli("doctor", env=dict(self.ws.env, PATH=fake_git_folder(self, None)))
