@@ -9469,18 +9469,20 @@ def cli_show(args: Any, world: World) -> int:
     return EXIT_OK if result.found else EXIT_NOTHING
 
 
-SAVE_FLAGS = (("goal", "goal"), ("tasks", "tasks"), ("summary", "summary"), ("next_steps", "nextSteps"),
-              ("decisions", "decisions"))  # `save`'s flag -> the tool argument it gives
+SAVE_FLAGS = (("--goal", "goal", "goal"), ("--task", "tasks", "tasks"), ("--summary", "summary", "summary"),
+              ("--next", "next_steps", "nextSteps"), ("--decision", "decisions", "decisions"))
+# `save`'s flag, its argparse name, and the tool argument it gives
 
 
 def cli_save(args: Any, world: World) -> int:
     """The tool's arguments from JSON on stdin and from flags; a flag replaces the JSON's field."""
-    flags = {key: getattr(args, name) for name, key in SAVE_FLAGS if getattr(args, name) is not None}
+    flags = {key: getattr(args, name) for _, name, key in SAVE_FLAGS if getattr(args, name) is not None}
     arguments = _stdin_arguments(wait=not flags)
     if arguments is None:
         arguments = {}
     elif not isinstance(arguments, dict):
         raise CheckpointError("stdin must hold the save tool's arguments as one JSON object")
+    replaced = [flag for flag, _, key in SAVE_FLAGS if key in flags and key in arguments]
     arguments.update(flags)
     if "tasks" in flags:
         arguments["tasks"] = [_task_flag(text) for text in flags["tasks"]]
@@ -9493,6 +9495,8 @@ def cli_save(args: Any, world: World) -> int:
     request = parse_save_arguments(dict(arguments, goal="(kept)") if keep_goal else arguments)
     root = cli_root(args, world, request.project_root)
     outcome = save_checkpoint(root, replace(request, goal=None) if keep_goal else request, world)
+    if replaced:  # said, not silent: the person may have meant the JSON's
+        print(f"claude-checkpoint: {', '.join(replaced)} replaced the same field of the JSON on stdin.", file=sys.stderr)
     _print_result(args, outcome.structured(), lambda: render_save_answer(outcome) + "\n")
     return EXIT_OK
 

@@ -8247,6 +8247,7 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(len(checkpoint["goal"]["tasks"]), 3, "the JSON's tasks")
         self.assertEqual(checkpoint["summary"], "from the flag")
         self.assertEqual(checkpoint["nextSteps"], ["flag step"])
+        self.assertIn(b"--summary, --next replaced the same field of the JSON on stdin", proc.stderr)
         with self.subTest("flags and an open stdin that never sends anything: no wait"):
             holder = subprocess.Popen([*PROGRAM, "save", "--goal", "stdin held open"], cwd=self.ws.repo, env=self.ws.env,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
