@@ -7760,7 +7760,7 @@ class Protocol:
         request_id, method, params = message.get("id"), message.get("method"), message.get("params", {})
         is_notification = "id" not in message
         if (message.get("jsonrpc") != "2.0" or not isinstance(method, str) or not _valid_id(request_id)
-                or not isinstance(params, dict)):
+                or not isinstance(params, dict) or (not is_notification and request_id is None)):  # MCP: never null
             if is_notification and isinstance(method, str):
                 return None  # a malformed notification gets no reply either
             return error_reply(request_id if _valid_id(request_id) else None, INVALID_REQUEST,

@@ -6716,6 +6716,7 @@ class TestE2eProtocol(unittest.TestCase):
             "id a float": {"jsonrpc": "2.0", "id": 1.5, "method": "ping"},
             "id a bool": {"jsonrpc": "2.0", "id": True, "method": "ping"},
             "id an object": {"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"},
+            "id null (MCP: a request's id is never null)": {"jsonrpc": "2.0", "id": None, "method": "ping"},
             "a number": 5,
             "a string": "ping",
             "null": None,  # the JSON value null is a request, not a blank line
