@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""claude-checkpoint: save and resume a Claude Code session's working state.
+"""claude-checkpoint: save and resume a coding agent's working state.
 
-A local MCP stdio server, a set of Claude Code hooks and a small command line, in
-one standard-library-only file. It keeps the goal, tasks, decisions, files touched
-(with git blob hashes) and recent commands in `<project>/.claude-checkpoint`, with
-secrets redacted, and turns them back into a compact resume brief that says exactly
-which files changed since.
+A local MCP stdio server, hooks for Claude Code, Codex, Gemini CLI, Qwen Code and
+Copilot CLI, and a small command line, in one standard-library-only file. It keeps
+the goal, tasks, decisions, files touched (with git blob hashes) and recent commands
+in `<project>/.claude-checkpoint`, with secrets redacted, and turns them back into a
+compact resume brief that says exactly which files changed since. Snapshots of the
+work tree (git commits under a private ref) rewind the code, and travel to another
+machine through the user's own git remote.
 
     python3 claude_checkpoint.py            # the MCP server on stdin/stdout
     python3 claude_checkpoint.py --help     # show, save, hook, install, uninstall, doctor, snapshot, list, diff, restore, forget, push, pull, resume
