@@ -8721,9 +8721,13 @@ def _read_text(path: str) -> str:
 
 
 def _load_json_file(path: str) -> dict:
+    return _json_object(_read_text(path), path)
+
+
+def _json_object(text: Optional[str], path: str) -> dict:
+    """A settings file's JSON object ({} when it is empty or absent); anything else stops the change."""
     import json
-    text = _read_text(path)
-    if not text.strip():
+    if not text or not text.strip():
         return {}
     try:
         doc = json.loads(text)
@@ -8776,14 +8780,7 @@ def _edit(edits: list, path: str) -> Edit:
 
 
 def _json_of(edit: Edit) -> dict:
-    import json
-    try:
-        doc = json.loads(edit.after) if edit.after and edit.after.strip() else {}
-    except ValueError as error:
-        raise CheckpointError(f"{edit.path} is not valid JSON ({error}); not touching it") from None
-    if not isinstance(doc, dict):
-        raise CheckpointError(f"{edit.path} does not hold a JSON object; not touching it")
-    return doc
+    return _json_object(edit.after, edit.path)
 
 
 def _dumps(doc: dict) -> str:
