@@ -8731,9 +8731,16 @@ class _StubHTTPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 
 class _LoopbackServer:
-    """What every fake model server shares: an HTTP server on 127.0.0.1 (a free port) that
-    `_serve` starts on a thread, `stop`, a with-block, and its URL."""
+    """What every fake model server shares: the script of turns (then `default`), the record of
+    requests under a lock, and an HTTP server on 127.0.0.1 (a free port) that `_serve` starts on
+    a thread, `stop`, a with-block, and its URL."""
     _httpd = None
+
+    def __init__(self, turns=(), default: str = "Done."):
+        self.turns = list(turns)
+        self.default = default
+        self.requests: list = []
+        self.lock = threading.Lock()
 
     def _serve(self, handler: type) -> None:
         self._httpd = _StubHTTPServer(("127.0.0.1", 0), handler)
@@ -8758,14 +8765,10 @@ class _LoopbackServer:
 
 class StubModel(_LoopbackServer):
     def __init__(self, turns=(), default="Done.", side_reply=None, is_main=None, model="claude-stub-1"):
-        self.turns = list(turns)
-        self.default = default
+        super().__init__(turns, default)      # requests: {"path", "method", "headers", "body", "main"}
         self.side_reply = side_reply          # callable(body) -> turn, for non-main requests
         self.is_main = is_main or (lambda body: bool(body.get("tools")) and not is_compaction_request(body))
         self.model = model
-        self.requests = []                    # every request: {"path", "method", "headers", "body", "main"}
-        self.lock = threading.Lock()
-        self._httpd = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self):
@@ -9304,14 +9307,7 @@ class ClaudeCodePluginTest(ClaudeCodeE2EBase):
 # 0.61.0 and Qwen Code 0.24.4 (.ci/run installs exactly those into .ci/.cache).
 
 class FakeModelServer(_LoopbackServer):
-    """What the fakes share: the HTTP server, the script, the record of requests."""
-
-    def __init__(self, turns=(), default: str = "Done."):
-        self.turns = list(turns)
-        self.default = default
-        self.requests: list = []  # {"path", "body"}
-        self.lock = threading.Lock()
-        self._httpd = None
+    """What the fakes share: a handler that reads the JSON body (their requests: {"path", "body"})."""
 
     def start(self):
         fake = self
