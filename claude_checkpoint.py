@@ -8324,13 +8324,16 @@ CLI_ROOT_ADVICE = "Run it from inside the project, or name it with --root DIR."
 
 
 def cli_root(args: Any, world: World, argument: Optional[str] = None) -> str:
-    """The root for a subcommand: --root DIR (relative to the current folder), else `argument`
-    (save's projectRoot), else section 10's rules, with the project found around the current folder."""
+    """The root for a subcommand, checked (section 10's resolve_root)."""
+    return resolve_root(cli_root_choice(args, world, argument), world.home, CLI_ROOT_ADVICE)
+
+
+def cli_root_choice(args: Any, world: World, argument: Optional[str] = None) -> RootChoice:
+    """--root DIR (relative to the current folder), else `argument` (save's projectRoot), else
+    section 10's rules, with the project found around the current folder."""
     if getattr(args, "root", None):
-        choice = RootChoice(os.path.join(world.cwd, args.root), "--root")
-    else:
-        choice = choose_root(argument, world.env, [], world.cwd, project_around(world.cwd, world.home))
-    return resolve_root(choice, world.home, CLI_ROOT_ADVICE)
+        return RootChoice(os.path.join(world.cwd, args.root), "--root")
+    return choose_root(argument, world.env, [], world.cwd, project_around(world.cwd, world.home))
 
 
 # ── 15.1 What goes where: an agent's files and entries, from its row in AGENTS ──
@@ -9067,8 +9070,7 @@ def cli_doctor(args: Any, world: World) -> int:
     version = Git(world.cwd).output("--version")
     checks.append(Check(CheckStatus.OK, version.decode().strip()) if version else Check(
         CheckStatus.FAILED, "git not found on PATH (git facts, drift and snapshots are off)"))
-    choice = choose_root(getattr(args, "root", None) and os.path.join(world.cwd, args.root), world.env, [], world.cwd,
-                         project_around(world.cwd, world.home))
+    choice = cli_root_choice(args, world)
     try:
         root: Optional[str] = resolve_root(choice, world.home, CLI_ROOT_ADVICE)
         checks.append(Check(CheckStatus.OK, f"Project root {root} (from {choice.source})"))

@@ -8060,7 +8060,7 @@ class DoctorTest(unittest.TestCase):
                  ("CLAUDE_PROJECT_DIR", dict(self.ws.env, CLAUDE_PROJECT_DIR=self.ws.repo), (), ("CLAUDE_PROJECT_DIR",)),
                  ("CHECKPOINT_PROJECT_ROOT", dict(self.ws.env, CHECKPOINT_PROJECT_ROOT=self.ws.repo), (),
                   ("CHECKPOINT_PROJECT_ROOT",)),
-                 ("--root", self.ws.env, ("--root", self.ws.repo), ("--root", "argument")))
+                 ("--root", self.ws.env, ("--root", self.ws.repo), ("(from --root)",)))
         for name, env, args, reasons in cases:
             with self.subTest(name):
                 cwd = self.ws.repo if name == "the working directory" else self.ws.home
