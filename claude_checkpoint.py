@@ -9086,10 +9086,8 @@ def cli_doctor(args: Any, world: World) -> int:
     if not args.client:  # Claude Code's entries, when there are any: do they still run?
         checks += doctor_agent(AGENTS[DEFAULT_AGENT], world, root, required=False)
     if args.json:
-        import json
-        print(json.dumps({"ok": all(c.status is not CheckStatus.FAILED for c in checks),
-                          "checks": [{"status": c.status.value, "text": c.text} for c in checks]},
-                         ensure_ascii=False, indent=2))
+        _print_json({"ok": all(c.status is not CheckStatus.FAILED for c in checks),
+                     "checks": [{"status": c.status.value, "text": c.text} for c in checks]})
     else:
         for check in checks:
             print(f"{CHECK_MARKS[check.status]} {check.text}")
@@ -9462,8 +9460,7 @@ def _is_hook_command(argv: list) -> bool:
 def cli_show(args: Any, world: World) -> int:
     result = load_checkpoint(cli_root(args, world), world)
     if args.full:
-        import json
-        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        _print_json(result.to_json())
     else:
         how_to_save = f"save one with `{shell_line(world.command, '--root', result.root, 'save', '--goal', 'what you are doing')}`"
         sys.stdout.write(render_brief(result, world.clock(), how_to_save=how_to_save))
@@ -9690,15 +9687,19 @@ def command_line(root: Optional[str], world: World, *words: str) -> str:
 
 def _print_result(args: Any, doc: Any, text: Callable[[], str]) -> None:
     if args.json:
-        import json
-        out = json.dumps(doc, ensure_ascii=False, indent=2)
-        try:
-            out.encode("utf-8")
-        except UnicodeEncodeError:  # names that are not UTF-8 stay valid JSON as \udcXX escapes
-            out = json.dumps(doc, indent=2)
-        print(out)
+        _print_json(doc)
     else:
         sys.stdout.write(text())
+
+
+def _print_json(doc: Any) -> None:
+    import json
+    out = json.dumps(doc, ensure_ascii=False, indent=2)
+    try:
+        out.encode("utf-8")
+    except UnicodeEncodeError:  # names that are not UTF-8 stay valid JSON as \udcXX escapes
+        out = json.dumps(doc, indent=2)
+    print(out)
 
 
 def run_hook(event: str, root_arg: Optional[str], world: World, agent: Agent) -> int:

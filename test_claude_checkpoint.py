@@ -8151,6 +8151,15 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(doc["checkpoint"], self.ws.checkpoint())
         self.assertIn("src/app.py", doc["drift"]["changedSince"])
 
+    def test_show_full_is_valid_utf8_json_when_a_file_name_is_not_utf8(self):
+        self.save()
+        with open(os.path.join(os.fsencode(self.ws.repo), b"caf\xe9.txt"), "wb") as stream:
+            stream.write(b"latin-1 name")
+        proc = self.ws.run_cli("show", "--full")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        doc = json.loads(proc.stdout.decode("utf-8"))
+        self.assertIn("caf\udce9.txt", json.dumps(doc["drift"], ensure_ascii=False))
+
     def test_show_exits_3_when_there_is_no_checkpoint(self):
         for flags in ((), ("--full",)):
             with self.subTest(flags=flags):
