@@ -8324,13 +8324,16 @@ CLI_ROOT_ADVICE = "Run it from inside the project, or name it with --root DIR."
 
 
 def cli_root(args: Any, world: World, argument: Optional[str] = None) -> str:
-    """The root for a subcommand: --root DIR (relative to the current folder), else `argument`
-    (save's projectRoot), else section 10's rules, with the project found around the current folder."""
+    """The root for a subcommand, checked (section 10's resolve_root)."""
+    return resolve_root(cli_root_choice(args, world, argument), world.home, CLI_ROOT_ADVICE)
+
+
+def cli_root_choice(args: Any, world: World, argument: Optional[str] = None) -> RootChoice:
+    """--root DIR (relative to the current folder), else `argument` (save's projectRoot), else
+    section 10's rules, with the project found around the current folder."""
     if getattr(args, "root", None):
-        choice = RootChoice(os.path.join(world.cwd, args.root), "--root")
-    else:
-        choice = choose_root(argument, world.env, [], world.cwd, project_around(world.cwd, world.home))
-    return resolve_root(choice, world.home, CLI_ROOT_ADVICE)
+        return RootChoice(os.path.join(world.cwd, args.root), "--root")
+    return choose_root(argument, world.env, [], world.cwd, project_around(world.cwd, world.home))
 
 
 # ── 15.1 What goes where: an agent's files and entries, from its row in AGENTS ──
@@ -8721,9 +8724,13 @@ def _read_text(path: str) -> str:
 
 
 def _load_json_file(path: str) -> dict:
+    return _json_object(_read_text(path), path)
+
+
+def _json_object(text: Optional[str], path: str) -> dict:
+    """A settings file's JSON object ({} when it is empty or absent); anything else stops the change."""
     import json
-    text = _read_text(path)
-    if not text.strip():
+    if not text or not text.strip():
         return {}
     try:
         doc = json.loads(text)
@@ -8776,14 +8783,7 @@ def _edit(edits: list, path: str) -> Edit:
 
 
 def _json_of(edit: Edit) -> dict:
-    import json
-    try:
-        doc = json.loads(edit.after) if edit.after and edit.after.strip() else {}
-    except ValueError as error:
-        raise CheckpointError(f"{edit.path} is not valid JSON ({error}); not touching it") from None
-    if not isinstance(doc, dict):
-        raise CheckpointError(f"{edit.path} does not hold a JSON object; not touching it")
-    return doc
+    return _json_object(edit.after, edit.path)
 
 
 def _dumps(doc: dict) -> str:
@@ -9070,8 +9070,7 @@ def cli_doctor(args: Any, world: World) -> int:
     version = Git(world.cwd).output("--version")
     checks.append(Check(CheckStatus.OK, version.decode().strip()) if version else Check(
         CheckStatus.FAILED, "git not found on PATH (git facts, drift and snapshots are off)"))
-    choice = choose_root(getattr(args, "root", None) and os.path.join(world.cwd, args.root), world.env, [], world.cwd,
-                         project_around(world.cwd, world.home))
+    choice = cli_root_choice(args, world)
     try:
         root: Optional[str] = resolve_root(choice, world.home, CLI_ROOT_ADVICE)
         checks.append(Check(CheckStatus.OK, f"Project root {root} (from {choice.source})"))
@@ -9087,10 +9086,8 @@ def cli_doctor(args: Any, world: World) -> int:
     if not args.client:  # Claude Code's entries, when there are any: do they still run?
         checks += doctor_agent(AGENTS[DEFAULT_AGENT], world, root, required=False)
     if args.json:
-        import json
-        print(json.dumps({"ok": all(c.status is not CheckStatus.FAILED for c in checks),
-                          "checks": [{"status": c.status.value, "text": c.text} for c in checks]},
-                         ensure_ascii=False, indent=2))
+        _print_json({"ok": all(c.status is not CheckStatus.FAILED for c in checks),
+                     "checks": [{"status": c.status.value, "text": c.text} for c in checks]})
     else:
         for check in checks:
             print(f"{CHECK_MARKS[check.status]} {check.text}")
@@ -9463,8 +9460,7 @@ def _is_hook_command(argv: list) -> bool:
 def cli_show(args: Any, world: World) -> int:
     result = load_checkpoint(cli_root(args, world), world)
     if args.full:
-        import json
-        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        _print_json(result.to_json())
     else:
         how_to_save = f"save one with `{shell_line(world.command, '--root', result.root, 'save', '--goal', 'what you are doing')}`"
         sys.stdout.write(render_brief(result, world.clock(), how_to_save=how_to_save))
@@ -9691,15 +9687,19 @@ def command_line(root: Optional[str], world: World, *words: str) -> str:
 
 def _print_result(args: Any, doc: Any, text: Callable[[], str]) -> None:
     if args.json:
-        import json
-        out = json.dumps(doc, ensure_ascii=False, indent=2)
-        try:
-            out.encode("utf-8")
-        except UnicodeEncodeError:  # names that are not UTF-8 stay valid JSON as \udcXX escapes
-            out = json.dumps(doc, indent=2)
-        print(out)
+        _print_json(doc)
     else:
         sys.stdout.write(text())
+
+
+def _print_json(doc: Any) -> None:
+    import json
+    out = json.dumps(doc, ensure_ascii=False, indent=2)
+    try:
+        out.encode("utf-8")
+    except UnicodeEncodeError:  # names that are not UTF-8 stay valid JSON as \udcXX escapes
+        out = json.dumps(doc, indent=2)
+    print(out)
 
 
 def run_hook(event: str, root_arg: Optional[str], world: World, agent: Agent) -> int:

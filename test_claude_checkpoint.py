@@ -8060,7 +8060,7 @@ class DoctorTest(unittest.TestCase):
                  ("CLAUDE_PROJECT_DIR", dict(self.ws.env, CLAUDE_PROJECT_DIR=self.ws.repo), (), ("CLAUDE_PROJECT_DIR",)),
                  ("CHECKPOINT_PROJECT_ROOT", dict(self.ws.env, CHECKPOINT_PROJECT_ROOT=self.ws.repo), (),
                   ("CHECKPOINT_PROJECT_ROOT",)),
-                 ("--root", self.ws.env, ("--root", self.ws.repo), ("--root", "argument")))
+                 ("--root", self.ws.env, ("--root", self.ws.repo), ("(from --root)",)))
         for name, env, args, reasons in cases:
             with self.subTest(name):
                 cwd = self.ws.repo if name == "the working directory" else self.ws.home
@@ -8150,6 +8150,15 @@ class CommandLineTest(unittest.TestCase):
         self.assertIs(doc["found"], True)
         self.assertEqual(doc["checkpoint"], self.ws.checkpoint())
         self.assertIn("src/app.py", doc["drift"]["changedSince"])
+
+    def test_show_full_is_valid_utf8_json_when_a_file_name_is_not_utf8(self):
+        self.save()
+        with open(os.path.join(os.fsencode(self.ws.repo), b"caf\xe9.txt"), "wb") as stream:
+            stream.write(b"latin-1 name")
+        proc = self.ws.run_cli("show", "--full")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        doc = json.loads(proc.stdout.decode("utf-8"))
+        self.assertIn("caf\udce9.txt", json.dumps(doc["drift"], ensure_ascii=False))
 
     def test_show_exits_3_when_there_is_no_checkpoint(self):
         for flags in ((), ("--full",)):
@@ -8731,9 +8740,16 @@ class _StubHTTPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 
 class _LoopbackServer:
-    """What every fake model server shares: an HTTP server on 127.0.0.1 (a free port) that
-    `_serve` starts on a thread, `stop`, a with-block, and its URL."""
+    """What every fake model server shares: the script of turns (then `default`), the record of
+    requests under a lock, and an HTTP server on 127.0.0.1 (a free port) that `_serve` starts on
+    a thread, `stop`, a with-block, and its URL."""
     _httpd = None
+
+    def __init__(self, turns=(), default: str = "Done."):
+        self.turns = list(turns)
+        self.default = default
+        self.requests: list = []
+        self.lock = threading.Lock()
 
     def _serve(self, handler: type) -> None:
         self._httpd = _StubHTTPServer(("127.0.0.1", 0), handler)
@@ -8758,14 +8774,10 @@ class _LoopbackServer:
 
 class StubModel(_LoopbackServer):
     def __init__(self, turns=(), default="Done.", side_reply=None, is_main=None, model="claude-stub-1"):
-        self.turns = list(turns)
-        self.default = default
+        super().__init__(turns, default)      # requests: {"path", "method", "headers", "body", "main"}
         self.side_reply = side_reply          # callable(body) -> turn, for non-main requests
         self.is_main = is_main or (lambda body: bool(body.get("tools")) and not is_compaction_request(body))
         self.model = model
-        self.requests = []                    # every request: {"path", "method", "headers", "body", "main"}
-        self.lock = threading.Lock()
-        self._httpd = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self):
@@ -9304,14 +9316,7 @@ class ClaudeCodePluginTest(ClaudeCodeE2EBase):
 # 0.61.0 and Qwen Code 0.24.4 (.ci/run installs exactly those into .ci/.cache).
 
 class FakeModelServer(_LoopbackServer):
-    """What the fakes share: the HTTP server, the script, the record of requests."""
-
-    def __init__(self, turns=(), default: str = "Done."):
-        self.turns = list(turns)
-        self.default = default
-        self.requests: list = []  # {"path", "body"}
-        self.lock = threading.Lock()
-        self._httpd = None
+    """What the fakes share: a handler that reads the JSON body (their requests: {"path", "body"})."""
 
     def start(self):
         fake = self
