@@ -3505,14 +3505,18 @@ class TranscriptFacts:
 
 class TranscriptReader:
     """What every agent's reader shares. A subclass names its tools (EDIT_TOOLS: name ->
-    the argument holding the path; SHELL_TOOLS: name -> the argument holding the command)
-    and implements may_matter (cheap byte tests, before any JSON parsing: most of a
-    transcript is tool output that needs none) and parse (one JSON object)."""
+    the argument holding the path; SHELL_TOOLS: name -> the argument holding the command),
+    names the bytes that mark its lines for may_matter (cheap byte tests, before any JSON
+    parsing: most of a transcript is tool output that needs none) or implements its own, and
+    implements looks_like and parse (one JSON object)."""
 
     FORMAT = "transcript"  # what its messages call the file
     EDIT_TOOLS: dict = {}
     SHELL_TOOLS: dict = {}
     NOTE_ARGUMENT = "description"  # a shell call's own words for what it does
+    CALL_MARK: bytes  # for the default may_matter: bytes only a call's line holds,
+    RESULT_MARK: bytes  # a result's,
+    PROMPT_MARK: bytes  # a prompt's
 
     def __init__(self, seen_ids: Iterable[str] = (), want_prompt: bool = False):
         self.seen = set(seen_ids)
@@ -3556,7 +3560,13 @@ class TranscriptReader:
         raise NotImplementedError
 
     def may_matter(self, line: bytes) -> bool:
-        raise NotImplementedError
+        """The shape most formats share: a line naming a call matters; one holding a result
+        only if it answers a call we are waiting for; a prompt only while one is wanted."""
+        if self.CALL_MARK in line:
+            return True
+        if self.RESULT_MARK in line:
+            return self.answers_pending(line)
+        return self.wants_prompt() and self.PROMPT_MARK in line
 
     def parse(self, record: dict, offset: int) -> None:
         raise NotImplementedError
@@ -3656,20 +3666,13 @@ class ClaudeTranscript(TranscriptReader):
     FORMAT = "Claude Code transcript"
     EDIT_TOOLS = EDIT_TOOLS
     SHELL_TOOLS = {name: "command" for name in SHELL_TOOLS}
+    CALL_MARK, RESULT_MARK, PROMPT_MARK = b'"tool_use"', b'"tool_result"', b'"user"'
 
     @staticmethod
     def looks_like(record: dict) -> bool:
         """Any typed line that is none of the other agents' (Claude Code starts with many kinds)."""
         return isinstance(record.get("type"), str) and not any(
             reader.looks_like(record) for reader in (CodexRollout, GeminiChat, QwenChat, CopilotEvents))
-
-    def may_matter(self, line: bytes) -> bool:
-        """A result matters only if it answers a call we are waiting for."""
-        if b'"tool_use"' in line:
-            return True
-        if b'"tool_result"' in line:
-            return self.answers_pending(line)
-        return self.wants_prompt() and b'"user"' in line
 
     def parse(self, record: dict, offset: int) -> None:
         message = record.get("message")
@@ -3881,17 +3884,11 @@ class QwenChat(TranscriptReader):
     FORMAT = "Qwen Code chat"
     EDIT_TOOLS = {"write_file": "file_path", "edit": "file_path", "replace": "file_path"}
     SHELL_TOOLS = {"run_shell_command": "command"}
+    CALL_MARK, RESULT_MARK, PROMPT_MARK = b'"functionCall"', b'"toolCallResult"', b'"real_user"'
 
     @staticmethod
     def looks_like(record: dict) -> bool:
         return "provenance" in record
-
-    def may_matter(self, line: bytes) -> bool:
-        if b'"functionCall"' in line:
-            return True
-        if b'"toolCallResult"' in line:
-            return self.answers_pending(line)
-        return self.wants_prompt() and b'"real_user"' in line
 
     def parse(self, record: dict, offset: int) -> None:
         message = record.get("message")
@@ -3935,17 +3932,11 @@ class CopilotEvents(TranscriptReader):
     FORMAT = "Copilot CLI events.jsonl"
     EDIT_TOOLS = {"edit": "path", "create": "path"}
     SHELL_TOOLS = {"bash": "command", "powershell": "command"}
+    CALL_MARK, RESULT_MARK, PROMPT_MARK = b'"tool.execution_start"', b'"tool.execution_complete"', b'"user.message"'
 
     @staticmethod
     def looks_like(record: dict) -> bool:
         return isinstance(record.get("data"), dict) and "." in str(record.get("type"))
-
-    def may_matter(self, line: bytes) -> bool:
-        if b'"tool.execution_start"' in line:
-            return True
-        if b'"tool.execution_complete"' in line:
-            return self.answers_pending(line)
-        return self.wants_prompt() and b'"user.message"' in line
 
     def parse(self, record: dict, offset: int) -> None:
         data = record.get("data")
