@@ -7534,6 +7534,10 @@ class ToolContext:
     def root(self, argument: Optional[str]) -> str:
         return self.world.root(argument, self.client_roots)
 
+    def brief(self, result: LoadResult) -> str:
+        """The resume brief, as this client's agent reads it."""
+        return render_brief(result, self.world.clock(), self.world.agent)
+
 
 SAVE_OUTPUT_SCHEMA = {"type": "object", "properties": {  # what clients check the structured answer against
     "path": {"type": "string"}, "projectRoot": {"type": "string"}, "bytes": {"type": "integer"},
@@ -7560,7 +7564,7 @@ def tool_load(arguments: Any, context: ToolContext) -> ToolResult:
     if fmt is BriefFormat.FULL:
         import json
         return ToolResult(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
-    return ToolResult(render_brief(result, context.world.clock(), context.world.agent))
+    return ToolResult(context.brief(result))
 
 
 @record
@@ -7638,8 +7642,7 @@ RESOURCES = (
 
 def get_prompt(name: str, context: ToolContext) -> dict:
     if name == "resume":
-        result = load_checkpoint(context.root(None), context.world)
-        text = render_brief(result, context.world.clock(), context.world.agent)
+        text = context.brief(load_checkpoint(context.root(None), context.world))
     else:
         text = CHECKPOINT_PROMPT
     prompt = next(p for p in PROMPTS if p["name"] == name)
@@ -7650,7 +7653,7 @@ def get_prompt(name: str, context: ToolContext) -> dict:
 def read_resource(uri: str, context: ToolContext) -> dict:
     root = context.root(None)
     if uri == "checkpoint://brief":
-        text = render_brief(load_checkpoint(root, context.world), context.world.clock(), context.world.agent)
+        text = context.brief(load_checkpoint(root, context.world))
         mime = "text/markdown"
     elif uri == "checkpoint://snapshots":
         import json
