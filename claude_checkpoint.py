@@ -7655,16 +7655,16 @@ def read_resource(uri: str, context: ToolContext) -> dict:
     if uri == "checkpoint://brief":
         text = context.brief(load_checkpoint(root, context.world))
         mime = "text/markdown"
-    elif uri == "checkpoint://snapshots":
-        import json
-        text = json.dumps([s.to_json() for s in list_snapshots(root)], ensure_ascii=False, indent=2)
-        mime = "application/json"
     else:
-        stored = read_checkpoint(root)
-        if stored.checkpoint is None:
-            raise CheckpointError(f"No checkpoint at {os.path.join(root, CHECKPOINT_NAME)} yet.")
+        if uri == "checkpoint://snapshots":
+            value: Any = [s.to_json() for s in list_snapshots(root)]
+        else:
+            stored = read_checkpoint(root)
+            if stored.checkpoint is None:
+                raise CheckpointError(f"No checkpoint at {os.path.join(root, CHECKPOINT_NAME)} yet.")
+            value = stored.checkpoint.to_json()
         import json
-        text = json.dumps(stored.checkpoint.to_json(), ensure_ascii=False, indent=2)
+        text = json.dumps(value, ensure_ascii=False, indent=2)
         mime = "application/json"
     return {"contents": [{"uri": uri, "mimeType": mime, "text": text}]}
 
