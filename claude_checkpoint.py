@@ -7914,8 +7914,9 @@ class Protocol:
     def _get_prompt(self, request: Request) -> dict:
         name = _param(request, "name", str, required=True)
         _param(request, "arguments", dict)  # none are taken, but a wrong type is still a wrong request
-        if name not in [p["name"] for p in PROMPTS]:
-            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {preview(name)}. Prompts: resume, checkpoint")
+        names = [p["name"] for p in PROMPTS]
+        if name not in names:
+            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {preview(name)}. Prompts: {', '.join(names)}")
         context = self._context(request) if name == "resume" else ToolContext(self.world, [])
         return get_prompt(name, context)
 
