@@ -3539,7 +3539,8 @@ class TranscriptReader:
     def feed(self, line: bytes, offset: int) -> None:
         self.facts.resume_offset = offset + len(line)
         first = offset == 0  # the first line tells the format: it is parsed even when it cannot matter
-        if not (first or self.may_matter(line)):
+        matters = self.may_matter(line)
+        if not (first or matters):
             return
         import json
         try:
@@ -3551,7 +3552,7 @@ class TranscriptReader:
         if first and not self.looks_like(record):  # another agent's file: say so, record nothing
             raise CheckpointError(f"the transcript is not a {self.FORMAT} (its first line says otherwise); "
                                   "nothing recorded: does the hook name the right --client?")
-        if not first or self.may_matter(line):
+        if matters:
             self.parse(record, offset)
 
     @staticmethod
