@@ -3505,14 +3505,18 @@ class TranscriptFacts:
 
 class TranscriptReader:
     """What every agent's reader shares. A subclass names its tools (EDIT_TOOLS: name ->
-    the argument holding the path; SHELL_TOOLS: name -> the argument holding the command)
-    and implements may_matter (cheap byte tests, before any JSON parsing: most of a
-    transcript is tool output that needs none) and parse (one JSON object)."""
+    the argument holding the path; SHELL_TOOLS: name -> the argument holding the command),
+    names the bytes that mark its lines for may_matter (cheap byte tests, before any JSON
+    parsing: most of a transcript is tool output that needs none) or implements its own, and
+    implements looks_like and parse (one JSON object)."""
 
     FORMAT = "transcript"  # what its messages call the file
     EDIT_TOOLS: dict = {}
     SHELL_TOOLS: dict = {}
     NOTE_ARGUMENT = "description"  # a shell call's own words for what it does
+    CALL_MARK: bytes  # for the default may_matter: bytes only a call's line holds,
+    RESULT_MARK: bytes  # a result's,
+    PROMPT_MARK: bytes  # a prompt's
 
     def __init__(self, seen_ids: Iterable[str] = (), want_prompt: bool = False):
         self.seen = set(seen_ids)
@@ -3535,7 +3539,8 @@ class TranscriptReader:
     def feed(self, line: bytes, offset: int) -> None:
         self.facts.resume_offset = offset + len(line)
         first = offset == 0  # the first line tells the format: it is parsed even when it cannot matter
-        if not (first or self.may_matter(line)):
+        matters = self.may_matter(line)
+        if not (first or matters):
             return
         import json
         try:
@@ -3547,7 +3552,7 @@ class TranscriptReader:
         if first and not self.looks_like(record):  # another agent's file: say so, record nothing
             raise CheckpointError(f"the transcript is not a {self.FORMAT} (its first line says otherwise); "
                                   "nothing recorded: does the hook name the right --client?")
-        if not first or self.may_matter(line):
+        if matters:
             self.parse(record, offset)
 
     @staticmethod
@@ -3556,7 +3561,13 @@ class TranscriptReader:
         raise NotImplementedError
 
     def may_matter(self, line: bytes) -> bool:
-        raise NotImplementedError
+        """The shape most formats share: a line naming a call matters; one holding a result
+        only if it answers a call we are waiting for; a prompt only while one is wanted."""
+        if self.CALL_MARK in line:
+            return True
+        if self.RESULT_MARK in line:
+            return self.answers_pending(line)
+        return self.wants_prompt() and self.PROMPT_MARK in line
 
     def parse(self, record: dict, offset: int) -> None:
         raise NotImplementedError
@@ -3656,20 +3667,13 @@ class ClaudeTranscript(TranscriptReader):
     FORMAT = "Claude Code transcript"
     EDIT_TOOLS = EDIT_TOOLS
     SHELL_TOOLS = {name: "command" for name in SHELL_TOOLS}
+    CALL_MARK, RESULT_MARK, PROMPT_MARK = b'"tool_use"', b'"tool_result"', b'"user"'
 
     @staticmethod
     def looks_like(record: dict) -> bool:
         """Any typed line that is none of the other agents' (Claude Code starts with many kinds)."""
         return isinstance(record.get("type"), str) and not any(
             reader.looks_like(record) for reader in (CodexRollout, GeminiChat, QwenChat, CopilotEvents))
-
-    def may_matter(self, line: bytes) -> bool:
-        """A result matters only if it answers a call we are waiting for."""
-        if b'"tool_use"' in line:
-            return True
-        if b'"tool_result"' in line:
-            return self.answers_pending(line)
-        return self.wants_prompt() and b'"user"' in line
 
     def parse(self, record: dict, offset: int) -> None:
         message = record.get("message")
@@ -3881,17 +3885,11 @@ class QwenChat(TranscriptReader):
     FORMAT = "Qwen Code chat"
     EDIT_TOOLS = {"write_file": "file_path", "edit": "file_path", "replace": "file_path"}
     SHELL_TOOLS = {"run_shell_command": "command"}
+    CALL_MARK, RESULT_MARK, PROMPT_MARK = b'"functionCall"', b'"toolCallResult"', b'"real_user"'
 
     @staticmethod
     def looks_like(record: dict) -> bool:
         return "provenance" in record
-
-    def may_matter(self, line: bytes) -> bool:
-        if b'"functionCall"' in line:
-            return True
-        if b'"toolCallResult"' in line:
-            return self.answers_pending(line)
-        return self.wants_prompt() and b'"real_user"' in line
 
     def parse(self, record: dict, offset: int) -> None:
         message = record.get("message")
@@ -3935,17 +3933,11 @@ class CopilotEvents(TranscriptReader):
     FORMAT = "Copilot CLI events.jsonl"
     EDIT_TOOLS = {"edit": "path", "create": "path"}
     SHELL_TOOLS = {"bash": "command", "powershell": "command"}
+    CALL_MARK, RESULT_MARK, PROMPT_MARK = b'"tool.execution_start"', b'"tool.execution_complete"', b'"user.message"'
 
     @staticmethod
     def looks_like(record: dict) -> bool:
         return isinstance(record.get("data"), dict) and "." in str(record.get("type"))
-
-    def may_matter(self, line: bytes) -> bool:
-        if b'"tool.execution_start"' in line:
-            return True
-        if b'"tool.execution_complete"' in line:
-            return self.answers_pending(line)
-        return self.wants_prompt() and b'"user.message"' in line
 
     def parse(self, record: dict, offset: int) -> None:
         data = record.get("data")
@@ -7543,6 +7535,10 @@ class ToolContext:
     def root(self, argument: Optional[str]) -> str:
         return self.world.root(argument, self.client_roots)
 
+    def brief(self, result: LoadResult) -> str:
+        """The resume brief, as this client's agent reads it."""
+        return render_brief(result, self.world.clock(), self.world.agent)
+
 
 SAVE_OUTPUT_SCHEMA = {"type": "object", "properties": {  # what clients check the structured answer against
     "path": {"type": "string"}, "projectRoot": {"type": "string"}, "bytes": {"type": "integer"},
@@ -7569,7 +7565,7 @@ def tool_load(arguments: Any, context: ToolContext) -> ToolResult:
     if fmt is BriefFormat.FULL:
         import json
         return ToolResult(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
-    return ToolResult(render_brief(result, context.world.clock(), context.world.agent))
+    return ToolResult(context.brief(result))
 
 
 @record
@@ -7647,8 +7643,7 @@ RESOURCES = (
 
 def get_prompt(name: str, context: ToolContext) -> dict:
     if name == "resume":
-        result = load_checkpoint(context.root(None), context.world)
-        text = render_brief(result, context.world.clock(), context.world.agent)
+        text = context.brief(load_checkpoint(context.root(None), context.world))
     else:
         text = CHECKPOINT_PROMPT
     prompt = next(p for p in PROMPTS if p["name"] == name)
@@ -7659,18 +7654,18 @@ def get_prompt(name: str, context: ToolContext) -> dict:
 def read_resource(uri: str, context: ToolContext) -> dict:
     root = context.root(None)
     if uri == "checkpoint://brief":
-        text = render_brief(load_checkpoint(root, context.world), context.world.clock(), context.world.agent)
+        text = context.brief(load_checkpoint(root, context.world))
         mime = "text/markdown"
-    elif uri == "checkpoint://snapshots":
-        import json
-        text = json.dumps([s.to_json() for s in list_snapshots(root)], ensure_ascii=False, indent=2)
-        mime = "application/json"
     else:
-        stored = read_checkpoint(root)
-        if stored.checkpoint is None:
-            raise CheckpointError(f"No checkpoint at {os.path.join(root, CHECKPOINT_NAME)} yet.")
+        if uri == "checkpoint://snapshots":
+            value: Any = [s.to_json() for s in list_snapshots(root)]
+        else:
+            stored = read_checkpoint(root)
+            if stored.checkpoint is None:
+                raise CheckpointError(f"No checkpoint at {os.path.join(root, CHECKPOINT_NAME)} yet.")
+            value = stored.checkpoint.to_json()
         import json
-        text = json.dumps(stored.checkpoint.to_json(), ensure_ascii=False, indent=2)
+        text = json.dumps(value, ensure_ascii=False, indent=2)
         mime = "application/json"
     return {"contents": [{"uri": uri, "mimeType": mime, "text": text}]}
 
@@ -7920,8 +7915,9 @@ class Protocol:
     def _get_prompt(self, request: Request) -> dict:
         name = _param(request, "name", str, required=True)
         _param(request, "arguments", dict)  # none are taken, but a wrong type is still a wrong request
-        if name not in [p["name"] for p in PROMPTS]:
-            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {preview(name)}. Prompts: resume, checkpoint")
+        names = [p["name"] for p in PROMPTS]
+        if name not in names:
+            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {preview(name)}. Prompts: {', '.join(names)}")
         context = self._context(request) if name == "resume" else ToolContext(self.world, [])
         return get_prompt(name, context)
 
