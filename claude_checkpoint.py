@@ -6866,10 +6866,7 @@ def restore_snapshot(root: str, world: World, words: list, apply: bool) -> Resto
         outcome = RestoreOutcome(target, plan, dry_run=not apply, head_moved=head != target.head, paths=paths)
         if not apply or not (plan.write or plan.delete):
             return outcome
-        blocked = unwritable_folders(root, plan)
-        if blocked:
-            raise SnapshotError(f"Restore refused; nothing was changed: {_path_names(blocked)} cannot be written "
-                                "(read-only). Make it writable, then run the restore again.")
+        _refuse_unwritable(root, plan, "restore")
         safety = take_snapshot(store, world, SnapshotKind.BEFORE_RESTORE, f"Before restoring {target.id}",
                                existing=snapshots, build=current)  # the tree the plan was made from
         outcome.safety = safety.snapshot if safety else None
@@ -6880,6 +6877,14 @@ def restore_snapshot(root: str, world: World, words: list, apply: bool) -> Resto
             raise RestoreStopped(done.current, error.strerror or str(error), done.deleted, done.written,
                                  outcome.safety.id if outcome.safety else None, paths) from None
     return outcome
+
+
+def _refuse_unwritable(root: str, plan: RestorePlan, verb: str) -> None:
+    """Refuses a restore or a resume, before any change, when a folder it must change is read-only."""
+    blocked = unwritable_folders(root, plan)
+    if blocked:
+        raise SnapshotError(f"{verb.capitalize()} refused; nothing was changed: {_path_names(blocked)} cannot be "
+                            f"written (read-only). Make it writable, then run the {verb} again.")
 
 
 def _path_names(paths: list, shown: int = 5) -> str:
@@ -7182,11 +7187,9 @@ def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, 
     the session kept among the snapshots, then the checkpoint (the old one as .prev)."""
     root, session, plan = sessions.root, outcome.session, outcome.plan
     stored = _read_for_update(root, [], replace_unreadable=True)  # a newer schema is refused before any change
-    blocked = unwritable_folders(root, plan) if plan.write or plan.delete else []
-    if blocked:
-        raise SnapshotError(f"Resume refused; nothing was changed: {_path_names(blocked)} cannot be written "
-                            "(read-only). Make it writable, then run the resume again.")
-    if plan.write or plan.delete:
+    changing = bool(plan.write or plan.delete)
+    _refuse_unwritable(root, plan, "resume")
+    if changing:
         safety = take_snapshot(sessions, world, SnapshotKind.BEFORE_RESTORE, f"Before resuming {session.id}",
                                existing=snapshots, build=current)
         outcome.safety = safety.snapshot if safety else None
@@ -7194,7 +7197,7 @@ def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, 
         sessions.adopt(session, _after(outcome.safety, world.clock()))
     done = RestoreProgress()
     try:
-        if plan.write or plan.delete:
+        if changing:
             apply_restore(sessions, plan, done)
     except OSError as error:
         raise RestoreStopped(done.current, f"{error.strerror or error}; the checkpoint was not replaced",
