@@ -5977,10 +5977,11 @@ class SessionStore(SnapshotStore):
         return result.stdout
 
     def _network_run(self, command: str, *args: str, config: tuple = ()) -> GitResult:
-        """`git <command> <args>` within the remote time limit; a RemoteError when git gave no answer."""
-        options = [word for setting in ("core.logAllRefUpdates=false", *config) for word in ("-c", setting)]
-        result = self.git.run(*options, command, *args, timeout=self.timeout,
-                              env={"GIT_LITERAL_PATHSPECS": "1", **_batch_ssh(self.git)})
+        """`git <command> <args>` as a snapshot command, within the remote time limit; a RemoteError
+        when git gave no answer."""
+        options = [word for setting in config for word in ("-c", setting)]
+        result = _begin_plumbing(self.git, *options, command, *args, timeout=self.timeout,
+                                 env=_batch_ssh(self.git)).result()
         if result is None:
             why = self.git.warnings[-1] if self.git.warnings else "git is unavailable."
             if "did not answer" in why:
