@@ -5308,21 +5308,12 @@ class SnapshotStore:
     @staticmethod
     def begin_list(git: Git, root: str) -> PendingGit:
         """The command `list` reads, started: it needs no scan, so it runs beside git status."""
-        return _begin_plumbing(git, "for-each-ref", "--sort=-refname",
-                               "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00",
-                               snapshot_namespace(root))
+        return _begin_plumbing(git, "for-each-ref", "--sort=-refname", REF_RECORD_FORMAT, snapshot_namespace(root))
 
     def list(self, started: Optional[PendingGit] = None) -> list:
         """This root's snapshots, newest first (read from `started`, begin_list's command, if given)."""
         out = _plumbing_output(started or self.begin_list(self.git, self.root))
-        snapshots = []
-        for record_ in out.decode("utf-8", "surrogateescape").split("\0\n"):
-            fields = record_.lstrip("\n").split("\0")
-            if len(fields) == 4:
-                found = parse_snapshot(*fields)
-                if found is not None:
-                    snapshots.append(found)
-        return snapshots
+        return [found for found in (parse_snapshot(*fields) for fields in _ref_records(out)) if found is not None]
 
     def holds(self, commit: str) -> bool:
         """Whether one of this root's snapshot refs still points at `commit` (`forget` drops refs)."""
@@ -5673,6 +5664,15 @@ def _plumbing_output(started: PendingGit, stdin: Optional[bytes] = None) -> byte
     return result.stdout
 
 
+REF_RECORD_FORMAT = "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00"  # a snapshot or session ref
+
+
+def _ref_records(out: bytes) -> list:
+    """[refname, commit, tree, message] of each ref that for-each-ref printed in REF_RECORD_FORMAT."""
+    records = (record_.lstrip("\n").split("\0") for record_ in out.decode("utf-8", "surrogateescape").split("\0\n"))
+    return [fields for fields in records if len(fields) == 4]
+
+
 def _racy_window_ns(mtime_ns: int) -> int:
     """How recent a change may hide a second one within the file system's clock tick: Linux and
     APFS keep nanoseconds updated every few ms; whole-millisecond or coarser stamps (FAT, HFS+,
@@ -5759,12 +5759,11 @@ class SessionStore(SnapshotStore):
 
     def pulled(self, me: Optional[str], remote: Optional[str] = None) -> list:
         """Sessions of this root pulled from `remote` (every remote when None), newest first."""
-        out = self._output("for-each-ref", "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00",
+        out = self._output("for-each-ref", REF_RECORD_FORMAT,
                            PULLED_REFS + (f"{remote_component(remote)}/" if remote else ""))
         found, seen = [], set()
-        for record_ in out.decode("utf-8", "surrogateescape").split("\0\n"):
-            fields = record_.lstrip("\n").split("\0")
-            if len(fields) != 4 or fields[1] in seen:
+        for fields in _ref_records(out):
+            if fields[1] in seen:
                 continue
             parts = fields[0][len(PULLED_REFS):].split("/", 2)
             named = parse_session_ref(fields[0], f"{PULLED_REFS}{parts[0]}/{self.key}/") if len(parts) == 3 else None
