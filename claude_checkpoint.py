@@ -5300,21 +5300,12 @@ class SnapshotStore:
     @staticmethod
     def begin_list(git: Git, root: str) -> PendingGit:
         """The command `list` reads, started: it needs no scan, so it runs beside git status."""
-        return _begin_plumbing(git, "for-each-ref", "--sort=-refname",
-                               "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00",
-                               snapshot_namespace(root))
+        return _begin_plumbing(git, "for-each-ref", "--sort=-refname", REF_RECORD_FORMAT, snapshot_namespace(root))
 
     def list(self, started: Optional[PendingGit] = None) -> list:
         """This root's snapshots, newest first (read from `started`, begin_list's command, if given)."""
         out = _plumbing_output(started or self.begin_list(self.git, self.root))
-        snapshots = []
-        for record_ in out.decode("utf-8", "surrogateescape").split("\0\n"):
-            fields = record_.lstrip("\n").split("\0")
-            if len(fields) == 4:
-                found = parse_snapshot(*fields)
-                if found is not None:
-                    snapshots.append(found)
-        return snapshots
+        return [found for found in (parse_snapshot(*fields) for fields in _ref_records(out)) if found is not None]
 
     def holds(self, commit: str) -> bool:
         """Whether one of this root's snapshot refs still points at `commit` (`forget` drops refs)."""
@@ -5665,6 +5656,15 @@ def _plumbing_output(started: PendingGit, stdin: Optional[bytes] = None) -> byte
     return result.stdout
 
 
+REF_RECORD_FORMAT = "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00"  # a snapshot or session ref
+
+
+def _ref_records(out: bytes) -> list:
+    """[refname, commit, tree, message] of each ref that for-each-ref printed in REF_RECORD_FORMAT."""
+    records = (record_.lstrip("\n").split("\0") for record_ in out.decode("utf-8", "surrogateescape").split("\0\n"))
+    return [fields for fields in records if len(fields) == 4]
+
+
 def _racy_window_ns(mtime_ns: int) -> int:
     """How recent a change may hide a second one within the file system's clock tick: Linux and
     APFS keep nanoseconds updated every few ms; whole-millisecond or coarser stamps (FAT, HFS+,
@@ -5751,12 +5751,11 @@ class SessionStore(SnapshotStore):
 
     def pulled(self, me: Optional[str], remote: Optional[str] = None) -> list:
         """Sessions of this root pulled from `remote` (every remote when None), newest first."""
-        out = self._output("for-each-ref", "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00",
+        out = self._output("for-each-ref", REF_RECORD_FORMAT,
                            PULLED_REFS + (f"{remote_component(remote)}/" if remote else ""))
         found, seen = [], set()
-        for record_ in out.decode("utf-8", "surrogateescape").split("\0\n"):
-            fields = record_.lstrip("\n").split("\0")
-            if len(fields) != 4 or fields[1] in seen:
+        for fields in _ref_records(out):
+            if fields[1] in seen:
                 continue
             parts = fields[0][len(PULLED_REFS):].split("/", 2)
             named = parse_session_ref(fields[0], f"{PULLED_REFS}{parts[0]}/{self.key}/") if len(parts) == 3 else None
@@ -5969,10 +5968,11 @@ class SessionStore(SnapshotStore):
         return result.stdout
 
     def _network_run(self, command: str, *args: str, config: tuple = ()) -> GitResult:
-        """`git <command> <args>` within the remote time limit; a RemoteError when git gave no answer."""
-        options = [word for setting in ("core.logAllRefUpdates=false", *config) for word in ("-c", setting)]
-        result = self.git.run(*options, command, *args, timeout=self.timeout,
-                              env={"GIT_LITERAL_PATHSPECS": "1", **_batch_ssh(self.git)})
+        """`git <command> <args>` as a snapshot command, within the remote time limit; a RemoteError
+        when git gave no answer."""
+        options = [word for setting in config for word in ("-c", setting)]
+        result = _begin_plumbing(self.git, *options, command, *args, timeout=self.timeout,
+                                 env=_batch_ssh(self.git)).result()
         if result is None:
             why = self.git.warnings[-1] if self.git.warnings else "git is unavailable."
             if "did not answer" in why:
@@ -6858,10 +6858,7 @@ def restore_snapshot(root: str, world: World, words: list, apply: bool) -> Resto
         outcome = RestoreOutcome(target, plan, dry_run=not apply, head_moved=head != target.head, paths=paths)
         if not apply or not (plan.write or plan.delete):
             return outcome
-        blocked = unwritable_folders(root, plan)
-        if blocked:
-            raise SnapshotError(f"Restore refused; nothing was changed: {_path_names(blocked)} cannot be written "
-                                "(read-only). Make it writable, then run the restore again.")
+        _refuse_unwritable(root, plan, "restore")
         safety = take_snapshot(store, world, SnapshotKind.BEFORE_RESTORE, f"Before restoring {target.id}",
                                existing=snapshots, build=current)  # the tree the plan was made from
         outcome.safety = safety.snapshot if safety else None
@@ -6872,6 +6869,14 @@ def restore_snapshot(root: str, world: World, words: list, apply: bool) -> Resto
             raise RestoreStopped(done.current, error.strerror or str(error), done.deleted, done.written,
                                  outcome.safety.id if outcome.safety else None, paths) from None
     return outcome
+
+
+def _refuse_unwritable(root: str, plan: RestorePlan, verb: str) -> None:
+    """Refuses a restore or a resume, before any change, when a folder it must change is read-only."""
+    blocked = unwritable_folders(root, plan)
+    if blocked:
+        raise SnapshotError(f"{verb.capitalize()} refused; nothing was changed: {_path_names(blocked)} cannot be "
+                            f"written (read-only). Make it writable, then run the {verb} again.")
 
 
 def _path_names(paths: list, shown: int = 5) -> str:
@@ -7174,11 +7179,9 @@ def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, 
     the session kept among the snapshots, then the checkpoint (the old one as .prev)."""
     root, session, plan = sessions.root, outcome.session, outcome.plan
     stored = _read_for_update(root, [], replace_unreadable=True)  # a newer schema is refused before any change
-    blocked = unwritable_folders(root, plan) if plan.write or plan.delete else []
-    if blocked:
-        raise SnapshotError(f"Resume refused; nothing was changed: {_path_names(blocked)} cannot be written "
-                            "(read-only). Make it writable, then run the resume again.")
-    if plan.write or plan.delete:
+    changing = bool(plan.write or plan.delete)
+    _refuse_unwritable(root, plan, "resume")
+    if changing:
         safety = take_snapshot(sessions, world, SnapshotKind.BEFORE_RESTORE, f"Before resuming {session.id}",
                                existing=snapshots, build=current)
         outcome.safety = safety.snapshot if safety else None
@@ -7186,7 +7189,7 @@ def _apply_resume(sessions: SessionStore, world: World, outcome: ResumeOutcome, 
         sessions.adopt(session, _after(outcome.safety, world.clock()))
     done = RestoreProgress()
     try:
-        if plan.write or plan.delete:
+        if changing:
             apply_restore(sessions, plan, done)
     except OSError as error:
         raise RestoreStopped(done.current, f"{error.strerror or error}; the checkpoint was not replaced",
