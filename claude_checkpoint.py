@@ -970,7 +970,7 @@ _SECRET_MANAGER_REFERENCE = (r"(?i)(?:op|vault|awssm|gcpsm|azkv|akv|ssm|sops|dop
 # Words that make a value a placeholder: `CHANGE_ME`, `your-api-key-here`, `<insert key here>`.
 _PLACEHOLDER_WORDS = frozenset("""
     your changeme change replace replaceme placeholder insert here todo fixme tbd dummy example sample
-    fake redacted filtered masked hidden removed omitted xxx test""".split())
+    fake mock redacted filtered masked hidden removed omitted xxx test""".split())
 # Words that may come with a name standing in for a value: `new_password`, `my-secret`, `admin_pass`.
 _STAND_IN_QUALIFIERS = frozenset("new old my your current the a some user admin root db".split())
 
@@ -1011,8 +1011,8 @@ def _is_template(v: str) -> bool:
 def _is_placeholder(v: str) -> bool:
     """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`, and a value
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
-    if len(set(v.lower())) == 1:
-        return True  # xxxxxxxx, 00000000
+    if len(set(v.lower())) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
+        return True  # xxxxxxxx, 00000000, 123456789
     if any(c.isdigit() for c in v):
         return False
     import re
@@ -1062,6 +1062,7 @@ def _looks_random(value: str) -> bool:
 
 
 def _accept_assignment(match: Any) -> bool:
+    import re
     name, value = match.group("name"), match.group("s")
     groups = match.groupdict()
     bare = value.strip("\"'`\\")
@@ -1070,6 +1071,10 @@ def _accept_assignment(match: Any) -> bool:
     strength = secret_strength(name)
     if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare):
         return False
+    if re.match(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)", bare):
+        return False  # a URL with no credentials in it: `[secrets]: https://docs.github.com/…`
+    if _is_plain_words(bare) and _names_a_key(name) or _name_parts(name)[-1] == "pin" and not any(map(str.isdigit, bare)):
+        return False  # a key or a token is not `ollama` or a sentence; a PIN has digits
     following = match.string[match.end("s"):match.end("s") + 2]
     prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
@@ -1081,7 +1086,6 @@ def _accept_assignment(match: Any) -> bool:
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
             match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")):
         return False  # prose after a colon (`api_key: Refreshing state...`), a scheme (`Authorization: SSWS …`)
-    import re
     if re.fullmatch(r"(?i)(?:bearer|basic|token|digest)\s+\S{0,7}", bare):
         return False  # a scheme and a stand-in in a test: `authorization: 'Bearer abc'`
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
@@ -1091,6 +1095,18 @@ def _accept_assignment(match: Any) -> bool:
             c.isdigit() for c in bare):
         return False  # `{ id: key.id, token: raw }`: an object literal in code
     return bare.strip().lower() not in _NOT_VALUES
+
+
+def _names_a_key(name: str) -> bool:
+    """A name whose value a machine makes (API_KEY, authToken, pat), not one a person may choose."""
+    last = _name_parts(name)[-1]
+    return last.endswith(("key", "keys", "token", "tokens")) or last == "pat"
+
+
+def _is_plain_words(value: str) -> bool:
+    """`ollama`, `lm-studio`, `Comment`, a sentence: words, which a key or a token never is."""
+    import re
+    return bool(re.fullmatch(r"[A-Za-z][a-z]+(?:[-_][a-z]+)?|[^\s]+(?:\s+[^\s]+){3,}", value))
 
 
 def _accept_after_colon(match: Any, value: str, bare: str) -> bool:
@@ -1169,7 +1185,8 @@ def _accept_password_flag(match: Any) -> bool:
 
 def _accept_user_password(match: Any) -> bool:
     user, password = match.group("user"), match.group("s")
-    return not (user.isdigit() and password.isdigit()) and not _is_reference(password) and not user.startswith("$")
+    return (not (user.isdigit() and password.isdigit()) and not _is_reference(password) and not user.startswith("$")
+            and not password.strip("\"'").startswith("//"))  # `-u http://localhost:8080/logs`: a URL
 
 
 def _accept_wrapped_value(match: Any) -> bool:
@@ -1199,6 +1216,13 @@ def _accept_header_token(match: Any) -> bool:
 
 def _accept_not_reference(match: Any) -> bool:
     return not _is_reference(match.group("s"))
+
+
+def _accept_url_password(match: Any) -> bool:
+    """A URL's password, but a reference or a local default (`amqp://guest:guest@localhost/`)."""
+    password, rest = match.group("s"), match.string[match.end():match.end() + 10]
+    local = rest.startswith(("localhost", "127.0.0.1", "[::1]")) and password == match.group("user")
+    return not _is_reference(password) and not local
 
 
 def _accept_random(match: Any) -> bool:
@@ -1318,7 +1342,7 @@ def _looks_like_prose_secret(value: str) -> bool:
     if re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z]{2,}(?::\S*)?|[\w.\-]+@\d+(?:\.\d+){3}(?::\S*)?"
                     r"|[a-z0-9\-]+(?:\.[a-z0-9\-]+)+|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+", v) or _is_identifier_like(v):
         return False  # an email or scp target, a host name, an image (`postgres:16`), a UUID
-    if re.match(r"[A-Za-z_]+\d*(?:\.[A-Za-z_]+\d*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)", v):
+    if re.match(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)", v):
         return False  # code: `os.urandom(32)`, `varchar(255)`, `hashlib.sha256)`
     if re.fullmatch(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*", v):
         parts = re.split(r"[-_.]", v)
@@ -1350,13 +1374,13 @@ _SHORT_RANDOM = 16  # below this a token needs three character classes, a digit 
 _MIN_HEX = 32  # shorter hex runs are ids: abbreviated commits, GPG key ids, Mongo object ids
 _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # Not random whatever their letters: references, URLs, paths, file names, versions, IP addresses,
-# dates and times, UUIDs, e-mails, regex classes, digests under their name (`sha256:…`, go.sum's
+# dates and times, UUIDs, numbers (`6.49376470e-06`), e-mails, regex classes, digests under their name (`sha256:…`, go.sum's
 # `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies.
 _NOT_RANDOM_SHAPES = (
     r"^[$%{<@~.:/]|://|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|^[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
     r"|\.[a-z]{1,4}\d?(?::\d+)*/?$|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
     r"|^(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}$"
-    r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$"
+    r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?[,;)\]]*$"
     r"|(?i:(?:^|[@:=\-])(?:sha(?:1|224|256|384|512)?|md5|h1|zh|blake2b?|xxh\d*|crc32c?)[:\-])"
     r"|^(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
 # Object ids that public APIs print (Stripe, OpenAI, Anthropic, cloud resources): names, not keys.
@@ -1503,7 +1527,7 @@ def looks_like_chosen_password(value: str) -> bool:
 # Words that name a credential, in the languages sessions are written in. Long English words may
 # end a name (dbPassword); short ones and other languages' stand alone.
 _CREDENTIAL_WORDS = (
-    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z])(?i:pass(?:word|wd|phrase|code)s?"
+    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9])(?i:pass(?:word|wd|phrase|code)s?"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|pin|creds|psk|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|sandi|kunci))(?![a-z])"
@@ -1542,7 +1566,8 @@ _TABLE_HEADER_CELL = r"[A-Za-z\u00c0-\uffff][\w.()/#\-]{0,30}(?: [\w.()/#\-]{1,3
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
 # A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
-_MASKED = r"(?:[A-Za-z0-9]{1,12}[_\-.]|[A-Z0-9]{1,5}(?=X{8}))*(?:(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|0{8,})[/_\-.]?)+"  # also AKIAXXXX…
+_MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.]|[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,12}(?=\.{3}|\*{3}|•{3}|…))*"
+           r"(?:(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})[/_\-.]?)+")  # also AKIAXXXX…
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, age and
 # nostr public keys, extended public keys, PostHog project keys.
 _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38}$|age1[a-z0-9]{58}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
@@ -1602,10 +1627,22 @@ def _find_random_tokens(match: Any) -> list:
         # After `=` or `:` (code, configuration) only a password's usual shape; after words, quotes
         # or at once, a value a person chose.
         chosen = _looks_like_password(value) or not given.groupdict().get("sign") and looks_like_chosen_password(value)
-        if pin or chosen and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value) and not _is_masked_or_public(value):
+        if pin or chosen and not _reads_as_code(value, text[first + len(value):first + len(value) + 1]) and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value) and not _is_masked_or_public(value):
             return [(first, first + len(value))]
         position = given.start(group)
     return spans
+
+
+def _reads_as_code(value: str, following: str) -> bool:
+    """A call or a dotted name, where prose about tokens meets code: `token = md5_hash(…)`,
+    `if token is Comment.Preproc:`, `:type tokens: antlr4.BufferedTokenStream`."""
+    import re
+    if following == "(":
+        return True
+    parts = value.rstrip(":").split(".")
+    if len(parts) < 2 or not all(part.isidentifier() for part in parts) or any(map(looks_machine_generated, parts)):
+        return False
+    return len(parts) > 2 or any(len(part) >= 4 and part.isalpha() and _is_built_of_words(part) for part in parts)
 
 
 def _find_command_arguments(match: Any) -> list:
@@ -1841,9 +1878,10 @@ private-key-block            -                      -----BEGIN [A-Z0-9 ]{0,40}PR
 #   catch: "key": "-----BEGIN PRIVATE KEY-----«\\nMIIEvQIBADANBgkqhkiG9w0BAQEF\\n»-----END PRIVATE KEY-----\\n"
 #   keep:  -----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC\n-----END PUBLIC KEY-----
 # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
-url-credentials              not-reference          (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://[^\s/?#:'"<>]*:(?P<s>[^\s/?#@'"<>]+)@
+url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<user>[^\s/?#:'"<>]*):(?P<s>[^\s/?#@'"<>]+)@
 #   catch: psql postgres://app:«s3cr3tpw»@db.example.com:5432/app
 #   keep:  psql postgres://app:${DB_PASSWORD}@db.example.com:5432/app
+#   keep:  node app.js | pino-mq -u "amqp://guest:guest@localhost/" -q "pino-logs"
 url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<s>[A-Za-z0-9_\-]{20,256})(?::[^\s/?#@'"<>]*)?@
 #   catch: git clone https://«x9Kq2LmN4pR7sT1vW3yZ5bD8»@git.example.com/acme/infra.git
 #   keep:  git clone https://deploy-bot-readonly@git.example.com/acme/infra.git
@@ -1894,6 +1932,7 @@ stripe-webhook-secret        -                      {L}(?P<s>whsec_[A-Za-z0-9]{2
 anthropic-key                -                      {L}(?P<s>sk-ant-[a-z]{2,10}\d{0,3}-[A-Za-z0-9_\-]{20,255}){R}
 #   catch: x-api-key: «sk-ant-api03-EXAMPLEexampleEXAMPLE-example_0123»
 #   keep:  Anthropic keys start with sk-ant-api03-
+#   keep:  "ANTHROPIC_API_KEY": "sk-ant-your-actual-anthropic-key-here"
 openai-key                   -                      {L}(?P<s>sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z_\-]{0,255}\d)[A-Za-z0-9_\-]{20,255}){R}
 #   catch: OPENAI_API_KEY=«sk-proj-EXAMPLE0example1EXAMPLE2»
 #   keep:  git checkout sk-learning-rate-warmup-schedule
@@ -2026,6 +2065,7 @@ ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}
 user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)["']?(?P<user>[^\s:'"]+):(?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
 #   catch: curl -u admin:«pa55word» https://ci.example.com
 #   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
+#   keep:  node app.js | pino-http-send -u http://localhost:8080/logs
 sshpass                      not-reference          \bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{TOOL_VALUE}
 #   catch: sshpass -p '«batman_forever»' ssh admin@10.0.3.7
 #   keep:  sshpass -p "$SSHPASS" ssh admin@10.0.3.7
@@ -2230,6 +2270,7 @@ tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-
 #   catch: {:password, "«M^BCDT%.Wtk9»"}
 #   keep:  {:username, "deploy"}
 #   keep:  jq 'keys' prints ["password", "username"]
+#   keep:  if type in ("pin", "roller"):
 client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|authenticate|set_credentials)\s*[=(]\s*\(?\s*["'][^"'\n]{1,100}["']\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: client.get(url).basic_auth("admin", Some("«AjhqFcZqF?8p»"))
 #   keep:  client.get(url).basic_auth("admin", Some(&password))
@@ -2351,6 +2392,7 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 #   keep:  description: >
 #   keep:  password: <your-password>
 #   catch: ldap_default_authtok = «Quartz-Otter-Bell-5»
+#   keep:  token = Comment
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   catch: {"password": "«hunter2»", "user": "bob"}
@@ -2375,6 +2417,12 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  mongodb://db-0.auth:27017/app?replicaSet=rs0&authSource=admin
 #   keep:  expect(redact({ authorization: 'Bearer abc' })).toEqual({ authorization: '[REDACTED]' })
 #   keep:  TWILIO_ACCOUNT_SID=AC0123456789abcdef0123456789abcdef
+#   keep:  "OLLAMA_API_KEY": "ollama",
+#   keep:  pat = "Expected a list of types, an ellipsis, or ParamSpec."
+#   keep:  [secrets]: https://docs.github.com/en/actions/security-guides/using-secrets
+#   keep:  export GEMINI_API_KEY="AIza..."
+#   keep:  route.fulfill({ body: JSON.stringify({ token: 'mock-token' }) })
+#   keep:  $ node app.js | pino-seq --apiKey 1234567890
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -2395,6 +2443,7 @@ prose-named-secret           named-in-prose         (?m)(?:^|(?<=\s))[(\['"`]?(?
 #   keep:  the token refresh fix landed in 2b7e151628aed2a6abf7158809cf4f3c4f3c4f3c yesterday
 #   keep:  the API key for us-east-1 lives in account 123456789012
 #   keep:  password hashing moved to argon2id in release-2024-09 (see PR 4521)
+#   keep:  namespaces, continuation_token = self.s3tables_backend.list_namespaces(
 # An AWS secret access key: 40 base64 characters near the word "secret".
 aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
 #   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY»"
@@ -2433,6 +2482,10 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  password hashing is argon2id since release 3.2
 #   keep:  パスワードはVaultに保存しています。
 #   keep:  gcloud secrets versions access latest --secret=billing-api-key --project=acme-73nyqc
+#   keep:  if token is Comment.Preproc:
+#   keep:  :type tokens: antlr4.BufferedTokenStream.BufferedTokenStream
+#   keep:  next_token = md5_hash(key_id.encode("utf-8")).hexdigest()
+#   keep:  [Playground](https://typescript-play.js.org/#code/GYVwdgxgLglg9mABAZwBYmMA46pw5Npw)
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
@@ -2501,6 +2554,7 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0
 #   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
 #   keep:  token rotated for build-2024-09-16\nINFO request finished
+#   keep:  yprime = np.array([1.73307544e-02,\n    6.49376470e-06,
 # A triple-quoted string under a name that says secret (Python, TOML, Kotlin, Scala).
 context-quoted-block         block-lines            (?m)^[ \t]*(?:val[ \t]+|var[ \t]+|const[ \t]+)?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
 #   catch: signing_key = """\n«27C9GN63cOSIHStWuiQJM3QxSy/w8XG+44hx23T8EdhL»\n«p/+gWeF+auxL/6D9/z4ahyujhXimXg4+4hhLmPXlQ5CU»\n"""
@@ -2513,7 +2567,7 @@ context-yaml-block           block-lines            (?m)^(?P<indent>[ \t]*)(?:-[
 '''
 
 ACCEPT_CHECKS = {
-    "-": None, "not-reference": _accept_not_reference, "assignment": _accept_assignment, "flag": _accept_flag,
+    "-": None, "not-reference": _accept_not_reference, "url-password": _accept_url_password, "assignment": _accept_assignment, "flag": _accept_flag,
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random,
@@ -2863,8 +2917,8 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
         return ()
     start, end = match.span("s")
     value = match.group("s")
-    if _is_masked_or_public(value.strip("\"'`\\ \t\r\n")):
-        return ()
+    if _is_masked_or_public(value.strip("\"'`\\ \t\r\n")) or _is_placeholder(value.strip("\"'`\\ \t\r\n")):
+        return ()  # also `sk-ant-your-key-here`
     if len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"'):
         start, end = start + 2, end - 2  # keep escaped quotes
     elif len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
@@ -2936,7 +2990,7 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 # is parsed at first use (_stored_rule_words).
 RULE_WORDS = {
     "private-key-block": ("872a4784", ("-----begin ",), ("-----begin ",)),
-    "url-credentials": ("f284bdad", ("://",), ()),
+    "url-credentials": ("9680e6f0", ("://",), ()),
     "url-token-user": ("ef921c04", ("://",), ()),
     "slack-webhook": ("7b115895", ("hooks.slack.com/services", "hooks.slack.com/triggers",
         "hooks.slack.com/workflows"), ("hooks.slack.com/services", "hooks.slack.com/triggers",
@@ -3119,7 +3173,7 @@ RULE_WORDS = {
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login")),
     "prose-named-secret": ("ecd51c82", (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",)),
-    "context-credential-word": ("eefd0180", ("access", "account", "adgangskode", "admin", "anahtar", "api", "apiキー",
+    "context-credential-word": ("2af4a865", ("access", "account", "adgangskode", "admin", "anahtar", "api", "apiキー",
         "app", "auth", "avain", "bearer", "belirte", "chave", "cheie", "chiave", "cl", "clave", "client", "contrase",
         "credential", "creds", "deploy", "encryption", "geheimnis", "has", "hesla", "heslo", "jelsz", "jeton",
         "kata sandi", "kennwort", "key", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "losenord",
