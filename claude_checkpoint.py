@@ -982,7 +982,7 @@ def _is_reference(value: str) -> bool:
     values, so the cheap checks come first."""
     quoted = value[:1] in "\"'`"
     v = value.strip("\"'`\\ ")
-    if not v or REDACTED in v or "***" in v or "•••" in v or not any(c.isalnum() for c in v):
+    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or not any(c.isalnum() for c in v):
         return True
     if value[:1] == "`" and any(c.isspace() for c in v):
         return True  # `cat /tmp/session.tok`: a command's output
@@ -1013,9 +1013,11 @@ def _is_placeholder(v: str) -> bool:
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
     if len(set(v.lower())) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
         return True  # xxxxxxxx, 00000000, 123456789
+    import re
+    if re.fullmatch(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}", v):
+        return True  # abc123, foobar
     if any(c.isdigit() for c in v):
         return False
-    import re
     if re.fullmatch(r"[A-Z]+(?:_[A-Z]+)+", v):
         return True  # a name in capitals stands in for its value
     words = [w for w in re.split(r"[\s_.\-\[\]()<>:,;!?]+", v.lower()) if w]
@@ -1040,7 +1042,7 @@ def _is_path_or_version(value: str) -> bool:
     """`./keys/bastion.pem`, `exports/2024-09-16.parquet`, `^9.0.2`: not secrets."""
     import re
     v = value.strip("\"'`")
-    if v.startswith(("./", "../", "~/")) or re.match(r"/(?:dev|etc|run|var|tmp|home|usr|opt|proc|srv|mnt|Users|Library|Volumes)(?:/|\s|$)", v):
+    if v.startswith(("./", "../", "~/")) or re.match(r"[A-Za-z]:\\[\w .\-]|/(?:dev|etc|run|var|tmp|home|usr|opt|proc|srv|mnt|Users|Library|Volumes)(?:/|\s|$)", v):
         return True
     if v.startswith("/") and re.fullmatch(r"(?:/[\w.\-]+)+/?", v) and (
             re.fullmatch(r"[a-z0-9_/.\-]+", v) or re.search(r"\.\w{1,5}$", v)):
@@ -1073,8 +1075,9 @@ def _accept_assignment(match: Any) -> bool:
         return False
     if re.match(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)", bare):
         return False  # a URL with no credentials in it: `[secrets]: https://docs.github.com/…`
-    if _is_plain_words(bare) and _names_a_key(name) or _name_parts(name)[-1] == "pin" and not any(map(str.isdigit, bare)):
-        return False  # a key or a token is not `ollama` or a sentence; a PIN has digits
+    if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6) or _spells_the_name(bare, name) or (
+            _name_parts(name)[-1].endswith(("cookie", "cookies")) and " " in bare and not any(map(str.isdigit, bare))) or _name_parts(name)[-1] == "pin" and not any(map(str.isdigit, bare)):
+        return False  # a key or a token is not `ollama`, `123` or a sentence; a PIN has digits, cookies of words are examples
     following = match.string[match.end("s"):match.end("s") + 2]
     prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
@@ -1100,13 +1103,20 @@ def _accept_assignment(match: Any) -> bool:
 def _names_a_key(name: str) -> bool:
     """A name whose value a machine makes (API_KEY, authToken, pat), not one a person may choose."""
     last = _name_parts(name)[-1]
-    return last.endswith(("key", "keys", "token", "tokens")) or last == "pat"
+    return last.endswith(("key", "keys", "token", "tokens", "cookie", "cookies")) or last == "pat"
+
+
+def _spells_the_name(value: str, name: str) -> bool:
+    """`ALLOW_CREDENTIALS = "allowCredentials"`: a constant that holds its own name."""
+    import re
+    return re.sub(r"[\W_]", "", value).lower() == re.sub(r"[\W_]", "", name).lower()
 
 
 def _is_plain_words(value: str) -> bool:
-    """`ollama`, `lm-studio`, `Comment`, a sentence: words, which a key or a token never is."""
+    """`ollama`, `lm-studio`, `Comment`, `http.cookies`, `__root__`, a sentence: words, which a key or
+    a token never is."""
     import re
-    return bool(re.fullmatch(r"[A-Za-z][a-z]+(?:[-_][a-z]+)?|[^\s]+(?:\s+[^\s]+){3,}", value))
+    return bool(re.fullmatch(r"[A-Za-z][a-z]+(?:[-_][a-z]+)?|[a-z]+(?:\.[a-z]+){1,3}|[^\s]+(?:\s+[^\s]+){3,}", value.strip("_")))
 
 
 def _accept_after_colon(match: Any, value: str, bare: str) -> bool:
@@ -1133,7 +1143,7 @@ def _is_code(value: str, name: str) -> bool:
     if value.lower() == own or value.lower().endswith("." + own):
         return True
     if value.isidentifier() and (value.lower() in own or not any(c.isdigit() for c in value) and any(
-            word in value.lower() for word in ("password", "passwd", "token", "secret", "key", "cred"))):
+            word in value.lower() for word in ("password", "passwd", "token", "secret", "key", "cred", "cookie"))):
         return True  # `AccessToken: token`, `'password': form_password`: variables
     dotted = "." in value and value.replace(".", "").replace("_", "").isalnum() and not any(c.isdigit() for c in value)
     return "(" in value or "[" in value or dotted
@@ -1311,6 +1321,8 @@ def _accept_named_in_prose(match: Any) -> bool:
     if ends:
         before = before[ends[-1].end():]  # the same sentence
     named_before = re.search(_PROSE_SECRET_WORDS, before) or re.search(_PROSE_NEAR_WORDS, before)
+    if named_before and re.match(r"['\"]?\]", before[named_before.end():]):
+        return False  # a subscript in code: `serdict[key]*(x - x0)**power`
     if not named_before:
         after = text[end:end + 60].split("\n", 1)[0]
         if re.match(_PROSE_NAMED_AFTER, after) is None:
@@ -2423,6 +2435,13 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  export GEMINI_API_KEY="AIza..."
 #   keep:  route.fulfill({ body: JSON.stringify({ token: 'mock-token' }) })
 #   keep:  $ node app.js | pino-seq --apiKey 1234567890
+#   keep:  const headers = new Headers({ 'set-cookie': 'undici=getSetCookies; Secure' })
+#   keep:  ALLOW_CREDENTIALS = "allowCredentials"
+#   keep:  ROOT_KEY = '__root__'
+#   keep:  gemini mcp add -e API_KEY=123 -e DEBUG=true my-server
+#   keep:  $env:GOOGLE_APPLICATION_CREDENTIALS="C:\path\to\service-account.json"
+#   keep:  "ipcToken": "c0ffee…64 hex…"
+#   keep:  'Cookie': 'http.cookies',
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -2444,6 +2463,7 @@ prose-named-secret           named-in-prose         (?m)(?:^|(?<=\s))[(\['"`]?(?
 #   keep:  the API key for us-east-1 lives in account 123456789012
 #   keep:  password hashing moved to argon2id in release-2024-09 (see PR 4521)
 #   keep:  namespaces, continuation_token = self.s3tables_backend.list_namespaces(
+#   keep:  finalseries1 += serdict1[key]*(x - x0)**power
 # An AWS secret access key: 40 base64 characters near the word "secret".
 aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
 #   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY»"
