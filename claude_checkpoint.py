@@ -941,7 +941,8 @@ def secret_strength(name: str) -> int:
     if last in ("session", "sid") or last.endswith(("sessid", "sessionid")):
         return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
-            or last.endswith(("token", "cookie")) or (last.endswith("pass") and last not in _NOT_PASSWORDS)):
+            or last.endswith(("token", "cookie", "pwd")) or last.startswith("passw")
+            or (last.endswith("pass") and last not in _NOT_PASSWORDS)):  # also USERPWD, a typo (passwrd)
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
         if before in _KEY_QUALIFIERS or last in ("apikey", "accesskey", "secretkey", "privatekey"):
@@ -960,7 +961,7 @@ _LEADING_REFERENCE = (r"\$(?:\{|\(|\d(?![A-Za-z0-9])|(?:env[:.])?[A-Za-z_]\w*(?!
                       r"|%(?:[A-Za-z_]\w*%|(?:~[a-z]{0,4})?\d(?![A-Za-z0-9])|\*(?![A-Za-z0-9])|\{|\([\w.]+\)[-#0 +]?\d*[sdifr]"
                       r"|[-#0 +]?\d*[sdifrvqwxXTp](?![A-Za-z0-9]))")
 # Interpolations anywhere: `%(db_password)s`, `user:%s@host`, `Bearer $TOKEN`, `${…}`, `{{…}}`.
-_INTERPOLATION = (r"\$\{|\{\{|#\{|\$\(|%\([\w.]+\)[-#0 +]?\d*[sdifr]|%[sdvw](?![A-Za-z0-9])"
+_INTERPOLATION = (r"\$\{|\{\{|#\{|\$\(|%\([\w.]+\)[-#0 +]?\d*[sdifr]|(?<![A-Za-z0-9])%[sdvw](?![A-Za-z0-9])"
                   r"|(?:^|\s)\$(?:env:)?[A-Za-z_]\w*(?![^\s/.:@\-}\])])")
 # A format slot, `{user_id}`, `{0}`, `{name!r:>10}`: a template when every brace in the value is one.
 _TEMPLATE_SLOT = r"\{(?:[A-Za-z_][\w.]*(?:\[[^\]\s]{0,40}\])?|\d{0,2})(?:![rsa])?(?::[^{}\s]{0,20})?\}"
@@ -1503,8 +1504,9 @@ def _looks_like_password(value: str) -> bool:
 
 # A passphrase: four or more words of letters (a digit may close one) joined by one separator.
 _PASSPHRASE = r"[A-Za-z]{2,12}(?P<sep>[-_.])[A-Za-z]{2,12}(?:(?P=sep)[A-Za-z]{2,12}\d{0,4}){2,8}"
-# Letters and one to three digits, short: names of algorithms and formats (sha256, argon2id, utf8).
-_TECHNICAL_NAME = r"(?=[a-z0-9]{2,9}$)(?:[a-z]+\d{1,3}){1,2}[a-z]{0,3}"
+# Up to five letters and one to three digits, short: names of algorithms and formats (sha256,
+# argon2id, utf8), not a word and its number (poiuyt480, asdfgh76).
+_TECHNICAL_NAME = r"(?=[a-z0-9]{2,9}$)(?:[a-z]{1,5}\d{1,3}){1,2}[a-z]{0,3}"
 
 
 def looks_like_chosen_password(value: str) -> bool:
@@ -1586,20 +1588,31 @@ _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38}$|age1[a-z0-9]{58}$|npub
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
+# What joins a credential word to its value in a sentence, in the languages sessions are written
+# in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "->", particles (は, 은).
+_CONNECTOR = (r"(?:(?<![\w'’])(?:is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora"
+              r"|adesso|nu|teraz|to|jest|je|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|currently"
+              r"|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|(?:changed|set|reset|updated) to"
+              r"|mudou para|alterada para|cambió a|cambiada a|geändert (?:in|zu|auf)|changé en|changé pour)(?![\w'’])"
+              r"|c'est|是|为|為|は|는|은|이|가|है|—|->|→|=>)")
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
-_GIVEN_VALUE = (r"(?i)[^\n@/={}$:：|?&\"]{0,40}?(?:(?P<sign>[:：=])|\b(?:is|are|was|est|ist|es|era|è|é|lautet|equals|now|maintenant"
-                r"|jetzt|agora|ahora|ora|adesso|nu|teraz|to|artık|är|er|теперь|сейчас|—)(?![\w'’])|c'est|是|为|は|는|은|이|है)"
+_GIVEN_VALUE = (r"(?i)(?:[^\n@/={}$:：|?&\"]|[:：](?=\S)){0,60}?(?:(?P<sign>[:：=])|" + _CONNECTOR + ")"
                 r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
+# The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
+_VALUE_AT_ONCE = r"[ \t]+[\"'«“(`]?(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
+# Parts of credential words that name a key, a token or a secret: values a machine makes, which
+# the detector finds by their shape; the other words name passwords and PINs, which people choose.
+_MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|schl|sleutel|nyckel|chiave|chave"
+                             r"|llave|klucz|anahtar|ключ|токен|секрет|トークン|鍵|キー|シークレット|令牌|密钥|秘钥|金鑰|私钥"
+                             r"|토큰|키|시크릿|कुंजी|टोकन|session|zugangsdaten|geheimnis|segredo|segreto|belirte|psk")
 # What names the next value as something else, in prose or as a flag (`--project=`).
 _NOT_A_SECRET_BEFORE = _PROSE_NOT_A_SECRET_BEFORE + "|" + _NAME_FLAG_BEFORE
-# Short credential words that a value may follow at once, as in chat: `pw Qwerty_db`, `pin 0844`.
-_PROSE_SHORT_WORDS = frozenset("pw pwd pass passwd pin".split())
 # The end of what may stand between a credential word and a hex value further on: "… ist 65d2…".
-_HEX_AFTER = (r"(?i)(?:[:=：]|\b(?:is|was|are|now|ist|est|es|è|é|lautet|to|är|er|равен)|是|は)[ \t]*[\"'`(«]?[ \t]*$")
+_HEX_AFTER = r"(?i)(?:[:=：]|" + _CONNECTOR + r")[ \t]*[\"'`(«]?[ \t]*$"
 # What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
-_HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:is|was|are|now|ist|est|es|è|é|lautet|był|to|равен|是|は)[\s:]+)?[\"'`(]*"
+_HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:był|" + _CONNECTOR + r")[\s:]*)?[\"'`(]*"
 _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
@@ -1622,27 +1635,84 @@ def _find_random_tokens(match: Any) -> list:
              or re.search(_HEX_AFTER, text[start:a]) and not re.search(_PROSE_HASH_WORDS, text[start:a])]
     if spans:
         return spans
-    position, endpos = start, min(len(text), match.end("s") + _RANDOM_LENGTHS[1])
+    return _given_password(match)
+
+
+def _given_password(match: Any) -> list:
+    """The value the words give after a credential word, when a person could have chosen it
+    (looks_like_chosen_password) or it is a PIN: right after the word ("password Slonce112",
+    "पासवर्ड violin2933 है"), after a connector a few words on in the same clause ("Heslo k databázi
+    je X", "mudou para X", "(currently X)"), or first on the answer's line after a question
+    ("— Какой пароль у админки?\n— X, логин …"). After `=` or `:` behind an English word (code,
+    configuration) only a password's usual shape (_looks_like_password)."""
+    import re
+    text, start = match.string, match.start("s")
+    word = match.group()
+    endpos = min(len(text), match.end("s") + _RANDOM_LENGTHS[1])
     if not re.compile(r"[A-Za-z0-9]").search(text, start, min(endpos, start + 200)):
-        return spans  # every value given below has a letter or a digit of ASCII
+        return []  # every value given below has a letter or a digit of ASCII
+    prose = not word.isascii() or " " in word  # `Mot de passe :`, `비밀번호:` are never code
+    chosen_by_people = not re.search(_MACHINE_CREDENTIAL_PARTS, word)
+    standalone = match.start() == 0 or text[match.start() - 1] in " \t\n(\"'«“`*"  # not pg_password, api-key
+    at_once = re.compile(_VALUE_AT_ONCE).match(text, start, endpos) if chosen_by_people and standalone else None
+    if at_once and _is_given_password(word, _value_span(at_once, "v", text), True, text, at_once.start("v")):
+        return [_value_span(at_once, "v")]
+    position = start
     for _ in range(3):  # after a value that was none, the next: "c'est maintenant « nemo.77 »"
         given = re.compile(_GIVEN_VALUE).match(text, position, endpos)
-        if given is None and position == start and match.group().lower() in _PROSE_SHORT_WORDS:
-            given = re.compile(r"[ \t]+(?P<v>[^\s\"'<>,;(){}\[\]`]{4,128})").match(text, start)  # `pw Qwerty_db`
         if given is None:
             break
         group = "v" if given.group("v") else "quoted"
-        value, first = given.group(group).rstrip(".,;)?") if group == "v" else given.group(group), given.start(group)
-        if re.search(not_a_secret, text[start:first]) or position > start and given.groupdict().get("sign"):
-            break  # `password for user svc_backup2024`; past a value, only words lead to the next
-        pin = match.group().lower().startswith(("pin", "пин")) and re.fullmatch(r"\d{4,8}", value)
-        # After `=` or `:` (code, configuration) only a password's usual shape; after words, quotes
-        # or at once, a value a person chose.
-        chosen = _looks_like_password(value) or not given.groupdict().get("sign") and looks_like_chosen_password(value)
-        if pin or chosen and not _reads_as_code(value, text[first + len(value):first + len(value) + 1]) and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value) and not _is_masked_or_public(value):
-            return [(first, first + len(value))]
+        sign = given.groupdict().get("sign")
+        if re.search(_NOT_A_SECRET_BEFORE, text[start:given.start(group)]) or position > start and sign:
+            return []  # `password for user svc_backup2024`; past a value, only words lead to the next
+        if _is_given_password(word, _value_span(given, group, text), not sign or prose, text, given.start(group)):
+            return [_value_span(given, group)]
         position = given.start(group)
-    return spans
+    return _answered_password(match)
+
+
+def _value_span(found: Any, group: str, text: str = "") -> Any:
+    """The span of a given value without the punctuation a sentence puts after it (the value
+    itself when text is given)."""
+    first, value = found.start(group), found.group(group)
+    if group == "v":
+        value = value.rstrip(".,;)?*") or value
+    return text[first:first + len(value)] if text else (first, first + len(value))
+
+
+def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, first: int) -> bool:
+    """Whether value, given after the credential word, is a password: a PIN's digits after a PIN,
+    a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
+    path, an address, a masked or public value."""
+    import re
+    if word.lower().startswith(("pin", "пин", "code pin")) and re.fullmatch(r"\d{4,8}", value):
+        return True
+    if re.match(r"[-+*&|!<>=]|[A-Za-z_][\w.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$", value):
+        return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`): code and logs
+    chosen = _looks_like_password(value) or chosen_counts and looks_like_chosen_password(value)
+    following = text[first + len(value):first + len(value) + 1]
+    return (chosen and not _reads_as_code(value, following) and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value)
+            and not _is_masked_or_public(value))
+
+
+def _answered_password(match: Any) -> list:
+    """A chat's answer to a question that names a credential: the first password on the next line,
+    after the speaker ("[10:43] ana: reporter / meadow-499", "— DragonComet56!, логин j.tanaka")."""
+    import re
+    text = match.string
+    line_end = text.find("\n", match.end())
+    if line_end < 0 or not text[match.end():line_end].rstrip().endswith(("?", "？")) or re.search(
+            _MACHINE_CREDENTIAL_PARTS, match.group()):
+        return []
+    answer = re.compile(r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
+    answer_end = text.find("\n", answer.end())
+    for value in re.compile(r"[^\s,;/]{4,128}").finditer(text, answer.end(), len(text) if answer_end < 0 else answer_end):
+        if _is_given_password(match.group(), value.group().rstrip(".!?)"), True, text, value.start()):
+            return [(value.start(), value.start() + len(value.group().rstrip(".!?)")))]
+        if re.search(_NOT_A_SECRET_BEFORE, text[answer.end():value.start()]):
+            break
+    return []
 
 
 def _reads_as_code(value: str, following: str) -> bool:
@@ -2506,6 +2576,20 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  :type tokens: antlr4.BufferedTokenStream.BufferedTokenStream
 #   keep:  next_token = md5_hash(key_id.encode("utf-8")).hexdigest()
 #   keep:  [Playground](https://typescript-play.js.org/#code/GYVwdgxgLglg9mABAZwBYmMA46pw5Npw)
+#   catch: Het wachtwoord voor de testomgeving is «poiuyt480» (gebruiker: postgres).
+#   catch: Lösenordet till VPN:et är «Ashley.Dolphin.10» för kontot bob.m.
+#   catch: Handoff: login deploy / password «Slonce112». Please rotate.
+#   catch: Пароль от сервера nas-03.dc1.contoso.lan: «wizard%902», логин svc.
+#   catch: a senha do servidor FTP mudou para «crimson6946». Usuário continua mk.
+#   catch: - [ ] change the shared account password (currently «lukas2007».) soon
+#   catch: Test phone: SIM PIN «343327», the PUK is in the drawer.
+#   catch: [14:46] Minji: jakie jest hasło do Jiry testowej?\n[22:50] Mei: reporter / «meadow-499»
+#   keep:  docker service create --secret pg_password -e X=/run/secrets/pg_password postgres:16
+#   keep:  WARN auth: login failed reason=invalid_password attempts=3 ip=9.56.162.218
+#   keep:  $ gcloud secrets versions access latest --secret=inventory-api-key --project=acme-73nyqc
+#   keep:  kubectl describe secret default-token-x8k2p -n kube-system
+#   keep:  req.Header.Set("Authorization", "Bearer "+cfg.APIToken)
+#   keep:  2. Save it as `GH_TOKEN` in *Settings → Secrets and variables → Actions*.
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
