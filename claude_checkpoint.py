@@ -916,7 +916,7 @@ _NAME_SPLIT = r"[_.:\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
 _NOT_VALUES = frozenset("""
     true false null none nil yes no on off undefined str string int integer bytes bool boolean
     number any object optional required secretstr text varchar char password redacted hidden masked
-    env read write none sensitive inherit include omit same-origin bearer basic digest negotiate user username login email machine process""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
+    env read write none sensitive inherit include omit same-origin error warn warning bearer basic digest negotiate user username login email machine process""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
 
 
 def _name_parts(name: str) -> list:
@@ -932,8 +932,8 @@ def secret_strength(name: str) -> int:
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
         parts.pop()  # SESSION_TOKEN_B64 is a token
-    if not parts or _PUBLIC_WORDS.intersection(parts) or "existing" in parts or parts[-1] in _ABOUT_A_SECRET:
-        return 0  # existingSecret names a Kubernetes secret; it does not hold one
+    if not parts or _PUBLIC_WORDS.intersection(parts) or "existing" in parts or "hashed" in parts or parts[-1] in _ABOUT_A_SECRET:
+        return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest; neither holds one
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
     if last == "pass" and len(parts) == 1:
@@ -971,7 +971,7 @@ _SECRET_MANAGER_REFERENCE = (r"(?i)(?:op|vault|awssm|gcpsm|azkv|akv|ssm|sops|dop
 # Words that make a value a placeholder: `CHANGE_ME`, `your-api-key-here`, `<insert key here>`.
 _PLACEHOLDER_WORDS = frozenset("""
     your changeme change replace replaceme placeholder insert here todo fixme tbd dummy example sample
-    fake mock redacted filtered masked hidden removed omitted xxx test""".split())
+    fake mock redacted filtered masked hidden removed omitted xxx test wrong invalid incorrect bogus not""".split())
 # Words that may come with a name standing in for a value: `new_password`, `my-secret`, `admin_pass`.
 _STAND_IN_QUALIFIERS = frozenset("new old my your current the a some user admin root db".split())
 
@@ -1012,9 +1012,11 @@ def _is_template(v: str) -> bool:
 def _is_placeholder(v: str) -> bool:
     """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`, and a value
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
+    import re
     if len(set(v.lower())) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
         return True  # xxxxxxxx, 00000000, 123456789
-    import re
+    if re.fullmatch(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY", v) or v.lower() == "1password":
+        return True  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE); a password manager's name
     if re.fullmatch(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}", v):
         return True  # abc123, foobar
     if any(c.isdigit() for c in v):
@@ -1030,12 +1032,12 @@ def _is_placeholder(v: str) -> bool:
 
 
 def _is_identifier_like(value: str) -> bool:
-    """A UUID, a short hex id (git SHA, GPG key id) or a prefixed digest (a CI cache key):
+    """A UUID, a short hex id (git SHA, GPG key id) or a prefixed digest (a cache key, tsc-f152…):
     identifiers that weak names such as `key` often hold."""
     import re
     v = value.strip("\"'")
     uuid = r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
-    return bool(re.fullmatch(uuid + r"|[0-9a-fA-F]{6,40}", v) or re.fullmatch(r"[\w.\-]+-[0-9a-f]{32,}", v)
+    return bool(re.fullmatch(uuid + r"|[0-9a-fA-F]{6,40}", v) or re.fullmatch(r"[\w.\-]+[-:][0-9a-f]{12,}", v)
                 or re.fullmatch(r"[a-z_]{1,20}[:/]" + uuid, v))  # session:<uuid>
 
 
@@ -1088,8 +1090,9 @@ def _accept_assignment(match: Any) -> bool:
     if strength == 1:
         return _looks_random(bare) and not _is_identifier_like(bare)
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
-            match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")):
-        return False  # prose after a colon (`api_key: Refreshing state...`), a scheme (`Authorization: SSWS …`)
+            match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")
+            or bare.lower() in ("see", "ask", "check", "use", "in", "via", "from", "stored", "same")):
+        return False  # prose after a colon (`api_key: Refreshing state...`, `password: see 1Password`), a scheme (`Authorization: SSWS …`)
     if re.fullmatch(r"(?i)(?:bearer|basic|token|digest)\s+\S{0,7}", bare):
         return False  # a scheme and a stand-in in a test: `authorization: 'Bearer abc'`
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
@@ -1250,6 +1253,8 @@ def _accept_random_not_identifier(match: Any) -> bool:
     import re
     value = match.group("s")
     long_hex = re.fullmatch(r"[0-9a-f]{33,}", value.strip("\"'"))
+    if long_hex and re.search(_PROSE_HASH_WORDS, match.group()[:match.start("s") - match.start()]):
+        return False  # "hashed_secret": "204e…" is a digest
     return _looks_random(value) and (long_hex or not _is_identifier_like(value)) and not _is_reference(value)
 
 
@@ -1304,7 +1309,7 @@ _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)\b(?:commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
     r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number)[ \t]*[#=]?[ \t]*$")
-_PROSE_HASH_WORDS = r"(?i)\b(?:commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)\b"
+_PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = r"(?i)[)\]'\"`]*\s+(?:is|was|as|will be|=)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
 _PROSE_CONNECTOR = r"(?i)(?:\b(?:is|was|are|to|now|be|becomes|into|use|using)|[=:(\u2192]|->)\s*$"
 
@@ -1350,8 +1355,9 @@ def _looks_like_prose_secret(value: str) -> bool:
         return False
     if re.fullmatch(r"[0-9a-fA-F]+", v):
         return len(v) >= 32  # shorter runs are ids and abbreviated commits
-    if re.search(r"\d{4}-\d\d-\d\d|\d:\d\d|^(?i:sha\d*|md5)[:\-]", v) or re.fullmatch(r"[\d.,:%+\-]+[A-Za-z]{0,3}", v):
-        return False  # a date, a time, a digest's name, a quantity
+    if re.search(r"\d{4}-\d\d-\d\d|\d:\d\d|^(?i:sha\d*|md5)[:\-]|a-z|A-Z|0-9|\[\^", v) or re.fullmatch(
+            r"[\d.,:%+\-]+[A-Za-z]{0,3}|0x[0-9a-fA-F]{4,16}>?", v):
+        return False  # a date, a time, a digest's name, a regex class, a quantity, a memory address
     if re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z]{2,}(?::\S*)?|[\w.\-]+@\d+(?:\.\d+){3}(?::\S*)?"
                     r"|[a-z0-9\-]+(?:\.[a-z0-9\-]+)+|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+", v) or _is_identifier_like(v):
         return False  # an email or scp target, a host name, an image (`postgres:16`), a UUID
@@ -1541,16 +1547,17 @@ def looks_like_chosen_password(value: str) -> bool:
 # Words that name a credential, in the languages sessions are written in. Long English words may
 # end a name (dbPassword); short ones and other languages' stand alone.
 _CREDENTIAL_WORDS = (
-    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9])(?i:pass(?:word|wd|phrase|code)s?"
+    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|pin|creds|psk|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|sandi|kunci))(?![a-z])"
+    r"|bearer|pwd|pw|pin|creds|psk|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
-    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óo]|parol[ăa]|cheie)\w*"
+    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óo]|parol[ăa]|cheie|l[öo]senfras"
+    r"|passphrase|frase secreta|phrase secr[èe]te|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
-    r"|パスワード|暗証番号|トークン|秘密鍵|シークレット|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
+    r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|암호|토큰|비밀\s?키|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|סיסמ[הא]|รหัสผ่าน)")
 # Commands that print a secret: reading a key or secret file, a password manager or vault, a cloud
 # secret store, creating a token or random bytes.
@@ -1601,6 +1608,8 @@ _GIVEN_VALUE = (r"(?i)(?:[^\n@/={}$:：|?&\"]|[:：](?=\S)){0,60}?(?:(?P<sign>[:
                 r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
+# A credential word that names a passphrase, in the languages above.
+_PASSPHRASE_WORD = r"(?i)phrase|fras|フレーズ|短语|短語|문구"
 _VALUE_AT_ONCE = r"[ \t]+[\"'«“(`]?(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
 # Parts of credential words that name a key, a token or a secret: values a machine makes, which
 # the detector finds by their shape; the other words name passwords and PINs, which people choose.
@@ -1627,8 +1636,8 @@ def _find_random_tokens(match: Any) -> list:
     when a person could have chosen it (looks_like_chosen_password)."""
     import re
     text, start = match.string, match.start("s")
-    if re.search(r"(?i)(?:public|publishable|pub)[ _\-]?$", text[max(0, match.start() - 12):match.start()]):
-        return []  # a public key: WireGuard's PublicKey, publishableKey
+    if re.search(r"(?i)(?:public|publishable|pub|hashed|existing)[ _\-]?$", text[max(0, match.start() - 12):match.start()]):
+        return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a name
     not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if not re.fullmatch(r"(?:0x)?[0-9a-fA-F]+", text[a:b]) or re.fullmatch(_HEX_CONNECTOR, text[start:a])
@@ -1669,15 +1678,21 @@ def _given_password(match: Any) -> list:
         if _is_given_password(word, _value_span(given, group, text), not sign or prose, text, given.start(group)):
             return [_value_span(given, group)]
         position = given.start(group)
-    return _answered_password(match)
+    return _spoken_passphrase(match) or _answered_password(match)
+
+
+# Characters up to the first of a script written without spaces or with its own (CJK, Hangul, Thai,
+# Arabic, Indic…), where a value given in a sentence ends: "パスワードはabc123です".
+_NOT_IN_SPACELESS_SCRIPTS = r"[^\u0590-\u0fff\u1100-\u11ff\u3000-\u9fff\uac00-\ud7af\uf900-\uffef]*"
 
 
 def _value_span(found: Any, group: str, text: str = "") -> Any:
-    """The span of a given value without the punctuation a sentence puts after it (the value
-    itself when text is given)."""
+    """The span of a given value without the punctuation a sentence puts after it, nor the words
+    of a language without spaces (the value itself when text is given)."""
+    import re
     first, value = found.start(group), found.group(group)
     if group == "v":
-        value = value.rstrip(".,;)?*") or value
+        value = re.match(_NOT_IN_SPACELESS_SCRIPTS, value).group().rstrip(".,;)?*") or value  # パスワードはabc123です
     return text[first:first + len(value)] if text else (first, first + len(value))
 
 
@@ -1690,10 +1705,35 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True
     if re.match(r"[-+*&|!<>=]|[A-Za-z_][\w.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$", value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`): code and logs
-    chosen = _looks_like_password(value) or chosen_counts and looks_like_chosen_password(value)
+    chosen = _looks_like_password(value) or chosen_counts and (
+        looks_like_chosen_password(value) or re.search(_PASSPHRASE_WORD, word) and _looks_like_passphrase(value))
     following = text[first + len(value):first + len(value) + 1]
     return (chosen and not _reads_as_code(value, following) and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value)
             and not _is_masked_or_public(value))
+
+
+def _looks_like_passphrase(value: str) -> bool:
+    """Three or more words joined by one separator or in CamelCase, a number at the end maybe
+    (breeze_bomb_cargo, walnut.forest.bacon, AnimalChoiceAdaptCigarBlouse): what follows a word
+    that names a passphrase, without articles or prepositions."""
+    import re
+    joined = re.fullmatch(r"[A-Za-z]{2,12}(?P<sep>[-_. ])[A-Za-z]{2,12}(?:(?P=sep)[A-Za-z]{2,12}){1,10}(?:(?P=sep)?\d{1,4})?", value)
+    words = re.split(r"[-_. ]", value.lower()) if joined else re.findall(r"[A-Z][a-z]{2,11}", value)
+    camel = not joined and re.fullmatch(r"(?:[A-Z][a-z]{2,11}){3,12}\d{0,4}", value)
+    return bool(joined or camel) and len(words) >= 3 and not set(words) & _FUNCTION_WORDS
+
+
+def _spoken_passphrase(match: Any) -> list:
+    """A passphrase of words with spaces, the rest of the line after a passphrase word and a colon:
+    `Frasa sandi untuk vault backup: cream arrow brave champion 66`."""
+    import re
+    if not re.search(_PASSPHRASE_WORD, match.group()):
+        return []
+    found = re.compile(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“]?(?P<v>[a-z]{3,12}(?:[ \t][a-z]{3,12}){2,11}(?:[ \t]\d{1,4})?)"
+                       r"[\"'»”]?[ \t]*(?:\n|$)").match(match.string, match.end())
+    if found is None or set(found.group("v").split()) & _FUNCTION_WORDS:
+        return []
+    return [found.span("v")]
 
 
 def _answered_password(match: Any) -> list:
@@ -1715,6 +1755,10 @@ def _answered_password(match: Any) -> list:
     return []
 
 
+_CODE_NAMESPACES = frozenset("self this cls os sys np pd java javax com org net io std django flask app config settings"
+                             " process window document math json re".split())
+
+
 def _reads_as_code(value: str, following: str) -> bool:
     """A call or a dotted name, where prose about tokens meets code: `token = md5_hash(…)`,
     `if token is Comment.Preproc:`, `:type tokens: antlr4.BufferedTokenStream`."""
@@ -1724,6 +1768,8 @@ def _reads_as_code(value: str, following: str) -> bool:
     parts = value.rstrip(":").split(".")
     if len(parts) < 2 or not all(part.isidentifier() for part in parts) or any(map(looks_machine_generated, parts)):
         return False
+    if all(part.isalpha() and part.islower() for part in parts):
+        return parts[0] in _CODE_NAMESPACES  # os.path.join; walnut.forest.bacon is a passphrase
     return len(parts) > 2 or any(len(part) >= 4 and part.isalpha() and _is_built_of_words(part) for part in parts)
 
 
@@ -1841,7 +1887,7 @@ def _ends_machine_made(text: str, end: int) -> bool:
     while start > max(0, end - _RANDOM_LENGTHS[1]) and text[start - 1] not in " \t\r\n\"'`=:(":
         start -= 1
     last = text[start:end]
-    prefixed = re.match(r"[\w\-]{2,12}[_\-.]", last) and len(last) >= 20 and re.search(r"\d", last)  # sk_live_…, ya29.…
+    prefixed = re.match(r"[\w\-]{2,12}[_\-.][\w\-]{16,}$", last) and re.search(r"\d", last)  # sk_live_…, ya29.…
     return REDACTED in last or looks_machine_generated(last) or bool(prefixed)
 
 
@@ -1978,13 +2024,13 @@ discord-webhook              -                      discord(?:app)?\.com/api/web
 #   keep:  https://discord.com/api/webhooks/{webhook.id}/{webhook.token}
 # Provider tokens by their published shapes.
 aws-secret-after-key-id      random                 (?:AKIA|ASIA)[A-Z0-9]{16}[^\n]{0,60}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
-#   catch: deploy,«AKIAIOSFODNN7EXAMPLE»,«wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY»
+#   catch: deploy,«AKIAQ3ZB7NXS2KLM4PDW»,«wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lm2Xr5K»
 #   keep:  grep AKIA credentials.csv | cut -d, -f2 | sha1sum
 twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])
 #   catch: client = Client("AC0123456789abcdef0123456789abcdef", "«0123456789abcdef0123456789abcdef»")
 #   keep:  account AC0123456789abcdef0123456789abcdef, message SM0123456789abcdef0123456789abcdef
 aws-access-key-id            -                      {L}(?P<s>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}){R}
-#   catch: export AWS_ACCESS_KEY_ID=«AKIAIOSFODNN7EXAMPLE»
+#   catch: export AWS_ACCESS_KEY_ID=«AKIAQ3ZB7NXS2KLM4PDW»
 #   keep:  long-term key ids start with AKIA, temporary ones with ASIA
 #   keep:  aws_access_key_id = AKIAXXXXXXXXXXXXXXXX
 github-token                 -                      {L}(?P<s>gh[pousr]_[A-Za-z0-9]{30,255}){R}
@@ -2098,11 +2144,12 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   catch: keys:\n  - kty: OKP\n    crv: Ed25519\n    x: 11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\n    d: «nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A»
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|recovery[ _\-]?phrase|backup[ _\-]?phrase|secret[ _\-]?phrase|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|recuperaci[óo]n)|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,40}?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|recovery[ _\-]?phrase|backup[ _\-]?phrase|secret[ _\-]?phrase|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
 #   catch: phrase de récupération : «destroy dial budget census clarify enjoy cheese board arrive butter erase economy»
 #   keep:  the seed phrase is twelve words that the wallet shows once
 #   keep:  seed the database with some test data before running the integration suite again please
+#   catch: Frase semilla de la cartera de pruebas (no enviar fondos reales): «amateur actor animal argue chef chimney cheese course casual brief caught about»
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
 byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t]*,[ \t]*\d{1,3}){31}(?:(?:[ \t]*,[ \t]*\d{1,3}){32})?[ \t]*)\]
 #   catch: $ cat ~/.config/solana/id.json\n[«174,47,154,16,202,193,206,113,199,190,53,133,169,175,31,56,222,53,138,189,224,216,117,173,10,149,53,45,73,251,237,246,15,185,186,82,177,240,148,69,241,227,167,80,141,89,240,121,121,35,172,247,68,251,226,218,48,63,176,109,168,89,238,135»]
@@ -2512,10 +2559,15 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  $env:GOOGLE_APPLICATION_CREDENTIALS="C:\path\to\service-account.json"
 #   keep:  "ipcToken": "c0ffee…64 hex…"
 #   keep:  'Cookie': 'http.cookies',
+#   keep:  aws_access_key_id = AKIAIOSFODNN7EXAMPLE
+#   keep:  password: see 1Password item "crimson staging DB" (ask Ashley)
+#   keep:  data={"username": user.username, "password": "definitely-not-it"}
+#   keep:  no-hardcoded-credentials: error
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
-prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
+prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
 #   keep:  the password is in the team vault
+#   keep:  https://console.aws.amazon.com/secretsmanager/secret?name=prod%2Fdb-password&region=eu-west-1
 prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{16,256}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the API token is «11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b7c»
 #   keep:  the token is valid for 3600 seconds
@@ -2534,9 +2586,11 @@ prose-named-secret           named-in-prose         (?m)(?:^|(?<=\s))[(\['"`]?(?
 #   keep:  password hashing moved to argon2id in release-2024-09 (see PR 4521)
 #   keep:  namespaces, continuation_token = self.s3tables_backend.list_namespaces(
 #   keep:  finalseries1 += serdict1[key]*(x - x0)**power
+#   keep:  return password.length >= 12 && /[0-9]/.test(password) && /[^A-Za-z0-9]/.test(password);
+#   keep:  KeyError: <Token object at 0x7f051a768687>
 # An AWS secret access key: 40 base64 characters near the word "secret".
 aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
-#   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY»"
+#   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lm2Xr5K»"
 #   keep:  secret scan clean at 2b7e151628aed2a6abf7158809cf4f3c4f3c4f3c
 # ── Contexts: where a machine-made value is a secret, whatever its format (the random-token detector) ──
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
@@ -2590,6 +2644,14 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  kubectl describe secret default-token-x8k2p -n kube-system
 #   keep:  req.Header.Set("Authorization", "Bearer "+cfg.APIToken)
 #   keep:  2. Save it as `GH_TOKEN` in *Settings → Secrets and variables → Actions*.
+#   catch: commit: hardcode keystore passphrase «bless.actress.couch.phoenix» until vault works
+#   catch: Lösenfras för backupkrypteringen (restic): «breeze_bomb_cargo»
+#   catch: Frasa sandi untuk vault backup: «cream arrow brave champion 66»
+#   catch: 배포용 액세스 토큰은 «3b29cb7885c1670bd632700f0ef60f48922ee27d» 입니다.
+#   keep:  パスワードは1Passwordの「maple-staging」アイテムに保存しました。
+#   keep:  { "type": "Secret Keyword", "hashed_secret": "204e427c6dfe4bcde7c8929927eb86c65d59efef" }
+#   keep:  TOKENIZER=cl100k_base
+#   keep:  mHAqYmcIgNmgAbkNxQ/99zHTWQS3zGNwuF/sceRUQagoe9YEt+pW9NmnzmPdcQID
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
@@ -2659,6 +2721,7 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
 #   keep:  token rotated for build-2024-09-16\nINFO request finished
 #   keep:  yprime = np.array([1.73307544e-02,\n    6.49376470e-06,
+#   keep:  $ cat pandas-4.25.12.jar.sha1\n34699cf1a7e9b2c65c9e76c32ae5f7706d765b32
 # A triple-quoted string under a name that says secret (Python, TOML, Kotlin, Scala).
 context-quoted-block         block-lines            (?m)^[ \t]*(?:val[ \t]+|var[ \t]+|const[ \t]+)?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
 #   catch: signing_key = """\n«27C9GN63cOSIHStWuiQJM3QxSy/w8XG+44hx23T8EdhL»\n«p/+gWeF+auxL/6D9/z4ahyujhXimXg4+4hhLmPXlQ5CU»\n"""
@@ -3153,10 +3216,10 @@ RULE_WORDS = {
         "xkeysib-", "y0_"), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), ()),
-    "seed-phrase": ("490a6ddd", ("backup", "bip", "mnemonic", "phrase de r", "recovery", "recupera", "recuperaci",
-        "secret", "seed", "semilla", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"), ("backup",
-        "bip", "frase ", "mnemonic", "phrase de r", "recovery", "secret", "seed", "wiederherstellungsphrase",
-        "мнемоническ", "ニーモニック", "助记词", "복구 구문")),
+    "seed-phrase": ("7a967f17", ("backup", "bip", "mnemonic", "phrase de r", "recovery", "recupera", "recuperaci",
+        "secret", "seed", "semente", "semilla", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
+        ("backup", "bip", "frase ", "mnemonic", "phrase de r", "recovery", "secret", "seed", "semilla",
+        "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문")),
     "byte-array-key": ("fb92c920", ("[",), ()),
     "hex-private-key": ("5b347d57", ("deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
         ("deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet")),
@@ -3271,33 +3334,24 @@ RULE_WORDS = {
         "pwd", "secret", "session", "token"), ()),
     "secret-assignment": ("7e22886f", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk",
         "pwd", "secret", "session", "token"), ()),
-    "prose-password": ("80e8d73e", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
+    "prose-password": ("508ec98b", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd")),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token")),
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login")),
     "prose-named-secret": ("ecd51c82", (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",)),
-    "context-credential-word": ("2af4a865", ("access", "account", "adgangskode", "admin", "anahtar", "api", "apiキー",
-        "app", "auth", "avain", "bearer", "belirte", "chave", "cheie", "chiave", "cl", "clave", "client", "contrase",
-        "credential", "creds", "deploy", "encryption", "geheimnis", "has", "hesla", "heslo", "jelsz", "jeton",
-        "kata sandi", "kennwort", "key", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "losenord",
-        "lösenord", "master", "mat khau", "mdp", "mot de passe", "mật khẩu", "nyckel", "parol", "parola", "pass",
-        "passcode", "passord", "passphrase", "passwd", "password", "passwort", "pin", "private", "psk", "pw", "pwd",
-        "recovery", "root", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
-        "service", "session", "sifre", "signing", "sleutel", "token", "tokens", "unseal", "wachtwoord", "zugangsdaten",
-        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "كلمة", "कुंजी", "टोकन",
-        "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵",
-        "秘钥", "金鑰", "비밀", "비밀번호", "암호", "액세스", "토큰"), ("access", "account", "adgangskode", "admin", "anahtar", "api",
-        "apiキー", "app", "auth", "avain", "bearer", "belirte", "chave", "cheie", "chiave", "cl", "clave", "client",
-        "contrase", "credential", "creds", "deploy", "encryption", "geheimnis", "has", "hesla", "heslo", "jelsz",
-        "jeton", "kata sandi", "kennwort", "key", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave",
-        "losenord", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mật khẩu", "nyckel", "parol", "parola",
-        "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort", "pin", "private", "psk", "pw",
-        "pwd", "recovery", "root", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
-        "service", "session", "sifre", "signing", "sleutel", "token", "tokens", "unseal", "wachtwoord", "zugangsdaten",
-        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "كلمة", "कुंजी", "टोकन",
-        "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵",
-        "秘钥", "金鑰", "비밀", "비밀번호", "암호", "액세스", "토큰")),
+    "context-credential-word": ("5a2d8a1f", ("access", "account", "adgangskode", "admin", "anahtar", "api", "apiキー",
+        "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "client",
+        "contrase", "credential", "creds", "deploy", "encryption", "frasa sandi", "frase secreta", "geheimnis", "has",
+        "hesla", "heslo", "jelsz", "jeton", "kata sandi", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč",
+        "kunci", "licence", "license", "llave", "losenord", "lösenord", "master", "mat khau", "mdp", "mot de passe",
+        "mã thông báo", "mật khẩu", "nyckel", "parol", "parola", "pass", "passcode", "passord", "passphrase", "passwd",
+        "password", "passwort", "phrase secr", "pin", "private", "psk", "pw", "pwd", "recovery", "root", "salasana",
+        "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senfras", "senha", "service", "session",
+        "sifre", "signing", "sleutel", "token", "tokens", "unseal", "wachtwoord", "zugangsdaten", "şifre", "κωδικός",
+        "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "كلمة", "مفتاح", "कुंजी", "टोकन",
+        "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号",
+        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
     "context-login-command": ("3ebf13b8", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "set", "sign"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log", "set", "sign")),
     "context-client-call": ("98adeeec", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
