@@ -1239,6 +1239,29 @@ def _accept_url_password(match: Any) -> bool:
     return not _is_reference(password) and not local
 
 
+# What the name of a call that takes a user and a password says: it connects, binds, logs in or
+# opens a session (mysql_real_connect, simple_bind_s, Net::SMTP.start, fromDriverManager).
+_CONNECTING_CALL = (r"(?i)connect|bind|log_?[io]n|auth|start|open|session|smtp|imap|ftp|ldap|transactor|driver|datasource"
+                    r"|pool|client|credential|mail|login")
+
+
+def _accept_call_password(match: Any) -> bool:
+    """The literal after a user among the arguments of a call that connects or logs in: a password
+    a person chose or a machine made; not after a host name (`smtp.example.org`) or a name with
+    capitals, nor a path, an address, a version or a word."""
+    import re
+    text, user, value = match.string, match.group("user"), match.group("s")[1:-1]
+    if not re.match(r"(?i)(?:cn|uid)=", user) and (re.search(r"\.[a-z]{2,6}$|^\d|[A-Z]", user)):
+        return False  # a host, a number, a name in code: `connect("db.example.org", "…")`
+    opening = text.rfind("(", max(0, match.start() - 400), match.start() + 1)
+    called = re.search(r"[\w.:\[\]]{1,80}$", text[max(0, opening - 80):opening]) if opening >= 0 else None
+    if called is None or ")" in text[opening:match.start()] or not re.search(_CONNECTING_CALL, called.group()):
+        return False  # not the arguments of a call that connects: `check('left', '20x40+0+80')`
+    shaped = looks_machine_generated(value) or looks_like_chosen_password(value)
+    return shaped and not _is_reference(value) and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value) and not re.fullmatch(
+        _ALGORITHM_NAME, value)
+
+
 def _accept_random(match: Any) -> bool:
     return _looks_random(match.group("s"))
 
@@ -1361,7 +1384,7 @@ def _looks_like_prose_secret(value: str) -> bool:
     if re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z]{2,}(?::\S*)?|[\w.\-]+@\d+(?:\.\d+){3}(?::\S*)?"
                     r"|[a-z0-9\-]+(?:\.[a-z0-9\-]+)+|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+", v) or _is_identifier_like(v):
         return False  # an email or scp target, a host name, an image (`postgres:16`), a UUID
-    if re.match(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)", v):
+    if re.match(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)", v):
         return False  # code: `os.urandom(32)`, `varchar(255)`, `hashlib.sha256)`
     if re.fullmatch(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*", v):
         parts = re.split(r"[-_.]", v)
@@ -1539,8 +1562,8 @@ def looks_like_chosen_password(value: str) -> bool:
         shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
     if not shaped or "://" in v or re.search(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$", v):
         return False  # a URL, an e-mail address, a date, a time, a host name
-    if re.fullmatch(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|" + _TECHNICAL_NAME, v) or _is_identifier_like(v):
-        return False
+    if re.fullmatch(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|[a-z]{2,4}(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?|" + _TECHNICAL_NAME, v) or _is_identifier_like(v):
+        return False  # also a cloud region: us-west-2, us-central1
     return not _is_reference(v) and not _is_path_or_version(v)
 
 
@@ -1778,6 +1801,11 @@ def _find_command_arguments(match: Any) -> list:
     return random_tokens(match.string, match.start("s"), match.end("s"), _NAME_FLAG_BEFORE)
 
 
+# Names of algorithms and curves, which calls that sign or encrypt take beside their key.
+_ALGORITHM_NAME = (r"(?i)(?:aes|des|3des|rsa|hs|rs|es|ps|sha|hmac|chacha20|xchacha20|blowfish|camellia|md5|ed25519"
+                   r"|ed448|secp256[kr]1|p-?\d{3}|prime256v1)[\w\-]*")
+
+
 def _find_call_literals(match: Any) -> list:
     """A client constructor, a connect, sign or encrypt call: the random tokens of the string
     literals among its arguments (the span "s", up to its closing parenthesis); and a password a
@@ -1788,15 +1816,15 @@ def _find_call_literals(match: Any) -> list:
     text, spans, literals, previous = match.string, [], 0, ""
     called = text[match.start():match.start("s")]
     credential_call = re.search(r"(?i)cred|connect|login|auth|passw|secret", called)
-    named_call = re.search(r"(?i)passw|secret|token|auth|api_?key", called)
+    named_call = re.search(r"(?i)passw|secret|token|auth|api_?key|sign|hmac|crypt|cipher", called)
     for literal in re.finditer(r"""(["'`])(.+?)\1""", match.group("s")):
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
-        found = random_tokens(text, start, end)
         value = literal.group(2)
+        found = [] if re.fullmatch(_ALGORITHM_NAME, value) else random_tokens(text, start, end)
         after_user = re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+", previous)
         if not found and (named_call or credential_call and literals > 1 or after_user) and (
                 _looks_like_password(value) or looks_like_chosen_password(value)) and not re.search(
-                _NOT_RANDOM_SHAPES + "|[/@]", value):
+                _NOT_RANDOM_SHAPES + "|[/@]", value) and not re.fullmatch(_ALGORITHM_NAME, value):
             found = [(start, end)]
         spans, previous = spans + found, value
     return spans
@@ -2664,7 +2692,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   keep:  npm login --registry https://npm.example.com --scope @acme
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -2681,6 +2709,23 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: cfg.setPassword("«Lamp#Orbit72»");
 #   catch: local ok, err = red:auth("«maple-heron-quartz-dune»")
 #   catch: return SMTPClient("smtp.example.com", 587, "ops@example.com", "«violet-anchor-mesa-reed»")
+#   catch: signer = Joken.Signer.create("HS256", "«HiwGt2GVXoMZPRM3VU4IFgBnbNIgs9OFj6j6vkdRIdqHHTR8»")
+#   catch: const token = jwt.sign({ sub: user.id }, "«Xwdah7C!av.z1GBNF.qdiP»", { expiresIn: "1h" });
+#   keep:  let key = hmac::Key::new(hmac::HMAC_SHA256, key_bytes);
+#   keep:  client = boto3.client("s3", "us-west-2")
+# A user and a password as neighbouring string arguments of any call, in any language:
+# `mysql_real_connect(conn, host, "etl_user", "…", …)`, `simple_bind_s("cn=admin,…", "…")`.
+user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<user>[A-Za-z_][\w.\-]{0,31}|(?i:cn|uid)=[^"'\n]{1,200})(?P=q)(?=[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}'))
+#   catch: if (!mysql_real_connect(conn, "db-05.internal", "etl_user", "«3mqgV=rLM!4QtHhOD4e_»", "app", 3306, NULL, 0))
+#   catch: conn.simple_bind_s("cn=admin,dc=example,dc=org", "«Oliver.Kitten.24»")
+#   catch: Net::SMTP.start('smtp.example.org', 587, 'localhost', 'reporter', '«Maria_Castle-63»', :login)
+#   keep:  conn = psycopg2.connect("db.example.org", "5432")
+#   keep:  createCipheriv("aes-256-gcm", key, iv)
+#   keep:  assert_eq!(parse("alice", "v1.2.3"), Ok(()))
+# A user:password literal where a call or an option takes both at once (libcurl's USERPWD).
+user-password-literal        -                      (?i)(?:userpwd|user_?pass(?:word)?|credentials|basic_?auth|http_?auth)[\w\]'"]{0,4}[ \t]*[,=:][ \t]*(?P<q>["'])[\w.\-@]{1,64}:(?P<s>[^"'\s]{4,128})(?P=q)
+#   catch: curl_easy_setopt(curl, CURLOPT_USERPWD, "mkowalski:«1qaz2wsx!»");
+#   keep:  curl_easy_setopt(curl, CURLOPT_USERPWD, "$USER:$PASS");
 # A class whose name says credential, called with string literals (Kotlin, Swift, Python: no `new`).
 context-credential-class     call-literals          (?<![\w.])(?=[A-Z])[A-Za-z0-9]{0,40}?(?:Auth|Token|Secret|Credential|Password|Signer|Key)[A-Za-z0-9]{0,40}[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
@@ -2734,7 +2779,7 @@ context-yaml-block           block-lines            (?m)^(?P<indent>[ \t]*)(?:-[
 '''
 
 ACCEPT_CHECKS = {
-    "-": None, "not-reference": _accept_not_reference, "url-password": _accept_url_password, "assignment": _accept_assignment, "flag": _accept_flag,
+    "-": None, "not-reference": _accept_not_reference, "url-password": _accept_url_password, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random,
@@ -3354,7 +3399,7 @@ RULE_WORDS = {
         "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
     "context-login-command": ("3ebf13b8", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "set", "sign"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log", "set", "sign")),
-    "context-client-call": ("98adeeec", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
+    "context-client-call": ("82e414e7", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
         "authenticate", "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect", "connection",
         "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode", "encrypt",
         "fernet", "getconnection", "hmac", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "sdk",
@@ -3365,6 +3410,9 @@ RULE_WORDS = {
         "getconnection", "hmac", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "sdk", "session",
         "setapikey", "setauth", "setcredential", "setpassword", "settoken", "sign", "signer", "signwith",
         "withcredential", "withtoken")),
+    "user-then-password-literal": ("5c34e345", (",",), ()),
+    "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
+        "http", "user", "userpwd")),
     "context-credential-class": ("a7c79c3f", ("auth", "credential", "key", "password", "secret", "signer", "token"),
         ()),
     "context-cookie": ("c9e26e74", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
