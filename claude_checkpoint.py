@@ -936,6 +936,8 @@ def secret_strength(name: str) -> int:
         return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest; neither holds one
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
+    if last == "encrypt" and len(parts) == 1:
+        return 1  # Consul's and Nomad's gossip key: `encrypt = "…"`, not `encrypt = true`
     if last == "pass" and len(parts) == 1:
         return 1  # `PASS: TestLogin` in test output; DB_PASS is below
     if last in ("session", "sid") or last.endswith(("sessid", "sessionid")):
@@ -1419,7 +1421,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # dates and times, UUIDs, numbers (`6.49376470e-06`), e-mails, regex classes, digests under their name (`sha256:…`, go.sum's
 # `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies.
 _NOT_RANDOM_SHAPES = (
-    r"^[$%{<@~.:/]|://|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|^[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
+    r"^[$%{<@~.:]|^/(?!\S*[+=])|://|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|^[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
     r"|\.[a-z]{1,4}\d?(?::\d+)*/?$|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
     r"|^(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}$"
     r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?[,;)\]]*$"
@@ -1596,7 +1598,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets|auth[ \t]+(?:print|application-default)"
     r"|iam[ \t]+service-accounts[ \t]+keys)|az[ \t]+(?:keyvault[ \t]+secret|account[ \t]+get-access-token"
     r"|ad[ \t]+sp[ \t]+(?:create-for-rbac|credential)|storage[ \t]+account[ \t]+keys)"
-    r"|kubectl[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?)|sops[ \t]+(?:-d|--decrypt|decrypt)"
+    r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?)|sops[ \t]+(?:-d|--decrypt|decrypt)"
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+tokens?[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
@@ -1793,12 +1795,24 @@ def _reads_as_code(value: str, following: str) -> bool:
         return False
     if all(part.isalpha() and part.islower() for part in parts):
         return parts[0] in _CODE_NAMESPACES  # os.path.join; walnut.forest.bacon is a passphrase
+    if len(parts) == 2 and any(map(str.isdigit, value)):
+        return False  # Priya.Coffee_62: a password of two words and a number
     return len(parts) > 2 or any(len(part) >= 4 and part.isalpha() and _is_built_of_words(part) for part in parts)
 
 
 def _find_command_arguments(match: Any) -> list:
-    """A login or auth command: its random arguments, but not the values of name flags (`-u`)."""
-    return random_tokens(match.string, match.start("s"), match.end("s"), _NAME_FLAG_BEFORE)
+    """A login or auth command: its random arguments, and a quoted one a person chose (`poetry
+    config http-basic.x admin '…'`, `bw unlock '…'`), but not the values of name flags (`-u`)."""
+    import re
+    text, start, end = match.string, match.start("s"), match.end("s")
+    spans = random_tokens(text, start, end, _NAME_FLAG_BEFORE)
+    for quoted in re.compile(r"""(?<![\w=])(["'])([^"'\s]{6,128})\1""").finditer(text, start, end):
+        value, first = quoted.group(2), quoted.start(2)
+        line = text[text.rfind("\n", 0, first) + 1:quoted.start()]
+        if (looks_like_chosen_password(value) or _looks_like_password(value)) and not re.search(_NAME_FLAG_BEFORE, line) and not any(
+                a <= first < b for a, b in spans):
+            spans.append((first, quoted.end(2)))
+    return sorted(spans)
 
 
 # Names of algorithms and curves, which calls that sign or encrypt take beside their key.
@@ -1830,12 +1844,27 @@ def _find_call_literals(match: Any) -> list:
     return spans
 
 
+# Commands that print one secret value and nothing else: its first line is the value, whatever
+# its shape (a password a person chose as much as a token).
+_SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|[ \t])(?:go)?pass[ \t]+(?:show[ \t]+)?[\w./\-]+[ \t]*$"
+                         r"|op[ \t]+read|bw[ \t]+get[ \t]+password|lpass[ \t]+show[^\n]*--password|base64[ \t]+(?:-d|--decode|-D)"
+                         r"|auth[ \t]+token|auth:token|print-access-token|get-login-password|secret-tool[ \t]+lookup"
+                         r"|keyring[ \t]+get|output[ \t]+-raw|get-access-token[^\n]*-o[ \t]+tsv")
+
+
 def _find_printed_secrets(match: Any) -> list:
-    """What a secret-printing command printed, up to the next prompt line: its random tokens, and a
-    line that is one password-like word (`op read` prints the password alone)."""
+    """What a secret-printing command printed, up to the next prompt line: its random tokens, a
+    line that is one password-like word (`op read` prints the password alone), and the first line
+    of a command that prints one value (`vault kv get -field=password`, `pass show`, `… | base64 -d`)."""
     import re
     text, start, end = match.string, match.start("s"), match.end("s")
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
+    first_line = re.compile(r"[ \t]*(\S{4,256})[ \t]*(?:\n|$)").match(text, start, end)
+    if first_line and re.search(_SINGLE_VALUE_COMMAND, text[match.start():start].rstrip("\n").split(";")[0]):
+        value = first_line.group(1)
+        if not _is_reference(value) and not _is_path_or_version(value) and "://" not in value and not re.match(
+                r"(?i)(?:error|usage|warning)\b", value):
+            spans.append(first_line.span(1))
     for line in re.finditer(r"(?m)^[ \t]*(\S{8,128})[ \t]*$", text[start:end]):
         first, last = start + line.start(1), start + line.end(1)
         if _looks_like_password(line.group(1)) and not any(a <= first < b for a, b in spans):
@@ -2010,10 +2039,11 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 # SECRETISH_REACH characters of the name's start) go on. It starts on a letter, so a long run of
 # punctuation is rejected at once. (The class before the words only spares the regex engine
 # trying every word at every step.)
-_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "cred", "auth", "dsn", "cookie", "pin", "pat", "private",
+_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "cred", "auth", "dsn", "cookie", "pin", "pat", "private", "encrypt",
                     "session", "psk")
 _SECRETISH_REACH = 80
-_SECRETISH_WORD = "(?=[acdkpstACDKPST])(?i:" + "|".join(_SECRETISH_WORDS) + ")"
+_SECRETISH_FIRST_LETTERS = "".join(sorted({word[0] for word in _SECRETISH_WORDS}))  # a cheap first test
+_SECRETISH_WORD = "(?=[%s%s])(?i:%s)" % (_SECRETISH_FIRST_LETTERS, _SECRETISH_FIRST_LETTERS.upper(), "|".join(_SECRETISH_WORDS))
 _SECRETISH_NAME = r"(?=[A-Za-z_])(?=[\w.:\-]{0,%d}?%s)" % (_SECRETISH_REACH, _SECRETISH_WORD)
 _SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,%d}?%s)" % (_SECRETISH_REACH, _SECRETISH_WORD)
 
@@ -2029,10 +2059,23 @@ _SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,%d}?%s)" % (_SECRETISH_REACH, 
 # They are comments here, skipped at run time; the tests run every one against its rule.
 REDACTION_TABLE = r'''
 # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
-private-key-block            -                      -----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?P<s>(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
+private-key-block            -                      -----BEGIN (?:[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?|OpenVPN Static key V\d)-----(?P<s>(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
 #   catch: -----BEGIN RSA PRIVATE KEY-----«\nMIIEowIBAAKCAQEAu1SU1LfVLPHC\n»-----END RSA PRIVATE KEY-----
 #   catch: "key": "-----BEGIN PRIVATE KEY-----«\\nMIIEvQIBADANBgkqhkiG9w0BAQEF\\n»-----END PRIVATE KEY-----\\n"
 #   keep:  -----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC\n-----END PUBLIC KEY-----
+#   catch: -----BEGIN OpenVPN Static key V1-----«\n6fd51eeb421f5c66cd2f5a43ac5be272\n»-----END OpenVPN Static key V1-----
+# Bitcoin private keys in wallet import format (base58, 51 or 52 characters; c and 9 on testnets).
+bitcoin-wif-key              random                 (?<![A-Za-z0-9])(?P<s>[5KLc9][1-9A-HJ-NP-Za-km-z]{50,51})(?![A-Za-z0-9])
+#   catch: bitcoin-cli -regtest importprivkey "«LB2svURAddgejsaTQmKEZiHLHYsMXPtJr2SGr4XTjh37fFb6fC1d»" "faucet" false
+#   keep:  sent to bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh, txid 9f2c…
+# Nostr secret keys (bech32 nsec1…); an npub1… is public.
+nostr-secret-key             -                      (?<![a-z0-9])(?P<s>nsec1[02-9ac-hj-np-z]{58})(?![a-z0-9])
+#   catch: nsec: «nsec1emcysh75d2g5flug745afwk94ylffa2nd3cfa7txka5fnpwntw3pwxunll»
+#   keep:  npub1emcysh75d2g5flug745afwk94ylffa2nd3cfa7txka5fnpwntw3pwxunll
+# The password of an SMTP AUTH LOGIN exchange: the base64 line after the server's "Password:" (UGFzc3dvcmQ6).
+smtp-auth-login-password     -                      334 UGFzc3dvcmQ6[^\n]{0,20}\n[^\n]{0,40}?(?P<s>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{8,512}={0,2})(?![A-Za-z0-9+/=])
+#   catch: reply: 334 UGFzc3dvcmQ6\nsend: '«bWl6eWpidG1pb2x2dWRiZQ==»'
+#   keep:  reply: 334 VXNlcm5hbWU6\nsend: 'bmFkaWEucGVhbnV0QGdsb2JleC5vcmc='
 # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
 url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<user>[^\s/?#:'"<>]*):(?P<s>[^\s/?#@'"<>]+)@
 #   catch: psql postgres://app:«s3cr3tpw»@db.example.com:5432/app
@@ -2386,9 +2429,10 @@ joined-user-password         argument               \b(?:lftp\b{COMMAND}[ \t]-u[
 snmp-community               argument               \bsnmp\w*\b{COMMAND}[ \t]-c[ \t]+{TOOL_VALUE}
 #   catch: snmpget -v2c -c «r3ad-Only-Lynx» 10.0.0.1 sysUpTime.0
 #   keep:  snmpwalk -v2c -c public 10.0.0.1
-snmp-community-config        argument               (?m)^[ \t]*(?:ro|rw)community6?[ \t]+{TOOL_VALUE}
+snmp-community-config        argument               (?m)^[ \t]*(?:(?:ro|rw)community6?|snmp-server[ \t]+community)[ \t]+{TOOL_VALUE}
 #   catch: rocommunity «m0nitor-Lab-Fern» 10.0.0.0/8
 #   keep:  rocommunity public localhost
+#   catch: snmp-server community «U5DkdsoCgS3Sw7» RW
 snmp-auth-passphrase         argument               \bsnmp\w*\b{COMMAND}[ \t]-A[ \t]+{TOOL_VALUE}
 #   catch: snmpwalk -v3 -l authPriv -u monitor -a SHA -A «Auth-Phrase-91» -x AES -X «priv-Phrase-92» host
 #   keep:  snmpwalk -v2c -c public host
@@ -2524,9 +2568,10 @@ base64-private-key           encoded-private-key    (?<![A-Za-z0-9+/])(?P<s>LS0t
 name-in-parentheses          named-random           (?<![\w.])(?P<name>[A-Z][A-Z0-9_]{2,80})[ \t]*\((?P<s>[^\s()]{8,256})\)
 #   catch: Rotate TWILIO_AUTH_TOKEN («32ee3996dd674154deb8a8cffe8c0bc6») today
 #   keep:  Bump CACHE_KEY_VERSION (v3-2024-09-16)
-xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.:\-]{0,60})>(?P<s>[^<\s][^<\n]{0,500})</(?P=name)>
+xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.:\-]{0,60})(?:[ \t][^<>\n]{0,200})?>(?P<s>[^<\s][^<\n]{0,500})</(?P=name)>
 #   catch: <password>«Raccoon#5»</password>
 #   keep:  <password>${db.password}</password>
+#   catch: <Pass encoding="base64">«SXZhbl9IYXJib3IuMg==»</Pass>
 # .NET appSettings and NuGet: <add key="SmtpPassword" value="…" />; Spring and Ant: <property name="…" value="…"/>
 key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>\n]{0,200}?\b(?:key|name)\s*=\s*["'](?P<name>[\w.:\-]{1,80})["'][^<>\n]{0,200}?\bvalue\s*=\s*(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}')
 #   catch: <add key="ClearTextPassword" value="«T7QA0Q0E5iVRIfyOruUps»" />
@@ -2591,6 +2636,8 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  password: see 1Password item "crimson staging DB" (ask Ashley)
 #   keep:  data={"username": user.username, "password": "definitely-not-it"}
 #   keep:  no-hardcoded-credentials: error
+#   catch: encrypt    = "«xPeasq26VDN+FYpUs0ZFM5//fClTYMLbIP/CBN5cyVc=»"
+#   keep:  encrypt = true
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -2680,8 +2727,9 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  { "type": "Secret Keyword", "hashed_secret": "204e427c6dfe4bcde7c8929927eb86c65d59efef" }
 #   keep:  TOKENIZER=cl100k_base
 #   keep:  mHAqYmcIgNmgAbkNxQ/99zHTWQS3zGNwuF/sceRUQagoe9YEt+pW9NmnzmPdcQID
+#   catch: Kata sandi database dev: «Priya.Coffee_62» (user: ops)
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
-context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
+context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
 #   catch: acme-cli login «Zt7Kq2Xm9LpW4rVb8NcD» --org acme
 #   catch: yarn config set npmAuthToken «Np9Xk2Lm7Qr4Tz8WvB3c»
@@ -2690,6 +2738,8 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   keep:  az login --service-principal -u 4f2c1a7e-9b3d-4e8f-a1c2-d3e4f5a6b7c8 --tenant 9b1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f
 #   keep:  docker login -u deploybot2024x registry.example.com
 #   keep:  npm login --registry https://npm.example.com --scope @acme
+#   catch: poetry config http-basic.maple admin '«TfLVjF=krd5QUZ-C=PryV7%»'
+#   catch: export BW_SESSION=$(bw unlock '«ahead-anxiety-cost-lantern»' --raw)
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
 context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
@@ -2747,6 +2797,10 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ cat ~/.config/acme/credentials\n[default]\nclient = ci-bot\nsecret = «Kq7Zx2Lm9Pw4Rt8VbN3cD»
 #   keep:  $ cat ~/.config/acme/credentials.example\n[default]\nclient = ci-bot\nsecret = <your secret>
 #   keep:  $ kubectl get secrets\nNAME                  TYPE     DATA   AGE\ndb-credentials        Opaque   2      41d
+#   catch: $ vault kv get -field=password secret/maple/db\n«thistle7018»
+#   catch: $ security find-generic-password -s mango-smtp -w\n«qwertz799»
+#   catch: $ kubectl -n argocd get secret argocd-initial-admin-secret -o jsonpath="{.data.password}" | base64 -d; echo\n«NC9WRPD5QA5E61Sz»
+#   keep:  $ az keyvault secret list --vault-name kv-prod --query "[].id" -o tsv\nhttps://kv-prod.vault.azure.net/secrets/db-password
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^(?P<head>(?:[ \t]*\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
@@ -3201,7 +3255,10 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 # every process the parse of ~150 patterns; a rule whose pattern no longer has its fingerprint
 # is parsed at first use (_stored_rule_words).
 RULE_WORDS = {
-    "private-key-block": ("872a4784", ("-----begin ",), ("-----begin ",)),
+    "private-key-block": ("be646d8b", ("-----begin ",), ("-----begin ",)),
+    "bitcoin-wif-key": ("78542972", (), ()),
+    "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",)),
+    "smtp-auth-login-password": ("2bdeb838", ("334 ugfzc3dvcmq6",), ("334 ugfzc3dvcmq6",)),
     "url-credentials": ("9680e6f0", ("://",), ()),
     "url-token-user": ("ef921c04", ("://",), ()),
     "slack-webhook": ("7b115895", ("hooks.slack.com/services", "hooks.slack.com/triggers",
@@ -3325,14 +3382,14 @@ RULE_WORDS = {
     "joined-user-password": ("eaf48f2e", ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget",
         "smbmap"), ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget", "smbmap")),
     "snmp-community": ("3e78734a", ("snmp",), ("snmp",)),
-    "snmp-community-config": ("fed08ac4", ("community",), ()),
+    "snmp-community-config": ("c2c7648c", ("community", "snmp-server"), ()),
     "snmp-auth-passphrase": ("268dfe34", ("snmp",), ("snmp",)),
     "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",)),
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
         "codecovcli", "doctl", "ngrok", "snyk", "vault")),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",)),
-    "spaced-assignment": ("99dbc355", ("configure", "env", "set", "setenv", "setx"), ()),
-    "powershell-env-item": ("509a5d57", ("-item",), ("new", "set")),
+    "spaced-assignment": ("c66a6eb2", ("configure", "env", "set", "setenv", "setx"), ()),
+    "powershell-env-item": ("99398c46", ("-item",), ("new", "set")),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets")),
     "config-set-secret": ("10d39743", ("--secret",), ("config",)),
     "sonar-login": ("284813d6", ("-dsonar.login", "-dsonar.password", "-dsonar.token"), ("-dsonar.login",
@@ -3363,22 +3420,22 @@ RULE_WORDS = {
     'nested-json-value': ('2370d3b9', ('"value"',), ()),
     "name-value-pair": ("ac73a7e8", ("value",), ()),
     "call-with-name-and-value": ("eaca055d", ("(",), ()),
-    "call-wrapped-value": ("1013f237", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk",
-        "pwd", "secret", "session", "token"), ()),
+    "call-wrapped-value": ("8048d0d5", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "session", "token"), ()),
     "docker-config-auth": ("2d66407d", ("docker",), ()),
     "base64-private-key": ("2ab598c8", ("ls0tls1crudjti",), ("ls0tls1crudjti",)),
     "name-in-parentheses": ("8fbd6875", ("(",), ()),
-    "xml-element": ("53501ec1", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk", "pwd",
-        "secret", "session", "token"), ()),
+    "xml-element": ("e7371839", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
+        "psk", "pwd", "secret", "session", "token"), ()),
     "key-value-attributes": ("17e31e22", ("value",), ()),
-    "typed-assignment": ("2fe54612", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk",
-        "pwd", "secret", "session", "token"), ()),
-    "secret-flag": ("f774f567", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk", "pwd",
-        "secret", "session", "token"), ()),
-    "config-line-value": ("d4f5cb6f", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk",
-        "pwd", "secret", "session", "token"), ()),
-    "secret-assignment": ("7e22886f", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk",
-        "pwd", "secret", "session", "token"), ()),
+    "typed-assignment": ("0060c24e", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "session", "token"), ()),
+    "secret-flag": ("e9401a75", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
+        "psk", "pwd", "secret", "session", "token"), ()),
+    "config-line-value": ("d3da92d0", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "session", "token"), ()),
+    "secret-assignment": ("98fa7848", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "session", "token"), ()),
     "prose-password": ("508ec98b", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd")),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token")),
@@ -3397,8 +3454,9 @@ RULE_WORDS = {
         "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "كلمة", "مفتاح", "कुंजी", "टोकन",
         "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号",
         "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
-    "context-login-command": ("3ebf13b8", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
-        "set", "sign"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log", "set", "sign")),
+    "context-login-command": ("95e42653", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
+        "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log", "set",
+        "sign", "unlock")),
     "context-client-call": ("82e414e7", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
         "authenticate", "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect", "connection",
         "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode", "encrypt",
@@ -3418,7 +3476,7 @@ RULE_WORDS = {
     "context-cookie": ("c9e26e74", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie")),
     "context-url-parameter": ("4d015a44", ("=",), ()),
-    "context-command-output": ("20e8cbce", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+    "context-command-output": ("da5ca725", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
         "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler", "echo", "env",
@@ -3431,10 +3489,10 @@ RULE_WORDS = {
     "context-credential-table": ("1397423d", ("\n",), ()),
     "context-split-literal": ("f3687314", (), ()),
     "context-wrapped-line": ("28fe229a", ("\n",), ()),
-    "context-quoted-block": ("b45c0d0e", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private",
-        "psk", "pwd", "secret", "session", "token"), ()),
-    "context-yaml-block": ("446c7615", ("auth", "cookie", "cred", "dsn", "key", "pass", "pat", "pin", "private", "psk",
-        "pwd", "secret", "session", "token"), ()),
+    "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "session", "token"), ()),
+    "context-yaml-block": ("ecfcc96f", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "session", "token"), ()),
 }
 
 
