@@ -903,6 +903,9 @@ _KEY_QUALIFIERS = frozenset("""
     service admin webhook session storage shared client consumer deploy subscription integration
     hmac jwt crypto cipher aes gpg pgp ssh rsa sas bot user root application""".split())
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
+# Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
+# page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken).
+_NOT_SECRET_QUALIFIERS = frozenset("hashed existing page continuation pagination cursor next".split())
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
 _ABOUT_A_SECRET = frozenset("""
     file files path stdin env name names id ids arn ref url uri length len min max count policy hash
@@ -932,8 +935,8 @@ def secret_strength(name: str) -> int:
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
         parts.pop()  # SESSION_TOKEN_B64 is a token
-    if not parts or _PUBLIC_WORDS.intersection(parts) or "existing" in parts or "hashed" in parts or parts[-1] in _ABOUT_A_SECRET:
-        return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest; neither holds one
+    if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET:
+        return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest, nextPageToken a cursor
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
     if last == "encrypt" and len(parts) == 1:
@@ -1381,13 +1384,13 @@ def _looks_like_prose_secret(value: str) -> bool:
     if re.fullmatch(r"[0-9a-fA-F]+", v):
         return len(v) >= 32  # shorter runs are ids and abbreviated commits
     if re.search(r"\d{4}-\d\d-\d\d|\d:\d\d|^(?i:sha\d*|md5)[:\-]|a-z|A-Z|0-9|\[\^", v) or re.fullmatch(
-            r"[\d.,:%+\-]+[A-Za-z]{0,3}|0x[0-9a-fA-F]{4,16}>?", v):
-        return False  # a date, a time, a digest's name, a regex class, a quantity, a memory address
+            r"[\d.,:%+\-]+[A-Za-z]{0,3}|0x(?:[0-9a-fA-F]{4,16}|[0-9a-fA-F]{40})>?", v):
+        return False  # a date, a time, a digest's name, a regex class, a quantity, a memory or Ethereum address
     if re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z]{2,}(?::\S*)?|[\w.\-]+@\d+(?:\.\d+){3}(?::\S*)?"
                     r"|[a-z0-9\-]+(?:\.[a-z0-9\-]+)+|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+", v) or _is_identifier_like(v):
         return False  # an email or scp target, a host name, an image (`postgres:16`), a UUID
-    if re.match(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)", v):
-        return False  # code: `os.urandom(32)`, `varchar(255)`, `hashlib.sha256)`
+    if re.match(r"\.?[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)", v):
+        return False  # code: `os.urandom(32)`, `varchar(255)`, `hashlib.sha256)`, jq's `.runs[0].status`
     if re.fullmatch(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*", v):
         parts = re.split(r"[-_.]", v)
         if v.isupper():
@@ -1418,13 +1421,13 @@ _SHORT_RANDOM = 16  # below this a token needs three character classes, a digit 
 _MIN_HEX = 32  # shorter hex runs are ids: abbreviated commits, GPG key ids, Mongo object ids
 _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # Not random whatever their letters: references, URLs, paths, file names, versions, IP addresses,
-# dates and times, UUIDs, numbers (`6.49376470e-06`), e-mails, regex classes, digests under their name (`sha256:…`, go.sum's
+# dates and times, UUIDs, Ethereum addresses, numbers (`6.49376470e-06`), e-mails, regex classes, digests under their name (`sha256:…`, go.sum's
 # `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies.
 _NOT_RANDOM_SHAPES = (
     r"^[$%{<@~.:]|^/(?!\S*[+=])|://|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|^[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
     r"|\.[a-z]{1,4}\d?(?::\d+)*/?$|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
     r"|^(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}$"
-    r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?[,;)\]]*$"
+    r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^0x[0-9a-fA-F]{40}$|^[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?[,;)\]]*$"
     r"|(?i:(?:^|[@:=\-])(?:sha(?:1|224|256|384|512)?|md5|h1|zh|blake2b?|xxh\d*|crc32c?)[:\-])"
     r"|^(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
 # Object ids that public APIs print (Stripe, OpenAI, Anthropic, cloud resources): names, not keys.
@@ -1579,11 +1582,11 @@ _CREDENTIAL_WORDS = (
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
-    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óo]|parol[ăa]|cheie|l[öo]senfras"
+    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|l[öo]senfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|암호|토큰|비밀\s?키|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|סיסמ[הא]|รหัสผ่าน)")
+    r"|비밀번호|암호|토큰|비밀\s?키|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|סיסמ[הא]|รหัสผ่าน)")
 # Commands that print a secret: reading a key or secret file, a password manager or vault, a cloud
 # secret store, creating a token or random bytes.
 _SECRET_PRINTING_COMMAND = (
@@ -1614,22 +1617,23 @@ _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:a
 # A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
 _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.]|[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,12}(?=\.{3}|\*{3}|•{3}|…))*"
            r"(?:(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})[/_\-.]?)+")  # also AKIAXXXX…
-# Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, age and
+# Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
 # nostr public keys, extended public keys, PostHog project keys.
-_PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38}$|age1[a-z0-9]{58}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
+_PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{58}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
 # What joins a credential word to its value in a sentence, in the languages sessions are written
 # in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "->", particles (は, 은).
 _CONNECTOR = (r"(?:(?<![\w'’])(?:is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora"
-              r"|adesso|nu|teraz|to|jest|je|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|currently"
+              r"|adesso|nu|nyt|nå|on|ni|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو"
+              r"|είναι|היא|הוא|คือ|currently"
               r"|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|(?:changed|set|reset|updated) to"
               r"|mudou para|alterada para|cambió a|cambiada a|geändert (?:in|zu|auf)|changé en|changé pour)(?![\w'’])"
               r"|c'est|是|为|為|は|는|은|이|가|है|—|->|→|=>)")
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
-_GIVEN_VALUE = (r"(?i)(?:[^\n@/={}$:：|?&\"]|[:：](?=\S)){0,60}?(?:(?P<sign>[:：=])|" + _CONNECTOR + ")"
+_GIVEN_VALUE = (r"(?i)(?:[^\n@/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:：=])|" + _CONNECTOR + ")"
                 r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
@@ -1657,19 +1661,18 @@ def _find_random_tokens(match: Any) -> list:
     """A credential word, a cookie: the machine-generated tokens of the span, but not one named as
     something else right before it (`commit 2b7e…`, `request id …`, `--project=…`), nor a hex run
     that neither follows the word at once nor comes after a connector ("the token fix landed in
-    2b7e…" names a commit); or, failing those, the value the words give ("password is Adm1n!")
-    when a person could have chosen it (looks_like_chosen_password)."""
+    2b7e…" names a commit); and the value the words give ("password is Adm1n!") when a person could
+    have chosen it (looks_like_chosen_password), as a note may give both a password and a token."""
     import re
     text, start = match.string, match.start("s")
-    if re.search(r"(?i)(?:public|publishable|pub|hashed|existing)[ _\-]?$", text[max(0, match.start() - 12):match.start()]):
+    if re.search(r"(?i)(?:public|publishable|pub|hashed|existing|page|continuation|cursor|next)[ _\-]?$", text[max(0, match.start() - 12):match.start()]):
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a name
     not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if not re.fullmatch(r"(?:0x)?[0-9a-fA-F]+", text[a:b]) or re.fullmatch(_HEX_CONNECTOR, text[start:a])
              or re.search(_HEX_AFTER, text[start:a]) and not re.search(_PROSE_HASH_WORDS, text[start:a])]
-    if spans:
-        return spans
-    return _given_password(match)
+    given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
+    return sorted(spans + given)
 
 
 def _given_password(match: Any) -> list:
@@ -1726,15 +1729,15 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
     path, an address, a masked or public value."""
     import re
-    if word.lower().startswith(("pin", "пин", "code pin")) and re.fullmatch(r"\d{4,8}", value):
+    if word.lower().startswith(("pin", "пин", "code pin", "暗証番号")) and re.fullmatch(r"\d{4,8}", value):
         return True
     if re.match(r"[-+*&|!<>=]|[A-Za-z_][\w.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$", value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`): code and logs
     chosen = _looks_like_password(value) or chosen_counts and (
         looks_like_chosen_password(value) or re.search(_PASSPHRASE_WORD, word) and _looks_like_passphrase(value))
     following = text[first + len(value):first + len(value) + 1]
-    return (chosen and not _reads_as_code(value, following) and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value)
-            and not _is_masked_or_public(value))
+    return (chosen and not _reads_as_code(value, following) and not re.search(_NOT_RANDOM_SHAPES + "|/", value)
+            and not _is_masked_or_public(value))  # an @ is a password's (F@lc0n18), an address is not a password
 
 
 def _looks_like_passphrase(value: str) -> bool:
@@ -2639,6 +2642,7 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   catch: encrypt    = "«xPeasq26VDN+FYpUs0ZFM5//fClTYMLbIP/CBN5cyVc=»"
 #   keep:  encrypt = true
 #   catch: PARTNER_API_SECRET = (\n    "«u0bVU4lAIEXoRp1YIOFdbMphBcdj4mvl»"\n    "«NjmvnZE1eqRJ4yZIh2XKopkan61izVK0»"\n)
+#   keep:  {"items":[{"id":"RwG6SVdto78"}],"nextPageToken":"CDIQAA","pageInfo":{"totalResults":368}}
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -2664,6 +2668,8 @@ prose-named-secret           named-in-prose         (?m)(?:^|(?<=\s))[(\['"`]?(?
 #   keep:  finalseries1 += serdict1[key]*(x - x0)**power
 #   keep:  return password.length >= 12 && /[0-9]/.test(password) && /[^A-Za-z0-9]/.test(password);
 #   keep:  KeyError: <Token object at 0x7f051a768687>
+#   keep:  Deployed contract Token at 0xee2094bbe132275f88753056da4764ee65da8ff9
+#   keep:  curl -H "Authorization: Bearer $TOKEN" https://api.github.com/repos/a/b/actions/runs | jq '.workflow_runs[0].status'
 # An AWS secret access key: 40 base64 characters near the word "secret".
 aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
 #   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lm2Xr5K»"
@@ -2729,6 +2735,13 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  TOKENIZER=cl100k_base
 #   keep:  mHAqYmcIgNmgAbkNxQ/99zHTWQS3zGNwuF/sceRUQagoe9YEt+pW9NmnzmPdcQID
 #   catch: Kata sandi database dev: «Priya.Coffee_62» (user: ops)
+#   catch: Пароль до адмінки Jenkins: «Kelebek707+», токен API: «ef13676e4f6d3bbdc4a357abcaf760eef8»
+#   catch: Passordet til Wi-Fi-kontrollerens admin-konto er «F@lc0n18». – bytt det
+#   catch: Huomio: VPN-tunnuksen rosa.k salasana on nyt «Zxcv.6971».
+#   catch: 検証用カードの暗証番号：«622659»　※テスト端末でのみ使用
+#   keep:  {"IsTruncated": true, "NextContinuationToken": "1lqY42oO6X8hQhSaunxpr02rmbHo25dbtHF7KFKKsJqYkGEUE"}
+#   keep:  Captcha site key (public, embedded in the page): 6LPFuSYtPhOznDgB4G_TKAq5kUCJq-HjQ9S5WnHK3Y
+#   keep:  RWQr90qNoukxyY8Wok233WWotxbM30DRm+ResJtoVUpU7KBIG1WTzkAKw==
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
@@ -3444,16 +3457,17 @@ RULE_WORDS = {
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login")),
     "prose-named-secret": ("ecd51c82", (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",)),
-    "context-credential-word": ("5a2d8a1f", ("access", "account", "adgangskode", "admin", "anahtar", "api", "apiキー",
+    "context-credential-word": ("c8545725", ("access", "account", "adgangskode", "admin", "anahtar", "api", "apiキー",
         "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "client",
-        "contrase", "credential", "creds", "deploy", "encryption", "frasa sandi", "frase secreta", "geheimnis", "has",
-        "hesla", "heslo", "jelsz", "jeton", "kata sandi", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč",
-        "kunci", "licence", "license", "llave", "losenord", "lösenord", "master", "mat khau", "mdp", "mot de passe",
-        "mã thông báo", "mật khẩu", "nyckel", "parol", "parola", "pass", "passcode", "passord", "passphrase", "passwd",
-        "password", "passwort", "phrase secr", "pin", "private", "psk", "pw", "pwd", "recovery", "root", "salasana",
-        "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senfras", "senha", "service", "session",
-        "sifre", "signing", "sleutel", "token", "tokens", "unseal", "wachtwoord", "zugangsdaten", "şifre", "κωδικός",
-        "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "كلمة", "مفتاح", "कुंजी", "टोकन",
+        "contrase", "credential", "creds", "deploy", "encryption", "frasa sandi", "frase secreta", "geheimnis",
+        "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennwort", "key", "khoá",
+        "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "losenord", "lozink", "lösenord",
+        "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nyckel", "parol",
+        "parola", "parool", "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort",
+        "phrase secr", "pin", "private", "psk", "pw", "pwd", "recovery", "root", "salasana", "sandi", "schl",
+        "schlüssel", "secret", "segredo", "segreto", "senfras", "senha", "service", "session", "sifre", "signing",
+        "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "zugangsdaten", "şifre", "κωδικός", "ключ",
+        "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन",
         "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号",
         "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
     "context-login-command": ("95e42653", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
