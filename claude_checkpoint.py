@@ -901,7 +901,7 @@ _NOT_PASSWORDS = frozenset("""
 _KEY_QUALIFIERS = frozenset("""
     api access secret private signing sign encryption encrypt master account auth app license
     service admin webhook session storage shared client consumer deploy subscription integration
-    hmac jwt crypto cipher aes gpg pgp ssh rsa sas bot user root application""".split())
+    hmac jwt crypto cipher aes gpg pgp ssh rsa sas bot user root application wpa wpa2 wpa3 wifi wlan network""".split())
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken).
@@ -939,6 +939,8 @@ def secret_strength(name: str) -> int:
         return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest, nextPageToken a cursor
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
+    if parts[-2:] == ["secret", "id"]:
+        return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if last == "encrypt" and len(parts) == 1:
         return 1  # Consul's and Nomad's gossip key: `encrypt = "…"`, not `encrypt = true`
     if last == "pass" and len(parts) == 1:
@@ -1247,7 +1249,7 @@ def _accept_url_password(match: Any) -> bool:
 # What the name of a call that takes a user and a password says: it connects, binds, logs in or
 # opens a session (mysql_real_connect, simple_bind_s, Net::SMTP.start, fromDriverManager).
 _CONNECTING_CALL = (r"(?i)connect|bind|log_?[io]n|auth|start|open|session|smtp|imap|ftp|ldap|transactor|driver|datasource"
-                    r"|pool|client|credential|mail|login")
+                    r"|pool|client|credential|mail|login|construct|pdo")
 
 
 def _accept_call_password(match: Any) -> bool:
@@ -1592,7 +1594,7 @@ _CREDENTIAL_WORDS = (
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64)\b[^\n]*?(?i:secret|token|cred"
     r"|passw(?!d\b)|pwd|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
-    r"|\.pgpass|\.git-credentials|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
+    r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private)"
     r"|op[ \t]+(?:read|item[ \t]+get|document[ \t]+get|inject)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+get|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
@@ -1654,7 +1656,7 @@ _HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:był|" + _CONNECTOR + r")[\s:]*)?[\"
 _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
-    otp x-signature""".split())
+    otp x-signature appid app_key private_token auth_token access_key secret_key""".split())
 
 
 def _find_random_tokens(match: Any) -> list:
@@ -1751,17 +1753,27 @@ def _looks_like_passphrase(value: str) -> bool:
     return bool(joined or camel) and len(words) >= 3 and not set(words) & _FUNCTION_WORDS
 
 
+# Three to twelve lowercase words and a number maybe, with spaces: a passphrase said in words.
+_SPOKEN_PASSPHRASE = r"[a-z]{3,12}(?:[ \t][a-z]{3,12}){2,11}(?:[ \t]\d{1,4})?"
+
+
 def _spoken_passphrase(match: Any) -> list:
-    """A passphrase of words with spaces, the rest of the line after a passphrase word and a colon:
-    `Frasa sandi untuk vault backup: cream arrow brave champion 66`."""
+    """A passphrase of words with spaces after a passphrase word: the rest of the line after a
+    colon (`Frasa sandi untuk vault backup: cream arrow brave champion 66`) or in quotes further
+    on in the line (`the passphrase for the GPG key is "alarm smokey cobalt"`)."""
     import re
     if not re.search(_PASSPHRASE_WORD, match.group()):
         return []
-    found = re.compile(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“]?(?P<v>[a-z]{3,12}(?:[ \t][a-z]{3,12}){2,11}(?:[ \t]\d{1,4})?)"
-                       r"[\"'»”]?[ \t]*(?:\n|$)").match(match.string, match.end())
-    if found is None or set(found.group("v").split()) & _FUNCTION_WORDS:
-        return []
-    return [found.span("v")]
+    found = re.compile(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”]?[ \t]*(?:\n|$)"
+                       r"|[^\n\"'«“]{0,80}?[\"'«“](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”]").match(match.string, match.end())
+    group = found and ("v" if found.group("v") else "quoted")
+    return [found.span(group)] if found and _is_spoken_passphrase(found.group(group)) else []
+
+
+def _is_spoken_passphrase(value: str) -> bool:
+    """Words a passphrase is made of, not those of a sentence or a message about secrets."""
+    words = set(value.split())
+    return not words & _FUNCTION_WORDS and not words & _PLACEHOLDER_WORDS and not words & _SECRET_WORDS
 
 
 def _answered_password(match: Any) -> list:
@@ -1815,6 +1827,9 @@ def _find_command_arguments(match: Any) -> list:
         if (looks_like_chosen_password(value) or _looks_like_password(value)) and not re.search(_NAME_FLAG_BEFORE, line) and not any(
                 a <= first < b for a, b in spans):
             spans.append((first, quoted.end(2)))
+    for spoken in re.compile(r"""(["'])(""" + _SPOKEN_PASSPHRASE + r")\1").finditer(text, start, end):
+        if _is_spoken_passphrase(spoken.group(2)) and not any(a <= spoken.start(2) < b for a, b in spans):
+            spans.append(spoken.span(2))  # a passphrase in words: bw unlock "badger rocket beach 11"
     return sorted(spans)
 
 
@@ -1834,7 +1849,7 @@ def _find_call_literals(match: Any) -> list:
     called = text[match.start():match.start("s")]
     credential_call = re.search(r"(?i)cred|connect|login|auth|passw|secret", called)
     named_call = re.search(r"(?i)passw|secret|token|auth|api_?key|sign|hmac|crypt|cipher", called)
-    for literal in re.finditer(r"""(["'`])(.+?)\1""", match.group("s")):
+    for literal in re.finditer(r"""(["'`])(.*?)\1""", match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         value = literal.group(2)
         found = [] if re.fullmatch(_ALGORITHM_NAME, value) else random_tokens(text, start, end)
@@ -1870,7 +1885,8 @@ def _find_printed_secrets(match: Any) -> list:
             spans.append(first_line.span(1))
     for line in re.finditer(r"(?m)^[ \t]*(\S{8,128})[ \t]*$", text[start:end]):
         first, last = start + line.start(1), start + line.end(1)
-        if _looks_like_password(line.group(1)) and not any(a <= first < b for a, b in spans):
+        if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1))) and not re.match(
+                r"[A-Za-z_][\w.\-]*[=:]|#", line.group(1)) and not any(a <= first < b for a, b in spans):
             spans.append((first, last))
     return sorted(spans)
 
@@ -1890,6 +1906,7 @@ def _find_table_cells(match: Any) -> list:
         for index, (a, b) in enumerate(_table_cells(row, separator)):
             value = row[a:b].strip()
             if index in columns and value and (_looks_like_password(value) or looks_machine_generated(value)
+                                               or looks_like_chosen_password(value)
                                                or columns[index] and re.fullmatch(r"\d{4,8}", value)):
                 first = position + a + row[a:b].index(value)
                 spans.append((first, first + len(value)))
@@ -2080,7 +2097,7 @@ smtp-auth-login-password     -                      334 UGFzc3dvcmQ6[^\n]{0,20}\
 #   catch: reply: 334 UGFzc3dvcmQ6\nsend: '«bWl6eWpidG1pb2x2dWRiZQ==»'
 #   keep:  reply: 334 VXNlcm5hbWU6\nsend: 'bmFkaWEucGVhbnV0QGdsb2JleC5vcmc='
 # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
-url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<user>[^\s/?#:'"<>]*):(?P<s>[^\s/?#@'"<>]+)@
+url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}:?//(?P<user>[^\s/?#:'"<>]*):(?P<s>[^\s/?#@'"<>]+)@
 #   catch: psql postgres://app:«s3cr3tpw»@db.example.com:5432/app
 #   keep:  psql postgres://app:${DB_PASSWORD}@db.example.com:5432/app
 #   keep:  node app.js | pino-mq -u "amqp://guest:guest@localhost/" -q "pino-logs"
@@ -2090,6 +2107,9 @@ url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a
 slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
 #   catch: SLACK_WEBHOOK=https://hooks.slack.com/services/«T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX»
 #   keep:  post to hooks.slack.com/services/ with the URL in $SLACK_WEBHOOK
+zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/\d+/(?P<s>[A-Za-z0-9]{6,})
+#   catch: POST https://hooks.zapier.com/hooks/catch/1084494/«c9acqeb0»/ -> 200
+#   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
 teams-webhook                -                      webhook\.office\.com/webhookb2/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-f]{32})/
 #   catch: https://acme.webhook.office.com/webhookb2/0a1b2c3d-1111-2222-3333-444455556666@0a1b2c3d-7777-8888-9999-000011112222/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff
 #   keep:  post alerts to the webhook.office.com URL in $TEAMS_WEBHOOK
@@ -2218,7 +2238,7 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   catch: keys:\n  - kty: OKP\n    crv: Ed25519\n    x: 11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\n    d: «nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A»
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|recovery[ _\-]?phrase|backup[ _\-]?phrase|secret[ _\-]?phrase|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|recovery[ _\-]?phrase|backup[ _\-]?phrase|secret[ _\-]?phrase|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
 #   catch: phrase de récupération : «destroy dial budget census clarify enjoy cheese board arrive butter erase economy»
 #   keep:  the seed phrase is twelve words that the wallet shows once
@@ -2265,10 +2285,28 @@ sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql
 ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}\s-w\s+{TOOL_VALUE}
 #   catch: ldapsearch -x -D "cn=admin,dc=example,dc=com" -w '«Saffron2395!»' -b "dc=example,dc=com"
 #   keep:  ldapsearch -x -D "cn=admin,dc=example,dc=com" -w "$LDAP_PW" -b "dc=example,dc=com"
-user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)["']?(?P<user>[^\s:'"]+):(?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
+user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)["']?(?P<user>[^\s:'",]+)[:,](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
 #   catch: curl -u admin:«pa55word» https://ci.example.com
 #   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
 #   keep:  node app.js | pino-http-send -u http://localhost:8080/logs
+# `auth user:password` in a server's configuration (HAProxy's stats auth, Traefik and nginx kin).
+auth-user-password           user-password          (?i)(?<![\w\-])(?:stats[ \t]+)?auth[ \t]+(?P<user>[\w.\-@]{1,64}):(?P<s>[^\s'"]{4,256})
+#   catch: stats auth admin:«sinaasappel?341»
+#   keep:  stats auth admin:${HAPROXY_STATS_PASSWORD}
+# A network device's secret or password line (Cisco IOS and its kin), with or without its type digit.
+device-secret-line           not-reference          (?m)^[ \t]*(?:enable|username[ \t]+\S+(?:[ \t]+privilege[ \t]+\d+)?)[ \t]+(?:secret|password)(?:[ \t]+[0-9])?[ \t]+(?P<s>\S+)
+#   catch: username netadmin privilege 15 secret «aycicek_356»
+#   catch: enable secret 0 «Xk29mPq7zLw4Rt8V»
+#   keep:  username netadmin privilege 15 secret ${ENABLE_SECRET}
+# A variable set by a server's or a container's directive: `SetEnv DB_PASS …`, `ENV API_TOKEN …`.
+env-directive                assignment             (?m)^[ \t]*(?:SetEnv|PassEnv|ENV|fastcgi_param|env|setenv|Environment=?)[ \t]+"?(?P<name>[A-Za-z_][\w.\-]{0,80})"?[ \t]+(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s'";]{1,256})
+#   catch: SetEnv DB_PASS «cricket.1690»
+#   catch: fastcgi_param APP_SECRET «Zq8Lm2Xr5Kp9Tw3V»;
+#   keep:  SetEnv APP_ENV production
+# Redis AUTH as the server logs it (MONITOR) or a client sends it: `"AUTH" "…"`, `AUTH user …`.
+redis-auth-logged            not-reference          "AUTH"(?:[ \t]+"[^"\n]{1,64}")?[ \t]+"(?P<s>[^"\n]{4,512})"(?=[ \t]*$|[ \t]*\n)
+#   catch: 1718100000.123456 [0 10.229.44.8:53422] "AUTH" "«UHmSY8nagFyQVESSi07qWlIOzZox5WGM»"
+#   keep:  1718100000.123456 [0 10.229.44.8:53422] "GET" "session:42"
 sshpass                      not-reference          \bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{TOOL_VALUE}
 #   catch: sshpass -p '«batman_forever»' ssh admin@10.0.3.7
 #   keep:  sshpass -p "$SSHPASS" ssh admin@10.0.3.7
@@ -2299,7 +2337,7 @@ ssm-parameter-value          not-reference          \bput-parameter\b{COMMAND}\s
 #   catch: aws ssm put-parameter --name /prod/db/password --type SecureString --value '«7Uig%yTq%Fn»'
 #   keep:  aws ssm put-parameter --name /prod/db/password --type SecureString --value "$DB_PASSWORD"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock)
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
 #   catch: printf '%s' '«Rk8#vale-Oak»' | gcloud secrets versions add db-password --data-file=-
 #   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
@@ -2756,7 +2794,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: export BW_SESSION=$(bw unlock '«ahead-anxiety-cost-lantern»' --raw)
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -2824,6 +2862,10 @@ context-credential-table     table-cells            (?m)^[ \t]*(?P<head>(?:\|[ \
 #   keep:  | setting | value |\n|---|---|\n| max_tokens | 4096 |\n| password_min_length | 12 |
 #   keep:  | user | password |\n|---|---|\n| admin | stored in the vault |
 #   catch: crm=> select username, api_token from service_accounts;\n username  |            api_token\n-----------+----------------------------------\n reporter  | «e236750e806d2e50525edf30a0cbd7f9»\n(1 row)
+# A cookie jar in Netscape's format (curl -c, browsers' exports): the value, last of seven fields.
+netscape-cookie-jar          random                 (?m)^(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t[^\t\n]+\t(?P<s>[^\t\n]{8,4096})$
+#   catch: .example.dev	TRUE	/	TRUE	1767225600	session	«JYa9pus5hGAtbYj4ziedUIbUKMICMVwtZQV7BJKT»
+#   keep:  .example.dev	TRUE	/	FALSE	1767225600	theme	dark-mode-enabled
 # The rest of a secret split over string literals (`"…" +`, Python's implicit joining), after a machine-made part.
 context-split-literal        split-literals         (?<=[\w+/=.~\-»])["'`](?P<s>(?:[ \t]*(?:\+|\.|\\)?[ \t]*\r?\n?[ \t]*\+?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
 #   catch: OPENAI_KEY = (\n    "«sk-proj-Aa9IDg4Tt_wUgKnGng1WgV2HzsUzxJULN»"\n    "«OIUuiX_Xz0AUhR8kNLFONVD16mT3BlbkFJk3»"\n)
@@ -3274,11 +3316,12 @@ RULE_WORDS = {
     "bitcoin-wif-key": ("78542972", (), ()),
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",)),
     "smtp-auth-login-password": ("2bdeb838", ("334 ugfzc3dvcmq6",), ("334 ugfzc3dvcmq6",)),
-    "url-credentials": ("9680e6f0", ("://",), ()),
+    "url-credentials": ("cc634b62", ("//",), ()),
     "url-token-user": ("ef921c04", ("://",), ()),
     "slack-webhook": ("7b115895", ("hooks.slack.com/services", "hooks.slack.com/triggers",
         "hooks.slack.com/workflows"), ("hooks.slack.com/services", "hooks.slack.com/triggers",
         "hooks.slack.com/workflows")),
+    "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",)),
     "teams-webhook": ("e603f645", ("webhook.office.com/webhookb2/",), ("webhook.office.com/webhookb2/",)),
     "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",)),
     "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia")),
@@ -3333,7 +3376,7 @@ RULE_WORDS = {
         "xkeysib-", "y0_"), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), ()),
-    "seed-phrase": ("7a967f17", ("backup", "bip", "mnemonic", "phrase de r", "recovery", "recupera", "recuperaci",
+    "seed-phrase": ("40b72644", ("backup", "bip", "mnemonic", "phrase de r", "recovery", "recupera", "recuperaci",
         "secret", "seed", "semente", "semilla", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
         ("backup", "bip", "frase ", "mnemonic", "phrase de r", "recovery", "secret", "seed", "semilla",
         "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문")),
@@ -3351,7 +3394,11 @@ RULE_WORDS = {
     "sqlcmd-password": ("61682b0e", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
         "sqlcmd")),
     "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",)),
-    "user-password-flag": ("b4bb3d08", ("-",), ()),
+    "user-password-flag": ("83630b79", ("-",), ()),
+    "auth-user-password": ("02b0db0a", ("auth",), ()),
+    "device-secret-line": ("7d83c045", ("enable", "username"), ()),
+    "env-directive": ("7ce0ab87", ("env", "environment", "fastcgi_param", "passenv", "setenv"), ()),
+    'redis-auth-logged': ('6cec0e88', ('"auth"',), ('"auth"',)),
     "sshpass": ("fd183a56", ("sshpass",), ("sshpass",)),
     "login-password": ("c43447a2", ("login",), ("az", "buildah", "cf", "crane", "docker", "helm", "nerdctl", "oc",
         "podman", "regctl", "skopeo")),
@@ -3361,7 +3408,7 @@ RULE_WORDS = {
     "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",)),
     "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",)),
     "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",)),
-    "piped-secret": ("0f8ccbf4", ("echo", "printf"), ("echo", "printf")),
+    "piped-secret": ("45fac81d", ("echo", "printf"), ("echo", "printf")),
     "secret-file-write": ("d44ea8da", ("echo", "printf"), ("echo", "printf")),
     "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), ()),
     "openssl-pass": ("a94aee91", ("-pass",), ("-pass",)),
@@ -3473,17 +3520,17 @@ RULE_WORDS = {
     "context-login-command": ("95e42653", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log", "set",
         "sign", "unlock")),
-    "context-client-call": ("82e414e7", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
+    "context-client-call": ("2f9e3c9a", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
         "authenticate", "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect", "connection",
         "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode", "encrypt",
-        "fernet", "getconnection", "hmac", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "sdk",
-        "session", "setapikey", "setauth", "setcredential", "setpassword", "settoken", "sign", "signer", "signwith",
-        "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "api", "auth", "authenticate",
-        "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect", "connection", "createcipheriv",
-        "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode", "encrypt", "fernet",
-        "getconnection", "hmac", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "sdk", "session",
-        "setapikey", "setauth", "setcredential", "setpassword", "settoken", "sign", "signer", "signwith",
-        "withcredential", "withtoken")),
+        "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp",
+        "login", "new", "new_from_slice", "sdk", "session", "setapikey", "setauth", "setcredential", "setpassword",
+        "settoken", "sign", "signer", "signwith", "withcredential", "withtoken"), (".new", "::<", "::from_", "::new",
+        "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect",
+        "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode",
+        "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
+        "initializeapp", "login", "new", "new_from_slice", "sdk", "session", "setapikey", "setauth", "setcredential",
+        "setpassword", "settoken", "sign", "signer", "signwith", "withcredential", "withtoken")),
     "user-then-password-literal": ("5c34e345", (",",), ()),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd")),
@@ -3492,17 +3539,18 @@ RULE_WORDS = {
     "context-cookie": ("c9e26e74", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie")),
     "context-url-parameter": ("4d015a44", ("=",), ()),
-    "context-command-output": ("da5ca725", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+    "context-command-output": ("14e11aa0", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
-        "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler", "echo", "env",
+        "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler", "echo", "env",
         "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
         "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519",
-        "id_rsa", "inject", "inspect", "item", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl",
-        "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw", "printenv", "private", "pwd", "pwgen", "read",
-        "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage", "terraform", "token", "vault",
-        "vercel", "wallet"), ()),
+        "id_rsa", "inject", "inspect", "item", "keyfile", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
+        "kubectl", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw", "printenv", "private", "pwd",
+        "pwgen", "read", "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage", "terraform",
+        "token", "vault", "vercel", "wallet"), ()),
     "context-credential-table": ("b5dc86fa", ("\n",), ()),
+    "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), ()),
     "context-split-literal": ("f3687314", (), ()),
     "context-wrapped-line": ("28fe229a", ("\n",), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
