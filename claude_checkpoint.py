@@ -964,7 +964,7 @@ def secret_strength(name: str) -> int:
 
 # A reference or interpolation at the start of a value: `$TOKEN`, `${X}`, `$(cmd)`, `$1`, `$env:X`,
 # `%KEY%`, `%(name)s`, `%s`, `%{x}`; not `$$qR~5…` (docker compose's escaped `$`) or `%b*Zr7…`.
-_LEADING_REFERENCE = (r"\$(?:\{|\(|\d(?![A-Za-z0-9])|(?:env[:.])?[A-Za-z_]\w*(?![^\s/.:@\-}\])'\"`,;]))"
+_LEADING_REFERENCE = (r"\$(?:\{|\(|\d(?![A-Za-z0-9])|[A-Za-z_]\w*\(|(?:env[:.])?[A-Za-z_]\w*(?![^\s/.:@\-}\])'\"`,;]))"
                       r"|%(?:[A-Za-z_]\w*%|(?:~[a-z]{0,4})?\d(?![A-Za-z0-9])|\*(?![A-Za-z0-9])|\{|\([\w.]+\)[-#0 +]?\d*[sdifr]"
                       r"|[-#0 +]?\d*[sdifrvqwxXTp](?![A-Za-z0-9]))")
 # Interpolations anywhere: `%(db_password)s`, `user:%s@host`, `Bearer $TOKEN`, `${…}`, `{{…}}`.
@@ -978,7 +978,7 @@ _SECRET_MANAGER_REFERENCE = (r"(?i)(?:op|vault|awssm|gcpsm|azkv|akv|ssm|sops|dop
 # Words that make a value a placeholder: `CHANGE_ME`, `your-api-key-here`, `<insert key here>`.
 _PLACEHOLDER_WORDS = frozenset("""
     your changeme change replace replaceme placeholder insert here todo fixme tbd dummy example sample
-    fake mock redacted filtered masked hidden removed omitted xxx test wrong invalid incorrect bogus not""".split())
+    fake mock redacted filtered masked hidden removed omitted xxx test wrong invalid incorrect bogus not deleted""".split())
 # Words that may come with a name standing in for a value: `new_password`, `my-secret`, `admin_pass`.
 _STAND_IN_QUALIFIERS = frozenset("new old my your current the a some user admin root db".split())
 
@@ -996,7 +996,7 @@ def _is_reference(value: str) -> bool:
         return True  # `cat /tmp/session.tok`: a command's output
     import re
     first = v[0]
-    if (first in "$%" and re.match(_LEADING_REFERENCE, v)) or (first == "@" and re.fullmatch(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)", v)):
+    if (first in "$%" and re.match(_LEADING_REFERENCE, v) and not _is_mixed_password(v[1:])) or (first == "@" and re.fullmatch(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)", v)):
         return True
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
         return True
@@ -1004,9 +1004,17 @@ def _is_reference(value: str) -> bool:
         return True  # names and resource names (an ARN names a secret; it does not hold one)
     if "://" in v and re.match(_SECRET_MANAGER_REFERENCE, v):
         return True
-    if any(c in v for c in "${#%") and (re.search(_INTERPOLATION, v) or _is_template(v)):
+    if any(c in v for c in "${#%") and (re.search(_INTERPOLATION, v) or _is_template(v)) and not (
+            first == "$" and _is_mixed_password(v[1:])):
         return True
     return _is_placeholder(v)
+
+
+def _is_mixed_password(v: str) -> bool:
+    """`$Crimson58asdfgh`: capitals, small letters and digits followed by letters, which no variable
+    is named ($DB_PASSWORD, $cred2, $SecurePassword are)."""
+    import re
+    return bool(re.fullmatch(r"\w+", v) and re.search(r"[a-z]", v) and re.search(r"[A-Z]", v) and re.search(r"\d[A-Za-z]", v))
 
 
 def _is_template(v: str) -> bool:
@@ -1030,7 +1038,7 @@ def _is_placeholder(v: str) -> bool:
         return False
     if re.fullmatch(r"[A-Z]+(?:_[A-Z]+)+", v):
         return True  # a name in capitals stands in for its value
-    words = [w for w in re.split(r"[\s_.\-\[\]()<>:,;!?]+", v.lower()) if w]
+    words = [w for w in re.split(r"[\s_.\-\[\]()<>:,;!?=]+", v.lower()) if w]
     if len(words) <= 8 and any(w in _PLACEHOLDER_WORDS for w in words):
         return True
     named = [w for w in words if w not in _STAND_IN_QUALIFIERS]
@@ -1083,8 +1091,8 @@ def _accept_assignment(match: Any) -> bool:
     strength = secret_strength(name)
     if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare):
         return False
-    if re.match(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)", bare):
-        return False  # a URL with no credentials in it: `[secrets]: https://docs.github.com/…`
+    if re.match(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)", bare) or re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+", bare):
+        return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
     if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6) or _spells_the_name(bare, name) or (
             _name_parts(name)[-1].endswith(("cookie", "cookies")) and " " in bare and not any(map(str.isdigit, bare))) or _name_parts(name)[-1] == "pin" and not any(map(str.isdigit, bare)):
         return False  # a key or a token is not `ollama`, `123` or a sentence; a PIN has digits, cookies of words are examples
@@ -1265,7 +1273,7 @@ def _accept_call_password(match: Any) -> bool:
     if called is None or ")" in text[opening:match.start()] or not re.search(_CONNECTING_CALL, called.group()):
         return False  # not the arguments of a call that connects: `check('left', '20x40+0+80')`
     shaped = looks_machine_generated(value) or looks_like_chosen_password(value)
-    return shaped and not _is_reference(value) and not re.search(_NOT_RANDOM_SHAPES + "|[/@]", value) and not re.fullmatch(
+    return shaped and not _is_reference(value) and not re.search(_NOT_RANDOM_SHAPES + "|/", value) and not re.fullmatch(
         _ALGORITHM_NAME, value)
 
 
@@ -1578,7 +1586,7 @@ def looks_like_chosen_password(value: str) -> bool:
 # end a name (dbPassword); short ones and other languages' stand alone.
 _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?"
-    r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption"
+    r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|pin|creds|psk|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
@@ -1588,7 +1596,7 @@ _CREDENTIAL_WORDS = (
     r"|passphrase|frase secreta|phrase secr[èe]te|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|암호|토큰|비밀\s?키|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|סיסמ[הא]|รหัสผ่าน)")
+    r"|비밀번호|암호|토큰|비밀\s?키|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
 # Commands that print a secret: reading a key or secret file, a password manager or vault, a cloud
 # secret store, creating a token or random bytes.
 _SECRET_PRINTING_COMMAND = (
@@ -1606,7 +1614,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?)|sops[ \t]+(?:-d|--decrypt|decrypt)"
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+tokens?[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
-    r"|printenv|env\b|pwgen|apg|makepasswd|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
+    r"|printenv|env\b|pwgen|apg|makepasswd|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b")
 # A prompt line: the end of what the command before it printed.
@@ -1629,13 +1637,13 @@ _FUNCTION_WORDS = frozenset("the and for with from that this into then than when
 # in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "->", particles (は, 은).
 _CONNECTOR = (r"(?:(?<![\w'’])(?:is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora"
               r"|adesso|nu|nyt|nå|on|ni|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو"
-              r"|είναι|היא|הוא|คือ|currently"
+              r"|είναι|היא|הוא|คือ|ficou|fica|became|becomes|stał się|стал|стала|currently"
               r"|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|(?:changed|set|reset|updated) to"
               r"|mudou para|alterada para|cambió a|cambiada a|geändert (?:in|zu|auf)|changé en|changé pour)(?![\w'’])"
               r"|c'est|是|为|為|は|는|은|이|가|है|—|->|→|=>)")
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
-_GIVEN_VALUE = (r"(?i)(?:[^\n@/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:：=])|" + _CONNECTOR + ")"
+_GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:：=])|" + _CONNECTOR + ")"
                 r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
@@ -1646,11 +1654,11 @@ _VALUE_AT_ONCE = r"[ \t]+[\"'«“(`]?(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
 # the detector finds by their shape; the other words name passwords and PINs, which people choose.
 _MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|schl|sleutel|nyckel|chiave|chave"
                              r"|llave|klucz|anahtar|ключ|токен|секрет|トークン|鍵|キー|シークレット|令牌|密钥|秘钥|金鑰|私钥"
-                             r"|토큰|키|시크릿|कुंजी|टोकन|session|zugangsdaten|geheimnis|segredo|segreto|belirte|psk")
+                             r"|토큰|키|시크릿|कुंजी|टोकन|session|zugangsdaten|geheimnis|segredo|segreto|belirte")
 # What names the next value as something else, in prose or as a flag (`--project=`).
 _NOT_A_SECRET_BEFORE = _PROSE_NOT_A_SECRET_BEFORE + "|" + _NAME_FLAG_BEFORE
 # The end of what may stand between a credential word and a hex value further on: "… ist 65d2…".
-_HEX_AFTER = r"(?i)(?:[:=：]|" + _CONNECTOR + r")[ \t]*[\"'`(«]?[ \t]*$"
+_HEX_AFTER = r"(?i)(?:[:=：]|" + _CONNECTOR + r")[ \t]*[\"'`(«]?\s*$"
 # What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
 _HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:był|" + _CONNECTOR + r")[\s:]*)?[\"'`(]*"
 _SIGNED_URL_PARAMETERS = frozenset("""
@@ -1691,7 +1699,7 @@ def _given_password(match: Any) -> list:
     if not re.compile(r"[A-Za-z0-9]").search(text, start, min(endpos, start + 200)):
         return []  # every value given below has a letter or a digit of ASCII
     prose = not word.isascii() or " " in word  # `Mot de passe :`, `비밀번호:` are never code
-    chosen_by_people = not re.search(_MACHINE_CREDENTIAL_PARTS, word)
+    chosen_by_people = not re.search(_MACHINE_CREDENTIAL_PARTS, word) or re.search(r"(?i)wpa|wi-?fi|wlan|network", word)
     standalone = match.start() == 0 or text[match.start() - 1] in " \t\n(\"'«“`*"  # not pg_password, api-key
     at_once = re.compile(_VALUE_AT_ONCE).match(text, start, endpos) if chosen_by_people and standalone else None
     if at_once and _is_given_password(word, _value_span(at_once, "v", text), True, text, at_once.start("v")):
@@ -1733,9 +1741,9 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     import re
     if word.lower().startswith(("pin", "пин", "code pin", "暗証番号")) and re.fullmatch(r"\d{4,8}", value):
         return True
-    if re.match(r"[-+*&|!<>=]|[A-Za-z_][\w.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$", value):
+    if re.match(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$", value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`): code and logs
-    chosen = _looks_like_password(value) or chosen_counts and (
+    chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and (
         looks_like_chosen_password(value) or re.search(_PASSPHRASE_WORD, word) and _looks_like_passphrase(value))
     following = text[first + len(value):first + len(value) + 1]
     return (chosen and not _reads_as_code(value, following) and not re.search(_NOT_RANDOM_SHAPES + "|/", value)
@@ -1856,7 +1864,7 @@ def _find_call_literals(match: Any) -> list:
         after_user = re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+", previous)
         if not found and (named_call or credential_call and literals > 1 or after_user) and (
                 _looks_like_password(value) or looks_like_chosen_password(value)) and not re.search(
-                _NOT_RANDOM_SHAPES + "|[/@]", value) and not re.fullmatch(_ALGORITHM_NAME, value):
+                _NOT_RANDOM_SHAPES + "|/", value) and not re.fullmatch(_ALGORITHM_NAME, value):
             found = [(start, end)]
         spans, previous = spans + found, value
     return spans
@@ -1867,7 +1875,7 @@ def _find_call_literals(match: Any) -> list:
 _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|[ \t])(?:go)?pass[ \t]+(?:show[ \t]+)?[\w./\-]+[ \t]*$"
                          r"|op[ \t]+read|bw[ \t]+get[ \t]+password|lpass[ \t]+show[^\n]*--password|base64[ \t]+(?:-d|--decode|-D)"
                          r"|auth[ \t]+token|auth:token|print-access-token|get-login-password|secret-tool[ \t]+lookup"
-                         r"|keyring[ \t]+get|output[ \t]+-raw|get-access-token[^\n]*-o[ \t]+tsv")
+                         r"|keyring[ \t]+get|output[ \t]+-raw|get-access-token[^\n]*-o[ \t]+tsv|initial-password")
 
 
 def _find_printed_secrets(match: Any) -> list:
@@ -1899,7 +1907,7 @@ def _find_table_cells(match: Any) -> list:
     text, head = match.string, match.group("head")
     separator = next((c for c in "|;," if c in head), None)
     names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
-    columns = {i: name.lower().startswith(("pin", "пин")) for i, name in enumerate(names) if name and (
+    columns = {i: bool(re.search(r"(?i)\bpin\b|пин", name)) for i, name in enumerate(names) if name and (
         secret_strength(re.sub(r"\W+", "_", name)) == 2 or re.fullmatch(_CREDENTIAL_WORDS, name))}
     spans, position = [], match.start("s")
     for row in text[position:match.end("s")].split("\n") if columns else ():
@@ -1927,6 +1935,18 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
     if separator == "|" and line.rstrip().endswith("|"):
         cells = cells[:-1]
     return cells
+
+
+def _find_code_lines(match: Any) -> list:
+    """Each code of a list after the words that name recovery codes: mixed letters and digits or
+    digits alone, which words of a following sentence are not."""
+    import re
+    spans = []
+    for code in re.compile(r"[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}").finditer(match.string, match.start("s"), match.end("s")):
+        value = code.group()
+        if re.search(r"\d", value) and (re.search(r"[a-z]", value.lower()) or len(value) >= 6) and not _is_reference(value):
+            spans.append(code.span())
+    return spans
 
 
 def _find_split_literals(match: Any) -> list:
@@ -2050,7 +2070,7 @@ def _accept_byte_array_key(match: Any) -> bool:
 # reaches the bound is followed to its end (_end_of_bare_value).
 _BARE_VALUE_CAP = 256
 _QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,4096}\\"|"(?:[^"\\\n]|\\.|\\\r?\n){0,4096}"|'[^'\n]{0,4096}'|`[^`\n]{0,4096}`"""
-                   r"""|[^\s,;'"`})\]&<>|\\]{1,256}))""")
+                   r"""|(?:&(?=[A-Za-z0-9]))?[^\s,;'"`})\]&<>|\\]{1,256}))""")
 _TOOL_VALUE = r"""(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{1,256})"""
 _ARGUMENT = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s'"|;&<>]{1,200})"""  # one argument before the value
 _SAME_COMMAND = r"[^\n|;&]{0,200}?"  # the rest of one shell command, bounded
@@ -2084,6 +2104,10 @@ private-key-block            -                      -----BEGIN (?:[A-Z0-9 ]{0,40
 #   catch: "key": "-----BEGIN PRIVATE KEY-----«\\nMIIEvQIBADANBgkqhkiG9w0BAQEF\\n»-----END PRIVATE KEY-----\\n"
 #   keep:  -----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC\n-----END PUBLIC KEY-----
 #   catch: -----BEGIN OpenVPN Static key V1-----«\n6fd51eeb421f5c66cd2f5a43ac5be272\n»-----END OpenVPN Static key V1-----
+# minisign's and signify's secret keys: the base64 line under their comment.
+signing-tool-secret-key      -                      untrusted comment: [^\n]{0,80}secret key[ \t]*\r?\n(?P<s>[A-Za-z0-9+/]{40,}={0,2})
+#   catch: untrusted comment: minisign encrypted secret key\n«RWRTY0IyqT3nXbCm1xOEBG6FkF6fosa2VEhpwehlusFBYBxn+»
+#   keep:  untrusted comment: minisign public key 4D5E7F8A\nRWQr90qNoukxyY8Wok233WWotxbM30DRm+ResJtoVUpU7KBIG1WTzkAKw==
 # Bitcoin private keys in wallet import format (base58, 51 or 52 characters; c and 9 on testnets).
 bitcoin-wif-key              random                 (?<![A-Za-z0-9])(?P<s>[5KLc9][1-9A-HJ-NP-Za-km-z]{50,51})(?![A-Za-z0-9])
 #   catch: bitcoin-cli -regtest importprivkey "«LB2svURAddgejsaTQmKEZiHLHYsMXPtJr2SGr4XTjh37fFb6fC1d»" "faucet" false
@@ -2249,7 +2273,7 @@ byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t
 #   catch: $ cat ~/.config/solana/id.json\n[«174,47,154,16,202,193,206,113,199,190,53,133,169,175,31,56,222,53,138,189,224,216,117,173,10,149,53,45,73,251,237,246,15,185,186,82,177,240,148,69,241,227,167,80,141,89,240,121,121,35,172,247,68,251,226,218,48,63,176,109,168,89,238,135»]
 #   keep:  histogram = [3,1,4,1,5,9,2,6,5,3,5,8,9,7,9,3,2,3,8,4,6,2,6,4,3,3,8,3,2,7,9,5]
 # A raw private key: 0x and 64 hex digits after a name that says key.
-hex-private-key              -                      (?i)(?:private|priv|secret|signer|signing|wallet|deployer|owner)[\w\- ]{0,12}?key\b[^\n]{0,20}?(?<![0-9a-fA-Fx])(?P<s>0x[0-9a-fA-F]{64})(?![0-9a-fA-F])
+hex-private-key              -                      (?i)(?:(?:private|priv|secret|signer|signing|wallet|deployer|owner)[\w\- ]{0,12}?key\b|accounts)[^\n]{0,20}?(?<![0-9a-fA-Fx])(?P<s>0x[0-9a-fA-F]{64})(?![0-9a-fA-F])
 #   catch: the deployer private key is «0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318»
 #   keep:  tx hash 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318
 # Base64 of user:password (Docker's "auth", npm's _auth, a credentials field).
@@ -2285,19 +2309,28 @@ sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql
 ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}\s-w\s+{TOOL_VALUE}
 #   catch: ldapsearch -x -D "cn=admin,dc=example,dc=com" -w '«Saffron2395!»' -b "dc=example,dc=com"
 #   keep:  ldapsearch -x -D "cn=admin,dc=example,dc=com" -w "$LDAP_PW" -b "dc=example,dc=com"
-user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)["']?(?P<user>[^\s:'",]+)[:,](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
+user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user|-a|--auth)(?:\s+|=)["']?(?P<user>[^\s:'",]+)[:,](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
 #   catch: curl -u admin:«pa55word» https://ci.example.com
 #   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
 #   keep:  node app.js | pino-http-send -u http://localhost:8080/logs
+# An expect script's answer to a password prompt: `expect "Password:"` then `send "…\r"`.
+expect-send-password         not-reference          (?i)expect[ \t]+(?:-\w+[ \t]+)*"[^"\n]{0,40}(?:pass|pin|secret|token|phrase)[^"\n]{0,40}"[ \t]*\r?\n[ \t]*send[ \t]+(?:--[ \t]+)?"(?P<s>[^"\n\\]{1,256})
+#   catch: spawn su - oracle\nexpect "Password:"\nsend "«Café2001»\r"
+#   keep:  expect "Password:"\nsend "$env(ORACLE_PASSWORD)\r"
+# A Java string literal turned into a char array: how Java passes passwords (KeyStore.load, PBEKeySpec).
+java-char-array-password     chosen                 "(?P<s>[^"\n\\]{4,256})"\.toCharArray\(\)
+#   catch: ks.load(new FileInputStream("client.p12"), "«Vortex2020*»".toCharArray());
+#   keep:  char[] sep = ", ".toCharArray();
 # `auth user:password` in a server's configuration (HAProxy's stats auth, Traefik and nginx kin).
 auth-user-password           user-password          (?i)(?<![\w\-])(?:stats[ \t]+)?auth[ \t]+(?P<user>[\w.\-@]{1,64}):(?P<s>[^\s'"]{4,256})
 #   catch: stats auth admin:«sinaasappel?341»
 #   keep:  stats auth admin:${HAPROXY_STATS_PASSWORD}
 # A network device's secret or password line (Cisco IOS and its kin), with or without its type digit.
-device-secret-line           not-reference          (?m)^[ \t]*(?:enable|username[ \t]+\S+(?:[ \t]+privilege[ \t]+\d+)?)[ \t]+(?:secret|password)(?:[ \t]+[0-9])?[ \t]+(?P<s>\S+)
+device-secret-line           not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:enable|username[ \t]+\S+(?:[ \t]+privilege[ \t]+\d+)?)[ \t]+(?:secret|password)(?:[ \t]+[0-9])?[ \t]+(?P<s>\S+)
 #   catch: username netadmin privilege 15 secret «aycicek_356»
 #   catch: enable secret 0 «Xk29mPq7zLw4Rt8V»
 #   keep:  username netadmin privilege 15 secret ${ENABLE_SECRET}
+#   catch: switch01(config)# enable secret «Cactus1986!»
 # A variable set by a server's or a container's directive: `SetEnv DB_PASS …`, `ENV API_TOKEN …`.
 env-directive                assignment             (?m)^[ \t]*(?:SetEnv|PassEnv|ENV|fastcgi_param|env|setenv|Environment=?)[ \t]+"?(?P<name>[A-Za-z_][\w.\-]{0,80})"?[ \t]+(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s'";]{1,256})
 #   catch: SetEnv DB_PASS «cricket.1690»
@@ -2337,7 +2370,7 @@ ssm-parameter-value          not-reference          \bput-parameter\b{COMMAND}\s
 #   catch: aws ssm put-parameter --name /prod/db/password --type SecureString --value '«7Uig%yTq%Fn»'
 #   keep:  aws ssm put-parameter --name /prod/db/password --type SecureString --value "$DB_PASSWORD"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin)
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
 #   catch: printf '%s' '«Rk8#vale-Oak»' | gcloud secrets versions add db-password --data-file=-
 #   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
@@ -2681,6 +2714,9 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  encrypt = true
 #   catch: PARTNER_API_SECRET = (\n    "«u0bVU4lAIEXoRp1YIOFdbMphBcdj4mvl»"\n    "«NjmvnZE1eqRJ4yZIh2XKopkan61izVK0»"\n)
 #   keep:  {"items":[{"id":"RwG6SVdto78"}],"nextPageToken":"CDIQAA","pageInfo":{"totalResults":368}}
+#   catch: ["KEYCLOAK_ADMIN=admin","KEYCLOAK_ADMIN_PASSWORD=«&Granite82zaq12wsx»"]
+#   catch: conn = psycopg2.connect(user="orders_rw", password="«$Crimson58asdfgh»")
+#   keep:  Set-Cookie: session=deleted; expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -2715,7 +2751,7 @@ aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}
 # ── Contexts: where a machine-made value is a secret, whatever its format (the random-token detector) ──
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
-context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}))
+context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
 #   catch: Le mot de passe du compte de service est «f7Kq2xWm9LpR4tZs» depuis hier.
 #   catch: Das neue Passwort für den Build-Server lautet «Zx8pQ2rT5vLm9WkN».
 #   catch: La contraseña del usuario es «x8Qw2Lr5Tz9Mk3Vp» y vence el viernes.
@@ -2780,8 +2816,14 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  {"IsTruncated": true, "NextContinuationToken": "1lqY42oO6X8hQhSaunxpr02rmbHo25dbtHF7KFKKsJqYkGEUE"}
 #   keep:  Captcha site key (public, embedded in the page): 6LPFuSYtPhOznDgB4G_TKAq5kUCJq-HjQ9S5WnHK3Y
 #   keep:  RWQr90qNoukxyY8Wok233WWotxbM30DRm+ResJtoVUpU7KBIG1WTzkAKw==
+#   catch: Please use the following password to proceed to installation:\n\n«6165370b5eb54ac230899cab12ef34cd»
+#   catch: Clé d'API du service de géocodage (compte perso, pas la prod) : «e58fbbfdb4848532c0122881ab34cd12»
+#   catch: Пароль от почтового ящика support@: «PMJevMUq=yrqUr!H»
+#   catch: - Heslo k databázi na stagingu je «!Jigsaw691qaz2wsx».
+#   catch: Office Wi-Fi: SSID "Acme-Guest", WPA2 key «MEADO4893raven»
+#   keep:  $ gpg --list-keys lars12@example.com
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
-context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
+context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
 #   catch: acme-cli login «Zt7Kq2Xm9LpW4rVb8NcD» --org acme
 #   catch: yarn config set npmAuthToken «Np9Xk2Lm7Qr4Tz8WvB3c»
@@ -2794,7 +2836,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: export BW_SESSION=$(bw unlock '«ahead-anxiety-cost-lantern»' --raw)
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -2815,6 +2857,8 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: const token = jwt.sign({ sub: user.id }, "«Xwdah7C!av.z1GBNF.qdiP»", { expiresIn: "1h" });
 #   keep:  let key = hmac::Key::new(hmac::HMAC_SHA256, key_bytes);
 #   keep:  client = boto3.client("s3", "us-west-2")
+#   catch: ds.setPassword("«P@$$wort107-»")
+#   catch: mac := hmac.New(sha256.New, []byte("«nJqkcWs9J55v37RoxBbfxrgL»"))
 # A user and a password as neighbouring string arguments of any call, in any language:
 # `mysql_real_connect(conn, host, "etl_user", "…", …)`, `simple_bind_s("cn=admin,…", "…")`.
 user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<user>[A-Za-z_][\w.\-]{0,31}|(?i:cn|uid)=[^"'\n]{1,200})(?P=q)(?=[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}'))
@@ -2862,6 +2906,11 @@ context-credential-table     table-cells            (?m)^[ \t]*(?P<head>(?:\|[ \
 #   keep:  | setting | value |\n|---|---|\n| max_tokens | 4096 |\n| password_min_length | 12 |
 #   keep:  | user | password |\n|---|---|\n| admin | stored in the vault |
 #   catch: crm=> select username, api_token from service_accounts;\n username  |            api_token\n-----------+----------------------------------\n reporter  | «e236750e806d2e50525edf30a0cbd7f9»\n(1 row)
+#   catch: Device        | Location   | Admin PIN\nPrinter-3F    | 3rd floor  | «737654»
+# Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
+context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
+#   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»
+#   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
 # A cookie jar in Netscape's format (curl -c, browsers' exports): the value, last of seven fields.
 netscape-cookie-jar          random                 (?m)^(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t[^\t\n]+\t(?P<s>[^\t\n]{8,4096})$
 #   catch: .example.dev	TRUE	/	TRUE	1767225600	session	«JYa9pus5hGAtbYj4ziedUIbUKMICMVwtZQV7BJKT»
@@ -2907,6 +2956,7 @@ CONTEXT_FINDERS = {
     "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
+    "code-lines": _find_code_lines,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
 # alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
@@ -3313,6 +3363,7 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 # is parsed at first use (_stored_rule_words).
 RULE_WORDS = {
     "private-key-block": ("be646d8b", ("-----begin ",), ("-----begin ",)),
+    "signing-tool-secret-key": ("383e66f7", ("untrusted comment: ",), ("untrusted comment: ",)),
     "bitcoin-wif-key": ("78542972", (), ()),
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",)),
     "smtp-auth-login-password": ("2bdeb838", ("334 ugfzc3dvcmq6",), ("334 ugfzc3dvcmq6",)),
@@ -3381,8 +3432,8 @@ RULE_WORDS = {
         ("backup", "bip", "frase ", "mnemonic", "phrase de r", "recovery", "secret", "seed", "semilla",
         "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문")),
     "byte-array-key": ("fb92c920", ("[",), ()),
-    "hex-private-key": ("5b347d57", ("deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
-        ("deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet")),
+    "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
+        "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet")),
     "base64-user-password": ("b3d31a6b", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident")),
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), ()),
@@ -3394,9 +3445,11 @@ RULE_WORDS = {
     "sqlcmd-password": ("61682b0e", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
         "sqlcmd")),
     "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",)),
-    "user-password-flag": ("83630b79", ("-",), ()),
+    "user-password-flag": ("47c53d55", ("-",), ()),
+    "expect-send-password": ("f92ffee4", ("expect",), ("expect",)),
+    'java-char-array-password': ('c9c36271', ('".tochararray()',), ()),
     "auth-user-password": ("02b0db0a", ("auth",), ()),
-    "device-secret-line": ("7d83c045", ("enable", "username"), ()),
+    "device-secret-line": ("8b59ec24", ("enable", "username"), ()),
     "env-directive": ("7ce0ab87", ("env", "environment", "fastcgi_param", "passenv", "setenv"), ()),
     'redis-auth-logged': ('6cec0e88', ('"auth"',), ('"auth"',)),
     "sshpass": ("fd183a56", ("sshpass",), ("sshpass",)),
@@ -3408,7 +3461,7 @@ RULE_WORDS = {
     "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",)),
     "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",)),
     "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",)),
-    "piped-secret": ("45fac81d", ("echo", "printf"), ("echo", "printf")),
+    "piped-secret": ("290c325b", ("echo", "printf"), ("echo", "printf")),
     "secret-file-write": ("d44ea8da", ("echo", "printf"), ("echo", "printf")),
     "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), ()),
     "openssl-pass": ("a94aee91", ("-pass",), ("-pass",)),
@@ -3450,8 +3503,8 @@ RULE_WORDS = {
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
         "codecovcli", "doctl", "ngrok", "snyk", "vault")),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",)),
-    "spaced-assignment": ("c66a6eb2", ("configure", "env", "set", "setenv", "setx"), ()),
-    "powershell-env-item": ("99398c46", ("-item",), ("new", "set")),
+    "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), ()),
+    "powershell-env-item": ("5fb1e4dc", ("-item",), ("new", "set")),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets")),
     "config-set-secret": ("10d39743", ("--secret",), ("config",)),
     "sonar-login": ("284813d6", ("-dsonar.login", "-dsonar.password", "-dsonar.token"), ("-dsonar.login",
@@ -3477,10 +3530,10 @@ RULE_WORDS = {
     'terraform-random-password': ('2941fd8f', ('"random_password"',), ('"type"',)),
     "chpasswd-list": ("a99c0b3a", ("chpasswd:",), ("chpasswd:",)),
     "user-then-password-flags": ("62339cac", ("-u",), ("-u",)),
-    "secret-pair": ("b8c1db16", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
+    "secret-pair": ("8da47c53", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
         "secret_access_key", "secret_key", "token"), ()),
     'nested-json-value': ('2370d3b9', ('"value"',), ()),
-    "name-value-pair": ("ac73a7e8", ("value",), ()),
+    "name-value-pair": ("a689e9f7", ("value",), ()),
     "call-with-name-and-value": ("eaca055d", ("(",), ()),
     "call-wrapped-value": ("8048d0d5", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), ()),
@@ -3490,13 +3543,13 @@ RULE_WORDS = {
     "xml-element": ("e7371839", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
         "psk", "pwd", "secret", "session", "token"), ()),
     "key-value-attributes": ("17e31e22", ("value",), ()),
-    "typed-assignment": ("0060c24e", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "typed-assignment": ("ae81ee50", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), ()),
-    "secret-flag": ("e9401a75", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
+    "secret-flag": ("98728f74", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
         "psk", "pwd", "secret", "session", "token"), ()),
     "config-line-value": ("d3da92d0", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), ()),
-    "secret-assignment": ("29e0bebc", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "secret-assignment": ("739b1615", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), ()),
     "prose-password": ("508ec98b", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd")),
@@ -3504,23 +3557,21 @@ RULE_WORDS = {
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login")),
     "prose-named-secret": ("ecd51c82", (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",)),
-    "context-credential-word": ("c8545725", ("access", "account", "adgangskode", "admin", "anahtar", "api", "apiキー",
-        "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "client",
-        "contrase", "credential", "creds", "deploy", "encryption", "frasa sandi", "frase secreta", "geheimnis",
-        "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennwort", "key", "khoá",
-        "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "losenord", "lozink", "lösenord",
-        "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nyckel", "parol",
-        "parola", "parool", "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort",
-        "phrase secr", "pin", "private", "psk", "pw", "pwd", "recovery", "root", "salasana", "sandi", "schl",
-        "schlüssel", "secret", "segredo", "segreto", "senfras", "senha", "service", "session", "sifre", "signing",
-        "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "zugangsdaten", "şifre", "κωδικός", "ключ",
-        "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन",
-        "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号",
-        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
-    "context-login-command": ("95e42653", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
-        "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log", "set",
-        "sign", "unlock")),
-    "context-client-call": ("2f9e3c9a", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
+    "context-credential-word": ("47e55a28", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+        "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "frasa sandi",
+        "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
+        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenord", "lozink", "lösenord",
+        "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nyckel", "parol", "parola",
+        "parool", "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort", "phrase secr", "pin",
+        "psk", "pw", "pwd", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senfras",
+        "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "wachtwoord", "zugangsdaten", "şifre",
+        "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور",
+        "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌",
+        "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
+    "context-login-command": ("abad3bc8", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
+        "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
+        "log", "obscure", "set", "sign", "unlock")),
+    "context-client-call": ("20f1189c", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
         "authenticate", "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect", "connection",
         "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode", "encrypt",
         "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp",
@@ -3539,17 +3590,18 @@ RULE_WORDS = {
     "context-cookie": ("c9e26e74", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie")),
     "context-url-parameter": ("4d015a44", ("=",), ()),
-    "context-command-output": ("14e11aa0", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+    "context-command-output": ("adbd9859", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
         "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler", "echo", "env",
         "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
         "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519",
-        "id_rsa", "inject", "inspect", "item", "keyfile", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
-        "kubectl", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw", "printenv", "private", "pwd",
-        "pwgen", "read", "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage", "terraform",
-        "token", "vault", "vercel", "wallet"), ()),
+        "id_rsa", "initial-password", "inject", "inspect", "item", "keyfile", "keypair", "keyring", "keystore",
+        "keyvault", "kubeconfig", "kubectl", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw", "printenv",
+        "private", "pwd", "pwgen", "read", "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage",
+        "terraform", "token", "vault", "vercel", "wallet"), ()),
     "context-credential-table": ("b5dc86fa", ("\n",), ()),
+    "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery")),
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), ()),
     "context-split-literal": ("f3687314", (), ()),
     "context-wrapped-line": ("28fe229a", ("\n",), ()),
