@@ -939,6 +939,8 @@ def secret_strength(name: str) -> int:
         return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest, nextPageToken a cursor
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
+    if parts[0] == "x" and last in ("key", "token", "secret"):
+        return 2  # an HTTP header that carries a key: X-Partner-Key, X-Service-Token
     if parts[-2:] == ["secret", "id"]:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if last == "encrypt" and len(parts) == 1:
@@ -1437,7 +1439,7 @@ _NOT_RANDOM_SHAPES = (
     r"^[$%{<@~.:]|^/(?!\S*[+=])|://|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|^[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
     r"|\.[a-z]{1,4}\d?(?::\d+)*/?$|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
     r"|^(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}$"
-    r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^0x[0-9a-fA-F]{40}$|^[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?[,;)\]]*$"
+    r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^0x[0-9a-fA-F]{40}$|^[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|^[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?[,;)\]]*$"
     r"|(?i:(?:^|[@:=\-])(?:sha(?:1|224|256|384|512)?|md5|h1|zh|blake2b?|xxh\d*|crc32c?)[:\-])"
     r"|^(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
 # Object ids that public APIs print (Stripe, OpenAI, Anthropic, cloud resources): names, not keys.
@@ -1588,7 +1590,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|pin|creds|psk|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])"
+    r"|bearer|pwd|pw|pin|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -1643,7 +1645,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:is|are|was|were|est|ist|es|era|è|é|lautet|e
               r"|c'est|是|为|為|は|는|은|이|가|है|—|->|→|=>)")
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
-_GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:：=])|" + _CONNECTOR + ")"
+_GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:：=])|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
                 r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
@@ -1730,7 +1732,8 @@ def _value_span(found: Any, group: str, text: str = "") -> Any:
     import re
     first, value = found.start(group), found.group(group)
     if group == "v":
-        value = re.match(_NOT_IN_SPACELESS_SCRIPTS, value).group().rstrip(".,;)?*") or value  # パスワードはabc123です
+        value = re.match(_NOT_IN_SPACELESS_SCRIPTS, value).group().rstrip(".,;)?") or value  # パスワードはabc123です
+        value = value.rstrip("*") if value.rstrip("*").isalpha() else value  # markdown's *Actions*, not neko494*
     return text[first:first + len(value)] if text else (first, first + len(value))
 
 
@@ -1743,8 +1746,9 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True
     if re.match(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$", value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`): code and logs
-    chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and (
-        looks_like_chosen_password(value) or re.search(_PASSPHRASE_WORD, word) and _looks_like_passphrase(value))
+    if re.search(_PASSPHRASE_WORD, word) and _looks_like_passphrase(value):
+        return True  # violet.river.limone.nick after "passphrase" is no host name
+    chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
     following = text[first + len(value):first + len(value) + 1]
     return (chosen and not _reads_as_code(value, following) and not re.search(_NOT_RANDOM_SHAPES + "|/", value)
             and not _is_masked_or_public(value))  # an @ is a password's (F@lc0n18), an address is not a password
@@ -2117,14 +2121,26 @@ nostr-secret-key             -                      (?<![a-z0-9])(?P<s>nsec1[02-
 #   catch: nsec: «nsec1emcysh75d2g5flug745afwk94ylffa2nd3cfa7txka5fnpwntw3pwxunll»
 #   keep:  npub1emcysh75d2g5flug745afwk94ylffa2nd3cfa7txka5fnpwntw3pwxunll
 # The password of an SMTP AUTH LOGIN exchange: the base64 line after the server's "Password:" (UGFzc3dvcmQ6).
-smtp-auth-login-password     -                      334 UGFzc3dvcmQ6[^\n]{0,20}\n[^\n]{0,40}?(?P<s>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{8,512}={0,2})(?![A-Za-z0-9+/=])
+smtp-auth-login-password     -                      (?:334 UGFzc3dvcmQ6[^\n]{0,20}\n[^\n]{0,40}?|AUTH PLAIN[ \t]+)(?P<s>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{8,512}={0,2})(?![A-Za-z0-9+/=])
 #   catch: reply: 334 UGFzc3dvcmQ6\nsend: '«bWl6eWpidG1pb2x2dWRiZQ==»'
 #   keep:  reply: 334 VXNlcm5hbWU6\nsend: 'bmFkaWEucGVhbnV0QGdsb2JleC5vcmc='
+#   catch: send: 'AUTH PLAIN «3ewOpK+xiIV23fpj8fxCiZglAbc=»\r\n'
 # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
-url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}:?//(?P<user>[^\s/?#:'"<>]*):(?P<s>[^\s/?#@'"<>]+)@
+url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}:?//(?P<user>[^\s/?#:'"<>]*):(?P<s>[^\s/@'"<>]+)@
 #   catch: psql postgres://app:«s3cr3tpw»@db.example.com:5432/app
 #   keep:  psql postgres://app:${DB_PASSWORD}@db.example.com:5432/app
 #   keep:  node app.js | pino-mq -u "amqp://guest:guest@localhost/" -q "pino-logs"
+#   catch: DATABASE_URL=postgresql://app:«Autumn2024#94»@db.internal:5432/app
+#   catch: nats sub -s nats://bob:«Solnyshko?y3ll0w9»@nats.internal:4222 orders.>
+# A Go MySQL DSN: user:password@tcp(host)/db.
+mysql-dsn-password           not-reference          ["'\s][\w.\-]{1,64}:(?P<s>[^\s"']{1,128}?)@(?:tcp|unix|udp)\(
+#   catch: db, err := sql.Open("mysql", "app:«C@ny0n1900!»@tcp(db:3306)/orders")
+#   keep:  db, err := sql.Open("mysql", "app:"+os.Getenv("DB_PASS")+"@tcp(db:3306)/orders")
+# A default in a placeholder for a secret: Spring's ${jwt.secret:…}, the shell's ${DB_PASSWORD:-…}.
+placeholder-default-secret   assignment             \$\{(?P<name>[\w.\-]{0,60}(?i:secret|passw|token|key|pwd)[\w.\-]{0,60}):-?(?P<s>[^}\s]{4,256})\}
+#   catch: @Value("${jwt.secret:«0e4ntYnP9X8YzuEwykPZxf7/Zq8Lm2Xr5Kp9Tw3V»}")
+#   catch: export PGPASSWORD=${DB_PASSWORD:-«Summer2021!»}
+#   keep:  @Value("${jwt.secret:}") and ${API_TOKEN:-${FALLBACK_TOKEN}}
 url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<s>[A-Za-z0-9_\-]{20,256})(?::[^\s/?#@'"<>]*)?@
 #   catch: git clone https://«x9Kq2LmN4pR7sT1vW3yZ5bD8»@git.example.com/acme/infra.git
 #   keep:  git clone https://deploy-bot-readonly@git.example.com/acme/infra.git
@@ -2137,6 +2153,9 @@ zapier-webhook               -                      hooks\.zapier\.com/hooks/cat
 teams-webhook                -                      webhook\.office\.com/webhookb2/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-f]{32})/
 #   catch: https://acme.webhook.office.com/webhookb2/0a1b2c3d-1111-2222-3333-444455556666@0a1b2c3d-7777-8888-9999-000011112222/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff
 #   keep:  post alerts to the webhook.office.com URL in $TEAMS_WEBHOOK
+teams-webhook-signature      -                      IncomingWebhook/[^\s/]{1,64}/[0-9a-f\-]{36}/(?P<s>[A-Za-z0-9_\-]{20,})
+#   catch: https://acme.webhook.office.com/webhookb2/a@b/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff/«EEaKvzaaDDBuRXJforyeTavA12»
+#   keep:  the Teams webhook URL lives in $TEAMS_WEBHOOK
 discord-webhook              -                      discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: https://discord.com/api/webhooks/123456789012345678/«EXAMPLEexampleEXAMPLEexample_token-0123»
 #   keep:  https://discord.com/api/webhooks/{webhook.id}/{webhook.token}
@@ -2375,10 +2394,11 @@ piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-z
 #   catch: printf '%s' '«Rk8#vale-Oak»' | gcloud secrets versions add db-password --data-file=-
 #   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
 # echo '…' > ~/.vault_pass: a value written to a file whose name says secret.
-secret-file-write            chosen                 \b(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*[ \t]+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")[ \t]+)?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s'"|;&<>]{1,256})[ \t]*>>?[ \t]*["']?[^\s|;&'"]{0,200}?(?i:pass|secret|token|cred|key|pw)[^\s|;&/'"]{0,100}(?=["']?(?:[\s|;&)]|$))
+secret-file-write            chosen                 \b(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*[ \t]+(?:(?:'(?:%s(?:\\n)?)+'|"(?:%s(?:\\n)?)+")[ \t]+(?:[^\s'"|;&<>]+[ \t]+)?)?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s'"|;&<>]{1,256})[ \t]*>>?[ \t]*["']?[^\s|;&'"]{0,200}?(?i:pass|secret|token|cred|key|pw|auth)[^\s|;&/'"]{0,100}(?=["']?(?:[\s|;&)]|$))
 #   catch: echo '«Fig7#river-Wolf»' > ~/.vault_pass && chmod 600 ~/.vault_pass
 #   keep:  echo "$VAULT_PASS" > ~/.vault_pass
 #   keep:  echo done > /tmp/keys.log
+#   catch: printf '%s%s' etl_user '«Badger1962=»' > /etc/openvpn/client/auth.txt
 # (echo PASSWORD; echo PASSWORD) | smbpasswd -s -a USER: the first of the pair.
 piped-secret-pair            not-reference          \(\s*(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+{TOOL_VALUE}\s*;[^\n|&()]{0,200}\)\s*\|[^\n|;&]{0,80}?(?:passwd|chpasswd|--stdin|password-stdin|login)
 #   catch: (echo «sCif@XrlrXm3bk.H»; echo «sCif@XrlrXm3bk.H») | smbpasswd -s -a deploy
@@ -2614,6 +2634,10 @@ secret-pair                  pair                   (?i)(?<![\w-])(?=[a-z_\-]*[y
 #   catch: access_token   «q8XkL2mR7vTz4WpN9sYb»
 #   catch: poll mail.example.com user "ops" password "«Kettle#2040»" ssl
 #   keep:  the api_key argument is optional
+# A header set by a web server or a proxy's configuration: nginx, Apache, HAProxy.
+server-set-header            assignment             (?i)(?:proxy_set_header|add_header|more_set_headers|set-header|RequestHeader[ \t]+(?:set|append|add)|Header[ \t]+(?:set|append|add))[ \t]+"?(?P<name>[\w\-]{1,80})"?[ \t]+(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s;'"]{1,256})
+#   catch: proxy_set_header X-Partner-Key "«74d269be5a77a9382241887e6665b158d9815db6»";
+#   keep:  proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
 nested-json-value            assignment             (?<![\w\\])"(?P<name>[\w.\-]{1,80})"\s*:\s*\{[^{}]{0,300}?"value"\s*:\s*(?P<s>"[^"\\\n]{1,1024}")
 #   catch: "db_password": { "sensitive": true, "type": "string", "value": "«Fz8kQp2mWx9L»" }
 #   keep:  "db_endpoint": { "sensitive": false, "type": "string", "value": "10.6.26.222:5432" }
@@ -2822,6 +2846,13 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: - Heslo k databázi na stagingu je «!Jigsaw691qaz2wsx».
 #   catch: Office Wi-Fi: SSID "Acme-Guest", WPA2 key «MEADO4893raven»
 #   keep:  $ gpg --list-keys lars12@example.com
+#   catch: स्टेजिंग सर्वर का पासवर्ड «neko494*» है
+#   catch: The Wi-Fi passphrase for the lab is now: «violet.river.limone.nick»
+#   catch: nsec for the relay bot: «zahss1rfic8pzgck90965e6udxq3lm7wz»
+# "logging in with user / password": the second of a pair after words that log in.
+login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]?(?:\s|$))
+#   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
+#   keep:  log in with your SSO account / the admin console
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
@@ -2897,6 +2928,7 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ security find-generic-password -s mango-smtp -w\n«qwertz799»
 #   catch: $ kubectl -n argocd get secret argocd-initial-admin-secret -o jsonpath="{.data.password}" | base64 -d; echo\n«NC9WRPD5QA5E61Sz»
 #   keep:  $ az keyvault secret list --vault-name kv-prod --query "[].id" -o tsv\nhttps://kv-prod.vault.azure.net/secrets/db-password
+#   keep:  $ env | grep -v -i -E 'key|token|secret|pass'\nHOME=/home/dev\nLANG=en_US.UTF-8
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
@@ -2915,6 +2947,10 @@ context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|o
 netscape-cookie-jar          random                 (?m)^(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t[^\t\n]+\t(?P<s>[^\t\n]{8,4096})$
 #   catch: .example.dev	TRUE	/	TRUE	1767225600	session	«JYa9pus5hGAtbYj4ziedUIbUKMICMVwtZQV7BJKT»
 #   keep:  .example.dev	TRUE	/	FALSE	1767225600	theme	dark-mode-enabled
+# A cookie table copied from a browser's developer tools: Name, Value, Domain… split by tabs.
+devtools-cookie-table        random                 (?m)^(?:Name\tValue\t[^\n]*\n(?:[^\n]*\n){0,40}?)?(?<=\n)[\w.\-]{1,64}\t(?P<s>[^\t\n]{16,4096})\t[.\w\-]+\t/
+#   catch: Name\tValue\tDomain\tPath\tExpires\n_gh_sess\t«ipdRO5m5K0XWcgBDC0kNBWP3Zq8Lm2Xr»\tgithub.com\t/\t2026-01-01
+#   keep:  Name\tValue\tDomain\tPath\tExpires\ntheme\tdark\tgithub.com\t/\t2026-01-01
 # The rest of a secret split over string literals (`"…" +`, Python's implicit joining), after a machine-made part.
 context-split-literal        split-literals         (?<=[\w+/=.~\-»])["'`](?P<s>(?:[ \t]*(?:\+|\.|\\)?[ \t]*\r?\n?[ \t]*\+?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
 #   catch: OPENAI_KEY = (\n    "«sk-proj-Aa9IDg4Tt_wUgKnGng1WgV2HzsUzxJULN»"\n    "«OIUuiX_Xz0AUhR8kNLFONVD16mT3BlbkFJk3»"\n)
@@ -3366,14 +3402,17 @@ RULE_WORDS = {
     "signing-tool-secret-key": ("383e66f7", ("untrusted comment: ",), ("untrusted comment: ",)),
     "bitcoin-wif-key": ("78542972", (), ()),
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",)),
-    "smtp-auth-login-password": ("2bdeb838", ("334 ugfzc3dvcmq6",), ("334 ugfzc3dvcmq6",)),
-    "url-credentials": ("cc634b62", ("//",), ()),
+    "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain")),
+    "url-credentials": ("9a5f55a6", ("//",), ()),
+    "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), ()),
+    "placeholder-default-secret": ("c798b740", ("key", "passw", "pwd", "secret", "token"), ("${",)),
     "url-token-user": ("ef921c04", ("://",), ()),
     "slack-webhook": ("7b115895", ("hooks.slack.com/services", "hooks.slack.com/triggers",
         "hooks.slack.com/workflows"), ("hooks.slack.com/services", "hooks.slack.com/triggers",
         "hooks.slack.com/workflows")),
     "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",)),
     "teams-webhook": ("e603f645", ("webhook.office.com/webhookb2/",), ("webhook.office.com/webhookb2/",)),
+    "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",)),
     "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",)),
     "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia")),
     "twilio-auth-token-after-sid": ("4374e4f6", ("ac",), ("ac",)),
@@ -3462,7 +3501,7 @@ RULE_WORDS = {
     "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",)),
     "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",)),
     "piped-secret": ("290c325b", ("echo", "printf"), ("echo", "printf")),
-    "secret-file-write": ("d44ea8da", ("echo", "printf"), ("echo", "printf")),
+    "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf")),
     "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), ()),
     "openssl-pass": ("a94aee91", ("-pass",), ("-pass",)),
     "redis-cli-password": ("4db6fd48", ("redis-cli",), ("redis-cli",)),
@@ -3532,6 +3571,8 @@ RULE_WORDS = {
     "user-then-password-flags": ("62339cac", ("-u",), ("-u",)),
     "secret-pair": ("8da47c53", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
         "secret_access_key", "secret_key", "token"), ()),
+    "server-set-header": ("c7fc4b51", ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader",
+        "set-header"), ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader", "set-header")),
     'nested-json-value': ('2370d3b9', ('"value"',), ()),
     "name-value-pair": ("a689e9f7", ("value",), ()),
     "call-with-name-and-value": ("eaca055d", ("(",), ()),
@@ -3557,17 +3598,18 @@ RULE_WORDS = {
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login")),
     "prose-named-secret": ("ecd51c82", (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",)),
-    "context-credential-word": ("47e55a28", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("b9da60a7", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "frasa sandi",
         "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
         "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenord", "lozink", "lösenord",
-        "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nyckel", "parol", "parola",
+        "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "parol", "parola",
         "parool", "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort", "phrase secr", "pin",
         "psk", "pw", "pwd", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senfras",
         "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "wachtwoord", "zugangsdaten", "şifre",
         "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور",
         "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌",
         "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
+    "login-pair-in-prose": ("b2f617d1", ("log", "sign"), ("log", "sign")),
     "context-login-command": ("abad3bc8", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock")),
@@ -3603,6 +3645,7 @@ RULE_WORDS = {
     "context-credential-table": ("b5dc86fa", ("\n",), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery")),
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), ()),
+    "devtools-cookie-table": ("7da4deb0", ("\t/",), ()),
     "context-split-literal": ("f3687314", (), ()),
     "context-wrapped-line": ("28fe229a", ("\n",), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
