@@ -935,14 +935,14 @@ def secret_strength(name: str) -> int:
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
         parts.pop()  # SESSION_TOKEN_B64 is a token
+    if parts[-2:] == ["secret", "id"]:
+        return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET:
         return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest, nextPageToken a cursor
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
     if parts[0] == "x" and last in ("key", "token", "secret"):
         return 2  # an HTTP header that carries a key: X-Partner-Key, X-Service-Token
-    if parts[-2:] == ["secret", "id"]:
-        return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if last == "encrypt" and len(parts) == 1:
         return 1  # Consul's and Nomad's gossip key: `encrypt = "…"`, not `encrypt = true`
     if last == "pass" and len(parts) == 1:
@@ -1437,7 +1437,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies.
 _NOT_RANDOM_SHAPES = (
     r"^[$%{<@~.:]|^/(?!\S*[+=])|://|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|^[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
-    r"|\.[a-z]{1,4}\d?(?::\d+)*/?$|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
+    r"|^[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
     r"|^(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}$"
     r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^0x[0-9a-fA-F]{40}$|^[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|^[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?[,;)\]]*$"
     r"|(?i:(?:^|[@:=\-])(?:sha(?:1|224|256|384|512)?|md5|h1|zh|blake2b?|xxh\d*|crc32c?)[:\-])"
@@ -1976,7 +1976,7 @@ def _find_wrapped_line(match: Any) -> list:
     while end > 0 and text[end - 1] in "\r\\":
         end -= 1  # a Windows line end, a shell continuation
     line = text[text.rfind("\n", 0, end) + 1:end]
-    if not re.search(r"\S[\s=:]+[^\s=:]+$", line) or not _ends_machine_made(text, end):
+    if not (re.search(r"\S[\s=:]+[^\s=:]+$", line) or line.strip() == REDACTED) or not _ends_machine_made(text, end):
         return []
     return random_tokens(match.string, match.start("s"), match.end("s"))
 
@@ -2058,7 +2058,7 @@ def _accept_json_web_key_member(match: Any) -> bool:
 def _accept_mnemonic(match: Any) -> bool:
     """12 to 24 words after `seed`: a mnemonic has no articles or prepositions (BIP 39 has none)."""
     words = set(match.group("s").split())
-    return not words & _FUNCTION_WORDS
+    return len(words & _FUNCTION_WORDS) <= 1  # BIP 39 has "before" and "after", prose has many more
 
 
 def _accept_byte_array_key(match: Any) -> bool:
@@ -2652,10 +2652,11 @@ call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["
 #   keep:  define('DB_NAME', 'wordpress');
 #   keep:  monkeypatch.setenv("API_TOKEN", "test-token")
 # signingKey = []byte("…"), token = SecretStr("…")
-call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*\)
+call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*(?:,[ \t]*["']?[\w\-]{1,20}["']?\s*)?\)
 #   catch: var signingKey = []byte("«sSLbUaHdztEpHqKcB3052d0q»")
 #   keep:  var signingKey = []byte(os.Getenv("JWT_SECRET"))
 #   keep:  private_key = Path("~/.ssh/id_ed25519").expanduser().read_text()
+#   catch: const key = Buffer.from('«fed674006f073b04a0cabfaf5fe9c3ac»', 'hex');
 docker-config-auth           -                      (?i)\.?docker(?:config)?(?:json|cfg)["']?\s*:\s*["']?(?P<s>[A-Za-z0-9+/=]{20,})
 #   catch: .dockerconfigjson: «eyJhdXRocyI6eyJyZWdpc3RyeS5leGFtcGxlLmNvbSI6e319fQ==»
 #   keep:  type: kubernetes.io/dockerconfigjson
@@ -2741,6 +2742,8 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   catch: ["KEYCLOAK_ADMIN=admin","KEYCLOAK_ADMIN_PASSWORD=«&Granite82zaq12wsx»"]
 #   catch: conn = psycopg2.connect(user="orders_rw", password="«$Crimson58asdfgh»")
 #   keep:  Set-Cookie: session=deleted; expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/
+#   catch: secret_id = "«aefe433f-2fa0-4344-a61f-1bce4638ecaa»"
+#   keep:  role_id   = "73e40166-3665-4fe0-8d9a-0d0605ea7cc3"
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -2890,6 +2893,7 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   keep:  client = boto3.client("s3", "us-west-2")
 #   catch: ds.setPassword("«P@$$wort107-»")
 #   catch: mac := hmac.New(sha256.New, []byte("«nJqkcWs9J55v37RoxBbfxrgL»"))
+#   catch: auth := smtp.PlainAuth("", "emma@contoso.local", "«Cit!M70bAIfeGFRcxhvbAxmN0Uj_D.zs»", "smtp.example.co")
 # A user and a password as neighbouring string arguments of any call, in any language:
 # `mysql_real_connect(conn, host, "etl_user", "…", …)`, `simple_bind_s("cn=admin,…", "…")`.
 user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<user>[A-Za-z_][\w.\-]{0,31}|(?i:cn|uid)=[^"'\n]{1,200})(?P=q)(?=[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}'))
@@ -2957,12 +2961,13 @@ context-split-literal        split-literals         (?<=[\w+/=.~\-»])["'`](?P<s
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
 #   keep:  message = ("the token was rotated; "\n           "see the runbook for the next steps")
 # The rest of a secret wrapped onto the next line of a log, after a machine-made part.
-context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}))
+context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}|[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}[ \t][^\n]{0,200}))
 #   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
 #   keep:  token rotated for build-2024-09-16\nINFO request finished
 #   keep:  yprime = np.array([1.73307544e-02,\n    6.49376470e-06,
 #   keep:  $ cat pandas-4.25.12.jar.sha1\n34699cf1a7e9b2c65c9e76c32ae5f7706d765b32
+#   catch: [15:34:46] DEBUG auth: issued refresh_token=«Fm0QTpHiLIPbiB6f1UfsuLFWTlIBJpftQnB3»\n           «tWjRvNF0GBWbJYa8YH1mQPjmCu0ceMdg» for client web-app
 # A triple-quoted string under a name that says secret (Python, TOML, Kotlin, Scala).
 context-quoted-block         block-lines            (?m)^[ \t]*(?:val[ \t]+|var[ \t]+|const[ \t]+)?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
 #   catch: signing_key = """\n«27C9GN63cOSIHStWuiQJM3QxSy/w8XG+44hx23T8EdhL»\n«p/+gWeF+auxL/6D9/z4ahyujhXimXg4+4hhLmPXlQ5CU»\n"""
@@ -3576,7 +3581,7 @@ RULE_WORDS = {
     'nested-json-value': ('2370d3b9', ('"value"',), ()),
     "name-value-pair": ("a689e9f7", ("value",), ()),
     "call-with-name-and-value": ("eaca055d", ("(",), ()),
-    "call-wrapped-value": ("8048d0d5", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "call-wrapped-value": ("4f7c4ea1", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), ()),
     "docker-config-auth": ("2d66407d", ("docker",), ()),
     "base64-private-key": ("2ab598c8", ("ls0tls1crudjti",), ("ls0tls1crudjti",)),
@@ -3647,7 +3652,7 @@ RULE_WORDS = {
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), ()),
     "context-split-literal": ("f3687314", (), ()),
-    "context-wrapped-line": ("28fe229a", ("\n",), ()),
+    "context-wrapped-line": ("76c74966", ("\n",), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), ()),
     "context-yaml-block": ("ecfcc96f", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
