@@ -1417,15 +1417,19 @@ def _looks_like_prose_secret(value: str) -> bool:
 
 # ── The random-token detector: a machine-made value in a credential context ──
 # The named rules above know formats; this detector knows contexts, so that a secret of a kind no
-# rule names is still caught where it stands. Two questions, two small functions:
-#   looks_machine_generated(token)  what counts as random (below);
+# rule names is still caught where it stands. Three questions, each a small pure function:
+#   looks_machine_generated(token)     what counts as random (below);
+#   looks_like_chosen_password(value)  what a person picks (dragon1987, Adm1n!, four words), which
+#                                      counts only where the position already says password;
 #   the "Contexts" rules at the end of REDACTION_TABLE say what counts as a credential context: the
-#   words that name a credential in twenty languages, login and auth commands, string literals
-#   passed to a client, a constructor or a signing call, cookies, signed-URL parameters, what a
-#   secret-printing command prints, a table column headed by a credential, a YAML or triple-quoted
-#   block under a secret name, the rest of a secret split over lines. Their checks (CONTEXT_FINDERS)
-#   pick the tokens of the span that look machine-generated, with random_tokens(); right after a
-#   credential word and a connector, a password-like value or a PIN counts too.
+#   words that name a credential in thirty languages, login and auth commands, string literals
+#   passed to a client, a constructor, a signing call or a call that connects, cookies, signed-URL
+#   parameters, what a secret-printing command prints, a table column headed by a credential, a
+#   YAML or triple-quoted block under a secret name, the rest of a secret split over lines. Their
+#   checks (CONTEXT_FINDERS) pick the tokens of the span that look machine-generated, with
+#   random_tokens(); after a credential word, _given_password() also takes the value a sentence
+#   gives (right after the word, after a connector such as "is", "ist", "je", "là", or on the
+#   answer's line after a question), when a person could have chosen it.
 _TOKEN = r"[A-Za-z0-9!#$%*+\-./:?@^_~]{10,}=*"  # printable ASCII between delimiters; `=` only as padding
 _TOKEN_REST = r"[A-Za-z0-9!#$%*+\-./:?@^_~]*=*"  # the rest of a token cut at a span's end
 _RANDOM_LENGTHS = (10, 1024)  # shorter ones are words and PINs; longer ones are data, not keys
