@@ -1443,7 +1443,7 @@ _NOT_RANDOM_SHAPES = (
     r"^[$%{<@~.:]|^/(?!\S*[+=])|://|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|^[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
     r"|^[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
     r"|^(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}$"
-    r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^0x[0-9a-fA-F]{40}$|^[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|^[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?[,;)\]]*$"
+    r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^0x[0-9a-fA-F]{40}$|^[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|^[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?i:(?:^|[@:=\-])(?:sha(?:1|224|256|384|512)?|md5|h1|zh|blake2b?|xxh\d*|crc32c?)[:\-])"
     r"|^(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
 # Object ids that public APIs print (Stripe, OpenAI, Anthropic, cloud resources): names, not keys.
@@ -1646,7 +1646,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:is|are|was|were|est|ist|es|era|è|é|lautet|e
               r"|είναι|היא|הוא|คือ|ficou|fica|became|becomes|stał się|стал|стала|currently"
               r"|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|(?:changed|set|reset|updated) to"
               r"|mudou para|alterada para|cambió a|cambiada a|geändert (?:in|zu|auf)|changé en|changé pour)(?![\w'’])"
-              r"|c'est|是|为|為|は|는|은|이|가|है|—|->|→|=>)")
+              r"|c'est|是|为|為|は|는|은|이|가|है|—|→)")  # not -> or =>: code's arrows (-> Response:)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
 _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:：=])|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
@@ -1748,8 +1748,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     import re
     if word.lower().startswith(("pin", "пин", "code pin", "暗証番号")) and re.fullmatch(r"\d{4,8}", value):
         return True
-    if re.match(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$", value):
-        return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`): code and logs
+    if re.match(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$", value):
+        return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`)
     if re.search(_PASSPHRASE_WORD, word) and _looks_like_passphrase(value):
         return True  # violet.river.limone.nick after "passphrase" is no host name
     chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
@@ -1837,6 +1837,9 @@ def _find_command_arguments(match: Any) -> list:
     import re
     text, start, end = match.string, match.start("s"), match.end("s")
     spans = random_tokens(text, start, end, _NAME_FLAG_BEFORE)
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if re.search(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=", text[line_start:match.end() + 40]):
+        return spans  # `if auth_type == 'v4-s3express'`: code, where only machine-made values count
     for quoted in re.compile(r"""(?<![\w=])(["'])([^"'\s]{6,128})\1""").finditer(text, start, end):
         value, first = quoted.group(2), quoted.start(2)
         line = text[text.rfind("\n", 0, first) + 1:quoted.start()]
@@ -2856,6 +2859,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: स्टेजिंग सर्वर का पासवर्ड «neko494*» है
 #   catch: The Wi-Fi passphrase for the lab is now: «violet.river.limone.nick»
 #   catch: nsec for the relay bot: «zahss1rfic8pzgck90965e6udxq3lm7wz»
+#   keep:  def pin_auth(self, request: Request) -> Response:
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]?(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -2872,6 +2876,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   keep:  npm login --registry https://npm.example.com --scope @acme
 #   catch: poetry config http-basic.maple admin '«TfLVjF=krd5QUZ-C=PryV7%»'
 #   catch: export BW_SESSION=$(bw unlock '«ahead-anxiety-cost-lantern»' --raw)
+#   keep:  if auth_type == 'v4-s3express':
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
 context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
@@ -2972,6 +2977,7 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0
 #   keep:  yprime = np.array([1.73307544e-02,\n    6.49376470e-06,
 #   keep:  $ cat pandas-4.25.12.jar.sha1\n34699cf1a7e9b2c65c9e76c32ae5f7706d765b32
 #   catch: [15:34:46] DEBUG auth: issued refresh_token=«Fm0QTpHiLIPbiB6f1UfsuLFWTlIBJpftQnB3»\n           «tWjRvNF0GBWbJYa8YH1mQPjmCu0ceMdg» for client web-app
+#   keep:  expected = [2.8335+0.2443j,\n    3.4675+0.2185j,
 # A triple-quoted string under a name that says secret (Python, TOML, Kotlin, Scala).
 context-quoted-block         block-lines            (?m)^[ \t]*(?:val[ \t]+|var[ \t]+|const[ \t]+)?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
 #   catch: signing_key = """\n«27C9GN63cOSIHStWuiQJM3QxSy/w8XG+44hx23T8EdhL»\n«p/+gWeF+auxL/6D9/z4ahyujhXimXg4+4hhLmPXlQ5CU»\n"""
