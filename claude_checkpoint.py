@@ -1594,7 +1594,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|pin|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])"
+    r"|bearer|pwd|pw|pin|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -1620,7 +1620,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?)|sops[ \t]+(?:-d|--decrypt|decrypt)"
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+tokens?[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
-    r"|printenv|env\b|pwgen|apg|makepasswd|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
+    r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b")
 # A prompt line: the end of what the command before it printed.
@@ -1635,7 +1635,7 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.]|[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,12}(
            r"(?:(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})[/_\-.]?)+")  # also AKIAXXXX…
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
 # nostr public keys, extended public keys, PostHog project keys.
-_PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{58}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
+_PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
@@ -1843,7 +1843,8 @@ def _find_command_arguments(match: Any) -> list:
     for quoted in re.compile(r"""(?<![\w=])(["'])([^"'\s]{6,128})\1""").finditer(text, start, end):
         value, first = quoted.group(2), quoted.start(2)
         line = text[text.rfind("\n", 0, first) + 1:quoted.start()]
-        if (looks_like_chosen_password(value) or _looks_like_password(value)) and not re.search(_NAME_FLAG_BEFORE, line) and not any(
+        dotted_words = len(value.split(".")) >= 4 and _looks_like_passphrase(value) and len(value.rsplit(".", 1)[-1]) > 3
+        if (looks_like_chosen_password(value) or _looks_like_password(value) or dotted_words) and not re.search(_NAME_FLAG_BEFORE, line) and not any(
                 a <= first < b for a, b in spans):
             spans.append((first, quoted.end(2)))
     for spoken in re.compile(r"""(["'])(""" + _SPOKEN_PASSPHRASE + r")\1").finditer(text, start, end):
@@ -1886,7 +1887,7 @@ def _find_call_literals(match: Any) -> list:
 _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|[ \t])(?:go)?pass[ \t]+(?:show[ \t]+)?[\w./\-]+[ \t]*$"
                          r"|op[ \t]+read|bw[ \t]+get[ \t]+password|lpass[ \t]+show[^\n]*--password|base64[ \t]+(?:-d|--decode|-D)"
                          r"|auth[ \t]+token|auth:token|print-access-token|get-login-password|secret-tool[ \t]+lookup"
-                         r"|keyring[ \t]+get|output[ \t]+-raw|get-access-token[^\n]*-o[ \t]+tsv|initial-password")
+                         r"|keyring[ \t]+get|output[ \t]+-raw|--plain\b|get-access-token[^\n]*-o[ \t]+tsv|initial-password")
 
 
 def _find_printed_secrets(match: Any) -> list:
@@ -1895,17 +1896,21 @@ def _find_printed_secrets(match: Any) -> list:
     of a command that prints one value (`vault kv get -field=password`, `pass show`, `… | base64 -d`)."""
     import re
     text, start, end = match.string, match.start("s"), match.end("s")
+    if re.search(r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK)", text[start:end]) and "PRIVATE" not in text[start:end]:
+        return []  # `cat ca.pem` prints a certificate: public by design
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
     first_line = re.compile(r"[ \t]*(\S{4,256})[ \t]*(?:\n|$)").match(text, start, end)
-    if first_line and re.search(_SINGLE_VALUE_COMMAND, text[match.start():start].rstrip("\n").split(";")[0]):
+    single = re.search(_SINGLE_VALUE_COMMAND, text[match.start():start].rstrip("\n").split(";")[0])
+    if first_line and single and "|" not in single.string[single.end():]:  # not `… --plain | wc -c`
         value = first_line.group(1)
         if not _is_reference(value) and not _is_path_or_version(value) and "://" not in value and not re.match(
-                r"(?i)(?:error|usage|warning)\b", value):
+                r"(?i)(?:error|usage|warning)\b", value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
     for line in re.finditer(r"(?m)^[ \t]*(\S{8,128})[ \t]*$", text[start:end]):
         first, last = start + line.start(1), start + line.end(1)
         if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1))) and not re.match(
-                r"[A-Za-z_][\w.\-]*[=:]|#", line.group(1)) and not any(a <= first < b for a, b in spans):
+                r"[A-Za-z_][\w.\-]*[=:]|#", line.group(1)) and not _is_masked_or_public(line.group(1)) and not any(
+                a <= first < b for a, b in spans):
             spans.append((first, last))
     return sorted(spans)
 
@@ -2144,16 +2149,21 @@ mysql-dsn-password           not-reference          ["'\s][\w.\-]{1,64}:(?P<s>[^
 #   catch: db, err := sql.Open("mysql", "app:«C@ny0n1900!»@tcp(db:3306)/orders")
 #   keep:  db, err := sql.Open("mysql", "app:"+os.Getenv("DB_PASS")+"@tcp(db:3306)/orders")
 # A default in a placeholder for a secret: Spring's ${jwt.secret:…}, the shell's ${DB_PASSWORD:-…}.
-placeholder-default-secret   assignment             \$\{(?P<name>[\w.\-]{0,60}(?i:secret|passw|token|key|pwd)[\w.\-]{0,60}):-?(?P<s>[^}\s]{4,256})\}
+placeholder-default-secret   assignment             \$\{(?P<name>[\w.\-]{0,60}(?i:secret|passw|token|key|pwd)[\w.\-]{0,60}):-?(?P<s>[^}\s?+][^}\s]{3,255})\}
 #   catch: @Value("${jwt.secret:«0e4ntYnP9X8YzuEwykPZxf7/Zq8Lm2Xr5Kp9Tw3V»}")
 #   catch: export PGPASSWORD=${DB_PASSWORD:-«Summer2021!»}
 #   keep:  @Value("${jwt.secret:}") and ${API_TOKEN:-${FALLBACK_TOKEN}}
+#   keep:  POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:?err}
 url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<s>[A-Za-z0-9_\-]{20,256})(?::[^\s/?#@'"<>]*)?@
 #   catch: git clone https://«x9Kq2LmN4pR7sT1vW3yZ5bD8»@git.example.com/acme/infra.git
 #   keep:  git clone https://deploy-bot-readonly@git.example.com/acme/infra.git
 slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
 #   catch: SLACK_WEBHOOK=https://hooks.slack.com/services/«T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX»
 #   keep:  post to hooks.slack.com/services/ with the URL in $SLACK_WEBHOOK
+# Web3 RPC endpoints that carry their key in the path (Alchemy, Infura, QuickNode).
+rpc-endpoint-key             random                 (?:alchemy\.com|infura\.io|quiknode\.pro)/v\d/(?P<s>[A-Za-z0-9_\-]{20,})
+#   catch: RPC_URL=https://eth-sepolia.g.alchemy.com/v2/«74YWg_601JikeZgDMiUXsXffQ2x7»
+#   keep:  RPC_URL=https://eth-sepolia.g.alchemy.com/v2/${ALCHEMY_KEY}
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/\d+/(?P<s>[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/1084494/«c9acqeb0»/ -> 200
 #   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
@@ -2288,12 +2298,13 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   catch: keys:\n  - kty: OKP\n    crv: Ed25519\n    x: 11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\n    d: «nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A»
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|recovery[ _\-]?phrase|backup[ _\-]?phrase|secret[ _\-]?phrase|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|recovery[ _\-]?phrase|backup[ _\-]?phrase|secret[ _\-]?phrase|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
 #   catch: phrase de récupération : «destroy dial budget census clarify enjoy cheese board arrive butter erase economy»
 #   keep:  the seed phrase is twelve words that the wallet shows once
 #   keep:  seed the database with some test data before running the integration suite again please
 #   catch: Frase semilla de la cartera de pruebas (no enviar fondos reales): «amateur actor animal argue chef chimney cheese course casual brief caught about»
+#   catch: $ cast wallet new-mnemonic\nSuccessfully generated a new mnemonic.\nPhrase:\n«jasmine dragon magnet giant canyon across hurt fringe copper salute debris fluid»
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
 byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t]*,[ \t]*\d{1,3}){31}(?:(?:[ \t]*,[ \t]*\d{1,3}){32})?[ \t]*)\]
 #   catch: $ cat ~/.config/solana/id.json\n[«174,47,154,16,202,193,206,113,199,190,53,133,169,175,31,56,222,53,138,189,224,216,117,173,10,149,53,45,73,251,237,246,15,185,186,82,177,240,148,69,241,227,167,80,141,89,240,121,121,35,172,247,68,251,226,218,48,63,176,109,168,89,238,135»]
@@ -2530,10 +2541,11 @@ joined-user-password         argument               \b(?:lftp\b{COMMAND}[ \t]-u[
 snmp-community               argument               \bsnmp\w*\b{COMMAND}[ \t]-c[ \t]+{TOOL_VALUE}
 #   catch: snmpget -v2c -c «r3ad-Only-Lynx» 10.0.0.1 sysUpTime.0
 #   keep:  snmpwalk -v2c -c public 10.0.0.1
-snmp-community-config        argument               (?m)^[ \t]*(?:(?:ro|rw)community6?|snmp-server[ \t]+community)[ \t]+{TOOL_VALUE}
+snmp-community-config        argument               (?m)^[ \t]*(?:(?:ro|rw)community6?|snmp-server[ \t]+community|set[ \t]+snmp[ \t]+community)[ \t]+{TOOL_VALUE}
 #   catch: rocommunity «m0nitor-Lab-Fern» 10.0.0.0/8
 #   keep:  rocommunity public localhost
 #   catch: snmp-server community «U5DkdsoCgS3Sw7» RW
+#   catch: set snmp community «s881ysbaf2lc» authorization read-only
 snmp-auth-passphrase         argument               \bsnmp\w*\b{COMMAND}[ \t]-A[ \t]+{TOOL_VALUE}
 #   catch: snmpwalk -v3 -l authPriv -u monitor -a SHA -A «Auth-Phrase-91» -x AES -X «priv-Phrase-92» host
 #   keep:  snmpwalk -v2c -c public host
@@ -2860,10 +2872,12 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: The Wi-Fi passphrase for the lab is now: «violet.river.limone.nick»
 #   catch: nsec for the relay bot: «zahss1rfic8pzgck90965e6udxq3lm7wz»
 #   keep:  def pin_auth(self, request: Request) -> Response:
+#   keep:  secretName: abandon-tls-yce5l
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]?(?:\s|$))
+login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
 #   keep:  log in with your SSO account / the admin console
+#   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
@@ -2877,6 +2891,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: poetry config http-basic.maple admin '«TfLVjF=krd5QUZ-C=PryV7%»'
 #   catch: export BW_SESSION=$(bw unlock '«ahead-anxiety-cost-lantern»' --raw)
 #   keep:  if auth_type == 'v4-s3express':
+#   catch: $ bw unlock '«canyon.amateur.bacon.zebra»'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
 context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
@@ -2942,6 +2957,10 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ kubectl -n argocd get secret argocd-initial-admin-secret -o jsonpath="{.data.password}" | base64 -d; echo\n«NC9WRPD5QA5E61Sz»
 #   keep:  $ az keyvault secret list --vault-name kv-prod --query "[].id" -o tsv\nhttps://kv-prod.vault.azure.net/secrets/db-password
 #   keep:  $ env | grep -v -i -E 'key|token|secret|pass'\nHOME=/home/dev\nLANG=en_US.UTF-8
+#   keep:  $ doppler secrets get STRIPE_KEY --plain | wc -c\n6129
+#   keep:  $ age-keygen -y key.txt\nage1eq4bdc2df7humngj5avksptlenfvkbhgvkuuh2ma74iey5iagfleb4fzvv
+#   keep:  $ cat /etc/ssl/certs/internal-ca.pem\n-----BEGIN CERTIFICATE-----\nMIIDdTCCAl2gAwIBAgIUNQP/v4tYrw+5dHv93lcuMhj70wACfvy4kvdybzqnXvsk
+#   catch: $ doppler configure get token --plain\n«dp.st.prd.YrhBAEVGrxNBSs7kq2Lm9Xr5Kp»
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
@@ -3420,11 +3439,13 @@ RULE_WORDS = {
     "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain")),
     "url-credentials": ("9a5f55a6", ("//",), ()),
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), ()),
-    "placeholder-default-secret": ("c798b740", ("key", "passw", "pwd", "secret", "token"), ("${",)),
+    "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",)),
     "url-token-user": ("ef921c04", ("://",), ()),
     "slack-webhook": ("7b115895", ("hooks.slack.com/services", "hooks.slack.com/triggers",
         "hooks.slack.com/workflows"), ("hooks.slack.com/services", "hooks.slack.com/triggers",
         "hooks.slack.com/workflows")),
+    "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
+        "quiknode.pro")),
     "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",)),
     "teams-webhook": ("e603f645", ("webhook.office.com/webhookb2/",), ("webhook.office.com/webhookb2/",)),
     "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",)),
@@ -3481,7 +3502,7 @@ RULE_WORDS = {
         "xkeysib-", "y0_"), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), ()),
-    "seed-phrase": ("40b72644", ("backup", "bip", "mnemonic", "phrase de r", "recovery", "recupera", "recuperaci",
+    "seed-phrase": ("b1d68011", ("backup", "bip", "mnemonic", "phrase de r", "recovery", "recupera", "recuperaci",
         "secret", "seed", "semente", "semilla", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
         ("backup", "bip", "frase ", "mnemonic", "phrase de r", "recovery", "secret", "seed", "semilla",
         "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문")),
@@ -3551,7 +3572,7 @@ RULE_WORDS = {
     "joined-user-password": ("eaf48f2e", ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget",
         "smbmap"), ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget", "smbmap")),
     "snmp-community": ("3e78734a", ("snmp",), ("snmp",)),
-    "snmp-community-config": ("c2c7648c", ("community", "snmp-server"), ()),
+    "snmp-community-config": ("06ed4b5d", ("community", "snmp-server"), ()),
     "snmp-auth-passphrase": ("268dfe34", ("snmp",), ("snmp",)),
     "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",)),
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
@@ -3613,7 +3634,7 @@ RULE_WORDS = {
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login")),
     "prose-named-secret": ("ecd51c82", (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",)),
-    "context-credential-word": ("b9da60a7", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("2d3b0b1a", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "frasa sandi",
         "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
         "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenord", "lozink", "lösenord",
@@ -3624,7 +3645,8 @@ RULE_WORDS = {
         "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور",
         "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌",
         "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
-    "login-pair-in-prose": ("b2f617d1", ("log", "sign"), ("log", "sign")),
+    "login-pair-in-prose": ("d14cbc5b", ("account", "credential", "creds", "log", "sign"), ("account", "credential",
+        "creds", "log", "sign")),
     "context-login-command": ("abad3bc8", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock")),
@@ -3647,11 +3669,11 @@ RULE_WORDS = {
     "context-cookie": ("c9e26e74", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie")),
     "context-url-parameter": ("4d015a44", ("=",), ()),
-    "context-command-output": ("adbd9859", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+    "context-command-output": ("3d8d86a1", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
-        "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler", "echo", "env",
-        "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
+        "configure", "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler",
+        "echo", "env", "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
         "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519",
         "id_rsa", "initial-password", "inject", "inspect", "item", "keyfile", "keypair", "keyring", "keystore",
         "keyvault", "kubeconfig", "kubectl", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw", "printenv",
