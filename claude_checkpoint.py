@@ -1210,8 +1210,15 @@ def _accept_password_flag(match: Any) -> bool:
     mysql, whose `-p VALUE` (with a space) asks for the password and names the database."""
     import re
     value = match.group("s").strip("\"'")
-    line = match.string[match.string.rfind("\n", 0, match.start()) + 1:match.start()]
+    line = _line_before(match.string, match.start())
     return not value.isdigit() and not _is_reference(value) and not re.search(r"\b(?:mysql|mariadb)\w*\b", line)
+
+
+def _line_before(text: str, position: int, reach: int = 300) -> str:
+    """The part of position's line before it, at most reach characters: looking back no further
+    keeps every rule linear on a text that is one long line."""
+    start = max(0, position - reach)
+    return text[text.rfind("\n", start, position) + 1 or start:position]
 
 
 def _accept_user_password(match: Any) -> bool:
@@ -1534,7 +1541,7 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
         if not looks_machine_generated(token) or _is_reference(token) or re.match(_PUBLIC_VALUE, token):
             continue
         if not_after:
-            line = text[max(start, text.rfind("\n", 0, first) + 1):first]
+            line = _line_before(text, first, first - start)
             if re.search(not_after, line):
                 continue
         spans.append((first, last))
@@ -1797,13 +1804,13 @@ def _answered_password(match: Any) -> list:
     after the speaker ("[10:43] ana: reporter / meadow-499", "— DragonComet56!, логин j.tanaka")."""
     import re
     text = match.string
-    line_end = text.find("\n", match.end())
+    line_end = text.find("\n", match.end(), match.end() + 300)
     if line_end < 0 or not text[match.end():line_end].rstrip().endswith(("?", "？")) or re.search(
             _MACHINE_CREDENTIAL_PARTS, match.group()):
         return []
     answer = re.compile(r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
-    answer_end = text.find("\n", answer.end())
-    for value in re.compile(r"[^\s,;/]{4,128}").finditer(text, answer.end(), len(text) if answer_end < 0 else answer_end):
+    answer_end = text.find("\n", answer.end(), answer.end() + 300)  # one line, bounded
+    for value in re.compile(r"[^\s,;/]{4,128}").finditer(text, answer.end(), answer.end() + 300 if answer_end < 0 else answer_end):
         if _is_given_password(match.group(), value.group().rstrip(".!?)"), True, text, value.start()):
             return [(value.start(), value.start() + len(value.group().rstrip(".!?)")))]
         if re.search(_NOT_A_SECRET_BEFORE, text[answer.end():value.start()]):
@@ -1837,12 +1844,12 @@ def _find_command_arguments(match: Any) -> list:
     import re
     text, start, end = match.string, match.start("s"), match.end("s")
     spans = random_tokens(text, start, end, _NAME_FLAG_BEFORE)
-    line_start = text.rfind("\n", 0, match.start()) + 1
-    if re.search(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=", text[line_start:match.end() + 40]):
+    if re.search(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=", _line_before(text, match.start(), 200) + text[
+            match.start():match.end() + 40]):
         return spans  # `if auth_type == 'v4-s3express'`: code, where only machine-made values count
     for quoted in re.compile(r"""(?<![\w=])(["'])([^"'\s]{6,128})\1""").finditer(text, start, end):
         value, first = quoted.group(2), quoted.start(2)
-        line = text[text.rfind("\n", 0, first) + 1:quoted.start()]
+        line = _line_before(text, quoted.start(), 200)
         dotted_words = len(value.split(".")) >= 4 and _looks_like_passphrase(value) and len(value.rsplit(".", 1)[-1]) > 3
         if (looks_like_chosen_password(value) or _looks_like_password(value) or dotted_words) and not re.search(_NAME_FLAG_BEFORE, line) and not any(
                 a <= first < b for a, b in spans):
@@ -1987,7 +1994,7 @@ def _find_wrapped_line(match: Any) -> list:
     text, end = match.string, match.start()
     while end > 0 and text[end - 1] in "\r\\":
         end -= 1  # a Windows line end, a shell continuation
-    line = text[text.rfind("\n", 0, end) + 1:end]
+    line = _line_before(text, end, 2048)
     if not (re.search(r"\S[\s=:]+[^\s=:]+$", line) or line.strip() == REDACTED) or not _ends_machine_made(text, end):
         return []
     return random_tokens(match.string, match.start("s"), match.end("s"))
@@ -2936,7 +2943,7 @@ context-credential-class     call-literals          (?<![\w.])(?=[A-Z])[A-Za-z0-
 #   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
 #   keep:  val interceptor = AuthInterceptor(tokenProvider, "Authorization")
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
-context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?)(?=(?P<s>[^\n]{1,4096}))
+context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>[^\n]{1,4096}))
 #   catch: curl -b 'sessionid=«k8Xq2Lm9Zr4Tw7VpB3nC»; csrftoken=«Qm7Xr2Kp9Lz4Tw8VbN3c5Dd»' https://app.example.com/api/me
 #   catch: requests.get(url, cookies={"sessionid": "«Vr8Kq2Zx5Lm9Tp3WbN4cD7f»", "theme": "dark"})
 #   keep:  curl -b 'theme=dark; lang=en-GB; tz=Europe/Berlin' https://app.example.com/
@@ -3666,7 +3673,7 @@ RULE_WORDS = {
         "http", "user", "userpwd")),
     "context-credential-class": ("a7c79c3f", ("auth", "credential", "key", "password", "secret", "signer", "token"),
         ()),
-    "context-cookie": ("c9e26e74", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
+    "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie")),
     "context-url-parameter": ("4d015a44", ("=",), ()),
     "context-command-output": ("3d8d86a1", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",

@@ -868,7 +868,8 @@ ADVERSARIAL_CONTEXTS = (
     "seed " + "abc " * 25000, "key [" + "1," * 50000, "Cookie: " + "a=Xk29mPq7zLw4Rt8VbN3c; " * 3500, "?a=" * 33000,
     '"\n ' * 33000, '"Xk29mPq7zLw4Rt8VbN3c" + ' * 4000, 'secret = """\n' * 8000, "x login " * 12000, "aKey" * 25000,
     "a,b,password\n" + "x,y,Xk29mPq7zLw4Rt8VbN3c\n" * 4000, "kind: Secret\ndata:\n" + "  a: Zm9vYmFy\n" * 7000,
-    'Key("' * 25000, "AuthX(" * 16000)
+    'Key("' * 25000, "AuthX(" * 16000, 'htpasswd -b /etc/nginx/.htpasswd reporting "mD24nmHJ9:73i"' * 1750,
+    "cf auth admin Cf-Pass-2024x" * 3700, "| user | password |\n|---|---|\n" * 3300)
 
 
 class TestRedaction(unittest.TestCase):
