@@ -2886,7 +2886,7 @@ login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?i
 #   keep:  log in with your SSO account / the admin console
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
-context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,400}))
+context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,240}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
 #   catch: acme-cli login «Zt7Kq2Xm9LpW4rVb8NcD» --org acme
 #   catch: yarn config set npmAuthToken «Np9Xk2Lm7Qr4Tz8WvB3c»
@@ -3654,7 +3654,7 @@ RULE_WORDS = {
         "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
     "login-pair-in-prose": ("d14cbc5b", ("account", "credential", "creds", "log", "sign"), ("account", "credential",
         "creds", "log", "sign")),
-    "context-login-command": ("abad3bc8", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
+    "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock")),
     "context-client-call": ("20f1189c", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
