@@ -2692,12 +2692,11 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
         if secret in text:
             count += text.count(secret)
             text = text.replace(secret, REDACTED)
-    scan = _Scan(text)
+    table, scan = _rule_table(), _Scan(text)
     todo = scan.rules()
     while todo:
         index = todo.pop(0)
-        rule, pattern = _rule_table()[index][0], _compiled_rule(index)[0]
-        text, hits = _apply_rule(rule, pattern, text, scan.matches(index))
+        text, hits = _apply_rule(table[index][0], _compiled_rule(index)[0], text, scan.matches(index))
         if hits:  # a new text: the rules after this one run on what it holds now
             count += hits
             scan = _Scan(text, before=scan)
@@ -2749,9 +2748,9 @@ class _Scan:
         """pattern.finditer(text) for the rule at index, tried only where a match can start: at
         the words its matches start with, or in the windows around secret-ish words when its
         head needs one (lowered must keep text's indices)."""
-        (pattern, head), starts = _compiled_rule(index), _rule_table()[index][2]
+        (pattern, head), starts = _compiled_rule(index), _rule_table.cache[index][2]
         text, lowered = self.text, self.lowered
-        if len(lowered) != len(text):
+        if (not starts and head is None) or len(lowered) != len(text):
             return pattern.finditer(text)
         if starts:
             return _matches_at_words(pattern, text, lowered, self.held.intersection(starts))
@@ -2779,7 +2778,8 @@ def _secretish_windows(lowered: str) -> list:
     name: see _pattern_head) can start: from _HEAD_PREFIX_MAX characters before the run of name
     characters (at most _SECRETISH_REACH) that leads to a secret-ish word, to the word's end.
     Overlapping windows are merged. lowered must keep the text's indices."""
-    lowered = lowered.translate(_CASE_FOLDS)
+    if "\u017f" in lowered or "\u0131" in lowered:  # (?i) matches ſ for s and ı for i, str.lower() keeps them
+        lowered = lowered.replace("\u017f", "s").replace("\u0131", "i")
     found = []
     for word in _SECRETISH_WORDS:
         position = lowered.find(word)
@@ -2801,8 +2801,6 @@ def _secretish_windows(lowered: str) -> list:
 
 
 _NAME_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_.:-"  # [\w.:\-] in a lowercase ASCII text
-# What (?i) matches for s and i and str.lower() keeps as it is (paſsword, pın).
-_CASE_FOLDS = str.maketrans("\u017f\u0131", "si")
 
 
 def _matches_near_words(pattern: Any, head: Any, text: str, windows: list) -> Any:
