@@ -2612,25 +2612,27 @@ def _word_index() -> Any:
 
 
 class _WordIndex:
-    """The words of the rule table (needs and starts) for looking up which a text holds: those of
-    one or two characters, and the longer ones under their first three characters; beside each
-    needed word the rules that need it, and the rules that need none."""
+    """The words of the rule table (needs and starts), for looking up which a text holds: those of
+    one or two characters, and the longer ones under their first three characters (a tuple, as
+    zip gives them); beside each needed word the rules that need it, and the rules that need none.
+    after_redaction: the words that a «redacted» put in a text can make (_Scan)."""
 
     def __init__(self, table: list):
-        self.short, self.by_head, self.rules_of, self.always = [], {}, {}, []
+        self.short, self.by_prefix, self.rules_of, self.always = [], {}, {}, []
         for index, (_, needs, _) in enumerate(table):
             for word in needs:
                 self.rules_of.setdefault(word, []).append(index)
             if not needs:
                 self.always.append(index)
-        for word in sorted({word for _, needs, starts in table for word in needs + starts}):
+        words = sorted({word for _, needs, starts in table for word in needs + starts})
+        for word in words:
             if len(word) < 3:
                 self.short.append(word)
             else:
-                self.by_head.setdefault(tuple(word[:3]), []).append(word)
-        self.heads = frozenset(self.by_head)
-        self.after_redaction = [word for group in [self.short, *self.by_head.values()] for word in group
-                                if word in REDACTED or REDACTED[0] in word or REDACTED[-1] in word or "σ" in word or "ς" in word]
+                self.by_prefix.setdefault(tuple(word[:3]), []).append(word)
+        self.prefixes = frozenset(self.by_prefix)
+        self.after_redaction = [word for word in words if word in REDACTED or REDACTED[0] in word or REDACTED[-1] in word
+                                or "σ" in word or "ς" in word]
 
 
 def _stored_rule_words(rule: RedactionRule) -> tuple:
@@ -2661,13 +2663,11 @@ def _compiled_rule(index: int) -> tuple:
 
 def _compiled_rules() -> tuple:
     """(rule, compiled pattern) for every rule, all compiled now: for the server's warm-up and the
-    tests. Beside them, in `heads`, the start of a pattern that _matches_near_words looks for near
-    secret-ish words."""
+    tests."""
     cached = getattr(_compiled_rules, "cache", None)
     if cached is None:
         table = _rule_table()
         compiled = [_compiled_rule(index) for index in range(len(table))]
-        _compiled_rules.heads = tuple(head for _, head in compiled)
         _compiled_rules.cache = cached = tuple((rule, pattern) for (rule, _, _), (pattern, _) in zip(table, compiled))
     return cached
 
@@ -2726,7 +2726,8 @@ def find_secret(text: str) -> Optional[str]:
 
 class _Scan:
     """A text as the rules are tried on it: its lowercase form, the words of the rule table it
-    holds (which decide the rules that run), and the windows around its secret-ish words (found
+    holds (which decide the rules that run; after a redaction it may keep a word the text lost,
+    and a rule that needs it finds nothing), and the windows around its secret-ish words (found
     the first time a rule asks). A rule that changes the text makes a new one."""
 
     def __init__(self, text: str, before: Optional["_Scan"] = None):
@@ -2756,22 +2757,20 @@ class _Scan:
             return pattern.finditer(text)
         if starts:
             return _matches_at_words(pattern, text, lowered, self.held.intersection(starts))
-        if head is not None:
-            if self.windows is None:
-                self.windows = _secretish_windows(lowered)
-            return _matches_near_words(pattern, head, text, self.windows)
-        return pattern.finditer(text)
+        if self.windows is None:
+            self.windows = _secretish_windows(lowered)
+        return _matches_near_words(pattern, head, text, self.windows)
 
 
 def _words_in(lowered: str) -> set:
     """The words of the rule table that lowered holds. A word of three characters or more is
-    looked for only when lowered holds its first three: one pass over lowered's runs of three
-    (a set intersection, which keeps no more than the heads, however long the text) instead of
-    a search per word and rule."""
+    looked for only when lowered holds its first three: one pass over lowered's runs of three (a
+    set intersection, which keeps no more than the prefixes, however long the text) instead of a
+    search per word and rule."""
     words = _word_index()
     held = {word for word in words.short if word in lowered}
-    for head in words.heads.intersection(zip(lowered, lowered[1:], lowered[2:])):
-        held.update(word for word in words.by_head[head] if word in lowered)
+    for prefix in words.prefixes.intersection(zip(lowered, lowered[1:], lowered[2:])):
+        held.update(word for word in words.by_prefix[prefix] if word in lowered)
     return held
 
 
