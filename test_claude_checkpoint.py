@@ -1177,6 +1177,16 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
                 with self.subTest(rule=rule.name, text=text[:40]):
                     self.assertEqual([m.span() for m in scan.matches(index)], [m.span() for m in pattern.finditer(text)])
 
+    def test_the_windows_know_every_character_a_secretish_name_holds(self):
+        # _secretish_windows starts a window where the run of _NAME_CHARACTERS before a word
+        # starts: a character the names may hold and it does not know would cut a window short.
+        for block in (cc._SECRETISH_NAME, cc._SECRETISH_IDENTIFIER):
+            name_class = re.compile(re.search(r"\(\?=(\[[^\]]+\])\{0,", block).group(1))
+            for character in map(chr, range(128)):
+                if name_class.fullmatch(character):
+                    with self.subTest(block=block[:30], character=character):
+                        self.assertIn(character.lower(), cc._NAME_CHARACTERS)
+
 
 class TestFindSecret(unittest.TestCase):
     """find_secret: what a push asks of a file (SPEC section 13), the same verdict as redact()."""
