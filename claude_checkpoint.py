@@ -2777,25 +2777,25 @@ def _words_in(lowered: str) -> set:
 def _secretish_windows(lowered: str) -> list:
     """The [start, end) windows of a text in which a head (a pattern's start, up to a secret-ish
     name: see _pattern_head) can start: from _HEAD_PREFIX_MAX characters before the run of name
-    characters (at most _SECRETISH_REACH) that leads to a secret-ish word, to the word's end.
-    Overlapping windows are merged. lowered must keep the text's indices."""
+    characters (at most _SECRETISH_REACH) that leads to a secret-ish word, to the end of the
+    longest. Overlapping windows are merged. lowered must keep the text's indices."""
     if "\u017f" in lowered or "\u0131" in lowered:  # (?i) matches ſ for s and ı for i, str.lower() keeps them
         lowered = lowered.replace("\u017f", "s").replace("\u0131", "i")
-    found = []
+    found, longest = [], max(map(len, _SECRETISH_WORDS))
     for word in _SECRETISH_WORDS:
         position = lowered.find(word)
         while position >= 0:
-            found.append((position, position + len(word)))
+            found.append(position)
             position = lowered.find(word, position + 1)
     windows = []
-    for position, end in sorted(found):
+    for position in sorted(found):
         before = lowered[max(0, position - _SECRETISH_REACH):position]
         outside = before.rstrip(_NAME_CHARACTERS)
         if not outside[-1:].isascii():
             outside = ""  # a letter beyond ASCII may be in the name (\w): the whole reach
-        start = max(0, position - (len(before) - len(outside)) - _HEAD_PREFIX_MAX)
+        start, end = max(0, position - (len(before) - len(outside)) - _HEAD_PREFIX_MAX), position + longest
         if windows and start <= windows[-1][1]:
-            windows[-1][1] = max(windows[-1][1], end)
+            windows[-1][1] = end
         else:
             windows.append([start, end])
     return windows
