@@ -2023,7 +2023,7 @@ sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql
 ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}\s-w\s+{TOOL_VALUE}
 #   catch: ldapsearch -x -D "cn=admin,dc=example,dc=com" -w '«Saffron2395!»' -b "dc=example,dc=com"
 #   keep:  ldapsearch -x -D "cn=admin,dc=example,dc=com" -w "$LDAP_PW" -b "dc=example,dc=com"
-user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}u|-user)(?:\s+|=)["']?(?P<user>[^\s:'"]+):(?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
+user-password-flag           user-password          (?<![\w-])(?:-[a-zA-Z]{0,3}u|--user)(?:\s+|=)["']?(?P<user>[^\s:'"]+):(?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
 #   catch: curl -u admin:«pa55word» https://ci.example.com
 #   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
 sshpass                      not-reference          \bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{TOOL_VALUE}
@@ -2492,8 +2492,8 @@ context-credential-table     table-cells            (?m)^(?P<head>(?:[ \t]*\|[ \
 #   keep:  | setting | value |\n|---|---|\n| max_tokens | 4096 |\n| password_min_length | 12 |
 #   keep:  | user | password |\n|---|---|\n| admin | stored in the vault |
 # The rest of a secret split over string literals (`"…" +`, Python's implicit joining), after a machine-made part.
-# (The quote comes before the look back at the character before it, as in user-password-flag's `-`: a
-# pattern that starts with a character lets the regex engine skip to where it is, on every text.)
+# (The quote comes before the look back at the character before it: a pattern that starts with a
+# character lets the regex engine skip to where it is, and this rule runs on every text.)
 context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:\+|\.|\\)?[ \t]*\r?\n?[ \t]*\+?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
 #   catch: OPENAI_KEY = (\n    "«sk-proj-Aa9IDg4Tt_wUgKnGng1WgV2HzsUzxJULN»"\n    "«OIUuiX_Xz0AUhR8kNLFONVD16mT3BlbkFJk3»"\n)
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
@@ -3091,7 +3091,7 @@ RULE_WORDS = {
     "sqlcmd-password": ("61682b0e", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
         "sqlcmd")),
     "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",)),
-    "user-password-flag": ("38f7017d", ("-",), ()),
+    "user-password-flag": ("b4bb3d08", ("-",), ()),
     "sshpass": ("fd183a56", ("sshpass",), ("sshpass",)),
     "login-password": ("c43447a2", ("login",), ("az", "buildah", "cf", "crane", "docker", "helm", "nerdctl", "oc",
         "podman", "regctl", "skopeo")),
