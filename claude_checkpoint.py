@@ -1594,7 +1594,7 @@ _CREDENTIAL_WORDS = (
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
-    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|l[öo]senfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
+    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
@@ -3205,6 +3205,7 @@ class _Scan:
         as σ elsewhere): only those are looked for again, so a long text is not read again
         after each rule that redacts in it."""
         self.text, self.lowered, self.windows = text, text.lower(), None
+        self.folds = not text.isascii() and any(character in text for character in _RE_FOLDS)
         if before is None:
             self.held = _words_in(self.lowered)
         else:
@@ -3218,10 +3219,11 @@ class _Scan:
     def matches(self, index: int) -> Any:
         """pattern.finditer(text) for the rule at index, tried only where a match can start: at
         the words its matches start with, or in the windows around secret-ish words when its
-        head needs one (lowered must keep text's indices)."""
+        head needs one (lowered must keep text's indices, and hold a start word wherever (?i)
+        matches one: not so in a text that holds a character of _RE_FOLDS)."""
         (pattern, head), starts = _compiled_rule(index), _rule_table.cache[index][2]
         text, lowered = self.text, self.lowered
-        if (not starts and head is None) or len(lowered) != len(text):
+        if (not starts and head is None) or len(lowered) != len(text) or starts and self.folds:
             return pattern.finditer(text)
         if starts:
             return _matches_at_words(pattern, text, lowered, self.held.intersection(starts))
@@ -3270,6 +3272,10 @@ def _secretish_windows(lowered: str) -> list:
 
 
 _NAME_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_.:-"  # [\w.:\-] in a lowercase ASCII text
+# Characters that (?i) matches to a letter of a rule's start word other than their lowercase (ſ for
+# s, ı for i, σ and Σ for ς, ϰ for κ, narrow Cyrillic о, с, т): the start word is not in lowered
+# where they stand, and a text that holds one is scanned whole (İ changes lowered's length).
+_RE_FOLDS = "\u0131\u017f\u0345\u03a3\u03c3\u03f0\u1c82\u1c83\u1c84\u1c85\u1fbe"
 
 
 def _matches_near_words(pattern: Any, head: Any, text: str, windows: list) -> Any:
@@ -3681,17 +3687,31 @@ RULE_WORDS = {
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login")),
     "prose-named-secret": ("ecd51c82", (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",)),
-    "context-credential-word": ("b9da60a7", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("8d255cd3", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "frasa sandi",
         "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
-        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenord", "lozink", "lösenord",
-        "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "parol", "parola",
-        "parool", "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort", "phrase secr", "pin",
-        "psk", "pw", "pwd", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senfras",
-        "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "wachtwoord", "zugangsdaten", "şifre",
-        "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور",
-        "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌",
-        "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
+        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenfras", "losenord",
+        "lozink", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri",
+        "nsec", "nyckel", "parol", "parola", "parool", "pass", "passcode", "passord", "passphrase", "passwd",
+        "password", "passwort", "phrase secr", "pin", "psk", "pw", "pwd", "salasana", "sandi", "schl", "schlüssel",
+        "secret", "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens",
+        "wachtwoord", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ",
+        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー",
+        "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀",
+        "비밀번호", "시크릿", "암호", "액세스", "토큰"), ("access", "account", "adgangskode", "admin", "anahtar", "api", "apiキー",
+        "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "client",
+        "contrase", "credential", "creds", "deploy", "encryption", "frasa sandi", "frase secreta", "geheimnis",
+        "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennwort", "key", "khoá",
+        "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "losenfras", "losenord", "lozink",
+        "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri",
+        "network", "nsec", "nyckel", "parol", "parola", "parool", "pass", "passcode", "passord", "passphrase",
+        "passwd", "password", "passwort", "phrase secr", "pin", "private", "psk", "pw", "pwd", "recovery", "root",
+        "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session",
+        "sifre", "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wi", "wlan", "wpa",
+        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
+        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
+        "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
+        "암호", "액세스", "토큰")),
     "login-pair-in-prose": ("b2f617d1", ("log", "sign"), ("log", "sign")),
     "context-login-command": ("abad3bc8", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",

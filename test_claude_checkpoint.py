@@ -1177,6 +1177,31 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
                 with self.subTest(rule=rule.name, text=text[:40]):
                     self.assertEqual([m.span() for m in scan.matches(index)], [m.span() for m in pattern.finditer(text)])
 
+    def test_rules_tried_at_their_start_words_find_what_a_full_scan_finds(self):
+        texts = [marked_secrets(example)[0] for _, _, example in redaction_examples()] + [
+            "token: x1 and ſecret: Xk29mPq7zLw4Rt8VbN3c", "PIN 1, PıN: 0844", "κωδικόσ: Xk29mPq7zLw4Rt8VbN3c, token",
+            "ΚΩΔΙΚΌΣX Xk29mPq7zLw4Rt8VbN3c, token", "пар\u1c82ль: Xk29mPq7zLw4Rt8VbN3c, token", "Kelvin \u212aey: Xk29mPq7zLw4Rt8VbN3c"]
+        table = cc._rule_table()
+        rules = [(index, rule, cc._compiled_rule(index)[0]) for index, (rule, _, starts) in enumerate(table) if starts]
+        self.assertIn("context-credential-word", [rule.name for _, rule, _ in rules])
+        for text in texts:
+            scan = cc._Scan(text)
+            for index, rule, pattern in rules:
+                with self.subTest(rule=rule.name, text=text[:40]):
+                    self.assertEqual([m.span() for m in scan.matches(index)], [m.span() for m in pattern.finditer(text)])
+
+    def test_re_folds_holds_every_character_that_ignorecase_reads_as_another_letter_of_a_start_word(self):
+        # _Scan looks for start words in text.lower(): a character that (?i) matches to a letter
+        # other than its lowercase would hide a match there, unless _RE_FOLDS sends its text to a full scan.
+        letters = sorted(set("".join(word for _, _, starts in cc._rule_table() for word in starts)))
+        any_letter = re.compile("(?i)[" + re.escape("".join(letters)) + "]")
+        each_letter = [(letter, re.compile("(?i)" + re.escape(letter))) for letter in letters]
+        for character in map(chr, range(0x110000)):
+            if any_letter.fullmatch(character) and len(character.lower()) == 1 and character not in cc._RE_FOLDS:
+                for letter, pattern in each_letter:
+                    if pattern.fullmatch(character):
+                        self.assertEqual(character.lower(), letter, f"add {character!r} to _RE_FOLDS")
+
     def test_the_windows_know_every_character_a_secretish_name_holds(self):
         # _secretish_windows starts a window where the run of _NAME_CHARACTERS before a word
         # starts: a character the names may hold and it does not know would cut a window short.
