@@ -1605,7 +1605,7 @@ _CREDENTIAL_WORDS = (
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
-    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|l[öo]senfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
+    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
@@ -2994,7 +2994,9 @@ devtools-cookie-table        random                 (?m)^(?:Name\tValue\t[^\n]*\
 #   catch: Name\tValue\tDomain\tPath\tExpires\n_gh_sess\t«ipdRO5m5K0XWcgBDC0kNBWP3Zq8Lm2Xr»\tgithub.com\t/\t2026-01-01
 #   keep:  Name\tValue\tDomain\tPath\tExpires\ntheme\tdark\tgithub.com\t/\t2026-01-01
 # The rest of a secret split over string literals (`"…" +`, Python's implicit joining), after a machine-made part.
-context-split-literal        split-literals         (?<=[\w+/=.~\-»])["'`](?P<s>(?:[ \t]*(?:\+|\.|\\)?[ \t]*\r?\n?[ \t]*\+?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
+# (The quote comes before the look back at the character before it: a pattern that starts with a
+# character lets the regex engine skip to where it is, and this rule runs on every text.)
+context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:\+|\.|\\)?[ \t]*\r?\n?[ \t]*\+?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
 #   catch: OPENAI_KEY = (\n    "«sk-proj-Aa9IDg4Tt_wUgKnGng1WgV2HzsUzxJULN»"\n    "«OIUuiX_Xz0AUhR8kNLFONVD16mT3BlbkFJk3»"\n)
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
 #   keep:  message = ("the token was rotated; "\n           "see the runbook for the next steps")
@@ -3090,14 +3092,14 @@ def _pattern_head(pattern: str) -> str:
 
 
 _HEAD_PREFIX_MAX = 8  # characters a head may consume before its name: `\"`, `--`, `<`
-_WINDOWS_FROM = 4096  # characters: on a shorter text, finding the windows costs more than the scan saves
 
 
 def _rule_table() -> tuple:
     """(rule, needs, starts) for each rule, built without compiling or parsing a pattern: the
     words its matches need and start with come from RULE_WORDS (those of its check from
     CHECK_NEEDS). Kept on the function (a cache decorator would cost an import at every start),
-    with a slot per rule for its compiled pattern and head (_compiled_rule)."""
+    with a slot per rule for its compiled pattern and head (_compiled_rule) and, in `words`, the
+    _WordIndex that _Scan looks the words up in."""
     cached = getattr(_rule_table, "cache", None)
     if cached is None:
         cached = []
@@ -3105,8 +3107,39 @@ def _rule_table() -> tuple:
             needs, starts = _stored_rule_words(rule)
             cached.append((rule, rule.needs or needs, starts))
         _rule_table.compiled = [None] * len(cached)
+        _rule_table.words = _WordIndex(cached)
         _rule_table.cache = cached = tuple(cached)
     return cached
+
+
+def _word_index() -> Any:
+    """The _WordIndex of _rule_table()."""
+    _rule_table()
+    return _rule_table.words
+
+
+class _WordIndex:
+    """The words of the rule table (needs and starts), for looking up which a text holds: those of
+    one or two characters, and the longer ones under their first three characters (a tuple, as
+    zip gives them); beside each needed word the rules that need it, and the rules that need none.
+    after_redaction: the words that a «redacted» put in a text can make (_Scan)."""
+
+    def __init__(self, table: list):
+        self.short, self.by_prefix, self.rules_of, self.always = [], {}, {}, []
+        for index, (_, needs, _) in enumerate(table):
+            for word in needs:
+                self.rules_of.setdefault(word, []).append(index)
+            if not needs:
+                self.always.append(index)
+        words = sorted({word for _, needs, starts in table for word in needs + starts})
+        for word in words:
+            if len(word) < 3:
+                self.short.append(word)
+            else:
+                self.by_prefix.setdefault(tuple(word[:3]), []).append(word)
+        self.prefixes = frozenset(self.by_prefix)
+        self.after_redaction = [word for word in words if word in REDACTED or REDACTED[0] in word or REDACTED[-1] in word
+                                or "σ" in word or "ς" in word]
 
 
 def _stored_rule_words(rule: RedactionRule) -> tuple:
@@ -3137,13 +3170,11 @@ def _compiled_rule(index: int) -> tuple:
 
 def _compiled_rules() -> tuple:
     """(rule, compiled pattern) for every rule, all compiled now: for the server's warm-up and the
-    tests. Beside them, in `heads`, the start of a pattern that _matches_near_words looks for near
-    secret-ish words."""
+    tests."""
     cached = getattr(_compiled_rules, "cache", None)
     if cached is None:
         table = _rule_table()
         compiled = [_compiled_rule(index) for index in range(len(table))]
-        _compiled_rules.heads = tuple(head for _, head in compiled)
         _compiled_rules.cache = cached = tuple((rule, pattern) for (rule, _, _), (pattern, _) in zip(table, compiled))
     return cached
 
@@ -3161,8 +3192,8 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
     """Return (text with secrets replaced by «redacted», number of replacements).
     known_secrets are exact values to remove wherever they appear (the server's own
     secret environment variables), longest first so that no value is left half replaced.
-    A rule runs only on a text that holds one of the words its matches need, and where its
-    matches start with a word, only there (a few `str.find`s instead of a regex scan)."""
+    A rule runs only on a text that holds one of the words its matches need, and only where
+    its matches can start (_Scan)."""
     if not text:
         return text, 0
     count = 0
@@ -3170,20 +3201,15 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
         if secret in text:
             count += text.count(secret)
             text = text.replace(secret, REDACTED)
-    lowered = text.lower()
-    for index, (rule, needs, starts) in enumerate(_rule_table()):
-        for word in needs:
-            if word in lowered:
-                break
-        else:
-            if needs:
-                continue
-        pattern, head = _compiled_rule(index)
-        matches = _matches(pattern, text, lowered, starts, head)
-        text, hits = _apply_rule(rule, pattern, text, matches)
-        if hits:
+    table, scan = _rule_table(), _Scan(text)
+    todo = scan.rules()
+    while todo:
+        index = todo.pop(0)
+        text, hits = _apply_rule(table[index][0], _compiled_rule(index)[0], text, scan.matches(index))
+        if hits:  # a new text: the rules after this one run on what it holds now
             count += hits
-            lowered = text.lower()
+            scan = _Scan(text, before=scan)
+            todo = [later for later in scan.rules() if later > index]
     return text, count
 
 
@@ -3193,12 +3219,10 @@ def find_secret(text: str) -> Optional[str]:
     stops at the first secret."""
     if not text:
         return None
-    lowered = text.lower()
-    for index, (rule, needs, starts) in enumerate(_rule_table()):
-        if needs and not any(word in lowered for word in needs):
-            continue
-        pattern, head = _compiled_rule(index)
-        for match in _matches(pattern, text, lowered, starts, head):
+    scan = _Scan(text)
+    for index in scan.rules():
+        rule = _rule_table()[index][0]
+        for match in scan.matches(index):
             if rule.find is None and REDACTED in match.group("s"):
                 continue
             spans = rule.find(match) if rule.find else _accepted_span(rule, match)
@@ -3207,36 +3231,96 @@ def find_secret(text: str) -> Optional[str]:
     return None
 
 
-def _matches(pattern: Any, text: str, lowered: str, starts: tuple, head: Any) -> Any:
-    """pattern.finditer(text), tried only where a match can start: at the words its matches start
-    with, or near the secret-ish words its head needs (lowered must keep text's indices)."""
-    if len(lowered) != len(text):
-        return pattern.finditer(text)
-    if starts:
-        return _matches_at_words(pattern, text, lowered, starts)
-    if head is not None and len(text) > _WINDOWS_FROM and text.isascii():  # (?i) matches ſ for s; str.find does not
-        return _matches_near_words(pattern, head, text, lowered)
-    return pattern.finditer(text)
+class _Scan:
+    """A text as the rules are tried on it: its lowercase form, the words of the rule table it
+    holds (which decide the rules that run; after a redaction it may keep a word the text lost,
+    and a rule that needs it finds nothing), and the windows around its secret-ish words (found
+    the first time a rule asks). A rule that changes the text makes a new one."""
+
+    def __init__(self, text: str, before: Optional["_Scan"] = None):
+        """before: the scan of the text that text was made from by replacing values with
+        «redacted». A word text holds was then held before, or overlaps a «redacted» (is part of
+        it, or holds its « or »), or holds a sigma (str.lower() writes Σ as ς at a word's end,
+        as σ elsewhere): only those are looked for again, so a long text is not read again
+        after each rule that redacts in it."""
+        self.text, self.lowered, self.windows = text, text.lower(), None
+        self.folds = not text.isascii() and any(character in text for character in _RE_FOLDS)
+        if before is None:
+            self.held = _words_in(self.lowered)
+        else:
+            self.held = before.held.union(word for word in _word_index().after_redaction if word in self.lowered)
+
+    def rules(self) -> list:
+        """The indices, in order, of the rules that need no word or one the text holds."""
+        words = _word_index()
+        return sorted(set(words.always).union(*(words.rules_of.get(word, ()) for word in self.held)))
+
+    def matches(self, index: int) -> Any:
+        """pattern.finditer(text) for the rule at index, tried only where a match can start: at
+        the words its matches start with, or in the windows around secret-ish words when its
+        head needs one (lowered must keep text's indices, and hold a start word wherever (?i)
+        matches one: not so in a text that holds a character of _RE_FOLDS)."""
+        (pattern, head), starts = _compiled_rule(index), _rule_table.cache[index][2]
+        text, lowered = self.text, self.lowered
+        if (not starts and head is None) or len(lowered) != len(text) or starts and self.folds:
+            return pattern.finditer(text)
+        if starts:
+            return _matches_at_words(pattern, text, lowered, self.held.intersection(starts))
+        if self.windows is None:
+            self.windows = _secretish_windows(lowered)
+        return _matches_near_words(pattern, head, text, self.windows)
 
 
-def _matches_near_words(pattern: Any, head: Any, text: str, lowered: str) -> Any:
-    """pattern.finditer(text) for a pattern whose head (its start, up to a secret-ish name) starts
-    at most _HEAD_PREFIX_MAX + _SECRETISH_REACH characters before a secret-ish word and ends
-    within the word: the head is searched only in windows around those words (cut there, which
-    cannot change what a head so short matches), and the whole pattern tried where it matches."""
-    words = []
+def _words_in(lowered: str) -> set:
+    """The words of the rule table that lowered holds. A word of three characters or more is
+    looked for only when lowered holds its first three: one pass over lowered's runs of three (a
+    set intersection, which keeps no more than the prefixes, however long the text) instead of a
+    search per word and rule."""
+    words = _word_index()
+    held = {word for word in words.short if word in lowered}
+    for prefix in words.prefixes.intersection(zip(lowered, lowered[1:], lowered[2:])):
+        held.update(word for word in words.by_prefix[prefix] if word in lowered)
+    return held
+
+
+def _secretish_windows(lowered: str) -> list:
+    """The [start, end) windows of a text in which a head (a pattern's start, up to a secret-ish
+    name: see _pattern_head) can start: from _HEAD_PREFIX_MAX characters before the run of name
+    characters (at most _SECRETISH_REACH) that leads to a secret-ish word, to the end of the
+    longest. Overlapping windows are merged. lowered must keep the text's indices."""
+    if "\u017f" in lowered or "\u0131" in lowered:  # (?i) matches ſ for s and ı for i, str.lower() keeps them
+        lowered = lowered.replace("\u017f", "s").replace("\u0131", "i")
+    found, longest = [], max(map(len, _SECRETISH_WORDS))
     for word in _SECRETISH_WORDS:
-        found = lowered.find(word)
-        while found >= 0:
-            words.append(found)
-            found = lowered.find(word, found + 1)
-    windows, reach = [], _HEAD_PREFIX_MAX + _SECRETISH_REACH
-    for position in sorted(words):
-        start, end = max(0, position - reach), min(len(text), position + max(map(len, _SECRETISH_WORDS)) + 1)
+        position = lowered.find(word)
+        while position >= 0:
+            found.append(position)
+            position = lowered.find(word, position + 1)
+    windows = []
+    for position in sorted(found):
+        before = lowered[max(0, position - _SECRETISH_REACH):position]
+        outside = before.rstrip(_NAME_CHARACTERS)
+        if not outside[-1:].isascii():
+            outside = ""  # a letter beyond ASCII may be in the name (\w): the whole reach
+        start, end = max(0, position - (len(before) - len(outside)) - _HEAD_PREFIX_MAX), position + longest
         if windows and start <= windows[-1][1]:
             windows[-1][1] = end
         else:
             windows.append([start, end])
+    return windows
+
+
+_NAME_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_.:-"  # [\w.:\-] in a lowercase ASCII text
+# Characters that (?i) matches to a letter of a rule's start word other than their lowercase (ſ for
+# s, ı for i, σ and Σ for ς, ϰ for κ, narrow Cyrillic о, с, т): the start word is not in lowered
+# where they stand, and a text that holds one is scanned whole (İ changes lowered's length).
+_RE_FOLDS = "\u0131\u017f\u0345\u03a3\u03c3\u03f0\u1c82\u1c83\u1c84\u1c85\u1fbe"
+
+
+def _matches_near_words(pattern: Any, head: Any, text: str, windows: list) -> Any:
+    """pattern.finditer(text) for a pattern whose head starts in one of windows
+    (_secretish_windows): the head is searched only there (cut at the window's end, which
+    cannot change what a head so short matches), and the whole pattern tried where it matches."""
     done = 0
     for start, end in windows:
         position = max(start, done)
@@ -3644,17 +3728,31 @@ RULE_WORDS = {
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login")),
     "prose-named-secret": ("ecd51c82", (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",)),
-    "context-credential-word": ("2d3b0b1a", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("892215b6", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "frasa sandi",
         "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
-        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenord", "lozink", "lösenord",
-        "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "parol", "parola",
-        "parool", "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort", "phrase secr", "pin",
-        "psk", "pw", "pwd", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senfras",
-        "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "wachtwoord", "zugangsdaten", "şifre",
-        "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور",
-        "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌",
-        "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
+        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenfras", "losenord",
+        "lozink", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri",
+        "nsec", "nyckel", "parol", "parola", "parool", "pass", "passcode", "passord", "passphrase", "passwd",
+        "password", "passwort", "phrase secr", "pin", "psk", "pw", "pwd", "salasana", "sandi", "schl", "schlüssel",
+        "secret", "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens",
+        "wachtwoord", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ",
+        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー",
+        "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀",
+        "비밀번호", "시크릿", "암호", "액세스", "토큰"), ("access", "account", "adgangskode", "admin", "anahtar", "api", "apiキー",
+        "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "client",
+        "contrase", "credential", "creds", "deploy", "encryption", "frasa sandi", "frase secreta", "geheimnis",
+        "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennwort", "key", "khoá",
+        "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "losenfras", "losenord", "lozink",
+        "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri",
+        "network", "nsec", "nyckel", "parol", "parola", "parool", "pass", "passcode", "passord", "passphrase",
+        "passwd", "password", "passwort", "phrase secr", "pin", "private", "psk", "pw", "pwd", "recovery", "root",
+        "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session",
+        "sifre", "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wi", "wlan", "wpa",
+        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
+        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
+        "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
+        "암호", "액세스", "토큰")),
     "login-pair-in-prose": ("d14cbc5b", ("account", "credential", "creds", "log", "sign"), ("account", "credential",
         "creds", "log", "sign")),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
@@ -3693,7 +3791,7 @@ RULE_WORDS = {
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery")),
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), ()),
-    "context-split-literal": ("f3687314", (), ()),
+    "context-split-literal": ("17763261", (), ()),
     "context-wrapped-line": ("76c74966", ("\n",), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), ()),

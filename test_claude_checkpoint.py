@@ -1082,6 +1082,35 @@ class TestRuleWords(unittest.TestCase):
         self.assertIn("github-token", second)
         self.assertLess(len(second), len(table) // 2)
 
+    def test_a_rule_runs_on_every_text_that_holds_a_word_it_needs(self):
+        # The words a text holds are looked up together (_words_in); none may be missed, whatever
+        # its length, case or neighbours, and a rule that starts at words is tried at each.
+        table = cc._rule_table()
+        for index, (rule, needs, starts) in enumerate(table):
+            for word in needs + starts:
+                for text in (word, word.upper(), f"x{word}y", f"«{word.title()}» and {'é' * 300}{word}\n"):
+                    if word not in text.lower():
+                        continue  # `ß`.upper() is `SS`: the text no longer holds the word
+                    with self.subTest(rule=rule.name, text=text[:40]):
+                        scan = cc._Scan(text)
+                        self.assertIn(word, scan.held)
+                        if word in needs:
+                            self.assertIn(index, scan.rules())
+        self.assertEqual(cc._Scan("hello world").rules(),
+                         [index for index, (_, needs, _) in enumerate(table) if not needs or any(w in "hello world" for w in needs)])
+
+    def test_words_a_redaction_makes_are_looked_for_again(self):
+        # After a rule replaced values, only the words that overlap «redacted» or hold a sigma
+        # (str.lower() writes a final Σ as ς) are looked for again: the text may hold them now.
+        for before, after in (("mot ΚΩΔΙΚΌΣA=Xk29mPq7zLw4Rt8VbN3c", "mot ΚΩΔΙΚΌΣ«redacted»=«redacted»"),
+                              ("token Xk29mPq7zLw4Rt8VbN3c", "token «redacted»")):
+            with self.subTest(after=after):
+                scan = cc._Scan(after, before=cc._Scan(before))
+                self.assertTrue(cc._words_in(after.lower()) - cc._words_in(before.lower()))
+                self.assertLessEqual(cc._words_in(after.lower()), scan.held)
+        index = cc._WordIndex([(None, ("d» x", "«r", "edac", "pass"), ())])
+        self.assertEqual(sorted(index.after_redaction), ["d» x", "edac", "«r"])
+
     def test_the_rule_words_command_rewrites_the_stored_words(self):
         folder = tempfile.mkdtemp(prefix="cc-rule-words-")
         self.addCleanup(shutil.rmtree, folder, ignore_errors=True)
@@ -1141,20 +1170,59 @@ def write_rule_words() -> int:
 
 
 class TestRulesTriedNearTheirWords(unittest.TestCase):
-    """A rule whose matches start a few characters before a secret-ish name is tried only near the
-    secret-ish words (_matches_near_words): it must find exactly what a scan of the whole text finds."""
+    """A rule whose matches start a few characters before a secret-ish name is tried only in the
+    windows around the secret-ish words (_secretish_windows): it must find exactly what a scan
+    of the whole text finds."""
 
     def test_finds_what_a_full_scan_finds(self):
         texts = [marked_secrets(example)[0] for _, _, example in redaction_examples()] + [
             "x" * 90 + "password=Xk29mPq7zLw4Rt8VbN3c " * 3, "a_b_c_d_e_f_g_h_i_j_k_l_m_n_o_p_q_r_s_t_u_v_w_x_y_z_" * 4 + "token: 'v9Zq'",
-            "--" + "k" * 79 + "ey=1 --" + "x" * 81 + "key=2", '\\"api_key\\": \\"Zq8Lm2Xr5Kp9Tw3V\\"', "passpass" * 200 + "=x"]
-        rules = [(rule, pattern, head) for (rule, pattern), head in zip(cc._compiled_rules(), cc._compiled_rules.heads) if head]
+            "--" + "k" * 79 + "ey=1 --" + "x" * 81 + "key=2", '\\"api_key\\": \\"Zq8Lm2Xr5Kp9Tw3V\\"', "passpass" * 200 + "=x",
+            "DB_PAſSWORD=Xk29mPq7zLw4Rt8VbN3c", "db_pın: Xk29mPq7zLw4Rt8VbN3c", "ÉTÉ_API_KEY=Xk29mPq7zLw4Rt8VbN3c",
+            "clé_été_api_" + "é" * 60 + "token=Xk29mPq7zLw4Rt8VbN3c", "x = 1; mot_de_passe_prod_pass=Xk29mPq7zLw4Rt8VbN3c"]
+        table = cc._rule_table()
+        rules = [(index, rule, pattern) for index, ((rule, _, _), (pattern, head)) in enumerate(zip(table, map(cc._compiled_rule, range(len(table))))) if head]
         self.assertTrue(rules)
         for text in texts:
-            for rule, pattern, head in rules:
+            scan = cc._Scan(text)
+            for index, rule, pattern in rules:
                 with self.subTest(rule=rule.name, text=text[:40]):
-                    near = [m.span() for m in cc._matches_near_words(pattern, head, text, text.lower())]
-                    self.assertEqual(near, [m.span() for m in pattern.finditer(text)])
+                    self.assertEqual([m.span() for m in scan.matches(index)], [m.span() for m in pattern.finditer(text)])
+
+    def test_rules_tried_at_their_start_words_find_what_a_full_scan_finds(self):
+        texts = [marked_secrets(example)[0] for _, _, example in redaction_examples()] + [
+            "token: x1 and ſecret: Xk29mPq7zLw4Rt8VbN3c", "PIN 1, PıN: 0844", "κωδικόσ: Xk29mPq7zLw4Rt8VbN3c, token",
+            "ΚΩΔΙΚΌΣX Xk29mPq7zLw4Rt8VbN3c, token", "пар\u1c82ль: Xk29mPq7zLw4Rt8VbN3c, token", "Kelvin \u212aey: Xk29mPq7zLw4Rt8VbN3c"]
+        table = cc._rule_table()
+        rules = [(index, rule, cc._compiled_rule(index)[0]) for index, (rule, _, starts) in enumerate(table) if starts]
+        self.assertIn("context-credential-word", [rule.name for _, rule, _ in rules])
+        for text in texts:
+            scan = cc._Scan(text)
+            for index, rule, pattern in rules:
+                with self.subTest(rule=rule.name, text=text[:40]):
+                    self.assertEqual([m.span() for m in scan.matches(index)], [m.span() for m in pattern.finditer(text)])
+
+    def test_re_folds_holds_every_character_that_ignorecase_reads_as_another_letter_of_a_start_word(self):
+        # _Scan looks for start words in text.lower(): a character that (?i) matches to a letter
+        # other than its lowercase would hide a match there, unless _RE_FOLDS sends its text to a full scan.
+        letters = sorted(set("".join(word for _, _, starts in cc._rule_table() for word in starts)))
+        any_letter = re.compile("(?i)[" + re.escape("".join(letters)) + "]")
+        each_letter = [(letter, re.compile("(?i)" + re.escape(letter))) for letter in letters]
+        for character in map(chr, range(0x110000)):
+            if any_letter.fullmatch(character) and len(character.lower()) == 1 and character not in cc._RE_FOLDS:
+                for letter, pattern in each_letter:
+                    if pattern.fullmatch(character):
+                        self.assertEqual(character.lower(), letter, f"add {character!r} to _RE_FOLDS")
+
+    def test_the_windows_know_every_character_a_secretish_name_holds(self):
+        # _secretish_windows starts a window where the run of _NAME_CHARACTERS before a word
+        # starts: a character the names may hold and it does not know would cut a window short.
+        for block in (cc._SECRETISH_NAME, cc._SECRETISH_IDENTIFIER):
+            name_class = re.compile(re.search(r"\(\?=(\[[^\]]+\])\{0,", block).group(1))
+            for character in map(chr, range(128)):
+                if name_class.fullmatch(character):
+                    with self.subTest(block=block[:30], character=character):
+                        self.assertIn(character.lower(), cc._NAME_CHARACTERS)
 
 
 class TestFindSecret(unittest.TestCase):
