@@ -1096,8 +1096,10 @@ def _accept_assignment(match: Any) -> bool:
     if re.match(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)", bare) or re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+", bare):
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
     if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6) or _spells_the_name(bare, name) or (
-            _name_parts(name)[-1].endswith(("cookie", "cookies")) and " " in bare and not any(map(str.isdigit, bare))) or _name_parts(name)[-1] == "pin" and not any(map(str.isdigit, bare)):
-        return False  # a key or a token is not `ollama`, `123` or a sentence; a PIN has digits, cookies of words are examples
+            bare.isdigit() and len(bare) < 4) or (
+            _name_parts(name)[-1].endswith(("cookie", "cookies")) and not any(map(str.isdigit, bare)) and (
+                " " in bare or re.fullmatch(r"[a-z]{1,8}(?:[=;,][a-z]{1,8})*", bare))) or _name_parts(name)[-1] == "pin" and not any(map(str.isdigit, bare)):
+        return False  # a key or a token is not `ollama`, `123` or a sentence, no secret is `98`; a PIN has digits, cookies of words are examples
     following = match.string[match.end("s"):match.end("s") + 2]
     prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
@@ -1108,7 +1110,7 @@ def _accept_assignment(match: Any) -> bool:
         return _looks_random(bare) and not _is_identifier_like(bare)
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
             match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")
-            or bare.lower() in ("see", "ask", "check", "use", "in", "via", "from", "stored", "same")):
+            or bare.lower() in ("see", "ask", "check", "use", "in", "via", "from", "stored", "same", "if", "when", "whether")):
         return False  # prose after a colon (`api_key: Refreshing state...`, `password: see 1Password`), a scheme (`Authorization: SSWS …`)
     if re.fullmatch(r"(?i)(?:bearer|basic|token|digest)\s+\S{0,7}", bare):
         return False  # a scheme and a stand-in in a test: `authorization: 'Bearer abc'`
@@ -1164,7 +1166,7 @@ def _is_code(value: str, name: str) -> bool:
     if value.lower() == own or value.lower().endswith("." + own):
         return True
     if value.isidentifier() and (value.lower() in own or not any(c.isdigit() for c in value) and any(
-            word in value.lower() for word in ("password", "passwd", "token", "secret", "key", "cred", "cookie"))):
+            word in value.lower() for word in ("password", "passwd", "token", "secret", "key", "cred", "cookie", "auth"))):
         return True  # `AccessToken: token`, `'password': form_password`: variables
     dotted = "." in value and value.replace(".", "").replace("_", "").isalnum() and not any(c.isdigit() for c in value)
     return "(" in value or "[" in value or dotted
@@ -1395,9 +1397,11 @@ def _looks_like_prose_secret(value: str) -> bool:
     a path or a version."""
     import re
     v = value
-    named = re.fullmatch(r"[A-Za-z_]{1,30}=(.+)", v)
+    named = re.fullmatch(r"[A-Za-z_][\w.]{0,30}=(.+)", v)
     if named:
-        v = named.group(1)  # `TTL=3600` and `zn=pKzg.xo2…` are judged by their values
+        v = named.group(1).rstrip(",;")  # `TTL=3600` and `zn=pKzg.xo2…` are judged by their values
+        if v.lower() in _NOT_VALUES:
+            return False  # base_1=False
     if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v):
         return False
     if re.fullmatch(r"[0-9a-fA-F]+", v):
@@ -1836,8 +1840,8 @@ def _reads_as_code(value: str, following: str) -> bool:
         return False
     if all(part.isalpha() and part.islower() for part in parts):
         return parts[0] in _CODE_NAMESPACES  # os.path.join; walnut.forest.bacon is a passphrase
-    if len(parts) == 2 and any(map(str.isdigit, value)):
-        return False  # Priya.Coffee_62: a password of two words and a number
+    if len(parts) == 2 and re.search(r"\d$", value.rstrip(":")):
+        return False  # Priya.Coffee_62: a password of two words and a number (win32api.RegEnumKey is code)
     return len(parts) > 2 or any(len(part) >= 4 and part.isalpha() and _is_built_of_words(part) for part in parts)
 
 
@@ -1847,10 +1851,10 @@ def _find_command_arguments(match: Any) -> list:
     import re
     text, start, end = match.string, match.start("s"), match.end("s")
     spans = random_tokens(text, start, end, _NAME_FLAG_BEFORE)
-    if re.search(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=", _line_before(text, match.start(), 200) + text[
-            match.start():match.end() + 40]):
+    if match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha() or re.search(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=",
+                                                              _line_before(text, match.start(), 200) + text[match.start():match.end() + 40]):
         return spans  # `if auth_type == 'v4-s3express'`: code, where only machine-made values count
-    for quoted in re.compile(r"""(?<![\w=])(["'])([^"'\s]{6,128})\1""").finditer(text, start, end):
+    for quoted in re.compile(r"""(?<![\w=\\])(["'])([^"'\s\\]{6,128})\1""").finditer(text, start, end):
         value, first = quoted.group(2), quoted.start(2)
         line = _line_before(text, quoted.start(), 200)
         dotted_words = len(value.split(".")) >= 4 and _looks_like_passphrase(value) and len(value.rsplit(".", 1)[-1]) > 3
@@ -2723,6 +2727,7 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 #   keep:  password: <your-password>
 #   catch: ldap_default_authtok = «Quartz-Otter-Bell-5»
 #   keep:  token = Comment
+#   keep:  CREDENTIALS = 98
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   catch: {"password": "«hunter2»", "user": "bob"}
@@ -2773,6 +2778,9 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  Set-Cookie: session=deleted; expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/
 #   catch: secret_id = "«aefe433f-2fa0-4344-a61f-1bce4638ecaa»"
 #   keep:  role_id   = "73e40166-3665-4fe0-8d9a-0d0605ea7cc3"
+#   keep:  >>> headers.add('set-cookie', 'baz=quxx')
+#   keep:  :param strip_user_password: If True, strip user:password from the URL
+#   keep:  headers['Proxy-Authorization'] = basic_auth
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -2800,6 +2808,7 @@ prose-named-secret           named-in-prose         (?m)(?:^|(?<=\s))[(\['"`]?(?
 #   keep:  KeyError: <Token object at 0x7f051a768687>
 #   keep:  Deployed contract Token at 0xee2094bbe132275f88753056da4764ee65da8ff9
 #   keep:  curl -H "Authorization: Bearer $TOKEN" https://api.github.com/repos/a/b/actions/runs | jq '.workflow_runs[0].status'
+#   keep:  pass base_1=False, to correspond to the loc value passed to the parse action.)
 # An AWS secret access key: 40 base64 characters near the word "secret".
 aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
 #   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lm2Xr5K»"
@@ -2883,6 +2892,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: nsec for the relay bot: «zahss1rfic8pzgck90965e6udxq3lm7wz»
 #   keep:  def pin_auth(self, request: Request) -> Response:
 #   keep:  secretName: abandon-tls-yce5l
+#   keep:  RegEnumKey = win32api.RegEnumKey
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -2902,6 +2912,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: export BW_SESSION=$(bw unlock '«ahead-anxiety-cost-lantern»' --raw)
 #   keep:  if auth_type == 'v4-s3express':
 #   catch: $ bw unlock '«canyon.amateur.bacon.zebra»'
+#   keep:  "$comment": "schema authors should avoid redefining it to smooth the move to \"dependentSchemas\""
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
 context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
