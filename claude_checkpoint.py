@@ -906,6 +906,8 @@ _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken).
 _NOT_SECRET_QUALIFIERS = frozenset("hashed existing page continuation pagination cursor next".split())
+# The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
+_NOT_SECRET_BEFORE_WORD = r"(?i)(?:%s)[ _\-]?$" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
 _ABOUT_A_SECRET = frozenset("""
     file files path stdin env name names id ids arn ref url uri length len min max count policy hash
@@ -998,7 +1000,8 @@ def _is_reference(value: str) -> bool:
         return True  # `cat /tmp/session.tok`: a command's output
     import re
     first = v[0]
-    if (first in "$%" and re.match(_LEADING_REFERENCE, v) and not _is_mixed_password(v[1:])) or (first == "@" and re.fullmatch(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)", v)):
+    named_like_a_password = first == "$" and _is_mixed_password(v[1:])  # $Crimson58asdfgh is no variable
+    if (first in "$%" and re.match(_LEADING_REFERENCE, v) and not named_like_a_password) or (first == "@" and re.fullmatch(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)", v)):
         return True
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
         return True
@@ -1006,8 +1009,7 @@ def _is_reference(value: str) -> bool:
         return True  # names and resource names (an ARN names a secret; it does not hold one)
     if "://" in v and re.match(_SECRET_MANAGER_REFERENCE, v):
         return True
-    if any(c in v for c in "${#%") and (re.search(_INTERPOLATION, v) or _is_template(v)) and not (
-            first == "$" and _is_mixed_password(v[1:])):
+    if any(c in v for c in "${#%") and (re.search(_INTERPOLATION, v) or _is_template(v)) and not named_like_a_password:
         return True
     return _is_placeholder(v)
 
@@ -1095,11 +1097,8 @@ def _accept_assignment(match: Any) -> bool:
         return False
     if re.match(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)", bare) or re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+", bare):
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
-    if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6) or _spells_the_name(bare, name) or (
-            bare.isdigit() and len(bare) < 4) or (
-            _name_parts(name)[-1].endswith(("cookie", "cookies")) and not any(map(str.isdigit, bare)) and (
-                " " in bare or re.fullmatch(r"[a-z]{1,8}(?:[=;,][a-z]{1,8})*", bare))) or _name_parts(name)[-1] == "pin" and not any(map(str.isdigit, bare)):
-        return False  # a key or a token is not `ollama`, `123` or a sentence, no secret is `98`; a PIN has digits, cookies of words are examples
+    if _cannot_be_its_value(name, bare):
+        return False
     following = match.string[match.end("s"):match.end("s") + 2]
     prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
@@ -1121,6 +1120,19 @@ def _accept_assignment(match: Any) -> bool:
             c.isdigit() for c in bare):
         return False  # `{ id: key.id, token: raw }`: an object literal in code
     return bare.strip().lower() not in _NOT_VALUES
+
+
+def _cannot_be_its_value(name: str, bare: str) -> bool:
+    """What the name says its value is not: a key or a token is never `ollama`, `123` or a
+    sentence; a PIN has digits; cookies of words are examples (`baz=quxx`); no secret is `98`;
+    a constant does not hold its own name (`ALLOW_CREDENTIALS = "allowCredentials"`)."""
+    import re
+    last, digits = _name_parts(name)[-1], any(map(str.isdigit, bare))
+    if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6):
+        return True
+    if last.endswith(("cookie", "cookies")) and not digits:
+        return " " in bare or re.fullmatch(r"[a-z]{1,8}(?:[=;,][a-z]{1,8})*", bare) is not None
+    return last == "pin" and not digits or bare.isdigit() and len(bare) < 4 or _spells_the_name(bare, name)
 
 
 def _names_a_key(name: str) -> bool:
@@ -1283,9 +1295,7 @@ def _accept_call_password(match: Any) -> bool:
     called = re.search(r"[\w.:\[\]]{1,80}$", text[max(0, opening - 80):opening]) if opening >= 0 else None
     if called is None or ")" in text[opening:match.start()] or not re.search(_CONNECTING_CALL, called.group()):
         return False  # not the arguments of a call that connects: `check('left', '20x40+0+80')`
-    shaped = looks_machine_generated(value) or looks_like_chosen_password(value)
-    return shaped and not _is_reference(value) and not re.search(_NOT_RANDOM_SHAPES + "|/", value) and not re.fullmatch(
-        _ALGORITHM_NAME, value)
+    return (looks_machine_generated(value) or looks_like_chosen_password(value)) and _may_be_a_password(value)
 
 
 def _accept_random(match: Any) -> bool:
@@ -1654,7 +1664,7 @@ _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
 # What joins a credential word to its value in a sentence, in the languages sessions are written
-# in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "->", particles (は, 은).
+# in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "→", particles (は, 은).
 _CONNECTOR = (r"(?:(?<![\w'’])(?:is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora"
               r"|adesso|nu|nyt|nå|on|ni|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو"
               r"|είναι|היא|הוא|คือ|ficou|fica|became|becomes|stał się|стал|стала|currently"
@@ -1666,9 +1676,9 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:is|are|was|were|est|ist|es|era|è|é|lautet|e
 _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:：=])|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
                 r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
-# The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
 # A credential word that names a passphrase, in the languages above.
 _PASSPHRASE_WORD = r"(?i)phrase|fras|フレーズ|短语|短語|문구"
+# The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
 _VALUE_AT_ONCE = r"[ \t]+[\"'«“(`]?(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
 # Parts of credential words that name a key, a token or a secret: values a machine makes, which
 # the detector finds by their shape; the other words name passwords and PINs, which people choose.
@@ -1695,8 +1705,8 @@ def _find_random_tokens(match: Any) -> list:
     have chosen it (looks_like_chosen_password), as a note may give both a password and a token."""
     import re
     text, start = match.string, match.start("s")
-    if re.search(r"(?i)(?:public|publishable|pub|hashed|existing|page|continuation|cursor|next)[ _\-]?$", text[max(0, match.start() - 12):match.start()]):
-        return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a name
+    if re.search(_NOT_SECRET_BEFORE_WORD, text[max(0, match.start() - 14):match.start()]):
+        return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
     not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if not re.fullmatch(r"(?:0x)?[0-9a-fA-F]+", text[a:b]) or re.fullmatch(_HEX_CONNECTOR, text[start:a])
@@ -1755,6 +1765,14 @@ def _value_span(found: Any, group: str, text: str = "") -> Any:
     return text[first:first + len(value)] if text else (first, first + len(value))
 
 
+def _may_be_a_password(value: str) -> bool:
+    """What every password-shaped value found in a context must also pass: not a URL, path, date,
+    UUID or digest (_NOT_RANDOM_SHAPES), a reference, a masked or public value, an algorithm's name."""
+    import re
+    return (not re.search(_NOT_RANDOM_SHAPES + "|/", value) and not _is_reference(value) and not _is_masked_or_public(value)
+            and not re.fullmatch(_ALGORITHM_NAME, value))
+
+
 def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, first: int) -> bool:
     """Whether value, given after the credential word, is a password: a PIN's digits after a PIN,
     a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
@@ -1768,8 +1786,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True  # violet.river.limone.nick after "passphrase" is no host name
     chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
     following = text[first + len(value):first + len(value) + 1]
-    return (chosen and not _reads_as_code(value, following) and not re.search(_NOT_RANDOM_SHAPES + "|/", value)
-            and not _is_masked_or_public(value))  # an @ is a password's (F@lc0n18), an address is not a password
+    return chosen and not _reads_as_code(value, following) and _may_be_a_password(value)
 
 
 def _looks_like_passphrase(value: str) -> bool:
@@ -1851,8 +1868,9 @@ def _find_command_arguments(match: Any) -> list:
     import re
     text, start, end = match.string, match.start("s"), match.end("s")
     spans = random_tokens(text, start, end, _NAME_FLAG_BEFORE)
-    if match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha() or re.search(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=",
-                                                              _line_before(text, match.start(), 200) + text[match.start():match.end() + 40]):
+    glued = match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha()  # `authors`, not a verb
+    around = _line_before(text, match.start(), 200) + text[match.start():match.end() + 40]
+    if glued or re.search(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=", around):
         return spans  # `if auth_type == 'v4-s3express'`: code, where only machine-made values count
     for quoted in re.compile(r"""(?<![\w=\\])(["'])([^"'\s\\]{6,128})\1""").finditer(text, start, end):
         value, first = quoted.group(2), quoted.start(2)
@@ -1886,11 +1904,13 @@ def _find_call_literals(match: Any) -> list:
     for literal in re.finditer(r"""(["'`])(.*?)\1""", match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         value = literal.group(2)
-        found = [] if re.fullmatch(_ALGORITHM_NAME, value) else random_tokens(text, start, end)
+        if re.fullmatch(_ALGORITHM_NAME, value):
+            previous = value  # `createCipheriv("aes-256-gcm", …)`, `Signer.create("HS256", …)`
+            continue
+        found = random_tokens(text, start, end)
         after_user = re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+", previous)
         if not found and (named_call or credential_call and literals > 1 or after_user) and (
-                _looks_like_password(value) or looks_like_chosen_password(value)) and not re.search(
-                _NOT_RANDOM_SHAPES + "|/", value) and not re.fullmatch(_ALGORITHM_NAME, value):
+                _looks_like_password(value) or looks_like_chosen_password(value)) and _may_be_a_password(value):
             found = [(start, end)]
         spans, previous = spans + found, value
     return spans
