@@ -9854,13 +9854,18 @@ def _median(values: list) -> float:
     return values[len(values) // 2]
 
 
-def _timed(function, repeat: int) -> float:
+def _samples(function, repeat: int, clock=time.perf_counter) -> list:
+    """How long each of repeat calls of function took, by clock."""
     samples = []
     for _ in range(repeat):
-        started = time.perf_counter()
+        started = clock()
         function()
-        samples.append(time.perf_counter() - started)
-    return _median(samples)
+        samples.append(clock() - started)
+    return samples
+
+
+def _timed(function, repeat: int) -> float:
+    return _median(_samples(function, repeat))
 
 
 def bench_startup(env: dict, cwd: str) -> dict:
@@ -10155,12 +10160,7 @@ def full_save_checkpoint(texts: list) -> cc.Checkpoint:
 
 def _cpu_timed(function, repeat: int) -> float:
     """The least CPU time of repeat calls: the machine may be shared, and wall time is noisy there."""
-    samples = []
-    for _ in range(repeat):
-        started = time.process_time()
-        function()
-        samples.append(time.process_time() - started)
-    return min(samples)
+    return min(_samples(function, repeat, time.process_time))
 
 
 def bench_first_redaction(statement: str, setup: str = "") -> float:
