@@ -1183,6 +1183,10 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
         table = cc._rule_table()
         rules = [(index, rule, pattern) for index, ((rule, _, _), (pattern, head)) in enumerate(zip(table, map(cc._compiled_rule, range(len(table))))) if head]
         self.assertTrue(rules)
+        self.assert_scan_finds_what_finditer_finds(texts, rules)
+
+    def assert_scan_finds_what_finditer_finds(self, texts: list, rules: list) -> None:
+        """Each (index, rule, pattern) tried the engine's way (_Scan) matches where a whole-text scan does."""
         for text in texts:
             scan = cc._Scan(text)
             for index, rule, pattern in rules:
@@ -1196,11 +1200,7 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
         table = cc._rule_table()
         rules = [(index, rule, cc._compiled_rule(index)[0]) for index, (rule, _, starts) in enumerate(table) if starts]
         self.assertIn("context-credential-word", [rule.name for _, rule, _ in rules])
-        for text in texts:
-            scan = cc._Scan(text)
-            for index, rule, pattern in rules:
-                with self.subTest(rule=rule.name, text=text[:40]):
-                    self.assertEqual([m.span() for m in scan.matches(index)], [m.span() for m in pattern.finditer(text)])
+        self.assert_scan_finds_what_finditer_finds(texts, rules)
 
     def test_re_folds_holds_every_character_that_ignorecase_reads_as_another_letter_of_a_start_word(self):
         # _Scan looks for start words in text.lower(): a character that (?i) matches to a letter
