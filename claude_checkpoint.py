@@ -3236,7 +3236,11 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
     todo = scan.rules()
     while todo:
         index = todo.pop(0)
-        text, hits = _apply_rule(table[index][0], _compiled_rule(index)[0], text, scan.matches(index))
+        matches = scan.matches(index)
+        first = next(matches, None)
+        if first is None:
+            continue  # most rules find nothing in most texts: no call, no new text
+        text, hits = _apply_rule(table[index][0], _compiled_rule(index)[0], text, [first, *matches])
         if hits:  # a new text: the rules after this one run on what it holds now
             count += hits
             scan = _Scan(text, before=scan)
@@ -3265,8 +3269,9 @@ def find_secret(text: str) -> Optional[str]:
 class _Scan:
     """A text as the rules are tried on it: its lowercase form, the words of the rule table it
     holds (which decide the rules that run; after a redaction it may keep a word the text lost,
-    and a rule that needs it finds nothing), and the windows around its secret-ish words (found
-    the first time a rule asks). A rule that changes the text makes a new one."""
+    and a rule that needs it finds nothing), and, found the first time a rule asks, the windows
+    around its secret-ish words and the positions of its start words. A rule that changes the
+    text makes a new one."""
 
     def __init__(self, text: str, before: Optional["_Scan"] = None):
         """before: the scan of the text that text was made from by replacing values with
@@ -3274,7 +3279,7 @@ class _Scan:
         it, or holds its « or »), or holds a sigma (str.lower() writes Σ as ς at a word's end,
         as σ elsewhere): only those are looked for again, so a long text is not read again
         after each rule that redacts in it."""
-        self.text, self.lowered, self.windows = text, text.lower(), None
+        self.text, self.lowered, self.windows, self.found = text, text.lower(), None, {}
         self.folds = not text.isascii() and any(character in text for character in _RE_FOLDS)
         if before is None:
             self.held = _words_in(self.lowered)
@@ -3286,17 +3291,35 @@ class _Scan:
         words = _word_index()
         return sorted(set(words.always).union(*(words.rules_of.get(word, ()) for word in self.held)))
 
+    def places(self, words: set) -> list:
+        """The positions, ascending, where lowered holds one of words. Each word is looked for
+        once per scan: rules share their start words (`password`, `token`)."""
+        if len(words) == 1:
+            return self.places_of(*words)
+        return sorted(set().union(*map(self.places_of, words)))
+
+    def places_of(self, word: str) -> list:
+        """The positions where lowered holds word, kept in self.found."""
+        found = self.found.get(word)
+        if found is None:
+            found, position = [], self.lowered.find(word)
+            while position >= 0:
+                found.append(position)
+                position = self.lowered.find(word, position + 1)
+            self.found[word] = found
+        return found
+
     def matches(self, index: int) -> Any:
         """pattern.finditer(text) for the rule at index, tried only where a match can start: at
         the words its matches start with, or in the windows around secret-ish words when its
         head needs one (lowered must keep text's indices, and hold a start word wherever (?i)
         matches one: not so in a text that holds a character of _RE_FOLDS)."""
-        (pattern, head), starts = _compiled_rule(index), _rule_table.cache[index][2]
-        text, lowered = self.text, self.lowered
+        pattern, head = _rule_table.compiled[index] or _compiled_rule(index)
+        starts, text, lowered = _rule_table.cache[index][2], self.text, self.lowered
         if (not starts and head is None) or len(lowered) != len(text) or starts and self.folds:
             return pattern.finditer(text)
         if starts:
-            return _matches_at_words(pattern, text, lowered, self.held.intersection(starts))
+            return _matches_at(pattern, text, self.places(self.held.intersection(starts)))
         if self.windows is None:
             self.windows = _secretish_windows(lowered)
         return _matches_near_words(pattern, head, text, self.windows)
@@ -3367,17 +3390,11 @@ def _matches_near_words(pattern: Any, head: Any, text: str, windows: list) -> An
                 position = found.start() + 1
 
 
-def _matches_at_words(pattern: Any, text: str, lowered: str, words: tuple) -> Any:
-    """pattern.finditer(text) for a pattern whose every match starts with one of words: the
-    pattern is tried only where lowered holds one."""
-    positions = set()
-    for word in words:
-        found = lowered.find(word)
-        while found >= 0:
-            positions.add(found)
-            found = lowered.find(word, found + 1)
+def _matches_at(pattern: Any, text: str, positions: list) -> Any:
+    """pattern.finditer(text) for a pattern whose every match starts at one of positions
+    (ascending): the pattern is tried only there."""
     end = 0
-    for position in sorted(positions):
+    for position in positions:
         if position >= end:
             match = pattern.match(text, position)
             if match:
