@@ -3247,8 +3247,9 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
         text, hits = _apply_rule(table[index][0], _compiled_rule(index)[0], text, [first, *matches])
         if hits:  # a new text: the rules after this one run on what it holds now
             count += hits
-            scan = _Scan(text, before=scan)
-            todo = [later for later in scan.rules() if later > index]
+            before, scan = scan, _Scan(text, before=scan)
+            if scan.held != before.held:  # seldom: «redacted» made a word a rule needs
+                todo = [later for later in scan.rules() if later > index]
     return text, count
 
 
