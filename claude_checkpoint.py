@@ -3112,8 +3112,11 @@ def _expand_blocks(pattern: str) -> str:
 
 def _pattern_head(pattern: str) -> str:
     """The start of a table pattern up to its secret-ish name ({SECRETISH_NAME}), when what comes
-    before the name is at most a few characters (not `^[ \t]*`): its matches start within a known
-    distance before a secret-ish word, and _matches_near_words tries it only there. Else ""."""
+    before the name is at most a few characters: its matches start within a known distance
+    before a secret-ish word, and _matches_near_words tries it only there. Or, a line head, when
+    the pattern starts a line and what comes before the name cannot leave it (`(?m)^[ \t]*`):
+    its matches start on a line that a window around a secret-ish word reaches into
+    (_Scan.lines_in_windows). Else ""."""
     import re
     found = re.search(r"\{SECRETISH_(?:NAME|IDENTIFIER)\}", pattern)
     if found is None:
@@ -3122,11 +3125,41 @@ def _pattern_head(pattern: str) -> str:
         from re import _parser as parser  # Python 3.11+
     except ImportError:
         import sre_parse as parser  # noqa: the same module before 3.11
-    width = parser.parse(_expand_blocks(pattern[:found.start()])).getwidth()[1]
+    before = _expand_blocks(pattern[:found.start()])
+    if before.startswith(_LINE_START):
+        stays = _stays_on_its_line(parser, parser.parse(before[len(_LINE_START):]))
+        return _expand_blocks(pattern[:found.end()]) if stays else ""
+    width = parser.parse(before).getwidth()[1]
     return _expand_blocks(pattern[:found.end()]) if width <= _HEAD_PREFIX_MAX else ""
 
 
 _HEAD_PREFIX_MAX = 8  # characters a head may consume before its name: `\"`, `--`, `<`
+_LINE_START = "(?m)^"  # how a line head starts
+
+
+def _stays_on_its_line(parser: Any, items: Any) -> bool:
+    """Whether no match of a parsed sequence can hold a newline. Cautious: a class with a
+    category (`\\s`, `\\w`) or a negation, `.`, a back reference or an unknown item might."""
+    def plain(kind: Any, value: Any) -> bool:  # a member of a class that is not a newline
+        return kind is parser.LITERAL and value != 10 or kind is parser.RANGE and not value[0] <= 10 <= value[1]
+    for op, arg in items:
+        if op in (parser.AT, parser.ASSERT, parser.ASSERT_NOT):
+            continue  # zero-width
+        if op is parser.LITERAL:
+            stays = arg != 10
+        elif op is parser.IN:
+            stays = all(plain(kind, value) for kind, value in arg)
+        elif op is parser.SUBPATTERN:
+            stays = _stays_on_its_line(parser, arg[-1])
+        elif op is parser.BRANCH:
+            stays = all(_stays_on_its_line(parser, branch) for branch in arg[1])
+        elif op in (parser.MAX_REPEAT, parser.MIN_REPEAT):
+            stays = _stays_on_its_line(parser, arg[-1])
+        else:
+            stays = False
+        if not stays:
+            return False
+    return True
 
 
 def _rule_table() -> tuple:
@@ -3275,8 +3308,8 @@ class _Scan:
     """A text as the rules are tried on it: its lowercase form, the words of the rule table it
     holds (which decide the rules that run; after a redaction it may keep a word the text lost,
     and a rule that needs it finds nothing), and, found the first time a rule asks, the windows
-    around its secret-ish words and the positions of its start words. A rule that changes the
-    text makes a new one."""
+    around its secret-ish words, the lines they reach into and the positions of its start words.
+    A rule that changes the text makes a new one."""
 
     def __init__(self, text: str, before: Optional["_Scan"] = None):
         """before: the scan of the text that text was made from by replacing values with
@@ -3284,7 +3317,8 @@ class _Scan:
         it, or holds its « or »), or holds a sigma (str.lower() writes Σ as ς at a word's end,
         as σ elsewhere): only those are looked for again, so a long text is not read again
         after each rule that redacts in it."""
-        self.text, self.lowered, self.windows, self.found = text, text.lower(), None, {}
+        self.text, self.lowered, self.found = text, text.lower(), {}
+        self.windows = self.line_starts = None
         self.folds = not text.isascii() and any(character in text for character in _RE_FOLDS)
         if before is None:
             self.held = _words_in(self.lowered)
@@ -3327,7 +3361,28 @@ class _Scan:
             return _matches_at(pattern, text, self.places(self.held.intersection(starts)))
         if self.windows is None:
             self.windows = _secretish_windows(lowered)
+        if head.pattern.startswith(_LINE_START):
+            return _matches_at(pattern, text, self.lines_in_windows())
         return _matches_near_words(pattern, head, text, self.windows)
+
+    def lines_in_windows(self) -> list:
+        """The starts, ascending, of the lines that a window around a secret-ish word reaches
+        into: where a line head can match (_pattern_head). Its name starts in a window, on its
+        own line (what comes before the name cannot leave it), and that line starts before the
+        window or at a newline in it."""
+        if self.line_starts is None:
+            found, lowered = [], self.lowered
+            for start, end in self.windows:
+                line = lowered.rfind("\n", 0, start) + 1
+                while True:
+                    if not found or line > found[-1]:
+                        found.append(line)
+                    newline = lowered.find("\n", line, end)
+                    if newline < 0:
+                        break
+                    line = newline + 1
+            self.line_starts = found
+        return self.line_starts
 
 
 def _words_in(lowered: str) -> set:

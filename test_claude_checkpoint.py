@@ -1202,6 +1202,30 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
         self.assertIn("context-credential-word", [rule.name for _, rule, _ in rules])
         self.assert_scan_finds_what_finditer_finds(texts, rules)
 
+    def test_rules_that_start_a_line_find_what_a_full_scan_finds(self):
+        # A line head is tried only at the starts of the lines that a window around a secret-ish
+        # word reaches into (_Scan.lines_in_windows): long indents, `export`, `- `, the first and
+        # the last line, windows across lines, CRLF, names longer than the windows reach.
+        value = "Xk29mPq7zLw4Rt8VbN3c"
+        texts = [marked_secrets(example)[0] for _, _, example in redaction_examples()] + [
+            f"api_key: {value}", "x\n" + " " * 200 + f"API_TOKEN={value}", "export " + "\t" * 50 + f"DB_PASSWORD={value}\n",
+            f"steps:\n  - name: x\n    secret_key: {value}\n  - token: {value}", f"token\nDB_PASS={value}", f"token\r\nSECRET_KEY={value}\r\n",
+            "a" * 90 + f"_key={value}\n" + "b" * 79 + f"_key={value}", "my_" * 30 + f"token: {value}", f'val apiKey = "{value}"\n',
+            f"const SECRET = `{value}`", f"DB_PAſSWORD={value}\nx", f"db_pın: {value}", f"foo: 1\nbar = token\nkey: {value}\n",
+            f"key\n\n\nkey\n- {value}\n" * 3, f"\n\nPASSWORD = '{value}' # token"]
+        table = cc._rule_table()
+        rules = [(index, rule, cc._compiled_rule(index)[0]) for index, (rule, _, _) in enumerate(table) if rule.head.startswith(cc._LINE_START)]
+        self.assertIn("config-line-value", [rule.name for _, rule, _ in rules])
+        self.assert_scan_finds_what_finditer_finds(texts, rules)
+
+    def test_a_line_head_is_only_one_whose_name_cannot_leave_the_line(self):
+        for pattern, line_head in ((r"(?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}=", True),
+                                   (r"(?m)^(?P<indent>[ \t]*)[\"']?{SECRETISH_NAME}:", True), (r"(?m)^\s*{SECRETISH_NAME}=", False),
+                                   (r"(?m)^[^=]*{SECRETISH_NAME}=", False), (r"(?m)^.*{SECRETISH_NAME}=", False),
+                                   (r"(?m)^x\n{SECRETISH_NAME}=", False), (r"(?m)^(?:a|[\n])?{SECRETISH_NAME}=", False)):
+            with self.subTest(pattern=pattern):
+                self.assertEqual(cc._pattern_head(pattern).startswith(cc._LINE_START), line_head)
+
     def test_re_folds_holds_every_character_that_ignorecase_reads_as_another_letter_of_a_start_word(self):
         # _Scan looks for start words in text.lower(): a character that (?i) matches to a letter
         # other than its lowercase would hide a match there, unless _RE_FOLDS sends its text to a full scan.
