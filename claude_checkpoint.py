@@ -3371,16 +3371,16 @@ class _Scan:
         own line (what comes before the name cannot leave it), and that line starts before the
         window or at a newline in it."""
         if self.line_starts is None:
-            found, lowered = [], self.lowered
-            for start, end in self.windows:
-                line = lowered.rfind("\n", 0, start) + 1
-                while True:
-                    if not found or line > found[-1]:
-                        found.append(line)
-                    newline = lowered.find("\n", line, end)
-                    if newline < 0:
-                        break
-                    line = newline + 1
+            found, lowered, read = [], self.lowered, 0
+            for start, end in self.windows:  # each character is read once, however many windows
+                newline = lowered.rfind("\n", read, start)
+                if newline >= 0 or not found:
+                    found.append(newline + 1)  # else it starts on the line the last window ended on
+                newline = lowered.find("\n", start, end)
+                while newline >= 0:
+                    found.append(newline + 1)
+                    newline = lowered.find("\n", newline + 1, end)
+                read = end
             self.line_starts = found
         return self.line_starts
 

@@ -1212,7 +1212,7 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
             f"steps:\n  - name: x\n    secret_key: {value}\n  - token: {value}", f"token\nDB_PASS={value}", f"token\r\nSECRET_KEY={value}\r\n",
             "a" * 90 + f"_key={value}\n" + "b" * 79 + f"_key={value}", "my_" * 30 + f"token: {value}", f'val apiKey = "{value}"\n',
             f"const SECRET = `{value}`", f"DB_PAſSWORD={value}\nx", f"db_pın: {value}", f"foo: 1\nbar = token\nkey: {value}\n",
-            f"key\n\n\nkey\n- {value}\n" * 3, f"\n\nPASSWORD = '{value}' # token"]
+            f"key\n\n\nkey\n- {value}\n" * 3, f"\n\nPASSWORD = '{value}' # token", "".join(f"\n{' ' * 30}API_KEY_{n}={value}" for n in range(3))]
         table = cc._rule_table()
         rules = [(index, rule, cc._compiled_rule(index)[0]) for index, (rule, _, _) in enumerate(table) if rule.head.startswith(cc._LINE_START)]
         self.assertIn("config-line-value", [rule.name for _, rule, _ in rules])
