@@ -3166,16 +3166,18 @@ def _rule_table() -> tuple:
     """(rule, needs, starts) for each rule, built without compiling or parsing a pattern: the
     words its matches need and start with come from RULE_WORDS (those of its check from
     CHECK_NEEDS). Kept on the function (a cache decorator would cost an import at every start),
-    with a slot per rule for its compiled pattern and head (_compiled_rule) and, in `words`, the
-    _WordIndex that _Scan looks the words up in."""
+    with, per rule, a slot for its compiled pattern and head (_compiled_rule) and in `also` the
+    other words its matches need (_rule_words), and, in `words`, the _WordIndex that _Scan
+    looks the words up in."""
     cached = getattr(_rule_table, "cache", None)
     if cached is None:
-        cached = []
+        cached, also = [], []
         for rule in redaction_rules():
-            needs, starts = _stored_rule_words(rule)
+            needs, starts, others = _stored_rule_words(rule)
             cached.append((rule, rule.needs or needs, starts))
-        _rule_table.compiled = [None] * len(cached)
-        _rule_table.words = _WordIndex(cached)
+            also.append(frozenset(others))
+        _rule_table.compiled, _rule_table.also = [None] * len(cached), also
+        _rule_table.words = _WordIndex(cached, also)
         _rule_table.cache = cached = tuple(cached)
     return cached
 
@@ -3187,19 +3189,19 @@ def _word_index() -> Any:
 
 
 class _WordIndex:
-    """The words of the rule table (needs and starts), for looking up which a text holds: those of
-    one or two characters, and the longer ones under their first three characters (a tuple, as
-    zip gives them); beside each needed word the rules that need it, and the rules that need none.
-    after_redaction: the words that a «redacted» put in a text can make (_Scan)."""
+    """The words of the rule table (needs, starts and also), for looking up which a text holds:
+    those of one or two characters, and the longer ones under their first three characters (a
+    tuple, as zip gives them); beside each needed word the rules that need it, and the rules that
+    need none. after_redaction: the words that a «redacted» put in a text can make (_Scan)."""
 
-    def __init__(self, table: list):
+    def __init__(self, table: list, also: list = ()):
         self.short, self.by_prefix, self.rules_of, self.always = [], {}, {}, []
         for index, (_, needs, _) in enumerate(table):
             for word in needs:
                 self.rules_of.setdefault(word, []).append(index)
             if not needs:
                 self.always.append(index)
-        words = sorted({word for _, needs, starts in table for word in needs + starts})
+        words = sorted({word for _, needs, starts in table for word in needs + starts}.union(*also))
         for word in words:
             if len(word) < 3:
                 self.short.append(word)
@@ -3215,7 +3217,7 @@ def _stored_rule_words(rule: RedactionRule) -> tuple:
     the pattern; a pattern changed since RULE_WORDS was written is parsed, so no rule is skipped."""
     stored = RULE_WORDS.get(rule.name)
     if stored is not None and stored[0] == _pattern_fingerprint(rule.pattern):
-        return stored[1], stored[2]
+        return stored[1:]
     import re
     return _rule_words(re.compile(rule.pattern))
 
@@ -3326,9 +3328,15 @@ class _Scan:
             self.held = before.held.union(word for word in _word_index().after_redaction if word in self.lowered)
 
     def rules(self) -> list:
-        """The indices, in order, of the rules that need no word or one the text holds."""
+        """The indices, in order, of the rules that need no word or one the text holds, and one
+        of the other words they need (`also`) if any. Not that last test in a text that holds a
+        character of _RE_FOLDS: (?i) may read it as a letter of such a word."""
         words = _word_index()
-        return sorted(set(words.always).union(*(words.rules_of.get(word, ()) for word in self.held)))
+        found = sorted(set(words.always).union(*(words.rules_of.get(word, ()) for word in self.held)))
+        if self.folds:
+            return found
+        also, held = _rule_table.also, self.held
+        return [index for index in found if not also[index] or not held.isdisjoint(also[index])]
 
     def places(self, words: set) -> list:
         """The positions, ascending, where lowered holds one of words. Each word is looked for
@@ -3463,16 +3471,52 @@ def _matches_at(pattern: Any, text: str, positions: list) -> Any:
 
 
 def _rule_words(pattern: Any) -> tuple:
-    """(needs, starts): the words (lowercase) one of which every match of a compiled pattern
-    contains, and those one of which it starts with (empty when unknown), read from its parse
-    tree: a cheap look before the regex, since most rules name a tool or a prefix (a rule that
-    needs one character, a newline or a colon, is still skipped on a text without it)."""
+    """(needs, starts, also): the words (lowercase) one of which every match of a compiled
+    pattern contains, those one of which it starts with (empty when unknown), and the words one
+    of which it contains besides, needed by another part of it (`(` after a credential word;
+    empty when none), read from its parse tree: a cheap look before the regex, since most rules
+    name a tool or a prefix (a rule that needs one character, a newline or a colon, is still
+    skipped on a text without it), and a rule runs only on a text that holds a word of each."""
     try:
         from re import _parser as parser  # Python 3.11+
     except ImportError:
         import sre_parse as parser  # noqa: the same module before 3.11
     items = parser.parse(pattern.pattern, pattern.flags)
-    return (tuple(sorted(_needed_in(parser, items) or ())), tuple(sorted(_starting_in(parser, items) or ())))
+    needs = _needed_in(parser, items)
+    return tuple(tuple(sorted(words or ())) for words in (needs, _starting_in(parser, items), _also_needed(parser, items, needs)))
+
+
+def _also_needed(parser: Any, items: Any, needs: Optional[frozenset]) -> Optional[frozenset]:
+    """The best needed words of a part of a parsed sequence (_needed_by_each_part) that a text
+    holding one of needs may lack: not those that each word of needs holds (`ysql` of `mysql`),
+    nor a letter alone, which almost every text holds."""
+    best = None
+    for words in _needed_by_each_part(parser, items):
+        implied = needs and all(any(word in needed for word in words) for needed in needs)
+        if not implied and not any(len(word) == 1 and (word.isalnum() or word == "_") for word in words):
+            best = _longest_needed(best, words)
+    return best
+
+
+def _needed_by_each_part(parser: Any, items: Any) -> list:
+    """The needed words of each part of a parsed sequence on its own: its literal runs, and
+    (as _needed_in reads them) its alternations, and the parts of its groups, repeats of one or
+    more and lookaheads. Every match holds a word of each."""
+    found, run = [], ""
+    for op, arg in list(items) + [(None, None)]:
+        if op is parser.LITERAL:
+            run += chr(arg)
+            continue
+        if run:
+            found.append(frozenset([run.lower()]))
+        run = ""
+        if op is parser.SUBPATTERN or op in (parser.MAX_REPEAT, parser.MIN_REPEAT) and arg[0] >= 1 or op is parser.ASSERT:
+            found += _needed_by_each_part(parser, arg[-1])
+        elif op is parser.BRANCH:
+            branches = [_needed_in(parser, branch) for branch in arg[1]]
+            if all(branches):
+                found.append(frozenset().union(*branches))
+    return found
 
 
 def _needed_in(parser: Any, items: Any) -> Optional[frozenset]:
@@ -3630,68 +3674,70 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 
 # Written by `python3 test_claude_checkpoint.py --rule-words` (run it after changing a pattern;
 # a test fails until then): for each rule, the fingerprint of its pattern and _rule_words of it,
-# the words one of which its matches need and those they start with. Reading them here spares
-# every process the parse of ~150 patterns; a rule whose pattern no longer has its fingerprint
-# is parsed at first use (_stored_rule_words).
+# the words one of which its matches need, those they start with, and the other words one of
+# which they need. Reading them here spares every process the parse of ~150 patterns; a rule
+# whose pattern no longer has its fingerprint is parsed at first use (_stored_rule_words).
 RULE_WORDS = {
-    "private-key-block": ("be646d8b", ("-----begin ",), ("-----begin ",)),
-    "signing-tool-secret-key": ("383e66f7", ("untrusted comment: ",), ("untrusted comment: ",)),
-    "bitcoin-wif-key": ("7a5ffbce", (), ()),
-    "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",)),
-    "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain")),
-    "url-credentials": ("9a5f55a6", ("//",), ()),
-    "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), ()),
-    "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",)),
-    "url-token-user": ("ef921c04", ("://",), ()),
+    "private-key-block": ("be646d8b", ("-----begin ",), ("-----begin ",), ("openvpn static key v", "private key")),
+    "signing-tool-secret-key": ("383e66f7", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
+    "bitcoin-wif-key": ("7a5ffbce", (), (), ()),
+    "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",), ()),
+    "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain"),
+        ()),
+    "url-credentials": ("9a5f55a6", ("//",), (), (":",)),
+    "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
+    "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",), ("${",)),
+    "url-token-user": ("ef921c04", ("://",), (), ("@",)),
     "slack-webhook": ("7b115895", ("hooks.slack.com/services", "hooks.slack.com/triggers",
         "hooks.slack.com/workflows"), ("hooks.slack.com/services", "hooks.slack.com/triggers",
-        "hooks.slack.com/workflows")),
+        "hooks.slack.com/workflows"), ()),
     "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
-        "quiknode.pro")),
-    "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",)),
-    "teams-webhook": ("e603f645", ("webhook.office.com/webhookb2/",), ("webhook.office.com/webhookb2/",)),
-    "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",)),
-    "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",)),
-    "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia")),
-    "twilio-auth-token-after-sid": ("4374e4f6", ("ac",), ("ac",)),
-    "aws-access-key-id": ("44232805", ("abia", "acca", "akia", "asia"), ("abia", "acca", "akia", "asia")),
-    "github-token": ("e8902e07", ("gh",), ("gh",)),
-    "github-fine-grained-token": ("376284c5", ("github_pat_",), ("github_pat_",)),
+        "quiknode.pro"), ("/v",)),
+    "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
+    "teams-webhook": ("e603f645", ("webhook.office.com/webhookb2/",), ("webhook.office.com/webhookb2/",),
+        ("/incomingwebhook/",)),
+    "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",), ()),
+    "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",), ("discord",)),
+    "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia"), ()),
+    "twilio-auth-token-after-sid": ("4374e4f6", ("ac",), ("ac",), ()),
+    "aws-access-key-id": ("44232805", ("abia", "acca", "akia", "asia"), ("abia", "acca", "akia", "asia"), ()),
+    "github-token": ("e8902e07", ("gh",), ("gh",), ()),
+    "github-fine-grained-token": ("376284c5", ("github_pat_",), ("github_pat_",), ()),
     "gitlab-token": ("308eead3", ("glagent", "glcbt", "glcd", "gldt", "glffct", "glft", "glimt", "gloas", "glpat",
         "glptt", "glrt", "glsoat"), ("glagent", "glcbt", "glcd", "gldt", "glffct", "glft", "glimt", "gloas", "glpat",
-        "glptt", "glrt", "glsoat")),
-    "gitlab-runner-token": ("761c1515", ("gr1348941",), ("gr1348941",)),
-    "slack-token": ("88bef38f", ("xox",), ("xox",)),
-    "slack-app-token": ("5ea3fa06", ("xapp-",), ("xapp-",)),
-    "stripe-key": ("c1a7427d", ("_live", "_prod", "_test"), ("rk", "sk")),
-    "stripe-webhook-secret": ("d90769c1", ("whsec_",), ("whsec_",)),
-    "anthropic-key": ("6c2ff553", ("sk-ant-",), ("sk-ant-",)),
-    "openai-key": ("4091994e", ("sk-",), ("sk-",)),
-    "google-api-key": ("644bb7e7", ("aiza",), ("aiza",)),
-    "google-oauth": ("6e772952", ("1//0", "gocspx-", "ya29."), ("1//0", "gocspx-", "ya29.")),
-    'google-private-key-id': ('4e9db1e9', ('"private_key_id"',), ('"private_key_id"',)),
-    "hugging-face-token": ("2eb8b7c7", ("api_org_", "hf_"), ("api_org_", "hf_")),
-    "npm-token": ("4f26d74c", ("npm_",), ("npm_",)),
-    "pypi-token": ("e9e94746", ("pypi-ag",), ("pypi-ag",)),
-    "sendgrid-key": ("46148bc6", ("sg.",), ("sg.",)),
-    "twilio-key-and-secret": ("68dcb912", ("sk",), ("sk",)),
-    "twilio-api-key": ("d969ee1f", ("sk",), ("sk",)),
-    "sonar-token": ("544b32cd", ("sq",), ("sq",)),
-    "mailgun-key": ("bc70b435", ("-", "key-"), ()),
-    "azure-account-key-shape": ("a95601c8", ("==",), ()),
+        "glptt", "glrt", "glsoat"), ("-",)),
+    "gitlab-runner-token": ("761c1515", ("gr1348941",), ("gr1348941",), ()),
+    "slack-token": ("88bef38f", ("xox",), ("xox",), ("-",)),
+    "slack-app-token": ("5ea3fa06", ("xapp-",), ("xapp-",), ()),
+    "stripe-key": ("c1a7427d", ("_live", "_prod", "_test"), ("rk", "sk"), ("rk", "sk")),
+    "stripe-webhook-secret": ("d90769c1", ("whsec_",), ("whsec_",), ()),
+    "anthropic-key": ("6c2ff553", ("sk-ant-",), ("sk-ant-",), ()),
+    "openai-key": ("4091994e", ("sk-",), ("sk-",), ()),
+    "google-api-key": ("644bb7e7", ("aiza",), ("aiza",), ()),
+    "google-oauth": ("6e772952", ("1//0", "gocspx-", "ya29."), ("1//0", "gocspx-", "ya29."), ()),
+    'google-private-key-id': ('4e9db1e9', ('"private_key_id"',), ('"private_key_id"',), (':',)),
+    "hugging-face-token": ("2eb8b7c7", ("api_org_", "hf_"), ("api_org_", "hf_"), ()),
+    "npm-token": ("4f26d74c", ("npm_",), ("npm_",), ()),
+    "pypi-token": ("e9e94746", ("pypi-ag",), ("pypi-ag",), ()),
+    "sendgrid-key": ("46148bc6", ("sg.",), ("sg.",), ()),
+    "twilio-key-and-secret": ("68dcb912", ("sk",), ("sk",), ()),
+    "twilio-api-key": ("d969ee1f", ("sk",), ("sk",), ()),
+    "sonar-token": ("544b32cd", ("sq",), ("sq",), ()),
+    "mailgun-key": ("bc70b435", ("-", "key-"), (), ()),
+    "azure-account-key-shape": ("a95601c8", ("==",), (), ()),
     "shopify-token": ("4aa6badf", ("shpat", "shpca", "shppa", "shpss", "shpua"), ("shpat", "shpca", "shppa", "shpss",
-        "shpua")),
-    "digitalocean-token": ("64f3136a", ("_v1_",), ("do",)),
-    "databricks-token": ("87f49439", ("dapi",), ("dapi",)),
+        "shpua"), ()),
+    "digitalocean-token": ("64f3136a", ("_v1_",), ("do",), ("do",)),
+    "databricks-token": ("87f49439", ("dapi",), ("dapi",), ()),
     "azure-storage-key": ("331d1f02", ("accountkey", "sharedaccesskey", "sharedsecret"), ("accountkey",
-        "sharedaccesskey", "sharedsecret")),
-    "azure-sas-signature": ("629e9327", ("sig=",), ("sig=",)),
-    "telegram-bot-token": ("e3c4acb1", (":",), ()),
-    "discord-bot-token": ("e0a998d7", (".",), ()),
-    "jwt": ("faca2c05", (".eyj",), ("eyj",)),
+        "sharedaccesskey", "sharedsecret"), ("=",)),
+    "azure-sas-signature": ("629e9327", ("sig=",), ("sig=",), ()),
+    "telegram-bot-token": ("e3c4acb1", (":",), (), ()),
+    "discord-bot-token": ("e0a998d7", (".",), (), ()),
+    "jwt": ("faca2c05", (".eyj",), ("eyj",), ()),
     "other-provider-token": ("d6324855", ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-",
         "pmak-", "sntrys_"), ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-", "pmak-",
-        "sntrys_")),
+        "sntrys_"), ()),
     "more-provider-tokens": ("358d095d", (".atlasv1.", "a3-", "aaaa", "access-development", "access-production",
         "access-sandbox", "aio_", "akcp", "akid", "amzn1.oa2-cs.v1.", "api", "aqvn", "atbb", "bkua_", "ccipat_",
         "cfpat-", "clojars_", "dckr_pat_", "dg9roj", "dp.audit", "dp.ct", "dp.sa", "dp.scim", "dp.st", "dt0c01.",
@@ -3701,141 +3747,154 @@ RULE_WORDS = {
         "pscale_tkn", "pul-", "q~", "r8_", "rdme_", "re_", "rnd_", "rubygems_", "sb_secret_", "sbp_", "scw", "sdk",
         "secret_", "sgp_", "shippo_live", "shippo_test", "sk.eyj", "sl.", "sntryu_", "sq0atp", "sq0csp", "tfp_",
         "tk-us-", "tskey-api", "tskey-auth", "tskey-client", "tskey-scim", "tskey-webhook", "v1.0-", "xai-",
-        "xkeysib-", "y0_"), ()),
-    "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",)),
-    "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), ()),
+        "xkeysib-", "y0_"), (), ()),
+    "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",), ("\n",)),
+    "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
     "seed-phrase": ("b1d68011", ("backup", "bip", "mnemonic", "phrase de r", "recovery", "recupera", "recuperaci",
         "secret", "seed", "semente", "semilla", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
         ("backup", "bip", "frase ", "mnemonic", "phrase de r", "recovery", "secret", "seed", "semilla",
-        "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문")),
-    "byte-array-key": ("fb92c920", ("[",), ()),
+        "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"), ()),
+    "byte-array-key": ("fb92c920", ("[",), (), (",",)),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
-        "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet")),
+        "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
+        ("0x",)),
     "base64-user-password": ("b3d31a6b", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
-        "credential", "creds", "ident")),
-    "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), ()),
-    "authorization-header": ("3d70873d", ("authorization",), ()),
-    "scheme-and-token-arguments": ("2715707f", ("basic", "bearer", "token"), ()),
-    "bearer-token": ("6dfafddc", ("earer",), ()),
+        "credential", "creds", "ident"), ()),
+    "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), (), (":",)),
+    "authorization-header": ("3d70873d", ("authorization",), (), ()),
+    "scheme-and-token-arguments": ("2715707f", ("basic", "bearer", "token"), (), (",",)),
+    "bearer-token": ("6dfafddc", ("earer",), (), ()),
     "mysql-password": ("125401db", ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport",
-        "mysqlsh"), ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport", "mysqlsh")),
+        "mysqlsh"), ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport", "mysqlsh"), ("-p",)),
     "sqlcmd-password": ("61682b0e", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
-        "sqlcmd")),
-    "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",)),
-    "user-password-flag": ("cfa3aa46", ("-",), ()),
-    "expect-send-password": ("f92ffee4", ("expect",), ("expect",)),
-    'java-char-array-password': ('c9c36271', ('".tochararray()',), ()),
-    "auth-user-password": ("02b0db0a", ("auth",), ()),
-    "device-secret-line": ("8b59ec24", ("enable", "username"), ()),
-    "env-directive": ("7ce0ab87", ("env", "environment", "fastcgi_param", "passenv", "setenv"), ()),
-    'redis-auth-logged': ('6cec0e88', ('"auth"',), ('"auth"',)),
-    "sshpass": ("fd183a56", ("sshpass",), ("sshpass",)),
+        "sqlcmd"), ("-p",)),
+    "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",), ("-w",)),
+    "user-password-flag": ("cfa3aa46", ("-",), (), ()),
+    "expect-send-password": ("f92ffee4", ("expect",), ("expect",), ("send",)),
+    'java-char-array-password': ('c9c36271', ('".tochararray()',), (), ()),
+    "auth-user-password": ("02b0db0a", ("auth",), (), (":",)),
+    "device-secret-line": ("8b59ec24", ("enable", "username"), (), ("password", "secret")),
+    "env-directive": ("7ce0ab87", ("env", "environment", "fastcgi_param", "passenv", "setenv"), (), ()),
+    'redis-auth-logged': ('6cec0e88', ('"auth"',), ('"auth"',), ()),
+    "sshpass": ("fd183a56", ("sshpass",), ("sshpass",), ("-p",)),
     "login-password": ("c43447a2", ("login",), ("az", "buildah", "cf", "crane", "docker", "helm", "nerdctl", "oc",
-        "podman", "regctl", "skopeo")),
-    "auth-tuple": ("020d66ce", ("auth",), ("auth",)),
-    "dsn-password": ("8d07fd41", ("@tcp", "@udp", "@unix"), ()),
-    "pgpass-line": ("75cb491d", (":",), ()),
-    "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",)),
-    "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",)),
-    "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",)),
-    "piped-secret": ("290c325b", ("echo", "printf"), ("echo", "printf")),
-    "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf")),
-    "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), ()),
-    "openssl-pass": ("a94aee91", ("-pass",), ("-pass",)),
-    "redis-cli-password": ("4db6fd48", ("redis-cli",), ("redis-cli",)),
-    "gh-secret-body": ("70e96687", ("secret",), ("gh",)),
-    "powershell-secure-string": ("dc0cf1dd", ("convertto-securestring",), ("convertto-securestring",)),
-    "netrc-password": ("9192685f", ("password",), ("machine",)),
-    "net-user-password": ("2f34f48a", ("user",), ("net",)),
-    "net-use-password": ("ebdbd4e5", ("net",), ("net",)),
-    "net-use-user-password": ("56abdf0a", ("net",), ("net",)),
-    "windows-password-switch": ("937ca794", ("/p",), ("/p",)),
-    "schtasks-password": ("ae424767", ("schtasks",), ("schtasks",)),
-    "mysqladmin-password": ("093647c9", ("mysqladmin",), ("mysqladmin",)),
-    "batch-password-file": ("52c57f15", ("htpasswd", "mosquitto_passwd"), ("htpasswd", "mosquitto_passwd")),
-    "broker-user-password": ("f47ae092", ("rabbitmqctl",), ("rabbitmqctl",)),
-    "xmpp-user-password": ("ee7c97a8", ("ejabberdctl", "prosodyctl"), ("ejabberdctl", "prosodyctl")),
-    "mqtt-admin-password": ("82640355", ("admins", "users"), ("emqx",)),
-    "admin-password-reset": ("bcf49dd2", ("reset-admin-password", "set-initial-password"), ("grafana", "neo4j-admin")),
-    "dscl-password": ("32da068d", ("-passwd",), ("dscl",)),
-    "dscl-new-password": ("5e719f81", ("-passwd",), ("dscl",)),
-    "ldap-new-password": ("871cdd8a", ("ldappasswd",), ("ldappasswd",)),
-    "password-hash-tool": ("a17ef675", ("mkpasswd", "openssl"), ("mkpasswd", "openssl")),
-    "wifi-passphrase": ("ec0916ac", ("iwconfig", "nmcli", "wpa_passphrase"), ("iwconfig", "nmcli", "wpa_passphrase")),
-    "oracle-user-password": ("52aca0dc", ("conn", "dgmgrl", "expdp", "impdp", "rman", "sqlldr", "sqlplus"), ()),
+        "podman", "regctl", "skopeo"), ("az", "buildah", "cf", "crane", "docker", "helm", "nerdctl", "oc", "podman",
+        "regctl", "skopeo")),
+    "auth-tuple": ("020d66ce", ("auth",), ("auth",), ("=",)),
+    "dsn-password": ("8d07fd41", ("@tcp", "@udp", "@unix"), (), (":",)),
+    "pgpass-line": ("75cb491d", (":",), (), ()),
+    "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",), ("<<<",)),
+    "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",), ("enc",)),
+    "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",), ("--value",)),
+    "piped-secret": ("290c325b", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "env", "kinit",
+        "login", "passwd", "password-stdin", "secret", "signin", "sudo", "unlock")),
+    "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf"), ("auth", "cred", "key", "pass", "pw",
+        "secret", "token")),
+    "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), (), ("echo",
+        "printf")),
+    "openssl-pass": ("a94aee91", ("-pass",), ("-pass",), ("pass:",)),
+    "redis-cli-password": ("4db6fd48", ("redis-cli",), ("redis-cli",), ("-a",)),
+    "gh-secret-body": ("70e96687", ("secret",), ("gh",), ("set",)),
+    'powershell-secure-string': ('dc0cf1dd', ('convertto-securestring',), ('convertto-securestring',), ('"', "'")),
+    "netrc-password": ("9192685f", ("password",), ("machine",), ("machine",)),
+    "net-user-password": ("2f34f48a", ("user",), ("net",), ("net",)),
+    "net-use-password": ("ebdbd4e5", ("net",), ("net",), ("use",)),
+    "net-use-user-password": ("56abdf0a", ("net",), ("net",), ("use",)),
+    "windows-password-switch": ("937ca794", ("/p",), ("/p",), ()),
+    "schtasks-password": ("ae424767", ("schtasks",), ("schtasks",), ("/",)),
+    "mysqladmin-password": ("093647c9", ("mysqladmin",), ("mysqladmin",), ("password",)),
+    "batch-password-file": ("52c57f15", ("htpasswd", "mosquitto_passwd"), ("htpasswd", "mosquitto_passwd"), ("-",)),
+    "broker-user-password": ("f47ae092", ("rabbitmqctl",), ("rabbitmqctl",), ("add_user", "authenticate_user",
+        "change_password")),
+    "xmpp-user-password": ("ee7c97a8", ("ejabberdctl", "prosodyctl"), ("ejabberdctl", "prosodyctl"),
+        ("change_password", "check_password", "register")),
+    "mqtt-admin-password": ("82640355", ("admins", "users"), ("emqx",), ("emqx",)),
+    "admin-password-reset": ("bcf49dd2", ("reset-admin-password", "set-initial-password"), ("grafana", "neo4j-admin"),
+        ()),
+    "dscl-password": ("32da068d", ("-passwd",), ("dscl",), ("dscl",)),
+    "dscl-new-password": ("5e719f81", ("-passwd",), ("dscl",), ("dscl",)),
+    "ldap-new-password": ("871cdd8a", ("ldappasswd",), ("ldappasswd",), ("-",)),
+    "password-hash-tool": ("a17ef675", ("mkpasswd", "openssl"), ("mkpasswd", "openssl"), ()),
+    "wifi-passphrase": ("ec0916ac", ("iwconfig", "nmcli", "wpa_passphrase"), ("iwconfig", "nmcli", "wpa_passphrase"),
+        ()),
+    "oracle-user-password": ("52aca0dc", ("conn", "dgmgrl", "expdp", "impdp", "rman", "sqlldr", "sqlplus"), (), ("/",)),
     "archive-password": ("648e456a", ("7z", "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ("7z",
-        "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak")),
-    "ssh-keygen-old-passphrase": ("87d4955c", ("ssh-keygen",), ("ssh-keygen",)),
-    "ssh-keygen-passphrase": ("8f87ee76", ("ssh-keygen",), ("ssh-keygen",)),
-    "keychain-password": ("3fb6054d", ("security",), ("security",)),
+        "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ()),
+    "ssh-keygen-old-passphrase": ("87d4955c", ("ssh-keygen",), ("ssh-keygen",), ("-p",)),
+    "ssh-keygen-passphrase": ("8f87ee76", ("ssh-keygen",), ("ssh-keygen",), ("-n",)),
+    "keychain-password": ("3fb6054d", ("security",), ("security",), ("-keychain", "add-generic", "add-internet",
+        "import")),
     "app-server-user-password": ("3cc913ba", ("add-user.bat", "add-user.sh", "auth", "create-user", "digest",
-        "tomcat-digest"), ("add-user.bat", "add-user.sh", "cf", "digest", "tomcat-digest")),
-    "object-store-secret-key": ("e7a744c4", ("alias", "config"), ("mc",)),
+        "tomcat-digest"), ("add-user.bat", "add-user.sh", "cf", "digest", "tomcat-digest"), ()),
+    "object-store-secret-key": ("e7a744c4", ("alias", "config"), ("mc",), ("mc",)),
     "joined-user-password": ("eaf48f2e", ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget",
-        "smbmap"), ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget", "smbmap")),
-    "snmp-community": ("3e78734a", ("snmp",), ("snmp",)),
-    "snmp-community-config": ("06ed4b5d", ("community", "snmp-server"), ()),
-    "snmp-auth-passphrase": ("268dfe34", ("snmp",), ("snmp",)),
-    "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",)),
+        "smbmap"), ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget", "smbmap"), ()),
+    "snmp-community": ("3e78734a", ("snmp",), ("snmp",), ("-c",)),
+    "snmp-community-config": ("06ed4b5d", ("community", "snmp-server"), (), ()),
+    "snmp-auth-passphrase": ("268dfe34", ("snmp",), ("snmp",), ("-a",)),
+    "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",), ("-x",)),
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
-        "codecovcli", "doctl", "ngrok", "snyk", "vault")),
-    "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",)),
-    "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), ()),
-    "powershell-env-item": ("5fb1e4dc", ("-item",), ("new", "set")),
-    "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets")),
-    "config-set-secret": ("10d39743", ("--secret",), ("config",)),
+        "codecovcli", "doctl", "ngrok", "snyk", "vault"), ()),
+    "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
+    "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), (), ("auth", "cookie", "cred",
+        "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
+    "powershell-env-item": ("5fb1e4dc", ("-item",), ("new", "set"), ("env:",)),
+    "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
+    "config-set-secret": ("10d39743", ("--secret",), ("config",), ("config",)),
     "sonar-login": ("284813d6", ("-dsonar.login", "-dsonar.password", "-dsonar.token"), ("-dsonar.login",
-        "-dsonar.password", "-dsonar.token")),
-    "tuple-pair": ("b1629b9a", (",",), ()),
+        "-dsonar.password", "-dsonar.token"), ("=",)),
+    'tuple-pair': ('b1629b9a', (',',), (), ('"', "'")),
     "client-auth-call": ("484fa8de", ("authenticate", "basic_auth", "basicauth", "http_auth", "httpbasicauth",
         "httpdigestauth", "login", "set_credentials"), ("authenticate", "basic_auth", "basicauth", "http_auth",
-        "httpbasicauth", "httpdigestauth", "login", "set_credentials")),
-    "bearer-auth-call": ("18352b63", (".bearer_auth(",), (".bearer_auth(",)),
-    "pdo-password": ("40fe72ec", ("pdo(",), ("new",)),
-    "sigil-assignment": ("865d0d23", ("$",), ()),
-    "terraform-variable-default": ("56c2addb", ("variable",), ("variable",)),
-    "sql-identified-by": ("41391b82", ("identified",), ("identified",)),
-    "sql-password-clause": ("11220432", ("password",), ("role", "user")),
-    "jdbc-oracle-password": ("1c263514", ("jdbc:oracle:",), ("jdbc:oracle:",)),
-    "isql-password": ("c5480380", ("isql",), ("isql",)),
-    "redis-auth": ("3676e914", ("auth",), ()),
-    "redis-config-password": ("b03ce4c9", ("masterauth", "requirepass"), ()),
-    "redis-acl-password": ("205a40f0", ("setuser", "user"), ()),
-    'quoted-user-password-line': ('f4a1180e', ('"',), ()),
-    "host-user-password-line": ("928dfeff", (".", "["), ()),
-    "jaas-user-password": ("a647cbb8", ("user_",), ("user_",)),
-    'terraform-random-password': ('2941fd8f', ('"random_password"',), ('"type"',)),
-    "chpasswd-list": ("a99c0b3a", ("chpasswd:",), ("chpasswd:",)),
-    "user-then-password-flags": ("62339cac", ("-u",), ("-u",)),
+        "httpbasicauth", "httpdigestauth", "login", "set_credentials"), (",",)),
+    'bearer-auth-call': ('18352b63', ('.bearer_auth(',), ('.bearer_auth(',), ('"', "'")),
+    "pdo-password": ("40fe72ec", ("pdo(",), ("new",), ("new",)),
+    "sigil-assignment": ("865d0d23", ("$",), (), ("=",)),
+    "terraform-variable-default": ("56c2addb", ("variable",), ("variable",), ("default",)),
+    "sql-identified-by": ("41391b82", ("identified",), ("identified",), ("by",)),
+    "sql-password-clause": ("11220432", ("password",), ("role", "user"), ("role", "user")),
+    "jdbc-oracle-password": ("1c263514", ("jdbc:oracle:",), ("jdbc:oracle:",), ("/",)),
+    "isql-password": ("c5480380", ("isql",), ("isql",), ()),
+    "redis-auth": ("3676e914", ("auth",), (), (">",)),
+    "redis-config-password": ("b03ce4c9", ("masterauth", "requirepass"), (), ()),
+    "redis-acl-password": ("205a40f0", ("setuser", "user"), (), (">",)),
+    'quoted-user-password-line': ('f4a1180e', ('"',), (), ()),
+    "host-user-password-line": ("928dfeff", (".", "["), (), (":",)),
+    "jaas-user-password": ("a647cbb8", ("user_",), ("user_",), ("=",)),
+    'terraform-random-password': ('2941fd8f', ('"random_password"',), ('"type"',), ('"instances"',)),
+    "chpasswd-list": ("a99c0b3a", ("chpasswd:",), ("chpasswd:",), ("list:",)),
+    "user-then-password-flags": ("62339cac", ("-u",), ("-u",), ()),
     "secret-pair": ("8da47c53", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
-        "secret_access_key", "secret_key", "token"), ()),
+        "secret_access_key", "secret_key", "token"), (), ()),
     "server-set-header": ("c7fc4b51", ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader",
-        "set-header"), ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader", "set-header")),
-    'nested-json-value': ('2370d3b9', ('"value"',), ()),
-    "name-value-pair": ("a689e9f7", ("value",), ()),
-    "call-with-name-and-value": ("eaca055d", ("(",), ()),
+        "set-header"), ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader", "set-header"),
+        ()),
+    'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
+    "name-value-pair": ("a689e9f7", ("value",), (), ("name",)),
+    "call-with-name-and-value": ("eaca055d", ("(",), (), (",",)),
     "call-wrapped-value": ("4f7c4ea1", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), ()),
-    "docker-config-auth": ("2d66407d", ("docker",), ()),
-    "base64-private-key": ("2ab598c8", ("ls0tls1crudjti",), ("ls0tls1crudjti",)),
-    "name-in-parentheses": ("bc1705c4", ("(",), ()),
+        "private", "psk", "pwd", "secret", "session", "token"), (), (":=", "=")),
+    "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
+    "base64-private-key": ("2ab598c8", ("ls0tls1crudjti",), ("ls0tls1crudjti",), ()),
+    "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
     "xml-element": ("e7371839", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
-        "psk", "pwd", "secret", "session", "token"), ()),
-    "key-value-attributes": ("17e31e22", ("value",), ()),
+        "psk", "pwd", "secret", "session", "token"), (), ("</",)),
+    "key-value-attributes": ("17e31e22", ("value",), (), ("key", "name")),
     "typed-assignment": ("ae81ee50", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), ()),
+        "private", "psk", "pwd", "secret", "session", "token"), (), (":",)),
     "secret-flag": ("98728f74", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
-        "psk", "pwd", "secret", "session", "token"), ()),
+        "psk", "pwd", "secret", "session", "token"), (), ("-",)),
     "config-line-value": ("d3da92d0", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), ()),
+        "private", "psk", "pwd", "secret", "session", "token"), (), ()),
     "secret-assignment": ("739b1615", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), ()),
+        "private", "psk", "pwd", "secret", "session", "token"), (), (":", ":=", "=", "=>")),
     "prose-password": ("508ec98b", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
-        "pwd")),
-    "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token")),
-    "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login")),
-    "prose-named-secret": ("ecd51c82", (), ()),
-    "aws-secret-access-key": ("69a32431", ("secret",), ("secret",)),
+        "pwd"), ("(", ":", "=", "is", "to")),
+    "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
+        "are", "is")),
+    "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login"), ("/",)),
+    "prose-named-secret": ("ecd51c82", (), (), ()),
+    "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-credential-word": ("892215b6", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "frasa sandi",
         "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
@@ -3860,12 +3919,12 @@ RULE_WORDS = {
         "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
         "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
-        "암호", "액세스", "토큰")),
+        "암호", "액세스", "토큰"), ()),
     "login-pair-in-prose": ("d14cbc5b", ("account", "credential", "creds", "log", "sign"), ("account", "credential",
-        "creds", "log", "sign")),
+        "creds", "log", "sign"), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
-        "log", "obscure", "set", "sign", "unlock")),
+        "log", "obscure", "set", "sign", "unlock"), ()),
     "context-client-call": ("20f1189c", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
         "authenticate", "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect", "connection",
         "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode", "encrypt",
@@ -3876,15 +3935,15 @@ RULE_WORDS = {
         "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode",
         "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
         "initializeapp", "login", "new", "new_from_slice", "sdk", "session", "setapikey", "setauth", "setcredential",
-        "setpassword", "settoken", "sign", "signer", "signwith", "withcredential", "withtoken")),
-    "user-then-password-literal": ("5c34e345", (",",), ()),
+        "setpassword", "settoken", "sign", "signer", "signwith", "withcredential", "withtoken"), ("(",)),
+    'user-then-password-literal': ('5c34e345', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
-        "http", "user", "userpwd")),
+        "http", "user", "userpwd"), (":",)),
     "context-credential-class": ("a7c79c3f", ("auth", "credential", "key", "password", "secret", "signer", "token"),
-        ()),
+        (), ("(",)),
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
-        "set-cookie")),
-    "context-url-parameter": ("4d015a44", ("=",), ()),
+        "set-cookie"), ()),
+    "context-url-parameter": ("4d015a44", ("=",), (), ()),
     "context-command-output": ("3d8d86a1", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
@@ -3894,17 +3953,18 @@ RULE_WORDS = {
         "id_rsa", "initial-password", "inject", "inspect", "item", "keyfile", "keypair", "keyring", "keystore",
         "keyvault", "kubeconfig", "kubectl", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw", "printenv",
         "private", "pwd", "pwgen", "read", "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage",
-        "terraform", "token", "vault", "vercel", "wallet"), ()),
-    "context-credential-table": ("b5dc86fa", ("\n",), ()),
-    "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery")),
-    "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), ()),
-    "devtools-cookie-table": ("7da4deb0", ("\t/",), ()),
-    "context-split-literal": ("17763261", (), ()),
-    "context-wrapped-line": ("76c74966", ("\n",), ()),
+        "terraform", "token", "vault", "vercel", "wallet"), (), ("\n",)),
+    "context-credential-table": ("b5dc86fa", ("\n",), (), ()),
+    "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
+        "one-time", "recovery")),
+    "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
+    "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
+    "context-split-literal": ("17763261", (), (), ()),
+    "context-wrapped-line": ("76c74966", ("\n",), (), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), ()),
+        'private', 'psk', 'pwd', 'secret', 'session', 'token'), (), ('"', "'")),
     "context-yaml-block": ("ecfcc96f", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), ()),
+        "private", "psk", "pwd", "secret", "session", "token"), (), (":",)),
 }
 
 

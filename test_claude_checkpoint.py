@@ -1038,15 +1038,19 @@ class TestRuleWords(unittest.TestCase):
     let redact() skip a rule or try it only where a word is."""
 
     def test_reads_needed_and_starting_words(self):
-        for pattern, needs, starts in (
-                (r"(?i)\b(?:mysql|mariadb)\b -p", ("mariadb", "mysql"), ("mariadb", "mysql")),
-                (r"(?<![\w-])(?:AKIA|ASIA)[A-Z0-9]{16}", ("akia", "asia"), ("akia", "asia")),
-                (r"(?m)^[ \t]*requirepass\s+(?P<s>\S+)", ("requirepass",), ()),
-                (r"(?=[\w.]{0,80}?(?i:key|token))[A-Za-z_]\w*=", ("key", "token"), ()),
-                (r"(?:-b|--cookie)[ \t]+", ("--cookie", "-b"), ("--cookie", "-b")),
-                (r"(?:docker)?login -p", ("login -p",), ()), (r"[a-z]+=\d+", ("=",), ()), (r"[a-z]+\d+", (), ())):
+        # The other needed words (also) are those of another part, not implied by needs (`ysql`
+        # of `mysql`), nor a letter alone.
+        for pattern, needs, starts, also in (
+                (r"(?i)\b(?:mysql|mariadb)\b -p", ("mariadb", "mysql"), ("mariadb", "mysql"), (" -p",)),
+                (r"(?<![\w-])(?:AKIA|ASIA)[A-Z0-9]{16}", ("akia", "asia"), ("akia", "asia"), ()),
+                (r"(?m)^[ \t]*requirepass\s+(?P<s>\S+)", ("requirepass",), (), ()),
+                (r"(?=[\w.]{0,80}?(?i:key|token))[A-Za-z_]\w*=", ("key", "token"), (), ("=",)),
+                (r"(?:-b|--cookie)[ \t]+", ("--cookie", "-b"), ("--cookie", "-b"), ()),
+                (r"(?:docker)?login -p", ("login -p",), (), ()), (r"[a-z]+=\d+", ("=",), (), ()), (r"[a-z]+\d+", (), (), ()),
+                (r"[A-Z]\w{0,40}?(?:Auth|Token)\w*[ \t]*\(", ("auth", "token"), (), ("(",)),
+                (r"user=(?P<u>\w+)[ \t]+pass(?:word)?=", ("user=",), ("user=",), ("pass",)), (r"(?:key|token)x[ \t]*=", ("key", "token"), ("key", "token"), ("=",))):
             with self.subTest(pattern=pattern):
-                self.assertEqual(cc._rule_words(re.compile(pattern)), (needs, starts))
+                self.assertEqual(cc._rule_words(re.compile(pattern)), (needs, starts, also))
 
     def test_stored_words_are_those_of_the_current_patterns(self):
         rules = cc.redaction_rules()
@@ -1061,7 +1065,7 @@ class TestRuleWords(unittest.TestCase):
         for name in ("github-token", "a-new-rule"):
             with self.subTest(name=name):
                 rule = cc.RedactionRule(name, r"(?i)zzqx-[a-z]{8}")
-                self.assertEqual(cc._stored_rule_words(rule), (("zzqx-",), ("zzqx-",)))
+                self.assertEqual(cc._stored_rule_words(rule), (("zzqx-",), ("zzqx-",), ()))
         rule = next(rule for rule in cc.redaction_rules() if rule.name == "github-token")
         self.assertEqual(cc._stored_rule_words(rule), cc.RULE_WORDS["github-token"][1:])
 
@@ -1078,7 +1082,7 @@ class TestRuleWords(unittest.TestCase):
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=TIMEOUT)
         first, second = (json.loads(line) for line in proc.stdout.decode().splitlines())
         table = cc._rule_table()
-        self.assertEqual(first, sorted(rule.name for rule, needs, _ in table if not needs or any(w in "hello world" for w in needs)))
+        self.assertEqual(first, sorted(table[index][0].name for index in rules_for_words_in("hello world")))
         self.assertIn("github-token", second)
         self.assertLess(len(second), len(table) // 2)
 
@@ -1087,17 +1091,38 @@ class TestRuleWords(unittest.TestCase):
         # its length, case or neighbours, and a rule that starts at words is tried at each.
         table = cc._rule_table()
         for index, (rule, needs, starts) in enumerate(table):
-            for word in needs + starts:
+            also = sorted(cc._rule_table.also[index])
+            for word in needs + starts + tuple(also):
+                other = f" {also[0]}" if also and word not in also else ""  # a rule needs one of also too
                 for text in (word, word.upper(), f"x{word}y", f"«{word.title()}» and {'é' * 300}{word}\n"):
                     if word not in text.lower():
                         continue  # `ß`.upper() is `SS`: the text no longer holds the word
                     with self.subTest(rule=rule.name, text=text[:40]):
-                        scan = cc._Scan(text)
+                        scan = cc._Scan(text + other)
                         self.assertIn(word, scan.held)
                         if word in needs:
                             self.assertIn(index, scan.rules())
-        self.assertEqual(cc._Scan("hello world").rules(),
-                         [index for index, (_, needs, _) in enumerate(table) if not needs or any(w in "hello world" for w in needs)])
+        self.assertEqual(cc._Scan("hello world").rules(), rules_for_words_in("hello world"))
+
+    def test_a_rule_runs_only_on_a_text_that_holds_one_of_its_other_needed_words_too(self):
+        # context-credential-class needs a credential word, and `(` after it: a text without `(`
+        # is not scanned, unless it holds a character that (?i) may read as a letter of a word.
+        index = next(index for index, (rule, _, _) in enumerate(cc._rule_table()) if rule.name == "context-credential-class")
+        self.assertEqual(cc._rule_table.also[index], frozenset("("))
+        self.assertNotIn(index, cc._Scan("the AuthToken is set").rules())
+        self.assertIn(index, cc._Scan("the AuthToken(is set").rules())
+        self.assertIn(index, cc._Scan("the AuthToken is ſet").rules())
+
+    def test_every_rule_that_matches_a_text_is_among_the_rules_it_runs(self):
+        texts = [marked_secrets(example)[0] for _, _, example in redaction_examples()]
+        texts += [text.replace("\n", " ") for text in texts] + [text.upper() for text in texts]
+        for text in texts:
+            scan = cc._Scan(text)
+            for index, (rule, pattern) in enumerate(cc._compiled_rules()):
+                if scan.folds or not pattern.search(text) or rule.needs and not any(word in scan.lowered for word in rule.needs):
+                    continue  # (?i) reads ſ as s: the words a rule needs do not look for it; its check needs its words
+                with self.subTest(rule=rule.name, text=text[:40]):
+                    self.assertIn(index, scan.rules())
 
     def test_words_a_redaction_makes_are_looked_for_again(self):
         # After a rule replaced values, only the words that overlap «redacted» or hold a sigma
@@ -1130,14 +1155,21 @@ class TestRuleWords(unittest.TestCase):
         self.assertIn(b"up to date", subprocess.run(command, capture_output=True, timeout=60).stdout)
 
 
+def rules_for_words_in(text: str) -> list:
+    """The indices of the rules that need no word or one text holds, and one of their other
+    needed words (also), if any: those _Scan(text).rules() must give."""
+    def holds(words: Any) -> bool:
+        return not words or any(word in text.lower() for word in words)
+    return [index for index, (_, needs, _) in enumerate(cc._rule_table()) if holds(needs) and holds(cc._rule_table.also[index])]
+
+
 def rule_words_entries() -> list:
-    """The lines of RULE_WORDS for the current patterns: `"name": (fingerprint, needs, starts),`,
+    """The lines of RULE_WORDS for the current patterns: `"name": (fingerprint, needs, starts, also),`,
     wrapped at 120 characters."""
     lines = []
     for rule in cc.redaction_rules():
-        needs, starts = cc._rule_words(re.compile(rule.pattern))
         pieces = [repr(cc._pattern_fingerprint(rule.pattern))]
-        for group in (needs, starts):  # a tuple's items, the brackets on its first and last
+        for group in cc._rule_words(re.compile(rule.pattern)):  # a tuple's items, the brackets on its first and last
             items = [repr(word) for word in group] or [""]
             items[0] = "(" + items[0]
             items[-1] += ("," if len(group) == 1 else "") + ")"
