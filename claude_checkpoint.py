@@ -3330,10 +3330,11 @@ class _Scan:
     def rules(self) -> list:
         """The indices, in order, of the rules that need no word or one the text holds, and one
         of the other words they need (`also`) if any. Not that last test in a text that holds a
-        character of _RE_FOLDS: (?i) may read it as a letter of such a word."""
+        character of _RE_FOLDS or one whose lowercase is longer (İ): (?i) may read it as a letter
+        of such a word."""
         words = _word_index()
         found = sorted(set(words.always).union(*(words.rules_of.get(word, ()) for word in self.held)))
-        if self.folds:
+        if self.folds or len(self.lowered) != len(self.text):
             return found
         also, held = _rule_table.also, self.held
         return [index for index in found if not also[index] or not held.isdisjoint(also[index])]

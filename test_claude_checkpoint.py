@@ -1112,6 +1112,7 @@ class TestRuleWords(unittest.TestCase):
         self.assertNotIn(index, cc._Scan("the AuthToken is set").rules())
         self.assertIn(index, cc._Scan("the AuthToken(is set").rules())
         self.assertIn(index, cc._Scan("the AuthToken is ſet").rules())
+        self.assertIn(index, cc._Scan("the AuthToken İs set").rules())
 
     def test_every_rule_that_matches_a_text_is_among_the_rules_it_runs(self):
         texts = [marked_secrets(example)[0] for _, _, example in redaction_examples()]
@@ -1261,7 +1262,8 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
     def test_re_folds_holds_every_character_that_ignorecase_reads_as_another_letter_of_a_start_word(self):
         # _Scan looks for start words in text.lower(): a character that (?i) matches to a letter
         # other than its lowercase would hide a match there, unless _RE_FOLDS sends its text to a full scan.
-        letters = sorted(set("".join(word for _, _, starts in cc._rule_table() for word in starts)))
+        others = (word for also in cc._rule_table.also for word in also)  # the other needed words (rules())
+        letters = sorted(set("".join(word for _, _, starts in cc._rule_table() for word in starts) + "".join(others)))
         any_letter = re.compile("(?i)[" + re.escape("".join(letters)) + "]")
         each_letter = [(letter, re.compile("(?i)" + re.escape(letter))) for letter in letters]
         for character in map(chr, range(0x110000)):
