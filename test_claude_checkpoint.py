@@ -9785,6 +9785,7 @@ BENCH_FLOORS = {  # the issue's budgets; None: reported for comparison, no floor
     "disk per snapshot of a one-file change (KB)": 64,
     "redaction, worst 100 KB adversarial (s)": 1.0,
     "redaction, a full 64 KB save of session text (ms)": 50,
+    "redaction, a full 64 KB save of a real transcript's text (ms)": None,
     "first redaction in a new process (ms)": None,
     "first redaction in a new process, the 64 KB save (ms)": None,
     "find_secret, 1 MB of text without a secret (ms)": None,
@@ -10142,6 +10143,20 @@ def corpus_texts() -> list:
     return texts
 
 
+def transcript_texts() -> list:
+    """The strings of the real Claude Code transcript (REAL_TRANSCRIPT): session text as it comes,
+    prompts, tool calls and their output, far less dense in secrets than the corpora."""
+    def strings(value: object) -> list:
+        if isinstance(value, str):
+            return [value]
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        return [text for item in items for text in strings(item)]
+    if not os.path.exists(REAL_TRANSCRIPT):
+        return []
+    with open(REAL_TRANSCRIPT, encoding="utf-8") as stream:
+        return [text for line in stream for text in strings(json.loads(line)) if len(text) > 20]
+
+
 def full_save_checkpoint(texts: list) -> cc.Checkpoint:
     """A checkpoint whose every field is full of session text: about 64 KB written, the cap."""
     pieces = iter(texts * 4)
@@ -10188,6 +10203,9 @@ def bench_redaction() -> dict:
         size = len(json.dumps(checkpoint.to_json()).encode())
         figures["redaction, a full 64 KB save of session text (ms)"] = 1000 * _cpu_timed(
             lambda: cc.Redactor().checkpoint(checkpoint), 7)
+        session = full_save_checkpoint(transcript_texts() or texts)
+        figures["redaction, a full 64 KB save of a real transcript's text (ms)"] = 1000 * _cpu_timed(
+            lambda: cc.Redactor().checkpoint(session), 7)
         figures["first redaction in a new process, the 64 KB save (ms)"] = bench_first_redaction(
             "cc.Redactor().checkpoint(checkpoint)",
             "import test_claude_checkpoint as t; checkpoint = t.full_save_checkpoint(t.corpus_texts())")
