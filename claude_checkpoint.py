@@ -1280,7 +1280,7 @@ def _accept_url_password(match: Any) -> bool:
 # What the name of a call that takes a user and a password says: it connects, binds, logs in or
 # opens a session (mysql_real_connect, simple_bind_s, Net::SMTP.start, fromDriverManager).
 _CONNECTING_CALL = (r"(?i)connect|bind|log_?[io]n|auth|start|open|session|smtp|imap|ftp|ldap|transactor|driver|datasource"
-                    r"|pool|client|credential|mail|login|construct|pdo")
+                    r"|pool|client|credential|mail|login|construct|pdo|username_?pw|passw")
 
 
 def _accept_call_password(match: Any) -> bool:
@@ -2332,13 +2332,16 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   catch: keys:\n  - kty: OKP\n    crv: Ed25519\n    x: 11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\n    d: «nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A»
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|recovery[ _\-]?phrase|backup[ _\-]?phrase|secret[ _\-]?phrase|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|recovery[ _\-]?phrase|backup[ _\-]?phrase|secret[ _\-]?phrase|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
 #   catch: phrase de récupération : «destroy dial budget census clarify enjoy cheese board arrive butter erase economy»
 #   keep:  the seed phrase is twelve words that the wallet shows once
 #   keep:  seed the database with some test data before running the integration suite again please
 #   catch: Frase semilla de la cartera de pruebas (no enviar fondos reales): «amateur actor animal argue chef chimney cheese course casual brief caught about»
 #   catch: $ cast wallet new-mnemonic\nSuccessfully generated a new mnemonic.\nPhrase:\n«jasmine dragon magnet giant canyon across hurt fringe copper salute debris fluid»
+#   catch: Backup of the test wallet (12 words, keep offline):\n«cereal winter dizzy lobster yellow ember summit island crater island fabric saddle»
+#   catch: const wallet = ethers.Wallet.fromPhrase("«umbrella violet galaxy zebra candle tractor urban tidy quartz engine cobalt gentle»");
+#   keep:  the wallet screen lists every account with its balance and a button to copy the address
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
 byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t]*,[ \t]*\d{1,3}){31}(?:(?:[ \t]*,[ \t]*\d{1,3}){32})?[ \t]*)\]
 #   catch: $ cat ~/.config/solana/id.json\n[«174,47,154,16,202,193,206,113,199,190,53,133,169,175,31,56,222,53,138,189,224,216,117,173,10,149,53,45,73,251,237,246,15,185,186,82,177,240,148,69,241,227,167,80,141,89,240,121,121,35,172,247,68,251,226,218,48,63,176,109,168,89,238,135»]
@@ -2347,6 +2350,11 @@ byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t
 hex-private-key              -                      (?i)(?:(?:private|priv|secret|signer|signing|wallet|deployer|owner)[\w\- ]{0,12}?key\b|accounts)[^\n]{0,20}?(?<![0-9a-fA-Fx])(?P<s>0x[0-9a-fA-F]{64})(?![0-9a-fA-F])
 #   catch: the deployer private key is «0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318»
 #   keep:  tx hash 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318
+# A private key or seed of 64 hex digits decoded from a literal in code: seed := hex.DecodeString("…").
+hex-decoded-key              -                      (?i)(?<![\w.])(?:seed|priv(?:ate)?_?key|privkey|secret_?key|signing_?key|sk)[ \t]*(?:,[ \t]*_[ \t]*)?(?::=|=)[ \t]*[\w.]{0,40}\([ \t]*["'](?P<s>[0-9a-f]{64})["']
+#   catch: seed, _ := hex.DecodeString("«14385e41df7af3f8b87caad9f192d447dd4a494897fcf74127fa301c30752d31»")
+#   catch: private_key = bytes.fromhex("«cd7f7c6c73356010ef27c359f10bd20b303c8003f75724fa013f9245dfe5d00e»")
+#   keep:  digest := hex.EncodeToString(sum[:]) // e.g. "cd7f7c6c73356010ef27c359f10bd20b303c8003f75724fa013f9245dfe5d00e"
 # Base64 of user:password (Docker's "auth", npm's _auth, a credentials field).
 base64-user-password         user-password-base64   (?i)(?:auth|ident|basic|credentials?|creds)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])
 #   catch: {"auths": {"registry.example.com": {"auth": "«ZGVwbG95OmhhcmJvcjE3»"}}}
@@ -2564,8 +2572,12 @@ app-server-user-password     argument               \b(?:(?:digest|tomcat-digest
 #   catch: cf auth admin «Cf-Pass-2024x»
 #   keep:  ./add-user.sh --help
 object-store-secret-key      argument               \bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+{ARG}[ \t]+{ARG}[ \t]+{ARG}[ \t]+{TOOL_VALUE}
-#   catch: mc alias set prod https://s3.example.com AKEXAMPLE01 «wJalrXUtnFEMIK7MDENGbPxRfi»
+#   catch: mc alias set prod https://s3.example.com «AKEXAMPLE01» «wJalrXUtnFEMIK7MDENGbPxRfi»
 #   keep:  mc alias set prod https://s3.example.com
+# ...and its access key, the argument before (an access key id is a credential, as AWS's AKIA… are).
+object-store-access-key      argument               \bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+{ARG}[ \t]+{ARG}[ \t]+{TOOL_VALUE}(?=[ \t]+\S)
+#   catch: mc alias set minio http://cache-02.example.com:9000 «O75COLAPNIGEN6S0Q9BG» «r4nd0mS3cr3tK3yV4lu3Xq»
+#   keep:  mc alias set minio http://localhost:9000 $MINIO_ROOT_USER $MINIO_ROOT_PASSWORD
 # user,password and user%password in one argument: lftp -u, smbclient -U, jenkins-cli -auth user:token.
 joined-user-password         argument               \b(?:lftp\b{COMMAND}[ \t]-u[ \t]+["']?[^\s,'"]+,|(?:smbclient|rpcclient|smbcacls|smbget|smbmap)\b{COMMAND}[ \t](?:-U[ \t]*|--user(?:name)?[ \t=])["']?[^\s%'"]+%|jenkins-cli(?:\.jar)?\b{COMMAND}[ \t]-auth[ \t]+["']?[^\s:'"@]+:)(?P<s>[^\s'"]{1,256})
 #   catch: lftp -u deploy,«Ftp-Pass-551» sftp://files.example.com
@@ -2591,6 +2603,10 @@ cli-login-token              argument               (?:(?<![\w-])(?:vault[ \t]+l
 #   catch: codecov-cli upload-process -t «d9bc8661ed4c1b5a3247687d9f517cb6890041eb» -r acme/api
 #   catch: ngrok config add-authtoken «2aBcD3eFgH4iJkL5mNoP6qRsT»
 #   keep:  vault login -method=oidc role=dev
+# A machine-made token after -t, a flag many CLIs give a token (influx, codecov, doctl).
+token-short-flag             random                 (?<![\w\-])-t[ \t]+(?P<s>[A-Za-z0-9_\-+/=.]{32,1024})(?![\w\-+/=.])
+#   catch: influx setup -u admin -p x -o acme -b metrics -t «cHhbvMhrT0UyrAPgALuwxrge8FbXgn7t6EHGteSEIafJRAos-lut1ToPgl» -f
+#   keep:  docker build -t registry.example.com/acme/api-service-backend:2024.11.3 .
 db2-connect-password         argument               (?i)\bconnect[ \t]+to[ \t]+\S+[ \t]+user[ \t]+\S+[ \t]+using[ \t]+{TOOL_VALUE}
 #   catch: db2 connect to SAMPLE user db2inst1 using «Db2-Pass-715»
 #   keep:  db2 connect to SAMPLE
@@ -2700,10 +2716,12 @@ name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*
 #   keep:  - name: API_TOKEN\n  valueFrom:\n    secretKeyRef: {name: api, key: token}
 #   catch: { "name": "connect.sid", "value": "«s%3AQw8Lm2Xr5Kp9Tw3VbN4cD7fG.Hj6Kl9Mn2Pq5»" }
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
-call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["'](?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
 #   keep:  define('DB_NAME', 'wordpress');
 #   keep:  monkeypatch.setenv("API_TOKEN", "test-token")
+#   catch: await page.fill('#password', '«zaq1xsw2&72»');
+#   keep:  await page.fill('#username', 'dmitri21');
 # signingKey = []byte("…"), token = SecretStr("…")
 call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*(?:,[ \t]*["']?[\w\-]{1,20}["']?\s*)?\)
 #   catch: var signingKey = []byte("«sSLbUaHdztEpHqKcB3052d0q»")
@@ -2966,6 +2984,7 @@ user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<use
 #   catch: conn.simple_bind_s("cn=admin,dc=example,dc=org", "«Oliver.Kitten.24»")
 #   catch: Net::SMTP.start('smtp.example.org', 587, 'localhost', 'reporter', '«Maria_Castle-63»', :login)
 #   keep:  conn = psycopg2.connect("db.example.org", "5432")
+#   catch: mosquitto_username_pw_set(mosq, "ci_bot34", "«Manzana.37»");
 #   keep:  createCipheriv("aes-256-gcm", key, iv)
 #   keep:  assert_eq!(parse("alice", "v1.2.3"), Ok(()))
 # A user:password literal where a call or an option takes both at once (libcurl's USERPWD).
@@ -3627,13 +3646,16 @@ RULE_WORDS = {
         "xkeysib-", "y0_"), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), ()),
-    "seed-phrase": ("b1d68011", ("backup", "bip", "mnemonic", "phrase de r", "recovery", "recupera", "recuperaci",
-        "secret", "seed", "semente", "semilla", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
-        ("backup", "bip", "frase ", "mnemonic", "phrase de r", "recovery", "secret", "seed", "semilla",
-        "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문")),
+    "seed-phrase": ("c01038d7", ("backup", "bip", "mnemonic", "phrase", "phrase de r", "recovery", "recupera",
+        "recuperaci", "secret", "seed", "semente", "semilla", "wallet", "wiederherstellungsphrase", "words",
+        "мнемоническ", "ニーモニック", "助记词", "복구 구문"), ("12", "15", "18", "21", "24", "backup", "bip", "frase ", "from",
+        "mnemonic", "phrase de r", "recovery", "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase",
+        "мнемоническ", "ニーモニック", "助记词", "복구 구문")),
     "byte-array-key": ("fb92c920", ("[",), ()),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet")),
+    "hex-decoded-key": ("ff5bc578", ("priv", "privkey", "secret", "seed", "signing", "sk"), ("priv", "privkey",
+        "secret", "seed", "signing", "sk")),
     "base64-user-password": ("b3d31a6b", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident")),
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), ()),
@@ -3694,6 +3716,7 @@ RULE_WORDS = {
     "app-server-user-password": ("3cc913ba", ("add-user.bat", "add-user.sh", "auth", "create-user", "digest",
         "tomcat-digest"), ("add-user.bat", "add-user.sh", "cf", "digest", "tomcat-digest")),
     "object-store-secret-key": ("e7a744c4", ("alias", "config"), ("mc",)),
+    "object-store-access-key": ("949c33e6", ("alias", "config"), ("mc",)),
     "joined-user-password": ("eaf48f2e", ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget",
         "smbmap"), ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget", "smbmap")),
     "snmp-community": ("3e78734a", ("snmp",), ("snmp",)),
@@ -3702,6 +3725,7 @@ RULE_WORDS = {
     "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",)),
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
         "codecovcli", "doctl", "ngrok", "snyk", "vault")),
+    "token-short-flag": ("4bd19f3f", ("-t",), ("-t",)),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",)),
     "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), ()),
     "powershell-env-item": ("5fb1e4dc", ("-item",), ("new", "set")),
@@ -3736,7 +3760,7 @@ RULE_WORDS = {
         "set-header"), ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader", "set-header")),
     'nested-json-value': ('2370d3b9', ('"value"',), ()),
     "name-value-pair": ("a689e9f7", ("value",), ()),
-    "call-with-name-and-value": ("eaca055d", ("(",), ()),
+    "call-with-name-and-value": ("b4c48ea6", ("(",), ()),
     "call-wrapped-value": ("4f7c4ea1", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), ()),
     "docker-config-auth": ("2d66407d", ("docker",), ()),
