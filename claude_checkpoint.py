@@ -1022,10 +1022,13 @@ def _is_mixed_password(v: str) -> bool:
 
 
 def _is_template(v: str) -> bool:
-    """`user-{user_id}-v3`, `https://x/items?key={API_KEY}`; not a salt with a stray `{ab}` in it."""
+    """`user-{user_id}-v3`, `https://x/items?key={API_KEY}`; not a salt with a stray `{ab}` in it,
+    nor a random key whose braces hold no name (`…KKM{Cb2Ou:}_,s==…`: no slot is named so)."""
     import re
-    rest, slots = re.subn(_TEMPLATE_SLOT, "", v)
-    return slots > 0 and "{" not in rest and "}" not in rest
+    slots = re.findall(_TEMPLATE_SLOT, v)
+    rest = re.sub(_TEMPLATE_SLOT, "", v)
+    return bool(slots) and "{" not in rest and "}" not in rest and not any(
+        _is_mixed_password(re.match(r"\{(\w*)", slot).group(1)) for slot in slots)
 
 
 def _is_placeholder(v: str) -> bool:
@@ -1125,9 +1128,12 @@ def _accept_assignment(match: Any) -> bool:
 def _cannot_be_its_value(name: str, bare: str) -> bool:
     """What the name says its value is not: a key or a token is never `ollama`, `123` or a
     sentence; a PIN has digits; cookies of words are examples (`baz=quxx`); no secret is `98`;
-    a constant does not hold its own name (`ALLOW_CREDENTIALS = "allowCredentials"`)."""
+    a constant does not hold its own name (`ALLOW_CREDENTIALS = "allowCredentials"`); words that
+    name a credential are a label (`"forgot_password": "Mot de passe oublié ?"`)."""
     import re
     last, digits = _name_parts(name)[-1], any(map(str.isdigit, bare))
+    if " " in bare.strip() and re.search(_CREDENTIAL_WORDS, bare):
+        return True
     if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6):
         return True
     if last.endswith(("cookie", "cookies")) and not digits:
@@ -2819,6 +2825,8 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  >>> headers.add('set-cookie', 'baz=quxx')
 #   keep:  :param strip_user_password: If True, strip user:password from the URL
 #   keep:  headers['Proxy-Authorization'] = basic_auth
+#   catch: SECRET_KEY = "«sBSClKT_^oN>cVBWSSyz4<Mp:7eDpKKM{Cb2Ou:}_,s==O1UM0eRx]@1T=LH!Tc@»"
+#   keep:  { "forgot_password": "Mot de passe oublié ?", "reset_password": "Passwort zurücksetzen" }
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
