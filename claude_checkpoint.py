@@ -1670,22 +1670,24 @@ _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
 # What joins a credential word to its value in a sentence, in the languages sessions are written
-# in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "→", particles (は, 은).
+# in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "is still", "→", "->" in prose,
+# particles (は, 은).
 _CONNECTOR = (r"(?:(?<![\w'’])(?:is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora"
               r"|adesso|nu|nyt|nå|on|ni|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو"
+              r"|still|noch|encore|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё"
               r"|είναι|היא|הוא|คือ|ficou|fica|became|becomes|stał się|стал|стала|currently"
               r"|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|(?:changed|set|reset|updated) to"
               r"|mudou para|alterada para|cambió a|cambiada a|geändert (?:in|zu|auf)|changé en|changé pour)(?![\w'’])"
-              r"|c'est|是|为|為|は|는|은|이|가|है|—|→)")  # not -> or =>: code's arrows (-> Response:)
+              r"|c'est|是|为|為|は|는|은|이|가|है|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
 _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:：=])|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
-                r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
+                r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # A credential word that names a passphrase, in the languages above.
 _PASSPHRASE_WORD = r"(?i)phrase|fras|フレーズ|短语|短語|문구"
 # The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
-_VALUE_AT_ONCE = r"[ \t]+[\"'«“(`]?(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
+_VALUE_AT_ONCE = r"[ \t]+[\"'«“(`]?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
 # Parts of credential words that name a key, a token or a secret: values a machine makes, which
 # the detector finds by their shape; the other words name passwords and PINs, which people choose.
 _MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|schl|sleutel|nyckel|chiave|chave"
@@ -2609,6 +2611,11 @@ cli-login-token              argument               (?:(?<![\w-])(?:vault[ \t]+l
 #   catch: codecov-cli upload-process -t «d9bc8661ed4c1b5a3247687d9f517cb6890041eb» -r acme/api
 #   catch: ngrok config add-authtoken «2aBcD3eFgH4iJkL5mNoP6qRsT»
 #   keep:  vault login -method=oidc role=dev
+# A password manager's unlock with the master password as its argument: bw unlock PASSWORD.
+password-manager-unlock      argument               (?<![\w-])bw[ \t]+unlock[ \t]+{TOOL_VALUE}
+#   catch: export BW_SESSION=$(bw unlock «leila_mellow6941» --raw)
+#   keep:  export BW_SESSION=$(bw unlock --passwordenv BW_PASSWORD --raw)
+#   keep:  bw unlock $BW_MASTER --raw
 # A machine-made token after -t, a flag many CLIs give a token (influx, codecov, doctl).
 token-short-flag             random                 (?<![\w\-])-t[ \t]+(?P<s>[A-Za-z0-9_\-+/=.]{32,1024})(?![\w\-+/=.])
 #   catch: influx setup -u admin -p x -o acme -b metrics -t «cHhbvMhrT0UyrAPgALuwxrge8FbXgn7t6EHGteSEIafJRAos-lut1ToPgl» -f
@@ -2939,6 +2946,10 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  def pin_auth(self, request: Request) -> Response:
 #   keep:  secretName: abandon-tls-yce5l
 #   keep:  RegEnumKey = win32api.RegEnumKey
+#   catch: [10:42] Chloe: here's the root pw for build-01.lan -> «Zebra847!»
+#   catch: * root password there is still «Panda-lantern15» -> change it
+#   catch: Hasło do panelu admina to «asdf;lkj@338» (login: kenji).
+#   keep:  def check_password(self, raw) -> Password2FA:
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -3733,6 +3744,7 @@ RULE_WORDS = {
     "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",)),
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
         "codecovcli", "doctl", "ngrok", "snyk", "vault")),
+    "password-manager-unlock": ("e05e1548", ("unlock",), ("bw",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",)),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",)),
     "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), ()),
