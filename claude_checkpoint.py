@@ -1007,9 +1007,9 @@ def _is_reference(value: str) -> bool:
     values, so the cheap checks come first."""
     quoted = value[:1] in "\"'`"
     v = value.strip("\"'`\\ ")
-    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or not any(c.isalnum() for c in v):
+    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or not any(map(str.isalnum, v)):
         return True
-    if value[:1] == "`" and any(c.isspace() for c in v):
+    if value[:1] == "`" and any(map(str.isspace, v)):
         return True  # `cat /tmp/session.tok`: a command's output
     first = v[0]
     named_like_a_password = first == "$" and _is_mixed_password(v[1:])  # $Crimson58asdfgh is no variable
@@ -1047,7 +1047,7 @@ def _is_placeholder(v: str) -> bool:
         return True  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE); a password manager's name
     if _regex(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}").fullmatch(v):
         return True  # abc123, foobar
-    if any(c.isdigit() for c in v):
+    if any(map(str.isdigit, v)):
         return False
     if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
         return True  # a name in capitals stands in for its value
@@ -1453,14 +1453,16 @@ _MIN_HEX = 32  # shorter hex runs are ids: abbreviated commits, GPG key ids, Mon
 _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # Not random whatever their letters: references, URLs, paths, file names, versions, IP addresses,
 # dates and times, UUIDs, Ethereum addresses, numbers (`6.49376470e-06`), e-mails, regex classes, digests under their name (`sha256:…`, go.sum's
-# `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies.
-_NOT_RANDOM_SHAPES = (
-    r"^[$%{<@~.:]|^/(?!\S*[+=])|://|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|^[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
-    r"|^[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
-    r"|^(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}$"
-    r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^0x[0-9a-fA-F]{40}$|^[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|^[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
-    r"|(?i:(?:^|[@:=\-])(?:sha(?:1|224|256|384|512)?|md5|h1|zh|blake2b?|xxh\d*|crc32c?)[:\-])"
-    r"|^(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
+# `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies: the shapes
+# of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
+_NOT_RANDOM_STARTS = (
+    r"[$%{<@~.:]|/(?!\S*[+=])|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
+    r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}$"
+    r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
+    r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
+_NOT_RANDOM_MARKS = (
+    r"://|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
+    r"|(?i:(?:^|[@:=\-])(?:sha(?:1|224|256|384|512)?|md5|h1|zh|blake2b?|xxh\d*|crc32c?)[:\-])")
 # Object ids that public APIs print (Stripe, OpenAI, Anthropic, cloud resources): names, not keys.
 _OBJECT_ID = (r"^(?:req|msg|cus|pi|ch|sub|evt|in|pm|seti|src|acct|price|prod|asst|run|thread|file|batch|org|proj"
               r"|user|usr|txn|ord|inv|call|chatcmpl|cmpl|ft|ftjob|fp|vs|step|toolu|srvtoolu|trace|span|job|img|vol|snap"
@@ -1473,8 +1475,9 @@ def looks_machine_generated(token: str) -> bool:
     mixes character classes (lower, upper, digit, other; three with a digit under 16 characters, two
     from 16 on, with a digit or from 20 on), changes class at least every four characters, carries
     3.0 (short) or 3.3 bits of entropy per character or more, and is not built of words
-    (`getAuthToken2`, `password_reset_v2`, `api.example.com`), an object id (`cus_Q4xB…`) or one of
-    _NOT_RANDOM_SHAPES (a URL, path, date, UUID, digest, public key…)."""
+    (`getAuthToken2`, `password_reset_v2`, `api.example.com`), an object id (`cus_Q4xB…`) or of a
+    shape that is not random (_has_not_random_shape: a URL, path, date, UUID, digest, public key…).
+    Most tokens fail one of the first tests: the costlier ones come after."""
     n = len(token)
     if not _RANDOM_LENGTHS[0] <= n <= _RANDOM_LENGTHS[1]:
         return False
@@ -1483,19 +1486,29 @@ def looks_machine_generated(token: str) -> bool:
     lower, upper = any(map(str.islower, token)), any(map(str.isupper, token))
     digit, other = any(map(str.isdigit, token)), not token.isalnum()
     classes = lower + upper + digit + other
-    runs = len(_regex(r"[a-z]+|[A-Z]+|\d+|[^A-Za-z0-9]+").findall(token))
     if n < _SHORT_RANDOM:
-        if classes < 3 or not digit or runs * 10 < n * 4 or _regex(r"[a-z]-[a-z]|A-Z|0-9").search(token):
+        if classes < 3 or not digit or _class_runs(token) * 10 < n * 4 or _regex(r"[a-z]-[a-z]|A-Z|0-9").search(token):
             return False
-    elif classes < 2 or not (digit or n >= 20) or runs * 4 < n:
+    elif classes < 2 or not (digit or n >= 20) or _class_runs(token) * 4 < n:
         return False
-    if _entropy(token) < _MIN_BITS[n >= _SHORT_RANDOM] or _regex(_OBJECT_ID).match(token) or _regex(
-            _NOT_RANDOM_SHAPES).search(token):
+    if _regex(_OBJECT_ID).match(token) or _has_not_random_shape(token) or _entropy(token) < _MIN_BITS[n >= _SHORT_RANDOM]:
         return False
     if not upper and _regex(r"[.\-_/:]").search(token) and any(
             len(part) >= 4 and _is_word(part) for part in _regex(r"[\W_\d]+").split(token)):
         return False  # a host, a pod, a package: db.t4g.medium, token-service-ggd2i574-zh9l3
     return not _is_built_of_words(token)
+
+
+def _class_runs(token: str) -> int:
+    """How many runs of one class (lower, upper, digit, other) token is made of."""
+    return len(_regex(r"[a-z]+|[A-Z]+|\d+|[^A-Za-z0-9]+").findall(token))
+
+
+def _has_not_random_shape(token: str) -> bool:
+    """Whether token has one of the shapes of _NOT_RANDOM_STARTS at its start or a mark of
+    _NOT_RANDOM_MARKS anywhere (as one search of both would say, at a third of the cost: it would
+    try every shape at every character)."""
+    return _regex(_NOT_RANDOM_STARTS).match(token) is not None or _regex(_NOT_RANDOM_MARKS).search(token) is not None
 
 
 def _entropy(text: str) -> float:
@@ -1716,9 +1729,10 @@ def _given_password(match: Any) -> list:
     if not _regex(r"[A-Za-z0-9]").search(text, start, min(endpos, start + 200)):
         return []  # every value given below has a letter or a digit of ASCII
     prose = not word.isascii() or " " in word  # `Mot de passe :`, `비밀번호:` are never code
-    chosen_by_people = not _regex(_MACHINE_CREDENTIAL_PARTS).search(word) or _regex(r"(?i)wpa|wi-?fi|wlan|network").search(word)
     standalone = match.start() == 0 or text[match.start() - 1] in " \t\n(\"'«“`*"  # not pg_password, api-key
-    at_once = _regex(_VALUE_AT_ONCE).match(text, start, endpos) if chosen_by_people and standalone else None
+    at_once = None
+    if standalone and (not _regex(_MACHINE_CREDENTIAL_PARTS).search(word) or _regex(r"(?i)wpa|wi-?fi|wlan|network").search(word)):
+        at_once = _regex(_VALUE_AT_ONCE).match(text, start, endpos)  # after a word for what people choose
     if at_once and _is_given_password(word, _value_span(at_once, "v", text), True, text, at_once.start("v")):
         return [_value_span(at_once, "v")]
     position = start
@@ -1753,8 +1767,8 @@ def _value_span(found: Any, group: str, text: str = "") -> Any:
 
 def _may_be_a_password(value: str) -> bool:
     """What every password-shaped value found in a context must also pass: not a URL, path, date,
-    UUID or digest (_NOT_RANDOM_SHAPES), a reference, a masked or public value, an algorithm's name."""
-    return (not _regex(_NOT_RANDOM_SHAPES + "|/").search(value) and not _is_reference(value) and not _is_masked_or_public(value)
+    UUID or digest (_has_not_random_shape), a reference, a masked or public value, an algorithm's name."""
+    return ("/" not in value and not _has_not_random_shape(value) and not _is_reference(value) and not _is_masked_or_public(value)
             and not _regex(_ALGORITHM_NAME).fullmatch(value))
 
 
