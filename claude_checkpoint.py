@@ -1360,6 +1360,10 @@ _PROSE_SECRET_WORDS = (
     r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|passwort|kennwort|contrase[ñn]a"
     r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|has[łl]o)\b(?![/.]\w)")  # not in keys/ops.pem, db-password
 _PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*[:=]?[ \t]*$"  # `pass X`: the value comes next
+# Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
+# most prose before a candidate holds none, and is not searched (_may_hold_a_word).
+_PROSE_SECRET_PARTS = ("backup", "contrase", "cred", "has", "kennwort", "key", "parola", "pass", "pin", "pw", "recovery",
+                       "salasana", "secret", "senha", "senord", "token", "wachtwoord")
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)\b(?:commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
@@ -1380,7 +1384,8 @@ def _accept_named_in_prose(match: Any) -> bool:
     ends = list(_regex(r"[.!?]\s+(?=[A-Z])").finditer(before)) if "." in before or "!" in before or "?" in before else ()
     if ends:
         before = before[ends[-1].end():]  # the same sentence
-    named_before = _regex(_PROSE_SECRET_WORDS).search(before) or _regex(_PROSE_NEAR_WORDS).search(before)
+    named_before = _may_hold_a_word(before, _PROSE_SECRET_PARTS) and (
+        _regex(_PROSE_SECRET_WORDS).search(before) or _regex(_PROSE_NEAR_WORDS).search(before))
     if named_before and _regex(r"['\"]?\]").match(before[named_before.end():]):
         return False  # a subscript in code: `serdict[key]*(x - x0)**power`
     if not named_before:
@@ -1394,6 +1399,16 @@ def _accept_named_in_prose(match: Any) -> bool:
         return False  # an argument in code: `s.tokens.Issue(ctx, u.ID, 15*time.Minute)`
     return not (_regex(r"[0-9a-fA-F]+").fullmatch(value) and (
         not _regex(_PROSE_CONNECTOR).search(before) or _regex(_PROSE_HASH_WORDS).search(before[-40:])))
+
+
+def _may_hold_a_word(text: str, words: tuple) -> bool:
+    """Whether text may hold one of words (lowercase) where a (?i) pattern looks for them: a cheap
+    look before a costly search. Beyond ASCII it always may: (?i) matches ſ for s and ı for i,
+    which str.lower() keeps."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in words)
 
 
 def _looks_like_prose_secret(value: str) -> bool:
@@ -1513,18 +1528,17 @@ def _has_not_random_shape(token: str) -> bool:
 
 def _entropy(text: str) -> float:
     """Shannon entropy in bits per character."""
+    import collections  # (re imports it: no cost) Counter counts in C, in the order a loop would
     import math
-    counts = {}
-    for c in text:
-        counts[c] = counts.get(c, 0) + 1
-    return -sum(k / len(text) * math.log2(k / len(text)) for k in counts.values())
+    n = len(text)
+    return -sum(k / n * math.log2(k / n) for k in collections.Counter(text).values())
 
 
 def _is_built_of_words(token: str) -> bool:
     """`getAuthToken2`, `HTTPServerKey`, `password_reset_v2`: most letters in word-shaped parts (a
     vowel, no four consonants in a row) and at most two runs of digits."""
     parts = _regex(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+").findall(token)
-    if sum(p.isdigit() for p in parts) > 2:
+    if sum(map(str.isdigit, parts)) > 2:
         return False  # most random tokens end here
     letters = sum(len(p) for p in parts if not p.isdigit())
     words = sum(len(p) for p in parts if _is_word(p))

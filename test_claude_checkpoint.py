@@ -1048,6 +1048,16 @@ class TestRuleWords(unittest.TestCase):
             with self.subTest(pattern=pattern):
                 self.assertEqual(cc._rule_words(re.compile(pattern)), (needs, starts))
 
+    def test_every_match_of_the_prose_secret_words_holds_one_of_their_parts(self):
+        for pattern in (cc._PROSE_SECRET_WORDS, cc._PROSE_NEAR_WORDS):
+            needs, _ = cc._rule_words(re.compile(pattern))
+            for word in needs:
+                with self.subTest(word=word):
+                    self.assertTrue(any(part in word for part in cc._PROSE_SECRET_PARTS), "add a part of it to _PROSE_SECRET_PARTS")
+        self.assertFalse(cc._may_hold_a_word("the deploy finished in 2 minutes", cc._PROSE_SECRET_PARTS))
+        self.assertTrue(cc._may_hold_a_word("the PassWord was", cc._PROSE_SECRET_PARTS))
+        self.assertTrue(cc._may_hold_a_word("the paſsword was", cc._PROSE_SECRET_PARTS))  # (?i) reads ſ as s
+
     def test_stored_words_are_those_of_the_current_patterns(self):
         rules = cc.redaction_rules()
         self.assertEqual(list(cc.RULE_WORDS), [rule.name for rule in rules], "run python3 test_claude_checkpoint.py --rule-words")
