@@ -899,6 +899,30 @@ def _regex(pattern: str) -> Any:
 
 _regex.kept = {}  # pattern -> compiled: the checks' patterns are constants, a few hundred at most
 
+_REMEMBERED_VALUES = 4096  # verdicts a judge of values keeps (_remembered); then it starts afresh
+_REMEMBERED_LENGTH = 256  # longer values are judged each time: a memory bound, and they are rare
+
+
+def _remembered(judge: Callable[[str], bool]) -> Callable[[str], bool]:
+    """judge (a pure function of one value), remembering its verdicts in `verdicts`: the same token
+    is judged by several rules, by the overlapping spans of credential words, and again in each
+    field of a checkpoint that holds it, and its verdict cannot change."""
+    verdicts = {}
+
+    def remembering(value: str) -> bool:
+        verdict = verdicts.get(value)
+        if verdict is None:
+            verdict = judge(value)
+            if len(value) <= _REMEMBERED_LENGTH:
+                if len(verdicts) >= _REMEMBERED_VALUES:
+                    verdicts.clear()
+                verdicts[value] = verdict
+        return verdict
+
+    remembering.__name__, remembering.__doc__, remembering.__wrapped__ = judge.__name__, judge.__doc__, judge
+    remembering.verdicts = verdicts
+    return remembering
+
 
 _L = r"(?<![A-Za-z0-9_\-])"  # left edge of a token
 _R = r"(?![A-Za-z0-9_\-])"  # right edge of a token
@@ -1000,6 +1024,7 @@ _PLACEHOLDER_WORDS = frozenset("""
 _STAND_IN_QUALIFIERS = frozenset("new old my your current the a some user admin root db".split())
 
 
+@_remembered
 def _is_reference(value: str) -> bool:
     """`$TOKEN`, `${API_KEY}`, `%KEY%`, `process.env.X`, `${{ secrets.X }}`, templates
     (`user-{user_id}`, `%(password)s`), placeholders (`CHANGE_ME`, `<your-token>`) and masked
@@ -1038,6 +1063,7 @@ def _is_template(v: str) -> bool:
     return slots > 0 and "{" not in rest and "}" not in rest
 
 
+@_remembered
 def _is_placeholder(v: str) -> bool:
     """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`, and a value
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
@@ -1485,6 +1511,7 @@ _OBJECT_ID = (r"^(?:req|msg|cus|pi|ch|sub|evt|in|pm|seti|src|acct|price|prod|ass
 _VOWELS = frozenset("aeiouy")
 
 
+@_remembered
 def looks_machine_generated(token: str) -> bool:
     """What counts as random: a token of 10 to 1024 characters that is 32 or more hex digits, or
     mixes character classes (lower, upper, digit, other; three with a digit under 16 characters, two
