@@ -874,7 +874,8 @@ def _json_type(value: Any) -> str:
 # find_secret() names the first that finds something. Every unbounded run has a left boundary
 # of its own character class, so a long run of look-alike characters is scanned once: the
 # rules stay linear in the text, and a rule is compiled and run only on a text that holds a word
-# its matches need (_rule_words, stored in RULE_WORDS).
+# its matches need (_rule_words, stored in RULE_WORDS). The checks compile their own patterns once
+# (_regex), and the judges of a value that many rules ask remember their verdicts (_remembered).
 
 @record
 class RedactionRule:
@@ -1542,7 +1543,8 @@ def looks_machine_generated(token: str) -> bool:
 
 
 def _class_runs(token: str) -> int:
-    """How many runs of one class (lower, upper, digit, other) token is made of."""
+    """How many runs of one class (lower, upper, digit, other) token is made of (counted only for
+    a token whose classes pass)."""
     return len(_regex(r"[a-z]+|[A-Z]+|\d+|[^A-Za-z0-9]+").findall(token))
 
 
@@ -1555,7 +1557,7 @@ def _has_not_random_shape(token: str) -> bool:
 
 def _entropy(text: str) -> float:
     """Shannon entropy in bits per character."""
-    import collections  # (re imports it: no cost) Counter counts in C, in the order a loop would
+    import collections  # already imported by re; Counter counts in C, in the order a loop would (the same sum)
     import math
     n = len(text)
     return -sum(k / n * math.log2(k / n) for k in collections.Counter(text).values())
@@ -1771,7 +1773,7 @@ def _given_password(match: Any) -> list:
         return []  # every value given below has a letter or a digit of ASCII
     prose = not word.isascii() or " " in word  # `Mot de passe :`, `비밀번호:` are never code
     standalone = match.start() == 0 or text[match.start() - 1] in " \t\n(\"'«“`*"  # not pg_password, api-key
-    at_once = None
+    at_once = None  # (what the word names is asked only of a word that stands alone)
     if standalone and (not _regex(_MACHINE_CREDENTIAL_PARTS).search(word) or _regex(r"(?i)wpa|wi-?fi|wlan|network").search(word)):
         at_once = _regex(_VALUE_AT_ONCE).match(text, start, endpos)  # after a word for what people choose
     if at_once and _is_given_password(word, _value_span(at_once, "v", text), True, text, at_once.start("v")):
