@@ -1012,6 +1012,20 @@ class TestRandomTokenDetector(unittest.TestCase):
             with self.subTest(value=value):
                 self.assertFalse(cc.looks_like_chosen_password(value))
 
+    def test_a_remembered_judge_gives_its_verdicts_judging_each_value_once_within_bounds(self):
+        judged = []
+        remembering = cc._remembered(lambda value: judged.append(value) or value.startswith("x"))
+        self.assertEqual([remembering(value) for value in ("xa", "b", "xa", "b")], [True, False, True, False])
+        self.assertEqual(judged, ["xa", "b"])
+        long_value = "x" * (cc._REMEMBERED_LENGTH + 1)
+        self.assertEqual([remembering(long_value), remembering(long_value)], [True, True])
+        self.assertEqual(judged.count(long_value), 2)  # not kept: a memory bound
+        for number in range(cc._REMEMBERED_VALUES + 1):
+            remembering(str(number))
+        self.assertLessEqual(len(remembering.verdicts), cc._REMEMBERED_VALUES)
+        token = "q8XkL2mR7vTz4WpN9sYb"
+        self.assertEqual(cc.looks_machine_generated(token), cc.looks_machine_generated.__wrapped__(token))
+
     def test_random_tokens_judges_a_token_cut_by_the_span_whole(self):
         text = "key: a278bd5e-8491-4aff-bfd6-b7de40aadaa8 and q8XkL2mR7vTz4WpN9sYb"
         self.assertEqual(cc.random_tokens(text, 0, 20), [])  # the UUID, not its first 15 characters
@@ -1047,6 +1061,16 @@ class TestRuleWords(unittest.TestCase):
                 (r"(?:docker)?login -p", ("login -p",), ()), (r"[a-z]+=\d+", ("=",), ()), (r"[a-z]+\d+", (), ())):
             with self.subTest(pattern=pattern):
                 self.assertEqual(cc._rule_words(re.compile(pattern)), (needs, starts))
+
+    def test_every_match_of_the_prose_secret_words_holds_one_of_their_parts(self):
+        for pattern in (cc._PROSE_SECRET_WORDS, cc._PROSE_NEAR_WORDS):
+            needs, _ = cc._rule_words(re.compile(pattern))
+            for word in needs:
+                with self.subTest(word=word):
+                    self.assertTrue(any(part in word for part in cc._PROSE_SECRET_PARTS), "add a part of it to _PROSE_SECRET_PARTS")
+        self.assertFalse(cc._may_hold_a_word("the deploy finished in 2 minutes", cc._PROSE_SECRET_PARTS))
+        self.assertTrue(cc._may_hold_a_word("the PassWord was", cc._PROSE_SECRET_PARTS))
+        self.assertTrue(cc._may_hold_a_word("the paſsword was", cc._PROSE_SECRET_PARTS))  # (?i) reads ſ as s
 
     def test_stored_words_are_those_of_the_current_patterns(self):
         rules = cc.redaction_rules()
