@@ -1043,7 +1043,7 @@ def _is_reference(value: str) -> bool:
         return True
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
         return True
-    if v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets.", "env:", "file:", "arn:", "vault:")):
+    if v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "ENC[", "secrets.", "env:", "file:", "arn:", "vault:")):
         return True  # names and resource names (an ARN names a secret; it does not hold one)
     if "://" in v and _regex(_SECRET_MANAGER_REFERENCE).match(v):
         return True
@@ -1131,6 +1131,8 @@ def _accept_assignment(match: Any) -> bool:
     strength = secret_strength(name)
     if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare):
         return False
+    if _regex(_NOT_SECRET_BEFORE_WORD).search(match.string[max(0, match.start("name") - 14):match.start("name")]):
+        return False  # `minisign public key: RWQ…`, `hashed secret: …`: the words before the name say what it is
     if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+").fullmatch(bare):
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
     if _cannot_be_its_value(name, bare):
@@ -1139,8 +1141,8 @@ def _accept_assignment(match: Any) -> bool:
     prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
         return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}": code
-    if strength == 1 and value[:1] in "\"'`" and _name_parts(name)[-1] == "pass":
-        return _looks_like_password(bare) or looks_like_chosen_password(bare)  # `pass: 'Summer2021?'` (nodemailer)
+    if strength == 1 and _name_parts(name)[-1] == "pass":  # `pass: 'Summer2021?'` (nodemailer), `pass=Priya1988` in a log
+        return _looks_like_password(bare) or value[:1] in "\"'`" and looks_like_chosen_password(bare)
     if strength == 1:
         return _looks_random(bare) and not _is_identifier_like(bare)
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
@@ -1400,7 +1402,7 @@ _PROSE_SECRET_PARTS = ("backup", "contrase", "cred", "has", "kennwort", "key", "
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
-    r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number)[ \t]*[#=]?[ \t]*$")
+    r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = r"(?i)[)\]'\"`]*\s+(?:is|was|as|will be|=)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
 _PROSE_CONNECTOR = r"(?i)(?:\b(?:is|was|are|to|now|be|becomes|into|use|using)|[=:(\u2192]|->)\s*$"
@@ -1421,6 +1423,8 @@ def _accept_named_in_prose(match: Any) -> bool:
         _regex(_PROSE_SECRET_WORDS).search(before) or _regex(_PROSE_NEAR_WORDS).search(before))
     if named_before and _regex(r"['\"]?\]").match(before[named_before.end():]):
         return False  # a subscript in code: `serdict[key]*(x - x0)**power`
+    if named_before and _regex(_NOT_SECRET_BEFORE_WORD).search(before[:named_before.start()]):
+        return False  # a public key, a hashed secret
     if not named_before:
         after = text[end:end + 60].split("\n", 1)[0]
         if _regex(_PROSE_NAMED_AFTER).match(after) is None:
@@ -1505,7 +1509,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
 _NOT_RANDOM_STARTS = (
     r"[$%{<@~.:]|/(?!\S*[+=])|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
-    r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}$"
+    r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}(?::[\w.@=,\-]+)?$|\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
 _NOT_RANDOM_MARKS = (
@@ -1705,7 +1709,7 @@ _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:a
 # A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
 _MASK_RUN = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})"
 _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,12}(?=\.{3}|\*{3}|•{3}|…))?"
-           + _MASK_RUN + r"(?:[/_\-]" + _MASK_RUN + r")*[/_\-.]?")  # also AKIAXXXX…
+           + _MASK_RUN + r"(?:[/_\-](?:[A-WYZ0-9]{1,5}(?=X{8}))?" + _MASK_RUN + r")*[/_\-.]?")  # also AKIAXXXX…, TXXXX/BXXXX
 # (a run is read one way only: runs are joined by a separator that is none of their characters, so
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
@@ -1908,8 +1912,9 @@ def _reads_as_code(value: str, following: str) -> bool:
 
 
 def _find_command_arguments(match: Any) -> list:
-    """A login or auth command: its random arguments, and a quoted one a person chose (`poetry
-    config http-basic.x admin '…'`, `bw unlock '…'`), but not the values of name flags (`-u`)."""
+    """A login or auth command: its random arguments, a quoted one a person chose (`poetry
+    config http-basic.x admin '…'`, `bw unlock '…'`), and what a here-string feeds it (`<<< '…'`),
+    but not the values of name flags (`-u`)."""
     text, start, end = match.string, match.start("s"), match.end("s")
     spans = random_tokens(text, start, end, _NAME_FLAG_BEFORE)
     glued = match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha()  # `authors`, not a verb
@@ -1926,6 +1931,12 @@ def _find_command_arguments(match: Any) -> list:
     for spoken in _regex(r"""(["'])(""" + _SPOKEN_PASSPHRASE + r")\1").finditer(text, start, end):
         if _is_spoken_passphrase(spoken.group(2)) and not any(a <= spoken.start(2) < b for a, b in spans):
             spans.append(spoken.span(2))  # a passphrase in words: bw unlock "badger rocket beach 11"
+    fed = _regex(r"""<<<[ \t]*(?:(["'])([^"'\n]{4,128})\1|([^\s"'$`|;&<>()]{4,128}))""").search(text, start, end)
+    if fed:  # what a here-string feeds a login is its password, whatever its shape: op signin <<< 'three word phrase'
+        group = 2 if fed.group(2) else 3
+        value = fed.group(group)
+        if not _is_reference(value) and not _is_masked_or_public(value) and not any(a <= fed.start(group) < b for a, b in spans):
+            spans.append(fed.span(group))
     return sorted(spans)
 
 
@@ -1985,7 +1996,8 @@ def _find_printed_secrets(match: Any) -> list:
     for line in _regex(r"(?m)^[ \t]*(\S{8,128})[ \t]*$").finditer(text[start:end]):
         first, last = start + line.start(1), start + line.end(1)
         if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1))) and not _regex(
-                r"[A-Za-z_][\w.\-]*[=:]|#").match(line.group(1)) and not _is_masked_or_public(line.group(1)) and not any(
+                r"[A-Za-z_][\w.\-]*[=:]|#").match(line.group(1)) and not _is_masked_or_public(line.group(1)) and not _regex(
+                _NOT_RANDOM_MARKS).search(line.group(1)) and not any(
                 a <= first < b for a, b in spans):
             spans.append((first, last))
     return sorted(spans)
@@ -2225,6 +2237,7 @@ url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a
 slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
 #   catch: SLACK_WEBHOOK=https://hooks.slack.com/services/«T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX»
 #   keep:  post to hooks.slack.com/services/ with the URL in $SLACK_WEBHOOK
+#   keep:  SLACK_WEBHOOK_URL=https://hooks.slack.com/services/TXXXXXXXX/BXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX
 # Web3 RPC endpoints that carry their key in the path (Alchemy, Infura, QuickNode).
 rpc-endpoint-key             random                 (?:alchemy\.com|infura\.io|quiknode\.pro)/v\d/(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: RPC_URL=https://eth-sepolia.g.alchemy.com/v2/«74YWg_601JikeZgDMiUXsXffQ2x7»
@@ -2232,9 +2245,10 @@ rpc-endpoint-key             random                 (?:alchemy\.com|infura\.io|q
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/\d+/(?P<s>[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/1084494/«c9acqeb0»/ -> 200
 #   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
-teams-webhook                -                      webhook\.office\.com/webhookb2/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-f]{32})/
+teams-webhook                -                      (?:webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook)/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-f]{32})/
 #   catch: https://acme.webhook.office.com/webhookb2/0a1b2c3d-1111-2222-3333-444455556666@0a1b2c3d-7777-8888-9999-000011112222/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff
 #   keep:  post alerts to the webhook.office.com URL in $TEAMS_WEBHOOK
+#   catch: https://outlook.office.com/webhook/cdb3e77b-9c68-4eed-a304-0b05af136b2b@7f61ad1f-f0b7-4582-b268-130900b5dd57/IncomingWebhook/«a26fe44e37717264698424d989f6e415»/fd02d7a3-3818-4523-bf00-46079bf13cf9
 teams-webhook-signature      -                      IncomingWebhook/[^\s/]{1,64}/[0-9a-f\-]{36}/(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: https://acme.webhook.office.com/webhookb2/a@b/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff/«EEaKvzaaDDBuRXJforyeTavA12»
 #   keep:  the Teams webhook URL lives in $TEAMS_WEBHOOK
@@ -2363,7 +2377,7 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   catch: keys:\n  - kty: OKP\n    crv: Ed25519\n    x: 11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\n    d: «nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A»
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|recovery[ _\-]?phrase|backup[ _\-]?phrase|secret[ _\-]?phrase|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
 #   catch: phrase de récupération : «destroy dial budget census clarify enjoy cheese board arrive butter erase economy»
 #   keep:  the seed phrase is twelve words that the wallet shows once
@@ -2373,6 +2387,7 @@ seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|
 #   catch: Backup of the test wallet (12 words, keep offline):\n«cereal winter dizzy lobster yellow ember summit island crater island fabric saddle»
 #   catch: const wallet = ethers.Wallet.fromPhrase("«umbrella violet galaxy zebra candle tractor urban tidy quartz engine cobalt gentle»");
 #   keep:  the wallet screen lists every account with its balance and a button to copy the address
+#   catch: recovery words: «agree apart awesome above album already barrel age affair ball aunt badge»
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
 byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t]*,[ \t]*\d{1,3}){31}(?:(?:[ \t]*,[ \t]*\d{1,3}){32})?[ \t]*)\]
 #   catch: $ cat ~/.config/solana/id.json\n[«174,47,154,16,202,193,206,113,199,190,53,133,169,175,31,56,222,53,138,189,224,216,117,173,10,149,53,45,73,251,237,246,15,185,186,82,177,240,148,69,241,227,167,80,141,89,240,121,121,35,172,247,68,251,226,218,48,63,176,109,168,89,238,135»]
@@ -2618,11 +2633,12 @@ joined-user-password         argument               \b(?:lftp\b{COMMAND}[ \t]-u[
 snmp-community               argument               \bsnmp\w*\b{COMMAND}[ \t]-c[ \t]+{TOOL_VALUE}
 #   catch: snmpget -v2c -c «r3ad-Only-Lynx» 10.0.0.1 sysUpTime.0
 #   keep:  snmpwalk -v2c -c public 10.0.0.1
-snmp-community-config        argument               (?m)^[ \t]*(?:(?:ro|rw)community6?|snmp-server[ \t]+community|set[ \t]+snmp[ \t]+community)[ \t]+{TOOL_VALUE}
+snmp-community-config        argument               (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:(?:ro|rw)community6?|snmp-server[ \t]+community|set[ \t]+snmp[ \t]+community)[ \t]+{TOOL_VALUE}
 #   catch: rocommunity «m0nitor-Lab-Fern» 10.0.0.0/8
 #   keep:  rocommunity public localhost
 #   catch: snmp-server community «U5DkdsoCgS3Sw7» RW
 #   catch: set snmp community «s881ysbaf2lc» authorization read-only
+#   catch: switch(config)# snmp-server community «1skQ8w1SBmuaFscL» RW
 snmp-auth-passphrase         argument               \bsnmp\w*\b{COMMAND}[ \t]-A[ \t]+{TOOL_VALUE}
 #   catch: snmpwalk -v3 -l authPriv -u monitor -a SHA -A «Auth-Phrase-91» -x AES -X «priv-Phrase-92» host
 #   keep:  snmpwalk -v2c -c public host
@@ -2639,6 +2655,14 @@ password-manager-unlock      argument               (?<![\w-])bw[ \t]+unlock[ \t
 #   catch: export BW_SESSION=$(bw unlock «leila_mellow6941» --raw)
 #   keep:  export BW_SESSION=$(bw unlock --passwordenv BW_PASSWORD --raw)
 #   keep:  bw unlock $BW_MASTER --raw
+# OpenVPN's user and password fed by printf or echo in place of a file: the last argument.
+openvpn-inline-credentials   argument               --auth-user-pass[ \t]+<\([ \t]*(?:printf|echo)\b[^)\n]*?[ \t](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'")]+)[ \t]*\)
+#   catch: openvpn --config office.ovpn --auth-user-pass <(printf '%s\\n' deploy '«G4l4xy*85»')
+#   keep:  openvpn --config office.ovpn --auth-user-pass <(printf '%s\\n' "$VPN_USER" "$VPN_PASS")
+# Maven's master password (settings-security.xml).
+maven-master-password        not-reference          <settingsSecurity>\s*<master>(?P<s>[^<\s][^<\n]{0,500})</master>
+#   catch: <settingsSecurity><master>«ingrid.pirate21»</master></settingsSecurity>
+#   keep:  <settingsSecurity><master>${env.MAVEN_MASTER}</master></settingsSecurity>
 # A machine-made token after -t, a flag many CLIs give a token (influx, codecov, doctl).
 token-short-flag             random                 (?<![\w\-])-t[ \t]+(?P<s>[A-Za-z0-9_\-+/=.]{32,1024})(?![\w\-+/=.])
 #   catch: influx setup -u admin -p x -o acme -b metrics -t «cHhbvMhrT0UyrAPgALuwxrge8FbXgn7t6EHGteSEIafJRAos-lut1ToPgl» -f
@@ -2857,6 +2881,9 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  headers['Proxy-Authorization'] = basic_auth
 #   catch: SECRET_KEY = "«sBSClKT_^oN>cVBWSSyz4<Mp:7eDpKKM{Cb2Ou:}_,s==O1UM0eRx]@1T=LH!Tc@»"
 #   keep:  { "forgot_password": "Mot de passe oublié ?", "reset_password": "Passwort zurücksetzen" }
+#   keep:  minisign public key: RWQu/H6Cxmw3+phawn5PxbPini0loHeRuz4MZz2ZbGv
+#   keep:    password: ENC[AES256_GCM,data:...,type:str]  # sops-managed
+#   catch: SMTPAuthenticationError: (535) user=alerts@acme.com pass=«Priya1988»
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -2974,6 +3001,8 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: Hasło do panelu admina to «asdf;lkj@338» (login: kenji).
 #   keep:  def check_password(self, raw) -> Password2FA:
 #   keep:  ERROR 401 Unauthorized: invalid or expired API key (key_id=key_6573, request_id=94956fe9-0af5-405d-b956-97ba86cc52dd)
+#   keep:  Firebase web config: apiKey is public per docs; projectId: acme-web, appId: 1:762211937775:web:06e7160c3513
+#   keep:  {"event":"api_key.created","key_id":"key_2fNMuRnK","last4":"1736"}
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -2994,6 +3023,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   keep:  if auth_type == 'v4-s3express':
 #   catch: $ bw unlock '«canyon.amateur.bacon.zebra»'
 #   keep:  "$comment": "schema authors should avoid redefining it to smooth the move to \"dependentSchemas\""
+#   catch: op signin --raw <<< '«meadow-papillon-sakura»'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
 context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
@@ -3065,6 +3095,8 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ cat /etc/ssl/certs/internal-ca.pem\n-----BEGIN CERTIFICATE-----\nMIIDdTCCAl2gAwIBAgIUNQP/v4tYrw+5dHv93lcuMhj70wACfvy4kvdybzqnXvsk
 #   catch: $ doppler configure get token --plain\n«dp.st.prd.YrhBAEVGrxNBSs7kq2Lm9Xr5Kp»
 #   keep:  $ printenv | grep -i _file\nDB_PASSWORD_FILE=/run/secrets/db_password\nBUILD_ID=84toAVPPNynHj96YLmIh
+#   keep:  $ az keyvault secret show --vault-name acme-kv --name SqlAdminPassword --query attributes.updated -o tsv\n2026-01-10T09:51:33Z
+#   keep:  $ aws sts get-caller-identity\n{\n    "UserId": "AROAHS5XUD8XEOBFQU76MKMB:linh",\n    "Account": "338599702150"\n}
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
@@ -3634,7 +3666,7 @@ RULE_WORDS = {
     "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro")),
     "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",)),
-    "teams-webhook": ("e603f645", ("webhook.office.com/webhookb2/",), ("webhook.office.com/webhookb2/",)),
+    "teams-webhook": ("9d258ac2", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2")),
     "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",)),
     "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",)),
     "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia")),
@@ -3689,11 +3721,10 @@ RULE_WORDS = {
         "xkeysib-", "y0_"), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), ()),
-    "seed-phrase": ("c01038d7", ("backup", "bip", "mnemonic", "phrase", "phrase de r", "recovery", "recupera",
-        "recuperaci", "secret", "seed", "semente", "semilla", "wallet", "wiederherstellungsphrase", "words",
-        "мнемоническ", "ニーモニック", "助记词", "복구 구문"), ("12", "15", "18", "21", "24", "backup", "bip", "frase ", "from",
-        "mnemonic", "phrase de r", "recovery", "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase",
-        "мнемоническ", "ニーモニック", "助记词", "복구 구문")),
+    "seed-phrase": ("d5bc196d", ("bip", "mnemonic", "phrase", "phrase de r", "recupera", "recuperaci", "seed",
+        "semente", "semilla", "wallet", "wiederherstellungsphrase", "words", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
+        ("12", "15", "18", "21", "24", "backup", "bip", "frase ", "from", "mnemonic", "phrase de r", "recovery",
+        "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문")),
     "byte-array-key": ("fb92c920", ("[",), ()),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet")),
@@ -3763,12 +3794,14 @@ RULE_WORDS = {
     "joined-user-password": ("eaf48f2e", ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget",
         "smbmap"), ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget", "smbmap")),
     "snmp-community": ("3e78734a", ("snmp",), ("snmp",)),
-    "snmp-community-config": ("06ed4b5d", ("community", "snmp-server"), ()),
+    "snmp-community-config": ("2edb4276", ("community", "snmp-server"), ()),
     "snmp-auth-passphrase": ("268dfe34", ("snmp",), ("snmp",)),
     "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",)),
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
         "codecovcli", "doctl", "ngrok", "snyk", "vault")),
     "password-manager-unlock": ("e05e1548", ("unlock",), ("bw",)),
+    "openvpn-inline-credentials": ("825c47ef", ("--auth-user-pass",), ("--auth-user-pass",)),
+    "maven-master-password": ("73b8ea3f", ("<settingssecurity>",), ("<settingssecurity>",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",)),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",)),
     "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), ()),
