@@ -949,12 +949,14 @@ class TestRedaction(unittest.TestCase):
     def test_masked_values_are_read_once(self):
         # A run of x, X or dots could be split in exponentially many ways by the masked-value
         # pattern: 57 characters took 20 s. No timing assertion; a regression hangs the suite.
-        for value in ("x" * 50 + "pat_CBB", "X" * 30 + "pat_CBB", "." * 4000 + "a", "xxx_" * 500 + "!"):
+        for value in ("x" * 50 + "pat_CBB", "X" * 30 + "pat_CBB", "." * 4000 + "a", "xxx_" * 500 + "!",
+                      "AXXXXXXXXX-" * 2000 + "a", "TXXXXXXXX/" * 2000 + "!"):
             with self.subTest(value=value[:12]):
                 self.assertFalse(cc._is_masked_or_public(value))
                 cc.redact(f"api_token={value}")
         self.assertIn(cc.REDACTED, cc.redact("api_token=" + "x" * 50 + "pat_CBB9Zq8Lm2Xr5Kp")[0])
-        for masked in ("AKIAXXXXXXXXXXXXXXXX", "XXXX/XXXX/XXXX", "sk_test_xxxxxxxx", "gho_****", "AIza..."):
+        for masked in ("AKIAXXXXXXXXXXXXXXXX", "XXXX/XXXX/XXXX", "sk_test_xxxxxxxx", "gho_****", "AIza...",
+                       "TXXXXXXXX/BXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX"):
             self.assertTrue(cc._is_masked_or_public(masked), masked)
 
     @slow
