@@ -2011,19 +2011,41 @@ def _find_table_cells(match: Any) -> list:
     text, head = match.string, match.group("head")
     separator = next((c for c in "|;," if c in head), None)
     names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
-    columns = {i: bool(_regex(r"(?i)\bpin\b|пин").search(name)) for i, name in enumerate(names) if name and (
-        secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name))}
+    columns = tuple((i, bool(_regex(r"(?i)\bpin\b|пин").search(name))) for i, name in enumerate(names) if name and (
+        secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name)))
     spans, position = [], match.start("s")
     for row in text[position:match.end("s")].split("\n") if columns else ():
-        for index, (a, b) in enumerate(_table_cells(row, separator)):
-            value = row[a:b].strip()
-            if index in columns and value and (_looks_like_password(value) or looks_machine_generated(value)
-                                               or looks_like_chosen_password(value)
-                                               or columns[index] and _regex(r"\d{4,8}").fullmatch(value)):
-                first = position + a + row[a:b].index(value)
-                spans.append((first, first + len(value)))
+        spans += [(position + a, position + b) for a, b in _secret_cells(row, separator, columns)]
         position += len(row) + 1
     return spans
+
+
+def _secret_cells(row: str, separator: Optional[str], columns: tuple) -> tuple:
+    """The (start, end) spans in row of the cells under columns ((index, under a PIN) pairs) that
+    hold a password, a machine-made value, or a PIN under a PIN. Remembered for the rows of the
+    last texts: each header's window reaches up to 100 rows, and the next header's the same ones,
+    so a text of many headers (`| user | password |` repeated) judges each row once."""
+    verdicts = _secret_cells.verdicts
+    key = (row, separator, columns)
+    found = verdicts.get(key)
+    if found is None:
+        pins, found = dict(columns), []
+        for index, (a, b) in enumerate(_table_cells(row, separator)):
+            value = row[a:b].strip()
+            if index in pins and value and (_looks_like_password(value) or looks_machine_generated(value)
+                                            or looks_like_chosen_password(value)
+                                            or pins[index] and _regex(r"\d{4,8}").fullmatch(value)):
+                first = a + row[a:b].index(value)
+                found.append((first, first + len(value)))
+        found = tuple(found)
+        if len(row) <= _REMEMBERED_LENGTH:
+            if len(verdicts) >= _REMEMBERED_VALUES:
+                verdicts.clear()
+            verdicts[key] = found
+    return found
+
+
+_secret_cells.verdicts = {}
 
 
 def _table_cells(line: str, separator: Optional[str]) -> list:

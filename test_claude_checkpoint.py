@@ -946,6 +946,16 @@ class TestRedaction(unittest.TestCase):
                 redacted, _ = cc.redact(text)
                 self.assertNotIn(GHP, redacted)
 
+    def test_a_row_is_judged_under_its_own_header(self):
+        # Rows are remembered with their table's columns (_secret_cells): the same row under a
+        # header that names another column is judged again, not given the first table's answer.
+        row = "| Xk29mPq7zLw4Rt8V | a |"
+        text = f"| password | user |\n|---|---|\n{row}\n\nthen:\n\n| user | password |\n|---|---|\n{row}\n"
+        for _ in range(2):  # the second time, from what was remembered
+            redacted, _ = cc.redact(text)
+            self.assertEqual(redacted.count("Xk29mPq7zLw4Rt8V"), 1, redacted)
+            self.assertEqual(redacted.count(cc.REDACTED), 1, redacted)
+
     def test_masked_values_are_read_once(self):
         # A run of x, X or dots could be split in exponentially many ways by the masked-value
         # pattern: 57 characters took 20 s. No timing assertion; a regression hangs the suite.
