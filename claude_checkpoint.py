@@ -2679,7 +2679,7 @@ password-manager-unlock      argument               (?<![\w-])bw[ \t]+unlock[ \t
 #   keep:  export BW_SESSION=$(bw unlock --passwordenv BW_PASSWORD --raw)
 #   keep:  bw unlock $BW_MASTER --raw
 # OpenVPN's user and password fed by printf or echo in place of a file: the last argument.
-openvpn-inline-credentials   argument               --auth-user-pass[ \t]+<\([ \t]*(?:printf|echo)\b[^)\n]*?[ \t](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'")]+)[ \t]*\)
+openvpn-inline-credentials   argument               --auth-user-pass[ \t]+<\([ \t]*(?:printf|echo)\b[^)\n]{0,200}?[ \t](?P<s>'[^'\n]{1,256}'|"[^"\n]{1,256}"|[^\s'")]{1,256})[ \t]*\)
 #   catch: openvpn --config office.ovpn --auth-user-pass <(printf '%s\\n' deploy '«G4l4xy*85»')
 #   keep:  openvpn --config office.ovpn --auth-user-pass <(printf '%s\\n' "$VPN_USER" "$VPN_PASS")
 # Maven's master password (settings-security.xml).
@@ -3823,7 +3823,7 @@ RULE_WORDS = {
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
         "codecovcli", "doctl", "ngrok", "snyk", "vault")),
     "password-manager-unlock": ("e05e1548", ("unlock",), ("bw",)),
-    "openvpn-inline-credentials": ("825c47ef", ("--auth-user-pass",), ("--auth-user-pass",)),
+    "openvpn-inline-credentials": ("1eb53803", ("--auth-user-pass",), ("--auth-user-pass",)),
     "maven-master-password": ("73b8ea3f", ("<settingssecurity>",), ("<settingssecurity>",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",)),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",)),
