@@ -874,7 +874,8 @@ def _json_type(value: Any) -> str:
 # find_secret() names the first that finds something. Every unbounded run has a left boundary
 # of its own character class, so a long run of look-alike characters is scanned once: the
 # rules stay linear in the text, and a rule is compiled and run only on a text that holds a word
-# its matches need (_rule_words, stored in RULE_WORDS).
+# its matches need (_rule_words, stored in RULE_WORDS). The checks compile their own patterns once
+# (_regex), and the judges of a value that many rules ask remember their verdicts (_remembered).
 
 @record
 class RedactionRule:
@@ -884,6 +885,44 @@ class RedactionRule:
     find: Optional[Callable[[Any], list]] = None  # a context rule: the (start, end) spans to replace
     needs: tuple = ()  # words (lowercase) one of which its check needs in the text (CHECK_NEEDS)
     head: str = ""  # the pattern up to its secret-ish name, when its matches start close before one
+
+
+def _regex(pattern: str) -> Any:
+    """pattern compiled the first time a check asks for it, then kept on this function: the checks
+    run for every match and every token they judge, and re.search(pattern, …) would look the
+    pattern up in re's own cache at each call (a fair part of their time)."""
+    compiled = _regex.kept.get(pattern)
+    if compiled is None:
+        import re
+        compiled = _regex.kept[pattern] = re.compile(pattern)
+    return compiled
+
+
+_regex.kept = {}  # pattern -> compiled: the checks' patterns are constants, a few hundred at most
+
+_REMEMBERED_VALUES = 4096  # verdicts a judge of values keeps (_remembered); then it starts afresh
+_REMEMBERED_LENGTH = 256  # longer values are judged each time: a memory bound, and they are rare
+
+
+def _remembered(judge: Callable[[str], bool]) -> Callable[[str], bool]:
+    """judge (a pure function of one value), remembering its verdicts in `verdicts`: the same token
+    is judged by several rules, by the overlapping spans of credential words, and again in each
+    field of a checkpoint that holds it, and its verdict cannot change."""
+    verdicts = {}
+
+    def remembering(value: str) -> bool:
+        verdict = verdicts.get(value)
+        if verdict is None:
+            verdict = judge(value)
+            if len(value) <= _REMEMBERED_LENGTH:
+                if len(verdicts) >= _REMEMBERED_VALUES:
+                    verdicts.clear()
+                verdicts[value] = verdict
+        return verdict
+
+    remembering.__name__, remembering.__doc__, remembering.__wrapped__ = judge.__name__, judge.__doc__, judge
+    remembering.verdicts = verdicts
+    return remembering
 
 
 _L = r"(?<![A-Za-z0-9_\-])"  # left edge of a token
@@ -925,8 +964,7 @@ _NOT_VALUES = frozenset("""
 
 
 def _name_parts(name: str) -> list:
-    import re
-    return [p.lower() for p in re.split(_NAME_SPLIT, name) if p]
+    return [p.lower() for p in _regex(_NAME_SPLIT).split(name) if p]
 
 
 def secret_strength(name: str) -> int:
@@ -987,6 +1025,7 @@ _PLACEHOLDER_WORDS = frozenset("""
 _STAND_IN_QUALIFIERS = frozenset("new old my your current the a some user admin root db".split())
 
 
+@_remembered
 def _is_reference(value: str) -> bool:
     """`$TOKEN`, `${API_KEY}`, `%KEY%`, `process.env.X`, `${{ secrets.X }}`, templates
     (`user-{user_id}`, `%(password)s`), placeholders (`CHANGE_ME`, `<your-token>`) and masked
@@ -994,22 +1033,21 @@ def _is_reference(value: str) -> bool:
     values, so the cheap checks come first."""
     quoted = value[:1] in "\"'`"
     v = value.strip("\"'`\\ ")
-    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or not any(c.isalnum() for c in v):
+    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or not any(map(str.isalnum, v)):
         return True
-    if value[:1] == "`" and any(c.isspace() for c in v):
+    if value[:1] == "`" and any(map(str.isspace, v)):
         return True  # `cat /tmp/session.tok`: a command's output
-    import re
     first = v[0]
     named_like_a_password = first == "$" and _is_mixed_password(v[1:])  # $Crimson58asdfgh is no variable
-    if (first in "$%" and re.match(_LEADING_REFERENCE, v) and not named_like_a_password) or (first == "@" and re.fullmatch(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)", v)):
+    if (first in "$%" and _regex(_LEADING_REFERENCE).match(v) and not named_like_a_password) or (first == "@" and _regex(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)").fullmatch(v)):
         return True
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
         return True
-    if v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "secrets.", "env:", "file:", "arn:", "vault:")):
+    if v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "ENC[", "secrets.", "env:", "file:", "arn:", "vault:")):
         return True  # names and resource names (an ARN names a secret; it does not hold one)
-    if "://" in v and re.match(_SECRET_MANAGER_REFERENCE, v):
+    if "://" in v and _regex(_SECRET_MANAGER_REFERENCE).match(v):
         return True
-    if any(c in v for c in "${#%") and (re.search(_INTERPOLATION, v) or _is_template(v)) and not named_like_a_password:
+    if any(c in v for c in "${#%") and (_regex(_INTERPOLATION).search(v) or _is_template(v)) and not named_like_a_password:
         return True
     return _is_placeholder(v)
 
@@ -1017,32 +1055,33 @@ def _is_reference(value: str) -> bool:
 def _is_mixed_password(v: str) -> bool:
     """`$Crimson58asdfgh`: capitals, small letters and digits followed by letters, which no variable
     is named ($DB_PASSWORD, $cred2, $SecurePassword are)."""
-    import re
-    return bool(re.fullmatch(r"\w+", v) and re.search(r"[a-z]", v) and re.search(r"[A-Z]", v) and re.search(r"\d[A-Za-z]", v))
+    return bool(_regex(r"\w+").fullmatch(v) and _regex(r"[a-z]").search(v) and _regex(r"[A-Z]").search(v) and _regex(r"\d[A-Za-z]").search(v))
 
 
 def _is_template(v: str) -> bool:
-    """`user-{user_id}-v3`, `https://x/items?key={API_KEY}`; not a salt with a stray `{ab}` in it."""
-    import re
-    rest, slots = re.subn(_TEMPLATE_SLOT, "", v)
-    return slots > 0 and "{" not in rest and "}" not in rest
+    """`user-{user_id}-v3`, `https://x/items?key={API_KEY}`; not a salt with a stray `{ab}` in it,
+    nor a random key whose braces hold no name (`…KKM{Cb2Ou:}_,s==…`: no slot is named so)."""
+    slots = _regex(_TEMPLATE_SLOT).findall(v)
+    rest = _regex(_TEMPLATE_SLOT).sub("", v)
+    return bool(slots) and "{" not in rest and "}" not in rest and not any(
+        _is_mixed_password(_regex(r"\{(\w*)").match(slot).group(1)) for slot in slots)
 
 
+@_remembered
 def _is_placeholder(v: str) -> bool:
     """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`, and a value
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
-    import re
     if len(set(v.lower())) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
         return True  # xxxxxxxx, 00000000, 123456789
-    if re.fullmatch(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY", v) or v.lower() == "1password":
+    if _regex(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY").fullmatch(v) or v.lower() == "1password":
         return True  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE); a password manager's name
-    if re.fullmatch(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}", v):
+    if _regex(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}").fullmatch(v):
         return True  # abc123, foobar
-    if any(c.isdigit() for c in v):
+    if any(map(str.isdigit, v)):
         return False
-    if re.fullmatch(r"[A-Z]+(?:_[A-Z]+)+", v):
+    if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
         return True  # a name in capitals stands in for its value
-    words = [w for w in re.split(r"[\s_.\-\[\]()<>:,;!?=]+", v.lower()) if w]
+    words = [w for w in _regex(r"[\s_.\-\[\]()<>:,;!?=]+").split(v.lower()) if w]
     if len(words) <= 8 and any(w in _PLACEHOLDER_WORDS for w in words):
         return True
     named = [w for w in words if w not in _STAND_IN_QUALIFIERS]
@@ -1053,27 +1092,25 @@ def _is_placeholder(v: str) -> bool:
 def _is_identifier_like(value: str) -> bool:
     """A UUID, a short hex id (git SHA, GPG key id) or a prefixed digest (a cache key, tsc-f152…):
     identifiers that weak names such as `key` often hold."""
-    import re
     v = value.strip("\"'")
     uuid = r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
-    return bool(re.fullmatch(uuid + r"|[0-9a-fA-F]{6,40}", v) or re.fullmatch(r"[\w.\-]+[-:][0-9a-f]{12,}", v)
-                or re.fullmatch(r"[a-z_]{1,20}[:/]" + uuid, v))  # session:<uuid>
+    return bool(_regex(uuid + r"|[0-9a-fA-F]{6,40}").fullmatch(v) or _regex(r"[\w.\-]+[-:][0-9a-f]{12,}").fullmatch(v)
+                or _regex(r"[a-z_]{1,20}[:/]" + uuid).fullmatch(v))  # session:<uuid>
 
 
 def _is_path_or_version(value: str) -> bool:
     """`./keys/bastion.pem`, `exports/2024-09-16.parquet`, `^9.0.2`: not secrets."""
-    import re
     v = value.strip("\"'`")
-    if v.startswith(("./", "../", "~/")) or re.match(r"[A-Za-z]:\\[\w .\-]|/(?:dev|etc|run|var|tmp|home|usr|opt|proc|srv|mnt|Users|Library|Volumes)(?:/|\s|$)", v):
+    if v.startswith(("./", "../", "~/")) or _regex(r"[A-Za-z]:\\[\w .\-]|/(?:dev|etc|run|var|tmp|home|usr|opt|proc|srv|mnt|Users|Library|Volumes)(?:/|\s|$)").match(v):
         return True
-    if v.startswith("/") and re.fullmatch(r"(?:/[\w.\-]+)+/?", v) and (
-            re.fullmatch(r"[a-z0-9_/.\-]+", v) or re.search(r"\.\w{1,5}$", v)):
+    if v.startswith("/") and _regex(r"(?:/[\w.\-]+)+/?").fullmatch(v) and (
+            _regex(r"[a-z0-9_/.\-]+").fullmatch(v) or _regex(r"\.\w{1,5}$").search(v)):
         return True  # /etc/credstore/db-password, /run/keys/App.pem; not /YSylBTdSK…/4lsH6JOZ (a key)
-    if re.fullmatch(r"[\w.\-]+(?:/[\w.\-]+)+", v) and "." in v.rsplit("/", 1)[-1]:
+    if _regex(r"[\w.\-]+(?:/[\w.\-]+)+").fullmatch(v) and "." in v.rsplit("/", 1)[-1]:
         return True
-    if re.fullmatch(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+", v):
+    if _regex(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+").fullmatch(v):
         return True  # secret/data/ci:token, db-password:/etc/credstore/db-password
-    return re.fullmatch(r"[\^~<>=v]{0,2}\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?", v) is not None
+    return _regex(r"[\^~<>=v]{0,2}\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?").fullmatch(v) is not None
 
 
 def _looks_random(value: str) -> bool:
@@ -1086,7 +1123,6 @@ def _looks_random(value: str) -> bool:
 
 
 def _accept_assignment(match: Any) -> bool:
-    import re
     name, value = match.group("name"), match.group("s")
     groups = match.groupdict()
     bare = value.strip("\"'`\\")
@@ -1095,7 +1131,9 @@ def _accept_assignment(match: Any) -> bool:
     strength = secret_strength(name)
     if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare):
         return False
-    if re.match(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)", bare) or re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+", bare):
+    if _regex(_NOT_SECRET_BEFORE_WORD).search(match.string[max(0, match.start("name") - 14):match.start("name")]):
+        return False  # `minisign public key: RWQ…`, `hashed secret: …`: the words before the name say what it is
+    if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+").fullmatch(bare):
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
     if _cannot_be_its_value(name, bare):
         return False
@@ -1103,15 +1141,15 @@ def _accept_assignment(match: Any) -> bool:
     prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
         return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}": code
-    if strength == 1 and value[:1] in "\"'`" and _name_parts(name)[-1] == "pass":
-        return _looks_like_password(bare) or looks_like_chosen_password(bare)  # `pass: 'Summer2021?'` (nodemailer)
+    if strength == 1 and _name_parts(name)[-1] == "pass":  # `pass: 'Summer2021?'` (nodemailer), `pass=Priya1988` in a log
+        return _looks_like_password(bare) or value[:1] in "\"'`" and looks_like_chosen_password(bare)
     if strength == 1:
         return _looks_random(bare) and not _is_identifier_like(bare)
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
             match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")
             or bare.lower() in ("see", "ask", "check", "use", "in", "via", "from", "stored", "same", "if", "when", "whether")):
         return False  # prose after a colon (`api_key: Refreshing state...`, `password: see 1Password`), a scheme (`Authorization: SSWS …`)
-    if re.fullmatch(r"(?i)(?:bearer|basic|token|digest)\s+\S{0,7}", bare):
+    if _regex(r"(?i)(?:bearer|basic|token|digest)\s+\S{0,7}").fullmatch(bare):
         return False  # a scheme and a stand-in in a test: `authorization: 'Bearer abc'`
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
         return False  # `kubectl describe secret` prints sizes, not values
@@ -1125,13 +1163,15 @@ def _accept_assignment(match: Any) -> bool:
 def _cannot_be_its_value(name: str, bare: str) -> bool:
     """What the name says its value is not: a key or a token is never `ollama`, `123` or a
     sentence; a PIN has digits; cookies of words are examples (`baz=quxx`); no secret is `98`;
-    a constant does not hold its own name (`ALLOW_CREDENTIALS = "allowCredentials"`)."""
-    import re
+    a constant does not hold its own name (`ALLOW_CREDENTIALS = "allowCredentials"`); words that
+    name a credential are a label (`"forgot_password": "Mot de passe oublié ?"`)."""
     last, digits = _name_parts(name)[-1], any(map(str.isdigit, bare))
+    if " " in bare.strip() and _regex(_CREDENTIAL_WORDS).search(bare):
+        return True
     if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6):
         return True
     if last.endswith(("cookie", "cookies")) and not digits:
-        return " " in bare or re.fullmatch(r"[a-z]{1,8}(?:[=;,][a-z]{1,8})*", bare) is not None
+        return " " in bare or _regex(r"[a-z]{1,8}(?:[=;,][a-z]{1,8})*").fullmatch(bare) is not None
     return last == "pin" and not digits or bare.isdigit() and len(bare) < 4 or _spells_the_name(bare, name)
 
 
@@ -1143,15 +1183,13 @@ def _names_a_key(name: str) -> bool:
 
 def _spells_the_name(value: str, name: str) -> bool:
     """`ALLOW_CREDENTIALS = "allowCredentials"`: a constant that holds its own name."""
-    import re
-    return re.sub(r"[\W_]", "", value).lower() == re.sub(r"[\W_]", "", name).lower()
+    return _regex(r"[\W_]").sub("", value).lower() == _regex(r"[\W_]").sub("", name).lower()
 
 
 def _is_plain_words(value: str) -> bool:
     """`ollama`, `lm-studio`, `Comment`, `http.cookies`, `__root__`, a sentence: words, which a key or
     a token never is."""
-    import re
-    return bool(re.fullmatch(r"[A-Za-z][a-z]+(?:[-_][a-z]+)?|[a-z]+(?:\.[a-z]+){1,3}|[^\s]+(?:\s+[^\s]+){3,}", value.strip("_")))
+    return bool(_regex(r"[A-Za-z][a-z]+(?:[-_][a-z]+)?|[a-z]+(?:\.[a-z]+){1,3}|[^\s]+(?:\s+[^\s]+){3,}").fullmatch(value.strip("_")))
 
 
 def _accept_after_colon(match: Any, value: str, bare: str) -> bool:
@@ -1164,8 +1202,7 @@ def _accept_after_colon(match: Any, value: str, bare: str) -> bool:
     if not match.groupdict().get("q") and match.start("s") == op_end:
         if quoted:
             return not (op_start > 0 and text[op_start - 1] in " \t")  # `:'var'` after a space is psql's
-        import re
-        return _looks_random(bare) and not re.match(r"\d{2,5}(?:[/,?]|$)", bare)  # not host:27017/app
+        return _looks_random(bare) and not _regex(r"\d{2,5}(?:[/,?]|$)").match(bare)  # not host:27017/app
     return quoted or bare[:1] not in "!*&"
 
 
@@ -1186,20 +1223,18 @@ def _is_code(value: str, name: str) -> bool:
 
 def _accept_flag(match: Any) -> bool:
     """A flag's value, unless it is the next flag or names a secret (`--secret=api-key`)."""
-    import re
     value = match.group("s")
     name = match.group("name").lower()
-    named = name in ("secret", "secrets", "secret-id", "secret-name") and re.fullmatch(
-        r"[a-z]+(?:[-_][a-z]+)+", value.strip("\"'"))
-    spec = name in ("secret", "secrets") and re.match(r"[a-z]+=", value)  # --secret id=npmrc,src=…
+    named = name in ("secret", "secrets", "secret-id", "secret-name") and _regex(
+        r"[a-z]+(?:[-_][a-z]+)+").fullmatch(value.strip("\"'"))
+    spec = name in ("secret", "secrets") and _regex(r"[a-z]+=").match(value)  # --secret id=npmrc,src=…
     return not value.startswith("-") and not named and not spec and _accept_assignment(match)
 
 
 def _accept_password_like(match: Any) -> bool:
     """Prose such as `the VPN password is Xk29…`: only values that look like passwords."""
-    import re
     v = match.group("s")
-    if len(v) < 8 or len(v) > 128 or _is_reference(v) or "/" in v[:2] or "://" in v or "=" in v or re.match(r"\d+/", v):
+    if len(v) < 8 or len(v) > 128 or _is_reference(v) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
                    any(not c.isalnum() for c in v)))
@@ -1222,10 +1257,9 @@ def _accept_pair(match: Any) -> bool:
 def _accept_password_flag(match: Any) -> bool:
     """`-u user -p VALUE`: a password, unless it is a port or a reference, or the command is
     mysql, whose `-p VALUE` (with a space) asks for the password and names the database."""
-    import re
     value = match.group("s").strip("\"'")
     line = _line_before(match.string, match.start())
-    return not value.isdigit() and not _is_reference(value) and not re.search(r"\b(?:mysql|mariadb)\w*\b", line)
+    return not value.isdigit() and not _is_reference(value) and not _regex(r"\b(?:mysql|mariadb)\w*\b").search(line)
 
 
 def _line_before(text: str, position: int, reach: int = 300) -> str:
@@ -1280,20 +1314,19 @@ def _accept_url_password(match: Any) -> bool:
 # What the name of a call that takes a user and a password says: it connects, binds, logs in or
 # opens a session (mysql_real_connect, simple_bind_s, Net::SMTP.start, fromDriverManager).
 _CONNECTING_CALL = (r"(?i)connect|bind|log_?[io]n|auth|start|open|session|smtp|imap|ftp|ldap|transactor|driver|datasource"
-                    r"|pool|client|credential|mail|login|construct|pdo")
+                    r"|pool|client|credential|mail|login|construct|pdo|username_?pw|passw")
 
 
 def _accept_call_password(match: Any) -> bool:
     """The literal after a user among the arguments of a call that connects or logs in: a password
     a person chose or a machine made; not after a host name (`smtp.example.org`) or a name with
     capitals, nor a path, an address, a version or a word."""
-    import re
     text, user, value = match.string, match.group("user"), match.group("s")[1:-1]
-    if not re.match(r"(?i)(?:cn|uid)=", user) and (re.search(r"\.[a-z]{2,6}$|^\d|[A-Z]", user)):
+    if not _regex(r"(?i)(?:cn|uid)=").match(user) and (_regex(r"\.[a-z]{2,6}$|^\d|[A-Z]").search(user)):
         return False  # a host, a number, a name in code: `connect("db.example.org", "…")`
     opening = text.rfind("(", max(0, match.start() - 400), match.start() + 1)
-    called = re.search(r"[\w.:\[\]]{1,80}$", text[max(0, opening - 80):opening]) if opening >= 0 else None
-    if called is None or ")" in text[opening:match.start()] or not re.search(_CONNECTING_CALL, called.group()):
+    called = _regex(r"[\w.:\[\]]{1,80}$").search(text[max(0, opening - 80):opening]) if opening >= 0 else None
+    if called is None or ")" in text[opening:match.start()] or not _regex(_CONNECTING_CALL).search(called.group()):
         return False  # not the arguments of a call that connects: `check('left', '20x40+0+80')`
     return (looks_machine_generated(value) or looks_like_chosen_password(value)) and _may_be_a_password(value)
 
@@ -1309,10 +1342,9 @@ def _accept_random_not_hex(match: Any) -> bool:
 
 def _accept_random_not_identifier(match: Any) -> bool:
     """Prose: "the API token is 11b7…". Long hex counts (Jenkins tokens are 34 hex digits)."""
-    import re
     value = match.group("s")
-    long_hex = re.fullmatch(r"[0-9a-f]{33,}", value.strip("\"'"))
-    if long_hex and re.search(_PROSE_HASH_WORDS, match.group()[:match.start("s") - match.start()]):
+    long_hex = _regex(r"[0-9a-f]{33,}").fullmatch(value.strip("\"'"))
+    if long_hex and _regex(_PROSE_HASH_WORDS).search(match.group()[:match.start("s") - match.start()]):
         return False  # "hashed_secret": "204e…" is a digest
     return _looks_random(value) and (long_hex or not _is_identifier_like(value)) and not _is_reference(value)
 
@@ -1347,11 +1379,10 @@ def _accept_argument(match: Any) -> bool:
     """A password given as a command's argument (`net user alice PASSWORD`), unless it is an
     option (`/add`, `--pre-hashed`), a prompt (`*`), a redirection, a usage text's `<new password>`
     or a reference."""
-    import re
     value = match.group("s")
     bare = value.strip("\"'")
     if _is_reference(value) or (value[:1] not in "\"'" and (
-            bare.startswith(("-", "<")) or re.fullmatch(r"/[A-Za-z]+(?::\S*)?", bare))):
+            bare.startswith(("-", "<")) or _regex(r"/[A-Za-z]+(?::\S*)?").fullmatch(bare))):
         return False
     return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted", "public")
 
@@ -1364,10 +1395,14 @@ _PROSE_SECRET_WORDS = (
     r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|passwort|kennwort|contrase[ñn]a"
     r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|has[łl]o)\b(?![/.]\w)")  # not in keys/ops.pem, db-password
 _PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*[:=]?[ \t]*$"  # `pass X`: the value comes next
+# Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
+# most prose before a candidate holds none, and is not searched (_may_hold_a_word).
+_PROSE_SECRET_PARTS = ("backup", "contrase", "cred", "has", "kennwort", "key", "parola", "pass", "pin", "pw", "recovery",
+                       "salasana", "secret", "senha", "senord", "token", "wachtwoord")
 _PROSE_NOT_A_SECRET_BEFORE = (
-    r"(?i)\b(?:commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
+    r"(?i)(?:\b|(?<=_)(?<!session_))(?:commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
-    r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number)[ \t]*[#=]?[ \t]*$")
+    r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = r"(?i)[)\]'\"`]*\s+(?:is|was|as|will be|=)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
 _PROSE_CONNECTOR = r"(?i)(?:\b(?:is|was|are|to|now|be|becomes|into|use|using)|[=:(\u2192]|->)\s*$"
@@ -1378,62 +1413,73 @@ def _accept_named_in_prose(match: Any) -> bool:
     sentence ("the auth token was rotated this morning; the old one was 79cd…"), or shortly after
     it ("u7zj… is the password for …"). Hex needs a connector (`was`, `to`, `=`) and no commit or
     hash nearby, so that "the token fix landed in 2b7e…" stays."""
-    import re
     text, start, end, value = match.string, match.start("s"), match.end("s"), match.group("s")
     before = text[max(0, start - 100):start]
     before = before[before.rfind("\n") + 1:]
-    ends = list(re.finditer(r"[.!?]\s+(?=[A-Z])", before)) if "." in before or "!" in before or "?" in before else ()
+    ends = list(_regex(r"[.!?]\s+(?=[A-Z])").finditer(before)) if "." in before or "!" in before or "?" in before else ()
     if ends:
         before = before[ends[-1].end():]  # the same sentence
-    named_before = re.search(_PROSE_SECRET_WORDS, before) or re.search(_PROSE_NEAR_WORDS, before)
-    if named_before and re.match(r"['\"]?\]", before[named_before.end():]):
+    named_before = _may_hold_a_word(before, _PROSE_SECRET_PARTS) and (
+        _regex(_PROSE_SECRET_WORDS).search(before) or _regex(_PROSE_NEAR_WORDS).search(before))
+    if named_before and _regex(r"['\"]?\]").match(before[named_before.end():]):
         return False  # a subscript in code: `serdict[key]*(x - x0)**power`
+    if named_before and _regex(_NOT_SECRET_BEFORE_WORD).search(before[:named_before.start()]):
+        return False  # a public key, a hashed secret
     if not named_before:
         after = text[end:end + 60].split("\n", 1)[0]
-        if re.match(_PROSE_NAMED_AFTER, after) is None:
+        if _regex(_PROSE_NAMED_AFTER).match(after) is None:
             return False
-    if not _looks_like_prose_secret(value) or re.search(_PROSE_NOT_A_SECRET_BEFORE, before):
+    if not _looks_like_prose_secret(value) or _regex(_PROSE_NOT_A_SECRET_BEFORE).search(before):
         return False
-    calls = [m.end() for m in re.finditer(r"\w\(", before)]
+    calls = [m.end() for m in _regex(r"\w\(").finditer(before)]
     if calls and ")" not in before[calls[-1]:]:
         return False  # an argument in code: `s.tokens.Issue(ctx, u.ID, 15*time.Minute)`
-    return not (re.fullmatch(r"[0-9a-fA-F]+", value) and (
-        not re.search(_PROSE_CONNECTOR, before) or re.search(_PROSE_HASH_WORDS, before[-40:])))
+    return not (_regex(r"[0-9a-fA-F]+").fullmatch(value) and (
+        not _regex(_PROSE_CONNECTOR).search(before) or _regex(_PROSE_HASH_WORDS).search(before[-40:])))
+
+
+def _may_hold_a_word(text: str, words: tuple) -> bool:
+    """Whether text may hold one of words (lowercase) where a (?i) pattern looks for them: a cheap
+    look before a costly search. Beyond ASCII it always may: (?i) matches ſ for s and ı for i,
+    which str.lower() keeps."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in words)
 
 
 def _looks_like_prose_secret(value: str) -> bool:
     """`9wru%0%GvJl3xk`, `xh62-x8i0`, `slate-nimbus-848-olive-Birch`, 32+ hex digits, base64; not
     `us-east-1`, `k8s-prod-01`, `OAuth2Client`, `TTL=3600`, a date, a host, an email, an image, code,
     a path or a version."""
-    import re
     v = value
-    named = re.fullmatch(r"[A-Za-z_][\w.]{0,30}=(.+)", v)
+    named = _regex(r"[A-Za-z_][\w.]{0,30}=(.+)").fullmatch(v)
     if named:
         v = named.group(1).rstrip(",;")  # `TTL=3600` and `zn=pKzg.xo2…` are judged by their values
         if v.lower() in _NOT_VALUES:
             return False  # base_1=False
     if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v):
         return False
-    if re.fullmatch(r"[0-9a-fA-F]+", v):
+    if _regex(r"[0-9a-fA-F]+").fullmatch(v):
         return len(v) >= 32  # shorter runs are ids and abbreviated commits
-    if re.search(r"\d{4}-\d\d-\d\d|\d:\d\d|^(?i:sha\d*|md5)[:\-]|a-z|A-Z|0-9|\[\^", v) or re.fullmatch(
-            r"[\d.,:%+\-]+[A-Za-z]{0,3}|0x(?:[0-9a-fA-F]{4,16}|[0-9a-fA-F]{40})>?", v):
+    if _regex(r"\d{4}-\d\d-\d\d|\d:\d\d|^(?i:sha\d*|md5)[:\-]|a-z|A-Z|0-9|\[\^").search(v) or _regex(
+            r"[\d.,:%+\-]+[A-Za-z]{0,3}|0x(?:[0-9a-fA-F]{4,16}|[0-9a-fA-F]{40})>?").fullmatch(v):
         return False  # a date, a time, a digest's name, a regex class, a quantity, a memory or Ethereum address
-    if re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z]{2,}(?::\S*)?|[\w.\-]+@\d+(?:\.\d+){3}(?::\S*)?"
-                    r"|[a-z0-9\-]+(?:\.[a-z0-9\-]+)+|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+", v) or _is_identifier_like(v):
+    if _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z]{2,}(?::\S*)?|[\w.\-]+@\d+(?:\.\d+){3}(?::\S*)?"
+                    r"|[a-z0-9\-]+(?:\.[a-z0-9\-]+)+|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+").fullmatch(v) or _is_identifier_like(v):
         return False  # an email or scp target, a host name, an image (`postgres:16`), a UUID
-    if re.match(r"\.?[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)", v):
+    if _regex(r"\.?[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)").match(v):
         return False  # code: `os.urandom(32)`, `varchar(255)`, `hashlib.sha256)`, jq's `.runs[0].status`
-    if re.fullmatch(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*", v):
-        parts = re.split(r"[-_.]", v)
+    if _regex(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*").fullmatch(v):
+        parts = _regex(r"[-_.]").split(v)
         if v.isupper():
             return False  # a name in capitals: VAULT_UNSEAL_KEY_1
         if len(parts) >= 4 and any(p.isdigit() for p in parts) and any(c.isupper() for c in v):
             return True  # a passphrase of words, a number and a capital
         if len(parts) > 1:  # `xh62-x8i0` (recovery codes) interleave in every part; `k8s-prod-01` does not
-            return all(re.search(r"\d", p) and re.search(r"[A-Za-z]", p) for p in parts) and any(
-                len(re.findall(r"[A-Za-z]+|\d+", p)) >= 3 for p in parts)
-    return sum(c.isalpha() for c in v) >= 3 and (len(re.findall(r"\d+", v)) >= 2 or re.search(r"[^\w.\-]", v) is not None)
+            return all(_regex(r"\d").search(p) and _regex(r"[A-Za-z]").search(p) for p in parts) and any(
+                len(_regex(r"[A-Za-z]+|\d+").findall(p)) >= 3 for p in parts)
+    return sum(c.isalpha() for c in v) >= 3 and (len(_regex(r"\d+").findall(v)) >= 2 or _regex(r"[^\w.\-]").search(v) is not None)
 
 
 # ── The random-token detector: a machine-made value in a credential context ──
@@ -1459,14 +1505,16 @@ _MIN_HEX = 32  # shorter hex runs are ids: abbreviated commits, GPG key ids, Mon
 _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # Not random whatever their letters: references, URLs, paths, file names, versions, IP addresses,
 # dates and times, UUIDs, Ethereum addresses, numbers (`6.49376470e-06`), e-mails, regex classes, digests under their name (`sha256:…`, go.sum's
-# `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies.
-_NOT_RANDOM_SHAPES = (
-    r"^[$%{<@~.:]|^/(?!\S*[+=])|://|^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|^[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
-    r"|^[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
-    r"|^(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}$"
-    r"|^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|^0x[0-9a-fA-F]{40}$|^[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|^[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
-    r"|(?i:(?:^|[@:=\-])(?:sha(?:1|224|256|384|512)?|md5|h1|zh|blake2b?|xxh\d*|crc32c?)[:\-])"
-    r"|^(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
+# `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies: the shapes
+# of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
+_NOT_RANDOM_STARTS = (
+    r"[$%{<@~.:]|/(?!\S*[+=])|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
+    r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}(?::[\w.@=,\-]+)?$|\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}$"
+    r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
+    r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
+_NOT_RANDOM_MARKS = (
+    r"://|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
+    r"|(?i:(?:^|[@:=\-])(?:sha(?:1|224|256|384|512)?|md5|h1|zh|blake2b?|xxh\d*|crc32c?)[:\-])")
 # Object ids that public APIs print (Stripe, OpenAI, Anthropic, cloud resources): names, not keys.
 _OBJECT_ID = (r"^(?:req|msg|cus|pi|ch|sub|evt|in|pm|seti|src|acct|price|prod|asst|run|thread|file|batch|org|proj"
               r"|user|usr|txn|ord|inv|call|chatcmpl|cmpl|ft|ftjob|fp|vs|step|toolu|srvtoolu|trace|span|job|img|vol|snap"
@@ -1474,52 +1522,62 @@ _OBJECT_ID = (r"^(?:req|msg|cus|pi|ch|sub|evt|in|pm|seti|src|acct|price|prod|ass
 _VOWELS = frozenset("aeiouy")
 
 
+@_remembered
 def looks_machine_generated(token: str) -> bool:
     """What counts as random: a token of 10 to 1024 characters that is 32 or more hex digits, or
     mixes character classes (lower, upper, digit, other; three with a digit under 16 characters, two
     from 16 on, with a digit or from 20 on), changes class at least every four characters, carries
     3.0 (short) or 3.3 bits of entropy per character or more, and is not built of words
-    (`getAuthToken2`, `password_reset_v2`, `api.example.com`), an object id (`cus_Q4xB…`) or one of
-    _NOT_RANDOM_SHAPES (a URL, path, date, UUID, digest, public key…)."""
-    import re
+    (`getAuthToken2`, `password_reset_v2`, `api.example.com`), an object id (`cus_Q4xB…`) or of a
+    shape that is not random (_has_not_random_shape: a URL, path, date, UUID, digest, public key…).
+    Most tokens fail one of the first tests: the costlier ones come after."""
     n = len(token)
     if not _RANDOM_LENGTHS[0] <= n <= _RANDOM_LENGTHS[1]:
         return False
-    if re.fullmatch(r"(?:0x)?(?:[0-9a-f]+|[0-9A-F]+)", token):
+    if _regex(r"(?:0x)?(?:[0-9a-f]+|[0-9A-F]+)").fullmatch(token):
         return n >= _MIN_HEX  # no shape below is all hex
     lower, upper = any(map(str.islower, token)), any(map(str.isupper, token))
     digit, other = any(map(str.isdigit, token)), not token.isalnum()
     classes = lower + upper + digit + other
-    runs = len(re.findall(r"[a-z]+|[A-Z]+|\d+|[^A-Za-z0-9]+", token))
     if n < _SHORT_RANDOM:
-        if classes < 3 or not digit or runs * 10 < n * 4 or re.search(r"[a-z]-[a-z]|A-Z|0-9", token):
+        if classes < 3 or not digit or _class_runs(token) * 10 < n * 4 or _regex(r"[a-z]-[a-z]|A-Z|0-9").search(token):
             return False
-    elif classes < 2 or not (digit or n >= 20) or runs * 4 < n:
+    elif classes < 2 or not (digit or n >= 20) or _class_runs(token) * 4 < n:
         return False
-    if _entropy(token) < _MIN_BITS[n >= _SHORT_RANDOM] or re.match(_OBJECT_ID, token) or re.search(
-            _NOT_RANDOM_SHAPES, token):
+    if _regex(_OBJECT_ID).match(token) or _has_not_random_shape(token) or _entropy(token) < _MIN_BITS[n >= _SHORT_RANDOM]:
         return False
-    if not upper and re.search(r"[.\-_/:]", token) and any(
-            len(part) >= 4 and _is_word(part) for part in re.split(r"[\W_\d]+", token)):
+    if not upper and _regex(r"[.\-_/:]").search(token) and any(
+            len(part) >= 4 and _is_word(part) for part in _regex(r"[\W_\d]+").split(token)):
         return False  # a host, a pod, a package: db.t4g.medium, token-service-ggd2i574-zh9l3
     return not _is_built_of_words(token)
 
 
+def _class_runs(token: str) -> int:
+    """How many runs of one class (lower, upper, digit, other) token is made of (counted only for
+    a token whose classes pass)."""
+    return len(_regex(r"[a-z]+|[A-Z]+|\d+|[^A-Za-z0-9]+").findall(token))
+
+
+def _has_not_random_shape(token: str) -> bool:
+    """Whether token has one of the shapes of _NOT_RANDOM_STARTS at its start or a mark of
+    _NOT_RANDOM_MARKS anywhere (as one search of both would say, at a third of the cost: it would
+    try every shape at every character)."""
+    return _regex(_NOT_RANDOM_STARTS).match(token) is not None or _regex(_NOT_RANDOM_MARKS).search(token) is not None
+
+
 def _entropy(text: str) -> float:
     """Shannon entropy in bits per character."""
+    import collections  # already imported by re; Counter counts in C, in the order a loop would (the same sum)
     import math
-    counts = {}
-    for c in text:
-        counts[c] = counts.get(c, 0) + 1
-    return -sum(k / len(text) * math.log2(k / len(text)) for k in counts.values())
+    n = len(text)
+    return -sum(k / n * math.log2(k / n) for k in collections.Counter(text).values())
 
 
 def _is_built_of_words(token: str) -> bool:
     """`getAuthToken2`, `HTTPServerKey`, `password_reset_v2`: most letters in word-shaped parts (a
     vowel, no four consonants in a row) and at most two runs of digits."""
-    import re
-    parts = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", token)
-    if sum(p.isdigit() for p in parts) > 2:
+    parts = _regex(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+").findall(token)
+    if sum(map(str.isdigit, parts)) > 2:
         return False  # most random tokens end here
     letters = sum(len(p) for p in parts if not p.isdigit())
     words = sum(len(p) for p in parts if _is_word(p))
@@ -1529,34 +1587,32 @@ def _is_built_of_words(token: str) -> bool:
 def _is_word(part: str) -> bool:
     """A part of an identifier that reads as a word: three letters or more, vowels but not only
     vowels, no long run of consonants (HTTP and SQL count as words)."""
-    import re
     low = part.lower()
     if len(low) < 3 or low.isdigit():
         return False
     vowels = sum(c in _VOWELS for c in low)
     if not vowels:
         return part.isupper() and len(part) <= 4  # HTTP, SQL, JWT
-    return vowels * 10 <= len(low) * 7 and re.search(r"[^aeiouy]{5}" if len(low) >= 7 else r"[^aeiouy]{4}", low) is None
+    return vowels * 10 <= len(low) * 7 and _regex(r"[^aeiouy]{5}" if len(low) >= 7 else r"[^aeiouy]{4}").search(low) is None
 
 
 def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
     """The (start, end) spans of the tokens of text[start:end] that look machine-generated; with
     not_after, not those that a match of that pattern ends right before, on the same line (a
     commit id after "commit", a user name after `-u`)."""
-    import re
     spans = []
-    for found in re.compile(_TOKEN).finditer(text, start, end):
+    for found in _regex(_TOKEN).finditer(text, start, end):
         first, last = found.span()
         if last == end:  # a token that starts in the span is judged whole
-            last = re.compile(_TOKEN_REST).match(text, last, last + _RANDOM_LENGTHS[1]).end()
+            last = _regex(_TOKEN_REST).match(text, last, last + _RANDOM_LENGTHS[1]).end()
         while last > first and text[last - 1] in ".,:;!?":
             last -= 1
         token = text[first:last]
-        if not looks_machine_generated(token) or _is_reference(token) or re.match(_PUBLIC_VALUE, token):
+        if not looks_machine_generated(token) or _is_reference(token) or _regex(_PUBLIC_VALUE).match(token):
             continue
         if not_after:
             line = _line_before(text, first, first - start)
-            if re.search(not_after, line):
+            if _regex(not_after).search(line):
                 continue
         spans.append((first, last))
     return spans
@@ -1587,24 +1643,23 @@ def looks_like_chosen_password(value: str) -> bool:
     (Gandalf_the_Grey!), a passphrase of four or more words (battery-staple-marble-pickle), or a
     long run of mixed case (ahGhVusPgNpmweX); not a reference, path, URL, address, version, date,
     short hex id, technical name (sha256) or a name in capitals."""
-    import re
     v = value
     if not 6 <= len(v) <= 128 or not v.isascii() or any(map(str.isspace, v)):
         return False  # (a value run on into the words of a language without spaces is not one)
     letters, digits = any(map(str.isalpha, v)), any(map(str.isdigit, v))
     symbols, upper = not v.isalnum(), any(map(str.isupper, v))
-    if re.fullmatch(_PASSPHRASE, v):
-        words = set(re.split(r"[-_.]", v.lower()))
+    if _regex(_PASSPHRASE).fullmatch(v):
+        words = set(_regex(r"[-_.]").split(v.lower()))
         shaped = not words & _FUNCTION_WORDS and not any(w in _SECRET_WORDS or w in _PLACEHOLDER_WORDS for w in words)
     elif letters and digits:
         shaped = len(v) >= 8 or symbols or upper
     elif letters and symbols:  # Gandalf_the_Grey!, not X-API-Key or snake_case
-        shaped = upper and sum(map(str.isalpha, v)) >= 5 and re.search(r"[^\w.\-/]", v) is not None
+        shaped = upper and sum(map(str.isalpha, v)) >= 5 and _regex(r"[^\w.\-/]").search(v) is not None
     else:
         shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
-    if not shaped or "://" in v or re.search(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$", v):
+    if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$").search(v):
         return False  # a URL, an e-mail address, a date, a time, a host name
-    if re.fullmatch(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|[a-z]{2,4}(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?|" + _TECHNICAL_NAME, v) or _is_identifier_like(v):
+    if _regex(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|[a-z]{2,4}(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?|" + _TECHNICAL_NAME).fullmatch(v) or _is_identifier_like(v):
         return False  # also a cloud region: us-west-2, us-central1
     return not _is_reference(v) and not _is_path_or_version(v)
 
@@ -1654,7 +1709,8 @@ _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:a
 # A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
 _MASK_RUN = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})"
 _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,12}(?=\.{3}|\*{3}|•{3}|…))?"
-           + _MASK_RUN + r"(?:[/_\-]" + _MASK_RUN + r")*[/_\-.]?")  # also AKIAXXXX…
+           + _MASK_RUN + r"(?:[/_\-]" + _MASK_RUN + r")*[/_\-.]?"  # also AKIAXXXX…
+           + r"|(?:[A-WYZ]?X{6,}/){1,4}X{6,}")  # Slack's masked webhook path: TXXXX/BXXXX/XXXX
 # (a run is read one way only: runs are joined by a separator that is none of their characters, so
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
@@ -1664,22 +1720,24 @@ _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
 # What joins a credential word to its value in a sentence, in the languages sessions are written
-# in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "→", particles (は, 은).
+# in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "is still", "→", "->" in prose,
+# particles (は, 은).
 _CONNECTOR = (r"(?:(?<![\w'’])(?:is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora"
               r"|adesso|nu|nyt|nå|on|ni|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو"
+              r"|still|noch|encore|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё"
               r"|είναι|היא|הוא|คือ|ficou|fica|became|becomes|stał się|стал|стала|currently"
               r"|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|(?:changed|set|reset|updated) to"
               r"|mudou para|alterada para|cambió a|cambiada a|geändert (?:in|zu|auf)|changé en|changé pour)(?![\w'’])"
-              r"|c'est|是|为|為|は|는|은|이|가|है|—|→)")  # not -> or =>: code's arrows (-> Response:)
+              r"|c'est|是|为|為|は|는|은|이|가|है|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
 _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:：=])|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
-                r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
+                r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # A credential word that names a passphrase, in the languages above.
 _PASSPHRASE_WORD = r"(?i)phrase|fras|フレーズ|短语|短語|문구"
 # The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
-_VALUE_AT_ONCE = r"[ \t]+[\"'«“(`]?(?P<v>[^\s\"'»”<>,;(){}\[\]`]{4,128})"
+_VALUE_AT_ONCE = r"[ \t]+[\"'«“(`]?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
 # Parts of credential words that name a key, a token or a secret: values a machine makes, which
 # the detector finds by their shape; the other words name passwords and PINs, which people choose.
 _MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|schl|sleutel|nyckel|chiave|chave"
@@ -1703,14 +1761,13 @@ def _find_random_tokens(match: Any) -> list:
     that neither follows the word at once nor comes after a connector ("the token fix landed in
     2b7e…" names a commit); and the value the words give ("password is Adm1n!") when a person could
     have chosen it (looks_like_chosen_password), as a note may give both a password and a token."""
-    import re
     text, start = match.string, match.start("s")
-    if re.search(_NOT_SECRET_BEFORE_WORD, text[max(0, match.start() - 14):match.start()]):
+    if _regex(_NOT_SECRET_BEFORE_WORD).search(text[max(0, match.start() - 14):match.start()]):
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
     not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
-             if not re.fullmatch(r"(?:0x)?[0-9a-fA-F]+", text[a:b]) or re.fullmatch(_HEX_CONNECTOR, text[start:a])
-             or re.search(_HEX_AFTER, text[start:a]) and not re.search(_PROSE_HASH_WORDS, text[start:a])]
+             if not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _regex(_HEX_CONNECTOR).fullmatch(text[start:a])
+             or _regex(_HEX_AFTER).search(text[start:a]) and not _regex(_PROSE_HASH_WORDS).search(text[start:a])]
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
     return sorted(spans + given)
 
@@ -1722,26 +1779,26 @@ def _given_password(match: Any) -> list:
     je X", "mudou para X", "(currently X)"), or first on the answer's line after a question
     ("— Какой пароль у админки?\n— X, логин …"). After `=` or `:` behind an English word (code,
     configuration) only a password's usual shape (_looks_like_password)."""
-    import re
     text, start = match.string, match.start("s")
     word = match.group()
     endpos = min(len(text), match.end("s") + _RANDOM_LENGTHS[1])
-    if not re.compile(r"[A-Za-z0-9]").search(text, start, min(endpos, start + 200)):
+    if not _regex(r"[A-Za-z0-9]").search(text, start, min(endpos, start + 200)):
         return []  # every value given below has a letter or a digit of ASCII
     prose = not word.isascii() or " " in word  # `Mot de passe :`, `비밀번호:` are never code
-    chosen_by_people = not re.search(_MACHINE_CREDENTIAL_PARTS, word) or re.search(r"(?i)wpa|wi-?fi|wlan|network", word)
     standalone = match.start() == 0 or text[match.start() - 1] in " \t\n(\"'«“`*"  # not pg_password, api-key
-    at_once = re.compile(_VALUE_AT_ONCE).match(text, start, endpos) if chosen_by_people and standalone else None
+    at_once = None  # (what the word names is asked only of a word that stands alone)
+    if standalone and (not _regex(_MACHINE_CREDENTIAL_PARTS).search(word) or _regex(r"(?i)wpa|wi-?fi|wlan|network").search(word)):
+        at_once = _regex(_VALUE_AT_ONCE).match(text, start, endpos)  # after a word for what people choose
     if at_once and _is_given_password(word, _value_span(at_once, "v", text), True, text, at_once.start("v")):
         return [_value_span(at_once, "v")]
     position = start
     for _ in range(3):  # after a value that was none, the next: "c'est maintenant « nemo.77 »"
-        given = re.compile(_GIVEN_VALUE).match(text, position, endpos)
+        given = _regex(_GIVEN_VALUE).match(text, position, endpos)
         if given is None:
             break
         group = "v" if given.group("v") else "quoted"
         sign = given.groupdict().get("sign")
-        if re.search(_NOT_A_SECRET_BEFORE, text[start:given.start(group)]) or position > start and sign:
+        if _regex(_NOT_A_SECRET_BEFORE).search(text[start:given.start(group)]) or position > start and sign:
             return []  # `password for user svc_backup2024`; past a value, only words lead to the next
         if _is_given_password(word, _value_span(given, group, text), not sign or prose, text, given.start(group)):
             return [_value_span(given, group)]
@@ -1757,32 +1814,29 @@ _NOT_IN_SPACELESS_SCRIPTS = r"[^\u0590-\u0fff\u1100-\u11ff\u3000-\u9fff\uac00-\u
 def _value_span(found: Any, group: str, text: str = "") -> Any:
     """The span of a given value without the punctuation a sentence puts after it, nor the words
     of a language without spaces (the value itself when text is given)."""
-    import re
     first, value = found.start(group), found.group(group)
     if group == "v":
-        value = re.match(_NOT_IN_SPACELESS_SCRIPTS, value).group().rstrip(".,;)?") or value  # パスワードはabc123です
+        value = _regex(_NOT_IN_SPACELESS_SCRIPTS).match(value).group().rstrip(".,;)?") or value  # パスワードはabc123です
         value = value.rstrip("*") if value.rstrip("*").isalpha() else value  # markdown's *Actions*, not neko494*
     return text[first:first + len(value)] if text else (first, first + len(value))
 
 
 def _may_be_a_password(value: str) -> bool:
     """What every password-shaped value found in a context must also pass: not a URL, path, date,
-    UUID or digest (_NOT_RANDOM_SHAPES), a reference, a masked or public value, an algorithm's name."""
-    import re
-    return (not re.search(_NOT_RANDOM_SHAPES + "|/", value) and not _is_reference(value) and not _is_masked_or_public(value)
-            and not re.fullmatch(_ALGORITHM_NAME, value))
+    UUID or digest (_has_not_random_shape), a reference, a masked or public value, an algorithm's name."""
+    return ("/" not in value and not _has_not_random_shape(value) and not _is_reference(value) and not _is_masked_or_public(value)
+            and not _regex(_ALGORITHM_NAME).fullmatch(value))
 
 
 def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, first: int) -> bool:
     """Whether value, given after the credential word, is a password: a PIN's digits after a PIN,
     a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
     path, an address, a masked or public value."""
-    import re
-    if word.lower().startswith(("pin", "пин", "code pin", "暗証番号")) and re.fullmatch(r"\d{4,8}", value):
+    if word.lower().startswith(("pin", "пин", "code pin", "暗証番号")) and _regex(r"\d{4,8}").fullmatch(value):
         return True
-    if re.match(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$", value):
+    if _regex(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`)
-    if re.search(_PASSPHRASE_WORD, word) and _looks_like_passphrase(value):
+    if _regex(_PASSPHRASE_WORD).search(word) and _looks_like_passphrase(value):
         return True  # violet.river.limone.nick after "passphrase" is no host name
     chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
     following = text[first + len(value):first + len(value) + 1]
@@ -1793,10 +1847,9 @@ def _looks_like_passphrase(value: str) -> bool:
     """Three or more words joined by one separator or in CamelCase, a number at the end maybe
     (breeze_bomb_cargo, walnut.forest.bacon, AnimalChoiceAdaptCigarBlouse): what follows a word
     that names a passphrase, without articles or prepositions."""
-    import re
-    joined = re.fullmatch(r"[A-Za-z]{2,12}(?P<sep>[-_. ])[A-Za-z]{2,12}(?:(?P=sep)[A-Za-z]{2,12}){1,10}(?:(?P=sep)?\d{1,4})?", value)
-    words = re.split(r"[-_. ]", value.lower()) if joined else re.findall(r"[A-Z][a-z]{2,11}", value)
-    camel = not joined and re.fullmatch(r"(?:[A-Z][a-z]{2,11}){3,12}\d{0,4}", value)
+    joined = _regex(r"[A-Za-z]{2,12}(?P<sep>[-_. ])[A-Za-z]{2,12}(?:(?P=sep)[A-Za-z]{2,12}){1,10}(?:(?P=sep)?\d{1,4})?").fullmatch(value)
+    words = _regex(r"[-_. ]").split(value.lower()) if joined else _regex(r"[A-Z][a-z]{2,11}").findall(value)
+    camel = not joined and _regex(r"(?:[A-Z][a-z]{2,11}){3,12}\d{0,4}").fullmatch(value)
     return bool(joined or camel) and len(words) >= 3 and not set(words) & _FUNCTION_WORDS
 
 
@@ -1808,10 +1861,9 @@ def _spoken_passphrase(match: Any) -> list:
     """A passphrase of words with spaces after a passphrase word: the rest of the line after a
     colon (`Frasa sandi untuk vault backup: cream arrow brave champion 66`) or in quotes further
     on in the line (`the passphrase for the GPG key is "alarm smokey cobalt"`)."""
-    import re
-    if not re.search(_PASSPHRASE_WORD, match.group()):
+    if not _regex(_PASSPHRASE_WORD).search(match.group()):
         return []
-    found = re.compile(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”]?[ \t]*(?:\n|$)"
+    found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”]?[ \t]*(?:\n|$)"
                        r"|[^\n\"'«“]{0,80}?[\"'«“](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”]").match(match.string, match.end())
     group = found and ("v" if found.group("v") else "quoted")
     return [found.span(group)] if found and _is_spoken_passphrase(found.group(group)) else []
@@ -1826,18 +1878,17 @@ def _is_spoken_passphrase(value: str) -> bool:
 def _answered_password(match: Any) -> list:
     """A chat's answer to a question that names a credential: the first password on the next line,
     after the speaker ("[10:43] ana: reporter / meadow-499", "— DragonComet56!, логин j.tanaka")."""
-    import re
     text = match.string
     line_end = text.find("\n", match.end(), match.end() + 300)
-    if line_end < 0 or not text[match.end():line_end].rstrip().endswith(("?", "？")) or re.search(
-            _MACHINE_CREDENTIAL_PARTS, match.group()):
+    if line_end < 0 or not text[match.end():line_end].rstrip().endswith(("?", "？")) or _regex(
+            _MACHINE_CREDENTIAL_PARTS).search(match.group()):
         return []
-    answer = re.compile(r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
+    answer = _regex(r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
     answer_end = text.find("\n", answer.end(), answer.end() + 300)  # one line, bounded
-    for value in re.compile(r"[^\s,;/]{4,128}").finditer(text, answer.end(), answer.end() + 300 if answer_end < 0 else answer_end):
+    for value in _regex(r"[^\s,;/]{4,128}").finditer(text, answer.end(), answer.end() + 300 if answer_end < 0 else answer_end):
         if _is_given_password(match.group(), value.group().rstrip(".!?)"), True, text, value.start()):
             return [(value.start(), value.start() + len(value.group().rstrip(".!?)")))]
-        if re.search(_NOT_A_SECRET_BEFORE, text[answer.end():value.start()]):
+        if _regex(_NOT_A_SECRET_BEFORE).search(text[answer.end():value.start()]):
             break
     return []
 
@@ -1849,7 +1900,6 @@ _CODE_NAMESPACES = frozenset("self this cls os sys np pd java javax com org net 
 def _reads_as_code(value: str, following: str) -> bool:
     """A call or a dotted name, where prose about tokens meets code: `token = md5_hash(…)`,
     `if token is Comment.Preproc:`, `:type tokens: antlr4.BufferedTokenStream`."""
-    import re
     if following == "(":
         return True
     parts = value.rstrip(":").split(".")
@@ -1857,31 +1907,37 @@ def _reads_as_code(value: str, following: str) -> bool:
         return False
     if all(part.isalpha() and part.islower() for part in parts):
         return parts[0] in _CODE_NAMESPACES  # os.path.join; walnut.forest.bacon is a passphrase
-    if len(parts) == 2 and re.search(r"\d$", value.rstrip(":")):
+    if len(parts) == 2 and _regex(r"\d$").search(value.rstrip(":")):
         return False  # Priya.Coffee_62: a password of two words and a number (win32api.RegEnumKey is code)
     return len(parts) > 2 or any(len(part) >= 4 and part.isalpha() and _is_built_of_words(part) for part in parts)
 
 
 def _find_command_arguments(match: Any) -> list:
-    """A login or auth command: its random arguments, and a quoted one a person chose (`poetry
-    config http-basic.x admin '…'`, `bw unlock '…'`), but not the values of name flags (`-u`)."""
-    import re
+    """A login or auth command: its random arguments, a quoted one a person chose (`poetry
+    config http-basic.x admin '…'`, `bw unlock '…'`), and what a here-string feeds it (`<<< '…'`),
+    but not the values of name flags (`-u`)."""
     text, start, end = match.string, match.start("s"), match.end("s")
     spans = random_tokens(text, start, end, _NAME_FLAG_BEFORE)
     glued = match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha()  # `authors`, not a verb
     around = _line_before(text, match.start(), 200) + text[match.start():match.end() + 40]
-    if glued or re.search(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=", around):
+    if glued or _regex(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=").search(around):
         return spans  # `if auth_type == 'v4-s3express'`: code, where only machine-made values count
-    for quoted in re.compile(r"""(?<![\w=\\])(["'])([^"'\s\\]{6,128})\1""").finditer(text, start, end):
+    for quoted in _regex(r"""(?<![\w=\\])(["'])([^"'\s\\]{6,128})\1""").finditer(text, start, end):
         value, first = quoted.group(2), quoted.start(2)
         line = _line_before(text, quoted.start(), 200)
         dotted_words = len(value.split(".")) >= 4 and _looks_like_passphrase(value) and len(value.rsplit(".", 1)[-1]) > 3
-        if (looks_like_chosen_password(value) or _looks_like_password(value) or dotted_words) and not re.search(_NAME_FLAG_BEFORE, line) and not any(
+        if (looks_like_chosen_password(value) or _looks_like_password(value) or dotted_words) and not _regex(_NAME_FLAG_BEFORE).search(line) and not any(
                 a <= first < b for a, b in spans):
             spans.append((first, quoted.end(2)))
-    for spoken in re.compile(r"""(["'])(""" + _SPOKEN_PASSPHRASE + r")\1").finditer(text, start, end):
+    for spoken in _regex(r"""(["'])(""" + _SPOKEN_PASSPHRASE + r")\1").finditer(text, start, end):
         if _is_spoken_passphrase(spoken.group(2)) and not any(a <= spoken.start(2) < b for a, b in spans):
             spans.append(spoken.span(2))  # a passphrase in words: bw unlock "badger rocket beach 11"
+    fed = _regex(r"""<<<[ \t]*(?:(["'])([^"'\n]{4,128})\1|([^\s"'$`|;&<>()]{4,128}))""").search(text, start, end)
+    if fed:  # what a here-string feeds a login is its password, whatever its shape: op signin <<< 'three word phrase'
+        group = 2 if fed.group(2) else 3
+        value = fed.group(group)
+        if not _is_reference(value) and not _is_masked_or_public(value) and not any(a <= fed.start(group) < b for a, b in spans):
+            spans.append(fed.span(group))
     return sorted(spans)
 
 
@@ -1896,19 +1952,18 @@ def _find_call_literals(match: Any) -> list:
     person chose where the call says one comes: its first literal when the call is named for it
     (`setPassword("…")`, `red:auth("…")`), a literal after the first when the call names a
     credential or a connection (the user, the URL come first), a literal after an e-mail address."""
-    import re
     text, spans, literals, previous = match.string, [], 0, ""
     called = text[match.start():match.start("s")]
-    credential_call = re.search(r"(?i)cred|connect|login|auth|passw|secret", called)
-    named_call = re.search(r"(?i)passw|secret|token|auth|api_?key|sign|hmac|crypt|cipher", called)
-    for literal in re.finditer(r"""(["'`])(.*?)\1""", match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
+    credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret").search(called)
+    named_call = _regex(r"(?i)passw|secret|token|auth|api_?key|sign|hmac|crypt|cipher").search(called)
+    for literal in _regex(r"""(["'`])(.*?)\1""").finditer(match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         value = literal.group(2)
-        if re.fullmatch(_ALGORITHM_NAME, value):
+        if _regex(_ALGORITHM_NAME).fullmatch(value):
             previous = value  # `createCipheriv("aes-256-gcm", …)`, `Signer.create("HS256", …)`
             continue
         found = random_tokens(text, start, end)
-        after_user = re.fullmatch(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+", previous)
+        after_user = _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+").fullmatch(previous)
         if not found and (named_call or credential_call and literals > 1 or after_user) and (
                 _looks_like_password(value) or looks_like_chosen_password(value)) and _may_be_a_password(value):
             found = [(start, end)]
@@ -1928,22 +1983,22 @@ def _find_printed_secrets(match: Any) -> list:
     """What a secret-printing command printed, up to the next prompt line: its random tokens, a
     line that is one password-like word (`op read` prints the password alone), and the first line
     of a command that prints one value (`vault kv get -field=password`, `pass show`, `… | base64 -d`)."""
-    import re
     text, start, end = match.string, match.start("s"), match.end("s")
-    if re.search(r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK)", text[start:end]) and "PRIVATE" not in text[start:end]:
+    if _regex(r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK)").search(text[start:end]) and "PRIVATE" not in text[start:end]:
         return []  # `cat ca.pem` prints a certificate: public by design
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
-    first_line = re.compile(r"[ \t]*(\S{4,256})[ \t]*(?:\n|$)").match(text, start, end)
-    single = re.search(_SINGLE_VALUE_COMMAND, text[match.start():start].rstrip("\n").split(";")[0])
+    first_line = _regex(r"[ \t]*(\S{4,256})[ \t]*(?:\n|$)").match(text, start, end)
+    single = _regex(_SINGLE_VALUE_COMMAND).search(text[match.start():start].rstrip("\n").split(";")[0])
     if first_line and single and "|" not in single.string[single.end():]:  # not `… --plain | wc -c`
         value = first_line.group(1)
-        if not _is_reference(value) and not _is_path_or_version(value) and "://" not in value and not re.match(
-                r"(?i)(?:error|usage|warning)\b", value) and not _is_masked_or_public(value):
+        if not _is_reference(value) and not _is_path_or_version(value) and "://" not in value and not _regex(
+                r"(?i)(?:error|usage|warning)\b").match(value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
-    for line in re.finditer(r"(?m)^[ \t]*(\S{8,128})[ \t]*$", text[start:end]):
+    for line in _regex(r"(?m)^[ \t]*(\S{8,128})[ \t]*$").finditer(text[start:end]):
         first, last = start + line.start(1), start + line.end(1)
-        if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1))) and not re.match(
-                r"[A-Za-z_][\w.\-]*[=:]|#", line.group(1)) and not _is_masked_or_public(line.group(1)) and not any(
+        if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1))) and not _regex(
+                r"[A-Za-z_][\w.\-]*[=:]|#").match(line.group(1)) and not _is_masked_or_public(line.group(1)) and not _regex(
+                _NOT_RANDOM_MARKS).search(line.group(1)) and not any(
                 a <= first < b for a, b in spans):
             spans.append((first, last))
     return sorted(spans)
@@ -1953,31 +2008,51 @@ def _find_table_cells(match: Any) -> list:
     """A table whose header names a credential: the cells under that header that look like a
     password or a machine-made value, or a PIN under a PIN (markdown, CSV, or columns split by
     tabs or two spaces)."""
-    import re
     text, head = match.string, match.group("head")
     separator = next((c for c in "|;," if c in head), None)
     names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
-    columns = {i: bool(re.search(r"(?i)\bpin\b|пин", name)) for i, name in enumerate(names) if name and (
-        secret_strength(re.sub(r"\W+", "_", name)) == 2 or re.fullmatch(_CREDENTIAL_WORDS, name))}
+    columns = tuple((i, bool(_regex(r"(?i)\bpin\b|пин").search(name))) for i, name in enumerate(names) if name and (
+        secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name)))
     spans, position = [], match.start("s")
     for row in text[position:match.end("s")].split("\n") if columns else ():
-        for index, (a, b) in enumerate(_table_cells(row, separator)):
-            value = row[a:b].strip()
-            if index in columns and value and (_looks_like_password(value) or looks_machine_generated(value)
-                                               or looks_like_chosen_password(value)
-                                               or columns[index] and re.fullmatch(r"\d{4,8}", value)):
-                first = position + a + row[a:b].index(value)
-                spans.append((first, first + len(value)))
+        spans += [(position + a, position + b) for a, b in _secret_cells(row, separator, columns)]
         position += len(row) + 1
     return spans
+
+
+def _secret_cells(row: str, separator: Optional[str], columns: tuple) -> tuple:
+    """The (start, end) spans in row of the cells under columns ((index, under a PIN) pairs) that
+    hold a password, a machine-made value, or a PIN under a PIN. Remembered for the rows of the
+    last texts: each header's window reaches up to 100 rows, and the next header's the same ones,
+    so a text of many headers (`| user | password |` repeated) judges each row once."""
+    verdicts = _secret_cells.verdicts
+    key = (row, separator, columns)
+    found = verdicts.get(key)
+    if found is None:
+        pins, found = dict(columns), []
+        for index, (a, b) in enumerate(_table_cells(row, separator)):
+            value = row[a:b].strip()
+            if index in pins and value and (_looks_like_password(value) or looks_machine_generated(value)
+                                            or looks_like_chosen_password(value)
+                                            or pins[index] and _regex(r"\d{4,8}").fullmatch(value)):
+                first = a + row[a:b].index(value)
+                found.append((first, first + len(value)))
+        found = tuple(found)
+        if len(row) <= _REMEMBERED_LENGTH:
+            if len(verdicts) >= _REMEMBERED_VALUES:
+                verdicts.clear()
+            verdicts[key] = found
+    return found
+
+
+_secret_cells.verdicts = {}
 
 
 def _table_cells(line: str, separator: Optional[str]) -> list:
     """The (start, end) spans of a table line's cells: between pipes (or a CSV's commas or
     semicolons), or split by tabs or two spaces."""
-    import re
     if separator is None:
-        return [m.span() for m in re.finditer(r"[^\t ]+(?: [^\t ]+)*", line)]
+        return [m.span() for m in _regex(r"[^\t ]+(?: [^\t ]+)*").finditer(line)]
     edges = [-1] + [i for i, c in enumerate(line) if c == separator] + [len(line)]
     cells = [(a + 1, b) for a, b in zip(edges, edges[1:])]
     if separator == "|" and line.lstrip().startswith("|"):
@@ -1990,11 +2065,10 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 def _find_code_lines(match: Any) -> list:
     """Each code of a list after the words that name recovery codes: mixed letters and digits or
     digits alone, which words of a following sentence are not."""
-    import re
     spans = []
-    for code in re.compile(r"[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}").finditer(match.string, match.start("s"), match.end("s")):
+    for code in _regex(r"[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}").finditer(match.string, match.start("s"), match.end("s")):
         value = code.group()
-        if re.search(r"\d", value) and (re.search(r"[a-z]", value.lower()) or len(value) >= 6) and not _is_reference(value):
+        if _regex(r"\d").search(value) and (_regex(r"[a-z]").search(value.lower()) or len(value) >= 6) and not _is_reference(value):
             spans.append(code.span())
     return spans
 
@@ -2002,13 +2076,12 @@ def _find_code_lines(match: Any) -> list:
 def _find_split_literals(match: Any) -> list:
     """The string literals that continue a machine-made (or redacted) one: each random-looking part
     (base64 or hex fragments, six characters or more, letters and digits)."""
-    import re
     spans, start = [], match.start("s")
     if not _ends_machine_made(match.string, match.start()):
         return spans
-    for literal in re.finditer(r"""["'`]([^"'`\n]{1,1024})["'`]""", match.group("s")):
+    for literal in _regex(r"""["'`]([^"'`\n]{1,1024})["'`]""").finditer(match.group("s")):
         part = literal.group(1)
-        if (re.fullmatch(r"[A-Za-z0-9+/=_\-.~]{6,}", part) and re.search(r"\d", part) and re.search(r"[A-Za-z]", part)
+        if (_regex(r"[A-Za-z0-9+/=_\-.~]{6,}").fullmatch(part) and _regex(r"\d").search(part) and _regex(r"[A-Za-z]").search(part)
                 and not _is_reference(part)):
             spans.append((start + literal.start(1), start + literal.end(1)))
     return spans
@@ -2017,31 +2090,28 @@ def _find_split_literals(match: Any) -> list:
 def _find_wrapped_line(match: Any) -> list:
     """A line that continues a machine-made (or redacted) token at the end of the line before,
     when that line holds more than the token (not a PEM body or a certificate's lines)."""
-    import re
     text, end = match.string, match.start()
     while end > 0 and text[end - 1] in "\r\\":
         end -= 1  # a Windows line end, a shell continuation
     line = _line_before(text, end, 2048)
-    if not (re.search(r"\S[\s=:]+[^\s=:]+$", line) or line.strip() == REDACTED) or not _ends_machine_made(text, end):
+    if not (_regex(r"\S[\s=:]+[^\s=:]+$").search(line) or line.strip() == REDACTED) or not _ends_machine_made(text, end):
         return []
     return random_tokens(match.string, match.start("s"), match.end("s"))
 
 
 def _ends_machine_made(text: str, end: int) -> bool:
     """Whether the token that ends at `end` (after `=` or `:`, `"…` or `'…`) is machine-made or redacted."""
-    import re
     start = end
     while start > max(0, end - _RANDOM_LENGTHS[1]) and text[start - 1] not in " \t\r\n\"'`=:(":
         start -= 1
     last = text[start:end]
-    prefixed = re.match(r"[\w\-]{2,12}[_\-.][\w\-]{16,}$", last) and re.search(r"\d", last)  # sk_live_…, ya29.…
+    prefixed = _regex(r"[\w\-]{2,12}[_\-.][\w\-]{16,}$").match(last) and _regex(r"\d").search(last)  # sk_live_…, ya29.…
     return REDACTED in last or looks_machine_generated(last) or bool(prefixed)
 
 
 def _find_block_lines(match: Any) -> list:
     """A YAML block (`|` or `>`) under a secret name: each line of it (a name that may be secret:
     its random tokens)."""
-    import re
     text, start = match.string, match.start("s")
     strength = secret_strength(match.group("name"))
     if strength == 0:
@@ -2049,7 +2119,7 @@ def _find_block_lines(match: Any) -> list:
     if strength == 1:
         return random_tokens(text, start, match.end("s"))
     spans = []
-    for line in re.finditer(r"(?m)^[ \t]*(\S[^\n]*?)[ \t]*$", text[start:match.end("s")]):
+    for line in _regex(r"(?m)^[ \t]*(\S[^\n]*?)[ \t]*$").finditer(text[start:match.end("s")]):
         if not _is_reference(line.group(1)):
             spans.append((start + line.start(1), start + line.end(1)))
     return spans
@@ -2058,12 +2128,11 @@ def _find_block_lines(match: Any) -> list:
 def _find_kubernetes_secret_data(match: Any) -> list:
     """The values under `data:` or `stringData:` of a Kubernetes Secret (each is a secret, base64 or
     plain), but not references or certificates."""
-    import re
     text, start = match.string, match.start("s")
-    if not re.search(r"(?m)^[ \t]*kind:[ \t]*[\"']?Secret\b", text[max(0, match.start() - 4000):match.end("s") + 4000]):
+    if not _regex(r"(?m)^[ \t]*kind:[ \t]*[\"']?Secret\b").search(text[max(0, match.start() - 4000):match.end("s") + 4000]):
         return []
     spans = []
-    for line in re.finditer(r"(?m)^[ \t]+[\w.\-]+:[ \t]*[\"']?([^\s\"'#][^\s\"']*)", text[start:match.end("s")]):
+    for line in _regex(r"(?m)^[ \t]+[\w.\-]+:[ \t]*[\"']?([^\s\"'#][^\s\"']*)").finditer(text[start:match.end("s")]):
         value = line.group(1)
         if len(value) >= 4 and not _is_reference(value) and not value.startswith("LS0tLS1CRUdJTiBDRVJU"):
             spans.append((start + line.start(1), start + line.end(1)))
@@ -2073,11 +2142,10 @@ def _find_kubernetes_secret_data(match: Any) -> list:
 def _accept_url_parameter(match: Any) -> bool:
     """`?X-Amz-Signature=…`, `&access_token=…`, `&sig=…`: a signed URL's secret parameters. A name
     that says secret takes any value but a reference; the others only a random one."""
-    import re
     name, value = match.group("name").lower(), match.group("s")
     if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and secret_strength(name) == 0):
         return False
-    plain = re.sub(r"%[0-9A-Fa-f]{2}", "+", value)
+    plain = _regex(r"%[0-9A-Fa-f]{2}").sub("+", value)
     if secret_strength(name) == 2 or name in ("sig", "signature", "x-amz-signature", "x-goog-signature"):
         return plain.lower() not in _NOT_VALUES and not _is_placeholder(plain)
     return looks_machine_generated(plain)
@@ -2086,13 +2154,12 @@ def _accept_url_parameter(match: Any) -> bool:
 def _accept_user_password_base64(match: Any) -> bool:
     """Base64 that decodes to `user:password` (Docker's `auth`, npm's `_auth`, Basic credentials)."""
     import binascii
-    import re
     blob = match.group("s")
     try:
         decoded = binascii.a2b_base64(blob + "=" * (-len(blob) % 4)).decode("ascii")
     except (binascii.Error, ValueError):
         return False
-    return re.fullmatch(r"[\w.@\\\-+]{1,100}:(?!//)[\x21-\x7e]{1,200}", decoded) is not None
+    return _regex(r"[\w.@\\\-+]{1,100}:(?!//)[\x21-\x7e]{1,200}").fullmatch(decoded) is not None
 
 
 def _accept_json_web_key_member(match: Any) -> bool:
@@ -2109,10 +2176,9 @@ def _accept_mnemonic(match: Any) -> bool:
 
 def _accept_byte_array_key(match: Any) -> bool:
     """32 or 64 numbers of 0 to 255 with a word that says key shortly before (`id.json`, `keypair`)."""
-    import re
-    numbers = [int(n) for n in re.findall(r"\d+", match.group("s"))]
+    numbers = [int(n) for n in _regex(r"\d+").findall(match.group("s"))]
     before = match.string[max(0, match.start() - 200):match.start()]
-    return max(numbers) <= 255 and re.search(r"(?i)key|secret|wallet|solana|id\.json|seed", before) is not None
+    return max(numbers) <= 255 and _regex(r"(?i)key|secret|wallet|solana|id\.json|seed").search(before) is not None
 
 
 # Values are bounded (256 bare, 4096 quoted) so that `a=a=a=…` cannot make a rule quadratic (a
@@ -2198,6 +2264,7 @@ url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a
 slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
 #   catch: SLACK_WEBHOOK=https://hooks.slack.com/services/«T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX»
 #   keep:  post to hooks.slack.com/services/ with the URL in $SLACK_WEBHOOK
+#   keep:  SLACK_WEBHOOK_URL=https://hooks.slack.com/services/TXXXXXXXX/BXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX
 # Web3 RPC endpoints that carry their key in the path (Alchemy, Infura, QuickNode).
 rpc-endpoint-key             random                 (?:alchemy\.com|infura\.io|quiknode\.pro)/v\d/(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: RPC_URL=https://eth-sepolia.g.alchemy.com/v2/«74YWg_601JikeZgDMiUXsXffQ2x7»
@@ -2205,9 +2272,10 @@ rpc-endpoint-key             random                 (?:alchemy\.com|infura\.io|q
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/\d+/(?P<s>[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/1084494/«c9acqeb0»/ -> 200
 #   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
-teams-webhook                -                      webhook\.office\.com/webhookb2/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-f]{32})/
+teams-webhook                -                      (?:webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook)/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-f]{32})/
 #   catch: https://acme.webhook.office.com/webhookb2/0a1b2c3d-1111-2222-3333-444455556666@0a1b2c3d-7777-8888-9999-000011112222/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff
 #   keep:  post alerts to the webhook.office.com URL in $TEAMS_WEBHOOK
+#   catch: https://outlook.office.com/webhook/cdb3e77b-9c68-4eed-a304-0b05af136b2b@7f61ad1f-f0b7-4582-b268-130900b5dd57/IncomingWebhook/«a26fe44e37717264698424d989f6e415»/fd02d7a3-3818-4523-bf00-46079bf13cf9
 teams-webhook-signature      -                      IncomingWebhook/[^\s/]{1,64}/[0-9a-f\-]{36}/(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: https://acme.webhook.office.com/webhookb2/a@b/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff/«EEaKvzaaDDBuRXJforyeTavA12»
 #   keep:  the Teams webhook URL lives in $TEAMS_WEBHOOK
@@ -2336,13 +2404,17 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   catch: keys:\n  - kty: OKP\n    crv: Ed25519\n    x: 11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\n    d: «nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A»
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|recovery[ _\-]?phrase|backup[ _\-]?phrase|secret[ _\-]?phrase|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
 #   catch: phrase de récupération : «destroy dial budget census clarify enjoy cheese board arrive butter erase economy»
 #   keep:  the seed phrase is twelve words that the wallet shows once
 #   keep:  seed the database with some test data before running the integration suite again please
 #   catch: Frase semilla de la cartera de pruebas (no enviar fondos reales): «amateur actor animal argue chef chimney cheese course casual brief caught about»
 #   catch: $ cast wallet new-mnemonic\nSuccessfully generated a new mnemonic.\nPhrase:\n«jasmine dragon magnet giant canyon across hurt fringe copper salute debris fluid»
+#   catch: Backup of the test wallet (12 words, keep offline):\n«cereal winter dizzy lobster yellow ember summit island crater island fabric saddle»
+#   catch: const wallet = ethers.Wallet.fromPhrase("«umbrella violet galaxy zebra candle tractor urban tidy quartz engine cobalt gentle»");
+#   keep:  the wallet screen lists every account with its balance and a button to copy the address
+#   catch: recovery words: «agree apart awesome above album already barrel age affair ball aunt badge»
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
 byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t]*,[ \t]*\d{1,3}){31}(?:(?:[ \t]*,[ \t]*\d{1,3}){32})?[ \t]*)\]
 #   catch: $ cat ~/.config/solana/id.json\n[«174,47,154,16,202,193,206,113,199,190,53,133,169,175,31,56,222,53,138,189,224,216,117,173,10,149,53,45,73,251,237,246,15,185,186,82,177,240,148,69,241,227,167,80,141,89,240,121,121,35,172,247,68,251,226,218,48,63,176,109,168,89,238,135»]
@@ -2351,6 +2423,11 @@ byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t
 hex-private-key              -                      (?i)(?:(?:private|priv|secret|signer|signing|wallet|deployer|owner)[\w\- ]{0,12}?key\b|accounts)[^\n]{0,20}?(?<![0-9a-fA-Fx])(?P<s>0x[0-9a-fA-F]{64})(?![0-9a-fA-F])
 #   catch: the deployer private key is «0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318»
 #   keep:  tx hash 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318
+# A private key or seed of 64 hex digits decoded from a literal in code: seed := hex.DecodeString("…").
+hex-decoded-key              -                      (?i)(?<![\w.])(?:seed|priv(?:ate)?_?key|privkey|secret_?key|signing_?key|sk)[ \t]*(?:,[ \t]*_[ \t]*)?(?::=|=)[ \t]*[\w.]{0,40}\([ \t]*["'](?P<s>[0-9a-f]{64})["']
+#   catch: seed, _ := hex.DecodeString("«14385e41df7af3f8b87caad9f192d447dd4a494897fcf74127fa301c30752d31»")
+#   catch: private_key = bytes.fromhex("«cd7f7c6c73356010ef27c359f10bd20b303c8003f75724fa013f9245dfe5d00e»")
+#   keep:  digest := hex.EncodeToString(sum[:]) // e.g. "cd7f7c6c73356010ef27c359f10bd20b303c8003f75724fa013f9245dfe5d00e"
 # Base64 of user:password (Docker's "auth", npm's _auth, a credentials field).
 base64-user-password         user-password-base64   (?i)(?:auth|ident|basic|credentials?|creds)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])
 #   catch: {"auths": {"registry.example.com": {"auth": "«ZGVwbG95OmhhcmJvcjE3»"}}}
@@ -2568,8 +2645,12 @@ app-server-user-password     argument               \b(?:(?:digest|tomcat-digest
 #   catch: cf auth admin «Cf-Pass-2024x»
 #   keep:  ./add-user.sh --help
 object-store-secret-key      argument               \bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+{ARG}[ \t]+{ARG}[ \t]+{ARG}[ \t]+{TOOL_VALUE}
-#   catch: mc alias set prod https://s3.example.com AKEXAMPLE01 «wJalrXUtnFEMIK7MDENGbPxRfi»
+#   catch: mc alias set prod https://s3.example.com «AKEXAMPLE01» «wJalrXUtnFEMIK7MDENGbPxRfi»
 #   keep:  mc alias set prod https://s3.example.com
+# ...and its access key, the argument before (an access key id is a credential, as AWS's AKIA… are).
+object-store-access-key      argument               \bmc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)[ \t]+{ARG}[ \t]+{ARG}[ \t]+{TOOL_VALUE}(?=[ \t]+\S)
+#   catch: mc alias set minio http://cache-02.example.com:9000 «O75COLAPNIGEN6S0Q9BG» «r4nd0mS3cr3tK3yV4lu3Xq»
+#   keep:  mc alias set minio http://localhost:9000 $MINIO_ROOT_USER $MINIO_ROOT_PASSWORD
 # user,password and user%password in one argument: lftp -u, smbclient -U, jenkins-cli -auth user:token.
 joined-user-password         argument               \b(?:lftp\b{COMMAND}[ \t]-u[ \t]+["']?[^\s,'"]+,|(?:smbclient|rpcclient|smbcacls|smbget|smbmap)\b{COMMAND}[ \t](?:-U[ \t]*|--user(?:name)?[ \t=])["']?[^\s%'"]+%|jenkins-cli(?:\.jar)?\b{COMMAND}[ \t]-auth[ \t]+["']?[^\s:'"@]+:)(?P<s>[^\s'"]{1,256})
 #   catch: lftp -u deploy,«Ftp-Pass-551» sftp://files.example.com
@@ -2579,11 +2660,12 @@ joined-user-password         argument               \b(?:lftp\b{COMMAND}[ \t]-u[
 snmp-community               argument               \bsnmp\w*\b{COMMAND}[ \t]-c[ \t]+{TOOL_VALUE}
 #   catch: snmpget -v2c -c «r3ad-Only-Lynx» 10.0.0.1 sysUpTime.0
 #   keep:  snmpwalk -v2c -c public 10.0.0.1
-snmp-community-config        argument               (?m)^[ \t]*(?:(?:ro|rw)community6?|snmp-server[ \t]+community|set[ \t]+snmp[ \t]+community)[ \t]+{TOOL_VALUE}
+snmp-community-config        argument               (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:(?:ro|rw)community6?|snmp-server[ \t]+community|set[ \t]+snmp[ \t]+community)[ \t]+{TOOL_VALUE}
 #   catch: rocommunity «m0nitor-Lab-Fern» 10.0.0.0/8
 #   keep:  rocommunity public localhost
 #   catch: snmp-server community «U5DkdsoCgS3Sw7» RW
 #   catch: set snmp community «s881ysbaf2lc» authorization read-only
+#   catch: switch(config)# snmp-server community «1skQ8w1SBmuaFscL» RW
 snmp-auth-passphrase         argument               \bsnmp\w*\b{COMMAND}[ \t]-A[ \t]+{TOOL_VALUE}
 #   catch: snmpwalk -v3 -l authPriv -u monitor -a SHA -A «Auth-Phrase-91» -x AES -X «priv-Phrase-92» host
 #   keep:  snmpwalk -v2c -c public host
@@ -2595,6 +2677,23 @@ cli-login-token              argument               (?:(?<![\w-])(?:vault[ \t]+l
 #   catch: codecov-cli upload-process -t «d9bc8661ed4c1b5a3247687d9f517cb6890041eb» -r acme/api
 #   catch: ngrok config add-authtoken «2aBcD3eFgH4iJkL5mNoP6qRsT»
 #   keep:  vault login -method=oidc role=dev
+# A password manager's unlock with the master password as its argument: bw unlock PASSWORD.
+password-manager-unlock      argument               (?<![\w-])bw[ \t]+unlock[ \t]+{TOOL_VALUE}
+#   catch: export BW_SESSION=$(bw unlock «leila_mellow6941» --raw)
+#   keep:  export BW_SESSION=$(bw unlock --passwordenv BW_PASSWORD --raw)
+#   keep:  bw unlock $BW_MASTER --raw
+# OpenVPN's user and password fed by printf or echo in place of a file: the last argument.
+openvpn-inline-credentials   argument               --auth-user-pass[ \t]+<\([ \t]*(?:printf|echo)\b[^)\n]{0,200}?[ \t](?P<s>'[^'\n]{1,256}'|"[^"\n]{1,256}"|[^\s'")]{1,256})[ \t]*\)
+#   catch: openvpn --config office.ovpn --auth-user-pass <(printf '%s\\n' deploy '«G4l4xy*85»')
+#   keep:  openvpn --config office.ovpn --auth-user-pass <(printf '%s\\n' "$VPN_USER" "$VPN_PASS")
+# Maven's master password (settings-security.xml).
+maven-master-password        not-reference          <settingsSecurity>\s*<master>(?P<s>[^<\s][^<\n]{0,500})</master>
+#   catch: <settingsSecurity><master>«ingrid.pirate21»</master></settingsSecurity>
+#   keep:  <settingsSecurity><master>${env.MAVEN_MASTER}</master></settingsSecurity>
+# A machine-made token after -t, a flag many CLIs give a token (influx, codecov, doctl).
+token-short-flag             random                 (?<![\w\-])-t[ \t]+(?P<s>[A-Za-z0-9_\-+/=.]{32,1024})(?![\w\-+/=.])
+#   catch: influx setup -u admin -p x -o acme -b metrics -t «cHhbvMhrT0UyrAPgALuwxrge8FbXgn7t6EHGteSEIafJRAos-lut1ToPgl» -f
+#   keep:  docker build -t registry.example.com/acme/api-service-backend:2024.11.3 .
 db2-connect-password         argument               (?i)\bconnect[ \t]+to[ \t]+\S+[ \t]+user[ \t]+\S+[ \t]+using[ \t]+{TOOL_VALUE}
 #   catch: db2 connect to SAMPLE user db2inst1 using «Db2-Pass-715»
 #   keep:  db2 connect to SAMPLE
@@ -2704,10 +2803,12 @@ name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*
 #   keep:  - name: API_TOKEN\n  valueFrom:\n    secretKeyRef: {name: api, key: token}
 #   catch: { "name": "connect.sid", "value": "«s%3AQw8Lm2Xr5Kp9Tw3VbN4cD7fG.Hj6Kl9Mn2Pq5»" }
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
-call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["'](?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
 #   keep:  define('DB_NAME', 'wordpress');
 #   keep:  monkeypatch.setenv("API_TOKEN", "test-token")
+#   catch: await page.fill('#password', '«zaq1xsw2&72»');
+#   keep:  await page.fill('#username', 'dmitri21');
 # signingKey = []byte("…"), token = SecretStr("…")
 call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*(?:,[ \t]*["']?[\w\-]{1,20}["']?\s*)?\)
 #   catch: var signingKey = []byte("«sSLbUaHdztEpHqKcB3052d0q»")
@@ -2805,6 +2906,11 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  >>> headers.add('set-cookie', 'baz=quxx')
 #   keep:  :param strip_user_password: If True, strip user:password from the URL
 #   keep:  headers['Proxy-Authorization'] = basic_auth
+#   catch: SECRET_KEY = "«sBSClKT_^oN>cVBWSSyz4<Mp:7eDpKKM{Cb2Ou:}_,s==O1UM0eRx]@1T=LH!Tc@»"
+#   keep:  { "forgot_password": "Mot de passe oublié ?", "reset_password": "Passwort zurücksetzen" }
+#   keep:  minisign public key: RWQu/H6Cxmw3+phawn5PxbPini0loHeRuz4MZz2ZbGv
+#   keep:    password: ENC[AES256_GCM,data:...,type:str]  # sops-managed
+#   catch: SMTPAuthenticationError: (535) user=alerts@acme.com pass=«Priya1988»
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -2917,6 +3023,13 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  def pin_auth(self, request: Request) -> Response:
 #   keep:  secretName: abandon-tls-yce5l
 #   keep:  RegEnumKey = win32api.RegEnumKey
+#   catch: [10:42] Chloe: here's the root pw for build-01.lan -> «Zebra847!»
+#   catch: * root password there is still «Panda-lantern15» -> change it
+#   catch: Hasło do panelu admina to «asdf;lkj@338» (login: kenji).
+#   keep:  def check_password(self, raw) -> Password2FA:
+#   keep:  ERROR 401 Unauthorized: invalid or expired API key (key_id=key_6573, request_id=94956fe9-0af5-405d-b956-97ba86cc52dd)
+#   keep:  Firebase web config: apiKey is public per docs; projectId: acme-web, appId: 1:762211937775:web:06e7160c3513
+#   keep:  {"event":"api_key.created","key_id":"key_2fNMuRnK","last4":"1736"}
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -2937,6 +3050,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   keep:  if auth_type == 'v4-s3express':
 #   catch: $ bw unlock '«canyon.amateur.bacon.zebra»'
 #   keep:  "$comment": "schema authors should avoid redefining it to smooth the move to \"dependentSchemas\""
+#   catch: op signin --raw <<< '«meadow-papillon-sakura»'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
 context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
@@ -2970,6 +3084,7 @@ user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<use
 #   catch: conn.simple_bind_s("cn=admin,dc=example,dc=org", "«Oliver.Kitten.24»")
 #   catch: Net::SMTP.start('smtp.example.org', 587, 'localhost', 'reporter', '«Maria_Castle-63»', :login)
 #   keep:  conn = psycopg2.connect("db.example.org", "5432")
+#   catch: mosquitto_username_pw_set(mosq, "ci_bot34", "«Manzana.37»");
 #   keep:  createCipheriv("aes-256-gcm", key, iv)
 #   keep:  assert_eq!(parse("alice", "v1.2.3"), Ok(()))
 # A user:password literal where a call or an option takes both at once (libcurl's USERPWD).
@@ -3006,6 +3121,9 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ age-keygen -y key.txt\nage1eq4bdc2df7humngj5avksptlenfvkbhgvkuuh2ma74iey5iagfleb4fzvv
 #   keep:  $ cat /etc/ssl/certs/internal-ca.pem\n-----BEGIN CERTIFICATE-----\nMIIDdTCCAl2gAwIBAgIUNQP/v4tYrw+5dHv93lcuMhj70wACfvy4kvdybzqnXvsk
 #   catch: $ doppler configure get token --plain\n«dp.st.prd.YrhBAEVGrxNBSs7kq2Lm9Xr5Kp»
+#   keep:  $ printenv | grep -i _file\nDB_PASSWORD_FILE=/run/secrets/db_password\nBUILD_ID=84toAVPPNynHj96YLmIh
+#   keep:  $ az keyvault secret show --vault-name acme-kv --name SqlAdminPassword --query attributes.updated -o tsv\n2026-01-10T09:51:33Z
+#   keep:  $ aws sts get-caller-identity\n{\n    "UserId": "AROAHS5XUD8XEOBFQU76MKMB:linh",\n    "Account": "338599702150"\n}
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
@@ -3596,8 +3714,7 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
 def _is_masked_or_public(value: str) -> bool:
     """`sk_test_xxxxxxxx`, `ghp_XXXX…`, `sk-...`, `XXXX/XXXX`: masked; `pk_live_…`, Mapbox `pk.eyJ…`, a
     reCAPTCHA site key, an age recipient: public by design."""
-    import re
-    return re.fullmatch(_MASKED, value) is not None or re.match(_PUBLIC_VALUE, value) is not None
+    return _regex(_MASKED).fullmatch(value) is not None or _regex(_PUBLIC_VALUE).match(value) is not None
 
 
 def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
@@ -3695,8 +3812,8 @@ RULE_WORDS = {
     "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro"), ("/v",)),
     "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
-    "teams-webhook": ("e603f645", ("webhook.office.com/webhookb2/",), ("webhook.office.com/webhookb2/",),
-        ("/incomingwebhook/",)),
+    "teams-webhook": ("9d258ac2", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2"),
+        ("outlook.office", "webhook.office.com/webhookb2")),
     "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",), ()),
     "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",), ("discord",)),
     "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia"), ()),
@@ -3751,14 +3868,17 @@ RULE_WORDS = {
         "xkeysib-", "y0_"), (), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",), ("\n",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
-    "seed-phrase": ("b1d68011", ("backup", "bip", "mnemonic", "phrase de r", "recovery", "recupera", "recuperaci",
-        "secret", "seed", "semente", "semilla", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
-        ("backup", "bip", "frase ", "mnemonic", "phrase de r", "recovery", "secret", "seed", "semilla",
-        "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"), ()),
+    "seed-phrase": ("d5bc196d", ("bip", "mnemonic", "phrase", "phrase de r", "recupera", "recuperaci", "seed",
+        "semente", "semilla", "wallet", "wiederherstellungsphrase", "words", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
+        ("12", "15", "18", "21", "24", "backup", "bip", "frase ", "from", "mnemonic", "phrase de r", "recovery",
+        "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
+        ()),
     "byte-array-key": ("fb92c920", ("[",), (), (",",)),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
         ("0x",)),
+    "hex-decoded-key": ("ff5bc578", ("priv", "privkey", "secret", "seed", "signing", "sk"), ("priv", "privkey",
+        "secret", "seed", "signing", "sk"), (":=", "=")),
     "base64-user-password": ("b3d31a6b", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), (), (":",)),
@@ -3828,14 +3948,19 @@ RULE_WORDS = {
     "app-server-user-password": ("3cc913ba", ("add-user.bat", "add-user.sh", "auth", "create-user", "digest",
         "tomcat-digest"), ("add-user.bat", "add-user.sh", "cf", "digest", "tomcat-digest"), ()),
     "object-store-secret-key": ("e7a744c4", ("alias", "config"), ("mc",), ("mc",)),
+    "object-store-access-key": ("949c33e6", ("alias", "config"), ("mc",), ("mc",)),
     "joined-user-password": ("eaf48f2e", ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget",
         "smbmap"), ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget", "smbmap"), ()),
     "snmp-community": ("3e78734a", ("snmp",), ("snmp",), ("-c",)),
-    "snmp-community-config": ("06ed4b5d", ("community", "snmp-server"), (), ()),
+    "snmp-community-config": ("2edb4276", ("community", "snmp-server"), (), ()),
     "snmp-auth-passphrase": ("268dfe34", ("snmp",), ("snmp",), ("-a",)),
     "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",), ("-x",)),
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
         "codecovcli", "doctl", "ngrok", "snyk", "vault"), ()),
+    "password-manager-unlock": ("e05e1548", ("unlock",), ("bw",), ("bw",)),
+    "openvpn-inline-credentials": ("1eb53803", ("--auth-user-pass",), ("--auth-user-pass",), ("echo", "printf")),
+    "maven-master-password": ("73b8ea3f", ("<settingssecurity>",), ("<settingssecurity>",), ("</master>",)),
+    "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
     "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), (), ("auth", "cookie", "cred",
         "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
@@ -3872,7 +3997,7 @@ RULE_WORDS = {
         ()),
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
     "name-value-pair": ("a689e9f7", ("value",), (), ("name",)),
-    "call-with-name-and-value": ("eaca055d", ("(",), (), (",",)),
+    "call-with-name-and-value": ("b4c48ea6", ("(",), (), (",",)),
     "call-wrapped-value": ("4f7c4ea1", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
