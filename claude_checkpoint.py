@@ -3380,8 +3380,8 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
     """Return (text with secrets replaced by «redacted», number of replacements).
     known_secrets are exact values to remove wherever they appear (the server's own
     secret environment variables), longest first so that no value is left half replaced.
-    A rule runs only on a text that holds one of the words its matches need, and only where
-    its matches can start (_Scan)."""
+    A rule runs only on a text that holds a word of each set its matches need (_Scan.rules),
+    and only where its matches can start (_Scan.matches)."""
     if not text:
         return text, 0
     count = 0
