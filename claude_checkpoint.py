@@ -3326,6 +3326,7 @@ class _WordIndex:
             else:
                 self.by_prefix.setdefault(tuple(word[:3]), []).append(word)
         self.prefixes = frozenset(self.by_prefix)
+        self.every_word = frozenset(words)
         self.after_redaction = [word for word in words if word in REDACTED or REDACTED[0] in word or REDACTED[-1] in word
                                 or "σ" in word or "ς" in word]
 
@@ -3427,7 +3428,9 @@ def find_secret(text: str) -> Optional[str]:
 class _Scan:
     """A text as the rules are tried on it: its lowercase form, the words of the rule table it
     holds (which decide the rules that run; after a redaction it may keep a word the text lost,
-    and a rule that needs it finds nothing), and, found the first time a rule asks, the windows
+    and a rule that needs it finds nothing; every word in a text that holds a character (?i)
+    reads as another letter, of _RE_FOLDS, or whose lowercase is longer), and, found the first
+    time a rule asks, the windows
     around its secret-ish words, the lines they reach into and the positions of its start words.
     A rule that changes the text makes a new one."""
 
@@ -3440,7 +3443,9 @@ class _Scan:
         self.text, self.lowered, self.found = text, text.lower(), {}
         self.windows = self.line_starts = None
         self.folds = not text.isascii() and any(character in text for character in _RE_FOLDS)
-        if before is None:
+        if self.folds or len(self.lowered) != len(text):
+            self.held = set(_word_index().every_word)  # (?i) reads ſ as s, ı as i: `PAſSWORD=` holds "password"
+        elif before is None:
             self.held = _words_in(self.lowered)
         else:
             self.held = before.held.union(word for word in _word_index().after_redaction if word in self.lowered)

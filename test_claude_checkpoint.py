@@ -1299,7 +1299,9 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
         # _Scan looks for start words in text.lower(): a character that (?i) matches to a letter
         # other than its lowercase would hide a match there, unless _RE_FOLDS sends its text to a full scan.
         others = (word for also in cc._rule_table.also for word in also)  # the other needed words (rules())
-        letters = sorted(set("".join(word for _, _, starts in cc._rule_table() for word in starts) + "".join(others)))
+        needed = (word for _, needs, _ in cc._rule_table() for word in needs)  # the words that decide which rules run
+        letters = sorted(set("".join(word for _, _, starts in cc._rule_table() for word in starts) + "".join(others)
+                             + "".join(needed)))
         any_letter = re.compile("(?i)[" + re.escape("".join(letters)) + "]")
         each_letter = [(letter, re.compile("(?i)" + re.escape(letter))) for letter in letters]
         for character in map(chr, range(0x110000)):
@@ -1307,6 +1309,14 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
                 for letter, pattern in each_letter:
                     if pattern.fullmatch(character):
                         self.assertEqual(character.lower(), letter, f"add {character!r} to _RE_FOLDS")
+
+    def test_a_word_written_with_a_folding_character_still_decides_the_rules_that_run(self):
+        # (?i) reads ſ as s: PAſSWORD= is the name the rules see, though str.lower() keeps the ſ
+        # and the text holds no "password" for _words_in. Such a text runs every rule.
+        for text in ("PAſSWORD=Xk29mPq7zLw4Rt8VbN3c", "paſſword: Xk29mPq7zLw4Rt8VbN3c", "İd PAſSWORD=Xk29mPq7zLw4Rt8VbN3c"):
+            with self.subTest(text=text):
+                self.assertNotIn("Xk29mPq7zLw4Rt8VbN3c", cc.redact(text)[0])
+                self.assertIsNotNone(cc.find_secret(text))
 
     def test_the_windows_know_every_character_a_secretish_name_holds(self):
         # _secretish_windows starts a window where the run of _NAME_CHARACTERS before a word
