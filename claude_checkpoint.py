@@ -1053,9 +1053,11 @@ def _is_reference(value: str) -> bool:
 
 
 def _is_mixed_password(v: str) -> bool:
-    """`$Crimson58asdfgh`: capitals, small letters and digits followed by letters, which no variable
-    is named ($DB_PASSWORD, $cred2, $SecurePassword are)."""
-    return bool(_regex(r"\w+").fullmatch(v) and _regex(r"[a-z]").search(v) and _regex(r"[A-Z]").search(v) and _regex(r"\d[A-Za-z]").search(v))
+    """`$Crimson58asdfgh`, `$BreezeOrchid49`: capitals, small letters and digits followed by letters,
+    or two capitalized words and a number, which no variable is named ($DB_PASSWORD, $cred2,
+    $SecurePassword, $MyVar2 are)."""
+    return bool(_regex(r"\w+").fullmatch(v) and _regex(r"[a-z]").search(v) and _regex(r"[A-Z]").search(v) and (
+        _regex(r"\d[A-Za-z]").search(v) or _regex(r"(?:[A-Z][a-z]{2,}){2,}\d{2,4}").fullmatch(v)))
 
 
 def _is_template(v: str) -> bool:
@@ -1777,15 +1779,16 @@ def _given_password(match: Any) -> list:
     (looks_like_chosen_password) or it is a PIN: right after the word ("password Slonce112",
     "पासवर्ड violin2933 है"), after a connector a few words on in the same clause ("Heslo k databázi
     je X", "mudou para X", "(currently X)"), or first on the answer's line after a question
-    ("— Какой пароль у админки?\n— X, логин …"). After `=` or `:` behind an English word (code,
-    configuration) only a password's usual shape (_looks_like_password)."""
+    ("— Какой пароль у админки?\n— X, логин …"). After `=` or `:` right behind an English word
+    (code, configuration) only a password's usual shape (_looks_like_password); words between the
+    word and a colon make it prose ("the password (current one: X)")."""
     text, start = match.string, match.start("s")
     word = match.group()
     endpos = min(len(text), match.end("s") + _RANDOM_LENGTHS[1])
     if not _regex(r"[A-Za-z0-9]").search(text, start, min(endpos, start + 200)):
         return []  # every value given below has a letter or a digit of ASCII
     prose = not word.isascii() or " " in word  # `Mot de passe :`, `비밀번호:` are never code
-    standalone = match.start() == 0 or text[match.start() - 1] in " \t\n(\"'«“`*"  # not pg_password, api-key
+    standalone = match.start() == 0 or text[match.start() - 1] in " \t\n(\"'«“`*" or not text[match.start() - 1].isascii()  # not pg_password, api-key
     at_once = None  # (what the word names is asked only of a word that stands alone)
     if standalone and (not _regex(_MACHINE_CREDENTIAL_PARTS).search(word) or _regex(r"(?i)wpa|wi-?fi|wlan|network").search(word)):
         at_once = _regex(_VALUE_AT_ONCE).match(text, start, endpos)  # after a word for what people choose
@@ -1800,7 +1803,8 @@ def _given_password(match: Any) -> list:
         sign = given.groupdict().get("sign")
         if _regex(_NOT_A_SECRET_BEFORE).search(text[start:given.start(group)]) or position > start and sign:
             return []  # `password for user svc_backup2024`; past a value, only words lead to the next
-        if _is_given_password(word, _value_span(given, group, text), not sign or prose, text, given.start(group)):
+        worded = sign in (":", "：") and _regex(r"[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)"
+        if _is_given_password(word, _value_span(given, group, text), not sign or prose or worded, text, given.start(group)):
             return [_value_span(given, group)]
         position = given.start(group)
     return _spoken_passphrase(match) or _answered_password(match)
@@ -1823,8 +1827,10 @@ def _value_span(found: Any, group: str, text: str = "") -> Any:
 
 def _may_be_a_password(value: str) -> bool:
     """What every password-shaped value found in a context must also pass: not a URL, path, date,
-    UUID or digest (_has_not_random_shape), a reference, a masked or public value, an algorithm's name."""
-    return ("/" not in value and not _has_not_random_shape(value) and not _is_reference(value) and not _is_masked_or_public(value)
+    UUID or digest (_has_not_random_shape), a reference, a masked or public value, an algorithm's name.
+    A leading $ is the password's own when no variable is named so (`$BreezeOrchid49`: _is_reference)."""
+    shape = value[1:] if value[:1] == "$" and _is_mixed_password(value[1:]) else value
+    return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(value) and not _is_masked_or_public(value)
             and not _regex(_ALGORITHM_NAME).fullmatch(value))
 
 
@@ -2163,8 +2169,11 @@ def _accept_user_password_base64(match: Any) -> bool:
 
 
 def _accept_json_web_key_member(match: Any) -> bool:
-    """A private member of a JSON Web Key ("d", "p", "k"…): only inside a key (a "kty" nearby)."""
+    """A private member of a JSON Web Key ("d", "p", "k"…): only inside a key (a "kty" nearby), but
+    for the long values of the CRT members ("dp", "dq", "qi"), which no other format names so."""
     text = match.string
+    if len(match.group("s")) >= 40 and _regex(r"""["']?(?:dp|dq|qi)["']?[ \t]*:""").match(text, match.start()):
+        return True
     return "kty" in text[max(0, match.start() - 2000):match.end() + 2000]
 
 
@@ -2403,6 +2412,7 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   catch: {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "d": "«jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI»"}
 #   catch: keys:\n  - kty: OKP\n    crv: Ed25519\n    x: 11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\n    d: «nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A»
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
+#   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
 seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
@@ -2690,6 +2700,26 @@ openvpn-inline-credentials   argument               --auth-user-pass[ \t]+<\([ \
 maven-master-password        not-reference          <settingsSecurity>\s*<master>(?P<s>[^<\s][^<\n]{0,500})</master>
 #   catch: <settingsSecurity><master>«ingrid.pirate21»</master></settingsSecurity>
 #   keep:  <settingsSecurity><master>${env.MAVEN_MASTER}</master></settingsSecurity>
+# A here-string fed to a command that was given its user: the password it asks for (openconnect --user=x host <<< '…').
+here-string-after-user       argument               (?<![\w-])(?:--user(?:name)?[= \t]|-u[ \t]+|--login[= \t])[^\s|;&]{1,100}[^\n|;&<]{0,200}<<<[ \t]*{TOOL_VALUE}
+#   catch: openconnect --user=admin vpn.acme.io <<< '«H4ogn8to4isvzIYRf5YPVfZn»'
+#   keep:  openconnect --user=admin vpn.acme.io <<< "$VPN_PASSWORD"
+# A key passed to the module a require() returns (Stripe's require('stripe')('…')).
+required-module-key          random                 require\([ \t]*["'][\w@/.\-]{1,80}["'][ \t]*\)\([ \t]*["'](?P<s>[^"'\s]{16,256})["']
+#   catch: const stripe = require('stripe')('«kaMnXdMwUFit1QqvGYWvPdwfxtJG18NZC2pTHDTOSX8»');
+#   keep:  const stripe = require('stripe')(process.env.STRIPE_SECRET_KEY);
+# A token formatted into an Authorization value: format!("Bearer {}", "…"), "Bearer %s" % "…", "Bearer {}".format("…").
+formatted-bearer-token       not-reference          ["'](?:Bearer|Token|token|bearer) (?:\{\}|\{0\}|%s)["'](?:[ \t]*,[ \t]*|[ \t]*%[ \t]*\(?|\.format\()[ \t]*["'](?P<s>[^"'\s]{8,1024})["']
+#   catch: headers.insert("Authorization", format!("Bearer {}", "«b1e35f075c5cf65f3673eabd82c1cd060d89a923»").parse()?);
+#   keep:  headers.insert("Authorization", format!("Bearer {}", token).parse()?);
+# A raw private key (0x and 64 hex digits) passed to a call that makes a key, an account, a wallet or a signer from it.
+hex-key-call                 -                      (?i)(?:key|wallet|signer|account)\w{0,20}\([ \t]*["'](?P<s>0x[0-9a-f]{64})["']
+#   catch: acct = w3.eth.account.from_key("«0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2»")
+#   keep:  tx = w3.eth.get_transaction("0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2")
+# Session cookies by their well-known names, whatever the value's shape (PHP's ids are 26 small letters).
+session-cookie               not-reference          (?<![\w.\-])(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid)=(?P<s>[^;\s"'&]{16,4096})
+#   catch: PHPSESSID=«enyhbvdssvjbutiooiqeptzhts»; lang=en
+#   keep:  session_id=short; PHPSESSID=deleted
 # A machine-made token after -t, a flag many CLIs give a token (influx, codecov, doctl).
 token-short-flag             random                 (?<![\w\-])-t[ \t]+(?P<s>[A-Za-z0-9_\-+/=.]{32,1024})(?![\w\-+/=.])
 #   catch: influx setup -u admin -p x -o acme -b metrics -t «cHhbvMhrT0UyrAPgALuwxrge8FbXgn7t6EHGteSEIafJRAos-lut1ToPgl» -f
@@ -3030,6 +3060,10 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  ERROR 401 Unauthorized: invalid or expired API key (key_id=key_6573, request_id=94956fe9-0af5-405d-b956-97ba86cc52dd)
 #   keep:  Firebase web config: apiKey is public per docs; projectId: acme-web, appId: 1:762211937775:web:06e7160c3513
 #   keep:  {"event":"api_key.created","key_id":"key_2fNMuRnK","last4":"1736"}
+#   catch: 1. rotate the SFTP password (current one: «marble-thunder-pepper-nebula»)
+#   catch: Heslo k routeru je «$BreezeOrchid49»
+#   catch: ATMの暗証番号 «53636412» を変更しました
+#   keep:  the password policy: at least twelve characters, rotated yearly
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -3053,7 +3087,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: op signin --raw <<< '«meadow-papillon-sakura»'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|setPassword|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change)Password|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -3077,6 +3111,7 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: ds.setPassword("«P@$$wort107-»")
 #   catch: mac := hmac.New(sha256.New, []byte("«nJqkcWs9J55v37RoxBbfxrgL»"))
 #   catch: auth := smtp.PlainAuth("", "emma@contoso.local", "«Cit!M70bAIfeGFRcxhvbAxmN0Uj_D.zs»", "smtp.example.co")
+#   catch: try keychainItem.savePassword("«Tomasz1979!»")
 # A user and a password as neighbouring string arguments of any call, in any language:
 # `mysql_real_connect(conn, host, "etl_user", "…", …)`, `simple_bind_s("cn=admin,…", "…")`.
 user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<user>[A-Za-z_][\w.\-]{0,31}|(?i:cn|uid)=[^"'\n]{1,200})(?P=q)(?=[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}'))
@@ -3124,6 +3159,7 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ printenv | grep -i _file\nDB_PASSWORD_FILE=/run/secrets/db_password\nBUILD_ID=84toAVPPNynHj96YLmIh
 #   keep:  $ az keyvault secret show --vault-name acme-kv --name SqlAdminPassword --query attributes.updated -o tsv\n2026-01-10T09:51:33Z
 #   keep:  $ aws sts get-caller-identity\n{\n    "UserId": "AROAHS5XUD8XEOBFQU76MKMB:linh",\n    "Account": "338599702150"\n}
+#   catch: $ pass show email/work\n«$HarborShadow91»\nlogin: j.doe@example.com
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
@@ -3196,7 +3232,7 @@ CONTEXT_FINDERS = {
 # Words one of which a check needs in the text before it can accept anything, where the pattern
 # alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
 CHECK_NEEDS = {
-    "json-web-key": ("kty",), "byte-array-key": ("key", "secret", "wallet", "solana", "id.json", "seed"),
+    "json-web-key": ("kty", "dp", "dq", "qi"), "byte-array-key": ("key", "secret", "wallet", "solana", "id.json", "seed"),
     "named-in-prose": ("pass", "pw", "pin", "token", "secret", "key", "cred", "recovery", "backup", "kennwort",
                        "contrase", "senha", "wachtwoord", "parola", "lösenord", "losenord", "salasana", "hasło", "haslo"),
 }
@@ -3965,6 +4001,15 @@ RULE_WORDS = {
     "password-manager-unlock": ("e05e1548", ("unlock",), ("bw",), ("bw",)),
     "openvpn-inline-credentials": ("1eb53803", ("--auth-user-pass",), ("--auth-user-pass",), ("echo", "printf")),
     "maven-master-password": ("73b8ea3f", ("<settingssecurity>",), ("<settingssecurity>",), ("</master>",)),
+    "here-string-after-user": ("b9d9383b", ("<<<",), ("--login", "--user", "-u"), ("-",)),
+    "required-module-key": ("a9e88df5", ("require(",), ("require(",), (")(",)),
+    "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
+    "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
+        ("0x",)),
+    "session-cookie": ("fcc3b7bd", ("_session_id", "asp.net_sessionid", "aspsessionid", "connect.sid", "jsessionid",
+        "laravel_session", "phpsessid", "session_id", "sessionid", "sid"), ("_session_id", "asp.net_sessionid",
+        "aspsessionid", "connect.sid", "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid"),
+        ("=",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
     "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), (), ("auth", "cookie", "cred",
@@ -4056,17 +4101,18 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("20f1189c", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
+    "context-client-call": ("0888a08b", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
         "authenticate", "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect", "connection",
         "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode", "encrypt",
         "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp",
-        "login", "new", "new_from_slice", "sdk", "session", "setapikey", "setauth", "setcredential", "setpassword",
+        "login", "new", "new_from_slice", "password", "sdk", "session", "setapikey", "setauth", "setcredential",
         "settoken", "sign", "signer", "signwith", "withcredential", "withtoken"), (".new", "::<", "::from_", "::new",
-        "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect",
-        "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode",
-        "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
-        "initializeapp", "login", "new", "new_from_slice", "sdk", "session", "setapikey", "setauth", "setcredential",
-        "setpassword", "settoken", "sign", "signer", "signwith", "withcredential", "withtoken"), ("(",)),
+        "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "change", "cipher", "client",
+        "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial",
+        "encode", "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
+        "initializeapp", "login", "new", "new_from_slice", "save", "sdk", "session", "set", "setapikey", "setauth",
+        "setcredential", "settoken", "sign", "signer", "signwith", "store", "update", "withcredential", "withtoken"),
+        ("(",)),
     'user-then-password-literal': ('5c34e345', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd"), (":",)),
