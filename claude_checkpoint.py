@@ -1144,7 +1144,7 @@ def _accept_assignment(match: Any) -> bool:
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
         return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}": code
     if strength == 1 and _name_parts(name)[-1] == "pass":  # `pass: 'Summer2021?'` (nodemailer), `pass=Priya1988` in a log
-        return _looks_like_password(bare) or value[:1] in "\"'`" and looks_like_chosen_password(bare)
+        return (_looks_like_password(bare) or _looks_random(bare) or value[:1] in "\"'`" and looks_like_chosen_password(bare)) and not _is_reference(value)
     if strength == 1:
         return _looks_random(bare) and not _is_identifier_like(bare)
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
@@ -1162,13 +1162,16 @@ def _accept_assignment(match: Any) -> bool:
     return bare.strip().lower() not in _NOT_VALUES
 
 
+_AUTH_SCHEME = r"(?i)(?:bearer|basic|token|digest|bot|apikey|negotiate)\s"  # `Bearer …` names its token, not a label
+
+
 def _cannot_be_its_value(name: str, bare: str) -> bool:
     """What the name says its value is not: a key or a token is never `ollama`, `123` or a
     sentence; a PIN has digits; cookies of words are examples (`baz=quxx`); no secret is `98`;
     a constant does not hold its own name (`ALLOW_CREDENTIALS = "allowCredentials"`); words that
     name a credential are a label (`"forgot_password": "Mot de passe oublié ?"`)."""
     last, digits = _name_parts(name)[-1], any(map(str.isdigit, bare))
-    if " " in bare.strip() and _regex(_CREDENTIAL_WORDS).search(bare):
+    if " " in bare.strip() and _regex(_CREDENTIAL_WORDS).search(bare) and not _regex(_AUTH_SCHEME).match(bare):
         return True
     if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6):
         return True
@@ -1330,7 +1333,9 @@ def _accept_call_password(match: Any) -> bool:
     called = _regex(r"[\w.:\[\]]{1,80}$").search(text[max(0, opening - 80):opening]) if opening >= 0 else None
     if called is None or ")" in text[opening:match.start()] or not _regex(_CONNECTING_CALL).search(called.group()):
         return False  # not the arguments of a call that connects: `check('left', '20x40+0+80')`
-    return (looks_machine_generated(value) or looks_like_chosen_password(value)) and _may_be_a_password(value)
+    if looks_machine_generated(value) and not _is_reference(value):
+        return True  # also base64 with a slash, which _may_be_a_password reads as a path
+    return looks_like_chosen_password(value) and _may_be_a_password(value)
 
 
 def _accept_random(match: Any) -> bool:
@@ -1638,6 +1643,9 @@ _PASSPHRASE = r"[A-Za-z]{2,12}(?P<sep>[-_.])[A-Za-z]{2,12}(?:(?P=sep)[A-Za-z]{2,
 _TECHNICAL_NAME = r"(?=[a-z0-9]{2,9}$)(?:[a-z]{1,5}\d{1,3}){1,2}[a-z]{0,3}"
 
 
+_KEY_NAME_WORDS = frozenset("key keys private public cert certs tls ssl".split())
+
+
 def looks_like_chosen_password(value: str) -> bool:
     """What counts as a password a person chose, for positions that already say password (after
     `password is`, in a setter, after a password flag): 6 to 128 characters without a space that
@@ -1652,7 +1660,8 @@ def looks_like_chosen_password(value: str) -> bool:
     symbols, upper = not v.isalnum(), any(map(str.isupper, v))
     if _regex(_PASSPHRASE).fullmatch(v):
         words = set(_regex(r"[-_.]").split(v.lower()))
-        shaped = not words & _FUNCTION_WORDS and not any(w in _SECRET_WORDS or w in _PLACEHOLDER_WORDS for w in words)
+        shaped = not words & _FUNCTION_WORDS and not any(w in _SECRET_WORDS or w in _PLACEHOLDER_WORDS or w in _KEY_NAME_WORDS
+                                                           for w in words)  # github-app-private-key names a key
     elif letters and digits:
         shaped = len(v) >= 8 or symbols or upper
     elif letters and symbols:  # Gandalf_the_Grey!, not X-API-Key or snake_case
@@ -1689,7 +1698,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private)"
     r"|op[ \t]+(?:read|item[ \t]+get|document[ \t]+get|inject)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
-    r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+get|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
+    r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
     r"|keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
     r"|aws[ \t]+(?:secretsmanager|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
     r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets|auth[ \t]+(?:print|application-default)"
@@ -1961,7 +1970,7 @@ def _find_call_literals(match: Any) -> list:
     text, spans, literals, previous = match.string, [], 0, ""
     called = text[match.start():match.start("s")]
     credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret").search(called)
-    named_call = _regex(r"(?i)passw|secret|token|auth|api_?key|sign|hmac|crypt|cipher").search(called)
+    named_call = _regex(r"(?i)passw|secret|token|auth|api_?key|sign|hmac|crypt|cipher|aes|gcm|chacha").search(called)
     for literal in _regex(r"""(["'`])(.*?)\1""").finditer(match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         value = literal.group(2)
@@ -1980,7 +1989,7 @@ def _find_call_literals(match: Any) -> list:
 # Commands that print one secret value and nothing else: its first line is the value, whatever
 # its shape (a password a person chose as much as a token).
 _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|[ \t])(?:go)?pass[ \t]+(?:show[ \t]+)?[\w./\-]+[ \t]*$"
-                         r"|op[ \t]+read|bw[ \t]+get[ \t]+password|lpass[ \t]+show[^\n]*--password|base64[ \t]+(?:-d|--decode|-D)"
+                         r"|op[ \t]+read|bw[ \t]+get[ \t]+password|bw[ \t]+(?:unlock|login)[^\n]*--raw|lpass[ \t]+show[^\n]*--password|base64[ \t]+(?:-d|--decode|-D)"
                          r"|auth[ \t]+token|auth:token|print-access-token|get-login-password|secret-tool[ \t]+lookup"
                          r"|keyring[ \t]+get|output[ \t]+-raw|--plain\b|get-access-token[^\n]*-o[ \t]+tsv|initial-password")
 
@@ -2720,6 +2729,14 @@ hex-key-call                 -                      (?i)(?:key|wallet|signer|acc
 session-cookie               not-reference          (?<![\w.\-])(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid)=(?P<s>[^;\s"'&]{16,4096})
 #   catch: PHPSESSID=«enyhbvdssvjbutiooiqeptzhts»; lang=en
 #   keep:  session_id=short; PHPSESSID=deleted
+# rclone's remote settings given on the command line: rclone config create NAME TYPE key VALUE …
+rclone-config-secret         argument               \brclone[ \t]+config[ \t]+(?:create|update)\b[^\n|;&]{0,300}?[ \t](?:key|pass|password|secret_access_key|client_secret|token|account_key|sas_url|api_key)[ \t]+(?P<s>[^\s'"]{6,512})
+#   catch: rclone config create b2remote b2 account 004107aee7 key «7b19eec0cf3c3cc905556a5ebda85dcf»
+#   keep:  rclone config create b2remote b2 account 004107aee7 key $B2_KEY
+# The data of an Apple keychain item: kSecValueData: "…".data(using: .utf8).
+keychain-value-data          not-reference          kSecValueData[ \t"]*:[ \t]*"(?P<s>[^"\n]{4,1024})"
+#   catch: let item = [kSecAttrAccount: "kenji", kSecValueData: "«Hy2bGukkDMxOx7ng0OZObpv6IKW+/1Qp»".data(using: .utf8)!] as CFDictionary
+#   keep:  let item = [kSecValueData: password.data(using: .utf8)!] as CFDictionary
 # A machine-made token after -t, a flag many CLIs give a token (influx, codecov, doctl).
 token-short-flag             random                 (?<![\w\-])-t[ \t]+(?P<s>[A-Za-z0-9_\-+/=.]{32,1024})(?![\w\-+/=.])
 #   catch: influx setup -u admin -p x -o acme -b metrics -t «cHhbvMhrT0UyrAPgALuwxrge8FbXgn7t6EHGteSEIafJRAos-lut1ToPgl» -f
@@ -2832,6 +2849,7 @@ name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*
 #   catch: - name: API_TOKEN\n  value: "«EXAMPLEexample0123»"
 #   keep:  - name: API_TOKEN\n  valueFrom:\n    secretKeyRef: {name: api, key: token}
 #   catch: { "name": "connect.sid", "value": "«s%3AQw8Lm2Xr5Kp9Tw3VbN4cD7fG.Hj6Kl9Mn2Pq5»" }
+#   catch: { "name": "Authorization", "value": "«Bearer dragon#Tulip61»" }
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
 call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
@@ -2941,6 +2959,7 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  minisign public key: RWQu/H6Cxmw3+phawn5PxbPini0loHeRuz4MZz2ZbGv
 #   keep:    password: ENC[AES256_GCM,data:...,type:str]  # sops-managed
 #   catch: SMTPAuthenticationError: (535) user=alerts@acme.com pass=«Priya1988»
+#   catch: DEBUG [SmtpClient] AUTH PLAIN user=aylin.ops pass=«e6ade45dae7f8e37dd5af63da244e627»
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -3064,6 +3083,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: Heslo k routeru je «$BreezeOrchid49»
 #   catch: ATMの暗証番号 «53636412» を変更しました
 #   keep:  the password policy: at least twelve characters, rotated yearly
+#   keep:  Secret 'github-app-private-key' mounted at /etc/gh-app/key.pem (read-only)
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -3087,7 +3107,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: op signin --raw <<< '«meadow-papillon-sakura»'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change)Password|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change)Password|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -3112,6 +3132,7 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: mac := hmac.New(sha256.New, []byte("«nJqkcWs9J55v37RoxBbfxrgL»"))
 #   catch: auth := smtp.PlainAuth("", "emma@contoso.local", "«Cit!M70bAIfeGFRcxhvbAxmN0Uj_D.zs»", "smtp.example.co")
 #   catch: try keychainItem.savePassword("«Tomasz1979!»")
+#   catch: auto cipher = Aes256Gcm(std::string("«azerty!16»"));
 # A user and a password as neighbouring string arguments of any call, in any language:
 # `mysql_real_connect(conn, host, "etl_user", "…", …)`, `simple_bind_s("cn=admin,…", "…")`.
 user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<user>[A-Za-z_][\w.\-]{0,31}|(?i:cn|uid)=[^"'\n]{1,200})(?P=q)(?=[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}'))
@@ -3122,6 +3143,7 @@ user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<use
 #   catch: mosquitto_username_pw_set(mosq, "ci_bot34", "«Manzana.37»");
 #   keep:  createCipheriv("aes-256-gcm", key, iv)
 #   keep:  assert_eq!(parse("alice", "v1.2.3"), Ok(()))
+#   catch: l.simple_bind_s('cn=sophie,ou=svc,dc=corp,dc=local', '«I9vNRXHD+SWHUxIZ84HTLV/n5v6E6LdG»')
 # A user:password literal where a call or an option takes both at once (libcurl's USERPWD).
 user-password-literal        -                      (?i)(?:userpwd|user_?pass(?:word)?|credentials|basic_?auth|http_?auth)[\w\]'"]{0,4}[ \t]*[,=:][ \t]*(?P<q>["'])[\w.\-@]{1,64}:(?P<s>[^"'\s]{4,128})(?P=q)
 #   catch: curl_easy_setopt(curl, CURLOPT_USERPWD, "mkowalski:«1qaz2wsx!»");
@@ -3160,6 +3182,7 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ az keyvault secret show --vault-name acme-kv --name SqlAdminPassword --query attributes.updated -o tsv\n2026-01-10T09:51:33Z
 #   keep:  $ aws sts get-caller-identity\n{\n    "UserId": "AROAHS5XUD8XEOBFQU76MKMB:linh",\n    "Account": "338599702150"\n}
 #   catch: $ pass show email/work\n«$HarborShadow91»\nlogin: j.doe@example.com
+#   catch: $ bw unlock --passwordenv BW_PASSWORD --raw\n«8+nwk8b2c9qxZa9fXf5vqblzirPtdMcwy7Yg9jMW»
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
@@ -4010,6 +4033,8 @@ RULE_WORDS = {
         "laravel_session", "phpsessid", "session_id", "sessionid", "sid"), ("_session_id", "asp.net_sessionid",
         "aspsessionid", "connect.sid", "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid"),
         ("=",)),
+    "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
+    "keychain-value-data": ("e8c78b8d", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
     "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), (), ("auth", "cookie", "cred",
@@ -4101,18 +4126,18 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("0888a08b", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "api", "auth",
-        "authenticate", "authenticator", "basicauth", "bearerauth", "cipher", "client", "connect", "connection",
-        "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode", "encrypt",
-        "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp",
-        "login", "new", "new_from_slice", "password", "sdk", "session", "setapikey", "setauth", "setcredential",
-        "settoken", "sign", "signer", "signwith", "withcredential", "withtoken"), (".new", "::<", "::from_", "::new",
-        "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "change", "cipher", "client",
-        "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial",
-        "encode", "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
-        "initializeapp", "login", "new", "new_from_slice", "save", "sdk", "session", "set", "setapikey", "setauth",
-        "setcredential", "settoken", "sign", "signer", "signwith", "store", "update", "withcredential", "withtoken"),
-        ("(",)),
+    "context-client-call": ("f6f8b1b7", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+        "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client", "connect",
+        "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode",
+        "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
+        "initializeapp", "login", "new", "new_from_slice", "password", "sdk", "session", "setapikey", "setauth",
+        "setcredential", "settoken", "sign", "signer", "signwith", "withcredential", "withtoken"), (".new", "::<",
+        "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha",
+        "change", "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac",
+        "credential", "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest",
+        "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "save", "sdk", "session",
+        "set", "setapikey", "setauth", "setcredential", "settoken", "sign", "signer", "signwith", "store", "update",
+        "withcredential", "withtoken"), ("(",)),
     'user-then-password-literal': ('5c34e345', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd"), (":",)),
@@ -4121,16 +4146,16 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("3d8d86a1", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+    "context-command-output": ("19377b9e", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
         "configure", "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler",
         "echo", "env", "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
         "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519",
         "id_rsa", "initial-password", "inject", "inspect", "item", "keyfile", "keypair", "keyring", "keystore",
-        "keyvault", "kubeconfig", "kubectl", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw", "printenv",
-        "private", "pwd", "pwgen", "read", "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage",
-        "terraform", "token", "vault", "vercel", "wallet"), (), ("\n",)),
+        "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw",
+        "printenv", "private", "pwd", "pwgen", "read", "secret", "secret-tool", "shadow", "solana", "sops", "status",
+        "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-credential-table": ("b5dc86fa", ("\n",), (), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
