@@ -1043,7 +1043,8 @@ def _is_reference(value: str) -> bool:
         return True
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
         return True
-    if v.startswith(("process.env", "os.environ", "os.getenv", "env.", "ENV[", "ENC[", "secrets.", "env:", "file:", "arn:", "vault:")):
+    if v.startswith(("process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
+                     "secrets.", "env:", "file:", "arn:", "vault:", "!vault")):
         return True  # names and resource names (an ARN names a secret; it does not hold one)
     if "://" in v and _regex(_SECRET_MANAGER_REFERENCE).match(v):
         return True
@@ -1176,7 +1177,7 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
     if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6):
         return True
     if last.endswith(("cookie", "cookies")) and not digits:
-        return " " in bare or _regex(r"[a-z]{1,8}(?:[=;,][a-z]{1,8})*").fullmatch(bare) is not None
+        return " " in bare or _regex(r"[a-z_]{1,16}(?:[=;,][A-Za-z\-]{0,16})*").fullmatch(bare) is not None
     return last == "pin" and not digits or bare.isdigit() and len(bare) < 4 or _spells_the_name(bare, name)
 
 
@@ -1516,7 +1517,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
 _NOT_RANDOM_STARTS = (
     r"[$%{<@~.:]|/(?!\S*[+=])|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
-    r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Z0-9]{12,}(?::[\w.@=,\-]+)?$|\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}$"
+    r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{12,}(?::[\w.@=,\-]+)?$|\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
 _NOT_RANDOM_MARKS = (
@@ -1681,7 +1682,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|pin|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|pin(?:[ \-]?code)?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -1738,7 +1739,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:is|are|was|were|est|ist|es|era|è|é|lautet|e
               r"|still|noch|encore|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё"
               r"|είναι|היא|הוא|คือ|ficou|fica|became|becomes|stał się|стал|стала|currently"
               r"|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|(?:changed|set|reset|updated) to"
-              r"|mudou para|alterada para|cambió a|cambiada a|geändert (?:in|zu|auf)|changé en|changé pour)(?![\w'’])"
+              r"|mudou para|alterada para|cambió a|cambiada a|geändert (?:in|zu|auf)|changé en|changé pour)(?![\w'’\-])"
               r"|c'est|是|为|為|は|는|은|이|가|है|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
@@ -1874,13 +1875,18 @@ _SPOKEN_PASSPHRASE = r"[a-z]{3,12}(?:[ \t][a-z]{3,12}){2,11}(?:[ \t]\d{1,4})?"
 
 def _spoken_passphrase(match: Any) -> list:
     """A passphrase of words with spaces after a passphrase word: the rest of the line after a
-    colon (`Frasa sandi untuk vault backup: cream arrow brave champion 66`) or in quotes further
-    on in the line (`the passphrase for the GPG key is "alarm smokey cobalt"`)."""
-    if not _regex(_PASSPHRASE_WORD).search(match.group()):
+    colon (`Frasa sandi untuk vault backup: cream arrow brave champion 66`, `(passphrase: a b c d)`)
+    or in quotes further on in the line (`the passphrase for the GPG key is "alarm smokey cobalt"`);
+    after a password word, four words or more in quotes (`logging in with mot de passe `a b c d``)."""
+    if _regex(_PASSPHRASE_WORD).search(match.group()):
+        found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[ \t]*(?:\n|$|\))"
+                       r"|[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
+    elif not _regex(_MACHINE_CREDENTIAL_PARTS).search(match.group()):
+        found = _regex(r"[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
+        found = found if found and len(found.group("quoted").split()) >= 4 else None
+    else:
         return []
-    found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”]?[ \t]*(?:\n|$)"
-                       r"|[^\n\"'«“]{0,80}?[\"'«“](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”]").match(match.string, match.end())
-    group = found and ("v" if found.group("v") else "quoted")
+    group = found and ("v" if found.groupdict().get("v") else "quoted")
     return [found.span(group)] if found and _is_spoken_passphrase(found.group(group)) else []
 
 
@@ -2473,6 +2479,7 @@ bearer-token                 header-token           (?<![\w-])[Bb]earer\s+(?P<s>
 mysql-password               not-reference          (?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b{COMMAND}[\s"',]-p{TOOL_VALUE}
 #   catch: mysql -u root -p«S3cretPw» app
 #   keep:  mysql -u root -p app
+#   keep:  mysql -u app -pENV.fetch('API_KEY') shop
 sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql|isql|ipmitool)\b{COMMAND}\s-P\s*{TOOL_VALUE}
 #   catch: sqlcmd -S db.example.com -U sa -P '«Hedgehog7!»' -Q "SELECT 1"
 #   catch: ipmitool -I lanplus -H bmc.example.com -U ADMIN -P «Bmc-Pass-2291» chassis status
@@ -2701,10 +2708,11 @@ password-manager-unlock      argument               (?<![\w-])bw[ \t]+unlock[ \t
 #   catch: export BW_SESSION=$(bw unlock «leila_mellow6941» --raw)
 #   keep:  export BW_SESSION=$(bw unlock --passwordenv BW_PASSWORD --raw)
 #   keep:  bw unlock $BW_MASTER --raw
-# OpenVPN's user and password fed by printf or echo in place of a file: the last argument.
-openvpn-inline-credentials   argument               --auth-user-pass[ \t]+<\([ \t]*(?:printf|echo)\b[^)\n]{0,200}?[ \t](?P<s>'[^'\n]{1,256}'|"[^"\n]{1,256}"|[^\s'")]{1,256})[ \t]*\)
+# A password file given as printf or echo's output (OpenVPN's user and password, ansible-vault's): the last argument.
+openvpn-inline-credentials   argument               --(?:auth-user-pass|vault-password-file|password-file|passphrase-file|passwd-file)[ \t=]+<\([ \t]*(?:printf|echo)\b[^)\n]{0,200}?[ \t](?P<s>'[^'\n]{1,256}'|"[^"\n]{1,256}"|[^\s'")]{1,256})[ \t]*\)
 #   catch: openvpn --config office.ovpn --auth-user-pass <(printf '%s\\n' deploy '«G4l4xy*85»')
 #   keep:  openvpn --config office.ovpn --auth-user-pass <(printf '%s\\n' "$VPN_USER" "$VPN_PASS")
+#   catch: ansible-vault decrypt vars.yml --vault-password-file <(echo '«hvezda rocket falcon primavera kwiatek»')
 # Maven's master password (settings-security.xml).
 maven-master-password        not-reference          <settingsSecurity>\s*<master>(?P<s>[^<\s][^<\n]{0,500})</master>
 #   catch: <settingsSecurity><master>«ingrid.pirate21»</master></settingsSecurity>
@@ -2960,6 +2968,9 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:    password: ENC[AES256_GCM,data:...,type:str]  # sops-managed
 #   catch: SMTPAuthenticationError: (535) user=alerts@acme.com pass=«Priya1988»
 #   catch: DEBUG [SmtpClient] AUTH PLAIN user=aylin.ops pass=«e6ade45dae7f8e37dd5af63da244e627»
+#   keep:  Cookie: locale=en-GB; consent=accepted
+#   keep:  Set-Cookie: sessionid=; expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/
+#   keep:  token = !vault |
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -3084,6 +3095,11 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: ATMの暗証番号 «53636412» を変更しました
 #   keep:  the password policy: at least twelve characters, rotated yearly
 #   keep:  Secret 'github-app-private-key' mounted at /etc/gh-app/key.pem (read-only)
+#   catch: Tried logging in with mot de passe `«velvet rocket winter tesouro»` on the test tenant, same 500.
+#   catch: borg init --encryption=repokey  (passphrase: «river river pepper marble»)
+#   catch: voicemail PIN for the on-call phone: «28501402»
+#   catch: [10:42] marco: the pincode for the shared build box is «93713440»
+#   keep:  the password reset email says "click the link below to continue"
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -4022,7 +4038,9 @@ RULE_WORDS = {
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
         "codecovcli", "doctl", "ngrok", "snyk", "vault"), ()),
     "password-manager-unlock": ("e05e1548", ("unlock",), ("bw",), ("bw",)),
-    "openvpn-inline-credentials": ("1eb53803", ("--auth-user-pass",), ("--auth-user-pass",), ("echo", "printf")),
+    "openvpn-inline-credentials": ("12856c91", ("--auth-user-pass", "--passphrase-file", "--passwd-file",
+        "--password-file", "--vault-password-file"), ("--auth-user-pass", "--passphrase-file", "--passwd-file",
+        "--password-file", "--vault-password-file"), ("echo", "printf")),
     "maven-master-password": ("73b8ea3f", ("<settingssecurity>",), ("<settingssecurity>",), ("</master>",)),
     "here-string-after-user": ("b9d9383b", ("<<<",), ("--login", "--user", "-u"), ("-",)),
     "required-module-key": ("a9e88df5", ("require(",), ("require(",), (")(",)),
@@ -4096,7 +4114,7 @@ RULE_WORDS = {
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login"), ("/",)),
     "prose-named-secret": ("ecd51c82", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
-    "context-credential-word": ("892215b6", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("5530356a", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "frasa sandi",
         "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
         "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenfras", "losenord",
