@@ -1873,6 +1873,20 @@ def _looks_like_passphrase(value: str) -> bool:
 _SPOKEN_PASSPHRASE = r"[a-z]{3,12}(?:[ \t][a-z]{3,12}){2,11}(?:[ \t]\d{1,4})?"
 
 
+# After a password word and a connector, four to eight words that end the line or the clause
+# ("staging admin password: silver sparrow mariposa velvet (ask Lukas)", "… is orbit tundra river maple").
+_SPOKEN_AFTER_CONNECTOR = (r"(?i:[^\n\"'«“`]{0,80}?(?:[:：=]|" + _CONNECTOR + r"))[ \t]+(?P<v>(?-i:[a-z]{3,14}(?:[ \t][a-z]{3,14}){3,7}))"
+                           r"[ \t]*(?=\n|$|\(|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")
+# Words of sentences, which a passphrase said in words would not be made of: "password: make sure it works".
+_COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
+    all also any ask asked been being can could did does done each even every few first get gets got had here how just
+    keep kept last like made make many may more most much must need needed needs never new next now off old one only other
+    out over own please put same see should since some still such sure take than them then there these they those through
+    too under use used uses using very want way well what where which while who why will would yes yet you stored saved
+    changed rotated reset updated required working works broken expired different set sent shown given empty missing
+    wrong correct valid invalid field fields form user users account accounts login manager policy length""".split())
+
+
 def _spoken_passphrase(match: Any) -> list:
     """A passphrase of words with spaces after a passphrase word: the rest of the line after a
     colon (`Frasa sandi untuk vault backup: cream arrow brave champion 66`, `(passphrase: a b c d)`)
@@ -1883,7 +1897,9 @@ def _spoken_passphrase(match: Any) -> list:
                        r"|[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
     elif not _regex(_MACHINE_CREDENTIAL_PARTS).search(match.group()):
         found = _regex(r"[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
-        found = found if found and len(found.group("quoted").split()) >= 4 else None
+        found = found or _regex(_SPOKEN_AFTER_CONNECTOR).match(match.string, match.end())
+        value = found and found.group(found.lastgroup)
+        found = found if found and len(value.split()) >= 4 and not set(value.split()) & _COMMON_WORDS else None
     else:
         return []
     group = found and ("v" if found.groupdict().get("v") else "quoted")
@@ -3100,6 +3116,10 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: voicemail PIN for the on-call phone: «28501402»
 #   catch: [10:42] marco: the pincode for the shared build box is «93713440»
 #   keep:  the password reset email says "click the link below to continue"
+#   catch: Note for tomorrow: staging admin password: «silver sparrow silver mariposa velvet» (ask Lukas before rotating)
+#   catch: temp: hardcode parola d'ordine = «yildiz glacier winter tiger yildiz» until vault is wired
+#   keep:  password: make sure the tests pass first
+#   keep:  the password is stored encrypted with bcrypt cost twelve
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
