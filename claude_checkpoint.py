@@ -1682,7 +1682,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|pin(?:[ \-]?code)?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|pin(?:[ \-]?code)?|(?:alarm|door|gate|safe|lock|panel|keypad)[ \-]?codes?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -1699,7 +1699,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private)"
     r"|op[ \t]+(?:read|item[ \t]+get|document[ \t]+get|inject)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
-    r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
+    r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|[\w\-]*rails[ \t]+runner[^\n]*token|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
     r"|keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
     r"|aws[ \t]+(?:secretsmanager|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
     r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets|auth[ \t]+(?:print|application-default)"
@@ -1848,7 +1848,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     """Whether value, given after the credential word, is a password: a PIN's digits after a PIN,
     a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
     path, an address, a masked or public value."""
-    if word.lower().startswith(("pin", "пин", "code pin", "暗証番号")) and _regex(r"\d{4,8}").fullmatch(value):
+    if (word.lower().startswith(("pin", "пин", "code pin", "暗証番号")) or word.lower().rstrip("s").endswith("code")) and _regex(
+            r"\d{4,8}").fullmatch(value):  # a PIN, an alarm's or a door's code
         return True
     if _regex(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`)
@@ -1870,12 +1871,12 @@ def _looks_like_passphrase(value: str) -> bool:
 
 
 # Three to twelve lowercase words and a number maybe, with spaces: a passphrase said in words.
-_SPOKEN_PASSPHRASE = r"[a-z]{3,12}(?:[ \t][a-z]{3,12}){2,11}(?:[ \t]\d{1,4})?"
+_SPOKEN_PASSPHRASE = r"[a-z]{3,14}(?:[ \t][a-z]{3,14}){2,11}(?:[ \t]\d{1,4})?"
 
 
 # After a password word and a connector, four to eight words that end the line or the clause
 # ("staging admin password: silver sparrow mariposa velvet (ask Lukas)", "… is orbit tundra river maple").
-_SPOKEN_AFTER_CONNECTOR = (r"(?i:[^\n\"'«“`]{0,80}?(?:[:：=]|" + _CONNECTOR + r"))[ \t]+(?P<v>(?-i:[a-z]{3,14}(?:[ \t][a-z]{3,14}){3,7}))"
+_SPOKEN_AFTER_CONNECTOR = (r"(?i:[^\n\"'«“`]{0,80}?(?:[:：=][ \t]*|" + _CONNECTOR + r"[ \t]+))(?P<v>(?-i:[a-z]{3,14}(?:[ \t][a-z]{3,14}){3,7}))"
                            r"[ \t]*(?=\n|$|\(|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")
 # Words of sentences, which a passphrase said in words would not be made of: "password: make sure it works".
 _COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
@@ -1975,6 +1976,9 @@ def _find_command_arguments(match: Any) -> list:
         value = fed.group(group)
         if not _is_reference(value) and not _is_masked_or_public(value) and not any(a <= fed.start(group) < b for a, b in spans):
             spans.append(fed.span(group))
+    lines = _regex(r"<<<[ \t]*\$'([^'\n\\]{1,64})\\n([^'\n\\]{4,128})(?:\\n|')").search(text, start, end)
+    if lines and not _is_reference(lines.group(2)) and not any(a <= lines.start(2) < b for a, b in spans):
+        spans.append(lines.span(2))  # $'user\npassword\nemail': the answers to the login's prompts, the password second
     return sorted(spans)
 
 
@@ -2028,7 +2032,8 @@ def _find_printed_secrets(match: Any) -> list:
     single = _regex(_SINGLE_VALUE_COMMAND).search(text[match.start():start].rstrip("\n").split(";")[0])
     if first_line and single and "|" not in single.string[single.end():]:  # not `… --plain | wc -c`
         value = first_line.group(1)
-        if not _is_reference(value) and not _is_path_or_version(value) and "://" not in value and not _regex(
+        printed_dollar = _regex(r"\$\w+").fullmatch(value)  # output is never a variable's name: $parrowcopp3r64
+        if (printed_dollar or not _is_reference(value)) and not _is_path_or_version(value) and "://" not in value and not _regex(
                 r"(?i)(?:error|usage|warning)\b").match(value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
     for line in _regex(r"(?m)^[ \t]*(\S{8,128})[ \t]*$").finditer(text[start:end]):
@@ -2761,6 +2766,14 @@ rclone-config-secret         argument               \brclone[ \t]+config[ \t]+(?
 keychain-value-data          not-reference          kSecValueData[ \t"]*:[ \t]*"(?P<s>[^"\n]{4,1024})"
 #   catch: let item = [kSecAttrAccount: "kenji", kSecValueData: "«Hy2bGukkDMxOx7ng0OZObpv6IKW+/1Qp»".data(using: .utf8)!] as CFDictionary
 #   keep:  let item = [kSecValueData: password.data(using: .utf8)!] as CFDictionary
+# user:password piped into base64, to build a Basic Authorization header.
+basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*[ \t]+(["'])[\w.@+\-]{1,64}:(?P<s>[^'"\s]{4,128})\1[ \t]*\|[ \t]*base64\b
+#   catch: echo -n 'svc:«cobalt#Tundra81»' | base64   # for the Authorization header
+#   keep:  echo -n "$USER:$PASS" | base64
+# A password typed at a prompt, as a note tells it: (typed X at the prompt).
+typed-at-prompt              chosen                 (?i)\b(?:typed|entered)[ \t]+["'`]?(?P<s>[^\s"'`]{6,64})["'`]?[ \t]+(?:at|into|in)[ \t]+the[ \t]+(?:password[ \t]+)?prompt
+#   catch: C:\> runas /user:CORP\admin "cmd"  (typed «Marco1960_» at the prompt, worked)
+#   keep:  typed yes at the prompt and the install went on
 # A machine-made token after -t, a flag many CLIs give a token (influx, codecov, doctl).
 token-short-flag             random                 (?<![\w\-])-t[ \t]+(?P<s>[A-Za-z0-9_\-+/=.]{32,1024})(?![\w\-+/=.])
 #   catch: influx setup -u admin -p x -o acme -b metrics -t «cHhbvMhrT0UyrAPgALuwxrge8FbXgn7t6EHGteSEIafJRAos-lut1ToPgl» -f
@@ -3120,11 +3133,15 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: temp: hardcode parola d'ordine = «yildiz glacier winter tiger yildiz» until vault is wired
 #   keep:  password: make sure the tests pass first
 #   keep:  the password is stored encrypted with bcrypt cost twelve
+#   catch: alarm panel code is «15272604» — front door sensor is flaky
+#   catch: restic -r s3:s3.amazonaws.com/bk backup /srv  # RESTIC_PASSWORD=«willow sonnenschein tesouro pepper»
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
 #   keep:  log in with your SSO account / the admin console
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
+#   catch: AuthBasicProvider file  # fallback user ops / «rocket%Willow3»
+#   keep:  see the user guide / admin reference for details
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,240}))
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
@@ -3141,6 +3158,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: $ bw unlock '«canyon.amateur.bacon.zebra»'
 #   keep:  "$comment": "schema authors should avoid redefining it to smooth the move to \"dependentSchemas\""
 #   catch: op signin --raw <<< '«meadow-papillon-sakura»'
+#   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
 context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change)Password|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
@@ -3219,6 +3237,8 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ aws sts get-caller-identity\n{\n    "UserId": "AROAHS5XUD8XEOBFQU76MKMB:linh",\n    "Account": "338599702150"\n}
 #   catch: $ pass show email/work\n«$HarborShadow91»\nlogin: j.doe@example.com
 #   catch: $ bw unlock --passwordenv BW_PASSWORD --raw\n«8+nwk8b2c9qxZa9fXf5vqblzirPtdMcwy7Yg9jMW»
+#   catch: $ kubectl get secret db -o jsonpath='{.data.password}' | base64 -d\n«$parrowcopp3r64»
+#   catch: $ gitlab-rails runner 'puts User.find(1).personal_access_tokens.create(scopes:[:api],name:"ci").token'\n«ctgBs4H5ydeOlpiDylHv»
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
@@ -4073,6 +4093,8 @@ RULE_WORDS = {
         ("=",)),
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
     "keychain-value-data": ("e8c78b8d", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
+    "basic-auth-being-encoded": ("a3453280", ("base64",), ("echo",), ("echo",)),
+    "typed-at-prompt": ("f5b6590a", ("prompt",), ("entered", "typed"), ("entered", "typed")),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
     "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), (), ("auth", "cookie", "cred",
@@ -4134,33 +4156,34 @@ RULE_WORDS = {
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login"), ("/",)),
     "prose-named-secret": ("ecd51c82", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
-    "context-credential-word": ("5530356a", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
-        "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "frasa sandi",
-        "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
-        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenfras", "losenord",
-        "lozink", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri",
-        "nsec", "nyckel", "parol", "parola", "parool", "pass", "passcode", "passord", "passphrase", "passwd",
-        "password", "passwort", "phrase secr", "pin", "psk", "pw", "pwd", "salasana", "sandi", "schl", "schlüssel",
-        "secret", "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens",
-        "wachtwoord", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ",
-        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー",
-        "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀",
-        "비밀번호", "시크릿", "암호", "액세스", "토큰"), ("access", "account", "adgangskode", "admin", "anahtar", "api", "apiキー",
-        "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "client",
-        "contrase", "credential", "creds", "deploy", "encryption", "frasa sandi", "frase secreta", "geheimnis",
-        "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennwort", "key", "khoá",
-        "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "losenfras", "losenord", "lozink",
-        "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri",
-        "network", "nsec", "nyckel", "parol", "parola", "parool", "pass", "passcode", "passord", "passphrase",
-        "passwd", "password", "passwort", "phrase secr", "pin", "private", "psk", "pw", "pwd", "recovery", "root",
+    "context-credential-word": ("9531a095", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
+        "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "door",
+        "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
+        "kata laluan", "kata sandi", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč", "kunci",
+        "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe",
+        "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "panel", "parol", "parola", "parool", "pass",
+        "passcode", "passord", "passphrase", "passwd", "password", "passwort", "phrase secr", "pin", "psk", "pw",
+        "pwd", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "session",
+        "sifre", "slapta", "sleutel", "token", "tokens", "wachtwoord", "zugangsdaten", "şifre", "κωδικός", "ключ",
+        "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح",
+        "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼",
+        "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ("access", "account",
+        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
+        "bí mật", "chave", "cheie", "chiave", "cl", "clave", "client", "contrase", "credential", "creds", "deploy",
+        "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo",
+        "jelsz", "jeton", "kata laluan", "kata sandi", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz",
+        "klíč", "kunci", "licence", "license", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras",
+        "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network",
+        "nsec", "nyckel", "panel", "parol", "parola", "parool", "pass", "passcode", "passord", "passphrase", "passwd",
+        "password", "passwort", "phrase secr", "pin", "private", "psk", "pw", "pwd", "recovery", "root", "safe",
         "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session",
         "sifre", "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wi", "wlan", "wpa",
         "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
         "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
         "암호", "액세스", "토큰"), ()),
-    "login-pair-in-prose": ("d14cbc5b", ("account", "credential", "creds", "log", "sign"), ("account", "credential",
-        "creds", "log", "sign"), ("/",)),
+    "login-pair-in-prose": ("d9bd0958", ("account", "credential", "creds", "log", "sign", "user"), ("account",
+        "credential", "creds", "log", "sign", "user"), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
@@ -4184,7 +4207,7 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("19377b9e", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+    "context-command-output": ("39b1142e", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
         "configure", "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler",
@@ -4192,8 +4215,8 @@ RULE_WORDS = {
         "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519",
         "id_rsa", "initial-password", "inject", "inspect", "item", "keyfile", "keypair", "keyring", "keystore",
         "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw",
-        "printenv", "private", "pwd", "pwgen", "read", "secret", "secret-tool", "shadow", "solana", "sops", "status",
-        "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
+        "printenv", "private", "pwd", "pwgen", "read", "runner", "secret", "secret-tool", "shadow", "solana", "sops",
+        "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-credential-table": ("b5dc86fa", ("\n",), (), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
