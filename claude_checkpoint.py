@@ -2924,7 +2924,8 @@ prose-user-password          chosen                 (?i)\b(?:credentials?|login)
 #   keep:  credentials for staging / production are in the vault
 #   catch: the new login is admin / «walnut-comet-river-pine»
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
-prose-named-secret           named-in-prose         (?m)(?:^|(?<=\s))[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+# It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
+prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
 #   catch: Heads up: the auth token was rotated this morning; the old one was «79cd48618c6db19bb7a985129e943407».
 #   catch: connected to staging (user app_rw, password «9wru%0%GvJl3xk») and ran the migration
 #   catch: 2FA recovery codes for the ops account: «xh62-x8i0», «w3ye-5uj6»
@@ -4024,7 +4025,7 @@ RULE_WORDS = {
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
         "are", "is")),
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login"), ("/",)),
-    "prose-named-secret": ("ecd51c82", (), (), ()),
+    "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-credential-word": ("892215b6", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "frasa sandi",
