@@ -3093,7 +3093,8 @@ user-password-literal        -                      (?i)(?:userpwd|user_?pass(?:
 #   catch: curl_easy_setopt(curl, CURLOPT_USERPWD, "mkowalski:«1qaz2wsx!»");
 #   keep:  curl_easy_setopt(curl, CURLOPT_USERPWD, "$USER:$PASS");
 # A class whose name says credential, called with string literals (Kotlin, Swift, Python: no `new`).
-context-credential-class     call-literals          (?<![\w.])(?=[A-Z])[A-Za-z0-9]{0,40}?(?:Auth|Token|Secret|Credential|Password|Signer|Key)[A-Za-z0-9]{0,40}[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+# Its capital is matched before its left edge, so re skips to capitals; `uth(?<=Auth)`: the name is the word.
+context-credential-class     call-literals          [A-Z](?<![\w.].)(?:uth(?<=Auth)|oken(?<=Token)|ecret(?<=Secret)|redential(?<=Credential)|assword(?<=Password)|igner(?<=Signer)|ey(?<=Key)|[A-Za-z0-9]{0,39}?(?:Auth|Token|Secret|Credential|Password|Signer|Key))[A-Za-z0-9]{0,40}[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
 #   keep:  val interceptor = AuthInterceptor(tokenProvider, "Authorization")
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
@@ -4071,7 +4072,7 @@ RULE_WORDS = {
     'user-then-password-literal': ('5c34e345', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd"), (":",)),
-    "context-credential-class": ("a7c79c3f", ("auth", "credential", "key", "password", "secret", "signer", "token"),
+    "context-credential-class": ("a457a697", ("auth", "credential", "key", "password", "secret", "signer", "token"),
         (), ("(",)),
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
