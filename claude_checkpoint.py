@@ -2354,7 +2354,8 @@ twilio-api-key               -                      {L}(?P<s>SK[0-9a-fA-F]{32}){
 sonar-token                  -                      {L}(?P<s>sq[uap]_[a-f0-9]{40}){R}
 #   catch: SONAR_TOKEN=«sqp_0123456789abcdef0123456789abcdef01234567»
 #   keep:  project tokens start with sqp_ and user tokens with squ_
-mailgun-key                  -                      {L}(?P<s>key-[0-9a-zA-Z]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}){R}
+# Its first character is matched before its left edge: re skips to [0-9a-fk].
+mailgun-key                  -                      (?P<s>[0-9a-fk](?<![A-Za-z0-9_\-].)(?:ey-(?<=key-)[0-9a-zA-Z]{32}|(?<=[0-9a-f])[0-9a-f]{31}-[0-9a-f]{8}-[0-9a-f]{8})){R}
 #   catch: MAILGUN_API_KEY=«key-0123456789abcdefEXAMPLEexample01»
 #   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
@@ -3848,7 +3849,7 @@ RULE_WORDS = {
     "twilio-key-and-secret": ("68dcb912", ("sk",), ("sk",), ()),
     "twilio-api-key": ("d969ee1f", ("sk",), ("sk",), ()),
     "sonar-token": ("544b32cd", ("sq",), ("sq",), ()),
-    "mailgun-key": ("bc70b435", ("-", "key-"), (), ()),
+    "mailgun-key": ("b46a8c41", ("-", "key-"), (), ()),
     "azure-account-key-shape": ("a95601c8", ("==",), (), ()),
     "shopify-token": ("4aa6badf", ("shpat", "shpca", "shppa", "shpss", "shpua"), ("shpat", "shpca", "shppa", "shpss",
         "shpua"), ()),
