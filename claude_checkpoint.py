@@ -2787,7 +2787,8 @@ user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-
 #   catch: mosquitto_sub -h broker.example.com -u meter -P «amber-crane-lotus-47» -t plant/#
 #   catch: xcrun altool --upload-app -f app.ipa -u dev@example.com -p «abcd-efgh-ijkl-mnop»
 #   keep:  upload -u deploy -p 2222 build.zip
-secret-pair                  pair                   (?i)(?<![\w-])(?=[a-z_\-]*[yndt][ \t])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
+# (?i)[a-z] spelt out case-sensitive (with İ ı ſ K, which it matches): re lowercases each character for a (?i) class.
+secret-pair                  pair                   (?<![\w-])(?=[a-zA-Z_\-\u0130\u0131\u017f\u212a]*[yndtYNDT][ \t])(?P<name>[a-zA-Z_\-\u0130\u0131\u017f\u212a]*(?i:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))(?i:[ \t]+{VALUE})
 #   catch: access_token   «q8XkL2mR7vTz4WpN9sYb»
 #   catch: poll mail.example.com user "ops" password "«Kettle#2040»" ssl
 #   keep:  the api_key argument is optional
@@ -3998,7 +3999,7 @@ RULE_WORDS = {
     'terraform-random-password': ('2941fd8f', ('"random_password"',), ('"type"',), ('"instances"',)),
     "chpasswd-list": ("a99c0b3a", ("chpasswd:",), ("chpasswd:",), ("list:",)),
     "user-then-password-flags": ("62339cac", ("-u",), ("-u",), ()),
-    "secret-pair": ("8da47c53", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
+    "secret-pair": ("d3133639", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
         "secret_access_key", "secret_key", "token"), (), ()),
     "server-set-header": ("c7fc4b51", ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader",
         "set-header"), ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader", "set-header"),
