@@ -2509,7 +2509,8 @@ dsn-password                 not-reference          (?<![\w/])[\w.\-]{1,64}:(?P<
 #   catch: dsn := "deploy:«Zw8DYHwuHZ»@tcp(db.example.com:3306)/ledger"
 #   keep:  dsn := "deploy:%s@tcp(db.example.com:3306)/ledger"
 # ~/.pgpass: host:port:db:user:password
-pgpass-line                  not-reference          (?<![\w.:/\-])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'":]{4,256})
+# Its left edge and first class spell out 0-9A-Za-z_ before \w: re tests them in a map before asking Unicode.
+pgpass-line                  not-reference          (?<![0-9A-Za-z_\w.:/\-])[0-9A-Za-z_\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'":]{4,256})
 #   catch: db.example.com:5432:app_prod:readonly:«2yNEs9cSNamcjq»
 #   keep:  db.example.com:5432:app_prod:readonly:*
 # wrangler secret put NAME <<< '…'
@@ -3912,7 +3913,7 @@ RULE_WORDS = {
         "regctl", "skopeo")),
     "auth-tuple": ("020d66ce", ("auth",), ("auth",), ("=",)),
     "dsn-password": ("8d07fd41", ("@tcp", "@udp", "@unix"), (), (":",)),
-    "pgpass-line": ("75cb491d", (":",), (), ()),
+    "pgpass-line": ("a752499b", (":",), (), ()),
     "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",), ("<<<",)),
     "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",), ("enc",)),
     "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",), ("--value",)),
