@@ -1702,7 +1702,9 @@ _SECRET_PRINTING_COMMAND = (
 # A prompt line: the end of what the command before it printed.
 _PROMPT_LINE = r"[ \t]*(?:PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?[$%>❯]|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
-_TABLE_HEADER_CELL = r"[A-Za-z\u00c0-\uffff][\w.()/#\-]{0,30}(?: [\w.()/#\-]{1,30}){0,4}"
+# Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
+# does not try each shorter word against the rest of the row, line after line of a text.
+_TABLE_HEADER_CELL = r"[A-Za-z\u00c0-\uffff][\w.()/#\-]{0,30}(?![\w.()/#\-])(?: [\w.()/#\-]{1,30}(?![\w.()/#\-])){0,4}"
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
@@ -4090,7 +4092,7 @@ RULE_WORDS = {
         "keyvault", "kubeconfig", "kubectl", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw", "printenv",
         "private", "pwd", "pwgen", "read", "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage",
         "terraform", "token", "vault", "vercel", "wallet"), (), ("\n",)),
-    "context-credential-table": ("b5dc86fa", ("\n",), (), ()),
+    "context-credential-table": ("45e740b6", ("\n",), (), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
