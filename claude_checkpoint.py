@@ -1714,7 +1714,9 @@ _SECRET_PRINTING_COMMAND = (
 # A prompt line: the end of what the command before it printed.
 _PROMPT_LINE = r"[ \t]*(?:PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?[$%>❯]|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
-_TABLE_HEADER_CELL = r"[A-Za-z\u00c0-\uffff][\w.()/#\-]{0,30}(?: [\w.()/#\-]{1,30}){0,4}"
+# Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
+# does not try each shorter word against the rest of the row, line after line of a text.
+_TABLE_HEADER_CELL = r"[A-Za-z\u00c0-\uffff][\w.()/#\-]{0,30}(?![\w.()/#\-])(?: [\w.()/#\-]{1,30}(?![\w.()/#\-])){0,4}"
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
@@ -2399,7 +2401,8 @@ twilio-api-key               -                      {L}(?P<s>SK[0-9a-fA-F]{32}){
 sonar-token                  -                      {L}(?P<s>sq[uap]_[a-f0-9]{40}){R}
 #   catch: SONAR_TOKEN=«sqp_0123456789abcdef0123456789abcdef01234567»
 #   keep:  project tokens start with sqp_ and user tokens with squ_
-mailgun-key                  -                      {L}(?P<s>key-[0-9a-zA-Z]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}){R}
+# Its first character is matched before its left edge: re skips to [0-9a-fk].
+mailgun-key                  -                      (?P<s>[0-9a-fk](?<![A-Za-z0-9_\-].)(?:ey-(?<=key-)[0-9a-zA-Z]{32}|(?<=[0-9a-f])[0-9a-f]{31}-[0-9a-f]{8}-[0-9a-f]{8})){R}
 #   catch: MAILGUN_API_KEY=«key-0123456789abcdefEXAMPLEexample01»
 #   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
@@ -2555,7 +2558,8 @@ dsn-password                 not-reference          (?<![\w/])[\w.\-]{1,64}:(?P<
 #   catch: dsn := "deploy:«Zw8DYHwuHZ»@tcp(db.example.com:3306)/ledger"
 #   keep:  dsn := "deploy:%s@tcp(db.example.com:3306)/ledger"
 # ~/.pgpass: host:port:db:user:password
-pgpass-line                  not-reference          (?<![\w.:/\-])[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'":]{4,256})
+# Its left edge and first class spell out 0-9A-Za-z_ before \w: re tests them in a map before asking Unicode.
+pgpass-line                  not-reference          (?<![0-9A-Za-z_\w.:/\-])[0-9A-Za-z_\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'":]{4,256})
 #   catch: db.example.com:5432:app_prod:readonly:«2yNEs9cSNamcjq»
 #   keep:  db.example.com:5432:app_prod:readonly:*
 # wrangler secret put NAME <<< '…'
@@ -2870,7 +2874,8 @@ user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-
 #   catch: mosquitto_sub -h broker.example.com -u meter -P «amber-crane-lotus-47» -t plant/#
 #   catch: xcrun altool --upload-app -f app.ipa -u dev@example.com -p «abcd-efgh-ijkl-mnop»
 #   keep:  upload -u deploy -p 2222 build.zip
-secret-pair                  pair                   (?i)(?<![\w-])(?=[a-z_\-]*[yndt][ \t])(?P<name>[a-z_\-]*(?:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))[ \t]+{VALUE}
+# (?i)[a-z] spelt out case-sensitive (with İ ı ſ K, which it matches): re lowercases each character for a (?i) class.
+secret-pair                  pair                   (?<![\w-])(?=[a-zA-Z_\-\u0130\u0131\u017f\u212a]*[yndtYNDT][ \t])(?P<name>[a-zA-Z_\-\u0130\u0131\u017f\u212a]*(?i:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))(?i:[ \t]+{VALUE})
 #   catch: access_token   «q8XkL2mR7vTz4WpN9sYb»
 #   catch: poll mail.example.com user "ops" password "«Kettle#2040»" ssl
 #   keep:  the api_key argument is optional
@@ -3013,7 +3018,8 @@ prose-user-password          chosen                 (?i)\b(?:credentials?|login)
 #   keep:  credentials for staging / production are in the vault
 #   catch: the new login is admin / «walnut-comet-river-pine»
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
-prose-named-secret           named-in-prose         (?m)(?:^|(?<=\s))[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+# It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
+prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
 #   catch: Heads up: the auth token was rotated this morning; the old one was «79cd48618c6db19bb7a985129e943407».
 #   catch: connected to staging (user app_rw, password «9wru%0%GvJl3xk») and ran the migration
 #   catch: 2FA recovery codes for the ops account: «xh62-x8i0», «w3ye-5uj6»
@@ -3203,7 +3209,8 @@ user-password-literal        -                      (?i)(?:userpwd|user_?pass(?:
 #   catch: curl_easy_setopt(curl, CURLOPT_USERPWD, "mkowalski:«1qaz2wsx!»");
 #   keep:  curl_easy_setopt(curl, CURLOPT_USERPWD, "$USER:$PASS");
 # A class whose name says credential, called with string literals (Kotlin, Swift, Python: no `new`).
-context-credential-class     call-literals          (?<![\w.])(?=[A-Z])[A-Za-z0-9]{0,40}?(?:Auth|Token|Secret|Credential|Password|Signer|Key)[A-Za-z0-9]{0,40}[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+# Its capital is matched before its left edge, so re skips to capitals; `uth(?<=Auth)`: the name is the word.
+context-credential-class     call-literals          [A-Z](?<![\w.].)(?:uth(?<=Auth)|oken(?<=Token)|ecret(?<=Secret)|redential(?<=Credential)|assword(?<=Password)|igner(?<=Signer)|ey(?<=Key)|[A-Za-z0-9]{0,39}?(?:Auth|Token|Secret|Credential|Password|Signer|Key))[A-Za-z0-9]{0,40}[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
 #   keep:  val interceptor = AuthInterceptor(tokenProvider, "Authorization")
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
@@ -3961,7 +3968,7 @@ RULE_WORDS = {
     "twilio-key-and-secret": ("68dcb912", ("sk",), ("sk",), ()),
     "twilio-api-key": ("d969ee1f", ("sk",), ("sk",), ()),
     "sonar-token": ("544b32cd", ("sq",), ("sq",), ()),
-    "mailgun-key": ("bc70b435", ("-", "key-"), (), ()),
+    "mailgun-key": ("b46a8c41", ("-", "key-"), (), ()),
     "azure-account-key-shape": ("a95601c8", ("==",), (), ()),
     "shopify-token": ("4aa6badf", ("shpat", "shpca", "shppa", "shpss", "shpua"), ("shpat", "shpca", "shppa", "shpss",
         "shpua"), ()),
@@ -4023,7 +4030,7 @@ RULE_WORDS = {
         "regctl", "skopeo")),
     "auth-tuple": ("020d66ce", ("auth",), ("auth",), ("=",)),
     "dsn-password": ("8d07fd41", ("@tcp", "@udp", "@unix"), (), (":",)),
-    "pgpass-line": ("75cb491d", (":",), (), ()),
+    "pgpass-line": ("a752499b", (":",), (), ()),
     "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",), ("<<<",)),
     "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",), ("enc",)),
     "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",), ("--value",)),
@@ -4125,7 +4132,7 @@ RULE_WORDS = {
     'terraform-random-password': ('2941fd8f', ('"random_password"',), ('"type"',), ('"instances"',)),
     "chpasswd-list": ("a99c0b3a", ("chpasswd:",), ("chpasswd:",), ("list:",)),
     "user-then-password-flags": ("62339cac", ("-u",), ("-u",), ()),
-    "secret-pair": ("8da47c53", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
+    "secret-pair": ("d3133639", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
         "secret_access_key", "secret_key", "token"), (), ()),
     "server-set-header": ("c7fc4b51", ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader",
         "set-header"), ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader", "set-header"),
@@ -4154,7 +4161,7 @@ RULE_WORDS = {
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
         "are", "is")),
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login"), ("/",)),
-    "prose-named-secret": ("ecd51c82", (), (), ()),
+    "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-credential-word": ("9531a095", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "door",
@@ -4202,7 +4209,7 @@ RULE_WORDS = {
     'user-then-password-literal': ('5c34e345', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd"), (":",)),
-    "context-credential-class": ("a7c79c3f", ("auth", "credential", "key", "password", "secret", "signer", "token"),
+    "context-credential-class": ("a457a697", ("auth", "credential", "key", "password", "secret", "signer", "token"),
         (), ("(",)),
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
@@ -4217,7 +4224,7 @@ RULE_WORDS = {
         "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw",
         "printenv", "private", "pwd", "pwgen", "read", "runner", "secret", "secret-tool", "shadow", "solana", "sops",
         "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
-    "context-credential-table": ("b5dc86fa", ("\n",), (), ()),
+    "context-credential-table": ("45e740b6", ("\n",), (), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
