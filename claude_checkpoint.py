@@ -1310,6 +1310,15 @@ def _accept_not_reference(match: Any) -> bool:
     return not _is_reference(match.group("s"))
 
 
+def _accept_url_password_wide(match: Any) -> bool:
+    """A URL's password holding a slash or an @ (url-credentials takes the others): only one a
+    machine made or with a password's usual shape, not a port and a path (`host:443/users/@alice`)."""
+    password = match.group("s")
+    if not any(c in password for c in "/@") or password.endswith("/"):
+        return False
+    return (looks_machine_generated(password) or _looks_like_password(password)) and _accept_url_password(match)
+
+
 def _accept_url_password(match: Any) -> bool:
     """A URL's password, but a reference or a local default (`amqp://guest:guest@localhost/`)."""
     password, rest = match.group("s"), match.string[match.end():match.end() + 10]
@@ -1402,7 +1411,7 @@ _PROSE_SECRET_WORDS = (
     r"(?i)(?<![/.\-])\b(?:(?:[a-z]+[_\-])*(?:passwords?|passwd|passphrases?|tokens?|secrets?|keys?)|passcodes?"
     r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|passwort|kennwort|contrase[ñn]a"
     r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|has[łl]o)\b(?![/.]\w)")  # not in keys/ops.pem, db-password
-_PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*[:=]?[ \t]*$"  # `pass X`: the value comes next
+_PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*[:=]?[ \t]*[\"'`]?$"  # `pass X`, pass `X`: the value comes next
 # Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
 # most prose before a candidate holds none, and is not searched (_may_hold_a_word).
 _PROSE_SECRET_PARTS = ("backup", "contrase", "cred", "has", "kennwort", "key", "parola", "pass", "pin", "pw", "recovery",
@@ -1470,6 +1479,8 @@ def _looks_like_prose_secret(value: str) -> bool:
         return False
     if _regex(r"[0-9a-fA-F]+").fullmatch(v):
         return len(v) >= 32  # shorter runs are ids and abbreviated commits
+    if _regex(r"[a-z_]+(?::(?:[a-z_\-]+|\d+)){2,}").fullmatch(v):
+        return False  # a key's path: cache:user:788574:profile
     if _regex(r"\d{4}-\d\d-\d\d|\d:\d\d|^(?i:sha\d*|md5)[:\-]|a-z|A-Z|0-9|\[\^").search(v) or _regex(
             r"[\d.,:%+\-]+[A-Za-z]{0,3}|0x(?:[0-9a-fA-F]{4,16}|[0-9a-fA-F]{40})>?").fullmatch(v):
         return False  # a date, a time, a digest's name, a regex class, a quantity, a memory or Ethereum address
@@ -1686,7 +1697,7 @@ _CREDENTIAL_WORDS = (
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
-    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
+    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
@@ -1749,7 +1760,7 @@ _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:�
                 r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # A credential word that names a passphrase, in the languages above.
-_PASSPHRASE_WORD = r"(?i)phrase|fras|フレーズ|短语|短語|문구"
+_PASSPHRASE_WORD = r"(?i)phrase|fras|wachtzin|kennsatz|フレーズ|短语|短語|문구"
 # The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
 _VALUE_AT_ONCE = r"[ \t]+[\"'«“(`]?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
 # Parts of credential words that name a key, a token or a secret: values a machine makes, which
@@ -1917,17 +1928,19 @@ def _is_spoken_passphrase(value: str) -> bool:
 
 def _answered_password(match: Any) -> list:
     """A chat's answer to a question that names a credential: the first password on the next line,
-    after the speaker ("[10:43] ana: reporter / meadow-499", "— DragonComet56!, логин j.tanaka")."""
+    after the speaker ("[10:43] ana: reporter / meadow-499", "— DragonComet56!, логин j.tanaka"); a
+    machine-made value only, when the words name keys, tokens or credentials ("which creds?")."""
     text = match.string
     line_end = text.find("\n", match.end(), match.end() + 300)
-    if line_end < 0 or not text[match.end():line_end].rstrip().endswith(("?", "？")) or _regex(
-            _MACHINE_CREDENTIAL_PARTS).search(match.group()):
+    if line_end < 0 or not text[match.end():line_end].rstrip().endswith(("?", "？")):
         return []
+    machine = _regex(_MACHINE_CREDENTIAL_PARTS).search(match.group())  # "which creds?": only a machine-made answer
     answer = _regex(r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
     answer_end = text.find("\n", answer.end(), answer.end() + 300)  # one line, bounded
     for value in _regex(r"[^\s,;/]{4,128}").finditer(text, answer.end(), answer.end() + 300 if answer_end < 0 else answer_end):
-        if _is_given_password(match.group(), value.group().rstrip(".!?)"), True, text, value.start()):
-            return [(value.start(), value.start() + len(value.group().rstrip(".!?)")))]
+        given = value.group().rstrip(".!?)")
+        if (looks_machine_generated(given) if machine else _is_given_password(match.group(), given, True, text, value.start())):
+            return [(value.start(), value.start() + len(given))]
         if _regex(_NOT_A_SECRET_BEFORE).search(text[answer.end():value.start()]):
             break
     return []
@@ -2778,6 +2791,19 @@ basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*
 typed-at-prompt              chosen                 (?i)\b(?:typed|entered)[ \t]+["'`]?(?P<s>[^\s"'`]{6,64})["'`]?[ \t]+(?:at|into|in)[ \t]+the[ \t]+(?:password[ \t]+)?prompt
 #   catch: C:\> runas /user:CORP\admin "cmd"  (typed «Marco1960_» at the prompt, worked)
 #   keep:  typed yes at the prompt and the install went on
+# A URL's password that holds a slash or an @ (base64, P@ss…): up to the last @ before the host.
+url-credentials-wide         url-password-wide      (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<user>[\w.%\-]{1,64}):(?P<s>[^\s'"<>]{4,256}?)@(?=[\w\-]+(?:\.[\w\-]+)*(?::\d{1,5})?(?:[/?#\s'"]|$))
+#   catch: DATABASE_URL=postgresql://app_user:«qp0tVPY80mGtdFrts5tbgrIPi/cyapST»@db01.internal:5432/app
+#   catch: broker_url = "amqp://rabbit:«P@sswillow8648»@mq.internal:5672/vhost"
+#   keep:  see https://example.com:443/users/@alice for the profile
+# A cookie copied from the browser's developer tools as Name: and Value: lines.
+devtools-cookie-lines        named-random           (?im)^Name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]*\r?\nValue:[ \t]*(?P<s>[^\s]{8,4096})
+#   catch: Name: laravel_session\nValue: «4AblVy+UpWf3Hrj7mIaUlNgGJdeluAxrNXQIoZvEITczfeBPOZCAUXUkpUOAUjAnG7I98t5Hk»\nDomain: shop.example.com
+#   keep:  Name: theme\nValue: dark-mode-enabled
+# A webhook's token in its URL's path: hooks.… hosts, /webhook/, /hooks/, /trigger/ paths.
+webhook-path-token           random                 (?i)://(?:(?:web)?hooks?\.[\w.\-]{1,100}|[\w.\-]{1,100}/(?:[\w\-]{1,40}/){0,3}(?:webhooks?|hooks|triggers?|incoming))/(?:[\w\-]{1,40}/){0,3}?(?P<s>[A-Za-z0-9_\-]{24,128})(?=[/?#"'\s]|$)
+#   catch: curl -X POST "https://hooks.example.io/trigger/«78a16ead9ca20fb9eb9b0387d64675e4723c40bc»" -d '{"text":"deploy done"}'
+#   keep:  https://hooks.example.io/trigger/deploy-notifications-for-staging
 # A machine-made token after -t, a flag many CLIs give a token (influx, codecov, doctl).
 token-short-flag             random                 (?<![\w\-])-t[ \t]+(?P<s>[A-Za-z0-9_\-+/=.]{32,1024})(?![\w\-+/=.])
 #   catch: influx setup -u admin -p x -o acme -b metrics -t «cHhbvMhrT0UyrAPgALuwxrge8FbXgn7t6EHGteSEIafJRAos-lut1ToPgl» -f
@@ -3034,6 +3060,8 @@ prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'
 #   keep:  Deployed contract Token at 0xee2094bbe132275f88753056da4764ee65da8ff9
 #   keep:  curl -H "Authorization: Bearer $TOKEN" https://api.github.com/repos/a/b/actions/runs | jq '.workflow_runs[0].status'
 #   keep:  pass base_1=False, to correspond to the loc value passed to the parse action.)
+#   catch: Decision: keep the shared SMB account for now (user `svc-scan`, pass `«Granite9255#»`) and revisit in sprint 14.
+#   keep:  Redis key cache:user:788574:profile TTL 300
 # An AWS secret access key: 40 base64 characters near the word "secret".
 aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
 #   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lm2Xr5K»"
@@ -3141,6 +3169,8 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  the password is stored encrypted with bcrypt cost twelve
 #   catch: alarm panel code is «15272604» — front door sensor is flaky
 #   catch: restic -r s3:s3.amazonaws.com/bk backup /srv  # RESTIC_PASSWORD=«willow sonnenschein tesouro pepper»
+#   catch: De wachtzin voor de backup: «Olga1980!»
+#   catch: [10:43] me: which creds?\n[10:43] dana: admin / «H41SJ7Yj0AGfV443fhDKv3Dn6UvGUpWAQ7VU»
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -3296,7 +3326,7 @@ context-yaml-block           block-lines            (?m)^(?P<indent>[ \t]*)(?:-[
 '''
 
 ACCEPT_CHECKS = {
-    "-": None, "not-reference": _accept_not_reference, "url-password": _accept_url_password, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
+    "-": None, "not-reference": _accept_not_reference, "url-password": _accept_url_password, "url-password-wide": _accept_url_password_wide, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random,
@@ -4102,6 +4132,9 @@ RULE_WORDS = {
     "keychain-value-data": ("e8c78b8d", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
     "basic-auth-being-encoded": ("a3453280", ("base64",), ("echo",), ("echo",)),
     "typed-at-prompt": ("f5b6590a", ("prompt",), ("entered", "typed"), ("entered", "typed")),
+    "url-credentials-wide": ("36b28036", ("://",), (), ("@",)),
+    "devtools-cookie-lines": ("dc92aa1d", ("\nvalue:",), ("name:",), ("name:",)),
+    "webhook-path-token": ("d7d9d0fa", ("hook", "hooks", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
     "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), (), ("auth", "cookie", "cred",
@@ -4163,32 +4196,32 @@ RULE_WORDS = {
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login"), ("/",)),
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
-    "context-credential-word": ("9531a095", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("47aeae53", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "door",
         "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
-        "kata laluan", "kata sandi", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč", "kunci",
-        "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe",
-        "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "panel", "parol", "parola", "parool", "pass",
-        "passcode", "passord", "passphrase", "passwd", "password", "passwort", "phrase secr", "pin", "psk", "pw",
-        "pwd", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "session",
-        "sifre", "slapta", "sleutel", "token", "tokens", "wachtwoord", "zugangsdaten", "şifre", "κωδικός", "ключ",
-        "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح",
-        "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼",
-        "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ("access", "account",
-        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
-        "bí mật", "chave", "cheie", "chiave", "cl", "clave", "client", "contrase", "credential", "creds", "deploy",
-        "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo",
-        "jelsz", "jeton", "kata laluan", "kata sandi", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz",
-        "klíč", "kunci", "licence", "license", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras",
-        "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network",
-        "nsec", "nyckel", "panel", "parol", "parola", "parool", "pass", "passcode", "passord", "passphrase", "passwd",
-        "password", "passwort", "phrase secr", "pin", "private", "psk", "pw", "pwd", "recovery", "root", "safe",
-        "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session",
-        "sifre", "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wi", "wlan", "wpa",
-        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
-        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
-        "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
-        "암호", "액세스", "토큰"), ()),
+        "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč",
+        "kunci", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp",
+        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "panel", "parol", "parola", "parool",
+        "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort", "phrase secr", "pin", "psk",
+        "pw", "pwd", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
+        "session", "sifre", "slapta", "sleutel", "token", "tokens", "wachtwoord", "wachtzin", "zugangsdaten", "şifre",
+        "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور",
+        "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌",
+        "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ("access",
+        "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer",
+        "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "client", "contrase", "credential", "creds",
+        "deploy", "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla",
+        "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá",
+        "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "losenfras", "losenord",
+        "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu",
+        "nenosiri", "network", "nsec", "nyckel", "panel", "parol", "parola", "parool", "pass", "passcode", "passord",
+        "passphrase", "passwd", "password", "passwort", "phrase secr", "pin", "private", "psk", "pw", "pwd",
+        "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
+        "service", "session", "sifre", "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord",
+        "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин",
+        "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड",
+        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵",
+        "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
     "login-pair-in-prose": ("d9bd0958", ("account", "credential", "creds", "log", "sign", "user"), ("account",
         "credential", "creds", "log", "sign", "user"), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
