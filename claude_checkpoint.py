@@ -904,20 +904,21 @@ _REMEMBERED_VALUES = 4096  # verdicts a judge of values keeps (_remembered); the
 _REMEMBERED_LENGTH = 256  # longer values are judged each time: a memory bound, and they are rare
 
 
-def _remembered(judge: Callable[[str], bool]) -> Callable[[str], bool]:
-    """judge (a pure function of one value), remembering its verdicts in `verdicts`: the same token
-    is judged by several rules, by the overlapping spans of credential words, and again in each
-    field of a checkpoint that holds it, and its verdict cannot change."""
+def _remembered(judge: Callable[..., Any]) -> Callable[..., Any]:
+    """judge (a pure function of a value and maybe more), remembering its verdicts in `verdicts`:
+    the same token is judged by several rules, by the overlapping spans of credential words, and
+    again in each field of a checkpoint that holds it, and its verdict cannot change."""
     verdicts = {}
 
-    def remembering(value: str) -> bool:
-        verdict = verdicts.get(value)
+    def remembering(value: str, *more: Any) -> Any:
+        key = (value, *more) if more else value
+        verdict = verdicts.get(key)
         if verdict is None:
-            verdict = judge(value)
+            verdict = judge(value, *more)
             if len(value) <= _REMEMBERED_LENGTH:
                 if len(verdicts) >= _REMEMBERED_VALUES:
                     verdicts.clear()
-                verdicts[value] = verdict
+                verdicts[key] = verdict
         return verdict
 
     remembering.__name__, remembering.__doc__, remembering.__wrapped__ = judge.__name__, judge.__doc__, judge
@@ -2077,32 +2078,21 @@ def _find_table_cells(match: Any) -> list:
     return spans
 
 
+@_remembered
 def _secret_cells(row: str, separator: Optional[str], columns: tuple) -> tuple:
     """The (start, end) spans in row of the cells under columns ((index, under a PIN) pairs) that
-    hold a password, a machine-made value, or a PIN under a PIN. Remembered for the rows of the
-    last texts: each header's window reaches up to 100 rows, and the next header's the same ones,
-    so a text of many headers (`| user | password |` repeated) judges each row once."""
-    verdicts = _secret_cells.verdicts
-    key = (row, separator, columns)
-    found = verdicts.get(key)
-    if found is None:
-        pins, found = dict(columns), []
-        for index, (a, b) in enumerate(_table_cells(row, separator)):
-            value = row[a:b].strip()
-            if index in pins and value and (_looks_like_password(value) or looks_machine_generated(value)
-                                            or looks_like_chosen_password(value)
-                                            or pins[index] and _regex(r"\d{4,8}").fullmatch(value)):
-                first = a + row[a:b].index(value)
-                found.append((first, first + len(value)))
-        found = tuple(found)
-        if len(row) <= _REMEMBERED_LENGTH:
-            if len(verdicts) >= _REMEMBERED_VALUES:
-                verdicts.clear()
-            verdicts[key] = found
-    return found
-
-
-_secret_cells.verdicts = {}
+    hold a password, a machine-made value, or a PIN under a PIN. Remembered: each header's window
+    reaches up to 100 rows, and the next header's the same ones, so a text of many headers
+    (`| user | password |` repeated) judges each row once."""
+    pins, found = dict(columns), []
+    for index, (a, b) in enumerate(_table_cells(row, separator)):
+        value = row[a:b].strip()
+        if index in pins and value and (_looks_like_password(value) or looks_machine_generated(value)
+                                        or looks_like_chosen_password(value)
+                                        or pins[index] and _regex(r"\d{4,8}").fullmatch(value)):
+            first = a + row[a:b].index(value)
+            found.append((first, first + len(value)))
+    return tuple(found)
 
 
 def _table_cells(line: str, separator: Optional[str]) -> list:
