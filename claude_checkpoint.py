@@ -1098,7 +1098,7 @@ def _is_identifier_like(value: str) -> bool:
     identifiers that weak names such as `key` often hold."""
     v = value.strip("\"'")
     uuid = r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
-    return bool(_regex(uuid + r"|[0-9a-fA-F]{6,40}").fullmatch(v) or _regex(r"[\w.\-]+[-:][0-9a-f]{12,}").fullmatch(v)
+    return bool(_regex(uuid + r"|[0-9a-fA-F]{6,40}|\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}").fullmatch(v) or _regex(r"[\w.\-]+[-:][0-9a-f]{12,}").fullmatch(v)
                 or _regex(r"[a-z_]{1,20}[:/]" + uuid).fullmatch(v))  # session:<uuid>
 
 
@@ -1146,7 +1146,8 @@ def _accept_assignment(match: Any) -> bool:
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
         return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}": code
     if strength == 1 and _name_parts(name)[-1] == "pass":  # `pass: 'Summer2021?'` (nodemailer), `pass=Priya1988` in a log
-        return (_looks_like_password(bare) or _looks_random(bare) or value[:1] in "\"'`" and looks_like_chosen_password(bare)) and not _is_reference(value)
+        return (_looks_like_password(bare) or _looks_random(bare) or _is_joined_passphrase(bare)
+                or value[:1] in "\"'`" and looks_like_chosen_password(bare)) and not _is_reference(value)
     if strength == 1:
         return _looks_random(bare) and not _is_identifier_like(bare)
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
@@ -1529,7 +1530,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
 _NOT_RANDOM_STARTS = (
     r"[$%{<@~.:]|/(?!\S*[+=])|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
-    r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{12,}(?::[\w.@=,\-]+)?$|\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}$"
+    r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
 _NOT_RANDOM_MARKS = (
@@ -1638,6 +1639,9 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
     return spans
 
 
+_CLOUD_REGION = r"[a-z]{2,4}(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?"  # us-west-2, eu-central-1, us-central1
+
+
 def _looks_like_password(value: str) -> bool:
     """8 to 128 characters of three classes with a digit, and not a path, URL or assignment."""
     v = value
@@ -1646,7 +1650,7 @@ def _looks_like_password(value: str) -> bool:
     classes = sum((any(map(str.islower, v)), any(map(str.isupper, v)), True, not v.isalnum()))
     if classes < 3 or "/" in v[:2] or "://" in v or "=" in v.rstrip("=") or v.count("/") + v.count(":") > 2:
         return False  # also structured: root:x:0:0:root:/root:/bin/bash
-    return not _is_reference(v)
+    return not _regex(_CLOUD_REGION).fullmatch(v) and not _is_reference(v)
 
 
 # A passphrase: four or more words of letters (a digit may close one) joined by one separator.
@@ -1683,7 +1687,7 @@ def looks_like_chosen_password(value: str) -> bool:
         shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
     if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$").search(v):
         return False  # a URL, an e-mail address, a date, a time, a host name
-    if _regex(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|[a-z]{2,4}(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?|" + _TECHNICAL_NAME).fullmatch(v) or _is_identifier_like(v):
+    if _regex(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(v) or _is_identifier_like(v):
         return False  # also a cloud region: us-west-2, us-central1
     return not _is_reference(v) and not _is_path_or_version(v)
 
@@ -1798,6 +1802,9 @@ def _find_random_tokens(match: Any) -> list:
     return sorted(spans + given)
 
 
+_ENGLISH_CREDENTIAL_WORD = r"(?i)pass|secret|token|key|cred|pin|pw|pwd|auth|bearer|session|api|access|private|client|master"
+
+
 def _given_password(match: Any) -> list:
     """The value the words give after a credential word, when a person could have chosen it
     (looks_like_chosen_password) or it is a PIN: right after the word ("password Slonce112",
@@ -1811,7 +1818,7 @@ def _given_password(match: Any) -> list:
     endpos = min(len(text), match.end("s") + _RANDOM_LENGTHS[1])
     if not _regex(r"[A-Za-z0-9]").search(text, start, min(endpos, start + 200)):
         return []  # every value given below has a letter or a digit of ASCII
-    prose = not word.isascii() or " " in word  # `Mot de passe :`, `비밀번호:` are never code
+    prose = not word.isascii() or " " in word or not _regex(_ENGLISH_CREDENTIAL_WORD).match(word)  # heslo:, 비밀번호: are never code
     standalone = match.start() == 0 or text[match.start() - 1] in " \t\n(\"'«“`*" or not text[match.start() - 1].isascii()  # not pg_password, api-key
     at_once = None  # (what the word names is asked only of a word that stands alone)
     if standalone and (not _regex(_MACHINE_CREDENTIAL_PARTS).search(word) or _regex(r"(?i)wpa|wi-?fi|wlan|network").search(word)):
@@ -1869,9 +1876,21 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`)
     if _regex(_PASSPHRASE_WORD).search(word) and _looks_like_passphrase(value):
         return True  # violet.river.limone.nick after "passphrase" is no host name
+    if not _regex(_MACHINE_CREDENTIAL_PARTS).search(word) and _is_joined_passphrase(value):
+        return True  # wachtwoord: saddle-velvet-puzzle
     chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
     following = text[first + len(value):first + len(value) + 1]
     return chosen and not _reads_as_code(value, following) and _may_be_a_password(value)
+
+
+def _is_joined_passphrase(value: str) -> bool:
+    """Three words or more joined by hyphens (a number may close them), none a word of sentences, a
+    placeholder's or a key's name: saddle-velvet-puzzle, not see-the-docs, github-app-private-key,
+    a constant (SLACK-WEBHOOK-URL) or snake_case code."""
+    if not _looks_like_passphrase(value) or not _regex(r"[A-Za-z]+-").match(value) or value.isupper():
+        return False
+    words = set(value.lower().split("-"))
+    return not words & (_COMMON_WORDS | _PLACEHOLDER_WORDS | _SECRET_WORDS | _KEY_NAME_WORDS)
 
 
 def _looks_like_passphrase(value: str) -> bool:
@@ -2070,7 +2089,7 @@ def _find_table_cells(match: Any) -> list:
     separator = next((c for c in "|;," if c in head), None)
     names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
     columns = tuple((i, bool(_regex(r"(?i)\bpin\b|пин").search(name))) for i, name in enumerate(names) if name and (
-        secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name)))
+        secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"))
     spans, position = [], match.start("s")
     for row in text[position:match.end("s")].split("\n") if columns else ():
         spans += [(position + a, position + b) for a, b in _secret_cells(row, separator, columns)]
@@ -2088,7 +2107,7 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple) -> tuple:
     for index, (a, b) in enumerate(_table_cells(row, separator)):
         value = row[a:b].strip()
         if index in pins and value and (_looks_like_password(value) or looks_machine_generated(value)
-                                        or looks_like_chosen_password(value)
+                                        or looks_like_chosen_password(value) or _is_joined_passphrase(value)
                                         or pins[index] and _regex(r"\d{4,8}").fullmatch(value)):
             first = a + row[a:b].index(value)
             found.append((first, first + len(value)))
@@ -2275,9 +2294,10 @@ private-key-block            -                      -----BEGIN (?:[A-Z0-9 ]{0,40
 #   keep:  -----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC\n-----END PUBLIC KEY-----
 #   catch: -----BEGIN OpenVPN Static key V1-----«\n6fd51eeb421f5c66cd2f5a43ac5be272\n»-----END OpenVPN Static key V1-----
 # minisign's and signify's secret keys: the base64 line under their comment.
-signing-tool-secret-key      -                      untrusted comment: [^\n]{0,80}secret key[ \t]*\r?\n(?P<s>[A-Za-z0-9+/]{40,}={0,2})
+signing-tool-secret-key      -                      untrusted comment: [^\n]{0,80}secret key[ \t]*\r?\n(?P<s>[A-Za-z0-9+/=]{40,})
 #   catch: untrusted comment: minisign encrypted secret key\n«RWRTY0IyqT3nXbCm1xOEBG6FkF6fosa2VEhpwehlusFBYBxn+»
 #   keep:  untrusted comment: minisign public key 4D5E7F8A\nRWQr90qNoukxyY8Wok233WWotxbM30DRm+ResJtoVUpU7KBIG1WTzkAKw==
+#   catch: untrusted comment: minisign encrypted secret key\n«RWRTY0Iyq==AU/frIc4YDFJpX4kvmjYDRTm3peVePBudO21NxOO»
 # Bitcoin private keys in wallet import format (base58, 51 or 52 characters; c and 9 on testnets).
 bitcoin-wif-key              random                 (?P<s>[5KLc9](?<![A-Za-z0-9].)[1-9A-HJ-NP-Za-km-z]{50,51})(?![A-Za-z0-9])
 #   catch: bitcoin-cli -regtest importprivkey "«LB2svURAddgejsaTQmKEZiHLHYsMXPtJr2SGr4XTjh37fFb6fC1d»" "faucet" false
@@ -3021,6 +3041,7 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  Cookie: locale=en-GB; consent=accepted
 #   keep:  Set-Cookie: sessionid=; expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/
 #   keep:  token = !vault |
+#   catch: $ cat secrets/smtp.txt\nuser=mailer\npass=«copper-velvet-tiger»
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -3029,6 +3050,7 @@ prose-password               password-like          (?i)\b(?:password|passwd|pas
 prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{16,256}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the API token is «11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b7c»
 #   keep:  the token is valid for 3600 seconds
+#   keep:  Firebase web config apiKey is public by design; appId: 1:701022540854:web:e0c6f6ce
 prose-user-password          chosen                 (?i)\b(?:credentials?|login)\b[^\n]{0,40}?[\w.@\-]+[ \t]+/[ \t]+(?P<s>[^\s/]{8,128}?)(?=[.,;!?]?(?:\s|$))
 #   catch: Shared login for the vendor portal: ops@example.com / «wHN73qnm3T0QEx»
 #   keep:  credentials for staging / production are in the vault
@@ -3161,6 +3183,10 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: restic -r s3:s3.amazonaws.com/bk backup /srv  # RESTIC_PASSWORD=«willow sonnenschein tesouro pepper»
 #   catch: De wachtzin voor de backup: «Olga1980!»
 #   catch: [10:43] me: which creds?\n[10:43] dana: admin / «H41SJ7Yj0AGfV443fhDKv3Dn6UvGUpWAQ7VU»
+#   catch: Handoff note: staging box api-3.internal.example.com — wachtwoord: «saddle-velvet-puzzle» (ask elena42 before rotating).
+#   catch: heslo: «zxcvbn111». (ask tomas42 before rotating)
+#   keep:  export const SECRET_MANAGER_REGION = 'eu-central-1';
+#   keep:  $ gh secret list\nNAME                  UPDATED\nNPM_TOKEN             about 1 month ago\nSLACK_WEBHOOK_URL     about 3 months ago
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -3276,6 +3302,7 @@ context-credential-table     table-cells            (?m)^[ \t]*(?P<head>(?:\|[ \
 #   keep:  | user | password |\n|---|---|\n| admin | stored in the vault |
 #   catch: crm=> select username, api_token from service_accounts;\n username  |            api_token\n-----------+----------------------------------\n reporter  | «e236750e806d2e50525edf30a0cbd7f9»\n(1 row)
 #   catch: Device        | Location   | Admin PIN\nPrinter-3F    | 3rd floor  | «737654»
+#   catch: HOST            USER      PASS\ndb-35.internal.example.com  root      «orange-winter-harbor»
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
 context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»
@@ -3944,7 +3971,7 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 # whose pattern no longer has its fingerprint is parsed at first use (_stored_rule_words).
 RULE_WORDS = {
     "private-key-block": ("be646d8b", ("-----begin ",), ("-----begin ",), ("openvpn static key v", "private key")),
-    "signing-tool-secret-key": ("383e66f7", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
+    "signing-tool-secret-key": ("e283d95c", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
     "bitcoin-wif-key": ("7a5ffbce", (), (), ()),
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",), ()),
     "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain"),
