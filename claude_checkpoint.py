@@ -1093,12 +1093,15 @@ def _is_placeholder(v: str) -> bool:
                                for w in named)
 
 
+_FIREBASE_APP_ID = r"\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}"  # 1:762211937775:web:06e7…: public, in every web app
+
+
 def _is_identifier_like(value: str) -> bool:
     """A UUID, a short hex id (git SHA, GPG key id) or a prefixed digest (a cache key, tsc-f152…):
     identifiers that weak names such as `key` often hold."""
     v = value.strip("\"'")
     uuid = r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
-    return bool(_regex(uuid + r"|[0-9a-fA-F]{6,40}|\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}").fullmatch(v) or _regex(r"[\w.\-]+[-:][0-9a-f]{12,}").fullmatch(v)
+    return bool(_regex(uuid + r"|[0-9a-fA-F]{6,40}|" + _FIREBASE_APP_ID).fullmatch(v) or _regex(r"[\w.\-]+[-:][0-9a-f]{12,}").fullmatch(v)
                 or _regex(r"[a-z_]{1,20}[:/]" + uuid).fullmatch(v))  # session:<uuid>
 
 
@@ -1530,7 +1533,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
 _NOT_RANDOM_STARTS = (
     r"[$%{<@~.:]|/(?!\S*[+=])|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
-    r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}$"
+    r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|" + _FIREBASE_APP_ID + "$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
 _NOT_RANDOM_MARKS = (
@@ -1661,6 +1664,8 @@ _TECHNICAL_NAME = r"(?=[a-z0-9]{2,9}$)(?:[a-z]{1,5}\d{1,3}){1,2}[a-z]{0,3}"
 
 
 _KEY_NAME_WORDS = frozenset("key keys private public cert certs tls ssl".split())
+# Words no passphrase is made of: a placeholder's, a secret's or a key's name (github-app-private-key).
+_NOT_PASSPHRASE_WORDS = _PLACEHOLDER_WORDS | _SECRET_WORDS | _KEY_NAME_WORDS
 
 
 def looks_like_chosen_password(value: str) -> bool:
@@ -1677,8 +1682,7 @@ def looks_like_chosen_password(value: str) -> bool:
     symbols, upper = not v.isalnum(), any(map(str.isupper, v))
     if _regex(_PASSPHRASE).fullmatch(v):
         words = set(_regex(r"[-_.]").split(v.lower()))
-        shaped = not words & _FUNCTION_WORDS and not any(w in _SECRET_WORDS or w in _PLACEHOLDER_WORDS or w in _KEY_NAME_WORDS
-                                                           for w in words)  # github-app-private-key names a key
+        shaped = not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS
     elif letters and digits:
         shaped = len(v) >= 8 or symbols or upper
     elif letters and symbols:  # Gandalf_the_Grey!, not X-API-Key or snake_case
@@ -1890,7 +1894,7 @@ def _is_joined_passphrase(value: str) -> bool:
     if not _looks_like_passphrase(value) or not _regex(r"[A-Za-z]+-").match(value) or value.isupper():
         return False
     words = set(value.lower().split("-"))
-    return not words & (_COMMON_WORDS | _PLACEHOLDER_WORDS | _SECRET_WORDS | _KEY_NAME_WORDS)
+    return not words & _COMMON_WORDS and not words & _NOT_PASSPHRASE_WORDS
 
 
 def _looks_like_passphrase(value: str) -> bool:
@@ -1943,7 +1947,7 @@ def _spoken_passphrase(match: Any) -> list:
 def _is_spoken_passphrase(value: str) -> bool:
     """Words a passphrase is made of, not those of a sentence or a message about secrets."""
     words = set(value.split())
-    return not words & _FUNCTION_WORDS and not words & _PLACEHOLDER_WORDS and not words & _SECRET_WORDS
+    return not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS
 
 
 def _answered_password(match: Any) -> list:
