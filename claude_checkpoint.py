@@ -1809,6 +1809,19 @@ def _find_random_tokens(match: Any) -> list:
 _ENGLISH_CREDENTIAL_WORD = r"(?i)pass|secret|token|key|cred|pin|pw|pwd|auth|bearer|session|api|access|private|client|master"
 
 
+@_remembered
+def _names_machine_value(word: str) -> bool:
+    """Whether a credential word names a key, a token or a secret (_MACHINE_CREDENTIAL_PARTS): a
+    value a machine makes. Asked of the same few words at every match, hence remembered."""
+    return _regex(_MACHINE_CREDENTIAL_PARTS).search(word) is not None
+
+
+@_remembered
+def _names_passphrase(word: str) -> bool:
+    """Whether a credential word names a passphrase (_PASSPHRASE_WORD), remembered as above."""
+    return _regex(_PASSPHRASE_WORD).search(word) is not None
+
+
 def _given_password(match: Any) -> list:
     """The value the words give after a credential word, when a person could have chosen it
     (looks_like_chosen_password) or it is a PIN: right after the word ("password Slonce112",
@@ -1825,7 +1838,7 @@ def _given_password(match: Any) -> list:
     prose = not word.isascii() or " " in word or not _regex(_ENGLISH_CREDENTIAL_WORD).match(word)  # heslo:, 비밀번호: are never code
     standalone = match.start() == 0 or text[match.start() - 1] in " \t\n(\"'«“`*" or not text[match.start() - 1].isascii()  # not pg_password, api-key
     at_once = None  # (what the word names is asked only of a word that stands alone)
-    if standalone and (not _regex(_MACHINE_CREDENTIAL_PARTS).search(word) or _regex(r"(?i)wpa|wi-?fi|wlan|network").search(word)):
+    if standalone and (not _names_machine_value(word) or _regex(r"(?i)wpa|wi-?fi|wlan|network").search(word)):
         at_once = _regex(_VALUE_AT_ONCE).match(text, start, endpos)  # after a word for what people choose
     if at_once and _is_given_password(word, _value_span(at_once, "v", text), True, text, at_once.start("v")):
         return [_value_span(at_once, "v")]
@@ -1878,9 +1891,9 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True
     if _regex(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`)
-    if _regex(_PASSPHRASE_WORD).search(word) and _looks_like_passphrase(value):
+    if _names_passphrase(word) and _looks_like_passphrase(value):
         return True  # violet.river.limone.nick after "passphrase" is no host name
-    if not _regex(_MACHINE_CREDENTIAL_PARTS).search(word) and _is_joined_passphrase(value):
+    if not _names_machine_value(word) and _is_joined_passphrase(value):
         return True  # wachtwoord: saddle-velvet-puzzle
     chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
     following = text[first + len(value):first + len(value) + 1]
@@ -1930,10 +1943,10 @@ def _spoken_passphrase(match: Any) -> list:
     colon (`Frasa sandi untuk vault backup: cream arrow brave champion 66`, `(passphrase: a b c d)`)
     or in quotes further on in the line (`the passphrase for the GPG key is "alarm smokey cobalt"`);
     after a password word, four words or more in quotes (`logging in with mot de passe `a b c d``)."""
-    if _regex(_PASSPHRASE_WORD).search(match.group()):
+    if _names_passphrase(match.group()):
         found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[ \t]*(?:\n|$|\))"
                        r"|[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
-    elif not _regex(_MACHINE_CREDENTIAL_PARTS).search(match.group()):
+    elif not _names_machine_value(match.group()):
         found = _regex(r"[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
         found = found or _regex(_SPOKEN_AFTER_CONNECTOR).match(match.string, match.end())
         value = found and found.group(found.lastgroup)
@@ -1958,7 +1971,7 @@ def _answered_password(match: Any) -> list:
     line_end = text.find("\n", match.end(), match.end() + 300)
     if line_end < 0 or not text[match.end():line_end].rstrip().endswith(("?", "？")):
         return []
-    machine = _regex(_MACHINE_CREDENTIAL_PARTS).search(match.group())  # "which creds?": only a machine-made answer
+    machine = _names_machine_value(match.group())  # "which creds?": only a machine-made answer
     answer = _regex(r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
     answer_end = text.find("\n", answer.end(), answer.end() + 300)  # one line, bounded
     for value in _regex(r"[^\s,;/]{4,128}").finditer(text, answer.end(), answer.end() + 300 if answer_end < 0 else answer_end):
