@@ -1245,7 +1245,7 @@ def _accept_flag(match: Any) -> bool:
 def _accept_password_like(match: Any) -> bool:
     """Prose such as `the VPN password is Xk29…`: only values that look like passwords."""
     v = match.group("s")
-    if len(v) < 8 or len(v) > 128 or _is_reference(v) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v):
+    if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
                    any(not c.isalnum() for c in v)))
@@ -1270,7 +1270,7 @@ def _accept_password_flag(match: Any) -> bool:
     mysql, whose `-p VALUE` (with a space) asks for the password and names the database."""
     value = match.group("s").strip("\"'")
     line = _line_before(match.string, match.start())
-    return not value.isdigit() and not _is_reference(value) and not _regex(r"\b(?:mysql|mariadb)\w*\b").search(line)
+    return not value.isdigit() and not _is_reference(value) and not _regex(r"(?<![\w.\-])(?:mysql|mariadb)[\w\-]*[ \t]").search(line)  # not a host mysql.…
 
 
 def _line_before(text: str, position: int, reach: int = 300) -> str:
@@ -1634,6 +1634,8 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
         token = text[first:last]
         if not looks_machine_generated(token) or _is_reference(token) or _regex(_PUBLIC_VALUE).match(token):
             continue
+        if text[first - 1:first] == "<" and text[last:last + 1] == ">":
+            continue  # a placeholder: <YourStrong@Passw0rd>
         if not_after:
             line = _line_before(text, first, first - start)
             if _regex(not_after).search(line):
@@ -1657,15 +1659,18 @@ def _looks_like_password(value: str) -> bool:
 
 
 # A passphrase: four or more words of letters (a digit may close one) joined by one separator.
-_PASSPHRASE = r"[A-Za-z]{2,12}(?P<sep>[-_.])[A-Za-z]{2,12}(?:(?P=sep)[A-Za-z]{2,12}\d{0,4}){2,8}"
+_PASSPHRASE = r"[A-Za-z]{2,14}(?P<sep>[-_.])[A-Za-z]{2,14}(?:(?P=sep)[A-Za-z]{2,14}\d{0,4}){2,8}"
 # Up to five letters and one to three digits, short: names of algorithms and formats (sha256,
 # argon2id, utf8), not a word and its number (poiuyt480, asdfgh76).
 _TECHNICAL_NAME = r"(?=[a-z0-9]{2,9}$)(?:[a-z]{1,5}\d{1,3}){1,2}[a-z]{0,3}"
 
 
 _KEY_NAME_WORDS = frozenset("key keys private public cert certs tls ssl".split())
-# Words no passphrase is made of: a placeholder's, a secret's or a key's name (github-app-private-key).
-_NOT_PASSPHRASE_WORDS = _PLACEHOLDER_WORDS | _SECRET_WORDS | _KEY_NAME_WORDS
+# Words of a resource's name (prod-inventory-db, staging-api-worker), which a passphrase's random words are not.
+_RESOURCE_NAME_WORDS = frozenset("prod production staging stage dev qa db api app svc service server cluster internal"
+                                 " primary replica cache queue worker web".split())
+# Words no passphrase is made of: a placeholder's, a secret's, a key's or a resource's name (github-app-private-key).
+_NOT_PASSPHRASE_WORDS = _PLACEHOLDER_WORDS | _SECRET_WORDS | _KEY_NAME_WORDS | _RESOURCE_NAME_WORDS
 
 
 def looks_like_chosen_password(value: str) -> bool:
@@ -1707,7 +1712,7 @@ _CREDENTIAL_WORDS = (
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
-    r"|passphrase|frase secreta|phrase secr[èe]te|khóa|khoá|bí mật|mã thông báo)\w*"
+    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|암호|토큰|비밀\s?키|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
@@ -1723,7 +1728,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
     r"|aws[ \t]+(?:secretsmanager|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
     r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets|auth[ \t]+(?:print|application-default)"
-    r"|iam[ \t]+service-accounts[ \t]+keys)|az[ \t]+(?:keyvault[ \t]+secret|account[ \t]+get-access-token"
+    r"|iam[ \t]+service-accounts[ \t]+keys[ \t]+(?!list\b))|az[ \t]+(?:keyvault[ \t]+secret|account[ \t]+get-access-token"
     r"|ad[ \t]+sp[ \t]+(?:create-for-rbac|credential)|storage[ \t]+account[ \t]+keys)"
     r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?)|sops[ \t]+(?:-d|--decrypt|decrypt)"
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
@@ -1800,10 +1805,20 @@ def _find_random_tokens(match: Any) -> list:
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
     not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
-             if not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _regex(_HEX_CONNECTOR).fullmatch(text[start:a])
-             or _regex(_HEX_AFTER).search(text[start:a]) and not _regex(_PROSE_HASH_WORDS).search(text[start:a])]
+             if not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a])]
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
     return sorted(spans + given)
+
+
+def _hex_follows_the_word(between: str) -> bool:
+    """Whether a hex run (a commit id, maybe) stands where a credential word gives its value, with
+    `between` between them: right after the word, or after a connector ("… ist 65d2…"), not after
+    words that name a hash; a blank line on only after a colon or `=` ("token:\n\n  4f2c…"), not
+    below a branch's name (`Merge … from acme/fix/password-reset-token`, a blank line, a commit id)."""
+    if between.count("\n") >= 2 and not _regex(r"[:=：]").search(between):
+        return False
+    return bool(_regex(_HEX_CONNECTOR).fullmatch(between)
+                or _regex(_HEX_AFTER).search(between) and not _regex(_PROSE_HASH_WORDS).search(between))
 
 
 _ENGLISH_CREDENTIAL_WORD = r"(?i)pass|secret|token|key|cred|pin|pw|pwd|auth|bearer|session|api|access|private|client|master"
@@ -1897,6 +1912,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True  # wachtwoord: saddle-velvet-puzzle
     chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
     following = text[first + len(value):first + len(value) + 1]
+    if text[first - 1:first] == "<" and following == ">":
+        return False  # a placeholder in angle brackets: Password=<YourStrong@Passw0rd>
     return chosen and not _reads_as_code(value, following) and _may_be_a_password(value)
 
 
@@ -1914,7 +1931,7 @@ def _looks_like_passphrase(value: str) -> bool:
     """Three or more words joined by one separator or in CamelCase, a number at the end maybe
     (breeze_bomb_cargo, walnut.forest.bacon, AnimalChoiceAdaptCigarBlouse): what follows a word
     that names a passphrase, without articles or prepositions."""
-    joined = _regex(r"[A-Za-z]{2,12}(?P<sep>[-_. ])[A-Za-z]{2,12}(?:(?P=sep)[A-Za-z]{2,12}){1,10}(?:(?P=sep)?\d{1,4})?").fullmatch(value)
+    joined = _regex(r"[A-Za-z]{2,14}(?P<sep>[-_. ])[A-Za-z]{2,14}(?:(?P=sep)[A-Za-z]{2,14}){1,10}(?:(?P=sep)?\d{1,4})?").fullmatch(value)
     words = _regex(r"[-_. ]").split(value.lower()) if joined else _regex(r"[A-Z][a-z]{2,11}").findall(value)
     camel = not joined and _regex(r"(?:[A-Z][a-z]{2,11}){3,12}\d{0,4}").fullmatch(value)
     return bool(joined or camel) and len(words) >= 3 and not set(words) & _FUNCTION_WORDS
@@ -1963,13 +1980,19 @@ def _is_spoken_passphrase(value: str) -> bool:
     return not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS
 
 
+# Words that ask, before a credential word on its line, when a chat leaves out the question mark
+# ("whats the pw for the grafana box again").
+_ASKING = r"(?i)(?<![\w'])(?:what'?s|what is|which|where'?s|where is|anyone (?:have|got)|do you (?:have|know))(?![\w'])"
+
+
 def _answered_password(match: Any) -> list:
     """A chat's answer to a question that names a credential: the first password on the next line,
     after the speaker ("[10:43] ana: reporter / meadow-499", "— DragonComet56!, логин j.tanaka"); a
     machine-made value only, when the words name keys, tokens or credentials ("which creds?")."""
     text = match.string
     line_end = text.find("\n", match.end(), match.end() + 300)
-    if line_end < 0 or not text[match.end():line_end].rstrip().endswith(("?", "？")):
+    if line_end < 0 or not (text[match.end():line_end].rstrip().endswith(("?", "？"))
+                            or _regex(_ASKING).search(_line_before(text, match.start(), 80))):
         return []
     machine = _names_machine_value(match.group())  # "which creds?": only a machine-made answer
     answer = _regex(r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
@@ -2182,6 +2205,19 @@ def _find_wrapped_line(match: Any) -> list:
     return random_tokens(match.string, match.start("s"), match.end("s"))
 
 
+def _find_wrapped_log_line(match: Any) -> list:
+    """A log line that continues a credential's machine-made (or redacted) value at the end of the
+    line before, behind the same prefix (a timestamp, a level): its machine-made tokens."""
+    text, end = match.string, match.start()
+    while end > 0 and text[end - 1] in "\r\\":
+        end -= 1
+    line = _line_before(text, end, 2048)
+    prefix = match.group("prefix").rstrip()
+    if not line.startswith(prefix) or not (REDACTED in line or _regex(_CREDENTIAL_WORDS).search(line)):
+        return []
+    return random_tokens(text, match.start("s"), match.end("s")) if _ends_machine_made(text, end) else []
+
+
 def _ends_machine_made(text: str, end: int) -> bool:
     """Whether the token that ends at `end` (after `=` or `:`, `"…` or `'…`) is machine-made or redacted."""
     start = end
@@ -2247,11 +2283,12 @@ def _accept_user_password_base64(match: Any) -> bool:
 
 def _accept_json_web_key_member(match: Any) -> bool:
     """A private member of a JSON Web Key ("d", "p", "k"…): only inside a key (a "kty" nearby), but
-    for the long values of the CRT members ("dp", "dq", "qi"), which no other format names so."""
-    text = match.string
-    if len(match.group("s")) >= 40 and _regex(r"""["']?(?:dp|dq|qi)["']?[ \t]*:""").match(text, match.start()):
+    for the long values of the CRT members ("dp", "dq", "qi"), which no other format names so, and
+    of the members beside one (a key's fragment: "p" and "q" above "dp")."""
+    text, window = match.string, (max(0, match.start() - 2000), match.end() + 2000)
+    if len(match.group("s")) >= 40 and _regex(r"""(?<![\w"'])["']?(?:dp|dq|qi)["']?[ \t]*:""").search(text, *window):
         return True
-    return "kty" in text[max(0, match.start() - 2000):match.end() + 2000]
+    return "kty" in text[window[0]:window[1]]
 
 
 def _accept_mnemonic(match: Any) -> bool:
@@ -3072,6 +3109,25 @@ prose-user-password          chosen                 (?i)\b(?:credentials?|login)
 #   catch: Shared login for the vendor portal: ops@example.com / «wHN73qnm3T0QEx»
 #   keep:  credentials for staging / production are in the vault
 #   catch: the new login is admin / «walnut-comet-river-pine»
+# A Wi-Fi network's key in a note: "SSID Corp-Guest, key X", "wifi: CorpGuest / key X".
+wifi-network-key             chosen                 (?i)(?<![\w\-])(?:wi-?fi|wlan|ssid)(?![\w\-])[^\n]{0,60}?(?<![\w\-])(?:key|psk|pass(?:word)?|pw)(?:[ \t]*[:=][ \t]*|[ \t]+)(?P<s>[^\s,;()"'`]{6,64})
+#   catch: The Wi-Fi in meeting room B: SSID Corp-Guest, key «garden-Copper47»
+#   catch: wifi: CorpGuest / key «Maria1981» (changes monthly)
+#   keep:  wifi: CorpGuest / key rotation is monthly
+#   keep:  the SSID is broadcast; the key is in the binder
+# A user and a password a note gives in quotes, one slash apart, after the words that use them.
+quoted-login-pair            chosen                 (?i)(?<![\w\-])(?:using|with|as|login|creds?|credentials)[ \t:]+(?P<q>[`'"])[\w.+\-@\\]{2,64}(?P=q)[ \t]*/[ \t]*(?P=q)(?P<s>[^\s`'"]{6,64})(?P=q)
+#   catch: Still failing for me. I'm using `jenkins` / `«asdf;lkj!285»` exactly as in the onboarding doc.
+#   catch: log in as "backup" / "«Letmein37?tun»"
+#   keep:  build it using `node` / `npm run build` as usual
+#   keep:  log in with `admin` / `$ADMIN_PASSWORD`
+# `pass X` in a note after a user's name, or a current, old or new one: "(user gitlab-runner, pass X)", "user=… pass=…".
+user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:name)?|login)(?:[ \t]*[:=][ \t]*|[ \t]+)[\w.@\-]{2,64}(?:[ \t]*[,;/][ \t]*|[ \t]+)|(?<![\w\-])(?:current|old|new|temp(?:orary)?|default|initial)[ \t]+)pass(?:[ \t]*[:=][ \t]*|[ \t]+)(?P<s>[^\s()]{6,64}?)(?=[)\].,;]?(?:\s|$))
+#   catch: temp: hardcode db creds for demo (user gitlab-runner, pass «asdf;lkj?376»)
+#   catch: SMTP auth failed user=yuki.emma@example.com pass=«pierre1984» code=535
+#   catch: - [ ] rotate the FTP account (current pass «Puzzjonas32764»)
+#   keep:  user alice, pass the token to the next step
+#   keep:  the new pass rate is 98.5%
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 # It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
 prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
@@ -3310,9 +3366,10 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ kubectl get secret db -o jsonpath='{.data.password}' | base64 -d\n«$parrowcopp3r64»
 #   catch: $ gitlab-rails runner 'puts User.find(1).personal_access_tokens.create(scopes:[:api],name:"ci").token'\n«ctgBs4H5ydeOlpiDylHv»
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
-context-credential-table     table-cells            (?m)^[ \t]*(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
 #   catch: NAME      USER    TOKEN\nbuild     ci      «q8XkL2mR7vTz4WpN9sYb»
+#   catch: # client  server  secret  IP\nops  *  «manzana1985»  *
 #   catch: name,email,password\nAlice Martin,alice@example.com,«Fj@!xeGNYWf5b8FY»\nBob Chen,bob@example.com,«Forest#2022cy»
 #   catch: | device | PIN |\n|---|---|\n| yubikey-ops-1 | «852694» |
 #   keep:  | setting | value |\n|---|---|\n| max_tokens | 4096 |\n| password_min_length | 12 |
@@ -3348,6 +3405,10 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0
 #   keep:  $ cat pandas-4.25.12.jar.sha1\n34699cf1a7e9b2c65c9e76c32ae5f7706d765b32
 #   catch: [15:34:46] DEBUG auth: issued refresh_token=«Fm0QTpHiLIPbiB6f1UfsuLFWTlIBJpftQnB3»\n           «tWjRvNF0GBWbJYa8YH1mQPjmCu0ceMdg» for client web-app
 #   keep:  expected = [2.8335+0.2443j,\n    3.4675+0.2185j,
+# The rest of a credential wrapped onto the next line of a log that repeats its prefix (a timestamp, a level).
+context-wrapped-log-line     wrapped-log-line       \n(?=(?P<prefix>[\d\[][^\n]{7,79}?)[ \t]+(?P<s>[A-Za-z0-9+/=_\-.~]{12,1024}))
+#   catch: 2026-12-01T10:02:11Z DEBUG auth: refresh_token=«XB0tlvNpfiiziTJ6yWcLW3bWnp4SiwC1MztPR9eU»\n2026-12-01T10:02:11Z DEBUG     «8bN9bn5enjTUp7tKR1cLKSItQ9h20fK3Eb2lCxtX» (continued)
+#   keep:  2026-12-01T10:02:11Z INFO request id=9f8e7d6c5b4a39281706f5e4d3c2b1a0\n2026-12-01T10:02:11Z INFO   a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6 cached
 # A triple-quoted string under a name that says secret (Python, TOML, Kotlin, Scala).
 context-quoted-block         block-lines            (?m)^[ \t]*(?:val[ \t]+|var[ \t]+|const[ \t]+)?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
 #   catch: signing_key = """\n«27C9GN63cOSIHStWuiQJM3QxSy/w8XG+44hx23T8EdhL»\n«p/+gWeF+auxL/6D9/z4ahyujhXimXg4+4hhLmPXlQ5CU»\n"""
@@ -3376,7 +3437,7 @@ CONTEXT_FINDERS = {
     "random-tokens": _find_random_tokens, "command-arguments": _find_command_arguments,
     "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
-    "wrapped-line": _find_wrapped_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
+    "wrapped-line": _find_wrapped_line, "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "code-lines": _find_code_lines,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -4228,34 +4289,40 @@ RULE_WORDS = {
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
         "are", "is")),
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login"), ("/",)),
+    "wifi-network-key": ("2ec753e4", ("ssid", "wi", "wlan"), ("ssid", "wi", "wlan"), ("key", "pass", "psk", "pw")),
+    "quoted-login-pair": ("60135a65", ("as", "cred", "credentials", "login", "using", "with"), ("as", "cred",
+        "credentials", "login", "using", "with"), ("/",)),
+    "user-then-pass-in-prose": ("2f2110bb", ("pass",), ("current", "default", "initial", "login", "new", "old", "temp",
+        "user"), ("current", "default", "initial", "login", "new", "old", "temp", "user")),
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
-    "context-credential-word": ("47aeae53", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("cef3defb", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "door",
         "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
         "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč",
         "kunci", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp",
         "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "panel", "parol", "parola", "parool",
-        "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort", "phrase secr", "pin", "psk",
-        "pw", "pwd", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
-        "session", "sifre", "slapta", "sleutel", "token", "tokens", "wachtwoord", "wachtzin", "zugangsdaten", "şifre",
-        "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور",
-        "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌",
-        "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ("access",
-        "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer",
-        "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "client", "contrase", "credential", "creds",
-        "deploy", "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla",
-        "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá",
-        "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "losenfras", "losenord",
-        "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu",
-        "nenosiri", "network", "nsec", "nyckel", "panel", "parol", "parola", "parool", "pass", "passcode", "passord",
-        "passphrase", "passwd", "password", "passwort", "phrase secr", "pin", "private", "psk", "pw", "pwd",
-        "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
-        "service", "session", "sifre", "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord",
-        "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин",
-        "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड",
-        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵",
-        "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "토큰"), ()),
+        "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort", "phrase de passe",
+        "phrase secr", "pin", "psk", "pw", "pwd", "safe", "salasana", "sandi", "schl", "schlüssel", "secret",
+        "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "wachtwoord",
+        "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ",
+        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー",
+        "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀",
+        "비밀번호", "시크릿", "암호", "액세스", "토큰"), ("access", "account", "adgangskode", "admin", "alarm", "anahtar", "api",
+        "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave",
+        "client", "contrase", "credential", "creds", "deploy", "door", "encryption", "frasa sandi", "frase secreta",
+        "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
+        "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence",
+        "license", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau",
+        "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "panel", "parol",
+        "parola", "parool", "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort",
+        "phrase de passe", "phrase secr", "pin", "private", "psk", "pw", "pwd", "recovery", "root", "safe", "salasana",
+        "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre",
+        "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
+        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
+        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
+        "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
+        "암호", "액세스", "토큰"), ()),
     "login-pair-in-prose": ("d9bd0958", ("account", "credential", "creds", "log", "sign", "user"), ("account",
         "credential", "creds", "log", "sign", "user"), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
@@ -4281,7 +4348,7 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("39b1142e", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+    "context-command-output": ("9bf4a265", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
         "configure", "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler",
@@ -4291,13 +4358,14 @@ RULE_WORDS = {
         "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw",
         "printenv", "private", "pwd", "pwgen", "read", "runner", "secret", "secret-tool", "shadow", "solana", "sops",
         "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
-    "context-credential-table": ("45e740b6", ("\n",), (), ()),
+    "context-credential-table": ("92922eac", ("\n",), (), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
     "context-split-literal": ("17763261", (), (), ()),
     "context-wrapped-line": ("76c74966", ("\n",), (), ()),
+    "context-wrapped-log-line": ("42c76d01", ("\n",), (), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         'private', 'psk', 'pwd', 'secret', 'session', 'token'), (), ('"', "'")),
     "context-yaml-block": ("ecfcc96f", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
