@@ -1117,13 +1117,13 @@ def _is_path_or_version(value: str) -> bool:
         return True
     if _regex(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+").fullmatch(v):
         return True  # secret/data/ci:token, db-password:/etc/credstore/db-password
-    return _regex(r"[\^~<>=v]{0,2}\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?").fullmatch(v) is not None
+    return _regex(r"[\^~<>=v]{0,2}\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?|\d+(?:\.\d+){4,}").fullmatch(v) is not None  # also an OID
 
 
 def _looks_random(value: str) -> bool:
     """A value with no spaces that mixes letters and digits over 16+ characters."""
     v = value.strip("\"'")
-    if len(v) < 16 or any(c.isspace() for c in v) or "://" in v or "${" in v or _is_path_or_version(v):
+    if len(v) < 16 or any(c.isspace() for c in v) or "://" in v or "${" in v or _is_path_or_version(v) or _is_escaped_text(v):
         return False
     # Digits and letters both: random keys almost always have both; CamelCaseNames never do.
     return any(c.isdigit() for c in v) and any(c.isalpha() for c in v) and len(set(v)) >= 8
@@ -1148,6 +1148,8 @@ def _accept_assignment(match: Any) -> bool:
     prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
         return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}": code
+    if value[:1] not in "\"'`" and _is_code_value(match, bare):
+        return False
     if strength == 1 and _name_parts(name)[-1] == "pass":  # `pass: 'Summer2021?'` (nodemailer), `pass=Priya1988` in a log
         return (_looks_like_password(bare) or _looks_random(bare) or _is_joined_passphrase(bare)
                 or value[:1] in "\"'`" and looks_like_chosen_password(bare)) and not _is_reference(value)
@@ -1157,15 +1159,49 @@ def _accept_assignment(match: Any) -> bool:
             match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")
             or bare.lower() in ("see", "ask", "check", "use", "in", "via", "from", "stored", "same", "if", "when", "whether")):
         return False  # prose after a colon (`api_key: Refreshing state...`, `password: see 1Password`), a scheme (`Authorization: SSWS …`)
-    if _regex(r"(?i)(?:bearer|basic|token|digest)\s+\S{0,7}").fullmatch(bare):
-        return False  # a scheme and a stand-in in a test: `authorization: 'Bearer abc'`
+    scheme = _regex(r"(?i)(?:bearer|basic|token|digest)\s+(\S*)").fullmatch(bare)
+    if scheme and (len(scheme.group(1)) <= 7 or _is_reference(scheme.group(1))):
+        return False  # a scheme and a stand-in: `authorization: 'Bearer abc'`, `'Bearer <access_token_value>'`
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
         return False  # `kubectl describe secret` prints sizes, not values
     next_char = match.string[match.end("s"):match.end("s") + 8].lstrip(" \t")[:1]
-    if value[:1] not in "\"'`" and bare.isidentifier() and next_char and next_char in ",})" and not any(
-            c.isdigit() for c in bare):
-        return False  # `{ id: key.id, token: raw }`: an object literal in code
+    if value[:1] not in "\"'`" and bare.isidentifier() and next_char and next_char in ",})" and (
+            not any(c.isdigit() for c in bare) or _regex(r"[a-z]+[A-Z][A-Za-z]*\d{1,2}").fullmatch(bare)):
+        return False  # `{ id: key.id, token: raw }`, `{ cancelToken: defaultToConfig2 }`: an object literal in code
+    if _names_a_key(name) and bare.isalpha() and _is_built_of_words(bare):
+        return False  # a key's name, not a key: `"ec2SshKey": "eksKeypair"`
     return bare.strip().lower() not in _NOT_VALUES
+
+
+# Words that begin an expression in code, which no secret's value is: `const credentials = new …`, `void 0`.
+_CODE_KEYWORDS = frozenset("new void await typeof this self cls yield lambda function async require import class".split())
+
+
+def _is_code_value(match: Any, bare: str) -> bool:
+    """Whether an unquoted value is what code computes: a keyword (`new CredentialStore(…)`), a field
+    (`this.#token`, `self.key`), or a name that is a type before its default (`password: FilterOrBool =
+    False`), the middle of a chained assignment (`userid = passwd = acct = ''`), compared
+    (`keepAliveMs === void 0`), or given in a declaration or to a field (`const token = response;`,
+    `env.PWD = cwd;`). A machine-made value stays a secret wherever it stands."""
+    text, end = match.string, match.end("s")
+    if bare.lower() in _CODE_KEYWORDS or _regex(r"(?:this|self|cls)\.#?[A-Za-z_]|![01]$").match(bare):
+        return True  # also minified JavaScript's `!1` (false)
+    if not _regex(r"[A-Za-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)*").fullmatch(bare):
+        return False
+    if _regex(r"[a-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)+").fullmatch(bare) and _regex(r"(?:^|\.)[a-z]+[A-Z]").search(bare) and (
+            not any(map(looks_machine_generated, bare.split(".")))):
+        return True  # a field in camelCase: `runtime2.workspaceCwd` (a passphrase's words are not: Lantern.cobalt.Harbor33)
+    if looks_machine_generated(bare):
+        return False
+    if _regex(r"[ \t]*(?:=(?!=)|===?|!==?|\?[ \t]|\|\|)").match(text, end):
+        return True
+    if text[end:end + 1] in (",", ";", ")", "}") and _regex(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+").fullmatch(bare):
+        return True  # a constant: `key: TASKS_EXTENSION_ID_V2,`
+    if text[match.end("name"):match.start("s")].strip(" \t\"'") == "=" and text[match.end("name"):match.end("name") + 1] == " " and (
+            _regex(r"\w,[ \t]+$").search(_line_before(text, match.start("name"), 200))):
+        return True  # a name a tuple unpacks into: `user, _, secret = res` (not `userName=deploy,password=…`)
+    before = _line_before(text, match.start("name"), 200) + match.group("name")
+    return bool(text[end:end + 1] == ";" and _regex(r"(?:^|[\s({;])(?:const|let|var)[ \t]+[\w$]*$|[\w$]\.[\w$]*$").search(before))
 
 
 _AUTH_SCHEME = r"(?i)(?:bearer|basic|token|digest|bot|apikey|negotiate)\s"  # `Bearer …` names its token, not a label
@@ -1179,10 +1215,16 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
     last, digits = _name_parts(name)[-1], any(map(str.isdigit, bare))
     if " " in bare.strip() and _regex(_CREDENTIAL_WORDS).search(bare) and not _regex(_AUTH_SCHEME).match(bare):
         return True
-    if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6):
-        return True
+    if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6 or " " in bare.strip() and not _regex(_AUTH_SCHEME).match(bare)):
+        return True  # also words with a space (`['token', 'quoted value']`), which no key is
     if last.endswith(("cookie", "cookies")) and not digits:
         return " " in bare or _regex(r"[a-z_]{1,16}(?:[=;,][A-Za-z\-]{0,16})*").fullmatch(bare) is not None
+    if _is_escaped_text(bare) or _regex(r"#[0-9a-fA-F]{3,8}|(?i:base64|hex|utf-?(?:8|16|32)|latin-?1|ascii|binary|iso-8859-\d{1,2})").fullmatch(bare):
+        return True  # text written in \u escapes (a translation), a colour (`Token: "#cccccc"`), an encoding (`sign(key, "base64")`)
+    if _regex(r"[a-z]+(?:[_\-][a-z]+)+").fullmatch(bare) and _regex(_CREDENTIAL_WORDS).search(bare):
+        return True  # a field's name: "registration_access_token", "role-secret-key"
+    if _regex(r"\(\?[:=!<P]|\[\^?\w-\w[\w\-]*\]|ABCDEFGH|abcdefgh|0123456789").search(bare):
+        return True  # a regular expression or an alphabet: `_HEX_PAT = "[0-9A-Fa-f]{1,4}"`
     return last == "pin" and not digits or bare.isdigit() and len(bare) < 4 or _spells_the_name(bare, name)
 
 
@@ -1193,14 +1235,28 @@ def _names_a_key(name: str) -> bool:
 
 
 def _spells_the_name(value: str, name: str) -> bool:
-    """`ALLOW_CREDENTIALS = "allowCredentials"`: a constant that holds its own name."""
-    return _regex(r"[\W_]").sub("", value).lower() == _regex(r"[\W_]").sub("", name).lower()
+    """`ALLOW_CREDENTIALS = "allowCredentials"`: a constant that holds its own name, or words it joins
+    that start or end it or the name (`"Access-Control-Allow-Credentials"`, a header's name;
+    `"api_key_false"`; `SECRET_FIELD_IDP_CLIENT_SECRET = "idp-client-secret"`)."""
+    spelled, named = _regex(r"[\W_]").sub("", value).lower(), _regex(r"[\W_]").sub("", name).lower()
+    if spelled == named:
+        return True
+    joined = _regex(r"[A-Za-z0-9]+[-_.][A-Za-z]").match(value) is not None
+    shorter, longer = sorted((spelled, named), key=len)
+    return len(shorter) >= 6 and joined and (longer.endswith(shorter) or longer.startswith(shorter))
+
+
+def _is_escaped_text(value: str) -> bool:
+    """`\\u0422\\u043E\\u043A…`, `Autentica\\xE7\\xE3o`: text written in \\u or \\x escapes (JSON,
+    JavaScript, Python), two fifths of it or more."""
+    escapes = _regex(r"\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}").findall(value) if "\\" in value else ()
+    return len(escapes) >= 2 and sum(map(len, escapes)) * 5 >= len(value) * 2
 
 
 def _is_plain_words(value: str) -> bool:
     """`ollama`, `lm-studio`, `Comment`, `http.cookies`, `__root__`, a sentence: words, which a key or
     a token never is."""
-    return bool(_regex(r"[A-Za-z][a-z]+(?:[-_][a-z]+)?|[a-z]+(?:\.[a-z]+){1,3}|[^\s]+(?:\s+[^\s]+){3,}").fullmatch(value.strip("_")))
+    return bool(_regex(r"[A-Za-z][a-z]+(?:[-_][a-z]+)?|[a-z]+(?:\.[a-z]+\d*){1,3}|[^\s]+(?:\s+[^\s]+){3,}").fullmatch(value.strip("_")))
 
 
 def _accept_after_colon(match: Any, value: str, bare: str) -> bool:
@@ -1307,7 +1363,11 @@ def _accept_encoded_private_key(match: Any) -> bool:
 
 
 def _accept_header_token(match: Any) -> bool:
+    """`Authorization: Bearer …`: a value long enough or with a digit, but not one that code computes
+    (`authorization: credentials.token_type + …`, `set("authorization", authorizationHeader)`)."""
     value = match.group("s")
+    if _regex(r"[A-Za-z_$]+(?:\.[A-Za-z_$]+)+|[a-z]+(?:[A-Z][a-z]+)+\)?").fullmatch(value) and _is_built_of_words(value.rstrip(")")):
+        return False
     return not _is_reference(value) and (len(value) >= 20 or any(c.isdigit() for c in value) and len(value) >= 8)
 
 
@@ -1375,6 +1435,8 @@ def _accept_chosen(match: Any) -> bool:
     """A value in a place that holds passwords but also other words: only one a person chose or a
     machine made (not `done`, not an md5 hash)."""
     value = match.group("s").strip("\"'")
+    if value.startswith("//"):
+        return False  # a URL's rest: `[2] https://en.wikipedia.org/wiki/Toposort#Algorithms`
     return not _is_reference(value) and (looks_machine_generated(value) or _looks_like_password(value)
                                           or looks_like_chosen_password(value))
 
@@ -1494,6 +1556,8 @@ def _looks_like_prose_secret(value: str) -> bool:
         return False  # an email or scp target, a host name, an image (`postgres:16`), a UUID
     if _regex(r"\.?[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)").match(v):
         return False  # code: `os.urandom(32)`, `varchar(255)`, `hashlib.sha256)`, jq's `.runs[0].status`
+    if _regex(r"\)[.(\]}]|[A-Za-z_$][\w$]*\.[A-Za-z_$][\w$]*\(|^![A-Za-z_$][\w$]*\.|\?\.").search(v):
+        return False  # code: `utils$1.findKey(headers`, `(tokens / 1e3).toFixed(1)`, `!keys_1_1.done`
     if _regex(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*").fullmatch(v):
         parts = _regex(r"[-_.]").split(v)
         if v.isupper():
@@ -1538,6 +1602,8 @@ _NOT_RANDOM_STARTS = (
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
 _NOT_RANDOM_MARKS = (
     r"://|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
+    r"|\\u[0-9A-Fa-f]{4}\\u[0-9A-Fa-f]{4}"  # text in \u escapes
+    r"|\?\.[A-Za-z_$]|^!!?[A-Za-z_$][\w$]*\.|\\[sdwSDW][*+?{]"  # code (`slot?.clientInformation`, `!!type.contextTypes`), a regex
     r"|(?i:(?:^|[@:=\-])(?:sha(?:1|224|256|384|512)?|md5|h1|zh|blake2b?|xxh\d*|crc32c?)[:\-])")
 # Object ids that public APIs print (Stripe, OpenAI, Anthropic, cloud resources): names, not keys.
 _OBJECT_ID = (r"^(?:req|msg|cus|pi|ch|sub|evt|in|pm|seti|src|acct|price|prod|asst|run|thread|file|batch|org|proj"
@@ -1558,6 +1624,8 @@ def looks_machine_generated(token: str) -> bool:
     n = len(token)
     if not _RANDOM_LENGTHS[0] <= n <= _RANDOM_LENGTHS[1]:
         return False
+    if _regex(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$]+)+").fullmatch(token):
+        return False  # names of code joined by dots, with no digit after the first: entry.midTurnMessageQueue.length
     if _regex(r"(?:0x)?(?:[0-9a-f]+|[0-9A-F]+)").fullmatch(token):
         return n >= _MIN_HEX  # no shape below is all hex
     lower, upper = any(map(str.islower, token)), any(map(str.isupper, token))
@@ -1681,8 +1749,8 @@ def looks_like_chosen_password(value: str) -> bool:
     long run of mixed case (ahGhVusPgNpmweX); not a reference, path, URL, address, version, date,
     short hex id, technical name (sha256) or a name in capitals."""
     v = value
-    if not 6 <= len(v) <= 128 or not v.isascii() or any(map(str.isspace, v)):
-        return False  # (a value run on into the words of a language without spaces is not one)
+    if not 6 <= len(v) <= 128 or not v.isascii() or any(map(str.isspace, v)) or _regex(r"[*_~`]+@?[A-Z]+[*_~`]+").fullmatch(v):
+        return False  # (a value run on into the words of a language without spaces is not one; markdown's **@DEPRECATED**)
     letters, digits = any(map(str.isalpha, v)), any(map(str.isdigit, v))
     symbols, upper = not v.isalnum(), any(map(str.isupper, v))
     if _regex(_PASSPHRASE).fullmatch(v):
@@ -1803,9 +1871,12 @@ def _find_random_tokens(match: Any) -> list:
     text, start = match.string, match.start("s")
     if _regex(_NOT_SECRET_BEFORE_WORD).search(text[max(0, match.start() - 14):match.start()]):
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
+    if _regex(r"arn:[\w\-]+:[\w\-]+:[\w\-*]*:[\w*]*:$").search(_line_before(text, match.start(), 120)):
+        return []  # a resource's name: arn:aws:secretsmanager:*:*:secret:rds-beta-us-east-1!*
     not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
-             if not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a])]
+             if (not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
+             and not _names_itself(match.group(), text[a:b])]
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
     return sorted(spans + given)
 
@@ -1914,7 +1985,16 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     following = text[first + len(value):first + len(value) + 1]
     if text[first - 1:first] == "<" and following == ">":
         return False  # a placeholder in angle brackets: Password=<YourStrong@Passw0rd>
-    return chosen and not _reads_as_code(value, following) and _may_be_a_password(value)
+    if not chosen_counts and following in (",", ";", ")", "}", ".") and _regex(r"[a-z]+(?:[A-Z][a-z]*)+\d{0,2}").fullmatch(value):
+        return False  # a variable in code: `{ sessionId: sessionId2, … }`, `cancelToken: defaultToConfig2,`
+    return chosen and not _reads_as_code(value, following) and _may_be_a_password(value) and not _names_itself(word, value)
+
+
+def _names_itself(word: str, value: str) -> bool:
+    """Whether a value holds the credential word that names it, which a key, a token or a session's
+    id a machine made never does: `sessionId2.length` after `sessionId` is code."""
+    named = word.lower().replace(" ", "")
+    return len(named) >= 5 and _names_machine_value(word) and named in value.lower()
 
 
 def _is_joined_passphrase(value: str) -> bool:
@@ -2059,7 +2139,7 @@ def _find_command_arguments(match: Any) -> list:
 
 # Names of algorithms and curves, which calls that sign or encrypt take beside their key.
 _ALGORITHM_NAME = (r"(?i)(?:aes|des|3des|rsa|hs|rs|es|ps|sha|hmac|chacha20|xchacha20|blowfish|camellia|md5|ed25519"
-                   r"|ed448|secp256[kr]1|p-?\d{3}|prime256v1)[\w\-]*")
+                   r"|ed448|secp256[kr]1|p-?\d{3}|prime256v1|cram-|scram-|digest-md5|ntlm|xoauth2)[\w\-]*")  # also SASL's mechanisms
 
 
 def _find_call_literals(match: Any) -> list:
@@ -2202,6 +2282,8 @@ def _find_wrapped_line(match: Any) -> list:
     line = _line_before(text, end, 2048)
     if not (_regex(r"\S[\s=:]+[^\s=:]+$").search(line) or line.strip() == REDACTED) or not _ends_machine_made(text, end):
         return []
+    if _regex(r"[ \t]*[\w$.]+[ \t]*=(?!=)|[^\n]*;[ \t]*$").match(text, match.start("s"), match.end("s")):
+        return []  # a statement of code (`offscreenSubtreeIsHidden = flags;`), which a wrapped token is not
     return random_tokens(match.string, match.start("s"), match.end("s"))
 
 
@@ -2569,6 +2651,7 @@ authorization-header         header-token           (?i){WORD_START}(?:proxy-)?a
 #   catch: curl -H 'Authorization: Basic «ZXhhbXBsZTpleGFtcGxl»' https://api.example.com
 #   catch: Authorization: SSWS «00xTMHRAclHzOwKRaR0fhEYkm3BrycEV»
 #   keep:  curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com
+#   keep:  authorization: credentials.token_type + " " + tokens.access_token
 # AuthenticationHeaderValue("Bearer", "…")
 scheme-and-token-arguments   header-token           ["'](?:Bearer|Basic|Token)["']\s*,\s*["'](?P<s>[^"'\n]{8,1024})["']
 #   catch: new AuthenticationHeaderValue("Bearer", "«EXAMPLEexample0123456789»");
@@ -2900,6 +2983,7 @@ tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-
 #   keep:  {:username, "deploy"}
 #   keep:  jq 'keys' prints ["password", "username"]
 #   keep:  if type in ("pin", "roller"):
+#   keep:  return signer.sign(privateKey, "base64");
 client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|authenticate|set_credentials)\s*[=(]\s*\(?\s*["'][^"'\n]{1,100}["']\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: client.get(url).basic_auth("admin", Some("«AjhqFcZqF?8p»"))
 #   keep:  client.get(url).basic_auth("admin", Some(&password))
@@ -2948,6 +3032,7 @@ quoted-user-password-line    chosen                 (?m)^[ \t]*"[\w.@\-]{1,100}"
 host-user-password-line      chosen                 (?m)^[ \t]*(?:\[[\w.\-]+\](?::\d+)?|[\w\-]+(?:\.[\w\-]+)+(?::\d+)?)[ \t]+[^\s:]{1,100}:(?P<s>\S{1,256})[ \t]*$
 #   catch: [mail.example.com]:587 relay@example.com:«Harbor-Kite-Mint-42»
 #   keep:  smtp.example.com level:info
+#   keep:  [2] https://en.wikipedia.org/wiki/Toposort#Algorithms
 # Kafka's JAAS: user_NAME="password" inside a login module.
 jaas-user-password           jaas-user              \buser_[\w.\-]{1,80}[ \t]*=[ \t]*"(?P<s>[^"\n]{1,1024})"
 #   catch: KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n  user_alice="«Velvet-Pike-80»";\n};
@@ -3096,6 +3181,11 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  Set-Cookie: sessionid=; expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/
 #   keep:  token = !vault |
 #   catch: $ cat secrets/smtp.txt\nuser=mailer\npass=«copper-velvet-tiger»
+#   keep:  const token = this.#token;
+#   keep:  def input_dialog(password: FilterOrBool = False, style: BaseStyle | None = None):
+#   keep:  userid = passwd = acct = ''
+#   keep:  ALLOW_CREDENTIALS = "Access-Control-Allow-Credentials"
+#   keep:  Auth: "\u0410\u0443\u0442\u0435\u043D\u0442\u0438\u0444\u0438\u043A\u0430\u0446\u0438\u044F",
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -3105,6 +3195,7 @@ prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|
 #   catch: the API token is «11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b7c»
 #   keep:  the token is valid for 3600 seconds
 #   keep:  Firebase web config apiKey is public by design; appId: 1:701022540854:web:e0c6f6ce
+#   keep:  "Show daily token usage statistics.": "\u041F\u043E\u043A\u0430\u0437\u0430\u0442\u044C \u0434\u043D\u0435\u0432\u043D\u0443\u044E",
 prose-user-password          chosen                 (?i)\b(?:credentials?|login)\b[^\n]{0,40}?[\w.@\-]+[ \t]+/[ \t]+(?P<s>[^\s/]{8,128}?)(?=[.,;!?]?(?:\s|$))
 #   catch: Shared login for the vendor portal: ops@example.com / «wHN73qnm3T0QEx»
 #   keep:  credentials for staging / production are in the vault
@@ -3147,6 +3238,8 @@ prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'
 #   keep:  pass base_1=False, to correspond to the loc value passed to the parse action.)
 #   catch: Decision: keep the shared SMB account for now (user `svc-scan`, pass `«Granite9255#»`) and revisit in sprint 14.
 #   keep:  Redis key cache:user:788574:profile TTL 300
+#   keep:  const key = utils$1.findKey(headers, header);
+#   keep:  return `${(tokens / 1e3).toFixed(1)}k`;
 # An AWS secret access key: 40 base64 characters near the word "secret".
 aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
 #   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lm2Xr5K»"
@@ -3260,6 +3353,8 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: heslo: «zxcvbn111». (ask tomas42 before rotating)
 #   keep:  export const SECRET_MANAGER_REGION = 'eu-central-1';
 #   keep:  $ gh secret list\nNAME                  UPDATED\nNPM_TOKEN             about 1 month ago\nSLACK_WEBHOOK_URL     about 3 months ago
+#   keep:  data: { sessionId: sessionId2, reason }
+#   keep:  "Resource":"arn:aws:secretsmanager:*:*:secret:rds-beta-us-east-1!*"
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -3405,6 +3500,7 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0
 #   keep:  $ cat pandas-4.25.12.jar.sha1\n34699cf1a7e9b2c65c9e76c32ae5f7706d765b32
 #   catch: [15:34:46] DEBUG auth: issued refresh_token=«Fm0QTpHiLIPbiB6f1UfsuLFWTlIBJpftQnB3»\n           «tWjRvNF0GBWbJYa8YH1mQPjmCu0ceMdg» for client web-app
 #   keep:  expected = [2.8335+0.2443j,\n    3.4675+0.2185j,
+#   keep:  trace Xk29mPq7zLw3Rt5Vb8Nc4\n    prevOffscreenSubtreeWasHidden = offscreenSubtreeWasHidden;
 # The rest of a credential wrapped onto the next line of a log that repeats its prefix (a timestamp, a level).
 context-wrapped-log-line     wrapped-log-line       \n(?=(?P<prefix>[\d\[][^\n]{7,79}?)[ \t]+(?P<s>[A-Za-z0-9+/=_\-.~]{12,1024}))
 #   catch: 2026-12-01T10:02:11Z DEBUG auth: refresh_token=«XB0tlvNpfiiziTJ6yWcLW3bWnp4SiwC1MztPR9eU»\n2026-12-01T10:02:11Z DEBUG     «8bN9bn5enjTUp7tKR1cLKSItQ9h20fK3Eb2lCxtX» (continued)
