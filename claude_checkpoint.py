@@ -1301,6 +1301,8 @@ def _accept_flag(match: Any) -> bool:
 def _accept_password_like(match: Any) -> bool:
     """Prose such as `the VPN password is Xk29…`: only values that look like passwords."""
     v = match.group("s")
+    if _regex(r"_[A-Za-z]\w*").fullmatch(v):
+        return False  # a private name in code: `password.translate(_trans_36)`
     if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
@@ -1764,8 +1766,8 @@ def looks_like_chosen_password(value: str) -> bool:
         shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
     if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$").search(v):
         return False  # a URL, an e-mail address, a date, a time, a host name
-    if _regex(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(v) or _is_identifier_like(v):
-        return False  # also a cloud region: us-west-2, us-central1
+    if _regex(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|[A-Z]{2,10}-\d{1,6}|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(v) or _is_identifier_like(v):
+        return False  # also a cloud region (us-west-2, us-central1), a ticket's or a standard's id (PEP-0263, JIRA-4411)
     return not _is_reference(v) and not _is_path_or_version(v)
 
 
@@ -1937,7 +1939,7 @@ def _given_password(match: Any) -> list:
         sign = given.groupdict().get("sign")
         if _regex(_NOT_A_SECRET_BEFORE).search(text[start:given.start(group)]) or position > start and sign:
             return []  # `password for user svc_backup2024`; past a value, only words lead to the next
-        worded = sign in (":", "：") and _regex(r"[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)"
+        worded = sign in (":", "：") and _regex(r"(?<![^\W_])[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)", not 0x33bb
         if _is_given_password(word, _value_span(given, group, text), not sign or prose or worded, text, given.start(group)):
             return [_value_span(given, group)]
         position = given.start(group)
@@ -1965,7 +1967,8 @@ def _may_be_a_password(value: str) -> bool:
     A leading $ is the password's own when no variable is named so (`$BreezeOrchid49`: _is_reference)."""
     shape = value[1:] if value[:1] == "$" and _is_mixed_password(value[1:]) else value
     return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(value) and not _is_masked_or_public(value)
-            and not _regex(_ALGORITHM_NAME).fullmatch(value))
+            and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(r"\\[ux][0-9a-fA-F]{2}|[A-Z]{2,10}-\d{1,6}$").match(value))
+    # (nor an escape, \u03bcw, nor a ticket's or a standard's id: PEP-0263, JIRA-4411)
 
 
 def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, first: int) -> bool:
