@@ -1081,6 +1081,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE); a password manager's name
     if _regex(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}").fullmatch(v):
         return True  # abc123, foobar
+    if _regex(r"(?:[A-Z][a-z]+)+(?:Value|Name|Key|Id)\d{0,2}").fullmatch(v):
+        return True  # what a usage text names: `TagKey1=TagValue1`, `ParameterKey1=ParameterValue1`
     if any(map(str.isdigit, v)):
         return False
     if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
@@ -1184,8 +1186,8 @@ def _is_code_value(match: Any, bare: str) -> bool:
     (`keepAliveMs === void 0`), or given in a declaration or to a field (`const token = response;`,
     `env.PWD = cwd;`). A machine-made value stays a secret wherever it stands."""
     text, end = match.string, match.end("s")
-    if bare.lower() in _CODE_KEYWORDS or _regex(r"(?:this|self|cls)\.#?[A-Za-z_]|![01]$").match(bare):
-        return True  # also minified JavaScript's `!1` (false)
+    if bare.lower() in _CODE_KEYWORDS or _regex(r"(?:this|self|cls)\.#?[A-Za-z_]|![01]$|!!?[A-Za-z_$][\w$]*\.[A-Za-z_$]").match(bare):
+        return True  # also minified JavaScript's `!1` (false), `!!this.memoryCache.credentials`
     if not _regex(r"[A-Za-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)*").fullmatch(bare):
         return False
     if _regex(r"[a-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)+").fullmatch(bare) and _regex(r"(?:^|\.)[a-z]+[A-Z]").search(bare) and (
@@ -1195,6 +1197,8 @@ def _is_code_value(match: Any, bare: str) -> bool:
         return False
     if _regex(r"[ \t]*(?:=(?!=)|===?|!==?|\?[ \t]|\|\|)").match(text, end):
         return True
+    if "." in match.group("name") and _regex(r"[ \t]*&&").match(text, end):
+        return True  # `this.passphrase = raw && raw.trim() ? …`
     if text[end:end + 1] in (",", ";", ")", "}") and _regex(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+").fullmatch(bare):
         return True  # a constant: `key: TASKS_EXTENSION_ID_V2,`
     if text[match.end("name"):match.start("s")].strip(" \t\"'") == "=" and text[match.end("name"):match.end("name") + 1] == " " and (
@@ -1558,7 +1562,7 @@ def _looks_like_prose_secret(value: str) -> bool:
         return False  # an email or scp target, a host name, an image (`postgres:16`), a UUID
     if _regex(r"\.?[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)").match(v):
         return False  # code: `os.urandom(32)`, `varchar(255)`, `hashlib.sha256)`, jq's `.runs[0].status`
-    if _regex(r"\)[.(\]}]|[A-Za-z_$][\w$]*\.[A-Za-z_$][\w$]*\(|^![A-Za-z_$][\w$]*\.|\?\.").search(v):
+    if _regex(r"[)\]][.(\]}]|[A-Za-z_$][\w$]*\.[A-Za-z_$][\w$]*\(|^![A-Za-z_$][\w$]*\.|\?\.|^\$\w+\[").search(v):
         return False  # code: `utils$1.findKey(headers`, `(tokens / 1e3).toFixed(1)`, `!keys_1_1.done`
     if _regex(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*").fullmatch(v):
         parts = _regex(r"[-_.]").split(v)
@@ -1606,6 +1610,7 @@ _NOT_RANDOM_MARKS = (
     r"://|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
     r"|\\u[0-9A-Fa-f]{4}\\u[0-9A-Fa-f]{4}"  # text in \u escapes
     r"|\?\.[A-Za-z_$]|^!!?[A-Za-z_$][\w$]*\.|\\[sdwSDW][*+?{]"  # code (`slot?.clientInformation`, `!!type.contextTypes`), a regex
+    r"|^(?:GHSA|CVE|PYSEC|RUSTSEC|GO)-\w"  # an advisory's id: GHSA-MQG3-3V4R-CM32
     r"|(?i:(?:^|[@:=\-])(?:sha(?:1|224|256|384|512)?|md5|h1|zh|blake2b?|xxh\d*|crc32c?)[:\-])")
 # Object ids that public APIs print (Stripe, OpenAI, Anthropic, cloud resources): names, not keys.
 _OBJECT_ID = (r"^(?:req|msg|cus|pi|ch|sub|evt|in|pm|seti|src|acct|price|prod|asst|run|thread|file|batch|org|proj"
@@ -1706,6 +1711,8 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
             continue
         if text[first - 1:first] == "<" and text[last:last + 1] == ">":
             continue  # a placeholder: <YourStrong@Passw0rd>
+        if text[first - 1:first] == "\\" and token[:1] in "ux":
+            continue  # the rest of an escape: \uFF1A/curator
         if not_after:
             line = _line_before(text, first, first - start)
             if _regex(not_after).search(line):
@@ -1967,8 +1974,8 @@ def _may_be_a_password(value: str) -> bool:
     A leading $ is the password's own when no variable is named so (`$BreezeOrchid49`: _is_reference)."""
     shape = value[1:] if value[:1] == "$" and _is_mixed_password(value[1:]) else value
     return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(value) and not _is_masked_or_public(value)
-            and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(r"\\[ux][0-9a-fA-F]{2}|[A-Z]{2,10}-\d{1,6}$").match(value))
-    # (nor an escape, \u03bcw, nor a ticket's or a standard's id: PEP-0263, JIRA-4411)
+            and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(r"\\[ux][0-9a-fA-F]{2}|[A-Z]{2,10}-\d{1,6}$|#[0-9a-fA-F]{3,8}$").match(value))
+    # (nor an escape, \u03bcw, a ticket's or a standard's id, PEP-0263, JIRA-4411, nor a colour: `Token.String: "#AB0909"`)
 
 
 def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, first: int) -> bool:
@@ -3243,6 +3250,7 @@ prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'
 #   keep:  Redis key cache:user:788574:profile TTL 300
 #   keep:  const key = utils$1.findKey(headers, header);
 #   keep:  return `${(tokens / 1e3).toFixed(1)}k`;
+#   keep:  tokens[tokens.length - 1].value = value;
 # An AWS secret access key: 40 base64 characters near the word "secret".
 aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
 #   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lm2Xr5K»"
@@ -3358,6 +3366,8 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  $ gh secret list\nNAME                  UPDATED\nNPM_TOKEN             about 1 month ago\nSLACK_WEBHOOK_URL     about 3 months ago
 #   keep:  data: { sessionId: sessionId2, reason }
 #   keep:  "Resource":"arn:aws:secretsmanager:*:*:secret:rds-beta-us-east-1!*"
+#   keep:  Token.Name.Builtin.Dynamic: "#68175A",
+#   keep:  the cache interceptor is vulnerable to GHSA-MQG3-3V4R-CM32, see the advisory
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
