@@ -946,6 +946,8 @@ _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken).
 _NOT_SECRET_QUALIFIERS = frozenset("hashed existing page continuation pagination cursor next".split())
+# First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
+_MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
 _NOT_SECRET_BEFORE_WORD = r"(?i)(?:%s)[ _\-]?$" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
@@ -978,6 +980,8 @@ def secret_strength(name: str) -> int:
         parts.pop()  # SESSION_TOKEN_B64 is a token
     if parts[-2:] == ["secret", "id"]:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
+    if len(parts) > 1 and parts[0] in _MESSAGE_WORDS:
+        return 0  # a message's or a label's name: ERROR_INVALID_PASSWORD = "E7306", LABEL_PASSWORD
     if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET:
         return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest, nextPageToken a cursor
     last = parts[-1]
@@ -1408,8 +1412,8 @@ def _accept_call_password(match: Any) -> bool:
     a person chose or a machine made; not after a host name (`smtp.example.org`) or a name with
     capitals, nor a path, an address, a version or a word."""
     text, user, value = match.string, match.group("user"), match.group("s")[1:-1]
-    if not _regex(r"(?i)(?:cn|uid)=").match(user) and (_regex(r"\.[a-z]{2,6}$|^\d|[A-Z]").search(user)):
-        return False  # a host, a number, a name in code: `connect("db.example.org", "…")`
+    if "@" not in user and not _regex(r"(?i)(?:cn|uid)=").match(user) and (_regex(r"\.[a-z]{2,6}$|^\d|[A-Z]").search(user)):
+        return False  # a host, a number, a name in code: `connect("db.example.org", "…")` (an address is a user)
     opening = text.rfind("(", max(0, match.start() - 400), match.start() + 1)
     called = _regex(r"[\w.:\[\]]{1,80}$").search(text[max(0, opening - 80):opening]) if opening >= 0 else None
     if called is None or ")" in text[opening:match.start()] or not _regex(_CONNECTING_CALL).search(called.group()):
@@ -1492,7 +1496,7 @@ _PROSE_SECRET_PARTS = ("backup", "contrase", "cred", "has", "kennwort", "key", "
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
-    r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
+    r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number|item)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = r"(?i)[)\]'\"`]*\s+(?:is|was|as|will be|=)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
 _PROSE_CONNECTOR = r"(?i)(?:\b(?:is|was|are|to|now|be|becomes|into|use|using)|[=:(\u2192]|->)\s*$"
@@ -1739,7 +1743,7 @@ def _looks_like_password(value: str) -> bool:
 _PASSPHRASE = r"[A-Za-z]{2,14}(?P<sep>[-_.])[A-Za-z]{2,14}(?:(?P=sep)[A-Za-z]{2,14}\d{0,4}){2,8}"
 # Up to five letters and one to three digits, short: names of algorithms and formats (sha256,
 # argon2id, utf8), not a word and its number (poiuyt480, asdfgh76).
-_TECHNICAL_NAME = r"(?=[a-z0-9]{2,9}$)(?:[a-z]{1,5}\d{1,3}){1,2}[a-z]{0,3}"
+_TECHNICAL_NAME = r"(?=[a-z0-9]{2,9}$)(?:[a-z]{1,4}\d{1,3}|[a-z]{5}\d{1,2}){1,2}[a-z]{0,3}"
 
 
 _KEY_NAME_WORDS = frozenset("key keys private public cert certs tls ssl".split())
@@ -1784,7 +1788,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|pin(?:[ \-]?code)?|(?:alarm|door|gate|safe|lock|panel|keypad)[ \-]?codes?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|pin(?:[ \-]?code)?|puk|(?:alarm|door|gate|safe|lock|panel|keypad)[ \-]?codes?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -1803,7 +1807,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|op[ \t]+(?:read|item[ \t]+get|document[ \t]+get|inject)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|[\w\-]*rails[ \t]+runner[^\n]*token|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
     r"|keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
-    r"|aws[ \t]+(?:secretsmanager|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
+    r"|aws[ \t]+(?:secretsmanager(?![ \t]+(?:list|describe)-)|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
     r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets|auth[ \t]+(?:print|application-default)"
     r"|iam[ \t]+service-accounts[ \t]+keys[ \t]+(?!list\b))|az[ \t]+(?:keyvault[ \t]+secret|account[ \t]+get-access-token"
     r"|ad[ \t]+sp[ \t]+(?:create-for-rbac|credential)|storage[ \t]+account[ \t]+keys)"
@@ -1812,7 +1816,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+tokens?[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
-    r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b")
+    r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b")
 # A prompt line: the end of what the command before it printed.
 _PROMPT_LINE = r"[ \t]*(?:PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?[$%>❯]|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
@@ -1835,15 +1839,40 @@ _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
+def _word_alternation(words: str) -> str:
+    """A pattern for any of words (split by |), their common starts written once, as in a trie:
+    re tries the branches of an alternation one by one at each place, so `is|it|in` costs three tries
+    where `i(?:s|t|n)` costs one. For words a boundary follows: a longer word is tried first. Built
+    without re (a start-up must not import it); the words hold no character special to re."""
+    trie: dict = {}
+    for word in words.split("|"):
+        node = trie
+        for character in word:
+            node = node.setdefault(character, {})
+        node[""] = {}
+
+    def branch(node: dict) -> str:
+        branches = [character + branch(child) for character, child in node.items() if character]
+        if not branches:
+            return ""
+        if len(branches) == 1 and ("" not in node or len(branches[0]) == 1):
+            body = branches[0]  # one way on: no group needed
+        else:
+            body = "(?:" + "|".join(branches) + ")"
+        return body + "?" if "" in node else body
+    return branch(trie)
+
+
 # What joins a credential word to its value in a sentence, in the languages sessions are written
 # in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "is still", "→", "->" in prose,
 # particles (は, 은).
-_CONNECTOR = (r"(?:(?<![\w'’])(?:is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora"
-              r"|adesso|nu|nyt|nå|on|ni|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو"
-              r"|still|noch|encore|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё"
-              r"|είναι|היא|הוא|คือ|ficou|fica|became|becomes|stał się|стал|стала|currently"
-              r"|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|(?:changed|set|reset|updated) to"
-              r"|mudou para|alterada para|cambió a|cambiada a|geändert (?:in|zu|auf)|changé en|changé pour)(?![\w'’\-])"
+_CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
+    "is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|on|ni"
+    "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|a|auf|still|noch|encore"
+    "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
+    "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
+    "|reset to|updated to|mudou para|alterada para|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
+    "|changé pour") + r")(?![\w'’\-])"
               r"|c'est|是|为|為|は|는|은|이|가|है|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
@@ -1971,8 +2000,9 @@ def _value_span(found: Any, group: str, text: str = "") -> Any:
 def _may_be_a_password(value: str) -> bool:
     """What every password-shaped value found in a context must also pass: not a URL, path, date,
     UUID or digest (_has_not_random_shape), a reference, a masked or public value, an algorithm's name.
-    A leading $ is the password's own when no variable is named so (`$BreezeOrchid49`: _is_reference)."""
-    shape = value[1:] if value[:1] == "$" and _is_mixed_password(value[1:]) else value
+    A leading $ or . is the password's own when no variable or file is named so (`$BreezeOrchid49`, `.WINTEr821`)."""
+    shape = value[1:] if value[:1] == "$" and _is_mixed_password(value[1:]) or value[:1] == "." and _regex(
+        r"(?=[^.]*[a-z])(?=[^.]*[A-Z])(?=[^.]*\d)[^./]+").fullmatch(value[1:]) else value  # .WINTEr821 is no hidden file
     return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(value) and not _is_masked_or_public(value)
             and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(r"\\[ux][0-9a-fA-F]{2}|[A-Z]{2,10}-\d{1,6}$|#[0-9a-fA-F]{3,8}$").match(value))
     # (nor an escape, \u03bcw, a ticket's or a standard's id, PEP-0263, JIRA-4411, nor a colour: `Token.String: "#AB0909"`)
@@ -1982,7 +2012,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     """Whether value, given after the credential word, is a password: a PIN's digits after a PIN,
     a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
     path, an address, a masked or public value."""
-    if (word.lower().startswith(("pin", "пин", "code pin", "暗証番号")) or word.lower().rstrip("s").endswith("code")) and _regex(
+    if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号")) or word.lower().rstrip("s").endswith("code")) and _regex(
             r"\d{4,8}").fullmatch(value):  # a PIN, an alarm's or a door's code
         return True
     if _regex(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value):
@@ -1991,6 +2021,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True  # violet.river.limone.nick after "passphrase" is no host name
     if not _names_machine_value(word) and _is_joined_passphrase(value):
         return True  # wachtwoord: saddle-velvet-puzzle
+    chosen_counts = chosen_counts and not (_names_machine_value(word) and _regex(r"[a-z]+-\d+").fullmatch(value))  # a token's name: "ci-956"
     chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
     following = text[first + len(value):first + len(value) + 1]
     if text[first - 1:first] == "<" and following == ">":
@@ -2050,6 +2081,8 @@ def _spoken_passphrase(match: Any) -> list:
     colon (`Frasa sandi untuk vault backup: cream arrow brave champion 66`, `(passphrase: a b c d)`)
     or in quotes further on in the line (`the passphrase for the GPG key is "alarm smokey cobalt"`);
     after a password word, four words or more in quotes (`logging in with mot de passe `a b c d``)."""
+    if not _regex(r"[a-z]{3,14}[ \t][a-z]{3,14}[ \t][a-z]{3,14}").search(match.string, match.end(), match.end() + 400):
+        return []  # no three small words in a row close after the word: a cheap look before the costly ones
     if _names_passphrase(match.group()):
         found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[ \t]*(?:\n|$|\))"
                        r"|[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
@@ -2182,7 +2215,8 @@ def _find_call_literals(match: Any) -> list:
 _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|[ \t])(?:go)?pass[ \t]+(?:show[ \t]+)?[\w./\-]+[ \t]*$"
                          r"|op[ \t]+read|bw[ \t]+get[ \t]+password|bw[ \t]+(?:unlock|login)[^\n]*--raw|lpass[ \t]+show[^\n]*--password|base64[ \t]+(?:-d|--decode|-D)"
                          r"|auth[ \t]+token|auth:token|print-access-token|get-login-password|secret-tool[ \t]+lookup"
-                         r"|keyring[ \t]+get|output[ \t]+-raw|--plain\b|get-access-token[^\n]*-o[ \t]+tsv|initial-password")
+                         r"|keyring[ \t]+get|output[ \t]+-raw|--plain\b|get-access-token[^\n]*-o[ \t]+tsv|initial-password"
+                         r"|nmcli[^\n]*[ \t](?:-s|--show-secrets)[^\n]*[ \t]-g[ \t]+\S*(?:psk|password)")
 
 
 def _find_printed_secrets(match: Any) -> list:
@@ -2238,6 +2272,7 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple) -> tuple:
         value = row[a:b].strip()
         if index in pins and value and (_looks_like_password(value) or looks_machine_generated(value)
                                         or looks_like_chosen_password(value) or _is_joined_passphrase(value)
+                                        or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) and _is_spoken_passphrase(value)
                                         or pins[index] and _regex(r"\d{4,8}").fullmatch(value)):
             first = a + row[a:b].index(value)
             found.append((first, first + len(value)))
@@ -2292,8 +2327,8 @@ def _find_wrapped_line(match: Any) -> list:
     line = _line_before(text, end, 2048)
     if not (_regex(r"\S[\s=:]+[^\s=:]+$").search(line) or line.strip() == REDACTED) or not _ends_machine_made(text, end):
         return []
-    if _regex(r"[ \t]*[\w$.]+[ \t]*=(?!=)|[^\n]*;[ \t]*$").match(text, match.start("s"), match.end("s")):
-        return []  # a statement of code (`offscreenSubtreeIsHidden = flags;`), which a wrapped token is not
+    if _regex(r"[ \t]*[\w$.]+[ \t]*=(?!=)|[^\n]*;[ \t]*$").match(text, match.start("s"), match.end("s")) or _in_public_block(text, end):
+        return []  # a statement of code (`offscreenSubtreeIsHidden = flags;`), a certificate's line: no wrapped token
     return random_tokens(match.string, match.start("s"), match.end("s"))
 
 
@@ -2833,12 +2868,13 @@ password-hash-tool           argument               \b(?:openssl[ \t]+passwd|mkp
 #   catch: usermod -p "$(openssl passwd -6 '«ngBBo>Nv0xzGnw»')" deploy
 #   catch: mkpasswd -m sha-512 «Xk29!mPq7z»
 #   keep:  openssl passwd -6 -stdin < new-password.txt
-wifi-passphrase              argument               \b(?:wpa_passphrase[ \t]+{ARG}|nmcli\b{COMMAND}[ \t](?:[\w\-]*\.psk|[\w\-]*\.password|password|wep-key\d)|iwconfig\b{COMMAND}[ \t]key(?:[ \t]+s:|[ \t]+))[ \t]*{TOOL_VALUE}
+wifi-passphrase              argument               \b(?:wpa_passphrase[ \t]+{ARG}|nmcli\b{COMMAND}[ \t](?:[\w\-]*\.psk|[\w\-]*\.password|password|wep-key\d)|iwconfig\b{COMMAND}[ \t]key(?:[ \t]+s:|[ \t]+))[ \t]*(?!(?:connection|con|show|device|dev)[ \t]){TOOL_VALUE}
 #   catch: wpa_passphrase "HomeNet" '«ridge~134~Basil~Harbor»' | sudo tee -a /etc/wpa_supplicant/wpa_supplicant.conf
 #   catch: nmcli con modify lab-wifi wifi-sec.key-mgmt wpa-psk wifi-sec.psk «98yuZ-yvHRlf»
 #   catch: iwconfig wlan0 essid legacy-lab key s:«J8xrR1z2n0oT6»
 #   keep:  wpa_passphrase HomeNet < /dev/tty >> /etc/wpa_supplicant/wpa_supplicant.conf
 #   keep:  nmcli --ask dev wifi connect "Office-5G"
+#   keep:  sudo nmcli -s -g 802-11-wireless-security.psk connection show "Home-5G"
 oracle-user-password         not-reference          (?i)(?=[sceird \t])(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*=?[ \t]*)?|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>[^\s@/"']{1,256})(?=[@\s"']|$)
 #   catch: sqlplus system/«kDoewo7zNv-y»@//db.example.com:1521/ORCLPDB1 @grants.sql
 #   catch: expdp userid=scott/«Tiger-2024x»@orcl directory=dp dumpfile=x.dmp
@@ -2908,6 +2944,10 @@ openvpn-inline-credentials   argument               --(?:auth-user-pass|vault-pa
 #   catch: openvpn --config office.ovpn --auth-user-pass <(printf '%s\\n' deploy '«G4l4xy*85»')
 #   keep:  openvpn --config office.ovpn --auth-user-pass <(printf '%s\\n' "$VPN_USER" "$VPN_PASS")
 #   catch: ansible-vault decrypt vars.yml --vault-password-file <(echo '«hvezda rocket falcon primavera kwiatek»')
+# A user and a password printf writes to a credentials file: `printf '%s\n%s\n' user '…' > /etc/openvpn/auth.txt`.
+printf-credentials-file      argument               \bprintf[ \t]+(?P<f>['"])%s\\n%s(?:\\n)?(?P=f)[ \t]+(?:"[^"\n]{1,64}"|'[^'\n]{1,64}'|[^\s'"]{1,64})[ \t]+(?P<s>"[^"\n]{1,128}"|'[^'\n]{1,128}'|[^\s'">|]{1,128})[ \t]*>>?[ \t]*[^\s;&|]*(?i:auth|pass|cred|secret|login)
+#   catch: printf '%s\\n%s\\n' "jdoe" "«Priya2005*»" > /etc/openvpn/auth.txt && chmod 600 /etc/openvpn/auth.txt
+#   keep:  printf '%s\\n%s\\n' "$VPN_USER" "$VPN_PASS" > /etc/openvpn/auth.txt
 # Maven's master password (settings-security.xml).
 maven-master-password        not-reference          <settingsSecurity>\s*<master>(?P<s>[^<\s][^<\n]{0,500})</master>
 #   catch: <settingsSecurity><master>«ingrid.pirate21»</master></settingsSecurity>
@@ -3196,6 +3236,7 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  userid = passwd = acct = ''
 #   keep:  ALLOW_CREDENTIALS = "Access-Control-Allow-Credentials"
 #   keep:  Auth: "\u0410\u0443\u0442\u0435\u043D\u0442\u0438\u0444\u0438\u043A\u0430\u0446\u0438\u044F",
+#   keep:  ERROR_INVALID_PASSWORD = "E7306"  # error code, shown to user as "Invalid password"
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
@@ -3223,7 +3264,7 @@ quoted-login-pair            chosen                 (?i)(?<![\w\-])(?:using|with
 #   keep:  build it using `node` / `npm run build` as usual
 #   keep:  log in with `admin` / `$ADMIN_PASSWORD`
 # `pass X` in a note after a user's name, or a current, old or new one: "(user gitlab-runner, pass X)", "user=… pass=…".
-user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:name)?|login)(?:[ \t]*[:=][ \t]*|[ \t]+)[\w.@\-]{2,64}(?:[ \t]*[,;/][ \t]*|[ \t]+)|(?<![\w\-])(?:current|old|new|temp(?:orary)?|default|initial)[ \t]+)pass(?:[ \t]*[:=][ \t]*|[ \t]+)(?P<s>[^\s()]{6,64}?)(?=[)\].,;]?(?:\s|$))
+user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:name)?|login)(?:[ \t]*[:=][ \t]*|[ \t]+)[\w.@\-]{2,64}(?:[ \t]*[,;/][ \t]*|[ \t]+)|(?<![\w\-])(?:current|old|new|temp(?:orary)?|default|initial|use|using|with)[ \t]+)pass(?:[ \t]*[:=][ \t]*|[ \t]+)(?P<s>[^\s()]{6,64}?)(?=[)\].,;]?(?:\s|$))
 #   catch: temp: hardcode db creds for demo (user gitlab-runner, pass «asdf;lkj?376»)
 #   catch: SMTP auth failed user=yuki.emma@example.com pass=«pierre1984» code=535
 #   catch: - [ ] rotate the FTP account (current pass «Puzzjonas32764»)
@@ -3368,6 +3409,11 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  "Resource":"arn:aws:secretsmanager:*:*:secret:rds-beta-us-east-1!*"
 #   keep:  Token.Name.Builtin.Dynamic: "#68175A",
 #   keep:  the cache interceptor is vulnerable to GHSA-MQG3-3V4R-CM32, see the advisory
+#   catch: Ticket #971: el usuario jdoe no puede entrar; le reseteé la clave a «Mateo1976»
+#   catch: fix(db): Passwort für Testnutzer auf «.SILVEr430» gesetzt
+#   catch: The PIN for the YubiKey PIV slot is «482913», PUK is «617902» — store them in the safe.
+#   keep:  2026-03-07T21:00:38Z audit: user ahmed@corp.example.org created personal access token "ci-956" (scopes: read_api)
+#   keep:  DB_PASSWORD=op://Infra/postgres-prod/password   # op run --env-file .env.tpl (item jphol1vm5gnhul2t6munledn4p)
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -3420,12 +3466,18 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: auth := smtp.PlainAuth("", "emma@contoso.local", "«Cit!M70bAIfeGFRcxhvbAxmN0Uj_D.zs»", "smtp.example.co")
 #   catch: try keychainItem.savePassword("«Tomasz1979!»")
 #   catch: auto cipher = Aes256Gcm(std::string("«azerty!16»"));
+# A literal a keychain stores under a key that names a credential (KeychainAccess: `keychain.set(value, key:)`).
+keychain-set-value           not-reference          \.set\([ \t]*(?P<s>"[^"\n]{4,256}")[ \t]*,[ \t]*(?:key|forKey):[ \t]*"[\w.\-]*(?i:pass|secret|token|key|cred|pin)
+#   catch: try keychain.set("«Gravel1830!»", key: "dbPassword")
+#   keep:  try keychain.set(newPassword, key: "dbPassword")
+#   keep:  try keychain.set("dark", key: "theme")
 # A user and a password as neighbouring string arguments of any call, in any language:
 # `mysql_real_connect(conn, host, "etl_user", "…", …)`, `simple_bind_s("cn=admin,…", "…")`.
-user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<user>[A-Za-z_][\w.\-]{0,31}|(?i:cn|uid)=[^"'\n]{1,200})(?P=q)(?=[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}'))
+user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<user>[A-Za-z_][\w.\-+]{0,31}(?:@[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,4})?|(?i:cn|uid)=[^"'\n]{1,200})(?P=q)(?=[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}'))
 #   catch: if (!mysql_real_connect(conn, "db-05.internal", "etl_user", "«3mqgV=rLM!4QtHhOD4e_»", "app", 3306, NULL, 0))
 #   catch: conn.simple_bind_s("cn=admin,dc=example,dc=org", "«Oliver.Kitten.24»")
 #   catch: Net::SMTP.start('smtp.example.org', 587, 'localhost', 'reporter', '«Maria_Castle-63»', :login)
+#   catch: Net::SMTP.start('smtp.acme.io', 587, 'acme.io', 'noreply@acme.io', '«3GAkVy3s7XtH3HRgbbkX»', :login) do |smtp|
 #   keep:  conn = psycopg2.connect("db.example.org", "5432")
 #   catch: mosquitto_username_pw_set(mosq, "ci_bot34", "«Manzana.37»");
 #   keep:  createCipheriv("aes-256-gcm", key, iv)
@@ -3473,6 +3525,7 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ bw unlock --passwordenv BW_PASSWORD --raw\n«8+nwk8b2c9qxZa9fXf5vqblzirPtdMcwy7Yg9jMW»
 #   catch: $ kubectl get secret db -o jsonpath='{.data.password}' | base64 -d\n«$parrowcopp3r64»
 #   catch: $ gitlab-rails runner 'puts User.find(1).personal_access_tokens.create(scopes:[:api],name:"ci").token'\n«ctgBs4H5ydeOlpiDylHv»
+#   keep:  $ aws secretsmanager list-secrets --query 'SecretList[].Name'\n[\n    "prod/api/token",\n    "staging/jwt-signing-key-389"\n]
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
@@ -4081,7 +4134,7 @@ def _is_masked_or_public(value: str) -> bool:
 def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
     """The span of a named rule's match to replace (none if its check refuses the match): the
     value without its quotes, and a bare value that filled its bound followed to its end."""
-    if rule.accept is not None and not rule.accept(match):
+    if rule.accept is not None and not rule.accept(match) or _in_public_block(match.string, match.start()):
         return ()
     start, end = match.span("s")
     value = match.group("s")
@@ -4094,6 +4147,14 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
     elif len(value) >= _BARE_VALUE_CAP:
         end = _end_of_bare_value(match.string, end)  # a 400-character session token goes whole
     return ((start, end),)
+
+
+def _in_public_block(text: str, position: int) -> bool:
+    """Whether position is inside the body of a certificate or a public key (PEM, PGP), whose lines
+    are public: after its `-----BEGIN …-----` line, before its end."""
+    begin = text.rfind("-----BEGIN ", max(0, position - 16384), position)
+    return begin >= 0 and "-----END " not in text[begin:position] and _regex(
+        r"-----BEGIN (?:CERTIFICATE|[A-Z ]*PUBLIC KEY|PGP PUBLIC KEY BLOCK|X509 CRL|NEW CERTIFICATE REQUEST|CERTIFICATE REQUEST)-----").match(text, begin) is not None
 
 
 def _end_of_bare_value(text: str, end: int) -> int:
@@ -4297,7 +4358,7 @@ RULE_WORDS = {
     "dscl-new-password": ("5e719f81", ("-passwd",), ("dscl",), ("dscl",)),
     "ldap-new-password": ("871cdd8a", ("ldappasswd",), ("ldappasswd",), ("-",)),
     "password-hash-tool": ("a17ef675", ("mkpasswd", "openssl"), ("mkpasswd", "openssl"), ()),
-    "wifi-passphrase": ("ec0916ac", ("iwconfig", "nmcli", "wpa_passphrase"), ("iwconfig", "nmcli", "wpa_passphrase"),
+    "wifi-passphrase": ("f8881b83", ("iwconfig", "nmcli", "wpa_passphrase"), ("iwconfig", "nmcli", "wpa_passphrase"),
         ()),
     "oracle-user-password": ("52aca0dc", ("conn", "dgmgrl", "expdp", "impdp", "rman", "sqlldr", "sqlplus"), (), ("/",)),
     "archive-password": ("648e456a", ("7z", "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ("7z",
@@ -4322,6 +4383,7 @@ RULE_WORDS = {
     "openvpn-inline-credentials": ("12856c91", ("--auth-user-pass", "--passphrase-file", "--passwd-file",
         "--password-file", "--vault-password-file"), ("--auth-user-pass", "--passphrase-file", "--passwd-file",
         "--password-file", "--vault-password-file"), ("echo", "printf")),
+    "printf-credentials-file": ("334ae43b", ("printf",), ("printf",), ("%s\\n%s",)),
     "maven-master-password": ("73b8ea3f", ("<settingssecurity>",), ("<settingssecurity>",), ("</master>",)),
     "here-string-after-user": ("b9d9383b", ("<<<",), ("--login", "--user", "-u"), ("-",)),
     "required-module-key": ("a9e88df5", ("require(",), ("require(",), (")(",)),
@@ -4401,18 +4463,19 @@ RULE_WORDS = {
     "wifi-network-key": ("2ec753e4", ("ssid", "wi", "wlan"), ("ssid", "wi", "wlan"), ("key", "pass", "psk", "pw")),
     "quoted-login-pair": ("60135a65", ("as", "cred", "credentials", "login", "using", "with"), ("as", "cred",
         "credentials", "login", "using", "with"), ("/",)),
-    "user-then-pass-in-prose": ("2f2110bb", ("pass",), ("current", "default", "initial", "login", "new", "old", "temp",
-        "user"), ("current", "default", "initial", "login", "new", "old", "temp", "user")),
+    "user-then-pass-in-prose": ("cc521b1a", ("pass",), ("current", "default", "initial", "login", "new", "old", "temp",
+        "use", "user", "using", "with"), ("current", "default", "initial", "login", "new", "old", "temp", "use",
+        "user", "using", "with")),
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
-    "context-credential-word": ("cef3defb", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("490c0180", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "door",
         "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
         "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč",
         "kunci", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp",
         "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "panel", "parol", "parola", "parool",
         "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort", "phrase de passe",
-        "phrase secr", "pin", "psk", "pw", "pwd", "safe", "salasana", "sandi", "schl", "schlüssel", "secret",
+        "phrase secr", "pin", "psk", "puk", "pw", "pwd", "safe", "salasana", "sandi", "schl", "schlüssel", "secret",
         "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "wachtwoord",
         "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ",
         "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー",
@@ -4425,10 +4488,10 @@ RULE_WORDS = {
         "license", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau",
         "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "panel", "parol",
         "parola", "parool", "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort",
-        "phrase de passe", "phrase secr", "pin", "private", "psk", "pw", "pwd", "recovery", "root", "safe", "salasana",
-        "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre",
-        "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
-        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
+        "phrase de passe", "phrase secr", "pin", "private", "psk", "puk", "pw", "pwd", "recovery", "root", "safe",
+        "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session",
+        "sifre", "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wachtzin", "wi", "wlan",
+        "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
         "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
         "암호", "액세스", "토큰"), ()),
@@ -4449,7 +4512,8 @@ RULE_WORDS = {
         "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "save", "sdk", "session",
         "set", "setapikey", "setauth", "setcredential", "settoken", "sign", "signer", "signwith", "store", "update",
         "withcredential", "withtoken"), ("(",)),
-    'user-then-password-literal': ('5c34e345', (',',), (), ('"', "'")),
+    "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
+    'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd"), (":",)),
     "context-credential-class": ("a457a697", ("auth", "credential", "key", "password", "secret", "signer", "token"),
@@ -4457,16 +4521,16 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("9bf4a265", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+    "context-command-output": ("f5fb3a36", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
         "configure", "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler",
         "echo", "env", "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
         "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519",
         "id_rsa", "initial-password", "inject", "inspect", "item", "keyfile", "keypair", "keyring", "keystore",
-        "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "mnemonic", "openssl", "pass", "passw",
-        "printenv", "private", "pwd", "pwgen", "read", "runner", "secret", "secret-tool", "shadow", "solana", "sops",
-        "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
+        "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "mnemonic", "nmcli", "openssl", "pass",
+        "passw", "printenv", "private", "pwd", "pwgen", "read", "runner", "secret", "secret-tool", "shadow", "solana",
+        "sops", "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-credential-table": ("92922eac", ("\n",), (), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
