@@ -869,7 +869,8 @@ ADVERSARIAL_CONTEXTS = (
     '"\n ' * 33000, '"Xk29mPq7zLw4Rt8VbN3c" + ' * 4000, 'secret = """\n' * 8000, "x login " * 12000, "aKey" * 25000,
     "a,b,password\n" + "x,y,Xk29mPq7zLw4Rt8VbN3c\n" * 4000, "kind: Secret\ndata:\n" + "  a: Zm9vYmFy\n" * 7000,
     'Key("' * 25000, "AuthX(" * 16000, 'htpasswd -b /etc/nginx/.htpasswd reporting "mD24nmHJ9:73i"' * 1750,
-    "cf auth admin Cf-Pass-2024x" * 3700, "| user | password |\n|---|---|\n" * 3300)
+    "cf auth admin Cf-Pass-2024x" * 3700, "| user | password |\n|---|---|\n" * 3300,
+    "PIN is " * 12000, "pin a " * 16000)  # a credential word and a connector at every word: the dearest for context-credential-word
 
 
 class TestRedaction(unittest.TestCase):
