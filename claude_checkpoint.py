@@ -1566,7 +1566,7 @@ def _looks_like_prose_secret(value: str) -> bool:
         return False  # an email or scp target, a host name, an image (`postgres:16`), a UUID
     if _regex(r"\.?[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)").match(v):
         return False  # code: `os.urandom(32)`, `varchar(255)`, `hashlib.sha256)`, jq's `.runs[0].status`
-    if _regex(r"[)\]][.(\]}]|[A-Za-z_$][\w$]*\.[A-Za-z_$][\w$]*\(|^![A-Za-z_$][\w$]*\.|\?\.|^\$\w+\[").search(v):
+    if _regex(r"[)\]][.(\[\]}]|[A-Za-z_$][\w$]*\.[A-Za-z_$][\w$]*\(|^![A-Za-z_$][\w$]*\.|\?\.|^\$\w+\[").search(v):
         return False  # code: `utils$1.findKey(headers`, `(tokens / 1e3).toFixed(1)`, `!keys_1_1.done`
     if _regex(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*").fullmatch(v):
         parts = _regex(r"[-_.]").split(v)
@@ -1606,7 +1606,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies: the shapes
 # of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
 _NOT_RANDOM_STARTS = (
-    r"[$%{<@~.:]|/(?!\S*[+=])|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
+    r"[$%{<@~.:]|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
     r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|" + _FIREBASE_APP_ID + "$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
@@ -1868,11 +1868,12 @@ def _word_alternation(words: str) -> str:
 # particles (は, 은).
 _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|on|ni"
-    "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|a|auf|still|noch|encore"
+    "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|mudou para|alterada para|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour") + r")(?![\w'’\-])"
+              r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
               r"|c'est|是|为|為|は|는|은|이|가|है|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
@@ -2004,7 +2005,7 @@ def _may_be_a_password(value: str) -> bool:
     shape = value[1:] if value[:1] == "$" and _is_mixed_password(value[1:]) or value[:1] == "." and _regex(
         r"(?=[^.]*[a-z])(?=[^.]*[A-Z])(?=[^.]*\d)[^./]+").fullmatch(value[1:]) else value  # .WINTEr821 is no hidden file
     return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(value) and not _is_masked_or_public(value)
-            and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(r"\\[ux][0-9a-fA-F]{2}|[A-Z]{2,10}-\d{1,6}$|#[0-9a-fA-F]{3,8}$").match(value))
+            and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(r"[^\\]*\\[ux][0-9a-fA-F]{2}|[A-Z]{2,10}-\d{1,6}$|#[0-9a-fA-F]{3,8}$").match(value))
     # (nor an escape, \u03bcw, a ticket's or a standard's id, PEP-0263, JIRA-4411, nor a colour: `Token.String: "#AB0909"`)
 
 
