@@ -1043,7 +1043,7 @@ def _is_reference(value: str) -> bool:
     if value[:1] == "`" and any(map(str.isspace, v)):
         return True  # `cat /tmp/session.tok`: a command's output
     first = v[0]
-    named_like_a_password = first == "$" and _is_mixed_password(v[1:])  # $Crimson58asdfgh is no variable
+    named_like_a_password = first == "$" and _is_dollar_password(v)  # $Crimson58asdfgh is no variable
     if (first in "$%" and _regex(_LEADING_REFERENCE).match(v) and not named_like_a_password) or (first == "@" and _regex(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)").fullmatch(v)):
         return True
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
@@ -1056,6 +1056,12 @@ def _is_reference(value: str) -> bool:
     if any(c in v for c in "${#%") and (_regex(_INTERPOLATION).search(v) or _is_template(v)) and not named_like_a_password:
         return True
     return _is_placeholder(v)
+
+
+def _is_dollar_password(v: str) -> bool:
+    """A password that starts with `$`, which no variable is named so: `$Crimson58asdfgh`
+    (_is_mixed_password), or a letter or two and a symbol, as people write `$h@d0w13`."""
+    return _is_mixed_password(v[1:]) or _regex(r"\$[A-Za-z]{1,2}[@!#%&*][^\s$]*\d[^\s$]*").fullmatch(v) is not None
 
 
 def _is_mixed_password(v: str) -> bool:
@@ -1566,7 +1572,7 @@ def _looks_like_prose_secret(value: str) -> bool:
         return False  # an email or scp target, a host name, an image (`postgres:16`), a UUID
     if _regex(r"\.?[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[)\]]|$)").match(v):
         return False  # code: `os.urandom(32)`, `varchar(255)`, `hashlib.sha256)`, jq's `.runs[0].status`
-    if _regex(r"[)\]][.(\[\]}]|[A-Za-z_$][\w$]*\.[A-Za-z_$][\w$]*\(|^![A-Za-z_$][\w$]*\.|\?\.|^\$\w+\[").search(v):
+    if _regex(r"[)\]][.(\[\]}]|[A-Za-z_$][\w$]*\.[A-Za-z_$][\w$]*\(|^![A-Za-z_$][\w$]*\.|\?\.|^\$\w+\[|::<|\(&").search(v):
         return False  # code: `utils$1.findKey(headers`, `(tokens / 1e3).toFixed(1)`, `!keys_1_1.done`
     if _regex(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*").fullmatch(v):
         parts = _regex(r"[-_.]").split(v)
@@ -1822,7 +1828,7 @@ _PROMPT_LINE = r"[ \t]*(?:PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?[$%>❯]|[\
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
-_TABLE_HEADER_CELL = r"[A-Za-z\u00c0-\uffff][\w.()/#\-]{0,30}(?![\w.()/#\-])(?: [\w.()/#\-]{1,30}(?![\w.()/#\-])){0,4}"
+_TABLE_HEADER_CELL = r"[A-Za-z\u00c0-\uffff][\w.()/#\-']{0,30}(?![\w.()/#\-'])(?: [\w.()/#\-']{1,30}(?![\w.()/#\-'])){0,4}"
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
@@ -1872,7 +1878,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|mudou para|alterada para|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
-    "|changé pour") + r")(?![\w'’\-])"
+    "|changé pour|literally|actually|simply|basically") + r")(?![\w'’\-])"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
               r"|c'est|是|为|為|は|는|은|이|가|है|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
@@ -2002,7 +2008,7 @@ def _may_be_a_password(value: str) -> bool:
     """What every password-shaped value found in a context must also pass: not a URL, path, date,
     UUID or digest (_has_not_random_shape), a reference, a masked or public value, an algorithm's name.
     A leading $ or . is the password's own when no variable or file is named so (`$BreezeOrchid49`, `.WINTEr821`)."""
-    shape = value[1:] if value[:1] == "$" and _is_mixed_password(value[1:]) or value[:1] == "." and _regex(
+    shape = value[1:] if value[:1] == "$" and _is_dollar_password(value) or value[:1] == "." and _regex(
         r"(?=[^.]*[a-z])(?=[^.]*[A-Z])(?=[^.]*\d)[^./]+").fullmatch(value[1:]) else value  # .WINTEr821 is no hidden file
     return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(value) and not _is_masked_or_public(value)
             and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(r"[^\\]*\\[ux][0-9a-fA-F]{2}|[A-Z]{2,10}-\d{1,6}$|#[0-9a-fA-F]{3,8}$").match(value))
@@ -2053,20 +2059,21 @@ def _looks_like_passphrase(value: str) -> bool:
     """Three or more words joined by one separator or in CamelCase, a number at the end maybe
     (breeze_bomb_cargo, walnut.forest.bacon, AnimalChoiceAdaptCigarBlouse): what follows a word
     that names a passphrase, without articles or prepositions."""
-    joined = _regex(r"[A-Za-z]{2,14}(?P<sep>[-_. ])[A-Za-z]{2,14}(?:(?P=sep)[A-Za-z]{2,14}){1,10}(?:(?P=sep)?\d{1,4})?").fullmatch(value)
+    joined = _regex(r"[^\W\d_]{2,14}(?P<sep>[-_. ])[^\W\d_]{2,14}(?:(?P=sep)[^\W\d_]{2,14}){1,10}(?:(?P=sep)?\d{1,4})?").fullmatch(value)
     words = _regex(r"[-_. ]").split(value.lower()) if joined else _regex(r"[A-Z][a-z]{2,11}").findall(value)
     camel = not joined and _regex(r"(?:[A-Z][a-z]{2,11}){3,12}\d{0,4}").fullmatch(value)
     return bool(joined or camel) and len(words) >= 3 and not set(words) & _FUNCTION_WORDS
 
 
 # Three to twelve lowercase words and a number maybe, with spaces: a passphrase said in words.
-_SPOKEN_PASSPHRASE = r"[a-z]{3,14}(?:[ \t][a-z]{3,14}){2,11}(?:[ \t]\d{1,4})?"
+_SMALL_WORD = r"[a-zß-öø-ÿ]{3,14}"  # a word in small letters, Latin-1's too (bärchen, corazón)
+_SPOKEN_PASSPHRASE = _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD + r"){2,11}(?:[ \t]\d{1,4})?"
 
 
 # After a password word and a connector, four to eight words that end the line or the clause
 # ("staging admin password: silver sparrow mariposa velvet (ask Lukas)", "… is orbit tundra river maple").
-_SPOKEN_AFTER_CONNECTOR = (r"(?i:[^\n\"'«“`]{0,80}?(?:[:：=][ \t]*|" + _CONNECTOR + r"[ \t]+))(?P<v>(?-i:[a-z]{3,14}(?:[ \t][a-z]{3,14}){3,7}))"
-                           r"[ \t]*(?=\n|$|\(|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")
+_SPOKEN_AFTER_CONNECTOR = (r"(?i:[^\n\"'«“`]{0,80}?(?:[:：=][ \t]*|" + _CONNECTOR + r"[ \t]+))(?P<v>(?-i:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD
+                           + r"){3,7}))[ \t]*(?=\n|$|\(|[\"'`]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")  # also the end of a quoted line
 # Words of sentences, which a passphrase said in words would not be made of: "password: make sure it works".
 _COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
     all also any ask asked been being can could did does done each even every few first get gets got had here how just
@@ -2082,7 +2089,7 @@ def _spoken_passphrase(match: Any) -> list:
     colon (`Frasa sandi untuk vault backup: cream arrow brave champion 66`, `(passphrase: a b c d)`)
     or in quotes further on in the line (`the passphrase for the GPG key is "alarm smokey cobalt"`);
     after a password word, four words or more in quotes (`logging in with mot de passe `a b c d``)."""
-    if not _regex(r"[a-z]{3,14}[ \t][a-z]{3,14}[ \t][a-z]{3,14}").search(match.string, match.end(), match.end() + 400):
+    if not _regex(_SMALL_WORD + r"[ \t]" + _SMALL_WORD + r"[ \t]" + _SMALL_WORD).search(match.string, match.end(), match.end() + 400):
         return []  # no three small words in a row close after the word: a cheap look before the costly ones
     if _names_passphrase(match.group()):
         found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[ \t]*(?:\n|$|\))"
@@ -2230,7 +2237,7 @@ def _find_printed_secrets(match: Any) -> list:
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
     first_line = _regex(r"[ \t]*(\S{4,256})[ \t]*(?:\n|$)").match(text, start, end)
     single = _regex(_SINGLE_VALUE_COMMAND).search(text[match.start():start].rstrip("\n").split(";")[0])
-    if first_line and single and "|" not in single.string[single.end():]:  # not `… --plain | wc -c`
+    if first_line and single and not _regex(r"\||(?<!2)>").search(single.string[single.end():]):  # not `… --plain | wc -c`, `> /dev/null` (`2>` still prints)
         value = first_line.group(1)
         printed_dollar = _regex(r"\$\w+").fullmatch(value)  # output is never a variable's name: $parrowcopp3r64
         if (printed_dollar or not _is_reference(value)) and not _is_path_or_version(value) and "://" not in value and not _regex(
@@ -2403,10 +2410,10 @@ def _accept_user_password_base64(match: Any) -> bool:
     import binascii
     blob = match.group("s")
     try:
-        decoded = binascii.a2b_base64(blob + "=" * (-len(blob) % 4)).decode("ascii")
+        decoded = binascii.a2b_base64(blob + "=" * (-len(blob) % 4)).decode("utf-8")
     except (binascii.Error, ValueError):
         return False
-    return _regex(r"[\w.@\\\-+]{1,100}:(?!//)[\x21-\x7e]{1,200}").fullmatch(decoded) is not None
+    return _regex(r"[\w.@\\\-+]{1,100}:(?!//)[^\s\x00-\x1f\x7f]{1,200}").fullmatch(decoded) is not None  # also Gr\u00fcnkohl!52
 
 
 def _accept_json_web_key_member(match: Any) -> bool:
@@ -2688,6 +2695,7 @@ base64-user-password         user-password-base64   (?i)(?:auth|ident|basic|cred
 #   catch: _auth=«Y2k6UzNjcmV0UGFzcw==»
 #   catch: npmAuthIdent: "«ZGVwbG95OmhhcmJvcjE3»"
 #   keep:  {"auths": {"registry.example.com": {"auth": "", "identitytoken": "${TOKEN}"}}}
+#   catch: //npm.example.com/:_auth=«YnVpbGQ6R3LDvG5rb2hsITUy»
 # The values of a Kubernetes Secret: base64 under data:, plain under stringData:.
 kubernetes-secret-data       kubernetes-secret-data (?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\r?\n(?=(?P<s>(?:(?P=indent)[ \t]+[^\n]*(?:\n|$)){1,200}))
 #   catch: apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ndata:\n  DATABASE_URL: «cG9zdGdyZXM6Ly9hcHA6czNjcmV0QGRiOjU0MzIvYXBw»\n  ca.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t
@@ -2808,9 +2816,10 @@ powershell-secure-string     not-reference          (?i)ConvertTo-SecureString(?
 #   catch: $pw = ConvertTo-SecureString "«Tr0ub4dor&3»" -AsPlainText -Force
 #   catch: Set-ADAccountPassword -Identity admin2 -Reset -NewPassword (ConvertTo-SecureString -AsPlainText '«N)SWedA2mTLYP»' -Force)
 #   keep:  $pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force
-netrc-password               -                      \bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)
+netrc-password               not-reference          \bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)
 #   catch: machine ftp.example.com login deploy password «Jupiter#9»
 #   keep:  machine ftp.example.com login deploy
+#   keep:  machine api.example.com\n  login ci-bot\n  password ${NETRC_PASSWORD}
 # Passwords given as arguments to account and credential commands, across systems.
 net-user-password            argument               (?i)\bnet(?:\.exe)?[ \t]+user[ \t]+{ARG}[ \t]+{TOOL_VALUE}
 #   catch: net user alice «Tr1cky!Pass» /add
@@ -2949,6 +2958,19 @@ openvpn-inline-credentials   argument               --(?:auth-user-pass|vault-pa
 printf-credentials-file      argument               \bprintf[ \t]+(?P<f>['"])%s\\n%s(?:\\n)?(?P=f)[ \t]+(?:"[^"\n]{1,64}"|'[^'\n]{1,64}'|[^\s'"]{1,64})[ \t]+(?P<s>"[^"\n]{1,128}"|'[^'\n]{1,128}'|[^\s'">|]{1,128})[ \t]*>>?[ \t]*[^\s;&|]*(?i:auth|pass|cred|secret|login)
 #   catch: printf '%s\\n%s\\n' "jdoe" "«Priya2005*»" > /etc/openvpn/auth.txt && chmod 600 /etc/openvpn/auth.txt
 #   keep:  printf '%s\\n%s\\n' "$VPN_USER" "$VPN_PASS" > /etc/openvpn/auth.txt
+# ftp's own `user NAME PASSWORD` command, fed to it by a here-document or a pipe.
+ftp-user-command             not-reference          \bftp\b[^\n]*(?:<<|\|)[^\n]*\n(?:[^\n]*\n){0,3}?[ \t]*user[ \t]+\S+[ \t]+(?P<s>\S+)[ \t]*(?=\n|$)
+#   catch: $ ftp -n files.example.com <<END\nuser backup «Nebula1050$»\nbinary\nget release.tar.gz\nEND
+#   keep:  $ ftp -n files.example.com <<END\nuser backup $FTP_PASSWORD\nEND
+# Junos' plain-text password, given on its command line.
+junos-plain-text-password    not-reference          \bplain-text-password-value[ \t]+(?P<s>"[^"\n]{1,128}"|\S{1,128})
+#   catch: admin@fw> set system login user deploy authentication plain-text-password-value «riverHarbor189!»
+#   keep:  set system login user deploy authentication plain-text-password
+# SonarQube's token in sonar-project.properties or on the scanner's command line.
+sonar-login-token            not-reference          (?<![\w.])-?D?sonar\.(?:login|token|password)[ \t]*[=:][ \t]*(?P<s>[^\s"']{8,256})
+#   catch: sonar.login=«7d1e8d76ab21cf2a31cf2bbe420f1801767c0bf7»
+#   catch: sonar-scanner -Dsonar.token=«squ_4f0c2d0b8e1a7c3f9b6d5e4a3c2b1a0f9e8d7c6b»
+#   keep:  sonar.login=${SONAR_TOKEN}
 # Maven's master password (settings-security.xml).
 maven-master-password        not-reference          <settingsSecurity>\s*<master>(?P<s>[^<\s][^<\n]{0,500})</master>
 #   catch: <settingsSecurity><master>«ingrid.pirate21»</master></settingsSecurity>
@@ -3293,6 +3315,7 @@ prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'
 #   keep:  const key = utils$1.findKey(headers, header);
 #   keep:  return `${(tokens / 1e3).toFixed(1)}k`;
 #   keep:  tokens[tokens.length - 1].value = value;
+#   keep:  let key = Hmac::<Sha256>::new_from_slice(&secret_bytes)?;
 # An AWS secret access key: 40 base64 characters near the word "secret".
 aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
 #   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lm2Xr5K»"
@@ -3415,6 +3438,9 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: The PIN for the YubiKey PIV slot is «482913», PUK is «617902» — store them in the safe.
 #   keep:  2026-03-07T21:00:38Z audit: user ahmed@corp.example.org created personal access token "ci-956" (scopes: read_api)
 #   keep:  DB_PASSWORD=op://Infra/postgres-prod/password   # op run --env-file .env.tpl (item jphol1vm5gnhul2t6munledn4p)
+#   catch: Mật khẩu máy chủ thử nghiệm: «$h@d0w13» (tài khoản alice)
+#   catch: lol my password is literally «Winter2017.Ing» I should change it
+#   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
@@ -3441,7 +3467,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change)Password|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change)Password|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -3466,6 +3492,7 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: mac := hmac.New(sha256.New, []byte("«nJqkcWs9J55v37RoxBbfxrgL»"))
 #   catch: auth := smtp.PlainAuth("", "emma@contoso.local", "«Cit!M70bAIfeGFRcxhvbAxmN0Uj_D.zs»", "smtp.example.co")
 #   catch: try keychainItem.savePassword("«Tomasz1979!»")
+#   catch: DataSourceBuilder.create().username("app_rw").password("«fatimasummer0510»").build();
 #   catch: auto cipher = Aes256Gcm(std::string("«azerty!16»"));
 # A literal a keychain stores under a key that names a credential (KeychainAccess: `keychain.set(value, key:)`).
 keychain-set-value           not-reference          \.set\([ \t]*(?P<s>"[^"\n]{4,256}")[ \t]*,[ \t]*(?:key|forKey):[ \t]*"[\w.\-]*(?i:pass|secret|token|key|cred|pin)
@@ -3527,8 +3554,9 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ kubectl get secret db -o jsonpath='{.data.password}' | base64 -d\n«$parrowcopp3r64»
 #   catch: $ gitlab-rails runner 'puts User.find(1).personal_access_tokens.create(scopes:[:api],name:"ci").token'\n«ctgBs4H5ydeOlpiDylHv»
 #   keep:  $ aws secretsmanager list-secrets --query 'SecretList[].Name'\n[\n    "prod/api/token",\n    "staging/jwt-signing-key-389"\n]
+#   keep:  $ doppler secrets get SMTP_PASS --plain --project auth-service > /dev/null && echo present\npresent
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
-context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}|[,;]){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}| ?[,;] ?){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
 #   catch: NAME      USER    TOKEN\nbuild     ci      «q8XkL2mR7vTz4WpN9sYb»
 #   catch: # client  server  secret  IP\nops  *  «manzana1985»  *
@@ -3539,6 +3567,7 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: crm=> select username, api_token from service_accounts;\n username  |            api_token\n-----------+----------------------------------\n reporter  | «e236750e806d2e50525edf30a0cbd7f9»\n(1 row)
 #   catch: Device        | Location   | Admin PIN\nPrinter-3F    | 3rd floor  | «737654»
 #   catch: HOST            USER      PASS\ndb-35.internal.example.com  root      «orange-winter-harbor»
+#   catch: Nom d'utilisateur ; Mot de passe\nbuild ; «Lucia2008#»
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
 context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»
@@ -3569,9 +3598,10 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0
 #   keep:  expected = [2.8335+0.2443j,\n    3.4675+0.2185j,
 #   keep:  trace Xk29mPq7zLw3Rt5Vb8Nc4\n    prevOffscreenSubtreeWasHidden = offscreenSubtreeWasHidden;
 # The rest of a credential wrapped onto the next line of a log that repeats its prefix (a timestamp, a level).
-context-wrapped-log-line     wrapped-log-line       \n(?=(?P<prefix>[\d\[][^\n]{7,79}?)[ \t]+(?P<s>[A-Za-z0-9+/=_\-.~]{12,1024}))
+context-wrapped-log-line     wrapped-log-line       \n(?=(?P<prefix>[\d\[][^\n]{4,79}?)[ \t]+(?:\.{3}|…)?(?P<s>[A-Za-z0-9+/=_\-~][A-Za-z0-9+/=_\-.~]{11,1023}))
 #   catch: 2026-12-01T10:02:11Z DEBUG auth: refresh_token=«XB0tlvNpfiiziTJ6yWcLW3bWnp4SiwC1MztPR9eU»\n2026-12-01T10:02:11Z DEBUG     «8bN9bn5enjTUp7tKR1cLKSItQ9h20fK3Eb2lCxtX» (continued)
 #   keep:  2026-12-01T10:02:11Z INFO request id=9f8e7d6c5b4a39281706f5e4d3c2b1a0\n2026-12-01T10:02:11Z INFO   a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6 cached
+#   catch: [INFO] auth header: Bearer «Xk29mPq7zLw3Rt5Vb8Nc4aB3dE5gH7jK9m»\n[INFO]   ...«D14AsQdq9AEFFQM92BhdG7HUSlcjSkAi» (continued)
 # A triple-quoted string under a name that says secret (Python, TOML, Kotlin, Scala).
 context-quoted-block         block-lines            (?m)^[ \t]*(?:val[ \t]+|var[ \t]+|const[ \t]+)?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
 #   catch: signing_key = """\n«27C9GN63cOSIHStWuiQJM3QxSy/w8XG+44hx23T8EdhL»\n«p/+gWeF+auxL/6D9/z4ahyujhXimXg4+4hhLmPXlQ5CU»\n"""
@@ -4385,6 +4415,9 @@ RULE_WORDS = {
         "--password-file", "--vault-password-file"), ("--auth-user-pass", "--passphrase-file", "--passwd-file",
         "--password-file", "--vault-password-file"), ("echo", "printf")),
     "printf-credentials-file": ("334ae43b", ("printf",), ("printf",), ("%s\\n%s",)),
+    "ftp-user-command": ("387e8df6", ("user",), ("ftp",), ("ftp",)),
+    "junos-plain-text-password": ("c7ecbd5a", ("plain-text-password-value",), ("plain-text-password-value",), ()),
+    "sonar-login-token": ("6019b2d9", ("sonar.login", "sonar.password", "sonar.token"), (), ()),
     "maven-master-password": ("73b8ea3f", ("<settingssecurity>",), ("<settingssecurity>",), ("</master>",)),
     "here-string-after-user": ("b9d9383b", ("<<<",), ("--login", "--user", "-u"), ("-",)),
     "required-module-key": ("a9e88df5", ("require(",), ("require(",), (")(",)),
@@ -4501,18 +4534,18 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("f6f8b1b7", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("b3e5c77b", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client", "connect",
         "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode",
         "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
-        "initializeapp", "login", "new", "new_from_slice", "password", "sdk", "session", "setapikey", "setauth",
-        "setcredential", "settoken", "sign", "signer", "signwith", "withcredential", "withtoken"), (".new", "::<",
-        "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha",
-        "change", "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac",
-        "credential", "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest",
-        "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "save", "sdk", "session",
-        "set", "setapikey", "setauth", "setcredential", "settoken", "sign", "signer", "signwith", "store", "update",
-        "withcredential", "withtoken"), ("(",)),
+        "initializeapp", "login", "new", "new_from_slice", "passphrase", "password", "sdk", "session", "setapikey",
+        "setauth", "setcredential", "settoken", "sign", "signer", "signwith", "withcredential", "withtoken"), (".new",
+        "::<", "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth",
+        "chacha", "change", "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv",
+        "createhmac", "credential", "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "hash_hmac",
+        "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase",
+        "password", "save", "sdk", "session", "set", "setapikey", "setauth", "setcredential", "settoken", "sign",
+        "signer", "signwith", "store", "update", "withcredential", "withtoken"), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
@@ -4532,14 +4565,14 @@ RULE_WORDS = {
         "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "mnemonic", "nmcli", "openssl", "pass",
         "passw", "printenv", "private", "pwd", "pwgen", "read", "runner", "secret", "secret-tool", "shadow", "solana",
         "sops", "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
-    "context-credential-table": ("92922eac", ("\n",), (), ()),
+    "context-credential-table": ("e7445efe", ("\n",), (), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
     "context-split-literal": ("17763261", (), (), ()),
     "context-wrapped-line": ("76c74966", ("\n",), (), ()),
-    "context-wrapped-log-line": ("42c76d01", ("\n",), (), ()),
+    "context-wrapped-log-line": ("eb248b98", ("\n",), (), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         'private', 'psk', 'pwd', 'secret', 'session', 'token'), (), ('"', "'")),
     "context-yaml-block": ("ecfcc96f", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
