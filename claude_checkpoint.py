@@ -1176,12 +1176,6 @@ def _accept_assignment(match: Any) -> bool:
         return False  # a scheme and a stand-in: `authorization: 'Bearer abc'`, `'Bearer <access_token_value>'`
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
         return False  # `kubectl describe secret` prints sizes, not values
-    next_char = match.string[match.end("s"):match.end("s") + 8].lstrip(" \t")[:1]
-    if value[:1] not in "\"'`" and bare.isidentifier() and next_char and next_char in ",})" and (
-            not any(c.isdigit() for c in bare) or _regex(r"[a-z]+[A-Z][A-Za-z]*\d{1,2}").fullmatch(bare)):
-        return False  # `{ id: key.id, token: raw }`, `{ cancelToken: defaultToConfig2 }`: an object literal in code
-    if _names_a_key(name) and bare.isalpha() and _is_built_of_words(bare):
-        return False  # a key's name, not a key: `"ec2SshKey": "eksKeypair"`
     return bare.strip().lower() not in _NOT_VALUES
 
 
@@ -1209,13 +1203,18 @@ def _is_code_value(match: Any, bare: str) -> bool:
         return True
     if "." in match.group("name") and _regex(r"[ \t]*&&").match(text, end):
         return True  # `this.passphrase = raw && raw.trim() ? …`
+    following = text[end:end + 8].lstrip(" \t")[:1]
+    if following and following in ",})" and bare.isidentifier() and (
+            not any(c.isdigit() for c in bare) or _regex(r"[a-z]+[A-Z][A-Za-z]*\d{1,2}").fullmatch(bare)):
+        return True  # an object literal: `{ id: key.id, token: raw }`, `{ cancelToken: defaultToConfig2 }`
     if text[end:end + 1] in (",", ";", ")", "}") and _regex(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+").fullmatch(bare):
         return True  # a constant: `key: TASKS_EXTENSION_ID_V2,`
+    line = _line_before(text, match.start("name"), 200)
     if text[match.end("name"):match.start("s")].strip(" \t\"'") == "=" and text[match.end("name"):match.end("name") + 1] == " " and (
-            _regex(r"\w,[ \t]+$").search(_line_before(text, match.start("name"), 200))):
+            _regex(r"\w,[ \t]+$").search(line)):
         return True  # a name a tuple unpacks into: `user, _, secret = res` (not `userName=deploy,password=…`)
-    before = _line_before(text, match.start("name"), 200) + match.group("name")
-    return bool(text[end:end + 1] == ";" and _regex(r"(?:^|[\s({;])(?:const|let|var)[ \t]+[\w$]*$|[\w$]\.[\w$]*$").search(before))
+    return bool(text[end:end + 1] == ";" and _regex(r"(?:^|[\s({;])(?:const|let|var)[ \t]+[\w$]*$|[\w$]\.[\w$]*$").search(
+        line + match.group("name")))
 
 
 _AUTH_SCHEME = r"(?i)(?:bearer|basic|token|digest|bot|apikey|negotiate)\s"  # `Bearer …` names its token, not a label
@@ -1229,11 +1228,12 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
     last, digits = _name_parts(name)[-1], any(map(str.isdigit, bare))
     if " " in bare.strip() and _regex(_CREDENTIAL_WORDS).search(bare) and not _regex(_AUTH_SCHEME).match(bare):
         return True
-    if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6 or " " in bare.strip() and not _regex(_AUTH_SCHEME).match(bare)):
-        return True  # also words with a space (`['token', 'quoted value']`), which no key is
+    if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6 or " " in bare.strip() and not _regex(_AUTH_SCHEME).match(bare)
+                               or bare.isalpha() and _is_built_of_words(bare)):
+        return True  # also words with a space (`['token', 'quoted value']`), a key's name (`"ec2SshKey": "eksKeypair"`)
     if last.endswith(("cookie", "cookies")) and not digits:
         return " " in bare or _regex(r"[a-z_]{1,16}(?:[=;,][A-Za-z\-]{0,16})*").fullmatch(bare) is not None
-    if _is_escaped_text(bare) or _regex(r"#[0-9a-fA-F]{3,8}|(?i:base64|hex|utf-?(?:8|16|32)|latin-?1|ascii|binary|iso-8859-\d{1,2})").fullmatch(bare):
+    if _is_escaped_text(bare) or _regex(_COLOUR_OR_TICKET + r"|(?i:base64|hex|utf-?(?:8|16|32)|latin-?1|ascii|binary|iso-8859-\d{1,2})").fullmatch(bare):
         return True  # text written in \u escapes (a translation), a colour (`Token: "#cccccc"`), an encoding (`sign(key, "base64")`)
     if _regex(r"[a-z]+(?:[_\-][a-z]+)+").fullmatch(bare) and _regex(_CREDENTIAL_WORDS).search(bare):
         return True  # a field's name: "registration_access_token", "role-secret-key"
@@ -1705,6 +1705,11 @@ def _is_word(part: str) -> bool:
     return vowels * 10 <= len(low) * 7 and _regex(r"[^aeiouy]{5}" if len(low) >= 7 else r"[^aeiouy]{4}").search(low) is None
 
 
+def _in_angle_brackets(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] stands in angle brackets, as a placeholder does: <YourStrong@Passw0rd>."""
+    return text[start - 1:start] == "<" and text[end:end + 1] == ">"
+
+
 def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
     """The (start, end) spans of the tokens of text[start:end] that look machine-generated; with
     not_after, not those that a match of that pattern ends right before, on the same line (a
@@ -1719,8 +1724,8 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
         token = text[first:last]
         if not looks_machine_generated(token) or _is_reference(token) or _regex(_PUBLIC_VALUE).match(token):
             continue
-        if text[first - 1:first] == "<" and text[last:last + 1] == ">":
-            continue  # a placeholder: <YourStrong@Passw0rd>
+        if _in_angle_brackets(text, first, last):
+            continue
         if text[first - 1:first] == "\\" and token[:1] in "ux":
             continue  # the rest of an escape: \uFF1A/curator
         if not_after:
@@ -1732,6 +1737,8 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
 
 
 _CLOUD_REGION = r"[a-z]{2,4}(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?"  # us-west-2, eu-central-1, us-central1
+# A colour (#AB0909) or a ticket's or a standard's id (JIRA-4411, PEP-0263): values that name something, not passwords.
+_COLOUR_OR_TICKET = r"#[0-9a-fA-F]{3,8}|[A-Z]{2,10}-\d{1,6}"
 
 
 def _looks_like_password(value: str) -> bool:
@@ -1783,8 +1790,8 @@ def looks_like_chosen_password(value: str) -> bool:
         shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
     if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$").search(v):
         return False  # a URL, an e-mail address, a date, a time, a host name
-    if _regex(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|[A-Z]{2,10}-\d{1,6}|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(v) or _is_identifier_like(v):
-        return False  # also a cloud region (us-west-2, us-central1), a ticket's or a standard's id (PEP-0263, JIRA-4411)
+    if _regex(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|" + _COLOUR_OR_TICKET + "|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(v) or _is_identifier_like(v):
+        return False  # also a cloud region (us-west-2, us-central1), a ticket's id, a colour
     return not _is_reference(v) and not _is_path_or_version(v)
 
 
@@ -1845,6 +1852,8 @@ _PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
+
+
 def _word_alternation(words: str) -> str:
     """A pattern for any of words (split by |), their common starts written once, as in a trie:
     re tries the branches of an alternation one by one at each place, so `is|it|in` costs three tries
@@ -2011,8 +2020,8 @@ def _may_be_a_password(value: str) -> bool:
     shape = value[1:] if value[:1] == "$" and _is_dollar_password(value) or value[:1] == "." and _regex(
         r"(?=[^.]*[a-z])(?=[^.]*[A-Z])(?=[^.]*\d)[^./]+").fullmatch(value[1:]) else value  # .WINTEr821 is no hidden file
     return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(value) and not _is_masked_or_public(value)
-            and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(r"[^\\]*\\[ux][0-9a-fA-F]{2}|[A-Z]{2,10}-\d{1,6}$|#[0-9a-fA-F]{3,8}$").match(value))
-    # (nor an escape, \u03bcw, a ticket's or a standard's id, PEP-0263, JIRA-4411, nor a colour: `Token.String: "#AB0909"`)
+            and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(_COLOUR_OR_TICKET).fullmatch(value)
+            and not _regex(r"\\[ux][0-9a-fA-F]{2}").search(value))  # nor an escape: \u03bcw
 
 
 def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, first: int) -> bool:
@@ -2031,8 +2040,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     chosen_counts = chosen_counts and not (_names_machine_value(word) and _regex(r"[a-z]+-\d+").fullmatch(value))  # a token's name: "ci-956"
     chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
     following = text[first + len(value):first + len(value) + 1]
-    if text[first - 1:first] == "<" and following == ">":
-        return False  # a placeholder in angle brackets: Password=<YourStrong@Passw0rd>
+    if _in_angle_brackets(text, first, first + len(value)):
+        return False
     if not chosen_counts and following in (",", ";", ")", "}", ".") and _regex(r"[a-z]+(?:[A-Z][a-z]*)+\d{0,2}").fullmatch(value):
         return False  # a variable in code: `{ sessionId: sessionId2, … }`, `cancelToken: defaultToConfig2,`
     return chosen and not _reads_as_code(value, following) and _may_be_a_password(value) and not _names_itself(word, value)
@@ -2326,27 +2335,30 @@ def _find_split_literals(match: Any) -> list:
     return spans
 
 
+def _line_above(match: Any) -> tuple:
+    """(where it ends, the line) of the line above a match that starts at a newline, without a
+    Windows line end or a shell continuation."""
+    text, end = match.string, match.start()
+    while end > 0 and text[end - 1] in "\r\\":
+        end -= 1
+    return end, _line_before(text, end, 2048)
+
+
 def _find_wrapped_line(match: Any) -> list:
     """A line that continues a machine-made (or redacted) token at the end of the line before,
     when that line holds more than the token (not a PEM body or a certificate's lines)."""
-    text, end = match.string, match.start()
-    while end > 0 and text[end - 1] in "\r\\":
-        end -= 1  # a Windows line end, a shell continuation
-    line = _line_before(text, end, 2048)
+    text, (end, line) = match.string, _line_above(match)
     if not (_regex(r"\S[\s=:]+[^\s=:]+$").search(line) or line.strip() == REDACTED) or not _ends_machine_made(text, end):
         return []
     if _regex(r"[ \t]*[\w$.]+[ \t]*=(?!=)|[^\n]*;[ \t]*$").match(text, match.start("s"), match.end("s")) or _in_public_block(text, end):
         return []  # a statement of code (`offscreenSubtreeIsHidden = flags;`), a certificate's line: no wrapped token
-    return random_tokens(match.string, match.start("s"), match.end("s"))
+    return random_tokens(text, match.start("s"), match.end("s"))
 
 
 def _find_wrapped_log_line(match: Any) -> list:
     """A log line that continues a credential's machine-made (or redacted) value at the end of the
     line before, behind the same prefix (a timestamp, a level): its machine-made tokens."""
-    text, end = match.string, match.start()
-    while end > 0 and text[end - 1] in "\r\\":
-        end -= 1
-    line = _line_before(text, end, 2048)
+    text, (end, line) = match.string, _line_above(match)
     prefix = match.group("prefix").rstrip()
     if not line.startswith(prefix) or not (REDACTED in line or _regex(_CREDENTIAL_WORDS).search(line)):
         return []
