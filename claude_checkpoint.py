@@ -1087,6 +1087,8 @@ def _is_placeholder(v: str) -> bool:
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
     if len(set(v.lower())) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
         return True  # xxxxxxxx, 00000000, 123456789
+    if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
+        return True  # 0x000…0: a dummy key
     if _regex(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY").fullmatch(v) or v.lower() == "1password":
         return True  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE); a password manager's name
     if _regex(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}").fullmatch(v):
@@ -1125,8 +1127,8 @@ def _is_path_or_version(value: str) -> bool:
     if v.startswith("/") and _regex(r"(?:/[\w.\-]+)+/?").fullmatch(v) and (
             _regex(r"[a-z0-9_/.\-]+").fullmatch(v) or _regex(r"\.\w{1,5}$").search(v)):
         return True  # /etc/credstore/db-password, /run/keys/App.pem; not /YSylBTdSK…/4lsH6JOZ (a key)
-    if _regex(r"[\w.\-]+(?:/[\w.\-]+)+").fullmatch(v) and "." in v.rsplit("/", 1)[-1]:
-        return True
+    if _regex(r"[\w.\-]+(?:/[\w.\-]+)+(?:#[\w\-]+)?").fullmatch(v) and "." in v.rsplit("/", 1)[-1].split("#")[0]:
+        return True  # also docs/tls.md#h0ww7
     if _regex(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+").fullmatch(v):
         return True  # secret/data/ci:token, db-password:/etc/credstore/db-password
     return _regex(r"[\^~<>=v]{0,2}\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?|\d+(?:\.\d+){4,}").fullmatch(v) is not None  # also an OID
@@ -1231,6 +1233,12 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
     if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6 or " " in bare.strip() and not _regex(_AUTH_SCHEME).match(bare)
                                or bare.isalpha() and _is_built_of_words(bare)):
         return True  # also words with a space (`['token', 'quoted value']`), a key's name (`"ec2SshKey": "eksKeypair"`)
+    if _names_a_key(name) and (_regex(_KEY_PATH).fullmatch(bare) or not any(map(str.isdigit, bare)) and _regex(
+            r"[a-z]+(?:\.[a-z]+(?:[A-Z][a-z]+)*)+").fullmatch(bare) and _regex(r"[a-z][A-Z]").search(bare)):
+        return True  # where a value is kept, not the value: `key=user:9586822:permissions:v3`, `TOKEN_STORAGE_KEY = 'auth.accessToken'`
+    pair = _regex(r"[\w.\-]{1,64}=([^;\s]*)").match(bare) if last.endswith(("cookie", "cookies")) else None
+    if pair and len(pair.group(1)) < 6:
+        return True  # a cookie too short to be a session's: `Set-Cookie: ab_bucket=8`
     if last.endswith(("cookie", "cookies")) and not digits:
         return " " in bare or _regex(r"[a-z_]{1,16}(?:[=;,][A-Za-z\-]{0,16})*").fullmatch(bare) is not None
     if _is_escaped_text(bare) or _regex(_COLOUR_OR_TICKET + r"|(?i:base64|hex|utf-?(?:8|16|32)|latin-?1|ascii|binary|iso-8859-\d{1,2})").fullmatch(bare):
@@ -1240,6 +1248,9 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
     if _regex(r"\(\?[:=!<P]|\[\^?\w-\w[\w\-]*\]|ABCDEFGH|abcdefgh|0123456789").search(bare):
         return True  # a regular expression or an alphabet: `_HEX_PAT = "[0-9A-Fa-f]{1,4}"`
     return last == "pin" and not digits or bare.isdigit() and len(bare) < 4 or _spells_the_name(bare, name)
+
+
+_KEY_PATH = r"[a-z_]+(?::(?:[a-z_\-]+|v?\d+)){2,}"  # a cache's or a store's key: user:9586822:permissions:v3
 
 
 def _names_a_key(name: str) -> bool:
@@ -1355,7 +1366,8 @@ def _line_before(text: str, position: int, reach: int = 300) -> str:
 def _accept_user_password(match: Any) -> bool:
     user, password = match.group("user"), match.group("s")
     return (not (user.isdigit() and password.isdigit()) and not _is_reference(password) and not user.startswith("$")
-            and not password.strip("\"'").startswith("//"))  # `-u http://localhost:8080/logs`: a URL
+            and not password.strip("\"'").startswith("//")  # `-u http://localhost:8080/logs`: a URL
+            and password.strip("\"'") != user)  # `-u admin:admin`, `guest:guest`: a default that names itself
 
 
 def _accept_wrapped_value(match: Any) -> bool:
@@ -1364,6 +1376,8 @@ def _accept_wrapped_value(match: Any) -> bool:
     strength = secret_strength(match.group("name"))
     if strength == 0 or _is_reference(value) or any(c.isspace() for c in value) or _is_path_or_version(value):
         return False
+    if _regex(r"(?i)(?:\.|\b)(?:get\w*|fetch|lookup)\($").search(match.string[max(0, match.start("s") - 40):match.start("s")].rstrip(" \t\n")):
+        return False  # a getter's argument names the value: `spark.conf.get("spark.hadoop.fs.s3a.aws.credentials.provider")`
     return _looks_random(value) or (strength == 2 and len(value) >= 8 and any(c.isdigit() for c in value))
 
 
@@ -1384,6 +1398,8 @@ def _accept_header_token(match: Any) -> bool:
     value = match.group("s")
     if _regex(r"[A-Za-z_$]+(?:\.[A-Za-z_$]+)+|[a-z]+(?:[A-Z][a-z]+)+\)?").fullmatch(value) and _is_built_of_words(value.rstrip(")")):
         return False
+    if match.string[match.start() - 1:match.start()] == "<":
+        return False  # a stand-in's words: `?code=<authorization code>&state=…`
     return not _is_reference(value) and (len(value) >= 20 or any(c.isdigit() for c in value) and len(value) >= 8)
 
 
@@ -1493,12 +1509,15 @@ def _accept_argument(match: Any) -> bool:
 _PROSE_SECRET_WORDS = (
     r"(?i)(?<![/.\-])\b(?:(?:[a-z]+[_\-])*(?:passwords?|passwd|passphrases?|tokens?|secrets?|keys?)|passcodes?"
     r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|passwort|kennwort|contrase[ñn]a"
-    r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|has[łl]o)\b(?![/.]\w)")  # not in keys/ops.pem, db-password
+    r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|has[łl]o|kata sandi|kunci(?: rahasia)?|clave|chave|chiave"
+    r"|schl[üu]ssel|klucz|hesl[oa]|[şs]ifre|anahtar|jeton|clé|sleutel|nyckel|segred[oa]|segret[oa]|geheimnis|токен|ключ|парол[ьяюе])\b(?![/.]\w)")  # not in keys/ops.pem, db-password
 _PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*[:=]?[ \t]*[\"'`]?$"  # `pass X`, pass `X`: the value comes next
 # Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
 # most prose before a candidate holds none, and is not searched (_may_hold_a_word).
-_PROSE_SECRET_PARTS = ("backup", "contrase", "cred", "has", "kennwort", "key", "parola", "pass", "pin", "pw", "recovery",
-                       "salasana", "secret", "senha", "senord", "token", "wachtwoord")
+_PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
+                       "ifre", "jeton", "kennwort", "key", "klucz", "kunci", "nyckel", "parola", "pass", "pin", "pw", "recovery",
+                       "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord",
+                       "ключ", "парол", "токен")
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
@@ -1523,8 +1542,11 @@ def _accept_named_in_prose(match: Any) -> bool:
         _regex(_PROSE_SECRET_WORDS).search(before) or _regex(_PROSE_NEAR_WORDS).search(before))
     if named_before and _regex(r"['\"]?\]").match(before[named_before.end():]):
         return False  # a subscript in code: `serdict[key]*(x - x0)**power`
-    if named_before and _regex(_NOT_SECRET_BEFORE_WORD).search(before[:named_before.start()]):
-        return False  # a public key, a hashed secret
+    if named_before and (_regex(_NOT_SECRET_BEFORE_WORD).search(before[:named_before.start()])
+                         or _PUBLIC_WORDS.intersection(_name_parts(named_before.group()))):
+        return False  # a public key, a hashed secret, `trusted-public-keys = …`
+    if named_before and _regex(r"[ _\-]?(?:ids?|names?|arns?|kid)\b").match(before, named_before.end()):
+        return False  # what names a key, not the key: "Rotating key id ahtfcz8l → uln3k240"
     if not named_before:
         after = text[end:end + 60].split("\n", 1)[0]
         if _regex(_PROSE_NAMED_AFTER).match(after) is None:
@@ -1556,13 +1578,13 @@ def _looks_like_prose_secret(value: str) -> bool:
     named = _regex(r"[A-Za-z_][\w.]{0,30}=(.+)").fullmatch(v)
     if named:
         v = named.group(1).rstrip(",;")  # `TTL=3600` and `zn=pKzg.xo2…` are judged by their values
-        if v.lower() in _NOT_VALUES:
-            return False  # base_1=False
+        if v.lower() in _NOT_VALUES or _name_parts(value.split("=", 1)[0])[-1] in ("id", "ids", "uuid", "name"):
+            return False  # base_1=False, client_id=elsed4rqscegd4xf3xpc
     if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v):
         return False
     if _regex(r"[0-9a-fA-F]+").fullmatch(v):
         return len(v) >= 32  # shorter runs are ids and abbreviated commits
-    if _regex(r"[a-z_]+(?::(?:[a-z_\-]+|\d+)){2,}").fullmatch(v):
+    if _regex(_KEY_PATH).fullmatch(v):
         return False  # a key's path: cache:user:788574:profile
     if _regex(r"\d{4}-\d\d-\d\d|\d:\d\d|^(?i:sha\d*|md5)[:\-]|a-z|A-Z|0-9|\[\^").search(v) or _regex(
             r"[\d.,:%+\-]+[A-Za-z]{0,3}|0x(?:[0-9a-fA-F]{4,16}|[0-9a-fA-F]{40})>?").fullmatch(v):
@@ -1617,7 +1639,7 @@ _NOT_RANDOM_STARTS = (
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
 _NOT_RANDOM_MARKS = (
-    r"://|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
+    r"://|(?i:%3A%2F%2F)|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
     r"|\\u[0-9A-Fa-f]{4}\\u[0-9A-Fa-f]{4}"  # text in \u escapes
     r"|\?\.[A-Za-z_$]|^!!?[A-Za-z_$][\w$]*\.|\\[sdwSDW][*+?{]"  # code (`slot?.clientInformation`, `!!type.contextTypes`), a regex
     r"|^(?:GHSA|CVE|PYSEC|RUSTSEC|GO)-\w"  # an advisory's id: GHSA-MQG3-3V4R-CM32
@@ -1829,9 +1851,10 @@ _SECRET_PRINTING_COMMAND = (
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+tokens?[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
-    r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b")
+    r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b"
+    r"|(?<=> )(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*\)?[ \t]*(?=\n)")
 # A prompt line: the end of what the command before it printed.
-_PROMPT_LINE = r"[ \t]*(?:PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?[$%>❯]|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
+_PROMPT_LINE = r"[ \t]*(?:PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?(?:[$%❯]|>{1,3})|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
@@ -1843,7 +1866,7 @@ _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:a
 _MASK_RUN = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})"
 _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,12}(?=\.{3}|\*{3}|•{3}|…))?"
            + _MASK_RUN + r"(?:[/_\-]" + _MASK_RUN + r")*[/_\-.]?"  # also AKIAXXXX…
-           + r"|(?:[A-WYZ]?X{6,}/){1,4}X{6,}")  # Slack's masked webhook path: TXXXX/BXXXX/XXXX
+           + r"|(?:[A-WYZ]?(?:X{6,}|0{6,})/){1,4}X{6,}")  # Slack's masked webhook path: TXXXX/BXXXX/XXXX, T0000/B0000/XXXX
 # (a run is read one way only: runs are joined by a separator that is none of their characters, so
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
@@ -2007,7 +2030,10 @@ def _value_span(found: Any, group: str, text: str = "") -> Any:
     """The span of a given value without the punctuation a sentence puts after it, nor the words
     of a language without spaces (the value itself when text is given)."""
     first, value = found.start(group), found.group(group)
-    if group == "v":
+    bracketed = _regex("[\u300c\u300e\u3010]([^\u300d\u300f\u3011\n]+)[\u300d\u300f\u3011]").match(value) if group == "v" else None
+    if bracketed:  # CJK quotes: パスワードは「falcon2831」です
+        first, value = first + 1, bracketed.group(1)
+    elif group == "v":
         value = _regex(_NOT_IN_SPACELESS_SCRIPTS).match(value).group().rstrip(".,;)?") or value  # パスワードはabc123です
         value = value.rstrip("*") if value.rstrip("*").isalpha() else value  # markdown's *Actions*, not neko494*
     return text[first:first + len(value)] if text else (first, first + len(value))
@@ -2033,6 +2059,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True
     if _regex(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`)
+    if _regex("[\u3001\u3002\uff0c]").search(value):
+        return False  # a sentence's commas in CJK: "パスワードは共有フォルダではなく、1Password の…"
     if _names_passphrase(word) and _looks_like_passphrase(value):
         return True  # violet.river.limone.nick after "passphrase" is no host name
     if not _names_machine_value(word) and _is_joined_passphrase(value):
@@ -2266,7 +2294,7 @@ def _find_table_cells(match: Any) -> list:
     """A table whose header names a credential: the cells under that header that look like a
     password or a machine-made value, or a PIN under a PIN (markdown, CSV, or columns split by
     tabs or two spaces)."""
-    text, head = match.string, match.group("head")
+    text, head = match.string, match.group("head").replace("||", "|")  # a wiki's header: || Login || Kennwort ||
     separator = next((c for c in "|;," if c in head), None)
     names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
     columns = tuple((i, bool(_regex(r"(?i)\bpin\b|пин").search(name))) for i, name in enumerate(names) if name and (
@@ -2408,11 +2436,12 @@ def _find_kubernetes_secret_data(match: Any) -> list:
 def _accept_url_parameter(match: Any) -> bool:
     """`?X-Amz-Signature=…`, `&access_token=…`, `&sig=…`: a signed URL's secret parameters. A name
     that says secret takes any value but a reference; the others only a random one."""
-    name, value = match.group("name").lower(), match.group("s")
-    if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and secret_strength(name) == 0):
+    written, value = match.group("name"), match.group("s")
+    name, strength = written.lower(), secret_strength(written)  # as written: pageToken is a page's token
+    if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and strength == 0):
         return False
     plain = _regex(r"%[0-9A-Fa-f]{2}").sub("+", value)
-    if secret_strength(name) == 2 or name in ("sig", "signature", "x-amz-signature", "x-goog-signature"):
+    if strength == 2 or name in ("sig", "signature", "x-amz-signature", "x-goog-signature"):
         return plain.lower() not in _NOT_VALUES and not _is_placeholder(plain)
     return looks_machine_generated(plain)
 
@@ -2533,7 +2562,8 @@ url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a
 #   catch: git clone https://«x9Kq2LmN4pR7sT1vW3yZ5bD8»@git.example.com/acme/infra.git
 #   keep:  git clone https://deploy-bot-readonly@git.example.com/acme/infra.git
 slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
-#   catch: SLACK_WEBHOOK=https://hooks.slack.com/services/«T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX»
+#   catch: SLACK_WEBHOOK=https://hooks.slack.com/services/«T04J8K2LM/B07QRT5XZ/k3Jd9fQx2LmZp8RtVw4YbN6c»
+#   keep:  webhook_url: https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX  # Slack's docs
 #   keep:  post to hooks.slack.com/services/ with the URL in $SLACK_WEBHOOK
 #   keep:  SLACK_WEBHOOK_URL=https://hooks.slack.com/services/TXXXXXXXX/BXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX
 # Web3 RPC endpoints that carry their key in the path (Alchemy, Infura, QuickNode).
@@ -2718,6 +2748,7 @@ authorization-header         header-token           (?i){WORD_START}(?:proxy-)?a
 #   catch: Authorization: SSWS «00xTMHRAclHzOwKRaR0fhEYkm3BrycEV»
 #   keep:  curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com
 #   keep:  authorization: credentials.token_type + " " + tokens.access_token
+#   keep:  oauth redirect: https://app.acme.example.com/callback?code=<authorization code>&state=344b4f3fe92f10aa
 # AuthenticationHeaderValue("Bearer", "…")
 scheme-and-token-arguments   header-token           ["'](?:Bearer|Basic|Token)["']\s*,\s*["'](?P<s>[^"'\n]{8,1024})["']
 #   catch: new AuthenticationHeaderValue("Bearer", "«EXAMPLEexample0123456789»");
@@ -2741,6 +2772,7 @@ user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}
 #   catch: curl -u admin:«pa55word» https://ci.example.com
 #   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
 #   keep:  node app.js | pino-http-send -u http://localhost:8080/logs
+#   keep:  Example: `curl -u admin:admin http://localhost:8080/api/health` (default dev credentials)
 # An expect script's answer to a password prompt: `expect "Password:"` then `send "…\r"`.
 expect-send-password         not-reference          (?i)expect[ \t]+(?:-\w+[ \t]+)*"[^"\n]{0,40}(?:pass|pin|secret|token|phrase)[^"\n]{0,40}"[ \t]*\r?\n[ \t]*send[ \t]+(?:--[ \t]+)?"(?P<s>[^"\n\\]{1,256})
 #   catch: spawn su - oracle\nexpect "Password:"\nsend "«Café2001»\r"
@@ -2785,9 +2817,10 @@ dsn-password                 not-reference          (?<![\w/])[\w.\-]{1,64}:(?P<
 #   keep:  dsn := "deploy:%s@tcp(db.example.com:3306)/ledger"
 # ~/.pgpass: host:port:db:user:password
 # Its left edge and first class spell out 0-9A-Za-z_ before \w: re tests them in a map before asking Unicode.
-pgpass-line                  not-reference          (?<![0-9A-Za-z_\w.:/\-])[0-9A-Za-z_\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'":]{4,256})
+pgpass-line                  not-reference          (?<![0-9A-Za-z_\w.:/\-])[0-9A-Za-z_\w.\-*]+:(?:[1-9]\d{1,3}|[1-5]\d{4}|6[0-5]\d{3}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'":]{4,256})
 #   catch: db.example.com:5432:app_prod:readonly:«2yNEs9cSNamcjq»
 #   keep:  db.example.com:5432:app_prod:readonly:*
+#   keep:  X-GitHub-Request-Id: M40I:94112:5a78c5e:ae48df9:8cd9a780
 # wrangler secret put NAME <<< '…'
 secret-here-string           not-reference          \bsecrets?\b{COMMAND}<<<[ \t]*{TOOL_VALUE}
 #   catch: wrangler secret put API_TOKEN <<< '«xQrCgdcGlvVzBXD_nd2pAL»'
@@ -2948,6 +2981,13 @@ snmp-community-config        argument               (?m)^[ \t]*(?:[\w.\-]{1,40}\
 snmp-auth-passphrase         argument               \bsnmp\w*\b{COMMAND}[ \t]-A[ \t]+{TOOL_VALUE}
 #   catch: snmpwalk -v3 -l authPriv -u monitor -a SHA -A «Auth-Phrase-91» -x AES -X «priv-Phrase-92» host
 #   keep:  snmpwalk -v2c -c public host
+# SNMPv3 users on Cisco-like gear: the auth and the priv key (two rules: one line holds both).
+snmp-user-auth-key           argument               (?i)\bsnmp-server[ \t]+user\b[^\n]{0,160}?[ \t]auth[ \t]+(?:md5|sha\w*)[ \t]+{TOOL_VALUE}
+#   catch: snmp-server user monitor NETOPS v3 auth sha «Auth4Phrase9x»
+#   keep:  snmp-server user monitor NETOPS v3 auth sha $SNMP_AUTH priv aes 128 $SNMP_PRIV
+snmp-user-priv-key           argument               (?i)\bsnmp-server[ \t]+user\b[^\n]{0,200}?[ \t]priv[ \t]+(?:des|3des|aes\w*)(?:[ \t]+(?:128|192|256))?[ \t]+{TOOL_VALUE}
+#   catch: snmp-server user monitor NETOPS v3 auth sha «Auth4Phrase9x» priv aes 128 «Qsl3XtW31&iTM&h^yi6»
+#   keep:  snmp-server user monitor NETOPS v3 priv aes 128 $SNMP_PRIV
 snmp-privacy-passphrase      argument               \bsnmp\w*\b{COMMAND}[ \t]-X[ \t]+{TOOL_VALUE}
 #   catch: snmpget -v3 -l authPriv -u monitor -x AES -X «priv-Phrase-92» host sysUpTime.0
 #   keep:  snmpget -v3 -l noAuthNoPriv -u monitor host sysUpTime.0
@@ -3044,11 +3084,14 @@ db2-connect-password         argument               (?i)\bconnect[ \t]+to[ \t]+\
 #   catch: db2 connect to SAMPLE user db2inst1 using «Db2-Pass-715»
 #   keep:  db2 connect to SAMPLE
 # Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
-spaced-assignment            assignment             (?m)(?=[salE \t])(?:(?<![\w-])setx|^[ \t]*ENV|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set|(?<![\w-])(?:launchctl[ \t]+)?setenv)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
+spaced-assignment            assignment             (?m)(?=[salE#\t ])(?:(?<![\w-])setx|^[ \t]*ENV|^[ \t]*#[ \t]*define|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set|(?<![\w-])(?:launchctl[ \t]+)?setenv)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
 #   catch: ENV DB_PASSWORD «DeltaForce1»
 #   catch: launchctl setenv AWS_SESSION_TOKEN «WVwy0TvtPYL2SDwbUr/QRfREgp1yJnjt20ac6k=»
 #   keep:  ENV DB_PASSWORD_FILE /run/secrets/db_password
 #   keep:  setenv AWS_SESSION_TOKEN `cat /tmp/session.tok`; aws s3 ls
+#   catch: #define WIFI_PASS "«SunsetCedar7653-»"
+#   keep:  #define API_KEY_LENGTH 32
+#   keep:  #define TOKEN_BUFFER_SIZE (API_TOKEN_MAX + 1)
 powershell-env-item          assignment             (?i)\b(?:Set|New)-Item\b[^\n|;]{0,40}?\bEnv:{SECRETISH_NAME}(?P<name>[A-Za-z_]\w{0,80})[ \t]+(?:-Value[ \t]+)?{VALUE}
 #   catch: Set-Item -Path Env:KUBE_SESSION_TOKEN -Value '«TXExvjAieVpx59j4WMUUoMO3xtP+o/VEC»'
 #   keep:  Set-Item -Path Env:KUBE_SESSION_TOKEN -Value $token
@@ -3164,6 +3207,7 @@ call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIF
 #   catch: var signingKey = []byte("«sSLbUaHdztEpHqKcB3052d0q»")
 #   keep:  var signingKey = []byte(os.Getenv("JWT_SECRET"))
 #   keep:  private_key = Path("~/.ssh/id_ed25519").expanduser().read_text()
+#   keep:  val creds = spark.conf.get("spark.hadoop.fs.s3a.aws.credentials.provider")
 #   catch: const key = Buffer.from('«fed674006f073b04a0cabfaf5fe9c3ac»', 'hex');
 docker-config-auth           -                      (?i)\.?docker(?:config)?(?:json|cfg)["']?\s*:\s*["']?(?P<s>[A-Za-z0-9+/=]{20,})
 #   catch: .dockerconfigjson: «eyJhdXRocyI6eyJyZWdpc3RyeS5leGFtcGxlLmNvbSI6e319fQ==»
@@ -3205,6 +3249,8 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 #   keep:  CREDENTIALS = 98
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
+#   keep:  export const TOKEN_STORAGE_KEY = 'auth.accessToken';
+#   keep:  2026-11-16T05:00:26.512Z DEBUG cache miss key=user:9586822:permissions:v3 ttl=300
 #   catch: {"password": "«hunter2»", "user": "bob"}
 #   catch: export A=1 B=2 AWS_SESSION_TOKEN=«IQoJb3JpZ2luX2VjEXAMPLE//////////wEaCXVzLWVhc3QtMSJH+/8=»; aws s3 ls
 #   catch: $env.BACKUP_CREDENTIALS = '«PdJAIhoY5r4d8P0GNieiRXrd/MJM2g7QY8Y=»'
@@ -3312,6 +3358,11 @@ prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'
 #   catch: connected to staging (user app_rw, password «9wru%0%GvJl3xk») and ran the migration
 #   catch: 2FA recovery codes for the ops account: «xh62-x8i0», «w3ye-5uj6»
 #   catch: Remember that «u7zjBR63weraW]u2/» is the password for the Jenkins admin user.
+#   catch: Catatan: kunci rahasia untuk layanan SMS sudah diganti, nilai barunya «Br8DuAld6yNlK0uFe66egE4Pu6Yy», tolong update
+#   keep:  la clave de la tabla users pasa a ser uuid-v7 desde la versión 2.4.1
+#   keep:  Rotating key id ahtfcz8l → uln3k240 in JWKS; old kid kept for 24h for token validation overlap.
+#   keep:  trusted-public-keys = cache.nixos.org-1:6NCHdD59X431o0gWypbMrAURkbJ16ZPMQFGspcDShjY=
+#   keep:  2026-04-14T14:33:53Z INFO  token refreshed for client_id=elsed4rqscegd4xf3xpc expires_in=3599
 #   keep:  the token refresh fix landed in 2b7e151628aed2a6abf7158809cf4f3c4f3c4f3c yesterday
 #   keep:  the API key for us-east-1 lives in account 123456789012
 #   keep:  password hashing moved to argon2id in release-2024-09 (see PR 4521)
@@ -3336,6 +3387,9 @@ aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   catch: 検証環境の管理者パスワードは「«falcon2831»」です。ユーザー名は ops です。
+#   keep:  パスワードは共有フォルダではなく、1Password の「インフラ」保管庫に入れてください。
+#   keep:  password: ENC[AES256_GCM,data:MwHiiOtKPaaSZFgROtv1dPFz,iv:aJNk2UiGinHhCOQmkdkQLf9CD3zxJ89++jMPxLYuxAY=,tag:PfoqdLluFlZ/47dTzHgdvw==,type:str]
 #   catch: Le mot de passe du compte de service est «f7Kq2xWm9LpR4tZs» depuis hier.
 #   catch: Das neue Passwort für den Build-Server lautet «Zx8pQ2rT5vLm9WkN».
 #   catch: La contraseña del usuario es «x8Qw2Lr5Tz9Mk3Vp» y vence el viernes.
@@ -3542,6 +3596,7 @@ context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-
 #   catch: https://acme-exports.s3.amazonaws.com/q3.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20260916T080000Z&X-Amz-Expires=3600&X-Amz-Signature=«4f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c84f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c8»
 #   catch: https://api.example.com/v2/items?access_token=«q8XkL2mR7vTz4WpN9sYb3CdE»&page=2
 #   keep:  https://api.example.com/v2/items?page=2&sort=created_at&key=name
+#   keep:  GET https://www.googleapis.com/drive/v3/files?pageSize=100&pageToken=3bsYOtaKyQCrBl2jG/lJYBf+BdnHvl7cNEW7L1Bg&fields=nextPageToken
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
 #   catch: $ op read op://Private/db/password\n«Saffron.Summit1907»\n$ echo done
@@ -3556,8 +3611,11 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ env | grep -v -i -E 'key|token|secret|pass'\nHOME=/home/dev\nLANG=en_US.UTF-8
 #   keep:  $ doppler secrets get STRIPE_KEY --plain | wc -c\n6129
 #   keep:  $ age-keygen -y key.txt\nage1eq4bdc2df7humngj5avksptlenfvkbhgvkuuh2ma74iey5iagfleb4fzvv
+#   keep:  $ head -3 group_vars/prod/vault.yml\n$ANSIBLE_VAULT;1.1;AES256\nac53f82f137230eb081e224df2b0c9aea0664eefa99171bc77157fc9bba2b65e\n68ec123324a7c91594e09f26203de021667dbaead2e628fb15ad073d07a2f937
 #   keep:  $ cat /etc/ssl/certs/internal-ca.pem\n-----BEGIN CERTIFICATE-----\nMIIDdTCCAl2gAwIBAgIUNQP/v4tYrw+5dHv93lcuMhj70wACfvy4kvdybzqnXvsk
 #   catch: $ doppler configure get token --plain\n«dp.st.prd.YrhBAEVGrxNBSs7kq2Lm9Xr5Kp»
+#   catch: >>> print(settings.ENCRYPTION_KEY)\n«jzj8re2Ul2uJxF4jkpmcDGumgrApUnSIHWBkG8/lcRM=»
+#   keep:  >>> print(len(settings.ENCRYPTION_KEY))\n44
 #   keep:  $ printenv | grep -i _file\nDB_PASSWORD_FILE=/run/secrets/db_password\nBUILD_ID=84toAVPPNynHj96YLmIh
 #   keep:  $ az keyvault secret show --vault-name acme-kv --name SqlAdminPassword --query attributes.updated -o tsv\n2026-01-10T09:51:33Z
 #   keep:  $ aws sts get-caller-identity\n{\n    "UserId": "AROAHS5XUD8XEOBFQU76MKMB:linh",\n    "Account": "338599702150"\n}
@@ -3568,7 +3626,7 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ aws secretsmanager list-secrets --query 'SecretList[].Name'\n[\n    "prod/api/token",\n    "staging/jwt-signing-key-389"\n]
 #   keep:  $ doppler secrets get SMTP_PASS --plain --project auth-service > /dev/null && echo present\npresent
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
-context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|[ \t]*|\t[ \t]*| {2,}| ?[,;] ?){TABLE_CELL}){1,20}(?:[ \t]*\|)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?){TABLE_CELL}){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
 #   catch: NAME      USER    TOKEN\nbuild     ci      «q8XkL2mR7vTz4WpN9sYb»
 #   catch: # client  server  secret  IP\nops  *  «manzana1985»  *
@@ -3580,6 +3638,7 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: Device        | Location   | Admin PIN\nPrinter-3F    | 3rd floor  | «737654»
 #   catch: HOST            USER      PASS\ndb-35.internal.example.com  root      «orange-winter-harbor»
 #   catch: Nom d'utilisateur ; Mot de passe\nbuild ; «Lucia2008#»
+#   catch: || System || Login || Kennwort ||\n| Zeiterfassung | admin | «Joaquin.1983» |
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
 context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»
@@ -3649,8 +3708,7 @@ CONTEXT_FINDERS = {
 # alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
 CHECK_NEEDS = {
     "json-web-key": ("kty", "dp", "dq", "qi"), "byte-array-key": ("key", "secret", "wallet", "solana", "id.json", "seed"),
-    "named-in-prose": ("pass", "pw", "pin", "token", "secret", "key", "cred", "recovery", "backup", "kennwort",
-                       "contrase", "senha", "wachtwoord", "parola", "lösenord", "losenord", "salasana", "hasło", "haslo"),
+    "named-in-prose": _PROSE_SECRET_PARTS,
 }
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
@@ -4153,11 +4211,12 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
     Values are often captured in a lookahead, so a rejected match (`client = Client(api_key="…")`)
     does not hide the match inside it."""
     pieces, position, hits = [], 0, 0
+    encrypted = "ENC[" in text or "$ANSIBLE_VAULT;" in text
     for match in pattern.finditer(text) if matches is None else matches:
         if rule.find is None and (match.start("s") < position or REDACTED in match.group("s")):
             continue
         for start, end in rule.find(match) if rule.find else _accepted_span(rule, match):
-            if start < position or start >= end or REDACTED in text[start:end]:
+            if start < position or start >= end or REDACTED in text[start:end] or encrypted and _is_encrypted_at(text, start):
                 continue
             pieces += [text[position:start], REDACTED]
             position = end
@@ -4190,6 +4249,18 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
     elif len(value) >= _BARE_VALUE_CAP:
         end = _end_of_bare_value(match.string, end)  # a 400-character session token goes whole
     return ((start, end),)
+
+
+def _is_encrypted_at(text: str, position: int) -> bool:
+    """Whether position is inside a value encrypted at rest, which is safe to share by design: a
+    SOPS value (`ENC[AES256_GCM,data:…,iv:…,tag:…]`) or an Ansible Vault body (hex lines under
+    `$ANSIBLE_VAULT;1.1;AES256`)."""
+    line_start = text.rfind("\n", 0, position) + 1
+    sops = text.rfind("ENC[", line_start, position)
+    if sops >= 0 and "]" not in text[sops:position]:
+        return True
+    vault = text.rfind("$ANSIBLE_VAULT;", max(0, position - 65536), position)
+    return vault >= 0 and _regex(r"[^\n]*\n(?:[ \t]*[0-9a-f]+[ \t]*\r?\n)*[ \t]*").fullmatch(text, vault, position) is not None
 
 
 def _in_public_block(text: str, position: int) -> bool:
@@ -4368,7 +4439,7 @@ RULE_WORDS = {
         "regctl", "skopeo")),
     "auth-tuple": ("020d66ce", ("auth",), ("auth",), ("=",)),
     "dsn-password": ("8d07fd41", ("@tcp", "@udp", "@unix"), (), (":",)),
-    "pgpass-line": ("a752499b", (":",), (), ()),
+    "pgpass-line": ("f529d763", (":",), (), ()),
     "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",), ("<<<",)),
     "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",), ("enc",)),
     "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",), ("--value",)),
@@ -4419,6 +4490,8 @@ RULE_WORDS = {
     "snmp-community": ("3e78734a", ("snmp",), ("snmp",), ("-c",)),
     "snmp-community-config": ("2edb4276", ("community", "snmp-server"), (), ()),
     "snmp-auth-passphrase": ("268dfe34", ("snmp",), ("snmp",), ("-a",)),
+    "snmp-user-auth-key": ("e6d54ec2", ("snmp-server",), ("snmp-server",), ("user",)),
+    "snmp-user-priv-key": ("0339fe17", ("snmp-server",), ("snmp-server",), ("user",)),
     "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",), ("-x",)),
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
         "codecovcli", "doctl", "ngrok", "snyk", "vault"), ()),
@@ -4449,8 +4522,8 @@ RULE_WORDS = {
     "webhook-path-token": ("d7d9d0fa", ("hook", "hooks", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("46401827", ("configure", "env", "set", "setenv", "setx"), (), ("auth", "cookie", "cred",
-        "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
+    "spaced-assignment": ("96ce422b", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "cookie",
+        "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
     "powershell-env-item": ("5fb1e4dc", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("10d39743", ("--secret",), ("config",), ("config",)),
@@ -4567,17 +4640,17 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("f5fb3a36", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+    "context-command-output": ("9da98334", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
         "configure", "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler",
         "echo", "env", "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
         "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519",
-        "id_rsa", "initial-password", "inject", "inspect", "item", "keyfile", "keypair", "keyring", "keystore",
+        "id_rsa", "initial-password", "inject", "inspect", "item", "key", "keyfile", "keypair", "keyring", "keystore",
         "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "mnemonic", "nmcli", "openssl", "pass",
         "passw", "printenv", "private", "pwd", "pwgen", "read", "runner", "secret", "secret-tool", "shadow", "solana",
         "sops", "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
-    "context-credential-table": ("e7445efe", ("\n",), (), ()),
+    "context-credential-table": ("3ac52fe2", ("\n",), (), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
