@@ -941,7 +941,8 @@ _NOT_PASSWORDS = frozenset("""
 _KEY_QUALIFIERS = frozenset("""
     api access secret private signing sign encryption encrypt master account auth app license
     service admin webhook session storage shared client consumer deploy subscription integration
-    hmac jwt crypto cipher aes gpg pgp ssh rsa sas bot user root application wpa wpa2 wpa3 wifi wlan network""".split())
+    hmac jwt crypto cipher aes gpg pgp ssh rsa sas bot user root application wpa wpa2 wpa3 wifi wlan network server device
+    routing""".split())
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken).
@@ -999,8 +1000,8 @@ def secret_strength(name: str) -> int:
             or (last.endswith("pass") and last not in _NOT_PASSWORDS)):  # also USERPWD, a typo (passwrd)
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
-        if before in _KEY_QUALIFIERS or last in ("apikey", "accesskey", "secretkey", "privatekey"):
-            return 2
+        if before in _KEY_QUALIFIERS or last in ("apikey", "accesskey", "secretkey", "privatekey") or "secret" in parts[:-1]:
+            return 2  # also SECRET_DEVICE_KEY
         return 1
     if last == "secrets":
         return 2
@@ -1852,9 +1853,11 @@ _SECRET_PRINTING_COMMAND = (
     r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b"
+    r"|[\w\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
+    r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
     r"|(?<=> )(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*\)?[ \t]*(?=\n)")
-# A prompt line: the end of what the command before it printed.
-_PROMPT_LINE = r"[ \t]*(?:PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?(?:[$%❯]|>{1,3})|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
+# A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`).
+_PROMPT_LINE = r"[ \t]*(?:Run|PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?(?:[$%❯]|>{1,3})|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
@@ -2280,6 +2283,9 @@ def _find_printed_secrets(match: Any) -> list:
         if (printed_dollar or not _is_reference(value)) and not _is_path_or_version(value) and "://" not in value and not _regex(
                 r"(?i)(?:error|usage|warning)\b").match(value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
+    for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3})(?:[ \t]*[=:][ \t]*|[ \t]{2,})(\S{6,256})[ \t]*$").finditer(text, start, end):
+        if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
+            spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`
     for line in _regex(r"(?m)^[ \t]*(\S{8,128})[ \t]*$").finditer(text[start:end]):
         first, last = start + line.start(1), start + line.end(1)
         if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1))) and not _regex(
@@ -2288,6 +2294,25 @@ def _find_printed_secrets(match: Any) -> list:
                 a <= first < b for a, b in spans):
             spans.append((first, last))
     return sorted(spans)
+
+
+def _is_printed_secret(name: str, value: str, between: str) -> bool:
+    """Whether a `name = value` line (or `name  value`, `user:password`) that a secret-printing command
+    printed gives a secret: a name that says so and a value of a secret's shape (a Secret ID's UUID
+    too), or a user's name and a password."""
+    value = value.strip("\"'")
+    if _is_reference(value) or _is_masked_or_public(value) or _is_placeholder(value):
+        return False
+    if secret_strength(name) == 2 and _regex(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value):
+        return True  # Consul's and Nomad's tokens are UUIDs
+    if name.lower() in _HOLDER_WORDS:
+        return looks_machine_generated(value)  # `base64:CiI0H8Cd…` (php artisan key:generate --show)
+    if not _may_be_a_password(value):
+        return False
+    if secret_strength(name) == 2:
+        return looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value)
+    return between == ":" and secret_strength(name) == 0 and _regex(r"[a-z][a-z0-9._\-]{1,30}").fullmatch(name) is not None and (
+        _looks_like_password(value) and not value.isalnum() and "/" not in value)  # `uploader:Ingrid@2006$` in a credentials file
 
 
 def _find_table_cells(match: Any) -> list:
@@ -3250,6 +3275,7 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   keep:  export const TOKEN_STORAGE_KEY = 'auth.accessToken';
+#   keep:  kind: SealedSecret\nspec:\n  encryptedData:\n    password: AgBOaDc5kLm2Xp9Rt7Vw4YbN6cQ8zF3
 #   keep:  2026-11-16T05:00:26.512Z DEBUG cache miss key=user:9586822:permissions:v3 ttl=300
 #   catch: {"password": "«hunter2»", "user": "bob"}
 #   catch: export A=1 B=2 AWS_SESSION_TOKEN=«IQoJb3JpZ2luX2VjEXAMPLE//////////wEaCXVzLWVhc3QtMSJH+/8=»; aws s3 ls
@@ -3614,6 +3640,11 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ head -3 group_vars/prod/vault.yml\n$ANSIBLE_VAULT;1.1;AES256\nac53f82f137230eb081e224df2b0c9aea0664eefa99171bc77157fc9bba2b65e\n68ec123324a7c91594e09f26203de021667dbaead2e628fb15ad073d07a2f937
 #   keep:  $ cat /etc/ssl/certs/internal-ca.pem\n-----BEGIN CERTIFICATE-----\nMIIDdTCCAl2gAwIBAgIUNQP/v4tYrw+5dHv93lcuMhj70wACfvy4kvdybzqnXvsk
 #   catch: $ doppler configure get token --plain\n«dp.st.prd.YrhBAEVGrxNBSs7kq2Lm9Xr5Kp»
+#   catch: $ nomad acl bootstrap\nAccessor ID  = 363b277a-16f3-417a-8e99-e0c1674c4fde\nSecret ID    = «f2e4f169-8c38-4e2f-befc-97f79410a347»
+#   catch: $ cat creds/ftp-users.txt\nuploader:«Ingrid@2006$»\nreports:«Spartak#64!3»
+#   catch: 127.0.0.1:6379> CONFIG GET requirepass\n1) "requirepass"\n2) "«ka1cmfgDERa2rCXTo4sntZiHAQrO9QiP»"
+#   catch: Run echo "$DEPLOY_TOKEN" | base64\n  shell: /usr/bin/bash -e {0}\n«V1ZVb1Vyemh3R01QU2luNU1IckEyNGp5UlJCUEZyWnF5RUZ1bXlMRgo=»
+#   keep:  $ env | sort | head\nHOME=/home/svc-sync\nTERM=xterm-256color\nimage: postgres:16
 #   catch: >>> print(settings.ENCRYPTION_KEY)\n«jzj8re2Ul2uJxF4jkpmcDGumgrApUnSIHWBkG8/lcRM=»
 #   keep:  >>> print(len(settings.ENCRYPTION_KEY))\n44
 #   keep:  $ printenv | grep -i _file\nDB_PASSWORD_FILE=/run/secrets/db_password\nBUILD_ID=84toAVPPNynHj96YLmIh
@@ -4211,7 +4242,7 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
     Values are often captured in a lookahead, so a rejected match (`client = Client(api_key="…")`)
     does not hide the match inside it."""
     pieces, position, hits = [], 0, 0
-    encrypted = "ENC[" in text or "$ANSIBLE_VAULT;" in text
+    encrypted = "ENC[" in text or "$ANSIBLE_VAULT;" in text or "encryptedData:" in text
     for match in pattern.finditer(text) if matches is None else matches:
         if rule.find is None and (match.start("s") < position or REDACTED in match.group("s")):
             continue
@@ -4254,10 +4285,13 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
 def _is_encrypted_at(text: str, position: int) -> bool:
     """Whether position is inside a value encrypted at rest, which is safe to share by design: a
     SOPS value (`ENC[AES256_GCM,data:…,iv:…,tag:…]`) or an Ansible Vault body (hex lines under
-    `$ANSIBLE_VAULT;1.1;AES256`)."""
+    `$ANSIBLE_VAULT;1.1;AES256`), a Bitnami SealedSecret's `encryptedData:`."""
     line_start = text.rfind("\n", 0, position) + 1
     sops = text.rfind("ENC[", line_start, position)
     if sops >= 0 and "]" not in text[sops:position]:
+        return True
+    sealed = text.rfind("encryptedData:", max(0, position - 16384), position)
+    if sealed >= 0 and "SealedSecret" in text[max(0, sealed - 4096):sealed] and "\n---" not in text[sealed:position]:
         return True
     vault = text.rfind("$ANSIBLE_VAULT;", max(0, position - 65536), position)
     return vault >= 0 and _regex(r"[^\n]*\n(?:[ \t]*[0-9a-f]+[ \t]*\r?\n)*[ \t]*").fullmatch(text, vault, position) is not None
@@ -4640,16 +4674,18 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("9da98334", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+    "context-command-output": ("6d02a8fc", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
-        "configure", "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document", "doppler",
-        "echo", "env", "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
-        "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519",
-        "id_rsa", "initial-password", "inject", "inspect", "item", "key", "keyfile", "keypair", "keyring", "keystore",
-        "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "mnemonic", "nmcli", "openssl", "pass",
-        "passw", "printenv", "private", "pwd", "pwgen", "read", "runner", "secret", "secret-tool", "shadow", "solana",
-        "sops", "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
+        "bootstrap", "configure", "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document",
+        "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret",
+        "get-secret", "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa",
+        "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "item", "key", "key:generate", "keyfile",
+        "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass",
+        "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw", "phx.gen.secret", "printenv",
+        "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner", "secret", "secret-tool",
+        "shadow", "solana", "sops", "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"),
+        (), ("\n",)),
     "context-credential-table": ("3ac52fe2", ("\n",), (), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
