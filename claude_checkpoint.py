@@ -2816,6 +2816,11 @@ device-secret-line           not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\
 #   catch: enable secret 0 «Xk29mPq7zLw4Rt8V»
 #   keep:  username netadmin privilege 15 secret ${ENABLE_SECRET}
 #   catch: switch01(config)# enable secret «Cactus1986!»
+# A Cisco-like device's other keys: an IKE pre-shared key, a TACACS+ or RADIUS key (type 7 is reversible).
+device-key-line              not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:crypto[ \t]+isakmp[ \t]+key|(?:tacacs|radius)-server(?:[ \t]+host[ \t]+\S+)?[ \t]+key|key(?=[ \t]+[07][ \t]))(?:[ \t]+[07](?=[ \t]))?[ \t]+(?P<s>\S+)
+#   catch: crypto isakmp key «kettle_hazel_raven_falcon» address 10.98.67.178
+#   catch: tacacs server ISE01\n address ipv4 192.168.7.116\n key 7 «18bea04ef0452157e9»
+#   keep:  crypto isakmp policy 10\n encr aes 256\n authentication pre-share
 # A variable set by a server's or a container's directive: `SetEnv DB_PASS …`, `ENV API_TOKEN …`.
 env-directive                assignment             (?m)^[ \t]*(?:SetEnv|PassEnv|ENV|fastcgi_param|env|setenv|Environment=?)[ \t]+"?(?P<name>[A-Za-z_][\w.\-]{0,80})"?[ \t]+(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s'";]{1,256})
 #   catch: SetEnv DB_PASS «cricket.1690»
@@ -2857,8 +2862,9 @@ ssm-parameter-value          not-reference          \bput-parameter\b{COMMAND}\s
 #   catch: aws ssm put-parameter --name /prod/db/password --type SecureString --value '«7Uig%yTq%Fn»'
 #   keep:  aws ssm put-parameter --name /prod/db/password --type SecureString --value "$DB_PASSWORD"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert)
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
+#   catch: echo '«crimson-dragon-kettle»' | pass insert -e work/atlas/db
 #   catch: printf '%s' '«Rk8#vale-Oak»' | gcloud secrets versions add db-password --data-file=-
 #   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
 # echo '…' > ~/.vault_pass: a value written to a file whose name says secret.
@@ -2997,12 +3003,13 @@ joined-user-password         argument               \b(?:lftp\b{COMMAND}[ \t]-u[
 snmp-community               argument               \bsnmp\w*\b{COMMAND}[ \t]-c[ \t]+{TOOL_VALUE}
 #   catch: snmpget -v2c -c «r3ad-Only-Lynx» 10.0.0.1 sysUpTime.0
 #   keep:  snmpwalk -v2c -c public 10.0.0.1
-snmp-community-config        argument               (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:(?:ro|rw)community6?|snmp-server[ \t]+community|set[ \t]+snmp[ \t]+community)[ \t]+{TOOL_VALUE}
+snmp-community-config        argument               (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:(?:ro|rw)community6?|snmp-server[ \t]+community|set[ \t]+snmp[ \t]+community|snmp-server[ \t]+host[ \t]+\S+(?:[ \t]+(?:traps|informs))?(?:[ \t]+version[ \t]+(?:1|2c))?)[ \t]+{TOOL_VALUE}
 #   catch: rocommunity «m0nitor-Lab-Fern» 10.0.0.0/8
 #   keep:  rocommunity public localhost
 #   catch: snmp-server community «U5DkdsoCgS3Sw7» RW
 #   catch: set snmp community «s881ysbaf2lc» authorization read-only
 #   catch: switch(config)# snmp-server community «1skQ8w1SBmuaFscL» RW
+#   catch: R1(config)# snmp-server host 10.149.95.217 version 2c «Kiki0807!»
 snmp-auth-passphrase         argument               \bsnmp\w*\b{COMMAND}[ \t]-A[ \t]+{TOOL_VALUE}
 #   catch: snmpwalk -v3 -l authPriv -u monitor -a SHA -A «Auth-Phrase-91» -x AES -X «priv-Phrase-92» host
 #   keep:  snmpwalk -v2c -c public host
@@ -3016,6 +3023,18 @@ snmp-user-priv-key           argument               (?i)\bsnmp-server[ \t]+user\
 snmp-privacy-passphrase      argument               \bsnmp\w*\b{COMMAND}[ \t]-X[ \t]+{TOOL_VALUE}
 #   catch: snmpget -v3 -l authPriv -u monitor -x AES -X «priv-Phrase-92» host sysUpTime.0
 #   keep:  snmpget -v3 -l noAuthNoPriv -u monitor host sysUpTime.0
+# OpenWrt's UCI: `option key '…'` (a Wi-Fi key), and its kin.
+uci-secret-option            not-reference          (?m)^[ \t]*option[ \t]+(?:key|password|psk|sae_password|wpa_passphrase|auth_secret|acct_secret|private_key|preshared_key)[ \t]+(?P<s>'[^'\n]{1,256}'|"[^"\n]{1,256}"|[^\s'"]{1,256})
+#   catch: config wifi-iface 'default_radio0'\n\toption ssid 'Home-Mesh'\n\toption encryption 'psk2'\n\toption key '«Dragon3913?»'
+#   keep:  \toption encryption 'psk2'\n\toption key '$WIFI_KEY'
+# Tasmota's console: `Backlog SSID1 Garage; Password1 …; MqttPassword …`.
+tasmota-password             not-reference          (?im)(?:^[ \t]*|;[ \t]*|\bBacklog[ \t]+)(?:Password[1-9]|MqttPassword|WebPassword)[ \t]+(?P<s>[^\s;]{1,128})
+#   catch: Backlog SSID1 Garage; Password1 «F@lc0n56»; MqttHost 192.168.1.20; MqttUser tasmota; MqttPassword «!Falcon2012»
+#   keep:  Backlog SSID1 Garage; Password1 ; MqttHost 192.168.1.20
+# steamcmd's `+login USER PASSWORD`.
+steamcmd-login               argument               \+login[ \t]+[^\s+]+[ \t]+(?!\+)(?P<s>"[^"\n]{1,128}"|'[^'\n]{1,128}'|[^\s'"]{1,128})
+#   catch: ./steamcmd.sh +force_install_dir /srv/ark +login nguyen_srv «Pokemon4620@» +app_update 376030 validate +quit
+#   keep:  ./steamcmd.sh +login anonymous +app_update 376030 validate +quit
 # Tokens given as arguments to CLI logins: vault login TOKEN, snyk auth TOKEN, codecov -t TOKEN.
 cli-login-token              argument               (?:(?<![\w-])(?:vault[ \t]+login|snyk[ \t]+auth|ngrok(?:[ \t]+config)?[ \t]+(?:add-)?authtoken)|\b(?:codecov(?:-cli)?|codecovcli|doctl[ \t]+auth[ \t]+init)\b{COMMAND}[ \t](?:-t|--token)(?:[ \t]*=)?)[ \t]+{TOOL_VALUE}
 #   catch: codecov-cli upload-process -t «d9bc8661ed4c1b5a3247687d9f517cb6890041eb» -r acme/api
@@ -3039,8 +3058,9 @@ printf-credentials-file      argument               \bprintf[ \t]+(?P<f>['"])%s\
 ftp-user-command             not-reference          \bftp\b[^\n]*(?:<<|\|)[^\n]*\n(?:[^\n]*\n){0,3}?[ \t]*user[ \t]+\S+[ \t]+(?P<s>\S+)[ \t]*(?=\n|$)
 #   catch: $ ftp -n files.example.com <<END\nuser backup «Nebula1050$»\nbinary\nget release.tar.gz\nEND
 #   keep:  $ ftp -n files.example.com <<END\nuser backup $FTP_PASSWORD\nEND
-# Junos' plain-text password, given on its command line.
-junos-plain-text-password    not-reference          \bplain-text-password-value[ \t]+(?P<s>"[^"\n]{1,128}"|\S{1,128})
+# Junos' plain-text password and its ascii-text keys (an IKE pre-shared key, a RADIUS secret), given on its command line.
+junos-plain-text-password    not-reference          \b(?:plain-text-password-value|(?:pre-shared-key|secret|authentication-key)[ \t]+ascii-text)[ \t]+(?P<s>"[^"\n]{1,128}"|\S{1,128})
+#   catch: set security ike policy site-b-pol pre-shared-key ascii-text "«Charlotte1966!»"
 #   catch: admin@fw> set system login user deploy authentication plain-text-password-value «riverHarbor189!»
 #   keep:  set system login user deploy authentication plain-text-password
 # SonarQube's token in sonar-project.properties or on the scanner's command line.
@@ -4465,6 +4485,7 @@ RULE_WORDS = {
     'java-char-array-password': ('c9c36271', ('".tochararray()',), (), ()),
     "auth-user-password": ("02b0db0a", ("auth",), (), (":",)),
     "device-secret-line": ("8b59ec24", ("enable", "username"), (), ("password", "secret")),
+    "device-key-line": ("9c5571b0", ("-server", "crypto", "key"), (), ()),
     "env-directive": ("7ce0ab87", ("env", "environment", "fastcgi_param", "passenv", "setenv"), (), ()),
     'redis-auth-logged': ('6cec0e88', ('"auth"',), ('"auth"',), ()),
     "sshpass": ("fd183a56", ("sshpass",), ("sshpass",), ("-p",)),
@@ -4477,8 +4498,8 @@ RULE_WORDS = {
     "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",), ("<<<",)),
     "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",), ("enc",)),
     "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",), ("--value",)),
-    "piped-secret": ("290c325b", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "env", "kinit",
-        "login", "passwd", "password-stdin", "secret", "signin", "sudo", "unlock")),
+    "piped-secret": ("f8d06dfb", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "env", "insert",
+        "kinit", "login", "passwd", "password-stdin", "secret", "signin", "sudo", "unlock")),
     "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf"), ("auth", "cred", "key", "pass", "pw",
         "secret", "token")),
     "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), (), ("echo",
@@ -4522,11 +4543,15 @@ RULE_WORDS = {
     "joined-user-password": ("eaf48f2e", ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget",
         "smbmap"), ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget", "smbmap"), ()),
     "snmp-community": ("3e78734a", ("snmp",), ("snmp",), ("-c",)),
-    "snmp-community-config": ("2edb4276", ("community", "snmp-server"), (), ()),
+    "snmp-community-config": ("6fb55165", ("community", "snmp-server"), (), ()),
     "snmp-auth-passphrase": ("268dfe34", ("snmp",), ("snmp",), ("-a",)),
     "snmp-user-auth-key": ("e6d54ec2", ("snmp-server",), ("snmp-server",), ("user",)),
     "snmp-user-priv-key": ("0339fe17", ("snmp-server",), ("snmp-server",), ("user",)),
     "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",), ("-x",)),
+    "uci-secret-option": ("6a531119", ("option",), (), ("acct_secret", "auth_secret", "key", "password",
+        "preshared_key", "private_key", "psk", "sae_password", "wpa_passphrase")),
+    "tasmota-password": ("48b00d25", ("mqttpassword", "password", "webpassword"), (), ()),
+    "steamcmd-login": ("520b6fe3", ("+login",), ("+login",), ()),
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
         "codecovcli", "doctl", "ngrok", "snyk", "vault"), ()),
     "password-manager-unlock": ("e05e1548", ("unlock",), ("bw",), ("bw",)),
@@ -4535,7 +4560,8 @@ RULE_WORDS = {
         "--password-file", "--vault-password-file"), ("echo", "printf")),
     "printf-credentials-file": ("334ae43b", ("printf",), ("printf",), ("%s\\n%s",)),
     "ftp-user-command": ("387e8df6", ("user",), ("ftp",), ("ftp",)),
-    "junos-plain-text-password": ("c7ecbd5a", ("plain-text-password-value",), ("plain-text-password-value",), ()),
+    "junos-plain-text-password": ("960373b8", ("ascii-text", "plain-text-password-value"), ("authentication-key",
+        "plain-text-password-value", "pre-shared-key", "secret"), ()),
     "sonar-login-token": ("6019b2d9", ("sonar.login", "sonar.password", "sonar.token"), (), ()),
     "maven-master-password": ("73b8ea3f", ("<settingssecurity>",), ("<settingssecurity>",), ("</master>",)),
     "here-string-after-user": ("b9d9383b", ("<<<",), ("--login", "--user", "-u"), ("-",)),
