@@ -1821,7 +1821,7 @@ def looks_like_chosen_password(value: str) -> bool:
 # Words that name a credential, in the languages sessions are written in. Long English words may
 # end a name (dbPassword); short ones and other languages' stand alone.
 _CREDENTIAL_WORDS = (
-    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?"
+    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|pin(?:[ \-]?code)?|puk|(?:alarm|door|gate|safe|lock|panel|keypad)[ \-]?codes?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
@@ -1832,7 +1832,7 @@ _CREDENTIAL_WORDS = (
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|암호|토큰|비밀\s?키|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
+    r"|비밀번호|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
 # Commands that print a secret: reading a key or secret file, a password manager or vault, a cloud
 # secret store, creating a token or random bytes.
 _SECRET_PRINTING_COMMAND = (
@@ -2066,8 +2066,14 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return False  # a sentence's commas in CJK: "パスワードは共有フォルダではなく、1Password の…"
     if _names_passphrase(word) and _looks_like_passphrase(value):
         return True  # violet.river.limone.nick after "passphrase" is no host name
+    if _names_machine_value(word) and "sign" not in word.lower() and _regex(
+            r"[0-9a-f]{16,128}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value) and not _regex(
+            _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$").search(_line_before(text, first, 60)):
+        return True  # not a GPG key's id (signingkey = 39cfe2bb9e9ab21c), nor `requestId: '451e0246-…'`  # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a key that is a UUID (Heroku's, Fortnox's)
     if not _names_machine_value(word) and _is_joined_passphrase(value):
         return True  # wachtwoord: saddle-velvet-puzzle
+    if chosen_counts and not _names_machine_value(word) and _is_camel_passphrase(value) and text[first + len(value):][:1] not in ("(", ".", "<", "[", ":"):
+        return True  # "lösenordet … är VioletSproutWalrusAnchor": words in CamelCase in prose, not a class
     chosen_counts = chosen_counts and not (_names_machine_value(word) and _regex(r"[a-z]+-\d+").fullmatch(value))  # a token's name: "ci-956"
     chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
     following = text[first + len(value):first + len(value) + 1]
@@ -2086,13 +2092,33 @@ def _names_itself(word: str, value: str) -> bool:
 
 
 def _is_joined_passphrase(value: str) -> bool:
-    """Three words or more joined by hyphens (a number may close them), none a word of sentences, a
-    placeholder's or a key's name: saddle-velvet-puzzle, not see-the-docs, github-app-private-key,
-    a constant (SLACK-WEBHOOK-URL) or snake_case code."""
-    if not _looks_like_passphrase(value) or not _regex(r"[A-Za-z]+-").match(value) or value.isupper():
+    """Three words or more joined by hyphens (a number may close them), or by dots or underscores
+    that a number closes, none a word of sentences, a placeholder's or a key's name:
+    saddle-velvet-puzzle, pickle.harbor.willow98, quiver_harbor_velvet_raven_37; not see-the-docs,
+    github-app-private-key, a constant (SLACK-WEBHOOK-URL), a host (api.staging.example.com) or
+    snake_case code (max_retry_count)."""
+    if not _looks_like_passphrase(value) or value.isupper() or not (
+            _regex(r"[A-Za-z]+-").match(value) or _regex(r"[a-z]+([._])[a-z]+\1[^\d]*[a-z][._]?\d{2,4}").fullmatch(value)):
         return False
-    words = set(value.lower().split("-"))
+    words = set(_regex(r"[-._]").split(value.lower().rstrip("0123456789")))
     return not words & _COMMON_WORDS and not words & _NOT_PASSPHRASE_WORDS
+
+
+# Words that name code's classes and functions, which a passphrase in CamelCase is not made of.
+_CODE_NAME_WORDS = frozenset("""
+    manager factory controller service handler provider client server config settings builder helper util utils adapter
+    store repository module component exception error request response view model context reset change update create
+    delete get set load save read write validator validation input output field form hash hasher encoder decoder strategy
+    policy rule rules test tests spec mock stub""".split())
+
+
+def _is_camel_passphrase(value: str) -> bool:
+    """Three to six words in CamelCase and nothing else, none a word of sentences or of code's
+    names: VioletSproutWalrusAnchor, not PasswordResetController or UseTheVault."""
+    if not _regex(r"(?:[A-Z][a-z]{2,11}){3,6}").fullmatch(value):
+        return False
+    words = {word.lower() for word in _regex(r"[A-Z][a-z]+").findall(value)}
+    return not words & (_COMMON_WORDS | _NOT_PASSPHRASE_WORDS | _CODE_NAME_WORDS)
 
 
 def _looks_like_passphrase(value: str) -> bool:
@@ -2168,10 +2194,10 @@ def _answered_password(match: Any) -> list:
     machine = _names_machine_value(match.group())  # "which creds?": only a machine-made answer
     answer = _regex(r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
     answer_end = text.find("\n", answer.end(), answer.end() + 300)  # one line, bounded
-    for value in _regex(r"[^\s,;/]{4,128}").finditer(text, answer.end(), answer.end() + 300 if answer_end < 0 else answer_end):
-        given = value.group().rstrip(".!?)")
-        if (looks_machine_generated(given) if machine else _is_given_password(match.group(), given, True, text, value.start())):
-            return [(value.start(), value.start() + len(given))]
+    for value in _regex(r"[\"'`]?([^\s,;/\"'`]{4,128})").finditer(text, answer.end(), answer.end() + 300 if answer_end < 0 else answer_end):
+        given = value.group(1).rstrip(".!?)")
+        if (looks_machine_generated(given) if machine else _is_given_password(match.group(), given, True, text, value.start(1))):
+            return [(value.start(1), value.start(1) + len(given))]
         if _regex(_NOT_A_SECRET_BEFORE).search(text[answer.end():value.start()]):
             break
     return []
@@ -3391,10 +3417,12 @@ quoted-login-pair            chosen                 (?i)(?<![\w\-])(?:using|with
 #   keep:  build it using `node` / `npm run build` as usual
 #   keep:  log in with `admin` / `$ADMIN_PASSWORD`
 # `pass X` in a note after a user's name, or a current, old or new one: "(user gitlab-runner, pass X)", "user=… pass=…".
-user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:name)?|login)(?:[ \t]*[:=][ \t]*|[ \t]+)[\w.@\-]{2,64}(?:[ \t]*[,;/][ \t]*|[ \t]+)|(?<![\w\-])(?:current|old|new|temp(?:orary)?|default|initial|use|using|with)[ \t]+)pass(?:[ \t]*[:=][ \t]*|[ \t]+)(?P<s>[^\s()]{6,64}?)(?=[)\].,;]?(?:\s|$))
+user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:name)?|login)(?:[ \t]*[:=][ \t]*|[ \t]+)[`'"]?[\w.@\-]{2,64}[`'"]?(?:[ \t]*[,;/][ \t]*|[ \t]+)|(?<![\w\-])(?:current|old|new|temp(?:orary)?|default|initial|use|using|with|la)[ \t]+)pass(?:[ \t]*[:=][ \t]*|[ \t]+)[`'"]?(?P<s>[^\s()`'"]{6,64}?)[`'"]?(?=[)\].,;]?(?:\s|$))
 #   catch: temp: hardcode db creds for demo (user gitlab-runner, pass «asdf;lkj?376»)
 #   catch: SMTP auth failed user=yuki.emma@example.com pass=«pierre1984» code=535
 #   catch: - [ ] rotate the FTP account (current pass «Puzzjonas32764»)
+#   catch: I tried with the credentials from the ticket (user `svc_report`, pass `«GraniteGecko-2000»`) and the SFTP server rejects them
+#   catch: per il deploy usa l'utente reporting con la pass «fjäril.1450» — poi la cambiamo
 #   keep:  user alice, pass the token to the next step
 #   keep:  the new pass rate is 98.5%
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
@@ -4642,38 +4670,38 @@ RULE_WORDS = {
     "wifi-network-key": ("2ec753e4", ("ssid", "wi", "wlan"), ("ssid", "wi", "wlan"), ("key", "pass", "psk", "pw")),
     "quoted-login-pair": ("60135a65", ("as", "cred", "credentials", "login", "using", "with"), ("as", "cred",
         "credentials", "login", "using", "with"), ("/",)),
-    "user-then-pass-in-prose": ("cc521b1a", ("pass",), ("current", "default", "initial", "login", "new", "old", "temp",
-        "use", "user", "using", "with"), ("current", "default", "initial", "login", "new", "old", "temp", "use",
-        "user", "using", "with")),
+    "user-then-pass-in-prose": ("7b019b86", ("pass",), ("current", "default", "initial", "la", "login", "new", "old",
+        "temp", "use", "user", "using", "with"), ("current", "default", "initial", "la", "login", "new", "old", "temp",
+        "use", "user", "using", "with")),
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
-    "context-credential-word": ("490c0180", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("0a1b0b32", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "door",
         "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
         "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč",
         "kunci", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp",
         "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "panel", "parol", "parola", "parool",
-        "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort", "phrase de passe",
-        "phrase secr", "pin", "psk", "puk", "pw", "pwd", "safe", "salasana", "sandi", "schl", "schlüssel", "secret",
-        "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "wachtwoord",
-        "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ",
-        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー",
-        "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀",
-        "비밀번호", "시크릿", "암호", "액세스", "토큰"), ("access", "account", "adgangskode", "admin", "alarm", "anahtar", "api",
-        "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave",
-        "client", "contrase", "credential", "creds", "deploy", "door", "encryption", "frasa sandi", "frase secreta",
-        "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
-        "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence",
-        "license", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau",
-        "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "panel", "parol",
-        "parola", "parool", "pass", "passcode", "passord", "passphrase", "passwd", "password", "passwort",
-        "phrase de passe", "phrase secr", "pin", "private", "psk", "puk", "pw", "pwd", "recovery", "root", "safe",
-        "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session",
-        "sifre", "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wachtzin", "wi", "wlan",
-        "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
-        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
-        "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
-        "암호", "액세스", "토큰"), ()),
+        "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrod", "pasw",
+        "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk", "pw", "pwd", "safe", "salasana", "sandi",
+        "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token",
+        "tokens", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин",
+        "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड",
+        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵",
+        "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ("access", "account", "adgangskode", "admin",
+        "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheie",
+        "chiave", "cl", "clave", "client", "contrase", "credential", "creds", "deploy", "door", "encryption",
+        "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
+        "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč",
+        "kunci", "licence", "license", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord",
+        "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec",
+        "nyckel", "panel", "parol", "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase",
+        "passwd", "password", "passwort", "passwrod", "pasw", "phrase de passe", "phrase secr", "pin", "private",
+        "psk", "pssword", "puk", "pw", "pwd", "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel",
+        "secret", "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel",
+        "token", "tokens", "unseal", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός",
+        "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة",
+        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令",
+        "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("d9bd0958", ("account", "credential", "creds", "log", "sign", "user"), ("account",
         "credential", "creds", "log", "sign", "user"), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
