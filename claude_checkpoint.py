@@ -1169,7 +1169,7 @@ def _accept_assignment(match: Any) -> bool:
         return (_looks_like_password(bare) or _looks_random(bare) or _is_joined_passphrase(bare)
                 or value[:1] in "\"'`" and looks_like_chosen_password(bare)) and not _is_reference(value)
     if strength == 1:
-        return _looks_random(bare) and not _is_identifier_like(bare)
+        return (_looks_random(bare) or looks_machine_generated(bare)) and not _is_identifier_like(bare)  # also rclone's b2 `key = RQWFWykf…`
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
             match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")
             or bare.lower() in ("see", "ask", "check", "use", "in", "via", "from", "stored", "same", "if", "when", "whether")):
@@ -1853,7 +1853,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b"
-    r"|[\w\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
+    r"|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
     r"|(?<=> )(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*\)?[ \t]*(?=\n)")
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`).
@@ -2438,8 +2438,19 @@ def _find_wrapped_log_line(match: Any) -> list:
     """A log line that continues a credential's machine-made (or redacted) value at the end of the
     line before, behind the same prefix (a timestamp, a level): its machine-made tokens."""
     text, (end, line) = match.string, _line_above(match)
-    prefix = match.group("prefix").rstrip()
-    if not line.startswith(prefix) or not (REDACTED in line or _regex(_CREDENTIAL_WORDS).search(line)):
+    prefix, above = match.group("prefix").rstrip(), end
+    for _ in range(4):  # up through lines that only continue it: a token wrapped three times
+        if not line.startswith(prefix):
+            return []
+        if REDACTED in line or _regex(_CREDENTIAL_WORDS).search(line):
+            break
+        if not looks_machine_generated(line[len(prefix):].strip().lstrip(".…")):
+            return []
+        above = text.rfind("\n", 0, above - len(line)) if above - len(line) > 0 else -1
+        if above < 0:
+            return []
+        line = _line_before(text, above, 2048)
+    else:
         return []
     return random_tokens(text, match.start("s"), match.end("s")) if _ends_machine_made(text, end) else []
 
@@ -2525,10 +2536,26 @@ def _accept_mnemonic(match: Any) -> bool:
 
 
 def _accept_byte_array_key(match: Any) -> bool:
-    """32 or 64 numbers of 0 to 255 with a word that says key shortly before (`id.json`, `keypair`)."""
+    """32 or 64 numbers of 0 to 255 with a word that says key shortly before (`id.json`, `keypair`); 16
+    (an AES-128 key: zigbee2mqtt's `network_key: [242, 91, …]`) only right after a name that says key."""
     numbers = [int(n) for n in _regex(r"\d+").findall(match.group("s"))]
     before = match.string[max(0, match.start() - 200):match.start()]
+    if len(numbers) == 16:
+        return max(numbers) <= 255 and _regex(r"(?i)(?:key|secret)[\"']?[ \t]*[:=][ \t]*$").search(before) is not None
     return max(numbers) <= 255 and _regex(r"(?i)key|secret|wallet|solana|id\.json|seed").search(before) is not None
+
+
+def _accept_terraform_random(match: Any) -> bool:
+    """`"result": "…"` in Terraform state beside `"length"` and `"special"`: a random_password's value."""
+    text, start = match.string, match.start()
+    around = text[max(0, start - 600):start + 400]
+    return not _is_reference(match.group("s").strip('"')) and (
+        '"special"' in around and '"length"' in around or "random_password" in text[max(0, start - 2000):start])
+
+
+def _accept_app_password(match: Any) -> bool:
+    """Four groups of four letters after a password word (Google's app passwords), none a word of sentences."""
+    return not set(_regex(r"[ \-]").split(match.group("s").lower())) & (_COMMON_WORDS | _PLACEHOLDER_WORDS | _SECRET_WORDS)
 
 
 # Values are bounded (256 bare, 4096 quoted) so that `a=a=a=…` cannot make a rule quadratic (a
@@ -2770,7 +2797,9 @@ seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|
 #   keep:  the wallet screen lists every account with its balance and a button to copy the address
 #   catch: recovery words: «agree apart awesome above album already barrel age affair ball aunt badge»
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
-byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t]*,[ \t]*\d{1,3}){31}(?:(?:[ \t]*,[ \t]*\d{1,3}){32})?[ \t]*)\]
+byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t]*,[ \t]*\d{1,3}){15}(?:(?:[ \t]*,[ \t]*\d{1,3}){16}(?:(?:[ \t]*,[ \t]*\d{1,3}){32})?)?[ \t]*)\]
+#   catch: advanced:\n  network_key: [«242, 91, 45, 153, 161, 113, 92, 166, 222, 180, 98, 116, 96, 103, 203, 227»]
+#   keep:  advanced:\n  pan_id: 6754\n  ext_pan_id: [221, 221, 221, 221, 221, 221, 221, 221]\n  channels: [11, 15, 20, 25, 26, 11, 15, 20, 25, 26, 11, 15, 20, 25, 26, 11]
 #   catch: $ cat ~/.config/solana/id.json\n[«174,47,154,16,202,193,206,113,199,190,53,133,169,175,31,56,222,53,138,189,224,216,117,173,10,149,53,45,73,251,237,246,15,185,186,82,177,240,148,69,241,227,167,80,141,89,240,121,121,35,172,247,68,251,226,218,48,63,176,109,168,89,238,135»]
 #   keep:  histogram = [3,1,4,1,5,9,2,6,5,3,5,8,9,7,9,3,2,3,8,4,6,2,6,4,3,3,8,3,2,7,9,5]
 # A raw private key: 0x and 64 hex digits after a name that says key.
@@ -3273,13 +3302,19 @@ call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["
 #   keep:  monkeypatch.setenv("API_TOKEN", "test-token")
 #   catch: await page.fill('#password', '«zaq1xsw2&72»');
 #   keep:  await page.fill('#username', 'dmitri21');
+# A constant that names the option, then its value: libcurl's `curl_easy_setopt(curl, CURLOPT_PASSWORD, "…")` (USERPWD's user:password is user-password-literal's).
+call-with-constant-and-value assignment             (?<![\w.])[\w.>\-]{1,40}\(\s*(?:[^,()"'\n]{1,60},\s*)?(?P<name>(?![A-Z_]*USERPWD\b)[A-Z][A-Z0-9_]{2,60})\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: curl_easy_setopt(curl, CURLOPT_PASSWORD, "«solsken_882*»");
+#   keep:  curl_easy_setopt(curl, CURLOPT_USERNAME, "reporting");
+#   keep:  curl_easy_setopt(curl, CURLOPT_PASSWORD, getenv("SMTP_PASSWORD"));
 # signingKey = []byte("…"), token = SecretStr("…")
-call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*(?:,[ \t]*["']?[\w\-]{1,20}["']?\s*)?\)
+call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})(?:[ \t]*,[ \t]*\w{1,20})?[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*(?:,[ \t]*["']?[\w\-]{1,20}["']?\s*)?\)
 #   catch: var signingKey = []byte("«sSLbUaHdztEpHqKcB3052d0q»")
 #   keep:  var signingKey = []byte(os.Getenv("JWT_SECRET"))
 #   keep:  private_key = Path("~/.ssh/id_ed25519").expanduser().read_text()
 #   keep:  val creds = spark.conf.get("spark.hadoop.fs.s3a.aws.credentials.provider")
 #   catch: const key = Buffer.from('«fed674006f073b04a0cabfaf5fe9c3ac»', 'hex');
+#   catch: key, _ := hex.DecodeString("«d326f8a20dd1f2453a9db2bd6b35413c55034d3b13a5b79318c7e3fa2b25c7c8»")
 docker-config-auth           -                      (?i)\.?docker(?:config)?(?:json|cfg)["']?\s*:\s*["']?(?P<s>[A-Za-z0-9+/=]{20,})
 #   catch: .dockerconfigjson: «eyJhdXRocyI6eyJyZWdpc3RyeS5leGFtcGxlLmNvbSI6e319fQ==»
 #   keep:  type: kubernetes.io/dockerconfigjson
@@ -3718,6 +3753,14 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: HOST            USER      PASS\ndb-35.internal.example.com  root      «orange-winter-harbor»
 #   catch: Nom d'utilisateur ; Mot de passe\nbuild ; «Lucia2008#»
 #   catch: || System || Login || Kennwort ||\n| Zeiterfassung | admin | «Joaquin.1983» |
+# Terraform state: a random_password's `"result"` beside its `"length"` and `"special"`.
+terraform-random-result      terraform-random       "result"[ \t]*:[ \t]*"(?P<s>[^"\n]{6,256})"
+#   catch: "attributes": {\n  "id": "none",\n  "length": 20,\n  "result": "«E*yIx1!lNqRcmJs88d62»",\n  "special": true\n}
+#   keep:  {"status": "ok", "result": "created", "count": 3}
+# Google's app passwords: four groups of four small letters after a password word (msmtprc, .muttrc, a note).
+app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:word|wd)?|app[ \-]password)\b[ \t]*[:=]?[ \t]*["']?(?P<s>(?-i:[a-z]{4}[ \-][a-z]{4}[ \-][a-z]{4}[ \-][a-z]{4}))(?![\w\-])
+#   catch: account gmail\nhost smtp.gmail.com\nuser fatima@corp.example.org\npassword «rtcb krtv kanx seii»
+#   keep:  the password must have four words like this
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
 context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»
@@ -3772,7 +3815,8 @@ ACCEPT_CHECKS = {
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member,
-    "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "chosen": _accept_chosen, "quoted-or-chosen": _accept_quoted_or_chosen,
+    "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
+    "app-password": _accept_app_password, "chosen": _accept_chosen, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user,
 }
 # The checks of context rules: each picks the spans to replace inside its match.
@@ -4491,7 +4535,7 @@ RULE_WORDS = {
         ("12", "15", "18", "21", "24", "backup", "bip", "frase ", "from", "mnemonic", "phrase de r", "recovery",
         "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
         ()),
-    "byte-array-key": ("fb92c920", ("[",), (), (",",)),
+    "byte-array-key": ("edfa71b7", ("[",), (), (",",)),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
         ("0x",)),
@@ -4646,7 +4690,8 @@ RULE_WORDS = {
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
     "name-value-pair": ("a689e9f7", ("value",), (), ("name",)),
     "call-with-name-and-value": ("b4c48ea6", ("(",), (), (",",)),
-    "call-wrapped-value": ("4f7c4ea1", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "call-with-constant-and-value": ("36196132", ("(",), (), (",",)),
+    "call-wrapped-value": ("2a919247", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "base64-private-key": ("2ab598c8", ("ls0tls1crudjti",), ("ls0tls1crudjti",), ()),
@@ -4728,7 +4773,7 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("6d02a8fc", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
+    "context-command-output": ("1fbabfc7", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
         ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
         ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
         "bootstrap", "configure", "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document",
@@ -4741,6 +4786,8 @@ RULE_WORDS = {
         "shadow", "solana", "sops", "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"),
         (), ("\n",)),
     "context-credential-table": ("3ac52fe2", ("\n",), (), ()),
+    'terraform-random-result': ('61ebf447', ('"result"',), ('"result"',), (':',)),
+    "app-password-groups": ("2e8e2870", ("pass", "password"), ("app", "pass"), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
