@@ -2350,25 +2350,42 @@ def _find_table_cells(match: Any) -> list:
     names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
     columns = tuple((i, bool(_regex(r"(?i)\bpin\b|пин").search(name))) for i, name in enumerate(names) if name and (
         secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"))
+    starts = ()  # where a header's columns start, when spaces align them: a long cell may leave one space to the next
+    if separator is None:
+        indent = match.start("head") - text.rfind("\n", 0, match.start("head")) - 1
+        starts = tuple(indent + a for a, _ in _table_cells(head, None))
     spans, position = [], match.start("s")
     for row in text[position:match.end("s")].split("\n") if columns else ():
-        spans += [(position + a, position + b) for a, b in _secret_cells(row, separator, columns)]
+        spans += [(position + a, position + b) for a, b in _secret_cells(row, separator, columns, starts)]
         position += len(row) + 1
     return spans
 
 
 @_remembered
-def _secret_cells(row: str, separator: Optional[str], columns: tuple) -> tuple:
+def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tuple = ()) -> tuple:
     """The (start, end) spans in row of the cells under columns ((index, under a PIN) pairs) that
-    hold a password, a machine-made value, or a PIN under a PIN. Remembered: each header's window
-    reaches up to 100 rows, and the next header's the same ones, so a text of many headers
-    (`| user | password |` repeated) judges each row once."""
+    hold a password, a machine-made value, a passphrase, or a PIN under a PIN. A row split by
+    spaces into fewer or more cells than its header (starts: where the header's columns start)
+    is split at those columns instead. Remembered: each header's window reaches up to 100 rows, and
+    the next header's the same ones, so a text of many headers (`| user | password |` repeated)
+    judges each row once."""
     pins, found = dict(columns), []
-    for index, (a, b) in enumerate(_table_cells(row, separator)):
-        value = row[a:b].strip()
+    cells = _table_cells(row, separator)
+    if starts and len(cells) != len(starts):
+        import bisect
+        words_of = [[] for _ in starts]  # each word goes to the column it starts in
+        for word in _regex(r"\S+").finditer(row):
+            column = bisect.bisect_right(starts, word.start()) - 1
+            if column >= 0:
+                words_of[column].append(word.span())
+        cells = [(words[0][0], words[-1][1]) if words else (0, 0) for words in words_of]
+    for index, (a, b) in enumerate(cells):
+        value = row[a:b].strip().strip("`")
         if index in pins and value and (_looks_like_password(value) or looks_machine_generated(value)
                                         or looks_like_chosen_password(value) or _is_joined_passphrase(value)
                                         or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) and _is_spoken_passphrase(value)
+                                        or _looks_like_passphrase(value) and not pins[index] and not value.isupper() and not set(_regex(r"[-_.]").split(value.lower())) & (
+                                            _COMMON_WORDS | _NOT_PASSPHRASE_WORDS)
                                         or pins[index] and _regex(r"\d{4,8}").fullmatch(value)):
             first = a + row[a:b].index(value)
             found.append((first, first + len(value)))
@@ -3753,6 +3770,9 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: HOST            USER      PASS\ndb-35.internal.example.com  root      «orange-winter-harbor»
 #   catch: Nom d'utilisateur ; Mot de passe\nbuild ; «Lucia2008#»
 #   catch: || System || Login || Kennwort ||\n| Zeiterfassung | admin | «Joaquin.1983» |
+#   catch: ENV     HOST                     ADMIN USER   ADMIN PASSWORD\ndev     db-eu1.svc.cluster.local admin        «Simba1508#»
+#   catch: | service | user | password |\n|---|---|---|\n| grafana | sa | `«velvet_anchor_violet»` |
+#   keep:  NPM_TOKEN        Updated 2024-01-23\nAWS_ROLE_ARN     Updated 2024-01-15
 # Terraform state: a random_password's `"result"` beside its `"length"` and `"special"`.
 terraform-random-result      terraform-random       "result"[ \t]*:[ \t]*"(?P<s>[^"\n]{6,256})"
 #   catch: "attributes": {\n  "id": "none",\n  "length": 20,\n  "result": "«E*yIx1!lNqRcmJs88d62»",\n  "special": true\n}
