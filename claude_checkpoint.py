@@ -2366,7 +2366,7 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
     """The (start, end) spans in row of the cells under columns ((index, under a PIN) pairs) that
     hold a password, a machine-made value, a passphrase, or a PIN under a PIN. A row split by
     spaces into fewer or more cells than its header (starts: where the header's columns start)
-    is split at those columns instead. Remembered: each header's window reaches up to 100 rows, and
+    is split at those columns instead, a cell counting only where it starts at its column. Remembered: each header's window reaches up to 100 rows, and
     the next header's the same ones, so a text of many headers (`| user | password |` repeated)
     judges each row once."""
     pins, found = dict(columns), []
@@ -2378,7 +2378,8 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
             column = bisect.bisect_right(starts, word.start()) - 1
             if column >= 0:
                 words_of[column].append(word.span())
-        cells = [(words[0][0], words[-1][1]) if words else (0, 0) for words in words_of]
+        cells = [(words[0][0], words[-1][1]) if words and words[0][0] == start else (0, 0)  # aligned, or no table
+                 for words, start in zip(words_of, starts)]
     for index, (a, b) in enumerate(cells):
         value = row[a:b].strip().strip("`")
         if index in pins and value and (_looks_like_password(value) or looks_machine_generated(value)
