@@ -2409,13 +2409,18 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 
 def _find_code_lines(match: Any) -> list:
     """Each code of a list after the words that name recovery codes: mixed letters and digits or
-    digits alone, which words of a following sentence are not."""
-    spans = []
+    digits alone, which words of a following sentence are not; and a code of letters alone shaped
+    like those (GitHub's `tycpz-rndyk` among `h8img-t0u3d`)."""
+    spans, shapes, lettered = [], set(), []
     for code in _regex(r"[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}").finditer(match.string, match.start("s"), match.end("s")):
-        value = code.group()
+        value, shape = code.group(), tuple(map(len, code.group().split("-")))
         if _regex(r"\d").search(value) and (_regex(r"[a-z]").search(value.lower()) or len(value) >= 6) and not _is_reference(value):
             spans.append(code.span())
-    return spans
+            shapes.add(shape)
+        elif "-" in value and value.isascii():
+            lettered.append((shape, code.span()))
+    spans += [span for shape, span in lettered if shape in shapes and len(spans) >= 2]
+    return sorted(spans)
 
 
 def _find_split_literals(match: Any) -> list:
@@ -3784,7 +3789,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 #   keep:  the password must have four words like this
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
 context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
-#   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»
+#   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
 #   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
 # A cookie jar in Netscape's format (curl -c, browsers' exports): the value, last of seven fields.
 netscape-cookie-jar          random                 (?m)^(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t[^\t\n]+\t(?P<s>[^\t\n]{8,4096})$
@@ -3812,10 +3817,12 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0
 #   keep:  expected = [2.8335+0.2443j,\n    3.4675+0.2185j,
 #   keep:  trace Xk29mPq7zLw3Rt5Vb8Nc4\n    prevOffscreenSubtreeWasHidden = offscreenSubtreeWasHidden;
 # The rest of a credential wrapped onto the next line of a log that repeats its prefix (a timestamp, a level).
-context-wrapped-log-line     wrapped-log-line       \n(?=(?P<prefix>[\d\[][^\n]{4,79}?)[ \t]+(?:\.{3}|…)?(?P<s>[A-Za-z0-9+/=_\-~][A-Za-z0-9+/=_\-.~]{11,1023}))
+context-wrapped-log-line     wrapped-log-line       \n(?=(?P<prefix>[\d\[#][^\n]{4,79}?)[ \t]+(?:\.{3}|…)?(?P<s>[A-Za-z0-9+/=_\-~][A-Za-z0-9+/=_\-.~]{11,1023}))
 #   catch: 2026-12-01T10:02:11Z DEBUG auth: refresh_token=«XB0tlvNpfiiziTJ6yWcLW3bWnp4SiwC1MztPR9eU»\n2026-12-01T10:02:11Z DEBUG     «8bN9bn5enjTUp7tKR1cLKSItQ9h20fK3Eb2lCxtX» (continued)
 #   keep:  2026-12-01T10:02:11Z INFO request id=9f8e7d6c5b4a39281706f5e4d3c2b1a0\n2026-12-01T10:02:11Z INFO   a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6 cached
 #   catch: [INFO] auth header: Bearer «Xk29mPq7zLw3Rt5Vb8Nc4aB3dE5gH7jK9m»\n[INFO]   ...«D14AsQdq9AEFFQM92BhdG7HUSlcjSkAi» (continued)
+#   catch: #14 0.412 + ./configure --with-license-key=«3f30604f559b1111ebd4c1a756f80754d458da0c8853fb235d8cfd87b6d4»\n#14 0.412 «028fafcef385a1970a94ffd782102436f333» --prefix=/opt/app
+#   catch: [ts] DEBUG   Authorization: Bearer «Rf8Kq2LmZp9XtVw4YbN6cQ3»\n[ts] DEBUG   «J7dHs2KxLq9Vb3NmZt8Wc4Yp»\n[ts] DEBUG   «OwaDo2NZb1OIdEvZZeryAa»
 # A triple-quoted string under a name that says secret (Python, TOML, Kotlin, Scala).
 context-quoted-block         block-lines            (?m)^[ \t]*(?:val[ \t]+|var[ \t]+|const[ \t]+)?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
 #   catch: signing_key = """\n«27C9GN63cOSIHStWuiQJM3QxSy/w8XG+44hx23T8EdhL»\n«p/+gWeF+auxL/6D9/z4ahyujhXimXg4+4hhLmPXlQ5CU»\n"""
@@ -4815,7 +4822,7 @@ RULE_WORDS = {
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
     "context-split-literal": ("17763261", (), (), ()),
     "context-wrapped-line": ("76c74966", ("\n",), (), ()),
-    "context-wrapped-log-line": ("eb248b98", ("\n",), (), ()),
+    "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         'private', 'psk', 'pwd', 'secret', 'session', 'token'), (), ('"', "'")),
     "context-yaml-block": ("ecfcc96f", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
