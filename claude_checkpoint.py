@@ -1510,7 +1510,7 @@ def _accept_argument(match: Any) -> bool:
 _PROSE_SECRET_WORDS = (
     r"(?i)(?<![/.\-])\b(?:(?:[a-z]+[_\-])*(?:passwords?|passwd|passphrases?|tokens?|secrets?|keys?)|passcodes?"
     r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|passwort|kennwort|contrase[ñn]a"
-    r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|has[łl]o|kata sandi|kunci(?: rahasia)?|clave|chave|chiave"
+    r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|hasło|haslo|kata sandi|kunci(?: rahasia)?|clave|chave|chiave"
     r"|schl[üu]ssel|klucz|hesl[oa]|[şs]ifre|anahtar|jeton|clé|sleutel|nyckel|segred[oa]|segret[oa]|geheimnis|токен|ключ|парол[ьяюе])\b(?![/.]\w)")  # not in keys/ops.pem, db-password
 _PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*[:=]?[ \t]*[\"'`]?$"  # `pass X`, pass `X`: the value comes next
 # Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
@@ -4074,14 +4074,15 @@ def find_secret(text: str) -> Optional[str]:
     stops at the first secret."""
     if not text:
         return None
-    scan = _Scan(text)
+    scan, encrypted = _Scan(text), _may_hold_encrypted(text)
     for index in scan.rules():
         rule = _rule_table()[index][0]
         for match in scan.matches(index):
             if rule.find is None and REDACTED in match.group("s"):
                 continue
             spans = rule.find(match) if rule.find else _accepted_span(rule, match)
-            if any(start < end and REDACTED not in text[start:end] for start, end in spans):
+            if any(start < end and REDACTED not in text[start:end] and not (encrypted and _is_encrypted_at(text, start))
+                   for start, end in spans):
                 return rule.name
     return None
 
@@ -4362,7 +4363,7 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
     Values are often captured in a lookahead, so a rejected match (`client = Client(api_key="…")`)
     does not hide the match inside it."""
     pieces, position, hits = [], 0, 0
-    encrypted = "ENC[" in text or "$ANSIBLE_VAULT;" in text or "encryptedData:" in text
+    encrypted = _may_hold_encrypted(text)
     for match in pattern.finditer(text) if matches is None else matches:
         if rule.find is None and (match.start("s") < position or REDACTED in match.group("s")):
             continue
@@ -4400,6 +4401,11 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
     elif len(value) >= _BARE_VALUE_CAP:
         end = _end_of_bare_value(match.string, end)  # a 400-character session token goes whole
     return ((start, end),)
+
+
+def _may_hold_encrypted(text: str) -> bool:
+    """Whether text may hold a value encrypted at rest (_is_encrypted_at): a cheap look first."""
+    return "ENC[" in text or "$ANSIBLE_VAULT;" in text or "encryptedData:" in text
 
 
 def _is_encrypted_at(text: str, position: int) -> bool:

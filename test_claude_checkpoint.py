@@ -1330,6 +1330,33 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
                         self.assertIn(character.lower(), cc._NAME_CHARACTERS)
 
 
+class TestEncryptedValues(unittest.TestCase):
+    """Values encrypted at rest are safe to share by design: SOPS values, Ansible Vault bodies and a
+    SealedSecret's encryptedData are kept whole, and a secret beside them is still caught."""
+
+    SOPS = "password: ENC[AES256_GCM,data:MwHiiOtKPaaSZFgROtv1dPFz,iv:aJNk2UiGinHhCOQmkdkQLf9CD3zxJ89++jMPxLYuxAY=,tag:Pfoq==,type:str]"
+    VAULT = ("$ cat group_vars/prod/vault.yml\n$ANSIBLE_VAULT;1.1;AES256\n"
+             "ac53f82f137230eb081e224df2b0c9aea0664eefa99171bc77157fc9bba2b65e522f33bbed2aa904\n"
+             "68ec123324a7c91594e09f26203de021667dbaead2e628fb15ad073d07a2f93765c9e4aa462882ea\n")
+    SEALED = "kind: SealedSecret\nspec:\n  encryptedData:\n    password: AgBOaDc5kLm2Xp9Rt7Vw4YbN6cQ8zF3\n"
+
+    def test_encrypted_values_are_kept_and_found_clean(self):
+        for text in (self.SOPS, self.VAULT, self.SEALED):
+            with self.subTest(text=text[:40]):
+                self.assertEqual(cc.redact(text), (text, 0))
+                self.assertIsNone(cc.find_secret(text))
+
+    def test_a_secret_beside_them_is_still_caught(self):
+        for text in (self.SOPS + "\nadmin password: Hunter2Xy9!kk", self.VAULT + "$ echo ok\ndb_password=Zx8pQ2rT5vLm9WkN\n",
+                     self.SEALED + "---\nkind: Secret\nstringData:\n  password: Hunter2Xy9!kk\n"):
+            with self.subTest(text=text[:40]):
+                redacted, count = cc.redact(text)
+                self.assertEqual(count, 1, redacted)
+                self.assertNotIn("Hunter2Xy9!kk", redacted)
+                self.assertNotIn("Zx8pQ2rT5vLm9WkN", redacted)
+                self.assertIsNotNone(cc.find_secret(text))
+
+
 class TestFindSecret(unittest.TestCase):
     """find_secret: what a push asks of a file (SPEC section 13), the same verdict as redact()."""
 
