@@ -945,8 +945,8 @@ _KEY_QUALIFIERS = frozenset("""
     routing""".split())
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
-# page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken).
-_NOT_SECRET_QUALIFIERS = frozenset("hashed existing page continuation pagination cursor next".split())
+# page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key.
+_NOT_SECRET_QUALIFIERS = frozenset("hashed existing page continuation pagination cursor next cache idempotency".split())
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
@@ -1168,6 +1168,8 @@ def _accept_assignment(match: Any) -> bool:
     if strength == 1 and _name_parts(name)[-1] == "pass":  # `pass: 'Summer2021?'` (nodemailer), `pass=Priya1988` in a log
         return (_looks_like_password(bare) or _looks_random(bare) or _is_joined_passphrase(bare)
                 or value[:1] in "\"'`" and looks_like_chosen_password(bare)) and not _is_reference(value)
+    if strength == 1 and _name_parts(name)[-1].endswith(("sid", "sessid", "sessionid")) and _regex(r"[0-9a-fA-F]{16,}").fullmatch(bare):
+        return True  # a session's id in hex: `cookies.set("JSESSIONID", "479D3599CD26…")`
     if strength == 1:
         return (_looks_random(bare) or looks_machine_generated(bare)) and not _is_identifier_like(bare)  # also rclone's b2 `key = RQWFWykf…`
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
@@ -1520,7 +1522,7 @@ _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "co
                        "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord",
                        "ключ", "парол", "токен")
 _PROSE_NOT_A_SECRET_BEFORE = (
-    r"(?i)(?:\b|(?<=_)(?<!session_))(?:commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
+    r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
     r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number|item)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
@@ -1840,7 +1842,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|passw(?!d\b)|pwd|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private)"
-    r"|op[ \t]+(?:read|item[ \t]+get|document[ \t]+get|inject)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
+    r"|op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|[\w\-]*rails[ \t]+runner[^\n]*token|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
     r"|keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
     r"|aws[ \t]+(?:secretsmanager(?![ \t]+(?:list|describe)-)|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
@@ -1856,8 +1858,9 @@ _SECRET_PRINTING_COMMAND = (
     r"|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
     r"|(?<=> )(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*\)?[ \t]*(?=\n)")
-# A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`).
-_PROMPT_LINE = r"[ \t]*(?:Run|PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?(?:[$%❯]|>{1,3})|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
+# A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
+# words may hold spaces: `[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`, `~/api (release/4.7) $`.
+_PROMPT_LINE = r"[ \t]*(?:Run|PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?(?:[$%❯]|>{1,3})|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
@@ -1931,7 +1934,8 @@ _MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeto
                              r"|llave|klucz|anahtar|ключ|токен|секрет|トークン|鍵|キー|シークレット|令牌|密钥|秘钥|金鑰|私钥"
                              r"|토큰|키|시크릿|कुंजी|टोकन|session|zugangsdaten|geheimnis|segredo|segreto|belirte")
 # What names the next value as something else, in prose or as a flag (`--project=`).
-_NOT_A_SECRET_BEFORE = _PROSE_NOT_A_SECRET_BEFORE + "|" + _NAME_FLAG_BEFORE
+_NOT_A_SECRET_BEFORE = (_PROSE_NOT_A_SECRET_BEFORE + "|" + _NAME_FLAG_BEFORE
+                        + r"|(?-i:[a-z]I[Dd])[\"']?[ \t]*[:=][ \t]*[\"']?$")  # a camelCase id's value: `credentialsId: 'etl-jobs-nexus'`
 # The end of what may stand between a credential word and a hex value further on: "… ist 65d2…".
 _HEX_AFTER = r"(?i)(?:[:=：]|" + _CONNECTOR + r")[ \t]*[\"'`(«]?\s*$"
 # What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
@@ -2251,7 +2255,7 @@ def _find_command_arguments(match: Any) -> list:
     lines = _regex(r"<<<[ \t]*\$'([^'\n\\]{1,64})\\n([^'\n\\]{4,128})(?:\\n|')").search(text, start, end)
     if lines and not _is_reference(lines.group(2)) and not any(a <= lines.start(2) < b for a, b in spans):
         spans.append(lines.span(2))  # $'user\npassword\nemail': the answers to the login's prompts, the password second
-    return sorted(spans)
+    return sorted(set(spans))
 
 
 # Names of algorithms and curves, which calls that sign or encrypt take beside their key.
@@ -2319,7 +2323,7 @@ def _find_printed_secrets(match: Any) -> list:
                 _NOT_RANDOM_MARKS).search(line.group(1)) and not any(
                 a <= first < b for a, b in spans):
             spans.append((first, last))
-    return sorted(spans)
+    return sorted(set(spans))
 
 
 def _is_printed_secret(name: str, value: str, between: str) -> bool:
@@ -2420,7 +2424,7 @@ def _find_code_lines(match: Any) -> list:
         elif "-" in value and value.isascii():
             lettered.append((shape, code.span()))
     spans += [span for shape, span in lettered if shape in shapes and len(spans) >= 2]
-    return sorted(spans)
+    return sorted(set(spans))
 
 
 def _find_split_literals(match: Any) -> list:
@@ -3167,7 +3171,7 @@ hex-key-call                 -                      (?i)(?:key|wallet|signer|acc
 #   catch: acct = w3.eth.account.from_key("«0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2»")
 #   keep:  tx = w3.eth.get_transaction("0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2")
 # Session cookies by their well-known names, whatever the value's shape (PHP's ids are 26 small letters).
-session-cookie               not-reference          (?<![\w.\-])(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid)=(?P<s>[^;\s"'&]{16,4096})
+session-cookie               not-reference          (?<![\w.\-])(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid|_[a-z]{1,12}_sess(?:ion)?)=(?P<s>[^;\s"'&]{16,4096})
 #   catch: PHPSESSID=«enyhbvdssvjbutiooiqeptzhts»; lang=en
 #   keep:  session_id=short; PHPSESSID=deleted
 # rclone's remote settings given on the command line: rclone config create NAME TYPE key VALUE …
@@ -3268,8 +3272,10 @@ isql-password                not-reference          \bisql\s+(?:-\w+\s+)*[\w.\-]
 redis-auth                   not-reference          (?m)>[ \t]*AUTH[ \t]+(?:\S+[ \t]+)?(?P<s>\S+)[ \t]*$
 #   catch: 127.0.0.1:6379> AUTH «quartzBasaltFalcon1274»
 #   keep:  127.0.0.1:6379> ACL WHOAMI
-redis-config-password        not-reference          (?m)^\s*(?:requirepass|masterauth)\s+(?P<s>\S+)
+redis-config-password        not-reference          (?m)(?:^\s*|(?i:\bconfig[ \t]+set)[ \t]+|--)(?:requirepass|masterauth)(?:\s+|["']?[ \t]*,[ \t]*)["']?(?P<s>[^\s"']+)
 #   catch: requirepass «W..f6x57jCh9pd»
+#   catch: 127.0.0.1:6379> CONFIG SET requirepass "«Sl9wJ936LxRPV7npEsoUcmr7k2SSk7RS»"
+#   catch: command: ["redis-server", "--requirepass", "«W1n73r!64»"]
 #   keep:  # requirepass foobared
 redis-acl-password           not-reference          (?=[Su \t])(?:\bSETUSER\b|(?m:^)[ \t]*user[ \t]+[\w.\-]+[ \t]+(?:on|off)\b)[^\n]{0,200}?\s'?>(?P<s>[^\s']{1,256})
 #   catch: user ci on >«Ledger-Fox-19» ~ci:* +@read
@@ -3296,10 +3302,11 @@ chpasswd-list                not-reference          chpasswd:[^\n]{0,40}\n(?:[ \
 #   catch: chpasswd:\n  list: |\n    ubuntu:«Basalt-pylon4353»\n  expire: false
 #   keep:  chpasswd:\n  expire: false\nssh_pwauth: true
 # A -u USER -p PASSWORD pair (xcrun altool, docker, many CLIs).
-user-then-password-flags     password-flag          (?<![\w-])-u[ \t]+\S+[ \t]+-[pP][ \t]+(?!-){TOOL_VALUE}
+user-then-password-flags     password-flag          (?<![\w-])(?:-u[ \t]+\S+[ \t]+-[pP]|(?i:plink|pscp|psftp)(?:\.exe)?\b{COMMAND}[ \t]-pw)[ \t]+(?!-){TOOL_VALUE}
 #   catch: mosquitto_sub -h broker.example.com -u meter -P «amber-crane-lotus-47» -t plant/#
 #   catch: xcrun altool --upload-app -f app.ipa -u dev@example.com -p «abcd-efgh-ijkl-mnop»
 #   keep:  upload -u deploy -p 2222 build.zip
+#   catch: PS C:\\repos> plink.exe -ssh jdoe@192.168.11.78 -pw «violettractor762» -batch "systemctl restart notifications"
 # (?i)[a-z] spelt out case-sensitive (with İ ı ſ K, which it matches): re lowercases each character for a (?i) class.
 secret-pair                  pair                   (?<![\w-])(?=[a-zA-Z_\-\u0130\u0131\u017f\u212a]*[yndtYNDT][ \t])(?P<name>[a-zA-Z_\-\u0130\u0131\u017f\u212a]*(?i:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))(?i:[ \t]+{VALUE})
 #   catch: access_token   «q8XkL2mR7vTz4WpN9sYb»
@@ -3321,6 +3328,7 @@ name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
 call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
+#   catch: s.cookies.set("JSESSIONID", "«479D3599CD2613B91562E7B467CCED76»", domain="grafana.acme.io")
 #   keep:  define('DB_NAME', 'wordpress');
 #   keep:  monkeypatch.setenv("API_TOKEN", "test-token")
 #   catch: await page.fill('#password', '«zaq1xsw2&72»');
@@ -3779,6 +3787,14 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: ENV     HOST                     ADMIN USER   ADMIN PASSWORD\ndev     db-eu1.svc.cluster.local admin        «Simba1508#»
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | sa | `«velvet_anchor_violet»` |
 #   keep:  NPM_TOKEN        Updated 2024-01-23\nAWS_ROLE_ARN     Updated 2024-01-15
+# Terraform's plan: the value a secret-named attribute changes to (`password = "…" -> "…"`).
+terraform-plan-change        assignment             (?m)^[ \t]*[~+\-]?[ \t]*(?P<name>[A-Za-z_][\w\-]{0,80})[ \t]*=[ \t]*(?:"[^"\n]{0,1024}"|\(sensitive value\)|null)[ \t]*->[ \t]*(?P<s>"[^"\n]{1,1024}")
+#   catch:       ~ password = "" -> "«tractor.saddle.dragon.falafel»"
+#   keep:        ~ password = (sensitive value) -> (known after apply)
+# What kubectl describe prints of a ConfigMap's data: `NAME:`, a line of dashes, the value.
+kubectl-describe-data        assignment             (?m)^(?P<name>[A-Za-z_][\w.\-]{0,80}):\r?\n-{3,}\r?\n(?P<s>[^\n]{1,1024})
+#   catch: Data\n====\nINTERNAL_API_KEY:\n----\n«mMXITHGxEWGhZp7enfuvgi3eu8F8hfYu»\n
+#   keep:  Data\n====\nSENTRY_ENV:\n----\nproduction\nTOKEN_TTL:\n----\n3600
 # Terraform state: a random_password's `"result"` beside its `"length"` and `"special"`.
 terraform-random-result      terraform-random       "result"[ \t]*:[ \t]*"(?P<s>[^"\n]{6,256})"
 #   catch: "attributes": {\n  "id": "none",\n  "length": 20,\n  "result": "«E*yIx1!lNqRcmJs88d62»",\n  "special": true\n}
@@ -4675,10 +4691,8 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "session-cookie": ("fcc3b7bd", ("_session_id", "asp.net_sessionid", "aspsessionid", "connect.sid", "jsessionid",
-        "laravel_session", "phpsessid", "session_id", "sessionid", "sid"), ("_session_id", "asp.net_sessionid",
-        "aspsessionid", "connect.sid", "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid"),
-        ("=",)),
+    "session-cookie": ("e08499dc", ("_sess", "_session_id", "asp.net_sessionid", "aspsessionid", "connect.sid",
+        "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid"), (), ("=",)),
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
     "keychain-value-data": ("e8c78b8d", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
     "basic-auth-being-encoded": ("a3453280", ("base64",), ("echo",), ("echo",)),
@@ -4708,14 +4722,14 @@ RULE_WORDS = {
     "jdbc-oracle-password": ("1c263514", ("jdbc:oracle:",), ("jdbc:oracle:",), ("/",)),
     "isql-password": ("c5480380", ("isql",), ("isql",), ()),
     "redis-auth": ("3676e914", ("auth",), (), (">",)),
-    "redis-config-password": ("b03ce4c9", ("masterauth", "requirepass"), (), ()),
+    "redis-config-password": ("11d48b29", ("masterauth", "requirepass"), (), ()),
     "redis-acl-password": ("205a40f0", ("setuser", "user"), (), (">",)),
     'quoted-user-password-line': ('f4a1180e', ('"',), (), ()),
     "host-user-password-line": ("928dfeff", (".", "["), (), (":",)),
     "jaas-user-password": ("a647cbb8", ("user_",), ("user_",), ("=",)),
     'terraform-random-password': ('2941fd8f', ('"random_password"',), ('"type"',), ('"instances"',)),
     "chpasswd-list": ("a99c0b3a", ("chpasswd:",), ("chpasswd:",), ("list:",)),
-    "user-then-password-flags": ("62339cac", ("-u",), ("-u",), ()),
+    "user-then-password-flags": ("1a97b8f4", ("-u", "plink", "pscp", "psftp"), ("-u", "plink", "pscp", "psftp"), ()),
     "secret-pair": ("d3133639", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
         "secret_access_key", "secret_key", "token"), (), ()),
     "server-set-header": ("c7fc4b51", ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader",
@@ -4807,19 +4821,21 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("1fbabfc7", ("-password", ".boto", ".dockercfg", ".env", ".git-credentials",
-        ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx", ".pgpass", ".ppk",
-        ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
-        "bootstrap", "configure", "cookie", "create-for-rbac", "cred", "credential", "docker/config.json", "document",
-        "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret",
-        "get-secret", "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa",
-        "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "item", "key", "key:generate", "keyfile",
-        "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass",
-        "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw", "phx.gen.secret", "printenv",
-        "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner", "secret", "secret-tool",
-        "shadow", "solana", "sops", "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"),
-        (), ("\n",)),
+    "context-command-output": ("0e343850", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+        ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
+        ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api",
+        "auth", "aws", "bootstrap", "configure", "cookie", "create-for-rbac", "cred", "credential",
+        "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get",
+        "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass",
+        "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key",
+        "key:generate", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl",
+        "login", "lpass", "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw",
+        "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner",
+        "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage", "terraform", "token", "unlock",
+        "vault", "vercel", "wallet"), (), ("\n",)),
     "context-credential-table": ("3ac52fe2", ("\n",), (), ()),
+    "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
+    "kubectl-describe-data": ("bd529bb4", (":",), (), ("\n",)),
     'terraform-random-result': ('61ebf447', ('"result"',), ('"result"',), (':',)),
     "app-password-groups": ("2e8e2870", ("pass", "password"), ("app", "pass"), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
