@@ -1313,7 +1313,17 @@ def _is_code(value: str, name: str) -> bool:
             word in value.lower() for word in ("password", "passwd", "token", "secret", "key", "cred", "cookie", "auth"))):
         return True  # `AccessToken: token`, `'password': form_password`: variables
     dotted = "." in value and value.replace(".", "").replace("_", "").isalnum() and not any(c.isdigit() for c in value)
+    if dotted and _regex(r"pass|pwd").search(own) and _is_dotted_passphrase(value):
+        return False  # `DB_PASS=summer.ember.quartz.cookie`: words a person joined, not names of code
     return "(" in value or "[" in value or dotted
+
+
+def _is_dotted_passphrase(value: str) -> bool:
+    """Three words or more in small letters joined by dots, none a word of code, of sentences or of a
+    secret's name: summer.ember.quartz.cookie, not settings.database.password or request.headers.auth."""
+    parts = value.split(".")
+    return len(parts) >= 3 and all(_regex(r"[a-z]{3,12}").fullmatch(part) for part in parts) and not set(parts) & (
+        _COMMON_WORDS | _NOT_PASSPHRASE_WORDS | _CODE_NAME_WORDS | _CODE_NAMESPACES | {"env", "environ", "vars", "secrets", "values"})
 
 
 def _accept_flag(match: Any) -> bool:
@@ -3377,6 +3387,8 @@ secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME
 #   keep:  docker build --secret id=npmrc,src=$HOME/.npmrc .
 # A config line whose value runs to the end of the line (INI, YAML, dotenv), whatever its first character.
 config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=])[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;]))(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
+#   catch: DB_PASS=«summer.ember.quartz.cookie»
+#   keep:  db_pass = settings.database.password
 #   catch: api_key: «>3wtm?c.W,pAcGnlzc3f»
 #   catch: password = «ab,c;d&e<f>9»  ; from the vault
 #   keep:  description: >
