@@ -1323,7 +1323,8 @@ def _is_dotted_passphrase(value: str) -> bool:
     secret's name: summer.ember.quartz.cookie, not settings.database.password or request.headers.auth."""
     parts = value.split(".")
     return len(parts) >= 3 and all(_regex(r"[a-z]{3,12}").fullmatch(part) for part in parts) and not set(parts) & (
-        _COMMON_WORDS | _NOT_PASSPHRASE_WORDS | _CODE_NAME_WORDS | _CODE_NAMESPACES | {"env", "environ", "vars", "secrets", "values"})
+        _COMMON_WORDS | _PLACEHOLDER_WORDS | _CODE_NAME_WORDS | _CODE_NAMESPACES
+        | {"env", "environ", "vars", "values", "password", "passwd", "pass", "pwd", "secret", "secrets", "token", "key", "keys", "creds"})
 
 
 def _accept_flag(match: Any) -> bool:
