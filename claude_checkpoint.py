@@ -1868,10 +1868,11 @@ _SECRET_PRINTING_COMMAND = (
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b"
     r"|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
-    r"|(?<=> )(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*\)?[ \t]*(?=\n)")
+    r"|(?:(?<=>>> )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*\)?[ \t]*(?=\n)")
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
-# words may hold spaces: `[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`, `~/api (release/4.7) $`.
-_PROMPT_LINE = r"[ \t]*(?:Run|PS[ \t][^\n>]{0,80}>|[\w.@~:/\[\]\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?(?:[$%❯]|>{1,3})|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
+# words may hold spaces when the first holds @, ~, / or [ (`[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`,
+# `~/api (release/4.7) $`), not code's `return self._key > other._key`.
+_PROMPT_LINE = r"[ \t]*(?:Run|PS[ \t][^\n>]{0,80}>|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\[\]\-]{0,60}?)(?:[$%❯]|>{1,3})|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
@@ -3774,6 +3775,7 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ env | sort | head\nHOME=/home/svc-sync\nTERM=xterm-256color\nimage: postgres:16
 #   catch: >>> print(settings.ENCRYPTION_KEY)\n«jzj8re2Ul2uJxF4jkpmcDGumgrApUnSIHWBkG8/lcRM=»
 #   keep:  >>> print(len(settings.ENCRYPTION_KEY))\n44
+#   keep:  def __gt__(self, other):\n        return self._key > other._key\n\n    def __ne__(self, other):\n        warnings.warn("…", DeprecationWarning)
 #   keep:  $ printenv | grep -i _file\nDB_PASSWORD_FILE=/run/secrets/db_password\nBUILD_ID=84toAVPPNynHj96YLmIh
 #   keep:  $ az keyvault secret show --vault-name acme-kv --name SqlAdminPassword --query attributes.updated -o tsv\n2026-01-10T09:51:33Z
 #   keep:  $ aws sts get-caller-identity\n{\n    "UserId": "AROAHS5XUD8XEOBFQU76MKMB:linh",\n    "Account": "338599702150"\n}
@@ -4834,7 +4836,7 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("0e343850", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("63760c4f", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api",
         "auth", "aws", "bootstrap", "configure", "cookie", "create-for-rbac", "cred", "credential",
