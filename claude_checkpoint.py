@@ -2592,6 +2592,23 @@ def _accept_terraform_random(match: Any) -> bool:
         '"special"' in around and '"length"' in around or "random_password" in text[max(0, start - 2000):start])
 
 
+def _accept_tasmota(match: Any) -> bool:
+    """Tasmota's `Password1 …` where its console has it: first on a line, after `;` or in a Backlog."""
+    before = _line_before(match.string, match.start(), 200)
+    return not _is_reference(match.group("s")) and (not before.strip() or before.rstrip().endswith(";") or "Backlog" in before)
+
+
+def _accept_described_value(match: Any) -> bool:
+    """The value under `NAME:` and a line of dashes (kubectl describe's data), judged as NAME=value."""
+    name = _regex(r"[ \t]*([A-Za-z_][\w.\-]{0,80}):[ \t]*").fullmatch(_line_before(match.string, match.start() - 1, 120))
+    value = match.group("s").strip()
+    if not name or not value or secret_strength(name.group(1)) == 0 or _is_reference(value) or _is_placeholder(value):
+        return False
+    if secret_strength(name.group(1)) == 1:
+        return looks_machine_generated(value)
+    return looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value)
+
+
 def _accept_app_password(match: Any) -> bool:
     """Four groups of four letters after a password word (Google's app passwords), none a word of sentences."""
     return not set(_regex(r"[ \-]").split(match.group("s").lower())) & (_COMMON_WORDS | _PLACEHOLDER_WORDS | _SECRET_WORDS)
@@ -3122,7 +3139,7 @@ uci-secret-option            not-reference          (?m)^[ \t]*option[ \t]+(?:ke
 #   catch: config wifi-iface 'default_radio0'\n\toption ssid 'Home-Mesh'\n\toption encryption 'psk2'\n\toption key '«Dragon3913?»'
 #   keep:  \toption encryption 'psk2'\n\toption key '$WIFI_KEY'
 # Tasmota's console: `Backlog SSID1 Garage; Password1 …; MqttPassword …`.
-tasmota-password             not-reference          (?im)(?:^[ \t]*|;[ \t]*|\bBacklog[ \t]+)(?:Password[1-9]|MqttPassword|WebPassword)[ \t]+(?P<s>[^\s;]{1,128})
+tasmota-password             tasmota                (?i)(?<![\w-])(?:Password[1-9]|MqttPassword|WebPassword)[ \t]+(?P<s>[^\s;]{1,128})
 #   catch: Backlog SSID1 Garage; Password1 «F@lc0n56»; MqttHost 192.168.1.20; MqttUser tasmota; MqttPassword «!Falcon2012»
 #   keep:  Backlog SSID1 Garage; Password1 ; MqttHost 192.168.1.20
 # steamcmd's `+login USER PASSWORD`.
@@ -3346,7 +3363,7 @@ call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["
 #   catch: await page.fill('#password', '«zaq1xsw2&72»');
 #   keep:  await page.fill('#username', 'dmitri21');
 # A constant that names the option, then its value: libcurl's `curl_easy_setopt(curl, CURLOPT_PASSWORD, "…")` (USERPWD's user:password is user-password-literal's).
-call-with-constant-and-value assignment             (?<![\w.])[\w.>\-]{1,40}\(\s*(?:[^,()"'\n]{1,60},\s*)?(?P<name>(?![A-Z_]*USERPWD\b)[A-Z][A-Z0-9_]{2,60})\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+call-with-constant-and-value assignment             (?:(?<=[(,])|(?<=[(,][ \t])){SECRETISH_IDENTIFIER}(?P<name>(?![A-Z_]*USERPWD\b)[A-Z][A-Z0-9_]{2,60})\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: curl_easy_setopt(curl, CURLOPT_PASSWORD, "«solsken_882*»");
 #   keep:  curl_easy_setopt(curl, CURLOPT_USERNAME, "reporting");
 #   keep:  curl_easy_setopt(curl, CURLOPT_PASSWORD, getenv("SMTP_PASSWORD"));
@@ -3807,7 +3824,7 @@ terraform-plan-change        assignment             (?m)^[ \t]*[~+\-]?[ \t]*(?P<
 #   catch:       ~ password = "" -> "«tractor.saddle.dragon.falafel»"
 #   keep:        ~ password = (sensitive value) -> (known after apply)
 # What kubectl describe prints of a ConfigMap's data: `NAME:`, a line of dashes, the value.
-kubectl-describe-data        assignment             (?m)^(?P<name>[A-Za-z_][\w.\-]{0,80}):\r?\n-{3,}\r?\n(?P<s>[^\n]{1,1024})
+kubectl-describe-data        described-value        (?m)^---(?:-*)\r?\n(?P<s>[^\n]{1,1024})
 #   catch: Data\n====\nINTERNAL_API_KEY:\n----\n«mMXITHGxEWGhZp7enfuvgi3eu8F8hfYu»\n
 #   keep:  Data\n====\nSENTRY_ENV:\n----\nproduction\nTOKEN_TTL:\n----\n3600
 # Terraform state: a random_password's `"result"` beside its `"length"` and `"special"`.
@@ -3875,6 +3892,7 @@ ACCEPT_CHECKS = {
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
+    "tasmota": _accept_tasmota, "described-value": _accept_described_value,
     "app-password": _accept_app_password, "chosen": _accept_chosen, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user,
 }
@@ -4687,7 +4705,8 @@ RULE_WORDS = {
     "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",), ("-x",)),
     "uci-secret-option": ("6a531119", ("option",), (), ("acct_secret", "auth_secret", "key", "password",
         "preshared_key", "private_key", "psk", "sae_password", "wpa_passphrase")),
-    "tasmota-password": ("48b00d25", ("mqttpassword", "password", "webpassword"), (), ()),
+    "tasmota-password": ("a57beaa7", ("mqttpassword", "password", "webpassword"), ("mqttpassword", "password",
+        "webpassword"), ()),
     "steamcmd-login": ("520b6fe3", ("+login",), ("+login",), ()),
     "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
         "codecovcli", "doctl", "ngrok", "snyk", "vault"), ()),
@@ -4753,7 +4772,8 @@ RULE_WORDS = {
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
     "name-value-pair": ("a689e9f7", ("value",), (), ("name",)),
     "call-with-name-and-value": ("b4c48ea6", ("(",), (), (",",)),
-    "call-with-constant-and-value": ("36196132", ("(",), (), (",",)),
+    "call-with-constant-and-value": ("418b8967", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pin", "private", "psk", "pwd", "secret", "session", "token"), (), (",",)),
     "call-wrapped-value": ("2a919247", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
@@ -4850,7 +4870,7 @@ RULE_WORDS = {
         "vault", "vercel", "wallet"), (), ("\n",)),
     "context-credential-table": ("3ac52fe2", ("\n",), (), ()),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
-    "kubectl-describe-data": ("bd529bb4", (":",), (), ("\n",)),
+    "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     'terraform-random-result': ('61ebf447', ('"result"',), ('"result"',), (':',)),
     "app-password-groups": ("2e8e2870", ("pass", "password"), ("app", "pass"), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
