@@ -1811,8 +1811,8 @@ def looks_like_chosen_password(value: str) -> bool:
     long run of mixed case (ahGhVusPgNpmweX); not a reference, path, URL, address, version, date,
     short hex id, technical name (sha256) or a name in capitals."""
     v = value
-    if not 6 <= len(v) <= 128 or not v.isascii() or any(map(str.isspace, v)) or _regex(r"[*_~`]+@?[A-Z]+[*_~`]+").fullmatch(v):
-        return False  # (a value run on into the words of a language without spaces is not one; markdown's **@DEPRECATED**)
+    if not 6 <= len(v) <= 128 or not _regex("[\x21-\x7e\u00c0-\u024f]+").fullmatch(v) or _regex(r"[*_~`]+@?[A-Z]+[*_~`]+").fullmatch(v):
+        return False  # ASCII and Latin letters (Måne606+); a value run on into the words of a language without spaces is not one; markdown's **@DEPRECATED**
     letters, digits = any(map(str.isalpha, v)), any(map(str.isdigit, v))
     symbols, upper = not v.isalnum(), any(map(str.isupper, v))
     if _regex(_PASSPHRASE).fullmatch(v):
@@ -1841,7 +1841,7 @@ _CREDENTIAL_WORDS = (
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
-    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
+    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
@@ -1855,7 +1855,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private)"
     r"|op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|[\w\-]*rails[ \t]+runner[^\n]*token|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
-    r"|keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
+    r"|(?:python3?[ \t]+-m[ \t]+)?keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
     r"|aws[ \t]+(?:secretsmanager(?![ \t]+(?:list|describe)-)|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
     r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets|auth[ \t]+(?:print|application-default)"
     r"|iam[ \t]+service-accounts[ \t]+keys[ \t]+(?!list\b))|az[ \t]+(?:keyvault[ \t]+secret|account[ \t]+get-access-token"
@@ -1871,8 +1871,12 @@ _SECRET_PRINTING_COMMAND = (
     r"|(?:(?<=>>> )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*\)?[ \t]*(?=\n)")
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
 # words may hold spaces when the first holds @, ~, / or [ (`[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`,
-# `~/api (release/4.7) $`), not code's `return self._key > other._key`.
-_PROMPT_LINE = r"[ \t]*(?:Run|PS[ \t][^\n>]{0,80}>|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\[\]\-]{0,60}?)(?:[$%❯]|>{1,3})|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#)[ \t]"
+# `~/api (release/4.7) $`), not code's `return self._key > other._key`; a virtualenv's `(.venv) ` before it;
+# themes' `ledger ❯`, `╰─$`, `└─$`, `➜  api git:(main) ✗`, `λ`, `→`.
+_PROMPT_LINE = (r"[ \t]*(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80}>"
+                r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\[\]\-]{0,60}?)(?:[$%❯]|>{1,3})"
+                r"|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#|[\w.\-]{1,30}[ \t]+❯|[╰└]─{0,3}[$#%❯]"
+                r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|[λ→])[ \t]")
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
@@ -2076,7 +2080,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号")) or word.lower().rstrip("s").endswith("code")) and _regex(
             r"\d{4,8}").fullmatch(value):  # a PIN, an alarm's or a door's code
         return True
-    if _regex(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value):
+    if _regex(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=(?!$)|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`)
     if _regex("[\u3001\u3002\uff0c]").search(value):
         return False  # a sentence's commas in CJK: "パスワードは共有フォルダではなく、1Password の…"
@@ -2155,7 +2159,7 @@ _SPOKEN_PASSPHRASE = _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD + r"){2,11}(?:[ \t]
 # After a password word and a connector, four to eight words that end the line or the clause
 # ("staging admin password: silver sparrow mariposa velvet (ask Lukas)", "… is orbit tundra river maple").
 _SPOKEN_AFTER_CONNECTOR = (r"(?i:[^\n\"'«“`]{0,80}?(?:[:：=][ \t]*|" + _CONNECTOR + r"[ \t]+))(?P<v>(?-i:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD
-                           + r"){3,7}))[ \t]*(?=\n|$|\(|[\"'`]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")  # also the end of a quoted line
+                           + r"){3,7}))[ \t]*(?=\n|$|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")  # also the end of a quoted line, a dash
 # Words of sentences, which a passphrase said in words would not be made of: "password: make sure it works".
 _COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
     all also any ask asked been being can could did does done each even every few first get gets got had here how just
@@ -2439,6 +2443,12 @@ def _find_code_lines(match: Any) -> list:
     return sorted(set(spans))
 
 
+def _find_user_password_lines(match: Any) -> list:
+    """The password of each `user:password` line of a list (cloud-init's chpasswd), but a reference."""
+    return [line.span(1) for line in _regex(r"[ \t]+[\w.\-]+:([^\s:]{1,256})").finditer(match.string, match.start("s"), match.end("s"))
+            if not _is_reference(line.group(1)) and line.group(1).upper() != "RANDOM"]
+
+
 def _find_split_literals(match: Any) -> list:
     """The string literals that continue a machine-made (or redacted) one: each random-looking part
     (base64 or hex fragments, six characters or more, letters and digits)."""
@@ -2607,6 +2617,12 @@ def _accept_described_value(match: Any) -> bool:
     if secret_strength(name.group(1)) == 1:
         return looks_machine_generated(value)
     return looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value)
+
+
+def _accept_totp(match: Any) -> bool:
+    """A base32 seed where the words before it (a few lines) say TOTP, OTP, MFA or 2FA."""
+    before = match.string[max(0, match.start() - 300):match.end("s")]
+    return _regex(r"(?i)totp|\botp|mfa|2fa|authenticator|otpauth").search(before) is not None
 
 
 def _accept_app_password(match: Any) -> bool:
@@ -2909,6 +2925,10 @@ user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}
 #   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
 #   keep:  node app.js | pino-http-send -u http://localhost:8080/logs
 #   keep:  Example: `curl -u admin:admin http://localhost:8080/api/health` (default dev credentials)
+# `curl -u KEY:`: an API key as the user, with no password (Stripe's, Mailgun's).
+user-is-the-key-flag         random                 -(?<![\w-]-)[a-zA-Z]{0,3}u[ \t]+["']?(?P<s>[A-Za-z0-9_\-]{20,128}):(?=["']?(?:\s|$))
+#   catch: curl -su «cbcbde92fe1a5fb2ae740f81be25a92e6301a99b»: https://api.piedpiper.dev/v2/charges?limit=3
+#   keep:  curl -u deploy: https://ci.example.com/api
 # An expect script's answer to a password prompt: `expect "Password:"` then `send "…\r"`.
 expect-send-password         not-reference          (?i)expect[ \t]+(?:-\w+[ \t]+)*"[^"\n]{0,40}(?:pass|pin|secret|token|phrase)[^"\n]{0,40}"[ \t]*\r?\n[ \t]*send[ \t]+(?:--[ \t]+)?"(?P<s>[^"\n\\]{1,256})
 #   catch: spawn su - oracle\nexpect "Password:"\nsend "«Café2001»\r"
@@ -3022,6 +3042,14 @@ windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:p|pas
 #   catch: xfreerdp /v:ts01.example.com /u:jdoe /p:«swu3s13gPzec_F» /cert:ignore
 #   catch: cmdkey /add:fs01 /user:CORP\jdoe /pass:«Vx82!kqL0p»
 #   keep:  xfreerdp /v:ts01.example.com /u:jdoe /from-stdin
+# winrs' `-p:PASSWORD` (its switches take a dash and a colon).
+winrs-password               argument               (?i)\bwinrs(?:\.exe)?\b{COMMAND}[ \t]-p(?:assword)?:{TOOL_VALUE}
+#   catch: C:\\>winrs -r:kafka-2.stream.internal -u:CORP\\jdoe -p:«juliafalcon10&» ipconfig /all
+#   keep:  winrs -r:kafka-2.stream.internal -u:CORP\\jdoe ipconfig /all
+# A Redis AUTH in the protocol itself, as strace or tcpdump shows it: *2\r\n$4\r\nAUTH\r\n$24\r\n….
+redis-protocol-auth          not-reference          (?i)\\r\\n\$4\\r\\nAUTH\\r\\n(?:\$\d{1,3}\\r\\n[^\\\s"]{1,256}\\r\\n)?\$\d{1,3}\\r\\n(?P<s>[^\\\s"]{1,256})
+#   catch: write(7, "*2\r\\n$4\r\\nAUTH\r\\n$24\r\\n«pikP0ehrGMjGCdwNFgNTvK3S»\r\\n", 47) = 47
+#   keep:  write(7, "*1\r\\n$4\r\\nPING\r\\n", 14) = 14
 schtasks-password            argument               (?i)\bschtasks\b{COMMAND}[ \t]/r?p[ \t]+{TOOL_VALUE}
 #   catch: schtasks /create /tn backup /tr backup.cmd /ru CORP\svc /rp «Gq7!vT2mZx» /sc daily
 #   keep:  schtasks /query /tn backup /v
@@ -3166,9 +3194,38 @@ printf-credentials-file      argument               \bprintf[ \t]+(?P<f>['"])%s\
 #   catch: printf '%s\\n%s\\n' "jdoe" "«Priya2005*»" > /etc/openvpn/auth.txt && chmod 600 /etc/openvpn/auth.txt
 #   keep:  printf '%s\\n%s\\n' "$VPN_USER" "$VPN_PASS" > /etc/openvpn/auth.txt
 # ftp's own `user NAME PASSWORD` command, fed to it by a here-document or a pipe.
-ftp-user-command             not-reference          \bftp\b[^\n]*(?:<<|\|)[^\n]*\n(?:[^\n]*\n){0,3}?[ \t]*user[ \t]+\S+[ \t]+(?P<s>\S+)[ \t]*(?=\n|$)
+ftp-user-command             not-reference          (?:\bftp\b[^\n]*(?:<<|\|)[^\n]*\n(?:[^\n]*\n){0,3}?[ \t]*|(?m:^)ftp>[ \t]+)user[ \t]+\S+[ \t]+(?P<s>\S+)[ \t]*(?=\n|$)
 #   catch: $ ftp -n files.example.com <<END\nuser backup «Nebula1050$»\nbinary\nget release.tar.gz\nEND
 #   keep:  $ ftp -n files.example.com <<END\nuser backup $FTP_PASSWORD\nEND
+#   catch: ftp> open vault.ops.lan\nConnected to vault.ops.lan.\nftp> user tkimura «manzana326»\n230 Login successful.
+# pass insert fed by a here-document: its first line is the password.
+pass-insert-here-document    not-reference          \bpass[ \t]+insert\b[^\n]*<<-?[ \t]*['"]?\w+['"]?[ \t]*\r?\n[ \t]*(?P<s>[^\n]{1,256}?)[ \t]*(?=\r?\n|$)
+#   catch: app@devbox svc-auth % pass insert -m work/helios/db <<EOF\n«Herbst2024.»\nuser: acosta\nEOF
+#   keep:  pass insert -m work/helios/db <<EOF\n$DB_PASSWORD\nEOF
+# strongSwan's /etc/ipsec.secrets: `… : PSK "…"`, `user : EAP "…"`.
+ipsec-secret                 not-reference          (?m)^[^\n#]{0,120}?:[ \t]*(?:PSK|EAP|XAUTH|NTLM)[ \t]+(?P<s>"[^"\n]{1,256}"|[^\s"]{1,256})
+#   catch: ec2-user : EAP "«&4M+AF-C2ulhp9Ut»"
+#   keep:  : RSA moonKey.pem
+# sendmail's authinfo: AuthInfo:host "U:user" "P:password".
+sendmail-authinfo            not-reference          \bAuthInfo:[^\n]{0,200}?"P:(?P<s>[^"\n]{1,256})"
+#   catch: AuthInfo:smtp.example-corp.com "U:dev" "P:«Admin1840»" "M:PLAIN"
+#   keep:  AuthInfo:smtp.example-corp.com "U:dev" "M:PLAIN"
+# Kickstart's root password in plain text.
+kickstart-rootpw             not-reference          (?m)^[ \t]*rootpw[ \t]+(?:--(?:plaintext|lock)[ \t]+)*(?!--)(?P<s>\S{1,256})
+#   catch: rootpw --plaintext «tz@xHHd-OGTOj4-6v5Xg»
+#   keep:  rootpw --iscrypted $6$rounds=4096$saltsalt$hash
+# A TOTP seed (base32) under a seed's or a secret's name, near words that say TOTP or MFA.
+totp-seed                    totp                   (?i)\b(?:seed|secret|(?:totp|otp|mfa|2fa)[_\-]?(?:seed|secret|key))["']?[ \t]*[:=][ \t]*["']?(?P<s>(?-i:[A-Z2-7]{16,64})={0,6})(?![\w=])
+#   catch: mfa:\n  type: totp\n  seed: «E7FUC3YWVY6QHY4VMHN5JJLX6DVY5OLK»
+#   keep:  seed: ABCDEFGHIJKLMNOP  # random seed for the test shuffle
+# Anaconda's token in a channel's URL: conda.anaconda.org/t/TOKEN/channel.
+anaconda-channel-token       -                      conda\.anaconda\.org/t/(?P<s>[\w\-]{20,128})/
+#   catch:   - https://conda.anaconda.org/t/«jdsthtny17ox64evsa2tx9t7hesuhw»/billing-api
+#   keep:    - https://conda.anaconda.org/conda-forge
+# PowerShell: a variable that holds a literal, then made a SecureString as plain text.
+powershell-plain-variable    not-reference          \$(?P<var>\w{1,40})[ \t]*=[ \t]*(?P<s>'[^'\n]{1,256}'|"[^"\n]{1,256}")(?=[^\n]{0,300}\n(?:[^\n]{0,300}\n){0,5}?[^\n]{0,300}ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?\$(?P=var)\b)
+#   catch: PS C:\\Users\\jdoe> $p = '«Badger5651*»'\nPS C:\\Users\\jdoe> Start-Process powershell -Credential (New-Object PSCredential 'CORP\\lnguyen', (ConvertTo-SecureString $p -AsPlainText -Force))
+#   keep:  $p = Read-Host -AsSecureString\n$c = New-Object PSCredential 'CORP\\lnguyen', $p
 # Junos' plain-text password and its ascii-text keys (an IKE pre-shared key, a RADIUS secret), given on its command line.
 junos-plain-text-password    not-reference          \b(?:plain-text-password-value|(?:pre-shared-key|secret|authentication-key)[ \t]+ascii-text)[ \t]+(?P<s>"[^"\n]{1,128}"|\S{1,128})
 #   catch: set security ike policy site-b-pol pre-shared-key ascii-text "«Charlotte1966!»"
@@ -3327,9 +3384,10 @@ jaas-user-password           jaas-user              \buser_[\w.\-]{1,80}[ \t]*=[
 terraform-random-password    not-reference          "type"\s*:\s*"random_password"[^\[\]]{0,400}"instances"\s*:\s*\[[^\]]{0,1000}?"result"\s*:\s*"(?P<s>[^"\n]{1,1024})"
 #   catch: {"type": "random_password", "name": "db", "instances": [{"attributes": {"result": "«q7Lm2Xr9Kp4Tw8Vb»"}}]}
 #   keep:  {"type": "random_password", "name": "db", "instances": [{"attributes": {"length": 16}}]}
-chpasswd-list                not-reference          chpasswd:[^\n]{0,40}\n(?:[ \t]+[^\n]*\n){0,3}?[ \t]+list:[ \t]*\|?[ \t]*\n[ \t]+[\w.\-]+:(?P<s>[^\s:]{1,256})
+chpasswd-list                user-password-lines    chpasswd:[^\n]{0,40}\n(?:[ \t]+[^\n]*\n){0,3}?[ \t]+list:[ \t]*\|?[ \t]*\n(?=(?P<s>(?:[ \t]+[\w.\-]+:[^\s:]{1,256}[ \t]*(?:\n|$)){1,50}))
 #   catch: chpasswd:\n  list: |\n    ubuntu:«Basalt-pylon4353»\n  expire: false
 #   keep:  chpasswd:\n  expire: false\nssh_pwauth: true
+#   catch: #cloud-config\nchpasswd:\n  list: |\n    root:«Tq8!xLm2Rz7w»\n    admin:«Marco_1990?»\nssh_pwauth: true
 # A -u USER -p PASSWORD pair (xcrun altool, docker, many CLIs).
 user-then-password-flags     password-flag          (?<![\w-])(?:-u[ \t]+\S+[ \t]+-[pP]|(?i:plink|pscp|psftp)(?:\.exe)?\b{COMMAND}[ \t]-pw)[ \t]+(?!-){TOOL_VALUE}
 #   catch: mosquitto_sub -h broker.example.com -u meter -P «amber-crane-lotus-47» -t plant/#
@@ -3405,7 +3463,7 @@ secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME
 #   keep:  psql --password-file /run/secrets/pw
 #   keep:  docker build --secret id=npmrc,src=$HOME/.npmrc .
 # A config line whose value runs to the end of the line (INI, YAML, dotenv), whatever its first character.
-config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=])[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;]))(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
+config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=]|[?:]=)[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;]))(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
 #   catch: DB_PASS=«summer.ember.quartz.cookie»
 #   keep:  db_pass = settings.database.password
 #   catch: api_key: «>3wtm?c.W,pAcGnlzc3f»
@@ -3415,6 +3473,7 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 #   catch: ldap_default_authtok = «Quartz-Otter-Bell-5»
 #   keep:  token = Comment
 #   keep:  CREDENTIALS = 98
+#   catch: DB_USER ?= asato\nDB_PASS ?= «Vn@%WxbM7Ji0JqHKd3DB1-qH*0K6h0Fl»
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   keep:  export const TOKEN_STORAGE_KEY = 'auth.accessToken';
@@ -3508,11 +3567,12 @@ wifi-network-key             chosen                 (?i)(?<![\w\-])(?:wi-?fi|wla
 #   keep:  wifi: CorpGuest / key rotation is monthly
 #   keep:  the SSID is broadcast; the key is in the binder
 # A user and a password a note gives in quotes, one slash apart, after the words that use them.
-quoted-login-pair            chosen                 (?i)(?<![\w\-])(?:using|with|as|login|creds?|credentials)[ \t:]+(?P<q>[`'"])[\w.+\-@\\]{2,64}(?P=q)[ \t]*/[ \t]*(?P=q)(?P<s>[^\s`'"]{6,64})(?P=q)
+quoted-login-pair            chosen                 (?i)(?<![\w\-])(?:using|with|as|login|creds?|credentials)(?:[ \t]+[\w\-]{1,20}){0,4}?[ \t:]+(?P<q>[`'"])[\w.+\-@\\]{2,64}(?P=q)[ \t]*/[ \t]*(?P=q)(?P<s>[^\s`'"]{6,64})(?P=q)
 #   catch: Still failing for me. I'm using `jenkins` / `«asdf;lkj!285»` exactly as in the onboarding doc.
 #   catch: log in as "backup" / "«Letmein37?tun»"
 #   keep:  build it using `node` / `npm run build` as usual
 #   keep:  log in with `admin` / `$ADMIN_PASSWORD`
+#   catch: Try with the service account instead: `svc-ci` / `«Z3br@13@»` — that one has read access on the registry.
 # `pass X` in a note after a user's name, or a current, old or new one: "(user gitlab-runner, pass X)", "user=… pass=…".
 user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:name)?|login)(?:[ \t]*[:=][ \t]*|[ \t]+)[`'"]?[\w.@\-]{2,64}[`'"]?(?:[ \t]*[,;/][ \t]*|[ \t]+)|(?<![\w\-])(?:current|old|new|temp(?:orary)?|default|initial|use|using|with|la)[ \t]+)pass(?:[ \t]*[:=][ \t]*|[ \t]+)[`'"]?(?P<s>[^\s()`'"]{6,64}?)[`'"]?(?=[)\].,;]?(?:\s|$))
 #   catch: temp: hardcode db creds for demo (user gitlab-runner, pass «asdf;lkj?376»)
@@ -3892,7 +3952,7 @@ ACCEPT_CHECKS = {
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
-    "tasmota": _accept_tasmota, "described-value": _accept_described_value,
+    "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
     "app-password": _accept_app_password, "chosen": _accept_chosen, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user,
 }
@@ -3902,7 +3962,7 @@ CONTEXT_FINDERS = {
     "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
-    "code-lines": _find_code_lines,
+    "code-lines": _find_code_lines, "user-password-lines": _find_user_password_lines,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
 # alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
@@ -4636,6 +4696,7 @@ RULE_WORDS = {
         "sqlcmd"), ("-p",)),
     "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",), ("-w",)),
     "user-password-flag": ("cfa3aa46", ("-",), (), ()),
+    "user-is-the-key-flag": ("ff7319b1", ("-",), (), (":",)),
     "expect-send-password": ("f92ffee4", ("expect",), ("expect",), ("send",)),
     'java-char-array-password': ('c9c36271', ('".tochararray()',), (), ()),
     "auth-user-password": ("02b0db0a", ("auth",), (), (":",)),
@@ -4668,6 +4729,8 @@ RULE_WORDS = {
     "net-use-password": ("ebdbd4e5", ("net",), ("net",), ("use",)),
     "net-use-user-password": ("56abdf0a", ("net",), ("net",), ("use",)),
     "windows-password-switch": ("937ca794", ("/p",), ("/p",), ()),
+    "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),
+    "redis-protocol-auth": ("3b91e038", ("\\r\\n$4\\r\\nauth\\r\\n",), ("\\r\\n$4\\r\\nauth\\r\\n",), ()),
     "schtasks-password": ("ae424767", ("schtasks",), ("schtasks",), ("/",)),
     "mysqladmin-password": ("093647c9", ("mysqladmin",), ("mysqladmin",), ("password",)),
     "batch-password-file": ("52c57f15", ("htpasswd", "mosquitto_passwd"), ("htpasswd", "mosquitto_passwd"), ("-",)),
@@ -4715,7 +4778,15 @@ RULE_WORDS = {
         "--password-file", "--vault-password-file"), ("--auth-user-pass", "--passphrase-file", "--passwd-file",
         "--password-file", "--vault-password-file"), ("echo", "printf")),
     "printf-credentials-file": ("334ae43b", ("printf",), ("printf",), ("%s\\n%s",)),
-    "ftp-user-command": ("387e8df6", ("user",), ("ftp",), ("ftp",)),
+    "ftp-user-command": ("65e35679", ("user",), (), ("ftp", "ftp>")),
+    "pass-insert-here-document": ("bf704427", ("insert",), ("pass",), ("pass",)),
+    "ipsec-secret": ("f1b32e8c", ("eap", "ntlm", "psk", "xauth"), (), (":",)),
+    'sendmail-authinfo': ('ba9ce3b9', ('authinfo:',), ('authinfo:',), ('"p:',)),
+    "kickstart-rootpw": ("c04c91a9", ("rootpw",), (), ()),
+    "totp-seed": ("f866b1d8", ("2fa", "mfa", "otp", "secret", "seed", "totp"), ("2fa", "mfa", "otp", "secret", "seed",
+        "totp"), ()),
+    "anaconda-channel-token": ("28d6c6c7", ("conda.anaconda.org/t/",), ("conda.anaconda.org/t/",), ()),
+    "powershell-plain-variable": ("c5aff78f", ("convertto-securestring",), (), ("$",)),
     "junos-plain-text-password": ("960373b8", ("ascii-text", "plain-text-password-value"), ("authentication-key",
         "plain-text-password-value", "pre-shared-key", "secret"), ()),
     "sonar-login-token": ("6019b2d9", ("sonar.login", "sonar.password", "sonar.token"), (), ()),
@@ -4762,7 +4833,7 @@ RULE_WORDS = {
     "host-user-password-line": ("928dfeff", (".", "["), (), (":",)),
     "jaas-user-password": ("a647cbb8", ("user_",), ("user_",), ("=",)),
     'terraform-random-password': ('2941fd8f', ('"random_password"',), ('"type"',), ('"instances"',)),
-    "chpasswd-list": ("a99c0b3a", ("chpasswd:",), ("chpasswd:",), ("list:",)),
+    "chpasswd-list": ("f0c9127e", ("chpasswd:",), ("chpasswd:",), ("list:",)),
     "user-then-password-flags": ("1a97b8f4", ("-u", "plink", "pscp", "psftp"), ("-u", "plink", "pscp", "psftp"), ()),
     "secret-pair": ("d3133639", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
         "secret_access_key", "secret_key", "token"), (), ()),
@@ -4786,7 +4857,7 @@ RULE_WORDS = {
         "private", "psk", "pwd", "secret", "session", "token"), (), (":",)),
     "secret-flag": ("98728f74", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
         "psk", "pwd", "secret", "session", "token"), (), ("-",)),
-    "config-line-value": ("d3da92d0", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "config-line-value": ("221071dc", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), ()),
     "secret-assignment": ("739b1615", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":", ":=", "=", "=>")),
@@ -4796,57 +4867,53 @@ RULE_WORDS = {
         "are", "is")),
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login"), ("/",)),
     "wifi-network-key": ("2ec753e4", ("ssid", "wi", "wlan"), ("ssid", "wi", "wlan"), ("key", "pass", "psk", "pw")),
-    "quoted-login-pair": ("60135a65", ("as", "cred", "credentials", "login", "using", "with"), ("as", "cred",
+    "quoted-login-pair": ("57828586", ("as", "cred", "credentials", "login", "using", "with"), ("as", "cred",
         "credentials", "login", "using", "with"), ("/",)),
     "user-then-pass-in-prose": ("7b019b86", ("pass",), ("current", "default", "initial", "la", "login", "new", "old",
         "temp", "use", "user", "using", "with"), ("current", "default", "initial", "la", "login", "new", "old", "temp",
         "use", "user", "using", "with")),
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
-    "context-credential-word": ("0a1b0b32", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
-        "belirte", "bí mật", "chave", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds", "door",
-        "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
-        "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč",
-        "kunci", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp",
-        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "panel", "parol", "parola", "parool",
-        "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrod", "pasw",
-        "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk", "pw", "pwd", "safe", "salasana", "sandi",
-        "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token",
-        "tokens", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин",
-        "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड",
-        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵",
-        "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ("access", "account", "adgangskode", "admin",
-        "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheie",
-        "chiave", "cl", "clave", "client", "contrase", "credential", "creds", "deploy", "door", "encryption",
-        "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
-        "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč",
-        "kunci", "licence", "license", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord",
-        "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec",
-        "nyckel", "panel", "parol", "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase",
-        "passwd", "password", "passwort", "passwrod", "pasw", "phrase de passe", "phrase secr", "pin", "private",
-        "psk", "pssword", "puk", "pw", "pwd", "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel",
-        "secret", "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel",
-        "token", "tokens", "unseal", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός",
-        "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة",
-        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令",
-        "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+    "context-credential-word": ("5fc28297", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
+        "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds",
+        "door", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz",
+        "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz",
+        "klíč", "kunci", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau",
+        "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "panel", "parol", "parola",
+        "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
+        "passwrod", "pasw", "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk", "pw", "pwd", "safe",
+        "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "session", "sifre",
+        "slapta", "sleutel", "token", "tokens", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ",
+        "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح",
+        "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼",
+        "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ("access", "account",
+        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
+        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "contrase", "credential", "creds",
+        "deploy", "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla",
+        "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá",
+        "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "losenfras", "losenord",
+        "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu",
+        "nenosiri", "network", "nsec", "nyckel", "panel", "parol", "parola", "parool", "pass", "passcode", "passord",
+        "passowrd", "passphrase", "passwd", "password", "passwort", "passwrod", "pasw", "phrase de passe",
+        "phrase secr", "pin", "private", "psk", "pssword", "puk", "pw", "pwd", "recovery", "root", "safe", "salasana",
+        "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre",
+        "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
+        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
+        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
+        "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
+        "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("d9bd0958", ("account", "credential", "creds", "log", "sign", "user"), ("account",
         "credential", "creds", "log", "sign", "user"), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("b3e5c77b", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("6d07b27f", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client", "connect",
         "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode",
         "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
-        "initializeapp", "login", "new", "new_from_slice", "passphrase", "password", "sdk", "session", "setapikey",
-        "setauth", "setcredential", "settoken", "sign", "signer", "signwith", "withcredential", "withtoken"), (".new",
-        "::<", "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth",
-        "chacha", "change", "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv",
-        "createhmac", "credential", "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "hash_hmac",
-        "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase",
-        "password", "save", "sdk", "session", "set", "setapikey", "setauth", "setcredential", "settoken", "sign",
-        "signer", "signwith", "store", "update", "withcredential", "withtoken"), ("(",)),
+        "initializeapp", "ldap_", "login", "new", "new_from_slice", "passphrase", "password", "sdk", "session",
+        "setapikey", "setauth", "setcredential", "settoken", "sign", "signer", "signwith", "withcredential",
+        "withtoken"), (), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
@@ -4856,7 +4923,7 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("63760c4f", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("bbc15fad", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api",
         "auth", "aws", "bootstrap", "configure", "cookie", "create-for-rbac", "cred", "credential",
