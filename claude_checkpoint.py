@@ -1140,6 +1140,8 @@ def _looks_random(value: str) -> bool:
     v = value.strip("\"'")
     if len(v) < 16 or any(c.isspace() for c in v) or "://" in v or "${" in v or _is_path_or_version(v) or _is_escaped_text(v):
         return False
+    if _regex(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d").search(v):
+        return False  # a timestamp
     # Digits and letters both: random keys almost always have both; CamelCaseNames never do.
     return any(c.isdigit() for c in v) and any(c.isalpha() for c in v) and len(set(v)) >= 8
 
@@ -1240,8 +1242,8 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
             r"[a-z]+(?:\.[a-z]+(?:[A-Z][a-z]+)*)+").fullmatch(bare) and _regex(r"[a-z][A-Z]").search(bare)):
         return True  # where a value is kept, not the value: `key=user:9586822:permissions:v3`, `TOKEN_STORAGE_KEY = 'auth.accessToken'`
     pair = _regex(r"[\w.\-]{1,64}=([^;\s]*)").match(bare) if last.endswith(("cookie", "cookies")) else None
-    if pair and len(pair.group(1)) < 6:
-        return True  # a cookie too short to be a session's: `Set-Cookie: ab_bucket=8`
+    if pair and (len(pair.group(1)) < 6 or _name_parts(bare.split("=", 1)[0])[-1] in _NOT_TOKEN_NAMES):
+        return True  # a cookie too short to be a session's (`Set-Cookie: ab_bucket=8`), an analytics cookie (`_ga=GA1.2.…`)
     if last.endswith(("cookie", "cookies")) and not digits:
         return " " in bare or _regex(r"[a-z_]{1,16}(?:[=;,][A-Za-z\-]{0,16})*").fullmatch(bare) is not None
     if _is_escaped_text(bare) or _regex(_COLOUR_OR_TICKET + r"|(?i:base64|hex|utf-?(?:8|16|32)|latin-?1|ascii|binary|iso-8859-\d{1,2})").fullmatch(bare):
@@ -1344,6 +1346,8 @@ def _accept_password_like(match: Any) -> bool:
         return False  # a private name in code: `password.translate(_trans_36)`
     if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
+    if _regex(r"\d{4}-\d\d-\d\d|\d\d?:\d\d[:.]\d").search(v):
+        return False  # a date or a time: `db-password          2024-03-27T03:23:41.167Z` (gcloud secrets list)
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
                    any(not c.isalnum() for c in v)))
     return any(c.isdigit() for c in v) and classes >= 3
@@ -1535,7 +1539,7 @@ _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "co
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
-    r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number|item)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
+    r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number|item|accessor)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = r"(?i)[)\]'\"`]*\s+(?:is|was|as|will be|=)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
 _PROSE_CONNECTOR = r"(?i)(?:\b(?:is|was|are|to|now|be|becomes|into|use|using)|[=:(\u2192]|->)\s*$"
@@ -1592,7 +1596,7 @@ def _looks_like_prose_secret(value: str) -> bool:
     named = _regex(r"[A-Za-z_][\w.]{0,30}=(.+)").fullmatch(v)
     if named:
         v = named.group(1).rstrip(",;")  # `TTL=3600` and `zn=pKzg.xo2…` are judged by their values
-        if v.lower() in _NOT_VALUES or _name_parts(value.split("=", 1)[0])[-1] in ("id", "ids", "uuid", "name"):
+        if v.lower() in _NOT_VALUES or _name_parts(value.split("=", 1)[0])[-1] in _NOT_TOKEN_NAMES | {"ids", "name"}:
             return False  # base_1=False, client_id=elsed4rqscegd4xf3xpc
     if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v):
         return False
@@ -1648,7 +1652,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies: the shapes
 # of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
 _NOT_RANDOM_STARTS = (
-    r"[$%{<@~.:]|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
+    r"[$%{<@~.:]|G[AS]1\.\d\.|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
     r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|" + _FIREBASE_APP_ID + "$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
@@ -1762,6 +1766,9 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
             continue
         if _in_angle_brackets(text, first, last):
             continue
+        named = _regex(r"([A-Za-z_][\w.\-]{0,40})=").match(token)
+        if named and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES:
+            continue  # what a log line says of a token: `ttl=768h0m0s`, `accessor=Grg3…`, `_ga=GA1.2.…`
         if text[first - 1:first] == "\\" and token[:1] in "ux":
             continue  # the rest of an escape: \uFF1A/curator
         if not_after:
@@ -1772,6 +1779,9 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
     return spans
 
 
+# Names of values beside a token that are not it: a lifetime, Vault's accessor (it names a token), an id,
+# analytics cookies (_ga, _gid, _fbp).
+_NOT_TOKEN_NAMES = frozenset("ttl expires expiry lease accessor id uuid ga gid fbp gcl".split())
 _CLOUD_REGION = r"[a-z]{2,4}(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?"  # us-west-2, eu-central-1, us-central1
 # A colour (#AB0909) or a ticket's or a standard's id (JIRA-4411, PEP-0263): values that name something, not passwords.
 _COLOUR_OR_TICKET = r"#[0-9a-fA-F]{3,8}|[A-Z]{2,10}-\d{1,6}"
@@ -1857,7 +1867,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|[\w\-]*rails[ \t]+runner[^\n]*token|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
     r"|(?:python3?[ \t]+-m[ \t]+)?keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
     r"|aws[ \t]+(?:secretsmanager(?![ \t]+(?:list|describe)-)|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
-    r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets|auth[ \t]+(?:print|application-default)"
+    r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets(?![ \t]+(?:list|versions[ \t]+list|describe)\b)|auth[ \t]+(?:print|application-default)"
     r"|iam[ \t]+service-accounts[ \t]+keys[ \t]+(?!list\b))|az[ \t]+(?:keyvault[ \t]+secret|account[ \t]+get-access-token"
     r"|ad[ \t]+sp[ \t]+(?:create-for-rbac|credential)|storage[ \t]+account[ \t]+keys)"
     r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?)|sops[ \t]+(?:-d|--decrypt|decrypt)"
@@ -1876,7 +1886,7 @@ _SECRET_PRINTING_COMMAND = (
 _PROMPT_LINE = (r"[ \t]*(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80}>"
                 r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\[\]\-]{0,60}?)(?:[$%❯]|>{1,3})"
                 r"|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#|[\w.\-]{1,30}[ \t]+❯|[╰└]─{0,3}[$#%❯]"
-                r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|[λ→])[ \t]")
+                r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|λ(?:[ \t]+[\w.~/\-]{1,40})?|→)[ \t]")
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
@@ -1892,8 +1902,8 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,
 # (a run is read one way only: runs are joined by a separator that is none of their characters, so
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
-# nostr public keys, extended public keys, PostHog project keys.
-_PUBLIC_VALUE = r"pk_(?:live|test)_|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
+# nostr public keys, extended public keys, PostHog project keys, Google Analytics' client ids (GA1.2.…).
+_PUBLIC_VALUE = r"pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
@@ -1934,7 +1944,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|reset to|updated to|mudou para|alterada para|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically") + r")(?![\w'’\-])"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
-              r"|c'est|是|为|為|は|는|은|이|가|है|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
+              r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
 _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:：=])|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
@@ -2066,8 +2076,8 @@ def _may_be_a_password(value: str) -> bool:
     """What every password-shaped value found in a context must also pass: not a URL, path, date,
     UUID or digest (_has_not_random_shape), a reference, a masked or public value, an algorithm's name.
     A leading $ or . is the password's own when no variable or file is named so (`$BreezeOrchid49`, `.WINTEr821`)."""
-    shape = value[1:] if value[:1] == "$" and _is_dollar_password(value) or value[:1] == "." and _regex(
-        r"(?=[^.]*[a-z])(?=[^.]*[A-Z])(?=[^.]*\d)[^./]+").fullmatch(value[1:]) else value  # .WINTEr821 is no hidden file
+    shape = value[1:] if value[:1] == "$" and _is_dollar_password(value) or value[:1] in ".@" and _regex(
+        r"(?=[^.]*[a-z])(?=[^.]*\d)(?=[^.]*(?:[A-Z]|[^\w.]))[^./@]+").fullmatch(value[1:]) else value  # .WINTEr821 is no hidden file, @utumn33* no handle
     return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(value) and not _is_masked_or_public(value)
             and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(_COLOUR_OR_TICKET).fullmatch(value)
             and not _regex(r"\\[ux][0-9a-fA-F]{2}").search(value))  # nor an escape: \u03bcw
@@ -2182,11 +2192,12 @@ def _spoken_passphrase(match: Any) -> list:
                        r"|[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
     elif not _names_machine_value(match.group()):
         found = _regex(r"[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
-        found = found or _regex(_SPOKEN_AFTER_CONNECTOR).match(match.string, match.end())
-        value = found and found.group(found.lastgroup)
-        found = found if found and len(value.split()) >= 4 and not set(value.split()) & _COMMON_WORDS else None
+        found = found if found and len(found.group("quoted").split()) >= 4 and not set(found.group("quoted").split()) & _COMMON_WORDS else None
     else:
         return []
+    if not found:  # after a connector, four words or more that end the clause: "its passphrase is bubble alley blush apple — ask Ben"
+        found = _regex(_SPOKEN_AFTER_CONNECTOR).match(match.string, match.end())
+        found = found if found and len(found.group("v").split()) >= 4 and not set(found.group("v").split()) & _COMMON_WORDS else None
     group = found and ("v" if found.groupdict().get("v") else "quoted")
     return [found.span(group)] if found and _is_spoken_passphrase(found.group(group)) else []
 
@@ -3396,6 +3407,7 @@ user-then-password-flags     password-flag          (?<![\w-])(?:-u[ \t]+\S+[ \t
 #   catch: PS C:\\repos> plink.exe -ssh jdoe@192.168.11.78 -pw «violettractor762» -batch "systemctl restart notifications"
 # (?i)[a-z] spelt out case-sensitive (with İ ı ſ K, which it matches): re lowercases each character for a (?i) class.
 secret-pair                  pair                   (?<![\w-])(?=[a-zA-Z_\-\u0130\u0131\u017f\u212a]*[yndtYNDT][ \t])(?P<name>[a-zA-Z_\-\u0130\u0131\u017f\u212a]*(?i:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))(?i:[ \t]+{VALUE})
+#   keep:  $ gcloud secrets list --project=auth-gw\nNAME                 CREATED                   REPLICATION_POLICY\ndb-password          2024-03-27T03:23:41.167Z  automatic
 #   catch: access_token   «q8XkL2mR7vTz4WpN9sYb»
 #   catch: poll mail.example.com user "ops" password "«Kettle#2040»" ssl
 #   keep:  the api_key argument is optional
@@ -3585,6 +3597,7 @@ user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 # It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
 prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+#   keep:  2024-06-17T05:07:00.860Z INFO  vault: token renewed, ttl=768h0m0s accessor=Grg3jPxmH39LJGBkI1m3nFNt
 #   catch: Heads up: the auth token was rotated this morning; the old one was «79cd48618c6db19bb7a985129e943407».
 #   catch: connected to staging (user app_rw, password «9wru%0%GvJl3xk») and ran the migration
 #   catch: 2FA recovery codes for the ops account: «xh62-x8i0», «w3ye-5uj6»
@@ -3618,6 +3631,7 @@ aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   catch: The GPG key used for release signing lives on build7; its passphrase is «bubble alley blush apple» — ask Ben before using it.
 #   catch: 検証環境の管理者パスワードは「«falcon2831»」です。ユーザー名は ops です。
 #   keep:  パスワードは共有フォルダではなく、1Password の「インフラ」保管庫に入れてください。
 #   keep:  password: ENC[AES256_GCM,data:MwHiiOtKPaaSZFgROtv1dPFz,iv:aJNk2UiGinHhCOQmkdkQLf9CD3zxJ89++jMPxLYuxAY=,tag:PfoqdLluFlZ/47dTzHgdvw==,type:str]
@@ -3819,6 +3833,7 @@ context-credential-class     call-literals          [A-Z](?<![\w.].)(?:uth(?<=Au
 #   keep:  val interceptor = AuthInterceptor(tokenProvider, "Authorization")
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
 context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>[^\n]{1,4096}))
+#   keep:  Cookie: _ga=GA1.2.344572755.7222572944; cookie_consent=accepted; theme=light
 #   catch: curl -b 'sessionid=«k8Xq2Lm9Zr4Tw7VpB3nC»; csrftoken=«Qm7Xr2Kp9Lz4Tw8VbN3c5Dd»' https://app.example.com/api/me
 #   catch: requests.get(url, cookies={"sessionid": "«Vr8Kq2Zx5Lm9Tp3WbN4cD7f»", "theme": "dark"})
 #   keep:  curl -b 'theme=dark; lang=en-GB; tz=Europe/Berlin' https://app.example.com/
@@ -4907,13 +4922,18 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("6d07b27f", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("b3e5c77b", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client", "connect",
         "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode",
         "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
-        "initializeapp", "ldap_", "login", "new", "new_from_slice", "passphrase", "password", "sdk", "session",
-        "setapikey", "setauth", "setcredential", "settoken", "sign", "signer", "signwith", "withcredential",
-        "withtoken"), (), ("(",)),
+        "initializeapp", "login", "new", "new_from_slice", "passphrase", "password", "sdk", "session", "setapikey",
+        "setauth", "setcredential", "settoken", "sign", "signer", "signwith", "withcredential", "withtoken"), (".new",
+        "::<", "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth",
+        "chacha", "change", "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv",
+        "createhmac", "credential", "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "hash_hmac",
+        "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase",
+        "password", "save", "sdk", "session", "set", "setapikey", "setauth", "setcredential", "settoken", "sign",
+        "signer", "signwith", "store", "update", "withcredential", "withtoken"), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
@@ -4923,7 +4943,7 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("bbc15fad", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("23eea7f7", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api",
         "auth", "aws", "bootstrap", "configure", "cookie", "create-for-rbac", "cred", "credential",
