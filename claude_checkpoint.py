@@ -2379,8 +2379,9 @@ def _find_table_cells(match: Any) -> list:
     text, head = match.string, match.group("head").replace("||", "|")  # a wiki's header: || Login || Kennwort ||
     separator = next((c for c in "|;," if c in head), None)
     names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
-    columns = tuple((i, bool(_regex(r"(?i)\bpin\b|пин").search(name))) for i, name in enumerate(names) if name and (
-        secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"))
+    columns = tuple((i, bool(_regex(r"(?i)\bpin\b|пин").search(name))) for i, name in enumerate(names) if name and (  # also `Clé API`
+        secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"
+        or 2 <= len(name.split()) <= 3 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET))
     starts = ()  # where a header's columns start, when spaces align them: a long cell may leave one space to the next
     if separator is None:
         indent = match.start("head") - text.rfind("\n", 0, match.start("head")) - 1
@@ -3894,6 +3895,8 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: ENV     HOST                     ADMIN USER   ADMIN PASSWORD\ndev     db-eu1.svc.cluster.local admin        «Simba1508#»
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | sa | `«velvet_anchor_violet»` |
 #   keep:  NPM_TOKEN        Updated 2024-01-23\nAWS_ROLE_ARN     Updated 2024-01-15
+#   catch: | Service | Identifiant | Clé API |\n|---|---|---|\n| Mailjet | jdoe | «1d00ff1ecd91063b247dd33787a68164» |
+#   keep:  | Token name | Scope |\n|---|---|\n| ci-deploy-2024 | repo:write |
 # Terraform's plan: the value a secret-named attribute changes to (`password = "…" -> "…"`).
 terraform-plan-change        assignment             (?m)^[ \t]*[~+\-]?[ \t]*(?P<name>[A-Za-z_][\w\-]{0,80})[ \t]*=[ \t]*(?:"[^"\n]{0,1024}"|\(sensitive value\)|null)[ \t]*->[ \t]*(?P<s>"[^"\n]{1,1024}")
 #   catch:       ~ password = "" -> "«tractor.saddle.dragon.falafel»"
