@@ -2333,7 +2333,10 @@ def _find_printed_secrets(match: Any) -> list:
         return []  # `cat ca.pem` prints a certificate: public by design
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
     first_line = _regex(r"[ \t]*(\S{4,256})[ \t]*(?:\n|$)").match(text, start, end)
-    single = _regex(_SINGLE_VALUE_COMMAND).search(text[match.start():start].rstrip("\n").split(";")[0])
+    command = text[match.start():start].rstrip("\n")
+    single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
+    if first_line and first_line.end() >= end - 1 and len(first_line.group(1)) >= 16 and _regex(_SECRET_FILE_READ).search(command):
+        spans.append(first_line.span(1))  # a secret file of one line: `cat /var/lib/rabbitmq/.erlang.cookie`
     if first_line and single and not _regex(r"\||(?<!2)>").search(single.string[single.end():]):  # not `… --plain | wc -c`, `> /dev/null` (`2>` still prints)
         value = first_line.group(1)
         printed_dollar = _regex(r"\$\w+").fullmatch(value)  # output is never a variable's name: $parrowcopp3r64
@@ -2370,6 +2373,10 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
         return looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value)
     return between == ":" and secret_strength(name) == 0 and _regex(r"[a-z][a-z0-9._\-]{1,30}").fullmatch(name) is not None and (
         _looks_like_password(value) and not value.isalnum() and "/" not in value)  # `uploader:Ingrid@2006$` in a credentials file
+
+
+# Reading a file whose name says it holds a secret (a key, a cookie, a token, a password).
+_SECRET_FILE_READ = r"(?i)\bcat[ \t]+\S*(?:key|cookie|token|secret|passw|credential)[\w.\-]*(?:[ \t;|]|$)"
 
 
 def _find_table_cells(match: Any) -> list:
@@ -3868,6 +3875,7 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ env | sort | head\nHOME=/home/svc-sync\nTERM=xterm-256color\nimage: postgres:16
 #   catch: >>> print(settings.ENCRYPTION_KEY)\n«jzj8re2Ul2uJxF4jkpmcDGumgrApUnSIHWBkG8/lcRM=»
 #   keep:  >>> print(len(settings.ENCRYPTION_KEY))\n44
+#   catch: └─$ sudo cat /var/lib/rabbitmq/.erlang.cookie; echo\n«OGANRBYAFAOZRQOOMXKW»
 #   keep:  def __gt__(self, other):\n        return self._key > other._key\n\n    def __ne__(self, other):\n        warnings.warn("…", DeprecationWarning)
 #   keep:  $ printenv | grep -i _file\nDB_PASSWORD_FILE=/run/secrets/db_password\nBUILD_ID=84toAVPPNynHj96YLmIh
 #   keep:  $ az keyvault secret show --vault-name acme-kv --name SqlAdminPassword --query attributes.updated -o tsv\n2026-01-10T09:51:33Z
