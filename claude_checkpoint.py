@@ -4209,14 +4209,14 @@ def find_secret(text: str) -> Optional[str]:
     stops at the first secret."""
     if not text:
         return None
-    scan, encrypted = _Scan(text), _may_hold_encrypted(text)
+    scan, encrypted = _Scan(text), encrypted_ranges(text)
     for index in scan.rules():
         rule = _rule_table()[index][0]
         for match in scan.matches(index):
             if rule.find is None and REDACTED in match.group("s"):
                 continue
             spans = rule.find(match) if rule.find else _accepted_span(rule, match)
-            if any(start < end and REDACTED not in text[start:end] and not (encrypted and _is_encrypted_at(text, start))
+            if any(start < end and REDACTED not in text[start:end] and not (encrypted and _in_ranges(encrypted, start))
                    for start, end in spans):
                 return rule.name
     return None
@@ -4498,12 +4498,12 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
     Values are often captured in a lookahead, so a rejected match (`client = Client(api_key="…")`)
     does not hide the match inside it."""
     pieces, position, hits = [], 0, 0
-    encrypted = _may_hold_encrypted(text)
+    encrypted = encrypted_ranges(text)
     for match in pattern.finditer(text) if matches is None else matches:
         if rule.find is None and (match.start("s") < position or REDACTED in match.group("s")):
             continue
         for start, end in rule.find(match) if rule.find else _accepted_span(rule, match):
-            if start < position or start >= end or REDACTED in text[start:end] or encrypted and _is_encrypted_at(text, start):
+            if start < position or start >= end or REDACTED in text[start:end] or encrypted and _in_ranges(encrypted, start):
                 continue
             pieces += [text[position:start], REDACTED]
             position = end
@@ -4538,24 +4538,23 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
     return ((start, end),)
 
 
-def _may_hold_encrypted(text: str) -> bool:
-    """Whether text may hold a value encrypted at rest (_is_encrypted_at): a cheap look first."""
-    return "ENC[" in text or "$ANSIBLE_VAULT;" in text or "encryptedData:" in text
+def encrypted_ranges(text: str) -> tuple:
+    """The (start, end) spans of text that hold values encrypted at rest, safe to share by design:
+    SOPS values (`ENC[AES256_GCM,data:…,iv:…,tag:…]`), Ansible Vault bodies (the hex lines under
+    `$ANSIBLE_VAULT;1.1;AES256`) and a Bitnami SealedSecret's `encryptedData:` (up to the next
+    document). Found once per text and rule, in one pass each: a cheap look first."""
+    if "ENC[" not in text and "$ANSIBLE_VAULT;" not in text and "encryptedData:" not in text:
+        return ()
+    found = [m.span() for m in _regex(r"ENC\[[^\]\n]*\]?|\$ANSIBLE_VAULT;[^\n]*(?:\r?\n[ \t]*[0-9a-f]+[ \t]*)*").finditer(text)]
+    for sealed in _regex(r"encryptedData:").finditer(text):
+        if "SealedSecret" in text[max(0, sealed.start() - 4096):sealed.start()]:
+            end = text.find("\n---", sealed.end())
+            found.append((sealed.start(), len(text) if end < 0 else end))
+    return tuple(found)
 
 
-def _is_encrypted_at(text: str, position: int) -> bool:
-    """Whether position is inside a value encrypted at rest, which is safe to share by design: a
-    SOPS value (`ENC[AES256_GCM,data:…,iv:…,tag:…]`) or an Ansible Vault body (hex lines under
-    `$ANSIBLE_VAULT;1.1;AES256`), a Bitnami SealedSecret's `encryptedData:`."""
-    line_start = text.rfind("\n", 0, position) + 1
-    sops = text.rfind("ENC[", line_start, position)
-    if sops >= 0 and "]" not in text[sops:position]:
-        return True
-    sealed = text.rfind("encryptedData:", max(0, position - 16384), position)
-    if sealed >= 0 and "SealedSecret" in text[max(0, sealed - 4096):sealed] and "\n---" not in text[sealed:position]:
-        return True
-    vault = text.rfind("$ANSIBLE_VAULT;", max(0, position - 65536), position)
-    return vault >= 0 and _regex(r"[^\n]*\n(?:[ \t]*[0-9a-f]+[ \t]*\r?\n)*[ \t]*").fullmatch(text, vault, position) is not None
+def _in_ranges(ranges: tuple, position: int) -> bool:
+    return any(start <= position < end for start, end in ranges)
 
 
 def _in_public_block(text: str, position: int) -> bool:
