@@ -942,7 +942,7 @@ _KEY_QUALIFIERS = frozenset("""
     api access secret private signing sign encryption encrypt master account auth app license
     service admin webhook session storage shared client consumer deploy subscription integration
     hmac jwt crypto cipher aes gpg pgp ssh rsa sas bot user root application wpa wpa2 wpa3 wifi wlan network server device
-    routing""".split())
+    routing record""".split())
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key.
@@ -1050,8 +1050,8 @@ def _is_reference(value: str) -> bool:
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
         return True
     if v.startswith(("process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
-                     "secrets.", "env:", "file:", "arn:", "vault:", "!vault")):
-        return True  # names and resource names (an ARN names a secret; it does not hold one)
+                     "secrets.", "env:", "file:", "arn:", "vault:", "!vault", "keybase:")):
+        return True  # names and resource names (an ARN names a secret; it does not hold one; keybase:jdoe a public key)
     if "://" in v and _regex(_SECRET_MANAGER_REFERENCE).match(v):
         return True
     if any(c in v for c in "${#%") and (_regex(_INTERPOLATION).search(v) or _is_template(v)) and not named_like_a_password:
@@ -1094,6 +1094,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE); a password manager's name
     if _regex(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}").fullmatch(v):
         return True  # abc123, foobar
+    if len(v) >= 12 and v[-1:] == "=" and _regex(r"[A-Za-z0-9+/]+={1,2}").fullmatch(v) and _decodes_to_stand_ins(v):
+        return True  # base64 of `username:password` (RFC 7617's example), `user:pass`
     if _regex(r"(?:[A-Z][a-z]+)+(?:Value|Name|Key|Id)\d{0,2}").fullmatch(v):
         return True  # what a usage text names: `TagKey1=TagValue1`, `ParameterKey1=ParameterValue1`
     if any(map(str.isdigit, v)):
@@ -1106,6 +1108,16 @@ def _is_placeholder(v: str) -> bool:
     named = [w for w in words if w not in _STAND_IN_QUALIFIERS]
     return bool(named) and all(w in _SECRET_WORDS or w.endswith(("password", "passwd", "passphrase", "secret", "token", "key"))
                                for w in named)
+
+
+def _decodes_to_stand_ins(value: str) -> bool:
+    """Whether base64 value decodes to `user:password` where both are stand-ins (username:password, user:pass)."""
+    import base64
+    try:
+        pair = base64.b64decode(value, validate=True).decode("ascii")
+    except ValueError:
+        return False
+    return pair.lower() in ("username:password", "user:password", "user:pass", "username:pass", "admin:password", "login:password")
 
 
 _FIREBASE_APP_ID = r"\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}"  # 1:762211937775:web:06e7…: public, in every web app
@@ -1363,6 +1375,9 @@ def _accept_pair(match: Any) -> bool:
         return False
     if quoted and "pass" in match.group("name").lower() and looks_like_chosen_password(value):
         return True
+    if _regex(r"[A-Z][A-Z0-9]*_[A-Z0-9_]*PASS(?:WORD)?").fullmatch(match.group("name")) and _regex(r"[ \t]{2}").match(
+            match.string, match.end("name")) and looks_like_chosen_password(value):
+        return True  # an environment's table (Laravel's error page): `DB_PASSWORD  Ravi.1985`
     return _looks_random(value) and (not bare_word or looks_machine_generated(value))
 
 
@@ -1598,8 +1613,8 @@ def _looks_like_prose_secret(value: str) -> bool:
         v = named.group(1).rstrip(",;")  # `TTL=3600` and `zn=pKzg.xo2…` are judged by their values
         if v.lower() in _NOT_VALUES or _name_parts(value.split("=", 1)[0])[-1] in _NOT_TOKEN_NAMES | {"ids", "name"}:
             return False  # base_1=False, client_id=elsed4rqscegd4xf3xpc
-    if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v):
-        return False
+    if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v) or _regex(r"[\w./\-]+\.\w{1,8}:\d+:").match(v):
+        return False  # also grep's `infra/main.tf:54:…`
     if _regex(r"[0-9a-fA-F]+").fullmatch(v):
         return len(v) >= 32  # shorter runs are ids and abbreviated commits
     if _regex(_KEY_PATH).fullmatch(v):
@@ -1766,9 +1781,10 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
             continue
         if _in_angle_brackets(text, first, last):
             continue
-        named = _regex(r"([A-Za-z_][\w.\-]{0,40})=").match(token)
-        if named and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES:
-            continue  # what a log line says of a token: `ttl=768h0m0s`, `accessor=Grg3…`, `_ga=GA1.2.…`
+        named = _regex(r"(?:\d+:)?([A-Za-z_][\w.\-]{0,40})=(.*)").match(token)
+        if named and (_name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES or _is_masked_or_public(named.group(2))
+                      or _is_placeholder(named.group(2))):
+            continue  # what a log line says of a token (`ttl=768h0m0s`, `accessor=Grg3…`, `_ga=GA1.2.…`); a masked one (grep's `289:GITHUB_TOKEN=ghp_XXXX…`)
         if text[first - 1:first] == "\\" and token[:1] in "ux":
             continue  # the rest of an escape: \uFF1A/curator
         if not_after:
@@ -1876,7 +1892,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b"
-    r"|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
+    r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
     r"|(?:(?<=>>> )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*\)?[ \t]*(?=\n)")
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
@@ -1981,6 +1997,8 @@ def _find_random_tokens(match: Any) -> list:
     text, start = match.string, match.start("s")
     if _regex(_NOT_SECRET_BEFORE_WORD).search(text[max(0, match.start() - 14):match.start()]):
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
+    if _regex(r"\.[a-z]{1,5}(?=[:/\s]|$)").match(text, match.end()):
+        return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`
     if _regex(r"arn:[\w\-]+:[\w\-]+:[\w\-*]*:[\w*]*:$").search(_line_before(text, match.start(), 120)):
         return []  # a resource's name: arn:aws:secretsmanager:*:*:secret:rds-beta-us-east-1!*
     not_a_secret = _NOT_A_SECRET_BEFORE
@@ -2038,18 +2056,20 @@ def _given_password(match: Any) -> list:
         at_once = _regex(_VALUE_AT_ONCE).match(text, start, endpos)  # after a word for what people choose
     if at_once and _is_given_password(word, _value_span(at_once, "v", text), True, text, at_once.start("v")):
         return [_value_span(at_once, "v")]
-    position = start
+    position, in_aside = start, False
     for _ in range(3):  # after a value that was none, the next: "c'est maintenant « nemo.77 »"
         given = _regex(_GIVEN_VALUE).match(text, position, endpos)
         if given is None:
             break
         group = "v" if given.group("v") else "quoted"
         sign = given.groupdict().get("sign")
-        if _regex(_NOT_A_SECRET_BEFORE).search(text[start:given.start(group)]) or position > start and sign:
-            return []  # `password for user svc_backup2024`; past a value, only words lead to the next
+        if _regex(_NOT_A_SECRET_BEFORE).search(text[start:given.start(group)]) or position > start and sign and not in_aside:
+            return []  # `password for user svc_backup2024`; past a value, only words lead to the next (or a sign past an aside)
         worded = sign in (":", "：") and _regex(r"(?<![^\W_])[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)", not 0x33bb
         if _is_given_password(word, _value_span(given, group, text), not sign or prose or worded, text, given.start(group)):
             return [_value_span(given, group)]
+        between = text[start:given.start(group)]
+        in_aside = between.count("(") > between.count(")")  # "klucz API do bramki (…, to jest produkcja!): X"
         position = given.start(group)
     return _spoken_passphrase(match) or _answered_password(match)
 
@@ -2343,7 +2363,7 @@ def _find_printed_secrets(match: Any) -> list:
         if (printed_dollar or not _is_reference(value)) and not _is_path_or_version(value) and "://" not in value and not _regex(
                 r"(?i)(?:error|usage|warning)\b").match(value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
-    for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3})(?:[ \t]*[=:][ \t]*|[ \t]{2,})(\S{6,256})[ \t]*$").finditer(text, start, end):
+    for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]{2,}|(?<=[Kk]ey|KEY|ret|ken)[ \t])(\S{6,256})[ \t]*$").finditer(text, start, end):
         if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
             spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`
     for line in _regex(r"(?m)^[ \t]*(\S{8,128})[ \t]*$").finditer(text[start:end]):
@@ -3221,6 +3241,14 @@ ftp-user-command             not-reference          (?:\bftp\b[^\n]*(?:<<|\|)[^\
 pass-insert-here-document    not-reference          \bpass[ \t]+insert\b[^\n]*<<-?[ \t]*['"]?\w+['"]?[ \t]*\r?\n[ \t]*(?P<s>[^\n]{1,256}?)[ \t]*(?=\r?\n|$)
 #   catch: app@devbox svc-auth % pass insert -m work/helios/db <<EOF\n«Herbst2024.»\nuser: acosta\nEOF
 #   keep:  pass insert -m work/helios/db <<EOF\n$DB_PASSWORD\nEOF
+# A here-document fed to a login on its standard input: `cat <<EOF | oras login … --password-stdin`.
+here-document-login          not-reference          (?:\bcat[ \t]+<<-?[ \t]*['"]?\w+['"]?[ \t]*\|[^\n]*(?:--password-stdin|--token-stdin|\blogin\b|passwd)|(?:--password-stdin|--token-stdin)[^\n]*<<-?[ \t]*['"]?\w+['"]?)[^\n]*\r?\n[ \t]*(?P<s>[^\s]{6,256})[ \t]*(?=\r?\n|$)
+#   catch: cat <<EOF | oras login myregistry.azurecr.io -u 00000000-0000-0000-0000-000000000000 --password-stdin\n«HczqvHO0AjcLsW7phN1rjqifwmYmkvj5Xf5oktZ6»\nEOF
+#   keep:  cat <<EOF | docker login -u ci --password-stdin\n$REGISTRY_TOKEN\nEOF
+# An HTML password input's value, as a page or a breadcrumb logs it.
+html-password-value          not-reference          (?i)(?:name|type)=\\?["']?(?:password|passwd|pwd|pass)\\?["']?\]?[^\n>]{0,80}?\bvalue=\\?["'](?P<s>[^"'\\\n]{1,256})
+#   catch: {"message":"input[name=password] value=\"«sWDlyNCm3LjU!z.o4~87»\"","timestamp":1718187000}
+#   keep:  <input type="password" name="password" value="">
 # strongSwan's /etc/ipsec.secrets: `… : PSK "…"`, `user : EAP "…"`.
 ipsec-secret                 not-reference          (?m)^[^\n#]{0,120}?:[ \t]*(?:PSK|EAP|XAUTH|NTLM)[ \t]+(?P<s>"[^"\n]{1,256}"|[^\s"]{1,256})
 #   catch: ec2-user : EAP "«&4M+AF-C2ulhp9Ut»"
@@ -3417,6 +3445,7 @@ user-then-password-flags     password-flag          (?<![\w-])(?:-u[ \t]+\S+[ \t
 secret-pair                  pair                   (?<![\w-])(?=[a-zA-Z_\-\u0130\u0131\u017f\u212a]*[yndtYNDT][ \t])(?P<name>[a-zA-Z_\-\u0130\u0131\u017f\u212a]*(?i:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))(?i:[ \t]+{VALUE})
 #   keep:  $ gcloud secrets list --project=auth-gw\nNAME                 CREATED                   REPLICATION_POLICY\ndb-password          2024-03-27T03:23:41.167Z  automatic
 #   catch: access_token   «q8XkL2mR7vTz4WpN9sYb»
+#   catch: Environment Variables\nAPP_ENV      local\nDB_PASSWORD  «Ravi.1985»\nMAIL_MAILER  smtp
 #   catch: poll mail.example.com user "ops" password "«Kettle#2040»" ssl
 #   keep:  the api_key argument is optional
 # A header set by a web server or a proxy's configuration: nginx, Apache, HAProxy.
@@ -3593,6 +3622,10 @@ quoted-login-pair            chosen                 (?i)(?<![\w\-])(?:using|with
 #   keep:  build it using `node` / `npm run build` as usual
 #   keep:  log in with `admin` / `$ADMIN_PASSWORD`
 #   catch: Try with the service account instead: `svc-ci` / `«Z3br@13@»` — that one has read access on the registry.
+# "use `…` for the jenkins admin login": a quoted value given for a login.
+use-value-for-login          chosen                 (?i)(?<![\w\-])use[ \t]+(?P<q>[`'"])(?P<s>[^\s`'"]{6,128})(?P=q)[ \t]+(?:as|for)\b[^\n.;]{0,40}?\b(?:log-?in|password|passphrase|pw|account|sign-?in|creds?|credentials?)\b
+#   catch: [10:42] mike: use `«w4geXDVUwIRg!zXPihUfzA1z»` for the jenkins admin login, i'll change it monday
+#   keep:  use `npm ci` for the login service's build, not `npm install`
 # `pass X` in a note after a user's name, or a current, old or new one: "(user gitlab-runner, pass X)", "user=… pass=…".
 user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:name)?|login)(?:[ \t]*[:=][ \t]*|[ \t]+)[`'"]?[\w.@\-]{2,64}[`'"]?(?:[ \t]*[,;/][ \t]*|[ \t]+)|(?<![\w\-])(?:current|old|new|temp(?:orary)?|default|initial|use|using|with|la)[ \t]+)pass(?:[ \t]*[:=][ \t]*|[ \t]+)[`'"]?(?P<s>[^\s()`'"]{6,64}?)[`'"]?(?=[)\].,;]?(?:\s|$))
 #   catch: temp: hardcode db creds for demo (user gitlab-runner, pass «asdf;lkj?376»)
@@ -3941,10 +3974,11 @@ context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
 #   keep:  message = ("the token was rotated; "\n           "see the runbook for the next steps")
 # The rest of a secret wrapped onto the next line of a log, after a machine-made part.
-context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}|[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}[ \t][^\n]{0,200}))
+context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}[ \t][^\n]{0,200})?|[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}[ \t][^\n]{0,200}))
 #   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
 #   keep:  token rotated for build-2024-09-16\nINFO request finished
+#   catch: oidc: exchanged code, access_token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»\n«_qg-vIKqTKjR878E0mJC9mOOpNgy-gWtNQ7cF» expires_in=3600
 #   keep:  yprime = np.array([1.73307544e-02,\n    6.49376470e-06,
 #   keep:  $ cat pandas-4.25.12.jar.sha1\n34699cf1a7e9b2c65c9e76c32ae5f7706d765b32
 #   catch: [15:34:46] DEBUG auth: issued refresh_token=«Fm0QTpHiLIPbiB6f1UfsuLFWTlIBJpftQnB3»\n           «tWjRvNF0GBWbJYa8YH1mQPjmCu0ceMdg» for client web-app
@@ -4805,6 +4839,9 @@ RULE_WORDS = {
     "printf-credentials-file": ("334ae43b", ("printf",), ("printf",), ("%s\\n%s",)),
     "ftp-user-command": ("65e35679", ("user",), (), ("ftp", "ftp>")),
     "pass-insert-here-document": ("bf704427", ("insert",), ("pass",), ("pass",)),
+    "here-document-login": ("fc4e5257", ("--password-stdin", "--token-stdin", "login", "passwd"), ("--password-stdin",
+        "--token-stdin", "cat"), ("\n",)),
+    "html-password-value": ("9491dd70", ("value=",), ("name", "type"), ("name", "type")),
     "ipsec-secret": ("f1b32e8c", ("eap", "ntlm", "psk", "xauth"), (), (":",)),
     'sendmail-authinfo': ('ba9ce3b9', ('authinfo:',), ('authinfo:',), ('"p:',)),
     "kickstart-rootpw": ("c04c91a9", ("rootpw",), (), ()),
@@ -4894,6 +4931,7 @@ RULE_WORDS = {
     "wifi-network-key": ("2ec753e4", ("ssid", "wi", "wlan"), ("ssid", "wi", "wlan"), ("key", "pass", "psk", "pw")),
     "quoted-login-pair": ("57828586", ("as", "cred", "credentials", "login", "using", "with"), ("as", "cred",
         "credentials", "login", "using", "with"), ("/",)),
+    "use-value-for-login": ("9b81c68f", ("use",), ("use",), ("as", "for")),
     "user-then-pass-in-prose": ("7b019b86", ("pass",), ("current", "default", "initial", "la", "login", "new", "old",
         "temp", "use", "user", "using", "with"), ("current", "default", "initial", "la", "login", "new", "old", "temp",
         "use", "user", "using", "with")),
@@ -4953,10 +4991,10 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("23eea7f7", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("c0b6d531", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api",
-        "auth", "aws", "bootstrap", "configure", "cookie", "create-for-rbac", "cred", "credential",
+        "auth", "aws", "bootstrap", "configure", "cookie", "create", "create-for-rbac", "cred", "credential",
         "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get",
         "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass",
         "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key",
@@ -4975,7 +5013,7 @@ RULE_WORDS = {
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
     "context-split-literal": ("17763261", (), (), ()),
-    "context-wrapped-line": ("76c74966", ("\n",), (), ()),
+    "context-wrapped-line": ("00a34248", ("\n",), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         'private', 'psk', 'pwd', 'secret', 'session', 'token'), (), ('"', "'")),
