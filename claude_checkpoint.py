@@ -2119,7 +2119,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if _names_machine_value(word) and "sign" not in word.lower() and _regex(
             r"[0-9a-f]{16,128}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value) and not _regex(
             _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$").search(_line_before(text, first, 60)):
-        return True  # not a GPG key's id (signingkey = 39cfe2bb9e9ab21c), nor `requestId: '451e0246-…'`  # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a key that is a UUID (Heroku's, Fortnox's)
+        return True  # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a UUID key (Heroku's); not a GPG key's id (signingkey = 39cf…) nor `requestId: '451e…'`
     if not _names_machine_value(word) and _is_joined_passphrase(value):
         return True  # wachtwoord: saddle-velvet-puzzle
     if chosen_counts and not _names_machine_value(word) and _is_camel_passphrase(value) and text[first + len(value):][:1] not in ("(", ".", "<", "[", ":"):
@@ -2365,7 +2365,7 @@ def _find_printed_secrets(match: Any) -> list:
             spans.append(first_line.span(1))
     for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]{2,}|(?<=[Kk]ey|KEY|ret|ken)[ \t])(\S{6,256})[ \t]*$").finditer(text, start, end):
         if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
-            spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`
+            spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`, `Private API Key b734…` (one space after key, secret, token)
     for line in _regex(r"(?m)^[ \t]*(\S{8,128})[ \t]*$").finditer(text[start:end]):
         first, last = start + line.start(1), start + line.end(1)
         if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1))) and not _regex(
