@@ -1039,8 +1039,8 @@ def _is_reference(value: str) -> bool:
     values, so the cheap checks come first."""
     quoted = value[:1] in "\"'`"
     v = value.strip("\"'`\\ ")
-    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or not any(map(str.isalnum, v)):
-        return True
+    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or "...(" in v or v.endswith("...") or not any(map(str.isalnum, v)):
+        return True  # also a truncated value: `Bearer eyJhbGciOi...(truncated)`
     if value[:1] == "`" and any(map(str.isspace, v)):
         return True  # `cat /tmp/session.tok`: a command's output
     first = v[0]
@@ -1049,7 +1049,7 @@ def _is_reference(value: str) -> bool:
         return True
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
         return True
-    if v.startswith(("process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
+    if v.startswith(("$__file{", "$__env{", "$__vault{", "process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
                      "secrets.", "env:", "file:", "arn:", "vault:", "!vault", "keybase:")):
         return True  # names and resource names (an ARN names a secret; it does not hold one; keybase:jdoe a public key)
     if "://" in v and _regex(_SECRET_MANAGER_REFERENCE).match(v):
@@ -1061,8 +1061,10 @@ def _is_reference(value: str) -> bool:
 
 def _is_dollar_password(v: str) -> bool:
     """A password that starts with `$`, which no variable is named so: `$Crimson58asdfgh`
-    (_is_mixed_password), or a letter or two and a symbol, as people write `$h@d0w13`."""
-    return _is_mixed_password(v[1:]) or _regex(r"\$[A-Za-z]{1,2}[@!#%&*][^\s$]*\d[^\s$]*").fullmatch(v) is not None
+    (_is_mixed_password), or a letter or two and a symbol, as people write `$h@d0w13`, or mixed case
+    with a digit inside before a symbol (`$pr1ngDr@g0n?30`; `$USER@host` is a variable)."""
+    return _is_mixed_password(v[1:]) or _regex(r"\$[A-Za-z]{1,2}[@!#%&*][^\s$]*\d[^\s$]*").fullmatch(v) is not None or _regex(
+        r"\$(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{3,}[@!#%&*?][^\s$]*").fullmatch(v) is not None
 
 
 def _is_mixed_password(v: str) -> bool:
@@ -1457,9 +1459,9 @@ def _accept_url_password(match: Any) -> bool:
 
 
 # What the name of a call that takes a user and a password says: it connects, binds, logs in or
-# opens a session (mysql_real_connect, simple_bind_s, Net::SMTP.start, fromDriverManager).
+# opens a session (mysql_real_connect, simple_bind_s, Net::SMTP.start, fromDriverManager, Groovy's Sql.newInstance).
 _CONNECTING_CALL = (r"(?i)connect|bind|log_?[io]n|auth|start|open|session|smtp|imap|ftp|ldap|transactor|driver|datasource"
-                    r"|pool|client|credential|mail|login|construct|pdo|username_?pw|passw")
+                    r"|pool|client|credential|mail|login|construct|pdo|username_?pw|passw|sql\.newinstance")
 
 
 def _accept_call_password(match: Any) -> bool:
@@ -1475,7 +1477,7 @@ def _accept_call_password(match: Any) -> bool:
         return False  # not the arguments of a call that connects: `check('left', '20x40+0+80')`
     if looks_machine_generated(value) and not _is_reference(value):
         return True  # also base64 with a slash, which _may_be_a_password reads as a path
-    return looks_like_chosen_password(value) and _may_be_a_password(value)
+    return (looks_like_chosen_password(value) or _is_camel_passphrase(value)) and _may_be_a_password(value)
 
 
 def _accept_random(match: Any) -> bool:
@@ -1891,16 +1893,16 @@ _SECRET_PRINTING_COMMAND = (
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+tokens?[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
-    r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b"
+    r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
     r"|(?:(?<=>>> )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*\)?[ \t]*(?=\n)")
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
 # words may hold spaces when the first holds @, ~, / or [ (`[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`,
 # `~/api (release/4.7) $`), not code's `return self._key > other._key`; a virtualenv's `(.venv) ` before it;
-# themes' `ledger ❯`, `╰─$`, `└─$`, `➜  api git:(main) ✗`, `λ`, `→`.
+# themes' `ledger ❯`, `╰─$`, `└─$`, `➜  api git:(main) ✗`, `λ`, `→`; cmd's `C:\Users\dev>`.
 _PROMPT_LINE = (r"[ \t]*(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80}>"
-                r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\[\]\-]{0,60}?)(?:[$%❯]|>{1,3})"
+                r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\\\[\]\-]{0,60}?)(?:[$%❯]|>{1,3})"
                 r"|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#|[\w.\-]{1,30}[ \t]+❯|[╰└]─{0,3}[$#%❯]"
                 r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|λ(?:[ \t]+[\w.~/\-]{1,40})?|→)[ \t]")
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
@@ -2122,7 +2124,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True  # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a UUID key (Heroku's); not a GPG key's id (signingkey = 39cf…) nor `requestId: '451e…'`
     if not _names_machine_value(word) and _is_joined_passphrase(value):
         return True  # wachtwoord: saddle-velvet-puzzle
-    if chosen_counts and not _names_machine_value(word) and _is_camel_passphrase(value) and text[first + len(value):][:1] not in ("(", ".", "<", "[", ":"):
+    if chosen_counts and not _names_machine_value(word) and (_is_camel_passphrase(value) or _is_dotted_passphrase(value)) and text[
+            first + len(value):][:1] not in ("(", ".", "<", "[", ":"):
         return True  # "lösenordet … är VioletSproutWalrusAnchor": words in CamelCase in prose, not a class
     chosen_counts = chosen_counts and not (_names_machine_value(word) and _regex(r"[a-z]+-\d+").fullmatch(value))  # a token's name: "ci-956"
     chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
@@ -2281,7 +2284,7 @@ def _find_command_arguments(match: Any) -> list:
     spans = random_tokens(text, start, end, _NAME_FLAG_BEFORE)
     glued = match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha()  # `authors`, not a verb
     around = _line_before(text, match.start(), 200) + text[match.start():match.end() + 40]
-    if glued or _regex(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=").search(around):
+    if glued or _regex(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=").search(around) or _regex(r"[ \t]*=[^=]").match(text, match.end()):
         return spans  # `if auth_type == 'v4-s3express'`: code, where only machine-made values count
     for quoted in _regex(r"""(?<![\w=\\])(["'])([^"'\s\\]{6,128})\1""").finditer(text, start, end):
         value, first = quoted.group(2), quoted.start(2)
@@ -2369,7 +2372,7 @@ def _find_printed_secrets(match: Any) -> list:
     for line in _regex(r"(?m)^[ \t]*(\S{8,128})[ \t]*$").finditer(text[start:end]):
         first, last = start + line.start(1), start + line.end(1)
         if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1))) and not _regex(
-                r"[A-Za-z_][\w.\-]*[=:]|#").match(line.group(1)) and not _is_masked_or_public(line.group(1)) and not _regex(
+                r"[A-Za-z_][\w.\-]*[=:]|#|\"[A-Z][A-Z0-9_]*\",?$").match(line.group(1)) and not _is_masked_or_public(line.group(1)) and not _regex(
                 _NOT_RANDOM_MARKS).search(line.group(1)) and not any(
                 a <= first < b for a, b in spans):
             spans.append((first, last))
@@ -2389,8 +2392,9 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
         return looks_machine_generated(value)  # `base64:CiI0H8Cd…` (php artisan key:generate --show)
     if not _may_be_a_password(value):
         return False
-    if secret_strength(name) == 2:
-        return looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value)
+    if secret_strength(name) == 2 or name.lower() == "key content":  # netsh wlan's Wi-Fi key
+        return (looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value)
+                or _is_dotted_passphrase(value) or _is_joined_passphrase(value))
     return between == ":" and secret_strength(name) == 0 and _regex(r"[a-z][a-z0-9._\-]{1,30}").fullmatch(name) is not None and (
         _looks_like_password(value) and not value.isalnum() and "/" not in value)  # `uploader:Ingrid@2006$` in a credentials file
 
@@ -2406,7 +2410,7 @@ def _find_table_cells(match: Any) -> list:
     text, head = match.string, match.group("head").replace("||", "|")  # a wiki's header: || Login || Kennwort ||
     separator = next((c for c in "|;," if c in head), None)
     names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
-    columns = tuple((i, bool(_regex(r"(?i)\bpin\b|пин").search(name))) for i, name in enumerate(names) if name and (  # also `Clé API`
+    columns = tuple((i, bool(_regex(r"(?i)(?:\b|_)pin\b|пин").search(name))) for i, name in enumerate(names) if name and (  # also `Clé API`
         secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"
         or 2 <= len(name.split()) <= 3 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET))
     starts = ()  # where a header's columns start, when spaces align them: a long cell may leave one space to the next
@@ -2935,6 +2939,7 @@ kubernetes-secret-data       kubernetes-secret-data (?m)^(?P<indent>[ \t]*)(?:da
 #   keep:  kind: ConfigMap\ndata:\n  LOG_LEVEL: info\n  REGION: eu-west-1
 # Authorization headers and bearer tokens.
 authorization-header         header-token           (?i){WORD_START}(?:proxy-)?authorization["']?(?:\s*[:=,]\s*|[ \t]+)["'`]?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey|[a-z][\w\-]{1,24}(?=[ \t]+[^\s"'`,;\\]{8,}))\s+)?(?P<s>[^\s"'`,;\\]{6,})
+#   keep:  > Authorization: Bearer eyJhbGciOi...(truncated)\n< HTTP/1.1 401 Unauthorized
 #   catch: curl -H 'Authorization: Basic «ZXhhbXBsZTpleGFtcGxl»' https://api.example.com
 #   catch: Authorization: SSWS «00xTMHRAclHzOwKRaR0fhEYkm3BrycEV»
 #   keep:  curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com
@@ -3032,8 +3037,9 @@ ssm-parameter-value          not-reference          \bput-parameter\b{COMMAND}\s
 #   catch: aws ssm put-parameter --name /prod/db/password --type SecureString --value '«7Uig%yTq%Fn»'
 #   keep:  aws ssm put-parameter --name /prod/db/password --type SecureString --value "$DB_PASSWORD"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b)
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
+#   catch: C:\\Tools> echo «v1BSMHi*8e6i#x!V~?»| runas /user:CORP\\adm-dmitri "mmc dsa.msc"
 #   catch: echo '«crimson-dragon-kettle»' | pass insert -e work/atlas/db
 #   catch: printf '%s' '«Rk8#vale-Oak»' | gcloud secrets versions add db-password --data-file=-
 #   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
@@ -3410,6 +3416,10 @@ redis-config-password        not-reference          (?m)(?:^\s*|(?i:\bconfig[ \t
 #   catch: 127.0.0.1:6379> CONFIG SET requirepass "«Sl9wJ936LxRPV7npEsoUcmr7k2SSk7RS»"
 #   catch: command: ["redis-server", "--requirepass", "«W1n73r!64»"]
 #   keep:  # requirepass foobared
+# SQL's SET PASSWORD FOR user = '…' (MySQL, as its general log shows it).
+sql-set-password             not-reference          (?i)\bSET[ \t]+PASSWORD[ \t]+FOR[ \t]+[^\n=]{1,120}?=[ \t]*(?:PASSWORD\()?(?P<s>'[^'\n]{1,256}'|"[^"\n]{1,256}")
+#   catch: 2024-12-27T09:54:13Z	   70 Query	SET PASSWORD FOR 'reporting'@'%' = '«qwertz207»'
+#   keep:  SET PASSWORD FOR 'reporting'@'%' = :new_password
 redis-acl-password           not-reference          (?=[Su \t])(?:\bSETUSER\b|(?m:^)[ \t]*user[ \t]+[\w.\-]+[ \t]+(?:on|off)\b)[^\n]{0,200}?\s'?>(?P<s>[^\s']{1,256})
 #   catch: user ci on >«Ledger-Fox-19» ~ci:* +@read
 #   catch: redis-cli ACL SETUSER worker on '>«uS_t_7qm-I-oJ0»' '~jobs:*'
@@ -3492,10 +3502,27 @@ base64-private-key           encoded-private-key    (?<![A-Za-z0-9+/])(?P<s>LS0t
 name-in-parentheses          named-random           (?P<name>[A-Z](?<![\w.].)[A-Z0-9_]{2,80})[ \t]*\((?P<s>[^\s()]{8,256})\)
 #   catch: Rotate TWILIO_AUTH_TOKEN («32ee3996dd674154deb8a8cffe8c0bc6») today
 #   keep:  Bump CACHE_KEY_VERSION (v3-2024-09-16)
-xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.:\-]{0,60})(?:[ \t][^<>\n]{0,200})?>(?P<s>[^<\s][^<\n]{0,500})</(?P=name)>
+xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.:\-]{0,60})(?:[ \t][^<>\n]{0,200})?>\s{0,80}(?P<s>[^<\s][^<\n]{0,500}?)\s{0,80}</(?P=name)>
 #   catch: <password>«Raccoon#5»</password>
 #   keep:  <password>${db.password}</password>
 #   catch: <Pass encoding="base64">«SXZhbl9IYXJib3IuMg==»</Pass>
+#   catch: <signing>\n  <keystore>release.jks</keystore>\n  <storepass>\n    «Harbor2544-»\n  </storepass>\n</signing>
+# A property list's key that says secret, and the string under it.
+plist-key-string             assignment             <key>{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})</key>\s{0,80}<string>(?P<s>[^<\n]{1,1024})</string>
+#   catch: <key>BackendClientSecret</key>\n<string>«YLuukWwbgKAVK8730iVqYateQpJdP61OEKw1bJIs»</string>
+#   keep:  <key>NSFaceIDUsageDescription</key>\n<string>Unlock your saved passwords</string>
+# Windows' answer file: <Password><Value>…</Value> (AutoLogon, AdministratorPassword, a local account's).
+unattend-password-value      not-reference          <(?:\w*Password)>\s{0,80}<Value>(?P<s>[^<\n]{1,256})</Value>
+#   catch: <AutoLogon>\n  <Password>\n    <Value>«KqA_nFEg+6Ohcn+~»</Value>\n    <PlainText>true</PlainText>\n  </Password>
+#   keep:  <Password>\n  <Value></Value>\n</Password>
+# HAProxy's userlist: `user NAME insecure-password …`.
+haproxy-insecure-password    not-reference          \buser[ \t]+\S+[ \t]+insecure-password[ \t]+(?P<s>\S{1,256})
+#   catch: userlist stats_users\n    user admin insecure-password «Ajax1962»
+#   keep:  user admin insecure-password "${STATS_PASSWORD}"
+# Android's adb: `cmd wifi connect-network SSID wpa2 PASSWORD`.
+adb-wifi-network             argument               \bconnect-network[ \t]+(?:"[^"\n]{1,64}"|'[^'\n]{1,64}'|\S{1,64})[ \t]+(?:wpa2|wpa3|wep)[ \t]+{TOOL_VALUE}
+#   catch: adb shell cmd wifi connect-network "TestLab" wpa2 "«LaK8ldBFXyzoiHIQ96dmrF»"
+#   keep:  adb shell cmd wifi connect-network "Guest" open
 # .NET appSettings and NuGet: <add key="SmtpPassword" value="…" />; Spring and Ant: <property name="…" value="…"/>
 key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>\n]{0,200}?\b(?:key|name)\s*=\s*["'](?P<name>[\w.:\-]{1,80})["'][^<>\n]{0,200}?\bvalue\s*=\s*(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}')
 #   catch: <add key="ClearTextPassword" value="«T7QA0Q0E5iVRIfyOruUps»" />
@@ -3513,6 +3540,7 @@ secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME
 #   keep:  docker build --secret id=npmrc,src=$HOME/.npmrc .
 # A config line whose value runs to the end of the line (INI, YAML, dotenv), whatever its first character.
 config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=]|[?:]=)[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;]))(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
+#   keep:  [security]\nadmin_user = admin\nadmin_password = $__file{/run/secrets/grafana_admin}
 #   catch: DB_PASS=«summer.ember.quartz.cookie»
 #   keep:  db_pass = settings.database.password
 #   catch: api_key: «>3wtm?c.W,pAcGnlzc3f»
@@ -3672,6 +3700,7 @@ aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   catch: Ter info: het wachtwoord voor de VPN is «ranger.galaxy.autumn.master» — gewijzigd op 2024-02-19.
 #   catch: The GPG key used for release signing lives on build7; its passphrase is «bubble alley blush apple» — ask Ben before using it.
 #   catch: 検証環境の管理者パスワードは「«falcon2831»」です。ユーザー名は ops です。
 #   keep:  パスワードは共有フォルダではなく、1Password の「インフラ」保管庫に入れてください。
@@ -3802,6 +3831,7 @@ login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?i
 #   keep:  see the user guide / admin reference for details
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,240}))
+#   keep:  var apiKey = builder.Configuration["Partner:ApiKey"]; // from Key Vault
 #   catch: gh auth login --hostname github.example.com --with-token <<< «q8XkL2mR7vTz4WpN9sYb3CdE»
 #   catch: acme-cli login «Zt7Kq2Xm9LpW4rVb8NcD» --org acme
 #   catch: yarn config set npmAuthToken «Np9Xk2Lm7Qr4Tz8WvB3c»
@@ -3854,6 +3884,8 @@ keychain-set-value           not-reference          \.set\([ \t]*(?P<s>"[^"\n]{4
 # A user and a password as neighbouring string arguments of any call, in any language:
 # `mysql_real_connect(conn, host, "etl_user", "…", …)`, `simple_bind_s("cn=admin,…", "…")`.
 user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<user>[A-Za-z_][\w.\-+]{0,31}(?:@[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,4})?|(?i:cn|uid)=[^"'\n]{1,200})(?P=q)(?=[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}'))
+#   catch: DriverManager.getConnection(\n    "jdbc:sqlserver://build-runner-7:1433;databaseName=app_prod", "sa", "«OrangeScarletTornado»");
+#   catch: def conn = groovy.sql.Sql.newInstance('jdbc:mysql://192.168.1.40/orders', 'jenkins', '«Juventus1930»', 'com.mysql.cj.jdbc.Driver')
 #   catch: if (!mysql_real_connect(conn, "db-05.internal", "etl_user", "«3mqgV=rLM!4QtHhOD4e_»", "app", 3306, NULL, 0))
 #   catch: conn.simple_bind_s("cn=admin,dc=example,dc=org", "«Oliver.Kitten.24»")
 #   catch: Net::SMTP.start('smtp.example.org', 587, 'localhost', 'reporter', '«Maria_Castle-63»', :login)
@@ -3886,6 +3918,8 @@ context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-
 #   keep:  GET https://www.googleapis.com/drive/v3/files?pageSize=100&pageToken=3bsYOtaKyQCrBl2jG/lJYBf+BdnHvl7cNEW7L1Bg&fields=nextPageToken
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+#   keep:  $ heroku config -a gateway --json | jq 'keys'\n[\n  "DATABASE_URL",\n  "SECRET_KEY_BASE",\n  "WEB_CONCURRENCY"\n]
+#   catch: C:\> netsh wlan show profile name="Office-5G" key=clear\nSecurity settings\n    Authentication         : WPA2-Personal\n    Key Content            : «falcon.mango.walrus»
 #   catch: $ op read op://Private/db/password\n«Saffron.Summit1907»\n$ echo done
 #   catch: $ openssl rand -base64 24\n«q8XkL2mR7vTz4WpN9sYb3CdEfGh»
 #   catch: $ cat ~/.config/acme/credentials\n[default]\nclient = ci-bot\nsecret = «Kq7Zx2Lm9Pw4Rt8VbN3cD»
@@ -3938,6 +3972,7 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   keep:  NPM_TOKEN        Updated 2024-01-23\nAWS_ROLE_ARN     Updated 2024-01-15
 #   catch: | Service | Identifiant | Clé API |\n|---|---|---|\n| Mailjet | jdoe | «1d00ff1ecd91063b247dd33787a68164» |
 #   keep:  | Token name | Scope |\n|---|---|\n| ci-deploy-2024 | repo:write |
+#   catch: email,display_name,door_pin\nleon.m@fernbrook.org,Maria K,«708089»
 # Terraform's plan: the value a secret-named attribute changes to (`password = "…" -> "…"`).
 terraform-plan-change        assignment             (?m)^[ \t]*[~+\-]?[ \t]*(?P<name>[A-Za-z_][\w\-]{0,80})[ \t]*=[ \t]*(?:"[^"\n]{0,1024}"|\(sensitive value\)|null)[ \t]*->[ \t]*(?P<s>"[^"\n]{1,1024}")
 #   catch:       ~ password = "" -> "«tractor.saddle.dragon.falafel»"
@@ -4773,8 +4808,8 @@ RULE_WORDS = {
     "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",), ("<<<",)),
     "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",), ("enc",)),
     "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",), ("--value",)),
-    "piped-secret": ("f8d06dfb", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "env", "insert",
-        "kinit", "login", "passwd", "password-stdin", "secret", "signin", "sudo", "unlock")),
+    "piped-secret": ("b021e983", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "env", "insert",
+        "kinit", "login", "passwd", "password-stdin", "runas", "secret", "signin", "sudo", "unlock")),
     "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf"), ("auth", "cred", "key", "pass", "pw",
         "secret", "token")),
     "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), (), ("echo",
@@ -4890,6 +4925,7 @@ RULE_WORDS = {
     "isql-password": ("c5480380", ("isql",), ("isql",), ()),
     "redis-auth": ("3676e914", ("auth",), (), (">",)),
     "redis-config-password": ("11d48b29", ("masterauth", "requirepass"), (), ()),
+    "sql-set-password": ("1cf2c345", ("password",), ("set",), ("set",)),
     "redis-acl-password": ("205a40f0", ("setuser", "user"), (), (">",)),
     'quoted-user-password-line': ('f4a1180e', ('"',), (), ()),
     "host-user-password-line": ("928dfeff", (".", "["), (), (":",)),
@@ -4912,8 +4948,12 @@ RULE_WORDS = {
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "base64-private-key": ("2ab598c8", ("ls0tls1crudjti",), ("ls0tls1crudjti",), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-element": ("e7371839", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
+    "xml-element": ("79dffcef", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
         "psk", "pwd", "secret", "session", "token"), (), ("</",)),
+    "plist-key-string": ("0042e915", ("</string>",), ("<key>",), ("<string>",)),
+    "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
+    "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
+    "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("17e31e22", ("value",), (), ("key", "name")),
     "typed-assignment": ("ae81ee50", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":",)),
@@ -4991,15 +5031,15 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "context-command-output": ("c0b6d531", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("a2688cfb", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api",
         "auth", "aws", "bootstrap", "configure", "cookie", "create", "create-for-rbac", "cred", "credential",
         "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get",
         "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass",
         "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key",
-        "key:generate", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl",
-        "login", "lpass", "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw",
+        "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
+        "kubectl", "login", "lpass", "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw",
         "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner",
         "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage", "terraform", "token", "unlock",
         "vault", "vercel", "wallet"), (), ("\n",)),
