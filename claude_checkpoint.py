@@ -1269,7 +1269,7 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
     return last == "pin" and not digits or bare.isdigit() and len(bare) < 4 or _spells_the_name(bare, name)
 
 
-_KEY_PATH = r"[a-z_]+(?::(?:[a-z_\-]+|v?\d+)){2,}"  # a cache's or a store's key: user:9586822:permissions:v3
+_KEY_PATH = r"[a-z_]+(?::(?:[a-z_\-]+|v?\d+|\*)){2,}"  # a cache's or a store's key: user:9586822:permissions:v3, cache:v2:*
 
 
 def _names_a_key(name: str) -> bool:
@@ -1335,9 +1335,10 @@ def _is_code(value: str, name: str) -> bool:
 
 
 def _is_dotted_passphrase(value: str) -> bool:
-    """Three words or more in small letters joined by dots, none a word of code, of sentences or of a
-    secret's name: summer.ember.quartz.cookie, not settings.database.password or request.headers.auth."""
+    """Three words or more joined by dots, none a word of code, of sentences or of a secret's name:
+    summer.ember.quartz.cookie, dragon.Golden.autumn; not settings.database.password or request.headers.auth."""
     parts = value.split(".")
+    parts = [part.lower() for part in parts]
     return len(parts) >= 3 and all(_regex(r"[a-z]{3,12}").fullmatch(part) for part in parts) and not set(parts) & (
         _COMMON_WORDS | _PLACEHOLDER_WORDS | _CODE_NAME_WORDS | _CODE_NAMESPACES
         | {"env", "environ", "vars", "values", "password", "passwd", "pass", "pwd", "secret", "secrets", "token", "key", "keys", "creds"})
@@ -1831,6 +1832,10 @@ _RESOURCE_NAME_WORDS = frozenset("prod production staging stage dev qa db api ap
 _NOT_PASSPHRASE_WORDS = _PLACEHOLDER_WORDS | _SECRET_WORDS | _KEY_NAME_WORDS | _RESOURCE_NAME_WORDS
 
 
+# Runs of keys people type as passwords: qwerty, asdf, zxcv, poiuyt, lkjh, 1qaz.
+_KEYBOARD_RUN = r"qwer|wert|erty|asdf|sdfg|zxcv|xcvb|poiu|oiuy|lkjh|kjhg|mnbv|1qaz|2wsx|zaq1|qazw"
+
+
 def looks_like_chosen_password(value: str) -> bool:
     """What counts as a password a person chose, for positions that already say password (after
     `password is`, in a setter, after a password flag): 6 to 128 characters without a space that
@@ -1848,8 +1853,9 @@ def looks_like_chosen_password(value: str) -> bool:
         shaped = not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS
     elif letters and digits:
         shaped = len(v) >= 8 or symbols or upper
-    elif letters and symbols:  # Gandalf_the_Grey!, not X-API-Key or snake_case
-        shaped = upper and sum(map(str.isalpha, v)) >= 5 and _regex(r"[^\w.\-/]").search(v) is not None
+    elif letters and symbols:  # Gandalf_the_Grey!, qwerty!zxc; not X-API-Key or snake_case
+        shaped = (upper or _regex(_KEYBOARD_RUN).search(v.lower()) is not None) and sum(map(str.isalpha, v)) >= 5 and _regex(
+            r"[^\w.\-/]").search(v) is not None
     else:
         shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
     if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$").search(v):
@@ -1965,7 +1971,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
               r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
-_GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)){0,90}?(?:(?P<sign>[:：=])|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
+_GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\".]|[:：](?=\S)|\.(?!\.\.)|\"[^\"\n]{1,40}\"){0,90}?(?:(?P<sign>[:：=]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
                 r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # A credential word that names a passphrase, in the languages above.
@@ -2099,7 +2105,8 @@ def _may_be_a_password(value: str) -> bool:
     UUID or digest (_has_not_random_shape), a reference, a masked or public value, an algorithm's name.
     A leading $ or . is the password's own when no variable or file is named so (`$BreezeOrchid49`, `.WINTEr821`)."""
     shape = value[1:] if value[:1] == "$" and _is_dollar_password(value) or value[:1] in ".@" and _regex(
-        r"(?=[^.]*[a-z])(?=[^.]*\d)(?=[^.]*(?:[A-Z]|[^\w.]))[^./@]+").fullmatch(value[1:]) else value  # .WINTEr821 is no hidden file, @utumn33* no handle
+        r"(?=[^.]*[a-z])(?=[^.]*\d)(?=[^.]*(?:[A-Z]|[^\w.]))[^./@]+").fullmatch(value[1:]) or value[:1] == "@" and _regex(
+        r"(?=[^.]*[a-z])(?=[^.]*\d)[^./@]{7,}").fullmatch(value[1:]) else value  # .WINTEr821 is no hidden file, @utumn33* and @willow9695 no handle
     return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(value) and not _is_masked_or_public(value)
             and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(_COLOUR_OR_TICKET).fullmatch(value)
             and not _regex(r"\\[ux][0-9a-fA-F]{2}").search(value))  # nor an escape: \u03bcw
@@ -2151,7 +2158,7 @@ def _is_joined_passphrase(value: str) -> bool:
     github-app-private-key, a constant (SLACK-WEBHOOK-URL), a host (api.staging.example.com) or
     snake_case code (max_retry_count)."""
     if not _looks_like_passphrase(value) or value.isupper() or not (
-            _regex(r"[A-Za-z]+-").match(value) or _regex(r"[a-z]+([._])[a-z]+\1[^\d]*[a-z][._]?\d{2,4}").fullmatch(value)):
+            _regex(r"[A-Za-z]+-").match(value) or _regex(r"[A-Za-z]+([._])[A-Za-z]+\1[^\d]*[A-Za-z][._]?\d{2,4}").fullmatch(value)):
         return False
     words = set(_regex(r"[-._]").split(value.lower().rstrip("0123456789")))
     return not words & _COMMON_WORDS and not words & _NOT_PASSPHRASE_WORDS
@@ -2212,7 +2219,7 @@ def _spoken_passphrase(match: Any) -> list:
         return []  # no three small words in a row close after the word: a cheap look before the costly ones
     if _names_passphrase(match.group()):
         found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[ \t]*(?:\n|$|\))"
-                       r"|[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
+                       r"|(?:[^\n\"'«“`]|«redacted»){0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
     elif not _names_machine_value(match.group()):
         found = _regex(r"[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
         found = found if found and len(found.group("quoted").split()) >= 4 and not set(found.group("quoted").split()) & _COMMON_WORDS else None
@@ -2964,7 +2971,8 @@ sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql
 ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}\s-w\s+{TOOL_VALUE}
 #   catch: ldapsearch -x -D "cn=admin,dc=example,dc=com" -w '«Saffron2395!»' -b "dc=example,dc=com"
 #   keep:  ldapsearch -x -D "cn=admin,dc=example,dc=com" -w "$LDAP_PW" -b "dc=example,dc=com"
-user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}u|-user|a|-auth)(?:\s+|=)["']?(?P<user>[^\s:'",]+)[:,](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
+user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}u|-user|a|-auth)(?:\s+|=)["']?(?P<user>[^\s:'",]*)[:,](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
+#   catch: ##[command]curl -u :«ftchfksa62ypypzcly5ofijlcwtbiksld0g0q2n7578usewrouxi» https://feeds.dev.azure.com/harbor/_apis/packaging/feeds
 #   catch: curl -u admin:«pa55word» https://ci.example.com
 #   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
 #   keep:  node app.js | pino-http-send -u http://localhost:8080/logs
@@ -3037,7 +3045,7 @@ ssm-parameter-value          not-reference          \bput-parameter\b{COMMAND}\s
 #   catch: aws ssm put-parameter --name /prod/db/password --type SecureString --value '«7Uig%yTq%Fn»'
 #   keep:  aws ssm put-parameter --name /prod/db/password --type SecureString --value "$DB_PASSWORD"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli)
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
 #   catch: C:\\Tools> echo «v1BSMHi*8e6i#x!V~?»| runas /user:CORP\\adm-dmitri "mmc dsa.msc"
 #   catch: echo '«crimson-dragon-kettle»' | pass insert -e work/atlas/db
@@ -3700,6 +3708,8 @@ aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   catch: Door / alarm codes\n  Main entrance alarm PIN ..... «7015399»\n  Bike storage ................ ask reception
+#   catch: Die Passphrase für den Deploy-Key (a@b.io) ist "«rocket sunset walnut copper»".
 #   catch: Ter info: het wachtwoord voor de VPN is «ranger.galaxy.autumn.master» — gewijzigd op 2024-02-19.
 #   catch: The GPG key used for release signing lives on build7; its passphrase is «bubble alley blush apple» — ask Ben before using it.
 #   catch: 検証環境の管理者パスワードは「«falcon2831»」です。ユーザー名は ops です。
@@ -3899,6 +3909,15 @@ user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<use
 user-password-literal        -                      (?i)(?:userpwd|user_?pass(?:word)?|credentials|basic_?auth|http_?auth)[\w\]'"]{0,4}[ \t]*[,=:][ \t]*(?P<q>["'])[\w.\-@]{1,64}:(?P<s>[^"'\s]{4,128})(?P=q)
 #   catch: curl_easy_setopt(curl, CURLOPT_USERPWD, "mkowalski:«1qaz2wsx!»");
 #   keep:  curl_easy_setopt(curl, CURLOPT_USERPWD, "$USER:$PASS");
+# Oracle's connect string in a literal: "user/password@(DESCRIPTION=…)" or "user/password@host:1521/service".
+oracle-connect-string        not-reference          ["'](?P<user>[A-Za-z_][\w$#]{0,30})/(?P<s>[^\s/@"']{4,128})@(?=\(DESCRIPTION|[\w.\-]+:\d+/)
+#   catch: CONN = "jsmith/«f053ed9e2efb278e6dbf13a6556bca0d»@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db.local)(PORT=1521)))"
+#   keep:  CONN = "jsmith/${ORACLE_PASSWORD}@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db.local)(PORT=1521)))"
+# An S3-compatible service's access key id (Wasabi, MinIO, Backblaze's S3 keys), as AWS's AKIA… ids are.
+s3-access-key-id             -                      (?:(?i:access[_\-]?key[_\-]?id|accesskeyid)["']?[ \t]*[:=]?[ \t]*["']?|NewStaticV4\(\s*")(?P<s>[A-Z0-9]{20})(?![A-Za-z0-9])
+#   catch: rclone config create wasabi s3 provider=Wasabi access_key_id «EL64KDC99IE3BH1LBMRN» secret_access_key x
+#   catch: Creds:  credentials.NewStaticV4("«2HBI70FMQKPXDASMGWFJ»", os.Getenv("MINIO_SECRET"), ""),
+#   keep:  access_key_id = "${AWS_ACCESS_KEY_ID}"
 # A class whose name says credential, called with string literals (Kotlin, Swift, Python: no `new`).
 # Its capital is matched before its left edge, so re skips to capitals; `uth(?<=Auth)`: the name is the word.
 context-credential-class     call-literals          [A-Z](?<![\w.].)(?:uth(?<=Auth)|oken(?<=Token)|ecret(?<=Secret)|redential(?<=Credential)|assword(?<=Password)|igner(?<=Signer)|ey(?<=Key)|[A-Za-z0-9]{0,39}?(?:Auth|Token|Secret|Credential|Password|Signer|Key))[A-Za-z0-9]{0,40}[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
@@ -4009,7 +4028,7 @@ context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
 #   keep:  message = ("the token was rotated; "\n           "see the runbook for the next steps")
 # The rest of a secret wrapped onto the next line of a log, after a machine-made part.
-context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}[ \t][^\n]{0,200})?|[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}[ \t][^\n]{0,200}))
+context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}[ \t\\'"][^\n]{0,200})?|[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}[ \t][^\n]{0,200}))
 #   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
 #   keep:  token rotated for build-2024-09-16\nINFO request finished
@@ -4789,7 +4808,7 @@ RULE_WORDS = {
     "sqlcmd-password": ("61682b0e", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
         "sqlcmd"), ("-p",)),
     "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",), ("-w",)),
-    "user-password-flag": ("cfa3aa46", ("-",), (), ()),
+    "user-password-flag": ("27b43ae7", ("-",), (), ()),
     "user-is-the-key-flag": ("ff7319b1", ("-",), (), (":",)),
     "expect-send-password": ("f92ffee4", ("expect",), ("expect",), ("send",)),
     'java-char-array-password': ('c9c36271', ('".tochararray()',), (), ()),
@@ -4808,8 +4827,8 @@ RULE_WORDS = {
     "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",), ("<<<",)),
     "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",), ("enc",)),
     "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",), ("--value",)),
-    "piped-secret": ("b021e983", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "env", "insert",
-        "kinit", "login", "passwd", "password-stdin", "runas", "secret", "signin", "sudo", "unlock")),
+    "piped-secret": ("dbff4d9b", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "env", "insert",
+        "keepassxc-cli", "kinit", "login", "passwd", "password-stdin", "runas", "secret", "signin", "sudo", "unlock")),
     "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf"), ("auth", "cred", "key", "pass", "pw",
         "secret", "token")),
     "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), (), ("echo",
@@ -5026,6 +5045,8 @@ RULE_WORDS = {
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd"), (":",)),
+    "oracle-connect-string": ("20ac3f28", ("/",), (), ("@",)),
+    "s3-access-key-id": ("7a5d38c4", ("access", "newstaticv4("), ("access", "newstaticv4("), ()),
     "context-credential-class": ("a457a697", ("auth", "credential", "key", "password", "secret", "signer", "token"),
         (), ("(",)),
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
@@ -5053,7 +5074,7 @@ RULE_WORDS = {
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
     "context-split-literal": ("17763261", (), (), ()),
-    "context-wrapped-line": ("00a34248", ("\n",), (), ()),
+    "context-wrapped-line": ("7d2987e8", ("\n",), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         'private', 'psk', 'pwd', 'secret', 'session', 'token'), (), ('"', "'")),
