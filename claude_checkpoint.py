@@ -1971,7 +1971,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
               r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
-_GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\".]|[:：](?=\S)|\.(?!\.\.)|\"[^\"\n]{1,40}\"){0,90}?(?:(?P<sign>[:：=]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
+_GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"){0,90}?(?:(?P<sign>[:：=]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
                 r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # A credential word that names a passphrase, in the languages above.
@@ -3488,7 +3488,7 @@ call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["
 #   catch: await page.fill('#password', '«zaq1xsw2&72»');
 #   keep:  await page.fill('#username', 'dmitri21');
 # A constant that names the option, then its value: libcurl's `curl_easy_setopt(curl, CURLOPT_PASSWORD, "…")` (USERPWD's user:password is user-password-literal's).
-call-with-constant-and-value assignment             (?:(?<=[(,])|(?<=[(,][ \t])){SECRETISH_IDENTIFIER}(?P<name>(?![A-Z_]*USERPWD\b)[A-Z][A-Z0-9_]{2,60})\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+call-with-constant-and-value assignment             [(,][ \t]?(?=[A-Z][A-Z0-9_]{0,60}?(?:PASS|PWD|SECRET|TOKEN|KEY|AUTH|CRED))(?P<name>(?![A-Z_]*USERPWD\b)[A-Z][A-Z0-9_]{2,60})\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: curl_easy_setopt(curl, CURLOPT_PASSWORD, "«solsken_882*»");
 #   keep:  curl_easy_setopt(curl, CURLOPT_USERNAME, "reporting");
 #   keep:  curl_easy_setopt(curl, CURLOPT_PASSWORD, getenv("SMTP_PASSWORD"));
@@ -4960,8 +4960,7 @@ RULE_WORDS = {
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
     "name-value-pair": ("a689e9f7", ("value",), (), ("name",)),
     "call-with-name-and-value": ("b4c48ea6", ("(",), (), (",",)),
-    "call-with-constant-and-value": ("418b8967", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pin", "private", "psk", "pwd", "secret", "session", "token"), (), (",",)),
+    "call-with-constant-and-value": ("a1292a2e", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
     "call-wrapped-value": ("2a919247", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
