@@ -1499,14 +1499,19 @@ def _accept_random_not_identifier(match: Any) -> bool:
     return _looks_random(value) and (long_hex or not _is_identifier_like(value)) and not _is_reference(value)
 
 
+def _looks_like_a_secret(value: str) -> bool:
+    """Machine-made, a password's usual shape, or a password a person chose: what a place that
+    says secret holds (not `done`, not an md5 hash)."""
+    return looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value)
+
+
 def _accept_chosen(match: Any) -> bool:
     """A value in a place that holds passwords but also other words: only one a person chose or a
     machine made (not `done`, not an md5 hash)."""
     value = match.group("s").strip("\"'")
     if value.startswith("//"):
         return False  # a URL's rest: `[2] https://en.wikipedia.org/wiki/Toposort#Algorithms`
-    return not _is_reference(value) and (looks_machine_generated(value) or _looks_like_password(value)
-                                          or looks_like_chosen_password(value))
+    return not _is_reference(value) and _looks_like_a_secret(value)
 
 
 def _accept_quoted_or_chosen(match: Any) -> bool:
@@ -2373,9 +2378,9 @@ def _find_printed_secrets(match: Any) -> list:
         if (printed_dollar or not _is_reference(value)) and not _is_path_or_version(value) and "://" not in value and not _regex(
                 r"(?i)(?:error|usage|warning)\b").match(value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
-    for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]{2,}|(?<=[Kk]ey|KEY|ret|ken)[ \t])(\S{6,256})[ \t]*$").finditer(text, start, end):
+    for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]+)(\S{6,256})[ \t]*$").finditer(text, start, end):
         if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
-            spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`, `Private API Key b734…` (one space after key, secret, token)
+            spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`, `Private API Key b734…`
     for line in _regex(r"(?m)^[ \t]*(\S{8,128})[ \t]*$").finditer(text[start:end]):
         first, last = start + line.start(1), start + line.end(1)
         if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1))) and not _regex(
@@ -2387,22 +2392,25 @@ def _find_printed_secrets(match: Any) -> list:
 
 
 def _is_printed_secret(name: str, value: str, between: str) -> bool:
-    """Whether a `name = value` line (or `name  value`, `user:password`) that a secret-printing command
-    printed gives a secret: a name that says so and a value of a secret's shape (a Secret ID's UUID
-    too), or a user's name and a password."""
-    value = value.strip("\"'")
+    """Whether a `name = value` line (or `name  value`, `user:password`, `NAME:` over dashes) that a
+    secret-printing command printed gives a secret: a name that says so and a value of a secret's
+    shape (a Secret ID's UUID too), a name that may say so and a machine-made value, or a user's name
+    and a password. One space between them counts only after a key, a secret, a token or a password
+    (`Private API Key b734…`), as a column of a table is not split so."""
+    value, strength = value.strip("\"'"), 2 if name.lower() == "key content" else secret_strength(name)  # netsh wlan's Wi-Fi key
+    if between in (" ", "\t") and _name_parts(name)[-1] not in ("key", "secret", "token", "password"):
+        return False
     if _is_reference(value) or _is_masked_or_public(value) or _is_placeholder(value):
         return False
-    if secret_strength(name) == 2 and _regex(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value):
+    if strength == 2 and _regex(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value):
         return True  # Consul's and Nomad's tokens are UUIDs
-    if name.lower() in _HOLDER_WORDS:
+    if name.lower() in _HOLDER_WORDS or strength == 1:
         return looks_machine_generated(value)  # `base64:CiI0H8Cd…` (php artisan key:generate --show)
     if not _may_be_a_password(value):
         return False
-    if secret_strength(name) == 2 or name.lower() == "key content":  # netsh wlan's Wi-Fi key
-        return (looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value)
-                or _is_dotted_passphrase(value) or _is_joined_passphrase(value))
-    return between == ":" and secret_strength(name) == 0 and _regex(r"[a-z][a-z0-9._\-]{1,30}").fullmatch(name) is not None and (
+    if strength == 2:
+        return _looks_like_a_secret(value) or _is_dotted_passphrase(value) or _is_joined_passphrase(value)
+    return between == ":" and strength == 0 and _regex(r"[a-z][a-z0-9._\-]{1,30}").fullmatch(name) is not None and (
         _looks_like_password(value) and not value.isalnum() and "/" not in value)  # `uploader:Ingrid@2006$` in a credentials file
 
 
@@ -2452,8 +2460,7 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
                  for words, start in zip(words_of, starts)]
     for index, (a, b) in enumerate(cells):
         value = row[a:b].strip().strip("`")
-        if index in pins and value and (_looks_like_password(value) or looks_machine_generated(value)
-                                        or looks_like_chosen_password(value) or _is_joined_passphrase(value)
+        if index in pins and value and (_looks_like_a_secret(value) or _is_joined_passphrase(value)
                                         or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) and _is_spoken_passphrase(value)
                                         or _looks_like_passphrase(value) and not pins[index] and not value.isupper() and not set(_regex(r"[-_.]").split(value.lower())) & (
                                             _COMMON_WORDS | _NOT_PASSPHRASE_WORDS)
@@ -2645,7 +2652,7 @@ def _accept_byte_array_key(match: Any) -> bool:
 
 
 def _accept_terraform_random(match: Any) -> bool:
-    """`"result": "…"` in Terraform state beside `"length"` and `"special"`: a random_password's value."""
+    """`"result": "…"` in Terraform state after a random_password's type, or beside `"length"` and `"special"`."""
     text, start = match.string, match.start()
     around = text[max(0, start - 600):start + 400]
     return not _is_reference(match.group("s").strip('"')) and (
@@ -2662,11 +2669,7 @@ def _accept_described_value(match: Any) -> bool:
     """The value under `NAME:` and a line of dashes (kubectl describe's data), judged as NAME=value."""
     name = _regex(r"[ \t]*([A-Za-z_][\w.\-]{0,80}):[ \t]*").fullmatch(_line_before(match.string, match.start() - 1, 120))
     value = match.group("s").strip()
-    if not name or not value or secret_strength(name.group(1)) == 0 or _is_reference(value) or _is_placeholder(value):
-        return False
-    if secret_strength(name.group(1)) == 1:
-        return looks_machine_generated(value)
-    return looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value)
+    return bool(name and value) and secret_strength(name.group(1)) > 0 and _is_printed_secret(name.group(1), value, "=")
 
 
 def _accept_totp(match: Any) -> bool:
@@ -3445,10 +3448,12 @@ host-user-password-line      chosen                 (?m)^[ \t]*(?:\[[\w.\-]+\](?
 jaas-user-password           jaas-user              \buser_[\w.\-]{1,80}[ \t]*=[ \t]*"(?P<s>[^"\n]{1,1024})"
 #   catch: KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n  user_alice="«Velvet-Pike-80»";\n};
 #   keep:  user_agent="curl/8.4.0"
-# Terraform state: the result of a random_password.
-terraform-random-password    not-reference          "type"\s*:\s*"random_password"[^\[\]]{0,400}"instances"\s*:\s*\[[^\]]{0,1000}?"result"\s*:\s*"(?P<s>[^"\n]{1,1024})"
+# Terraform state: the result of a random_password (its type before it, or its length and special beside it).
+terraform-random-password    terraform-random       "result"[ \t]*:[ \t]*"(?P<s>[^"\n]{1,1024})"
 #   catch: {"type": "random_password", "name": "db", "instances": [{"attributes": {"result": "«q7Lm2Xr9Kp4Tw8Vb»"}}]}
 #   keep:  {"type": "random_password", "name": "db", "instances": [{"attributes": {"length": 16}}]}
+#   catch: "attributes": {\n  "id": "none",\n  "length": 20,\n  "result": "«E*yIx1!lNqRcmJs88d62»",\n  "special": true\n}
+#   keep:  {"status": "ok", "result": "created", "count": 3}
 chpasswd-list                user-password-lines    chpasswd:[^\n]{0,40}\n(?:[ \t]+[^\n]*\n){0,3}?[ \t]+list:[ \t]*\|?[ \t]*\n(?=(?P<s>(?:[ \t]+[\w.\-]+:[^\s:]{1,256}[ \t]*(?:\n|$)){1,50}))
 #   catch: chpasswd:\n  list: |\n    ubuntu:«Basalt-pylon4353»\n  expire: false
 #   keep:  chpasswd:\n  expire: false\nssh_pwauth: true
@@ -4000,10 +4005,6 @@ terraform-plan-change        assignment             (?m)^[ \t]*[~+\-]?[ \t]*(?P<
 kubectl-describe-data        described-value        (?m)^---(?:-*)\r?\n(?P<s>[^\n]{1,1024})
 #   catch: Data\n====\nINTERNAL_API_KEY:\n----\n«mMXITHGxEWGhZp7enfuvgi3eu8F8hfYu»\n
 #   keep:  Data\n====\nSENTRY_ENV:\n----\nproduction\nTOKEN_TTL:\n----\n3600
-# Terraform state: a random_password's `"result"` beside its `"length"` and `"special"`.
-terraform-random-result      terraform-random       "result"[ \t]*:[ \t]*"(?P<s>[^"\n]{6,256})"
-#   catch: "attributes": {\n  "id": "none",\n  "length": 20,\n  "result": "«E*yIx1!lNqRcmJs88d62»",\n  "special": true\n}
-#   keep:  {"status": "ok", "result": "created", "count": 3}
 # Google's app passwords: four groups of four small letters after a password word (msmtprc, .muttrc, a note).
 app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:word|wd)?|app[ \-]password)\b[ \t]*[:=]?[ \t]*["']?(?P<s>(?-i:[a-z]{4}[ \-][a-z]{4}[ \-][a-z]{4}[ \-][a-z]{4}))(?![\w\-])
 #   catch: account gmail\nhost smtp.gmail.com\nuser fatima@corp.example.org\npassword «rtcb krtv kanx seii»
@@ -4949,7 +4950,7 @@ RULE_WORDS = {
     'quoted-user-password-line': ('f4a1180e', ('"',), (), ()),
     "host-user-password-line": ("928dfeff", (".", "["), (), (":",)),
     "jaas-user-password": ("a647cbb8", ("user_",), ("user_",), ("=",)),
-    'terraform-random-password': ('2941fd8f', ('"random_password"',), ('"type"',), ('"instances"',)),
+    'terraform-random-password': ('71229999', ('"result"',), ('"result"',), (':',)),
     "chpasswd-list": ("f0c9127e", ("chpasswd:",), ("chpasswd:",), ("list:",)),
     "user-then-password-flags": ("1a97b8f4", ("-u", "plink", "pscp", "psftp"), ("-u", "plink", "pscp", "psftp"), ()),
     "secret-pair": ("d3133639", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
@@ -5066,7 +5067,6 @@ RULE_WORDS = {
     "context-credential-table": ("3ac52fe2", ("\n",), (), ()),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
-    'terraform-random-result': ('61ebf447', ('"result"',), ('"result"',), (':',)),
     "app-password-groups": ("2e8e2870", ("pass", "password"), ("app", "pass"), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
