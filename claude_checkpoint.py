@@ -1256,7 +1256,7 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
             r"[a-z]+(?:\.[a-z]+(?:[A-Z][a-z]+)*)+").fullmatch(bare) and _regex(r"[a-z][A-Z]").search(bare)):
         return True  # where a value is kept, not the value: `key=user:9586822:permissions:v3`, `TOKEN_STORAGE_KEY = 'auth.accessToken'`
     pair = _regex(r"[\w.\-]{1,64}=([^;\s]*)").match(bare) if last.endswith(("cookie", "cookies")) else None
-    if pair and (len(pair.group(1)) < 6 or _name_parts(bare.split("=", 1)[0])[-1] in _NOT_TOKEN_NAMES):
+    if pair and (len(pair.group(1)) < 6 or _names_no_token(bare)):
         return True  # a cookie too short to be a session's (`Set-Cookie: ab_bucket=8`), an analytics cookie (`_ga=GA1.2.…`)
     if last.endswith(("cookie", "cookies")) and not digits:
         return " " in bare or _regex(r"[a-z_]{1,16}(?:[=;,][A-Za-z\-]{0,16})*").fullmatch(bare) is not None
@@ -1619,7 +1619,7 @@ def _looks_like_prose_secret(value: str) -> bool:
     named = _regex(r"[A-Za-z_][\w.]{0,30}=(.+)").fullmatch(v)
     if named:
         v = named.group(1).rstrip(",;")  # `TTL=3600` and `zn=pKzg.xo2…` are judged by their values
-        if v.lower() in _NOT_VALUES or _name_parts(value.split("=", 1)[0])[-1] in _NOT_TOKEN_NAMES | {"ids", "name"}:
+        if v.lower() in _NOT_VALUES or _names_no_token(value):
             return False  # base_1=False, client_id=elsed4rqscegd4xf3xpc
     if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v) or _regex(r"[\w./\-]+\.\w{1,8}:\d+:").match(v):
         return False  # also grep's `infra/main.tf:54:…`
@@ -1789,10 +1789,9 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
             continue
         if _in_angle_brackets(text, first, last):
             continue
-        named = _regex(r"(?:\d+:)?([A-Za-z_][\w.\-]{0,40})=(.*)").match(token)
-        if named and (_name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES or _is_masked_or_public(named.group(2))
-                      or _is_placeholder(named.group(2))):
-            continue  # what a log line says of a token (`ttl=768h0m0s`, `accessor=Grg3…`, `_ga=GA1.2.…`); a masked one (grep's `289:GITHUB_TOKEN=ghp_XXXX…`)
+        named = _regex(r"(?:\d+:)?[A-Za-z_][\w.\-]{0,40}=(.*)").match(token)
+        if named and (_names_no_token(token) or _is_masked_or_public(named.group(1)) or _is_placeholder(named.group(1))):
+            continue  # what a log line says of a token (`ttl=768h0m0s`); a masked one (grep's `289:GITHUB_TOKEN=ghp_XXXX…`)
         if text[first - 1:first] == "\\" and token[:1] in "ux":
             continue  # the rest of an escape: \uFF1A/curator
         if not_after:
@@ -1804,8 +1803,15 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
 
 
 # Names of values beside a token that are not it: a lifetime, Vault's accessor (it names a token), an id,
-# analytics cookies (_ga, _gid, _fbp).
-_NOT_TOKEN_NAMES = frozenset("ttl expires expiry lease accessor id uuid ga gid fbp gcl".split())
+# a name, analytics cookies (_ga, _gid, _fbp).
+_NOT_TOKEN_NAMES = frozenset("ttl expires expiry lease accessor id ids uuid name ga gid fbp gcl".split())
+
+
+def _names_no_token(pair: str) -> bool:
+    """Whether `name=value` (a grep's line number may come first) names what stands beside a token, not
+    a token: `ttl=768h0m0s`, `accessor=Grg3…`, `client_id=elsed4…`, `_ga=GA1.2.…`."""
+    named = _regex(r"(?:\d+:)?([A-Za-z_][\w.\-]{0,40})=").match(pair)
+    return named is not None and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES
 _CLOUD_REGION = r"[a-z]{2,4}(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?"  # us-west-2, eu-central-1, us-central1
 # A colour (#AB0909) or a ticket's or a standard's id (JIRA-4411, PEP-0263): values that name something, not passwords.
 _COLOUR_OR_TICKET = r"#[0-9a-fA-F]{3,8}|[A-Z]{2,10}-\d{1,6}"
@@ -2544,18 +2550,16 @@ def _find_wrapped_log_line(match: Any) -> list:
     """A log line that continues a credential's machine-made (or redacted) value at the end of the
     line before, behind the same prefix (a timestamp, a level): its machine-made tokens."""
     text, (end, line) = match.string, _line_above(match)
-    prefix, above = match.group("prefix").rstrip(), end
+    prefix, line_start = match.group("prefix").rstrip(), end - len(line)
     for _ in range(4):  # up through lines that only continue it: a token wrapped three times
         if not line.startswith(prefix):
             return []
         if REDACTED in line or _regex(_CREDENTIAL_WORDS).search(line):
             break
-        if not looks_machine_generated(line[len(prefix):].strip().lstrip(".…")):
+        if line_start == 0 or not looks_machine_generated(line[len(prefix):].strip().lstrip(".…")):
             return []
-        above = text.rfind("\n", 0, above - len(line)) if above - len(line) > 0 else -1
-        if above < 0:
-            return []
-        line = _line_before(text, above, 2048)
+        line = _line_before(text, line_start - 1, 2048)  # the line above this one
+        line_start -= len(line) + 1
     else:
         return []
     return random_tokens(text, match.start("s"), match.end("s")) if _ends_machine_made(text, end) else []
