@@ -1337,11 +1337,8 @@ def _is_code(value: str, name: str) -> bool:
 def _is_dotted_passphrase(value: str) -> bool:
     """Three words or more joined by dots, none a word of code, of sentences or of a secret's name:
     summer.ember.quartz.cookie, dragon.Golden.autumn; not settings.database.password or request.headers.auth."""
-    parts = value.split(".")
-    parts = [part.lower() for part in parts]
-    return len(parts) >= 3 and all(_regex(r"[a-z]{3,12}").fullmatch(part) for part in parts) and not set(parts) & (
-        _COMMON_WORDS | _PLACEHOLDER_WORDS | _CODE_NAME_WORDS | _CODE_NAMESPACES
-        | {"env", "environ", "vars", "values", "password", "passwd", "pass", "pwd", "secret", "secrets", "token", "key", "keys", "creds"})
+    parts = value.lower().split(".")
+    return len(parts) >= 3 and all(_regex(r"[a-z]{3,12}").fullmatch(part) for part in parts) and not set(parts) & _NOT_DOTTED_PASSPHRASE_WORDS
 
 
 def _accept_flag(match: Any) -> bool:
@@ -2111,13 +2108,22 @@ def _value_span(found: Any, group: str, text: str = "") -> Any:
     return text[first:first + len(value)] if text else (first, first + len(value))
 
 
+def _own_sigil(value: str) -> bool:
+    """Whether a leading $, . or @ is part of the password, as no variable, hidden file or handle is
+    named so: `$BreezeOrchid49` (_is_dollar_password), `.WINTEr821`, `@utumn33*`, `@willow9695`
+    (small letters and a digit, with a capital or a symbol, or eight characters after @)."""
+    sigil, rest = value[:1], value[1:]
+    if sigil == "$":
+        return _is_dollar_password(value)
+    return sigil in ".@" and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)(?=[^.]*(?:[A-Z]|[^\w.]))[^./@]+").fullmatch(rest) is not None or (
+        sigil == "@" and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)[^./@]{7,}").fullmatch(rest) is not None)
+
+
 def _may_be_a_password(value: str) -> bool:
     """What every password-shaped value found in a context must also pass: not a URL, path, date,
     UUID or digest (_has_not_random_shape), a reference, a masked or public value, an algorithm's name.
-    A leading $ or . is the password's own when no variable or file is named so (`$BreezeOrchid49`, `.WINTEr821`)."""
-    shape = value[1:] if value[:1] == "$" and _is_dollar_password(value) or value[:1] in ".@" and _regex(
-        r"(?=[^.]*[a-z])(?=[^.]*\d)(?=[^.]*(?:[A-Z]|[^\w.]))[^./@]+").fullmatch(value[1:]) or value[:1] == "@" and _regex(
-        r"(?=[^.]*[a-z])(?=[^.]*\d)[^./@]{7,}").fullmatch(value[1:]) else value  # .WINTEr821 is no hidden file, @utumn33* and @willow9695 no handle
+    A leading $, . or @ is the password's own when no variable, file or handle is named so (_own_sigil)."""
+    shape = value[1:] if _own_sigil(value) else value
     return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(value) and not _is_masked_or_public(value)
             and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(_COLOUR_OR_TICKET).fullmatch(value)
             and not _regex(r"\\[ux][0-9a-fA-F]{2}").search(value))  # nor an escape: \u03bcw
@@ -2144,7 +2150,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True  # wachtwoord: saddle-velvet-puzzle
     if chosen_counts and not _names_machine_value(word) and (_is_camel_passphrase(value) or _is_dotted_passphrase(value)) and text[
             first + len(value):][:1] not in ("(", ".", "<", "[", ":"):
-        return True  # "lösenordet … är VioletSproutWalrusAnchor": words in CamelCase in prose, not a class
+        return True  # "lösenordet … är VioletSproutWalrusAnchor", "… is ranger.galaxy.autumn.master": words in prose, not code
     chosen_counts = chosen_counts and not (_names_machine_value(word) and _regex(r"[a-z]+-\d+").fullmatch(value))  # a token's name: "ci-956"
     chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
     following = text[first + len(value):first + len(value) + 1]
@@ -2168,11 +2174,15 @@ def _is_joined_passphrase(value: str) -> bool:
     saddle-velvet-puzzle, pickle.harbor.willow98, quiver_harbor_velvet_raven_37; not see-the-docs,
     github-app-private-key, a constant (SLACK-WEBHOOK-URL), a host (api.staging.example.com) or
     snake_case code (max_retry_count)."""
-    if not _looks_like_passphrase(value) or value.isupper() or not (
-            _regex(r"[A-Za-z]+-").match(value) or _regex(r"[A-Za-z]+([._])[A-Za-z]+\1[^\d]*[A-Za-z][._]?\d{2,4}").fullmatch(value)):
-        return False
-    words = set(_regex(r"[-._]").split(value.lower().rstrip("0123456789")))
-    return not words & _COMMON_WORDS and not words & _NOT_PASSPHRASE_WORDS
+    return _is_passphrase_of_plain_words(value) and (
+        _regex(r"[A-Za-z]+-").match(value) or _regex(r"[A-Za-z]+([._])[A-Za-z]+\1[^\d]*[A-Za-z][._]?\d{2,4}").fullmatch(value)) is not None
+
+
+def _is_passphrase_of_plain_words(value: str) -> bool:
+    """A passphrase's shape (_looks_like_passphrase), not in capitals, of no word of sentences, a
+    placeholder's, a secret's, a key's or a resource's name."""
+    return _looks_like_passphrase(value) and not value.isupper() and not set(
+        _regex(r"[-._ ]").split(value.lower().rstrip("0123456789"))) & (_COMMON_WORDS | _NOT_PASSPHRASE_WORDS)
 
 
 # Words that name code's classes and functions, which a passphrase in CamelCase is not made of.
@@ -2277,6 +2287,9 @@ def _answered_password(match: Any) -> list:
 
 _CODE_NAMESPACES = frozenset("self this cls os sys np pd java javax com org net io std django flask app config settings"
                              " process window document math json re".split())
+# Words a dotted passphrase is not made of: code's, a configuration path's (settings.database.password), sentences'.
+_NOT_DOTTED_PASSPHRASE_WORDS = _COMMON_WORDS | _PLACEHOLDER_WORDS | _CODE_NAME_WORDS | _CODE_NAMESPACES | frozenset(
+    "env environ vars values password passwd pass pwd secret secrets token key keys creds".split())
 
 
 def _reads_as_code(value: str, following: str) -> bool:
@@ -2450,9 +2463,9 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
     """The (start, end) spans in row of the cells under columns ((index, under a PIN) pairs) that
     hold a password, a machine-made value, a passphrase, or a PIN under a PIN. A row split by
     spaces into fewer or more cells than its header (starts: where the header's columns start)
-    is split at those columns instead, a cell counting only where it starts at its column. Remembered: each header's window reaches up to 100 rows, and
-    the next header's the same ones, so a text of many headers (`| user | password |` repeated)
-    judges each row once."""
+    is split at those columns instead, a cell counting only where it starts at its column.
+    Remembered: each header's window reaches up to 100 rows, and the next header's the same ones,
+    so a text of many headers (`| user | password |` repeated) judges each row once."""
     pins, found = dict(columns), []
     cells = _table_cells(row, separator)
     if starts and len(cells) != len(starts):
@@ -2468,8 +2481,7 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
         value = row[a:b].strip().strip("`")
         if index in pins and value and (_looks_like_a_secret(value) or _is_joined_passphrase(value)
                                         or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) and _is_spoken_passphrase(value)
-                                        or _looks_like_passphrase(value) and not pins[index] and not value.isupper() and not set(_regex(r"[-_.]").split(value.lower())) & (
-                                            _COMMON_WORDS | _NOT_PASSPHRASE_WORDS)
+                                        or not pins[index] and _is_passphrase_of_plain_words(value)
                                         or pins[index] and _regex(r"\d{4,8}").fullmatch(value)):
             first = a + row[a:b].index(value)
             found.append((first, first + len(value)))
