@@ -2378,6 +2378,34 @@ _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|
                          r"|nmcli[^\n]*[ \t](?:-s|--show-secrets)[^\n]*[ \t]-g[ \t]+\S*(?:psk|password)")
 
 
+# What a shell says of a word it could not run: a password typed at the prompt (sudo had timed out,
+# the terminal was not asking) comes back in the error. bash/sh/dash/ksh, zsh and fish, history
+# expansion, Ubuntu's command-not-found, cmd and PowerShell.
+_NOT_A_COMMAND = (r"-?(?:ba|z|k|da|tc|c)?sh:(?:[ \t]line[ \t]\d+:|[ \t]\d+:)?[ \t]+(?P<a>\S{6,128}?):[ \t]+(?:command[ \t])?not[ \t]found$"
+                  r"|(?:zsh|fish|bash):[ \t]+(?:command[ \t]not[ \t]found|Unknown[ \t]command|event[ \t]not[ \t]found):[ \t]+(?P<b>\S{6,128})$"
+                  r"|(?P<c>\S{6,128}):[ \t]+command[ \t]not[ \t]found$"
+                  r"|(?:Command[ \t]|(?:\S{6,128}[ \t]?:[ \t])?The[ \t]term[ \t])?'(?P<d>[^'\s]{6,128})'[ \t](?:is[ \t]not[ \t]recognized|not[ \t]found)")
+
+
+def _find_typed_passwords(match: Any) -> list:
+    """A password a shell could not run (_NOT_A_COMMAND): every place the text holds it, the
+    prompt line it was typed on too. Only a value no command is named like (`python3.12`, `k9s`,
+    a path): a machine's, or one that looks like a secret and holds a capital or a symbol a
+    command's name does not (`sommerregen2019!`, `Tr0ub4dor&3`)."""
+    said = _regex(_NOT_A_COMMAND).match(match.group("s").rstrip("\r \t"))
+    value = said and next(part for part in said.groups() if part)
+    if not value or value.startswith(("-", ".", "$", "%")) or _regex(r"[/\\=(){}<>]").search(value) or _is_path_or_version(value):
+        return []
+    named_like_a_command = _regex(r"[a-z0-9_.+\-]+").fullmatch(value) is not None  # python3.12, node-v20, g++-12
+    if named_like_a_command and not looks_machine_generated(value) or not _looks_like_a_secret(value):
+        return []
+    text, spans, position = match.string, [], match.string.find(value)
+    while position >= 0:
+        spans.append((position, position + len(value)))
+        position = text.find(value, position + len(value))
+    return spans
+
+
 def _find_printed_secrets(match: Any) -> list:
     """What a secret-printing command printed, up to the next prompt line: its random tokens, a
     line that is one password-like word (`op read` prints the password alone), and the first line
@@ -3956,6 +3984,15 @@ context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-
 #   catch: https://api.example.com/v2/items?access_token=«q8XkL2mR7vTz4WpN9sYb3CdE»&page=2
 #   keep:  https://api.example.com/v2/items?page=2&sort=created_at&key=name
 #   keep:  GET https://www.googleapis.com/drive/v3/files?pageSize=100&pageToken=3bsYOtaKyQCrBl2jG/lJYBf+BdnHvl7cNEW7L1Bg&fields=nextPageToken
+# A password typed at a shell prompt, which the shell then could not run (_NOT_A_COMMAND).
+password-typed-as-command    typed-passwords        (?m)^(?P<s>[^\n]{0,300}?(?:not found|not recognized|Unknown command)[^\n]{0,80})
+#   catch: [sudo] password for dev:\nsudo: timeout reading password\n$ «sommerregen2019!»\nbash: «sommerregen2019!»: command not found
+#   catch: dev@box ~ % «Tr0ub4dor&3»\nzsh: command not found: «Tr0ub4dor&3»
+#   catch: PS C:\> «Kalimera_2023#»\n«Kalimera_2023#» : The term '«Kalimera_2023#»' is not recognized as the name of a cmdlet
+#   keep:  $ python3.12 -m venv .venv\nbash: python3.12: command not found
+#   keep:  zsh: command not found: kubectl-argo-rollouts
+#   keep:  'docker-compose' is not recognized as an internal or external command
+#   keep:  sh: 1: ./node_modules/.bin/tsc: not found
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
 #   keep:  $ heroku config -a gateway --json | jq 'keys'\n[\n  "DATABASE_URL",\n  "SECRET_KEY_BASE",\n  "WEB_CONCURRENCY"\n]
@@ -4094,6 +4131,7 @@ CONTEXT_FINDERS = {
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "code-lines": _find_code_lines, "user-password-lines": _find_user_password_lines,
+    "typed-passwords": _find_typed_passwords,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
 # alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
@@ -5068,6 +5106,7 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
+    "password-typed-as-command": ("c1286dae", ("not found", "not recognized", "unknown command"), (), ()),
     "context-command-output": ("a2688cfb", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api",
