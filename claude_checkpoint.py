@@ -2369,6 +2369,17 @@ def _find_call_literals(match: Any) -> list:
     return spans
 
 
+def _find_login_message(match: Any) -> list:
+    """A message whose operation is to log in: its arguments (`"args": [...]`, `"params": "…"`)
+    that look like a secret; not a named field's value (`"session": "user-4471"`)."""
+    spans, start = [], match.start("s")
+    for literal in _regex(r"""(?:"(?:args|params|arguments|data|payload)"[ \t]*:[ \t]*\[?|[\[,])[ \t]*(["'])([^"'\n]{6,512})\1(?![ \t]*:)""").finditer(
+            match.group("s")):
+        if _looks_like_a_secret(literal.group(2)) and not _is_reference(literal.group(2)):
+            spans.append((start + literal.start(2), start + literal.end(2)))
+    return spans
+
+
 # Commands that print one secret value and nothing else: its first line is the value, whatever
 # its shape (a password a person chose as much as a token).
 _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|[ \t])(?:go)?pass[ \t]+(?:show[ \t]+)?[\w./\-]+[ \t]*$"
@@ -3972,6 +3983,14 @@ s3-access-key-id             -                      (?:(?i:access[_\-]?key[_\-]?
 context-credential-class     call-literals          [A-Z](?<![\w.].)(?:uth(?<=Auth)|oken(?<=Token)|ecret(?<=Secret)|redential(?<=Credential)|assword(?<=Password)|igner(?<=Signer)|ey(?<=Key)|[A-Za-z0-9]{0,39}?(?:Auth|Token|Secret|Credential|Password|Signer|Key))[A-Za-z0-9]{0,40}[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
 #   keep:  val interceptor = AuthInterceptor(tokenProvider, "Authorization")
+# A message whose operation is to log in (a websocket's auth frame, JSON-RPC's login): the literals after it.
+context-auth-message         login-message          (?i)["']?(?:op|action|method|type|event|cmd|command)["']?[ \t]*[:=][ \t]*["'](?:[\w\-]{1,20}[.:/])?(?:auth|authenticate|authorize|login|log_in|signin|sign_in|logon)["'](?P<s>(?:[^{}\n]|\{[^{}\n]{0,300}\}){0,600})
+#   catch: ws.send(json.dumps({"op": "auth", "args": ["«Xk2Lm9Qp4Rt7Vw3Yb8Nc»", 1712345678000, "«9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0»"]}))
+#   catch: > {"action":"auth","params":"«Kq7Zx2Lm9Pw4Rt8VbN3cD5fG»"}
+#   catch: {"jsonrpc":"2.0","method":"login","params":["deploy","«Ruby!Tuesday77»"],"id":1}
+#   keep:  {"jsonrpc":"2.0","method":"login","params":["deploy", "$DEPLOY_PASSWORD"],"id":1}
+#   keep:  {"op": "subscribe", "args": ["orderbook.50.BTCUSDT", "publicTrade.BTCUSDT"]}
+#   keep:  {"type": "login", "status": "ok", "session": "user-4471", "at": "2026-03-02T10:11:12Z"}
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
 context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>[^\n]{1,4096}))
 #   keep:  Cookie: _ga=GA1.2.344572755.7222572944; cookie_consent=accepted; theme=light
@@ -4131,7 +4150,7 @@ CONTEXT_FINDERS = {
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "code-lines": _find_code_lines, "user-password-lines": _find_user_password_lines,
-    "typed-passwords": _find_typed_passwords,
+    "typed-passwords": _find_typed_passwords, "login-message": _find_login_message,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
 # alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
@@ -5103,6 +5122,8 @@ RULE_WORDS = {
     "s3-access-key-id": ("7a5d38c4", ("access", "newstaticv4("), ("access", "newstaticv4("), ()),
     "context-credential-class": ("a457a697", ("auth", "credential", "key", "password", "secret", "signer", "token"),
         (), ("(",)),
+    "context-auth-message": ("bae80f47", ("auth", "authenticate", "authorize", "log_in", "login", "logon", "sign_in",
+        "signin"), (), ("action", "cmd", "command", "event", "method", "op", "type")),
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
