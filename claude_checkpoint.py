@@ -2743,7 +2743,7 @@ def _accept_app_password(match: Any) -> bool:
 # reaches the bound is followed to its end (_end_of_bare_value).
 _BARE_VALUE_CAP = 256
 _QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,4096}\\"|"(?:[^"\\\n]|\\.|\\\r?\n){0,4096}"|'[^'\n]{0,4096}'|`[^`\n]{0,4096}`"""
-                   r"""|(?:&(?=[A-Za-z0-9]))?[^\s,;'"`})\]&<>|\\]{1,256}))""")
+                   r"""|(?:&(?=[A-Za-z0-9])(?![A-Za-z_][\w.\-]*=))?[^\s,;'"`})\]&<>|\\]{1,256}))""")  # not a query's next `&name=`
 _TOOL_VALUE = r"""(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{1,256})"""
 _ARGUMENT = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s'"|;&<>]{1,200})"""  # one argument before the value
 _SAME_COMMAND = r"[^\n|;&]{0,200}?"  # the rest of one shell command, bounded
@@ -3621,6 +3621,8 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 #   catch: DB_USER ?= asato\nDB_PASS ?= «Vn@%WxbM7Ji0JqHKd3DB1-qH*0K6h0Fl»
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
+#   catch: mysql -u root -p\nEnter password: «Tr0ub4dor&3»\nERROR 1045 (28000): Access denied
+#   keep:  curl "https://id.example.com/login?next=/home&password=&remember=1"
 #   keep:  export const TOKEN_STORAGE_KEY = 'auth.accessToken';
 #   keep:  kind: SealedSecret\nspec:\n  encryptedData:\n    password: AgBOaDc5kLm2Xp9Rt7Vw4YbN6cQ8zF3
 #   keep:  2026-11-16T05:00:26.512Z DEBUG cache miss key=user:9586822:permissions:v3 ttl=300
@@ -4697,7 +4699,16 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
         start, end = start + 1, end - 1  # keep the quotes
     elif len(value) >= _BARE_VALUE_CAP:
         end = _end_of_bare_value(match.string, end)  # a 400-character session token goes whole
+    elif match.string[end:end + 1] == "&":
+        end = _past_ampersands(match.string, end)
     return ((start, end),)
+
+
+def _past_ampersands(text: str, end: int) -> int:
+    """The end of a bare value that goes on past an `&` (`Password: Tr0ub4dor&3`), where the `&`
+    starts no query string's next parameter (`&user=`), no shell's `&&` or `& `."""
+    found = _regex(r"(?:&(?![A-Za-z_][\w.\-]*=)[^\s&;|<>'\"`,)}\]]{1,64})+(?=[\s,;)'\"]|$)").match(text, end)
+    return found.end() if found else end
 
 
 def encrypted_ranges(text: str) -> tuple:
@@ -4997,9 +5008,9 @@ RULE_WORDS = {
     "webhook-path-token": ("d7d9d0fa", ("hook", "hooks", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("96ce422b", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "cookie",
+    "spaced-assignment": ("9bc33201", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "cookie",
         "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
-    "powershell-env-item": ("5fb1e4dc", ("-item",), ("new", "set"), ("env:",)),
+    "powershell-env-item": ("b39089ca", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("10d39743", ("--secret",), ("config",), ("config",)),
     "sonar-login": ("284813d6", ("-dsonar.login", "-dsonar.password", "-dsonar.token"), ("-dsonar.login",
@@ -5026,13 +5037,13 @@ RULE_WORDS = {
     'terraform-random-password': ('71229999', ('"result"',), ('"result"',), (':',)),
     "chpasswd-list": ("f0c9127e", ("chpasswd:",), ("chpasswd:",), ("list:",)),
     "user-then-password-flags": ("1a97b8f4", ("-u", "plink", "pscp", "psftp"), ("-u", "plink", "pscp", "psftp"), ()),
-    "secret-pair": ("d3133639", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
+    "secret-pair": ("a3d445f5", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
         "secret_access_key", "secret_key", "token"), (), ()),
     "server-set-header": ("c7fc4b51", ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader",
         "set-header"), ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader", "set-header"),
         ()),
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
-    "name-value-pair": ("a689e9f7", ("value",), (), ("name",)),
+    "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
     "call-with-name-and-value": ("b4c48ea6", ("(",), (), (",",)),
     "call-with-constant-and-value": ("a1292a2e", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
     "call-wrapped-value": ("2a919247", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
@@ -5047,13 +5058,13 @@ RULE_WORDS = {
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("17e31e22", ("value",), (), ("key", "name")),
-    "typed-assignment": ("ae81ee50", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "typed-assignment": ("17ae771e", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":",)),
-    "secret-flag": ("98728f74", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
+    "secret-flag": ("9ce38db9", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
         "psk", "pwd", "secret", "session", "token"), (), ("-",)),
     "config-line-value": ("221071dc", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), ()),
-    "secret-assignment": ("739b1615", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "secret-assignment": ("ed46d95f", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":", ":=", "=", "=>")),
     "prose-password": ("508ec98b", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd"), ("(", ":", "=", "is", "to")),
