@@ -1809,7 +1809,8 @@ def _names_no_token(pair: str) -> bool:
     a token: `ttl=768h0m0s`, `accessor=Grg3…`, `client_id=elsed4…`, `_ga=GA1.2.…`."""
     named = _regex(r"(?:\d+:)?([A-Za-z_][\w.\-]{0,40})=").match(pair)
     return named is not None and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES
-_CLOUD_REGION = r"[a-z]{2,4}(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?"  # us-west-2, eu-central-1, us-central1
+_CLOUD_REGION = (r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|in|asia|europe|australia|northamerica|southamerica|africa|me)"
+                 r"(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?")  # us-west-2, eu-central-1, us-central1, asia-northeast1; not pivo-chispa34
 # A colour (#AB0909) or a ticket's or a standard's id (JIRA-4411, PEP-0263): values that name something, not passwords.
 _COLOUR_OR_TICKET = r"#[0-9a-fA-F]{3,8}|[A-Z]{2,10}-\d{1,6}"
 
@@ -1988,7 +1989,7 @@ _PASSPHRASE_WORD = r"(?i)phrase|fras|wachtzin|kennsatz|フレーズ|短语|短�
 _VALUE_AT_ONCE = r"[ \t]+[\"'«“(`]?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
 # Parts of credential words that name a key, a token or a secret: values a machine makes, which
 # the detector finds by their shape; the other words name passwords and PINs, which people choose.
-_MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|schl|sleutel|nyckel|chiave|chave"
+_MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|schl|sleutel|nyckel|chiave|chave|khóa|khoá"
                              r"|llave|klucz|anahtar|ключ|токен|секрет|トークン|鍵|キー|シークレット|令牌|密钥|秘钥|金鑰|私钥"
                              r"|토큰|키|시크릿|कुंजी|टोकन|session|zugangsdaten|geheimnis|segredo|segreto|belirte")
 # What names the next value as something else, in prose or as a flag (`--project=`).
@@ -2087,7 +2088,40 @@ def _given_password(match: Any) -> list:
         between = text[start:given.start(group)]
         in_aside = between.count("(") > between.count(")")  # "klucz API do bramki (…, to jest produkcja!): X"
         position = given.start(group)
-    return _spoken_passphrase(match) or _answered_password(match)
+    return _spoken_passphrase(match) or _answered_password(match) or _value_after_a_few_words(match)
+
+
+# Words after which a noun, not a value, comes: "password for ec2-user", "clé de prod".
+_PREPOSITIONS = frozenset("""for of on at to from in into with by as via per about de del della dello dell di da du des
+    do dos das na no nos em en con für von vom zum zur mit auf bei pour par sur dans avec para por com van voor met op
+    aan dla od przez для от на по från för till med av på""".split())
+
+
+def _value_after_a_few_words(match: Any) -> list:
+    """A value a few words after a credential word with no connector, where only the value's shape
+    says so: a PIN's digits ("PIN della SIM 83513065", "mã PIN két sắt 610865"), a password's usual
+    shape after a password word ("contraseña de root del bastión SevillaSunshine4"), a machine-made
+    token after a key's or token's word, hex only behind a product's name ("jeton d'accès Sentry
+    05e2…", "khóa API c97c…"; not "the token fix landed in 2b7e…"). Not after words that name the
+    value as something else (`password for user svc_backup2024`)."""
+    text, word = match.string, match.group()
+    found = _regex(r"((?:[ \t]+[^\W\d_][\w'’\-]{0,20}){1,4})[ \t]+[\"'`(«]?([^\s\"'`»),;<>\[\]]{4,128})").match(text, match.end())
+    if not found or _regex(_NOT_A_SECRET_BEFORE).search(found.group(1)):
+        return []
+    between, value = found.group(1), found.group(2).rstrip(".!?:")
+    if between.split()[-1].lower() in _PREPOSITIONS:
+        return []  # what follows `for`, `de`, `für` names what the credential is for: "Enter password for pg-02.corp.local"
+    pin = word.lower().startswith(("pin", "пин")) or word == "PIN"
+    if pin:
+        taken = _regex(r"\d{4,8}").fullmatch(value) is not None
+    elif not _names_machine_value(word):
+        taken = _looks_like_password(value) and _may_be_a_password(value) and not _reads_as_code(value, text[found.end(2):found.end(2) + 1])
+    elif _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(value):  # also `<Token object at 0x7f05…>`
+        taken = _regex(r"[0-9a-fA-F]{16,128}").fullmatch(value) is not None and _regex(
+            r"(?:[ \t]+(?:[A-Z][\w\-]*|d['’][^\W\d_]+)){1,2}").fullmatch(between) is not None
+    else:
+        taken = looks_machine_generated(value) and _may_be_a_password(value)
+    return [(found.start(2), found.start(2) + len(value))] if taken else []
 
 
 # Characters up to the first of a script written without spaces or with its own (CJK, Hangul, Thai,
@@ -2124,7 +2158,8 @@ def _may_be_a_password(value: str) -> bool:
     UUID or digest (_has_not_random_shape), a reference, a masked or public value, an algorithm's name.
     A leading $, . or @ is the password's own when no variable, file or handle is named so (_own_sigil)."""
     shape = value[1:] if _own_sigil(value) else value
-    return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(value) and not _is_masked_or_public(value)
+    return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(shape if value[:1] == "@" else value)
+            and not _is_masked_or_public(value)
             and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(_COLOUR_OR_TICKET).fullmatch(value)
             and not _regex(r"\\[ux][0-9a-fA-F]{2}").search(value))  # nor an escape: \u03bcw
 
@@ -2152,7 +2187,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
             first + len(value):][:1] not in ("(", ".", "<", "[", ":"):
         return True  # "lösenordet … är VioletSproutWalrusAnchor", "… is ranger.galaxy.autumn.master": words in prose, not code
     chosen_counts = chosen_counts and not (_names_machine_value(word) and _regex(r"[a-z]+-\d+").fullmatch(value))  # a token's name: "ci-956"
-    chosen = _looks_like_password(value) or looks_machine_generated(value) or chosen_counts and looks_like_chosen_password(value)
+    own = value[1:] if value[:1] == "@" and _own_sigil(value) else value  # @m0r3-60: no handle after a credential word
+    chosen = _looks_like_password(own) or looks_machine_generated(own) or chosen_counts and looks_like_chosen_password(own)
     following = text[first + len(value):first + len(value) + 1]
     if _in_angle_brackets(text, first, first + len(value)):
         return False
@@ -2274,9 +2310,12 @@ def _answered_password(match: Any) -> list:
                             or _regex(_ASKING).search(_line_before(text, match.start(), 80))):
         return []
     machine = _names_machine_value(match.group())  # "which creds?": only a machine-made answer
+    speaker = _regex(r"[ \t]*[*_]{0,2}[\w .\-]{1,30}[*_]{0,2}[ \t]+\d{1,2}:\d\d(?:[ \t]?[AaPp][Mm])?[ \t]*\r?\n").match(text, line_end + 1)
+    if speaker:
+        line_end = speaker.end() - 1  # Slack's copy: the speaker and the time on a line of their own, the message below
     answer = _regex(r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
     answer_end = text.find("\n", answer.end(), answer.end() + 300)  # one line, bounded
-    for value in _regex(r"[\"'`]?([^\s,;/\"'`]{4,128})").finditer(text, answer.end(), answer.end() + 300 if answer_end < 0 else answer_end):
+    for value in _regex(r"(?<![^\s,;(\"'`])[\"'`]?([^\s,;/\"'`]{4,128})(?![/\\])").finditer(text, answer.end(), answer.end() + 300 if answer_end < 0 else answer_end):
         given = value.group(1).rstrip(".!?)")
         if (looks_machine_generated(given) if machine else _is_given_password(match.group(), given, True, text, value.start(1))):
             return [(value.start(1), value.start(1) + len(given))]
@@ -3895,11 +3934,12 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds|acc[eè]s|acceso|acesso|accesso|zugang|toegang|dost[eę]p|доступ|eri[sş]im|p[řr][ií]stup|[åa]tkomst)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
 #   keep:  log in with your SSO account / the admin console
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
 #   catch: AuthBasicProvider file  # fallback user ops / «rocket%Willow3»
+#   catch: - accès VPN : build / «Chouchou@1234»
 #   keep:  see the user guide / admin reference for details
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,240}))
@@ -5108,8 +5148,8 @@ RULE_WORDS = {
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
         "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
         "암호", "액세스", "인증", "토큰"), ()),
-    "login-pair-in-prose": ("d9bd0958", ("account", "credential", "creds", "log", "sign", "user"), ("account",
-        "credential", "creds", "log", "sign", "user"), ("/",)),
+    "login-pair-in-prose": ("7a9f0e9a", ("acc", "acceso", "accesso", "account", "acesso", "credential", "creds",
+        "dost", "eri", "log", "sign", "stup", "tkomst", "toegang", "user", "zugang", "доступ"), (), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
