@@ -1056,6 +1056,8 @@ def _is_reference(value: str) -> bool:
         return True
     if any(c in v for c in "${#%") and (_regex(_INTERPOLATION).search(v) or _is_template(v)) and not named_like_a_password:
         return True
+    if v.endswith(":latest") and _regex(r"(?:[A-Za-z_]\w*=)?[a-z][\w.\-/]*:latest").fullmatch(v):
+        return True  # a secret manager's secret by name and version: `--set-secrets=DB_PASSWORD=checkout-db:latest`
     return _is_placeholder(v)
 
 
@@ -1098,6 +1100,10 @@ def _is_placeholder(v: str) -> bool:
         return True  # abc123, foobar
     if len(v) >= 12 and v[-1:] == "=" and _regex(r"[A-Za-z0-9+/]+={1,2}").fullmatch(v) and _decodes_to_stand_ins(v):
         return True  # base64 of `username:password` (RFC 7617's example), `user:pass`
+    if _regex(r"(?:String|Int|Float|Boolean|ID)!").fullmatch(v):
+        return True  # a GraphQL field's type: `currentPassword: String!`
+    if not v.isascii() and len(v) <= 40 and _regex(_CREDENTIAL_WORDS + r"[?:]?").fullmatch(v):
+        return True  # a label in another language, as a translation file holds it: `password: "Contraseña"`
     if _regex(r"(?:[A-Z][a-z]+)+(?:Value|Name|Key|Id)\d{0,2}").fullmatch(v):
         return True  # what a usage text names: `TagKey1=TagValue1`, `ParameterKey1=ParameterValue1`
     if any(map(str.isdigit, v)):
@@ -1356,6 +1362,8 @@ def _accept_password_like(match: Any) -> bool:
     v = match.group("s")
     if _regex(r"_[A-Za-z]\w*").fullmatch(v):
         return False  # a private name in code: `password.translate(_trans_36)`
+    if _names_no_token(_line_before(match.string, match.start("s"), 42).rsplit(" ", 1)[-1] + v):
+        return False  # another field's value past the word: `credentialType=PASSWORD … transaction=N6ec…`
     if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
     if _regex(r"\d{4}-\d\d-\d\d|\d\d?:\d\d[:.]\d").search(v):
@@ -1571,6 +1579,8 @@ def _accept_named_in_prose(match: Any) -> bool:
     it ("u7zj… is the password for …"). Hex needs a connector (`was`, `to`, `=`) and no commit or
     hash nearby, so that "the token fix landed in 2b7e…" stays."""
     text, start, end, value = match.string, match.start("s"), match.end("s"), match.group("s")
+    if _names_no_token(value):
+        return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`
     before = text[max(0, start - 100):start]
     before = before[before.rfind("\n") + 1:]
     ends = list(_regex(r"[.!?]\s+(?=[A-Z])").finditer(before)) if "." in before or "!" in before or "?" in before else ()
@@ -1801,7 +1811,8 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
 
 # Names of values beside a token that are not it: a lifetime, Vault's accessor (it names a token), an id,
 # a name, analytics cookies (_ga, _gid, _fbp).
-_NOT_TOKEN_NAMES = frozenset("ttl expires expiry lease accessor id ids uuid name ga gid fbp gcl".split())
+_NOT_TOKEN_NAMES = frozenset("ttl expires expiry lease accessor id ids uuid name ga gid fbp gcl transaction txn sub kid jti aud iss"
+                             " nonce trace correlation".split())
 
 
 def _names_no_token(pair: str) -> bool:
@@ -1809,6 +1820,8 @@ def _names_no_token(pair: str) -> bool:
     a token: `ttl=768h0m0s`, `accessor=Grg3…`, `client_id=elsed4…`, `_ga=GA1.2.…`."""
     named = _regex(r"(?:\d+:)?([A-Za-z_][\w.\-]{0,40})=").match(pair)
     return named is not None and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES
+
+
 _CLOUD_REGION = (r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|in|asia|europe|australia|northamerica|southamerica|africa|me)"
                  r"(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?")  # us-west-2, eu-central-1, us-central1, asia-northeast1; not pivo-chispa34
 # A colour (#AB0909) or a ticket's or a standard's id (JIRA-4411, PEP-0263): values that name something, not passwords.
@@ -1936,7 +1949,7 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
 # nostr public keys, extended public keys, PostHog project keys, Google Analytics' client ids (GA1.2.…).
-_PUBLIC_VALUE = r"pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
+_PUBLIC_VALUE = r"0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
@@ -1974,7 +1987,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
-    "|reset to|updated to|mudou para|alterada para|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
+    "|reset to|updated to|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically") + r")(?![\w'’\-])"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
               r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
@@ -1994,7 +2007,8 @@ _MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeto
                              r"|토큰|키|시크릿|कुंजी|टोकन|session|zugangsdaten|geheimnis|segredo|segreto|belirte")
 # What names the next value as something else, in prose or as a flag (`--project=`).
 _NOT_A_SECRET_BEFORE = (_PROSE_NOT_A_SECRET_BEFORE + "|" + _NAME_FLAG_BEFORE
-                        + r"|(?-i:[a-z]I[Dd])[\"']?[ \t]*[:=][ \t]*[\"']?$")  # a camelCase id's value: `credentialsId: 'etl-jobs-nexus'`
+                        + r"|(?-i:[a-z]I[Dd])[\"']?[ \t]*[:=][ \t]*[\"']?$"  # a camelCase id's value: `credentialsId: 'etl-jobs-nexus'`
+                        + r"|hmac-sha\d+:$")  # a value Vault's audit log hashed
 # The end of what may stand between a credential word and a hex value further on: "… ist 65d2…".
 _HEX_AFTER = r"(?i)(?:[:=：]|" + _CONNECTOR + r")[ \t]*[\"'`(«]?\s*$"
 # What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
@@ -2083,7 +2097,9 @@ def _given_password(match: Any) -> list:
         if _regex(_NOT_A_SECRET_BEFORE).search(text[start:given.start(group)]) or position > start and sign and not in_aside:
             return []  # `password for user svc_backup2024`; past a value, only words lead to the next (or a sign past an aside)
         worded = sign in (":", "：") and _regex(r"(?<![^\W_])[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)", not 0x33bb
-        if _is_given_password(word, _value_span(given, group, text), not sign or prose or worded, text, given.start(group)):
+        place = _regex(r"(?i)(?<!\w)auf[ \t]+$").search(text, start, given.start(group)) and _regex(
+            r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+").fullmatch(given.group(group))  # German's `auf` before a machine's name: "… auf worker-14 wurde …"
+        if not place and _is_given_password(word, _value_span(given, group, text), not sign or prose or worded, text, given.start(group)):
             return [_value_span(given, group)]
         between = text[start:given.start(group)]
         in_aside = between.count("(") > between.count(")")  # "klucz API do bramki (…, to jest produkcja!): X"
@@ -2114,11 +2130,11 @@ def _value_after_a_few_words(match: Any) -> list:
     pin = word.lower().startswith(("pin", "пин")) or word == "PIN"
     if pin:
         taken = _regex(r"\d{4,8}").fullmatch(value) is not None
-    elif not _names_machine_value(word):
-        taken = _looks_like_password(value) and _may_be_a_password(value) and not _reads_as_code(value, text[found.end(2):found.end(2) + 1])
     elif _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(value):  # also `<Token object at 0x7f05…>`
         taken = _regex(r"[0-9a-fA-F]{16,128}").fullmatch(value) is not None and _regex(
-            r"(?:[ \t]+(?:[A-Z][\w\-]*|d['’][^\W\d_]+)){1,2}").fullmatch(between) is not None
+            r"(?:[ \t]+(?:de|di|da|do|du|of|der|des|del))?(?:[ \t]+(?:[A-Z][\w\-]*|d['’][^\W\d_]+)){1,2}").fullmatch(between) is not None
+    elif not _names_machine_value(word):
+        taken = _looks_like_password(value) and _may_be_a_password(value) and not _reads_as_code(value, text[found.end(2):found.end(2) + 1])
     else:
         taken = looks_machine_generated(value) and _may_be_a_password(value)
     return [(found.start(2), found.start(2) + len(value))] if taken else []
@@ -2173,13 +2189,16 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True
     if _regex(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=(?!$)|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`)
+    before = _line_before(text, first, 60)
+    if _names_no_token(before.rsplit(" ", 1)[-1] + value) or _regex(r"[\w\-]+:[\w\-]+:$").search(before):
+        return False  # another field beside a token (`kid=…, sub=<uuid>`), a part of a store's key (`ratelimit:tokens:<uuid>`)
     if _regex("[\u3001\u3002\uff0c]").search(value):
         return False  # a sentence's commas in CJK: "パスワードは共有フォルダではなく、1Password の…"
     if _names_passphrase(word) and _looks_like_passphrase(value):
         return True  # violet.river.limone.nick after "passphrase" is no host name
     if _names_machine_value(word) and "sign" not in word.lower() and _regex(
             r"[0-9a-f]{16,128}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value) and not _regex(
-            _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$").search(_line_before(text, first, 60)):
+            _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$|(?i:idempotency|dedup)").search(before):
         return True  # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a UUID key (Heroku's); not a GPG key's id (signingkey = 39cf…) nor `requestId: '451e…'`
     if not _names_machine_value(word) and _is_joined_passphrase(value):
         return True  # wachtwoord: saddle-velvet-puzzle
@@ -2380,7 +2399,8 @@ def _find_command_arguments(match: Any) -> list:
 
 # Names of algorithms and curves, which calls that sign or encrypt take beside their key.
 _ALGORITHM_NAME = (r"(?i)(?:aes|des|3des|rsa|hs|rs|es|ps|sha|hmac|chacha20|xchacha20|blowfish|camellia|md5|ed25519"
-                   r"|ed448|secp256[kr]1|p-?\d{3}|prime256v1|cram-|scram-|digest-md5|ntlm|xoauth2)[\w\-]*")  # also SASL's mechanisms
+                   r"|ed448|secp256[kr]1|p-?\d{3}|prime256v1|cram-|scram-|digest-md5|ntlm|xoauth2)"  # also SASL's mechanisms
+                   r"(?:[\d_\-]|gcm|cbc|ctr|ecb|cfb|ofb|ccm|siv|oaep|pss|ssa|pkcs|poly|sha|md|plus|with|rsa|ecdsa|encryption|k|v)*")  # not Shadow1973
 
 
 def _find_call_literals(match: Any) -> list:
@@ -4753,12 +4773,13 @@ def _past_ampersands(text: str, end: int) -> int:
 
 def encrypted_ranges(text: str) -> tuple:
     """The (start, end) spans of text that hold values encrypted at rest, safe to share by design:
-    SOPS values (`ENC[AES256_GCM,data:…,iv:…,tag:…]`), Ansible Vault bodies (the hex lines under
+    SOPS values (`ENC[AES256_GCM,data:…,iv:…,tag:…]`), Pulumi's (`secure: v1:…`), Ansible Vault bodies (the hex lines under
     `$ANSIBLE_VAULT;1.1;AES256`) and a Bitnami SealedSecret's `encryptedData:` (up to the next
     document). Found once per text and rule, in one pass each: a cheap look first."""
-    if "ENC[" not in text and "$ANSIBLE_VAULT;" not in text and "encryptedData:" not in text:
+    if "ENC[" not in text and "$ANSIBLE_VAULT;" not in text and "encryptedData:" not in text and "secure: v1:" not in text:
         return ()
-    found = [m.span() for m in _regex(r"ENC\[[^\]\n]*\]?|\$ANSIBLE_VAULT;[^\n]*(?:\r?\n[ \t]*[0-9a-f]+[ \t]*)*").finditer(text)]
+    found = [m.span() for m in _regex(r"ENC\[[^\]\n]*\]?|\$ANSIBLE_VAULT;[^\n]*(?:\r?\n[ \t]*[0-9a-f]+[ \t]*)*"
+                                      r"|secure: v1:[A-Za-z0-9+/=:]+").finditer(text)]
     for sealed in _regex(r"encryptedData:").finditer(text):
         if "SealedSecret" in text[max(0, sealed.start() - 4096):sealed.start()]:
             end = text.find("\n---", sealed.end())
