@@ -1505,9 +1505,15 @@ def _accept_random_not_identifier(match: Any) -> bool:
 
 
 def _looks_like_a_secret(value: str) -> bool:
-    """Machine-made, a password's usual shape, or a password a person chose: what a place that
-    says secret holds (not `done`, not an md5 hash)."""
-    return looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value)
+    """Machine-made, a password's usual shape, a password a person chose, or 16 hex digits or more
+    of letters and digits (a password a generator wrote in hex): what a place that says secret
+    holds (not `done`)."""
+    return looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)
+
+
+def _is_hex_secret(value: str) -> bool:
+    """16 to 128 hex digits, both letters and digits: `e3af38ea1fb12f464ab2ef46` where a password goes."""
+    return _regex(r"(?=[0-9]*[a-fA-F])(?=[a-fA-F]*[0-9])(?:[0-9a-f]{16,128}|[0-9A-F]{16,128})").fullmatch(value) is not None
 
 
 def _accept_chosen(match: Any) -> bool:
@@ -1682,7 +1688,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies: the shapes
 # of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
 _NOT_RANDOM_STARTS = (
-    r"[$%{<@~.:]|G[AS]1\.\d\.|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@[\w\-]+\.[\w.\-]+$"
+    r"[$%{<@~.:]|G[AS]1\.\d\.|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@(?:[\w\-]+\.[\w.\-]*[A-Za-z][\w\-]*|\d{1,3}(?:\.\d{1,3}){3})$"
     r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|" + _FIREBASE_APP_ID + "$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
@@ -1925,6 +1931,9 @@ _SECRET_PRINTING_COMMAND = (
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
     r"|(?:(?<=>>> )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*\)?[ \t]*(?=\n)")
+# What runs a command inside a container, on another host or in a shell: `kubectl exec deploy/api -- sh -c '…'`.
+_INSIDE_ANOTHER_COMMAND = (r"(?:(?:kubectl|oc)[ \t]+exec\b[^\n|;&]{0,200}?[ \t]--[ \t]+|(?:docker|podman)[ \t]+(?:compose[ \t]+)?exec[ \t]+"
+                           r"(?:-[\w\-]+[ \t]+)*[\w.\-]+[ \t]+|ssh[ \t]+(?:-\w+[ \t]+)*[\w.@\-]+[ \t]+[\"']?)?(?:(?:ba)?sh[ \t]+-c[ \t]+[\"']?)?")
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
 # words may hold spaces when the first holds @, ~, / or [ (`[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`,
 # `~/api (release/4.7) $`), not code's `return self._key > other._key`; a virtualenv's `(.venv) ` before it;
@@ -2379,7 +2388,8 @@ def _find_command_arguments(match: Any) -> list:
         value, first = quoted.group(2), quoted.start(2)
         line = _line_before(text, quoted.start(), 200)
         dotted_words = len(value.split(".")) >= 4 and _looks_like_passphrase(value) and len(value.rsplit(".", 1)[-1]) > 3
-        if (looks_like_chosen_password(value) or _looks_like_password(value) or dotted_words) and not _regex(_NAME_FLAG_BEFORE).search(line) and not any(
+        if (looks_like_chosen_password(value) or _looks_like_password(value) or _is_hex_secret(value) or dotted_words) and not _regex(
+                _NAME_FLAG_BEFORE).search(line) and not any(
                 a <= first < b for a, b in spans):
             spans.append((first, quoted.end(2)))
     for spoken in _regex(r"""(["'])(""" + _SPOKEN_PASSPHRASE + r")\1").finditer(text, start, end):
@@ -2411,8 +2421,9 @@ def _find_call_literals(match: Any) -> list:
     credential or a connection (the user, the URL come first), a literal after an e-mail address."""
     text, spans, literals, previous = match.string, [], 0, ""
     called = text[match.start():match.start("s")]
-    credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret").search(called)
-    named_call = _regex(r"(?i)passw|secret|token|auth|api_?key|sign|hmac|crypt|cipher|aes|gcm|chacha").search(called)
+    credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret|database|pw_set").search(called)
+    named_call = _regex(r"(?i)passw|secret|token|auth|api_?key|sign|hmac|crypt|cipher|aes|gcm|chacha").search(called) or _regex(
+        r"(?i)\bjw[ts]\.\w+\($").search(text, max(0, match.start() - 4), match.start("s"))  # jwt.encode(claims, "…", algorithm=…)
     for literal in _regex(r"""(["'`])(.*?)\1""").finditer(match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         value = literal.group(2)
@@ -2422,7 +2433,7 @@ def _find_call_literals(match: Any) -> list:
         found = random_tokens(text, start, end)
         after_user = _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+").fullmatch(previous)
         if not found and (named_call or credential_call and literals > 1 or after_user) and (
-                _looks_like_password(value) or looks_like_chosen_password(value)) and _may_be_a_password(value):
+                _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)) and _may_be_a_password(value):
             found = [(start, end)]
         spans, previous = spans + found, value
     return spans
@@ -2500,7 +2511,7 @@ def _find_printed_secrets(match: Any) -> list:
             spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`, `Private API Key b734…`
     for line in _regex(r"(?m)^[ \t]*(\S{8,128})[ \t]*$").finditer(text[start:end]):
         first, last = start + line.start(1), start + line.end(1)
-        if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1))) and not _regex(
+        if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1)) or _is_hex_secret(line.group(1))) and not _regex(
                 r"[A-Za-z_][\w.\-]*[=:]|#|\"[A-Z][A-Z0-9_]*\",?$").match(line.group(1)) and not _is_masked_or_public(line.group(1)) and not _regex(
                 _NOT_RANDOM_MARKS).search(line.group(1)) and not any(
                 a <= first < b for a, b in spans):
@@ -2824,7 +2835,8 @@ _SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,%d}?%s)" % (_SECRETISH_REACH, 
 # Patterns use these building blocks: {L} and {R} the edges of a token, {VALUE} a quoted or
 # bare value (captured in a lookahead), {TOOL_VALUE} a command argument, {COMMAND} the rest of
 # one shell command, {WORD_START} a word start (also after an escaped \n), {SECRETISH_NAME}
-# and {SECRETISH_IDENTIFIER} a name that may say secret.
+# and {SECRETISH_IDENTIFIER} a name that may say secret, {PROMPT_LINE} a shell's prompt,
+# {SECRET_PRINTING_COMMAND} a command that prints a secret and {INSIDE} what runs it elsewhere.
 # A rule that runs on almost every text and starts with a rare character puts its left edge
 # after that character (`[MNO](?<![A-Za-z0-9_\-].)` for {L}[MNO]): re tries a pattern that
 # starts with a lookbehind at every position, one that starts with a character class only
@@ -3678,6 +3690,16 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 #   keep:  token = Comment
 #   keep:  CREDENTIALS = 98
 #   catch: DB_USER ?= asato\nDB_PASS ?= «Vn@%WxbM7Ji0JqHKd3DB1-qH*0K6h0Fl»
+# A config line of a name and its value with no sign between (keepalived, fluent-bit, a browser's cookie table).
+config-spaced-value          chosen                 (?m)^[ \t]*\.?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+(?P<s>[^\s'"`=:#;{}\[\]()<>|][^\s]{0,255}?)(?<![:,])[ \t]*;?[ \t]*$
+#   keep:  Keyword Arguments:
+#   catch: authentication {\n    auth_type PASS\n    auth_pass «ZnYosSD0»\n}
+#   catch: [OUTPUT]\n    HTTP_User fluent\n    HTTP_Passwd «Lato2023-»
+#   catch: Name              Value\n.AspNetCore.Cookies  «w4WdWd83pdbtW1HQIsEKv63YNBBIdrWxNGT5mQqlKy-76-isaDL7eoBTPta4oj5bbIh5tlSMWx»
+#   keep:  auth_type PASS
+#   keep:  Password reset
+#   keep:  private static
+#   keep:  session_timeout 30m
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   catch: mysql -u root -p\nEnter password: «Tr0ub4dor&3»\nERROR 1045 (28000): Access denied
@@ -3981,7 +4003,12 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change)Password|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change)Password|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+#   catch: >> conn = database('notify_stg','arjun','«cobalt_bronze5716»', 'Vendor','MySQL');
+#   catch: token = jwt.encode({"sub": user.id, "exp": exp}, "«Nounours@786»", algorithm="HS256")
+#   catch: signed, err := tok.SignedString([]byte("«s0TgKdoZ3zHugKwwxkMkQX1624bfJw6OCKwbNeRf»"))
+#   catch: if (client.connect("esp32-client", "liam", "«J@sm1n3.97»")) {
+#   keep:  payload = jwt.decode(token, key, algorithms=["HS256"])
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -4075,10 +4102,12 @@ password-typed-as-command    typed-passwords        (?m)^(?P<s>[^\n]{0,300}?(?:n
 #   keep:  'docker-compose' is not recognized as an internal or external command
 #   keep:  sh: 1: ./node_modules/.bin/tsc: not found
 # What a secret-printing command printed, up to the next prompt line.
-context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
 #   keep:  $ heroku config -a gateway --json | jq 'keys'\n[\n  "DATABASE_URL",\n  "SECRET_KEY_BASE",\n  "WEB_CONCURRENCY"\n]
 #   catch: C:\> netsh wlan show profile name="Office-5G" key=clear\nSecurity settings\n    Authentication         : WPA2-Personal\n    Key Content            : «falcon.mango.walrus»
 #   catch: $ op read op://Private/db/password\n«Saffron.Summit1907»\n$ echo done
+#   catch: $ kubectl exec deploy/ledger -- sh -c 'echo $INTERNAL_API_TOKEN'\n«TI2dyhDyehCIpljwHeYFMjpuWh3Z7Onj3dsgNQQW»
+#   catch: $ printenv PGPASSWORD\n«a52c7440109c2261df8dfdc1»
 #   catch: $ openssl rand -base64 24\n«q8XkL2mR7vTz4WpN9sYb3CdEfGh»
 #   catch: $ cat ~/.config/acme/credentials\n[default]\nclient = ci-bot\nsecret = «Kq7Zx2Lm9Pw4Rt8VbN3cD»
 #   keep:  $ cat ~/.config/acme/credentials.example\n[default]\nclient = ci-bot\nsecret = <your secret>
@@ -4223,7 +4252,7 @@ CHECK_NEEDS = {
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
                   "{L}": _L, "{R}": _R, "{CREDENTIAL_WORD}": _CREDENTIAL_WORDS, "{PROMPT_LINE}": _PROMPT_LINE,
-                  "{SECRET_PRINTING_COMMAND}": _SECRET_PRINTING_COMMAND, "{TABLE_CELL}": _TABLE_HEADER_CELL}
+                  "{SECRET_PRINTING_COMMAND}": _SECRET_PRINTING_COMMAND, "{INSIDE}": _INSIDE_ANOTHER_COMMAND, "{TABLE_CELL}": _TABLE_HEADER_CELL}
 
 
 def redaction_rules() -> list:
@@ -5125,6 +5154,8 @@ RULE_WORDS = {
         "psk", "pwd", "secret", "session", "token"), (), ("-",)),
     "config-line-value": ("221071dc", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), ()),
+    "config-spaced-value": ("2f20b725", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "session", "token"), (), ()),
     "secret-assignment": ("ed46d95f", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":", ":=", "=", "=>")),
     "prose-password": ("508ec98b", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
@@ -5174,18 +5205,19 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("b3e5c77b", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("4f60670a", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client", "connect",
-        "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "decrypt", "dial", "encode",
-        "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
+        "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database", "decrypt", "dial",
+        "encode", "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
         "initializeapp", "login", "new", "new_from_slice", "passphrase", "password", "sdk", "session", "setapikey",
-        "setauth", "setcredential", "settoken", "sign", "signer", "signwith", "withcredential", "withtoken"), (".new",
-        "::<", "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth",
-        "chacha", "change", "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv",
-        "createhmac", "credential", "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "hash_hmac",
-        "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase",
-        "password", "save", "sdk", "session", "set", "setapikey", "setauth", "setcredential", "settoken", "sign",
-        "signer", "signwith", "store", "update", "withcredential", "withtoken"), ("(",)),
+        "setauth", "setcredential", "settoken", "sign", "signedstring", "signer", "signwith", "username_pw_set",
+        "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes", "api", "auth", "authenticate",
+        "authenticator", "basicauth", "bearerauth", "chacha", "change", "cipher", "client", "connect", "connection",
+        "createcipheriv", "createdecipheriv", "createhmac", "credential", "database", "decrypt", "dial", "encode",
+        "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
+        "initializeapp", "login", "new", "new_from_slice", "passphrase", "password", "save", "sdk", "session", "set",
+        "setapikey", "setauth", "setcredential", "settoken", "sign", "signedstring", "signer", "signwith", "store",
+        "update", "username_pw_set", "withcredential", "withtoken"), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
@@ -5200,7 +5232,7 @@ RULE_WORDS = {
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
     "password-typed-as-command": ("c1286dae", ("not found", "not recognized", "unknown command"), (), ()),
-    "context-command-output": ("a2688cfb", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("92b44b38", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api",
         "auth", "aws", "bootstrap", "configure", "cookie", "create", "create-for-rbac", "cred", "credential",
