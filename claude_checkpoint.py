@@ -993,6 +993,8 @@ def secret_strength(name: str) -> int:
         return 1  # Consul's and Nomad's gossip key: `encrypt = "…"`, not `encrypt = true`
     if last == "pass" and len(parts) == 1:
         return 1  # `PASS: TestLogin` in test output; DB_PASS is below
+    if last == "salt" and len(parts) > 1:
+        return 1  # WordPress's AUTH_SALT, HASHIDS_SALT: a machine-made value is a secret; `salt = os.urandom(16)` is code
     if last in ("session", "sid") or last.endswith(("sessid", "sessionid")):
         return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
@@ -2427,6 +2429,8 @@ def _find_call_literals(match: Any) -> list:
     for literal in _regex(r"""(["'`])(.*?)\1""").finditer(match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         value = literal.group(2)
+        if text[start - 2:start - 1] == "[" and text[end + 1:end + 2] == "]":
+            continue  # a subscript's key: `set_password(form.cleaned_data["new_password1"])`
         if _regex(_ALGORITHM_NAME).fullmatch(value):
             previous = value  # `createCipheriv("aes-256-gcm", …)`, `Signer.create("HS256", …)`
             continue
@@ -2509,13 +2513,12 @@ def _find_printed_secrets(match: Any) -> list:
     for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]+)(\S{6,256})[ \t]*$").finditer(text, start, end):
         if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
             spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`, `Private API Key b734…`
-    for line in _regex(r"(?m)^[ \t]*(\S{8,128})[ \t]*$").finditer(text[start:end]):
-        first, last = start + line.start(1), start + line.end(1)
-        if (_looks_like_password(line.group(1)) or looks_like_chosen_password(line.group(1)) or _is_hex_secret(line.group(1))) and not _regex(
-                r"[A-Za-z_][\w.\-]*[=:]|#|\"[A-Z][A-Z0-9_]*\",?$").match(line.group(1)) and not _is_masked_or_public(line.group(1)) and not _regex(
-                _NOT_RANDOM_MARKS).search(line.group(1)) and not any(
-                a <= first < b for a, b in spans):
-            spans.append((first, last))
+    for line in _regex(r"(?m)^[ \t]*(?:b?([\"'])(?=[^\s\"']{8,128}\1[ \t]*$))?(\S{8,128}?)\1?[ \t]*$").finditer(text, start, end):
+        word, first = line.group(2), line.start(2)  # a REPL's string without its quotes: b'16YPeG…='
+        if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word)) and not _regex(
+                r"[A-Za-z_][\w.\-]*[=:]|#|\"[A-Z][A-Z0-9_]*\",?$").match(word) and not _is_masked_or_public(word) and not _regex(
+                _NOT_RANDOM_MARKS).search(word) and not any(a <= first < b for a, b in spans):
+            spans.append((first, first + len(word)))
     return sorted(set(spans))
 
 
@@ -2767,12 +2770,22 @@ def _accept_mnemonic(match: Any) -> bool:
 
 
 def _accept_byte_array_key(match: Any) -> bool:
-    """32 or 64 numbers of 0 to 255 with a word that says key shortly before (`id.json`, `keypair`); 16
-    (an AES-128 key: zigbee2mqtt's `network_key: [242, 91, …]`) only right after a name that says key."""
-    numbers = [int(n) for n in _regex(r"\d+").findall(match.group("s"))]
+    """32 or 64 numbers of 0 to 255 (decimal, or all hex as C writes them), eight values or more
+    apart, with a word that says key shortly before (`id.json`, `keypair`); 16 (an AES-128 key:
+    zigbee2mqtt's `network_key: [242, 91, …]`, LoRaWAN's `APPKEY[16] = { 0x27, … }`) only right after
+    a name that says key."""
+    items = _regex(r"0[xX][0-9A-Fa-f]+|[0-9A-Fa-f]+").findall(match.group("s"))
+    if all(item[:2] in ("0x", "0X") for item in items):
+        numbers = [int(item, 16) for item in items]  # C's { 0x27, 0xB5, … }
+    elif all(item.isdigit() for item in items):
+        numbers = [int(item) for item in items]
+    else:
+        return False
     before = match.string[max(0, match.start() - 200):match.start()]
+    if len(set(numbers)) < 8:
+        return False  # a run of a few values, not a key's random bytes
     if len(numbers) == 16:
-        return max(numbers) <= 255 and _regex(r"(?i)(?:key|secret)[\"']?[ \t]*[:=][ \t]*$").search(before) is not None
+        return max(numbers) <= 255 and _regex(r"(?i)(?:key|secret)[\"']?(?:\[\d*\])?[ \t]*[:=][ \t]*$").search(before) is not None
     return max(numbers) <= 255 and _regex(r"(?i)key|secret|wallet|solana|id\.json|seed").search(before) is not None
 
 
@@ -2861,6 +2874,18 @@ signing-tool-secret-key      -                      untrusted comment: [^\n]{0,8
 bitcoin-wif-key              random                 (?P<s>[5KLc9](?<![A-Za-z0-9].)[1-9A-HJ-NP-Za-km-z]{50,51})(?![A-Za-z0-9])
 #   catch: bitcoin-cli -regtest importprivkey "«LB2svURAddgejsaTQmKEZiHLHYsMXPtJr2SGr4XTjh37fFb6fC1d»" "faucet" false
 #   keep:  sent to bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh, txid 9f2c…
+# BIP 32 extended private keys (xprv, and tprv, yprv, zprv); an xpub is public.
+bip32-extended-private-key   -                      (?<![A-Za-z0-9])(?P<s>[xyzt]prv[1-9A-HJ-NP-Za-km-z]{100,112})(?![A-Za-z0-9])
+#   catch: Exported account xprv (keep offline): «xprv9s21ZrQH143KpTE8Q2rkWsy4mPzzGW8i6d63HofacLLVAhHt7w9TSuyvuLgZWr2RtXhtcBcDiz8uHY3P5wwKnR3LkfeNfgCVPxRszuk7sLF»
+#   keep:  xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoCu1Rupje8YtGqsefD265TMg7usUDFdp6W1EGMcet8
+# A software licence's serial given to its activation (Unity's `-serial`), in groups of letters and digits.
+license-serial               not-reference          (?<![\w\-])-{1,2}serial(?:[ \t]+|=)["']?(?P<s>(?=[A-Z0-9\-]*\d)(?=[A-Z0-9\-]*[A-Z])[A-Z0-9]{2,6}(?:-[A-Z0-9]{4,6}){3,6})(?![\w\-])
+#   catch: Unity -batchmode -quit -username a@b.dev -serial «E3-L420-LZP2-PRO9-B2M0-Z34Q»
+#   keep:  unity-editor -batchmode -serial $UNITY_SERIAL -username "$UNITY_EMAIL"
+# Kaggle's kaggle.json: a user's name and their API key.
+kaggle-key                   -                      "username"[ \t]*:[ \t]*"[^"\n]{1,64}"[ \t]*,[ \t]*"key"[ \t]*:[ \t]*"(?P<s>[0-9a-f]{32})"
+#   catch: !echo '{"username":"omar90","key":"«b913b039032a9c26fe9149e8645b560b»"}' > ~/.kaggle/kaggle.json
+#   keep:  {"username": "omar90", "key": "<your kaggle key>"}
 # Nostr secret keys (bech32 nsec1…); an npub1… is public.
 nostr-secret-key             -                      (?<![a-z0-9])(?P<s>nsec1[02-9ac-hj-np-z]{58})(?![a-z0-9])
 #   catch: nsec: «nsec1emcysh75d2g5flug745afwk94ylffa2nd3cfa7txka5fnpwntw3pwxunll»
@@ -2899,6 +2924,10 @@ slack-webhook                -                      hooks\.slack\.com/(?:service
 rpc-endpoint-key             random                 (?:alchemy\.com|infura\.io|quiknode\.pro)/v\d/(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: RPC_URL=https://eth-sepolia.g.alchemy.com/v2/«74YWg_601JikeZgDMiUXsXffQ2x7»
 #   keep:  RPC_URL=https://eth-sepolia.g.alchemy.com/v2/${ALCHEMY_KEY}
+# Render's deploy hook: its key is the secret.
+render-deploy-hook           -                      api\.render\.com/deploy/srv-[a-z0-9]{8,40}\?key=(?P<s>[A-Za-z0-9_\-]{8,64})
+#   catch: curl -X POST https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=«VYnBnnKXToe»
+#   keep:  curl -X POST "https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=$RENDER_DEPLOY_KEY"
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/\d+/(?P<s>[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/1084494/«c9acqeb0»/ -> 200
 #   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
@@ -3048,11 +3077,14 @@ seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|
 #   keep:  the wallet screen lists every account with its balance and a button to copy the address
 #   catch: recovery words: «agree apart awesome above album already barrel age affair ball aunt badge»
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
-byte-array-key               byte-array-key         \[(?P<s>[ \t]*\d{1,3}(?:[ \t]*,[ \t]*\d{1,3}){15}(?:(?:[ \t]*,[ \t]*\d{1,3}){16}(?:(?:[ \t]*,[ \t]*\d{1,3}){32})?)?[ \t]*)\]
+byte-array-key               byte-array-key         [\[{](?P<s>[ \t]*(?:0[xX])?[0-9A-Fa-f]{1,3}(?:[ \t]*,[ \t]*(?:0[xX])?[0-9A-Fa-f]{1,3}){15}(?:(?:[ \t]*,[ \t]*(?:0[xX])?[0-9A-Fa-f]{1,3}){16}(?:(?:[ \t]*,[ \t]*(?:0[xX])?[0-9A-Fa-f]{1,3}){32})?)?[ \t]*)[\]}]
 #   catch: advanced:\n  network_key: [«242, 91, 45, 153, 161, 113, 92, 166, 222, 180, 98, 116, 96, 103, 203, 227»]
 #   keep:  advanced:\n  pan_id: 6754\n  ext_pan_id: [221, 221, 221, 221, 221, 221, 221, 221]\n  channels: [11, 15, 20, 25, 26, 11, 15, 20, 25, 26, 11, 15, 20, 25, 26, 11]
 #   catch: $ cat ~/.config/solana/id.json\n[«174,47,154,16,202,193,206,113,199,190,53,133,169,175,31,56,222,53,138,189,224,216,117,173,10,149,53,45,73,251,237,246,15,185,186,82,177,240,148,69,241,227,167,80,141,89,240,121,121,35,172,247,68,251,226,218,48,63,176,109,168,89,238,135»]
 #   keep:  histogram = [3,1,4,1,5,9,2,6,5,3,5,8,9,7,9,3,2,3,8,4,6,2,6,4,3,3,8,3,2,7,9,5]
+#   catch: static const u1_t PROGMEM APPKEY[16] = {« 0x27, 0xB5, 0xF4, 0x4A, 0xC2, 0x9E, 0xF9, 0x2E, 0x01, 0xD8, 0x8C, 0xFD, 0xCC, 0x23, 0xE2, 0xA1 »};
+#   keep:  static const u1_t PROGMEM DEVEUI[8] = { 0x2f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
+#   keep:  const uint8_t KEYMAP[16] = { 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13 };
 # A raw private key: 0x and 64 hex digits after a name that says key.
 hex-private-key              -                      (?i)(?:(?:private|priv|secret|signer|signing|wallet|deployer|owner)[\w\- ]{0,12}?key\b|accounts)[^\n]{0,20}?(?<![0-9a-fA-Fx])(?P<s>0x[0-9a-fA-F]{64})(?![0-9a-fA-F])
 #   catch: the deployer private key is «0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318»
@@ -3173,6 +3205,18 @@ openssl-enc-key              not-reference          \bopenssl\s+enc\b{COMMAND}\s
 ssm-parameter-value          not-reference          \bput-parameter\b{COMMAND}\s--value(?:\s+|=){TOOL_VALUE}
 #   catch: aws ssm put-parameter --name /prod/db/password --type SecureString --value '«7Uig%yTq%Fn»'
 #   keep:  aws ssm put-parameter --name /prod/db/password --type SecureString --value "$DB_PASSWORD"
+# What a script types at a password prompt: expect's `send` and pexpect's `sendline` after it, a hashing filter's input.
+sent-at-password-prompt      not-reference          (?i)expect[ \t(]+["'][^"'\n]{0,40}(?:assword|passphrase|pin)[^"'\n]{0,20}["'][ \t)]*\r?\n[ \t]*(?:send|[\w.]{1,20}\.send(?:line)?)[ \t(]+["'](?P<s>[^"'\n\\]{1,128})(?:\\[rn])?["']
+#   catch: expect "assword:"\nsend "«q1w2e3r4-56»\r"
+#   catch: child.expect('Password:')\nchild.sendline('«Tundra69#»')
+#   keep:  expect "assword:"\nsend "$env(SSH_PASS)\r"
+hashed-password-literal      not-reference          ["'](?P<s>[^"'\n]{1,128})["'][ \t]*\|[ \t]*password_hash\b
+#   catch: ansible web -m user -a "name=deploy password={{ '«HorizonCanyon85!»' | password_hash('sha512') }}"
+#   keep:  password={{ vault_deploy_password | password_hash('sha512') }}
+hashing-call-literal         not-reference          (?<![\w.])(?<!\|[ \t])(?<!\|)(?:password_hash|hash_password|make_password|generate_password_hash|hashpw|bcrypt\.hash(?:Sync)?|argon2\.hash)[ \t]*\([ \t]*b?["'](?P<s>[^"'\n]{1,128})["']
+#   catch: user.password = make_password('«kettle_squirrel1074»')
+#   catch: $hash = password_hash("«Spartak2017+»", PASSWORD_DEFAULT);
+#   keep:  user.password = make_password(form.cleaned_data["password"])
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
 piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli)
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
@@ -3282,10 +3326,11 @@ wifi-passphrase              argument               \b(?:wpa_passphrase[ \t]+{AR
 #   keep:  wpa_passphrase HomeNet < /dev/tty >> /etc/wpa_supplicant/wpa_supplicant.conf
 #   keep:  nmcli --ask dev wifi connect "Office-5G"
 #   keep:  sudo nmcli -s -g 802-11-wireless-security.psk connection show "Home-5G"
-oracle-user-password         not-reference          (?i)(?=[sceird \t])(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*=?[ \t]*)?|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>[^\s@/"']{1,256})(?=[@\s"']|$)
+oracle-user-password         not-reference          (?i)(?=[sceird \t])(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*=?[ \t]*)?|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>"[^"\n@]{1,256}"|[^\s@/"']{1,256})(?=[@\s"']|$)
 #   catch: sqlplus system/«kDoewo7zNv-y»@//db.example.com:1521/ORCLPDB1 @grants.sql
 #   catch: expdp userid=scott/«Tiger-2024x»@orcl directory=dp dumpfile=x.dmp
 #   keep:  sqlplus /nolog @scripts/grants.sql
+#   catch: sqlplus 'system/"«quartz-hammock-pancake-cricket-1»"@10.175.127.253:1521/ORCLPDB1'
 archive-password             argument               \b(?:(?:zip|unzip|zipcloak)\b{COMMAND}[ \t]-P[ \t]*|(?:7z|7za|7zr|7zz|rar|unrar)\b{COMMAND}[ \t]-h?p)(?=[^\s-]){TOOL_VALUE}
 #   catch: zip -P '«indigo_773_Oasis_fennel»' -r backup.zip data/
 #   catch: 7z a -p«W9Hko=q6Fomf» -mhe=on archive.7z docs/
@@ -3417,10 +3462,11 @@ powershell-plain-variable    not-reference          \$(?P<var>\w{1,40})[ \t]*=[ 
 #   catch: PS C:\\Users\\jdoe> $p = '«Badger5651*»'\nPS C:\\Users\\jdoe> Start-Process powershell -Credential (New-Object PSCredential 'CORP\\lnguyen', (ConvertTo-SecureString $p -AsPlainText -Force))
 #   keep:  $p = Read-Host -AsSecureString\n$c = New-Object PSCredential 'CORP\\lnguyen', $p
 # Junos' plain-text password and its ascii-text keys (an IKE pre-shared key, a RADIUS secret), given on its command line.
-junos-plain-text-password    not-reference          \b(?:plain-text-password-value|(?:pre-shared-key|secret|authentication-key)[ \t]+ascii-text)[ \t]+(?P<s>"[^"\n]{1,128}"|\S{1,128})
+junos-plain-text-password    not-reference          \b(?:plain-text-password-value|(?:pre-shared-key|secret|authentication-key)[ \t]+ascii-text|set[ \t]+snmp[ \t]+community)[ \t]+(?P<s>"[^"\n]{1,128}"|\S{1,128})
 #   catch: set security ike policy site-b-pol pre-shared-key ascii-text "«Charlotte1966!»"
 #   catch: admin@fw> set system login user deploy authentication plain-text-password-value «riverHarbor189!»
 #   keep:  set system login user deploy authentication plain-text-password
+#   catch: admin@srx# set snmp community «EB5x8Y5cf32HEO» authorization read-only
 # SonarQube's token in sonar-project.properties or on the scanner's command line.
 sonar-login-token            not-reference          (?<![\w.])-?D?sonar\.(?:login|token|password)[ \t]*[=:][ \t]*(?P<s>[^\s"']{8,256})
 #   catch: sonar.login=«7d1e8d76ab21cf2a31cf2bbe420f1801767c0bf7»
@@ -3487,12 +3533,13 @@ db2-connect-password         argument               (?i)\bconnect[ \t]+to[ \t]+\
 #   catch: db2 connect to SAMPLE user db2inst1 using «Db2-Pass-715»
 #   keep:  db2 connect to SAMPLE
 # Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
-spaced-assignment            assignment             (?m)(?=[salE#\t ])(?:(?<![\w-])setx|^[ \t]*ENV|^[ \t]*#[ \t]*define|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set|(?<![\w-])(?:launchctl[ \t]+)?setenv)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+{VALUE}
+spaced-assignment            assignment             (?m)(?=[salE#\t ])(?:(?<![\w-])setx|^[ \t]*ENV|^[ \t]*#[ \t]*define|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set|(?<![\w-])(?:launchctl[ \t]+)?setenv)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+(?:@(?=["']))?{VALUE}
 #   catch: ENV DB_PASSWORD «DeltaForce1»
 #   catch: launchctl setenv AWS_SESSION_TOKEN «WVwy0TvtPYL2SDwbUr/QRfREgp1yJnjt20ac6k=»
 #   keep:  ENV DB_PASSWORD_FILE /run/secrets/db_password
 #   keep:  setenv AWS_SESSION_TOKEN `cat /tmp/session.tok`; aws s3 ls
 #   catch: #define WIFI_PASS "«SunsetCedar7653-»"
+#   catch: #define kPushServerSecret @"«f8743df3efd05f5967076796f8ac0c24a3714240»"
 #   keep:  #define API_KEY_LENGTH 32
 #   keep:  #define TOKEN_BUFFER_SIZE (API_TOKEN_MAX + 1)
 powershell-env-item          assignment             (?i)\b(?:Set|New)-Item\b[^\n|;]{0,40}?\bEnv:{SECRETISH_NAME}(?P<name>[A-Za-z_]\w{0,80})[ \t]+(?:-Value[ \t]+)?{VALUE}
@@ -3615,6 +3662,7 @@ call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["
 #   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
 #   catch: s.cookies.set("JSESSIONID", "«479D3599CD2613B91562E7B467CCED76»", domain="grafana.acme.io")
 #   keep:  define('DB_NAME', 'wordpress');
+#   catch: define( 'AUTH_SALT', '«VFhh1vhgnqdQF+sSEBwUsL5Mm1t1mij5H3B0yrPqBs+fqq6CHiaZjU0L1wFpdwLo»' );
 #   keep:  monkeypatch.setenv("API_TOKEN", "test-token")
 #   catch: await page.fill('#password', '«zaq1xsw2&72»');
 #   keep:  await page.fill('#username', 'dmitri21');
@@ -3663,11 +3711,12 @@ adb-wifi-network             argument               \bconnect-network[ \t]+(?:"[
 #   catch: adb shell cmd wifi connect-network "TestLab" wpa2 "«LaK8ldBFXyzoiHIQ96dmrF»"
 #   keep:  adb shell cmd wifi connect-network "Guest" open
 # .NET appSettings and NuGet: <add key="SmtpPassword" value="…" />; Spring and Ant: <property name="…" value="…"/>
-key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>\n]{0,200}?\b(?:key|name)\s*=\s*["'](?P<name>[\w.:\-]{1,80})["'][^<>\n]{0,200}?\bvalue\s*=\s*(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}')
+key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>]{0,200}?\b(?:key|name)\s*=\s*["'](?P<name>[\w.:\-]{1,80})["'][^<>]{0,200}?\bvalue\s*=\s*(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}')
 #   catch: <add key="ClearTextPassword" value="«T7QA0Q0E5iVRIfyOruUps»" />
 #   catch: <add key="SmtpPassword" value="«$$T#h0WHUh5^7m:~-ftz»" />
 #   keep:  <add key="Environment" value="Production" />
 #   keep:  <property name="password" value="${db.password}"/>
+#   catch: <EnvironmentVariable\n   key = "BACKEND_ADMIN_TOKEN"\n   value = "«a8005c167c98ed53f1f2980288d2b824e7f16758»"\n   isEnabled = "YES">
 # Flags and assignments whose name says secret, in every common syntax.
 typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*{VALUE}
 #   catch: pub const API_KEY: &str = "«QZC1HXsnHVzdkMJDTp5E»";
@@ -3691,8 +3740,9 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 #   keep:  CREDENTIALS = 98
 #   catch: DB_USER ?= asato\nDB_PASS ?= «Vn@%WxbM7Ji0JqHKd3DB1-qH*0K6h0Fl»
 # A config line of a name and its value with no sign between (keepalived, fluent-bit, a browser's cookie table).
-config-spaced-value          chosen                 (?m)^[ \t]*\.?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+(?P<s>[^\s'"`=:#;{}\[\]()<>|][^\s]{0,255}?)(?<![:,])[ \t]*;?[ \t]*$
+config-spaced-value          chosen                 (?m)^[ \t]*\.?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+(?P<s>[^\s'"`=:#;{}\[\]()<>|][^\s(){}\[\]<>,;]{0,255}?)(?<!:)[ \t]*;?[ \t]*$
 #   keep:  Keyword Arguments:
+#   keep:    private _reduceValues(
 #   catch: authentication {\n    auth_type PASS\n    auth_pass «ZnYosSD0»\n}
 #   catch: [OUTPUT]\n    HTTP_User fluent\n    HTTP_Passwd «Lato2023-»
 #   catch: Name              Value\n.AspNetCore.Cookies  «w4WdWd83pdbtW1HQIsEKv63YNBBIdrWxNGT5mQqlKy-76-isaDL7eoBTPta4oj5bbIh5tlSMWx»
@@ -3700,6 +3750,11 @@ config-spaced-value          chosen                 (?m)^[ \t]*\.?{SECRETISH_NAM
 #   keep:  Password reset
 #   keep:  private static
 #   keep:  session_timeout 30m
+# A secret's name as a YAML key, its value a few lines below under `Default:` or `value:` (CloudFormation's parameters).
+nested-default-value         assignment             (?m)^(?P<indent>[ \t]*){SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80}):[ \t]*\r?\n(?:(?P=indent)[ \t]+[^\n]*\n){0,6}?(?P=indent)[ \t]+(?:Default|default|Value|value):[ \t]*{VALUE}
+#   catch: Parameters:\n  DBMasterPassword:\n    Type: String\n    NoEcho: true\n    Default: "«rbMslqO3d*6Sb!WiOdo»"
+#   keep:  Parameters:\n  DBMasterPassword:\n    Type: String\n    NoEcho: true\n    MinLength: 12
+#   keep:  ApiKeyParam:\n  Type: AWS::SSM::Parameter::Value<String>\n  Default: /prod/api/key
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   catch: mysql -u root -p\nEnter password: «Tr0ub4dor&3»\nERROR 1045 (28000): Access denied
@@ -4003,12 +4058,13 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change)Password|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
 #   catch: >> conn = database('notify_stg','arjun','«cobalt_bronze5716»', 'Vendor','MySQL');
 #   catch: token = jwt.encode({"sub": user.id, "exp": exp}, "«Nounours@786»", algorithm="HS256")
 #   catch: signed, err := tok.SignedString([]byte("«s0TgKdoZ3zHugKwwxkMkQX1624bfJw6OCKwbNeRf»"))
 #   catch: if (client.connect("esp32-client", "liam", "«J@sm1n3.97»")) {
 #   keep:  payload = jwt.decode(token, key, algorithms=["HS256"])
+#   keep:  user.set_password(form.cleaned_data["new_password1"])
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -4059,9 +4115,11 @@ user-password-literal        -                      (?i)(?:userpwd|user_?pass(?:
 #   catch: curl_easy_setopt(curl, CURLOPT_USERPWD, "mkowalski:«1qaz2wsx!»");
 #   keep:  curl_easy_setopt(curl, CURLOPT_USERPWD, "$USER:$PASS");
 # Oracle's connect string in a literal: "user/password@(DESCRIPTION=…)" or "user/password@host:1521/service".
-oracle-connect-string        not-reference          ["'](?P<user>[A-Za-z_][\w$#]{0,30})/(?P<s>[^\s/@"']{4,128})@(?=\(DESCRIPTION|[\w.\-]+:\d+/)
+oracle-connect-string        not-reference          (?:["'=]|(?<![^\s]))(?P<user>[A-Za-z_][\w$#]{0,30})/(?P<s>[^\s/@"']{4,128})@(?=\(DESCRIPTION|[\w.\-]+:\d+/|//[\w.\-]+(?::\d+)?/)
 #   catch: CONN = "jsmith/«f053ed9e2efb278e6dbf13a6556bca0d»@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db.local)(PORT=1521)))"
 #   keep:  CONN = "jsmith/${ORACLE_PASSWORD}@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db.local)(PORT=1521)))"
+#   catch: ORACLE_DSN=hr/«jhGIZ3DEdTZflErf»@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=ora01.nakatomi.tech)(PORT=1521)))
+#   catch: ORACLE_CONN=report_ro/«garuda~privet76»@//orders-preprod-04.contoso.local:1521/ORCLPDB1
 # An S3-compatible service's access key id (Wasabi, MinIO, Backblaze's S3 keys), as AWS's AKIA… ids are.
 s3-access-key-id             -                      (?:(?i:access[_\-]?key[_\-]?id|accesskeyid)["']?[ \t]*[:=]?[ \t]*["']?|NewStaticV4\(\s*")(?P<s>[A-Z0-9]{20})(?![A-Za-z0-9])
 #   catch: rclone config create wasabi s3 provider=Wasabi access_key_id «EL64KDC99IE3BH1LBMRN» secret_access_key x
@@ -4101,6 +4159,11 @@ password-typed-as-command    typed-passwords        (?m)^(?P<s>[^\n]{0,300}?(?:n
 #   keep:  zsh: command not found: kubectl-argo-rollouts
 #   keep:  'docker-compose' is not recognized as an internal or external command
 #   keep:  sh: 1: ./node_modules/.bin/tsc: not found
+# What a REPL printed after a line that made a key (`Fernet.generate_key()`, `secrets.token_urlsafe()`), up to its next prompt.
+context-repl-generated-key   printed-secrets        (?m)^(?:>>>|In \[\d+\]:|irb\([^)\n]{0,40}\):\d+:\d+>|iex\(\d+\)>|>)[ \t]*[^\n]{0,200}?(?:generate_key|token_urlsafe|token_hex|token_bytes|get_random_secret_key|randomBytes|urandom|SecureRandom|random_bytes|gen_secret|generate_secret)[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,10}))
+#   catch: >>> key = Fernet.generate_key(); key\nb'«16YPeGk-NWATMArtP8AvLBbTm032MHJM0AiVNzoXuUc=»'\n>>> f = Fernet(key)
+#   catch: >>> import secrets; secrets.token_urlsafe(32)\n'«Kq7Zx2Lm9Pw4Rt8VbN3cD5fGh1Jk6Ls0Qa2We4Rt»'
+#   keep:  >>> len(secrets.token_urlsafe(32))\n43
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
 #   keep:  $ heroku config -a gateway --json | jq 'keys'\n[\n  "DATABASE_URL",\n  "SECRET_KEY_BASE",\n  "WEB_CONCURRENCY"\n]
@@ -4892,6 +4955,9 @@ RULE_WORDS = {
     "private-key-block": ("be646d8b", ("-----begin ",), ("-----begin ",), ("openvpn static key v", "private key")),
     "signing-tool-secret-key": ("e283d95c", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
     "bitcoin-wif-key": ("7a5ffbce", (), (), ()),
+    "bip32-extended-private-key": ("01b1790a", ("prv",), (), ()),
+    "license-serial": ("09e0ad8a", ("serial",), (), ("-",)),
+    'kaggle-key': ('4bf6290e', ('"username"',), ('"username"',), ('"key"',)),
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",), ()),
     "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain"),
         ()),
@@ -4904,6 +4970,7 @@ RULE_WORDS = {
         "hooks.slack.com/workflows"), ()),
     "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro"), ("/v",)),
+    "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
     "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
     "teams-webhook": ("9d258ac2", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2"),
         ("outlook.office", "webhook.office.com/webhookb2")),
@@ -4966,7 +5033,7 @@ RULE_WORDS = {
         ("12", "15", "18", "21", "24", "backup", "bip", "frase ", "from", "mnemonic", "phrase de r", "recovery",
         "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
         ()),
-    "byte-array-key": ("edfa71b7", ("[",), (), (",",)),
+    "byte-array-key": ("f82ab4fc", (",",), (), ()),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
         ("0x",)),
@@ -5002,6 +5069,11 @@ RULE_WORDS = {
     "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",), ("<<<",)),
     "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",), ("enc",)),
     "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",), ("--value",)),
+    "sent-at-password-prompt": ("3094cf4e", ("expect",), ("expect",), (".send", "send")),
+    "hashed-password-literal": ("5e1329e1", ("password_hash",), (), ("|",)),
+    "hashing-call-literal": ("b5932289", ("argon2.hash", "bcrypt.hash", "generate_password_hash", "hash_password",
+        "hashpw", "make_password", "password_hash"), ("argon2.hash", "bcrypt.hash", "generate_password_hash",
+        "hash_password", "hashpw", "make_password", "password_hash"), ("(",)),
     "piped-secret": ("dbff4d9b", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "env", "insert",
         "keepassxc-cli", "kinit", "login", "passwd", "password-stdin", "runas", "secret", "signin", "sudo", "unlock")),
     "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf"), ("auth", "cred", "key", "pass", "pw",
@@ -5035,7 +5107,7 @@ RULE_WORDS = {
     "password-hash-tool": ("a17ef675", ("mkpasswd", "openssl"), ("mkpasswd", "openssl"), ()),
     "wifi-passphrase": ("f8881b83", ("iwconfig", "nmcli", "wpa_passphrase"), ("iwconfig", "nmcli", "wpa_passphrase"),
         ()),
-    "oracle-user-password": ("52aca0dc", ("conn", "dgmgrl", "expdp", "impdp", "rman", "sqlldr", "sqlplus"), (), ("/",)),
+    "oracle-user-password": ("318b3256", ("conn", "dgmgrl", "expdp", "impdp", "rman", "sqlldr", "sqlplus"), (), ("/",)),
     "archive-password": ("648e456a", ("7z", "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ("7z",
         "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ()),
     "ssh-keygen-old-passphrase": ("87d4955c", ("ssh-keygen",), ("ssh-keygen",), ("-p",)),
@@ -5078,8 +5150,8 @@ RULE_WORDS = {
         "totp"), ()),
     "anaconda-channel-token": ("28d6c6c7", ("conda.anaconda.org/t/",), ("conda.anaconda.org/t/",), ()),
     "powershell-plain-variable": ("c5aff78f", ("convertto-securestring",), (), ("$",)),
-    "junos-plain-text-password": ("960373b8", ("ascii-text", "plain-text-password-value"), ("authentication-key",
-        "plain-text-password-value", "pre-shared-key", "secret"), ()),
+    "junos-plain-text-password": ("b1124313", ("ascii-text", "community", "plain-text-password-value"),
+        ("authentication-key", "plain-text-password-value", "pre-shared-key", "secret", "set"), ()),
     "sonar-login-token": ("6019b2d9", ("sonar.login", "sonar.password", "sonar.token"), (), ()),
     "maven-master-password": ("73b8ea3f", ("<settingssecurity>",), ("<settingssecurity>",), ("</master>",)),
     "here-string-after-user": ("b9d9383b", ("<<<",), ("--login", "--user", "-u"), ("-",)),
@@ -5098,7 +5170,7 @@ RULE_WORDS = {
     "webhook-path-token": ("d7d9d0fa", ("hook", "hooks", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("9bc33201", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "cookie",
+    "spaced-assignment": ("9572f633", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "cookie",
         "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
     "powershell-env-item": ("b39089ca", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
@@ -5147,15 +5219,17 @@ RULE_WORDS = {
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
-    "key-value-attributes": ("17e31e22", ("value",), (), ("key", "name")),
+    "key-value-attributes": ("6a890c53", ("value",), (), ("key", "name")),
     "typed-assignment": ("17ae771e", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":",)),
     "secret-flag": ("9ce38db9", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
         "psk", "pwd", "secret", "session", "token"), (), ("-",)),
     "config-line-value": ("221071dc", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), ()),
-    "config-spaced-value": ("2f20b725", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "config-spaced-value": ("6ac850b3", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), ()),
+    "nested-default-value": ("c37766b4", ("default", "value"), (), ("auth", "cookie", "cred", "dsn", "encrypt", "key",
+        "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
     "secret-assignment": ("ed46d95f", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":", ":=", "=", "=>")),
     "prose-password": ("508ec98b", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
@@ -5205,24 +5279,24 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("4f60670a", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
-        "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client", "connect",
+    "context-client-call": ("e9204453", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+        "assword", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client",
+        "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database",
+        "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.",
+        "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase", "password", "sdk", "session",
+        "setapikey", "setauth", "setcredential", "settoken", "sign", "signedstring", "signer", "signwith",
+        "username_pw_set", "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes", "api", "auth",
+        "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "change", "cipher", "client", "connect",
         "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database", "decrypt", "dial",
         "encode", "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
-        "initializeapp", "login", "new", "new_from_slice", "passphrase", "password", "sdk", "session", "setapikey",
-        "setauth", "setcredential", "settoken", "sign", "signedstring", "signer", "signwith", "username_pw_set",
-        "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes", "api", "auth", "authenticate",
-        "authenticator", "basicauth", "bearerauth", "chacha", "change", "cipher", "client", "connect", "connection",
-        "createcipheriv", "createdecipheriv", "createhmac", "credential", "database", "decrypt", "dial", "encode",
-        "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
-        "initializeapp", "login", "new", "new_from_slice", "passphrase", "password", "save", "sdk", "session", "set",
-        "setapikey", "setauth", "setcredential", "settoken", "sign", "signedstring", "signer", "signwith", "store",
-        "update", "username_pw_set", "withcredential", "withtoken"), ("(",)),
+        "initializeapp", "login", "new", "new_from_slice", "passphrase", "password", "reset", "save", "sdk", "session",
+        "set", "setapikey", "setauth", "setcredential", "settoken", "sign", "signedstring", "signer", "signwith",
+        "store", "update", "username_pw_set", "withcredential", "withtoken"), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd"), (":",)),
-    "oracle-connect-string": ("20ac3f28", ("/",), (), ("@",)),
+    "oracle-connect-string": ("e5a0f190", ("/",), (), ("@",)),
     "s3-access-key-id": ("7a5d38c4", ("access", "newstaticv4("), ("access", "newstaticv4("), ()),
     "context-credential-class": ("a457a697", ("auth", "credential", "key", "password", "secret", "signer", "token"),
         (), ("(",)),
@@ -5232,6 +5306,9 @@ RULE_WORDS = {
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
     "password-typed-as-command": ("c1286dae", ("not found", "not recognized", "unknown command"), (), ()),
+    "context-repl-generated-key": ("c724319a", ("gen_secret", "generate_key", "generate_secret",
+        "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
+        "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-command-output": ("92b44b38", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api",

@@ -1435,6 +1435,11 @@ class TestRedactionRuleExamples(unittest.TestCase):
         self.examples = redaction_examples()
         self.patterns = {rule.name: (rule, pattern) for rule, pattern in cc._compiled_rules()}
 
+    def test_rule_names_are_unique(self):
+        names = [rule.name for rule in cc.redaction_rules()]
+        self.assertEqual(sorted(name for name in set(names) if names.count(name) > 1), [],
+                         "two rules share a name: their examples and RULE_WORDS would mix")
+
     def test_every_rule_has_a_catch_and_a_keep_example(self):
         for name in self.patterns:
             kinds = {kind for rule, kind, _ in self.examples if rule == name}
