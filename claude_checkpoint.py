@@ -1364,7 +1364,7 @@ def _accept_password_like(match: Any) -> bool:
     v = match.group("s")
     if _regex(r"_[A-Za-z]\w*").fullmatch(v):
         return False  # a private name in code: `password.translate(_trans_36)`
-    if _names_no_token(_line_before(match.string, match.start("s"), 42).rsplit(" ", 1)[-1] + v):
+    if _named_as_no_token(match.string, match.start("s")):
         return False  # another field's value past the word: `credentialType=PASSWORD … transaction=N6ec…`
     if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
@@ -1823,6 +1823,13 @@ _NOT_TOKEN_NAMES = frozenset("ttl expires expiry lease accessor id ids uuid name
                              " nonce trace correlation".split())
 
 
+def _named_as_no_token(text: str, start: int) -> bool:
+    """Whether the value at start is the value of a `name=` that names what stands beside a token
+    (_names_no_token): `(client_id=elsed4…)`, `kid=…, sub=<uuid>`."""
+    named = _regex(r"([A-Za-z_][\w.\-]{0,40})=$").search(_line_before(text, start, 42))
+    return named is not None and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES and secret_strength(named.group(1)) < 2  # not secret_id
+
+
 def _names_no_token(pair: str) -> bool:
     """Whether `name=value` (a grep's line number may come first) names what stands beside a token, not
     a token: `ttl=768h0m0s`, `accessor=Grg3…`, `client_id=elsed4…`, `_ga=GA1.2.…`."""
@@ -1864,6 +1871,8 @@ _NOT_PASSPHRASE_WORDS = _PLACEHOLDER_WORDS | _SECRET_WORDS | _KEY_NAME_WORDS | _
 
 # Runs of keys people type as passwords: qwerty, asdf, zxcv, poiuyt, lkjh, 1qaz.
 _KEYBOARD_RUN = r"qwer|wert|erty|asdf|sdfg|zxcv|xcvb|poiu|oiuy|lkjh|kjhg|mnbv|1qaz|2wsx|zaq1|qazw"
+# Longer walks, which no word or name of code holds: qweasdzxc, qwertz, asdfgh.
+_KEYBOARD_WALK = r"qwert|werty|wertz|asdfg|sdfgh|zxcvb|xcvbn|yxcvb|poiuy|oiuyt|lkjhg|mnbvc|qweasd|asdzxc|qazwsx|q1w2e3|azerty"
 
 
 def looks_like_chosen_password(value: str) -> bool:
@@ -1883,9 +1892,10 @@ def looks_like_chosen_password(value: str) -> bool:
         shaped = not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS
     elif letters and digits:
         shaped = len(v) >= 8 or symbols or upper
-    elif letters and symbols:  # Gandalf_the_Grey!, qwerty!zxc; not X-API-Key or snake_case
-        shaped = (upper or _regex(_KEYBOARD_RUN).search(v.lower()) is not None) and sum(map(str.isalpha, v)) >= 5 and _regex(
-            r"[^\w.\-/]").search(v) is not None
+    elif letters and symbols:  # Gandalf_the_Grey!, qwerty!zxc, qweasdzxc_Umber; not X-API-Key or snake_case
+        walk = _regex(_KEYBOARD_WALK).search(v.lower()) is not None
+        shaped = (upper or walk or _regex(_KEYBOARD_RUN).search(v.lower()) is not None) and sum(map(str.isalpha, v)) >= 5 and (
+            walk or _regex(r"[^\w.\-/]").search(v) is not None)
     else:
         shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
     if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$").search(v):
@@ -2201,7 +2211,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if _regex(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=(?!$)|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`)
     before = _line_before(text, first, 60)
-    if _names_no_token(before.rsplit(" ", 1)[-1] + value) or _regex(r"[\w\-]+:[\w\-]+:$").search(before):
+    if _named_as_no_token(text, first) or _regex(r"[\w\-]+:[\w\-]+:$").search(before):
         return False  # another field beside a token (`kid=…, sub=<uuid>`), a part of a store's key (`ratelimit:tokens:<uuid>`)
     if _regex("[\u3001\u3002\uff0c]").search(value):
         return False  # a sentence's commas in CJK: "パスワードは共有フォルダではなく、1Password の…"
@@ -2381,7 +2391,7 @@ def _find_command_arguments(match: Any) -> list:
     config http-basic.x admin '…'`, `bw unlock '…'`), and what a here-string feeds it (`<<< '…'`),
     but not the values of name flags (`-u`)."""
     text, start, end = match.string, match.start("s"), match.end("s")
-    spans = random_tokens(text, start, end, _NAME_FLAG_BEFORE)
+    spans = [span for span in random_tokens(text, start, end, _NAME_FLAG_BEFORE) if not _named_as_no_token(text, span[0])]
     glued = match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha()  # `authors`, not a verb
     around = _line_before(text, match.start(), 200) + text[match.start():match.end() + 40]
     if glued or _regex(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=").search(around) or _regex(r"[ \t]*=[^=]").match(text, match.end()):
@@ -2672,11 +2682,13 @@ def _find_wrapped_line(match: Any) -> list:
 
 def _find_wrapped_log_line(match: Any) -> list:
     """A log line that continues a credential's machine-made (or redacted) value at the end of the
-    line before, behind the same prefix (a timestamp, a level): its machine-made tokens."""
+    line before, behind the same prefix (a timestamp, a level; its digits may differ, as the
+    milliseconds of the next line do): its machine-made tokens."""
     text, (end, line) = match.string, _line_above(match)
     prefix, line_start = match.group("prefix").rstrip(), end - len(line)
+    shape = _regex(r"\d").sub("0", prefix)
     for _ in range(4):  # up through lines that only continue it: a token wrapped three times
-        if not line.startswith(prefix):
+        if _regex(r"\d").sub("0", line[:len(prefix)]) != shape:
             return []
         if REDACTED in line or _regex(_CREDENTIAL_WORDS).search(line):
             break
@@ -3042,7 +3054,8 @@ telegram-bot-token           -                      (?=\d{6})(?:(?<=bot)|(?<![\w
 discord-bot-token            -                      (?P<s>[MNO](?<![A-Za-z0-9_\-].)[A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}){R}
 #   catch: client.run("«MTEXAMPLEexampleEXAMPLE012.GhAbCd.EXAMPLEexampleEXAMPLEexample01»")
 #   keep:  Message.edit.timestamp
-jwt                          -                      {L}(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*){R}
+jwt                          -                      {L}(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*|(?=[ \t]*\r?\n[ \t]*[A-Za-z0-9_\-]{8,}))){R}
+#   catch: DEBUG issued service token for catalog:\n    «eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIyODgxOCIsInJ»\n    «vbGUiOiJkZXBsb3llciIsImlhdCI6MTcyODIyMjQ5MCwianRpIjoiTFZZb0V»\n    «VQnJ4QjBJIn0.iyrOiiCkJCIJ48RBAvvGdr8Sp8_hMgWQ8HG39WCVc5l»
 #   catch: jwt «eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk»
 #   keep:  the header alone: eyJhbGciOiJIUzI1NiJ9
 other-provider-token         -                      {L}(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,})){R}
@@ -4114,6 +4127,10 @@ user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<use
 user-password-literal        -                      (?i)(?:userpwd|user_?pass(?:word)?|credentials|basic_?auth|http_?auth)[\w\]'"]{0,4}[ \t]*[,=:][ \t]*(?P<q>["'])[\w.\-@]{1,64}:(?P<s>[^"'\s]{4,128})(?P=q)
 #   catch: curl_easy_setopt(curl, CURLOPT_USERPWD, "mkowalski:«1qaz2wsx!»");
 #   keep:  curl_easy_setopt(curl, CURLOPT_USERPWD, "$USER:$PASS");
+# Neo4j's NEO4J_AUTH: the user, a slash and the password.
+neo4j-auth                   not-reference          NEO4J_AUTH[ \t]*[=:][ \t]*["']?[\w.\-]{1,64}/(?P<s>[^\s"']{4,256})
+#   catch: docker run -e NEO4J_AUTH=neo4j/«8f3b14337fc58df7d9b2477a» neo4j:5
+#   keep:  NEO4J_AUTH=none
 # Oracle's connect string in a literal: "user/password@(DESCRIPTION=…)" or "user/password@host:1521/service".
 oracle-connect-string        not-reference          (?:["'=]|(?<![^\s]))(?P<user>[A-Za-z_][\w$#]{0,30})/(?P<s>[^\s/@"']{4,128})@(?=\(DESCRIPTION|[\w.\-]+:\d+/|//[\w.\-]+(?::\d+)?/)
 #   catch: CONN = "jsmith/«f053ed9e2efb278e6dbf13a6556bca0d»@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db.local)(PORT=1521)))"
@@ -4272,6 +4289,7 @@ context-wrapped-log-line     wrapped-log-line       \n(?=(?P<prefix>[\d\[#][^\n]
 #   catch: [INFO] auth header: Bearer «Xk29mPq7zLw3Rt5Vb8Nc4aB3dE5gH7jK9m»\n[INFO]   ...«D14AsQdq9AEFFQM92BhdG7HUSlcjSkAi» (continued)
 #   catch: #14 0.412 + ./configure --with-license-key=«3f30604f559b1111ebd4c1a756f80754d458da0c8853fb235d8cfd87b6d4»\n#14 0.412 «028fafcef385a1970a94ffd782102436f333» --prefix=/opt/app
 #   catch: [ts] DEBUG   Authorization: Bearer «Rf8Kq2LmZp9XtVw4YbN6cQ3»\n[ts] DEBUG   «J7dHs2KxLq9Vb3NmZt8Wc4Yp»\n[ts] DEBUG   «OwaDo2NZb1OIdEvZZeryAa»
+#   catch: [10:49:31.101Z] DEBUG token=«Xk2Lm9Qp4Rt7Vw3Yb8Nc5Df»\n[10:49:31.102Z] DEBUG   «FP2iK69v5lKem_z7tOj2JH_qi2fP9LQ4»
 # A triple-quoted string under a name that says secret (Python, TOML, Kotlin, Scala).
 context-quoted-block         block-lines            (?m)^[ \t]*(?:val[ \t]+|var[ \t]+|const[ \t]+)?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
 #   catch: signing_key = """\n«27C9GN63cOSIHStWuiQJM3QxSy/w8XG+44hx23T8EdhL»\n«p/+gWeF+auxL/6D9/z4ahyujhXimXg4+4hhLmPXlQ5CU»\n"""
@@ -5012,7 +5030,7 @@ RULE_WORDS = {
     "azure-sas-signature": ("629e9327", ("sig=",), ("sig=",), ()),
     "telegram-bot-token": ("e3c4acb1", (":",), (), ()),
     "discord-bot-token": ("e0a998d7", (".",), (), ()),
-    "jwt": ("faca2c05", (".eyj",), ("eyj",), ()),
+    "jwt": ("df94205e", (".eyj",), ("eyj",), ()),
     "other-provider-token": ("d6324855", ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-",
         "pmak-", "sntrys_"), ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-", "pmak-",
         "sntrys_"), ()),
@@ -5296,6 +5314,7 @@ RULE_WORDS = {
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd"), (":",)),
+    "neo4j-auth": ("2a6d0da4", ("neo4j_auth",), ("neo4j_auth",), ("/",)),
     "oracle-connect-string": ("e5a0f190", ("/",), (), ("@",)),
     "s3-access-key-id": ("7a5d38c4", ("access", "newstaticv4("), ("access", "newstaticv4("), ()),
     "context-credential-class": ("a457a697", ("auth", "credential", "key", "password", "secret", "signer", "token"),
