@@ -2487,14 +2487,16 @@ def _find_typed_passwords(match: Any) -> list:
     prompt line it was typed on too. Only a value no command is named like (`python3.12`, `k9s`,
     a path): a machine's, or one that looks like a secret and holds a capital or a symbol a
     command's name does not (`sommerregen2019!`, `Tr0ub4dor&3`)."""
-    said = _regex(_NOT_A_COMMAND).match(match.group("s").rstrip("\r \t"))
+    text, line_end = match.string, match.string.find("\n", match.end())
+    line = _line_before(text, match.start(), 300) + text[match.start():len(text) if line_end < 0 else line_end]
+    said = _regex(_NOT_A_COMMAND).match(line.rstrip("\r \t"))
     value = said and next(part for part in said.groups() if part)
     if not value or value.startswith(("-", ".", "$", "%")) or _regex(r"[/\\=(){}<>]").search(value) or _is_path_or_version(value):
         return []
     named_like_a_command = _regex(r"[a-z0-9_.+\-]+").fullmatch(value) is not None  # python3.12, node-v20, g++-12
     if named_like_a_command and not looks_machine_generated(value) or not _looks_like_a_secret(value):
         return []
-    text, spans, position = match.string, [], match.string.find(value)
+    spans, position = [], text.find(value)
     while position >= 0:
         spans.append((position, position + len(value)))
         position = text.find(value, position + len(value))
@@ -2891,7 +2893,7 @@ bip32-extended-private-key   -                      (?<![A-Za-z0-9])(?P<s>[xyzt]
 #   catch: Exported account xprv (keep offline): «xprv9s21ZrQH143KpTE8Q2rkWsy4mPzzGW8i6d63HofacLLVAhHt7w9TSuyvuLgZWr2RtXhtcBcDiz8uHY3P5wwKnR3LkfeNfgCVPxRszuk7sLF»
 #   keep:  xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoCu1Rupje8YtGqsefD265TMg7usUDFdp6W1EGMcet8
 # A software licence's serial given to its activation (Unity's `-serial`), in groups of letters and digits.
-license-serial               not-reference          (?<![\w\-])-{1,2}serial(?:[ \t]+|=)["']?(?P<s>(?=[A-Z0-9\-]*\d)(?=[A-Z0-9\-]*[A-Z])[A-Z0-9]{2,6}(?:-[A-Z0-9]{4,6}){3,6})(?![\w\-])
+license-serial               not-reference          (?<![\w\-])(?:-serial|--serial)(?:[ \t]+|=)["']?(?P<s>(?=[A-Z0-9\-]*\d)(?=[A-Z0-9\-]*[A-Z])[A-Z0-9]{2,6}(?:-[A-Z0-9]{4,6}){3,6})(?![\w\-])
 #   catch: Unity -batchmode -quit -username a@b.dev -serial «E3-L420-LZP2-PRO9-B2M0-Z34Q»
 #   keep:  unity-editor -batchmode -serial $UNITY_SERIAL -username "$UNITY_EMAIL"
 # Kaggle's kaggle.json: a user's name and their API key.
@@ -4044,7 +4046,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds|acc[eè]s|acceso|acesso|accesso|zugang|toegang|dost[eę]p|доступ|eri[sş]im|p[řr][ií]stup|[åa]tkomst)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
 #   keep:  log in with your SSO account / the admin console
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
@@ -4132,7 +4134,7 @@ neo4j-auth                   not-reference          NEO4J_AUTH[ \t]*[=:][ \t]*["
 #   catch: docker run -e NEO4J_AUTH=neo4j/«8f3b14337fc58df7d9b2477a» neo4j:5
 #   keep:  NEO4J_AUTH=none
 # Oracle's connect string in a literal: "user/password@(DESCRIPTION=…)" or "user/password@host:1521/service".
-oracle-connect-string        not-reference          (?:["'=]|(?<![^\s]))(?P<user>[A-Za-z_][\w$#]{0,30})/(?P<s>[^\s/@"']{4,128})@(?=\(DESCRIPTION|[\w.\-]+:\d+/|//[\w.\-]+(?::\d+)?/)
+oracle-connect-string        not-reference          ["'=](?P<user>[A-Za-z_][\w$#]{0,30})/(?P<s>[^\s/@"']{4,128})@(?=\(DESCRIPTION|[\w.\-]+:\d+/|//[\w.\-]+(?::\d+)?/)
 #   catch: CONN = "jsmith/«f053ed9e2efb278e6dbf13a6556bca0d»@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db.local)(PORT=1521)))"
 #   keep:  CONN = "jsmith/${ORACLE_PASSWORD}@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db.local)(PORT=1521)))"
 #   catch: ORACLE_DSN=hr/«jhGIZ3DEdTZflErf»@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=ora01.nakatomi.tech)(PORT=1521)))
@@ -4148,7 +4150,7 @@ context-credential-class     call-literals          [A-Z](?<![\w.].)(?:uth(?<=Au
 #   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
 #   keep:  val interceptor = AuthInterceptor(tokenProvider, "Authorization")
 # A message whose operation is to log in (a websocket's auth frame, JSON-RPC's login): the literals after it.
-context-auth-message         login-message          (?i)["']?(?:op|action|method|type|event|cmd|command)["']?[ \t]*[:=][ \t]*["'](?:[\w\-]{1,20}[.:/])?(?:auth|authenticate|authorize|login|log_in|signin|sign_in|logon)["'](?P<s>(?:[^{}\n]|\{[^{}\n]{0,300}\}){0,600})
+context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|method|type|event|cmd|command)["']?[ \t]*[:=][ \t]*["'](?:[\w\-]{1,20}[.:/])?(?:auth|authenticate|authorize|login|log_in|signin|sign_in|logon)["'](?P<s>(?:[^{}\n]|\{[^{}\n]{0,300}\}){0,600})
 #   catch: ws.send(json.dumps({"op": "auth", "args": ["«Xk2Lm9Qp4Rt7Vw3Yb8Nc»", 1712345678000, "«9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0»"]}))
 #   catch: > {"action":"auth","params":"«Kq7Zx2Lm9Pw4Rt8VbN3cD5fG»"}
 #   catch: {"jsonrpc":"2.0","method":"login","params":["deploy","«Ruby!Tuesday77»"],"id":1}
@@ -4168,7 +4170,7 @@ context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-
 #   keep:  https://api.example.com/v2/items?page=2&sort=created_at&key=name
 #   keep:  GET https://www.googleapis.com/drive/v3/files?pageSize=100&pageToken=3bsYOtaKyQCrBl2jG/lJYBf+BdnHvl7cNEW7L1Bg&fields=nextPageToken
 # A password typed at a shell prompt, which the shell then could not run (_NOT_A_COMMAND).
-password-typed-as-command    typed-passwords        (?m)^(?P<s>[^\n]{0,300}?(?:not found|not recognized|Unknown command)[^\n]{0,80})
+password-typed-as-command    typed-passwords        (?:not found|not recognized|Unknown command)
 #   catch: [sudo] password for dev:\nsudo: timeout reading password\n$ «sommerregen2019!»\nbash: «sommerregen2019!»: command not found
 #   catch: dev@box ~ % «Tr0ub4dor&3»\nzsh: command not found: «Tr0ub4dor&3»
 #   catch: PS C:\> «Kalimera_2023#»\n«Kalimera_2023#» : The term '«Kalimera_2023#»' is not recognized as the name of a cmdlet
@@ -4974,7 +4976,7 @@ RULE_WORDS = {
     "signing-tool-secret-key": ("e283d95c", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
     "bitcoin-wif-key": ("7a5ffbce", (), (), ()),
     "bip32-extended-private-key": ("01b1790a", ("prv",), (), ()),
-    "license-serial": ("09e0ad8a", ("serial",), (), ("-",)),
+    "license-serial": ("971410f2", ("--serial", "-serial"), ("--serial", "-serial"), ()),
     'kaggle-key': ('4bf6290e', ('"username"',), ('"username"',), ('"key"',)),
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",), ()),
     "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain"),
@@ -5292,8 +5294,11 @@ RULE_WORDS = {
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
         "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
         "암호", "액세스", "인증", "토큰"), ()),
-    "login-pair-in-prose": ("7a9f0e9a", ("acc", "acceso", "accesso", "account", "acesso", "credential", "creds",
-        "dost", "eri", "log", "sign", "stup", "tkomst", "toegang", "user", "zugang", "доступ"), (), ("/",)),
+    "login-pair-in-prose": ("45ea9eb4", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "credential",
+        "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang", "user",
+        "zugang", "åtkomst", "доступ"), ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "credential",
+        "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang", "user",
+        "zugang", "åtkomst", "доступ"), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
@@ -5315,16 +5320,18 @@ RULE_WORDS = {
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd"), (":",)),
     "neo4j-auth": ("2a6d0da4", ("neo4j_auth",), ("neo4j_auth",), ("/",)),
-    "oracle-connect-string": ("e5a0f190", ("/",), (), ("@",)),
+    "oracle-connect-string": ("79a08896", ("/",), (), ("@",)),
     "s3-access-key-id": ("7a5d38c4", ("access", "newstaticv4("), ("access", "newstaticv4("), ()),
     "context-credential-class": ("a457a697", ("auth", "credential", "key", "password", "secret", "signer", "token"),
         (), ("(",)),
-    "context-auth-message": ("bae80f47", ("auth", "authenticate", "authorize", "log_in", "login", "logon", "sign_in",
-        "signin"), (), ("action", "cmd", "command", "event", "method", "op", "type")),
+    "context-auth-message": ("e5915dc5", ("auth", "authenticate", "authorize", "log_in", "login", "logon", "sign_in",
+        "signin"), ("action", "cmd", "command", "event", "method", "op", "type"), ("action", "cmd", "command", "event",
+        "method", "op", "type")),
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
-    "password-typed-as-command": ("c1286dae", ("not found", "not recognized", "unknown command"), (), ()),
+    "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
+        "not recognized", "unknown command"), ()),
     "context-repl-generated-key": ("c724319a", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
