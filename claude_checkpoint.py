@@ -995,7 +995,7 @@ def secret_strength(name: str) -> int:
         return 1  # `PASS: TestLogin` in test output; DB_PASS is below
     if last == "salt" and len(parts) > 1:
         return 1  # WordPress's AUTH_SALT, HASHIDS_SALT: a machine-made value is a secret; `salt = os.urandom(16)` is code
-    if last in ("session", "sid") or last.endswith(("sessid", "sessionid")):
+    if last in ("session", "sid", "sess") or last.endswith(("sessid", "sessionid")):
         return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
             or last.endswith(("token", "cookie", "pwd")) or last.startswith("passw")
@@ -1066,8 +1066,9 @@ def _is_reference(value: str) -> bool:
 def _is_dollar_password(v: str) -> bool:
     """A password that starts with `$`, which no variable is named so: `$Crimson58asdfgh`
     (_is_mixed_password), or a letter or two and a symbol, as people write `$h@d0w13`, or mixed case
-    with a digit inside before a symbol (`$pr1ngDr@g0n?30`; `$USER@host` is a variable)."""
-    return _is_mixed_password(v[1:]) or _regex(r"\$[A-Za-z]{1,2}[@!#%&*][^\s$]*\d[^\s$]*").fullmatch(v) is not None or _regex(
+    with a digit inside before a symbol (`$pr1ngDr@g0n?30`; `$USER@host` is a variable), a capitalized
+    word and three or four digits (`$Lantern483`)."""
+    return _is_mixed_password(v[1:]) or _regex(r"\$[A-Za-z]{1,2}[@!#%&*][^\s$]*\d[^\s$]*|\$[A-Z][a-z]{3,}\d{3,4}[!?#*]?").fullmatch(v) is not None or _regex(
         r"\$(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{3,}[@!#%&*?][^\s$]*").fullmatch(v) is not None
 
 
@@ -1342,10 +1343,11 @@ def _is_code(value: str, name: str) -> bool:
     return "(" in value or "[" in value or dotted
 
 
-def _is_dotted_passphrase(value: str) -> bool:
-    """Three words or more joined by dots, none a word of code, of sentences or of a secret's name:
-    summer.ember.quartz.cookie, dragon.Golden.autumn; not settings.database.password or request.headers.auth."""
-    parts = value.lower().split(".")
+def _is_dotted_passphrase(value: str, separator: str = ".") -> bool:
+    """Three words or more joined by dots (or another separator), a number may close the last, none
+    a word of code, of sentences or of a secret's name: summer.ember.quartz.cookie, dragon.Golden.autumn,
+    castle.manzana.invierno7; not settings.database.password or request.headers.auth."""
+    parts = value.lower().rstrip("0123456789").split(separator)
     return len(parts) >= 3 and all(_regex(r"[a-z]{3,12}").fullmatch(part) for part in parts) and not set(parts) & _NOT_DOTTED_PASSPHRASE_WORDS
 
 
@@ -1381,7 +1383,7 @@ def _accept_pair(match: Any) -> bool:
     word `secret`, only machine-made ones (`kubectl describe secret default-token-x8k2p` names one)."""
     quoted, value = match.group("s")[:1] in "\"'", match.group("s").strip("\"'")
     bare_word = match.group("name").lower() in ("secret", "secrets")
-    if _is_reference(value):
+    if _is_reference(value) or _under_a_digest_column(match.string, match.start("s")):
         return False
     if quoted and "pass" in match.group("name").lower() and looks_like_chosen_password(value):
         return True
@@ -1389,6 +1391,22 @@ def _accept_pair(match: Any) -> bool:
             match.string, match.end("name")) and looks_like_chosen_password(value):
         return True  # an environment's table (Laravel's error page): `DB_PASSWORD  Ravi.1985`
     return _looks_random(value) and (not bare_word or looks_machine_generated(value))
+
+
+def _under_a_digest_column(text: str, start: int) -> bool:
+    """Whether the value at start stands in a table's column headed DIGEST, HASH, CHECKSUM or
+    FINGERPRINT (`fly secrets list` prints a digest of each secret, not the secret)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    column, above = start - line_start, line_start - 1
+    for _ in range(30):  # up to the header, a few rows above
+        if above <= 0:
+            return False
+        header_start = text.rfind("\n", 0, above) + 1
+        header = text[header_start:above]
+        if _regex(r"(?:DIGEST|HASH|CHECKSUM|FINGERPRINT|SHA\d*)\b").match(header, column) and header[column - 1:column] in (" ", "\t"):
+            return True
+        above = header_start - 1
+    return False
 
 
 def _accept_password_flag(match: Any) -> bool:
@@ -1804,6 +1822,9 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
             continue
         if _in_angle_brackets(text, first, last):
             continue
+        if token[-1:] == "=" and text[first - 1:first] in ("", " ", "\t", "\n", ";") and _regex(r"[A-Za-z_][\w.\-]*=").fullmatch(
+                token) and _regex(r"\w").match(text, last):
+            continue  # a name, its value after the `=`: a cookie's `_ga_J8DI95943U=GS1.1.…`
         named = _regex(r"(?:\d+:)?[A-Za-z_][\w.\-]{0,40}=(.*)").match(token)
         if named and (_names_no_token(token) or _is_masked_or_public(named.group(1)) or _is_placeholder(named.group(1))):
             continue  # what a log line says of a token (`ttl=768h0m0s`); a masked one (grep's `289:GITHUB_TOKEN=ghp_XXXX…`)
@@ -1942,15 +1963,15 @@ _SECRET_PRINTING_COMMAND = (
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
-    r"|(?:(?<=>>> )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*\)?[ \t]*(?=\n)")
+    r"|(?:(?<=>>> )|(?<=\]: )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*(?:\(\))?\)?[ \t]*(?=\n)")
 # What runs a command inside a container, on another host or in a shell: `kubectl exec deploy/api -- sh -c '…'`.
 _INSIDE_ANOTHER_COMMAND = (r"(?:(?:kubectl|oc)[ \t]+exec\b[^\n|;&]{0,200}?[ \t]--[ \t]+|(?:docker|podman)[ \t]+(?:compose[ \t]+)?exec[ \t]+"
                            r"(?:-[\w\-]+[ \t]+)*[\w.\-]+[ \t]+|ssh[ \t]+(?:-\w+[ \t]+)*[\w.@\-]+[ \t]+[\"']?)?(?:(?:ba)?sh[ \t]+-c[ \t]+[\"']?)?")
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
 # words may hold spaces when the first holds @, ~, / or [ (`[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`,
 # `~/api (release/4.7) $`), not code's `return self._key > other._key`; a virtualenv's `(.venv) ` before it;
-# themes' `ledger ❯`, `╰─$`, `└─$`, `➜  api git:(main) ✗`, `λ`, `→`; cmd's `C:\Users\dev>`.
-_PROMPT_LINE = (r"[ \t]*(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80}>"
+# themes' `ledger ❯`, `╰─$`, `└─$`, `➜  api git:(main) ✗`, `λ`, `→`; cmd's `C:\Users\dev>`; IPython's `In [12]:`.
+_PROMPT_LINE = (r"[ \t]*(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80}>|In[ \t]\[\d{1,5}\]:"
                 r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\\\[\]\-]{0,60}?)(?:[$%❯]|>{1,3})"
                 r"|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#|[\w.\-]{1,30}[ \t]+❯|[╰└]─{0,3}[$#%❯]"
                 r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|λ(?:[ \t]+[\w.~/\-]{1,40})?|→)[ \t]")
@@ -2180,13 +2201,14 @@ def _value_span(found: Any, group: str, text: str = "") -> Any:
 
 
 def _own_sigil(value: str) -> bool:
-    """Whether a leading $, . or @ is part of the password, as no variable, hidden file or handle is
-    named so: `$BreezeOrchid49` (_is_dollar_password), `.WINTEr821`, `@utumn33*`, `@willow9695`
+    """Whether a leading $, ., ~, % or @ is part of the password, as no variable, hidden file, home,
+    Windows variable (`%NAME%`) or handle is named so: `$BreezeOrchid49` (_is_dollar_password),
+    `.WINTEr821`, `~SHOrXU0CdlN`, `%Copper7824`, `@utumn33*`, `@willow9695`
     (small letters and a digit, with a capital or a symbol, or eight characters after @)."""
     sigil, rest = value[:1], value[1:]
     if sigil == "$":
         return _is_dollar_password(value)
-    return sigil in ".@" and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)(?=[^.]*(?:[A-Z]|[^\w.]))[^./@]+").fullmatch(rest) is not None or (
+    return sigil in ".@~%" and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)(?=[^.]*(?:[A-Z]|[^\w.]))[^./@%]+").fullmatch(rest) is not None or (
         sigil == "@" and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)[^./@]{7,}").fullmatch(rest) is not None)
 
 
@@ -2219,11 +2241,12 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True  # violet.river.limone.nick after "passphrase" is no host name
     if _names_machine_value(word) and "sign" not in word.lower() and _regex(
             r"[0-9a-f]{16,128}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value) and not _regex(
-            _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$|(?i:idempotency|dedup)").search(before):
+            _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$|(?i:idempotency|dedup|request|trace|correlation)").search(before):
         return True  # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a UUID key (Heroku's); not a GPG key's id (signingkey = 39cf…) nor `requestId: '451e…'`
     if not _names_machine_value(word) and _is_joined_passphrase(value):
         return True  # wachtwoord: saddle-velvet-puzzle
-    if chosen_counts and not _names_machine_value(word) and (_is_camel_passphrase(value) or _is_dotted_passphrase(value)) and text[
+    if chosen_counts and not _names_machine_value(word) and (
+            _is_camel_passphrase(value) or _is_dotted_passphrase(value) or _is_dotted_passphrase(value, "_")) and text[
             first + len(value):][:1] not in ("(", ".", "<", "[", ":"):
         return True  # "lösenordet … är VioletSproutWalrusAnchor", "… is ranger.galaxy.autumn.master": words in prose, not code
     chosen_counts = chosen_counts and not (_names_machine_value(word) and _regex(r"[a-z]+-\d+").fullmatch(value))  # a token's name: "ci-956"
@@ -2290,7 +2313,7 @@ def _looks_like_passphrase(value: str) -> bool:
 
 # Three to twelve lowercase words and a number maybe, with spaces: a passphrase said in words.
 _SMALL_WORD = r"[a-zß-öø-ÿ]{3,14}"  # a word in small letters, Latin-1's too (bärchen, corazón)
-_SPOKEN_PASSPHRASE = _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD + r"){2,11}(?:[ \t]\d{1,4})?"
+_SPOKEN_PASSPHRASE = r"[A-ZÀ-Þ]?" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD + r"){2,11}(?:[ \t]\d{1,4})?"  # the first may be capitalized
 
 
 # After a password word and a connector, four to eight words that end the line or the clause
@@ -2314,8 +2337,8 @@ def _spoken_passphrase(match: Any) -> list:
     after a password word, four words or more in quotes (`logging in with mot de passe `a b c d``)."""
     if not _regex(_SMALL_WORD + r"[ \t]" + _SMALL_WORD + r"[ \t]" + _SMALL_WORD).search(match.string, match.end(), match.end() + 400):
         return []  # no three small words in a row close after the word: a cheap look before the costly ones
-    if _names_passphrase(match.group()):
-        found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[ \t]*(?:\n|$|\))"
+    if _names_passphrase(match.group()) or _regex(_PASSPHRASE_WORD).search(_line_before(match.string, match.start(), 12)):  # frase de contraseña
+        found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[.!]?[ \t]*(?:\n|$|\))"
                        r"|(?:[^\n\"'«“`]|«redacted»){0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
     elif not _names_machine_value(match.group()):
         found = _regex(r"[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
@@ -2331,7 +2354,7 @@ def _spoken_passphrase(match: Any) -> list:
 
 def _is_spoken_passphrase(value: str) -> bool:
     """Words a passphrase is made of, not those of a sentence or a message about secrets."""
-    words = set(value.split())
+    words = set(value.lower().split())
     return not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS
 
 
@@ -2532,6 +2555,27 @@ def _find_printed_secrets(match: Any) -> list:
                 _NOT_RANDOM_MARKS).search(word) and not any(a <= first < b for a, b in spans):
             spans.append((first, first + len(word)))
     return sorted(set(spans))
+
+
+def _find_selected_columns(match: Any) -> list:
+    """The rows a SELECT printed below it (sqlite's `a|b|c`, psql's and mysql's tables, tabs, two
+    spaces): the cells under a selected column whose name says secret, that look like one."""
+    columns = [_regex(r"[\w$]+(?=[`\"\]]?\s*$)").search(column.strip()) for column in match.group("cols").split(",")]
+    names = [column.group() if column else "" for column in columns]
+    secret = [index for index, name in enumerate(names) if name and secret_strength(name) == 2]
+    spans = []
+    for row in _regex(r"(?m)^[^\n]+").finditer(match.string, match.start("s"), match.end("s")) if secret else ():
+        line = row.group()
+        cell = r"[^|\t]+" if "|" in line or "\t" in line else r"\S+(?: \S+)*"
+        cells = [found for found in _regex(cell).finditer(line) if found.group().strip()]
+        if len(cells) != len(names):
+            continue
+        for index in secret:
+            value = cells[index].group().strip()
+            first = row.start() + cells[index].start() + cells[index].group().index(value)
+            if value not in names and _looks_like_a_secret(value) and not _is_reference(value) and not _is_masked_or_public(value):
+                spans.append((first, first + len(value)))
+    return spans
 
 
 def _is_printed_secret(name: str, value: str, between: str) -> bool:
@@ -3056,7 +3100,7 @@ telegram-bot-token           -                      (?=\d{6})(?:(?<=bot)|(?<![\w
 discord-bot-token            -                      (?P<s>[MNO](?<![A-Za-z0-9_\-].)[A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}){R}
 #   catch: client.run("«MTEXAMPLEexampleEXAMPLE012.GhAbCd.EXAMPLEexampleEXAMPLEexample01»")
 #   keep:  Message.edit.timestamp
-jwt                          -                      {L}(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*|(?=[ \t]*\r?\n[ \t]*[A-Za-z0-9_\-]{8,}))){R}
+jwt                          -                      {L}(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*|(?=[ \t]*\r?\n[ \t]*(?:\|[ \t]+)?[A-Za-z0-9_\-]{8,}))){R}
 #   catch: DEBUG issued service token for catalog:\n    «eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIyODgxOCIsInJ»\n    «vbGUiOiJkZXBsb3llciIsImlhdCI6MTcyODIyMjQ5MCwianRpIjoiTFZZb0V»\n    «VQnJ4QjBJIn0.iyrOiiCkJCIJ48RBAvvGdr8Sp8_hMgWQ8HG39WCVc5l»
 #   catch: jwt «eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk»
 #   keep:  the header alone: eyJhbGciOiJIUzI1NiJ9
@@ -3232,6 +3276,10 @@ hashing-call-literal         not-reference          (?<![\w.])(?<!\|[ \t])(?<!\|
 #   catch: user.password = make_password('«kettle_squirrel1074»')
 #   catch: $hash = password_hash("«Spartak2017+»", PASSWORD_DEFAULT);
 #   keep:  user.password = make_password(form.cleaned_data["password"])
+# A here-string fed to `sudo -S`, which reads the password from its input.
+sudo-stdin-here-string       not-reference          \bsudo(?:[ \t]+-[\w\-]+)*[ \t]+-\w*S\b[^\n<]{0,200}<<<[ \t]*(?P<s>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s'"$]{1,256})
+#   catch: sudo -S apt-get update <<< '«C00k13315#»'
+#   keep:  sudo -S apt-get update <<< "$SUDO_PASS"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
 piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli)
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
@@ -3655,6 +3703,7 @@ user-then-password-flags     password-flag          (?<![\w-])(?:-u[ \t]+\S+[ \t
 # (?i)[a-z] spelt out case-sensitive (with İ ı ſ K, which it matches): re lowercases each character for a (?i) class.
 secret-pair                  pair                   (?<![\w-])(?=[a-zA-Z_\-\u0130\u0131\u017f\u212a]*[yndtYNDT][ \t])(?P<name>[a-zA-Z_\-\u0130\u0131\u017f\u212a]*(?i:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))(?i:[ \t]+{VALUE})
 #   keep:  $ gcloud secrets list --project=auth-gw\nNAME                 CREATED                   REPLICATION_POLICY\ndb-password          2024-03-27T03:23:41.167Z  automatic
+#   keep:  $ fly secrets list -a web-crm\nNAME             DIGEST            CREATED AT\nSTRIPE_API_KEY   dac1622f7ecfcf8d  6d ago
 #   catch: access_token   «q8XkL2mR7vTz4WpN9sYb»
 #   catch: Environment Variables\nAPP_ENV      local\nDB_PASSWORD  «Ravi.1985»\nMAIL_MAILER  smtp
 #   catch: poll mail.example.com user "ops" password "«Kettle#2040»" ssl
@@ -3754,6 +3803,10 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 #   keep:  token = Comment
 #   keep:  CREDENTIALS = 98
 #   catch: DB_USER ?= asato\nDB_PASS ?= «Vn@%WxbM7Ji0JqHKd3DB1-qH*0K6h0Fl»
+# redis-cli's HGETALL: a field whose name says secret, its value on the next numbered line.
+redis-hash-field             assignment             (?m)^[ \t]*\d{1,5}\)[ \t]+"{SECRETISH_NAME}(?P<name>[\w.:\-]{1,80})"[ \t]*\r?\n[ \t]*\d{1,5}\)[ \t]+(?P<s>"[^"\n]{1,4096}")
+#   catch: 127.0.0.1:6379> HGETALL tenant:2836:webhook\n1) "url"\n2) "https://hooks.partner.example/in"\n3) "signing_secret"\n4) "«c77e24d05745ba4bcc7768fa1d38a2d67c1000ab38e500bf65cb48053423d3e9»"
+#   keep:  1) "token_count"\n2) "4096"
 # A config line of a name and its value with no sign between (keepalived, fluent-bit, a browser's cookie table).
 config-spaced-value          chosen                 (?m)^[ \t]*\.?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+(?P<s>[^\s'"`=:#;{}\[\]()<>|][^\s(){}\[\]<>,;]{0,255}?)(?<!:)[ \t]*;?[ \t]*$
 #   keep:  Keyword Arguments:
@@ -3770,8 +3823,22 @@ nested-default-value         assignment             (?m)^(?P<indent>[ \t]*){SECR
 #   catch: Parameters:\n  DBMasterPassword:\n    Type: String\n    NoEcho: true\n    Default: "«rbMslqO3d*6Sb!WiOdo»"
 #   keep:  Parameters:\n  DBMasterPassword:\n    Type: String\n    NoEcho: true\n    MinLength: 12
 #   keep:  ApiKeyParam:\n  Type: AWS::SSM::Parameter::Value<String>\n  Default: /prod/api/key
-secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*(?=["']))?{VALUE}
+# Spring Boot's failure analysis: `Property: …password` and its `Value: "…"` on the next line.
+property-value-lines         assignment             (?m)Property:[ \t]+{SECRETISH_NAME}(?P<name>[\w.\-\[\]]{1,120})[ \t]*\r?\n[ \t]*Value:[ \t]*{VALUE}
+#   catch: Property: spring.datasource.hikari.password\n    Value: "«abacaxi977-»"\n    Origin: System Environment Property
+#   keep:  Property: spring.datasource.hikari.password\n    Value: "${DB_PASSWORD}"
+# pydantic's validation error under a field whose name says secret: its `input_value='…'`.
+validation-input-value       assignment             (?m)^{SECRETISH_NAME}(?P<name>[\w.]{1,80})[ \t]*\r?\n[ \t]+[^\n]{0,200}?input_value=(?P<s>'[^'\n]{1,1024}'|"[^"\n]{1,1024}")
+#   catch: smtp_password\n  String should have at most 16 characters [type=string_too_long, input_value='«Kettle_Velvet5585»', input_type=str]
+#   keep:  api_token\n  Field required [type=missing, input_value={'user': 'bob'}, input_type=dict]
+# A name/value object whose name says secret (a HAR's headers and cookies, Postman's variables).
+name-value-object            assignment             "name"[ \t]*:[ \t]*"(?P<name>[^"\n]{1,80})"[ \t]*,[ \t]*"value"[ \t]*:[ \t]*(?P<s>"[^"\n]{1,4096}")
+#   catch: "cookies": [\n  {"name": "portal_sess", "value": "«vHF1VsVT0QHEDVvR-rGwtPCgrvol0vg4ydJc-08TLmw45p58»"}\n]
+#   catch: {"key": "x", "name": "api_token", "value": "«Kq7Zx2Lm9Pw4Rt8VbN3cD5fG»"}
+#   keep:  {"name": "content-type", "value": "application/json"}
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
+#   catch: //nexus.stark.local/repository/npm-group/:_password=«xbthYmthJTIwMTE=»
 #   catch: mysql -u root -p\nEnter password: «Tr0ub4dor&3»\nERROR 1045 (28000): Access denied
 #   keep:  curl "https://id.example.com/login?next=/home&password=&remember=1"
 #   keep:  export const TOKEN_STORAGE_KEY = 'auth.accessToken';
@@ -4046,12 +4113,13 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[\w.+\-@]{2,64}[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
 #   keep:  log in with your SSO account / the admin console
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
 #   catch: AuthBasicProvider file  # fallback user ops / «rocket%Willow3»
 #   catch: - accès VPN : build / «Chouchou@1234»
+#   catch: - [x] Master user: `orders_admin` / «zonnebloem734#»
 #   keep:  see the user guide / admin reference for details
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,240}))
@@ -4073,13 +4141,14 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: >> conn = database('notify_stg','arjun','«cobalt_bronze5716»', 'Vendor','MySQL');
 #   catch: token = jwt.encode({"sub": user.id, "exp": exp}, "«Nounours@786»", algorithm="HS256")
 #   catch: signed, err := tok.SignedString([]byte("«s0TgKdoZ3zHugKwwxkMkQX1624bfJw6OCKwbNeRf»"))
 #   catch: if (client.connect("esp32-client", "liam", "«J@sm1n3.97»")) {
 #   keep:  payload = jwt.decode(token, key, algorithms=["HS256"])
 #   keep:  user.set_password(form.cleaned_data["new_password1"])
+#   catch: .signWith(Keys.hmacShaKeyFor("«9gUbUzDuhDGrl9Se3j/A4ZVv/aypEPNAG6apmsuqBb22GFuM2nszRi60B7O0cHGv»".getBytes()))
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
 #   catch: creds := credentials.NewStaticCredentialsProvider("«AKX7Q2MZ9LPW4RT8»", "«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", "")
@@ -4160,6 +4229,7 @@ context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
 context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>[^\n]{1,4096}))
 #   keep:  Cookie: _ga=GA1.2.344572755.7222572944; cookie_consent=accepted; theme=light
+#   keep:  Cookie: _ga=GA1.1.501702227.9419076251; _ga_J8DI95943U=GS1.1.1254970757.11.1.2200763613.0.0.0
 #   catch: curl -b 'sessionid=«k8Xq2Lm9Zr4Tw7VpB3nC»; csrftoken=«Qm7Xr2Kp9Lz4Tw8VbN3c5Dd»' https://app.example.com/api/me
 #   catch: requests.get(url, cookies={"sessionid": "«Vr8Kq2Zx5Lm9Tp3WbN4cD7f»", "theme": "dark"})
 #   keep:  curl -b 'theme=dark; lang=en-GB; tz=Europe/Berlin' https://app.example.com/
@@ -4178,6 +4248,12 @@ password-typed-as-command    typed-passwords        (?:not found|not recognized|
 #   keep:  zsh: command not found: kubectl-argo-rollouts
 #   keep:  'docker-compose' is not recognized as an internal or external command
 #   keep:  sh: 1: ./node_modules/.bin/tsc: not found
+# The rows a SELECT printed, under a selected column whose name says secret.
+context-selected-columns     selected-columns       (?i)\bselect[ \t]+(?P<cols>[^\n;*]{1,300}?)[ \t]+from\b[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,40}))
+#   catch: sqlite> SELECT conn_id, login, password FROM connection;\npostgres_dwh|airflow|«Banjo2907-»\nmysql_crm|etl|«8Mc~Uh8rXZk4Q.3oxaByUIv-»
+#   catch: app=> select email, api_token from users limit 1;\n      email      |      api_token\n-----------------+----------------------\n ana@example.com | «Xk2Lm9Qp4Rt7Vw3Yb8Nc»
+#   keep:  sqlite> SELECT id, name, password_hash FROM users;\n1|ana|$2b$12$KIXQJ8v0e5fH9b7sYc2sVe1y2r5c3D4e5F6g7H8i9J0k1L2m3N4o5
+#   keep:  SELECT username, password FROM accounts WHERE id = ?
 # What a REPL printed after a line that made a key (`Fernet.generate_key()`, `secrets.token_urlsafe()`), up to its next prompt.
 context-repl-generated-key   printed-secrets        (?m)^(?:>>>|In \[\d+\]:|irb\([^)\n]{0,40}\):\d+:\d+>|iex\(\d+\)>|>)[ \t]*[^\n]{0,200}?(?:generate_key|token_urlsafe|token_hex|token_bytes|get_random_secret_key|randomBytes|urandom|SecureRandom|random_bytes|gen_secret|generate_secret)[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,10}))
 #   catch: >>> key = Fernet.generate_key(); key\nb'«16YPeGk-NWATMArtP8AvLBbTm032MHJM0AiVNzoXuUc=»'\n>>> f = Fernet(key)
@@ -4190,6 +4266,7 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ op read op://Private/db/password\n«Saffron.Summit1907»\n$ echo done
 #   catch: $ kubectl exec deploy/ledger -- sh -c 'echo $INTERNAL_API_TOKEN'\n«TI2dyhDyehCIpljwHeYFMjpuWh3Z7Onj3dsgNQQW»
 #   catch: $ printenv PGPASSWORD\n«a52c7440109c2261df8dfdc1»
+#   catch: In [12]: print(auth.get_token())\n«fr6O4uv-NEb0k6X62PXmk9tZMdnqHHkavcmKPoDICxmzbForhN-7scFEaMEp6Ohw»\n\nIn [13]: r = s.get(url)
 #   catch: $ openssl rand -base64 24\n«q8XkL2mR7vTz4WpN9sYb3CdEfGh»
 #   catch: $ cat ~/.config/acme/credentials\n[default]\nclient = ci-bot\nsecret = «Kq7Zx2Lm9Pw4Rt8VbN3cD»
 #   keep:  $ cat ~/.config/acme/credentials.example\n[default]\nclient = ci-bot\nsecret = <your secret>
@@ -4274,10 +4351,11 @@ context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
 #   keep:  message = ("the token was rotated; "\n           "see the runbook for the next steps")
 # The rest of a secret wrapped onto the next line of a log, after a machine-made part.
-context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}(?:[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}[ \t\\'"][^\n]{0,200})?|[ \t]*[A-Za-z0-9+/=_\-.~]{12,1024}[ \t][^\n]{0,200}))
+context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t\\'"][^\n]{0,200})?|[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t][^\n]{0,200}))
 #   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
 #   keep:  token rotated for build-2024-09-16\nINFO request finished
+#   catch: forwarding upstream with header Authorization=Bearer\n  | «eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhYjFmZjkxOC0wMzI4LTQ3NjYtOWI»\n  | «wMS04ZmI0MjU4ZjAxMGIiLCJpYXQiOjE3NDU0ODQ0NjcsInNjb3BlIjoiYWRtaW4iLCJleHAiOjE»
 #   catch: oidc: exchanged code, access_token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»\n«_qg-vIKqTKjR878E0mJC9mOOpNgy-gWtNQ7cF» expires_in=3600
 #   keep:  yprime = np.array([1.73307544e-02,\n    6.49376470e-06,
 #   keep:  $ cat pandas-4.25.12.jar.sha1\n34699cf1a7e9b2c65c9e76c32ae5f7706d765b32
@@ -4324,7 +4402,7 @@ CONTEXT_FINDERS = {
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "code-lines": _find_code_lines, "user-password-lines": _find_user_password_lines,
-    "typed-passwords": _find_typed_passwords, "login-message": _find_login_message,
+    "typed-passwords": _find_typed_passwords, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
 # alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
@@ -5032,7 +5110,7 @@ RULE_WORDS = {
     "azure-sas-signature": ("629e9327", ("sig=",), ("sig=",), ()),
     "telegram-bot-token": ("e3c4acb1", (":",), (), ()),
     "discord-bot-token": ("e0a998d7", (".",), (), ()),
-    "jwt": ("df94205e", (".eyj",), ("eyj",), ()),
+    "jwt": ("f517ca8b", (".eyj",), ("eyj",), ()),
     "other-provider-token": ("d6324855", ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-",
         "pmak-", "sntrys_"), ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-", "pmak-",
         "sntrys_"), ()),
@@ -5094,6 +5172,7 @@ RULE_WORDS = {
     "hashing-call-literal": ("b5932289", ("argon2.hash", "bcrypt.hash", "generate_password_hash", "hash_password",
         "hashpw", "make_password", "password_hash"), ("argon2.hash", "bcrypt.hash", "generate_password_hash",
         "hash_password", "hashpw", "make_password", "password_hash"), ("(",)),
+    "sudo-stdin-here-string": ("af4b3ab2", ("sudo",), ("sudo",), ("<<<",)),
     "piped-secret": ("dbff4d9b", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "env", "insert",
         "keepassxc-cli", "kinit", "login", "passwd", "password-stdin", "runas", "secret", "signin", "sudo", "unlock")),
     "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf"), ("auth", "cred", "key", "pass", "pw",
@@ -5246,11 +5325,17 @@ RULE_WORDS = {
         "psk", "pwd", "secret", "session", "token"), (), ("-",)),
     "config-line-value": ("221071dc", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), ()),
+    "redis-hash-field": ("274d28bd", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "session", "token"), (), (")",)),
     "config-spaced-value": ("6ac850b3", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), ()),
     "nested-default-value": ("c37766b4", ("default", "value"), (), ("auth", "cookie", "cred", "dsn", "encrypt", "key",
         "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
-    "secret-assignment": ("ed46d95f", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "property-value-lines": ("50366ac5", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('71eb434f', ('input_value="', "input_value='"), (), ('auth', 'cookie', 'cred', 'dsn',
+        "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
+    'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
+    "secret-assignment": ("441a79d0", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":", ":=", "=", "=>")),
     "prose-password": ("508ec98b", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd"), ("(", ":", "=", "is", "to")),
@@ -5294,7 +5379,7 @@ RULE_WORDS = {
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
         "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
         "암호", "액세스", "인증", "토큰"), ()),
-    "login-pair-in-prose": ("45ea9eb4", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "credential",
+    "login-pair-in-prose": ("73c06bc6", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "credential",
         "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang", "user",
         "zugang", "åtkomst", "доступ"), ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "credential",
         "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang", "user",
@@ -5302,7 +5387,7 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("e9204453", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("b8ea16a4", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "assword", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client",
         "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database",
         "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.",
@@ -5332,10 +5417,11 @@ RULE_WORDS = {
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
-    "context-repl-generated-key": ("c724319a", ("gen_secret", "generate_key", "generate_secret",
+    "context-selected-columns": ("f4bc8343", ("select",), ("select",), ("from",)),
+    "context-repl-generated-key": ("eca72d6c", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
-    "context-command-output": ("92b44b38", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("208e9a49", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api",
         "auth", "aws", "bootstrap", "configure", "cookie", "create", "create-for-rbac", "cred", "credential",
@@ -5356,7 +5442,7 @@ RULE_WORDS = {
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
     "context-split-literal": ("17763261", (), (), ()),
-    "context-wrapped-line": ("7d2987e8", ("\n",), (), ()),
+    "context-wrapped-line": ("0fdd9c8c", ("\n",), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         'private', 'psk', 'pwd', 'secret', 'session', 'token'), (), ('"', "'")),
