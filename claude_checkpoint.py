@@ -993,12 +993,14 @@ def secret_strength(name: str) -> int:
         return 1  # Consul's and Nomad's gossip key: `encrypt = "…"`, not `encrypt = true`
     if last == "pass" and len(parts) == 1:
         return 1  # `PASS: TestLogin` in test output; DB_PASS is below
+    if last == "phrase" and before == "pass":
+        return 2  # OCI's pass_phrase
     if last == "salt" and len(parts) > 1:
         return 1  # WordPress's AUTH_SALT, HASHIDS_SALT: a machine-made value is a secret; `salt = os.urandom(16)` is code
     if last in ("session", "sid", "sess") or last.endswith(("sessid", "sessionid")):
         return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
-            or last.endswith(("token", "cookie", "pwd")) or last.startswith("passw")
+            or last.endswith(("token", "cookie", "cookies", "pwd")) or last.startswith("passw")
             or (last.endswith("pass") and last not in _NOT_PASSWORDS)):  # also USERPWD, a typo (passwrd)
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
@@ -1069,7 +1071,7 @@ def _is_dollar_password(v: str) -> bool:
     with a digit inside before a symbol (`$pr1ngDr@g0n?30`; `$USER@host` is a variable), a capitalized
     word and three or four digits (`$Lantern483`)."""
     return _is_mixed_password(v[1:]) or _regex(r"\$[A-Za-z]{1,2}[@!#%&*][^\s$]*\d[^\s$]*|\$[A-Z][a-z]{3,}\d{3,4}[!?#*]?").fullmatch(v) is not None or _regex(
-        r"\$(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{3,}[@!#%&*?][^\s$]*").fullmatch(v) is not None
+        r"\$(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{3,}[@!#%&*?+^~=][^\s$]*").fullmatch(v) is not None
 
 
 def _is_mixed_password(v: str) -> bool:
@@ -1077,7 +1079,7 @@ def _is_mixed_password(v: str) -> bool:
     or two capitalized words and a number, which no variable is named ($DB_PASSWORD, $cred2,
     $SecurePassword, $MyVar2 are)."""
     return bool(_regex(r"\w+").fullmatch(v) and _regex(r"[a-z]").search(v) and _regex(r"[A-Z]").search(v) and (
-        _regex(r"\d[A-Za-z]").search(v) or _regex(r"(?:[A-Z][a-z]{2,}){2,}\d{2,4}").fullmatch(v)))
+        _regex(r"\d[A-Za-z]").search(v) or _regex(r"(?:[A-Z][a-z]{2,}|[a-z]{3,}(?=[A-Z]))(?:[A-Z][a-z]{2,})+\d{2,4}").fullmatch(v)))
 
 
 def _is_template(v: str) -> bool:
@@ -1103,6 +1105,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # abc123, foobar
     if len(v) >= 12 and v[-1:] == "=" and _regex(r"[A-Za-z0-9+/]+={1,2}").fullmatch(v) and _decodes_to_stand_ins(v):
         return True  # base64 of `username:password` (RFC 7617's example), `user:pass`
+    if _regex(r"\*[A-Z][A-Z*]{2,40}\*?|\w+_(?:true|false)").fullmatch(v):
+        return True  # sysprep's *SENSITIVE*DATA*DELETED*, IBM i's *SYSVAL and *NONE, ABAP's abap_true
     if _regex(r"(?:String|Int|Float|Boolean|ID)!").fullmatch(v):
         return True  # a GraphQL field's type: `currentPassword: String!`
     if not v.isascii() and len(v) <= 40 and _regex(_CREDENTIAL_WORDS + r"[?:]?").fullmatch(v):
@@ -1155,6 +1159,8 @@ def _is_path_or_version(value: str) -> bool:
         return True  # also docs/tls.md#h0ww7
     if _regex(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+").fullmatch(v):
         return True  # secret/data/ci:token, db-password:/etc/credstore/db-password
+    if _regex(r"[a-z0-9][\w.\-]*(?::\d+)?/[A-Z][A-Z0-9_]{2,30}").fullmatch(v):
+        return True  # a host and a database's service: oracledb.connect(dsn="was12/ERPPRD")
     return _regex(r"[\^~<>=v]{0,2}\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?|\d+(?:\.\d+){4,}").fullmatch(v) is not None  # also an OID
 
 
@@ -1366,8 +1372,12 @@ def _accept_password_like(match: Any) -> bool:
     v = match.group("s")
     if _regex(r"_[A-Za-z]\w*").fullmatch(v):
         return False  # a private name in code: `password.translate(_trans_36)`
-    if _named_as_no_token(match.string, match.start("s")):
-        return False  # another field's value past the word: `credentialType=PASSWORD … transaction=N6ec…`
+    before = match.string[match.start():match.start("s")]
+    if _named_as_no_token(match.string, match.start("s")) or before.rfind("${") > before.rfind("}"):
+        return False  # another field's value past the word (`credentialType=PASSWORD … transaction=N6ec…`), a reference's part (`${VAULT::ds::password::1}`)
+    other = _regex(r"([A-Za-z_][\w.\-]{0,40})[ \t]*=[ \t]*[\"'(]?$").search(before)
+    if other and secret_strength(other.group(1)) < 2 and other.group(1).lower() not in ("value", "val", "default", "text", "content"):
+        return False  # `password=pw, dsn="…"`: the value of another name
     if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
     if _regex(r"\d{4}-\d\d-\d\d|\d\d?:\d\d[:.]\d").search(v):
@@ -1394,8 +1404,9 @@ def _accept_pair(match: Any) -> bool:
 
 
 def _under_a_digest_column(text: str, start: int) -> bool:
-    """Whether the value at start stands in a table's column headed DIGEST, HASH, CHECKSUM or
-    FINGERPRINT (`fly secrets list` prints a digest of each secret, not the secret)."""
+    """Whether the value at start stands in a table's column headed DIGEST, HASH, CHECKSUM,
+    FINGERPRINT or Accessor (`fly secrets list` prints a digest of each secret, not the secret;
+    `vault secrets list` an engine's accessor)."""
     line_start = text.rfind("\n", 0, start) + 1
     column, above = start - line_start, line_start - 1
     for _ in range(30):  # up to the header, a few rows above
@@ -1403,7 +1414,7 @@ def _under_a_digest_column(text: str, start: int) -> bool:
             return False
         header_start = text.rfind("\n", 0, above) + 1
         header = text[header_start:above]
-        if _regex(r"(?:DIGEST|HASH|CHECKSUM|FINGERPRINT|SHA\d*)\b").match(header, column) and header[column - 1:column] in (" ", "\t"):
+        if _regex(r"(?i:digest|hash|checksum|fingerprint|sha\d*|accessor)\b").match(header, column) and header[column - 1:column] in (" ", "\t"):
             return True
         above = header_start - 1
     return False
@@ -1545,6 +1556,12 @@ def _accept_chosen(match: Any) -> bool:
     return not _is_reference(value) and _looks_like_a_secret(value)
 
 
+def _accept_spaced(match: Any) -> bool:
+    """`auth_pass ZnYosSD0`: a name that says secret (not PASSWORD_VERIFY_FUNCTION), a value a
+    person chose or a machine made."""
+    return secret_strength(match.group("name")) == 2 and _accept_chosen(match)
+
+
 def _accept_quoted_or_chosen(match: Any) -> bool:
     """A quoted value but a reference; a bare one only if a person chose it or a machine made it
     (`IDENTIFIED BY 'x'` in SQL, not "identified by four decimal values" in a docstring)."""
@@ -1593,7 +1610,7 @@ _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "co
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
-    r"|login|host(?:name)?|region|bucket|model|file|path|table|column|index|serial|number|item|accessor)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
+    r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = r"(?i)[)\]'\"`]*\s+(?:is|was|as|will be|=)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
 _PROSE_CONNECTOR = r"(?i)(?:\b(?:is|was|are|to|now|be|becomes|into|use|using)|[=:(\u2192]|->)\s*$"
@@ -1708,7 +1725,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies: the shapes
 # of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
 _NOT_RANDOM_STARTS = (
-    r"[$%{<@~.:]|G[AS]1\.\d\.|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@(?:[\w\-]+\.[\w.\-]*[A-Za-z][\w\-]*|\d{1,3}(?:\.\d{1,3}){3})$"
+    r"[$%{<@~.:]|G[AS]1\.\d\.|\d+:0x[0-9a-fA-F]+$|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@(?:[\w\-]+\.[\w.\-]*[A-Za-z][\w\-]*|\d{1,3}(?:\.\d{1,3}){3})$"
     r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|" + _FIREBASE_APP_ID + "$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
@@ -1921,7 +1938,9 @@ def looks_like_chosen_password(value: str) -> bool:
         shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
     if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$").search(v):
         return False  # a URL, an e-mail address, a date, a time, a host name
-    if _regex(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|" + _COLOUR_OR_TICKET + "|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(v) or _is_identifier_like(v):
+    mainframe = _regex(r"(?=(?:[A-Z]*\d){2})(?=(?:\d*[A-Z]){4})[A-Z0-9]{6,10}").fullmatch(v) is not None  # IBM i, RACF: HARBOR59, TIGER97X
+    if not mainframe and _regex(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|" + _COLOUR_OR_TICKET + "|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(
+            v) or _is_identifier_like(v):
         return False  # also a cloud region (us-west-2, us-central1), a ticket's id, a colour
     return not _is_reference(v) and not _is_path_or_version(v)
 
@@ -1960,6 +1979,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+tokens?[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
+    r"|curl\b[^\n]*?[^/]/(?:session|login|token|oauth2?/token|auth/token|authenticate)(?=[/?\"'\s]|$)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
@@ -2029,7 +2049,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
-    "|reset to|updated to|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
+    "|reset to|updated to|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically") + r")(?![\w'’\-])"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
               r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
@@ -2077,7 +2097,7 @@ def _find_random_tokens(match: Any) -> list:
     not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if (not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
-             and not _names_itself(match.group(), text[a:b])]
+             and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)]
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
     return sorted(spans + given)
 
@@ -2944,6 +2964,22 @@ license-serial               not-reference          (?<![\w\-])(?:-serial|--seri
 kaggle-key                   -                      "username"[ \t]*:[ \t]*"[^"\n]{1,64}"[ \t]*,[ \t]*"key"[ \t]*:[ \t]*"(?P<s>[0-9a-f]{32})"
 #   catch: !echo '{"username":"omar90","key":"«b913b039032a9c26fe9149e8645b560b»"}' > ~/.kaggle/kaggle.json
 #   keep:  {"username": "omar90", "key": "<your kaggle key>"}
+# NT hashes as a credential dump prints them (user:rid:lmhash:nthash:::): each passes the hash.
+ntlm-hash-dump               -                      (?m)^[^\s:]{1,64}:\d{1,10}:[0-9a-fA-F]{32}:(?P<s>[0-9a-fA-F]{32}):::
+#   catch: Administrator:500:aad3b435b51404eeaad3b435b51404ee:«745a8d528872228d405ddf036125efda»:::
+#   keep:  commit 745a8d528872228d405ddf036125efda1f2c3d4e
+# BitLocker's recovery password: eight groups of six digits.
+bitlocker-recovery-key       -                      (?<![\d\-])(?P<s>\d{6}(?:-\d{6}){7})(?![\d\-])
+#   catch: Numerical Password:\n  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}\n  Password:\n    «155452-076615-572814-475959-248567-676555-424523-136741»
+#   keep:  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}
+# A keytab's keys, as `klist -K` prints them after their encryption type.
+keytab-key                   -                      \((?:aes|arcfour|des|camellia|rc4)[\w\-]{0,40}\)[ \t]+\(0x(?P<s>[0-9a-fA-F]{32,128})\)
+#   catch:    3 03/14/2024 09:12:44 HTTP/web.corp@CORP.LOCAL (aes256-cts-hmac-sha1-96)  (0x«1e409b7779c2b76353515c3afea59182cf8e0239eb34b510cb932d602e01ab8e»)
+#   keep:    3 03/14/2024 09:12:44 HTTP/web.corp@CORP.LOCAL (aes256-cts-hmac-sha1-96)
+# SAP GUI scripting: the text typed into a password field (its id holds `pwd`).
+sap-gui-password-field       not-reference          findById\("[^"\n]{0,120}/pwd[^"\n]{0,80}"\)\.text[ \t]*=[ \t]*(?P<s>"[^"\n]{1,128}")
+#   catch: session.findById("wnd[0]/usr/pwdRSYST-BCODE").text = "«WillowRainbow31?»"
+#   keep:  session.findById("wnd[0]/usr/txtRSYST-BNAME").text = "OBRIENL"
 # Nostr secret keys (bech32 nsec1…); an npub1… is public.
 nostr-secret-key             -                      (?<![a-z0-9])(?P<s>nsec1[02-9ac-hj-np-z]{58})(?![a-z0-9])
 #   catch: nsec: «nsec1emcysh75d2g5flug745afwk94ylffa2nd3cfa7txka5fnpwntw3pwxunll»
@@ -3076,9 +3112,10 @@ mailgun-key                  -                      (?P<s>[0-9a-fk](?<![A-Za-z0-
 #   catch: MAILGUN_API_KEY=«key-0123456789abcdefEXAMPLEexample01»
 #   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
-azure-account-key-shape      random                 (?<![A-Za-z0-9+/])(?<!sha512-)(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
+azure-account-key-shape      random                 (?<![A-Za-z0-9+/])(?<!sha512-)(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
 #   catch: «EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0==»
 #   keep:  "integrity": "sha512-EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0=="
+#   keep:  "contentHash": "ajLhB+tmRHqdXsihvZL9M48/iJ9wJlIx5LnOd9aqz6DD4EeEynIpeqHvixYH9gV0z1pEo6B1v5V7JISRSWW/+Q=="
 shopify-token                -                      {L}(?P<s>shp(?:at|ss|ca|pa|ua)_[a-fA-F0-9]{32}){R}
 #   catch: X-Shopify-Access-Token: «shpat_0123456789abcdef0123456789abcdef»
 #   keep:  admin API tokens start with shpat_
@@ -3327,7 +3364,27 @@ net-use-password             argument               (?i)\bnet(?:\.exe)?[ \t]+use
 net-use-user-password        argument               (?i)\bnet(?:\.exe)?[ \t]+use\b{COMMAND}[ \t]/u(?:ser)?:\S+[ \t]+{TOOL_VALUE}
 #   catch: net use Z: \\fs01\finance /user:CORP\svc_backup «Plk_l86dGTl=n2B» /persistent:no
 #   keep:  net use Z: \\files.example.com\media /user:media * /persistent:yes
-windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:p|pass|password|passwd|pwd)[:=]{TOOL_VALUE}
+# IBM i CL and RACF: PASSWORD(…) (not *NONE or *SAME); FTP's and POP3's PASS command; COBOL's VALUE under a password's name.
+password-in-parentheses      not-reference          (?<![\w\-])(?:PASSWORD|PWD|PASSWD|PASSPHRASE)\((?P<s>[^()*\s'"][^()\s'"]{3,63})\)
+#   catch: CHGUSRPRF USRPRF(QSECOFR) PASSWORD(«HARBOR59») PWDEXP(*NO)
+#   keep:  CHGUSRPRF USRPRF(QPGMR) PASSWORD(*NONE)
+protocol-pass-command        not-reference          (?m)^(?:ftp>[ \t]+)?(?:quote[ \t]+)?(?:PASS|pass)[ \t]+(?P<s>[^\s*][^\s]{3,127})[ \t]*$
+#   catch: ftp> quote USER TSOU01\n331 Send password please.\nftp> quote PASS «CICEK77Z»\n230 TSOU01 is logged on.
+#   keep:  PASS ****
+cobol-password-value         assignment             (?m)^[ \t]*\d{2}[ \t]+{SECRETISH_NAME}(?P<name>[\w\-]{1,60})[ \t]+PIC[^\n]{0,30}?VALUE[ \t]+(?P<s>'[^'\n]{1,128}'|"[^"\n]{1,128}")
+#   catch:        01  WS-DB2-PASSWORD    PIC X(10) VALUE '«SONNE38Z»'.
+#   keep:         01  WS-DB2-PASSWORD    PIC X(10) VALUE SPACES.
+# Commands of enterprise tools that take a password as a positional argument.
+enterprise-cli-password      argument               (?:\bmkstore\b[^\n]{0,200}?-(?:createCredential|modifyCredential)[ \t]+\S+[ \t]+\S+|\bhdbuserstore\b(?:[ \t]+-\w+)*[ \t]+SET[ \t]+\S+[ \t]+\S+[ \t]+\S+|\bctm[ \t]+env[ \t]+(?:add|update)[ \t]+\S+[ \t]+\S+[ \t]+\S+|\badd[ \t]+system[ \t]+user[ \t]+\S+|\bcertutil\b[^\n]{0,80}?[ \t]-p|\btf(?:\.exe)?\b[^\n]{0,200}?/login:[^,\s]{1,80},)[ \t]*{TOOL_VALUE}
+#   catch: mkstore -wrl /u01/app/oracle/wallet -createCredential PRODDB app_user «Fabrikam@1984»
+#   catch: hdbuserstore SET BACKUPKEY sqlprd16:30015 SYSTEM «.gingerPumpkin17»
+#   catch: ctm env add prod https://ctm.acme.internal:8443/automation-api emuser «Ch3l$e@#51»
+#   catch: > add system user auditor «Priya.2015^» -externalAuth DISABLED -timeout 900
+#   catch: certutil -f -p "«Siobhan_1979»" -importpfx C:\certs\adfs-ssl.pfx NoExport
+#   catch: tf.exe get $/Legacy/Main /recursive /login:CORP\garciar,«qazwsx.70»
+#   keep:  hdbuserstore LIST
+windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:p|pass|password[do]?|passwd|pwd)[:=]{TOOL_VALUE}
+#   catch: netdom join %COMPUTERNAME% /domain:corp /userd:CORP\svc_join /passwordd:«70VVMrf78#9J-!FDLLnb» /reboot:10
 #   catch: xfreerdp /v:ts01.example.com /u:jdoe /p:«swu3s13gPzec_F» /cert:ignore
 #   catch: cmdkey /add:fs01 /user:CORP\jdoe /pass:«Vx82!kqL0p»
 #   keep:  xfreerdp /v:ts01.example.com /u:jdoe /from-stdin
@@ -3564,13 +3621,21 @@ rclone-config-secret         argument               \brclone[ \t]+config[ \t]+(?
 #   catch: rclone config create b2remote b2 account 004107aee7 key «7b19eec0cf3c3cc905556a5ebda85dcf»
 #   keep:  rclone config create b2remote b2 account 004107aee7 key $B2_KEY
 # The data of an Apple keychain item: kSecValueData: "…".data(using: .utf8).
-keychain-value-data          not-reference          kSecValueData[ \t"]*:[ \t]*"(?P<s>[^"\n]{4,1024})"
+keychain-value-data          not-reference          kSecValueData(?:[ \t]+as[ \t]+String)?[ \t"]*:[ \t]*"(?P<s>[^"\n]{4,1024})"
 #   catch: let item = [kSecAttrAccount: "kenji", kSecValueData: "«Hy2bGukkDMxOx7ng0OZObpv6IKW+/1Qp»".data(using: .utf8)!] as CFDictionary
 #   keep:  let item = [kSecValueData: password.data(using: .utf8)!] as CFDictionary
+#   catch: kSecValueData as String: "«H32dkgdm25-UDrL2QI+m2»".data(using: .utf8)!]
 # user:password piped into base64, to build a Basic Authorization header.
 basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*[ \t]+(["'])[\w.@+\-]{1,64}:(?P<s>[^'"\s]{4,128})\1[ \t]*\|[ \t]*base64\b
 #   catch: echo -n 'svc:«cobalt#Tundra81»' | base64   # for the Authorization header
 #   keep:  echo -n "$USER:$PASS" | base64
+# user:password given to a base64 encoder in code: btoa('…'), b64encode(b'…'); Groovy's '…'.bytes.encodeBase64(), Java's "…".getBytes().
+basic-auth-encoded-call      not-reference          (?:btoa|b64encode|encode64|strict_encode64|encodeBase64|base64_encode|encodeToString|EncodeToString)[ \t]*\([ \t]*(?:\[\]byte\()?b?(["'])[\w.@+\-]{1,64}:(?P<s>[^'"\s]{4,128})\1
+#   catch: headers = {"Authorization": "Basic " + base64.b64encode(b"svc_etl:«Juniper#4471»").decode()}
+#   keep:  base64.b64encode(f"{user}:{password}".encode())
+basic-auth-encoded-literal   not-reference          (["'])[\w.@+\-]{1,64}:(?P<s>[^'"\s]{4,128})\1\.(?:bytes\.encodeBase64|getBytes\(|encode\()
+#   catch: conn.setRequestProperty('Authorization', 'Basic ' + 'admin:«Thund3r^45»'.bytes.encodeBase64().toString())
+#   keep:  "Content-Type: text/plain".getBytes(StandardCharsets.UTF_8)
 # A password typed at a prompt, as a note tells it: (typed X at the prompt).
 typed-at-prompt              chosen                 (?i)\b(?:typed|entered)[ \t]+["'`]?(?P<s>[^\s"'`]{6,64})["'`]?[ \t]+(?:at|into|in)[ \t]+the[ \t]+(?:password[ \t]+)?prompt
 #   catch: C:\> runas /user:CORP\admin "cmd"  (typed «Marco1960_» at the prompt, worked)
@@ -3731,7 +3796,8 @@ call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["
 #   catch: await page.fill('#password', '«zaq1xsw2&72»');
 #   keep:  await page.fill('#username', 'dmitri21');
 # A constant that names the option, then its value: libcurl's `curl_easy_setopt(curl, CURLOPT_PASSWORD, "…")` (USERPWD's user:password is user-password-literal's).
-call-with-constant-and-value assignment             [(,][ \t]?(?=[A-Z][A-Z0-9_]{0,60}?(?:PASS|PWD|SECRET|TOKEN|KEY|AUTH|CRED))(?P<name>(?![A-Z_]*USERPWD\b)[A-Z][A-Z0-9_]{2,60})\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+call-with-constant-and-value assignment             [(,][ \t]?(?:[A-Z][A-Za-z]{1,40}\.)?(?=[A-Z][A-Z0-9_]{0,60}?(?:PASS|PWD|SECRET|TOKEN|KEY|AUTH|CRED))(?P<name>(?![A-Z_]*USERPWD\b)[A-Z][A-Z0-9_]{2,60})\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch: env.put(Context.SECURITY_CREDENTIALS, "«Rang3r*91»");
 #   catch: curl_easy_setopt(curl, CURLOPT_PASSWORD, "«solsken_882*»");
 #   keep:  curl_easy_setopt(curl, CURLOPT_USERNAME, "reporting");
 #   keep:  curl_easy_setopt(curl, CURLOPT_PASSWORD, getenv("SMTP_PASSWORD"));
@@ -3775,7 +3841,7 @@ adb-wifi-network             argument               \bconnect-network[ \t]+(?:"[
 #   catch: adb shell cmd wifi connect-network "TestLab" wpa2 "«LaK8ldBFXyzoiHIQ96dmrF»"
 #   keep:  adb shell cmd wifi connect-network "Guest" open
 # .NET appSettings and NuGet: <add key="SmtpPassword" value="…" />; Spring and Ant: <property name="…" value="…"/>
-key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>]{0,200}?\b(?:key|name)\s*=\s*["'](?P<name>[\w.:\-]{1,80})["'][^<>]{0,200}?\bvalue\s*=\s*(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}')
+key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>]{0,200}?\b(?:key|name)\s*=\s*["'](?P<name>[\w.:/\-]{1,80})["'][^<>]{0,200}?\bvalue\s*=\s*(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}')
 #   catch: <add key="ClearTextPassword" value="«T7QA0Q0E5iVRIfyOruUps»" />
 #   catch: <add key="SmtpPassword" value="«$$T#h0WHUh5^7m:~-ftz»" />
 #   keep:  <add key="Environment" value="Production" />
@@ -3808,9 +3874,10 @@ redis-hash-field             assignment             (?m)^[ \t]*\d{1,5}\)[ \t]+"{
 #   catch: 127.0.0.1:6379> HGETALL tenant:2836:webhook\n1) "url"\n2) "https://hooks.partner.example/in"\n3) "signing_secret"\n4) "«c77e24d05745ba4bcc7768fa1d38a2d67c1000ab38e500bf65cb48053423d3e9»"
 #   keep:  1) "token_count"\n2) "4096"
 # A config line of a name and its value with no sign between (keepalived, fluent-bit, a browser's cookie table).
-config-spaced-value          chosen                 (?m)^[ \t]*\.?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+(?P<s>[^\s'"`=:#;{}\[\]()<>|][^\s(){}\[\]<>,;]{0,255}?)(?<!:)[ \t]*;?[ \t]*$
+config-spaced-value          spaced                 (?m)^[ \t]*\.?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+(?P<s>[^\s'"`=:#;{}\[\]()<>|][^\s(){}\[\]<>,;]{0,255}?)(?<!:)[ \t]*;?[ \t]*$
 #   keep:  Keyword Arguments:
 #   keep:    private _reduceValues(
+#   keep:  ALTER PROFILE app_prof LIMIT\n  PASSWORD_VERIFY_FUNCTION ora12c_verify_function;
 #   catch: authentication {\n    auth_type PASS\n    auth_pass «ZnYosSD0»\n}
 #   catch: [OUTPUT]\n    HTTP_User fluent\n    HTTP_Passwd «Lato2023-»
 #   catch: Name              Value\n.AspNetCore.Cookies  «w4WdWd83pdbtW1HQIsEKv63YNBBIdrWxNGT5mQqlKy-76-isaDL7eoBTPta4oj5bbIh5tlSMWx»
@@ -4113,7 +4180,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
 #   keep:  log in with your SSO account / the admin console
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
@@ -4233,6 +4300,10 @@ context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-coo
 #   catch: curl -b 'sessionid=«k8Xq2Lm9Zr4Tw7VpB3nC»; csrftoken=«Qm7Xr2Kp9Lz4Tw8VbN3c5Dd»' https://app.example.com/api/me
 #   catch: requests.get(url, cookies={"sessionid": "«Vr8Kq2Zx5Lm9Tp3WbN4cD7f»", "theme": "dark"})
 #   keep:  curl -b 'theme=dark; lang=en-GB; tz=Europe/Berlin' https://app.example.com/
+# Cookies copied one per line under a line that names them (developer tools, a browser's export).
+context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}:[ \t]*\r?\n(?=(?P<s>(?:[ \t]*[\w.\-]{1,64}=[^\n]*(?:\n|$)){1,20}))
+#   catch: Copied from DevTools > Application > Cookies (owa):\ncadata=«CJYFo7DgkPzlouocqrJ8dq7gvaAHRJEZYUZcL11fYJJ3jnWXwQb073iM»\nlang=en-US
+#   keep:  Cookies (owa):\nlang=en-US\ntheme=dark
 # Signed URLs and query strings: signatures, credentials, SAS and access tokens.
 context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\]{8,2048})
 #   catch: https://acme-exports.s3.amazonaws.com/q3.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20260916T080000Z&X-Amz-Expires=3600&X-Amz-Signature=«4f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c84f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c8»
@@ -4392,7 +4463,7 @@ ACCEPT_CHECKS = {
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
-    "app-password": _accept_app_password, "chosen": _accept_chosen, "quoted-or-chosen": _accept_quoted_or_chosen,
+    "app-password": _accept_app_password, "chosen": _accept_chosen, "spaced": _accept_spaced, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user,
 }
 # The checks of context rules: each picks the spans to replace inside its match.
@@ -5056,6 +5127,11 @@ RULE_WORDS = {
     "bip32-extended-private-key": ("01b1790a", ("prv",), (), ()),
     "license-serial": ("971410f2", ("--serial", "-serial"), ("--serial", "-serial"), ()),
     'kaggle-key': ('4bf6290e', ('"username"',), ('"username"',), ('"key"',)),
+    "ntlm-hash-dump": ("3d0677ec", (":::",), (), ()),
+    "bitlocker-recovery-key": ("5a71efc6", ("-",), (), ()),
+    "keytab-key": ("a6b0ff6f", ("(aes", "(arcfour", "(camellia", "(des", "(rc4"), ("(aes", "(arcfour", "(camellia",
+        "(des", "(rc4"), ("(0x",)),
+    'sap-gui-password-field': ('46b00948', ('findbyid("',), ('findbyid("',), ('").text',)),
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",), ()),
     "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain"),
         ()),
@@ -5100,7 +5176,7 @@ RULE_WORDS = {
     "twilio-api-key": ("d969ee1f", ("sk",), ("sk",), ()),
     "sonar-token": ("544b32cd", ("sq",), ("sq",), ()),
     "mailgun-key": ("b46a8c41", ("-", "key-"), (), ()),
-    "azure-account-key-shape": ("a95601c8", ("==",), (), ()),
+    "azure-account-key-shape": ("7db32917", ("==",), (), ()),
     "shopify-token": ("4aa6badf", ("shpat", "shpca", "shppa", "shpss", "shpua"), ("shpat", "shpca", "shppa", "shpss",
         "shpua"), ()),
     "digitalocean-token": ("64f3136a", ("_v1_",), ("do",), ("do",)),
@@ -5187,7 +5263,14 @@ RULE_WORDS = {
     "net-user-password": ("2f34f48a", ("user",), ("net",), ("net",)),
     "net-use-password": ("ebdbd4e5", ("net",), ("net",), ("use",)),
     "net-use-user-password": ("56abdf0a", ("net",), ("net",), ("use",)),
-    "windows-password-switch": ("937ca794", ("/p",), ("/p",), ()),
+    "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
+        "password", "pwd"), ("(",)),
+    "protocol-pass-command": ("b6ae64cc", ("pass",), (), ()),
+    "cobol-password-value": ("05dc90bc", ("value",), (), ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
+    "enterprise-cli-password": ("b4503e08", ("-createcredential", "-modifycredential", "/login:", "certutil", "ctm",
+        "hdbuserstore", "system"), ("add", "certutil", "ctm", "hdbuserstore", "mkstore", "tf"), ()),
+    "windows-password-switch": ("993b65f3", ("/p",), ("/p",), ()),
     "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),
     "redis-protocol-auth": ("3b91e038", ("\\r\\n$4\\r\\nauth\\r\\n",), ("\\r\\n$4\\r\\nauth\\r\\n",), ()),
     "schtasks-password": ("ae424767", ("schtasks",), ("schtasks",), ("/",)),
@@ -5261,8 +5344,12 @@ RULE_WORDS = {
     "session-cookie": ("e08499dc", ("_sess", "_session_id", "asp.net_sessionid", "aspsessionid", "connect.sid",
         "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid"), (), ("=",)),
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
-    "keychain-value-data": ("e8c78b8d", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
+    "keychain-value-data": ("500da005", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
     "basic-auth-being-encoded": ("a3453280", ("base64",), ("echo",), ("echo",)),
+    "basic-auth-encoded-call": ("fcceebc5", ("b64encode", "base64_encode", "btoa", "encode64", "encodebase64",
+        "encodetostring", "strict_encode64"), ("b64encode", "base64_encode", "btoa", "encode64", "encodebase64",
+        "encodetostring", "strict_encode64"), ("(",)),
+    "basic-auth-encoded-literal": ("e9868b84", (".bytes.encodebase64", ".encode(", ".getbytes("), (), (":",)),
     "typed-at-prompt": ("f5b6590a", ("prompt",), ("entered", "typed"), ("entered", "typed")),
     "url-credentials-wide": ("36b28036", ("://",), (), ("@",)),
     "devtools-cookie-lines": ("dc92aa1d", ("\nvalue:",), ("name:",), ("name:",)),
@@ -5306,7 +5393,7 @@ RULE_WORDS = {
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
     "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
     "call-with-name-and-value": ("b4c48ea6", ("(",), (), (",",)),
-    "call-with-constant-and-value": ("a1292a2e", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
+    "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
     "call-wrapped-value": ("2a919247", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
@@ -5318,7 +5405,7 @@ RULE_WORDS = {
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
-    "key-value-attributes": ("6a890c53", ("value",), (), ("key", "name")),
+    "key-value-attributes": ("0891b542", ("value",), (), ("key", "name")),
     "typed-assignment": ("17ae771e", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":",)),
     "secret-flag": ("9ce38db9", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
@@ -5379,11 +5466,11 @@ RULE_WORDS = {
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
         "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
         "암호", "액세스", "인증", "토큰"), ()),
-    "login-pair-in-prose": ("73c06bc6", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "credential",
-        "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang", "user",
-        "zugang", "åtkomst", "доступ"), ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "credential",
-        "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang", "user",
-        "zugang", "åtkomst", "доступ"), ("/",)),
+    "login-pair-in-prose": ("275cdbca", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
+        "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang",
+        "user", "zugang", "åtkomst", "доступ"), ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
+        "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang",
+        "user", "zugang", "åtkomst", "доступ"), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
@@ -5414,6 +5501,7 @@ RULE_WORDS = {
         "method", "op", "type")),
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
+    "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
@@ -5421,18 +5509,19 @@ RULE_WORDS = {
     "context-repl-generated-key": ("eca72d6c", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
-    "context-command-output": ("208e9a49", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("2976f2e7", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
-        ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "age-keygen", "ansible-vault", "apg", "api",
-        "auth", "aws", "bootstrap", "configure", "cookie", "create", "create-for-rbac", "cred", "credential",
-        "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get",
-        "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass",
-        "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key",
-        "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
-        "kubectl", "login", "lpass", "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw",
-        "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner",
-        "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage", "terraform", "token", "unlock",
-        "vault", "vercel", "wallet"), (), ("\n",)),
+        ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/auth/token", "/authenticate", "/login",
+        "/oauth", "/session", "/token", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws", "bootstrap",
+        "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "docker/config.json", "document",
+        "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret",
+        "get-secret", "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa",
+        "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate", "key=clear", "keyfile",
+        "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass",
+        "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw", "phx.gen.secret", "printenv",
+        "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner", "secret", "secret-tool",
+        "shadow", "solana", "sops", "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"),
+        (), ("\n",)),
     "context-credential-table": ("3ac52fe2", ("\n",), (), ()),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
