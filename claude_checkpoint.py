@@ -1053,6 +1053,8 @@ def _is_reference(value: str) -> bool:
         return True
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
         return True
+    if v.startswith("<<"):
+        return True  # a here-document's marker (`password = <<EOT`): its lines hold the value
     if v.startswith(("$__file{", "$__env{", "$__vault{", "process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
                      "secrets.", "env:", "file:", "arn:", "vault:", "!vault", "keybase:")):
         return True  # names and resource names (an ARN names a secret; it does not hold one; keybase:jdoe a public key)
@@ -1159,6 +1161,8 @@ def _is_path_or_version(value: str) -> bool:
         return True  # also docs/tls.md#h0ww7
     if _regex(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+").fullmatch(v):
         return True  # secret/data/ci:token, db-password:/etc/credstore/db-password
+    if _regex(r"(?:projects|organizations|folders)/[\w.\-]+(?:/[\w.\-]+)+").fullmatch(v):
+        return True  # a cloud resource's name: projects/p/locations/global/keyRings/app/cryptoKeys/signing/cryptoKeyVersions/4
     if _regex(r"[a-z0-9][\w.\-]*(?::\d+)?/[A-Z][A-Z0-9_]{2,30}").fullmatch(v):
         return True  # a host and a database's service: oracledb.connect(dsn="was12/ERPPRD")
     return _regex(r"[\^~<>=v]{0,2}\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?|\d+(?:\.\d+){4,}").fullmatch(v) is not None  # also an OID
@@ -1186,10 +1190,13 @@ def _accept_assignment(match: Any) -> bool:
         return False
     if _regex(_NOT_SECRET_BEFORE_WORD).search(match.string[max(0, match.start("name") - 14):match.start("name")]):
         return False  # `minisign public key: RWQ…`, `hashed secret: …`: the words before the name say what it is
-    if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+").fullmatch(bare):
+    if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z][\w\-]*").fullmatch(bare):
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
     if _cannot_be_its_value(name, bare):
         return False
+    stand_in = _regex(r"[a-z][a-z0-9+.\-]*://[^/:@\s]*:([^/@\s]+)@").match(bare)
+    if stand_in and (_is_placeholder(stand_in.group(1)) or _is_reference(stand_in.group(1))):
+        return False  # `dsn: postgres://app:[REDACTED]@db:5432/app`
     following = match.string[match.end("s"):match.end("s") + 2]
     prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
     if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
@@ -1725,7 +1732,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies: the shapes
 # of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
 _NOT_RANDOM_STARTS = (
-    r"[$%{<@~.:]|G[AS]1\.\d\.|\d+:0x[0-9a-fA-F]+$|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@(?:[\w\-]+\.[\w.\-]*[A-Za-z][\w\-]*|\d{1,3}(?:\.\d{1,3}){3})$"
+    r"[$%{<@~.:]|G[AS]1\.\d\.|\d+:0x[0-9a-fA-F]+$|[a-z][a-z0-9]*-[0-9a-f]{17}$|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@(?:[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z][\w\-]*|\d{1,3}(?:\.\d{1,3}){3})$"
     r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|" + _FIREBASE_APP_ID + "$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
@@ -2055,7 +2062,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
               r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
-_GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"){0,90}?(?:(?P<sign>[:：=]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
+_GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：≔|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"){0,90}?(?:(?P<sign>[:：=≔]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
                 r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # A credential word that names a passphrase, in the languages above.
@@ -2076,7 +2083,7 @@ _HEX_AFTER = r"(?i)(?:[:=：]|" + _CONNECTOR + r")[ \t]*[\"'`(«]?\s*$"
 # What may stand between a credential word and a hex value: "token: 4f2c…", "secret is 4f2c…".
 _HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:był|" + _CONNECTOR + r")[\s:]*)?[\"'`(]*"
 _SIGNED_URL_PARAMETERS = frozenset("""
-    sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token
+    sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token sk
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
     otp x-signature appid app_key private_token auth_token access_key secret_key""".split())
 
@@ -2097,7 +2104,8 @@ def _find_random_tokens(match: Any) -> list:
     not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if (not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
-             and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)]
+             and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
+             and not (_regex(r"[ _\-]?I[Dd]\b").match(text, match.end()) and _regex(r"[0-9a-fA-F]+").fullmatch(text[a:b]))]  # Session-ID: E333…
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
     return sorted(spans + given)
 
@@ -2358,7 +2366,7 @@ def _spoken_passphrase(match: Any) -> list:
     if not _regex(_SMALL_WORD + r"[ \t]" + _SMALL_WORD + r"[ \t]" + _SMALL_WORD).search(match.string, match.end(), match.end() + 400):
         return []  # no three small words in a row close after the word: a cheap look before the costly ones
     if _names_passphrase(match.group()) or _regex(_PASSPHRASE_WORD).search(_line_before(match.string, match.start(), 12)):  # frase de contraseña
-        found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[.!]?[ \t]*(?:\n|$|\))"
+        found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[.!]?[ \t]*(?:\n|$|\)|\()"
                        r"|(?:[^\n\"'«“`]|«redacted»){0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
     elif not _names_machine_value(match.group()):
         found = _regex(r"[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
@@ -2468,6 +2476,11 @@ _ALGORITHM_NAME = (r"(?i)(?:aes|des|3des|rsa|hs|rs|es|ps|sha|hmac|chacha20|xchac
                    r"(?:[\d_\-]|gcm|cbc|ctr|ecb|cfb|ofb|ccm|siv|oaep|pss|ssa|pkcs|poly|sha|md|plus|with|rsa|ecdsa|encryption|k|v)*")  # not Shadow1973
 
 
+# An account's name as code passes it before the password: wp_user, svc_ldap, root, sa, etl-reader.
+_ACCOUNT_NAME = (r"(?i:root|admin|administrator|sa|postgres|[a-z][a-z0-9]*[_.\-](?:user|usr|admin|svc|app|bot|ro|rw|reader|writer)"
+                 r"|(?:svc|app|sa|etl|bot|deploy|service)[_.\-][a-z0-9_.\-]{2,30})")
+
+
 def _find_call_literals(match: Any) -> list:
     """A client constructor, a connect, sign or encrypt call: the random tokens of the string
     literals among its arguments (the span "s", up to its closing parenthesis); and a password a
@@ -2488,7 +2501,7 @@ def _find_call_literals(match: Any) -> list:
             previous = value  # `createCipheriv("aes-256-gcm", …)`, `Signer.create("HS256", …)`
             continue
         found = random_tokens(text, start, end)
-        after_user = _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+").fullmatch(previous)
+        after_user = _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+|" + _ACCOUNT_NAME).fullmatch(previous)
         if not found and (named_call or credential_call and literals > 1 or after_user) and (
                 _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)) and _may_be_a_password(value):
             found = [(start, end)]
@@ -2565,6 +2578,9 @@ def _find_printed_secrets(match: Any) -> list:
         if (printed_dollar or not _is_reference(value)) and not _is_path_or_version(value) and "://" not in value and not _regex(
                 r"(?i)(?:error|usage|warning)\b").match(value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
+    if _regex(r"ssm[ \t]+get-parameters?\b[^\n]*--with-decryption|secretsmanager[ \t]+get-secret-value").search(command):
+        spans += [value.span(1) for value in _regex(r'"(?:Value|SecretString)"[ \t]*:[ \t]*"((?:[^"\\\n]|\\.){4,4096})"').finditer(text, start, end)
+                  if not _is_reference(value.group(1))]  # the parameter's value, whatever its shape
     for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]+)(\S{6,256})[ \t]*$").finditer(text, start, end):
         if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
             spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`, `Private API Key b734…`
@@ -2593,7 +2609,8 @@ def _find_selected_columns(match: Any) -> list:
         for index in secret:
             value = cells[index].group().strip()
             first = row.start() + cells[index].start() + cells[index].group().index(value)
-            if value not in names and _looks_like_a_secret(value) and not _is_reference(value) and not _is_masked_or_public(value):
+            if value not in names and (_looks_like_a_secret(value) or _regex(r"\d{6,12}").fullmatch(value)) and not _is_reference(
+                    value) and not _is_masked_or_public(value):
                 spans.append((first, first + len(value)))
     return spans
 
@@ -2646,6 +2663,27 @@ def _find_table_cells(match: Any) -> list:
     return spans
 
 
+def _find_dashed_table_cells(match: Any) -> list:
+    """A table whose header is underlined by runs of dashes, one a column (PowerShell's
+    Format-Table, SQL*Plus, sqlcmd): the cells under a header that names a credential and
+    looks like a password or a machine-made value. The dashes say where each column starts, so
+    headers and cells may stand one space apart."""
+    text, head, dashes = match.string, match.group("head"), match.group("dashes")
+    runs = [run.span() for run in _regex(r"-+").finditer(dashes)]
+    spans = []
+    for index, (start, end) in enumerate(runs):
+        name = head[start:runs[index + 1][0] if index + 1 < len(runs) else len(head)].strip()
+        if not name or secret_strength(_regex(r"\W+").sub("_", name)) != 2 and not _regex(_CREDENTIAL_WORDS).fullmatch(name):
+            continue
+        for row in _regex(r"[^\n]+").finditer(text, match.start("s"), match.end("s")):
+            cell = row.group()[start:runs[index + 1][0] if index + 1 < len(runs) else None]
+            value = cell.strip()
+            if value and " " not in value and _looks_like_a_secret(value) and not _is_reference(value) and not _is_masked_or_public(value):
+                first = row.start() + start + cell.index(value)
+                spans.append((first, first + len(value)))
+    return spans
+
+
 @_remembered
 def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tuple = ()) -> tuple:
     """The (start, end) spans in row of the cells under columns ((index, under a PIN) pairs) that
@@ -2670,7 +2708,8 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
         if index in pins and value and (_looks_like_a_secret(value) or _is_joined_passphrase(value)
                                         or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) and _is_spoken_passphrase(value)
                                         or not pins[index] and _is_passphrase_of_plain_words(value)
-                                        or pins[index] and _regex(r"\d{4,8}").fullmatch(value)):
+                                        or pins[index] and _regex(r"\d{4,8}").fullmatch(value)
+                                        or not pins[index] and _regex(r"\d{6,12}").fullmatch(value)):
             first = a + row[a:b].index(value)
             found.append((first, first + len(value)))
     return tuple(found)
@@ -2980,6 +3019,13 @@ keytab-key                   -                      \((?:aes|arcfour|des|camelli
 sap-gui-password-field       not-reference          findById\("[^"\n]{0,120}/pwd[^"\n]{0,80}"\)\.text[ \t]*=[ \t]*(?P<s>"[^"\n]{1,128}")
 #   catch: session.findById("wnd[0]/usr/pwdRSYST-BCODE").text = "«WillowRainbow31?»"
 #   keep:  session.findById("wnd[0]/usr/txtRSYST-BNAME").text = "OBRIENL"
+# openssl's raw key and a password-reset link's token.
+openssl-raw-key              -                      \bopenssl\b[^\n]{0,200}?[ \t]-K[ \t]+(?P<s>[0-9a-fA-F]{32,128})\b
+#   catch: openssl enc -d -aes-256-cbc -K «8bddf793dc328ec196f64c8ffcdb4f6e7c7968adcc0881efdff18485f00e20d5» -iv d2d8e2b317767db31168c865adfec325 -in blob.bin
+#   keep:  openssl enc -d -aes-256-cbc -K "$KEY" -iv "$IV" -in blob.bin
+account-link-token           random                 /(?:reset-password|password-reset|reset|verify-email|verify|confirm|invite|invitation|magic-link|activate|unsubscribe)/(?P<s>[A-Za-z0-9_\-]{20,256})(?![A-Za-z0-9_\-])
+#   catch: Link (valid 30 min): https://accounts.example.com/reset-password/«SUhRId24gZq5ZNJwiZh0T70xa1fWbLoT70AHwwexu4P»
+#   keep:  GET /reset-password/new?locale=en
 # Nostr secret keys (bech32 nsec1…); an npub1… is public.
 nostr-secret-key             -                      (?<![a-z0-9])(?P<s>nsec1[02-9ac-hj-np-z]{58})(?![a-z0-9])
 #   catch: nsec: «nsec1emcysh75d2g5flug745afwk94ylffa2nd3cfa7txka5fnpwntw3pwxunll»
@@ -3112,9 +3158,10 @@ mailgun-key                  -                      (?P<s>[0-9a-fk](?<![A-Za-z0-
 #   catch: MAILGUN_API_KEY=«key-0123456789abcdefEXAMPLEexample01»
 #   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
-azure-account-key-shape      random                 (?<![A-Za-z0-9+/])(?<!sha512-)(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
+azure-account-key-shape      random                 (?<![A-Za-z0-9+/])(?<!sha512-)(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
 #   catch: «EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0==»
 #   keep:  "integrity": "sha512-EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0=="
+#   keep:  example.com. 3600 IN DNSKEY 257 3 13 aL9r8gYx/xIPqH6ztTcojmADnJrMvzBVKokAIxI+CFyk0VJUyR+qBiaE6avt9vZ0lvG8mqTq/DQNAJoslCEUaA==
 #   keep:  "contentHash": "ajLhB+tmRHqdXsihvZL9M48/iJ9wJlIx5LnOd9aqz6DD4EeEynIpeqHvixYH9gV0z1pEo6B1v5V7JISRSWW/+Q=="
 shopify-token                -                      {L}(?P<s>shp(?:at|ss|ca|pa|ua)_[a-fA-F0-9]{32}){R}
 #   catch: X-Shopify-Access-Token: «shpat_0123456789abcdef0123456789abcdef»
@@ -3173,12 +3220,13 @@ seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|
 #   keep:  the wallet screen lists every account with its balance and a button to copy the address
 #   catch: recovery words: «agree apart awesome above album already barrel age affair ball aunt badge»
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
-byte-array-key               byte-array-key         [\[{](?P<s>[ \t]*(?:0[xX])?[0-9A-Fa-f]{1,3}(?:[ \t]*,[ \t]*(?:0[xX])?[0-9A-Fa-f]{1,3}){15}(?:(?:[ \t]*,[ \t]*(?:0[xX])?[0-9A-Fa-f]{1,3}){16}(?:(?:[ \t]*,[ \t]*(?:0[xX])?[0-9A-Fa-f]{1,3}){32})?)?[ \t]*)[\]}]
+byte-array-key               byte-array-key         [\[{](?P<s>\s*(?:0[xX])?[0-9A-Fa-f]{1,3}(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){15}(?:(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){16}(?:(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){32})?)?,?\s*)[\]}]
 #   catch: advanced:\n  network_key: [«242, 91, 45, 153, 161, 113, 92, 166, 222, 180, 98, 116, 96, 103, 203, 227»]
 #   keep:  advanced:\n  pan_id: 6754\n  ext_pan_id: [221, 221, 221, 221, 221, 221, 221, 221]\n  channels: [11, 15, 20, 25, 26, 11, 15, 20, 25, 26, 11, 15, 20, 25, 26, 11]
 #   catch: $ cat ~/.config/solana/id.json\n[«174,47,154,16,202,193,206,113,199,190,53,133,169,175,31,56,222,53,138,189,224,216,117,173,10,149,53,45,73,251,237,246,15,185,186,82,177,240,148,69,241,227,167,80,141,89,240,121,121,35,172,247,68,251,226,218,48,63,176,109,168,89,238,135»]
 #   keep:  histogram = [3,1,4,1,5,9,2,6,5,3,5,8,9,7,9,3,2,3,8,4,6,2,6,4,3,3,8,3,2,7,9,5]
 #   catch: static const u1_t PROGMEM APPKEY[16] = {« 0x27, 0xB5, 0xF4, 0x4A, 0xC2, 0x9E, 0xF9, 0x2E, 0x01, 0xD8, 0x8C, 0xFD, 0xCC, 0x23, 0xE2, 0xA1 »};
+#   catch: static const uint8_t fw_key[16] = {« \n    0xee, 0x02, 0x03, 0x03, 0x8b, 0xb3, 0xd9, 0x3d,\n    0x80, 0xe3, 0x05, 0x99, 0x0a, 0x06, 0x60, 0xb7,\n»};
 #   keep:  static const u1_t PROGMEM DEVEUI[8] = { 0x2f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
 #   keep:  const uint8_t KEYMAP[16] = { 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13 };
 # A raw private key: 0x and 64 hex digits after a name that says key.
@@ -3318,7 +3366,7 @@ sudo-stdin-here-string       not-reference          \bsudo(?:[ \t]+-[\w\-]+)*[ \
 #   catch: sudo -S apt-get update <<< '«C00k13315#»'
 #   keep:  sudo -S apt-get update <<< "$SUDO_PASS"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli|cryptsetup)
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
 #   catch: C:\\Tools> echo «v1BSMHi*8e6i#x!V~?»| runas /user:CORP\\adm-dmitri "mmc dsa.msc"
 #   catch: echo '«crimson-dragon-kettle»' | pass insert -e work/atlas/db
@@ -3903,7 +3951,23 @@ name-value-object            assignment             "name"[ \t]*:[ \t]*"(?P<name
 #   catch: "cookies": [\n  {"name": "portal_sess", "value": "«vHF1VsVT0QHEDVvR-rGwtPCgrvol0vg4ydJc-08TLmw45p58»"}\n]
 #   catch: {"key": "x", "name": "api_token", "value": "«Kq7Zx2Lm9Pw4Rt8VbN3cD5fG»"}
 #   keep:  {"name": "content-type", "value": "application/json"}
-secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*(?=["']))?{VALUE}
+# git config's secret keys (sendemail.smtpPass, credential helpers' tokens).
+git-config-secret            assignment             \bgit[ \t]+config(?:[ \t]+--[\w\-]+)*[ \t]+(?P<name>[\w.\-]*(?i:pass|token|secret|pwd))[ \t]+{VALUE}
+#   catch: git config --global sendemail.smtpPass '«buddy_and_coco_1964»'
+#   keep:  git config --global sendemail.smtpPass "$SMTP_PASS"
+# A settings table's row whose name says secret: UPDATE … SET value = '…' WHERE name = 'smtp_password'.
+sql-settings-row             assignment             (?i)\bSET[ \t]+(?:value|val|setting_value|option_value)[ \t]*=[ \t]*(?P<s>'[^'\n]{1,1024}')[ \t]+WHERE[ \t]+(?:name|key|setting|option_name)[ \t]*=[ \t]*'(?P<name>[^'\n]{1,80})'
+#   catch: UPDATE settings SET value = '«34SUvnZp+BvQo4Y5QyI!R»' WHERE name = 'smtp_password';
+#   keep:  UPDATE settings SET value = 'smtp.example.com' WHERE name = 'smtp_host';
+# SQL Server's PASSWORD = N'…' (a Unicode literal).
+sql-unicode-password         not-reference          (?i)\bPASSWORD[ \t]*=[ \t]*N(?P<s>'[^'\n]{1,256}')
+#   catch: CREATE LOGIN svc_etl WITH PASSWORD = N'«ggvZ=yhDo7xGo8»', CHECK_POLICY = OFF;
+#   keep:  CREATE LOGIN svc_etl WITH PASSWORD = N'$(ETL_PASSWORD)', CHECK_POLICY = OFF;
+# A here-document under a secret's name (HCL, Ruby, shell): each of its lines.
+heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
+#   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
+#   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   catch: //nexus.stark.local/repository/npm-group/:_password=«xbthYmthJTIwMTE=»
 #   catch: mysql -u root -p\nEnter password: «Tr0ub4dor&3»\nERROR 1045 (28000): Access denied
@@ -4215,6 +4279,8 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: if (client.connect("esp32-client", "liam", "«J@sm1n3.97»")) {
 #   keep:  payload = jwt.decode(token, key, algorithms=["HS256"])
 #   keep:  user.set_password(form.cleaned_data["new_password1"])
+#   catch: $mysqli = new mysqli("localhost", "wp_user", "«HyggeLucia00#»", "wordpress");
+#   catch: using var ctx = new PrincipalContext(ContextType.Domain, "ad.corp.lan", "svc_ldap", "«?thunderCobalt93»");
 #   catch: .signWith(Keys.hmacShaKeyFor("«9gUbUzDuhDGrl9Se3j/A4ZVv/aypEPNAG6apmsuqBb22GFuM2nszRi60B7O0cHGv»".getBytes()))
 #   catch: client = WeatherClient("https://api.weather.example.com", "«Wq8XkL2mR7vTz4WpN9sYb3CdEf»")
 #   catch: const client = new Pusher({ appId: "1812", key: "9f2c1a7e", secret: "«Kq7Zx2Lm9Pw4Rt8VbN3c»" })
@@ -4319,6 +4385,11 @@ password-typed-as-command    typed-passwords        (?:not found|not recognized|
 #   keep:  zsh: command not found: kubectl-argo-rollouts
 #   keep:  'docker-compose' is not recognized as an internal or external command
 #   keep:  sh: 1: ./node_modules/.bin/tsc: not found
+# A table whose header is underlined by dashes (PowerShell, SQL*Plus, sqlcmd): cells under a credential's column.
+context-dashed-table         dashed-table-cells     (?m)^(?P<head>[^\n]{1,300})\r?\n(?P<dashes>[ \t]*-{2,}(?:[ \t]+-{2,}){1,20})[ \t]*\r?\n(?=(?P<s>(?:[^\n]+(?:\n|$)){1,50}))
+#   catch: AutoAdminLogon DefaultUserName DefaultPassword\n-------------- --------------- ---------------\n1              kiosk9          «SummitGinger66#»
+#   catch: USERNAME   PASSWORD\n---------- ----------------\nSCOTT      «Tiger#2024x»
+#   keep:  AutoAdminLogon DefaultUserName DefaultPassword\n-------------- --------------- ---------------\n1              kiosk9
 # The rows a SELECT printed, under a selected column whose name says secret.
 context-selected-columns     selected-columns       (?i)\bselect[ \t]+(?P<cols>[^\n;*]{1,300}?)[ \t]+from\b[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,40}))
 #   catch: sqlite> SELECT conn_id, login, password FROM connection;\npostgres_dwh|airflow|«Banjo2907-»\nmysql_crm|etl|«8Mc~Uh8rXZk4Q.3oxaByUIv-»
@@ -4337,6 +4408,7 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ op read op://Private/db/password\n«Saffron.Summit1907»\n$ echo done
 #   catch: $ kubectl exec deploy/ledger -- sh -c 'echo $INTERNAL_API_TOKEN'\n«TI2dyhDyehCIpljwHeYFMjpuWh3Z7Onj3dsgNQQW»
 #   catch: $ printenv PGPASSWORD\n«a52c7440109c2261df8dfdc1»
+#   catch: $ aws ssm get-parameter --name /prod/smtp/password --with-decryption\n{\n  "Parameter": {\n    "Value": "«yonder.tundra.90»",\n    "Version": 4\n  }\n}
 #   catch: In [12]: print(auth.get_token())\n«fr6O4uv-NEb0k6X62PXmk9tZMdnqHHkavcmKPoDICxmzbForhN-7scFEaMEp6Ohw»\n\nIn [13]: r = s.get(url)
 #   catch: $ openssl rand -base64 24\n«q8XkL2mR7vTz4WpN9sYb3CdEfGh»
 #   catch: $ cat ~/.config/acme/credentials\n[default]\nclient = ci-bot\nsecret = «Kq7Zx2Lm9Pw4Rt8VbN3cD»
@@ -4473,7 +4545,7 @@ CONTEXT_FINDERS = {
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "code-lines": _find_code_lines, "user-password-lines": _find_user_password_lines,
-    "typed-passwords": _find_typed_passwords, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
+    "typed-passwords": _find_typed_passwords, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
 # alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
@@ -5132,6 +5204,11 @@ RULE_WORDS = {
     "keytab-key": ("a6b0ff6f", ("(aes", "(arcfour", "(camellia", "(des", "(rc4"), ("(aes", "(arcfour", "(camellia",
         "(des", "(rc4"), ("(0x",)),
     'sap-gui-password-field': ('46b00948', ('findbyid("',), ('findbyid("',), ('").text',)),
+    "openssl-raw-key": ("a6b61da0", ("openssl",), ("openssl",), ("-k",)),
+    "account-link-token": ("f63575ca", ("/activate", "/confirm", "/invitation", "/invite", "/magic-link",
+        "/password-reset", "/reset", "/reset-password", "/unsubscribe", "/verify", "/verify-email"), ("/activate",
+        "/confirm", "/invitation", "/invite", "/magic-link", "/password-reset", "/reset", "/reset-password",
+        "/unsubscribe", "/verify", "/verify-email"), ()),
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",), ()),
     "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain"),
         ()),
@@ -5176,7 +5253,7 @@ RULE_WORDS = {
     "twilio-api-key": ("d969ee1f", ("sk",), ("sk",), ()),
     "sonar-token": ("544b32cd", ("sq",), ("sq",), ()),
     "mailgun-key": ("b46a8c41", ("-", "key-"), (), ()),
-    "azure-account-key-shape": ("7db32917", ("==",), (), ()),
+    "azure-account-key-shape": ("05959c27", ("==",), (), ()),
     "shopify-token": ("4aa6badf", ("shpat", "shpca", "shppa", "shpss", "shpua"), ("shpat", "shpca", "shppa", "shpss",
         "shpua"), ()),
     "digitalocean-token": ("64f3136a", ("_v1_",), ("do",), ("do",)),
@@ -5207,7 +5284,7 @@ RULE_WORDS = {
         ("12", "15", "18", "21", "24", "backup", "bip", "frase ", "from", "mnemonic", "phrase de r", "recovery",
         "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
         ()),
-    "byte-array-key": ("f82ab4fc", (",",), (), ()),
+    "byte-array-key": ("e27199d4", (",",), (), ()),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
         ("0x",)),
@@ -5249,8 +5326,9 @@ RULE_WORDS = {
         "hashpw", "make_password", "password_hash"), ("argon2.hash", "bcrypt.hash", "generate_password_hash",
         "hash_password", "hashpw", "make_password", "password_hash"), ("(",)),
     "sudo-stdin-here-string": ("af4b3ab2", ("sudo",), ("sudo",), ("<<<",)),
-    "piped-secret": ("dbff4d9b", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "env", "insert",
-        "keepassxc-cli", "kinit", "login", "passwd", "password-stdin", "runas", "secret", "signin", "sudo", "unlock")),
+    "piped-secret": ("98664ef3", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
+        "insert", "keepassxc-cli", "kinit", "login", "passwd", "password-stdin", "runas", "secret", "signin", "sudo",
+        "unlock")),
     "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf"), ("auth", "cred", "key", "pass", "pw",
         "secret", "token")),
     "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), (), ("echo",
@@ -5422,7 +5500,12 @@ RULE_WORDS = {
     'validation-input-value': ('71eb434f', ('input_value="', "input_value='"), (), ('auth', 'cookie', 'cred', 'dsn',
         "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
-    "secret-assignment": ("441a79d0", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "git-config-secret": ("c51465d9", ("config",), ("git",), ("git",)),
+    "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
+    "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
+    "heredoc-under-secret-name": ("a4f87923", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "session", "token"), (), ("<<",)),
+    "secret-assignment": ("f93aca42", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":", ":=", "=", "=>")),
     "prose-password": ("508ec98b", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd"), ("(", ":", "=", "is", "to")),
@@ -5505,6 +5588,7 @@ RULE_WORDS = {
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
+    "context-dashed-table": ("b1989339", ("\n",), (), ("-",)),
     "context-selected-columns": ("f4bc8343", ("select",), ("select",), ("from",)),
     "context-repl-generated-key": ("eca72d6c", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
