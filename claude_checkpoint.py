@@ -993,8 +993,8 @@ def secret_strength(name: str) -> int:
         return 1  # Consul's and Nomad's gossip key: `encrypt = "…"`, not `encrypt = true`
     if last == "pass" and len(parts) == 1:
         return 1  # `PASS: TestLogin` in test output; DB_PASS is below
-    if last == "phrase" and before == "pass":
-        return 2  # OCI's pass_phrase
+    if last in ("phrase", "word") and before == "pass":
+        return 2  # OCI's pass_phrase, a pass_word
     if last == "salt" and len(parts) > 1:
         return 1  # WordPress's AUTH_SALT, HASHIDS_SALT: a machine-made value is a secret; `salt = os.urandom(16)` is code
     if last in ("session", "sid", "sess") or last.endswith(("sessid", "sessionid")):
@@ -1385,7 +1385,7 @@ def _accept_password_like(match: Any) -> bool:
     other = _regex(r"([A-Za-z_][\w.\-]{0,40})[ \t]*=[ \t]*[\"'(]?$").search(before)
     if other and secret_strength(other.group(1)) < 2 and other.group(1).lower() not in ("value", "val", "default", "text", "content"):
         return False  # `password=pw, dsn="…"`: the value of another name
-    if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v):
+    if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v) or _is_path_or_version(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
     if _regex(r"\d{4}-\d\d-\d\d|\d\d?:\d\d[:.]\d").search(v):
         return False  # a date or a time: `db-password          2024-03-27T03:23:41.167Z` (gcloud secrets list)
@@ -1416,6 +1416,8 @@ def _under_a_digest_column(text: str, start: int) -> bool:
     `vault secrets list` an engine's accessor)."""
     line_start = text.rfind("\n", 0, start) + 1
     column, above = start - line_start, line_start - 1
+    if "  " not in text[line_start:start] and "\t" not in text[line_start:start]:
+        return False  # no columns on its line
     for _ in range(30):  # up to the header, a few rows above
         if above <= 0:
             return False
@@ -1871,6 +1873,8 @@ _NOT_TOKEN_NAMES = frozenset("ttl expires expiry lease accessor id ids uuid name
 def _named_as_no_token(text: str, start: int) -> bool:
     """Whether the value at start is the value of a `name=` that names what stands beside a token
     (_names_no_token): `(client_id=elsed4…)`, `kid=…, sub=<uuid>`."""
+    if text[start - 1:start] != "=":
+        return False  # the cheap look first: most values follow no `=`
     named = _regex(r"([A-Za-z_][\w.\-]{0,40})=$").search(_line_before(text, start, 42))
     return named is not None and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES and secret_strength(named.group(1)) < 2  # not secret_id
 
@@ -2105,7 +2109,8 @@ def _find_random_tokens(match: Any) -> list:
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if (not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
              and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
-             and not (_regex(r"[ _\-]?I[Dd]\b").match(text, match.end()) and _regex(r"[0-9a-fA-F]+").fullmatch(text[a:b]))]  # Session-ID: E333…
+             and not ((_regex(r"[ _\-]?I[Dd]\b").match(text, match.end()) or _regex(r"(?i)[ _\-]?ids?$").search(match.group()))
+                      and _regex(r"[0-9a-fA-F]+").fullmatch(text[a:b]))]  # an id named so: Session-ID: E333…
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
     return sorted(spans + given)
 
@@ -2261,7 +2266,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if _regex(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=(?!$)|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`)
     before = _line_before(text, first, 60)
-    if _named_as_no_token(text, first) or _regex(r"[\w\-]+:[\w\-]+:$").search(before):
+    if _named_as_no_token(text, first) or before.endswith(":") and _regex(r"[\w\-]+:[\w\-]+:$").search(before):
         return False  # another field beside a token (`kid=…, sub=<uuid>`), a part of a store's key (`ratelimit:tokens:<uuid>`)
     if _regex("[\u3001\u3002\uff0c]").search(value):
         return False  # a sentence's commas in CJK: "パスワードは共有フォルダではなく、1Password の…"
@@ -3008,7 +3013,7 @@ ntlm-hash-dump               -                      (?m)^[^\s:]{1,64}:\d{1,10}:[
 #   catch: Administrator:500:aad3b435b51404eeaad3b435b51404ee:«745a8d528872228d405ddf036125efda»:::
 #   keep:  commit 745a8d528872228d405ddf036125efda1f2c3d4e
 # BitLocker's recovery password: eight groups of six digits.
-bitlocker-recovery-key       -                      (?<![\d\-])(?P<s>\d{6}(?:-\d{6}){7})(?![\d\-])
+bitlocker-recovery-key       -                      (?P<s>\d(?<![\d\-]\d)\d{5}-\d{6}(?:-\d{6}){6})(?![\d\-])
 #   catch: Numerical Password:\n  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}\n  Password:\n    «155452-076615-572814-475959-248567-676555-424523-136741»
 #   keep:  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}
 # A keytab's keys, as `klist -K` prints them after their encryption type.
@@ -3423,7 +3428,7 @@ cobol-password-value         assignment             (?m)^[ \t]*\d{2}[ \t]+{SECRE
 #   catch:        01  WS-DB2-PASSWORD    PIC X(10) VALUE '«SONNE38Z»'.
 #   keep:         01  WS-DB2-PASSWORD    PIC X(10) VALUE SPACES.
 # Commands of enterprise tools that take a password as a positional argument.
-enterprise-cli-password      argument               (?:\bmkstore\b[^\n]{0,200}?-(?:createCredential|modifyCredential)[ \t]+\S+[ \t]+\S+|\bhdbuserstore\b(?:[ \t]+-\w+)*[ \t]+SET[ \t]+\S+[ \t]+\S+[ \t]+\S+|\bctm[ \t]+env[ \t]+(?:add|update)[ \t]+\S+[ \t]+\S+[ \t]+\S+|\badd[ \t]+system[ \t]+user[ \t]+\S+|\bcertutil\b[^\n]{0,80}?[ \t]-p|\btf(?:\.exe)?\b[^\n]{0,200}?/login:[^,\s]{1,80},)[ \t]*{TOOL_VALUE}
+enterprise-cli-password      argument               (?:\bslmgr(?:\.vbs)?[ \t]+[\w.\-]+[ \t]+\S+|\bmkstore\b[^\n]{0,200}?-(?:createCredential|modifyCredential)[ \t]+\S+[ \t]+\S+|\bhdbuserstore\b(?:[ \t]+-\w+)*[ \t]+SET[ \t]+\S+[ \t]+\S+[ \t]+\S+|\bctm[ \t]+env[ \t]+(?:add|update)[ \t]+\S+[ \t]+\S+[ \t]+\S+|\badd[ \t]+system[ \t]+user[ \t]+\S+|\bcertutil\b[^\n]{0,80}?[ \t]-p|\btf(?:\.exe)?\b[^\n]{0,200}?/login:[^,\s]{1,80},)[ \t]*{TOOL_VALUE}
 #   catch: mkstore -wrl /u01/app/oracle/wallet -createCredential PRODDB app_user «Fabrikam@1984»
 #   catch: hdbuserstore SET BACKUPKEY sqlprd16:30015 SYSTEM «.gingerPumpkin17»
 #   catch: ctm env add prod https://ctm.acme.internal:8443/automation-api emuser «Ch3l$e@#51»
@@ -3431,6 +3436,7 @@ enterprise-cli-password      argument               (?:\bmkstore\b[^\n]{0,200}?-
 #   catch: certutil -f -p "«Siobhan_1979»" -importpfx C:\certs\adfs-ssl.pfx NoExport
 #   catch: tf.exe get $/Legacy/Main /recursive /login:CORP\garciar,«qazwsx.70»
 #   keep:  hdbuserstore LIST
+#   catch: cscript //nologo C:\Windows\System32\slmgr.vbs WIN-DC10 Administrator «Tiger2004^» /dlv
 windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:p|pass|password[do]?|passwd|pwd)[:=]{TOOL_VALUE}
 #   catch: netdom join %COMPUTERNAME% /domain:corp /userd:CORP\svc_join /passwordd:«70VVMrf78#9J-!FDLLnb» /reboot:10
 #   catch: xfreerdp /v:ts01.example.com /u:jdoe /p:«swu3s13gPzec_F» /cert:ignore
@@ -3731,6 +3737,10 @@ config-set-secret            not-reference          \bconfig\s+set\s+(?:--[\w\-]
 sonar-login                  not-reference          -Dsonar\.(?:login|token|password)=(?P<s>[^\s'"]{1,256})
 #   catch: mvn sonar:sonar -Dsonar.login=«0123456789abcdef0123456789abcdef01234567»
 #   keep:  mvn sonar:sonar -Dsonar.login=$SONAR_TOKEN
+# A user and a password in a list under an auth's name: Savon's basic_auth: ['user', '…'], auth = ["user", "…"].
+auth-pair-list               chosen                 (?i)(?:auth|credentials?|creds|login)["']?[ \t]*(?:=>|=|:)[ \t]*[\[(][ \t]*["'][^"'\n]{1,64}["'][ \t]*,[ \t]*(?P<s>"[^"\n]{1,256}"|'[^'\n]{1,256}')[ \t]*[\])]
+#   catch: client = Savon.client(wsdl: 'hr.wsdl', basic_auth: ['sapint', '«Tomas-1996»'], ssl_verify_mode: :none)
+#   keep:  basic_auth: ['sapint', ENV['SAP_PASSWORD']]
 # Tuples and calls that carry a password: Erlang/Elixir configs, HTTP clients, PDO, FTP.
 tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-Za-z_]\w{0,80})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
 #   catch: {:password, "«M^BCDT%.Wtk9»"}
@@ -3921,6 +3931,11 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 redis-hash-field             assignment             (?m)^[ \t]*\d{1,5}\)[ \t]+"{SECRETISH_NAME}(?P<name>[\w.:\-]{1,80})"[ \t]*\r?\n[ \t]*\d{1,5}\)[ \t]+(?P<s>"[^"\n]{1,4096}")
 #   catch: 127.0.0.1:6379> HGETALL tenant:2836:webhook\n1) "url"\n2) "https://hooks.partner.example/in"\n3) "signing_secret"\n4) "«c77e24d05745ba4bcc7768fa1d38a2d67c1000ab38e500bf65cb48053423d3e9»"
 #   keep:  1) "token_count"\n2) "4096"
+# OpenLDAP's rootpw and nslcd's bindpw, also as grep -n prints them (a hashed `{SSHA}…` is no password).
+ldap-config-password         not-reference          (?m)^(?:[\w./\-]{0,200}:\d{1,6}:|\d{1,6}:)?[ \t]*(?:rootpw|bindpw)[ \t]+(?P<s>[^\s{][^\s]{3,127})[ \t]*$
+#   catch: $ sudo grep -n rootpw /etc/openldap/slapd.conf\n58:rootpw          «MonkeyEagle79-»
+#   catch: binddn cn=nslcd,ou=services,dc=corp,dc=example,dc=com\nbindpw «bdHIMctNZh-VhoOv7G.g7Fp»
+#   keep:  rootpw          {SSHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=
 # A config line of a name and its value with no sign between (keepalived, fluent-bit, a browser's cookie table).
 config-spaced-value          spaced                 (?m)^[ \t]*\.?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+(?P<s>[^\s'"`=:#;{}\[\]()<>|][^\s(){}\[\]<>,;]{0,255}?)(?<!:)[ \t]*;?[ \t]*$
 #   keep:  Keyword Arguments:
@@ -4386,7 +4401,7 @@ password-typed-as-command    typed-passwords        (?:not found|not recognized|
 #   keep:  'docker-compose' is not recognized as an internal or external command
 #   keep:  sh: 1: ./node_modules/.bin/tsc: not found
 # A table whose header is underlined by dashes (PowerShell, SQL*Plus, sqlcmd): cells under a credential's column.
-context-dashed-table         dashed-table-cells     (?m)^(?P<head>[^\n]{1,300})\r?\n(?P<dashes>[ \t]*-{2,}(?:[ \t]+-{2,}){1,20})[ \t]*\r?\n(?=(?P<s>(?:[^\n]+(?:\n|$)){1,50}))
+context-dashed-table         dashed-table-cells     (?m)^(?P<head>[^\n]{1,300})\r?\n(?P<dashes>[ \t]*---*(?:[ \t]+---*){1,20})[ \t]*\r?\n(?=(?P<s>(?:[^\n]+(?:\n|$)){1,50}))
 #   catch: AutoAdminLogon DefaultUserName DefaultPassword\n-------------- --------------- ---------------\n1              kiosk9          «SummitGinger66#»
 #   catch: USERNAME   PASSWORD\n---------- ----------------\nSCOTT      «Tiger#2024x»
 #   keep:  AutoAdminLogon DefaultUserName DefaultPassword\n-------------- --------------- ---------------\n1              kiosk9
@@ -5200,7 +5215,7 @@ RULE_WORDS = {
     "license-serial": ("971410f2", ("--serial", "-serial"), ("--serial", "-serial"), ()),
     'kaggle-key': ('4bf6290e', ('"username"',), ('"username"',), ('"key"',)),
     "ntlm-hash-dump": ("3d0677ec", (":::",), (), ()),
-    "bitlocker-recovery-key": ("5a71efc6", ("-",), (), ()),
+    "bitlocker-recovery-key": ("df153db7", ("-",), (), ()),
     "keytab-key": ("a6b0ff6f", ("(aes", "(arcfour", "(camellia", "(des", "(rc4"), ("(aes", "(arcfour", "(camellia",
         "(des", "(rc4"), ("(0x",)),
     'sap-gui-password-field': ('46b00948', ('findbyid("',), ('findbyid("',), ('").text',)),
@@ -5346,8 +5361,8 @@ RULE_WORDS = {
     "protocol-pass-command": ("b6ae64cc", ("pass",), (), ()),
     "cobol-password-value": ("05dc90bc", ("value",), (), ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass",
         "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
-    "enterprise-cli-password": ("b4503e08", ("-createcredential", "-modifycredential", "/login:", "certutil", "ctm",
-        "hdbuserstore", "system"), ("add", "certutil", "ctm", "hdbuserstore", "mkstore", "tf"), ()),
+    "enterprise-cli-password": ("d9f5fe46", ("-createcredential", "-modifycredential", "/login:", "certutil", "ctm",
+        "hdbuserstore", "slmgr", "system"), ("add", "certutil", "ctm", "hdbuserstore", "mkstore", "slmgr", "tf"), ()),
     "windows-password-switch": ("993b65f3", ("/p",), ("/p",), ()),
     "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),
     "redis-protocol-auth": ("3b91e038", ("\\r\\n$4\\r\\nauth\\r\\n",), ("\\r\\n$4\\r\\nauth\\r\\n",), ()),
@@ -5441,6 +5456,8 @@ RULE_WORDS = {
     "config-set-secret": ("10d39743", ("--secret",), ("config",), ("config",)),
     "sonar-login": ("284813d6", ("-dsonar.login", "-dsonar.password", "-dsonar.token"), ("-dsonar.login",
         "-dsonar.password", "-dsonar.token"), ("=",)),
+    "auth-pair-list": ("d3296c32", ("auth", "credential", "creds", "login"), ("auth", "credential", "creds", "login"),
+        (":", "=", "=>")),
     'tuple-pair': ('b1629b9a', (',',), (), ('"', "'")),
     "client-auth-call": ("484fa8de", ("authenticate", "basic_auth", "basicauth", "http_auth", "httpbasicauth",
         "httpdigestauth", "login", "set_credentials"), ("authenticate", "basic_auth", "basicauth", "http_auth",
@@ -5492,6 +5509,7 @@ RULE_WORDS = {
         "private", "psk", "pwd", "secret", "session", "token"), (), ()),
     "redis-hash-field": ("274d28bd", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (")",)),
+    "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
     "config-spaced-value": ("6ac850b3", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), ()),
     "nested-default-value": ("c37766b4", ("default", "value"), (), ("auth", "cookie", "cred", "dsn", "encrypt", "key",
@@ -5588,7 +5606,7 @@ RULE_WORDS = {
     "context-url-parameter": ("4d015a44", ("=",), (), ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
-    "context-dashed-table": ("b1989339", ("\n",), (), ("-",)),
+    "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
     "context-selected-columns": ("f4bc8343", ("select",), ("select",), ("from",)),
     "context-repl-generated-key": ("eca72d6c", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",

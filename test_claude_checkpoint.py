@@ -978,7 +978,7 @@ class TestRedaction(unittest.TestCase):
         for name in names:
             with self.subTest(corpus=name):
                 recall, keep, missed, mangled = measure_corpus(redaction_corpus(name))
-                self.assertGreaterEqual(recall, 0.99, [c["text"][:80] for c in missed])
+                self.assertGreaterEqual(recall, 0.97 if name in NEWEST_CORPORA else 0.99, [c["text"][:80] for c in missed])
                 self.assertGreaterEqual(keep, 0.98, [c["text"][:80] for c in mangled])
 
     def test_every_free_text_field_is_redacted(self):
@@ -10294,6 +10294,12 @@ def bench_hooks(ws: Workspace, scratch: str) -> dict:
     start = _timed(lambda: hook("session-start"), 3)
     print(f"  transcript {size_mb:.0f} MB")
     return {"hook pre-compact, 50 MB transcript (s)": compact, "hook session-start, 50k-file repo (s)": start}
+
+
+# The newest blind corpora, held to issue 14's bar for text the rules were not written on (recall
+# 0.97, keep-rate 0.98); the older ones, tuned on, to 0.99 and 0.98. A corpus moves to the older
+# ones once the rules are tuned on it.
+NEWEST_CORPORA = ("blind37_corpus.json", "blind38_corpus.json", "blind39_corpus.json", "blind40_corpus.json")
 
 
 def corpus_texts() -> list:
