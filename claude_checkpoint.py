@@ -1886,7 +1886,7 @@ def _names_no_token(pair: str) -> bool:
     return named is not None and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES
 
 
-_CLOUD_REGION = (r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|in|asia|europe|australia|northamerica|southamerica|africa|me)"
+_CLOUD_REGION = (r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|in|asia|europe|australia|northamerica|southamerica|africa)"
                  r"(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?")  # us-west-2, eu-central-1, us-central1, asia-northeast1; not pivo-chispa34
 # A colour (#AB0909) or a ticket's or a standard's id (JIRA-4411, PEP-0263): values that name something, not passwords.
 _COLOUR_OR_TICKET = r"#[0-9a-fA-F]{3,8}|[A-Z]{2,10}-\d{1,6}"
@@ -2202,8 +2202,7 @@ def _value_after_a_few_words(match: Any) -> list:
     between, value = found.group(1), found.group(2).rstrip(".!?:")
     if between.split()[-1].lower() in _PREPOSITIONS:
         return []  # what follows `for`, `de`, `für` names what the credential is for: "Enter password for pg-02.corp.local"
-    pin = word.lower().startswith(("pin", "пин")) or word == "PIN"
-    if pin:
+    if word.lower().startswith(("pin", "пин")):
         taken = _regex(r"\d{4,8}").fullmatch(value) is not None
     elif _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(value):  # also `<Token object at 0x7f05…>`
         taken = _regex(r"[0-9a-fA-F]{16,128}").fullmatch(value) is not None and _regex(
