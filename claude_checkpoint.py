@@ -2172,7 +2172,7 @@ def _given_password(match: Any) -> list:
         if _regex(_NOT_A_SECRET_BEFORE).search(text[start:given.start(group)]) or position > start and sign and not in_aside:
             return []  # `password for user svc_backup2024`; past a value, only words lead to the next (or a sign past an aside)
         worded = sign in (":", "：") and _regex(r"(?<![^\W_])[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)", not 0x33bb
-        place = _regex(r"(?i)(?<!\w)auf[ \t]+$").search(text, start, given.start(group)) and _regex(
+        place = text[max(start, given.start(group) - 5):given.start(group)].rstrip().lower() in ("auf", " auf") and _regex(
             r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+").fullmatch(given.group(group))  # German's `auf` before a machine's name: "… auf worker-14 wurde …"
         if not place and _is_given_password(word, _value_span(given, group, text), not sign or prose or worded, text, given.start(group)):
             return [_value_span(given, group)]
@@ -2543,8 +2543,8 @@ _NOT_A_COMMAND = (r"-?(?:ba|z|k|da|tc|c)?sh:(?:[ \t]line[ \t]\d+:|[ \t]\d+:)?[ \
 
 
 def _find_typed_passwords(match: Any) -> list:
-    """A password a shell could not run (_NOT_A_COMMAND): every place the text holds it, the
-    prompt line it was typed on too. Only a value no command is named like (`python3.12`, `k9s`,
+    """A password a shell could not run (_NOT_A_COMMAND): every place the text holds it on its
+    line and in the 2,000 characters above, the prompt line it was typed on too. Only a value no command is named like (`python3.12`, `k9s`,
     a path): a machine's, or one that looks like a secret and holds a capital or a symbol a
     command's name does not (`sommerregen2019!`, `Tr0ub4dor&3`)."""
     text, line_end = match.string, match.string.find("\n", match.end())
@@ -2556,10 +2556,11 @@ def _find_typed_passwords(match: Any) -> list:
     named_like_a_command = _regex(r"[a-z0-9_.+\-]+").fullmatch(value) is not None  # python3.12, node-v20, g++-12
     if named_like_a_command and not looks_machine_generated(value) or not _looks_like_a_secret(value):
         return []
-    spans, position = [], text.find(value)
-    while position >= 0:
+    spans, end = [], len(text) if line_end < 0 else line_end
+    position = text.find(value, max(0, match.start() - 2000), end)
+    while position >= 0:  # on its line and the prompt lines above it
         spans.append((position, position + len(value)))
-        position = text.find(value, position + len(value))
+        position = text.find(value, position + len(value), end)
     return spans
 
 
@@ -3011,8 +3012,8 @@ kaggle-key                   -                      "username"[ \t]*:[ \t]*"[^"\
 ntlm-hash-dump               -                      (?m)^[^\s:]{1,64}:\d{1,10}:[0-9a-fA-F]{32}:(?P<s>[0-9a-fA-F]{32}):::
 #   catch: Administrator:500:aad3b435b51404eeaad3b435b51404ee:«745a8d528872228d405ddf036125efda»:::
 #   keep:  commit 745a8d528872228d405ddf036125efda1f2c3d4e
-# BitLocker's recovery password: eight groups of six digits.
-bitlocker-recovery-key       -                      (?P<s>\d(?<![\d\-]\d)\d{5}-\d{6}(?:-\d{6}){6})(?![\d\-])
+# BitLocker's recovery password: eight groups of six digits, a few lines below a word that names it.
+bitlocker-recovery-key       -                      (?i:password|recovery|bitlocker)[^\n]{0,80}(?:\n[^\n]{0,80}){0,3}?(?<![\d\-])(?P<s>\d{6}-\d{6}(?:-\d{6}){6})(?![\d\-])
 #   catch: Numerical Password:\n  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}\n  Password:\n    «155452-076615-572814-475959-248567-676555-424523-136741»
 #   keep:  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}
 # A keytab's keys, as `klist -K` prints them after their encryption type.
@@ -4405,7 +4406,7 @@ context-dashed-table         dashed-table-cells     (?m)^(?P<head>[^\n]{1,300})\
 #   catch: USERNAME   PASSWORD\n---------- ----------------\nSCOTT      «Tiger#2024x»
 #   keep:  AutoAdminLogon DefaultUserName DefaultPassword\n-------------- --------------- ---------------\n1              kiosk9
 # The rows a SELECT printed, under a selected column whose name says secret.
-context-selected-columns     selected-columns       (?i)\bselect[ \t]+(?P<cols>[^\n;*]{1,300}?)[ \t]+from\b[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,40}))
+context-selected-columns     selected-columns       (?i)\bselect[ \t]+(?P<cols>[^\n;*]{1,300}?)[ \t]+from\b[^\n]{0,300}\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,40}))
 #   catch: sqlite> SELECT conn_id, login, password FROM connection;\npostgres_dwh|airflow|«Banjo2907-»\nmysql_crm|etl|«8Mc~Uh8rXZk4Q.3oxaByUIv-»
 #   catch: app=> select email, api_token from users limit 1;\n      email      |      api_token\n-----------------+----------------------\n ana@example.com | «Xk2Lm9Qp4Rt7Vw3Yb8Nc»
 #   keep:  sqlite> SELECT id, name, password_hash FROM users;\n1|ana|$2b$12$KIXQJ8v0e5fH9b7sYc2sVe1y2r5c3D4e5F6g7H8i9J0k1L2m3N4o5
@@ -5214,7 +5215,8 @@ RULE_WORDS = {
     "license-serial": ("971410f2", ("--serial", "-serial"), ("--serial", "-serial"), ()),
     'kaggle-key': ('4bf6290e', ('"username"',), ('"username"',), ('"key"',)),
     "ntlm-hash-dump": ("3d0677ec", (":::",), (), ()),
-    "bitlocker-recovery-key": ("df153db7", ("-",), (), ()),
+    "bitlocker-recovery-key": ("770df636", ("bitlocker", "password", "recovery"), ("bitlocker", "password",
+        "recovery"), ("-",)),
     "keytab-key": ("a6b0ff6f", ("(aes", "(arcfour", "(camellia", "(des", "(rc4"), ("(aes", "(arcfour", "(camellia",
         "(des", "(rc4"), ("(0x",)),
     'sap-gui-password-field': ('46b00948', ('findbyid("',), ('findbyid("',), ('").text',)),
@@ -5606,7 +5608,7 @@ RULE_WORDS = {
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
     "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
-    "context-selected-columns": ("f4bc8343", ("select",), ("select",), ("from",)),
+    "context-selected-columns": ("03799571", ("select",), ("select",), ("from",)),
     "context-repl-generated-key": ("eca72d6c", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
