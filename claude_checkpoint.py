@@ -1387,8 +1387,8 @@ def _accept_password_like(match: Any) -> bool:
         return False  # `password=pw, dsn="…"`: the value of another name
     if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v) or _is_path_or_version(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
-    if _regex(r"\d{4}-\d\d-\d\d|\d\d?:\d\d[:.]\d").search(v):
-        return False  # a date or a time: `db-password          2024-03-27T03:23:41.167Z` (gcloud secrets list)
+    if _regex(r"\d{4}-\d\d-\d\d|\d\d?:\d\d[:.]\d").search(v) or _regex(_COLOUR_OR_TICKET).fullmatch(v):
+        return False  # a date or a time (gcloud secrets list's `db-password  2024-03-27T03:23:41.167Z`), a ticket's id ("password for checkout (OPS-8391)")
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
                    any(not c.isalnum() for c in v)))
     return any(c.isdigit() for c in v) and classes >= 3
@@ -1947,8 +1947,8 @@ def looks_like_chosen_password(value: str) -> bool:
             walk or _regex(r"[^\w.\-/]").search(v) is not None)
     else:
         shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
-    if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$").search(v):
-        return False  # a URL, an e-mail address, a date, a time, a host name
+    if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$|^[A-Za-z]+(?::[A-Za-z]+)+$").search(v):
+        return False  # a URL, an e-mail address, a date, a time, a host name, a scope (Zone:DNS:Edit, read:packages)
     mainframe = _regex(r"(?=(?:[A-Z]*\d){2})(?=(?:\d*[A-Z]){4})[A-Z0-9]{6,10}").fullmatch(v) is not None  # IBM i, RACF: HARBOR59, TIGER97X
     if not mainframe and _regex(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|" + _COLOUR_OR_TICKET + "|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(
             v) or _is_identifier_like(v):
@@ -2875,6 +2875,19 @@ def _accept_user_password_base64(match: Any) -> bool:
     return _regex(r"[\w.@\\\-+]{1,100}:(?!//)[^\s\x00-\x1f\x7f]{1,200}").fullmatch(decoded) is not None  # also Gr\u00fcnkohl!52
 
 
+def _accept_base64_password_line(match: Any) -> bool:
+    """A line of base64 that decodes to `user:password` whose password looks like one (not
+    `username:password`, not a line of an image's base64 that happens to hold a colon)."""
+    import binascii
+    blob = match.group("s")
+    try:
+        decoded = binascii.a2b_base64(blob + "=" * (-len(blob) % 4)).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    pair = _regex(r"[\w.@\-+]{1,64}:([^\s\x00-\x1f\x7f:]{6,128})").fullmatch(decoded)
+    return pair is not None and _looks_like_a_secret(pair.group(1)) and not _decodes_to_stand_ins(blob)
+
+
 def _accept_json_web_key_member(match: Any) -> bool:
     """A private member of a JSON Web Key ("d", "p", "k"…): only inside a key (a "kty" nearby), but
     for the long values of the CRT members ("dp", "dq", "qi"), which no other format names so, and
@@ -3041,8 +3054,9 @@ smtp-auth-login-password     -                      (?:334 UGFzc3dvcmQ6[^\n]{0,2
 #   keep:  reply: 334 VXNlcm5hbWU6\nsend: 'bmFkaWEucGVhbnV0QGdsb2JleC5vcmc='
 #   catch: send: 'AUTH PLAIN «3ewOpK+xiIV23fpj8fxCiZglAbc=»\r\n'
 # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
-url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}:?//(?P<user>[^\s/?#:'"<>]*):(?P<s>[^\s/@'"<>]+)@
+url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}(?::/|:?//)(?P<user>[^\s/?#:'"<>]*):(?P<s>[^\s/@'"<>]+)@
 #   catch: psql postgres://app:«s3cr3tpw»@db.example.com:5432/app
+#   catch:   input: 'mongodb:/webapp:«03fM9C9Fk8fT5hUmUduiXzU8»@auth-main.acme-labs.io:27017/main'
 #   keep:  psql postgres://app:${DB_PASSWORD}@db.example.com:5432/app
 #   keep:  node app.js | pino-mq -u "amqp://guest:guest@localhost/" -q "pino-logs"
 #   catch: DATABASE_URL=postgresql://app:«Autumn2024#94»@db.internal:5432/app
@@ -3243,6 +3257,10 @@ hex-decoded-key              -                      (?i)(?<![\w.])(?:seed|priv(?
 #   catch: seed, _ := hex.DecodeString("«14385e41df7af3f8b87caad9f192d447dd4a494897fcf74127fa301c30752d31»")
 #   catch: private_key = bytes.fromhex("«cd7f7c6c73356010ef27c359f10bd20b303c8003f75724fa013f9245dfe5d00e»")
 #   keep:  digest := hex.EncodeToString(sum[:]) // e.g. "cd7f7c6c73356010ef27c359f10bd20b303c8003f75724fa013f9245dfe5d00e"
+# A line of base64 alone that decodes to user:password (what `echo "$CREDS" | base64` printed).
+base64-user-password-line    base64-password-line   (?m)^[ \t]*(?P<s>[A-Za-z0-9+/]{12,200}={0,2})[ \t]*$
+#   catch: Run echo "$DB_CREDS" | base64\n«YmFja2VuZDpEb251dFRodW5kZXI1MUA=»\nRun ./scripts/migrate.sh
+#   keep:  dXNlcm5hbWU6cGFzc3dvcmQ=
 # Base64 of user:password (Docker's "auth", npm's _auth, a credentials field).
 base64-user-password         user-password-base64   (?i)(?:auth|ident|basic|credentials?|creds)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])
 #   catch: {"auths": {"registry.example.com": {"auth": "«ZGVwbG95OmhhcmJvcjE3»"}}}
@@ -3936,6 +3954,14 @@ ldap-config-password         not-reference          (?m)^(?:[\w./\-]{0,200}:\d{1
 #   catch: $ sudo grep -n rootpw /etc/openldap/slapd.conf\n58:rootpw          «MonkeyEagle79-»
 #   catch: binddn cn=nslcd,ou=services,dc=corp,dc=example,dc=com\nbindpw «bdHIMctNZh-VhoOv7G.g7Fp»
 #   keep:  rootpw          {SSHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=
+# A table drawn with box characters (railway variables): a name that says secret, `│`, its value.
+box-table-value              assignment             [║│|][ \t]*{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[│┃][ \t]*(?P<s>[^\s│┃║]{4,256})
+#   catch: $ railway variables --service webhooks\n║ PGHOST     │ onboarding.internal\n║ PGPASSWORD │ «3ZQKigjXHZhXtU1VMZW4QP1jigvhUD2f»
+#   keep:  ║ PGPASSWORD │ ${{Postgres.PGPASSWORD}}
+# A cookie row as developer tools copy it: name, tab, value, tab, domain, tab, path.
+devtools-cookie-row          assignment             (?m)^(?P<name>(?=[\w.\-]{0,80}?(?i:sess|sid|auth|token|cookie|key|secret))[\w.\-]{1,80})\t(?P<s>[^\t\n]{8,4096})\t[\w.\-]{1,253}\t/
+#   catch: connect.sid\t«s%3AwEViNVd7OM3cT3h845-wooMcQmW-92WJ.EMpIkfzVpBt0ASSoKgd5vbgbWHDRZTVjH3wP+sUdpXj»\tapp.tinkerbox.dev\t/\t2024-12-31T23:59:59.000Z
+#   keep:  theme\tdark\tapp.tinkerbox.dev\t/\t2024-12-31T23:59:59.000Z
 # A config line of a name and its value with no sign between (keepalived, fluent-bit, a browser's cookie table).
 config-spaced-value          spaced                 (?m)^[ \t]*\.?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+(?P<s>[^\s'"`=:#;{}\[\]()<>|][^\s(){}\[\]<>,;]{0,255}?)(?<!:)[ \t]*;?[ \t]*$
 #   keep:  Keyword Arguments:
@@ -4550,7 +4576,8 @@ ACCEPT_CHECKS = {
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
-    "app-password": _accept_app_password, "chosen": _accept_chosen, "spaced": _accept_spaced, "quoted-or-chosen": _accept_quoted_or_chosen,
+    "app-password": _accept_app_password, "chosen": _accept_chosen, "spaced": _accept_spaced,
+    "base64-password-line": _accept_base64_password_line, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user,
 }
 # The checks of context rules: each picks the spans to replace inside its match.
@@ -5229,7 +5256,7 @@ RULE_WORDS = {
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",), ()),
     "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain"),
         ()),
-    "url-credentials": ("9a5f55a6", ("//",), (), (":",)),
+    "url-credentials": ("1fbfc532", ("//", ":/"), (), (":",)),
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
     "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",), ("${",)),
     "url-token-user": ("ef921c04", ("://",), (), ("@",)),
@@ -5307,6 +5334,7 @@ RULE_WORDS = {
         ("0x",)),
     "hex-decoded-key": ("ff5bc578", ("priv", "privkey", "secret", "seed", "signing", "sk"), ("priv", "privkey",
         "secret", "seed", "signing", "sk"), (":=", "=")),
+    "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("b3d31a6b", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), (), (":",)),
@@ -5512,6 +5540,9 @@ RULE_WORDS = {
     "redis-hash-field": ("274d28bd", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (")",)),
     "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
+    "box-table-value": ("1c11a5ca", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "session", "token"), (), ()),
+    "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
     "config-spaced-value": ("6ac850b3", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), ()),
     "nested-default-value": ("c37766b4", ("default", "value"), (), ("auth", "cookie", "cred", "dsn", "encrypt", "key",
