@@ -950,7 +950,8 @@ _NOT_SECRET_QUALIFIERS = frozenset("hashed existing page continuation pagination
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
-_NOT_SECRET_BEFORE_WORD = r"(?i)(?:%s)[ _\-]?$" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
+_NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?$" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
+                           + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)$")  # « ID du secret : <uuid> »
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
 _ABOUT_A_SECRET = frozenset("""
     file files path stdin env name names id ids arn ref url uri length len min max count policy hash
@@ -1043,7 +1044,7 @@ def _is_reference(value: str) -> bool:
     values, so the cheap checks come first."""
     quoted = value[:1] in "\"'`"
     v = value.strip("\"'`\\ ")
-    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or "...(" in v or v.endswith("...") or not any(map(str.isalnum, v)):
+    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or "...(" in v or v.endswith("...") or v.startswith("...") or not any(map(str.isalnum, v)):
         return True  # also a truncated value: `Bearer eyJhbGciOi...(truncated)`
     if value[:1] == "`" and any(map(str.isspace, v)):
         return True  # `cat /tmp/session.tok`: a command's output
@@ -1161,6 +1162,8 @@ def _is_path_or_version(value: str) -> bool:
         return True  # also docs/tls.md#h0ww7
     if _regex(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+").fullmatch(v):
         return True  # secret/data/ci:token, db-password:/etc/credstore/db-password
+    if _regex(r"[\w.\-]+\.(?:txt|lst|list|dic|csv)|" + _COLOUR_OR_TICKET + r"(?:/[a-z0-9_.\-]+)+").fullmatch(v):
+        return True  # a word list (`-p passwords.txt`), a path under a ticket (PT-3627/spray-round-4)
     if _regex(r"(?:projects|organizations|folders)/[\w.\-]+(?:/[\w.\-]+)+").fullmatch(v):
         return True  # a cloud resource's name: projects/p/locations/global/keyRings/app/cryptoKeys/signing/cryptoKeyVersions/4
     if _regex(r"[a-z0-9][\w.\-]*(?::\d+)?/[A-Z][A-Z0-9_]{2,30}").fullmatch(v):
@@ -1387,7 +1390,7 @@ def _accept_password_like(match: Any) -> bool:
         return False  # `password=pw, dsn="…"`: the value of another name
     if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v) or _is_path_or_version(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
-    if _regex(r"\d{4}-\d\d-\d\d|\d\d?:\d\d[:.]\d").search(v) or _regex(_COLOUR_OR_TICKET).fullmatch(v):
+    if _regex(r"\d{4}-\d\d-\d\d|\d\d?:\d\d[:.]\d").search(v) or _regex(_COLOUR_OR_TICKET).fullmatch(v.rstrip(";,")):
         return False  # a date or a time (gcloud secrets list's `db-password  2024-03-27T03:23:41.167Z`), a ticket's id ("password for checkout (OPS-8391)")
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
                    any(not c.isalnum() for c in v)))
@@ -1682,6 +1685,8 @@ def _looks_like_prose_secret(value: str) -> bool:
             return False  # base_1=False, client_id=elsed4rqscegd4xf3xpc
     if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v) or _regex(r"[\w./\-]+\.\w{1,8}:\d+:").match(v):
         return False  # also grep's `infra/main.tf:54:…`
+    if not v.isascii() and _regex("[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]").search(v):
+        return False  # a sentence in Japanese, Chinese or Korean, not a value
     if _regex(r"[0-9a-fA-F]+").fullmatch(v):
         return len(v) >= 32  # shorter runs are ids and abbreviated commits
     if _regex(_KEY_PATH).fullmatch(v):
@@ -1895,8 +1900,8 @@ _COLOUR_OR_TICKET = r"#[0-9a-fA-F]{3,8}|[A-Z]{2,10}-\d{1,6}"
 def _looks_like_password(value: str) -> bool:
     """8 to 128 characters of three classes with a digit, and not a path, URL or assignment."""
     v = value
-    if len(v) < 8 or len(v) > 128 or not any(map(str.isdigit, v)) or any(map(str.isspace, v)):
-        return False
+    if len(v) < 8 or len(v) > 128 or not any(map(str.isdigit, v)) or any(map(str.isspace, v)) or _regex(r"0x[0-9a-fA-F]+").fullmatch(v):
+        return False  # also a status code or an address: 0xC000006D
     classes = sum((any(map(str.islower, v)), any(map(str.isupper, v)), True, not v.isalnum()))
     if classes < 3 or "/" in v[:2] or "://" in v or "=" in v.rstrip("=") or v.count("/") + v.count(":") > 2:
         return False  # also structured: root:x:0:0:root:/root:/bin/bash
@@ -1962,7 +1967,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|pin(?:[ \-]?code)?|puk|(?:alarm|door|gate|safe|lock|panel|keypad)[ \-]?codes?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad)[ \-]?codes?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -1990,7 +1995,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+tokens?[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
-    r"|curl\b[^\n]*?[^/]/(?:session|login|token|oauth2?/token|auth/token|authenticate)(?=[/?\"'\s]|$)"
+    r"|curl\b[^\n]*?[^/]/(?:session|login|token|oauth2?/token|auth/token|authenticate)(?=[/?\"'\s]|$)|curl\b[^\n]*?/actuator/env/\S*(?i:pass|secret|token|key)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
@@ -2060,7 +2065,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
-    "|reset to|updated to|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
+    "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically") + r")(?![\w'’\-])"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
               r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
@@ -2109,8 +2114,8 @@ def _find_random_tokens(match: Any) -> list:
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if (not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
              and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
-             and not ((_regex(r"[ _\-]?I[Dd]\b").match(text, match.end()) or _regex(r"(?i)[ _\-]?ids?$").search(match.group()))
-                      and _regex(r"[0-9a-fA-F]+").fullmatch(text[a:b]))]  # an id named so: Session-ID: E333…
+             and not (_regex(r"[ _\-]?I[Dd]\b").match(text, match.end()) and _regex(r"[0-9a-fA-F]+").fullmatch(text[a:b]))  # Key ID: 39cf…
+             and not (match.group() == "Session-ID" and _regex(r"[0-9A-F]{64}").fullmatch(text[a:b]))]  # what openssl s_client prints of TLS
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
     return sorted(spans + given)
 
@@ -2241,7 +2246,8 @@ def _own_sigil(value: str) -> bool:
     if sigil == "$":
         return _is_dollar_password(value)
     return sigil in ".@~%" and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)(?=[^.]*(?:[A-Z]|[^\w.]))[^./@%]+").fullmatch(rest) is not None or (
-        sigil == "@" and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)[^./@]{7,}").fullmatch(rest) is not None)
+        sigil == "@" and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)[^./@]{7,}").fullmatch(rest) is not None
+        or sigil == "." and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)[^./@]{10,}").fullmatch(rest) is not None)  # .lantern51472, not Swift's .bits256
 
 
 def _may_be_a_password(value: str) -> bool:
@@ -2268,12 +2274,17 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if _named_as_no_token(text, first) or before.endswith(":") and _regex(r"[\w\-]+:[\w\-]+:$").search(before):
         return False  # another field beside a token (`kid=…, sub=<uuid>`), a part of a store's key (`ratelimit:tokens:<uuid>`)
     if _regex("[\u3001\u3002\uff0c]").search(value):
-        return False  # a sentence's commas in CJK: "パスワードは共有フォルダではなく、1Password の…"
+        return False  # a sentence's commas in CJK
+    if _regex(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+").fullmatch(value) and _RESOURCE_NAME_WORDS.intersection(value.split("-")):
+        return False  # a machine's or a service's name: "Credential Guard enabled on db-prod-01": "パスワードは共有フォルダではなく、1Password の…"
     if _names_passphrase(word) and _looks_like_passphrase(value):
         return True  # violet.river.limone.nick after "passphrase" is no host name
-    if _names_machine_value(word) and "sign" not in word.lower() and _regex(
-            r"[0-9a-f]{16,128}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value) and not _regex(
-            _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$|(?i:idempotency|dedup|request|trace|correlation)").search(before):
+    hexadecimal = _regex(r"[0-9a-f]{16,128}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value) is not None
+    named_otherwise = hexadecimal and _regex(
+        _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$|(?i:idempotency|dedup|request|trace|correlation)").search(before)
+    if named_otherwise:
+        return False  # a digest, a request's id: "Token … widerrufen, Fingerprint sha256:7f3a…"
+    if _names_machine_value(word) and "sign" not in word.lower() and hexadecimal:
         return True  # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a UUID key (Heroku's); not a GPG key's id (signingkey = 39cf…) nor `requestId: '451e…'`
     if not _names_machine_value(word) and _is_joined_passphrase(value):
         return True  # wachtwoord: saddle-velvet-puzzle
@@ -2530,7 +2541,8 @@ _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|
                          r"|op[ \t]+read|bw[ \t]+get[ \t]+password|bw[ \t]+(?:unlock|login)[^\n]*--raw|lpass[ \t]+show[^\n]*--password|base64[ \t]+(?:-d|--decode|-D)"
                          r"|auth[ \t]+token|auth:token|print-access-token|get-login-password|secret-tool[ \t]+lookup"
                          r"|keyring[ \t]+get|output[ \t]+-raw|--plain\b|get-access-token[^\n]*-o[ \t]+tsv|initial-password"
-                         r"|nmcli[^\n]*[ \t](?:-s|--show-secrets)[^\n]*[ \t]-g[ \t]+\S*(?:psk|password)")
+                         r"|nmcli[^\n]*[ \t](?:-s|--show-secrets)[^\n]*[ \t]-g[ \t]+\S*(?:psk|password)"
+                         r"|printenv[ \t]+\w*(?:PASS|PWD|TOKEN|SECRET|KEY|pass|token|secret|key)\w*[ \t]*$")
 
 
 # What a shell says of a word it could not run: a password typed at the prompt (sudo had timed out,
@@ -2572,7 +2584,7 @@ def _find_printed_secrets(match: Any) -> list:
     if _regex(r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK)").search(text[start:end]) and "PRIVATE" not in text[start:end]:
         return []  # `cat ca.pem` prints a certificate: public by design
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
-    first_line = _regex(r"[ \t]*(\S{4,256})[ \t]*(?:\n|$)").match(text, start, end)
+    first_line = _regex(r"[ \t]*(\S{4,4096})[ \t]*(?:\n|$)").match(text, start, end)
     command = text[match.start():start].rstrip("\n")
     single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
     if first_line and first_line.end() >= end - 1 and len(first_line.group(1)) >= 16 and _regex(_SECRET_FILE_READ).search(command):
@@ -2583,8 +2595,8 @@ def _find_printed_secrets(match: Any) -> list:
         if (printed_dollar or not _is_reference(value)) and not _is_path_or_version(value) and "://" not in value and not _regex(
                 r"(?i)(?:error|usage|warning)\b").match(value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
-    if _regex(r"ssm[ \t]+get-parameters?\b[^\n]*--with-decryption|secretsmanager[ \t]+get-secret-value").search(command):
-        spans += [value.span(1) for value in _regex(r'"(?:Value|SecretString)"[ \t]*:[ \t]*"((?:[^"\\\n]|\\.){4,4096})"').finditer(text, start, end)
+    if _regex(r"ssm[ \t]+get-parameters?\b[^\n]*--with-decryption|secretsmanager[ \t]+get-secret-value|actuator/env/\S*(?i:pass|secret|token|key)").search(command):
+        spans += [value.span(1) for value in _regex(r'"(?:Value|SecretString|value)"[ \t]*:[ \t]*"((?:[^"\\\n]|\\.){4,4096})"').finditer(text, start, end)
                   if not _is_reference(value.group(1))]  # the parameter's value, whatever its shape
     for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]+)(\S{6,256})[ \t]*$").finditer(text, start, end):
         if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
@@ -2656,7 +2668,8 @@ def _find_table_cells(match: Any) -> list:
     names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
     columns = tuple((i, bool(_regex(r"(?i)(?:\b|_)pin\b|пин").search(name))) for i, name in enumerate(names) if name and (  # also `Clé API`
         secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"
-        or 2 <= len(name.split()) <= 3 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET))
+        or 2 <= len(name.split()) <= 3 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
+        or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])))  # API-Schlüssel
     starts = ()  # where a header's columns start, when spaces align them: a long cell may leave one space to the next
     if separator is None:
         indent = match.start("head") - text.rfind("\n", 0, match.start("head")) - 1
@@ -3044,6 +3057,27 @@ openssl-raw-key              -                      \bopenssl\b[^\n]{0,200}?[ \t
 account-link-token           random                 /(?:reset-password|password-reset|reset|verify-email|verify|confirm|invite|invitation|magic-link|activate|unsubscribe)/(?P<s>[A-Za-z0-9_\-]{20,256})(?![A-Za-z0-9_\-])
 #   catch: Link (valid 30 min): https://accounts.example.com/reset-password/«SUhRId24gZq5ZNJwiZh0T70xa1fWbLoT70AHwwexu4P»
 #   keep:  GET /reset-password/new?locale=en
+# Pentest tools' findings: crackmapexec's and netexec's `[+] domain\user:password`, mimikatz's `* Password :`, wpscan's `[SUCCESS] - user / password`.
+pentest-found-password       not-reference          (?:\[\+\][ \t]+[\w.\-]{1,64}\\[\w.$\-]{1,64}:|(?m:^)[ \t]*\*[ \t]+(?:Password|NTLM|SHA1)[ \t]*:[ \t]*|\[SUCCESS\][ \t]+-[ \t]+\S{1,64}[ \t]+/[ \t]+)(?P<s>(?!\(null\))[^\s(]{4,128})
+#   catch: SMB  10.55.252.41  445  FS01  [+] corp.local\svc_sql:«Crimson8175$» (Pwn3d!)
+#   catch: msv :\n [00000003] Primary\n * Username : svc_backup\n * Domain   : CORP\n * NTLM     : «bcf7b1eed391cd998170f74a935438db»\n * Password : «Walrus#2024»
+#   catch: [SUCCESS] - editor / «girassol-1336»
+#   keep:   * Password : (null)
+# Doppler's service, CLI and personal tokens.
+doppler-token                -                      {L}(?P<s>dp\.(?:st|ct|pt|sa|scim|audit)\.[A-Za-z0-9_\-.]{20,128}){R}
+#   catch: $ doppler configs tokens create ci-deploy --plain\n«dp.st.prd.ToMkdrWOyyTFZln0oBZx0ldMm70mMaMClIwUcpADSXk»
+#   keep:  doppler run --token "$DOPPLER_TOKEN" -- ./deploy.sh
+# IFTTT's Maker key in a webhook's path; Consul's ACL tokens block; IMAP's LOGIN command.
+ifttt-maker-key              random                 maker\.ifttt\.com/(?:trigger/[\w\-]+/(?:json/)?with/)?key/(?P<s>[A-Za-z0-9_\-]{16,64})
+#   catch: curl -X POST https://maker.ifttt.com/trigger/deploy_done/with/key/«33Z0Ei5JAXsq26k8j4mfU4» -d value1=3.7.17
+#   keep:  curl -X POST "https://maker.ifttt.com/trigger/deploy_done/with/key/$IFTTT_KEY"
+consul-acl-tokens            not-reference          \btokens[ \t]*\{[^{}]{0,400}?\b(?:agent|default|master|initial_management|replication|agent_recovery|agent_master)[ \t]*=[ \t]*"(?P<s>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})"
+#   catch: acl {\n  tokens { agent = "«6d4de18a-e35f-4ec9-93ce-efa17bd7fa74»" }\n}
+#   keep:  acl {\n  tokens { agent = "${CONSUL_AGENT_TOKEN}" }\n}
+imap-login-command           not-reference          (?m)^(?=[A-Za-z]{0,4}\d)[A-Za-z0-9]{1,8}[ \t]+LOGIN[ \t]+(?:"[^"\n]{1,128}"|\S{1,128})[ \t]+(?P<s>"[^"\n]{1,128}"|\S{1,128})[ \t]*$
+#   catch: a001 LOGIN mkowalski@corp.example.net «qweasdzxc?3162»
+#   keep:  a001 LOGIN mkowalski@corp.example.net {12}
+#   keep:  SYSTEM        LOGIN       KENNWORT          STAND
 # Nostr secret keys (bech32 nsec1…); an npub1… is public.
 nostr-secret-key             -                      (?<![a-z0-9])(?P<s>nsec1[02-9ac-hj-np-z]{58})(?![a-z0-9])
 #   catch: nsec: «nsec1emcysh75d2g5flug745afwk94ylffa2nd3cfa7txka5fnpwntw3pwxunll»
@@ -3759,6 +3793,10 @@ sonar-login                  not-reference          -Dsonar\.(?:login|token|pass
 auth-pair-list               chosen                 (?i)(?:auth|credentials?|creds|login)["']?[ \t]*(?:=>|=|:)[ \t]*[\[(][ \t]*["'][^"'\n]{1,64}["'][ \t]*,[ \t]*(?P<s>"[^"\n]{1,256}"|'[^'\n]{1,256}')[ \t]*[\])]
 #   catch: client = Savon.client(wsdl: 'hr.wsdl', basic_auth: ['sapint', '«Tomas-1996»'], ssl_verify_mode: :none)
 #   keep:  basic_auth: ['sapint', ENV['SAP_PASSWORD']]
+# Go's cookie and header structs: Name: "session", Value: "…".
+go-name-value-struct         assignment             \bName:[ \t]*"(?P<name>[^"\n]{1,80})"[ \t]*,[ \t]*Value:[ \t]*(?P<s>"[^"\n]{1,4096}")
+#   catch: req.AddCookie(&http.Cookie{Name: "session", Value: "«_pP_tpP8YPhRq4Zyni-w90z4n2WAYW0fKKxmO77UK9M»"})
+#   keep:  req.AddCookie(&http.Cookie{Name: "theme", Value: "dark"})
 # Tuples and calls that carry a password: Erlang/Elixir configs, HTTP clients, PDO, FTP.
 tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-Za-z_]\w{0,80})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
 #   catch: {:password, "«M^BCDT%.Wtk9»"}
@@ -3821,6 +3859,9 @@ host-user-password-line      chosen                 (?m)^[ \t]*(?:\[[\w.\-]+\](?
 #   catch: [mail.example.com]:587 relay@example.com:«Harbor-Kite-Mint-42»
 #   keep:  smtp.example.com level:info
 #   keep:  [2] https://en.wikipedia.org/wiki/Toposort#Algorithms
+host-user-app-password       -                      (?m)^[ \t]*(?:\[[\w.\-]+\](?::\d+)?|[\w\-]+(?:\.[\w\-]+)+(?::\d+)?)[ \t]+[^\s:]{1,100}:(?P<s>[a-z]{4}(?: [a-z]{4}){3})[ \t]*$
+#   catch: [smtp.gmail.com]:587 jdoe@prod.globex.com:«erie aghr pkby mnvb»
+#   keep:  [smtp.gmail.com]:587 jdoe@prod.globex.com:see vault
 # Kafka's JAAS: user_NAME="password" inside a login module.
 jaas-user-password           jaas-user              \buser_[\w.\-]{1,80}[ \t]*=[ \t]*"(?P<s>[^"\n]{1,1024})"
 #   catch: KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n  user_alice="«Velvet-Pike-80»";\n};
@@ -3917,7 +3958,7 @@ adb-wifi-network             argument               \bconnect-network[ \t]+(?:"[
 #   catch: adb shell cmd wifi connect-network "TestLab" wpa2 "«LaK8ldBFXyzoiHIQ96dmrF»"
 #   keep:  adb shell cmd wifi connect-network "Guest" open
 # .NET appSettings and NuGet: <add key="SmtpPassword" value="…" />; Spring and Ant: <property name="…" value="…"/>
-key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>]{0,200}?\b(?:key|name)\s*=\s*["'](?P<name>[\w.:/\-]{1,80})["'][^<>]{0,200}?\bvalue\s*=\s*(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}')
+key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>]{0,200}?\b(?:key|name)\s*=\s*["'](?P<name>[\w.:/\-]{1,80})["'][^<>]{0,200}?\bvalue\s*=\s*(?P<s>"[^"<>]{0,4096}"|'[^'<>]{0,4096}')
 #   catch: <add key="ClearTextPassword" value="«T7QA0Q0E5iVRIfyOruUps»" />
 #   catch: <add key="SmtpPassword" value="«$$T#h0WHUh5^7m:~-ftz»" />
 #   keep:  <add key="Environment" value="Production" />
@@ -4285,7 +4326,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in|sign(?:ing)?[ \-]?in|log(?:ging)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in(?:to)?|sign(?:ing)?[ \-]?in(?:to)?|log(?:ging)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
 #   keep:  log in with your SSO account / the admin console
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
@@ -4313,7 +4354,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: >> conn = database('notify_stg','arjun','«cobalt_bronze5716»', 'Vendor','MySQL');
 #   catch: token = jwt.encode({"sub": user.id, "exp": exp}, "«Nounours@786»", algorithm="HS256")
 #   catch: signed, err := tok.SignedString([]byte("«s0TgKdoZ3zHugKwwxkMkQX1624bfJw6OCKwbNeRf»"))
@@ -4389,9 +4430,10 @@ s3-access-key-id             -                      (?:(?i:access[_\-]?key[_\-]?
 #   keep:  access_key_id = "${AWS_ACCESS_KEY_ID}"
 # A class whose name says credential, called with string literals (Kotlin, Swift, Python: no `new`).
 # Its capital is matched before its left edge, so re skips to capitals; `uth(?<=Auth)`: the name is the word.
-context-credential-class     call-literals          [A-Z](?<![\w.].)(?:uth(?<=Auth)|oken(?<=Token)|ecret(?<=Secret)|redential(?<=Credential)|assword(?<=Password)|igner(?<=Signer)|ey(?<=Key)|[A-Za-z0-9]{0,39}?(?:Auth|Token|Secret|Credential|Password|Signer|Key))[A-Za-z0-9]{0,40}[ \t]*\((?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500})
+context-credential-class     call-literals          [A-Z](?<![\w].)(?:uth(?<=Auth)|oken(?<=Token)|ecret(?<=Secret)|redential(?<=Credential)|assword(?<=Password)|igner(?<=Signer)|ey(?<=Key)|[A-Za-z0-9]{0,39}?(?:Auth|Token|Secret|Credential|Password|Signer|Key))[A-Za-z0-9]{0,40}[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
 #   keep:  val interceptor = AuthInterceptor(tokenProvider, "Authorization")
+#   catch: box = nacl.secret.SecretBox(bytes.fromhex("«d0d33989c04d849c90a0f4d95798543dd30e21655c13cafc4dbdd2b2e4ba69f7»"))
 # A message whose operation is to log in (a websocket's auth frame, JSON-RPC's login): the literals after it.
 context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|method|type|event|cmd|command)["']?[ \t]*[:=][ \t]*["'](?:[\w\-]{1,20}[.:/])?(?:auth|authenticate|authorize|login|log_in|signin|sign_in|logon)["'](?P<s>(?:[^{}\n]|\{[^{}\n]{0,300}\}){0,600})
 #   catch: ws.send(json.dumps({"op": "auth", "args": ["«Xk2Lm9Qp4Rt7Vw3Yb8Nc»", 1712345678000, "«9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0»"]}))
@@ -5253,6 +5295,13 @@ RULE_WORDS = {
         "/password-reset", "/reset", "/reset-password", "/unsubscribe", "/verify", "/verify-email"), ("/activate",
         "/confirm", "/invitation", "/invite", "/magic-link", "/password-reset", "/reset", "/reset-password",
         "/unsubscribe", "/verify", "/verify-email"), ()),
+    "pentest-found-password": ("47b51b61", ("[+]", "[success]", "ntlm", "password", "sha1"), (), ()),
+    "doppler-token": ("5d542c13", ("dp.audit", "dp.ct", "dp.pt", "dp.sa", "dp.scim", "dp.st"), ("dp.audit", "dp.ct",
+        "dp.pt", "dp.sa", "dp.scim", "dp.st"), ()),
+    "ifttt-maker-key": ("73a86f0d", ("maker.ifttt.com/",), ("maker.ifttt.com/",), ("key/",)),
+    "consul-acl-tokens": ("122645e9", ("tokens",), ("tokens",), ("agent", "agent_master", "agent_recovery", "default",
+        "initial_management", "master", "replication")),
+    "imap-login-command": ("b81646c3", ("login",), (), ()),
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",), ()),
     "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain"),
         ()),
@@ -5488,6 +5537,7 @@ RULE_WORDS = {
         "-dsonar.password", "-dsonar.token"), ("=",)),
     "auth-pair-list": ("d3296c32", ("auth", "credential", "creds", "login"), ("auth", "credential", "creds", "login"),
         (":", "=", "=>")),
+    "go-name-value-struct": ("8f1c9ed6", ("value:",), ("name:",), ("name:",)),
     'tuple-pair': ('b1629b9a', (',',), (), ('"', "'")),
     "client-auth-call": ("484fa8de", ("authenticate", "basic_auth", "basicauth", "http_auth", "httpbasicauth",
         "httpdigestauth", "login", "set_credentials"), ("authenticate", "basic_auth", "basicauth", "http_auth",
@@ -5506,6 +5556,7 @@ RULE_WORDS = {
     "redis-acl-password": ("205a40f0", ("setuser", "user"), (), (">",)),
     'quoted-user-password-line': ('f4a1180e', ('"',), (), ()),
     "host-user-password-line": ("928dfeff", (".", "["), (), (":",)),
+    "host-user-app-password": ("322117a7", (".", "["), (), (":",)),
     "jaas-user-password": ("a647cbb8", ("user_",), ("user_",), ("=",)),
     'terraform-random-password': ('71229999', ('"result"',), ('"result"',), (':',)),
     "chpasswd-list": ("f0c9127e", ("chpasswd:",), ("chpasswd:",), ("list:",)),
@@ -5530,7 +5581,7 @@ RULE_WORDS = {
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
-    "key-value-attributes": ("0891b542", ("value",), (), ("key", "name")),
+    "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
     "typed-assignment": ("17ae771e", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":",)),
     "secret-flag": ("9ce38db9", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
@@ -5572,7 +5623,7 @@ RULE_WORDS = {
         "use", "user", "using", "with")),
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
-    "context-credential-word": ("5fc28297", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("3291941f", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds",
         "door", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz",
         "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz",
@@ -5600,7 +5651,7 @@ RULE_WORDS = {
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
         "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
         "암호", "액세스", "인증", "토큰"), ()),
-    "login-pair-in-prose": ("275cdbca", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
+    "login-pair-in-prose": ("afa105b7", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
         "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang",
         "user", "zugang", "åtkomst", "доступ"), ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
         "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang",
@@ -5608,19 +5659,20 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("b8ea16a4", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("c32b3b14", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "assword", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client",
         "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database",
-        "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.",
-        "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase", "password", "sdk", "session",
-        "setapikey", "setauth", "setcredential", "settoken", "sign", "signedstring", "signer", "signwith",
-        "username_pw_set", "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes", "api", "auth",
-        "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "change", "cipher", "client", "connect",
-        "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database", "decrypt", "dial",
-        "encode", "encrypt", "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor",
-        "initializeapp", "login", "new", "new_from_slice", "passphrase", "password", "reset", "save", "sdk", "session",
-        "set", "setapikey", "setauth", "setcredential", "settoken", "sign", "signedstring", "signer", "signwith",
-        "store", "update", "username_pw_set", "withcredential", "withtoken"), ("(",)),
+        "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "getdecoder().", "hash_hmac", "hexdigest",
+        "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase", "password",
+        "sdk", "session", "setapikey", "setauth", "setcredential", "settoken", "sign", "signedstring", "signer",
+        "signwith", "username_pw_set", "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes",
+        "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "change", "cipher",
+        "client", "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential",
+        "database", "decode", "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "hash_hmac",
+        "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase",
+        "password", "reset", "save", "sdk", "session", "set", "setapikey", "setauth", "setcredential", "settoken",
+        "sign", "signedstring", "signer", "signwith", "store", "update", "username_pw_set", "withcredential",
+        "withtoken"), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
@@ -5628,7 +5680,7 @@ RULE_WORDS = {
     "neo4j-auth": ("2a6d0da4", ("neo4j_auth",), ("neo4j_auth",), ("/",)),
     "oracle-connect-string": ("79a08896", ("/",), (), ("@",)),
     "s3-access-key-id": ("7a5d38c4", ("access", "newstaticv4("), ("access", "newstaticv4("), ()),
-    "context-credential-class": ("a457a697", ("auth", "credential", "key", "password", "secret", "signer", "token"),
+    "context-credential-class": ("319d6410", ("auth", "credential", "key", "password", "secret", "signer", "token"),
         (), ("(",)),
     "context-auth-message": ("e5915dc5", ("auth", "authenticate", "authorize", "log_in", "login", "logon", "sign_in",
         "signin"), ("action", "cmd", "command", "event", "method", "op", "type"), ("action", "cmd", "command", "event",
@@ -5644,19 +5696,19 @@ RULE_WORDS = {
     "context-repl-generated-key": ("eca72d6c", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
-    "context-command-output": ("2976f2e7", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("fc9b4e2d", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
-        ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/auth/token", "/authenticate", "/login",
-        "/oauth", "/session", "/token", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws", "bootstrap",
-        "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "docker/config.json", "document",
-        "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get", "get-access-token", "get-azkeyvaultsecret",
-        "get-secret", "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa",
-        "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate", "key=clear", "keyfile",
-        "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass",
-        "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw", "phx.gen.secret", "printenv",
-        "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner", "secret", "secret-tool",
-        "shadow", "solana", "sops", "status", "storage", "terraform", "token", "unlock", "vault", "vercel", "wallet"),
-        (), ("\n",)),
+        ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/actuator/env/", "/auth/token",
+        "/authenticate", "/login", "/oauth", "/session", "/token", "age-keygen", "ansible-vault", "apg", "api", "auth",
+        "aws", "bootstrap", "configure", "cookie", "create", "create-for-rbac", "cred", "credential",
+        "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get",
+        "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass",
+        "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key",
+        "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
+        "kubectl", "login", "lpass", "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw",
+        "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner",
+        "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage", "terraform", "token", "unlock",
+        "vault", "vercel", "wallet"), (), ("\n",)),
     "context-credential-table": ("3ac52fe2", ("\n",), (), ()),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
