@@ -946,7 +946,7 @@ _KEY_QUALIFIERS = frozenset("""
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key.
-_NOT_SECRET_QUALIFIERS = frozenset("hashed existing page continuation pagination cursor next cache idempotency".split())
+_NOT_SECRET_QUALIFIERS = frozenset("hashed existing page continuation pagination cursor next cache idempotency crashreporter".split())
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
@@ -980,6 +980,8 @@ def secret_strength(name: str) -> int:
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
         parts.pop()  # SESSION_TOKEN_B64 is a token
+    if any("public" in part for part in parts) or "pubkey" in parts:
+        return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey
     if parts[-2:] == ["secret", "id"]:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if len(parts) > 1 and parts[0] in _MESSAGE_WORDS:
@@ -1056,7 +1058,7 @@ def _is_reference(value: str) -> bool:
         return True
     if v.startswith("<<"):
         return True  # a here-document's marker (`password = <<EOT`): its lines hold the value
-    if v.startswith(("$__file{", "$__env{", "$__vault{", "process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
+    if v.startswith(("$__file{", "$__env{", "$__vault{", "@Microsoft.KeyVault(", "process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
                      "secrets.", "env:", "file:", "arn:", "vault:", "!vault", "keybase:")):
         return True  # names and resource names (an ARN names a secret; it does not hold one; keybase:jdoe a public key)
     if "://" in v and _regex(_SECRET_MANAGER_REFERENCE).match(v):
@@ -1098,8 +1100,8 @@ def _is_template(v: str) -> bool:
 def _is_placeholder(v: str) -> bool:
     """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`, and a value
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
-    if len(set(v.lower())) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
-        return True  # xxxxxxxx, 00000000, 123456789
+    if len(set(v.lower())) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890") or set(v.lower()) - set("-_. ") == {"x"}:
+        return True  # xxxxxxxx, 00000000, 123456789, xxxx-xxxx-xxxx-xxxx
     if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
         return True  # 0x000…0: a dummy key
     if _regex(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY").fullmatch(v) or v.lower() == "1password":
@@ -1197,6 +1199,8 @@ def _accept_assignment(match: Any) -> bool:
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
     if _cannot_be_its_value(name, bare):
         return False
+    if not bare.isascii() and _regex("[\u3000-\u9fff\uac00-\ud7af][\s\u3000-\u9fff\uac00-\ud7af]*").fullmatch(bare):
+        return False  # a label in Chinese, Japanese or Korean: "settings.account.change_password" = "更改密码"
     stand_in = _regex(r"[a-z][a-z0-9+.\-]*://[^/:@\s]*:([^/@\s]+)@").match(bare)
     if stand_in and (_is_placeholder(stand_in.group(1)) or _is_reference(stand_in.group(1))):
         return False  # `dsn: postgres://app:[REDACTED]@db:5432/app`
@@ -1374,6 +1378,8 @@ def _accept_flag(match: Any) -> bool:
     named = name in ("secret", "secrets", "secret-id", "secret-name") and _regex(
         r"[a-z]+(?:[-_][a-z]+)+").fullmatch(value.strip("\"'"))
     spec = name in ("secret", "secrets") and _regex(r"[a-z]+=").match(value)  # --secret id=npmrc,src=…
+    if value.strip("\"'").lower() in _FUNCTION_WORDS | {"or", "are"}:
+        return False  # prose about flags: "passed by CI: -KeyStorePassword and -KeyPassword"
     return not value.startswith("-") and not named and not spec and _accept_assignment(match)
 
 
@@ -1739,7 +1745,7 @@ _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies: the shapes
 # of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
 _NOT_RANDOM_STARTS = (
-    r"[$%{<@~.:]|G[AS]1\.\d\.|\d+:0x[0-9a-fA-F]+$|[a-z][a-z0-9]*-[0-9a-f]{17}$|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@(?:[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z][\w\-]*|\d{1,3}(?:\.\d{1,3}){3})$"
+    r"[$%{<@~.:]|G[AS]1\.\d\.|\d+:0x[0-9a-fA-F]+$|\w+_m[0-9A-F]{16}$|[a-z][a-z0-9]*-[0-9a-f]{17}$|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@(?:[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z][\w\-]*|\d{1,3}(?:\.\d{1,3}){3})$"
     r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|" + _FIREBASE_APP_ID + "$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
@@ -1871,7 +1877,7 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
 
 # Names of values beside a token that are not it: a lifetime, Vault's accessor (it names a token), an id,
 # a name, analytics cookies (_ga, _gid, _fbp).
-_NOT_TOKEN_NAMES = frozenset("ttl expires expiry lease accessor id ids uuid name ga gid fbp gcl transaction txn sub kid jti aud iss"
+_NOT_TOKEN_NAMES = frozenset("ttl expires expiry lease accessor id ids uuid name ga gid fbp gcl transaction txn sub kid jti aud iss age"
                              " nonce trace correlation".split())
 
 
@@ -1900,8 +1906,8 @@ _COLOUR_OR_TICKET = r"#[0-9a-fA-F]{3,8}|[A-Z]{2,10}-\d{1,6}"
 def _looks_like_password(value: str) -> bool:
     """8 to 128 characters of three classes with a digit, and not a path, URL or assignment."""
     v = value
-    if len(v) < 8 or len(v) > 128 or not any(map(str.isdigit, v)) or any(map(str.isspace, v)) or _regex(r"0x[0-9a-fA-F]+").fullmatch(v):
-        return False  # also a status code or an address: 0xC000006D
+    if len(v) < 8 or len(v) > 128 or not any(map(str.isdigit, v)) or any(map(str.isspace, v)) or _regex(r"0x[0-9a-fA-F]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+").fullmatch(v):
+        return False  # also a status code or an address (0xC000006D), a constant's name (ASC_KEY_P8)
     classes = sum((any(map(str.islower, v)), any(map(str.isupper, v)), True, not v.isalnum()))
     if classes < 3 or "/" in v[:2] or "://" in v or "=" in v.rstrip("=") or v.count("/") + v.count(":") > 2:
         return False  # also structured: root:x:0:0:root:/root:/bin/bash
@@ -2027,7 +2033,7 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
 # nostr public keys, extended public keys, PostHog project keys, Google Analytics' client ids (GA1.2.…).
-_PUBLIC_VALUE = r"0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
+_PUBLIC_VALUE = r"(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after".split())
@@ -2282,8 +2288,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     hexadecimal = _regex(r"[0-9a-f]{16,128}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value) is not None
     named_otherwise = hexadecimal and _regex(
         _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$|(?i:idempotency|dedup|request|trace|correlation)").search(before)
-    if named_otherwise:
-        return False  # a digest, a request's id: "Token … widerrufen, Fingerprint sha256:7f3a…"
+    if named_otherwise or _is_placeholder(value):
+        return False  # a digest, a request's id ("Token … widerrufen, Fingerprint sha256:7f3a…"), 0000…0
     if _names_machine_value(word) and "sign" not in word.lower() and hexadecimal:
         return True  # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a UUID key (Heroku's); not a GPG key's id (signingkey = 39cf…) nor `requestId: '451e…'`
     if not _names_machine_value(word) and _is_joined_passphrase(value):
@@ -3211,7 +3217,7 @@ mailgun-key                  -                      (?P<s>[0-9a-fk](?<![A-Za-z0-
 #   catch: MAILGUN_API_KEY=«key-0123456789abcdefEXAMPLEexample01»
 #   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
-azure-account-key-shape      random                 (?<![A-Za-z0-9+/])(?<!sha512-)(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
+azure-account-key-shape      random                 (?<![A-Za-z0-9+/])(?<!sha512-)(?<!sha512: )(?<!Signature=")(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
 #   catch: «EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0==»
 #   keep:  "integrity": "sha512-EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0=="
 #   keep:  example.com. 3600 IN DNSKEY 257 3 13 aL9r8gYx/xIPqH6ztTcojmADnJrMvzBVKokAIxI+CFyk0VJUyR+qBiaE6avt9vZ0lvG8mqTq/DQNAJoslCEUaA==
@@ -5346,7 +5352,7 @@ RULE_WORDS = {
     "twilio-api-key": ("d969ee1f", ("sk",), ("sk",), ()),
     "sonar-token": ("544b32cd", ("sq",), ("sq",), ()),
     "mailgun-key": ("b46a8c41", ("-", "key-"), (), ()),
-    "azure-account-key-shape": ("05959c27", ("==",), (), ()),
+    "azure-account-key-shape": ("1ede7182", ("==",), (), ()),
     "shopify-token": ("4aa6badf", ("shpat", "shpca", "shppa", "shpss", "shpua"), ("shpat", "shpca", "shppa", "shpss",
         "shpua"), ()),
     "digitalocean-token": ("64f3136a", ("_v1_",), ("do",), ("do",)),
