@@ -1988,7 +1988,7 @@ _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64)\b[^\n]*?(?i:secret|token|cred"
     r"|passw(?!d\b)|pwd|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
-    r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private)"
+    r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets)"
     r"|op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|[\w\-]*rails[ \t]+runner[^\n]*token|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
     r"|(?:python3?[ \t]+-m[ \t]+)?keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
@@ -2511,7 +2511,7 @@ def _find_call_literals(match: Any) -> list:
     text, spans, literals, previous = match.string, [], 0, ""
     called = text[match.start():match.start("s")]
     credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret|database|pw_set").search(called)
-    named_call = _regex(r"(?i)passw|secret|token|auth|api_?key|sign|hmac|crypt|cipher|aes|gcm|chacha").search(called) or _regex(
+    named_call = _regex(r"(?i)passw|passphrase|secret|token|auth|api_?key|sign|hmac|crypt|cipher|aes|gcm|chacha|sqlite3_(?:re)?key").search(called) or _regex(
         r"(?i)\bjw[ts]\.\w+\($").search(text, max(0, match.start() - 4), match.start("s"))  # jwt.encode(claims, "…", algorithm=…)
     for literal in _regex(r"""(["'`])(.*?)\1""").finditer(match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
@@ -2524,7 +2524,8 @@ def _find_call_literals(match: Any) -> list:
         found = random_tokens(text, start, end)
         after_user = _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+|" + _ACCOUNT_NAME).fullmatch(previous)
         if not found and (named_call or credential_call and literals > 1 or after_user) and (
-                _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)) and _may_be_a_password(value):
+                _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)
+                or named_call and _is_dotted_passphrase(value)) and _may_be_a_password(value):
             found = [(start, end)]
         spans, previous = spans + found, value
     return spans
@@ -3084,6 +3085,22 @@ imap-login-command           not-reference          (?m)^(?=[A-Za-z]{0,4}\d)[A-Z
 #   catch: a001 LOGIN mkowalski@corp.example.net «qweasdzxc?3162»
 #   keep:  a001 LOGIN mkowalski@corp.example.net {12}
 #   keep:  SYSTEM        LOGIN       KENNWORT          STAND
+# Facebook's app token (app id|app secret), Backtrace's submission token, curl's --cert file:password, adb's lock PIN, a header set in Swift.
+facebook-app-token           -                      (?<![\w|])\d{10,20}\|(?P<s>[0-9a-f]{32})(?![0-9a-f])
+#   catch: fb-sync: app 267186817475167|«1d42675482e791ef1bf44a1c7d003e2f» -> 200
+#   keep:  | 1234567890 | 2024-01-01 |
+backtrace-submit-token       -                      submit\.backtrace\.io/[\w\-]+/(?P<s>[0-9a-f]{64})
+#   catch: "https://submit.backtrace.io/kite/«139d05c6bb3b32681f58b6db9725b4ebe24ef4048c20a119bc070cdb176ab98d»/symbols"
+#   keep:  "https://submit.backtrace.io/kite/$BACKTRACE_TOKEN/symbols"
+curl-cert-password           not-reference          --cert[ \t]+["']?[^\s:"']{1,200}\.(?:pem|p12|pfx|crt):(?P<s>[^\s"']{1,128})
+#   catch: curl -v --http2 --cert apns-prod.pem:«Coffee1985+» -H "apns-topic: com.example.game"
+#   keep:  curl -v --cert client.pem --key client.key https://api.example.com
+adb-lock-pin                 not-reference          \blocksettings[ \t]+(?:clear|set-pin|set-password|set-pattern)[ \t]+--old[ \t]+(?P<s>\S{4,64})
+#   catch: adb shell locksettings clear --old «593690»
+#   keep:  adb shell locksettings clear --old "$DEVICE_PIN"
+swift-header-value           assignment             setValue\([ \t]*(?P<s>"[^"\n]{8,1024}")[ \t]*,[ \t]*forHTTPHeaderField:[ \t]*"(?P<name>[^"\n]{1,80})"
+#   catch: request.setValue("«HtYkFXZtcFhYfyTdm4XnWGGcj2GK02C7H2XXBL1R»", forHTTPHeaderField: "X-Admin-Key")
+#   keep:  request.setValue("application/json", forHTTPHeaderField: "Content-Type")
 # Nostr secret keys (bech32 nsec1…); an npub1… is public.
 nostr-secret-key             -                      (?<![a-z0-9])(?P<s>nsec1[02-9ac-hj-np-z]{58})(?![a-z0-9])
 #   catch: nsec: «nsec1emcysh75d2g5flug745afwk94ylffa2nd3cfa7txka5fnpwntw3pwxunll»
@@ -3237,7 +3254,7 @@ azure-storage-key            -                      (?i)(?:AccountKey|SharedAcce
 azure-sas-signature          -                      (?i)(?<![a-z])sig=(?P<s>[A-Za-z0-9%+/=]{20,})
 #   catch: https://acme.blob.core.windows.net/c/x?sv=2022-11-02&sp=r&sig=«EXAMPLEexample0123456789%2Bexample%3D»
 #   keep:  git log --show-signature=true
-telegram-bot-token           -                      (?=\d{6})(?:(?<=bot)|(?<![\w:]))(?P<s>\d{6,12}:[A-Za-z0-9_\-]{35}){R}
+telegram-bot-token           -                      (?=\d{6})(?:(?<=bot)|(?<![\w:]))(?P<s>\d{6,12}:[A-Za-z0-9_\-]{33,36}){R}
 #   catch: https://api.telegram.org/bot«123456789:AAEXAMPLEexampleEXAMPLEexample01234»/getMe
 #   keep:  build 123456789:done at 12:30:00
 discord-bot-token            -                      (?P<s>[MNO](?<![A-Za-z0-9_\-].)[A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}){R}
@@ -3486,7 +3503,7 @@ cobol-password-value         assignment             (?m)^[ \t]*\d{2}[ \t]+{SECRE
 #   catch:        01  WS-DB2-PASSWORD    PIC X(10) VALUE '«SONNE38Z»'.
 #   keep:         01  WS-DB2-PASSWORD    PIC X(10) VALUE SPACES.
 # Commands of enterprise tools that take a password as a positional argument.
-enterprise-cli-password      argument               (?:\bslmgr(?:\.vbs)?[ \t]+[\w.\-]+[ \t]+\S+|\bmkstore\b[^\n]{0,200}?-(?:createCredential|modifyCredential)[ \t]+\S+[ \t]+\S+|\bhdbuserstore\b(?:[ \t]+-\w+)*[ \t]+SET[ \t]+\S+[ \t]+\S+[ \t]+\S+|\bctm[ \t]+env[ \t]+(?:add|update)[ \t]+\S+[ \t]+\S+[ \t]+\S+|\badd[ \t]+system[ \t]+user[ \t]+\S+|\bcertutil\b[^\n]{0,80}?[ \t]-p|\btf(?:\.exe)?\b[^\n]{0,200}?/login:[^,\s]{1,80},)[ \t]*{TOOL_VALUE}
+enterprise-cli-password      argument               (?:\bsigntool\b[^\n]{0,200}?[ \t]/p|\bchoco[ \t]+apikey\b[^\n]{0,100}?(?:--key|-k)|\bsign_update\b[^\n]{0,200}?[ \t]-s|\bslmgr(?:\.vbs)?[ \t]+[\w.\-]+[ \t]+\S+|\bmkstore\b[^\n]{0,200}?-(?:createCredential|modifyCredential)[ \t]+\S+[ \t]+\S+|\bhdbuserstore\b(?:[ \t]+-\w+)*[ \t]+SET[ \t]+\S+[ \t]+\S+[ \t]+\S+|\bctm[ \t]+env[ \t]+(?:add|update)[ \t]+\S+[ \t]+\S+[ \t]+\S+|\badd[ \t]+system[ \t]+user[ \t]+\S+|\bcertutil\b[^\n]{0,80}?[ \t]-p|\btf(?:\.exe)?\b[^\n]{0,200}?/login:[^,\s]{1,80},)[ \t]*{TOOL_VALUE}
 #   catch: mkstore -wrl /u01/app/oracle/wallet -createCredential PRODDB app_user «Fabrikam@1984»
 #   catch: hdbuserstore SET BACKUPKEY sqlprd16:30015 SYSTEM «.gingerPumpkin17»
 #   catch: ctm env add prod https://ctm.acme.internal:8443/automation-api emuser «Ch3l$e@#51»
@@ -3494,6 +3511,8 @@ enterprise-cli-password      argument               (?:\bslmgr(?:\.vbs)?[ \t]+[\
 #   catch: certutil -f -p "«Siobhan_1979»" -importpfx C:\certs\adfs-ssl.pfx NoExport
 #   catch: tf.exe get $/Legacy/Main /recursive /login:CORP\garciar,«qazwsx.70»
 #   keep:  hdbuserstore LIST
+#   catch: C:\build> signtool sign /f certs\codesign.pfx /p «CHkFxw4PJG3Um5nqzVimtnns» /fd sha256 dist\GameSetup.exe
+#   catch: choco apikey --key «e43c2657-9999-43f8-8c78-baa45973be5d» --source https://push.chocolatey.org/
 #   catch: cscript //nologo C:\Windows\System32\slmgr.vbs WIN-DC10 Administrator «Tiger2004^» /dlv
 windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:p|pass|password[do]?|passwd|pwd)[:=]{TOOL_VALUE}
 #   catch: netdom join %COMPUTERNAME% /domain:corp /userd:CORP\svc_join /passwordd:«70VVMrf78#9J-!FDLLnb» /reboot:10
@@ -4055,9 +4074,11 @@ sql-unicode-password         not-reference          (?i)\bPASSWORD[ \t]*=[ \t]*N
 heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
-secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["']))?{VALUE}
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   catch: //nexus.stark.local/repository/npm-group/:_password=«xbthYmthJTIwMTE=»
+#   catch: dotnet publish -c Release -p:AndroidSigningKeyPass=«51acf138f04fa7992946542ccac2158c» -p:AndroidSigningStorePass=«4jfm#40i+_KUUMoa_h»
+#   catch: static NSString *const kReceiptSharedSecret = @"«e93a826f59416b5c7c14fef7804e7742»";
 #   catch: mysql -u root -p\nEnter password: «Tr0ub4dor&3»\nERROR 1045 (28000): Access denied
 #   keep:  curl "https://id.example.com/login?next=/home&password=&remember=1"
 #   keep:  export const TOKEN_STORAGE_KEY = 'auth.accessToken';
@@ -4360,13 +4381,15 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: >> conn = database('notify_stg','arjun','«cobalt_bronze5716»', 'Vendor','MySQL');
 #   catch: token = jwt.encode({"sub": user.id, "exp": exp}, "«Nounours@786»", algorithm="HS256")
 #   catch: signed, err := tok.SignedString([]byte("«s0TgKdoZ3zHugKwwxkMkQX1624bfJw6OCKwbNeRf»"))
 #   catch: if (client.connect("esp32-client", "liam", "«J@sm1n3.97»")) {
 #   keep:  payload = jwt.decode(token, key, algorithms=["HS256"])
 #   keep:  user.set_password(form.cleaned_data["new_password1"])
+#   catch: sqlite3_key(db, "«frost-thunder-bamboo-cherry»", strlen("«frost-thunder-bamboo-cherry»"));
+#   catch: try db.usePassphrase("«scatter.siren.dolphin.pigeon.walrus»")
 #   catch: $mysqli = new mysqli("localhost", "wp_user", "«HyggeLucia00#»", "wordpress");
 #   catch: using var ctx = new PrincipalContext(ContextType.Domain, "ad.corp.lan", "svc_ldap", "«?thunderCobalt93»");
 #   catch: .signWith(Keys.hmacShaKeyFor("«9gUbUzDuhDGrl9Se3j/A4ZVv/aypEPNAG6apmsuqBb22GFuM2nszRi60B7O0cHGv»".getBytes()))
@@ -5308,6 +5331,12 @@ RULE_WORDS = {
     "consul-acl-tokens": ("122645e9", ("tokens",), ("tokens",), ("agent", "agent_master", "agent_recovery", "default",
         "initial_management", "master", "replication")),
     "imap-login-command": ("b81646c3", ("login",), (), ()),
+    "facebook-app-token": ("869c5c73", ("|",), (), ()),
+    "backtrace-submit-token": ("eaa3b8aa", ("submit.backtrace.io/",), ("submit.backtrace.io/",), ()),
+    "curl-cert-password": ("beee0652", ("--cert",), ("--cert",), ("crt", "p12", "pem", "pfx")),
+    "adb-lock-pin": ("2c23ca29", ("locksettings",), ("locksettings",), ("clear", "set-password", "set-pattern",
+        "set-pin")),
+    "swift-header-value": ("a42dd4d7", ("forhttpheaderfield:",), ("setvalue(",), ("setvalue(",)),
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",), ()),
     "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain"),
         ()),
@@ -5360,7 +5389,7 @@ RULE_WORDS = {
     "azure-storage-key": ("331d1f02", ("accountkey", "sharedaccesskey", "sharedsecret"), ("accountkey",
         "sharedaccesskey", "sharedsecret"), ("=",)),
     "azure-sas-signature": ("629e9327", ("sig=",), ("sig=",), ()),
-    "telegram-bot-token": ("e3c4acb1", (":",), (), ()),
+    "telegram-bot-token": ("c9954204", (":",), (), ()),
     "discord-bot-token": ("e0a998d7", (".",), (), ()),
     "jwt": ("f517ca8b", (".eyj",), ("eyj",), ()),
     "other-provider-token": ("d6324855", ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-",
@@ -5446,8 +5475,9 @@ RULE_WORDS = {
     "protocol-pass-command": ("b6ae64cc", ("pass",), (), ()),
     "cobol-password-value": ("05dc90bc", ("value",), (), ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass",
         "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
-    "enterprise-cli-password": ("d9f5fe46", ("-createcredential", "-modifycredential", "/login:", "certutil", "ctm",
-        "hdbuserstore", "slmgr", "system"), ("add", "certutil", "ctm", "hdbuserstore", "mkstore", "slmgr", "tf"), ()),
+    "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
+        "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
+        "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
     "windows-password-switch": ("993b65f3", ("/p",), ("/p",), ()),
     "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),
     "redis-protocol-auth": ("3b91e038", ("\\r\\n$4\\r\\nauth\\r\\n",), ("\\r\\n$4\\r\\nauth\\r\\n",), ()),
@@ -5613,7 +5643,7 @@ RULE_WORDS = {
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
     "heredoc-under-secret-name": ("a4f87923", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), ("<<",)),
-    "secret-assignment": ("f93aca42", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "secret-assignment": ("0804c106", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":", ":=", "=", "=>")),
     "prose-password": ("508ec98b", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd"), ("(", ":", "=", "is", "to")),
@@ -5665,20 +5695,20 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("c32b3b14", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("d6c2e73a", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "assword", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client",
         "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database",
         "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "getdecoder().", "hash_hmac", "hexdigest",
         "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase", "password",
-        "sdk", "session", "setapikey", "setauth", "setcredential", "settoken", "sign", "signedstring", "signer",
-        "signwith", "username_pw_set", "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes",
-        "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "change", "cipher",
-        "client", "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential",
-        "database", "decode", "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "hash_hmac",
-        "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase",
-        "password", "reset", "save", "sdk", "session", "set", "setapikey", "setauth", "setcredential", "settoken",
-        "sign", "signedstring", "signer", "signwith", "store", "update", "username_pw_set", "withcredential",
-        "withtoken"), ("(",)),
+        "sdk", "session", "setapikey", "setauth", "setcredential", "setpassphrase", "settoken", "sign", "signedstring",
+        "signer", "signwith", "sqlite3_", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), (".new",
+        "::<", "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth",
+        "chacha", "change", "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv",
+        "createhmac", "credential", "database", "decode", "decrypt", "dial", "encode", "encrypt", "fernet",
+        "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new",
+        "new_from_slice", "passphrase", "password", "reset", "save", "sdk", "session", "set", "setapikey", "setauth",
+        "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_",
+        "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
@@ -5702,7 +5732,7 @@ RULE_WORDS = {
     "context-repl-generated-key": ("eca72d6c", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
-    "context-command-output": ("fc9b4e2d", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("ca901558", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/session", "/token", "age-keygen", "ansible-vault", "apg", "api", "auth",
@@ -5713,8 +5743,8 @@ RULE_WORDS = {
         "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
         "kubectl", "login", "lpass", "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw",
         "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner",
-        "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage", "terraform", "token", "unlock",
-        "vault", "vercel", "wallet"), (), ("\n",)),
+        "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage", "terraform", "tickets", "token",
+        "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-credential-table": ("3ac52fe2", ("\n",), (), ()),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
