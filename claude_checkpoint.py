@@ -1110,9 +1110,9 @@ def _is_placeholder(v: str) -> bool:
         return True  # abc123, foobar
     if len(v) >= 12 and v[-1:] == "=" and _regex(r"[A-Za-z0-9+/]+={1,2}").fullmatch(v) and _decodes_to_stand_ins(v):
         return True  # base64 of `username:password` (RFC 7617's example), `user:pass`
-    if _regex(r"\*[A-Z][A-Z*]{2,40}\*?|\w+_(?:true|false)").fullmatch(v):
+    if (v[:1] == "*" or v.endswith(("_true", "_false"))) and _regex(r"\*[A-Z][A-Z*]{2,40}\*?|\w+_(?:true|false)").fullmatch(v):
         return True  # sysprep's *SENSITIVE*DATA*DELETED*, IBM i's *SYSVAL and *NONE, ABAP's abap_true
-    if _regex(r"(?:String|Int|Float|Boolean|ID)!").fullmatch(v):
+    if v[-1:] == "!" and _regex(r"(?:String|Int|Float|Boolean|ID)!").fullmatch(v):
         return True  # a GraphQL field's type: `currentPassword: String!`
     if not v.isascii() and len(v) <= 40 and _regex(_CREDENTIAL_WORDS + r"[?:]?").fullmatch(v):
         return True  # a label in another language, as a translation file holds it: `password: "Contraseña"`
@@ -4674,12 +4674,14 @@ PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG
 
 def redaction_rules() -> list:
     """REDACTION_TABLE as RedactionRule records."""
-    import io
-    rules = []
-    for line in io.StringIO(REDACTION_TABLE):  # a line at a time: the examples make the table long
+    rules, start = [], 0
+    while start < len(REDACTION_TABLE):  # a line at a time, no copy: the examples make the table long
+        end = REDACTION_TABLE.find("\n", start)
+        end = len(REDACTION_TABLE) if end < 0 else end
+        line, start = REDACTION_TABLE[start:end], end + 1
         if not line.strip() or line.startswith("#"):
             continue
-        name, check, pattern = line.rstrip("\n").split(None, 2)
+        name, check, pattern = line.split(None, 2)
         head = _pattern_head(pattern)
         pattern = _expand_blocks(pattern)
         if check in CONTEXT_FINDERS:
