@@ -2696,12 +2696,13 @@ def _find_dashed_table_cells(match: Any) -> list:
     text, head, dashes = match.string, match.group("head"), match.group("dashes")
     runs = [run.span() for run in _regex(r"-+").finditer(dashes)]
     spans = []
-    for index, (start, end) in enumerate(runs):
-        name = head[start:runs[index + 1][0] if index + 1 < len(runs) else len(head)].strip()
+    for index, (start, _) in enumerate(runs):
+        stop = runs[index + 1][0] if index + 1 < len(runs) else None  # where the next column starts
+        name = head[start:stop].strip()
         if not name or secret_strength(_regex(r"\W+").sub("_", name)) != 2 and not _regex(_CREDENTIAL_WORDS).fullmatch(name):
             continue
         for row in _regex(r"[^\n]+").finditer(text, match.start("s"), match.end("s")):
-            cell = row.group()[start:runs[index + 1][0] if index + 1 < len(runs) else None]
+            cell = row.group()[start:stop]
             value = cell.strip()
             if value and " " not in value and _looks_like_a_secret(value) and not _is_reference(value) and not _is_masked_or_public(value):
                 first = row.start() + start + cell.index(value)
