@@ -4666,6 +4666,7 @@ CONTEXT_FINDERS = {
 CHECK_NEEDS = {
     "json-web-key": ("kty", "dp", "dq", "qi"), "byte-array-key": ("key", "secret", "wallet", "solana", "id.json", "seed"),
     "named-in-prose": _PROSE_SECRET_PARTS,
+    "base64-password-line": ("base64", "auth", "cred", "passw", "secret"),  # a line alone of base64 is everywhere: a word must say why
 }
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
