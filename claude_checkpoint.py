@@ -1100,8 +1100,8 @@ def _is_template(v: str) -> bool:
 def _is_placeholder(v: str) -> bool:
     """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`, and a value
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
-    if len(set(v.lower())) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890") or set(v.lower()) - set("-_. ") == {"x"}:
-        return True  # xxxxxxxx, 00000000, 123456789, xxxx-xxxx-xxxx-xxxx
+    if len(set(v.lower())) == 1 or len(set(v.lower()) - set("-_. ")) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
+        return True  # xxxxxxxx, 00000000, xxxx-xxxx-xxxx-xxxx, 123456789
     if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
         return True  # 0x000…0: a dummy key
     if _regex(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY").fullmatch(v) or v.lower() == "1password":
@@ -1195,7 +1195,7 @@ def _accept_assignment(match: Any) -> bool:
         return False
     if _regex(_NOT_SECRET_BEFORE_WORD).search(match.string[max(0, match.start("name") - 14):match.start("name")]):
         return False  # `minisign public key: RWQ…`, `hashed secret: …`: the words before the name say what it is
-    if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z][\w\-]*").fullmatch(bare):
+    if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(_EMAIL_ADDRESS).fullmatch(bare):
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
     if _cannot_be_its_value(name, bare):
         return False
@@ -1740,12 +1740,14 @@ _RANDOM_LENGTHS = (10, 1024)  # shorter ones are words and PINs; longer ones are
 _SHORT_RANDOM = 16  # below this a token needs three character classes, a digit and no regex syntax
 _MIN_HEX = 32  # shorter hex runs are ids: abbreviated commits, GPG key ids, Mongo object ids
 _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
+# An e-mail address: its last label starts with a letter (`J@sm1n3.97` is a password).
+_EMAIL_ADDRESS = r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z][\w\-]*"
 # Not random whatever their letters: references, URLs, paths, file names, versions, IP addresses,
 # dates and times, UUIDs, Ethereum addresses, numbers (`6.49376470e-06`), e-mails, regex classes, digests under their name (`sha256:…`, go.sum's
 # `h1:…`), AWS unique ids (AIDA…, AROA…), SSH public keys and certificate or public-key bodies: the shapes
 # of a token's start (or of the whole token), then the marks it may have anywhere (_has_not_random_shape).
 _NOT_RANDOM_STARTS = (
-    r"[$%{<@~.:]|G[AS]1\.\d\.|\d+:0x[0-9a-fA-F]+$|\w+_m[0-9A-F]{16}$|[a-z][a-z0-9]*-[0-9a-f]{17}$|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|[\w.+\-]+@(?:[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z][\w\-]*|\d{1,3}(?:\.\d{1,3}){3})$"
+    r"[$%{<@~.:]|G[AS]1\.\d\.|\d+:0x[0-9a-fA-F]+$|\w+_m[0-9A-F]{16}$|[a-z][a-z0-9]*-[0-9a-f]{17}$|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|" + _EMAIL_ADDRESS + r"$|[\w.+\-]+@\d{1,3}(?:\.\d{1,3}){3}$"
     r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|" + _FIREBASE_APP_ID + "$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
@@ -1886,15 +1888,15 @@ def _named_as_no_token(text: str, start: int) -> bool:
     (_names_no_token): `(client_id=elsed4…)`, `kid=…, sub=<uuid>`."""
     if text[start - 1:start] != "=":
         return False  # the cheap look first: most values follow no `=`
-    named = _regex(r"([A-Za-z_][\w.\-]{0,40})=$").search(_line_before(text, start, 42))
-    return named is not None and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES and secret_strength(named.group(1)) < 2  # not secret_id
+    named = _regex(r"[A-Za-z_][\w.\-]{0,40}=$").search(_line_before(text, start, 42))
+    return named is not None and _names_no_token(named.group())
 
 
 def _names_no_token(pair: str) -> bool:
     """Whether `name=value` (a grep's line number may come first) names what stands beside a token, not
     a token: `ttl=768h0m0s`, `accessor=Grg3…`, `client_id=elsed4…`, `_ga=GA1.2.…`."""
     named = _regex(r"(?:\d+:)?([A-Za-z_][\w.\-]{0,40})=").match(pair)
-    return named is not None and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES
+    return named is not None and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES and secret_strength(named.group(1)) < 2  # not secret_id
 
 
 _CLOUD_REGION = (r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|in|asia|europe|australia|northamerica|southamerica|africa)"
@@ -2280,9 +2282,9 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if _named_as_no_token(text, first) or before.endswith(":") and _regex(r"[\w\-]+:[\w\-]+:$").search(before):
         return False  # another field beside a token (`kid=…, sub=<uuid>`), a part of a store's key (`ratelimit:tokens:<uuid>`)
     if _regex("[\u3001\u3002\uff0c]").search(value):
-        return False  # a sentence's commas in CJK
+        return False  # a sentence's commas in CJK: "パスワードは共有フォルダではなく、1Password の…"
     if _regex(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+").fullmatch(value) and _RESOURCE_NAME_WORDS.intersection(value.split("-")):
-        return False  # a machine's or a service's name: "Credential Guard enabled on db-prod-01": "パスワードは共有フォルダではなく、1Password の…"
+        return False  # a machine's or a service's name: "Credential Guard enabled on db-prod-01"
     if _names_passphrase(word) and _looks_like_passphrase(value):
         return True  # violet.river.limone.nick after "passphrase" is no host name
     hexadecimal = _regex(r"[0-9a-f]{16,128}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value) is not None
@@ -2522,7 +2524,7 @@ def _find_call_literals(match: Any) -> list:
             previous = value  # `createCipheriv("aes-256-gcm", …)`, `Signer.create("HS256", …)`
             continue
         found = random_tokens(text, start, end)
-        after_user = _regex(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+|" + _ACCOUNT_NAME).fullmatch(previous)
+        after_user = _regex(_EMAIL_ADDRESS + "|" + _ACCOUNT_NAME).fullmatch(previous)
         if not found and (named_call or credential_call and literals > 1 or after_user) and (
                 _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)
                 or named_call and _is_dotted_passphrase(value)) and _may_be_a_password(value):
@@ -2563,9 +2565,9 @@ _NOT_A_COMMAND = (r"-?(?:ba|z|k|da|tc|c)?sh:(?:[ \t]line[ \t]\d+:|[ \t]\d+:)?[ \
 
 def _find_typed_passwords(match: Any) -> list:
     """A password a shell could not run (_NOT_A_COMMAND): every place the text holds it on its
-    line and in the 2,000 characters above, the prompt line it was typed on too. Only a value no command is named like (`python3.12`, `k9s`,
-    a path): a machine's, or one that looks like a secret and holds a capital or a symbol a
-    command's name does not (`sommerregen2019!`, `Tr0ub4dor&3`)."""
+    line and in the 2,000 characters above (the prompt line it was typed on). Only a value no
+    command is named like (`python3.12`, `k9s`, a path): a machine's, or one that looks like a
+    secret and holds a capital or a symbol a command's name does not (`sommerregen2019!`)."""
     text, line_end = match.string, match.string.find("\n", match.end())
     line = _line_before(text, match.start(), 300) + text[match.start():len(text) if line_end < 0 else line_end]
     said = _regex(_NOT_A_COMMAND).match(line.rstrip("\r \t"))
@@ -2617,6 +2619,12 @@ def _find_printed_secrets(match: Any) -> list:
     return sorted(set(spans))
 
 
+def _holds_a_secret(cell: str) -> bool:
+    """A cell under a column whose name says secret (a SELECT's, a table's underlined by dashes):
+    a value that looks like a secret, or six digits or more, not a reference or a masked value."""
+    return (_looks_like_a_secret(cell) or _regex(r"\d{6,12}").fullmatch(cell) is not None) and not _is_reference(cell) and not _is_masked_or_public(cell)
+
+
 def _find_selected_columns(match: Any) -> list:
     """The rows a SELECT printed below it (sqlite's `a|b|c`, psql's and mysql's tables, tabs, two
     spaces): the cells under a selected column whose name says secret, that look like one."""
@@ -2633,8 +2641,7 @@ def _find_selected_columns(match: Any) -> list:
         for index in secret:
             value = cells[index].group().strip()
             first = row.start() + cells[index].start() + cells[index].group().index(value)
-            if value not in names and (_looks_like_a_secret(value) or _regex(r"\d{6,12}").fullmatch(value)) and not _is_reference(
-                    value) and not _is_masked_or_public(value):
+            if value not in names and _holds_a_secret(value):
                 spans.append((first, first + len(value)))
     return spans
 
@@ -2704,7 +2711,7 @@ def _find_dashed_table_cells(match: Any) -> list:
         for row in _regex(r"[^\n]+").finditer(text, match.start("s"), match.end("s")):
             cell = row.group()[start:stop]
             value = cell.strip()
-            if value and " " not in value and _looks_like_a_secret(value) and not _is_reference(value) and not _is_masked_or_public(value):
+            if value and " " not in value and _holds_a_secret(value):
                 first = row.start() + start + cell.index(value)
                 spans.append((first, first + len(value)))
     return spans
