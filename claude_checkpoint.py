@@ -986,7 +986,8 @@ def secret_strength(name: str) -> int:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if len(parts) > 1 and parts[0] in _MESSAGE_WORDS:
         return 0  # a message's or a label's name: ERROR_INVALID_PASSWORD = "E7306", LABEL_PASSWORD
-    if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET:
+    if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET or (
+            parts[-1][-1:] == "s" and parts[-1][:-1] in _ABOUT_A_SECRET):  # PASSWORD_HASHERS as PASSWORD_HASHER
         return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest, nextPageToken a cursor
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
@@ -1396,6 +1397,8 @@ def _accept_password_like(match: Any) -> bool:
         return False  # `password=pw, dsn="…"`: the value of another name
     if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v) or _is_path_or_version(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
+    if _regex(r"0x[0-9a-fA-F]{1,16}").fullmatch(v.rstrip(".,;:")):
+        return False  # a status code or an address: "bad password. Status: 0xC000006D"
     if _regex(r"\d{4}-\d\d-\d\d|\d\d?:\d\d[:.]\d").search(v) or _regex(_COLOUR_OR_TICKET).fullmatch(v.rstrip(";,")):
         return False  # a date or a time (gcloud secrets list's `db-password  2024-03-27T03:23:41.167Z`), a ticket's id ("password for checkout (OPS-8391)")
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
@@ -1443,7 +1446,8 @@ def _accept_password_flag(match: Any) -> bool:
     mysql, whose `-p VALUE` (with a space) asks for the password and names the database."""
     value = match.group("s").strip("\"'")
     line = _line_before(match.string, match.start())
-    return not value.isdigit() and not _is_reference(value) and not _regex(r"(?<![\w.\-])(?:mysql|mariadb)[\w\-]*[ \t]").search(line)  # not a host mysql.…
+    return (not value.isdigit() and not _is_reference(value) and not _regex(r"[\w.\-]+\.(?:txt|lst|list|dic)").fullmatch(value)  # a word list
+            and not _regex(r"(?<![\w.\-])(?:mysql|mariadb)[\w\-]*[ \t]").search(line))  # not a host mysql.…
 
 
 def _line_before(text: str, position: int, reach: int = 300) -> str:
@@ -1776,8 +1780,8 @@ def looks_machine_generated(token: str) -> bool:
     n = len(token)
     if not _RANDOM_LENGTHS[0] <= n <= _RANDOM_LENGTHS[1]:
         return False
-    if _regex(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$]+)+").fullmatch(token):
-        return False  # names of code joined by dots, with no digit after the first: entry.midTurnMessageQueue.length
+    if _regex(r"[A-Za-z_$][\w$]{0,47}(?:\.[A-Za-z_$]+)+").fullmatch(token):
+        return False  # names of code joined by dots, with no digit after the first: entry.midTurnMessageQueue.length (a JWT's part is longer)
     if _regex(r"(?:0x)?(?:[0-9a-f]+|[0-9A-F]+)").fullmatch(token):
         return n >= _MIN_HEX  # no shape below is all hex
     lower, upper = any(map(str.islower, token)), any(map(str.isupper, token))
@@ -2069,13 +2073,14 @@ def _word_alternation(words: str) -> str:
 # in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "is still", "→", "->" in prose,
 # particles (は, 은).
 _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
-    "is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|on|ni"
+    "is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|ni"
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically") + r")(?![\w'’\-])"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
+              r"|(?<![\w'’])(?<!ed )(?<!ing )on(?![\w'’\-])"  # Finnish's and Estonian's "is", not English's "enabled on db-01"
               r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
@@ -2116,6 +2121,9 @@ def _find_random_tokens(match: Any) -> list:
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
     if _regex(r"\.[a-z]{1,5}(?=[:/\s]|$)").match(text, match.end()):
         return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`
+    joined = _regex(r"[_\-][A-Za-z][\w\-]{0,40}").match(text, match.end())
+    if joined and secret_strength(match.group() + joined.group()) == 0:
+        return []  # a name the word begins that is about a secret: `password_hashers check: PBKDF2PasswordHasher`
     if _regex(r"arn:[\w\-]+:[\w\-]+:[\w\-*]*:[\w*]*:$").search(_line_before(text, match.start(), 120)):
         return []  # a resource's name: arn:aws:secretsmanager:*:*:secret:rds-beta-us-east-1!*
     not_a_secret = _NOT_A_SECRET_BEFORE
@@ -2466,9 +2474,10 @@ def _find_command_arguments(match: Any) -> list:
     but not the values of name flags (`-u`)."""
     text, start, end = match.string, match.start("s"), match.end("s")
     spans = [span for span in random_tokens(text, start, end, _NAME_FLAG_BEFORE) if not _named_as_no_token(text, span[0])]
-    glued = match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha()  # `authors`, not a verb
+    if match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha():
+        return []  # `authors`, "signing key, fingerprint 6d36…": not a verb
     around = _line_before(text, match.start(), 200) + text[match.start():match.end() + 40]
-    if glued or _regex(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=").search(around) or _regex(r"[ \t]*=[^=]").match(text, match.end()):
+    if _regex(r"\b(?:if|elif|while|def|function|return|case)\b|[=!]=").search(around) or _regex(r"[ \t]*=[^=]").match(text, match.end()):
         return spans  # `if auth_type == 'v4-s3express'`: code, where only machine-made values count
     for quoted in _regex(r"""(?<![\w=\\])(["'])([^"'\s\\]{6,128})\1""").finditer(text, start, end):
         value, first = quoted.group(2), quoted.start(2)
@@ -3914,6 +3923,7 @@ user-then-password-flags     password-flag          (?<![\w-])(?:-u[ \t]+\S+[ \t
 #   catch: mosquitto_sub -h broker.example.com -u meter -P «amber-crane-lotus-47» -t plant/#
 #   catch: xcrun altool --upload-app -f app.ipa -u dev@example.com -p «abcd-efgh-ijkl-mnop»
 #   keep:  upload -u deploy -p 2222 build.zip
+#   keep:  crackmapexec smb 10.4.244.0/24 -u users.txt -p passwords.txt --no-bruteforce --continue-on-success
 #   catch: PS C:\\repos> plink.exe -ssh jdoe@192.168.11.78 -pw «violettractor762» -batch "systemctl restart notifications"
 # (?i)[a-z] spelt out case-sensitive (with İ ı ſ K, which it matches): re lowercases each character for a (?i) class.
 secret-pair                  pair                   (?<![\w-])(?=[a-zA-Z_\-\u0130\u0131\u017f\u212a]*[yndtYNDT][ \t])(?P<name>[a-zA-Z_\-\u0130\u0131\u017f\u212a]*(?i:secret_access_key|secret_key|access_token|api_key|password|authtoken|auth-token|token|secret))(?i:[ \t]+{VALUE})
@@ -4163,6 +4173,7 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the VPN password is «Xk29!mPq7z»
 #   keep:  the password is in the team vault
+#   keep:  Failure Reason: Unknown user name or bad password. Status: 0xC000006D  Sub Status: 0xC000006A
 #   keep:  https://console.aws.amazon.com/secretsmanager/secret?name=prod%2Fdb-password&region=eu-west-1
 prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{16,256}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the API token is «11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b7c»
@@ -4237,6 +4248,9 @@ aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
 #   catch: Door / alarm codes\n  Main entrance alarm PIN ..... «7015399»\n  Bike storage ................ ask reception
+#   keep:  (Credential Guard enabled on bastion-eu1, session 3381 — LSASS not readable, moving on)
+#   keep:  password_hashers check: PBKDF2PasswordHasher iterations=720000, Argon2PasswordHasher available
+#   catch: Tietokannan salasana on «Kissa2024!»
 #   catch: Die Passphrase für den Deploy-Key (a@b.io) ist "«rocket sunset walnut copper»".
 #   catch: Ter info: het wachtwoord voor de VPN is «ranger.galaxy.autumn.master» — gewijzigd op 2024-02-19.
 #   catch: The GPG key used for release signing lives on build7; its passphrase is «bubble alley blush apple» — ask Ben before using it.
@@ -4380,6 +4394,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   keep:  az login --service-principal -u 4f2c1a7e-9b3d-4e8f-a1c2-d3e4f5a6b7c8 --tenant 9b1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f
 #   keep:  docker login -u deploybot2024x registry.example.com
 #   keep:  npm login --registry https://npm.example.com --scope @acme
+#   keep:  (release signing key, fingerprint 6d368b66b6935288497b8864ff5e7836ee46edf0)
 #   catch: poetry config http-basic.maple admin '«TfLVjF=krd5QUZ-C=PryV7%»'
 #   catch: export BW_SESSION=$(bw unlock '«ahead-anxiety-cost-lantern»' --raw)
 #   keep:  if auth_type == 'v4-s3express':
