@@ -1189,6 +1189,8 @@ def _accept_assignment(match: Any) -> bool:
     name, value = match.group("name"), match.group("s")
     groups = match.groupdict()
     bare = value.strip("\"'`\\")
+    if "\n" in bare and value[:1] in "\"'" and bare.count("\n") <= 8 and _regex(r"[\w+/=.\-]{16,}(?:\s+[\w+/=.\-]{16,})+").fullmatch(bare.strip()):
+        bare = "".join(bare.split())  # a quoted value wrapped over lines: its parts are one token
     if groups.get("op") == ":" and not _accept_after_colon(match, value, bare):
         return False
     strength = secret_strength(name)
@@ -2801,9 +2803,14 @@ def _find_split_literals(match: Any) -> list:
         return spans
     for literal in _regex(r"""["'`]([^"'`\n]{1,1024})["'`]""").finditer(match.group("s")):
         part = literal.group(1)
-        if (_regex(r"[A-Za-z0-9+/=_\-.~]{6,}").fullmatch(part) and _regex(r"\d").search(part) and _regex(r"[A-Za-z]").search(part)
-                and not _is_reference(part)):
+        if (_regex(r"[A-Za-z0-9+/=_\-.~]{6,}").fullmatch(part) and (_regex(r"\d").search(part) and _regex(r"[A-Za-z]").search(part)
+                or looks_machine_generated(part)) and not _is_reference(part)):
             spans.append((start + literal.start(1), start + literal.end(1)))
+            continue
+        head = _regex(r"[^\s;&,\"'`]{4,128}(?=[;&])").match(part)
+        if head and not spans and literal.start() == match.group("s").find(literal.group()):  # `"Password=…" + "5!JjIy;Connect…"`
+            spans.append((start + literal.start(1), start + literal.start(1) + head.end()))
+        break  # the value ended in this literal
     return spans
 
 
@@ -2825,6 +2832,34 @@ def _find_wrapped_line(match: Any) -> list:
     if _regex(r"[ \t]*[\w$.]+[ \t]*=(?!=)|[^\n]*;[ \t]*$").match(text, match.start("s"), match.end("s")) or _in_public_block(text, end):
         return []  # a statement of code (`offscreenSubtreeIsHidden = flags;`), a certificate's line: no wrapped token
     return random_tokens(text, match.start("s"), match.end("s"))
+
+
+def _find_continued_value(match: Any) -> list:
+    """The line after a line continuation (`\\`) that breaks a machine-made (or redacted) value in
+    an assignment (right before it, no space between): the rest of that value, whatever its shape."""
+    text, (end, line) = match.string, _line_above(match)
+    if not _regex(r"[\w.\-\]\[\"']+[ \t]*[:=][ \t]*[\"']?\S+$").search(line) or not _ends_machine_made(text, end):
+        return []
+    value = match.group("s")
+    return [] if _is_reference(value) or value.startswith("-") else [match.span("s")]
+
+
+def _find_joined_literals(match: Any) -> list:
+    """The literals an expression joins under a name that says secret, each a part of one value:
+    those that look machine-made."""
+    if secret_strength(match.group("name")) < 2:
+        return []
+    start = match.start("s")
+    parts = [(start + literal.start(1), start + literal.end(1), literal.group(1))
+             for literal in _regex(r"""["'`]([^"'`\n]{8,512})["'`]""").finditer(match.group("s"))]
+    if len(parts) < 2 or not all(_regex(r"[A-Za-z0-9+/=_\-.~]+").fullmatch(part) for _, _, part in parts):
+        return []  # labels, scopes, sentences: no parts of one token
+    return [(first, last) for first, last, part in parts if looks_machine_generated(part) or _is_random_part(part)]
+
+
+def _is_random_part(part: str) -> bool:
+    """A part of a split token: letters and digits mixed, not a word with a number."""
+    return bool(_regex(r"\d").search(part) and _regex(r"[A-Za-z]").search(part)) and not _is_built_of_words(part)
 
 
 def _find_wrapped_log_line(match: Any) -> list:
@@ -4005,6 +4040,8 @@ key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>]{0,200
 #   catch: <add key="ClearTextPassword" value="«T7QA0Q0E5iVRIfyOruUps»" />
 #   catch: <add key="SmtpPassword" value="«$$T#h0WHUh5^7m:~-ftz»" />
 #   keep:  <add key="Environment" value="Production" />
+#   catch: <add key="Storage:AccountKey"\n     value="«eDh9YqzUx9xlOKiK4cJEjJ1wHnRkbsSjnYXPOVhki7Nr\n            d5pYv5GLgNlHEAkkHXeqw6JwVq1c90tO9QZ08S/5/qbb»" />
+#   keep:  <add key="Storage:Containers"\n     value="invoices-archive-2024\n            receipts-archive-2024" />
 #   keep:  <property name="password" value="${db.password}"/>
 #   catch: <EnvironmentVariable\n   key = "BACKEND_ADMIN_TOKEN"\n   value = "«a8005c167c98ed53f1f2980288d2b824e7f16758»"\n   isEnabled = "YES">
 # Flags and assignments whose name says secret, in every common syntax.
@@ -4017,7 +4054,7 @@ secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME
 #   keep:  psql --password-file /run/secrets/pw
 #   keep:  docker build --secret id=npmrc,src=$HOME/.npmrc .
 # A config line whose value runs to the end of the line (INI, YAML, dotenv), whatever its first character.
-config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=]|[?:]=)[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;]))(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
+config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=]|[?:]=)[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;\\]))\\?(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
 #   keep:  [security]\nadmin_user = admin\nadmin_password = $__file{/run/secrets/grafana_admin}
 #   catch: DB_PASS=«summer.ember.quartz.cookie»
 #   keep:  db_pass = settings.database.password
@@ -4170,7 +4207,7 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  Auth: "\u0410\u0443\u0442\u0435\u043D\u0442\u0438\u0444\u0438\u043A\u0430\u0446\u0438\u044F",
 #   keep:  ERROR_INVALID_PASSWORD = "E7306"  # error code, shown to user as "Invalid password"
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
-prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$))
+prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$)|\\\r?\n)
 #   catch: the VPN password is «Xk29!mPq7z»
 #   keep:  the password is in the team vault
 #   keep:  Failure Reason: Unknown user name or bad password. Status: 0xC000006D  Sub Status: 0xC000006A
@@ -4624,12 +4661,15 @@ devtools-cookie-table        random                 (?m)^(?:Name\tValue\t[^\n]*\
 # The rest of a secret split over string literals (`"…" +`, Python's implicit joining), after a machine-made part.
 # (The quote comes before the look back at the character before it: a pattern that starts with a
 # character lets the regex engine skip to where it is, and this rule runs on every text.)
-context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:\+|\.|\\)?[ \t]*\r?\n?[ \t]*\+?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
+context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:\+|\.|\\)?[ \t]*`?\r?\n?[ \t]*(?:>>[ \t]+)?\+?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
 #   catch: OPENAI_KEY = (\n    "«sk-proj-Aa9IDg4Tt_wUgKnGng1WgV2HzsUzxJULN»"\n    "«OIUuiX_Xz0AUhR8kNLFONVD16mT3BlbkFJk3»"\n)
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
 #   keep:  message = ("the token was rotated; "\n           "see the runbook for the next steps")
+#   catch: "Data Source=fs10;User ID=billing_app;" +\n    "Password=«N5k2Jq9VbX»" +\n    "«5!JjIyB6-_Lx-»;Connect Timeout=30";
+#   catch: PS> $token = "«Xb2Nq8LmZ4kR»" + `\n>>   "«iHffHOZbJTncusvqDWS84z»"
+#   keep:  "Data Source=fs10;User ID=billing_app" +\n    "Initial;Connect Timeout=30";
 # The rest of a secret wrapped onto the next line of a log, after a machine-made part.
-context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t\\'"][^\n]{0,200})?|[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t][^\n]{0,200}))
+context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t\\'"][^\n]{0,200})?|[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t&][^\n]{0,200}))
 #   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
 #   keep:  token rotated for build-2024-09-16\nINFO request finished
@@ -4640,6 +4680,18 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \
 #   catch: [15:34:46] DEBUG auth: issued refresh_token=«Fm0QTpHiLIPbiB6f1UfsuLFWTlIBJpftQnB3»\n           «tWjRvNF0GBWbJYa8YH1mQPjmCu0ceMdg» for client web-app
 #   keep:  expected = [2.8335+0.2443j,\n    3.4675+0.2185j,
 #   keep:  trace Xk29mPq7zLw3Rt5Vb8Nc4\n    prevOffscreenSubtreeWasHidden = offscreenSubtreeWasHidden;
+#   catch: send: b'POST /oauth/introspect HTTP/1.1\\r\\n\\r\\ntoken=«ZWf2ems_Lfw5esWjBCMKV60bRQmstuMMWU0fIsRlzQ5o»\n    «sXmEVhY8N6Uln9x7lzIHV88Tj62dBenRSNUr848_wnTG»&token_type_hint=access_token'
+# The rest of a value that a line continuation (`\` right after it, in a properties file, a shell) breaks.
+context-continued-value      continued-value        \\\r?\n(?=[ \t]*(?P<s>[^\s\\"'`]{4,256})[ \t]*(?:\r?\n|$))
+#   catch: sfdc.password=«X0bv1V$5tHKpRO»\\\n    «DJ0wz$pWEj^uZ4»\nsfdc.timeoutSecs=600
+#   keep:  docker run --rm \\\n    -e TOKEN="$TOKEN" app:latest
+#   keep:  SOURCES=src/main.c\\\n    src/util.c
+# The literals an expression joins under a secret name: `concat!("…", "…")`, `"".join([…])`, `[…].join("")`.
+context-joined-literals      joined-literals        {SECRETISH_NAME}(?P<name>[\w.\-]{0,80})[^\n"'`=]{0,40}[=:](?:[^\n"'`;]|""|''){0,60}?\s{0,40}(?P<s>(?:["'`][^"'`\n]{8,512}["'`][ \t]*[,+]?\s{0,40}){2,16})
+#   catch: const PARTNER_TOKEN: &str = concat!(\n    "«kBdp8B6AGno2CWqo572ybRTT»",\n    "«vDr9DPgJov6OAQVp3TysqMHE»",\n);
+#   catch: API_SECRET = "".join([\n    "«Hq7vN2kLp9XmR4tW»",\n    "«Zb8cJ3fG6dQ1sY5e»",\n])
+#   keep:  SECRET_LABELS = ["Primary secret", "Rotated secret", "Expired secret"]
+#   keep:  const TOKEN_SCOPES = ["repo:status", "read:packages", "workflow:write"];
 # The rest of a credential wrapped onto the next line of a log that repeats its prefix (a timestamp, a level).
 context-wrapped-log-line     wrapped-log-line       \n(?=(?P<prefix>[\d\[#][^\n]{4,79}?)[ \t]+(?:\.{3}|…)?(?P<s>[A-Za-z0-9+/=_\-~][A-Za-z0-9+/=_\-.~]{11,1023}))
 #   catch: 2026-12-01T10:02:11Z DEBUG auth: refresh_token=«XB0tlvNpfiiziTJ6yWcLW3bWnp4SiwC1MztPR9eU»\n2026-12-01T10:02:11Z DEBUG     «8bN9bn5enjTUp7tKR1cLKSItQ9h20fK3Eb2lCxtX» (continued)
@@ -4679,7 +4731,8 @@ CONTEXT_FINDERS = {
     "random-tokens": _find_random_tokens, "command-arguments": _find_command_arguments,
     "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
-    "wrapped-line": _find_wrapped_line, "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
+    "wrapped-line": _find_wrapped_line, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
+    "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "code-lines": _find_code_lines, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
 }
@@ -5648,7 +5701,7 @@ RULE_WORDS = {
         "private", "psk", "pwd", "secret", "session", "token"), (), (":",)),
     "secret-flag": ("9ce38db9", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
         "psk", "pwd", "secret", "session", "token"), (), ("-",)),
-    "config-line-value": ("221071dc", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+    "config-line-value": ("a212a7ec", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), ()),
     "redis-hash-field": ("274d28bd", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (")",)),
@@ -5671,7 +5724,7 @@ RULE_WORDS = {
         "private", "psk", "pwd", "secret", "session", "token"), (), ("<<",)),
     "secret-assignment": ("0804c106", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         "private", "psk", "pwd", "secret", "session", "token"), (), (":", ":=", "=", "=>")),
-    "prose-password": ("508ec98b", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
+    "prose-password": ("7c1adde8", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd"), ("(", ":", "=", "is", "to")),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
         "are", "is")),
@@ -5779,8 +5832,11 @@ RULE_WORDS = {
         "one-time", "recovery")),
     "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
-    "context-split-literal": ("17763261", (), (), ()),
-    "context-wrapped-line": ("0fdd9c8c", ("\n",), (), ()),
+    "context-split-literal": ("4f7133ae", (), (), ()),
+    "context-wrapped-line": ("33e1fdbd", ("\n",), (), ()),
+    "context-continued-value": ("04fd6735", ("\\",), (), ("\n",)),
+    "context-joined-literals": ("f2179d91", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "session", "token"), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
     "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
         'private', 'psk', 'pwd', 'secret', 'session', 'token'), (), ('"', "'")),

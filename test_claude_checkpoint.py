@@ -1382,13 +1382,14 @@ class TestFindSecret(unittest.TestCase):
 # ── 5.2 Each rule's catch and keep examples ──
 
 EXAMPLE_LINE = re.compile(r"#[ \t]+(catch|keep):[ \t]*(.*)$")
-EXAMPLE_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\\\n": "\\n", "\\\\t": "\\t"}
+EXAMPLE_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\\\n": "\\n", "\\\\t": "\\t", "\\\\\\n": "\\\n"}
 
 
 def redaction_examples() -> list:
     """(rule name, "catch" or "keep", text) for each `#   catch:` and `#   keep:` line under a
-    rule of REDACTION_TABLE. In an example, \\n is a newline, \\t a tab, \\\\n a backslash and an n
-    (any other backslash is itself), and in a catch example «…» marks each secret."""
+    rule of REDACTION_TABLE. In an example, \\n is a newline, \\t a tab, \\\\n a backslash and an n,
+    \\\\\\n a backslash and a newline (a line continuation; any other backslash is itself), and in
+    a catch example «…» marks each secret."""
     examples, rule = [], None
     for number, line in enumerate(cc.REDACTION_TABLE.splitlines(), 1):
         if line.strip() and not line.startswith("#"):
@@ -1401,7 +1402,7 @@ def redaction_examples() -> list:
             continue
         if rule is None:
             raise AssertionError(f"REDACTION_TABLE line {number}: an example above the first rule")
-        text = re.sub(r"\\\\[nt]|\\[nt]", lambda m: EXAMPLE_ESCAPES[m.group()], found.group(2))
+        text = re.sub(r"\\\\\\n|\\\\[nt]|\\[nt]", lambda m: EXAMPLE_ESCAPES[m.group()], found.group(2))
         examples.append((rule, found.group(1), text))
     return examples
 
