@@ -1008,8 +1008,8 @@ def secret_strength(name: str) -> int:
             or (last.endswith("pass") and last not in _NOT_PASSWORDS)):  # also USERPWD, a typo (passwrd)
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
-        if before in _KEY_QUALIFIERS or last in ("apikey", "accesskey", "secretkey", "privatekey") or "secret" in parts[:-1]:
-            return 2  # also SECRET_DEVICE_KEY
+        if before in _KEY_QUALIFIERS or last.endswith(("apikey", "accesskey", "secretkey", "privatekey")) or "secret" in parts[:-1]:
+            return 2  # also SECRET_DEVICE_KEY, Steam's webapikey
         return 1
     if last == "secrets":
         return 2
@@ -4131,6 +4131,7 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
+#   catch: "steam": {\n    "webapikey": "«F42222C9232782A3BB6C57D16D6CF82F»"\n  }
 #   catch: //nexus.stark.local/repository/npm-group/:_password=«xbthYmthJTIwMTE=»
 #   catch: dotnet publish -c Release -p:AndroidSigningKeyPass=«51acf138f04fa7992946542ccac2158c» -p:AndroidSigningStorePass=«4jfm#40i+_KUUMoa_h»
 #   catch: static NSString *const kReceiptSharedSecret = @"«e93a826f59416b5c7c14fef7804e7742»";
