@@ -1785,7 +1785,7 @@ def looks_machine_generated(token: str) -> bool:
     if _regex(r"[A-Za-z_$][\w$]{0,47}(?:\.[A-Za-z_$]+)+").fullmatch(token):
         return False  # names of code joined by dots, with no digit after the first: entry.midTurnMessageQueue.length (a JWT's part is longer)
     if _regex(r"(?:0x)?(?:[0-9a-f]+|[0-9A-F]+)").fullmatch(token):
-        return n >= _MIN_HEX  # no shape below is all hex
+        return n >= _MIN_HEX and len(set(token)) >= 6  # no shape below is all hex; 0000…0000 is none
     lower, upper = any(map(str.islower, token)), any(map(str.isupper, token))
     digit, other = any(map(str.isdigit, token)), not token.isalnum()
     classes = lower + upper + digit + other
@@ -2228,7 +2228,8 @@ def _value_after_a_few_words(match: Any) -> list:
     if word.lower().startswith(("pin", "пин")):
         taken = _regex(r"\d{4,8}").fullmatch(value) is not None
     elif _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(value):  # also `<Token object at 0x7f05…>`
-        taken = _regex(r"[0-9a-fA-F]{16,128}").fullmatch(value) is not None and _regex(
+        taken = _regex(r"[0-9a-fA-F]{16,128}").fullmatch(value) is not None and not _is_placeholder(value) and not _regex(
+            _PROSE_HASH_WORDS + r"|(?i:guid|uuid)").search(between) and _regex(
             r"(?:[ \t]+(?:de|di|da|do|du|of|der|des|del))?(?:[ \t]+(?:[A-Z][\w\-]*|d['’][^\W\d_]+)){1,2}").fullmatch(between) is not None
     elif not _names_machine_value(word):
         taken = _looks_like_password(value) and _may_be_a_password(value) and not _reads_as_code(value, text[found.end(2):found.end(2) + 1])
@@ -2889,7 +2890,8 @@ def _ends_machine_made(text: str, end: int) -> bool:
     while start > max(0, end - _RANDOM_LENGTHS[1]) and text[start - 1] not in " \t\r\n\"'`=:(":
         start -= 1
     last = text[start:end]
-    prefixed = _regex(r"[\w\-]{2,12}[_\-.][\w\-]{16,}$").match(last) and _regex(r"\d").search(last)  # sk_live_…, ya29.…
+    prefixed = (_regex(r"[\w\-]{2,12}[_\-.][\w\-]{16,}$").match(last) and _regex(r"\d").search(last)  # sk_live_…, ya29.…
+                and not _regex(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}").fullmatch(last))  # not a UUID
     return REDACTED in last or looks_machine_generated(last) or bool(prefixed)
 
 
@@ -2930,6 +2932,8 @@ def _accept_url_parameter(match: Any) -> bool:
     name, strength = written.lower(), secret_strength(written)  # as written: pageToken is a page's token
     if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and strength == 0):
         return False
+    if _regex(r"[,(][A-Za-z_$][\w.$]*=").search(value):
+        return False  # minified code, not a query: `;t.getToken=r,t.VERSION="5.0.22"`
     plain = _regex(r"%[0-9A-Fa-f]{2}").sub("+", value)
     if strength == 2 or name in ("sig", "signature", "x-amz-signature", "x-goog-signature"):
         return plain.lower() not in _NOT_VALUES and not _is_placeholder(plain)
@@ -4287,6 +4291,7 @@ aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
 #   catch: Door / alarm codes\n  Main entrance alarm PIN ..... «7015399»\n  Bike storage ................ ask reception
 #   keep:  (Credential Guard enabled on bastion-eu1, session 3381 — LSASS not readable, moving on)
+#   keep:  LogPakFile: Display: Pak file uses encryption key GUID 00000000000000000000000000000000
 #   keep:  password_hashers check: PBKDF2PasswordHasher iterations=720000, Argon2PasswordHasher available
 #   catch: Tietokannan salasana on «Kissa2024!»
 #   catch: Die Passphrase für den Deploy-Key (a@b.io) ist "«rocket sunset walnut copper»".
@@ -4548,6 +4553,7 @@ context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-
 #   catch: https://acme-exports.s3.amazonaws.com/q3.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20260916T080000Z&X-Amz-Expires=3600&X-Amz-Signature=«4f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c84f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c8»
 #   catch: https://api.example.com/v2/items?access_token=«q8XkL2mR7vTz4WpN9sYb3CdE»&page=2
 #   keep:  https://api.example.com/v2/items?page=2&sort=created_at&key=name
+#   keep:  !function(e,t){var r=function(e){return e.accessToken||null};t.getToken=r,t.VERSION="5.0.22",t.BUILD=n}(this,window);
 #   keep:  GET https://www.googleapis.com/drive/v3/files?pageSize=100&pageToken=3bsYOtaKyQCrBl2jG/lJYBf+BdnHvl7cNEW7L1Bg&fields=nextPageToken
 # A password typed at a shell prompt, which the shell then could not run (_NOT_A_COMMAND).
 password-typed-as-command    typed-passwords        (?:not found|not recognized|Unknown command)
@@ -4674,6 +4680,7 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \
 #   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
 #   keep:  token rotated for build-2024-09-16\nINFO request finished
+#   keep:  Incident Identifier: C72970E2-982B-4F4E-9088-D428C15B7689\nCrashReporter Key:   8b93ce4255146c5525a5bad00137cb428aecba54
 #   catch: forwarding upstream with header Authorization=Bearer\n  | «eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhYjFmZjkxOC0wMzI4LTQ3NjYtOWI»\n  | «wMS04ZmI0MjU4ZjAxMGIiLCJpYXQiOjE3NDU0ODQ0NjcsInNjb3BlIjoiYWRtaW4iLCJleHAiOjE»
 #   catch: oidc: exchanged code, access_token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»\n«_qg-vIKqTKjR878E0mJC9mOOpNgy-gWtNQ7cF» expires_in=3600
 #   keep:  yprime = np.array([1.73307544e-02,\n    6.49376470e-06,
