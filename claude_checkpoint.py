@@ -2527,6 +2527,7 @@ def _find_call_literals(match: Any) -> list:
     credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret|database|pw_set").search(called)
     named_call = _regex(r"(?i)passw|passphrase|secret|token|auth|api_?key|sign|hmac|crypt|cipher|aes|gcm|chacha|sqlite3_(?:re)?key").search(called) or _regex(
         r"(?i)\bjw[ts]\.\w+\($").search(text, max(0, match.start() - 4), match.start("s"))  # jwt.encode(claims, "…", algorithm=…)
+    keyed_call = named_call and _regex(r"(?i)key|passphrase|passw").search(called)  # its literal is the key: sqlite3_key(db, "harbor_thunder_escape", …)
     for literal in _regex(r"""(["'`])(.*?)\1""").finditer(match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         value = literal.group(2)
@@ -2539,7 +2540,8 @@ def _find_call_literals(match: Any) -> list:
         after_user = _regex(_EMAIL_ADDRESS + "|" + _ACCOUNT_NAME).fullmatch(previous)
         if not found and (named_call or credential_call and literals > 1 or after_user) and (
                 _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)
-                or named_call and _is_dotted_passphrase(value)) and _may_be_a_password(value):
+                or named_call and _is_dotted_passphrase(value)
+                or keyed_call and _is_dotted_passphrase(value, "_")) and _may_be_a_password(value):
             found = [(start, end)]
         spans, previous = spans + found, value
     return spans
@@ -3085,6 +3087,10 @@ signing-tool-secret-key      -                      untrusted comment: [^\n]{0,8
 bitcoin-wif-key              random                 (?P<s>[5KLc9](?<![A-Za-z0-9].)[1-9A-HJ-NP-Za-km-z]{50,51})(?![A-Za-z0-9])
 #   catch: bitcoin-cli -regtest importprivkey "«LB2svURAddgejsaTQmKEZiHLHYsMXPtJr2SGr4XTjh37fFb6fC1d»" "faucet" false
 #   keep:  sent to bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh, txid 9f2c…
+# A PKCS#12 keystore (.p12, .pfx) in base64, which holds a private key: electron-builder's CSC_LINK, a CI's signing secret.
+pkcs12-base64                -                      (?<![A-Za-z0-9+/])(?P<s>MII[A-Za-z0-9+/]{2}QIBAzCC[A-Za-z0-9+/]{60,}={0,2})
+#   catch: CSC_LINK=«MIIKcQIBAzCCCjcGCSqGSIb3DQEHAaCCCigEggokMIIKIDCCi+LPZx6NHtLoWvwSCIqbxqwup9vP/7OuZwYSxxkfVZLah73h2goWZaVw3uW7lPAc8XaupRo»
+#   keep:  -----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJRTESMBAGA1UEChMJQmFsdGltb3JlMRMwEQ
 # BIP 32 extended private keys (xprv, and tprv, yprv, zprv); an xpub is public.
 bip32-extended-private-key   -                      (?<![A-Za-z0-9])(?P<s>[xyzt]prv[1-9A-HJ-NP-Za-km-z]{100,112})(?![A-Za-z0-9])
 #   catch: Exported account xprv (keep offline): «xprv9s21ZrQH143KpTE8Q2rkWsy4mPzzGW8i6d63HofacLLVAhHt7w9TSuyvuLgZWr2RtXhtcBcDiz8uHY3P5wwKnR3LkfeNfgCVPxRszuk7sLF»
@@ -4485,6 +4491,8 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: try keychainItem.savePassword("«Tomasz1979!»")
 #   catch: DataSourceBuilder.create().username("app_rw").password("«fatimasummer0510»").build();
 #   catch: auto cipher = Aes256Gcm(std::string("«azerty!16»"));
+#   catch: sqlite3_key(db, "«harbor_thunder_escape»", strlen("«harbor_thunder_escape»"));
+#   keep:  sqlite3_key(db, key_buffer, key_length);
 # A literal a keychain stores under a key that names a credential (KeychainAccess: `keychain.set(value, key:)`).
 keychain-set-value           not-reference          \.set\([ \t]*(?P<s>"[^"\n]{4,256}")[ \t]*,[ \t]*(?:key|forKey):[ \t]*"[\w.\-]*(?i:pass|secret|token|key|cred|pin)
 #   catch: try keychain.set("«Gravel1830!»", key: "dbPassword")
@@ -5397,6 +5405,7 @@ RULE_WORDS = {
     "private-key-block": ("be646d8b", ("-----begin ",), ("-----begin ",), ("openvpn static key v", "private key")),
     "signing-tool-secret-key": ("e283d95c", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
     "bitcoin-wif-key": ("7a5ffbce", (), (), ()),
+    "pkcs12-base64": ("3ec00673", ("qibazcc",), ("mii",), ("mii",)),
     "bip32-extended-private-key": ("01b1790a", ("prv",), (), ()),
     "license-serial": ("971410f2", ("--serial", "-serial"), ("--serial", "-serial"), ()),
     'kaggle-key': ('4bf6290e', ('"username"',), ('"username"',), ('"key"',)),
