@@ -2155,8 +2155,9 @@ _ENGLISH_CREDENTIAL_WORD = r"(?i)pass|secret|token|key|cred|pin|pw|pwd|auth|bear
 @_remembered
 def _names_machine_value(word: str) -> bool:
     """Whether a credential word names a key, a token or a secret (_MACHINE_CREDENTIAL_PARTS): a
-    value a machine makes. Asked of the same few words at every match, hence remembered."""
-    return _regex(_MACHINE_CREDENTIAL_PARTS).search(word) is not None
+    value a machine makes (a Wi-Fi network's key is a passphrase people choose). Asked of the same
+    few words at every match, hence remembered."""
+    return _regex(_MACHINE_CREDENTIAL_PARTS).search(word) is not None and _regex(r"(?i)wpa|wi-?fi|wlan|network").search(word) is None
 
 
 @_remembered
@@ -4300,6 +4301,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  LogPakFile: Display: Pak file uses encryption key GUID 00000000000000000000000000000000
 #   keep:  password_hashers check: PBKDF2PasswordHasher iterations=720000, Argon2PasswordHasher available
 #   catch: Tietokannan salasana on «Kissa2024!»
+#   catch: Playtest lab Wi-Fi: SSID "Nordlight-Lab", WPA2 key: «kettle.canvas.adjust»
 #   catch: Die Passphrase für den Deploy-Key (a@b.io) ist "«rocket sunset walnut copper»".
 #   catch: Ter info: het wachtwoord voor de VPN is «ranger.galaxy.autumn.master» — gewijzigd op 2024-02-19.
 #   catch: The GPG key used for release signing lives on build7; its passphrase is «bubble alley blush apple» — ask Ben before using it.
