@@ -2006,7 +2006,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|ad[ \t]+sp[ \t]+(?:create-for-rbac|credential)|storage[ \t]+account[ \t]+keys)"
     r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?)|sops[ \t]+(?:-d|--decrypt|decrypt)"
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
-    r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+tokens?[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
+    r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+(?:tokens?|(?:pre)?auth-?keys?)[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|curl\b[^\n]*?[^/]/(?:session|login|token|oauth2?/token|auth/token|authenticate)(?=[/?\"'\s]|$)|curl\b[^\n]*?/actuator/env/\S*(?i:pass|secret|token|key)"
@@ -3452,6 +3452,55 @@ device-key-line              not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\
 #   catch: crypto isakmp key «kettle_hazel_raven_falcon» address 10.98.67.178
 #   catch: tacacs server ISE01\n address ipv4 192.168.7.116\n key 7 «18bea04ef0452157e9»
 #   keep:  crypto isakmp policy 10\n encr aes 256\n authentication pre-share
+# A routing protocol's or a key chain's key on Cisco-like gear (OSPF's message-digest-key, a key chain's key-string, Junos' authentication-key).
+device-routing-key           not-reference          (?i)(?<![\w\-])(?:message-digest-key[ \t]+\d+[ \t]+md5|key-string|authentication-key|ip[ \t]+ospf[ \t]+authentication-key)(?:[ \t]+[07](?=[ \t]))?[ \t]+(?P<s>"[^"\n]{4,128}"|[^\s";]{4,128})
+#   catch: interface Vlan13\n ip ospf message-digest-key 1 md5 «IRVmdQXusy4p»
+#   catch: key chain OSPF-AUTH\n key 1\n  key-string «pPDMavhEjilEuu1u»
+#   keep:  ip ospf authentication key-chain OSPF-AUTH
+# Junos' `$9$` secrets, which the device can turn back into the text (`## SECRET-DATA`), and a `set` line's password on VyOS, EdgeOS and Junos.
+junos-secret-data            -                      (?<![\w$])(?P<s>\$9\$[A-Za-z0-9./\-]{6,256})(?=["';\s]|$)
+#   catch: secret "«$9$bE7AJ2ygMjJPwAq54RKTihoRwSy6Bhbl9sZOw5»"; ## SECRET-DATA
+#   keep:  echo "price is $9 $10 later"
+set-command-password         not-reference          (?m)^[ \t]*set[ \t][^\n]{0,200}?[ \t](?:plaintext-password|plain-text-password|pre-shared-secret|password|secret)[ \t]+(?P<s>'[^'\n]{1,128}'|"[^"\n]{1,128}"|[^\s'"]{4,128})(?=[ \t]*$)
+#   catch: set system login user admin authentication plaintext-password «Y3rbaH8uYCpg-o»
+#   keep:  set vpn ipsec site-to-site peer 91.77.208.195 authentication mode pre-shared-secret
+#   keep:  set system login user admin authentication encrypted-password $6$rounds=656000$
+# An SNMP community given to VyOS or to pysnmp: a password in all but name (not the defaults `public` and `private`).
+snmp-community-given         not-reference          (?i)(?:(?<![\w\-])set[ \t]+service[ \t]+snmp[ \t]+community|CommunityData\([ \t]*)[ \t]*["']?(?P<s>(?!(?:public|private)\b)[^\s"',)]{6,64})
+#   catch: set service snmp community «TXE64H2oJfVk» authorization ro
+#   catch: iterator = getCmd(SnmpEngine(), CommunityData("«QpJwtJdMjvNS»", mpModel=1),
+#   keep:  CommunityData("public", mpModel=0)
+# The keys of an IPsec state as `ip xfrm state` prints them (and `ip xfrm state add` takes them).
+xfrm-state-key               -                      (?<![\w\-])(?:auth-trunc|auth|enc|aead|comp)[ \t]+'?[\w\-]+(?:\([\w\-]+\))?'?[ \t]+0x(?P<s>[0-9a-fA-F]{16,512})(?![0-9a-fA-F])
+#   catch: \tauth-trunc hmac(sha256) 0x«03170d40b2ec57db1e672c2db54fd4ece3c4df811c1a98b48bb9e84a4db21e21» 128\n\tenc cbc(aes) 0x«cb8e6c0ca4acc1717b531421ba8a56a4»
+#   keep:  \tproto esp spi 0xbdcf12f4 reqid 1 mode tunnel
+# A device's AT commands: the Wi-Fi password an ESP8266 joins with, a LoRaWAN device's keys.
+at-command-secret            not-reference          (?i)\bAT\+(?:CWJAP(?:_CUR|_DEF)?="(?:[^"\\\n]|\\.){0,64}",|CWSAP(?:_CUR|_DEF)?="(?:[^"\\\n]|\\.){0,64}",|APPKEY=|NWKKEY=|NWKSKEY=|APPSKEY=)"?(?P<s>(?:[^"\\\s]|\\.){6,128})
+#   catch: AT+CWJAP="Lab_IoT","«Saudade!505»"
+#   catch: AT+APPKEY=«13F044B9733BF7876EB3649468D14F3D»
+#   keep:  AT+JOINEUI=70B3D57ED00D6ABA
+# A Wi-Fi network in a QR code's text: `WIFI:T:WPA;S:<ssid>;P:<password>;;`.
+wifi-qr-password             not-reference          WIFI:(?:[A-Z]:(?:[^;\\\n]|\\.){0,64};){0,4}P:(?P<s>(?:[^;\\\n]|\\.){4,128});
+#   catch: WIFI:T:WPA;S:HomeNet;P:«5h@d0w&44»;;
+#   keep:  WIFI:T:nopass;S:Guest-Lobby;;
+# hostapd's EAP users file: a user, a method and the password in quotes.
+hostapd-eap-user             not-reference          (?m)^"[^"\n]{1,64}"[ \t]+(?:[A-Z0-9\-]+,)*(?:MSCHAPV2|MD5|GTC|PAP|CHAP|MSCHAP|TTLS-[A-Z\-]+)[ \t]+(?P<s>"[^"\n]{4,128}")
+#   catch: "ana"       MSCHAPV2  "«5vyezz-i2epkr-1j2hw7»"  [2]
+#   keep:  "ana"       PEAP
+# Z-Wave's S0 and S2 network keys (Z-Wave JS, its UI's environment).
+zwave-network-key            -                      (?<![\w\-])(?:KEY_)?S(?:0_Legacy|2_(?:Unauthenticated|Authenticated|AccessControl))["']?[ \t]*[:=][ \t]*["']?(?P<s>[0-9A-Fa-f]{32})(?![0-9A-Fa-f])
+#   catch: "S2_Unauthenticated": "«AEAA6407DBCB785E1C4643D9E883B8C6»",
+#   catch: - KEY_S0_Legacy=«1765CDA2F0BE35553CC9EFC5CD3568C5»
+#   keep:  "S2_Unauthenticated": "",
+# A Philips Hue bridge's answer to a new app: its `username` is the bridge's API key.
+hue-bridge-username          -                      "success"[ \t]*:[ \t]*\{[ \t]*"username"[ \t]*:[ \t]*"(?P<s>[A-Za-z0-9\-]{30,64})"
+#   catch: [{"success":{"username":"«pQM2QxCzSBjM9EoxOPOg4MW1H4IfovXhvZ0DsdXH»"}}]
+#   keep:  [{"error":{"type":101,"address":"","description":"link button not pressed"}}]
+# A BMC's password: `ipmitool user set password <id> …`, SMCIPMITool's `<host> <user> <password>`.
+bmc-password                 not-reference          (?:\bipmitool\b[^\n]{0,120}?[ \t]user[ \t]+set[ \t]+password[ \t]+\d+|SMCIPMITool(?:\.jar)?[ \t]+\S+[ \t]+\S+)[ \t]+(?P<s>[^\s'"]{4,128}|'[^'\n]{1,128}'|"[^"\n]{1,128}")
+#   catch: ipmitool user set password 2 «Cany0n.456»
+#   catch: java -jar SMCIPMITool.jar 192.168.243.170 ADMIN «E24AYGJ71R» ipmi power status
+#   keep:  ipmitool user list 1
 # A variable set by a server's or a container's directive: `SetEnv DB_PASS …`, `ENV API_TOKEN …`.
 env-directive                assignment             (?m)^[ \t]*(?:SetEnv|PassEnv|ENV|fastcgi_param|env|setenv|Environment=?)[ \t]+"?(?P<name>[A-Za-z_][\w.\-]{0,80})"?[ \t]+(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s'";]{1,256})
 #   catch: SetEnv DB_PASS «cricket.1690»
@@ -5535,6 +5584,22 @@ RULE_WORDS = {
     "auth-user-password": ("02b0db0a", ("auth",), (), (":",)),
     "device-secret-line": ("8b59ec24", ("enable", "username"), (), ("password", "secret")),
     "device-key-line": ("9c5571b0", ("-server", "crypto", "key"), (), ()),
+    "device-routing-key": ("0c5d5c9b", ("authentication-key", "key-string", "message-digest-key"),
+        ("authentication-key", "ip", "key-string", "message-digest-key"), ()),
+    "junos-secret-data": ("9c189343", ("$9$",), ("$9$",), ()),
+    "set-command-password": ("8da7a799", ("password", "plain-text-password", "plaintext-password", "pre-shared-secret",
+        "secret"), (), ("set",)),
+    "snmp-community-given": ("25e8069c", ("community", "communitydata("), ("communitydata(", "set"), ()),
+    "xfrm-state-key": ("207fa971", ("aead", "auth", "auth-trunc", "comp", "enc"), ("aead", "auth", "auth-trunc",
+        "comp", "enc"), ("0x",)),
+    "at-command-secret": ("35c277da", ("at+appkey=", "at+appskey=", "at+cwjap", "at+cwsap", "at+nwkkey=",
+        "at+nwkskey="), ("at+appkey=", "at+appskey=", "at+cwjap", "at+cwsap", "at+nwkkey=", "at+nwkskey="), ()),
+    "wifi-qr-password": ("7fe7e2fc", ("wifi:",), ("wifi:",), ("p:",)),
+    'hostapd-eap-user': ('f2b8f2a9', ('chap', 'gtc', 'md5', 'mschap', 'mschapv2', 'pap', 'ttls-'), (), ('"',)),
+    "zwave-network-key": ("632189a9", ("s0_legacy", "s2_accesscontrol", "s2_authenticated", "s2_unauthenticated"), (),
+        ()),
+    'hue-bridge-username': ('249f7d41', ('"username"',), ('"success"',), ('"success"',)),
+    "bmc-password": ("513a6dbf", ("ipmitool", "smcipmitool"), ("ipmitool", "smcipmitool"), ()),
     "env-directive": ("7ce0ab87", ("env", "environment", "fastcgi_param", "passenv", "setenv"), (), ()),
     'redis-auth-logged': ('6cec0e88', ('"auth"',), ('"auth"',), ()),
     "sshpass": ("fd183a56", ("sshpass",), ("sshpass",), ("-p",)),
@@ -5830,7 +5895,7 @@ RULE_WORDS = {
     "context-repl-generated-key": ("eca72d6c", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
-    "context-command-output": ("ca901558", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("19e85f98", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/session", "/token", "age-keygen", "ansible-vault", "apg", "api", "auth",
