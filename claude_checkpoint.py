@@ -945,8 +945,9 @@ _KEY_QUALIFIERS = frozenset("""
     routing record""".split())
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
-# page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key.
-_NOT_SECRET_QUALIFIERS = frozenset("hashed existing page continuation pagination cursor next cache idempotency crashreporter".split())
+# page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key,
+# where it comes from (Drone's `from_secret: docker_password`).
+_NOT_SECRET_QUALIFIERS = frozenset("hashed existing from page continuation pagination cursor next cache idempotency crashreporter".split())
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
@@ -980,8 +981,8 @@ def secret_strength(name: str) -> int:
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
         parts.pop()  # SESSION_TOKEN_B64 is a token
-    if any("public" in part for part in parts) or "pubkey" in parts:
-        return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey
+    if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"]:
+        return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys
     if parts[-2:] == ["secret", "id"]:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if len(parts) > 1 and parts[0] in _MESSAGE_WORDS:
@@ -1053,10 +1054,12 @@ def _is_reference(value: str) -> bool:
         return True  # `cat /tmp/session.tok`: a command's output
     first = v[0]
     named_like_a_password = first == "$" and _is_dollar_password(v)  # $Crimson58asdfgh is no variable
-    if (first in "$%" and _regex(_LEADING_REFERENCE).match(v) and not named_like_a_password) or (first == "@" and _regex(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)").fullmatch(v)):
+    if (first in "$%" and _regex(_LEADING_REFERENCE).match(v) and not named_like_a_password) or (first == "@" and _regex(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)").fullmatch(v) and not _own_sigil(v)):
         return True
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
         return True
+    if first == "%" and _regex(r"%[A-Za-z_][\w.\-]*(?::[^%\s]+)?%").fullmatch(v):
+        return True  # TeamCity's parameters: %build.counter%, %vault:secret/data/ci/app!/password%
     if v.startswith("<<"):
         return True  # a here-document's marker (`password = <<EOT`): its lines hold the value
     if v.startswith(("$__file{", "$__env{", "$__vault{", "@Microsoft.KeyVault(", "process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
@@ -1105,6 +1108,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # xxxxxxxx, 00000000, xxxx-xxxx-xxxx-xxxx, 123456789
     if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
         return True  # 0x000…0: a dummy key
+    if _regex(r"[*#\[<(]+(?i:redacted|masked|hidden|filtered|removed|secret|sensitive|hidden)[*#\]>)]+").fullmatch(v):
+        return True  # what a CI prints for a masked value: **REDACTED**, #MASKED#
     if _regex(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY").fullmatch(v) or v.lower() == "1password":
         return True  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE); a password manager's name
     if _regex(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}").fullmatch(v):
@@ -1997,7 +2002,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|passw(?!d\b)|pwd|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets)"
-    r"|op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
+    r"|(?:(?:echo|printf)[^\n|]*\|[ \t]*)?op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject|(?:signin|account[ \t]+add)[^\n]*--raw)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|[\w\-]*rails[ \t]+runner[^\n]*token|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
     r"|(?:python3?[ \t]+-m[ \t]+)?keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
     r"|aws[ \t]+(?:secretsmanager(?![ \t]+(?:list|describe)-)|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
@@ -2600,6 +2605,36 @@ def _find_typed_passwords(match: Any) -> list:
     return spans
 
 
+def _find_echoed_variables(match: Any) -> list:
+    """The values an echo printed for its variables that are named for a secret: the line below
+    the echo (at a line's start or after a prompt) read against the echo's text, each variable a
+    gap in it."""
+    text, argument = match.string, match.group("arg").strip('"')
+    if not _regex(r"(?:^|[$#>%❯➜λ→][ \t]*|\n)$").search(text[max(0, match.start() - 200):match.start()] or "\n"):
+        return []  # an echo in the middle of a line: not a command with its output below
+    pieces, names, position = [], [], 0
+    for variable in _regex(r"\$\{?([A-Za-z_]\w*)\}?").finditer(argument):
+        pieces.append(_escaped(argument[position:variable.start()]))
+        names.append(variable.group(1))
+        position = variable.end()
+    if not any(secret_strength(name) >= 1 for name in names) or len(names) > 6:
+        return []
+    pieces.append(_escaped(argument[position:]))
+    printed = _regex("(.*?)".join(pieces)).fullmatch(match.group("s").rstrip("\r"))
+    if printed is None:
+        return []
+    start = match.start("s")
+    return [(start + printed.start(i + 1), start + printed.end(i + 1)) for i, name in enumerate(names)
+            if secret_strength(name) >= 1 and len(printed.group(i + 1)) >= 4 and not _is_masked_or_public(printed.group(i + 1))
+            and not _is_reference(printed.group(i + 1)) and (secret_strength(name) == 2 or _looks_like_a_secret(printed.group(i + 1)))]
+
+
+def _escaped(text: str) -> str:
+    """text as a pattern that matches it (re.escape, imported only where it is needed)."""
+    import re
+    return re.escape(text)
+
+
 def _find_printed_secrets(match: Any) -> list:
     """What a secret-printing command printed, up to the next prompt line: its random tokens, a
     line that is one password-like word (`op read` prints the password alone), and the first line
@@ -2921,10 +2956,12 @@ def _find_kubernetes_secret_data(match: Any) -> list:
     if not _regex(r"(?m)^[ \t]*kind:[ \t]*[\"']?Secret\b").search(text[max(0, match.start() - 4000):match.end("s") + 4000]):
         return []
     spans = []
-    for line in _regex(r"(?m)^[ \t]+[\w.\-]+:[ \t]*[\"']?([^\s\"'#][^\s\"']*)").finditer(text[start:match.end("s")]):
-        value = line.group(1)
+    for line in _regex(r"(?m)^[ \t]+([\w.\-]+):[ \t]*[\"']?([^\s\"'#][^\s\"']*)").finditer(text[start:match.end("s")]):
+        name, value = line.group(1), line.group(2)
+        if _regex(r"\d{1,12}|[a-z][a-z0-9+.\-]*://[^/@\s]+(?:/[^@\s]*)?").fullmatch(value) and secret_strength(name) < 2:
+            continue  # an id, a URL without credentials: Argo CD's `githubAppID: "315894"`, `url: https://github.com/acme`
         if len(value) >= 4 and not _is_reference(value) and not value.startswith("LS0tLS1CRUdJTiBDRVJU"):
-            spans.append((start + line.start(1), start + line.end(1)))
+            spans.append((start + line.start(2), start + line.end(2)))
     return spans
 
 
@@ -3558,7 +3595,7 @@ sudo-stdin-here-string       not-reference          \bsudo(?:[ \t]+-[\w\-]+)*[ \
 #   catch: sudo -S apt-get update <<< '«C00k13315#»'
 #   keep:  sudo -S apt-get update <<< "$SUDO_PASS"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli|cryptsetup)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli|cryptsetup|passphrase-fd[ \t=]+0\b)
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
 #   catch: C:\\Tools> echo «v1BSMHi*8e6i#x!V~?»| runas /user:CORP\\adm-dmitri "mmc dsa.msc"
 #   catch: echo '«crimson-dragon-kettle»' | pass insert -e work/atlas/db
@@ -3920,9 +3957,19 @@ powershell-env-item          assignment             (?i)\b(?:Set|New)-Item\b[^\n
 secrets-set-command          assignment             \b(?:user-secrets|secrets?)\s+set\s+["']?(?P<name>[\w.:\-]{1,80})["']?\s+(?!-){TOOL_VALUE}
 #   catch: dotnet user-secrets set "AzureAd:ClientSecret" "«ww35Q~Z3Gn~mrR.knCNph»"
 #   keep:  dotnet user-secrets set "Logging:LogLevel" "Debug"
-config-set-secret            not-reference          \bconfig\s+set\s+(?:--[\w\-]+\s+)*?--secret(?:\s+--[\w\-]+)*\s+["']?[\w.:\-]{1,80}["']?\s+{TOOL_VALUE}
+config-set-secret            not-reference          \bconfig[ \t]+set[ \t]+(?:--[\w\-]+[ \t]+)*?--secret(?:[ \t]+--[\w\-]+)*[ \t]+["']?[\w.:\-]{1,80}["']?[ \t]+{TOOL_VALUE}
 #   catch: pulumi config set --secret dbPassword '«Sprocket.Orchid8825!»'
 #   keep:  pulumi config set --secret dbPassword "$DB_PASSWORD"
+#   keep:  $ pulumi config set --secret dbPassword\nvalue: ********
+# Publishing tools' tokens as flags: Cloudsmith's `-k`, vsce's and ovsx's `-p` (a personal access token).
+publish-tool-token           not-reference          (?<![\w\-])(?:cloudsmith\b{COMMAND}[ \t](?:-k|--api-key)|(?:vsce|ovsx)\b{COMMAND}[ \t](?:-p|--pat))(?:[ \t]+|=){TOOL_VALUE}
+#   catch: cloudsmith push deb acme/prod/ubuntu/jammy dist/app_6.21.12_amd64.deb -k «411a7b78ccf6a1f4538544b61762e64ffda7485b»
+#   catch: npx @vscode/vsce publish -p «od4jdcw4ekpr4ruvnh3pgasytvgdwostoyi6abe6mt2bykncqn54»
+#   keep:  npx @vscode/vsce publish -p "$VSCE_PAT"
+# A Cloudsmith entitlement token in a repository's download URL.
+cloudsmith-entitlement       random                 (?<![\w.\-])dl\.cloudsmith\.io/(?:basic/)?(?P<s>[A-Za-z0-9]{12,40})/[\w.\-]+/[\w.\-]+/
+#   catch: deb [signed-by=/usr/share/keyrings/acme.gpg] https://dl.cloudsmith.io/«yq6y4o5XoiaTnonK»/acme/prod/deb/ubuntu jammy main
+#   keep:  deb https://dl.cloudsmith.io/public/acme/prod/deb/ubuntu jammy main
 sonar-login                  not-reference          -Dsonar\.(?:login|token|password)=(?P<s>[^\s'"]{1,256})
 #   catch: mvn sonar:sonar -Dsonar.login=«0123456789abcdef0123456789abcdef01234567»
 #   keep:  mvn sonar:sonar -Dsonar.login=$SONAR_TOKEN
@@ -4639,6 +4686,13 @@ context-repl-generated-key   printed-secrets        (?m)^(?:>>>|In \[\d+\]:|irb\
 #   catch: >>> key = Fernet.generate_key(); key\nb'«16YPeGk-NWATMArtP8AvLBbTm032MHJM0AiVNzoXuUc=»'\n>>> f = Fernet(key)
 #   catch: >>> import secrets; secrets.token_urlsafe(32)\n'«Kq7Zx2Lm9Pw4Rt8VbN3cD5fGh1Jk6Ls0Qa2We4Rt»'
 #   keep:  >>> len(secrets.token_urlsafe(32))\n43
+# An `echo` that expands a variable named for a secret, and the line it printed: the text around the
+# variable is the echo's own, what stands in its place is the value.
+context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[neE]{1,3}[ \t]+)?(?P<arg>"[^"\n]{0,400}"|[^\n|>;&'"]{1,400})[ \t]*\r?\n(?P<s>[^\n]{1,1024})
+#   catch: $ echo "registry pass is ${REG_PASS}"\nregistry pass is «sophiedallas11-»\n$ docker login -u dev01 --password-stdin registry.willow.io
+#   catch: $ echo token=$API_TOKEN done\ntoken=«q8XkL2mR7vTz4WpN9sYb3CdE» done
+#   keep:  $ echo "user is ${DB_USER}, password is ${DB_PASSWORD}"\nuser is app, password is ********
+#   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
 #   keep:  $ heroku config -a gateway --json | jq 'keys'\n[\n  "DATABASE_URL",\n  "SECRET_KEY_BASE",\n  "WEB_CONCURRENCY"\n]
@@ -4798,7 +4852,7 @@ CONTEXT_FINDERS = {
     "random-tokens": _find_random_tokens, "command-arguments": _find_command_arguments,
     "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
-    "wrapped-line": _find_wrapped_line, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
+    "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "code-lines": _find_code_lines, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
@@ -5618,9 +5672,9 @@ RULE_WORDS = {
         "hashpw", "make_password", "password_hash"), ("argon2.hash", "bcrypt.hash", "generate_password_hash",
         "hash_password", "hashpw", "make_password", "password_hash"), ("(",)),
     "sudo-stdin-here-string": ("af4b3ab2", ("sudo",), ("sudo",), ("<<<",)),
-    "piped-secret": ("98664ef3", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
-        "insert", "keepassxc-cli", "kinit", "login", "passwd", "password-stdin", "runas", "secret", "signin", "sudo",
-        "unlock")),
+    "piped-secret": ("98a3f657", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
+        "insert", "keepassxc-cli", "kinit", "login", "passphrase-fd", "passwd", "password-stdin", "runas", "secret",
+        "signin", "sudo", "unlock")),
     "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf"), ("auth", "cred", "key", "pass", "pw",
         "secret", "token")),
     "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), (), ("echo",
@@ -5731,7 +5785,9 @@ RULE_WORDS = {
         "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
     "powershell-env-item": ("b39089ca", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
-    "config-set-secret": ("10d39743", ("--secret",), ("config",), ("config",)),
+    "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
+    "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
+    "cloudsmith-entitlement": ("830cc7e6", ("dl.cloudsmith.io/",), ("dl.cloudsmith.io/",), ()),
     "sonar-login": ("284813d6", ("-dsonar.login", "-dsonar.password", "-dsonar.token"), ("-dsonar.login",
         "-dsonar.password", "-dsonar.token"), ("=",)),
     "auth-pair-list": ("d3296c32", ("auth", "credential", "creds", "login"), ("auth", "credential", "creds", "login"),
@@ -5895,19 +5951,20 @@ RULE_WORDS = {
     "context-repl-generated-key": ("eca72d6c", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
-    "context-command-output": ("19e85f98", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
+    "context-command-output": ("954b5c8f", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/actuator/env/", "/auth/token",
-        "/authenticate", "/login", "/oauth", "/session", "/token", "age-keygen", "ansible-vault", "apg", "api", "auth",
-        "aws", "bootstrap", "configure", "cookie", "create", "create-for-rbac", "cred", "credential",
+        "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg",
+        "api", "auth", "aws", "bootstrap", "configure", "cookie", "create", "create-for-rbac", "cred", "credential",
         "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get",
         "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass",
         "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key",
         "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
         "kubectl", "login", "lpass", "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw",
         "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner",
-        "secret", "secret-tool", "shadow", "solana", "sops", "status", "storage", "terraform", "tickets", "token",
-        "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
+        "secret", "secret-tool", "shadow", "signin", "solana", "sops", "status", "storage", "terraform", "tickets",
+        "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-credential-table": ("3ac52fe2", ("\n",), (), ()),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
