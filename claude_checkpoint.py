@@ -2608,31 +2608,31 @@ def _find_typed_passwords(match: Any) -> list:
 def _find_echoed_variables(match: Any) -> list:
     """The values an echo printed for its variables that are named for a secret: the line below
     the echo (at a line's start or after a prompt) read against the echo's text, each variable a
-    gap in it."""
+    gap in it (its text found left to right with str.find: no backtracking on a long line)."""
     text, argument = match.string, match.group("arg").strip('"')
     if not _regex(r"(?:^|[$#>%❯➜λ→][ \t]*|\n)$").search(text[max(0, match.start() - 200):match.start()] or "\n"):
         return []  # an echo in the middle of a line: not a command with its output below
-    pieces, names, position = [], [], 0
-    for variable in _regex(r"\$\{?([A-Za-z_]\w*)\}?").finditer(argument):
-        pieces.append(_escaped(argument[position:variable.start()]))
-        names.append(variable.group(1))
-        position = variable.end()
-    if not any(secret_strength(name) >= 1 for name in names) or len(names) > 6:
+    variables = list(_regex(r"\$\{?([A-Za-z_]\w*)\}?").finditer(argument))
+    if not any(secret_strength(variable.group(1)) >= 1 for variable in variables):
         return []
-    pieces.append(_escaped(argument[position:]))
-    printed = _regex("(.*?)".join(pieces)).fullmatch(match.group("s").rstrip("\r"))
-    if printed is None:
+    pieces = [argument[a.end():b.start()] for a, b in zip(variables, variables[1:])] + [argument[variables[-1].end():]]
+    printed, start = match.group("s").rstrip("\r"), match.start("s")
+    head = argument[:variables[0].start()]
+    if not printed.startswith(head):
         return []
-    start = match.start("s")
-    return [(start + printed.start(i + 1), start + printed.end(i + 1)) for i, name in enumerate(names)
-            if secret_strength(name) >= 1 and len(printed.group(i + 1)) >= 4 and not _is_masked_or_public(printed.group(i + 1))
-            and not _is_reference(printed.group(i + 1)) and (secret_strength(name) == 2 or _looks_like_a_secret(printed.group(i + 1)))]
-
-
-def _escaped(text: str) -> str:
-    """text as a pattern that matches it (re.escape, imported only where it is needed)."""
-    import re
-    return re.escape(text)
+    spans, position = [], len(head)
+    for variable, after in zip(variables, pieces):
+        last = variable is variables[-1]
+        end = len(printed) - len(after) if last and printed.endswith(after) else printed.find(after, position) if after and not last else -1
+        if end < position:
+            return []  # the line is not what this echo prints (or two variables touch)
+        value = printed[position:end]
+        name = variable.group(1)
+        if secret_strength(name) >= 1 and len(value) >= 4 and not _is_masked_or_public(value) and not _is_reference(value) and (
+                secret_strength(name) == 2 or _looks_like_a_secret(value)):
+            spans.append((start + position, start + end))
+        position = end + len(after)
+    return spans
 
 
 def _find_printed_secrets(match: Any) -> list:
@@ -4691,6 +4691,7 @@ context-repl-generated-key   printed-secrets        (?m)^(?:>>>|In \[\d+\]:|irb\
 context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[neE]{1,3}[ \t]+)?(?P<arg>"[^"\n]{0,400}"|[^\n|>;&'"]{1,400})[ \t]*\r?\n(?P<s>[^\n]{1,1024})
 #   catch: $ echo "registry pass is ${REG_PASS}"\nregistry pass is «sophiedallas11-»\n$ docker login -u dev01 --password-stdin registry.willow.io
 #   catch: $ echo token=$API_TOKEN done\ntoken=«q8XkL2mR7vTz4WpN9sYb3CdE» done
+#   catch: $ echo "user=$DB_USER pass=$DB_PASSWORD"\nuser=app pass=«Crimson8175$»
 #   keep:  $ echo "user is ${DB_USER}, password is ${DB_PASSWORD}"\nuser is app, password is ********
 #   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
