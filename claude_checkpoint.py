@@ -1225,10 +1225,11 @@ def _accept_assignment(match: Any) -> bool:
         return True  # a session's id in hex: `cookies.set("JSESSIONID", "479D3599CD26…")`
     if strength == 1:
         return (_looks_random(bare) or looks_machine_generated(bare)) and not _is_identifier_like(bare)  # also rclone's b2 `key = RQWFWykf…`
-    if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and (
+    if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and not (
+            "=" in match.string[match.end("name"):match.start("s")] and match.string[match.start("name") - 1:match.start("name")] == "-") and (
             match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")
             or bare.lower() in ("see", "ask", "check", "use", "in", "via", "from", "stored", "same", "if", "when", "whether")):
-        return False  # prose after a colon (`api_key: Refreshing state...`, `password: see 1Password`), a scheme (`Authorization: SSWS …`)
+        return False  # prose after a colon (`api_key: Refreshing state...`, `password: see 1Password`), a scheme (`Authorization: SSWS …`); a flag's `--password=AefEAUz… shop` is none
     scheme = _regex(r"(?i)(?:bearer|basic|token|digest)\s+(\S*)").fullmatch(bare)
     if scheme and (len(scheme.group(1)) <= 7 or _is_reference(scheme.group(1))):
         return False  # a scheme and a stand-in: `authorization: 'Bearer abc'`, `'Bearer <access_token_value>'`
@@ -1637,7 +1638,7 @@ _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "co
                        "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord",
                        "ключ", "парол", "токен")
 _PROSE_NOT_A_SECRET_BEFORE = (
-    r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|build|etag|tag"
+    r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|release|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
     r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
@@ -1673,6 +1674,8 @@ def _accept_named_in_prose(match: Any) -> bool:
             return False
     if not _looks_like_prose_secret(value) or _regex(_PROSE_NOT_A_SECRET_BEFORE).search(before):
         return False
+    if _regex(r"(?:^|\s)(?:-[ng]|--[\w\-]*(?:name|id|group))[ \t=]+$").search(before):
+        return False  # a resource's name given to a command: `az storage account keys list -n dataconrv7n9`
     calls = [m.end() for m in _regex(r"\w\(").finditer(before)]
     if calls and ")" not in before[calls[-1]:]:
         return False  # an argument in code: `s.tokens.Issue(ctx, u.ID, 15*time.Minute)`
@@ -4157,6 +4160,7 @@ typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDEN
 #   keep:  const TOKEN_TTL: Duration = Duration::from_secs(3600);
 secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME}(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+){VALUE}
 #   catch: tool --password «hunter2» --verbose
+#   catch: mysqldump --single-transaction -u backup --password=«AefEAUzFksjiQXsuQVI» shop > shop.sql
 #   catch: keytool -genkeypair -keystore server.jks -storepass «4Ax9_g7=x7o9n_M» -keypass «W5i-Kp2=aq»
 #   keep:  psql --password-file /run/secrets/pw
 #   keep:  docker build --secret id=npmrc,src=$HOME/.npmrc .
@@ -4362,6 +4366,8 @@ prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'
 #   catch: Heads up: the auth token was rotated this morning; the old one was «79cd48618c6db19bb7a985129e943407».
 #   catch: connected to staging (user app_rw, password «9wru%0%GvJl3xk») and ran the migration
 #   catch: 2FA recovery codes for the ops account: «xh62-x8i0», «w3ye-5uj6»
+#   keep:  $ az storage account keys list -n dataconrv7n9 --query '[].keyName' -o tsv
+#   keep:  PasswordValidationError: password must contain a digit (release geo-enrich@c6a2157cfa51)
 #   catch: Remember that «u7zjBR63weraW]u2/» is the password for the Jenkins admin user.
 #   catch: Catatan: kunci rahasia untuk layanan SMS sudah diganti, nilai barunya «Br8DuAld6yNlK0uFe66egE4Pu6Yy», tolong update
 #   keep:  la clave de la tabla users pasa a ser uuid-v7 desde la versión 2.4.1
