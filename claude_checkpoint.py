@@ -1551,6 +1551,20 @@ def _accept_random(match: Any) -> bool:
     return _looks_random(match.group("s"))
 
 
+def _accept_random_bytes(match: Any) -> bool:
+    """Base64 of random bytes (a key): random-looking, and not text once decoded (a beacon's JSON)."""
+    import binascii
+    blob = match.group("s")
+    if not _looks_random(blob):
+        return False
+    try:
+        decoded = binascii.a2b_base64(blob)
+    except (binascii.Error, ValueError):
+        return True
+    printable = sum(32 <= byte < 127 or byte in (9, 10, 13) for byte in decoded)
+    return printable * 10 < len(decoded) * 9
+
+
 def _accept_random_not_hex(match: Any) -> bool:
     """40 base64 characters near "secret": an AWS secret key, unless it is a hex digest."""
     return _looks_random(match.group("s")) and not all(c in "0123456789abcdef" for c in match.group("s"))
@@ -1883,6 +1897,9 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
             continue  # what a log line says of a token (`ttl=768h0m0s`); a masked one (grep's `289:GITHUB_TOKEN=ghp_XXXX…`)
         if text[first - 1:first] == "\\" and token[:1] in "ux":
             continue  # the rest of an escape: \uFF1A/curator
+        parameter = _regex(r"[?&]([A-Za-z][\w.\-]{0,40})=$").search(text, max(0, first - 44), first)
+        if parameter and secret_strength(parameter.group(1)) == 0 and parameter.group(1).lower() not in _SIGNED_URL_PARAMETERS:
+            continue  # a URL's parameter that names no secret: a video's id after "token flow: …/watch?v="
         if not_after:
             line = _line_before(text, first, first - start)
             if _regex(not_after).search(line):
@@ -2012,7 +2029,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets(?![ \t]+(?:list|versions[ \t]+list|describe)\b)|auth[ \t]+(?:print|application-default)"
     r"|iam[ \t]+service-accounts[ \t]+keys[ \t]+(?!list\b))|az[ \t]+(?:keyvault[ \t]+secret|account[ \t]+get-access-token"
     r"|ad[ \t]+sp[ \t]+(?:create-for-rbac|credential)|storage[ \t]+account[ \t]+keys)"
-    r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?)|sops[ \t]+(?:-d|--decrypt|decrypt)"
+    r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?|config[ \t]+view\b[^\n]*--raw)|sops[ \t]+(?:-d|--decrypt|decrypt)"
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+(?:tokens?|(?:pre)?auth-?keys?)[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
@@ -2043,7 +2060,7 @@ _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:a
 # A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
 _MASK_RUN = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})"
 _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,12}(?=\.{3}|\*{3}|•{3}|…))?"
-           + _MASK_RUN + r"(?:[/_\-]" + _MASK_RUN + r")*[/_\-.]?"  # also AKIAXXXX…
+           + _MASK_RUN + r"(?:[/_\-]" + _MASK_RUN + r")*[/_\-.]?(?:(?:(?<=\.\.\.)|(?<=…)|(?<=\*\*\*))[A-Za-z0-9]{1,6})?"  # also AKIAXXXX…, ghp_...Xk2q
            + r"|(?:[A-WYZ]?(?:X{6,}|0{6,})/){1,4}X{6,}")  # Slack's masked webhook path: TXXXX/BXXXX/XXXX, T0000/B0000/XXXX
 # (a run is read one way only: runs are joined by a separator that is none of their characters, so
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
@@ -2731,6 +2748,12 @@ def _find_table_cells(match: Any) -> list:
     password or a machine-made value, or a PIN under a PIN (markdown, CSV, or columns split by
     tabs or two spaces)."""
     text, head = match.string, match.group("head").replace("||", "|")  # a wiki's header: || Login || Kennwort ||
+    line_start = text.rfind("\n", 0, match.start("head")) + 1
+    above_start = text.rfind("\n", 0, max(0, line_start - 1)) + 1
+    underline = r"[ \t]*[\-=]{3,}(?:[ \t+|]+[\-=]{3,})+[ \t|]*"
+    if line_start and above_start and _regex(underline).fullmatch(text, above_start, line_start - 1) and not _regex(
+            underline + r"|[ \t]*").fullmatch(text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1):
+        return []  # the first row under a header's underline, not a header: `az keyvault secret list -o table` (reST's header stands between two)
     separator = next((c for c in "|;," if c in head), None)
     names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
     columns = tuple((i, bool(_regex(r"(?i)(?:\b|_)pin\b|пин").search(name))) for i, name in enumerate(names) if name and (  # also `Clé API`
@@ -3250,7 +3273,7 @@ render-deploy-hook           -                      api\.render\.com/deploy/srv-
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/\d+/(?P<s>[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/1084494/«c9acqeb0»/ -> 200
 #   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
-teams-webhook                -                      (?:webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook)/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-f]{32})/
+teams-webhook                -                      (?:webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook)/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-zA-Z]{32})/
 #   catch: https://acme.webhook.office.com/webhookb2/0a1b2c3d-1111-2222-3333-444455556666@0a1b2c3d-7777-8888-9999-000011112222/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff
 #   keep:  post alerts to the webhook.office.com URL in $TEAMS_WEBHOOK
 #   catch: https://outlook.office.com/webhook/cdb3e77b-9c68-4eed-a304-0b05af136b2b@7f61ad1f-f0b7-4582-b268-130900b5dd57/IncomingWebhook/«a26fe44e37717264698424d989f6e415»/fd02d7a3-3818-4523-bf00-46079bf13cf9
@@ -3337,10 +3360,11 @@ mailgun-key                  -                      (?P<s>[0-9a-fk](?<![A-Za-z0-
 #   catch: MAILGUN_API_KEY=«key-0123456789abcdefEXAMPLEexample01»
 #   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
-azure-account-key-shape      random                 (?<![A-Za-z0-9+/])(?<!sha512-)(?<!sha512: )(?<!Signature=")(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
+azure-account-key-shape      random-bytes           (?<![A-Za-z0-9+/])(?<!sha512-)(?<!sha512: )(?<!Signature=")(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
 #   catch: «EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0==»
 #   keep:  "integrity": "sha512-EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0=="
 #   keep:  example.com. 3600 IN DNSKEY 257 3 13 aL9r8gYx/xIPqH6ztTcojmADnJrMvzBVKokAIxI+CFyk0VJUyR+qBiaE6avt9vZ0lvG8mqTq/DQNAJoslCEUaA==
+#   keep:  analytics-collector received beacon data=eyJldmVudCI6ICJwYWdlX3ZpZXciLCAicGF0aCI6ICIvZG9jcy90b2tlbnMiLCAidHMiOiAxNzIyNjcxMjUxfQ== (decoded: page_view)
 #   keep:  "contentHash": "ajLhB+tmRHqdXsihvZL9M48/iJ9wJlIx5LnOd9aqz6DD4EeEynIpeqHvixYH9gV0z1pEo6B1v5V7JISRSWW/+Q=="
 shopify-token                -                      {L}(?P<s>shp(?:at|ss|ca|pa|ua)_[a-fA-F0-9]{32}){R}
 #   catch: X-Shopify-Access-Token: «shpat_0123456789abcdef0123456789abcdef»
@@ -3422,12 +3446,14 @@ base64-user-password-line    base64-password-line   (?m)^[ \t]*(?P<s>[A-Za-z0-9+
 #   catch: Run echo "$DB_CREDS" | base64\n«YmFja2VuZDpEb251dFRodW5kZXI1MUA=»\nRun ./scripts/migrate.sh
 #   keep:  dXNlcm5hbWU6cGFzc3dvcmQ=
 # Base64 of user:password (Docker's "auth", npm's _auth, a credentials field).
-base64-user-password         user-password-base64   (?i)(?:auth|ident|basic|credentials?|creds)["']?[ \t]*[:=][ \t]*["']?(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])
+base64-user-password         user-password-base64   (?i)(?:(?:auth|ident|basic|credentials?|creds)["']?[ \t]*[:=][ \t]*["']?|(?<![\w\-])basic[ \t]+)(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])
 #   catch: {"auths": {"registry.example.com": {"auth": "«ZGVwbG95OmhhcmJvcjE3»"}}}
 #   catch: _auth=«Y2k6UzNjcmV0UGFzcw==»
 #   catch: npmAuthIdent: "«ZGVwbG95OmhhcmJvcjE3»"
 #   keep:  {"auths": {"registry.example.com": {"auth": "", "identitytoken": "${TOKEN}"}}}
 #   catch: //npm.example.com/:_auth=«YnVpbGQ6R3LDvG5rb2hsITUy»
+#   catch: secureJsonData:\n  httpHeaderValue1: "Basic «Z3JhZmFuYTpjaWFzdGtvLjg1NA==»"
+#   keep:  Grafana supports basic authentication for the Loki datasource
 # The values of a Kubernetes Secret: base64 under data:, plain under stringData:.
 kubernetes-secret-data       kubernetes-secret-data (?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\r?\n(?=(?P<s>(?:(?P=indent)[ \t]+[^\n]*(?:\n|$)){1,200}))
 #   catch: apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ndata:\n  DATABASE_URL: «cG9zdGdyZXM6Ly9hcHA6czNjcmV0QGRiOjU0MzIvYXBw»\n  ca.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t
@@ -4401,6 +4427,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: Door / alarm codes\n  Main entrance alarm PIN ..... «7015399»\n  Bike storage ................ ask reception
 #   keep:  (Credential Guard enabled on bastion-eu1, session 3381 — LSASS not readable, moving on)
 #   keep:  LogPakFile: Display: Pak file uses encryption key GUID 00000000000000000000000000000000
+#   keep:  Video walkthrough of the new token flow: https://www.youtube.com/watch?v=UoLTkAfXI8o&t=481s
 #   keep:  password_hashers check: PBKDF2PasswordHasher iterations=720000, Argon2PasswordHasher available
 #   catch: Tietokannan salasana on «Kissa2024!»
 #   catch: Playtest lab Wi-Fi: SSID "Nordlight-Lab", WPA2 key: «kettle.canvas.adjust»
@@ -4750,6 +4777,7 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: | device | PIN |\n|---|---|\n| yubikey-ops-1 | «852694» |
 #   keep:  | setting | value |\n|---|---|\n| max_tokens | 4096 |\n| password_min_length | 12 |
 #   keep:  | user | password |\n|---|---|\n| admin | stored in the vault |
+#   keep:  Name                 ContentType    Enabled\n-------------------  -------------  ---------\nsql-admin-password   text/plain     True\nsmtp-relay-pass-v2   text/plain     True
 #   catch: crm=> select username, api_token from service_accounts;\n username  |            api_token\n-----------+----------------------------------\n reporter  | «e236750e806d2e50525edf30a0cbd7f9»\n(1 row)
 #   catch: Device        | Location   | Admin PIN\nPrinter-3F    | 3rd floor  | «737654»
 #   catch: HOST            USER      PASS\ndb-35.internal.example.com  root      «orange-winter-harbor»
@@ -4843,7 +4871,7 @@ ACCEPT_CHECKS = {
     "-": None, "not-reference": _accept_not_reference, "url-password": _accept_url_password, "url-password-wide": _accept_url_password_wide, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
-    "encoded-private-key": _accept_encoded_private_key, "random": _accept_random,
+    "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes,
     "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
