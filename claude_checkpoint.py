@@ -2550,7 +2550,7 @@ def _find_call_literals(match: Any) -> list:
     credential or a connection (the user, the URL come first), a literal after an e-mail address."""
     text, spans, literals, previous = match.string, [], 0, ""
     called = text[match.start():match.start("s")]
-    credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret|database|pw_set").search(called)
+    credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret|database|pw_set|ldap_bind|wifi").search(called)
     named_call = _regex(r"(?i)passw|passphrase|secret|token|auth|api_?key|sign|hmac|crypt|cipher|aes|gcm|chacha|sqlite3_(?:re)?key").search(called) or _regex(
         r"(?i)\bjw[ts]\.\w+\($").search(text, max(0, match.start() - 4), match.start("s"))  # jwt.encode(claims, "…", algorithm=…)
     keyed_call = named_call and _regex(r"(?i)key|passphrase|passw").search(called)  # its literal is the key: sqlite3_key(db, "harbor_thunder_escape", …)
@@ -2563,6 +2563,8 @@ def _find_call_literals(match: Any) -> list:
             previous = value  # `createCipheriv("aes-256-gcm", …)`, `Signer.create("HS256", …)`
             continue
         found = random_tokens(text, start, end)
+        if found and found != [(start, end)] and _regex(r"[^\s;&]{1,128}").fullmatch(value) and "://" not in value:
+            found = [(start, end)]  # the whole literal, not the random part of it: "3mqgV=rLM!4QtHhOD4e_"
         after_user = _regex(_EMAIL_ADDRESS + "|" + _ACCOUNT_NAME).fullmatch(previous)
         if not found and (named_call or credential_call and literals > 1 or after_user) and (
                 _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)
@@ -2755,7 +2757,7 @@ def _find_table_cells(match: Any) -> list:
             underline + r"|[ \t]*").fullmatch(text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1):
         return []  # the first row under a header's underline, not a header: `az keyvault secret list -o table` (reST's header stands between two)
     separator = next((c for c in "|;," if c in head), None)
-    names = [head[a:b].strip() for a, b in _table_cells(head, separator)]
+    names = [head[a:b].strip().strip('"') for a, b in _table_cells(head, separator)]
     columns = tuple((i, bool(_regex(r"(?i)(?:\b|_)pin\b|пин").search(name))) for i, name in enumerate(names) if name and (  # also `Clé API`
         secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"
         or 2 <= len(name.split()) <= 3 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
@@ -2768,6 +2770,17 @@ def _find_table_cells(match: Any) -> list:
     for row in text[position:match.end("s")].split("\n") if columns else ():
         spans += [(position + a, position + b) for a, b in _secret_cells(row, separator, columns, starts)]
         position += len(row) + 1
+    return spans
+
+
+def _find_expanded_record_fields(match: Any) -> list:
+    """A record printed one field a line (`name | value`, `name: value`): the values of the fields
+    whose names say secret (a machine-made value where the name only may)."""
+    spans, start = [], match.start("s")
+    for field in _regex(r"(?m)^[ \t]*([\w.\-]{1,64})[ \t]*(?:\||:)[ \t]*(\S[^\n]*?)[ \t]*$").finditer(match.group("s")):
+        strength, value = secret_strength(field.group(1)), field.group(2)
+        if strength == 2 and _holds_a_secret(value) or strength == 1 and looks_machine_generated(value):
+            spans.append((start + field.start(2), start + field.end(2)))
     return spans
 
 
@@ -2814,6 +2827,7 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
                  for words, start in zip(words_of, starts)]
     for index, (a, b) in enumerate(cells):
         value = row[a:b].strip().strip("`")
+        value = value[1:-1] if len(value) > 2 and value[0] == value[-1] == '"' else value  # a CSV's quoted cell
         if index in pins and value and (_looks_like_a_secret(value) or _is_joined_passphrase(value)
                                         or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) and _is_spoken_passphrase(value)
                                         or not pins[index] and _is_passphrase_of_plain_words(value)
@@ -4584,7 +4598,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:(?:mysql_real_|mysqli_|pg_p?|oci_|sqlsrv_)?connect|PQconnectdb|ldap_bind|WiFi\.begin|WiFiMulti\.addAP|WiFi\.softAP|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: >> conn = database('notify_stg','arjun','«cobalt_bronze5716»', 'Vendor','MySQL');
 #   catch: token = jwt.encode({"sub": user.id, "exp": exp}, "«Nounours@786»", algorithm="HS256")
 #   catch: signed, err := tok.SignedString([]byte("«s0TgKdoZ3zHugKwwxkMkQX1624bfJw6OCKwbNeRf»"))
@@ -4623,6 +4637,9 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: DataSourceBuilder.create().username("app_rw").password("«fatimasummer0510»").build();
 #   catch: auto cipher = Aes256Gcm(std::string("«azerty!16»"));
 #   catch: sqlite3_key(db, "«harbor_thunder_escape»", strlen("«harbor_thunder_escape»"));
+#   catch: if (!mysql_real_connect(conn, "mysql-stg.prod.example.net", "k.nowak", "«_TlpEiPrj8VgwFmAx»", "events", 3306, NULL, 0)) {
+#   catch: WiFi.begin("FRITZ!Box 7590 KQ", "«Tartaruga?138»");
+#   keep:  WiFi.begin(WIFI_SSID, WIFI_PASSWORD);
 #   keep:  sqlite3_key(db, key_buffer, key_length);
 # A literal a keychain stores under a key that names a credential (KeychainAccess: `keychain.set(value, key:)`).
 keychain-set-value           not-reference          \.set\([ \t]*(?P<s>"[^"\n]{4,256}")[ \t]*,[ \t]*(?:key|forKey):[ \t]*"[\w.\-]*(?i:pass|secret|token|key|cred|pin)
@@ -4768,11 +4785,17 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ gitlab-rails runner 'puts User.find(1).personal_access_tokens.create(scopes:[:api],name:"ci").token'\n«ctgBs4H5ydeOlpiDylHv»
 #   keep:  $ aws secretsmanager list-secrets --query 'SecretList[].Name'\n[\n    "prod/api/token",\n    "staging/jwt-signing-key-389"\n]
 #   keep:  $ doppler secrets get SMTP_PASS --plain --project auth-service > /dev/null && echo present\npresent
+# A record a database client prints one field a line (psql's \x, mysql's \G): the value of a field named for a secret.
+context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-+]*|\*{5,} \d+\. row \*{5,})[ \t]*\r?\n(?=(?P<s>(?:[ \t]*[\w.\-]{1,64}[ \t]*(?:\||:)[^\n]*(?:\n|$)){1,100}))
+#   catch: -[ RECORD 1 ]--+---------------------\nvendor         | dhl\nportal_user    | fernway_ops\nportal_password | «Wei-ocean5»\nupdated_at     | 2024-09-27T07:10:07Z
+#   catch: *************************** 1. row ***************************\n     user: app\napi_token: «q8XkL2mR7vTz4WpN9sYb3CdE»
+#   keep:  -[ RECORD 1 ]--+---------------------\nvendor         | dhl\npassword_set   | t\ntoken_count    | 42
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
-context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?{TABLE_CELL}(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?){TABLE_CELL}){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
 #   catch: NAME      USER    TOKEN\nbuild     ci      «q8XkL2mR7vTz4WpN9sYb»
 #   catch: # client  server  secret  IP\nops  *  «manzana1985»  *
+#   catch: "Title","Url","Username","Password","Notes"\n"NAS","https://nas.home.arpa","admin","«matroi.809»",""
 #   catch: name,email,password\nAlice Martin,alice@example.com,«Fj@!xeGNYWf5b8FY»\nBob Chen,bob@example.com,«Forest#2022cy»
 #   catch: | device | PIN |\n|---|---|\n| yubikey-ops-1 | «852694» |
 #   keep:  | setting | value |\n|---|---|\n| max_tokens | 4096 |\n| password_min_length | 12 |
@@ -4886,6 +4909,7 @@ ACCEPT_CHECKS = {
 CONTEXT_FINDERS = {
     "random-tokens": _find_random_tokens, "command-arguments": _find_command_arguments,
     "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells,
+    "expanded-record": _find_expanded_record_fields,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
@@ -5587,7 +5611,7 @@ RULE_WORDS = {
         "quiknode.pro"), ("/v",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
     "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
-    "teams-webhook": ("9d258ac2", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2"),
+    "teams-webhook": ("20aa0de0", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2"),
         ("outlook.office", "webhook.office.com/webhookb2")),
     "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",), ()),
     "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",), ("discord",)),
@@ -5655,7 +5679,7 @@ RULE_WORDS = {
     "hex-decoded-key": ("ff5bc578", ("priv", "privkey", "secret", "seed", "signing", "sk"), ("priv", "privkey",
         "secret", "seed", "signing", "sk"), (":=", "=")),
     "base64-user-password-line": ("feaf2980", (), (), ()),
-    "base64-user-password": ("b3d31a6b", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
+    "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), (), (":",)),
     "authorization-header": ("3d70873d", ("authorization",), (), ()),
@@ -5949,20 +5973,14 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("d6c2e73a", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("df997672", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "assword", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client",
         "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database",
         "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "getdecoder().", "hash_hmac", "hexdigest",
-        "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase", "password",
-        "sdk", "session", "setapikey", "setauth", "setcredential", "setpassphrase", "settoken", "sign", "signedstring",
-        "signer", "signwith", "sqlite3_", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), (".new",
-        "::<", "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth",
-        "chacha", "change", "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv",
-        "createhmac", "credential", "database", "decode", "decrypt", "dial", "encode", "encrypt", "fernet",
-        "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new",
-        "new_from_slice", "passphrase", "password", "reset", "save", "sdk", "session", "set", "setapikey", "setauth",
-        "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_",
-        "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), ("(",)),
+        "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "ldap_bind", "login", "new", "new_from_slice", "passphrase",
+        "password", "pqconnectdb", "sdk", "session", "setapikey", "setauth", "setcredential", "setpassphrase",
+        "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_", "usepassphrase", "username_pw_set",
+        "wifi.begin", "wifi.softap", "wifimulti.addap", "withcredential", "withtoken"), (), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
@@ -5987,7 +6005,7 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("954b5c8f", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("ed9160b5", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg",
@@ -6000,7 +6018,8 @@ RULE_WORDS = {
         "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner",
         "secret", "secret-tool", "shadow", "signin", "solana", "sops", "status", "storage", "terraform", "tickets",
         "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
-    "context-credential-table": ("3ac52fe2", ("\n",), (), ()),
+    "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
+    "context-credential-table": ("4c9d6d22", ("\n",), (), ()),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("2e8e2870", ("pass", "password"), ("app", "pass"), ()),
