@@ -2816,6 +2816,8 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
     so a text of many headers (`| user | password |` repeated) judges each row once."""
     pins, found = dict(columns), []
     cells = _table_cells(row, separator)
+    if starts and len(cells) == len(starts) + 1 and row[cells[0][0]:cells[0][1]].isdigit():
+        cells = cells[1:]  # a data frame's rows start with their index, which has no header: pandas
     if starts and len(cells) != len(starts):
         import bisect
         words_of = [[] for _ in starts]  # each word goes to the column it starts in
@@ -4796,6 +4798,8 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: NAME      USER    TOKEN\nbuild     ci      «q8XkL2mR7vTz4WpN9sYb»
 #   catch: # client  server  secret  IP\nops  *  «manzana1985»  *
 #   catch: "Title","Url","Username","Password","Notes"\n"NAS","https://nas.home.arpa","admin","«matroi.809»",""
+#   catch: Out[9]:\n      usename          note              temp_pw\n0   fatima   first login    «FalconQuartz627$»
+#   keep:  Out[3]:\n      usename          note              temp_pw\n0   fatima   first login    NaN
 #   catch: name,email,password\nAlice Martin,alice@example.com,«Fj@!xeGNYWf5b8FY»\nBob Chen,bob@example.com,«Forest#2022cy»
 #   catch: | device | PIN |\n|---|---|\n| yubikey-ops-1 | «852694» |
 #   keep:  | setting | value |\n|---|---|\n| max_tokens | 4096 |\n| password_min_length | 12 |
