@@ -1002,6 +1002,9 @@ def secret_strength(name: str) -> int:
         return 2  # OCI's pass_phrase, a pass_word
     if last == "salt" and len(parts) > 1:
         return 1  # WordPress's AUTH_SALT, HASHIDS_SALT: a machine-made value is a secret; `salt = os.urandom(16)` is code
+    if last.endswith("community") or last == "seed" and before in ("ed25519", "x25519", "key", "wallet", "master", "private", "secret",
+                                                                    "signing", "nacl", "sodium", "node", "validator", "account"):
+        return 1  # an SNMP community (snmpd_rocommunity), a key's seed (ed25519_seed): secrets when machine-made
     if last in ("session", "sid", "sess") or last.endswith(("sessid", "sessionid")):
         return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
@@ -1063,7 +1066,7 @@ def _is_reference(value: str) -> bool:
     if v.startswith("<<"):
         return True  # a here-document's marker (`password = <<EOT`): its lines hold the value
     if v.startswith(("$__file{", "$__env{", "$__vault{", "@Microsoft.KeyVault(", "process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
-                     "secrets.", "env:", "file:", "arn:", "vault:", "!vault", "keybase:")):
+                     "secrets.", "env:", "ext:", "file:", "arn:", "vault:", "!vault", "keybase:")):
         return True  # names and resource names (an ARN names a secret; it does not hold one; keybase:jdoe a public key)
     if "://" in v and _regex(_SECRET_MANAGER_REFERENCE).match(v):
         return True
@@ -1355,6 +1358,9 @@ def _accept_after_colon(match: Any, value: str, bare: str) -> bool:
     return quoted or bare[:1] not in "!*&"
 
 
+_CODE_SECRET_PARTS = frozenset("key keys token tokens secret secrets cred auth cookie cookies credentials".split())
+
+
 def _is_code(value: str, name: str) -> bool:
     """Unquoted code on the right: `password = request.form[...]`, `api_key = api_key`,
     `token = self.token`, `auth = HTTPBasicAuth(user, password)`."""
@@ -1364,8 +1370,8 @@ def _is_code(value: str, name: str) -> bool:
     if value.lower() == own or value.lower().endswith("." + own):
         return True
     if value.isidentifier() and (value.lower() in own or not any(c.isdigit() for c in value) and any(
-            word in value.lower() for word in ("password", "passwd", "token", "secret", "key", "cred", "cookie", "auth"))):
-        return True  # `AccessToken: token`, `'password': form_password`: variables
+            part in _SECRET_WORDS or part in _CODE_SECRET_PARTS for part in _name_parts(value))):
+        return True  # `AccessToken: token`, `'password': form_password`: variables (not walrus_nimbus_pretzel_monkey)
     dotted = "." in value and value.replace(".", "").replace("_", "").isalnum() and not any(c.isdigit() for c in value)
     if dotted and _regex(r"pass|pwd").search(own) and _is_dotted_passphrase(value):
         return False  # `DB_PASS=summer.ember.quartz.cookie`: words a person joined, not names of code
@@ -2060,7 +2066,8 @@ _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:a
 # A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
 _MASK_RUN = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})"
 _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,12}(?=\.{3}|\*{3}|•{3}|…))?"
-           + _MASK_RUN + r"(?:[/_\-]" + _MASK_RUN + r")*[/_\-.]?(?:(?:(?<=\.\.\.)|(?<=…)|(?<=\*\*\*))[A-Za-z0-9]{1,6})?"  # also AKIAXXXX…, ghp_...Xk2q
+           + _MASK_RUN + r"(?:[/_\-]" + _MASK_RUN + r")*[/_\-.]?"  # also AKIAXXXX…
+           + r"|[A-Za-z0-9]{1,12}[_\-](?:\.{3}|…|\*{3,})[A-Za-z0-9]{1,6}"  # its last characters shown: ghp_...Xk2q
            + r"|(?:[A-WYZ]?(?:X{6,}|0{6,})/){1,4}X{6,}")  # Slack's masked webhook path: TXXXX/BXXXX/XXXX, T0000/B0000/XXXX
 # (a run is read one way only: runs are joined by a separator that is none of their characters, so
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
@@ -3129,7 +3136,7 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 # punctuation is rejected at once. (The class before the words only spares the regex engine
 # trying every word at every step.)
 _SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "cred", "auth", "dsn", "cookie", "pin", "pat", "private", "encrypt",
-                    "session", "psk")
+                    "session", "psk", "community", "seed")
 _SECRETISH_REACH = 80
 _SECRETISH_FIRST_LETTERS = "".join(sorted({word[0] for word in _SECRETISH_WORDS}))  # a cheap first test
 _SECRETISH_WORD = "(?=[%s%s])(?i:%s)" % (_SECRETISH_FIRST_LETTERS, _SECRETISH_FIRST_LETTERS.upper(), "|".join(_SECRETISH_WORDS))
@@ -4285,6 +4292,10 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   catch: "steam": {\n    "webapikey": "«F42222C9232782A3BB6C57D16D6CF82F»"\n  }
+#   catch: [[inputs.snmp]]\n  version = 2\n  community = "«F5O7X5hLosc66E»"
+#   catch: [device]\ned25519_seed = "«b4afe927237f6a8ff66b1108320cb3b51e79948e038d49b84737d254a4eeca0d»"
+#   keep:  np.random.seed = 42\nrandom_seed = "b4afe927237f6a8ff66b1108320cb3b51e79948e038d49b84737d254a4eeca0d"\ncommunity = "public"
+#   catch: Environment=INFLUX_TOKEN=${INFLUX_TOKEN} MQTT_USER=telegraf MQTT_PASS=«walrus_nimbus_pretzel_monkey»
 #   catch: //nexus.stark.local/repository/npm-group/:_password=«xbthYmthJTIwMTE=»
 #   catch: dotnet publish -c Release -p:AndroidSigningKeyPass=«51acf138f04fa7992946542ccac2158c» -p:AndroidSigningStorePass=«4jfm#40i+_KUUMoa_h»
 #   catch: static NSString *const kReceiptSharedSecret = @"«e93a826f59416b5c7c14fef7804e7742»";
@@ -5753,8 +5764,8 @@ RULE_WORDS = {
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("b6ae64cc", ("pass",), (), ()),
-    "cobol-password-value": ("05dc90bc", ("value",), (), ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
+    "cobol-password-value": ("c98e602c", ("value",), (), ("auth", "community", "cookie", "cred", "dsn", "encrypt",
+        "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token")),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
@@ -5844,9 +5855,10 @@ RULE_WORDS = {
     "webhook-path-token": ("d7d9d0fa", ("hook", "hooks", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("9572f633", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "cookie",
-        "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
-    "powershell-env-item": ("b39089ca", ("-item",), ("new", "set"), ("env:",)),
+    "spaced-assignment": ("c02e7cf1", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth",
+        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd",
+        "secret", "seed", "session", "token")),
+    "powershell-env-item": ("d9dffe36", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
     "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
@@ -5888,45 +5900,46 @@ RULE_WORDS = {
     "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
     "call-with-name-and-value": ("b4c48ea6", ("(",), (), (",",)),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
-    "call-wrapped-value": ("2a919247", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), (), (":=", "=")),
+    "call-wrapped-value": ("29402aa3", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "base64-private-key": ("2ab598c8", ("ls0tls1crudjti",), ("ls0tls1crudjti",), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-element": ("79dffcef", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
-        "psk", "pwd", "secret", "session", "token"), (), ("</",)),
-    "plist-key-string": ("0042e915", ("</string>",), ("<key>",), ("<string>",)),
+    "xml-element": ("e8527925", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("</",)),
+    "plist-key-string": ("15a79012", ("</string>",), ("<key>",), ("<string>",)),
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("17ae771e", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), (), (":",)),
-    "secret-flag": ("9ce38db9", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private",
-        "psk", "pwd", "secret", "session", "token"), (), ("-",)),
-    "config-line-value": ("a212a7ec", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), (), ()),
-    "redis-hash-field": ("274d28bd", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), (), (")",)),
+    "typed-assignment": ("4152b2a9", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":",)),
+    "secret-flag": ("9732dabb", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
+        "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("-",)),
+    "config-line-value": ("440083c7", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
+    "redis-hash-field": ("34d401d8", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (")",)),
     "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
-    "box-table-value": ("1c11a5ca", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), (), ()),
+    "box-table-value": ("0dfa237e", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
     "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("6ac850b3", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), (), ()),
-    "nested-default-value": ("c37766b4", ("default", "value"), (), ("auth", "cookie", "cred", "dsn", "encrypt", "key",
-        "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
-    "property-value-lines": ("50366ac5", ("property:",), ("property:",), ("value:",)),
-    'validation-input-value': ('71eb434f', ('input_value="', "input_value='"), (), ('auth', 'cookie', 'cred', 'dsn',
-        "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "session", "token")),
+    "config-spaced-value": ("3f4024ed", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
+    "nested-default-value": ("6abc792b", ("default", "value"), (), ("auth", "community", "cookie", "cred", "dsn",
+        "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token")),
+    "property-value-lines": ("e5ede7a9", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('035c4e2d', ('input_value="', "input_value='"), (), ('auth', 'community', 'cookie',
+        "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "seed", "session",
+        "token")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
     "git-config-secret": ("c51465d9", ("config",), ("git",), ("git",)),
     "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
-    "heredoc-under-secret-name": ("a4f87923", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), (), ("<<",)),
-    "secret-assignment": ("0804c106", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), (), (":", ":=", "=", "=>")),
+    "heredoc-under-secret-name": ("a8a3f442", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        "pat", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("<<",)),
+    "secret-assignment": ("798028fe", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":", ":=", "=", "=>")),
     "prose-password": ("7c1adde8", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd"), ("(", ":", "=", "is", "to")),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
@@ -6034,13 +6047,13 @@ RULE_WORDS = {
     "context-split-literal": ("4f7133ae", (), (), ()),
     "context-wrapped-line": ("33e1fdbd", ("\n",), (), ()),
     "context-continued-value": ("04fd6735", ("\\",), (), ("\n",)),
-    "context-joined-literals": ("f2179d91", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), (), ()),
+    "context-joined-literals": ("c8ae97d2", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        "pat", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("5681dee8", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        'private', 'psk', 'pwd', 'secret', 'session', 'token'), (), ('"', "'")),
-    "context-yaml-block": ("ecfcc96f", ("auth", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "session", "token"), (), (":",)),
+    "context-quoted-block": ("a29d7baa", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        'pat', 'pin', 'private', 'psk', 'pwd', 'secret', 'seed', 'session', 'token'), (), ('"', "'")),
+    "context-yaml-block": ("36b39fe1", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":",)),
 }
 
 
