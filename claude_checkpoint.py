@@ -1571,6 +1571,12 @@ def _accept_random_bytes(match: Any) -> bool:
     return printable * 10 < len(decoded) * 9
 
 
+def _accept_machine_made_not_hex(match: Any) -> bool:
+    """A machine-made value that is not all hex (an id, a digest, as often as a key)."""
+    value = match.group("s")
+    return looks_machine_generated(value) and not _regex(r"[0-9a-fA-F]+").fullmatch(value)
+
+
 def _accept_random_not_hex(match: Any) -> bool:
     """40 base64 characters near "secret": an AWS secret key, unless it is a hex digest."""
     return _looks_random(match.group("s")) and not all(c in "0123456789abcdef" for c in match.group("s"))
@@ -3434,7 +3440,8 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 #   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,80}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
+#   catch: Cold wallet backup (treasury multisig signer #2) — copied from the paper backup before shredding:\n«ahead brass crew act aspect axis actor boss aim bitter armor cabin april any behind buffalo cash clinic barrel crack assist brief admit build»
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
 #   catch: phrase de récupération : «destroy dial budget census clarify enjoy cheese board arrive butter erase economy»
 #   keep:  the seed phrase is twelve words that the wallet shows once
@@ -4448,6 +4455,11 @@ aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}
 #   catch: $env:AWS_SECRET_ACCESS_KEY = "«wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lm2Xr5K»"
 #   keep:  secret scan clean at 2b7e151628aed2a6abf7158809cf4f3c4f3c4f3c
 # ── Contexts: where a machine-made value is a secret, whatever its format (the random-token detector) ──
+# The bare word "key" names a key when a quoted machine-made value follows it: "failing with the key `XJiK…`" (hex is an id as often).
+context-quoted-key           machine-not-hex        (?i)(?<![\w\-])(?:the|a|my|your|this|that|our|new|old|with|using|same)[ \t]+key[ \t]*[:=]?[ \t]*[`"'](?P<s>[A-Za-z0-9_\-+/=.]{16,256})[`"']
+#   catch: @p.novak still failing for me on staging with the key `«XJiKZUO4HfMiyAfqXVzRRmBUulDCdIAT»` — getting 401 from /v2/sync
+#   keep:  the cache uses the key `3f9a8c1b2d4e5f60718293a4b5c6d7e8` for this page
+#   keep:  look up the key "user_profile_settings_v2" in the map
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
@@ -4909,7 +4921,7 @@ ACCEPT_CHECKS = {
     "-": None, "not-reference": _accept_not_reference, "url-password": _accept_url_password, "url-password-wide": _accept_url_password_wide, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
-    "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes,
+    "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "machine-not-hex": _accept_machine_made_not_hex,
     "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
@@ -5682,7 +5694,7 @@ RULE_WORDS = {
         "xkeysib-", "y0_"), (), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",), ("\n",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
-    "seed-phrase": ("d5bc196d", ("bip", "mnemonic", "phrase", "phrase de r", "recupera", "recuperaci", "seed",
+    "seed-phrase": ("c5c33085", ("bip", "mnemonic", "phrase", "phrase de r", "recupera", "recuperaci", "seed",
         "semente", "semilla", "wallet", "wiederherstellungsphrase", "words", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
         ("12", "15", "18", "21", "24", "backup", "bip", "frase ", "from", "mnemonic", "phrase de r", "recovery",
         "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
@@ -5954,6 +5966,7 @@ RULE_WORDS = {
         "use", "user", "using", "with")),
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
+    "context-quoted-key": ("a76da310", ("key",), (), ()),
     "context-credential-word": ("3291941f", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds",
         "door", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz",
