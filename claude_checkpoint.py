@@ -1051,8 +1051,9 @@ def _is_reference(value: str) -> bool:
     values, so the cheap checks come first."""
     quoted = value[:1] in "\"'`"
     v = value.strip("\"'`\\ ")
-    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or "...(" in v or v.endswith("...") or v.startswith("...") or not any(map(str.isalnum, v)):
-        return True  # also a truncated value: `Bearer eyJhbGciOi...(truncated)`
+    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or "...(" in v or v.endswith("...") or v.startswith("...") or not any(map(str.isalnum, v)) or (
+            "..." in v and len(v) <= 24):
+        return True  # also a truncated value: `Bearer eyJhbGciOi...(truncated)`, one shown by its ends: `ghp_...Xk2q`
     if value[:1] == "`" and any(map(str.isspace, v)):
         return True  # `cat /tmp/session.tok`: a command's output
     first = v[0]
@@ -1226,6 +1227,8 @@ def _accept_assignment(match: Any) -> bool:
                 or value[:1] in "\"'`" and looks_like_chosen_password(bare)) and not _is_reference(value)
     if strength == 1 and _name_parts(name)[-1].endswith(("sid", "sessid", "sessionid")) and _regex(r"[0-9a-fA-F]{16,}").fullmatch(bare):
         return True  # a session's id in hex: `cookies.set("JSESSIONID", "479D3599CD26…")`
+    if strength == 1 and _regex(r"[A-Z][A-Z0-9]*_(?:API_|ACCESS_|SECRET_)?KEY").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}").fullmatch(bare):
+        return True  # a service's key in an environment's name: KAGGLE_KEY=bd20b117…, not a cache's key in code
     if strength == 1:
         return (_looks_random(bare) or looks_machine_generated(bare)) and not _is_identifier_like(bare)  # also rclone's b2 `key = RQWFWykf…`
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and not (
@@ -2582,10 +2585,18 @@ def _find_call_literals(match: Any) -> list:
         if not found and (named_call or credential_call and literals > 1 or after_user) and (
                 _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)
                 or named_call and _is_dotted_passphrase(value)
-                or keyed_call and _is_dotted_passphrase(value, "_")) and _may_be_a_password(value):
+                or keyed_call and _is_dotted_passphrase(value, "_")
+                or after_user and _has_three_classes(value)) and _may_be_a_password(value):
             found = [(start, end)]
         spans, previous = spans + found, value
     return spans
+
+
+def _has_three_classes(value: str) -> bool:
+    """8 to 128 characters without a space, of three classes or more (lower, upper, digit, other):
+    a password's shape even without a digit (aGwOZBdyNx.ZVQfsxNP), never a name of code or a host."""
+    return 8 <= len(value) <= 128 and not any(map(str.isspace, value)) and sum((
+        any(map(str.islower, value)), any(map(str.isupper, value)), any(map(str.isdigit, value)), not value.isalnum())) >= 3
 
 
 def _find_login_message(match: Any) -> list:
@@ -4298,6 +4309,8 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
+#   catch: export KAGGLE_USERNAME=lmartin\nexport KAGGLE_KEY=«bd20b117a8b9b852ef421e40bdfab03a»
+#   keep:  {\n  "scopes": "repo, workflow",\n  "token": "ghp_...Xk2q"\n}
 #   catch: "steam": {\n    "webapikey": "«F42222C9232782A3BB6C57D16D6CF82F»"\n  }
 #   catch: [[inputs.snmp]]\n  version = 2\n  community = "«F5O7X5hLosc66E»"
 #   catch: [device]\ned25519_seed = "«b4afe927237f6a8ff66b1108320cb3b51e79948e038d49b84737d254a4eeca0d»"
@@ -4665,6 +4678,7 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: sqlite3_key(db, "«harbor_thunder_escape»", strlen("«harbor_thunder_escape»"));
 #   catch: if (!mysql_real_connect(conn, "mysql-stg.prod.example.net", "k.nowak", "«_TlpEiPrj8VgwFmAx»", "events", 3306, NULL, 0)) {
 #   catch: WiFi.begin("FRITZ!Box 7590 KQ", "«Tartaruga?138»");
+#   catch: $pdo = new PDO($dsn, 'wp_user', '«aGwOZBdyNx.ZVQfsxNP»', [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]);
 #   keep:  WiFi.begin(WIFI_SSID, WIFI_PASSWORD);
 #   keep:  sqlite3_key(db, key_buffer, key_length);
 # A literal a keychain stores under a key that names a credential (KeychainAccess: `keychain.set(value, key:)`).
