@@ -2253,6 +2253,13 @@ _PREPOSITIONS = frozenset("""for of on at to from in into with by as via per abo
     aan dla od przez для от на по från för till med av på""".split())
 
 
+# A verb that changes a credential, and the prepositions after which it gives the new value: "changed
+# the password for the kiosk to X", "zmienić hasło do panelu na X", "Passwort … auf X geändert".
+_CHANGE_VERB = (r"(?i)chang|\bset\b|reset|updat|rotat|zmieni|zmień|ustaw|änder|aender|setz|modifi|cambi|alter|mud[ao]|troc|redefin"
+                r"|wijzig|verander|измен|смен|помен|установ|změn|nastav|değiştir|ubah|ganti|đổi")
+_CHANGED_TO = frozenset("to na auf en para op till på на".split())
+
+
 def _value_after_a_few_words(match: Any) -> list:
     """A value a few words after a credential word with no connector, where only the value's shape
     says so: a PIN's digits ("PIN della SIM 83513065", "mã PIN két sắt 610865"), a password's usual
@@ -2265,6 +2272,10 @@ def _value_after_a_few_words(match: Any) -> list:
     if not found or _regex(_NOT_A_SECRET_BEFORE).search(found.group(1)):
         return []
     between, value = found.group(1), found.group(2).rstrip(".!?:")
+    if between.split()[-1].lower() in _CHANGED_TO and _regex(_CHANGE_VERB).search(_line_before(text, match.start(), 60) + between):
+        value = found.group(2).rstrip(".,;:")  # a password may end in ! or ?
+        taken = _looks_like_password(value) or looks_like_chosen_password(value)  # "zmienić hasło do panelu Proxmox na Dragon1982_"
+        return [(found.start(2), found.start(2) + len(value))] if taken and _may_be_a_password(value) else []
     if between.split()[-1].lower() in _PREPOSITIONS:
         return []  # what follows `for`, `de`, `für` names what the credential is for: "Enter password for pg-02.corp.local"
     if word.lower().startswith(("pin", "пин")):
@@ -4483,6 +4494,10 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  password_hashers check: PBKDF2PasswordHasher iterations=720000, Argon2PasswordHasher available
 #   catch: Tietokannan salasana on «Kissa2024!»
 #   catch: Hasło do konta serwisowego NOVAKA na AS/400: «TIGER97X» (ważne do końca kwartału).
+#   catch: - [x] zmienić hasło do panelu Proxmox na «Dragon1982_»
+#   catch: I changed the password for the kiosk to «Hana-2007kiosk» yesterday
+#   keep:  - [ ] change the password for the kiosk to something longer
+#   keep:  TODO: move the JWT signing secret into AWS Secrets Manager and set a 90-day rotation.
 #   catch: Playtest lab Wi-Fi: SSID "Nordlight-Lab", WPA2 key: «kettle.canvas.adjust»
 #   catch: Die Passphrase für den Deploy-Key (a@b.io) ist "«rocket sunset walnut copper»".
 #   catch: Ter info: het wachtwoord voor de VPN is «ranger.galaxy.autumn.master» — gewijzigd op 2024-02-19.
