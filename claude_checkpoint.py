@@ -1574,10 +1574,13 @@ def _accept_random_bytes(match: Any) -> bool:
     return printable * 10 < len(decoded) * 9
 
 
-def _accept_machine_made_not_hex(match: Any) -> bool:
-    """A machine-made value that is not all hex (an id, a digest, as often as a key)."""
+def _accept_quoted_key(match: Any) -> bool:
+    """A machine-made value that is not all hex (an id, a digest, as often as a key) after "the
+    key", "with the key", "my key": the bare word names a key only after a determiner."""
     value = match.group("s")
-    return looks_machine_generated(value) and not _regex(r"[0-9a-fA-F]+").fullmatch(value)
+    return (looks_machine_generated(value) and not _regex(r"[0-9a-fA-F]+").fullmatch(value)
+            and _regex(r"(?i)(?<![\w\-])(?:the|a|my|your|this|that|our|new|old|with|using|same)[ \t]+$").search(
+                _line_before(match.string, match.start(), 20)) is not None)
 
 
 def _accept_random_not_hex(match: Any) -> bool:
@@ -2961,16 +2964,18 @@ def _find_continued_value(match: Any) -> list:
 
 
 def _find_joined_literals(match: Any) -> list:
-    """The literals an expression joins under a name that says secret, each a part of one value:
-    those that look machine-made."""
-    if secret_strength(match.group("name")) < 2:
+    """The literals an expression joins under a name that says secret (on the line of the first or
+    the line above it: `PARTNER_TOKEN: &str = concat!(`, `API_SECRET = "".join([`), each a part of
+    one value: those that look machine-made."""
+    text, first = match.string, match.start()
+    before = _line_before(text, first, 160)
+    if not before.strip(" \t([{") and first > len(before):
+        before = _line_before(text, first - len(before) - 1, 160)  # the name on the line above
+    named = _regex(r"([A-Za-z_][\w.\-]{0,80})[\"']?[ \t]*(?::[^\n\"'`=]{0,40})?[=:][ \t]*(?:[\w!.]{0,30}[(\[]|\"\"\.join\(\[?|''\.join\(\[?)?[ \t(\[]*$").search(before)
+    if not named or secret_strength(named.group(1)) < 2:
         return []
-    start = match.start("s")
-    parts = [(start + literal.start(1), start + literal.end(1), literal.group(1))
-             for literal in _regex(r"""["'`]([^"'`\n]{8,512})["'`]""").finditer(match.group("s"))]
-    if len(parts) < 2 or not all(_regex(r"[A-Za-z0-9+/=_\-.~]+").fullmatch(part) for _, _, part in parts):
-        return []  # labels, scopes, sentences: no parts of one token
-    return [(first, last) for first, last, part in parts if looks_machine_generated(part) or _is_random_part(part)]
+    literals = _regex(r"""["'`]([^"'`\n]{8,512})["'`]""").finditer(text, first, match.end("s"))
+    return [literal.span(1) for literal in literals if looks_machine_generated(literal.group(1)) or _is_random_part(literal.group(1))]
 
 
 def _is_random_part(part: str) -> bool:
@@ -4480,7 +4485,7 @@ aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}
 #   keep:  secret scan clean at 2b7e151628aed2a6abf7158809cf4f3c4f3c4f3c
 # ── Contexts: where a machine-made value is a secret, whatever its format (the random-token detector) ──
 # The bare word "key" names a key when a quoted machine-made value follows it: "failing with the key `XJiK…`" (hex is an id as often).
-context-quoted-key           machine-not-hex        (?i)(?<![\w\-])(?:the|a|my|your|this|that|our|new|old|with|using|same)[ \t]+key[ \t]*[:=]?[ \t]*[`"'](?P<s>[A-Za-z0-9_\-+/=.]{16,256})[`"']
+context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[:=]?[ \t]*[`"'](?P<s>[A-Za-z0-9_\-+/=.]{16,256})[`"']
 #   catch: @p.novak still failing for me on staging with the key `«XJiKZUO4HfMiyAfqXVzRRmBUulDCdIAT»` — getting 401 from /v2/sync
 #   keep:  the cache uses the key `3f9a8c1b2d4e5f60718293a4b5c6d7e8` for this page
 #   keep:  look up the key "user_profile_settings_v2" in the map
@@ -4652,7 +4657,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:(?:mysql_real_|mysqli_|pg_p?|oci_|sqlsrv_)?connect|PQconnectdb|ldap_bind|WiFi\.begin|WiFiMulti\.addAP|WiFi\.softAP|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: >> conn = database('notify_stg','arjun','«cobalt_bronze5716»', 'Vendor','MySQL');
 #   catch: token = jwt.encode({"sub": user.id, "exp": exp}, "«Nounours@786»", algorithm="HS256")
 #   catch: signed, err := tok.SignedString([]byte("«s0TgKdoZ3zHugKwwxkMkQX1624bfJw6OCKwbNeRf»"))
@@ -4691,11 +4696,13 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: DataSourceBuilder.create().username("app_rw").password("«fatimasummer0510»").build();
 #   catch: auto cipher = Aes256Gcm(std::string("«azerty!16»"));
 #   catch: sqlite3_key(db, "«harbor_thunder_escape»", strlen("«harbor_thunder_escape»"));
+#   catch: $pdo = new PDO($dsn, 'wp_user', '«aGwOZBdyNx.ZVQfsxNP»', [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]);
+#   keep:  sqlite3_key(db, key_buffer, key_length);
+# C's and PHP's connect and bind functions, Arduino's Wi-Fi joins: the same, apart for speed (their names start no other call).
+context-connect-function     call-literals          (?:mysql_real_connect|mysqli_connect|pg_p?connect|oci_connect|sqlsrv_connect|PQconnectdb|ldap_bind|WiFi\.begin|WiFiMulti\.addAP|WiFi\.softAP)[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: if (!mysql_real_connect(conn, "mysql-stg.prod.example.net", "k.nowak", "«_TlpEiPrj8VgwFmAx»", "events", 3306, NULL, 0)) {
 #   catch: WiFi.begin("FRITZ!Box 7590 KQ", "«Tartaruga?138»");
-#   catch: $pdo = new PDO($dsn, 'wp_user', '«aGwOZBdyNx.ZVQfsxNP»', [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]);
 #   keep:  WiFi.begin(WIFI_SSID, WIFI_PASSWORD);
-#   keep:  sqlite3_key(db, key_buffer, key_length);
 # A literal a keychain stores under a key that names a credential (KeychainAccess: `keychain.set(value, key:)`).
 keychain-set-value           not-reference          \.set\([ \t]*(?P<s>"[^"\n]{4,256}")[ \t]*,[ \t]*(?:key|forKey):[ \t]*"[\w.\-]*(?i:pass|secret|token|key|cred|pin)
 #   catch: try keychain.set("«Gravel1830!»", key: "dbPassword")
@@ -4923,7 +4930,7 @@ context-continued-value      continued-value        \\\r?\n(?=[ \t]*(?P<s>[^\s\\
 #   keep:  docker run --rm \\\n    -e TOKEN="$TOKEN" app:latest
 #   keep:  SOURCES=src/main.c\\\n    src/util.c
 # The literals an expression joins under a secret name: `concat!("…", "…")`, `"".join([…])`, `[…].join("")`.
-context-joined-literals      joined-literals        {SECRETISH_NAME}(?P<name>[\w.\-]{0,80})[^\n"'`=]{0,40}[=:](?:[^\n"'`;]|""|''){0,60}?\s{0,40}(?P<s>(?:["'`][^"'`\n]{8,512}["'`][ \t]*[,+]?\s{0,40}){2,16})
+context-joined-literals      joined-literals        ["'`](?P<s>[A-Za-z0-9+/=_\-.~]{8,512}["'`](?:[ \t]*[,+]?[ \t]*(?:\r?\n[ \t]*)?["'`][A-Za-z0-9+/=_\-.~]{8,512}["'`]){1,15})
 #   catch: const PARTNER_TOKEN: &str = concat!(\n    "«kBdp8B6AGno2CWqo572ybRTT»",\n    "«vDr9DPgJov6OAQVp3TysqMHE»",\n);
 #   catch: API_SECRET = "".join([\n    "«Hq7vN2kLp9XmR4tW»",\n    "«Zb8cJ3fG6dQ1sY5e»",\n])
 #   keep:  SECRET_LABELS = ["Primary secret", "Rotated secret", "Expired secret"]
@@ -4951,7 +4958,7 @@ ACCEPT_CHECKS = {
     "-": None, "not-reference": _accept_not_reference, "url-password": _accept_url_password, "url-password-wide": _accept_url_password_wide, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
-    "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "machine-not-hex": _accept_machine_made_not_hex,
+    "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "quoted-key": _accept_quoted_key,
     "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
@@ -5996,7 +6003,7 @@ RULE_WORDS = {
         "use", "user", "using", "with")),
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
-    "context-quoted-key": ("a76da310", ("key",), (), ()),
+    "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
     "context-credential-word": ("3291941f", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds",
         "door", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz",
@@ -6033,14 +6040,24 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("df997672", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("d6c2e73a", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "assword", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client",
         "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database",
         "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "getdecoder().", "hash_hmac", "hexdigest",
-        "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "ldap_bind", "login", "new", "new_from_slice", "passphrase",
-        "password", "pqconnectdb", "sdk", "session", "setapikey", "setauth", "setcredential", "setpassphrase",
-        "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_", "usepassphrase", "username_pw_set",
-        "wifi.begin", "wifi.softap", "wifimulti.addap", "withcredential", "withtoken"), (), ("(",)),
+        "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase", "password",
+        "sdk", "session", "setapikey", "setauth", "setcredential", "setpassphrase", "settoken", "sign", "signedstring",
+        "signer", "signwith", "sqlite3_", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), (".new",
+        "::<", "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth",
+        "chacha", "change", "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv",
+        "createhmac", "credential", "database", "decode", "decrypt", "dial", "encode", "encrypt", "fernet",
+        "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new",
+        "new_from_slice", "passphrase", "password", "reset", "save", "sdk", "session", "set", "setapikey", "setauth",
+        "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_",
+        "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), ("(",)),
+    "context-connect-function": ("68530f30", ("connect", "ldap_bind", "mysql_real_connect", "mysqli_connect",
+        "oci_connect", "pqconnectdb", "sqlsrv_connect", "wifi.begin", "wifi.softap", "wifimulti.addap"), ("ldap_bind",
+        "mysql_real_connect", "mysqli_connect", "oci_connect", "pg_", "pqconnectdb", "sqlsrv_connect", "wifi.begin",
+        "wifi.softap", "wifimulti.addap"), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
@@ -6090,8 +6107,7 @@ RULE_WORDS = {
     "context-split-literal": ("4f7133ae", (), (), ()),
     "context-wrapped-line": ("33e1fdbd", ("\n",), (), ()),
     "context-continued-value": ("04fd6735", ("\\",), (), ("\n",)),
-    "context-joined-literals": ("c8ae97d2", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        "pat", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
+    "context-joined-literals": ("eb2271f7", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
     "context-quoted-block": ("a29d7baa", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
         'pat', 'pin', 'private', 'psk', 'pwd', 'secret', 'seed', 'session', 'token'), (), ('"', "'")),
