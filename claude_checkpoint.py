@@ -2431,13 +2431,13 @@ def _looks_like_passphrase(value: str) -> bool:
 
 # Three to twelve lowercase words and a number maybe, with spaces: a passphrase said in words.
 _SMALL_WORD = r"[a-zß-öø-ÿ]{3,14}"  # a word in small letters, Latin-1's too (bärchen, corazón)
-_SPOKEN_PASSPHRASE = r"[A-ZÀ-Þ]?" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD + r"){2,11}(?:[ \t]\d{1,4})?"  # the first may be capitalized
+_SPOKEN_PASSPHRASE = r"[A-ZÀ-Þ]?" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD + r"){2,11}(?:[ \t]?\d{1,4})?"  # the first may be capitalized, the last closed by a number
 
 
 # After a password word and a connector, four to eight words that end the line or the clause
 # ("staging admin password: silver sparrow mariposa velvet (ask Lukas)", "… is orbit tundra river maple").
 _SPOKEN_AFTER_CONNECTOR = (r"(?i:[^\n\"'«“`]{0,80}?(?:[:：=][ \t]*|" + _CONNECTOR + r"[ \t]+))(?P<v>(?-i:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD
-                           + r"){3,7}))[ \t]*(?=\n|$|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")  # also the end of a quoted line, a dash
+                           + r"){3,7}(?:[ \t]?\d{1,4})?))[ \t]*(?=\n|$|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")  # also the end of a quoted line, a dash
 # Words of sentences, which a passphrase said in words would not be made of: "password: make sure it works".
 _COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
     all also any ask asked been being can could did does done each even every few first get gets got had here how just
@@ -4609,6 +4609,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  the password is stored encrypted with bcrypt cost twelve
 #   catch: alarm panel code is «15272604» — front door sensor is flaky
 #   catch: restic -r s3:s3.amazonaws.com/bk backup /srv  # RESTIC_PASSWORD=«willow sonnenschein tesouro pepper»
+#   catch: MATCH_GIT_URL=git@github.com:nordlight/certificates.git\nMATCH_PASSWORD=«arena rocket barrel symbol abandon8»
 #   catch: De wachtzin voor de backup: «Olga1980!»
 #   catch: [10:43] me: which creds?\n[10:43] dana: admin / «H41SJ7Yj0AGfV443fhDKv3Dn6UvGUpWAQ7VU»
 #   catch: Handoff note: staging box api-3.internal.example.com — wachtwoord: «saddle-velvet-puzzle» (ask elena42 before rotating).
