@@ -4629,7 +4629,8 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging)?[ \-]?in(?:to)?|sign(?:ing)?[ \-]?in(?:to)?|log(?:ging)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+#   catch: kiosk build for the expo booth auto-logs in as kiosk / «Hana2007»! – change it after GDC
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
 #   keep:  log in with your SSO account / the admin console
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
@@ -6033,7 +6034,7 @@ RULE_WORDS = {
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
         "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
         "암호", "액세스", "인증", "토큰"), ()),
-    "login-pair-in-prose": ("afa105b7", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
+    "login-pair-in-prose": ("f0ea1ef6", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
         "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang",
         "user", "zugang", "åtkomst", "доступ"), ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
         "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang",
