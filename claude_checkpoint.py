@@ -2457,7 +2457,8 @@ def _spoken_passphrase(match: Any) -> list:
         return []  # no three small words in a row close after the word: a cheap look before the costly ones
     if _names_passphrase(match.group()) or _regex(_PASSPHRASE_WORD).search(_line_before(match.string, match.start(), 12)):  # frase de contraseña
         found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[.!]?[ \t]*(?:\n|$|\)|\()"
-                       r"|(?:[^\n\"'«“`]|«redacted»){0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
+                       r"|(?:[^\n\"'«“`]|«redacted»){0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]"
+                       r"|[ \t]+(?P<bare>" + _SPOKEN_PASSPHRASE + r")[ \t]*(?:\n|$)").match(match.string, match.end())  # `wpa2-psk passphrase a b c d 58`
     elif not _names_machine_value(match.group()):
         found = _regex(r"[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
         found = found if found and len(found.group("quoted").split()) >= 4 and not set(found.group("quoted").split()) & _COMMON_WORDS else None
@@ -2466,7 +2467,7 @@ def _spoken_passphrase(match: Any) -> list:
     if not found:  # after a connector, four words or more that end the clause: "its passphrase is bubble alley blush apple — ask Ben"
         found = _regex(_SPOKEN_AFTER_CONNECTOR).match(match.string, match.end())
         found = found if found and len(found.group("v").split()) >= 4 and not set(found.group("v").split()) & _COMMON_WORDS else None
-    group = found and ("v" if found.groupdict().get("v") else "quoted")
+    group = found and next(name for name in ("v", "quoted", "bare") if found.groupdict().get(name))
     return [found.span(group)] if found and _is_spoken_passphrase(found.group(group)) else []
 
 
@@ -3031,6 +3032,16 @@ def _find_block_lines(match: Any) -> list:
     return spans
 
 
+def _find_numbered_mnemonic(match: Any) -> list:
+    """The words of a numbered recovery phrase: 12, 15, 18, 21 or 24 of them, numbered 1 to N."""
+    start = match.start("s")
+    words = list(_regex(r"(\d{1,2})[.)][ \t]+([a-z]{3,8})").finditer(match.group("s")))
+    numbers = sorted(int(word.group(1)) for word in words)
+    if len(words) not in (12, 15, 18, 21, 24) or numbers != list(range(1, len(words) + 1)):
+        return []
+    return [(start + word.start(2), start + word.end(2)) for word in words]
+
+
 def _find_kubernetes_secret_data(match: Any) -> list:
     """The values under `data:` or `stringData:` of a Kubernetes Secret (each is a secret, base64 or
     plain), but not references or certificates."""
@@ -3511,6 +3522,14 @@ base64-user-password         user-password-base64   (?i)(?:(?:auth|ident|basic|c
 #   catch: //npm.example.com/:_auth=«YnVpbGQ6R3LDvG5rb2hsITUy»
 #   catch: secureJsonData:\n  httpHeaderValue1: "Basic «Z3JhZmFuYTpjaWFzdGtvLjg1NA==»"
 #   keep:  Grafana supports basic authentication for the Loki datasource
+# Java's XML properties: `<entry key="db.password">…</entry>`.
+xml-entry-key                assignment             <entry[ \t]+key[ \t]*=[ \t]*"(?P<name>[\w.:\-]{1,80})"[ \t]*>(?P<s>[^<\n]{1,512})</entry>
+#   catch: <properties>\n  <entry key="db.user">report</entry>\n  <entry key="db.password">«katarina=kira93»</entry>
+#   keep:  <entry key="db.password">${DB_PASSWORD}</entry>
+# A recovery phrase a wallet prints numbered in columns (`1. apart   7. beach …`): each of its 12 to 24 words.
+numbered-mnemonic            numbered-mnemonic      (?i)(?:recovery|seed|mnemonic|backup|secret)[ \-]?(?:phrase|words|sentence)?[^\n]{0,80}\r?\n(?:[ \t]*\r?\n)?(?=(?P<s>(?:[ \t]*\d{1,2}[.)][ \t]+[a-z]{3,8}(?:[ \t]+\d{1,2}[.)][ \t]+[a-z]{3,8}){0,5}[ \t]*(?:\r?\n|$)){2,24}))
+#   catch: Write down your recovery phrase:\n\n 1. «apart»       4. «beach»      7. «bike»      10. «arrow»\n 2. «animal»      5. «all»        8. «away»      11. «brisk»\n 3. «alert»       6. «athlete»    9. «animal»    12. «arrive»
+#   keep:  Recovery steps:\n 1. open the app\n 2. tap settings\n 3. choose restore
 # The values of a Kubernetes Secret: base64 under data:, plain under stringData:.
 kubernetes-secret-data       kubernetes-secret-data (?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\r?\n(?=(?P<s>(?:(?P=indent)[ \t]+[^\n]*(?:\n|$)){1,200}))
 #   catch: apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ndata:\n  DATABASE_URL: «cG9zdGdyZXM6Ly9hcHA6czNjcmV0QGRiOjU0MzIvYXBw»\n  ca.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t
@@ -4610,6 +4629,8 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: alarm panel code is «15272604» — front door sensor is flaky
 #   catch: restic -r s3:s3.amazonaws.com/bk backup /srv  # RESTIC_PASSWORD=«willow sonnenschein tesouro pepper»
 #   catch: MATCH_GIT_URL=git@github.com:nordlight/certificates.git\nMATCH_PASSWORD=«arena rocket barrel symbol abandon8»
+#   catch: wireless-security: ssid "Lab-Jigsaw8" wpa2-psk passphrase «marble willow sparrow pickle dolphin 58»
+#   keep:  set the passphrase in the router settings page
 #   catch: De wachtzin voor de backup: «Olga1980!»
 #   catch: [10:43] me: which creds?\n[10:43] dana: admin / «H41SJ7Yj0AGfV443fhDKv3Dn6UvGUpWAQ7VU»
 #   catch: Handoff note: staging box api-3.internal.example.com — wachtwoord: «saddle-velvet-puzzle» (ask elena42 before rotating).
@@ -4979,6 +5000,7 @@ CONTEXT_FINDERS = {
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
+    "numbered-mnemonic": _find_numbered_mnemonic,
     "code-lines": _find_code_lines, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
 }
@@ -5747,6 +5769,9 @@ RULE_WORDS = {
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
+    "xml-entry-key": ("37e68f1c", ("</entry>",), ("<entry",), ("<entry",)),
+    "numbered-mnemonic": ("b2dae14c", ("backup", "mnemonic", "recovery", "secret", "seed"), ("backup", "mnemonic",
+        "recovery", "secret", "seed"), ("\n",)),
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), (), (":",)),
     "authorization-header": ("3d70873d", ("authorization",), (), ()),
     "scheme-and-token-arguments": ("2715707f", ("basic", "bearer", "token"), (), (",",)),
