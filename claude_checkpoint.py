@@ -2022,7 +2022,7 @@ def looks_like_chosen_password(value: str) -> bool:
 # end a name (dbPassword); short ones and other languages' stand alone.
 _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword"
-    r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network"
+    r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad)[ \-]?codes?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
@@ -2201,7 +2201,7 @@ def _names_machine_value(word: str) -> bool:
     """Whether a credential word names a key, a token or a secret (_MACHINE_CREDENTIAL_PARTS): a
     value a machine makes (a Wi-Fi network's key is a passphrase people choose). Asked of the same
     few words at every match, hence remembered."""
-    return _regex(_MACHINE_CREDENTIAL_PARTS).search(word) is not None and _regex(r"(?i)wpa|wi-?fi|wlan|network").search(word) is None
+    return _regex(_MACHINE_CREDENTIAL_PARTS).search(word) is not None and _regex(r"(?i)wpa|wi-?fi|wlan|network|shared").search(word) is None
 
 
 @_remembered
@@ -3522,6 +3522,10 @@ base64-user-password         user-password-base64   (?i)(?:(?:auth|ident|basic|c
 #   catch: //npm.example.com/:_auth=«YnVpbGQ6R3LDvG5rb2hsITUy»
 #   catch: secureJsonData:\n  httpHeaderValue1: "Basic «Z3JhZmFuYTpjaWFzdGtvLjg1NA==»"
 #   keep:  Grafana supports basic authentication for the Loki datasource
+# ESP-IDF's NVS partition CSV: `pass,data,string,…` (key, type, encoding, value).
+nvs-csv-value                assignment             (?m)^{SECRETISH_NAME}(?P<name>[A-Za-z_]\w{0,40}),data,(?:string|binary|hex2bin|base64),(?P<s>[^\n,]{4,256})$
+#   catch: key,type,encoding,value\nwifi,namespace,,\nssid,data,string,greenhouse\npass,data,string,«1k7tiqxPYoN6rsakuRFJtrO2»
+#   keep:  ssid,data,string,greenhouse\nmqtt_host,data,string,broker.local
 # Java's XML properties: `<entry key="db.password">…</entry>`.
 xml-entry-key                assignment             <entry[ \t]+key[ \t]*=[ \t]*"(?P<name>[\w.:\-]{1,80})"[ \t]*>(?P<s>[^<\n]{1,512})</entry>
 #   catch: <properties>\n  <entry key="db.user">report</entry>\n  <entry key="db.password">«katarina=kira93»</entry>
@@ -3584,14 +3588,16 @@ auth-user-password           user-password          (?i)(?<![\w\-])(?:stats[ \t]
 #   catch: stats auth admin:«sinaasappel?341»
 #   keep:  stats auth admin:${HAPROXY_STATS_PASSWORD}
 # A network device's secret or password line (Cisco IOS and its kin), with or without its type digit.
-device-secret-line           not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:enable|username[ \t]+\S+(?:[ \t]+privilege[ \t]+\d+)?)[ \t]+(?:secret|password)(?:[ \t]+[0-9])?[ \t]+(?P<s>\S+)
+device-secret-line           not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:enable|username[ \t]+\S+(?:[ \t]+(?:privilege|role)[ \t]+\S+){0,2})[ \t]+(?:secret|password)(?:[ \t]+[0-9])?[ \t]+(?P<s>\S+)
 #   catch: username netadmin privilege 15 secret «aycicek_356»
+#   catch: username admin privilege 15 role network-admin secret 0 «otter+walrus+tiger»
 #   catch: enable secret 0 «Xk29mPq7zLw4Rt8V»
 #   keep:  username netadmin privilege 15 secret ${ENABLE_SECRET}
 #   catch: switch01(config)# enable secret «Cactus1986!»
 # A Cisco-like device's other keys: an IKE pre-shared key, a TACACS+ or RADIUS key (type 7 is reversible).
-device-key-line              not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:crypto[ \t]+isakmp[ \t]+key|(?:tacacs|radius)-server(?:[ \t]+host[ \t]+\S+)?[ \t]+key|key(?=[ \t]+[07][ \t]))(?:[ \t]+[07](?=[ \t]))?[ \t]+(?P<s>\S+)
+device-key-line              not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:crypto[ \t]+isakmp[ \t]+key|(?:tacacs|radius)-server(?:[ \t]+host[ \t]+\S+(?:[ \t]+[\w\-]+[ \t]+\d+){0,4})?[ \t]+key|key(?=[ \t]+[07][ \t]))(?:[ \t]+[07](?=[ \t]))?[ \t]+(?P<s>\S+)
 #   catch: crypto isakmp key «kettle_hazel_raven_falcon» address 10.98.67.178
+#   catch: radius-server host 172.31.222.227 auth-port 1812 acct-port 1813 key «tRf30vdfGZzoBJDG»
 #   catch: tacacs server ISE01\n address ipv4 192.168.7.116\n key 7 «18bea04ef0452157e9»
 #   keep:  crypto isakmp policy 10\n encr aes 256\n authentication pre-share
 # A routing protocol's or a key chain's key on Cisco-like gear (OSPF's message-digest-key, a key chain's key-string, Junos' authentication-key).
@@ -4630,6 +4636,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: restic -r s3:s3.amazonaws.com/bk backup /srv  # RESTIC_PASSWORD=«willow sonnenschein tesouro pepper»
 #   catch: MATCH_GIT_URL=git@github.com:nordlight/certificates.git\nMATCH_PASSWORD=«arena rocket barrel symbol abandon8»
 #   catch: wireless-security: ssid "Lab-Jigsaw8" wpa2-psk passphrase «marble willow sparrow pickle dolphin 58»
+#   catch: (Cisco Controller) >show wlan 6\n WPA2 Pre-Shared Key..........................  «C0pp3r-215»
 #   keep:  set the passphrase in the router settings page
 #   catch: De wachtzin voor de backup: «Olga1980!»
 #   catch: [10:43] me: which creds?\n[10:43] dana: admin / «H41SJ7Yj0AGfV443fhDKv3Dn6UvGUpWAQ7VU»
@@ -5769,6 +5776,9 @@ RULE_WORDS = {
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
+    "nvs-csv-value": ("8378b06d", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
+        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd",
+        "secret", "seed", "session", "token")),
     "xml-entry-key": ("37e68f1c", ("</entry>",), ("<entry",), ("<entry",)),
     "numbered-mnemonic": ("b2dae14c", ("backup", "mnemonic", "recovery", "secret", "seed"), ("backup", "mnemonic",
         "recovery", "secret", "seed"), ("\n",)),
@@ -5786,8 +5796,8 @@ RULE_WORDS = {
     "expect-send-password": ("f92ffee4", ("expect",), ("expect",), ("send",)),
     'java-char-array-password': ('c9c36271', ('".tochararray()',), (), ()),
     "auth-user-password": ("02b0db0a", ("auth",), (), (":",)),
-    "device-secret-line": ("8b59ec24", ("enable", "username"), (), ("password", "secret")),
-    "device-key-line": ("9c5571b0", ("-server", "crypto", "key"), (), ()),
+    "device-secret-line": ("2cf4422f", ("enable", "username"), (), ("password", "secret")),
+    "device-key-line": ("a412720f", ("-server", "crypto", "key"), (), ()),
     "device-routing-key": ("0c5d5c9b", ("authentication-key", "key-string", "message-digest-key"),
         ("authentication-key", "ip", "key-string", "message-digest-key"), ()),
     "junos-secret-data": ("9c189343", ("$9$",), ("$9$",), ()),
@@ -6031,7 +6041,7 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
-    "context-credential-word": ("3291941f", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("b6ebee2c", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds",
         "door", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz",
         "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz",
@@ -6052,10 +6062,10 @@ RULE_WORDS = {
         "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu",
         "nenosiri", "network", "nsec", "nyckel", "panel", "parol", "parola", "parool", "pass", "passcode", "passord",
         "passowrd", "passphrase", "passwd", "password", "passwort", "passwrod", "pasw", "phrase de passe",
-        "phrase secr", "pin", "private", "psk", "pssword", "puk", "pw", "pwd", "recovery", "root", "safe", "salasana",
-        "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre",
-        "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
-        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
+        "phrase secr", "pin", "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "recovery", "root", "safe",
+        "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session",
+        "sifre", "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wachtzin", "wi", "wlan",
+        "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
         "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
         "암호", "액세스", "인증", "토큰"), ()),
