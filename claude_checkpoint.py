@@ -3571,10 +3571,12 @@ user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}
 #   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
 #   keep:  node app.js | pino-http-send -u http://localhost:8080/logs
 #   keep:  Example: `curl -u admin:admin http://localhost:8080/api/health` (default dev credentials)
-# `curl -u KEY:`: an API key as the user, with no password (Stripe's, Mailgun's).
-user-is-the-key-flag         random                 -(?<![\w-]-)[a-zA-Z]{0,3}u[ \t]+["']?(?P<s>[A-Za-z0-9_\-]{20,128}):(?=["']?(?:\s|$))
+# `curl -u KEY:`: an API key as the user, with no password (Stripe's, Mailgun's), or a key of 40 or more before its secret (OPNsense's).
+user-is-the-key-flag         random                 -(?<![\w-]-)[a-zA-Z]{0,3}u[ \t]+["']?(?P<s>[A-Za-z0-9_\-]{20,128}):(?=["']?(?:\s|$)|(?<=[A-Za-z0-9_\-]{40}:))
 #   catch: curl -su «cbcbde92fe1a5fb2ae740f81be25a92e6301a99b»: https://api.piedpiper.dev/v2/charges?limit=3
 #   keep:  curl -u deploy: https://ci.example.com/api
+#   catch: curl -sk -u "«0E2trYpyWEmegGU0C3XCZIwzTNEmI5jJHBIFKoTVSTDxL0UzaedKKeZU1EDgBmjVbHWn9HMuHivy3oUY»:$OPN_SECRET" https://opnsense.lan/api/core/firmware/status
+#   keep:  curl -u deploybot2024build:$CI_PASS https://ci.example.com
 # An expect script's answer to a password prompt: `expect "Password:"` then `send "…\r"`.
 expect-send-password         not-reference          (?i)expect[ \t]+(?:-\w+[ \t]+)*"[^"\n]{0,40}(?:pass|pin|secret|token|phrase)[^"\n]{0,40}"[ \t]*\r?\n[ \t]*send[ \t]+(?:--[ \t]+)?"(?P<s>[^"\n\\]{1,256})
 #   catch: spawn su - oracle\nexpect "Password:"\nsend "«Café2001»\r"
