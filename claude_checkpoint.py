@@ -2492,7 +2492,7 @@ def _answered_password(match: Any) -> list:
                             or _regex(_ASKING).search(_line_before(text, match.start(), 80))):
         return []
     machine = _names_machine_value(match.group())  # "which creds?": only a machine-made answer
-    speaker = _regex(r"[ \t]*[*_]{0,2}[\w .\-]{1,30}[*_]{0,2}[ \t]+\d{1,2}:\d\d(?:[ \t]?[AaPp][Mm])?[ \t]*\r?\n").match(text, line_end + 1)
+    speaker = _regex(r"[ \t]*[*_]{0,2}[\w .\-]{1,30}[*_]{0,2}[ \t]+\d{1,2}:\d\d(?::\d\d)?(?:[ \t]?[AaPp][Mm])?[ \t]*\r?\n").match(text, line_end + 1)
     if speaker:
         line_end = speaker.end() - 1  # Slack's copy: the speaker and the time on a line of their own, the message below
     answer = _regex(r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
@@ -4525,6 +4525,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  Video walkthrough of the new token flow: https://www.youtube.com/watch?v=UoLTkAfXI8o&t=481s
 #   keep:  password_hashers check: PBKDF2PasswordHasher iterations=720000, Argon2PasswordHasher available
 #   catch: Tietokannan salasana on «Kissa2024!»
+#   catch: alice  13:16:17\nwhat's the grafana admin pw again?\nbob  13:16:17\n«tomasisland91».\nalice  13:16:17\nthx, in
 #   catch: Hasło do konta serwisowego NOVAKA na AS/400: «TIGER97X» (ważne do końca kwartału).
 #   catch: - [x] zmienić hasło do panelu Proxmox na «Dragon1982_»
 #   catch: I changed the password for the kiosk to «Hana-2007kiosk» yesterday
