@@ -5214,7 +5214,7 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
         if secret in text:
             count += text.count(secret)
             text = text.replace(secret, REDACTED)
-    table, scan = _rule_table(), _Scan(text)
+    table, scan, replaced = _rule_table(), _Scan(text), []
     todo = scan.rules()
     while todo:
         index = todo.pop(0)
@@ -5222,12 +5222,24 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
         first = next(matches, None)
         if first is None:
             continue  # most rules find nothing in most texts: no call, no new text
-        text, hits = _apply_rule(table[index][0], _compiled_rule(index)[0], text, [first, *matches])
+        text, hits = _apply_rule(table[index][0], _compiled_rule(index)[0], text, [first, *matches], replaced)
         if hits:  # a new text: the rules after this one run on what it holds now
             count += hits
             before, scan = scan, _Scan(text, before=scan)
             if scan.held != before.held:  # seldom: «redacted» made a word a rule needs
                 todo = [later for later in scan.rules() if later > index]
+    return _redact_again(text, count, replaced)
+
+
+def _redact_again(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with every other whole occurrence of a value redacted somewhere in it also
+    redacted: a password found in what a tool printed is the same password in the command that
+    gave it (`-p 'cobalt-1977+'` … `with password 'cobalt-1977+'`)."""
+    values = sorted({value for value in replaced if len(value) >= 8 and REDACTED not in value and value in text}, key=len, reverse=True)
+    for value in values:
+        import re
+        text, hits = re.subn(r"(?<![\w+/=.\-])" + re.escape(value) + r"(?![\w+/=\-])", REDACTED, text)
+        count += hits
     return text, count
 
 
@@ -5521,10 +5533,10 @@ def _longest_needed(one: Optional[frozenset], other: Optional[frozenset]) -> Opt
     return one if min(map(len, one)) >= min(map(len, other)) else other
 
 
-def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = None) -> tuple:
-    """Replace the "s" span of each accepted match (of matches, by default pattern.finditer(text)).
-    Values are often captured in a lookahead, so a rejected match (`client = Client(api_key="…")`)
-    does not hide the match inside it."""
+def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = None, replaced: Optional[list] = None) -> tuple:
+    """Replace the "s" span of each accepted match (of matches, by default pattern.finditer(text)),
+    adding each value replaced to `replaced` when given. Values are often captured in a lookahead,
+    so a rejected match (`client = Client(api_key="…")`) does not hide the match inside it."""
     pieces, position, hits = [], 0, 0
     encrypted = encrypted_ranges(text)
     for match in pattern.finditer(text) if matches is None else matches:
@@ -5534,6 +5546,8 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
             if start < position or start >= end or REDACTED in text[start:end] or encrypted and _in_ranges(encrypted, start):
                 continue
             pieces += [text[position:start], REDACTED]
+            if replaced is not None:
+                replaced.append(text[start:end])
             position = end
             hits += 1
     if not hits:

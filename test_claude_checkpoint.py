@@ -981,6 +981,17 @@ class TestRedaction(unittest.TestCase):
                 self.assertGreaterEqual(recall, 0.97 if name in NEWEST_CORPORA else 0.99, [c["text"][:80] for c in missed])
                 self.assertGreaterEqual(keep, 0.98, [c["text"][:80] for c in mangled])
 
+    def test_a_value_redacted_once_is_redacted_wherever_it_stands_in_the_text(self):
+        # The spray's output names the password a rule catches; the command above gave the same one.
+        text = ("python3 o365spray.py --spray -U users.txt -p 'cobalt-1977+' --domain example.es\n"
+                "[2024-12-01T09:50:45Z] o365spray :: Spraying 318 users with password 'cobalt-1977+'\n")
+        redacted, count = cc.redact(text)
+        self.assertNotIn("cobalt-1977+", redacted)
+        self.assertEqual(count, 2)
+        # Only whole values: the same characters inside a longer token stay.
+        redacted, _ = cc.redact("the password is Xk29!mPq7z\nbuild Xk29!mPq7zLw3 passed\n")
+        self.assertIn("Xk29!mPq7zLw3", redacted)
+
     def test_every_free_text_field_is_redacted(self):
         cp = make_checkpoint(goal=f"use {GHP}", tasks=[cc.Task(f"rotate {AKIA}")], summary=f"jwt {JWT}",
                              next_steps=[f"t={GHP}"], decisions=[f"not {SLACK}"],
