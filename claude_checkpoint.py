@@ -5201,12 +5201,13 @@ def secret_rule(text: str, known_secrets: Iterable[str] = (), rules: bool = True
     return find_secret(text) if rules else None
 
 
-def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
+def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] = None) -> tuple:
     """Return (text with secrets replaced by «redacted», number of replacements).
     known_secrets are exact values to remove wherever they appear (the server's own
     secret environment variables), longest first so that no value is left half replaced.
-    A rule runs only on a text that holds a word of each set its matches need (_Scan.rules),
-    and only where its matches can start (_Scan.matches)."""
+    The values the rules replaced are added to `found` when it is given (a checkpoint's other
+    fields are then redacted of them too). A rule runs only on a text that holds a word of each
+    set its matches need (_Scan.rules), and only where its matches can start (_Scan.matches)."""
     if not text:
         return text, 0
     count = 0
@@ -5228,6 +5229,8 @@ def redact(text: str, known_secrets: Iterable[str] = ()) -> tuple:
             before, scan = scan, _Scan(text, before=scan)
             if scan.held != before.held:  # seldom: «redacted» made a word a rule needs
                 todo = [later for later in scan.rules() if later > index]
+    if found is not None:
+        found += replaced
     return _redact_again(text, count, replaced)
 
 
@@ -5638,24 +5641,43 @@ class Redactor:
     def __init__(self, known_secrets: Iterable[str] = ()):
         self.known_secrets = tuple(sorted(known_secrets, key=len, reverse=True))  # sorted once, used per field
         self.count = 0
+        self.found: Optional[list] = None  # the values replaced, while a checkpoint's fields are redacted
+
+    def checkpoint(self, cp: Checkpoint) -> Checkpoint:
+        """Every free-text field redacted, then each of them again of the values found in any
+        (a password caught in a command is the same password in the summary)."""
+        self.found = []
+        first = self._fields(cp, self.text)
+        found, self.found = self.found, None
+        if not found:
+            return first
+        return self._fields(first, lambda value: self._again(value, found))
 
     def text(self, value: Optional[str]) -> Optional[str]:
         if value is None:
             return None
-        value, hits = redact(value, self.known_secrets)
+        value, hits = redact(value, self.known_secrets, self.found)
         self.count += hits
         return value
 
-    def checkpoint(self, cp: Checkpoint) -> Checkpoint:
+    def _again(self, value: Optional[str], found: list) -> Optional[str]:
+        if value is None:
+            return None
+        value, hits = _redact_again(value, 0, found)
+        self.count += hits
+        return value
+
+    @staticmethod
+    def _fields(cp: Checkpoint, redacted: Any) -> Checkpoint:
         return replace(
             cp,
-            goal=self.text(cp.goal),
-            tasks=[Task(self.text(t.description), t.status) for t in cp.tasks],
-            summary=self.text(cp.summary),
-            next_steps=[self.text(s) for s in cp.next_steps],
-            decisions=[self.text(d) for d in cp.decisions],
-            modified_files=[replace(f, note=self.text(f.note)) for f in cp.modified_files],
-            recent_commands=[replace(c, command=self.text(c.command), note=self.text(c.note))
+            goal=redacted(cp.goal),
+            tasks=[Task(redacted(t.description), t.status) for t in cp.tasks],
+            summary=redacted(cp.summary),
+            next_steps=[redacted(s) for s in cp.next_steps],
+            decisions=[redacted(d) for d in cp.decisions],
+            modified_files=[replace(f, note=redacted(f.note)) for f in cp.modified_files],
+            recent_commands=[replace(c, command=redacted(c.command), note=redacted(c.note))
                              for c in cp.recent_commands],
         )
 

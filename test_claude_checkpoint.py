@@ -950,12 +950,12 @@ class TestRedaction(unittest.TestCase):
     def test_a_row_is_judged_under_its_own_header(self):
         # Rows are remembered with their table's columns (_secret_cells): the same row under a
         # header that names another column is judged again, not given the first table's answer.
+        # (Two texts: in one, a value redacted once is redacted wherever it stands.)
         row = "| Xk29mPq7zLw4Rt8V | a |"
-        text = f"| password | user |\n|---|---|\n{row}\n\nthen:\n\n| user | password |\n|---|---|\n{row}\n"
+        under_password, under_user = f"| password | user |\n|---|---|\n{row}\n", f"| user | password |\n|---|---|\n{row}\n"
         for _ in range(2):  # the second time, from what was remembered
-            redacted, _ = cc.redact(text)
-            self.assertEqual(redacted.count("Xk29mPq7zLw4Rt8V"), 1, redacted)
-            self.assertEqual(redacted.count(cc.REDACTED), 1, redacted)
+            self.assertNotIn("Xk29mPq7zLw4Rt8V", cc.redact(under_password)[0])
+            self.assertEqual(cc.redact(under_user), (under_user, 0))
 
     def test_masked_values_are_read_once(self):
         # A run of x, X or dots could be split in exponentially many ways by the masked-value
@@ -991,6 +991,14 @@ class TestRedaction(unittest.TestCase):
         # Only whole values: the same characters inside a longer token stay.
         redacted, _ = cc.redact("the password is Xk29!mPq7z\nbuild Xk29!mPq7zLw3 passed\n")
         self.assertIn("Xk29!mPq7zLw3", redacted)
+
+    def test_a_value_found_in_one_field_is_redacted_in_every_field(self):
+        cp = make_checkpoint(summary="logged in to the router with Walrus#2024 at last",
+                             recent_commands=[cc.Command("sshpass -p 'Walrus#2024' ssh admin@10.0.3.7", 0)])
+        redactor = cc.Redactor()
+        text = json.dumps(redactor.checkpoint(cp).to_json())
+        self.assertNotIn("Walrus#2024", text)
+        self.assertEqual(redactor.count, 2)
 
     def test_every_free_text_field_is_redacted(self):
         cp = make_checkpoint(goal=f"use {GHP}", tasks=[cc.Task(f"rotate {AKIA}")], summary=f"jwt {JWT}",
