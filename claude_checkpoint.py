@@ -5646,12 +5646,13 @@ class Redactor:
     def checkpoint(self, cp: Checkpoint) -> Checkpoint:
         """Every free-text field redacted, then each of them again of the values found in any
         (a password caught in a command is the same password in the summary)."""
-        self.found = []
+        self.found, texts = [], []
         first = self._fields(cp, self.text)
-        found, self.found = self.found, None
-        if not found:
-            return first
-        return self._fields(first, lambda value: self._again(value, found))
+        self._fields(first, lambda value: texts.append(value) if value else None)
+        joined = "\n".join(texts)  # one look for each value: most were replaced wherever they stood
+        left = [value for value in set(self.found) if len(value) >= 8 and REDACTED not in value and value in joined]
+        self.found = None
+        return self._fields(first, lambda value: self._again(value, left)) if left else first
 
     def text(self, value: Optional[str]) -> Optional[str]:
         if value is None:
