@@ -1060,8 +1060,8 @@ def _is_reference(value: str) -> bool:
     named_like_a_password = first == "$" and _is_dollar_password(v)  # $Crimson58asdfgh is no variable
     if (first in "$%" and _regex(_LEADING_REFERENCE).match(v) and not named_like_a_password) or (first == "@" and _regex(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)").fullmatch(v) and not _own_sigil(v)):
         return True
-    if (not quoted and first in "[({") or (first == "<" and v[-1] == ">"):
-        return True
+    if (not quoted and first in "[({") or (first == "<" and v[-1] == ">") or "<" in v and ">" in v and _regex(r"<[A-Za-z][\w\- ]{1,29}>").search(v):
+        return True  # also a template's slots: `$2b$<cost>$<22-char salt>`
     if first == "%" and _regex(r"%[A-Za-z_][\w.\-]*(?::[^%\s]+)?%").fullmatch(v):
         return True  # TeamCity's parameters: %build.counter%, %vault:secret/data/ci/app!/password%
     if v.startswith("<<"):
@@ -1163,8 +1163,10 @@ def _is_identifier_like(value: str) -> bool:
 
 
 def _is_path_or_version(value: str) -> bool:
-    """`./keys/bastion.pem`, `exports/2024-09-16.parquet`, `^9.0.2`: not secrets."""
+    """`./keys/bastion.pem`, `exports/2024-09-16.parquet`, `^9.0.2`, `bastion-qa1.lan.key`: not secrets."""
     v = value.strip("\"'`")
+    if _regex(r"[\w.\-]+\.(?:key|pem|crt|cer|csr|der|p12|pfx|jks|keystore|pub|gpg|asc|kdbx)").fullmatch(v):
+        return True  # a file of keys by its name: `-inkey bastion-qa1.lan.key`
     if v.startswith(("./", "../", "~/")) or _regex(r"[A-Za-z]:\\[\w .\-]|/(?:dev|etc|run|var|tmp|home|usr|opt|proc|srv|mnt|Users|Library|Volumes)(?:/|\s|$)").match(v):
         return True
     if v.startswith("/") and _regex(r"(?:/[\w.\-]+)+/?").fullmatch(v) and (
@@ -1186,8 +1188,8 @@ def _is_path_or_version(value: str) -> bool:
 def _looks_random(value: str) -> bool:
     """A value with no spaces that mixes letters and digits over 16+ characters."""
     v = value.strip("\"'")
-    if len(v) < 16 or any(c.isspace() for c in v) or "://" in v or "${" in v or _is_path_or_version(v) or _is_escaped_text(v):
-        return False
+    if len(v) < 16 or not v.isascii() or any(c.isspace() for c in v) or "://" in v or "${" in v or _is_path_or_version(v) or _is_escaped_text(v):
+        return False  # (a sentence in Japanese is no key: `DB_PASSWORD から読み込みます`)
     if _regex(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d").search(v):
         return False  # a timestamp
     # Digits and letters both: random keys almost always have both; CamelCaseNames never do.
@@ -1684,8 +1686,8 @@ def _accept_named_in_prose(match: Any) -> bool:
     it ("u7zj… is the password for …"). Hex needs a connector (`was`, `to`, `=`) and no commit or
     hash nearby, so that "the token fix landed in 2b7e…" stays."""
     text, start, end, value = match.string, match.start("s"), match.end("s"), match.group("s")
-    if _names_no_token(value):
-        return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`
+    if _names_no_token(value) or "<" in value and ">" in value:
+        return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup or a template's slot (`<22-char salt><31-char hash>`)
     before = text[max(0, start - 100):start]
     before = before[before.rfind("\n") + 1:]
     ends = list(_regex(r"[.!?]\s+(?=[A-Z])").finditer(before)) if "." in before or "!" in before or "?" in before else ()
@@ -2021,7 +2023,7 @@ def looks_like_chosen_password(value: str) -> bool:
 # Words that name a credential, in the languages sessions are written in. Long English words may
 # end a name (dbPassword); short ones and other languages' stand alone.
 _CREDENTIAL_WORDS = (
-    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword"
+    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad)[ \-]?codes?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
@@ -2126,7 +2128,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically") + r")(?![\w'’\-])"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
-              r"|(?<![\w'’])(?<!ed )(?<!ing )on(?![\w'’\-])"  # Finnish's and Estonian's "is", not English's "enabled on db-01"
+              r"|(?<![\w'’])on(?![\w'’\-])"  # Finnish's and Estonian's "is" (after their words only: _given_password)
               r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
@@ -2242,7 +2244,9 @@ def _given_password(match: Any) -> list:
         worded = sign in (":", "：") and _regex(r"(?<![^\W_])[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)", not 0x33bb
         place = text[max(start, given.start(group) - 5):given.start(group)].rstrip().lower() in ("auf", " auf") and _regex(
             r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+").fullmatch(given.group(group))  # German's `auf` before a machine's name: "… auf worker-14 wurde …"
-        if not place and _is_given_password(word, _value_span(given, group, text), not sign or prose or worded, text, given.start(group)):
+        english_on = _regex(r"(?i)\bon[ \t]*[\"'«“(`]?[ \t]*$").search(text, start, given.start(group)) and not _regex(
+            r"(?i)salasan|parool|avain|tunnus|koodi|pin").match(word)  # "admin on grafana-02": a place, not Finnish's "is"
+        if not place and not english_on and _is_given_password(word, _value_span(given, group, text), not sign or prose or worded, text, given.start(group)):
             return [_value_span(given, group)]
         between = text[start:given.start(group)]
         in_aside = between.count("(") > between.count(")")  # "klucz API do bramki (…, to jest produkcja!): X"
@@ -4271,6 +4275,7 @@ typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDEN
 secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME}(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+){VALUE}
 #   catch: tool --password «hunter2» --verbose
 #   catch: mysqldump --single-transaction -u backup --password=«AefEAUzFksjiQXsuQVI» shop > shop.sql
+#   keep:  openssl pkcs12 -export -in bastion-qa1.lan.crt -inkey bastion-qa1.lan.key -out bastion-qa1.lan.p12 -passout file:/run/secrets/p12_pass
 #   catch: keytool -genkeypair -keystore server.jks -storepass «4Ax9_g7=x7o9n_M» -keypass «W5i-Kp2=aq»
 #   keep:  psql --password-file /run/secrets/pw
 #   keep:  docker build --secret id=npmrc,src=$HOME/.npmrc .
@@ -4467,10 +4472,11 @@ use-value-for-login          chosen                 (?i)(?<![\w\-])use[ \t]+(?P<
 #   catch: [10:42] mike: use `«w4geXDVUwIRg!zXPihUfzA1z»` for the jenkins admin login, i'll change it monday
 #   keep:  use `npm ci` for the login service's build, not `npm install`
 # `pass X` in a note after a user's name, or a current, old or new one: "(user gitlab-runner, pass X)", "user=… pass=…".
-user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:name)?|login)(?:[ \t]*[:=][ \t]*|[ \t]+)[`'"]?[\w.@\-]{2,64}[`'"]?(?:[ \t]*[,;/][ \t]*|[ \t]+)|(?<![\w\-])(?:current|old|new|temp(?:orary)?|default|initial|use|using|with|la)[ \t]+)pass(?:[ \t]*[:=][ \t]*|[ \t]+)[`'"]?(?P<s>[^\s()`'"]{6,64}?)[`'"]?(?=[)\].,;]?(?:\s|$))
+user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:name)?|login)(?:[ \t]*[:=][ \t]*|[ \t]+)[`'"]?[\w.@\-]{2,64}[`'"]?(?:[ \t]*[,;/][ \t]*|[ \t]+)|(?<![\w\-])(?:current|old|new|temp(?:orary)?|default|initial|use|using|with|la)[ \t]+)pass(?:[ \t]*[:=][ \t]*|[ \t]+(?:(?:is|was|now)[ \t]+)?)[`'"]?(?P<s>[^\s()`'"]{6,64}?)[`'"]?(?=[)\].,;]?(?:\s|$))
 #   catch: temp: hardcode db creds for demo (user gitlab-runner, pass «asdf;lkj?376»)
 #   catch: SMTP auth failed user=yuki.emma@example.com pass=«pierre1984» code=535
 #   catch: - [ ] rotate the FTP account (current pass «Puzzjonas32764»)
+#   catch: > yes, temp pass was `«1q2w3e4r&47»`, you'll have to change it on login
 #   catch: I tried with the credentials from the ticket (user `svc_report`, pass `«GraniteGecko-2000»`) and the SFTP server rejects them
 #   catch: per il deploy usa l'utente reporting con la pass «fjäril.1450» — poi la cambiamo
 #   keep:  user alice, pass the token to the next step
@@ -4482,6 +4488,7 @@ prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'
 #   catch: Heads up: the auth token was rotated this morning; the old one was «79cd48618c6db19bb7a985129e943407».
 #   catch: connected to staging (user app_rw, password «9wru%0%GvJl3xk») and ran the migration
 #   catch: 2FA recovery codes for the ops account: «xh62-x8i0», «w3ye-5uj6»
+#   keep:  Password hashes are stored as `$2b$<cost>$<22-char salt><31-char hash>`; we currently use cost 13.
 #   keep:  $ az storage account keys list -n dataconrv7n9 --query '[].keyName' -o tsv
 #   keep:  PasswordValidationError: password must contain a digit (release geo-enrich@c6a2157cfa51)
 #   catch: Remember that «u7zjBR63weraW]u2/» is the password for the Jenkins admin user.
@@ -4527,6 +4534,9 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: Tietokannan salasana on «Kissa2024!»
 #   catch: alice  13:16:17\nwhat's the grafana admin pw again?\nbob  13:16:17\n«tomasisland91».\nalice  13:16:17\nthx, in
 #   catch: Hasło do konta serwisowego NOVAKA na AS/400: «TIGER97X» (ważne do końca kwartału).
+#   catch: fyi the pasword for the grafana admin on grafana-02 is now «Spring450!» (reset it yesterday)
+#   catch: ok so the tokn for the staging webhook relay is «JmV28quj7QKDK1G9vSUC66PGQW4u0ARq7Avq» , i rotated the old one already
+#   keep:  パスワードは環境変数 DB_PASSWORD から読み込みます。トークンの有効期限は79分です。
 #   catch: - [x] zmienić hasło do panelu Proxmox na «Dragon1982_»
 #   catch: I changed the password for the kiosk to «Hana-2007kiosk» yesterday
 #   keep:  - [ ] change the password for the kiosk to something longer
@@ -5832,7 +5842,7 @@ RULE_WORDS = {
         "sqlcmd"), ("-p",)),
     "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",), ("-w",)),
     "user-password-flag": ("27b43ae7", ("-",), (), ()),
-    "user-is-the-key-flag": ("ff7319b1", ("-",), (), (":",)),
+    "user-is-the-key-flag": ("48b95935", ("-",), (), (":",)),
     "expect-send-password": ("f92ffee4", ("expect",), ("expect",), ("send",)),
     'java-char-array-password': ('c9c36271', ('".tochararray()',), (), ()),
     "auth-user-password": ("02b0db0a", ("auth",), (), (":",)),
@@ -6075,40 +6085,40 @@ RULE_WORDS = {
     "quoted-login-pair": ("57828586", ("as", "cred", "credentials", "login", "using", "with"), ("as", "cred",
         "credentials", "login", "using", "with"), ("/",)),
     "use-value-for-login": ("9b81c68f", ("use",), ("use",), ("as", "for")),
-    "user-then-pass-in-prose": ("7b019b86", ("pass",), ("current", "default", "initial", "la", "login", "new", "old",
+    "user-then-pass-in-prose": ("09926196", ("pass",), ("current", "default", "initial", "la", "login", "new", "old",
         "temp", "use", "user", "using", "with"), ("current", "default", "initial", "la", "login", "new", "old", "temp",
         "use", "user", "using", "with")),
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
-    "context-credential-word": ("b6ebee2c", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("94c2c1c2", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds",
         "door", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz",
         "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz",
         "klíč", "kunci", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau",
         "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "panel", "parol", "parola",
-        "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
-        "passwrod", "pasw", "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk", "pw", "pwd", "safe",
-        "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "session", "sifre",
-        "slapta", "sleutel", "token", "tokens", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ",
-        "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح",
-        "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼",
-        "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ("access", "account",
-        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
-        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "contrase", "credential", "creds",
-        "deploy", "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla",
-        "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá",
-        "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "losenfras", "losenord",
-        "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu",
-        "nenosiri", "network", "nsec", "nyckel", "panel", "parol", "parola", "parool", "pass", "passcode", "passord",
-        "passowrd", "passphrase", "passwd", "password", "passwort", "passwrod", "pasw", "phrase de passe",
-        "phrase secr", "pin", "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "recovery", "root", "safe",
-        "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session",
-        "sifre", "signing", "slapta", "sleutel", "token", "tokens", "unseal", "wachtwoord", "wachtzin", "wi", "wlan",
-        "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
-        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
-        "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
-        "암호", "액세스", "인증", "토큰"), ()),
+        "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
+        "passwrod", "pasw", "pasword", "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk", "pw", "pwd",
+        "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "session", "sifre",
+        "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός",
+        "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
+        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令",
+        "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ("access",
+        "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer",
+        "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "contrase", "credential",
+        "creds", "deploy", "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has",
+        "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad",
+        "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "losenfras",
+        "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo",
+        "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "panel", "parol", "parola", "parool", "pass", "passcode",
+        "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw",
+        "pasword", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk", "pssword", "puk", "pw", "pwd",
+        "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
+        "service", "session", "sifre", "signing", "slapta", "sleutel", "token", "tokens", "tokn", "unseal",
+        "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
+        "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन",
+        "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号",
+        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("f0ea1ef6", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
         "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang",
         "user", "zugang", "åtkomst", "доступ"), ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
