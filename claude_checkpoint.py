@@ -1670,13 +1670,14 @@ _PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*[:=]?[ \t]*[\"'`]?$"  # `pa
 _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
                        "ifre", "jeton", "kennwort", "key", "klucz", "kunci", "nyckel", "parola", "pass", "pin", "pw", "recovery",
                        "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord",
-                       "ключ", "парол", "токен")
+                       "ключ", "парол", "токен", "パスワード", "暗証番号", "トークン", "密码", "密碼", "口令", "令牌", "비밀번호", "암호")
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|release|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
     r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
-_PROSE_NAMED_AFTER = r"(?i)[)\]'\"`]*\s+(?:is|was|as|will be|=)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
+_PROSE_NAMED_AFTER = (r"(?i)[)\]'\"`]*(?:\s+(?:is|was|as|will be|=|es|era|est|ist|war|è|é|jest|är)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
+                      + r"|[ \t]*(?:が|は|是|为|為)[ \t]*(?:パスワード|暗証番号|トークン|密码|密碼|口令|令牌|비밀번호|암호))")  # "X es la contraseña …", "X がパスワードです"
 _PROSE_CONNECTOR = r"(?i)(?:\b(?:is|was|are|to|now|be|becomes|into|use|using)|[=:(\u2192]|->)\s*$"
 
 
@@ -2133,7 +2134,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
 _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：≔|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"|(?<![\w/.:])[a-z]{1,4}/[a-z0-9]{1,4}(?![\w/])){0,90}?(?:(?P<sign>[:：=≔]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
-                r"[ \t]*[\"'«“(`]?[ \t]*(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
+                r"[ \t]*[\"'«“(`]?[ \t]*(?:<(?:b|strong|code|em|i|tt|kbd|mark|span)\b[^<>\n]{0,40}>)?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # A credential word that names a passphrase, in the languages above.
 _PASSPHRASE_WORD = r"(?i)phrase|fras|wachtzin|kennsatz|フレーズ|短语|短語|문구"
@@ -2499,10 +2500,14 @@ def _answered_password(match: Any) -> list:
     speaker = _regex(r"[ \t]*[*_]{0,2}[\w .\-]{1,30}[*_]{0,2}[ \t]+\d{1,2}:\d\d(?::\d\d)?(?:[ \t]?[AaPp][Mm])?[ \t]*\r?\n").match(text, line_end + 1)
     if speaker:
         line_end = speaker.end() - 1  # Slack's copy: the speaker and the time on a line of their own, the message below
-    answer = _regex(r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
+    blank = _regex(r"(?:[ \t>]*\r?\n){1,2}").match(text, line_end + 1)
+    if blank:
+        line_end = blank.end() - 1  # a blank line (in a quoted reply: `> `) between the question and its answer
+    answer = _regex(r"[ \t>]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[\w .\-]{1,30}:[ \t]+)?(?:[—–\-][ \t]+)?").match(text, line_end + 1)
     answer_end = text.find("\n", answer.end(), answer.end() + 300)  # one line, bounded
     for value in _regex(r"(?<![^\s,;(\"'`])[\"'`]?([^\s,;/\"'`]{4,128})(?![/\\])").finditer(text, answer.end(), answer.end() + 300 if answer_end < 0 else answer_end):
-        given = value.group(1).rstrip(".!?)")
+        quoted = text[value.start(1) - 1:value.start(1)] in ("`", "'", '"') and text[value.end(1):value.end(1) + 1] == text[value.start(1) - 1]
+        given = value.group(1) if quoted else value.group(1).rstrip(".!?)")  # in quotes, a ? or ! is the password's own
         if (looks_machine_generated(given) if machine else _is_given_password(match.group(), given, True, text, value.start(1))):
             return [(value.start(1), value.start(1) + len(given))]
         if _regex(_NOT_A_SECRET_BEFORE).search(text[answer.end():value.start()]):
@@ -2716,7 +2721,8 @@ def _find_printed_secrets(match: Any) -> list:
     if first_line and single and not _regex(r"\||(?<!2)>").search(single.string[single.end():]):  # not `… --plain | wc -c`, `> /dev/null` (`2>` still prints)
         value = first_line.group(1)
         printed_dollar = _regex(r"\$\w+").fullmatch(value)  # output is never a variable's name: $parrowcopp3r64
-        if (printed_dollar or not _is_reference(value)) and not _is_path_or_version(value) and "://" not in value and not _regex(
+        bracketed = value[:1] in "[({" and value[-1:] not in "]})" and _has_three_classes(value)  # `[4)eLT?Iu{t8*}…`, no list
+        if (printed_dollar or bracketed or not _is_reference(value)) and not _is_path_or_version(value) and "://" not in value and not _regex(
                 r"(?i)(?:error|usage|warning)\b").match(value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
     if _regex(r"ssm[ \t]+get-parameters?\b[^\n]*--with-decryption|secretsmanager[ \t]+get-secret-value|actuator/env/\S*(?i:pass|secret|token|key)").search(command):
@@ -3530,6 +3536,10 @@ base64-user-password         user-password-base64   (?i)(?:(?:auth|ident|basic|c
 nvs-csv-value                assignment             (?m)^{SECRETISH_NAME}(?P<name>[A-Za-z_]\w{0,40}),data,(?:string|binary|hex2bin|base64),(?P<s>[^\n,]{4,256})$
 #   catch: key,type,encoding,value\nwifi,namespace,,\nssid,data,string,greenhouse\npass,data,string,«1k7tiqxPYoN6rsakuRFJtrO2»
 #   keep:  ssid,data,string,greenhouse\nmqtt_host,data,string,broker.local
+# A LUKS volume key given in hex to cryptsetup (`--volume-key-file <(echo … | xxd -r -p)`).
+cryptsetup-volume-key        -                      --(?:volume|master)-key-file[ \t=]+<\([ \t]*(?:echo|printf)[ \t]+(?:-n[ \t]+)?["']?(?P<s>[0-9a-fA-F]{32,128})(?![0-9a-fA-F])
+#   catch: cryptsetup luksOpen --volume-key-file <(echo «fe4083deef02581aa8e5c5c4c94194e79ee42ed41965d4fe724fad79dace5640» | xxd -r -p) /dev/nvme0n1p3 root
+#   keep:  cryptsetup luksOpen --volume-key-file /root/volume.key /dev/nvme0n1p3 root
 # Java's XML properties: `<entry key="db.password">…</entry>`.
 xml-entry-key                assignment             <entry[ \t]+key[ \t]*=[ \t]*"(?P<name>[\w.:\-]{1,80})"[ \t]*>(?P<s>[^<\n]{1,512})</entry>
 #   catch: <properties>\n  <entry key="db.user">report</entry>\n  <entry key="db.password">«katarina=kira93»</entry>
@@ -4489,6 +4499,8 @@ prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'
 #   catch: connected to staging (user app_rw, password «9wru%0%GvJl3xk») and ran the migration
 #   catch: 2FA recovery codes for the ops account: «xh62-x8i0», «w3ye-5uj6»
 #   keep:  Password hashes are stored as `$2b$<cost>$<22-char salt><31-char hash>`; we currently use cost 13.
+#   catch: «Sunflower6232%» es la contraseña del usuario de backups en el NAS, por si la necesitas esta noche.
+#   catch: 検証環境の管理画面は «Spring2025@» がパスワードです（ユーザー名は admin）。
 #   keep:  $ az storage account keys list -n dataconrv7n9 --query '[].keyName' -o tsv
 #   keep:  PasswordValidationError: password must contain a digit (release geo-enrich@c6a2157cfa51)
 #   catch: Remember that «u7zjBR63weraW]u2/» is the password for the Jenkins admin user.
@@ -4532,7 +4544,9 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  Video walkthrough of the new token flow: https://www.youtube.com/watch?v=UoLTkAfXI8o&t=481s
 #   keep:  password_hashers check: PBKDF2PasswordHasher iterations=720000, Argon2PasswordHasher available
 #   catch: Tietokannan salasana on «Kissa2024!»
+#   catch: <p>Your temporary password is <b>«Forest22*»</b>. You will be asked to change it on first login.</p>
 #   catch: alice  13:16:17\nwhat's the grafana admin pw again?\nbob  13:16:17\n«tomasisland91».\nalice  13:16:17\nthx, in
+#   catch: > what's the password for the test tenant? I get 401 on login\n\nit's `«Ete1996?»` — same as last sprint, user is qa-hiro
 #   catch: Hasło do konta serwisowego NOVAKA na AS/400: «TIGER97X» (ważne do końca kwartału).
 #   catch: fyi the pasword for the grafana admin on grafana-02 is now «Spring450!» (reset it yesterday)
 #   catch: ok so the tokn for the staging webhook relay is «JmV28quj7QKDK1G9vSUC66PGQW4u0ARq7Avq» , i rotated the old one already
@@ -4854,6 +4868,8 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ heroku config -a gateway --json | jq 'keys'\n[\n  "DATABASE_URL",\n  "SECRET_KEY_BASE",\n  "WEB_CONCURRENCY"\n]
 #   catch: C:\> netsh wlan show profile name="Office-5G" key=clear\nSecurity settings\n    Authentication         : WPA2-Personal\n    Key Content            : «falcon.mango.walrus»
 #   catch: $ op read op://Private/db/password\n«Saffron.Summit1907»\n$ echo done
+#   catch: $ terraform output -raw rds_master_password\n«[4)eLT?Iu{t8*}ime#=()1_N»
+#   keep:  $ terraform output -raw subnet_ids\n["subnet-0a1b2c3d", "subnet-4e5f6a7b"]
 #   catch: $ kubectl exec deploy/ledger -- sh -c 'echo $INTERNAL_API_TOKEN'\n«TI2dyhDyehCIpljwHeYFMjpuWh3Z7Onj3dsgNQQW»
 #   catch: $ printenv PGPASSWORD\n«a52c7440109c2261df8dfdc1»
 #   catch: $ aws ssm get-parameter --name /prod/smtp/password --with-decryption\n{\n  "Parameter": {\n    "Value": "«yonder.tundra.90»",\n    "Version": 4\n  }\n}
@@ -5829,6 +5845,7 @@ RULE_WORDS = {
     "nvs-csv-value": ("8378b06d", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
         "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd",
         "secret", "seed", "session", "token")),
+    "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "xml-entry-key": ("37e68f1c", ("</entry>",), ("<entry",), ("<entry",)),
     "numbered-mnemonic": ("b2dae14c", ("backup", "mnemonic", "recovery", "secret", "seed"), ("backup", "mnemonic",
         "recovery", "secret", "seed"), ("\n",)),
