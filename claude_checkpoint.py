@@ -2170,7 +2170,7 @@ def _find_random_tokens(match: Any) -> list:
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
     if _regex(r"\.[a-z]{1,5}(?=[:/\s]|$)").match(text, match.end()):
         return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`
-    joined = _regex(r"[_\-][A-Za-z][\w\-]{0,40}").match(text, match.end())
+    joined = match.group()[-1:].isalpha() and _regex(r"[_\-][A-Za-z][\w\-]{0,40}").match(text, match.end())
     if joined and secret_strength(match.group() + joined.group()) == 0:
         return []  # a name the word begins that is about a secret: `password_hashers check: PBKDF2PasswordHasher`
     if _regex(r"arn:[\w\-]+:[\w\-]+:[\w\-*]*:[\w*]*:$").search(_line_before(text, match.start(), 120)):
@@ -4814,6 +4814,7 @@ context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|
 #   keep:  {"type": "login", "status": "ok", "session": "user-4471", "at": "2026-03-02T10:11:12Z"}
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
 context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>[^\n]{1,4096}))
+#   catch: curl 'https://github.com/settings' -b '_octo=GH1; logged_in=yes; same_site=«b2wRyyikMPtj65h7zYStRbxYCPxVOSuqEq2YeyzQ-kBYU2dO»'
 #   keep:  Cookie: _ga=GA1.2.344572755.7222572944; cookie_consent=accepted; theme=light
 #   keep:  Cookie: _ga=GA1.1.501702227.9419076251; _ga_J8DI95943U=GS1.1.1254970757.11.1.2200763613.0.0.0
 #   catch: curl -b 'sessionid=«k8Xq2Lm9Zr4Tw7VpB3nC»; csrftoken=«Qm7Xr2Kp9Lz4Tw8VbN3c5Dd»' https://app.example.com/api/me
@@ -5267,7 +5268,7 @@ def _redact_again(text: str, count: int, replaced: list) -> tuple:
     values = sorted({value for value in replaced if len(value) >= 8 and REDACTED not in value and value in text}, key=len, reverse=True)
     for value in values:
         import re
-        text, hits = re.subn(r"(?<![\w+/=.\-])" + re.escape(value) + r"(?![\w+/=\-])", REDACTED, text)
+        text, hits = re.subn(r"(?<![\w+/.\-])" + re.escape(value) + r"(?![\w+/=\-])", REDACTED, text)
         count += hits
     return text, count
 
