@@ -2067,10 +2067,12 @@ _INSIDE_ANOTHER_COMMAND = (r"(?:(?:kubectl|oc)[ \t]+exec\b[^\n|;&]{0,200}?[ \t]-
 # words may hold spaces when the first holds @, ~, / or [ (`[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`,
 # `~/api (release/4.7) $`), not code's `return self._key > other._key`; a virtualenv's `(.venv) ` before it;
 # themes' `ledger ❯`, `╰─$`, `└─$`, `➜  api git:(main) ✗`, `λ`, `→`; cmd's `C:\Users\dev>`; IPython's `In [12]:`.
-_PROMPT_LINE = (r"[ \t]*(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80}>|In[ \t]\[\d{1,5}\]:"
+_PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80}>|In[ \t]\[\d{1,5}\]:"
                 r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\\\[\]\-]{0,60}?)(?:[$%❯]|>{1,3})"
                 r"|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#|[\w.\-]{1,30}[ \t]+❯|[╰└]─{0,3}[$#%❯]"
-                r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|λ(?:[ \t]+[\w.~/\-]{1,40})?|→)[ \t]")
+                r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|λ(?:[ \t]+[\w.~/\-]{1,40})?|→"
+                r"|\[(?:bash|shell|sh|zsh|terminal|cmd|powershell|run|exec)\]|Command:)[ \t]"
+                r"|[⏺●][ \t]?(?:Bash|Shell|PowerShell|Terminal)\()")  # an agent's log of a tool call: `[bash] …`, `Command: …`, `● Bash(…)`
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
@@ -2713,7 +2715,9 @@ def _find_printed_secrets(match: Any) -> list:
     if _regex(r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK)").search(text[start:end]) and "PRIVATE" not in text[start:end]:
         return []  # `cat ca.pem` prints a certificate: public by design
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
-    first_line = _regex(r"[ \t]*(\S{4,4096})[ \t]*(?:\n|$)").match(text, start, end)
+    logged = _regex(r"(?:[ \t]*(?:Exit code:[ \t]*-?\d+|Output:|Stdout:)[ \t]*\r?\n)+").match(text, start, end)
+    start = logged.end() if logged else start  # an agent's log of the call: `Exit code: 0`, `Output:` before what it printed
+    first_line = _regex(r"[ \t]*(?:⎿[ \t]+)?(\S{4,4096})[ \t]*(?:\n|$)").match(text, start, end)  # Claude Code's ⎿ before output
     command = text[match.start():start].rstrip("\n")
     single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
     if first_line and first_line.end() >= end - 1 and len(first_line.group(1)) >= 16 and _regex(_SECRET_FILE_READ).search(command):
@@ -2731,7 +2735,7 @@ def _find_printed_secrets(match: Any) -> list:
     for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]+)(\S{6,256})[ \t]*$").finditer(text, start, end):
         if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
             spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`, `Private API Key b734…`
-    for line in _regex(r"(?m)^[ \t]*(?:b?([\"'])(?=[^\s\"']{8,128}\1[ \t]*$))?(\S{8,128}?)\1?[ \t]*$").finditer(text, start, end):
+    for line in _regex(r"(?m)^[ \t]*(?:⎿[ \t]+)?(?:b?([\"'])(?=[^\s\"']{8,128}\1[ \t]*$))?(\S{8,128}?)\1?[ \t]*$").finditer(text, start, end):
         word, first = line.group(2), line.start(2)  # a REPL's string without its quotes: b'16YPeG…='
         if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word)) and not _regex(
                 r"[A-Za-z_][\w.\-]*[=:]|#|\"[A-Z][A-Z0-9_]*\",?$").match(word) and not _is_masked_or_public(word) and not _regex(
@@ -2957,6 +2961,7 @@ def _find_wrapped_line(match: Any) -> list:
     """A line that continues a machine-made (or redacted) token at the end of the line before,
     when that line holds more than the token (not a PEM body or a certificate's lines)."""
     text, (end, line) = match.string, _line_above(match)
+    line = _regex(r"[ \t]*⎿[ \t]+").sub("", line, 1)  # Claude Code's mark before a tool's output is no name
     if not (_regex(r"\S[\s=:]+[^\s=:]+$").search(line) or line.strip() == REDACTED) or not _ends_machine_made(text, end):
         return []
     if _regex(r"[ \t]*[\w$.]+[ \t]*=(?!=)|[^\n]*;[ \t]*$").match(text, match.start("s"), match.end("s")) or _in_public_block(text, end):
@@ -4870,6 +4875,10 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: C:\> netsh wlan show profile name="Office-5G" key=clear\nSecurity settings\n    Authentication         : WPA2-Personal\n    Key Content            : «falcon.mango.walrus»
 #   catch: $ op read op://Private/db/password\n«Saffron.Summit1907»\n$ echo done
 #   catch: $ terraform output -raw rds_master_password\n«[4)eLT?Iu{t8*}ime#=()1_N»
+#   catch: ● Bash(kubectl -n argocd get secret argocd-initial-admin-secret -o jsonpath="{.data.password}" | base64 -d)\n  ⎿  «w0uEf3QXzCU2i2w7»
+#   catch: Tool: Bash\nCommand: doppler secrets get DATABASE_PASSWORD --plain -p reports -c preprod\nExit code: 0\nOutput:\n«lzbHnTOeGlKfzToHWlf~TgA*rq0SIuID»
+#   catch: [bash] security find-generic-password -s 'jenkins-preprod' -w\n«LarsLars17»
+#   keep:  ● Bash(git log --oneline -1)\n  ⎿  e609ce7 Fix the token refresh
 #   keep:  $ terraform output -raw subnet_ids\n["subnet-0a1b2c3d", "subnet-4e5f6a7b"]
 #   catch: $ kubectl exec deploy/ledger -- sh -c 'echo $INTERNAL_API_TOKEN'\n«TI2dyhDyehCIpljwHeYFMjpuWh3Z7Onj3dsgNQQW»
 #   catch: $ printenv PGPASSWORD\n«a52c7440109c2261df8dfdc1»
@@ -4976,6 +4985,7 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
 #   keep:  token rotated for build-2024-09-16\nINFO request finished
 #   keep:  Incident Identifier: C72970E2-982B-4F4E-9088-D428C15B7689\nCrashReporter Key:   8b93ce4255146c5525a5bad00137cb428aecba54
+#   keep:  ● Bash(git rev-parse HEAD && git describe --tags)\n  ⎿  aa82cce6ad781fbd1c1193813efb3c8d2d00ad74\n     v4.18.9-12-ge609ce7
 #   catch: forwarding upstream with header Authorization=Bearer\n  | «eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhYjFmZjkxOC0wMzI4LTQ3NjYtOWI»\n  | «wMS04ZmI0MjU4ZjAxMGIiLCJpYXQiOjE3NDU0ODQ0NjcsInNjb3BlIjoiYWRtaW4iLCJleHAiOjE»
 #   catch: oidc: exchanged code, access_token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»\n«_qg-vIKqTKjR878E0mJC9mOOpNgy-gWtNQ7cF» expires_in=3600
 #   keep:  yprime = np.array([1.73307544e-02,\n    6.49376470e-06,
@@ -6182,12 +6192,12 @@ RULE_WORDS = {
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
     "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
-    "context-selected-columns": ("03799571", ("select",), ("select",), ("from",)),
-    "context-repl-generated-key": ("eca72d6c", ("gen_secret", "generate_key", "generate_secret",
+    "context-selected-columns": ("fecbdfcc", ("select",), ("select",), ("from",)),
+    "context-repl-generated-key": ("8d4cfa31", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("ed9160b5", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("3a309a86", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg",
