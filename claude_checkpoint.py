@@ -5252,8 +5252,64 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
         if secret in text:
             count += text.count(secret)
             text = text.replace(secret, REDACTED)
-    table, scan, replaced = _rule_table(), _Scan(text), []
-    todo = scan.rules()
+    replaced: list = []
+    text, count = _apply_rules(text, count, replaced)
+    if _regex(_LINE_PREFIX).search(text):
+        text, count = _redact_under_prefixes(text, count, replaced)
+    if found is not None:
+        found += replaced
+    return _redact_again(text, count, replaced)
+
+
+# What a tool puts before each line it shows, which line-anchored rules must not see: a file read's
+# numbers (Claude Code's `   12→`, `cat -n`'s `    12\t`), grep's `path:12:` and `path-12-` (a path: not
+# a time's `10:42:` nor a date's `2024-09-`), a diff's
+# `+` or `-` (right before the line's text: not a list's `- `), a quoted reply's `> `, Claude Code's
+# `⎿` before a tool's output.
+_LINE_PREFIX = (r"(?m)^(?:[ \t]*\d{1,6}(?:→|\t)|[ \t]*⎿[ \t]+|[\w\-]{0,100}[./][\w./\\\-]{0,200}?(?::\d{1,7}:|-\d{1,7}-)|[+\-](?=[^\s+\-])|>{1,3}[ \t]?)")
+
+
+def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the secrets the rules find once the lines' prefixes are set aside
+    (_LINE_PREFIX: a numbered file read, grep's output, a diff) also redacted, wherever they stand
+    whole (each line of a value that spans lines: a key's body). Runs on texts whose lines hold
+    such prefixes, twice at most."""
+    prefixes = list(_regex(_LINE_PREFIX).finditer(text))
+    if len(prefixes) < 2:
+        return text, count
+    bare, position = [], 0
+    for prefix in prefixes:
+        bare.append(text[position:prefix.start()])
+        position = prefix.end()
+    bare.append(text[position:])
+    found: list = []
+    _apply_rules("".join(bare), 0, found, _line_rules())
+    pieces = [piece.strip() for value in found for piece in (value, *value.split("\n"))]
+    pieces = [piece for piece in pieces if len(piece) >= 6 and REDACTED not in piece]
+    replaced += pieces
+    return _redact_again(text, count, pieces, shortest=6)
+
+
+def _line_rules() -> frozenset:
+    """The rules that read a text's lines (a pattern anchored at a line's start, `(?m)`, or one that
+    crosses a newline outside a class such as `[^\\n]`): the ones a line's prefix blinds. Found
+    once, at the first text with prefixed lines."""
+    global _LINE_RULES
+    if _LINE_RULES is None:
+        import re
+        _LINE_RULES = frozenset(index for index, (rule, _, _) in enumerate(_rule_table()) if "(?m)" in rule.pattern
+                                or "\\n" in re.sub(r"\[\^(?:\\.|[^\]\\])*\]", "", rule.pattern))
+    return _LINE_RULES
+
+
+_LINE_RULES: Optional[frozenset] = None
+
+
+def _apply_rules(text: str, count: int, replaced: list, only: Optional[frozenset] = None) -> tuple:
+    """(text, count) with the rules of the table (those in `only`, when given) run on text in
+    their order, each value they replace added to `replaced`."""
+    table, scan = _rule_table(), _Scan(text)
+    todo = [index for index in scan.rules() if only is None or index in only]
     while todo:
         index = todo.pop(0)
         matches = scan.matches(index)
@@ -5265,17 +5321,15 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
             count += hits
             before, scan = scan, _Scan(text, before=scan)
             if scan.held != before.held:  # seldom: «redacted» made a word a rule needs
-                todo = [later for later in scan.rules() if later > index]
-    if found is not None:
-        found += replaced
-    return _redact_again(text, count, replaced)
+                todo = [later for later in scan.rules() if later > index and (only is None or later in only)]
+    return text, count
 
 
-def _redact_again(text: str, count: int, replaced: list) -> tuple:
+def _redact_again(text: str, count: int, replaced: list, shortest: int = 8) -> tuple:
     """(text, count) with every other whole occurrence of a value redacted somewhere in it also
     redacted: a password found in what a tool printed is the same password in the command that
     gave it (`-p 'cobalt-1977+'` … `with password 'cobalt-1977+'`)."""
-    values = sorted({value for value in replaced if len(value) >= 8 and REDACTED not in value and value in text}, key=len, reverse=True)
+    values = sorted({value for value in replaced if len(value) >= shortest and REDACTED not in value and value in text}, key=len, reverse=True)
     for value in values:
         import re
         text, hits = re.subn(r"(?<![\w+/.\-])" + re.escape(value) + r"(?![\w+/=\-])", REDACTED, text)

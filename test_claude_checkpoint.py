@@ -992,6 +992,25 @@ class TestRedaction(unittest.TestCase):
         redacted, _ = cc.redact("the password is Xk29!mPq7z\nbuild Xk29!mPq7zLw3 passed\n")
         self.assertIn("Xk29!mPq7zLw3", redacted)
 
+    def test_a_lines_prefix_does_not_hide_what_line_rules_find(self):
+        # A file read with Claude Code's numbers, cat -n, grep -n, a diff: the rules that read lines see past them.
+        cases = {
+            "● Read(/etc/redis/redis.conf)\n  ⎿  Read 3 lines\n     1→bind 0.0.0.0\n     2→requirepass 9e3ktRvg8oyNz4gukKaVzuqsamuZqApV\n"
+            "     3→maxmemory 2gb": "9e3ktRvg8oyNz4gukKaVzuqsamuZqApV",
+            "    1\tspawn ssh app@10.246.138.250\n    2\texpect \"password:\"\n    3\tsend \"H1ckoryf1ddle693\\r\"\n    4\tinteract":
+                "H1ckoryf1ddle693",
+            "config/catalog.yaml:2:  token: >-\nconfig/catalog.yaml:3:    38unCAo2TibiQC0Pp1gG9bmN966tfuMCeYrxmXO5\n"
+            "config/catalog.yaml:4:    1AwBx58cLUep7hILisbF3hwPjYt035q6xnAVLFku": "1AwBx58cLUep7hILisbF3hwPjYt035q6xnAVLFku",
+        }
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted, _ = cc.redact(text)
+                self.assertNotIn(secret, redacted)
+                self.assertIn("     1→bind 0.0.0.0" if "redis" in text else text.split("\n")[0], redacted)
+        # Lines of a list or a log are no prefixed lines: their text is redacted once, as it stands.
+        text = "- rotate the token\n- 2024-09-16 10:42:01 deploy finished\n"
+        self.assertEqual(cc.redact(text), (text, 0))
+
     def test_a_value_found_in_one_field_is_redacted_in_every_field(self):
         cp = make_checkpoint(summary="logged in to the router with Walrus#2024 at last",
                              recent_commands=[cc.Command("sshpass -p 'Walrus#2024' ssh admin@10.0.3.7", 0)])
