@@ -5254,7 +5254,7 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
             text = text.replace(secret, REDACTED)
     replaced: list = []
     text, count = _apply_rules(text, count, replaced)
-    if _regex(_LINE_PREFIX).search(text):
+    if len(text) <= _PREFIXED_TEXT_MAX and _regex(_LINE_PREFIX).search(text):
         text, count = _redact_under_prefixes(text, count, replaced)
     if found is not None:
         found += replaced
@@ -5267,6 +5267,9 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
 # `+` or `-` (right before the line's text: not a list's `- `), a quoted reply's `> `, Claude Code's
 # `⎿` before a tool's output.
 _LINE_PREFIX = (r"(?m)^(?:[ \t]*\d{1,6}(?:→|\t)|[ \t]*⎿[ \t]+|[\w\-]{0,100}[./][\w./\\\-]{0,200}?(?::\d{1,7}:|-\d{1,7}-)|[+\-](?=[^\s+\-])|>{1,3}[ \t]?)")
+
+
+_PREFIXED_TEXT_MAX = 32768  # a larger text is read once: a hostile one costs no more than twice a text of this size
 
 
 def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
