@@ -1000,8 +1000,8 @@ def secret_strength(name: str) -> int:
         return 1  # `PASS: TestLogin` in test output; DB_PASS is below
     if last in ("phrase", "word") and before == "pass":
         return 2  # OCI's pass_phrase, a pass_word
-    if last == "salt" and len(parts) > 1:
-        return 1  # WordPress's AUTH_SALT, HASHIDS_SALT: a machine-made value is a secret; `salt = os.urandom(16)` is code
+    if last == "salt" and len(parts) > 1 or last == "pepper":
+        return 1  # WordPress's AUTH_SALT, HASHIDS_SALT, Devise's pepper: a machine-made value is a secret; `salt = os.urandom(16)` is code
     if last.endswith("community") or last == "seed" and before in ("ed25519", "x25519", "key", "wallet", "master", "private", "secret",
                                                                     "signing", "nacl", "sodium", "node", "validator", "account"):
         return 1  # an SNMP community (snmpd_rocommunity), a key's seed (ed25519_seed): secrets when machine-made
@@ -1200,6 +1200,9 @@ def _accept_assignment(match: Any) -> bool:
     name, value = match.group("name"), match.group("s")
     groups = match.groupdict()
     bare = value.strip("\"'`\\")
+    if _regex(r"\{[^{}\s$%]{4,128}").fullmatch(value) and match.string[match.end("s"):match.end("s") + 1] == "}" and (
+            match.string[match.start("s") - 1:match.start("s")] == "="):
+        value = bare = value[1:]  # ODBC's braces around a value: `Pwd={5u=RDRl…}`
     if "\n" in bare and value[:1] in "\"'" and bare.count("\n") <= 8 and _regex(r"[\w+/=.\-]{16,}(?:\s+[\w+/=.\-]{16,})+").fullmatch(bare.strip()):
         bare = "".join(bare.split())  # a quoted value wrapped over lines: its parts are one token
     if groups.get("op") == ":" and not _accept_after_colon(match, value, bare):
@@ -1234,10 +1237,11 @@ def _accept_assignment(match: Any) -> bool:
     if strength == 1:
         return (_looks_random(bare) or looks_machine_generated(bare)) and not _is_identifier_like(bare)  # also rclone's b2 `key = RQWFWykf…`
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and not (
-            "=" in match.string[match.end("name"):match.start("s")] and match.string[match.start("name") - 1:match.start("name")] == "-") and (
+            "=" in match.string[match.end("name"):match.start("s")] and match.string[match.start("name") - 1:match.start("name")] == "-") and not (
+            _regex(r"[ \t]+[A-Za-z_][\w.\-]*=").match(match.string, match.end("s"))) and (
             match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")
             or bare.lower() in ("see", "ask", "check", "use", "in", "via", "from", "stored", "same", "if", "when", "whether")):
-        return False  # prose after a colon (`api_key: Refreshing state...`, `password: see 1Password`), a scheme (`Authorization: SSWS …`); a flag's `--password=AefEAUz… shop` is none
+        return False  # prose after a colon (`api_key: Refreshing state...`, `password: see 1Password`), a scheme (`Authorization: SSWS …`); a flag's `--password=AefEAUz… shop` is none, nor libpq's `password=QFuB… dbname=…`
     scheme = _regex(r"(?i)(?:bearer|basic|token|digest)\s+(\S*)").fullmatch(bare)
     if scheme and (len(scheme.group(1)) <= 7 or _is_reference(scheme.group(1))):
         return False  # a scheme and a stand-in: `authorization: 'Bearer abc'`, `'Bearer <access_token_value>'`
@@ -2034,7 +2038,7 @@ _CREDENTIAL_WORDS = (
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
-    r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
+    r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
 # Commands that print a secret: reading a key or secret file, a password manager or vault, a cloud
 # secret store, creating a token or random bytes.
@@ -2053,7 +2057,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?|config[ \t]+view\b[^\n]*--raw)|sops[ \t]+(?:-d|--decrypt|decrypt)"
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+(?:tokens?|(?:pre)?auth-?keys?)[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
-    r"|printenv|env\b|pwgen|apg|makepasswd|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
+    r"|printenv|env\b|pwgen|apg|makepasswd|rclone[ \t]+obscure|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|curl\b[^\n]*?[^/]/(?:session|login|token|oauth2?/token|auth/token|authenticate)(?=[/?\"'\s]|$)|curl\b[^\n]*?/actuator/env/\S*(?i:pass|secret|token|key)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
@@ -2071,8 +2075,10 @@ _PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80
                 r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\\\[\]\-]{0,60}?)(?:[$%❯]|>{1,3})"
                 r"|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#|[\w.\-]{1,30}[ \t]+❯|[╰└]─{0,3}[$#%❯]"
                 r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|λ(?:[ \t]+[\w.~/\-]{1,40})?|→"
-                r"|\[(?:bash|shell|sh|zsh|terminal|cmd|powershell|run|exec)\]|Command:)[ \t]"
-                r"|[⏺●][ \t]?(?:Bash|Shell|PowerShell|Terminal)\()")  # an agent's log of a tool call: `[bash] …`, `Command: …`, `● Bash(…)`
+                r"|\[(?:bash|shell|sh|zsh|terminal|cmd|powershell|run|exec)\]|Command:)"
+                r"|[⏺●][ \t]?(?:Bash|Shell|PowerShell|Terminal)\()(?:[ \t]|(?<=\())")  # an agent's log of a tool call: `[bash] …`, `Command: …`, `● Bash(…)`
+# (Its last part is a space, or nothing after `(`: in `{PROMPT_LINE}*` the star repeats that part only, as
+# it always has: one prompt, then any spaces.)
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
@@ -2592,7 +2598,7 @@ def _find_call_literals(match: Any) -> list:
     credential or a connection (the user, the URL come first), a literal after an e-mail address."""
     text, spans, literals, previous = match.string, [], 0, ""
     called = text[match.start():match.start("s")]
-    credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret|database|pw_set|ldap_bind|wifi").search(called)
+    credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret|database|pw_set|ldap_bind|wifi|create(?:account|user)").search(called)
     named_call = _regex(r"(?i)passw|passphrase|secret|token|auth|api_?key|sign|hmac|crypt|cipher|aes|gcm|chacha|sqlite3_(?:re)?key").search(called) or _regex(
         r"(?i)\bjw[ts]\.\w+\($").search(text, max(0, match.start() - 4), match.start("s"))  # jwt.encode(claims, "…", algorithm=…)
     keyed_call = named_call and _regex(r"(?i)key|passphrase|passw").search(called)  # its literal is the key: sqlite3_key(db, "harbor_thunder_escape", …)
@@ -2988,10 +2994,12 @@ def _find_joined_literals(match: Any) -> list:
     if not before.strip(" \t([{") and first > len(before):
         before = _line_before(text, first - len(before) - 1, 160)  # the name on the line above
     named = _regex(r"([A-Za-z_][\w.\-]{0,80})[\"']?[ \t]*(?::[^\n\"'`=]{0,40})?[=:][ \t]*(?:[\w!.]{0,30}[(\[]|\"\"\.join\(\[?|''\.join\(\[?)?[ \t(\[]*$").search(before)
-    if not named or secret_strength(named.group(1)) < 2:
+    if not named or secret_strength(named.group(1)) < 1:
         return []
-    literals = _regex(r"""["'`]([^"'`\n]{8,512})["'`]""").finditer(text, first, match.end("s"))
-    return [literal.span(1) for literal in literals if looks_machine_generated(literal.group(1)) or _is_random_part(literal.group(1))]
+    literals = list(_regex(r"""["'`]([^"'`\n]{8,512})["'`]""").finditer(text, first, match.end("s")))
+    if not all(looks_machine_generated(literal.group(1)) or _is_random_part(literal.group(1)) for literal in literals):
+        return []  # a list of names, one of them with digits: ["auth.state", "auth.nonce.6c0ea375"]
+    return [literal.span(1) for literal in literals]
 
 
 def _is_random_part(part: str) -> bool:
@@ -3195,7 +3203,7 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 # punctuation is rejected at once. (The class before the words only spares the regex engine
 # trying every word at every step.)
 _SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "cred", "auth", "dsn", "cookie", "pin", "pat", "private", "encrypt",
-                    "session", "psk", "community", "seed")
+                    "session", "psk", "community", "seed", "pepper")
 _SECRETISH_REACH = 80
 _SECRETISH_FIRST_LETTERS = "".join(sorted({word[0] for word in _SECRETISH_WORDS}))  # a cheap first test
 _SECRETISH_WORD = "(?=[%s%s])(?i:%s)" % (_SECRETISH_FIRST_LETTERS, _SECRETISH_FIRST_LETTERS.upper(), "|".join(_SECRETISH_WORDS))
@@ -3269,8 +3277,9 @@ sap-gui-password-field       not-reference          findById\("[^"\n]{0,120}/pwd
 openssl-raw-key              -                      \bopenssl\b[^\n]{0,200}?[ \t]-K[ \t]+(?P<s>[0-9a-fA-F]{32,128})\b
 #   catch: openssl enc -d -aes-256-cbc -K «8bddf793dc328ec196f64c8ffcdb4f6e7c7968adcc0881efdff18485f00e20d5» -iv d2d8e2b317767db31168c865adfec325 -in blob.bin
 #   keep:  openssl enc -d -aes-256-cbc -K "$KEY" -iv "$IV" -in blob.bin
-account-link-token           random                 /(?:reset-password|password-reset|reset|verify-email|verify|confirm|invite|invitation|magic-link|activate|unsubscribe)/(?P<s>[A-Za-z0-9_\-]{20,256})(?![A-Za-z0-9_\-])
+account-link-token           random                 /(?:reset-password|password-reset|reset|verify-email|verify|confirm|invite|invitation|magic-link|activate|unsubscribe|dashboard/snapshot)/(?P<s>[A-Za-z0-9_\-]{20,256})(?![A-Za-z0-9_\-])
 #   catch: Link (valid 30 min): https://accounts.example.com/reset-password/«SUhRId24gZq5ZNJwiZh0T70xa1fWbLoT70AHwwexu4P»
+#   catch: Shared the incident dashboard as a public snapshot: https://grafana.example.io/dashboard/snapshot/«7KjeLbSmchHxIdCpzABmwDfGVaDJaRco»?orgId=1
 #   keep:  GET /reset-password/new?locale=en
 # Pentest tools' findings: crackmapexec's and netexec's `[+] domain\user:password`, mimikatz's `* Password :`, wpscan's `[SUCCESS] - user / password`.
 pentest-found-password       not-reference          (?:\[\+\][ \t]+[\w.\-]{1,64}\\[\w.$\-]{1,64}:|(?m:^)[ \t]*\*[ \t]+(?:Password|NTLM|SHA1)[ \t]*:[ \t]*|\[SUCCESS\][ \t]+-[ \t]+\S{1,64}[ \t]+/[ \t]+)(?P<s>(?!\(null\))[^\s(]{4,128})
@@ -4375,6 +4384,9 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   catch: export KAGGLE_USERNAME=lmartin\nexport KAGGLE_KEY=«bd20b117a8b9b852ef421e40bdfab03a»
 #   keep:  {\n  "scopes": "repo, workflow",\n  "token": "ghp_...Xk2q"\n}
 #   catch: "steam": {\n    "webapikey": "«F42222C9232782A3BB6C57D16D6CF82F»"\n  }
+#   catch: Devise.setup do |config|\n  config.pepper = '«0c36d88a37e2dfb15790e0e84ef46c54f50c4051f32edd5de49a9349d477e312»'
+#   catch: db, err := sql.Open("postgres", "host=db.example.rds.amazonaws.com user=etl_user password=«QFuBAHDHDQTTXLfI» dbname=ingest sslmode=require")
+#   catch: Driver={ODBC Driver 18 for SQL Server};Server=tcp:db4.hooli.xyz,1433;Uid=etl_user;Pwd=«{5u=RDRlWM=u=zUCm»};Encrypt=yes
 #   catch: [[inputs.snmp]]\n  version = 2\n  community = "«F5O7X5hLosc66E»"
 #   catch: [device]\ned25519_seed = "«b4afe927237f6a8ff66b1108320cb3b51e79948e038d49b84737d254a4eeca0d»"
 #   keep:  np.random.seed = 42\nrandom_seed = "b4afe927237f6a8ff66b1108320cb3b51e79948e038d49b84737d254a4eeca0d"\ncommunity = "public"
@@ -4549,6 +4561,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  Video walkthrough of the new token flow: https://www.youtube.com/watch?v=UoLTkAfXI8o&t=481s
 #   keep:  password_hashers check: PBKDF2PasswordHasher iterations=720000, Argon2PasswordHasher available
 #   catch: Tietokannan salasana on «Kissa2024!»
+#   catch: [11:06] emma: VPNの事前共有キーは «eR6qhdyEnbonQSlDMDCzjeXoHS9m8PwX» です
 #   catch: <p>Your temporary password is <b>«Forest22*»</b>. You will be asked to change it on first login.</p>
 #   catch: alice  13:16:17\nwhat's the grafana admin pw again?\nbob  13:16:17\n«tomasisland91».\nalice  13:16:17\nthx, in
 #   catch: > what's the password for the test tenant? I get 401 on login\n\nit's `«Ete1996?»` — same as last sprint, user is qa-hiro
@@ -4689,8 +4702,9 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)\b(?:log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)\b(?:uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: kiosk build for the expo booth auto-logs in as kiosk / «Hana2007»! – change it after GDC
+#   catch: Observation: router at 192.168.6.1 still uses admin / «Cobalt2362» (found on the sticker)
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
 #   keep:  log in with your SSO account / the admin console
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
@@ -4761,9 +4775,10 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: $pdo = new PDO($dsn, 'wp_user', '«aGwOZBdyNx.ZVQfsxNP»', [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]);
 #   keep:  sqlite3_key(db, key_buffer, key_length);
 # C's and PHP's connect and bind functions, Arduino's Wi-Fi joins: the same, apart for speed (their names start no other call).
-context-connect-function     call-literals          (?:mysql_real_connect|mysqli_connect|pg_p?connect|oci_connect|sqlsrv_connect|PQconnectdb|ldap_bind|WiFi\.begin|WiFiMulti\.addAP|WiFi\.softAP)[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-connect-function     call-literals          (?:mysql_real_connect|mysqli_connect|pg_p?connect|oci_connect|sqlsrv_connect|PQconnectdb|ldap_bind|WiFi\.begin|WiFiMulti\.addAP|WiFi\.softAP|createAccount|createUser)[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: if (!mysql_real_connect(conn, "mysql-stg.prod.example.net", "k.nowak", "«_TlpEiPrj8VgwFmAx»", "events", 3306, NULL, 0)) {
 #   catch: WiFi.begin("FRITZ!Box 7590 KQ", "«Tartaruga?138»");
+#   catch: realm.createAccount("admin", "«998QTx@3OnZNQipR»")
 #   keep:  WiFi.begin(WIFI_SSID, WIFI_PASSWORD);
 # A literal a keychain stores under a key that names a credential (KeychainAccess: `keychain.set(value, key:)`).
 keychain-set-value           not-reference          \.set\([ \t]*(?P<s>"[^"\n]{4,256}")[ \t]*,[ \t]*(?:key|forKey):[ \t]*"[\w.\-]*(?i:pass|secret|token|key|cred|pin)
@@ -4878,6 +4893,7 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: ● Bash(kubectl -n argocd get secret argocd-initial-admin-secret -o jsonpath="{.data.password}" | base64 -d)\n  ⎿  «w0uEf3QXzCU2i2w7»
 #   catch: Tool: Bash\nCommand: doppler secrets get DATABASE_PASSWORD --plain -p reports -c preprod\nExit code: 0\nOutput:\n«lzbHnTOeGlKfzToHWlf~TgA*rq0SIuID»
 #   catch: [bash] security find-generic-password -s 'jenkins-preprod' -w\n«LarsLars17»
+#   catch: $ rclone obscure "$PLAIN"\n«7BwL0cyyfJvR1qfGspXYmRV8hMCMxez9_gMxQPzO»
 #   keep:  ● Bash(git log --oneline -1)\n  ⎿  e609ce7 Fix the token refresh
 #   keep:  $ terraform output -raw subnet_ids\n["subnet-0a1b2c3d", "subnet-4e5f6a7b"]
 #   catch: $ kubectl exec deploy/ledger -- sh -c 'echo $INTERNAL_API_TOKEN'\n«TI2dyhDyehCIpljwHeYFMjpuWh3Z7Onj3dsgNQQW»
@@ -5000,11 +5016,14 @@ context-continued-value      continued-value        \\\r?\n(?=[ \t]*(?P<s>[^\s\\
 #   keep:  docker run --rm \\\n    -e TOKEN="$TOKEN" app:latest
 #   keep:  SOURCES=src/main.c\\\n    src/util.c
 # The literals an expression joins under a secret name: `concat!("…", "…")`, `"".join([…])`, `[…].join("")`.
-context-joined-literals      joined-literals        ["'`](?P<s>[A-Za-z0-9+/=_\-.~]{8,512}["'`](?:[ \t]*[,+]?[ \t]*(?:\r?\n[ \t]*)?["'`][A-Za-z0-9+/=_\-.~]{8,512}["'`]){1,15})
+context-joined-literals      joined-literals        ["'`](?P<s>[A-Za-z0-9+/=_\-.~]{8,512}["'`](?:[ \t]*[,+]?[ \t]*(?:\r?\n[ \t]*)?["'`][A-Za-z0-9+/=_\-.~]{8,512}["'`]){1,15})(?=[ \t]*,?[ \t]*\r?\n?[ \t]*[)\]])
 #   catch: const PARTNER_TOKEN: &str = concat!(\n    "«kBdp8B6AGno2CWqo572ybRTT»",\n    "«vDr9DPgJov6OAQVp3TysqMHE»",\n);
 #   catch: API_SECRET = "".join([\n    "«Hq7vN2kLp9XmR4tW»",\n    "«Zb8cJ3fG6dQ1sY5e»",\n])
 #   keep:  SECRET_LABELS = ["Primary secret", "Rotated secret", "Expired secret"]
 #   keep:  const TOKEN_SCOPES = ["repo:status", "read:packages", "workflow:write"];
+#   keep:  {"msg":"cache hit","key":"tsc-f15202b218b8f86f","content_hash":"61a2d221686d799250ddc3dc873b02dc3e10888679fa3f90c867310b4eb28bb0"}
+#   keep:  sessionStorage keys: ["auth.state", "auth.nonce.6c0ea375", "pkce.code_verifier.length"]
+#   catch: "token_parts": [\n  "«Cv93yA9rjxW8UrVe»",\n  "«52Ha6ASzLz4R1ZY2»",\n  "«TgQWsreTCqPqExd1»"\n],
 # The rest of a credential wrapped onto the next line of a log that repeats its prefix (a timestamp, a level).
 context-wrapped-log-line     wrapped-log-line       \n(?=(?P<prefix>[\d\[#][^\n]{4,79}?)[ \t]+(?:\.{3}|…)?(?P<s>[A-Za-z0-9+/=_\-~][A-Za-z0-9+/=_\-.~]{11,1023}))
 #   catch: 2026-12-01T10:02:11Z DEBUG auth: refresh_token=«XB0tlvNpfiiziTJ6yWcLW3bWnp4SiwC1MztPR9eU»\n2026-12-01T10:02:11Z DEBUG     «8bN9bn5enjTUp7tKR1cLKSItQ9h20fK3Eb2lCxtX» (continued)
@@ -5809,10 +5828,10 @@ RULE_WORDS = {
         "(des", "(rc4"), ("(0x",)),
     'sap-gui-password-field': ('46b00948', ('findbyid("',), ('findbyid("',), ('").text',)),
     "openssl-raw-key": ("a6b61da0", ("openssl",), ("openssl",), ("-k",)),
-    "account-link-token": ("f63575ca", ("/activate", "/confirm", "/invitation", "/invite", "/magic-link",
-        "/password-reset", "/reset", "/reset-password", "/unsubscribe", "/verify", "/verify-email"), ("/activate",
-        "/confirm", "/invitation", "/invite", "/magic-link", "/password-reset", "/reset", "/reset-password",
-        "/unsubscribe", "/verify", "/verify-email"), ()),
+    "account-link-token": ("ee08a75a", ("/activate", "/confirm", "/dashboard/snapshot", "/invitation", "/invite",
+        "/magic-link", "/password-reset", "/reset", "/reset-password", "/unsubscribe", "/verify", "/verify-email"),
+        ("/activate", "/confirm", "/dashboard/snapshot", "/invitation", "/invite", "/magic-link", "/password-reset",
+        "/reset", "/reset-password", "/unsubscribe", "/verify", "/verify-email"), ()),
     "pentest-found-password": ("47b51b61", ("[+]", "[success]", "ntlm", "password", "sha1"), (), ()),
     "doppler-token": ("5d542c13", ("dp.audit", "dp.ct", "dp.pt", "dp.sa", "dp.scim", "dp.st"), ("dp.audit", "dp.ct",
         "dp.pt", "dp.sa", "dp.scim", "dp.st"), ()),
@@ -5910,9 +5929,9 @@ RULE_WORDS = {
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
-    "nvs-csv-value": ("8378b06d", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
-        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd",
-        "secret", "seed", "session", "token")),
+    "nvs-csv-value": ("33188386", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
+        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk",
+        "pwd", "secret", "seed", "session", "token")),
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "xml-entry-key": ("37e68f1c", ("</entry>",), ("<entry",), ("<entry",)),
     "numbered-mnemonic": ("b2dae14c", ("backup", "mnemonic", "recovery", "secret", "seed"), ("backup", "mnemonic",
@@ -5985,8 +6004,8 @@ RULE_WORDS = {
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("b6ae64cc", ("pass",), (), ()),
-    "cobol-password-value": ("c98e602c", ("value",), (), ("auth", "community", "cookie", "cred", "dsn", "encrypt",
-        "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token")),
+    "cobol-password-value": ("81103563", ("value",), (), ("auth", "community", "cookie", "cred", "dsn", "encrypt",
+        "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token")),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
@@ -6076,10 +6095,10 @@ RULE_WORDS = {
     "webhook-path-token": ("d7d9d0fa", ("hook", "hooks", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("c02e7cf1", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth",
-        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd",
-        "secret", "seed", "session", "token")),
-    "powershell-env-item": ("d9dffe36", ("-item",), ("new", "set"), ("env:",)),
+    "spaced-assignment": ("5302fd63", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth",
+        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk",
+        "pwd", "secret", "seed", "session", "token")),
+    "powershell-env-item": ("ca14b261", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
     "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
@@ -6121,46 +6140,47 @@ RULE_WORDS = {
     "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
     "call-with-name-and-value": ("b4c48ea6", ("(",), (), (",",)),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
-    "call-wrapped-value": ("29402aa3", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":=", "=")),
+    "call-wrapped-value": ("ed98acff", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "base64-private-key": ("2ab598c8", ("ls0tls1crudjti",), ("ls0tls1crudjti",), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-element": ("e8527925", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("</",)),
-    "plist-key-string": ("15a79012", ("</string>",), ("<key>",), ("<string>",)),
+    "xml-element": ("11ae03e0", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("</",)),
+    "plist-key-string": ("1ccba5d8", ("</string>",), ("<key>",), ("<string>",)),
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("4152b2a9", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":",)),
-    "secret-flag": ("9732dabb", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pin",
-        "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("-",)),
-    "config-line-value": ("440083c7", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
-    "redis-hash-field": ("34d401d8", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (")",)),
+    "typed-assignment": ("19b8c756", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":",)),
+    "secret-flag": ("887b3b57", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("-",)),
+    "config-line-value": ("0c193e4b", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
+    "redis-hash-field": ("c66c77c2", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (")",)),
     "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
-    "box-table-value": ("0dfa237e", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
+    "box-table-value": ("53e3f4da", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
     "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("3f4024ed", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
-    "nested-default-value": ("6abc792b", ("default", "value"), (), ("auth", "community", "cookie", "cred", "dsn",
-        "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token")),
-    "property-value-lines": ("e5ede7a9", ("property:",), ("property:",), ("value:",)),
-    'validation-input-value': ('035c4e2d', ('input_value="', "input_value='"), (), ('auth', 'community', 'cookie',
-        "cred", "dsn", "encrypt", "key", "pass", "pat", "pin", "private", "psk", "pwd", "secret", "seed", "session",
+    "config-spaced-value": ("6a2ebb0c", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
+    "nested-default-value": ("33bb130b", ("default", "value"), (), ("auth", "community", "cookie", "cred", "dsn",
+        "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session",
         "token")),
+    "property-value-lines": ("d713394c", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('ca2f895a', ('input_value="', "input_value='"), (), ('auth', 'community', 'cookie',
+        "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "secret", "seed",
+        "session", "token")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
     "git-config-secret": ("c51465d9", ("config",), ("git",), ("git",)),
     "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
-    "heredoc-under-secret-name": ("a8a3f442", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        "pat", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("<<",)),
-    "secret-assignment": ("798028fe", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":", ":=", "=", "=>")),
+    "heredoc-under-secret-name": ("87c071ac", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        "pat", "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("<<",)),
+    "secret-assignment": ("707994b8", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":", ":=", "=", "=>")),
     "prose-password": ("7c1adde8", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd"), ("(", ":", "=", "is", "to")),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
@@ -6176,7 +6196,7 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
-    "context-credential-word": ("94c2c1c2", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("32841ace", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds",
         "door", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz",
         "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz",
@@ -6187,28 +6207,29 @@ RULE_WORDS = {
         "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "session", "sifre",
         "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός",
         "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
-        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令",
-        "密码", "密碼", "密钥", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ("access",
-        "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer",
-        "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "contrase", "credential",
-        "creds", "deploy", "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has",
-        "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad",
-        "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "losenfras",
-        "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe", "mã thông báo",
-        "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "panel", "parol", "parola", "parool", "pass", "passcode",
-        "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw",
-        "pasword", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk", "pssword", "puk", "pw", "pwd",
-        "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
-        "service", "session", "sifre", "signing", "slapta", "sleutel", "token", "tokens", "tokn", "unseal",
-        "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
-        "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन",
-        "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号",
-        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
-    "login-pair-in-prose": ("f0ea1ef6", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
+        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
+        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스",
+        "인증", "토큰"), ("access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
+        "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
+        "contrase", "credential", "creds", "deploy", "door", "encryption", "frasa sandi", "frase secreta", "gate",
+        "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
+        "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave",
+        "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp",
+        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "panel", "parol",
+        "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
+        "passwrd", "passwrod", "pasw", "pasword", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk",
+        "pssword", "puk", "pw", "pwd", "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel", "secret",
+        "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "token",
+        "tokens", "tokn", "unseal", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός",
+        "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة",
+        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
+        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스",
+        "인증", "토큰"), ()),
+    "login-pair-in-prose": ("07842b1d", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
         "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang",
-        "user", "zugang", "åtkomst", "доступ"), ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
-        "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang",
-        "user", "zugang", "åtkomst", "доступ"), ("/",)),
+        "user", "uses", "using", "zugang", "åtkomst", "доступ"), ("acceso", "accesso", "account", "accès", "acesso",
+        "atkomst", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup",
+        "sign", "toegang", "user", "uses", "using", "zugang", "åtkomst", "доступ"), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
@@ -6226,10 +6247,11 @@ RULE_WORDS = {
         "new_from_slice", "passphrase", "password", "reset", "save", "sdk", "session", "set", "setapikey", "setauth",
         "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_",
         "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), ("(",)),
-    "context-connect-function": ("68530f30", ("connect", "ldap_bind", "mysql_real_connect", "mysqli_connect",
-        "oci_connect", "pqconnectdb", "sqlsrv_connect", "wifi.begin", "wifi.softap", "wifimulti.addap"), ("ldap_bind",
-        "mysql_real_connect", "mysqli_connect", "oci_connect", "pg_", "pqconnectdb", "sqlsrv_connect", "wifi.begin",
-        "wifi.softap", "wifimulti.addap"), ("(",)),
+    "context-connect-function": ("292e5589", ("connect", "createaccount", "createuser", "ldap_bind",
+        "mysql_real_connect", "mysqli_connect", "oci_connect", "pqconnectdb", "sqlsrv_connect", "wifi.begin",
+        "wifi.softap", "wifimulti.addap"), ("createaccount", "createuser", "ldap_bind", "mysql_real_connect",
+        "mysqli_connect", "oci_connect", "pg_", "pqconnectdb", "sqlsrv_connect", "wifi.begin", "wifi.softap",
+        "wifimulti.addap"), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
@@ -6249,12 +6271,12 @@ RULE_WORDS = {
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
     "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
-    "context-selected-columns": ("fecbdfcc", ("select",), ("select",), ("from",)),
-    "context-repl-generated-key": ("8d4cfa31", ("gen_secret", "generate_key", "generate_secret",
+    "context-selected-columns": ("b1f62416", ("select",), ("select",), ("from",)),
+    "context-repl-generated-key": ("6da666ed", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("3a309a86", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("5610aa5a", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg",
@@ -6263,10 +6285,10 @@ RULE_WORDS = {
         "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass",
         "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key",
         "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
-        "kubectl", "login", "lpass", "makepasswd", "masterauth", "mnemonic", "nmcli", "openssl", "pass", "passw",
-        "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "read", "requirepass", "reset-password", "runner",
-        "secret", "secret-tool", "shadow", "signin", "solana", "sops", "status", "storage", "terraform", "tickets",
-        "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
+        "kubectl", "login", "lpass", "makepasswd", "masterauth", "mnemonic", "nmcli", "obscure", "openssl", "pass",
+        "passw", "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "read", "requirepass", "reset-password",
+        "runner", "secret", "secret-tool", "shadow", "signin", "solana", "sops", "status", "storage", "terraform",
+        "tickets", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("4c9d6d22", ("\n",), (), ()),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
@@ -6279,12 +6301,12 @@ RULE_WORDS = {
     "context-split-literal": ("4f7133ae", (), (), ()),
     "context-wrapped-line": ("33e1fdbd", ("\n",), (), ()),
     "context-continued-value": ("04fd6735", ("\\",), (), ("\n",)),
-    "context-joined-literals": ("eb2271f7", (), (), ()),
+    "context-joined-literals": ("1da7408a", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("a29d7baa", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        'pat', 'pin', 'private', 'psk', 'pwd', 'secret', 'seed', 'session', 'token'), (), ('"', "'")),
-    "context-yaml-block": ("36b39fe1", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":",)),
+    "context-quoted-block": ("9fbc5b30", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        'pat', 'pepper', 'pin', 'private', 'psk', 'pwd', 'secret', 'seed', 'session', 'token'), (), ('"', "'")),
+    "context-yaml-block": ("75344206", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":",)),
 }
 
 
