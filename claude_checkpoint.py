@@ -2450,7 +2450,7 @@ _SPOKEN_PASSPHRASE = r"[A-ZÀ-Þ]?" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD + 
 # After a password word and a connector, four to eight words that end the line or the clause
 # ("staging admin password: silver sparrow mariposa velvet (ask Lukas)", "… is orbit tundra river maple").
 _SPOKEN_AFTER_CONNECTOR = (r"(?i:[^\n\"'«“`]{0,80}?(?:[:：=][ \t]*|" + _CONNECTOR + r"[ \t]+))(?P<v>(?-i:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD
-                           + r"){3,7}(?:[ \t]?\d{1,4})?))[ \t]*(?=\n|$|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")  # also the end of a quoted line, a dash
+                           + r"){2,7}(?:[ \t]?\d{1,4})?))[ \t]*(?=\n|$|,[ \t]|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")  # also the end of a quoted line, a dash
 # Words of sentences, which a passphrase said in words would not be made of: "password: make sure it works".
 _COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
     all also any ask asked been being can could did does done each even every few first get gets got had here how just
@@ -2479,7 +2479,10 @@ def _spoken_passphrase(match: Any) -> list:
         return []
     if not found:  # after a connector, four words or more that end the clause: "its passphrase is bubble alley blush apple — ask Ben"
         found = _regex(_SPOKEN_AFTER_CONNECTOR).match(match.string, match.end())
-        found = found if found and len(found.group("v").split()) >= 4 and not set(found.group("v").split()) & _COMMON_WORDS else None
+        words = found.group("v").split() if found else ()  # three words where the clause ends (a comma, the line's end), four before other words
+        ends = found and _regex(r"[ \t]*(?:\r?\n|$|,)").match(match.string, found.end("v"))
+        three = len(words) == 3 and ends and min(map(len, words)) >= 4  # (not "è nel gestore condiviso")
+        found = found if found and (len(words) >= 4 or three) and not set(words) & _COMMON_WORDS else None
     group = found and next(name for name in ("v", "quoted", "bare") if found.groupdict().get(name))
     return [found.span(group)] if found and _is_spoken_passphrase(found.group(group)) else []
 
@@ -3055,6 +3058,25 @@ def _find_block_lines(match: Any) -> list:
     return spans
 
 
+def _find_insert_columns(match: Any) -> list:
+    """The values of an INSERT in the places of columns whose names say secret (a hash's column
+    says digest: `password_hash`), each a secret where it looks like one or the name says so."""
+    names = [name.strip(" \t`\"[]").lower() for name in match.group("columns").split(",")]
+    secret = {index for index, name in enumerate(names) if secret_strength(name) >= 1}
+    spans, start = [], match.start("s")
+    for row in _regex(r"\(((?:[^()'\n]|'(?:[^'\n]|'')*'){1,800})\)").finditer(match.group("s")):
+        values = list(_regex(r"[ \t]*('(?:[^'\n]|'')*'|[^,]*)[ \t]*(?:,|$)").finditer(row.group(1)))
+        for index, value in enumerate(values):
+            literal = value.group(1)
+            if index in secret and literal[:1] == "'" and len(literal) > 2:
+                bare = literal[1:-1]
+                strong = secret_strength(names[index]) == 2
+                if (strong and _looks_like_a_secret(bare) or looks_machine_generated(bare)) and not _is_reference(bare):
+                    first = start + row.start(1) + value.start(1) + 1
+                    spans.append((first, first + len(bare)))
+    return spans
+
+
 def _find_numbered_mnemonic(match: Any) -> list:
     """The words of a numbered recovery phrase: 12, 15, 18, 21 or 24 of them, numbered 1 to N."""
     start = match.start("s")
@@ -3554,6 +3576,14 @@ nvs-csv-value                assignment             (?m)^{SECRETISH_NAME}(?P<nam
 cryptsetup-volume-key        -                      --(?:volume|master)-key-file[ \t=]+<\([ \t]*(?:echo|printf)[ \t]+(?:-n[ \t]+)?["']?(?P<s>[0-9a-fA-F]{32,128})(?![0-9a-fA-F])
 #   catch: cryptsetup luksOpen --volume-key-file <(echo «fe4083deef02581aa8e5c5c4c94194e79ee42ed41965d4fe724fad79dace5640» | xxd -r -p) /dev/nvme0n1p3 root
 #   keep:  cryptsetup luksOpen --volume-key-file /root/volume.key /dev/nvme0n1p3 root
+# The temporary root password MySQL writes to its log on first start.
+mysql-temporary-password     not-reference          A temporary password is generated for [^\s:]{1,128}:[ \t]+(?P<s>\S{4,128})
+#   catch: 2025-07-26T20:37:19.094Z 6 [Note] [MY-010454] [Server] A temporary password is generated for root@localhost: «U&p%=FktEoWO»
+#   keep:  [Warning] root@localhost is created with an empty password ! Please consider switching off the --initialize-insecure option.
+# An SQL INSERT's values under its columns: the value in the place of a column that names a secret.
+sql-insert-columns           insert-columns         (?i)\bINSERT[ \t]+INTO[ \t]+[\w."`\[\]]{1,80}[ \t]*\((?P<columns>[^()\n]{1,400})\)[ \t]*(?:\r?\n[ \t]*)?VALUES[ \t]*(?=(?P<s>(?:\r?\n?[ \t]*\((?:[^()'\n]|'(?:[^'\n]|'')*'){1,800}\)[ \t]*,?){1,20}))
+#   catch: INSERT INTO api_clients (name, client_secret) VALUES\n  ('ingest-worker', '«190ab1c2d3e4f5a6b7c8d9e0f1a2b3c4»');
+#   keep:  INSERT INTO users (name, password_hash) VALUES ('ana', '$2b$12$KIXQJ1pZ3x8Yc6Lr2bWwIuX1v9oJcA3Qd8mT5sN7eF0gH2jK4lM6a');
 # Java's XML properties: `<entry key="db.password">…</entry>`.
 xml-entry-key                assignment             <entry[ \t]+key[ \t]*=[ \t]*"(?P<name>[\w.:\-]{1,80})"[ \t]*>(?P<s>[^<\n]{1,512})</entry>
 #   catch: <properties>\n  <entry key="db.user">report</entry>\n  <entry key="db.password">«katarina=kira93»</entry>
@@ -4562,6 +4592,8 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  password_hashers check: PBKDF2PasswordHasher iterations=720000, Argon2PasswordHasher available
 #   catch: Tietokannan salasana on «Kissa2024!»
 #   catch: [11:06] emma: VPNの事前共有キーは «eR6qhdyEnbonQSlDMDCzjeXoHS9m8PwX» です
+#   catch: - la password di root del NAS è «ginger yellow hickory»\n- next: finish the migration
+#   keep:  La password del NAS è nel gestore condiviso, voce waffle-nas.
 #   catch: <p>Your temporary password is <b>«Forest22*»</b>. You will be asked to change it on first login.</p>
 #   catch: alice  13:16:17\nwhat's the grafana admin pw again?\nbob  13:16:17\n«tomasisland91».\nalice  13:16:17\nthx, in
 #   catch: > what's the password for the test tenant? I get 401 on login\n\nit's `«Ete1996?»` — same as last sprint, user is qa-hiro
@@ -5066,7 +5098,7 @@ CONTEXT_FINDERS = {
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
-    "numbered-mnemonic": _find_numbered_mnemonic,
+    "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
     "code-lines": _find_code_lines, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
 }
@@ -5933,6 +5965,9 @@ RULE_WORDS = {
         "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk",
         "pwd", "secret", "seed", "session", "token")),
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
+    "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
+        ("a temporary password is generated for ",), (":",)),
+    "sql-insert-columns": ("5437daa5", ("insert",), ("insert",), ("values",)),
     "xml-entry-key": ("37e68f1c", ("</entry>",), ("<entry",), ("<entry",)),
     "numbered-mnemonic": ("b2dae14c", ("backup", "mnemonic", "recovery", "secret", "seed"), ("backup", "mnemonic",
         "recovery", "secret", "seed"), ("\n",)),
