@@ -2731,6 +2731,10 @@ def _find_printed_secrets(match: Any) -> list:
     single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
     if first_line and first_line.end() >= end - 1 and len(first_line.group(1)) >= 16 and _regex(_SECRET_FILE_READ).search(command):
         spans.append(first_line.span(1))  # a secret file of one line: `cat /var/lib/rabbitmq/.erlang.cookie`
+    spoken = _regex(r"[ \t]*(?:⎿[ \t]+)?(" + _SPOKEN_PASSPHRASE + r")[ \t]*(?:\r?\n|$)").match(text, start, end)
+    if spoken and (single or _regex(_SECRET_FILE_READ).search(command)) and _is_spoken_passphrase(spoken.group(1)) and not set(
+            spoken.group(1).split()) & _COMMON_WORDS:
+        spans.append(spoken.span(1))  # a passphrase of words: `cat .vault_pass`, `pass show …`
     if first_line and single and not _regex(r"\||(?<!2)>").search(single.string[single.end():]):  # not `… --plain | wc -c`, `> /dev/null` (`2>` still prints)
         value = first_line.group(1)
         printed_dollar = _regex(r"\$\w+").fullmatch(value)  # output is never a variable's name: $parrowcopp3r64
@@ -2746,7 +2750,8 @@ def _find_printed_secrets(match: Any) -> list:
             spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`, `Private API Key b734…`
     for line in _regex(r"(?m)^[ \t]*(?:⎿[ \t]+)?(?:b?([\"'])(?=[^\s\"']{8,128}\1[ \t]*$))?(\S{8,128}?)\1?[ \t]*$").finditer(text, start, end):
         word, first = line.group(2), line.start(2)  # a REPL's string without its quotes: b'16YPeG…='
-        if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word)) and not _regex(
+        if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word) or _is_dotted_passphrase(word)
+                or _is_joined_passphrase(word)) and not _regex(
                 r"[A-Za-z_][\w.\-]*[=:]|#|\"[A-Z][A-Z0-9_]*\",?$").match(word) and not _is_masked_or_public(word) and not _regex(
                 _NOT_RANDOM_MARKS).search(word) and not any(a <= first < b for a, b in spans):
             spans.append((first, first + len(word)))
@@ -2804,7 +2809,7 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
 
 
 # Reading a file whose name says it holds a secret (a key, a cookie, a token, a password).
-_SECRET_FILE_READ = r"(?i)\bcat[ \t]+\S*(?:key|cookie|token|secret|passw|credential)[\w.\-]*(?:[ \t;|]|$)"
+_SECRET_FILE_READ = r"(?i)\bcat[ \t]+\S*(?:key|cookie|token|secret|passw|(?<![a-z])pass(?![a-z])|credential)[\w.\-]*(?:[ \t;|]|$)"
 
 
 def _find_table_cells(match: Any) -> list:
@@ -4926,6 +4931,8 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: Tool: Bash\nCommand: doppler secrets get DATABASE_PASSWORD --plain -p reports -c preprod\nExit code: 0\nOutput:\n«lzbHnTOeGlKfzToHWlf~TgA*rq0SIuID»
 #   catch: [bash] security find-generic-password -s 'jenkins-preprod' -w\n«LarsLars17»
 #   catch: $ rclone obscure "$PLAIN"\n«7BwL0cyyfJvR1qfGspXYmRV8hMCMxez9_gMxQPzO»
+#   catch: [bash] op item get 'Inventory admin' --fields label=password --reveal\n«jungle.puzzle.juniper»
+#   catch: $ cat .vault_pass\n«winter hikari velvet marble»\n$ ansible-playbook -i inventories/prod site.yml
 #   keep:  ● Bash(git log --oneline -1)\n  ⎿  e609ce7 Fix the token refresh
 #   keep:  $ terraform output -raw subnet_ids\n["subnet-0a1b2c3d", "subnet-4e5f6a7b"]
 #   catch: $ kubectl exec deploy/ledger -- sh -c 'echo $INTERNAL_API_TOKEN'\n«TI2dyhDyehCIpljwHeYFMjpuWh3Z7Onj3dsgNQQW»
