@@ -2356,8 +2356,9 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号")) or word.lower().rstrip("s").endswith("code")) and _regex(
             r"\d{4,8}").fullmatch(value):  # a PIN, an alarm's or a door's code
         return True
-    if _regex(r"[-+<>=|]|[a-z_][a-z0-9_.\-]*=(?!$)|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value):
-        return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`)
+    if _regex(r"[-+<>=|]|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value) or _regex(r"[a-z_][a-z0-9_.\-]*=(?!$)").match(
+            value) and (word.isascii() or not _regex(r"[a-z]{3,12}=\d{2,6}").fullmatch(value)):
+        return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`); not "पासवर्ड soleil=204 है"
     before = _line_before(text, first, 60)
     if _named_as_no_token(text, first) or before.endswith(":") and _regex(r"[\w\-]+:[\w\-]+:$").search(before):
         return False  # another field beside a token (`kid=…, sub=<uuid>`), a part of a store's key (`ratelimit:tokens:<uuid>`)
@@ -3099,7 +3100,9 @@ def _find_kubernetes_secret_data(match: Any) -> list:
     if not _regex(r"(?m)^[ \t]*kind:[ \t]*[\"']?Secret\b").search(text[max(0, match.start() - 4000):match.end("s") + 4000]):
         return []
     spans = []
-    for line in _regex(r"(?m)^[ \t]+([\w.\-]+):[ \t]*[\"']?([^\s\"'#][^\s\"']*)").finditer(text[start:match.end("s")]):
+    for block in _regex(r"(?m)^([ \t]+)[\w.\-]+:[ \t]*[|>][-+]?[ \t]*\r?\n((?:\1[ \t]+[A-Za-z0-9+/=]{4,}[ \t]*(?:\r?\n|$))+)").finditer(text, start, match.end("s")):
+        spans += [line.span(1) for line in _regex(r"(?m)^[ \t]+([A-Za-z0-9+/=]{4,})").finditer(text, block.start(2), block.end(2))]  # `my.cnf: |` and its base64 lines
+    for line in _regex(r"(?m)^[ \t]+([\w.\-]+):[ \t]*[\"']?([^\s\"'#|>][^\s\"']*)").finditer(text[start:match.end("s")]):
         name, value = line.group(1), line.group(2)
         if _regex(r"\d{1,12}|[a-z][a-z0-9+.\-]*://[^/@\s]+(?:/[^@\s]*)?").fullmatch(value) and secret_strength(name) < 2:
             continue  # an id, a URL without credentials: Argo CD's `githubAppID: "315894"`, `url: https://github.com/acme`
@@ -3600,6 +3603,7 @@ numbered-mnemonic            numbered-mnemonic      (?i)(?:recovery|seed|mnemoni
 # The values of a Kubernetes Secret: base64 under data:, plain under stringData:.
 kubernetes-secret-data       kubernetes-secret-data (?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\r?\n(?=(?P<s>(?:(?P=indent)[ \t]+[^\n]*(?:\n|$)){1,200}))
 #   catch: apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ndata:\n  DATABASE_URL: «cG9zdGdyZXM6Ly9hcHA6czNjcmV0QGRiOjU0MzIvYXBw»\n  ca.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t
+#   catch: kind: Secret\nmetadata:\n  name: mysql-client-cnf\ndata:\n  my.cnf: |\n    «W2NsaWVudF0KdXNlcj1ldGxfdXNlcgpwYXNzd29y»\n    «ZD1sZW1vbi1kZW5pbS1uZWN0YXIK»
 #   keep:  kind: ConfigMap\ndata:\n  LOG_LEVEL: info\n  REGION: eu-west-1
 # Authorization headers and bearer tokens.
 authorization-header         header-token           (?i){WORD_START}(?:proxy-)?authorization["']?(?:\s*[:=,]\s*|[ \t]+)["'`]?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey|[a-z][\w\-]{1,24}(?=[ \t]+[^\s"'`,;\\]{8,}))\s+)?(?P<s>[^\s"'`,;\\]{6,})
@@ -4598,6 +4602,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: Tietokannan salasana on «Kissa2024!»
 #   catch: [11:06] emma: VPNの事前共有キーは «eR6qhdyEnbonQSlDMDCzjeXoHS9m8PwX» です
 #   catch: - la password di root del NAS è «ginger yellow hickory»\n- next: finish the migration
+#   catch: [19:56] kasia: स्टेजिंग सर्वर का पासवर्ड «soleil=204» है
 #   keep:  La password del NAS è nel gestore condiviso, voce waffle-nas.
 #   catch: <p>Your temporary password is <b>«Forest22*»</b>. You will be asked to change it on first login.</p>
 #   catch: alice  13:16:17\nwhat's the grafana admin pw again?\nbob  13:16:17\n«tomasisland91».\nalice  13:16:17\nthx, in
