@@ -5325,10 +5325,9 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
 
 
 # What a tool puts before each line it shows, which line-anchored rules must not see: a file read's
-# numbers (Claude Code's `   12→`, `cat -n`'s `    12\t`), grep's `path:12:` and `path-12-` (a path: not
-# a time's `10:42:` nor a date's `2024-09-`), a diff's
-# `+` or `-` (right before the line's text: not a list's `- `), a quoted reply's `> `, Claude Code's
-# `⎿` before a tool's output.
+# numbers (Claude Code's `   12→`, `cat -n`'s `    12\t`), grep's `path:12:` and `path-12-` (a path:
+# not a time's `10:42:` nor a date's `2024-09-`), a diff's `+` or `-` (right before the line's text:
+# not a list's `- `), a quoted reply's `> `, Claude Code's `⎿` before a tool's output.
 _LINE_PREFIX = (r"(?m)^(?:[ \t]*\d{1,6}(?:→|\t)|[ \t]*⎿[ \t]+|[\w\-]{0,100}[./][\w./\\\-]{0,200}?(?::\d{1,7}:|-\d{1,7}-)|[+\-](?=[^\s+\-])|>{1,3}[ \t]?)")
 
 
