@@ -985,6 +985,8 @@ def secret_strength(name: str) -> int:
         return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys
     if parts[-2:] == ["secret", "id"]:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
+    if parts[-2:] in (["sess", "id"], ["session", "id"]):
+        return 1  # a session's cookie (Domino's DomAuthSessId, session_id): a secret when machine-made
     if len(parts) > 1 and parts[0] in _MESSAGE_WORDS:
         return 0  # a message's or a label's name: ERROR_INVALID_PASSWORD = "E7306", LABEL_PASSWORD
     if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET or (
@@ -1210,6 +1212,9 @@ def _accept_assignment(match: Any) -> bool:
     strength = secret_strength(name)
     if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare):
         return False
+    before = _regex(r"([A-Za-z_][\w.\-]{0,60})=$").search(match.string, max(0, match.start("s") - 62), match.start("s"))
+    if before and not name.endswith(before.group(1)) and _named_as_no_token(match.string, match.start("s")):
+        return False  # the value of another name right before it: "secrets: loaded secret id=sec_8nh4…"
     if _regex(_NOT_SECRET_BEFORE_WORD).search(match.string[max(0, match.start("name") - 14):match.start("name")]):
         return False  # `minisign public key: RWQ…`, `hashed secret: …`: the words before the name say what it is
     if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(_EMAIL_ADDRESS).fullmatch(bare):
@@ -1435,6 +1440,8 @@ def _accept_pair(match: Any) -> bool:
     word `secret`, only machine-made ones (`kubectl describe secret default-token-x8k2p` names one)."""
     quoted, value = match.group("s")[:1] in "\"'", match.group("s").strip("\"'")
     bare_word = match.group("name").lower() in ("secret", "secrets")
+    if _names_no_token(value):
+        return False  # the field beside it: "loaded secret id=sec_ztx3yk8mnw name=…"
     if _is_reference(value) or _under_a_digest_column(match.string, match.start("s")):
         return False
     if quoted and "pass" in match.group("name").lower() and looks_like_chosen_password(value):
@@ -1566,6 +1573,11 @@ def _accept_random(match: Any) -> bool:
     return _looks_random(match.group("s"))
 
 
+def _accept_key_body(match: Any) -> bool:
+    """A private key's body: some base64 in it, not a placeholder's `\\n...\\n`."""
+    return len(_regex(r"[A-Za-z0-9+/]").findall(match.group("s"))) >= 16
+
+
 def _accept_random_bytes(match: Any) -> bool:
     """Base64 of random bytes (a key): random-looking, and not text once decoded (a beacon's JSON)."""
     import binascii
@@ -1678,7 +1690,7 @@ _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "co
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|release|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
-    r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
+    r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor|tx|txid|txhash|transaction)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = (r"(?i)[)\]'\"`]*(?:\s+(?:is|was|as|will be|=|es|era|est|ist|war|è|é|jest|är)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
                       + r"|[ \t]*(?:が|は|是|为|為)[ \t]*(?:パスワード|暗証番号|トークン|密码|密碼|口令|令牌|비밀번호|암호))")  # "X es la contraseña …", "X がパスワードです"
@@ -1936,7 +1948,7 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
 # Names of values beside a token that are not it: a lifetime, Vault's accessor (it names a token), an id,
 # a name, analytics cookies (_ga, _gid, _fbp).
 _NOT_TOKEN_NAMES = frozenset("ttl expires expiry lease accessor id ids uuid name ga gid fbp gcl transaction txn sub kid jti aud iss age"
-                             " nonce trace correlation".split())
+                             " nonce trace correlation tenant type kind job queue region zone org project team workspace".split())
 
 
 def _named_as_no_token(text: str, start: int) -> bool:
@@ -1952,7 +1964,7 @@ def _names_no_token(pair: str) -> bool:
     """Whether `name=value` (a grep's line number may come first) names what stands beside a token, not
     a token: `ttl=768h0m0s`, `accessor=Grg3…`, `client_id=elsed4…`, `_ga=GA1.2.…`."""
     named = _regex(r"(?:\d+:)?([A-Za-z_][\w.\-]{0,40})=").match(pair)
-    return named is not None and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES and secret_strength(named.group(1)) < 2  # not secret_id
+    return named is not None and _name_parts(named.group(1))[-1] in _NOT_TOKEN_NAMES and secret_strength(named.group(1)) == 0  # not secret_id, DomAuthSessId
 
 
 _CLOUD_REGION = (r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|in|asia|europe|australia|northamerica|southamerica|africa)"
@@ -2450,7 +2462,7 @@ _SPOKEN_PASSPHRASE = r"[A-ZÀ-Þ]?" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD + 
 
 # After a password word and a connector, four to eight words that end the line or the clause
 # ("staging admin password: silver sparrow mariposa velvet (ask Lukas)", "… is orbit tundra river maple").
-_SPOKEN_AFTER_CONNECTOR = (r"(?i:[^\n\"'«“`]{0,80}?(?:[:：=][ \t]*|" + _CONNECTOR + r"[ \t]+))(?P<v>(?-i:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD
+_SPOKEN_AFTER_CONNECTOR = (r"(?i:(?:[^\n\"'«“`]|(?<=\w)'(?=\w)){0,80}?(?:[:：=][ \t]*|" + _CONNECTOR + r"[ \t]+))(?P<v>(?-i:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD
                            + r"){2,7}(?:[ \t]?\d{1,4})?))[ \t]*(?=\n|$|,[ \t]|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")  # also the end of a quoted line, a dash
 # Words of sentences, which a passphrase said in words would not be made of: "password: make sure it works".
 _COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
@@ -2622,6 +2634,7 @@ def _find_call_literals(match: Any) -> list:
                 _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)
                 or named_call and _is_dotted_passphrase(value)
                 or keyed_call and _is_dotted_passphrase(value, "_")
+                or named_call and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) and _is_spoken_passphrase(value)
                 or after_user and _has_three_classes(value)) and _may_be_a_password(value):
             found = [(start, end)]
         spans, previous = spans + found, value
@@ -3006,9 +3019,15 @@ def _find_joined_literals(match: Any) -> list:
     if not named or secret_strength(named.group(1)) < 1:
         return []
     literals = list(_regex(r"""["'`]([^"'`\n]{8,512})["'`]""").finditer(text, first, match.end("s")))
-    if not all(looks_machine_generated(literal.group(1)) or _is_random_part(literal.group(1)) for literal in literals):
+    if not all(looks_machine_generated(literal.group(1)) or _is_random_part(literal.group(1)) or _is_mixed_case_run(literal.group(1))
+               for literal in literals):
         return []  # a list of names, one of them with digits: ["auth.state", "auth.nonce.6c0ea375"]
     return [literal.span(1) for literal in literals]
+
+
+def _is_mixed_case_run(part: str) -> bool:
+    """Twelve letters or more in both cases, not built of words: WTzQKyAGMbirCvec."""
+    return len(part) >= 12 and part.isalpha() and not part.islower() and not part.isupper() and not _is_built_of_words(part)
 
 
 def _is_random_part(part: str) -> bool:
@@ -3257,10 +3276,11 @@ _SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,%d}?%s)" % (_SECRETISH_REACH, 
 # They are comments here, skipped at run time; the tests run every one against its rule.
 REDACTION_TABLE = r'''
 # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
-private-key-block            -                      -----BEGIN (?:[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?|OpenVPN Static key V\d)-----(?P<s>(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
+private-key-block            key-body               -----BEGIN (?:[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?|OpenVPN Static key V\d)-----(?P<s>(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
 #   catch: -----BEGIN RSA PRIVATE KEY-----«\nMIIEowIBAAKCAQEAu1SU1LfVLPHC\n»-----END RSA PRIVATE KEY-----
 #   catch: "key": "-----BEGIN PRIVATE KEY-----«\\nMIIEvQIBADANBgkqhkiG9w0BAQEF\\n»-----END PRIVATE KEY-----\\n"
 #   keep:  -----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC\n-----END PUBLIC KEY-----
+#   keep:  TLS_KEY="-----BEGIN PRIVATE KEY-----\\n...\\n-----END PRIVATE KEY-----"
 #   catch: -----BEGIN OpenVPN Static key V1-----«\n6fd51eeb421f5c66cd2f5a43ac5be272\n»-----END OpenVPN Static key V1-----
 # minisign's and signify's secret keys: the base64 line under their comment.
 signing-tool-secret-key      -                      untrusted comment: [^\n]{0,80}secret key[ \t]*\r?\n(?P<s>[A-Za-z0-9+/=]{40,})
@@ -3825,9 +3845,10 @@ net-use-user-password        argument               (?i)\bnet(?:\.exe)?[ \t]+use
 password-in-parentheses      not-reference          (?<![\w\-])(?:PASSWORD|PWD|PASSWD|PASSPHRASE)\((?P<s>[^()*\s'"][^()\s'"]{3,63})\)
 #   catch: CHGUSRPRF USRPRF(QSECOFR) PASSWORD(«HARBOR59») PWDEXP(*NO)
 #   keep:  CHGUSRPRF USRPRF(QPGMR) PASSWORD(*NONE)
-protocol-pass-command        not-reference          (?m)^(?:ftp>[ \t]+)?(?:quote[ \t]+)?(?:PASS|pass)[ \t]+(?P<s>[^\s*][^\s]{3,127})[ \t]*$
+protocol-pass-command        not-reference          (?m)^[ \t]*(?:ftp>[ \t]+)?(?:quote[ \t]+)?(?:PASS|pass)[ \t]+(?P<s>[^\s*][^\s]{3,127}?)(?:\.\.)?[ \t]*$
 #   catch: ftp> quote USER TSOU01\n331 Send password please.\nftp> quote PASS «CICEK77Z»\n230 TSOU01 is logged on.
 #   keep:  PASS ****
+#   catch: T 10.1.134.125:51234 -> 10.103.146.168:21 [AP] #16\n  PASS «Matteo1972?»..
 cobol-password-value         assignment             (?m)^[ \t]*\d{2}[ \t]+{SECRETISH_NAME}(?P<name>[\w\-]{1,60})[ \t]+PIC[^\n]{0,30}?VALUE[ \t]+(?P<s>'[^'\n]{1,128}'|"[^"\n]{1,128}")
 #   catch:        01  WS-DB2-PASSWORD    PIC X(10) VALUE '«SONNE38Z»'.
 #   keep:         01  WS-DB2-PASSWORD    PIC X(10) VALUE SPACES.
@@ -4334,6 +4355,7 @@ key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>]{0,200
 # Flags and assignments whose name says secret, in every common syntax.
 typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*{VALUE}
 #   catch: pub const API_KEY: &str = "«QZC1HXsnHVzdkMJDTp5E»";
+#   keep:  2025-06-18T19:15:40.570Z INFO secrets: loaded secret id=sec_8nh4jwmswu name="notifications-signing-key" version=3
 #   keep:  const TOKEN_TTL: Duration = Duration::from_secs(3600);
 secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME}(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+){VALUE}
 #   catch: tool --password «hunter2» --verbose
@@ -4601,6 +4623,9 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  password_hashers check: PBKDF2PasswordHasher iterations=720000, Argon2PasswordHasher available
 #   catch: Tietokannan salasana on «Kissa2024!»
 #   catch: [11:06] emma: VPNの事前共有キーは «eR6qhdyEnbonQSlDMDCzjeXoHS9m8PwX» です
+#   catch: Promemoria: la password dell'utente admin sul gestionale è «galaxy juniper canyon», ricordati di cambiarla entro venerdì.
+#   keep:  job 01J2YANC2BGP2Z1MTKHJ35T82H queued (type=rotate_api_keys, tenant=t_r4xtjaq6)
+#   keep:  Deployed Token contract at 0xc04b101e2ef5699b605fc17c3b9880b14b638584 (tx 0xdec1b07951eea1c11be3a25c0c3be311fae3076d26b334177c53f8185afabc5c, block 14868619)
 #   catch: - la password di root del NAS è «ginger yellow hickory»\n- next: finish the migration
 #   catch: [19:56] kasia: स्टेजिंग सर्वर का पासवर्ड «soleil=204» है
 #   keep:  La password del NAS è nel gestore condiviso, voce waffle-nas.
@@ -4814,6 +4839,7 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: DataSourceBuilder.create().username("app_rw").password("«fatimasummer0510»").build();
 #   catch: auto cipher = Aes256Gcm(std::string("«azerty!16»"));
 #   catch: sqlite3_key(db, "«harbor_thunder_escape»", strlen("«harbor_thunder_escape»"));
+#   catch: signed, err := token.SignedString([]byte("«galaxy sunflower meadow velvet 4»"))
 #   catch: $pdo = new PDO($dsn, 'wp_user', '«aGwOZBdyNx.ZVQfsxNP»', [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]);
 #   keep:  sqlite3_key(db, key_buffer, key_length);
 # C's and PHP's connect and bind functions, Arduino's Wi-Fi joins: the same, apart for speed (their names start no other call).
@@ -5091,7 +5117,7 @@ ACCEPT_CHECKS = {
     "-": None, "not-reference": _accept_not_reference, "url-password": _accept_url_password, "url-password-wide": _accept_url_password_wide, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
-    "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "quoted-key": _accept_quoted_key,
+    "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "key-body": _accept_key_body, "quoted-key": _accept_quoted_key,
     "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
@@ -6049,7 +6075,7 @@ RULE_WORDS = {
     "net-use-user-password": ("56abdf0a", ("net",), ("net",), ("use",)),
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
-    "protocol-pass-command": ("b6ae64cc", ("pass",), (), ()),
+    "protocol-pass-command": ("6a464798", ("pass",), (), ()),
     "cobol-password-value": ("81103563", ("value",), (), ("auth", "community", "cookie", "cred", "dsn", "encrypt",
         "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token")),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
