@@ -2634,7 +2634,8 @@ def _find_call_literals(match: Any) -> list:
                 _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)
                 or named_call and _is_dotted_passphrase(value)
                 or keyed_call and _is_dotted_passphrase(value, "_")
-                or named_call and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) and _is_spoken_passphrase(value)
+                or (keyed_call or _regex(r"(?i)sign|hmac|jw[ts]").search(called)) and _regex(_SPOKEN_PASSPHRASE).fullmatch(value)
+                and _is_spoken_passphrase(value) and not set(value.lower().split()) & _NOT_DOTTED_PASSPHRASE_WORDS
                 or after_user and _has_three_classes(value)) and _may_be_a_password(value):
             found = [(start, end)]
         spans, previous = spans + found, value
@@ -4889,6 +4890,7 @@ s3-access-key-id             -                      (?:(?i:access[_\-]?key[_\-]?
 # A class whose name says credential, called with string literals (Kotlin, Swift, Python: no `new`).
 # Its capital is matched before its left edge, so re skips to capitals; `uth(?<=Auth)`: the name is the word.
 context-credential-class     call-literals          [A-Z](?<![\w].)(?:uth(?<=Auth)|oken(?<=Token)|ecret(?<=Secret)|redential(?<=Credential)|assword(?<=Password)|igner(?<=Signer)|ey(?<=Key)|[A-Za-z0-9]{0,39}?(?:Auth|Token|Secret|Credential|Password|Signer|Key))[A-Za-z0-9]{0,40}[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+#   keep:  class TokenInfo(collections.namedtuple('TokenInfo', 'type string start end line')):
 #   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
 #   keep:  val interceptor = AuthInterceptor(tokenProvider, "Authorization")
 #   catch: box = nacl.secret.SecretBox(bytes.fromhex("«d0d33989c04d849c90a0f4d95798543dd30e21655c13cafc4dbdd2b2e4ba69f7»"))
