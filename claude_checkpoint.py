@@ -2078,7 +2078,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|(?:(?<=>>> )|(?<=\]: )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*(?:\(\))?\)?[ \t]*(?=\n)")
 # What runs a command inside a container, on another host or in a shell: `kubectl exec deploy/api -- sh -c '…'`.
 _INSIDE_ANOTHER_COMMAND = (r"(?:(?:kubectl|oc)[ \t]+exec\b[^\n|;&]{0,200}?[ \t]--[ \t]+|(?:docker|podman)[ \t]+(?:compose[ \t]+)?exec[ \t]+"
-                           r"(?:-[\w\-]+[ \t]+)*[\w.\-]+[ \t]+|ssh[ \t]+(?:-\w+[ \t]+)*[\w.@\-]+[ \t]+[\"']?)?(?:(?:ba)?sh[ \t]+-c[ \t]+[\"']?)?")
+                           r"(?:-[\w\-]+[ \t]+)*[\w.\-]+[ \t]+|ssh[ \t]+(?:-\w+[ \t]+)*[\w.@\-]+[ \t]+[\"']?)?(?:(?:ba|z)?sh[ \t]+-l?c[ \t]+[\"']?)?")
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
 # words may hold spaces when the first holds @, ~, / or [ (`[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`,
 # `~/api (release/4.7) $`), not code's `return self._key > other._key`; a virtualenv's `(.venv) ` before it;
@@ -2087,8 +2087,8 @@ _PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80
                 r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\\\[\]\-]{0,60}?)(?:[$%❯]|>{1,3})"
                 r"|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#|[\w.\-]{1,30}[ \t]+❯|[╰└]─{0,3}[$#%❯]"
                 r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|λ(?:[ \t]+[\w.~/\-]{1,40})?|→"
-                r"|\[(?:bash|shell|sh|zsh|terminal|cmd|powershell|run|exec)\]|Command:)"
-                r"|[⏺●][ \t]?(?:Bash|Shell|PowerShell|Terminal)\()(?:[ \t]|(?<=\())")  # an agent's log of a tool call: `[bash] …`, `Command: …`, `● Bash(…)`
+                r"|\[(?:bash|shell|sh|zsh|terminal|cmd|powershell|run|exec)\]|Command:|[✔✓✗✘x][ \t]+Shell)"
+                r"|[⏺●][ \t]?(?:Bash|Shell|PowerShell|Terminal)\(|exec\r?\n)(?:[ \t]|(?<=\()|(?<=\n))")  # an agent's log of a tool call: `[bash] …`, `Command: …`, `● Bash(…)`
 # (Its last part is a space, or nothing after `(`: in `{PROMPT_LINE}*` the star repeats that part only, as
 # it always has: one prompt, then any spaces.)
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
@@ -2739,7 +2739,7 @@ def _find_printed_secrets(match: Any) -> list:
     if _regex(r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK)").search(text[start:end]) and "PRIVATE" not in text[start:end]:
         return []  # `cat ca.pem` prints a certificate: public by design
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
-    logged = _regex(r"(?:[ \t]*(?:Exit code:[ \t]*-?\d+|Output:|Stdout:)[ \t]*\r?\n)+").match(text, start, end)
+    logged = _regex(r"(?:[ \t]*(?:Exit code:[ \t]*-?\d+|Output:|Stdout:|succeeded in \d+m?s:|exited -?\d+ in \d+m?s:)?[ \t]*\r?\n)+").match(text, start, end)
     start = logged.end() if logged else start  # an agent's log of the call: `Exit code: 0`, `Output:` before what it printed
     first_line = _regex(r"[ \t]*(?:⎿[ \t]+)?(\S{4,4096})[ \t]*(?:\n|$)").match(text, start, end)  # Claude Code's ⎿ before output
     command = text[match.start():start].rstrip("\n")
@@ -5345,7 +5345,7 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
             text = text.replace(secret, REDACTED)
     replaced: list = []
     text, count = _apply_rules(text, count, replaced)
-    if len(text) <= _PREFIXED_TEXT_MAX and _regex(_LINE_PREFIX).search(text):
+    if len(text) <= _PREFIXED_TEXT_MAX and (_regex(_LINE_PREFIX).search(text) or "'\\''" in text or "\\n" in text):
         text, count = _redact_under_prefixes(text, count, replaced)
     if found is not None:
         found += replaced
@@ -5355,8 +5355,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
 # What a tool puts before each line it shows, which line-anchored rules must not see: a file read's
 # numbers (Claude Code's `   12→`, `cat -n`'s `    12\t`), grep's `path:12:` and `path-12-` (a path:
 # not a time's `10:42:` nor a date's `2024-09-`), a diff's `+` or `-` (right before the line's text:
-# not a list's `- `), a quoted reply's `> `, Claude Code's `⎿` before a tool's output.
-_LINE_PREFIX = (r"(?m)^(?:[ \t]*\d{1,6}(?:→|\t)|[ \t]*⎿[ \t]+|[\w\-]{0,100}[./][\w./\\\-]{0,200}?(?::\d{1,7}:|-\d{1,7}-)|[+\-](?=[^\s+\-])|>{1,3}[ \t]?)")
+# not a list's `- `), a quoted reply's `> `, Claude Code's `⎿` before a tool's output, Gemini CLI's `│`.
+_LINE_PREFIX = (r"(?m)^(?:[ \t]*\d{1,6}(?:→|\t)|[ \t]*⎿[ \t]+|[ \t]*│[ \t]?|[\w\-]{0,100}[./][\w./\\\-]{0,200}?(?::\d{1,7}:|-\d{1,7}-)|[+\-](?=[^\s+\-])|>{1,3}[ \t]?)")
 
 
 _PREFIXED_TEXT_MAX = 32768  # a larger text is read once: a hostile one costs no more than twice a text of this size
@@ -5368,15 +5368,19 @@ def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
     whole (each line of a value that spans lines: a key's body). Runs on texts whose lines hold
     such prefixes, twice at most."""
     prefixes = list(_regex(_LINE_PREFIX).finditer(text))
-    if len(prefixes) < 2:
+    escaped = "'\\''" in text or "\\n" in text and _regex(r'"(?:content|output|stdout|stderr|text|result)"[ \t]*:[ \t]*"').search(text) is not None
+    if len(prefixes) < 2 and not escaped:
         return text, count
     bare, position = [], 0
-    for prefix in prefixes:
+    for prefix in prefixes if len(prefixes) >= 2 else ():
         bare.append(text[position:prefix.start()])
         position = prefix.end()
     bare.append(text[position:])
+    bare_text = "".join(bare)
+    if escaped:  # a shell's quote inside quotes (Codex's `bash -lc '… '\''…'\'' …'`), a JSON string's lines (a tool's result)
+        bare_text = bare_text.replace("'\\''", "'").replace("\\n", "\n").replace('\\"', '"')
     found: list = []
-    _apply_rules("".join(bare), 0, found, _line_rules())
+    _apply_rules(bare_text, 0, found, None if escaped else _line_rules())
     pieces = [piece.strip() for value in found for piece in (value, *value.split("\n"))]
     pieces = [piece for piece in pieces if len(piece) >= 6 and REDACTED not in piece]
     replaced += pieces
@@ -6345,12 +6349,12 @@ RULE_WORDS = {
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
     "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
-    "context-selected-columns": ("b1f62416", ("select",), ("select",), ("from",)),
-    "context-repl-generated-key": ("6da666ed", ("gen_secret", "generate_key", "generate_secret",
+    "context-selected-columns": ("7e60e4ca", ("select",), ("select",), ("from",)),
+    "context-repl-generated-key": ("43153928", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("5610aa5a", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("3da33ff8", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg",

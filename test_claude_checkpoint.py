@@ -1001,12 +1001,18 @@ class TestRedaction(unittest.TestCase):
                 "H1ckoryf1ddle693",
             "config/catalog.yaml:2:  token: >-\nconfig/catalog.yaml:3:    38unCAo2TibiQC0Pp1gG9bmN966tfuMCeYrxmXO5\n"
             "config/catalog.yaml:4:    1AwBx58cLUep7hILisbF3hwPjYt035q6xnAVLFku": "1AwBx58cLUep7hILisbF3hwPjYt035q6xnAVLFku",
+            # Codex's log of a command (a quote inside quotes written '\\''), Gemini CLI's pane, a JSON tool result.
+            "exec\nbash -lc 'sshpass -p '\\''IvoryWinter2#'\\'' ssh pi@10.172.153.64 uptime' in /srv/deploy\n succeeded in 2359ms:\n"
+            " 14:02:11 up 3 days": "IvoryWinter2#",
+            "│ ✔  Shell pass show infra/router\n│\n│ asdfgh!483?\n│ url: https://10.41.109.102": "asdfgh!483?",
+            '{"type": "tool_result", "content": "$ htpasswd -b -c /etc/nginx/.htpasswd admin Sable881^\\nAdding password for user admin"}':
+                "Sable881^",
         }
         for text, secret in cases.items():
             with self.subTest(text=text[:30]):
                 redacted, _ = cc.redact(text)
                 self.assertNotIn(secret, redacted)
-                self.assertIn("     1→bind 0.0.0.0" if "redis" in text else text.split("\n")[0], redacted)
+                self.assertIn("     1→bind 0.0.0.0" if "redis" in text else text.split("\n")[0][:10], redacted)
         # Lines of a list or a log are no prefixed lines: their text is redacted once, as it stands.
         text = "- rotate the token\n- 2024-09-16 10:42:01 deploy finished\n"
         self.assertEqual(cc.redact(text), (text, 0))
@@ -10339,7 +10345,7 @@ def bench_hooks(ws: Workspace, scratch: str) -> dict:
 # from the rest), held to issue 14's bar for text the rules were not written on (recall 0.97,
 # keep-rate 0.98); the others, tuned on, to 0.99 and 0.98. A corpus moves to the others once the
 # rules reach 0.99 on it.
-NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47, 49, 50, 51))
+NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47, 49, 51, 53))
 
 
 def corpus_texts() -> list:
