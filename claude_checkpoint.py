@@ -1440,8 +1440,9 @@ def _accept_pair(match: Any) -> bool:
     word `secret`, only machine-made ones (`kubectl describe secret default-token-x8k2p` names one)."""
     quoted, value = match.group("s")[:1] in "\"'", match.group("s").strip("\"'")
     bare_word = match.group("name").lower() in ("secret", "secrets")
-    if _names_no_token(value):
-        return False  # the field beside it: "loaded secret id=sec_ztx3yk8mnw name=…"
+    if _names_no_token(value) or _regex(r"(?i)\b(?:describe|get|delete|edit|create)[ \t]+secrets?[ \t]+[\"']?$").search(
+            _line_before(match.string, match.start("s"), 80)):
+        return False  # the field beside it: "loaded secret id=sec_ztx3yk8mnw name=…"; a secret's name: `kubectl describe secret api-token-87n7TT2u`
     if _is_reference(value) or _under_a_digest_column(match.string, match.start("s")):
         return False
     if quoted and "pass" in match.group("name").lower() and looks_like_chosen_password(value):
@@ -2188,8 +2189,10 @@ def _find_random_tokens(match: Any) -> list:
     text, start = match.string, match.start("s")
     if _regex(_NOT_SECRET_BEFORE_WORD).search(text[max(0, match.start() - 14):match.start()]):
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
-    if _regex(r"\.[a-z]{1,5}(?=[:/\s]|$)").match(text, match.end()):
-        return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`
+    if _regex(r"(?:\.[a-z0-9]{1,5}){1,3}(?=[:/\s'\"]|$)").match(text, match.end()):
+        return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`, `secrets.enc.yaml`
+    if _regex(r"(?i)\b(?:describe|get|delete|edit|create|generic)[ \t]+$").search(_line_before(text, match.start(), 40)):
+        return []  # a kind of resource a command names: `kubectl describe secret api-token-87n7TT2u`
     joined = match.group()[-1:].isalpha() and _regex(r"[_\-][A-Za-z][\w\-]{0,40}").match(text, match.end())
     if joined and secret_strength(match.group() + joined.group()) == 0:
         return []  # a name the word begins that is about a secret: `password_hashers check: PBKDF2PasswordHasher`
@@ -3613,10 +3616,11 @@ mysql-temporary-password     not-reference          A temporary password is gene
 sql-insert-columns           insert-columns         (?i)\bINSERT[ \t]+INTO[ \t]+[\w."`\[\]]{1,80}[ \t]*\((?P<columns>[^()\n]{1,400})\)[ \t]*(?:\r?\n[ \t]*)?VALUES[ \t]*(?=(?P<s>(?:\r?\n?[ \t]*\((?:[^()'\n]|'(?:[^'\n]|'')*'){1,800}\)[ \t]*,?){1,20}))
 #   catch: INSERT INTO api_clients (name, client_secret) VALUES\n  ('ingest-worker', '«190ab1c2d3e4f5a6b7c8d9e0f1a2b3c4»');
 #   keep:  INSERT INTO users (name, password_hash) VALUES ('ana', '$2b$12$KIXQJ1pZ3x8Yc6Lr2bWwIuX1v9oJcA3Qd8mT5sN7eF0gH2jK4lM6a');
-# Java's XML properties: `<entry key="db.password">…</entry>`.
-xml-entry-key                assignment             <entry[ \t]+key[ \t]*=[ \t]*"(?P<name>[\w.:\-]{1,80})"[ \t]*>(?P<s>[^<\n]{1,512})</entry>
+# Java's XML properties and Hibernate's: `<entry key="db.password">…</entry>`, `<property name="hibernate.connection.password">…</property>`.
+xml-entry-key                assignment             <(?P<tag>entry|property)[ \t]+(?:key|name)[ \t]*=[ \t]*"(?P<name>[\w.:\-]{1,80})"[ \t]*>(?P<s>[^<\n]{1,512})</(?P=tag)>
 #   catch: <properties>\n  <entry key="db.user">report</entry>\n  <entry key="db.password">«katarina=kira93»</entry>
 #   keep:  <entry key="db.password">${DB_PASSWORD}</entry>
+#   catch: <property name="hibernate.connection.password">«Vi0l3t!35»</property>
 # A recovery phrase a wallet prints numbered in columns (`1. apart   7. beach …`): each of its 12 to 24 words.
 numbered-mnemonic            numbered-mnemonic      (?i)(?:recovery|seed|mnemonic|backup|secret)[ \-]?(?:phrase|words|sentence)?[^\n]{0,80}\r?\n(?:[ \t]*\r?\n)?(?=(?P<s>(?:[ \t]*\d{1,2}[.)][ \t]+[a-z]{3,8}(?:[ \t]+\d{1,2}[.)][ \t]+[a-z]{3,8}){0,5}[ \t]*(?:\r?\n|$)){2,24}))
 #   catch: Write down your recovery phrase:\n\n 1. «apart»       4. «beach»      7. «bike»      10. «arrow»\n 2. «animal»      5. «all»        8. «away»      11. «brisk»\n 3. «alert»       6. «athlete»    9. «animal»    12. «arrive»
@@ -4621,6 +4625,8 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  (Credential Guard enabled on bastion-eu1, session 3381 — LSASS not readable, moving on)
 #   keep:  LogPakFile: Display: Pak file uses encryption key GUID 00000000000000000000000000000000
 #   keep:  Video walkthrough of the new token flow: https://www.youtube.com/watch?v=UoLTkAfXI8o&t=481s
+#   keep:  kubectl describe secret api-token-87n7TT2u\nName:         api-token-811tZw8u
+#   keep:  exec\nbash -lc 'wc -l secrets.enc.yaml' in C:\Users\ana\src\portal\n succeeded in 463ms:
 #   keep:  password_hashers check: PBKDF2PasswordHasher iterations=720000, Argon2PasswordHasher available
 #   catch: Tietokannan salasana on «Kissa2024!»
 #   catch: [11:06] emma: VPNの事前共有キーは «eR6qhdyEnbonQSlDMDCzjeXoHS9m8PwX» です
@@ -4770,9 +4776,10 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)\b(?:uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)\b(?:basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: kiosk build for the expo booth auto-logs in as kiosk / «Hana2007»! – change it after GDC
 #   catch: Observation: router at 192.168.6.1 still uses admin / «Cobalt2362» (found on the sticker)
+#   catch: @jdoe the staging basic-auth is `preview` / `«Zuckerwatte656!»`, same as last sprint
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
 #   keep:  log in with your SSO account / the admin console
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
@@ -6011,7 +6018,7 @@ RULE_WORDS = {
     "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
         ("a temporary password is generated for ",), (":",)),
     "sql-insert-columns": ("5437daa5", ("insert",), ("insert",), ("values",)),
-    "xml-entry-key": ("37e68f1c", ("</entry>",), ("<entry",), ("<entry",)),
+    "xml-entry-key": ("13e467d0", ("<entry", "<property"), ("<entry", "<property"), ("key", "name")),
     "numbered-mnemonic": ("b2dae14c", ("backup", "mnemonic", "recovery", "secret", "seed"), ("backup", "mnemonic",
         "recovery", "secret", "seed"), ("\n",)),
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), (), (":",)),
@@ -6303,11 +6310,11 @@ RULE_WORDS = {
         "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
         "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스",
         "인증", "토큰"), ()),
-    "login-pair-in-prose": ("07842b1d", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "bind",
+    "login-pair-in-prose": ("a89a6e85", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic", "bind",
         "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang",
         "user", "uses", "using", "zugang", "åtkomst", "доступ"), ("acceso", "accesso", "account", "accès", "acesso",
-        "atkomst", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup",
-        "sign", "toegang", "user", "uses", "using", "zugang", "åtkomst", "доступ"), ("/",)),
+        "atkomst", "basic", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup",
+        "přístup", "sign", "toegang", "user", "uses", "using", "zugang", "åtkomst", "доступ"), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
