@@ -1221,7 +1221,7 @@ def _accept_assignment(match: Any) -> bool:
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
     if _cannot_be_its_value(name, bare):
         return False
-    if not bare.isascii() and _regex("[\u3000-\u9fff\uac00-\ud7af][\s\u3000-\u9fff\uac00-\ud7af]*").fullmatch(bare):
+    if not bare.isascii() and _regex(r"[\u3000-\u9fff\uac00-\ud7af][\s\u3000-\u9fff\uac00-\ud7af]*").fullmatch(bare):
         return False  # a label in Chinese, Japanese or Korean: "settings.account.change_password" = "更改密码"
     stand_in = _regex(r"[a-z][a-z0-9+.\-]*://[^/:@\s]*:([^/@\s]+)@").match(bare)
     if stand_in and (_is_placeholder(stand_in.group(1)) or _is_reference(stand_in.group(1))):

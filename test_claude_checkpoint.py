@@ -8387,6 +8387,16 @@ class TestPlainFile(unittest.TestCase):
     """Copy-and-run: the file alone, anywhere, started as `python3 claude_checkpoint.py`
     (compiled at every start, so slower than the importing command, but the same program)."""
 
+    def test_the_file_compiles_without_a_warning(self):
+        # Compiled at every start: a SyntaxWarning (an invalid escape such as "\s" in a plain
+        # string, 3.12 and later) would be printed to the user's stderr each time.
+        import warnings
+        with open(SERVER, encoding="utf-8") as stream:
+            source = stream.read()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            compile(source, SERVER, "exec")
+
     @slow
     def test_a_copied_file_serves_saves_and_answers_the_command_line(self):
         ws = Workspace(self)
