@@ -1372,7 +1372,7 @@ def _accept_after_colon(match: Any, value: str, bare: str) -> bool:
     return quoted or bare[:1] not in "!*&"
 
 
-_CODE_SECRET_PARTS = frozenset("key keys token tokens secret secrets cred auth cookie cookies credentials".split())
+_CODE_SECRET_PARTS = frozenset("key keys tokens secrets cred auth cookies".split())  # beside _SECRET_WORDS
 
 
 def _is_code(value: str, name: str) -> bool:
@@ -1440,8 +1440,7 @@ def _accept_pair(match: Any) -> bool:
     word `secret`, only machine-made ones (`kubectl describe secret default-token-x8k2p` names one)."""
     quoted, value = match.group("s")[:1] in "\"'", match.group("s").strip("\"'")
     bare_word = match.group("name").lower() in ("secret", "secrets")
-    if _names_no_token(value) or _regex(r"(?i)\b(?:describe|get|delete|edit|create)[ \t]+secrets?[ \t]+[\"']?$").search(
-            _line_before(match.string, match.start("s"), 80)):
+    if _names_no_token(value) or _names_a_kind(match.string, match.start("name")):
         return False  # the field beside it: "loaded secret id=sec_ztx3yk8mnw name=…"; a secret's name: `kubectl describe secret api-token-87n7TT2u`
     if _is_reference(value) or _under_a_digest_column(match.string, match.start("s")):
         return False
@@ -1572,6 +1571,12 @@ def _accept_call_password(match: Any) -> bool:
 
 def _accept_random(match: Any) -> bool:
     return _looks_random(match.group("s"))
+
+
+def _names_a_kind(text: str, word_start: int) -> bool:
+    """Whether a command names a kind of resource with the word that starts at word_start (`kubectl
+    describe secret NAME`, `create secret generic NAME`): what follows is a name, not a value."""
+    return _regex(r"(?i)\b(?:describe|get|delete|edit|create|generic)[ \t]+$").search(_line_before(text, word_start, 40)) is not None
 
 
 def _accept_key_body(match: Any) -> bool:
@@ -2191,7 +2196,7 @@ def _find_random_tokens(match: Any) -> list:
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
     if _regex(r"(?:\.[a-z0-9]{1,5}){1,3}(?=[:/\s'\"]|$)").match(text, match.end()):
         return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`, `secrets.enc.yaml`
-    if _regex(r"(?i)\b(?:describe|get|delete|edit|create|generic)[ \t]+$").search(_line_before(text, match.start(), 40)):
+    if _names_a_kind(text, match.start()):
         return []  # a kind of resource a command names: `kubectl describe secret api-token-87n7TT2u`
     joined = match.group()[-1:].isalpha() and _regex(r"[_\-][A-Za-z][\w\-]{0,40}").match(text, match.end())
     if joined and secret_strength(match.group() + joined.group()) == 0:
@@ -5371,9 +5376,9 @@ _PREFIXED_TEXT_MAX = 32768  # a larger text is read once: a hostile one costs no
 
 def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the secrets the rules find once the lines' prefixes are set aside
-    (_LINE_PREFIX: a numbered file read, grep's output, a diff) also redacted, wherever they stand
-    whole (each line of a value that spans lines: a key's body). Runs on texts whose lines hold
-    such prefixes, twice at most."""
+    (_LINE_PREFIX: a numbered file read, grep's output, a diff; only the rules that read lines) or
+    a shell's or JSON's escapes undone (every rule) also redacted, wherever they stand whole (each
+    line of a value that spans lines: a key's body)."""
     prefixes = list(_regex(_LINE_PREFIX).finditer(text))
     escaped = "'\\''" in text or "\\n" in text and _regex(r'"(?:content|output|stdout|stderr|text|result)"[ \t]*:[ \t]*"').search(text) is not None
     if len(prefixes) < 2 and not escaped:
@@ -5836,23 +5841,23 @@ class Redactor:
     def __init__(self, known_secrets: Iterable[str] = ()):
         self.known_secrets = tuple(sorted(known_secrets, key=len, reverse=True))  # sorted once, used per field
         self.count = 0
-        self.found: Optional[list] = None  # the values replaced, while a checkpoint's fields are redacted
 
     def checkpoint(self, cp: Checkpoint) -> Checkpoint:
         """Every free-text field redacted, then each of them again of the values found in any
         (a password caught in a command is the same password in the summary)."""
-        self.found, texts = [], []
-        first = self._fields(cp, self.text)
+        found: list = []
+        first = self._fields(cp, lambda value: self.text(value, found))
+        texts: list = []
         self._fields(first, lambda value: texts.append(value) if value else None)
         joined = "\n".join(texts)  # one look for each value: most were replaced wherever they stood
-        left = [value for value in set(self.found) if len(value) >= 8 and REDACTED not in value and value in joined]
-        self.found = None
+        left = [value for value in set(found) if len(value) >= 8 and REDACTED not in value and value in joined]
         return self._fields(first, lambda value: self._again(value, left)) if left else first
 
-    def text(self, value: Optional[str]) -> Optional[str]:
+    def text(self, value: Optional[str], found: Optional[list] = None) -> Optional[str]:
+        """value redacted (None stays None); the values replaced added to `found` when given."""
         if value is None:
             return None
-        value, hits = redact(value, self.known_secrets, self.found)
+        value, hits = redact(value, self.known_secrets, found)
         self.count += hits
         return value
 
