@@ -1053,9 +1053,8 @@ def _is_reference(value: str) -> bool:
     values, so the cheap checks come first."""
     quoted = value[:1] in "\"'`"
     v = value.strip("\"'`\\ ")
-    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or "...(" in v or v.endswith("...") or v.startswith("...") or not any(map(str.isalnum, v)) or (
-            "..." in v and len(v) <= 24):
-        return True  # also a truncated value: `Bearer eyJhbGciOi...(truncated)`, one shown by its ends: `ghp_...Xk2q`
+    if not v or REDACTED in v or "***" in v or "•••" in v or "…" in v or "...(" in v or v.endswith("...") or v.startswith("...") or not any(map(str.isalnum, v)):
+        return True  # also a truncated value: `Bearer eyJhbGciOi...(truncated)`
     if value[:1] == "`" and any(map(str.isspace, v)):
         return True  # `cat /tmp/session.tok`: a command's output
     first = v[0]
@@ -1520,7 +1519,7 @@ def _accept_header_token(match: Any) -> bool:
     """`Authorization: Bearer …`: a value long enough or with a digit, but not one that code computes
     (`authorization: credentials.token_type + …`, `set("authorization", authorizationHeader)`)."""
     value = match.group("s")
-    if _regex(r"[A-Za-z_$]+(?:\.[A-Za-z_$]+)+|[a-z]+(?:[A-Z][a-z]+)+\)?").fullmatch(value) and _is_built_of_words(value.rstrip(")")):
+    if _regex(r"[A-Za-z_$]+(?:\.[A-Za-z_$]+)+|[a-z]+(?:[A-Z][a-z]+)+\)?").fullmatch(value) and _is_built_of_words(value.rstrip(")")) or _is_call(value):
         return False
     if match.string[match.start() - 1:match.start()] == "<":
         return False  # a stand-in's words: `?code=<authorization code>&state=…`
@@ -1626,6 +1625,14 @@ def _looks_like_a_secret(value: str) -> bool:
     of letters and digits (a password a generator wrote in hex): what a place that says secret
     holds (not `done`)."""
     return looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)
+
+
+def _is_call(value: str) -> bool:
+    """A call, or the start of one, in code: `authorization.split()`, `authorization[1].encode('ascii')`,
+    `logging.Handler.__init__(self)`: code that handles a credential, not a value."""
+    value = value[:-1] if value.endswith(".") else value  # a line that goes on: `base64.decodebytes(authorization).\\`
+    return _regex(r"[A-Za-z_$][\w$]*(?:\[[^\]\s]{0,20}\])?(?:\.[A-Za-z_$][\w$]*)*\((?:[^()\s]{0,40}|.{0,40}\))").fullmatch(value) is not None and (
+        "." in value or "_" in value or len(value.split("(", 1)[0]) >= 4 and value[0].islower())
 
 
 def _is_hex_secret(value: str) -> bool:
@@ -1845,8 +1852,8 @@ def looks_machine_generated(token: str) -> bool:
     shape that is not random (_has_not_random_shape: a URL, path, date, UUID, digest, public key…).
     Most tokens fail one of the first tests: the costlier ones come after."""
     n = len(token)
-    if not _RANDOM_LENGTHS[0] <= n <= _RANDOM_LENGTHS[1]:
-        return False
+    if not _RANDOM_LENGTHS[0] <= n <= _RANDOM_LENGTHS[1] or " " in token:
+        return False  # a space: words (`as per RFC 2616 section 4.2`), no machine's token
     if _regex(r"[A-Za-z_$][\w$]{0,47}(?:\.[A-Za-z_$]+)+").fullmatch(token):
         return False  # names of code joined by dots, with no digit after the first: entry.midTurnMessageQueue.length (a JWT's part is longer)
     if _regex(r"(?:0x)?(?:[0-9a-f]+|[0-9A-F]+)").fullmatch(token):
@@ -1928,7 +1935,7 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
         while last > first and text[last - 1] in ".,:;!?":
             last -= 1
         token = text[first:last]
-        if not looks_machine_generated(token) or _is_reference(token) or _regex(_PUBLIC_VALUE).match(token):
+        if not looks_machine_generated(token) or _is_reference(token) or _is_masked_or_public(token):
             continue
         if _in_angle_brackets(text, first, last):
             continue
@@ -2920,7 +2927,7 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
     for index, (a, b) in enumerate(cells):
         value = row[a:b].strip().strip("`")
         value = value[1:-1] if len(value) > 2 and value[0] == value[-1] == '"' else value  # a CSV's quoted cell
-        if index in pins and value and (_looks_like_a_secret(value) or _is_joined_passphrase(value)
+        if index in pins and value and not _is_call(value) and (_looks_like_a_secret(value) or _is_joined_passphrase(value)
                                         or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) and _is_spoken_passphrase(value)
                                         or not pins[index] and _is_passphrase_of_plain_words(value)
                                         or pins[index] and _regex(r"\d{4,8}").fullmatch(value)
@@ -3642,6 +3649,7 @@ authorization-header         header-token           (?i){WORD_START}(?:proxy-)?a
 #   catch: Authorization: SSWS «00xTMHRAclHzOwKRaR0fhEYkm3BrycEV»
 #   keep:  curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com
 #   keep:  authorization: credentials.token_type + " " + tokens.access_token
+#   keep:  if len(authorization) == 2:\n    authorization = authorization[1].encode('ascii')
 #   keep:  oauth redirect: https://app.acme.example.com/callback?code=<authorization code>&state=344b4f3fe92f10aa
 # AuthenticationHeaderValue("Bearer", "…")
 scheme-and-token-arguments   header-token           ["'](?:Bearer|Basic|Token)["']\s*,\s*["'](?P<s>[^"'\n]{8,1024})["']
@@ -5026,6 +5034,7 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
 #   catch: NAME      USER    TOKEN\nbuild     ci      «q8XkL2mR7vTz4WpN9sYb»
 #   catch: # client  server  secret  IP\nops  *  «manzana1985»  *
+#   keep:  # credentials, supply a (username, password) tuple\n        logging.Handler.__init__(self)
 #   catch: "Title","Url","Username","Password","Notes"\n"NAS","https://nas.home.arpa","admin","«matroi.809»",""
 #   catch: Out[9]:\n      usename          note              temp_pw\n0   fatima   first login    «FalconQuartz627$»
 #   keep:  Out[3]:\n      usename          note              temp_pw\n0   fatima   first login    NaN

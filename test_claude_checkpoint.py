@@ -1054,7 +1054,8 @@ class TestRandomTokenDetector(unittest.TestCase):
                       "cus_Q4xB7ZcLwS1mNe", "chatcmpl-nXoGhgbUnuwJUc1WOFX9EW9AArbA8", "AIDAOZJ6NNXOQY5TBJ3HQ",  # object ids
                       "sha256:4c110d45b38c734370f3b00e377da2eff01b5712b7e59fa464ad8b61626d8958", "h1:h5meDVxyqJozXxYjaEf++McxBjOBcoY0qC",
                       "2024-06-11T09:14:03Z", "https://files.example.com/build.zip", "/opt/scripts/sync_catalog.sh",
-                      "AAAAC3NzaC1lZDI1NTE5AAAAIJyRrrA0igH5rW2d+1CUj2VYlC1YLLeB", "A-Za-z0-9+/", "$GITHUB_TOKEN_2"):
+                      "AAAAC3NzaC1lZDI1NTE5AAAAIJyRrrA0igH5rW2d+1CUj2VYlC1YLLeB", "A-Za-z0-9+/", "$GITHUB_TOKEN_2",
+                      "as per RFC 2616 section 4.2"):  # words with spaces
             with self.subTest(token=token):
                 self.assertFalse(cc.looks_machine_generated(token))
 
