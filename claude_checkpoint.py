@@ -1083,8 +1083,8 @@ def _is_dollar_password(v: str) -> bool:
     """A password that starts with `$`, which no variable is named so: `$Crimson58asdfgh`
     (_is_mixed_password), or a letter or two and a symbol, as people write `$h@d0w13`, or mixed case
     with a digit inside before a symbol (`$pr1ngDr@g0n?30`; `$USER@host` is a variable), a capitalized
-    word and three or four digits (`$Lantern483`)."""
-    return _is_mixed_password(v[1:]) or _regex(r"\$[A-Za-z]{1,2}[@!#%&*][^\s$]*\d[^\s$]*|\$[A-Z][a-z]{3,}\d{3,4}[!?#*]?").fullmatch(v) is not None or _regex(
+    word and three or four digits (`$Lantern483`), a word with a digit for a letter before a symbol and digits (`$umm3r.166`)."""
+    return _is_mixed_password(v[1:]) or _regex(r"\$[A-Za-z]{1,2}[@!#%&*][^\s$]*\d[^\s$]*|\$[A-Z][a-z]{3,}\d{3,4}[!?#*]?|\$[A-Za-z]{2,}\d[A-Za-z]+[.!@#%&*?+^~=_\-]\d{2,}").fullmatch(v) is not None or _regex(
         r"\$(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{3,}[@!#%&*?+^~=][^\s$]*").fullmatch(v) is not None
 
 
@@ -4460,6 +4460,7 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
+#   catch: db:\n  password: "«$umm3r.166»"
 #   catch: export KAGGLE_USERNAME=lmartin\nexport KAGGLE_KEY=«bd20b117a8b9b852ef421e40bdfab03a»
 #   keep:  {\n  "scopes": "repo, workflow",\n  "token": "ghp_...Xk2q"\n}
 #   catch: "steam": {\n    "webapikey": "«F42222C9232782A3BB6C57D16D6CF82F»"\n  }
@@ -5365,9 +5366,12 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
             count += text.count(secret)
             text = text.replace(secret, REDACTED)
     replaced: list = []
+    original = text
     text, count = _apply_rules(text, count, replaced)
     if len(text) <= _PREFIXED_TEXT_MAX and (_regex(_LINE_PREFIX).search(text) or "'\\''" in text or "\\n" in text):
         text, count = _redact_under_prefixes(text, count, replaced)
+    if len(original) <= _PREFIXED_TEXT_MAX and ("$" in original or "+" in original or "join" in original.lower() or "concat" in original.lower()):
+        text, count = _redact_folded(original, text, count, replaced)
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
@@ -5406,6 +5410,95 @@ def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
     pieces = [piece for piece in pieces if len(piece) >= 6 and REDACTED not in piece]
     replaced += pieces
     return _redact_again(text, count, pieces, shortest=6)
+
+
+# A string given a name (`k1 = "…"`, `const a = '…';`, `$p1 = "…"`, `P1: "…"`, `PASS+="…"`, `val k: String = "…"`)
+# or a list of strings (`keyParts = ["…", "…"]`), one a line.
+_STRING_DEFINITION = (r"(?m)^[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare)[ \t]+)*[$@]?"
+                      r"(?P<name>[A-Za-z_]\w{0,40})(?:[ \t]*:[ \t]*[\w&\[\]<>.?]{1,30})?[ \t]*(?P<op>:=|\+=|=|:)[ \t]*"
+                      r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\()[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*[\]})]))"
+                      r"[ \t]*;?[ \t]*(?:(?:#|//)[^\n]*)?$")
+_QUOTED = r"""[\"']([^\"'\n\\]{1,512})[\"']"""
+# An expression that joins strings: operands (literals, names, `${name}`) and `+` (or a spaced `.`, `..`, `&`,
+# `||`); a list of literals that is joined (`[…].join`, `strings.Join([]string{…}, "")`), `CONCAT('…', '…')`;
+# a name given a list, joined (`keyParts.joined()`, `"".join(parts)`).
+_OPERAND = r"""(?:"[^"\n]*"|'[^'\n]*'|\$?\{?[A-Za-z_]\w*\}?)"""
+_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*\+[ \t]*|[ \t]+(?:\.\.?|&|\|\|)[ \t]+)" + _OPERAND + r")+"
+                   r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
+                   r"|(?i:concat)!?\(\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\)"
+                   r"|[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)")
+
+
+def _redact_folded(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the parts of a secret that code builds from strings redacted: the
+    strings are given names and joined later (`k1 + k2`, `"$P1$P2"`, `${P1}${P2}@github.com`,
+    `keyParts.joined()`, `PASS+="…"`), or joined where they stand (`CONCAT('Pampa!Gau', 'cho_1810')`,
+    `["…", "…"].join`). Each such expression is folded into the string it makes, in `original`
+    (before any part was redacted), and the rules read the folded lines: every part of a value
+    they find there is a secret's part, redacted where it stands."""
+    definitions: dict = {}  # name: the spans of its strings, in order (PASS="a" then PASS+="b")
+    for found in _regex(_STRING_DEFINITION).finditer(original):
+        spans = [found.span("value")] if found.group("value") is not None else [
+            literal.span(1) for literal in _regex(_QUOTED).finditer(original, found.start("list"), found.end("list"))]
+        definitions[found.group("name")] = definitions.get(found.group("name"), []) + spans if found.group("op") == "+=" else spans
+    import bisect
+    folds = []  # (start, end, the string made, the spans of the parts)
+    for found in _regex(_JOINED_STRINGS).finditer(original) if definitions or "oncat" in original.lower() or "join" in original.lower() else ():
+        made = _fold(original, found, definitions)
+        if made:
+            folds.append((found.start(), found.end(), *made))
+            if len(folds) > _FOLDS_MAX:
+                break
+    joined = [(start, end) for start, end, _, _ in folds]
+    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))").finditer(original) if definitions else ():
+        name, inside = found.group(1) or found.group(2), bisect.bisect_right(joined, (found.start(), len(original))) - 1
+        if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()):
+            folds.append((found.start(), found.end(), "".join(original[a:b] for a, b in definitions[name]), definitions[name]))
+        if len(folds) > _FOLDS_MAX:
+            break  # more than code that builds a secret holds: a hostile text costs no more
+    if not folds:
+        return text, count
+    folds.sort()
+    pieces, position, region_end, parts = [], 0, 0, []
+    for start, end, made, spans in folds:  # each folded line, with the line above it (a command's start)
+        if start < position:
+            continue
+        if start > region_end:  # a new region: from the line above the fold's
+            pieces += [original[position:region_end], "\n"] if pieces else []
+            position = max(region_end, original.rfind("\n", 0, max(0, original.rfind("\n", 0, start))) + 1)
+        line_end = original.find("\n", end)
+        region_end = max(region_end, line_end if line_end >= 0 else len(original))
+        pieces += [original[position:start], made]
+        parts += spans
+        position = end
+    pieces.append(original[position:region_end])
+    found_values: list = []
+    _apply_rules("".join(pieces), 0, found_values)
+    values = [original[a:b] for a, b in parts if b - a >= 4 and any(original[a:b] in value for value in found_values)]
+    replaced += values
+    return _redact_again(text, count, values, shortest=4)
+
+
+_FOLDS_MAX = 256
+
+
+def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
+    """(the string an expression of _JOINED_STRINGS makes, the spans of its strings), or None when
+    a part is neither a string nor a name given one."""
+    expression, made, spans = found.group(), [], []
+    if expression.endswith(("join", "joined", ")")) and not expression.startswith(("[", "{", "c", "C", '"', "'")) or expression[:2] in ('"".', "''."):
+        name = _regex(r"[A-Za-z_]\w*").search(expression[4:] if expression[:2] in ('"".', "''.") else expression).group()
+        return ("".join(text[a:b] for a, b in definitions[name]), definitions[name]) if name in definitions else None
+    for operand in _regex(r"""[\"']([^\"'\n]*)[\"']|\$?\{?([A-Za-z_]\w*)\}?""").finditer(text, found.start(), found.end()):
+        if operand.group(2) is None:
+            made.append(operand.group(1))
+            spans.append(operand.span(1))
+        elif operand.group(2) in definitions:
+            made.append("".join(text[a:b] for a, b in definitions[operand.group(2)]))
+            spans += definitions[operand.group(2)]
+        elif not (operand.group(2) in ("string", "concat", "CONCAT") or expression[:1] in "[{c"):
+            return None  # a name given no string here: `"Bearer " + token`
+    return ('"' + "".join(made) + '"', spans) if len(spans) >= 2 else None
 
 
 def _line_rules() -> frozenset:

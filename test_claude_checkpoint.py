@@ -1017,6 +1017,33 @@ class TestRedaction(unittest.TestCase):
         text = "- rotate the token\n- 2024-09-16 10:42:01 deploy finished\n"
         self.assertEqual(cc.redact(text), (text, 0))
 
+    def test_a_secret_code_builds_from_strings_is_redacted_in_every_part(self):
+        # Parts given names and joined later, or joined where they stand: each part, where it stands.
+        cases = {
+            "const a = \"sk_live_51N\";\nconst b = \"ZIxGrUhixLma0jvbTo1Dgf7rnHhYMj4xo6ivfyvy\";\n"
+            "const stripe = require(\"stripe\")(a + b);": ("sk_live_51N", "ZIxGrUhixLma0jvbTo1Dgf7rnHhYMj4xo6ivfyvy"),
+            "P1='ghp_SbNX1ITZRNa7'\nP2='b8crAmKp3LU8'\nP3='Kof205QN17dA'\n"
+            "git clone \"https://x-access-token:${P1}${P2}${P3}@github.com/fjord-labs/schemas.git\"": ("b8crAmKp3LU8", "Kof205QN17dA"),
+            "const (\n\tk1 = \"5b6c53c3cc91788a704bf72d0d0a1752\"\n\tk2 = \"f139e7c5453ba960b93dc8db64d8c8ae\"\n)\n\n"
+            "var hmacKey = []byte(k1 + k2)": ("5b6c53c3cc91788a704bf72d0d0a1752", "f139e7c5453ba960b93dc8db64d8c8ae"),
+            "private let keyParts = [\"3bNI8wGYs2ejeHjWDdyy\", \"mWPAdc1CWZLfrJP8y0VP\"]\nlet expoToken = keyParts.joined()":
+                ("3bNI8wGYs2ejeHjWDdyy", "mWPAdc1CWZLfrJP8y0VP"),
+            "PASS=\"Dolphin\"\nPASS+=\"_Reef42!\"\ncurl -u \"monitor:$PASS\" https://nagios.reef-dive.example/status.cgi": ("Dolphin", "_Reef42!"),
+            "var apiKey = strings.Join([]string{\n\t\"AIzaSy\",\n\t\"r7sjAPuSJgaH_doL\",\n\t\"Ai5_90wVvzcfQXD6j\",\n}, \"\")":
+                ("r7sjAPuSJgaH_doL", "Ai5_90wVvzcfQXD6j"),
+        }
+        for text, parts in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted, _ = cc.redact(text)
+                for part in parts:
+                    self.assertNotIn(part, redacted)
+        # Strings joined into what is no secret stay.
+        for text in ("BASE = \"https://api.example.com\"\nurl = \"$BASE/login?next=/home\"",
+                     "prefix = \"Bearer \"\nheader = prefix + token", "HOME_BIN=\"/opt/tools\"\nexport PATH=\"$HOME_BIN:$PATH\"",
+                     "names = [\"alpha\", \"beta\"]\nprint(\", \".join(names))"):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text), (text, 0))
+
     def test_a_value_found_in_one_field_is_redacted_in_every_field(self):
         cp = make_checkpoint(summary="logged in to the router with Walrus#2024 at last",
                              recent_commands=[cc.Command("sshpass -p 'Walrus#2024' ssh admin@10.0.3.7", 0)])
