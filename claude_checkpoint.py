@@ -5370,7 +5370,7 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     text, count = _apply_rules(text, count, replaced)
     if len(text) <= _PREFIXED_TEXT_MAX and (_regex(_LINE_PREFIX).search(text) or "'\\''" in text or "\\n" in text):
         text, count = _redact_under_prefixes(text, count, replaced)
-    if len(original) <= _PREFIXED_TEXT_MAX and ("$" in original or "+" in original or "join" in original.lower() or "concat" in original.lower()):
+    if len(original) <= _PREFIXED_TEXT_MAX:
         text, count = _redact_folded(original, text, count, replaced)
     if found is not None:
         found += replaced
@@ -5422,11 +5422,11 @@ _QUOTED = r"""[\"']([^\"'\n\\]{1,512})[\"']"""
 # An expression that joins strings: operands (literals, names, `${name}`) and `+` (or a spaced `.`, `..`, `&`,
 # `||`); a list of literals that is joined (`[…].join`, `strings.Join([]string{…}, "")`), `CONCAT('…', '…')`;
 # a name given a list, joined (`keyParts.joined()`, `"".join(parts)`).
-_OPERAND = r"""(?:"[^"\n]*"|'[^'\n]*'|\$?\{?[A-Za-z_]\w*\}?)"""
+_OPERAND = r"""(?:"[^"\n]*"|'[^'\n]*'|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)"""  # a name whole: not each of its tails
 _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*\+[ \t]*|[ \t]+(?:\.\.?|&|\|\|)[ \t]+)" + _OPERAND + r")+"
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
                    r"|(?i:concat)!?\(\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\)"
-                   r"|[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)")
+                   r"|(?<![\w.])[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)")
 
 
 def _redact_folded(original: str, text: str, count: int, replaced: list) -> tuple:
@@ -5456,7 +5456,9 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
             folds.append((found.start(), found.end(), "".join(original[a:b] for a, b in definitions[name]), definitions[name]))
         if len(folds) > _FOLDS_MAX:
             break  # more than code that builds a secret holds: a hostile text costs no more
-    if not folds:
+    pairs = [f"{found.group(found.lastindex - 1)}: {found.group(found.lastindex)}" for found in _regex(_NAMED_VALUE).finditer(original)
+             ] if "value" in original.lower() or "buildconfigfield" in original.lower() else []
+    if not folds and not pairs:
         return text, count
     folds.sort()
     pieces, position, region_end, parts = [], 0, 0, []
@@ -5473,13 +5475,24 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         position = end
     pieces.append(original[position:region_end])
     found_values: list = []
-    _apply_rules("".join(pieces), 0, found_values)
+    _apply_rules("\n".join(["".join(pieces), *pairs]), 0, found_values)
     values = [original[a:b] for a, b in parts if b - a >= 4 and any(original[a:b] in value for value in found_values)]
+    values += [value for value in found_values if pairs and value in original]
     replaced += values
     return _redact_again(text, count, values, shortest=4)
 
 
 _FOLDS_MAX = 256
+# A value and the name it is given apart from it, in the record that holds both: a HAR's or a JSON
+# list's {"name": "cookie", "value": "…"}, XML's <Key>Password</Key><Value>…</Value> (KeePass), a browser's
+# `Name: grafana_session   Value: …`, PowerShell's `-Name DefaultPassword -Value '…'`, Gradle's
+# buildConfigField("String", "API_KEY", "\"…\""). The rules read each as `name: value`. (The last two
+# groups of each alternative are the name and the value.)
+_NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80})["'][ \t]*,\s{0,80}(?i:["']?value["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,2048})["']"""
+                r"|<(Key|Name|key|name)>([^<\n]{1,80})</\3>(?:\s*</?\w{1,20}>){0,2}\s*<[Vv]alue>([^<\n]{1,1024})</[Vv]alue>"
+                r"|(?<![\w\-])Name:[ \t]+(\S{1,80})[ \t]+Value:[ \t]+(\S{1,2048})"
+                r"|(?<![\w\-])-Name[ \t]+[\"']?([\w.\-]{1,80})[\"']?[ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"
+                r"""|(?:buildConfigField|resValue)\([ \t]*"[^"\n]{0,20}"[ \t]*,[ \t]*"(\w{1,80})"[ \t]*,[ \t]*"(?:\\")?([^"\\\n]{1,512})""")
 
 
 def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:

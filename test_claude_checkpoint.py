@@ -870,7 +870,11 @@ ADVERSARIAL_CONTEXTS = (
     "a,b,password\n" + "x,y,Xk29mPq7zLw4Rt8VbN3c\n" * 4000, "kind: Secret\ndata:\n" + "  a: Zm9vYmFy\n" * 7000,
     'Key("' * 25000, "AuthX(" * 16000, 'htpasswd -b /etc/nginx/.htpasswd reporting "mD24nmHJ9:73i"' * 1750,
     "cf auth admin Cf-Pass-2024x" * 3700, "| user | password |\n|---|---|\n" * 3300,
-    "PIN is " * 12000, "pin a " * 16000)  # a credential word and a connector at every word: the dearest for context-credential-word
+    "PIN is " * 12000, "pin a " * 16000,  # a credential word and a connector at every word: the dearest for context-credential-word
+    # 32 KB, the most the passes that read a text again take (strings folded, prefixes set aside): a named
+    # string and a long word (each tail of it an operand, once), joins and names at every word.
+    'k = "v"\n' + "a" * 32000, 'k = "v"\n' + "$k + " * 6000, "join " + "a" * 32000, '"name": "a", ' * 2300,
+    'k = ["a", ' + '"b", ' * 6000, "<Key>a</Key>" * 2600)
 
 
 class TestRedaction(unittest.TestCase):
