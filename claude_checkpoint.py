@@ -1065,6 +1065,8 @@ def _is_reference(value: str) -> bool:
         return True  # also a template's slots: `$2b$<cost>$<22-char salt>`
     if first == "%" and _regex(r"%[A-Za-z_][\w.\-]*(?::[^%\s]+)?%").fullmatch(v):
         return True  # TeamCity's parameters: %build.counter%, %vault:secret/data/ci/app!/password%
+    if v.startswith("$$") and _regex(r"\$\$\{?[A-Z_][A-Z0-9_]*\}?").fullmatch(v):
+        return True  # make's `$$DOCS_SFTP_PASSWORD`: the shell's variable in a Makefile's recipe
     if v.startswith("<<"):
         return True  # a here-document's marker (`password = <<EOT`): its lines hold the value
     if v.startswith(("$__file{", "$__env{", "$__vault{", "@Microsoft.KeyVault(", "process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
@@ -1141,6 +1143,23 @@ def _is_placeholder(v: str) -> bool:
                                for w in named)
 
 
+def _base64_text(blob: str) -> Optional[str]:
+    """The UTF-8 text base64 blob decodes to (its padding may be left out), or None: bytes, not text."""
+    import binascii
+    try:
+        decoded = binascii.a2b_base64(blob + "=" * (-len(blob) % 4)).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    return None if _regex(r"[\x00-\x08\x0e-\x1f\x7f]").search(decoded) else decoded
+
+
+def _is_base64_of_plain_json(token: str) -> bool:
+    """`eyJzaGlwbWVudCI6…` that decodes to a JSON object naming no credential: a JWT's header, a
+    message's data, not a secret."""
+    decoded = _base64_text(token)
+    return decoded is not None and decoded.startswith("{") and decoded.rstrip().endswith("}") and not _regex(_CREDENTIAL_WORDS).search(decoded)
+
+
 def _decodes_to_stand_ins(value: str) -> bool:
     """Whether base64 value decodes to `user:password` where both are stand-ins (username:password, user:pass)."""
     import base64
@@ -1173,6 +1192,8 @@ def _is_path_or_version(value: str) -> bool:
     if v.startswith("/") and _regex(r"(?:/[\w.\-]+)+/?").fullmatch(v) and (
             _regex(r"[a-z0-9_/.\-]+").fullmatch(v) or _regex(r"\.\w{1,5}$").search(v)):
         return True  # /etc/credstore/db-password, /run/keys/App.pem; not /YSylBTdSK…/4lsH6JOZ (a key)
+    if _regex(r"(?:/[a-z0-9_.\-]+)+/[A-Z][A-Z0-9_]{2,60}").fullmatch(v):
+        return True  # a parameter store's name: /ferry/prod/DATABASE_PASSWORD
     if _regex(r"[\w.\-]+(?:/[\w.\-]+)+(?:#[\w\-]+)?").fullmatch(v) and "." in v.rsplit("/", 1)[-1].split("#")[0]:
         return True  # also docs/tls.md#h0ww7
     if _regex(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+").fullmatch(v):
@@ -1209,8 +1230,9 @@ def _accept_assignment(match: Any) -> bool:
     if groups.get("op") == ":" and not _accept_after_colon(match, value, bare):
         return False
     strength = secret_strength(name)
-    if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare):
-        return False
+    if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare) or _regex(
+            r"[a-z]{2,6}(?:[_\-][a-z0-9]{2,6}){0,2}[_\-]").fullmatch(bare):
+        return False  # also a token's prefix alone: `strings.HasPrefix(apiKey, "sk-ant-")`
     before = _regex(r"([A-Za-z_][\w.\-]{0,60})=$").search(match.string, max(0, match.start("s") - 62), match.start("s"))
     if before and not name.endswith(before.group(1)) and _named_as_no_token(match.string, match.start("s")):
         return False  # the value of another name right before it: "secrets: loaded secret id=sec_8nh4…"
@@ -1716,8 +1738,8 @@ def _accept_named_in_prose(match: Any) -> bool:
     it ("u7zj… is the password for …"). Hex needs a connector (`was`, `to`, `=`) and no commit or
     hash nearby, so that "the token fix landed in 2b7e…" stays."""
     text, start, end, value = match.string, match.start("s"), match.end("s"), match.group("s")
-    if _names_no_token(value) or "<" in value and ">" in value:
-        return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup or a template's slot (`<22-char salt><31-char hash>`)
+    if _names_no_token(value) or "<" in value and ">" in value or "→" in value:
+        return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup or a template's slot (`<22-char salt><31-char hash>`); a numbered line (`3→TWILIO_FROM=…`)
     before = text[max(0, start - 100):start]
     before = before[before.rfind("\n") + 1:]
     ends = list(_regex(r"[.!?]\s+(?=[A-Z])").finditer(before)) if "." in before or "!" in before or "?" in before else ()
@@ -1828,7 +1850,8 @@ _NOT_RANDOM_STARTS = (
     r"[$%{<@~.:]|G[AS]1\.\d\.|\d+:0x[0-9a-fA-F]+$|\w+_m[0-9A-F]{16}$|[a-z][a-z0-9]*-[0-9a-f]{17}$|/(?!\S*[+=])|_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=*$|" + _EMAIL_ADDRESS + r"$|[\w.+\-]+@\d{1,3}(?:\.\d{1,3}){3}$"
     r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|" + _FIREBASE_APP_ID + "$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
-    r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)")
+    r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)"
+    r"|[A-Za-z]{2,16}/[a-z0-9][\w\-]*(?:\.[a-z0-9][\w\-]*)+(?::\d+)?$")  # a service on a host (Kerberos' TERMSRV/jump01.corp.local)
 _NOT_RANDOM_MARKS = (
     r"://|(?i:%3A%2F%2F)|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
     r"|\\u[0-9A-Fa-f]{4}\\u[0-9A-Fa-f]{4}"  # text in \u escapes
@@ -1868,6 +1891,8 @@ def looks_machine_generated(token: str) -> bool:
         return False
     if _regex(_OBJECT_ID).match(token) or _has_not_random_shape(token) or _entropy(token) < _MIN_BITS[n >= _SHORT_RANDOM]:
         return False
+    if token.startswith("eyJ") and "." not in token and _is_base64_of_plain_json(token):
+        return False  # base64 of a JSON object that names no secret: a JWT's header, an event's data
     if not upper and _regex(r"[.\-_/:]").search(token) and any(
             len(part) >= 4 and _is_word(part) for part in _regex(r"[\W_\d]+").split(token)):
         return False  # a host, a pod, a package: db.t4g.medium, token-service-ggd2i574-zh9l3
@@ -1942,7 +1967,7 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
         if token[-1:] == "=" and text[first - 1:first] in ("", " ", "\t", "\n", ";") and _regex(r"[A-Za-z_][\w.\-]*=").fullmatch(
                 token) and _regex(r"\w").match(text, last):
             continue  # a name, its value after the `=`: a cookie's `_ga_J8DI95943U=GS1.1.…`
-        named = _regex(r"(?:\d+:)?[A-Za-z_][\w.\-]{0,40}=(.*)").match(token)
+        named = _regex(r"(?:\d+:)?[A-Za-z_][\w.:\-]{0,40}=(.*)").match(token)
         if named and (_names_no_token(token) or _is_masked_or_public(named.group(1)) or _is_placeholder(named.group(1))):
             continue  # what a log line says of a token (`ttl=768h0m0s`); a masked one (grep's `289:GITHUB_TOKEN=ghp_XXXX…`)
         if text[first - 1:first] == "\\" and token[:1] in "ux":
@@ -1983,7 +2008,7 @@ def _names_no_token(pair: str) -> bool:
 _CLOUD_REGION = (r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|in|asia|europe|australia|northamerica|southamerica|africa)"
                  r"(?:-[a-z]+){1,2}-?\d{1,2}[a-z]?")  # us-west-2, eu-central-1, us-central1, asia-northeast1; not pivo-chispa34
 # A colour (#AB0909) or a ticket's or a standard's id (JIRA-4411, PEP-0263): values that name something, not passwords.
-_COLOUR_OR_TICKET = r"#[0-9a-fA-F]{3,8}|[A-Z]{2,10}-\d{1,6}"
+_COLOUR_OR_TICKET = r"#[0-9a-fA-F]{3,8}|[A-Z]{2,10}(?:-[A-Z]{2,10}){0,2}-\d{1,6}"  # also a policy's IT-SEC-004
 
 
 def _looks_like_password(value: str) -> bool:
@@ -2095,13 +2120,14 @@ _INSIDE_ANOTHER_COMMAND = (r"(?:(?:kubectl|oc)[ \t]+exec\b[^\n|;&]{0,200}?[ \t]-
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
 # words may hold spaces when the first holds @, ~, / or [ (`[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`,
 # `~/api (release/4.7) $`), not code's `return self._key > other._key`; a virtualenv's `(.venv) ` before it;
-# themes' `ledger ❯`, `╰─$`, `└─$`, `➜  api git:(main) ✗`, `λ`, `→`; cmd's `C:\Users\dev>`; IPython's `In [12]:`.
+# themes' `ledger ❯`, `╰─$`, `└─$`, `➜  api git:(main) ✗`, `λ`, `→`; cmd's `C:\Users\dev>`; IPython's `In [12]:`;
+# Claude Code's shell mode `> ! …`; Codex's and Cursor's `• Ran …`, `⬢ Ran …`, Copilot CLI's `● Run …`.
 _PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80}>|In[ \t]\[\d{1,5}\]:"
-                r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\\\[\]\-]{0,60}?)(?:[$%❯]|>{1,3})"
+                r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\\\[\]\-]{0,60}?)(?:[$%❯]|>{1,3}(?:[ \t]!)?)"
                 r"|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#|[\w.\-]{1,30}[ \t]+❯|[╰└]─{0,3}[$#%❯]"
                 r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|λ(?:[ \t]+[\w.~/\-]{1,40})?|→"
                 r"|\[(?:bash|shell|sh|zsh|terminal|cmd|powershell|run|exec)\]|Command:|[✔✓✗✘x][ \t]+Shell)"
-                r"|[⏺●][ \t]?(?:Bash|Shell|PowerShell|Terminal)\(|exec\r?\n)(?:[ \t]|(?<=\()|(?<=\n))")  # an agent's log of a tool call: `[bash] …`, `Command: …`, `● Bash(…)`
+                r"|[⏺●][ \t]?(?:Bash|Shell|PowerShell|Terminal)\(|[•⬢●][ \t](?:Ran|Run)|exec\r?\n)(?:[ \t]|(?<=\()|(?<=\n))")  # an agent's log of a tool call: `[bash] …`, `Command: …`, `● Bash(…)`, `• Ran …`
 # (Its last part is a space, or nothing after `(`: in `{PROMPT_LINE}*` the star repeats that part only, as
 # it always has: one prompt, then any spaces.)
 # A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
@@ -2215,8 +2241,11 @@ def _find_random_tokens(match: Any) -> list:
              if (not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
              and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
              and not (_regex(r"[ _\-]?I[Dd]\b").match(text, match.end()) and _regex(r"[0-9a-fA-F]+").fullmatch(text[a:b]))  # Key ID: 39cf…
+
              and not (match.group() == "Session-ID" and _regex(r"[0-9A-F]{64}").fullmatch(text[a:b]))]  # what openssl s_client prints of TLS
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
+    if _regex(r"(?i)[ _\-]?id\b").match(text, match.end()) and not _regex(r"(?i)secret").match(match.group()):
+        return [(a, b) for a, b in sorted(spans + given) if b - a > 24]  # what a key's id names (APNs key id: R7BR8EL00J); a secret's id may be one (Vault's)
     return sorted(spans + given)
 
 
@@ -2521,6 +2550,11 @@ def _is_spoken_passphrase(value: str) -> bool:
     return not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS
 
 
+# The mark before what a tool printed in an agent's log: Claude Code's `⎿`, Codex's and Copilot CLI's `└`
+# (not a tree's `└──`).
+_OUTPUT_MARK = r"[⎿└][ \t]+"
+
+
 # Words that ask, before a credential word on its line, when a chat leaves out the question mark
 # ("whats the pw for the grafana box again").
 _ASKING = r"(?i)(?<![\w'])(?:what'?s|what is|which|where'?s|where is|anyone (?:have|got)|do you (?:have|know))(?![\w'])"
@@ -2756,12 +2790,12 @@ def _find_printed_secrets(match: Any) -> list:
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
     logged = _regex(r"(?:[ \t]*(?:Exit code:[ \t]*-?\d+|Output:|Stdout:|succeeded in \d+m?s:|exited -?\d+ in \d+m?s:)?[ \t]*\r?\n)+").match(text, start, end)
     start = logged.end() if logged else start  # an agent's log of the call: `Exit code: 0`, `Output:` before what it printed
-    first_line = _regex(r"[ \t]*(?:⎿[ \t]+)?(\S{4,4096})[ \t]*(?:\n|$)").match(text, start, end)  # Claude Code's ⎿ before output
+    first_line = _regex(r"[ \t]*(?:" + _OUTPUT_MARK + r")?(\S{4,4096})[ \t]*(?:\n|$)").match(text, start, end)
     command = text[match.start():start].rstrip("\n")
     single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
     if first_line and first_line.end() >= end - 1 and len(first_line.group(1)) >= 16 and _regex(_SECRET_FILE_READ).search(command):
         spans.append(first_line.span(1))  # a secret file of one line: `cat /var/lib/rabbitmq/.erlang.cookie`
-    spoken = _regex(r"[ \t]*(?:⎿[ \t]+)?(" + _SPOKEN_PASSPHRASE + r")[ \t]*(?:\r?\n|$)").match(text, start, end)
+    spoken = _regex(r"[ \t]*(?:" + _OUTPUT_MARK + r")?(" + _SPOKEN_PASSPHRASE + r")[ \t]*(?:\r?\n|$)").match(text, start, end)
     if spoken and (single or _regex(_SECRET_FILE_READ).search(command)) and _is_spoken_passphrase(spoken.group(1)) and not set(
             spoken.group(1).split()) & _COMMON_WORDS:
         spans.append(spoken.span(1))  # a passphrase of words: `cat .vault_pass`, `pass show …`
@@ -2778,13 +2812,13 @@ def _find_printed_secrets(match: Any) -> list:
     for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]+)(\S{6,256})[ \t]*$").finditer(text, start, end):
         if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
             spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`, `Private API Key b734…`
-    for line in _regex(r"(?m)^[ \t]*(?:⎿[ \t]+)?(?:b?([\"'])(?=[^\s\"']{8,128}\1[ \t]*$))?(\S{8,128}?)\1?[ \t]*$").finditer(text, start, end):
+    for line in _regex(r"(?m)^[ \t]*(?:" + _OUTPUT_MARK + r")?(?:b?([\"'])(?=[^\s\"']{8,128}\1[ \t]*$))?(\S{8,128}?)\1?[ \t]*$").finditer(text, start, end):
         word, first = line.group(2), line.start(2)  # a REPL's string without its quotes: b'16YPeG…='
         if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word) or _is_dotted_passphrase(word)
                 or _is_joined_passphrase(word)) and not _regex(
                 r"[A-Za-z_][\w.\-]*[=:]|#|\"[A-Z][A-Z0-9_]*\",?$").match(word) and not _is_masked_or_public(word) and not _regex(
-                _NOT_RANDOM_MARKS).search(word) and not any(a <= first < b for a, b in spans):
-            spans.append((first, first + len(word)))
+                _NOT_RANDOM_MARKS).search(word) and not _is_path_or_version(word.strip("\"',")) and not any(a <= first < b for a, b in spans):
+            spans.append((first, first + len(word)))  # (a JSON list of names prints paths: "/ferry/prod/DATABASE_PASSWORD",)
     return sorted(set(spans))
 
 
@@ -3005,7 +3039,7 @@ def _find_wrapped_line(match: Any) -> list:
     """A line that continues a machine-made (or redacted) token at the end of the line before,
     when that line holds more than the token (not a PEM body or a certificate's lines)."""
     text, (end, line) = match.string, _line_above(match)
-    line = _regex(r"[ \t]*⎿[ \t]+").sub("", line, 1)  # Claude Code's mark before a tool's output is no name
+    line = _regex(r"[ \t]*" + _OUTPUT_MARK).sub("", line, 1)  # the mark before a tool's output is no name
     if not (_regex(r"\S[\s=:]+[^\s=:]+$").search(line) or line.strip() == REDACTED) or not _ends_machine_made(text, end):
         return []
     if _regex(r"[ \t]*[\w$.]+[ \t]*=(?!=)|[^\n]*;[ \t]*$").match(text, match.start("s"), match.end("s")) or _in_public_block(text, end):
@@ -3134,14 +3168,17 @@ def _find_kubernetes_secret_data(match: Any) -> list:
     text, start = match.string, match.start("s")
     if not _regex(r"(?m)^[ \t]*kind:[ \t]*[\"']?Secret\b").search(text[max(0, match.start() - 4000):match.end("s") + 4000]):
         return []
-    spans = []
+    spans, encoded = [], match.group().lstrip().startswith("data")
     for block in _regex(r"(?m)^([ \t]+)[\w.\-]+:[ \t]*[|>][-+]?[ \t]*\r?\n((?:\1[ \t]+[A-Za-z0-9+/=]{4,}[ \t]*(?:\r?\n|$))+)").finditer(text, start, match.end("s")):
         spans += [line.span(1) for line in _regex(r"(?m)^[ \t]+([A-Za-z0-9+/=]{4,})").finditer(text, block.start(2), block.end(2))]  # `my.cnf: |` and its base64 lines
     for line in _regex(r"(?m)^[ \t]+([\w.\-]+):[ \t]*[\"']?([^\s\"'#|>][^\s\"']*)").finditer(text[start:match.end("s")]):
         name, value = line.group(1), line.group(2)
         if _regex(r"\d{1,12}|[a-z][a-z0-9+.\-]*://[^/@\s]+(?:/[^@\s]*)?").fullmatch(value) and secret_strength(name) < 2:
             continue  # an id, a URL without credentials: Argo CD's `githubAppID: "315894"`, `url: https://github.com/acme`
-        if len(value) >= 4 and not _is_reference(value) and not value.startswith("LS0tLS1CRUdJTiBDRVJU"):
+        plain = _base64_text(value) if encoded else value  # (stringData's values are as they are)
+        if secret_strength(name) == 0 and plain is not None and len(plain) <= 64 and "@" not in plain and not _looks_like_a_secret(plain):
+            continue  # a setting that names no secret: `LOG_LEVEL: ZGVidWc=` (debug), `REGION: ZXUtd2VzdC0x`, `DB_USER: payments`
+        if len(value) >= 4 and not _is_reference(value) and not _is_masked_or_public(value) and not value.startswith("LS0tLS1CRUdJTiBDRVJU"):
             spans.append((start + line.start(2), start + line.end(2)))
     return spans
 
@@ -3155,7 +3192,7 @@ def _accept_url_parameter(match: Any) -> bool:
         return False
     if _regex(r"[,(][A-Za-z_$][\w.$]*=").search(value):
         return False  # minified code, not a query: `;t.getToken=r,t.VERSION="5.0.22"`
-    plain = _regex(r"%[0-9A-Fa-f]{2}").sub("+", value)
+    plain = _regex(r"%[0-9A-Fa-f]{2}").sub("+", value).rstrip(".,;:)")
     if strength == 2 or name in ("sig", "signature", "x-amz-signature", "x-goog-signature"):
         return plain.lower() not in _NOT_VALUES and not _is_placeholder(plain)
     return looks_machine_generated(plain)
@@ -3163,25 +3200,16 @@ def _accept_url_parameter(match: Any) -> bool:
 
 def _accept_user_password_base64(match: Any) -> bool:
     """Base64 that decodes to `user:password` (Docker's `auth`, npm's `_auth`, Basic credentials)."""
-    import binascii
-    blob = match.group("s")
-    try:
-        decoded = binascii.a2b_base64(blob + "=" * (-len(blob) % 4)).decode("utf-8")
-    except (binascii.Error, ValueError):
-        return False
-    return _regex(r"[\w.@\\\-+]{1,100}:(?!//)[^\s\x00-\x1f\x7f]{1,200}").fullmatch(decoded) is not None  # also Gr\u00fcnkohl!52
+    decoded = _base64_text(match.group("s"))
+    return decoded is not None and _regex(r"[\w.@\\\-+]{1,100}:(?!//)[^\s\x00-\x1f\x7f]{1,200}").fullmatch(decoded) is not None  # also Gr\u00fcnkohl!52
 
 
 def _accept_base64_password_line(match: Any) -> bool:
     """A line of base64 that decodes to `user:password` whose password looks like one (not
     `username:password`, not a line of an image's base64 that happens to hold a colon)."""
-    import binascii
     blob = match.group("s")
-    try:
-        decoded = binascii.a2b_base64(blob + "=" * (-len(blob) % 4)).decode("utf-8")
-    except (binascii.Error, ValueError):
-        return False
-    pair = _regex(r"[\w.@\-+]{1,64}:([^\s\x00-\x1f\x7f:]{6,128})").fullmatch(decoded)
+    decoded = _base64_text(blob)
+    pair = _regex(r"[\w.@\-+]{1,64}:([^\s\x00-\x1f\x7f:]{6,128})").fullmatch(decoded) if decoded is not None else None
     return pair is not None and _looks_like_a_secret(pair.group(1)) and not _decodes_to_stand_ins(blob)
 
 
@@ -3639,6 +3667,8 @@ numbered-mnemonic            numbered-mnemonic      (?i)(?:recovery|seed|mnemoni
 #   keep:  Recovery steps:\n 1. open the app\n 2. tap settings\n 3. choose restore
 # The values of a Kubernetes Secret: base64 under data:, plain under stringData:.
 kubernetes-secret-data       kubernetes-secret-data (?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\r?\n(?=(?P<s>(?:(?P=indent)[ \t]+[^\n]*(?:\n|$)){1,200}))
+#   keep:  kind: Secret\nstringData:\n  DB_USER: payments\n  STRIPE_WEBHOOK_SECRET: "whsec_xxxxxxxxxxxxxxxxxxxxxxxx"
+#   keep:  kind: Secret\ndata:\n  LOG_LEVEL: ZGVidWc=\n  REGION: ZXUtY2VudHJhbC0x
 #   catch: apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ndata:\n  DATABASE_URL: «cG9zdGdyZXM6Ly9hcHA6czNjcmV0QGRiOjU0MzIvYXBw»\n  ca.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t
 #   catch: kind: Secret\nmetadata:\n  name: mysql-client-cnf\ndata:\n  my.cnf: |\n    «W2NsaWVudF0KdXNlcj1ldGxfdXNlcgpwYXNzd29y»\n    «ZD1sZW1vbi1kZW5pbS1uZWN0YXIK»
 #   keep:  kind: ConfigMap\ndata:\n  LOG_LEVEL: info\n  REGION: eu-west-1
@@ -3671,6 +3701,7 @@ ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}
 #   catch: ldapsearch -x -D "cn=admin,dc=example,dc=com" -w '«Saffron2395!»' -b "dc=example,dc=com"
 #   keep:  ldapsearch -x -D "cn=admin,dc=example,dc=com" -w "$LDAP_PW" -b "dc=example,dc=com"
 user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}u|-user|a|-auth)(?:\s+|=)["']?(?P<user>[^\s:'",]*)[:,](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
+#   keep:  deploy-docs:\n\tlftp -c "open -u docs,$$DOCS_SFTP_PASSWORD sftp://docs.example.de; mirror -R site/ /var/www/docs"
 #   catch: ##[command]curl -u :«ftchfksa62ypypzcly5ofijlcwtbiksld0g0q2n7578usewrouxi» https://feeds.dev.azure.com/harbor/_apis/packaging/feeds
 #   catch: curl -u admin:«pa55word» https://ci.example.com
 #   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
@@ -4202,6 +4233,7 @@ go-name-value-struct         assignment             \bName:[ \t]*"(?P<name>[^"\n
 #   keep:  req.AddCookie(&http.Cookie{Name: "theme", Value: "dark"})
 # Tuples and calls that carry a password: Erlang/Elixir configs, HTTP clients, PDO, FTP.
 tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-Za-z_]\w{0,80})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
+#   keep:  if !strings.HasPrefix(apiKey, "sk-ant-") {
 #   catch: {:password, "«M^BCDT%.Wtk9»"}
 #   keep:  {:username, "deploy"}
 #   keep:  jq 'keys' prints ["password", "username"]
@@ -4635,6 +4667,10 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   keep:  Team ID: 9QX7LM2K4T   App Store Connect API Key ID: 7KQ2L9XWZ3   Issuer ID: a7d2b819-e910-4a2a-b808-d25fbcb6880f
+#   keep:  {"kinesis": {"partitionKey": "AF-88213", "data": "eyJzaGlwbWVudCI6IkFGLTg4MjEzIiwiZXZlbnQiOiJzY2FubmVkIn0="}}
+#   keep:  Password policy (IT-SEC-004, rev. 3)
+#   keep:  C:\\> cmdkey /list\n\nCurrently stored credentials:\n\n    Target: Domain:target=TERMSRV/jump01.corp.local
 #   catch: Door / alarm codes\n  Main entrance alarm PIN ..... «7015399»\n  Bike storage ................ ask reception
 #   keep:  (Credential Guard enabled on bastion-eu1, session 3381 — LSASS not readable, moving on)
 #   keep:  LogPakFile: Display: Pak file uses encryption key GUID 00000000000000000000000000000000
@@ -4936,7 +4972,8 @@ context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}
 #   catch: Copied from DevTools > Application > Cookies (owa):\ncadata=«CJYFo7DgkPzlouocqrJ8dq7gvaAHRJEZYUZcL11fYJJ3jnWXwQb073iM»\nlang=en-US
 #   keep:  Cookies (owa):\nlang=en-US\ntheme=dark
 # Signed URLs and query strings: signatures, credentials, SAS and access tokens.
-context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\]{8,2048})
+context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`]{8,2048})
+#   keep:  `DINGTALK_WEBHOOK=https://oapi.dingtalk.com/robot/send?access_token=XXXXXXXX`.
 #   catch: https://acme-exports.s3.amazonaws.com/q3.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20260916T080000Z&X-Amz-Expires=3600&X-Amz-Signature=«4f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c84f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c8»
 #   catch: https://api.example.com/v2/items?access_token=«q8XkL2mR7vTz4WpN9sYb3CdE»&page=2
 #   keep:  https://api.example.com/v2/items?page=2&sort=created_at&key=name
@@ -4977,6 +5014,9 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 #   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+#   catch: > ! security find-generic-password -s "lumen-staging-db" -w\n  ⎿  «Trastevere_1994!»\n\n> use that to connect
+#   catch: ⬢ Ran doppler secrets get SENTRY_AUTH_TOKEN --plain -p halden-web -c prd\n  «sntrys_fi0o4cpa4ql4q74VJlMu4eD9b_TvRie_-u0ci_393uCRcxmnvWxbJ4ur»
+#   keep:  • Ran aws ssm get-parameters-by-path --path /ferry/prod --query 'Parameters[].Name'\n  └ [\n        "/ferry/prod/DATABASE_PASSWORD",\n        "/ferry/prod/SECRET_KEY"\n    ]
 #   keep:  $ heroku config -a gateway --json | jq 'keys'\n[\n  "DATABASE_URL",\n  "SECRET_KEY_BASE",\n  "WEB_CONCURRENCY"\n]
 #   catch: C:\> netsh wlan show profile name="Office-5G" key=clear\nSecurity settings\n    Authentication         : WPA2-Personal\n    Key Content            : «falcon.mango.walrus»
 #   catch: $ op read op://Private/db/password\n«Saffron.Summit1907»\n$ echo done
@@ -5091,6 +5131,7 @@ context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<
 #   keep:  "Data Source=fs10;User ID=billing_app" +\n    "Initial;Connect Timeout=30";
 # The rest of a secret wrapped onto the next line of a log, after a machine-made part.
 context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t\\'"][^\n]{0,200})?|[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t&][^\n]{0,200}))
+#   keep:  • Ran git rev-parse HEAD origin/main\n  └ 0db2d94ce191239670dc09629e2505a22393c0aa\n    addcd3ff9d75f3d01f5db4a7fa00a277e6ea918e
 #   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
 #   keep:  token rotated for build-2024-09-16\nINFO request finished
@@ -5380,8 +5421,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
 # What a tool puts before each line it shows, which line-anchored rules must not see: a file read's
 # numbers (Claude Code's `   12→`, `cat -n`'s `    12\t`), grep's `path:12:` and `path-12-` (a path:
 # not a time's `10:42:` nor a date's `2024-09-`), a diff's `+` or `-` (right before the line's text:
-# not a list's `- `), a quoted reply's `> `, Claude Code's `⎿` before a tool's output, Gemini CLI's `│`.
-_LINE_PREFIX = (r"(?m)^(?:[ \t]*\d{1,6}(?:→|\t)|[ \t]*⎿[ \t]+|[ \t]*│[ \t]?|[\w\-]{0,100}[./][\w./\\\-]{0,200}?(?::\d{1,7}:|-\d{1,7}-)|[+\-](?=[^\s+\-])|>{1,3}[ \t]?)")
+# not a list's `- `), a quoted reply's `> `, the mark before a tool's output (_OUTPUT_MARK), Gemini CLI's `│`.
+_LINE_PREFIX = (r"(?m)^(?:[ \t]*\d{1,6}(?:→|\t)|[ \t]*" + _OUTPUT_MARK + r"|[ \t]*│[ \t]?|[\w\-]{0,100}[./][\w./\\\-]{0,200}?(?::\d{1,7}:|-\d{1,7}-)|[+\-](?=[^\s+\-])|>{1,3}[ \t]?)")
 
 
 _PREFIXED_TEXT_MAX = 32768  # a larger text is read once: a hostile one costs no more than twice a text of this size
@@ -5392,18 +5433,19 @@ def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
     (_LINE_PREFIX: a numbered file read, grep's output, a diff; only the rules that read lines) or
     a shell's or JSON's escapes undone (every rule) also redacted, wherever they stand whole (each
     line of a value that spans lines: a key's body)."""
-    prefixes = list(_regex(_LINE_PREFIX).finditer(text))
     escaped = "'\\''" in text or "\\n" in text and _regex(r'"(?:content|output|stdout|stderr|text|result)"[ \t]*:[ \t]*"').search(text) is not None
+    source = text
+    if escaped:  # a shell's quote inside quotes (Codex's `bash -lc '… '\''…'\'' …'`), a JSON string's lines (a tool's result)
+        source = text.replace("'\\''", "'").replace("\\n", "\n").replace('\\"', '"')
+    prefixes = list(_regex(_LINE_PREFIX).finditer(source))  # (a JSON string's lines have theirs once undone)
     if len(prefixes) < 2 and not escaped:
         return text, count
     bare, position = [], 0
     for prefix in prefixes if len(prefixes) >= 2 else ():
-        bare.append(text[position:prefix.start()])
+        bare.append(source[position:prefix.start()])
         position = prefix.end()
-    bare.append(text[position:])
+    bare.append(source[position:])
     bare_text = "".join(bare)
-    if escaped:  # a shell's quote inside quotes (Codex's `bash -lc '… '\''…'\'' …'`), a JSON string's lines (a tool's result)
-        bare_text = bare_text.replace("'\\''", "'").replace("\\n", "\n").replace('\\"', '"')
     found: list = []
     _apply_rules(bare_text, 0, found, None if escaped else _line_rules())
     pieces = [piece.strip() for value in found for piece in (value, *value.split("\n"))]
@@ -6472,16 +6514,16 @@ RULE_WORDS = {
     "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
-    "context-url-parameter": ("4d015a44", ("=",), (), ()),
+    "context-url-parameter": ("32e60e36", ("=",), (), ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
     "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
-    "context-selected-columns": ("7e60e4ca", ("select",), ("select",), ("from",)),
-    "context-repl-generated-key": ("43153928", ("gen_secret", "generate_key", "generate_secret",
+    "context-selected-columns": ("597da1e1", ("select",), ("select",), ("from",)),
+    "context-repl-generated-key": ("9d52777d", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("3da33ff8", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("221c1ed4", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg",
