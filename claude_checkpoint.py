@@ -2093,7 +2093,7 @@ _CREDENTIAL_WORDS = (
 # Commands that print a secret: reading a key or secret file, a password manager or vault, a cloud
 # secret store, creating a token or random bytes.
 _SECRET_PRINTING_COMMAND = (
-    r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64)\b[^\n]*?(?i:secret|token|cred"
+    r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od)\b[^\n]*?(?i:secret|token|cred"
     r"|passw(?!d\b)|pwd|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets)"
@@ -3183,6 +3183,20 @@ def _find_kubernetes_secret_data(match: Any) -> list:
     return spans
 
 
+def _accept_webhook_token(match: Any) -> bool:
+    """A webhook's token: random (_looks_random), a UUID, or a name with a machine-made tail (`shed-door-Vw7GcJ6hNi8KeE5vK7vZ5lO7`)."""
+    value = match.group("s")
+    tail = _regex(r"(?:[a-z]+[_\-])+([A-Za-z0-9]{16,})").fullmatch(value)
+    return (_looks_random(value) or _regex(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value) is not None
+            or tail is not None and looks_machine_generated(tail.group(1)))
+
+
+def _accept_password_hash(match: Any) -> bool:
+    """A password's hash where a system keeps it (/etc/shadow, a router's config), not an
+    application's column of hashes (`INSERT … password_hash …`, `SELECT … password_hash`)."""
+    return not _regex(r"(?i)(?:password|passwd|pw|pass)_?hash|hashed_?password").search(match.string, max(0, match.start() - 300), match.start())
+
+
 def _accept_url_parameter(match: Any) -> bool:
     """`?X-Amz-Signature=…`, `&access_token=…`, `&sig=…`: a signed URL's secret parameters. A name
     that says secret takes any value but a reference; the others only a random one."""
@@ -3355,6 +3369,26 @@ kaggle-key                   -                      "username"[ \t]*:[ \t]*"[^"\
 ntlm-hash-dump               -                      (?m)^[^\s:]{1,64}:\d{1,10}:[0-9a-fA-F]{32}:(?P<s>[0-9a-fA-F]{32}):::
 #   catch: Administrator:500:aad3b435b51404eeaad3b435b51404ee:«745a8d528872228d405ddf036125efda»:::
 #   keep:  commit 745a8d528872228d405ddf036125efda1f2c3d4e
+# A password's hash in crypt's form (`$6$salt$…`, bcrypt's `$2b$12$…`, yescrypt, Cisco's types 8 and 9,
+# Mosquitto's `$7$`, argon2): what offline cracking starts from, as /etc/shadow, a router's config or a
+# user database hold it. (Junos' reversible `$9$…` has its own rule.)
+password-hash                password-hash          (?<![\w$])(?P<s>\$(?:1|5|6|md5|y|gy|8|9|2[abxy]?)\$(?:rounds=\d{1,7}\$)?(?:j[0-9A-Z]T\$)?[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{16,}|\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|\$7\$\d{1,7}\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/=]{16,}|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,})
+#   catch: root:«$1$0kaTIz4C$GkYqBF6n6rMYA137NW72i6»:19521:0:99999:7:::
+#   catch: enable secret 9 «$9$6jI3XEoVinfBT6$hre0eRzipAmG3mrFPm1js2092irH9DO0kb2GuybB13F»
+#   catch: <bcrypt-hash>«$2y$10$yT4lq0zR7bK3dH9nW2mVfOeJcS1uAxP8gL5iQ6rN0tXhZsBvYk1a2»</bcrypt-hash>
+#   keep:  $2b$<cost>$<22-char salt><31-char hash>
+#   keep:  the $6$ prefix means SHA-512 crypt
+# A radio's or a SIM's key: 32 hex digits after its name (LoRaWAN's session and app keys, a SIM's Ki
+# and OPc, Zigbee's install code, Bluetooth mesh's net and app keys).
+radio-and-sim-key            -                      (?i)(?<![\w\-])(?:ki|opc|k|nwk_?s_?key|app_?s_?key|app_?key|nwk_?key|install[ _]code|net_?key|dev_?key)(?:\[\d+\])?["']?[ \t]*(?:[:=][ \t]*)?["']?(?P<s>[0-9A-Fa-f]{32})(?![0-9A-Fa-f])
+#   catch: String nwkSKey = "«2B8BA8B7731C18E17879DA1D50E82F24»";
+#   catch:  Ki      : «DCD1148F4CE39FAE7E6C6B760AC3CB80»
+#   catch: subscriber imsi 901700000015801 update aud3g milenage k «8EC5B59FC9932B59C465EB4699A8D214» opc «2c5698d1e7378420c7c056ebd782f551»
+#   keep:  Ki and OPc are the SIM's keys: never paste them
+# Bytes written as \xHH under a name that says secret (a Flask app's secret_key).
+escaped-bytes-secret         -                      (?i)(?:secret|key|token|salt|passw\w*)["']?[ \t]*[:=][ \t]*b["'](?P<s>(?:\\x[0-9a-fA-F]{2}){12,})["']
+#   catch: app.secret_key = b'«\xb4\x92\xdd\x50\x54\x01\xfc\xac\x6a\xb6\xde\xfc\xbf\xae»'
+#   keep:  MAGIC = b'\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d'
 # BitLocker's recovery password: eight groups of six digits, a few lines below a word that names it.
 bitlocker-recovery-key       -                      (?i:password|recovery|bitlocker)[^\n]{0,80}(?:\n[^\n]{0,80}){0,3}?(?<![\d\-])(?P<s>\d{6}-\d{6}(?:-\d{6}){6})(?![\d\-])
 #   catch: Numerical Password:\n  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}\n  Password:\n    «155452-076615-572814-475959-248567-676555-424523-136741»
@@ -3468,6 +3502,10 @@ teams-webhook-signature      -                      IncomingWebhook/[^\s/]{1,64}
 discord-webhook              -                      discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: https://discord.com/api/webhooks/123456789012345678/«EXAMPLEexampleEXAMPLEexample_token-0123»
 #   keep:  https://discord.com/api/webhooks/{webhook.id}/{webhook.token}
+# Oracle Cloud's pre-authenticated request: the token in the URL's path is the credential.
+oci-pre-authenticated-url    -                      objectstorage\.[\w\-]+\.oraclecloud\.com/p/(?P<s>[\w\-]{32,})/n/
+#   catch: curl -T backup.tar.gz https://objectstorage.eu-frankfurt-1.oraclecloud.com/p/«oYLpDZTYJlV6BxAC1z7yh44cwBvpou20J-wQyE9kvgT6E5v0»/n/frxk2y0atlas/b/db/o/b.tgz
+#   keep:  https://objectstorage.eu-frankfurt-1.oraclecloud.com/n/frxk2y0atlas/b/db-backups/o/backup.tar.gz
 # Provider tokens by their published shapes.
 aws-secret-after-key-id      random                 (?:AKIA|ASIA)[A-Z0-9]{16}[^\n]{0,60}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
 #   catch: deploy,«AKIAQ3ZB7NXS2KLM4PDW»,«wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lm2Xr5K»
@@ -4179,10 +4217,15 @@ url-credentials-wide         url-password-wide      (?i)(?<![a-z0-9+.\-])[a-z][a
 devtools-cookie-lines        named-random           (?im)^Name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]*\r?\nValue:[ \t]*(?P<s>[^\s]{8,4096})
 #   catch: Name: laravel_session\nValue: «4AblVy+UpWf3Hrj7mIaUlNgGJdeluAxrNXQIoZvEITczfeBPOZCAUXUkpUOAUjAnG7I98t5Hk»\nDomain: shop.example.com
 #   keep:  Name: theme\nValue: dark-mode-enabled
-# A webhook's token in its URL's path: hooks.… hosts, /webhook/, /hooks/, /trigger/ paths.
-webhook-path-token           random                 (?i)://(?:(?:web)?hooks?\.[\w.\-]{1,100}|[\w.\-]{1,100}/(?:[\w\-]{1,40}/){0,3}(?:webhooks?|hooks|triggers?|incoming))/(?:[\w\-]{1,40}/){0,3}?(?P<s>[A-Za-z0-9_\-]{24,128})(?=[/?#"'\s]|$)
+# A webhook's token in its URL's path: hooks.… hosts, /webhook/, /hook/, /hooks/, /trigger/ paths, or the
+# `?key=` after one (WeCom): a machine-made token, a UUID (Feishu, Lark), a name with a random tail (Home Assistant).
+webhook-path-token           webhook-token          (?i)://(?:(?:web)?hooks?\.[\w.\-]{1,100}|[\w.\-]{1,100}(?::\d{1,5})?/(?:[\w\-]{1,40}/){0,3}(?:webhooks?|hooks?|triggers?|incoming))(?:/[\w\-]{1,40}){0,3}?(?:/|\?key=)(?P<s>[A-Za-z0-9_\-]{24,128})(?=[/?#"'\s]|$)
 #   catch: curl -X POST "https://hooks.example.io/trigger/«78a16ead9ca20fb9eb9b0387d64675e4723c40bc»" -d '{"text":"deploy done"}'
 #   keep:  https://hooks.example.io/trigger/deploy-notifications-for-staging
+#   catch: https://open.feishu.cn/open-apis/bot/v2/hook/«67710ba9-26be-430e-b8bc-4f5302526848»
+#   catch: curl 'https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=«2f2f4a85-a879-409f-88d9-eac4447fd47c»'
+#   catch: curl -X POST http://ha.lan:8123/api/webhook/«shed-door-Vw7GcJ6hNi8KeE5vK7vZ5lO7»
+#   keep:  https://docs.example.com/guides/webhooks/getting-started-with-signatures
 # A machine-made token after -t, a flag many CLIs give a token (influx, codecov, doctl).
 token-short-flag             random                 (?<![\w\-])-t[ \t]+(?P<s>[A-Za-z0-9_\-+/=.]{32,1024})(?![\w\-+/=.])
 #   catch: influx setup -u admin -p x -o acme -b metrics -t «cHhbvMhrT0UyrAPgALuwxrge8FbXgn7t6EHGteSEIafJRAos-lut1ToPgl» -f
@@ -5186,7 +5229,7 @@ ACCEPT_CHECKS = {
     "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
-    "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member,
+    "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
     "app-password": _accept_app_password, "chosen": _accept_chosen, "spaced": _accept_spaced,
@@ -6066,6 +6109,12 @@ RULE_WORDS = {
     "license-serial": ("971410f2", ("--serial", "-serial"), ("--serial", "-serial"), ()),
     'kaggle-key': ('4bf6290e', ('"username"',), ('"username"',), ('"key"',)),
     "ntlm-hash-dump": ("3d0677ec", (":::",), (), ()),
+    "password-hash": ("184ba698", ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id",
+        "$gy", "$md5", "$y"), ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id", "$gy",
+        "$md5", "$y"), ()),
+    "radio-and-sim-key": ("de8b054f", ("app", "dev", "install", "k", "ki", "net", "nwk", "opc"), (), ()),
+    "escaped-bytes-secret": ("c425011a", ("key", "passw", "salt", "secret", "token"), ("key", "passw", "salt",
+        "secret", "token"), ("\\x",)),
     "bitlocker-recovery-key": ("770df636", ("bitlocker", "password", "recovery"), ("bitlocker", "password",
         "recovery"), ("-",)),
     "keytab-key": ("a6b0ff6f", ("(aes", "(arcfour", "(camellia", "(des", "(rc4"), ("(aes", "(arcfour", "(camellia",
@@ -6107,6 +6156,7 @@ RULE_WORDS = {
         ("outlook.office", "webhook.office.com/webhookb2")),
     "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",), ()),
     "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",), ("discord",)),
+    "oci-pre-authenticated-url": ("8029b340", (".oraclecloud.com/p/",), ("objectstorage.",), ("objectstorage.",)),
     "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia"), ()),
     "twilio-auth-token-after-sid": ("4374e4f6", ("ac",), ("ac",), ()),
     "aws-access-key-id": ("44232805", ("abia", "acca", "akia", "asia"), ("abia", "acca", "akia", "asia"), ()),
@@ -6339,7 +6389,7 @@ RULE_WORDS = {
     "typed-at-prompt": ("f5b6590a", ("prompt",), ("entered", "typed"), ("entered", "typed")),
     "url-credentials-wide": ("36b28036", ("://",), (), ("@",)),
     "devtools-cookie-lines": ("dc92aa1d", ("\nvalue:",), ("name:",), ("name:",)),
-    "webhook-path-token": ("d7d9d0fa", ("hook", "hooks", "incoming", "trigger", "webhook"), ("://",), ("://",)),
+    "webhook-path-token": ("c2180a87", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
     "spaced-assignment": ("5302fd63", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth",
@@ -6523,7 +6573,7 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("221c1ed4", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
+    "context-command-output": ("20f7f315", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
         ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg",
