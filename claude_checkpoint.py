@@ -5505,10 +5505,10 @@ _STRING_DEFINITION = (r"(?m)^[ \t]*(?:(?:export|const|let|var|val|final|private|
                       r"[ \t]*;?[ \t]*(?:(?:#|//)[^\n]*)?$")
 _QUOTED = r"""[\"']([^\"'\n\\]{1,512})[\"']"""
 # An expression that joins strings: operands (literals, names, `${name}`) and `+` (or a spaced `.`, `..`, `&`,
-# `||`); a list of literals that is joined (`[…].join`, `strings.Join([]string{…}, "")`), `CONCAT('…', '…')`;
+# `||`), the operator may start the next line; a list of literals that is joined (`[…].join`, `strings.Join([]string{…}, "")`), `CONCAT('…', '…')`;
 # a name given a list, joined (`keyParts.joined()`, `"".join(parts)`).
 _OPERAND = r"""(?:"[^"\n]*"|'[^'\n]*'|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)"""  # a name whole: not each of its tails
-_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*\+[ \t]*|[ \t]+(?:\.\.?|&|\|\|)[ \t]+)" + _OPERAND + r")+"
+_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)[ \t]+)" + _OPERAND + r")+"
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
                    r"|(?i:concat)!?\(\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\)"
                    r"|(?<![\w.])[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)")
@@ -5528,7 +5528,9 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         definitions[found.group("name")] = definitions.get(found.group("name"), []) + spans if found.group("op") == "+=" else spans
     import bisect
     folds = []  # (start, end, the string made, the spans of the parts)
-    for found in _regex(_JOINED_STRINGS).finditer(original) if definitions or "oncat" in original.lower() or "join" in original.lower() else ():
+    lowered = original.lower()
+    joins = definitions or "join" in lowered or "concat" in lowered or _regex(r"[\"'][ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?[ \t]|&)").search(original)
+    for found in _regex(_JOINED_STRINGS).finditer(original) if joins else ():
         made = _fold(original, found, definitions)
         if made:
             folds.append((found.start(), found.end(), *made))
@@ -5542,7 +5544,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         if len(folds) > _FOLDS_MAX:
             break  # more than code that builds a secret holds: a hostile text costs no more
     pairs = [f"{found.group(found.lastindex - 1)}: {found.group(found.lastindex)}" for found in _regex(_NAMED_VALUE).finditer(original)
-             ] if "value" in original.lower() or "buildconfigfield" in original.lower() else []
+             ] if "value" in lowered and ("name" in lowered or "key" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered else []
     if not folds and not pairs:
         return text, count
     folds.sort()
