@@ -2186,7 +2186,8 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
-    "|changé pour|literally|actually|simply|basically") + r")(?![\w'’\-])"
+    "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's") + r")(?![\w'’\-])"
+              r"|(?<![\w'’])(?:zmieni|zmień|помен|измен|смен|änder|geänder|cambi|wijzig|veränder|změn)\w{0,6}[ \t]+(?:na|на|auf|in|a|naar|do)(?![\w'’\-])"  # a verb that changes it, after the word: "пароль … поменял на X"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
               r"|(?<![\w'’])on(?![\w'’\-])"  # Finnish's and Estonian's "is" (after their words only: _given_password)
               r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
@@ -3380,7 +3381,7 @@ password-hash                password-hash          (?<![\w$])(?P<s>\$(?:1|5|6|m
 #   keep:  the $6$ prefix means SHA-512 crypt
 # A radio's or a SIM's key: 32 hex digits after its name (LoRaWAN's session and app keys, a SIM's Ki
 # and OPc, Zigbee's install code, Bluetooth mesh's net and app keys).
-radio-and-sim-key            -                      (?i)(?<![\w\-])(?:ki|opc|k|nwk_?s_?key|app_?s_?key|app_?key|nwk_?key|install[ _]code|net_?key|dev_?key)(?:\[\d+\])?["']?[ \t]*(?:[:=][ \t]*)?["']?(?P<s>[0-9A-Fa-f]{32})(?![0-9A-Fa-f])
+radio-and-sim-key            -                      (?i)\b(?:ki|opc|milenage[ \t]+k|nwk_?s_?key|app_?s_?key|app_?key|nwk_?key|install[ _]code|net_?key|dev_?key)(?:\[\d+\])?["']?[ \t]*(?:[:=][ \t]*)?["']?(?P<s>[0-9A-Fa-f]{32})(?![0-9A-Fa-f])
 #   catch: String nwkSKey = "«2B8BA8B7731C18E17879DA1D50E82F24»";
 #   catch:  Ki      : «DCD1148F4CE39FAE7E6C6B760AC3CB80»
 #   catch: subscriber imsi 901700000015801 update aud3g milenage k «8EC5B59FC9932B59C465EB4699A8D214» opc «2c5698d1e7378420c7c056ebd782f551»
@@ -5529,13 +5530,13 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     import bisect
     folds = []  # (start, end, the string made, the spans of the parts)
     lowered = original.lower()
-    joins = definitions or "join" in lowered or "concat" in lowered or _regex(r"[\"'][ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?[ \t]|&)").search(original)
-    for found in _regex(_JOINED_STRINGS).finditer(original) if joins else ():
-        made = _fold(original, found, definitions)
-        if made:
-            folds.append((found.start(), found.end(), *made))
-            if len(folds) > _FOLDS_MAX:
-                break
+    for start, end in _join_lines(original, lowered):
+        for found in _regex(_JOINED_STRINGS).finditer(original, start, end):
+            made = _fold(original, found, definitions)
+            if made:
+                folds.append((found.start(), found.end(), *made))
+        if len(folds) > _FOLDS_MAX:
+            break
     joined = [(start, end) for start, end, _, _ in folds]
     for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))").finditer(original) if definitions else ():
         name, inside = found.group(1) or found.group(2), bisect.bisect_right(joined, (found.start(), len(original))) - 1
@@ -5570,6 +5571,29 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
 
 
 _FOLDS_MAX = 256
+
+
+def _join_lines(original: str, lowered: str) -> list:
+    """The [start, end) spans of the lines where an expression may join strings: around an operator
+    (`+`, a spaced `.`, `..`, `&`, `||`; with the line above when it starts the line), or the whole
+    text when it says join or concat. The joins are looked for there only: a pattern that may start
+    at any name costs its reading of every word."""
+    if "join" in lowered or "concat" in lowered:
+        return [[0, len(original)]]
+    spans: list = []
+    if "+" not in original and " ." not in original and "&" not in original and "||" not in original:
+        return spans  # (most texts: no operator to look for)
+    for operator in _regex(r"\+|(?<=\s)(?:\.\.?|&|\|\|)(?=[ \t])").finditer(original):
+        start = original.rfind("\n", 0, operator.start()) + 1
+        if not original[start:operator.start()].strip():
+            start = original.rfind("\n", 0, max(0, start - 1)) + 1  # the operator starts its line: the operand is above
+        end = original.find("\n", operator.end())
+        end = len(original) if end < 0 else end
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    return spans
 # A value and the name it is given apart from it, in the record that holds both: a HAR's or a JSON
 # list's {"name": "cookie", "value": "…"}, XML's <Key>Password</Key><Value>…</Value> (KeePass), a browser's
 # `Name: grafana_session   Value: …`, PowerShell's `-Name DefaultPassword -Value '…'`, Gradle's
@@ -6114,7 +6138,8 @@ RULE_WORDS = {
     "password-hash": ("184ba698", ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id",
         "$gy", "$md5", "$y"), ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id", "$gy",
         "$md5", "$y"), ()),
-    "radio-and-sim-key": ("de8b054f", ("app", "dev", "install", "k", "ki", "net", "nwk", "opc"), (), ()),
+    "radio-and-sim-key": ("34171b68", ("app", "dev", "install", "ki", "milenage", "net", "nwk", "opc"), ("app", "dev",
+        "install", "ki", "milenage", "net", "nwk", "opc"), ()),
     "escaped-bytes-secret": ("c425011a", ("key", "passw", "salt", "secret", "token"), ("key", "passw", "salt",
         "secret", "token"), ("\\x",)),
     "bitlocker-recovery-key": ("770df636", ("bitlocker", "password", "recovery"), ("bitlocker", "password",
