@@ -4870,7 +4870,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)\b(?:basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)(?:계정|아이디|アカウント|ユーザー|账号|账户|帳號|用户|用戶|\b(?:usuario|usuária|usuário|utilisateur|benutzer|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользователь|логин|kullanıcı|wi-?fi|wlan|ssid|mit|with|login|basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b)[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: kiosk build for the expo booth auto-logs in as kiosk / «Hana2007»! – change it after GDC
 #   catch: Observation: router at 192.168.6.1 still uses admin / «Cobalt2362» (found on the sticker)
 #   catch: @jdoe the staging basic-auth is `preview` / `«Zuckerwatte656!»`, same as last sprint
@@ -4879,6 +4879,11 @@ login-pair-in-prose          chosen                 (?i)\b(?:basic[ \-]?auth|use
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
 #   catch: AuthBasicProvider file  # fallback user ops / «rocket%Willow3»
 #   catch: - accès VPN : build / «Chouchou@1234»
+#   catch: 스테이징 서버 관리자 계정은 admin / «Hangang!Bridge77» 야. 로그인해서 캐시 설정 좀 확인해줘
+#   catch: [10:14] Soporte: usuario soporte@ferreteria-lopez.mx / «Cami0n_Rojo88»
+#   catch: kannst du dich auf dem Grafana mit admin / «Sauerkraut-Dashboard42» einloggen?
+#   catch: - Guest Wi-Fi: "Kinetik-Guest" / «sunflower-Biscuit-9»
+#   keep:  compare it with src/a.py / src/b.py first
 #   catch: - [x] Master user: `orders_admin` / «zonnebloem734#»
 #   keep:  see the user guide / admin reference for details
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
@@ -6549,11 +6554,16 @@ RULE_WORDS = {
         "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
         "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스",
         "인증", "토큰"), ()),
-    "login-pair-in-prose": ("a89a6e85", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic", "bind",
-        "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup", "přístup", "sign", "toegang",
-        "user", "uses", "using", "zugang", "åtkomst", "доступ"), ("acceso", "accesso", "account", "accès", "acesso",
-        "atkomst", "basic", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "log", "pristup",
-        "přístup", "sign", "toegang", "user", "uses", "using", "zugang", "åtkomst", "доступ"), ("/",)),
+    "login-pair-in-prose": ("b54cb52a", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
+        "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullanıcı",
+        "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
+        "usuario", "usuária", "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi", "with", "wlan",
+        "zugang", "åtkomst", "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户", "账号", "账户", "계정",
+        "아이디"), ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic", "benutzer", "bind",
+        "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullanıcı", "log", "login", "mit",
+        "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using", "usuario", "usuária",
+        "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi", "with", "wlan", "zugang", "åtkomst",
+        "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户", "账号", "账户", "계정", "아이디"), ("/",)),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
