@@ -2130,10 +2130,10 @@ _PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80
                 r"|[⏺●][ \t]?(?:Bash|Shell|PowerShell|Terminal)\(|[•⬢●][ \t](?:Ran|Run)|exec\r?\n)(?:[ \t]|(?<=\()|(?<=\n))")  # an agent's log of a tool call: `[bash] …`, `Command: …`, `● Bash(…)`, `• Ran …`
 # (Its last part is a space, or nothing after `(`: in `{PROMPT_LINE}*` the star repeats that part only, as
 # it always has: one prompt, then any spaces.)
-# A table's header cell: a name of a few words, one space apart (two spaces, a tab or a pipe split cells).
+# A table's header cell: a name of a few words (the first may start with a digit: `2FA backup`), one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
-_TABLE_HEADER_CELL = r"[A-Za-z\u00c0-\uffff][\w.()/#\-']{0,30}(?![\w.()/#\-'])(?: [\w.()/#\-']{1,30}(?![\w.()/#\-'])){0,4}"
+_TABLE_HEADER_CELL = r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])[\w.()/#\-']{0,30}(?![\w.()/#\-'])(?: [\w.()/#\-']{1,30}(?![\w.()/#\-'])){0,4}"
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
@@ -2411,7 +2411,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
     path, an address, a masked or public value."""
     if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号")) or word.lower().rstrip("s").endswith("code")) and _regex(
-            r"\d{4,8}").fullmatch(value):  # a PIN, an alarm's or a door's code
+            r"\d{4,8}[#*]?").fullmatch(value):  # a PIN, an alarm's or a door's code (a keypad's `#` after it)
         return True
     if _regex(r"[-+<>=|]|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value) or _regex(r"[a-z_][a-z0-9_.\-]*=(?!$)").match(
             value) and (word.isascii() or not _regex(r"[a-z]{3,12}=\d{2,6}").fullmatch(value)):
@@ -2502,7 +2502,8 @@ def _looks_like_passphrase(value: str) -> bool:
 
 # Three to twelve lowercase words and a number maybe, with spaces: a passphrase said in words.
 _SMALL_WORD = r"[a-zß-öø-ÿ]{3,14}"  # a word in small letters, Latin-1's too (bärchen, corazón)
-_SPOKEN_PASSPHRASE = r"[A-ZÀ-Þ]?" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD + r"){2,11}(?:[ \t]?\d{1,4})?"  # the first may be capitalized, the last closed by a number
+_SPOKEN_PASSPHRASE = (r"[A-ZÀ-Þ]?" + _SMALL_WORD + r"(?:[ \t](?:" + _SMALL_WORD + r"|\d{1,4}(?=[ \t][a-zß-öø-ÿ])))"  # a number may stand among them: "mango tango 1984 river"
+                      r"{2,11}(?:[ \t]?\d{1,4})?")  # the first may be capitalized, the last closed by a number
 
 
 # After a password word and a connector, four to eight words that end the line or the clause
@@ -4711,6 +4712,8 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   catch: door code for the server room changed to «48213#», alarm PIN is «7702».
+#   catch: for the record the passphrase on the shared key is "«mango tango 1984 river»" — we really need SSO
 #   keep:  Team ID: 9QX7LM2K4T   App Store Connect API Key ID: 7KQ2L9XWZ3   Issuer ID: a7d2b819-e910-4a2a-b808-d25fbcb6880f
 #   keep:  {"kinesis": {"partitionKey": "AF-88213", "data": "eyJzaGlwbWVudCI6IkFGLTg4MjEzIiwiZXZlbnQiOiJzY2FubmVkIn0="}}
 #   keep:  Password policy (IT-SEC-004, rev. 3)
@@ -5121,6 +5124,7 @@ context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-
 #   keep:  -[ RECORD 1 ]--+---------------------\nvendor         | dhl\npassword_set   | t\ntoken_count    | 42
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+#   catch: Service\tLogin\tPassword\t2FA backup\nCloudflare\tit@corvid-media.com\t«Crow!Media#Cf9»\t21517056
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
 #   catch: NAME      USER    TOKEN\nbuild     ci      «q8XkL2mR7vTz4WpN9sYb»
 #   catch: # client  server  secret  IP\nops  *  «manzana1985»  *
@@ -6624,7 +6628,7 @@ RULE_WORDS = {
         "runner", "secret", "secret-tool", "shadow", "signin", "solana", "sops", "status", "storage", "terraform",
         "tickets", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
-    "context-credential-table": ("4c9d6d22", ("\n",), (), ()),
+    "context-credential-table": ("38a125df", ("\n",), (), ()),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("2e8e2870", ("pass", "password"), ("app", "pass"), ()),
