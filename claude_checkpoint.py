@@ -1131,6 +1131,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # a label in another language, as a translation file holds it: `password: "Contraseña"`
     if _regex(r"(?:[A-Z][a-z]+)+(?:Value|Name|Key|Id)\d{0,2}").fullmatch(v):
         return True  # what a usage text names: `TagKey1=TagValue1`, `ParameterKey1=ParameterValue1`
+    if _regex(r"(?i)(?:todo|fixme|tbd|change-?me|replace-?me|insert|your)[-_][a-z]{3,}[-_][a-z]").match(v):
+        return True  # what to do instead of a value: `TODO-generate-with-openssl-rand-hex-32`
     if any(map(str.isdigit, v)):
         return False
     if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
@@ -1230,7 +1232,7 @@ def _accept_assignment(match: Any) -> bool:
     if groups.get("op") == ":" and not _accept_after_colon(match, value, bare):
         return False
     strength = secret_strength(name)
-    if strength == 0 or not bare or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare) or _regex(
+    if strength == 0 or len(bare) <= 2 or _regex(r"MII[A-Za-z0-9+/]{1,3}CCA[A-Za-z0-9+/]{2}gAwIBAgI").match(bare) or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare) or _regex(
             r"[a-z]{2,6}(?:[_\-][a-z0-9]{2,6}){0,2}[_\-]").fullmatch(bare):
         return False  # also a token's prefix alone: `strings.HasPrefix(apiKey, "sk-ant-")`
     before = _regex(r"([A-Za-z_][\w.\-]{0,60})=$").search(match.string, max(0, match.start("s") - 62), match.start("s"))
@@ -1791,6 +1793,8 @@ def _looks_like_prose_secret(value: str) -> bool:
             return False  # base_1=False, client_id=elsed4rqscegd4xf3xpc
     if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v) or _regex(r"[\w./\-]+\.\w{1,8}:\d+:").match(v):
         return False  # also grep's `infra/main.tf:54:…`
+    if v.startswith("eyJ") and "." not in v and _is_base64_of_plain_json(v):
+        return False  # a JWT's header alone: `{"alg":"RS256",…}`
     if not v.isascii() and _regex("[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]").search(v):
         return False  # a sentence in Japanese, Chinese or Korean, not a value
     if _regex(r"[0-9a-fA-F]+").fullmatch(v):
@@ -1851,7 +1855,8 @@ _NOT_RANDOM_STARTS = (
     r"|[\w\-+/=.]+\.[a-z]{1,4}\d?(?::\d+)*/?$|(?:AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA|ASCA)[A-Za-z0-9]{8,}(?::[\w.@=,\-]+)?$|" + _FIREBASE_APP_ID + "$"
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)"
-    r"|[A-Za-z]{2,16}/[a-z0-9][\w\-]*(?:\.[a-z0-9][\w\-]*)+(?::\d+)?$")  # a service on a host (Kerberos' TERMSRV/jump01.corp.local)
+    r"|[A-Za-z]{2,16}/[a-z0-9][\w\-]*(?:\.[a-z0-9][\w\-]*)+(?::\d+)?$"  # a service on a host (Kerberos' TERMSRV/jump01.corp.local)
+    r"|[\w\-]+\.[a-z]{2,12}(?:-[a-z]+){1,2}-\d$")  # an account in a region: Snowflake's ab12345.eu-west-1
 _NOT_RANDOM_MARKS = (
     r"://|(?i:%3A%2F%2F)|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
     r"|\\u[0-9A-Fa-f]{4}\\u[0-9A-Fa-f]{4}"  # text in \u escapes
@@ -2150,7 +2155,7 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,
 _PUBLIC_VALUE = r"(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
-                            " before after".split())
+                            " before after stata stato state stati sido été wurde worden".split())  # (and "has been" in other languages)
 
 
 def _word_alternation(words: str) -> str:
@@ -4418,6 +4423,7 @@ name-in-parentheses          named-random           (?P<name>[A-Z](?<![\w.].)[A-
 #   catch: Rotate TWILIO_AUTH_TOKEN («32ee3996dd674154deb8a8cffe8c0bc6») today
 #   keep:  Bump CACHE_KEY_VERSION (v3-2024-09-16)
 xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.:\-]{0,60})(?:[ \t][^<>\n]{0,200})?>\s{0,80}(?P<s>[^<\s][^<\n]{0,500}?)\s{0,80}</(?P=name)>
+#   keep:  <wsse:BinarySecurityToken ValueType="...#X509v3">MIIDdzCCAl+gAwIBAgIEbHKatDV2ALlu7UrzDZpkz0xMBeN0rIicDOOOXuPxY3oU0qBh7UWSvKD6wZKOd3ZMuquQ</wsse:BinarySecurityToken>
 #   catch: <password>«Raccoon#5»</password>
 #   keep:  <password>${db.password}</password>
 #   catch: <Pass encoding="base64">«SXZhbl9IYXJib3IuMg==»</Pass>
@@ -4536,6 +4542,8 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
+#   keep:  Jenkins credentials: ID 'slack-bot-token' (Secret text), ID 'nexus-deploy' (Username with password)
+#   keep:  SECRET_KEY=TODO-generate-with-openssl-rand-hex-32
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
 #   catch: db:\n  password: "«$umm3r.166»"
 #   catch: export KAGGLE_USERNAME=lmartin\nexport KAGGLE_KEY=«bd20b117a8b9b852ef421e40bdfab03a»
@@ -4668,6 +4676,7 @@ user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 # It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
 prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+#   keep:  The token header `eyJhbGciOiJSUzI1NiIsImtpZCI6IjIwMjQtMDMtc2lnIiwidHlwIjoiSldUIn0` decodes to {"alg":"RS256"}
 #   keep:  2024-06-17T05:07:00.860Z INFO  vault: token renewed, ttl=768h0m0s accessor=Grg3jPxmH39LJGBkI1m3nFNt
 #   catch: Heads up: the auth token was rotated this morning; the old one was «79cd48618c6db19bb7a985129e943407».
 #   catch: connected to staging (user app_rw, password «9wru%0%GvJl3xk») and ran the migration
@@ -4712,6 +4721,7 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   keep:  La password è stata cambiata stamattina, la trovi nel vault del team.
 #   catch: door code for the server room changed to «48213#», alarm PIN is «7702».
 #   catch: for the record the passphrase on the shared key is "«mango tango 1984 river»" — we really need SSO
 #   keep:  Team ID: 9QX7LM2K4T   App Store Connect API Key ID: 7KQ2L9XWZ3   Issuer ID: a7d2b819-e910-4a2a-b808-d25fbcb6880f
@@ -4911,6 +4921,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
 context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+#   keep:  conn = snowflake.connector.connect(user=os.environ["USER"], password=password, account="ab12345.eu-west-1")
 #   catch: >> conn = database('notify_stg','arjun','«cobalt_bronze5716»', 'Vendor','MySQL');
 #   catch: token = jwt.encode({"sub": user.id, "exp": exp}, "«Nounours@786»", algorithm="HS256")
 #   catch: signed, err := tok.SignedString([]byte("«s0TgKdoZ3zHugKwwxkMkQX1624bfJw6OCKwbNeRf»"))
