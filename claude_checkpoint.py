@@ -1063,12 +1063,16 @@ def _is_reference(value: str) -> bool:
         return True
     if (not quoted and first in "[({") or (first == "<" and v[-1] == ">") or "<" in v and ">" in v and _regex(r"<[A-Za-z][\w\- ]{1,29}>").search(v):
         return True  # also a template's slots: `$2b$<cost>$<22-char salt>`
+    if _regex(r"(?:[\w\-]+:)?(?:@[A-Z][A-Z0-9_]{2,60}@|%%[A-Z][A-Z0-9_]{2,60}%%)").fullmatch(v):
+        return True  # a build's or provisioning's slot: hash:@EDUROAM_NTHASH@, %%SIP_PASSWORD%%
     if first == "%" and _regex(r"%[A-Za-z_][\w.\-]*(?::[^%\s]+)?%").fullmatch(v):
         return True  # TeamCity's parameters: %build.counter%, %vault:secret/data/ci/app!/password%
     if v.startswith("$$") and _regex(r"\$\$\{?[A-Z_][A-Z0-9_]*\}?").fullmatch(v):
         return True  # make's `$$DOCS_SFTP_PASSWORD`: the shell's variable in a Makefile's recipe
     if v.startswith("<<"):
         return True  # a here-document's marker (`password = <<EOT`): its lines hold the value
+    if v.startswith(("var.", "data.", "local.", "module.")) and _regex(r"[a-z]+(?:\.[\w\-]+)+").fullmatch(v):
+        return True  # Terraform's references: var.tunnel1_psk, data.aws_ssm_parameter.psk.value
     if v.startswith(("$__file{", "$__env{", "$__vault{", "@Microsoft.KeyVault(", "process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
                      "secrets.", "env:", "ext:", "file:", "arn:", "vault:", "!vault", "keybase:")):
         return True  # names and resource names (an ARN names a secret; it does not hold one; keybase:jdoe a public key)
@@ -1655,7 +1659,7 @@ def _is_call(value: str) -> bool:
     """A call, or the start of one, in code: `authorization.split()`, `authorization[1].encode('ascii')`,
     `logging.Handler.__init__(self)`: code that handles a credential, not a value."""
     value = value[:-1] if value.endswith(".") else value  # a line that goes on: `base64.decodebytes(authorization).\\`
-    return _regex(r"[A-Za-z_$][\w$]*(?:\[[^\]\s]{0,20}\])?(?:\.[A-Za-z_$][\w$]*)*\((?:[^()\s]{0,40}|.{0,40}\))").fullmatch(value) is not None and (
+    return _regex(r"[A-Za-z_$][\w$]*(?:\[[^\]\s]{0,20}\])?(?:\.[A-Za-z_$][\w$]*)*[!?]?\((?:[^()\s]{0,40}|.{0,40}\))").fullmatch(value) is not None and (
         "." in value or "_" in value or len(value.split("(", 1)[0]) >= 4 and value[0].islower())
 
 
@@ -1795,6 +1799,8 @@ def _looks_like_prose_secret(value: str) -> bool:
         return False  # also grep's `infra/main.tf:54:…`
     if v.startswith("eyJ") and "." not in v and _is_base64_of_plain_json(v):
         return False  # a JWT's header alone: `{"alg":"RS256",…}`
+    if _regex(r"[0-9&]?[<>]{1,2}|[A-Za-z_][\w.]*[!?]?\($").match(v):
+        return False  # a shell's redirection (`2>/dev/null`), the start of a call (`Base.decode64!(`)
     if not v.isascii() and _regex("[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]").search(v):
         return False  # a sentence in Japanese, Chinese or Korean, not a value
     if _regex(r"[0-9a-fA-F]+").fullmatch(v):
@@ -2155,7 +2161,7 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,
 _PUBLIC_VALUE = r"(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
-                            " before after stata stato state stati sido été wurde worden".split())  # (and "has been" in other languages)
+                            " before after on in at of to by stata stato state stati sido été wurde worden".split())  # (and "has been" in other languages)
 
 
 def _word_alternation(words: str) -> str:
@@ -2865,8 +2871,8 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
     value, strength = value.strip("\"'"), 2 if name.lower() == "key content" else secret_strength(name)  # netsh wlan's Wi-Fi key
     if between in (" ", "\t") and _name_parts(name)[-1] not in ("key", "secret", "token", "password"):
         return False
-    if _is_reference(value) or _is_masked_or_public(value) or _is_placeholder(value):
-        return False
+    if _is_reference(value) or _is_masked_or_public(value) or _is_placeholder(value) or _is_call(value):
+        return False  # (also code a grep found: `password = forms.CharField(widget=forms.PasswordInput)`)
     if strength == 2 and _regex(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value):
         return True  # Consul's and Nomad's tokens are UUIDs
     if name.lower() in _HOLDER_WORDS or strength == 1:
@@ -3265,6 +3271,9 @@ def _accept_byte_array_key(match: Any) -> bool:
     before = match.string[max(0, match.start() - 200):match.start()]
     if len(set(numbers)) < 8:
         return False  # a run of a few values, not a key's random bytes
+    named = (before + match.string[match.start():match.start("s")])[-120:]
+    if _regex(r"(?i)(?<![a-z])pub(?:lic)?(?![a-z])|(?<![a-z])pub(?:lic)?_?key").search(named.rsplit(";", 1)[-1]):
+        return False  # a public key's bytes: `static ED25519_PUB_KEY: &[u8] = &[0x46, …]`
     if len(numbers) == 16:
         return max(numbers) <= 255 and _regex(r"(?i)(?:key|secret)[\"']?(?:\[\d*\])?[ \t]*[:=][ \t]*$").search(before) is not None
     return max(numbers) <= 255 and _regex(r"(?i)key|secret|wallet|solana|id\.json|seed").search(before) is not None
@@ -3655,6 +3664,7 @@ seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|
 #   catch: recovery words: «agree apart awesome above album already barrel age affair ball aunt badge»
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
 byte-array-key               byte-array-key         [\[{](?P<s>\s*(?:0[xX])?[0-9A-Fa-f]{1,3}(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){15}(?:(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){16}(?:(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){32})?)?,?\s*)[\]}]
+#   keep:  static ED25519_PUB_KEY: &[u8] = &[\n    0x46, 0x16, 0x36, 0x35, 0x03, 0x01, 0xe1, 0xef, 0xb7, 0xcb, 0x3a, 0xb8, 0x74, 0x01, 0x02, 0x03,\n    0x47, 0x17, 0x37, 0x36, 0x04, 0x02, 0xe2, 0xf0, 0xb8, 0xcc, 0x3b, 0xb9, 0x75, 0x02, 0x03, 0x04,\n];
 #   catch: advanced:\n  network_key: [«242, 91, 45, 153, 161, 113, 92, 166, 222, 180, 98, 116, 96, 103, 203, 227»]
 #   keep:  advanced:\n  pan_id: 6754\n  ext_pan_id: [221, 221, 221, 221, 221, 221, 221, 221]\n  channels: [11, 15, 20, 25, 26, 11, 15, 20, 25, 26, 11, 15, 20, 25, 26, 11]
 #   catch: $ cat ~/.config/solana/id.json\n[«174,47,154,16,202,193,206,113,199,190,53,133,169,175,31,56,222,53,138,189,224,216,117,173,10,149,53,45,73,251,237,246,15,185,186,82,177,240,148,69,241,227,167,80,141,89,240,121,121,35,172,247,68,251,226,218,48,63,176,109,168,89,238,135»]
@@ -3771,8 +3781,9 @@ auth-user-password           user-password          (?i)(?<![\w\-])(?:stats[ \t]
 #   catch: stats auth admin:«sinaasappel?341»
 #   keep:  stats auth admin:${HAPROXY_STATS_PASSWORD}
 # A network device's secret or password line (Cisco IOS and its kin), with or without its type digit.
-device-secret-line           not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:enable|username[ \t]+\S+(?:[ \t]+(?:privilege|role)[ \t]+\S+){0,2})[ \t]+(?:secret|password)(?:[ \t]+[0-9])?[ \t]+(?P<s>\S+)
+device-secret-line           not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:enable|username[ \t]+\S+(?:[ \t]+(?:privilege|role)[ \t]+\S+){0,2})[ \t]+(?:secret|password)(?:[ \t]+[0-9]|[ \t]+sha512|[ \t]+md5)?[ \t]+(?P<s>\S+)
 #   catch: username netadmin privilege 15 secret «aycicek_356»
+#   keep:  username admin privilege 15 role network-admin secret sha512 CHANGE_ME_AT_DEPLOY
 #   catch: username admin privilege 15 role network-admin secret 0 «otter+walrus+tiger»
 #   catch: enable secret 0 «Xk29mPq7zLw4Rt8V»
 #   keep:  username netadmin privilege 15 secret ${ENABLE_SECRET}
@@ -4542,6 +4553,9 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
+#   keep:  account.1.password = %%SIP_PASSWORD%%
+#   keep:  network={\n    identity="r.patel@cs.univ.ac.uk"\n    password=hash:@EDUROAM_NTHASH@\n}
+#   keep:  resource "aws_vpn_connection" "hq" {\n  tunnel1_preshared_key = var.tunnel1_psk\n  tunnel2_preshared_key = data.aws_ssm_parameter.tunnel2_psk.value\n}
 #   keep:  Jenkins credentials: ID 'slack-bot-token' (Secret text), ID 'nexus-deploy' (Username with password)
 #   keep:  SECRET_KEY=TODO-generate-with-openssl-rand-hex-32
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
@@ -4676,6 +4690,8 @@ user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 # It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
 prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+#   keep:      key = System.fetch_env!("CLOAK_KEY") |> Base.decode64!()
+#   keep:  KEY="$(cat /etc/wifi-key 2>/dev/null)"\n[ -n "$KEY" ] && uci set wireless.default_radio0.key="$KEY"
 #   keep:  The token header `eyJhbGciOiJSUzI1NiIsImtpZCI6IjIwMjQtMDMtc2lnIiwidHlwIjoiSldUIn0` decodes to {"alg":"RS256"}
 #   keep:  2024-06-17T05:07:00.860Z INFO  vault: token renewed, ttl=768h0m0s accessor=Grg3jPxmH39LJGBkI1m3nFNt
 #   catch: Heads up: the auth token was rotated this morning; the old one was «79cd48618c6db19bb7a985129e943407».
@@ -5077,6 +5093,7 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 #   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+#   keep:  $ grep -rn "password" --include=*.py src/ | head -5\nsrc/auth/forms.py:12:    password = forms.CharField(widget=forms.PasswordInput)
 #   catch: > ! security find-generic-password -s "lumen-staging-db" -w\n  ⎿  «Trastevere_1994!»\n\n> use that to connect
 #   catch: ⬢ Ran doppler secrets get SENTRY_AUTH_TOKEN --plain -p halden-web -c prd\n  «sntrys_fi0o4cpa4ql4q74VJlMu4eD9b_TvRie_-u0ci_393uCRcxmnvWxbJ4ur»
 #   keep:  • Ran aws ssm get-parameters-by-path --path /ferry/prod --query 'Parameters[].Name'\n  └ [\n        "/ferry/prod/DATABASE_PASSWORD",\n        "/ferry/prod/SECRET_KEY"\n    ]
@@ -5135,6 +5152,7 @@ context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-
 #   keep:  -[ RECORD 1 ]--+---------------------\nvendor         | dhl\npassword_set   | t\ntoken_count    | 42
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+#   keep:  | Service  | User  | Password          |\n|----------|-------|-------------------|\n| Grafana  | admin | (see vault)       |\n| Router   | admin | printed on label  |
 #   catch: Service\tLogin\tPassword\t2FA backup\nCloudflare\tit@corvid-media.com\t«Crow!Media#Cf9»\t21517056
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
 #   catch: NAME      USER    TOKEN\nbuild     ci      «q8XkL2mR7vTz4WpN9sYb»
@@ -6294,7 +6312,7 @@ RULE_WORDS = {
     "expect-send-password": ("f92ffee4", ("expect",), ("expect",), ("send",)),
     'java-char-array-password': ('c9c36271', ('".tochararray()',), (), ()),
     "auth-user-password": ("02b0db0a", ("auth",), (), (":",)),
-    "device-secret-line": ("2cf4422f", ("enable", "username"), (), ("password", "secret")),
+    "device-secret-line": ("a4ca3fd8", ("enable", "username"), (), ("password", "secret")),
     "device-key-line": ("a412720f", ("-server", "crypto", "key"), (), ()),
     "device-routing-key": ("0c5d5c9b", ("authentication-key", "key-string", "message-digest-key"),
         ("authentication-key", "ip", "key-string", "message-digest-key"), ()),
