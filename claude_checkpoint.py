@@ -2227,7 +2227,7 @@ _HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:był|" + _CONNECTOR + r")[\s:]*)?[\"
 _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token sk
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
-    otp x-signature appid app_key private_token auth_token access_key secret_key""".split())
+    otp x-signature appid app_key private_token auth_token access_key secret_key pub_secret q-signature""".split())
 
 
 def _find_random_tokens(match: Any) -> list:
@@ -2905,7 +2905,8 @@ def _find_table_cells(match: Any) -> list:
     columns = tuple((i, bool(_regex(r"(?i)(?:\b|_)pin\b|пин").search(name))) for i, name in enumerate(names) if name and (  # also `Clé API`
         secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"
         or 2 <= len(name.split()) <= 3 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
-        or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])))  # API-Schlüssel
+        or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])  # API-Schlüssel
+        or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|2fa(?:[ _](?:secret|backup|codes?))?|mfa[ _]secret").fullmatch(name)))  # a password manager's TOTP seed
     starts = ()  # where a header's columns start, when spaces align them: a long cell may leave one space to the next
     if separator is None:
         indent = match.start("head") - text.rfind("\n", 0, match.start("head")) - 1
@@ -3220,7 +3221,7 @@ def _accept_url_parameter(match: Any) -> bool:
     if _regex(r"[,(][A-Za-z_$][\w.$]*=").search(value):
         return False  # minified code, not a query: `;t.getToken=r,t.VERSION="5.0.22"`
     plain = _regex(r"%[0-9A-Fa-f]{2}").sub("+", value).rstrip(".,;:)")
-    if strength == 2 or name in ("sig", "signature", "x-amz-signature", "x-goog-signature"):
+    if strength == 2 or name in ("sig", "signature", "x-amz-signature", "x-goog-signature", "pub_secret") or name.endswith(("-signature", "_signature")):
         return plain.lower() not in _NOT_VALUES and not _is_placeholder(plain)
     return looks_machine_generated(plain)
 
@@ -5052,6 +5053,7 @@ context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}
 #   keep:  Cookies (owa):\nlang=en-US\ntheme=dark
 # Signed URLs and query strings: signatures, credentials, SAS and access tokens.
 context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`]{8,2048})
+#   catch: https://files.slack.com/files-pri/T02QK8ZL1-F06N2R8P4MX/q1_board_deck.pdf?pub_secret=«d6f2e9b159»
 #   keep:  `DINGTALK_WEBHOOK=https://oapi.dingtalk.com/robot/send?access_token=XXXXXXXX`.
 #   catch: https://acme-exports.s3.amazonaws.com/q3.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20260916T080000Z&X-Amz-Expires=3600&X-Amz-Signature=«4f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c84f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c8»
 #   catch: https://api.example.com/v2/items?access_token=«q8XkL2mR7vTz4WpN9sYb3CdE»&page=2
@@ -5152,8 +5154,9 @@ context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-
 #   keep:  -[ RECORD 1 ]--+---------------------\nvendor         | dhl\npassword_set   | t\ntoken_count    | 42
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+#   catch: url,username,password,totp,extra,name,grouping,fav\nhttps://vpn.example.dev,ana,«Vpn-Calder#2025»,«HN4Q6V7HOCCXEI66»,,"VPN","Work",1
 #   keep:  | Service  | User  | Password          |\n|----------|-------|-------------------|\n| Grafana  | admin | (see vault)       |\n| Router   | admin | printed on label  |
-#   catch: Service\tLogin\tPassword\t2FA backup\nCloudflare\tit@corvid-media.com\t«Crow!Media#Cf9»\t21517056
+#   catch: Service\tLogin\tPassword\t2FA backup\nCloudflare\tit@corvid-media.com\t«Crow!Media#Cf9»\t«21517056»
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | admin | «Tq8!xLm2Rz7w» |\n| minio | root | «Zr9Kq2Xm5LpW4» |
 #   catch: NAME      USER    TOKEN\nbuild     ci      «q8XkL2mR7vTz4WpN9sYb»
 #   catch: # client  server  secret  IP\nops  *  «manzana1985»  *
@@ -5665,13 +5668,15 @@ def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
 
 def _line_rules() -> frozenset:
     """The rules that read a text's lines (a pattern anchored at a line's start, `(?m)`, or one that
-    crosses a newline outside a class such as `[^\\n]`): the ones a line's prefix blinds. Found
+    crosses a newline outside a class such as `[^\\n]`, or in a class with `\\s`: a key's body):
+    the ones a line's prefix blinds. Found
     once, at the first text with prefixed lines."""
     global _LINE_RULES
     if _LINE_RULES is None:
         import re
         _LINE_RULES = frozenset(index for index, (rule, _, _) in enumerate(_rule_table()) if "(?m)" in rule.pattern
-                                or "\\n" in re.sub(r"\[\^(?:\\.|[^\]\\])*\]", "", rule.pattern))
+                                or "\\n" in re.sub(r"\[\^(?:\\.|[^\]\\])*\]", "", rule.pattern)
+                                or re.search(r"\[(?!\^)[^\]]*\\s", rule.pattern))  # also a class with \s that runs over lines: a key's body
     return _LINE_RULES
 
 

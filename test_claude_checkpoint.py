@@ -1012,6 +1012,11 @@ class TestRedaction(unittest.TestCase):
             "│ ✔  Shell pass show infra/router\n│\n│ asdfgh!483?\n│ url: https://10.41.109.102": "asdfgh!483?",
             '{"type": "tool_result", "content": "$ htpasswd -b -c /etc/nginx/.htpasswd admin Sable881^\\nAdding password for user admin"}':
                 "Sable881^",
+            # A key's body read with numbers: the key rule's class of characters runs over lines.
+            "⏺ Read(deploy/keys/ci_ed25519)\n  ⎿  Read 4 lines\n\n     1→-----BEGIN OPENSSH PRIVATE KEY-----\n"
+            "     2→b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+            "     3→QyNTUxOQAAACDpQ7rX2mKvL9sTn4WbY8eZc1Hj6uFdA0gNiBoRw5yEqMAAAJjz3hKm898S\n     4→-----END OPENSSH PRIVATE KEY-----":
+                "QyNTUxOQAAACDpQ7rX2mKvL9sTn4WbY8eZc1Hj6uFdA0gNiBoRw5yEqMAAAJjz3hKm898S",
         }
         for text, secret in cases.items():
             with self.subTest(text=text[:30]):
