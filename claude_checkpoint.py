@@ -4200,7 +4200,8 @@ hex-key-call                 -                      (?i)(?:key|wallet|signer|acc
 #   catch: acct = w3.eth.account.from_key("«0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2»")
 #   keep:  tx = w3.eth.get_transaction("0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2")
 # Session cookies by their well-known names, whatever the value's shape (PHP's ids are 26 small letters).
-session-cookie               not-reference          (?<![\w.\-])(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid|_[a-z]{1,12}_sess(?:ion)?)=(?P<s>[^;\s"'&]{16,4096})
+session-cookie               not-reference          (?<![\w.\-])(?:(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid|_[a-z]{1,12}_sess(?:ion)?)=|(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|connect\.sid|laravel_session)["'][ \t]*:[ \t]*["'])(?P<s>[^;\s"'&]{16,4096})
+#   catch: cookies = {\n    "PHPSESSID": "«3x8ej9mcmstgiclpq55obgw23g»",\n}
 #   catch: PHPSESSID=«enyhbvdssvjbutiooiqeptzhts»; lang=en
 #   keep:  session_id=short; PHPSESSID=deleted
 # rclone's remote settings given on the command line: rclone config create NAME TYPE key VALUE …
@@ -5197,7 +5198,8 @@ context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|o
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
 #   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
 # A cookie jar in Netscape's format (curl -c, browsers' exports): the value, last of seven fields.
-netscape-cookie-jar          random                 (?m)^(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t[^\t\n]+\t(?P<s>[^\t\n]{8,4096})$
+netscape-cookie-jar          random                 (?m)^[ \t]*(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t[^\t\n]+\t(?P<s>[^\t\n]{8,4096})$
+#   catch: • Ran cat /tmp/cj.txt\n  └ # Netscape HTTP Cookie File\n    jenkins.calderdale.lan\tFALSE\t/\tFALSE\t1759600000\tremember-me\t«ngsqsa9Vb3jEiTCncMj8cVufwP3w5H2WoQnd»
 #   catch: .example.dev	TRUE	/	TRUE	1767225600	session	«JYa9pus5hGAtbYj4ziedUIbUKMICMVwtZQV7BJKT»
 #   keep:  .example.dev	TRUE	/	FALSE	1767225600	theme	dark-mode-enabled
 # A cookie table copied from a browser's developer tools: Name, Value, Domain… split by tabs.
@@ -6447,8 +6449,8 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "session-cookie": ("e08499dc", ("_sess", "_session_id", "asp.net_sessionid", "aspsessionid", "connect.sid",
-        "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid"), (), ("=",)),
+    "session-cookie": ("835b7342", ("_sess", "_session_id", "asp.net_sessionid", "aspsessionid", "connect.sid",
+        "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid"), (), ()),
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
     "keychain-value-data": ("500da005", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
     "basic-auth-being-encoded": ("a3453280", ("base64",), ("echo",), ("echo",)),
@@ -6668,7 +6670,7 @@ RULE_WORDS = {
     "app-password-groups": ("2e8e2870", ("pass", "password"), ("app", "pass"), ()),
     "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
-    "netscape-cookie-jar": ("3cc7964d", ("\tfalse", "\ttrue"), (), ()),
+    "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
     "context-split-literal": ("4f7133ae", (), (), ()),
     "context-wrapped-line": ("33e1fdbd", ("\n",), (), ()),
