@@ -1236,6 +1236,8 @@ def _accept_assignment(match: Any) -> bool:
     if groups.get("op") == ":" and not _accept_after_colon(match, value, bare):
         return False
     strength = secret_strength(name)
+    if not groups.get("q") and value[:2] in ("/^", "/\\", "/(") and match.string[match.start("op"):match.start("s")].strip() in ("=", ":"):
+        return False  # a regular expression's literal: `const UNEXPECTED_TOKEN = /^Unexpected token …/i`
     if strength == 0 or len(bare) <= 2 or _regex(r"MII[A-Za-z0-9+/]{1,3}CCA[A-Za-z0-9+/]{2}gAwIBAgI").match(bare) or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare) or _regex(
             r"[a-z]{2,6}(?:[_\-][a-z0-9]{2,6}){0,2}[_\-]").fullmatch(bare):
         return False  # also a token's prefix alone: `strings.HasPrefix(apiKey, "sk-ant-")`
@@ -1442,8 +1444,8 @@ def _accept_flag(match: Any) -> bool:
 def _accept_password_like(match: Any) -> bool:
     """Prose such as `the VPN password is Xk29…`: only values that look like passwords."""
     v = match.group("s")
-    if _regex(r"_[A-Za-z]\w*").fullmatch(v):
-        return False  # a private name in code: `password.translate(_trans_36)`
+    if _regex(r"_[A-Za-z]\w*|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\[[\w$.'\"]{1,20}\]").fullmatch(v):
+        return False  # a private name in code (`password.translate(_trans_36)`), a subscript (`password: basic[1]`)
     before = match.string[match.start():match.start("s")]
     if _named_as_no_token(match.string, match.start("s")) or before.rfind("${") > before.rfind("}"):
         return False  # another field's value past the word (`credentialType=PASSWORD … transaction=N6ec…`), a reference's part (`${VAULT::ds::password::1}`)
@@ -1533,14 +1535,15 @@ def _accept_wrapped_value(match: Any) -> bool:
 
 
 def _accept_encoded_private_key(match: Any) -> bool:
-    """Base64 of a PEM block (kubeconfig client-key-data): a secret only if it is a private key."""
+    """Base64 of a PEM block (kubeconfig client-key-data): a secret only if it is a private key (or
+    OpenVPN's static key, as OPNsense's config holds it)."""
     import binascii
     blob = match.group("s")
     try:
         decoded = binascii.a2b_base64(blob[:len(blob) - len(blob) % 4])
     except (binascii.Error, ValueError):
         return False
-    return b"PRIVATE KEY" in decoded
+    return b"PRIVATE KEY" in decoded or b"Static key" in decoded
 
 
 def _accept_header_token(match: Any) -> bool:
@@ -1710,6 +1713,8 @@ def _accept_argument(match: Any) -> bool:
     if _is_reference(value) or (value[:1] not in "\"'" and (
             bare.startswith(("-", "<")) or _regex(r"/[A-Za-z]+(?::\S*)?").fullmatch(bare))):
         return False
+    if _regex(r"[A-Za-z_][\w.]{0,40}=").match(bare) and match.group().lstrip("/").lower().startswith("p:"):
+        return False  # MSBuild's property: `/p:Configuration=Release`
     return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted", "public")
 
 
@@ -3971,6 +3976,7 @@ enterprise-cli-password      argument               (?:\bsigntool\b[^\n]{0,200}?
 #   catch: choco apikey --key «e43c2657-9999-43f8-8c78-baa45973be5d» --source https://push.chocolatey.org/
 #   catch: cscript //nologo C:\Windows\System32\slmgr.vbs WIN-DC10 Administrator «Tiger2004^» /dlv
 windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:p|pass|password[do]?|passwd|pwd)[:=]{TOOL_VALUE}
+#   keep:        argv.push('/p:Configuration=' + buildType + ';Platform=' + p)
 #   catch: netdom join %COMPUTERNAME% /domain:corp /userd:CORP\svc_join /passwordd:«70VVMrf78#9J-!FDLLnb» /reboot:10
 #   catch: xfreerdp /v:ts01.example.com /u:jdoe /p:«swu3s13gPzec_F» /cert:ignore
 #   catch: cmdkey /add:fs01 /user:CORP\jdoe /pass:«Vx82!kqL0p»
@@ -4428,7 +4434,8 @@ call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIF
 docker-config-auth           -                      (?i)\.?docker(?:config)?(?:json|cfg)["']?\s*:\s*["']?(?P<s>[A-Za-z0-9+/=]{20,})
 #   catch: .dockerconfigjson: «eyJhdXRocyI6eyJyZWdpc3RyeS5leGFtcGxlLmNvbSI6e319fQ==»
 #   keep:  type: kubernetes.io/dockerconfigjson
-base64-private-key           encoded-private-key    (?<![A-Za-z0-9+/])(?P<s>LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2})
+base64-private-key           encoded-private-key    (?<![A-Za-z0-9+/])(?P<s>(?:LS0tLS1CRUdJTi|IyAyMDQ4IGJpdCBPcGVuVlBO)[A-Za-z0-9+/]{20,}={0,2})
+#   catch:     <tls>«IyAyMDQ4IGJpdCBPcGVuVlBOIHN0YXRpYyBrZXkKLS0tLS1CRUdJTiBPcGVuVlBOIFN0YXRpYyBrZXkgVjEtLS0tLQpmM2E2»</tls>
 #   catch: client-key-data: «LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBCg==»
 #   keep:  client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM=
 # "Rotate TWILIO_AUTH_TOKEN (32ee…)"
@@ -4555,6 +4562,7 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
+#   keep:  const UNEXPECTED_TOKEN = /^Unexpected token '?(.)'?(,)? /i
 #   keep:  account.1.password = %%SIP_PASSWORD%%
 #   keep:  network={\n    identity="r.patel@cs.univ.ac.uk"\n    password=hash:@EDUROAM_NTHASH@\n}
 #   keep:  resource "aws_vpn_connection" "hq" {\n  tunnel1_preshared_key = var.tunnel1_psk\n  tunnel2_preshared_key = data.aws_ssm_parameter.tunnel2_psk.value\n}
@@ -4649,6 +4657,7 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  ERROR_INVALID_PASSWORD = "E7306"  # error code, shown to user as "Invalid password"
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$)|\\\r?\n)
+#   keep:        auth.basic = { username: basic[0], password: basic[1] }
 #   catch: the VPN password is «Xk29!mPq7z»
 #   keep:  the password is in the team vault
 #   keep:  Failure Reason: Unknown user name or bad password. Status: 0xC000006D  Sub Status: 0xC000006A
@@ -6512,7 +6521,8 @@ RULE_WORDS = {
     "call-wrapped-value": ("ed98acff", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
-    "base64-private-key": ("2ab598c8", ("ls0tls1crudjti",), ("ls0tls1crudjti",), ()),
+    "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
+        "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
     "xml-element": ("11ae03e0", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("</",)),
