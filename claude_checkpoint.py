@@ -1137,6 +1137,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # what a usage text names: `TagKey1=TagValue1`, `ParameterKey1=ParameterValue1`
     if _regex(r"(?i)(?:todo|fixme|tbd|change-?me|replace-?me|insert|your)[-_][a-z]{3,}[-_][a-z]").match(v):
         return True  # what to do instead of a value: `TODO-generate-with-openssl-rand-hex-32`
+    if _regex(r"[A-Z][A-Z_]{3,40}\d{1,2}").fullmatch(v) and _regex(r"TOKEN|KEY|SECRET|PASS").search(v) and _is_placeholder(v.rstrip("0123456789")):
+        return True  # a numbered stand-in that names what goes there: MYTOKEN1, MYTOKEN2 (not a mainframe's CHANGE92)
     if any(map(str.isdigit, v)):
         return False
     if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
@@ -4562,6 +4564,7 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
+#   keep:  //somewhere-else.com/myorg/:_authToken=MYTOKEN1
 #   keep:  const UNEXPECTED_TOKEN = /^Unexpected token '?(.)'?(,)? /i
 #   keep:  account.1.password = %%SIP_PASSWORD%%
 #   keep:  network={\n    identity="r.patel@cs.univ.ac.uk"\n    password=hash:@EDUROAM_NTHASH@\n}
