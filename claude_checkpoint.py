@@ -4913,7 +4913,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)(?:계정|아이디|アカウント|ユーザー|账号|账户|帳號|用户|用戶|\b(?:usuario|usuária|usuário|utilisateur|benutzer|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользователь|логин|kullanıcı|wi-?fi|wlan|ssid|mit|with|login|basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b)[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)(?:계정|아이디|アカウント|ユーザー|账号|账户|帳號|用户|用戶|\b(?:usuario|usuária|usuário|utilisateur|benutzer|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользователь|логин|kullan\w{1,4}|wi-?fi|wlan|ssid|mit|with|login|basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b)[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: kiosk build for the expo booth auto-logs in as kiosk / «Hana2007»! – change it after GDC
 #   catch: Observation: router at 192.168.6.1 still uses admin / «Cobalt2362» (found on the sticker)
 #   catch: @jdoe the staging basic-auth is `preview` / `«Zuckerwatte656!»`, same as last sprint
@@ -5881,9 +5881,9 @@ def _secretish_windows(lowered: str) -> list:
 
 _NAME_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_.:-"  # [\w.:\-] in a lowercase ASCII text
 # Characters that (?i) matches to a letter of a rule's start word other than their lowercase (ſ for
-# s, ı for i, σ and Σ for ς, ϰ for κ, long-legged д, narrow Cyrillic о, с, т): the start word is not in lowered
+# s, ı for i, σ and Σ for ς, ϰ for κ, rounded в, long-legged д, narrow Cyrillic о, с, т): the start word is not in lowered
 # where they stand, and a text that holds one is scanned whole (İ changes lowered's length).
-_RE_FOLDS = "\u0131\u017f\u0345\u03a3\u03c3\u03f0\u1c81\u1c82\u1c83\u1c84\u1c85\u1fbe"
+_RE_FOLDS = "\u0131\u017f\u0345\u03a3\u03c3\u03f0\u1c80\u1c81\u1c82\u1c83\u1c84\u1c85\u1fbe"
 
 
 def _matches_near_words(pattern: Any, head: Any, text: str, windows: list) -> Any:
@@ -6607,13 +6607,13 @@ RULE_WORDS = {
         "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
         "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스",
         "인증", "토큰"), ()),
-    "login-pair-in-prose": ("b54cb52a", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
-        "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullanıcı",
+    "login-pair-in-prose": ("ceb763a9", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
+        "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
         "usuario", "usuária", "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi", "with", "wlan",
         "zugang", "åtkomst", "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户", "账号", "账户", "계정",
         "아이디"), ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic", "benutzer", "bind",
-        "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullanıcı", "log", "login", "mit",
+        "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit",
         "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using", "usuario", "usuária",
         "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi", "with", "wlan", "zugang", "åtkomst",
         "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户", "账号", "账户", "계정", "아이디"), ("/",)),
