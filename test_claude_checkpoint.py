@@ -10397,8 +10397,8 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stop 24: agent
 # sessions, network gear and telecom, CI/CD, every family; 0.86 to 0.94 unseen), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
-BELOW_THE_BAR = {"blind55_corpus.json": (0.92, 0.99), "blind56_corpus.json": (0.91, 0.96),
-                 "blind57_corpus.json": (0.95, 0.98), "blind58_corpus.json": (0.95, 0.97)}
+BELOW_THE_BAR = {"blind55_corpus.json": (0.94, 0.99), "blind56_corpus.json": (0.92, 0.99),
+                 "blind57_corpus.json": (0.96, 0.98), "blind58_corpus.json": (0.96, 0.99)}
 
 
 def corpus_texts() -> list:
