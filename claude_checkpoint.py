@@ -2204,8 +2204,9 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
-    "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's") + r")(?![\w'’\-])"
-              r"|(?<![\w'’])(?:zmieni|zmień|помен|измен|смен|änder|geänder|cambi|wijzig|veränder|změn)\w{0,6}[ \t]+(?:na|на|auf|in|a|naar|do)(?![\w'’\-])"  # a verb that changes it, after the word: "пароль … поменял на X"
+    "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's"
+    "|поменял на|поменяла на|поменяли на|изменил на|изменила на|сменил на|сменила на|zmieniłem na|zmieniłam na|zmienił na"
+    "|zmieniła na|zmieniliśmy na|cambiato in|cambiata in|cambiado a|změnil jsem na|změnil na|změnila na") + r")(?![\w'’\-])"  # a verb after the word too: "пароль … поменял на X"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
               r"|(?<![\w'’])on(?![\w'’\-])"  # Finnish's and Estonian's "is" (after their words only: _given_password)
               r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
@@ -2263,7 +2264,7 @@ def _find_random_tokens(match: Any) -> list:
 
              and not (match.group() == "Session-ID" and _regex(r"[0-9A-F]{64}").fullmatch(text[a:b]))]  # what openssl s_client prints of TLS
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
-    if _regex(r"(?i)[ _\-]?id\b").match(text, match.end()) and not _regex(r"(?i)secret").match(match.group()):
+    if (spans or given) and _regex(r"(?i)[ _\-]?id\b").match(text, match.end()) and not _regex(r"(?i)secret").match(match.group()):
         return [(a, b) for a, b in sorted(spans + given) if b - a > 24]  # what a key's id names (APNs key id: R7BR8EL00J); a secret's id may be one (Vault's)
     return sorted(spans + given)
 
