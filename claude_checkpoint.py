@@ -1162,22 +1162,19 @@ def _base64_text(blob: str) -> Optional[str]:
 
 
 def _is_base64_of_plain_json(token: str) -> bool:
-    """`eyJzaGlwbWVudCI6…` that decodes to a JSON object naming no credential: a JWT's header, a
-    message's data, not a secret."""
-    decoded = _base64_text(token)
+    """`eyJzaGlwbWVudCI6…` (base64 of `{"`, no dot: no JWT) that decodes to a JSON object naming no
+    credential: a JWT's header, a message's data, not a secret."""
+    decoded = _base64_text(token) if token.startswith("eyJ") and "." not in token else None
     return decoded is not None and decoded.startswith("{") and decoded.rstrip().endswith("}") and not _regex(_CREDENTIAL_WORDS).search(decoded)
 
 
 def _decodes_to_stand_ins(value: str) -> bool:
     """Whether base64 value decodes to `user:password` where both are stand-ins (username:password, user:pass)."""
-    import base64
-    try:
-        pair = base64.b64decode(value, validate=True).decode("ascii")
-    except ValueError:
-        return False
+    pair = _base64_text(value) or ""
     return pair.lower() in ("username:password", "user:password", "user:pass", "username:pass", "admin:password", "login:password")
 
 
+_UUID = r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"  # a UUID as machines print it, in small letters
 _FIREBASE_APP_ID = r"\d{1,2}:\d{6,15}:(?:web|android|ios):[0-9a-f]{6,40}"  # 1:762211937775:web:06e7…: public, in every web app
 
 
@@ -1751,8 +1748,8 @@ def _accept_named_in_prose(match: Any) -> bool:
     it ("u7zj… is the password for …"). Hex needs a connector (`was`, `to`, `=`) and no commit or
     hash nearby, so that "the token fix landed in 2b7e…" stays."""
     text, start, end, value = match.string, match.start("s"), match.end("s"), match.group("s")
-    if _names_no_token(value) or "<" in value and ">" in value or "→" in value:
-        return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup or a template's slot (`<22-char salt><31-char hash>`); a numbered line (`3→TWILIO_FROM=…`)
+    if _names_no_token(value) or "<" in value and ">" in value or "</" in value or "→" in value:
+        return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup, a closing tag or a template's slot (`<22-char salt><31-char hash>`); a numbered line (`3→TWILIO_FROM=…`)
     before = text[max(0, start - 100):start]
     before = before[before.rfind("\n") + 1:]
     ends = list(_regex(r"[.!?]\s+(?=[A-Z])").finditer(before)) if "." in before or "!" in before or "?" in before else ()
@@ -1804,7 +1801,7 @@ def _looks_like_prose_secret(value: str) -> bool:
             return False  # base_1=False, client_id=elsed4rqscegd4xf3xpc
     if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v) or _regex(r"[\w./\-]+\.\w{1,8}:\d+:").match(v):
         return False  # also grep's `infra/main.tf:54:…`
-    if v.startswith("eyJ") and "." not in v and _is_base64_of_plain_json(v):
+    if _is_base64_of_plain_json(v):
         return False  # a JWT's header alone: `{"alg":"RS256",…}`
     if _regex(r"[0-9&]?[<>]{1,2}|[A-Za-z_][\w.]*[!?]?\($").match(v):
         return False  # a shell's redirection (`2>/dev/null`), the start of a call (`Base.decode64!(`)
@@ -1909,8 +1906,8 @@ def looks_machine_generated(token: str) -> bool:
         return False
     if _regex(_OBJECT_ID).match(token) or _has_not_random_shape(token) or _entropy(token) < _MIN_BITS[n >= _SHORT_RANDOM]:
         return False
-    if token.startswith("eyJ") and "." not in token and _is_base64_of_plain_json(token):
-        return False  # base64 of a JSON object that names no secret: a JWT's header, an event's data
+    if _is_base64_of_plain_json(token):
+        return False  # a JWT's header, an event's data
     if not upper and _regex(r"[.\-_/:]").search(token) and any(
             len(part) >= 4 and _is_word(part) for part in _regex(r"[\W_\d]+").split(token)):
         return False  # a host, a pod, a package: db.t4g.medium, token-service-ggd2i574-zh9l3
@@ -2260,13 +2257,13 @@ def _find_random_tokens(match: Any) -> list:
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if (not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
              and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
-             and not (_regex(r"[ _\-]?I[Dd]\b").match(text, match.end()) and _regex(r"[0-9a-fA-F]+").fullmatch(text[a:b]))  # Key ID: 39cf…
-
              and not (match.group() == "Session-ID" and _regex(r"[0-9A-F]{64}").fullmatch(text[a:b]))]  # what openssl s_client prints of TLS
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
-    if (spans or given) and _regex(r"(?i)[ _\-]?id\b").match(text, match.end()) and not _regex(r"(?i)secret").match(match.group()):
-        return [(a, b) for a, b in sorted(spans + given) if b - a > 24]  # what a key's id names (APNs key id: R7BR8EL00J); a secret's id may be one (Vault's)
-    return sorted(spans + given)
+    found = sorted(spans + given)
+    if found and _regex(r"(?i)[ _\-]?id\b").match(text, match.end()):  # what a key's id names: `Key ID: 39cf…`, `APNs key id: R7BR8EL00J`
+        secret_id = _regex(r"(?i)secret").match(match.group()) is not None  # (a secret's id may be one: Vault's)
+        found = [(a, b) for a, b in found if not _regex(r"[0-9a-fA-F]+").fullmatch(text, a, b) and (b - a > 24 or secret_id)]
+    return found
 
 
 def _hex_follows_the_word(between: str) -> bool:
@@ -2444,7 +2441,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return False  # a machine's or a service's name: "Credential Guard enabled on db-prod-01"
     if _names_passphrase(word) and _looks_like_passphrase(value):
         return True  # violet.river.limone.nick after "passphrase" is no host name
-    hexadecimal = _regex(r"[0-9a-f]{16,128}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value) is not None
+    hexadecimal = _regex(r"[0-9a-f]{16,128}|" + _UUID).fullmatch(value) is not None
     named_otherwise = hexadecimal and _regex(
         _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$|(?i:idempotency|dedup|request|trace|correlation)").search(before)
     if named_otherwise or _is_placeholder(value):
@@ -2881,7 +2878,7 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
         return False
     if _is_reference(value) or _is_masked_or_public(value) or _is_placeholder(value) or _is_call(value):
         return False  # (also code a grep found: `password = forms.CharField(widget=forms.PasswordInput)`)
-    if strength == 2 and _regex(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value):
+    if strength == 2 and _regex(_UUID).fullmatch(value):
         return True  # Consul's and Nomad's tokens are UUIDs
     if name.lower() in _HOLDER_WORDS or strength == 1:
         return looks_machine_generated(value)  # `base64:CiI0H8Cd…` (php artisan key:generate --show)
@@ -3209,7 +3206,7 @@ def _accept_webhook_token(match: Any) -> bool:
     """A webhook's token: random (_looks_random), a UUID, or a name with a machine-made tail (`shed-door-Vw7GcJ6hNi8KeE5vK7vZ5lO7`)."""
     value = match.group("s")
     tail = _regex(r"(?:[a-z]+[_\-])+([A-Za-z0-9]{16,})").fullmatch(value)
-    return (_looks_random(value) or _regex(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}").fullmatch(value) is not None
+    return (_looks_random(value) or _regex(_UUID).fullmatch(value) is not None
             or tail is not None and looks_machine_generated(tail.group(1)))
 
 
@@ -4705,6 +4702,7 @@ user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 # It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
 prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+#   keep:  <Key>Title</Key><Value>Synology NAS 2024</Value>
 #   keep:      key = System.fetch_env!("CLOAK_KEY") |> Base.decode64!()
 #   keep:  KEY="$(cat /etc/wifi-key 2>/dev/null)"\n[ -n "$KEY" ] && uci set wireless.default_radio0.key="$KEY"
 #   keep:  The token header `eyJhbGciOiJSUzI1NiIsImtpZCI6IjIwMjQtMDMtc2lnIiwidHlwIjoiSldUIn0` decodes to {"alg":"RS256"}
@@ -5509,9 +5507,9 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     replaced: list = []
     original = text
     text, count = _apply_rules(text, count, replaced)
-    if len(text) <= _PREFIXED_TEXT_MAX and (_regex(_LINE_PREFIX).search(text) or "'\\''" in text or "\\n" in text):
+    if len(text) <= _READ_AGAIN_MAX and (_regex(_LINE_PREFIX).search(text) or "'\\''" in text or "\\n" in text):
         text, count = _redact_under_prefixes(text, count, replaced)
-    if len(original) <= _PREFIXED_TEXT_MAX:
+    if len(original) <= _READ_AGAIN_MAX:
         text, count = _redact_folded(original, text, count, replaced)
     if found is not None:
         found += replaced
@@ -5525,7 +5523,7 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
 _LINE_PREFIX = (r"(?m)^(?:[ \t]*\d{1,6}(?:→|\t)|[ \t]*" + _OUTPUT_MARK + r"|[ \t]*│[ \t]?|[\w\-]{0,100}[./][\w./\\\-]{0,200}?(?::\d{1,7}:|-\d{1,7}-)|[+\-](?=[^\s+\-])|>{1,3}[ \t]?)")
 
 
-_PREFIXED_TEXT_MAX = 32768  # a larger text is read once: a hostile one costs no more than twice a text of this size
+_READ_AGAIN_MAX = 32768  # a larger text is read once (no prefix pass, no folding): a hostile one costs no more than twice a text of this size
 
 
 def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
@@ -5571,6 +5569,19 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*|[ \t]*(?:\r
                    r"|(?<![\w.])[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)")
 
 
+# A value and the name it is given apart from it, in the record that holds both: a HAR's or a JSON
+# list's {"name": "cookie", "value": "…"}, XML's <Key>Password</Key><Value>…</Value> (KeePass), a browser's
+# `Name: grafana_session   Value: …`, PowerShell's `-Name DefaultPassword -Value '…'`, Gradle's
+# buildConfigField("String", "API_KEY", "\"…\""). The rules read each as `name: value`. (The last two
+# groups of each alternative are the name and the value.)
+_NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80})["'][ \t]*,\s{0,80}(?i:["']?value["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,2048})["']"""
+                r"|<(Key|Name|key|name)>([^<\n]{1,80})</\3>(?:\s*</?\w{1,20}>){0,2}\s*<[Vv]alue>([^<\n]{1,1024})</[Vv]alue>"
+                r"|(?<![\w\-])Name:[ \t]+(\S{1,80})[ \t]+Value:[ \t]+(\S{1,2048})"
+                r"|(?<![\w\-])-Name[ \t]+[\"']?([\w.\-]{1,80})[\"']?[ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"
+                r"""|(?:buildConfigField|resValue)\([ \t]*"[^"\n]{0,20}"[ \t]*,[ \t]*"(\w{1,80})"[ \t]*,[ \t]*"(?:\\")?([^"\\\n]{1,512})""")
+_FOLDS_MAX = 256  # more joins than code that builds a secret holds: a hostile text costs no more
+
+
 def _redact_folded(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the parts of a secret that code builds from strings redacted: the
     strings are given names and joined later (`k1 + k2`, `"$P1$P2"`, `${P1}${P2}@github.com`,
@@ -5578,12 +5589,12 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     `["…", "…"].join`). Each such expression is folded into the string it makes, in `original`
     (before any part was redacted), and the rules read the folded lines: every part of a value
     they find there is a secret's part, redacted where it stands."""
+    import bisect
     definitions: dict = {}  # name: the spans of its strings, in order (PASS="a" then PASS+="b")
     for found in _regex(_STRING_DEFINITION).finditer(original):
         spans = [found.span("value")] if found.group("value") is not None else [
             literal.span(1) for literal in _regex(_QUOTED).finditer(original, found.start("list"), found.end("list"))]
         definitions[found.group("name")] = definitions.get(found.group("name"), []) + spans if found.group("op") == "+=" else spans
-    import bisect
     folds = []  # (start, end, the string made, the spans of the parts)
     lowered = original.lower()
     for start, end in _join_lines(original, lowered):
@@ -5599,7 +5610,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()):
             folds.append((found.start(), found.end(), "".join(original[a:b] for a, b in definitions[name]), definitions[name]))
         if len(folds) > _FOLDS_MAX:
-            break  # more than code that builds a secret holds: a hostile text costs no more
+            break
     pairs = [f"{found.group(found.lastindex - 1)}: {found.group(found.lastindex)}" for found in _regex(_NAMED_VALUE).finditer(original)
              ] if "value" in lowered and ("name" in lowered or "key" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered else []
     if not folds and not pairs:
@@ -5626,7 +5637,6 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     return _redact_again(text, count, values, shortest=4)
 
 
-_FOLDS_MAX = 256
 
 
 def _join_lines(original: str, lowered: str) -> list:
@@ -5650,18 +5660,6 @@ def _join_lines(original: str, lowered: str) -> list:
         else:
             spans.append([start, end])
     return spans
-# A value and the name it is given apart from it, in the record that holds both: a HAR's or a JSON
-# list's {"name": "cookie", "value": "…"}, XML's <Key>Password</Key><Value>…</Value> (KeePass), a browser's
-# `Name: grafana_session   Value: …`, PowerShell's `-Name DefaultPassword -Value '…'`, Gradle's
-# buildConfigField("String", "API_KEY", "\"…\""). The rules read each as `name: value`. (The last two
-# groups of each alternative are the name and the value.)
-_NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80})["'][ \t]*,\s{0,80}(?i:["']?value["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,2048})["']"""
-                r"|<(Key|Name|key|name)>([^<\n]{1,80})</\3>(?:\s*</?\w{1,20}>){0,2}\s*<[Vv]alue>([^<\n]{1,1024})</[Vv]alue>"
-                r"|(?<![\w\-])Name:[ \t]+(\S{1,80})[ \t]+Value:[ \t]+(\S{1,2048})"
-                r"|(?<![\w\-])-Name[ \t]+[\"']?([\w.\-]{1,80})[\"']?[ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"
-                r"""|(?:buildConfigField|resValue)\([ \t]*"[^"\n]{0,20}"[ \t]*,[ \t]*"(\w{1,80})"[ \t]*,[ \t]*"(?:\\")?([^"\\\n]{1,512})""")
-
-
 def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
     """(the string an expression of _JOINED_STRINGS makes, the spans of its strings), or None when
     a part is neither a string nor a name given one."""

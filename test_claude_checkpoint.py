@@ -1054,6 +1054,26 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
+    def test_a_value_given_apart_from_its_name_is_read_as_name_value(self):
+        # HAR, KeePass, PowerShell, Gradle: the name and the value stand in fields of one record.
+        cases = {
+            '"cookies": [\n  {\n    "name": "__Secure-next-auth.session-token",\n    "value": "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..uKRnPq0oaWZZR_6hmH8YTa"\n  }':
+                "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..uKRnPq0oaWZZR_6hmH8YTa",
+            "<String><Key>Title</Key><Value>Synology NAS</Value></String>\n<String><Key>Password</Key><Value>Tiramisu#Napoli_11</Value></String>":
+                "Tiramisu#Napoli_11",
+            "Set-ItemProperty -Path 'HKLM:\\SOFTWARE\\Winlogon' -Name DefaultPassword -Value 'Signage#Lobby9'": "Signage#Lobby9",
+            'buildConfigField("String", "ALGOLIA_ADMIN_KEY", "\\"fd6b66d19fb9b7a907a0a9596a8c76ff\\"")': "fd6b66d19fb9b7a907a0a9596a8c76ff",
+        }
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted, _ = cc.redact(text)
+                self.assertNotIn(secret, redacted)
+                self.assertIn("Synology NAS" if "Synology" in text else text[:12], redacted)
+        for text in ('{"name": "theme", "value": "dark-mode-enabled"}', "<Key>Title</Key><Value>Synology NAS 2024</Value>",
+                     "Set-ItemProperty -Path HKCU:\\Console -Name FontSize -Value 0x00140000"):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text), (text, 0))
+
     def test_a_value_found_in_one_field_is_redacted_in_every_field(self):
         cp = make_checkpoint(summary="logged in to the router with Walrus#2024 at last",
                              recent_commands=[cc.Command("sshpass -p 'Walrus#2024' ssh admin@10.0.3.7", 0)])
