@@ -2128,6 +2128,8 @@ _SECRET_PRINTING_COMMAND = (
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
+    r"|(?:python3?|node|ruby|perl|php|deno|bun|[\w./\-]*manage\.py|(?:bin/)?rails)\b[^\n]*?[ \t(;\"'](?:print|puts|pp|p|console\.log|echo|var_dump|say)[ \t(]+[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)"  # one-liners: python -c "print(settings.SECRET_KEY)"
+    r"|[^\n]*?[\w)\]'\"]\.(?i:password|passwd|secret|token|secretkey|apikey)(?![\w(.\-])"  # a property read: (Get-ItemProperty …).Password, /text:processModel.password
     r"|(?:(?<=>>> )|(?<=\]: )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*(?:\(\))?\)?[ \t]*(?=\n)")
 # What runs a command inside a container, on another host or in a shell: `kubectl exec deploy/api -- sh -c '…'`.
 _INSIDE_ANOTHER_COMMAND = (r"(?:(?:kubectl|oc)[ \t]+exec\b[^\n|;&]{0,200}?[ \t]--[ \t]+|(?:docker|podman)[ \t]+(?:compose[ \t]+)?exec[ \t]+"
@@ -2808,7 +2810,8 @@ def _find_printed_secrets(match: Any) -> list:
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
     logged = _regex(r"(?:[ \t]*(?:Exit code:[ \t]*-?\d+|Output:|Stdout:|succeeded in \d+m?s:|exited -?\d+ in \d+m?s:)?[ \t]*\r?\n)+").match(text, start, end)
     start = logged.end() if logged else start  # an agent's log of the call: `Exit code: 0`, `Output:` before what it printed
-    first_line = _regex(r"[ \t]*(?:" + _OUTPUT_MARK + r")?(\S{4,4096})[ \t]*(?:\n|$)").match(text, start, end)
+    first_line = _regex(r"[ \t]*(?:" + _OUTPUT_MARK + r")?(\S{4,4096})[ \t]*(?:\n|$)").match(text, start, end) or _regex(
+        r"([^\s$:~@]{4,4096})$").match(text, start, end)  # printed with no newline: the next prompt stands after it, `w0uE…$ kubectl …`
     command = text[match.start():start].rstrip("\n")
     single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
     if first_line and first_line.end() >= end - 1 and len(first_line.group(1)) >= 16 and _regex(_SECRET_FILE_READ).search(command):
@@ -2830,6 +2833,10 @@ def _find_printed_secrets(match: Any) -> list:
     for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]+)(\S{6,256})[ \t]*$").finditer(text, start, end):
         if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
             spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`, `Private API Key b734…`
+    if _regex(r"(?i)[.\[]\w*passw").search(command):  # it selects a password field: `[.login, .initial_password] | @tsv`
+        for row in _regex(r"(?m)^[ \t]*\S[^\t\n]*?(?:\t| {2,})[^\n]*$").finditer(text, start, end):
+            spans += [(row.start() + cell.start(), row.start() + cell.end()) for cell in _regex(r"(?<![^\t ])[^\s|=(),\"]{8,64}(?![^\t\n ])").finditer(row.group())
+                      if cell.start() and _holds_a_password(cell.group())]  # a password column: jq's @tsv
     for line in _regex(r"(?m)^[ \t]*(?:" + _OUTPUT_MARK + r")?(?:b?([\"'])(?=[^\s\"']{8,128}\1[ \t]*$))?(\S{8,128}?)\1?[ \t]*$").finditer(text, start, end):
         word, first = line.group(2), line.start(2)  # a REPL's string without its quotes: b'16YPeG…='
         if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word) or _is_dotted_passphrase(word)
@@ -2840,6 +2847,12 @@ def _find_printed_secrets(match: Any) -> list:
     return sorted(set(spans))
 
 
+def _holds_a_password(cell: str) -> bool:
+    """A cell of a command's output that reads as a password someone chose or a machine made."""
+    return (looks_like_chosen_password(cell) or _looks_like_password(cell)) and not _is_masked_or_public(cell) and not _is_reference(
+        cell) and not _is_path_or_version(cell) and not _regex(_NOT_RANDOM_MARKS).search(cell)
+
+
 def _holds_a_secret(cell: str) -> bool:
     """A cell under a column whose name says secret (a SELECT's, a table's underlined by dashes):
     a value that looks like a secret, or six digits or more, not a reference or a masked value."""
@@ -2848,10 +2861,12 @@ def _holds_a_secret(cell: str) -> bool:
 
 def _find_selected_columns(match: Any) -> list:
     """The rows a SELECT printed below it (sqlite's `a|b|c`, psql's and mysql's tables, tabs, two
-    spaces): the cells under a selected column whose name says secret, that look like one."""
+    spaces): the cells under a selected column whose name says secret, that look like one (a
+    machine-made value under a name that only may: `key`)."""
     columns = [_regex(r"[\w$]+(?=[`\"\]]?\s*$)").search(column.strip()) for column in match.group("cols").split(",")]
     names = [column.group() if column else "" for column in columns]
-    secret = [index for index, name in enumerate(names) if name and secret_strength(name) == 2]
+    strengths = [secret_strength(name) if name else 0 for name in names]
+    secret = [index for index, strength in enumerate(strengths) if strength]
     spans = []
     for row in _regex(r"(?m)^[^\n]+").finditer(match.string, match.start("s"), match.end("s")) if secret else ():
         line = row.group()
@@ -2862,7 +2877,7 @@ def _find_selected_columns(match: Any) -> list:
         for index in secret:
             value = cells[index].group().strip()
             first = row.start() + cells[index].start() + cells[index].group().index(value)
-            if value not in names and _holds_a_secret(value):
+            if value not in names and (_holds_a_secret(value) if strengths[index] == 2 else looks_machine_generated(value)):
                 spans.append((first, first + len(value)))
     return spans
 
@@ -2906,12 +2921,7 @@ def _find_table_cells(match: Any) -> list:
             underline + r"|[ \t]*").fullmatch(text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1):
         return []  # the first row under a header's underline, not a header: `az keyvault secret list -o table` (reST's header stands between two)
     separator = next((c for c in "|;," if c in head), None)
-    names = [head[a:b].strip().strip('"') for a, b in _table_cells(head, separator)]
-    columns = tuple((i, bool(_regex(r"(?i)(?:\b|_)pin\b|пин").search(name))) for i, name in enumerate(names) if name and (  # also `Clé API`
-        secret_strength(_regex(r"\W+").sub("_", name)) == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"
-        or 2 <= len(name.split()) <= 3 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
-        or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])  # API-Schlüssel
-        or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|2fa(?:[ _](?:secret|backup|codes?))?|mfa[ _]secret").fullmatch(name)))  # a password manager's TOTP seed
+    columns = _credential_columns([head[a:b].strip().strip('"') for a, b in _table_cells(head, separator)])
     starts = ()  # where a header's columns start, when spaces align them: a long cell may leave one space to the next
     if separator is None:
         indent = match.start("head") - text.rfind("\n", 0, match.start("head")) - 1
@@ -2920,6 +2930,49 @@ def _find_table_cells(match: Any) -> list:
     for row in text[position:match.end("s")].split("\n") if columns else ():
         spans += [(position + a, position + b) for a, b in _secret_cells(row, separator, columns, starts)]
         position += len(row) + 1
+    return spans
+
+
+def _credential_columns(names: list) -> tuple:
+    """The (index, kind) of each column whose header names a credential: kind "pin" under a PIN,
+    "machine" under a name that only may say secret (`Key`, `SNMP community`), else "secret"."""
+    columns = []
+    for index, name in enumerate(names):
+        strength = secret_strength(_regex(r"\W+").sub("_", name)) if name else 0
+        if name and (strength == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"  # also `Clé API`
+                     or 2 <= len(name.split()) <= 3 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
+                     or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])  # API-Schlüssel
+                     or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|2fa(?:[ _](?:secret|backup|codes?))?|mfa[ _]secret").fullmatch(name)):  # a password manager's TOTP seed
+            columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "secret"))
+        elif strength == 1 and len(name) <= 30:
+            columns.append((index, "machine"))
+    return tuple(columns)
+
+
+def _is_secret_cell(value: str, kind: str) -> bool:
+    """Whether a cell under a credential's column (kind as _credential_columns says) holds one: a
+    password, a machine-made value, a passphrase, or a PIN under a PIN."""
+    if not value or _is_call(value):
+        return False
+    if kind == "machine":
+        return looks_machine_generated(value) and not _is_masked_or_public(value)
+    return (_looks_like_a_secret(value) or _is_joined_passphrase(value)
+            or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) is not None and _is_spoken_passphrase(value)
+            or kind == "pin" and _regex(r"\d{4,8}").fullmatch(value) is not None
+            or kind != "pin" and (_is_passphrase_of_plain_words(value) or _regex(r"\d{6,12}").fullmatch(value) is not None))
+
+
+def _find_html_table_cells(match: Any) -> list:
+    """An HTML table whose header row names a credential: the cells under it that hold one."""
+    names = [_regex(r"\s+").sub(" ", name).strip() for name in _regex(r">([^<]*)</th>").findall(match.group("head"))]
+    columns = dict(_credential_columns(names))
+    spans = []
+    for row in _regex(r"(?s)<tr\b[^>]*>(.*?)</tr>").finditer(match.string, match.start("s"), match.end("s")) if columns else ():
+        for index, cell in enumerate(_regex(r"<td\b[^>]*>([^<]*)</td>").finditer(row.group(1))):
+            value = cell.group(1).strip()
+            if index in columns and _is_secret_cell(value, columns[index]):
+                first = row.start(1) + cell.start(1) + cell.group(1).index(value)
+                spans.append((first, first + len(value)))
     return spans
 
 
@@ -2958,13 +3011,13 @@ def _find_dashed_table_cells(match: Any) -> list:
 
 @_remembered
 def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tuple = ()) -> tuple:
-    """The (start, end) spans in row of the cells under columns ((index, under a PIN) pairs) that
-    hold a password, a machine-made value, a passphrase, or a PIN under a PIN. A row split by
+    """The (start, end) spans in row of the cells under columns ((index, kind) pairs) that hold a
+    secret (_is_secret_cell). A row split by
     spaces into fewer or more cells than its header (starts: where the header's columns start)
     is split at those columns instead, a cell counting only where it starts at its column.
     Remembered: each header's window reaches up to 100 rows, and the next header's the same ones,
     so a text of many headers (`| user | password |` repeated) judges each row once."""
-    pins, found = dict(columns), []
+    kinds, found = dict(columns), []
     cells = _table_cells(row, separator)
     if starts and len(cells) == len(starts) + 1 and row[cells[0][0]:cells[0][1]].isdigit():
         cells = cells[1:]  # a data frame's rows start with their index, which has no header: pandas
@@ -2980,11 +3033,7 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
     for index, (a, b) in enumerate(cells):
         value = row[a:b].strip().strip("`")
         value = value[1:-1] if len(value) > 2 and value[0] == value[-1] == '"' else value  # a CSV's quoted cell
-        if index in pins and value and not _is_call(value) and (_looks_like_a_secret(value) or _is_joined_passphrase(value)
-                                        or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) and _is_spoken_passphrase(value)
-                                        or not pins[index] and _is_passphrase_of_plain_words(value)
-                                        or pins[index] and _regex(r"\d{4,8}").fullmatch(value)
-                                        or not pins[index] and _regex(r"\d{6,12}").fullmatch(value)):
+        if index in kinds and _is_secret_cell(value, kinds[index]):
             first = a + row[a:b].index(value)
             found.append((first, first + len(value)))
     return tuple(found)
@@ -5088,6 +5137,8 @@ context-dashed-table         dashed-table-cells     (?m)^(?P<head>[^\n]{1,300})\
 #   keep:  AutoAdminLogon DefaultUserName DefaultPassword\n-------------- --------------- ---------------\n1              kiosk9
 # The rows a SELECT printed, under a selected column whose name says secret.
 context-selected-columns     selected-columns       (?i)\bselect[ \t]+(?P<cols>[^\n;*]{1,300}?)[ \t]+from\b[^\n]{0,300}\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,40}))
+#   keep:  app=# select name, key from settings;\n    name    |  key\n------------+----------\n theme      | dark_mode\n(1 row)
+#   catch: app=# select name, key from api_clients;\n    name    |                key\n------------+----------------------------------\n mobile-ios | «rY1GEpxkiTx5QOjKcEJp35ol4tdqfcXr»\n(1 row)
 #   catch: sqlite> SELECT conn_id, login, password FROM connection;\npostgres_dwh|airflow|«Banjo2907-»\nmysql_crm|etl|«8Mc~Uh8rXZk4Q.3oxaByUIv-»
 #   catch: app=> select email, api_token from users limit 1;\n      email      |      api_token\n-----------------+----------------------\n ana@example.com | «Xk2Lm9Qp4Rt7Vw3Yb8Nc»
 #   keep:  sqlite> SELECT id, name, password_hash FROM users;\n1|ana|$2b$12$KIXQJ8v0e5fH9b7sYc2sVe1y2r5c3D4e5F6g7H8i9J0k1L2m3N4o5
@@ -5106,7 +5157,12 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 #   keep:  $ echo "user is ${DB_USER}, password is ${DB_PASSWORD}"\nuser is app, password is ********
 #   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
-context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+#   keep:  $ vault kv get secret/app/prod\nKey            Value\n---            -----\ndb_password    ********\ndb_user        app_xfc5
+#   catch: $ kubectl get secret pg -o jsonpath='{.data.postgres-password}' | base64 -d\n«sttm8aeB2nWvsqhkNELrs34Q»$ kubectl get pods
+#   catch: $ jq -r '.users[] | [.login, .initial_password] | @tsv' onboarding.json\nr.ahmed     «Saffron!Dune42»\nk.lindgren  «Aurora-Borealis7»
+#   catch: PS C:\> (Get-ItemProperty 'HKLM:\SOFTWARE\RealVNC').Password\n«9f2b4c7a1d3e5f60»
+#   catch: $ python manage.py shell -c "from django.conf import settings; print(settings.SECRET_KEY)"\n«django-insecure-7h$k2!q9v@x1m#p8w^z3r&t5y0u6e%b4n*c»
 #   keep:  $ grep -rn "password" --include=*.py src/ | head -5\nsrc/auth/forms.py:12:    password = forms.CharField(widget=forms.PasswordInput)
 #   catch: > ! security find-generic-password -s "lumen-staging-db" -w\n  ⎿  «Trastevere_1994!»\n\n> use that to connect
 #   catch: ⬢ Ran doppler secrets get SENTRY_AUTH_TOKEN --plain -p halden-web -c prd\n  «sntrys_fi0o4cpa4ql4q74VJlMu4eD9b_TvRie_-u0ci_393uCRcxmnvWxbJ4ur»
@@ -5166,6 +5222,7 @@ context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-
 #   keep:  -[ RECORD 1 ]--+---------------------\nvendor         | dhl\npassword_set   | t\ntoken_count    | 42
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+#   catch: | Vendor | Key |\n|---|---|\n| Algolia admin | «9b3f65abdda3e59b8b5fa9b4f393ba9a» |\n| Sort order | created_at |
 #   catch: url,username,password,totp,extra,name,grouping,fav\nhttps://vpn.example.dev,ana,«Vpn-Calder#2025»,«HN4Q6V7HOCCXEI66»,,"VPN","Work",1
 #   keep:  | Service  | User  | Password          |\n|----------|-------|-------------------|\n| Grafana  | admin | (see vault)       |\n| Router   | admin | printed on label  |
 #   catch: Service\tLogin\tPassword\t2FA backup\nCloudflare\tit@corvid-media.com\t«Crow!Media#Cf9»\t«21517056»
@@ -5192,6 +5249,10 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: | Service | Identifiant | Clé API |\n|---|---|---|\n| Mailjet | jdoe | «1d00ff1ecd91063b247dd33787a68164» |
 #   keep:  | Token name | Scope |\n|---|---|\n| ci-deploy-2024 | repo:write |
 #   catch: email,display_name,door_pin\nleon.m@fernbrook.org,Maria K,«708089»
+# An HTML table whose header cell names a credential: the cells under it.
+context-html-table           html-table-cells       <tr(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>[^<\n]{0,60}</th>\s*){2,20})</tr>(?=(?P<s>(?:\s*(?:</?tbody>|</thead>)?\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>[^<\n]{0,200}</td>){1,20}\s*</tr>){1,100}))
+#   catch: <table>\n  <tr><th>Device</th><th>SNMP community</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>«n0c-R3ad-Only»</td><td>«En4ble#Core01»</td></tr>\n</table>
+#   keep:  <table>\n  <tr><th>Device</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>in the vault</td></tr>\n</table>
 # Terraform's plan: the value a secret-named attribute changes to (`password = "…" -> "…"`).
 terraform-plan-change        assignment             (?m)^[ \t]*[~+\-]?[ \t]*(?P<name>[A-Za-z_][\w\-]{0,80})[ \t]*=[ \t]*(?:"[^"\n]{0,1024}"|\(sensitive value\)|null)[ \t]*->[ \t]*(?P<s>"[^"\n]{1,1024}")
 #   catch:       ~ password = "" -> "«tractor.saddle.dragon.falafel»"
@@ -5294,7 +5355,7 @@ ACCEPT_CHECKS = {
 # The checks of context rules: each picks the spans to replace inside its match.
 CONTEXT_FINDERS = {
     "random-tokens": _find_random_tokens, "command-arguments": _find_command_arguments,
-    "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells,
+    "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells, "html-table-cells": _find_html_table_cells,
     "expanded-record": _find_expanded_record_fields,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
@@ -6662,21 +6723,24 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("20f7f315", ("--fields", "--reveal", "-password", ".boto", ".dockercfg", ".env",
-        ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".pem", ".pfx",
-        ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".tfstate", ".tfvars", "/actuator/env/", "/auth/token",
-        "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg",
-        "api", "auth", "aws", "bootstrap", "configure", "cookie", "create", "create-for-rbac", "cred", "credential",
-        "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get",
-        "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass",
-        "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key",
-        "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
-        "kubectl", "login", "lpass", "makepasswd", "masterauth", "mnemonic", "nmcli", "obscure", "openssl", "pass",
-        "passw", "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "read", "requirepass", "reset-password",
-        "runner", "secret", "secret-tool", "shadow", "signin", "solana", "sops", "status", "storage", "terraform",
-        "tickets", "token", "unlock", "vault", "vercel", "wallet"), (), ("\n",)),
+    "context-command-output": ("60d22f6f", ("--fields", "--reveal", "-password", ".apikey", ".boto", ".dockercfg",
+        ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd",
+        ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".secret", ".secretkey", ".tfstate",
+        ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login", "/oauth", "/session",
+        "/token", "account", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws", "bootstrap", "bun",
+        "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "deno", "docker/config.json",
+        "document", "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get", "get-access-token",
+        "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku",
+        "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate",
+        "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl",
+        "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl",
+        "pass", "passw", "perl", "php", "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "python", "rails",
+        "read", "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool", "shadow", "signin",
+        "solana", "sops", "status", "storage", "terraform", "tickets", "token", "unlock", "vault", "vercel", "wallet"),
+        (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("38a125df", ("\n",), (), ()),
+    "context-html-table": ("54f2284d", ("</th>",), ("<tr",), ("</tr>",)),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("2e8e2870", ("pass", "password"), ("app", "pass"), ()),
