@@ -5289,7 +5289,8 @@ context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<
 #   catch: PS> $token = "«Xb2Nq8LmZ4kR»" + `\n>>   "«iHffHOZbJTncusvqDWS84z»"
 #   keep:  "Data Source=fs10;User ID=billing_app" +\n    "Initial;Connect Timeout=30";
 # The rest of a secret wrapped onto the next line of a log, after a machine-made part.
-context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t\\'"][^\n]{0,200})?|[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t&][^\n]{0,200}))
+context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t\\'"][^\n]{0,200})?|[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t&"',;][^\n]{0,200}))
+#   catch: {"access_token":"«HktAjTv71LSbd7jSjyHo9XL5LX9HhGmtI57hUeTV»\n«JN3ZwRZ0AKxgXkR4YBKoAhdRJIk8RSKVmRbLawSA»","token_type":"Bearer"}
 #   keep:  • Ran git rev-parse HEAD origin/main\n  └ 0db2d94ce191239670dc09629e2505a22393c0aa\n    addcd3ff9d75f3d01f5db4a7fa00a277e6ea918e
 #   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
 #   catch: api_key: "«sk-ant-api03-n6Ob3XPA8FuarADxsICOGakzuZ7»\n    «ziAv2UKfq2clWOWfixAyWIlpoBfVNPndgIBk6hEG»"
@@ -5615,18 +5616,26 @@ def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
 
 # A string given a name (`k1 = "…"`, `const a = '…';`, `$p1 = "…"`, `P1: "…"`, `PASS+="…"`, `val k: String = "…"`)
 # or a list of strings (`keyParts = ["…", "…"]`), one a line.
-_STRING_DEFINITION = (r"(?m)^[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare)[ \t]+)*[$@]?"
+_STRING_DEFINITION = (r"(?m)^[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare|ARG|ENV)[ \t]+)*[$@]?"
                       r"(?P<name>[A-Za-z_]\w{0,40})(?:[ \t]*:[ \t]*[\w&\[\]<>.?]{1,30})?[ \t]*(?P<op>:=|\+=|=|:)[ \t]*"
-                      r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\()[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*[\]})]))"
+                      r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\()[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*[\]})])"
+                      r"|(?<==)(?P<bare>[^\s\"'$`\\;&|#(){}]{4,512}))"  # a shell's or a Dockerfile's bare value: ARG NPM_T1=npm_PWgZ…
                       r"[ \t]*;?[ \t]*(?:(?:#|//)[^\n]*)?$")
 _QUOTED = r"""[\"']([^\"'\n\\]{1,512})[\"']"""
+_LITERAL = r"""(?:"[^"\n]*"|'[^'\n]*')"""
 # An expression that joins strings: operands (literals, names, `${name}`) and `+` (or a spaced `.`, `..`, `&`,
-# `||`), the operator may start the next line; a list of literals that is joined (`[…].join`, `strings.Join([]string{…}, "")`), `CONCAT('…', '…')`;
+# `||`), the operator may start the next line; a list of literals that is joined (`[…].join`, `strings.Join([]string{…}, "")`,
+# HCL's `join("", […])`, PHP's `implode('', […])`, Ruby's `%w[…].join`), `CONCAT('…', '…')`, a StringBuilder's `.append("…")` chain;
 # a name given a list, joined (`keyParts.joined()`, `"".join(parts)`).
-_OPERAND = r"""(?:"[^"\n]*"|'[^'\n]*'|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)"""  # a name whole: not each of its tails
+# A call that hands its literal on, decoded or as bytes (not a lookup: `os.Getenv("DB_PASS")` names a variable).
+_PASSING_CALL = r"(?<![\w$.])(?:[A-Za-z_]\w*\.){0,3}(?:(?:urlsafe_)?b64decode|decode|encode|bytes|GetBytes|FromBase64String|unhexlify|fromhex|from|atob|str|String)\("
+_OPERAND = (r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"""[ \t]*""" + _LITERAL + r"""[ \t]*\)"""  # also a literal in a call: b64decode("…")
+            r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
 _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)[ \t]+)" + _OPERAND + r")+"
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
                    r"|(?i:concat)!?\(\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\)"
+                   r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*[\])]\s*\)"
+                   r"|%w\[[^\]\n]{1,400}\]\.join\b|new[ \t]+StringBuilder\([ \t]*\)(?:\s*\.append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\.toString\(\)"
                    r"|(?<![\w.])[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)")
 
 
@@ -5653,7 +5662,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     import bisect
     definitions: dict = {}  # name: the spans of its strings, in order (PASS="a" then PASS+="b")
     for found in _regex(_STRING_DEFINITION).finditer(original):
-        spans = [found.span("value")] if found.group("value") is not None else [
+        spans = [found.span("value")] if found.group("value") is not None else [found.span("bare")] if found.group("bare") is not None else [
             literal.span(1) for literal in _regex(_QUOTED).finditer(original, found.start("list"), found.end("list"))]
         definitions[found.group("name")] = definitions.get(found.group("name"), []) + spans if found.group("op") == "+=" else spans
     folds = []  # (start, end, the string made, the spans of the parts)
@@ -5665,9 +5674,15 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
                 folds.append((found.start(), found.end(), *made))
         if len(folds) > _FOLDS_MAX:
             break
+    for found in _regex(r'"(?:[^"\\\n]*\\\r?\n){1,40}[^"\\\n]*"').finditer(original) if "\\\n" in original else ():
+        pieces = list(_regex(r'[^"\\\s](?:[^"\\\n]*[^"\\\s])?').finditer(original, found.start(), found.end()))  # a string a shell continues over lines
+        folds.append((found.start(), found.end(), '"' + "".join(piece.group() for piece in pieces) + '"', [piece.span() for piece in pieces]))
+        if len(folds) > _FOLDS_MAX:
+            break
+    folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
-    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))").finditer(original) if definitions else ():
-        name, inside = found.group(1) or found.group(2), bisect.bisect_right(joined, (found.start(), len(original))) - 1
+    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})").finditer(original) if definitions else ():  # also C#'s $"{a}{b}", Python's f"{a}{b}"
+        name, inside = found.group(1) or found.group(2) or found.group(3), bisect.bisect_right(joined, (found.start(), len(original))) - 1
         if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()):
             folds.append((found.start(), found.end(), "".join(original[a:b] for a, b in definitions[name]), definitions[name]))
         if len(folds) > _FOLDS_MAX:
@@ -5705,7 +5720,7 @@ def _join_lines(original: str, lowered: str) -> list:
     (`+`, a spaced `.`, `..`, `&`, `||`; with the line above when it starts the line), or the whole
     text when it says join or concat. The joins are looked for there only: a pattern that may start
     at any name costs its reading of every word."""
-    if "join" in lowered or "concat" in lowered:
+    if "join" in lowered or "concat" in lowered or "implode" in lowered or ".append(" in lowered:
         return [[0, len(original)]]
     spans: list = []
     if "+" not in original and " ." not in original and "&" not in original and "||" not in original:
@@ -5721,21 +5736,30 @@ def _join_lines(original: str, lowered: str) -> list:
         else:
             spans.append([start, end])
     return spans
+_LISTED_STRINGS = ("[", "{", "concat", "join(", "implode(", "new ", "new\t")  # how _JOINED_STRINGS's lists start (in small letters)
+
+
 def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
     """(the string an expression of _JOINED_STRINGS makes, the spans of its strings), or None when
     a part is neither a string nor a name given one."""
     expression, made, spans = found.group(), [], []
-    if expression.endswith(("join", "joined", ")")) and not expression.startswith(("[", "{", "c", "C", '"', "'")) or expression[:2] in ('"".', "''."):
+    listed = expression.lower().startswith(_LISTED_STRINGS)  # its names are the language's (`array`, `append`), not values'
+    if expression.startswith("%w"):
+        words = list(_regex(r"[^\s\[\]]+").finditer(text, found.start() + 3, text.index("]", found.start())))
+        return ('"' + "".join(word.group() for word in words) + '"', [word.span() for word in words]) if len(words) >= 2 else None
+    if _regex(r"[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?").fullmatch(expression) or expression[:2] in ('"".', "''."):  # a name given a list
         name = _regex(r"[A-Za-z_]\w*").search(expression[4:] if expression[:2] in ('"".', "''.") else expression).group()
         return ("".join(text[a:b] for a, b in definitions[name]), definitions[name]) if name in definitions else None
-    for operand in _regex(r"""[\"']([^\"'\n]*)[\"']|\$?\{?([A-Za-z_]\w*)\}?""").finditer(text, found.start(), found.end()):
+    for operand in _regex(r"""[\"']([^\"'\n]*)[\"']|""" + _PASSING_CALL + r"""|\$?\{?([A-Za-z_]\w*)\}?""").finditer(text, found.start(), found.end()):
+        if operand.group(1) is None and operand.group(2) is None:
+            continue  # the call a literal is passed to: base64.b64decode("…")
         if operand.group(2) is None:
             made.append(operand.group(1))
             spans.append(operand.span(1))
         elif operand.group(2) in definitions:
             made.append("".join(text[a:b] for a, b in definitions[operand.group(2)]))
             spans += definitions[operand.group(2)]
-        elif not (operand.group(2) in ("string", "concat", "CONCAT") or expression[:1] in "[{c"):
+        elif not (operand.group(2) in ("string", "concat", "CONCAT") or listed):
             return None  # a name given no string here: `"Bearer " + token`
     return ('"' + "".join(made) + '"', spans) if len(spans) >= 2 else None
 
@@ -6749,7 +6773,7 @@ RULE_WORDS = {
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
     "context-split-literal": ("4f7133ae", (), (), ()),
-    "context-wrapped-line": ("33e1fdbd", ("\n",), (), ()),
+    "context-wrapped-line": ("6eae216a", ("\n",), (), ()),
     "context-continued-value": ("04fd6735", ("\\",), (), ("\n",)),
     "context-joined-literals": ("1da7408a", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),

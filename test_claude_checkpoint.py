@@ -1041,6 +1041,20 @@ class TestRedaction(unittest.TestCase):
             "PASS=\"Dolphin\"\nPASS+=\"_Reef42!\"\ncurl -u \"monitor:$PASS\" https://nagios.reef-dive.example/status.cgi": ("Dolphin", "_Reef42!"),
             "var apiKey = strings.Join([]string{\n\t\"AIzaSy\",\n\t\"r7sjAPuSJgaH_doL\",\n\t\"Ai5_90wVvzcfQXD6j\",\n}, \"\")":
                 ("r7sjAPuSJgaH_doL", "Ai5_90wVvzcfQXD6j"),
+            'locals {\n  do_token = join("", ["dop_v1_6c934e16946e1eeb64dec6e9b287ce", "42a19f56079bdbea3c104f0ec29425190f"])\n}':
+                ("42a19f56079bdbea3c104f0ec29425190f",),
+            "$apiKey = implode('', ['SPcQWkdyEqh2', 'fhhRpTJXqsAc', 'Ut8D9Rf2TlZU']);": ("SPcQWkdyEqh2", "fhhRpTJXqsAc", "Ut8D9Rf2TlZU"),
+            "KEY = %w[RTqjuo9HduCf m3uwEajg6m38 wFr3Cpc3JW8L].join": ("RTqjuo9HduCf", "m3uwEajg6m38", "wFr3Cpc3JW8L"),
+            'SECRET = base64.b64decode("iGE4Ou6DgXLJ48zBGDz5OWN2QDeRS2Xa") + base64.b64decode("8zbDwLbi1LwW1dp88bXlKtLXluKAnZyE")':
+                ("8zbDwLbi1LwW1dp88bXlKtLXluKAnZyE",),
+            'var part1 = "T6oAuDEL9HbMzMxheCvG";\nvar part2 = "HR8RaZqWi8SAfHVpzDnX";\nclient.DefaultRequestHeaders.Add("X-Api-Key", $"{part1}{part2}");':
+                ("T6oAuDEL9HbMzMxheCvG", "HR8RaZqWi8SAfHVpzDnX"),
+            'ARG NPM_T1=npm_PWgZMI8eJGrvRLLj\nARG NPM_T2=Qci7rw4OgI02ug3LZ2rv\nRUN echo "//registry.npmjs.org/:_authToken=${NPM_T1}${NPM_T2}" > .npmrc':
+                ("npm_PWgZMI8eJGrvRLLj", "Qci7rw4OgI02ug3LZ2rv"),
+            'String secret = new StringBuilder()\n    .append("9QiFA6llllQq9QKJ")\n    .append("soJwXhTs71c1simg")\n    .toString();':
+                ("9QiFA6llllQq9QKJ", "soJwXhTs71c1simg"),
+            'export API_JWT="eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\\\neyJzdWIiOiJzdmMtcmVwb3J0aW5nIiwic2NvcGUiOiJyZXBvcnRzOnJlYWQiLCJleHAiOjE3NjcyMjU2MDB9.\\\n'
+            'nlD7Dq1CPrJxs9z2NCoQo5p_GLppSli-iJhDiBE18ju"': ("eyJzdWIiOiJzdmMtcmVwb3J0aW5nIiwic2NvcGUiOiJyZXBvcnRzOnJlYWQiLCJleHAiOjE3NjcyMjU2MDB9",),
         }
         for text, parts in cases.items():
             with self.subTest(text=text[:30]):
@@ -1050,7 +1064,9 @@ class TestRedaction(unittest.TestCase):
         # Strings joined into what is no secret stay.
         for text in ("BASE = \"https://api.example.com\"\nurl = \"$BASE/login?next=/home\"",
                      "prefix = \"Bearer \"\nheader = prefix + token", "HOME_BIN=\"/opt/tools\"\nexport PATH=\"$HOME_BIN:$PATH\"",
-                     "names = [\"alpha\", \"beta\"]\nprint(\", \".join(names))"):
+                     "names = [\"alpha\", \"beta\"]\nprint(\", \".join(names))",
+                     'dsn = os.getenv("DB_USER") + ":" + os.getenv("DB_PASSWORD") + "@db:5432/app"',
+                     'MESSAGE = "Deploy finished for " \\\n  "all regions"'):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
