@@ -981,8 +981,8 @@ def secret_strength(name: str) -> int:
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
         parts.pop()  # SESSION_TOKEN_B64 is a token
-    if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"]:
-        return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys
+    if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"]:
+        return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce
     if parts[-2:] == ["secret", "id"]:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if parts[-2:] in (["sess", "id"], ["session", "id"]):
@@ -1564,8 +1564,8 @@ def _accept_url_password_wide(match: Any) -> bool:
     """A URL's password holding a slash or an @ (url-credentials takes the others): only one a
     machine made or with a password's usual shape, not a port and a path (`host:443/users/@alice`)."""
     password = match.group("s")
-    if not any(c in password for c in "/@") or password.endswith("/"):
-        return False
+    if not any(c in password for c in "/@") or password.endswith("/") or "." in match.group("user") and _regex(r"\d{1,5}/").match(password):
+        return False  # (`wss://stream.example.com:9443/ws/btcusdt@trade`: a host, its port and a path)
     return (looks_machine_generated(password) or _looks_like_password(password)) and _accept_url_password(match)
 
 
@@ -2163,8 +2163,8 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,
 # (a run is read one way only: runs are joined by a separator that is none of their characters, so
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
-# nostr public keys, extended public keys, PostHog project keys, Google Analytics' client ids (GA1.2.…).
-_PUBLIC_VALUE = r"(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
+# nostr public keys, extended public keys, PostHog project keys, Google Analytics' client ids (GA1.2.…), SSH public keys (`ssh-ed25519 AAAAC3NzaC1lZDI1NTE5…`).
+_PUBLIC_VALUE = r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d{3}|sk-ssh-ed25519@openssh\.com)$|AAAA(?:C3NzaC1lZDI1NTE5|B3NzaC1yc2E|E2VjZHNhLXNoYTItbmlzdHA|B3NzaC1kc3M)|(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after on in at of to by stata stato state stati sido été wurde worden".split())  # (and "has been" in other languages)
@@ -4285,6 +4285,7 @@ typed-at-prompt              chosen                 (?i)\b(?:typed|entered)[ \t]
 #   keep:  typed yes at the prompt and the install went on
 # A URL's password that holds a slash or an @ (base64, P@ss…): up to the last @ before the host.
 url-credentials-wide         url-password-wide      (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<user>[\w.%\-]{1,64}):(?P<s>[^\s'"<>]{4,256}?)@(?=[\w\-]+(?:\.[\w\-]+)*(?::\d{1,5})?(?:[/?#\s'"]|$))
+#   keep:  wss://stream.binance.com:9443/ws/btcusdt@trade
 #   catch: DATABASE_URL=postgresql://app_user:«qp0tVPY80mGtdFrts5tbgrIPi/cyapST»@db01.internal:5432/app
 #   catch: broker_url = "amqp://rabbit:«P@sswillow8648»@mq.internal:5672/vhost"
 #   keep:  see https://example.com:443/users/@alice for the profile
@@ -4536,6 +4537,7 @@ secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME
 #   keep:  docker build --secret id=npmrc,src=$HOME/.npmrc .
 # A config line whose value runs to the end of the line (INI, YAML, dotenv), whatever its first character.
 config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=]|[?:]=)[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;\\]))\\?(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
+#   keep:  Sec-WebSocket-Key: bkfPCJ7JjPAFhoqxYsni1w==\nSec-WebSocket-Version: 13
 #   keep:  [security]\nadmin_user = admin\nadmin_password = $__file{/run/secrets/grafana_admin}
 #   catch: DB_PASS=«summer.ember.quartz.cookie»
 #   keep:  db_pass = settings.database.password
@@ -4751,6 +4753,7 @@ user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 # It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
 prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+#   keep:  Der öffentliche Schlüssel für das Deployment ist: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIpwvuhSMSPwCT/zWaF6aUcp+j2OFzaAKyAzW3kz/BYPk= deploy@ci
 #   keep:  <Key>Title</Key><Value>Synology NAS 2024</Value>
 #   keep:      key = System.fetch_env!("CLOAK_KEY") |> Base.decode64!()
 #   keep:  KEY="$(cat /etc/wifi-key 2>/dev/null)"\n[ -n "$KEY" ] && uci set wireless.default_radio0.key="$KEY"
@@ -4799,6 +4802,7 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   keep:  api_key = "sk-ant-api03-..."  # placeholder, the real one is in 1Password
 #   keep:  La password è stata cambiata stamattina, la trovi nel vault del team.
 #   catch: door code for the server room changed to «48213#», alarm PIN is «7702».
 #   catch: for the record the passphrase on the shared key is "«mango tango 1984 river»" — we really need SSO
@@ -6141,6 +6145,8 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
     value = match.group("s")
     if _is_masked_or_public(value.strip("\"'`\\ \t\r\n")) or _is_placeholder(value.strip("\"'`\\ \t\r\n")):
         return ()  # also `sk-ant-your-key-here`
+    if value[-1:] in "-_" and _regex(_MASK_RUN).match(match.string, end):
+        return ()  # a token's prefix, then an ellipsis or a mask: "sk-ant-api03-..."
     if len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"'):
         start, end = start + 2, end - 2  # keep escaped quotes
     elif len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
