@@ -6119,6 +6119,8 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
         for start, end in rule.find(match) if rule.find else _accepted_span(rule, match):
             if start < position or start >= end or REDACTED in text[start:end] or encrypted and _in_ranges(encrypted, start):
                 continue
+            if text[end - 1] in "-_" and _regex(_MASK_RUN).match(text, end):
+                continue  # a token's prefix, then an ellipsis or a mask: "sk-ant-api03-..."
             pieces += [text[position:start], REDACTED]
             if replaced is not None:
                 replaced.append(text[start:end])
@@ -6145,8 +6147,6 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
     value = match.group("s")
     if _is_masked_or_public(value.strip("\"'`\\ \t\r\n")) or _is_placeholder(value.strip("\"'`\\ \t\r\n")):
         return ()  # also `sk-ant-your-key-here`
-    if value[-1:] in "-_" and _regex(_MASK_RUN).match(match.string, end):
-        return ()  # a token's prefix, then an ellipsis or a mask: "sk-ant-api03-..."
     if len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"'):
         start, end = start + 2, end - 2  # keep escaped quotes
     elif len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
