@@ -983,6 +983,8 @@ def secret_strength(name: str) -> int:
         parts.pop()  # SESSION_TOKEN_B64 is a token
     if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"]:
         return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce
+    if parts[-2:] == ["request", "token"]:
+        return 0  # AWS's ClientRequestToken: a request's idempotency id
     if parts[-2:] == ["secret", "id"]:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if parts[-2:] in (["sess", "id"], ["session", "id"]):
@@ -1065,8 +1067,8 @@ def _is_reference(value: str) -> bool:
         return True  # also a template's slots: `$2b$<cost>$<22-char salt>`
     if _regex(r"(?:[\w\-]+:)?(?:@[A-Z][A-Z0-9_]{2,60}@|%%[A-Z][A-Z0-9_]{2,60}%%)").fullmatch(v):
         return True  # a build's or provisioning's slot: hash:@EDUROAM_NTHASH@, %%SIP_PASSWORD%%
-    if first == "%" and _regex(r"%[A-Za-z_][\w.\-]*(?::[^%\s]+)?%").fullmatch(v):
-        return True  # TeamCity's parameters: %build.counter%, %vault:secret/data/ci/app!/password%
+    if first == "%" and _regex(r"%[A-Za-z_][\w.\-]*(?::[^%\s]+)?%|%env\((?:[\w\-]+:)*[A-Za-z_]\w*\)%").fullmatch(v):
+        return True  # TeamCity's parameters: %build.counter%, %vault:secret/data/ci/app!/password%; Symfony's %env(DB_PASSWORD)%
     if v.startswith("$$") and _regex(r"\$\$\{?[A-Z_][A-Z0-9_]*\}?").fullmatch(v):
         return True  # make's `$$DOCS_SFTP_PASSWORD`: the shell's variable in a Makefile's recipe
     if v.startswith("<<"):
@@ -1352,7 +1354,7 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
     return last == "pin" and not digits or bare.isdigit() and len(bare) < 4 or _spells_the_name(bare, name)
 
 
-_KEY_PATH = r"[a-z_]+(?::(?:[a-z_\-]+|v?\d+|\*)){2,}"  # a cache's or a store's key: user:9586822:permissions:v3, cache:v2:*
+_KEY_PATH = r"[a-z_]+(?::(?:[a-z_\-]+|v?\d+|\*)){2,}|[a-z_]+(?::(?:[a-z_\-]+|v?\d+)){1,4}:[0-9a-f]{8,64}"  # a cache's or a store's key: user:9586822:permissions:v3, cache:v2:*, render:v3:<sha1>
 
 
 def _names_a_key(name: str) -> bool:
@@ -2814,6 +2816,8 @@ def _find_printed_secrets(match: Any) -> list:
         r"([^\s$:~@]{4,4096})$").match(text, start, end)  # printed with no newline: the next prompt stands after it, `w0uE…$ kubectl …`
     command = text[match.start():start].rstrip("\n")
     single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
+    if single and _regex(r"(?i)[.\[{'\"](?:data\.)?(?:user(?:name)?|login|email|host(?:name)?|port|db|database|dbname|url|region)\b[}'\"\]]").search(command):
+        single = None  # `jsonpath='{.data.username}' | base64 -d` prints a name
     if first_line and first_line.end() >= end - 1 and len(first_line.group(1)) >= 16 and _regex(_SECRET_FILE_READ).search(command):
         spans.append(first_line.span(1))  # a secret file of one line: `cat /var/lib/rabbitmq/.erlang.cookie`
     spoken = _regex(r"[ \t]*(?:" + _OUTPUT_MARK + r")?(" + _SPOKEN_PASSPHRASE + r")[ \t]*(?:\r?\n|$)").match(text, start, end)
@@ -3112,7 +3116,8 @@ def _find_wrapped_line(match: Any) -> list:
         return []
     if _regex(r"[ \t]*[\w$.]+[ \t]*=(?!=)|[^\n]*;[ \t]*$").match(text, match.start("s"), match.end("s")) or _in_public_block(text, end):
         return []  # a statement of code (`offscreenSubtreeIsHidden = flags;`), a certificate's line: no wrapped token
-    return random_tokens(text, match.start("s"), match.end("s"))
+    return [(start, end) for start, end in random_tokens(text, match.start("s"), match.end("s"))
+            if not text[text.rfind("\n", 0, start) + 1:start].strip(" \t|")]  # a line's first token: the rest of a last line is its own
 
 
 def _find_continued_value(match: Any) -> list:
@@ -4269,7 +4274,8 @@ keychain-value-data          not-reference          kSecValueData(?:[ \t]+as[ \t
 #   keep:  let item = [kSecValueData: password.data(using: .utf8)!] as CFDictionary
 #   catch: kSecValueData as String: "«H32dkgdm25-UDrL2QI+m2»".data(using: .utf8)!]
 # user:password piped into base64, to build a Basic Authorization header.
-basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*[ \t]+(["'])[\w.@+\-]{1,64}:(?P<s>[^'"\s]{4,128})\1[ \t]*\|[ \t]*base64\b
+basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*[ \t]+(["'])[\w.@+\-]{1,64}:(?P<s>(?!v?\d+(?:\.\d+){1,3}\1)[^'"\s]{4,128})\1[ \t]*\|[ \t]*base64\b
+#   keep:  $ echo -n 'orders-api:3.18.2' | base64
 #   catch: echo -n 'svc:«cobalt#Tundra81»' | base64   # for the Authorization header
 #   keep:  echo -n "$USER:$PASS" | base64
 # user:password given to a base64 encoder in code: btoa('…'), b64encode(b'…'); Groovy's '…'.bytes.encodeBase64(), Java's "…".getBytes().
@@ -4613,6 +4619,9 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
+#   keep:  [2024-03-11T10:02:44Z] cache MISS key=product:v3:cc4e2dbda4073c50 ttl=300
+#   keep:  "requestParameters": { "secretId": "prod/orders/db", "clientRequestToken": "8b2a4c1e-5d6f-4a7b-9c8d-0e1f2a3b4c5d" }
+#   keep:  doctrine:\n    dbal:\n        password: '%env(DB_PASSWORD)%'
 #   keep:  //somewhere-else.com/myorg/:_authToken=MYTOKEN1
 #   keep:  const UNEXPECTED_TOKEN = /^Unexpected token '?(.)'?(,)? /i
 #   keep:  account.1.password = %%SIP_PASSWORD%%
@@ -5162,6 +5171,7 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 #   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+#   keep:  $ kubectl get secret pg-credentials -o jsonpath='{.data.username}' | base64 -d; echo\nbilling_svc
 #   keep:  $ vault kv get secret/app/prod\nKey            Value\n---            -----\ndb_password    ********\ndb_user        app_xfc5
 #   catch: $ kubectl get secret pg -o jsonpath='{.data.postgres-password}' | base64 -d\n«sttm8aeB2nWvsqhkNELrs34Q»$ kubectl get pods
 #   catch: $ jq -r '.users[] | [.login, .initial_password] | @tsv' onboarding.json\nr.ahmed     «Saffron!Dune42»\nk.lindgren  «Aurora-Borealis7»
@@ -5294,6 +5304,7 @@ context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<
 #   keep:  "Data Source=fs10;User ID=billing_app" +\n    "Initial;Connect Timeout=30";
 # The rest of a secret wrapped onto the next line of a log, after a machine-made part.
 context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}["'`]?[;,]?[ \t]*(?:\\?\r?\n|$)){1,20}(?:[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t\\'"][^\n]{0,200})?|[ \t]*(?:\|[ \t]+)?[A-Za-z0-9+/=_\-.~]{12,1024}[ \t&"',;][^\n]{0,200}))
+#   keep:  CHECKSUMS\n  pg (1.5.6) sha256=0788258a881543e9a5fde46de3f94c7f8095f927cf62c8f0603b893a34b132ff\n  redis-client (0.21.1) sha256=f0a9d378cc8e6ca0796d6798c45e30d5479d8cd20b693266be9390199ac2cd01
 #   catch: {"access_token":"«HktAjTv71LSbd7jSjyHo9XL5LX9HhGmtI57hUeTV»\n«JN3ZwRZ0AKxgXkR4YBKoAhdRJIk8RSKVmRbLawSA»","token_type":"Bearer"}
 #   keep:  • Ran git rev-parse HEAD origin/main\n  └ 0db2d94ce191239670dc09629e2505a22393c0aa\n    addcd3ff9d75f3d01f5db4a7fa00a277e6ea918e
 #   catch: refreshed credentials, token=«ya29.a0FLNk_p6z17ubJqZ9uG0sillJnBAM»\n«93pbc0UvG-xlj6SWKkTZ1vF73ipG»
@@ -6555,7 +6566,7 @@ RULE_WORDS = {
         "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid"), (), ()),
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
     "keychain-value-data": ("500da005", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
-    "basic-auth-being-encoded": ("a3453280", ("base64",), ("echo",), ("echo",)),
+    "basic-auth-being-encoded": ("64e98655", ("base64",), ("echo",), ("echo",)),
     "basic-auth-encoded-call": ("fcceebc5", ("b64encode", "base64_encode", "btoa", "encode64", "encodebase64",
         "encodetostring", "strict_encode64"), ("b64encode", "base64_encode", "btoa", "encode64", "encodebase64",
         "encodetostring", "strict_encode64"), ("(",)),
