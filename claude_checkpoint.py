@@ -3446,12 +3446,14 @@ ntlm-hash-dump               -                      (?m)^[^\s:]{1,64}:\d{1,10}:[
 #   catch: Administrator:500:aad3b435b51404eeaad3b435b51404ee:«745a8d528872228d405ddf036125efda»:::
 #   keep:  commit 745a8d528872228d405ddf036125efda1f2c3d4e
 # A password's hash in crypt's form (`$6$salt$…`, bcrypt's `$2b$12$…`, yescrypt, Cisco's types 8 and 9,
-# Mosquitto's `$7$`, argon2): what offline cracking starts from, as /etc/shadow, a router's config or a
+# Mosquitto's `$7$`, argon2, PostgreSQL's md5… and SCRAM-SHA-256$…): what offline cracking starts from, as /etc/shadow, a router's config or a
 # user database hold it. (Junos' reversible `$9$…` has its own rule.)
-password-hash                password-hash          (?<![\w$])(?P<s>\$(?:1|5|6|md5|y|gy|8|9|2[abxy]?)\$(?:rounds=\d{1,7}\$)?(?:j[0-9A-Z]T\$)?[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{16,}|\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|\$7\$\d{1,7}\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/=]{16,}|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,})
+password-hash                password-hash          (?<![\w$])(?P<s>\$(?:1|5|6|md5|y|gy|8|9|2[abxy]?)\$(?:rounds=\d{1,7}\$)?(?:j[0-9A-Z]T\$)?[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{16,}|\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|\$7\$\d{1,7}\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/=]{16,}|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}|(?<=[\s"'])(?:md5[0-9a-f]{32}(?![0-9a-f])|SCRAM-SHA-256\$\d{1,7}:[A-Za-z0-9+/]{8,}={0,2}\$[A-Za-z0-9+/]{16,}={0,2}:[A-Za-z0-9+/]{16,}={0,2}))
 #   catch: root:«$1$0kaTIz4C$GkYqBF6n6rMYA137NW72i6»:19521:0:99999:7:::
 #   catch: enable secret 9 «$9$6jI3XEoVinfBT6$hre0eRzipAmG3mrFPm1js2092irH9DO0kb2GuybB13F»
 #   catch: <bcrypt-hash>«$2y$10$yT4lq0zR7bK3dH9nW2mVfOeJcS1uAxP8gL5iQ6rN0tXhZsBvYk1a2»</bcrypt-hash>
+#   catch: "pgbouncer" "«md55f5dd89cfd6d5643f991c0fa50f49cec»"
+#   catch: "app_rw" "«SCRAM-SHA-256$4096:Abbn2YTngNYee7hhSRCrKCKg$4YgwjpRsPeYUYhjV+fl+qZzSWA3MFRawJLZg58qO5xF=:BQ0FHpZWNl19B1SxtyoOA1UWeKbtq8oTRYO2432wZDd=»"
 #   keep:  $2b$<cost>$<22-char salt><31-char hash>
 #   keep:  the $6$ prefix means SHA-512 crypt
 # A radio's or a SIM's key: 32 hex digits after its name (LoRaWAN's session and app keys, a SIM's Ki
@@ -3469,6 +3471,16 @@ escaped-bytes-secret         -                      (?i)(?:secret|key|token|salt
 bitlocker-recovery-key       -                      (?i:password|recovery|bitlocker)[^\n]{0,80}(?:\n[^\n]{0,80}){0,3}?(?<![\d\-])(?P<s>\d{6}-\d{6}(?:-\d{6}){6})(?![\d\-])
 #   catch: Numerical Password:\n  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}\n  Password:\n    «155452-076615-572814-475959-248567-676555-424523-136741»
 #   keep:  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}
+# kubeadm's certificate key (it decrypts the control plane's certificates in the cluster), as `init
+# --upload-certs` prints it on the line after its name.
+kubeadm-certificate-key      -                      (?i)certificate[ \-]key:?[ \t]*(?:\r?\n[ \t]*)?(?P<s>[0-9a-f]{64})(?![0-9a-f])
+#   catch: [upload-certs] Using certificate key:\n«8ad486e7426ffda037da8f969cef5ac2007eb91e2777e05046012d1c0a49ce3c»
+#   keep:  kubeadm init phase upload-certs --upload-certs prints the certificate key
+# The answers to an account's security questions (they reset its password): a name after the question.
+security-question-answer     -                      (?i)(?:mother'?s[ \t]+maiden[ \t]+name|first[ \t]+pet(?:'s[ \t]+name)?|first[ \t]+(?:car|school)|(?:city|town)[ \t]+(?:you[ \t]+were|I[ \t]+was)[ \t]+born(?:[ \t]+in)?)["'”]?[ \t]*(?:[:=\-–][ \t]*|(?:is|was)[ \t]+|[ \t](?=[ \t]*["'“]?[A-Z]))["'“]?(?P<s>(?-i:[A-Z][\w'\-]{2,30}(?:[ \-][A-Z][\w'\-]{1,30}){0,2}))
+#   catch: security question answers for the registrar account: first pet «Biscuit1998», mother's maiden name «Kowalczyk»
+#   catch: - mother's maiden name: «Fairweather-Owusu»\n- first pet: «Biscuit2009»
+#   keep:  Security question: What was the name of your first pet?
 # A keytab's keys, as `klist -K` prints them after their encryption type.
 keytab-key                   -                      \((?:aes|arcfour|des|camellia|rc4)[\w\-]{0,40}\)[ \t]+\(0x(?P<s>[0-9a-fA-F]{32,128})\)
 #   catch:    3 03/14/2024 09:12:44 HTTP/web.corp@CORP.LOCAL (aes256-cts-hmac-sha1-96)  (0x«1e409b7779c2b76353515c3afea59182cf8e0239eb34b510cb932d602e01ab8e»)
@@ -3552,11 +3564,33 @@ placeholder-default-secret   assignment             \$\{(?P<name>[\w.\-]{0,60}(?
 url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<s>[A-Za-z0-9_\-]{20,256})(?::[^\s/?#@'"<>]*)?@
 #   catch: git clone https://«x9Kq2LmN4pR7sT1vW3yZ5bD8»@git.example.com/acme/infra.git
 #   keep:  git clone https://deploy-bot-readonly@git.example.com/acme/infra.git
-slack-webhook                -                      hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9/_+\-]{16,})
+slack-webhook                -                      (?:hooks\.slack\.com/(?:services|workflows|triggers)/|/services/(?=T[A-Z0-9]{8,12}/B[A-Z0-9]{8,12}/[A-Za-z0-9]{24}(?![A-Za-z0-9])))(?P<s>[A-Za-z0-9/_+\-]{16,})
 #   catch: SLACK_WEBHOOK=https://hooks.slack.com/services/«T04J8K2LM/B07QRT5XZ/k3Jd9fQx2LmZp8RtVw4YbN6c»
 #   keep:  webhook_url: https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX  # Slack's docs
 #   keep:  post to hooks.slack.com/services/ with the URL in $SLACK_WEBHOOK
 #   keep:  SLACK_WEBHOOK_URL=https://hooks.slack.com/services/TXXXXXXXX/BXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX
+#   catch: DEBUG:urllib3.connectionpool:https://hooks.slack.com:443 "POST /services/«TJU5YT89D/BQA7LHHTJV1/zDHHnhEoYJqy2ZnlBKlQe8aV» HTTP/1.1" 200 2
+# Private links whose path is the key: Slack Connect's invite, Google Calendar's private iCal address, a monitor's ping URL (healthchecks.io, Uptime Kuma's push),
+# Django's password-reset link, Akamai's signed token, Cloudinary's API key before its secret.
+slack-invite-link            -                      join\.slack\.com/t/[\w\-]{1,60}/shared_invite/(?P<s>zt-[A-Za-z0-9_\-]{10,80})
+#   catch: Lien d'invitation Slack Connect : https://join.slack.com/t/acme-partners/shared_invite/«zt-P6qMJlqg5kFa-Ow3kmrpbgfr4laGCmic1»
+#   keep:  invite them from join.slack.com/t/acme-partners/shared_invite/ (ask an admin for the link)
+calendar-private-address     -                      calendar/ical/[^/\s]{1,100}/(?P<s>private-[0-9a-f]{32})/
+#   catch: https://calendar.google.com/calendar/ical/ops%40acme.io/«private-1f4e32f45a2b0de146b3f73f3ac55044»/basic.ics
+#   keep:  https://calendar.google.com/calendar/ical/ops%40acme.io/public/basic.ics
+monitor-ping-url             -                      (?:hc-ping\.com/|/api/push/)(?P<s>[A-Za-z0-9][A-Za-z0-9\-]{7,35})(?![\w\-])
+#   catch: 0 2 * * * /usr/local/bin/pg_backup.sh && curl -fsS --retry 3 https://hc-ping.com/«e33d0240-3612-457c-00e2-37ee0e809467» > /dev/null
+#   catch: curl -fsS -m 10 "https://status.acme.io/api/push/«m6Wz3MVn4r»?status=up&msg=OK&ping="
+#   keep:  curl -fsS https://hc-ping.com/$HC_UUID > /dev/null
+password-reset-link          -                      /reset/[A-Za-z0-9_\-]{1,40}/(?P<s>[0-9a-z]{1,32}-[0-9a-f]{16,40})(?=/|$|[\s"'<])
+#   catch: link=https://portal.tidewater-insurance.com/accounts/reset/NDAyMTc/«92a003ece43eabce38e9-498dccaddbd0cd15»/
+#   keep:  path('reset/<uidb64>/<token>/', views.PasswordResetConfirmView.as_view())
+akamai-token-hmac            -                      ~hmac=(?P<s>[0-9a-fA-F]{32,128})(?![0-9a-fA-F])
+#   catch: index.m3u8?hdnts=exp=1718031600~acl=/hls/curso-python/*~hmac=«1edd8e1d7e66f6791027c05221c37d60a32a7e2a05f7b9891ebd7299e6ae682e»
+#   keep:  the token is exp=…~acl=…~hmac=<hex>, signed with the EdgeAuth key
+cloudinary-api-key           -                      cloudinary://(?P<s>\d{6,20}):[^\s@]{8,}@
+#   catch: CLOUDINARY_URL=cloudinary://«693849062579123»:«dOY54PnpvvC1niGkD8q5BFlH859625»@acme-media
+#   keep:  CLOUDINARY_URL=cloudinary://<api_key>:<api_secret>@<cloud_name>
 # Web3 RPC endpoints that carry their key in the path (Alchemy, Infura, QuickNode).
 rpc-endpoint-key             random                 (?:alchemy\.com|infura\.io|quiknode\.pro)/v\d/(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: RPC_URL=https://eth-sepolia.g.alchemy.com/v2/«74YWg_601JikeZgDMiUXsXffQ2x7»
@@ -4410,10 +4444,10 @@ redis-acl-password           not-reference          (?=[Su \t])(?:\bSETUSER\b|(?
 #   catch: user ci on >«Ledger-Fox-19» ~ci:* +@read
 #   catch: redis-cli ACL SETUSER worker on '>«uS_t_7qm-I-oJ0»' '~jobs:*'
 #   keep:  redis-cli ACL SETUSER worker on nopass '~jobs:*' '+@all'
-# pgbouncer's userlist.txt: "user" "password" (md5 and SCRAM hashes are kept).
+# pgbouncer's userlist.txt: "user" "password" (its md5 and SCRAM hashes are password-hash's).
 quoted-user-password-line    chosen                 (?m)^[ \t]*"[\w.@\-]{1,100}"[ \t]+"(?!md5[0-9a-f]{32}"|SCRAM-SHA-256\$)(?P<s>[^"\s]{6,1024})"[ \t]*$
 #   catch: "billing" "«Pq7-Lantern-Sky»"
-#   keep:  "pgbouncer" "md5a3556571e93b0d20722ba62be61e8c2d"
+#   keep:  "pgbouncer" "${PGBOUNCER_PASSWORD}"
 # Postfix's sasl_passwd: [host]:port user:password
 host-user-password-line      chosen                 (?m)^[ \t]*(?:\[[\w.\-]+\](?::\d+)?|[\w\-]+(?:\.[\w\-]+)+(?::\d+)?)[ \t]+[^\s:]{1,100}:(?P<s>\S{1,256})[ \t]*$
 #   catch: [mail.example.com]:587 relay@example.com:«Harbor-Kite-Mint-42»
@@ -6293,15 +6327,18 @@ RULE_WORDS = {
     "license-serial": ("971410f2", ("--serial", "-serial"), ("--serial", "-serial"), ()),
     'kaggle-key': ('4bf6290e', ('"username"',), ('"username"',), ('"key"',)),
     "ntlm-hash-dump": ("3d0677ec", (":::",), (), ()),
-    "password-hash": ("184ba698", ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id",
-        "$gy", "$md5", "$y"), ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id", "$gy",
-        "$md5", "$y"), ()),
+    "password-hash": ("e7dea7c3", ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id",
+        "$gy", "$md5", "$y", "md5", "scram-sha-256$"), ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d",
+        "$argon2i", "$argon2id", "$gy", "$md5", "$y", "md5", "scram-sha-256$"), ()),
     "radio-and-sim-key": ("34171b68", ("app", "dev", "install", "ki", "milenage", "net", "nwk", "opc"), ("app", "dev",
         "install", "ki", "milenage", "net", "nwk", "opc"), ()),
     "escaped-bytes-secret": ("c425011a", ("key", "passw", "salt", "secret", "token"), ("key", "passw", "salt",
         "secret", "token"), ("\\x",)),
     "bitlocker-recovery-key": ("770df636", ("bitlocker", "password", "recovery"), ("bitlocker", "password",
         "recovery"), ("-",)),
+    "kubeadm-certificate-key": ("8593f106", ("certificate",), ("certificate",), ("key",)),
+    "security-question-answer": ("f3320f0a", ("city", "first", "mother", "town"), ("city", "first", "mother", "town"),
+        ()),
     "keytab-key": ("a6b0ff6f", ("(aes", "(arcfour", "(camellia", "(des", "(rc4"), ("(aes", "(arcfour", "(camellia",
         "(des", "(rc4"), ("(0x",)),
     'sap-gui-password-field': ('46b00948', ('findbyid("',), ('findbyid("',), ('").text',)),
@@ -6330,9 +6367,15 @@ RULE_WORDS = {
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
     "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",), ("${",)),
     "url-token-user": ("ef921c04", ("://",), (), ("@",)),
-    "slack-webhook": ("7b115895", ("hooks.slack.com/services", "hooks.slack.com/triggers",
-        "hooks.slack.com/workflows"), ("hooks.slack.com/services", "hooks.slack.com/triggers",
+    "slack-webhook": ("a44ac50a", ("/services/", "hooks.slack.com/services", "hooks.slack.com/triggers",
+        "hooks.slack.com/workflows"), ("/services/", "hooks.slack.com/services", "hooks.slack.com/triggers",
         "hooks.slack.com/workflows"), ()),
+    "slack-invite-link": ("f9a16a94", ("/shared_invite/zt-",), ("join.slack.com/t/",), ("join.slack.com/t/",)),
+    "calendar-private-address": ("01fcfb67", ("calendar/ical/",), ("calendar/ical/",), ("private-",)),
+    "monitor-ping-url": ("0be84f5f", ("/api/push/", "hc-ping.com/"), ("/api/push/", "hc-ping.com/"), ()),
+    "password-reset-link": ("953468b8", ("/reset/",), ("/reset/",), ("-",)),
+    "akamai-token-hmac": ("221e7219", ("~hmac=",), ("~hmac=",), ()),
+    "cloudinary-api-key": ("62fd9322", ("cloudinary://",), ("cloudinary://",), ("@",)),
     "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro"), ("/v",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
