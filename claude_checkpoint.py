@@ -981,6 +981,8 @@ def secret_strength(name: str) -> int:
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
         parts.pop()  # SESSION_TOKEN_B64 is a token
+    while len(parts) > 1 and parts[-1] in ("part", "parts", "half", "chunk", "chunks", "piece") or len(parts) > 2 and parts[-1].isdigit() and parts[-2] in ("part", "half", "chunk"):
+        parts.pop()  # GH_APP_KEY_PART1, key_chunks: a key's parts
     if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"]:
         return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce
     if parts[-2:] == ["request", "token"]:
@@ -2128,14 +2130,16 @@ _SECRET_PRINTING_COMMAND = (
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|curl\b[^\n]*?[^/]/(?:session|login|token|oauth2?/token|auth/token|authenticate)(?=[/?\"'\s]|$)|curl\b[^\n]*?/actuator/env/\S*(?i:pass|secret|token|key)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
-    r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?keygen\b|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
+    r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?(?:keygen\b|gossip[ \t]+keyring[ \t]+generate)|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
     r"|(?:python3?|node|ruby|perl|php|deno|bun|[\w./\-]*manage\.py|(?:bin/)?rails)\b[^\n]*?[ \t(;\"'](?:print|puts|pp|p|console\.log|echo|var_dump|say)[ \t(]+[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)"  # one-liners: python -c "print(settings.SECRET_KEY)"
     r"|[^\n]*?[\w)\]'\"]\.(?i:password|passwd|secret|token|secretkey|apikey)(?![\w(.\-])"  # a property read: (Get-ItemProperty …).Password, /text:processModel.password
     r"|(?:(?<=>>> )|(?<=\]: )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*(?:\(\))?\)?[ \t]*(?=\n)")
-# What runs a command inside a container, on another host or in a shell: `kubectl exec deploy/api -- sh -c '…'`.
+# What runs a command inside a container, on another host, in a shell or a loop: `kubectl exec deploy/api -- sh -c '…'`,
+# `for u in a b; do echo -n "$u  "; vault kv get -field=password …`.
 _INSIDE_ANOTHER_COMMAND = (r"(?:(?:kubectl|oc)[ \t]+exec\b[^\n|;&]{0,200}?[ \t]--[ \t]+|(?:docker|podman)[ \t]+(?:compose[ \t]+)?exec[ \t]+"
-                           r"(?:-[\w\-]+[ \t]+)*[\w.\-]+[ \t]+|ssh[ \t]+(?:-\w+[ \t]+)*[\w.@\-]+[ \t]+[\"']?)?(?:(?:ba|z)?sh[ \t]+-l?c[ \t]+[\"']?)?")
+                           r"(?:-[\w\-]+[ \t]+)*[\w.\-]+[ \t]+|ssh[ \t]+(?:-\w+[ \t]+)*[\w.@\-]+[ \t]+[\"']?"
+                           r"|for[ \t]+\w+[ \t]+in[ \t][^\n;]{0,200};[ \t]*do[ \t]+(?:[^\n;|]{0,200}?;[ \t]*)?)?(?:(?:ba|z)?sh[ \t]+-l?c[ \t]+[\"']?)?")
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
 # words may hold spaces when the first holds @, ~, / or [ (`[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`,
 # `~/api (release/4.7) $`), not code's `return self._key > other._key`; a virtualenv's `(.venv) ` before it;
@@ -2837,7 +2841,7 @@ def _find_printed_secrets(match: Any) -> list:
     for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]+)(\S{6,256})[ \t]*$").finditer(text, start, end):
         if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
             spans.append(line.span(2))  # `Secret ID    = f2e4…`, `db_password    DJR%N@eFj!XHSsa+`, `uploader:Ingrid@2006$`, `Private API Key b734…`
-    if _regex(r"(?i)[.\[]\w*passw").search(command):  # it selects a password field: `[.login, .initial_password] | @tsv`
+    if _regex(r"(?i)(?:[.\[]|-field[= ]|--fields?[= ](?:label=)?)\w*passw").search(command):  # it selects a password field: `[.login, .initial_password] | @tsv`, `-field=password`
         for row in _regex(r"(?m)^[ \t]*\S[^\t\n]*?(?:\t| {2,})[^\n]*$").finditer(text, start, end):
             spans += [(row.start() + cell.start(), row.start() + cell.end()) for cell in _regex(r"(?<![^\t ])[^\s|=(),\"]{8,64}(?![^\t\n ])").finditer(row.group())
                       if cell.start() and _holds_a_password(cell.group())]  # a password column: jq's @tsv
@@ -3275,12 +3279,12 @@ def _accept_url_parameter(match: Any) -> bool:
     that says secret takes any value but a reference; the others only a random one."""
     written, value = match.group("name"), match.group("s")
     name, strength = written.lower(), secret_strength(written)  # as written: pageToken is a page's token
-    if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and strength == 0):
+    if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and not name.endswith("signature") and strength == 0):
         return False
     if _regex(r"[,(][A-Za-z_$][\w.$]*=").search(value):
         return False  # minified code, not a query: `;t.getToken=r,t.VERSION="5.0.22"`
     plain = _regex(r"%[0-9A-Fa-f]{2}").sub("+", value).rstrip(".,;:)")
-    if strength == 2 or name in ("sig", "signature", "x-amz-signature", "x-goog-signature", "pub_secret") or name.endswith(("-signature", "_signature")):
+    if strength == 2 or name in ("sig", "signature", "x-amz-signature", "x-goog-signature", "pub_secret") or name.endswith("signature"):  # also GitHub's urlSignature
         return plain.lower() not in _NOT_VALUES and not _is_placeholder(plain)
     return looks_machine_generated(plain)
 
@@ -3613,7 +3617,8 @@ discord-webhook              -                      discord(?:app)?\.com/api/web
 #   catch: https://discord.com/api/webhooks/123456789012345678/«EXAMPLEexampleEXAMPLEexample_token-0123»
 #   keep:  https://discord.com/api/webhooks/{webhook.id}/{webhook.token}
 # Oracle Cloud's pre-authenticated request: the token in the URL's path is the credential.
-oci-pre-authenticated-url    -                      objectstorage\.[\w\-]+\.oraclecloud\.com/p/(?P<s>[\w\-]{32,})/n/
+oci-pre-authenticated-url    -                      (?:objectstorage\.[\w\-]+\.oraclecloud\.com|"access-uri":[ \t]*")/p/(?P<s>[\w\-]{32,})/n/
+#   catch: "access-uri": "/p/«clTsJrqXMcRfaIGDb22gNr0yEfdP5F2Ry1IWvfYDmG4U3UWLd4IMFA6Bcd9t0-OV»/n/axk2qz4mbn1r/b/db-exports/o/pg/full.dump",
 #   catch: curl -T backup.tar.gz https://objectstorage.eu-frankfurt-1.oraclecloud.com/p/«oYLpDZTYJlV6BxAC1z7yh44cwBvpou20J-wQyE9kvgT6E5v0»/n/frxk2y0atlas/b/db/o/b.tgz
 #   keep:  https://objectstorage.eu-frankfurt-1.oraclecloud.com/n/frxk2y0atlas/b/db-backups/o/backup.tar.gz
 # Provider tokens by their published shapes.
@@ -5161,6 +5166,7 @@ context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}
 #   keep:  Cookies (owa):\nlang=en-US\ntheme=dark
 # Signed URLs and query strings: signatures, credentials, SAS and access tokens.
 context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`]{8,2048})
+#   catch: Artifact URL: https://pipelines.actions.githubusercontent.com/Rt5xK/_apis/pipelines/1/runs/812/signedartifactscontent?artifactName=apk&urlSigningMethod=HMACV2&urlSignature=«4kqZ9vX2Lm8Tn3Rw7Yb1Pc6Ud5Es0GaHfJkQz2Vx3Lm%3D»
 #   catch: https://files.slack.com/files-pri/T02QK8ZL1-F06N2R8P4MX/q1_board_deck.pdf?pub_secret=«d6f2e9b159»
 #   keep:  `DINGTALK_WEBHOOK=https://oapi.dingtalk.com/robot/send?access_token=XXXXXXXX`.
 #   catch: https://acme-exports.s3.amazonaws.com/q3.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20260916T080000Z&X-Amz-Expires=3600&X-Amz-Signature=«4f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c84f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c8»
@@ -5205,6 +5211,8 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 #   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+#   catch: $ for u in reader writer; do echo -n "$u  "; vault kv get -field=password secret/mq/$u; done\nreader  «Rd-Mq!Reader-44»\nwriter  «Wr-Mq!Writer-91»
+#   catch: $ nomad operator gossip keyring generate\n«on7QZfGjhpdPqi//7TOgomgTnCxGNGTrugkFUEt9VwF=»\n$ vim server.hcl
 #   keep:  $ kubectl get secret pg-credentials -o jsonpath='{.data.username}' | base64 -d; echo\nbilling_svc
 #   keep:  $ vault kv get secret/app/prod\nKey            Value\n---            -----\ndb_password    ********\ndb_user        app_xfc5
 #   catch: $ kubectl get secret pg -o jsonpath='{.data.postgres-password}' | base64 -d\n«sttm8aeB2nWvsqhkNELrs34Q»$ kubectl get pods
@@ -5630,8 +5638,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
 # What a tool puts before each line it shows, which line-anchored rules must not see: a file read's
 # numbers (Claude Code's `   12→`, `cat -n`'s `    12\t`), grep's `path:12:` and `path-12-` (a path:
 # not a time's `10:42:` nor a date's `2024-09-`), a diff's `+` or `-` (right before the line's text:
-# not a list's `- `), a quoted reply's `> `, the mark before a tool's output (_OUTPUT_MARK), Gemini CLI's `│`.
-_LINE_PREFIX = (r"(?m)^(?:[ \t]*\d{1,6}(?:→|\t)|[ \t]*" + _OUTPUT_MARK + r"|[ \t]*│[ \t]?|[\w\-]{0,100}[./][\w./\\\-]{0,200}?(?::\d{1,7}:|-\d{1,7}-)|[+\-](?=[^\s+\-])|>{1,3}[ \t]?)")
+# not a list's `- `), a quoted reply's `> `, the mark before a tool's output (_OUTPUT_MARK), Gemini CLI's `│`, BuildKit's `#8 0.212 `.
+_LINE_PREFIX = (r"(?m)^(?:#\d{1,4}[ \t]\d{1,5}\.\d{3}[ \t]|[ \t]*\d{1,6}(?:→|\t)|[ \t]*" + _OUTPUT_MARK + r"|[ \t]*│[ \t]?|[\w\-]{0,100}[./][\w./\\\-]{0,200}?(?::\d{1,7}:|-\d{1,7}-)|[+\-](?=[^\s+\-])|>{1,3}[ \t]?)")
 
 
 _READ_AGAIN_MAX = 32768  # a larger text is read once (no prefix pass, no folding): a hostile one costs no more than twice a text of this size
@@ -5680,7 +5688,7 @@ _LITERAL = r"""(?:"[^"\n]*"|'[^'\n]*')"""
 _PASSING_CALL = r"(?<![\w$.])(?:[A-Za-z_]\w*\.){0,3}(?:(?:urlsafe_)?b64decode|decode|encode|bytes|GetBytes|FromBase64String|unhexlify|fromhex|from|atob|str|String)\("
 _OPERAND = (r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"""[ \t]*""" + _LITERAL + r"""[ \t]*\)"""  # also a literal in a call: b64decode("…")
             r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
-_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)[ \t]+)" + _OPERAND + r")+"
+_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)[ \t]+)" + _OPERAND + r")+"
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
                    r"|(?i:concat)!?\(\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\)"
                    r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*[\])]\s*\)"
@@ -5779,6 +5787,8 @@ def _join_lines(original: str, lowered: str) -> list:
         if not original[start:operator.start()].strip():
             start = original.rfind("\n", 0, max(0, start - 1)) + 1  # the operator starts its line: the operand is above
         end = original.find("\n", operator.end())
+        if end >= 0 and not original[operator.end():end].strip():
+            end = original.find("\n", end + 1)  # the operator ends its line: the operand is below
         end = len(original) if end < 0 else end
         if spans and start <= spans[-1][1]:
             spans[-1][1] = max(spans[-1][1], end)
@@ -6384,7 +6394,8 @@ RULE_WORDS = {
         ("outlook.office", "webhook.office.com/webhookb2")),
     "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",), ()),
     "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",), ("discord",)),
-    "oci-pre-authenticated-url": ("8029b340", (".oraclecloud.com/p/",), ("objectstorage.",), ("objectstorage.",)),
+    'oci-pre-authenticated-url': ('ed52f1ee', ('"access-uri":', '.oraclecloud.com'), ('"access-uri":',
+        "objectstorage."), ("/p/",)),
     "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia"), ()),
     "twilio-auth-token-after-sid": ("4374e4f6", ("ac",), ("ac",), ()),
     "aws-access-key-id": ("44232805", ("abia", "acca", "akia", "asia"), ("abia", "acca", "akia", "asia"), ()),
@@ -6807,13 +6818,13 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("60d22f6f", ("--fields", "--reveal", "-password", ".apikey", ".boto", ".dockercfg",
+    "context-command-output": ("cf6b4453", ("--fields", "--reveal", "-password", ".apikey", ".boto", ".dockercfg",
         ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd",
         ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".secret", ".secretkey", ".tfstate",
         ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login", "/oauth", "/session",
         "/token", "account", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws", "bootstrap", "bun",
         "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "deno", "docker/config.json",
-        "document", "doppler", "echo", "env", "firebase", "gcloud", "genkey", "get", "get-access-token",
+        "document", "doppler", "echo", "env", "firebase", "gcloud", "generate", "genkey", "get", "get-access-token",
         "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku",
         "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate",
         "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl",

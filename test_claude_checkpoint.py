@@ -1017,6 +1017,10 @@ class TestRedaction(unittest.TestCase):
             "     2→b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
             "     3→QyNTUxOQAAACDpQ7rX2mKvL9sTn4WbY8eZc1Hj6uFdA0gNiBoRw5yEqMAAAJjz3hKm898S\n     4→-----END OPENSSH PRIVATE KEY-----":
                 "QyNTUxOQAAACDpQ7rX2mKvL9sTn4WbY8eZc1Hj6uFdA0gNiBoRw5yEqMAAAJjz3hKm898S",
+            # BuildKit's log: the step's number and the time before each line of a key a RUN echoed.
+            '#8 [builder 3/7] RUN echo "-----BEGIN EC PRIVATE KEY-----\n#8 0.212 MHcCAQEEII2WC2NVT2CM4uG4+tTF5qY3nPVKwMvqzjsTGgXOJZG633Fz3uDXkkSy\n'
+            '#8 0.212 oAoGCCqGSM49AwEHoUQDQgAEJN9L1QzlGEG6tP7htA56JYb56s8Lg+6CqS/gHPCt\n#8 0.212 -----END EC PRIVATE KEY-----" > /root/.ssh/id_ecdsa':
+                "oAoGCCqGSM49AwEHoUQDQgAEJN9L1QzlGEG6tP7htA56JYb56s8Lg+6CqS/gHPCt",
         }
         for text, secret in cases.items():
             with self.subTest(text=text[:30]):
@@ -1055,6 +1059,11 @@ class TestRedaction(unittest.TestCase):
                 ("9QiFA6llllQq9QKJ", "soJwXhTs71c1simg"),
             'export API_JWT="eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\\\neyJzdWIiOiJzdmMtcmVwb3J0aW5nIiwic2NvcGUiOiJyZXBvcnRzOnJlYWQiLCJleHAiOjE3NjcyMjU2MDB9.\\\n'
             'nlD7Dq1CPrJxs9z2NCoQo5p_GLppSli-iJhDiBE18ju"': ("eyJzdWIiOiJzdmMtcmVwb3J0aW5nIiwic2NvcGUiOiJyZXBvcnRzOnJlYWQiLCJleHAiOjE3NjcyMjU2MDB9",),
+            # The operator at the end of a line, the operand on the next.
+            'const dsn = "host=pg-events.svc user=events password=" +\n\t"Ev3nts!Pg" + "_Go2024" +\n\t" dbname=events sslmode=require"': ("Ev3nts!Pg", "_Go2024"),
+            'private static final String PRIVATE_KEY_PEM =\n    "-----BEGIN PRIVATE KEY-----\\n" +\n'
+            '    "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg1iTbTA4xkPT9DDWP\\n" +\n    "-----END PRIVATE KEY-----";':
+                ("MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg1iTbTA4xkPT9DDWP",),
         }
         for text, parts in cases.items():
             with self.subTest(text=text[:30]):
