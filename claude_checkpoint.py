@@ -947,7 +947,7 @@ _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key,
 # where it comes from (Drone's `from_secret: docker_password`).
-_NOT_SECRET_QUALIFIERS = frozenset("hashed existing from page continuation pagination cursor next cache idempotency crashreporter".split())
+_NOT_SECRET_QUALIFIERS = frozenset("hashed existing from page continuation pagination cursor next cache idempotency crashreporter consent".split())
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
@@ -1141,6 +1141,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # what a usage text names: `TagKey1=TagValue1`, `ParameterKey1=ParameterValue1`
     if _regex(r"(?i)(?:todo|fixme|tbd|change-?me|replace-?me|insert|your)[-_][a-z]{3,}[-_][a-z]").match(v):
         return True  # what to do instead of a value: `TODO-generate-with-openssl-rand-hex-32`
+    if _regex(r"(?i)(?:test|dummy|fake|mock|sample|example)[-_][a-z]{2,12}(?:[-_][a-z]{2,12})?[-_]?\d{0,3}").fullmatch(v):
+        return True  # a test's stand-in: test-key-1, dummy_token
     if _regex(r"[A-Z][A-Z_]{3,40}\d{1,2}").fullmatch(v) and _regex(r"TOKEN|KEY|SECRET|PASS").search(v) and _is_placeholder(v.rstrip("0123456789")):
         return True  # a numbered stand-in that names what goes there: MYTOKEN1, MYTOKEN2 (not a mainframe's CHANGE92)
     if any(map(str.isdigit, v)):
@@ -1288,7 +1290,7 @@ def _accept_assignment(match: Any) -> bool:
 
 
 # Words that begin an expression in code, which no secret's value is: `const credentials = new …`, `void 0`.
-_CODE_KEYWORDS = frozenset("new void await typeof this self cls yield lambda function async require import class".split())
+_CODE_KEYWORDS = frozenset("new void await try typeof this self cls yield lambda function async require import class".split())
 
 
 def _is_code_value(match: Any, bare: str) -> bool:
@@ -3390,7 +3392,7 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 # punctuation is rejected at once. (The class before the words only spares the regex engine
 # trying every word at every step.)
 _SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "cred", "auth", "dsn", "cookie", "pin", "pat", "private", "encrypt",
-                    "session", "psk", "community", "seed", "pepper")
+                    "session", "psk", "community", "seed", "pepper", "salt")
 _SECRETISH_REACH = 80
 _SECRETISH_FIRST_LETTERS = "".join(sorted({word[0] for word in _SECRETISH_WORDS}))  # a cheap first test
 _SECRETISH_WORD = "(?=[%s%s])(?i:%s)" % (_SECRETISH_FIRST_LETTERS, _SECRETISH_FIRST_LETTERS.upper(), "|".join(_SECRETISH_WORDS))
@@ -4658,6 +4660,9 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
+#   keep:  let password = try KeychainHelper.read(service: "sync-service", account: "default")
+#   keep:  Cookie: theme=dark; lang=de; cookie_consent=analytics%2Cfunctional
+#   catch: $settings['hash_salt'] = '«IS5NEe1UKVwRiLZcWCxDpSmdMi44YSlgiYCs3JZQCsme7NP8IqqrEpYXJATK09v7»';
 #   keep:  [2024-03-11T10:02:44Z] cache MISS key=product:v3:cc4e2dbda4073c50 ttl=300
 #   keep:  "requestParameters": { "secretId": "prod/orders/db", "clientRequestToken": "8b2a4c1e-5d6f-4a7b-9c8d-0e1f2a3b4c5d" }
 #   keep:  doctrine:\n    dbal:\n        password: '%env(DB_PASSWORD)%'
@@ -5318,13 +5323,15 @@ kubectl-describe-data        described-value        (?m)^---(?:-*)\r?\n(?P<s>[^\
 #   catch: Data\n====\nINTERNAL_API_KEY:\n----\n«mMXITHGxEWGhZp7enfuvgi3eu8F8hfYu»\n
 #   keep:  Data\n====\nSENTRY_ENV:\n----\nproduction\nTOKEN_TTL:\n----\n3600
 # Google's app passwords: four groups of four small letters after a password word (msmtprc, .muttrc, a note).
-app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:word|wd)?|app[ \-]password)\b[ \t]*[:=]?[ \t]*["']?(?P<s>(?-i:[a-z]{4}[ \-][a-z]{4}[ \-][a-z]{4}[ \-][a-z]{4}))(?![\w\-])
+app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:word|wd)?|app[ \-]password)\b(?:[^\n:=]{0,80}[:=])?[ \t]*["']?(?P<s>(?-i:[a-z]{4}[ \-][a-z]{4}[ \-][a-z]{4}[ \-][a-z]{4}))(?![\w\-])
+#   catch: Google app password for the "invoices-bot" mailbox (created 11 Jun): «lkvr qzpn emtw xhjo»
 #   catch: account gmail\nhost smtp.gmail.com\nuser fatima@corp.example.org\npassword «rtcb krtv kanx seii»
 #   keep:  the password must have four words like this
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
-context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
+context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){1,3}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
 #   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
+#   catch: GitHub recovery codes (typed from a photo, sorry)\n«7bmk-s8lx»   «1mfi-4s39»\n«svzu-fycv»   «dwtl-795l»\nKeep your recovery codes in a safe spot.
 # A cookie jar in Netscape's format (curl -c, browsers' exports): the value, last of seven fields.
 netscape-cookie-jar          random                 (?m)^[ \t]*(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t[^\t\n]+\t(?P<s>[^\t\n]{8,4096})$
 #   catch: • Ran cat /tmp/cj.txt\n  └ # Netscape HTTP Cookie File\n    jenkins.calderdale.lan\tFALSE\t/\tFALSE\t1759600000\tremember-me\t«ngsqsa9Vb3jEiTCncMj8cVufwP3w5H2WoQnd»
@@ -6462,9 +6469,9 @@ RULE_WORDS = {
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
-    "nvs-csv-value": ("33188386", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
+    "nvs-csv-value": ("c7c199f9", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
         "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk",
-        "pwd", "secret", "seed", "session", "token")),
+        "pwd", "salt", "secret", "seed", "session", "token")),
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
         ("a temporary password is generated for ",), (":",)),
@@ -6540,8 +6547,8 @@ RULE_WORDS = {
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("6a464798", ("pass",), (), ()),
-    "cobol-password-value": ("81103563", ("value",), (), ("auth", "community", "cookie", "cred", "dsn", "encrypt",
-        "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token")),
+    "cobol-password-value": ("0e3098a2", ("value",), (), ("auth", "community", "cookie", "cred", "dsn", "encrypt",
+        "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token")),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
@@ -6631,10 +6638,10 @@ RULE_WORDS = {
     "webhook-path-token": ("c2180a87", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("5302fd63", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth",
+    "spaced-assignment": ("e9920c82", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth",
         "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk",
-        "pwd", "secret", "seed", "session", "token")),
-    "powershell-env-item": ("ca14b261", ("-item",), ("new", "set"), ("env:",)),
+        "pwd", "salt", "secret", "seed", "session", "token")),
+    "powershell-env-item": ("a8511a96", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
     "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
@@ -6676,48 +6683,49 @@ RULE_WORDS = {
     "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
     "call-with-name-and-value": ("b4c48ea6", ("(",), (), (",",)),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
-    "call-wrapped-value": ("ed98acff", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":=", "=")),
+    "call-wrapped-value": ("b11f5a44", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-element": ("11ae03e0", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("</",)),
-    "plist-key-string": ("1ccba5d8", ("</string>",), ("<key>",), ("<string>",)),
+    "xml-element": ("0fb0a874", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ("</",)),
+    "plist-key-string": ("07a51062", ("</string>",), ("<key>",), ("<string>",)),
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("19b8c756", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":",)),
-    "secret-flag": ("887b3b57", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("-",)),
-    "config-line-value": ("0c193e4b", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
-    "redis-hash-field": ("c66c77c2", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (")",)),
+    "typed-assignment": ("28088420", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), (":",)),
+    "secret-flag": ("f54fc1c0", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ("-",)),
+    "config-line-value": ("c581b760", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
+    "redis-hash-field": ("e049c63f", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), (")",)),
     "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
-    "box-table-value": ("53e3f4da", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
+    "box-table-value": ("02322120", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
     "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("6a2ebb0c", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ()),
-    "nested-default-value": ("33bb130b", ("default", "value"), (), ("auth", "community", "cookie", "cred", "dsn",
-        "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session",
+    "config-spaced-value": ("da2105f5", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
+    "nested-default-value": ("ec94b737", ("default", "value"), (), ("auth", "community", "cookie", "cred", "dsn",
+        "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session",
         "token")),
-    "property-value-lines": ("d713394c", ("property:",), ("property:",), ("value:",)),
-    'validation-input-value': ('ca2f895a', ('input_value="', "input_value='"), (), ('auth', 'community', 'cookie',
-        "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "secret", "seed",
-        "session", "token")),
+    "property-value-lines": ("eb713cd1", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('68c7571a', ('input_value="', "input_value='"), (), ('auth', 'community', 'cookie',
+        "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "salt", "secret",
+        "seed", "session", "token")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
     "git-config-secret": ("c51465d9", ("config",), ("git",), ("git",)),
     "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
-    "heredoc-under-secret-name": ("87c071ac", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        "pat", "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), ("<<",)),
-    "secret-assignment": ("707994b8", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":", ":=", "=", "=>")),
+    "heredoc-under-secret-name": ("0e3affca", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        "pat", "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ("<<",)),
+    "secret-assignment": ("82b97eb7", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), (":", ":=", "=",
+        "=>")),
     "prose-password": ("7c1adde8", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd"), ("(", ":", "=", "is", "to")),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
@@ -6838,8 +6846,8 @@ RULE_WORDS = {
     "context-html-table": ("54f2284d", ("</th>",), ("<tr",), ("</tr>",)),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
-    "app-password-groups": ("2e8e2870", ("pass", "password"), ("app", "pass"), ()),
-    "context-recovery-codes": ("74e84f4c", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
+    "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
+    "context-recovery-codes": ("31ea30da", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
@@ -6848,10 +6856,10 @@ RULE_WORDS = {
     "context-continued-value": ("04fd6735", ("\\",), (), ("\n",)),
     "context-joined-literals": ("1da7408a", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("9fbc5b30", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        'pat', 'pepper', 'pin', 'private', 'psk', 'pwd', 'secret', 'seed', 'session', 'token'), (), ('"', "'")),
-    "context-yaml-block": ("75344206", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "secret", "seed", "session", "token"), (), (":",)),
+    "context-quoted-block": ("c936d9a8", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        'pat', 'pepper', 'pin', 'private', 'psk', 'pwd', 'salt', 'secret', 'seed', 'session', 'token'), (), ('"', "'")),
+    "context-yaml-block": ("ff0d40de", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), (":",)),
 }
 
 
