@@ -2103,7 +2103,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad)[ \-]?codes?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ \-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -2213,11 +2213,11 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's"
-    "|поменял на|поменяла на|поменяли на|изменил на|изменила на|сменил на|сменила на|zmieniłem na|zmieniłam na|zmienił na"
+    "|поменял на|поменяла на|поменяли на|изменил на|изменила на|изменили на|сменил на|сменила на|сменили на|zmieniłem na|zmieniłam na|zmienił na"
     "|zmieniła na|zmieniliśmy na|cambiato in|cambiata in|cambiado a|změnil jsem na|změnil na|změnila na") + r")(?![\w'’\-])"  # a verb after the word too: "пароль … поменял на X"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
               r"|(?<![\w'’])on(?![\w'’\-])"  # Finnish's and Estonian's "is" (after their words only: _given_password)
-              r"|c'est|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
+              r"|c'est|改成了|改成|改为|改為|换成了|换成|換成|设为|設為|更改为|更改為|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
 _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：≔|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"|(?<![\w/.:])[a-z]{1,4}/[a-z0-9]{1,4}(?![\w/])){0,90}?(?:(?P<sign>[:：=≔]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
@@ -2552,6 +2552,11 @@ def _spoken_passphrase(match: Any) -> list:
     colon (`Frasa sandi untuk vault backup: cream arrow brave champion 66`, `(passphrase: a b c d)`)
     or in quotes further on in the line (`the passphrase for the GPG key is "alarm smokey cobalt"`);
     after a password word, four words or more in quotes (`logging in with mot de passe `a b c d``)."""
+    if _names_passphrase(match.group()):
+        for pattern in _SENTENCE_PASSPHRASE:
+            sentence = _regex(pattern).match(match.string, match.end())
+            if sentence and _is_sentence_passphrase(sentence.group("s")):
+                return [sentence.span("s")]
     if not _regex(_SMALL_WORD + r"[ \t]" + _SMALL_WORD + r"[ \t]" + _SMALL_WORD).search(match.string, match.end(), match.end() + 400):
         return []  # no three small words in a row close after the word: a cheap look before the costly ones
     if _names_passphrase(match.group()) or _regex(_PASSPHRASE_WORD).search(_line_before(match.string, match.start(), 12)):  # frase de contraseña
@@ -2571,6 +2576,21 @@ def _spoken_passphrase(match: Any) -> list:
         found = found if found and (len(words) >= 4 or three) and not set(words) & _COMMON_WORDS else None
     group = found and next(name for name in ("v", "quoted", "bare") if found.groupdict().get(name))
     return [found.span(group)] if found and _is_spoken_passphrase(found.group(group)) else []
+
+
+# A passphrase that is a sentence, in any language, after a word for a passphrase: in quotes further on in
+# the line (`Passphrase für den GPG-Key ist "Feuerwehr Zebra Mondschein 12"`, `c'est « la mer est calme ce
+# soir 42 »`), or four words or more that end the line after a colon.
+_SENTENCE_WORDS = r"(?:[^\W\d_]{1,14}[ \t]){%s}(?:[^\W\d_]{1,14}|\d{1,4})"
+_SENTENCE_PASSPHRASE = (r"[^\n\"«“]{0,80}?[\"«“][ \t]*(?P<s>" + _SENTENCE_WORDS % "2,9" + r")[ \t]*[\"»”]",
+                        r"[^\n:=\"«“]{0,80}?[:=][ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*[.!]?[ \t]*(?:\r?\n|$)")
+
+
+def _is_sentence_passphrase(value: str) -> bool:
+    """Words that may be a passphrase said as a sentence: none of an English sentence about secrets
+    (`"not required for this key"`, `"ask the team lead"`), no credential word, a number or four words."""
+    words = value.lower().split()
+    return not set(words) & (_COMMON_WORDS | _NOT_PASSPHRASE_WORDS) and (len(words) >= 4 or words[-1].isdigit())
 
 
 def _is_spoken_passphrase(value: str) -> bool:
@@ -4866,6 +4886,13 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   keep:  disarm the alarm before 7am, the code is on the card
+#   catch: reminder for the weekend on-call: server room door code is «7261#», alarm disarm code «90417»
+#   keep:  the passphrase is "not required for this key"
+#   catch: La passphrase de la clé GPG de release : «le chat dort sur le radiateur 1984»
+#   catch: Die Passphrase für den GPG-Key vom Release-Signing ist "«Feuerwehr Zebra Mondschein 12»" – liegt sonst im Tresor.
+#   catch: Коллеги, пароль от Wi‑Fi для гостей в переговорке сменили на «Samovar_1987»
+#   catch: 大家好，测试环境的 MySQL root 密码已经改成 «Mysql@Ceshi#2024» 了，请大家更新本地配置。
 #   keep:  api_key = "sk-ant-api03-..."  # placeholder, the real one is in 1Password
 #   keep:  La password è stata cambiata stamattina, la trovi nel vault del team.
 #   catch: door code for the server room changed to «48213#», alarm PIN is «7702».
@@ -6755,35 +6782,34 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
-    "context-credential-word": ("32841ace", ("adgangskode", "alarm", "anahtar", "api", "apiキー", "avain", "bearer",
-        "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "contrase", "credential", "creds",
-        "door", "frasa sandi", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz",
-        "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz",
-        "klíč", "kunci", "llave", "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau",
-        "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "panel", "parol", "parola",
-        "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
-        "passwrod", "pasw", "pasword", "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk", "pw", "pwd",
-        "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "session", "sifre",
-        "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός",
-        "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
-        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
-        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스",
-        "인증", "토큰"), ("access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
-        "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
-        "contrase", "credential", "creds", "deploy", "door", "encryption", "frasa sandi", "frase secreta", "gate",
-        "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
-        "kennwort", "key", "keypad", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave",
-        "lock", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp",
-        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "panel", "parol",
-        "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
-        "passwrd", "passwrod", "pasw", "pasword", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk",
-        "pssword", "puk", "pw", "pwd", "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel", "secret",
-        "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "token",
-        "tokens", "tokn", "unseal", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός",
-        "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة",
-        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
-        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스",
-        "인증", "토큰"), ()),
+    "context-credential-word": ("8f6021f8", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
+        "disarm", "frasa sandi", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
+        "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci",
+        "llave", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe",
+        "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "parol", "parola", "parool", "pass", "passcode",
+        "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw",
+        "pasword", "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
+        "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token",
+        "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
+        "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन",
+        "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼",
+        "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ("access",
+        "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer",
+        "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "contrase", "credential",
+        "creds", "deploy", "disarm", "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis",
+        "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
+        "keypad", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox",
+        "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe",
+        "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "panel", "parol", "parola", "parool",
+        "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
+        "passwrod", "pasw", "pasword", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk", "pssword",
+        "puk", "pw", "pwd", "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo",
+        "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "token", "tokens", "tokn",
+        "unseal", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол",
+        "пароль", "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी",
+        "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
+        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("ceb763a9", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
         "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
