@@ -981,7 +981,7 @@ def secret_strength(name: str) -> int:
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
         parts.pop()  # SESSION_TOKEN_B64 is a token
-    while len(parts) > 1 and parts[-1] in ("part", "parts", "half", "chunk", "chunks", "piece") or len(parts) > 2 and parts[-1].isdigit() and parts[-2] in ("part", "half", "chunk"):
+    while len(parts) > 1 and _regex(r"(?:part|half|chunk|piece)s?\d{0,2}").fullmatch(parts[-1]):
         parts.pop()  # GH_APP_KEY_PART1, key_chunks: a key's parts
     if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"]:
         return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce
@@ -3262,7 +3262,7 @@ def _find_insert_columns(match: Any) -> list:
 def _find_numbered_mnemonic(match: Any) -> list:
     """The words of a numbered recovery phrase: 12, 15, 18, 21 or 24 of them, numbered 1 to N."""
     start = match.start("s")
-    words = list(_regex(r"(\d{1,2})[.)][ \t]+([a-z]{3,8})").finditer(match.group("s")))
+    words = list(_regex(r"(\d{1,2})[.)]?[ \t]+([a-z]{3,8})").finditer(match.group("s")))
     numbers = sorted(int(word.group(1)) for word in words)
     if len(words) not in (12, 15, 18, 21, 24) or numbers != list(range(1, len(words) + 1)):
         return []
@@ -3849,9 +3849,10 @@ xml-entry-key                assignment             <(?P<tag>entry|property)[ \t
 #   keep:  <entry key="db.password">${DB_PASSWORD}</entry>
 #   catch: <property name="hibernate.connection.password">«Vi0l3t!35»</property>
 # A recovery phrase a wallet prints numbered in columns (`1. apart   7. beach …`): each of its 12 to 24 words.
-numbered-mnemonic            numbered-mnemonic      (?i)(?:recovery|seed|mnemonic|backup|secret)[ \-]?(?:phrase|words|sentence)?[^\n]{0,80}\r?\n(?:[ \t]*\r?\n)?(?=(?P<s>(?:[ \t]*\d{1,2}[.)][ \t]+[a-z]{3,8}(?:[ \t]+\d{1,2}[.)][ \t]+[a-z]{3,8}){0,5}[ \t]*(?:\r?\n|$)){2,24}))
+numbered-mnemonic            numbered-mnemonic      (?i)(?:recovery|seed|mnemonic|backup|secret|wallet)[ \-]?(?:phrase|words|sentence)?[^\n]{0,80}\r?\n(?:[ \t]*\r?\n)?(?=(?P<s>(?:[ \t]*\d{1,2}[.)]?[ \t]+[a-z]{3,8}(?:[ \t]+\d{1,2}[.)]?[ \t]+[a-z]{3,8}){0,23}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: Write down your recovery phrase:\n\n 1. «apart»       4. «beach»      7. «bike»      10. «arrow»\n 2. «animal»      5. «all»        8. «away»      11. «brisk»\n 3. «alert»       6. «athlete»    9. «animal»    12. «arrive»
 #   keep:  Recovery steps:\n 1. open the app\n 2. tap settings\n 3. choose restore
+#   catch: hardware wallet backup (treasury multisig signer #2):\n1 «quantum» 2 «harbor» 3 «velvet» 4 «mimic» 5 «orchard» 6 «fossil» 7 «tribe» 8 «lunar» 9 «ankle» 10 «decide» 11 «pottery» 12 «swift»
 # The values of a Kubernetes Secret: base64 under data:, plain under stringData:.
 kubernetes-secret-data       kubernetes-secret-data (?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\r?\n(?=(?P<s>(?:(?P=indent)[ \t]+[^\n]*(?:\n|$)){1,200}))
 #   keep:  kind: Secret\nstringData:\n  DB_USER: payments\n  STRIPE_WEBHOOK_SECRET: "whsec_xxxxxxxxxxxxxxxxxxxxxxxx"
@@ -5779,6 +5780,12 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
                 folds.append((found.start(), found.end(), *made))
         if len(folds) > _FOLDS_MAX:
             break
+    for found in _regex(r"(?m)(?<=:)[ \t]*[>|][-+]?[ \t]*\n((?:[ \t]+[A-Za-z0-9+/=_\-.~]{4,200}[ \t]*(?:\n|$)){2,40})").finditer(original) if ": >" in original or ": |" in original else ():
+        pieces = list(_regex(r"[^\s]+").finditer(original, found.start(1), found.end(1)))  # a YAML block's lines: one value
+        folds.append((found.start(), found.end(1) - (original[found.end(1) - 1:found.end(1)] == "\n"), ' "' + "".join(piece.group() for piece in pieces) + '"',
+                      [piece.span() for piece in pieces]))
+        if len(folds) > _FOLDS_MAX:
+            break
     for found in _regex(r'"(?:[^"\\\n]*\\\r?\n){1,40}[^"\\\n]*"').finditer(original) if "\\\n" in original else ():
         pieces = list(_regex(r'[^"\\\s](?:[^"\\\n]*[^"\\\s])?').finditer(original, found.start(), found.end()))  # a string a shell continues over lines
         folds.append((found.start(), found.end(), '"' + "".join(piece.group() for piece in pieces) + '"', [piece.span() for piece in pieces]))
@@ -6518,8 +6525,8 @@ RULE_WORDS = {
         ("a temporary password is generated for ",), (":",)),
     "sql-insert-columns": ("5437daa5", ("insert",), ("insert",), ("values",)),
     "xml-entry-key": ("13e467d0", ("<entry", "<property"), ("<entry", "<property"), ("key", "name")),
-    "numbered-mnemonic": ("b2dae14c", ("backup", "mnemonic", "recovery", "secret", "seed"), ("backup", "mnemonic",
-        "recovery", "secret", "seed"), ("\n",)),
+    "numbered-mnemonic": ("b8c361eb", ("backup", "mnemonic", "recovery", "secret", "seed", "wallet"), ("backup",
+        "mnemonic", "recovery", "secret", "seed", "wallet"), ("\n",)),
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), (), (":",)),
     "authorization-header": ("3d70873d", ("authorization",), (), ()),
     "scheme-and-token-arguments": ("2715707f", ("basic", "bearer", "token"), (), (",",)),

@@ -1059,6 +1059,11 @@ class TestRedaction(unittest.TestCase):
                 ("9QiFA6llllQq9QKJ", "soJwXhTs71c1simg"),
             'export API_JWT="eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.\\\neyJzdWIiOiJzdmMtcmVwb3J0aW5nIiwic2NvcGUiOiJyZXBvcnRzOnJlYWQiLCJleHAiOjE3NjcyMjU2MDB9.\\\n'
             'nlD7Dq1CPrJxs9z2NCoQo5p_GLppSli-iJhDiBE18ju"': ("eyJzdWIiOiJzdmMtcmVwb3J0aW5nIiwic2NvcGUiOiJyZXBvcnRzOnJlYWQiLCJleHAiOjE3NjcyMjU2MDB9",),
+            # A YAML block's lines are one value; a key's parts under names that say so.
+            "env:\n  - name: DATADOG_API_KEY\n    value: >-\n      c5a37e6f770c351b\n      4deba241aca4aaf4": ("c5a37e6f770c351b", "4deba241aca4aaf4"),
+            "storage:\n  azure:\n    key: >-\n      lfObatfE1/6ZjKebIKqkTrsJ1DKEM+\n      wJz2+kLy/ZmsGqN8/QwvAeFevhUJJ7\n      amniNRKlTTeXLDXiCcPlGS0hUg==":
+                ("amniNRKlTTeXLDXiCcPlGS0hUg==",),
+            "api:\n  key_part1: atXgDJ0hyqRCEWAK\n  key_part2: BcnJtRrVTp0aTR7p": ("atXgDJ0hyqRCEWAK", "BcnJtRrVTp0aTR7p"),
             # The operator at the end of a line, the operand on the next.
             'const dsn = "host=pg-events.svc user=events password=" +\n\t"Ev3nts!Pg" + "_Go2024" +\n\t" dbname=events sslmode=require"': ("Ev3nts!Pg", "_Go2024"),
             'private static final String PRIVATE_KEY_PEM =\n    "-----BEGIN PRIVATE KEY-----\\n" +\n'
@@ -1075,7 +1080,7 @@ class TestRedaction(unittest.TestCase):
                      "prefix = \"Bearer \"\nheader = prefix + token", "HOME_BIN=\"/opt/tools\"\nexport PATH=\"$HOME_BIN:$PATH\"",
                      "names = [\"alpha\", \"beta\"]\nprint(\", \".join(names))",
                      'dsn = os.getenv("DB_USER") + ":" + os.getenv("DB_PASSWORD") + "@db:5432/app"',
-                     'MESSAGE = "Deploy finished for " \\\n  "all regions"'):
+                     'MESSAGE = "Deploy finished for " \\\n  "all regions"', "description: >-\n  This service handles\n  payments for shops"):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
