@@ -1065,7 +1065,7 @@ def _is_reference(value: str) -> bool:
     named_like_a_password = first == "$" and _is_dollar_password(v)  # $Crimson58asdfgh is no variable
     if (first in "$%" and _regex(_LEADING_REFERENCE).match(v) and not named_like_a_password) or (first == "@" and _regex(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)").fullmatch(v) and not _own_sigil(v)):
         return True
-    if (not quoted and first in "[({") or (first == "<" and v[-1] == ">") or "<" in v and ">" in v and _regex(r"<[A-Za-z][\w\- ]{1,29}>").search(v):
+    if (not quoted and first in "[({（【「") or (first == "<" and v[-1] == ">") or "<" in v and ">" in v and _regex(r"<[A-Za-z][\w\- ]{1,29}>").search(v):
         return True  # also a template's slots: `$2b$<cost>$<22-char salt>`
     if _regex(r"(?:[\w\-]+:)?(?:@[A-Z][A-Z0-9_]{2,60}@|%%[A-Z][A-Z0-9_]{2,60}%%)").fullmatch(v):
         return True  # a build's or provisioning's slot: hash:@EDUROAM_NTHASH@, %%SIP_PASSWORD%%
@@ -1984,14 +1984,15 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
         token = text[first:last]
         if not looks_machine_generated(token) or _is_reference(token) or _is_masked_or_public(token):
             continue
-        if _in_angle_brackets(text, first, last):
-            continue
+        if _in_angle_brackets(text, first, last) or text[last:last + 1] == "(" and _regex(r"[A-Za-z_][\w.]*").fullmatch(token):
+            continue  # (a call's name: ec.SECP256R1())
         if token[-1:] == "=" and text[first - 1:first] in ("", " ", "\t", "\n", ";") and _regex(r"[A-Za-z_][\w.\-]*=").fullmatch(
                 token) and _regex(r"\w").match(text, last):
             continue  # a name, its value after the `=`: a cookie's `_ga_J8DI95943U=GS1.1.…`
         named = _regex(r"(?:\d+:)?[A-Za-z_][\w.:\-]{0,40}=(.*)").match(token)
-        if named and (_names_no_token(token) or _is_masked_or_public(named.group(1)) or _is_placeholder(named.group(1))):
-            continue  # what a log line says of a token (`ttl=768h0m0s`); a masked one (grep's `289:GITHUB_TOKEN=ghp_XXXX…`)
+        if named and (_names_no_token(token) or _is_masked_or_public(named.group(1)) or _is_placeholder(named.group(1))
+                      or 0 < len(named.group(1)) < 8 and secret_strength(token.split("=", 1)[0]) == 0):
+            continue  # what a log line says of a token (`ttl=768h0m0s`); a masked one (grep's `289:GITHUB_TOKEN=ghp_XXXX…`); data (`card_last4=4242`)
         if text[first - 1:first] == "\\" and token[:1] in "ux":
             continue  # the rest of an escape: \uFF1A/curator
         parameter = _regex(r"[?&]([A-Za-z][\w.\-]{0,40})=$").search(text, max(0, first - 44), first)
@@ -2850,8 +2851,9 @@ def _find_printed_secrets(match: Any) -> list:
         r"([^\s$:~@]{4,4096})$").match(text, start, end)  # printed with no newline: the next prompt stands after it, `w0uE…$ kubectl …`
     command = text[match.start():start].rstrip("\n")
     single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
-    if single and _regex(r"(?i)[.\[{'\"](?:data\.)?(?:user(?:name)?|login|email|host(?:name)?|port|db|database|dbname|url|region)\b[}'\"\]]").search(command):
-        single = None  # `jsonpath='{.data.username}' | base64 -d` prints a name
+    if _regex(r"(?i)[.\[{'\"](?:data\.)?(?:user(?:name)?|login|email|host(?:name)?|port|db|database|dbname|url|region)\b[}'\"\]]"
+              r"|--query[ \t=]+['\"]?(?:VersionId|ARN|Name|CreatedDate|VersionStages)\b").search(command):
+        return []  # it prints a name: `jsonpath='{.data.username}' | base64 -d`, `--query 'VersionId'`
     if first_line and first_line.end() >= end - 1 and len(first_line.group(1)) >= 16 and _regex(_SECRET_FILE_READ).search(command):
         spans.append(first_line.span(1))  # a secret file of one line: `cat /var/lib/rabbitmq/.erlang.cookie`
     spoken = _regex(r"[ \t]*(?:" + _OUTPUT_MARK + r")?(" + _SPOKEN_PASSPHRASE + r")[ \t]*(?:\r?\n|$)").match(text, start, end)
@@ -4347,7 +4349,8 @@ keychain-value-data          not-reference          kSecValueData(?:[ \t]+as[ \t
 #   keep:  let item = [kSecValueData: password.data(using: .utf8)!] as CFDictionary
 #   catch: kSecValueData as String: "«H32dkgdm25-UDrL2QI+m2»".data(using: .utf8)!]
 # user:password piped into base64, to build a Basic Authorization header.
-basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*[ \t]+(["'])[\w.@+\-]{1,64}:(?P<s>(?!v?\d+(?:\.\d+){1,3}\1)[^'"\s]{4,128})\1[ \t]*\|[ \t]*base64\b
+basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*[ \t]+(["'])[\w.@+\-]{1,64}:(?P<s>(?!v?\d+(?:\.\d+){1,3}\1|[a-z]+(?::[a-z0-9]+)+\1)[^'"\s]{4,128})\1[ \t]*\|[ \t]*base64\b
+#   keep:  $ echo -n 'fernhill:ledger:export:v2' | base64
 #   keep:  $ echo -n 'orders-api:3.18.2' | base64
 #   catch: echo -n 'svc:«cobalt#Tundra81»' | base64   # for the Authorization header
 #   keep:  echo -n "$USER:$PASS" | base64
@@ -4616,6 +4619,7 @@ secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME
 #   keep:  docker build --secret id=npmrc,src=$HOME/.npmrc .
 # A config line whose value runs to the end of the line (INI, YAML, dotenv), whatever its first character.
 config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=]|[?:]=)[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;\\]))\\?(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
+#   keep:  AppID: wx1234567890abcdef（示例）\nAppSecret: （已隐藏）
 #   keep:  Sec-WebSocket-Key: bkfPCJ7JjPAFhoqxYsni1w==\nSec-WebSocket-Version: 13
 #   keep:  [security]\nadmin_user = admin\nadmin_password = $__file{/run/secrets/grafana_admin}
 #   catch: DB_PASS=«summer.ember.quartz.cookie»
@@ -4887,6 +4891,7 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   keep:      private_key = ec.generate_private_key(ec.SECP256R1())
 #   keep:  disarm the alarm before 7am, the code is on the card
 #   catch: reminder for the weekend on-call: server room door code is «7261#», alarm disarm code «90417»
 #   keep:  the passphrase is "not required for this key"
@@ -5095,6 +5100,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
 context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+#   keep:  token = f.encrypt(b"card_last4=4242")
 #   keep:  conn = snowflake.connector.connect(user=os.environ["USER"], password=password, account="ab12345.eu-west-1")
 #   catch: >> conn = database('notify_stg','arjun','«cobalt_bronze5716»', 'Vendor','MySQL');
 #   catch: token = jwt.encode({"sub": user.id, "exp": exp}, "«Nounours@786»", algorithm="HS256")
@@ -5258,6 +5264,7 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 #   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+#   keep:  $ aws secretsmanager get-secret-value --secret-id prod/app/db --query 'VersionId' --output text\na1f4c9e2-6b3d-4f7a-9e12-0c8d5b7a3e61
 #   catch: $ for u in reader writer; do echo -n "$u  "; vault kv get -field=password secret/mq/$u; done\nreader  «Rd-Mq!Reader-44»\nwriter  «Wr-Mq!Writer-91»
 #   catch: $ nomad operator gossip keyring generate\n«on7QZfGjhpdPqi//7TOgomgTnCxGNGTrugkFUEt9VwF=»\n$ vim server.hcl
 #   keep:  $ kubectl get secret pg-credentials -o jsonpath='{.data.username}' | base64 -d; echo\nbilling_svc
@@ -6675,7 +6682,7 @@ RULE_WORDS = {
         "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid"), (), ()),
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
     "keychain-value-data": ("500da005", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
-    "basic-auth-being-encoded": ("64e98655", ("base64",), ("echo",), ("echo",)),
+    "basic-auth-being-encoded": ("a54f34dd", ("base64",), ("echo",), ("echo",)),
     "basic-auth-encoded-call": ("fcceebc5", ("b64encode", "base64_encode", "btoa", "encode64", "encodebase64",
         "encodetostring", "strict_encode64"), ("b64encode", "base64_encode", "btoa", "encode64", "encodebase64",
         "encodetostring", "strict_encode64"), ("(",)),
