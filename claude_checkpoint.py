@@ -2725,6 +2725,8 @@ def _find_call_literals(match: Any) -> list:
         if _regex(_ALGORITHM_NAME).fullmatch(value):
             previous = value  # `createCipheriv("aes-256-gcm", …)`, `Signer.create("HS256", …)`
             continue
+        if _regex(r"[a-z_]\w*=[\w.]{1,40}").fullmatch(value) and secret_strength(value.split("=", 1)[0]) == 0:
+            continue  # data the call encrypts or signs: f.encrypt(b"card_last4=4242")
         found = random_tokens(text, start, end)
         if found and found != [(start, end)] and _regex(r"[^\s;&]{1,128}").fullmatch(value) and "://" not in value:
             found = [(start, end)]  # the whole literal, not the random part of it: "3mqgV=rLM!4QtHhOD4e_"
