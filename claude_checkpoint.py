@@ -2138,6 +2138,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
     r"|(?:python3?|node|ruby|perl|php|deno|bun|[\w./\-]*manage\.py|(?:bin/)?rails)\b[^\n]*?[ \t(;\"'](?:print|puts|pp|p|console\.log|echo|var_dump|say)[ \t(]+[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)"  # one-liners: python -c "print(settings.SECRET_KEY)"
     r"|[^\n]*?[\w)\]'\"]\.(?i:password|passwd|secret|token|secretkey|apikey)(?![\w(.\-])"  # a property read: (Get-ItemProperty …).Password, /text:processModel.password
+    r"|(?<=> )[^\n]{0,200}?(?i:key|token|secret|passw|pwd|cred)[^\n]{0,200}(?=\n=> )"  # irb's and pry's: `irb(main):001> Rails.application.credentials.dig(:x, :api_key)`
     r"|(?:(?<=>>> )|(?<=\]: )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*(?:\(\))?\)?[ \t]*(?=\n)")
 # What runs a command inside a container, on another host, in a shell or a loop: `kubectl exec deploy/api -- sh -c '…'`,
 # `for u in a b; do echo -n "$u  "; vault kv get -field=password …`.
@@ -2147,9 +2148,9 @@ _INSIDE_ANOTHER_COMMAND = (r"(?:(?:kubectl|oc)[ \t]+exec\b[^\n|;&]{0,200}?[ \t]-
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
 # words may hold spaces when the first holds @, ~, / or [ (`[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`,
 # `~/api (release/4.7) $`), not code's `return self._key > other._key`; a virtualenv's `(.venv) ` before it;
-# themes' `ledger ❯`, `╰─$`, `└─$`, `➜  api git:(main) ✗`, `λ`, `→`; cmd's `C:\Users\dev>`; IPython's `In [12]:`;
+# themes' `ledger ❯`, `╰─$`, `└─$`, `➜  api git:(main) ✗`, `λ`, `→`; cmd's `C:\Users\dev>`; IPython's `In [12]:`; irb's `irb(main):001>`, pry's `[1] pry(main)>`;
 # Claude Code's shell mode `> ! …`; Codex's and Cursor's `• Ran …`, `⬢ Ran …`, Copilot CLI's `● Run …`.
-_PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80}>|In[ \t]\[\d{1,5}\]:"
+_PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80}>|In[ \t]\[\d{1,5}\]:|(?:\[\d{1,5}\][ \t])?[a-z]{2,10}\([\w\-]{1,30}\)(?::\d{3})?(?::\d{1,3})?>"
                 r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\\\[\]\-]{0,60}?)(?:[$%❯]|>{1,3}(?:[ \t]!)?)"
                 r"|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#|[\w.\-]{1,30}[ \t]+❯|[╰└]─{0,3}[$#%❯]"
                 r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|λ(?:[ \t]+[\w.~/\-]{1,40})?|→"
@@ -2879,7 +2880,7 @@ def _find_printed_secrets(match: Any) -> list:
         for row in _regex(r"(?m)^[ \t]*\S[^\t\n]*?(?:\t| {2,})[^\n]*$").finditer(text, start, end):
             spans += [(row.start() + cell.start(), row.start() + cell.end()) for cell in _regex(r"(?<![^\t ])[^\s|=(),\"]{8,64}(?![^\t\n ])").finditer(row.group())
                       if cell.start() and _holds_a_password(cell.group())]  # a password column: jq's @tsv
-    for line in _regex(r"(?m)^[ \t]*(?:" + _OUTPUT_MARK + r")?(?:b?([\"'])(?=[^\s\"']{8,128}\1[ \t]*$))?(\S{8,128}?)\1?[ \t]*$").finditer(text, start, end):
+    for line in _regex(r"(?m)^[ \t]*(?:" + _OUTPUT_MARK + r"|=>[ \t]+)?(?:b?([\"'])(?=[^\s\"']{8,128}\1[ \t]*$))?(\S{8,128}?)\1?[ \t]*$").finditer(text, start, end):
         word, first = line.group(2), line.start(2)  # a REPL's string without its quotes: b'16YPeG…='
         if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word) or _is_dotted_passphrase(word)
                 or _is_joined_passphrase(word)) and not _regex(
@@ -3598,6 +3599,13 @@ placeholder-default-secret   assignment             \$\{(?P<name>[\w.\-]{0,60}(?
 #   catch: @Value("${jwt.secret:«0e4ntYnP9X8YzuEwykPZxf7/Zq8Lm2Xr5Kp9Tw3V»}")
 #   catch: export PGPASSWORD=${DB_PASSWORD:-«Summer2021!»}
 #   keep:  @Value("${jwt.secret:}") and ${API_TOKEN:-${FALLBACK_TOKEN}}
+# A default in code for a secret the environment may not give: `os.getenv("DB_PASSWORD", "…")`,
+# `process.env.ADMIN_PASS || "…"`, `ENV.fetch("API_TOKEN") { "…" }`, `env("APP_KEY", "…")`.
+environment-default-secret   assignment             (?:(?:getenv|environ\.get|ENV\.fetch|Getenv|getEnv|GetEnvironmentVariable|env|config)\([ \t]*["']|process\.env\.)(?P<name>[\w.\-]{0,60}(?i:secret|passw|token|key|pwd|pass)[\w.\-]{0,40})(?:["'][ \t]*(?:,[ \t]*|\)[ \t]*(?:\|\||\?\?|or|\?:|\{)[ \t]*)|[ \t]*(?:\|\||\?\?)[ \t]*)(?P<s>"[^"\n]{4,256}"|'[^'\n]{4,256}')
+#   catch: > + const ADMIN_PASS = process.env.ADMIN_PASS || "«z2NvPblOP1wT56hK»";
+#   catch: DB_PASSWORD = os.getenv("DB_PASSWORD", "«Harbor!Lights88»")
+#   keep:  DB_PASSWORD = os.getenv("DB_PASSWORD", "")
+#   keep:  const ADMIN_PASS = process.env.ADMIN_PASS || "changeme";
 #   keep:  POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:?err}
 url-token-user               random                 (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<s>[A-Za-z0-9_\-]{20,256})(?::[^\s/?#@'"<>]*)?@
 #   catch: git clone https://«x9Kq2LmN4pR7sT1vW3yZ5bD8»@git.example.com/acme/infra.git
@@ -5266,6 +5274,7 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 #   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+#   catch: irb(main):001> Rails.application.credentials.dig(:github, :app_private_key_passphrase)\n=> "«velvet-anchor-ninety-tulip»"
 #   keep:  $ aws secretsmanager get-secret-value --secret-id prod/app/db --query 'VersionId' --output text\na1f4c9e2-6b3d-4f7a-9e12-0c8d5b7a3e61
 #   catch: $ for u in reader writer; do echo -n "$u  "; vault kv get -field=password secret/mq/$u; done\nreader  «Rd-Mq!Reader-44»\nwriter  «Wr-Mq!Writer-91»
 #   catch: $ nomad operator gossip keyring generate\n«on7QZfGjhpdPqi//7TOgomgTnCxGNGTrugkFUEt9VwF=»\n$ vim server.hcl
@@ -5746,7 +5755,8 @@ _LITERAL = r"""(?:"[^"\n]*"|'[^'\n]*')"""
 _PASSING_CALL = r"(?<![\w$.])(?:[A-Za-z_]\w*\.){0,3}(?:(?:urlsafe_)?b64decode|decode|encode|bytes|GetBytes|FromBase64String|unhexlify|fromhex|from|atob|str|String)\("
 _OPERAND = (r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"""[ \t]*""" + _LITERAL + r"""[ \t]*\)"""  # also a literal in a call: b64decode("…")
             r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
-_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)[ \t]+)" + _OPERAND + r")+"
+_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
+                   r"|(?<=\()\s*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=\s*\))"  # Python's literals side by side in parentheses
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
                    r"|(?i:concat)!?\(\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\)"
                    r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*[\])]\s*\)"
@@ -5838,15 +5848,17 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
 
 def _join_lines(original: str, lowered: str) -> list:
     """The [start, end) spans of the lines where an expression may join strings: around an operator
-    (`+`, a spaced `.`, `..`, `&`, `||`; with the line above when it starts the line), or the whole
+    (`+`, a spaced `.`, `..`, `&`, `||`; with the line above when it starts the line, the line below
+    when it ends it), literals one a line in parentheses (Python's implicit joining), or the whole
     text when it says join or concat. The joins are looked for there only: a pattern that may start
     at any name costs its reading of every word."""
     if "join" in lowered or "concat" in lowered or "implode" in lowered or ".append(" in lowered:
         return [[0, len(original)]]
-    spans: list = []
+    spans: list = [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(
+        r"\([ \t]*\r?\n(?:[ \t]*(?:\"[^\"\n]*\"|'[^'\n]*')[ \t]*\r?\n){2,40}[ \t]*\)").finditer(original)] if "(\n" in original else []
     if "+" not in original and " ." not in original and "&" not in original and "||" not in original:
         return spans  # (most texts: no operator to look for)
-    for operator in _regex(r"\+|(?<=\s)(?:\.\.?|&|\|\|)(?=[ \t])").finditer(original):
+    for operator in _regex(r"\+|(?<=\s)(?:\.\.?|&|\|\|)(?=[ \t\r\n])").finditer(original):
         start = original.rfind("\n", 0, operator.start()) + 1
         if not original[start:operator.start()].strip():
             start = original.rfind("\n", 0, max(0, start - 1)) + 1  # the operator starts its line: the operand is above
@@ -5858,7 +5870,7 @@ def _join_lines(original: str, lowered: str) -> list:
             spans[-1][1] = max(spans[-1][1], end)
         else:
             spans.append([start, end])
-    return spans
+    return sorted(spans)
 _LISTED_STRINGS = ("[", "{", "concat", "join(", "implode(", "new ", "new\t")  # how _JOINED_STRINGS's lists start (in small letters)
 
 
@@ -5949,8 +5961,7 @@ def find_secret(text: str) -> Optional[str]:
             if rule.find is None and REDACTED in match.group("s"):
                 continue
             spans = rule.find(match) if rule.find else _accepted_span(rule, match)
-            if any(start < end and REDACTED not in text[start:end] and not (encrypted and _in_ranges(encrypted, start))
-                   for start, end in spans):
+            if any(_replaceable(text, start, end, encrypted) for start, end in spans):
                 return rule.name
     return None
 
@@ -6236,10 +6247,8 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
         if rule.find is None and (match.start("s") < position or REDACTED in match.group("s")):
             continue
         for start, end in rule.find(match) if rule.find else _accepted_span(rule, match):
-            if start < position or start >= end or REDACTED in text[start:end] or encrypted and _in_ranges(encrypted, start):
+            if start < position or not _replaceable(text, start, end, encrypted):
                 continue
-            if text[end - 1] in "-_" and _regex(_MASK_RUN).match(text, end):
-                continue  # a token's prefix, then an ellipsis or a mask: "sk-ant-api03-..."
             pieces += [text[position:start], REDACTED]
             if replaced is not None:
                 replaced.append(text[start:end])
@@ -6249,6 +6258,14 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
         return text, 0
     pieces.append(text[position:])
     return "".join(pieces), hits
+
+
+def _replaceable(text: str, start: int, end: int, encrypted: tuple) -> bool:
+    """Whether a span a rule found is replaced: not empty, not already redacted, not inside an
+    encrypted value (encrypted_ranges), not a token's prefix before an ellipsis or a mask
+    ("sk-ant-api03-...")."""
+    return start < end and REDACTED not in text[start:end] and not (encrypted and _in_ranges(encrypted, start)) and not (
+        text[end - 1] in "-_" and _regex(_MASK_RUN).match(text, end))
 
 
 def _is_masked_or_public(value: str) -> bool:
@@ -6440,6 +6457,9 @@ RULE_WORDS = {
     "url-credentials": ("1fbfc532", ("//", ":/"), (), (":",)),
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
     "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",), ("${",)),
+    "environment-default-secret": ("143319e5", ("config", "env", "env.fetch", "environ.get", "getenv",
+        "getenvironmentvariable", "process.env."), ("config", "env", "env.fetch", "environ.get", "getenv",
+        "getenvironmentvariable", "process.env."), ("key", "pass", "passw", "pwd", "secret", "token")),
     "url-token-user": ("ef921c04", ("://",), (), ("@",)),
     "slack-webhook": ("a44ac50a", ("/services/", "hooks.slack.com/services", "hooks.slack.com/triggers",
         "hooks.slack.com/workflows"), ("/services/", "hooks.slack.com/services", "hooks.slack.com/triggers",
@@ -6877,26 +6897,26 @@ RULE_WORDS = {
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
     "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
-    "context-selected-columns": ("597da1e1", ("select",), ("select",), ("from",)),
-    "context-repl-generated-key": ("9d52777d", ("gen_secret", "generate_key", "generate_secret",
+    "context-selected-columns": ("2f81f398", ("select",), ("select",), ("from",)),
+    "context-repl-generated-key": ("a8d0ae19", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("cf6b4453", ("--fields", "--reveal", "-password", ".apikey", ".boto", ".dockercfg",
-        ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd",
-        ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".secret", ".secretkey", ".tfstate",
-        ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login", "/oauth", "/session",
-        "/token", "account", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws", "bootstrap", "bun",
-        "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "deno", "docker/config.json",
-        "document", "doppler", "echo", "env", "firebase", "gcloud", "generate", "genkey", "get", "get-access-token",
-        "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku",
-        "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate",
-        "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl",
-        "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl",
-        "pass", "passw", "perl", "php", "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "python", "rails",
-        "read", "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool", "shadow", "signin",
-        "solana", "sops", "status", "storage", "terraform", "tickets", "token", "unlock", "vault", "vercel", "wallet"),
-        (), ("\n",)),
+    "context-command-output": ("876f2579", ("\n=> ", "--fields", "--reveal", "-password", ".apikey", ".boto",
+        ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc",
+        ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".secret",
+        ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login",
+        "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
+        "bootstrap", "bun", "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "deno",
+        "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud", "generate", "genkey", "get",
+        "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass",
+        "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key",
+        "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
+        "kubectl", "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure",
+        "openssl", "pass", "passw", "perl", "php", "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "python",
+        "rails", "read", "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool", "shadow",
+        "signin", "solana", "sops", "status", "storage", "terraform", "tickets", "token", "unlock", "vault", "vercel",
+        "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("38a125df", ("\n",), (), ()),
     "context-html-table": ("54f2284d", ("</th>",), ("<tr",), ("</tr>",)),

@@ -1064,6 +1064,11 @@ class TestRedaction(unittest.TestCase):
             "storage:\n  azure:\n    key: >-\n      lfObatfE1/6ZjKebIKqkTrsJ1DKEM+\n      wJz2+kLy/ZmsGqN8/QwvAeFevhUJJ7\n      amniNRKlTTeXLDXiCcPlGS0hUg==":
                 ("amniNRKlTTeXLDXiCcPlGS0hUg==",),
             "api:\n  key_part1: atXgDJ0hyqRCEWAK\n  key_part2: BcnJtRrVTp0aTR7p": ("atXgDJ0hyqRCEWAK", "BcnJtRrVTp0aTR7p"),
+            # Python's literals side by side in parentheses; SQL's || at the end of a line.
+            'SLACK_TOKEN = (\n    "xoxp-5820194736-"\n    "6620398147725-7419305528614-"\n    "BnFk6XCEKyxq7q7Rdf9OVaPTnwCE297E"\n)':
+                ("6620398147725-7419305528614-", "BnFk6XCEKyxq7q7Rdf9OVaPTnwCE297E"),
+            "UPDATE integrations\nSET api_secret = '55976263e4a3abc0913d55312bbfb8ea' ||\n                 'ba672c0b3c14049405e8a0022990247d'":
+                ("ba672c0b3c14049405e8a0022990247d",),
             # The operator at the end of a line, the operand on the next.
             'const dsn = "host=pg-events.svc user=events password=" +\n\t"Ev3nts!Pg" + "_Go2024" +\n\t" dbname=events sslmode=require"': ("Ev3nts!Pg", "_Go2024"),
             'private static final String PRIVATE_KEY_PEM =\n    "-----BEGIN PRIVATE KEY-----\\n" +\n'
@@ -1080,7 +1085,8 @@ class TestRedaction(unittest.TestCase):
                      "prefix = \"Bearer \"\nheader = prefix + token", "HOME_BIN=\"/opt/tools\"\nexport PATH=\"$HOME_BIN:$PATH\"",
                      "names = [\"alpha\", \"beta\"]\nprint(\", \".join(names))",
                      'dsn = os.getenv("DB_USER") + ":" + os.getenv("DB_PASSWORD") + "@db:5432/app"',
-                     'MESSAGE = "Deploy finished for " \\\n  "all regions"', "description: >-\n  This service handles\n  payments for shops"):
+                     'MESSAGE = "Deploy finished for " \\\n  "all regions"', "description: >-\n  This service handles\n  payments for shops",
+                     'msg = (\n    "Deploy finished "\n    "for all regions"\n)'):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
