@@ -4345,10 +4345,13 @@ hex-key-call                 -                      (?i)(?:key|wallet|signer|acc
 #   catch: acct = w3.eth.account.from_key("«0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2»")
 #   keep:  tx = w3.eth.get_transaction("0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2")
 # Session cookies by their well-known names, whatever the value's shape (PHP's ids are 26 small letters).
-session-cookie               not-reference          (?<![\w.\-])(?:(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid|_[a-z]{1,12}_sess(?:ion)?)=|(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|connect\.sid|laravel_session)["'][ \t]*:[ \t]*["'])(?P<s>[^;\s"'&]{16,4096})
+session-cookie               not-reference          (?<![\w.\-])(?:(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid|_[a-z]{1,12}_sess(?:ion)?|wordpress_(?:logged_in|sec)_[0-9a-f]{6,32}|_oauth2_proxy|cf_clearance)=|(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|connect\.sid|laravel_session|cf_clearance)["'][ \t]*:[ \t]*["'])(?P<s>[^;\s"'&]{16,4096})
 #   catch: cookies = {\n    "PHPSESSID": "«3x8ej9mcmstgiclpq55obgw23g»",\n}
 #   catch: PHPSESSID=«enyhbvdssvjbutiooiqeptzhts»; lang=en
 #   keep:  session_id=short; PHPSESSID=deleted
+#   catch: wordpress_logged_in_9d2e41c7=«admin%7C1718300000%7Co9hKyvvUEpDMciNtVkMRNKId0DU5FLnZKciuxGz%7C8ecb5902053adcdd3aad21a79f05538b»
+#   catch: DEBUG cookie received: _oauth2_proxy=«f9P79E387b74Maoiw4woOLFK6AQcl7q8xWEpu4bLBoXo8b57N5PNAdAGoD2fnmaiUif1KuZwYBhk»
+#   catch: COOKIES = {\n    "cf_clearance": "«uVqw_5jAjav0K2zZowxmFILzqh1t_k4NdpugBl8Yua_-1718000000-1.0.1.1-X9Yoyx67tiSElsKsFNZMhX4j8mt8UGu08DwWLyIB7W69ERT»",\n}
 # rclone's remote settings given on the command line: rclone config create NAME TYPE key VALUE …
 rclone-config-secret         argument               \brclone[ \t]+config[ \t]+(?:create|update)\b[^\n|;&]{0,300}?[ \t](?:key|pass|password|secret_access_key|client_secret|token|account_key|sas_url|api_key)[ \t]+(?P<s>[^\s'"]{6,512})
 #   catch: rclone config create b2remote b2 account 004107aee7 key «7b19eec0cf3c3cc905556a5ebda85dcf»
@@ -5767,9 +5770,10 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:\r?\n[ \t
 # A value and the name it is given apart from it, in the record that holds both: a HAR's or a JSON
 # list's {"name": "cookie", "value": "…"}, XML's <Key>Password</Key><Value>…</Value> (KeePass), a browser's
 # `Name: grafana_session   Value: …`, PowerShell's `-Name DefaultPassword -Value '…'`, Gradle's
-# buildConfigField("String", "API_KEY", "\"…\""). The rules read each as `name: value`. (The last two
+# buildConfigField("String", "API_KEY", "\"…\""). The rules read each as `name: value`, and in a cookie's
+# record (Go's http.Cookie{Name:, Value:}, Swift's HTTPCookie) also as `Cookie: name=value`. (The last two
 # groups of each alternative are the name and the value.)
-_NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80})["'][ \t]*,\s{0,80}(?i:["']?value["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,2048})["']"""
+_NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80})["'][ \t]*,\s{0,80}\.?(?i:["']?value["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,2048})["']"""
                 r"|<(Key|Name|key|name)>([^<\n]{1,80})</\3>(?:\s*</?\w{1,20}>){0,2}\s*<[Vv]alue>([^<\n]{1,1024})</[Vv]alue>"
                 r"|(?<![\w\-])Name:[ \t]+(\S{1,80})[ \t]+Value:[ \t]+(\S{1,2048})"
                 r"|(?<![\w\-])-Name[ \t]+[\"']?([\w.\-]{1,80})[\"']?[ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"
@@ -5818,7 +5822,10 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
             folds.append((found.start(), found.end(), "".join(original[a:b] for a, b in definitions[name]), definitions[name]))
         if len(folds) > _FOLDS_MAX:
             break
-    pairs = [f"{found.group(found.lastindex - 1)}: {found.group(found.lastindex)}" for found in _regex(_NAMED_VALUE).finditer(original)
+    pairs = [pair for found in _regex(_NAMED_VALUE).finditer(original) for pair in (
+        f"{found.group(found.lastindex - 1)}: {found.group(found.lastindex)}",  # and in a cookie's record, a cookie of any name:
+        *[f"Cookie: {found.group(found.lastindex - 1)}={found.group(found.lastindex)}"] * (
+            "cookie" in lowered[max(0, found.start() - 120):found.start()] and looks_machine_generated(found.group(found.lastindex))))
              ] if "value" in lowered and ("name" in lowered or "key" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered else []
     if not folds and not pairs:
         return text, count
@@ -6700,8 +6707,9 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "session-cookie": ("835b7342", ("_sess", "_session_id", "asp.net_sessionid", "aspsessionid", "connect.sid",
-        "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid"), (), ()),
+    "session-cookie": ("bf270c37", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
+        "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid",
+        "wordpress_logged_in", "wordpress_sec"), (), ()),
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
     "keychain-value-data": ("500da005", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
     "basic-auth-being-encoded": ("a54f34dd", ("base64",), ("echo",), ("echo",)),

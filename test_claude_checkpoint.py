@@ -1099,6 +1099,9 @@ class TestRedaction(unittest.TestCase):
                 "Tiramisu#Napoli_11",
             "Set-ItemProperty -Path 'HKLM:\\SOFTWARE\\Winlogon' -Name DefaultPassword -Value 'Signage#Lobby9'": "Signage#Lobby9",
             'buildConfigField("String", "ALGOLIA_ADMIN_KEY", "\\"fd6b66d19fb9b7a907a0a9596a8c76ff\\"")': "fd6b66d19fb9b7a907a0a9596a8c76ff",
+            # A cookie's record: its value is a cookie's, whatever its name (Go's http.Cookie, Swift's HTTPCookie).
+            'req.AddCookie(&http.Cookie{Name: "gitea_incredible", Value: "f0b1c8018b411d7acb51285087425c81"})': "f0b1c8018b411d7acb51285087425c81",
+            'HTTPCookie(properties: [.domain: "api.acme.io", .name: "sid", .value: "GkgeT95MkympLTziK4OUqurYiHApmmpo"])': "GkgeT95MkympLTziK4OUqurYiHApmmpo",
         }
         for text, secret in cases.items():
             with self.subTest(text=text[:30]):
@@ -1106,7 +1109,8 @@ class TestRedaction(unittest.TestCase):
                 self.assertNotIn(secret, redacted)
                 self.assertIn("Synology NAS" if "Synology" in text else text[:12], redacted)
         for text in ('{"name": "theme", "value": "dark-mode-enabled"}', "<Key>Title</Key><Value>Synology NAS 2024</Value>",
-                     "Set-ItemProperty -Path HKCU:\\Console -Name FontSize -Value 0x00140000"):
+                     "Set-ItemProperty -Path HKCU:\\Console -Name FontSize -Value 0x00140000",
+                     'http.Cookie{Name: "theme", Value: "dark-mode-enabled"}'):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
