@@ -1686,6 +1686,18 @@ def _accept_chosen(match: Any) -> bool:
     return not _is_reference(value) and _looks_like_a_secret(value)
 
 
+def _accept_listed_login(match: Any) -> bool:
+    """`label: user / password` on one line: a user's name or an e-mail address right before the
+    slash, after a label's colon or a connector; a password of three kinds of characters, one not
+    a letter or a digit (not `staging / Production2`), or a machine-made one."""
+    before = _line_before(match.string, match.start(), 160)
+    account = _regex(r"(?:^|[:：]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・])[ \t]*[`'\"«]?(" + _EMAIL_ADDRESS + r"|[a-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)
+    if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[a-z]+\d{0,3}|" + _EMAIL_ADDRESS + "|" + _ACCOUNT_NAME + r"|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|[a-z]+\d+").fullmatch(account.group(1)):
+        return False
+    value = match.group("s")
+    return (looks_machine_generated(value) or _has_three_classes(value) and not value.isalnum()) and _accept_chosen(match) and not _is_path_or_version(value)
+
+
 def _accept_spaced(match: Any) -> bool:
     """`auth_pass ZnYosSD0`: a name that says secret (not PASSWORD_VERIFY_FUNCTION), a value a
     person chose or a machine made."""
@@ -5091,6 +5103,15 @@ login-pair-in-prose          chosen                 (?i)(?:계정|아이디|ア�
 #   keep:  compare it with src/a.py / src/b.py first
 #   catch: - [x] Master user: `orders_admin` / «zonnebloem734#»
 #   keep:  see the user guide / admin reference for details
+# An account and its password in a list or a note, "label: user / password" ("- FTP: cliente_ftp / …",
+# "・管理者: admin / …", "Inloggning till routern: admin / …", "La cuenta … es ana@x.es / …"): a user's
+# name or an e-mail address before the slash, a password a person chose or a machine made after it.
+listed-login-pair            listed-login           \x20/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)」]{0,3}(?:\s|$))
+#   catch: Acessos do cliente:\n- FTP: cliente_ftp / «Ftp.Cliente2024»\n- Banco: root / «ybMVCaXQbbEJHY5x»
+#   catch: ・管理者: admin / «Kanri_Sha2024»
+#   catch: Inloggning till routern på kontoret: admin / «Midsommar!23». Byt gärna när ni har tid.
+#   keep:  - Versions: node18 / Node20
+#   keep:  - Environments: staging / Production2
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,240}))
 #   keep:  var apiKey = builder.Configuration["Partner:ApiKey"]; // from Key Vault
@@ -5476,7 +5497,7 @@ ACCEPT_CHECKS = {
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
-    "app-password": _accept_app_password, "chosen": _accept_chosen, "spaced": _accept_spaced,
+    "app-password": _accept_app_password, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced,
     "base64-password-line": _accept_base64_password_line, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user,
 }
@@ -6864,6 +6885,7 @@ RULE_WORDS = {
         "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using", "usuario", "usuária",
         "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi", "with", "wlan", "zugang", "åtkomst",
         "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户", "账号", "账户", "계정", "아이디"), ("/",)),
+    "listed-login-pair": ("e1256f8e", (" /",), (" /",), ()),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
