@@ -3108,6 +3108,35 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
     return cells
 
 
+# What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
+# `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
+_SPLIT_PART_VALUE = r"""(?i)(?:\bpart[ \t]?\d|\bhalf|continuing)[^\n:"'«]{0,40}(?:[:：][ \t]*["'«]?|["'«])([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]"""
+_SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*|\d{1,2}[.):][ \t]*"""
+                    r"""|(?i:(?:first|second|last|other)[ \t]+)?(?i:half|part[ \t]?\d?)[^\n:]{0,40}:[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*$""")
+
+
+def _find_split_parts(match: Any) -> list:
+    """The parts of a secret a text says it sends in parts (context-split-secret), when a credential
+    word stands near: _SPLIT_PART_VALUE on the line that says so and below, _SPLIT_PART_LINE below."""
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if not (_regex(_CREDENTIAL_WORDS).search(text, max(0, line_start - 300), match.end()) or _regex(r"(?i)\bkeys?\b").search(text, max(0, line_start - 300), match.end())):
+        return []
+    line_end = text.find("\n", match.start())
+    line_end = len(text) if line_end < 0 else line_end
+    region_end = line_end if match.group("s") is None else match.end("s")
+    spans = [found.span(found.lastindex) for found in _regex(_SPLIT_PART_VALUE).finditer(text, match.start(), line_end)]
+    spans += [found.span(1) for found in _regex(_SPLIT_PART_VALUE).finditer(text, line_end, region_end) if found.group(1)]
+    spans += [line.span(1) for line in _regex(_SPLIT_PART_LINE).finditer(text, line_end, region_end)]
+    return sorted({span for span in spans if _is_secret_part(text[span[0]:span[1]])})
+
+
+def _is_secret_part(value: str) -> bool:
+    """A part of a secret: a token with a digit, a sign or letters of both cases, no word of a sentence."""
+    return (any(c.isdigit() for c in value) or not value.isalnum() or value != value.lower() and value != value.upper() and not value.istitle()) and not (
+        _is_reference(value) or _is_path_or_version(value) or value.lower() in _COMMON_WORDS or "://" in value)
+
+
 def _find_code_lines(match: Any) -> list:
     """Each code of a list after the words that name recovery codes: mixed letters and digits or
     digits alone, which words of a following sentence are not; and a code of letters alone shaped
@@ -5411,6 +5440,16 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 #   catch: Google app password for the "invoices-bot" mailbox (created 11 Jun): «lkvr qzpn emtw xhjo»
 #   catch: account gmail\nhost smtp.gmail.com\nuser fatima@corp.example.org\npassword «rtcb krtv kanx seii»
 #   keep:  the password must have four words like this
+# A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
+# "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
+# the words, or alone on a line (a chat line's time and name before it).
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+#   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
+#   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
+#   catch: [10:41] dana: the key is too long for one message, here:\n[10:41] dana: «trxhwZjYvZGEIyIYVMvgev»\n[10:42] dana: «iCH0HGr6EKkBmW3YR8»\n[10:42] dana: just join them, no spaces
+#   catch: pw for the shared test mailbox: first part "«Marmalade!»" then "«Otter-2291»" (no space)
+#   keep:  the migration runs in two parts: first the schema, then the data\n[10:42] dana: ok
+#   keep:  the queue refresh is split in two messages:\n[10:41] dana: see below\n[10:42] dana: RefreshQueue
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
 context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){1,3}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
@@ -5510,7 +5549,7 @@ CONTEXT_FINDERS = {
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
-    "code-lines": _find_code_lines, "user-password-lines": _find_user_password_lines,
+    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -6953,6 +6992,9 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
+    "context-split-secret": ("c8f39a67", ("continuing:", "deux", "first", "halves", "last", "message", "messages",
+        "nachrichten", "other", "part", "partes", "parts", "pieces", "second", "teilen", "分割"), ("continuing:", "en",
+        "first", "in", "last", "other", "part", "second", "too", "分割"), ()),
     "context-recovery-codes": ("31ea30da", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
