@@ -3119,11 +3119,11 @@ def _find_split_parts(match: Any) -> list:
     """The parts of a secret a text says it sends in parts (context-split-secret), when a credential
     word stands near: _SPLIT_PART_VALUE on the line that says so and below, _SPLIT_PART_LINE below."""
     text = match.string
-    line_start = text.rfind("\n", 0, match.start()) + 1
+    line_start = text.rfind("\n", max(0, match.start() - 300), match.start()) + 1
     if not (_regex(_CREDENTIAL_WORDS).search(text, max(0, line_start - 300), match.end()) or _regex(r"(?i)\bkeys?\b").search(text, max(0, line_start - 300), match.end())):
         return []
-    line_end = text.find("\n", match.start())
-    line_end = len(text) if line_end < 0 else line_end
+    line_end = text.find("\n", match.start(), match.start() + 400)
+    line_end = min(len(text), match.start() + 400) if line_end < 0 else line_end  # (a line's first 400 characters)
     region_end = line_end if match.group("s") is None else match.end("s")
     spans = [found.span(found.lastindex) for found in _regex(_SPLIT_PART_VALUE).finditer(text, match.start(), line_end)]
     spans += [found.span(1) for found in _regex(_SPLIT_PART_VALUE).finditer(text, line_end, region_end) if found.group(1)]

@@ -874,7 +874,10 @@ ADVERSARIAL_CONTEXTS = (
     # 32 KB, the most the passes that read a text again take (strings folded, prefixes set aside): a named
     # string and a long word (each tail of it an operand, once), joins and names at every word.
     'k = "v"\n' + "a" * 32000, 'k = "v"\n' + "$k + " * 6000, "join " + "a" * 32000, '"name": "a", ' * 2300,
-    'k = ["a", ' + '"b", ' * 6000, "<Key>a</Key>" * 2600)
+    'k = ["a", ' + '"b", ' * 6000, "<Key>a</Key>" * 2600,
+    # A secret's parts, a listed login, an HTML table, a REPL's echo, a YAML block, defaults in code.
+    "password in two parts: first half: " * 2800, "ops: admin / Pa$$w0rd!x " * 4000, "<tr><th>Password</th><th>a</th></tr>" * 2500,
+    "irb(main):001> key\n=> " * 5000, "key: >-\n" + "  abcdefghijk\n" * 7000, 'os.getenv("API_KEY", ' * 4500, 'passphrase "' * 8000)
 
 
 class TestRedaction(unittest.TestCase):
