@@ -2116,7 +2116,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ \-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ \-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -2144,6 +2144,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+(?:tokens?|(?:pre)?auth-?keys?)[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|rclone[ \t]+obscure|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
+    r"|aws[ \t][^\n]*?--query[ \t=]+['\"][^'\"\n]*(?i:presharedkey|password|secret|token)"  # a describe- that selects a secret: --query '…PreSharedKey'
     r"|curl\b[^\n]*?[^/]/(?:session|login|token|oauth2?/token|auth/token|authenticate)(?=[/?\"'\s]|$)|curl\b[^\n]*?/actuator/env/\S*(?i:pass|secret|token|key)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?(?:keygen\b|gossip[ \t]+keyring[ \t]+generate)|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
@@ -2879,7 +2880,9 @@ def _find_printed_secrets(match: Any) -> list:
         value = first_line.group(1)
         printed_dollar = _regex(r"\$\w+").fullmatch(value)  # output is never a variable's name: $parrowcopp3r64
         bracketed = value[:1] in "[({" and value[-1:] not in "]})" and _has_three_classes(value)  # `[4)eLT?Iu{t8*}…`, no list
-        if (printed_dollar or bracketed or not _is_reference(value)) and not _is_path_or_version(value) and "://" not in value and not _regex(
+        field = _regex(r"\.data\.([\w\-]+)").search(command)  # a Secret's field that names no secret prints a word: LOG_LEVEL's `info`
+        plain_field = field and secret_strength(field.group(1)) == 0 and (value.isalpha() or value.isdigit()) and not looks_machine_generated(value)
+        if (printed_dollar or bracketed or not _is_reference(value)) and not plain_field and not _is_path_or_version(value) and "://" not in value and not _regex(
                 r"(?i)(?:error|usage|warning)\b").match(value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
     if _regex(r"ssm[ \t]+get-parameters?\b[^\n]*--with-decryption|secretsmanager[ \t]+get-secret-value|actuator/env/\S*(?i:pass|secret|token|key)").search(command):
@@ -4386,7 +4389,8 @@ hex-key-call                 -                      (?i)(?:key|wallet|signer|acc
 #   catch: acct = w3.eth.account.from_key("«0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2»")
 #   keep:  tx = w3.eth.get_transaction("0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2")
 # Session cookies by their well-known names, whatever the value's shape (PHP's ids are 26 small letters).
-session-cookie               not-reference          (?<![\w.\-])(?:(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid|_[a-z]{1,12}_sess(?:ion)?|wordpress_(?:logged_in|sec)_[0-9a-f]{6,32}|_oauth2_proxy|cf_clearance)=|(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|connect\.sid|laravel_session|cf_clearance)["'][ \t]*:[ \t]*["'])(?P<s>[^;\s"'&]{16,4096})
+session-cookie               not-reference          (?<![\w.\-])(?:(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid|_[a-z]{1,12}_sess(?:ion)?|wordpress_(?:logged_in|sec)_[0-9a-f]{6,32}|_oauth2_proxy|cf_clearance|remember_(?:me|token|user_token|web_[0-9a-f]{8,64})|li_at|SESSDATA)=|(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|connect\.sid|laravel_session|cf_clearance|remember_(?:me|token|user_token|web_[0-9a-f]{8,64})|li_at|SESSDATA)["'][ \t]*:[ \t]*["'])(?P<s>[^;\s"'&]{16,4096})
+#   catch: cookies = {\n    "remember_me": "«cacb4f1f16f4a1368bf22bd1520ab939849aa092:3268019481»",\n}
 #   catch: cookies = {\n    "PHPSESSID": "«3x8ej9mcmstgiclpq55obgw23g»",\n}
 #   catch: PHPSESSID=«enyhbvdssvjbutiooiqeptzhts»; lang=en
 #   keep:  session_id=short; PHPSESSID=deleted
@@ -4945,6 +4949,7 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   catch: the jarsigner step needs the keystore pass — it's «Espresso-Tonic-2020» for both store and alias
 #   keep:      private_key = ec.generate_private_key(ec.SECP256R1())
 #   keep:  disarm the alarm before 7am, the code is on the card
 #   catch: reminder for the weekend on-call: server room door code is «7261#», alarm disarm code «90417»
@@ -5327,6 +5332,8 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 #   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+#   catch: $ aws ec2 describe-vpn-connections --vpn-connection-ids vpn-3958baba3156ee471 --query 'VpnConnections[0].Options.TunnelOptions[*].PreSharedKey'\n[\n    "«vG1p0q8_uRz2Xk.T6hWmNlb3F9x»"\n]
+#   keep:  $ kubectl get secret app-env -o jsonpath='{.data.LOG_LEVEL}' | base64 -d\ninfo
 #   catch: irb(main):001> Rails.application.credentials.dig(:github, :app_private_key_passphrase)\n=> "«velvet-anchor-ninety-tulip»"
 #   keep:  $ aws secretsmanager get-secret-value --secret-id prod/app/db --query 'VersionId' --output text\na1f4c9e2-6b3d-4f7a-9e12-0c8d5b7a3e61
 #   catch: $ for u in reader writer; do echo -n "$u  "; vault kv get -field=password secret/mq/$u; done\nreader  «Rd-Mq!Reader-44»\nwriter  «Wr-Mq!Writer-91»
@@ -5455,6 +5462,10 @@ context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|o
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
 #   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
 #   catch: GitHub recovery codes (typed from a photo, sorry)\n«7bmk-s8lx»   «1mfi-4s39»\n«svzu-fycv»   «dwtl-795l»\nKeep your recovery codes in a safe spot.
+# FileZilla's site manager and recent servers: the password in base64 under <Pass encoding="base64">.
+filezilla-password           -                      <Pass[ \t]+encoding="base64"[ \t]*>(?P<s>[A-Za-z0-9+/]{4,}={0,2})</Pass>
+#   catch:   <User>artwork</User>\n  <Pass encoding="base64">«UHIxbnRSMDBtLUluayE=»</Pass>
+#   keep:    <User>artwork</User>\n  <Pass encoding="base64"></Pass>
 # A cookie jar in Netscape's format (curl -c, browsers' exports): the value, last of seven fields.
 netscape-cookie-jar          random                 (?m)^[ \t]*(?:#HttpOnly_)?[.\w\-]+\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t[^\t\n]+\t(?P<s>[^\t\n]{8,4096})$
 #   catch: • Ran cat /tmp/cj.txt\n  └ # Netscape HTTP Cookie File\n    jenkins.calderdale.lan\tFALSE\t/\tFALSE\t1759600000\tremember-me\t«ngsqsa9Vb3jEiTCncMj8cVufwP3w5H2WoQnd»
@@ -5818,7 +5829,7 @@ _LITERAL = r"""(?:"[^"\n]*"|'[^'\n]*')"""
 _PASSING_CALL = r"(?<![\w$.])(?:[A-Za-z_]\w*\.){0,3}(?:(?:urlsafe_)?b64decode|decode|encode|bytes|GetBytes|FromBase64String|unhexlify|fromhex|from|atob|str|String)\("
 _OPERAND = (r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"""[ \t]*""" + _LITERAL + r"""[ \t]*\)"""  # also a literal in a call: b64decode("…")
             r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
-_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
+_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:\\?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
                    r"|(?<=\()\s*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=\s*\))"  # Python's literals side by side in parentheses
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
                    r"|(?i:concat)!?\(\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\)"
@@ -5930,7 +5941,7 @@ def _join_lines(original: str, lowered: str) -> list:
         if not original[start:operator.start()].strip():
             start = original.rfind("\n", 0, max(0, start - 1)) + 1  # the operator starts its line: the operand is above
         end = original.find("\n", operator.end())
-        if end >= 0 and not original[operator.end():end].strip():
+        if end >= 0 and not original[operator.end():end].strip(" \t\r\\"):
             end = original.find("\n", end + 1)  # the operator ends its line: the operand is below
         end = len(original) if end < 0 else end
         if spans and start <= spans[-1][1]:
@@ -6767,8 +6778,9 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "session-cookie": ("bf270c37", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
-        "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "phpsessid", "session_id", "sessionid", "sid",
+    "session-cookie": ("b3760a64", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
+        "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
+        "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
         "wordpress_logged_in", "wordpress_sec"), (), ()),
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
     "keychain-value-data": ("500da005", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
@@ -6886,7 +6898,7 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
-    "context-credential-word": ("8f6021f8", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("38d192e4", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
         "disarm", "frasa sandi", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
         "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci",
@@ -6901,19 +6913,20 @@ RULE_WORDS = {
         "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ("access",
         "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "contrase", "credential",
-        "creds", "deploy", "disarm", "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis",
+        "creds", "db", "deploy", "disarm", "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis",
         "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
-        "keypad", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox",
-        "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mot de passe",
-        "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "panel", "parol", "parola", "parool",
-        "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
-        "passwrod", "pasw", "pasword", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk", "pssword",
-        "puk", "pw", "pwd", "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo",
-        "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "token", "tokens", "tokn",
-        "unseal", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол",
-        "пароль", "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी",
-        "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
-        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license",
+        "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau",
+        "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "panel", "parol",
+        "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
+        "passwrd", "passwrod", "pasw", "pasword", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk",
+        "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel",
+        "secret", "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "ssh",
+        "sudo", "token", "tokens", "tokn", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
+        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
+        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
+        "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥",
+        "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("ceb763a9", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
         "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
@@ -6971,9 +6984,9 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("876f2579", ("\n=> ", "--fields", "--reveal", "-password", ".apikey", ".boto",
-        ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc",
-        ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".secret",
+    "context-command-output": ("cb47a9eb", ("\n=> ", "--fields", "--query", "--reveal", "-password", ".apikey",
+        ".boto", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc",
+        ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".secret",
         ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login",
         "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
         "bootstrap", "bun", "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "deno",
@@ -6997,6 +7010,7 @@ RULE_WORDS = {
         "first", "in", "last", "other", "part", "second", "too", "分割"), ()),
     "context-recovery-codes": ("31ea30da", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
+    'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
     "context-split-literal": ("4f7133ae", (), (), ()),
