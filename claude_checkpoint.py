@@ -1243,7 +1243,7 @@ def _accept_assignment(match: Any) -> bool:
     strength = secret_strength(name)
     if not groups.get("q") and value[:2] in ("/^", "/\\", "/(") and match.string[match.start("op"):match.start("s")].strip() in ("=", ":"):
         return False  # a regular expression's literal: `const UNEXPECTED_TOKEN = /^Unexpected token …/i`
-    if strength == 0 or len(bare) <= 2 or _regex(r"MII[A-Za-z0-9+/]{1,3}CCA[A-Za-z0-9+/]{2}gAwIBAgI").match(bare) or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare) or _regex(
+    if strength == 0 or len(bare) <= 2 or len(bare) == 3 and bare.isalpha() and bare.islower() or _regex(r"MII[A-Za-z0-9+/]{1,3}CCA[A-Za-z0-9+/]{2}gAwIBAgI").match(bare) or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare) or _regex(
             r"[a-z]{2,6}(?:[_\-][a-z0-9]{2,6}){0,2}[_\-]").fullmatch(bare):
         return False  # also a token's prefix alone: `strings.HasPrefix(apiKey, "sk-ant-")`
     before = _regex(r"([A-Za-z_][\w.\-]{0,60})=$").search(match.string, max(0, match.start("s") - 62), match.start("s"))
@@ -1302,6 +1302,8 @@ def _is_code_value(match: Any, bare: str) -> bool:
     text, end = match.string, match.end("s")
     if bare.lower() in _CODE_KEYWORDS or _regex(r"(?:this|self|cls)\.#?[A-Za-z_]|![01]$|!!?[A-Za-z_$][\w$]*\.[A-Za-z_$]").match(bare):
         return True  # also minified JavaScript's `!1` (false), `!!this.memoryCache.credentials`
+    if _is_call(bare) and _regex(r"[ \t]+-[A-Z]").match(text, end):
+        return True  # a PowerShell cmdlet and its parameters: `$env:API_TOKEN = Read-Host -Prompt …`
     if not _regex(r"[A-Za-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)*").fullmatch(bare):
         return False
     if _regex(r"[a-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)+").fullmatch(bare) and _regex(r"(?:^|\.)[a-z]+[A-Z]").search(bare) and (
@@ -1668,6 +1670,8 @@ def _is_call(value: str) -> bool:
     `logging.Handler.__init__(self)`, `headers.Authorization(BasicHttpCredentials(`: code that handles a
     credential, not a value."""
     value = value[:-1] if value.endswith(".") else value  # a line that goes on: `base64.decodebytes(authorization).\\`
+    if _regex(r"(?:Get|Set|New|Read|Import|Export|Invoke|ConvertTo|ConvertFrom|Select|Test|Resolve|Join|Out)-[A-Z][A-Za-z]{2,40}").fullmatch(value):
+        return True  # a PowerShell cmdlet: `$env:API_TOKEN = Read-Host -Prompt …`
     return _regex(r"[A-Za-z_$][\w$]*(?:\[[^\]\s]{0,20}\])?(?:\.[A-Za-z_$][\w$]*)*[!?]?\((?:[^()\s]{0,40}|.{0,40}\)|[A-Za-z_$][\w$.]*\([^()\s]{0,40})").fullmatch(value) is not None and (
         "." in value or "_" in value or len(value.split("(", 1)[0]) >= 4 and value[0].islower())
 
@@ -2559,7 +2563,9 @@ _COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
     out over own please put same see should since some still such sure take than them then there these they those through
     too under use used uses using very want way well what where which while who why will would yes yet you stored saved
     changed rotated reset updated required working works broken expired different set sent shown given empty missing
-    wrong correct valid invalid field fields form user users account accounts login manager policy length""".split())
+    wrong correct valid invalid field fields form user users account accounts login manager policy length
+    quella quello questa questo solita solito stessa stesso sempre solito misma mismo siempre usual même toujours habituel
+    dieselbe dasselbe derselbe gleiche immer üblich mesma mesmo sempre habitual""".split())  # (and "the usual one" in other languages)
 
 
 def _spoken_passphrase(match: Any) -> list:
@@ -4754,6 +4760,8 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
+#   keep:  $env:API_TOKEN = Read-Host -Prompt "Paste API token" -AsSecureString | ConvertFrom-SecureString -AsPlainText
+#   keep:  -  const secret = "dev";\n+  const secret = requireEnv("SESSION_SECRET");
 #   keep:  let password = try KeychainHelper.read(service: "sync-service", account: "default")
 #   keep:  Cookie: theme=dark; lang=de; cookie_consent=analytics%2Cfunctional
 #   catch: $settings['hash_salt'] = '«IS5NEe1UKVwRiLZcWCxDpSmdMi44YSlgiYCs3JZQCsme7NP8IqqrEpYXJATK09v7»';
@@ -4949,6 +4957,7 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   keep:  La password del database di test è quella solita del team, chiedi a Giulia.
 #   catch: the jarsigner step needs the keystore pass — it's «Espresso-Tonic-2020» for both store and alias
 #   keep:      private_key = ec.generate_private_key(ec.SECP256R1())
 #   keep:  disarm the alarm before 7am, the code is on the card
