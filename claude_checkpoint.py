@@ -2120,7 +2120,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ \-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ \-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -2456,7 +2456,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     """Whether value, given after the credential word, is a password: a PIN's digits after a PIN,
     a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
     path, an address, a masked or public value."""
-    if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号")) or word.lower().rstrip("s").endswith("code")) and _regex(
+    if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号", "disarm")) or word.lower().rstrip("s").endswith("code")) and _regex(
             r"\d{4,8}[#*]?").fullmatch(value):  # a PIN, an alarm's or a door's code (a keypad's `#` after it)
         return True
     if _regex(r"[-+<>=|]|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value) or _regex(r"[a-z_][a-z0-9_.\-]*=(?!$)").match(
@@ -4355,6 +4355,10 @@ kickstart-rootpw             not-reference          (?m)^[ \t]*rootpw[ \t]+(?:--
 totp-seed                    totp                   (?i)\b(?:seed|secret|(?:totp|otp|mfa|2fa)[_\-]?(?:seed|secret|key))["']?[ \t]*[:=][ \t]*["']?(?P<s>(?-i:[A-Z2-7]{16,64})={0,6})(?![\w=])
 #   catch: mfa:\n  type: totp\n  seed: «E7FUC3YWVY6QHY4VMHN5JJLX6DVY5OLK»
 #   keep:  seed: ABCDEFGHIJKLMNOP  # random seed for the test shuffle
+# An authenticator's setup key typed out in groups of four (base32): "the setup key under it says TI5M OUCR …".
+totp-setup-key-groups        -                      (?i)(?:setup|secret|manual[ \-]entry|totp|2fa|mfa|authenticator)[ \-]key\b[^\n]{0,40}?(?:[:=]|\bis\b|\bsays\b)[ \t]*["'`]?(?P<s>(?-i:[A-Z2-7]{4}(?:[ \t][A-Z2-7]{4}){3,9}|[a-z2-7]{4}(?:[ \t][a-z2-7]{4}){3,9}))(?![\w])
+#   catch: the QR code won't scan on my new phone, the setup key under it says «TI5M OUCR CQDT QNH3 QXLA 7DFC 46QA ALYY» - can I type that into Authy?
+#   keep:  the setup key is shown under the QR code in groups of four
 # Anaconda's token in a channel's URL: conda.anaconda.org/t/TOKEN/channel.
 anaconda-channel-token       -                      conda\.anaconda\.org/t/(?P<s>[\w\-]{20,128})/
 #   catch:   - https://conda.anaconda.org/t/«jdsthtny17ox64evsa2tx9t7hesuhw»/billing-api
@@ -4605,13 +4609,14 @@ name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*
 #   catch: { "name": "connect.sid", "value": "«s%3AQw8Lm2Xr5Kp9Tw3VbN4cD7fG.Hj6Kl9Mn2Pq5»" }
 #   catch: { "name": "Authorization", "value": "«Bearer dragon#Tulip61»" }
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
-call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*(?:(?:"[^"\n]{0,200}"|'[^'\n]{0,200}')\s*,\s*)??["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
 #   catch: s.cookies.set("JSESSIONID", "«479D3599CD2613B91562E7B467CCED76»", domain="grafana.acme.io")
 #   keep:  define('DB_NAME', 'wordpress');
 #   catch: define( 'AUTH_SALT', '«VFhh1vhgnqdQF+sSEBwUsL5Mm1t1mij5H3B0yrPqBs+fqq6CHiaZjU0L1wFpdwLo»' );
 #   keep:  monkeypatch.setenv("API_TOKEN", "test-token")
 #   catch: await page.fill('#password', '«zaq1xsw2&72»');
+#   catch:   jar.set('https://staging.lernplattform.at', 'moodle_session', '«ubxg8j5j23zajf93tehxalzqjk»');
 #   keep:  await page.fill('#username', 'dmitri21');
 # A constant that names the option, then its value: libcurl's `curl_easy_setopt(curl, CURLOPT_PASSWORD, "…")` (USERPWD's user:password is user-password-literal's).
 call-with-constant-and-value assignment             [(,][ \t]?(?:[A-Z][A-Za-z]{1,40}\.)?(?=[A-Z][A-Z0-9_]{0,60}?(?:PASS|PWD|SECRET|TOKEN|KEY|AUTH|CRED))(?P<name>(?![A-Z_]*USERPWD\b)[A-Z][A-Z0-9_]{2,60})\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
@@ -6776,6 +6781,8 @@ RULE_WORDS = {
     "kickstart-rootpw": ("c04c91a9", ("rootpw",), (), ()),
     "totp-seed": ("f866b1d8", ("2fa", "mfa", "otp", "secret", "seed", "totp"), ("2fa", "mfa", "otp", "secret", "seed",
         "totp"), ()),
+    "totp-setup-key-groups": ("6e80e00f", ("2fa", "authenticator", "manual", "mfa", "secret", "setup", "totp"), ("2fa",
+        "authenticator", "manual", "mfa", "secret", "setup", "totp"), ("key",)),
     "anaconda-channel-token": ("28d6c6c7", ("conda.anaconda.org/t/",), ("conda.anaconda.org/t/",), ()),
     "powershell-plain-variable": ("c5aff78f", ("convertto-securestring",), (), ("$",)),
     "junos-plain-text-password": ("b1124313", ("ascii-text", "community", "plain-text-password-value"),
@@ -6847,7 +6854,7 @@ RULE_WORDS = {
         ()),
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
     "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
-    "call-with-name-and-value": ("b4c48ea6", ("(",), (), (",",)),
+    "call-with-name-and-value": ("29a826df", ("(",), (), (",",)),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
     "call-wrapped-value": ("b11f5a44", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), (":=", "=")),
@@ -6907,7 +6914,7 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
-    "context-credential-word": ("38d192e4", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("d1d04c63", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
         "disarm", "frasa sandi", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
         "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci",
@@ -6915,27 +6922,28 @@ RULE_WORDS = {
         "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "parol", "parola", "parool", "pass", "passcode",
         "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw",
         "pasword", "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
-        "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token",
-        "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
-        "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन",
-        "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼",
-        "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ("access",
-        "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer",
-        "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "contrase", "credential",
-        "creds", "db", "deploy", "disarm", "door", "encryption", "frasa sandi", "frase secreta", "gate", "geheimnis",
-        "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
-        "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license",
-        "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau",
-        "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "panel", "parol",
-        "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
-        "passwrd", "passwrod", "pasw", "pasword", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk",
-        "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel",
-        "secret", "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "ssh",
-        "sudo", "token", "tokens", "tokn", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
-        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
-        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット",
-        "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥",
-        "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel",
+        "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол",
+        "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी",
+        "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
+        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"),
+        ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
+        "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
+        "contrase", "credential", "creds", "db", "deploy", "disarm", "door", "encryption", "frasa sandi",
+        "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan",
+        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
+        "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink",
+        "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu",
+        "nenosiri", "network", "nsec", "nyckel", "otp", "panel", "parol", "parola", "parool", "pass", "passcode",
+        "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw",
+        "pasword", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk", "pssword", "puk", "pw", "pwd",
+        "rcon", "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto",
+        "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "ssh", "sudo", "token", "tokens",
+        "tokn", "totp", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre",
+        "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول",
+        "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
+        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
+        "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("ceb763a9", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
         "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
