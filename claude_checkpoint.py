@@ -3534,6 +3534,15 @@ kaggle-key                   -                      "username"[ \t]*:[ \t]*"[^"\
 ntlm-hash-dump               -                      (?m)^[^\s:]{1,64}:\d{1,10}:[0-9a-fA-F]{32}:(?P<s>[0-9a-fA-F]{32}):::
 #   catch: Administrator:500:aad3b435b51404eeaad3b435b51404ee:«745a8d528872228d405ddf036125efda»:::
 #   keep:  commit 745a8d528872228d405ddf036125efda1f2c3d4e
+# An NT hash passed instead of a password (impacket's -hashes LM:NT, pass-the-hash).
+pass-the-hash-flag           -                      (?<![\w\-])-hashes[ \t]+(?:[0-9a-fA-F]{32})?:(?P<s>[0-9a-fA-F]{32})(?![0-9a-fA-F])
+#   catch: $ secretsdump.py CORP/administrator@10.0.0.10 -hashes :«5cdd9f5f3f463953e7c50aed167a99cc»
+#   keep:  secretsdump.py -hashes LMHASH:NTHASH CORP/administrator@10.0.0.10
+# A key file's content under its name, as a note or `head`'s header shows it (`# config/credentials/production.key`,
+# `==> master.key <==`): the one token on the line below.
+key-file-content             random                 (?m)^[ \t]*(?:#|//|==>)[ \t]*\S{0,200}?(?:master\.key|production\.key|secret_key_base|\.secret|secret\.key|\.token)[ \t]*(?:<==)?[ \t]*\r?\n[ \t]*(?P<s>[A-Za-z0-9+/=_\-]{16,256})[ \t]*$
+#   catch: # config/credentials/production.key\n«f848ce1241ca631bd4e37d4e8c94df4b»
+#   keep:  # config/credentials/production.key\nEDITOR=vim bin/rails credentials:edit --environment production
 # A password's hash in crypt's form (`$6$salt$…`, bcrypt's `$2b$12$…`, yescrypt, Cisco's types 8 and 9,
 # Mosquitto's `$7$`, argon2, PostgreSQL's md5… and SCRAM-SHA-256$…): what offline cracking starts from, as /etc/shadow, a router's config or a
 # user database hold it. (Junos' reversible `$9$…` has its own rule.)
@@ -6510,6 +6519,9 @@ RULE_WORDS = {
     "license-serial": ("971410f2", ("--serial", "-serial"), ("--serial", "-serial"), ()),
     'kaggle-key': ('4bf6290e', ('"username"',), ('"username"',), ('"key"',)),
     "ntlm-hash-dump": ("3d0677ec", (":::",), (), ()),
+    "pass-the-hash-flag": ("434b58d4", ("-hashes",), ("-hashes",), (":",)),
+    "key-file-content": ("efbef53e", (".secret", ".token", "master.key", "production.key", "secret.key",
+        "secret_key_base"), (), ("#", "//", "==>")),
     "password-hash": ("e7dea7c3", ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id",
         "$gy", "$md5", "$y", "md5", "scram-sha-256$"), ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d",
         "$argon2i", "$argon2id", "$gy", "$md5", "$y", "md5", "scram-sha-256$"), ()),
