@@ -947,7 +947,7 @@ _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key,
 # where it comes from (Drone's `from_secret: docker_password`).
-_NOT_SECRET_QUALIFIERS = frozenset("hashed existing from page continuation pagination cursor next cache idempotency crashreporter consent".split())
+_NOT_SECRET_QUALIFIERS = frozenset("hashed existing from page continuation pagination cursor next cache idempotency crashreporter consent websocket".split())
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
@@ -1043,7 +1043,7 @@ _SECRET_MANAGER_REFERENCE = (r"(?i)(?:op|vault|awssm|gcpsm|azkv|akv|ssm|sops|dop
                              r"|onepassword|lpass|pass|infisical|conjur|akeyless)://")
 # Words that make a value a placeholder: `CHANGE_ME`, `your-api-key-here`, `<insert key here>`.
 _PLACEHOLDER_WORDS = frozenset("""
-    your changeme change replace replaceme placeholder insert here todo fixme tbd dummy example sample
+    your changeme change replace replaceme placeholder insert here todo fixme tbd dummy example sample generate
     fake mock redacted filtered masked hidden removed omitted xxx test wrong invalid incorrect bogus not deleted""".split())
 # Words that may come with a name standing in for a value: `new_password`, `my-secret`, `admin_pass`.
 _STAND_IN_QUALIFIERS = frozenset("new old my your current the a some user admin root db".split())
@@ -1115,6 +1115,10 @@ def _is_template(v: str) -> bool:
         _is_mixed_password(_regex(r"\{(\w*)").match(slot).group(1)) for slot in slots)
 
 
+# The bytes counted up that test vectors use as keys (FIPS-197's 000102…0f and 0011…ff).
+_TEST_VECTOR_HEX = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+
 @_remembered
 def _is_placeholder(v: str) -> bool:
     """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`, and a value
@@ -1127,6 +1131,10 @@ def _is_placeholder(v: str) -> bool:
         return True  # what a CI prints for a masked value: **REDACTED**, #MASKED#
     if _regex(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY").fullmatch(v) or v.lower() == "1password":
         return True  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE); a password manager's name
+    if v.endswith("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c") or len(v) >= 16 and v.lower() in _TEST_VECTOR_HEX:
+        return True  # jwt.io's sample token ("John Doe"); the byte counts that test vectors use as keys (FIPS-197's 000102…0f)
+    if _regex(r"(?i)[\w\-]*(?:do[-_]not[-_]use|not[-_]for[-_]prod\w*|dev[-_]only|insecure[-_]dev)[\w\-]*").fullmatch(v) and not looks_machine_generated(v):
+        return True  # a value that says it is none: django-insecure-dev-only-do-not-use-in-prod
     if _regex(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}").fullmatch(v):
         return True  # abc123, foobar
     if len(v) >= 12 and v[-1:] == "=" and _regex(r"[A-Za-z0-9+/]+={1,2}").fullmatch(v) and _decodes_to_stand_ins(v):
@@ -1783,8 +1791,9 @@ def _accept_named_in_prose(match: Any) -> bool:
     if named_before and _regex(r"['\"]?\]").match(before[named_before.end():]):
         return False  # a subscript in code: `serdict[key]*(x - x0)**power`
     if named_before and (_regex(_NOT_SECRET_BEFORE_WORD).search(before[:named_before.start()])
-                         or _PUBLIC_WORDS.intersection(_name_parts(named_before.group()))):
-        return False  # a public key, a hashed secret, `trusted-public-keys = …`
+                         or _PUBLIC_WORDS.intersection(_name_parts(named_before.group()))
+                         or _regex(r"[\-_.]|[a-z][A-Z]").search(named_before.group()) and secret_strength(named_before.group()) == 0):
+        return False  # a public key, a hashed secret, `trusted-public-keys = …`, a name that says no secret (Sec-WebSocket-Key)
     if named_before and _regex(r"[ _\-]?(?:ids?|names?|arns?|kid)\b").match(before, named_before.end()):
         return False  # what names a key, not the key: "Rotating key id ahtfcz8l → uln3k240"
     if not named_before:
@@ -2262,7 +2271,7 @@ _HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:był|" + _CONNECTOR + r")[\s:]*)?[\"
 _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token sk
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
-    otp x-signature appid app_key private_token auth_token access_key secret_key pub_secret q-signature""".split())
+    otp x-signature appid app_key private_token auth_token access_key secret_key pub_secret q-signature token_hash""".split())
 
 
 def _find_random_tokens(match: Any) -> list:
@@ -2602,7 +2611,7 @@ def _spoken_passphrase(match: Any) -> list:
 # A passphrase that is a sentence, in any language, after a word for a passphrase: in quotes further on in
 # the line (`Passphrase für den GPG-Key ist "Feuerwehr Zebra Mondschein 12"`, `c'est « la mer est calme ce
 # soir 42 »`), or four words or more that end the line after a colon.
-_SENTENCE_WORDS = r"(?:[^\W\d_]{1,14}[ \t]){%s}(?:[^\W\d_]{1,14}|\d{1,4})"
+_SENTENCE_WORDS = r"(?:[^\W\d_]{1,14}(?:-[^\W\d_]{1,14})?[ \t]){%s}(?:[^\W\d_]{1,14}|\d{1,4})"
 _SENTENCE_PASSPHRASE = (r"[^\n\"«“]{0,80}?[\"«“][ \t]*(?P<s>" + _SENTENCE_WORDS % "2,9" + r")[ \t]*[\"»”]",
                         r"[^\n:=\"«“]{0,80}?[:=][ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*[.!]?[ \t]*(?:\r?\n|$)")
 
@@ -3004,7 +3013,7 @@ def _credential_columns(names: list) -> tuple:
     for index, name in enumerate(names):
         strength = secret_strength(_regex(r"\W+").sub("_", name)) if name else 0
         if name and (strength == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"  # also `Clé API`
-                     or 2 <= len(name.split()) <= 3 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
+                     or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
                      or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])  # API-Schlüssel
                      or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|2fa(?:[ _](?:secret|backup|codes?))?|mfa[ _]secret").fullmatch(name)):  # a password manager's TOTP seed
             columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "secret"))
@@ -3546,7 +3555,11 @@ key-file-content             random                 (?m)^[ \t]*(?:#|//|==>)[ \t]
 # A password's hash in crypt's form (`$6$salt$…`, bcrypt's `$2b$12$…`, yescrypt, Cisco's types 8 and 9,
 # Mosquitto's `$7$`, argon2, PostgreSQL's md5… and SCRAM-SHA-256$…): what offline cracking starts from, as /etc/shadow, a router's config or a
 # user database hold it. (Junos' reversible `$9$…` has its own rule.)
-password-hash                password-hash          (?<![\w$])(?P<s>\$(?:1|5|6|md5|y|gy|8|9|2[abxy]?)\$(?:rounds=\d{1,7}\$)?(?:j[0-9A-Z]T\$)?[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{16,}|\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|\$7\$\d{1,7}\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/=]{16,}|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}|(?<=[\s"'])(?:md5[0-9a-f]{32}(?![0-9a-f])|SCRAM-SHA-256\$\d{1,7}:[A-Za-z0-9+/]{8,}={0,2}\$[A-Za-z0-9+/]{16,}={0,2}:[A-Za-z0-9+/]{16,}={0,2}))
+password-hash                password-hash          (?<![\w$])(?P<s>\$(?:1|5|6|md5|y|gy|8|9|2[abxy]?)\$(?:rounds=\d{1,7}\$)?(?:j[0-9A-Z]T\$)?[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{16,}|\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|\$7\$\d{1,7}\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/=]{16,}|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}|\$krb5(?:tgs|asrep|pa)\$\d{1,2}\$[^\s]{40,}|(?<=[\s|"'])\*[0-9A-F]{40}(?![0-9A-Fa-f])|(?<=[\s"'])(?:md5[0-9a-f]{32}(?![0-9a-f])|SCRAM-SHA-256\$\d{1,7}:[A-Za-z0-9+/]{8,}={0,2}\$[A-Za-z0-9+/]{16,}={0,2}:[A-Za-z0-9+/]{16,}={0,2}))
+#   catch: «$krb5tgs$23$*svc_backup$CORP.LOCAL$cifs/backup01.corp.local*$EDF9AD362CFAF54F57E396AAAE9A02C0$C69E0D67B7A2F6195617D3D5A2B546A8»
+#   catch: | legacy | «*A4F55B1C8C73CCF91387E8D4B38D25FB30841BE6» | mysql_native_password |
+#   catch: «$krb5tgs$23$*svc_backup$CORP.LOCAL$cifs/backup01.corp.local*$EDF9AD362CFAF54F57E396AAAE9A02C0$C69E0D67B7A2F6195617D3D5A2B546A8»
+#   catch: | legacy | «*A4F55B1C8C73CCF91387E8D4B38D25FB30841BE6» | mysql_native_password |
 #   catch: root:«$1$0kaTIz4C$GkYqBF6n6rMYA137NW72i6»:19521:0:99999:7:::
 #   catch: enable secret 9 «$9$6jI3XEoVinfBT6$hre0eRzipAmG3mrFPm1js2092irH9DO0kb2GuybB13F»
 #   catch: <bcrypt-hash>«$2y$10$yT4lq0zR7bK3dH9nW2mVfOeJcS1uAxP8gL5iQ6rN0tXhZsBvYk1a2»</bcrypt-hash>
@@ -3575,7 +3588,9 @@ kubeadm-certificate-key      -                      (?i)certificate[ \-]key:?[ \
 #   catch: [upload-certs] Using certificate key:\n«8ad486e7426ffda037da8f969cef5ac2007eb91e2777e05046012d1c0a49ce3c»
 #   keep:  kubeadm init phase upload-certs --upload-certs prints the certificate key
 # The answers to an account's security questions (they reset its password): a name after the question.
-security-question-answer     -                      (?i)(?:mother'?s[ \t]+maiden[ \t]+name|first[ \t]+pet(?:'s[ \t]+name)?|first[ \t]+(?:car|school)|(?:city|town)[ \t]+(?:you[ \t]+were|I[ \t]+was)[ \t]+born(?:[ \t]+in)?)["'”]?[ \t]*(?:[:=\-–][ \t]*|(?:is|was)[ \t]+|[ \t](?=[ \t]*["'“]?[A-Z]))["'“]?(?P<s>(?-i:[A-Z][\w'\-]{2,30}(?:[ \-][A-Z][\w'\-]{1,30}){0,2}))
+security-question-answer     -                      (?i)(?:mother'?s[ \t]+maiden[ \t]+name|first[ \t]+pet(?:'s[ \t]+name)?|first[ \t]+(?:car|school)|(?:city|town)[ \t]+(?:you[ \t]+were|I[ \t]+was)[ \t]+born(?:[ \t]+in)?)["'”]?[ \t]*(?:(?:->|→|[:=\-–])[ \t]*|(?:is|was)[ \t]+|[ \t](?=[ \t]*["'“]?[A-Z]))["'“]?(?P<s>(?-i:[A-Z][\w'\-]{2,30}(?:[ \-][A-Z][\w'\-]{1,30}){0,2}))
+#   catch: Security question: mother's maiden name -> «Quillfeather-Oboe-29» (I used a random answer)
+#   catch: Security question: mother's maiden name -> «Quillfeather-Oboe-29» (I used a random answer)
 #   catch: security question answers for the registrar account: first pet «Biscuit1998», mother's maiden name «Kowalczyk»
 #   catch: - mother's maiden name: «Fairweather-Owusu»\n- first pet: «Biscuit2009»
 #   keep:  Security question: What was the name of your first pet?
@@ -4407,8 +4422,16 @@ formatted-bearer-token       not-reference          ["'](?:Bearer|Token|token|be
 hex-key-call                 -                      (?i)(?:key|wallet|signer|account)\w{0,20}\([ \t]*["'](?P<s>0x[0-9a-f]{64})["']
 #   catch: acct = w3.eth.account.from_key("«0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2»")
 #   keep:  tx = w3.eth.get_transaction("0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2")
+# A literal decoded into bytes under a name that says secret: Rust's hex!(…), Python's bytes.fromhex(…),
+# C#'s Convert.FromBase64String(…) and Encoding.UTF8.GetBytes(…), Node's Buffer.from(…).
+decoded-secret-literal       assignment             {SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})(?:[ \t]*:[^=\n]{0,40})?[ \t]*(?P<op>=)[ \t]*(?:hex!|hex::decode|bytes\.fromhex|Buffer\.from|(?:base64\.)?(?:urlsafe_)?b64decode|Convert\.FromBase64String|Encoding\.\w{2,10}\.GetBytes|(?:binascii\.)?unhexlify|Hex\.decode\w{0,10}|decodeHex)\([ \t]*(?P<s>"[^"\n]{8,1024}"|'[^'\n]{8,1024}')
+#   catch: const SIGNING_SEED: [u8; 32] = hex!("«7cdf8e73040039b8dc5f42f56d56eb14c45dbaaa233996810f0624dbf6c03101»");
+#   catch: private static readonly byte[] Key = Encoding.UTF8.GetBytes("«4EvmWpraV34DGAKklZ311Z5m2eF0g8Gg»");
+#   keep:  const SIGNING_SEED: [u8; 32] = hex!("0000000000000000000000000000000000000000000000000000000000000000");
 # Session cookies by their well-known names, whatever the value's shape (PHP's ids are 26 small letters).
-session-cookie               not-reference          (?<![\w.\-])(?:(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid|_[a-z]{1,12}_sess(?:ion)?|wordpress_(?:logged_in|sec)_[0-9a-f]{6,32}|_oauth2_proxy|cf_clearance|remember_(?:me|token|user_token|web_[0-9a-f]{8,64})|li_at|SESSDATA)=|(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|connect\.sid|laravel_session|cf_clearance|remember_(?:me|token|user_token|web_[0-9a-f]{8,64})|li_at|SESSDATA)["'][ \t]*:[ \t]*["'])(?P<s>[^;\s"'&]{16,4096})
+session-cookie               not-reference          (?<![\w.\-])(?:(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid(?!=(?:SM|MM|MG|CA|PN|CH|RE)[0-9a-f]{32}(?![0-9a-f]))|_[a-z]{1,12}_sess(?:ion)?|wordpress_(?:logged_in|sec)_[0-9a-f]{6,32}|_oauth2_proxy|cf_clearance|remember_(?:me|token|user_token|web_[0-9a-f]{8,64})|li_at|SESSDATA)=|(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|connect\.sid|laravel_session|cf_clearance|remember_(?:me|token|user_token|web_[0-9a-f]{8,64})|li_at|SESSDATA)["'][ \t]*:[ \t]*["'])(?P<s>[^;\s"'&]{16,4096})
+#   keep:  Twilio: message queued sid=SMb339d2eea96b681dc264bf07f1d5f40d account=AC5b31563f9ad352dabc52a6147a9a3ace status=queued
+#   keep:  Twilio: message queued sid=SMb339d2eea96b681dc264bf07f1d5f40d account=AC5b31563f9ad352dabc52a6147a9a3ace status=queued
 #   catch: cookies = {\n    "remember_me": "«cacb4f1f16f4a1368bf22bd1520ab939849aa092:3268019481»",\n}
 #   catch: cookies = {\n    "PHPSESSID": "«3x8ej9mcmstgiclpq55obgw23g»",\n}
 #   catch: PHPSESSID=«enyhbvdssvjbutiooiqeptzhts»; lang=en
@@ -4774,6 +4797,12 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
+#   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
+#   keep:  DB_PASSWORD=your_password_here\nSECRET_KEY=generate-a-long-random-string
+#   keep:  // test fixture — not a real key\nconst FAKE_JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+#   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
+#   keep:  DB_PASSWORD=your_password_here\nSECRET_KEY=generate-a-long-random-string
+#   keep:  // test fixture — not a real key\nconst FAKE_JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
 #   keep:  $env:API_TOKEN = Read-Host -Prompt "Paste API token" -AsSecureString | ConvertFrom-SecureString -AsPlainText
 #   keep:  -  const secret = "dev";\n+  const secret = requireEnv("SESSION_SECRET");
 #   keep:  let password = try KeychainHelper.read(service: "sync-service", account: "default")
@@ -4922,6 +4951,8 @@ user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 # It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
 prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+#   keep:  WebSocket handshake:\nSec-WebSocket-Key: ZVvmEQ/k5P+tlDyqwnU+eA==\nSec-WebSocket-Accept: P4871KkEnT/AyueRnnJMccYvk0w=
+#   keep:  WebSocket handshake:\nSec-WebSocket-Key: ZVvmEQ/k5P+tlDyqwnU+eA==\nSec-WebSocket-Accept: P4871KkEnT/AyueRnnJMccYvk0w=
 #   keep:  Der öffentliche Schlüssel für das Deployment ist: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIpwvuhSMSPwCT/zWaF6aUcp+j2OFzaAKyAzW3kz/BYPk= deploy@ci
 #   keep:  <Key>Title</Key><Value>Synology NAS 2024</Value>
 #   keep:      key = System.fetch_env!("CLOAK_KEY") |> Base.decode64!()
@@ -5869,7 +5900,7 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:\\?\r?\n[
 # groups of each alternative are the name and the value.)
 _NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80})["'][ \t]*,\s{0,80}\.?(?i:["']?value["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,2048})["']"""
                 r"|<(Key|Name|key|name)>([^<\n]{1,80})</\3>(?:\s*</?\w{1,20}>){0,2}\s*<[Vv]alue>([^<\n]{1,1024})</[Vv]alue>"
-                r"|(?<![\w\-])Name:[ \t]+(\S{1,80})[ \t]+Value:[ \t]+(\S{1,2048})"
+                r"|(?<![\w\-])Name:[ \t]+(\S{1,80})\s{1,80}Value:[ \t]+(\S{1,2048})"
                 r"|(?<![\w\-])-Name[ \t]+[\"']?([\w.\-]{1,80})[\"']?[ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"
                 r"""|(?:buildConfigField|resValue)\([ \t]*"[^"\n]{0,20}"[ \t]*,[ \t]*"(\w{1,80})"[ \t]*,[ \t]*"(?:\\")?([^"\\\n]{1,512})""")
 _FOLDS_MAX = 256  # more joins than code that builds a secret holds: a hostile text costs no more
@@ -6522,9 +6553,8 @@ RULE_WORDS = {
     "pass-the-hash-flag": ("434b58d4", ("-hashes",), ("-hashes",), (":",)),
     "key-file-content": ("efbef53e", (".secret", ".token", "master.key", "production.key", "secret.key",
         "secret_key_base"), (), ("#", "//", "==>")),
-    "password-hash": ("e7dea7c3", ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id",
-        "$gy", "$md5", "$y", "md5", "scram-sha-256$"), ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d",
-        "$argon2i", "$argon2id", "$gy", "$md5", "$y", "md5", "scram-sha-256$"), ()),
+    "password-hash": ("3ed351dc", ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id",
+        "$gy", "$krb5asrep", "$krb5pa", "$krb5tgs", "$md5", "$y", "*", "md5", "scram-sha-256$"), (), ()),
     "radio-and-sim-key": ("34171b68", ("app", "dev", "install", "ki", "milenage", "net", "nwk", "opc"), ("app", "dev",
         "install", "ki", "milenage", "net", "nwk", "opc"), ()),
     "escaped-bytes-secret": ("c425011a", ("key", "passw", "salt", "secret", "token"), ("key", "passw", "salt",
@@ -6532,7 +6562,7 @@ RULE_WORDS = {
     "bitlocker-recovery-key": ("770df636", ("bitlocker", "password", "recovery"), ("bitlocker", "password",
         "recovery"), ("-",)),
     "kubeadm-certificate-key": ("8593f106", ("certificate",), ("certificate",), ("key",)),
-    "security-question-answer": ("f3320f0a", ("city", "first", "mother", "town"), ("city", "first", "mother", "town"),
+    "security-question-answer": ("04700ba9", ("city", "first", "mother", "town"), ("city", "first", "mother", "town"),
         ()),
     "keytab-key": ("a6b0ff6f", ("(aes", "(arcfour", "(camellia", "(des", "(rc4"), ("(aes", "(arcfour", "(camellia",
         "(des", "(rc4"), ("(0x",)),
@@ -6806,7 +6836,11 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "session-cookie": ("b3760a64", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
+    "decoded-secret-literal": ("42e4cc1a", ("b64decode", "buffer.from", "bytes.fromhex", "convert.frombase64string",
+        "decodehex", "encoding.", "hex!", "hex.decode", "hex::decode", "unhexlify"), (), ("auth", "community",
+        "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "salt",
+        "secret", "seed", "session", "token")),
+    "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
         "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
         "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
         "wordpress_logged_in", "wordpress_sec"), (), ()),
