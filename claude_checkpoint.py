@@ -1115,10 +1115,6 @@ def _is_template(v: str) -> bool:
         _is_mixed_password(_regex(r"\{(\w*)").match(slot).group(1)) for slot in slots)
 
 
-# The bytes counted up that test vectors use as keys (FIPS-197's 000102…0f and 0011…ff).
-_TEST_VECTOR_HEX = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
-
-
 @_remembered
 def _is_placeholder(v: str) -> bool:
     """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`, and a value
@@ -1131,8 +1127,6 @@ def _is_placeholder(v: str) -> bool:
         return True  # what a CI prints for a masked value: **REDACTED**, #MASKED#
     if _regex(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY").fullmatch(v) or v.lower() == "1password":
         return True  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE); a password manager's name
-    if v.endswith("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c") or len(v) >= 16 and v.lower() in _TEST_VECTOR_HEX:
-        return True  # jwt.io's sample token ("John Doe"); the byte counts that test vectors use as keys (FIPS-197's 000102…0f)
     if _regex(r"(?i)[\w\-]*(?:do[-_]not[-_]use|not[-_]for[-_]prod\w*|dev[-_]only|insecure[-_]dev)[\w\-]*").fullmatch(v) and not looks_machine_generated(v):
         return True  # a value that says it is none: django-insecure-dev-only-do-not-use-in-prod
     if _regex(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}").fullmatch(v):
@@ -1149,8 +1143,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # what a usage text names: `TagKey1=TagValue1`, `ParameterKey1=ParameterValue1`
     if _regex(r"(?i)(?:todo|fixme|tbd|change-?me|replace-?me|insert|your)[-_][a-z]{3,}[-_][a-z]").match(v):
         return True  # what to do instead of a value: `TODO-generate-with-openssl-rand-hex-32`
-    if _regex(r"(?i)(?:test|dummy|fake|mock|sample|example)[-_][a-z]{2,12}(?:[-_][a-z]{2,12})?[-_]?\d{0,3}").fullmatch(v):
-        return True  # a test's stand-in: test-key-1, dummy_token
+    if _regex(r"(?:test|dummy|fake|mock)-(?:key|token|secret)-\d").fullmatch(v):
+        return True  # a test's numbered stand-in: test-key-1
     if _regex(r"[A-Z][A-Z_]{3,40}\d{1,2}").fullmatch(v) and _regex(r"TOKEN|KEY|SECRET|PASS").search(v) and _is_placeholder(v.rstrip("0123456789")):
         return True  # a numbered stand-in that names what goes there: MYTOKEN1, MYTOKEN2 (not a mainframe's CHANGE92)
     if any(map(str.isdigit, v)):
@@ -1279,8 +1273,8 @@ def _accept_assignment(match: Any) -> bool:
                 or value[:1] in "\"'`" and looks_like_chosen_password(bare)) and not _is_reference(value)
     if strength == 1 and _name_parts(name)[-1].endswith(("sid", "sessid", "sessionid")) and _regex(r"[0-9a-fA-F]{16,}").fullmatch(bare):
         return True  # a session's id in hex: `cookies.set("JSESSIONID", "479D3599CD26…")`
-    if strength == 1 and _regex(r"[A-Z][A-Z0-9]*_(?:API_|ACCESS_|SECRET_)?KEY").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}").fullmatch(bare):
-        return True  # a service's key in an environment's name: KAGGLE_KEY=bd20b117…, not a cache's key in code
+    if strength == 1 and _regex(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){0,3}_KEY").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}").fullmatch(bare):
+        return True  # a service's key in an environment's name: KAGGLE_KEY=bd20b117…, AZURE_OPENAI_KEY=…, not a cache's key in code
     if strength == 1:
         return (_looks_random(bare) or looks_machine_generated(bare)) and not _is_identifier_like(bare)  # also rclone's b2 `key = RQWFWykf…`
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and not (
@@ -2616,11 +2610,16 @@ _SENTENCE_PASSPHRASE = (r"[^\n\"«“]{0,80}?[\"«“][ \t]*(?P<s>" + _SENTENCE_
                         r"[^\n:=\"«“]{0,80}?[:=][ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*[.!]?[ \t]*(?:\r?\n|$)")
 
 
+# Words of a sentence about a secret, not of one that is it: "not required for this key", "ask the team lead".
+_ABOUT_A_SECRET_WORDS = frozenset("""ask see stored store vault required not none same usual empty manager saved set use
+    ticket wiki team lead this that your our same default shown below above attached sent""".split())
+
+
 def _is_sentence_passphrase(value: str) -> bool:
-    """Words that may be a passphrase said as a sentence: none of an English sentence about secrets
-    (`"not required for this key"`, `"ask the team lead"`), no credential word, a number or four words."""
+    """Words that may be a passphrase said as a sentence ("paper lantern over the river 1987"): none
+    that talks about a secret, no credential word, a number or four words."""
     words = value.lower().split()
-    return not set(words) & (_COMMON_WORDS | _NOT_PASSPHRASE_WORDS) and (len(words) >= 4 or words[-1].isdigit())
+    return not set(words) & (_ABOUT_A_SECRET_WORDS | _NOT_PASSPHRASE_WORDS) and (len(words) >= 4 or words[-1].isdigit())
 
 
 def _is_spoken_passphrase(value: str) -> bool:
@@ -3016,7 +3015,9 @@ def _credential_columns(names: list) -> tuple:
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
                      or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])  # API-Schlüssel
                      or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|2fa(?:[ _](?:secret|backup|codes?))?|mfa[ _]secret").fullmatch(name)):  # a password manager's TOTP seed
-            columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "secret"))
+            columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "totp" if _regex(r"(?i)totp|otp|2fa|mfa").search(name) else "secret"))
+        elif strength == 1 and "community" in name.lower():
+            columns.append((index, "secret"))  # an SNMP community: a password people choose
         elif strength == 1 and len(name) <= 30:
             columns.append((index, "machine"))
     return tuple(columns)
@@ -3029,6 +3030,8 @@ def _is_secret_cell(value: str, kind: str) -> bool:
         return False
     if kind == "machine":
         return looks_machine_generated(value) and not _is_masked_or_public(value)
+    if kind == "totp" and _regex(r"[A-Z2-7]{16,64}").fullmatch(value):
+        return True  # a TOTP seed in base32
     return (_looks_like_a_secret(value) or _is_joined_passphrase(value)
             or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) is not None and _is_spoken_passphrase(value)
             or kind == "pin" and _regex(r"\d{4,8}").fullmatch(value) is not None
@@ -3146,6 +3149,10 @@ def _find_split_parts(match: Any) -> list:
     spans = [found.span(found.lastindex) for found in _regex(_SPLIT_PART_VALUE).finditer(text, match.start(), line_end)]
     spans += [found.span(1) for found in _regex(_SPLIT_PART_VALUE).finditer(text, line_end, region_end) if found.group(1)]
     spans += [line.span(1) for line in _regex(_SPLIT_PART_LINE).finditer(text, line_end, region_end)]
+    if _regex(r"(?i)enter[ \t]+too").search(match.group()) and line_start:  # sent too early: the line above ends with the first part, this one starts with the rest
+        above = _regex(r"(\S{3,64})[ \t]*$").search(text, max(0, line_start - 300), line_start - 1)
+        rest = _regex(r"[ \t]*(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*)?(\S{3,64})").match(text, line_start, match.start())
+        spans += [found.span(1) for found in (above, rest) if found]
     return sorted({span for span in spans if _is_secret_part(text[span[0]:span[1]])})
 
 
@@ -3225,7 +3232,7 @@ def _find_continued_value(match: Any) -> list:
     if not _regex(r"[\w.\-\]\[\"']+[ \t]*[:=][ \t]*[\"']?\S+$").search(line) or not _ends_machine_made(text, end):
         return []
     value = match.group("s")
-    return [] if _is_reference(value) or value.startswith("-") else [match.span("s")]
+    return [] if _is_reference(value) or value.startswith("-") and not value[1:2].isdigit() else [match.span("s")]  # (not a flag: -5581930274461 is a token's part)
 
 
 def _find_joined_literals(match: Any) -> list:
@@ -3373,6 +3380,8 @@ def _accept_url_parameter(match: Any) -> bool:
     that says secret takes any value but a reference; the others only a random one."""
     written, value = match.group("name"), match.group("s")
     name, strength = written.lower(), secret_strength(written)  # as written: pageToken is a page's token
+    if name == "s" and _regex(r"[0-9a-f]{32}").fullmatch(value):
+        return True  # imgix's signature: ?…&s=<32 hex>
     if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and not name.endswith("signature") and strength == 0):
         return False
     if _regex(r"[,(][A-Za-z_$][\w.$]*=").search(value):
@@ -3558,8 +3567,6 @@ key-file-content             random                 (?m)^[ \t]*(?:#|//|==>)[ \t]
 password-hash                password-hash          (?<![\w$])(?P<s>\$(?:1|5|6|md5|y|gy|8|9|2[abxy]?)\$(?:rounds=\d{1,7}\$)?(?:j[0-9A-Z]T\$)?[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{16,}|\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}|\$7\$\d{1,7}\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/=]{16,}|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}|\$krb5(?:tgs|asrep|pa)\$\d{1,2}\$[^\s]{40,}|(?<=[\s|"'])\*[0-9A-F]{40}(?![0-9A-Fa-f])|(?<=[\s"'])(?:md5[0-9a-f]{32}(?![0-9a-f])|SCRAM-SHA-256\$\d{1,7}:[A-Za-z0-9+/]{8,}={0,2}\$[A-Za-z0-9+/]{16,}={0,2}:[A-Za-z0-9+/]{16,}={0,2}))
 #   catch: «$krb5tgs$23$*svc_backup$CORP.LOCAL$cifs/backup01.corp.local*$EDF9AD362CFAF54F57E396AAAE9A02C0$C69E0D67B7A2F6195617D3D5A2B546A8»
 #   catch: | legacy | «*A4F55B1C8C73CCF91387E8D4B38D25FB30841BE6» | mysql_native_password |
-#   catch: «$krb5tgs$23$*svc_backup$CORP.LOCAL$cifs/backup01.corp.local*$EDF9AD362CFAF54F57E396AAAE9A02C0$C69E0D67B7A2F6195617D3D5A2B546A8»
-#   catch: | legacy | «*A4F55B1C8C73CCF91387E8D4B38D25FB30841BE6» | mysql_native_password |
 #   catch: root:«$1$0kaTIz4C$GkYqBF6n6rMYA137NW72i6»:19521:0:99999:7:::
 #   catch: enable secret 9 «$9$6jI3XEoVinfBT6$hre0eRzipAmG3mrFPm1js2092irH9DO0kb2GuybB13F»
 #   catch: <bcrypt-hash>«$2y$10$yT4lq0zR7bK3dH9nW2mVfOeJcS1uAxP8gL5iQ6rN0tXhZsBvYk1a2»</bcrypt-hash>
@@ -3589,7 +3596,6 @@ kubeadm-certificate-key      -                      (?i)certificate[ \-]key:?[ \
 #   keep:  kubeadm init phase upload-certs --upload-certs prints the certificate key
 # The answers to an account's security questions (they reset its password): a name after the question.
 security-question-answer     -                      (?i)(?:mother'?s[ \t]+maiden[ \t]+name|first[ \t]+pet(?:'s[ \t]+name)?|first[ \t]+(?:car|school)|(?:city|town)[ \t]+(?:you[ \t]+were|I[ \t]+was)[ \t]+born(?:[ \t]+in)?)["'”]?[ \t]*(?:(?:->|→|[:=\-–])[ \t]*|(?:is|was)[ \t]+|[ \t](?=[ \t]*["'“]?[A-Z]))["'“]?(?P<s>(?-i:[A-Z][\w'\-]{2,30}(?:[ \-][A-Z][\w'\-]{1,30}){0,2}))
-#   catch: Security question: mother's maiden name -> «Quillfeather-Oboe-29» (I used a random answer)
 #   catch: Security question: mother's maiden name -> «Quillfeather-Oboe-29» (I used a random answer)
 #   catch: security question answers for the registrar account: first pet «Biscuit1998», mother's maiden name «Kowalczyk»
 #   catch: - mother's maiden name: «Fairweather-Owusu»\n- first pet: «Biscuit2009»
@@ -3691,10 +3697,13 @@ slack-webhook                -                      (?:hooks\.slack\.com/(?:serv
 #   keep:  SLACK_WEBHOOK_URL=https://hooks.slack.com/services/TXXXXXXXX/BXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX
 #   catch: DEBUG:urllib3.connectionpool:https://hooks.slack.com:443 "POST /services/«TJU5YT89D/BQA7LHHTJV1/zDHHnhEoYJqy2ZnlBKlQe8aV» HTTP/1.1" 200 2
 # Private links whose path is the key: Slack Connect's invite, Google Calendar's private iCal address, a monitor's ping URL (healthchecks.io, Uptime Kuma's push),
-# Django's password-reset link, Akamai's signed token, Cloudinary's API key before its secret.
+# Django's password-reset link, Akamai's signed token, Cloudinary's API key before its secret and its URLs' signature.
 slack-invite-link            -                      join\.slack\.com/t/[\w\-]{1,60}/shared_invite/(?P<s>zt-[A-Za-z0-9_\-]{10,80})
 #   catch: Lien d'invitation Slack Connect : https://join.slack.com/t/acme-partners/shared_invite/«zt-P6qMJlqg5kFa-Ow3kmrpbgfr4laGCmic1»
 #   keep:  invite them from join.slack.com/t/acme-partners/shared_invite/ (ask an admin for the link)
+cloudinary-signature         -                      res\.cloudinary\.com/[\w\-]{1,60}/\w{1,20}/(?:authenticated|private|upload)/s--(?P<s>[A-Za-z0-9_\-]{8})--/
+#   catch: https://res.cloudinary.com/fernway/image/authenticated/s--«zQAbRk27»--/c_fill,w_400/v1718203311/kyc/passport_88412.jpg
+#   keep:  https://res.cloudinary.com/fernway/image/upload/c_fill,w_400/v1718203311/sample.jpg
 calendar-private-address     -                      calendar/ical/[^/\s]{1,100}/(?P<s>private-[0-9a-f]{32})/
 #   catch: https://calendar.google.com/calendar/ical/ops%40acme.io/«private-1f4e32f45a2b0de146b3f73f3ac55044»/basic.ics
 #   keep:  https://calendar.google.com/calendar/ical/ops%40acme.io/public/basic.ics
@@ -3815,7 +3824,7 @@ mailgun-key                  -                      (?P<s>[0-9a-fk](?<![A-Za-z0-
 #   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
 azure-account-key-shape      random-bytes           (?<![A-Za-z0-9+/])(?<!sha512-)(?<!sha512: )(?<!Signature=")(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
-#   catch: «EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0==»
+#   catch: AccountKey=«WbBN8fGeN2mpzOxT8nmT1Tyu6jjZiqfwjC253/94h/Kvg0W6c9C2SiqplDxrCsVAv5VMU//6725WToH1OdDcwH==»
 #   keep:  "integrity": "sha512-EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0=="
 #   keep:  example.com. 3600 IN DNSKEY 257 3 13 aL9r8gYx/xIPqH6ztTcojmADnJrMvzBVKokAIxI+CFyk0VJUyR+qBiaE6avt9vZ0lvG8mqTq/DQNAJoslCEUaA==
 #   keep:  analytics-collector received beacon data=eyJldmVudCI6ICJwYWdlX3ZpZXciLCAicGF0aCI6ICIvZG9jcy90b2tlbnMiLCAidHMiOiAxNzIyNjcxMjUxfQ== (decoded: page_view)
@@ -4424,13 +4433,12 @@ hex-key-call                 -                      (?i)(?:key|wallet|signer|acc
 #   keep:  tx = w3.eth.get_transaction("0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2")
 # A literal decoded into bytes under a name that says secret: Rust's hex!(…), Python's bytes.fromhex(…),
 # C#'s Convert.FromBase64String(…) and Encoding.UTF8.GetBytes(…), Node's Buffer.from(…).
-decoded-secret-literal       assignment             {SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})(?:[ \t]*:[^=\n]{0,40})?[ \t]*(?P<op>=)[ \t]*(?:hex!|hex::decode|bytes\.fromhex|Buffer\.from|(?:base64\.)?(?:urlsafe_)?b64decode|Convert\.FromBase64String|Encoding\.\w{2,10}\.GetBytes|(?:binascii\.)?unhexlify|Hex\.decode\w{0,10}|decodeHex)\([ \t]*(?P<s>"[^"\n]{8,1024}"|'[^'\n]{8,1024}')
+decoded-secret-literal       assignment             {SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})(?:[ \t]*:[^=\n]{0,40})?[ \t]*(?P<op>=)[ \t]*(?:hex!|hex::decode|bytes\.fromhex|Buffer\.from|String::from|(?:base64\.)?(?:urlsafe_)?b64decode|Convert\.FromBase64String|Encoding\.\w{2,10}\.GetBytes|(?:binascii\.)?unhexlify|Hex\.decode\w{0,10}|decodeHex)\([ \t]*(?P<s>"[^"\n]{8,1024}"|'[^'\n]{8,1024}')
 #   catch: const SIGNING_SEED: [u8; 32] = hex!("«7cdf8e73040039b8dc5f42f56d56eb14c45dbaaa233996810f0624dbf6c03101»");
 #   catch: private static readonly byte[] Key = Encoding.UTF8.GetBytes("«4EvmWpraV34DGAKklZ311Z5m2eF0g8Gg»");
 #   keep:  const SIGNING_SEED: [u8; 32] = hex!("0000000000000000000000000000000000000000000000000000000000000000");
 # Session cookies by their well-known names, whatever the value's shape (PHP's ids are 26 small letters).
 session-cookie               not-reference          (?<![\w.\-])(?:(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|ASPSESSIONID\w{0,10}|connect\.sid|laravel_session|_session_id|sessionid|session_id|sid(?!=(?:SM|MM|MG|CA|PN|CH|RE)[0-9a-f]{32}(?![0-9a-f]))|_[a-z]{1,12}_sess(?:ion)?|wordpress_(?:logged_in|sec)_[0-9a-f]{6,32}|_oauth2_proxy|cf_clearance|remember_(?:me|token|user_token|web_[0-9a-f]{8,64})|li_at|SESSDATA)=|(?:PHPSESSID|JSESSIONID|ASP\.NET_SessionId|connect\.sid|laravel_session|cf_clearance|remember_(?:me|token|user_token|web_[0-9a-f]{8,64})|li_at|SESSDATA)["'][ \t]*:[ \t]*["'])(?P<s>[^;\s"'&]{16,4096})
-#   keep:  Twilio: message queued sid=SMb339d2eea96b681dc264bf07f1d5f40d account=AC5b31563f9ad352dabc52a6147a9a3ace status=queued
 #   keep:  Twilio: message queued sid=SMb339d2eea96b681dc264bf07f1d5f40d account=AC5b31563f9ad352dabc52a6147a9a3ace status=queued
 #   catch: cookies = {\n    "remember_me": "«cacb4f1f16f4a1368bf22bd1520ab939849aa092:3268019481»",\n}
 #   catch: cookies = {\n    "PHPSESSID": "«3x8ej9mcmstgiclpq55obgw23g»",\n}
@@ -4799,10 +4807,6 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
 #   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
 #   keep:  DB_PASSWORD=your_password_here\nSECRET_KEY=generate-a-long-random-string
-#   keep:  // test fixture — not a real key\nconst FAKE_JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
-#   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
-#   keep:  DB_PASSWORD=your_password_here\nSECRET_KEY=generate-a-long-random-string
-#   keep:  // test fixture — not a real key\nconst FAKE_JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
 #   keep:  $env:API_TOKEN = Read-Host -Prompt "Paste API token" -AsSecureString | ConvertFrom-SecureString -AsPlainText
 #   keep:  -  const secret = "dev";\n+  const secret = requireEnv("SESSION_SECRET");
 #   keep:  let password = try KeychainHelper.read(service: "sync-service", account: "default")
@@ -4952,7 +4956,6 @@ user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:
 # It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
 prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
 #   keep:  WebSocket handshake:\nSec-WebSocket-Key: ZVvmEQ/k5P+tlDyqwnU+eA==\nSec-WebSocket-Accept: P4871KkEnT/AyueRnnJMccYvk0w=
-#   keep:  WebSocket handshake:\nSec-WebSocket-Key: ZVvmEQ/k5P+tlDyqwnU+eA==\nSec-WebSocket-Accept: P4871KkEnT/AyueRnnJMccYvk0w=
 #   keep:  Der öffentliche Schlüssel für das Deployment ist: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIpwvuhSMSPwCT/zWaF6aUcp+j2OFzaAKyAzW3kz/BYPk= deploy@ci
 #   keep:  <Key>Title</Key><Value>Synology NAS 2024</Value>
 #   keep:      key = System.fetch_env!("CLOAK_KEY") |> Base.decode64!()
@@ -5002,6 +5005,7 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
+#   catch: @devops the bastion passphrase is "«paper lantern over the river 1987»" until Monday
 #   keep:  La password del database di test è quella solita del team, chiedi a Giulia.
 #   catch: the jarsigner step needs the keystore pass — it's «Espresso-Tonic-2020» for both store and alias
 #   keep:      private_key = ec.generate_private_key(ec.SECP256R1())
@@ -5341,6 +5345,7 @@ context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}
 #   keep:  Cookies (owa):\nlang=en-US\ntheme=dark
 # Signed URLs and query strings: signatures, credentials, SAS and access tokens.
 context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`]{8,2048})
+#   catch: <img src="https://tandem-private.imgix.net/contracts/4412/page-1.png?w=1200&fm=webp&expires=1733011200&s=«3cc8cc058075971125869ea3d33e7958»">
 #   catch: Artifact URL: https://pipelines.actions.githubusercontent.com/Rt5xK/_apis/pipelines/1/runs/812/signedartifactscontent?artifactName=apk&urlSigningMethod=HMACV2&urlSignature=«4kqZ9vX2Lm8Tn3Rw7Yb1Pc6Ud5Es0GaHfJkQz2Vx3Lm%3D»
 #   catch: https://files.slack.com/files-pri/T02QK8ZL1-F06N2R8P4MX/q1_board_deck.pdf?pub_secret=«d6f2e9b159»
 #   keep:  `DINGTALK_WEBHOOK=https://oapi.dingtalk.com/robot/send?access_token=XXXXXXXX`.
@@ -5457,6 +5462,7 @@ context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-
 #   keep:  -[ RECORD 1 ]--+---------------------\nvendor         | dhl\npassword_set   | t\ntoken_count    | 42
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+#   catch: hostname\tmgmt_ip\tsnmp_community\tenable_secret\ncore-sw-01\t10.0.0.2\t«N0rth$tar-ro»\t«C1sc0!Core#01»
 #   catch: | Vendor | Key |\n|---|---|\n| Algolia admin | «9b3f65abdda3e59b8b5fa9b4f393ba9a» |\n| Sort order | created_at |
 #   catch: url,username,password,totp,extra,name,grouping,fav\nhttps://vpn.example.dev,ana,«Vpn-Calder#2025»,«HN4Q6V7HOCCXEI66»,,"VPN","Work",1
 #   keep:  | Service  | User  | Password          |\n|----------|-------|-------------------|\n| Grafana  | admin | (see vault)       |\n| Router   | admin | printed on label  |
@@ -5504,7 +5510,8 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+#   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
 #   catch: [10:41] dana: the key is too long for one message, here:\n[10:41] dana: «trxhwZjYvZGEIyIYVMvgev»\n[10:42] dana: «iCH0HGr6EKkBmW3YR8»\n[10:42] dana: just join them, no spaces
@@ -5952,6 +5959,13 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         *[f"Cookie: {found.group(found.lastindex - 1)}={found.group(found.lastindex)}"] * (
             "cookie" in lowered[max(0, found.start() - 120):found.start()] and looks_machine_generated(found.group(found.lastindex))))
              ] if "value" in lowered and ("name" in lowered or "key" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered else []
+    numbered: dict = {}  # a value given in numbered parts: KEY_PART1=…, KEY_PART2=… read as KEY=…
+    for name, spans in definitions.items() if "part" in lowered or "half" in lowered or "chunk" in lowered else ():
+        split = _regex(r"(?i)(\w+?)[_\-]?(?:part|half|chunk|piece)[_\-]?(\d)").fullmatch(name)
+        if split:
+            numbered.setdefault(split.group(1), []).append((split.group(2), spans))
+    numbered_spans = [[span for _, spans in sorted(given) for span in spans] for given in numbered.values() if len(given) >= 2]
+    pairs += [f"{name}={''.join(original[a:b] for a, b in spans)}" for name, spans in zip((n for n, g in numbered.items() if len(g) >= 2), numbered_spans)]
     if not folds and not pairs:
         return text, count
     folds.sort()
@@ -5968,14 +5982,29 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         parts += spans
         position = end
     pieces.append(original[position:region_end])
+    parts += [span for spans in numbered_spans for span in spans]
     found_values: list = []
     _apply_rules("\n".join(["".join(pieces), *pairs]), 0, found_values)
-    values = [original[a:b] for a, b in parts if b - a >= 4 and any(original[a:b] in value for value in found_values)]
+    values = [inside for a, b in parts for value in found_values for inside in (_part_in_value(original[a:b], value),) if inside]
     values += [value for value in found_values if pairs and value in original]
     replaced += values
     return _redact_again(text, count, values, shortest=4)
 
 
+
+
+def _part_in_value(part: str, value: str) -> Optional[str]:
+    """What of a folded string's part lies in a value found in the folded text: the whole part, or
+    its end where the value starts (`"Password=Mapl3" + "Leaf#" + …`: Mapl3), or its start where the
+    value ends (`"Autumn9;Encrypt=True;"`: Autumn9); four characters or more."""
+    if len(part) >= 4 and part in value:
+        return part
+    for size in range(min(len(part), len(value), 256) - 1, 3, -1):
+        if part.endswith(value[:size]):
+            return value[:size]
+        if part.startswith(value[-size:]):
+            return value[-size:]
+    return None
 
 
 def _join_lines(original: str, lowered: str) -> list:
@@ -6599,6 +6628,8 @@ RULE_WORDS = {
         "hooks.slack.com/workflows"), ("/services/", "hooks.slack.com/services", "hooks.slack.com/triggers",
         "hooks.slack.com/workflows"), ()),
     "slack-invite-link": ("f9a16a94", ("/shared_invite/zt-",), ("join.slack.com/t/",), ("join.slack.com/t/",)),
+    "cloudinary-signature": ("c4995862", ("res.cloudinary.com/",), ("res.cloudinary.com/",), ("authenticated",
+        "private", "upload")),
     "calendar-private-address": ("01fcfb67", ("calendar/ical/",), ("calendar/ical/",), ("private-",)),
     "monitor-ping-url": ("0be84f5f", ("/api/push/", "hc-ping.com/"), ("/api/push/", "hc-ping.com/"), ()),
     "password-reset-link": ("953468b8", ("/reset/",), ("/reset/",), ("-",)),
@@ -6836,10 +6867,10 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "decoded-secret-literal": ("42e4cc1a", ("b64decode", "buffer.from", "bytes.fromhex", "convert.frombase64string",
-        "decodehex", "encoding.", "hex!", "hex.decode", "hex::decode", "unhexlify"), (), ("auth", "community",
-        "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "salt",
-        "secret", "seed", "session", "token")),
+    "decoded-secret-literal": ("9681b4e7", ("b64decode", "buffer.from", "bytes.fromhex", "convert.frombase64string",
+        "decodehex", "encoding.", "hex!", "hex.decode", "hex::decode", "string::from", "unhexlify"), (), ("auth",
+        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk",
+        "pwd", "salt", "secret", "seed", "session", "token")),
     "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
         "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
         "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
@@ -7068,9 +7099,9 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("c8f39a67", ("continuing:", "deux", "first", "halves", "last", "message", "messages",
-        "nachrichten", "other", "part", "partes", "parts", "pieces", "second", "teilen", "分割"), ("continuing:", "en",
-        "first", "in", "last", "other", "part", "second", "too", "分割"), ()),
+    "context-split-secret": ("d08c98de", ("continuing:", "deux", "enter", "first", "halves", "last", "message",
+        "messages", "nachrichten", "other", "part", "partes", "parts", "pieces", "second", "teilen", "分割"),
+        ("continuing:", "en", "first", "hit", "in", "last", "other", "part", "pressed", "second", "too", "分割"), ()),
     "context-recovery-codes": ("31ea30da", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
