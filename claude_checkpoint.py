@@ -1447,6 +1447,8 @@ def _accept_flag(match: Any) -> bool:
     spec = name in ("secret", "secrets") and _regex(r"[a-z]+=").match(value)  # --secret id=npmrc,src=…
     if value.strip("\"'").lower() in _FUNCTION_WORDS | {"or", "are"}:
         return False  # prose about flags: "passed by CI: -KeyStorePassword and -KeyPassword"
+    if name == "key" and _regex(r"[\w.\-/]{1,200}\.(?:tar\.gz|tgz|zip|gz|json|ya?ml|txt|csv|log|jpe?g|png|pdf|html?|parquet|bin|tar|whl)").fullmatch(value.strip("\"'")):
+        return False  # an object's key in a bucket: `aws s3api head-object --key app-2.3.1.tar.gz`
     return not value.startswith("-") and not named and not spec and _accept_assignment(match)
 
 
@@ -4720,6 +4722,7 @@ typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDEN
 #   keep:  2025-06-18T19:15:40.570Z INFO secrets: loaded secret id=sec_8nh4jwmswu name="notifications-signing-key" version=3
 #   keep:  const TOKEN_TTL: Duration = Duration::from_secs(3600);
 secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME}(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+){VALUE}
+#   keep:  $ aws s3api head-object --bucket acme-builds --key app-2.3.1.tar.gz
 #   catch: tool --password «hunter2» --verbose
 #   catch: mysqldump --single-transaction -u backup --password=«AefEAUzFksjiQXsuQVI» shop > shop.sql
 #   keep:  openssl pkcs12 -export -in bastion-qa1.lan.crt -inkey bastion-qa1.lan.key -out bastion-qa1.lan.p12 -passout file:/run/secrets/p12_pass
@@ -5565,7 +5568,8 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \
 #   keep:  trace Xk29mPq7zLw3Rt5Vb8Nc4\n    prevOffscreenSubtreeWasHidden = offscreenSubtreeWasHidden;
 #   catch: send: b'POST /oauth/introspect HTTP/1.1\\r\\n\\r\\ntoken=«ZWf2ems_Lfw5esWjBCMKV60bRQmstuMMWU0fIsRlzQ5o»\n    «sXmEVhY8N6Uln9x7lzIHV88Tj62dBenRSNUr848_wnTG»&token_type_hint=access_token'
 # The rest of a value that a line continuation (`\` right after it, in a properties file, a shell) breaks.
-context-continued-value      continued-value        \\\r?\n(?=[ \t]*(?P<s>[^\s\\"'`]{4,256})[ \t]*(?:\r?\n|$))
+context-continued-value      continued-value        \\\r?\n(?=[ \t]*(?P<s>[^\s\\"'`]{4,256})[ \t]*\\?(?:\r?\n|$))
+#   catch: export API_TOKEN=«Xk29mPq7zLw4Rt8VbN3c»\\\n«-5581930274461»
 #   catch: sfdc.password=«X0bv1V$5tHKpRO»\\\n    «DJ0wz$pWEj^uZ4»\nsfdc.timeoutSecs=600
 #   keep:  docker run --rm \\\n    -e TOKEN="$TOKEN" app:latest
 #   keep:  SOURCES=src/main.c\\\n    src/util.c
@@ -7109,7 +7113,7 @@ RULE_WORDS = {
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
     "context-split-literal": ("4f7133ae", (), (), ()),
     "context-wrapped-line": ("6eae216a", ("\n",), (), ()),
-    "context-continued-value": ("04fd6735", ("\\",), (), ("\n",)),
+    "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("1da7408a", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
     "context-quoted-block": ("c936d9a8", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
