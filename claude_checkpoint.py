@@ -2569,8 +2569,8 @@ _COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
     too under use used uses using very want way well what where which while who why will would yes yet you stored saved
     changed rotated reset updated required working works broken expired different set sent shown given empty missing
     wrong correct valid invalid field fields form user users account accounts login manager policy length
-    quella quello questa questo solita solito stessa stesso sempre solito misma mismo siempre usual même toujours habituel
-    dieselbe dasselbe derselbe gleiche immer üblich mesma mesmo sempre habitual""".split())  # (and "the usual one" in other languages)
+    quella quello questa questo solita solito stessa stesso sempre misma mismo siempre usual même toujours habituel
+    dieselbe dasselbe derselbe gleiche immer üblich mesma mesmo habitual""".split())  # (and "the usual one" in other languages)
 
 
 def _spoken_passphrase(match: Any) -> list:
@@ -2614,7 +2614,7 @@ _SENTENCE_PASSPHRASE = (r"[^\n\"«“]{0,80}?[\"«“][ \t]*(?P<s>" + _SENTENCE_
 
 # Words of a sentence about a secret, not of one that is it: "not required for this key", "ask the team lead".
 _ABOUT_A_SECRET_WORDS = frozenset("""ask see stored store vault required not none same usual empty manager saved set use
-    ticket wiki team lead this that your our same default shown below above attached sent""".split())
+    ticket wiki team lead this that your our default shown below above attached sent""".split())
 
 
 def _is_sentence_passphrase(value: str) -> bool:
@@ -3009,7 +3009,8 @@ def _find_table_cells(match: Any) -> list:
 
 def _credential_columns(names: list) -> tuple:
     """The (index, kind) of each column whose header names a credential: kind "pin" under a PIN,
-    "machine" under a name that only may say secret (`Key`, `SNMP community`), else "secret"."""
+    "totp" under a TOTP seed's, "machine" under a name that only may say secret (`Key`), else
+    "secret" (also an SNMP community's, a password people choose)."""
     columns = []
     for index, name in enumerate(names):
         strength = secret_strength(_regex(r"\W+").sub("_", name)) if name else 0
@@ -3027,7 +3028,7 @@ def _credential_columns(names: list) -> tuple:
 
 def _is_secret_cell(value: str, kind: str) -> bool:
     """Whether a cell under a credential's column (kind as _credential_columns says) holds one: a
-    password, a machine-made value, a passphrase, or a PIN under a PIN."""
+    password, a machine-made value, a passphrase, a PIN under a PIN, base32 under a TOTP seed's."""
     if not value or _is_call(value):
         return False
     if kind == "machine":
@@ -5920,10 +5921,11 @@ _FOLDS_MAX = 256  # more joins than code that builds a secret holds: a hostile t
 def _redact_folded(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the parts of a secret that code builds from strings redacted: the
     strings are given names and joined later (`k1 + k2`, `"$P1$P2"`, `${P1}${P2}@github.com`,
-    `keyParts.joined()`, `PASS+="…"`), or joined where they stand (`CONCAT('Pampa!Gau', 'cho_1810')`,
-    `["…", "…"].join`). Each such expression is folded into the string it makes, in `original`
-    (before any part was redacted), and the rules read the folded lines: every part of a value
-    they find there is a secret's part, redacted where it stands."""
+    `$"{a}{b}"`, `keyParts.joined()`, `PASS+="…"`, `KEY_PART1=…` and `KEY_PART2=…`), joined where they
+    stand (`CONCAT('Pampa!Gau', 'cho_1810')`, `["…", "…"].join`, a StringBuilder's appends), or written
+    over lines (_line_folds). Each such expression is folded into the string it makes, in `original`
+    (before any part was redacted), and the rules read the folded lines: what of each part lies in a
+    value they find there is a secret's part, redacted where it stands (_part_in_value)."""
     import bisect
     definitions: dict = {}  # name: the spans of its strings, in order (PASS="a" then PASS+="b")
     for found in _regex(_STRING_DEFINITION).finditer(original):
@@ -5939,17 +5941,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
                 folds.append((found.start(), found.end(), *made))
         if len(folds) > _FOLDS_MAX:
             break
-    for found in _regex(r"(?m)(?<=:)[ \t]*[>|][-+]?[ \t]*\n((?:[ \t]+[A-Za-z0-9+/=_\-.~]{4,200}[ \t]*(?:\n|$)){2,40})").finditer(original) if ": >" in original or ": |" in original else ():
-        pieces = list(_regex(r"[^\s]+").finditer(original, found.start(1), found.end(1)))  # a YAML block's lines: one value
-        folds.append((found.start(), found.end(1) - (original[found.end(1) - 1:found.end(1)] == "\n"), ' "' + "".join(piece.group() for piece in pieces) + '"',
-                      [piece.span() for piece in pieces]))
-        if len(folds) > _FOLDS_MAX:
-            break
-    for found in _regex(r'"(?:[^"\\\n]*\\\r?\n){1,40}[^"\\\n]*"').finditer(original) if "\\\n" in original else ():
-        pieces = list(_regex(r'[^"\\\s](?:[^"\\\n]*[^"\\\s])?').finditer(original, found.start(), found.end()))  # a string a shell continues over lines
-        folds.append((found.start(), found.end(), '"' + "".join(piece.group() for piece in pieces) + '"', [piece.span() for piece in pieces]))
-        if len(folds) > _FOLDS_MAX:
-            break
+    folds += _line_folds(original)
     folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
     for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})").finditer(original) if definitions else ():  # also C#'s $"{a}{b}", Python's f"{a}{b}"
@@ -5963,13 +5955,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         *[f"Cookie: {found.group(found.lastindex - 1)}={found.group(found.lastindex)}"] * (
             "cookie" in lowered[max(0, found.start() - 120):found.start()] and looks_machine_generated(found.group(found.lastindex))))
              ] if "value" in lowered and ("name" in lowered or "key" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered else []
-    numbered: dict = {}  # a value given in numbered parts: KEY_PART1=…, KEY_PART2=… read as KEY=…
-    for name, spans in definitions.items() if "part" in lowered or "half" in lowered or "chunk" in lowered else ():
-        split = _regex(r"(?i)(\w+?)[_\-]?(?:part|half|chunk|piece)[_\-]?(\d)").fullmatch(name)
-        if split:
-            numbered.setdefault(split.group(1), []).append((split.group(2), spans))
-    numbered_spans = [[span for _, spans in sorted(given) for span in spans] for given in numbered.values() if len(given) >= 2]
-    pairs += [f"{name}={''.join(original[a:b] for a, b in spans)}" for name, spans in zip((n for n, g in numbered.items() if len(g) >= 2), numbered_spans)]
+    numbered = _numbered_parts(original, definitions) if "part" in lowered or "half" in lowered or "chunk" in lowered else {}
+    pairs += [f"{name}={''.join(original[a:b] for a, b in spans)}" for name, spans in numbered.items()]
     if not folds and not pairs:
         return text, count
     folds.sort()
@@ -5986,7 +5973,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         parts += spans
         position = end
     pieces.append(original[position:region_end])
-    parts += [span for spans in numbered_spans for span in spans]
+    parts += [span for spans in numbered.values() for span in spans]
     found_values: list = []
     _apply_rules("\n".join(["".join(pieces), *pairs]), 0, found_values)
     values = [inside for a, b in parts for value in found_values for inside in (_part_in_value(original[a:b], value),) if inside]
@@ -5995,6 +5982,34 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     return _redact_again(text, count, values, shortest=4)
 
 
+
+
+def _line_folds(original: str) -> list:
+    """The folds (as _redact_folded keeps them) of values written over lines: a YAML block's lines
+    under `key: >-` or `key: |`, a string a shell continues with a `\\` at each line's end."""
+    folds: list = []
+    for found in _regex(r"(?m)(?<=:)[ \t]*[>|][-+]?[ \t]*\n((?:[ \t]+[A-Za-z0-9+/=_\-.~]{4,200}[ \t]*(?:\n|$)){2,40})").finditer(original) if ": >" in original or ": |" in original else ():
+        pieces = list(_regex(r"[^\s]+").finditer(original, found.start(1), found.end(1)))
+        folds.append((found.start(), found.end(1) - (original[found.end(1) - 1:found.end(1)] == "\n"), ' "' + "".join(piece.group() for piece in pieces) + '"',
+                      [piece.span() for piece in pieces]))
+        if len(folds) > _FOLDS_MAX:
+            return folds
+    for found in _regex(r'"(?:[^"\\\n]*\\\r?\n){1,40}[^"\\\n]*"').finditer(original) if "\\\n" in original else ():
+        pieces = list(_regex(r'[^"\\\s](?:[^"\\\n]*[^"\\\s])?').finditer(original, found.start(), found.end()))
+        folds.append((found.start(), found.end(), '"' + "".join(piece.group() for piece in pieces) + '"', [piece.span() for piece in pieces]))
+        if len(folds) > _FOLDS_MAX:
+            break
+    return folds
+
+
+def _numbered_parts(original: str, definitions: dict) -> dict:
+    """A value given in numbered parts (`KEY_PART1=…`, `KEY_PART2=…`): {KEY: the spans of its parts, in order}."""
+    numbered: dict = {}
+    for name, spans in definitions.items():
+        split = _regex(r"(?i)(\w+?)[_\-]?(?:part|half|chunk|piece)[_\-]?(\d)").fullmatch(name)
+        if split:
+            numbered.setdefault(split.group(1), []).append((split.group(2), spans))
+    return {name: [span for _, spans in sorted(given) for span in spans] for name, given in numbered.items() if len(given) >= 2}
 
 
 def _part_in_value(part: str, value: str) -> Optional[str]:
