@@ -1211,8 +1211,8 @@ def _is_path_or_version(value: str) -> bool:
         return True  # also docs/tls.md#h0ww7
     if _regex(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+").fullmatch(v):
         return True  # secret/data/ci:token, db-password:/etc/credstore/db-password
-    if _regex(r"[\w.\-]+\.(?:txt|lst|list|dic|csv)|" + _COLOUR_OR_TICKET + r"(?:/[a-z0-9_.\-]+)+").fullmatch(v):
-        return True  # a word list (`-p passwords.txt`), a path under a ticket (PT-3627/spray-round-4)
+    if _regex(r"[\w.\-]+\.(?:txt|lst|list|dic|csv|tar\.gz|tgz|zip|gz|json|ya?ml|log|parquet|whl|tar|pdf|png|jpe?g|html?)|" + _COLOUR_OR_TICKET + r"(?:/[a-z0-9_.\-]+)+").fullmatch(v):
+        return True  # a word list (`-p passwords.txt`), a file's name (an object's key: `--key app-2.3.1.tar.gz`), a path under a ticket (PT-3627/spray-round-4)
     if _regex(r"(?:projects|organizations|folders)/[\w.\-]+(?:/[\w.\-]+)+").fullmatch(v):
         return True  # a cloud resource's name: projects/p/locations/global/keyRings/app/cryptoKeys/signing/cryptoKeyVersions/4
     if _regex(r"[a-z0-9][\w.\-]*(?::\d+)?/[A-Z][A-Z0-9_]{2,30}").fullmatch(v):
@@ -1447,8 +1447,6 @@ def _accept_flag(match: Any) -> bool:
     spec = name in ("secret", "secrets") and _regex(r"[a-z]+=").match(value)  # --secret id=npmrc,src=…
     if value.strip("\"'").lower() in _FUNCTION_WORDS | {"or", "are"}:
         return False  # prose about flags: "passed by CI: -KeyStorePassword and -KeyPassword"
-    if name == "key" and _regex(r"[\w.\-/]{1,200}\.(?:tar\.gz|tgz|zip|gz|json|ya?ml|txt|csv|log|jpe?g|png|pdf|html?|parquet|bin|tar|whl)").fullmatch(value.strip("\"'")):
-        return False  # an object's key in a bucket: `aws s3api head-object --key app-2.3.1.tar.gz`
     return not value.startswith("-") and not named and not spec and _accept_assignment(match)
 
 
@@ -1700,7 +1698,7 @@ def _accept_listed_login(match: Any) -> bool:
     a letter or a digit (not `staging / Production2`), or a machine-made one."""
     before = _line_before(match.string, match.start(), 160)
     account = _regex(r"(?:^|[:：]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・])[ \t]*[`'\"«]?(" + _EMAIL_ADDRESS + r"|[a-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)
-    if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[a-z]+\d{0,3}|" + _EMAIL_ADDRESS + "|" + _ACCOUNT_NAME + r"|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|[a-z]+\d+").fullmatch(account.group(1)):
+    if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[a-z]+\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(account.group(1)):
         return False
     value = match.group("s")
     return (looks_machine_generated(value) or _has_three_classes(value) and not value.isalnum()) and _accept_chosen(match) and not _is_path_or_version(value)
@@ -2134,6 +2132,10 @@ _CREDENTIAL_WORDS = (
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
+# A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
+# variable): `b64decode("…")`, `hex!("…")`, `Encoding.UTF8.GetBytes("…")`, `Buffer.from("…")`, `String::from("…")`.
+_DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode|decode\w{0,10}|encode|bytes|GetBytes|FromBase64String"
+                  r"|unhexlify|fromhex|from|atob|str|String)\(")
 # Commands that print a secret: reading a key or secret file, a password manager or vault, a cloud
 # secret store, creating a token or random bytes.
 _SECRET_PRINTING_COMMAND = (
@@ -2613,7 +2615,7 @@ _SENTENCE_PASSPHRASE = (r"[^\n\"«“]{0,80}?[\"«“][ \t]*(?P<s>" + _SENTENCE_
 
 
 # Words of a sentence about a secret, not of one that is it: "not required for this key", "ask the team lead".
-_ABOUT_A_SECRET_WORDS = frozenset("""ask see stored store vault required not none same usual empty manager saved set use
+_SECRET_TALK_WORDS = frozenset("""ask see stored store vault required not none same usual empty manager saved set use
     ticket wiki team lead this that your our default shown below above attached sent""".split())
 
 
@@ -2621,7 +2623,7 @@ def _is_sentence_passphrase(value: str) -> bool:
     """Words that may be a passphrase said as a sentence ("paper lantern over the river 1987"): none
     that talks about a secret, no credential word, a number or four words."""
     words = value.lower().split()
-    return not set(words) & (_ABOUT_A_SECRET_WORDS | _NOT_PASSPHRASE_WORDS) and (len(words) >= 4 or words[-1].isdigit())
+    return not set(words) & (_SECRET_TALK_WORDS | _NOT_PASSPHRASE_WORDS) and (len(words) >= 4 or words[-1].isdigit())
 
 
 def _is_spoken_passphrase(value: str) -> bool:
@@ -2927,9 +2929,12 @@ def _holds_a_password(cell: str) -> bool:
         cell) and not _is_path_or_version(cell) and not _regex(_NOT_RANDOM_MARKS).search(cell)
 
 
-def _holds_a_secret(cell: str) -> bool:
-    """A cell under a column whose name says secret (a SELECT's, a table's underlined by dashes):
-    a value that looks like a secret, or six digits or more, not a reference or a masked value."""
+def _holds_a_secret(cell: str, strength: int = 2) -> bool:
+    """A cell under a column whose name says secret (a SELECT's, a table's underlined by dashes, a
+    record's field): a value that looks like a secret, or six digits or more; under a name that
+    only may say so (strength 1: `key`), a machine-made value. Never a reference or a masked value."""
+    if strength == 1:
+        return looks_machine_generated(cell) and not _is_masked_or_public(cell)
     return (_looks_like_a_secret(cell) or _regex(r"\d{6,12}").fullmatch(cell) is not None) and not _is_reference(cell) and not _is_masked_or_public(cell)
 
 
@@ -2951,7 +2956,7 @@ def _find_selected_columns(match: Any) -> list:
         for index in secret:
             value = cells[index].group().strip()
             first = row.start() + cells[index].start() + cells[index].group().index(value)
-            if value not in names and (_holds_a_secret(value) if strengths[index] == 2 else looks_machine_generated(value)):
+            if value not in names and _holds_a_secret(value, strengths[index]):
                 spans.append((first, first + len(value)))
     return spans
 
@@ -3032,7 +3037,7 @@ def _is_secret_cell(value: str, kind: str) -> bool:
     if not value or _is_call(value):
         return False
     if kind == "machine":
-        return looks_machine_generated(value) and not _is_masked_or_public(value)
+        return _holds_a_secret(value, 1)
     if kind == "totp" and _regex(r"[A-Z2-7]{16,64}").fullmatch(value):
         return True  # a TOTP seed in base32
     return (_looks_like_a_secret(value) or _is_joined_passphrase(value)
@@ -3061,7 +3066,7 @@ def _find_expanded_record_fields(match: Any) -> list:
     spans, start = [], match.start("s")
     for field in _regex(r"(?m)^[ \t]*([\w.\-]{1,64})[ \t]*(?:\||:)[ \t]*(\S[^\n]*?)[ \t]*$").finditer(match.group("s")):
         strength, value = secret_strength(field.group(1)), field.group(2)
-        if strength == 2 and _holds_a_secret(value) or strength == 1 and looks_machine_generated(value):
+        if strength and _holds_a_secret(value, strength):
             spans.append((start + field.start(2), start + field.end(2)))
     return spans
 
@@ -3135,7 +3140,8 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
 _SPLIT_PART_VALUE = r"""(?i)(?:\bpart[ \t]?\d|\bhalf|continuing)[^\n:"'«]{0,40}(?:[:：][ \t]*["'«]?|["'«])([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]"""
-_SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*|\d{1,2}[.):][ \t]*"""
+_CHAT_LINE_START = r"\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `
+_SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|\d{1,2}[.):][ \t]*"""
                     r"""|(?i:(?:first|second|last|other)[ \t]+)?(?i:half|part[ \t]?\d?)[^\n:]{0,40}:[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*$""")
 
 
@@ -3154,7 +3160,7 @@ def _find_split_parts(match: Any) -> list:
     spans += [line.span(1) for line in _regex(_SPLIT_PART_LINE).finditer(text, line_end, region_end)]
     if _regex(r"(?i)enter[ \t]+too").search(match.group()) and line_start:  # sent too early: the line above ends with the first part, this one starts with the rest
         above = _regex(r"(\S{3,64})[ \t]*$").search(text, max(0, line_start - 300), line_start - 1)
-        rest = _regex(r"[ \t]*(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*)?(\S{3,64})").match(text, line_start, match.start())
+        rest = _regex(r"[ \t]*(?:" + _CHAT_LINE_START + r")?(\S{3,64})").match(text, line_start, match.start())
         spans += [found.span(1) for found in (above, rest) if found]
     return sorted({span for span in spans if _is_secret_part(text[span[0]:span[1]])})
 
@@ -4436,7 +4442,7 @@ hex-key-call                 -                      (?i)(?:key|wallet|signer|acc
 #   keep:  tx = w3.eth.get_transaction("0xac295c6a9ffad389f59d3bb8588a2095873fe28364739b7fa8fc29990dfa37a2")
 # A literal decoded into bytes under a name that says secret: Rust's hex!(…), Python's bytes.fromhex(…),
 # C#'s Convert.FromBase64String(…) and Encoding.UTF8.GetBytes(…), Node's Buffer.from(…).
-decoded-secret-literal       assignment             {SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})(?:[ \t]*:[^=\n]{0,40})?[ \t]*(?P<op>=)[ \t]*(?:hex!|hex::decode|bytes\.fromhex|Buffer\.from|String::from|(?:base64\.)?(?:urlsafe_)?b64decode|Convert\.FromBase64String|Encoding\.\w{2,10}\.GetBytes|(?:binascii\.)?unhexlify|Hex\.decode\w{0,10}|decodeHex)\([ \t]*(?P<s>"[^"\n]{8,1024}"|'[^'\n]{8,1024}')
+decoded-secret-literal       assignment             {SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})(?:[ \t]*:[^=\n]{0,40})?[ \t]*(?P<op>=)[ \t]*{DECODING_CALL}[ \t]*(?P<s>"[^"\n]{8,1024}"|'[^'\n]{8,1024}')
 #   catch: const SIGNING_SEED: [u8; 32] = hex!("«7cdf8e73040039b8dc5f42f56d56eb14c45dbaaa233996810f0624dbf6c03101»");
 #   catch: private static readonly byte[] Key = Encoding.UTF8.GetBytes("«4EvmWpraV34DGAKklZ311Z5m2eF0g8Gg»");
 #   keep:  const SIGNING_SEED: [u8; 32] = hex!("0000000000000000000000000000000000000000000000000000000000000000");
@@ -5639,7 +5645,8 @@ CHECK_NEEDS = {
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
                   "{L}": _L, "{R}": _R, "{CREDENTIAL_WORD}": _CREDENTIAL_WORDS, "{PROMPT_LINE}": _PROMPT_LINE,
-                  "{SECRET_PRINTING_COMMAND}": _SECRET_PRINTING_COMMAND, "{INSIDE}": _INSIDE_ANOTHER_COMMAND, "{TABLE_CELL}": _TABLE_HEADER_CELL}
+                  "{SECRET_PRINTING_COMMAND}": _SECRET_PRINTING_COMMAND, "{INSIDE}": _INSIDE_ANOTHER_COMMAND, "{TABLE_CELL}": _TABLE_HEADER_CELL,
+                  "{DECODING_CALL}": _DECODING_CALL}
 
 
 def redaction_rules() -> list:
@@ -5891,8 +5898,7 @@ _LITERAL = r"""(?:"[^"\n]*"|'[^'\n]*')"""
 # `||`), the operator may start the next line; a list of literals that is joined (`[…].join`, `strings.Join([]string{…}, "")`,
 # HCL's `join("", […])`, PHP's `implode('', […])`, Ruby's `%w[…].join`), `CONCAT('…', '…')`, a StringBuilder's `.append("…")` chain;
 # a name given a list, joined (`keyParts.joined()`, `"".join(parts)`).
-# A call that hands its literal on, decoded or as bytes (not a lookup: `os.Getenv("DB_PASS")` names a variable).
-_PASSING_CALL = r"(?<![\w$.])(?:[A-Za-z_]\w*\.){0,3}(?:(?:urlsafe_)?b64decode|decode|encode|bytes|GetBytes|FromBase64String|unhexlify|fromhex|from|atob|str|String)\("
+_PASSING_CALL = r"(?<![\w$.])" + _DECODING_CALL  # a decoding call as an operand: the literal it hands on is the part
 _OPERAND = (r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"""[ \t]*""" + _LITERAL + r"""[ \t]*\)"""  # also a literal in a call: b64decode("…")
             r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
 _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:\\?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
@@ -5950,12 +5956,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
             folds.append((found.start(), found.end(), "".join(original[a:b] for a, b in definitions[name]), definitions[name]))
         if len(folds) > _FOLDS_MAX:
             break
-    pairs = [pair for found in _regex(_NAMED_VALUE).finditer(original) for pair in (
-        f"{found.group(found.lastindex - 1)}: {found.group(found.lastindex)}",  # and in a cookie's record, a cookie of any name:
-        *[f"Cookie: {found.group(found.lastindex - 1)}={found.group(found.lastindex)}"] * (
-            "cookie" in lowered[max(0, found.start() - 120):found.start()] and looks_machine_generated(found.group(found.lastindex))))
-             ] if "value" in lowered and ("name" in lowered or "key" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered else []
-    numbered = _numbered_parts(original, definitions) if "part" in lowered or "half" in lowered or "chunk" in lowered else {}
+    pairs = _named_value_pairs(original, lowered)
+    numbered = _numbered_parts(definitions)
     pairs += [f"{name}={''.join(original[a:b] for a, b in spans)}" for name, spans in numbered.items()]
     if not folds and not pairs:
         return text, count
@@ -6002,7 +6004,21 @@ def _line_folds(original: str) -> list:
     return folds
 
 
-def _numbered_parts(original: str, definitions: dict) -> dict:
+def _named_value_pairs(original: str, lowered: str) -> list:
+    """Each value given apart from its name (_NAMED_VALUE) as the line `name: value`, and in a
+    cookie's record a machine-made value also as `Cookie: name=value` (a cookie of any name)."""
+    if not ("value" in lowered and ("name" in lowered or "key" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered):
+        return []
+    pairs = []
+    for found in _regex(_NAMED_VALUE).finditer(original):
+        name, value = found.group(found.lastindex - 1), found.group(found.lastindex)
+        pairs.append(f"{name}: {value}")
+        if "cookie" in lowered[max(0, found.start() - 120):found.start()] and looks_machine_generated(value):
+            pairs.append(f"Cookie: {name}={value}")
+    return pairs
+
+
+def _numbered_parts(definitions: dict) -> dict:
     """A value given in numbered parts (`KEY_PART1=…`, `KEY_PART2=…`): {KEY: the spans of its parts, in order}."""
     numbered: dict = {}
     for name, spans in definitions.items():
@@ -6886,10 +6902,10 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "decoded-secret-literal": ("9681b4e7", ("b64decode", "buffer.from", "bytes.fromhex", "convert.frombase64string",
-        "decodehex", "encoding.", "hex!", "hex.decode", "hex::decode", "string::from", "unhexlify"), (), ("auth",
-        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk",
-        "pwd", "salt", "secret", "seed", "session", "token")),
+    "decoded-secret-literal": ("57e085dc", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        "pat", "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ("atob",
+        "b64decode", "bytes", "decode", "encode", "from", "frombase64string", "fromhex", "getbytes", "hex!", "str",
+        "string", "unhexlify")),
     "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
         "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
         "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
