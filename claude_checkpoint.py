@@ -1664,7 +1664,12 @@ def _looks_like_a_secret(value: str) -> bool:
     """Machine-made, a password's usual shape, a password a person chose, or 16 hex digits or more
     of letters and digits (a password a generator wrote in hex): what a place that says secret
     holds (not `done`)."""
+    if _regex(_TIMESTAMP).fullmatch(value):
+        return False  # `2024-11-03T09:12:44` beside a secret's name: when it was made
     return looks_machine_generated(value) or _looks_like_password(value) or looks_like_chosen_password(value) or _is_hex_secret(value)
+
+
+_TIMESTAMP = r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+\-]\d\d:?\d\d)?)?"
 
 
 def _is_call(value: str) -> bool:
@@ -3108,12 +3113,15 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
     if starts and len(cells) != len(starts):
         import bisect
         words_of = [[] for _ in starts]  # each word goes to the column it starts in
+        overran = [False for _ in starts]  # the column before ran into this one's start (a long endpoint), pushing its cell right
         for word in _regex(r"\S+").finditer(row):
             column = bisect.bisect_right(starts, word.start()) - 1
             if column >= 0:
                 words_of[column].append(word.span())
-        cells = [(words[0][0], words[-1][1]) if words and words[0][0] == start else (0, 0)  # aligned, or no table
-                 for words, start in zip(words_of, starts)]
+            if column + 1 < len(starts) and word.end() >= starts[column + 1] - 1:
+                overran[column + 1] = True
+        cells = [(words[0][0], words[-1][1]) if words and (words[0][0] == start or pushed) else (0, 0)  # aligned, or no table
+                 for words, start, pushed in zip(words_of, starts, overran)]
     for index, (a, b) in enumerate(cells):
         value = row[a:b].strip().strip("`")
         value = value[1:-1] if len(value) > 2 and value[0] == value[-1] == '"' else value  # a CSV's quoted cell
@@ -5842,6 +5850,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     text, count = _apply_rules(text, count, replaced)
     if len(text) <= _READ_AGAIN_MAX and (_regex(_LINE_PREFIX).search(text) or "'\\''" in text or "\\n" in text):
         text, count = _redact_under_prefixes(text, count, replaced)
+    if len(original) <= _READ_AGAIN_MAX and "\n" in original:
+        text, count = _redact_wrapped_prose(original, text, count, replaced)
     if len(original) <= _READ_AGAIN_MAX:
         text, count = _redact_folded(original, text, count, replaced)
     if found is not None:
@@ -5864,10 +5874,12 @@ def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
     (_LINE_PREFIX: a numbered file read, grep's output, a diff; only the rules that read lines) or
     a shell's or JSON's escapes undone (every rule) also redacted, wherever they stand whole (each
     line of a value that spans lines: a key's body)."""
-    escaped = "'\\''" in text or "\\n" in text and _regex(r'"(?:content|output|stdout|stderr|text|result)"[ \t]*:[ \t]*"').search(text) is not None
+    output_key = r'"\w{0,30}(?:content|output|stdout|stderr|text|result)"[ \t]*:[ \t]*"'
+    escaped = "'\\''" in text or "\\n" in text and _regex(output_key).search(text) is not None
     source = text
     if escaped:  # a shell's quote inside quotes (Codex's `bash -lc '… '\''…'\'' …'`), a JSON string's lines (a tool's result)
         source = text.replace("'\\''", "'").replace("\\n", "\n").replace('\\"', '"')
+        source = _regex(output_key).sub(lambda key: key.group() + "\n", source)  # its first line starts a line: a table's header
     prefixes = list(_regex(_LINE_PREFIX).finditer(source))  # (a JSON string's lines have theirs once undone)
     if len(prefixes) < 2 and not escaped:
         return text, count
@@ -5877,10 +5889,47 @@ def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
         position = prefix.end()
     bare.append(source[position:])
     bare_text = "".join(bare)
+    if "│" in bare_text:  # a pane's right border too (Gemini CLI's, Qwen Code's boxes): a line's value ends before it
+        bare_text = _regex(r"(?m)[ \t]*│[ \t]*$").sub("", bare_text)
     found: list = []
     _apply_rules(bare_text, 0, found, None if escaped else _line_rules())
     pieces = [piece.strip() for value in found for piece in (value, *value.split("\n"))]
     pieces = [piece for piece in pieces if len(piece) >= 6 and REDACTED not in piece]
+    replaced += pieces
+    return _redact_again(text, count, pieces, shortest=6)
+
+
+# A line of prose wrapped where it names a credential or is about to give it ("… Dein privater Schlüssel ist",
+# "… usuario 305 y contraseña", "… la clé pré-partagée :"), the next line going on at its start (no indent, no list);
+# a word of a sentence (_reads_as_prose), not a prompt (`Password:`) nor a name's end (`refreshAccessToken`).
+_WRAPPED_BEFORE_VALUE = (r"(?:" + _CREDENTIAL_WORDS + r")(?:[ \t]+[^\W\d_][\w'’\-]{0,14}){0,2}[ \t]*[:：]?[ \t]*(\r?\n)"
+                         r"(?=[^\s\-*#|>{}\[\]<+`])")
+
+
+def _reads_as_prose(line: str) -> bool:
+    """Whether the start of a line reads as a sentence someone wrote, wrapped where it ends: long,
+    of several words one space apart (a table's header aligns its columns), without code's or a
+    command's signs."""
+    words = line.strip()
+    return len(words) >= 40 and len(words.split()) >= 5 and not _regex(r"[=(){}\[\];<>$|`@/\\\t]|  ").search(words)
+
+
+def _redact_wrapped_prose(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the values the rules find once prose wrapped after a credential word is
+    read as one line (_WRAPPED_BEFORE_VALUE: each such line break read as spaces) also redacted,
+    wherever they stand whole."""
+    breaks = [found.span(1) for found in _regex(_WRAPPED_BEFORE_VALUE).finditer(original)
+              if original[found.start() - 1:found.start()] in (" ", "\t") and _reads_as_prose(_line_before(original, found.start(), 200))]
+    if not breaks:
+        return text, count
+    joined, position = [], 0
+    for start, end in breaks:
+        joined += [original[position:start], " " * (end - start)]
+        position = end
+    joined.append(original[position:])
+    found: list = []
+    _apply_rules("".join(joined), 0, found)
+    pieces = [value.strip() for value in found if len(value.strip()) >= 6 and REDACTED not in value]
     replaced += pieces
     return _redact_again(text, count, pieces, shortest=6)
 

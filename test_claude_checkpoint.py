@@ -1015,6 +1015,11 @@ class TestRedaction(unittest.TestCase):
             "│ ✔  Shell pass show infra/router\n│\n│ asdfgh!483?\n│ url: https://10.41.109.102": "asdfgh!483?",
             '{"type": "tool_result", "content": "$ htpasswd -b -c /etc/nginx/.htpasswd admin Sable881^\\nAdding password for user admin"}':
                 "Sable881^",
+            # Qwen Code's pane with its right border; Codex's event, whose output's first line is a table's header.
+            "│ ✓  Shell redis-cli HGETALL partner:credentials        │\n│    1) \"taobao_app_secret\"        │\n"
+            "│    2) \"108d28ab96b05ccc4fca71feaecbe61c\"        │": "108d28ab96b05ccc4fca71feaecbe61c",
+            '{"type":"item.completed","item":{"type":"command_execution","command":"bash -lc \'cat ops/routers.txt\'",'
+            '"aggregated_output":"site        model          admin_pw\\nberlin-1    RB4011         Spree!Ufer_41\\n"}}': "Spree!Ufer_41",
             # A key's body read with numbers: the key rule's class of characters runs over lines.
             "⏺ Read(deploy/keys/ci_ed25519)\n  ⎿  Read 4 lines\n\n     1→-----BEGIN OPENSSH PRIVATE KEY-----\n"
             "     2→b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
@@ -1029,10 +1034,33 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 redacted, _ = cc.redact(text)
                 self.assertNotIn(secret, redacted)
-                self.assertIn("     1→bind 0.0.0.0" if "redis" in text else text.split("\n")[0][:10], redacted)
+                self.assertIn("     1→bind 0.0.0.0" if "redis.conf" in text else text.split("\n")[0][:10], redacted)
         # Lines of a list or a log are no prefixed lines: their text is redacted once, as it stands.
         text = "- rotate the token\n- 2024-09-16 10:42:01 deploy finished\n"
         self.assertEqual(cc.redact(text), (text, 0))
+
+    def test_prose_wrapped_before_its_value_is_read_as_one_line(self):
+        # A sentence that breaks its line right after the credential word or its connector.
+        cases = {
+            "Hi Jonas, der neue WireGuard-Zugang für das Lager steht. Dein privater Schlüssel ist\n"
+            "W6njWLaf2mqmw8x8CXS3qjVJcxm1seXtLrZk3ifJsBk= – bitte nur in die App importieren.": "W6njWLaf2mqmw8x8CXS3qjVJcxm1seXtLrZk3ifJsBk=",
+            "Pablo, ya configuré la centralita. La extensión 305 es tuya, usuario 305 y contraseña\n"
+            "Gaudi-Sagrada-305 (cámbiala en el teléfono cuando puedas).": "Gaudi-Sagrada-305",
+            "Le tunnel IPsec vers le site de Nantes est de nouveau monté. J'ai changé la clé pré-partagée :\n"
+            "la nouvelle est « Loire#Atl4ntique-2024 ». Merci de la reporter.": "Loire#Atl4ntique-2024",
+        }
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted, _ = cc.redact(text)
+                self.assertNotIn(secret, redacted)
+                self.assertEqual(redacted.count("\n"), 1)
+        # A table's header, a prompt, a commit's subject and a line of code are no sentence that goes on.
+        for text in ("ENV     HOST                     ADMIN USER   ADMIN PASSWORD\ndev     db-eu1.svc.cluster.local admin",
+                     "$ docker login registry.internal.example.net\nUsername: paula\nPassword:\nWARNING! Your password will be stored",
+                     "$ git stash list\nstash@{0}: WIP on main: b840553 refactor token refresh\nstash@{1}: On feat/api-keys: wip",
+                     "    125ec5fe (priya.k 2025-12-28 42)     if not token:\n0a8dd93e (priya.k 2025-12-18 43)         raise"):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text), (text, 0))
 
     def test_a_secret_code_builds_from_strings_is_redacted_in_every_part(self):
         # Parts given names and joined later, or joined where they stand: each part, where it stands.
