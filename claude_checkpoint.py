@@ -1723,6 +1723,17 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
     return _accept_chosen(match)
 
 
+# What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in.
+_PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarms?|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym"
+                r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|t[üu]r|tor|eingang|tresor|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
+                r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|kluis|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?)(?![^\W\d_])")
+
+
+def _accept_place_code(match: Any) -> bool:
+    """A code whose words name a place it opens (_PLACE_WORDS), not a ticket's or an error's."""
+    return _regex(_PLACE_WORDS).search(match.group("place")) is not None
+
+
 def _accept_jaas_user(match: Any) -> bool:
     """`user_alice="…"` declares a user's password only inside a JAAS login module (Kafka)."""
     before = match.string[max(0, match.start() - 2000):match.start()]
@@ -5020,6 +5031,18 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 #   catch: @p.novak still failing for me on staging with the key `«XJiKZUO4HfMiyAfqXVzRRmBUulDCdIAT»` — getting 401 from /v2/sync
 #   keep:  the cache uses the key `3f9a8c1b2d4e5f60718293a4b5c6d7e8` for this page
 #   keep:  look up the key "user_profile_settings_v2" in the map
+# The code that opens a place, the place named after the word "code" ("the code for the garage keypad
+# is 5093", "Koden till grinden är 4821", "el código de la puerta es 4821", "код от двери 1234"):
+# four to eight digits (a keypad's # or * after them).
+code-for-a-place             place-code             (?i)(?<![\w\-])(?:code|codes|koden?|koder|kode[nt]?|c[oó]digo|codice|kód|kod[uy]?|код)(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){1,5}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{4,8}[#*]?)(?![\w\-])
+#   catch: SMS from Mum: the code for the garage keypad is «5093» now, dad changed it
+#   catch: Tjena! Koden till grinden är «4821», ha en trevlig helg i stugan!
+#   catch: el código de la puerta del almacén es «4821#»
+#   catch: der Code für das Tor ist jetzt «4711»
+#   catch: код от двери склада «1234»
+#   keep:  the code for the garage keypad is on the fridge
+#   keep:  the code for ticket 4821 is merged
+#   keep:  error code for the request was 4040
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
@@ -5627,7 +5650,7 @@ ACCEPT_CHECKS = {
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
-    "app-password": _accept_app_password, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced,
+    "app-password": _accept_app_password, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code,
     "base64-password-line": _accept_base64_password_line, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user,
 }
@@ -7075,6 +7098,7 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
+    "code-for-a-place": ("af36c32b", ("code", "codes", "codice", "digo", "kod", "kode", "koder", "kód", "код"), (), ()),
     "context-credential-word": ("d1d04c63", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
         "disarm", "frasa sandi", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
