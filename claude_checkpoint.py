@@ -998,8 +998,8 @@ def secret_strength(name: str) -> int:
         return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest, nextPageToken a cursor
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
-    if parts[0] == "x" and last in ("key", "token", "secret"):
-        return 2  # an HTTP header that carries a key: X-Partner-Key, X-Service-Token
+    if parts[0] == "x" and last in ("key", "token", "secret", "signature"):
+        return 2  # an HTTP header or a signed form's field that carries a key: X-Partner-Key, X-Service-Token, x-amz-signature
     if last == "encrypt" and len(parts) == 1:
         return 1  # Consul's and Nomad's gossip key: `encrypt = "…"`, not `encrypt = true`
     if last == "pass" and len(parts) == 1:
@@ -1977,6 +1977,13 @@ def _entropy(text: str) -> float:
     return -sum(k / n * math.log2(k / n) for k in collections.Counter(text).values())
 
 
+def _changes_case_often(letters: str) -> bool:
+    """`LPlMpJpRwI`, `ycShaGaFCr`: letters whose case changes every three letters or sooner, as no
+    word or name written in CamelCase does (`getAuthToken`)."""
+    parts = _regex(r"[A-Z]+[a-z]*|[a-z]+").findall(letters)
+    return len(parts) >= 4 and len(letters) <= 3 * len(parts)
+
+
 def _is_built_of_words(token: str) -> bool:
     """`getAuthToken2`, `HTTPServerKey`, `password_reset_v2`: most letters in word-shaped parts (a
     vowel, no four consonants in a row) and at most two runs of digits."""
@@ -2123,7 +2130,8 @@ def looks_like_chosen_password(value: str) -> bool:
         shaped = (upper or walk or _regex(_KEYBOARD_RUN).search(v.lower()) is not None) and sum(map(str.isalpha, v)) >= 5 and (
             walk or _regex(r"[^\w.\-/]").search(v) is not None)
     else:
-        shaped = len(v) >= 12 and v.isalpha() and upper and v[1:] != v[1:].lower() and not _is_built_of_words(v)
+        shaped = len(v) >= 10 and v.isalpha() and upper and v[1:] != v[1:].lower() and (
+            len(v) >= 12 and not _is_built_of_words(v) or _changes_case_often(v))
     if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$|^[A-Za-z]+(?::[A-Za-z]+)+$").search(v):
         return False  # a URL, an e-mail address, a date, a time, a host name, a scope (Zone:DNS:Edit, read:packages)
     mainframe = _regex(r"(?=(?:[A-Z]*\d){2})(?=(?:\d*[A-Z]){4})[A-Z0-9]{6,10}").fullmatch(v) is not None  # IBM i, RACF: HARBOR59, TIGER97X
@@ -2139,7 +2147,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ \-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ _\-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -2147,7 +2155,7 @@ _CREDENTIAL_WORDS = (
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
+    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
 # variable): `b64decode("…")`, `hex!("…")`, `Encoding.UTF8.GetBytes("…")`, `Buffer.from("…")`, `String::from("…")`.
 _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode|decode\w{0,10}|encode|bytes|GetBytes|FromBase64String"
@@ -3158,7 +3166,8 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
-_SPLIT_PART_VALUE = r"""(?i)(?:\bpart[ \t]?\d|\bhalf|continuing)[^\n:"'«]{0,40}(?:[:：][ \t]*["'«]?|["'«])([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]"""
+_SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|continuing|\brest\b|\(cont(?:inued)?\))"""
+                     r"""(?:[^\n:"'«]{0,40}(?:[:：][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `
 _SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|\d{1,2}[.):][ \t]*"""
                     r"""|(?i:(?:first|second|last|other)[ \t]+)?(?i:half|part[ \t]?\d?)[^\n:]{0,40}:[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*$""")
@@ -3169,7 +3178,7 @@ def _find_split_parts(match: Any) -> list:
     word stands near: _SPLIT_PART_VALUE on the line that says so and below, _SPLIT_PART_LINE below."""
     text = match.string
     line_start = text.rfind("\n", max(0, match.start() - 300), match.start()) + 1
-    if not (_regex(_CREDENTIAL_WORDS).search(text, max(0, line_start - 300), match.end()) or _regex(r"(?i)\bkeys?\b").search(text, max(0, line_start - 300), match.end())):
+    if not (_regex(_CREDENTIAL_WORDS).search(text, max(0, line_start - 300), match.end()) or _regex(r"(?i)\b(?:keys?|pass)\b").search(text, max(0, line_start - 300), match.end())):
         return []
     line_end = text.find("\n", match.start(), match.start() + 400)
     line_end = min(len(text), match.start() + 400) if line_end < 0 else line_end  # (a line's first 400 characters)
@@ -3520,7 +3529,7 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 # SECRETISH_REACH characters of the name's start) go on. It starts on a letter, so a long run of
 # punctuation is rejected at once. (The class before the words only spares the regex engine
 # trying every word at every step.)
-_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "cred", "auth", "dsn", "cookie", "pin", "pat", "private", "encrypt",
+_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "cred", "auth", "dsn", "cookie", "pin", "pat", "private", "encrypt",
                     "session", "psk", "community", "seed", "pepper", "salt")
 _SECRETISH_REACH = 80
 _SECRETISH_FIRST_LETTERS = "".join(sorted({word[0] for word in _SECRETISH_WORDS}))  # a cheap first test
@@ -5551,13 +5560,16 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\b(?:got[ \t]+)?cut[ \t]+(?:it|off)\b|\bthe[ \t]+rest[ \t]+is\b|\(cont(?:inued)?\))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
 #   catch: [10:41] dana: the key is too long for one message, here:\n[10:41] dana: «trxhwZjYvZGEIyIYVMvgev»\n[10:42] dana: «iCH0HGr6EKkBmW3YR8»\n[10:42] dana: just join them, no spaces
 #   catch: pw for the shared test mailbox: first part "«Marmalade!»" then "«Otter-2291»" (no space)
 #   keep:  the migration runs in two parts: first the schema, then the data\n[10:42] dana: ok
+#   catch: [09:14] anke: token for the backup repo: «ghp_vzAPVvyxso0McBVMI8»\n[09:14] anke: sorry, teams cut it. rest: «w61D3LcBMSnfg4vTH5»
+#   catch: [21:04] diego: psk vpn sevilla parte 1 «NWbxGwluaqRF»\n[21:05] diego: parte 2 «GRs5J0cQ6HrM»
+#   keep:  the deploy got cut off at step 3, the rest is in the log
 #   keep:  the queue refresh is split in two messages:\n[10:41] dana: see below\n[10:42] dana: RefreshQueue
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
 context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){1,3}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
@@ -5873,8 +5885,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     text, count = _apply_rules(text, count, replaced)
     if len(text) <= _READ_AGAIN_MAX and (_regex(_LINE_PREFIX).search(text) or "'\\''" in text or "\\n" in text):
         text, count = _redact_under_prefixes(text, count, replaced)
-    if len(original) <= _READ_AGAIN_MAX and "\n" in original:
-        text, count = _redact_wrapped_prose(original, text, count, replaced)
+    if len(original) <= _READ_AGAIN_MAX and ("\n" in original or "<" in original):
+        text, count = _redact_read_as_written(original, text, count, replaced)
     if len(original) <= _READ_AGAIN_MAX:
         text, count = _redact_folded(original, text, count, replaced)
     if found is not None:
@@ -5927,6 +5939,8 @@ def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
 # a word of a sentence (_reads_as_prose), not a prompt (`Password:`) nor a name's end (`refreshAccessToken`).
 _WRAPPED_BEFORE_VALUE = (r"(?:" + _CREDENTIAL_WORDS + r")(?:[ \t]+[^\W\d_][\w'’\-]{0,14}){0,2}[ \t]*[:：]?[ \t]*(\r?\n)"
                          r"(?=[^\s\-*#|>{}\[\]<+`])")
+# HTML's inline marks around a value: "admin PIN <b>790974</b>", `<td><code>LPlMpJpRwI</code></td>`.
+_INLINE_TAG = r"</?(?:b|strong|i|em|code|tt|kbd|mark|span|u|samp|var|font)(?:[ \t][^<>\n]{0,120})?>"
 
 
 def _reads_as_prose(line: str) -> bool:
@@ -5937,21 +5951,24 @@ def _reads_as_prose(line: str) -> bool:
     return len(words) >= 40 and len(words.split()) >= 5 and not _regex(r"[=(){}\[\];<>$|`@/\\\t]|  ").search(words)
 
 
-def _redact_wrapped_prose(original: str, text: str, count: int, replaced: list) -> tuple:
-    """(text, count) with the values the rules find once prose wrapped after a credential word is
-    read as one line (_WRAPPED_BEFORE_VALUE: each such line break read as spaces) also redacted,
-    wherever they stand whole."""
-    breaks = [found.span(1) for found in _regex(_WRAPPED_BEFORE_VALUE).finditer(original)
+def _redact_read_as_written(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the values the rules find in the text as a reader sees it also redacted,
+    wherever they stand whole: prose wrapped after a credential word read as one line
+    (_WRAPPED_BEFORE_VALUE), HTML's inline marks read as spaces (_INLINE_TAG). Each is blanked
+    where it stands, so the rules see the same places."""
+    blanks = [found.span(1) for found in _regex(_WRAPPED_BEFORE_VALUE).finditer(original)
               if original[found.start() - 1:found.start()] in (" ", "\t") and _reads_as_prose(_line_before(original, found.start(), 200))]
-    if not breaks:
+    if "<" in original:
+        blanks += [found.span() for found in _regex(_INLINE_TAG).finditer(original)]
+    if not blanks:
         return text, count
-    joined, position = [], 0
-    for start, end in breaks:
-        joined += [original[position:start], " " * (end - start)]
+    read, position = [], 0
+    for start, end in sorted(blanks):
+        read += [original[position:start], " " * (end - start)]
         position = end
-    joined.append(original[position:])
+    read.append(original[position:])
     found: list = []
-    _apply_rules("".join(joined), 0, found)
+    _apply_rules("".join(read), 0, found)
     pieces = [value.strip() for value in found if len(value.strip()) >= 6 and REDACTED not in value]
     replaced += pieces
     return _redact_again(text, count, pieces, shortest=6)
@@ -6818,8 +6835,8 @@ RULE_WORDS = {
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
-    "nvs-csv-value": ("c7c199f9", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
-        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk",
+    "nvs-csv-value": ("348f63a1", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
+        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pw",
         "pwd", "salt", "secret", "seed", "session", "token")),
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
@@ -6896,8 +6913,7 @@ RULE_WORDS = {
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("6a464798", ("pass",), (), ()),
-    "cobol-password-value": ("0e3098a2", ("value",), (), ("auth", "community", "cookie", "cred", "dsn", "encrypt",
-        "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token")),
+    "cobol-password-value": ("197c8ee7", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
@@ -6974,10 +6990,10 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "decoded-secret-literal": ("57e085dc", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        "pat", "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ("atob",
-        "b64decode", "bytes", "decode", "encode", "from", "frombase64string", "fromhex", "getbytes", "hex!", "str",
-        "string", "unhexlify")),
+    "decoded-secret-literal": ("391bd845", ("atob", "b64decode", "bytes", "decode", "encode", "from",
+        "frombase64string", "fromhex", "getbytes", "hex!", "str", "string", "unhexlify"), (), ("auth", "community",
+        "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
+        "salt", "secret", "seed", "session", "token")),
     "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
         "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
         "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
@@ -6995,10 +7011,10 @@ RULE_WORDS = {
     "webhook-path-token": ("c2180a87", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("e9920c82", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth",
-        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk",
+    "spaced-assignment": ("924337c9", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth",
+        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pw",
         "pwd", "salt", "secret", "seed", "session", "token")),
-    "powershell-env-item": ("a8511a96", ("-item",), ("new", "set"), ("env:",)),
+    "powershell-env-item": ("1bf04337", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
     "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
@@ -7040,49 +7056,50 @@ RULE_WORDS = {
     "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
     "call-with-name-and-value": ("29a826df", ("(",), (), (",",)),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
-    "call-wrapped-value": ("b11f5a44", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), (":=", "=")),
+    "call-wrapped-value": ("72117ef0", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-element": ("0fb0a874", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ("</",)),
-    "plist-key-string": ("07a51062", ("</string>",), ("<key>",), ("<string>",)),
+    "xml-element": ("316f15c5", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ("</",)),
+    "plist-key-string": ("fe103fc6", ("</string>",), ("<key>",), ("<string>",)),
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("28088420", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), (":",)),
-    "secret-flag": ("f54fc1c0", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ("-",)),
-    "config-line-value": ("c581b760", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
-    "redis-hash-field": ("e049c63f", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), (")",)),
+    "typed-assignment": ("ed6348d4", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":",)),
+    "secret-flag": ("f961087a", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ("-",)),
+    "config-line-value": ("70a952c4", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
+    "redis-hash-field": ("d3ab79c6", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (")",)),
     "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
-    "box-table-value": ("02322120", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
+    "box-table-value": ("d49e228f", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
     "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("da2105f5", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
-    "nested-default-value": ("ec94b737", ("default", "value"), (), ("auth", "community", "cookie", "cred", "dsn",
-        "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session",
-        "token")),
-    "property-value-lines": ("eb713cd1", ("property:",), ("property:",), ("value:",)),
-    'validation-input-value': ('68c7571a', ('input_value="', "input_value='"), (), ('auth', 'community', 'cookie',
-        "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pwd", "salt", "secret",
-        "seed", "session", "token")),
+    "config-spaced-value": ("5749ca65", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
+    "nested-default-value": ("a693b369", ("default", "value"), (), ("auth", "community", "cookie", "cred", "dsn",
+        "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed",
+        "session", "token")),
+    "property-value-lines": ("b4c02009", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('d12fc01c', ('input_value="', "input_value='"), (), ('auth', 'community', 'cookie',
+        "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salt",
+        "secret", "seed", "session", "token")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
     "git-config-secret": ("c51465d9", ("config",), ("git",), ("git",)),
     "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
-    "heredoc-under-secret-name": ("0e3affca", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        "pat", "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), ("<<",)),
-    "secret-assignment": ("82b97eb7", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), (":", ":=", "=",
-        "=>")),
+    "heredoc-under-secret-name": ("15f0a132", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (),
+        ("<<",)),
+    "secret-assignment": ("135e1b7c", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":", ":=",
+        "=", "=>")),
     "prose-password": ("7c1adde8", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
         "pwd"), ("(", ":", "=", "is", "to")),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
@@ -7099,7 +7116,7 @@ RULE_WORDS = {
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
     "code-for-a-place": ("af36c32b", ("code", "codes", "codice", "digo", "kod", "kode", "koder", "kód", "код"), (), ()),
-    "context-credential-word": ("d1d04c63", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("9debc472", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
         "disarm", "frasa sandi", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
         "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci",
@@ -7111,8 +7128,8 @@ RULE_WORDS = {
         "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол",
         "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी",
         "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
-        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿", "암호", "액세스", "인증", "토큰"),
-        ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
+        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
+        "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
         "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
         "contrase", "credential", "creds", "db", "deploy", "disarm", "door", "encryption", "frasa sandi",
         "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan",
@@ -7127,8 +7144,8 @@ RULE_WORDS = {
         "tokn", "totp", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre",
         "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول",
         "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
-        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "시크릿",
-        "암호", "액세스", "인증", "토큰"), ()),
+        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
+        "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("ceb763a9", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
         "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
@@ -7207,9 +7224,9 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("d08c98de", ("continuing:", "deux", "enter", "first", "halves", "last", "message",
-        "messages", "nachrichten", "other", "part", "partes", "parts", "pieces", "second", "teilen", "分割"),
-        ("continuing:", "en", "first", "hit", "in", "last", "other", "part", "pressed", "second", "too", "分割"), ()),
+    "context-split-secret": ("1df777e0", ("(cont", "continuing:", "cut", "część", "deel", "deux", "enter", "first",
+        "halves", "last", "message", "messages", "nachrichten", "other", "part", "parte", "partes", "partie", "parts",
+        "pieces", "rest", "second", "teil", "teilen", "分割"), (), ()),
     "context-recovery-codes": ("31ea30da", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
@@ -7220,10 +7237,11 @@ RULE_WORDS = {
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("1da7408a", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("c936d9a8", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        'pat', 'pepper', 'pin', 'private', 'psk', 'pwd', 'salt', 'secret', 'seed', 'session', 'token'), (), ('"', "'")),
-    "context-yaml-block": ("ff0d40de", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pwd", "salt", "secret", "seed", "session", "token"), (), (":",)),
+    "context-quoted-block": ("16a805bb", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        'pat', 'pepper', 'pin', 'private', 'psk', 'pw', 'pwd', 'salt', 'secret', 'seed', 'session', 'token'), (), ('"',
+        "'")),
+    "context-yaml-block": ("40007650", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":",)),
 }
 
 
