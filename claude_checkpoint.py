@@ -3047,12 +3047,17 @@ def _credential_columns(names: list) -> tuple:
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
                      or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])  # API-Schlüssel
                      or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|2fa(?:[ _](?:secret|backup|codes?))?|mfa[ _]secret").fullmatch(name)):  # a password manager's TOTP seed
-            columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "totp" if _regex(r"(?i)totp|otp|2fa|mfa").search(name) else "secret"))
+            columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "totp" if _regex(r"(?i)totp|otp|2fa|mfa").search(name)
+                                else "password" if _regex(_PASSWORD_COLUMN).search(name) else "secret"))
         elif strength == 1 and "community" in name.lower():
             columns.append((index, "secret"))  # an SNMP community: a password people choose
         elif strength == 1 and len(name) <= 30:
             columns.append((index, "machine"))
     return tuple(columns)
+
+
+# A column's name that says password, in the languages tables are written in: its cells hold what people chose.
+_PASSWORD_COLUMN = r"(?i)pass|pw|kennwort|contrase|senha|has[łl]o|heslo|parol|salasan|l[öo]senord|wachtwoord|[şs]ifre|mdp|mot de passe|パスワード|密码|密碼|비밀번호"
 
 
 def _is_secret_cell(value: str, kind: str) -> bool:
@@ -3064,10 +3069,22 @@ def _is_secret_cell(value: str, kind: str) -> bool:
         return _holds_a_secret(value, 1)
     if kind == "totp" and _regex(r"[A-Z2-7]{16,64}").fullmatch(value):
         return True  # a TOTP seed in base32
+    if kind == "password" and _is_chosen_words(value):
+        return True  # under a password's column, words a person chose: `GIL-free-at-last`, `heteroscedastic`
     return (_looks_like_a_secret(value) or _is_joined_passphrase(value)
             or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) is not None and _is_spoken_passphrase(value)
             or kind == "pin" and _regex(r"\d{4,8}").fullmatch(value) is not None
             or kind != "pin" and (_is_passphrase_of_plain_words(value) or _regex(r"\d{6,12}").fullmatch(value) is not None))
+
+
+def _is_chosen_words(value: str) -> bool:
+    """Words joined by dashes or underscores (`igel-gruppe-b`; dots join code's names), or one long word
+    (`heteroscedastic`): a password only where a column says so; never a value that says none
+    (`n/a`, `required`, `(see vault)`), a reference or a placeholder."""
+    shaped = _regex(r"[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+){1,6}").fullmatch(value) is not None and len(value) >= 8 or (
+        value.isalpha() and len(value) >= 10)
+    return shaped and value.lower() not in _NOT_VALUES and not _is_reference(value) and not _is_placeholder(value) and not _is_path_or_version(
+        value) and secret_strength(value) == 0 and not _regex(_CREDENTIAL_WORDS).search(value)
 
 
 def _find_html_table_cells(match: Any) -> list:
@@ -3560,6 +3577,11 @@ private-key-block            key-body               -----BEGIN (?:[A-Z0-9 ]{0,40
 #   keep:  -----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC\n-----END PUBLIC KEY-----
 #   keep:  TLS_KEY="-----BEGIN PRIVATE KEY-----\\n...\\n-----END PRIVATE KEY-----"
 #   catch: -----BEGIN OpenVPN Static key V1-----«\n6fd51eeb421f5c66cd2f5a43ac5be272\n»-----END OpenVPN Static key V1-----
+# A private key written a quoted line at a time: C's and Arduino's `"…\n"` literals, a notebook's output lines.
+private-key-quoted-lines     -                      -----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----(?:\\n)?["'][ \t]*,?[ \t]*\+?[ \t]*\r?\n\s*(?P<s>(?:["'][A-Za-z0-9+/=]{4,100}(?:\\[rn])*["'][ \t]*,?[ \t]*\+?[ \t]*\r?\n\s*){1,200})(?=["']-----END)
+#   catch: const char key[] =\n"-----BEGIN EC PRIVATE KEY-----\\n"\n«"MHcCAQEEIqdu7A3hiani41UiR7LjzUg8HqM951l+qmYk\\n"\n"NIrnGqv61f+DkBZhKyljTq+gS2rJQgSyJQktWmISnsDy\\n"\n»"-----END EC PRIVATE KEY-----\\n";
+#   catch: "text": [\n  "-----BEGIN EC PRIVATE KEY-----\\n",\n  «"MHcCAQEEIGbnFmPDpOlhWYi1ThlIPRfEa1/nOHqSm/QRFjYmd\\n",\n  "AwEHoUQDQgAEae2NtRAuUMiTp0G9Hgd4yREC0BuPQ7WbBwudW\\n",\n  »"-----END EC PRIVATE KEY-----\\n"
+#   keep:  const char cert[] =\n"-----BEGIN CERTIFICATE-----\\n"\n"MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\\n"\n"-----END CERTIFICATE-----\\n";
 # minisign's and signify's secret keys: the base64 line under their comment.
 signing-tool-secret-key      -                      untrusted comment: [^\n]{0,80}secret key[ \t]*\r?\n(?P<s>[A-Za-z0-9+/=]{40,})
 #   catch: untrusted comment: minisign encrypted secret key\n«RWRTY0IyqT3nXbCm1xOEBG6FkF6fosa2VEhpwehlusFBYBxn+»
@@ -4028,11 +4050,12 @@ user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}
 #   keep:  node app.js | pino-http-send -u http://localhost:8080/logs
 #   keep:  Example: `curl -u admin:admin http://localhost:8080/api/health` (default dev credentials)
 # `curl -u KEY:`: an API key as the user, with no password (Stripe's, Mailgun's), or a key of 40 or more before its secret (OPNsense's).
-user-is-the-key-flag         random                 -(?<![\w-]-)[a-zA-Z]{0,3}u[ \t]+["']?(?P<s>[A-Za-z0-9_\-]{20,128}):(?=["']?(?:\s|$)|(?<=[A-Za-z0-9_\-]{40}:))
+user-is-the-key-flag         random                 -(?<![\w-]-)[a-zA-Z]{0,3}u[ \t]+["']?(?P<s>[A-Za-z0-9_\-][A-Za-z0-9_.\-]{11,127}):(?=["']?(?:\s|$)|(?<=[A-Za-z0-9_\-]{40}:))
 #   catch: curl -su «cbcbde92fe1a5fb2ae740f81be25a92e6301a99b»: https://api.piedpiper.dev/v2/charges?limit=3
 #   keep:  curl -u deploy: https://ci.example.com/api
 #   catch: curl -sk -u "«0E2trYpyWEmegGU0C3XCZIwzTNEmI5jJHBIFKoTVSTDxL0UzaedKKeZU1EDgBmjVbHWn9HMuHivy3oUY»:$OPN_SECRET" https://opnsense.lan/api/core/firmware/status
 #   keep:  curl -u deploybot2024build:$CI_PASS https://ci.example.com
+#   catch: curl -s -u «o.2BXwZGuNynd55pw9Eu6z5JWD9t1Tm5Ra»: -X POST https://api.pushbullet.com/v2/pushes
 # An expect script's answer to a password prompt: `expect "Password:"` then `send "…\r"`.
 expect-send-password         not-reference          (?i)expect[ \t]+(?:-\w+[ \t]+)*"[^"\n]{0,40}(?:pass|pin|secret|token|phrase)[^"\n]{0,40}"[ \t]*\r?\n[ \t]*send[ \t]+(?:--[ \t]+)?"(?P<s>[^"\n\\]{1,256})
 #   catch: spawn su - oracle\nexpect "Password:"\nsend "«Café2001»\r"
@@ -4234,12 +4257,22 @@ enterprise-cli-password      argument               (?:\bsigntool\b[^\n]{0,200}?
 #   catch: C:\build> signtool sign /f certs\codesign.pfx /p «CHkFxw4PJG3Um5nqzVimtnns» /fd sha256 dist\GameSetup.exe
 #   catch: choco apikey --key «e43c2657-9999-43f8-8c78-baa45973be5d» --source https://push.chocolatey.org/
 #   catch: cscript //nologo C:\Windows\System32\slmgr.vbs WIN-DC10 Administrator «Tiger2004^» /dlv
-windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:p|pass|password[do]?|passwd|pwd)[:=]{TOOL_VALUE}
+windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:[a-z]\w{0,30}\.)?(?:p|pass|password[do]?|passwd|pwd)[:=]{TOOL_VALUE}
 #   keep:        argv.push('/p:Configuration=' + buildType + ';Platform=' + p)
 #   catch: netdom join %COMPUTERNAME% /domain:corp /userd:CORP\svc_join /passwordd:«70VVMrf78#9J-!FDLLnb» /reboot:10
 #   catch: xfreerdp /v:ts01.example.com /u:jdoe /p:«swu3s13gPzec_F» /cert:ignore
 #   catch: cmdkey /add:fs01 /user:CORP\jdoe /pass:«Vx82!kqL0p»
+#   catch: appcmd set apppool "ShinyProxy" /processModel.userName:CORP\shiny_svc /processModel.password:«SscUctZtKbDCkrkJ»
 #   keep:  xfreerdp /v:ts01.example.com /u:jdoe /from-stdin
+# `reg add … /v DefaultPassword … /d …`: a registry value whose name says secret (Winlogon's autologon).
+registry-secret-value        not-reference          (?i)\breg(?:\.exe)?[ \t]+add\b[^\n]{0,300}?[ \t]/v[ \t]+"?[\w.\-]{0,40}(?:password|passwd|pwd|secret|token|apikey|api_key)\w{0,20}"?[^\n]{0,200}?[ \t]/d[ \t]+(?P<s>"[^"\n]{1,256}"|[^\s"]{1,256})
+#   catch: reg add "HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon" /v DefaultPassword /t REG_SZ /d «Render!Farm-Node07» /f
+#   keep:  reg add "HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon" /v DefaultUserName /t REG_SZ /d kiosk /f
+#   keep:  reg add "HKLM\SOFTWARE\Policies\Microsoft\Windows\System" /v DisablePasswordReveal /t REG_DWORD /d 1 /f
+# A literal PowerShell turns into a SecureString: `'…' | ConvertTo-SecureString -AsPlainText`.
+piped-secure-string          not-reference          (?i)(?P<s>"[^"\n$]{1,256}"|'[^'\n]{1,256}')[ \t]*\|[ \t]*ConvertTo-SecureString\b
+#   catch: $secure = '«Borealis+Sled9»' | ConvertTo-SecureString -AsPlainText -Force
+#   keep:  $secure = $env:ARCHIVE_PW | ConvertTo-SecureString -AsPlainText -Force
 # winrs' `-p:PASSWORD` (its switches take a dash and a colon).
 winrs-password               argument               (?i)\bwinrs(?:\.exe)?\b{COMMAND}[ \t]-p(?:assword)?:{TOOL_VALUE}
 #   catch: C:\\>winrs -r:kafka-2.stream.internal -u:CORP\\jdoe -p:«juliafalcon10&» ipconfig /all
@@ -5889,6 +5922,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
         text, count = _redact_read_as_written(original, text, count, replaced)
     if len(original) <= _READ_AGAIN_MAX:
         text, count = _redact_folded(original, text, count, replaced)
+    if len(original) <= _READ_AGAIN_MAX and _regex(_BASE64_TOKEN).search(original):
+        text, count = _redact_decoded(original, text, count, replaced)
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
@@ -5970,6 +6005,46 @@ def _redact_read_as_written(original: str, text: str, count: int, replaced: list
     found: list = []
     _apply_rules("".join(read), 0, found)
     pieces = [value.strip() for value in found if len(value.strip()) >= 6 and REDACTED not in value]
+    replaced += pieces
+    return _redact_again(text, count, pieces, shortest=6)
+
+
+# A token of base64 (or base64url) long enough to hide a credential: `echo '…' | base64 -d`, a note's
+# KAGGLE_JSON_B64, a config's value under any name.
+_BASE64_TOKEN = r"(?<![\w+/=\-.])(?:[A-Za-z0-9+/]{20,4096}={0,2}|[A-Za-z0-9_\-]{20,4096}={0,2})(?![\w+/=\-])"
+_DECODED_MAX = 32  # tokens decoded in one text: more than a text that hides a credential so holds
+
+
+def _redact_decoded(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with each base64 token that decodes to a credential also redacted, wherever it
+    stands, and what it decodes to (a command may print it): `user:password` whose password looks
+    like one, or text in which the rules find a secret (`{"username": …, "key": "89f7…"}`). Bytes
+    (an image, a key's DER) and text without one (a cursor's JSON) stay."""
+    found, pieces = 0, []
+    for token in _regex(_BASE64_TOKEN).finditer(original):
+        blob = token.group()
+        if found >= _DECODED_MAX or REDACTED in blob or blob not in text:
+            continue
+        if blob.isalnum() and (blob.isalpha() or blob.isdigit() or blob.islower() or blob.isupper()) or "_" in blob and _regex(r"[A-Za-z_]\w*").fullmatch(blob):
+            continue  # one class of characters (a word run long, a number, hex), a name in code (AuthClient_RefreshToken_m8C5…)
+        if _regex(r"(?i)data:[\w.+\-]+/[\w.+\-]+(?:;[\w\-]+=[\w\-]+)*;base64,$").search(original, max(0, token.start() - 80), token.start()):
+            continue  # a data URI's data: an image, a font, a source map
+        found += 1
+        decoded = _base64_text(blob.replace("-", "+").replace("_", "/"))
+        if decoded is None or len(decoded) < 6:
+            continue
+        pair = _regex(r"[\w.@\\\-+]{1,64}:([^\s:]{6,128})").fullmatch(decoded.strip())
+        if pair:
+            secret = pair.group(1) if _looks_like_a_secret(pair.group(1)) and not _decodes_to_stand_ins(blob) else None
+            values = [secret] if secret else []
+        elif _regex(r"[:=]").search(decoded) and _regex(r"[\x20-\x7e\t\r\n]+").fullmatch(decoded):  # text, not bytes that happen to decode
+            values = []
+            _apply_rules(decoded, 0, values)
+        else:
+            values = []
+        values = [value.strip() for value in values if REDACTED not in value and len(value.strip()) >= 6]
+        if values:
+            pieces += [blob] + values
     replaced += pieces
     return _redact_again(text, count, pieces, shortest=6)
 
@@ -6696,6 +6771,7 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 # whose pattern no longer has its fingerprint is parsed at first use (_stored_rule_words).
 RULE_WORDS = {
     "private-key-block": ("be646d8b", ("-----begin ",), ("-----begin ",), ("openvpn static key v", "private key")),
+    "private-key-quoted-lines": ("55eb9efe", ("private key-----",), ("-----begin ",), ("-----begin ",)),
     "signing-tool-secret-key": ("e283d95c", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
     "bitcoin-wif-key": ("7a5ffbce", (), (), ()),
     "pkcs12-base64": ("3ec00673", ("qibazcc",), ("mii",), ("mii",)),
@@ -6855,7 +6931,7 @@ RULE_WORDS = {
         "sqlcmd"), ("-p",)),
     "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",), ("-w",)),
     "user-password-flag": ("27b43ae7", ("-",), (), ()),
-    "user-is-the-key-flag": ("48b95935", ("-",), (), (":",)),
+    "user-is-the-key-flag": ("ead233aa", ("-",), (), (":",)),
     "expect-send-password": ("f92ffee4", ("expect",), ("expect",), ("send",)),
     'java-char-array-password': ('c9c36271', ('".tochararray()',), (), ()),
     "auth-user-password": ("02b0db0a", ("auth",), (), (":",)),
@@ -6917,7 +6993,9 @@ RULE_WORDS = {
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
-    "windows-password-switch": ("993b65f3", ("/p",), ("/p",), ()),
+    "windows-password-switch": ("e95bcfad", ("/",), (), ()),
+    "registry-secret-value": ("0828a1f0", ("reg",), ("reg",), ("add",)),
+    'piped-secure-string': ('6b699996', ('convertto-securestring',), (), ('"', "'")),
     "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),
     "redis-protocol-auth": ("3b91e038", ("\\r\\n$4\\r\\nauth\\r\\n",), ("\\r\\n$4\\r\\nauth\\r\\n",), ()),
     "schtasks-password": ("ae424767", ("schtasks",), ("schtasks",), ("/",)),
