@@ -947,7 +947,7 @@ _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key,
 # where it comes from (Drone's `from_secret: docker_password`).
-_NOT_SECRET_QUALIFIERS = frozenset("hashed existing from page continuation pagination cursor next cache idempotency crashreporter consent websocket".split())
+_NOT_SECRET_QUALIFIERS = frozenset("hashed existing from page continuation pagination cursor next cache idempotency crashreporter consent websocket challenge".split())
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
@@ -966,7 +966,8 @@ _NAME_SPLIT = r"[_.:\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
 _NOT_VALUES = frozenset("""
     true false null none nil yes no on off undefined str string int integer bytes bool boolean
     number any object optional required secretstr text varchar char password redacted hidden masked
-    env read write none sensitive inherit include omit same-origin error warn warning bearer basic digest negotiate user username login email machine process""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`
+    env read write none sensitive inherit include omit same-origin error warn warning bearer basic digest negotiate user username login email machine process
+    always never on_create""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`; Ansible's `update_password: always`
 
 
 def _name_parts(name: str) -> list:
@@ -1044,7 +1045,9 @@ _SECRET_MANAGER_REFERENCE = (r"(?i)(?:op|vault|awssm|gcpsm|azkv|akv|ssm|sops|dop
 # Words that make a value a placeholder: `CHANGE_ME`, `your-api-key-here`, `<insert key here>`.
 _PLACEHOLDER_WORDS = frozenset("""
     your changeme change replace replaceme placeholder insert here todo fixme tbd dummy example sample generate
-    fake mock redacted filtered masked hidden removed omitted xxx test wrong invalid incorrect bogus not deleted""".split())
+    fake mock redacted filtered masked hidden removed omitted xxx test wrong invalid incorrect bogus not deleted something""".split())
+# Words that say a value in a token's shape is none: ghp_YourTokenHere, sk-...redacted...
+_PLACEHOLDER_SAYS = frozenset("your here redacted placeholder replace changeme example insert goes".split())
 # Words that may come with a name standing in for a value: `new_password`, `my-secret`, `admin_pass`.
 _STAND_IN_QUALIFIERS = frozenset("new old my your current the a some user admin root db".split())
 
@@ -1121,6 +1124,8 @@ def _is_placeholder(v: str) -> bool:
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
     if len(set(v.lower())) == 1 or len(set(v.lower()) - set("-_. ")) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
         return True  # xxxxxxxx, 00000000, xxxx-xxxx-xxxx-xxxx, 123456789
+    if _regex(r"[\w\-]{0,12}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__").fullmatch(v):
+        return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…), a template's __LOCAL_ADMIN_PASSWORD__
     if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
         return True  # 0x000…0: a dummy key
     if _regex(r"[*#\[<(]+(?i:redacted|masked|hidden|filtered|removed|secret|sensitive|hidden)[*#\]>)]+").fullmatch(v):
@@ -1147,6 +1152,11 @@ def _is_placeholder(v: str) -> bool:
         return True  # a test's numbered stand-in: test-key-1
     if _regex(r"[A-Z][A-Z_]{3,40}\d{1,2}").fullmatch(v) and _regex(r"TOKEN|KEY|SECRET|PASS").search(v) and _is_placeholder(v.rstrip("0123456789")):
         return True  # a numbered stand-in that names what goes there: MYTOKEN1, MYTOKEN2 (not a mainframe's CHANGE92)
+    if _regex(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_](?:password|passwd|pass|pwd|secrets?|tokens?|keys?|credentials?|creds|apikey)").fullmatch(v):
+        return True  # a secret's name, not its value: wifi_pass, mlflow-s3-credentials, unity-ci-password
+    spoken = _regex(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+").findall(v) if "..." in v or _regex(r"[a-z]Your[A-Z]|_Your[A-Z]|[a-z]Here\b").search(v) else ()
+    if _PLACEHOLDER_SAYS.intersection(word.lower() for word in spoken):
+        return True  # a stand-in in another's shape: ghp_YourPersonalAccessTokenGoesHere, sk-ant-api03-...redacted...
     if any(map(str.isdigit, v)):
         return False
     if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
@@ -1242,6 +1252,9 @@ def _accept_assignment(match: Any) -> bool:
         bare = "".join(bare.split())  # a quoted value wrapped over lines: its parts are one token
     if groups.get("op") == ":" and not _accept_after_colon(match, value, bare):
         return False
+    if groups.get("op") == ":" and _name_parts(name)[-1:] in (["secrets"], ["tokens"], ["keys"], ["passwords"], ["credentials"]) and value[:1] not in "\"'`" and _regex(
+            r"[ \t]+[\w(]").match(match.string, match.end("s")):
+        return False  # a list of them in a sentence, by name: "secrets: FGT-Lyon admin (ID 4412), …"
     strength = secret_strength(name)
     if not groups.get("q") and value[:2] in ("/^", "/\\", "/(") and match.string[match.start("op"):match.start("s")].strip() in ("=", ":"):
         return False  # a regular expression's literal: `const UNEXPECTED_TOKEN = /^Unexpected token …/i`
@@ -1603,6 +1616,8 @@ def _accept_call_password(match: Any) -> bool:
     called = _regex(r"[\w.:\[\]]{1,80}$").search(text[max(0, opening - 80):opening]) if opening >= 0 else None
     if called is None or ")" in text[opening:match.start()] or not _regex(_CONNECTING_CALL).search(called.group()):
         return False  # not the arguments of a call that connects: `check('left', '20x40+0+80')`
+    if _regex(r"(?i)(?:^|[.:_])(?:get|read|fetch|load|lookup|find|delete|remove|has)_?(?:password|passwd|secret|credential|key|token)\w*$").search(called.group()):
+        return False  # a lookup's keys, not a value: keyring.get_password("greenhouse-mqtt", "sensor-node-07")
     if looks_machine_generated(value) and not _is_reference(value):
         return True  # also base64 with a slash, which _may_be_a_password reads as a path
     return (looks_like_chosen_password(value) or _is_camel_passphrase(value)) and _may_be_a_password(value)
@@ -1657,6 +1672,9 @@ def _accept_random_not_identifier(match: Any) -> bool:
     long_hex = _regex(r"[0-9a-f]{33,}").fullmatch(value.strip("\"'"))
     if long_hex and _regex(_PROSE_HASH_WORDS).search(match.group()[:match.start("s") - match.start()]):
         return False  # "hashed_secret": "204e…" is a digest
+    if _regex(_PROSE_NOT_A_SECRET_BEFORE).search(match.string, match.start(), match.start("s")) or _regex(_NOT_SECRET_BEFORE_WORD).search(
+            match.string, max(0, match.start() - 14), match.start()):
+        return False  # what the words name is no secret: "Token mint: vhM2…" (an address), "challenge token for http-01: …"
     return _looks_random(value) and (long_hex or not _is_identifier_like(value)) and not _is_reference(value)
 
 
@@ -1776,7 +1794,9 @@ _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "co
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|release|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
-    r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor|tx|txid|txhash|transaction)(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
+    r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor|tx|txid|txhash|transaction)"
+    r"(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$"
+    r"|(?i:\b(?:nonce|state|kid|mint|address|contract|challenge)(?:[ \t]*[#=:]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$)")  # "Token mint: …", "nonce …: …"
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = (r"(?i)[)\]'\"`]*(?:\s+(?:is|was|as|will be|=|es|era|est|ist|war|è|é|jest|är)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
                       + r"|[ \t]*(?:が|は|是|为|為)[ \t]*(?:パスワード|暗証番号|トークン|密码|密碼|口令|令牌|비밀번호|암호))")  # "X es la contraseña …", "X がパスワードです"
@@ -1789,7 +1809,7 @@ def _accept_named_in_prose(match: Any) -> bool:
     it ("u7zj… is the password for …"). Hex needs a connector (`was`, `to`, `=`) and no commit or
     hash nearby, so that "the token fix landed in 2b7e…" stays."""
     text, start, end, value = match.string, match.start("s"), match.end("s"), match.group("s")
-    if _names_no_token(value) or "<" in value and ">" in value or "</" in value or "→" in value:
+    if _names_no_token(value) or "<" in value and ">" in value or "</" in value or "→" in value or "::" in value or "$new(" in value:
         return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup, a closing tag or a template's slot (`<22-char salt><31-char hash>`); a numbered line (`3→TWILIO_FROM=…`)
     before = text[max(0, start - 100):start]
     before = before[before.rfind("\n") + 1:]
@@ -2307,6 +2327,8 @@ def _find_random_tokens(match: Any) -> list:
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
     if _regex(r"(?:\.[a-z0-9]{1,5}){1,3}(?=[:/\s'\"]|$)").match(text, match.end()):
         return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`, `secrets.enc.yaml`
+    if _regex(r"(?<![\w\-])[a-z0-9]+(?:-[a-z0-9]+){2,}-$").search(_line_before(text, match.start(), 80)) and _regex(r"[ \t]*(?:[(),]|$)").match(text, match.end()):
+        return []  # the end of a resource's name, given no value: "vg-infra-prod-secrets (linked to kv-infra-weu-01)"
     if _names_a_kind(text, match.start()):
         return []  # a kind of resource a command names: `kubectl describe secret api-token-87n7TT2u`
     joined = match.group()[-1:].isalpha() and _regex(r"[_\-][A-Za-z][\w\-]{0,40}").match(text, match.end())
@@ -2721,6 +2743,8 @@ def _find_command_arguments(match: Any) -> list:
     config http-basic.x admin '…'`, `bw unlock '…'`), and what a here-string feeds it (`<<< '…'`),
     but not the values of name flags (`-u`)."""
     text, start, end = match.string, match.start("s"), match.end("s")
+    if _regex(r"(?i)\b(?:after|before|during|upon|via|failed|successful)[ \t]+$").search(text, max(0, match.start() - 12), match.start()):
+        return []  # prose about a login, not a command: "redirect after login: https://…#state=…"
     spans = [span for span in random_tokens(text, start, end, _NAME_FLAG_BEFORE) if not _named_as_no_token(text, span[0])]
     if match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha():
         return []  # `authors`, "signing key, fingerprint 6d36…": not a verb

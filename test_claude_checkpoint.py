@@ -1062,6 +1062,45 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
+    def test_names_stand_ins_and_public_values_in_a_secrets_place_stay(self):
+        # What sits where a secret could, and is none: a secret's name, a stand-in in a token's
+        # shape, a protocol's public values, a lookup's keys, prose about a login or a list of names.
+        texts = ('#define NVS_KEY_WIFI_PASSWORD   "wifi_pass"',
+                 'Secret "mlflow-s3-credentials" created in namespace "mlops"',
+                 "GITHUB_PAT=ghp_YourPersonalAccessTokenGoesHere",
+                 "ANTHROPIC_API_KEY=sk-ant-api03-...redacted...",
+                 "OKTA_API_TOKEN=00xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                 "<AutoLogon>\n  <Password>\n    <Value>__LOCAL_ADMIN_PASSWORD__</Value>\n  </Password>\n</AutoLogon>",
+                 'ota_password: "pick-something-long"',
+                 "challenge token for http-01: 80YUVYJhrNFB3iFttE2gaCX-7vi2yjQU50xXA7-ffX0",
+                 "Token mint: vhM2U1b5hTFyPV6nbvFL4nt4mPtJiiESCXRSa9XZdfeN",
+                 '{"keys": [{"kty": "EC", "crv": "P-256", "kid": "qsi0qcm8", "use": "sig"}]}',
+                 'mqtt_pass = keyring.get_password("greenhouse-mqtt", "sensor-node-07")',
+                 "Azure DevOps variable groups: vg-infra-prod-secrets (linked to kv-infra-weu-01), vg-infra-test",
+                 'Thycotic folder "Network" – secrets: FGT-Lyon admin (ID 4412), FGT-Sevilla admin (ID 4413)',
+                 "    password: \"{{ vault_local_admin_password }}\"\n    update_password: always",
+                 "redirect after login: https://intranet.contoso.com/signin-oidc#state=qsMkvK-fwm3Oh9sbZx4fmu-AYRmz0jZs",
+                 'zen <- zen4R::ZenodoManager$new(token = token, logger = "INFO")',
+                 "//# sourceMappingURL=data:application/json;base64,eyJ2ZXJzaW9uIjogMywgIm5hbWVzIjogWyJ0b2tlbiIsICJwYXNzd29yZCJdLCAibWFwcGluZ3MiOiAiQUFBQSxTQUFTQSxqQjJpRjBnOFVEeWZrQU9JSG91MXF3SHA1In0=")
+        for text in texts:
+            with self.subTest(text=text[:40]):
+                self.assertEqual(cc.redact(text), (text, 0))
+
+    def test_base64_that_decodes_to_a_credential_is_redacted_with_what_it_decodes_to(self):
+        text = "$ echo 'bWwtY2k6aXJpcy16ZXBoeXItamlnc2F3LWdyYXZlbA==' | base64 -d\nml-ci:iris-zephyr-jigsaw-gravel"
+        redacted, _ = cc.redact(text)
+        self.assertNotIn("bWwtY2k6aXJpcy16ZXBoeXItamlnc2F3LWdyYXZlbA==", redacted)
+        self.assertNotIn("iris-zephyr-jigsaw-gravel", redacted)
+        self.assertIn("ml-ci:", redacted)
+        # base64 of a JSON file that holds a key (a note's KAGGLE_JSON_B64)
+        blob = "eyJ1c2VybmFtZSI6ICJkcy1zaHB1dWEiLCAia2V5IjogIjg5ZjcwNTg5YTQzODIyN2U0ZGM3ODM0M2M2MzA2NTMzIn0="
+        self.assertNotIn(blob, cc.redact("# KAGGLE_JSON_B64 (from my notes): " + blob)[0])
+        # base64 of a cursor's JSON, of plain words: data
+        for text in ("kafka-console-consumer: value=eyJ0eXBlIjoibWF0Y2hfZW5kIiwibWF0Y2giOjQ0MTIsIndpbm5lciI6InRlYW1fYmx1ZSJ9",
+                     "payload: eyJkZWx0YVJvdW5kIjogNDIsICJmb2xkZXIiOiAiSW5ib3gifQ=="):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text), (text, 0))
+
     def test_a_secret_code_builds_from_strings_is_redacted_in_every_part(self):
         # Parts given names and joined later, or joined where they stand: each part, where it stands.
         cases = {
