@@ -5439,13 +5439,22 @@ context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|
 #   keep:  {"op": "subscribe", "args": ["orderbook.50.BTCUSDT", "publicTrade.BTCUSDT"]}
 #   keep:  {"type": "login", "status": "ok", "session": "user-4471", "at": "2026-03-02T10:11:12Z"}
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
-context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>[^\n]{1,4096}))
+context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
 #   catch: curl 'https://github.com/settings' -b '_octo=GH1; logged_in=yes; same_site=«b2wRyyikMPtj65h7zYStRbxYCPxVOSuqEq2YeyzQ-kBYU2dO»'
 #   keep:  Cookie: _ga=GA1.2.344572755.7222572944; cookie_consent=accepted; theme=light
 #   keep:  Cookie: _ga=GA1.1.501702227.9419076251; _ga_J8DI95943U=GS1.1.1254970757.11.1.2200763613.0.0.0
 #   catch: curl -b 'sessionid=«k8Xq2Lm9Zr4Tw7VpB3nC»; csrftoken=«Qm7Xr2Kp9Lz4Tw8VbN3c5Dd»' https://app.example.com/api/me
 #   catch: requests.get(url, cookies={"sessionid": "«Vr8Kq2Zx5Lm9Tp3WbN4cD7f»", "theme": "dark"})
 #   keep:  curl -b 'theme=dark; lang=en-GB; tz=Europe/Berlin' https://app.example.com/
+#   catch: cookies = {\n    "SID": "«g.a000YDPwI-f9R73WJVt64iiO3LEItNyfiBUrdSdafbE-yTIVbgACOUan-42q»",\n    "NID": "519=«aVNZQT5qoStCRJroweNZoQ»",\n}
+#   catch: I'm logged in, cookie is grafana_session=«acd9edd2981ac56720fa469fcf63c2cc» if you want to hit the API as me
+#   keep:  cookies = {\n    "theme": "dark",\n    "lang": "en-GB",\n}
+# A browser's cookies as rows under what lists them (a SELECT from a Cookies file, developer tools'
+# Application > Cookies, a list that ends with a colon): the machine-made values.
+context-cookie-rows          random-tokens          (?im)^[^\n]*(?:\bfrom[ \t]+cookies\b|/cookies\b[^\n]{0,80}['"]|\bcookies?\b[^\n]{0,120}:[ \t]*$|application[ \t]*>[ \t]*cookies)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,30}))
+#   catch: $ adb shell "run-as com.shop sqlite3 app_webview/Default/Cookies 'select host_key,name,value from cookies'"\n.shop.com|_ga|GA1.2.1839201122.1738291822\n.shop.com|sn_session|«gBGo7CkZLySoo6j0Me98c9-P2YbSwvzN8U2KVwYrP4I0kf»
+#   catch: from Chrome DevTools > Application > Cookies > https://id.unity.com\nName              Value\n_genesis_auth     «bOs6-cE_58eDCNvzqwNZ-c6rVdP6V5KixzNPrppWKUaymKh0F42WyA»\nlocale            en
+#   keep:  sqlite> SELECT host_key, name FROM cookies;\n.umbrella.com|intercom-session\n.umbrella.com|auth_session
 # Cookies copied one per line under a line that names them (developer tools, a browser's export).
 context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}:[ \t]*\r?\n(?=(?P<s>(?:[ \t]*[\w.\-]{1,64}=[^\n]*(?:\n|$)){1,20}))
 #   catch: Copied from DevTools > Application > Cookies (owa):\ncadata=«CJYFo7DgkPzlouocqrJ8dq7gvaAHRJEZYUZcL11fYJJ3jnWXwQb073iM»\nlang=en-US
@@ -7293,8 +7302,9 @@ RULE_WORDS = {
     "context-auth-message": ("e5915dc5", ("auth", "authenticate", "authorize", "log_in", "login", "logon", "sign_in",
         "signin"), ("action", "cmd", "command", "event", "method", "op", "type"), ("action", "cmd", "command", "event",
         "method", "op", "type")),
-    "context-cookie": ("36fd5bf3", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
+    "context-cookie": ("0cd368f4", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
+    "context-cookie-rows": ("f18eb744", ("/cookies", "application", "cookie", "cookies"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
     "context-url-parameter": ("32e60e36", ("=",), (), ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
