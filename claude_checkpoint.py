@@ -3644,6 +3644,26 @@ pass-the-hash-flag           -                      (?<![\w\-])-hashes[ \t]+(?:[
 key-file-content             random                 (?m)^[ \t]*(?:#|//|==>)[ \t]*\S{0,200}?(?:master\.key|production\.key|secret_key_base|\.secret|secret\.key|\.token)[ \t]*(?:<==)?[ \t]*\r?\n[ \t]*(?P<s>[A-Za-z0-9+/=_\-]{16,256})[ \t]*$
 #   catch: # config/credentials/production.key\n«f848ce1241ca631bd4e37d4e8c94df4b»
 #   keep:  # config/credentials/production.key\nEDITOR=vim bin/rails credentials:edit --environment production
+# What a Windows credential dump prints (mimikatz, Rubeus, Responder, secretsdump): NT and Kerberos keys
+# after their labels, a cached domain logon's DCC2, a NetNTLMv2 response, a Kerberos ticket's base64
+# (KRB-CRED starts doI…), an LSA secret's text: each as good as the password for an attacker.
+windows-credential-hash      -                      (?i)(?<![\w\-])(?:hash[ \t]+ntlm|ntlm-[ \t]*\d{1,2}|lm[ \t]+-[ \t]*\d{1,2}|rc4_hmac(?:_nt)?(?:[ \t]+hash)?|aes(?:128|256)_(?:cts_)?hmac(?:_sha1)?(?:[ \t]*\(\d{1,6}\))?|des_cbc_md5|nthash)[ \t]*:[ \t]*(?P<s>[0-9a-f]{32}(?:[0-9a-f]{32})?)(?![0-9a-f])
+#   catch: mimikatz # lsadump::dcsync /user:krbtgt\n  Hash NTLM: «18ea57820644cc09ec919cc187a70b2a»\n    ntlm- 0: «18ea57820644cc09ec919cc187a70b2a»
+#   catch: [*] Using rc4_hmac hash: «ccea2d798c3bfd8b4c9f6427c3fa9d94»
+#   catch:       aes256_hmac       (4096) : «21caf73171fb0d948b35b540ea3cc358514bc212eced29ad435b3700026c3dbe»
+#   keep:  NTLM hashes are computed with MD4; see the hash NTLM section of the runbook
+cached-domain-logon-hash     -                      \$DCC2\$\d{1,6}#[^#\s]{1,64}#(?P<s>[0-9a-fA-F]{32})(?![0-9a-fA-F])
+#   catch: CORP.CONTOSO.COM/adm_jfischer:$DCC2$10240#adm_jfischer#«4c1e4222db1fc85a9dbc816fad92e734»
+#   keep:  hashcat -m 2100 '$DCC2$10240#user#<hash>' wordlist.txt
+netntlmv2-response           -                      (?<![\w.\-])[\w.\-$]{1,64}::[\w.\-]{1,64}:[0-9a-fA-F]{16}:(?P<s>[0-9a-fA-F]{32}:[0-9a-fA-F]{64,2048})(?![0-9a-fA-F])
+#   catch: [SMB] NTLMv2-SSP Hash     : p.garcia::CORP:ff030d6605113d18:«5a2c0e162248066d45f59da2fa4bc418:0101000000000000c0653150de09d20126f2a09dbd3d58bc0000000002000800»
+#   keep:  hashcat -m 5600 hashes.txt rockyou.txt   # user::domain:challenge:response:blob
+kerberos-ticket-base64       -                      (?<![A-Za-z0-9+/])(?P<s>doI[A-Za-z0-9+/]{100,}={0,2})(?![A-Za-z0-9+/=])
+#   catch: [*] base64(ticket.kirbi):\n\n      «doIFujCCBbagAwIBBaEDAgEWooIEszCCBK9hggSrMIIEp6ADAgEFoRIbEENPUlAuQ09OVE9TTy5DFQk2j7HQPDhrM0tAC7wWB+o8PLIh4fy3XMMHcAVdlpiITGFMexnENL0xzmEZfIZ9obRM1SDFBYMDeh5XaV8vUKMKN»
+#   keep:  Rubeus.exe asktgt /user:svc_mssql /rc4:$HASH /ptt
+lsa-secret-text              not-reference          (?m)^[ \t]*(?:cur|old)/text[ \t]*:[ \t]*(?P<s>\S[^\n]{0,255}?)[ \t]*$
+#   catch: Secret  : DefaultPassword\ncur/text: «Contoso#2020»\nold/text: «Fruehling2024_»
+#   keep:  mimikatz # lsadump::secrets /help
 # A password's hash in crypt's form (`$6$salt$…`, bcrypt's `$2b$12$…`, yescrypt, Cisco's types 8 and 9,
 # Mosquitto's `$7$`, argon2, PostgreSQL's md5… and SCRAM-SHA-256$…): what offline cracking starts from, as /etc/shadow, a router's config or a
 # user database hold it. (Junos' reversible `$9$…` has its own rule.)
@@ -6815,6 +6835,12 @@ RULE_WORDS = {
     "pass-the-hash-flag": ("434b58d4", ("-hashes",), ("-hashes",), (":",)),
     "key-file-content": ("efbef53e", (".secret", ".token", "master.key", "production.key", "secret.key",
         "secret_key_base"), (), ("#", "//", "==>")),
+    "windows-credential-hash": ("6ddf2086", ("aes128", "aes256", "des_cbc_md5", "hash", "lm", "nthash", "ntlm-",
+        "rc4_hmac"), ("aes128", "aes256", "des_cbc_md5", "hash", "lm", "nthash", "ntlm-", "rc4_hmac"), (":",)),
+    "cached-domain-logon-hash": ("b5e6feb8", ("$dcc2$",), ("$dcc2$",), ("#",)),
+    "netntlmv2-response": ("f0b12c16", ("::",), (), ()),
+    "kerberos-ticket-base64": ("7c554fb5", ("doi",), ("doi",), ()),
+    "lsa-secret-text": ("33e2a8de", ("/text",), (), ("cur", "old")),
     "password-hash": ("3ed351dc", ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id",
         "$gy", "$krb5asrep", "$krb5pa", "$krb5tgs", "$md5", "$y", "*", "md5", "scram-sha-256$"), (), ()),
     "radio-and-sim-key": ("34171b68", ("app", "dev", "install", "ki", "milenage", "net", "nwk", "opc"), ("app", "dev",
