@@ -1720,7 +1720,8 @@ def _accept_listed_login(match: Any) -> bool:
     slash, after a label's colon or a connector; a password of three kinds of characters, one not
     a letter or a digit (not `staging / Production2`), or a machine-made one."""
     before = _line_before(match.string, match.start(), 160)
-    account = _regex(r"(?:^|[:：]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・])[ \t]*[`'\"«]?(" + _EMAIL_ADDRESS + r"|[a-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)
+    account = _regex(r"(?:^|[:：=]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・])[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\)?(" + _EMAIL_ADDRESS
+                     + r"|[a-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)  # also after `=` (an INI's `core = admin / …`) and a domain (CORP\svc_veeam)
     if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[a-z]+\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(account.group(1)):
         return False
     value = match.group("s")
@@ -1742,9 +1743,9 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 
 
 # What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in.
-_PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarms?|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym"
+_PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|schrank"
                 r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|t[üu]r|tor|eingang|tresor|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
-                r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|kluis|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?)(?![^\W\d_])")
+                r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?)(?![^\W\d_])")
 
 
 def _accept_place_code(match: Any) -> bool:
@@ -5120,12 +5121,15 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # The code that opens a place, the place named after the word "code" ("the code for the garage keypad
 # is 5093", "Koden till grinden är 4821", "el código de la puerta es 4821", "код от двери 1234"):
 # four to eight digits (a keypad's # or * after them).
-code-for-a-place             place-code             (?i)(?<![\w\-])(?:code|codes|koden?|koder|kode[nt]?|c[oó]digo|codice|kód|kod[uy]?|код)(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){1,5}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{4,8}[#*]?)(?![\w\-])
+code-for-a-place             place-code             (?i)(?<![\w\-])(?:code|codes|koden?|koder|kode[nt]?|c[oó]digo|codice|kód|kod[uy]?|код|combinat?ion|combinación|combinação|kombination)(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){1,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
 #   catch: SMS from Mum: the code for the garage keypad is «5093» now, dad changed it
 #   catch: Tjena! Koden till grinden är «4821», ha en trevlig helg i stugan!
 #   catch: el código de la puerta del almacén es «4821#»
 #   catch: der Code für das Tor ist jetzt «4711»
 #   catch: код от двери склада «1234»
+#   catch: de code van de sleutelkluis in de serverruimte is «1886*48» en de pincode is bekend
+#   catch: la combinación de la caja fuerte del rack es «7650#87» y ahí dentro está el sobre
+#   catch: o código do alarme do CPD em Porto mudou para «397493». A porta continua com o cartão.
 #   keep:  the code for the garage keypad is on the fridge
 #   keep:  the code for ticket 4821 is merged
 #   keep:  error code for the request was 4040
@@ -5325,9 +5329,11 @@ login-pair-in-prose          chosen                 (?i)(?:계정|아이디|ア�
 # An account and its password in a list or a note, "label: user / password" ("- FTP: cliente_ftp / …",
 # "・管理者: admin / …", "Inloggning till routern: admin / …", "La cuenta … es ana@x.es / …"): a user's
 # name or an e-mail address before the slash, a password a person chose or a machine made after it.
-listed-login-pair            listed-login           \x20/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)」]{0,3}(?:\s|$))
+listed-login-pair            listed-login           \x20/[ \t]+(?P<s>[^\s/]{6,64}?(?:[!?]+(?=\s|$))?)(?=[ \t]*[?!.,;)」]{0,3}(?:\s|$))
 #   catch: Acessos do cliente:\n- FTP: cliente_ftp / «Ftp.Cliente2024»\n- Banco: root / «ybMVCaXQbbEJHY5x»
 #   catch: ・管理者: admin / «Kanri_Sha2024»
+#   catch: [switches]\naccess = netops / «Oktober25@8»\ncore   = admin / «v+L*4Kx%qploKG5xRFwHJ6»
+#   catch: Veeam Konsole:         CORP\svc_veeam  /  «Fruehling2026!»
 #   catch: Inloggning till routern på kontoret: admin / «Midsommar!23». Byt gärna när ni har tid.
 #   keep:  - Versions: node18 / Node20
 #   keep:  - Environments: staging / Production2
@@ -7252,7 +7258,8 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
-    "code-for-a-place": ("af36c32b", ("code", "codes", "codice", "digo", "kod", "kode", "koder", "kód", "код"), (), ()),
+    "code-for-a-place": ("77511d48", ("code", "codes", "codice", "combina", "combinación", "combinação", "digo", "kod",
+        "kode", "koder", "kombination", "kód", "код"), (), ()),
     "context-credential-word": ("9debc472", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
         "disarm", "frasa sandi", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
@@ -7293,7 +7300,7 @@ RULE_WORDS = {
         "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using", "usuario", "usuária",
         "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi", "with", "wlan", "zugang", "åtkomst",
         "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户", "账号", "账户", "계정", "아이디"), ("/",)),
-    "listed-login-pair": ("e1256f8e", (" /",), (" /",), ()),
+    "listed-login-pair": ("7e762196", (" /",), (" /",), ()),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
