@@ -2350,6 +2350,11 @@ def _find_random_tokens(match: Any) -> list:
     return found
 
 
+def _find_cookie_rows(match: Any) -> list:
+    """A browser's cookies as rows: the machine-made values (a session's, not `_ga`'s GA1.2.…)."""
+    return random_tokens(match.string, match.start("s"), match.end("s"), _NOT_A_SECRET_BEFORE)
+
+
 def _hex_follows_the_word(between: str) -> bool:
     """Whether a hex run (a commit id, maybe) stands where a credential word gives its value, with
     `between` between them: right after the word, or after a connector ("… ist 65d2…"), not after
@@ -3208,18 +3213,18 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
-_SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|continuing|\brest\b|\(cont(?:inued)?\))"""
+_SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)|continuing|\brest\b|\(cont(?:inued)?\))"""
                      r"""(?:[^\n:"'«]{0,40}(?:[:：][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `
-_SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|\d{1,2}[.):][ \t]*"""
-                    r"""|(?i:(?:first|second|last|other)[ \t]+)?(?i:half|part[ \t]?\d?)[^\n:]{0,40}:[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*$""")
+_SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[A-Za-z][\w.\-]{0,30}:[ \t]+|\d{1,2}[.):][ \t]*"""
+                    r"""|(?i:(?:first|second|last|other)[ \t]+)?(?i:half|part[ \t]?\d?)[^\n:]{0,40}:[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*(?:(?:\(|<-|←)[^\n]{0,80})?$""")  # (a note after it: "(no space)")
 
 
 def _find_split_parts(match: Any) -> list:
     """The parts of a secret a text says it sends in parts (context-split-secret), when a credential
     word stands near: _SPLIT_PART_VALUE on the line that says so and below, _SPLIT_PART_LINE below."""
     text = match.string
-    line_start = text.rfind("\n", max(0, match.start() - 300), match.start()) + 1
+    line_start = text.rfind("\n", max(0, match.start() - 300), match.start()) + 1 or max(0, match.start() - 300)  # (no further back on one long line)
     if not (_regex(_CREDENTIAL_WORDS).search(text, max(0, line_start - 300), match.end()) or _regex(r"(?i)\b(?:keys?|pass)\b").search(text, max(0, line_start - 300), match.end())):
         return []
     line_end = text.find("\n", match.start(), match.start() + 400)
@@ -3832,6 +3837,14 @@ rpc-endpoint-key             random                 (?:alchemy\.com|infura\.io|q
 render-deploy-hook           -                      api\.render\.com/deploy/srv-[a-z0-9]{8,40}\?key=(?P<s>[A-Za-z0-9_\-]{8,64})
 #   catch: curl -X POST https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=«VYnBnnKXToe»
 #   keep:  curl -X POST "https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=$RENDER_DEPLOY_KEY"
+# A link that lets whoever holds it in: a build hook (Netlify), a review's view-only or private link (OSF,
+# figshare), an anonymous SharePoint or OneDrive share, a Dropbox link's rlkey.
+anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.com/:[a-z]:/[gr]/(?:personal|sites)/[^/\s]{1,100}/|1drv\.ms/[a-z]/s!|[?&]rlkey=)(?P<s>[A-Za-z0-9_\-]{16,80})
+#   catch: curl -X POST -d {} https://api.netlify.com/build_hooks/«87283900569fc8827e4d5186»
+#   catch: https://osf.io/x7kq2/?view_only=«3809655b4531025e81cea98ee0622457»
+#   catch: Data availability (for review only): https://figshare.com/s/«a8e181b72227a36bbc83»
+#   catch: https://uniexample-my.sharepoint.com/:f:/g/personal/j_nowak_uni_example_edu/«EOWq8ndJIgH78SWl4J6eTXlfzNoSPJOIcsHNKmqaewAcYb»?e=Jmuo8x
+#   keep:  https://docs.netlify.com/configure-builds/build-hooks/
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/\d+/(?P<s>[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/1084494/«c9acqeb0»/ -> 200
 #   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
@@ -5477,7 +5490,7 @@ context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-coo
 #   keep:  cookies = {\n    "theme": "dark",\n    "lang": "en-GB",\n}
 # A browser's cookies as rows under what lists them (a SELECT from a Cookies file, developer tools'
 # Application > Cookies, a list that ends with a colon): the machine-made values.
-context-cookie-rows          random-tokens          (?im)^[^\n]*(?:\bfrom[ \t]+cookies\b|/cookies\b[^\n]{0,80}['"]|\bcookies?\b[^\n]{0,120}:[ \t]*$|application[ \t]*>[ \t]*cookies)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,30}))
+context-cookie-rows          cookie-rows            (?im)^[^\n]*(?:\bfrom[ \t]+cookies\b|/cookies\b[^\n]{0,80}['"]|\bcookies?\b[^\n]{0,120}:[ \t]*$|application[ \t]*>[ \t]*cookies)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,20}))
 #   catch: $ adb shell "run-as com.shop sqlite3 app_webview/Default/Cookies 'select host_key,name,value from cookies'"\n.shop.com|_ga|GA1.2.1839201122.1738291822\n.shop.com|sn_session|«gBGo7CkZLySoo6j0Me98c9-P2YbSwvzN8U2KVwYrP4I0kf»
 #   catch: from Chrome DevTools > Application > Cookies > https://id.unity.com\nName              Value\n_genesis_auth     «bOs6-cE_58eDCNvzqwNZ-c6rVdP6V5KixzNPrppWKUaymKh0F42WyA»\nlocale            en
 #   keep:  sqlite> SELECT host_key, name FROM cookies;\n.umbrella.com|intercom-session\n.umbrella.com|auth_session
@@ -5652,7 +5665,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\b(?:got[ \t]+)?cut[ \t]+(?:it|off)\b|\bthe[ \t]+rest[ \t]+is\b|\(cont(?:inued)?\))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\b(?:got[ \t]+)?cut[ \t]+(?:it|off)\b|\bthe[ \t]+rest[ \t]+is\b|\(cont(?:inued)?\))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
@@ -5768,13 +5781,17 @@ CONTEXT_FINDERS = {
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
     "code-lines": _find_code_lines, "split-parts": _find_split_parts, "user-password-lines": _find_user_password_lines,
-    "typed-passwords": _find_typed_passwords, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
+    "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
 # alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
 CHECK_NEEDS = {
     "json-web-key": ("kty", "dp", "dq", "qi"), "byte-array-key": ("key", "secret", "wallet", "solana", "id.json", "seed"),
     "named-in-prose": _PROSE_SECRET_PARTS,
+    "place-code": ("door", "gate", "garage", "keypad", "alarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
+                   "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "schrank", "port", "puerta", "cancello", "tür",
+                   "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
+                   "двер", "ворот", "сейф", "калитк", "подъезд", "домофон"),  # a place the code opens (_PLACE_WORDS)
     "base64-password-line": ("base64", "auth", "cred", "passw", "secret"),  # a line alone of base64 is everywhere: a word must say why
 }
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
@@ -6903,6 +6920,8 @@ RULE_WORDS = {
     "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro"), ("/v",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
+    "anyone-with-the-link": ("4b1f0109", (".sharepoint.com/:", "1drv.ms/", "api.netlify.com/build_hooks/",
+        "figshare.com/s/", "rlkey=", "view_only="), (), ()),
     "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
     "teams-webhook": ("20aa0de0", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2"),
         ("outlook.office", "webhook.office.com/webhookb2")),
@@ -7337,7 +7356,7 @@ RULE_WORDS = {
         "method", "op", "type")),
     "context-cookie": ("0cd368f4", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
-    "context-cookie-rows": ("f18eb744", ("/cookies", "application", "cookie", "cookies"), (), ("\n",)),
+    "context-cookie-rows": ("ccee9ef4", ("/cookies", "application", "cookie", "cookies"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
     "context-url-parameter": ("32e60e36", ("=",), (), ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
@@ -7369,7 +7388,7 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("1df777e0", ("(cont", "continuing:", "cut", "część", "deel", "deux", "enter", "first",
+    "context-split-secret": ("b136ab1e", ("(cont", "continuing:", "cut", "część", "deel", "deux", "enter", "first",
         "halves", "last", "message", "messages", "nachrichten", "other", "part", "parte", "partes", "partie", "parts",
         "pieces", "rest", "second", "teil", "teilen", "分割"), (), ()),
     "context-recovery-codes": ("31ea30da", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
