@@ -6537,7 +6537,7 @@ _NAME_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_.:-"  # [\w.:\-] in a l
 # Characters that (?i) matches to a letter of a rule's start word other than their lowercase (ſ for
 # s, ı for i, σ and Σ for ς, ϰ for κ, rounded в, long-legged д, narrow Cyrillic о, с, т): the start word is not in lowered
 # where they stand, and a text that holds one is scanned whole (İ changes lowered's length).
-_RE_FOLDS = "\u0131\u017f\u0345\u03a3\u03c3\u03f0\u1c80\u1c81\u1c82\u1c83\u1c84\u1c85\u1fbe"
+_RE_FOLDS = "\u0131\u017f\u0345\u03a3\u03c3\u03f0\u1c80\u1c81\u1c82\u1c83\u1c84\u1c85\u1c86\u1fbe"
 
 
 def _matches_near_words(pattern: Any, head: Any, text: str, windows: list) -> Any:
