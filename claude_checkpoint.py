@@ -5665,16 +5665,14 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\b(?:got[ \t]+)?cut[ \t]+(?:it|off)\b|\bthe[ \t]+rest[ \t]+is\b|\(cont(?:inued)?\))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
 #   catch: [10:41] dana: the key is too long for one message, here:\n[10:41] dana: «trxhwZjYvZGEIyIYVMvgev»\n[10:42] dana: «iCH0HGr6EKkBmW3YR8»\n[10:42] dana: just join them, no spaces
 #   catch: pw for the shared test mailbox: first part "«Marmalade!»" then "«Otter-2291»" (no space)
 #   keep:  the migration runs in two parts: first the schema, then the data\n[10:42] dana: ok
-#   catch: [09:14] anke: token for the backup repo: «ghp_vzAPVvyxso0McBVMI8»\n[09:14] anke: sorry, teams cut it. rest: «w61D3LcBMSnfg4vTH5»
 #   catch: [21:04] diego: psk vpn sevilla parte 1 «NWbxGwluaqRF»\n[21:05] diego: parte 2 «GRs5J0cQ6HrM»
-#   keep:  the deploy got cut off at step 3, the rest is in the log
 #   keep:  the queue refresh is split in two messages:\n[10:41] dana: see below\n[10:42] dana: RefreshQueue
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
 context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){1,3}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
@@ -6048,8 +6046,8 @@ def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
 # A line of prose wrapped where it names a credential or is about to give it ("… Dein privater Schlüssel ist",
 # "… usuario 305 y contraseña", "… la clé pré-partagée :"), the next line going on at its start (no indent, no list);
 # a word of a sentence (_reads_as_prose), not a prompt (`Password:`) nor a name's end (`refreshAccessToken`).
-_WRAPPED_BEFORE_VALUE = (r"(?:" + _CREDENTIAL_WORDS + r")(?:[ \t]+[^\W\d_][\w'’\-]{0,14}){0,2}[ \t]*[:：]?[ \t]*(\r?\n)"
-                         r"(?=[^\s\-*#|>{}\[\]<+`])")
+_WRAPPED_BEFORE_VALUE = r"(?:" + _CREDENTIAL_WORDS + r")(?:[ \t]+[^\W\d_][\w'’\-]{0,14}){0,2}[ \t]*[:：]?[ \t]*\r?$"
+_LINE_GOES_ON = r"\n(?=[^\s\-*#|>{}\[\]<+`])"  # a line break the next line's text follows at once
 # HTML's inline marks around a value: "admin PIN <b>790974</b>", `<td><code>LPlMpJpRwI</code></td>`.
 _INLINE_TAG = r"</?(?:b|strong|i|em|code|tt|kbd|mark|span|u|samp|var|font)(?:[ \t][^<>\n]{0,120})?>"
 
@@ -6067,8 +6065,14 @@ def _redact_read_as_written(original: str, text: str, count: int, replaced: list
     wherever they stand whole: prose wrapped after a credential word read as one line
     (_WRAPPED_BEFORE_VALUE), HTML's inline marks read as spaces (_INLINE_TAG). Each is blanked
     where it stands, so the rules see the same places."""
-    blanks = [found.span(1) for found in _regex(_WRAPPED_BEFORE_VALUE).finditer(original)
-              if original[found.start() - 1:found.start()] in (" ", "\t") and _reads_as_prose(_line_before(original, found.start(), 200))]
+    blanks = []
+    for line_break in _regex(_LINE_GOES_ON).finditer(original):  # (each break first, the costly word last: a session has many lines)
+        if line_break.start() - original.rfind("\n", 0, line_break.start()) <= 40:
+            continue  # a short line: no sentence _reads_as_prose
+        line = _line_before(original, line_break.start(), 200)
+        word = _reads_as_prose(line) and _regex(_WRAPPED_BEFORE_VALUE).search(line, max(0, len(line) - 60))
+        if word and line[word.start() - 1:word.start()] in (" ", "\t") and _reads_as_prose(line[:word.start()]):
+            blanks.append((line_break.start() - (original[line_break.start() - 1:line_break.start()] == "\r"), line_break.end()))
     if "<" in original:
         blanks += [found.span() for found in _regex(_INLINE_TAG).finditer(original)]
     if not blanks:
@@ -6087,7 +6091,7 @@ def _redact_read_as_written(original: str, text: str, count: int, replaced: list
 
 # A token of base64 (or base64url) long enough to hide a credential: `echo '…' | base64 -d`, a note's
 # KAGGLE_JSON_B64, a config's value under any name.
-_BASE64_TOKEN = r"(?<![\w+/=\-.])(?:[A-Za-z0-9+/]{20,4096}={0,2}|[A-Za-z0-9_\-]{20,4096}={0,2})(?![\w+/=\-])"
+_BASE64_TOKEN = r"[A-Za-z0-9+/_\-]{20,4096}={0,2}"  # (whole, and of one alphabet: _redact_decoded asks)
 _DECODED_MAX = 32  # tokens decoded in one text: more than a text that hides a credential so holds
 
 
@@ -6099,10 +6103,13 @@ def _redact_decoded(original: str, text: str, count: int, replaced: list) -> tup
     found, pieces = 0, []
     for token in _regex(_BASE64_TOKEN).finditer(original):
         blob = token.group()
-        if found >= _DECODED_MAX or REDACTED in blob or blob not in text:
+        if found >= _DECODED_MAX or original[token.start() - 1:token.start()] in (".", "=") or original[token.end():token.end() + 1] in (
+                "+", "/", "=", "-", "_", "$") or "/" in blob and ("-" in blob or "_" in blob):
+            continue  # part of a longer word, a name's value, a path; one alphabet, not both
+        if not (_regex("[a-z]").search(blob) and _regex("[A-Z]").search(blob) and _regex("[0-9]").search(blob)) or blob not in text:
             continue
-        if blob.isalnum() and (blob.isalpha() or blob.isdigit() or blob.islower() or blob.isupper()) or "_" in blob and _regex(r"[A-Za-z_]\w*").fullmatch(blob):
-            continue  # one class of characters (a word run long, a number, hex), a name in code (AuthClient_RefreshToken_m8C5…)
+        if "_" in blob and _regex(r"[A-Za-z_]\w*").fullmatch(blob):
+            continue  # a name in code (AuthClient_RefreshToken_m8C5…)
         if _regex(r"(?i)data:[\w.+\-]+/[\w.+\-]+(?:;[\w\-]+=[\w\-]+)*;base64,$").search(original, max(0, token.start() - 80), token.start()):
             continue  # a data URI's data: an image, a font, a source map
         found += 1
@@ -7388,9 +7395,10 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("b136ab1e", ("(cont", "continuing:", "cut", "część", "deel", "deux", "enter", "first",
-        "halves", "last", "message", "messages", "nachrichten", "other", "part", "parte", "partes", "partie", "parts",
-        "pieces", "rest", "second", "teil", "teilen", "分割"), (), ()),
+    "context-split-secret": ("3b14330d", ("(cont", "continuing:", "część", "deel", "deux", "enter", "first", "halves",
+        "last", "message", "messages", "nachrichten", "other", "part", "parte", "partes", "partie", "parts", "pieces",
+        "second", "teil", "teilen", "分割"), ("(cont", "continuing:", "część", "deel", "en", "first", "hit", "in",
+        "last", "other", "part", "parte", "partie", "pressed", "second", "teil", "too", "分割"), ()),
     "context-recovery-codes": ("31ea30da", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
