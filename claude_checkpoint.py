@@ -1032,7 +1032,7 @@ def secret_strength(name: str) -> int:
 # A reference or interpolation at the start of a value: `$TOKEN`, `${X}`, `$(cmd)`, `$1`, `$env:X`,
 # `%KEY%`, `%(name)s`, `%s`, `%{x}`; not `$$qR~5…` (docker compose's escaped `$`) or `%b*Zr7…`.
 _LEADING_REFERENCE = (r"\$(?:\{|\(|\d(?![A-Za-z0-9])|[A-Za-z_]\w*\(|(?:env[:.])?[A-Za-z_]\w*(?![^\s/.:@\-}\])'\"`,;]))"
-                      r"|%(?:[A-Za-z_]\w*%|(?:~[a-z]{0,4})?\d(?![A-Za-z0-9])|\*(?![A-Za-z0-9])|\{|\([\w.]+\)[-#0 +]?\d*[sdifr]"
+                      r"|%(?:[A-Za-z_][A-Za-z_()]*%|(?:~[a-z]{0,4})?\d(?![A-Za-z0-9])|\*(?![A-Za-z0-9])|\{|\([\w.]+\)[-#0 +]?\d*[sdifr]"
                       r"|[-#0 +]?\d*[sdifrvqwxXTp](?![A-Za-z0-9]))")
 # Interpolations anywhere: `%(db_password)s`, `user:%s@host`, `Bearer $TOKEN`, `${…}`, `{{…}}`.
 _INTERPOLATION = (r"\$\{|\{\{|#\{|\$\(|%\([\w.]+\)[-#0 +]?\d*[sdifr]|(?<![A-Za-z0-9])%[sdvw](?![A-Za-z0-9])"
@@ -1124,7 +1124,7 @@ def _is_placeholder(v: str) -> bool:
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
     if len(set(v.lower())) == 1 or len(set(v.lower()) - set("-_. ")) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
         return True  # xxxxxxxx, 00000000, xxxx-xxxx-xxxx-xxxx, 123456789
-    if _regex(r"[\w\-]{0,12}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__").fullmatch(v):
+    if _regex(r"[\w\-]{0,12}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__|[A-Za-z0-9]{0,6}[._\-](?:[xX]{4,}[._\-]?){2,8}").fullmatch(v):
         return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…), a template's __LOCAL_ADMIN_PASSWORD__
     if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
         return True  # 0x000…0: a dummy key
@@ -1431,6 +1431,8 @@ def _is_code(value: str, name: str) -> bool:
     `token = self.token`, `auth = HTTPBasicAuth(user, password)`."""
     if value[:1] in "\"'`":
         return False
+    if value[:1] == "&" and _regex(r"&[A-Za-z_][\w.]*[{(]").match(value):
+        return True  # Go's or Rust's reference to a new value: `secret := &corev1.Secret{}`
     own = name.split(".")[-1].lower()
     if value.lower() == own or value.lower().endswith("." + own):
         return True
@@ -1722,7 +1724,8 @@ def _accept_listed_login(match: Any) -> bool:
     before = _line_before(match.string, match.start(), 160)
     account = _regex(r"(?:^|[:：=]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・])[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\)?(" + _EMAIL_ADDRESS
                      + r"|[a-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)  # also after `=` (an INI's `core = admin / …`) and a domain (CORP\svc_veeam)
-    if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[a-z]+\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(account.group(1)):
+    if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[a-z]+\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
+            account.group(1)) or _regex(r"[a-z]{1,8}-[0-9a-f]{8,17}").fullmatch(account.group(1)):  # (not a resource's id: vpc-6825c5bd… / sg-f1ef…)
         return False
     value = match.group("s")
     return (looks_machine_generated(value) or _has_three_classes(value) and not value.isalnum()) and _accept_chosen(match) and not _is_path_or_version(value)
@@ -3034,6 +3037,8 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
         return False
     if strength == 2:
         return _looks_like_a_secret(value) or _is_dotted_passphrase(value) or _is_joined_passphrase(value)
+    if name.lower().startswith("vault_") and between.strip() == ":":
+        return _looks_like_a_secret(value) or _is_joined_passphrase(value)  # ansible-vault's decrypted vars: vault_mysql_root: "Lu4*1981"
     return between == ":" and strength == 0 and _regex(r"[a-z][a-z0-9._\-]{1,30}").fullmatch(name) is not None and (
         _looks_like_password(value) and not value.isalnum() and "/" not in value)  # `uploader:Ingrid@2006$` in a credentials file
 
@@ -3886,7 +3891,7 @@ gitlab-token                 -                      {L}(?P<s>gl(?:pat|ptt|dt|rt|
 gitlab-runner-token          -                      {L}(?P<s>GR1348941[A-Za-z0-9_\-]{20,}){R}
 #   catch: --registration-token «GR1348941EXAMPLEexample012345»
 #   keep:  runner registration tokens begin with GR1348941
-slack-token                  -                      {L}(?P<s>xox[abposre]-[A-Za-z0-9\-]{10,255}){R}
+slack-token                  -                      {L}(?P<s>xox[abposre]-[A-Za-z0-9\-]{10,255}|xoxd-[A-Za-z0-9%\-]{20,512}){R}
 #   catch: SLACK_BOT_TOKEN=«xoxb-0000000000-0000000000000-EXAMPLEexample»
 #   keep:  bot tokens start with xoxb- and user tokens with xoxp-
 slack-app-token              -                      {L}(?P<s>xapp-\d-[A-Za-z0-9\-]{20,255}){R}
@@ -3940,7 +3945,7 @@ mailgun-key                  -                      (?P<s>[0-9a-fk](?<![A-Za-z0-
 #   catch: MAILGUN_API_KEY=«key-0123456789abcdefEXAMPLEexample01»
 #   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
-azure-account-key-shape      random-bytes           (?<![A-Za-z0-9+/])(?<!sha512-)(?<!sha512: )(?<!Signature=")(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
+azure-account-key-shape      random-bytes           (?<![A-Za-z0-9+/])(?<!;base64,)(?<!sha512-)(?<!sha512: )(?<!Signature=")(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
 #   catch: AccountKey=«WbBN8fGeN2mpzOxT8nmT1Tyu6jjZiqfwjC253/94h/Kvg0W6c9C2SiqplDxrCsVAv5VMU//6725WToH1OdDcwH==»
 #   keep:  "integrity": "sha512-EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0=="
 #   keep:  example.com. 3600 IN DNSKEY 257 3 13 aL9r8gYx/xIPqH6ztTcojmADnJrMvzBVKokAIxI+CFyk0VJUyR+qBiaE6avt9vZ0lvG8mqTq/DQNAJoslCEUaA==
@@ -4322,6 +4327,20 @@ windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:[a-z]
 #   catch: cmdkey /add:fs01 /user:CORP\jdoe /pass:«Vx82!kqL0p»
 #   catch: appcmd set apppool "ShinyProxy" /processModel.userName:CORP\shiny_svc /processModel.password:«SscUctZtKbDCkrkJ»
 #   keep:  xfreerdp /v:ts01.example.com /u:jdoe /from-stdin
+# smbclient's and rpcclient's `-U user%password`.
+smb-user-percent-password    not-reference          (?<![\w\-])(?:-U|--user(?:name)?=?)[ \t]*["']?[\w.@\\\-]{1,64}%(?P<s>'[^'\n]{1,128}'|"[^"\n]{1,128}"|[^\s'"]{1,128})
+#   catch: smbclient //nas.home.arpa/Photos -U report_ro%'«tiger$walrus5»' -c 'ls'
+#   catch: rpcclient -U 'CORP\svc_scan%«Winter2025!»' 10.0.0.5
+#   keep:  smbclient //nas/share -U report_ro -c 'ls'
+# A signed form's or a dict's x-amz-signature, x-goog-signature (a presigned POST's fields).
+signature-field              -                      (?i)["']x-(?:amz|goog)-signature["'][ \t]*:[ \t]*["'](?P<s>[0-9a-f]{64})["']
+#   catch: 'x-amz-date': '20250317T120000Z', 'x-amz-signature': '«ce863691fa81d92a242de5d6ec2e30cb892dc34182ad0d71291be5d1131d3280»'
+#   keep:  "x-amz-signature": "<computed by the SDK>"
+# A session's cookie by its name's end (grafana_session=, tally_sid=), wherever it is written: a machine's value.
+named-session-cookie         random                 (?<![\w.\-])[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid)=(?P<s>[A-Za-z0-9%_\-.]{16,4096})
+#   catch: grafana_session=«6c7cff909b77ba9ccf96789a98798e63»; grafana_session_expiry=1755032781
+#   catch: here's my session cookie so you can hit the admin API: tally_sid=«2hrg2bZlElqmeOaSabZeIfKkrmNA_DVOygbLsFBUNSTBgEzBOH6vkjtuQqEFEk5n»
+#   keep:  grafana_session=; Path=/; Max-Age=0
 # `reg add … /v DefaultPassword … /d …`: a registry value whose name says secret (Winlogon's autologon).
 registry-secret-value        not-reference          (?i)\breg(?:\.exe)?[ \t]+add\b[^\n]{0,300}?[ \t]/v[ \t]+"?[\w.\-]{0,40}(?:password|passwd|pwd|secret|token|apikey|api_key)\w{0,20}"?[^\n]{0,200}?[ \t]/d[ \t]+(?P<s>"[^"\n]{1,256}"|[^\s"]{1,256})
 #   catch: reg add "HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon" /v DefaultPassword /t REG_SZ /d «Render!Farm-Node07» /f
@@ -5665,13 +5684,15 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b)[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
 #   catch: [10:41] dana: the key is too long for one message, here:\n[10:41] dana: «trxhwZjYvZGEIyIYVMvgev»\n[10:42] dana: «iCH0HGr6EKkBmW3YR8»\n[10:42] dana: just join them, no spaces
 #   catch: pw for the shared test mailbox: first part "«Marmalade!»" then "«Otter-2291»" (no space)
 #   keep:  the migration runs in two parts: first the schema, then the data\n[10:42] dana: ok
+#   catch: [10:02] marta: the key is «sk-proj-ykw7B1oDeWg9TYMCPvOFskEe0vmSqxToiqC»\n[10:02] marta: oops slack cut it, the rest is «hmxYCmEQpZgLT3BlbkFJlexHIzwJsr9lHq7P»
+#   keep:  the deploy got cut off at step 3, the rest is in the log
 #   catch: [21:04] diego: psk vpn sevilla parte 1 «NWbxGwluaqRF»\n[21:05] diego: parte 2 «GRs5J0cQ6HrM»
 #   keep:  the queue refresh is split in two messages:\n[10:41] dana: see below\n[10:42] dana: RefreshQueue
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
@@ -6945,7 +6966,7 @@ RULE_WORDS = {
         "glptt", "glrt", "glsoat"), ("glagent", "glcbt", "glcd", "gldt", "glffct", "glft", "glimt", "gloas", "glpat",
         "glptt", "glrt", "glsoat"), ("-",)),
     "gitlab-runner-token": ("761c1515", ("gr1348941",), ("gr1348941",), ()),
-    "slack-token": ("88bef38f", ("xox",), ("xox",), ("-",)),
+    "slack-token": ("0e18cfad", ("xox",), ("xox",), ("-", "d-")),
     "slack-app-token": ("5ea3fa06", ("xapp-",), ("xapp-",), ()),
     "stripe-key": ("c1a7427d", ("_live", "_prod", "_test"), ("rk", "sk"), ("rk", "sk")),
     "stripe-webhook-secret": ("d90769c1", ("whsec_",), ("whsec_",), ()),
@@ -6962,7 +6983,7 @@ RULE_WORDS = {
     "twilio-api-key": ("d969ee1f", ("sk",), ("sk",), ()),
     "sonar-token": ("544b32cd", ("sq",), ("sq",), ()),
     "mailgun-key": ("b46a8c41", ("-", "key-"), (), ()),
-    "azure-account-key-shape": ("1ede7182", ("==",), (), ()),
+    "azure-account-key-shape": ("a35ac2a5", ("==",), (), ()),
     "shopify-token": ("4aa6badf", ("shpat", "shpca", "shppa", "shpss", "shpua"), ("shpat", "shpca", "shppa", "shpss",
         "shpua"), ()),
     "digitalocean-token": ("64f3136a", ("_v1_",), ("do",), ("do",)),
@@ -7085,6 +7106,9 @@ RULE_WORDS = {
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
     "windows-password-switch": ("e95bcfad", ("/",), (), ()),
+    "smb-user-percent-password": ("2aadec00", ("--user", "-u"), ("--user", "-u"), ("%",)),
+    "signature-field": ("fd068312", ("-signature",), (), ("amz", "goog")),
+    "named-session-cookie": ("b5682bbd", ("sess", "session", "sid"), (), ("=",)),
     "registry-secret-value": ("0828a1f0", ("reg",), ("reg",), ("add",)),
     'piped-secure-string': ('6b699996', ('convertto-securestring',), (), ('"', "'")),
     "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),
@@ -7395,10 +7419,11 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("3b14330d", ("(cont", "continuing:", "część", "deel", "deux", "enter", "first", "halves",
-        "last", "message", "messages", "nachrichten", "other", "part", "parte", "partes", "partie", "parts", "pieces",
-        "second", "teil", "teilen", "分割"), ("(cont", "continuing:", "część", "deel", "en", "first", "hit", "in",
-        "last", "other", "part", "parte", "partie", "pressed", "second", "teil", "too", "分割"), ()),
+    "context-split-secret": ("485e9974", ("(cont", "continuing:", "cut it", "cut off", "część", "deel", "deux",
+        "enter", "first", "got cut", "halves", "last", "message", "messages", "nachrichten", "other", "part", "parte",
+        "partes", "partie", "parts", "pieces", "rest:", "second", "teil", "teilen", "the rest is", "分割"), ("(cont",
+        "continuing:", "cut it", "cut off", "część", "deel", "en", "first", "got cut", "hit", "in", "last", "other",
+        "part", "parte", "partie", "pressed", "rest:", "second", "teil", "the rest is", "too", "分割"), ()),
     "context-recovery-codes": ("31ea30da", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
