@@ -1065,7 +1065,8 @@ def _is_reference(value: str) -> bool:
     if value[:1] == "`" and any(map(str.isspace, v)):
         return True  # `cat /tmp/session.tok`: a command's output
     first = v[0]
-    named_like_a_password = first == "$" and _is_dollar_password(v)  # $Crimson58asdfgh is no variable
+    named_like_a_password = first == "$" and _is_dollar_password(v) or first == "%" and v.count("%") == 1 and len(v) >= 12 and _has_three_classes(
+        v[1:]) and " " not in v and not _regex(r"%\(|%[-#0 +]?\d*[sdifr]\b").match(v)  # $Crimson58asdfgh is no variable, %T-iM-!bSRNZL4yxY@34Io no format
     if (first in "$%" and _regex(_LEADING_REFERENCE).match(v) and not named_like_a_password) or (first == "@" and _regex(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)").fullmatch(v) and not _own_sigil(v)):
         return True
     if (not quoted and first in "[({（【「") or (first == "<" and v[-1] == ">") or "<" in v and ">" in v and _regex(r"<[A-Za-z][\w\- ]{1,29}>").search(v):
@@ -1154,7 +1155,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # a numbered stand-in that names what goes there: MYTOKEN1, MYTOKEN2 (not a mainframe's CHANGE92)
     if _regex(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_](?:password|passwd|pass|pwd|secrets?|tokens?|keys?|credentials?|creds|apikey)").fullmatch(v):
         return True  # a secret's name, not its value: wifi_pass, mlflow-s3-credentials, unity-ci-password
-    spoken = _regex(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+").findall(v) if "..." in v or _regex(r"[a-z]Your[A-Z]|_Your[A-Z]|[a-z]Here\b").search(v) else ()
+    spoken = _regex(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+").findall(v) if "..." in v or _regex(
+        r"[a-z]Your[A-Z]|_Your[A-Z]|[a-z]Here\b|(?i:(?<![a-z])(?:your|here)(?![a-z]))").search(v) else ()
     if _PLACEHOLDER_SAYS.intersection(word.lower() for word in spoken):
         return True  # a stand-in in another's shape: ghp_YourPersonalAccessTokenGoesHere, sk-ant-api03-...redacted...
     if any(map(str.isdigit, v)):
@@ -1362,8 +1364,8 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
             r"[a-z]+(?:\.[a-z]+(?:[A-Z][a-z]+)*)+").fullmatch(bare) and _regex(r"[a-z][A-Z]").search(bare)):
         return True  # where a value is kept, not the value: `key=user:9586822:permissions:v3`, `TOKEN_STORAGE_KEY = 'auth.accessToken'`
     pair = _regex(r"[\w.\-]{1,64}=([^;\s]*)").match(bare) if last.endswith(("cookie", "cookies")) else None
-    if pair and (len(pair.group(1)) < 6 or _names_no_token(bare)):
-        return True  # a cookie too short to be a session's (`Set-Cookie: ab_bucket=8`), an analytics cookie (`_ga=GA1.2.…`)
+    if pair and (len(pair.group(1)) < 6 or _names_no_token(bare) or _is_base64_of_plain_json(pair.group(1))):
+        return True  # a cookie too short to be a session's (`Set-Cookie: ab_bucket=8`), an analytics cookie (`_ga=GA1.2.…`), JSON prefs in base64
     if last.endswith(("cookie", "cookies")) and not digits:
         return " " in bare or _regex(r"[a-z_]{1,16}(?:[=;,][A-Za-z\-]{0,16})*").fullmatch(bare) is not None
     if _is_escaped_text(bare) or _regex(_COLOUR_OR_TICKET + r"|(?i:base64|hex|utf-?(?:8|16|32)|latin-?1|ascii|binary|iso-8859-\d{1,2})").fullmatch(bare):
@@ -1723,8 +1725,8 @@ def _accept_listed_login(match: Any) -> bool:
     a letter or a digit (not `staging / Production2`), or a machine-made one."""
     before = _line_before(match.string, match.start(), 160)
     account = _regex(r"(?:^|[:：=]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・])[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\)?(" + _EMAIL_ADDRESS
-                     + r"|[a-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)  # also after `=` (an INI's `core = admin / …`) and a domain (CORP\svc_veeam)
-    if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[a-z]+\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
+                     + r"|[A-Za-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)  # also after `=` (an INI's `core = admin / …`) and a domain (CORP\svc_veeam)
+    if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[A-Za-z][a-z]*\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
             account.group(1)) or _regex(r"[a-z]{1,8}-[0-9a-f]{8,17}").fullmatch(account.group(1)):  # (not a resource's id: vpc-6825c5bd… / sg-f1ef…)
         return False
     value = match.group("s")
@@ -1747,8 +1749,13 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 
 # What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in.
 _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|schrank"
-                r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|t[üu]r|tor|eingang|tresor|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
+                r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|eingang|tresor|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?)(?![^\W\d_])")
+
+
+def _accept_place_label(match: Any) -> bool:
+    """A label that names a place a code opens (a door, an alarm, a safe), not a building's number or a port."""
+    return _regex(_PLACE_WORDS).search(match.group("place")) is not None and not _regex(r"(?i)\b(?:building|port|storage)$").search(match.group("place"))
 
 
 def _accept_place_code(match: Any) -> bool:
@@ -2048,8 +2055,8 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
         while last > first and text[last - 1] in ".,:;!?":
             last -= 1
         token = text[first:last]
-        if not looks_machine_generated(token) or _is_reference(token) or _is_masked_or_public(token):
-            continue
+        if not looks_machine_generated(token) or _is_reference(token) or _is_masked_or_public(token) or _is_base64_of_plain_json(token.split("=", 1)[-1] if "=" in token[:40].rstrip("=") else token):
+            continue  # (also a cookie's base64 of plain JSON: prefs=eyJ0aGVtZSI6…)
         if _in_angle_brackets(text, first, last) or text[last:last + 1] == "(" and _regex(r"[A-Za-z_][\w.]*").fullmatch(token):
             continue  # (a call's name: ec.SECP256R1())
         if token[-1:] == "=" and text[first - 1:first] in ("", " ", "\t", "\n", ";") and _regex(r"[A-Za-z_][\w.\-]*=").fullmatch(
@@ -2346,7 +2353,7 @@ def _find_random_tokens(match: Any) -> list:
              and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
              and not (match.group() == "Session-ID" and _regex(r"[0-9A-F]{64}").fullmatch(text[a:b]))]  # what openssl s_client prints of TLS
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
-    found = sorted(spans + given)
+    found = [(a, b) for a, b in sorted(spans + given) if not _is_base64_of_plain_json(text[a:b])]  # (a cookie's JSON prefs in base64)
     if found and _regex(r"(?i)[ _\-]?id\b").match(text, match.end()):  # what a key's id names: `Key ID: 39cf…`, `APNs key id: R7BR8EL00J`
         secret_id = _regex(r"(?i)secret").match(match.group()) is not None  # (a secret's id may be one: Vault's)
         found = [(a, b) for a, b in found if not _regex(r"[0-9a-fA-F]+").fullmatch(text, a, b) and (b - a > 24 or secret_id)]
@@ -2991,7 +2998,7 @@ def _holds_a_secret(cell: str, strength: int = 2) -> bool:
     record's field): a value that looks like a secret, or six digits or more; under a name that
     only may say so (strength 1: `key`), a machine-made value. Never a reference or a masked value."""
     if strength == 1:
-        return looks_machine_generated(cell) and not _is_masked_or_public(cell)
+        return looks_machine_generated(cell) and not _is_masked_or_public(cell) and not _regex(r"/\d+/").search(cell)  # (a cache's path key: z14/8186/5448@c7f3…)
     return (_looks_like_a_secret(cell) or _regex(r"\d{6,12}").fullmatch(cell) is not None) and not _is_reference(cell) and not _is_masked_or_public(cell)
 
 
@@ -5165,6 +5172,12 @@ code-for-a-place             place-code             (?i)(?<![\w\-])(?:code|codes
 #   keep:  the code for the garage keypad is on the fridge
 #   keep:  the code for ticket 4821 is merged
 #   keep:  error code for the request was 4040
+# A list of access codes by the place each opens ("Haustür:  52290669", "- Alarm panel: 1234567#"): a label
+# that names a place (_PLACE_WORDS), a colon, and five to eight digits.
+place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+[^\W\d_][\w'’\-()]{0,30}){0,3})[ \t]*[:：][ \t]*(?P<s>\d{5,8}[#*]?)[ \t]*$
+#   catch: Büro Zugangscodes\n-----------------\nHaustür:        «52290669»\nAlarmanlage:    «35826414»
+#   keep:  Building:  10250\nFloor: 3
+#   keep:  Port: 5432
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80})?))
@@ -5497,7 +5510,7 @@ context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|
 #   keep:  {"op": "subscribe", "args": ["orderbook.50.BTCUSDT", "publicTrade.BTCUSDT"]}
 #   keep:  {"type": "login", "status": "ok", "session": "user-4471", "at": "2026-03-02T10:11:12Z"}
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
-context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
+context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])cookies?\.(?:set|add|update)\(|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
 #   catch: curl 'https://github.com/settings' -b '_octo=GH1; logged_in=yes; same_site=«b2wRyyikMPtj65h7zYStRbxYCPxVOSuqEq2YeyzQ-kBYU2dO»'
 #   keep:  Cookie: _ga=GA1.2.344572755.7222572944; cookie_consent=accepted; theme=light
 #   keep:  Cookie: _ga=GA1.1.501702227.9419076251; _ga_J8DI95943U=GS1.1.1254970757.11.1.2200763613.0.0.0
@@ -5786,7 +5799,7 @@ ACCEPT_CHECKS = {
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
-    "app-password": _accept_app_password, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code,
+    "app-password": _accept_app_password, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
     "base64-password-line": _accept_base64_password_line, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user,
 }
@@ -5811,6 +5824,8 @@ CHECK_NEEDS = {
                    "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "schrank", "port", "puerta", "cancello", "tür",
                    "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
                    "двер", "ворот", "сейф", "калитк", "подъезд", "домофон"),  # a place the code opens (_PLACE_WORDS)
+    "place-label": ("door", "gate", "garage", "keypad", "alarm", "safe", "lock", "box", "entrance", "lobby", "rack", "cabinet", "tür", "tur",
+                    "tor", "tresor", "kluis", "port", "puerta", "cancello", "bram", "drzwi", "двер", "сейф"),
     "base64-password-line": ("base64", "auth", "cred", "passw", "secret"),  # a line alone of base64 is everywhere: a word must say why
 }
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
@@ -7310,6 +7325,7 @@ RULE_WORDS = {
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
     "code-for-a-place": ("77511d48", ("code", "codes", "codice", "combina", "combinación", "combinação", "digo", "kod",
         "kode", "koder", "kombination", "kód", "код"), (), ()),
+    "place-label-code": ("5a50ce89", (), (), ()),
     "context-credential-word": ("9debc472", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
         "disarm", "frasa sandi", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
@@ -7385,7 +7401,7 @@ RULE_WORDS = {
     "context-auth-message": ("e5915dc5", ("auth", "authenticate", "authorize", "log_in", "login", "logon", "sign_in",
         "signin"), ("action", "cmd", "command", "event", "method", "op", "type"), ("action", "cmd", "command", "event",
         "method", "op", "type")),
-    "context-cookie": ("0cd368f4", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
+    "context-cookie": ("56f2da40", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-cookie-rows": ("ccee9ef4", ("/cookies", "application", "cookie", "cookies"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
