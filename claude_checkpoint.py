@@ -1805,9 +1805,9 @@ _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "co
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|release|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
-    r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor|tx|txid|txhash|transaction)"
-    r"(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$"
-    r"|(?i:\b(?:nonce|state|kid|mint|address|contract|challenge)(?:[ \t]*[#=:]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$)")  # "Token mint: …", "nonce …: …"
+    r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor|tx|txid|txhash|transaction"
+    r"|(?:nonce|state|kid|mint|address|contract|challenge)[ \t]*:?)"  # these also before a colon: "Token mint: …", "nonce …: …"
+    r"(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = (r"(?i)[)\]'\"`]*(?:\s+(?:is|was|as|will be|=|es|era|est|ist|war|è|é|jest|är)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
                       + r"|[ \t]*(?:が|は|是|为|為)[ \t]*(?:パスワード|暗証番号|トークン|密码|密碼|口令|令牌|비밀번호|암호))")  # "X es la contraseña …", "X がパスワードです"
@@ -2338,7 +2338,8 @@ def _find_random_tokens(match: Any) -> list:
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
     if _regex(r"(?:\.[a-z0-9]{1,5}){1,3}(?=[:/\s'\"]|$)").match(text, match.end()):
         return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`, `secrets.enc.yaml`
-    if _regex(r"(?<![\w\-])[a-z0-9]+(?:-[a-z0-9]+){2,}-$").search(_line_before(text, match.start(), 80)) and _regex(r"[ \t]*(?:[(),]|$)").match(text, match.end()):
+    if text[match.start() - 1:match.start()] == "-" and _regex(r"(?<![\w\-])[a-z0-9]+(?:-[a-z0-9]+){2,}-$").search(
+            _line_before(text, match.start(), 80)) and _regex(r"[ \t]*(?:[(),]|$)").match(text, match.end()):
         return []  # the end of a resource's name, given no value: "vg-infra-prod-secrets (linked to kv-infra-weu-01)"
     if _names_a_kind(text, match.start()):
         return []  # a kind of resource a command names: `kubectl describe secret api-token-87n7TT2u`
@@ -2353,7 +2354,7 @@ def _find_random_tokens(match: Any) -> list:
              and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
              and not (match.group() == "Session-ID" and _regex(r"[0-9A-F]{64}").fullmatch(text[a:b]))]  # what openssl s_client prints of TLS
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
-    found = [(a, b) for a, b in sorted(spans + given) if not _is_base64_of_plain_json(text[a:b])]  # (a cookie's JSON prefs in base64)
+    found = [(a, b) for a, b in sorted(spans + given) if text[a:a + 3] != "eyJ" or not _is_base64_of_plain_json(text[a:b])]  # (a cookie's JSON prefs in base64)
     if found and _regex(r"(?i)[ _\-]?id\b").match(text, match.end()):  # what a key's id names: `Key ID: 39cf…`, `APNs key id: R7BR8EL00J`
         secret_id = _regex(r"(?i)secret").match(match.group()) is not None  # (a secret's id may be one: Vault's)
         found = [(a, b) for a, b in found if not _regex(r"[0-9a-fA-F]+").fullmatch(text, a, b) and (b - a > 24 or secret_id)]

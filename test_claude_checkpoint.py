@@ -877,7 +877,12 @@ ADVERSARIAL_CONTEXTS = (
     'k = ["a", ' + '"b", ' * 6000, "<Key>a</Key>" * 2600,
     # A secret's parts, a listed login, an HTML table, a REPL's echo, a YAML block, defaults in code.
     "password in two parts: first half: " * 2800, "ops: admin / Pa$$w0rd!x " * 4000, "<tr><th>Password</th><th>a</th></tr>" * 2500,
-    "irb(main):001> key\n=> " * 5000, "key: >-\n" + "  abcdefghijk\n" * 7000, 'os.getenv("API_KEY", ' * 4500, 'passphrase "' * 8000)
+    "irb(main):001> key\n=> " * 5000, "key: >-\n" + "  abcdefghijk\n" * 7000, 'os.getenv("API_KEY", ' * 4500, 'passphrase "' * 8000,
+    # Read again as written (prose wrapped after a credential word, HTML's inline marks), base64 decoded,
+    # cookies as rows, a code for a place, a secret's rest (the passes read 32 KB; the rules all of it).
+    "this is a long sentence with many words and the password\n" * 560, "admin PIN <b>790974</b> " * 1300,
+    "QWxhZGRpbjpvcGVuIHNlc2FtZQ== " * 1100, "cookies:\n" * 11000, "code for the door " * 5500, "(cont) " * 14000,
+    "the rest is " * 8000, "Haustür: 52290669\n" * 5500)
 
 
 class TestRedaction(unittest.TestCase):
@@ -10523,14 +10528,16 @@ def bench_hooks(ws: Workspace, scratch: str) -> dict:
 # from the rest), held to issue 14's bar for text the rules were not written on (recall 0.97,
 # keep-rate 0.98); the others, tuned on, to 0.99 and 0.98. A corpus moves to the others once the
 # rules reach 0.99 on it.
-NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47, 49, 51, 53, 58, 59, 61, 62, 67))
-# The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 and 25:
+NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47, 49, 51, 53, 58, 59, 61, 62, 67, 74, 75))
+# The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
-# context; 0.85 to 0.94 unseen), held at the (recall, keep-rate) the rules reach now, so that nothing
-# slides back while they are tuned toward the bar.
-BELOW_THE_BAR = {"blind55_corpus.json": (0.95, 0.99), "blind56_corpus.json": (0.93, 0.99),
+# context, data science, mobile and embedded, enterprise IT; 0.85 to 0.95 unseen), held at the (recall,
+# keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
+BELOW_THE_BAR = {"blind55_corpus.json": (0.96, 0.99), "blind56_corpus.json": (0.94, 0.99),
                  "blind57_corpus.json": (0.96, 0.99), "blind60_corpus.json": (0.95, 0.99),
-                 "blind63_corpus.json": (0.95, 0.98), "blind66_corpus.json": (0.94, 0.97)}
+                 "blind63_corpus.json": (0.95, 0.98), "blind66_corpus.json": (0.95, 0.97),
+                 "blind71_corpus.json": (0.96, 0.99), "blind72_corpus.json": (0.92, 0.98),
+                 "blind73_corpus.json": (0.92, 0.99), "blind76_corpus.json": (0.96, 0.99)}
 
 
 def corpus_texts() -> list:
