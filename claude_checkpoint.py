@@ -1749,7 +1749,7 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 
 # What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in.
 _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|schrank"
-                r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|eingang|tresor|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
+                r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|eingang|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?)(?![^\W\d_])")
 
 
