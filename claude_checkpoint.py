@@ -3197,8 +3197,8 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
             column = bisect.bisect_right(starts, word.start()) - 1
             if column >= 0:
                 words_of[column].append(word.span())
-            if column + 1 < len(starts) and word.end() >= starts[column + 1] - 1:
-                overran[column + 1] = True
+            if column + 1 < len(starts) and word.start() == starts[column] and word.end() >= starts[column + 1] - 1:
+                overran[column + 1] = True  # (only a cell aligned at its own column's start pushes the next)
         cells = [(words[0][0], words[-1][1]) if words and (words[0][0] == start or pushed) else (0, 0)  # aligned, or no table
                  for words, start, pushed in zip(words_of, starts, overran)]
     for index, (a, b) in enumerate(cells):
