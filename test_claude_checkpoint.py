@@ -5,6 +5,7 @@
     python3 test_claude_checkpoint.py --quick   # all but the slow ones (50 MB inputs, real clients)
     python3 test_claude_checkpoint.py --bench   # the benchmark, against its floors (--quick: start-up, memory)
     python3 test_claude_checkpoint.py --redaction  # recall and keep-rate on the redaction corpora
+    python3 test_claude_checkpoint.py --redaction --figures-only .ci/heldout/*.json  # the held-out corpora, figures only
     python3 test_claude_checkpoint.py --rule-words  # rewrite RULE_WORDS after a redaction pattern changed
 
 Most tests start the real file as a subprocess and speak JSON-RPC to it over stdio,
@@ -10640,21 +10641,27 @@ def bench_redaction() -> dict:
     return figures
 
 
-def run_redaction_report() -> int:
-    """python3 test_claude_checkpoint.py --redaction: recall and keep-rate on every corpus,
-    with the cases each one misses."""
+def run_redaction_report(paths: list = (), figures_only: bool = False) -> int:
+    """python3 test_claude_checkpoint.py --redaction [--figures-only] [CORPUS.json …]: recall and
+    keep-rate on every corpus of .ci/corpus (or on the files given: .ci/heldout's, measured before
+    anyone reads what they miss), with the cases each one misses unless figures_only."""
     found = False
-    for name in sorted(os.listdir(CORPUS_DIR)) if os.path.isdir(CORPUS_DIR) else []:
-        corpus = redaction_corpus(name) if name.endswith("_corpus.json") else None
+    names = list(paths) or (sorted(os.listdir(CORPUS_DIR)) if os.path.isdir(CORPUS_DIR) else [])
+    for name in names:
+        if paths:
+            with open(name, encoding="utf-8") as stream:
+                corpus = json.load(stream)
+        else:
+            corpus = redaction_corpus(name) if name.endswith("_corpus.json") else None
         if not corpus:
             continue
         found = True
         recall, keep, missed, mangled = measure_corpus(corpus)
         print(f"{name}: recall {recall:.4f} ({len(corpus['secrets']) - len(missed)}/{len(corpus['secrets'])}), "
               f"keep-rate {keep:.4f} ({len(corpus['benign']) - len(mangled)}/{len(corpus['benign'])})")
-        for case in missed:
+        for case in () if figures_only else missed:
             print(f"  missed  [{case['family']}] {case['text'][:120]!r}")
-        for case in mangled:
+        for case in () if figures_only else mangled:
             print(f"  changed [{case['family']}] {case['text'][:120]!r} -> {cc.redact(case['text'])[0][:120]!r}")
     if not found:
         print(f"no corpus in {CORPUS_DIR}")
@@ -10799,7 +10806,7 @@ if __name__ == "__main__":
     if arguments[:1] == ["--bench"]:
         sys.exit(run_bench(quick="--quick" in arguments))
     if arguments[:1] == ["--redaction"]:
-        sys.exit(run_redaction_report())
+        sys.exit(run_redaction_report([a for a in arguments[1:] if a != "--figures-only"], "--figures-only" in arguments))
     if arguments[:1] == ["--rule-words"]:
         sys.exit(write_rule_words())
     sys.exit(run_tests(arguments))
