@@ -3076,6 +3076,26 @@ def _find_table_cells(match: Any) -> list:
     for row in text[position:match.end("s")].split("\n") if columns else ():
         spans += [(position + a, position + b) for a, b in _secret_cells(row, separator, columns, starts)]
         position += len(row) + 1
+    return spans or _named_value_cells(match, separator)
+
+
+def _named_value_cells(match: Any, separator: Optional[str]) -> list:
+    """A table of names and their values (`| Key name | Value |`, a CSV's `name,value,environment`):
+    the Value cells of the rows whose name says secret (TWILIO_AUTH_TOKEN, Secret key)."""
+    text, head = match.string, match.group("head")
+    names = [head[a:b].strip().strip('"').lower() for a, b in _table_cells(head, separator)]
+    value_column = next((index for index, name in enumerate(names) if name in ("value", "wert", "valor", "valeur", "new_value", "new value")), None)
+    spans, position = [], match.start("s")
+    for row in text[position:match.end("s")].split("\n") if value_column is not None and separator is not None else ():
+        cells = _table_cells(row, separator)
+        if len(cells) == len(names):
+            said = [row[a:b].strip().strip('"`') for index, (a, b) in enumerate(cells) if index != value_column]
+            a, b = cells[value_column]
+            value = row[a:b].strip().strip('"`')
+            if value and any(secret_strength(_regex(r"\W+").sub("_", name)) == 2 for name in said if len(name) <= 40) and _is_secret_cell(value, "secret"):
+                first = position + a + row[a:b].index(value)
+                spans.append((first, first + len(value)))
+        position += len(row) + 1
     return spans
 
 
@@ -6185,7 +6205,7 @@ _LITERAL = r"""(?:"[^"\n]*"|'[^'\n]*')"""
 _PASSING_CALL = r"(?<![\w$.])" + _DECODING_CALL  # a decoding call as an operand: the literal it hands on is the part
 _OPERAND = (r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"""[ \t]*""" + _LITERAL + r"""[ \t]*\)"""  # also a literal in a call: b64decode("…")
             r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
-_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:\\?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
+_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
                    r"|(?<=\()\s*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=\s*\))"  # Python's literals side by side in parentheses
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
                    r"|(?i:concat)!?\(\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\)"
@@ -6272,8 +6292,12 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
 
 def _line_folds(original: str) -> list:
     """The folds (as _redact_folded keeps them) of values written over lines: a YAML block's lines
-    under `key: >-` or `key: |`, a string a shell continues with a `\\` at each line's end."""
+    under `key: >-` or `key: |`, a string a shell continues with a `\\` at each line's end, a Ruby
+    heredoc whose line breaks are taken out (`<<~KEY.delete("\\n")`)."""
     folds: list = []
+    for found in _regex(r"<<[~-]?(['\"]?)([A-Z_]{1,20})\1\.(?:delete|gsub|tr|squish|strip|chomp)\b[^\n]{0,30}\n((?:[ \t]*[A-Za-z0-9+/=_\-.~]{4,200}[ \t]*\n){2,40})[ \t]*\2\b").finditer(original) if "<<" in original else ():
+        pieces = list(_regex(r"[^\s]+").finditer(original, found.start(3), found.end(3)))
+        folds.append((found.start(), found.end(), '"' + "".join(piece.group() for piece in pieces) + '"', [piece.span() for piece in pieces]))
     for found in _regex(r"(?m)(?<=:)[ \t]*[>|][-+]?[ \t]*\n((?:[ \t]+[A-Za-z0-9+/=_\-.~]{4,200}[ \t]*(?:\n|$)){2,40})").finditer(original) if ": >" in original or ": |" in original else ():
         pieces = list(_regex(r"[^\s]+").finditer(original, found.start(1), found.end(1)))
         folds.append((found.start(), found.end(1) - (original[found.end(1) - 1:found.end(1)] == "\n"), ' "' + "".join(piece.group() for piece in pieces) + '"',

@@ -1092,6 +1092,25 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:40]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
+    def test_a_table_of_names_and_values_gives_the_values_of_secret_names(self):
+        # A CSV of environment variables, a markdown table of a service's keys: the Value cell of a
+        # row whose name says secret; the other rows' values stay.
+        csv_text = ("name,value,environment\nTWILIO_AUTH_TOKEN,07db6aebb4ea3f31e091f7f2206249da,production\n"
+                    "LOG_LEVEL,info,production\nREGION,eu-west-1,production\n")
+        markdown = ("| Service | Key name | Value |\n|---|---|---|\n| GameAnalytics | Secret key | `909695eb546f3b68cf12d4b2a670fc402d0fc4c2` |\n"
+                    "| Region | Default region | `eu-west-1` |\n")
+        for text, secret, kept in ((csv_text, "07db6aebb4ea3f31e091f7f2206249da", "LOG_LEVEL,info,production"),
+                                   (markdown, "909695eb546f3b68cf12d4b2a670fc402d0fc4c2", "`eu-west-1`")):
+            with self.subTest(text=text[:20]):
+                redacted, _ = cc.redact(text)
+                self.assertNotIn(secret, redacted)
+                self.assertIn(kept, redacted)
+        # A Ruby heredoc whose line breaks are taken out is one value.
+        heredoc = 'token = <<~TOK.delete("\\n")\n  glpat-vBMflPO7bEzQ\n  wS-ZNxZhL_2pLm9Q\nTOK\nGitlab.configure { |c| c.private_token = token }\n'
+        redacted, _ = cc.redact(heredoc)
+        self.assertNotIn("wS-ZNxZhL_2pLm9Q", redacted)
+        self.assertIn("TOK\nGitlab.configure", redacted)
+
     def test_base64_that_decodes_to_a_credential_is_redacted_with_what_it_decodes_to(self):
         text = "$ echo 'bWwtY2k6aXJpcy16ZXBoeXItamlnc2F3LWdyYXZlbA==' | base64 -d\nml-ci:iris-zephyr-jigsaw-gravel"
         redacted, _ = cc.redact(text)
@@ -10529,7 +10548,7 @@ def bench_hooks(ws: Workspace, scratch: str) -> dict:
 # from the rest), held to issue 14's bar for text the rules were not written on (recall 0.97,
 # keep-rate 0.98); the others, tuned on, to 0.99 and 0.98. A corpus moves to the others once the
 # rules reach 0.99 on it.
-NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47, 49, 51, 53, 58, 59, 61, 62, 67, 74, 75))
+NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47, 49, 51, 53, 58, 59, 61, 62, 67, 74, 75, 76))
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
 # context, data science, mobile and embedded, enterprise IT; 0.85 to 0.95 unseen), held at the (recall,
@@ -10538,7 +10557,7 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.96, 0.99), "blind56_corpus.json": (0.
                  "blind57_corpus.json": (0.96, 0.99), "blind60_corpus.json": (0.95, 0.99),
                  "blind63_corpus.json": (0.95, 0.98), "blind66_corpus.json": (0.95, 0.97),
                  "blind71_corpus.json": (0.96, 0.99), "blind72_corpus.json": (0.92, 0.98),
-                 "blind73_corpus.json": (0.92, 0.99), "blind76_corpus.json": (0.96, 0.99)}
+                 "blind73_corpus.json": (0.92, 0.99)}
 
 
 def corpus_texts() -> list:
