@@ -1464,6 +1464,8 @@ def _accept_flag(match: Any) -> bool:
     spec = name in ("secret", "secrets") and _regex(r"[a-z]+=").match(value)  # --secret id=npmrc,src=…
     if value.strip("\"'").lower() in _FUNCTION_WORDS | {"or", "are"}:
         return False  # prose about flags: "passed by CI: -KeyStorePassword and -KeyPassword"
+    if name == "auth" and not value.startswith("-") and _looks_like_a_secret(value.strip("\"'")) and not _is_reference(value):
+        return True  # a tool's --auth takes its password (espota's OTA password, `upload_flags = --auth=…`)
     return not value.startswith("-") and not named and not spec and _accept_assignment(match)
 
 
@@ -3105,6 +3107,7 @@ def _credential_columns(names: list) -> tuple:
     "secret" (also an SNMP community's, a password people choose)."""
     columns = []
     for index, name in enumerate(names):
+        name = _regex(r"[ \t]*\([^()]{0,60}\)$").sub("", name) if name.endswith(")") else name  # `password (set in migration 0007)`
         strength = secret_strength(_regex(r"\W+").sub("_", name)) if name else 0
         if name and (strength == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"  # also `Clé API`
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
@@ -4355,6 +4358,20 @@ windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:[a-z]
 #   catch: cmdkey /add:fs01 /user:CORP\jdoe /pass:«Vx82!kqL0p»
 #   catch: appcmd set apppool "ShinyProxy" /processModel.userName:CORP\shiny_svc /processModel.password:«SscUctZtKbDCkrkJ»
 #   keep:  xfreerdp /v:ts01.example.com /u:jdoe /from-stdin
+# A password given with a keystore's or a certificate's file in the same call: FromP12File("apns.p12", "…"),
+# new X509Certificate2("cert.pfx", "…"), KeyStore's load of "release.jks".
+keystore-file-password       chosen                 ["'][^"'\n]{0,200}\.(?:p12|pfx|jks|keystore|bks)["'][ \t]*\)?[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}')
+#   catch: cert, err := certificate.FromP12File("certs/apns-prod.p12", "«Gopher!Push#88»")
+#   catch: var cert = new X509Certificate2("signing.pfx", "«Codesign#2024»");
+#   keep:  cert, err := certificate.FromP12File("certs/apns-prod.p12", os.Getenv("APNS_P12_PASSWORD"))
+# Home Assistant's webhook id: the secret of the webhook's URL.
+home-assistant-webhook-id    random                 (?m)^[ \t]*-?[ \t]*webhook_id:[ \t]*["']?(?P<s>[A-Za-z0-9_\-]{20,128})
+#   catch:       - platform: webhook\n        webhook_id: «b07gm8cH9dmIR6KdENUUaY1HPQC3P7Swrn9n4pWBe-c»
+#   keep:        webhook_id: garage-door-opener
+# Roblox's session cookie: its warning, then the token.
+roblox-security-cookie       -                      (?P<s>_\|WARNING:-DO-NOT-SHARE-THIS\.[^|\s]{0,200}\|_[0-9A-F]{64,2048})
+#   catch: .ROBLOSECURITY=«_|WARNING:-DO-NOT-SHARE-THIS.--Sharing-this-will-allow-someone-to-log-in-as-you-and-to-steal-your-ROBUX-and-items.|_7A91A4D9D099409E303DCAC8D8AFBC7AFBB05EECA26026719577BBA4966DC09FE5733E2DB7E645E2427FCA3C7F34507DB1»
+#   keep:  the .ROBLOSECURITY cookie starts with a warning not to share it
 # smbclient's and rpcclient's `-U user%password`.
 smb-user-percent-password    not-reference          (?<![\w\-])(?:-U|--user(?:name)?=?)[ \t]*["']?[\w.@\\\-]{1,64}%(?P<s>'[^'\n]{1,128}'|"[^"\n]{1,128}"|[^\s'"]{1,128})
 #   catch: smbclient //nas.home.arpa/Photos -U report_ro%'«tiger$walrus5»' -c 'ls'
@@ -7146,6 +7163,10 @@ RULE_WORDS = {
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
     "windows-password-switch": ("e95bcfad", ("/",), (), ()),
+    "keystore-file-password": ("cd1f39f9", (".bks", ".jks", ".keystore", ".p12", ".pfx"), (), (",",)),
+    "home-assistant-webhook-id": ("63f25be8", ("webhook_id:",), (), ()),
+    "roblox-security-cookie": ("8467da12", ("_|warning:-do-not-share-this.",), ("_|warning:-do-not-share-this.",),
+        ("|_",)),
     "smb-user-percent-password": ("2aadec00", ("--user", "-u"), ("--user", "-u"), ("%",)),
     "signature-field": ("fd068312", ("-signature",), (), ("amz", "goog")),
     "named-session-cookie": ("b5682bbd", ("sess", "session", "sid"), (), ("=",)),
