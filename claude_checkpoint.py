@@ -1157,8 +1157,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # a secret's name, not its value: wifi_pass, mlflow-s3-credentials, unity-ci-password
     spoken = _regex(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+").findall(v) if "..." in v or _regex(
         r"[a-z]Your[A-Z]|_Your[A-Z]|[a-z]Here\b|(?i:(?<![a-z])(?:your|here)(?![a-z]))").search(v) else ()
-    if _PLACEHOLDER_SAYS.intersection(word.lower() for word in spoken):
-        return True  # a stand-in in another's shape: ghp_YourPersonalAccessTokenGoesHere, sk-ant-api03-...redacted...
+    if len(_PLACEHOLDER_SAYS.intersection(word.lower() for word in spoken)) >= (1 if "..." in v else 2):
+        return True  # a stand-in in another's shape: ghp_YourPersonalAccessTokenGoesHere, your-bot-token-here, sk-ant-api03-...redacted...
     if any(map(str.isdigit, v)):
         return False
     if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
@@ -4369,8 +4369,8 @@ home-assistant-webhook-id    random                 (?m)^[ \t]*-?[ \t]*webhook_i
 #   catch:       - platform: webhook\n        webhook_id: «b07gm8cH9dmIR6KdENUUaY1HPQC3P7Swrn9n4pWBe-c»
 #   keep:        webhook_id: garage-door-opener
 # Roblox's session cookie: its warning, then the token.
-roblox-security-cookie       -                      (?P<s>_\|WARNING:-DO-NOT-SHARE-THIS\.[^|\s]{0,200}\|_[0-9A-F]{64,2048})
-#   catch: .ROBLOSECURITY=«_|WARNING:-DO-NOT-SHARE-THIS.--Sharing-this-will-allow-someone-to-log-in-as-you-and-to-steal-your-ROBUX-and-items.|_7A91A4D9D099409E303DCAC8D8AFBC7AFBB05EECA26026719577BBA4966DC09FE5733E2DB7E645E2427FCA3C7F34507DB1»
+roblox-security-cookie       -                      (?<=_\|)(?P<s>WARNING:-DO-NOT-SHARE-THIS\.[^|\s]{0,200}\|_[0-9A-F]{64,2048})
+#   catch: .ROBLOSECURITY=_|«WARNING:-DO-NOT-SHARE-THIS.--Sharing-this-will-allow-someone-to-log-in-as-you-and-to-steal-your-ROBUX-and-items.|_7A91A4D9D099409E303DCAC8D8AFBC7AFBB05EECA26026719577BBA4966DC09FE5733E2DB7E645E2427FCA3C7F34507DB1»
 #   keep:  the .ROBLOSECURITY cookie starts with a warning not to share it
 # smbclient's and rpcclient's `-U user%password`.
 smb-user-percent-password    not-reference          (?<![\w\-])(?:-U|--user(?:name)?=?)[ \t]*["']?[\w.@\\\-]{1,64}%(?P<s>'[^'\n]{1,128}'|"[^"\n]{1,128}"|[^\s'"]{1,128})
@@ -7165,8 +7165,7 @@ RULE_WORDS = {
     "windows-password-switch": ("e95bcfad", ("/",), (), ()),
     "keystore-file-password": ("cd1f39f9", (".bks", ".jks", ".keystore", ".p12", ".pfx"), (), (",",)),
     "home-assistant-webhook-id": ("63f25be8", ("webhook_id:",), (), ()),
-    "roblox-security-cookie": ("8467da12", ("_|warning:-do-not-share-this.",), ("_|warning:-do-not-share-this.",),
-        ("|_",)),
+    "roblox-security-cookie": ("296a1797", ("warning:-do-not-share-this.",), ("warning:-do-not-share-this.",), ("_|",)),
     "smb-user-percent-password": ("2aadec00", ("--user", "-u"), ("--user", "-u"), ("%",)),
     "signature-field": ("fd068312", ("-signature",), (), ("amz", "goog")),
     "named-session-cookie": ("b5682bbd", ("sess", "session", "sid"), (), ("=",)),
