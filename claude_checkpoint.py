@@ -1157,8 +1157,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # a secret's name, not its value: wifi_pass, mlflow-s3-credentials, unity-ci-password
     spoken = _regex(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+").findall(v) if "..." in v or _regex(
         r"[a-z]Your[A-Z]|_Your[A-Z]|[a-z]Here\b|(?i:(?<![a-z])(?:your|here)(?![a-z]))").search(v) else ()
-    if len(_PLACEHOLDER_SAYS.intersection(word.lower() for word in spoken)) >= (1 if "..." in v else 2):
-        return True  # a stand-in in another's shape: ghp_YourPersonalAccessTokenGoesHere, your-bot-token-here, sk-ant-api03-...redacted...
+    if len(_PLACEHOLDER_SAYS.intersection(word.lower() for word in spoken)) >= (1 if "..." in v or len(spoken) <= 8 else 2):
+        return True  # a stand-in in another's shape: ghp_YourPersonalAccessTokenGoesHere, sk-ant-api03-...redacted... (a long value says so twice)
     if any(map(str.isdigit, v)):
         return False
     if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
