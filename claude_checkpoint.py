@@ -1749,10 +1749,17 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
     return _accept_chosen(match)
 
 
-# What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in.
+# What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in;
+# and the words one of which a text must hold before the rules that ask for them run (CHECK_NEEDS).
 _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|schrank"
                 r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|eingang|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?)(?![^\W\d_])")
+
+
+_PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
+                "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "schrank", "port", "puerta", "cancello", "tür",
+                "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
+                "двер", "ворот", "сейф", "калитк", "подъезд", "домофон")
 
 
 def _accept_place_label(match: Any) -> bool:
@@ -5858,12 +5865,7 @@ CONTEXT_FINDERS = {
 CHECK_NEEDS = {
     "json-web-key": ("kty", "dp", "dq", "qi"), "byte-array-key": ("key", "secret", "wallet", "solana", "id.json", "seed"),
     "named-in-prose": _PROSE_SECRET_PARTS,
-    "place-code": ("door", "gate", "garage", "keypad", "alarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
-                   "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "schrank", "port", "puerta", "cancello", "tür",
-                   "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
-                   "двер", "ворот", "сейф", "калитк", "подъезд", "домофон"),  # a place the code opens (_PLACE_WORDS)
-    "place-label": ("door", "gate", "garage", "keypad", "alarm", "safe", "lock", "box", "entrance", "lobby", "rack", "cabinet", "tür", "tur",
-                    "tor", "tresor", "kluis", "port", "puerta", "cancello", "bram", "drzwi", "двер", "сейф"),
+    "place-code": _PLACE_NEEDS, "place-label": _PLACE_NEEDS,
     "base64-password-line": ("base64", "auth", "cred", "passw", "secret"),  # a line alone of base64 is everywhere: a word must say why
 }
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
