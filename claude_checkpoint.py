@@ -1763,8 +1763,8 @@ _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "safe", "lock", "bo
 
 
 def _accept_place_label(match: Any) -> bool:
-    """A label that names a place a code opens (a door, an alarm, a safe), not a building's number or a port."""
-    return _regex(_PLACE_WORDS).search(match.group("place")) is not None and not _regex(r"(?i)\b(?:building|port|storage)$").search(match.group("place"))
+    """A label that names a place a code opens (_accept_place_code), not a building's number or a port."""
+    return _accept_place_code(match) and not _regex(r"(?i)\b(?:building|port|storage)$").search(match.group("place"))
 
 
 def _accept_place_code(match: Any) -> bool:
@@ -6113,7 +6113,14 @@ def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
         bare_text = _regex(r"(?m)[ \t]*│[ \t]*$").sub("", bare_text)
     found: list = []
     _apply_rules(bare_text, 0, found, None if escaped else _line_rules())
-    pieces = [piece.strip() for value in found for piece in (value, *value.split("\n"))]
+    return _redact_found_again(text, count, replaced, found, by_line=True)
+
+
+def _redact_found_again(text: str, count: int, replaced: list, found: list, by_line: bool = False) -> tuple:
+    """(text, count) with the values a pass found on another reading of the text redacted wherever
+    they stand whole in it, each added to `replaced`: values of 6 characters or more (and each
+    line of one that spans lines, by_line: a key's body)."""
+    pieces = [piece.strip() for value in found for piece in ((value, *value.split("\n")) if by_line else (value,))]
     pieces = [piece for piece in pieces if len(piece) >= 6 and REDACTED not in piece]
     replaced += pieces
     return _redact_again(text, count, pieces, shortest=6)
@@ -6160,9 +6167,7 @@ def _redact_read_as_written(original: str, text: str, count: int, replaced: list
     read.append(original[position:])
     found: list = []
     _apply_rules("".join(read), 0, found)
-    pieces = [value.strip() for value in found if len(value.strip()) >= 6 and REDACTED not in value]
-    replaced += pieces
-    return _redact_again(text, count, pieces, shortest=6)
+    return _redact_found_again(text, count, replaced, found)
 
 
 # A token of base64 (or base64url) long enough to hide a credential: `echo '…' | base64 -d`, a note's
@@ -6204,8 +6209,7 @@ def _redact_decoded(original: str, text: str, count: int, replaced: list) -> tup
         values = [value.strip() for value in values if REDACTED not in value and len(value.strip()) >= 6]
         if values:
             pieces += [blob] + values
-    replaced += pieces
-    return _redact_again(text, count, pieces, shortest=6)
+    return _redact_found_again(text, count, replaced, pieces)
 
 
 # A string given a name (`k1 = "…"`, `const a = '…';`, `$p1 = "…"`, `P1: "…"`, `PASS+="…"`, `val k: String = "…"`)
