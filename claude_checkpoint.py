@@ -6066,14 +6066,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     replaced: list = []
     original = text
     text, count = _apply_rules(text, count, replaced)
-    if len(text) <= _READ_AGAIN_MAX and (_regex(_LINE_PREFIX).search(text) or "'\\''" in text or "\\n" in text):
-        text, count = _redact_under_prefixes(text, count, replaced)
-    if len(original) <= _READ_AGAIN_MAX and ("\n" in original or "<" in original):
-        text, count = _redact_read_as_written(original, text, count, replaced)
-    if len(original) <= _READ_AGAIN_MAX:
-        text, count = _redact_folded(original, text, count, replaced)
-    if len(original) <= _READ_AGAIN_MAX and _regex(_BASE64_TOKEN).search(original):
-        text, count = _redact_decoded(original, text, count, replaced)
+    for _name, reading in _second_readings(original):
+        text, count = reading(original, text, count, replaced)
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
@@ -6089,9 +6083,29 @@ _LINE_PREFIX = (r"(?m)^(?:#\d{1,4}[ \t]\d{1,5}\.\d{3}[ \t]|[ \t]*\d{1,6}(?:→|\
 _READ_AGAIN_MAX = 32768  # a larger text is read once (no prefix pass, no folding): a hostile one costs no more than twice a text of this size
 
 
-def _redact_under_prefixes(text: str, count: int, replaced: list) -> tuple:
-    """(text, count) with the secrets the rules find once the lines' prefixes are set aside
-    (_LINE_PREFIX: a numbered file read, grep's output, a diff; only the rules that read lines) or
+def _second_readings(original: str) -> list:
+    """The passes that read a text of _READ_AGAIN_MAX or less once more, another way, as (name,
+    pass) for those its content calls for. Each pass(original, text, count, replaced) returns
+    (text, count) with what the rules find on its reading redacted wherever it stands in text
+    (the text the rules already redacted). redact() runs them all; find_secret() names the first
+    that finds anything, so a push holds back what a checkpoint would redact."""
+    if len(original) > _READ_AGAIN_MAX:
+        return []
+    readings = []
+    if _regex(_LINE_PREFIX).search(original) or "'\\''" in original or "\\n" in original:
+        readings.append(("lines without their prefixes", _redact_under_prefixes))
+    if "\n" in original or "<" in original:
+        readings.append(("text as written", _redact_read_as_written))
+    readings.append(("strings folded", _redact_folded))
+    if _regex(_BASE64_TOKEN).search(original):
+        readings.append(("base64 decoded", _redact_decoded))
+    return readings
+
+
+def _redact_under_prefixes(_original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the secrets the rules find in text (what they left of the original) once
+    the lines' prefixes are set aside (_LINE_PREFIX: a numbered file read, grep's output, a diff;
+    only the rules that read lines) or
     a shell's or JSON's escapes undone (every rule) also redacted, wherever they stand whole (each
     line of a value that spans lines: a key's body)."""
     output_key = r'"\w{0,30}(?:content|output|stdout|stderr|text|result)"[ \t]*:[ \t]*"'
@@ -6476,9 +6490,9 @@ def _redact_again(text: str, count: int, replaced: list, shortest: int = 8) -> t
 
 
 def find_secret(text: str) -> Optional[str]:
-    """The name of the first rule that finds a secret in text, or None: what holds a file back
-    from a push (SPEC section 13). Cheaper than redact() on large files: no text is built and it
-    stops at the first secret."""
+    """The name of the first rule that finds a secret in text, or of the second reading that finds
+    one (_second_readings), or None: what holds a file back from a push (SPEC section 13). Cheaper
+    than redact(): no text is built and it stops at the first secret."""
     if not text:
         return None
     scan, encrypted = _Scan(text), encrypted_ranges(text)
@@ -6490,6 +6504,9 @@ def find_secret(text: str) -> Optional[str]:
             spans = rule.find(match) if rule.find else _accepted_span(rule, match)
             if any(_replaceable(text, start, end, encrypted) for start, end in spans):
                 return rule.name
+    for name, reading in _second_readings(text):
+        if reading(text, text, 0, [])[1]:
+            return name
     return None
 
 

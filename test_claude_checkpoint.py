@@ -42,6 +42,7 @@ the command line, prompts and resources, together, are SPEC sections 8, 9 and 11
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import glob
 import hashlib
@@ -1608,6 +1609,23 @@ class TestFindSecret(unittest.TestCase):
                      "DB_PASSWORD=op://Production/postgres-main/password", f"already {cc.REDACTED} here"):
             with self.subTest(text=text):
                 self.assertIsNone(cc.find_secret(text))
+
+    def test_finds_what_only_a_second_reading_finds(self):
+        """A push holds back what a checkpoint would redact: the rules alone miss each of these."""
+        decoded = base64.b64encode(b"ml-ci:Vq7#Rk2pLx9Zt4Nw").decode()
+        readings = {
+            "lines without their prefixes": "● Read(/etc/redis/redis.conf)\n  ⎿  Read 3 lines\n     1→bind 127.0.0.1\n"
+                                            "     2→port 6379\n     3→requirepass Tg7vQ2xLp9RkW4mZ\n",
+            "text as written": "Hi Jonas, der neue WireGuard-Zugang für das Lager steht. Dein privater Schlüssel ist\n"
+                               "W6njWLaf2mqmw8xQp3RtZk7vYb1NcJd5Hs9GeU4aLo0=\nBitte nicht weitergeben.",
+            "strings folded": 'P1="ghp_sqIK92W6kFaqiF5jH7"\nP2="BuoZKXQNSlM1LkDG0aZ3"\n'
+                              'git clone "https://x-access-token:${P1}${P2}@github.com/acme/infra.git"\n',
+            "base64 decoded": f"echo '{decoded}' | base64 -d > ~/.ci-auth\n",
+        }
+        for name, text in readings.items():
+            with self.subTest(reading=name):
+                self.assertEqual(cc.find_secret(text), name)
+                self.assertGreater(cc.redact(text)[1], 0)
 
     def test_agrees_with_redact_on_every_example(self):
         for name, kind, example in redaction_examples():
