@@ -984,8 +984,9 @@ def secret_strength(name: str) -> int:
         parts.pop()  # SESSION_TOKEN_B64 is a token
     while len(parts) > 1 and _regex(r"(?:part|half|chunk|piece)s?\d{0,2}").fullmatch(parts[-1]):
         parts.pop()  # GH_APP_KEY_PART1, key_chunks: a key's parts
-    if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"]:
-        return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce
+    if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"] or (
+            parts[-1:] in (["nodekey"], ["discokey"]) or len(parts) > 1 and _regex(r"sha\d{1,3}|md5").fullmatch(parts[-1])):
+        return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce, Tailscale's public node key, a digest (HPKP's pin-sha256)
     if parts[-2:] == ["request", "token"]:
         return 0  # AWS's ClientRequestToken: a request's idempotency id
     if parts[-2:] == ["secret", "id"]:
@@ -1129,6 +1130,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…), a template's __LOCAL_ADMIN_PASSWORD__
     if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
         return True  # 0x000…0: a dummy key
+    if _regex(r"[\w\-]{0,24}(?:\.{3}|…|\*{3,})[A-Za-z0-9]{1,6}").fullmatch(v):
+        return True  # a key shown masked, its prefix and its last characters: sk-ant-api03-...Xq2A, ghp_…f9Lw
     if _regex(r"[*#\[<(]+(?i:redacted|masked|hidden|filtered|removed|secret|sensitive|hidden)[*#\]>)]+").fullmatch(v):
         return True  # what a CI prints for a masked value: **REDACTED**, #MASKED#
     if _regex(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY").fullmatch(v) or v.lower() == "1password":
@@ -2246,10 +2249,10 @@ _PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80
                 r"|[⏺●][ \t]?(?:Bash|Shell|PowerShell|Terminal)\(|[•⬢●][ \t](?:Ran|Run)|exec\r?\n)(?:[ \t]|(?<=\()|(?<=\n))")  # an agent's log of a tool call: `[bash] …`, `Command: …`, `● Bash(…)`, `• Ran …`
 # (Its last part is a space, or nothing after `(`: in `{PROMPT_LINE}*` the star repeats that part only, as
 # it always has: one prompt, then any spaces.)
-# A table's header cell: a name of a few words (the first may start with a digit: `2FA backup`), one space apart (two spaces, a tab or a pipe split cells).
+# A table's header cell: a name of a few words (the first may start with a digit: `2FA backup`; `Rotated?`, `Password*`), one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
-_TABLE_HEADER_CELL = r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])[\w.()/#\-']{0,30}(?![\w.()/#\-'])(?: [\w.()/#\-']{1,30}(?![\w.()/#\-'])){0,4}"
+_TABLE_HEADER_CELL = r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])[\w.()/#\-'?*]{0,30}(?![\w.()/#\-'?*])(?: [\w.()/#\-'?*]{1,30}(?![\w.()/#\-'?*])){0,4}"
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
@@ -2538,6 +2541,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号", "disarm")) or word.lower().rstrip("s").endswith("code")) and _regex(
             r"\d{4,8}[#*]?").fullmatch(value):  # a PIN, an alarm's or a door's code (a keypad's `#` after it)
         return True
+    if chosen_counts and not _names_machine_value(word) and _regex(r"\d{6,10}").fullmatch(value) and not _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])\d\d").fullmatch(value):
+        return True  # a password of digits people give in words ("kasanın şifresi 98066003"), not a date
     if _regex(r"[-+<>=|]|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value) or _regex(r"[a-z_][a-z0-9_.\-]*=(?!$)").match(
             value) and (word.isascii() or not _regex(r"[a-z]{3,12}=\d{2,6}").fullmatch(value)):
         return False  # a flag, an operator, `attempts=3`, an image (`postgres:16`), a label (`Response:`); not "पासवर्ड soleil=204 है"
@@ -3093,7 +3098,7 @@ def _named_value_cells(match: Any, separator: Optional[str]) -> list:
     the Value cells of the rows whose name says secret (TWILIO_AUTH_TOKEN, Secret key)."""
     text, head = match.string, match.group("head")
     names = [head[a:b].strip().strip('"').lower() for a, b in _table_cells(head, separator)]
-    value_column = next((index for index, name in enumerate(names) if name in ("value", "wert", "valor", "valeur", "new_value", "new value")), None)
+    value_column = next((index for index, name in enumerate(names) if _regex(r"(?:\w{1,20}[_ ])?(?:value|wert|valor|valeur)").fullmatch(name)), None)  # also option_value, meta_value
     spans, position = [], match.start("s")
     for row in text[position:match.end("s")].split("\n") if value_column is not None and separator is not None else ():
         cells = _table_cells(row, separator)
@@ -3136,7 +3141,7 @@ _PASSWORD_COLUMN = r"(?i)pass|pw|kennwort|contrase|senha|has[łl]o|heslo|parol|s
 def _is_secret_cell(value: str, kind: str) -> bool:
     """Whether a cell under a credential's column (kind as _credential_columns says) holds one: a
     password, a machine-made value, a passphrase, a PIN under a PIN, base32 under a TOTP seed's."""
-    if not value or _is_call(value):
+    if not value or _is_call(value) or _is_placeholder(value):
         return False
     if kind == "machine":
         return _holds_a_secret(value, 1)
@@ -3198,10 +3203,11 @@ def _find_dashed_table_cells(match: Any) -> list:
         name = head[start:stop].strip()
         if not name or secret_strength(_regex(r"\W+").sub("_", name)) != 2 and not _regex(_CREDENTIAL_WORDS).fullmatch(name):
             continue
+        kind = dict(_credential_columns([name])).get(0, "secret")
         for row in _regex(r"[^\n]+").finditer(text, match.start("s"), match.end("s")):
             cell = row.group()[start:stop]
             value = cell.strip()
-            if value and " " not in value and _holds_a_secret(value):
+            if value and " " not in value and (_holds_a_secret(value) or _is_secret_cell(value, kind)):
                 first = row.start() + start + cell.index(value)
                 spans.append((first, first + len(value)))
     return spans
@@ -3644,12 +3650,13 @@ _SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,%d}?%s)" % (_SECRETISH_REACH, 
 # They are comments here, skipped at run time; the tests run every one against its rule.
 REDACTION_TABLE = r'''
 # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
-private-key-block            key-body               -----BEGIN (?:[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?|OpenVPN Static key V\d)-----(?P<s>(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
+private-key-block            key-body               -----BEGIN (?:[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?|OpenVPN Static key V\d)-----(?P<s>(?:\r?\n[A-Z][\w\-]{1,30}:[ \t][^\n]{0,300})*(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
 #   catch: -----BEGIN RSA PRIVATE KEY-----«\nMIIEowIBAAKCAQEAu1SU1LfVLPHC\n»-----END RSA PRIVATE KEY-----
 #   catch: "key": "-----BEGIN PRIVATE KEY-----«\\nMIIEvQIBADANBgkqhkiG9w0BAQEF\\n»-----END PRIVATE KEY-----\\n"
 #   keep:  -----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC\n-----END PUBLIC KEY-----
 #   keep:  TLS_KEY="-----BEGIN PRIVATE KEY-----\\n...\\n-----END PRIVATE KEY-----"
 #   catch: -----BEGIN OpenVPN Static key V1-----«\n6fd51eeb421f5c66cd2f5a43ac5be272\n»-----END OpenVPN Static key V1-----
+#   catch: -----BEGIN PGP PRIVATE KEY BLOCK-----«\nComment: Billing <billing@example.de>\n\nlQVYBGXoqnZjTsebcOmzfWZL5+krIBKqD/ZYvYF\n=yGtt\n»-----END PGP PRIVATE KEY BLOCK-----
 # A private key written a quoted line at a time: C's and Arduino's `"…\n"` literals, a notebook's output lines.
 private-key-quoted-lines     -                      -----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----(?:\\n)?["'][ \t]*,?[ \t]*\+?[ \t]*\r?\n\s*(?P<s>(?:["'][A-Za-z0-9+/=]{4,100}(?:\\[rn])*["'][ \t]*,?[ \t]*\+?[ \t]*\r?\n\s*){1,200})(?=["']-----END)
 #   catch: const char key[] =\n"-----BEGIN EC PRIVATE KEY-----\\n"\n«"MHcCAQEEIqdu7A3hiani41UiR7LjzUg8HqM951l+qmYk\\n"\n"NIrnGqv61f+DkBZhKyljTq+gS2rJQgSyJQktWmISnsDy\\n"\n»"-----END EC PRIVATE KEY-----\\n";
@@ -6157,11 +6164,19 @@ def _reads_as_prose(line: str) -> bool:
     return len(words) >= 40 and len(words.split()) >= 5 and not _regex(r"[=(){}\[\];<>$|`@/\\\t]|  ").search(words)
 
 
+# A table drawn with box characters (ClickHouse's, DuckDB's, psql's unicode border, Python's rich): read
+# as a markdown table, one character for one. Only a text with a column's junction: a pane's border (`│ … │`) is no table.
+_BOX_JUNCTIONS = "┬┼┴╤╪╧╦╬╩╥╫╨"
+_BOX_AS_ASCII = str.maketrans({**dict.fromkeys("│┃║┆┊┌┐└┘├┤╭╮╰╯╔╗╚╝╠╣╒╕╘╛╞╡╓╖╙╜╟╢" + _BOX_JUNCTIONS, "|"), **dict.fromkeys("─━═┄┈", "-")})
+
+
 def _redact_read_as_written(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the values the rules find in the text as a reader sees it also redacted,
     wherever they stand whole: prose wrapped after a credential word read as one line
-    (_WRAPPED_BEFORE_VALUE), HTML's inline marks read as spaces (_INLINE_TAG). Each is blanked
-    where it stands, so the rules see the same places."""
+    (_WRAPPED_BEFORE_VALUE), HTML's inline marks read as spaces (_INLINE_TAG), a table drawn with
+    box characters read as markdown (_BOX_AS_ASCII; a border that holds the columns' names,
+    ClickHouse's `┌─name───┬─password─┐`, as their header). Each is blanked or replaced where it
+    stands, so the rules see the same places."""
     blanks = []
     for line_break in _regex(_LINE_GOES_ON).finditer(original):  # (each break first, the costly word last: a session has many lines)
         if line_break.start() - original.rfind("\n", 0, line_break.start()) <= 40:
@@ -6172,15 +6187,20 @@ def _redact_read_as_written(original: str, text: str, count: int, replaced: list
             blanks.append((line_break.start() - (original[line_break.start() - 1:line_break.start()] == "\r"), line_break.end()))
     if "<" in original:
         blanks += [found.span() for found in _regex(_INLINE_TAG).finditer(original)]
-    if not blanks:
+    boxed = any(junction in original for junction in _BOX_JUNCTIONS)
+    if not blanks and not boxed:
         return text, count
     read, position = [], 0
     for start, end in sorted(blanks):
         read += [original[position:start], " " * (end - start)]
         position = end
     read.append(original[position:])
+    read_text = "".join(read)
+    if boxed:
+        read_text = _regex(r"(?m)^[ \t]*[┌╭╔┏][^\n]*$").sub(lambda border: border.group().replace("─", " ") if _regex(r"[^\W\d_]").search(
+            border.group()) else border.group(), read_text).translate(_BOX_AS_ASCII)
     found: list = []
-    _apply_rules("".join(read), 0, found)
+    _apply_rules(read_text, 0, found)
     return _redact_found_again(text, count, replaced, found)
 
 
@@ -6211,7 +6231,7 @@ def _redact_decoded(original: str, text: str, count: int, replaced: list) -> tup
         decoded = _base64_text(blob.replace("-", "+").replace("_", "/"))
         if decoded is None or len(decoded) < 6:
             continue
-        pair = _regex(r"[\w.@\\\-+]{1,64}:([^\s:]{6,128})").fullmatch(decoded.strip())
+        pair = _regex(r"[\w.@\\\-+]{1,64}:(?!//)([^\s:]{6,128})").fullmatch(decoded.strip())  # (not a URI: gid://shopify/Product/…)
         if pair:
             secret = pair.group(1) if _looks_like_a_secret(pair.group(1)) and not _decodes_to_stand_ins(blob) else None
             values = [secret] if secret else []
@@ -6258,7 +6278,7 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
 # record (Go's http.Cookie{Name:, Value:}, Swift's HTTPCookie) also as `Cookie: name=value`. (The last two
 # groups of each alternative are the name and the value.)
 _NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80})["'][ \t]*,\s{0,80}\.?(?i:["']?value["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,2048})["']"""
-                r"|<(Key|Name|key|name)>([^<\n]{1,80})</\3>(?:\s*</?\w{1,20}>){0,2}\s*<[Vv]alue>([^<\n]{1,1024})</[Vv]alue>"
+                r"|<(Key|Name|key|name)>([^<\n]{1,80})</\3>(?:\s*</?\w{1,20}>){0,2}\s*<[Vv]alue(?:[ \t][^<>\n]{0,80})?>([^<\n]{1,1024})</[Vv]alue>"
                 r"|(?<![\w\-])Name:[ \t]+(\S{1,80})\s{1,80}Value:[ \t]+(\S{1,2048})"
                 r"|(?<![\w\-])-Name[ \t]+[\"']?([\w.\-]{1,80})[\"']?[ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"
                 r"""|(?:buildConfigField|resValue)\([ \t]*"[^"\n]{0,20}"[ \t]*,[ \t]*"(\w{1,80})"[ \t]*,[ \t]*"(?:\\")?([^"\\\n]{1,512})""")
@@ -6954,7 +6974,7 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 # which they need. Reading them here spares every process the parse of ~150 patterns; a rule
 # whose pattern no longer has its fingerprint is parsed at first use (_stored_rule_words).
 RULE_WORDS = {
-    "private-key-block": ("be646d8b", ("-----begin ",), ("-----begin ",), ("openvpn static key v", "private key")),
+    "private-key-block": ("93a0c1ba", ("-----begin ",), ("-----begin ",), ("openvpn static key v", "private key")),
     "private-key-quoted-lines": ("55eb9efe", ("private key-----",), ("-----begin ",), ("-----begin ",)),
     "signing-tool-secret-key": ("e283d95c", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
     "bitcoin-wif-key": ("7a5ffbce", (), (), ()),
@@ -7498,7 +7518,7 @@ RULE_WORDS = {
         "signin", "solana", "sops", "status", "storage", "terraform", "tickets", "token", "unlock", "vault", "vercel",
         "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
-    "context-credential-table": ("38a125df", ("\n",), (), ()),
+    "context-credential-table": ("74925f21", ("\n",), (), ()),
     "context-html-table": ("54f2284d", ("</th>",), ("<tr",), ("</tr>",)),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
