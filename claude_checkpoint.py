@@ -3262,11 +3262,13 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
-_SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)|continuing|\brest\b|\(cont(?:inued)?\))"""
+_SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)|continuing|\brest\b|\(cont(?:inued)?\)"""
+                     r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte))|\(suite\)|\bfängt[ \t]+mit|前半|後半)"""
                      r"""(?:[^\n:"'«]{0,40}(?:[:：][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `
-_SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[A-Za-z][\w.\-]{0,30}:[ \t]+|\d{1,2}[.):][ \t]*"""
-                    r"""|(?i:(?:first|second|last|other)[ \t]+)?(?i:half|part[ \t]?\d?)[^\n:]{0,40}:[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*(?:(?:\(|<-|←)[^\n]{0,80})?$""")  # (a note after it: "(no space)")
+_SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[A-Za-z][\w.\-]{0,30}:[ \t]+|\d{1,2}[.):][ \t]*)?"""
+                    r"""(?:(?i:(?:first|second|last|other|primera|segunda)[ \t]+)?(?i:half|part[ \t]?\d?|mitad|parte[ \t]?\d?|second|segunda|rest)[^\n:]{0,40}:[ \t]*"""
+                    r"""|\(suite\)[ \t]*|(?:前半|後半)[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*(?:(?:\(|<-|←)[^\n]{0,80})?$""")  # (a speaker, a label; a note after it: "(no space)")
 
 
 def _find_split_parts(match: Any) -> list:
@@ -3282,10 +3284,11 @@ def _find_split_parts(match: Any) -> list:
     spans = [found.span(found.lastindex) for found in _regex(_SPLIT_PART_VALUE).finditer(text, match.start(), line_end)]
     spans += [found.span(1) for found in _regex(_SPLIT_PART_VALUE).finditer(text, line_end, region_end) if found.group(1)]
     spans += [line.span(1) for line in _regex(_SPLIT_PART_LINE).finditer(text, line_end, region_end)]
-    if _regex(r"(?i)enter[ \t]+too").search(match.group()) and line_start:  # sent too early: the line above ends with the first part, this one starts with the rest
+    if _regex(r"(?i)enter[ \t]+too|\(suite\)|продолжени").search(match.group()) and line_start:  # sent too early: the line above ends with the first part, this one starts with the rest
         above = _regex(r"(\S{3,64})[ \t]*$").search(text, max(0, line_start - 300), line_start - 1)
         rest = _regex(r"[ \t]*(?:" + _CHAT_LINE_START + r")?(\S{3,64})").match(text, line_start, match.start())
         spans += [found.span(1) for found in (above, rest) if found]
+    spans = [(start, end - (text[end - 1:end] in (",", ";"))) for start, end in spans]  # a sentence's comma after the part
     return sorted({span for span in spans if _is_secret_part(text[span[0]:span[1]])})
 
 
@@ -3662,6 +3665,14 @@ private-key-quoted-lines     -                      -----BEGIN [A-Z0-9 ]{0,40}PR
 #   catch: const char key[] =\n"-----BEGIN EC PRIVATE KEY-----\\n"\n«"MHcCAQEEIqdu7A3hiani41UiR7LjzUg8HqM951l+qmYk\\n"\n"NIrnGqv61f+DkBZhKyljTq+gS2rJQgSyJQktWmISnsDy\\n"\n»"-----END EC PRIVATE KEY-----\\n";
 #   catch: "text": [\n  "-----BEGIN EC PRIVATE KEY-----\\n",\n  «"MHcCAQEEIGbnFmPDpOlhWYi1ThlIPRfEa1/nOHqSm/QRFjYmd\\n",\n  "AwEHoUQDQgAEae2NtRAuUMiTp0G9Hgd4yREC0BuPQ7WbBwudW\\n",\n  »"-----END EC PRIVATE KEY-----\\n"
 #   keep:  const char cert[] =\n"-----BEGIN CERTIFICATE-----\\n"\n"MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\\n"\n"-----END CERTIFICATE-----\\n";
+# A TLS key log (SSLKEYLOGFILE, NSS's format): each line's secret after the client's random.
+tls-key-log-secret           -                      \b(?:CLIENT_RANDOM|(?:CLIENT|SERVER)_(?:EARLY|HANDSHAKE)_TRAFFIC_SECRET|(?:CLIENT|SERVER)_TRAFFIC_SECRET_\d{1,2}|(?:EARLY_)?EXPORTER_SECRET)[ \t]+[0-9a-fA-F]{64}[ \t]+(?P<s>[0-9a-fA-F]{64,96})\b
+#   catch: CLIENT_RANDOM f2c6b8a42055139a9a3fbbe53c418277b1764368b6a40dcdecfea9d80ba16264 «5b630677b89c8b6601c461ed3102e9f8be02e9f378261fcbed64fd6b9e79e8aabbd5e47a1753407a1d7057004a3f863e»
+#   keep:  export SSLKEYLOGFILE=/tmp/sslkeys.log  # then open it in Wireshark: CLIENT_RANDOM lines
+# Tornado's signed cookie (Jupyter's login cookie): version, timestamp, name, then the value and its signature.
+tornado-signed-cookie        -                      \b2\|1:\d\|10:\d{10}\|\d{1,3}:[^|\s"]{1,100}\|(?:\d{1,4}:)?(?P<s>[A-Za-z0-9+/=]{8,4096}\|[0-9a-f]{64})\b
+#   catch: username-10-30-0-21-8888="2|1:0|10:1741165200|29:username-10-30-0-21-8888|«bWh0bDd6cUFzQmow|9156458fe13cf2978d58b7a8079458d28baae54d55927d760e493180249bfc1d»"
+#   keep:  version 2 cookies: 2|1:key_version|len:timestamp|len:name|len:value|signature
 # minisign's and signify's secret keys: the base64 line under their comment.
 signing-tool-secret-key      -                      untrusted comment: [^\n]{0,80}secret key[ \t]*\r?\n(?P<s>[A-Za-z0-9+/=]{40,})
 #   catch: untrusted comment: minisign encrypted secret key\n«RWRTY0IyqT3nXbCm1xOEBG6FkF6fosa2VEhpwehlusFBYBxn+»
@@ -3889,12 +3900,15 @@ render-deploy-hook           -                      api\.render\.com/deploy/srv-
 #   keep:  curl -X POST "https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=$RENDER_DEPLOY_KEY"
 # A link that lets whoever holds it in: a build hook (Netlify), a review's view-only or private link (OSF,
 # figshare), an anonymous SharePoint or OneDrive share, a Dropbox link's rlkey.
-anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.com/:[a-z]:/[gr]/(?:personal|sites)/[^/\s]{1,100}/|1drv\.ms/[a-z]/s!|[?&]rlkey=)(?P<s>[A-Za-z0-9_\-]{16,80})
+anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.com/:[a-z]:/[gr]/(?:personal|sites)/[^/\s]{1,100}/|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/)(?P<s>[A-Za-z0-9_\-]{10,80})
 #   catch: curl -X POST -d {} https://api.netlify.com/build_hooks/«87283900569fc8827e4d5186»
 #   catch: https://osf.io/x7kq2/?view_only=«3809655b4531025e81cea98ee0622457»
 #   catch: Data availability (for review only): https://figshare.com/s/«a8e181b72227a36bbc83»
 #   catch: https://uniexample-my.sharepoint.com/:f:/g/personal/j_nowak_uni_example_edu/«EOWq8ndJIgH78SWl4J6eTXlfzNoSPJOIcsHNKmqaewAcYb»?e=Jmuo8x
 #   keep:  https://docs.netlify.com/configure-builds/build-hooks/
+#   catch: curl -s -X POST https://api.vercel.com/v1/integrations/deploy/prj_gNvrWFUdiHEOgbrVs3YOtZPRKq4W/«rNZd5X5kZx»
+#   catch: 'https://billing.stripe.com/p/session/«live_5mbU0rf0dy_MoN-uSnwcMSVWXEHT5lSW»'
+#   keep:  https://billing.stripe.com/p/login/test_
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/\d+/(?P<s>[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/1084494/«c9acqeb0»/ -> 200
 #   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
@@ -4287,8 +4301,10 @@ sent-at-password-prompt      not-reference          (?i)expect[ \t(]+["'][^"'\n]
 hashed-password-literal      not-reference          ["'](?P<s>[^"'\n]{1,128})["'][ \t]*\|[ \t]*password_hash\b
 #   catch: ansible web -m user -a "name=deploy password={{ '«HorizonCanyon85!»' | password_hash('sha512') }}"
 #   keep:  password={{ vault_deploy_password | password_hash('sha512') }}
-hashing-call-literal         not-reference          (?<![\w.])(?<!\|[ \t])(?<!\|)(?:password_hash|hash_password|make_password|generate_password_hash|hashpw|bcrypt\.hash(?:Sync)?|argon2\.hash)[ \t]*\([ \t]*b?["'](?P<s>[^"'\n]{1,128})["']
+hashing-call-literal         not-reference          (?<![\w.])(?<!\|[ \t])(?<!\|)(?:password_hash|hash_password|make_password|generate_password_hash|hashpw|bcrypt\.hash(?:Sync)?|argon2\.hash|(?<=await )hash(?:Sync)?(?=[ \t]*\([ \t]*["'](?!(?i:sha|md5|blake|argon|bcrypt|scrypt|pbkdf))[^"'\n]{6,128}["'][ \t]*,[ \t]*(?:\d{1,2}|salt\w*)[ \t]*\)))[ \t]*\([ \t]*b?["'](?P<s>[^"'\n]{1,128})["']
 #   catch: user.password = make_password('«kettle_squirrel1074»')
+#   catch: create: { email: "ops@example.io", passwordHash: await hash("«Primavera2025*»", 12) },
+#   keep:  const digest = await hash("sha256", 12)
 #   catch: $hash = password_hash("«Spartak2017+»", PASSWORD_DEFAULT);
 #   keep:  user.password = make_password(form.cleaned_data["password"])
 # A here-string fed to `sudo -S`, which reads the password from its input.
@@ -4396,10 +4412,11 @@ signature-field              -                      (?i)["']x-(?:amz|goog)-signa
 #   catch: 'x-amz-date': '20250317T120000Z', 'x-amz-signature': '«ce863691fa81d92a242de5d6ec2e30cb892dc34182ad0d71291be5d1131d3280»'
 #   keep:  "x-amz-signature": "<computed by the SDK>"
 # A session's cookie by its name's end (grafana_session=, tally_sid=), wherever it is written: a machine's value.
-named-session-cookie         random                 (?<![\w.\-])[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid)=(?P<s>[A-Za-z0-9%_\-.]{16,4096})
+named-session-cookie         random                 (?<![\w.\-])[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid|[_\-](?i:li_at))=(?P<s>[A-Za-z0-9%_\-.]{16,4096})
 #   catch: grafana_session=«6c7cff909b77ba9ccf96789a98798e63»; grafana_session_expiry=1755032781
 #   catch: here's my session cookie so you can hit the admin API: tally_sid=«2hrg2bZlElqmeOaSabZeIfKkrmNA_DVOygbLsFBUNSTBgEzBOH6vkjtuQqEFEk5n»
 #   keep:  grafana_session=; Path=/; Max-Age=0
+#   catch: LINKEDIN_LI_AT=«AQEDACKQWJAAYQah2wC5ASI-rnKh8vGiWBdX-8KsoxhPnqI_muMpLH0hdfevH1eAGxQ»
 # `reg add … /v DefaultPassword … /d …`: a registry value whose name says secret (Winlogon's autologon).
 registry-secret-value        not-reference          (?i)\breg(?:\.exe)?[ \t]+add\b[^\n]{0,300}?[ \t]/v[ \t]+"?[\w.\-]{0,40}(?:password|passwd|pwd|secret|token|apikey|api_key)\w{0,20}"?[^\n]{0,200}?[ \t]/d[ \t]+(?P<s>"[^"\n]{1,256}"|[^\s"]{1,256})
 #   catch: reg add "HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon" /v DefaultPassword /t REG_SZ /d «Render!Farm-Node07» /f
@@ -4864,6 +4881,14 @@ call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*(?
 #   catch: await page.fill('#password', '«zaq1xsw2&72»');
 #   catch:   jar.set('https://staging.lernplattform.at', 'moodle_session', '«ubxg8j5j23zajf93tehxalzqjk»');
 #   keep:  await page.fill('#username', 'dmitri21');
+# Typing into a password field, in a UI test: the field named by a locator (Flutter's `find.byKey(Key('password'))`,
+# Espresso's `withId(R.id.password)`, XCUITest's `secureTextFields["Password"]`), the text typed into it.
+typed-into-password-field    chosen                 (?i)(?:\b(?:enterText|fill|type|typeText|sendKeys|setValue)\([ \t]*[^;\n"']{0,60}?["'\[(.][\w.\-]{0,20}pass(?:word|wd|code)?\w{0,20}["'\])]{1,4}[ \t]*,[ \t]*|pass(?:word|wd|code)\w{0,20}["'\])]{1,4}[^;\n"']{0,40}?\.(?:typeText|type|fill|send_keys|sendKeys|setValue|set_value|setText|perform\([ \t]*(?:replaceText|typeText))\([ \t]*)["'](?P<s>[^"'\n]{6,128})["']
+#   catch: await tester.enterText(find.byKey(const Key('password')), '«Zeynep2006-»');
+#   catch: app.secureTextFields["Password"].typeText("«Kestrel-4471»")
+#   catch: onView(withId(R.id.password)).perform(typeText("«tr0ub4dor&3»"))
+#   keep:  await tester.enterText(find.byKey(const Key('password')), passwordController.text);
+#   keep:  await tester.enterText(find.byKey(const Key('email')), 'qa.real.account@example.io');
 # A constant that names the option, then its value: libcurl's `curl_easy_setopt(curl, CURLOPT_PASSWORD, "…")` (USERPWD's user:password is user-password-literal's).
 call-with-constant-and-value assignment             [(,][ \t]?(?:[A-Z][A-Za-z]{1,40}\.)?(?=[A-Z][A-Z0-9_]{0,60}?(?:PASS|PWD|SECRET|TOKEN|KEY|AUTH|CRED))(?P<name>(?![A-Z_]*USERPWD\b)[A-Z][A-Z0-9_]{2,60})\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: env.put(Context.SECURITY_CREDENTIALS, "«Rang3r*91»");
@@ -5749,7 +5774,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b)[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\brest[ \t]+(?:ist|es|est|é)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени)[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
@@ -5760,10 +5785,16 @@ context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|th
 #   keep:  the deploy got cut off at step 3, the rest is in the log
 #   catch: [21:04] diego: psk vpn sevilla parte 1 «NWbxGwluaqRF»\n[21:05] diego: parte 2 «GRs5J0cQ6HrM»
 #   keep:  the queue refresh is split in two messages:\n[10:41] dana: see below\n[10:42] dana: RefreshQueue
+#   catch: Lucía: te paso el token en dos partes\nLucía: primera mitad: «ghp_9Ts863Gyqv5FUmwO5»\nLucía: segunda: «po51e6rq»
+#   catch: kenji: aws secret coming in pieces (slack keeps flagging it)\nkenji: «36dgz6gX7WXlrj»\nkenji: «48f3dB0l8lDKU»
+#   catch: 10:02 晴翔: VPNの新しいパスワード、前半 «MeinSoba»\n10:02 晴翔: 後半 «kaIstSuper53?»
+#   catch: Sandra: die PIN fürs Banking fängt mit «020300» an\nSandra: der Rest ist «621470», aber nur für die Domain
+#   keep:  | `STRIPE_SECRET_KEY` | yes | Stripe secret key (starts with `sk_live_` in prod) |
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
-context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){1,3}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
+context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t_\-]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){1,3}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
 #   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
+#   catch: $ cat ~/Downloads/github-recovery-codes.txt\n«286ee-d24f4»\n«71c5b-15fb5»\n«25e9a-fb904»
 #   catch: GitHub recovery codes (typed from a photo, sorry)\n«7bmk-s8lx»   «1mfi-4s39»\n«svzu-fycv»   «dwtl-795l»\nKeep your recovery codes in a safe spot.
 # FileZilla's site manager and recent servers: the password in base64 under <Pass encoding="base64">.
 filezilla-password           -                      <Pass[ \t]+encoding="base64"[ \t]*>(?P<s>[A-Za-z0-9+/]{4,}={0,2})</Pass>
@@ -6976,6 +7007,9 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 RULE_WORDS = {
     "private-key-block": ("93a0c1ba", ("-----begin ",), ("-----begin ",), ("openvpn static key v", "private key")),
     "private-key-quoted-lines": ("55eb9efe", ("private key-----",), ("-----begin ",), ("-----begin ",)),
+    "tls-key-log-secret": ("b1c0dea8", ("_traffic_secret", "_traffic_secret_", "client_random", "exporter_secret"), (),
+        ()),
+    "tornado-signed-cookie": ("3565e101", ("2|1:",), ("2|1:",), ("|10:",)),
     "signing-tool-secret-key": ("e283d95c", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
     "bitcoin-wif-key": ("7a5ffbce", (), (), ()),
     "pkcs12-base64": ("3ec00673", ("qibazcc",), ("mii",), ("mii",)),
@@ -7048,8 +7082,9 @@ RULE_WORDS = {
     "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro"), ("/v",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
-    "anyone-with-the-link": ("4b1f0109", (".sharepoint.com/:", "1drv.ms/", "api.netlify.com/build_hooks/",
-        "figshare.com/s/", "rlkey=", "view_only="), (), ()),
+    "anyone-with-the-link": ("3358a66f", (".sharepoint.com/:", "1drv.ms/", "api.netlify.com/build_hooks/",
+        "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/", "figshare.com/s/", "rlkey=",
+        "view_only="), (), ()),
     "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
     "teams-webhook": ("20aa0de0", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2"),
         ("outlook.office", "webhook.office.com/webhookb2")),
@@ -7179,9 +7214,9 @@ RULE_WORDS = {
     "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",), ("--value",)),
     "sent-at-password-prompt": ("3094cf4e", ("expect",), ("expect",), (".send", "send")),
     "hashed-password-literal": ("5e1329e1", ("password_hash",), (), ("|",)),
-    "hashing-call-literal": ("b5932289", ("argon2.hash", "bcrypt.hash", "generate_password_hash", "hash_password",
-        "hashpw", "make_password", "password_hash"), ("argon2.hash", "bcrypt.hash", "generate_password_hash",
-        "hash_password", "hashpw", "make_password", "password_hash"), ("(",)),
+    "hashing-call-literal": ("2e6240eb", ("argon2.hash", "await ", "bcrypt.hash", "generate_password_hash",
+        "hash_password", "hashpw", "make_password", "password_hash"), ("argon2.hash", "bcrypt.hash",
+        "generate_password_hash", "hash", "hash_password", "hashpw", "make_password", "password_hash"), ("(",)),
     "sudo-stdin-here-string": ("af4b3ab2", ("sudo",), ("sudo",), ("<<<",)),
     "piped-secret": ("98a3f657", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
         "insert", "keepassxc-cli", "kinit", "login", "passphrase-fd", "passwd", "password-stdin", "runas", "secret",
@@ -7211,7 +7246,7 @@ RULE_WORDS = {
     "roblox-security-cookie": ("296a1797", ("warning:-do-not-share-this.",), ("warning:-do-not-share-this.",), ("_|",)),
     "smb-user-percent-password": ("2aadec00", ("--user", "-u"), ("--user", "-u"), ("%",)),
     "signature-field": ("fd068312", ("-signature",), (), ("amz", "goog")),
-    "named-session-cookie": ("b5682bbd", ("sess", "session", "sid"), (), ("=",)),
+    "named-session-cookie": ("a3b1d700", ("li_at", "sess", "session", "sid"), (), ("=",)),
     "registry-secret-value": ("0828a1f0", ("reg",), ("reg",), ("add",)),
     'piped-secure-string': ('6b699996', ('convertto-securestring',), (), ('"', "'")),
     "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),
@@ -7351,6 +7386,9 @@ RULE_WORDS = {
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
     "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
     "call-with-name-and-value": ("29a826df", ("(",), (), (",",)),
+    "typed-into-password-field": ("a3bc77d6", ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
+        "setvalue", "type", "typetext"), ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
+        "setvalue", "type", "typetext"), ()),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
     "call-wrapped-value": ("72117ef0", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":=", "=")),
@@ -7523,12 +7561,14 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("485e9974", ("(cont", "continuing:", "cut it", "cut off", "część", "deel", "deux",
-        "enter", "first", "got cut", "halves", "last", "message", "messages", "nachrichten", "other", "part", "parte",
-        "partes", "partie", "parts", "pieces", "rest:", "second", "teil", "teilen", "the rest is", "分割"), ("(cont",
-        "continuing:", "cut it", "cut off", "część", "deel", "en", "first", "got cut", "hit", "in", "last", "other",
-        "part", "parte", "partie", "pressed", "rest:", "second", "teil", "the rest is", "too", "分割"), ()),
-    "context-recovery-codes": ("31ea30da", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
+    "context-split-secret": ("05a54a2f", ("(cont", "(suite)", "chunks", "continuing:", "cut it", "cut off", "część",
+        "deel", "deux", "enter", "first", "fängt", "got cut", "halves", "la suite", "last", "message", "messages",
+        "mitad", "nachrichten", "other", "part", "parte", "partes", "partie", "parts", "pieces", "rest", "rest:",
+        "second", "teil", "teilen", "the rest is", "продолжени", "分割", "前半", "後半"), ("(cont", "(suite)", "continuing:",
+        "cut it", "cut off", "część", "deel", "en", "first", "fängt", "got cut", "halves", "hit", "in", "la suite",
+        "last", "mitad", "other", "part", "parte", "partie", "pressed", "rest", "rest:", "second", "teil",
+        "the rest is", "too", "продолжени", "分割", "前半", "後半"), ()),
+    "context-recovery-codes": ("c3ab3225", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
