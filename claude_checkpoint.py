@@ -3828,10 +3828,17 @@ nostr-secret-key             -                      (?<![a-z0-9])(?P<s>nsec1[02-
 #   catch: nsec: «nsec1emcysh75d2g5flug745afwk94ylffa2nd3cfa7txka5fnpwntw3pwxunll»
 #   keep:  npub1emcysh75d2g5flug745afwk94ylffa2nd3cfa7txka5fnpwntw3pwxunll
 # The password of an SMTP AUTH LOGIN exchange: the base64 line after the server's "Password:" (UGFzc3dvcmQ6).
-smtp-auth-login-password     -                      (?:334 UGFzc3dvcmQ6[^\n]{0,20}\n[^\n]{0,40}?|AUTH PLAIN[ \t]+)(?P<s>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{8,512}={0,2})(?![A-Za-z0-9+/=])
+smtp-auth-login-password     -                      (?:334 UGFzc3dvcmQ6[^\n]{0,20}\n[^\n]{0,40}?|AUTH PLAIN[ \t]+|AUTH LOGIN[ \t]*\r?\n[^\n]{0,60}?(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{4,512}={0,2}[ \t]*\r?\n[^\n]{0,60}?)(?P<s>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{8,512}={0,2})(?![A-Za-z0-9+/=])
 #   catch: reply: 334 UGFzc3dvcmQ6\nsend: '«bWl6eWpidG1pb2x2dWRiZQ==»'
 #   keep:  reply: 334 VXNlcm5hbWU6\nsend: 'bmFkaWEucGVhbnV0QGdsb2JleC5vcmc='
 #   catch: send: 'AUTH PLAIN «3ewOpK+xiIV23fpj8fxCiZglAbc=»\r\n'
+#   catch: CLIENT -> SERVER: AUTH LOGIN\nCLIENT -> SERVER: a29udGFrdEBrd2lhY2lhcm5pYS5wbA==\nCLIENT -> SERVER: «V29tYmF0MjAyNS4=»
+#   keep:  CLIENT -> SERVER: AUTH LOGIN\nSERVER -> CLIENT: 334 VXNlcm5hbWU6
+# FTP's and POP3's PASS command after USER, as a client's log shows it (FileZilla's `Command:`, curl -v's `> `).
+protocol-pass-command        not-reference          \bUSER[ \t]+\S{1,100}[ \t]*\r?\n(?:[^\n]*\n){0,3}?[^\n]{0,40}?\bPASS[ \t]+(?P<s>[^\s*]{3,128})(?=[ \t]*\r?(?:\n|$))
+#   catch: Command:\tUSER boulangmq\nResponse:\t331 Password required for boulangmq\nCommand:\tPASS «UCaQWNFDdx»
+#   keep:  Command:\tUSER boulangmq\nResponse:\t331 Password required\nCommand:\tPASS ********
+#   keep:  --- PASS: TestUSER (0.00s)\nPASS
 # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
 url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}(?::/|:?//)(?P<user>[^\s/?#:'"<>]*):(?P<s>[^\s/@'"<>]+)@
 #   catch: psql postgres://app:«s3cr3tpw»@db.example.com:5432/app
@@ -6242,10 +6249,11 @@ _DECODED_MAX = 32  # tokens decoded in one text: more than a text that hides a c
 
 
 def _redact_decoded(original: str, text: str, count: int, replaced: list) -> tuple:
-    """(text, count) with each base64 token that decodes to a credential also redacted, wherever it
-    stands, and what it decodes to (a command may print it): `user:password` whose password looks
-    like one, or text in which the rules find a secret (`{"username": …, "key": "89f7…"}`). Bytes
-    (an image, a key's DER) and text without one (a cursor's JSON) stay."""
+    """(text, count) with each base64 token, or base64 wrapped over lines (_BASE64_LINES), that
+    decodes to a credential also redacted, wherever it stands, and what it decodes to (a command
+    may print it): `user:password` whose password looks like one, or text in which the rules find
+    a secret (`{"username": …, "key": "89f7…"}`; _decoded_secrets). Bytes (an image, a key's DER)
+    and text without one (a cursor's JSON) stay."""
     found, pieces = 0, []
     for token in _regex(_BASE64_TOKEN).finditer(original):
         blob = token.group()
@@ -6259,22 +6267,34 @@ def _redact_decoded(original: str, text: str, count: int, replaced: list) -> tup
         if _regex(r"(?i)data:[\w.+\-]+/[\w.+\-]+(?:;[\w\-]+=[\w\-]+)*;base64,$").search(original, max(0, token.start() - 80), token.start()):
             continue  # a data URI's data: an image, a font, a source map
         found += 1
-        decoded = _base64_text(blob.replace("-", "+").replace("_", "/"))
-        if decoded is None or len(decoded) < 6:
-            continue
-        pair = _regex(r"[\w.@\\\-+]{1,64}:(?!//)([^\s:]{6,128})").fullmatch(decoded.strip())  # (not a URI: gid://shopify/Product/…)
-        if pair:
-            secret = pair.group(1) if _looks_like_a_secret(pair.group(1)) and not _decodes_to_stand_ins(blob) else None
-            values = [secret] if secret else []
-        elif _regex(r"[:=]").search(decoded) and _regex(r"[\x20-\x7e\t\r\n]+").fullmatch(decoded):  # text, not bytes that happen to decode
-            values = []
-            _apply_rules(decoded, 0, values)
-        else:
-            values = []
-        values = [value.strip() for value in values if REDACTED not in value and len(value.strip()) >= 6]
+        values = _decoded_secrets(blob)
         if values:
             pieces += [blob] + values
+    for wrapped in _regex(_BASE64_LINES).finditer(original) if found < _DECODED_MAX else ():
+        lines = wrapped.group().split()
+        if len(set(map(len, lines[:-1]))) == 1 and len(lines[-1]) <= len(lines[0]) and all(line in text for line in lines):
+            values = _decoded_secrets("".join(lines))  # `base64 < file`'s output, wrapped at 76
+            pieces += lines + values if values else []
     return _redact_found_again(text, count, replaced, pieces)
+
+
+# Base64 wrapped over lines of one length (76 as `base64` wraps it, 64 as PEM does), the last one shorter.
+_BASE64_LINES = r"(?m)^[ \t]*[A-Za-z0-9+/]{60,76}[ \t]*\r?\n(?:[ \t]*[A-Za-z0-9+/]{60,76}[ \t]*\r?\n){0,40}[ \t]*[A-Za-z0-9+/]{1,76}={0,2}[ \t]*$"
+
+
+def _decoded_secrets(blob: str) -> list:
+    """The secrets base64 blob decodes to: the password of `user:password` when it looks like one,
+    or what the rules find in text (not in bytes that happen to decode)."""
+    decoded = _base64_text(blob.replace("-", "+").replace("_", "/"))
+    if decoded is None or len(decoded) < 6:
+        return []
+    pair = _regex(r"[\w.@\\\-+]{1,64}:(?!//)([^\s:]{6,128})").fullmatch(decoded.strip())  # (not a URI: gid://shopify/Product/…)
+    values: list = []
+    if pair:
+        values = [pair.group(1)] if _looks_like_a_secret(pair.group(1)) and not _decodes_to_stand_ins(blob) else []
+    elif _regex(r"[:=]").search(decoded) and _regex(r"[\x20-\x7e\t\r\n]+").fullmatch(decoded):
+        _apply_rules(decoded, 0, values)
+    return [value.strip() for value in values if REDACTED not in value and len(value.strip()) >= 6]
 
 
 # A string given a name (`k1 = "…"`, `const a = '…';`, `$p1 = "…"`, `P1: "…"`, `PASS+="…"`, `val k: String = "…"`)
@@ -7059,8 +7079,9 @@ RULE_WORDS = {
         "set-pin")),
     "swift-header-value": ("a42dd4d7", ("forhttpheaderfield:",), ("setvalue(",), ("setvalue(",)),
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",), ()),
-    "smtp-auth-login-password": ("8048b549", ("334 ugfzc3dvcmq6", "auth plain"), ("334 ugfzc3dvcmq6", "auth plain"),
-        ()),
+    "smtp-auth-login-password": ("16880d81", ("334 ugfzc3dvcmq6", "auth login", "auth plain"), ("334 ugfzc3dvcmq6",
+        "auth login", "auth plain"), ()),
+    "protocol-pass-command": ("785e52a7", ("user",), ("user",), ("pass",)),
     "url-credentials": ("1fbfc532", ("//", ":/"), (), (":",)),
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
     "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",), ("${",)),

@@ -1069,6 +1069,23 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
+    def test_a_table_drawn_with_box_characters_is_read_as_markdown(self):
+        # ClickHouse's PrettyCompact names the columns in its top border; DuckDB's in a row.
+        clickhouse = (":) SELECT name, password_plain FROM tmp_users FORMAT PrettyCompact\n\n"
+                      "┌─name───┬─password_plain───────────┐\n│ sa-etl │ XbguhKisqwcQhkxCGAn3FtfH │\n"
+                      "│ sa-bi  │ 6Z4EZxhfNEp5vzlCCwgDr7EV │\n└────────┴──────────────────────────┘")
+        duckdb = ("┌──────────┬──────────────────┐\n│ user     │ password         │\n├──────────┼──────────────────┤\n"
+                  "│ etl      │ Xk29!mPq7zLw     │\n│ bi       │ kPeowvmfXCTLLXi2 │\n└──────────┴──────────────────┘")
+        for text, secrets in ((clickhouse, ("XbguhKisqwcQhkxCGAn3FtfH", "6Z4EZxhfNEp5vzlCCwgDr7EV")), (duckdb, ("Xk29!mPq7zLw", "kPeowvmfXCTLLXi2"))):
+            with self.subTest(text=text[:20]):
+                redacted, _ = cc.redact(text)
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+                self.assertIn("│ sa-etl │" if text is clickhouse else "│ etl      │", redacted)
+        # A box with no column's junction is a pane: its lines are no table.
+        pane = "╭──────────────────────────────╮\n│ user      password_reset_url │\n│ admin     /reset/7f3c9a2e    │\n╰──────────────────────────────╯"
+        self.assertEqual(cc.redact(pane), (pane, 0))
+
     def test_names_stand_ins_and_public_values_in_a_secrets_place_stay(self):
         # What sits where a secret could, and is none: a secret's name, a stand-in in a token's
         # shape, a protocol's public values, a lookup's keys, prose about a login or a list of names.
@@ -1088,6 +1105,9 @@ class TestRedaction(unittest.TestCase):
                  "    password: \"{{ vault_local_admin_password }}\"\n    update_password: always",
                  "redirect after login: https://intranet.contoso.com/signin-oidc#state=qsMkvK-fwm3Oh9sbZx4fmu-AYRmz0jZs",
                  'zen <- zen4R::ZenodoManager$new(token = token, logger = "INFO")',
+                 "  Name            Key                       Created\n  ci-prod         sk-ant-api03-...Xq2A       2025-01-14",
+                 "# node key: nodekey:d91f826b54e9dc302ed165ef198f8a8f6d49b58cae987686848f9828df509117",
+                 'Public-Key-Pins: pin-sha256="HDRsTfbV37ftO/fl37UExV4iOVxhO8d/9k+9fhzSlx4="; max-age=5184000',
                  "//# sourceMappingURL=data:application/json;base64,eyJ2ZXJzaW9uIjogMywgIm5hbWVzIjogWyJ0b2tlbiIsICJwYXNzd29yZCJdLCAibWFwcGluZ3MiOiAiQUFBQSxTQUFTQSxqQjJpRjBnOFVEeWZrQU9JSG91MXF3SHA1In0=")
         for text in texts:
             with self.subTest(text=text[:40]):
@@ -1121,9 +1141,15 @@ class TestRedaction(unittest.TestCase):
         # base64 of a JSON file that holds a key (a note's KAGGLE_JSON_B64)
         blob = "eyJ1c2VybmFtZSI6ICJkcy1zaHB1dWEiLCAia2V5IjogIjg5ZjcwNTg5YTQzODIyN2U0ZGM3ODM0M2M2MzA2NTMzIn0="
         self.assertNotIn(blob, cc.redact("# KAGGLE_JSON_B64 (from my notes): " + blob)[0])
-        # base64 of a cursor's JSON, of plain words: data
+        # `base64 < file` wraps at 76: the lines are read as one token
+        wrapped = ("$ base64 < harbor-robot.json\n"
+                   "eyJyZWdpc3RyeSI6ICJoYXJib3Iub3JiaXMuaW50ZXJuYWwiLCAidXNlcm5hbWUiOiAicm9ib3Qk\n"
+                   "Y2kiLCAicGFzc3dvcmQiOiAiaS4hQ0stbjZwdVRsUGpfMUFsZDYqNHJ0ekEtUSpIIn0=")
+        self.assertNotIn("Y2kiLCAicGFzc3dvcmQiOiAiaS4hQ0stbjZwdVRsUGpfMUFsZDYqNHJ0ekEtUSpIIn0=", cc.redact(wrapped)[0])
+        # base64 of a cursor's JSON, of plain words, of a URI: data
         for text in ("kafka-console-consumer: value=eyJ0eXBlIjoibWF0Y2hfZW5kIiwibWF0Y2giOjQ0MTIsIndpbm5lciI6InRlYW1fYmx1ZSJ9",
-                     "payload: eyJkZWx0YVJvdW5kIjogNDIsICJmb2xkZXIiOiAiSW5ib3gifQ=="):
+                     "payload: eyJkZWx0YVJvdW5kIjogNDIsICJmb2xkZXIiOiAiSW5ib3gifQ==",
+                     'node(id: "Z2lkOi8vc2hvcGlmeS9Qcm9kdWN0LzY4MTg4NTM5NjkyMjA=") { ... on Product { title } }'):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
