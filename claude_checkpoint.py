@@ -1126,8 +1126,10 @@ def _is_placeholder(v: str) -> bool:
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
     if len(set(v.lower())) == 1 or len(set(v.lower()) - set("-_. ")) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
         return True  # xxxxxxxx, 00000000, xxxx-xxxx-xxxx-xxxx, 123456789
-    if _regex(r"[\w\-]{0,12}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__|[A-Za-z0-9]{0,6}[._\-](?:[xX]{4,}[._\-]?){2,8}").fullmatch(v):
-        return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…), a template's __LOCAL_ADMIN_PASSWORD__
+    if _regex(r"[\w\-]{0,12}?(?:\d{6,12}:)?[\w\-]{0,4}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__|[A-Za-z0-9]{0,6}[._\-](?:[xX]{4,}[._\-]?){2,8}").fullmatch(v):
+        return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…, a bot's 123456789:AAxxxx…), a template's __LOCAL_ADMIN_PASSWORD__
+    if _regex(r"[\w\-]{0,24}<[\w\- ]{1,30}>(?:[\w\-]{0,8}<[\w\- ]{1,30}>){0,4}[\w\-]{0,8}").fullmatch(v):
+        return True  # a format's template: cfsk_ma_prod_<32-hex>_<8-hex>
     if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
         return True  # 0x000…0: a dummy key
     if _regex(r"[\w\-]{0,24}(?:\.{3}|…|\*{3,})[A-Za-z0-9]{1,6}").fullmatch(v):
@@ -1273,8 +1275,8 @@ def _accept_assignment(match: Any) -> bool:
         return False  # `minisign public key: RWQ…`, `hashed secret: …`: the words before the name say what it is
     if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(_EMAIL_ADDRESS).fullmatch(bare):
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
-    if _cannot_be_its_value(name, bare):
-        return False
+    if _cannot_be_its_value(name, bare) or _regex(r"[Xx]-[A-Za-z]+(?:-[A-Za-z]+)*").fullmatch(bare):
+        return False  # (also an HTTP header's name: `headerAPIKey = "X-Api-Key"`)
     if not bare.isascii() and _regex(r"[\u3000-\u9fff\uac00-\ud7af][\s\u3000-\u9fff\uac00-\ud7af]*").fullmatch(bare):
         return False  # a label in Chinese, Japanese or Korean: "settings.account.change_password" = "更改密码"
     stand_in = _regex(r"[a-z][a-z0-9+.\-]*://[^/:@\s]*:([^/@\s]+)@").match(bare)
@@ -1478,6 +1480,8 @@ def _accept_password_like(match: Any) -> bool:
     if _regex(r"_[A-Za-z]\w*|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\[[\w$.'\"]{1,20}\]").fullmatch(v):
         return False  # a private name in code (`password.translate(_trans_36)`), a subscript (`password: basic[1]`)
     before = match.string[match.start():match.start("s")]
+    if "{" in before and _regex(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+[,;]?").fullmatch(v):
+        return False  # a name in code's options: `argon2.hash(password, { type: argon2.argon2id, …`
     if _named_as_no_token(match.string, match.start("s")) or before.rfind("${") > before.rfind("}"):
         return False  # another field's value past the word (`credentialType=PASSWORD … transaction=N6ec…`), a reference's part (`${VAULT::ds::password::1}`)
     other = _regex(r"([A-Za-z_][\w.\-]{0,40})[ \t]*=[ \t]*[\"'(]?$").search(before)
@@ -1651,8 +1655,9 @@ def _accept_random_bytes(match: Any) -> bool:
     """Base64 of random bytes (a key): random-looking, and not text once decoded (a beacon's JSON)."""
     import binascii
     blob = match.group("s")
-    if not _looks_random(blob):
-        return False
+    if not _looks_random(blob) or _regex(r"(?i)(?:sha-?512|sha-?384|digest|checksum|hash)[\"']?[ \t]*[:=][ \t]*[\"']?$").search(
+            match.string, max(0, match.start("s") - 24), match.start("s")):
+        return False  # a digest under its name: a NuGet lock's "sha512": "…=="
     try:
         decoded = binascii.a2b_base64(blob)
     except (binascii.Error, ValueError):
@@ -2406,6 +2411,11 @@ def _names_passphrase(word: str) -> bool:
     return _regex(_PASSPHRASE_WORD).search(word) is not None
 
 
+# Another thing's name, then the connector a value follows: "… pgp-passphrase` in Secrets Manager, la policy è `sepa-export-read`".
+_OTHER_THING_IS = (r"(?i)\b(?:policy|role|group|bucket|queue|topic|namespace|project|cluster|workspace|region|path|file|folder|table|schema|alias)"
+                   r"[ \t]+(?:is|è|es|ist|est|é|är|jest|was)[ \t]*[`'\"«]?$")
+
+
 def _given_password(match: Any) -> list:
     """The value the words give after a credential word, when a person could have chosen it
     (looks_like_chosen_password) or it is a PIN: right after the word ("password Slonce112",
@@ -2433,7 +2443,8 @@ def _given_password(match: Any) -> list:
             break
         group = "v" if given.group("v") else "quoted"
         sign = given.groupdict().get("sign")
-        if _regex(_NOT_A_SECRET_BEFORE).search(text[start:given.start(group)]) or position > start and sign and not in_aside:
+        if _regex(_NOT_A_SECRET_BEFORE).search(text[start:given.start(group)]) or _regex(_OTHER_THING_IS).search(
+                text, max(start, given.start(group) - 40), given.start(group)) or position > start and sign and not in_aside:
             return []  # `password for user svc_backup2024`; past a value, only words lead to the next (or a sign past an aside)
         worded = sign in (":", "：") and _regex(r"(?<![^\W_])[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)", not 0x33bb
         place = text[max(start, given.start(group) - 5):given.start(group)].rstrip().lower() in ("auf", " auf") and _regex(
@@ -2967,6 +2978,9 @@ def _find_printed_secrets(match: Any) -> list:
     if _regex(r"(?i)[.\[{'\"](?:data\.)?(?:user(?:name)?|login|email|host(?:name)?|port|db|database|dbname|url|region)\b[}'\"\]]"
               r"|--query[ \t=]+['\"]?(?:VersionId|ARN|Name|CreatedDate|VersionStages)\b").search(command):
         return []  # it prints a name: `jsonpath='{.data.username}' | base64 -d`, `--query 'VersionId'`
+    if _regex(r"(?:jsonpath|go-template|template)=").search(command) and not _regex(r"(?i)data\b|stringdata|token|pass|secret|key|cred|auth").search(
+            command.split("=", 1)[-1]):
+        return []  # a Secret's metadata, not its data: `-o jsonpath='{.type}{.metadata.annotations…}'`
     if first_line and first_line.end() >= end - 1 and len(first_line.group(1)) >= 16 and _regex(_SECRET_FILE_READ).search(command):
         spans.append(first_line.span(1))  # a secret file of one line: `cat /var/lib/rabbitmq/.erlang.cookie`
     spoken = _regex(r"[ \t]*(?:" + _OUTPUT_MARK + r")?(" + _SPOKEN_PASSPHRASE + r")[ \t]*(?:\r?\n|$)").match(text, start, end)
@@ -4017,6 +4031,7 @@ azure-account-key-shape      random-bytes           (?<![A-Za-z0-9+/])(?<!;base6
 #   keep:  example.com. 3600 IN DNSKEY 257 3 13 aL9r8gYx/xIPqH6ztTcojmADnJrMvzBVKokAIxI+CFyk0VJUyR+qBiaE6avt9vZ0lvG8mqTq/DQNAJoslCEUaA==
 #   keep:  analytics-collector received beacon data=eyJldmVudCI6ICJwYWdlX3ZpZXciLCAicGF0aCI6ICIvZG9jcy90b2tlbnMiLCAidHMiOiAxNzIyNjcxMjUxfQ== (decoded: page_view)
 #   keep:  "contentHash": "ajLhB+tmRHqdXsihvZL9M48/iJ9wJlIx5LnOd9aqz6DD4EeEynIpeqHvixYH9gV0z1pEo6B1v5V7JISRSWW/+Q=="
+#   keep:  "sha512": "XTEFiyyMc0wgVdwywvc+boHBYDH7QE3EmuTamVXfhUQna+NNpLklxkj0pnwrzrFpCFCoiDJb80RAMmo7vkx9JQ==",
 shopify-token                -                      {L}(?P<s>shp(?:at|ss|ca|pa|ua)_[a-fA-F0-9]{32}){R}
 #   catch: X-Shopify-Access-Token: «shpat_0123456789abcdef0123456789abcdef»
 #   keep:  admin API tokens start with shpat_
@@ -5664,6 +5679,7 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
 #   catch: $ aws ec2 describe-vpn-connections --vpn-connection-ids vpn-3958baba3156ee471 --query 'VpnConnections[0].Options.TunnelOptions[*].PreSharedKey'\n[\n    "«vG1p0q8_uRz2Xk.T6hWmNlb3F9x»"\n]
 #   keep:  $ kubectl get secret app-env -o jsonpath='{.data.LOG_LEVEL}' | base64 -d\ninfo
+#   keep:  $ kubectl get secret ledger-mtls -o jsonpath='{.type}{.metadata.annotations.cert-manager\.io/issuer-name}'\nkubernetes.io/tls vault-pki-payments
 #   catch: irb(main):001> Rails.application.credentials.dig(:github, :app_private_key_passphrase)\n=> "«velvet-anchor-ninety-tulip»"
 #   keep:  $ aws secretsmanager get-secret-value --secret-id prod/app/db --query 'VersionId' --output text\na1f4c9e2-6b3d-4f7a-9e12-0c8d5b7a3e61
 #   catch: $ for u in reader writer; do echo -n "$u  "; vault kv get -field=password secret/mq/$u; done\nreader  «Rd-Mq!Reader-44»\nwriter  «Wr-Mq!Writer-91»
