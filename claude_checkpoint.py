@@ -3277,12 +3277,13 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
 _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)|continuing|\brest\b|\(cont(?:inued)?\)"""
-                     r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte))|\(suite\)|\bfängt[ \t]+mit|前半|後半)"""
-                     r"""(?:[^\n:"'«]{0,40}(?:[:：][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
+                     r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte))"""
+                     r"""|\(suite\)|\bfängt[ \t]+mit|前半|後半|第[一二三]段|[前后]半段|(?:первая|вторая)[ \t]+часть)"""
+                     r"""(?:[^\n:"'«]{0,40}(?:[:：][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `
-_SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[A-Za-z][\w.\-]{0,30}:[ \t]+|\d{1,2}[.):][ \t]*)?"""
-                    r"""(?:(?i:(?:first|second|last|other|primera|segunda)[ \t]+)?(?i:half|part[ \t]?\d?|mitad|parte[ \t]?\d?|second|segunda|rest)[^\n:]{0,40}:[ \t]*"""
-                    r"""|\(suite\)[ \t]*|(?:前半|後半)[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*(?:(?:\(|<-|←)[^\n]{0,80})?$""")  # (a speaker, a label; a note after it: "(no space)")
+_SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\-]{0,30}[:：][ \t]*|\d{1,2}[.):][ \t]*)?"""
+                    r"""(?:(?i:(?:first|second|last|other|primera|segunda)[ \t]+)?(?i:half|part[ \t]?\d?|mitad|parte[ \t]?\d?|second|segunda|rest|resto|baa?ki)[^\n:]{0,40}:[ \t]*"""
+                    r"""|\(suite\)[ \t]*|(?:前半|後半|第[一二三]段|[前后]半段)[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*(?:(?:\(|<-|←)[^\n]{0,80})?$""")  # (a speaker, a label; a note after it: "(no space)")
 
 
 def _find_split_parts(match: Any) -> list:
@@ -3294,6 +3295,10 @@ def _find_split_parts(match: Any) -> list:
         return []
     line_end = text.find("\n", match.start(), match.start() + 400)
     line_end = min(len(text), match.start() + 400) if line_end < 0 else line_end  # (a line's first 400 characters)
+    if _regex(r"(?i)\b(?:is|are|es|est|ist|è|é|är)[ \t]*:?[ \t]*\r?$").match(text, match.start(), line_end) and not (
+            (_regex(_CREDENTIAL_WORDS).search(text, line_start, line_end) or _regex(r"(?i)\bpass\b").search(text, line_start, line_end))
+            and not _regex(r"(?i)fingerprint|randomart|image|hash").search(text, line_start, line_end)):
+        return []  # a line that ends "… is": the value on the lines below only when it names a credential ("sftp pass for MPS is"), not a key's fingerprint
     region_end = line_end if match.group("s") is None else match.end("s")
     spans = [found.span(found.lastindex) for found in _regex(_SPLIT_PART_VALUE).finditer(text, match.start(), line_end)]
     spans += [found.span(1) for found in _regex(_SPLIT_PART_VALUE).finditer(text, line_end, region_end) if found.group(1)]
@@ -3848,11 +3853,6 @@ smtp-auth-login-password     -                      (?:334 UGFzc3dvcmQ6[^\n]{0,2
 #   catch: send: 'AUTH PLAIN «3ewOpK+xiIV23fpj8fxCiZglAbc=»\r\n'
 #   catch: CLIENT -> SERVER: AUTH LOGIN\nCLIENT -> SERVER: a29udGFrdEBrd2lhY2lhcm5pYS5wbA==\nCLIENT -> SERVER: «V29tYmF0MjAyNS4=»
 #   keep:  CLIENT -> SERVER: AUTH LOGIN\nSERVER -> CLIENT: 334 VXNlcm5hbWU6
-# FTP's and POP3's PASS command after USER, as a client's log shows it (FileZilla's `Command:`, curl -v's `> `).
-protocol-pass-command        not-reference          \bUSER[ \t]+\S{1,100}[ \t]*\r?\n(?:[^\n]*\n){0,3}?[^\n]{0,40}?\bPASS[ \t]+(?P<s>[^\s*]{3,128})(?=[ \t]*\r?(?:\n|$))
-#   catch: Command:\tUSER boulangmq\nResponse:\t331 Password required for boulangmq\nCommand:\tPASS «UCaQWNFDdx»
-#   keep:  Command:\tUSER boulangmq\nResponse:\t331 Password required\nCommand:\tPASS ********
-#   keep:  --- PASS: TestUSER (0.00s)\nPASS
 # Credentials in URLs of any scheme: scheme://user:PASSWORD@host.
 url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}(?::/|:?//)(?P<user>[^\s/?#:'"<>]*):(?P<s>[^\s/@'"<>]+)@
 #   catch: psql postgres://app:«s3cr3tpw»@db.example.com:5432/app
@@ -4384,9 +4384,10 @@ net-use-user-password        argument               (?i)\bnet(?:\.exe)?[ \t]+use
 password-in-parentheses      not-reference          (?<![\w\-])(?:PASSWORD|PWD|PASSWD|PASSPHRASE)\((?P<s>[^()*\s'"][^()\s'"]{3,63})\)
 #   catch: CHGUSRPRF USRPRF(QSECOFR) PASSWORD(«HARBOR59») PWDEXP(*NO)
 #   keep:  CHGUSRPRF USRPRF(QPGMR) PASSWORD(*NONE)
-protocol-pass-command        not-reference          (?m)^[ \t]*(?:ftp>[ \t]+)?(?:quote[ \t]+)?(?:PASS|pass)[ \t]+(?P<s>[^\s*][^\s]{3,127}?)(?:\.\.)?[ \t]*$
+protocol-pass-command        not-reference          (?m)^[ \t]*(?:ftp>[ \t]+|(?:Command|Befehl|Commande|Comando):[ \t]*|>[ \t])?(?:quote[ \t]+)?(?:PASS|pass)[ \t]+(?P<s>[^\s*][^\s]{3,127}?)(?:\.\.)?[ \t]*$
 #   catch: ftp> quote USER TSOU01\n331 Send password please.\nftp> quote PASS «CICEK77Z»\n230 TSOU01 is logged on.
 #   keep:  PASS ****
+#   catch: Command:\tUSER boulangmq\nResponse:\t331 Password required for boulangmq\nCommand:\tPASS «UCaQWNFDdx»
 #   catch: T 10.1.134.125:51234 -> 10.103.146.168:21 [AP] #16\n  PASS «Matteo1972?»..
 cobol-password-value         assignment             (?m)^[ \t]*\d{2}[ \t]+{SECRETISH_NAME}(?P<name>[\w\-]{1,60})[ \t]+PIC[^\n]{0,30}?VALUE[ \t]+(?P<s>'[^'\n]{1,128}'|"[^"\n]{1,128}")
 #   catch:        01  WS-DB2-PASSWORD    PIC X(10) VALUE '«SONNE38Z»'.
@@ -5797,7 +5798,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\brest[ \t]+(?:ist|es|est|é)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени)[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaa?ki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第[一二]段|[前后]半段|\b(?:is|are|es|est|ist|è|é|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
@@ -5813,6 +5814,10 @@ context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|th
 #   catch: 10:02 晴翔: VPNの新しいパスワード、前半 «MeinSoba»\n10:02 晴翔: 後半 «kaIstSuper53?»
 #   catch: Sandra: die PIN fürs Banking fängt mit «020300» an\nSandra: der Rest ist «621470», aber nur für die Domain
 #   keep:  | `STRIPE_SECRET_KEY` | yes | Stripe secret key (starts with `sk_live_` in prod) |
+#   catch: [09:02] priya: sftp pass for MPS is\n[09:02] priya: «marble-chaand-»\n[09:03] priya: «cobalt-tundra»
+#   catch: 小李：DO 的 token 分两段发你\n小李：第一段 «dop_v1_c8ab62834b6f572e57fadee1fe24f»\n小李：第二段 «bbcb44400ab4b1a92bf88d4d4916f55fd03»
+#   catch: [10:41] Luca: ...scusa mi è partito l'invio, la password: il resto è «putnik6940»
+#   keep:  The key fingerprint is:\nSHA256:RUNMISkU2xYa22mVGgS93ufXWB+e/fD/mN/ShqycmcE deploy@reporting\nThe key's randomart image is:\n+----[SHA256]-----+
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
 context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t_\-]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){1,3}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
@@ -7097,7 +7102,6 @@ RULE_WORDS = {
     "nostr-secret-key": ("5c664629", ("nsec1",), ("nsec1",), ()),
     "smtp-auth-login-password": ("16880d81", ("334 ugfzc3dvcmq6", "auth login", "auth plain"), ("334 ugfzc3dvcmq6",
         "auth login", "auth plain"), ()),
-    "protocol-pass-command": ("785e52a7", ("user",), ("user",), ("pass",)),
     "url-credentials": ("1fbfc532", ("//", ":/"), (), (":",)),
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
     "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",), ("${",)),
@@ -7272,7 +7276,7 @@ RULE_WORDS = {
     "net-use-user-password": ("56abdf0a", ("net",), ("net",), ("use",)),
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
-    "protocol-pass-command": ("6a464798", ("pass",), (), ()),
+    "protocol-pass-command": ("f148ded2", ("pass",), (), ()),
     "cobol-password-value": ("197c8ee7", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
@@ -7598,13 +7602,12 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("05a54a2f", ("(cont", "(suite)", "chunks", "continuing:", "cut it", "cut off", "część",
-        "deel", "deux", "enter", "first", "fängt", "got cut", "halves", "la suite", "last", "message", "messages",
-        "mitad", "nachrichten", "other", "part", "parte", "partes", "partie", "parts", "pieces", "rest", "rest:",
-        "second", "teil", "teilen", "the rest is", "продолжени", "分割", "前半", "後半"), ("(cont", "(suite)", "continuing:",
-        "cut it", "cut off", "część", "deel", "en", "first", "fängt", "got cut", "halves", "hit", "in", "la suite",
-        "last", "mitad", "other", "part", "parte", "partie", "pressed", "rest", "rest:", "second", "teil",
-        "the rest is", "too", "продолжени", "分割", "前半", "後半"), ()),
+    "context-split-secret": ("5a920d08", ("(cont", "(suite)", "are", "ba", "chunks", "continuing:", "cut it",
+        "cut off", "część", "deel", "deux", "enter", "es", "est", "first", "fängt", "got cut", "halves", "is", "ist",
+        "la suite", "last", "message", "messages", "mitad", "nachrichten", "other", "part", "parte", "partes",
+        "partie", "parts", "pieces", "rest", "rest:", "second", "teil", "teilen", "the rest is", "är", "è", "é",
+        "вторая", "кусками", "первая", "продолжени", "сообщениями", "частями", "两段", "分两段", "分割", "前半", "半段", "後半",
+        "第"), (), ()),
     "context-recovery-codes": ("c3ab3225", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
