@@ -1504,6 +1504,8 @@ def _accept_pair(match: Any) -> bool:
     word `secret`, only machine-made ones (`kubectl describe secret default-token-x8k2p` names one)."""
     quoted, value = match.group("s")[:1] in "\"'", match.group("s").strip("\"'")
     bare_word = match.group("name").lower() in ("secret", "secrets")
+    if not quoted and value[:2] == "--":
+        return False  # the next flag: `--secret=orders-db-password --project=billing-staging-127693`
     if _names_no_token(value) or _names_a_kind(match.string, match.start("name")):
         return False  # the field beside it: "loaded secret id=sec_ztx3yk8mnw name=…"; a secret's name: `kubectl describe secret api-token-87n7TT2u`
     if _is_reference(value) or _under_a_digest_column(match.string, match.start("s")):
@@ -1761,13 +1763,14 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 # and the words one of which a text must hold before the rules that ask for them run (CHECK_NEEDS).
 _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|schrank"
                 r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|eingang|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
-                r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?)(?![^\W\d_])")
+                r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?"
+                r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة)(?![^\W\d_])")
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
                 "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "schrank", "port", "puerta", "cancello", "tür",
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
-                "двер", "ворот", "сейф", "калитк", "подъезд", "домофон")
+                "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "larm", "باب", "إنذار", "خزنة")
 
 
 def _accept_place_label(match: Any) -> bool:
@@ -1776,8 +1779,10 @@ def _accept_place_label(match: Any) -> bool:
 
 
 def _accept_place_code(match: Any) -> bool:
-    """A code whose words name a place it opens (_PLACE_WORDS), not a ticket's or an error's."""
-    return _regex(_PLACE_WORDS).search(match.group("place")) is not None
+    """A code whose words name a place it opens (_PLACE_WORDS), not a ticket's or an error's; also
+    a word joined before it ("dörrkoden", "Larmkoden")."""
+    joined = _regex(r"[^\W\d_]{0,14}$").search(match.string, max(0, match.start() - 14), match.start()).group()
+    return _regex(_PLACE_WORDS).search(joined + " " + match.group("place")) is not None
 
 
 def _accept_jaas_user(match: Any) -> bool:
@@ -2240,6 +2245,7 @@ _SECRET_PRINTING_COMMAND = (
 # `for u in a b; do echo -n "$u  "; vault kv get -field=password …`.
 _INSIDE_ANOTHER_COMMAND = (r"(?:(?:kubectl|oc)[ \t]+exec\b[^\n|;&]{0,200}?[ \t]--[ \t]+|(?:docker|podman)[ \t]+(?:compose[ \t]+)?exec[ \t]+"
                            r"(?:-[\w\-]+[ \t]+)*[\w.\-]+[ \t]+|ssh[ \t]+(?:-\w+[ \t]+)*[\w.@\-]+[ \t]+[\"']?"
+                           r"|fly(?:ctl)?[ \t]+ssh[ \t]+console\b[^\n]{0,100}?[ \t]-C[ \t]+[\"']?|heroku[ \t]+run[ \t]+(?:-a[ \t]+\S+[ \t]+)?|railway[ \t]+run[ \t]+"
                            r"|for[ \t]+\w+[ \t]+in[ \t][^\n;]{0,200};[ \t]*do[ \t]+(?:[^\n;|]{0,200}?;[ \t]*)?)?(?:(?:ba|z)?sh[ \t]+-l?c[ \t]+[\"']?)?")
 # A prompt line: the end of what the command before it printed (also a GitHub Actions step's `Run …`). Its
 # words may hold spaces when the first holds @, ~, / or [ (`[dev@mbp reporting]$`, `nina@laptop ~/work/platform>`,
@@ -3095,7 +3101,10 @@ def _find_table_cells(match: Any) -> list:
             underline + r"|[ \t]*").fullmatch(text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1):
         return []  # the first row under a header's underline, not a header: `az keyvault secret list -o table` (reST's header stands between two)
     separator = next((c for c in "|;," if c in head), None)
-    columns = _credential_columns([head[a:b].strip().strip('"') for a, b in _table_cells(head, separator)])
+    names = [head[a:b].strip().strip('"') for a, b in _table_cells(head, separator)]
+    if any(_regex(r"[\w.\-]*/[\w./\-]*\.\w{1,5}").fullmatch(name) for name in names):
+        return []  # a test runner's line, not a header: jest's `PASS  src/components/Cart.test.tsx`
+    columns = _credential_columns(names)
     starts = ()  # where a header's columns start, when spaces align them: a long cell may leave one space to the next
     if separator is None:
         indent = match.start("head") - text.rfind("\n", 0, match.start("head")) - 1
@@ -3181,11 +3190,11 @@ def _is_chosen_words(value: str) -> bool:
 
 def _find_html_table_cells(match: Any) -> list:
     """An HTML table whose header row names a credential: the cells under it that hold one."""
-    names = [_regex(r"\s+").sub(" ", name).strip() for name in _regex(r">([^<]*)</th>").findall(match.group("head"))]
+    names = [_regex(r"\s+").sub(" ", name).strip() for name in _regex(r">([^<]*)</(?:th|b|strong)>").findall(match.group("head"))]
     columns = dict(_credential_columns(names))
     spans = []
     for row in _regex(r"(?s)<tr\b[^>]*>(.*?)</tr>").finditer(match.string, match.start("s"), match.end("s")) if columns else ():
-        for index, cell in enumerate(_regex(r"<td\b[^>]*>([^<]*)</td>").finditer(row.group(1))):
+        for index, cell in enumerate(_regex(r"<td\b[^>]*>(?:<(?:b|strong|code)>)?([^<]*)(?:</(?:b|strong|code)>)?</td>").finditer(row.group(1))):
             value = cell.group(1).strip()
             if index in columns and _is_secret_cell(value, columns[index]):
                 first = row.start(1) + cell.start(1) + cell.group(1).index(value)
@@ -4171,9 +4180,10 @@ authorization-header         header-token           (?i){WORD_START}(?:proxy-)?a
 scheme-and-token-arguments   header-token           ["'](?:Bearer|Basic|Token)["']\s*,\s*["'](?P<s>[^"'\n]{8,1024})["']
 #   catch: new AuthenticationHeaderValue("Bearer", "«EXAMPLEexample0123456789»");
 #   keep:  new AuthenticationHeaderValue("Bearer", "{access_token}");
-bearer-token                 header-token           (?<![\w-])[Bb]earer\s+(?P<s>[A-Za-z0-9._~+/=\-]{8,})
+bearer-token                 header-token           (?<![\w-])[Bb]earer\s+(?![a-z_]{2,30}=)(?P<s>[A-Za-z0-9._~+/=\-]{8,})
 #   catch: got a 401 with Bearer «EXAMPLEexample0123456789»
 #   keep:  the API uses Bearer authentication
+#   keep:  level=info msg="token refreshed" token_type=Bearer expires_in=3600 scope="read:org repo"
 # Tool-specific password arguments.
 mysql-password               not-reference          (?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b{COMMAND}[\s"',]-p{TOOL_VALUE}
 #   catch: mysql -u root -p«S3cretPw» app
@@ -4435,11 +4445,12 @@ signature-field              -                      (?i)["']x-(?:amz|goog)-signa
 #   catch: 'x-amz-date': '20250317T120000Z', 'x-amz-signature': '«ce863691fa81d92a242de5d6ec2e30cb892dc34182ad0d71291be5d1131d3280»'
 #   keep:  "x-amz-signature": "<computed by the SDK>"
 # A session's cookie by its name's end (grafana_session=, tally_sid=), wherever it is written: a machine's value.
-named-session-cookie         random                 (?<![\w.\-])[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid|[_\-](?i:li_at))=(?P<s>[A-Za-z0-9%_\-.]{16,4096})
+named-session-cookie         random                 (?<![\w.\-])(?:[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid)=|(?i:(?:[a-z]\w{0,20}_)?li_at)[ \t]*=[ \t]*["']?)(?P<s>[A-Za-z0-9%_\-.]{16,4096})
 #   catch: grafana_session=«6c7cff909b77ba9ccf96789a98798e63»; grafana_session_expiry=1755032781
 #   catch: here's my session cookie so you can hit the admin API: tally_sid=«2hrg2bZlElqmeOaSabZeIfKkrmNA_DVOygbLsFBUNSTBgEzBOH6vkjtuQqEFEk5n»
 #   keep:  grafana_session=; Path=/; Max-Age=0
 #   catch: LINKEDIN_LI_AT=«AQEDACKQWJAAYQah2wC5ASI-rnKh8vGiWBdX-8KsoxhPnqI_muMpLH0hdfevH1eAGxQ»
+#   catch: LI_AT = "«AQEDAnmKL4HscSIL31KqnO5YGhUmIx6ayVYEQcix0NwRLY-aHpfW1ymbosenc8GNI»"
 # `reg add … /v DefaultPassword … /d …`: a registry value whose name says secret (Winlogon's autologon).
 registry-secret-value        not-reference          (?i)\breg(?:\.exe)?[ \t]+add\b[^\n]{0,300}?[ \t]/v[ \t]+"?[\w.\-]{0,40}(?:password|passwd|pwd|secret|token|apikey|api_key)\w{0,20}"?[^\n]{0,200}?[ \t]/d[ \t]+(?P<s>"[^"\n]{1,256}"|[^\s"]{1,256})
 #   catch: reg add "HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon" /v DefaultPassword /t REG_SZ /d «Render!Farm-Node07» /f
@@ -5260,7 +5271,7 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # The code that opens a place, the place named after the word "code" ("the code for the garage keypad
 # is 5093", "Koden till grinden är 4821", "el código de la puerta es 4821", "код от двери 1234"):
 # four to eight digits (a keypad's # or * after them).
-code-for-a-place             place-code             (?i)(?<![\w\-])(?:code|codes|koden?|koder|kode[nt]?|c[oó]digo|codice|kód|kod[uy]?|код|combinat?ion|combinación|combinação|kombination)(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){1,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
+code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|kód|kodu|kody|код|combination|combinacion|combinación|combinação|kombination|و?رمز)|(?<=[^\W\d_][^\W\d_])kod(?:en|e)?)(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
 #   catch: SMS from Mum: the code for the garage keypad is «5093» now, dad changed it
 #   catch: Tjena! Koden till grinden är «4821», ha en trevlig helg i stugan!
 #   catch: el código de la puerta del almacén es «4821#»
@@ -5272,6 +5283,9 @@ code-for-a-place             place-code             (?i)(?<![\w\-])(?:code|codes
 #   keep:  the code for the garage keypad is on the fridge
 #   keep:  the code for ticket 4821 is merged
 #   keep:  error code for the request was 4040
+#   catch: Larmkoden till serverrummet är «4572701» och dörrkoden «074436#». Säg till om du behöver nyckelkort.
+#   catch: رمز باب غرفة الخوادم هو «245330» ورمز الإنذار «77867121».
+#   keep:  the code 4821 is merged
 # A list of access codes by the place each opens ("Haustür:  52290669", "- Alarm panel: 1234567#"): a label
 # that names a place (_PLACE_WORDS), a colon, and five to eight digits.
 place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+[^\W\d_][\w'’\-()]{0,30}){0,3})[ \t]*[:：][ \t]*(?P<s>\d{5,8}[#*]?)[ \t]*$
@@ -5622,10 +5636,12 @@ context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-coo
 #   keep:  cookies = {\n    "theme": "dark",\n    "lang": "en-GB",\n}
 # A browser's cookies as rows under what lists them (a SELECT from a Cookies file, developer tools'
 # Application > Cookies, a list that ends with a colon): the machine-made values.
-context-cookie-rows          cookie-rows            (?im)^[^\n]*(?:\bfrom[ \t]+cookies\b|/cookies\b[^\n]{0,80}['"]|\bcookies?\b[^\n]{0,120}:[ \t]*$|application[ \t]*>[ \t]*cookies)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,20}))
+context-cookie-rows          cookie-rows            (?im)^[^\n]*(?:\bfrom[ \t]+cookies\b|/cookies\b[^\n]{0,80}['"]|\bcookies?\b[^\n]{0,120}:[ \t]*$|application[ \t]*(?:>|→|›|»)[ \t]*cookies|^[ \t]*name[ \t]{2,}value[ \t]{2,}domain\b)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,20}))
 #   catch: $ adb shell "run-as com.shop sqlite3 app_webview/Default/Cookies 'select host_key,name,value from cookies'"\n.shop.com|_ga|GA1.2.1839201122.1738291822\n.shop.com|sn_session|«gBGo7CkZLySoo6j0Me98c9-P2YbSwvzN8U2KVwYrP4I0kf»
 #   catch: from Chrome DevTools > Application > Cookies > https://id.unity.com\nName              Value\n_genesis_auth     «bOs6-cE_58eDCNvzqwNZ-c6rVdP6V5KixzNPrppWKUaymKh0F42WyA»\nlocale            en
 #   keep:  sqlite> SELECT host_key, name FROM cookies;\n.umbrella.com|intercom-session\n.umbrella.com|auth_session
+#   catch: Name                      Value                                   Domain\n.ASPXAUTH                 «92203481C5859BCD2D9E3A86EB186A2DC1511F59EB2DB4B5717DBA2D»   crm.contoso.local
+#   catch: [browser devtools → Application → Cookies → https://grafana.ops.lan]\ngrafana_session   «576d3849f43faee5c7cf854d02359494»   grafana.ops.lan   /
 # Cookies copied one per line under a line that names them (developer tools, a browser's export).
 context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}:[ \t]*\r?\n(?=(?P<s>(?:[ \t]*[\w.\-]{1,64}=[^\n]*(?:\n|$)){1,20}))
 #   catch: Copied from DevTools > Application > Cookies (owa):\ncadata=«CJYFo7DgkPzlouocqrJ8dq7gvaAHRJEZYUZcL11fYJJ3jnWXwQb073iM»\nlang=en-US
@@ -5779,9 +5795,10 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   keep:  | Token name | Scope |\n|---|---|\n| ci-deploy-2024 | repo:write |
 #   catch: email,display_name,door_pin\nleon.m@fernbrook.org,Maria K,«708089»
 # An HTML table whose header cell names a credential: the cells under it.
-context-html-table           html-table-cells       <tr(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>[^<\n]{0,60}</th>\s*){2,20})</tr>(?=(?P<s>(?:\s*(?:</?tbody>|</thead>)?\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>[^<\n]{0,200}</td>){1,20}\s*</tr>){1,100}))
+context-html-table           html-table-cells       <tr(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>[^<\n]{0,60}</th>\s*|<td(?:[ \t][^>\n]{0,200})?><(?:b|strong)>[^<\n]{0,60}</(?:b|strong)></td>\s*){2,20})</tr>(?=(?P<s>(?:\s*(?:</?tbody>|</thead>)?\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code)>)?[^<\n]{0,200}(?:</(?:b|strong|code)>)?</td>){1,20}\s*</tr>){1,100}))
 #   catch: <table>\n  <tr><th>Device</th><th>SNMP community</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>«n0c-R3ad-Only»</td><td>«En4ble#Core01»</td></tr>\n</table>
 #   keep:  <table>\n  <tr><th>Device</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>in the vault</td></tr>\n</table>
+#   catch: <tr><td><b>System</b></td><td><b>Username</b></td><td><b>Temp password</b></td></tr>\n<tr><td>Laptop</td><td>amal.haddad</td><td>«ILoveKebab!67»</td></tr>
 # Terraform's plan: the value a secret-named attribute changes to (`password = "…" -> "…"`).
 terraform-plan-change        assignment             (?m)^[ \t]*[~+\-]?[ \t]*(?P<name>[A-Za-z_][\w\-]{0,80})[ \t]*=[ \t]*(?:"[^"\n]{0,1024}"|\(sensitive value\)|null)[ \t]*->[ \t]*(?P<s>"[^"\n]{1,1024}")
 #   catch:       ~ password = "" -> "«tractor.saddle.dragon.falafel»"
@@ -7212,7 +7229,7 @@ RULE_WORDS = {
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), (), (":",)),
     "authorization-header": ("3d70873d", ("authorization",), (), ()),
     "scheme-and-token-arguments": ("2715707f", ("basic", "bearer", "token"), (), (",",)),
-    "bearer-token": ("6dfafddc", ("earer",), (), ()),
+    "bearer-token": ("2a560f1b", ("earer",), (), ()),
     "mysql-password": ("125401db", ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport",
         "mysqlsh"), ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport", "mysqlsh"), ("-p",)),
     "sqlcmd-password": ("61682b0e", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
@@ -7287,7 +7304,7 @@ RULE_WORDS = {
     "roblox-security-cookie": ("296a1797", ("warning:-do-not-share-this.",), ("warning:-do-not-share-this.",), ("_|",)),
     "smb-user-percent-password": ("2aadec00", ("--user", "-u"), ("--user", "-u"), ("%",)),
     "signature-field": ("fd068312", ("-signature",), (), ("amz", "goog")),
-    "named-session-cookie": ("a3b1d700", ("li_at", "sess", "session", "sid"), (), ("=",)),
+    "named-session-cookie": ("f7803c02", ("li_at", "sess", "session", "sid"), (), ()),
     "registry-secret-value": ("0828a1f0", ("reg",), ("reg",), ("add",)),
     'piped-secure-string': ('6b699996', ('convertto-securestring',), (), ('"', "'")),
     "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),
@@ -7490,8 +7507,9 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
-    "code-for-a-place": ("77511d48", ("code", "codes", "codice", "combina", "combinación", "combinação", "digo", "kod",
-        "kode", "koder", "kombination", "kód", "код"), (), ()),
+    "code-for-a-place": ("04905f6c", ("code", "codes", "codice", "codigo", "combinacion", "combinación", "combination",
+        "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
+        "رمز"), (), ()),
     "place-label-code": ("5a50ce89", (), (), ()),
     "context-credential-word": ("9debc472", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
@@ -7570,7 +7588,7 @@ RULE_WORDS = {
         "method", "op", "type")),
     "context-cookie": ("56f2da40", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
-    "context-cookie-rows": ("ccee9ef4", ("/cookies", "application", "cookie", "cookies"), (), ("\n",)),
+    "context-cookie-rows": ("cdb2fd38", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
     "context-url-parameter": ("32e60e36", ("=",), (), ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
@@ -7581,7 +7599,7 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("cb47a9eb", ("\n=> ", "--fields", "--query", "--reveal", "-password", ".apikey",
+    "context-command-output": ("94d47915", ("\n=> ", "--fields", "--query", "--reveal", "-password", ".apikey",
         ".boto", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc",
         ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".secret",
         ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login",
@@ -7598,7 +7616,7 @@ RULE_WORDS = {
         "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("74925f21", ("\n",), (), ()),
-    "context-html-table": ("54f2284d", ("</th>",), ("<tr",), ("</tr>",)),
+    "context-html-table": ("85fa6835", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
