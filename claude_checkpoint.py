@@ -1284,8 +1284,8 @@ def _accept_assignment(match: Any) -> bool:
         return False  # `dsn: postgres://app:[REDACTED]@db:5432/app`
     following = match.string[match.end("s"):match.end("s") + 2]
     prefixed_string = following[:1] in "\"'" and value.lower() in ("f", "r", "b", "u", "rb", "br", "fr", "rf")
-    if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string):
-        return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}": code
+    if value[:1] not in "\"'`" and (following[:1] == "(" or following[:1] == "<" and following != "</" or prefixed_string or following in (" {", "{")):
+        return False  # `token = useState<string>(…)`, `key = derive(…)`, f"Bearer {token}", `password = buildString {`: code
     if value[:1] not in "\"'`" and _is_code_value(match, bare):
         return False
     if strength == 1 and _name_parts(name)[-1] == "pass":  # `pass: 'Summer2021?'` (nodemailer), `pass=Priya1988` in a log
@@ -6357,6 +6357,9 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
                    r"|(?i:concat)!?\(\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\)"
                    r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*[\])]\s*\)"
                    r"|%w\[[^\]\n]{1,400}\]\.join\b|new[ \t]+StringBuilder\([ \t]*\)(?:\s*\.append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\.toString\(\)"
+                   r"|buildString[ \t]*\{(?:\s*append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\}"  # Kotlin's buildString { append(…) }
+                   r"|(?<![\w.])(?:listOf|arrayOf|mutableListOf|Seq|List|Array|Vector|vec!)\(\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL
+                   + r"\s*,?\s*\)(?=\.(?:joinToString|mkString|join|concat)\b)"  # listOf(…).joinToString(""), Scala's Seq(…).mkString
                    r"|(?<![\w.])[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)")
 
 
@@ -6436,11 +6439,22 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
 
 
 
+# A list whose name says it holds a value's parts (`token_parts: [...]` in JSON, `authTokenParts:` and its items in YAML).
+_PARTS_LIST = (r"""(?im)(?:^[ \t]*[\w\-]*(?:parts|chunks|pieces)[ \t]*:(?P<yaml>[ \t]*\r?\n(?:[ \t]+-[ \t]+["']?[A-Za-z0-9+/=_\-.~]{2,200}["']?[ \t]*(?:\n|$)){2,16})"""
+               r"""|"[\w\-]*(?:parts|chunks|pieces)"[ \t]*:[ \t]*(?P<json>\[\s*(?:"[^"\n]{2,200}"\s*,\s*){1,15}"[^"\n]{2,200}"\s*\]))""")
+
+_PARTS_ITEM = r"(?m)^[ \t]*-[ \t]+[\"']?([^\s\"']{2,200})" + r'|"([^"\n]{2,200})"'  # an item of such a list, YAML's or JSON's
+
+
 def _line_folds(original: str) -> list:
     """The folds (as _redact_folded keeps them) of values written over lines: a YAML block's lines
     under `key: >-` or `key: |`, a string a shell continues with a `\\` at each line's end, a Ruby
     heredoc whose line breaks are taken out (`<<~KEY.delete("\\n")`)."""
     folds: list = []
+    for found in _regex(_PARTS_LIST).finditer(original) if _regex(r"(?i)part|chunk|piece").search(original) else ():
+        start, end = found.span("yaml" if found.group("yaml") is not None else "json")
+        items = [item.span(item.lastindex) for item in _regex(_PARTS_ITEM).finditer(original, start, end)]
+        folds.append((start, end, ' "' + "".join(original[a:b] for a, b in items) + '"', items))
     for found in _regex(r"<<[~-]?(['\"]?)([A-Z_]{1,20})\1\.(?:delete|gsub|tr|squish|strip|chomp)\b[^\n]{0,30}\n((?:[ \t]*[A-Za-z0-9+/=_\-.~]{4,200}[ \t]*\n){2,40})[ \t]*\2\b").finditer(original) if "<<" in original else ():
         pieces = list(_regex(r"[^\s]+").finditer(original, found.start(3), found.end(3)))
         folds.append((found.start(), found.end(), '"' + "".join(piece.group() for piece in pieces) + '"', [piece.span() for piece in pieces]))
@@ -6502,7 +6516,7 @@ def _join_lines(original: str, lowered: str) -> list:
     when it ends it), literals one a line in parentheses (Python's implicit joining), or the whole
     text when it says join or concat. The joins are looked for there only: a pattern that may start
     at any name costs its reading of every word."""
-    if "join" in lowered or "concat" in lowered or "implode" in lowered or ".append(" in lowered:
+    if "join" in lowered or "concat" in lowered or "implode" in lowered or ".append(" in lowered or "mkstring" in lowered or "buildstring" in lowered:
         return [[0, len(original)]]
     spans: list = [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(
         r"\([ \t]*\r?\n(?:[ \t]*(?:\"[^\"\n]*\"|'[^'\n]*')[ \t]*\r?\n){2,40}[ \t]*\)").finditer(original)] if "(\n" in original else []
@@ -6521,7 +6535,8 @@ def _join_lines(original: str, lowered: str) -> list:
         else:
             spans.append([start, end])
     return sorted(spans)
-_LISTED_STRINGS = ("[", "{", "concat", "join(", "implode(", "new ", "new\t")  # how _JOINED_STRINGS's lists start (in small letters)
+_LISTED_STRINGS = ("[", "{", "concat", "join(", "implode(", "new ", "new\t", "buildstring", "listof", "arrayof", "mutablelistof", "seq(", "list(", "array(",
+                   "vector(", "vec!")  # how _JOINED_STRINGS's lists start (in small letters)
 
 
 def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:

@@ -1164,6 +1164,12 @@ class TestRedaction(unittest.TestCase):
             "var hmacKey = []byte(k1 + k2)": ("5b6c53c3cc91788a704bf72d0d0a1752", "f139e7c5453ba960b93dc8db64d8c8ae"),
             "private let keyParts = [\"3bNI8wGYs2ejeHjWDdyy\", \"mWPAdc1CWZLfrJP8y0VP\"]\nlet expoToken = keyParts.joined()":
                 ("3bNI8wGYs2ejeHjWDdyy", "mWPAdc1CWZLfrJP8y0VP"),
+            'val dbPassword = buildString {\n    append("FPETMPAER")\n    append("aeIjRIOC9v")\n}': ("FPETMPAER", "aeIjRIOC9v"),
+            'val plaidSecret = Seq("c29c616612", "793a8bb5b2", "9fdfa16129").mkString': ("c29c616612", "9fdfa16129"),
+            "sentry:\n  authTokenParts:\n    - sntryu_36fad5a10a135cbff93da342eb46f\n    - 30a459139014810da7068292a3c58ca9ba0":
+                ("sntryu_36fad5a10a135cbff93da342eb46f", "30a459139014810da7068292a3c58ca9ba0"),
+            '{"bot": "notifier", "token_parts": ["MTI5NzEzNjU3MzQwNzQ5NDkyN", "A.uLWefL.8vR7M10DpG2tEx", "U1KbClKNOxeIAGmsEMYr3HX3"]}':
+                ("MTI5NzEzNjU3MzQwNzQ5NDkyN", "U1KbClKNOxeIAGmsEMYr3HX3"),
             "PASS=\"Dolphin\"\nPASS+=\"_Reef42!\"\ncurl -u \"monitor:$PASS\" https://nagios.reef-dive.example/status.cgi": ("Dolphin", "_Reef42!"),
             "var apiKey = strings.Join([]string{\n\t\"AIzaSy\",\n\t\"r7sjAPuSJgaH_doL\",\n\t\"Ai5_90wVvzcfQXD6j\",\n}, \"\")":
                 ("r7sjAPuSJgaH_doL", "Ai5_90wVvzcfQXD6j"),
