@@ -1555,7 +1555,8 @@ def _line_before(text: str, position: int, reach: int = 300) -> str:
 
 def _accept_user_password(match: Any) -> bool:
     user, password = match.group("user"), match.group("s")
-    return (not (user.isdigit() and password.isdigit()) and not _is_reference(password) and not user.startswith("$")
+    return (not (user.isdigit() and password.isdigit()) and not _is_reference(password)
+            and (not user.startswith("$") or looks_machine_generated(password.strip("\"'")))  # `-u $UID:$GID`, but `-u "$KEY:Zp3Qx8…"`
             and not password.strip("\"'").startswith("//")  # `-u http://localhost:8080/logs`: a URL
             and password.strip("\"'") != user)  # `-u admin:admin`, `guest:guest`: a default that names itself
 
@@ -2217,7 +2218,7 @@ _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode
 # secret store, creating a token or random bytes.
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od)\b[^\n]*?(?i:secret|token|cred"
-    r"|passw(?!d\b)|pwd|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
+    r"|passw(?!d\b)|pwd|passphrase|\.pw\b|\.psk\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets)"
     r"|(?:(?:echo|printf)[^\n|]*\|[ \t]*)?op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject|(?:signin|account[ \t]+add)[^\n]*--raw)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
@@ -2237,6 +2238,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?(?:keygen\b|gossip[ \t]+keyring[ \t]+generate)|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
+    r"|(?:[\w\-./]+[ \t]+){0,3}?(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \t]+get)[ \t]+[^\n|>]*?(?i:pass|secret|token|api.?key|private.?key|cred)"  # a setting's getter: `wp config get DB_PASSWORD`, `occ config:system:get dbpassword`
     r"|(?:python3?|node|ruby|perl|php|deno|bun|[\w./\-]*manage\.py|(?:bin/)?rails)\b[^\n]*?[ \t(;\"'](?:print|puts|pp|p|console\.log|echo|var_dump|say)[ \t(]+[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)"  # one-liners: python -c "print(settings.SECRET_KEY)"
     r"|[^\n]*?[\w)\]'\"]\.(?i:password|passwd|secret|token|secretkey|apikey)(?![\w(.\-])"  # a property read: (Get-ItemProperty …).Password, /text:processModel.password
     r"|(?<=> )[^\n]{0,200}?(?i:key|token|secret|passw|pwd|cred)[^\n]{0,200}(?=\n=> )"  # irb's and pry's: `irb(main):001> Rails.application.credentials.dig(:x, :api_key)`
@@ -2903,7 +2905,8 @@ _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|
                          r"|auth[ \t]+token|auth:token|print-access-token|get-login-password|secret-tool[ \t]+lookup"
                          r"|keyring[ \t]+get|output[ \t]+-raw|--plain\b|get-access-token[^\n]*-o[ \t]+tsv|initial-password"
                          r"|nmcli[^\n]*[ \t](?:-s|--show-secrets)[^\n]*[ \t]-g[ \t]+\S*(?:psk|password)"
-                         r"|printenv[ \t]+\w*(?:PASS|PWD|TOKEN|SECRET|KEY|pass|token|secret|key)\w*[ \t]*$")
+                         r"|printenv[ \t]+\w*(?:PASS|PWD|TOKEN|SECRET|KEY|pass|token|secret|key)\w*[ \t]*$"
+                         r"|(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \t]+get)[ \t]+[^\n|>]*?(?:pass|secret|token|api.?key|private.?key|cred)")
 
 
 # What a shell says of a word it could not run: a password typed at the prompt (sudo had timed out,
@@ -3086,7 +3089,7 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
 
 
 # Reading a file whose name says it holds a secret (a key, a cookie, a token, a password).
-_SECRET_FILE_READ = r"(?i)\bcat[ \t]+\S*(?:key|cookie|token|secret|passw|(?<![a-z])pass(?![a-z])|credential)[\w.\-]*(?:[ \t;|]|$)"
+_SECRET_FILE_READ = r"(?i)\bcat[ \t]+\S*(?:key|cookie|token|secret|passw|passphrase|(?<![a-z])pass(?![a-z])|(?<=\.)pw|(?<=\.)psk|credential)[\w.\-]*(?:[ \t;|]|$)"
 
 
 def _find_table_cells(match: Any) -> list:
@@ -4201,6 +4204,8 @@ user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}
 #   catch: ##[command]curl -u :«ftchfksa62ypypzcly5ofijlcwtbiksld0g0q2n7578usewrouxi» https://feeds.dev.azure.com/harbor/_apis/packaging/feeds
 #   catch: curl -u admin:«pa55word» https://ci.example.com
 #   keep:  curl -u "$CI_USER:$CI_PASS" https://ci.example.com
+#   catch: curl -u "$FIVETRAN_KEY:«Zp3Qx8Rv2Lm7Tn1Wk6Yc9Hb4Jd0Sf5Ga»" https://api.fivetran.com/v1/groups
+#   keep:  docker run --rm -u $UID:1000 -v "$PWD":/src node:20 npm ci
 #   keep:  node app.js | pino-http-send -u http://localhost:8080/logs
 #   keep:  Example: `curl -u admin:admin http://localhost:8080/api/health` (default dev credentials)
 # `curl -u KEY:`: an API key as the user, with no password (Stripe's, Mailgun's), or a key of 40 or more before its secret (OPNsense's).
@@ -5696,6 +5701,9 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
 #   catch: $ aws ec2 describe-vpn-connections --vpn-connection-ids vpn-3958baba3156ee471 --query 'VpnConnections[0].Options.TunnelOptions[*].PreSharedKey'\n[\n    "«vG1p0q8_uRz2Xk.T6hWmNlb3F9x»"\n]
 #   keep:  $ kubectl get secret app-env -o jsonpath='{.data.LOG_LEVEL}' | base64 -d\ninfo
+#   catch: $ docker exec -it nextcloud occ config:system:get dbpassword\n«R0ble-Encina-12»
+#   catch: $ wp config get DB_PASSWORD --path=/srv/www/bellavista/current/web/wp\n«jhGPbAvPoeAeFFjE»\n$ wp config get DB_USER\nbellavista
+#   keep:  $ wp config get DB_NAME\nbellavista_prod
 #   keep:  $ kubectl get secret ledger-mtls -o jsonpath='{.type}{.metadata.annotations.cert-manager\.io/issuer-name}'\nkubernetes.io/tls vault-pki-payments
 #   catch: irb(main):001> Rails.application.credentials.dig(:github, :app_private_key_passphrase)\n=> "«velvet-anchor-ninety-tulip»"
 #   keep:  $ aws secretsmanager get-secret-value --secret-id prod/app/db --query 'VersionId' --output text\na1f4c9e2-6b3d-4f7a-9e12-0c8d5b7a3e61
@@ -7614,21 +7622,21 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("94d47915", ("\n=> ", "--fields", "--query", "--reveal", "-password", ".apikey",
+    "context-command-output": ("48e184b4", ("\n=> ", "--fields", "--query", "--reveal", "-password", ".apikey",
         ".boto", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc",
-        ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".pypirc", ".s3cfg", ".secret",
-        ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login",
-        "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
-        "bootstrap", "bun", "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "deno",
-        "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud", "generate", "genkey", "get",
-        "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass",
-        "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key",
-        "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
-        "kubectl", "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure",
-        "openssl", "pass", "passw", "perl", "php", "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "python",
-        "rails", "read", "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool", "shadow",
-        "signin", "solana", "sops", "status", "storage", "terraform", "tickets", "token", "unlock", "vault", "vercel",
-        "wallet"), (), ("\n",)),
+        ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc",
+        ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token",
+        "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg",
+        "api", "auth", "aws", "bootstrap", "bun", "config", "configure", "cookie", "create", "create-for-rbac", "cred",
+        "credential", "deno", "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud",
+        "generate", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue",
+        "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa",
+        "initial-password", "inject", "inspect", "key", "key:generate", "key=clear", "keyfile", "keygen", "keypair",
+        "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "manage.py",
+        "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass", "passphrase", "passw", "perl", "php",
+        "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "python", "rails", "read", "requirepass",
+        "reset-password", "ruby", "runner", "secret", "secret-tool", "shadow", "signin", "solana", "sops", "status",
+        "storage", "terraform", "tickets", "token", "unlock", "variables", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("74925f21", ("\n",), (), ()),
     "context-html-table": ("85fa6835", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
