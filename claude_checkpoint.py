@@ -2987,7 +2987,7 @@ def _find_printed_secrets(match: Any) -> list:
     if _regex(r"(?i)[.\[{'\"](?:data\.)?(?:user(?:name)?|login|email|host(?:name)?|port|db|database|dbname|url|region)\b[}'\"\]]"
               r"|--query[ \t=]+['\"]?(?:VersionId|ARN|Name|CreatedDate|VersionStages)\b").search(command):
         return []  # it prints a name: `jsonpath='{.data.username}' | base64 -d`, `--query 'VersionId'`
-    if _regex(r"(?:jsonpath|go-template|template)=").search(command) and not _regex(r"(?i)data\b|stringdata|token|pass|secret|key|cred|auth").search(
+    if _regex(r"(?:jsonpath|go-template|template)=").search(command) and not _regex(r"(?i)(?<![a-z])data\b|stringdata|token|pass|secret|key|cred|auth").search(
             command.split("=", 1)[-1]):
         return []  # a Secret's metadata, not its data: `-o jsonpath='{.type}{.metadata.annotations…}'`
     if first_line and first_line.end() >= end - 1 and len(first_line.group(1)) >= 16 and _regex(_SECRET_FILE_READ).search(command):
@@ -3290,7 +3290,7 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
 _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)|continuing|\brest\b|\(cont(?:inued)?\)"""
                      r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte))"""
-                     r"""|\(suite\)|\bfängt[ \t]+mit|前半|後半|第[一二三]段|[前后]半段|(?:первая|вторая)[ \t]+часть)"""
+                     r"""|\(suite\)|\bfängt[ \t]+mit|前半|後半|第[一二三]段|[前后]半段|(?:первая|вторая)[ \t]+часть|الجزء)"""
                      r"""(?:[^\n:"'«]{0,40}(?:[:：][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `
 _SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\-]{0,30}[:：][ \t]*|\d{1,2}[.):][ \t]*)?"""
@@ -3321,6 +3321,23 @@ def _find_split_parts(match: Any) -> list:
         spans += [found.span(1) for found in (above, rest) if found]
     spans = [(start, end - (text[end - 1:end] in (",", ";"))) for start, end in spans]  # a sentence's comma after the part
     return sorted({span for span in spans if _is_secret_part(text[span[0]:span[1]])})
+
+
+def _find_numbered_parts(match: Any) -> list:
+    """The parts of a secret given under numbered labels (context-numbered-parts): the first, and
+    those on the next lines under the same label numbered 2 and 3, when a credential word stands
+    near and each part looks like one (_is_secret_part)."""
+    text = match.string
+    label = _regex(r"([^\W\d_]{2,12})[ \t]?$").search(text, max(0, match.start() - 14), match.start())
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if not label or not (_regex(_CREDENTIAL_WORDS).search(text, max(0, line_start - 300), match.end("s"))
+                         or _regex(r"(?i)\b(?:keys?|pass)\b").search(text, max(0, line_start - 300), match.end("s"))):
+        return []
+    spans = [match.span("a")]
+    for part in _regex(r"(?m)^[^\n]{0,30}?([^\W\d_]{2,12})[ \t]?[23][ \t]*[:：)][ \t]*[\"'«`]?([^\s\"'»`]{4,200})").finditer(text, match.start("s"), match.end("s")):
+        if part.group(1).lower() == label.group(1).lower():
+            spans.append(part.span(2))
+    return spans if len(spans) >= 2 and all(_is_secret_part(text[a:b]) for a, b in spans) else []
 
 
 def _is_secret_part(value: str) -> bool:
@@ -5704,7 +5721,7 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ docker exec -it nextcloud occ config:system:get dbpassword\n«R0ble-Encina-12»
 #   catch: $ wp config get DB_PASSWORD --path=/srv/www/bellavista/current/web/wp\n«jhGPbAvPoeAeFFjE»\n$ wp config get DB_USER\nbellavista
 #   keep:  $ wp config get DB_NAME\nbellavista_prod
-#   keep:  $ kubectl get secret ledger-mtls -o jsonpath='{.type}{.metadata.annotations.cert-manager\.io/issuer-name}'\nkubernetes.io/tls vault-pki-payments
+#   keep:  $ kubectl get secret ledger-mtls -o jsonpath='{.type}{"\\n"}{.metadata.annotations.cert-manager\.io/issuer-name}'\nkubernetes.io/tls\nvault-pki-payments
 #   catch: irb(main):001> Rails.application.credentials.dig(:github, :app_private_key_passphrase)\n=> "«velvet-anchor-ninety-tulip»"
 #   keep:  $ aws secretsmanager get-secret-value --secret-id prod/app/db --query 'VersionId' --output text\na1f4c9e2-6b3d-4f7a-9e12-0c8d5b7a3e61
 #   catch: $ for u in reader writer; do echo -n "$u  "; vault kv get -field=password secret/mq/$u; done\nreader  «Rd-Mq!Reader-44»\nwriter  «Wr-Mq!Writer-91»
@@ -5823,7 +5840,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaa?ki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第[一二]段|[前后]半段|\b(?:is|are|es|est|ist|è|é|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaa?ki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第[一二]段|[前后]半段|\bna[ \t]+dvakrát|\bna[ \t]+dwa[ \t]+razy|\biki[ \t]+parça|두[ \t]?번에|두[ \t]?개로|\b(?:2|hai)[ \t]+phần|\bi[ \t]+två[ \t]+delar|الجزء|\b(?:is|are|es|est|ist|è|é|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
@@ -5843,6 +5860,13 @@ context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|th
 #   catch: 小李：DO 的 token 分两段发你\n小李：第一段 «dop_v1_c8ab62834b6f572e57fadee1fe24f»\n小李：第二段 «bbcb44400ab4b1a92bf88d4d4916f55fd03»
 #   catch: [10:41] Luca: ...scusa mi è partito l'invio, la password: il resto è «putnik6940»
 #   keep:  The key fingerprint is:\nSHA256:RUNMISkU2xYa22mVGgS93ufXWB+e/fD/mN/ShqycmcE deploy@reporting\nThe key's randomart image is:\n+----[SHA256]-----+
+#   catch: Honza: heslo k routeru ti pošlu na dvakrát\nHonza: «TXxBf-RUju2%»\nHonza: «yDCfJL2spYBEml»\nHonza: bez mezery mezi tím
+#   catch: الجزء الأول من المفتاح: «6c0eb1b63303d23374c23d0319c62a98e»\nوالجزء الثاني: «4068e9c2d1c568bc55eb37794295406»
+# A secret's parts under numbered labels, in whatever language the label is ("phần 1: …" then "phần 2: …",
+# "część 1) …"), near a credential word: each part.
+context-numbered-parts       numbered-parts         1(?:(?<=[^\W\d_]1)|(?<=[^\W\d_][ \t]1))[ \t]*[:：)][ \t]*["'«`]?(?P<a>[^\s"'»`]{4,200})["'»`]?[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,3}))
+#   catch: Anh gửi key làm 2 phần cho an toàn nha:\nphần 1: «AIzaSyOa2BZB9sryd»\nphần 2: «f2tBx5e7vpZ0kvsoLgyslg»\nghép lại là xài được
+#   keep:  the token refresh takes two steps:\nstep 1: npm install\nstep 2: npm test
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
 context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t_\-]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){1,3}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
@@ -5948,7 +5972,7 @@ CONTEXT_FINDERS = {
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
-    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "user-password-lines": _find_user_password_lines,
+    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -6495,10 +6519,12 @@ def _named_value_pairs(original: str, lowered: str) -> list:
 
 
 def _numbered_parts(definitions: dict) -> dict:
-    """A value given in numbered parts (`KEY_PART1=…`, `KEY_PART2=…`): {KEY: the spans of its parts, in order}."""
+    """A value given in numbered parts (`KEY_PART1=…`, `KEY_PART2=…`; a secret's name and `_A`, `_B`):
+    {KEY: the spans of its parts, in order}."""
     numbered: dict = {}
     for name, spans in definitions.items():
-        split = _regex(r"(?i)(\w+?)[_\-]?(?:part|half|chunk|piece)[_\-]?(\d)").fullmatch(name)
+        split = _regex(r"(?i)(\w+?)[_\-]?(?:part|half|chunk|piece)[_\-]?(\d)").fullmatch(name) or (
+            secret_strength(name) >= 1 and _regex(r"(\w+?_(?:KEY|TOKEN|SECRET|PASSWORD))_([A-D])").fullmatch(name))
         if split:
             numbered.setdefault(split.group(1), []).append((split.group(2), spans))
     return {name: [span for _, spans in sorted(given) for span in spans] for name, given in numbered.items() if len(given) >= 2}
@@ -7643,12 +7669,13 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("5a920d08", ("(cont", "(suite)", "are", "ba", "chunks", "continuing:", "cut it",
-        "cut off", "część", "deel", "deux", "enter", "es", "est", "first", "fängt", "got cut", "halves", "is", "ist",
-        "la suite", "last", "message", "messages", "mitad", "nachrichten", "other", "part", "parte", "partes",
-        "partie", "parts", "pieces", "rest", "rest:", "second", "teil", "teilen", "the rest is", "är", "è", "é",
-        "вторая", "кусками", "первая", "продолжени", "сообщениями", "частями", "两段", "分两段", "分割", "前半", "半段", "後半",
-        "第"), (), ()),
+    "context-split-secret": ("52c5918d", ("(cont", "(suite)", "are", "ba", "chunks", "continuing:", "cut it",
+        "cut off", "część", "deel", "delar", "deux", "dvakrát", "enter", "es", "est", "first", "fängt", "got cut",
+        "halves", "is", "ist", "la suite", "last", "message", "messages", "mitad", "nachrichten", "other", "part",
+        "parte", "partes", "partie", "parts", "parça", "phần", "pieces", "razy", "rest", "rest:", "second", "teil",
+        "teilen", "the rest is", "är", "è", "é", "вторая", "кусками", "первая", "продолжени", "сообщениями", "частями",
+        "الجزء", "两段", "分两段", "分割", "前半", "半段", "後半", "第", "개로", "번에"), (), ()),
+    "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("c3ab3225", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
