@@ -3307,7 +3307,7 @@ def _find_split_parts(match: Any) -> list:
         return []
     line_end = text.find("\n", match.start(), match.start() + 400)
     line_end = min(len(text), match.start() + 400) if line_end < 0 else line_end  # (a line's first 400 characters)
-    if _regex(r"(?i)\b(?:is|are|es|est|ist|è|é|är)[ \t]*:?[ \t]*\r?$").match(text, match.start(), line_end) and not (
+    if _regex(r"(?i)[^\n]*\b(?:is|are)[ \t]*:?[ \t]*\r?$").match(text, match.start(), line_end) and not (
             (_regex(_CREDENTIAL_WORDS).search(text, line_start, line_end) or _regex(r"(?i)\bpass\b").search(text, line_start, line_end))
             and not _regex(r"(?i)fingerprint|randomart|image|hash").search(text, line_start, line_end)):
         return []  # a line that ends "… is": the value on the lines below only when it names a credential ("sftp pass for MPS is"), not a key's fingerprint
@@ -3714,7 +3714,7 @@ private-key-quoted-lines     -                      -----BEGIN [A-Z0-9 ]{0,40}PR
 #   catch: "text": [\n  "-----BEGIN EC PRIVATE KEY-----\\n",\n  «"MHcCAQEEIGbnFmPDpOlhWYi1ThlIPRfEa1/nOHqSm/QRFjYmd\\n",\n  "AwEHoUQDQgAEae2NtRAuUMiTp0G9Hgd4yREC0BuPQ7WbBwudW\\n",\n  »"-----END EC PRIVATE KEY-----\\n"
 #   keep:  const char cert[] =\n"-----BEGIN CERTIFICATE-----\\n"\n"MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\\n"\n"-----END CERTIFICATE-----\\n";
 # A TLS key log (SSLKEYLOGFILE, NSS's format): each line's secret after the client's random.
-tls-key-log-secret           -                      \b(?:CLIENT_RANDOM|(?:CLIENT|SERVER)_(?:EARLY|HANDSHAKE)_TRAFFIC_SECRET|(?:CLIENT|SERVER)_TRAFFIC_SECRET_\d{1,2}|(?:EARLY_)?EXPORTER_SECRET)[ \t]+[0-9a-fA-F]{64}[ \t]+(?P<s>[0-9a-fA-F]{64,96})\b
+tls-key-log-secret           -                      (?:CLIENT_RANDOM|CLIENT_EARLY_TRAFFIC_SECRET|CLIENT_HANDSHAKE_TRAFFIC_SECRET|SERVER_HANDSHAKE_TRAFFIC_SECRET|CLIENT_TRAFFIC_SECRET_|SERVER_TRAFFIC_SECRET_|EXPORTER_SECRET|EARLY_EXPORTER_SECRET)\d{0,2}[ \t]+[0-9a-fA-F]{64}[ \t]+(?P<s>[0-9a-fA-F]{64,96})\b
 #   catch: CLIENT_RANDOM f2c6b8a42055139a9a3fbbe53c418277b1764368b6a40dcdecfea9d80ba16264 «5b630677b89c8b6601c461ed3102e9f8be02e9f378261fcbed64fd6b9e79e8aabbd5e47a1753407a1d7057004a3f863e»
 #   keep:  export SSLKEYLOGFILE=/tmp/sslkeys.log  # then open it in Wireshark: CLIENT_RANDOM lines
 # Tornado's signed cookie (Jupyter's login cookie): version, timestamp, name, then the value and its signature.
@@ -5293,7 +5293,7 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # The code that opens a place, the place named after the word "code" ("the code for the garage keypad
 # is 5093", "Koden till grinden är 4821", "el código de la puerta es 4821", "код от двери 1234"):
 # four to eight digits (a keypad's # or * after them).
-code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|kód|kodu|kody|код|combination|combinacion|combinación|combinação|kombination|و?رمز)|(?<=[^\W\d_][^\W\d_])kod(?:en|e)?)(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
+code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|kód|kodu|kody|код|combination|combinacion|combinación|combinação|kombination|رمز|ورمز)|(?<=[^\W\d_][^\W\d_])kod(?:en|e)?)(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
 #   catch: SMS from Mum: the code for the garage keypad is «5093» now, dad changed it
 #   catch: Tjena! Koden till grinden är «4821», ha en trevlig helg i stugan!
 #   catch: el código de la puerta del almacén es «4821#»
@@ -5840,7 +5840,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaa?ki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第[一二]段|[前后]半段|\bna[ \t]+dvakrát|\bna[ \t]+dwa[ \t]+razy|\biki[ \t]+parça|두[ \t]?번에|두[ \t]?개로|\b(?:2|hai)[ \t]+phần|\bi[ \t]+två[ \t]+delar|الجزء|\b(?:is|are|es|est|ist|è|é|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第一段|第二段|前半段|后半段|na dvakrát|na dwa razy|\biki[ \t]+parça|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|الجزء|\b(?:pass(?:word)?|pw|token|secret|key)\b[^\n]{0,60}?\b(?:is|are)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
@@ -7114,8 +7114,11 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 RULE_WORDS = {
     "private-key-block": ("93a0c1ba", ("-----begin ",), ("-----begin ",), ("openvpn static key v", "private key")),
     "private-key-quoted-lines": ("55eb9efe", ("private key-----",), ("-----begin ",), ("-----begin ",)),
-    "tls-key-log-secret": ("b1c0dea8", ("_traffic_secret", "_traffic_secret_", "client_random", "exporter_secret"), (),
-        ()),
+    "tls-key-log-secret": ("590259a8", ("client_early_traffic_secret", "client_handshake_traffic_secret",
+        "client_random", "client_traffic_secret_", "early_exporter_secret", "exporter_secret",
+        "server_handshake_traffic_secret", "server_traffic_secret_"), ("client_early_traffic_secret",
+        "client_handshake_traffic_secret", "client_random", "client_traffic_secret_", "early_exporter_secret",
+        "exporter_secret", "server_handshake_traffic_secret", "server_traffic_secret_"), ()),
     "tornado-signed-cookie": ("3565e101", ("2|1:",), ("2|1:",), ("|10:",)),
     "signing-tool-secret-key": ("e283d95c", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
     "bitcoin-wif-key": ("7a5ffbce", (), (), ()),
@@ -7556,9 +7559,11 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
-    "code-for-a-place": ("04905f6c", ("code", "codes", "codice", "codigo", "combinacion", "combinación", "combination",
+    "code-for-a-place": ("4df84911", ("code", "codes", "codice", "codigo", "combinacion", "combinación", "combination",
         "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
-        "رمز"), (), ()),
+        "رمز", "ورمز"), ("code", "codes", "codice", "codigo", "combinacion", "combinación", "combination",
+        "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
+        "رمز", "ورمز"), ()),
     "place-label-code": ("5a50ce89", (), (), ()),
     "context-credential-word": ("9debc472", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
@@ -7669,12 +7674,18 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("52c5918d", ("(cont", "(suite)", "are", "ba", "chunks", "continuing:", "cut it",
-        "cut off", "część", "deel", "delar", "deux", "dvakrát", "enter", "es", "est", "first", "fängt", "got cut",
-        "halves", "is", "ist", "la suite", "last", "message", "messages", "mitad", "nachrichten", "other", "part",
-        "parte", "partes", "partie", "parts", "parça", "phần", "pieces", "razy", "rest", "rest:", "second", "teil",
-        "teilen", "the rest is", "är", "è", "é", "вторая", "кусками", "первая", "продолжени", "сообщениями", "частями",
-        "الجزء", "两段", "分两段", "分割", "前半", "半段", "後半", "第", "개로", "번에"), (), ()),
+    "context-split-secret": ("1c7ee3e7", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
+        "cut it", "cut off", "część", "deel", "deux", "enter", "first", "fängt", "got cut", "hai phần", "halves",
+        "i två delar", "key", "la suite", "last", "message", "messages", "mitad", "na dvakrát", "na dwa razy",
+        "nachrichten", "other", "part", "parte", "partes", "partie", "parts", "parça", "pass", "pieces", "pw", "rest",
+        "rest:", "second", "secret", "teil", "teilen", "the rest is", "token", "вторая", "кусками", "первая",
+        "продолжени", "сообщениями", "частями", "الجزء", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段",
+        "두 개로", "두 번에", "두개로", "두번에"), ("(cont", "(suite)", "2 phần", "baaki", "baki", "continuing:", "cut it",
+        "cut off", "część", "deel", "en", "first", "fängt", "got cut", "hai phần", "halves", "hit", "i två delar",
+        "iki", "in", "key", "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte",
+        "partie", "pass", "pressed", "pw", "rest", "rest:", "second", "secret", "teil", "the rest is", "token", "too",
+        "вторая", "двумя", "первая", "продолжени", "الجزء", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段",
+        "두 개로", "두 번에", "두개로", "두번에"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("c3ab3225", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
