@@ -2318,7 +2318,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
-    "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's"
+    "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|hai|hain"
     "|поменял на|поменяла на|поменяли на|изменил на|изменила на|изменили на|сменил на|сменила на|сменили на|zmieniłem na|zmieniłam na|zmienił na"
     "|zmieniła na|zmieniliśmy na|cambiato in|cambiata in|cambiado a|změnil jsem na|změnil na|změnila na") + r")(?![\w'’\-])"  # a verb after the word too: "пароль … поменял на X"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
@@ -2452,8 +2452,9 @@ def _given_password(match: Any) -> list:
         group = "v" if given.group("v") else "quoted"
         sign = given.groupdict().get("sign")
         if _regex(_NOT_A_SECRET_BEFORE).search(text[start:given.start(group)]) or _regex(_OTHER_THING_IS).search(
-                text, max(start, given.start(group) - 40), given.start(group)) or position > start and sign and not in_aside:
-            return []  # `password for user svc_backup2024`; past a value, only words lead to the next (or a sign past an aside)
+                text, max(start, given.start(group) - 40), given.start(group)) or position > start and sign and not in_aside and not _regex(
+                _CHANGE_VERB).match(text, position, given.start(group)):
+            return []  # `password for user svc_backup2024`; past a value, only words lead to the next (or a sign past an aside, or a change: "è cambiato: adesso è X")
         worded = sign in (":", "：") and _regex(r"(?<![^\W_])[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)", not 0x33bb
         place = text[max(start, given.start(group) - 5):given.start(group)].rstrip().lower() in ("auf", " auf") and _regex(
             r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+").fullmatch(given.group(group))  # German's `auf` before a machine's name: "… auf worker-14 wurde …"
@@ -4827,8 +4828,9 @@ tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-
 #   keep:  jq 'keys' prints ["password", "username"]
 #   keep:  if type in ("pin", "roller"):
 #   keep:  return signer.sign(privateKey, "base64");
-client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|authenticate|set_credentials)\s*[=(]\s*\(?\s*["'][^"'\n]{1,100}["']\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|Login|C_Login|authenticate|set_credentials)\s*[=(]\s*\(?\s*(?:["'][^"'\n]{1,100}["']|(?:[A-Za-z_]\w{0,40}\.)?CKU_\w{2,20}|\w{1,40}\s*,\s*CKU_\w{2,20})\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: client.get(url).basic_auth("admin", Some("«AjhqFcZqF?8p»"))
+#   catch: session.Login(CKU.CKU_USER, "«61463129»");
 #   keep:  client.get(url).basic_auth("admin", Some(&password))
 bearer-auth-call             not-reference          \.bearer_auth\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: client.get(url).bearer_auth("«SJo08t7r4O4fRN4t»")
@@ -7466,9 +7468,9 @@ RULE_WORDS = {
         (":", "=", "=>")),
     "go-name-value-struct": ("8f1c9ed6", ("value:",), ("name:",), ("name:",)),
     'tuple-pair': ('b1629b9a', (',',), (), ('"', "'")),
-    "client-auth-call": ("484fa8de", ("authenticate", "basic_auth", "basicauth", "http_auth", "httpbasicauth",
-        "httpdigestauth", "login", "set_credentials"), ("authenticate", "basic_auth", "basicauth", "http_auth",
-        "httpbasicauth", "httpdigestauth", "login", "set_credentials"), (",",)),
+    "client-auth-call": ("69f39e8c", ("authenticate", "basic_auth", "basicauth", "c_login", "http_auth",
+        "httpbasicauth", "httpdigestauth", "login", "set_credentials"), ("authenticate", "basic_auth", "basicauth",
+        "c_login", "http_auth", "httpbasicauth", "httpdigestauth", "login", "set_credentials"), (",",)),
     'bearer-auth-call': ('18352b63', ('.bearer_auth(',), ('.bearer_auth(',), ('"', "'")),
     "pdo-password": ("40fe72ec", ("pdo(",), ("new",), ("new",)),
     "sigil-assignment": ("865d0d23", ("$",), (), ("=",)),
