@@ -6185,9 +6185,39 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     text, count = _apply_rules(text, count, replaced)
     for _name, reading in _second_readings(original):
         text, count = reading(original, text, count, replaced)
+    if REDACTED + "\n" in text or REDACTED + "\r\n" in text:
+        text, count = _redact_wrapped_rest(text, count, replaced)
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
+
+
+# The rest of a value a terminal, a log shipper or a mail client wrapped onto the next line: after
+# what that line shares with the one above up to a separator (an indent, `> `, `#### `, `│ `, a log
+# line's prefix), a run of a token's characters that a space, a quote, a bracket or `@` ends.
+_WRAPPED_REST = r"([^\s\"'`,;:=<>(){}\[\]|]{4,200}={0,2})(?=[\s\"'`,;)\]}@]|$)"
+
+
+def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the rest of each redacted value that ends its line and goes on at the
+    start of the next (_WRAPPED_REST), when that rest looks like a secret's part (_is_secret_part):
+    `api_secret=eb04…⏎00bad81f… sandbox=false`, `> SG.NUp…⏎> IOBOz…`, `postgres://u:pffa…⏎77c2…@ec2-…`."""
+    rests = []
+    for end in _regex(REDACTED + r"[ \t]*\r?\n").finditer(text):
+        above_start = text.rfind("\n", 0, end.start()) + 1
+        below_end = text.find("\n", end.end())
+        above, below = text[above_start:end.start()], text[end.end():below_end if below_end >= 0 else len(text)]
+        shared = 0
+        while shared < min(len(above), len(below)) and above[shared] == below[shared]:
+            shared += 1
+        shared = max((shared - index for index, character in enumerate(reversed(above[:shared])) if character in " \t>#│|:"), default=0)
+        rest = _regex(_WRAPPED_REST).match(below, shared)
+        if rest and REDACTED not in rest.group(1) and _is_secret_part(rest.group(1)):
+            rests.append((end.end() + rest.start(1), end.end() + rest.end(1)))
+    for start, end in reversed(rests):
+        replaced.append(text[start:end])
+        text, count = text[:start] + REDACTED + text[end:], count + 1
+    return text, count
 
 
 # What a tool puts before each line it shows, which line-anchored rules must not see: a file read's

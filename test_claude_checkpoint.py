@@ -1069,6 +1069,28 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
+    def test_the_rest_of_a_wrapped_value_is_redacted_with_it(self):
+        # A terminal, a log shipper or a mail client broke the value's line: its rest starts the next
+        # line, after what the two lines share (an indent, `> `, a log line's prefix).
+        cases = {
+            "$ docker logs notifier 2>&1 | grep -i mailjet\n2025-10-03 11:02:19 INFO mailjet client init api_secret=eb04821c3dfabfef\n"
+            "00bad81f3858fc5d sandbox=false": "00bad81f3858fc5d",
+            "> Voici la clé pour l'API :\n> SG.NUpEPFgWmGKr0hbwnbnAVm.qGfXwx1wWP\n> IOBOzfg-si_m6_MDgyFLCZQojOjPaxvMB\n> Merci.": "IOBOzfg-si_m6_MDgyFLCZQojOjPaxvMB",
+            "$ heroku config:get DATABASE_URL -a sable-orders\npostgres://un07insc5k8h29:pffa9b6e12aad2f5f6c71d0fed927676e0b\n"
+            "77c2c92cd949c1e95bae83ed0a8f9a@ec2-54-170-12-88.eu-west-1.compute.amazonaws.com:5432/dm8t87bp0vt3lb": "77c2c92cd949c1e95bae83ed0a8f9a",
+        }
+        for text, rest in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted, _ = cc.redact(text)
+                self.assertNotIn(rest, redacted)
+                self.assertEqual(redacted.count("\n"), text.count("\n"))
+        # The next line's own name and value, a word, a list's item: no rest.
+        for text, kept in (("DB_PASSWORD=Xk29!mPq7zLw\nDB_HOST=db.internal", "DB_HOST=db.internal"),
+                           ("  password: Xk29!mPq7zLw\n  port: 5432", "  port: 5432"),
+                           ("api_secret=eb04821c3dfabfef\nsandbox mode is off", "sandbox mode is off")):
+            with self.subTest(text=text[:30]):
+                self.assertIn(kept, cc.redact(text)[0])
+
     def test_a_table_drawn_with_box_characters_is_read_as_markdown(self):
         # ClickHouse's PrettyCompact names the columns in its top border; DuckDB's in a row.
         clickhouse = (":) SELECT name, password_plain FROM tmp_users FORMAT PrettyCompact\n\n"
