@@ -6200,7 +6200,8 @@ _WRAPPED_REST = r"([^\s\"'`,;:=<>(){}\[\]|]{4,200}={0,2})(?=[\s\"'`,;)\]}@]|$)"
 
 def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the rest of each redacted value that ends its line and goes on at the
-    start of the next (_WRAPPED_REST), when that rest looks like a secret's part (_is_secret_part):
+    start of the next (_WRAPPED_REST), when that rest looks like a secret's part (_is_secret_part)
+    and the next line is no row of a table (columns apart, a value of its own redacted):
     `api_secret=eb04…⏎00bad81f… sandbox=false`, `> SG.NUp…⏎> IOBOz…`, `postgres://u:pffa…⏎77c2…@ec2-…`."""
     rests = []
     for end in _regex(REDACTED + r"[ \t]*\r?\n").finditer(text):
@@ -6210,9 +6211,9 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         shared = 0
         while shared < min(len(above), len(below)) and above[shared] == below[shared]:
             shared += 1
-        shared = max((shared - index for index, character in enumerate(reversed(above[:shared])) if character in " \t>#│|:"), default=0)
+        shared = max((shared - index for index, character in enumerate(reversed(above[:shared])) if character in " \t>#│|"), default=0)
         rest = _regex(_WRAPPED_REST).match(below, shared)
-        if rest and REDACTED not in rest.group(1) and _is_secret_part(rest.group(1)):
+        if rest and REDACTED not in below and not _regex(r"[ \t]{2}|[ \t]*\|").match(below, rest.end()) and _is_secret_part(rest.group(1)):
             rests.append((end.end() + rest.start(1), end.end() + rest.end(1)))
     for start, end in reversed(rests):
         replaced.append(text[start:end])
