@@ -3192,6 +3192,24 @@ def _is_chosen_words(value: str) -> bool:
         value) and secret_strength(value) == 0 and not _regex(_CREDENTIAL_WORDS).search(value)
 
 
+def _find_html_login_row(match: Any) -> list:
+    """A headless HTML table's row of a system, a login and its password (context-html-login-row):
+    the cell after one that reads as a login, when it looks like a password a person chose or
+    made, and words before the table say access or credentials."""
+    text = match.string
+    if not _regex(r"(?i)\b(?:access\w*|accès|acceso|acesso|logins?|zugang\w*|credentials?|password\w*|passw\w*|kennw\w*|mot de passe|contraseñ\w*|senha)\b").search(
+            text, max(0, match.start() - 600), match.start()):
+        return []
+    cells = list(_regex(r"<td\b[^>]*>(?:<(?:b|strong|code)>)?([^<]*)(?:</(?:b|strong|code)>)?</td>").finditer(text, match.start("s"), match.end("s")))
+    for login, value in zip(cells[1:], cells[2:]):
+        name, secret = login.group(1).strip(), value.group(1).strip()
+        if _regex(r"[A-Za-z][\w.\-]{1,40}(?:@[\w.\-]+)?|[\w\-]{1,20}\\[\w.\-]{1,40}").fullmatch(name) and not _looks_like_password(name) and (
+                _looks_like_password(secret) or looks_like_chosen_password(secret)):
+            first = value.start(1) + value.group(1).index(secret)
+            return [(first, first + len(secret))]
+    return []
+
+
 def _find_html_table_cells(match: Any) -> list:
     """An HTML table whose header row names a credential: the cells under it that hold one."""
     names = [_regex(r"\s+").sub(" ", name).strip() for name in _regex(r">([^<]*)</(?:th|b|strong)>").findall(match.group("head"))]
@@ -4110,7 +4128,7 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 #   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемоническ\w*)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемони\w*|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
 #   catch: Cold wallet backup (treasury multisig signer #2) — copied from the paper backup before shredding:\n«ahead brass crew act aspect axis actor boss aim bitter armor cabin april any behind buffalo cash clinic barrel crack assist brief admit build»
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
 #   catch: phrase de récupération : «destroy dial budget census clarify enjoy cheese board arrive butter erase economy»
@@ -4120,6 +4138,8 @@ seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|
 #   catch: $ cast wallet new-mnemonic\nSuccessfully generated a new mnemonic.\nPhrase:\n«jasmine dragon magnet giant canyon across hurt fringe copper salute debris fluid»
 #   catch: Backup of the test wallet (12 words, keep offline):\n«cereal winter dizzy lobster yellow ember summit island crater island fabric saddle»
 #   catch: const wallet = ethers.Wallet.fromPhrase("«umbrella violet galaxy zebra candle tractor urban tidy quartz engine cobalt gentle»");
+#   catch: Recovery sheet – cold wallet\n1-12:  «crew basic abandon client assault artist absurd beyond aspect coil clip century\n13-24: chair awake aim cat clay among cousin chef canyon bacon artist body»
+#   catch: Мнемоника от тестового кошелька (24 слова): «zone lemon clean club blue air betray ancient luxury midnight abuse annual answer click myself animal worth window behind attract aware alcohol almost barely»
 #   keep:  the wallet screen lists every account with its balance and a button to copy the address
 #   catch: recovery words: «agree apart awesome above album already barrel age affair ball aunt badge»
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
@@ -5826,6 +5846,11 @@ context-html-table           html-table-cells       <tr(?:[ \t][^>\n]{0,200})?>\
 #   catch: <table>\n  <tr><th>Device</th><th>SNMP community</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>«n0c-R3ad-Only»</td><td>«En4ble#Core01»</td></tr>\n</table>
 #   keep:  <table>\n  <tr><th>Device</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>in the vault</td></tr>\n</table>
 #   catch: <tr><td><b>System</b></td><td><b>Username</b></td><td><b>Temp password</b></td></tr>\n<tr><td>Laptop</td><td>amal.haddad</td><td>«ILoveKebab!67»</td></tr>
+# An HTML table's row with no header that names a system, its login and the password (an e-mail's "accessi",
+# a handover's "access for the weekend on-call"), near a word that says so: the password's cell.
+context-html-login-row       html-login-row         <tr(?:[ \t][^>\n]{0,200})?>(?=(?P<s>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code)>)?[^<\n]{0,200}(?:</(?:b|strong|code)>)?</td>){3,12}\s*</tr>))
+#   catch: <p>Ciao Priya, qui sotto gli accessi:</p>\n<table>\n<tr><td><b>Jira</b></td><td>priya.nair</td><td>«Saffron%Xiongmao66»</td></tr>\n</table>
+#   keep:  <p>Release notes</p>\n<table>\n<tr><td><b>api</b></td><td>main</td><td>v2.14.0-rc1</td></tr>\n</table>
 # Terraform's plan: the value a secret-named attribute changes to (`password = "…" -> "…"`).
 terraform-plan-change        assignment             (?m)^[ \t]*[~+\-]?[ \t]*(?P<name>[A-Za-z_][\w\-]{0,80})[ \t]*=[ \t]*(?:"[^"\n]{0,1024}"|\(sensitive value\)|null)[ \t]*->[ \t]*(?P<s>"[^"\n]{1,1024}")
 #   catch:       ~ password = "" -> "«tractor.saddle.dragon.falafel»"
@@ -5974,7 +5999,7 @@ CONTEXT_FINDERS = {
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
-    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
+    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "html-login-row": _find_html_login_row, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -7287,11 +7312,11 @@ RULE_WORDS = {
         "xkeysib-", "y0_"), (), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",), ("\n",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
-    "seed-phrase": ("c5c33085", ("bip", "mnemonic", "phrase", "phrase de r", "recupera", "recuperaci", "seed",
-        "semente", "semilla", "wallet", "wiederherstellungsphrase", "words", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
-        ("12", "15", "18", "21", "24", "backup", "bip", "frase ", "from", "mnemonic", "phrase de r", "recovery",
-        "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "мнемоническ", "ニーモニック", "助记词", "복구 구문"),
-        ()),
+    "seed-phrase": ("efa0abcf", ("bip", "mnemonic", "phrase", "phrase de r", "recupera", "recuperaci", "seed",
+        "semente", "semilla", "wallet", "wiederherstellungsphrase", "words", "мнемони", "العبارة السرية", "ニーモニック",
+        "助记词", "복구 구문"), ("12", "15", "18", "21", "24", "backup", "bip", "frase ", "from", "mnemonic", "phrase de r",
+        "recovery", "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "мнемони", "العبارة السرية",
+        "ニーモニック", "助记词", "복구 구문"), ()),
     "byte-array-key": ("e27199d4", (",",), (), ()),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
@@ -7704,6 +7729,7 @@ RULE_WORDS = {
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("74925f21", ("\n",), (), ()),
     "context-html-table": ("85fa6835", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
+    "context-html-login-row": ("5fdf3443", ("</td>",), ("<tr",), ("</tr>",)),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
