@@ -1275,8 +1275,9 @@ def _accept_assignment(match: Any) -> bool:
         return False  # `minisign public key: RWQ…`, `hashed secret: …`: the words before the name say what it is
     if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(_EMAIL_ADDRESS).fullmatch(bare):
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
-    if _cannot_be_its_value(name, bare) or _regex(r"[Xx]-[A-Za-z]+(?:-[A-Za-z]+)*").fullmatch(bare):
-        return False  # (also an HTTP header's name: `headerAPIKey = "X-Api-Key"`)
+    if _cannot_be_its_value(name, bare) or _regex(r"[Xx]-[A-Za-z]+(?:-[A-Za-z]+)*").fullmatch(bare) or _regex(r"(?i)\bdigest=").search(
+            match.string, match.start(), match.start("s")):
+        return False  # (also an HTTP header's name: `headerAPIKey = "X-Api-Key"`; a pin's digest: `<pin digest="SHA-256">…`)
     if not bare.isascii() and _regex(r"[\u3000-\u9fff\uac00-\ud7af][\s\u3000-\u9fff\uac00-\ud7af]*").fullmatch(bare):
         return False  # a label in Chinese, Japanese or Korean: "settings.account.change_password" = "更改密码"
     stand_in = _regex(r"[a-z][a-z0-9+.\-]*://[^/:@\s]*:([^/@\s]+)@").match(bare)
@@ -1524,8 +1525,8 @@ def _under_a_digest_column(text: str, start: int) -> bool:
     `vault secrets list` an engine's accessor)."""
     line_start = text.rfind("\n", 0, start) + 1
     column, above = start - line_start, line_start - 1
-    if "  " not in text[line_start:start] and "\t" not in text[line_start:start]:
-        return False  # no columns on its line
+    if " " not in text[line_start:start] and "\t" not in text[line_start:start]:
+        return False  # no columns on its line (a long name may leave one space: `STEAM_WEB_API_KEY 7566…`)
     for _ in range(30):  # up to the header, a few rows above
         if above <= 0:
             return False
@@ -1661,6 +1662,9 @@ def _accept_random_bytes(match: Any) -> bool:
     if not _looks_random(blob) or _regex(r"(?i)(?:sha-?512|sha-?384|digest|checksum|hash)[\"']?[ \t]*[:=][ \t]*[\"']?$").search(
             match.string, max(0, match.start("s") - 24), match.start("s")):
         return False  # a digest under its name: a NuGet lock's "sha512": "…=="
+    element = _regex(r"<([\w.:\-]{1,60})\b[^<>\n]{0,200}>$").search(match.string, max(0, match.start("s") - 300), match.start("s"))
+    if element and secret_strength(element.group(1)) == 0 and _regex(r"(?i)\b(?:encoding=[\"']base64|digest=)").search(element.group()):
+        return False  # an element's data in base64 (a texture, an icon), a pin's digest; not <Pass encoding="base64">
     try:
         decoded = binascii.a2b_base64(blob)
     except (binascii.Error, ValueError):
@@ -2226,7 +2230,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|(?:python3?[ \t]+-m[ \t]+)?keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
     r"|aws[ \t]+(?:secretsmanager(?![ \t]+(?:list|describe)-)|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
     r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets(?![ \t]+(?:list|versions[ \t]+list|describe)\b)|auth[ \t]+(?:print|application-default)"
-    r"|iam[ \t]+service-accounts[ \t]+keys[ \t]+(?!list\b))|az[ \t]+(?:keyvault[ \t]+secret|account[ \t]+get-access-token"
+    r"|iam[ \t]+service-accounts[ \t]+keys[ \t]+(?!list\b))|az[ \t]+(?:keyvault[ \t]+secret(?![ \t]+list\b)|account[ \t]+get-access-token"
     r"|ad[ \t]+sp[ \t]+(?:create-for-rbac|credential)|storage[ \t]+account[ \t]+keys)"
     r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?|config[ \t]+view\b[^\n]*--raw)|sops[ \t]+(?:-d|--decrypt|decrypt)"
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
@@ -2368,6 +2372,8 @@ def _find_random_tokens(match: Any) -> list:
         return []  # the end of a resource's name, given no value: "vg-infra-prod-secrets (linked to kv-infra-weu-01)"
     if _names_a_kind(text, match.start()):
         return []  # a kind of resource a command names: `kubectl describe secret api-token-87n7TT2u`
+    if text[match.start() - 1:match.start()] == "<" and _regex(r"[^<>\n]{0,200}?\bdigest=").match(text, match.end()):
+        return []  # an element that holds a digest: Android's `<pin digest="SHA-256">…</pin>`
     joined = match.group()[-1:].isalpha() and _regex(r"[_\-][A-Za-z][\w\-]{0,40}").match(text, match.end())
     if joined and secret_strength(match.group() + joined.group()) == 0:
         return []  # a name the word begins that is about a secret: `password_hashers check: PBKDF2PasswordHasher`
@@ -2856,6 +2862,8 @@ def _find_call_literals(match: Any) -> list:
         if _regex(_ALGORITHM_NAME).fullmatch(value):
             previous = value  # `createCipheriv("aes-256-gcm", …)`, `Signer.create("HS256", …)`
             continue
+        if value.startswith("data:"):
+            continue  # a data URI's bytes: `new Audio("data:audio/wav;base64,…")`
         if _regex(r"[a-z_]\w*=[\w.]{1,40}").fullmatch(value) and secret_strength(value.split("=", 1)[0]) == 0:
             continue  # data the call encrypts or signs: f.encrypt(b"card_last4=4242")
         found = random_tokens(text, start, end)
@@ -3104,6 +3112,8 @@ def _find_table_cells(match: Any) -> list:
     if line_start and above_start and _regex(underline).fullmatch(text, above_start, line_start - 1) and not _regex(
             underline + r"|[ \t]*").fullmatch(text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1):
         return []  # the first row under a header's underline, not a header: `az keyvault secret list -o table` (reST's header stands between two)
+    if _regex(r"[ \t]*#[ \t]*(?:define|undef|include|ifn?def|if|pragma)\b").match(text, line_start):
+        return []  # C's #define lines, aligned: no table
     separator = next((c for c in "|;," if c in head), None)
     names = [head[a:b].strip().strip('"') for a, b in _table_cells(head, separator)]
     if any(_regex(r"[\w.\-]*/[\w./\-]*\.\w{1,5}").fullmatch(name) for name in names):
@@ -5691,10 +5701,11 @@ context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}
 #   catch: Copied from DevTools > Application > Cookies (owa):\ncadata=«CJYFo7DgkPzlouocqrJ8dq7gvaAHRJEZYUZcL11fYJJ3jnWXwQb073iM»\nlang=en-US
 #   keep:  Cookies (owa):\nlang=en-US\ntheme=dark
 # Signed URLs and query strings: signatures, credentials, SAS and access tokens.
-context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`]{8,2048})
+context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`;]{8,2048})
 #   catch: <img src="https://tandem-private.imgix.net/contracts/4412/page-1.png?w=1200&fm=webp&expires=1733011200&s=«3cc8cc058075971125869ea3d33e7958»">
 #   catch: Artifact URL: https://pipelines.actions.githubusercontent.com/Rt5xK/_apis/pipelines/1/runs/812/signedartifactscontent?artifactName=apk&urlSigningMethod=HMACV2&urlSignature=«4kqZ9vX2Lm8Tn3Rw7Yb1Pc6Ud5Es0GaHfJkQz2Vx3Lm%3D»
 #   catch: https://files.slack.com/files-pri/T02QK8ZL1-F06N2R8P4MX/q1_board_deck.pdf?pub_secret=«d6f2e9b159»
+#   keep:  connectionString="Server=sql-mm-01;Database=Matchmaking;User Id=mm_app;Password=__MM_DB_PASSWORD__;TrustServerCertificate=True"
 #   keep:  `DINGTALK_WEBHOOK=https://oapi.dingtalk.com/robot/send?access_token=XXXXXXXX`.
 #   catch: https://acme-exports.s3.amazonaws.com/q3.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20260916T080000Z&X-Amz-Expires=3600&X-Amz-Signature=«4f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c84f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c8»
 #   catch: https://api.example.com/v2/items?access_token=«q8XkL2mR7vTz4WpN9sYb3CdE»&page=2
@@ -7702,7 +7713,7 @@ RULE_WORDS = {
         "set-cookie"), ()),
     "context-cookie-rows": ("cdb2fd38", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
-    "context-url-parameter": ("32e60e36", ("=",), (), ()),
+    "context-url-parameter": ("d70da312", ("=",), (), ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
     "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
@@ -7711,7 +7722,7 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("48e184b4", ("\n=> ", "--fields", "--query", "--reveal", "-password", ".apikey",
+    "context-command-output": ("efa05e38", ("\n=> ", "--fields", "--query", "--reveal", "-password", ".apikey",
         ".boto", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc",
         ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc",
         ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token",

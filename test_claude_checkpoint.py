@@ -1130,6 +1130,13 @@ class TestRedaction(unittest.TestCase):
                  "  Name            Key                       Created\n  ci-prod         sk-ant-api03-...Xq2A       2025-01-14",
                  "# node key: nodekey:d91f826b54e9dc302ed165ef198f8a8f6d49b58cae987686848f9828df509117",
                  'Public-Key-Pins: pin-sha256="HDRsTfbV37ftO/fl37UExV4iOVxhO8d/9k+9fhzSlx4="; max-age=5184000',
+                 '      <pin digest="SHA-256">HFL5GMNu0MJMAfg1EJgOkceyFdQohlI6sNXAD1LBaRI=</pin>',
+                 '<Texture name="ui_star" encoding="base64">5A/gNa/oFuaCRY+cq4BHkATx72gWdj62nYIiDFgGlAQ7656HptUEBa3y0L4EpAY8q5G1OVAaZo3nd+WAIxyW5A==</Texture>',
+                 'const clickSfx = new Audio("data:audio/wav;base64,UklGRkQAAABXQVZFZm10IBAAAAABAAEAIlYAAESsAAACABAAZGF0YSAAAACKB5CmPZkwwnJKDbKTTRg8Iu4J6sFL+7cFhNEi7pOSxw==");',
+                 '#define WIFI_PASS     "YOUR_WIFI_PASSWORD"\n#define MQTT_USER     "lamp-fleet"\n#define MQTT_PASS     "REPLACE_WITH_BROKER_PASSWORD"',
+                 'connectionString="Server=sql-mm-01;User Id=mm_app;Password=__MM_DB_PASSWORD__;TrustServerCertificate=True"',
+                 "NAME              DIGEST            CREATED AT\nSTEAM_WEB_API_KEY 7566cfe098a376d0  2025-01-20T08:14:22Z",
+                 '$ az keyvault secret list --vault-name kv-ph-prod --query "[].name" -o tsv\niothub-owner-conn\nfunc-storage-conn',
                  "//# sourceMappingURL=data:application/json;base64,eyJ2ZXJzaW9uIjogMywgIm5hbWVzIjogWyJ0b2tlbiIsICJwYXNzd29yZCJdLCAibWFwcGluZ3MiOiAiQUFBQSxTQUFTQSxqQjJpRjBnOFVEeWZrQU9JSG91MXF3SHA1In0=")
         for text in texts:
             with self.subTest(text=text[:40]):
