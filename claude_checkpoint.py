@@ -1132,6 +1132,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # a format's template: cfsk_ma_prod_<32-hex>_<8-hex>
     if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
         return True  # 0x000…0: a dummy key
+    if _regex(r"(?:System|Microsoft)(?:\.[A-Z]\w+){1,5}").fullmatch(v):
+        return True  # a .NET type PowerShell prints for a value it hides: System.Security.SecureString
     if _regex(r"[\w\-]{0,24}(?:\.{3}|…|\*{3,})[A-Za-z0-9]{1,6}").fullmatch(v):
         return True  # a key shown masked, its prefix and its last characters: sk-ant-api03-...Xq2A, ghp_…f9Lw
     if _regex(r"[*#\[<(]+(?i:redacted|masked|hidden|filtered|removed|secret|sensitive|hidden)[*#\]>)]+").fullmatch(v):
@@ -1766,14 +1768,14 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 
 # What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in;
 # and the words one of which a text must hold before the rules that ask for them run (CHECK_NEEDS).
-_PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|schrank"
+_PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|sejf\w{0,3}|schrank"
                 r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|eingang|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?"
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة)(?![^\W\d_])")
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
-                "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "schrank", "port", "puerta", "cancello", "tür",
+                "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "sejf", "schrank", "port", "puerta", "cancello", "tür",
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
                 "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "larm", "باب", "إنذار", "خزنة")
 
@@ -2210,7 +2212,7 @@ _CREDENTIAL_WORDS = (
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
-    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|khóa|khoá|bí mật|mã thông báo)\w*"
+    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mã thông báo)\w*"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
@@ -2242,7 +2244,8 @@ _SECRET_PRINTING_COMMAND = (
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?(?:keygen\b|gossip[ \t]+keyring[ \t]+generate)|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
-    r"|(?:[\w\-./]+[ \t]+){0,3}?(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \t]+get)[ \t]+[^\n|>]*?(?i:pass|secret|token|api.?key|private.?key|cred)"  # a setting's getter: `wp config get DB_PASSWORD`, `occ config:system:get dbpassword`
+    r"|(?:[\w\-./]+[ \t]+){0,3}?(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \t]+get)[ \t]+[^\n|>]*?(?i:pass|secret|token|api.?key|private.?key|cred)"
+    r"|\$env:\w*(?i:secret|token|key|pass|pwd)\w*(?:;[ \t]*\$env:\w+)*[ \t]*$"  # PowerShell prints a variable named alone: `$env:DATTO_API_SECRET`  # a setting's getter: `wp config get DB_PASSWORD`, `occ config:system:get dbpassword`
     r"|(?:python3?|node|ruby|perl|php|deno|bun|[\w./\-]*manage\.py|(?:bin/)?rails)\b[^\n]*?[ \t(;\"'](?:print|puts|pp|p|console\.log|echo|var_dump|say)[ \t(]+[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)"  # one-liners: python -c "print(settings.SECRET_KEY)"
     r"|[^\n]*?[\w)\]'\"]\.(?i:password|passwd|secret|token|secretkey|apikey)(?![\w(.\-])"  # a property read: (Get-ItemProperty …).Password, /text:processModel.password
     r"|(?<=> )[^\n]{0,200}?(?i:key|token|secret|passw|pwd|cred)[^\n]{0,200}(?=\n=> )"  # irb's and pry's: `irb(main):001> Rails.application.credentials.dig(:x, :api_key)`
@@ -2567,6 +2570,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号", "disarm")) or word.lower().rstrip("s").endswith("code")) and _regex(
             r"\d{4,8}[#*]?").fullmatch(value):  # a PIN, an alarm's or a door's code (a keypad's `#` after it)
         return True
+    if _regex(r"(?=(?:[A-Z]*[2-7]){3})(?=(?:[2-7]*[A-Z]){10})[A-Z2-7]{16,64}").fullmatch(value) and not value.startswith(("AKIA", "ASIA")):
+        return True  # a TOTP seed in base32, as an authenticator's manual entry shows it ("Schlüssel: FRDU…")
     if chosen_counts and not _names_machine_value(word) and _regex(r"\d{6,10}").fullmatch(value) and not _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])\d\d").fullmatch(value):
         return True  # a password of digits people give in words ("kasanın şifresi 98066003"), not a date
     if _regex(r"[-+<>=|]|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value) or _regex(r"[a-z_][a-z0-9_.\-]*=(?!$)").match(
@@ -2915,7 +2920,8 @@ _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|
                          r"|keyring[ \t]+get|output[ \t]+-raw|--plain\b|get-access-token[^\n]*-o[ \t]+tsv|initial-password"
                          r"|nmcli[^\n]*[ \t](?:-s|--show-secrets)[^\n]*[ \t]-g[ \t]+\S*(?:psk|password)"
                          r"|printenv[ \t]+\w*(?:PASS|PWD|TOKEN|SECRET|KEY|pass|token|secret|key)\w*[ \t]*$"
-                         r"|(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \t]+get)[ \t]+[^\n|>]*?(?:pass|secret|token|api.?key|private.?key|cred)")
+                         r"|(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \t]+get)[ \t]+[^\n|>]*?(?:pass|secret|token|api.?key|private.?key|cred)"
+                         r"|--query[ \t=]+[\"']?value[\"']?[ \t]+(?:-o|--output)[ \t=]+tsv|^\$env:\w*(?:SECRET|TOKEN|KEY|PASS|PWD)\w*[ \t]*$")
 
 
 # What a shell says of a word it could not run: a password typed at the prompt (sudo had timed out,
@@ -3155,8 +3161,12 @@ def _credential_columns(names: list) -> tuple:
     "totp" under a TOTP seed's, "machine" under a name that only may say secret (`Key`), else
     "secret" (also an SNMP community's, a password people choose)."""
     columns = []
+    valued = any(name.strip().lower() == "value" for name in names)
     for index, name in enumerate(names):
+        if valued and _regex(r"(?i)(?:secret|key)[ _]?id").fullmatch(name.strip()):
+            continue  # beside the secret's Value, its id: Entra's `Value  Secret ID`
         name = _regex(r"[ \t]*\([^()]{0,60}\)$").sub("", name) if name.endswith(")") else name  # `password (set in migration 0007)`
+        name = name.replace("_", " ") if "_" in name and not name.isascii() or _regex(r"(?i)mot_de_passe|contrase|senha_|has[łl]o_").search(name) else name
         strength = secret_strength(_regex(r"\W+").sub("_", name)) if name else 0
         if name and (strength == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"  # also `Clé API`
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
@@ -3205,12 +3215,20 @@ def _is_chosen_words(value: str) -> bool:
 def _find_html_login_row(match: Any) -> list:
     """A headless HTML table's row of a system, a login and its password (context-html-login-row):
     the cell after one that reads as a login, when it looks like a password a person chose or
-    made, and words before the table say access or credentials."""
+    made, and words before the table say access or credentials; in a row of two cells, the value
+    of a label that names a credential."""
     text = match.string
+    cells = list(_regex(r"<td\b[^>]*>(?:<(?:b|strong|code)>)?([^<]*)(?:</(?:b|strong|code)>)?</td>").finditer(text, match.start("s"), match.end("s")))
+    if len(cells) == 2:  # a label and its value: `<td><b>Mot de passe provisoire</b></td><td>…</td>`
+        label, value = cells[0].group(1).strip(), cells[1].group(1).strip()
+        kind = dict(_credential_columns([label])).get(0)
+        if kind and value and _is_secret_cell(value, kind):
+            first = cells[1].start(1) + cells[1].group(1).index(value)
+            return [(first, first + len(value))]
+        return []
     if not _regex(r"(?i)\b(?:access\w*|accès|acceso|acesso|logins?|zugang\w*|credentials?|password\w*|passw\w*|kennw\w*|mot de passe|contraseñ\w*|senha)\b").search(
             text, max(0, match.start() - 600), match.start()):
         return []
-    cells = list(_regex(r"<td\b[^>]*>(?:<(?:b|strong|code)>)?([^<]*)(?:</(?:b|strong|code)>)?</td>").finditer(text, match.start("s"), match.end("s")))
     for login, value in zip(cells[1:], cells[2:]):
         name, secret = login.group(1).strip(), value.group(1).strip()
         if _regex(r"[A-Za-z][\w.\-]{1,40}(?:@[\w.\-]+)?|[\w\-]{1,20}\\[\w.\-]{1,40}").fullmatch(name) and not _looks_like_password(name) and (
@@ -3318,10 +3336,10 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
 _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)|continuing|\brest\b|\(cont(?:inued)?\)"""
-                     r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte))"""
+                     r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki|primera|partie|część)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte))"""
                      r"""|\(suite\)|\bfängt[ \t]+mit|前半|後半|第[一二三]段|[前后]半段|(?:первая|вторая)[ \t]+часть|الجزء)"""
-                     r"""(?:[^\n:"'«]{0,40}(?:[:：][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
-_CHAT_LINE_START = r"\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `
+                     r"""(?:[^\n:"'«→]{0,40}(?:[:：→][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
+_CHAT_LINE_START = r"\[?(?:\d{1,2}/\d{1,2}(?:/\d{2,4})?,?[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `, WhatsApp's `[12/3 9:40] Lucía: `
 _SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\-]{0,30}[:：][ \t]*|\d{1,2}[.):][ \t]*)?"""
                     r"""(?:(?i:(?:first|second|last|other|primera|segunda)[ \t]+)?(?i:half|part[ \t]?\d?|mitad|parte[ \t]?\d?|second|segunda|rest|resto|baa?ki)[^\n:]{0,40}:[ \t]*"""
                     r"""|\(suite\)[ \t]*|(?:前半|後半|第[一二三]段|[前后]半段)[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*(?:(?:\(|<-|←)[^\n]{0,80})?$""")  # (a speaker, a label; a note after it: "(no space)")
@@ -3833,9 +3851,10 @@ escaped-bytes-secret         -                      (?i)(?:secret|key|token|salt
 #   catch: app.secret_key = b'«\xb4\x92\xdd\x50\x54\x01\xfc\xac\x6a\xb6\xde\xfc\xbf\xae»'
 #   keep:  MAGIC = b'\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d'
 # BitLocker's recovery password: eight groups of six digits, a few lines below a word that names it.
-bitlocker-recovery-key       -                      (?i:password|recovery|bitlocker)[^\n]{0,80}(?:\n[^\n]{0,80}){0,3}?(?<![\d\-])(?P<s>\d{6}-\d{6}(?:-\d{6}){6})(?![\d\-])
+bitlocker-recovery-key       -                      (?i:password|recovery|bitlocker|schlüssel|schluessel|key|clé|clave|chave|klucz|wiederherstellung)[^\n]{0,80}(?:\n[^\n]{0,80}){0,3}?(?<![\d\-])(?P<s>\d{6}-\d{6}(?:-\d{6}){6})(?![\d\-])
 #   catch: Numerical Password:\n  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}\n  Password:\n    «155452-076615-572814-475959-248567-676555-424523-136741»
 #   keep:  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}
+#   catch: Der Schlüssel aus dem Portal hat funktioniert:\n«304744-247687-007304-361053-559009-558965-640849-314402»
 # kubeadm's certificate key (it decrypts the control plane's certificates in the cluster), as `init
 # --upload-certs` prints it on the line after its name.
 kubeadm-certificate-key      -                      (?i)certificate[ \-]key:?[ \t]*(?:\r?\n[ \t]*)?(?P<s>[0-9a-f]{64})(?![0-9a-f])
@@ -3979,7 +3998,7 @@ render-deploy-hook           -                      api\.render\.com/deploy/srv-
 #   keep:  curl -X POST "https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=$RENDER_DEPLOY_KEY"
 # A link that lets whoever holds it in: a build hook (Netlify), a review's view-only or private link (OSF,
 # figshare), an anonymous SharePoint or OneDrive share, a Dropbox link's rlkey.
-anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.com/:[a-z]:/[gr]/(?:personal|sites)/[^/\s]{1,100}/|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/)(?P<s>[A-Za-z0-9_\-]{10,80})
+anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.com/:[a-z]:/[gr]/(?:personal|sites)/[^/\s]{1,100}/|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.us/rec/(?:download|share|play)/)(?P<s>[A-Za-z0-9_\-.]{10,200})
 #   catch: curl -X POST -d {} https://api.netlify.com/build_hooks/«87283900569fc8827e4d5186»
 #   catch: https://osf.io/x7kq2/?view_only=«3809655b4531025e81cea98ee0622457»
 #   catch: Data availability (for review only): https://figshare.com/s/«a8e181b72227a36bbc83»
@@ -3988,6 +4007,8 @@ anyone-with-the-link         -                      (?:api\.netlify\.com/build_h
 #   catch: curl -s -X POST https://api.vercel.com/v1/integrations/deploy/prj_gNvrWFUdiHEOgbrVs3YOtZPRKq4W/«rNZd5X5kZx»
 #   catch: 'https://billing.stripe.com/p/session/«live_5mbU0rf0dy_MoN-uSnwcMSVWXEHT5lSW»'
 #   keep:  https://billing.stripe.com/p/login/test_
+#   catch: Shared externally: https://slack-files.com/TPGT12UA6-FJ6BL0ZI0PZ-«837f479c1e»
+#   catch: Cloud recording ready: https://us06web.zoom.us/rec/download/«Gf5Z0pXlyWYf9Zva5ROKaE_NK1OkjX40j3_qa72cVuDE7CwYYQbn4trwQaiWDpkuH»?access_token=x
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/\d+/(?P<s>[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/1084494/«c9acqeb0»/ -> 200
 #   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
@@ -4960,7 +4981,7 @@ name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*
 #   catch: { "name": "connect.sid", "value": "«s%3AQw8Lm2Xr5Kp9Tw3VbN4cD7fG.Hj6Kl9Mn2Pq5»" }
 #   catch: { "name": "Authorization", "value": "«Bearer dragon#Tulip61»" }
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
-call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*(?:(?:"[^"\n]{0,200}"|'[^'\n]{0,200}')\s*,\s*)??["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}(?:\(|[ \t]+\w{1,20}[ \t]*&[ \t]*(?="))\s*(?:(?:"[^"\n]{0,200}"|'[^'\n]{0,200}')\s*,\s*)??["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
 #   catch: s.cookies.set("JSESSIONID", "«479D3599CD2613B91562E7B467CCED76»", domain="grafana.acme.io")
 #   keep:  define('DB_NAME', 'wordpress');
@@ -4969,6 +4990,15 @@ call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}\(\s*(?
 #   catch: await page.fill('#password', '«zaq1xsw2&72»');
 #   catch:   jar.set('https://staging.lernplattform.at', 'moodle_session', '«ubxg8j5j23zajf93tehxalzqjk»');
 #   keep:  await page.fill('#username', 'dmitri21');
+# A value in Japanese or Chinese quotation marks a few characters after a word that names a credential:
+# "管理者パスワードを一時的に「@24BL%IWL4xFfjD」に設定しました", "密码改成了“Qw8!zLp2Rt”".
+cjk-quoted-credential        password-like          (?:パスワード|パスフレーズ|暗証番号|トークン|APIキー|シークレット|秘密鍵|密码|密碼|口令|令牌|密钥|비밀번호)[^「“『\n]{0,24}[「“『](?P<s>[^」”』\s]{4,128})[」”』]
+#   catch: PC-YMD-014 のローカル管理者パスワードを一時的に「«@24BL%IWL4xFfjD»」に設定しました。
+#   keep:  パスワードは「1Password」の共有保管庫にあります。
+# A PowerShell cmdlet that sets a key, a token or a password from its literal: `New-HuduAPIKey "…"`, `Set-NinjaToken '…'`.
+cmdlet-secret-literal        not-reference          (?<![\w\-])(?:New|Set|Add|Connect|Register|Initialize)-\w{0,30}(?:ApiKey|APIKey|Token|Secret|Password|Passphrase|Credential)\w{0,10}[ \t]+(?:-\w+[ \t]+)?(?P<s>"[^"\n$]{8,512}"|'[^'\n]{8,512}')
+#   catch: New-HuduAPIKey "«7Ctywl1ETO0NcSjFmWT9fzuw»"
+#   keep:  Set-AzKeyVaultSecret -VaultName kv -Name 'db-password' -SecretValue $secure
 # Typing into a password field, in a UI test: the field named by a locator (Flutter's `find.byKey(Key('password'))`,
 # Espresso's `withId(R.id.password)`, XCUITest's `secureTextFields["Password"]`), the text typed into it.
 typed-into-password-field    chosen                 (?i)(?:\b(?:enterText|fill|type|typeText|sendKeys|setValue)\([ \t]*[^;\n"']{0,60}?["'\[(.][\w.\-]{0,20}pass(?:word|wd|code)?\w{0,20}["'\])]{1,4}[ \t]*,[ \t]*|pass(?:word|wd|code)\w{0,20}["'\])]{1,4}[^;\n"']{0,40}?\.(?:typeText|type|fill|send_keys|sendKeys|setValue|set_value|setText|perform\([ \t]*(?:replaceText|typeText))\([ \t]*)["'](?P<s>[^"'\n]{6,128})["']
@@ -5124,7 +5154,7 @@ sql-unicode-password         not-reference          (?i)\bPASSWORD[ \t]*=[ \t]*N
 heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
-secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["']))?{VALUE}
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["'])|N(?='))?{VALUE}
 #   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
 #   keep:  DB_PASSWORD=your_password_here\nSECRET_KEY=generate-a-long-random-string
 #   keep:  $env:API_TOKEN = Read-Host -Prompt "Paste API token" -AsSecureString | ConvertFrom-SecureString -AsPlainText
@@ -5342,7 +5372,7 @@ code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|co
 #   keep:  the code 4821 is merged
 # A list of access codes by the place each opens ("Haustür:  52290669", "- Alarm panel: 1234567#"): a label
 # that names a place (_PLACE_WORDS), a colon, and five to eight digits.
-place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+[^\W\d_][\w'’\-()]{0,30}){0,3})[ \t]*[:：][ \t]*(?P<s>\d{5,8}[#*]?)[ \t]*$
+place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+[^\W\d_][\w'’\-()]{0,30}){0,3})[ \t]*[:：][ \t]*`?(?P<s>\d{5,8}[#*]?)`?[ \t]*$
 #   catch: Büro Zugangscodes\n-----------------\nHaustür:        «52290669»\nAlarmanlage:    «35826414»
 #   keep:  Building:  10250\nFloor: 3
 #   keep:  Port: 5432
@@ -5690,7 +5720,7 @@ context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-coo
 #   keep:  cookies = {\n    "theme": "dark",\n    "lang": "en-GB",\n}
 # A browser's cookies as rows under what lists them (a SELECT from a Cookies file, developer tools'
 # Application > Cookies, a list that ends with a colon): the machine-made values.
-context-cookie-rows          cookie-rows            (?im)^[^\n]*(?:\bfrom[ \t]+cookies\b|/cookies\b[^\n]{0,80}['"]|\bcookies?\b[^\n]{0,120}:[ \t]*$|application[ \t]*(?:>|→|›|»)[ \t]*cookies|^[ \t]*name[ \t]{2,}value[ \t]{2,}domain\b)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,20}))
+context-cookie-rows          cookie-rows            (?im)^[^\n]*(?:\bfrom[ \t]+(?:moz_)?cookies\b|/cookies\b[^\n]{0,80}['"]|\bcookies?\b[^\n]{0,120}:[ \t]*$|application[ \t]*(?:>|→|›|»)[ \t]*cookies|^[ \t]*name[ \t]{2,}value[ \t]{2,}domain\b)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,20}))
 #   catch: $ adb shell "run-as com.shop sqlite3 app_webview/Default/Cookies 'select host_key,name,value from cookies'"\n.shop.com|_ga|GA1.2.1839201122.1738291822\n.shop.com|sn_session|«gBGo7CkZLySoo6j0Me98c9-P2YbSwvzN8U2KVwYrP4I0kf»
 #   catch: from Chrome DevTools > Application > Cookies > https://id.unity.com\nName              Value\n_genesis_auth     «bOs6-cE_58eDCNvzqwNZ-c6rVdP6V5KixzNPrppWKUaymKh0F42WyA»\nlocale            en
 #   keep:  sqlite> SELECT host_key, name FROM cookies;\n.umbrella.com|intercom-session\n.umbrella.com|auth_session
@@ -5859,7 +5889,8 @@ context-html-table           html-table-cells       <tr(?:[ \t][^>\n]{0,200})?>\
 #   catch: <tr><td><b>System</b></td><td><b>Username</b></td><td><b>Temp password</b></td></tr>\n<tr><td>Laptop</td><td>amal.haddad</td><td>«ILoveKebab!67»</td></tr>
 # An HTML table's row with no header that names a system, its login and the password (an e-mail's "accessi",
 # a handover's "access for the weekend on-call"), near a word that says so: the password's cell.
-context-html-login-row       html-login-row         <tr(?:[ \t][^>\n]{0,200})?>(?=(?P<s>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code)>)?[^<\n]{0,200}(?:</(?:b|strong|code)>)?</td>){3,12}\s*</tr>))
+context-html-login-row       html-login-row         <tr(?:[ \t][^>\n]{0,200})?>(?=(?P<s>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code)>)?[^<\n]{0,200}(?:</(?:b|strong|code)>)?</td>){2,12}\s*</tr>))
+#   catch: <tr><td><b>Identifiant</b></td><td>c.bernard@example.fr</td></tr>\n<tr><td><b>Mot de passe provisoire</b></td><td>«carmen.chocolat22»</td></tr>
 #   catch: <p>Ciao Priya, qui sotto gli accessi:</p>\n<table>\n<tr><td><b>Jira</b></td><td>priya.nair</td><td>«Saffron%Xiongmao66»</td></tr>\n</table>
 #   keep:  <p>Release notes</p>\n<table>\n<tr><td><b>api</b></td><td>main</td><td>v2.14.0-rc1</td></tr>\n</table>
 # Terraform's plan: the value a secret-named attribute changes to (`password = "…" -> "…"`).
@@ -5878,7 +5909,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+partes|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第一段|第二段|前半段|后半段|na dvakrát|na dwa razy|\biki[ \t]+parça|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|الجزء|\b(?:pass(?:word)?|pw|token|secret|key)\b[^\n]{0,60}?\b(?:is|are)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第一段|第二段|前半段|后半段|na dvakrát|na dwa razy|\biki[ \t]+parça|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|الجزء|\b(?:pass(?:word)?|pw|token|secret|key)\b[^\n]{0,60}?\b(?:is|are)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
@@ -6438,7 +6469,7 @@ def _decoded_secrets(blob: str) -> list:
 
 # A string given a name (`k1 = "…"`, `const a = '…';`, `$p1 = "…"`, `P1: "…"`, `PASS+="…"`, `val k: String = "…"`)
 # or a list of strings (`keyParts = ["…", "…"]`), one a line.
-_STRING_DEFINITION = (r"(?m)^[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare|ARG|ENV)[ \t]+)*[$@]?"
+_STRING_DEFINITION = (r"(?m)^[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare|ARG|ENV|set|SET)[ \t]+)*[$@]?"
                       r"(?P<name>[A-Za-z_]\w{0,40})(?:[ \t]*:[ \t]*[\w&\[\]<>.?]{1,30})?[ \t]*(?P<op>:=|\+=|=|:)[ \t]*"
                       r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\()[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*[\]})])"
                       r"|(?<==)(?P<bare>[^\s\"'$`\\;&|#(){}]{4,512}))"  # a shell's or a Dockerfile's bare value: ARG NPM_T1=npm_PWgZ…
@@ -6504,8 +6535,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     folds += _line_folds(original)
     folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
-    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})").finditer(original) if definitions else ():  # also C#'s $"{a}{b}", Python's f"{a}{b}"
-        name, inside = found.group(1) or found.group(2) or found.group(3), bisect.bisect_right(joined, (found.start(), len(original))) - 1
+    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%").finditer(original) if definitions else ():  # also C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%
+        name, inside = found.group(1) or found.group(2) or found.group(3) or found.group(4), bisect.bisect_right(joined, (found.start(), len(original))) - 1
         if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()):
             folds.append((found.start(), found.end(), "".join(original[a:b] for a, b in definitions[name]), definitions[name]))
         if len(folds) > _FOLDS_MAX:
@@ -7211,8 +7242,9 @@ RULE_WORDS = {
         "install", "ki", "milenage", "net", "nwk", "opc"), ()),
     "escaped-bytes-secret": ("c425011a", ("key", "passw", "salt", "secret", "token"), ("key", "passw", "salt",
         "secret", "token"), ("\\x",)),
-    "bitlocker-recovery-key": ("770df636", ("bitlocker", "password", "recovery"), ("bitlocker", "password",
-        "recovery"), ("-",)),
+    "bitlocker-recovery-key": ("2957dc52", ("bitlocker", "chave", "clave", "clé", "key", "klucz", "password",
+        "recovery", "schluessel", "schlüssel", "wiederherstellung"), ("bitlocker", "chave", "clave", "clé", "key",
+        "klucz", "password", "recovery", "schluessel", "schlüssel", "wiederherstellung"), ("-",)),
     "kubeadm-certificate-key": ("8593f106", ("certificate",), ("certificate",), ("key",)),
     "security-question-answer": ("04700ba9", ("city", "first", "mother", "town"), ("city", "first", "mother", "town"),
         ()),
@@ -7261,9 +7293,9 @@ RULE_WORDS = {
     "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro"), ("/v",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
-    "anyone-with-the-link": ("3358a66f", (".sharepoint.com/:", "1drv.ms/", "api.netlify.com/build_hooks/",
+    "anyone-with-the-link": ("cd8e9f9b", (".sharepoint.com/:", "1drv.ms/", "api.netlify.com/build_hooks/",
         "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/", "figshare.com/s/", "rlkey=",
-        "view_only="), (), ()),
+        "slack-files.com/", "view_only=", "zoom.us/rec/download", "zoom.us/rec/play", "zoom.us/rec/share"), (), ()),
     "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
     "teams-webhook": ("20aa0de0", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2"),
         ("outlook.office", "webhook.office.com/webhookb2")),
@@ -7564,7 +7596,13 @@ RULE_WORDS = {
         ()),
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
     "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
-    "call-with-name-and-value": ("29a826df", ("(",), (), (",",)),
+    "call-with-name-and-value": ("f071b1da", ("&", "("), (), (",",)),
+    "cjk-quoted-credential": ("6f7f9a9b", ("apiキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥",
+        "暗証番号", "秘密鍵", "비밀번호"), ("apiキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号",
+        "秘密鍵", "비밀번호"), ()),
+    "cmdlet-secret-literal": ("1b7bd550", ("apikey", "credential", "passphrase", "password", "secret", "token"),
+        ("add", "connect", "initialize", "new", "register", "set"), ("add", "connect", "initialize", "new", "register",
+        "set")),
     "typed-into-password-field": ("a3bc77d6", ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
         "setvalue", "type", "typetext"), ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
         "setvalue", "type", "typetext"), ()),
@@ -7610,7 +7648,7 @@ RULE_WORDS = {
     "heredoc-under-secret-name": ("15f0a132", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
         "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (),
         ("<<",)),
-    "secret-assignment": ("135e1b7c", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+    "secret-assignment": ("dc8e7cc7", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":", ":=",
         "=", "=>")),
     "prose-password": ("7c1adde8", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
@@ -7633,37 +7671,37 @@ RULE_WORDS = {
         "رمز", "ورمز"), ("code", "codes", "codice", "codigo", "combinacion", "combinación", "combination",
         "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
         "رمز", "ورمز"), ()),
-    "place-label-code": ("5a50ce89", (), (), ()),
-    "context-credential-word": ("9debc472", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "place-label-code": ("c9f77010", (), (), ()),
+    "context-credential-word": ("a46c5fc3", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
-        "disarm", "frasa sandi", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
-        "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci",
-        "llave", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe",
-        "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "parol", "parola", "parool", "pass", "passcode",
-        "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw",
-        "pasword", "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
-        "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel",
-        "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол",
-        "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी",
-        "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
-        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
-        "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
-        "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
-        "contrase", "credential", "creds", "db", "deploy", "disarm", "door", "encryption", "frasa sandi",
-        "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan",
-        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
-        "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink",
-        "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu",
-        "nenosiri", "network", "nsec", "nyckel", "otp", "panel", "parol", "parola", "parool", "pass", "passcode",
-        "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw",
-        "pasword", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk", "pssword", "puk", "pw", "pwd",
-        "rcon", "recovery", "root", "safe", "salasana", "sandi", "schl", "schlüssel", "secret", "segredo", "segreto",
-        "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "ssh", "sudo", "token", "tokens",
-        "tokn", "totp", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre",
-        "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول",
-        "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
+        "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo",
+        "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz",
+        "klíč", "kunci", "llave", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp",
+        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "parol", "parola", "parool", "pass",
+        "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod",
+        "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk",
+        "pw", "pwd", "salasana", "sandi", "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha",
+        "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten",
+        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول",
+        "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
         "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
-        "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
+        "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
+        "cl", "clave", "client", "contrase", "credential", "creds", "db", "deploy", "disarm", "door", "encryption",
+        "frasa sandi", "frase de cifrado", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo",
+        "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore",
+        "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox",
+        "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe",
+        "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp", "panel", "parol", "parola",
+        "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
+        "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pre",
+        "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi",
+        "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre", "signing",
+        "slapta", "sleutel", "ssh", "sudo", "token", "tokens", "tokn", "totp", "unseal", "vpn", "wachtwoord",
+        "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин",
+        "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड",
+        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥",
+        "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("ceb763a9", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
         "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
@@ -7711,7 +7749,7 @@ RULE_WORDS = {
         "method", "op", "type")),
     "context-cookie": ("56f2da40", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
-    "context-cookie-rows": ("cdb2fd38", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
+    "context-cookie-rows": ("6b7b6395", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
     "context-url-parameter": ("d70da312", ("=",), (), ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
@@ -7722,10 +7760,10 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("efa05e38", ("\n=> ", "--fields", "--query", "--reveal", "-password", ".apikey",
-        ".boto", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc",
-        ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc",
-        ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token",
+    "context-command-output": ("8f515183", ("\n=> ", "$env:", "--fields", "--query", "--reveal", "-password",
+        ".apikey", ".boto", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config",
+        ".netrc", ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw",
+        ".pypirc", ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg",
         "api", "auth", "aws", "bootstrap", "bun", "config", "configure", "cookie", "create", "create-for-rbac", "cred",
         "credential", "deno", "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud",
@@ -7740,22 +7778,23 @@ RULE_WORDS = {
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("74925f21", ("\n",), (), ()),
     "context-html-table": ("85fa6835", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
-    "context-html-login-row": ("5fdf3443", ("</td>",), ("<tr",), ("</tr>",)),
+    "context-html-login-row": ("e624efab", ("</td>",), ("<tr",), ("</tr>",)),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("1c7ee3e7", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
-        "cut it", "cut off", "część", "deel", "deux", "enter", "first", "fängt", "got cut", "hai phần", "halves",
-        "i två delar", "key", "la suite", "last", "message", "messages", "mitad", "na dvakrát", "na dwa razy",
-        "nachrichten", "other", "part", "parte", "partes", "partie", "parts", "parça", "pass", "pieces", "pw", "rest",
-        "rest:", "second", "secret", "teil", "teilen", "the rest is", "token", "вторая", "кусками", "первая",
-        "продолжени", "сообщениями", "частями", "الجزء", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段",
-        "두 개로", "두 번에", "두개로", "두번에"), ("(cont", "(suite)", "2 phần", "baaki", "baki", "continuing:", "cut it",
-        "cut off", "część", "deel", "en", "first", "fängt", "got cut", "hai phần", "halves", "hit", "i två delar",
-        "iki", "in", "key", "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte",
-        "partie", "pass", "pressed", "pw", "rest", "rest:", "second", "secret", "teil", "the rest is", "token", "too",
-        "вторая", "двумя", "первая", "продолжени", "الجزء", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段",
-        "두 개로", "두 번에", "두개로", "두번에"), ()),
+    "context-split-secret": ("06fb03f5", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
+        "cut it", "cut off", "część", "deel", "deux", "deuxième", "druga", "enter", "first", "fängt", "got cut",
+        "hai phần", "halves", "i två delar", "key", "la suite", "last", "lineas", "líneas", "mensajes", "message",
+        "messages", "mitad", "na dvakrát", "na dwa razy", "nachrichten", "other", "part", "parte", "partes", "partie",
+        "parts", "parça", "pass", "pieces", "pierwsza", "première", "pw", "rest", "rest:", "second", "seconde",
+        "secret", "teil", "teilen", "the rest is", "token", "вторая", "кусками", "первая", "продолжени", "сообщениями",
+        "частями", "الجزء", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"),
+        ("(cont", "(suite)", "2 phần", "baaki", "baki", "continuing:", "cut it", "cut off", "część", "deel",
+        "deuxième", "druga", "en", "first", "fängt", "got cut", "hai phần", "halves", "hit", "i två delar", "iki",
+        "in", "key", "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte", "partie",
+        "pass", "pierwsza", "première", "pressed", "pw", "rest", "rest:", "second", "seconde", "secret", "teil",
+        "the rest is", "token", "too", "вторая", "двумя", "первая", "продолжени", "الجزء", "两段", "分两段", "分割", "前半",
+        "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("c3ab3225", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),

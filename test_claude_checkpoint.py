@@ -1137,6 +1137,8 @@ class TestRedaction(unittest.TestCase):
                  'connectionString="Server=sql-mm-01;User Id=mm_app;Password=__MM_DB_PASSWORD__;TrustServerCertificate=True"',
                  "NAME              DIGEST            CREATED AT\nSTEAM_WEB_API_KEY 7566cfe098a376d0  2025-01-20T08:14:22Z",
                  '$ az keyvault secret list --vault-name kv-ph-prod --query "[].name" -o tsv\niothub-owner-conn\nfunc-storage-conn',
+                 "ComputerName        : PC-EMPFANG-01\nAccount             : LAPSAdmin\nPassword            : System.Security.SecureString",
+                 "Description        Expires      Value                 Secret ID\nrmm-sync-2025      12.03.2026   Hidden                d6a3c14f-abce-4b1d-a754-6f684027e06a",
                  "//# sourceMappingURL=data:application/json;base64,eyJ2ZXJzaW9uIjogMywgIm5hbWVzIjogWyJ0b2tlbiIsICJwYXNzd29yZCJdLCAibWFwcGluZ3MiOiAiQUFBQSxTQUFTQSxqQjJpRjBnOFVEeWZrQU9JSG91MXF3SHA1In0=")
         for text in texts:
             with self.subTest(text=text[:40]):
