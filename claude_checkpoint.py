@@ -1770,14 +1770,14 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 # and the words one of which a text must hold before the rules that ask for them run (CHECK_NEEDS).
 _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|sejf\w{0,3}|schrank"
                 r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|eingang|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
-                r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?"
+                r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة)(?![^\W\d_])")
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
                 "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "sejf", "schrank", "port", "puerta", "cancello", "tür",
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
-                "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "larm", "باب", "إنذار", "خزنة")
+                "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "сигналіз", "сигнализ", "larm", "باب", "إنذار", "خزنة")
 
 
 def _accept_place_label(match: Any) -> bool:
@@ -2176,8 +2176,9 @@ def looks_like_chosen_password(value: str) -> bool:
     long run of mixed case (ahGhVusPgNpmweX); not a reference, path, URL, address, version, date,
     short hex id, technical name (sha256) or a name in capitals."""
     v = value
-    if not 6 <= len(v) <= 128 or not _regex("[\x21-\x7e\u00c0-\u024f]+").fullmatch(v) or _regex(r"[*_~`]+@?[A-Z]+[*_~`]+").fullmatch(v):
-        return False  # ASCII and Latin letters (Måne606+); a value run on into the words of a language without spaces is not one; markdown's **@DEPRECATED**
+    if not 6 <= len(v) <= 128 or not _regex("[\x21-\x7e\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u0e00-\u0e7f]+").fullmatch(v) or _regex(r"[*_~`]+@?[A-Z]+[*_~`]+").fullmatch(v) or (
+            _regex("[\u0370-\u04ff\u0e00-\u0e7f]").search(v) and not _regex(r"[\x21-\x7e]").search(v)):
+        return False  # ASCII and Latin letters (Måne606+), Greek, Cyrillic or Thai ones beside ASCII (Карпати-Build-2025); a value run on into the words of a language without spaces is not one; markdown's **@DEPRECATED**
     letters, digits = any(map(str.isalpha, v)), any(map(str.isdigit, v))
     symbols, upper = not v.isalnum(), any(map(str.isupper, v))
     if _regex(_PASSPHRASE).fullmatch(v):
@@ -2212,7 +2213,8 @@ _CREDENTIAL_WORDS = (
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
-    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mã thông báo)\w*"
+    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mã thông báo|kata sandi|sandinya)\w*"
+    r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
@@ -2224,7 +2226,7 @@ _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode
 # secret store, creating a token or random bytes.
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od)\b[^\n]*?(?i:secret|token|cred"
-    r"|passw(?!d\b)|pwd|passphrase|\.pw\b|\.psk\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
+    r"|passw(?!d\b)|pwd|passphrase|\.pw\b|\.psk\b|key[\w.\-]*\.(?:bin|der|raw)\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets)"
     r"|(?:(?:echo|printf)[^\n|]*\|[ \t]*)?op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject|(?:signin|account[ \t]+add)[^\n]*--raw)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
@@ -2238,7 +2240,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+(?:tokens?|(?:pre)?auth-?keys?)[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|rclone[ \t]+obscure|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
-    r"|firebase[ \t]+login:ci|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
+    r"|firebase[ \t]+login:ci|p4[ \t]+[^\n]*\blogin[ \t]+-p\b|[^\n]*ProtectedData\]::Unprotect\(|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|aws[ \t][^\n]*?--query[ \t=]+['\"][^'\"\n]*(?i:presharedkey|password|secret|token)"  # a describe- that selects a secret: --query '…PreSharedKey'
     r"|curl\b[^\n]*?[^/]/(?:session|login|token|oauth2?/token|auth/token|authenticate)(?=[/?\"'\s]|$)|curl\b[^\n]*?/actuator/env/\S*(?i:pass|secret|token|key)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
@@ -2272,7 +2274,7 @@ _PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80
 # A table's header cell: a name of a few words (the first may start with a digit: `2FA backup`; `Rotated?`, `Password*`), one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
-_TABLE_HEADER_CELL = r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])[\w.()/#\-'?*]{0,30}(?![\w.()/#\-'?*])(?: [\w.()/#\-'?*]{1,30}(?![\w.()/#\-'?*])){0,4}"
+_TABLE_HEADER_CELL = r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])[\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f]{0,30}(?![\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f])(?: [\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f]{1,30}(?![\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f])){0,4}"
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
@@ -4159,7 +4161,7 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 #   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемони\w*|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемони\w*|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
 #   catch: Cold wallet backup (treasury multisig signer #2) — copied from the paper backup before shredding:\n«ahead brass crew act aspect axis actor boss aim bitter armor cabin april any behind buffalo cash clinic barrel crack assist brief admit build»
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
 #   catch: phrase de récupération : «destroy dial budget census clarify enjoy cheese board arrive butter erase economy»
@@ -4519,6 +4521,14 @@ signature-field              -                      (?i)["']x-(?:amz|goog)-signa
 #   catch: 'x-amz-date': '20250317T120000Z', 'x-amz-signature': '«ce863691fa81d92a242de5d6ec2e30cb892dc34182ad0d71291be5d1131d3280»'
 #   keep:  "x-amz-signature": "<computed by the SDK>"
 # A session's cookie by its name's end (grafana_session=, tally_sid=), wherever it is written: a machine's value.
+# Google's session cookies: SID's `g.a000…`, the `sidts-…` of __Secure-1PSIDTS.
+google-session-cookie        -                      (?<![\w.\-])(?P<s>g\.a000[A-Za-z0-9_\-]{40,400}|sidts-[A-Za-z0-9_\-]{30,400})
+#   catch: __Secure-3PSID=«g.a000CYzsQ3NfYzcf5NBf6YuckCrYSdzpVwlQw2a_HOorf-kuxP3HmHScXCEBsl7A7U»
+#   keep:  g.a000 is the prefix of Google's SID cookie
+# A cookie written as a browser sets it, `name=value; Domain=…; Path=/`, in code or a header: a value a machine made.
+cookie-with-attributes       machine-made           (?<![\w.\-])[\w.\-]{2,60}=(?P<s>[^;\s'"=]{16,4096})[ \t]*;[ \t]*(?i:domain|path|expires|max-age|secure|httponly|samesite)\b
+#   catch: jar.setCookieSync('unity-cookies-sso=«ZL7oNw7G38Qrkak3T0Jfci7AjKHJ9kMtNjaxVxDaOgcKp2EMBSuXKSweHTGw9RXm»; Domain=.unity.com; Path=/; Secure', 'https://id.unity.com');
+#   keep:  document.cookie = "theme=dark-high-contrast-v2; Path=/; SameSite=Lax";
 named-session-cookie         random                 (?<![\w.\-])(?:[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid)=|(?i:(?:[a-z]\w{0,20}_)?li_at)[ \t]*=[ \t]*["']?)(?P<s>[A-Za-z0-9%_\-.]{16,4096})
 #   catch: grafana_session=«6c7cff909b77ba9ccf96789a98798e63»; grafana_session_expiry=1755032781
 #   catch: here's my session cookie so you can hit the admin API: tally_sid=«2hrg2bZlElqmeOaSabZeIfKkrmNA_DVOygbLsFBUNSTBgEzBOH6vkjtuQqEFEk5n»
@@ -5032,6 +5042,9 @@ base64-private-key           encoded-private-key    (?<![A-Za-z0-9+/])(?P<s>(?:L
 name-in-parentheses          named-random           (?P<name>[A-Z](?<![\w.].)[A-Z0-9_]{2,80})[ \t]*\((?P<s>[^\s()]{8,256})\)
 #   catch: Rotate TWILIO_AUTH_TOKEN («32ee3996dd674154deb8a8cffe8c0bc6») today
 #   keep:  Bump CACHE_KEY_VERSION (v3-2024-09-16)
+xml-named-string             assignment             <(?:string|entry)[ \t]+(?:name|key)="{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})"[ \t]*>(?P<s>[^<\n]{1,4096})</(?:string|entry)>
+#   catch:     <string name="refresh_token">«r1.Qm8xZ2LpT7vKw3RbN9cY5dHs0Je4Gu»</string>
+#   keep:      <string name="password_hint">Enter your password</string>
 xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.:\-]{0,60})(?:[ \t][^<>\n]{0,200})?>\s{0,80}(?P<s>[^<\s][^<\n]{0,500}?)\s{0,80}</(?P=name)>
 #   keep:  <wsse:BinarySecurityToken ValueType="...#X509v3">MIIDdzCCAl+gAwIBAgIEbHKatDV2ALlu7UrzDZpkz0xMBeN0rIicDOOOXuPxY3oU0qBh7UWSvKD6wZKOd3ZMuquQ</wsse:BinarySecurityToken>
 #   catch: <password>«Raccoon#5»</password>
@@ -5909,7 +5922,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第一段|第二段|前半段|后半段|na dvakrát|na dwa razy|\biki[ \t]+parça|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|الجزء|\b(?:pass(?:word)?|pw|token|secret|key)\b[^\n]{0,60}?\b(?:is|are)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第一段|第二段|前半段|后半段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|الجزء|\b(?:pass(?:word)?|pw|token|secret|key)\b[^\n]{0,60}?\b(?:is|are)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
@@ -6022,7 +6035,7 @@ ACCEPT_CHECKS = {
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "key-body": _accept_key_body, "quoted-key": _accept_quoted_key,
-    "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
+    "machine-made": lambda match: looks_machine_generated(match.group("s")), "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
@@ -7355,11 +7368,12 @@ RULE_WORDS = {
         "xkeysib-", "y0_"), (), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",), ("\n",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
-    "seed-phrase": ("efa0abcf", ("bip", "mnemonic", "phrase", "phrase de r", "recupera", "recuperaci", "seed",
-        "semente", "semilla", "wallet", "wiederherstellungsphrase", "words", "мнемони", "العبارة السرية", "ニーモニック",
-        "助记词", "복구 구문"), ("12", "15", "18", "21", "24", "backup", "bip", "frase ", "from", "mnemonic", "phrase de r",
-        "recovery", "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "мнемони", "العبارة السرية",
-        "ニーモニック", "助记词", "복구 구문"), ()),
+    "seed-phrase": ("e2d27d36", ("bip", "carteira", "cartera", "mnemonic", "phrase", "phrase de r", "portafoglio",
+        "portefeuille", "recupera", "recuperaci", "seed", "semente", "semilla", "wallet", "wiederherstellungsphrase",
+        "words", "гаманц", "кошел", "мнемони", "العبارة السرية", "ニーモニック", "助记词", "복구 구문"), ("12", "15", "18", "21",
+        "24", "backup", "bip", "carteira", "cartera", "frase ", "from", "mnemonic", "phrase de r", "portafoglio",
+        "portefeuille", "recovery", "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "гаманц",
+        "кошел", "мнемони", "العبارة السرية", "ニーモニック", "助记词", "복구 구문"), ()),
     "byte-array-key": ("e27199d4", (",",), (), ()),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
@@ -7457,6 +7471,9 @@ RULE_WORDS = {
     "roblox-security-cookie": ("296a1797", ("warning:-do-not-share-this.",), ("warning:-do-not-share-this.",), ("_|",)),
     "smb-user-percent-password": ("2aadec00", ("--user", "-u"), ("--user", "-u"), ("%",)),
     "signature-field": ("fd068312", ("-signature",), (), ("amz", "goog")),
+    "google-session-cookie": ("821dc834", ("g.a000", "sidts-"), ("g.a000", "sidts-"), ()),
+    "cookie-with-attributes": ("ab1b632f", ("domain", "expires", "httponly", "max-age", "path", "samesite", "secure"),
+        (), ("=",)),
     "named-session-cookie": ("f7803c02", ("li_at", "sess", "session", "sid"), (), ()),
     "registry-secret-value": ("0828a1f0", ("reg",), ("reg",), ("add",)),
     'piped-secure-string': ('6b699996', ('convertto-securestring',), (), ('"', "'")),
@@ -7613,6 +7630,7 @@ RULE_WORDS = {
     "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
+    "xml-named-string": ("d9b6cfe4", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
     "xml-element": ("316f15c5", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ("</",)),
     "plist-key-string": ("fe103fc6", ("</string>",), ("<key>",), ("<string>",)),
@@ -7672,7 +7690,7 @@ RULE_WORDS = {
         "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
         "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("a46c5fc3", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("36e937ab", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
         "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo",
         "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz",
@@ -7680,28 +7698,29 @@ RULE_WORDS = {
         "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "parol", "parola", "parool", "pass",
         "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod",
         "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk",
-        "pw", "pwd", "salasana", "sandi", "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha",
-        "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten",
-        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول",
-        "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
-        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
-        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
-        "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
-        "cl", "clave", "client", "contrase", "credential", "creds", "db", "deploy", "disarm", "door", "encryption",
-        "frasa sandi", "frase de cifrado", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo",
-        "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore",
-        "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox",
-        "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe",
-        "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp", "panel", "parol", "parola",
-        "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
-        "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pre",
-        "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi",
-        "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre", "signing",
-        "slapta", "sleutel", "ssh", "sudo", "token", "tokens", "tokn", "totp", "unseal", "vpn", "wachtwoord",
-        "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин",
-        "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड",
-        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥",
-        "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "seed", "segredo", "segreto",
+        "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin",
+        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول",
+        "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット",
+        "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥",
+        "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin",
+        "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia",
+        "cheie", "chiave", "cl", "clave", "client", "contrase", "credential", "creds", "db", "deploy", "disarm",
+        "door", "encryption", "frasa sandi", "frase de cifrado", "frase secreta", "gate", "geheimnis", "geslo", "has",
+        "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain",
+        "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock",
+        "lockbox", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa",
+        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp", "panel", "parol",
+        "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
+        "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
+        "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana",
+        "sandi", "sandinya", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session",
+        "sifre", "signing", "slapta", "sleutel", "ssh", "sudo", "token", "tokens", "tokn", "totp", "unseal", "vpn",
+        "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
+        "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन",
+        "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
+        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
+        "토큰"), ()),
     "login-pair-in-prose": ("ceb763a9", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
         "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
@@ -7760,41 +7779,43 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("8f515183", ("\n=> ", "$env:", "--fields", "--query", "--reveal", "-password",
-        ".apikey", ".boto", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config",
-        ".netrc", ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw",
-        ".pypirc", ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token",
-        "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg",
-        "api", "auth", "aws", "bootstrap", "bun", "config", "configure", "cookie", "create", "create-for-rbac", "cred",
-        "credential", "deno", "docker/config.json", "document", "doppler", "echo", "env", "firebase", "gcloud",
-        "generate", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue",
-        "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa",
-        "initial-password", "inject", "inspect", "key", "key:generate", "key=clear", "keyfile", "keygen", "keypair",
-        "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "manage.py",
-        "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass", "passphrase", "passw", "perl", "php",
-        "phx.gen.secret", "printenv", "private", "pwd", "pwgen", "python", "rails", "read", "requirepass",
-        "reset-password", "ruby", "runner", "secret", "secret-tool", "shadow", "signin", "solana", "sops", "status",
-        "storage", "terraform", "tickets", "token", "unlock", "variables", "vault", "vercel", "wallet"), (), ("\n",)),
+    "context-command-output": ("7f0f1c95", ("\n=> ", "$env:", "--fields", "--query", "--reveal", "-password",
+        ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key",
+        ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk",
+        ".pw", ".pypirc", ".raw", ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/",
+        "/auth/token", "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen",
+        "ansible-vault", "apg", "api", "auth", "aws", "bootstrap", "bun", "config", "configure", "cookie", "create",
+        "create-for-rbac", "cred", "credential", "deno", "docker/config.json", "document", "doppler", "echo", "env",
+        "firebase", "gcloud", "generate", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
+        "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519",
+        "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate", "key=clear", "keyfile", "keygen",
+        "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd",
+        "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass", "passphrase", "passw",
+        "perl", "php", "phx.gen.secret", "printenv", "private", "protecteddata]::unprotect(", "pwd", "pwgen", "python",
+        "rails", "read", "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool", "shadow",
+        "signin", "solana", "sops", "status", "storage", "terraform", "tickets", "token", "unlock", "variables",
+        "vault", "vercel", "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
-    "context-credential-table": ("74925f21", ("\n",), (), ()),
+    "context-credential-table": ("d1316d71", ("\n",), (), ()),
     "context-html-table": ("85fa6835", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
     "context-html-login-row": ("e624efab", ("</td>",), ("<tr",), ("</tr>",)),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("06fb03f5", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
-        "cut it", "cut off", "część", "deel", "deux", "deuxième", "druga", "enter", "first", "fängt", "got cut",
-        "hai phần", "halves", "i två delar", "key", "la suite", "last", "lineas", "líneas", "mensajes", "message",
-        "messages", "mitad", "na dvakrát", "na dwa razy", "nachrichten", "other", "part", "parte", "partes", "partie",
-        "parts", "parça", "pass", "pieces", "pierwsza", "première", "pw", "rest", "rest:", "second", "seconde",
-        "secret", "teil", "teilen", "the rest is", "token", "вторая", "кусками", "первая", "продолжени", "сообщениями",
-        "частями", "الجزء", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"),
-        ("(cont", "(suite)", "2 phần", "baaki", "baki", "continuing:", "cut it", "cut off", "część", "deel",
-        "deuxième", "druga", "en", "first", "fängt", "got cut", "hai phần", "halves", "hit", "i två delar", "iki",
-        "in", "key", "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte", "partie",
-        "pass", "pierwsza", "première", "pressed", "pw", "rest", "rest:", "second", "seconde", "secret", "teil",
-        "the rest is", "token", "too", "вторая", "двумя", "первая", "продолжени", "الجزء", "两段", "分两段", "分割", "前半",
-        "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"), ()),
+    "context-split-secret": ("2de0adb8", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
+        "cut it", "cut off", "część", "deel", "deux", "deuxième", "druga", "em duas mensagens", "em duas partes",
+        "enter", "first", "fängt", "got cut", "hai phần", "halves", "i två delar", "key", "la suite", "last", "lineas",
+        "líneas", "mensajes", "message", "messages", "mitad", "na dvakrát", "na dwa razy", "nachrichten", "other",
+        "part", "parte", "partes", "partie", "parts", "parça", "pass", "pieces", "pierwsza", "première", "pw", "rest",
+        "rest:", "second", "seconde", "secret", "teil", "teilen", "the rest is", "token", "в два", "вторая", "кусками",
+        "на две", "на дві", "первая", "продолжени", "сообщениями", "у два", "частями", "الجزء", "ครึ่ง", "两段", "分两段",
+        "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"), ("(cont", "(suite)", "2 phần",
+        "baaki", "baki", "continuing:", "cut it", "cut off", "część", "deel", "deuxième", "druga", "em duas mensagens",
+        "em duas partes", "en", "first", "fängt", "got cut", "hai phần", "halves", "hit", "i två delar", "iki", "in",
+        "key", "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte", "partie", "pass",
+        "pierwsza", "première", "pressed", "pw", "rest", "rest:", "second", "seconde", "secret", "teil", "the rest is",
+        "token", "too", "в два", "вторая", "двумя", "на две", "на дві", "первая", "продолжени", "у два", "الجزء",
+        "ครึ่ง", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("c3ab3225", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),

@@ -1581,7 +1581,7 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
         # says how to keep a start; raise this bound only for a rule that cannot have one.
         table = cc._rule_table()
         whole = [rule.name for index, (rule, _, starts) in enumerate(table) if not starts and cc._compiled_rule(index)[1] is None]
-        self.assertLessEqual(len(whole), 103, whole)
+        self.assertLessEqual(len(whole), 104, whole)  # (104: cookie-with-attributes, whose name is any word)
         for name in ("context-split-secret", "code-for-a-place", "context-credential-word", "tls-key-log-secret"):
             self.assertNotIn(name, whole)
 
