@@ -10641,16 +10641,19 @@ def bench_hooks(ws: Workspace, scratch: str) -> dict:
 # from the rest), held to issue 14's bar for text the rules were not written on (recall 0.97,
 # keep-rate 0.98); the others, tuned on, to 0.99 and 0.98. A corpus moves to the others once the
 # rules reach 0.99 on it.
-NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47, 49, 51, 53, 58, 59, 61, 62, 67, 74, 75, 76))
+NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47, 49, 51, 53, 58, 59, 61, 62, 67, 70, 74, 75, 76, 80))
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
-# context, data science, mobile and embedded, enterprise IT; 0.85 to 0.95 unseen), held at the (recall,
+# context, data science, mobile and embedded, enterprise IT; at stop 27 a web agency, fintech, a game
+# studio, an MSP's helpdesk; 0.85 to 0.95 unseen), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
-BELOW_THE_BAR = {"blind55_corpus.json": (0.96, 0.99), "blind56_corpus.json": (0.94, 0.99),
-                 "blind57_corpus.json": (0.96, 0.99), "blind60_corpus.json": (0.95, 0.99),
-                 "blind63_corpus.json": (0.95, 0.98), "blind66_corpus.json": (0.95, 0.97),
-                 "blind71_corpus.json": (0.96, 0.99), "blind72_corpus.json": (0.92, 0.98),
-                 "blind73_corpus.json": (0.92, 0.99)}
+BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.94, 0.99),
+                 "blind57_corpus.json": (0.97, 0.99), "blind60_corpus.json": (0.95, 0.99),
+                 "blind63_corpus.json": (0.96, 0.98), "blind66_corpus.json": (0.95, 0.97),
+                 "blind69_corpus.json": (0.92, 0.99), "blind71_corpus.json": (0.96, 0.99),
+                 "blind72_corpus.json": (0.95, 0.98), "blind73_corpus.json": (0.92, 0.99),
+                 "blind79_corpus.json": (0.96, 0.99), "blind81_corpus.json": (0.94, 0.99),
+                 "blind82_corpus.json": (0.95, 0.99)}
 
 
 def corpus_texts() -> list:
