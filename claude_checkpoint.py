@@ -1769,13 +1769,13 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 # What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in;
 # and the words one of which a text must hold before the rules that ask for them run (CHECK_NEEDS).
 _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|sejf\w{0,3}|schrank"
-                r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|eingang|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
+                r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|\w{0,12}eingang|\w{0,12}raum|server ?room|serverrum|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة)(?![^\W\d_])")
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
-                "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "sejf", "schrank", "port", "puerta", "cancello", "tür",
+                "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "sejf", "raum", "room", "serverrum", "schrank", "port", "puerta", "cancello", "tür",
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
                 "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "сигналіз", "сигнализ", "larm", "باب", "إنذار", "خزنة")
 
@@ -2247,7 +2247,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?(?:keygen\b|gossip[ \t]+keyring[ \t]+generate)|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
     r"|(?:[\w\-./]+[ \t]+){0,3}?(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \t]+get)[ \t]+[^\n|>]*?(?i:pass|secret|token|api.?key|private.?key|cred)"
-    r"|\$env:\w*(?i:secret|token|key|pass|pwd)\w*(?:;[ \t]*\$env:\w+)*[ \t]*$"  # PowerShell prints a variable named alone: `$env:DATTO_API_SECRET`  # a setting's getter: `wp config get DB_PASSWORD`, `occ config:system:get dbpassword`
+    r"|(?=[^\n]*\$env:\w*(?i:secret|token|key|pass|pwd))\$env:\w+(?:;[ \t]*\$env:\w+)*[ \t]*$"  # PowerShell prints a variable named alone: `$env:DATTO_API_SECRET`  # a setting's getter: `wp config get DB_PASSWORD`, `occ config:system:get dbpassword`
     r"|(?:python3?|node|ruby|perl|php|deno|bun|[\w./\-]*manage\.py|(?:bin/)?rails)\b[^\n]*?[ \t(;\"'](?:print|puts|pp|p|console\.log|echo|var_dump|say)[ \t(]+[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)"  # one-liners: python -c "print(settings.SECRET_KEY)"
     r"|[^\n]*?[\w)\]'\"]\.(?i:password|passwd|secret|token|secretkey|apikey)(?![\w(.\-])"  # a property read: (Get-ItemProperty …).Password, /text:processModel.password
     r"|(?<=> )[^\n]{0,200}?(?i:key|token|secret|passw|pwd|cred)[^\n]{0,200}(?=\n=> )"  # irb's and pry's: `irb(main):001> Rails.application.credentials.dig(:x, :api_key)`
@@ -5566,13 +5566,14 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)(?:계정|아이디|アカウント|ユーザー|账号|账户|帳號|用户|用戶|\b(?:usuario|usuária|usuário|utilisateur|benutzer|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользователь|логин|kullan\w{1,4}|wi-?fi|wlan|ssid|mit|with|login|basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b)[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)(?:계정|아이디|アカウント|ユーザー|账号|账户|帳號|用户|用戶|\b(?:usuario|usuária|usuário|utilisateur|benutzer|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользователь|логин|kullan\w{1,4}|wi-?fi|wlan|ssid|mit|with|login|basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b)[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?!\w+",")(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: kiosk build for the expo booth auto-logs in as kiosk / «Hana2007»! – change it after GDC
 #   catch: Observation: router at 192.168.6.1 still uses admin / «Cobalt2362» (found on the sticker)
 #   catch: @jdoe the staging basic-auth is `preview` / `«Zuckerwatte656!»`, same as last sprint
 #   catch: can you try logging in with noreply@acme.io / «Buomxanh*0y$t3r5» ?
 #   keep:  log in with your SSO account / the admin console
 #   catch: I reproduced it with the shared QA account (qa-lead@window.test / «I$l@nd@rr0w22»).
+#   keep:  "Account","Type","Username","Password / Token","Owner"
 #   catch: AuthBasicProvider file  # fallback user ops / «rocket%Willow3»
 #   catch: - accès VPN : build / «Chouchou@1234»
 #   catch: 스테이징 서버 관리자 계정은 admin / «Hangang!Bridge77» 야. 로그인해서 캐시 설정 좀 확인해줘
@@ -7721,7 +7722,7 @@ RULE_WORDS = {
         "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
         "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
         "토큰"), ()),
-    "login-pair-in-prose": ("ceb763a9", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
+    "login-pair-in-prose": ("c86d4670", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
         "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
         "usuario", "usuária", "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi", "with", "wlan",
@@ -7779,7 +7780,7 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("7f0f1c95", ("\n=> ", "$env:", "--fields", "--query", "--reveal", "-password",
+    "context-command-output": ("fe073c1a", ("\n=> ", "$env:", "--fields", "--query", "--reveal", "-password",
         ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key",
         ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk",
         ".pw", ".pypirc", ".raw", ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/",
