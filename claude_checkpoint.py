@@ -3356,7 +3356,7 @@ def _find_split_parts(match: Any) -> list:
         return []
     line_end = text.find("\n", match.start(), match.start() + 400)
     line_end = min(len(text), match.start() + 400) if line_end < 0 else line_end  # (a line's first 400 characters)
-    if _regex(r"(?i)[^\n]*\b(?:is|are)[ \t]*:?[ \t]*\r?$").match(text, match.start(), line_end) and not (
+    if _regex(r"(?i)[^\n]*\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*\r?$").match(text, match.start(), line_end) and not (
             (_regex(_CREDENTIAL_WORDS).search(text, line_start, line_end) or _regex(r"(?i)\bpass\b").search(text, line_start, line_end))
             and not _regex(r"(?i)fingerprint|randomart|image|hash").search(text, line_start, line_end)):
         return []  # a line that ends "… is": the value on the lines below only when it names a credential ("sftp pass for MPS is"), not a key's fingerprint
@@ -5923,7 +5923,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第一段|第二段|前半段|后半段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|الجزء|\b(?:pass(?:word)?|pw|token|secret|key)\b[^\n]{0,60}?\b(?:is|are)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第一段|第二段|前半段|后半段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|الجزء|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
@@ -7803,20 +7803,22 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("2de0adb8", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
-        "cut it", "cut off", "część", "deel", "deux", "deuxième", "druga", "em duas mensagens", "em duas partes",
-        "enter", "first", "fängt", "got cut", "hai phần", "halves", "i två delar", "key", "la suite", "last", "lineas",
-        "líneas", "mensajes", "message", "messages", "mitad", "na dvakrát", "na dwa razy", "nachrichten", "other",
-        "part", "parte", "partes", "partie", "parts", "parça", "pass", "pieces", "pierwsza", "première", "pw", "rest",
-        "rest:", "second", "seconde", "secret", "teil", "teilen", "the rest is", "token", "в два", "вторая", "кусками",
-        "на две", "на дві", "первая", "продолжени", "сообщениями", "у два", "частями", "الجزء", "ครึ่ง", "两段", "分两段",
-        "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"), ("(cont", "(suite)", "2 phần",
-        "baaki", "baki", "continuing:", "cut it", "cut off", "część", "deel", "deuxième", "druga", "em duas mensagens",
-        "em duas partes", "en", "first", "fängt", "got cut", "hai phần", "halves", "hit", "i två delar", "iki", "in",
-        "key", "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte", "partie", "pass",
-        "pierwsza", "première", "pressed", "pw", "rest", "rest:", "second", "seconde", "secret", "teil", "the rest is",
-        "token", "too", "в два", "вторая", "двумя", "на две", "на дві", "первая", "продолжени", "у два", "الجزء",
-        "ครึ่ง", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"), ()),
+    "context-split-secret": ("8fa8ccc7", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
+        "contraseña", "cut it", "cut off", "część", "deel", "deux", "deuxième", "druga", "em duas mensagens",
+        "em duas partes", "enter", "first", "fängt", "got cut", "hai phần", "halves", "hasło", "heslo", "i två delar",
+        "key", "la suite", "last", "lineas", "líneas", "mensajes", "message", "messages", "mitad", "na dvakrát",
+        "na dwa razy", "nachrichten", "other", "part", "parte", "partes", "partie", "parts", "parça", "pass",
+        "passwort", "pieces", "pierwsza", "première", "pw", "rest", "rest:", "second", "seconde", "secret", "senha",
+        "teil", "teilen", "the rest is", "token", "κωδικός", "в два", "вторая", "кусками", "на две", "на дві",
+        "пароль", "первая", "продолжени", "сообщениями", "у два", "частями", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半",
+        "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"), ("(cont", "(suite)", "2 phần", "baaki",
+        "baki", "continuing:", "contraseña", "cut it", "cut off", "część", "deel", "deuxième", "druga",
+        "em duas mensagens", "em duas partes", "en", "first", "fängt", "got cut", "hai phần", "halves", "hasło",
+        "heslo", "hit", "i två delar", "iki", "in", "key", "la suite", "last", "mitad", "na dvakrát", "na dwa razy",
+        "other", "part", "parte", "partie", "pass", "passwort", "pierwsza", "première", "pressed", "pw", "rest",
+        "rest:", "second", "seconde", "secret", "senha", "teil", "the rest is", "token", "too", "κωδικός", "в два",
+        "вторая", "двумя", "на две", "на дві", "пароль", "первая", "продолжени", "у два", "الجزء", "ครึ่ง", "两段",
+        "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("c3ab3225", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
