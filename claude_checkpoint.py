@@ -3378,15 +3378,17 @@ def _find_numbered_parts(match: Any) -> list:
     near and each part looks like one (_is_secret_part)."""
     text = match.string
     label = _regex(r"([^\W\d_]{2,12})[ \t]?$").search(text, max(0, match.start() - 14), match.start())
-    line_start = text.rfind("\n", 0, match.start()) + 1
-    if not label or not (_regex(_CREDENTIAL_WORDS).search(text, max(0, line_start - 300), match.end("s"))
-                         or _regex(r"(?i)\b(?:keys?|pass)\b").search(text, max(0, line_start - 300), match.end("s"))):
+    if not label:
         return []
     spans = [match.span("a")]
     for part in _regex(r"(?m)^[^\n]{0,30}?([^\W\d_]{2,12})[ \t]?[23][ \t]*[:：)][ \t]*[\"'«`]?([^\s\"'»`]{4,200})").finditer(text, match.start("s"), match.end("s")):
         if part.group(1).lower() == label.group(1).lower():
             spans.append(part.span(2))
-    return spans if len(spans) >= 2 and all(_is_secret_part(text[a:b]) for a, b in spans) else []
+    if len(spans) < 2 or not all(_is_secret_part(text[a:b]) for a, b in spans):
+        return []
+    line_start = text.rfind("\n", 0, match.start()) + 1  # (the costly word last: a hostile text has many labels)
+    near = (max(0, line_start - 300), match.end("s"))
+    return spans if _regex(_CREDENTIAL_WORDS).search(text, *near) or _regex(r"(?i)\b(?:keys?|pass)\b").search(text, *near) else []
 
 
 def _is_secret_part(value: str) -> bool:
@@ -6296,10 +6298,14 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         rest = _regex(_WRAPPED_REST).match(below, shared)
         if rest and REDACTED not in below and not _regex(r"[ \t]{2}|[ \t]*\|").match(below, rest.end()) and _is_secret_part(rest.group(1)):
             rests.append((end.end() + rest.start(1), end.end() + rest.end(1)))
-    for start, end in reversed(rests):
+    if not rests:
+        return text, count
+    pieces, position = [], 0
+    for start, end in rests:
         replaced.append(text[start:end])
-        text, count = text[:start] + REDACTED + text[end:], count + 1
-    return text, count
+        pieces += [text[position:start], REDACTED]
+        position = end
+    return "".join(pieces) + text[position:], count + len(rests)
 
 
 # What a tool puts before each line it shows, which line-anchored rules must not see: a file read's

@@ -884,7 +884,12 @@ ADVERSARIAL_CONTEXTS = (
     # cookies as rows, a code for a place, a secret's rest (the passes read 32 KB; the rules all of it).
     "this is a long sentence with many words and the password\n" * 560, "admin PIN <b>790974</b> " * 1300,
     "QWxhZGRpbjpvcGVuIHNlc2FtZQ== " * 1100, "cookies:\n" * 11000, "code for the door " * 5500, "(cont) " * 14000,
-    "the rest is " * 8000, "Haustür: 52290669\n" * 5500)
+    "the rest is " * 8000, "Haustür: 52290669\n" * 5500,
+    # Stop 27's readings and contexts: a wrapped value's rest, numbered parts, a list of parts, base64 over
+    # lines, a box-drawn table, compound codes, a headless HTML table, a line that ends "… is".
+    "password=Xk29!mPq7zLw\nabc1def2 x\n" * 4000, "key\n" + "phần 1: abcd1234\n" * 6000, "tokenParts:\n" + "  - abcd\n" * 12000,
+    ("A" * 76 + "\n") * 1300, "┌─a─┬─b─┐\n" + "│ x │ y │\n" * 8000, "Larmkoden " * 9000,
+    "access " + "<tr><td>a</td><td>b</td><td>c</td></tr>" * 2500, "password " + "x " * 30 + "is\n" + "pw is\n" * 15000)
 
 
 class TestRedaction(unittest.TestCase):
