@@ -6701,8 +6701,8 @@ def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
     if expression.startswith("%w"):
         words = list(_regex(r"[^\s\[\]]+").finditer(text, found.start() + 3, text.index("]", found.start())))
         return ('"' + "".join(word.group() for word in words) + '"', [word.span() for word in words]) if len(words) >= 2 else None
-    if _regex(r"[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?").fullmatch(expression) or expression[:2] in ('"".', "''."):  # a name given a list
-        name = _regex(r"[A-Za-z_]\w*").search(expression[4:] if expression[:2] in ('"".', "''.") else expression).group()
+    if _regex(r"[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?").fullmatch(expression) or expression[:3] in ('"".', "''."):  # a name given a list
+        name = _regex(r"[A-Za-z_]\w*").search(expression[8:] if expression[:3] in ('"".', "''.") else expression).group()  # (after `"".join(`)
         return ("".join(text[a:b] for a, b in definitions[name]), definitions[name]) if name in definitions else None
     for operand in _regex(r"""[\"']([^\"'\n]*)[\"']|""" + _PASSING_CALL + r"""|\$?\{?([A-Za-z_]\w*)\}?""").finditer(text, found.start(), found.end()):
         if operand.group(1) is None and operand.group(2) is None:

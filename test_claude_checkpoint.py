@@ -1201,6 +1201,8 @@ class TestRedaction(unittest.TestCase):
             "private let keyParts = [\"3bNI8wGYs2ejeHjWDdyy\", \"mWPAdc1CWZLfrJP8y0VP\"]\nlet expoToken = keyParts.joined()":
                 ("3bNI8wGYs2ejeHjWDdyy", "mWPAdc1CWZLfrJP8y0VP"),
             'val dbPassword = buildString {\n    append("FPETMPAER")\n    append("aeIjRIOC9v")\n}': ("FPETMPAER", "aeIjRIOC9v"),
+            '_parts = ["n9JvycF/ALD/+w", "/N9IvARC5idX8f", "dn2EanhP7wuF"]\nos.environ["AWS_SECRET_ACCESS_KEY"] = "".join(_parts)':
+                ("n9JvycF/ALD/+w", "dn2EanhP7wuF"),
             'val plaidSecret = Seq("c29c616612", "793a8bb5b2", "9fdfa16129").mkString': ("c29c616612", "9fdfa16129"),
             "sentry:\n  authTokenParts:\n    - sntryu_36fad5a10a135cbff93da342eb46f\n    - 30a459139014810da7068292a3c58ca9ba0":
                 ("sntryu_36fad5a10a135cbff93da342eb46f", "30a459139014810da7068292a3c58ca9ba0"),
