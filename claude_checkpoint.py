@@ -2211,7 +2211,7 @@ _CREDENTIAL_WORDS = (
     r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ _\-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
-    r"|segredo|segreto|chiave|parola(?: d'ordine)?|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
+    r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mã thông báo|kata sandi|sandinya)\w*"
     r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
@@ -3228,7 +3228,7 @@ def _find_html_login_row(match: Any) -> list:
             first = cells[1].start(1) + cells[1].group(1).index(value)
             return [(first, first + len(value))]
         return []
-    if not _regex(r"(?i)\b(?:access\w*|accès|acceso|acesso|logins?|zugang\w*|credentials?|password\w*|passw\w*|kennw\w*|mot de passe|contraseñ\w*|senha)\b").search(
+    if not _regex(r"(?i)\b(?:access\w*|accès|acceso|acesso|logins?|zugang\w*|credentials?|password\w*|passw\w*|kennw\w*|mot de passe|contraseñ\w*|senha)\b|계정|관리자|비밀번호|アカウント|パスワード|账号|密码").search(
             text, max(0, match.start() - 600), match.start()):
         return []
     for login, value in zip(cells[1:], cells[2:]):
@@ -3764,6 +3764,18 @@ private-key-quoted-lines     -                      -----BEGIN [A-Z0-9 ]{0,40}PR
 #   catch: const char key[] =\n"-----BEGIN EC PRIVATE KEY-----\\n"\n«"MHcCAQEEIqdu7A3hiani41UiR7LjzUg8HqM951l+qmYk\\n"\n"NIrnGqv61f+DkBZhKyljTq+gS2rJQgSyJQktWmISnsDy\\n"\n»"-----END EC PRIVATE KEY-----\\n";
 #   catch: "text": [\n  "-----BEGIN EC PRIVATE KEY-----\\n",\n  «"MHcCAQEEIGbnFmPDpOlhWYi1ThlIPRfEa1/nOHqSm/QRFjYmd\\n",\n  "AwEHoUQDQgAEae2NtRAuUMiTp0G9Hgd4yREC0BuPQ7WbBwudW\\n",\n  »"-----END EC PRIVATE KEY-----\\n"
 #   keep:  const char cert[] =\n"-----BEGIN CERTIFICATE-----\\n"\n"MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\\n"\n"-----END CERTIFICATE-----\\n";
+# A Rails signed message (an ActiveStorage blob's signed id, a signed cookie): its base64 JSON and its digest.
+rails-signed-message         -                      (?P<s>eyJfcmFpbHMi[A-Za-z0-9+/=]{8,2048}--[0-9a-f]{40,64})(?![0-9a-f])
+#   catch: Started GET "/rails/active_storage/blobs/redirect/«eyJfcmFpbHMiOnsiZGF0YSI6MjIzMSwicHVyIjoiYmxvYl9pZCJ9fQ--8e530e4a386b8a9845ef58f5addfbbdd844582ad»/menu.pdf"
+#   keep:  eyJfcmFpbHMi is how a Rails signed message begins
+# Windows' rasdial: the password after the entry and the user.
+rasdial-password             not-reference          \brasdial(?:\.exe)?[ \t]+(?:"[^"\n]{1,80}"|[^\s"/]{1,80})[ \t]+[^\s/"]{1,80}[ \t]+(?P<s>[^\s/"*]{4,128})
+#   catch: rasdial "Praxis VPN" kessler\remote «kiwi-velvet-tulip-acorn»
+#   keep:  rasdial "Praxis VPN" /disconnect
+# Magento's env.php: the crypt key.
+magento-crypt-key            -                      'crypt'\s*=>\s*(?:\[|array\()\s*'key'\s*=>\s*'(?P<s>[^'\n]{16,256})'
+#   catch: 'crypt' => [\n        'key' => '«baedd9be095fcad05046ba27c91c37d6»'\n    ],
+#   keep:  'crypt' => [\n        'key' => getenv('MAGENTO_CRYPT_KEY')\n    ],
 # A TLS key log (SSLKEYLOGFILE, NSS's format): each line's secret after the client's random.
 tls-key-log-secret           -                      (?:CLIENT_RANDOM|CLIENT_EARLY_TRAFFIC_SECRET|CLIENT_HANDSHAKE_TRAFFIC_SECRET|SERVER_HANDSHAKE_TRAFFIC_SECRET|CLIENT_TRAFFIC_SECRET_|SERVER_TRAFFIC_SECRET_|EXPORTER_SECRET|EARLY_EXPORTER_SECRET)\d{0,2}[ \t]+[0-9a-fA-F]{64}[ \t]+(?P<s>[0-9a-fA-F]{64,96})\b
 #   catch: CLIENT_RANDOM f2c6b8a42055139a9a3fbbe53c418277b1764368b6a40dcdecfea9d80ba16264 «5b630677b89c8b6601c461ed3102e9f8be02e9f378261fcbed64fd6b9e79e8aabbd5e47a1753407a1d7057004a3f863e»
@@ -4002,7 +4014,7 @@ render-deploy-hook           -                      api\.render\.com/deploy/srv-
 #   keep:  curl -X POST "https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=$RENDER_DEPLOY_KEY"
 # A link that lets whoever holds it in: a build hook (Netlify), a review's view-only or private link (OSF,
 # figshare), an anonymous SharePoint or OneDrive share, a Dropbox link's rlkey.
-anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.com/:[a-z]:/[gr]/(?:personal|sites)/[^/\s]{1,100}/|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.us/rec/(?:download|share|play)/)(?P<s>[A-Za-z0-9_\-.]{10,200})
+anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.com/:[a-z]:/[gr]/(?:personal|sites)/[^/\s]{1,100}/|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.us/rec/(?:download|share|play)/|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess)(?P<s>[A-Za-z0-9_\-.]{10,200})
 #   catch: curl -X POST -d {} https://api.netlify.com/build_hooks/«87283900569fc8827e4d5186»
 #   catch: https://osf.io/x7kq2/?view_only=«3809655b4531025e81cea98ee0622457»
 #   catch: Data availability (for review only): https://figshare.com/s/«a8e181b72227a36bbc83»
@@ -4012,6 +4024,9 @@ anyone-with-the-link         -                      (?:api\.netlify\.com/build_h
 #   catch: 'https://billing.stripe.com/p/session/«live_5mbU0rf0dy_MoN-uSnwcMSVWXEHT5lSW»'
 #   keep:  https://billing.stripe.com/p/login/test_
 #   catch: Shared externally: https://slack-files.com/TPGT12UA6-FJ6BL0ZI0PZ-«837f479c1e»
+#   catch: Showreel (unlisted): https://vimeo.com/912238471/«977dd13e44»?share=copy
+#   catch: GET /cpsess«4574469320»/frontend/jupiter/filemanager/index.html HTTP/2
+#   keep:  https://vimeo.com/912238471
 #   catch: Cloud recording ready: https://us06web.zoom.us/rec/download/«Gf5Z0pXlyWYf9Zva5ROKaE_NK1OkjX40j3_qa72cVuDE7CwYYQbn4trwQaiWDpkuH»?access_token=x
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/\d+/(?P<s>[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/1084494/«c9acqeb0»/ -> 200
@@ -4993,8 +5008,9 @@ name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*
 #   catch: { "name": "connect.sid", "value": "«s%3AQw8Lm2Xr5Kp9Tw3VbN4cD7fG.Hj6Kl9Mn2Pq5»" }
 #   catch: { "name": "Authorization", "value": "«Bearer dragon#Tulip61»" }
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
-call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}(?:\(|[ \t]+\w{1,20}[ \t]*&[ \t]*(?="))\s*(?:(?:"[^"\n]{0,200}"|'[^'\n]{0,200}')\s*,\s*)??["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}(?:\(|[ \t]+\w{1,20}[ \t]*&[ \t]*(?="))\s*(?:(?:"[^"\n]{0,200}"|'[^'\n]{0,200}')\s*,\s*)??["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?:(?:sodium_hex2bin|hex2bin|base64_decode|sodium_base642bin)\(\s*)?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
+#   catch: define('FORMS_ENC_KEY', sodium_hex2bin('«8bdafed451b2510f11b1d05356cb6dfb8f94c1efddce33dc68bee9f79f24f7c7»'));
 #   catch: s.cookies.set("JSESSIONID", "«479D3599CD2613B91562E7B467CCED76»", domain="grafana.acme.io")
 #   keep:  define('DB_NAME', 'wordpress');
 #   catch: define( 'AUTH_SALT', '«VFhh1vhgnqdQF+sSEBwUsL5Mm1t1mij5H3B0yrPqBs+fqq6CHiaZjU0L1wFpdwLo»' );
@@ -7234,6 +7250,9 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 RULE_WORDS = {
     "private-key-block": ("93a0c1ba", ("-----begin ",), ("-----begin ",), ("openvpn static key v", "private key")),
     "private-key-quoted-lines": ("55eb9efe", ("private key-----",), ("-----begin ",), ("-----begin ",)),
+    "rails-signed-message": ("3ff75444", ("eyjfcmfpbhmi",), ("eyjfcmfpbhmi",), ("--",)),
+    "rasdial-password": ("c678f7a9", ("rasdial",), ("rasdial",), ()),
+    'magento-crypt-key': ('968951b6', ("'crypt'",), ("'crypt'",), ("'key'",)),
     "tls-key-log-secret": ("590259a8", ("client_early_traffic_secret", "client_handshake_traffic_secret",
         "client_random", "client_traffic_secret_", "early_exporter_secret", "exporter_secret",
         "server_handshake_traffic_secret", "server_traffic_secret_"), ("client_early_traffic_secret",
@@ -7313,9 +7332,10 @@ RULE_WORDS = {
     "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro"), ("/v",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
-    "anyone-with-the-link": ("cd8e9f9b", (".sharepoint.com/:", "1drv.ms/", "api.netlify.com/build_hooks/",
+    "anyone-with-the-link": ("486705a5", (".sharepoint.com/:", "/cpsess", "1drv.ms/", "api.netlify.com/build_hooks/",
         "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/", "figshare.com/s/", "rlkey=",
-        "slack-files.com/", "view_only=", "zoom.us/rec/download", "zoom.us/rec/play", "zoom.us/rec/share"), (), ()),
+        "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-", "zoom.us/rec/download", "zoom.us/rec/play",
+        "zoom.us/rec/share"), (), ()),
     "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
     "teams-webhook": ("20aa0de0", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2"),
         ("outlook.office", "webhook.office.com/webhookb2")),
@@ -7620,7 +7640,7 @@ RULE_WORDS = {
         ()),
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
     "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
-    "call-with-name-and-value": ("f071b1da", ("&", "("), (), (",",)),
+    "call-with-name-and-value": ("96e7ce7f", ("&", "("), (), (",",)),
     "cjk-quoted-credential": ("6f7f9a9b", ("apiキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥",
         "暗証番号", "秘密鍵", "비밀번호"), ("apiキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号",
         "秘密鍵", "비밀번호"), ()),
@@ -7697,37 +7717,37 @@ RULE_WORDS = {
         "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
         "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("36e937ab", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("39b4c024", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
         "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo",
         "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz",
         "klíč", "kunci", "llave", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp",
-        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "parol", "parola", "parool", "pass",
+        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "palavra-passe", "parol", "parola",
+        "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
+        "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "psk",
+        "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "seed",
+        "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn",
+        "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
+        "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส",
+        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥",
+        "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa",
+        "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain",
+        "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "contrase",
+        "credential", "creds", "db", "deploy", "disarm", "door", "encryption", "frasa sandi", "frase de cifrado",
+        "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan",
+        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
+        "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink",
+        "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu",
+        "nenosiri", "network", "nsec", "nyckel", "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass",
         "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod",
-        "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "psk", "pssword", "puk",
-        "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "seed", "segredo", "segreto",
-        "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin",
-        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول",
-        "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット",
-        "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥",
-        "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin",
-        "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia",
-        "cheie", "chiave", "cl", "clave", "client", "contrase", "credential", "creds", "db", "deploy", "disarm",
-        "door", "encryption", "frasa sandi", "frase de cifrado", "frase secreta", "gate", "geheimnis", "geslo", "has",
-        "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain",
-        "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock",
-        "lockbox", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa",
-        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp", "panel", "parol",
-        "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
-        "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
-        "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana",
-        "sandi", "sandinya", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session",
-        "sifre", "signing", "slapta", "sleutel", "ssh", "sudo", "token", "tokens", "tokn", "totp", "unseal", "vpn",
-        "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
-        "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन",
-        "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
-        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
-        "토큰"), ()),
+        "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk",
+        "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl",
+        "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "slapta",
+        "sleutel", "ssh", "sudo", "token", "tokens", "tokn", "totp", "unseal", "vpn", "wachtwoord", "wachtzin", "wi",
+        "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ",
+        "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー",
+        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
+        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("c86d4670", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
         "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
