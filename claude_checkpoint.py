@@ -2189,7 +2189,7 @@ def looks_like_chosen_password(value: str) -> bool:
     elif letters and symbols:  # Gandalf_the_Grey!, qwerty!zxc, qweasdzxc_Umber; not X-API-Key or snake_case
         walk = _regex(_KEYBOARD_WALK).search(v.lower()) is not None
         shaped = (upper or walk or _regex(_KEYBOARD_RUN).search(v.lower()) is not None) and sum(map(str.isalpha, v)) >= 5 and (
-            walk or _regex(r"[^\w.\-/]").search(v) is not None)
+            walk or _regex(r"[^\w.\-/]").search(v) is not None) or len(v) >= 12 and _changes_case_often(_regex(r"[^A-Za-z]+").sub("", v))  # DsOckF-_jOAxbftW
     else:
         shaped = len(v) >= 10 and v.isalpha() and upper and v[1:] != v[1:].lower() and (
             len(v) >= 12 and not _is_built_of_words(v) or _changes_case_often(v))
@@ -2213,7 +2213,7 @@ _CREDENTIAL_WORDS = (
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
-    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mã thông báo|kata sandi|sandinya)\w*"
+    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya)\w*"
     r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
@@ -2327,12 +2327,12 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
-    "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|hai|hain"
+    "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|hai|hain|olarak"
     "|поменял на|поменяла на|поменяли на|изменил на|изменила на|изменили на|сменил на|сменила на|сменили на|zmieniłem na|zmieniłam na|zmienił na"
     "|zmieniła na|zmieniliśmy na|cambiato in|cambiata in|cambiado a|změnil jsem na|změnil na|změnila na") + r")(?![\w'’\-])"  # a verb after the word too: "пароль … поменял на X"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
               r"|(?<![\w'’])on(?![\w'’\-])"  # Finnish's and Estonian's "is" (after their words only: _given_password)
-              r"|c'est|改成了|改成|改为|改為|换成了|换成|換成|设为|設為|更改为|更改為|是|为|為|は|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
+              r"|c'est|改成了|改成|改为|改為|换成了|换成|換成|设为|設為|更改为|更改為|是|为|為|は|を|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
 _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：≔|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"|(?<![\w/.:])[a-z]{1,4}/[a-z0-9]{1,4}(?![\w/])){0,90}?(?:(?P<sign>[:：=≔]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
@@ -2341,7 +2341,7 @@ _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：≔|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"|(
 # A credential word that names a passphrase, in the languages above.
 _PASSPHRASE_WORD = r"(?i)phrase|fras|wachtzin|kennsatz|フレーズ|短语|短語|문구"
 # The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
-_VALUE_AT_ONCE = r"[ \t]+[\"'«“(`]?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
+_VALUE_AT_ONCE = r"[ \t]+(?:[\"'«“(`][ \t]?)?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
 # Parts of credential words that name a key, a token or a secret: values a machine makes, which
 # the detector finds by their shape; the other words name passwords and PINs, which people choose.
 _MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|schl|sleutel|nyckel|chiave|chave|khóa|khoá"
@@ -3776,6 +3776,10 @@ rasdial-password             not-reference          \brasdial(?:\.exe)?[ \t]+(?:
 magento-crypt-key            -                      'crypt'\s*=>\s*(?:\[|array\()\s*'key'\s*=>\s*'(?P<s>[^'\n]{16,256})'
 #   catch: 'crypt' => [\n        'key' => '«baedd9be095fcad05046ba27c91c37d6»'\n    ],
 #   keep:  'crypt' => [\n        'key' => getenv('MAGENTO_CRYPT_KEY')\n    ],
+# Azure Pipelines' debug log evaluating a secret variable: the Result line under it.
+pipeline-debug-result        not-reference          variables\[['"]\w{0,40}(?i:pass|secret|token|key|pwd|cred)\w{0,40}['"]\][^\n]{0,80}\r?\n[^\n]{0,80}?Result:[ \t]*'(?P<s>[^'\n]{4,256})'
+#   catch: ##[debug]Evaluating: variables['SqlAdminPassword']\n2024-10-03T09:15:02.3319912Z ##[debug]Result: '«Az!Sql#Adm1n#Prod»'
+#   keep:  ##[debug]Evaluating: variables['BuildConfiguration']\n##[debug]Result: 'Release'
 # A TLS key log (SSLKEYLOGFILE, NSS's format): each line's secret after the client's random.
 tls-key-log-secret           -                      (?:CLIENT_RANDOM|CLIENT_EARLY_TRAFFIC_SECRET|CLIENT_HANDSHAKE_TRAFFIC_SECRET|SERVER_HANDSHAKE_TRAFFIC_SECRET|CLIENT_TRAFFIC_SECRET_|SERVER_TRAFFIC_SECRET_|EXPORTER_SECRET|EARLY_EXPORTER_SECRET)\d{0,2}[ \t]+[0-9a-fA-F]{64}[ \t]+(?P<s>[0-9a-fA-F]{64,96})\b
 #   catch: CLIENT_RANDOM f2c6b8a42055139a9a3fbbe53c418277b1764368b6a40dcdecfea9d80ba16264 «5b630677b89c8b6601c461ed3102e9f8be02e9f378261fcbed64fd6b9e79e8aabbd5e47a1753407a1d7057004a3f863e»
@@ -7253,6 +7257,7 @@ RULE_WORDS = {
     "rails-signed-message": ("3ff75444", ("eyjfcmfpbhmi",), ("eyjfcmfpbhmi",), ("--",)),
     "rasdial-password": ("c678f7a9", ("rasdial",), ("rasdial",), ()),
     'magento-crypt-key': ('968951b6', ("'crypt'",), ("'crypt'",), ("'key'",)),
+    "pipeline-debug-result": ("831b03ff", ("variables[",), ("variables[",), ("result:",)),
     "tls-key-log-secret": ("590259a8", ("client_early_traffic_secret", "client_handshake_traffic_secret",
         "client_random", "client_traffic_secret_", "early_exporter_secret", "exporter_secret",
         "server_handshake_traffic_secret", "server_traffic_secret_"), ("client_early_traffic_secret",
@@ -7717,7 +7722,7 @@ RULE_WORDS = {
         "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
         "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("39b4c024", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("34a151ea", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
         "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo",
         "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz",
