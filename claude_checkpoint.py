@@ -3168,7 +3168,8 @@ def _credential_columns(names: list) -> tuple:
         if valued and _regex(r"(?i)(?:secret|key)[ _]?id").fullmatch(name.strip()):
             continue  # beside the secret's Value, its id: Entra's `Value  Secret ID`
         name = _regex(r"[ \t]*\([^()]{0,60}\)$").sub("", name) if name.endswith(")") else name  # `password (set in migration 0007)`
-        name = name.replace("_", " ") if "_" in name and not name.isascii() or _regex(r"(?i)mot_de_passe|contrase|senha_|has[łl]o_").search(name) else name
+        if "_" in name and (not name.isascii() or _regex(r"(?i)mot_de_passe|contrase|senha_|has[łl]o_").search(name)):
+            name = name.replace("_", " ")  # a column named in words of another language: `mot_de_passe`, `délégués_…`
         strength = secret_strength(_regex(r"\W+").sub("_", name)) if name else 0
         if name and (strength == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"  # also `Clé API`
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
@@ -6301,6 +6302,15 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
 _WRAPPED_REST = r"([^\s\"'`,;:=<>(){}\[\]|]{4,200}={0,2})(?=[\s\"'`,;)\]}@]|$)"
 
 
+def _shared_prefix(above: str, below: str) -> int:
+    """The length of what two lines share at their start, up to its last separator (a space, `>`,
+    `#`, `│`, `|`): the indent, quote marks or log prefix that a wrapped line repeats, not the
+    first characters of its text."""
+    shared = len(os.path.commonprefix([above, below]))
+    separators = [index + 1 for index, character in enumerate(above[:shared]) if character in " \t>#│|"]
+    return separators[-1] if separators else 0
+
+
 def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the rest of each redacted value that ends its line and goes on at the
     start of the next (_WRAPPED_REST), when that rest looks like a secret's part (_is_secret_part)
@@ -6311,11 +6321,7 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         above_start = text.rfind("\n", 0, end.start()) + 1
         below_end = text.find("\n", end.end())
         above, below = text[above_start:end.start()], text[end.end():below_end if below_end >= 0 else len(text)]
-        shared = 0
-        while shared < min(len(above), len(below)) and above[shared] == below[shared]:
-            shared += 1
-        shared = max((shared - index for index, character in enumerate(reversed(above[:shared])) if character in " \t>#│|"), default=0)
-        rest = _regex(_WRAPPED_REST).match(below, shared)
+        rest = _regex(_WRAPPED_REST).match(below, _shared_prefix(above, below))
         if rest and REDACTED not in below and not _regex(r"[ \t]{2}|[ \t]*\|").match(below, rest.end()) and _is_secret_part(rest.group(1)):
             rests.append((end.end() + rest.start(1), end.end() + rest.end(1)))
     if not rests:
