@@ -1134,8 +1134,6 @@ def _is_placeholder(v: str) -> bool:
         return True  # 0x000…0: a dummy key
     if _regex(r"(?:System|Microsoft)(?:\.[A-Z]\w+){1,5}").fullmatch(v):
         return True  # a .NET type PowerShell prints for a value it hides: System.Security.SecureString
-    if _regex(r"[\w\-]{0,24}(?:\.{3}|…|\*{3,})[A-Za-z0-9]{1,6}").fullmatch(v):
-        return True  # a key shown masked, its prefix and its last characters: sk-ant-api03-...Xq2A, ghp_…f9Lw
     if _regex(r"[*#\[<(]+(?i:redacted|masked|hidden|filtered|removed|secret|sensitive|hidden)[*#\]>)]+").fullmatch(v):
         return True  # what a CI prints for a masked value: **REDACTED**, #MASKED#
     if _regex(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY").fullmatch(v) or v.lower() == "1password":
@@ -1277,8 +1275,8 @@ def _accept_assignment(match: Any) -> bool:
         return False  # `minisign public key: RWQ…`, `hashed secret: …`: the words before the name say what it is
     if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(_EMAIL_ADDRESS).fullmatch(bare):
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
-    if _cannot_be_its_value(name, bare) or _regex(r"[Xx]-[A-Za-z]+(?:-[A-Za-z]+)*").fullmatch(bare) or _regex(r"(?i)\bdigest=").search(
-            match.string, match.start(), match.start("s")):
+    if _cannot_be_its_value(name, bare) or _regex(r"[Xx]-[A-Za-z]+(?:-[A-Za-z]+)*").fullmatch(bare) or _tag_holds_data(
+            match.string[match.start():match.start("s")]):
         return False  # (also an HTTP header's name: `headerAPIKey = "X-Api-Key"`; a pin's digest: `<pin digest="SHA-256">…`)
     if not bare.isascii() and _regex(r"[\u3000-\u9fff\uac00-\ud7af][\s\u3000-\u9fff\uac00-\ud7af]*").fullmatch(bare):
         return False  # a label in Chinese, Japanese or Korean: "settings.account.change_password" = "更改密码"
@@ -1642,6 +1640,11 @@ def _accept_call_password(match: Any) -> bool:
     return (looks_like_chosen_password(value) or _is_camel_passphrase(value)) and _may_be_a_password(value)
 
 
+def _accept_machine_made(match: Any) -> bool:
+    """A value a machine made (looks_machine_generated): a cookie's, not `theme=dark-high-contrast-v2`."""
+    return looks_machine_generated(match.group("s"))
+
+
 def _accept_random(match: Any) -> bool:
     return _looks_random(match.group("s"))
 
@@ -1657,6 +1660,15 @@ def _accept_key_body(match: Any) -> bool:
     return len(_regex(r"[A-Za-z0-9+/]").findall(match.group("s"))) >= 16
 
 
+def _tag_holds_data(tag: str) -> bool:
+    """Whether an element's open tag (`<name …>`) says the element holds data, not a secret: a digest
+    (Android's `<pin digest="SHA-256">`), base64 of bytes under a name that says no secret
+    (`<Texture encoding="base64">`; FileZilla's `<Pass encoding="base64">` is a password)."""
+    name = _regex(r"<([\w.:\-]{1,60})").match(tag)
+    return _regex(r"(?i)\bdigest=").search(tag) is not None or (
+        name is not None and secret_strength(name.group(1)) == 0 and _regex(r"(?i)\bencoding=[\"']base64").search(tag) is not None)
+
+
 def _accept_random_bytes(match: Any) -> bool:
     """Base64 of random bytes (a key): random-looking, and not text once decoded (a beacon's JSON)."""
     import binascii
@@ -1665,7 +1677,7 @@ def _accept_random_bytes(match: Any) -> bool:
             match.string, max(0, match.start("s") - 24), match.start("s")):
         return False  # a digest under its name: a NuGet lock's "sha512": "…=="
     element = _regex(r"<([\w.:\-]{1,60})\b[^<>\n]{0,200}>$").search(match.string, max(0, match.start("s") - 300), match.start("s"))
-    if element and secret_strength(element.group(1)) == 0 and _regex(r"(?i)\b(?:encoding=[\"']base64|digest=)").search(element.group()):
+    if element and _tag_holds_data(element.group()):
         return False  # an element's data in base64 (a texture, an icon), a pin's digest; not <Pass encoding="base64">
     try:
         decoded = binascii.a2b_base64(blob)
@@ -2224,6 +2236,12 @@ _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode
                   r"|unhexlify|fromhex|from|atob|str|String)\(")
 # Commands that print a secret: reading a key or secret file, a password manager or vault, a cloud
 # secret store, creating a token or random bytes.
+# A setting's getter that names a secret (`wp config get DB_PASSWORD`, `occ config:system:get dbpassword`,
+# `airflow variables get …token`), and PowerShell's variables named alone at its prompt, one a secret's
+# (`$env:DATTO_API_URL; $env:DATTO_API_SECRET`): each prints the value.
+_SETTING_GETTER = (r"(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \t]+get)[ \t]+[^\n|>]*?"
+                   r"(?i:pass|secret|token|api.?key|private.?key|cred)")
+_ENV_VARIABLES_PRINTED = r"(?=[^\n]*\$env:\w*(?i:secret|token|key|pass|pwd))\$env:\w+(?:;[ \t]*\$env:\w+)*[ \t]*$"
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od)\b[^\n]*?(?i:secret|token|cred"
     r"|passw(?!d\b)|pwd|passphrase|\.pw\b|\.psk\b|key[\w.\-]*\.(?:bin|der|raw)\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
@@ -2246,8 +2264,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?(?:keygen\b|gossip[ \t]+keyring[ \t]+generate)|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
-    r"|(?:[\w\-./]+[ \t]+){0,3}?(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \t]+get)[ \t]+[^\n|>]*?(?i:pass|secret|token|api.?key|private.?key|cred)"
-    r"|(?=[^\n]*\$env:\w*(?i:secret|token|key|pass|pwd))\$env:\w+(?:;[ \t]*\$env:\w+)*[ \t]*$"  # PowerShell prints a variable named alone: `$env:DATTO_API_SECRET`  # a setting's getter: `wp config get DB_PASSWORD`, `occ config:system:get dbpassword`
+    r"|(?:[\w\-./]+[ \t]+){0,3}?" + _SETTING_GETTER + "|" + _ENV_VARIABLES_PRINTED +  # `wp config get DB_PASSWORD`, `$env:DATTO_API_SECRET`
     r"|(?:python3?|node|ruby|perl|php|deno|bun|[\w./\-]*manage\.py|(?:bin/)?rails)\b[^\n]*?[ \t(;\"'](?:print|puts|pp|p|console\.log|echo|var_dump|say)[ \t(]+[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)"  # one-liners: python -c "print(settings.SECRET_KEY)"
     r"|[^\n]*?[\w)\]'\"]\.(?i:password|passwd|secret|token|secretkey|apikey)(?![\w(.\-])"  # a property read: (Get-ItemProperty …).Password, /text:processModel.password
     r"|(?<=> )[^\n]{0,200}?(?i:key|token|secret|passw|pwd|cred)[^\n]{0,200}(?=\n=> )"  # irb's and pry's: `irb(main):001> Rails.application.credentials.dig(:x, :api_key)`
@@ -2282,7 +2299,7 @@ _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:a
 _MASK_RUN = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})"
 _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,12}(?=\.{3}|\*{3}|•{3}|…))?"
            + _MASK_RUN + r"(?:[/_\-]" + _MASK_RUN + r")*[/_\-.]?"  # also AKIAXXXX…
-           + r"|[A-Za-z0-9]{1,12}[_\-](?:\.{3}|…|\*{3,})[A-Za-z0-9]{1,6}"  # its last characters shown: ghp_...Xk2q
+           + r"|(?:[A-Za-z0-9]{1,12}[_\-]){1,4}(?:\.{3}|…|\*{3,})[A-Za-z0-9]{1,6}"  # its last characters shown: ghp_...Xk2q, sk-ant-api03-...Xq2A
            + r"|(?:[A-WYZ]?(?:X{6,}|0{6,})/){1,4}X{6,}")  # Slack's masked webhook path: TXXXX/BXXXX/XXXX, T0000/B0000/XXXX
 # (a run is read one way only: runs are joined by a separator that is none of their characters, so
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
@@ -2377,8 +2394,8 @@ def _find_random_tokens(match: Any) -> list:
         return []  # the end of a resource's name, given no value: "vg-infra-prod-secrets (linked to kv-infra-weu-01)"
     if _names_a_kind(text, match.start()):
         return []  # a kind of resource a command names: `kubectl describe secret api-token-87n7TT2u`
-    if text[match.start() - 1:match.start()] == "<" and _regex(r"[^<>\n]{0,200}?\bdigest=").match(text, match.end()):
-        return []  # an element that holds a digest: Android's `<pin digest="SHA-256">…</pin>`
+    if text[match.start() - 1:match.start()] == "<" and _tag_holds_data(_regex(r"<[^<>\n]{0,260}").match(text, match.start() - 1).group()):
+        return []  # the word names an element that holds a digest: Android's `<pin digest="SHA-256">…</pin>`
     joined = match.group()[-1:].isalpha() and _regex(r"[_\-][A-Za-z][\w\-]{0,40}").match(text, match.end())
     if joined and secret_strength(match.group() + joined.group()) == 0:
         return []  # a name the word begins that is about a secret: `password_hashers check: PBKDF2PasswordHasher`
@@ -2922,8 +2939,7 @@ _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|
                          r"|keyring[ \t]+get|output[ \t]+-raw|--plain\b|get-access-token[^\n]*-o[ \t]+tsv|initial-password"
                          r"|nmcli[^\n]*[ \t](?:-s|--show-secrets)[^\n]*[ \t]-g[ \t]+\S*(?:psk|password)"
                          r"|printenv[ \t]+\w*(?:PASS|PWD|TOKEN|SECRET|KEY|pass|token|secret|key)\w*[ \t]*$"
-                         r"|(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \t]+get)[ \t]+[^\n|>]*?(?:pass|secret|token|api.?key|private.?key|cred)"
-                         r"|--query[ \t=]+[\"']?value[\"']?[ \t]+(?:-o|--output)[ \t=]+tsv|^\$env:\w*(?:SECRET|TOKEN|KEY|PASS|PWD)\w*[ \t]*$")
+                         r"|--query[ \t=]+[\"']?value[\"']?[ \t]+(?:-o|--output)[ \t=]+tsv|" + _SETTING_GETTER + "|^" + _ENV_VARIABLES_PRINTED)
 
 
 # What a shell says of a word it could not run: a password typed at the prompt (sudo had timed out,
@@ -3168,8 +3184,8 @@ def _credential_columns(names: list) -> tuple:
         if valued and _regex(r"(?i)(?:secret|key)[ _]?id").fullmatch(name.strip()):
             continue  # beside the secret's Value, its id: Entra's `Value  Secret ID`
         name = _regex(r"[ \t]*\([^()]{0,60}\)$").sub("", name) if name.endswith(")") else name  # `password (set in migration 0007)`
-        if "_" in name and (not name.isascii() or _regex(r"(?i)mot_de_passe|contrase|senha_|has[łl]o_").search(name)):
-            name = name.replace("_", " ")  # a column named in words of another language: `mot_de_passe`, `délégués_…`
+        if "_" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.replace("_", " ")):
+            name = name.replace("_", " ")  # a credential's words joined by underscores: `mot_de_passe`
         strength = secret_strength(_regex(r"\W+").sub("_", name)) if name else 0
         if name and (strength == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"  # also `Clé API`
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
@@ -3191,7 +3207,7 @@ _PASSWORD_COLUMN = r"(?i)pass|pw|kennwort|contrase|senha|has[łl]o|heslo|parol|s
 def _is_secret_cell(value: str, kind: str) -> bool:
     """Whether a cell under a credential's column (kind as _credential_columns says) holds one: a
     password, a machine-made value, a passphrase, a PIN under a PIN, base32 under a TOTP seed's."""
-    if not value or _is_call(value) or _is_placeholder(value):
+    if not value or _is_call(value) or _is_placeholder(value) or _is_masked_or_public(value):
         return False
     if kind == "machine":
         return _holds_a_secret(value, 1)
@@ -3353,13 +3369,12 @@ def _find_split_parts(match: Any) -> list:
     word stands near: _SPLIT_PART_VALUE on the line that says so and below, _SPLIT_PART_LINE below."""
     text = match.string
     line_start = text.rfind("\n", max(0, match.start() - 300), match.start()) + 1 or max(0, match.start() - 300)  # (no further back on one long line)
-    if not (_regex(_CREDENTIAL_WORDS).search(text, max(0, line_start - 300), match.end()) or _regex(r"(?i)\b(?:keys?|pass)\b").search(text, max(0, line_start - 300), match.end())):
+    if not _names_a_credential(text, max(0, line_start - 300), match.end()):
         return []
     line_end = text.find("\n", match.start(), match.start() + 400)
     line_end = min(len(text), match.start() + 400) if line_end < 0 else line_end  # (a line's first 400 characters)
     if _regex(r"(?i)[^\n]*\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*\r?$").match(text, match.start(), line_end) and not (
-            (_regex(_CREDENTIAL_WORDS).search(text, line_start, line_end) or _regex(r"(?i)\bpass\b").search(text, line_start, line_end))
-            and not _regex(r"(?i)fingerprint|randomart|image|hash").search(text, line_start, line_end)):
+            _names_a_credential(text, line_start, line_end, bare="pass") and not _regex(r"(?i)fingerprint|randomart|image|hash").search(text, line_start, line_end)):
         return []  # a line that ends "… is": the value on the lines below only when it names a credential ("sftp pass for MPS is"), not a key's fingerprint
     region_end = line_end if match.group("s") is None else match.end("s")
     spans = [found.span(found.lastindex) for found in _regex(_SPLIT_PART_VALUE).finditer(text, match.start(), line_end)]
@@ -3371,6 +3386,12 @@ def _find_split_parts(match: Any) -> list:
         spans += [found.span(1) for found in (above, rest) if found]
     spans = [(start, end - (text[end - 1:end] in (",", ";"))) for start, end in spans]  # a sentence's comma after the part
     return sorted({span for span in spans if _is_secret_part(text[span[0]:span[1]])})
+
+
+def _names_a_credential(text: str, start: int, end: int, bare: str = "keys?|pass") -> bool:
+    """Whether text[start:end] holds a word that names a credential (_CREDENTIAL_WORDS), or one of
+    the `bare` words a chat says it with ("sending the key in two parts", "sftp pass for MPS is")."""
+    return bool(_regex(_CREDENTIAL_WORDS).search(text, start, end) or _regex(r"(?i)\b(?:" + bare + r")\b").search(text, start, end))
 
 
 def _find_numbered_parts(match: Any) -> list:
@@ -3388,8 +3409,7 @@ def _find_numbered_parts(match: Any) -> list:
     if len(spans) < 2 or not all(_is_secret_part(text[a:b]) for a, b in spans):
         return []
     line_start = text.rfind("\n", 0, match.start()) + 1  # (the costly word last: a hostile text has many labels)
-    near = (max(0, line_start - 300), match.end("s"))
-    return spans if _regex(_CREDENTIAL_WORDS).search(text, *near) or _regex(r"(?i)\b(?:keys?|pass)\b").search(text, *near) else []
+    return spans if _names_a_credential(text, max(0, line_start - 300), match.end("s")) else []
 
 
 def _is_secret_part(value: str) -> bool:
@@ -6059,7 +6079,7 @@ ACCEPT_CHECKS = {
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "key-body": _accept_key_body, "quoted-key": _accept_quoted_key,
-    "machine-made": lambda match: looks_machine_generated(match.group("s")), "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
+    "machine-made": _accept_machine_made, "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
     "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
