@@ -1262,7 +1262,7 @@ def _accept_assignment(match: Any) -> bool:
     if groups.get("op") == ":" and not _accept_after_colon(match, value, bare):
         return False
     if groups.get("op") == ":" and _name_parts(name)[-1:] in (["secrets"], ["tokens"], ["keys"], ["passwords"], ["credentials"]) and value[:1] not in "\"'`" and _regex(
-            r"[ \t]+[\w(]").match(match.string, match.end("s")):
+            r"[ \t]+[\w(]|,[ \t]+[\w\-]+(?:,|[ \t]+\()").match(match.string, match.end("s")):
         return False  # a list of them in a sentence, by name: "secrets: FGT-Lyon admin (ID 4412), …"
     strength = secret_strength(name)
     if not groups.get("q") and value[:2] in ("/^", "/\\", "/(") and match.string[match.start("op"):match.start("s")].strip() in ("=", ":"):
@@ -1593,6 +1593,8 @@ def _accept_header_token(match: Any) -> bool:
     value = match.group("s")
     if _regex(r"[A-Za-z_$]+(?:\.[A-Za-z_$]+)+|[a-z]+(?:[A-Z][a-z]+)+\)?").fullmatch(value) and _is_built_of_words(value.rstrip(")")) or _is_call(value):
         return False
+    if value.endswith("(") and _is_built_of_words(value[:-1]):
+        return False  # a constructor's name: `Authorization = new AuthenticationHeaderValue("Bearer", token.Token)`
     if match.string[match.start() - 1:match.start()] == "<":
         return False  # a stand-in's words: `?code=<authorization code>&state=…`
     return not _is_reference(value) and (len(value) >= 20 or any(c.isdigit() for c in value) and len(value) >= 8)
@@ -1849,8 +1851,9 @@ _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|release|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
     r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor|tx|txid|txhash|transaction"
+    r"|for|für|voor|pour|för|dla|для|target"  # what the secret is of: "LAPS: password for KVN-OP3-PC07 rotated", a stored credential's target
     r"|(?:nonce|state|kid|mint|address|contract|challenge)[ \t]*:?)"  # these also before a colon: "Token mint: …", "nonce …: …"
-    r"(?:[ \t]*[#=]?[ \t]*|[\"'][ \t]*:[ \t]*[\"'])$")
+    r"(?:[ \t]*[#=]?[ \t]*[\"']?|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = (r"(?i)[)\]'\"`]*(?:\s+(?:is|was|as|will be|=|es|era|est|ist|war|è|é|jest|är)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
                       + r"|[ \t]*(?:が|は|是|为|為)[ \t]*(?:パスワード|暗証番号|トークン|密码|密碼|口令|令牌|비밀번호|암호))")  # "X es la contraseña …", "X がパスワードです"
@@ -2022,12 +2025,24 @@ def looks_machine_generated(token: str) -> bool:
         return False
     if _regex(_OBJECT_ID).match(token) or _has_not_random_shape(token) or _entropy(token) < _MIN_BITS[n >= _SHORT_RANDOM]:
         return False
+    if _is_asset_name(token):
+        return False
     if _is_base64_of_plain_json(token):
         return False  # a JWT's header, an event's data
     if not upper and _regex(r"[.\-_/:]").search(token) and any(
             len(part) >= 4 and _is_word(part) for part in _regex(r"[\W_\d]+").split(token)):
         return False  # a host, a pod, a package: db.t4g.medium, token-service-ggd2i574-zh9l3
     return not _is_built_of_words(token)
+
+
+def _is_asset_name(token: str) -> bool:
+    """`KVN-OP3-PC07`, `support-KVN-ANAE-PC013`: how people name machines, not how machines make
+    tokens. Three to eight parts split by `-` or `_`, each letters of one case (or a capital and small
+    ones) and at most four digits after them, or digits alone; one part of three letters or more;
+    parts of more than one length (a code's parts have one: `ABCD-1234-EFGH`)."""
+    parts = _regex(r"[\-_]").split(token)
+    return 3 <= len(parts) <= 8 and len(set(map(len, parts))) > 1 and any(part.isalpha() and len(part) >= 3 for part in parts) and all(
+        _regex(r"(?:[A-Z]{1,10}|[a-z]{1,10}|[A-Z][a-z]{1,9})\d{0,4}|\d{1,4}").fullmatch(part) for part in parts)
 
 
 def _class_runs(token: str) -> int:
@@ -2398,6 +2413,8 @@ def _find_random_tokens(match: Any) -> list:
         return []  # the end of a resource's name, given no value: "vg-infra-prod-secrets (linked to kv-infra-weu-01)"
     if _names_a_kind(text, match.start()):
         return []  # a kind of resource a command names: `kubectl describe secret api-token-87n7TT2u`
+    if match.group()[-1:] in "sS" and _regex(r"[ \t]*:[ \t]*[\w\-]+,[ \t]+[\w\-]+(?:,|[ \t]+\()").match(text, match.end()):
+        return []  # a list of them by name: "secrets: support-KVN-ANAE-PC012, support-KVN-ANAE-PC013 (enabled)"
     if text[match.start() - 1:match.start()] == "<" and _tag_holds_data(_regex(r"<[^<>\n]{0,260}").match(text, match.start() - 1).group()):
         return []  # the word names an element that holds a digest: Android's `<pin digest="SHA-256">…</pin>`
     joined = match.group()[-1:].isalpha() and _regex(r"[_\-][A-Za-z][\w\-]{0,40}").match(text, match.end())
@@ -2892,6 +2909,10 @@ def _find_call_literals(match: Any) -> list:
             continue
         if value.startswith("data:"):
             continue  # a data URI's bytes: `new Audio("data:audio/wav;base64,…")`
+        if _regex(r"(?i)(?<![\w$])(?:user(?:_?name)?|login|uid|server|host(?:name)?|database|db(?:name)?|domain|account|tenant|region|email)[\"']?[ \t]*[:=][ \t]*[bru]?$").search(
+                text, max(0, start - 30), start - 1):
+            previous = value
+            continue  # an option that names who or where: `ConnectionPool({ server: "sql-int01", user: "hl7router", password })`
         if _regex(r"[a-z_]\w*=[\w.]{1,40}").fullmatch(value) and secret_strength(value.split("=", 1)[0]) == 0:
             continue  # data the call encrypts or signs: f.encrypt(b"card_last4=4242")
         found = random_tokens(text, start, end)
@@ -3140,8 +3161,8 @@ def _find_table_cells(match: Any) -> list:
     if line_start and above_start and _regex(underline).fullmatch(text, above_start, line_start - 1) and not _regex(
             underline + r"|[ \t]*").fullmatch(text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1):
         return []  # the first row under a header's underline, not a header: `az keyvault secret list -o table` (reST's header stands between two)
-    if _regex(r"[ \t]*#[ \t]*(?:define|undef|include|ifn?def|if|pragma)\b").match(text, line_start):
-        return []  # C's #define lines, aligned: no table
+    if _regex(r"[ \t]*#[ \t]*(?:define|undef|include|ifn?def|if|pragma)\b|[ \t]*(?:\$|PS [^\n>]{1,80}>|[A-Z]:\\[^\n>]{0,80}>)[ \t]").match(text, line_start):
+        return []  # C's #define lines, aligned: no table; a command at a prompt (`$ kubectl get secret … -o custom-columns=NS:…,NAME:…`)
     separator = next((c for c in "|;," if c in head), None)
     names = [head[a:b].strip().strip('"') for a, b in _table_cells(head, separator)]
     if any(_regex(r"[\w.\-]*/[\w./\-]*\.\w{1,5}").fullmatch(name) for name in names):
@@ -3151,6 +3172,9 @@ def _find_table_cells(match: Any) -> list:
     if separator is None:
         indent = match.start("head") - text.rfind("\n", 0, match.start("head")) - 1
         starts = tuple(indent + a for a, _ in _table_cells(head, None))
+        above = text[above_start:line_start - 1]
+        if line_start and any(map(str.isalnum, above)) and starts == tuple(a for a, _ in _table_cells(above, None)):
+            return []  # a row under a header of the same columns: `pacs   orthanc-credentials` under `NS     NAME`
     spans, position = [], match.start("s")
     for row in text[position:match.end("s")].split("\n") if columns else ():
         spans += [(position + a, position + b) for a, b in _secret_cells(row, separator, columns, starts)]
@@ -4297,6 +4321,7 @@ kubernetes-secret-data       kubernetes-secret-data (?m)^(?P<indent>[ \t]*)(?:da
 #   keep:  kind: ConfigMap\ndata:\n  LOG_LEVEL: info\n  REGION: eu-west-1
 # Authorization headers and bearer tokens.
 authorization-header         header-token           (?i){WORD_START}(?:proxy-)?authorization["']?(?:\s*[:=,]\s*|[ \t]+)["'`]?(?:(?:bearer|basic|token|bot|digest|negotiate|apikey|[a-z][\w\-]{1,24}(?=[ \t]+[^\s"'`,;\\]{8,}))\s+)?(?P<s>[^\s"'`,;\\]{6,})
+#   keep:  client.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", token.Token);
 #   keep:  > Authorization: Bearer eyJhbGciOi...(truncated)\n< HTTP/1.1 401 Unauthorized
 #   catch: curl -H 'Authorization: Basic «ZXhhbXBsZTpleGFtcGxl»' https://api.example.com
 #   catch: Authorization: SSWS «00xTMHRAclHzOwKRaR0fhEYkm3BrycEV»
@@ -5228,6 +5253,7 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["'])|N(?='))?{VALUE}
+#   keep:  Key Vault "kv-kvn-clients" – secrets: support-KVN-ANAE-PC012, support-KVN-ANAE-PC013 (enabled)
 #   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
 #   keep:  DB_PASSWORD=your_password_here\nSECRET_KEY=generate-a-long-random-string
 #   keep:  $env:API_TOKEN = Read-Host -Prompt "Paste API token" -AsSecureString | ConvertFrom-SecureString -AsPlainText
@@ -5378,6 +5404,7 @@ user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 # It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
 prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+#   keep:  Credential Manager (Windows): target "MirthConnect:mirth01.kh.local:8443", type Generic
 #   keep:  WebSocket handshake:\nSec-WebSocket-Key: ZVvmEQ/k5P+tlDyqwnU+eA==\nSec-WebSocket-Accept: P4871KkEnT/AyueRnnJMccYvk0w=
 #   keep:  Der öffentliche Schlüssel für das Deployment ist: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIpwvuhSMSPwCT/zWaF6aUcp+j2OFzaAKyAzW3kz/BYPk= deploy@ci
 #   keep:  <Key>Title</Key><Value>Synology NAS 2024</Value>
@@ -5452,6 +5479,7 @@ place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80}|(?<=[.。!！])[ \t]*\r?\n[ \t]*[^\s]{16,200}(?=[ \t]*(?:\r?\n|$)))?))
+#   keep:  [2024-10-07 08:31:10] INFO  LAPS: password for KVN-OP3-PC07 rotated successfully
 #   catch: @devops the bastion passphrase is "«paper lantern over the river 1987»" until Monday
 #   catch: 渡辺です。PayPayのAPIシークレットを共有します。\n«gJTrPuc7BrPEv54XW8osC/IgmbrYHgvNarJyXfEnU648»\n取り扱いにはご注意ください。
 #   keep:  The deploy token is rotated weekly.\nd1f0c2a9b8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3
@@ -5678,6 +5706,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
 context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+#   keep:  const pool = new sql.ConnectionPool({ server: "sql-int01", user: "hl7router", password });
 #   keep:  token = f.encrypt(b"card_last4=4242")
 #   keep:  conn = snowflake.connector.connect(user=os.environ["USER"], password=password, account="ab12345.eu-west-1")
 #   catch: >> conn = database('notify_stg','arjun','«cobalt_bronze5716»', 'Vendor','MySQL');
@@ -5930,6 +5959,7 @@ context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-
 #   keep:  -[ RECORD 1 ]--+---------------------\nvendor         | dhl\npassword_set   | t\ntoken_count    | 42
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+#   keep:  $ kubectl get secret -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name\nNS     NAME\npacs   orthanc-credentials\npacs   pacs-viewer-oidc
 #   catch: hostname\tmgmt_ip\tsnmp_community\tenable_secret\ncore-sw-01\t10.0.0.2\t«N0rth$tar-ro»\t«C1sc0!Core#01»
 #   catch: | Vendor | Key |\n|---|---|\n| Algolia admin | «9b3f65abdda3e59b8b5fa9b4f393ba9a» |\n| Sort order | created_at |
 #   catch: url,username,password,totp,extra,name,grouping,fav\nhttps://vpn.example.dev,ana,«Vpn-Calder#2025»,«HN4Q6V7HOCCXEI66»,,"VPN","Work",1
