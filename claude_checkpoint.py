@@ -991,8 +991,8 @@ def secret_strength(name: str) -> int:
         return 0  # AWS's ClientRequestToken: a request's idempotency id
     if parts[-2:] == ["secret", "id"]:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
-    if parts[-2:] in (["sess", "id"], ["session", "id"]):
-        return 1  # a session's cookie (Domino's DomAuthSessId, session_id): a secret when machine-made
+    if parts[-2:] in (["sess", "id"], ["session", "id"], ["auth", "id"]):
+        return 1  # a session's cookie (Domino's DomAuthSessId, session_id, Citrix's CtxsAuthId): a secret when machine-made
     if len(parts) > 1 and parts[0] in _MESSAGE_WORDS:
         return 0  # a message's or a label's name: ERROR_INVALID_PASSWORD = "E7306", LABEL_PASSWORD
     if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET or (
@@ -1261,8 +1261,8 @@ def _accept_assignment(match: Any) -> bool:
         bare = "".join(bare.split())  # a quoted value wrapped over lines: its parts are one token
     if groups.get("op") == ":" and not _accept_after_colon(match, value, bare):
         return False
-    if groups.get("op") == ":" and _name_parts(name)[-1:] in (["secrets"], ["tokens"], ["keys"], ["passwords"], ["credentials"]) and value[:1] not in "\"'`" and _regex(
-            r"[ \t]+[\w(]|,[ \t]+[\w\-]+(?:,|[ \t]+\()").match(match.string, match.end("s")):
+    if groups.get("op") == ":" and _name_parts(name)[-1:] in (["secrets"], ["tokens"], ["keys"], ["passwords"], ["credentials"]) and _regex(
+            r"(?<![\"'`])(?:[ \t]+[\w(]|,[ \t]+[\w\-]+(?:,|[ \t]+\())|[\"'`]?,[ \t]+[\"'`][^\"'`\n]{1,60}[\"'`](?:,|[ \t]+\()").match(match.string, match.end("s")):
         return False  # a list of them in a sentence, by name: "secrets: FGT-Lyon admin (ID 4412), …"
     strength = secret_strength(name)
     if not groups.get("q") and value[:2] in ("/^", "/\\", "/(") and match.string[match.start("op"):match.start("s")].strip() in ("=", ":"):
@@ -2117,9 +2117,9 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
             continue  # (also a cookie's base64 of plain JSON: prefs=eyJ0aGVtZSI6…)
         if _in_angle_brackets(text, first, last) or text[last:last + 1] == "(" and _regex(r"[A-Za-z_][\w.]*").fullmatch(token):
             continue  # (a call's name: ec.SECP256R1())
-        if token[-1:] == "=" and text[first - 1:first] in ("", " ", "\t", "\n", ";") and _regex(r"[A-Za-z_][\w.\-]*=").fullmatch(
-                token) and _regex(r"\w").match(text, last):
-            continue  # a name, its value after the `=`: a cookie's `_ga_J8DI95943U=GS1.1.…`
+        if token[-1:] == "=" and (text[first - 1:first] in ("", " ", "\t", "\n", ";") or text[first - 1:first] in "'\"" and text[last:last + 1] == REDACTED[0]) and _regex(
+                r"[A-Za-z_][\w.\-]*=").fullmatch(token) and _regex(r"[\w«]").match(text, last):
+            continue  # a name, its value after the `=` (or already redacted): a cookie's `_ga_J8DI95943U=GS1.1.…`
         named = _regex(r"(?:\d+:)?[A-Za-z_][\w.:\-]{0,40}=(.*)").match(token)
         if named and (_names_no_token(token) or _is_masked_or_public(named.group(1)) or _is_placeholder(named.group(1))
                       or 0 < len(named.group(1)) < 8 and secret_strength(token.split("=", 1)[0]) == 0):
@@ -2270,7 +2270,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|aws[ \t]+(?:secretsmanager(?![ \t]+(?:list|describe)-)|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
     r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets(?![ \t]+(?:list|versions[ \t]+list|describe)\b)|auth[ \t]+(?:print|application-default)"
     r"|iam[ \t]+service-accounts[ \t]+keys[ \t]+(?!list\b))|az[ \t]+(?:keyvault[ \t]+secret(?![ \t]+list\b)|account[ \t]+get-access-token"
-    r"|ad[ \t]+sp[ \t]+(?:create-for-rbac|credential)|storage[ \t]+account[ \t]+keys)"
+    r"|ad[ \t]+sp[ \t]+(?:create-for-rbac|credential)|storage[ \t]+account[ \t]+keys|acr[ \t]+login[^\n]*--expose-token)"
     r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?|config[ \t]+view\b[^\n]*--raw)|sops[ \t]+(?:-d|--decrypt|decrypt)"
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+(?:tokens?|(?:pre)?auth-?keys?)[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
@@ -2413,7 +2413,7 @@ def _find_random_tokens(match: Any) -> list:
         return []  # the end of a resource's name, given no value: "vg-infra-prod-secrets (linked to kv-infra-weu-01)"
     if _names_a_kind(text, match.start()):
         return []  # a kind of resource a command names: `kubectl describe secret api-token-87n7TT2u`
-    if match.group()[-1:] in "sS" and _regex(r"[ \t]*:[ \t]*[\w\-]+,[ \t]+[\w\-]+(?:,|[ \t]+\()").match(text, match.end()):
+    if match.group()[-1:] in "sS" and _regex(r"[ \t]*:[ \t]*(?:[\w\-]+|\"[^\"\n]{1,60}\"),[ \t]+(?:[\w\-]+|\"[^\"\n]{1,60}\")(?:,|[ \t]+\()").match(text, match.end()):
         return []  # a list of them by name: "secrets: support-KVN-ANAE-PC012, support-KVN-ANAE-PC013 (enabled)"
     if text[match.start() - 1:match.start()] == "<" and _tag_holds_data(_regex(r"<[^<>\n]{0,260}").match(text, match.start() - 1).group()):
         return []  # the word names an element that holds a digest: Android's `<pin digest="SHA-256">…</pin>`
@@ -3035,6 +3035,8 @@ def _find_printed_secrets(match: Any) -> list:
     text, start, end = match.string, match.start("s"), match.end("s")
     if _regex(r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK)").search(text[start:end]) and "PRIVATE" not in text[start:end]:
         return []  # `cat ca.pem` prints a certificate: public by design
+    if _regex(r"\.pub(?:[ \t]*$|[ \t]*[|;&])").search(text, match.start(), start - 1) and _regex(r"[ \t]*(?:ssh|ecdsa|sk)-[\w\-@.]+[ \t]+AAAA").match(text, start):
+        return []  # `cat ~/.ssh/id_ed25519.pub`: a public key and its comment (`mbauer@KVN-IT-WS03`)
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
     logged = _regex(r"(?:[ \t]*(?:Exit code:[ \t]*-?\d+|Output:|Stdout:|succeeded in \d+m?s:|exited -?\d+ in \d+m?s:)?[ \t]*\r?\n)+").match(text, start, end)
     start = logged.end() if logged else start  # an agent's log of the call: `Exit code: 0`, `Output:` before what it printed
@@ -3218,6 +3220,7 @@ def _credential_columns(names: list) -> tuple:
         if name and (strength == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"  # also `Clé API`
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
                      or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])  # API-Schlüssel
+                     or _regex(r"(?i)[^\W\d_]{2,20}(?:kennwort|passwort|wachtwoord|l[öo]senord|adgangskode|salasana|jelsz[óo])").fullmatch(name)  # Startkennwort, beginwachtwoord
                      or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|2fa(?:[ _](?:secret|backup|codes?))?|mfa[ _]secret").fullmatch(name)):  # a password manager's TOTP seed
             columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "totp" if _regex(r"(?i)totp|otp|2fa|mfa").search(name)
                                 else "password" if _regex(_PASSWORD_COLUMN).search(name) else "secret"))
@@ -4613,8 +4616,9 @@ google-session-cookie        -                      (?<![\w.\-])(?P<s>g\.a000[A-
 cookie-with-attributes       machine-made           (?<![\w.\-])[\w.\-]{2,60}=(?P<s>[^;\s'"=]{16,4096})[ \t]*;[ \t]*(?i:domain|path|expires|max-age|secure|httponly|samesite)\b
 #   catch: jar.setCookieSync('unity-cookies-sso=«ZL7oNw7G38Qrkak3T0Jfci7AjKHJ9kMtNjaxVxDaOgcKp2EMBSuXKSweHTGw9RXm»; Domain=.unity.com; Path=/; Secure', 'https://id.unity.com');
 #   keep:  document.cookie = "theme=dark-high-contrast-v2; Path=/; SameSite=Lax";
-named-session-cookie         random                 (?<![\w.\-])(?:[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid)=|(?i:(?:[a-z]\w{0,20}_)?li_at)[ \t]*=[ \t]*["']?)(?P<s>[A-Za-z0-9%_\-.]{16,4096})
+named-session-cookie         random                 (?<![\w.\-])(?:[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid)=|JSESSIONID\.[0-9a-f]{6,12}=(?=node0)|(?i:(?:[a-z]\w{0,20}_)?li_at)[ \t]*=[ \t]*["']?)(?P<s>[A-Za-z0-9%_\-.]{16,4096})
 #   catch: grafana_session=«6c7cff909b77ba9ccf96789a98798e63»; grafana_session_expiry=1755032781
+#   catch: curl -b 'JSESSIONID.3f2a91c8=«node0iz68jr4c0fu8pt1ibu9jue4s5p.node0»' https://jenkins.example.com/job/x/consoleText
 #   catch: here's my session cookie so you can hit the admin API: tally_sid=«2hrg2bZlElqmeOaSabZeIfKkrmNA_DVOygbLsFBUNSTBgEzBOH6vkjtuQqEFEk5n»
 #   keep:  grafana_session=; Path=/; Max-Age=0
 #   catch: LINKEDIN_LI_AT=«AQEDACKQWJAAYQah2wC5ASI-rnKh8vGiWBdX-8KsoxhPnqI_muMpLH0hdfevH1eAGxQ»
@@ -4882,9 +4886,10 @@ keychain-value-data          not-reference          kSecValueData(?:[ \t]+as[ \t
 #   keep:  let item = [kSecValueData: password.data(using: .utf8)!] as CFDictionary
 #   catch: kSecValueData as String: "«H32dkgdm25-UDrL2QI+m2»".data(using: .utf8)!]
 # user:password piped into base64, to build a Basic Authorization header.
-basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*[ \t]+(["'])[\w.@+\-]{1,64}:(?P<s>(?!v?\d+(?:\.\d+){1,3}\1|[a-z]+(?::[a-z0-9]+)+\1)[^'"\s]{4,128})\1[ \t]*\|[ \t]*base64\b
+basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*[ \t]+(["'])[\w.@+\-]{1,64}:(?P<s>(?!v?\d+(?:\.\d+){1,3}\1|[a-z0-9]+(?::[a-z0-9]+)+\1)[^'"\s]{4,128})\1[ \t]*\|[ \t]*base64\b
 #   keep:  $ echo -n 'fernhill:ledger:export:v2' | base64
 #   keep:  $ echo -n 'orders-api:3.18.2' | base64
+#   keep:  $ echo -n 'pedido:4471:status:pago' | base64
 #   catch: echo -n 'svc:«cobalt#Tundra81»' | base64   # for the Authorization header
 #   keep:  echo -n "$USER:$PASS" | base64
 # user:password given to a base64 encoder in code: btoa('…'), b64encode(b'…'); Groovy's '…'.bytes.encodeBase64(), Java's "…".getBytes().
@@ -5958,7 +5963,8 @@ context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-
 #   catch: *************************** 1. row ***************************\n     user: app\napi_token: «q8XkL2mR7vTz4WpN9sYb3CdE»
 #   keep:  -[ RECORD 1 ]--+---------------------\nvendor         | dhl\npassword_set   | t\ntoken_count    | 42
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
-context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?:[ \t]*\r?\n(?=\|))?(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+#   catch: |===\n|Partner |Host |Benutzer |Passwort\n\n|Labor Dr. Wisplinghoff |sftp.wisplinghoff.de |kvn_labor |«ocFTr8Ww0WSriDHJ»\n|===
 #   keep:  $ kubectl get secret -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name\nNS     NAME\npacs   orthanc-credentials\npacs   pacs-viewer-oidc
 #   catch: hostname\tmgmt_ip\tsnmp_community\tenable_secret\ncore-sw-01\t10.0.0.2\t«N0rth$tar-ro»\t«C1sc0!Core#01»
 #   catch: | Vendor | Key |\n|---|---|\n| Algolia admin | «9b3f65abdda3e59b8b5fa9b4f393ba9a» |\n| Sort order | created_at |
@@ -6732,6 +6738,22 @@ def _named_value_pairs(original: str, lowered: str) -> list:
         pairs.append(f"{name}: {value}")
         if "cookie" in lowered[max(0, found.start() - 120):found.start()] and looks_machine_generated(value):
             pairs.append(f"Cookie: {name}={value}")
+    if "httponly" in lowered or "samesite" in lowered or "hostonly" in lowered:
+        pairs += _cookie_records(original)
+    return pairs
+
+
+def _cookie_records(original: str) -> list:
+    """A browser's cookie given as a record (a HAR file, Selenium's get_cookies(), Playwright's
+    storage state): `{"name": …, "path": …, "httpOnly": …, "value": …}`, with its value machine-made,
+    as the line `Cookie: name=value`."""
+    pairs = []
+    for record in _regex(r"\{[^{}]{20,6000}\}").finditer(original):
+        name = _regex(r"""["']name["'][ \t]*:[ \t]*["']([^"'\n]{1,80})["']""").search(record.group())
+        value = _regex(r"""["']value["'][ \t]*:[ \t]*["']([^"'\n]{8,4096})["']""").search(record.group())
+        if name and value and _regex(r"(?i)[\"'](?:httponly|samesite|hostonly|secure|domain|expires|expirationdate)[\"'][ \t]*:").search(record.group()) and (
+                looks_machine_generated(value.group(1))):
+            pairs.append(f"Cookie: {name.group(1)}={value.group(1)}")
     return pairs
 
 
@@ -7586,7 +7608,7 @@ RULE_WORDS = {
     "google-session-cookie": ("821dc834", ("g.a000", "sidts-"), ("g.a000", "sidts-"), ()),
     "cookie-with-attributes": ("ab1b632f", ("domain", "expires", "httponly", "max-age", "path", "samesite", "secure"),
         (), ("=",)),
-    "named-session-cookie": ("f7803c02", ("li_at", "sess", "session", "sid"), (), ()),
+    "named-session-cookie": ("a5a4cd52", ("jsessionid.", "li_at", "sess", "session", "sid"), (), ()),
     "registry-secret-value": ("0828a1f0", ("reg",), ("reg",), ("add",)),
     'piped-secure-string': ('6b699996', ('convertto-securestring',), (), ('"', "'")),
     "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),
@@ -7671,7 +7693,7 @@ RULE_WORDS = {
         "wordpress_logged_in", "wordpress_sec"), (), ()),
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
     "keychain-value-data": ("500da005", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
-    "basic-auth-being-encoded": ("a54f34dd", ("base64",), ("echo",), ("echo",)),
+    "basic-auth-being-encoded": ("d2ada0f4", ("base64",), ("echo",), ("echo",)),
     "basic-auth-encoded-call": ("fcceebc5", ("b64encode", "base64_encode", "btoa", "encode64", "encodebase64",
         "encodetostring", "strict_encode64"), ("b64encode", "base64_encode", "btoa", "encode64", "encodebase64",
         "encodetostring", "strict_encode64"), ("(",)),
@@ -7891,24 +7913,24 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-command-output": ("fe073c1a", ("\n=> ", "$env:", "--fields", "--query", "--reveal", "-password",
-        ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks", ".key",
-        ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk",
-        ".pw", ".pypirc", ".raw", ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/",
-        "/auth/token", "/authenticate", "/login", "/oauth", "/session", "/token", "account", "age-keygen",
-        "ansible-vault", "apg", "api", "auth", "aws", "bootstrap", "bun", "config", "configure", "cookie", "create",
-        "create-for-rbac", "cred", "credential", "deno", "docker/config.json", "document", "doppler", "echo", "env",
-        "firebase", "gcloud", "generate", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
-        "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519",
-        "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate", "key=clear", "keyfile", "keygen",
-        "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd",
-        "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass", "passphrase", "passw",
-        "perl", "php", "phx.gen.secret", "printenv", "private", "protecteddata]::unprotect(", "pwd", "pwgen", "python",
-        "rails", "read", "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool", "shadow",
-        "signin", "solana", "sops", "status", "storage", "terraform", "tickets", "token", "unlock", "variables",
-        "vault", "vercel", "wallet"), (), ("\n",)),
+    "context-command-output": ("11fc2daf", ("\n=> ", "$env:", "--expose-token", "--fields", "--query", "--reveal",
+        "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks",
+        ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk",
+        ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token",
+        "/actuator/env/", "/auth/token", "/authenticate", "/login", "/oauth", "/session", "/token", "account",
+        "age-keygen", "ansible-vault", "apg", "api", "auth", "aws", "bootstrap", "bun", "config", "configure",
+        "cookie", "create", "create-for-rbac", "cred", "credential", "deno", "docker/config.json", "document",
+        "doppler", "echo", "env", "firebase", "gcloud", "generate", "genkey", "get", "get-access-token",
+        "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku",
+        "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate",
+        "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl",
+        "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl",
+        "pass", "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private",
+        "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails", "read", "requirepass", "reset-password",
+        "ruby", "runner", "secret", "secret-tool", "shadow", "signin", "solana", "sops", "status", "storage",
+        "terraform", "tickets", "token", "unlock", "variables", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
-    "context-credential-table": ("d1316d71", ("\n",), (), ()),
+    "context-credential-table": ("d3c37266", ("\n",), (), ()),
     "context-html-table": ("85fa6835", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
     "context-html-login-row": ("e624efab", ("</td>",), ("<tr",), ("</tr>",)),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
