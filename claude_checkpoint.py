@@ -1805,7 +1805,10 @@ def _accept_place_code(match: Any) -> bool:
     """A code whose words name a place it opens (_PLACE_WORDS), not a ticket's or an error's; also
     a word joined before it ("dörrkoden", "Larmkoden")."""
     joined = _regex(r"[^\W\d_]{0,14}$").search(match.string, max(0, match.start() - 14), match.start()).group()
-    return _regex(_PLACE_WORDS).search(joined + " " + match.group("place")) is not None
+    if _regex(_PLACE_WORDS).search(joined + " " + match.group("place")):
+        return True
+    before = _line_before(match.string, match.start(), 30)  # the place named just before: "cofre dos fundos: combinação 24881914"
+    return _regex(r"(?i)(?:^|[\s(])(?:" + _PLACE_WORDS[4:] + r")[^\W\d_]{0,4}(?:(?:[ \t]+[^\W\d_]{1,12}){0,2}[ \t]*[:：\-–])?[ \t]*$").search(before) is not None
 
 
 def _accept_jaas_user(match: Any) -> bool:
@@ -3387,7 +3390,8 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
 _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)|continuing|\brest\b|\(cont(?:inued)?\)"""
                      r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki|primera|partie|część)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte))"""
-                     r"""|\(suite\)|\bfängt[ \t]+mit|前半|後半|第[一二三]段|[前后]半段|(?:первая|вторая)[ \t]+часть|الجزء)"""
+                     r"""|\(suite\)|\bfängt[ \t]+mit|前半|後半|第[一二三]段|[前后]半段|(?:первая|вторая)[ \t]+часть|الجزء|뒷부분|앞부분"""
+                     r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final)"""
                      r"""(?:[^\n:"'«→]{0,40}(?:[:：→][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?(?:\d{1,2}/\d{1,2}(?:/\d{2,4})?,?[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `, WhatsApp's `[12/3 9:40] Lucía: `
 _SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\-]{0,30}[:：][ \t]*|\d{1,2}[.):][ \t]*)?"""
@@ -5460,7 +5464,7 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # The code that opens a place, the place named after the word "code" ("the code for the garage keypad
 # is 5093", "Koden till grinden är 4821", "el código de la puerta es 4821", "код от двери 1234"):
 # four to eight digits (a keypad's # or * after them).
-code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|kód|kodu|kody|код|combination|combinacion|combinación|combinação|kombination|رمز|ورمز)|(?<=[^\W\d_][^\W\d_])kod(?:en|e)?)(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
+code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|kód|kodu|kody|код|combination|combinacion|combinación|combinação|kombination|رمز|ورمز)|(?<=[^\W\d_][^\W\d_])(?:kod(?:en|e)?|code))(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
 #   catch: SMS from Mum: the code for the garage keypad is «5093» now, dad changed it
 #   catch: Tjena! Koden till grinden är «4821», ha en trevlig helg i stugan!
 #   catch: el código de la puerta del almacén es «4821#»
@@ -5475,6 +5479,10 @@ code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|co
 #   catch: Larmkoden till serverrummet är «4572701» och dörrkoden «074436#». Säg till om du behöver nyckelkort.
 #   catch: رمز باب غرفة الخوادم هو «245330» ورمز الإنذار «77867121».
 #   keep:  the code 4821 is merged
+#   catch:  - cofre dos fundos: combinação «24881914»
+#   catch: Türcode: «990928#»
+#   keep:  Barcode: 5901234123457
+#   keep:  the alarm service crashed with code 1337
 # A list of access codes by the place each opens ("Haustür:  52290669", "- Alarm panel: 1234567#"): a label
 # that names a place (_PLACE_WORDS), a colon, and five to eight digits.
 place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+[^\W\d_][\w'’\-()]{0,30}){0,3})[ \t]*[:：][ \t]*`?(?P<s>\d{5,8}[#*]?)`?[ \t]*$
@@ -6021,7 +6029,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第一段|第二段|前半段|后半段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|الجزء|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第一段|第二段|前半段|后半段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|뒷부분|앞부분|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\bdaarachter[ \t]+nog\b|\benter[ \t]+te[ \t]+vroeg|\bciąg[ \t]+dalszy|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|الجزء|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
@@ -7818,7 +7826,7 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
-    "code-for-a-place": ("4df84911", ("code", "codes", "codice", "codigo", "combinacion", "combinación", "combination",
+    "code-for-a-place": ("a439584a", ("code", "codes", "codice", "codigo", "combinacion", "combinación", "combination",
         "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
         "رمز", "ورمز"), ("code", "codes", "codice", "codigo", "combinacion", "combinación", "combination",
         "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
@@ -7936,22 +7944,24 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("8fa8ccc7", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
-        "contraseña", "cut it", "cut off", "część", "deel", "deux", "deuxième", "druga", "em duas mensagens",
-        "em duas partes", "enter", "first", "fängt", "got cut", "hai phần", "halves", "hasło", "heslo", "i två delar",
-        "key", "la suite", "last", "lineas", "líneas", "mensajes", "message", "messages", "mitad", "na dvakrát",
-        "na dwa razy", "nachrichten", "other", "part", "parte", "partes", "partie", "parts", "parça", "pass",
-        "passwort", "pieces", "pierwsza", "première", "pw", "rest", "rest:", "second", "seconde", "secret", "senha",
-        "teil", "teilen", "the rest is", "token", "κωδικός", "в два", "вторая", "кусками", "на две", "на дві",
-        "пароль", "первая", "продолжени", "сообщениями", "у два", "частями", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半",
-        "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"), ("(cont", "(suite)", "2 phần", "baaki",
-        "baki", "continuing:", "contraseña", "cut it", "cut off", "część", "deel", "deuxième", "druga",
-        "em duas mensagens", "em duas partes", "en", "first", "fängt", "got cut", "hai phần", "halves", "hasło",
-        "heslo", "hit", "i två delar", "iki", "in", "key", "la suite", "last", "mitad", "na dvakrát", "na dwa razy",
-        "other", "part", "parte", "partie", "pass", "passwort", "pierwsza", "première", "pressed", "pw", "rest",
-        "rest:", "second", "seconde", "secret", "senha", "teil", "the rest is", "token", "too", "κωδικός", "в два",
-        "вторая", "двумя", "на две", "на дві", "пароль", "первая", "продолжени", "у два", "الجزء", "ครึ่ง", "两段",
-        "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에"), ()),
+    "context-split-secret": ("fe53d17e", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
+        "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy", "deel", "deux", "deuxième", "druga",
+        "em duas mensagens", "em duas partes", "enter", "faltou", "faltó", "first", "fängt", "got cut", "hai phần",
+        "halves", "hasło", "heslo", "hinten", "hisson", "i två delar", "key", "la suite", "last", "lineas", "líneas",
+        "mensajes", "message", "messages", "mitad", "na dvakrát", "na dwa razy", "nachrichten", "other", "part",
+        "parte", "partes", "partie", "parts", "parça", "pass", "passwort", "pieces", "pierwsza", "première", "pw",
+        "rest", "rest:", "second", "seconde", "secret", "senha", "teil", "teilen", "the rest is", "token", "κωδικός",
+        "в два", "вторая", "кусками", "на две", "на дві", "пароль", "первая", "продолжени", "сообщениями", "у два",
+        "частями", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로",
+        "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "2 phần", "baaki", "baki", "ciąg", "continuing:", "contraseña",
+        "cut it", "cut off", "część", "daarachter", "deel", "deuxième", "do", "druga", "em duas mensagens",
+        "em duas partes", "en", "enter", "faltou", "faltó", "first", "fängt", "got cut", "hai phần", "halves", "hasło",
+        "heslo", "hinten", "hit", "i två delar", "iki", "in", "key", "la suite", "last", "mitad", "na dvakrát",
+        "na dwa razy", "other", "part", "parte", "partie", "pass", "passwort", "pierwsza", "première", "pressed", "pw",
+        "rest", "rest:", "second", "seconde", "secret", "senha", "teil", "the rest is", "token", "too", "zu",
+        "κωδικός", "в два", "вторая", "двумя", "на две", "на дві", "пароль", "первая", "продолжени", "у два", "الجزء",
+        "ครึ่ง", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
+        "앞부분"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("c3ab3225", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
