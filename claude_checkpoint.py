@@ -2397,7 +2397,8 @@ _HEX_CONNECTOR = r"(?i)[\s:=：\"'`(]*(?:(?:był|" + _CONNECTOR + r")[\s:]*)?[\"
 _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token sk
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
-    otp x-signature appid app_key private_token auth_token access_key secret_key pub_secret q-signature token_hash""".split())
+    otp x-signature appid app_key private_token auth_token access_key secret_key pub_secret q-signature token_hash
+    _vercel_share share_token""".split())
 
 
 def _find_random_tokens(match: Any) -> list:
@@ -3676,6 +3677,9 @@ def _accept_url_parameter(match: Any) -> bool:
     name, strength = written.lower(), secret_strength(written)  # as written: pageToken is a page's token
     if name == "s" and _regex(r"[0-9a-f]{32}").fullmatch(value):
         return True  # imgix's signature: ?…&s=<32 hex>
+    if len(name) == 1 and _regex(r"(?i)/[\w\-]*(?:invit|convit|einlad|accept|aceit|magic|verif|confirm|reset|activat|ativa)[\w\-/]*$").search(
+            _line_before(match.string, match.start(), 200)):
+        return looks_machine_generated(value)  # an invitation's or a magic link's token: /convite/aceitar?t=…
     if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and not name.endswith("signature") and strength == 0):
         return False
     if _regex(r"[,(][A-Za-z_$][\w.$]*=").search(value):
@@ -3930,6 +3934,10 @@ escaped-bytes-secret         -                      (?i)(?:secret|key|token|salt
 #   catch: app.secret_key = b'«\xb4\x92\xdd\x50\x54\x01\xfc\xac\x6a\xb6\xde\xfc\xbf\xae»'
 #   keep:  MAGIC = b'\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d'
 # BitLocker's recovery password: eight groups of six digits, a few lines below a word that names it.
+# Matrix's (Element's) recovery key: twelve groups of four base58 characters.
+matrix-recovery-key          -                      (?i:recovery|security)[ \t]+key[ \t]*[:：]?[ \t]*(?P<s>[1-9A-HJ-NP-Za-km-z]{4}(?:[ \t][1-9A-HJ-NP-Za-km-z]{4}){11})(?![\w])
+#   catch: Recovery key: «EsTc UCVm NPvy Wagd QxRP r6TY KegB DeDy SjFz eX7g HyDL 5tEr»
+#   keep:  Recovery key: kept in the team vault
 bitlocker-recovery-key       -                      (?i:password|recovery|bitlocker|schlüssel|schluessel|key|clé|clave|chave|klucz|wiederherstellung)[^\n]{0,80}(?:\n[^\n]{0,80}){0,3}?(?<![\d\-])(?P<s>\d{6}-\d{6}(?:-\d{6}){6})(?![\d\-])
 #   catch: Numerical Password:\n  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}\n  Password:\n    «155452-076615-572814-475959-248567-676555-424523-136741»
 #   keep:  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}
@@ -4426,6 +4434,11 @@ at-command-secret            not-reference          (?i)\bAT\+(?:CWJAP(?:_CUR|_D
 #   catch: AT+APPKEY=«13F044B9733BF7876EB3649468D14F3D»
 #   keep:  AT+JOINEUI=70B3D57ED00D6ABA
 # A Wi-Fi network in a QR code's text: `WIFI:T:WPA;S:<ssid>;P:<password>;;`.
+# A Wi-Fi network's row (`column -t`, a router's export): its security (WPA2, WPA3-PSK) and then its key.
+wifi-security-row            chosen                 (?im)(?<![\w\-])WPA[23]?(?:[\-/ ]?(?:PSK|Personal|SAE))?[ \t]+(?P<s>[^\s|,;]{8,63})[ \t]*(?=\r?\n|$|\|)
+#   catch: LOJA_CENTRO       WPA2  «Amor@2701»
+#   keep:  GUEST             WPA2  enabled
+#   keep:  Security: WPA2 Personal
 wifi-qr-password             not-reference          WIFI:(?:[A-Z]:(?:[^;\\\n]|\\.){0,64};){0,4}P:(?P<s>(?:[^;\\\n]|\\.){4,128});
 #   catch: WIFI:T:WPA;S:HomeNet;P:«5h@d0w&44»;;
 #   keep:  WIFI:T:nopass;S:Guest-Lobby;;
@@ -5849,7 +5862,10 @@ context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}
 #   catch: Copied from DevTools > Application > Cookies (owa):\ncadata=«CJYFo7DgkPzlouocqrJ8dq7gvaAHRJEZYUZcL11fYJJ3jnWXwQb073iM»\nlang=en-US
 #   keep:  Cookies (owa):\nlang=en-US\ntheme=dark
 # Signed URLs and query strings: signatures, credentials, SAS and access tokens.
-context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`;]{8,2048})
+context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z_][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`;]{8,2048})
+#   catch: Convite (expira em 48h): https://admin.example.com.br/convite/aceitar?t=«LG4AugLXVTLs-IX6XSyv_l2om1ZCAZmZ»
+#   catch: https://painel-git-feat.vercel.app/?_vercel_share=«ZZoVI97nctVnJiTM2bfZhvZw6fIsfTn9»
+#   keep:  https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s
 #   catch: <img src="https://tandem-private.imgix.net/contracts/4412/page-1.png?w=1200&fm=webp&expires=1733011200&s=«3cc8cc058075971125869ea3d33e7958»">
 #   catch: Artifact URL: https://pipelines.actions.githubusercontent.com/Rt5xK/_apis/pipelines/1/runs/812/signedartifactscontent?artifactName=apk&urlSigningMethod=HMACV2&urlSignature=«4kqZ9vX2Lm8Tn3Rw7Yb1Pc6Ud5Es0GaHfJkQz2Vx3Lm%3D»
 #   catch: https://files.slack.com/files-pri/T02QK8ZL1-F06N2R8P4MX/q1_board_deck.pdf?pub_secret=«d6f2e9b159»
@@ -7393,6 +7409,7 @@ RULE_WORDS = {
         "install", "ki", "milenage", "net", "nwk", "opc"), ()),
     "escaped-bytes-secret": ("c425011a", ("key", "passw", "salt", "secret", "token"), ("key", "passw", "salt",
         "secret", "token"), ("\\x",)),
+    "matrix-recovery-key": ("43bf06d9", ("recovery", "security"), ("recovery", "security"), ("key",)),
     "bitlocker-recovery-key": ("2957dc52", ("bitlocker", "chave", "clave", "clé", "key", "klucz", "password",
         "recovery", "schluessel", "schlüssel", "wiederherstellung"), ("bitlocker", "chave", "clave", "clé", "key",
         "klucz", "password", "recovery", "schluessel", "schlüssel", "wiederherstellung"), ("-",)),
@@ -7559,6 +7576,7 @@ RULE_WORDS = {
         "comp", "enc"), ("0x",)),
     "at-command-secret": ("35c277da", ("at+appkey=", "at+appskey=", "at+cwjap", "at+cwsap", "at+nwkkey=",
         "at+nwkskey="), ("at+appkey=", "at+appskey=", "at+cwjap", "at+cwsap", "at+nwkkey=", "at+nwkskey="), ()),
+    "wifi-security-row": ("8ae92a92", ("wpa",), ("wpa",), ()),
     "wifi-qr-password": ("7fe7e2fc", ("wifi:",), ("wifi:",), ("p:",)),
     'hostapd-eap-user': ('f2b8f2a9', ('chap', 'gtc', 'md5', 'mschap', 'mschapv2', 'pap', 'ttls-'), (), ('"',)),
     "zwave-network-key": ("632189a9", ("s0_legacy", "s2_accesscontrol", "s2_authenticated", "s2_unauthenticated"), (),
@@ -7912,7 +7930,7 @@ RULE_WORDS = {
         "set-cookie"), ()),
     "context-cookie-rows": ("6b7b6395", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
-    "context-url-parameter": ("d70da312", ("=",), (), ()),
+    "context-url-parameter": ("e30c4d68", ("=",), (), ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
     "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
