@@ -3292,6 +3292,30 @@ def _find_html_login_row(match: Any) -> list:
     return []
 
 
+def _find_listed_logins(match: Any) -> list:
+    """The rows a command printed of a file or a table named for accounts or passwords
+    (context-listed-logins: `cat acessos.txt`, `select * from accounts`), up to the next prompt: in
+    each, the cell after one that reads as a login, when it looks like a password a person chose or
+    a machine made. Cells stand apart by pipes, tabs or two spaces."""
+    text, spans, position = match.string, [], match.start("s")
+    for row in text[match.start("s"):match.end("s")].split("\n"):
+        if _regex(_PROMPT_LINE + r"[ \t]").match(row):
+            break
+        separator = "|" if "|" in row else None
+        cells = [(a, b) for a, b in _table_cells(row.replace("\t", "  "), separator) if row[a:b].strip()]
+        for login, value in zip(cells, cells[1:]) if len(cells) >= 3 else ():
+            name, secret = row[login[0]:login[1]].strip(), row[value[0]:value[1]].strip()
+            if _regex(r"[A-Za-z][\w.\-]{1,40}(?:@[\w.\-]+)?|[\w\-]{1,20}\\[\w.\-]{1,40}").fullmatch(name) and not _looks_like_password(name) and (
+                    _looks_like_password(secret) or looks_like_chosen_password(secret) or looks_machine_generated(secret)) and not (
+                    _is_reference(secret) or _is_path_or_version(secret) or "://" in secret or _regex(_EMAIL_ADDRESS).fullmatch(secret)
+                    or _regex(r"\$[\w\-]{1,12}\$|[\w\-]{2,20}\$\d|\d{4}-\d{2}-\d{2}").match(secret)):  # a password's hash (crypt's `$2b$12$…`, Django's `pbkdf2_sha256$…`): the password-hash rule's
+                first = position + value[0] + row[value[0]:value[1]].index(secret)
+                spans.append((first, first + len(secret)))
+                break
+        position += len(row) + 1
+    return spans
+
+
 def _find_html_table_cells(match: Any) -> list:
     """An HTML table whose header row names a credential: the cells under it that hold one."""
     names = [_regex(r"\s+").sub(" ", name).strip() for name in _regex(r">([^<]*)</(?:th|b|strong)>").findall(match.group("head"))]
@@ -5912,6 +5936,12 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 #   keep:  $ echo "user is ${DB_USER}, password is ${DB_PASSWORD}"\nuser is app, password is ********
 #   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
+# What a command prints of a file or a table named for accounts or passwords: each row's value after a login.
+context-listed-logins        listed-logins          (?i)(?:(?<![\w\-])(?:cat|column|head|tail|bat|get-content|import-csv)(?:[ \t]+-[\w\-=,]+)*[ \t]+["']?[\w.~/\\\-]*|\bselect\b[^\n]{0,120}?\bfrom[ \t]+["'`\[]?(?:\w+\.)?)(?<![a-z])(?:access|acesso|acceso|accès|zugang|logins?|accounts?|credential|creds|passw|senha|contrase|has[łl]|parol|l[öo]senord|wachtwoord|kennw|contas|cuentas|konten)[^\n]{0,160}\n(?P<s>(?:[^\n]*\S[^\n]*(?:\n|$)){1,40})
+#   catch: $ cat ~/clientes/clinica/acessos.txt\nregistro.br      clinicasorriso      «osaka%6518»\ncpanel           sorriso_cp          «YGX0VG6HIYkrbi3nPNt54F6c»
+#   catch: $ sqlite3 app.db "select * from accounts;"\n1|dienstplan-api|https://dienstplan.kh.local/api|svc_shiftplan|«IchLiebeKrakow.41»
+#   keep:  $ cat accounts.txt\nalice      Finance      2024-01-02\nbob        Sales        2024-03-09
+#   keep:  $ head -3 logins.csv\nuser,last_login,ip\nalice,2024-10-01T08:00:00Z,10.0.0.7
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
 #   catch: $ aws ec2 describe-vpn-connections --vpn-connection-ids vpn-3958baba3156ee471 --query 'VpnConnections[0].Options.TunnelOptions[*].PreSharedKey'\n[\n    "«vG1p0q8_uRz2Xk.T6hWmNlb3F9x»"\n]
 #   keep:  $ kubectl get secret app-env -o jsonpath='{.data.LOG_LEVEL}' | base64 -d\ninfo
@@ -6177,7 +6207,7 @@ CONTEXT_FINDERS = {
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
-    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "html-login-row": _find_html_login_row, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
+    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -7939,6 +7969,10 @@ RULE_WORDS = {
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
+    "context-listed-logins": ("fc16ef3d", ("bat", "cat", "column", "get-content", "head", "import-csv", "select",
+        "tail"), ("bat", "cat", "column", "get-content", "head", "import-csv", "select", "tail"), ("acceso", "access",
+        "account", "accès", "acesso", "contas", "contrase", "credential", "creds", "cuentas", "has", "kennw", "konten",
+        "login", "parol", "passw", "senha", "senord", "wachtwoord", "zugang")),
     "context-command-output": ("11fc2daf", ("\n=> ", "$env:", "--expose-token", "--fields", "--query", "--reveal",
         "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks",
         ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk",
