@@ -2311,7 +2311,7 @@ _PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80
 # A table's header cell: a name of a few words (the first may start with a digit: `2FA backup`; `Rotated?`, `Password*`), one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
-_TABLE_HEADER_CELL = r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])[\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f]{0,30}(?![\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f])(?: [\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f]{1,30}(?![\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f])){0,4}"
+_TABLE_HEADER_CELL = r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])[\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff]{0,30}(?![\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff])(?: [\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff]{1,30}(?![\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff])){0,4}"  # (an emoji after a word: `Tool 🛠`)
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
@@ -2616,7 +2616,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True
     if _regex(r"(?=(?:[A-Z]*[2-7]){3})(?=(?:[2-7]*[A-Z]){10})[A-Z2-7]{16,64}").fullmatch(value) and not value.startswith(("AKIA", "ASIA")):
         return True  # a TOTP seed in base32, as an authenticator's manual entry shows it ("Schlüssel: FRDU…")
-    if chosen_counts and not _names_machine_value(word) and _regex(r"\d{6,10}").fullmatch(value) and not _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])\d\d").fullmatch(value):
+    if chosen_counts and not _names_machine_value(word) and _regex(r"\d{6,10}[#*]?").fullmatch(value) and not _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])\d\d").fullmatch(value):
         return True  # a password of digits people give in words ("kasanın şifresi 98066003"), not a date
     if _regex(r"[-+<>=|]|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value) or _regex(r"[a-z_][a-z0-9_.\-]*=(?!$)").match(
             value) and (word.isascii() or not _regex(r"[a-z]{3,12}=\d{2,6}").fullmatch(value)):
@@ -4145,6 +4145,9 @@ oci-pre-authenticated-url    -                      (?:objectstorage\.[\w\-]+\.o
 aws-secret-after-key-id      random                 (?:AKIA|ASIA)[A-Z0-9]{16}[^\n]{0,60}?(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
 #   catch: deploy,«AKIAQ3ZB7NXS2KLM4PDW»,«wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lm2Xr5K»
 #   keep:  grep AKIA credentials.csv | cut -d, -f2 | sha1sum
+razorpay-secret-after-key-id random                 (?<![\w])rzp_(?:live|test)_[A-Za-z0-9]{14}(?![\w])[^\n]{0,60}?(?<![A-Za-z0-9])(?P<s>[A-Za-z0-9]{24})(?![A-Za-z0-9])
+#   catch: <td>prod-razorpay</td><td>rzp_live_KrUS6GnkRf07ys</td><td>«8HaMumO4idufOhGqlOpYIWiO»</td>
+#   keep:  <td>rzp_live_KrUS6GnkRf07ys</td><td>created 2024-10-01</td>
 twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])
 #   catch: client = Client("AC0123456789abcdef0123456789abcdef", "«0123456789abcdef0123456789abcdef»")
 #   keep:  account AC0123456789abcdef0123456789abcdef, message SM0123456789abcdef0123456789abcdef
@@ -7503,6 +7506,7 @@ RULE_WORDS = {
     'oci-pre-authenticated-url': ('ed52f1ee', ('"access-uri":', '.oraclecloud.com'), ('"access-uri":',
         "objectstorage."), ("/p/",)),
     "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia"), ()),
+    "razorpay-secret-after-key-id": ("ee8c9c74", ("rzp_live", "rzp_test"), ("rzp_live", "rzp_test"), ()),
     "twilio-auth-token-after-sid": ("4374e4f6", ("ac",), ("ac",), ()),
     "aws-access-key-id": ("44232805", ("abia", "acca", "akia", "asia"), ("abia", "acca", "akia", "asia"), ()),
     "github-token": ("e8902e07", ("gh",), ("gh",), ()),
@@ -7990,7 +7994,7 @@ RULE_WORDS = {
         "ruby", "runner", "secret", "secret-tool", "shadow", "signin", "solana", "sops", "status", "storage",
         "terraform", "tickets", "token", "unlock", "variables", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
-    "context-credential-table": ("d3c37266", ("\n",), (), ()),
+    "context-credential-table": ("de0752f3", ("\n",), (), ()),
     "context-html-table": ("85fa6835", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
     "context-html-login-row": ("e624efab", ("</td>",), ("<tr",), ("</tr>",)),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
