@@ -2253,7 +2253,7 @@ _CREDENTIAL_WORDS = (
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
 # variable): `b64decode("…")`, `hex!("…")`, `Encoding.UTF8.GetBytes("…")`, `Buffer.from("…")`, `String::from("…")`.
 _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode|decode\w{0,10}|encode|bytes|GetBytes|FromBase64String"
-                  r"|unhexlify|fromhex|from|atob|str|String)\(")
+                  r"|unhexlify|fromhex|from|from_base64|from_hex|base64_decode|hex2bin|atob|str|String)\(")
 # Commands that print a secret: reading a key or secret file, a password manager or vault, a cloud
 # secret store, creating a token or random bytes.
 # A setting's getter that names a secret (`wp config get DB_PASSWORD`, `occ config:system:get dbpassword`,
@@ -4148,6 +4148,15 @@ aws-secret-after-key-id      random                 (?:AKIA|ASIA)[A-Z0-9]{16}[^\
 razorpay-secret-after-key-id random                 (?<![\w])rzp_(?:live|test)_[A-Za-z0-9]{14}(?![\w])[^\n]{0,60}?(?<![A-Za-z0-9])(?P<s>[A-Za-z0-9]{24})(?![A-Za-z0-9])
 #   catch: <td>prod-razorpay</td><td>rzp_live_KrUS6GnkRf07ys</td><td>«8HaMumO4idufOhGqlOpYIWiO»</td>
 #   keep:  <td>rzp_live_KrUS6GnkRf07ys</td><td>created 2024-10-01</td>
+# Impacket's secretsdump: a principal's Kerberos keys (`krbtgt:aes256-cts-hmac-sha1-96:<hex>`).
+kerberos-key-dump            -                      (?<=:)(?:aes256-cts-hmac-sha1-96|aes128-cts-hmac-sha1-96|des-cbc-md5|des-cbc-crc|rc4[_\-]hmac|dec-cbc-crc):(?P<s>[0-9a-f]{16,64})(?![0-9a-f])
+#   catch: krbtgt:aes256-cts-hmac-sha1-96:«cd2154a93755dd285cba883baf3564f740be346b7df50ce16d2e927c3fc2c77c»
+#   catch: krbtgt:des-cbc-md5:«b41a51d4de3b3052»
+#   keep:  supported etypes: aes256-cts-hmac-sha1-96, aes128-cts-hmac-sha1-96
+# Azure DevOps's personal access tokens: 52 characters of lowercase base32.
+azure-devops-pat             random                 (?i:pat|token|devops|azure)[^\n]{0,80}?(?<![A-Za-z0-9_\-])(?P<s>[a-z2-7]{52})(?![A-Za-z0-9_\-])
+#   catch: Moin, hab dir nen PAT gemacht (Code read, 30 Tage): «oc22qgcmcpk7p5g5rhdirtv6bfxmk5tgdknznd36iqptip2t3gnw»
+#   keep:  token alphabet: abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz
 twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])
 #   catch: client = Client("AC0123456789abcdef0123456789abcdef", "«0123456789abcdef0123456789abcdef»")
 #   keep:  account AC0123456789abcdef0123456789abcdef, message SM0123456789abcdef0123456789abcdef
@@ -5168,6 +5177,12 @@ call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIF
 docker-config-auth           -                      (?i)\.?docker(?:config)?(?:json|cfg)["']?\s*:\s*["']?(?P<s>[A-Za-z0-9+/=]{20,})
 #   catch: .dockerconfigjson: «eyJhdXRocyI6eyJyZWdpc3RyeS5leGFtcGxlLmNvbSI6e319fQ==»
 #   keep:  type: kubernetes.io/dockerconfigjson
+# A private key's DER in base64 without its PEM armor (an inline SAML credential, a CI variable): PKCS#8's
+# RSA, EC and Ed25519 starts, PKCS#1's RSA, SEC1's EC.
+der-private-key-base64       -                      (?<![A-Za-z0-9+/])(?P<s>(?:MII[A-Za-z0-9+/]{3}(?:IBADANBgkqhkiG9w0BAQEFAASC|IBAAKC)|MIGHAgEAMBMGByqGSM49AgEG|MHcCAQEEI|MC4CAQAwBQYDK2VwBCIEI)[A-Za-z0-9+/]{20,}={0,2})
+#   catch: <Key>«MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQaaU1puEVJhhYdPKHbx»</Key>
+#   catch: ED25519_KEY=«MC4CAQAwBQYDK2VwBCIEIN7mLpt4TLErg6WbuLd3sbiHwbclzulFk9AxSINZJalk»
+#   keep:  <X509Certificate>MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJRTESMBAGA1UE</X509Certificate>
 base64-private-key           encoded-private-key    (?<![A-Za-z0-9+/])(?P<s>(?:LS0tLS1CRUdJTi|IyAyMDQ4IGJpdCBPcGVuVlBO)[A-Za-z0-9+/]{20,}={0,2})
 #   catch:     <tls>«IyAyMDQ4IGJpdCBPcGVuVlBOIHN0YXRpYyBrZXkKLS0tLS1CRUdJTiBPcGVuVlBOIFN0YXRpYyBrZXkgVjEtLS0tLQpmM2E2»</tls>
 #   catch: client-key-data: «LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBCg==»
@@ -7507,6 +7522,10 @@ RULE_WORDS = {
         "objectstorage."), ("/p/",)),
     "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia"), ()),
     "razorpay-secret-after-key-id": ("ee8c9c74", ("rzp_live", "rzp_test"), ("rzp_live", "rzp_test"), ()),
+    "kerberos-key-dump": ("a242d9f9", ("aes128-cts-hmac-sha1-96", "aes256-cts-hmac-sha1-96", "dec-cbc-crc",
+        "des-cbc-crc", "des-cbc-md5", "hmac"), ("aes128-cts-hmac-sha1-96", "aes256-cts-hmac-sha1-96", "dec-cbc-crc",
+        "des-cbc-crc", "des-cbc-md5", "rc4"), (":",)),
+    "azure-devops-pat": ("e5809bca", ("azure", "devops", "pat", "token"), ("azure", "devops", "pat", "token"), ()),
     "twilio-auth-token-after-sid": ("4374e4f6", ("ac",), ("ac",), ()),
     "aws-access-key-id": ("44232805", ("abia", "acca", "akia", "asia"), ("abia", "acca", "akia", "asia"), ()),
     "github-token": ("e8902e07", ("gh",), ("gh",), ()),
@@ -7743,10 +7762,10 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "decoded-secret-literal": ("391bd845", ("atob", "b64decode", "bytes", "decode", "encode", "from",
-        "frombase64string", "fromhex", "getbytes", "hex!", "str", "string", "unhexlify"), (), ("auth", "community",
-        "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
-        "salt", "secret", "seed", "session", "token")),
+    "decoded-secret-literal": ("4e9de5dd", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
+        "from_base64", "from_hex", "frombase64string", "fromhex", "getbytes", "hex!", "hex2bin", "str", "string",
+        "unhexlify"), (), ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper",
+        "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token")),
     "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
         "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
         "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
@@ -7821,6 +7840,8 @@ RULE_WORDS = {
     "call-wrapped-value": ("72117ef0", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
+    "der-private-key-base64": ("fe80fcae", ("c4caqawbqydk2vwbciei", "hccaqeei", "ibaakc", "ibadanbgkqhkig9w0baqefaasc",
+        "ighageambmgbyqgsm49ageg"), ("mc4caqawbqydk2vwbciei", "mhccaqeei", "mighageambmgbyqgsm49ageg", "mii"), ()),
     "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
