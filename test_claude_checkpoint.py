@@ -889,7 +889,12 @@ ADVERSARIAL_CONTEXTS = (
     # lines, a box-drawn table, compound codes, a headless HTML table, a line that ends "… is".
     "password=Xk29!mPq7zLw\nabc1def2 x\n" * 4000, "key\n" + "phần 1: abcd1234\n" * 6000, "tokenParts:\n" + "  - abcd\n" * 12000,
     ("A" * 76 + "\n") * 1300, "┌─a─┬─b─┐\n" + "│ x │ y │\n" * 8000, "Larmkoden " * 9000,
-    "access " + "<tr><td>a</td><td>b</td><td>c</td></tr>" * 2500, "password " + "x " * 30 + "is\n" + "pw is\n" * 15000)
+    "access " + "<tr><td>a</td><td>b</td><td>c</td></tr>" * 2500, "password " + "x " * 30 + "is\n" + "pw is\n" * 15000,
+    # Stop 28's: a listed login's rows, cookie records, a compound code, reg query's rows, a token below a
+    # sentence that names a secret, a PAT's words, one-line definitions.
+    "$ cat acessos.txt\n" + "registro.br   clinicasorriso   osaka%6518\n" * 3000, ('{"name": "a", "httpOnly": true, "value": "' + "x" * 60 + '"}, ') * 1500,
+    "Türcode " * 12000, "DefaultPassword    REG_SZ    " * 3000, ("The API secret.\n" + "A1b2C3d4E5f6G7h8I9j0K1l2\n") * 2000,
+    ("token " + "ab" * 40 + "\n") * 1100, '$k1 = "abcd"; ' * 6000)
 
 
 class TestRedaction(unittest.TestCase):
@@ -965,6 +970,33 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:20]):
                 redacted, _ = cc.redact(text)
                 self.assertNotIn(GHP, redacted)
+
+    def test_stop_28_readings_catch_and_keep(self):
+        # The mechanisms that are no rule of the table, each on the text that showed it was missing.
+        caught = {
+            '$k1 = "AKIA3IW4X8FB"; $k2 = "FRE2UR7L"\n$s1 = "r1nGcun8FrX+c8szFWNA"; $s2 = "9rSPZOfr6DK6mppxAqZ6"\n'
+            "Set-AWSCredential -AccessKey ($k1 + $k2) -SecretKey ($s1 + $s2)": ["r1nGcun8FrX+c8szFWNA", "9rSPZOfr6DK6mppxAqZ6"],
+            "[09:12] ana: token=aact_prod_000Mzk3tI5K5H5Kuy9AkwClZGZobFc2To4xL\n[09:13] ana: l5M9LLyn2Ljn5nung6gTUULegri9i6==\n":
+                ["l5M9LLyn2Ljn5nung6gTUULegri9i6=="],
+            '{\n  "name": "ESTSAUTHPERSISTENT",\n  "value": "0.AR8An4QNCm5JshT6kkc6UFAtqcyBYVj9za2-YoT5mBRPqUlUaDR4XLXCdftae8Ycyd2",\n'
+            '  "path": "/",\n  "httpOnly": true\n}': ["0.AR8An4QNCm5JshT6kkc6UFAtqcyBYVj9za2-YoT5mBRPqUlUaDR4XLXCdftae8Ycyd2"],
+            "Das Passwort für den Jenkins-Admin ist übrigens amor1234!, hab es zurückgesetzt.": ["amor1234!"],
+        }
+        for text, secrets in caught.items():
+            with self.subTest(text=text[:40]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        for text in ("渡辺です。PayPayのAPIシークレットを共有します。\ngJTrPuc7BrPEv54XW8osC/IgmbrYHgvNarJyXfEnU648\n取り扱いには十分ご注意ください。",):
+            self.assertTrue(cc.redact(text)[0].endswith("\n取り扱いには十分ご注意ください。"), "a sentence in Japanese is no secret's rest")
+        kept = ("$ cat ~/.ssh/id_ed25519.pub\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFogrkPmSIC0BPwJHNnbbB2V62VJj0H3CzOGFcYb8Wi8 mbauer@KVN-IT-WS03",
+                "TOSS_SECRET_KEY={발급받은_시크릿_키}", 'secret = "env(SUPABASE_AUTH_EXTERNAL_KAKAO_SECRET)"',
+                "[2024-10-07 08:31:10] INFO  LAPS: password for KVN-OP3-PC07 rotated successfully")
+        for text in kept:
+            with self.subTest(text=text[:40]):
+                self.assertEqual(cc.redact(text)[0], text)
+        self.assertFalse(cc.looks_machine_generated("support-KVN-ANAE-PC013"))
+        self.assertTrue(cc.looks_machine_generated("VK7JG-NPHTM-C97JM-9MPGT-3V66T"))  # a product key's parts are random
 
     def test_a_row_is_judged_under_its_own_header(self):
         # Rows are remembered with their table's columns (_secret_cells): the same row under a
