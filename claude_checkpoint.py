@@ -3519,6 +3519,11 @@ def _find_split_literals(match: Any) -> list:
         if head and not spans and literal.start() == match.group("s").find(literal.group()):  # `"Password=…" + "5!JjIy;Connect…"`
             spans.append((start + literal.start(1), start + literal.start(1) + head.end()))
         break  # the value ended in this literal
+    text, quote = match.string, match.string[match.start()]
+    opening = text.rfind(quote, max(0, match.start() - 1024), match.start())
+    first = text[opening + 1:match.start()] if spans and opening >= 0 else ""
+    if first and _regex(r"[A-Za-z0-9+/_\-.~]{8,}={0,2}").fullmatch(first) and looks_machine_generated(first):
+        spans.insert(0, (opening + 1, match.start()))  # the literal they continue, not redacted yet: `var k = "YR0d…"⏎ + "A+7Q…";`
     return spans
 
 
@@ -6143,6 +6148,7 @@ devtools-cookie-table        random                 (?m)^(?:Name\tValue\t[^\n]*\
 # (The quote comes before the look back at the character before it: a pattern that starts with a
 # character lets the regex engine skip to where it is, and this rule runs on every text.)
 context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:\+|\.|\\)?[ \t]*`?\r?\n?[ \t]*(?:>>[ \t]+)?\+?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
+#   catch: var k = "«YR0dWHS5VPlylurTOIY97J»"\n      + "«A+7QlMeJSEoAcH6X0Eq9I=»";
 #   catch: OPENAI_KEY = (\n    "«sk-proj-Aa9IDg4Tt_wUgKnGng1WgV2HzsUzxJULN»"\n    "«OIUuiX_Xz0AUhR8kNLFONVD16mT3BlbkFJk3»"\n)
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
 #   keep:  message = ("the token was rotated; "\n           "see the runbook for the next steps")
