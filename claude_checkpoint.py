@@ -1016,7 +1016,7 @@ def secret_strength(name: str) -> int:
     if last in ("session", "sid", "sess") or last.endswith(("sessid", "sessionid")):
         return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
-            or last.endswith(("token", "cookie", "cookies", "pwd")) or last.startswith("passw")
+            or last.endswith(("token", "cookie", "cookies", "pwd", "psk")) or last.startswith("passw")
             or (last.endswith("pass") and last not in _NOT_PASSWORDS)):  # also USERPWD, a typo (passwrd)
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
@@ -4162,6 +4162,14 @@ kerberos-key-dump            -                      (?<=:)(?:aes256-cts-hmac-sha
 azure-devops-pat             random                 (?i:pat|token|devops|azure)[^\n]{0,80}?(?<![A-Za-z0-9_\-])(?P<s>[a-z2-7]{52})(?![A-Za-z0-9_\-])
 #   catch: Moin, hab dir nen PAT gemacht (Code read, 30 Tage): «oc22qgcmcpk7p5g5rhdirtv6bfxmk5tgdknznd36iqptip2t3gnw»
 #   keep:  token alphabet: abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz
+# A session's id in a URL's path parameter (Java servlets, SAP's portal): `;jsessionid=…`.
+url-session-id               -                      (?i);jsessionid=(?P<s>[^?#\s;&"'<>]{16,512})
+#   catch: https://sap-portal.example.com/irj/portal;jsessionid=«(J2EE47908178)ID8814741863DB01714747982212637800End»?NavigationTarget=x
+#   keep:  the servlet adds ;jsessionid= to each link when cookies are off
+# chrony's (and NTP's) symmetric keys: `1 SHA1 HEX:86ab…`, `2 MD5 ASCII:…`.
+ntp-symmetric-key            -                      (?<=\d[ \t])(?:MD5|SHA1|SHA256|SHA384|SHA512|AES128|AES256|RMD160)[ \t]+(?:HEX|ASCII):(?P<s>[^\s#]{6,128})
+#   catch: 1 SHA1 HEX:«86ab1169e78b945f4bfbcbd286623e25096ed6c5»
+#   keep:  keyfile /etc/chrony.keys
 twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])
 #   catch: client = Client("AC0123456789abcdef0123456789abcdef", "«0123456789abcdef0123456789abcdef»")
 #   keep:  account AC0123456789abcdef0123456789abcdef, message SM0123456789abcdef0123456789abcdef
@@ -4748,7 +4756,8 @@ wifi-passphrase              argument               \b(?:wpa_passphrase[ \t]+{AR
 #   keep:  wpa_passphrase HomeNet < /dev/tty >> /etc/wpa_supplicant/wpa_supplicant.conf
 #   keep:  nmcli --ask dev wifi connect "Office-5G"
 #   keep:  sudo nmcli -s -g 802-11-wireless-security.psk connection show "Home-5G"
-oracle-user-password         not-reference          (?i)(?=[sceird \t])(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*=?[ \t]*)?|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>"[^"\n@]{1,256}"|[^\s@/"']{1,256})(?=[@\s"']|$)
+oracle-user-password         not-reference          (?i)(?=[sceird \t])(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*=?[ \t]*)?|\b(?:catalog|auxiliary)[ \t]+(?=[\w$#]{1,30}/[^\s@/"']{1,256}@)|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>"[^"\n@]{1,256}"|[^\s@/"']{1,256})(?=[@\s"']|$)
+#   catch: rman target sys/«uhXEwjse5Qtmr3vZLN6JBLDg8nAG»@ORCLCDB catalog rcat_owner/«Canyon58$banana»@RCATDB
 #   catch: sqlplus system/«kDoewo7zNv-y»@//db.example.com:1521/ORCLPDB1 @grants.sql
 #   catch: expdp userid=scott/«Tiger-2024x»@orcl directory=dp dumpfile=x.dmp
 #   keep:  sqlplus /nolog @scripts/grants.sql
@@ -7532,6 +7541,9 @@ RULE_WORDS = {
         "des-cbc-crc", "des-cbc-md5", "hmac"), ("aes128-cts-hmac-sha1-96", "aes256-cts-hmac-sha1-96", "dec-cbc-crc",
         "des-cbc-crc", "des-cbc-md5", "rc4"), (":",)),
     "azure-devops-pat": ("e5809bca", ("azure", "devops", "pat", "token"), ("azure", "devops", "pat", "token"), ()),
+    "url-session-id": ("842da863", (";jsessionid=",), (";jsessionid=",), ()),
+    "ntp-symmetric-key": ("f7a1bf56", ("aes128", "aes256", "md5", "rmd160", "sha1", "sha256", "sha384", "sha512"),
+        ("aes128", "aes256", "md5", "rmd160", "sha1", "sha256", "sha384", "sha512"), ("ascii", "hex")),
     "twilio-auth-token-after-sid": ("4374e4f6", ("ac",), ("ac",), ()),
     "aws-access-key-id": ("44232805", ("abia", "acca", "akia", "asia"), ("abia", "acca", "akia", "asia"), ()),
     "github-token": ("e8902e07", ("gh",), ("gh",), ()),
@@ -7714,7 +7726,8 @@ RULE_WORDS = {
     "password-hash-tool": ("a17ef675", ("mkpasswd", "openssl"), ("mkpasswd", "openssl"), ()),
     "wifi-passphrase": ("f8881b83", ("iwconfig", "nmcli", "wpa_passphrase"), ("iwconfig", "nmcli", "wpa_passphrase"),
         ()),
-    "oracle-user-password": ("318b3256", ("conn", "dgmgrl", "expdp", "impdp", "rman", "sqlldr", "sqlplus"), (), ("/",)),
+    "oracle-user-password": ("c6df1902", ("auxiliary", "catalog", "conn", "dgmgrl", "expdp", "impdp", "rman", "sqlldr",
+        "sqlplus"), (), ("/",)),
     "archive-password": ("648e456a", ("7z", "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ("7z",
         "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ()),
     "ssh-keygen-old-passphrase": ("87d4955c", ("ssh-keygen",), ("ssh-keygen",), ("-p",)),
