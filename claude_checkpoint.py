@@ -3228,6 +3228,8 @@ def _credential_columns(names: list) -> tuple:
                      or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|2fa(?:[ _](?:secret|backup|codes?))?|mfa[ _]secret").fullmatch(name)):  # a password manager's TOTP seed
             columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "totp" if _regex(r"(?i)totp|otp|2fa|mfa").search(name)
                                 else "password" if _regex(_PASSWORD_COLUMN).search(name) else "secret"))
+        elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:codes?|kod|koden|kode|código|codigo|codice)").fullmatch(name.strip()):
+            columns.append((index, "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts
         elif strength == 1 and "community" in name.lower():
             columns.append((index, "secret"))  # an SNMP community: a password people choose
         elif strength == 1 and len(name) <= 30:
@@ -3244,6 +3246,8 @@ def _is_secret_cell(value: str, kind: str) -> bool:
     password, a machine-made value, a passphrase, a PIN under a PIN, base32 under a TOTP seed's."""
     if not value or _is_call(value) or _is_placeholder(value) or _is_masked_or_public(value):
         return False
+    if kind == "keypad":
+        return _regex(r"\d{2,6}[#*]\d{0,6}|[#*]\d{3,8}").fullmatch(value) is not None  # a door's or a safe's code: `5645#94`
     if kind == "machine":
         return _holds_a_secret(value, 1)
     if kind == "totp" and _regex(r"[A-Z2-7]{16,64}").fullmatch(value):
@@ -3709,12 +3713,12 @@ def _accept_url_parameter(match: Any) -> bool:
     if len(name) == 1 and _regex(r"(?i)/[\w\-]*(?:invit|convit|einlad|accept|aceit|magic|verif|confirm|reset|activat|ativa)[\w\-/]*$").search(
             _line_before(match.string, match.start(), 200)):
         return looks_machine_generated(value)  # an invitation's or a magic link's token: /convite/aceitar?t=…
-    if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and not name.endswith("signature") and strength == 0):
+    if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and not name.endswith(("signature", "-signed", "_signed")) and strength == 0):
         return False
     if _regex(r"[,(][A-Za-z_$][\w.$]*=").search(value):
         return False  # minified code, not a query: `;t.getToken=r,t.VERSION="5.0.22"`
     plain = _regex(r"%[0-9A-Fa-f]{2}").sub("+", value).rstrip(".,;:)")
-    if strength == 2 or name in ("sig", "signature", "x-amz-signature", "x-goog-signature", "pub_secret") or name.endswith("signature"):  # also GitHub's urlSignature
+    if strength == 2 or name in ("sig", "signature", "x-amz-signature", "x-goog-signature", "pub_secret") or name.endswith(("signature", "-signed", "_signed")):  # also GitHub's urlSignature
         return plain.lower() not in _NOT_VALUES and not _is_placeholder(plain)
     return looks_machine_generated(plain)
 
@@ -5919,6 +5923,7 @@ context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}
 #   keep:  Cookies (owa):\nlang=en-US\ntheme=dark
 # Signed URLs and query strings: signatures, credentials, SAS and access tokens.
 context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z_][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`;]{8,2048})
+#   catch: [INFO] Downloading: https://nexus.example.com/repository/raw/x.EXE?x-nexus-signed=«fN5_Yxhre-79FtaojVCJMKP4V70HNDT0hcvLii0NbMmg0l»&x-nexus-expires=1750170000
 #   catch: Convite (expira em 48h): https://admin.example.com.br/convite/aceitar?t=«LG4AugLXVTLs-IX6XSyv_l2om1ZCAZmZ»
 #   catch: https://painel-git-feat.vercel.app/?_vercel_share=«ZZoVI97nctVnJiTM2bfZhvZw6fIsfTn9»
 #   keep:  https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s
@@ -6050,6 +6055,8 @@ context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-
 #   keep:  -[ RECORD 1 ]--+---------------------\nvendor         | dhl\npassword_set   | t\ntoken_count    | 42
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?:[ \t]*\r?\n(?=\|))?(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+#   catch: Site\tRoom\tCode\tAlarm PIN\nHamburg\tServer room B1.04\t«5645#94»\t«173106»
+#   keep:  | Country | Code |\n|---|---|\n| Germany | 49 |
 #   catch: |===\n|Partner |Host |Benutzer |Passwort\n\n|Labor Dr. Wisplinghoff |sftp.wisplinghoff.de |kvn_labor |«ocFTr8Ww0WSriDHJ»\n|===
 #   keep:  $ kubectl get secret -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name\nNS     NAME\npacs   orthanc-credentials\npacs   pacs-viewer-oidc
 #   catch: hostname\tmgmt_ip\tsnmp_community\tenable_secret\ncore-sw-01\t10.0.0.2\t«N0rth$tar-ro»\t«C1sc0!Core#01»
