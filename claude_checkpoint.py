@@ -3079,7 +3079,7 @@ def _find_printed_secrets(match: Any) -> list:
         for row in _regex(r"(?m)^[ \t]*\S[^\t\n]*?(?:\t| {2,})[^\n]*$").finditer(text, start, end):
             spans += [(row.start() + cell.start(), row.start() + cell.end()) for cell in _regex(r"(?<![^\t ])[^\s|=(),\"]{8,64}(?![^\t\n ])").finditer(row.group())
                       if cell.start() and _holds_a_password(cell.group())]  # a password column: jq's @tsv
-    for line in _regex(r"(?m)^[ \t]*(?:" + _OUTPUT_MARK + r"|=>[ \t]+)?(?:b?([\"'])(?=[^\s\"']{8,128}\1[ \t]*$))?(\S{8,128}?)\1?[ \t]*$").finditer(text, start, end):
+    for line in _regex(r"(?m)^[ \t]*(?:" + _OUTPUT_MARK + r"|=>[ \t]+)?(?:b?([\"'])(?=[^\s\"']{8,128}\1,?[ \t]*$))?(\S{8,128}?)\1?,?[ \t]*$").finditer(text, start, end):
         word, first = line.group(2), line.start(2)  # a REPL's string without its quotes: b'16YPeG…='
         if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word) or _is_dotted_passphrase(word)
                 or _is_joined_passphrase(word)) and not _regex(
@@ -6529,9 +6529,44 @@ def _second_readings(original: str) -> list:
     if "\n" in original or "<" in original:
         readings.append(("text as written", _redact_read_as_written))
     readings.append(("strings folded", _redact_folded))
+    if "\\\n" in original or "^\n" in original or "\\\r\n" in original or "^\r\n" in original:
+        readings.append(("continued lines joined", _redact_continued))
     if _regex(_BASE64_TOKEN).search(original):
         readings.append(("base64 decoded", _redact_decoded))
     return readings
+
+
+# A shell's `\` or cmd's `^` at a line's end (and cmd's `More? ` prompt on the line it continues).
+_CONTINUATION = r"(?:\\|\^)\r?\n(?:More\?[ \t]?)?"
+
+
+def _redact_continued(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with what the rules find once a shell's continued lines are joined (a command
+    over lines: `aws … \\⏎    --query '…PreSharedKey'`; a value its continuation cut:
+    `-P Etl-wnA296jDD^⏎More? v7ZlXRPM!`) redacted wherever it, or each part of it on a line of its
+    own, stands whole."""
+    pieces, position = [], 0
+    for found in _regex(_CONTINUATION).finditer(original):
+        pieces.append(original[position:found.start()])
+        position = found.end()
+    pieces.append(original[position:])
+    joined, found_values = "".join(pieces), []
+    _apply_rules(joined, 0, found_values)
+    ends, length = [], 0
+    for piece in pieces:  # where each piece ends in the joined text
+        length += len(piece)
+        ends.append(length)
+    values = []
+    for value in found_values:
+        if REDACTED in value or value in original:
+            values += [value] if REDACTED not in value else []
+            continue
+        at = joined.find(value)
+        for piece_end, piece_start in zip(ends, [0] + ends[:-1]):
+            part = joined[max(at, piece_start):min(at + len(value), piece_end)]
+            values += [part] if len(part) >= 4 else []
+    replaced += values
+    return _redact_again(text, count, values, shortest=4)
 
 
 def _redact_under_prefixes(_original: str, text: str, count: int, replaced: list) -> tuple:

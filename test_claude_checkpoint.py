@@ -981,6 +981,12 @@ class TestRedaction(unittest.TestCase):
             '{\n  "name": "ESTSAUTHPERSISTENT",\n  "value": "0.AR8An4QNCm5JshT6kkc6UFAtqcyBYVj9za2-YoT5mBRPqUlUaDR4XLXCdftae8Ycyd2",\n'
             '  "path": "/",\n  "httpOnly": true\n}': ["0.AR8An4QNCm5JshT6kkc6UFAtqcyBYVj9za2-YoT5mBRPqUlUaDR4XLXCdftae8Ycyd2"],
             "Das Passwort für den Jenkins-Admin ist übrigens amor1234!, hab es zurückgesetzt.": ["amor1234!"],
+            # continued lines joined: a command over lines, a value its continuation cut
+            "$ aws ec2 describe-vpn-connections --vpn-connection-ids vpn-3958baba3156ee471 \\\n"
+            "    --query 'VpnConnections[0].Options.TunnelOptions[*].PreSharedKey'\n[\n    \"vG1p0q8_uRz2Xk.T6hWmNlb3F9sY4aQj\"\n]":
+                ["vG1p0q8_uRz2Xk.T6hWmNlb3F9sY4aQj"],
+            "C:\\Tools> sqlcmd -S SQL-DWH01 -U etl_loader ^\nMore? -P Etl-wnA296jDD^\nMore? v7ZlXRPM! -Q \"EXEC dbo.x\"":
+                ["Etl-wnA296jDD", "v7ZlXRPM"],
         }
         for text, secrets in caught.items():
             with self.subTest(text=text[:40]):
