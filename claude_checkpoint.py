@@ -6529,7 +6529,7 @@ def _second_readings(original: str) -> list:
     if "\n" in original or "<" in original:
         readings.append(("text as written", _redact_read_as_written))
     readings.append(("strings folded", _redact_folded))
-    if "\\\n" in original or "^\n" in original or "\\\r\n" in original or "^\r\n" in original:
+    if "\\\n" in original or "^\n" in original or "\\\r\n" in original or "^\r\n" in original or "=\n" in original and "quoted-printable" in original.lower():
         readings.append(("continued lines joined", _redact_continued))
     if _regex(_BASE64_TOKEN).search(original):
         readings.append(("base64 decoded", _redact_decoded))
@@ -6543,13 +6543,17 @@ _CONTINUATION = r"(?:\\|\^)\r?\n(?:More\?[ \t]?)?"
 def _redact_continued(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with what the rules find once a shell's continued lines are joined (a command
     over lines: `aws … \\⏎    --query '…PreSharedKey'`; a value its continuation cut:
-    `-P Etl-wnA296jDD^⏎More? v7ZlXRPM!`) redacted wherever it, or each part of it on a line of its
-    own, stands whole."""
+    `-P Etl-wnA296jDD^⏎More? v7ZlXRPM!`; a mail's quoted-printable soft breaks, `=⏎`, its `=C3=BC`
+    decoded) redacted wherever it, or each part of it on a line of its own, stands whole."""
+    quoted_printable = "quoted-printable" in original.lower()
     pieces, position = [], 0
-    for found in _regex(_CONTINUATION).finditer(original):
+    for found in _regex(_CONTINUATION + (r"|=\r?\n" if quoted_printable else "")).finditer(original):
         pieces.append(original[position:found.start()])
         position = found.end()
     pieces.append(original[position:])
+    if quoted_printable:
+        pieces = [_regex(r"(?:=[0-9A-F]{2})+").sub(lambda escaped: bytes.fromhex(escaped.group().replace("=", "")).decode("utf-8", "replace"), piece)
+                  for piece in pieces]
     joined, found_values = "".join(pieces), []
     _apply_rules(joined, 0, found_values)
     ends, length = [], 0
@@ -6566,6 +6570,10 @@ def _redact_continued(original: str, text: str, count: int, replaced: list) -> t
             part = joined[max(at, piece_start):min(at + len(value), piece_end)]
             values += [part] if len(part) >= 4 else []
     replaced += values
+    import re
+    for value in values:  # a part right before its line's continuation mark (a soft break's `=` is no token's end)
+        text, hits = re.subn(r"(?<![\w+/.\-])" + re.escape(value) + r"(?=(?:\\|\^|=)\r?\n)", REDACTED, text)
+        count += hits
     return _redact_again(text, count, values, shortest=4)
 
 

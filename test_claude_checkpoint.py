@@ -987,6 +987,9 @@ class TestRedaction(unittest.TestCase):
                 ["vG1p0q8_uRz2Xk.T6hWmNlb3F9sY4aQj"],
             "C:\\Tools> sqlcmd -S SQL-DWH01 -U etl_loader ^\nMore? -P Etl-wnA296jDD^\nMore? v7ZlXRPM! -Q \"EXEC dbo.x\"":
                 ["Etl-wnA296jDD", "v7ZlXRPM"],
+            "Content-Transfer-Encoding: quoted-printable\n\nHallo, der API-Schl=C3=BCssel lautet: =\n"
+            "sFb5V6x4WUeV1gG39AWRsKtWPzTqs8bWuart=\nrqOiWssvee7zJYdgngjKxutxCo7w\nViele Gr=C3=BC=C3=9Fe":
+                ["sFb5V6x4WUeV1gG39AWRsKtWPzTqs8bWuart", "rqOiWssvee7zJYdgngjKxutxCo7w"],
         }
         for text, secrets in caught.items():
             with self.subTest(text=text[:40]):
