@@ -1808,7 +1808,8 @@ def _accept_place_code(match: Any) -> bool:
     if _regex(_PLACE_WORDS).search(joined + " " + match.group("place")):
         return True
     before = _line_before(match.string, match.start(), 30)  # the place named just before: "cofre dos fundos: combinação 24881914"
-    return _regex(r"(?i)(?:^|[\s(])(?:" + _PLACE_WORDS[4:] + r")[^\W\d_]{0,4}(?:(?:[ \t]+[^\W\d_]{1,12}){0,2}[ \t]*[:：\-–])?[ \t]*$").search(before) is not None
+    places = list(_regex(_PLACE_WORDS).finditer(before))
+    return bool(places) and _regex(r"[^\W\d_]{0,4}(?:(?:[ \t]+[^\W\d_]{1,12}){0,2}[ \t]*[:：\-–])?[ \t]*").fullmatch(before, places[-1].end()) is not None
 
 
 def _accept_jaas_user(match: Any) -> bool:
@@ -6551,7 +6552,7 @@ def _redact_continued(original: str, text: str, count: int, replaced: list) -> t
         pieces.append(original[position:found.start()])
         position = found.end()
     pieces.append(original[position:])
-    if quoted_printable:
+    if quoted_printable:  # `Schl=C3=BCssel` as `Schlüssel`: the credential word the rules know
         pieces = [_regex(r"(?:=[0-9A-F]{2})+").sub(lambda escaped: bytes.fromhex(escaped.group().replace("=", "")).decode("utf-8", "replace"), piece)
                   for piece in pieces]
     joined, found_values = "".join(pieces), []
@@ -6562,13 +6563,13 @@ def _redact_continued(original: str, text: str, count: int, replaced: list) -> t
         ends.append(length)
     values = []
     for value in found_values:
-        if REDACTED in value or value in original:
+        at = joined.find(value)
+        if value in original or at < 0:
             values += [value] if REDACTED not in value else []
             continue
-        at = joined.find(value)
-        for piece_end, piece_start in zip(ends, [0] + ends[:-1]):
+        for piece_end, piece_start in zip(ends, [0] + ends[:-1]):  # a value over pieces: its part in each
             part = joined[max(at, piece_start):min(at + len(value), piece_end)]
-            values += [part] if len(part) >= 4 else []
+            values += [part] if len(part) >= 4 and REDACTED not in part else []
     replaced += values
     import re
     for value in values:  # a part right before its line's continuation mark (a soft break's `=` is no token's end)
