@@ -1248,6 +1248,11 @@ def _looks_random(value: str) -> bool:
     return any(c.isdigit() for c in v) and any(c.isalpha() for c in v) and len(set(v)) >= 8
 
 
+# Names listed after a plural (`secrets: support-KVN-ANAE-PC012, support-KVN-ANAE-PC013 (enabled)`,
+# `secrets: "Sysmex XN-1000 Service", "cobas c503 Service", …`): what they are called, not their values.
+_NAMES_LISTED = r"""(?:[\w\-]+|["'`][^"'`\n]{1,60}["'`]),[ \t]+(?:[\w\-]+|["'`][^"'`\n]{1,60}["'`])(?:,|[ \t]+\()"""
+
+
 def _accept_assignment(match: Any) -> bool:
     name, value = match.group("name"), match.group("s")
     groups = match.groupdict()
@@ -1261,8 +1266,9 @@ def _accept_assignment(match: Any) -> bool:
         bare = "".join(bare.split())  # a quoted value wrapped over lines: its parts are one token
     if groups.get("op") == ":" and not _accept_after_colon(match, value, bare):
         return False
-    if groups.get("op") == ":" and _name_parts(name)[-1:] in (["secrets"], ["tokens"], ["keys"], ["passwords"], ["credentials"]) and _regex(
-            r"(?<![\"'`])(?:[ \t]+[\w(]|,[ \t]+[\w\-]+(?:,|[ \t]+\())|[\"'`]?,[ \t]+[\"'`][^\"'`\n]{1,60}[\"'`](?:,|[ \t]+\()").match(match.string, match.end("s")):
+    quoted = match.string[match.start("s") - 1:match.start("s")] in ("\"", "'", "`")
+    if groups.get("op") == ":" and _name_parts(name)[-1:] in (["secrets"], ["tokens"], ["keys"], ["passwords"], ["credentials"]) and (
+            not quoted and _regex(r"[ \t]+[\w(]").match(match.string, match.end("s")) or _regex(_NAMES_LISTED).match(match.string, match.start("s") - quoted)):
         return False  # a list of them in a sentence, by name: "secrets: FGT-Lyon admin (ID 4412), …"
     strength = secret_strength(name)
     if not groups.get("q") and value[:2] in ("/^", "/\\", "/(") and match.string[match.start("op"):match.start("s")].strip() in ("=", ":"):
@@ -1593,8 +1599,6 @@ def _accept_header_token(match: Any) -> bool:
     value = match.group("s")
     if _regex(r"[A-Za-z_$]+(?:\.[A-Za-z_$]+)+|[a-z]+(?:[A-Z][a-z]+)+\)?").fullmatch(value) and _is_built_of_words(value.rstrip(")")) or _is_call(value):
         return False
-    if value.endswith("(") and _is_built_of_words(value[:-1]):
-        return False  # a constructor's name: `Authorization = new AuthenticationHeaderValue("Bearer", token.Token)`
     if match.string[match.start() - 1:match.start()] == "<":
         return False  # a stand-in's words: `?code=<authorization code>&state=…`
     return not _is_reference(value) and (len(value) >= 20 or any(c.isdigit() for c in value) and len(value) >= 8)
@@ -1736,6 +1740,8 @@ def _is_call(value: str) -> bool:
     value = value[:-1] if value.endswith(".") else value  # a line that goes on: `base64.decodebytes(authorization).\\`
     if _regex(r"(?:Get|Set|New|Read|Import|Export|Invoke|ConvertTo|ConvertFrom|Select|Test|Resolve|Join|Out)-[A-Z][A-Za-z]{2,40}").fullmatch(value):
         return True  # a PowerShell cmdlet: `$env:API_TOKEN = Read-Host -Prompt …`
+    if value.endswith("(") and value[:1].isupper() and _is_built_of_words(value[:-1]):
+        return True  # a constructor's start: `new AuthenticationHeaderValue(`
     return _regex(r"[A-Za-z_$][\w$]*(?:\[[^\]\s]{0,20}\])?(?:\.[A-Za-z_$][\w$]*)*[!?]?\((?:[^()\s]{0,40}|.{0,40}\)|[A-Za-z_$][\w$.]*\([^()\s]{0,40})").fullmatch(value) is not None and (
         "." in value or "_" in value or len(value.split("(", 1)[0]) >= 4 and value[0].islower())
 
@@ -2312,7 +2318,9 @@ _PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80
 # A table's header cell: a name of a few words (the first may start with a digit: `2FA backup`; `Rotated?`, `Password*`), one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
-_TABLE_HEADER_CELL = r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])[\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff]{0,30}(?![\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff])(?: [\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff]{1,30}(?![\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff])){0,4}"  # (an emoji after a word: `Tool 🛠`)
+_HEADER_CHARACTER = r"[\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff]"  # a word's, Indic and Thai marks, an emoji after a word (`Tool 🛠`)
+_TABLE_HEADER_CELL = (r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])" + _HEADER_CHARACTER + "{0,30}(?!" + _HEADER_CHARACTER + ")(?: "
+                      + _HEADER_CHARACTER + "{1,30}(?!" + _HEADER_CHARACTER + ")){0,4}")
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
@@ -2418,7 +2426,7 @@ def _find_random_tokens(match: Any) -> list:
         return []  # the end of a resource's name, given no value: "vg-infra-prod-secrets (linked to kv-infra-weu-01)"
     if _names_a_kind(text, match.start()):
         return []  # a kind of resource a command names: `kubectl describe secret api-token-87n7TT2u`
-    if match.group()[-1:] in "sS" and _regex(r"[ \t]*:[ \t]*(?:[\w\-]+|\"[^\"\n]{1,60}\"),[ \t]+(?:[\w\-]+|\"[^\"\n]{1,60}\")(?:,|[ \t]+\()").match(text, match.end()):
+    if match.group()[-1:] in "sS" and _regex(r"[ \t]*:[ \t]*" + _NAMES_LISTED).match(text, match.end()):
         return []  # a list of them by name: "secrets: support-KVN-ANAE-PC012, support-KVN-ANAE-PC013 (enabled)"
     if text[match.start() - 1:match.start()] == "<" and _tag_holds_data(_regex(r"<[^<>\n]{0,260}").match(text, match.start() - 1).group()):
         return []  # the word names an element that holds a digest: Android's `<pin digest="SHA-256">…</pin>`
@@ -3290,8 +3298,7 @@ def _find_html_login_row(match: Any) -> list:
         return []
     for login, value in zip(cells[1:], cells[2:]):
         name, secret = login.group(1).strip(), value.group(1).strip()
-        if _regex(r"[A-Za-z][\w.\-]{1,40}(?:@[\w.\-]+)?|[\w\-]{1,20}\\[\w.\-]{1,40}").fullmatch(name) and not _looks_like_password(name) and (
-                _looks_like_password(secret) or looks_like_chosen_password(secret)):
+        if _reads_as_login(name) and (_looks_like_password(secret) or looks_like_chosen_password(secret)):
             first = value.start(1) + value.group(1).index(secret)
             return [(first, first + len(secret))]
     return []
@@ -3310,7 +3317,7 @@ def _find_listed_logins(match: Any) -> list:
         cells = [(a, b) for a, b in _table_cells(row.replace("\t", "  "), separator) if row[a:b].strip()]
         for login, value in zip(cells, cells[1:]) if len(cells) >= 3 else ():
             name, secret = row[login[0]:login[1]].strip(), row[value[0]:value[1]].strip()
-            if _regex(r"[A-Za-z][\w.\-]{1,40}(?:@[\w.\-]+)?|[\w\-]{1,20}\\[\w.\-]{1,40}").fullmatch(name) and not _looks_like_password(name) and (
+            if _reads_as_login(name) and (
                     _looks_like_password(secret) or looks_like_chosen_password(secret) or looks_machine_generated(secret)) and not (
                     _is_reference(secret) or _is_path_or_version(secret) or "://" in secret or _regex(_EMAIL_ADDRESS).fullmatch(secret)
                     or _regex(r"\$[\w\-]{1,12}\$|[\w\-]{2,20}\$\d|\d{4}-\d{2}-\d{2}").match(secret)):  # a password's hash (crypt's `$2b$12$…`, Django's `pbkdf2_sha256$…`): the password-hash rule's
@@ -3319,6 +3326,11 @@ def _find_listed_logins(match: Any) -> list:
                 break
         position += len(row) + 1
     return spans
+
+
+def _reads_as_login(cell: str) -> bool:
+    """A table's cell that reads as a login: a user's name, an e-mail address, `DOMAIN\\user`, not a password."""
+    return _regex(r"[A-Za-z][\w.\-]{1,40}(?:@[\w.\-]+)?|[\w\-]{1,20}\\[\w.\-]{1,40}").fullmatch(cell) is not None and not _looks_like_password(cell)
 
 
 def _find_html_table_cells(match: Any) -> list:
@@ -6472,13 +6484,15 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
 _WRAPPED_REST = r"([^\s\"'`,;:=<>(){}\[\]|]{4,200}={0,2})(?=[\s\"'`,;)\]}@]|$)"
 
 
+_DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
+
+
 def _shared_prefix(above: str, below: str) -> int:
     """The length of what two lines share at their start, up to its last separator (a space, `>`,
     `#`, `│`, `|`): the indent, quote marks or log prefix that a wrapped line repeats, not the
     first characters of its text. Digits count as one another: a chat's or a log's next line has
     another time (`[09:12] ana: ` above `[09:13] ana: `)."""
-    digits = str.maketrans("123456789", "000000000")
-    shared = len(os.path.commonprefix([above.translate(digits), below.translate(digits)]))
+    shared = len(os.path.commonprefix([above.translate(_DIGITS_AS_ZERO), below.translate(_DIGITS_AS_ZERO)]))
     separators = [index + 1 for index, character in enumerate(above[:shared]) if character in " \t>#│|"]
     return separators[-1] if separators else 0
 
@@ -6530,7 +6544,7 @@ def _second_readings(original: str) -> list:
     if "\n" in original or "<" in original:
         readings.append(("text as written", _redact_read_as_written))
     readings.append(("strings folded", _redact_folded))
-    if "\\\n" in original or "^\n" in original or "\\\r\n" in original or "^\r\n" in original or "=\n" in original and "quoted-printable" in original.lower():
+    if _regex(_CONTINUATION).search(original) or "=\n" in original and "quoted-printable" in original.lower():
         readings.append(("continued lines joined", _redact_continued))
     if _regex(_BASE64_TOKEN).search(original):
         readings.append(("base64 decoded", _redact_decoded))
@@ -6571,10 +6585,6 @@ def _redact_continued(original: str, text: str, count: int, replaced: list) -> t
             part = joined[max(at, piece_start):min(at + len(value), piece_end)]
             values += [part] if len(part) >= 4 and REDACTED not in part else []
     replaced += values
-    import re
-    for value in values:  # a part right before its line's continuation mark (a soft break's `=` is no token's end)
-        text, hits = re.subn(r"(?<![\w+/.\-])" + re.escape(value) + r"(?=(?:\\|\^|=)\r?\n)", REDACTED, text)
-        count += hits
     return _redact_again(text, count, values, shortest=4)
 
 
@@ -7019,7 +7029,7 @@ def _redact_again(text: str, count: int, replaced: list, shortest: int = 8) -> t
     values = sorted({value for value in replaced if len(value) >= shortest and REDACTED not in value and value in text}, key=len, reverse=True)
     for value in values:
         import re
-        text, hits = re.subn(r"(?<![\w+/.\-])" + re.escape(value) + r"(?![\w+/=\-])", REDACTED, text)
+        text, hits = re.subn(r"(?<![\w+/.\-])" + re.escape(value) + r"(?:(?![\w+/=\-])|(?==\r?\n))", REDACTED, text)  # (a mail's soft break, `=⏎`, ends it too)
         count += hits
     return text, count
 
