@@ -3176,7 +3176,7 @@ def _find_table_cells(match: Any) -> list:
     if line_start and above_start and _regex(underline).fullmatch(text, above_start, line_start - 1) and not _regex(
             underline + r"|[ \t]*").fullmatch(text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1):
         return []  # the first row under a header's underline, not a header: `az keyvault secret list -o table` (reST's header stands between two)
-    if _regex(r"[ \t]*#[ \t]*(?:define|undef|include|ifn?def|if|pragma)\b|[ \t]*(?:\$|PS [^\n>]{1,80}>|[A-Z]:\\[^\n>]{0,80}>)[ \t]").match(text, line_start):
+    if _regex(r"[ \t]*#[ \t]*(?:define|undef|include|ifn?def|if|pragma)\b|" + _PROMPT_LINE + r"[ \t]").match(text, line_start):
         return []  # C's #define lines, aligned: no table; a command at a prompt (`$ kubectl get secret … -o custom-columns=NS:…,NAME:…`)
     separator = next((c for c in "|;," if c in head), None)
     names = [head[a:b].strip().strip('"') for a, b in _table_cells(head, separator)]
