@@ -1483,6 +1483,14 @@ def _accept_flag(match: Any) -> bool:
     return not value.startswith("-") and not named and not spec and _accept_assignment(match)
 
 
+def _accept_short_flag_random(match: Any) -> bool:
+    """A short flag's value (short-flag-random-value) that a machine made and not in hex alone (a
+    commit, a digest, an id), no reference, no masked or public value, no path or version."""
+    value = match.group("s").strip("\"'")
+    return looks_machine_generated(value) and not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(value) and not _is_reference(
+        value) and not _is_masked_or_public(value) and not _is_path_or_version(value) and "=" not in value.rstrip("=")
+
+
 def _accept_password_like(match: Any) -> bool:
     """Prose such as `the VPN password is Xk29…`: only values that look like passwords."""
     v = match.group("s")
@@ -3008,6 +3016,28 @@ def _find_typed_passwords(match: Any) -> list:
     while position >= 0:  # on its line and the prompt lines above it
         spans.append((position, position + len(value)))
         position = text.find(value, position + len(value), end)
+    return spans
+
+
+# Where a failed login's log names the user: sshd's `invalid user X`, `[user: X]`, `user="X"`, `Administrator X login failed`.
+_FAILED_LOGIN_USER = (r"""(?i)(?:\b(?:invalid|illegal|unknown)[ \t]user[ \t]+|\b(?:user(?:[ _]?name)?|login|account)[ \t]*[:=][ \t]*["'\[]?[ \t]*"""
+                      r"""|\b(?:administrator|admin|user)[ \t]+(?=\S+[ \t]+(?:login|logon|authentication)[ \t]+fail))(?P<v>[^\s"'\],;]{6,128})""")
+
+
+def _find_failed_login_names(match: Any) -> list:
+    """A password typed where a login asked for the user's name, as a failed login's log line shows
+    it (`sshd: Invalid user 5p4nn3r-Igl00 from …`, `%SEC_LOGIN-4-LOGIN_FAILED: … [user: RockySentyabr22$]`,
+    `logdesc="Admin login failed" … user="Toby41*mon"`): a name of a password's three classes
+    that holds a symbol no login name holds or digits among its letters (`p4nn3r`), never an
+    e-mail address or `DOMAIN\\user`."""
+    text = match.string
+    line_start, line_end = text.rfind("\n", 0, match.start()) + 1, text.find("\n", match.end())
+    spans = []
+    for user in _regex(_FAILED_LOGIN_USER).finditer(text, line_start, len(text) if line_end < 0 else line_end):
+        value = user.group("v").rstrip(".")
+        if _looks_like_password(value) and "@" not in value and "\\" not in value and (
+                _regex(r"[!$%*#?&+^~=]").search(value) or _regex(r"[A-Za-z]\d+[A-Za-z]").search(value)):
+            spans.append((user.start("v"), user.start("v") + len(value)))
     return spans
 
 
@@ -4620,6 +4650,19 @@ netrc-password               not-reference          \bmachine\s+\S+(?:\s+(?:logi
 #   catch: machine ftp.example.com login deploy password «Jupiter#9»
 #   keep:  machine ftp.example.com login deploy
 #   keep:  machine api.example.com\n  login ci-bot\n  password ${NETRC_PASSWORD}
+# A password's or a key's short flag (`-p`, `-k`, `-ap`, `-a`, `-w`, `-pw`) in any command, when its value, quoted
+# or bare, is one a machine made; never hex alone (a commit, a digest): a flag that may be a port, a path, a
+# page is a password's only with a random value.
+short-flag-random-value      short-flag-random      -(?<![\w\-]-)(?:[A-Za-z]?[pk]|K|a|w|pw|pwd|pass)[ \t]+(?P<s>'[^'\s]{10,200}'|"[^"\s]{10,200}"|[^\s'"|;&<>()`]{10,200})(?=[\s;|&)]|$)
+#   catch: sipp -sf uac_register.xml -s 7001 -au 7001 -ap '«ysM09VlC72uebd46ZqU»' -i 10.9.0.15 -m 1
+#   catch: fs_cli -H 127.0.0.1 -P 8021 -p '«CjoyXJz2UYYYrg2HPA36QvSzJ»' -x "sofia status gateway carrier_a"
+#   catch: tacacs_client -H 10.0.9.20 -k «wAfGrhmetd05EgCAMLlBjvH3bHX» -u dkozlov authenticate
+#   keep:  git show -p 9fceb02d0ae598e95dc970b74767f19372d61af8
+#   keep:  minisign -Vm app.tar.gz -P RWQb5DrdfX51JjXEfZopF4p7NqxWiF6tMvafFTeU5Yk
+#   keep:  docker run -v /srv/data:/data -e TZ=Europe/Lisbon -p 8080:80 nginx:1.27-alpine
+#   keep:  kubectl logs -n payments-prod -l app=ledger-api -c ledger-api --since=10m
+#   keep:  ssh -i ~/.ssh/id_ed25519_deploy -J bastion.example.com deploy@10.0.3.7
+#   keep:  terraform plan -out tfplan-2024-11-03T09-12-44Z.bin -var-file=envs/prod.tfvars
 # Passwords given as arguments to account and credential commands, across systems.
 net-user-password            argument               (?i)\bnet(?:\.exe)?[ \t]+user[ \t]+{ARG}[ \t]+{TOOL_VALUE}
 #   catch: net user alice «Tr1cky!Pass» /add
@@ -5950,6 +5993,16 @@ context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z_][\w.\
 #   keep:  https://api.example.com/v2/items?page=2&sort=created_at&key=name
 #   keep:  !function(e,t){var r=function(e){return e.accessToken||null};t.getToken=r,t.VERSION="5.0.22",t.BUILD=n}(this,window);
 #   keep:  GET https://www.googleapis.com/drive/v3/files?pageSize=100&pageToken=3bsYOtaKyQCrBl2jG/lJYBf+BdnHvl7cNEW7L1Bg&fields=nextPageToken
+# A password typed as the user's name, as a failed login's log line shows it (_FAILED_LOGIN_USER).
+password-as-failed-login     failed-login-names     (?i)(?:\b(?:invalid|illegal|unknown)[ \t]user\b|login[ _\-]?fail|failed[ \t]login|logon[ \t]failure|authentication[ \t]fail|auth[ \t]fail)
+#   catch: Mar 11 09:12:44 jump01 sshd[771223]: Invalid user «5p4nn3r-Igl00» from 10.9.14.22 port 51844
+#   catch: Mar 11 08:41:02.113: %SEC_LOGIN-4-LOGIN_FAILED: Login failed [user: «RockySentyabr22$»] [Source: 10.34.20.77] [localport: 22]
+#   catch: date=2025-03-11 logdesc="Admin login failed" user="«Toby41*mon»" ui="https(10.0.20.55)" action="login" status="failed"
+#   catch: 2025-03-11 10:02:11 WARN Authentication failed for username=«Kiraz.1907!» from 192.0.2.44
+#   keep:  Mar 11 09:12:44 jump01 sshd[771223]: Invalid user oracle from 10.9.14.22 port 51844
+#   keep:  Mar 11 09:12:51 jump01 sshd[771230]: Failed password for invalid user svc-backup01 from 10.9.14.22 port 51850 ssh2
+#   keep:  %SEC_LOGIN-4-LOGIN_FAILED: Login failed [user: JSmith01] [Source: 10.34.20.77] [localport: 22]
+#   keep:  Authentication failed for user=ana.souza@example.com.br (CORP\\asouza) reason=bad_password
 # A password typed at a shell prompt, which the shell then could not run (_NOT_A_COMMAND).
 password-typed-as-command    typed-passwords        (?:not found|not recognized|Unknown command)
 #   catch: [sudo] password for dev:\nsudo: timeout reading password\n$ «sommerregen2019!»\nbash: «sommerregen2019!»: command not found
@@ -6249,7 +6302,7 @@ ACCEPT_CHECKS = {
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
     "app-password": _accept_app_password, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
     "base64-password-line": _accept_base64_password_line, "quoted-or-chosen": _accept_quoted_or_chosen,
-    "jaas-user": _accept_jaas_user,
+    "jaas-user": _accept_jaas_user, "short-flag-random": _accept_short_flag_random,
 }
 # The checks of context rules: each picks the spans to replace inside its match.
 CONTEXT_FINDERS = {
@@ -6261,7 +6314,7 @@ CONTEXT_FINDERS = {
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
     "code-lines": _find_code_lines, "split-parts": _find_split_parts, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
-    "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "selected-columns": _find_selected_columns,
+    "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "failed-login-names": _find_failed_login_names, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
 # alone needs less (a letter, a bracket, nothing): the rule runs only on a text that holds one.
@@ -6473,6 +6526,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
         text, count = reading(original, text, count, replaced)
     if REDACTED + "\n" in text or REDACTED + "\r\n" in text:
         text, count = _redact_wrapped_rest(text, count, replaced)
+    if REDACTED in text and "\n" in text:
+        text, count = _redact_siblings(text, count, replaced)
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
@@ -6518,6 +6573,174 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         pieces += [text[position:start], REDACTED]
         position = end
     return "".join(pieces) + text[position:], count + len(rests)
+
+
+# A secret's siblings. The rows of one table and the lines of one block of assignments hold values
+# of one kind: where a rule redacted a whole cell, the same column of the rows around it holds
+# secrets too (`| staging | gw-stg | tundra+coffee+pepper+cricket |` above a row whose password a
+# rule knew); where it redacted a line's value, a line of the same shape around it (other names, the
+# same punctuation) holds one where its value could be one alone (`const val REVENUECAT = "sk_…"`
+# under `const val MAPS = "«redacted»"`, an IV's literal under its key's).
+_SIBLING_REACH = 12  # lines up and down from a redacted value that can be its siblings
+_CELL_SEPARATORS = ("|", "\t", ",", ";")
+_VALUE_ENDS_LINE = r"""[ \t]*[\"'`]{0,3}[ \t]*[);,\]}>]{0,3}[ \t]*\r?"""  # what may close a line after its value: quotes, a call's `)`, `;`
+_NO_SECRET_NAME_PARTS = frozenset("public pub id user username login email mail host hostname url uri endpoint address addr"
+                                  " region account name port path file dir version".split())
+
+
+def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the siblings of each redacted value redacted: the cells of its column in
+    the rows around its row (_sibling_cells), the values of the lines of its line's shape around it
+    (_sibling_values), up to _SIBLING_REACH lines away and never past an empty line."""
+    lines = text.split("\n")
+    starts, position = [], 0
+    for line in lines:
+        starts.append(position)
+        position += len(line) + 1
+    spans: set = set()
+    for index, line in enumerate(lines):
+        if REDACTED in line:
+            spans.update((starts[row] + a, starts[row] + b) for row, a, b in _sibling_cells(lines, index) + _sibling_values(lines, index, replaced))
+    if not spans:
+        return text, count
+    pieces, position = [], 0
+    for start, end in sorted(spans):
+        if start >= position:
+            replaced.append(text[start:end])
+            pieces += [text[position:start], REDACTED]
+            position = end
+    return "".join(pieces) + text[position:], count + len(pieces) // 2
+
+
+def _block_around(lines: list, index: int) -> range:
+    """The rows up to _SIBLING_REACH lines from index, within its block (no empty line between)."""
+    first = index
+    while first > max(0, index - _SIBLING_REACH) and lines[first - 1].strip():
+        first -= 1
+    last = index
+    while last < min(len(lines) - 1, index + _SIBLING_REACH) and lines[last + 1].strip():
+        last += 1
+    return range(first, last + 1)
+
+
+def _row_cells(line: str) -> tuple:
+    """(separator, cell spans) of a line that reads as a table's row: cells split by `|`, a tab, a
+    CSV's `,` or `;` (two or more of them), or by two spaces; (None, []) for a line of one cell."""
+    for separator in _CELL_SEPARATORS:
+        if line.count(separator) >= (1 if separator == "\t" else 2):
+            return separator, _table_cells(line, separator)
+    cells = _table_cells(line, None)
+    return (" ", cells) if len(cells) >= 2 and _regex(r"\S[ \t]{2,}\S").search(line) else (None, [])
+
+
+def _cell_value(line: str, a: int, b: int) -> tuple:
+    """(start, end) of a cell's value within line: its spaces, quotes and backticks left out."""
+    while a < b and line[a] in " \t\"'`":
+        a += 1
+    while b > a and line[b - 1] in " \t\"'`\r":
+        b -= 1
+    if line.startswith("**", a) and line.endswith("**", a, b) and b - a > 4:
+        a, b = a + 2, b - 2  # markdown's bold
+    return a, b
+
+
+def _sibling_cells(lines: list, index: int) -> list:
+    """(row, start, end) of the cells in the column of each cell that is wholly redacted in the row at
+    index, in the rows of as many cells around it, up to a rule (`|---|---|`, `----  -----`): a header
+    is above its rule, and a first row of words is a header too."""
+    separator, cells = _row_cells(lines[index])
+    values = [lines[index][slice(*_cell_value(lines[index], a, b))] for a, b in cells]
+    columns = [column for column, value in enumerate(values) if value == REDACTED]
+    if not columns or any(_names_a_secret(value) for value in values if value != REDACTED):
+        return []  # a row that names its secret (`DB_PASSWORD  «redacted»`): a table of names and values, whose rows are of other kinds
+    found = []
+    for step in (-1, 1):
+        row = index + step
+        while 0 <= row < len(lines) and abs(row - index) <= _SIBLING_REACH and lines[row].strip():
+            line = lines[row]
+            if _regex(r"[ \t|+:=\-]*").fullmatch(line):
+                break  # a table's rule: its header is above it
+            kind, row_cells = _row_cells(line)
+            if kind != separator or len(row_cells) != len(cells):
+                break
+            header = step < 0 and (row == 0 or not lines[row - 1].strip() or _row_cells(lines[row - 1])[0] != separator)
+            for column in columns:
+                a, b = _cell_value(line, *row_cells[column])
+                value = line[a:b]
+                if REDACTED not in value and _is_sibling_cell(value, header):
+                    found.append((row, a, b))
+            row += step
+    return found
+
+
+def _is_sibling_cell(value: str, header: bool) -> bool:
+    """Whether a cell in the column of a redacted one holds a secret too: one token of 4 to 200
+    characters that is no header's name (words alone in a first row), says none (`-`, `n/a`,
+    `same`), refers or masks, names a secret, or is a URL, address, path, version, date or call."""
+    if header and _regex(r"[^\W\d]+(?:[ _/\-][^\W\d]+)*").fullmatch(value):
+        return False
+    if not 4 <= len(value) <= 200 or _regex(r"\S+").fullmatch(value) is None or value.lower() in _NOT_VALUES:
+        return False
+    if _is_placeholder(value) or _is_reference(value) or _is_masked_or_public(value) or _is_path_or_version(value) or _is_call(value):
+        return False
+    if _regex(r"\w+://|[\w.+\-]+@[\w\-]+\.|\d{1,3}(?:\.\d{1,3}){3}|" + _TIMESTAMP).match(value):
+        return False  # a URL, an e-mail address, an IP address, a date
+    if _regex(r"[a-z][a-z0-9]*(?:[_\-.][a-z0-9]+)*").fullmatch(value) and not _regex(_PASSPHRASE).fullmatch(value):
+        return False  # a name in small letters: `created_at`, `eu-west-1`, `smtp`
+    return not _names_a_secret(value)
+
+
+def _names_a_secret(cell: str) -> bool:
+    """Whether a cell is a name that says secret (`DB_PASSWORD`, `Secret key`, `pass`)."""
+    return len(cell) <= 40 and (secret_strength(_regex(r"\W+").sub("_", cell)) > 0 or _regex(_CREDENTIAL_WORDS).fullmatch(cell) is not None)
+
+
+def _sibling_values(lines: list, index: int, replaced: list) -> list:
+    """(row, start, end) of the values of the lines around index that have its line's shape where a
+    redacted value ends it: the same punctuation and spaces before and after the value, names of
+    other words (_line_shape); when the value could be a secret alone (_looks_like_a_secret) and its
+    name does not say it is none (`PublicKey`, `username`)."""
+    line = lines[index].rstrip("\r")
+    end = line.rfind(REDACTED) + len(REDACTED)
+    closing = _regex(_VALUE_ENDS_LINE).fullmatch(line, end)
+    prefix = line[:end - len(REDACTED)]
+    if not closing or REDACTED in prefix or not _regex(r"\w[^\w]*[:=(>\"'`][ \t]*[\"'`(]*$").search(prefix):
+        return []
+    shape, tail = _line_shape(prefix), line[end:]
+    found = []
+    for row in _block_around(lines, index):
+        other = lines[row].rstrip("\r")
+        if row == index or REDACTED in other or not other.endswith(tail):
+            continue
+        value = _regex(r"(?<=[\s\"'`=:(>])[^\s\"'`]{4,200}$").search(other, 0, len(other) - len(tail))
+        if not value or _line_shape(other[:value.start()]) != shape:
+            continue
+        if other[:value.start()].strip() == prefix.strip():
+            continue  # the same label again: a dialog's or a log's lines (`CLIENT -> SERVER: …`), not a block of names
+        name = _regex(r"([A-Za-z_][\w.\-]*)[^\w]*$").search(other, 0, value.start())
+        if not name or len(name.group(1)) < 3 or set(_name_parts(name.group(1))) & _NO_SECRET_NAME_PARTS or _regex(_PROSE_HASH_WORDS).search(name.group(1)):
+            continue  # a public key or its member (`x`, `n`), a user, a host, a commit beside the secret
+        if _is_sibling_value(value.group(), replaced):
+            found.append((row, value.start(), value.end()))
+    return found
+
+
+def _is_sibling_value(value: str, replaced: list) -> bool:
+    """Whether a value on a line of a redacted value's shape could be a secret alone: machine-made
+    (a password a person chose beside one is too often a name: `Authentication : WPA2-Personal`),
+    words a person joined, hex only of the length of a value the rules redacted (a key beside a
+    key, not a commit beside a password)."""
+    if _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(value):
+        return any(len(other) == len(value) and _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(other) for other in replaced)
+    if _regex(r"[a-z0-9]+(?:[_\-.:][a-z0-9]+)+").fullmatch(value):
+        return _regex(_PASSPHRASE).fullmatch(value) is not None and looks_like_chosen_password(value)  # words a person chose, not a name in small letters (`shop_v2_cache`, `prod-db-01`)
+    return looks_machine_generated(value) and not _is_masked_or_public(value) and not _is_reference(value)
+
+
+def _line_shape(text: str) -> str:
+    """A line's start as its punctuation sees it: each name one `w` (words a space or a `-` joins:
+    `Network Key` is `PSKc`), each run of spaces one space."""
+    return _regex(r"[ \t]+").sub(" ", _regex(r"\w+(?:[ \-]\w+)*").sub("w", text))
 
 
 # What a tool puts before each line it shows, which line-anchored rules must not see: a file read's
@@ -7745,6 +7968,7 @@ RULE_WORDS = {
     "gh-secret-body": ("70e96687", ("secret",), ("gh",), ("set",)),
     'powershell-secure-string': ('dc0cf1dd', ('convertto-securestring',), ('convertto-securestring',), ('"', "'")),
     "netrc-password": ("9192685f", ("password",), ("machine",), ("machine",)),
+    "short-flag-random-value": ("39bc17bc", ("-",), (), ()),
     "net-user-password": ("2f34f48a", ("user",), ("net",), ("net",)),
     "net-use-password": ("ebdbd4e5", ("net",), ("net",), ("use",)),
     "net-use-user-password": ("56abdf0a", ("net",), ("net",), ("use",)),
@@ -8066,6 +8290,9 @@ RULE_WORDS = {
     "context-cookie-rows": ("6b7b6395", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
     "context-url-parameter": ("e30c4d68", ("=",), (), ()),
+    "password-as-failed-login": ("9e8b552b", ("auth", "authentication", "failed", "failure", "illegal", "invalid",
+        "login", "unknown"), ("auth", "authentication", "failed", "illegal", "invalid", "login", "logon", "unknown"),
+        ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
     "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
