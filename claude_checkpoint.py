@@ -2255,7 +2255,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ _\-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ _\-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -2380,13 +2380,14 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
-    "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
+    "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|mudou pra|trocada pra|trocado pra|trocou pra|trocamos pra|mudamos pra|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|hai|hain|olarak"
     "|btw|by the way|übrigens|nämlich|eigentlich|inzwischen|mittlerweile|schon|bereits|au fait|d'ailleurs|déjà|por cierto|ya|aliás|já|tra l'altro|già"
     "|przy okazji|кстати|уже|bu arada|trouwens|overigens|förresten|redan"  # a filler between: "ist übrigens X", "es ya X"
     "|поменял на|поменяла на|поменяли на|изменил на|изменила на|изменили на|сменил на|сменила на|сменили на|zmieniłem na|zmieniłam na|zmienił na"
     "|zmieniła na|zmieniliśmy na|cambiato in|cambiata in|cambiado a|změnil jsem na|změnil na|změnila na") + r")(?![\w'’\-])"  # a verb after the word too: "пароль … поменял на X"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
+              r"|(?:(?<=şifresi )|(?<=şifre )|(?<=parolası )|(?<=parola ))d[ea](?![\w'’\-])"  # Turkish's "too": "enable şifresi de X"
               r"|(?<![\w'’])on(?![\w'’\-])"  # Finnish's and Estonian's "is" (after their words only: _given_password)
               r"|c'est|改成了|改成|改为|改為|换成了|换成|換成|设为|設為|更改为|更改為|是|为|為|は|を|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
@@ -2548,7 +2549,7 @@ _PREPOSITIONS = frozenset("""for of on at to from in into with by as via per abo
 # the password for the kiosk to X", "zmienić hasło do panelu na X", "Passwort … auf X geändert".
 _CHANGE_VERB = (r"(?i)chang|\bset\b|reset|updat|rotat|zmieni|zmień|ustaw|änder|aender|setz|modifi|cambi|alter|mud[ao]|troc|redefin"
                 r"|wijzig|verander|измен|смен|помен|установ|změn|nastav|değiştir|ubah|ganti|đổi")
-_CHANGED_TO = frozenset("to na auf en para op till på на".split())
+_CHANGED_TO = frozenset("to na auf en para pra op till på на".split())
 
 
 def _value_after_a_few_words(match: Any) -> list:
@@ -3458,17 +3459,23 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
     return cells
 
 
+# The words that label a part of a secret sent in parts, in the languages chats are written in: the
+# rule that finds such a text (context-split-secret, as {PART_LABEL}) and the finder that reads its parts
+# (_SPLIT_PART_VALUE, _SPLIT_PART_LINE) both know them from here.
+_PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|половина)|前半段?|後半|后半段|第一段|第二段|第三段|뒷부분|앞부분|الجزء"""
+               r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\b(?:ilk|ikinci|son)[ \t]+(?:k\ws\wm|parça))""")
+
+
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
 _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)|continuing|\brest\b|\(cont(?:inued)?\)"""
-                     r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki|primera|partie|część)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte))"""
-                     r"""|\(suite\)|\bfängt[ \t]+mit|前半|後半|第[一二三]段|[前后]半段|(?:первая|вторая)[ \t]+часть|الجزء|뒷부분|앞부분"""
-                     r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final)"""
+                     r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki|primera|partie|część|вторая|вторую|половина|ikinci|druga|zweite|deuxième)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte|часть|половина|k\ws\wm|parça|część|teil))"""
+                     r"""|\(suite\)|\bfängt[ \t]+mit|""" + _PART_LABEL + ")"
                      r"""(?:[^\n:"'«→]{0,40}(?:[:：→][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?(?:\d{1,2}/\d{1,2}(?:/\d{2,4})?,?[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `, WhatsApp's `[12/3 9:40] Lucía: `
 _SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\-]{0,30}[:：][ \t]*|\d{1,2}[.):][ \t]*)?"""
                     r"""(?:(?i:(?:first|second|last|other|primera|segunda)[ \t]+)?(?i:half|part[ \t]?\d?|mitad|parte[ \t]?\d?|second|segunda|rest|resto|baa?ki)[^\n:]{0,40}:[ \t]*"""
-                    r"""|\(suite\)[ \t]*|(?:前半|後半|第[一二三]段|[前后]半段)[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*(?:(?:\(|<-|←)[^\n]{0,80})?$""")  # (a speaker, a label; a note after it: "(no space)")
+                    r"""|\(suite\)[ \t]*|""" + _PART_LABEL + r"""[^\n:：]{0,20}[:：]?[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*(?:(?:\(|<-|←)[^\n]{0,80})?$""")  # (a speaker, a label; a note after it: "(no space)")
 
 
 def _find_split_parts(match: Any) -> list:
@@ -5622,6 +5629,8 @@ place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80}|(?<=[.。!！])[ \t]*\r?\n[ \t]*[^\s]{16,200}(?=[ \t]*(?:\r?\n|$)))?))
 #   keep:  [2024-10-07 08:31:10] INFO  LAPS: password for KVN-OP3-PC07 rotated successfully
+#   catch: TRAP, SNMP v1, community «acb44ANacj»
+#   keep:  community public
 #   catch: @devops the bastion passphrase is "«paper lantern over the river 1987»" until Monday
 #   catch: 渡辺です。PayPayのAPIシークレットを共有します。\n«gJTrPuc7BrPEv54XW8osC/IgmbrYHgvNarJyXfEnU648»\n取り扱いにはご注意ください。
 #   keep:  The deploy token is rotated weekly.\nd1f0c2a9b8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3
@@ -6180,7 +6189,9 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|前半|後半|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|(?:первая|вторая)[ \t]+часть|分两段|两段|第一段|第二段|前半段|后半段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|뒷부분|앞부분|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\bdaarachter[ \t]+nog\b|\benter[ \t]+te[ \t]+vroeg|\bciąg[ \t]+dalszy|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|الجزء|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+#   catch: [10:41] emre: şifreyi iki parça atıyorum, ilk kısım: «YDqb5OMlW»\n[10:41] emre: ikinci kısım: «H7YjbTWR8»  birleştirip gir
+#   catch: Сергей: ключ radius первая половина «o7BecUd7»\nСергей: вторая «b5AO2QZj» (без пробела)
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
@@ -6328,7 +6339,7 @@ PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
                   "{L}": _L, "{R}": _R, "{CREDENTIAL_WORD}": _CREDENTIAL_WORDS, "{PROMPT_LINE}": _PROMPT_LINE,
                   "{SECRET_PRINTING_COMMAND}": _SECRET_PRINTING_COMMAND, "{INSIDE}": _INSIDE_ANOTHER_COMMAND, "{TABLE_CELL}": _TABLE_HEADER_CELL,
-                  "{DECODING_CALL}": _DECODING_CALL}
+                  "{DECODING_CALL}": _DECODING_CALL, "{PART_LABEL}": _PART_LABEL}
 
 
 def redaction_rules() -> list:
@@ -8209,37 +8220,38 @@ RULE_WORDS = {
         "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
         "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("f7ef46bc", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
-        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "contrase", "credential", "creds",
-        "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo",
-        "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz",
-        "klíč", "kunci", "llave", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau", "mdp",
-        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "palavra-passe", "parol", "parola",
-        "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
-        "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "psk",
-        "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "seed",
+    "context-credential-word": ("28333af8", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contrase", "credential",
+        "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla",
+        "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic",
+        "klucz", "klíč", "kunci", "llave", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau",
+        "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "palavra-passe", "parol",
+        "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
+        "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
+        "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "seed",
         "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn",
         "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
         "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส",
         "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥",
         "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa",
         "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain",
-        "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "contrase",
-        "credential", "creds", "db", "deploy", "disarm", "door", "encryption", "frasa sandi", "frase de cifrado",
-        "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan",
-        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
-        "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink",
-        "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu",
-        "nenosiri", "network", "nsec", "nyckel", "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass",
-        "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod",
-        "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pre", "private", "psk",
-        "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl",
-        "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "slapta",
-        "sleutel", "ssh", "sudo", "token", "tokens", "tokn", "totp", "unseal", "vpn", "wachtwoord", "wachtzin", "wi",
-        "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ",
-        "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー",
-        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
-        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community",
+        "contrase", "credential", "creds", "db", "deploy", "disarm", "door", "encryption", "frasa sandi",
+        "frase de cifrado", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
+        "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa",
+        "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord",
+        "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo",
+        "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp", "palavra-passe", "panel", "parol", "parola",
+        "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
+        "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pre",
+        "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi",
+        "sandinya", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre",
+        "signing", "slapta", "sleutel", "snmp", "ssh", "sudo", "token", "tokens", "tokn", "totp", "unseal", "vpn",
+        "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
+        "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन",
+        "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
+        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
+        "토큰"), ()),
     "login-pair-in-prose": ("c86d4670", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
         "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
@@ -8328,24 +8340,24 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("fe53d17e", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
+    "context-split-secret": ("06714997", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
         "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy", "deel", "deux", "deuxième", "druga",
         "em duas mensagens", "em duas partes", "enter", "faltou", "faltó", "first", "fängt", "got cut", "hai phần",
-        "halves", "hasło", "heslo", "hinten", "hisson", "i två delar", "key", "la suite", "last", "lineas", "líneas",
-        "mensajes", "message", "messages", "mitad", "na dvakrát", "na dwa razy", "nachrichten", "other", "part",
-        "parte", "partes", "partie", "parts", "parça", "pass", "passwort", "pieces", "pierwsza", "première", "pw",
-        "rest", "rest:", "second", "seconde", "secret", "senha", "teil", "teilen", "the rest is", "token", "κωδικός",
-        "в два", "вторая", "кусками", "на две", "на дві", "пароль", "первая", "продолжени", "сообщениями", "у два",
-        "частями", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로",
-        "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "2 phần", "baaki", "baki", "ciąg", "continuing:", "contraseña",
-        "cut it", "cut off", "część", "daarachter", "deel", "deuxième", "do", "druga", "em duas mensagens",
-        "em duas partes", "en", "enter", "faltou", "faltó", "first", "fängt", "got cut", "hai phần", "halves", "hasło",
-        "heslo", "hinten", "hit", "i två delar", "iki", "in", "key", "la suite", "last", "mitad", "na dvakrát",
-        "na dwa razy", "other", "part", "parte", "partie", "pass", "passwort", "pierwsza", "première", "pressed", "pw",
-        "rest", "rest:", "second", "seconde", "secret", "senha", "teil", "the rest is", "token", "too", "zu",
-        "κωδικός", "в два", "вторая", "двумя", "на две", "на дві", "пароль", "первая", "продолжени", "у два", "الجزء",
-        "ครึ่ง", "两段", "分两段", "分割", "前半", "前半段", "后半段", "後半", "第一段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
-        "앞부분"), ()),
+        "halves", "hasło", "heslo", "hinten", "hisson", "i två delar", "ikinci", "ilk", "key", "la suite", "last",
+        "lineas", "líneas", "mensajes", "message", "messages", "mitad", "na dvakrát", "na dwa razy", "nachrichten",
+        "other", "part", "parte", "partes", "partie", "parts", "parça", "pass", "passwort", "pieces", "pierwsza",
+        "première", "pw", "rest", "rest:", "second", "seconde", "secret", "senha", "son", "teil", "teilen",
+        "the rest is", "token", "κωδικός", "в два", "вторая", "кусками", "на две", "на дві", "пароль", "первая",
+        "продолжени", "сообщениями", "у два", "частями", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段",
+        "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "2 phần", "baaki", "baki",
+        "ciąg", "continuing:", "contraseña", "cut it", "cut off", "część", "daarachter", "deel", "deuxième", "do",
+        "druga", "em duas mensagens", "em duas partes", "en", "enter", "faltou", "faltó", "first", "fängt", "got cut",
+        "hai phần", "halves", "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci", "ilk", "in", "key",
+        "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte", "partie", "pass",
+        "passwort", "pierwsza", "première", "pressed", "pw", "rest", "rest:", "second", "seconde", "secret", "senha",
+        "son", "teil", "the rest is", "token", "too", "zu", "κωδικός", "в два", "вторая", "двумя", "на две", "на дві",
+        "пароль", "первая", "продолжени", "у два", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段",
+        "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("c3ab3225", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),
