@@ -3025,19 +3025,24 @@ _FAILED_LOGIN_USER = (r"""(?i)(?:\b(?:invalid|illegal|unknown)[ \t]user[ \t]+|\b
                       r"""|\b(?:administrator|admin|user)[ \t]+(?=\S+[ \t]+(?:login|logon|authentication)[ \t]+fail))(?P<v>[^\s"'\],;]{6,128})""")
 
 
+def _reads_as_typed_password(value: str) -> bool:
+    """A password's three classes with a symbol no name holds or digits among letters (`Toby41*mon`,
+    `5p4nn3r-Igl00`, `c0rrect#7`): what a person typed, not a login's or a label's name (`JSmith01`,
+    `svc-backup01`, `WPA2-Personal`)."""
+    return _looks_like_password(value) and (_regex(r"[!$%*#?&+^~=@]").search(value) or _regex(r"[A-Za-z]\d+[A-Za-z]").search(value)) is not None
+
+
 def _find_failed_login_names(match: Any) -> list:
     """A password typed where a login asked for the user's name, as a failed login's log line shows
     it (`sshd: Invalid user 5p4nn3r-Igl00 from …`, `%SEC_LOGIN-4-LOGIN_FAILED: … [user: RockySentyabr22$]`,
     `logdesc="Admin login failed" … user="Toby41*mon"`): a name of a password's three classes
-    that holds a symbol no login name holds or digits among its letters (`p4nn3r`), never an
-    e-mail address or `DOMAIN\\user`."""
+    that reads as typed (_reads_as_typed_password), never an e-mail address or `DOMAIN\\user`."""
     text = match.string
     line_start, line_end = text.rfind("\n", 0, match.start()) + 1, text.find("\n", match.end())
     spans = []
     for user in _regex(_FAILED_LOGIN_USER).finditer(text, line_start, len(text) if line_end < 0 else line_end):
         value = user.group("v").rstrip(".")
-        if _looks_like_password(value) and "@" not in value and "\\" not in value and (
-                _regex(r"[!$%*#?&+^~=]").search(value) or _regex(r"[A-Za-z]\d+[A-Za-z]").search(value)):
+        if _reads_as_typed_password(value) and "@" not in value and "\\" not in value:
             spans.append((user.start("v"), user.start("v") + len(value)))
     return spans
 
@@ -6635,8 +6640,11 @@ def _block_around(lines: list, index: int) -> range:
 
 
 def _row_cells(line: str) -> tuple:
-    """(separator, cell spans) of a line that reads as a table's row: cells split by `|`, a tab, a
-    CSV's `,` or `;` (two or more of them), or by two spaces; (None, []) for a line of one cell."""
+    """(separator, cell spans) of a line that reads as a table's row: HTML's cells (the text inside
+    `<td><code>…</code></td>`), cells split by `|`, a tab, a CSV's `,` or `;` (two or more of them),
+    or by two spaces; (None, []) for a line of one cell."""
+    if line.count("<td") >= 2:
+        return "<td>", [cell.span(1) for cell in _regex(r"<td\b[^>]*>(?:<[^>/][^>]*>)*([^<\n]*)(?:</[^>]+>)*?</td>").finditer(line)]
     for separator in _CELL_SEPARATORS:
         if line.count(separator) >= (1 if separator == "\t" else 2):
             return separator, _table_cells(line, separator)
@@ -6669,6 +6677,9 @@ def _sibling_cells(lines: list, index: int) -> list:
         row = index + step
         while 0 <= row < len(lines) and abs(row - index) <= _SIBLING_REACH and lines[row].strip():
             line = lines[row]
+            if _regex(r"[ \t]*</?tr>[ \t]*").fullmatch(line):
+                row += step
+                continue  # an HTML row's own tag on its line
             if _regex(r"[ \t|+:=\-]*").fullmatch(line):
                 break  # a table's rule: its header is above it
             kind, row_cells = _row_cells(line)
@@ -6737,21 +6748,21 @@ def _sibling_values(lines: list, index: int, replaced: list) -> list:
 
 
 def _is_sibling_value(value: str, replaced: list) -> bool:
-    """Whether a value on a line of a redacted value's shape could be a secret alone: machine-made
-    (a password a person chose beside one is too often a name: `Authentication : WPA2-Personal`),
-    words a person joined, hex only of the length of a value the rules redacted (a key beside a
-    key, not a commit beside a password)."""
+    """Whether a value on a line of a redacted value's shape could be a secret alone: machine-made,
+    typed by a person (_reads_as_typed_password: not `Authentication : WPA2-Personal`), words a
+    person joined; hex only of the length of a value the rules redacted (a key beside a key, not a
+    commit beside a password)."""
     if _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(value):
         return any(len(other) == len(value) and _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(other) for other in replaced)
     if _regex(r"[a-z0-9]+(?:[_\-.:][a-z0-9]+)+").fullmatch(value):
         return _regex(_PASSPHRASE).fullmatch(value) is not None and looks_like_chosen_password(value)  # words a person chose, not a name in small letters (`shop_v2_cache`, `prod-db-01`)
-    return looks_machine_generated(value) and not _is_masked_or_public(value) and not _is_reference(value)
+    return (looks_machine_generated(value) or _reads_as_typed_password(value)) and not _is_masked_or_public(value) and not _is_reference(value)
 
 
 def _line_shape(text: str) -> str:
-    """A line's start as its punctuation sees it: each name one `w` (words a space or a `-` joins:
-    `Network Key` is `PSKc`), each run of spaces one space."""
-    return _regex(r"[ \t]+").sub(" ", _regex(r"\w+(?:[ \-]\w+)*").sub("w", text))
+    """A line's start as its punctuation sees it: each name one `w` (words a space or a `-` joins, a
+    note in brackets: `Network Key` is `PSKc`, `WLAN (KFZ-Gast)` is `Haustür`), each run of spaces one space."""
+    return _regex(r"[ \t]+").sub(" ", _regex(r"\w+(?:[ \-]\w+|[ \t]*\([^()\n]{0,30}\))*").sub("w", text))
 
 
 # What a tool puts before each line it shows, which line-anchored rules must not see: a file read's
@@ -7070,6 +7081,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     _apply_rules("\n".join(["".join(pieces), *pairs]), 0, found_values)
     values = [inside for a, b in parts for value in found_values for inside in (_part_in_value(original[a:b], value),) if inside]
     values += [value for value in found_values if pairs and value in original]
+    values += [original[a:b] for _, _, made, spans in folds if _is_random_when_joined(made[1:-1], [original[a:b] for a, b in spans]) for a, b in spans]
     replaced += values
     return _redact_again(text, count, values, shortest=4)
 
@@ -7192,6 +7204,13 @@ def _join_lines(original: str, lowered: str) -> list:
     return sorted(spans)
 _LISTED_STRINGS = ("[", "{", "concat", "join(", "implode(", "new ", "new\t", "buildstring", "listof", "arrayof", "mutablelistof", "seq(", "list(", "array(",
                    "vector(", "vec!")  # how _JOINED_STRINGS's lists start (in small letters)
+
+
+def _is_random_when_joined(made: str, parts: list) -> bool:
+    """Whether strings code joins make a value a machine made, each of them too short or too plain to
+    say so alone: a secret split so that no scanner sees it (`'7692c29a0c1bb6c4' + '030bab…'`,
+    `string.Concat("tV96…", "E04o…")`). Parts of four characters or more, none of them a word."""
+    return len(parts) >= 2 and all(len(part) >= 4 and not _regex(r"[^\W\d_]+|[\W_]+").fullmatch(part) for part in parts) and looks_machine_generated(made)
 
 
 def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:

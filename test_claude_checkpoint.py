@@ -1055,6 +1055,9 @@ class TestRedaction(unittest.TestCase):
             '    const val REVENUECAT = "sk_UrGrzYryQEvHrzM6FkrbFiaev8Ga"\n}\n': ["sk_UrGrzYryQEvHrzM6FkrbFiaev8Ga"],
             "Network Key: 4f8a1c2e9b7d3f6a0e5c8b1d2a9f7e3c\nNetwork Name: OpenThread-1f2a\nPSKc: 7b3e9d1fa5c20846e1b7d9a3c5f08e24\n":
                 ["7b3e9d1fa5c20846e1b7d9a3c5f08e24"],
+            "<tr><td>Apple ID</td><td>ios@tallyhq.io</td><td><p>Stroopwafel#3</p></td></tr>\n"
+            "<tr><td>GitHub</td><td>android@tallyhq.io</td><td><p>ghp_16C7e42F292c6912E7710c838347Ae178B4a</p></td></tr>\n": ["Stroopwafel#3"],
+            "Büro Zugangscodes\nHaustür:        Xk29!mPq7zLw3\nWLAN (KFZ-Gast): c0rrect#7\n": ["c0rrect#7"],
         }
         for text, siblings in cases.items():
             redacted, _ = cc.redact(text)
