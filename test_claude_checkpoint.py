@@ -1057,7 +1057,7 @@ class TestRedaction(unittest.TestCase):
                 ["7b3e9d1fa5c20846e1b7d9a3c5f08e24"],
             "<tr><td>Apple ID</td><td>ios@tallyhq.io</td><td><p>Stroopwafel#3</p></td></tr>\n"
             "<tr><td>GitHub</td><td>android@tallyhq.io</td><td><p>ghp_16C7e42F292c6912E7710c838347Ae178B4a</p></td></tr>\n": ["Stroopwafel#3"],
-            "Büro Zugangscodes\nHaustür:        Xk29!mPq7zLw3\nWLAN (KFZ-Gast): c0rrect#7\n": ["c0rrect#7"],
+            "Büro Zugänge\nKennwort:        Xk29!mPq7zLw3\nWLAN (KFZ-Gast): c0rrect#7\n": ["c0rrect#7"],
         }
         for text, siblings in cases.items():
             redacted, _ = cc.redact(text)
