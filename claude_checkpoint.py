@@ -3903,7 +3903,7 @@ _SECRETISH_IDENTIFIER = r"(?=[A-Za-z_])(?=[\w.]{0,%d}?%s)" % (_SECRETISH_REACH, 
 # They are comments here, skipped at run time; the tests run every one against its rule.
 REDACTION_TABLE = r'''
 # Private keys: keep the BEGIN/END lines, replace the body (also when escaped as \n in JSON).
-private-key-block            key-body               -----BEGIN (?:[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?|OpenVPN Static key V\d)-----(?P<s>(?:\r?\n[A-Z][\w\-]{1,30}:[ \t][^\n]{0,300})*(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
+private-key-block            key-body               -----BEGIN (?:[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?|OpenVPN [\w\- ]{1,40}?[Kk]ey(?: V\d)?)-----(?P<s>(?:\r?\n[A-Z][\w\-]{1,30}:[ \t][^\n]{0,300})*(?:[A-Za-z0-9+/=\s:,.\\_]|-(?!----))+)
 #   catch: -----BEGIN RSA PRIVATE KEY-----«\nMIIEowIBAAKCAQEAu1SU1LfVLPHC\n»-----END RSA PRIVATE KEY-----
 #   catch: "key": "-----BEGIN PRIVATE KEY-----«\\nMIIEvQIBADANBgkqhkiG9w0BAQEF\\n»-----END PRIVATE KEY-----\\n"
 #   keep:  -----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOC\n-----END PUBLIC KEY-----
@@ -4563,6 +4563,31 @@ zwave-network-key            -                      (?<![\w\-])(?:KEY_)?S(?:0_Le
 hue-bridge-username          -                      "success"[ \t]*:[ \t]*\{[ \t]*"username"[ \t]*:[ \t]*"(?P<s>[A-Za-z0-9\-]{30,64})"
 #   catch: [{"success":{"username":"«pQM2QxCzSBjM9EoxOPOg4MW1H4IfovXhvZ0DsdXH»"}}]
 #   keep:  [{"error":{"type":101,"address":"","description":"link button not pressed"}}]
+# Network gear's stored secrets: FortiOS's `set psksecret ENC …` (its ENC is reversible with a key every
+# FortiGate shares), an NTP key before its type (`ntp authentication-key 10 md5 <key> 7`, a type 7 is
+# reversible), `show key chain`'s `key 1 -- text "…"`, tac_plus's `login = cleartext "…"`, rancid's
+# `add password <host> {…} {…}`, the passphrase IOS exports a key or imports a PKCS#12 with.
+fortios-enc-secret           not-reference          (?i)\bset[ \t]+(?:psksecret|password|passwd|secret|key|psk|auth-pwd|auth-password|private-key|passphrase)[ \t]+ENC[ \t]+(?P<s>[A-Za-z0-9+/]{16,1024}={0,2})
+#   catch:         set psksecret ENC «3Kp2TsHkTMlfKmr9PwLBvGSt2g8Uv2WYO9igYs/9+CW5j1q+P7ZrGB2nr/ZTh6tr+XusfRA7aHMUCeRTOxPEZdLXpAOVHvcA»
+#   keep:          set psksecret ENC
+#   keep:  set password-policy status enable
+ntp-authentication-key       not-reference          (?i)\bntp[ \t]+authentication-key[ \t]+\d+[ \t]+(?:md5|sha1|sha256|hmac-sha\w*|cmac-aes-128)[ \t]+(?P<s>[^\s]{4,128})
+#   catch: ntp authentication-key 10 md5 «001440161408194B2170414C1C0A» 7
+#   catch: ntp authentication-key 1 md5 «Tr1ckyNtp!» 0
+#   keep:  ntp authenticate
+key-chain-text               not-reference          (?<![\w\-])key[ \t]+\d+[ \t]+--[ \t]+text[ \t]+"(?P<s>[^"\n]{1,128})"
+#   catch:     key 1 -- text "«S0rr3l827!»"
+#   keep:      key 1 -- text "(hidden)"
+tac-plus-cleartext           not-reference          (?i)\b(?:login|pap|chap|enable|opap|arap)[ \t]*=[ \t]*cleartext[ \t]+"(?P<s>[^"\n]{1,128})"
+#   catch:     login = cleartext "«Betis1903*»"
+#   keep:      login = PAM
+rancid-cloginrc-password     not-reference          (?<![\w\-])add[ \t]+password[ \t]+\S+[ \t]+\{(?P<s>[^{}\n]{1,128})\}
+#   catch: add password    *.bcn.corp.net   {«willow-igloo-ostrich55»}
+#   keep:  add user        *.bcn.corp.net   rancid
+cisco-key-passphrase         not-reference          (?i)\bcrypto[ \t]+(?:key[ \t]+export[ \t]+(?:rsa|ec)[ \t]+\S+[ \t]+pem[ \t]+(?:terminal|url[ \t]+\S+)[ \t]+(?:3des|des|aes\d*)|ca[ \t]+import[ \t]+\S+[ \t]+pkcs12(?:[ \t]+(?:terminal|\S+:\S*))?|pki[ \t]+import[ \t]+\S+[ \t]+pkcs12[ \t]+\S+[ \t]+password)[ \t]+(?P<s>[^\s]{4,128})
+#   catch: RTR-KZN-01(config)#crypto key export rsa TP-SELF-SIGNED pem terminal 3des «RockyOctubre20-»
+#   catch: ciscoasa(config)# crypto ca import VPN-TP pkcs12 «Lima95?Jul»
+#   keep:  ciscoasa(config)# crypto ca import VPN-TP pkcs12
 # A BMC's password: `ipmitool user set password <id> …`, SMCIPMITool's `<host> <user> <password>`.
 bmc-password                 not-reference          (?:\bipmitool\b[^\n]{0,120}?[ \t]user[ \t]+set[ \t]+password[ \t]+\d+|SMCIPMITool(?:\.jar)?[ \t]+\S+[ \t]+\S+)[ \t]+(?P<s>[^\s'"]{4,128}|'[^'\n]{1,128}'|"[^"\n]{1,128}")
 #   catch: ipmitool user set password 2 «Cany0n.456»
@@ -7752,7 +7777,7 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 # which they need. Reading them here spares every process the parse of ~150 patterns; a rule
 # whose pattern no longer has its fingerprint is parsed at first use (_stored_rule_words).
 RULE_WORDS = {
-    "private-key-block": ("93a0c1ba", ("-----begin ",), ("-----begin ",), ("openvpn static key v", "private key")),
+    "private-key-block": ("d75fd5f4", ("-----begin ",), ("-----begin ",), ("openvpn ", "private key")),
     "private-key-quoted-lines": ("55eb9efe", ("private key-----",), ("-----begin ",), ("-----begin ",)),
     "rails-signed-message": ("3ff75444", ("eyjfcmfpbhmi",), ("eyjfcmfpbhmi",), ("--",)),
     "rasdial-password": ("c678f7a9", ("rasdial",), ("rasdial",), ()),
@@ -7967,6 +7992,14 @@ RULE_WORDS = {
     "zwave-network-key": ("632189a9", ("s0_legacy", "s2_accesscontrol", "s2_authenticated", "s2_unauthenticated"), (),
         ()),
     'hue-bridge-username': ('249f7d41', ('"username"',), ('"success"',), ('"success"',)),
+    "fortios-enc-secret": ("8c902b76", ("set",), ("set",), ("auth-password", "auth-pwd", "key", "passphrase", "passwd",
+        "password", "private-key", "psk", "psksecret", "secret")),
+    "ntp-authentication-key": ("cbcb3b16", ("authentication-key",), ("ntp",), ("ntp",)),
+    "key-chain-text": ("6b2209d5", ("text",), ("key",), ("key",)),
+    "tac-plus-cleartext": ("f6d2f02a", ("cleartext",), ("arap", "chap", "enable", "login", "opap", "pap"), ("arap",
+        "chap", "enable", "login", "opap", "pap")),
+    "rancid-cloginrc-password": ("e77c23b9", ("password",), ("add",), ("add",)),
+    "cisco-key-passphrase": ("fc92f760", ("crypto",), ("crypto",), ("export", "import", "password")),
     "bmc-password": ("513a6dbf", ("ipmitool", "smcipmitool"), ("ipmitool", "smcipmitool"), ()),
     "env-directive": ("7ce0ab87", ("env", "environment", "fastcgi_param", "passenv", "setenv"), (), ()),
     'redis-auth-logged': ('6cec0e88', ('"auth"',), ('"auth"',), ()),
