@@ -1926,20 +1926,27 @@ def _may_hold_a_word(text: str, words: tuple) -> bool:
     return any(word in lowered for word in words)
 
 
+# A network device's interface, as IOS, NX-OS and IOS XR name them.
+_INTERFACE_NAME = (r"(?i)(?:(?:Ten|Forty|Hundred|TwentyFive)?Gig(?:abit)?E(?:thernet)?|FastEthernet|Ethernet|Port-channel|Loopback|Tunnel"
+                   r"|Vlan|Serial|BVI|Dialer|Bundle-Ether|mgmt)\d+(?:/\d+)*(?:\.\d+)?")
+
+
 def _looks_like_prose_secret(value: str) -> bool:
     """`9wru%0%GvJl3xk`, `xh62-x8i0`, `slate-nimbus-848-olive-Birch`, 32+ hex digits, base64; not
     `us-east-1`, `k8s-prod-01`, `OAuth2Client`, `TTL=3600`, a date, a host, an email, an image, code,
     a path or a version."""
     v = value
-    named = _regex(r"[A-Za-z_][\w.]{0,30}=(.+)").fullmatch(v)
+    named = _regex(r"[A-Za-z_][\w.\-]{0,30}=(.+)").fullmatch(v)
     if named:
-        v = named.group(1).rstrip(",;")  # `TTL=3600` and `zn=pKzg.xo2…` are judged by their values
+        v = named.group(1).rstrip(",;")  # `TTL=3600`, `days-valid=3650` and `zn=pKzg.xo2…` are judged by their values
         if v.lower() in _NOT_VALUES or _names_no_token(value):
             return False  # base_1=False, client_id=elsed4rqscegd4xf3xpc
     if len(v) < 8 or v.startswith("-") or "://" in v or _is_reference(v) or _is_path_or_version(v) or _regex(r"[\w./\-]+\.\w{1,8}:\d+:").match(v):
         return False  # also grep's `infra/main.tf:54:…`
     if _is_base64_of_plain_json(v):
         return False  # a JWT's header alone: `{"alg":"RS256",…}`
+    if _regex(_INTERFACE_NAME).fullmatch(v):
+        return False  # a router's port: `GigabitEthernet0/0/1`
     if _regex(r"[0-9&]?[<>]{1,2}|[A-Za-z_][\w.]*[!?]?\($").match(v):
         return False  # a shell's redirection (`2>/dev/null`), the start of a call (`Base.decode64!(`)
     if not v.isascii() and _regex("[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]").search(v):
@@ -5579,6 +5586,8 @@ user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 # It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
 prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+#   keep:  /certificate add name=ca-template common-name=noc-ca key-size=2048 days-valid=3650 key-usage=key-cert-sign,crl-sign
+#   keep:  %OSPF-4-ERRRCV: Received invalid packet: mismatched authentication key from 10.0.12.2, GigabitEthernet0/0/1
 #   keep:  Credential Manager (Windows): target "MirthConnect:mirth01.kh.local:8443", type Generic
 #   keep:  WebSocket handshake:\nSec-WebSocket-Key: ZVvmEQ/k5P+tlDyqwnU+eA==\nSec-WebSocket-Accept: P4871KkEnT/AyueRnnJMccYvk0w=
 #   keep:  Der öffentliche Schlüssel für das Deployment ist: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIpwvuhSMSPwCT/zWaF6aUcp+j2OFzaAKyAzW3kz/BYPk= deploy@ci
