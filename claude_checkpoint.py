@@ -3033,10 +3033,11 @@ _FAILED_LOGIN_USER = (r"""(?i)(?:\b(?:invalid|illegal|unknown)[ \t]user[ \t]+|\b
 
 
 def _reads_as_typed_password(value: str) -> bool:
-    """A password's three classes with a symbol no name holds or digits among letters (`Toby41*mon`,
-    `5p4nn3r-Igl00`, `c0rrect#7`): what a person typed, not a login's or a label's name (`JSmith01`,
-    `svc-backup01`, `WPA2-Personal`)."""
-    return _looks_like_password(value) and (_regex(r"[!$%*#?&+^~=@]").search(value) or _regex(r"[A-Za-z]\d+[A-Za-z]").search(value)) is not None
+    """A password's three classes with a symbol no name holds, or digits among letters of both cases
+    (`Toby41*mon`, `5p4nn3r-Igl00`, `c0rrect#7`): what a person typed, not a login's or a label's
+    name (`JSmith01`, `svc-backup01`, `app_w42m`, `WPA2-Personal`)."""
+    return _looks_like_password(value) and (_regex(r"[!$%*#?&+^~=@]").search(value) is not None or (
+        _regex(r"[A-Za-z]\d+[A-Za-z]").search(value) is not None and not value.islower()))  # (not `app_w42m`)
 
 
 def _find_failed_login_names(match: Any) -> list:
@@ -3200,6 +3201,8 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
         return _looks_like_a_secret(value) or _is_dotted_passphrase(value) or _is_joined_passphrase(value)
     if name.lower().startswith("vault_") and between.strip() == ":":
         return _looks_like_a_secret(value) or _is_joined_passphrase(value)  # ansible-vault's decrypted vars: vault_mysql_root: "Lu4*1981"
+    if strength == 0 and len(between) >= 2 and not between.strip() and _regex(r"[a-z][a-z0-9._\-]{1,30}").fullmatch(name) and _reads_as_typed_password(value):
+        return True  # a row of a secret store's data under a name of its own: `break_glass   Autumn2022%`
     return between == ":" and strength == 0 and _regex(r"[a-z][a-z0-9._\-]{1,30}").fullmatch(name) is not None and (
         _looks_like_password(value) and not value.isalnum() and "/" not in value)  # `uploader:Ingrid@2006$` in a credentials file
 
@@ -6094,6 +6097,8 @@ context-listed-logins        listed-logins          (?i)(?:(?<![\w\-])(?:cat|col
 #   keep:  $ cat accounts.txt\nalice      Finance      2024-01-02\nbob        Sales        2024-03-09
 #   keep:  $ head -3 logins.csv\nuser,last_login,ip\nalice,2024-10-01T08:00:00Z,10.0.0.7
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+#   catch: $ vault kv get secret/network/tacacs\n====== Data ======\nKey           Value\n---           -----\nbreak_glass   «Autumn2022%»
+#   keep:  $ vault kv get secret/app/prod\n====== Data ======\nKey            Value\n---            -----\ndb_password    ********\ndb_user        app_w42m
 #   catch: $ aws ec2 describe-vpn-connections --vpn-connection-ids vpn-3958baba3156ee471 --query 'VpnConnections[0].Options.TunnelOptions[*].PreSharedKey'\n[\n    "«vG1p0q8_uRz2Xk.T6hWmNlb3F9x»"\n]
 #   keep:  $ kubectl get secret app-env -o jsonpath='{.data.LOG_LEVEL}' | base64 -d\ninfo
 #   catch: $ docker exec -it nextcloud occ config:system:get dbpassword\n«R0ble-Encina-12»
