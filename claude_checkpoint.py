@@ -2222,12 +2222,19 @@ _KEYBOARD_RUN = r"qwer|wert|erty|asdf|sdfg|zxcv|xcvb|poiu|oiuy|lkjh|kjhg|mnbv|1q
 _KEYBOARD_WALK = r"qwert|werty|wertz|asdfg|sdfgh|zxcvb|xcvbn|yxcvb|poiuy|oiuyt|lkjhg|mnbvc|qweasd|asdzxc|qazwsx|q1w2e3|azerty"
 
 
+def _is_random_letters(value: str) -> bool:
+    """16 to 64 small letters with few vowels (a fifth or less), of no words: what Google's and Apple's
+    app passwords are (`anxpolbsdkrbvknn`), not a word run together (`internationalization`)."""
+    return 16 <= len(value) <= 64 and value.isalpha() and value.isascii() and value.islower() and sum(
+        value.count(vowel) for vowel in "aeiouy") * 5 <= len(value) and not _is_built_of_words(value)
+
+
 def looks_like_chosen_password(value: str) -> bool:
     """What counts as a password a person chose, for positions that already say password (after
     `password is`, in a setter, after a password flag): 6 to 128 characters without a space that
     mix letters with digits (dragon1987, nemo.77, Adm1n!) or with symbols and a capital
-    (Gandalf_the_Grey!), a passphrase of four or more words (battery-staple-marble-pickle), or a
-    long run of mixed case (ahGhVusPgNpmweX); not a reference, path, URL, address, version, date,
+    (Gandalf_the_Grey!), a passphrase of four or more words (battery-staple-marble-pickle), a
+    long run of mixed case (ahGhVusPgNpmweX) or of small letters with few vowels (anxpolbsdkrbvknn); not a reference, path, URL, address, version, date,
     short hex id, technical name (sha256) or a name in capitals."""
     v = value
     if not 6 <= len(v) <= 128 or not _regex("[\x21-\x7e\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u0e00-\u0e7f]+").fullmatch(v) or _regex(r"[*_~`]+@?[A-Z]+[*_~`]+").fullmatch(v) or (
@@ -2246,7 +2253,7 @@ def looks_like_chosen_password(value: str) -> bool:
             walk or _regex(r"[^\w.\-/]").search(v) is not None) or len(v) >= 12 and _changes_case_often(_regex(r"[^A-Za-z]+").sub("", v))  # DsOckF-_jOAxbftW
     else:
         shaped = len(v) >= 10 and v.isalpha() and upper and v[1:] != v[1:].lower() and (
-            len(v) >= 12 and not _is_built_of_words(v) or _changes_case_often(v))
+            len(v) >= 12 and not _is_built_of_words(v) or _changes_case_often(v)) or _is_random_letters(v)
     if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$|^[A-Za-z]+(?::[A-Za-z]+)+$").search(v):
         return False  # a URL, an e-mail address, a date, a time, a host name, a scope (Zone:DNS:Edit, read:packages)
     mainframe = _regex(r"(?=(?:[A-Z]*\d){2})(?=(?:\d*[A-Z]){4})[A-Z0-9]{6,10}").fullmatch(v) is not None  # IBM i, RACF: HARBOR59, TIGER97X
@@ -5445,6 +5452,8 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  -  const secret = "dev";\n+  const secret = requireEnv("SESSION_SECRET");
 #   keep:  let password = try KeychainHelper.read(service: "sync-service", account: "default")
 #   keep:  Cookie: theme=dark; lang=de; cookie_consent=analytics%2Cfunctional
+#   catch: auth: { user: 'alerts.mochi-apps@gmail.com', pass: '«anxpolbsdkrbvknn»' },
+#   keep:  i18n: { key: 'internationalization' },
 #   catch: $settings['hash_salt'] = '«IS5NEe1UKVwRiLZcWCxDpSmdMi44YSlgiYCs3JZQCsme7NP8IqqrEpYXJATK09v7»';
 #   keep:  [2024-03-11T10:02:44Z] cache MISS key=product:v3:cc4e2dbda4073c50 ttl=300
 #   keep:  "requestParameters": { "secretId": "prod/orders/db", "clientRequestToken": "8b2a4c1e-5d6f-4a7b-9c8d-0e1f2a3b4c5d" }
