@@ -1487,7 +1487,7 @@ def _accept_short_flag_random(match: Any) -> bool:
     """A short flag's value (short-flag-random-value) that a machine made and not in hex alone (a
     commit, a digest, an id), no reference, no masked or public value, no path or version."""
     value = match.group("s").strip("\"'")
-    return looks_machine_generated(value) and not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(value) and not _is_reference(
+    return looks_machine_generated(value) and not _regex(_HEX_ONLY).fullmatch(value) and not _is_reference(
         value) and not _is_masked_or_public(value) and not _is_path_or_version(value) and "=" not in value.rstrip("=")
 
 
@@ -1996,6 +1996,7 @@ _TOKEN = r"[A-Za-z0-9!#$%*+\-./:?@^_~]{10,}=*"  # printable ASCII between delimi
 _TOKEN_REST = r"[A-Za-z0-9!#$%*+\-./:?@^_~]*=*"  # the rest of a token cut at a span's end
 _RANDOM_LENGTHS = (10, 1024)  # shorter ones are words and PINs; longer ones are data, not keys
 _SHORT_RANDOM = 16  # below this a token needs three character classes, a digit and no regex syntax
+_HEX_ONLY = r"(?:0x)?[0-9a-fA-F]+"  # a value of hex digits alone: a commit, a digest, an id, or a key only where its place says so
 _MIN_HEX = 32  # shorter hex runs are ids: abbreviated commits, GPG key ids, Mongo object ids
 _MIN_BITS = (3.0, 3.3)  # Shannon entropy per character, short and long tokens
 # An e-mail address: its last label starts with a letter (`J@sm1n3.97` is a password).
@@ -2460,7 +2461,7 @@ def _find_random_tokens(match: Any) -> list:
         return []  # a resource's name: arn:aws:secretsmanager:*:*:secret:rds-beta-us-east-1!*
     not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
-             if (not _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
+             if (not _regex(_HEX_ONLY).fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
              and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
              and not (match.group() == "Session-ID" and _regex(r"[0-9A-F]{64}").fullmatch(text[a:b]))]  # what openssl s_client prints of TLS
     given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
@@ -2586,7 +2587,7 @@ def _value_after_a_few_words(match: Any) -> list:
         return []  # what follows `for`, `de`, `für` names what the credential is for: "Enter password for pg-02.corp.local"
     if word.lower().startswith(("pin", "пин")):
         taken = _regex(r"\d{4,8}").fullmatch(value) is not None
-    elif _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(value):  # also `<Token object at 0x7f05…>`
+    elif _regex(_HEX_ONLY).fullmatch(value):  # also `<Token object at 0x7f05…>`
         taken = _regex(r"[0-9a-fA-F]{16,128}").fullmatch(value) is not None and not _is_placeholder(value) and not _regex(
             _PROSE_HASH_WORDS + r"|(?i:guid|uuid)").search(between) and _regex(
             r"(?:[ \t]+(?:de|di|da|do|du|of|der|des|del))?(?:[ \t]+(?:[A-Z][\w\-]*|d['’][^\W\d_]+)){1,2}").fullmatch(between) is not None
@@ -6800,8 +6801,8 @@ def _is_sibling_value(value: str, replaced: list) -> bool:
     typed by a person (_reads_as_typed_password: not `Authentication : WPA2-Personal`), words a
     person joined; hex only of the length of a value the rules redacted (a key beside a key, not a
     commit beside a password)."""
-    if _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(value):
-        return any(len(other) == len(value) and _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(other) for other in replaced)
+    if _regex(_HEX_ONLY).fullmatch(value):
+        return any(len(other) == len(value) and _regex(_HEX_ONLY).fullmatch(other) for other in replaced)
     if _regex(r"[a-z0-9]+(?:[_\-.:][a-z0-9]+)+").fullmatch(value):
         return _regex(_PASSPHRASE).fullmatch(value) is not None and looks_like_chosen_password(value)  # words a person chose, not a name in small letters (`shop_v2_cache`, `prod-db-01`)
     return (looks_machine_generated(value) or _reads_as_typed_password(value)) and not _is_masked_or_public(value) and not _is_reference(value)
