@@ -7046,7 +7046,8 @@ _LITERAL = r"""(?:"[^"\n]*"|'[^'\n]*')"""
 # HCL's `join("", […])`, PHP's `implode('', […])`, Ruby's `%w[…].join`), `CONCAT('…', '…')`, a StringBuilder's `.append("…")` chain;
 # a name given a list, joined (`keyParts.joined()`, `"".join(parts)`).
 _PASSING_CALL = r"(?<![\w$.])" + _DECODING_CALL  # a decoding call as an operand: the literal it hands on is the part
-_OPERAND = (r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"""[ \t]*""" + _LITERAL + r"""[ \t]*\)"""  # also a literal in a call: b64decode("…")
+_STRING_PREFIX = r"(?:(?<![\w$])(?:[NLbBrRuUfFE]|u8|[rR][bB]|[bB][rR])(?=[\"']))?"  # SQL's N'…', C's L"…", Python's b'…' and r'…'
+_OPERAND = (_STRING_PREFIX + r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"""[ \t]*""" + _LITERAL + r"""[ \t]*\)"""  # also a literal in a call: b64decode("…")
             r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
 _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
                    r"|(?<=\()\s*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=\s*\))"  # Python's literals side by side in parentheses
@@ -7243,8 +7244,8 @@ def _join_lines(original: str, lowered: str) -> list:
         if not original[start:operator.start()].strip():
             start = original.rfind("\n", 0, max(0, start - 1)) + 1  # the operator starts its line: the operand is above
         end = original.find("\n", operator.end())
-        if end >= 0 and not original[operator.end():end].strip(" \t\r\\"):
-            end = original.find("\n", end + 1)  # the operator ends its line: the operand is below
+        if end >= 0 and not original[operator.end():end].strip(" \t\r\\`"):
+            end = original.find("\n", end + 1)  # the operator ends its line (a shell's `\`, PowerShell's backtick): the operand is below
         end = len(original) if end < 0 else end
         if spans and start <= spans[-1][1]:
             spans[-1][1] = max(spans[-1][1], end)
@@ -7273,16 +7274,18 @@ def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
     if _regex(r"[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?").fullmatch(expression) or expression[:3] in ('"".', "''."):  # a name given a list
         name = _regex(r"[A-Za-z_]\w*").search(expression[8:] if expression[:3] in ('"".', "''.") else expression).group()  # (after `"".join(`)
         return ("".join(text[a:b] for a, b in definitions[name]), definitions[name]) if name in definitions else None
-    for operand in _regex(r"""[\"']([^\"'\n]*)[\"']|""" + _PASSING_CALL + r"""|\$?\{?([A-Za-z_]\w*)\}?""").finditer(text, found.start(), found.end()):
-        if operand.group(1) is None and operand.group(2) is None:
-            continue  # the call a literal is passed to: base64.b64decode("…")
-        if operand.group(2) is None:
-            made.append(operand.group(1))
-            spans.append(operand.span(1))
-        elif operand.group(2) in definitions:
-            made.append("".join(text[a:b] for a, b in definitions[operand.group(2)]))
-            spans += definitions[operand.group(2)]
-        elif not (operand.group(2) in ("string", "concat", "CONCAT") or listed):
+    for operand in _regex(r""""([^"\n]*)"|'([^'\n]*)'|""" + _PASSING_CALL + r"""|(?<![\w$])(?:[NLbBrRuUfFE]|u8|[rR][bB]|[bB][rR])(?=[\"'])|\$?\{?([A-Za-z_]\w*)\}?""").finditer(text, found.start(), found.end()):
+        literal = 1 if operand.group(1) is not None else 2 if operand.group(2) is not None else 0  # a quote of the other kind is a character of it
+        name = operand.group(3)
+        if literal:
+            made.append(operand.group(literal))
+            spans.append(operand.span(literal))
+        elif name is None:
+            continue  # the call a literal is passed to (base64.b64decode("…")), a literal's prefix (N'…')
+        elif name in definitions:
+            made.append("".join(text[a:b] for a, b in definitions[name]))
+            spans += definitions[name]
+        elif not (name in ("string", "concat", "CONCAT") or listed):
             return None  # a name given no string here: `"Bearer " + token`
     return ('"' + "".join(made) + '"', spans) if len(spans) >= 2 else None
 

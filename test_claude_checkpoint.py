@@ -1321,6 +1321,12 @@ class TestRedaction(unittest.TestCase):
             'private static final String PRIVATE_KEY_PEM =\n    "-----BEGIN PRIVATE KEY-----\\n" +\n'
             '    "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg1iTbTA4xkPT9DDWP\\n" +\n    "-----END PRIVATE KEY-----";':
                 ("MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg1iTbTA4xkPT9DDWP",),
+            # A literal's prefix (SQL's N'…'), PowerShell's backtick after the operator, a quote of the other kind inside a literal.
+            "EXEC sp_addlinkedsrvlogin @rmtsrvname = N'ERP', @rmtuser = N'erp_report',\n    @rmtpassword = N'Kx7-pQ2m' + N'Zt9wR4e';":
+                ("Kx7-pQ2m", "Zt9wR4e"),
+            '$env:PARTNER_KEY = "8C21F07A9D3B4E56" + `\n                  "0B7D9E2A41C3F865"': ("8C21F07A9D3B4E56", "0B7D9E2A41C3F865"),
+            'pw_head = "Ledger-Q3"\npw_tail = "9!vLm"\ncur.execute("ALTER LOGIN ledger WITH PASSWORD = \'" + pw_head + pw_tail + "\'")':
+                ("Ledger-Q3", "9!vLm"),
         }
         for text, parts in cases.items():
             with self.subTest(text=text[:30]):
