@@ -1773,7 +1773,7 @@ def _accept_listed_login(match: Any) -> bool:
     slash, after a label's colon or a connector; a password of three kinds of characters, one not
     a letter or a digit (not `staging / Production2`), or a machine-made one."""
     before = _line_before(match.string, match.start(), 160)
-    account = _regex(r"(?:^|[:：=]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・])[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\)?(" + _EMAIL_ADDRESS
+    account = _regex(r"(?:^|[:：=]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・—–])[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\)?(" + _EMAIL_ADDRESS
                      + r"|[A-Za-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)  # also after `=` (an INI's `core = admin / …`) and a domain (CORP\svc_veeam)
     if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[A-Za-z][a-z]*\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
             account.group(1)) or _regex(r"[a-z]{1,8}-[0-9a-f]{8,17}").fullmatch(account.group(1)):  # (not a resource's id: vpc-6825c5bd… / sg-f1ef…)
@@ -3277,6 +3277,7 @@ def _credential_columns(names: list) -> tuple:
     "secret" (also an SNMP community's, a password people choose)."""
     columns = []
     valued = any(name.strip().lower() == "value" for name in names)
+    wireless = any(_regex(r"(?i)ssid|wlan|wi-?fi|network").fullmatch(name.strip()) for name in names)  # beside a network's name, its `Key` is a password
     for index, name in enumerate(names):
         if valued and _regex(r"(?i)(?:secret|key)[ _]?id").fullmatch(name.strip()):
             continue  # beside the secret's Value, its id: Entra's `Value  Secret ID`
@@ -3295,6 +3296,8 @@ def _credential_columns(names: list) -> tuple:
             columns.append((index, "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts
         elif strength == 1 and "community" in name.lower():
             columns.append((index, "secret"))  # an SNMP community: a password people choose
+        elif strength == 1 and wireless and _regex(r"(?i)key|psk").fullmatch(name.strip()):
+            columns.append((index, "password"))
         elif strength == 1 and len(name) <= 30:
             columns.append((index, "machine"))
     return tuple(columns)
@@ -3444,6 +3447,7 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
     Remembered: each header's window reaches up to 100 rows, and the next header's the same ones,
     so a text of many headers (`| user | password |` repeated) judges each row once."""
     kinds, found = dict(columns), []
+    names_a_place = "keypad" in kinds.values() and _regex(_PLACE_WORDS).search(row) is not None  # `| Front entrance | 137457 |` under `| Door | Code |`
     cells = _table_cells(row, separator)
     if starts and len(cells) == len(starts) + 1 and row[cells[0][0]:cells[0][1]].isdigit():
         cells = cells[1:]  # a data frame's rows start with their index, which has no header: pandas
@@ -3462,7 +3466,7 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
     for index, (a, b) in enumerate(cells):
         value = row[a:b].strip().strip("`")
         value = value[1:-1] if len(value) > 2 and value[0] == value[-1] == '"' else value  # a CSV's quoted cell
-        if index in kinds and _is_secret_cell(value, kinds[index]):
+        if index in kinds and (_is_secret_cell(value, kinds[index]) or names_a_place and kinds[index] == "keypad" and _regex(r"\d{4,8}").fullmatch(value)):
             first = a + row[a:b].index(value)
             found.append((first, first + len(value)))
     return tuple(found)
@@ -5879,7 +5883,7 @@ login-pair-in-prose          chosen                 (?i)(?:계정|아이디|ア�
 # An account and its password in a list or a note, "label: user / password" ("- FTP: cliente_ftp / …",
 # "・管理者: admin / …", "Inloggning till routern: admin / …", "La cuenta … es ana@x.es / …"): a user's
 # name or an e-mail address before the slash, a password a person chose or a machine made after it.
-listed-login-pair            listed-login           \x20/[ \t]+(?P<s>[^\s/]{6,64}?(?:[!?]+(?=\s|$))?)(?=[ \t]*[?!.,;)」]{0,3}(?:\s|$))
+listed-login-pair            listed-login           \x20/[ \t]+(?:<(?:code|kbd|tt)>)?(?P<s>[^\s/<]{6,64}?(?:[!?]+(?=\s|$))?)(?=(?:</(?:code|kbd|tt)>)?[ \t]*[?!.,;)」]{0,3}(?:\s|$|</))
 #   catch: Acessos do cliente:\n- FTP: cliente_ftp / «Ftp.Cliente2024»\n- Banco: root / «ybMVCaXQbbEJHY5x»
 #   catch: ・管理者: admin / «Kanri_Sha2024»
 #   catch: [switches]\naccess = netops / «Oktober25@8»\ncore   = admin / «v+L*4Kx%qploKG5xRFwHJ6»
@@ -5887,6 +5891,7 @@ listed-login-pair            listed-login           \x20/[ \t]+(?P<s>[^\s/]{6,64
 #   catch: Inloggning till routern på kontoret: admin / «Midsommar!23». Byt gärna när ni har tid.
 #   keep:  - Versions: node18 / Node20
 #   keep:  - Environments: staging / Production2
+#   catch: <li>SW-ACC-07 (10.30.0.7) — manager / <code>«Kq8$v*Lm22pX»</code></li>
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,240}))
 #   keep:  var apiKey = builder.Configuration["Partner:ApiKey"]; // from Key Vault
@@ -6216,6 +6221,9 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: | Service | Identifiant | Clé API |\n|---|---|---|\n| Mailjet | jdoe | «1d00ff1ecd91063b247dd33787a68164» |
 #   keep:  | Token name | Scope |\n|---|---|\n| ci-deploy-2024 | repo:write |
 #   catch: email,display_name,door_pin\nleon.m@fernbrook.org,Maria K,«708089»
+#   catch: | Was | Code |\n|---|---|\n| Hintereingang | «804412» |\n| Alarmanlage | «5513» |
+#   keep:  | Item | Code |\n|---|---|\n| Shipping box | 40 |\n| Product | 880412 |
+#   catch: ROOM    SSID          KEY\nB12     Guest-B12     «maple-otter-51»
 # An HTML table whose header cell names a credential: the cells under it.
 context-html-table           html-table-cells       <tr(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>[^<\n]{0,60}</th>\s*|<td(?:[ \t][^>\n]{0,200})?><(?:b|strong)>[^<\n]{0,60}</(?:b|strong)></td>\s*){2,20})</tr>(?=(?P<s>(?:\s*(?:</?tbody>|</thead>)?\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code)>)?[^<\n]{0,200}(?:</(?:b|strong|code)>)?</td>){1,20}\s*</tr>){1,100}))
 #   catch: <table>\n  <tr><th>Device</th><th>SNMP community</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>«n0c-R3ad-Only»</td><td>«En4ble#Core01»</td></tr>\n</table>
