@@ -3519,14 +3519,22 @@ def _find_split_parts(match: Any) -> list:
         return []  # a line that ends "… is": the value on the lines below only when it names a credential ("sftp pass for MPS is"), not a key's fingerprint
     region_end = line_end if match.group("s") is None else match.end("s")
     spans = [found.span(found.lastindex) for found in _regex(_SPLIT_PART_VALUE).finditer(text, match.start(), line_end)]
-    spans += [found.span(1) for found in _regex(_SPLIT_PART_VALUE).finditer(text, line_end, region_end) if found.group(1)]
-    spans += [line.span(1) for line in _regex(_SPLIT_PART_LINE).finditer(text, line_end, region_end)]
+    labeled = [found.span(1) for found in _regex(_SPLIT_PART_VALUE).finditer(text, match.start(), region_end) if found.group(1)]  # (not a word in quotes)
+    spans += [span for span in labeled if span[0] >= line_end] + [line.span(1) for line in _regex(_SPLIT_PART_LINE).finditer(text, line_end, region_end)]
     if _regex(r"(?i)enter[ \t]+too|\(suite\)|продолжени").search(match.group()) and line_start:  # sent too early: the line above ends with the first part, this one starts with the rest
         above = _regex(r"(\S{3,64})[ \t]*$").search(text, max(0, line_start - 300), line_start - 1)
         rest = _regex(r"[ \t]*(?:" + _CHAT_LINE_START + r")?(\S{3,64})").match(text, line_start, match.start())
         spans += [found.span(1) for found in (above, rest) if found]
-    spans = [(start, end - (text[end - 1:end] in (",", ";"))) for start, end in spans]  # a sentence's comma after the part
-    return sorted({span for span in spans if _is_secret_part(text[span[0]:span[1]])})
+    trim = lambda start, end: (start, end - (text[end - 1:end] in (",", ";")))  # a sentence's comma after the part
+    parts = {trim(*span) for span in spans if _is_secret_part(text[slice(*trim(*span))])}
+    plain = {trim(*span) for span in labeled if text[span[0] - 1:span[0]] != "«" and _is_plain_part(text[slice(*trim(*span))])}
+    return sorted(parts | plain if parts else ())  # a plain word only beside a part no sentence holds: `pierwsza część: sophie` ⏎ `druga część: .krakow20`
+
+
+def _is_plain_part(value: str) -> bool:
+    """A part of a secret after a label that says so (`(suite) kimchi`, `pierwsza część: sophie`): a
+    word of five letters or more that a sentence seldom holds, which a passphrase's part may be."""
+    return 5 <= len(value) <= 24 and value.isalpha() and value.lower() not in _COMMON_WORDS
 
 
 def _names_a_credential(text: str, start: int, end: int, bare: str = "keys?|pass") -> bool:
@@ -6268,6 +6276,8 @@ context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|th
 #   catch: kenji: aws secret coming in pieces (slack keeps flagging it)\nkenji: «36dgz6gX7WXlrj»\nkenji: «48f3dB0l8lDKU»
 #   catch: 10:02 晴翔: VPNの新しいパスワード、前半 «MeinSoba»\n10:02 晴翔: 後半 «kaIstSuper53?»
 #   catch: Sandra: die PIN fürs Banking fängt mit «020300» an\nSandra: der Rest ist «621470», aber nur für die Domain
+#   catch: Ola K. 09:12: hasło do drukarki – pierwsza część: «tulipan»\nOla K. 09:13: druga część: «.gdansk31» (bez spacji)
+#   keep:  Ola K. 09:12: migracja w dwóch częściach – pierwsza część: schemat\nOla K. 09:13: druga część: dane
 #   keep:  | `STRIPE_SECRET_KEY` | yes | Stripe secret key (starts with `sk_live_` in prod) |
 #   catch: [09:02] priya: sftp pass for MPS is\n[09:02] priya: «marble-chaand-»\n[09:03] priya: «cobalt-tundra»
 #   catch: 小李：DO 的 token 分两段发你\n小李：第一段 «dop_v1_c8ab62834b6f572e57fadee1fe24f»\n小李：第二段 «bbcb44400ab4b1a92bf88d4d4916f55fd03»
