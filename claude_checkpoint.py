@@ -947,17 +947,18 @@ _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key,
 # where it comes from (Drone's `from_secret: docker_password`).
-_NOT_SECRET_QUALIFIERS = frozenset("hashed existing from page continuation pagination cursor next cache idempotency crashreporter consent websocket challenge".split())
+_NOT_SECRET_QUALIFIERS = frozenset("hashed existing from page continuation pagination cursor next cache idempotency crashreporter consent websocket challenge principals".split())  # (principals: who may read one)
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
 _NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?$" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
-                           + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)$")  # « ID du secret : <uuid> »
+                           + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)$"  # « ID du secret : <uuid> »
+                           + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)$")  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
 _ABOUT_A_SECRET = frozenset("""
     file files path stdin env name names id ids arn ref url uri length len min max count policy hash
     hasher reset prompt field type format expiry expires ttl timeout version header location mode
-    enabled rotation""".split())
+    enabled rotation permission""".split())
 # A last word that says how a value is held, not what it is (GOOGLE_CREDENTIALS_BASE64, client-key-data).
 _HOLDER_WORDS = frozenset("""
     data b64 base64 blob value material content contents bytes str string hex pem der raw plain plaintext
@@ -1226,8 +1227,8 @@ def _is_path_or_version(value: str) -> bool:
         return True  # a parameter store's name: /ferry/prod/DATABASE_PASSWORD
     if _regex(r"[\w.\-]+(?:/[\w.\-]+)+(?:#[\w\-]+)?").fullmatch(v) and "." in v.rsplit("/", 1)[-1].split("#")[0]:
         return True  # also docs/tls.md#h0ww7
-    if _regex(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+").fullmatch(v):
-        return True  # secret/data/ci:token, db-password:/etc/credstore/db-password
+    if _regex(r"[a-z0-9_.\-:]+(?:/[a-z0-9_.\-:]+)+/?").fullmatch(v):
+        return True  # secret/data/ci:token, db-password:/etc/credstore/db-password, a path's start code joins to a name (secret/data/s1/sites/)
     if _regex(r"[\w.\-]+\.(?:txt|lst|list|dic|csv|tar\.gz|tgz|zip|gz|json|ya?ml|log|parquet|whl|tar|pdf|png|jpe?g|html?)|" + _COLOUR_OR_TICKET + r"(?:/[a-z0-9_.\-]+)+").fullmatch(v):
         return True  # a word list (`-p passwords.txt`), a file's name (an object's key: `--key app-2.3.1.tar.gz`), a path under a ticket (PT-3627/spray-round-4)
     if _regex(r"(?:projects|organizations|folders)/[\w.\-]+(?:/[\w.\-]+)+").fullmatch(v):
@@ -1699,8 +1700,14 @@ def _accept_random_bytes(match: Any) -> bool:
         decoded = binascii.a2b_base64(blob)
     except (binascii.Error, ValueError):
         return True
+    if decoded.startswith(_FILE_MAGIC):
+        return False  # a file's first bytes: an icon's, an image's, an archive's
     printable = sum(32 <= byte < 127 or byte in (9, 10, 13) for byte in decoded)
     return printable * 10 < len(decoded) * 9
+
+
+# How files of kinds a session shows in base64 begin: ICO, PNG, GIF, JPEG, PDF, ZIP, gzip, WebP's RIFF.
+_FILE_MAGIC = (b"\x00\x00\x01\x00", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"%PDF", b"PK\x03\x04", b"\x1f\x8b\x08", b"RIFF")
 
 
 def _accept_quoted_key(match: Any) -> bool:
@@ -1868,7 +1875,7 @@ _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "co
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|release|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
-    r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor|tx|txid|txhash|transaction"
+    r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor|tx|txid|txhash|transaction|cursor"
     r"|for|für|voor|pour|för|dla|для|target"  # what the secret is of: "LAPS: password for KVN-OP3-PC07 rotated", a stored credential's target
     r"|(?:nonce|state|kid|mint|address|contract|challenge)[ \t]*:?)"  # these also before a colon: "Token mint: …", "nonce …: …"
     r"(?:[ \t]*[#=]?[ \t]*[\"']?|[\"'][ \t]*:[ \t]*[\"'])$")
@@ -1907,6 +1914,8 @@ def _accept_named_in_prose(match: Any) -> bool:
             return False
     if not _looks_like_prose_secret(value) or _regex(_PROSE_NOT_A_SECRET_BEFORE).search(before):
         return False
+    if _regex(r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+)[ \t]+AAAA[\w+/]+={0,2}[ \t]+$").search(before):
+        return False  # a public key's comment: `Key: ssh-ed25519 AAAA… deploy@vbr01`
     if _regex(r"(?:^|\s)(?:-[ng]|--[\w\-]*(?:name|id|group))[ \t=]+$").search(before):
         return False  # a resource's name given to a command: `az storage account keys list -n dataconrv7n9`
     calls = [m.end() for m in _regex(r"\w\(").finditer(before)]
@@ -2258,9 +2267,9 @@ def looks_like_chosen_password(value: str) -> bool:
     if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$|^[A-Za-z]+(?::[A-Za-z]+)+$").search(v):
         return False  # a URL, an e-mail address, a date, a time, a host name, a scope (Zone:DNS:Edit, read:packages)
     mainframe = _regex(r"(?=(?:[A-Z]*\d){2})(?=(?:\d*[A-Z]){4})[A-Z0-9]{6,10}").fullmatch(v) is not None  # IBM i, RACF: HARBOR59, TIGER97X
-    if not mainframe and _regex(r"[A-Z0-9_]+|(?:0x)?[0-9a-fA-F]{6,31}|" + _COLOUR_OR_TICKET + "|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(
+    if not mainframe and _regex(r"[A-Z0-9_]+|[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\$|(?:0x)?[0-9a-fA-F]{6,31}|" + _COLOUR_OR_TICKET + "|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(
             v) or _is_identifier_like(v):
-        return False  # also a cloud region (us-west-2, us-central1), a ticket's id, a colour
+        return False  # also an account of computers in capitals (VEEAM-SERVERS$), a cloud region (us-west-2, us-central1), a ticket's id, a colour
     return not _is_reference(v) and not _is_path_or_version(v)
 
 
@@ -4335,6 +4344,7 @@ mailgun-key                  -                      (?P<s>[0-9a-fk](?<![A-Za-z0-
 azure-account-key-shape      random-bytes           (?<![A-Za-z0-9+/])(?<!;base64,)(?<!sha512-)(?<!sha512: )(?<!Signature=")(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
 #   catch: AccountKey=«WbBN8fGeN2mpzOxT8nmT1Tyu6jjZiqfwjC253/94h/Kvg0W6c9C2SiqplDxrCsVAv5VMU//6725WToH1OdDcwH==»
 #   keep:  "integrity": "sha512-EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0=="
+#   keep:  favicon (first 64 bytes): AAABAF3pZVwUjkdhPkmYrwJhD5tIuc8ebFiUBzM3DMB9Ujn9Zu+2W7gMhWjOCWLur5rz4eeNt2ABzoB/fEP6ug==
 #   keep:  example.com. 3600 IN DNSKEY 257 3 13 aL9r8gYx/xIPqH6ztTcojmADnJrMvzBVKokAIxI+CFyk0VJUyR+qBiaE6avt9vZ0lvG8mqTq/DQNAJoslCEUaA==
 #   keep:  analytics-collector received beacon data=eyJldmVudCI6ICJwYWdlX3ZpZXciLCAicGF0aCI6ICIvZG9jcy90b2tlbnMiLCAidHMiOiAxNzIyNjcxMjUxfQ== (decoded: page_view)
 #   keep:  "contentHash": "ajLhB+tmRHqdXsihvZL9M48/iJ9wJlIx5LnOd9aqz6DD4EeEynIpeqHvixYH9gV0z1pEo6B1v5V7JISRSWW/+Q=="
@@ -5260,6 +5270,7 @@ secret-pair                  pair                   (?<![\w-])(?=[a-zA-Z_\-\u013
 #   catch: Environment Variables\nAPP_ENV      local\nDB_PASSWORD  «Ravi.1985»\nMAIL_MAILER  smtp
 #   catch: poll mail.example.com user "ops" password "«Kettle#2040»" ssl
 #   keep:  the api_key argument is optional
+#   keep:  New-ADServiceAccount -Name gmsa-sql -PrincipalsAllowedToRetrieveManagedPassword "SQL-NODES$"
 # A header set by a web server or a proxy's configuration: nginx, Apache, HAProxy.
 server-set-header            assignment             (?i)(?:proxy_set_header|add_header|more_set_headers|set-header|RequestHeader[ \t]+(?:set|append|add)|Header[ \t]+(?:set|append|add))[ \t]+"?(?P<name>[\w\-]{1,80})"?[ \t]+(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s;'"]{1,256})
 #   catch: proxy_set_header X-Partner-Key "«74d269be5a77a9382241887e6665b158d9815db6»";
@@ -5290,9 +5301,11 @@ cjk-quoted-credential        password-like          (?:パスワード|パスフ
 #   catch: PC-YMD-014 のローカル管理者パスワードを一時的に「«@24BL%IWL4xFfjD»」に設定しました。
 #   keep:  パスワードは「1Password」の共有保管庫にあります。
 # A PowerShell cmdlet that sets a key, a token or a password from its literal: `New-HuduAPIKey "…"`, `Set-NinjaToken '…'`.
-cmdlet-secret-literal        not-reference          (?<![\w\-])(?:New|Set|Add|Connect|Register|Initialize)-\w{0,30}(?:ApiKey|APIKey|Token|Secret|Password|Passphrase|Credential)\w{0,10}[ \t]+(?:-\w+[ \t]+)?(?P<s>"[^"\n$]{8,512}"|'[^'\n]{8,512}')
+cmdlet-secret-literal        not-reference          (?<![\w\-])(?:New|Set|Add|Connect|Register|Initialize)-\w{0,30}(?:ApiKey|APIKey|Token|Secret|Password|Passphrase|Credential)(?:s|Key|Value|String|Text)?[ \t]+(?:-(?!(?:User(?:Name)?|Name|Identity|Id|Path|Description|Server|ComputerName|Principal\w*|Account\w*)\b)\w+[ \t]+)?(?P<s>"[^"\n$]{8,512}"|'[^'\n]{8,512}')
 #   catch: New-HuduAPIKey "«7Ctywl1ETO0NcSjFmWT9fzuw»"
 #   keep:  Set-AzKeyVaultSecret -VaultName kv -Name 'db-password' -SecretValue $secure
+#   keep:  Set-LapsADReadPasswordPermission -Identity "OU=Workstations,DC=corp,DC=local"
+#   keep:  Add-VBRCredentials -User "NAS-01\backup" -Password $pw
 # Typing into a password field, in a UI test: the field named by a locator (Flutter's `find.byKey(Key('password'))`,
 # Espresso's `withId(R.id.password)`, XCUITest's `secureTextFields["Password"]`), the text typed into it.
 typed-into-password-field    chosen                 (?i)(?:\b(?:enterText|fill|type|typeText|sendKeys|setValue)\([ \t]*[^;\n"']{0,60}?["'\[(.][\w.\-]{0,20}pass(?:word|wd|code)?\w{0,20}["'\])]{1,4}[ \t]*,[ \t]*|pass(?:word|wd|code)\w{0,20}["'\])]{1,4}[^;\n"']{0,40}?\.(?:typeText|type|fill|send_keys|sendKeys|setValue|set_value|setText|perform\([ \t]*(?:replaceText|typeText))\([ \t]*)["'](?P<s>[^"'\n]{6,128})["']
@@ -5458,6 +5471,7 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["'])|N(?='))?{VALUE}
+#   keep:  lookup('community.hashi_vault.hashi_vault', 'secret=secret/data/rmm/sites/' + site + ':token')
 #   keep:  Key Vault "kv-kvn-clients" – secrets: support-KVN-ANAE-PC012, support-KVN-ANAE-PC013 (enabled)
 #   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
 #   keep:  DB_PASSWORD=your_password_here\nSECRET_KEY=generate-a-long-random-string
@@ -5611,6 +5625,7 @@ user-then-pass-in-prose      chosen                 (?i)(?:(?<![\w\-])(?:user(?:
 # Prose that names a secret, then gives it later in the sentence (or gives it, then names it).
 # It starts a word: `(?<!\S)`, one test where `(?:^|(?<=\s))` made re try two at every position.
 prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'"`,;\\]{0,255}?\d)(?P<s>[^\s'"`(\[{<,;\\][^\s'"`,;\\]{6,254}[^\s'"`,;\\.!?:)\]}>])(?=[)\]}>'"`]{0,2}[.,;:!?]{0,3}(?:\s|\\|$))
+#   keep:  Deploy key added. Key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBq7 backup@nas01
 #   keep:  /certificate add name=ca-template common-name=noc-ca key-size=2048 days-valid=3650 key-usage=key-cert-sign,crl-sign
 #   keep:  %OSPF-4-ERRRCV: Received invalid packet: mismatched authentication key from 10.0.12.2, GigabitEthernet0/0/1
 #   keep:  Credential Manager (Windows): target "MirthConnect:mirth01.kh.local:8443", type Generic
@@ -5694,6 +5709,8 @@ place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80}|(?<=[.。!！])[ \t]*\r?\n[ \t]*[^\s]{16,200}(?=[ \t]*(?:\r?\n|$)))?))
 #   keep:  [2024-10-07 08:31:10] INFO  LAPS: password for KVN-OP3-PC07 rotated successfully
 #   catch: TRAP, SNMP v1, community «acb44ANacj»
+#   keep:  Wi-Fi profile (802.1X, no PSK) pushed via OMA-URI, base64: PFdMQU5Qcm9maWxlPjxuYW1lPkNPUlAtV0lGSTwvbmFtZT48TVNNPjxzZWN1cml0eT48YXV0aEVuY3J5cHRpb24+PGF1dGhlbnRpY2F0aW9uPldQQTI8L2F1dGhlbnRpY2F0aW9uPjwvYXV0aEVuY3J5cHRpb24+PC9zZWN1cml0eT48L01TTT48L1dMQU5Qcm9maWxlPg==
+#   keep:  [sync] delta token advanced: cursor=-Qm3kVx0aL9fT2bWz8Yc4NpR7sUe1JhGd5kE items=40
 #   keep:  community public
 #   catch: @devops the bastion passphrase is "«paper lantern over the river 1987»" until Monday
 #   catch: 渡辺です。PayPayのAPIシークレットを共有します。\n«gJTrPuc7BrPEv54XW8osC/IgmbrYHgvNarJyXfEnU648»\n取り扱いにはご注意ください。
