@@ -3499,13 +3499,16 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 # rule that finds such a text (context-split-secret, as {PART_LABEL}) and the finder that reads its parts
 # (_SPLIT_PART_VALUE, _SPLIT_PART_LINE) both know them from here.
 _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|половина)|前半段?|後半|后半段|第一段|第二段|第三段|뒷부분|앞부분|الجزء"""
-               r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\b(?:ilk|ikinci|son)[ \t]+(?:k\ws\wm|parça))""")
+               r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\b(?:ilk|ikinci|son)[ \t]+(?:k\ws\wm|parça)"""
+               r"""|\b(?:première|seconde|deuxième)[ \t]+moitié|\b(?:primera|segunda)[ \t]+(?:mitad|parte)|\b(?:prima|seconda)[ \t]+(?:metà|parte)"""
+               r"""|\b(?:primeira|segunda)[ \t]+(?:metade|parte)|\b(?:erste|zweite)[ \t]+(?:hälfte|teil)|\b(?:första|andra)[ \t]+(?:halvan|delen)"""
+               r"""|\b(?:eerste|tweede)[ \t]+(?:helft|deel)|\b(?:pierwsza|druga)[ \t]+po[łl]owa|\b(?:1e|1re|1er|2e|2ème|2nd)[ \t]+(?:partie|moitié)\b)""")
 
 
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
 _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)|continuing|\brest\b|\(cont(?:inued)?\)"""
-                     r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki|primera|partie|część|вторая|вторую|половина|ikinci|druga|zweite|deuxième)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte|часть|половина|k\ws\wm|parça|część|teil))"""
+                     r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki|primera|partie|część|вторая|вторую|половина|ikinci|druga|zweite|deuxième|andra|attaccato|collé|pegado|dahinter)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte|часть|половина|k\ws\wm|parça|część|teil))"""
                      r"""|\(suite\)|\bfängt[ \t]+mit|""" + _PART_LABEL + ")"
                      r"""(?:[^\n:"'«→]{0,40}(?:[:：→][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?(?:\d{1,2}/\d{1,2}(?:/\d{2,4})?,?[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `, WhatsApp's `[12/3 9:40] Lucía: `
@@ -3549,7 +3552,8 @@ def _is_plain_part(value: str) -> bool:
 def _names_a_credential(text: str, start: int, end: int, bare: str = "keys?|pass") -> bool:
     """Whether text[start:end] holds a word that names a credential (_CREDENTIAL_WORDS), or one of
     the `bare` words a chat says it with ("sending the key in two parts", "sftp pass for MPS is")."""
-    return bool(_regex(_CREDENTIAL_WORDS).search(text, start, end) or _regex(r"(?i)\b(?:" + bare + r")\b").search(text, start, end))
+    return bool(_regex(_CREDENTIAL_WORDS).search(text, start, end) or _regex(r"(?i)\b(?:" + bare + r")\b").search(text, start, end)
+                or _regex(r"(?i)[^\W\d_]{3,20}(?:nyckel|schlüssel|sleutel|kennwort|passwort|wachtwoord|lösenord|salasana|adgangskode)").search(text, start, end))  # a compound: återställningsnyckeln
 
 
 def _find_numbered_parts(match: Any) -> list:
@@ -6294,6 +6298,8 @@ context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|th
 #   catch: 10:02 晴翔: VPNの新しいパスワード、前半 «MeinSoba»\n10:02 晴翔: 後半 «kaIstSuper53?»
 #   catch: Sandra: die PIN fürs Banking fängt mit «020300» an\nSandra: der Rest ist «621470», aber nur für die Domain
 #   catch: Ola K. 09:12: hasło do drukarki – pierwsza część: «tulipan»\nOla K. 09:13: druga część: «.gdansk31» (bez spacji)
+#   catch: Bonjour, voici la première moitié de votre mot de passe provisoire : «vallon-ci»\n---\nSMS : 2e partie : «trus-bleu!»
+#   catch: Astrid 07:58\nförsta halvan av återställningsnyckeln: «041932-118140-667898-103422»\nAstrid 07:59\nandra: «598158-302412-189046-514063»
 #   keep:  Ola K. 09:12: migracja w dwóch częściach – pierwsza część: schemat\nOla K. 09:13: druga część: dane
 #   keep:  | `STRIPE_SECRET_KEY` | yes | Stripe secret key (starts with `sk_live_` in prod) |
 #   catch: [09:02] priya: sftp pass for MPS is\n[09:02] priya: «marble-chaand-»\n[09:03] priya: «cobalt-tundra»
@@ -6624,7 +6630,7 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     text, count = _apply_rules(text, count, replaced)
     for _name, reading in _second_readings(original):
         text, count = reading(original, text, count, replaced)
-    if REDACTED + "\n" in text or REDACTED + "\r\n" in text:
+    if REDACTED in text and "\n" in text:
         text, count = _redact_wrapped_rest(text, count, replaced)
     if REDACTED in text and "\n" in text:
         text, count = _redact_siblings(text, count, replaced)
@@ -6640,6 +6646,7 @@ _WRAPPED_REST = r"([^\s\"'`,;:=<>(){}\[\]|]{4,200}={0,2})(?=[\s\"'`,;)\]}@]|$)"
 
 
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
+_SPEAKER_LINE = r"([^\W\d][\w.\- ]{0,40}?)[ \t]+\d{1,2}:\d{2}(?:[ \t]*[AaPp][Mm])?[ \t]*"  # a chat's header of a name and a time: `Bartek Z. 09:14`
 
 
 def _shared_prefix(above: str, below: str) -> int:
@@ -6656,15 +6663,42 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the rest of each redacted value that ends its line and goes on at the
     start of the next (_WRAPPED_REST), when that rest looks like a secret's part (_is_secret_part)
     and the next line is no row of a table (columns apart, a value of its own redacted):
-    `api_secret=eb04…⏎00bad81f… sandbox=false`, `> SG.NUp…⏎> IOBOz…`, `postgres://u:pffa…⏎77c2…@ec2-…`."""
+    `api_secret=eb04…⏎00bad81f… sandbox=false`, `> SG.NUp…⏎> IOBOz…`, `postgres://u:pffa…⏎77c2…@ec2-…`.
+    Also a literal's rest in the next literal (`"«redacted»" \⏎ "5*T-IRy…"`), a box's next line
+    (`│ sk_live_… │⏎│ Rx4w8u… │`), and the same person's next message under a header of their name
+    and the time (Teams: `Bartek Z. 09:14⏎hasło: M1l4n0!71Z-⏎Bartek Z. 09:14⏎Dragon*59561`)."""
     rests = []
-    for end in _regex(REDACTED + r"[ \t]*\r?\n").finditer(text):
+    for end in _regex(REDACTED + r"(?P<quote>[\"'`]?)[ \t]*(?P<join>\\|\+|│|\|)?[ \t]*\r?\n").finditer(text):
         above_start = text.rfind("\n", 0, end.start()) + 1
         below_end = text.find("\n", end.end())
         above, below = text[above_start:end.start()], text[end.end():below_end if below_end >= 0 else len(text)]
-        rest = _regex(_WRAPPED_REST).match(below, _shared_prefix(above, below))
-        if rest and REDACTED not in below and not _regex(r"[ \t]{2}|[ \t]*\|").match(below, rest.end()) and _is_secret_part(rest.group(1)):
-            rests.append((end.end() + rest.start(1), end.end() + rest.end(1)))
+        speaker = _regex(_SPEAKER_LINE).fullmatch(below)
+        if speaker and below_end >= 0 and not end.group("join"):  # the same person's next message, under the header of their name (Teams, Slack)
+            header_above = _regex(r"(?m)^" + _SPEAKER_LINE + r"\r?$").findall(text, max(0, above_start - 2000), above_start)
+            if not header_above or header_above[-1] != speaker.group(1):
+                continue
+            next_end = text.find("\n", below_end + 1)
+            below_start, below = below_end + 1, text[below_end + 1:next_end if next_end >= 0 else len(text)]
+        else:
+            below_start = end.end()
+        start, quote, join = _shared_prefix(above, below), end.group("quote"), end.group("join")
+        if quote:  # a literal's rest in the next literal: `"«redacted»" \⏎  "5*T-IRyayOw", :login)`
+            opened = _regex(r"[ \t]*" + quote).match(below, start)
+            if not opened or join not in ("\\", "+"):
+                continue
+            start = opened.end()
+        elif join:
+            if join not in "│|" or not below.rstrip().endswith(join):
+                continue  # (a box's border closes both lines: `│ sk_live_…«redacted» │`)
+        rest = _regex(_WRAPPED_REST).match(below, start)
+        if not rest or REDACTED in below or not _is_secret_part(rest.group(1)):
+            continue
+        after = below[rest.end():]
+        if quote and not after.startswith(quote) or not quote and not join and _regex(r"[ \t]{2}|[ \t]*\|").match(after):
+            continue  # a row of a table, columns apart
+        if join and not quote and after.strip() != join:
+            continue
+        rests.append((below_start + rest.start(1), below_start + rest.end(1)))
     if not rests:
         return text, count
     pieces, position = [], 0
@@ -7093,7 +7127,9 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
                    r"|buildString[ \t]*\{(?:\s*append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\}"  # Kotlin's buildString { append(…) }
                    r"|(?<![\w.])(?:listOf|arrayOf|mutableListOf|Seq|List|Array|Vector|vec!)\(\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL
                    + r"\s*,?\s*\)(?=\.(?:joinToString|mkString|join|concat)\b)"  # listOf(…).joinToString(""), Scala's Seq(…).mkString
-                   r"|(?<![\w.])[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)")
+                   r"|(?<![\w.])[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)"
+                   r"|(?<![\w.])(?:(?:fmt\.S|String\.|s)?printf|(?:String\.)?format)\(\s*[\"'](?:%s){2,16}[\"']\s*,\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*\)"
+                   r"|[\"'](?:%s|\{\}){2,16}[\"'](?:[ \t]*%[ \t]*\(|\.format\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*\)")  # format("%s%s", "…", "…"), "%s%s" % (…), "{}{}".format(…)
 
 
 # A value and the name it is given apart from it, in the record that holds both: a HAR's or a JSON
@@ -7268,7 +7304,7 @@ def _join_lines(original: str, lowered: str) -> list:
     when it ends it), literals one a line in parentheses (Python's implicit joining), or the whole
     text when it says join or concat. The joins are looked for there only: a pattern that may start
     at any name costs its reading of every word."""
-    if "join" in lowered or "concat" in lowered or "implode" in lowered or ".append(" in lowered or "mkstring" in lowered or "buildstring" in lowered:
+    if "join" in lowered or "concat" in lowered or "implode" in lowered or ".append(" in lowered or "mkstring" in lowered or "buildstring" in lowered or "%s%s" in lowered or "{}{}" in lowered:
         return [[0, len(original)]]
     spans: list = [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(
         r"\([ \t]*\r?\n(?:[ \t]*(?:\"[^\"\n]*\"|'[^'\n]*')[ \t]*\r?\n){2,40}[ \t]*\)").finditer(original)] if "(\n" in original else []
@@ -7288,7 +7324,8 @@ def _join_lines(original: str, lowered: str) -> list:
             spans.append([start, end])
     return sorted(spans)
 _LISTED_STRINGS = ("[", "{", "concat", "join(", "implode(", "new ", "new\t", "buildstring", "listof", "arrayof", "mutablelistof", "seq(", "list(", "array(",
-                   "vector(", "vec!")  # how _JOINED_STRINGS's lists start (in small letters)
+                   "vector(", "vec!", "format(", "string.format(", "printf(", "sprintf(", "fmt.sprintf(", "string.printf(")  # how _JOINED_STRINGS's lists start (in small letters)
+_FORMATTED_STRINGS = ("format(", "string.format(", "printf(", "sprintf(", "fmt.sprintf(", "string.printf(", '"%s', "'%s", '"{}', "'{}")  # their first literal is the format
 
 
 def _is_random_when_joined(made: str, parts: list) -> bool:
@@ -7302,7 +7339,8 @@ def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
     """(the string an expression of _JOINED_STRINGS makes, the spans of its strings), or None when
     a part is neither a string nor a name given one."""
     expression, made, spans = found.group(), [], []
-    listed = expression.lower().startswith(_LISTED_STRINGS)  # its names are the language's (`array`, `append`), not values'
+    formatted = expression.lower().startswith(_FORMATTED_STRINGS)  # (its first literal is the format: `%s%s`)
+    listed = formatted or expression.lower().startswith(_LISTED_STRINGS)  # its names are the language's (`array`, `append`, `format`), not values'
     if expression.startswith("%w"):
         words = list(_regex(r"[^\s\[\]]+").finditer(text, found.start() + 3, text.index("]", found.start())))
         return ('"' + "".join(word.group() for word in words) + '"', [word.span() for word in words]) if len(words) >= 2 else None
@@ -7312,7 +7350,9 @@ def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
     for operand in _regex(r""""([^"\n]*)"|'([^'\n]*)'|""" + _PASSING_CALL + r"""|(?<![\w$])(?:[NLbBrRuUfFE]|u8|[rR][bB]|[bB][rR])(?=[\"'])|\$?\{?([A-Za-z_]\w*)\}?""").finditer(text, found.start(), found.end()):
         literal = 1 if operand.group(1) is not None else 2 if operand.group(2) is not None else 0  # a quote of the other kind is a character of it
         name = operand.group(3)
-        if literal:
+        if literal and formatted and not made and _regex(r"(?:%s|\{\})+").fullmatch(operand.group(literal)):
+            formatted = False  # the format, not a part
+        elif literal:
             made.append(operand.group(literal))
             spans.append(operand.span(literal))
         elif name is None:

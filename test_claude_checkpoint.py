@@ -1168,12 +1168,18 @@ class TestRedaction(unittest.TestCase):
             "> Voici la clé pour l'API :\n> SG.NUpEPFgWmGKr0hbwnbnAVm.qGfXwx1wWP\n> IOBOzfg-si_m6_MDgyFLCZQojOjPaxvMB\n> Merci.": "IOBOzfg-si_m6_MDgyFLCZQojOjPaxvMB",
             "$ heroku config:get DATABASE_URL -a sable-orders\npostgres://un07insc5k8h29:pffa9b6e12aad2f5f6c71d0fed927676e0b\n"
             "77c2c92cd949c1e95bae83ed0a8f9a@ec2-54-170-12-88.eu-west-1.compute.amazonaws.com:5432/dm8t87bp0vt3lb": "77c2c92cd949c1e95bae83ed0a8f9a",
+            # A literal's rest in the next literal, a box's next line, the same person's next message under their name.
+            'Net::SMTP.start("smtp.office365.com", 587, "corp.example", "billing@corp.example", "pQ7x2VbLm9K" \\\n  "4#R-UtwqEzK", :login)':
+                "4#R-UtwqEzK",
+            "┌─ Ticket #4410 ─ field \"Stripe key\" ─┐\n│ sk_live_51Jq8wT2eXbKLmN4oPqRsTuVwXyZaBcD │\n│ Fg7Hj8Kl9 │\n└──────────────────────────┘": "Fg7Hj8Kl9",
+            "Ola K. 09:14\nhasło do routera: T0run!8q2V-\nOla K. 09:14\nKsiezyc*40917\nOla K. 09:15\nteams uciął": "Ksiezyc*40917",
         }
         self.assert_gone_lines_kept(cases)
         # The next line's own name and value, a word, a list's item: no rest.
         for text, kept in (("DB_PASSWORD=Xk29!mPq7zLw\nDB_HOST=db.internal", "DB_HOST=db.internal"),
                            ("  password: Xk29!mPq7zLw\n  port: 5432", "  port: 5432"),
-                           ("api_secret=eb04821c3dfabfef\nsandbox mode is off", "sandbox mode is off")):
+                           ("api_secret=eb04821c3dfabfef\nsandbox mode is off", "sandbox mode is off"),
+                           ("Ola K. 09:14\nhasło do routera: T0run!8q2V-\nMarek P. 09:15\nDzi3ki!2x", "Dzi3ki!2x")):  # another person's message
             with self.subTest(text=text[:30]):
                 self.assertIn(kept, cc.redact(text)[0])
 
@@ -1327,6 +1333,10 @@ class TestRedaction(unittest.TestCase):
             '$env:PARTNER_KEY = "8C21F07A9D3B4E56" + `\n                  "0B7D9E2A41C3F865"': ("8C21F07A9D3B4E56", "0B7D9E2A41C3F865"),
             'pw_head = "Ledger-Q3"\npw_tail = "9!vLm"\ncur.execute("ALTER LOGIN ledger WITH PASSWORD = \'" + pw_head + pw_tail + "\'")':
                 ("Ledger-Q3", "9!vLm"),
+            # A format of nothing but its parts: HCL's format(), Go's Sprintf, Python's % and str.format.
+            'provider "tfe" {\n  token = format("%s%s", "Qx8wd3610K7KR7.atlasv1.hwKVF", "qrB3FdQbRwFtFOKPGlx71ysekqr0rRkDBYWQ3")\n}':
+                ("Qx8wd3610K7KR7.atlasv1.hwKVF", "qrB3FdQbRwFtFOKPGlx71ysekqr0rRkDBYWQ3"),
+            'API_KEY = "{}{}".format("c29c616612aa93f1", "793a8bb5b2bb04e7")': ("c29c616612aa93f1", "793a8bb5b2bb04e7"),
         }
         for text, parts in cases.items():
             with self.subTest(text=text[:30]):
