@@ -1780,7 +1780,7 @@ def _accept_listed_login(match: Any) -> bool:
     slash, after a label's colon or a connector; a password of three kinds of characters, one not
     a letter or a digit (not `staging / Production2`), or a machine-made one."""
     before = _line_before(match.string, match.start(), 160)
-    account = _regex(r"(?:^|[:：=]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・—–])[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\)?(" + _EMAIL_ADDRESS
+    account = _regex(r"(?:^|[:：=]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・—–])[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\|\.\\)?(" + _EMAIL_ADDRESS
                      + r"|[A-Za-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)  # also after `=` (an INI's `core = admin / …`) and a domain (CORP\svc_veeam)
     if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[A-Za-z][a-z]*\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
             account.group(1)) or _regex(r"[a-z]{1,8}-[0-9a-f]{8,17}").fullmatch(account.group(1)):  # (not a resource's id: vpc-6825c5bd… / sg-f1ef…)
@@ -1805,13 +1805,13 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 
 # What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in;
 # and the words one of which a text must hold before the rules that ask for them run (CHECK_NEEDS).
-_PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|sejf\w{0,3}|schrank"
+_PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|allarm[ei]|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|sejf\w{0,3}|schrank"
                 r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|\w{0,12}eingang|\w{0,12}raum|server ?room|serverrum|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة)(?![^\W\d_])")
 
 
-_PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
+_PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
                 "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "sejf", "raum", "room", "serverrum", "schrank", "port", "puerta", "cancello", "tür",
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
                 "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "сигналіз", "сигнализ", "larm", "باب", "إنذار", "خزنة")
@@ -2280,7 +2280,7 @@ _CREDENTIAL_WORDS = (
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ _\-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
-    r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord)(?![a-z])"  # toegangstoken
+    r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
@@ -2421,8 +2421,8 @@ _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：≔|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"|(
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # A credential word that names a passphrase, in the languages above.
 _PASSPHRASE_WORD = r"(?i)phrase|fras|wachtzin|kennsatz|フレーズ|短语|短語|문구"
-# The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है".
-_VALUE_AT_ONCE = r"[ \t]+(?:[\"'«“(`][ \t]?)?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
+# The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है", "비밀번호를 Hiver2011. 로".
+_VALUE_AT_ONCE = r"(?:[를을는은이가도はをが])?[ \t]+(?:[\"'«“(`][ \t]?)?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
 # Parts of credential words that name a key, a token or a secret: values a machine makes, which
 # the detector finds by their shape; the other words name passwords and PINs, which people choose.
 _MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|schl|sleutel|nyckel|chiave|chave|khóa|khoá"
@@ -4040,6 +4040,29 @@ kerberos-ticket-base64       -                      (?<![A-Za-z0-9+/])(?P<s>doI[
 lsa-secret-text              not-reference          (?m)^[ \t]*(?:cur|old)/text[ \t]*:[ \t]*(?P<s>\S[^\n]{0,255}?)[ \t]*$
 #   catch: Secret  : DefaultPassword\ncur/text: «Contoso#2020»\nold/text: «Fruehling2024_»
 #   keep:  mimikatz # lsadump::secrets /help
+# secretsdump's LSA secrets: under `[*] DefaultPassword` or a service's `[*] _SC_…`, the account's `user:password` line.
+lsa-secret-account-line      not-reference          (?m)^\[\*\][ \t]+(?:DefaultPassword|_SC_[\w.\-$]{1,80})[ \t]*\r?\n(?:\(Unknown User\)|[\w.\-]{1,40}\\[\w.\-$]{1,64}|[\w.\-@]{1,64}):(?P<s>[^\n]{1,256}?)[ \t]*\r?$
+#   catch: [*] Dumping LSA Secrets\n[*] DefaultPassword\n(Unknown User):«Gen0va.58Q»\n[*] _SC_BackupSvc\nCORP\svc_backup:«Hx.U2nCQkLmPq9»
+#   keep:  [*] DefaultPassword\n[-] No DefaultPassword found
+# A Wi-Fi profile's key as `netsh wlan export profile … key=clear` writes it.
+wlan-profile-key-material    not-reference          <keyMaterial>(?P<s>[^<\s]{8,512})</keyMaterial>
+#   catch: <sharedKey><keyType>passPhrase</keyType><protected>false</protected><keyMaterial>«marble.otter.tango.harbor»</keyMaterial></sharedKey>
+#   keep:  <keyMaterial>$(WifiKey)</keyMaterial>
+# Sysinternals' Autologon and NUT's upsmon.conf: a password in its place among positional arguments.
+autologon-positional         not-reference          (?i)\bautologon(?:64)?(?:\.exe)?[ \t]+(?:-accepteula[ \t]+)?[^\s/\-][^\s]{0,64}[ \t]+[^\s/\-][^\s]{0,64}[ \t]+(?P<s>[^\s/][^\s]{3,127})
+#   catch: .\Autologon64.exe kiosk.lobby CORP «Lantern#Gate42» /accepteula
+#   keep:  Autologon.exe /accepteula
+# Windows Script Host's MapNetworkDrive(drive, share, updateProfile, user, password): the fifth argument.
+map-network-drive-password   not-reference          \.MapNetworkDrive[ \t(]+"[^"\n]*"[ \t]*,[ \t]*"[^"\n]*"[ \t]*,[ \t]*\w+[ \t]*,[ \t]*"[^"\n]*"[ \t]*,[ \t]*"(?P<s>[^"\n]{1,128})"
+#   catch: objNetwork.MapNetworkDrive "P:", "\\SRV-FS\Projects", False, "CORP\mapper", "«sunset-H4rbor71»"
+#   keep:  objNetwork.MapNetworkDrive "Q:", "\\SRV-FS\Quality", False
+# Keystrokes sent to a login form (AutoIt's Send, SendKeys): what is typed after a {TAB} and before {ENTER}.
+sendkeys-login-password      chosen                 \{TAB\}(?P<s>[^{}\s"']{6,64})\{ENTER\}
+#   catch: Send("lic-srv.studio.local{TAB}admin{TAB}«r41nb0w-D0lph1n88»{ENTER}")
+#   keep:  Send("{TAB}{TAB}Next{ENTER}")
+upsmon-monitor-password      not-reference          (?<![\w\-])MONITOR[ \t]+[\w.\-]+@[\w.\-:]+[ \t]+\d+[ \t]+[\w.\-]+[ \t]+(?P<s>\S{1,128})[ \t]+(?:primary|secondary|master|slave)\b
+#   catch: MONITOR eaton5px@localhost 1 upsmon_primary «Vq8+#rd!Ltp2» primary
+#   keep:  MONITOR ups@localhost 1 upsmon_primary ${UPSMON_PASSWORD} primary
 # A password's hash in crypt's form (`$6$salt$…`, bcrypt's `$2b$12$…`, yescrypt, Cisco's types 8 and 9,
 # Mosquitto's `$7$`, argon2, PostgreSQL's md5… and SCRAM-SHA-256$…): what offline cracking starts from, as /etc/shadow, a router's config or a
 # user database hold it. (Junos' reversible `$9$…` has its own rule.)
@@ -5396,6 +5419,11 @@ secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME
 #   catch: keytool -genkeypair -keystore server.jks -storepass «4Ax9_g7=x7o9n_M» -keypass «W5i-Kp2=aq»
 #   keep:  psql --password-file /run/secrets/pw
 #   keep:  docker build --secret id=npmrc,src=$HOME/.npmrc .
+# A Windows installer's or tool's switch, `/NAME=value` (msiexec's properties are bare: `DBPASS=…`).
+windows-switch-secret        flag                   (?<=[ \t])/{SECRETISH_NAME}(?P<name>[A-Za-z][\w.\-]{0,60})[=:]{VALUE}
+#   catch: setup.exe /S /SERVER=SRV-SQL\SAGE /DBUSER=sage_client /DBPASS=«Tq7wLm2xRk9v»
+#   keep:  robocopy C:\src D:\dst /MIR /LOG:C:\logs\copy.log /PASSWORDLOG=none
+#   keep:  msbuild app.sln /p:Configuration=Release /p:PasswordPolicy=strict
 # A config line whose value runs to the end of the line (INI, YAML, dotenv), whatever its first character.
 config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=]|[?:]=)[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;\\]))\\?(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
 #   keep:  AppID: wx1234567890abcdef（示例）\nAppSecret: （已隐藏）
@@ -5684,6 +5712,7 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # is 5093", "Koden till grinden är 4821", "el código de la puerta es 4821", "код от двери 1234"):
 # four to eight digits (a keypad's # or * after them).
 code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|kód|kodu|kody|код|combination|combinacion|combinación|combinação|kombination|رمز|ورمز)|(?<=[^\W\d_][^\W\d_])(?:kod(?:en|e)?|code))(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
+#   catch: per la sala server: codice allarme «48213907», poi la porta col badge.
 #   catch: SMS from Mum: the code for the garage keypad is «5093» now, dad changed it
 #   catch: Tjena! Koden till grinden är «4821», ha en trevlig helg i stugan!
 #   catch: el código de la puerta del almacén es «4821#»
@@ -5715,6 +5744,8 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: TRAP, SNMP v1, community «acb44ANacj»
 #   keep:  Wi-Fi profile (802.1X, no PSK) pushed via OMA-URI, base64: PFdMQU5Qcm9maWxlPjxuYW1lPkNPUlAtV0lGSTwvbmFtZT48TVNNPjxzZWN1cml0eT48YXV0aEVuY3J5cHRpb24+PGF1dGhlbnRpY2F0aW9uPldQQTI8L2F1dGhlbnRpY2F0aW9uPjwvYXV0aEVuY3J5cHRpb24+PC9zZWN1cml0eT48L01TTT48L1dMQU5Qcm9maWxlPg==
 #   keep:  [sync] delta token advanced: cursor=-Qm3kVx0aL9fT2bWz8Yc4NpR7sUe1JhGd5kE items=40
+#   catch: De beheerderspincode van de printer in de kantine is «620481», niet doorsturen.
+#   catch: 공용 메일박스 비밀번호를 «Bahar2019!» 로 변경했습니다.
 #   keep:  community public
 #   catch: @devops the bastion passphrase is "«paper lantern over the river 1987»" until Monday
 #   catch: 渡辺です。PayPayのAPIシークレットを共有します。\n«gJTrPuc7BrPEv54XW8osC/IgmbrYHgvNarJyXfEnU648»\n取り扱いにはご注意ください。
@@ -5920,6 +5951,7 @@ listed-login-pair            listed-login           \x20/[ \t]+(?:<(?:code|kbd|t
 #   catch: Inloggning till routern på kontoret: admin / «Midsommar!23». Byt gärna när ni har tid.
 #   keep:  - Versions: node18 / Node20
 #   keep:  - Environments: staging / Production2
+#   catch: Tillfällig lokal admin på LT-007 är .\lqadmin / «Fjord!1979» (LAPS var avstängt).
 #   catch: <li>SW-ACC-07 (10.30.0.7) — manager / <code>«Kq8$v*Lm22pX»</code></li>
 # The arguments of a command that logs in, authenticates or sets credentials (also fed by <<<).
 context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log-?in|log-?on|sign-?in|unlock|obscure|auth(?:enticate)?|set-?api-?key|add-authtoken|authtoken|api-?key|credentials?|config(?:[ \t]+--?[\w\-]+)*[ \t]+(?:set|(?=[\w.\-]*(?:auth|basic|token|oauth|passw|secret|cred))))(?=[ \t:\w])(?=(?P<s>(?:[^\n|;&]|\\\r?\n){0,240}))
@@ -7142,6 +7174,7 @@ _NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80
                 r"|<(Key|Name|key|name)>([^<\n]{1,80})</\3>(?:\s*</?\w{1,20}>){0,2}\s*<[Vv]alue(?:[ \t][^<>\n]{0,80})?>([^<\n]{1,1024})</[Vv]alue>"
                 r"|(?<![\w\-])Name:[ \t]+(\S{1,80})\s{1,80}Value:[ \t]+(\S{1,2048})"
                 r"|(?<![\w\-])-Name[ \t]+[\"']?([\w.\-]{1,80})[\"']?[ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"
+                r"|(?<=[ \t])[\"']([\w.\-]{1,80})[\"'][ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"  # the name given by its position: Set-ItemProperty $key "DefaultPassword" -Value "…"
                 r"""|(?:buildConfigField|resValue)\([ \t]*"[^"\n]{0,20}"[ \t]*,[ \t]*"(\w{1,80})"[ \t]*,[ \t]*"(?:\\")?([^"\\\n]{1,512})""")
 _FOLDS_MAX = 256  # more joins than code that builds a secret holds: a hostile text costs no more
 
@@ -7245,7 +7278,7 @@ def _line_folds(original: str, lowered: str) -> list:
 def _named_value_pairs(original: str, lowered: str) -> list:
     """Each value given apart from its name (_NAMED_VALUE) as the line `name: value`, and in a
     cookie's record a machine-made value also as `Cookie: name=value` (a cookie of any name)."""
-    if not ("value" in lowered and ("name" in lowered or "key" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered):
+    if not ("value" in lowered and ("name" in lowered or "key" in lowered or "-value" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered):
         return []
     pairs = []
     for found in _regex(_NAMED_VALUE).finditer(original):
@@ -7907,6 +7940,12 @@ RULE_WORDS = {
     "netntlmv2-response": ("f0b12c16", ("::",), (), ()),
     "kerberos-ticket-base64": ("7c554fb5", ("doi",), ("doi",), ()),
     "lsa-secret-text": ("33e2a8de", ("/text",), (), ("cur", "old")),
+    "lsa-secret-account-line": ("e5e5b27f", ("_sc_", "defaultpassword"), ("[*]",), ("[*]",)),
+    "wlan-profile-key-material": ("ad472dc1", ("</keymaterial>",), ("<keymaterial>",), ("<keymaterial>",)),
+    "autologon-positional": ("942582b6", ("autologon",), ("autologon",), ()),
+    'map-network-drive-password': ('7b077055', ('.mapnetworkdrive',), ('.mapnetworkdrive',), ('"',)),
+    "sendkeys-login-password": ("a31d6ad0", ("{enter}",), ("{tab}",), ("{tab}",)),
+    "upsmon-monitor-password": ("8600803d", ("monitor",), ("monitor",), ("master", "primary", "secondary", "slave")),
     "password-hash": ("3ed351dc", ("$1", "$2", "$5", "$6", "$7$", "$8", "$9", "$argon2d", "$argon2i", "$argon2id",
         "$gy", "$krb5asrep", "$krb5pa", "$krb5tgs", "$md5", "$y", "*", "md5", "scram-sha-256$"), (), ()),
     "radio-and-sim-key": ("34171b68", ("app", "dev", "install", "ki", "milenage", "net", "nwk", "opc"), ("app", "dev",
@@ -8299,7 +8338,7 @@ RULE_WORDS = {
     "cjk-quoted-credential": ("6f7f9a9b", ("apiキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥",
         "暗証番号", "秘密鍵", "비밀번호"), ("apiキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号",
         "秘密鍵", "비밀번호"), ()),
-    "cmdlet-secret-literal": ("1b7bd550", ("apikey", "credential", "passphrase", "password", "secret", "token"),
+    "cmdlet-secret-literal": ("d99dfcae", ("apikey", "credential", "passphrase", "password", "secret", "token"),
         ("add", "connect", "initialize", "new", "register", "set"), ("add", "connect", "initialize", "new", "register",
         "set")),
     "typed-into-password-field": ("a3bc77d6", ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
@@ -8326,6 +8365,9 @@ RULE_WORDS = {
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":",)),
     "secret-flag": ("f961087a", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ("-",)),
+    "windows-switch-secret": ("0c621e18", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
+        "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (),
+        ("/",)),
     "config-line-value": ("70a952c4", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
     "redis-hash-field": ("d3ab79c6", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
@@ -8374,7 +8416,7 @@ RULE_WORDS = {
         "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
         "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("28333af8", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("04fb7f7c", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contrase", "credential",
         "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla",
         "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic",
@@ -8382,30 +8424,30 @@ RULE_WORDS = {
         "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "palavra-passe", "parol",
         "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
         "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
-        "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "seed",
-        "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn",
-        "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
-        "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส",
-        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥",
-        "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa",
-        "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain",
-        "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community",
-        "contrase", "credential", "creds", "db", "deploy", "disarm", "door", "encryption", "frasa sandi",
+        "pincode", "pinkode", "pinkoden", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya",
+        "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel",
+        "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол",
+        "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी",
+        "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー",
+        "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
+        "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
+        "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
+        "community", "contrase", "credential", "creds", "db", "deploy", "disarm", "door", "encryption", "frasa sandi",
         "frase de cifrado", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
         "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa",
         "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord",
         "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo",
         "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp", "palavra-passe", "panel", "parol", "parola",
         "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
-        "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pre",
-        "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi",
-        "sandinya", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre",
-        "signing", "slapta", "sleutel", "snmp", "ssh", "sudo", "token", "tokens", "tokn", "totp", "unseal", "vpn",
-        "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
-        "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन",
-        "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
-        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
-        "토큰"), ()),
+        "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode",
+        "pinkode", "pinkoden", "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root",
+        "safe", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
+        "service", "session", "sifre", "signing", "slapta", "sleutel", "snmp", "ssh", "sudo", "token", "tokens",
+        "tokn", "totp", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre",
+        "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول",
+        "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
+        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
+        "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("c86d4670", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
         "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
@@ -8416,7 +8458,7 @@ RULE_WORDS = {
         "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using", "usuario", "usuária",
         "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi", "with", "wlan", "zugang", "åtkomst",
         "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户", "账号", "账户", "계정", "아이디"), ("/",)),
-    "listed-login-pair": ("7e762196", (" /",), (" /",), ()),
+    "listed-login-pair": ("3ed748a9", (" /",), (" /",), ()),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
@@ -8494,24 +8536,27 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("06714997", ("(cont", "(suite)", "2 phần", "baaki", "baki", "chunks", "continuing:",
-        "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy", "deel", "deux", "deuxième", "druga",
-        "em duas mensagens", "em duas partes", "enter", "faltou", "faltó", "first", "fängt", "got cut", "hai phần",
-        "halves", "hasło", "heslo", "hinten", "hisson", "i två delar", "ikinci", "ilk", "key", "la suite", "last",
-        "lineas", "líneas", "mensajes", "message", "messages", "mitad", "na dvakrát", "na dwa razy", "nachrichten",
-        "other", "part", "parte", "partes", "partie", "parts", "parça", "pass", "passwort", "pieces", "pierwsza",
-        "première", "pw", "rest", "rest:", "second", "seconde", "secret", "senha", "son", "teil", "teilen",
-        "the rest is", "token", "κωδικός", "в два", "вторая", "кусками", "на две", "на дві", "пароль", "первая",
+    "context-split-secret": ("4a8554d5", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "chunks",
+        "continuing:", "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy", "deel", "deux", "deuxième",
+        "druga", "eerste", "em duas mensagens", "em duas partes", "enter", "erste", "faltou", "faltó", "first",
+        "fängt", "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hisson", "i två delar",
+        "ikinci", "ilk", "key", "la suite", "last", "lineas", "líneas", "mensajes", "message", "messages", "mitad",
+        "moitié", "na dvakrát", "na dwa razy", "nachrichten", "other", "part", "parte", "partes", "partie", "parts",
+        "parça", "pass", "passwort", "pieces", "pierwsza", "première", "prima", "primeira", "primera", "pw", "rest",
+        "rest:", "second", "seconda", "seconde", "secret", "segunda", "senha", "son", "teil", "teilen", "the rest is",
+        "token", "tweede", "zweite", "κωδικός", "в два", "вторая", "кусками", "на две", "на дві", "пароль", "первая",
         "продолжени", "сообщениями", "у два", "частями", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段",
-        "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "2 phần", "baaki", "baki",
-        "ciąg", "continuing:", "contraseña", "cut it", "cut off", "część", "daarachter", "deel", "deuxième", "do",
-        "druga", "em duas mensagens", "em duas partes", "en", "enter", "faltou", "faltó", "first", "fängt", "got cut",
-        "hai phần", "halves", "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci", "ilk", "in", "key",
-        "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte", "partie", "pass",
-        "passwort", "pierwsza", "première", "pressed", "pw", "rest", "rest:", "second", "seconde", "secret", "senha",
-        "son", "teil", "the rest is", "token", "too", "zu", "κωδικός", "в два", "вторая", "двумя", "на две", "на дві",
-        "пароль", "первая", "продолжени", "у два", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段",
-        "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
+        "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "1e", "1er", "1re", "2 phần",
+        "2e", "2nd", "2ème", "andra", "baaki", "baki", "ciąg", "continuing:", "contraseña", "cut it", "cut off",
+        "część", "daarachter", "deel", "deuxième", "do", "druga", "eerste", "em duas mensagens", "em duas partes",
+        "en", "enter", "erste", "faltou", "faltó", "first", "fängt", "första", "got cut", "hai phần", "halves",
+        "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci", "ilk", "in", "key", "la suite", "last",
+        "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte", "partie", "pass", "passwort", "pierwsza",
+        "première", "pressed", "prima", "primeira", "primera", "pw", "rest", "rest:", "second", "seconda", "seconde",
+        "secret", "segunda", "senha", "son", "teil", "the rest is", "token", "too", "tweede", "zu", "zweite",
+        "κωδικός", "в два", "вторая", "двумя", "на две", "на дві", "пароль", "первая", "продолжени", "у два", "الجزء",
+        "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
+        "앞부분"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("c3ab3225", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
         "one-time", "recovery")),

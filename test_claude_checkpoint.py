@@ -1361,6 +1361,7 @@ class TestRedaction(unittest.TestCase):
             "<String><Key>Title</Key><Value>Synology NAS</Value></String>\n<String><Key>Password</Key><Value>Tiramisu#Napoli_11</Value></String>":
                 "Tiramisu#Napoli_11",
             "Set-ItemProperty -Path 'HKLM:\\SOFTWARE\\Winlogon' -Name DefaultPassword -Value 'Signage#Lobby9'": "Signage#Lobby9",
+            'Set-ItemProperty $RegPath "DefaultPassword" -Value "Kiosk!Hall2001" -Type String': "Kiosk!Hall2001",
             'buildConfigField("String", "ALGOLIA_ADMIN_KEY", "\\"fd6b66d19fb9b7a907a0a9596a8c76ff\\"")': "fd6b66d19fb9b7a907a0a9596a8c76ff",
             # A cookie's record: its value is a cookie's, whatever its name (Go's http.Cookie, Swift's HTTPCookie).
             'req.AddCookie(&http.Cookie{Name: "gitea_incredible", Value: "f0b1c8018b411d7acb51285087425c81"})': "f0b1c8018b411d7acb51285087425c81",
