@@ -1271,6 +1271,8 @@ def _accept_assignment(match: Any) -> bool:
     if groups.get("op") == ":" and _name_parts(name)[-1:] in (["secrets"], ["tokens"], ["keys"], ["passwords"], ["credentials"]) and (
             not quoted and _regex(r"[ \t]+[\w(]").match(match.string, match.end("s")) or _regex(_NAMES_LISTED).match(match.string, match.start("s") - quoted)):
         return False  # a list of them in a sentence, by name: "secrets: FGT-Lyon admin (ID 4412), …"
+    if name.lower() in ("cookie", "cookies", "set-cookie"):
+        return False  # a header of cookies: context-cookie judges each of them (`Cookie: theme=dark-high-contrast-v2; sid=…`)
     strength = secret_strength(name)
     if not groups.get("q") and value[:2] in ("/^", "/\\", "/(") and match.string[match.start("op"):match.start("s")].strip() in ("=", ":"):
         return False  # a regular expression's literal: `const UNEXPECTED_TOKEN = /^Unexpected token …/i`
@@ -2473,12 +2475,31 @@ def _find_random_tokens(match: Any) -> list:
              if (not _regex(_HEX_ONLY).fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
              and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
              and not (match.group() == "Session-ID" and _regex(r"[0-9A-F]{64}").fullmatch(text[a:b]))]  # what openssl s_client prints of TLS
-    given = [(a, b) for a, b in _given_password(match) if not any(a < end and start < b for start, end in spans)]
+    cookie = _regex(r"(?i)(?:set-)?cookies?\b|-b\b|--cookie\b").match(match.group())  # a cookie's value is a machine's, never a password people chose
+    given = _named_session_cookies(text, start, match.end("s")) if cookie else _given_password(match)
+    given = [(a, b) for a, b in given if not any(a < end and start < b for start, end in spans)]
     found = [(a, b) for a, b in sorted(spans + given) if text[a:a + 3] != "eyJ" or not _is_base64_of_plain_json(text[a:b])]  # (a cookie's JSON prefs in base64)
     if found and _regex(r"(?i)[ _\-]?id\b").match(text, match.end()):  # what a key's id names: `Key ID: 39cf…`, `APNs key id: R7BR8EL00J`
         secret_id = _regex(r"(?i)secret").match(match.group()) is not None  # (a secret's id may be one: Vault's)
         found = [(a, b) for a, b in found if not _regex(r"[0-9a-fA-F]+").fullmatch(text, a, b) and (b - a > 24 or secret_id)]
     return found
+
+
+_ANALYTICS_COOKIE = r"(?i)_g|__utm|_fb|ajs_|amplitude|mp_|_hj|_clck|_clsk|optimizely|intercom-(?:id|device)|__stripe_[ms]id|hubspotutk|__hs|_uet|_pk_|muid|anonymous|visitor|device"
+
+
+def _named_session_cookies(text: str, start: int, end: int) -> list:
+    """The values of a header's cookies whose names say session or token, which random_tokens
+    leaves as ids or as a user's: hex, a UUID (`DomAuthSessId=80AE36FD…`, `tb_refresh=39d239df-eae6-…`),
+    or a machine's value under a name that also says user (`auth_user=Xk29…`)."""
+    spans = []
+    for pair in _regex(r"(?:^|(?<=[;\s\"'{]))([\w.\-]{1,64})=([^;\s\"']{16,4096})(?=[;\s\"']|$)").finditer(text, start, end):
+        name, value = pair.groups()
+        if (secret_strength(name) >= 1 or _regex(r"(?i)refresh|access|auth|sess").search(name)) and (
+                _regex(r"[0-9A-Fa-f]{16,128}|" + _UUID).fullmatch(value) or looks_machine_generated(value)) or (
+                len(value) >= 20 and looks_machine_generated(value) and not _regex(_ANALYTICS_COOKIE).match(name)):
+            spans.append(pair.span(2))
+    return spans
 
 
 def _find_cookie_rows(match: Any) -> list:
@@ -5407,10 +5428,11 @@ key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>]{0,200
 #   keep:  <property name="password" value="${db.password}"/>
 #   catch: <EnvironmentVariable\n   key = "BACKEND_ADMIN_TOKEN"\n   value = "«a8005c167c98ed53f1f2980288d2b824e7f16758»"\n   isEnabled = "YES">
 # Flags and assignments whose name says secret, in every common syntax.
-typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*{VALUE}
+typed-assignment             assignment             (?<![\w.$\-])(?!(?i:cookies?)[ \t]*:){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*{VALUE}
 #   catch: pub const API_KEY: &str = "«QZC1HXsnHVzdkMJDTp5E»";
 #   keep:  2025-06-18T19:15:40.570Z INFO secrets: loaded secret id=sec_8nh4jwmswu name="notifications-signing-key" version=3
 #   keep:  const TOKEN_TTL: Duration = Duration::from_secs(3600);
+#   keep:  Cookie: theme=dark-high-contrast-v2; lang=en
 secret-flag                  flag                   (?<![\w-])--?{SECRETISH_NAME}(?P<name>[A-Za-z][\w.\-]{0,60})(?:=|[ \t]+){VALUE}
 #   keep:  $ aws s3api head-object --bucket acme-builds --key app-2.3.1.tar.gz
 #   catch: tool --password «hunter2» --verbose
@@ -6082,7 +6104,7 @@ context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|
 #   keep:  {"op": "subscribe", "args": ["orderbook.50.BTCUSDT", "publicTrade.BTCUSDT"]}
 #   keep:  {"type": "login", "status": "ok", "session": "user-4471", "at": "2026-03-02T10:11:12Z"}
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
-context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)[ \t]*[:=][ \t]*|(?<![\w\-])cookies?\.(?:set|add|update)\(|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
+context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)(?:["'][ \t]*:[ \t]*["']|[ \t]*[:=][ \t]*)|(?<![\w\-])cookies?\.(?:set|add|update)\(|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
 #   catch: curl 'https://github.com/settings' -b '_octo=GH1; logged_in=yes; same_site=«b2wRyyikMPtj65h7zYStRbxYCPxVOSuqEq2YeyzQ-kBYU2dO»'
 #   keep:  Cookie: _ga=GA1.2.344572755.7222572944; cookie_consent=accepted; theme=light
 #   keep:  Cookie: _ga=GA1.1.501702227.9419076251; _ga_J8DI95943U=GS1.1.1254970757.11.1.2200763613.0.0.0
@@ -6092,6 +6114,10 @@ context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-coo
 #   catch: cookies = {\n    "SID": "«g.a000YDPwI-f9R73WJVt64iiO3LEItNyfiBUrdSdafbE-yTIVbgACOUan-42q»",\n    "NID": "519=«aVNZQT5qoStCRJroweNZoQ»",\n}
 #   catch: I'm logged in, cookie is grafana_session=«acd9edd2981ac56720fa469fcf63c2cc» if you want to hit the API as me
 #   keep:  cookies = {\n    "theme": "dark",\n    "lang": "en-GB",\n}
+#   catch: GET https://unifi.example.net:8443/api/s/default/stat/device headers={'Cookie': 'unifises=«pQ7dWJCE5nL2Vx8KjR3mT6yHsA90bFgZ»; theme=dark'}
+#   catch: Cookie: DomAuthSessId=«5C2E9A0B77D14F3E8A6B1C9D2E4F6A81»; s.SessID=«7f3c9a2e-4b1d-4e8a-9c6f-2d5b8e1a3f70»
+#   catch: curl -sk -b "id=«Vr8Kq2Zx5Lm9Tp3WbN4cD7fHs1JyQ6uE0gAiOt»; lang=it" https://nas.local:5001/webapi/entry.cgi
+#   keep:  Cookie: ajs_anonymous_id=7f3c9a2e-4b1d-4e8a-9c6f-2d5b8e1a3f70; theme=dark-high-contrast-v2
 # A browser's cookies as rows under what lists them (a SELECT from a Cookies file, developer tools'
 # Application > Cookies, a list that ends with a colon): the machine-made values.
 context-cookie-rows          cookie-rows            (?im)^[^\n]*(?:\bfrom[ \t]+(?:moz_)?cookies\b|/cookies\b[^\n]{0,80}['"]|\bcookies?\b[^\n]{0,120}:[ \t]*$|application[ \t]*(?:>|→|›|»)[ \t]*cookies|^[ \t]*name[ \t]{2,}value[ \t]{2,}domain\b)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,20}))
