@@ -1496,8 +1496,8 @@ def _accept_flag(match: Any) -> bool:
     named = name in ("secret", "secrets", "secret-id", "secret-name") and _regex(
         r"[a-z]+(?:[-_][a-z]+)+").fullmatch(value.strip("\"'"))
     spec = name in ("secret", "secrets") and _regex(r"[a-z]+=").match(value)  # --secret id=npmrc,src=…
-    if value.strip("\"'").lower() in _FUNCTION_WORDS | {"or", "are"}:
-        return False  # prose about flags: "passed by CI: -KeyStorePassword and -KeyPassword"
+    if value.strip("\"'").lower() in _FUNCTION_WORDS | {"or", "are"} or _regex(r"_[a-z]+(?:_[a-z]+)+").fullmatch(value):
+        return False  # prose about flags: "passed by CI: -KeyStorePassword and -KeyPassword"; a name in small words (AnyDesk's profile `_full_access`)
     if name == "auth" and not value.startswith("-") and _looks_like_a_secret(value.strip("\"'")) and not _is_reference(value):
         return True  # a tool's --auth takes its password (espota's OTA password, `upload_flags = --auth=…`)
     return not value.startswith("-") and not named and not spec and _accept_assignment(match)
@@ -4767,7 +4767,8 @@ sudo-stdin-here-string       not-reference          \bsudo(?:[ \t]+-[\w\-]+)*[ \
 #   catch: sudo -S apt-get update <<< '«C00k13315#»'
 #   keep:  sudo -S apt-get update <<< "$SUDO_PASS"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli|cryptsetup|passphrase-fd[ \t=]+0\b)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|set-password|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli|cryptsetup|passphrase-fd[ \t=]+0\b)
+#   catch: cmd /c echo «kR7?vd*Hs_L2q» | "C:\Program Files (x86)\AnyDesk\AnyDesk.exe" --set-password _full_access
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
 #   catch: C:\\Tools> echo «v1BSMHi*8e6i#x!V~?»| runas /user:CORP\\adm-dmitri "mmc dsa.msc"
 #   catch: echo '«crimson-dragon-kettle»' | pass insert -e work/atlas/db
