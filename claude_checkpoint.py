@@ -4077,6 +4077,10 @@ cached-domain-logon-hash     -                      \$DCC2\$\d{1,6}#[^#\s]{1,64}
 netntlmv2-response           -                      (?<![\w.\-])[\w.\-$]{1,64}::[\w.\-]{1,64}:[0-9a-fA-F]{16}:(?P<s>[0-9a-fA-F]{32}:[0-9a-fA-F]{64,2048})(?![0-9a-fA-F])
 #   catch: [SMB] NTLMv2-SSP Hash     : p.garcia::CORP:ff030d6605113d18:«5a2c0e162248066d45f59da2fa4bc418:0101000000000000c0653150de09d20126f2a09dbd3d58bc0000000002000800»
 #   keep:  hashcat -m 5600 hashes.txt rockyou.txt   # user::domain:challenge:response:blob
+# BlueZ's pairing keys (/var/lib/bluetooth/…/info): the Key= of a section that names a key.
+bluez-pairing-key            -                      \[(?:LongTermKey|SlaveLongTermKey|PeripheralLongTermKey|LinkKey|IdentityResolvingKey|LocalSignatureKey|RemoteSignatureKey)\][ \t]*\r?\n(?:[^\[\n][^\n]{0,80}\r?\n){0,4}?Key=(?P<s>[0-9A-Fa-f]{32})\b
+#   catch: [LongTermKey]\nKey=«8E2B7A41C09D5F36A1B4E7C2D9F06B13»\nAuthenticated=2\nEncSize=16
+#   keep:  [ConnectionParameters]\nMinInterval=6\nMaxInterval=9\nKey=00000000000000000000000000000000
 # A Kerberos keytab in base64 (its first bytes, 0x0502, read `BQI`): a service's long-term keys.
 kerberos-keytab-base64       -                      (?<![A-Za-z0-9+/])(?P<s>BQIAAA[A-Za-z0-9+/]{60,}={0,2})(?![A-Za-z0-9+/=])
 #   catch: # keytab for HTTP/intranet, base64 so it survives the ticket system\n«BQIAAABLAAIAC0NPUlAuRVhBTVBMRQAESFRUUBFKOZ2buwkG+Z4AK/q0suOXzQ73remCb+3mIddY33grpcCWRLtlCMx3jRtqVCV9uw==»
@@ -6935,10 +6939,10 @@ def _sibling_values(lines: list, index: int, replaced: list) -> list:
     prefix = line[:end - len(REDACTED)]
     if not closing or REDACTED in prefix or not _regex(r"\w[^\w]*[:=(>\"'`][ \t]*[\"'`(]*$").search(prefix):
         return []
-    shape, tail = _line_shape(prefix), line[end:]
+    shape, tail = _line_shape(prefix), line[end:].rstrip(",;")  # (a list's last item has no comma: JSON's `"nwk_key": { "key": "…" }`)
     found = []
     for row in _block_around(lines, index):
-        other = lines[row].rstrip("\r")
+        other = lines[row].rstrip("\r").rstrip(",;")
         if row == index or REDACTED in other or not other.endswith(tail):
             continue
         value = _regex(r"(?<=[\s\"'`=:(>])[^\s\"'`]{4,200}$").search(other, 0, len(other) - len(tail))
@@ -7995,6 +7999,10 @@ RULE_WORDS = {
         "rc4_hmac"), ("aes128", "aes256", "des_cbc_md5", "hash", "lm", "nthash", "ntlm-", "rc4_hmac"), (":",)),
     "cached-domain-logon-hash": ("b5e6feb8", ("$dcc2$",), ("$dcc2$",), ("#",)),
     "netntlmv2-response": ("f0b12c16", ("::",), (), ()),
+    "bluez-pairing-key": ("eb285cb6", ("[identityresolvingkey", "[linkkey", "[localsignaturekey", "[longtermkey",
+        "[peripherallongtermkey", "[remotesignaturekey", "[slavelongtermkey"), ("[identityresolvingkey", "[linkkey",
+        "[localsignaturekey", "[longtermkey", "[peripherallongtermkey", "[remotesignaturekey", "[slavelongtermkey"),
+        ("key=",)),
     "kerberos-keytab-base64": ("4278a618", ("bqiaaa",), ("bqiaaa",), ()),
     "kerberos-ticket-base64": ("7c554fb5", ("doi",), ("doi",), ()),
     "lsa-secret-text": ("33e2a8de", ("/text",), (), ("cur", "old")),
@@ -8220,9 +8228,9 @@ RULE_WORDS = {
         "hash_password", "hashpw", "make_password", "password_hash"), ("argon2.hash", "bcrypt.hash",
         "generate_password_hash", "hash", "hash_password", "hashpw", "make_password", "password_hash"), ("(",)),
     "sudo-stdin-here-string": ("af4b3ab2", ("sudo",), ("sudo",), ("<<<",)),
-    "piped-secret": ("98a3f657", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
+    "piped-secret": ("02728df2", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
         "insert", "keepassxc-cli", "kinit", "login", "passphrase-fd", "passwd", "password-stdin", "runas", "secret",
-        "signin", "sudo", "unlock")),
+        "set-password", "signin", "sudo", "unlock")),
     "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf"), ("auth", "cred", "key", "pass", "pw",
         "secret", "token")),
     "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), (), ("echo",

@@ -1058,6 +1058,8 @@ class TestRedaction(unittest.TestCase):
             "<tr><td>Apple ID</td><td>ios@tallyhq.io</td><td><p>Stroopwafel#3</p></td></tr>\n"
             "<tr><td>GitHub</td><td>android@tallyhq.io</td><td><p>ghp_16C7e42F292c6912E7710c838347Ae178B4a</p></td></tr>\n": ["Stroopwafel#3"],
             "Büro Zugänge\nKennwort:        Xk29!mPq7zLw3\nWLAN (KFZ-Gast): c0rrect#7\n": ["c0rrect#7"],
+            '"root_keys": {\n    "app_key": { "key": "4C7A19E0B2D85F36A91E0C4B7D28F531" },\n    "nwk_key": { "key": "9E13B7C40A2F68D15B4E7A0C93D2F618" }\n}':
+                ["9E13B7C40A2F68D15B4E7A0C93D2F618"],  # the last item of a list has no comma
         }
         for text, siblings in cases.items():
             redacted, _ = cc.redact(text)
