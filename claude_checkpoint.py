@@ -3330,10 +3330,15 @@ def _credential_columns(names: list) -> tuple:
     columns = []
     valued = any(name.strip().lower() == "value" for name in names)
     wireless = any(_regex(r"(?i)ssid|wlan|wi-?fi|network").fullmatch(name.strip()) for name in names)  # beside a network's name, its `Key` is a password
+    sim_cards = any(_regex(r"(?i)imsi|iccid").fullmatch(name.strip()) for name in names)  # a batch of SIM cards: its Ki and OPc are keys
     for index, name in enumerate(names):
         if valued and _regex(r"(?i)(?:secret|key)[ _]?id").fullmatch(name.strip()):
             continue  # beside the secret's Value, its id: Entra's `Value  Secret ID`
+        if sim_cards and _regex(r"(?i)ki|opc?|adm\d?").fullmatch(name.strip()):
+            columns.append((index, "pin" if name.strip()[-1:].isdigit() else "machine"))  # ADM1 is a PIN's digits
+            continue
         name = _regex(r"[ \t]*\([^()]{0,60}\)$").sub("", name) if name.endswith(")") else name  # `password (set in migration 0007)`
+        name = _regex(r"(?i)(?<=pin|puk)[ _]?\d").sub("", name) if _regex(r"(?i)(?:pin|puk)[ _]?\d").fullmatch(name.strip()) else name  # a SIM's PIN1, PUK2
         if "_" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.replace("_", " ")):
             name = name.replace("_", " ")  # a credential's words joined by underscores: `mot_de_passe`
         strength = secret_strength(_regex(r"\W+").sub("_", name)) if name else 0
@@ -6345,6 +6350,8 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: | Was | Code |\n|---|---|\n| Hintereingang | «804412» |\n| Alarmanlage | «5513» |
 #   keep:  | Item | Code |\n|---|---|\n| Shipping box | 40 |\n| Product | 880412 |
 #   catch: ROOM    SSID          KEY\nB12     Guest-B12     «maple-otter-51»
+#   catch: ICCID,IMSI,KI,OPC,PIN1,PUK1\n8988211000000700037,999700000070003,«5A0C93E1B7D24F6A8E19C3B05D7F2A64»,«C17E04B9A35D28F6E0B41C97A6D3F852»,«2048»,«61730594»
+#   keep:  ICCID,IMSI,MSISDN,PIN1\n8988211000000700037,999700000070003,491701234567,(on the card's carrier)
 # An HTML table whose header cell names a credential: the cells under it.
 context-html-table           html-table-cells       <tr(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>[^<\n]{0,60}</th>\s*|<td(?:[ \t][^>\n]{0,200})?><(?:b|strong)>[^<\n]{0,60}</(?:b|strong)></td>\s*){2,20})</tr>(?=(?P<s>(?:\s*(?:</?tbody>|</thead>)?\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code)>)?[^<\n]{0,200}(?:</(?:b|strong|code)>)?</td>){1,20}\s*</tr>){1,100}))
 #   catch: <table>\n  <tr><th>Device</th><th>SNMP community</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>«n0c-R3ad-Only»</td><td>«En4ble#Core01»</td></tr>\n</table>
@@ -6910,8 +6917,8 @@ def _is_sibling_cell(value: str, header: bool) -> bool:
     """Whether a cell in the column of a redacted one holds a secret too: one token of 4 to 200
     characters that is no header's name (words alone in a first row), says none (`-`, `n/a`,
     `same`), refers or masks, names a secret, or is a URL, address, path, version, date or call."""
-    if header and _regex(r"[^\W\d]+(?:[ _/\-][^\W\d]+)*").fullmatch(value):
-        return False
+    if header and _regex(r"[^\W\d]+\d?(?:[ _/\-][^\W\d]+\d?)*").fullmatch(value):
+        return False  # (also a numbered name: a SIM's PIN1)
     if not 4 <= len(value) <= 200 or _regex(r"\S+").fullmatch(value) is None or value.lower() in _NOT_VALUES:
         return False
     if _is_placeholder(value) or _is_reference(value) or _is_masked_or_public(value) or _is_path_or_version(value) or _is_call(value):
