@@ -3442,6 +3442,24 @@ def _find_listed_logins(match: Any) -> list:
     return spans
 
 
+def _find_commented_logins(match: Any) -> list:
+    """The passwords of the `login:password` or `login  password` lines under a comment that names
+    users, logins or their passwords (context-commented-logins): only under a comment's line (`#`,
+    `//`, `;`, `--`), each login a login's shape and each password one a person chose
+    (looks_like_chosen_password), joined words or a machine's."""
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    if not _regex(r"[ \t]*(?:#|//|;|--|REM\b)").match(text, line_start):
+        return []
+    spans = []
+    for line in _regex(r"(?m)^[ \t]*([\w.@\-]{2,64})(?::|[ \t]+)([^\s:]{6,128})[ \t]*$").finditer(text, match.start("s"), match.end("s")):
+        login, value = line.groups()
+        if _reads_as_login(login) and (looks_like_chosen_password(value) or _is_joined_passphrase(value) or looks_machine_generated(value)) and not (
+                _is_reference(value) or _is_path_or_version(value) or _regex(r"\$[\w\-]{1,12}\$").match(value)):
+            spans.append(line.span(2))
+    return spans
+
+
 def _reads_as_login(cell: str) -> bool:
     """A table's cell that reads as a login: a user's name, an e-mail address, `DOMAIN\\user`, not a password."""
     return _regex(r"[A-Za-z][\w.\-]{1,40}(?:@[\w.\-]+)?|[\w\-]{1,20}\\[\w.\-]{1,40}").fullmatch(cell) is not None and not _looks_like_password(cell)
@@ -6237,6 +6255,13 @@ context-listed-logins        listed-logins          (?i)(?:(?<![\w\-])(?:cat|col
 #   catch: $ sqlite3 app.db "select * from accounts;"\n1|dienstplan-api|https://dienstplan.kh.local/api|svc_shiftplan|«IchLiebeKrakow.41»
 #   keep:  $ cat accounts.txt\nalice      Finance      2024-01-02\nbob        Sales        2024-03-09
 #   keep:  $ head -3 logins.csv\nuser,last_login,ip\nalice,2024-10-01T08:00:00Z,10.0.0.7
+# A list of logins and their passwords under a comment that says so (`# users for the docs' basic auth`):
+# each line's password, when it reads as typed by a person or made by a machine.
+context-commented-logins     commented-logins       (?i)\b(?:basic[ \-]?auth|htpasswd|users|logins|accounts|credentials|passwords|passw[öo]rter|kennw[öo]rter|contraseñas|senhas|hasła|lösenord)\b[^\n]{0,120}\r?\n(?=(?P<s>(?:[ \t]*[\w.@\-]{2,64}(?::|[ \t]+)[^\s:]{6,128}[ \t]*(?:\r?\n|$)){1,40}))
+#   catch: # users for the internal docs basic auth (plain, will hash later)\nanna.berg:«Fjord!Docs-11»\nli.wei:«Bamboo#Docs-27»
+#   catch: # to create with htpasswd -b, then delete this file\neditor1 «Redakt!on-01»\nreview  «Lektorat_77x»
+#   keep:  # users and their home folders\nalice /home/alice\nbob   /home/bob
+#   keep:  # accounts created this week\nalice.berg:2024-10-01\nli.wei:2024-10-02
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
 #   catch: $ vault kv get secret/network/tacacs\n====== Data ======\nKey           Value\n---           -----\nbreak_glass   «Autumn2022%»
 #   keep:  $ vault kv get secret/app/prod\n====== Data ======\nKey            Value\n---            -----\ndb_password    ********\ndb_user        app_w42m
@@ -6519,7 +6544,7 @@ CONTEXT_FINDERS = {
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
-    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
+    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "failed-login-names": _find_failed_login_names, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -8588,6 +8613,10 @@ RULE_WORDS = {
         "tail"), ("bat", "cat", "column", "get-content", "head", "import-csv", "select", "tail"), ("acceso", "access",
         "account", "accès", "acesso", "contas", "contrase", "credential", "creds", "cuentas", "has", "kennw", "konten",
         "login", "parol", "passw", "senha", "senord", "wachtwoord", "zugang")),
+    "context-commented-logins": ("e2ff973f", ("accounts", "basic", "contraseñas", "credentials", "hasła", "htpasswd",
+        "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
+        "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
+        ("\n",)),
     "context-command-output": ("11fc2daf", ("\n=> ", "$env:", "--expose-token", "--fields", "--query", "--reveal",
         "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks",
         ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk",
