@@ -7286,6 +7286,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         spans = [found.span("value")] if found.group("value") is not None else [found.span("bare")] if found.group("bare") is not None else [
             literal.span(1) for literal in _regex(_QUOTED).finditer(original, found.start("list"), found.end("list"))]
         definitions[found.group("name")] = definitions.get(found.group("name"), []) + spans if found.group("op") == "+=" else spans
+    for found in _regex(r"(?m)^[ \t]*([A-Za-z_]\w*)\.append\([ \t]*[\"']([^\"'\n\\]{1,512})[\"'][ \t]*\)[ \t]*;").finditer(original) if ".append(" in original else ():
+        definitions[found.group(1)] = definitions.get(found.group(1), []) + [found.span(2)]  # a StringBuilder's appends, one a statement: `sb.append("…");`
     folds = []  # (start, end, the string made, the spans of the parts)
     lowered = original.lower()
     for start, end in _join_lines(original, lowered):
@@ -7298,8 +7300,9 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     folds += _line_folds(original, lowered)
     folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
-    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%").finditer(original) if definitions else ():  # also C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%
-        name, inside = found.group(1) or found.group(2) or found.group(3) or found.group(4), bisect.bisect_right(joined, (found.start(), len(original))) - 1
+    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.toString\(\))").finditer(
+            original) if definitions else ():  # also C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%, Java's sb.toString()
+        name, inside = found.group(1) or found.group(2) or found.group(3) or found.group(4) or found.group(5), bisect.bisect_right(joined, (found.start(), len(original))) - 1
         if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()):
             folds.append((found.start(), found.end(), "".join(original[a:b] for a, b in definitions[name]), definitions[name]))
         if len(folds) > _FOLDS_MAX:

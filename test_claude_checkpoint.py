@@ -1339,6 +1339,8 @@ class TestRedaction(unittest.TestCase):
             'provider "tfe" {\n  token = format("%s%s", "Qx8wd3610K7KR7.atlasv1.hwKVF", "qrB3FdQbRwFtFOKPGlx71ysekqr0rRkDBYWQ3")\n}':
                 ("Qx8wd3610K7KR7.atlasv1.hwKVF", "qrB3FdQbRwFtFOKPGlx71ysekqr0rRkDBYWQ3"),
             'API_KEY = "{}{}".format("c29c616612aa93f1", "793a8bb5b2bb04e7")': ("c29c616612aa93f1", "793a8bb5b2bb04e7"),
+            'StringBuilder sb = new StringBuilder();\nsb.append("Qm7vLoHI2x");\nsb.append("T*ws.Yop4R");\nprops.setProperty("mail.smtp.password", sb.toString());':
+                ("Qm7vLoHI2x", "T*ws.Yop4R"),
         }
         for text, parts in cases.items():
             with self.subTest(text=text[:30]):
