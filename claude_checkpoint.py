@@ -4822,10 +4822,11 @@ redis-cli-password           not-reference          \bredis-cli\b{COMMAND}\s-a\s
 gh-secret-body               not-reference          \bgh\s+secret\s+set\b{COMMAND}\s(?:-b|--body)(?:\s+|=){TOOL_VALUE}
 #   catch: gh secret set API_KEY --body "«moLerHqv4F4vjgMR»"
 #   keep:  gh secret set API_KEY --body "$API_KEY"
-powershell-secure-string     not-reference          (?i)ConvertTo-SecureString(?:\s+-(?:String|AsPlainText|Force)\b)*\s+(?P<s>"[^"\n]*"|'[^'\n]*')
+powershell-secure-string     not-reference          (?i)ConvertTo-SecureString(?:\s+-(?:String|AsPlainText|Force)\b)*\s+\(?[ \t]*(?P<s>"[^"\n]*"|'[^'\n]*')
 #   catch: $pw = ConvertTo-SecureString "«Tr0ub4dor&3»" -AsPlainText -Force
 #   catch: Set-ADAccountPassword -Identity admin2 -Reset -NewPassword (ConvertTo-SecureString -AsPlainText '«N)SWedA2mTLYP»' -Force)
 #   keep:  $pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force
+#   catch: $pw = ConvertTo-SecureString ("«Harbor#31otter611!»") -AsPlainText -Force
 netrc-password               not-reference          \bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)
 #   catch: machine ftp.example.com login deploy password «Jupiter#9»
 #   keep:  machine ftp.example.com login deploy
@@ -7228,7 +7229,7 @@ def _decoded_secrets(blob: str) -> list:
 
 # A string given a name (`k1 = "…"`, `const a = '…';`, `$p1 = "…"`, `P1: "…"`, `PASS+="…"`, `val k: String = "…"`)
 # or a list of strings (`keyParts = ["…", "…"]`), one a line.
-_STRING_DEFINITION = (r"(?m)(?:^|(?<=;))[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare|ARG|ENV|set|SET)[ \t]+)*[$@]?"
+_STRING_DEFINITION = (r"(?m)(?:^(?:PS [^>\n]{1,80}> )?|(?<=;))[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare|ARG|ENV|set|SET)[ \t]+)*[$@]?"
                       r"(?P<name>[A-Za-z_]\w{0,40})(?:[ \t]*:[ \t]*[\w&\[\]<>.?]{1,30})?[ \t]*(?P<op>:=|\+=|=|:)[ \t]*"
                       r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\()[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*[\]})])"
                       r"|(?<==)(?P<bare>[^\s\"'$`\\;&|#(){}]{4,512}))"  # a shell's or a Dockerfile's bare value: ARG NPM_T1=npm_PWgZ…

@@ -1341,6 +1341,7 @@ class TestRedaction(unittest.TestCase):
             'API_KEY = "{}{}".format("c29c616612aa93f1", "793a8bb5b2bb04e7")': ("c29c616612aa93f1", "793a8bb5b2bb04e7"),
             'StringBuilder sb = new StringBuilder();\nsb.append("Qm7vLoHI2x");\nsb.append("T*ws.Yop4R");\nprops.setProperty("mail.smtp.password", sb.toString());':
                 ("Qm7vLoHI2x", "T*ws.Yop4R"),
+            "PS C:\\> $a = 'Harbor#31'\nPS C:\\> $b = 'otter611!'\nPS C:\\> $pw = ConvertTo-SecureString ($a + $b) -AsPlainText -Force": ("Harbor#31", "otter611!"),
         }
         for text, parts in cases.items():
             with self.subTest(text=text[:30]):
