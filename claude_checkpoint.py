@@ -6785,6 +6785,19 @@ def _shared_prefix(above: str, below: str) -> int:
     return separators[-1] if separators else 0
 
 
+def _speaker_above(text: str, line_start: int) -> Optional[str]:
+    """The name of the nearest chat header (_SPEAKER_LINE) in the 12 lines above line_start, or None."""
+    for _ in range(12):
+        if line_start <= 0:
+            return None
+        above_start = text.rfind("\n", 0, line_start - 1) + 1
+        header = _regex(_SPEAKER_LINE + r"\r?").fullmatch(text, above_start, line_start - 1)
+        if header:
+            return header.group(1)
+        line_start = above_start
+    return None
+
+
 def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the rest of each redacted value that ends its line and goes on at the
     start of the next (_WRAPPED_REST), when that rest looks like a secret's part (_is_secret_part)
@@ -6800,8 +6813,7 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         above, below = text[above_start:end.start()], text[end.end():below_end if below_end >= 0 else len(text)]
         speaker = _regex(_SPEAKER_LINE).fullmatch(below)
         if speaker and below_end >= 0 and not end.group("join"):  # the same person's next message, under the header of their name (Teams, Slack)
-            header_above = _regex(r"(?m)^" + _SPEAKER_LINE + r"\r?$").findall(text, max(0, above_start - 2000), above_start)
-            if not header_above or header_above[-1] != speaker.group(1):
+            if _speaker_above(text, above_start) != speaker.group(1):
                 continue
             next_end = text.find("\n", below_end + 1)
             below_start, below = below_end + 1, text[below_end + 1:next_end if next_end >= 0 else len(text)]
