@@ -8286,7 +8286,7 @@ RULE_WORDS = {
     "openssl-pass": ("a94aee91", ("-pass",), ("-pass",), ("pass:",)),
     "redis-cli-password": ("4db6fd48", ("redis-cli",), ("redis-cli",), ("-a",)),
     "gh-secret-body": ("70e96687", ("secret",), ("gh",), ("set",)),
-    'powershell-secure-string': ('dc0cf1dd', ('convertto-securestring',), ('convertto-securestring',), ('"', "'")),
+    'powershell-secure-string': ('50c238dd', ('convertto-securestring',), ('convertto-securestring',), ('"', "'")),
     "netrc-password": ("9192685f", ("password",), ("machine",), ("machine",)),
     "short-flag-random-value": ("fbfd784e", ("-",), (), ()),
     "net-user-password": ("2f34f48a", ("user",), ("net",), ("net",)),
