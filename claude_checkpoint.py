@@ -2517,9 +2517,9 @@ def _named_session_cookies(text: str, start: int, end: int) -> list:
     spans = []
     for pair in _regex(r"(?:^|(?<=[;\s\"'{]))([\w.\-]{1,64})=([^;\s\"']{16,4096})(?=[;\s\"']|$)").finditer(text, start, end):
         name, value = pair.groups()
-        if (secret_strength(name) >= 1 or _regex(r"(?i)refresh|access|auth|sess").search(name)) and (
-                _regex(r"[0-9A-Fa-f]{16,128}|" + _UUID).fullmatch(value) or looks_machine_generated(value)) or (
-                len(value) >= 20 and looks_machine_generated(value) and not _regex(_ANALYTICS_COOKIE).match(name)):
+        named = secret_strength(name) >= 1 or _regex(r"(?i)refresh|access|auth|sess").search(name) is not None
+        if named and _regex(r"[0-9A-Fa-f]{16,128}|" + _UUID).fullmatch(value) or looks_machine_generated(value) and (
+                named or len(value) >= 20 and not _regex(_ANALYTICS_COOKIE).match(name)):
             spans.append(pair.span(2))
     return spans
 
@@ -5486,7 +5486,7 @@ key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>]{0,200
 #   keep:  <property name="password" value="${db.password}"/>
 #   catch: <EnvironmentVariable\n   key = "BACKEND_ADMIN_TOKEN"\n   value = "«a8005c167c98ed53f1f2980288d2b824e7f16758»"\n   isEnabled = "YES">
 # Flags and assignments whose name says secret, in every common syntax.
-typed-assignment             assignment             (?<![\w.$\-])(?!(?i:cookies?)[ \t]*:){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*{VALUE}
+typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*{VALUE}
 #   catch: pub const API_KEY: &str = "«QZC1HXsnHVzdkMJDTp5E»";
 #   keep:  2025-06-18T19:15:40.570Z INFO secrets: loaded secret id=sec_8nh4jwmswu name="notifications-signing-key" version=3
 #   keep:  const TOKEN_TTL: Duration = Duration::from_secs(3600);
@@ -8477,7 +8477,7 @@ RULE_WORDS = {
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("6f24ced5", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
+    "typed-assignment": ("ed6348d4", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":",)),
     "secret-flag": ("f961087a", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ("-",)),
