@@ -3609,6 +3609,58 @@ def _find_split_parts(match: Any) -> list:
     return sorted(parts | plain if parts else ())  # a plain word only beside a part no sentence holds: `pierwsza część: sophie` ⏎ `druga część: .krakow20`
 
 
+# What a chat says of a secret it sent in pieces: that they go together ("no spaces", "all together",
+# "tout collé", "ohne Leerzeichen", "ihop", "todo junto", "senza spazi") or that the first was sent
+# too early. The pieces stand above it, on lines of their own or ending the lines they are in.
+_JOINED_NOTE = (r"""\bno[ \t]+spaces?\b|\bwithout[ \t]+(?:a[ \t]+|any[ \t]+)?spaces?\b|\ball[ \t]+together\b|\btoo[ \t]+(?:early|soon)\b|\bsans[ \t]+espaces?\b"""
+                r"""|\btout[ \t]+(?:coll|attach)é|\btrop[ \t]+(?:tôt|vite)\b|\bohne[ \t]+(?:leerzeichen|abstand)|\bzusammen(?:geschrieben)?\b|\bgehört[ \t]+(?:noch[ \t]+)?dazu\b"""
+                r"""|\bihop\b|\b(?:inga|utan)[ \t]+mellanslag|\btodo[ \t]+junto\b|\btudo[ \t]+junto\b|\bsin[ \t]+espacios?\b|\bsem[ \t]+espaços?\b|\bse[ \t]+envi[óo][ \t]+solo\b"""
+                r"""|\btutto[ \t]+attaccato\b|\bsenza[ \t]+spazi\b|\bpartito[ \t]+l'invio\b|\baan[ \t]+elkaar\b|\bzonder[ \t]+spaties?\b|\bbez[ \t]+spacji\b|\bbez[ \t]+mezery\b"""
+                r"""|\bboşluksuz\b|\bbitişik\b|\bслитно\b|\bбез[ \t]+пробел|χωρίς[ \t]+κενό|スペースなし|空格|띄어쓰기[ \t]*없이|붙여서""")
+# A piece ends the line after a word that gives it (`… c'est Purplerocket`, `la suite c'est 2009!!pixel`,
+# `slutar med L4nt3rn (ihop)`), follows a word that joins it (`ends with -Erratic_1912 appended right
+# after`), or stands alone on its line after a chat line's speaker (`[10:41] Élise: 5099!Matin`).
+_JOINED_PIECE = (r"""(?im)\b(?:is|es|est|c'est|ist|è|é|är|jest|je|είναι|это|suite|resto|together|zusammen|junto|ensemble|ihop|τέλος|final|finale|końcu|sonunda|конце)[ \t]+"""
+                 r"""["'«`]?([^\s"'»`]{6,64}?)["'»`]?(?:[ \t]*[(,][^\n]{0,80})?\r?$"""
+                 r"""|[:：][ \t]+["'«`]?([^\s"'»`]{6,64}?)["'»`]?(?:[ \t]*\([^\n]{0,80})?\r?$"""
+                 r"""|\b(?:then|dann|noch|with|med|mit|con|com|par|por|avec)[ \t]+["'«`]?([^\s"'»`]{6,64}?)["'»`]?(?:(?:[ \t]*[(,]|[ \t]+)[^\n]{0,80})?\r?$"""
+                 r"""|^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\- ]{0,30}?(?:[ \t]*\([^)\n]{0,30}\))?[:：][ \t]*)?(?:\.{2,3}|…)?[ \t]*"""
+                 r"""["'«`]?([^\s"'»`]{6,64}?)["'»`]?(?:[ \t]*\([^\n]{0,80})?\r?$""")
+
+
+def _find_joined_parts(match: Any) -> list:
+    """The pieces of a secret a chat sent in pieces (context-joined-parts): the note that says they
+    go together (_JOINED_NOTE) and the four lines above it, below a credential word, each piece a
+    secret's part (_is_secret_part) or, beside one, a plain word (_is_plain_part): `[14:01] Claire: le
+    mdp du compte OVH c'est Purplerocket` ⏎ `… la suite c'est 2009!!pixel` ⏎ `tout collé sans espace`."""
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    first = line_start
+    for _ in range(4):
+        if first == 0:
+            break
+        first = text.rfind("\n", 0, first - 1) + 1
+    line_end = text.find("\n", match.end())
+    line_end = len(text) if line_end < 0 else line_end
+    word = _credential_word(text, first, line_end)
+    if not word:
+        return []
+    parts, plain = [], []
+    position = text.rfind("\n", 0, word.start()) + 1
+    while position <= line_end:
+        end = text.find("\n", position, line_end + 1)
+        end = line_end if end < 0 else end
+        piece = _regex(_JOINED_PIECE).search(text, max(position, word.end()), end)
+        value = piece and piece.group(piece.lastindex)
+        if value and not text.startswith(REDACTED, piece.start(piece.lastindex) - 1):
+            if _is_secret_part(value) and not _regex(r"[a-z]{1,8}(?:[-_][a-z]{1,8})?[-_]").fullmatch(value):  # (not a vendor's prefix: `sk-proj-`)
+                parts.append(piece.span(piece.lastindex))
+            elif _is_plain_part(value):
+                plain.append(piece.span(piece.lastindex))
+        position = end + 1
+    return sorted(parts + plain) if parts else []
+
+
 def _is_plain_part(value: str) -> bool:
     """A part of a secret after a label that says so (`(suite) kimchi`, `pierwsza część: sophie`): a
     word of five letters or more that a sentence seldom holds, which a passphrase's part may be."""
@@ -3616,10 +3668,17 @@ def _is_plain_part(value: str) -> bool:
 
 
 def _names_a_credential(text: str, start: int, end: int, bare: str = "keys?|pass") -> bool:
-    """Whether text[start:end] holds a word that names a credential (_CREDENTIAL_WORDS), or one of
-    the `bare` words a chat says it with ("sending the key in two parts", "sftp pass for MPS is")."""
-    return bool(_regex(_CREDENTIAL_WORDS).search(text, start, end) or _regex(r"(?i)\b(?:" + bare + r")\b").search(text, start, end)
-                or _regex(r"(?i)[^\W\d_]{3,20}(?:nyckel|schlüssel|sleutel|kennwort|passwort|wachtwoord|lösenord|salasana|adgangskode)").search(text, start, end))  # a compound: återställningsnyckeln
+    """Whether text[start:end] holds a word that names a credential (_credential_word)."""
+    return _credential_word(text, start, end, bare) is not None
+
+
+def _credential_word(text: str, start: int, end: int, bare: str = "keys?|pass") -> Optional[Any]:
+    """The first word in text[start:end] that names a credential (_CREDENTIAL_WORDS), or one of the
+    `bare` words a chat says it with ("sending the key in two parts", "sftp pass for MPS is"), or a
+    compound that ends in one (återställningsnyckeln); None when there is none."""
+    found = [word for word in (_regex(_CREDENTIAL_WORDS).search(text, start, end), _regex(r"(?i)\b(?:" + bare + r")\b").search(text, start, end),
+                               _regex(r"(?i)[^\W\d_]{3,20}(?:nyckel|schlüssel|sleutel|kennwort|passwort|wachtwoord|lösenord|salasana|adgangskode)").search(text, start, end)) if word]
+    return min(found, key=lambda word: word.start(), default=None)
 
 
 def _find_numbered_parts(match: Any) -> list:
@@ -3774,6 +3833,14 @@ def _find_wrapped_log_line(match: Any) -> list:
     else:
         return []
     return random_tokens(text, match.start("s"), match.end("s")) if _ends_machine_made(text, end) else []
+
+
+def _find_wrapped_url_password(match: Any) -> list:
+    """Both lines' parts of a URL's password a terminal wrapped (url-credentials-wrapped), when the
+    joined password is no reference or local default (_accept_url_password's judgement)."""
+    password = match.group("a") + match.group("s")
+    local = match.string.startswith(("localhost", "127.0.0.1", "[::1]"), match.end()) and password == match.group("user")
+    return [] if _is_reference(password) or local else [match.span("a"), match.span("s")]
 
 
 def _ends_machine_made(text: str, end: int) -> bool:
@@ -5219,6 +5286,13 @@ url-credentials-wide         url-password-wide      (?i)(?<![a-z0-9+.\-])[a-z][a
 #   catch: DATABASE_URL=postgresql://app_user:«qp0tVPY80mGtdFrts5tbgrIPi/cyapST»@db01.internal:5432/app
 #   catch: broker_url = "amqp://rabbit:«P@sswillow8648»@mq.internal:5672/vhost"
 #   keep:  see https://example.com:443/users/@alice for the profile
+# A URL's password that a terminal, a pane or a log shipper wrapped: the line ends inside it, the
+# next line starts with its rest and the `@` before the host.
+url-credentials-wrapped      wrapped-url-password   (?i)(?<=[a-z0-9])://(?P<user>[\w.%\-]{1,64}):(?P<a>[^\s/@'"<>]{2,256})\r?\n[ \t]*(?P<s>[^\s/@'"<>:]{2,256})@(?=[\w\-]+(?:\.[\w\-]+)*(?::\d{1,5})?(?:[/?#\s'"]|$))
+#   catch: $ heroku config:get DATABASE_URL -a sable-orders\npostgres://un07insc5k8h29:«pffa9b6e12aad2f5f6c71d0fed927676e0b»\n«77c2c92cd949c1e95bae83ed0a8f9a»@ec2-54-170-12-88.eu-west-1.compute.amazonaws.com:5432/dm8t87bp0vt3lb
+#   catch: 2024-03-11T08:00:01Z WARN  config: loaded broker url amqps://ingest-svc:«Ing3st-S»\n«vc!Amqp-2024»@b-7c1f.mq.eu-west-1.amazonaws.com:5671 (wrapped)
+#   keep:  amqp://guest:gu\nest@localhost:5672/
+#   keep:  DATABASE_URL=postgres://app:${DB_\nPASSWORD}@db:5432/app
 # A cookie copied from the browser's developer tools as Name: and Value: lines.
 devtools-cookie-lines        named-random           (?im)^Name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]*\r?\nValue:[ \t]*(?P<s>[^\s]{8,4096})
 #   catch: Name: laravel_session\nValue: «4AblVy+UpWf3Hrj7mIaUlNgGJdeluAxrNXQIoZvEITczfeBPOZCAUXUkpUOAUjAnG7I98t5Hk»\nDomain: shop.example.com
@@ -6433,6 +6507,14 @@ context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|th
 #   keep:  The key fingerprint is:\nSHA256:RUNMISkU2xYa22mVGgS93ufXWB+e/fD/mN/ShqycmcE deploy@reporting\nThe key's randomart image is:\n+----[SHA256]-----+
 #   catch: Honza: heslo k routeru ti pošlu na dvakrát\nHonza: «TXxBf-RUju2%»\nHonza: «yDCfJL2spYBEml»\nHonza: bez mezery mezi tím
 #   catch: الجزء الأول من المفتاح: «6c0eb1b63303d23374c23d0319c62a98e»\nوالجزء الثاني: «4068e9c2d1c568bc55eb37794295406»
+# A secret a chat sent in pieces and then said they go together ("no spaces", "tout collé", "ihop",
+# "sent too early"): the pieces in the four lines above, below a credential word.
+context-joined-parts         joined-parts           (?i)(?:{JOINED_NOTE})
+#   catch: [14:01] Claire: le mdp du compte OVH c'est «Purplerocket»\n[14:01] Claire: attends, la suite c'est «2009!!pixel»\n[14:02] Claire: tout collé sans espace
+#   catch: Lena: pw for the finance share is «correct-llama-ba»\nLena: ...and then «ttery-hinge_4051»  (no spaces)
+#   catch: [10:41] Johan: lösenordet till NAS:en börjar med «h4rb0r-»\n[10:41] Johan: och slutar med «L4nt3rn» (ihop, inga mellanslag)
+#   keep:  the token starts with sk-proj- and is one line, no spaces
+#   keep:  passwords must be 12 characters or more, no spaces, e.g. at least one digit
 # A secret's parts under numbered labels, in whatever language the label is ("phần 1: …" then "phần 2: …",
 # "część 1) …"), near a credential word: each part.
 context-numbered-parts       numbered-parts         1(?:(?<=[^\W\d_]1)|(?<=[^\W\d_][ \t]1))[ \t]*[:：)][ \t]*["'«`]?(?P<a>[^\s"'»`]{4,200})["'»`]?[ \t]*\r?\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,3}))
@@ -6545,7 +6627,7 @@ CONTEXT_FINDERS = {
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
-    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
+    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "joined-parts": _find_joined_parts, "wrapped-url-password": _find_wrapped_url_password, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "failed-login-names": _find_failed_login_names, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -6560,7 +6642,7 @@ PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
                   "{L}": _L, "{R}": _R, "{CREDENTIAL_WORD}": _CREDENTIAL_WORDS, "{PROMPT_LINE}": _PROMPT_LINE,
                   "{SECRET_PRINTING_COMMAND}": _SECRET_PRINTING_COMMAND, "{INSIDE}": _INSIDE_ANOTHER_COMMAND, "{TABLE_CELL}": _TABLE_HEADER_CELL,
-                  "{DECODING_CALL}": _DECODING_CALL, "{PART_LABEL}": _PART_LABEL}
+                  "{DECODING_CALL}": _DECODING_CALL, "{PART_LABEL}": _PART_LABEL, "{JOINED_NOTE}": _JOINED_NOTE}
 
 
 def redaction_rules() -> list:
@@ -6948,7 +7030,17 @@ def _sibling_cells(lines: list, index: int) -> list:
                 if REDACTED not in value and _is_sibling_cell(value, header):
                     found.append((row, a, b))
             row += step
+    for a, b in (_cell_value(lines[index], *cell) for cell in cells):
+        if REDACTED not in lines[index][a:b] and _is_row_password(lines[index][a:b]):
+            found.append((index, a, b))  # the row's other password: the `os root` beside an `ipmi pass`
     return found
+
+
+def _is_row_password(value: str) -> bool:
+    """Whether a cell in the row of a redacted one is a password too, whatever its column's name: a
+    sibling cell (_is_sibling_cell) that a machine made, or of a password's shape with a sign no
+    name holds (`R00t-Lab-01?`; not `Printer-3F`, `58:rootpw`, `CORP\\svc_veeam`)."""
+    return (looks_machine_generated(value) or _looks_like_password(value) and _regex(r"[!#$%&*+=?^~]").search(value) is not None) and _is_sibling_cell(value, False)
 
 
 def _is_sibling_cell(value: str, header: bool) -> bool:
@@ -7712,7 +7804,7 @@ _NAME_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_.:-"  # [\w.:\-] in a l
 # Characters that (?i) matches to a letter of a rule's start word other than their lowercase (ſ for
 # s, ı for i, σ and Σ for ς, ϰ for κ, rounded в, long-legged д, narrow Cyrillic о, с, т): the start word is not in lowered
 # where they stand, and a text that holds one is scanned whole (İ changes lowered's length).
-_RE_FOLDS = "\u0131\u017f\u0345\u03a3\u03c3\u03f0\u1c80\u1c81\u1c82\u1c83\u1c84\u1c85\u1c86\u1fbe"
+_RE_FOLDS = "\u0131\u017f\u0345\u03a3\u03c3\u03f0\u03f1\u1c80\u1c81\u1c82\u1c83\u1c84\u1c85\u1c86\u1fbe"
 
 
 def _matches_near_words(pattern: Any, head: Any, text: str, windows: list) -> Any:
@@ -8403,6 +8495,7 @@ RULE_WORDS = {
     "basic-auth-encoded-literal": ("e9868b84", (".bytes.encodebase64", ".encode(", ".getbytes("), (), (":",)),
     "typed-at-prompt": ("f5b6590a", ("prompt",), ("entered", "typed"), ("entered", "typed")),
     "url-credentials-wide": ("36b28036", ("://",), (), ("@",)),
+    "url-credentials-wrapped": ("4649296a", ("://",), ("://",), ("\n",)),
     "devtools-cookie-lines": ("dc92aa1d", ("\nvalue:",), ("name:",), ("name:",)),
     "webhook-path-token": ("c2180a87", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
@@ -8677,6 +8770,13 @@ RULE_WORDS = {
         "κωδικός", "в два", "вторая", "двумя", "на две", "на дві", "пароль", "первая", "продолжени", "у два", "الجزء",
         "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
         "앞부분"), ()),
+    "context-joined-parts": ("3c079261", ("abstand", "attaccato", "bitişik", "boşluksuz", "early", "elkaar", "envi",
+        "espace", "espacio", "espaço", "gehört", "ihop", "junto", "leerzeichen", "mellanslag", "mezery", "partito",
+        "senza", "soon", "space", "spacji", "together", "tout", "trop", "without", "zonder", "zusammen", "χωρίς",
+        "пробел", "слитно", "スペースなし", "空格", "띄어쓰기", "붙여서"), ("aan", "all", "bez", "bitişik", "boşluksuz", "gehört",
+        "ihop", "inga", "no", "ohne", "partito", "sans", "se", "sem", "senza", "sin", "todo", "too", "tout", "trop",
+        "tudo", "tutto", "utan", "without", "zonder", "zusammen", "χωρίς", "без", "слитно", "スペースなし", "空格", "띄어쓰기",
+        "붙여서"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("89314d0e", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
         "odzyskiwania", "recuperación", "recuperação", "reservkoder", "respaldo", "récupération", "secours",
