@@ -953,12 +953,13 @@ _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels h
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
 _NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?$" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
                            + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)$"  # « ID du secret : <uuid> »
-                           + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)$")  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
+                           + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)$"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
+                           + r"|(?i:\bacct-(?:unique-|multi-)?)$")  # RADIUS's accounting ids: Acct-Unique-Session-Id
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
 _ABOUT_A_SECRET = frozenset("""
     file files path stdin env name names id ids arn ref url uri length len min max count policy hash
     hasher reset prompt field type format expiry expires ttl timeout version header location mode
-    enabled rotation permission""".split())
+    enabled rotation permission var variable""".split())
 # A last word that says how a value is held, not what it is (GOOGLE_CREDENTIALS_BASE64, client-key-data).
 _HOLDER_WORDS = frozenset("""
     data b64 base64 blob value material content contents bytes str string hex pem der raw plain plaintext
@@ -993,7 +994,7 @@ def secret_strength(name: str) -> int:
     if parts[-2:] == ["secret", "id"]:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if parts[-2:] in (["sess", "id"], ["session", "id"], ["auth", "id"]):
-        return 1  # a session's cookie (Domino's DomAuthSessId, session_id, Citrix's CtxsAuthId): a secret when machine-made
+        return 0 if parts[0] == "acct" else 1  # a session's cookie (Domino's DomAuthSessId, session_id, Citrix's CtxsAuthId): a secret when machine-made; RADIUS's Acct-Session-Id counts time
     if len(parts) > 1 and parts[0] in _MESSAGE_WORDS:
         return 0  # a message's or a label's name: ERROR_INVALID_PASSWORD = "E7306", LABEL_PASSWORD
     if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET or (
@@ -1081,6 +1082,8 @@ def _is_reference(value: str) -> bool:
         return True  # make's `$$DOCS_SFTP_PASSWORD`: the shell's variable in a Makefile's recipe
     if v.startswith("<<"):
         return True  # a here-document's marker (`password = <<EOT`): its lines hold the value
+    if " " in v and _regex(r"(?i)(?:bearer|token|basic|apikey)[ \t]+(?=\S)").match(v) and _is_reference(v.split(None, 1)[1]):
+        return True  # an authorization's scheme before a reference: `Token <%= ENV['NETBOX_TOKEN'] %>`
     if v.startswith(("var.", "data.", "local.", "module.")) and _regex(r"[a-z]+(?:\.[\w\-]+)+").fullmatch(v):
         return True  # Terraform's references: var.tunnel1_psk, data.aws_ssm_parameter.psk.value
     if v.startswith(("env(", "$__file{", "$__env{", "$__vault{", "@Microsoft.KeyVault(", "process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
@@ -1165,6 +1168,8 @@ def _is_placeholder(v: str) -> bool:
         r"[a-z]Your[A-Z]|_Your[A-Z]|[a-z]Here\b|(?i:(?<![a-z])(?:your|here)(?![a-z]))").search(v) else ()
     if len(_PLACEHOLDER_SAYS.intersection(word.lower() for word in spoken)) >= (1 if "..." in v or len(spoken) <= 8 else 2):
         return True  # a stand-in in another's shape: ghp_YourPersonalAccessTokenGoesHere, sk-ant-api03-...redacted... (a long value says so twice)
+    if ":" in v and _regex(r"\d{6,12}:[A-Za-z_\-]{4,40}").fullmatch(v) and _is_placeholder(v.split(":", 1)[1]):
+        return True  # a bot's id and a stand-in for its token: `123456789:REPLACE_ME`
     if any(map(str.isdigit, v)):
         return False
     if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
@@ -1288,6 +1293,8 @@ def _accept_assignment(match: Any) -> bool:
     if groups.get("op") == ":" and _name_parts(name)[-1:] in (["secrets"], ["tokens"], ["keys"], ["passwords"], ["credentials"]) and (
             not quoted and _regex(r"[ \t]+[\w(]").match(match.string, match.end("s")) or _regex(_NAMES_LISTED).match(match.string, match.start("s") - quoted)):
         return False  # a list of them in a sentence, by name: "secrets: FGT-Lyon admin (ID 4412), …"
+    if value[:1] in "\"'" and _regex(r"[),;][ \t]").match(bare):
+        return False  # a prompt's literal ends and code follows: `readPassword("OLT password: ") ?: error(…)`
     if name.lower() in ("cookie", "cookies", "set-cookie"):
         return False  # a header of cookies: context-cookie judges each of them (`Cookie: theme=dark-high-contrast-v2; sid=…`)
     strength = secret_strength(name)
@@ -1815,8 +1822,11 @@ def _accept_listed_login(match: Any) -> bool:
 
 def _accept_spaced(match: Any) -> bool:
     """`auth_pass ZnYosSD0`: a name that says secret (not PASSWORD_VERIFY_FUNCTION), a value a
-    person chose or a machine made."""
-    return secret_strength(match.group("name")) == 2 and _accept_chosen(match)
+    person chose or a machine made, or eight letters or more in both cases that no words make
+    (keepalived's `auth_pass GKhsgzOx`: VRRP takes eight characters)."""
+    value = match.group("s")
+    return secret_strength(match.group("name")) == 2 and (_accept_chosen(match) or len(value) >= 8 and value.isalpha() and not (
+        value.islower() or value.isupper() or value.istitle() or _is_built_of_words(value)))
 
 
 def _accept_quoted_or_chosen(match: Any) -> bool:
@@ -1978,8 +1988,8 @@ def _looks_like_prose_secret(value: str) -> bool:
         return False  # also grep's `infra/main.tf:54:…`
     if _is_base64_of_plain_json(v):
         return False  # a JWT's header alone: `{"alg":"RS256",…}`
-    if _regex(_INTERFACE_NAME).fullmatch(v):
-        return False  # a router's port: `GigabitEthernet0/0/1`
+    if _regex(_INTERFACE_NAME).fullmatch(v) or _regex(r"(?:[0-9A-Fa-f]{2}[:\-]){5}[0-9A-Fa-f]{2}|(?:[0-9a-f]{4}\.){2}[0-9a-f]{4}").fullmatch(v):
+        return False  # a router's port: `GigabitEthernet0/0/1`; a MAC address (`4C:5E:0C:11:2A:9B`, Cisco's `4c5e.0c11.2a9b`)
     if _regex(r"[0-9&]?[<>]{1,2}|[A-Za-z_][\w.]*[!?]?\($").match(v):
         return False  # a shell's redirection (`2>/dev/null`), the start of a call (`Base.decode64!(`)
     if not v.isascii() and _regex("[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]").search(v):
@@ -2464,7 +2474,7 @@ _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token sk
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
     otp x-signature appid app_key private_token auth_token access_key secret_key pub_secret q-signature token_hash
-    _vercel_share share_token""".split())
+    _vercel_share share_token sign""".split())
 
 
 def _find_random_tokens(match: Any) -> list:
@@ -2481,6 +2491,8 @@ def _find_random_tokens(match: Any) -> list:
     if text[match.start() - 1:match.start()] == "-" and _regex(r"(?<![\w\-])[a-z0-9]+(?:-[a-z0-9]+){2,}-$").search(
             _line_before(text, match.start(), 80)) and _regex(r"[ \t]*(?:[(),]|$)").match(text, match.end()):
         return []  # the end of a resource's name, given no value: "vg-infra-prod-secrets (linked to kv-infra-weu-01)"
+    if _regex(r"(?i)\w*(?:safe|tresor|manager|kluis|valv)").fullmatch(match.group()) or _regex(r"(?i)[ \t]+(?:safe\b|manager[ \t]+(?:entry|item|record|folder)\b)").match(text, match.end()):
+        return []  # a store of passwords names an entry, not a value: `im Passwortsafe unter "RZ2-Access"`, `password manager entry "core-sw"`
     if _names_a_kind(text, match.start()):
         return []  # a kind of resource a command names: `kubectl describe secret api-token-87n7TT2u`
     if match.group()[-1:] in "sS" and _regex(r"[ \t]*:[ \t]*" + _NAMES_LISTED).match(text, match.end()):
@@ -3331,9 +3343,13 @@ def _credential_columns(names: list) -> tuple:
     valued = any(name.strip().lower() == "value" for name in names)
     wireless = any(_regex(r"(?i)ssid|wlan|wi-?fi|network").fullmatch(name.strip()) for name in names)  # beside a network's name, its `Key` is a password
     sim_cards = any(_regex(r"(?i)imsi|iccid").fullmatch(name.strip()) for name in names)  # a batch of SIM cards: its Ki and OPc are keys
+    peers = any(_regex(r"(?i)(?:remote[ \-]?)?as[ \-]?n(?:umber)?|remote-as|peer|neighbou?r").fullmatch(name.strip()) for name in names)  # BGP's peers: their MD5 is a password
     for index, name in enumerate(names):
         if valued and _regex(r"(?i)(?:secret|key)[ _]?id").fullmatch(name.strip()):
             continue  # beside the secret's Value, its id: Entra's `Value  Secret ID`
+        if peers and _regex(r"(?i)(?:tcp[ \-])?md5(?:[ \-](?:key|password|secret))?|auth(?:entication)?[ \-]key").fullmatch(name.strip()):
+            columns.append((index, "secret"))
+            continue
         if sim_cards and _regex(r"(?i)ki|opc?|adm\d?").fullmatch(name.strip()):
             columns.append((index, "pin" if name.strip()[-1:].isdigit() else "machine"))  # ADM1 is a PIN's digits
             continue
@@ -3616,14 +3632,15 @@ _JOINED_NOTE = (r"""\bno[ \t]+spaces?\b|\bwithout[ \t]+(?:a[ \t]+|any[ \t]+)?spa
                 r"""|\btout[ \t]+(?:coll|attach)é|\btrop[ \t]+(?:tôt|vite)\b|\bohne[ \t]+(?:leerzeichen|abstand)|\bzusammen(?:geschrieben)?\b|\bgehört[ \t]+(?:noch[ \t]+)?dazu\b"""
                 r"""|\bihop\b|\b(?:inga|utan)[ \t]+mellanslag|\btodo[ \t]+junto\b|\btudo[ \t]+junto\b|\bsin[ \t]+espacios?\b|\bsem[ \t]+espaços?\b|\bse[ \t]+envi[óo][ \t]+solo\b"""
                 r"""|\btutto[ \t]+attaccato\b|\bsenza[ \t]+spazi\b|\bpartito[ \t]+l'invio\b|\baan[ \t]+elkaar\b|\bzonder[ \t]+spaties?\b|\bbez[ \t]+spacji\b|\bbez[ \t]+mezery\b"""
-                r"""|\bboşluksuz\b|\bbitişik\b|\bслитно\b|\bбез[ \t]+пробел|χωρίς[ \t]+κενό|スペースなし|空格|띄어쓰기[ \t]*없이|붙여서""")
+                r"""|\bboşluksuz\b|\bbitişik\b|\bслитно\b|\bбез[ \t]+пробел|χωρίς[ \t]+κενό|スペースなし|空格|띄어쓰기[ \t]*없이|붙여서"""
+                r"""|\bse[ \t]+me[ \t]+cort[óo]\b|\bgot[ \t]+cut\b|\bcut[ \t]+off\b|\babgeschnitten\b|\bcoupé\b|\(2/2\)|\b2/2:""")
 # A piece ends the line after a word that gives it (`… c'est Purplerocket`, `la suite c'est 2009!!pixel`,
 # `slutar med L4nt3rn (ihop)`), follows a word that joins it (`ends with -Erratic_1912 appended right
 # after`), or stands alone on its line after a chat line's speaker (`[10:41] Élise: 5099!Matin`).
 _JOINED_PIECE = (r"""(?im)\b(?:is|es|est|c'est|ist|è|é|är|jest|je|είναι|это|suite|resto|together|zusammen|junto|ensemble|ihop|τέλος|final|finale|końcu|sonunda|конце)[ \t]+"""
                  r"""["'«`]?([^\s"'»`]{6,64}?)["'»`]?(?:[ \t]*[(,][^\n]{0,80})?\r?$"""
                  r"""|[:：][ \t]+["'«`]?([^\s"'»`]{6,64}?)["'»`]?(?:[ \t]*\([^\n]{0,80})?\r?$"""
-                 r"""|\b(?:then|dann|noch|with|med|mit|con|com|par|por|avec)[ \t]+["'«`]?([^\s"'»`]{6,64}?)["'»`]?(?:(?:[ \t]*[(,]|[ \t]+)[^\n]{0,80})?\r?$"""
+                 r"""|\b(?:then|dann|noch|with|med|mit|con|com|par|por|avec|en)[ \t]+["'«`]?([^\s"'»`]{6,64}?)["'»`]?(?:(?:[ \t]*[(,]|[ \t]+)[^\n]{0,80})?\r?$"""
                  r"""|^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\- ]{0,30}?(?:[ \t]*\([^)\n]{0,30}\))?[:：][ \t]*)?(?:\.{2,3}|…)?[ \t]*"""
                  r"""["'«`]?([^\s"'»`]{6,64}?)["'»`]?(?:[ \t]*\([^\n]{0,80})?\r?$""")
 
@@ -3650,13 +3667,17 @@ def _find_joined_parts(match: Any) -> list:
     while position <= line_end:
         end = text.find("\n", position, line_end + 1)
         end = line_end if end < 0 else end
-        piece = _regex(_JOINED_PIECE).search(text, max(position, word.end()), end)
-        value = piece and piece.group(piece.lastindex)
-        if value and not text.startswith(REDACTED, piece.start(piece.lastindex) - 1):
+        at, word_of_line = max(position, word.end()), None
+        while piece := _regex(_JOINED_PIECE).search(text, at, end):  # the line's secret part, else its first plain word
+            value, at = piece.group(piece.lastindex), piece.start(piece.lastindex)
+            if text.startswith(REDACTED, at - 1):
+                break
             if _is_secret_part(value) and not _regex(r"[a-z]{1,8}(?:[-_][a-z]{1,8})?[-_]").fullmatch(value):  # (not a vendor's prefix: `sk-proj-`)
                 parts.append(piece.span(piece.lastindex))
-            elif _is_plain_part(value):
-                plain.append(piece.span(piece.lastindex))
+                break
+            word_of_line = word_of_line or (piece.span(piece.lastindex) if _is_plain_part(value) else None)
+        else:
+            plain += [word_of_line] if word_of_line else []
         position = end + 1
     return sorted(parts + plain) if parts else []
 
@@ -4728,6 +4749,40 @@ device-routing-key           not-reference          (?i)(?<![\w\-])(?:message-di
 #   catch: interface Vlan13\n ip ospf message-digest-key 1 md5 «IRVmdQXusy4p»
 #   catch: key chain OSPF-AUTH\n key 1\n  key-string «pPDMavhEjilEuu1u»
 #   keep:  ip ospf authentication key-chain OSPF-AUTH
+# Huawei VRP's reversible cipher text between its marks (`%^%#…%^%#`, the older `%@%@…%@%@`): the device, and anyone with its tool, reads the password back.
+huawei-cipher-text           -                      (?P<s>%\^%#[\x21-\x7e]{8,256}?%\^%#|%@%@[\x21-\x7e]{8,256}?%@%@)
+#   catch: snmp-agent community read cipher «%^%#gw1BInh*xk0nlcuJ-_uSUR?1Pt|{W;M>sESNpPn0Uu*r%^%#» acl 2001
+#   keep:  printf("%^%# marks a cipher in the config\n")
+# MikroTik's SNMP community, whose name is its password: `/snmp community add name=…`.
+mikrotik-snmp-community      not-reference          (?i)/snmp[ \t]+community[ \t]+(?:add|set)\b[^\n]{0,200}?[ \t]name=(?P<s>(?!public\b)(?:"[^"\n]{4,64}"|[^\s"]{4,64}))
+#   catch: /snmp community add addresses=10.5.0.0/24 name=«sPXGez8cO=Yd»
+#   keep:  /snmp community set [ find default=yes ] name=public
+# FreeRADIUS's test clients: radtest's password and shared secret, radclient's secret, a TACACS+ test client's key.
+radtest-password             not-reference          \bradtest[ \t]+(?:-[\w]+[ \t]+\S+[ \t]+)*[^\s\-]\S*[ \t]+(?P<s>"[^"\n]{1,128}"|'[^'\n]{1,128}'|[^\s"'$]\S{0,127})[ \t]+\S+[ \t]+\d+[ \t]+\S
+#   catch: root@radius01:~# radtest pppoe-cli0482 «Comp14!comp*81» 127.0.0.1 0 «a0@sOhHDNCk-AFzYDN»
+#   keep:  radtest "$USER" "$PASS" 127.0.0.1 0 "$SECRET"
+radtest-secret               not-reference          \bradtest[ \t]+(?:-[\w]+[ \t]+\S+[ \t]+)*[^\s\-]\S*[ \t]+\S+[ \t]+\S+[ \t]+\d+[ \t]+(?P<s>"[^"\n]{1,128}"|'[^'\n]{1,128}'|[^\s"'$]\S{0,127})
+#   catch: radtest -t mschap alice «Bl4ckbird#77» localhost 0 «testing123»
+#   keep:  radtest <user> <password> <radius-server> <nas-port-number> <secret>
+radclient-secret             not-reference          \bradclient\b(?:[ \t]+-[\w]+)*[ \t]+\S+[ \t]+(?:auth|acct|status|coa|disconnect|\d+)[ \t]+(?P<s>"[^"\n]{1,128}"|'[^'\n]{1,128}'|[^\s"'$|;&]\S{0,127})
+#   catch: echo "User-Name=ftth-000981" | radclient -x 10.9.0.2:3799 disconnect '«compass-nakhla-beacon?7»'
+#   keep:  radclient -x 10.9.0.2:3799 disconnect "$COA_SECRET"
+tacacs-client-key            not-reference          \btacacs_client\b[^\n]{0,160}?[ \t]-k[ \t]+(?P<s>"[^"\n]{1,128}"|'[^'\n]{1,128}'|[^\s"'$]\S{0,127})
+#   catch: tacacs_client -v -H 10.1.9.5 -k «s4dLq_tHV8odL#--9=H6k8» -u mhernandez authenticate
+#   keep:  tacacs_client -H 10.1.9.5 -k "$TACACS_KEY" -u noc authenticate
+# Winbox started with a router, a user and its password on the command line.
+winbox-login-arguments       not-reference          (?i)\bwinbox(?:64)?(?:\.exe)?["']?[ \t]+[\w.:\-\[\]]+[ \t]+(?!-)\S+[ \t]+(?P<s>"[^"\n]{1,128}"|[^\s"]{1,128})
+#   catch: start "" "C:\Program Files\Winbox\winbox64.exe" 10.77.0.1 admin «Cobalt2018*»
+#   keep:  winbox64.exe 10.77.0.1 admin %WINBOX_PASSWORD%
+# A SIP URI's password: `sip:8001:secret@host` (no `//`, which url-credentials wants).
+sip-uri-password             url-password           (?i)(?<![\w.+\-])sips?:(?P<user>[\w.+\-%]{1,64}):(?P<s>[^\s@;/'"<>:]{1,128})@[\w\-]
+#   catch: rejecting REGISTER from 186.41.7.90 - bad uri sip:8001:«mariposa_beacon!1»@voz.redandina.net;transport=udp
+#   keep:  sip:alice@atlanta.example.com;transport=tcp
+# An NT hash passed as a credential to `-H` (pass-the-hash: netexec, crackmapexec, evil-winrm; Impacket's `-hashes` is pass-the-hash-flag).
+pass-the-hash-argument       -                      (?i)\b(?:crackmapexec|cme|nxc|netexec|evil-winrm)\b[^\n]{0,200}?[ \t](?:-H|--hash)[ \t]+["']?(?:[0-9a-fA-F]{32}:)?(?P<s>[0-9a-fA-F]{32})(?![0-9a-fA-F])
+#   catch: crackmapexec smb 10.2.0.0/24 -u adm_noc -H «3fed135ba9e8f5727fd40fa68e9f5462» --local-auth
+#   catch: evil-winrm -i 10.0.0.5 -u Administrator -H «8846f7eaee8fb117ad06bdd830b7586c»
+#   keep:  nxc smb 10.2.0.0/24 -u adm_noc -H $NTHASH --local-auth
 # Junos' `$9$` secrets, which the device can turn back into the text (`## SECRET-DATA`), and a `set` line's password on VyOS, EdgeOS and Junos.
 junos-secret-data            -                      (?<![\w$])(?P<s>\$9\$[A-Za-z0-9./\-]{6,256})(?=["';\s]|$)
 #   catch: secret "«$9$bE7AJ2ygMjJPwAq54RKTihoRwSy6Bhbl9sZOw5»"; ## SECRET-DATA
@@ -5121,10 +5176,11 @@ snmp-auth-passphrase         argument               \bsnmp\w*\b{COMMAND}[ \t]-A[
 #   catch: snmpwalk -v3 -l authPriv -u monitor -a SHA -A «Auth-Phrase-91» -x AES -X «priv-Phrase-92» host
 #   keep:  snmpwalk -v2c -c public host
 # SNMPv3 users on Cisco-like gear: the auth and the priv key (two rules: one line holds both).
-snmp-user-auth-key           argument               (?i)\bsnmp-server[ \t]+user\b[^\n]{0,160}?[ \t]auth[ \t]+(?:md5|sha\w*)[ \t]+{TOOL_VALUE}
+snmp-user-auth-key           argument               (?i)\bsnmp-server[ \t]+user\b[^\n]{0,160}?[ \t]auth[ \t]+(?:md5|sha\w*)[ \t]+(?:(?:clear|encrypted)[ \t]+)?{TOOL_VALUE}
 #   catch: snmp-server user monitor NETOPS v3 auth sha «Auth4Phrase9x»
+#   catch: snmp-server user nms-poll NMS-V3 v3 auth sha clear «bahr2001*» priv aes 128 clear «IhP+8^iPTSU^1KGO» SystemOwner
 #   keep:  snmp-server user monitor NETOPS v3 auth sha $SNMP_AUTH priv aes 128 $SNMP_PRIV
-snmp-user-priv-key           argument               (?i)\bsnmp-server[ \t]+user\b[^\n]{0,200}?[ \t]priv[ \t]+(?:des|3des|aes\w*)(?:[ \t]+(?:128|192|256))?[ \t]+{TOOL_VALUE}
+snmp-user-priv-key           argument               (?i)\bsnmp-server[ \t]+user\b[^\n]{0,200}?[ \t]priv[ \t]+(?:des|3des|aes\w*)(?:[ \t]+(?:128|192|256))?[ \t]+(?:(?:clear|encrypted)[ \t]+)?{TOOL_VALUE}
 #   catch: snmp-server user monitor NETOPS v3 auth sha «Auth4Phrase9x» priv aes 128 «Qsl3XtW31&iTM&h^yi6»
 #   keep:  snmp-server user monitor NETOPS v3 priv aes 128 $SNMP_PRIV
 snmp-privacy-passphrase      argument               \bsnmp\w*\b{COMMAND}[ \t]-X[ \t]+{TOOL_VALUE}
@@ -5766,9 +5822,12 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  Auth: "\u0410\u0443\u0442\u0435\u043D\u0442\u0438\u0444\u0438\u043A\u0430\u0446\u0438\u044F",
 #   keep:  ERROR_INVALID_PASSWORD = "E7306"  # error code, shown to user as "Invalid password"
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
-prose-password               password-like          (?i)\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$)|\\\r?\n)
+prose-password               password-like          (?i)(?:\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()|\b(?:pass|pw|contra)[ \t]+(?:is|es)\b)[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$)|\\\r?\n)
 #   keep:        auth.basic = { username: basic[0], password: basic[1] }
 #   catch: the VPN password is «Xk29!mPq7z»
+#   catch: can you ssh to 10.0.12.4? user is jtorres, pass is «Thunder2020?». don't change anything
+#   catch: para entrar al webui con usuario admin y la contra es «Verano1947» jaja
+#   keep:  the boarding pass is attached, gate B12
 #   keep:  the password is in the team vault
 #   keep:  Failure Reason: Unknown user name or bad password. Status: 0xC000006D  Sub Status: 0xC000006A
 #   keep:  https://console.aws.amazon.com/secretsmanager/secret?name=prod%2Fdb-password&region=eu-west-1
@@ -6902,9 +6961,10 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         else:
             below_start = end.end()
         start, quote, join = _shared_prefix(above, below), end.group("quote"), end.group("join")
-        if quote:  # a literal's rest in the next literal: `"«redacted»" \⏎  "5*T-IRyayOw", :login)`
+        if quote:  # a literal's rest in the next literal: `"«redacted»" \⏎  "5*T-IRyayOw", :login)`, Python's `(⏎ "«redacted»"⏎ "oEPV…"⏎)`
             opened = _regex(r"[ \t]*" + quote).match(below, start)
-            if not opened or join not in ("\\", "+"):
+            adjacent = not join and above.strip() == quote and _regex(r"[ \t]*[" + quote + r"][^" + quote + r"\n]{4,200}[" + quote + r"][ \t]*\)?[ \t]*\r?$").fullmatch(below)
+            if not opened or join not in ("\\", "+") and not adjacent:
                 continue
             start = opened.end()
         elif join:
@@ -8327,6 +8387,16 @@ RULE_WORDS = {
     "device-key-line": ("a412720f", ("-server", "crypto", "key"), (), ()),
     "device-routing-key": ("0c5d5c9b", ("authentication-key", "key-string", "message-digest-key"),
         ("authentication-key", "ip", "key-string", "message-digest-key"), ()),
+    "huawei-cipher-text": ("90780dc2", ("%@%@", "%^%#"), ("%@%@", "%^%#"), ()),
+    "mikrotik-snmp-community": ("70d92dbd", ("community",), ("/snmp",), ("/snmp",)),
+    "radtest-password": ("43cec8b4", ("radtest",), ("radtest",), ()),
+    "radtest-secret": ("942927b8", ("radtest",), ("radtest",), ()),
+    "radclient-secret": ("da25e540", ("radclient",), ("radclient",), ()),
+    "tacacs-client-key": ("fd336ff7", ("tacacs_client",), ("tacacs_client",), ("-k",)),
+    "winbox-login-arguments": ("b4b2e89c", ("winbox",), ("winbox",), ()),
+    "sip-uri-password": ("a4606e73", ("sip",), ("sip",), (":",)),
+    "pass-the-hash-argument": ("710ad19f", ("cme", "crackmapexec", "evil-winrm", "netexec", "nxc"), ("cme",
+        "crackmapexec", "evil-winrm", "netexec", "nxc"), ("-",)),
     "junos-secret-data": ("9c189343", ("$9$",), ("$9$",), ()),
     "set-command-password": ("8da7a799", ("password", "plain-text-password", "plaintext-password", "pre-shared-secret",
         "secret"), (), ("set",)),
@@ -8440,8 +8510,8 @@ RULE_WORDS = {
     "snmp-community": ("3e78734a", ("snmp",), ("snmp",), ("-c",)),
     "snmp-community-config": ("6fb55165", ("community", "snmp-server"), (), ()),
     "snmp-auth-passphrase": ("268dfe34", ("snmp",), ("snmp",), ("-a",)),
-    "snmp-user-auth-key": ("e6d54ec2", ("snmp-server",), ("snmp-server",), ("user",)),
-    "snmp-user-priv-key": ("0339fe17", ("snmp-server",), ("snmp-server",), ("user",)),
+    "snmp-user-auth-key": ("9bab9fff", ("snmp-server",), ("snmp-server",), ("user",)),
+    "snmp-user-priv-key": ("b75b91c2", ("snmp-server",), ("snmp-server",), ("user",)),
     "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",), ("-x",)),
     "uci-secret-option": ("6a531119", ("option",), (), ("acct_secret", "auth_secret", "key", "password",
         "preshared_key", "private_key", "psk", "sae_password", "wpa_passphrase")),
@@ -8604,8 +8674,8 @@ RULE_WORDS = {
     "secret-assignment": ("dc8e7cc7", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
         "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":", ":=",
         "=", "=>")),
-    "prose-password": ("7c1adde8", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd", "password",
-        "pwd"), ("(", ":", "=", "is", "to")),
+    "prose-password": ("87256e0b", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
+        "pass", "passphrase", "passwd", "password", "pw", "pwd"), ()),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
         "are", "is")),
     "prose-user-password": ("178de872", ("credential", "login"), ("credential", "login"), ("/",)),
@@ -8770,13 +8840,14 @@ RULE_WORDS = {
         "κωδικός", "в два", "вторая", "двумя", "на две", "на дві", "пароль", "первая", "продолжени", "у два", "الجزء",
         "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
         "앞부분"), ()),
-    "context-joined-parts": ("3c079261", ("abstand", "attaccato", "bitişik", "boşluksuz", "early", "elkaar", "envi",
-        "espace", "espacio", "espaço", "gehört", "ihop", "junto", "leerzeichen", "mellanslag", "mezery", "partito",
-        "senza", "soon", "space", "spacji", "together", "tout", "trop", "without", "zonder", "zusammen", "χωρίς",
-        "пробел", "слитно", "スペースなし", "空格", "띄어쓰기", "붙여서"), ("aan", "all", "bez", "bitişik", "boşluksuz", "gehört",
-        "ihop", "inga", "no", "ohne", "partito", "sans", "se", "sem", "senza", "sin", "todo", "too", "tout", "trop",
-        "tudo", "tutto", "utan", "without", "zonder", "zusammen", "χωρίς", "без", "слитно", "スペースなし", "空格", "띄어쓰기",
-        "붙여서"), ()),
+    "context-joined-parts": ("060e2e38", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
+        "boşluksuz", "cort", "coupé", "cut", "early", "elkaar", "envi", "espace", "espacio", "espaço", "gehört", "got",
+        "ihop", "junto", "leerzeichen", "mellanslag", "mezery", "partito", "senza", "soon", "space", "spacji",
+        "together", "tout", "trop", "without", "zonder", "zusammen", "χωρίς", "пробел", "слитно", "スペースなし", "空格",
+        "띄어쓰기", "붙여서"), ("(2/2)", "2/2:", "aan", "abgeschnitten", "all", "bez", "bitişik", "boşluksuz", "coupé", "cut",
+        "gehört", "got", "ihop", "inga", "no", "ohne", "partito", "sans", "se", "sem", "senza", "sin", "todo", "too",
+        "tout", "trop", "tudo", "tutto", "utan", "without", "zonder", "zusammen", "χωρίς", "без", "слитно", "スペースなし",
+        "空格", "띄어쓰기", "붙여서"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("89314d0e", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
         "odzyskiwania", "recuperación", "recuperação", "reservkoder", "respaldo", "récupération", "secours",
