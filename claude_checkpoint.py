@@ -1022,6 +1022,8 @@ def secret_strength(name: str) -> int:
             or (last.endswith("pass") and last not in _NOT_PASSWORDS)):  # also USERPWD, a typo (passwrd)
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
+        if last == "auth" and parts[-3:-1] in (["api", "key"], ["app", "key"]):
+            return 2  # Datadog's apiKeyAuth, appKeyAuth: the key itself
         if before in _KEY_QUALIFIERS or last.endswith(("apikey", "accesskey", "secretkey", "privatekey")) or "secret" in parts[:-1]:
             return 2  # also SECRET_DEVICE_KEY, Steam's webapikey
         return 1
@@ -2811,7 +2813,7 @@ _SPOKEN_PASSPHRASE = (r"[A-ZÀ-Þ]?" + _SMALL_WORD + r"(?:[ \t](?:" + _SMALL_WOR
 # After a password word and a connector, four to eight words that end the line or the clause
 # ("staging admin password: silver sparrow mariposa velvet (ask Lukas)", "… is orbit tundra river maple").
 _SPOKEN_AFTER_CONNECTOR = (r"(?i:(?:[^\n\"'«“`]|(?<=\w)'(?=\w)){0,80}?(?:[:：=][ \t]*|" + _CONNECTOR + r"[ \t]+))(?P<v>(?-i:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD
-                           + r"){2,7}(?:[ \t]?\d{1,4})?))[ \t]*(?=\n|$|,[ \t]|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)")  # also the end of a quoted line, a dash
+                           + r"){2,7}(?:[ \t]?\d{1,4})?))[ \t]*(?=\n|$|[,;][ \t]|\.(?:[ \t]|$)|[ \t]\.|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till|if|when|and|but|so|pls|please)\b)")  # also the end of a quoted line or a sentence, a dash, a clause's next word
 # Words of sentences, which a passphrase said in words would not be made of: "password: make sure it works".
 _COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
     all also any ask asked been being can could did does done each even every few first get gets got had here how just
@@ -2847,6 +2849,9 @@ def _spoken_passphrase(match: Any) -> list:
         return []
     if not found:  # after a connector, four words or more that end the clause: "its passphrase is bubble alley blush apple — ask Ben"
         found = _regex(_SPOKEN_AFTER_CONNECTOR).match(match.string, match.end())
+        if found and not _regex(r"[ \t]*(?:\r?\n|$|,[ \t]|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)").match(match.string, found.end("v")):
+            gap = match.string[match.end():found.start("v")]  # a clause a sentence ends (`.`, `;`, `if …`): close to the word, about no public key
+            found = found if len(gap) <= 40 and not _regex(r"(?i)publi|öffentlich").search(gap) else None
         words = found.group("v").split() if found else ()  # three words where the clause ends (a comma, the line's end), four before other words
         ends = found and _regex(r"[ \t]*(?:\r?\n|$|,)").match(match.string, found.end("v"))
         three = len(words) == 3 and ends and min(map(len, words)) >= 4  # (not "è nel gestore condiviso")
@@ -4453,10 +4458,16 @@ azure-devops-pat             random                 (?i:pat|token|devops|azure)[
 url-session-id               -                      (?i);jsessionid=(?P<s>[^?#\s;&"'<>]{16,512})
 #   catch: https://sap-portal.example.com/irj/portal;jsessionid=«(J2EE47908178)ID8814741863DB01714747982212637800End»?NavigationTarget=x
 #   keep:  the servlet adds ;jsessionid= to each link when cookies are off
-# chrony's (and NTP's) symmetric keys: `1 SHA1 HEX:86ab…`, `2 MD5 ASCII:…`.
-ntp-symmetric-key            -                      (?<=\d[ \t])(?:MD5|SHA1|SHA256|SHA384|SHA512|AES128|AES256|RMD160)[ \t]+(?:HEX|ASCII):(?P<s>[^\s#]{6,128})
+# chrony's (and NTP's) symmetric keys: `1 SHA1 HEX:86ab…`, `2 MD5 ASCII:…`, ntpd's `10 MD5 q5zp…` alone on its line.
+ntp-symmetric-key            -                      (?m)(?<=\d[ \t])(?:MD5|SHA1|SHA256|SHA384|SHA512|AES128|AES256|RMD160)[ \t]+(?:(?:HEX|ASCII):|(?=[^\s#:]{6,128}[ \t]*(?:#[^\n]*)?\r?$))(?P<s>[^\s#]{6,128})
 #   catch: 1 SHA1 HEX:«86ab1169e78b945f4bfbcbd286623e25096ed6c5»
+#   catch: # /etc/ntp.keys\n10 MD5 «q5zp7ObCGmq7qGEP»\n11 SHA1 «19917cbabc10afcab9abe8bd2ce3a365d2f3d3c3»
 #   keep:  keyfile /etc/chrony.keys
+#   keep:  step 2 MD5 checksum verified
+# Twilio's client made by require('twilio')(sid, token): the token, whatever gives the sid.
+twilio-require-auth-token    -                      require\([ \t]*["']twilio["'][ \t]*\)\([^,()\n]{1,80},[ \t]*["'](?P<s>[0-9a-f]{32})["']
+#   catch: const twilio = require('twilio')(process.env.TWILIO_ACCOUNT_SID, '«30613db12dba7ccb84aa5c10b1db2a27»');
+#   keep:  const twilio = require('twilio')(process.env.TWILIO_ACCOUNT_SID, process.env.TWILIO_AUTH_TOKEN);
 twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])
 #   catch: client = Client("AC0123456789abcdef0123456789abcdef", "«0123456789abcdef0123456789abcdef»")
 #   keep:  account AC0123456789abcdef0123456789abcdef, message SM0123456789abcdef0123456789abcdef
@@ -4749,6 +4760,10 @@ device-routing-key           not-reference          (?i)(?<![\w\-])(?:message-di
 #   catch: interface Vlan13\n ip ospf message-digest-key 1 md5 «IRVmdQXusy4p»
 #   catch: key chain OSPF-AUTH\n key 1\n  key-string «pPDMavhEjilEuu1u»
 #   keep:  ip ospf authentication key-chain OSPF-AUTH
+# Net::Telnet::Cisco's (and Net::Appliance::Session's) enable password, given to `->enable(…)` in Perl.
+perl-cisco-enable-password   not-reference          (?<=\w)->enable\([ \t]*(?:(?:Password|-password)[ \t]*=>[ \t]*)?(?P<s>'[^'\n]{4,128}'|"[^"\n]{4,128}")[ \t]*\)
+#   catch: $s->enable('«136A584B6F1CC97128DD»') or die "enable failed";
+#   keep:  $s->enable($ENV{CISCO_ENABLE}) or die "enable failed";
 # Huawei VRP's reversible cipher text between its marks (`%^%#…%^%#`, the older `%@%@…%@%@`): the device, and anyone with its tool, reads the password back.
 huawei-cipher-text           -                      (?P<s>%\^%#[\x21-\x7e]{8,256}?%\^%#|%@%@[\x21-\x7e]{8,256}?%@%@)
 #   catch: snmp-agent community read cipher «%^%#gw1BInh*xk0nlcuJ-_uSUR?1Pt|{W;M>sESNpPn0Uu*r%^%#» acl 2001
@@ -6901,6 +6916,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
         text, count = _redact_wrapped_rest(text, count, replaced)
     if REDACTED in text and "\n" in text:
         text, count = _redact_siblings(text, count, replaced)
+    if REDACTED in text:
+        text, count = _redact_prose_siblings(text, count, replaced)
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
@@ -6987,6 +7004,45 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         pieces += [text[position:start], REDACTED]
         position = end
     return "".join(pieces) + text[position:], count + len(rests)
+
+
+# A sentence that gives one secret often gives another: "the door code is «redacted» and the server
+# room's 9400684", "lösenordet är «redacted». Skärmtidskoden är 47285374". In a line of prose that holds a
+# redaction, a token that a giving word leads to (is, es, c'est, är, with, med, a credential word, up
+# to two words before it) is one too when it has a password's or a machine's shape, or is a number of
+# a PIN's length where the text's redacted values include one.
+_GIVING_WORD = (r"(?i)(?:\b(?:is|es|est|c'est|ist|är|è|é|er|jest|je|hai|med|with|con|com|mit|avec|olarak|marcar|dial|enter)\b|" + _CREDENTIAL_WORDS
+                + r")[ \t]*(?:[^\s«»]+[ \t]+){0,2}[\"'«„“(]?$")
+_PROSE_LINE_WORDS = 5  # words of letters that make a line prose, not a row or a log line's fields
+
+
+def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the siblings in prose of each redacted value (above): what a table's row
+    would hold as a password (_is_row_password), or 4 to 10 digits beside a redacted PIN or after a
+    code's word, after a giving word (_GIVING_WORD), in a line of prose that holds a redaction."""
+    pins = any(value.isdigit() and 4 <= len(value) <= 10 for value in replaced)
+    spans = []
+    for line in _regex(r"[^\n]*" + REDACTED + r"[^\n]*").finditer(text):
+        if len(_regex(r"[^\W\d_]{2,}").findall(line.group())) < _PROSE_LINE_WORDS:
+            continue
+        for token in _regex(r"(?<![^\s\"'«„“(])[^\s\"'«»„“”()]{4,128}?(?=[.,;!?]?(?:[\s\"'»”)]|$))").finditer(text, line.start(), line.end()):
+            value = token.group()
+            if REDACTED in value:
+                continue
+            pin = value.isdigit() and 4 <= len(value) <= 10 and not _regex(r"(?:19|20)\d\d").fullmatch(value) and (
+                pins or _regex(r"(?i)pin|kod|code|código|codice|код").search(text, max(line.start(), token.start() - 30), token.start()))  # Skärmtidskoden är 47285374
+            if (pin and _is_sibling_cell(value, False) or not value.isdigit() and _is_row_password(value)) and not _regex(
+                    r"[ \t]*(?:%|s\b|sec|min|h\b|kr|€|\$|°)").match(text, token.end()) and _regex(_GIVING_WORD).search(
+                    text, max(line.start(), token.start() - 60), token.start()):  # (the costly look for a giving word last)
+                spans.append(token.span())
+    if not spans:
+        return text, count
+    pieces, position = [], 0
+    for start, end in spans:
+        replaced.append(text[start:end])
+        pieces += [text[position:start], REDACTED]
+        position = end
+    return "".join(pieces) + text[position:], count + len(spans)
 
 
 # A secret's siblings. The rows of one table and the lines of one block of assignments hold values
@@ -8288,8 +8344,9 @@ RULE_WORDS = {
         "des-cbc-crc", "des-cbc-md5", "rc4"), (":",)),
     "azure-devops-pat": ("e5809bca", ("azure", "devops", "pat", "token"), ("azure", "devops", "pat", "token"), ()),
     "url-session-id": ("842da863", (";jsessionid=",), (";jsessionid=",), ()),
-    "ntp-symmetric-key": ("f7a1bf56", ("aes128", "aes256", "md5", "rmd160", "sha1", "sha256", "sha384", "sha512"),
-        ("aes128", "aes256", "md5", "rmd160", "sha1", "sha256", "sha384", "sha512"), ("ascii", "hex")),
+    "ntp-symmetric-key": ("94b43b92", ("aes128", "aes256", "md5", "rmd160", "sha1", "sha256", "sha384", "sha512"),
+        ("aes128", "aes256", "md5", "rmd160", "sha1", "sha256", "sha384", "sha512"), ()),
+    "twilio-require-auth-token": ("06900ead", ("require(",), ("require(",), ("twilio",)),
     "twilio-auth-token-after-sid": ("4374e4f6", ("ac",), ("ac",), ()),
     "aws-access-key-id": ("44232805", ("abia", "acca", "akia", "asia"), ("abia", "acca", "akia", "asia"), ()),
     "github-token": ("e8902e07", ("gh",), ("gh",), ()),
@@ -8387,6 +8444,7 @@ RULE_WORDS = {
     "device-key-line": ("a412720f", ("-server", "crypto", "key"), (), ()),
     "device-routing-key": ("0c5d5c9b", ("authentication-key", "key-string", "message-digest-key"),
         ("authentication-key", "ip", "key-string", "message-digest-key"), ()),
+    'perl-cisco-enable-password': ('ecd689fe', ('->enable(',), ('->enable(',), ('"', "'")),
     "huawei-cipher-text": ("90780dc2", ("%@%@", "%^%#"), ("%@%@", "%^%#"), ()),
     "mikrotik-snmp-community": ("70d92dbd", ("community",), ("/snmp",), ("/snmp",)),
     "radtest-password": ("43cec8b4", ("radtest",), ("radtest",), ()),

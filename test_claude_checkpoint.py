@@ -1060,6 +1060,11 @@ class TestRedaction(unittest.TestCase):
             "Büro Zugänge\nKennwort:        Xk29!mPq7zLw3\nWLAN (KFZ-Gast): c0rrect#7\n": ["c0rrect#7"],
             '"root_keys": {\n    "app_key": { "key": "4C7A19E0B2D85F36A91E0C4B7D28F531" },\n    "nwk_key": { "key": "9E13B7C40A2F68D15B4E7A0C93D2F618" }\n}':
                 ["9E13B7C40A2F68D15B4E7A0C93D2F618"],  # the last item of a list has no comma
+            # The row of a redacted cell: its other password, whatever its column's name.
+            "| node   | ipmi user | ipmi pass    | os root      |\n|--------+-----------+--------------+--------------|\n"
+            "| lab-01 | ADMIN     | Xk29!mPq7zLw | R00t-Lab-01? |\n": ["R00t-Lab-01?"],
+            "host            user       password              enable\nrtr-bcn-01      rancid     Qm8!vTz2wXr9          EAD8PtEFCS1nsdv6a\n":
+                ["EAD8PtEFCS1nsdv6a"],
         }
         for text, siblings in cases.items():
             redacted, _ = cc.redact(text)
@@ -1076,6 +1081,9 @@ class TestRedaction(unittest.TestCase):
                 ["9fceb02d0ae598e95dc970b74767f19372d61af8"],
             # An empty line ends a block: the next one's values are not siblings.
             "API_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a\n\nBUILD_TAG=Rel3ase-Candidate-7\n": ["Rel3ase-Candidate-7"],
+            # A row's names stay beside its password: a device's, a room's, a grep's line and name.
+            "Device        | Location   | Admin PIN\nPrinter-3F    | 3rd floor  | 737654\n": ["Printer-3F"],
+            "ROOM    SSID          KEY\nB12     Guest-B12     maple-otter-51\n": ["Guest-B12"],
         }
         for text, keeps in kept.items():
             redacted, _ = cc.redact(text)
@@ -1161,6 +1169,24 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
+    def test_a_sentence_that_gives_a_secret_gives_its_siblings_too(self):
+        # In a line of prose that holds a redaction, what a giving word leads to: a password's shape,
+        # a machine's, digits of a PIN's length beside a PIN or after a code's word.
+        cases = {
+            "El código de la puerta del almacén es 4471 y la contraseña del router Wisla#82, el técnico llega mañana": "Wisla#82",
+            "Hej! Apple-ID är lager@lindqvistbygg.se och lösenordet är Xk29!mPq7zLw. Skärmtidskoden är 47285374. /Maja": "47285374",
+            "Devir notu: yönetici şifresi +Mango_2010, API anahtarı sk_live_51Jq8wT2eXbKLmN4oPqRsTuVwXyZa.": "+Mango_2010",
+        }
+        self.assert_gone_lines_kept(cases)
+        # A year, a quantity, a line that is no prose: they stay.
+        for text, kept in (("the door code is 4471 and the alarm was fitted in 2019 by Securitas, ask Ana", "2019"),
+                           ("the door code is 4471 and the alarm gives you 3000 s to leave the building, ok", "3000 s"),
+                           ("password=Xk29!mPq7zLw build=Rel3ase-Candidate-7 ok", "Rel3ase-Candidate-7"),
+                           ("Пароль от сервера nas-03.dc1.contoso.lan: Xk29!mPq7zLw, логин svc.", "nas-03.dc1.contoso.lan:"),
+                           ("hdbuserstore SET BACKUPKEY sqlprd16:30015 SYSTEM .gingerPumpkin17 for the backup job", "sqlprd16:30015")):
+            with self.subTest(text=text[:30]):
+                self.assertIn(kept, cc.redact(text)[0])
+
     def test_the_rest_of_a_wrapped_value_is_redacted_with_it(self):
         # A terminal, a log shipper or a mail client broke the value's line: its rest starts the next
         # line, after what the two lines share (an indent, `> `, a log line's prefix).
@@ -1175,13 +1201,16 @@ class TestRedaction(unittest.TestCase):
                 "4#R-UtwqEzK",
             "┌─ Ticket #4410 ─ field \"Stripe key\" ─┐\n│ sk_live_51Jq8wT2eXbKLmN4oPqRsTuVwXyZaBcD │\n│ Fg7Hj8Kl9 │\n└──────────────────────────┘": "Fg7Hj8Kl9",
             "Ola K. 09:14\nhasło do routera: T0run!8q2V-\nOla K. 09:14\nKsiezyc*40917\nOla K. 09:15\nteams uciął": "Ksiezyc*40917",
+            # Python joins the literals on adjacent lines: the next one is the rest.
+            'SIP_TRUNK_PASSWORD = (\n    "QvmTRKeB"\n    "pLsWzNcA"\n)': "pLsWzNcA",
         }
         self.assert_gone_lines_kept(cases)
         # The next line's own name and value, a word, a list's item: no rest.
         for text, kept in (("DB_PASSWORD=Xk29!mPq7zLw\nDB_HOST=db.internal", "DB_HOST=db.internal"),
                            ("  password: Xk29!mPq7zLw\n  port: 5432", "  port: 5432"),
                            ("api_secret=eb04821c3dfabfef\nsandbox mode is off", "sandbox mode is off"),
-                           ("Ola K. 09:14\nhasło do routera: T0run!8q2V-\nMarek P. 09:15\nDzi3ki!2x", "Dzi3ki!2x")):  # another person's message
+                           ("Ola K. 09:14\nhasło do routera: T0run!8q2V-\nMarek P. 09:15\nDzi3ki!2x", "Dzi3ki!2x"),  # another person's message
+                           ('tokens = [\n    "ghp_16C7e42F292c6912E7710c838347Ae178B4a",\n    "release-notes"\n]', "release-notes")):  # a list's next item
             with self.subTest(text=text[:30]):
                 self.assertIn(kept, cc.redact(text)[0])
 
