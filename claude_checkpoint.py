@@ -3638,7 +3638,7 @@ _JOINED_NOTE = (r"""\bno[ \t]+spaces?\b|\bwithout[ \t]+(?:a[ \t]+|any[ \t]+)?spa
                 r"""|\bihop\b|\b(?:inga|utan)[ \t]+mellanslag|\btodo[ \t]+junto\b|\btudo[ \t]+junto\b|\bsin[ \t]+espacios?\b|\bsem[ \t]+espaços?\b|\bse[ \t]+envi[óo][ \t]+solo\b"""
                 r"""|\btutto[ \t]+attaccato\b|\bsenza[ \t]+spazi\b|\bpartito[ \t]+l'invio\b|\baan[ \t]+elkaar\b|\bzonder[ \t]+spaties?\b|\bbez[ \t]+spacji\b|\bbez[ \t]+mezery\b"""
                 r"""|\bboşluksuz\b|\bbitişik\b|\bслитно\b|\bбез[ \t]+пробел|χωρίς[ \t]+κενό|スペースなし|空格|띄어쓰기[ \t]*없이|붙여서"""
-                r"""|\bse[ \t]+me[ \t]+cort[óo]\b|\bgot[ \t]+cut\b|\bcut[ \t]+off\b|\babgeschnitten\b|\bcoupé\b|\(2/2\)|\b2/2:""")
+                r"""|\bse[ \t]+me[ \t]+cort[óo]\b|\bgot[ \t]+cut\b|\bcut[ \t]+off\b|\babgeschnitten\b|\bcoupé\b|\(2/2\)|\b2/2:|\b(?:sms|msg|message|mensaje|mensagem|nachricht|wiadomość)[ \t]*\(?2/2\b""")
 # A piece ends the line after a word that gives it (`… c'est Purplerocket`, `la suite c'est 2009!!pixel`,
 # `slutar med L4nt3rn (ihop)`), follows a word that joins it (`ends with -Erratic_1912 appended right
 # after`), or stands alone on its line after a chat line's speaker (`[10:41] Élise: 5099!Matin`).
@@ -6587,6 +6587,7 @@ context-joined-parts         joined-parts           (?i)(?:{JOINED_NOTE})
 #   catch: [14:01] Claire: le mdp du compte OVH c'est «Purplerocket»\n[14:01] Claire: attends, la suite c'est «2009!!pixel»\n[14:02] Claire: tout collé sans espace
 #   catch: Lena: pw for the finance share is «correct-llama-ba»\nLena: ...and then «ttery-hinge_4051»  (no spaces)
 #   catch: [10:41] Johan: lösenordet till NAS:en börjar med «h4rb0r-»\n[10:41] Johan: och slutar med «L4nt3rn» (ihop, inga mellanslag)
+#   catch: SMS 1/2: la clave del portal es «Tq8vLp»\nSMS 2/2: «Rw3mXz» (vence en 24h)
 #   keep:  the token starts with sk-proj- and is one line, no spaces
 #   keep:  passwords must be 12 characters or more, no spaces, e.g. at least one digit
 # A secret's parts under numbered labels, in whatever language the label is ("phần 1: …" then "phần 2: …",
@@ -8898,14 +8899,15 @@ RULE_WORDS = {
         "κωδικός", "в два", "вторая", "двумя", "на две", "на дві", "пароль", "первая", "продолжени", "у два", "الجزء",
         "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
         "앞부분"), ()),
-    "context-joined-parts": ("060e2e38", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
+    "context-joined-parts": ("d8220d04", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
         "boşluksuz", "cort", "coupé", "cut", "early", "elkaar", "envi", "espace", "espacio", "espaço", "gehört", "got",
-        "ihop", "junto", "leerzeichen", "mellanslag", "mezery", "partito", "senza", "soon", "space", "spacji",
-        "together", "tout", "trop", "without", "zonder", "zusammen", "χωρίς", "пробел", "слитно", "スペースなし", "空格",
-        "띄어쓰기", "붙여서"), ("(2/2)", "2/2:", "aan", "abgeschnitten", "all", "bez", "bitişik", "boşluksuz", "coupé", "cut",
-        "gehört", "got", "ihop", "inga", "no", "ohne", "partito", "sans", "se", "sem", "senza", "sin", "todo", "too",
-        "tout", "trop", "tudo", "tutto", "utan", "without", "zonder", "zusammen", "χωρίς", "без", "слитно", "スペースなし",
-        "空格", "띄어쓰기", "붙여서"), ()),
+        "ihop", "junto", "leerzeichen", "mellanslag", "mensagem", "mensaje", "message", "mezery", "msg", "nachricht",
+        "partito", "senza", "sms", "soon", "space", "spacji", "together", "tout", "trop", "wiadomość", "without",
+        "zonder", "zusammen", "χωρίς", "пробел", "слитно", "スペースなし", "空格", "띄어쓰기", "붙여서"), ("(2/2)", "2/2:", "aan",
+        "abgeschnitten", "all", "bez", "bitişik", "boşluksuz", "coupé", "cut", "gehört", "got", "ihop", "inga",
+        "mensagem", "mensaje", "message", "msg", "nachricht", "no", "ohne", "partito", "sans", "se", "sem", "senza",
+        "sin", "sms", "todo", "too", "tout", "trop", "tudo", "tutto", "utan", "wiadomość", "without", "zonder",
+        "zusammen", "χωρίς", "без", "слитно", "スペースなし", "空格", "띄어쓰기", "붙여서"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("89314d0e", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
         "odzyskiwania", "recuperación", "recuperação", "reservkoder", "respaldo", "récupération", "secours",
