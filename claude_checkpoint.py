@@ -1018,7 +1018,7 @@ def secret_strength(name: str) -> int:
     if last in ("session", "sid", "sess") or last.endswith(("sessid", "sessionid")):
         return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
-            or last.endswith(("token", "cookie", "cookies", "pwd", "psk")) or last.startswith("passw")
+            or last.endswith(("token", "cookie", "cookies", "pwd", "pswd", "psk")) or last.startswith("passw")
             or (last.endswith("pass") and last not in _NOT_PASSWORDS)):  # also USERPWD, a typo (passwrd)
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
@@ -1879,6 +1879,12 @@ def _accept_named_random(match: Any) -> bool:
     return _accept_assignment(match) and _looks_random(match.group("s"))
 
 
+def _accept_cookie_value(match: Any) -> bool:
+    """A cookie's value in a record of its name and value, whatever the name (Apple's `myacinfo`,
+    `ci_session`): a machine's (_looks_random), not an analytics cookie's (_ANALYTICS_COOKIE)."""
+    return _looks_random(match.group("s")) and not _regex(_ANALYTICS_COOKIE).match(match.group("name"))
+
+
 def _accept_argument(match: Any) -> bool:
     """A password given as a command's argument (`net user alice PASSWORD`), unless it is an
     option (`/add`, `--pre-hashed`), a prompt (`*`), a redirection, a usage text's `<new password>`
@@ -2339,7 +2345,7 @@ _SETTING_GETTER = (r"(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \
 _ENV_VARIABLES_PRINTED = r"(?=[^\n]*\$env:\w*(?i:secret|token|key|pass|pwd))\$env:\w+(?:;[ \t]*\$env:\w+)*[ \t]*$"
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od)\b[^\n]*?(?i:secret|token|cred"
-    r"|passw(?!d\b)|pwd|passphrase|\.pw\b|\.psk\b|key[\w.\-]*\.(?:bin|der|raw)\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
+    r"|passw(?!d\b)|pwd|passphrase|\.pw\b|\.psk\b|[._\-]pass\b|key[\w.\-]*\.(?:bin|der|raw)\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets)"
     r"|(?:(?:echo|printf)[^\n|]*\|[ \t]*)?op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject|(?:signin|account[ \t]+add)[^\n]*--raw)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
@@ -2359,10 +2365,12 @@ _SECRET_PRINTING_COMMAND = (
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?(?:keygen\b|gossip[ \t]+keyring[ \t]+generate)|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
+    r"|aws[ \t]+kms[ \t]+(?:generate-data-key|generate-random|decrypt)\b|git-crypt[ \t]+export-key"  # a data key's plaintext, git-crypt's key
+    r"|(?:python3?|node|ruby|php|deno|bun)\b[^\n]*?(?:\.generate\(\)|generate_key\(|token_(?:hex|urlsafe|bytes)\(|urandom\(|randomBytes\(|SecureRandom\.|get_random_secret_key\()"  # a one-liner that prints a key it makes
     r"|(?:[\w\-./]+[ \t]+){0,3}?" + _SETTING_GETTER + "|" + _ENV_VARIABLES_PRINTED +  # `wp config get DB_PASSWORD`, `$env:DATTO_API_SECRET`
     r"|(?:python3?|node|ruby|perl|php|deno|bun|[\w./\-]*manage\.py|(?:bin/)?rails)\b[^\n]*?[ \t(;\"'](?:print|puts|pp|p|console\.log|echo|var_dump|say)[ \t(]+[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)"  # one-liners: python -c "print(settings.SECRET_KEY)"
     r"|[^\n]*?[\w)\]'\"]\.(?i:password|passwd|secret|token|secretkey|apikey)(?![\w(.\-])"  # a property read: (Get-ItemProperty …).Password, /text:processModel.password
-    r"|(?<=> )[^\n]{0,200}?(?i:key|token|secret|passw|pwd|cred)[^\n]{0,200}(?=\n=> )"  # irb's and pry's: `irb(main):001> Rails.application.credentials.dig(:x, :api_key)`
+    r"|(?<=> )[^\n]{0,200}?(?i:key|token|secret|passw|pwd|cred)[^\n]{0,200}(?=\n=>? )"  # irb's and pry's: `irb(main):001> Rails.application.credentials.dig(:x, :api_key)`; PsySH's (artisan tinker) `= "…"`
     r"|(?:(?<=>>> )|(?<=\]: )|(?<=> )(?=(?:print|pp|pprint|puts|p|console\.log)[ \t(]))(?:print|pp|pprint|puts|p|console\.log)?[ \t(]*[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)[\w.\[\]'\"]*(?:\(\))?\)?[ \t]*(?=\n)")
 # What runs a command inside a container, on another host, in a shell or a loop: `kubectl exec deploy/api -- sh -c '…'`,
 # `for u in a b; do echo -n "$u  "; vault kv get -field=password …`.
@@ -3967,7 +3975,7 @@ def _accept_url_parameter(match: Any) -> bool:
     name, strength = written.lower(), secret_strength(written)  # as written: pageToken is a page's token
     if name == "s" and _regex(r"[0-9a-f]{32}").fullmatch(value):
         return True  # imgix's signature: ?…&s=<32 hex>
-    if len(name) == 1 and _regex(r"(?i)/[\w\-]*(?:invit|convit|einlad|accept|aceit|magic|verif|confirm|reset|activat|ativa)[\w\-/]*$").search(
+    if len(name) == 1 and _regex(r"(?i)/[\w\-]*(?:invit|convit|einlad|accept|aceit|magic|verif|confirm|reset|activat|ativa)[\w\-/]*(?:\?[^\s#?]*)?$").search(
             _line_before(match.string, match.start(), 200)):
         return looks_machine_generated(value)  # an invitation's or a magic link's token: /convite/aceitar?t=…
     if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and not name.endswith(("signature", "-signed", "_signed")) and strength == 0):
@@ -4729,6 +4737,14 @@ user-is-the-key-flag         random                 -(?<![\w-]-)[a-zA-Z]{0,3}u[ 
 #   catch: curl -sk -u "«0E2trYpyWEmegGU0C3XCZIwzTNEmI5jJHBIFKoTVSTDxL0UzaedKKeZU1EDgBmjVbHWn9HMuHivy3oUY»:$OPN_SECRET" https://opnsense.lan/api/core/firmware/status
 #   keep:  curl -u deploybot2024build:$CI_PASS https://ci.example.com
 #   catch: curl -s -u «o.2BXwZGuNynd55pw9Eu6z5JWD9t1Tm5Ra»: -X POST https://api.pushbullet.com/v2/pushes
+# ldap3's debug log of a simple bind: the password in its `'simple'` member.
+ldap3-simple-bind            not-reference          'authentication':[ \t]*\{[^{}\n]{0,80}?'simple':[ \t]*(?P<s>'[^'\n]{1,256}'|"[^"\n]{1,256}")
+#   catch: DEBUG:ldap3:BIND request <{'version': 3, 'name': 'CN=svc-ldap,OU=Services,DC=corp,DC=local', 'authentication': {'sasl': None, 'simple': '«-idRY3oy?Cr7wWoT#^E?u#»'}}> sent
+#   keep:  DEBUG:ldap3:BIND request <{'version': 3, 'name': '', 'authentication': {'sasl': None, 'simple': '<stripped 16 characters of sensitive data>'}}>
+# Asterisk's `register =>` line (sip.conf, a log of it): user:secret@provider.
+asterisk-register-secret     not-reference          (?i)\bregister[ \t]*=>[ \t]*(?:[\w.+\-]+@)?[\w.+\-]{1,64}:(?P<s>[^:@\s/]{4,128})(?::[\w.+\-]{1,64})?@[\w\-]
+#   catch: [2024-03-12 11:20:04] VERBOSE[1821] pbx_config.c: register => 4930123456:«Ber1in-Trunk-Q»@sipconnect.sipgate.de/4930123456
+#   keep:  register => 4930123456:${SIP_SECRET}@sipconnect.sipgate.de/4930123456
 # An expect script's answer to a password prompt: `expect "Password:"` then `send "…\r"`.
 expect-send-password         not-reference          (?i)expect[ \t]+(?:-\w+[ \t]+)*"[^"\n]{0,40}(?:pass|pin|secret|token|phrase)[^"\n]{0,40}"[ \t]*\r?\n[ \t]*send[ \t]+(?:--[ \t]+)?"(?P<s>[^"\n\\]{1,256})
 #   catch: spawn su - oracle\nexpect "Password:"\nsend "«Café2001»\r"
@@ -4768,6 +4784,13 @@ perl-cisco-enable-password   not-reference          (?<=\w)->enable\([ \t]*(?:(?
 huawei-cipher-text           -                      (?P<s>%\^%#[\x21-\x7e]{8,256}?%\^%#|%@%@[\x21-\x7e]{8,256}?%@%@)
 #   catch: snmp-agent community read cipher «%^%#gw1BInh*xk0nlcuJ-_uSUR?1Pt|{W;M>sESNpPn0Uu*r%^%#» acl 2001
 #   keep:  printf("%^%# marks a cipher in the config\n")
+# net-snmp's createUser line (snmpd.conf): its authentication and privacy passphrases.
+snmpd-create-user-auth       not-reference          \bcreateUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA(?:-?\d{3})?)[ \t]+(?P<s>"[^"\n]{1,128}"|[^\s"]{1,128})
+#   catch: createUser monitor SHA "«ZT0QO~IbWV3V*jZ!»" AES "«qY4Gpj7e3ZLE1nPm»"
+#   keep:  createUser monitor SHA "$SNMP_AUTH" AES "$SNMP_PRIV"
+snmpd-create-user-priv       not-reference          \bcreateUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA(?:-?\d{3})?)[ \t]+(?:"[^"\n]{1,128}"|[^\s"]{1,128})[ \t]+(?:DES|AES(?:-?\d{3})?)[ \t]+(?P<s>"[^"\n]{1,128}"|[^\s"]{1,128})
+#   catch: createUser monitor SHA "«ZT0QO~IbWV3V*jZ!»" AES "«qY4Gpj7e3ZLE1nPm»"
+#   keep:  createUser monitor SHA "$SNMP_AUTH" AES "$SNMP_PRIV"
 # MikroTik's SNMP community, whose name is its password: `/snmp community add name=…`.
 mikrotik-snmp-community      not-reference          (?i)/snmp[ \t]+community[ \t]+(?:add|set)\b[^\n]{0,200}?[ \t]name=(?P<s>(?!public\b)(?:"[^"\n]{4,64}"|[^\s"]{4,64}))
 #   catch: /snmp community add addresses=10.5.0.0/24 name=«sPXGez8cO=Yd»
@@ -5368,6 +5391,17 @@ url-credentials-wrapped      wrapped-url-password   (?i)(?<=[a-z0-9])://(?P<user
 devtools-cookie-lines        named-random           (?im)^Name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]*\r?\nValue:[ \t]*(?P<s>[^\s]{8,4096})
 #   catch: Name: laravel_session\nValue: «4AblVy+UpWf3Hrj7mIaUlNgGJdeluAxrNXQIoZvEITczfeBPOZCAUXUkpUOAUjAnG7I98t5Hk»\nDomain: shop.example.com
 #   keep:  Name: theme\nValue: dark-mode-enabled
+devtools-cookie-line         cookie-row-value       (?im)^Name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]+Value:[ \t]*(?P<s>[^\s]{8,4096})
+#   catch: Name: grafana_session   Value: «fe8b6a4f3aeb5205a1586d85a50d1e62»   Domain: grafana.example.org   Path: /
+#   keep:  Name: theme   Value: dark-mode-enabled   Domain: example.org
+# A cookie's record as indented name and value lines (Ruby's HTTP::Cookie in FASTLANE_SESSION) or set by a
+# cookie jar's call (`s.cookies.set("ci_session", "…")`): a machine's value under any name.
+cookie-record-lines          cookie-value           (?i)(?<![^\n \t])name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]*\r?\n[ \t]*value:[ \t]*["']?(?P<s>[^\s"']{16,4096})
+#   catch: - !ruby/object:HTTP::Cookie\n  name: myacinfo\n  value: «DAWTKNV37b4a0acf3b79c6998a2d6e3f6afea332a5d04af4aec9b12084»\n  domain: apple.com
+#   keep:  - !ruby/object:HTTP::Cookie\n  name: _ga\n  value: GA1.2.1234567890.1716120000
+cookie-jar-set-call          cookie-value           (?i)cookies?\.(?:set|add|set_cookie|setcookie)\([ \t]*["'](?P<name>[\w.\-]{1,64})["'][ \t]*,[ \t]*["'](?P<s>[^"'\s]{16,4096})["']
+#   catch: s.cookies.set("ci_session", "«04854d80274d35edce87dce5b032d270663de5c4»", domain="merchant.example")
+#   keep:  s.cookies.set("_ga", "GA1.2.1234567890.1716120000", domain="merchant.example")
 # A webhook's token in its URL's path: hooks.… hosts, /webhook/, /hook/, /hooks/, /trigger/ paths, or the
 # `?key=` after one (WeCom): a machine-made token, a UUID (Feishu, Lark), a name with a random tail (Home Assistant).
 webhook-path-token           webhook-token          (?i)://(?:(?:web)?hooks?\.[\w.\-]{1,100}|[\w.\-]{1,100}(?::\d{1,5})?/(?:[\w\-]{1,40}/){0,3}(?:webhooks?|hooks?|triggers?|incoming))(?:/[\w\-]{1,40}){0,3}?(?:/|\?key=)(?P<s>[A-Za-z0-9_\-]{24,128})(?=[/?#"'\s]|$)
@@ -6284,11 +6318,13 @@ neo4j-auth                   not-reference          NEO4J_AUTH[ \t]*[=:][ \t]*["
 #   catch: docker run -e NEO4J_AUTH=neo4j/«8f3b14337fc58df7d9b2477a» neo4j:5
 #   keep:  NEO4J_AUTH=none
 # Oracle's connect string in a literal: "user/password@(DESCRIPTION=…)" or "user/password@host:1521/service".
-oracle-connect-string        not-reference          ["'=](?P<user>[A-Za-z_][\w$#]{0,30})/(?P<s>[^\s/@"']{4,128})@(?=\(DESCRIPTION|[\w.\-]+:\d+/|//[\w.\-]+(?::\d+)?/)
+oracle-connect-string        not-reference          (?:["'=]|(?<=[ \t]))(?P<user>[A-Za-z_][\w$#]{0,30})/(?P<s>[^\s/@"']{4,128})@(?=\(DESCRIPTION|[\w.\-]+:\d+/|//[\w.\-]+(?::\d+)?/)
 #   catch: CONN = "jsmith/«f053ed9e2efb278e6dbf13a6556bca0d»@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db.local)(PORT=1521)))"
 #   keep:  CONN = "jsmith/${ORACLE_PASSWORD}@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db.local)(PORT=1521)))"
 #   catch: ORACLE_DSN=hr/«jhGIZ3DEdTZflErf»@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=ora01.nakatomi.tech)(PORT=1521)))
 #   catch: ORACLE_CONN=report_ro/«garuda~privet76»@//orders-preprod-04.contoso.local:1521/ORCLPDB1
+#   catch: 2025-03-12 11:05:12 DEBUG [Exporter] using connect string apex_export/«k0t3k1*82»@//ora01.example.local:1521/PDB1
+#   keep:  see docs/setup@//wiki for the connect string
 # An S3-compatible service's access key id (Wasabi, MinIO, Backblaze's S3 keys), as AWS's AKIA… ids are.
 s3-access-key-id             -                      (?:(?i:access[_\-]?key[_\-]?id|accesskeyid)["']?[ \t]*[:=]?[ \t]*["']?|NewStaticV4\(\s*")(?P<s>[A-Z0-9]{20})(?![A-Za-z0-9])
 #   catch: rclone config create wasabi s3 provider=Wasabi access_key_id «EL64KDC99IE3BH1LBMRN» secret_access_key x
@@ -6340,6 +6376,7 @@ context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}
 context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z_][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`;]{8,2048})
 #   catch: [INFO] Downloading: https://nexus.example.com/repository/raw/x.EXE?x-nexus-signed=«fN5_Yxhre-79FtaojVCJMKP4V70HNDT0hcvLii0NbMmg0l»&x-nexus-expires=1750170000
 #   catch: Convite (expira em 48h): https://admin.example.com.br/convite/aceitar?t=«LG4AugLXVTLs-IX6XSyv_l2om1ZCAZmZ»
+#   catch: verify link from the signup email: https://accounts.example.app/verify-email?uid=184759&t=«Bue9boutrs0Il3JgmLGGF8x7coJHq1EEbDknCx-u»
 #   catch: https://painel-git-feat.vercel.app/?_vercel_share=«ZZoVI97nctVnJiTM2bfZhvZw6fIsfTn9»
 #   keep:  https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s
 #   catch: <img src="https://tandem-private.imgix.net/contracts/4412/page-1.png?w=1200&fm=webp&expires=1733011200&s=«3cc8cc058075971125869ea3d33e7958»">
@@ -6416,6 +6453,10 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   keep:  $ vault kv get secret/app/prod\n====== Data ======\nKey            Value\n---            -----\ndb_password    ********\ndb_user        app_w42m
 #   catch: $ aws ec2 describe-vpn-connections --vpn-connection-ids vpn-3958baba3156ee471 --query 'VpnConnections[0].Options.TunnelOptions[*].PreSharedKey'\n[\n    "«vG1p0q8_uRz2Xk.T6hWmNlb3F9x»"\n]
 #   keep:  $ kubectl get secret app-env -o jsonpath='{.data.LOG_LEVEL}' | base64 -d\ninfo
+#   catch: PS> python -c "from nacl.signing import SigningKey; k=SigningKey.generate(); print(k.encode().hex())"\n«c5bd29e4510638b6f8f661ace2e2704368f7d8113ea6069ce90f2c350393085b»
+#   catch: $ aws kms generate-data-key --key-id alias/pan-vault --key-spec AES_256 --query Plaintext --output text\n«49d7VHJ+rFRO6G8iHPDpFp5W2ZhAMjFrJsFTqVGdYLk=»
+#   keep:  $ python3 -c "import uuid; print(uuid.uuid4())"\n1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed
+#   catch: $ cat /opt/sepa-export/conf/pgp.pass\n«lantern-basalt-orchid-tavolo»
 #   catch: $ docker exec -it nextcloud occ config:system:get dbpassword\n«R0ble-Encina-12»
 #   catch: $ wp config get DB_PASSWORD --path=/srv/www/bellavista/current/web/wp\n«jhGPbAvPoeAeFFjE»\n$ wp config get DB_USER\nbellavista
 #   keep:  $ wp config get DB_NAME\nbellavista_prod
@@ -6684,7 +6725,7 @@ ACCEPT_CHECKS = {
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "key-body": _accept_key_body, "quoted-key": _accept_quoted_key,
     "machine-made": _accept_machine_made, "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
-    "named-random": _accept_named_random, "password-flag": _accept_password_flag, "argument": _accept_argument,
+    "named-random": _accept_named_random, "cookie-value": _accept_cookie_value, "cookie-row-value": _accept_cookie_value, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
@@ -6711,7 +6752,9 @@ CHECK_NEEDS = {
     "json-web-key": ("kty", "dp", "dq", "qi"), "byte-array-key": ("key", "secret", "wallet", "solana", "id.json", "seed"),
     "named-in-prose": _PROSE_SECRET_PARTS,
     "place-code": _PLACE_NEEDS, "place-label": _PLACE_NEEDS,
-    "base64-password-line": ("base64", "auth", "cred", "passw", "secret"),  # a line alone of base64 is everywhere: a word must say why
+    "base64-password-line": ("base64", "auth", "cred", "passw", "secret"),
+    "cookie-value": ("cookie",),  # a record of a name and a value is everywhere (Kubernetes' env): a cookie's only where the word stands
+                                  # (cookie-row-value, the same check, needs no word: `Name: … Value: …` on one line is a browser's)  # a line alone of base64 is everywhere: a word must say why
 }
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
@@ -8438,6 +8481,8 @@ RULE_WORDS = {
     "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",), ("-w",)),
     "user-password-flag": ("27b43ae7", ("-",), (), ()),
     "user-is-the-key-flag": ("ead233aa", ("-",), (), (":",)),
+    'ldap3-simple-bind': ('ba01898d', ("'authentication':",), ("'authentication':",), ("'simple':",)),
+    "asterisk-register-secret": ("69efb757", ("register",), ("register",), ("=>",)),
     "expect-send-password": ("f92ffee4", ("expect",), ("expect",), ("send",)),
     'java-char-array-password': ('c9c36271', ('".tochararray()',), (), ()),
     "auth-user-password": ("02b0db0a", ("auth",), (), (":",)),
@@ -8447,6 +8492,8 @@ RULE_WORDS = {
         ("authentication-key", "ip", "key-string", "message-digest-key"), ()),
     'perl-cisco-enable-password': ('ecd689fe', ('->enable(',), ('->enable(',), ('"', "'")),
     "huawei-cipher-text": ("90780dc2", ("%@%@", "%^%#"), ("%@%@", "%^%#"), ()),
+    "snmpd-create-user-auth": ("6198c6e2", ("createuser",), ("createuser",), ("md5", "sha")),
+    "snmpd-create-user-priv": ("ba603926", ("createuser",), ("createuser",), ("md5", "sha")),
     "mikrotik-snmp-community": ("70d92dbd", ("community",), ("/snmp",), ("/snmp",)),
     "radtest-password": ("43cec8b4", ("radtest",), ("radtest",), ()),
     "radtest-secret": ("942927b8", ("radtest",), ("radtest",), ()),
@@ -8626,6 +8673,9 @@ RULE_WORDS = {
     "url-credentials-wide": ("36b28036", ("://",), (), ("@",)),
     "url-credentials-wrapped": ("4649296a", ("://",), ("://",), ("\n",)),
     "devtools-cookie-lines": ("dc92aa1d", ("\nvalue:",), ("name:",), ("name:",)),
+    "devtools-cookie-line": ("02cbb866", ("value:",), ("name:",), ("name:",)),
+    "cookie-record-lines": ("43fb766a", ("value:",), ("name:",), ("name:",)),
+    "cookie-jar-set-call": ("ee1c7458", ("cookie",), ("cookie",), ("add", "set", "set_cookie", "setcookie")),
     "webhook-path-token": ("c2180a87", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
@@ -8824,7 +8874,7 @@ RULE_WORDS = {
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd"), (":",)),
     "neo4j-auth": ("2a6d0da4", ("neo4j_auth",), ("neo4j_auth",), ("/",)),
-    "oracle-connect-string": ("79a08896", ("/",), (), ("@",)),
+    "oracle-connect-string": ("ec374ba0", ("/",), (), ("@",)),
     "s3-access-key-id": ("7a5d38c4", ("access", "newstaticv4("), ("access", "newstaticv4("), ()),
     "context-credential-class": ("319d6410", ("auth", "credential", "key", "password", "secret", "signer", "token"),
         (), ("(",)),
@@ -8855,22 +8905,24 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("11fc2daf", ("\n=> ", "$env:", "--expose-token", "--fields", "--query", "--reveal",
-        "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".git-credentials", ".htpasswd", ".jks",
-        ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk",
-        ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token",
+    "context-command-output": ("dcc4fb36", ("$env:", "--expose-token", "--fields", "--query", "--reveal", "-password",
+        ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".generate()", ".git-credentials", ".htpasswd",
+        ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass",
+        ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token",
         "/actuator/env/", "/auth/token", "/authenticate", "/login", "/oauth", "/session", "/token", "account",
         "age-keygen", "ansible-vault", "apg", "api", "auth", "aws", "bootstrap", "bun", "config", "configure",
-        "cookie", "create", "create-for-rbac", "cred", "credential", "deno", "docker/config.json", "document",
-        "doppler", "echo", "env", "firebase", "gcloud", "generate", "genkey", "get", "get-access-token",
-        "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "gopass", "gpg", "heroku",
-        "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate",
+        "cookie", "create", "create-for-rbac", "cred", "credential", "decrypt", "deno", "docker/config.json",
+        "document", "doppler", "echo", "env", "export-key", "firebase", "gcloud", "generate", "generate-data-key",
+        "generate-random", "generate_key(", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
+        "get-secretvalue", "get-storedcredential", "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json",
+        "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate",
         "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl",
         "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl",
         "pass", "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private",
-        "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails", "read", "requirepass", "reset-password",
-        "ruby", "runner", "secret", "secret-tool", "shadow", "signin", "solana", "sops", "status", "storage",
-        "terraform", "tickets", "token", "unlock", "variables", "vault", "vercel", "wallet"), (), ("\n",)),
+        "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails", "randombytes(", "read", "requirepass",
+        "reset-password", "ruby", "runner", "secret", "secret-tool", "securerandom.", "shadow", "signin", "solana",
+        "sops", "status", "storage", "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe",
+        "unlock", "urandom(", "variables", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("de0752f3", ("\n",), (), ()),
     "context-html-table": ("85fa6835", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
