@@ -10791,15 +10791,15 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 # context, data science, mobile and embedded, enterprise IT; at stop 27 a web agency, fintech, a game
 # studio, an MSP's helpdesk; 0.85 to 0.95 unseen), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
-BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.95, 0.99),
+BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.96, 0.99),
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
-                 "blind63_corpus.json": (0.97, 0.98), "blind66_corpus.json": (0.96, 0.97),
-                 "blind69_corpus.json": (0.95, 0.99), "blind71_corpus.json": (0.96, 0.99),
-                 "blind72_corpus.json": (0.95, 0.99), "blind73_corpus.json": (0.97, 0.99),
-                 "blind79_corpus.json": (0.96, 0.99), "blind81_corpus.json": (0.97, 0.99),
+                 "blind63_corpus.json": (0.97, 0.98), "blind66_corpus.json": (0.97, 0.97),
+                 "blind69_corpus.json": (0.96, 0.99), "blind71_corpus.json": (0.96, 0.99),
+                 "blind72_corpus.json": (0.96, 0.99), "blind73_corpus.json": (0.97, 0.99),
+                 "blind79_corpus.json": (0.97, 0.99), "blind81_corpus.json": (0.97, 0.99),
                  "blind82_corpus.json": (0.97, 0.99), "blind85_corpus.json": (0.97, 0.99),
-                 "blind87_corpus.json": (0.98, 0.99), "blind88_corpus.json": (0.94, 0.98),
-                 "blind100_corpus.json": (0.96, 0.99), "blind103_corpus.json": (0.96, 0.99)}
+                 "blind87_corpus.json": (0.98, 0.99), "blind88_corpus.json": (0.95, 0.98),
+                 "blind100_corpus.json": (0.97, 0.99), "blind103_corpus.json": (0.96, 0.99)}
 
 
 def corpus_texts() -> list:
