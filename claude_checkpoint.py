@@ -3680,7 +3680,7 @@ def _find_joined_parts(match: Any) -> list:
     while position <= line_end:
         end = text.find("\n", position, line_end + 1)
         end = line_end if end < 0 else end
-        at, word_of_line = max(position, word.end()), None
+        at, first_plain = max(position, word.end()), None
         while piece := _regex(_JOINED_PIECE).search(text, at, end):  # the line's secret part, else its first plain word
             value, at = piece.group(piece.lastindex), piece.start(piece.lastindex)
             if text.startswith(REDACTED, at - 1):
@@ -3688,9 +3688,9 @@ def _find_joined_parts(match: Any) -> list:
             if _is_secret_part(value) and not _regex(r"[a-z]{1,8}(?:[-_][a-z]{1,8})?[-_]").fullmatch(value):  # (not a vendor's prefix: `sk-proj-`)
                 parts.append(piece.span(piece.lastindex))
                 break
-            word_of_line = word_of_line or (piece.span(piece.lastindex) if _is_plain_part(value) else None)
+            first_plain = first_plain or (piece.span(piece.lastindex) if _is_plain_part(value) else None)
         else:
-            plain += [word_of_line] if word_of_line else []
+            plain += [first_plain] if first_plain else []
         position = end + 1
     return sorted(parts + plain) if parts else []
 
@@ -7040,14 +7040,19 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         if join and not quote and after.strip() != join:
             continue
         rests.append((below_start + rest.start(1), below_start + rest.end(1)))
-    if not rests:
-        return text, count
-    pieces, position = [], 0
-    for start, end in rests:
-        replaced.append(text[start:end])
-        pieces += [text[position:start], REDACTED]
-        position = end
-    return "".join(pieces) + text[position:], count + len(rests)
+    return _replace_spans(text, rests, count, replaced)
+
+
+def _replace_spans(text: str, spans: Iterable, count: int, replaced: list) -> tuple:
+    """(text, count) with each span of text replaced by REDACTED, in order, a span that overlaps
+    one before it left out; each value replaced is added to replaced."""
+    pieces, position, done = [], 0, 0
+    for start, end in sorted(spans):
+        if start >= position:
+            replaced.append(text[start:end])
+            pieces += [text[position:start], REDACTED]
+            position, done = end, done + 1
+    return ("".join(pieces) + text[position:], count + done) if done else (text, count)
 
 
 # A sentence that gives one secret often gives another: "the door code is «redacted» and the server
@@ -7079,14 +7084,7 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
                     r"[ \t]*(?:%|s\b|sec|min|h\b|kr|€|\$|°)").match(text, token.end()) and _regex(_GIVING_WORD).search(
                     text, max(line.start(), token.start() - 60), token.start()):  # (the costly look for a giving word last)
                 spans.append(token.span())
-    if not spans:
-        return text, count
-    pieces, position = [], 0
-    for start, end in spans:
-        replaced.append(text[start:end])
-        pieces += [text[position:start], REDACTED]
-        position = end
-    return "".join(pieces) + text[position:], count + len(spans)
+    return _replace_spans(text, spans, count, replaced)
 
 
 # A secret's siblings. The rows of one table and the lines of one block of assignments hold values
@@ -7115,15 +7113,7 @@ def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
     for index, line in enumerate(lines):
         if REDACTED in line:
             spans.update((starts[row] + a, starts[row] + b) for row, a, b in _sibling_cells(lines, index) + _sibling_values(lines, index, replaced))
-    if not spans:
-        return text, count
-    pieces, position = [], 0
-    for start, end in sorted(spans):
-        if start >= position:
-            replaced.append(text[start:end])
-            pieces += [text[position:start], REDACTED]
-            position = end
-    return "".join(pieces) + text[position:], count + len(pieces) // 2
+    return _replace_spans(text, spans, count, replaced)
 
 
 def _block_around(lines: list, index: int) -> range:
