@@ -1660,10 +1660,15 @@ def _accept_url_password_wide(match: Any) -> bool:
 
 
 def _accept_url_password(match: Any) -> bool:
-    """A URL's password, but a reference or a local default (`amqp://guest:guest@localhost/`)."""
-    password, rest = match.group("s"), match.string[match.end():match.end() + 10]
-    local = rest.startswith(("localhost", "127.0.0.1", "[::1]")) and password == match.group("user")
-    return not _is_reference(password) and not local
+    """A URL's password, but a reference or a local default (_is_local_default)."""
+    password = match.group("s")
+    return not _is_reference(password) and not _is_local_default(match.group("user"), password, match.string, match.end())
+
+
+def _is_local_default(user: str, password: str, text: str, host: int) -> bool:
+    """Whether a URL's password is its user's name and its host (at text[host:]) this machine:
+    `amqp://guest:guest@localhost/`."""
+    return password == user and text.startswith(("localhost", "127.0.0.1", "[::1]"), host)
 
 
 # What the name of a call that takes a user and a password says: it connects, binds, logs in or
@@ -3701,17 +3706,22 @@ def _is_plain_part(value: str) -> bool:
     return 5 <= len(value) <= 24 and value.isalpha() and value.lower() not in _COMMON_WORDS
 
 
+def _credential_word_patterns(bare: str) -> tuple:
+    """What names a credential in a chat: a word of _CREDENTIAL_WORDS, one of the `bare` words a chat
+    says it with ("sending the key in two parts", "sftp pass for MPS is"), a compound that ends in one
+    (återställningsnyckeln)."""
+    return (_CREDENTIAL_WORDS, r"(?i)\b(?:" + bare + r")\b",
+            r"(?i)[^\W\d_]{3,20}(?:nyckel|schlüssel|sleutel|kennwort|passwort|wachtwoord|lösenord|salasana|adgangskode)")
+
+
 def _names_a_credential(text: str, start: int, end: int, bare: str = "keys?|pass") -> bool:
-    """Whether text[start:end] holds a word that names a credential (_credential_word)."""
-    return _credential_word(text, start, end, bare) is not None
+    """Whether text[start:end] holds a word that names a credential (_credential_word_patterns)."""
+    return any(_regex(pattern).search(text, start, end) for pattern in _credential_word_patterns(bare))
 
 
 def _credential_word(text: str, start: int, end: int, bare: str = "keys?|pass") -> Optional[Any]:
-    """The first word in text[start:end] that names a credential (_CREDENTIAL_WORDS), or one of the
-    `bare` words a chat says it with ("sending the key in two parts", "sftp pass for MPS is"), or a
-    compound that ends in one (återställningsnyckeln); None when there is none."""
-    found = [word for word in (_regex(_CREDENTIAL_WORDS).search(text, start, end), _regex(r"(?i)\b(?:" + bare + r")\b").search(text, start, end),
-                               _regex(r"(?i)[^\W\d_]{3,20}(?:nyckel|schlüssel|sleutel|kennwort|passwort|wachtwoord|lösenord|salasana|adgangskode)").search(text, start, end)) if word]
+    """The first word in text[start:end] that names a credential (_credential_word_patterns), or None."""
+    found = [word for word in (_regex(pattern).search(text, start, end) for pattern in _credential_word_patterns(bare)) if word]
     return min(found, key=lambda word: word.start(), default=None)
 
 
@@ -3871,10 +3881,9 @@ def _find_wrapped_log_line(match: Any) -> list:
 
 def _find_wrapped_url_password(match: Any) -> list:
     """Both lines' parts of a URL's password a terminal wrapped (url-credentials-wrapped), when the
-    joined password is no reference or local default (_accept_url_password's judgement)."""
+    joined password is no reference or local default (_is_local_default)."""
     password = match.group("a") + match.group("s")
-    local = match.string.startswith(("localhost", "127.0.0.1", "[::1]"), match.end()) and password == match.group("user")
-    return [] if _is_reference(password) or local else [match.span("a"), match.span("s")]
+    return [] if _is_reference(password) or _is_local_default(match.group("user"), password, match.string, match.end()) else [match.span("a"), match.span("s")]
 
 
 def _ends_machine_made(text: str, end: int) -> bool:
