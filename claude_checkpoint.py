@@ -976,16 +976,40 @@ def _name_parts(name: str) -> list:
     return [p.lower() for p in _regex(_NAME_SPLIT).split(name) if p]
 
 
+# A name's words for a password, a key or a token in the languages programmers name things in
+# (`"Heslo": …`, `mqttSenha`, `clave_api`, `motDePasse`): read as the English word they stand for.
+_FOREIGN_NAME_WORDS = {
+    **dict.fromkeys("""heslo hesla haslo hasło hasla sifre şifre sifresi jelszo jelszó jelszava contrasena contraseña
+        contrasenya senha wachtwoord losenord lösenord passord adgangskode salasana parolă parol geslo lozinka
+        sandi matkhau pasahitza""".split(), "password"),
+    **dict.fromkeys("""schluessel schlüssel sleutel nyckel nøgle nogle chiave clave llave chave cheie klucz klic klíč
+        anahtar kunci avain""".split(), "key"),
+    "jeton": "token", "geheimnis": "secret", "segreto": "secret", "segredo": "secret", "zugangsdaten": "credentials"}
+_FOREIGN_PASSWORD_ENDINGS = ("heslo", "haslo", "senha", "sifre", "jelszo", "wachtwoord", "contrasena", "salasana", "losenord")
+
+
+def _english_name_parts(name: str) -> list:
+    """A name's words (_name_parts) with a foreign credential word read as its English one:
+    `DatovaSchranka.Heslo` ends in "password", `mot_de_passe` is one "password"."""
+    parts = []
+    for part in _name_parts(name):
+        if parts[-2:] == ["mot", "de"] and part == "passe":
+            parts[-2:] = ["password"]
+            continue
+        parts.append(_FOREIGN_NAME_WORDS.get(part) or ("password" if part.endswith(_FOREIGN_PASSWORD_ENDINGS) else part))
+    return parts
+
+
 def secret_strength(name: str) -> int:
-    """2 when a name says its value is a secret (DB_PASSWORD), 1 when it may be (SIGNING_KEY
+    """2 when a name says its value is a secret (DB_PASSWORD, `Heslo`), 1 when it may be (SIGNING_KEY
     is 2, sort_key is 1), 0 when it does not (MAX_TOKENS, password_file)."""
-    parts = _name_parts(name)
+    parts = _english_name_parts(name)
     while len(parts) > 1 and (parts[-1].isdigit() or len(parts[-1]) == 1):
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
         parts.pop()  # SESSION_TOKEN_B64 is a token
-    while len(parts) > 1 and _regex(r"(?:part|half|chunk|piece)s?\d{0,2}").fullmatch(parts[-1]):
-        parts.pop()  # GH_APP_KEY_PART1, key_chunks: a key's parts
+    while len(parts) > 1 and _regex(r"(?:part|half|chunk|piece)s?\d{0,2}|p[1-9]").fullmatch(parts[-1]):
+        parts.pop()  # GH_APP_KEY_PART1, key_chunks, AZ_STORAGE_KEY_P1: a key's parts
     if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"] or (
             parts[-1:] in (["nodekey"], ["discokey"]) or len(parts) > 1 and _regex(r"sha\d{1,3}|md5").fullmatch(parts[-1])):
         return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce, Tailscale's public node key, a digest (HPKP's pin-sha256)
@@ -1849,13 +1873,16 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|allarm[ei]|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|sejf\w{0,3}|schrank"
                 r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|\w{0,12}eingang|\w{0,12}raum|server ?room|serverrum|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
+                r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
+                r"|u[șş]\w{0,2}|poart\w{0,2}|seif\w{0,3}|πόρτα\w{0,2}|συναγερμ\w{0,3}|χρηματοκιβώτι\w{0,2}"  # Romanian, Greek
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة)(?![^\W\d_])")
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
                 "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "sejf", "raum", "room", "serverrum", "schrank", "port", "puerta", "cancello", "tür",
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
-                "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "сигналіз", "сигнализ", "larm", "باب", "إنذار", "خزنة")
+                "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "сигналіз", "сигнализ", "larm", "باب", "إنذار", "خزنة",
+                "dveř", "brán", "serverovn", "rozvodn", "trezor", "riaszt", "ajtó", "kapu", "széf", "uș", "poart", "seif", "πόρτα", "συναγερμ", "χρηματοκιβώτι")
 
 
 def _accept_place_label(match: Any) -> bool:
@@ -3305,7 +3332,7 @@ def _find_table_cells(match: Any) -> list:
     """A table whose header names a credential: the cells under that header that look like a
     password or a machine-made value, or a PIN under a PIN (markdown, CSV, or columns split by
     tabs or two spaces)."""
-    text, head = match.string, match.group("head").replace("||", "|")  # a wiki's header: || Login || Kennwort ||
+    text, head = match.string, match.group("head").replace("||", "|").replace("|_.", "|  ")  # a wiki's header: || Login || Kennwort ||, Textile's |_. Heslo |
     line_start = text.rfind("\n", 0, match.start("head")) + 1
     above_start = text.rfind("\n", 0, max(0, line_start - 1)) + 1
     underline = r"[ \t]*[\-=]{3,}(?:[ \t+|]+[\-=]{3,})+[ \t|]*"
@@ -3346,7 +3373,9 @@ def _named_value_cells(match: Any, separator: Optional[str]) -> list:
             said = [row[a:b].strip().strip('"`') for index, (a, b) in enumerate(cells) if index != value_column]
             a, b = cells[value_column]
             value = row[a:b].strip().strip('"`')
-            if value and any(secret_strength(_regex(r"\W+").sub("_", name)) == 2 for name in said if len(name) <= 40) and _is_secret_cell(value, "secret"):
+            secret_names = [name for name in said if len(name) <= 40 and secret_strength(_regex(r"\W+").sub("_", name)) == 2]
+            kind = "pin" if any(kind == "pin" for _, kind in _credential_columns(secret_names)) else "secret"  # a PIN's four digits
+            if value and secret_names and _is_secret_cell(value, kind):
                 first = position + a + row[a:b].index(value)
                 spans.append((first, first + len(value)))
         position += len(row) + 1
@@ -3383,7 +3412,9 @@ def _credential_columns(names: list) -> tuple:
                      or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|2fa(?:[ _](?:secret|backup|codes?))?|mfa[ _]secret").fullmatch(name)):  # a password manager's TOTP seed
             columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "totp" if _regex(r"(?i)totp|otp|2fa|mfa").search(name)
                                 else "password" if _regex(_PASSWORD_COLUMN).search(name) else "secret"))
-        elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:codes?|kod|koden|kode|código|codigo|codice)").fullmatch(name.strip()):
+        elif len(name.split()) <= 4 and _regex(r"(?i)(?<![^\s_\-])pin(?![^\s_\-])").search(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET:
+            columns.append((index, "pin"))  # a PIN's label in any order of words: `Code PIN imprimante`, `SIM PIN`
+        elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:codes?|kod|koden|kode|kód|kódja|código|codigo|codice)").fullmatch(name.strip()):
             columns.append((index, "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts
         elif strength == 1 and "community" in name.lower():
             columns.append((index, "secret"))  # an SNMP community: a password people choose
@@ -3433,7 +3464,7 @@ def _find_html_login_row(match: Any) -> list:
     made, and words before the table say access or credentials; in a row of two cells, the value
     of a label that names a credential."""
     text = match.string
-    cells = list(_regex(r"<td\b[^>]*>(?:<(?:b|strong|code)>)?([^<]*)(?:</(?:b|strong|code)>)?</td>").finditer(text, match.start("s"), match.end("s")))
+    cells = list(_regex(r"<td\b[^>]*>(?:<(?:b|strong|code|p|span|em)>)?([^<]*)(?:</(?:b|strong|code|p|span|em)>)?</td>").finditer(text, match.start("s"), match.end("s")))
     if len(cells) == 2:  # a label and its value: `<td><b>Mot de passe provisoire</b></td><td>…</td>`
         label, value = cells[0].group(1).strip(), cells[1].group(1).strip()
         kind = dict(_credential_columns([label])).get(0)
@@ -3501,15 +3532,67 @@ def _reads_as_login(cell: str) -> bool:
 
 def _find_html_table_cells(match: Any) -> list:
     """An HTML table whose header row names a credential: the cells under it that hold one."""
-    names = [_regex(r"\s+").sub(" ", name).strip() for name in _regex(r">([^<]*)</(?:th|b|strong)>").findall(match.group("head"))]
+    names = [_regex(r"\s+").sub(" ", name).strip() for name in _regex(r">([^<]*)</(?:th|b|strong|p|span)>").findall(match.group("head"))]
     columns = dict(_credential_columns(names))
     spans = []
     for row in _regex(r"(?s)<tr\b[^>]*>(.*?)</tr>").finditer(match.string, match.start("s"), match.end("s")) if columns else ():
-        for index, cell in enumerate(_regex(r"<td\b[^>]*>(?:<(?:b|strong|code)>)?([^<]*)(?:</(?:b|strong|code)>)?</td>").finditer(row.group(1))):
+        for index, cell in enumerate(_regex(r"<td\b[^>]*>(?:<(?:b|strong|code|p|span|em)>)?([^<]*)(?:</(?:b|strong|code|p|span|em)>)?</td>").finditer(row.group(1))):
             value = cell.group(1).strip()
             if index in columns and _is_secret_cell(value, columns[index]):
                 first = row.start(1) + cell.start(1) + cell.group(1).index(value)
                 spans.append((first, first + len(value)))
+    return spans
+
+
+def _literal_items(line: str, start: int) -> list:
+    """(start, end) of each item of the list or tuple that opens at line[start] (`(`, `[`): split at
+    its commas outside quotes and brackets (`datetime.datetime(2025, 1, 7)` is one item), a quoted
+    item's span inside its quotes; [] when the list does not close on the line."""
+    closing = {"(": ")", "[": "]"}[line[start]]
+    items, depth, quote, first = [], 0, "", start + 1
+    for index in range(start + 1, len(line)):
+        character = line[index]
+        if quote:
+            quote = "" if character == quote and line[index - 1] != "\\" else quote
+        elif character in "\"'":
+            quote = character
+        elif character in "([{":
+            depth += 1
+        elif character in ")]}" and depth:
+            depth -= 1
+        elif depth == 0 and character in ("," + closing):
+            a, b = first, index
+            while a < b and line[a] in " \t":
+                a += 1
+            while b > a and line[b - 1] in " \t":
+                b -= 1
+            if b - a >= 2 and line[a] in "\"'" and line[b - 1] == line[a]:
+                a, b = a + 1, b - 1
+            items.append((a, b))
+            first = index + 1
+            if character == closing:
+                return items
+    return []
+
+
+def _find_literal_rows(match: Any) -> list:
+    """A table printed as lists of literals, one a line (a spreadsheet's rows read by openpyxl, a sheet
+    API's `values`, a PHP or JS array of arrays), whose first row names a credential: the items
+    under that name, in the rows below of as many items, that hold one (_is_secret_cell)."""
+    text = match.string
+    head = _literal_items(text[match.start():text.find("\n", match.start()) % (len(text) + 1)], 0)
+    names = [text[match.start() + a:match.start() + b] for a, b in head]
+    columns = dict(_credential_columns(names))
+    spans, position = [], match.start("s")
+    for row in text[position:match.end("s")].split("\n") if columns else ():
+        opening = _regex(r"[ \t]*(?:[⎿│>]+[ \t]*)?([(\[])").match(row)
+        items = _literal_items(row, opening.start(1)) if opening else []
+        if len(items) != len(names):
+            break  # the table ends where a line is no row of it
+        for index, (a, b) in enumerate(items):
+            if index in columns and _is_secret_cell(row[a:b], columns[index]):
+                spans.append((position + a, position + b))
+        position += len(row) + 1
     return spans
 
 
@@ -4098,7 +4181,11 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 # punctuation is rejected at once. (The class before the words only spares the regex engine
 # trying every word at every step.)
 _SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "cred", "auth", "dsn", "cookie", "pin", "pat", "private", "encrypt",
-                    "session", "psk", "community", "seed", "pepper", "salt")
+                    "session", "psk", "community", "seed", "pepper", "salt",
+                    # other languages' words (_FOREIGN_NAME_WORDS): `"Heslo": …`, `clave_api`
+                    "heslo", "haslo", "senha", "sifre", "şifre", "jelszo", "kennwort", "wachtwoord", "contrase", "salasana",
+                    "losenord", "lösenord", "parol", "clave", "chiave", "chave", "llave", "sleutel", "schl", "nyckel", "klucz",
+                    "cheie", "jeton", "sandi")
 _SECRETISH_REACH = 80
 _SECRETISH_FIRST_LETTERS = "".join(sorted({word[0] for word in _SECRETISH_WORDS}))  # a cheap first test
 _SECRETISH_WORD = "(?=[%s%s])(?i:%s)" % (_SECRETISH_FIRST_LETTERS, _SECRETISH_FIRST_LETTERS.upper(), "|".join(_SECRETISH_WORDS))
@@ -5469,8 +5556,9 @@ go-name-value-struct         assignment             \bName:[ \t]*"(?P<name>[^"\n
 #   catch: req.AddCookie(&http.Cookie{Name: "session", Value: "«_pP_tpP8YPhRq4Zyni-w90z4n2WAYW0fKKxmO77UK9M»"})
 #   keep:  req.AddCookie(&http.Cookie{Name: "theme", Value: "dark"})
 # Tuples and calls that carry a password: Erlang/Elixir configs, HTTP clients, PDO, FTP.
-tuple-pair                   assignment             [{(\[]\s*:?["']?(?P<name>[A-Za-z_]\w{0,80})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
+tuple-pair                   assignment             (?:[{\[]|(?<![\w.>])\(|\((?=\s*[:"']))\s*:?["']?(?P<name>[A-Za-z_]\w{0,80})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
 #   keep:  if !strings.HasPrefix(apiKey, "sk-ant-") {
+#   keep:  RETURN UTL_I18N.STRING_TO_RAW(p_heslo, 'AL32UTF8');
 #   catch: {:password, "«M^BCDT%.Wtk9»"}
 #   keep:  {:username, "deploy"}
 #   keep:  jq 'keys' prints ["password", "username"]
@@ -5766,6 +5854,16 @@ sql-settings-row             assignment             (?i)\bSET[ \t]+(?:value|val|
 sql-unicode-password         not-reference          (?i)\bPASSWORD[ \t]*=[ \t]*N(?P<s>'[^'\n]{1,256}')
 #   catch: CREATE LOGIN svc_etl WITH PASSWORD = N'«ggvZ=yhDo7xGo8»', CHECK_POLICY = OFF;
 #   keep:  CREATE LOGIN svc_etl WITH PASSWORD = N'$(ETL_PASSWORD)', CHECK_POLICY = OFF;
+# A declaration with its type between the name and `:=` (IEC 61131-3 Structured Text, Pascal, Ada):
+# `sPassword : STRING := '…';`, `Key : constant String := "…";`.
+typed-declaration            assignment             (?<![\w.$]){SECRETISH_NAME}(?P<name>[A-Za-z_]\w{0,80})[ \t]*:[ \t]*(?:constant[ \t]+)?[A-Za-z_][\w.]{0,40}(?:[(\[][\d ,.]{1,12}[)\]])?[ \t]*:=[ \t]*{VALUE}
+#   catch: VAR\n    sUser     : STRING := 'plc_export';\n    sPassword : STRING := '«Nero.Meter.Ember8»';\nEND_VAR
+#   catch: Api_Key : constant String := "«b7Qz9TmW4kXp2RvN8sLc»";
+#   keep:  VAR\n    sPassword : STRING := '';\n    iPasswordLen : INT := 12;\nEND_VAR
+# The Windows registry's values as `reg query` prints them: `DefaultPassword    REG_SZ    …`.
+registry-value               assignment             (?m)^[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+REG_(?:SZ|EXPAND_SZ|MULTI_SZ)[ \t]+(?P<s>[^\r\n]{1,1024}?)[ \t]*\r?$
+#   catch: HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon\n    DefaultUserName    REG_SZ    hmi_operator\n    DefaultPassword    REG_SZ    «cobalt-pump-pelican»
+#   keep:  HKLM\SOFTWARE\Policies\Microsoft\FVE\n    EncryptionMethodWithXtsOs    REG_DWORD    0x7\n    PasswordComplexity    REG_SZ    Enabled
 # A here-document under a secret's name (HCL, Ruby, shell): each of its lines.
 heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
@@ -5982,13 +6080,15 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[
 # The code that opens a place, the place named after the word "code" ("the code for the garage keypad
 # is 5093", "Koden till grinden är 4821", "el código de la puerta es 4821", "код от двери 1234"):
 # four to eight digits (a keypad's # or * after them).
-code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|kód|kodu|kody|код|combination|combinacion|combinación|combinação|kombination|رمز|ورمز)|(?<=[^\W\d_][^\W\d_])(?:kod(?:en|e)?|code))(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
+code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|kód|kódja|kódot|kódu|kodu|kody|cod|codul|κωδικός|код|combination|combinacion|combinación|combinação|kombination|رمز|ورمز)|(?<=[^\W\d_][^\W\d_])(?:kod(?:en|e)?|code))(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|teď|ted|most|acum|είναι|τώρα|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
 #   catch: per la sala server: codice allarme «48213907», poi la porta col badge.
 #   catch: SMS from Mum: the code for the garage keypad is «5093» now, dad changed it
 #   catch: Tjena! Koden till grinden är «4821», ha en trevlig helg i stugan!
 #   catch: el código de la puerta del almacén es «4821#»
 #   catch: der Code für das Tor ist jetzt «4711»
 #   catch: код от двери склада «1234»
+#   catch: Kód na dveře serverovny B-014 je «812689», po návštěvě kód změnit.
+#   catch: A vízmű telephely riasztó kódja hétvégére: «013370» – élesítés után 30 mp van kimenni.
 #   catch: de code van de sleutelkluis in de serverruimte is «1886*48» en de pincode is bekend
 #   catch: la combinación de la caja fuerte del rack es «7650#87» y ahí dentro está el sobre
 #   catch: o código do alarme do CPD em Porto mudou para «397493». A porta continua com o cartão.
@@ -6178,7 +6278,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: De wachtzin voor de backup: «Olga1980!»
 #   catch: [10:43] me: which creds?\n[10:43] dana: admin / «H41SJ7Yj0AGfV443fhDKv3Dn6UvGUpWAQ7VU»
 #   catch: Handoff note: staging box api-3.internal.example.com — wachtwoord: «saddle-velvet-puzzle» (ask elena42 before rotating).
-#   catch: heslo: «zxcvbn111». (ask tomas42 before rotating)
+#   catch: heslo k wifi: «zxcvbn111». (ask tomas42 before rotating)
 #   keep:  export const SECRET_MANAGER_REGION = 'eu-central-1';
 #   keep:  $ gh secret list\nNAME                  UPDATED\nNPM_TOKEN             about 1 month ago\nSLACK_WEBHOOK_URL     about 3 months ago
 #   keep:  data: { sessionId: sessionId2, reason }
@@ -6538,7 +6638,7 @@ context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-
 #   catch: *************************** 1. row ***************************\n     user: app\napi_token: «q8XkL2mR7vTz4WpN9sYb3CdE»
 #   keep:  -[ RECORD 1 ]--+---------------------\nvendor         | dhl\npassword_set   | t\ntoken_count    | 42
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
-context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?:[ \t]*\r?\n(?=\|))?(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?(?:_\.)?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?(?:_\.)?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?:[ \t]*\r?\n(?=\|))?(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
 #   catch: Site\tRoom\tCode\tAlarm PIN\nHamburg\tServer room B1.04\t«5645#94»\t«173106»
 #   keep:  | Country | Code |\n|---|---|\n| Germany | 49 |
 #   catch: |===\n|Partner |Host |Benutzer |Passwort\n\n|Labor Dr. Wisplinghoff |sftp.wisplinghoff.de |kvn_labor |«ocFTr8Ww0WSriDHJ»\n|===
@@ -6567,6 +6667,7 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: || System || Login || Kennwort ||\n| Zeiterfassung | admin | «Joaquin.1983» |
 #   catch: ENV     HOST                     ADMIN USER   ADMIN PASSWORD\ndev     db-eu1.svc.cluster.local admin        «Simba1508#»
 #   catch: | service | user | password |\n|---|---|---|\n| grafana | sa | `«velvet_anchor_violet»` |
+#   catch: |_. Tablet |_. Uživatel |_. Heslo |\n| TAB-01 | odecet01 | «Sibiu2020*» |
 #   keep:  NPM_TOKEN        Updated 2024-01-23\nAWS_ROLE_ARN     Updated 2024-01-15
 #   catch: | Service | Identifiant | Clé API |\n|---|---|---|\n| Mailjet | jdoe | «1d00ff1ecd91063b247dd33787a68164» |
 #   keep:  | Token name | Scope |\n|---|---|\n| ci-deploy-2024 | repo:write |
@@ -6577,16 +6678,24 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: ICCID,IMSI,KI,OPC,PIN1,PUK1\n8988211000000700037,999700000070003,«5A0C93E1B7D24F6A8E19C3B05D7F2A64»,«C17E04B9A35D28F6E0B41C97A6D3F852»,«2048»,«61730594»
 #   keep:  ICCID,IMSI,MSISDN,PIN1\n8988211000000700037,999700000070003,491701234567,(on the card's carrier)
 # An HTML table whose header cell names a credential: the cells under it.
-context-html-table           html-table-cells       <tr(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>[^<\n]{0,60}</th>\s*|<td(?:[ \t][^>\n]{0,200})?><(?:b|strong)>[^<\n]{0,60}</(?:b|strong)></td>\s*){2,20})</tr>(?=(?P<s>(?:\s*(?:</?tbody>|</thead>)?\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code)>)?[^<\n]{0,200}(?:</(?:b|strong|code)>)?</td>){1,20}\s*</tr>){1,100}))
+context-html-table           html-table-cells       <tr(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|p|span)>)?[^<\n]{0,60}(?:</(?:b|strong|p|span)>)?</th>\s*|<td(?:[ \t][^>\n]{0,200})?><(?:b|strong|p|span)>[^<\n]{0,60}</(?:b|strong|p|span)></td>\s*){2,20})</tr>(?=(?P<s>(?:\s*(?:</?tbody>|</thead>)?\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code|p|span|em)>)?[^<\n]{0,200}(?:</(?:b|strong|code|p|span|em)>)?</td>){1,20}\s*</tr>){1,100}))
 #   catch: <table>\n  <tr><th>Device</th><th>SNMP community</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>«n0c-R3ad-Only»</td><td>«En4ble#Core01»</td></tr>\n</table>
 #   keep:  <table>\n  <tr><th>Device</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>in the vault</td></tr>\n</table>
 #   catch: <tr><td><b>System</b></td><td><b>Username</b></td><td><b>Temp password</b></td></tr>\n<tr><td>Laptop</td><td>amal.haddad</td><td>«ILoveKebab!67»</td></tr>
+#   catch: <tr><th><p>Portal</p></th><th><p>Benutzer</p></th><th><p>Passwort</p></th></tr>\n<tr><td><p>ZRE</p></td><td><p>lieferant_88213</p></td><td><p>«sakura*aru941»</p></td></tr>
 # An HTML table's row with no header that names a system, its login and the password (an e-mail's "accessi",
 # a handover's "access for the weekend on-call"), near a word that says so: the password's cell.
-context-html-login-row       html-login-row         <tr(?:[ \t][^>\n]{0,200})?>(?=(?P<s>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code)>)?[^<\n]{0,200}(?:</(?:b|strong|code)>)?</td>){2,12}\s*</tr>))
+context-html-login-row       html-login-row         <tr(?:[ \t][^>\n]{0,200})?>(?=(?P<s>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code|p|span|em)>)?[^<\n]{0,200}(?:</(?:b|strong|code|p|span|em)>)?</td>){2,12}\s*</tr>))
 #   catch: <tr><td><b>Identifiant</b></td><td>c.bernard@example.fr</td></tr>\n<tr><td><b>Mot de passe provisoire</b></td><td>«carmen.chocolat22»</td></tr>
 #   catch: <p>Ciao Priya, qui sotto gli accessi:</p>\n<table>\n<tr><td><b>Jira</b></td><td>priya.nair</td><td>«Saffron%Xiongmao66»</td></tr>\n</table>
 #   keep:  <p>Release notes</p>\n<table>\n<tr><td><b>api</b></td><td>main</td><td>v2.14.0-rc1</td></tr>\n</table>
+# A table printed as lists of literals, one a line, whose first row of names names a credential
+# (openpyxl's `iter_rows(values_only=True)`, a sheet API's `values`, an array of arrays): the items under it.
+context-literal-rows         literal-rows           [(\[](?=(?:[ \t]*["'][^"'\n]{1,60}["'][ \t]*,){1,20}[ \t]*["'][^"'\n]{1,60}["'][ \t]*[)\]][ \t]*,?[ \t]*\r?\n)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,100}))
+#   catch: ('Programm', 'Benutzer', 'Passwort', 'geändert am')\n('Lexware Lohn', 'lohnbuero', '«Kanzlei2021!Gu»', datetime.datetime(2025, 1, 7, 0, 0))
+#   catch: "values": [\n  ["Dienst", "Benutzer", "Passwort"],\n  ["Moneybird", "facturen@example.nl", "«staple-ordner-staple-walnut»"]\n]
+#   keep:  ('Programm', 'Benutzer', 'Passwort', 'geändert am')\n('Lexware Lohn', 'lohnbuero', '(im Tresor)', None)
+#   keep:  ["name", "password_min_length", "token_ttl"],\n["web", "12", "3600"]
 # Terraform's plan: the value a secret-named attribute changes to (`password = "…" -> "…"`).
 terraform-plan-change        assignment             (?m)^[ \t]*[~+\-]?[ \t]*(?P<name>[A-Za-z_][\w\-]{0,80})[ \t]*=[ \t]*(?:"[^"\n]{0,1024}"|\(sensitive value\)|null)[ \t]*->[ \t]*(?P<s>"[^"\n]{1,1024}")
 #   catch:       ~ password = "" -> "«tractor.saddle.dragon.falafel»"
@@ -6746,7 +6855,7 @@ ACCEPT_CHECKS = {
 # The checks of context rules: each picks the spans to replace inside its match.
 CONTEXT_FINDERS = {
     "random-tokens": _find_random_tokens, "command-arguments": _find_command_arguments,
-    "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells, "html-table-cells": _find_html_table_cells,
+    "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells, "html-table-cells": _find_html_table_cells, "literal-rows": _find_literal_rows,
     "expanded-record": _find_expanded_record_fields,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
@@ -7961,9 +8070,9 @@ def _secretish_windows(lowered: str) -> list:
 
 _NAME_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_.:-"  # [\w.:\-] in a lowercase ASCII text
 # Characters that (?i) matches to a letter of a rule's start word other than their lowercase (ſ for
-# s, ı for i, σ and Σ for ς, ϰ for κ, rounded в, long-legged д, narrow Cyrillic о, с, т): the start word is not in lowered
+# s, ı for i, σ and Σ for ς, ϰ for κ, Greek's other β, π, ε, µ for μ, rounded в, long-legged д, narrow Cyrillic о, с, т): the start word is not in lowered
 # where they stand, and a text that holds one is scanned whole (İ changes lowered's length).
-_RE_FOLDS = "\u0131\u017f\u0345\u03a3\u03c3\u03f0\u03f1\u1c80\u1c81\u1c82\u1c83\u1c84\u1c85\u1c86\u1fbe"
+_RE_FOLDS = "\u00b5\u0131\u017f\u0345\u03a3\u03c2\u03c3\u03d0\u03d6\u03f0\u03f1\u03f5\u1c80\u1c81\u1c82\u1c83\u1c84\u1c85\u1c86\u1fbe"
 
 
 def _matches_near_words(pattern: Any, head: Any, text: str, windows: list) -> Any:
@@ -8459,9 +8568,11 @@ RULE_WORDS = {
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
-    "nvs-csv-value": ("348f63a1", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
-        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pw",
-        "pwd", "salt", "secret", "seed", "session", "token")),
+    "nvs-csv-value": ("65cad0fe", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
+        "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo",
+        "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol",
+        "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schl", "secret",
+        "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
         ("a temporary password is generated for ",), (":",)),
@@ -8562,7 +8673,7 @@ RULE_WORDS = {
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("f148ded2", ("pass",), (), ()),
-    "cobol-password-value": ("197c8ee7", ("value",), (), ("pic",)),
+    "cobol-password-value": ("dcdda883", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
@@ -8653,10 +8764,13 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "decoded-secret-literal": ("4e9de5dd", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
+    "decoded-secret-literal": ("470b1882", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
         "from_base64", "from_hex", "frombase64string", "fromhex", "getbytes", "hex!", "hex2bin", "str", "string",
-        "unhexlify"), (), ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper",
-        "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token")),
+        "unhexlify"), (), ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred",
+        "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre")),
     "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
         "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
         "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
@@ -8678,10 +8792,12 @@ RULE_WORDS = {
     "webhook-path-token": ("c2180a87", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("924337c9", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth",
-        "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pw",
-        "pwd", "salt", "secret", "seed", "session", "token")),
-    "powershell-env-item": ("1bf04337", ("-item",), ("new", "set"), ("env:",)),
+    "spaced-assignment": ("7ca84e10", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "chave",
+        "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo",
+        "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass",
+        "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schl", "secret", "seed",
+        "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+    "powershell-env-item": ("645d4fd2", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
     "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
@@ -8691,7 +8807,7 @@ RULE_WORDS = {
     "auth-pair-list": ("d3296c32", ("auth", "credential", "creds", "login"), ("auth", "credential", "creds", "login"),
         (":", "=", "=>")),
     "go-name-value-struct": ("8f1c9ed6", ("value:",), ("name:",), ("name:",)),
-    'tuple-pair': ('b1629b9a', (',',), (), ('"', "'")),
+    'tuple-pair': ('0e50181f', (',',), (), ('"', "'")),
     "client-auth-call": ("69f39e8c", ("authenticate", "basic_auth", "basicauth", "c_login", "http_auth",
         "httpbasicauth", "httpdigestauth", "login", "set_credentials"), ("authenticate", "basic_auth", "basicauth",
         "c_login", "http_auth", "httpbasicauth", "httpdigestauth", "login", "set_credentials"), (",",)),
@@ -8732,56 +8848,100 @@ RULE_WORDS = {
         "setvalue", "type", "typetext"), ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
         "setvalue", "type", "typetext"), ()),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
-    "call-wrapped-value": ("72117ef0", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":=", "=")),
+    "call-wrapped-value": ("e195724a", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "der-private-key-base64": ("fe80fcae", ("c4caqawbqydk2vwbciei", "hccaqeei", "ibaakc", "ibadanbgkqhkig9w0baqefaasc",
         "ighageambmgbyqgsm49ageg"), ("mc4caqawbqydk2vwbciei", "mhccaqeei", "mighageambmgbyqgsm49ageg", "mii"), ()),
     "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-named-string": ("d9b6cfe4", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
-    "xml-element": ("316f15c5", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ("</",)),
-    "plist-key-string": ("fe103fc6", ("</string>",), ("<key>",), ("<string>",)),
+    "xml-named-string": ("40b78d46", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
+    "xml-element": ("62d3137e", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre"), (), ("</",)),
+    "plist-key-string": ("9e80fae8", ("</string>",), ("<key>",), ("<string>",)),
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("ed6348d4", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":",)),
-    "secret-flag": ("f961087a", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ("-",)),
-    "windows-switch-secret": ("0c621e18", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (),
-        ("/",)),
-    "config-line-value": ("70a952c4", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
-    "redis-hash-field": ("d3ab79c6", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (")",)),
+    "typed-assignment": ("b83bb7d6", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre"), (), (":",)),
+    "secret-flag": ("d314a9d2", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre"), (), ("-",)),
+    "windows-switch-secret": ("21496992", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
+        "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), ("/",)),
+    "config-line-value": ("99c67b70", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre"), (), ()),
+    "redis-hash-field": ("f9e7b4c3", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre"), (), (")",)),
     "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
-    "box-table-value": ("d49e228f", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
+    "box-table-value": ("971bcfe1", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre"), (), ()),
     "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("5749ca65", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), ()),
-    "nested-default-value": ("a693b369", ("default", "value"), (), ("auth", "community", "cookie", "cred", "dsn",
-        "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed",
-        "session", "token")),
-    "property-value-lines": ("b4c02009", ("property:",), ("property:",), ("value:",)),
-    'validation-input-value': ('d12fc01c', ('input_value="', "input_value='"), (), ('auth', 'community', 'cookie',
-        "cred", "dsn", "encrypt", "key", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salt",
-        "secret", "seed", "session", "token")),
+    "config-spaced-value": ("e55fc5d8", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
+        "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), ()),
+    "nested-default-value": ("1dbf1473", ("default", "value"), (), ("auth", "chave", "cheie", "chiave", "clave",
+        "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort",
+        "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private",
+        "psk", "pw", "pwd", "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre")),
+    "property-value-lines": ("5a9c5812", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('15c72339', ('input_value="', "input_value='"), (), ('auth', 'chave', 'cheie', 'chiave',
+        "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton",
+        "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin",
+        "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session",
+        "sifre", "sleutel", "token", "wachtwoord", "şifre")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
     "git-config-secret": ("c51465d9", ("config",), ("git",), ("git",)),
     "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
-    "heredoc-under-secret-name": ("15f0a132", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (),
-        ("<<",)),
-    "secret-assignment": ("dc8e7cc7", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":", ":=",
-        "=", "=>")),
+    "typed-declaration": ("30c76766", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre"), (), (":=",)),
+    "registry-value": ("a68f848a", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "chave", "cheie",
+        "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo",
+        "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass", "pat",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schl", "secret", "seed", "senha",
+        "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+    "heredoc-under-secret-name": ("48e90d57", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
+        "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), ("<<",)),
+    "secret-assignment": ("0316d0cd", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre"), (), (":", ":=", "=", "=>")),
     "prose-password": ("87256e0b", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
         "pass", "passphrase", "passwd", "password", "pw", "pwd"), ()),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
@@ -8797,11 +8957,12 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
-    "code-for-a-place": ("a439584a", ("code", "codes", "codice", "codigo", "combinacion", "combinación", "combination",
-        "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
-        "رمز", "ورمز"), ("code", "codes", "codice", "codigo", "combinacion", "combinación", "combination",
-        "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "код",
-        "رمز", "ورمز"), ()),
+    "code-for-a-place": ("cc387d82", ("cod", "code", "codes", "codice", "codigo", "codul", "combinacion",
+        "combinación", "combination", "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody",
+        "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός", "код", "رمز", "ورمز"), ("cod", "code", "codes",
+        "codice", "codigo", "codul", "combinacion", "combinación", "combination", "combinação", "código", "kod",
+        "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
+        "код", "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
     "context-credential-word": ("04fb7f7c", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contrase", "credential",
@@ -8923,9 +9084,10 @@ RULE_WORDS = {
         "sops", "status", "storage", "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe",
         "unlock", "urandom(", "variables", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
-    "context-credential-table": ("de0752f3", ("\n",), (), ()),
-    "context-html-table": ("85fa6835", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
-    "context-html-login-row": ("e624efab", ("</td>",), ("<tr",), ("</tr>",)),
+    "context-credential-table": ("ddf65547", ("\n",), (), ()),
+    "context-html-table": ("09de8e81", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
+    "context-html-login-row": ("9484da67", ("</td>",), ("<tr",), ("</tr>",)),
+    "context-literal-rows": ("d3d55068", (",",), (), ("\n",)),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
@@ -8975,11 +9137,16 @@ RULE_WORDS = {
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("1da7408a", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("16a805bb", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass",
-        'pat', 'pepper', 'pin', 'private', 'psk', 'pw', 'pwd', 'salt', 'secret', 'seed', 'session', 'token'), (), ('"',
-        "'")),
-    "context-yaml-block": ("40007650", ("auth", "community", "cookie", "cred", "dsn", "encrypt", "key", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salt", "secret", "seed", "session", "token"), (), (":",)),
+    "context-quoted-block": ("72c0899b", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
+        "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        'wachtwoord', 'şifre'), (), ('"', "'")),
+    "context-yaml-block": ("3a98121d", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre"), (), (":",)),
 }
 
 

@@ -1720,7 +1720,8 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
         # says how to keep a start; raise this bound only for a rule that cannot have one.
         table = cc._rule_table()
         whole = [rule.name for index, (rule, _, starts) in enumerate(table) if not starts and cc._compiled_rule(index)[1] is None]
-        self.assertLessEqual(len(whole), 105, whole)  # (104: cookie-with-attributes, whose name is any word; 105: short-flag-random-value, whose flag is one letter)
+        self.assertLessEqual(len(whole), 106, whole)  # (104: cookie-with-attributes, whose name is any word; 105: short-flag-random-value, whose flag is one letter;
+        # 106: context-literal-rows, whose header may name its credential in any of its items)
         for name in ("context-split-secret", "code-for-a-place", "context-credential-word", "tls-key-log-secret"):
             self.assertNotIn(name, whole)
 
@@ -10799,7 +10800,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind79_corpus.json": (0.97, 0.99), "blind81_corpus.json": (0.97, 0.99),
                  "blind82_corpus.json": (0.97, 0.99), "blind85_corpus.json": (0.97, 0.99),
                  "blind87_corpus.json": (0.98, 0.99), "blind88_corpus.json": (0.95, 0.98),
-                 "blind100_corpus.json": (0.97, 0.99), "blind103_corpus.json": (0.96, 0.99)}
+                 "blind100_corpus.json": (0.97, 0.99), "blind103_corpus.json": (0.96, 0.99),
+                 "blind101_corpus.json": (0.88, 0.98), "blind106_corpus.json": (0.96, 0.99)}
 
 
 def corpus_texts() -> list:
