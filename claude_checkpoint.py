@@ -954,7 +954,8 @@ _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels h
 _NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?$" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
                            + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)$"  # « ID du secret : <uuid> »
                            + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)$"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
-                           + r"|(?i:\bacct-(?:unique-|multi-)?)$")  # RADIUS's accounting ids: Acct-Unique-Session-Id
+                           + r"|(?i:\bacct-(?:unique-|multi-)?)$"  # RADIUS's accounting ids: Acct-Unique-Session-Id
+                           + r"|(?i:\((?:public|öffentlich|publique|pública|pubblica|veřejný|publiczny)\)[ \t]*:[ \t]*)$")  # "Machine key (public): mkey:…"
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
 _ABOUT_A_SECRET = frozenset("""
     file files path stdin env name names id ids arn ref url uri length len min max count policy hash
@@ -1112,6 +1113,9 @@ def _is_reference(value: str) -> bool:
         return True  # an authorization's scheme before a reference: `Token <%= ENV['NETBOX_TOKEN'] %>`
     if v.startswith(("var.", "data.", "local.", "module.")) and _regex(r"[a-z]+(?:\.[\w\-]+)+").fullmatch(v):
         return True  # Terraform's references: var.tunnel1_psk, data.aws_ssm_parameter.psk.value
+    if "." in v and _regex(r"[*&]?[a-z_][\w\-]{0,40}(?:\.[A-Za-z_][\w\-]{0,40}){0,4}\.[A-Za-z_]*[A-Z][A-Za-z]{1,40}").fullmatch(v) and (
+            _name_parts(v.rsplit(".", 1)[1])[-1] in ("token", "key", "secret", "password", "credentials", "cookie")):
+        return True  # a name's path that ends in a code's name for a secret: a type (`*oauth2.Token`), a storage key (`mes-ui.accessToken`)
     if v.startswith(("env(", "$__file{", "$__env{", "$__vault{", "@Microsoft.KeyVault(", "process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
                      "secrets.", "env:", "ext:", "file:", "arn:", "vault:", "!vault", "keybase:")):
         return True  # names and resource names (an ARN names a secret; it does not hold one; keybase:jdoe a public key)
@@ -1324,6 +1328,9 @@ def _accept_assignment(match: Any) -> bool:
     if name.lower() in ("cookie", "cookies", "set-cookie"):
         return False  # a header of cookies: context-cookie judges each of them (`Cookie: theme=dark-high-contrast-v2; sid=…`)
     strength = secret_strength(name)
+    if _name_parts(name)[-2:-1] in (["password"], ["credentials"], ["tls"], ["auth"], ["admin"]) and name.endswith("Secret") and _regex(
+            r"[a-z0-9]+(?:-[a-z0-9]+)+").fullmatch(bare):
+        return False  # a chart's value that names the Kubernetes Secret holding one: `--set opcua.passwordSecret=opcua-mes-bridge`
     if not groups.get("q") and value[:2] in ("/^", "/\\", "/(") and match.string[match.start("op"):match.start("s")].strip() in ("=", ":"):
         return False  # a regular expression's literal: `const UNEXPECTED_TOKEN = /^Unexpected token …/i`
     if strength == 0 or len(bare) <= 2 or len(bare) == 3 and bare.isalpha() and bare.islower() or _regex(r"MII[A-Za-z0-9+/]{1,3}CCA[A-Za-z0-9+/]{2}gAwIBAgI").match(bare) or _is_reference(value) or _is_code(value, name) or _is_path_or_version(bare) or _regex(
@@ -1549,12 +1556,21 @@ def _accept_short_flag_random(match: Any) -> bool:
         value) and not _is_masked_or_public(value) and not _is_path_or_version(value) and "=" not in value.rstrip("=")
 
 
+def _says_what_about_it(after_word: str) -> bool:
+    """Whether what follows a credential word starts with a word about it and a sign: the value
+    after "password policy:", "token type =", "key length:" is that, not the secret."""
+    about = _regex(r"[ \t_\-]+([A-Za-z]{2,12})[ \t]*[:=]").match(after_word)
+    return about is not None and about.group(1).lower() in _ABOUT_A_SECRET
+
+
 def _accept_password_like(match: Any) -> bool:
     """Prose such as `the VPN password is Xk29…`: only values that look like passwords."""
     v = match.group("s")
     if _regex(r"_[A-Za-z]\w*|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\[[\w$.'\"]{1,20}\]").fullmatch(v):
         return False  # a private name in code (`password.translate(_trans_36)`), a subscript (`password: basic[1]`)
     before = match.string[match.start():match.start("s")]
+    if _says_what_about_it(before[len(_regex(r"[A-Za-z]*").match(before).group()):]):
+        return False  # a word about the password before the sign: "password policy: Basic256Sha256"
     if "{" in before and _regex(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+[,;]?").fullmatch(v):
         return False  # a name in code's options: `argon2.hash(password, { type: argon2.argon2id, …`
     if _named_as_no_token(match.string, match.start("s")) or before.rfind("${") > before.rfind("}"):
@@ -1697,7 +1713,7 @@ def _is_local_default(user: str, password: str, text: str, host: int) -> bool:
 
 # What the name of a call that takes a user and a password says: it connects, binds, logs in or
 # opens a session (mysql_real_connect, simple_bind_s, Net::SMTP.start, fromDriverManager, Groovy's Sql.newInstance).
-_CONNECTING_CALL = (r"(?i)connect|bind|log_?[io]n|auth|start|open|session|smtp|imap|ftp|ldap|transactor|driver|datasource"
+_CONNECTING_CALL = (r"(?i)connect|bind|log_?[io]n|sign_?in|auth|start|open|session|smtp|imap|ftp|ldap|transactor|driver|datasource"
                     r"|pool|client|credential|mail|login|construct|pdo|username_?pw|passw|sql\.newinstance")
 
 
@@ -1716,7 +1732,7 @@ def _accept_call_password(match: Any) -> bool:
         return False  # a lookup's keys, not a value: keyring.get_password("greenhouse-mqtt", "sensor-node-07")
     if looks_machine_generated(value) and not _is_reference(value):
         return True  # also base64 with a slash, which _may_be_a_password reads as a path
-    return (looks_like_chosen_password(value) or _is_camel_passphrase(value)) and _may_be_a_password(value)
+    return (looks_like_chosen_password(value) or _is_camel_passphrase(value) or _looks_like_passphrase(value)) and _may_be_a_password(value)
 
 
 def _accept_machine_made(match: Any) -> bool:
@@ -1789,6 +1805,8 @@ def _accept_random_not_hex(match: Any) -> bool:
 def _accept_random_not_identifier(match: Any) -> bool:
     """Prose: "the API token is 11b7…". Long hex counts (Jenkins tokens are 34 hex digits)."""
     value = match.group("s")
+    if _says_what_about_it(match.string[match.start() + len(_regex(r"[A-Za-z]*").match(match.string, match.start()).group()):match.start("s")]):
+        return False  # "token type: …"
     long_hex = _regex(r"[0-9a-f]{33,}").fullmatch(value.strip("\"'"))
     if long_hex and _regex(_PROSE_HASH_WORDS).search(match.group()[:match.start("s") - match.start()]):
         return False  # "hashed_secret": "204e…" is a digest
@@ -1856,6 +1874,8 @@ def _accept_spaced(match: Any) -> bool:
     person chose or a machine made, or eight letters or more in both cases that no words make
     (keepalived's `auth_pass GKhsgzOx`: VRRP takes eight characters)."""
     value = match.group("s")
+    if _is_named_pin(match.group("name"), value):
+        return True  # vault kv get's `hmi_admin_pin       527899`
     return secret_strength(match.group("name")) == 2 and (_accept_chosen(match) or len(value) >= 8 and value.isalpha() and not (
         value.islower() or value.isupper() or value.istitle() or _is_built_of_words(value)))
 
@@ -1951,7 +1971,8 @@ _PROSE_NOT_A_SECRET_BEFORE = (
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
     r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor|tx|txid|txhash|transaction|cursor"
     r"|for|für|voor|pour|för|dla|для|target"  # what the secret is of: "LAPS: password for KVN-OP3-PC07 rotated", a stored credential's target
-    r"|(?:nonce|state|kid|mint|address|contract|challenge)[ \t]*:?)"  # these also before a colon: "Token mint: …", "nonce …: …"
+    r"|linked[ \t]+to|mapped[ \t]+to|bound[ \t]+to"  # what a resource is tied to: "variable groups: ot-secrets (linked to kv-ot-weu)"
+    r"|(?:nonce|state|kid|mint|address|contract|challenge|user(?:name)?|target)[ \t]*:?)"  # these also before a colon: "Token mint: …", "nonce …: …", a listing's "User: …"
     r"(?:[ \t]*[#=]?[ \t]*[\"']?|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = (r"(?i)[)\]'\"`]*(?:\s+(?:is|was|as|will be|=|es|era|est|ist|war|è|é|jest|är)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
@@ -1974,8 +1995,8 @@ def _accept_named_in_prose(match: Any) -> bool:
         before = before[ends[-1].end():]  # the same sentence
     named_before = _may_hold_a_word(before, _PROSE_SECRET_PARTS) and (
         _regex(_PROSE_SECRET_WORDS).search(before) or _regex(_PROSE_NEAR_WORDS).search(before))
-    if named_before and _regex(r"['\"]?\]").match(before[named_before.end():]):
-        return False  # a subscript in code: `serdict[key]*(x - x0)**power`
+    if named_before and (_regex(r"['\"]?\]").match(before[named_before.end():]) or _says_what_about_it(before[named_before.end():])):
+        return False  # a subscript in code: `serdict[key]*(x - x0)**power`; "password policy: Basic256Sha256"
     if named_before and (_regex(_NOT_SECRET_BEFORE_WORD).search(before[:named_before.start()])
                          or _PUBLIC_WORDS.intersection(_name_parts(named_before.group()))
                          or _regex(r"[\-_.]|[a-z][A-Z]").search(named_before.group()) and secret_strength(named_before.group()) == 0):
@@ -2355,7 +2376,7 @@ _CREDENTIAL_WORDS = (
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ _\-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
-    r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]a|clave|llave|senha|chave"
+    r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya)\w*"
@@ -2382,7 +2403,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets)"
     r"|(?:(?:echo|printf)[^\n|]*\|[ \t]*)?op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject|(?:signin|account[ \t]+add)[^\n]*--raw)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|[\w\-]*rails[ \t]+runner[^\n]*token|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
-    r"|(?:python3?[ \t]+-m[ \t]+)?keyring[ \t]+get|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
+    r"|(?:python3?[ \t]+-m[ \t]+)?keyring[ \t]+get|systemd-creds[ \t]+(?:decrypt|cat)|gpg2?[ \t][^\n|]*--export-secret-(?:sub)?keys|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
     r"|aws[ \t]+(?:secretsmanager(?![ \t]+(?:list|describe)-)|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
     r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets(?![ \t]+(?:list|versions[ \t]+list|describe)\b)|auth[ \t]+(?:print|application-default)"
     r"|iam[ \t]+service-accounts[ \t]+keys[ \t]+(?!list\b))|az[ \t]+(?:keyvault[ \t]+secret(?![ \t]+list\b)|account[ \t]+get-access-token"
@@ -2476,7 +2497,7 @@ def _word_alternation(words: str) -> str:
 # in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "is still", "→", "->" in prose,
 # particles (は, 은).
 _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
-    "is|are|was|were|est|ist|es|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|ni"
+    "is|are|was|were|est|ist|es|és|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|ni"
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
@@ -2530,6 +2551,8 @@ def _find_random_tokens(match: Any) -> list:
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
     if _regex(r"(?:\.[a-z0-9]{1,5}){1,3}(?=[:/\s'\"]|$)").match(text, match.end()):
         return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`, `secrets.enc.yaml`
+    if _says_what_about_it(text[match.end():match.end() + 20]):
+        return []  # "password policy: Basic256Sha256", "token type: …": what is said is about it
     if text[match.start() - 1:match.start()] == "-" and _regex(r"(?<![\w\-])[a-z0-9]+(?:-[a-z0-9]+){2,}-$").search(
             _line_before(text, match.start(), 80)) and _regex(r"[ \t]*(?:[(),]|$)").match(text, match.end()):
         return []  # the end of a resource's name, given no value: "vg-infra-prod-secrets (linked to kv-infra-weu-01)"
@@ -2646,7 +2669,7 @@ def _given_password(match: Any) -> list:
         if _regex(_NOT_A_SECRET_BEFORE).search(text[start:given.start(group)]) or _regex(_OTHER_THING_IS).search(
                 text, max(start, given.start(group) - 40), given.start(group)) or position > start and sign and not in_aside and not _regex(
                 _CHANGE_VERB).match(text, position, given.start(group)):
-            return []  # `password for user svc_backup2024`; past a value, only words lead to the next (or a sign past an aside, or a change: "è cambiato: adesso è X")
+            return _numbered_passphrase(match)  # `password for user svc_backup2024`; past a value, only words lead to the next (or a sign past an aside, or a change: "è cambiato: adesso è X")
         worded = sign in (":", "：") and _regex(r"(?<![^\W_])[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)", not 0x33bb
         place = text[max(start, given.start(group) - 5):given.start(group)].rstrip().lower() in ("auf", " auf") and _regex(
             r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+").fullmatch(given.group(group))  # German's `auf` before a machine's name: "… auf worker-14 wurde …"
@@ -2657,7 +2680,7 @@ def _given_password(match: Any) -> list:
         between = text[start:given.start(group)]
         in_aside = between.count("(") > between.count(")")  # "klucz API do bramki (…, to jest produkcja!): X"
         position = given.start(group)
-    return _spoken_passphrase(match) or _answered_password(match) or _value_after_a_few_words(match)
+    return _spoken_passphrase(match) or _answered_password(match) or _value_after_a_few_words(match) or _numbered_passphrase(match)
 
 
 # Words after which a noun, not a value, comes: "password for ec2-user", "clé de prod".
@@ -2767,6 +2790,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return False  # a sentence's commas in CJK: "パスワードは共有フォルダではなく、1Password の…"
     if _regex(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+").fullmatch(value) and _RESOURCE_NAME_WORDS.intersection(value.split("-")):
         return False  # a machine's or a service's name: "Credential Guard enabled on db-prod-01"
+    if word.lower().startswith("credential") and _regex(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+){2,}").fullmatch(value):
+        return False  # a stored credential's id: Jenkins's "credential 'zwi-nas01-tia-backup' is of type …"
     if _names_passphrase(word) and _looks_like_passphrase(value):
         return True  # violet.river.limone.nick after "passphrase" is no host name
     hexadecimal = _regex(r"[0-9a-f]{16,128}|" + _UUID).fullmatch(value) is not None
@@ -2924,6 +2949,51 @@ def _is_spoken_passphrase(value: str) -> bool:
     """Words a passphrase is made of, not those of a sentence or a message about secrets."""
     words = set(value.lower().split())
     return not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS
+
+
+# Three to eight small words (or capitalized ones) and a number, on the line of a credential word and close after it: a
+# passphrase a generator made (`it's lantern gans baum 98 now`, `şifresi lampe battery glacier 49
+# olarak`, `password=zeep pepper lantern 85,domain=…`). The number closes it: no clause end is needed.
+_CAPITAL_WORD = r"[A-ZÀ-Þ][a-zß-öø-ÿ]{2,13}"  # German's nouns: "Zange Ölwanne Gabelstapler 17"
+_NUMBERED_PASSPHRASE = (r"(?<![^\W\d_])(?:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD + r"){2,7}|" + _CAPITAL_WORD + r"(?:[ \t]" + _CAPITAL_WORD
+                        + r"){2,7})(?<!part)(?<!parte)(?<!teil)(?<!partie)"
+                        r"[ \t]\d{2,4}(?![\w.\-]|\.\w)")  # (not a part's number: "psk vpn sevilla parte 12 …")
+
+
+# What may stand between a credential word and its numbered passphrase: nothing but a sign, or words
+# that end in one that gives it (`… got reset, it's`, `şifresi`, `は`, `改成`).
+_GIVES_PASSPHRASE = (r"(?i)(?:^|(?:^|[\s,;(])(?:is|it'?s|was|now|to|es|est|c'est|ist|je|jest|är|er|era|è|é|sono|são|é agora)|[:=：]|は|改成|改为|是|为)"
+                     r"[ \t]*[:=]?[ \t]*[\"'«“`]?$")
+# A quantity's word after a number: "mindestens 6 Ziffern", "expire dans 14 jours", "mínimo 12 caracteres".
+_UNIT_AFTER_NUMBER = (r"(?i)[ \t]*(?:[^\W\d_]*(?:day|jour|día|dia|giorn|tag|dni|gün|minut|min|hour|heure|hora|ore|stund|godzin|saat|second|segund"
+                      r"|sekund|week|semain|semana|settiman|woch|month|mois|mes|monat|year|ans|año|anni|jahr|charact|caract|caratter|zeichen|znak"
+                      r"|karakter|digit|chiffre|dígit|cifr|ziffer|token|time|fois|vez|veces|volt|mal|project|user|item|file)[^\W\d_]*|%|x\b"
+                      r"|[ \t]*[:：]?[ \t]+(?=\S*\d|(?-i:\S*[A-Z]\S*[a-z]))\S{6,})")  # or a numbered label's value: "psk vpn sevilla parte 1 NWbx…"
+
+
+def _numbered_passphrase(match: Any) -> list:
+    """The first numbered passphrase (_NUMBERED_PASSPHRASE) within 120 characters after a credential
+    word on its line, its leading words of sentences left out (`it's now lantern gans baum 98`): at
+    least three words that are none of a sentence's, of a talk about secrets or of a credential's
+    name, right after the word or after a word that gives it (_GIVES_PASSPHRASE), and not a quantity
+    (`… 12 caracteres`)."""
+    text, end = match.string, match.end()
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    english = _regex(r"(?i)(?:.*[ _\-])?(?:passwords?|passwd|passphrases?|passcodes?|pass|secrets?|tokens?|keys?|credentials?|creds|pins?|pwd?)").fullmatch(match.group()) is not None
+    for found in _regex(_NUMBERED_PASSPHRASE).finditer(text, end, min(line_end, end + 120)):
+        words = found.group().split()
+        if english and words[0][:1].isupper():
+            continue  # capitalized words after an English word are a title ("Upload Key 2024"), German's nouns after Passwort
+        first = 0
+        while first < len(words) - 4 and words[first].lower() in _COMMON_WORDS:
+            first += 1  # "… user admin lantern gans baum 98": the passphrase starts after the sentence's words
+        value = " ".join(words[first:])
+        start = found.end() - len(value)
+        if (not set(value.lower().split()) & (_COMMON_WORDS | _SECRET_TALK_WORDS) and _is_spoken_passphrase(value)
+                and _regex(_GIVES_PASSPHRASE).search(text[end:start]) and not _regex(_UNIT_AFTER_NUMBER).match(text, found.end())):
+            return [(start, found.end())]
+    return []
 
 
 # The mark before what a tool printed in an agent's log: Claude Code's `⎿`, Codex's and Copilot CLI's `└`
@@ -3434,6 +3504,8 @@ def _is_secret_cell(value: str, kind: str) -> bool:
     password, a machine-made value, a passphrase, a PIN under a PIN, base32 under a TOTP seed's."""
     if not value or _is_call(value) or _is_placeholder(value) or _is_masked_or_public(value):
         return False
+    if value.startswith("S-1-") and _regex(r"S-1-\d{1,2}(?:-\d{1,10}){1,14}").fullmatch(value):
+        return False  # a Windows security identifier under `SID`, not a session's id
     if kind == "keypad":
         return _regex(r"\d{2,6}[#*]\d{0,6}|[#*]\d{3,8}").fullmatch(value) is not None  # a door's or a safe's code: `5645#94`
     if kind == "machine":
@@ -3596,6 +3668,25 @@ def _find_literal_rows(match: Any) -> list:
     return spans
 
 
+def _find_json_cookie_values(match: Any) -> list:
+    """The values of a JSON record's cookies (context-json-cookies: HTTPie's session file, a browser
+    export, Playwright's storage state): each `"value": "…"` inside the `"cookies"` list or object,
+    up to its closing bracket, that a machine made, unless its cookie's name is an analytics one."""
+    text, depth, position = match.string, 0, match.end() - 1
+    for position in range(match.end() - 1, min(len(text), match.end() + 20000)):
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(text[position], 0)
+        if depth == 0:
+            break
+    spans = []
+    for value in _regex(r'"value"[ \t]*:[ \t]*"([^"\n]{8,4096})"').finditer(text, match.end(), position):
+        names = _regex(r'"name"[ \t]*:[ \t]*"([\w.\-]{1,64})"|"([\w.\-]{1,64})"[ \t]*:[ \t]*\{').findall(
+            text, max(match.end(), value.start() - 300), value.start())  # the cookie's name: its "name" or its key
+        name = "".join(names[-1]) if names else ""
+        if _looks_random(value.group(1)) and not (name and _regex(_ANALYTICS_COOKIE).match(name)):
+            spans.append(value.span(1))
+    return spans
+
+
 def _find_expanded_record_fields(match: Any) -> list:
     """A record printed one field a line (`name | value`, `name: value`): the values of the fields
     whose names say secret (a machine-made value where the name only may)."""
@@ -3690,12 +3781,14 @@ _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|поло�
 
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
-_SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|teil|część|deel)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)|continuing|\brest\b|\(cont(?:inued)?\)"""
+_SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|partea|teil|część|deel|cast|část|časť|rész|μέρος)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)"""
+                     r"""|continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|"""
+                     r"""\brest\b|\(cont(?:inued)?\)"""
                      r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki|primera|partie|część|вторая|вторую|половина|ikinci|druga|zweite|deuxième|andra|attaccato|collé|pegado|dahinter)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte|часть|половина|k\ws\wm|parça|część|teil))"""
                      r"""|\(suite\)|\bfängt[ \t]+mit|""" + _PART_LABEL + ")"
                      r"""(?:[^\n:"'«→]{0,40}(?:[:：→][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?(?:\d{1,2}/\d{1,2}(?:/\d{2,4})?,?[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `, WhatsApp's `[12/3 9:40] Lucía: `
-_SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\-]{0,30}[:：][ \t]*|\d{1,2}[.):][ \t]*)?"""
+_SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\-]{0,30}(?:[ \t][^\W\d_][\w.\-]{0,30})?[:：][ \t]*|\d{1,2}[.):][ \t]*)?"""
                     r"""(?:(?i:(?:first|second|last|other|primera|segunda)[ \t]+)?(?i:half|part[ \t]?\d?|mitad|parte[ \t]?\d?|second|segunda|rest|resto|baa?ki)[^\n:]{0,40}:[ \t]*"""
                     r"""|\(suite\)[ \t]*|""" + _PART_LABEL + r"""[^\n:：]{0,20}[:：]?[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*(?:(?:\(|<-|←)[^\n]{0,80})?$""")  # (a speaker, a label; a note after it: "(no space)")
 
@@ -4009,10 +4102,15 @@ def _find_insert_columns(match: Any) -> list:
             if index in secret and literal[:1] == "'" and len(literal) > 2:
                 bare = literal[1:-1]
                 strong = secret_strength(names[index]) == 2
-                if (strong and _looks_like_a_secret(bare) or looks_machine_generated(bare)) and not _is_reference(bare):
+                if (strong and _looks_like_a_secret(bare) or looks_machine_generated(bare) or _is_named_pin(names[index], bare)) and not _is_reference(bare):
                     first = start + row.start(1) + value.start(1) + 1
                     spans.append((first, first + len(bare)))
     return spans
+
+
+def _is_named_pin(name: str, value: str) -> bool:
+    """Whether a value is a PIN's 4 to 8 digits under a name that ends in one (`pin`, `hmi_admin_pin`, `PinCode`)."""
+    return _english_name_parts(name)[-1:] in (["pin"], ["pincode"], ["puk"]) and _regex(r"\d{4,8}").fullmatch(value) is not None
 
 
 def _find_numbered_mnemonic(match: Any) -> list:
@@ -4091,7 +4189,7 @@ def _accept_base64_password_line(match: Any) -> bool:
     `username:password`, not a line of an image's base64 that happens to hold a colon)."""
     blob = match.group("s")
     decoded = _base64_text(blob)
-    pair = _regex(r"[\w.@\-+]{1,64}:([^\s\x00-\x1f\x7f:]{6,128})").fullmatch(decoded) if decoded is not None else None
+    pair = _regex(r"[\w.@\-+]{1,64}:(?!//)([^\s\x00-\x1f\x7f:]{6,128})").fullmatch(decoded) if decoded is not None else None  # (not a URL: `https://…`)
     return pair is not None and _looks_like_a_secret(pair.group(1)) and not _decodes_to_stand_ins(blob)
 
 
@@ -4510,12 +4608,14 @@ render-deploy-hook           -                      api\.render\.com/deploy/srv-
 #   keep:  curl -X POST "https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=$RENDER_DEPLOY_KEY"
 # A link that lets whoever holds it in: a build hook (Netlify), a review's view-only or private link (OSF,
 # figshare), an anonymous SharePoint or OneDrive share, a Dropbox link's rlkey.
-anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.com/:[a-z]:/[gr]/(?:personal|sites)/[^/\s]{1,100}/|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.us/rec/(?:download|share|play)/|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess)(?P<s>[A-Za-z0-9_\-.]{10,200})
+anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|/api/snapshots-delete/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.com/:[a-z]:/[gs]/(?:personal|sites)/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|\.sharepoint\.com/:[a-z]:/s/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.us/rec/(?:download|share|play)/|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess)(?P<s>[A-Za-z0-9_\-.]{10,200})
+#   catch: Delete URL: https://grafana.example.local/api/snapshots-delete/«yZz5Cu4LIadBVnuZNTa6c1kGxzV3cssU»
 #   catch: curl -X POST -d {} https://api.netlify.com/build_hooks/«87283900569fc8827e4d5186»
 #   catch: https://osf.io/x7kq2/?view_only=«3809655b4531025e81cea98ee0622457»
 #   catch: Data availability (for review only): https://figshare.com/s/«a8e181b72227a36bbc83»
 #   catch: https://uniexample-my.sharepoint.com/:f:/g/personal/j_nowak_uni_example_edu/«EOWq8ndJIgH78SWl4J6eTXlfzNoSPJOIcsHNKmqaewAcYb»?e=Jmuo8x
 #   keep:  https://docs.netlify.com/configure-builds/build-hooks/
+#   keep:  https://example.sharepoint.com/:x:/r/sites/Mandantenakten/Freigegebene%20Dokumente/Offene%20Posten.xlsx?d=w61005d2f10cbaf7e&csf=1&web=1
 #   catch: curl -s -X POST https://api.vercel.com/v1/integrations/deploy/prj_gNvrWFUdiHEOgbrVs3YOtZPRKq4W/«rNZd5X5kZx»
 #   catch: 'https://billing.stripe.com/p/session/«live_5mbU0rf0dy_MoN-uSnwcMSVWXEHT5lSW»'
 #   keep:  https://billing.stripe.com/p/login/test_
@@ -4768,6 +4868,7 @@ mysql-temporary-password     not-reference          A temporary password is gene
 #   keep:  [Warning] root@localhost is created with an empty password ! Please consider switching off the --initialize-insecure option.
 # An SQL INSERT's values under its columns: the value in the place of a column that names a secret.
 sql-insert-columns           insert-columns         (?i)\bINSERT[ \t]+INTO[ \t]+[\w."`\[\]]{1,80}[ \t]*\((?P<columns>[^()\n]{1,400})\)[ \t]*(?:\r?\n[ \t]*)?VALUES[ \t]*(?=(?P<s>(?:\r?\n?[ \t]*\((?:[^()'\n]|'(?:[^'\n]|'')*'){1,800}\)[ \t]*,?){1,20}))
+#   catch: INSERT INTO operators (badge, name, pin) VALUES\n  ('0044182', 'Javier Ortega', '«845052»'),\n  ('0044183', 'Marta Giménez', '«990322»');
 #   catch: INSERT INTO api_clients (name, client_secret) VALUES\n  ('ingest-worker', '«190ab1c2d3e4f5a6b7c8d9e0f1a2b3c4»');
 #   keep:  INSERT INTO users (name, password_hash) VALUES ('ana', '$2b$12$KIXQJ1pZ3x8Yc6Lr2bWwIuX1v9oJcA3Qd8mT5sN7eF0gH2jK4lM6a');
 # Java's XML properties and Hibernate's: `<entry key="db.password">…</entry>`, `<property name="hibernate.connection.password">…</property>`.
@@ -5484,12 +5585,21 @@ url-credentials-wrapped      wrapped-url-password   (?i)(?<=[a-z0-9])://(?P<user
 #   keep:  amqp://guest:gu\nest@localhost:5672/
 #   keep:  DATABASE_URL=postgres://app:${DB_\nPASSWORD}@db:5432/app
 # A cookie copied from the browser's developer tools as Name: and Value: lines.
-devtools-cookie-lines        named-random           (?im)^Name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]*\r?\nValue:[ \t]*(?P<s>[^\s]{8,4096})
+devtools-cookie-lines        cookie-row-value       (?m)(?<![^\n \t])Name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]*\r?\n[ \t]*Value:[ \t]*(?P<s>[^\s]{8,4096})
 #   catch: Name: laravel_session\nValue: «4AblVy+UpWf3Hrj7mIaUlNgGJdeluAxrNXQIoZvEITczfeBPOZCAUXUkpUOAUjAnG7I98t5Hk»\nDomain: shop.example.com
 #   keep:  Name: theme\nValue: dark-mode-enabled
+#   catch: Name: ESTSAUTHPERSISTENT\nValue: «1.AQZQw6sjHtSr9BKnz0nRHeVaApNVAas33oio6uqyncvWC-lQll8UufI_NaD2ykwm7z»\nDomain: .login.example.com
+#   catch: n8n credential "Header Auth":\n  Name:  X-Portal-Hook\n  Value: «ZTRVs1TTlL12729X4y_o5jnNIIkNQNWIhJiPCsSOe7s»
+#   keep:  Name: build-id\nValue: 2024.11.3-rc2
 devtools-cookie-line         cookie-row-value       (?im)^Name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]+Value:[ \t]*(?P<s>[^\s]{8,4096})
 #   catch: Name: grafana_session   Value: «fe8b6a4f3aeb5205a1586d85a50d1e62»   Domain: grafana.example.org   Path: /
 #   keep:  Name: theme   Value: dark-mode-enabled   Domain: example.org
+# The cookies of a JSON record (HTTPie's session file, a browser's export, Playwright's storage state):
+# each machine-made `"value"` in its `"cookies"` list or object.
+context-json-cookies         json-cookies           "cookies"[ \t]*:[ \t]*[\[{]
+#   catch: "cookies": {\n    "glpi_9c9a1c2a": { "value": "«kh7aj2uzoy5v1ydhmykqljmdfi»", "path": "/", "secure": true }\n}
+#   catch: "cookies": [ { "domain": "", "name": "PHPSESSID", "path": "/", "value": "«3wx6MhUjYitJOd4qsSIt54aeRG0gN69V»" } ]
+#   keep:  "cookies": [ { "name": "_ga", "value": "GA1.2.1234567890.1716120000" }, { "name": "theme", "value": "dark-mode-enabled" } ]
 # A cookie's record as indented name and value lines (Ruby's HTTP::Cookie in FASTLANE_SESSION) or set by a
 # cookie jar's call (`s.cookies.set("ci_session", "…")`): a machine's value under any name.
 cookie-record-lines          cookie-value           (?i)(?<![^\n \t])name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]*\r?\n[ \t]*value:[ \t]*["']?(?P<s>[^\s"']{16,4096})
@@ -5814,6 +5924,7 @@ devtools-cookie-row          assignment             (?m)^(?P<name>(?=[\w.\-]{0,8
 #   keep:  theme\tdark\tapp.tinkerbox.dev\t/\t2024-12-31T23:59:59.000Z
 # A config line of a name and its value with no sign between (keepalived, fluent-bit, a browser's cookie table).
 config-spaced-value          spaced                 (?m)^[ \t]*\.?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+(?P<s>[^\s'"`=:#;{}\[\]()<>|][^\s(){}\[\]<>,;]{0,255}?)(?<!:)[ \t]*;?[ \t]*$
+#   catch: Key                 Value\n---                 -----\nhmi_admin_pin       «527899»
 #   keep:  Keyword Arguments:
 #   keep:    private _reduceValues(
 #   keep:  ALTER PROFILE app_prof LIMIT\n  PASSWORD_VERIFY_FUNCTION ora12c_verify_function;
@@ -5868,7 +5979,7 @@ registry-value               assignment             (?m)^[ \t]+{SECRETISH_NAME}(
 heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
-secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["'])|N(?='))?{VALUE}
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["'])|N(?=')|(?<==)[ \t]*\r?\n[ \t]+(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*"))?{VALUE}
 #   keep:  lookup('community.hashi_vault.hashi_vault', 'secret=secret/data/rmm/sites/' + site + ':token')
 #   keep:  Key Vault "kv-kvn-clients" – secrets: support-KVN-ANAE-PC012, support-KVN-ANAE-PC013 (enabled)
 #   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
@@ -5891,6 +6002,7 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  Jenkins credentials: ID 'slack-bot-token' (Secret text), ID 'nexus-deploy' (Username with password)
 #   keep:  SECRET_KEY=TODO-generate-with-openssl-rand-hex-32
 #   catch: export GITHUB_CLIENT_SECRET=«gh_live_8f2a91»
+#   catch: static const char *MQTT_PASSWORD =\n    "«XjDTKpOS»"\n    "«3ivpKDDc-IRN0»";
 #   catch: db:\n  password: "«$umm3r.166»"
 #   catch: export KAGGLE_USERNAME=lmartin\nexport KAGGLE_KEY=«bd20b117a8b9b852ef421e40bdfab03a»
 #   keep:  {\n  "scopes": "repo, workflow",\n  "token": "ghp_...Xk2q"\n}
@@ -6293,6 +6405,14 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: Mật khẩu máy chủ thử nghiệm: «$h@d0w13» (tài khoản alice)
 #   catch: lol my password is literally «Winter2017.Ing» I should change it
 #   catch: $ echo 'RESTIC_PASSWORD=«schmetterling bärchen falcon jabuka»' >> ~/.restic.env
+#   catch: hey, the VPN password for the office (user = backoffice) got reset by IT, it's «lantern gans baum 98» now
+#   catch: 金蝶KIS的管理员密码改成 «battery gans regen 10» 了，月底结账之前不要再改了。
+#   catch: Selam, e-Fatura portalına giriş şifresi «lampe battery glacier 49» olarak güncellendi.
+#   catch: neues Passwort für den Notfallaccount (Umschlag im Tresor ist veraltet): «Zange Ölwanne Gabelstapler 17»
+#   keep:  Upload key for the Play Console: Release Signing Upload 2024 (see the wiki)
+#   catch: Marta: la contrasenya del portàtil de manteniment (el Dell vell) és «Rebobinadora77», però ara
+#   keep:  La contraseña debe tener mínimo 12 caracteres y un número.
+#   keep:  psk vpn sevilla parte 1 (te mando el resto por otro canal)
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)(?:계정|아이디|アカウント|ユーザー|账号|账户|帳號|用户|用戶|\b(?:usuario|usuária|usuário|utilisateur|benutzer|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользователь|логин|kullan\w{1,4}|wi-?fi|wlan|ssid|mit|with|login|basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b)[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?!\w+",")(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: kiosk build for the expo booth auto-logs in as kiosk / «Hana2007»! – change it after GDC
@@ -6406,6 +6526,7 @@ keychain-set-value           not-reference          \.set\([ \t]*(?P<s>"[^"\n]{4
 # A user and a password as neighbouring string arguments of any call, in any language:
 # `mysql_real_connect(conn, host, "etl_user", "…", …)`, `simple_bind_s("cn=admin,…", "…")`.
 user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<user>[A-Za-z_][\w.\-+]{0,31}(?:@[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,4})?|(?i:cn|uid)=[^"'\n]{1,200})(?P=q)(?=[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}'))
+#   catch: arcpy.SignInToPortal(PORTAL, "publisher_vod", "«river-velvet-magnet»")
 #   catch: val authorization = headers.Authorization(BasicHttpCredentials("metrics-reader", "«ycb8X65zKrlpL336»"))
 #   catch: DriverManager.getConnection(\n    "jdbc:sqlserver://build-runner-7:1433;databaseName=app_prod", "sa", "«OrangeScarletTornado»");
 #   catch: def conn = groovy.sql.Sql.newInstance('jdbc:mysql://192.168.1.40/orders', 'jenkins', '«Juventus1930»', 'com.mysql.cj.jdbc.Driver')
@@ -6426,6 +6547,14 @@ user-password-literal        -                      (?i)(?:userpwd|user_?pass(?:
 neo4j-auth                   not-reference          NEO4J_AUTH[ \t]*[=:][ \t]*["']?[\w.\-]{1,64}/(?P<s>[^\s"']{4,256})
 #   catch: docker run -e NEO4J_AUTH=neo4j/«8f3b14337fc58df7d9b2477a» neo4j:5
 #   keep:  NEO4J_AUTH=none
+# SAP's sapcontrol takes a user and its password as the two words after -user.
+sapcontrol-user-password     not-reference          \bsapcontrol\b[^\n]{0,200}?[ \t]-user[ \t]+[^\s"']{1,40}[ \t]+(?P<s>"[^"\n]{1,128}"|'[^'\n]{1,128}'|[^\s"'\-][^\s"']{0,127})
+#   catch: zarpm01:pmadm 52> sapcontrol -nr 00 -host zar-sap-pm -user pmadm «Zaragoza#PM01» -function GetProcessList
+#   keep:  sapcontrol -nr 00 -user pmadm -prot PIPE -function GetProcessList
+# An Oracle login in a setting, user/password@alias (Oracle Forms' formsweb.cfg, a report server's cgicmd.dat).
+oracle-userid-setting        not-reference          (?i)\b(?:userid|user_id|connect_?string|login)[ \t]*=[ \t]*["']?[A-Za-z_][\w$#]{0,30}/(?P<s>[^\s/@"']{4,128})@[A-Za-z_][\w.\-]{0,60}
+#   catch: [mzdy]\nform=MZ_MAIN.fmx\nuserid=mzdy_ro/«AzgurS80_0Jlj2mFQ9VS»@PAYPROD
+#   keep:  userid=mzdy_ro/%PASSWORD%@PAYPROD
 # Oracle's connect string in a literal: "user/password@(DESCRIPTION=…)" or "user/password@host:1521/service".
 oracle-connect-string        not-reference          (?:["'=]|(?<=[ \t]))(?P<user>[A-Za-z_][\w$#]{0,30})/(?P<s>[^\s/@"']{4,128})@(?=\(DESCRIPTION|[\w.\-]+:\d+/|//[\w.\-]+(?::\d+)?/)
 #   catch: CONN = "jsmith/«f053ed9e2efb278e6dbf13a6556bca0d»@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db.local)(PORT=1521)))"
@@ -6558,6 +6687,7 @@ context-commented-logins     commented-logins       (?i)\b(?:basic[ \-]?auth|htp
 #   keep:  # users and their home folders\nalice /home/alice\nbob   /home/bob
 #   keep:  # accounts created this week\nalice.berg:2024-10-01\nli.wei:2024-10-02
 context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+#   catch: $ sudo systemd-creds decrypt /etc/credstore.encrypted/opcua-client.cred -\n«_ccL5JJKNt3HDD11gjadgfCnewND»
 #   catch: $ vault kv get secret/network/tacacs\n====== Data ======\nKey           Value\n---           -----\nbreak_glass   «Autumn2022%»
 #   keep:  $ vault kv get secret/app/prod\n====== Data ======\nKey            Value\n---            -----\ndb_password    ********\ndb_user        app_w42m
 #   catch: $ aws ec2 describe-vpn-connections --vpn-connection-ids vpn-3958baba3156ee471 --query 'VpnConnections[0].Options.TunnelOptions[*].PreSharedKey'\n[\n    "«vG1p0q8_uRz2Xk.T6hWmNlb3F9x»"\n]
@@ -6712,9 +6842,12 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\bpart[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\bcontinuing:|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|(?<=(?:\ben|\bem|\bin|\bna|[ \t]w)[ \t])(?:dos|duas|dois|due|zwei|dwóch|dwa|две|два)\b|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\b(?:part|parte|partea|teil|deel|część|cast|část|časť|rész)[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\b(?:continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια):|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+#   catch: Javier Ortega: la clave del Ignition es larga, te la mando en dos\nJavier Ortega: «Gateway.Zgz»\nJavier Ortega: «#2025-Linea2»
 #   catch: [10:41] emre: şifreyi iki parça atıyorum, ilk kısım: «YDqb5OMlW»\n[10:41] emre: ikinci kısım: «H7YjbTWR8»  birleştirip gir
 #   catch: Сергей: ключ radius первая половина «o7BecUd7»\nСергей: вторая «b5AO2QZj» (без пробела)
+#   catch: [09:14] Tomáš: heslo do WinCC je «J4r0*6»\n[09:14] Tomáš: sorry, odeslalo se to dřív, pokračování: «0Ostrava»
+#   catch: SMS od: +420 731 xxx 118\n"Heslo k VPN cast 1: «Pumpk1»"\nSMS od: +420 731 xxx 118\n"cast 2: «n!97CityHall»  (bez mezer)"
 #   catch: [10:41] nadia: the router admin pw is «Kestrel-Morn»\n[10:41] nadia: «ing-4471» (sorry, hit enter too early)\n[10:42] tom: got it
 #   catch: sending the db password in two messages for "security":\nfirst half: «OceanBreeze»\nsecond half: «_7714!Pg»
 #   catch: Le mot de passe est trop long pour le SMS, je te l'envoie en deux fois :\n1) «Lighthouse#»\n2) «Keeper1977»
@@ -6777,10 +6910,12 @@ devtools-cookie-table        random                 (?m)^(?:Name\tValue\t[^\n]*\
 # The rest of a secret split over string literals (`"…" +`, Python's implicit joining), after a machine-made part.
 # (The quote comes before the look back at the character before it: a pattern that starts with a
 # character lets the regex engine skip to where it is, and this rule runs on every text.)
-context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:\+|\.|\\)?[ \t]*`?\r?\n?[ \t]*(?:>>[ \t]+)?\+?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
+context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:\+|\.|\\|&[ \t]*_|_(?=[ \t]*\r?\n))?[ \t]*`?\r?\n?[ \t]*(?:>>[ \t]+)?[+&]?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
 #   catch: var k = "«YR0dWHS5VPlylurTOIY97J»"\n      + "«A+7QlMeJSEoAcH6X0Eq9I=»";
 #   catch: OPENAI_KEY = (\n    "«sk-proj-Aa9IDg4Tt_wUgKnGng1WgV2HzsUzxJULN»"\n    "«OIUuiX_Xz0AUhR8kNLFONVD16mT3BlbkFJk3»"\n)
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
+#   catch: Private Const XERO_CLIENT_SECRET As String = "«jROmGeA64HBFLvHm_zj9h74p»" & _\n                                              "«wuVidSOU8xdMw9OuHdp_gNXO»"
+#   catch: strKey = "«jROmGeA64HBFLvHm»" _\n      & "«zj9h74pQx2WvT8»"
 #   keep:  message = ("the token was rotated; "\n           "see the runbook for the next steps")
 #   catch: "Data Source=fs10;User ID=billing_app;" +\n    "Password=«N5k2Jq9VbX»" +\n    "«5!JjIyB6-_Lx-»;Connect Timeout=30";
 #   catch: PS> $token = "«Xb2Nq8LmZ4kR»" + `\n>>   "«iHffHOZbJTncusvqDWS84z»"
@@ -6855,7 +6990,7 @@ ACCEPT_CHECKS = {
 # The checks of context rules: each picks the spans to replace inside its match.
 CONTEXT_FINDERS = {
     "random-tokens": _find_random_tokens, "command-arguments": _find_command_arguments,
-    "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells, "html-table-cells": _find_html_table_cells, "literal-rows": _find_literal_rows,
+    "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells, "html-table-cells": _find_html_table_cells, "literal-rows": _find_literal_rows, "json-cookies": _find_json_cookie_values,
     "expanded-record": _find_expanded_record_fields,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
@@ -8478,10 +8613,10 @@ RULE_WORDS = {
     "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro"), ("/v",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
-    "anyone-with-the-link": ("486705a5", (".sharepoint.com/:", "/cpsess", "1drv.ms/", "api.netlify.com/build_hooks/",
-        "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/", "figshare.com/s/", "rlkey=",
-        "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-", "zoom.us/rec/download", "zoom.us/rec/play",
-        "zoom.us/rec/share"), (), ()),
+    "anyone-with-the-link": ("2538d043", (".sharepoint.com/:", "/api/snapshots-delete/", "/cpsess", "1drv.ms/",
+        "api.netlify.com/build_hooks/", "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/",
+        "figshare.com/s/", "rlkey=", "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-",
+        "zoom.us/rec/download", "zoom.us/rec/play", "zoom.us/rec/share"), (), ()),
     "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
     "teams-webhook": ("20aa0de0", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2"),
         ("outlook.office", "webhook.office.com/webhookb2")),
@@ -8785,8 +8920,9 @@ RULE_WORDS = {
     "typed-at-prompt": ("f5b6590a", ("prompt",), ("entered", "typed"), ("entered", "typed")),
     "url-credentials-wide": ("36b28036", ("://",), (), ("@",)),
     "url-credentials-wrapped": ("4649296a", ("://",), ("://",), ("\n",)),
-    "devtools-cookie-lines": ("dc92aa1d", ("\nvalue:",), ("name:",), ("name:",)),
+    "devtools-cookie-lines": ("c32442c1", ("value:",), ("name:",), ("name:",)),
     "devtools-cookie-line": ("02cbb866", ("value:",), ("name:",), ("name:",)),
+    'context-json-cookies': ('29a8f124', ('"cookies"',), ('"cookies"',), (':',)),
     "cookie-record-lines": ("43fb766a", ("value:",), ("name:",), ("name:",)),
     "cookie-jar-set-call": ("ee1c7458", ("cookie",), ("cookie",), ("add", "set", "set_cookie", "setcookie")),
     "webhook-path-token": ("c2180a87", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
@@ -8937,7 +9073,7 @@ RULE_WORDS = {
         "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
         "wachtwoord", "şifre"), (), ("<<",)),
-    "secret-assignment": ("0316d0cd", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "secret-assignment": ("916a9550", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
         "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
@@ -8964,7 +9100,7 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("04fb7f7c", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("e6f2927f", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contrase", "credential",
         "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla",
         "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic",
@@ -9034,6 +9170,9 @@ RULE_WORDS = {
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",
         "http", "user", "userpwd"), (":",)),
     "neo4j-auth": ("2a6d0da4", ("neo4j_auth",), ("neo4j_auth",), ("/",)),
+    "sapcontrol-user-password": ("8df047c6", ("sapcontrol",), ("sapcontrol",), ("-user",)),
+    "oracle-userid-setting": ("7c016bb5", ("connect", "login", "user_id", "userid"), ("connect", "login", "user_id",
+        "userid"), ("=",)),
     "oracle-connect-string": ("ec374ba0", ("/",), (), ("@",)),
     "s3-access-key-id": ("7a5d38c4", ("access", "newstaticv4("), ("access", "newstaticv4("), ()),
     "context-credential-class": ("319d6410", ("auth", "credential", "key", "password", "secret", "signer", "token"),
@@ -9065,24 +9204,25 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("dcc4fb36", ("$env:", "--expose-token", "--fields", "--query", "--reveal", "-password",
-        ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".generate()", ".git-credentials", ".htpasswd",
-        ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass",
-        ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret", ".secretkey", ".tfstate", ".tfvars", ".token",
-        "/actuator/env/", "/auth/token", "/authenticate", "/login", "/oauth", "/session", "/token", "account",
-        "age-keygen", "ansible-vault", "apg", "api", "auth", "aws", "bootstrap", "bun", "config", "configure",
-        "cookie", "create", "create-for-rbac", "cred", "credential", "decrypt", "deno", "docker/config.json",
-        "document", "doppler", "echo", "env", "export-key", "firebase", "gcloud", "generate", "generate-data-key",
-        "generate-random", "generate_key(", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret",
-        "get-secretvalue", "get-storedcredential", "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json",
-        "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate",
-        "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl",
-        "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl",
-        "pass", "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private",
-        "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails", "randombytes(", "read", "requirepass",
-        "reset-password", "ruby", "runner", "secret", "secret-tool", "securerandom.", "shadow", "signin", "solana",
-        "sops", "status", "storage", "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe",
-        "unlock", "urandom(", "variables", "vault", "vercel", "wallet"), (), ("\n",)),
+    "context-command-output": ("f2433e90", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
+        "--reveal", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".generate()",
+        ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd",
+        ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret",
+        ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login",
+        "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
+        "bootstrap", "bun", "config", "configure", "cookie", "create", "create-for-rbac", "cred", "credential",
+        "decrypt", "deno", "docker/config.json", "document", "doppler", "echo", "env", "export-key", "firebase",
+        "gcloud", "generate", "generate-data-key", "generate-random", "generate_key(", "genkey", "get",
+        "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential",
+        "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa",
+        "initial-password", "inject", "inspect", "key", "key:generate", "key=clear", "keyfile", "keygen", "keypair",
+        "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "manage.py",
+        "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass", "passphrase", "passw", "perl", "php",
+        "phx.gen.secret", "printenv", "private", "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails",
+        "randombytes(", "read", "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool",
+        "securerandom.", "shadow", "signin", "solana", "sops", "status", "storage", "systemd-creds", "terraform",
+        "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock", "urandom(", "variables", "vault",
+        "vercel", "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("ddf65547", ("\n",), (), ()),
     "context-html-table": ("09de8e81", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
@@ -9091,27 +9231,31 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("4a8554d5", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "chunks",
-        "continuing:", "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy", "deel", "deux", "deuxième",
-        "druga", "eerste", "em duas mensagens", "em duas partes", "enter", "erste", "faltou", "faltó", "first",
-        "fängt", "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hisson", "i två delar",
-        "ikinci", "ilk", "key", "la suite", "last", "lineas", "líneas", "mensajes", "message", "messages", "mitad",
-        "moitié", "na dvakrát", "na dwa razy", "nachrichten", "other", "part", "parte", "partes", "partie", "parts",
-        "parça", "pass", "passwort", "pieces", "pierwsza", "première", "prima", "primeira", "primera", "pw", "rest",
-        "rest:", "second", "seconda", "seconde", "secret", "segunda", "senha", "son", "teil", "teilen", "the rest is",
-        "token", "tweede", "zweite", "κωδικός", "в два", "вторая", "кусками", "на две", "на дві", "пароль", "первая",
-        "продолжени", "сообщениями", "у два", "частями", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段",
-        "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "1e", "1er", "1re", "2 phần",
-        "2e", "2nd", "2ème", "andra", "baaki", "baki", "ciąg", "continuing:", "contraseña", "cut it", "cut off",
-        "część", "daarachter", "deel", "deuxième", "do", "druga", "eerste", "em duas mensagens", "em duas partes",
-        "en", "enter", "erste", "faltou", "faltó", "first", "fängt", "första", "got cut", "hai phần", "halves",
-        "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci", "ilk", "in", "key", "la suite", "last",
-        "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte", "partie", "pass", "passwort", "pierwsza",
-        "première", "pressed", "prima", "primeira", "primera", "pw", "rest", "rest:", "second", "seconda", "seconde",
-        "secret", "segunda", "senha", "son", "teil", "the rest is", "token", "too", "tweede", "zu", "zweite",
-        "κωδικός", "в два", "вторая", "двумя", "на две", "на дві", "пароль", "первая", "продолжени", "у два", "الجزء",
-        "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
-        "앞부분"), ()),
+    "context-split-secret": ("a4cd70cf", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "cast", "chunks",
+        "continuación", "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off", "część",
+        "daarachter", "dalszy", "deel", "deux", "deuxième", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch",
+        "eerste", "em duas mensagens", "em duas partes", "enter", "erste", "faltou", "faltó", "first", "folytatás",
+        "fortsetzung", "fängt", "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hisson",
+        "i två delar", "ikinci", "ilk", "key", "la suite", "last", "lineas", "líneas", "mensajes", "message",
+        "messages", "mitad", "moitié", "na dvakrát", "na dwa razy", "nachrichten", "other", "part", "parte", "partea",
+        "partes", "partie", "parts", "parça", "pass", "passwort", "pieces", "pierwsza", "pokracovani", "pokračování",
+        "première", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "second", "seconda", "seconde",
+        "secret", "segunda", "senha", "son", "teil", "teilen", "the rest is", "token", "tweede", "zwei", "zweite",
+        "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две", "кусками", "на две", "на дві",
+        "пароль", "первая", "продолжени", "сообщениями", "у два", "частями", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半",
+        "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "1e",
+        "1er", "1re", "2 phần", "2e", "2nd", "2ème", "andra", "baaki", "baki", "cast", "ciąg", "continuación",
+        "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off", "część", "daarachter", "deel",
+        "deuxième", "do", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste", "em duas mensagens",
+        "em duas partes", "en", "enter", "erste", "faltou", "faltó", "first", "folytatás", "fortsetzung", "fängt",
+        "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci",
+        "ilk", "in", "key", "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte",
+        "partea", "partie", "pass", "passwort", "pierwsza", "pokracovani", "pokračování", "première", "pressed",
+        "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "second", "seconda", "seconde", "secret",
+        "segunda", "senha", "son", "teil", "the rest is", "token", "too", "tweede", "zu", "zwei", "zweite", "časť",
+        "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две", "двумя", "на две", "на дві", "пароль",
+        "первая", "продолжени", "у два", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段",
+        "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
     "context-joined-parts": ("d8220d04", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
         "boşluksuz", "cort", "coupé", "cut", "early", "elkaar", "envi", "espace", "espacio", "espaço", "gehört", "got",
         "ihop", "junto", "leerzeichen", "mellanslag", "mensagem", "mensaje", "message", "mezery", "msg", "nachricht",
@@ -9132,7 +9276,7 @@ RULE_WORDS = {
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
-    "context-split-literal": ("4f7133ae", (), (), ()),
+    "context-split-literal": ("0d1864d8", (), (), ()),
     "context-wrapped-line": ("6eae216a", ("\n",), (), ()),
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("1da7408a", (), (), ()),
