@@ -1556,10 +1556,11 @@ def _accept_short_flag_random(match: Any) -> bool:
         value) and not _is_masked_or_public(value) and not _is_path_or_version(value) and "=" not in value.rstrip("=")
 
 
-def _says_what_about_it(after_word: str) -> bool:
-    """Whether what follows a credential word starts with a word about it and a sign: the value
-    after "password policy:", "token type =", "key length:" is that, not the secret."""
-    about = _regex(r"[ \t_\-]+([A-Za-z]{2,12})[ \t]*[:=]").match(after_word)
+def _says_what_about_it(text: str, start: int, end: int, word: bool = False) -> bool:
+    """Whether what follows a credential word at text[start:] (with word, the word that starts
+    there) goes on, before end, with a word about it and a sign: the value after "password
+    policy:", "token type =", "key length:" is that, not the secret."""
+    about = _regex(r"[A-Za-z]*[ \t_\-]+([A-Za-z]{2,12})[ \t]*[:=]" if word else r"[ \t_\-]+([A-Za-z]{2,12})[ \t]*[:=]").match(text, start, end)
     return about is not None and about.group(1).lower() in _ABOUT_A_SECRET
 
 
@@ -1569,7 +1570,7 @@ def _accept_password_like(match: Any) -> bool:
     if _regex(r"_[A-Za-z]\w*|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\[[\w$.'\"]{1,20}\]").fullmatch(v):
         return False  # a private name in code (`password.translate(_trans_36)`), a subscript (`password: basic[1]`)
     before = match.string[match.start():match.start("s")]
-    if _says_what_about_it(before[len(_regex(r"[A-Za-z]*").match(before).group()):]):
+    if _says_what_about_it(match.string, match.start(), match.start("s"), word=True):
         return False  # a word about the password before the sign: "password policy: Basic256Sha256"
     if "{" in before and _regex(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+[,;]?").fullmatch(v):
         return False  # a name in code's options: `argon2.hash(password, { type: argon2.argon2id, …`
@@ -1805,7 +1806,7 @@ def _accept_random_not_hex(match: Any) -> bool:
 def _accept_random_not_identifier(match: Any) -> bool:
     """Prose: "the API token is 11b7…". Long hex counts (Jenkins tokens are 34 hex digits)."""
     value = match.group("s")
-    if _says_what_about_it(match.string[match.start() + len(_regex(r"[A-Za-z]*").match(match.string, match.start()).group()):match.start("s")]):
+    if _says_what_about_it(match.string, match.start(), match.start("s"), word=True):
         return False  # "token type: …"
     long_hex = _regex(r"[0-9a-f]{33,}").fullmatch(value.strip("\"'"))
     if long_hex and _regex(_PROSE_HASH_WORDS).search(match.group()[:match.start("s") - match.start()]):
@@ -1995,7 +1996,7 @@ def _accept_named_in_prose(match: Any) -> bool:
         before = before[ends[-1].end():]  # the same sentence
     named_before = _may_hold_a_word(before, _PROSE_SECRET_PARTS) and (
         _regex(_PROSE_SECRET_WORDS).search(before) or _regex(_PROSE_NEAR_WORDS).search(before))
-    if named_before and (_regex(r"['\"]?\]").match(before[named_before.end():]) or _says_what_about_it(before[named_before.end():])):
+    if named_before and (_regex(r"['\"]?\]").match(before[named_before.end():]) or _says_what_about_it(before, named_before.end(), len(before))):
         return False  # a subscript in code: `serdict[key]*(x - x0)**power`; "password policy: Basic256Sha256"
     if named_before and (_regex(_NOT_SECRET_BEFORE_WORD).search(before[:named_before.start()])
                          or _PUBLIC_WORDS.intersection(_name_parts(named_before.group()))
@@ -2551,7 +2552,7 @@ def _find_random_tokens(match: Any) -> list:
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
     if _regex(r"(?:\.[a-z0-9]{1,5}){1,3}(?=[:/\s'\"]|$)").match(text, match.end()):
         return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`, `secrets.enc.yaml`
-    if _says_what_about_it(text[match.end():match.end() + 20]):
+    if _says_what_about_it(text, match.end(), match.end() + 20):
         return []  # "password policy: Basic256Sha256", "token type: …": what is said is about it
     if text[match.start() - 1:match.start()] == "-" and _regex(r"(?<![\w\-])[a-z0-9]+(?:-[a-z0-9]+){2,}-$").search(
             _line_before(text, match.start(), 80)) and _regex(r"[ \t]*(?:[(),]|$)").match(text, match.end()):
@@ -2962,7 +2963,7 @@ _NUMBERED_PASSPHRASE = (r"(?<![^\W\d_])(?:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL
 
 # What may stand between a credential word and its numbered passphrase: nothing but a sign, or words
 # that end in one that gives it (`… got reset, it's`, `şifresi`, `は`, `改成`).
-_GIVES_PASSPHRASE = (r"(?i)(?:^|(?:^|[\s,;(])(?:is|it'?s|was|now|to|es|est|c'est|ist|je|jest|är|er|era|è|é|sono|são|é agora)|[:=：]|は|改成|改为|是|为)"
+_GIVES_PASSPHRASE = (r"(?i)(?:^|(?<![^\s,;(])(?:is|it'?s|was|now|to|es|est|c'est|ist|je|jest|är|er|era|è|é|sono|são|é agora)|[:=：]|は|改成|改为|是|为)"
                      r"[ \t]*[:=]?[ \t]*[\"'«“`]?$")
 # A quantity's word after a number: "mindestens 6 Ziffern", "expire dans 14 jours", "mínimo 12 caracteres".
 _UNIT_AFTER_NUMBER = (r"(?i)[ \t]*(?:[^\W\d_]*(?:day|jour|día|dia|giorn|tag|dni|gün|minut|min|hour|heure|hora|ore|stund|godzin|saat|second|segund"
@@ -3536,7 +3537,7 @@ def _find_html_login_row(match: Any) -> list:
     made, and words before the table say access or credentials; in a row of two cells, the value
     of a label that names a credential."""
     text = match.string
-    cells = list(_regex(r"<td\b[^>]*>(?:<(?:b|strong|code|p|span|em)>)?([^<]*)(?:</(?:b|strong|code|p|span|em)>)?</td>").finditer(text, match.start("s"), match.end("s")))
+    cells = list(_regex(_HTML_CELL).finditer(text, match.start("s"), match.end("s")))
     if len(cells) == 2:  # a label and its value: `<td><b>Mot de passe provisoire</b></td><td>…</td>`
         label, value = cells[0].group(1).strip(), cells[1].group(1).strip()
         kind = dict(_credential_columns([label])).get(0)
@@ -3602,13 +3603,17 @@ def _reads_as_login(cell: str) -> bool:
     return _regex(r"[A-Za-z][\w.\-]{1,40}(?:@[\w.\-]+)?|[\w\-]{1,20}\\[\w.\-]{1,40}").fullmatch(cell) is not None and not _looks_like_password(cell)
 
 
+# An HTML table's cell and its text, inside an inline mark maybe (`<td><code>…</code></td>`, `<td><p>…</p></td>`).
+_HTML_CELL = r"<td\b[^>]*>(?:<(?:b|strong|code|p|span|em)>)?([^<]*)(?:</(?:b|strong|code|p|span|em)>)?</td>"
+
+
 def _find_html_table_cells(match: Any) -> list:
     """An HTML table whose header row names a credential: the cells under it that hold one."""
     names = [_regex(r"\s+").sub(" ", name).strip() for name in _regex(r">([^<]*)</(?:th|b|strong|p|span)>").findall(match.group("head"))]
     columns = dict(_credential_columns(names))
     spans = []
     for row in _regex(r"(?s)<tr\b[^>]*>(.*?)</tr>").finditer(match.string, match.start("s"), match.end("s")) if columns else ():
-        for index, cell in enumerate(_regex(r"<td\b[^>]*>(?:<(?:b|strong|code|p|span|em)>)?([^<]*)(?:</(?:b|strong|code|p|span|em)>)?</td>").finditer(row.group(1))):
+        for index, cell in enumerate(_regex(_HTML_CELL).finditer(row.group(1))):
             value = cell.group(1).strip()
             if index in columns and _is_secret_cell(value, columns[index]):
                 first = row.start(1) + cell.start(1) + cell.group(1).index(value)
@@ -4282,7 +4287,7 @@ _SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "cred", "auth
                     "session", "psk", "community", "seed", "pepper", "salt",
                     # other languages' words (_FOREIGN_NAME_WORDS): `"Heslo": …`, `clave_api`
                     "heslo", "haslo", "senha", "sifre", "şifre", "jelszo", "kennwort", "wachtwoord", "contrase", "salasana",
-                    "losenord", "lösenord", "parol", "clave", "chiave", "chave", "llave", "sleutel", "schl", "nyckel", "klucz",
+                    "losenord", "lösenord", "parol", "clave", "chiave", "chave", "llave", "sleutel", "schluessel", "schlüssel", "nyckel", "klucz",
                     "cheie", "jeton", "sandi")
 _SECRETISH_REACH = 80
 _SECRETISH_FIRST_LETTERS = "".join(sorted({word[0] for word in _SECRETISH_WORDS}))  # a cheap first test
@@ -8703,11 +8708,11 @@ RULE_WORDS = {
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
-    "nvs-csv-value": ("65cad0fe", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
+    "nvs-csv-value": ("a8baf8f8", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
         "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo",
         "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol",
-        "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schl", "secret",
-        "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+        "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
+        "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
         ("a temporary password is generated for ",), (":",)),
@@ -8808,7 +8813,7 @@ RULE_WORDS = {
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("f148ded2", ("pass",), (), ()),
-    "cobol-password-value": ("dcdda883", ("value",), (), ("pic",)),
+    "cobol-password-value": ("f721aea7", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
@@ -8899,13 +8904,13 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "decoded-secret-literal": ("470b1882", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
+    "decoded-secret-literal": ("50edd838", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
         "from_base64", "from_hex", "frombase64string", "fromhex", "getbytes", "hex!", "hex2bin", "str", "string",
         "unhexlify"), (), ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred",
         "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre")),
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre")),
     "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
         "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
         "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
@@ -8928,12 +8933,12 @@ RULE_WORDS = {
     "webhook-path-token": ("c2180a87", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("7ca84e10", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "chave",
+    "spaced-assignment": ("4de74823", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "chave",
         "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo",
         "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass",
-        "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schl", "secret", "seed",
-        "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
-    "powershell-env-item": ("645d4fd2", ("-item",), ("new", "set"), ("env:",)),
+        "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
+        "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+    "powershell-env-item": ("01caf56e", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
     "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
@@ -8984,100 +8989,100 @@ RULE_WORDS = {
         "setvalue", "type", "typetext"), ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
         "setvalue", "type", "typetext"), ()),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
-    "call-wrapped-value": ("e195724a", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "call-wrapped-value": ("6f3baa72", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre"), (), (":=", "=")),
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "der-private-key-base64": ("fe80fcae", ("c4caqawbqydk2vwbciei", "hccaqeei", "ibaakc", "ibadanbgkqhkig9w0baqefaasc",
         "ighageambmgbyqgsm49ageg"), ("mc4caqawbqydk2vwbciei", "mhccaqeei", "mighageambmgbyqgsm49ageg", "mii"), ()),
     "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-named-string": ("40b78d46", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
-    "xml-element": ("62d3137e", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "xml-named-string": ("d09179f7", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
+    "xml-element": ("f8621ced", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre"), (), ("</",)),
-    "plist-key-string": ("9e80fae8", ("</string>",), ("<key>",), ("<string>",)),
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), ("</",)),
+    "plist-key-string": ("c97f5389", ("</string>",), ("<key>",), ("<string>",)),
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("b83bb7d6", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "typed-assignment": ("076601b0", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre"), (), (":",)),
-    "secret-flag": ("d314a9d2", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), (":",)),
+    "secret-flag": ("dc969249", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre"), (), ("-",)),
-    "windows-switch-secret": ("21496992", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), ("-",)),
+    "windows-switch-secret": ("9c11be2c", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
         "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
-        "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), ("/",)),
-    "config-line-value": ("99c67b70", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre"), (), ("/",)),
+    "config-line-value": ("eae3273d", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre"), (), ()),
-    "redis-hash-field": ("f9e7b4c3", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre"), (), (")",)),
-    "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
-    "box-table-value": ("971bcfe1", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre"), (), ()),
-    "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("e55fc5d8", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
-        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
-        "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
-        "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
         "wachtwoord", "şifre"), (), ()),
-    "nested-default-value": ("1dbf1473", ("default", "value"), (), ("auth", "chave", "cheie", "chiave", "clave",
+    "redis-hash-field": ("b73208ed", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), (")",)),
+    "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
+    "box-table-value": ("858095be", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), ()),
+    "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
+    "config-spaced-value": ("b06b78f3", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
+        "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre"), (), ()),
+    "nested-default-value": ("5ee25b3e", ("default", "value"), (), ("auth", "chave", "cheie", "chiave", "clave",
         "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort",
         "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private",
-        "psk", "pw", "pwd", "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre")),
-    "property-value-lines": ("5a9c5812", ("property:",), ("property:",), ("value:",)),
-    'validation-input-value': ('15c72339', ('input_value="', "input_value='"), (), ('auth', 'chave', 'cheie', 'chiave',
+        "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
+        "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+    "property-value-lines": ("0659d969", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('b1bedf43', ('input_value="', "input_value='"), (), ('auth', 'chave', 'cheie', 'chiave',
         "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton",
         "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin",
-        "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session",
-        "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+        "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
+        "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
     "git-config-secret": ("c51465d9", ("config",), ("git",), ("git",)),
     "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
-    "typed-declaration": ("30c76766", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "typed-declaration": ("6dd53b0a", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre"), (), (":=",)),
-    "registry-value": ("a68f848a", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "chave", "cheie",
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), (":=",)),
+    "registry-value": ("3903eb93", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "chave", "cheie",
         "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo",
         "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schl", "secret", "seed", "senha",
-        "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
-    "heredoc-under-secret-name": ("48e90d57", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
+        "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+    "heredoc-under-secret-name": ("f11eec40", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
         "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
-        "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), ("<<",)),
-    "secret-assignment": ("916a9550", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre"), (), ("<<",)),
+    "secret-assignment": ("62a85e2f", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre"), (), (":", ":=", "=", "=>")),
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), (":", ":=", "=", "=>")),
     "prose-password": ("87256e0b", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
         "pass", "passphrase", "passwd", "password", "pw", "pwd"), ()),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
@@ -9281,16 +9286,16 @@ RULE_WORDS = {
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("1da7408a", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("72c0899b", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "context-quoted-block": ("84e29422", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
         "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
-        "salasana", "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        'wachtwoord', 'şifre'), (), ('"', "'")),
-    "context-yaml-block": ("3a98121d", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        'sleutel', 'token', 'wachtwoord', 'şifre'), (), ('"', "'")),
+    "context-yaml-block": ("83797de7", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schl", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre"), (), (":",)),
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
+        "wachtwoord", "şifre"), (), (":",)),
 }
 
 
