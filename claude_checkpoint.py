@@ -1009,8 +1009,8 @@ def secret_strength(name: str) -> int:
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
         parts.pop()  # SESSION_TOKEN_B64 is a token
-    while len(parts) > 1 and _regex(r"(?:part|half|chunk|piece)s?\d{0,2}|p[1-9]").fullmatch(parts[-1]):
-        parts.pop()  # GH_APP_KEY_PART1, key_chunks, AZ_STORAGE_KEY_P1: a key's parts
+    while len(parts) > 1 and _regex(r"(?:part|half|chunk|piece)s?\d{0,2}|p[1-9]").fullmatch(parts[-1]) or len(parts) > 2 and parts[-1] in ("prefix", "suffix"):
+        parts.pop()  # GH_APP_KEY_PART1, key_chunks, AZ_STORAGE_KEY_P1, routingKeyPrefix (not a cache's keyPrefix): a key's parts
     if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"] or (
             parts[-1:] in (["nodekey"], ["discokey"]) or len(parts) > 1 and _regex(r"sha\d{1,3}|md5").fullmatch(parts[-1])):
         return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce, Tailscale's public node key, a digest (HPKP's pin-sha256)
@@ -3487,6 +3487,9 @@ def _credential_columns(names: list) -> tuple:
             columns.append((index, "pin"))  # a PIN's label in any order of words: `Code PIN imprimante`, `SIM PIN`
         elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:codes?|kod|koden|kode|kód|kódja|código|codigo|codice)").fullmatch(name.strip()):
             columns.append((index, "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts
+        elif strength == 1 and set(_name_parts(name)) & {"password", "passwd", "pwd", "pw", "pass"} and not set(_name_parts(name)) & (
+                _ABOUT_A_SECRET | _NOT_SECRET_QUALIFIERS):
+            columns.append((index, "password"))  # a password's column with words after it: `plain_pw_for_docs`, `plain_pw_legacy`
         elif strength == 1 and "community" in name.lower():
             columns.append((index, "secret"))  # an SNMP community: a password people choose
         elif strength == 1 and wireless and _regex(r"(?i)key|psk").fullmatch(name.strip()):
@@ -3692,6 +3695,61 @@ def _find_json_cookie_values(match: Any) -> list:
     return spans
 
 
+def _find_markup_table_cells(match: Any) -> list:
+    """An AsciiDoc table (`|===`, its header's cells on the first line, then each cell after a `|`,
+    one a line or more), a reStructuredText list-table (`* - …` starts a row, `- …` each cell), a
+    MediaWiki table (`! … !! …` its header, `|-` between rows, `| … || …` their cells) or a LaTeX
+    tabular (cells between `&`, a row's end `\\\\`, `\\texttt{…}` around a value), whose first row
+    names a credential: the cells under that name that hold one (_is_secret_cell)."""
+    text, start, end = match.string, match.start("s"), match.end("s")
+    if match.group().startswith("\\begin"):
+        close = text.find("\\end{tabular}", start, end)
+        rows = []
+        for line in _regex(r"(?m)^[^\n&]*(?:&[^\n&]*)+$").finditer(text, start, close if close >= 0 else end):
+            cells = [(cell.start(1), cell.end(1)) for cell in _regex(r"(?:^|&)[ \t]*(?:\\texttt\{|\\verb\|)?([^&\n]*?)\}?\|?[ \t]*(?:\\\\[^&\n]*)?(?=&|$)").finditer(line.group())]
+            rows.append([(line.start() + a, line.start() + b) for a, b in cells])
+    elif match.group().startswith("{|"):
+        close = text.find("\n|}", start, end)
+        rows = [[]]
+        for line in _regex(r"(?m)^[ \t]*([!|])(?![}+])([^\n]*)$").finditer(text, start, close if close >= 0 else end):
+            if line.group(2).startswith("-"):
+                rows.append([])  # `|-`: the next row
+                continue
+            separator = "!!" if line.group(1) == "!" else "||"
+            position = line.start(2)
+            for cell in line.group(2).split(separator):
+                rows[-1].append((position, position + len(cell)))
+                position += len(cell) + len(separator)
+        rows = [row for row in rows if row]
+    elif match.group().lstrip().startswith("|==="):
+        close = text.find("\n|===", start, end)
+        cells = [(cell.start(1), cell.end(1)) for cell in _regex(r"\|([^|\n]*)").finditer(text, start, close if close >= 0 else end)]
+        line_end = text.find("\n", start)
+        width = sum(1 for a, _ in cells if a < line_end)
+        rows = [cells[row:row + width] for row in range(0, len(cells), width)] if width >= 2 else []
+    else:
+        rows = []
+        for line in _regex(r"(?m)^([ \t]*)(\*[ \t]+)?-[ \t]+([^\n]*)$|^[ \t]*(:[\w\-]+:[^\n]*)?$|^[^\n]*$").finditer(text, start, end):
+            if line.group(3) is None:
+                if line.group(4) is not None or not line.group().strip():
+                    continue  # an option (`:header-rows: 1`) or an empty line
+                break  # the table ends where its indent does
+            if line.group(2) or not rows:
+                rows.append([])
+            rows[-1].append(line.span(3))
+    if len(rows) < 2:
+        return []
+    columns = dict(_credential_columns([text[a:b].strip() for a, b in rows[0]]))
+    spans = []
+    for row in rows[1:] if columns else ():
+        for index, (a, b) in enumerate(row):
+            value = text[a:b].strip()
+            if index in columns and len(row) == len(rows[0]) and _is_secret_cell(value, columns[index]):
+                first = a + text[a:b].index(value)
+                spans.append((first, first + len(value)))
+    return spans
+
+
 def _find_expanded_record_fields(match: Any) -> list:
     """A record printed one field a line (`name | value`, `name: value`): the values of the fields
     whose names say secret (a machine-made value where the name only may)."""
@@ -3787,7 +3845,7 @@ _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|поло�
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
 _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|partea|teil|część|deel|cast|část|časť|rész|μέρος)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)"""
-                     r"""|continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|"""
+                     r"""|continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|продолжение|продовження|devamı|"""
                      r"""\brest\b|\(cont(?:inued)?\)"""
                      r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki|primera|partie|część|вторая|вторую|половина|ikinci|druga|zweite|deuxième|andra|attaccato|collé|pegado|dahinter)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte|часть|половина|k\ws\wm|parça|część|teil))"""
                      r"""|\(suite\)|\bfängt[ \t]+mit|""" + _PART_LABEL + ")"
@@ -6831,6 +6889,14 @@ context-literal-rows         literal-rows           [(\[](?=(?:[ \t]*["'][^"'\n]
 #   catch: "values": [\n  ["Dienst", "Benutzer", "Passwort"],\n  ["Moneybird", "facturen@example.nl", "«staple-ordner-staple-walnut»"]\n]
 #   keep:  ('Programm', 'Benutzer', 'Passwort', 'geändert am')\n('Lexware Lohn', 'lohnbuero', '(im Tresor)', None)
 #   keep:  ["name", "password_min_length", "token_ttl"],\n["web", "12", "3600"]
+# A table of AsciiDoc (`|===`), reStructuredText (list-table), MediaWiki (`{|`) or LaTeX (tabular) whose first row
+# names a credential: the cells under it.
+context-markup-table         markup-table-cells     (?m)(?:^\|===|(?<![^\n \t])\.\. list-table::|\\begin\{tabular\}|^\{\|)[^\n]*\r?\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,200}))
+#   catch: |===\n|Dienst |Account |Kennwort\n\n|PI Data Archive\n|svc_piarchive\n|«W5Ovimn0I6I8mGr4r8»\n|===
+#   catch: .. list-table:: Testzugänge\n   :header-rows: 1\n\n   * - System\n     - User\n     - Passwort\n   * - DATEV Sandbox\n     - sandbox10042\n     - «Kanzlei07!Pi»
+#   keep:  |===\n|Server |Role |Password policy\n\n|web01\n|nginx\n|rotated monthly\n|===
+#   catch: {| class="wikitable"\n! Gerät !! Benutzer !! Kennwort\n|-\n| NAS || admin || «Wolke-Regen-42!»\n|}
+#   catch: \begin{tabular}{lll}\nService & Account & Password \\ \n\midrule\nQualtrics API & survey-lab & \\texttt{«vXMwNXaLDrLnBSR75hBmqAVVtfpRHsHI»} \\ \n\end{tabular}
 # Terraform's plan: the value a secret-named attribute changes to (`password = "…" -> "…"`).
 terraform-plan-change        assignment             (?m)^[ \t]*[~+\-]?[ \t]*(?P<name>[A-Za-z_][\w\-]{0,80})[ \t]*=[ \t]*(?:"[^"\n]{0,1024}"|\(sensitive value\)|null)[ \t]*->[ \t]*(?P<s>"[^"\n]{1,1024}")
 #   catch:       ~ password = "" -> "«tractor.saddle.dragon.falafel»"
@@ -6847,7 +6913,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|(?<=(?:\ben|\bem|\bin|\bna|[ \t]w)[ \t])(?:dos|duas|dois|due|zwei|dwóch|dwa|две|два)\b|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\b(?:part|parte|partea|teil|deel|część|cast|část|časť|rész)[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\b(?:continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια):|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|(?<=(?:\ben|\bem|\bin|\bna|[ \t]w)[ \t])(?:dos|duas|dois|due|zwei|dwóch|dwa|две|два)\b|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\b(?:part|parte|partea|teil|deel|część|cast|část|časť|rész)[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\b(?:continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|продолжение|продовження):|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: Javier Ortega: la clave del Ignition es larga, te la mando en dos\nJavier Ortega: «Gateway.Zgz»\nJavier Ortega: «#2025-Linea2»
 #   catch: [10:41] emre: şifreyi iki parça atıyorum, ilk kısım: «YDqb5OMlW»\n[10:41] emre: ikinci kısım: «H7YjbTWR8»  birleştirip gir
 #   catch: Сергей: ключ radius первая половина «o7BecUd7»\nСергей: вторая «b5AO2QZj» (без пробела)
@@ -6967,9 +7033,10 @@ context-wrapped-log-line     wrapped-log-line       \n(?=(?P<prefix>[\d\[#][^\n]
 #   catch: [ts] DEBUG   Authorization: Bearer «Rf8Kq2LmZp9XtVw4YbN6cQ3»\n[ts] DEBUG   «J7dHs2KxLq9Vb3NmZt8Wc4Yp»\n[ts] DEBUG   «OwaDo2NZb1OIdEvZZeryAa»
 #   catch: [10:49:31.101Z] DEBUG token=«Xk2Lm9Qp4Rt7Vw3Yb8Nc5Df»\n[10:49:31.102Z] DEBUG   «FP2iK69v5lKem_z7tOj2JH_qi2fP9LQ4»
 # A triple-quoted string under a name that says secret (Python, TOML, Kotlin, Scala).
-context-quoted-block         block-lines            (?m)^[ \t]*(?:val[ \t]+|var[ \t]+|const[ \t]+)?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
+context-quoted-block         block-lines            (?m)^[ \t]*(?:(?:private|internal|protected|public|static|final|const|val|var)[ \t]+){0,3}{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
 #   catch: signing_key = """\n«27C9GN63cOSIHStWuiQJM3QxSy/w8XG+44hx23T8EdhL»\n«p/+gWeF+auxL/6D9/z4ahyujhXimXg4+4hhLmPXlQ5CU»\n"""
 #   keep:  token_help = """\nPaste the token from the settings page.\n"""
+#   catch: private val intuitSecret = """\n    «wnDdyUg2lfWLJsWptfiG»\n    «mSe0EVs98vM9L1hBrzaZ»\n""".trimIndent().replace("\n", "")
 # A YAML literal or folded block (`|`, `>`) under a name that says secret.
 context-yaml-block           block-lines            (?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?["']?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})["']?[ \t]*:[ \t]*[|>][-+0-9]{0,2}[ \t]*(?:#[^\n]*)?\r?\n(?=(?P<s>(?:(?P=indent)[ \t]+[^\n]*(?:\n|$)|[ \t]*\n){1,100}))
 #   catch: client_secret: >-\n  «Kq7Zx2Lm9Pw4Rt8V»\n  «bN3cD6fGh2Jk»\nregion: eu-west-1
@@ -6995,7 +7062,7 @@ ACCEPT_CHECKS = {
 # The checks of context rules: each picks the spans to replace inside its match.
 CONTEXT_FINDERS = {
     "random-tokens": _find_random_tokens, "command-arguments": _find_command_arguments,
-    "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells, "html-table-cells": _find_html_table_cells, "literal-rows": _find_literal_rows, "json-cookies": _find_json_cookie_values,
+    "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells, "html-table-cells": _find_html_table_cells, "literal-rows": _find_literal_rows, "markup-table-cells": _find_markup_table_cells, "json-cookies": _find_json_cookie_values,
     "expanded-record": _find_expanded_record_fields,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
@@ -7277,6 +7344,10 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
                 continue
             next_end = text.find("\n", below_end + 1)
             below_start, below = below_end + 1, text[below_end + 1:next_end if next_end >= 0 else len(text)]
+            alone = _regex(r"[ \t]*([^\s\"'`]{16,4096})[ \t]*\r?").fullmatch(below)
+            if alone and looks_machine_generated(alone.group(1)):
+                rests.append((below_start + alone.start(1), below_start + alone.end(1)))
+                continue  # a message of one token, whatever it holds (`…=60BFBQHZ`): the rest, whole
         else:
             below_start = end.end()
         start, quote, join = _shared_prefix(above, below), end.group("quote"), end.group("join")
@@ -7370,7 +7441,8 @@ def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
     spans: set = set()
     for index, line in enumerate(lines):
         if REDACTED in line:
-            spans.update((starts[row] + a, starts[row] + b) for row, a, b in _sibling_cells(lines, index) + _sibling_values(lines, index, replaced))
+            spans.update((starts[row] + a, starts[row] + b) for row, a, b in _sibling_cells(lines, index) + _sibling_values(lines, index, replaced)
+                         + _sibling_list_items(lines, index))
     return _replace_spans(text, spans, count, replaced)
 
 
@@ -7441,6 +7513,24 @@ def _sibling_cells(lines: list, index: int) -> list:
     for a, b in (_cell_value(lines[index], *cell) for cell in cells):
         if REDACTED not in lines[index][a:b] and _is_row_password(lines[index][a:b]):
             found.append((index, a, b))  # the row's other password: the `os root` beside an `ipmi pass`
+    return found
+
+
+# A list's item (`- `, `* `, `1. `) whose last token is in backticks: a handover's "- SSH root: `…`".
+_LIST_ITEM_CODE = r"[ \t]*(?:[-*•+]|\d{1,2}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?[^\n`]{1,120}`([^`\s]{6,200})`[ \t]*\r?"
+
+
+def _sibling_list_items(lines: list, index: int) -> list:
+    """(row, start, end) of the last backticked token of the list's items around a redacted one in
+    backticks (`- cPanel: `user` / `«redacted»``), when it has a password's or a machine's shape
+    (_is_row_password): the other accounts of a handover's list."""
+    if not _regex(r"[ \t]*(?:[-*•+]|\d{1,2}[.)])[ \t]+[^\n]*`" + REDACTED + "`").match(lines[index]):
+        return []
+    found = []
+    for row in _block_around(lines, index):
+        item = _regex(_LIST_ITEM_CODE).fullmatch(lines[row]) if row != index and REDACTED not in lines[row] else None
+        if item and _is_row_password(item.group(1)):
+            found.append((row, *item.span(1)))
     return found
 
 
@@ -7799,8 +7889,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         spans = [found.span("value")] if found.group("value") is not None else [found.span("bare")] if found.group("bare") is not None else [
             literal.span(1) for literal in _regex(_QUOTED).finditer(original, found.start("list"), found.end("list"))]
         definitions[found.group("name")] = definitions.get(found.group("name"), []) + spans if found.group("op") == "+=" else spans
-    for found in _regex(r"(?m)^[ \t]*([A-Za-z_]\w*)\.append\([ \t]*[\"']([^\"'\n\\]{1,512})[\"'][ \t]*\)[ \t]*;").finditer(original) if ".append(" in original else ():
-        definitions[found.group(1)] = definitions.get(found.group(1), []) + [found.span(2)]  # a StringBuilder's appends, one a statement: `sb.append("…");`
+    for found in _regex(r"(?m)^[ \t]*([A-Za-z_]\w*)\.[Aa]ppend\([ \t]*[\"']([^\"'\n\\]{1,512})[\"'][ \t]*\)[ \t]*;").finditer(original) if "ppend(" in original else ():
+        definitions[found.group(1)] = definitions.get(found.group(1), []) + [found.span(2)]  # a StringBuilder's appends, one a statement: `sb.append("…");`, C#'s `sb.Append("…");`
     folds = []  # (start, end, the string made, the spans of the parts)
     lowered = original.lower()
     for start, end in _join_lines(original, lowered):
@@ -7813,8 +7903,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     folds += _line_folds(original, lowered)
     folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
-    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.toString\(\))").finditer(
-            original) if definitions else ():  # also C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%, Java's sb.toString()
+    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.[Tt]oString\(\))").finditer(
+            original) if definitions else ():  # also C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%, Java's sb.toString(), C#'s sb.ToString()
         name, inside = found.group(1) or found.group(2) or found.group(3) or found.group(4) or found.group(5), bisect.bisect_right(joined, (found.start(), len(original))) - 1
         if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()):
             folds.append((found.start(), found.end(), "".join(original[a:b] for a, b in definitions[name]), definitions[name]))
@@ -9233,10 +9323,12 @@ RULE_WORDS = {
     "context-html-table": ("09de8e81", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
     "context-html-login-row": ("9484da67", ("</td>",), ("<tr",), ("</tr>",)),
     "context-literal-rows": ("d3d55068", (",",), (), ("\n",)),
+    "context-markup-table": ("2a4195a1", (".. list-table::", "\\begin{tabular}", "{|", "|==="), (".. list-table::",
+        "\\begin{tabular}", "{|", "|==="), ("\n",)),
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("a4cd70cf", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "cast", "chunks",
+    "context-split-secret": ("f3b765c1", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "cast", "chunks",
         "continuación", "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off", "część",
         "daarachter", "dalszy", "deel", "deux", "deuxième", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch",
         "eerste", "em duas mensagens", "em duas partes", "enter", "erste", "faltou", "faltó", "first", "folytatás",
@@ -9247,20 +9339,20 @@ RULE_WORDS = {
         "première", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "second", "seconda", "seconde",
         "secret", "segunda", "senha", "son", "teil", "teilen", "the rest is", "token", "tweede", "zwei", "zweite",
         "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две", "кусками", "на две", "на дві",
-        "пароль", "первая", "продолжени", "сообщениями", "у два", "частями", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半",
-        "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "1e",
-        "1er", "1re", "2 phần", "2e", "2nd", "2ème", "andra", "baaki", "baki", "cast", "ciąg", "continuación",
-        "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off", "część", "daarachter", "deel",
-        "deuxième", "do", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste", "em duas mensagens",
-        "em duas partes", "en", "enter", "erste", "faltou", "faltó", "first", "folytatás", "fortsetzung", "fängt",
-        "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci",
-        "ilk", "in", "key", "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part", "parte",
-        "partea", "partie", "pass", "passwort", "pierwsza", "pokracovani", "pokračování", "première", "pressed",
-        "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "second", "seconda", "seconde", "secret",
-        "segunda", "senha", "son", "teil", "the rest is", "token", "too", "tweede", "zu", "zwei", "zweite", "časť",
-        "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две", "двумя", "на две", "на дві", "пароль",
-        "первая", "продолжени", "у два", "الجزء", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段",
-        "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
+        "пароль", "первая", "продовження", "продолжени", "продолжение", "сообщениями", "у два", "частями", "الجزء",
+        "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
+        "앞부분"), ("(cont", "(suite)", "1e", "1er", "1re", "2 phần", "2e", "2nd", "2ème", "andra", "baaki", "baki",
+        "cast", "ciąg", "continuación", "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off",
+        "część", "daarachter", "deel", "deuxième", "do", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch",
+        "eerste", "em duas mensagens", "em duas partes", "en", "enter", "erste", "faltou", "faltó", "first",
+        "folytatás", "fortsetzung", "fängt", "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten",
+        "hit", "i två delar", "iki", "ikinci", "ilk", "in", "key", "la suite", "last", "mitad", "na dvakrát",
+        "na dwa razy", "other", "part", "parte", "partea", "partie", "pass", "passwort", "pierwsza", "pokracovani",
+        "pokračování", "première", "pressed", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "second",
+        "seconda", "seconde", "secret", "segunda", "senha", "son", "teil", "the rest is", "token", "too", "tweede",
+        "zu", "zwei", "zweite", "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две", "двумя",
+        "на две", "на дві", "пароль", "первая", "продовження", "продолжени", "продолжение", "у два", "الجزء", "ครึ่ง",
+        "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
     "context-joined-parts": ("d8220d04", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
         "boşluksuz", "cort", "coupé", "cut", "early", "elkaar", "envi", "espace", "espacio", "espaço", "gehört", "got",
         "ihop", "junto", "leerzeichen", "mellanslag", "mensagem", "mensaje", "message", "mezery", "msg", "nachricht",
@@ -9286,7 +9378,7 @@ RULE_WORDS = {
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("1da7408a", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("84e29422", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "context-quoted-block": ("420b9776", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
         "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",

@@ -1201,6 +1201,9 @@ class TestRedaction(unittest.TestCase):
                 "4#R-UtwqEzK",
             "┌─ Ticket #4410 ─ field \"Stripe key\" ─┐\n│ sk_live_51Jq8wT2eXbKLmN4oPqRsTuVwXyZaBcD │\n│ Fg7Hj8Kl9 │\n└──────────────────────────┘": "Fg7Hj8Kl9",
             "Ola K. 09:14\nhasło do routera: T0run!8q2V-\nOla K. 09:14\nKsiezyc*40917\nOla K. 09:15\nteams uciął": "Ksiezyc*40917",
+            # A message of one machine-made token, whatever it holds (`=` inside), is the rest whole.
+            "Andrei I.  10:41 AM\nhere's the atlassian token for the sync: ATATT3xFfGF0aXk29mPq7zLw4Rt8VbN3c\nAndrei I.  10:41 AM\n"
+            "x2tbhA9N9z4M8TToKp1gtCjzbp1Fm6B6XXqxgSOq_sJIDMj8zwUJK=60BFBQHZ\n(slack cut it)": "x2tbhA9N9z4M8TToKp1gtCjzbp1Fm6B6XXqxgSOq_sJIDMj8zwUJK=60BFBQHZ",
             # Python joins the literals on adjacent lines: the next one is the rest.
             'SIP_TRUNK_PASSWORD = (\n    "QvmTRKeB"\n    "pLsWzNcA"\n)': "pLsWzNcA",
         }
@@ -1213,6 +1216,19 @@ class TestRedaction(unittest.TestCase):
                            ('tokens = [\n    "ghp_16C7e42F292c6912E7710c838347Ae178B4a",\n    "release-notes"\n]', "release-notes")):  # a list's next item
             with self.subTest(text=text[:30]):
                 self.assertIn(kept, cc.redact(text)[0])
+
+    def test_a_handover_lists_other_accounts_beside_a_redacted_one(self):
+        # A list whose item gives a login and a password in backticks: the other items' last
+        # backticked token is a password too when it has one's shape; a path or a name stays.
+        text = ("**PBX access**\n- Issabel web: `admin` / `Xk29!mPq7zLw`\n- SSH root: `J1=i*@PPe_kAkRLNXO`\n"
+                "- MySQL root: `cVxNM2Z1FSPRAkIE0yPByXD`\n- Docs: `docs/handover.md`\n- Host: `pbx-01`")
+        redacted = cc.redact(text)[0]
+        for secret in ("Xk29!mPq7zLw", "J1=i*@PPe_kAkRLNXO", "cVxNM2Z1FSPRAkIE0yPByXD"):
+            self.assertNotIn(secret, redacted)
+        for kept in ("`docs/handover.md`", "`pbx-01`", "`admin`"):
+            self.assertIn(kept, redacted)
+        plain = "- Build: `make release`\n- Branch: `release-2024-11`\n- Tag: `v2.14.0-rc1`"
+        self.assertEqual(cc.redact(plain)[0], plain)
 
     def test_a_table_drawn_with_box_characters_is_read_as_markdown(self):
         # ClickHouse's PrettyCompact names the columns in its top border; DuckDB's in a row.
@@ -1370,6 +1386,8 @@ class TestRedaction(unittest.TestCase):
             'API_KEY = "{}{}".format("c29c616612aa93f1", "793a8bb5b2bb04e7")': ("c29c616612aa93f1", "793a8bb5b2bb04e7"),
             'StringBuilder sb = new StringBuilder();\nsb.append("Qm7vLoHI2x");\nsb.append("T*ws.Yop4R");\nprops.setProperty("mail.smtp.password", sb.toString());':
                 ("Qm7vLoHI2x", "T*ws.Yop4R"),
+            'var sb = new StringBuilder();\nsb.Append("7qifaucoVWJGMyq8HiwmwKD9");\nsb.Append("peQkl2FrYGTkL2CE/19Pq8yD");\nvar storageKey = sb.ToString();':
+                ("7qifaucoVWJGMyq8HiwmwKD9", "peQkl2FrYGTkL2CE/19Pq8yD"),  # C#'s Append and ToString
             "PS C:\\> $a = 'Harbor#31'\nPS C:\\> $b = 'otter611!'\nPS C:\\> $pw = ConvertTo-SecureString ($a + $b) -AsPlainText -Force": ("Harbor#31", "otter611!"),
         }
         for text, parts in cases.items():
@@ -10795,14 +10813,14 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.96, 0.99),
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
                  "blind63_corpus.json": (0.97, 0.98), "blind66_corpus.json": (0.97, 0.97),
-                 "blind69_corpus.json": (0.96, 0.99), "blind71_corpus.json": (0.96, 0.99),
+                 "blind69_corpus.json": (0.96, 0.99), "blind71_corpus.json": (0.97, 0.99),
                  "blind72_corpus.json": (0.96, 0.99), "blind73_corpus.json": (0.97, 0.99),
                  "blind79_corpus.json": (0.97, 0.99), "blind81_corpus.json": (0.97, 0.99),
                  "blind82_corpus.json": (0.97, 0.99), "blind85_corpus.json": (0.97, 0.99),
                  "blind87_corpus.json": (0.98, 0.99), "blind88_corpus.json": (0.95, 0.98),
                  "blind100_corpus.json": (0.97, 0.99), "blind103_corpus.json": (0.96, 0.99),
-                 "blind101_corpus.json": (0.90, 0.98), "blind106_corpus.json": (0.98, 0.99),
-                 "blind108_corpus.json": (0.97, 0.99)}
+                 "blind101_corpus.json": (0.91, 0.98), "blind106_corpus.json": (0.98, 0.99),
+                 "blind108_corpus.json": (0.975, 0.99)}
 
 
 def corpus_texts() -> list:
