@@ -3487,7 +3487,7 @@ def _credential_columns(names: list) -> tuple:
             columns.append((index, "pin"))  # a PIN's label in any order of words: `Code PIN imprimante`, `SIM PIN`
         elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:codes?|kod|koden|kode|kód|kódja|código|codigo|codice)").fullmatch(name.strip()):
             columns.append((index, "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts
-        elif strength == 1 and set(_name_parts(name)) & {"password", "passwd", "pwd", "pw", "pass"} and not set(_name_parts(name)) & (
+        elif strength == 1 and (parts := set(_name_parts(name))) & {"password", "passwd", "pwd", "pw", "pass"} and not parts & (
                 _ABOUT_A_SECRET | _NOT_SECRET_QUALIFIERS):
             columns.append((index, "password"))  # a password's column with words after it: `plain_pw_for_docs`, `plain_pw_legacy`
         elif strength == 1 and "community" in name.lower():
@@ -3658,21 +3658,32 @@ def _literal_items(line: str, start: int) -> list:
 def _find_literal_rows(match: Any) -> list:
     """A table printed as lists of literals, one a line (a spreadsheet's rows read by openpyxl, a sheet
     API's `values`, a PHP or JS array of arrays), whose first row names a credential: the items
-    under that name, in the rows below of as many items, that hold one (_is_secret_cell)."""
+    under that name, in the rows below of as many items, that hold one (_secret_cells_of_rows)."""
     text = match.string
-    head = _literal_items(text[match.start():text.find("\n", match.start()) % (len(text) + 1)], 0)
-    names = [text[match.start() + a:match.start() + b] for a, b in head]
-    columns = dict(_credential_columns(names))
-    spans, position = [], match.start("s")
-    for row in text[position:match.end("s")].split("\n") if columns else ():
+    rows = [[(match.start() + a, match.start() + b) for a, b in _literal_items(text[match.start():match.start("s")], 0)]]
+    position = match.start("s")
+    for row in text[position:match.end("s")].split("\n"):
         opening = _regex(r"[ \t]*(?:[⎿│>]+[ \t]*)?([(\[])").match(row)
         items = _literal_items(row, opening.start(1)) if opening else []
-        if len(items) != len(names):
+        if len(items) != len(rows[0]):
             break  # the table ends where a line is no row of it
-        for index, (a, b) in enumerate(items):
-            if index in columns and _is_secret_cell(row[a:b], columns[index]):
-                spans.append((position + a, position + b))
+        rows.append([(position + a, position + b) for a, b in items])
         position += len(row) + 1
+    return _secret_cells_of_rows(text, rows)
+
+
+def _secret_cells_of_rows(text: str, rows: list) -> list:
+    """The spans of the cells that hold a secret (_is_secret_cell) under a header that names one
+    (_credential_columns), rows given as lists of (start, end) in text, the header's first; a
+    cell's spaces left out, a row of another width skipped."""
+    columns = dict(_credential_columns([text[a:b].strip() for a, b in rows[0]])) if len(rows) >= 2 else {}
+    spans = []
+    for row in rows[1:] if columns else ():
+        for index, (a, b) in enumerate(row):
+            value = text[a:b].strip()
+            if index in columns and len(row) == len(rows[0]) and _is_secret_cell(value, columns[index]):
+                first = a + text[a:b].index(value)
+                spans.append((first, first + len(value)))
     return spans
 
 
@@ -3700,7 +3711,7 @@ def _find_markup_table_cells(match: Any) -> list:
     one a line or more), a reStructuredText list-table (`* - …` starts a row, `- …` each cell), a
     MediaWiki table (`! … !! …` its header, `|-` between rows, `| … || …` their cells) or a LaTeX
     tabular (cells between `&`, a row's end `\\\\`, `\\texttt{…}` around a value), whose first row
-    names a credential: the cells under that name that hold one (_is_secret_cell)."""
+    names a credential: the cells under that name that hold one (_secret_cells_of_rows)."""
     text, start, end = match.string, match.start("s"), match.end("s")
     if match.group().startswith("\\begin"):
         close = text.find("\\end{tabular}", start, end)
@@ -3737,17 +3748,7 @@ def _find_markup_table_cells(match: Any) -> list:
             if line.group(2) or not rows:
                 rows.append([])
             rows[-1].append(line.span(3))
-    if len(rows) < 2:
-        return []
-    columns = dict(_credential_columns([text[a:b].strip() for a, b in rows[0]]))
-    spans = []
-    for row in rows[1:] if columns else ():
-        for index, (a, b) in enumerate(row):
-            value = text[a:b].strip()
-            if index in columns and len(row) == len(rows[0]) and _is_secret_cell(value, columns[index]):
-                first = a + text[a:b].index(value)
-                spans.append((first, first + len(value)))
-    return spans
+    return _secret_cells_of_rows(text, rows)
 
 
 def _find_expanded_record_fields(match: Any) -> list:
