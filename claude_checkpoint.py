@@ -148,6 +148,8 @@ HOOK_ID_LIMIT = 500  # tool_use ids remembered; the byte cursor covers anything 
 HOOK_CURSOR_LIMIT = 20  # transcripts remembered
 HOOK_DEADLINE_S = 30.0  # a hook must never hold a session: past this it gives up
 HOOK_STDIN_LIMIT = 1 << 20  # the hook's JSON input; Claude Code sends a few hundred bytes
+TURN_WRITTEN_WAIT_S = 5.0  # a Stop hook waits at most this for the agent to write the turn's end
+TURN_WRITTEN_QUIET_S = 1.5  # ... and gives up sooner once the transcript stops growing
 HOOK_EVENTS = {  # subcommand -> what it does
     "session-start": "print the resume brief (SessionStart, matcher clear|compact|resume)",
     "pre-compact": "merge what the transcript proves into the checkpoint (PreCompact)",
@@ -10667,14 +10669,17 @@ DEFAULT_AGENT = "claude"
 # Every name SPEC 12 gives a hook input's fields, tried after the agent's own: a payload that
 # names its folder workspace_roots (Cursor's) or its session sessionId still finds the project.
 HOOK_FIELD_NAMES = {"session": ("session_id", "sessionId"), "cwd": ("cwd", "workspace_roots"),
-                    "transcript": ("transcript_path", "transcriptPath")}
+                    "transcript": ("transcript_path", "transcriptPath"),
+                    "last_message": ("last_assistant_message", "prompt_response")}  # the turn's closing words
 
 
 def hook_input(payload: dict, agent: Agent) -> dict:
-    """The hook's input under our names (session, cwd, transcript), read from the agent's own
-    field names, then the others'; a list (workspace_roots) gives its first folder. None when absent."""
+    """The hook's input under our names (session, cwd, transcript, last_message), read from the
+    agent's own field names, then the others'; a list (workspace_roots) gives its first folder.
+    None when absent."""
     found: dict = {}
-    for ours, theirs in agent.stdin_fields.items():
+    for ours in dict.fromkeys((*agent.stdin_fields, *HOOK_FIELD_NAMES)):
+        theirs = agent.stdin_fields.get(ours, ())
         names = tuple(dict.fromkeys((*theirs, *HOOK_FIELD_NAMES.get(ours, ()))))
         values = [payload.get(name) for name in names]
         values = [v[0] if isinstance(v, list) and v else v for v in values]
@@ -15985,18 +15990,75 @@ def _record_hook(event: str, facts: dict, root: str, world: World, agent: Agent)
     if not transcript:
         names = "/".join(agent.stdin_fields.get("transcript", ()))
         return [f"no {names} in the hook's input; nothing recorded"]
+    problems = []
+    if event == "stop" and not wait_for_turn_written(transcript, facts["last_message"]):
+        problems.append("the transcript did not show the turn's last message in time; recorded what it held "
+                        "(the next hook reads the rest)")
     outcome = record_transcript(root, transcript, facts["session"] or "", world,
                                 require_activity=event in agent.routine_events, read=agent.read_transcript)
     if outcome is None:
         # Nothing in the transcript, yet a subagent, a formatter or another program may have
         # changed files during the turn: snapshot the work tree when it differs from the last one.
         snapshot_if_changed(root, world)
-        return []
+        return problems
     if outcome.exposed:  # nobody reads a hook's warnings: keep the file out of `git add -A` (never .gitignore;
         add_git_exclude(root)  # a tracked file stays tracked, and the brief says so)
     # The redaction count and the git advice are for the model's saves, not every hook run.
-    return [w for w in outcome.warnings if not w.startswith("Redacted")
-            and "not git-ignored" not in w and "is tracked by git" not in w]
+    return problems + [w for w in outcome.warnings if not w.startswith("Redacted")
+                       and "not git-ignored" not in w and "is tracked by git" not in w]
+
+
+def wait_for_turn_written(transcript: str, last_message: Optional[str]) -> bool:
+    """Wait, briefly, until the transcript holds the turn's last message; False when it never did.
+    Qwen Code fires Stop without waiting for its transcript, whose lines it appends (and fsyncs) in
+    the background: on a busy machine the hook read a file that still lacked the turn's tool calls,
+    and the turn went unrecorded. Agents append in order, so the last message's presence proves the
+    rest is there. Free when it already is (every agent, almost always)."""
+    import time
+    marks = turn_end_marks(last_message)
+    if not marks:
+        return True
+    deadline = time.monotonic() + TURN_WRITTEN_WAIT_S
+    size, changed = -1, time.monotonic()
+    while True:
+        try:
+            now_size = os.path.getsize(transcript)
+            if now_size != size:
+                size, changed = now_size, time.monotonic()
+                tail = _file_tail(transcript, 1 << 20)
+                if any(mark in tail for mark in marks):
+                    return True
+        except OSError:
+            return True  # gone or unreadable: the reader reports it
+        now = time.monotonic()
+        if now > deadline or now - changed > TURN_WRITTEN_QUIET_S:
+            return False
+        time.sleep(0.02)
+
+
+def turn_end_marks(last_message: Optional[str]) -> tuple:
+    """The bytes the last message's end has inside a JSON transcript line, as JavaScript and Rust
+    write it and as Python does by default (non-ASCII as \\u escapes); () when there is nothing to
+    wait for. Its end, up to 24 characters of its last line: an agent that reports the turn's
+    text parts joined (Gemini's prompt_response) stores the last part whole."""
+    import json
+    text = (last_message or "").strip()
+    if not text or text in NO_TEXT_PLACEHOLDERS:
+        return ()
+    tail = text.splitlines()[-1].strip()[-24:]
+    if len(tail) < 4:
+        return ()
+    return tuple({json.dumps(tail, ensure_ascii=escaped)[1:-1].encode("utf-8", "surrogatepass") for escaped in (False, True)})
+
+
+NO_TEXT_PLACEHOLDERS = ("[no response text]",)  # Qwen Code's last message for a turn that ended without text
+
+
+def _file_tail(path: str, size: int) -> bytes:
+    with open(path, "rb") as stream:
+        stream.seek(0, os.SEEK_END)
+        stream.seek(max(0, stream.tell() - size))
+        return stream.read()
 
 
 def agent_transcript(agent: Agent, session: Optional[str], world: World) -> Optional[str]:

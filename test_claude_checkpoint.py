@@ -2635,6 +2635,9 @@ class QwenChatLines(AgentTranscript):
                    f"Command: {command}\nOutput: (empty)\nExit Code: {code}", "success",
                    {"type": "shell_result", "version": 1, "exitCode": code, "outcome": "completed"})
 
+    def reply(self, text: str) -> None:
+        self._line("assistant", provenance="assistant_output", message={"role": "model", "parts": [{"text": text}]})
+
     def edit(self, path: str, ok: bool = True) -> None:
         self._call("write_file", {"file_path": path, "content": "hello\n"},
                    "Successfully created and wrote to new file: " + path, "success" if ok else "error",
@@ -7083,8 +7086,10 @@ class AgentRecordingHookTest(unittest.TestCase):
         transcript.turn("Write the notes file")
         return ws, transcript, transcript.save(os.path.join(ws.home, f"{client}.jsonl"))
 
-    def hook(self, ws: Workspace, client: str, event: str, transcript: str) -> subprocess.CompletedProcess:
-        proc = ws.run_cli("hook", event, "--client", client, stdin=agent_payload(client, event, ws.repo, transcript))
+    def hook(self, ws: Workspace, client: str, event: str, transcript: str, **fields) -> subprocess.CompletedProcess:
+        """The hook run on the agent's input (plus `fields`): exit 0, and not a word."""
+        payload = dict(json.loads(agent_payload(client, event, ws.repo, transcript)), **fields)
+        proc = ws.run_cli("hook", event, "--client", client, stdin=json.dumps(payload))
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual((proc.stdout, stderr_lines(proc)), (b"", []))
         return proc
@@ -7106,6 +7111,42 @@ class AgentRecordingHookTest(unittest.TestCase):
                     self.hook(ws, client, event, path)
                 self.assertEqual(read(os.path.join(ws.repo, ".claude-checkpoint")), raw)
                 self.assertEqual(len(listing(self, ws)), 1)
+
+    def test_a_stop_hook_waits_for_the_turn_an_agent_is_still_writing(self):
+        """Qwen Code fires Stop while its transcript's lines are still being appended: the hook
+        waits until the turn's last message is in the file, then records the whole turn."""
+        ws, transcript, path = self.turn("qwen")
+        message = 'Wrote the notes — "done".\nAll «setup» steps ran.'
+        transcript.reply(message)
+        full = transcript.lines
+        transcript.lines = full[:2]  # the prompt is written; the tool calls and the reply are queued
+        transcript.save(path)
+
+        def agent_writes_the_rest():
+            for line in full[2:]:
+                time.sleep(0.05)
+                with open(path, "a", encoding="utf-8") as stream:
+                    stream.write(line + "\n")
+
+        writer = threading.Thread(target=agent_writes_the_rest)
+        writer.start()
+        try:
+            self.hook(ws, "qwen", "stop", path, last_assistant_message=message)
+        finally:
+            writer.join()
+        self.assertEqual(commands_of(ws.checkpoint()), ["echo hi > notes.txt", "exit 3"])
+        self.assertIn("added.txt", files_by_path(ws.checkpoint()))
+
+    def test_a_stop_hook_whose_turn_never_shows_records_what_is_there_and_says_so(self):
+        ws, transcript, path = self.turn("qwen")
+        payload = dict(json.loads(agent_payload("qwen", "stop", ws.repo, path)),
+                       last_assistant_message="A reply this transcript never gets.")
+        proc = ws.run_cli("hook", "stop", "--client", "qwen", stdin=json.dumps(payload))
+        self.assertEqual((proc.returncode, proc.stdout), (0, b""))
+        self.assertIn("did not show the turn's last message", stderr_lines(proc)[0])
+        self.assertEqual(commands_of(ws.checkpoint()), ["echo hi > notes.txt", "exit 3"])
+        for nothing_to_wait_for in ("", "[no response text]", "ok"):  # and no word on stderr
+            self.hook(ws, "qwen", "stop", path, last_assistant_message=nothing_to_wait_for)
 
     def test_gemini_clis_pre_compact_before_every_request_saves_no_prompt_alone(self):
         """PreCompress fires before the first model request of every session: a question asked
