@@ -949,20 +949,23 @@ _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key,
 # where it comes from (Drone's `from_secret: docker_password`).
-_NOT_SECRET_QUALIFIERS = frozenset("hashed existing from page continuation pagination cursor next cache idempotency crashreporter consent websocket challenge principals".split())  # (principals: who may read one)
+_NOT_SECRET_QUALIFIERS = frozenset("""hashed existing from page continuation pagination cursor next cache idempotency crashreporter
+    consent websocket challenge principals correlation resumption named""".split())  # (principals: who may read one; a DB2 correlation token, Salesforce's Named Credential)
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
 _NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?$" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
                            + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)$"  # « ID du secret : <uuid> »
-                           + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)$"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
+                           + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)$"
+                           + r"|(?i:\bnot[ \t]+(?:an?|the|any)[ \t]+|\b(?:pas|non)[ \t]+(?:un|une|de)[ \t]+|\bnicht[ \t]+(?:der|die|das)[ \t]+)$"  # "(NOT a credential, just the request)"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
                            + r"|(?i:\bacct-(?:unique-|multi-)?)$"  # RADIUS's accounting ids: Acct-Unique-Session-Id
                            + r"|(?i:\((?:public|öffentlich|publique|pública|pubblica|veřejný|publiczny)\)[ \t]*:[ \t]*)$")  # "Machine key (public): mkey:…"
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
 _ABOUT_A_SECRET = frozenset("""
     file files path stdin env name names id ids arn ref url uri length len min max count policy hash
     hasher reset prompt field type format expiry expires ttl timeout version header location mode
-    enabled rotation permission var variable""".split())
+    enabled rotation permission var variable algorithm algo alg cipher scheme kdf strength complexity pattern regex
+    hint""".split())  # also passwordHashAlgorithm = "PBKDF2WithHmacSHA256", PASSWORD_PATTERN
 # A last word that says how a value is held, not what it is (GOOGLE_CREDENTIALS_BASE64, client-key-data).
 _HOLDER_WORDS = frozenset("""
     data b64 base64 blob value material content contents bytes str string hex pem der raw plain plaintext
@@ -1109,6 +1112,8 @@ def _is_reference(value: str) -> bool:
         return True  # TeamCity's parameters: %build.counter%, %vault:secret/data/ci/app!/password%; Symfony's %env(DB_PASSWORD)%
     if v.startswith("$$") and _regex(r"\$\$\{?[A-Z_][A-Z0-9_]*\}?").fullmatch(v):
         return True  # make's `$$DOCS_SFTP_PASSWORD`: the shell's variable in a Makefile's recipe
+    if first == "&" and _regex(r"&(?:[a-z_][a-z0-9_]{0,31}|[A-Z_][A-Z0-9_]{0,31})\.?").fullmatch(v):
+        return True  # a SAS macro variable: password="&_pw", "&DBPASS." (a person's password would mix cases)
     if v.startswith("<<"):
         return True  # a here-document's marker (`password = <<EOT`): its lines hold the value
     if " " in v and _regex(r"(?i)(?:bearer|token|basic|apikey)[ \t]+(?=\S)").match(v) and _is_reference(v.split(None, 1)[1]):
@@ -1973,6 +1978,7 @@ _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|release|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
     r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor|tx|txid|txhash|transaction|cursor"
+    r"|usuario|usuário|usuária|utilisateur|benutzer(?:name)?|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользовател[яьи]|kullanıcı|kullanici|uživatel|uzivatel|felhasználó|utilizator(?:ul)?"  # a user's name: "Contraseña incorrecta para el usuario qa_adjuster02"
     r"|for|für|voor|pour|för|dla|для|target"  # what the secret is of: "LAPS: password for KVN-OP3-PC07 rotated", a stored credential's target
     r"|linked[ \t]+to|mapped[ \t]+to|bound[ \t]+to"  # what a resource is tied to: "variable groups: ot-secrets (linked to kv-ot-weu)"
     r"|(?:nonce|state|kid|mint|address|contract|challenge|user(?:name)?|target)[ \t]*:?)"  # these also before a colon: "Token mint: …", "nonce …: …", a listing's "User: …"
@@ -2505,7 +2511,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|mudou pra|trocada pra|trocado pra|trocou pra|trocamos pra|mudamos pra|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
-    "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|hai|hain|olarak"
+    "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|its|thats|hai|hain|olarak"
     "|btw|by the way|übrigens|nämlich|eigentlich|inzwischen|mittlerweile|schon|bereits|au fait|d'ailleurs|déjà|por cierto|ya|aliás|já|tra l'altro|già"
     "|przy okazji|кстати|уже|bu arada|trouwens|overigens|förresten|redan"  # a filler between: "ist übrigens X", "es ya X"
     "|поменял на|поменяла на|поменяли на|изменил на|изменила на|изменили на|сменил на|сменила на|сменили на|zmieniłem na|zmieniłam na|zmienił na"
@@ -2951,7 +2957,28 @@ def _is_sentence_passphrase(value: str) -> bool:
 def _is_spoken_passphrase(value: str) -> bool:
     """Words a passphrase is made of, not those of a sentence or a message about secrets."""
     words = set(value.lower().split())
-    return not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS
+    return not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS and not _reads_as_a_sentence(value)
+
+
+# The small words sentences of other languages are held together by (a generator's word lists
+# leave them out): Dutch, German, French, Spanish, Italian, Portuguese, Polish, Swedish, Czech.
+_SENTENCE_GLUE_WORDS = frozenset("""
+    het een niet aan van voor met zijn wordt werd geen deze naar bij ook maar
+    der die das und nicht ist mit von für ein eine einen wird wurde auf dem den des kein keine
+    les une est pas pour avec dans sur du aux ne sont été cette
+    los las del para con por que está son fue al
+    il gli della per non che è sono nel alla
+    os um uma dos das com não são foi
+    nie jest się dla że są został
+    och är inte för med att det den som
+    je se na pro není jsou""".split())
+
+
+def _reads_as_a_sentence(value: str) -> bool:
+    """A capitalized sentence of four words or more with two of its language's small words:
+    an exception's message ("Wachtwoord voldoet niet aan het beleid"), not a passphrase."""
+    words = value.split()
+    return len(words) >= 4 and value[:1].isupper() and len({w.lower() for w in words} & _SENTENCE_GLUE_WORDS) >= 2
 
 
 # Three to eight small words (or capitalized ones) and a number, on the line of a credential word and close after it: a
@@ -3842,7 +3869,11 @@ _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|поло�
                r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\b(?:ilk|ikinci|son)[ \t]+(?:k\ws\wm|parça)"""
                r"""|\b(?:première|seconde|deuxième)[ \t]+moitié|\b(?:primera|segunda)[ \t]+(?:mitad|parte)|\b(?:prima|seconda)[ \t]+(?:metà|parte)"""
                r"""|\b(?:primeira|segunda)[ \t]+(?:metade|parte)|\b(?:erste|zweite)[ \t]+(?:hälfte|teil)|\b(?:första|andra)[ \t]+(?:halvan|delen)"""
-               r"""|\b(?:eerste|tweede)[ \t]+(?:helft|deel)|\b(?:pierwsza|druga)[ \t]+po[łl]owa|\b(?:1e|1re|1er|2e|2ème|2nd)[ \t]+(?:partie|moitié)\b)""")
+               r"""|\b(?:eerste|tweede)[ \t]+(?:helft|deel)|\b(?:pierwsza|druga)[ \t]+po[łl]owa|\b(?:1e|1re|1er|2e|2ème|2nd)[ \t]+(?:partie|moitié)\b"""
+               r"""|\b(?:starts|begins|ends)[ \t]+with|\b(?:commence|se[ \t]+termine|finit)[ \t]+par|\b(?:empieza|comienza|termina)[ \t]+(?:con|por|en)"""
+               r"""|\b(?:beginnt|endet)[ \t]+(?:mit|auf)|\b(?:inizia|finisce)[ \t]+(?:con|per)|\b(?:começa|termina)[ \t]+(?:com|por|em)"""
+               r"""|\b(?:zaczyna|kończy)[ \t]+się[ \t]+(?:od|na)|\b(?:начинается|заканчивается)[ \t]+(?:с|на)|\b(?:begint|eindigt)[ \t]+met"""
+               r"""|(?:وتبدأ|تبدأ|يبدأ|وتنتهي|تنتهي|ينتهي)[ \t]+بـ?)""")  # a value's start and its end, given apart
 
 
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
@@ -3852,7 +3883,7 @@ _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|partea|teil|część|deel
                      r"""\brest\b|\(cont(?:inued)?\)"""
                      r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki|primera|partie|część|вторая|вторую|половина|ikinci|druga|zweite|deuxième|andra|attaccato|collé|pegado|dahinter)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte|часть|половина|k\ws\wm|parça|część|teil))"""
                      r"""|\(suite\)|\bfängt[ \t]+mit|""" + _PART_LABEL + ")"
-                     r"""(?:[^\n:"'«→]{0,40}(?:[:：→][ \t]*["'«]?|["'«])|[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
+                     r"""(?:[^\n:"'«→]{0,40}(?:[:：→][ \t]*["'«]?|["'«])|(?:は|是|为|為|는|은)?[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?(?:\d{1,2}/\d{1,2}(?:/\d{2,4})?,?[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `, WhatsApp's `[12/3 9:40] Lucía: `
 _SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\-]{0,30}(?:[ \t][^\W\d_][\w.\-]{0,30})?[:：][ \t]*|\d{1,2}[.):][ \t]*)?"""
                     r"""(?:(?i:(?:first|second|last|other|primera|segunda)[ \t]+)?(?i:half|part[ \t]?\d?|mitad|parte[ \t]?\d?|second|segunda|rest|resto|baa?ki)[^\n:]{0,40}:[ \t]*"""
@@ -3880,7 +3911,8 @@ def _find_split_parts(match: Any) -> list:
         rest = _regex(r"[ \t]*(?:" + _CHAT_LINE_START + r")?(\S{3,64})").match(text, line_start, match.start())
         spans += [found.span(1) for found in (above, rest) if found]
     trim = lambda start, end: (start, end - (text[end - 1:end] in (",", ";")))  # a sentence's comma after the part
-    parts = {trim(*span) for span in spans if _is_secret_part(text[slice(*trim(*span))])}
+    parts = {trim(*span) for span in spans if _is_secret_part(text[slice(*trim(*span))])
+             and not _regex(r"[`(]?[A-Za-z]{1,6}(?:[_\-][A-Za-z]{1,5})?[_\-][`)]*[.,;:]?").fullmatch(text, *trim(*span))}  # a vendor's prefix: "starts with `sk_live_`"
     plain = {trim(*span) for span in labeled if text[span[0] - 1:span[0]] != "«" and _is_plain_part(text[slice(*trim(*span))])}
     return sorted(parts | plain if parts else ())  # a plain word only beside a part no sentence holds: `pierwsza część: sophie` ⏎ `druga część: .krakow20`
 
@@ -4872,7 +4904,7 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 #   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|ニーモニック|복구 구문|мнемони\w*|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|ニーモニック|복구 구문|мнемони\w*|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?=[a-z]{3,8}[ \t]+[a-z]{3,8}[ \t]+[a-z]{3,8}(?![^ \t\r\n])))[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
 #   catch: Klienten vill att vi förvarar återställningsfrasen i kassaskåpet:\n«abandon ladder velvet timber orbit candle meadow frost pilot unveil saddle harbor»
 #   catch: Cold wallet backup (treasury multisig signer #2) — copied from the paper backup before shredding:\n«ahead brass crew act aspect axis actor boss aim bitter armor cabin april any behind buffalo cash clinic barrel crack assist brief admit build»
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
@@ -4887,6 +4919,7 @@ seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|
 #   catch: Мнемоника от тестового кошелька (24 слова): «zone lemon clean club blue air betray ancient luxury midnight abuse annual answer click myself animal worth window behind attract aware alcohol almost barely»
 #   keep:  the wallet screen lists every account with its balance and a button to copy the address
 #   catch: recovery words: «agree apart awesome above album already barrel age affair ball aunt badge»
+#   catch: the staging wallet's recovery phrase is:\n«orbit canal pistol among brave unfold\nsample rigid cattle ozone hazard velvet»\nnot in the wiki please
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
 byte-array-key               byte-array-key         [\[{](?P<s>\s*(?:0[xX])?[0-9A-Fa-f]{1,3}(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){15}(?:(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){16}(?:(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){32})?)?,?\s*)[\]}]
 #   keep:  static ED25519_PUB_KEY: &[u8] = &[\n    0x46, 0x16, 0x36, 0x35, 0x03, 0x01, 0xe1, 0xef, 0xb7, 0xcb, 0x3a, 0xb8, 0x74, 0x01, 0x02, 0x03,\n    0x47, 0x17, 0x37, 0x36, 0x04, 0x02, 0xe2, 0xf0, 0xb8, 0xcc, 0x3b, 0xb9, 0x75, 0x02, 0x03, 0x04,\n];
@@ -6045,10 +6078,14 @@ registry-value               assignment             (?m)^[ \t]+{SECRETISH_NAME}(
 heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
-secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|@(?=["'])|N(?=')|(?<==)[ \t]*\r?\n[ \t]+(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*"))?{VALUE}
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|\([ \t]*[bBrRuU]{0,2}(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}"|'[^'\n]{1,1024}'[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}')|@(?=["'])|N(?=')|(?<==)[ \t]*\r?\n[ \t]+(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*"))?{VALUE}
 #   keep:  lookup('community.hashi_vault.hashi_vault', 'secret=secret/data/rmm/sites/' + site + ':token')
 #   keep:  Key Vault "kv-kvn-clients" – secrets: support-KVN-ANAE-PC012, support-KVN-ANAE-PC013 (enabled)
 #   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
+#   keep:  private final String passwordHashAlgorithm = "PBKDF2WithHmacSHA256";
+#   keep:  libname dw oracle path="DWPRD" user=DW_LOAD password="&dbpass." ;
+#   keep:  Salesforce Named Credential: Billing_Service_API
+#   catch: SIGNING_SECRET = ("«ZOyVqwAlmer86NT79wCb»"\n                  "«WkiqKldVrJoJyhpuQGZ3»")
 #   keep:  DB_PASSWORD=your_password_here\nSECRET_KEY=generate-a-long-random-string
 #   keep:  $env:API_TOKEN = Read-Host -Prompt "Paste API token" -AsSecureString | ConvertFrom-SecureString -AsPlainText
 #   keep:  -  const secret = "dev";\n+  const secret = requireEnv("SESSION_SECRET");
@@ -6319,6 +6356,10 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  C:\\> cmdkey /list\n\nCurrently stored credentials:\n\n    Target: Domain:target=TERMSRV/jump01.corp.local
 #   catch: Door / alarm codes\n  Main entrance alarm PIN ..... «7015399»\n  Bike storage ................ ask reception
 #   keep:  (Credential Guard enabled on bastion-eu1, session 3381 — LSASS not readable, moving on)
+#   keep:  Contraseña incorrecta para el usuario svc_reports01 en el portal. Cuenta bloqueada.
+#   keep:  ims transaction ok, correlation token: KQ7B2231.X9P4.77A1C3D4E5F6
+#   keep:  SAML AuthnRequest (deflated, base64, not a credential, just the request): SAMLRequest=RSd5nqsBbUS/QF/cNAR6fJaXs0Dv3LJHoduSzYJAVAvgtHkFxygegWXHSoQbBKxQ4MwbRgZ4biFrva+R9RtijVO7FQl98lQTulGmeSjsmgQL986qRwdvoizx
+#   catch: ugh the staging db pasword got reset again, its «Herbst2023!» now i think
 #   keep:  LogPakFile: Display: Pak file uses encryption key GUID 00000000000000000000000000000000
 #   keep:  Video walkthrough of the new token flow: https://www.youtube.com/watch?v=UoLTkAfXI8o&t=481s
 #   keep:  kubectl describe secret api-token-87n7TT2u\nName:         api-token-811tZw8u
@@ -6640,6 +6681,7 @@ context-credential-class     call-literals          [A-Z](?<![\w].)(?:uth(?<=Aut
 #   keep:  class TokenInfo(collections.namedtuple('TokenInfo', 'type string start end line')):
 #   catch: val client = OkHttpClient.Builder().addInterceptor(AuthInterceptor("«q8XkL2mR7vTz4WpN9sYb3CdE»")).build()
 #   keep:  val interceptor = AuthInterceptor(tokenProvider, "Authorization")
+#   keep:  throw new InvalidPasswordException("Het wachtwoord voldoet niet aan het beleid");
 #   catch: box = nacl.secret.SecretBox(bytes.fromhex("«d0d33989c04d849c90a0f4d95798543dd30e21655c13cafc4dbdd2b2e4ba69f7»"))
 # A message whose operation is to log in (a websocket's auth frame, JSON-RPC's login): the literals after it.
 context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|method|type|event|cmd|command)["']?[ \t]*[:=][ \t]*["'](?:[\w\-]{1,20}[.:/])?(?:auth|authenticate|authorize|login|log_in|signin|sign_in|logon)["'](?P<s>(?:[^{}\n]|\{[^{}\n]{0,300}\}){0,600})
@@ -6918,6 +6960,9 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # the words, or alone on a line (a chat line's time and name before it).
 context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|(?<=(?:\ben|\bem|\bin|\bna|[ \t]w)[ \t])(?:dos|duas|dois|due|zwei|dwóch|dwa|две|два)\b|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\b(?:part|parte|partea|teil|deel|część|cast|část|časť|rész)[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\b(?:continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|продолжение|продовження):|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: Javier Ortega: la clave del Ignition es larga, te la mando en dos\nJavier Ortega: «Gateway.Zgz»\nJavier Ortega: «#2025-Linea2»
+#   catch: the vpn password starts with «Kv7#pq» and ends with «91!zeta», ok?
+#   catch: 佐藤: DBのパスワード前半は «maple-orbit» です\n佐藤: 後半は «r-canyon-44» です
+#   keep:  the signing secret starts with whsec_
 #   catch: [10:41] emre: şifreyi iki parça atıyorum, ilk kısım: «YDqb5OMlW»\n[10:41] emre: ikinci kısım: «H7YjbTWR8»  birleştirip gir
 #   catch: Сергей: ключ radius первая половина «o7BecUd7»\nСергей: вторая «b5AO2QZj» (без пробела)
 #   catch: [09:14] Tomáš: heslo do WinCC je «J4r0*6»\n[09:14] Tomáš: sorry, odeslalo se to dřív, pokračování: «0Ostrava»
@@ -7356,7 +7401,7 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         start, quote, join = _shared_prefix(above, below), end.group("quote"), end.group("join")
         if quote:  # a literal's rest in the next literal: `"«redacted»" \⏎  "5*T-IRyayOw", :login)`, Python's `(⏎ "«redacted»"⏎ "oEPV…"⏎)`
             opened = _regex(r"[ \t]*" + quote).match(below, start)
-            adjacent = not join and above.strip() == quote and _regex(r"[ \t]*[" + quote + r"][^" + quote + r"\n]{4,200}[" + quote + r"][ \t]*\)?[ \t]*\r?$").fullmatch(below)
+            adjacent = not join and (above.strip() == quote or above.endswith("(" + quote)) and _regex(r"[ \t]*[" + quote + r"][^" + quote + r"\n]{4,200}[" + quote + r"][ \t]*\)?[ \t]*\r?$").fullmatch(below)
             if not opened or join not in ("\\", "+") and not adjacent:
                 continue
             start = opened.end()
@@ -8784,7 +8829,7 @@ RULE_WORDS = {
     "java-keystore-base64": ("b608bd99", ("/u3+7q", "zs7ozg"), ("/u3+7q", "zs7ozg"), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",), ("\n",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
-    "seed-phrase": ("94788649", ("bip", "carteira", "cartera", "frase di recupero", "fraza odzyskiwania", "herstelzin",
+    "seed-phrase": ("deae50ab", ("bip", "carteira", "cartera", "frase di recupero", "fraza odzyskiwania", "herstelzin",
         "kurtarma ifadesi", "mnemonic", "phrase", "phrase de r", "plånbok", "portafoglio", "portefeuille", "recupera",
         "recuperaci", "seed", "semente", "semilla", "wallet", "wiederherstellungsphrase", "words",
         "återställningsfras", "гаманц", "кошел", "мнемони", "العبارة السرية", "ニーモニック", "助记词", "복구 구문"), ("12", "15",
@@ -9171,7 +9216,7 @@ RULE_WORDS = {
         "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
         "sleutel", "token", "wachtwoord", "şifre"), (), ("<<",)),
-    "secret-assignment": ("62a85e2f", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "secret-assignment": ("51c61965", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
         "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
@@ -9331,31 +9376,36 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("f3b765c1", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "cast", "chunks",
-        "continuación", "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off", "część",
-        "daarachter", "dalszy", "deel", "deux", "deuxième", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch",
-        "eerste", "em duas mensagens", "em duas partes", "enter", "erste", "faltou", "faltó", "first", "folytatás",
-        "fortsetzung", "fängt", "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hisson",
-        "i två delar", "ikinci", "ilk", "key", "la suite", "last", "lineas", "líneas", "mensajes", "message",
-        "messages", "mitad", "moitié", "na dvakrát", "na dwa razy", "nachrichten", "other", "part", "parte", "partea",
-        "partes", "partie", "parts", "parça", "pass", "passwort", "pieces", "pierwsza", "pokracovani", "pokračování",
-        "première", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "second", "seconda", "seconde",
-        "secret", "segunda", "senha", "son", "teil", "teilen", "the rest is", "token", "tweede", "zwei", "zweite",
-        "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две", "кусками", "на две", "на дві",
-        "пароль", "первая", "продовження", "продолжени", "продолжение", "сообщениями", "у два", "частями", "الجزء",
-        "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
-        "앞부분"), ("(cont", "(suite)", "1e", "1er", "1re", "2 phần", "2e", "2nd", "2ème", "andra", "baaki", "baki",
-        "cast", "ciąg", "continuación", "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off",
-        "część", "daarachter", "deel", "deuxième", "do", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch",
-        "eerste", "em duas mensagens", "em duas partes", "en", "enter", "erste", "faltou", "faltó", "first",
+    "context-split-secret": ("c9d8b3c7", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "beginnt", "begins",
+        "begint", "cast", "chunks", "começa", "comienza", "commence", "continuación", "continuare", "continuação",
+        "continuing", "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy", "deel", "deux", "deuxième",
+        "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste", "eindigt", "em duas mensagens",
+        "em duas partes", "empieza", "endet", "ends", "enter", "erste", "faltou", "faltó", "finisce", "finit", "first",
         "folytatás", "fortsetzung", "fängt", "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten",
-        "hit", "i två delar", "iki", "ikinci", "ilk", "in", "key", "la suite", "last", "mitad", "na dvakrát",
-        "na dwa razy", "other", "part", "parte", "partea", "partie", "pass", "passwort", "pierwsza", "pokracovani",
-        "pokračování", "première", "pressed", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "second",
-        "seconda", "seconde", "secret", "segunda", "senha", "son", "teil", "the rest is", "token", "too", "tweede",
-        "zu", "zwei", "zweite", "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две", "двумя",
-        "на две", "на дві", "пароль", "первая", "продовження", "продолжени", "продолжение", "у два", "الجزء", "ครึ่ง",
-        "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
+        "hisson", "i två delar", "ikinci", "ilk", "inizia", "key", "kończy", "la suite", "last", "lineas", "líneas",
+        "mensajes", "message", "messages", "mitad", "moitié", "na dvakrát", "na dwa razy", "nachrichten", "other",
+        "part", "parte", "partea", "partes", "partie", "parts", "parça", "pass", "passwort", "pieces", "pierwsza",
+        "pokracovani", "pokračování", "première", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész",
+        "second", "seconda", "seconde", "secret", "segunda", "senha", "son", "starts", "teil", "teilen", "termina",
+        "termine", "the rest is", "token", "tweede", "zaczyna", "zwei", "zweite", "časť", "část", "κωδικός",
+        "συνέχεια", "в два", "вторая", "два", "две", "заканчивается", "кусками", "на две", "на дві", "начинается",
+        "пароль", "первая", "продовження", "продолжени", "продолжение", "сообщениями", "у два", "частями", "الجزء",
+        "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段",
+        "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "1e", "1er", "1re", "2 phần",
+        "2e", "2nd", "2ème", "andra", "baaki", "baki", "beginnt", "begins", "begint", "cast", "ciąg", "começa",
+        "comienza", "commence", "continuación", "continuare", "continuação", "continuing", "contraseña", "cut it",
+        "cut off", "część", "daarachter", "deel", "deuxième", "do", "dois", "dos", "druga", "duas", "due", "dwa",
+        "dwóch", "eerste", "eindigt", "em duas mensagens", "em duas partes", "empieza", "en", "endet", "ends", "enter",
+        "erste", "faltou", "faltó", "finisce", "finit", "first", "folytatás", "fortsetzung", "fängt", "första",
+        "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci", "ilk",
+        "in", "inizia", "key", "kończy", "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part",
+        "parte", "partea", "partie", "pass", "passwort", "pierwsza", "pokracovani", "pokračování", "première",
+        "pressed", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "se", "second", "seconda", "seconde",
+        "secret", "segunda", "senha", "son", "starts", "teil", "termina", "the rest is", "token", "too", "tweede",
+        "zaczyna", "zu", "zwei", "zweite", "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две",
+        "двумя", "заканчивается", "на две", "на дві", "начинается", "пароль", "первая", "продовження", "продолжени",
+        "продолжение", "у два", "الجزء", "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "ครึ่ง", "两段", "分两段",
+        "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
     "context-joined-parts": ("d8220d04", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
         "boşluksuz", "cort", "coupé", "cut", "early", "elkaar", "envi", "espace", "espacio", "espaço", "gehört", "got",
         "ihop", "junto", "leerzeichen", "mellanslag", "mensagem", "mensaje", "message", "mezery", "msg", "nachricht",
