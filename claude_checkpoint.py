@@ -4582,6 +4582,17 @@ keytab-key                   -                      \((?:aes|arcfour|des|camelli
 sap-gui-password-field       not-reference          findById\("[^"\n]{0,120}/pwd[^"\n]{0,80}"\)\.text[ \t]*=[ \t]*(?P<s>"[^"\n]{1,128}")
 #   catch: session.findById("wnd[0]/usr/pwdRSYST-BCODE").text = "«WillowRainbow31?»"
 #   keep:  session.findById("wnd[0]/usr/txtRSYST-BNAME").text = "OBRIENL"
+# SAS: PROC PWENCODE's input, and what it prints, a password encoded (not encrypted: {SAS002} decodes back).
+sas-pwencode-input           not-reference          (?i)\bproc[ \t]+pwencode[ \t]+in[ \t]*=[ \t]*(?P<s>'[^'\n]{1,256}'|"[^"\n]{1,256}")
+#   catch: proc pwencode in='«Kirsche#2021»' method=sas003;
+#   keep:  proc pwencode in=&dbpass method=sas003;
+sas-encoded-password         -                      \{(?i:sas00[1-5]|sasenc)\}(?P<s>[0-9A-Fa-f]{16,256}|[A-Za-z0-9+/]{8,256}={0,2})(?![\w+/=])
+#   catch: libname dw oracle user=DW_LOAD password="{SAS002}«A08E66302DA9135A3CABD820FD07F4F78C5889BF»";
+#   keep:  NOTE: passwords encoded with {SAS002} decode back; use {SAS005} or an authentication domain
+# A Tableau trusted ticket in a view's URL: it signs whoever holds it in.
+tableau-trusted-ticket       -                      /trusted/(?P<s>[A-Za-z0-9_\-]{22,26}(?::[A-Za-z0-9_\-]{22,26})?)/
+#   catch: <iframe src="https://tableau.corp.example/trusted/«7BqJeAAJjdp5EbJwLTU0Xp0J:sGHGNsU-B7DiqMHdGCIGL2G9»/t/Finance/views/Claims/Overview?:embed=yes">
+#   keep:  https://tableau.corp.example/trusted/<ticket>/views/Claims/Overview
 # openssl's raw key and a password-reset link's token.
 openssl-raw-key              -                      \bopenssl\b[^\n]{0,200}?[ \t]-K[ \t]+(?P<s>[0-9a-fA-F]{32,128})\b
 #   catch: openssl enc -d -aes-256-cbc -K «8bddf793dc328ec196f64c8ffcdb4f6e7c7968adcc0881efdff18485f00e20d5» -iv d2d8e2b317767db31168c865adfec325 -in blob.bin
@@ -4975,6 +4986,14 @@ xml-entry-key                assignment             <(?P<tag>entry|property)[ \t
 #   catch: <properties>\n  <entry key="db.user">report</entry>\n  <entry key="db.password">«katarina=kira93»</entry>
 #   keep:  <entry key="db.password">${DB_PASSWORD}</entry>
 #   catch: <property name="hibernate.connection.password">«Vi0l3t!35»</property>
+# A setting named by its element's attribute, its value in the child below: .NET's user settings
+# (`<setting name="DbPassword" …><value>…</value>`), SSIS's package configurations (`Path="…[ServerPassword]"`
+# over `<ConfiguredValue>`), and the like. The name is the attribute's last part.
+xml-named-setting            assignment             <(?:setting|Configuration|Property|property|Parameter|parameter|add|item|field|Setting)\b[^<>\n]{0,200}?\b(?:name|key|Path|id|Name|Key)[ \t]*=[ \t]*"(?:[^"\n]{0,160}[\[.\\/:])?(?P<name>[\w\-]{1,80})\]?"[^<>\n]{0,200}>[ \t]*(?:\r?\n[ \t]*)?<(?P<tag>value|Value|ConfiguredValue)>(?P<s>[^<\n]{1,512})</(?P=tag)>
+#   catch: <setting name="ReportDbPassword" serializeAs="String">\n  <value>«Harbor-Lamp-7731»</value>\n</setting>
+#   catch: <Configuration ConfiguredType="Property" Path="\Package.Connections[FTP_Partner].Properties[ServerPassword]" ValueType="String">\n  <ConfiguredValue>«copper.tiger.copper3»</ConfiguredValue>
+#   keep:  <setting name="ReportDbUser" serializeAs="String">\n  <value>svc_report</value>\n</setting>
+#   keep:  <Configuration ConfiguredType="Property" Path="\Package.Connections[FTP_Partner].Properties[ServerName]" ValueType="String">\n  <ConfiguredValue>sftp.partner.example</ConfiguredValue>
 # A recovery phrase a wallet prints numbered in columns (`1. apart   7. beach …`): each of its 12 to 24 words.
 numbered-mnemonic            numbered-mnemonic      (?i)(?:recovery|seed|mnemonic|backup|secret|wallet)[ \-]?(?:phrase|words|sentence)?[^\n]{0,80}\r?\n(?:[ \t]*\r?\n)?(?=(?P<s>(?:[ \t]*\d{1,2}[.)]?[ \t]+[a-z]{3,8}(?:[ \t]+\d{1,2}[.)]?[ \t]+[a-z]{3,8}){0,23}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: Write down your recovery phrase:\n\n 1. «apart»       4. «beach»      7. «bike»      10. «arrow»\n 2. «animal»      5. «all»        8. «away»      11. «brisk»\n 3. «alert»       6. «athlete»    9. «animal»    12. «arrive»
@@ -7899,7 +7918,7 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
                    r"|(?i:concat)!?\(\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\)"
                    r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*[\])]\s*\)"
-                   r"|%w\[[^\]\n]{1,400}\]\.join\b|new[ \t]+StringBuilder\([ \t]*\)(?:\s*\.append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\.toString\(\)"
+                   r"|%w\[[^\]]{1,400}\]\.join\b|new[ \t]+StringBuilder\([ \t]*\)(?:\s*\.append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\.toString\(\)"
                    r"|buildString[ \t]*\{(?:\s*append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\}"  # Kotlin's buildString { append(…) }
                    r"|(?<![\w.])(?:listOf|arrayOf|mutableListOf|Seq|List|Array|Vector|vec!)\(\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL
                    + r"\s*,?\s*\)(?=\.(?:joinToString|mkString|join|concat)\b)"  # listOf(…).joinToString(""), Scala's Seq(…).mkString
@@ -7949,6 +7968,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         if len(folds) > _FOLDS_MAX:
             break
     folds += _line_folds(original, lowered)
+    wrapped = _wrapped_token_folds(original)
+    folds += wrapped
     folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
     for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.[Tt]oString\(\))").finditer(
@@ -7982,7 +8003,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     _apply_rules("\n".join(["".join(pieces), *pairs]), 0, found_values)
     values = [inside for a, b in parts for value in found_values for inside in (_part_in_value(original[a:b], value),) if inside]
     values += [value for value in found_values if pairs and value in original]
-    values += [original[a:b] for _, _, made, spans in folds if _is_random_when_joined(made[1:-1], [original[a:b] for a, b in spans]) for a, b in spans]
+    values += [original[a:b] for fold in folds if fold not in wrapped for _, _, made, spans in (fold,)
+               if _is_random_when_joined(made[1:-1], [original[a:b] for a, b in spans]) for a, b in spans]  # (two hashes one above the other are no secret)
     replaced += values
     return _redact_again(text, count, values, shortest=4)
 
@@ -8020,6 +8042,54 @@ def _line_folds(original: str, lowered: str) -> list:
         if len(folds) > _FOLDS_MAX:
             break
     return folds
+
+
+_TOKEN_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.~")
+_WRAPPED_REST_START = r"[ \t]*(?:[│|][ \t]*)?([A-Za-z0-9+/=_\-.~]{6,4096})(?=[\s\"'`,;)}\]│|]|$)"
+
+
+def _wrapped_token_folds(original: str) -> list:
+    """The folds (as _redact_folded keeps them) of tokens a terminal, a mail client or a log wrapped:
+    a run of a token's characters, 8 or more, ends its line (before a box's border, if any), and the
+    next line, past what the two share (indent, quote marks, a log's prefix, the border), starts with
+    the rest: `"access_token":"eyJhbGci…⏎03-04 16:20:11.441 … D AuthRepo: 1NDE2MSIs…"`, `│ rpa_Q7ZK…│⏎│ I2MV… │`.
+    Read joined, the rules judge the whole token; its parts are redacted where they stand."""
+    folds: list = []
+    line_start = 0
+    pem = [block.span() for block in _regex(r"-----BEGIN[^\n]{0,60}-----[\s\S]{0,65536}?-----END").finditer(original)] if "-----BEGIN" in original else []
+    while len(folds) <= _FOLDS_MAX:
+        line_end = original.find("\n", line_start)
+        if line_end < 0:
+            break
+        end = line_end - (original[line_end - 1:line_end] == "\r")
+        while end > line_start and original[end - 1] in " \t│|":
+            end -= 1  # trailing blanks and a box's right border
+        start = end
+        while start > max(line_start, end - 4096) and original[start - 1] in _TOKEN_CHARACTERS:
+            start -= 1  # (a walk back over at most 4096 characters: linear on any input)
+        next_end = original.find("\n", line_end + 1)
+        next_end = len(original) if next_end < 0 else next_end
+        if end - start >= 8 and (start == line_start or original[start - 1] in " \t\"'`:=([{,>") and _is_wrapped_piece(original[start:end]) and not (
+                pem and any(a < start < b for a, b in pem)):
+            above, below = original[line_start:line_end], original[line_end + 1:next_end]
+            rest = _regex(_WRAPPED_REST_START).match(below, _shared_prefix(above, below))
+            if rest and _is_wrapped_piece(rest.group(1), first=False) and end - start + len(rest.group(1)) >= 24:
+                first, second = (start, end), (line_end + 1 + rest.start(1), line_end + 1 + rest.end(1))
+                folds.append((start, second[1], original[start:end] + rest.group(1), [first, second]))
+        line_start = line_end + 1
+    return folds
+
+
+def _is_wrapped_piece(piece: str, first: bool = True) -> bool:
+    """A piece of a machine-made token a wrap cut: letters and digits (or both cases over 20
+    characters, not a name of code), no `=` but base64's padding at its end, no path, file, date or
+    version; and not a name given nothing (`SMTP_PASSWORD=` above `LOG_LEVEL=info`)."""
+    bare = piece.rstrip("=")
+    if "=" in bare or first and (bare != piece or piece[0] == ".") or piece[0] in "/-~" or _is_path_or_version(piece):
+        return False  # (base64's padding ends a value: what follows it is not its rest)
+    letters, digits = any(map(str.isalpha, piece)), any(map(str.isdigit, piece))
+    return letters and digits or len(piece) >= 20 and piece != piece.lower() and piece != piece.upper() and not _regex(
+        r"[A-Za-z]+(?:[._\-][A-Za-z]+)+").fullmatch(piece)  # (a name of code: settings.MIXPANEL_API_KEY)
 
 
 def _named_value_pairs(original: str, lowered: str) -> list:
@@ -8714,6 +8784,9 @@ RULE_WORDS = {
     "keytab-key": ("a6b0ff6f", ("(aes", "(arcfour", "(camellia", "(des", "(rc4"), ("(aes", "(arcfour", "(camellia",
         "(des", "(rc4"), ("(0x",)),
     'sap-gui-password-field': ('46b00948', ('findbyid("',), ('findbyid("',), ('").text',)),
+    "sas-pwencode-input": ("b7765a43", ("pwencode",), ("proc",), ("proc",)),
+    "sas-encoded-password": ("035cd5e7", ("{sas00", "{sasenc"), ("{sas00", "{sasenc"), ("}",)),
+    "tableau-trusted-ticket": ("7bfa0169", ("/trusted/",), ("/trusted/",), ()),
     "openssl-raw-key": ("a6b61da0", ("openssl",), ("openssl",), ("-k",)),
     "account-link-token": ("ee08a75a", ("/activate", "/confirm", "/dashboard/snapshot", "/invitation", "/invite",
         "/magic-link", "/password-reset", "/reset", "/reset-password", "/unsubscribe", "/verify", "/verify-email"),
@@ -8856,6 +8929,9 @@ RULE_WORDS = {
         ("a temporary password is generated for ",), (":",)),
     "sql-insert-columns": ("5437daa5", ("insert",), ("insert",), ("values",)),
     "xml-entry-key": ("13e467d0", ("<entry", "<property"), ("<entry", "<property"), ("key", "name")),
+    "xml-named-setting": ("b28755ee", ("<configuredvalue", "<value"), ("<add", "<configuration", "<field", "<item",
+        "<parameter", "<property", "<setting"), ("add", "configuration", "field", "item", "parameter", "property",
+        "setting")),
     "numbered-mnemonic": ("b8c361eb", ("backup", "mnemonic", "recovery", "secret", "seed", "wallet"), ("backup",
         "mnemonic", "recovery", "secret", "seed", "wallet"), ("\n",)),
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), (), (":",)),

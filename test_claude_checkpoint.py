@@ -1217,6 +1217,36 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertIn(kept, cc.redact(text)[0])
 
+    def test_a_token_a_wrap_cut_is_read_whole(self):
+        # Neither piece says what it is, so no rule finds it alone: joined, the rules find the
+        # token (a JWT, a GitHub token, a value under a secret's name) and both pieces go.
+        ghp = fake_secret("ghp_", 36, seed="wrapped")
+        jwt = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + fake_secret("eyJzdWIiOiI", 30, seed="jwt-body") + "."
+               + fake_secret("", 43, seed="jwt-signature"))
+        log = "03-04 16:20:11.441  8123  8160 D AuthRepo: "
+        cases = {
+            f"the token for the mirror job (our mail client wraps it, join the lines):\n\n{ghp[:23]}\n{ghp[23:]}\n\nCheers":
+                (ghp[:23], ghp[23:]),
+            f'{log}tokenResponse={{"access_token":"{jwt[:48]}\n{log}{jwt[48:]}","token_type":"Bearer"}}': (jwt[:48], jwt[48:]),
+            '{"level":"info","msg":"loaded config","onesignal_key":"os_v2_app_7aflap6zfyrbessu2rcmfinfdsrr4n\n'
+            'jehxxetms5cbdqblvaukkj5hz227z2ewhdswkuqwtokchxobizwka7mx","workers":8}':
+                ("os_v2_app_7aflap6zfyrbessu2rcmfinfdsrr4n", "jehxxetms5cbdqblvaukkj5hz227z2ewhdswkuqwtokchxobizwka7mx"),
+        }
+        for text, pieces in cases.items():
+            with self.subTest(text=text[:40]):
+                redacted = cc.redact(text)[0]
+                for piece in pieces:
+                    self.assertNotIn(piece, redacted)
+        # Lines that only meet: a name given nothing above the next setting, code's name above a
+        # commit id (git blame), base64 that its padding ends, a date above a name.
+        for text in ("SMTP_PASSWORD=\nLOG_LEVEL=info",
+                     "a07db87b (Marta 2024-03-12  197)     api_key = settings.MIXPANEL_API_KEY\n"
+                     "75a2563d (Jonas 2024-04-06  323)     if not api_key: raise ImproperlyConfigured",
+                     "public key (base64): MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\nAAAAC3NzaC1lZDI1NTE5",
+                     "Credentials › Data Encryption\n  Morel-2024-Offsite   Last modified 04.02.2025\n  Huber-Cloud-Connect"):
+            with self.subTest(text=text[:40]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_a_handover_lists_other_accounts_beside_a_redacted_one(self):
         # A list whose item gives a login and a password in backticks: the other items' last
         # backticked token is a password too when it has one's shape; a path or a name stays.
