@@ -3566,8 +3566,8 @@ def _is_chosen_words(value: str) -> bool:
 def _find_html_login_row(match: Any) -> list:
     """A headless HTML table's row of a system, a login and its password (context-html-login-row):
     the cell after one that reads as a login, when it looks like a password a person chose or
-    made, and words before the table say access or credentials; in a row of two cells, the value
-    of a label that names a credential."""
+    made, and words before the table say access or credentials, or it is set apart as code, or it
+    has three kinds of characters; in a row of two cells, the value of a label that names a credential."""
     text = match.string
     cells = list(_regex(_HTML_CELL).finditer(text, match.start("s"), match.end("s")))
     if len(cells) == 2:  # a label and its value: `<td><b>Mot de passe provisoire</b></td><td>…</td>`
@@ -3577,12 +3577,13 @@ def _find_html_login_row(match: Any) -> list:
             first = cells[1].start(1) + cells[1].group(1).index(value)
             return [(first, first + len(value))]
         return []
-    if not _regex(r"(?i)\b(?:access\w*|accès|acceso|acesso|logins?|zugang\w*|credentials?|password\w*|passw\w*|kennw\w*|mot de passe|contraseñ\w*|senha)\b|계정|관리자|비밀번호|アカウント|パスワード|账号|密码").search(
-            text, max(0, match.start() - 600), match.start()):
-        return []
+    headed = _regex(r"(?i)\b(?:access\w*|accès|acceso|acesso|logins?|zugang\w*|credentials?|password\w*|passw\w*|kennw\w*|mot de passe|contraseñ\w*|senha)\b|계정|관리자|비밀번호|アカウント|パスワード|账号|密码").search(
+            text, max(0, match.start() - 600), match.start())
     for login, value in zip(cells[1:], cells[2:]):
         name, secret = login.group(1).strip(), value.group(1).strip()
-        if _reads_as_login(name) and (_looks_like_password(secret) or looks_like_chosen_password(secret)):
+        if _reads_as_login(name) and (_looks_like_password(secret) or looks_like_chosen_password(secret)) and (
+                headed or "<code>" in value.group()  # (a password set apart as code, under no heading: `<td>admin_dw</td><td><code>…</code></td>`)
+                or _has_three_classes(secret) and _may_be_a_password(secret) and not _is_path_or_version(secret)):
             first = value.start(1) + value.group(1).index(secret)
             return [(first, first + len(secret))]
     return []
@@ -6946,6 +6947,8 @@ context-html-login-row       html-login-row         <tr(?:[ \t][^>\n]{0,200})?>(
 #   catch: <tr><td><b>Identifiant</b></td><td>c.bernard@example.fr</td></tr>\n<tr><td><b>Mot de passe provisoire</b></td><td>«carmen.chocolat22»</td></tr>
 #   catch: <p>Ciao Priya, qui sotto gli accessi:</p>\n<table>\n<tr><td><b>Jira</b></td><td>priya.nair</td><td>«Saffron%Xiongmao66»</td></tr>\n</table>
 #   keep:  <p>Release notes</p>\n<table>\n<tr><td><b>api</b></td><td>main</td><td>v2.14.0-rc1</td></tr>\n</table>
+#   catch: <tr class="row-odd"><td>airflow-prod</td><td>etl_admin</td><td><code>«Kq27PX-r41mLNBW8-T»</code></td><td>rotated 2025-02-01</td></tr>
+#   catch: <tr><td><p>Google Play</p></td><td><p>android@example.com</p></td><td><p>«Hazel.Ferry#83»</p></td></tr>
 # A table printed as lists of literals, one a line, whose first row of names names a credential
 # (openpyxl's `iter_rows(values_only=True)`, a sheet API's `values`, an array of arrays): the items under it.
 context-literal-rows         literal-rows           [(\[](?=(?:[ \t]*["'][^"'\n]{1,60}["'][ \t]*,){1,20}[ \t]*["'][^"'\n]{1,60}["'][ \t]*[)\]][ \t]*,?[ \t]*\r?\n)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,100}))
