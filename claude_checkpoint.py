@@ -4916,7 +4916,7 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 #   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|ニーモニック|복구 구문|мнемони\w*|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?=[a-z]{3,8}[ \t]+[a-z]{3,8}[ \t]+[a-z]{3,8}(?![^ \t\r\n])))[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|ledger|trezor|metamask|crypto|recovery|wiederherstellung|herstel\w*|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|ニーモニック|복구 구문|мнемони\w*|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?=[a-z]{3,8}[ \t]+[a-z]{3,8}[ \t]+[a-z]{3,8}(?![^ \t\r\n])))[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
 #   catch: Klienten vill att vi förvarar återställningsfrasen i kassaskåpet:\n«abandon ladder velvet timber orbit candle meadow frost pilot unveil saddle harbor»
 #   catch: Cold wallet backup (treasury multisig signer #2) — copied from the paper backup before shredding:\n«ahead brass crew act aspect axis actor boss aim bitter armor cabin april any behind buffalo cash clinic barrel crack assist brief admit build»
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
@@ -4932,6 +4932,8 @@ seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|
 #   keep:  the wallet screen lists every account with its balance and a button to copy the address
 #   catch: recovery words: «agree apart awesome above album already barrel age affair ball aunt badge»
 #   catch: the staging wallet's recovery phrase is:\n«orbit canal pistol among brave unfold\nsample rigid cattle ozone hazard velvet»\nnot in the wiki please
+#   catch: OCR of scan_0032.pdf (page 2, handwritten):\nTrezor – Wiederherstellung\n«lobster ripple candy ankle mango tribe useful gentle caution exhibit olive sketch»
+#   keep:  Ledger export finished: 12 accounts, 3 currencies, no errors reported by the import job today
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
 byte-array-key               byte-array-key         [\[{](?P<s>\s*(?:0[xX])?[0-9A-Fa-f]{1,3}(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){15}(?:(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){16}(?:(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){32})?)?,?\s*)[\]}]
 #   keep:  static ED25519_PUB_KEY: &[u8] = &[\n    0x46, 0x16, 0x36, 0x35, 0x03, 0x01, 0xe1, 0xef, 0xb7, 0xcb, 0x3a, 0xb8, 0x74, 0x01, 0x02, 0x03,\n    0x47, 0x17, 0x37, 0x36, 0x04, 0x02, 0xe2, 0xf0, 0xb8, 0xcc, 0x3b, 0xb9, 0x75, 0x02, 0x03, 0x04,\n];
@@ -5401,8 +5403,10 @@ google-session-cookie        -                      (?<![\w.\-])(?P<s>g\.a000[A-
 cookie-with-attributes       machine-made           (?<![\w.\-])[\w.\-]{2,60}=(?P<s>[^;\s'"=]{16,4096})[ \t]*;[ \t]*(?i:domain|path|expires|max-age|secure|httponly|samesite)\b
 #   catch: jar.setCookieSync('unity-cookies-sso=«ZL7oNw7G38Qrkak3T0Jfci7AjKHJ9kMtNjaxVxDaOgcKp2EMBSuXKSweHTGw9RXm»; Domain=.unity.com; Path=/; Secure', 'https://id.unity.com');
 #   keep:  document.cookie = "theme=dark-high-contrast-v2; Path=/; SameSite=Lax";
-named-session-cookie         random                 (?<![\w.\-])(?:[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid)=|JSESSIONID\.[0-9a-f]{6,12}=(?=node0)|(?i:(?:[a-z]\w{0,20}_)?li_at)[ \t]*=[ \t]*["']?)(?P<s>[A-Za-z0-9%_\-.]{16,4096})
+named-session-cookie         random                 (?<![\w.\-])(?:_?[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid)=|\.ASPXAUTH=|JSESSIONID\.[0-9a-f]{6,12}=(?=node0)|(?i:(?:[a-z]\w{0,20}_)?li_at)[ \t]*=[ \t]*["']?)(?P<s>[A-Za-z0-9%_\-.]{16,4096})
 #   catch: grafana_session=«6c7cff909b77ba9ccf96789a98798e63»; grafana_session_expiry=1755032781
+#   catch: mein Cookie aus dem Browser, sollte ein paar Stunden gehen: _kundenportal_session=«5e0c2b6f1a9d47e3b8c4f2a7d1e6b3c9»
+#   catch: DEBUG HistorianClient: reusing cookie .ASPXAUTH=«A1F3C5E7092B4D6F8A1C3E5F7092B4D6F8A1C3E5F7092B4D6F8A1C3E5F7092B4D» for https://pi.example.local
 #   catch: curl -b 'JSESSIONID.3f2a91c8=«node0iz68jr4c0fu8pt1ibu9jue4s5p.node0»' https://jenkins.example.com/job/x/consoleText
 #   catch: here's my session cookie so you can hit the admin API: tally_sid=«2hrg2bZlElqmeOaSabZeIfKkrmNA_DVOygbLsFBUNSTBgEzBOH6vkjtuQqEFEk5n»
 #   keep:  grafana_session=; Path=/; Max-Age=0
@@ -8905,14 +8909,16 @@ RULE_WORDS = {
     "java-keystore-base64": ("b608bd99", ("/u3+7q", "zs7ozg"), ("/u3+7q", "zs7ozg"), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",), ("\n",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
-    "seed-phrase": ("deae50ab", ("bip", "carteira", "cartera", "frase di recupero", "fraza odzyskiwania", "herstelzin",
-        "kurtarma ifadesi", "mnemonic", "phrase", "phrase de r", "plånbok", "portafoglio", "portefeuille", "recupera",
-        "recuperaci", "seed", "semente", "semilla", "wallet", "wiederherstellungsphrase", "words",
-        "återställningsfras", "гаманц", "кошел", "мнемони", "العبارة السرية", "ニーモニック", "助记词", "복구 구문"), ("12", "15",
-        "18", "21", "24", "backup", "bip", "carteira", "cartera", "frase ", "frase di recupero", "fraza odzyskiwania",
-        "from", "herstelzin", "kurtarma ifadesi", "mnemonic", "phrase de r", "plånbok", "portafoglio", "portefeuille",
-        "recovery", "secret", "seed", "semilla", "wallet", "wiederherstellungsphrase", "återställningsfras", "гаманц",
-        "кошел", "мнемони", "العبارة السرية", "ニーモニック", "助记词", "복구 구문"), ()),
+    "seed-phrase": ("534b444a", ("bip", "carteira", "cartera", "crypto", "frase di recupero", "fraza odzyskiwania",
+        "herstel", "herstelzin", "kurtarma ifadesi", "ledger", "metamask", "mnemonic", "phrase", "phrase de r",
+        "plånbok", "portafoglio", "portefeuille", "recovery", "recupera", "recuperaci", "seed", "semente", "semilla",
+        "trezor", "wallet", "wiederherstellung", "wiederherstellungsphrase", "words", "återställningsfras", "гаманц",
+        "кошел", "мнемони", "العبارة السرية", "ニーモニック", "助记词", "복구 구문"), ("12", "15", "18", "21", "24", "backup",
+        "bip", "carteira", "cartera", "crypto", "frase ", "frase di recupero", "fraza odzyskiwania", "from", "herstel",
+        "herstelzin", "kurtarma ifadesi", "ledger", "metamask", "mnemonic", "phrase de r", "plånbok", "portafoglio",
+        "portefeuille", "recovery", "secret", "seed", "semilla", "trezor", "wallet", "wiederherstellung",
+        "wiederherstellungsphrase", "återställningsfras", "гаманц", "кошел", "мнемони", "العبارة السرية", "ニーモニック",
+        "助记词", "복구 구문"), ()),
     "byte-array-key": ("e27199d4", (",",), (), ()),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
@@ -9045,7 +9051,7 @@ RULE_WORDS = {
     "google-session-cookie": ("821dc834", ("g.a000", "sidts-"), ("g.a000", "sidts-"), ()),
     "cookie-with-attributes": ("ab1b632f", ("domain", "expires", "httponly", "max-age", "path", "samesite", "secure"),
         (), ("=",)),
-    "named-session-cookie": ("a5a4cd52", ("jsessionid.", "li_at", "sess", "session", "sid"), (), ()),
+    "named-session-cookie": ("169356e0", (".aspxauth=", "jsessionid.", "li_at", "sess", "session", "sid"), (), ()),
     "registry-secret-value": ("0828a1f0", ("reg",), ("reg",), ("add",)),
     'piped-secure-string': ('6b699996', ('convertto-securestring',), (), ('"', "'")),
     "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),
