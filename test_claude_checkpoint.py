@@ -10885,13 +10885,13 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
                  "blind63_corpus.json": (0.97, 0.98), "blind66_corpus.json": (0.97, 0.97),
                  "blind69_corpus.json": (0.96, 0.99), "blind71_corpus.json": (0.97, 0.99),
-                 "blind72_corpus.json": (0.96, 0.99), "blind73_corpus.json": (0.97, 0.99),
+                 "blind72_corpus.json": (0.97, 0.99), "blind73_corpus.json": (0.97, 0.99),
                  "blind79_corpus.json": (0.97, 0.99), "blind81_corpus.json": (0.97, 0.99),
                  "blind82_corpus.json": (0.97, 0.99), "blind85_corpus.json": (0.97, 0.99),
-                 "blind87_corpus.json": (0.98, 0.99), "blind88_corpus.json": (0.95, 0.98),
-                 "blind100_corpus.json": (0.97, 0.99), "blind103_corpus.json": (0.96, 0.99),
-                 "blind101_corpus.json": (0.91, 0.98), "blind106_corpus.json": (0.98, 0.99),
-                 "blind108_corpus.json": (0.975, 0.99), "blind111_corpus.json": (0.975, 0.99)}
+                 "blind87_corpus.json": (0.98, 0.99), "blind88_corpus.json": (0.96, 0.98),
+                 "blind100_corpus.json": (0.97, 0.99), "blind103_corpus.json": (0.97, 0.99),
+                 "blind101_corpus.json": (0.92, 0.98), "blind106_corpus.json": (0.98, 0.99),
+                 "blind108_corpus.json": (0.98, 0.99)}
 
 
 def corpus_texts() -> list:
