@@ -8051,7 +8051,9 @@ def _line_folds(original: str, lowered: str) -> list:
     return folds
 
 
-_TOKEN_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.~")
+# A run of a token's characters that ends its line (before blanks and a box's right border); a run
+# is tried from its first character only, so a long line of them costs one try, not one a character.
+_WRAPPED_PIECE_END = r"(?<![A-Za-z0-9+/=_\-.~])([A-Za-z0-9+/=_\-.~]{8,4096})[ \t]*(?:[│|][ \t]*)?\r?\n"
 _WRAPPED_REST_START = r"[ \t]*(?:[│|][ \t]*)?([A-Za-z0-9+/=_\-.~]{6,4096})(?=[\s\"'`,;)}\]│|]|$)"
 
 
@@ -8062,41 +8064,46 @@ def _wrapped_token_folds(original: str) -> list:
     the rest: `"access_token":"eyJhbGci…⏎03-04 16:20:11.441 … D AuthRepo: 1NDE2MSIs…"`, `│ rpa_Q7ZK…│⏎│ I2MV… │`.
     Read joined, the rules judge the whole token; its parts are redacted where they stand."""
     folds: list = []
-    line_start = 0
     pem = [block.span() for block in _regex(r"-----BEGIN[^\n]{0,60}-----[\s\S]{0,65536}?-----END").finditer(original)] if "-----BEGIN" in original else []
-    while len(folds) <= _FOLDS_MAX:
-        line_end = original.find("\n", line_start)
-        if line_end < 0:
-            break
-        end = line_end - (original[line_end - 1:line_end] == "\r")
-        while end > line_start and original[end - 1] in " \t│|":
-            end -= 1  # trailing blanks and a box's right border
-        start = end
-        while start > max(line_start, end - 4096) and original[start - 1] in _TOKEN_CHARACTERS:
-            start -= 1  # (a walk back over at most 4096 characters: linear on any input)
+    for piece in _regex(_WRAPPED_PIECE_END).finditer(original) if "\n" in original else ():
+        start, end = piece.span(1)
+        line_start = original.rfind("\n", 0, start) + 1
+        if start > line_start and original[start - 1] not in " \t\"'`:=([{,>":
+            continue
+        line_end = piece.end() - 1
         next_end = original.find("\n", line_end + 1)
-        next_end = len(original) if next_end < 0 else next_end
-        if end - start >= 8 and (start == line_start or original[start - 1] in " \t\"'`:=([{,>") and _is_wrapped_piece(original[start:end]) and not (
-                pem and any(a < start < b for a, b in pem)):
-            above, below = original[line_start:line_end], original[line_end + 1:next_end]
-            rest = _regex(_WRAPPED_REST_START).match(below, _shared_prefix(above, below))
-            if rest and _is_wrapped_piece(rest.group(1), first=False) and end - start + len(rest.group(1)) >= 24:
-                first, second = (start, end), (line_end + 1 + rest.start(1), line_end + 1 + rest.end(1))
-                folds.append((start, second[1], original[start:end] + rest.group(1), [first, second]))
-        line_start = line_end + 1
+        above, below = original[line_start:line_end], original[line_end + 1:next_end if next_end >= 0 else len(original)]
+        rest = _regex(_WRAPPED_REST_START).match(below, _shared_prefix(above, below))
+        if not rest or end - start + len(rest.group(1)) < 24:
+            continue
+        listed = not original[line_start:start].strip(" \t│|>") and not below[rest.end(1):].strip(" \t│|")
+        if listed and (len(rest.group(1)) > end - start or rest.group(1)[:3] == piece.group(1)[:3] or any(
+                _regex(r"[a-z]+(?:[_\-][a-z]+)*[_\-][0-9a-f]{6,}|[0-9a-f]{32,}").fullmatch(token) for token in (piece.group(1), rest.group(1)))):
+            continue  # lines of one token each: a wrap leaves a rest no longer, a list the next item (`msg_…` under `msg_…`, ids, digests)
+        if _regex(_UUID).fullmatch(piece.group(1)) or _regex(_UUID).fullmatch(rest.group(1)) or any(a < start < b for a, b in pem):
+            continue  # (a UUID whole is no piece of one; a PEM block's lines are the key rules')
+        if _is_wrapped_piece(piece.group(1)) and _is_wrapped_piece(rest.group(1), first=False):
+            folds.append((start, line_end + 1 + rest.end(1), piece.group(1) + rest.group(1),
+                          [(start, end), (line_end + 1 + rest.start(1), line_end + 1 + rest.end(1))]))
+            if len(folds) > _FOLDS_MAX:
+                break
     return folds
 
 
 def _is_wrapped_piece(piece: str, first: bool = True) -> bool:
     """A piece of a machine-made token a wrap cut: letters and digits (or both cases over 20
-    characters, not a name of code), no `=` but base64's padding at its end, no path, file, date or
-    version; and not a name given nothing (`SMTP_PASSWORD=` above `LOG_LEVEL=info`)."""
-    bare = piece.rstrip("=")
-    if "=" in bare or first and (bare != piece or piece[0] == ".") or piece[0] in "/-~" or _is_path_or_version(piece):
-        return False  # (base64's padding ends a value: what follows it is not its rest)
+    characters, not a name of code), some part of it mixing them (or both cases, or base64's `+`
+    and `/`), no `=` but base64's padding at its end, no path, file, date or version; and not a
+    name given nothing (`SMTP_PASSWORD=` above `LOG_LEVEL=info`)."""
     letters, digits = any(map(str.isalpha, piece)), any(map(str.isdigit, piece))
-    return letters and digits or len(piece) >= 20 and piece != piece.lower() and piece != piece.upper() and not _regex(
-        r"[A-Za-z]+(?:[._\-][A-Za-z]+)+").fullmatch(piece)  # (a name of code: settings.MIXPANEL_API_KEY)
+    if not (letters and digits or len(piece) >= 20 and piece != piece.lower() and piece != piece.upper() and not _regex(
+            r"[A-Za-z]+(?:[._\-][A-Za-z]+)+").fullmatch(piece)):  # (a name of code: settings.MIXPANEL_API_KEY)
+        return False  # (first: the cheap test that most of a text's line ends fail)
+    if not any(any(map(str.isalpha, part)) and (any(map(str.isdigit, part)) or part[1:] != part[1:].lower()) or "+" in part or "/" in part
+               for part in _regex(r"[._\-~]+").split(piece)):
+        return False  # words and numbers joined (`context-management-2025-06-27`): a name, not a machine's token
+    bare = piece.rstrip("=")
+    return not ("=" in bare or first and (bare != piece or piece[0] == ".") or piece[0] in "/-~" or _is_path_or_version(piece))  # (base64's padding ends a value)
 
 
 def _named_value_pairs(original: str, lowered: str) -> list:

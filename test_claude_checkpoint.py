@@ -1243,7 +1243,10 @@ class TestRedaction(unittest.TestCase):
                      "a07db87b (Marta 2024-03-12  197)     api_key = settings.MIXPANEL_API_KEY\n"
                      "75a2563d (Jonas 2024-04-06  323)     if not api_key: raise ImproperlyConfigured",
                      "public key (base64): MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\nAAAAC3NzaC1lZDI1NTE5",
-                     "Credentials › Data Encryption\n  Morel-2024-Offsite   Last modified 04.02.2025\n  Huber-Cloud-Connect"):
+                     "Credentials › Data Encryption\n  Morel-2024-Offsite   Last modified 04.02.2025\n  Huber-Cloud-Connect",
+                     # a list of ids one a line, and names with dates: items, not a token's pieces
+                     "access token log:\nmsg_stub_ab36ac8d86994443\nmsg_stub_7f3937d459d94987\nreq_stub_e585437bb21b",
+                     "token betas:\ncontext-management-2025-06-27\ninterleaved-thinking-2025-05-14"):
             with self.subTest(text=text[:40]):
                 self.assertEqual(cc.redact(text)[0], text)
 
