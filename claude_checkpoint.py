@@ -2390,6 +2390,7 @@ _CREDENTIAL_WORDS = (
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya)\w*"
     r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
+    r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
@@ -6384,6 +6385,9 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  ims transaction ok, correlation token: KQ7B2231.X9P4.77A1C3D4E5F6
 #   keep:  SAML AuthnRequest (deflated, base64, not a credential, just the request): SAMLRequest=RSd5nqsBbUS/QF/cNAR6fJaXs0Dv3LJHoduSzYJAVAvgtHkFxygegWXHSoQbBKxQ4MwbRgZ4biFrva+R9RtijVO7FQl98lQTulGmeSjsmgQL986qRwdvoizx
 #   catch: ugh the staging db pasword got reset again, its «Herbst2023!» now i think
+#   catch: para entrar al panel del NVR es con usuario admin y la contra es «otonio1952»? jaja
+#   catch: oye el pass del hosting de la tienda es «Gaviota@5531» , el usuario es el correo de Marta
+#   keep:  el pass de temporada del gimnasio cuesta 45 euros al mes
 #   keep:  LogPakFile: Display: Pak file uses encryption key GUID 00000000000000000000000000000000
 #   keep:  Video walkthrough of the new token flow: https://www.youtube.com/watch?v=UoLTkAfXI8o&t=481s
 #   keep:  kubectl describe secret api-token-87n7TT2u\nName:         api-token-811tZw8u
@@ -8068,8 +8072,8 @@ def _wrapped_token_folds(original: str) -> list:
     for piece in _regex(_WRAPPED_PIECE_END).finditer(original) if "\n" in original else ():
         start, end = piece.span(1)
         line_start = original.rfind("\n", 0, start) + 1
-        if start > line_start and original[start - 1] not in " \t\"'`:=([{,>":
-            continue
+        if start > line_start and original[start - 1] not in " \t\"'`:=([{,>" or _regex(_UUID).fullmatch(piece.group(1)) or not _is_wrapped_piece(piece.group(1)):
+            continue  # (a UUID whole is no piece of one)
         line_end = piece.end() - 1
         next_end = original.find("\n", line_end + 1)
         above, below = original[line_start:line_end], original[line_end + 1:next_end if next_end >= 0 else len(original)]
@@ -8080,9 +8084,9 @@ def _wrapped_token_folds(original: str) -> list:
         if listed and (len(rest.group(1)) > end - start or rest.group(1)[:3] == piece.group(1)[:3] or any(
                 _regex(r"[a-z]+(?:[_\-][a-z]+)*[_\-][0-9a-f]{6,}|[0-9a-f]{32,}").fullmatch(token) for token in (piece.group(1), rest.group(1)))):
             continue  # lines of one token each: a wrap leaves a rest no longer, a list the next item (`msg_…` under `msg_…`, ids, digests)
-        if _regex(_UUID).fullmatch(piece.group(1)) or _regex(_UUID).fullmatch(rest.group(1)) or any(a < start < b for a, b in pem):
-            continue  # (a UUID whole is no piece of one; a PEM block's lines are the key rules')
-        if _is_wrapped_piece(piece.group(1)) and _is_wrapped_piece(rest.group(1), first=False):
+        if _regex(_UUID).fullmatch(rest.group(1)) or any(a < start < b for a, b in pem):
+            continue  # (a PEM block's lines are the key rules')
+        if _is_wrapped_piece(rest.group(1), first=False):
             folds.append((start, line_end + 1 + rest.end(1), piece.group(1) + rest.group(1),
                           [(start, end), (line_end + 1 + rest.start(1), line_end + 1 + rest.end(1))]))
             if len(folds) > _FOLDS_MAX:
@@ -9335,38 +9339,38 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("e6f2927f", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
-        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contrase", "credential",
-        "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla",
-        "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic",
-        "klucz", "klíč", "kunci", "llave", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "mat khau",
-        "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "palavra-passe", "parol",
-        "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
-        "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
-        "pincode", "pinkode", "pinkoden", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya",
-        "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel",
-        "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол",
-        "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी",
-        "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー",
-        "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
-        "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
-        "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
-        "community", "contrase", "credential", "creds", "db", "deploy", "disarm", "door", "encryption", "frasa sandi",
-        "frase de cifrado", "frase secreta", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
-        "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa",
-        "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord",
-        "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo",
-        "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp", "palavra-passe", "panel", "parol", "parola",
-        "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
-        "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode",
-        "pinkode", "pinkoden", "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root",
-        "safe", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "segredo", "segreto", "senha",
-        "service", "session", "sifre", "signing", "slapta", "sleutel", "snmp", "ssh", "sudo", "token", "tokens",
-        "tokn", "totp", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre",
-        "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول",
-        "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
+    "context-credential-word": ("7a0d7231", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra", "contrase",
+        "credential", "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo",
+        "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá",
+        "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenfras", "losenord", "lozink", "lösenfras", "lösenord",
+        "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "palavra-passe",
+        "parol", "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password",
+        "passwort", "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe",
+        "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "psk", "pssword", "puk", "pw", "pwd", "salasana",
+        "sandi", "sandinya", "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha", "session", "sifre",
+        "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός",
+        "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
+        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
         "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
-        "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
+        "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
+        "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy", "disarm",
+        "door", "encryption", "frasa sandi", "frase de cifrado", "frase secreta", "gate", "geheimnis", "geslo", "has",
+        "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain",
+        "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock",
+        "lockbox", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa",
+        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp", "palavra-passe",
+        "panel", "parol", "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd",
+        "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe",
+        "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "pre", "private", "psk", "pssword", "puk", "pw", "pwd",
+        "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "segredo",
+        "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "snmp", "ssh", "sudo",
+        "token", "tokens", "tokn", "totp", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
+        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
+        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー",
+        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
+        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("c86d4670", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
         "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
         "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
