@@ -956,8 +956,8 @@ _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels h
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
 _NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?$" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
                            + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)$"  # « ID du secret : <uuid> »
-                           + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)$"
-                           + r"|(?i:\bnot[ \t]+(?:an?|the|any)[ \t]+|\b(?:pas|non)[ \t]+(?:un|une|de)[ \t]+|\bnicht[ \t]+(?:der|die|das)[ \t]+)$"  # "(NOT a credential, just the request)"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
+                           + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)$"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
+                           + r"|(?i:\bnot[ \t]+(?:an?|the|any)[ \t]+|\b(?:pas|non)[ \t]+(?:un|une|de)[ \t]+|\bnicht[ \t]+(?:der|die|das)[ \t]+)$"  # what it says it is not: "(NOT a credential, just the request)"
                            + r"|(?i:\bacct-(?:unique-|multi-)?)$"  # RADIUS's accounting ids: Acct-Unique-Session-Id
                            + r"|(?i:\((?:public|öffentlich|publique|pública|pubblica|veřejný|publiczny)\)[ \t]*:[ \t]*)$")  # "Machine key (public): mkey:…"
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
@@ -7979,8 +7979,6 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         if len(folds) > _FOLDS_MAX:
             break
     folds += _line_folds(original, lowered)
-    wrapped = _wrapped_token_folds(original)
-    folds += wrapped
     folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
     for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.[Tt]oString\(\))").finditer(
@@ -7993,6 +7991,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     pairs = _named_value_pairs(original, lowered)
     numbered = _numbered_parts(definitions)
     pairs += [f"{name}={''.join(original[a:b] for a, b in spans)}" for name, spans in numbered.items()]
+    built = list(folds)  # what code joins; a wrap's pieces (below) are read joined, never judged by their randomness
+    folds += _wrapped_token_folds(original)
     if not folds and not pairs:
         return text, count
     folds.sort()
@@ -8014,8 +8014,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     _apply_rules("\n".join(["".join(pieces), *pairs]), 0, found_values)
     values = [inside for a, b in parts for value in found_values for inside in (_part_in_value(original[a:b], value),) if inside]
     values += [value for value in found_values if pairs and value in original]
-    values += [original[a:b] for fold in folds if fold not in wrapped for _, _, made, spans in (fold,)
-               if _is_random_when_joined(made[1:-1], [original[a:b] for a, b in spans]) for a, b in spans]  # (two hashes one above the other are no secret)
+    values += [original[a:b] for _, _, made, spans in built if _is_random_when_joined(made[1:-1], [original[a:b] for a, b in spans])
+               for a, b in spans]  # (not a wrap's: two hashes one above the other are no secret)
     replaced += values
     return _redact_again(text, count, values, shortest=4)
 
