@@ -6103,7 +6103,7 @@ registry-value               assignment             (?m)^[ \t]+{SECRETISH_NAME}(
 heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
-secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:)[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|\([ \t]*[bBrRuU]{0,2}(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}"|'[^'\n]{1,1024}'[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}')|@(?=["'])|N(?=')|(?<==)[ \t]*\r?\n[ \t]+(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*"))?{VALUE}
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:|<<?-(?=[ \t]+[\"']))[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|\([ \t]*[bBrRuU]{0,2}(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}"|'[^'\n]{1,1024}'[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}')|@(?=["'])|N(?=')|(?<==)[ \t]*\r?\n[ \t]+(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*"))?{VALUE}
 #   keep:  lookup('community.hashi_vault.hashi_vault', 'secret=secret/data/rmm/sites/' + site + ':token')
 #   keep:  Key Vault "kv-kvn-clients" – secrets: support-KVN-ANAE-PC012, support-KVN-ANAE-PC013 (enabled)
 #   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
@@ -6116,6 +6116,8 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  -  const secret = "dev";\n+  const secret = requireEnv("SESSION_SECRET");
 #   keep:  let password = try KeychainHelper.read(service: "sync-service", account: "default")
 #   keep:  Cookie: theme=dark; lang=de; cookie_consent=analytics%2Cfunctional
+#   catch: db_password <- "«Quokka_Delta_4471»"
+#   keep:    pw <- getEnv "LEDGER_DB_PASSWORD"
 #   catch: auth: { user: 'alerts.mochi-apps@gmail.com', pass: '«anxpolbsdkrbvknn»' },
 #   keep:  i18n: { key: 'internationalization' },
 #   catch: $settings['hash_salt'] = '«IS5NEe1UKVwRiLZcWCxDpSmdMi44YSlgiYCs3JZQCsme7NP8IqqrEpYXJATK09v7»';
@@ -7909,10 +7911,11 @@ def _decoded_secrets(blob: str) -> list:
 
 # A string given a name (`k1 = "…"`, `const a = '…';`, `$p1 = "…"`, `P1: "…"`, `PASS+="…"`, `val k: String = "…"`)
 # or a list of strings (`keyParts = ["…", "…"]`), one a line.
-_STRING_DEFINITION = (r"(?m)(?:^(?:PS [^>\n]{1,80}> )?|(?<=;))[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare|ARG|ENV|set|SET)[ \t]+)*[$@]?"
-                      r"(?P<name>[A-Za-z_]\w{0,40})(?:[ \t]*:[ \t]*[\w&\[\]<>.?]{1,30})?[ \t]*(?P<op>:=|\+=|=|:)[ \t]*"
+_STRING_DEFINITION = (r"(?m)(?:^(?:PS [^>\n]{1,80}> )?|(?<=;))[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare|ARG|ENV|set|SET"
+                      r"|char|wchar_t|auto|String|string|str)[ \t]+)*[$@]?"  # (C's, Java's and C#'s types too: `static const char k1[] = "…";`)
+                      r"(?P<name>[A-Za-z_]\w{0,40})(?:\[\d{0,4}\])?(?:[ \t]*:[ \t]*[\w&\[\]<>.?]{1,30})?[ \t]*(?P<op>:=|\+=|=|:|<<?-(?=[ \t]))[ \t]*"
                       r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\()[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*[\]})])"
-                      r"|(?<==)(?P<bare>[^\s\"'$`\\;&|#(){}]{4,512}))"  # a shell's or a Dockerfile's bare value: ARG NPM_T1=npm_PWgZ…
+                      r"|(?:(?<==)|(?<=:=)[ \t]+)(?P<bare>[^\s\"'$`\\;&|#(){}]{4,512}))"  # (Make's `A := …` too)  # a shell's or a Dockerfile's bare value: ARG NPM_T1=npm_PWgZ…
                       r"[ \t]*(?:;(?=[ \t]*[$@A-Za-z_])|;?[ \t]*(?:(?:#|//)[^\n]*)?$)")  # a line's end, or `;` and the next: `$k1 = "…"; $k2 = "…"`
 _QUOTED = r"""[\"']([^\"'\n\\]{1,512})[\"']"""
 _LITERAL = r"""(?:"[^"\n]*"|'[^'\n]*')"""
@@ -7927,8 +7930,9 @@ _OPERAND = (_STRING_PREFIX + r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"
 _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
                    r"|(?<=\()\s*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=\s*\))"  # Python's literals side by side in parentheses
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
-                   r"|(?i:concat)!?\(\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\)"
+                   r"|(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*,?\s*\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
                    r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*[\])]\s*\)"
+                   r"|`(?:\$\{[ \t]*" + _LITERAL + r"[ \t]*\}){2,16}`"  # a template of literals: `${'…'}${'…'}`
                    r"|%w\[[^\]]{1,400}\]\.join\b|new[ \t]+StringBuilder\([ \t]*\)(?:\s*\.append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\.toString\(\)"
                    r"|buildString[ \t]*\{(?:\s*append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\}"  # Kotlin's buildString { append(…) }
                    r"|(?<![\w.])(?:listOf|arrayOf|mutableListOf|Seq|List|Array|Vector|vec!)\(\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL
@@ -7967,6 +7971,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         spans = [found.span("value")] if found.group("value") is not None else [found.span("bare")] if found.group("bare") is not None else [
             literal.span(1) for literal in _regex(_QUOTED).finditer(original, found.start("list"), found.end("list"))]
         definitions[found.group("name")] = definitions.get(found.group("name"), []) + spans if found.group("op") == "+=" else spans
+    for found in _regex(r'(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w{0,40})[ \t]+"([^"\n\\]{1,512})"[ \t]*$').finditer(original) if "define" in original else ():
+        definitions[found.group(1)] = [found.span(2)]  # C's `#define KEY_A "…"`
     for found in _regex(r"(?m)^[ \t]*([A-Za-z_]\w*)\.[Aa]ppend\([ \t]*[\"']([^\"'\n\\]{1,512})[\"'][ \t]*\)[ \t]*;").finditer(original) if "ppend(" in original else ():
         definitions[found.group(1)] = definitions.get(found.group(1), []) + [found.span(2)]  # a StringBuilder's appends, one a statement: `sb.append("…");`, C#'s `sb.Append("…");`
     folds = []  # (start, end, the string made, the spans of the parts)
@@ -7981,9 +7987,9 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     folds += _line_folds(original, lowered)
     folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
-    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.[Tt]oString\(\))").finditer(
-            original) if definitions else ():  # also C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%, Java's sb.toString(), C#'s sb.ToString()
-        name, inside = found.group(1) or found.group(2) or found.group(3) or found.group(4) or found.group(5), bisect.bisect_right(joined, (found.start(), len(original))) - 1
+    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|\(([A-Za-z_]\w*)\)|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.[Tt]oString\(\))").finditer(
+            original) if definitions else ():  # also Make's $(A)$(B), C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%, Java's sb.toString(), C#'s sb.ToString()
+        name, inside = found.group(1) or found.group(2) or found.group(3) or found.group(4) or found.group(5) or found.group(6), bisect.bisect_right(joined, (found.start(), len(original))) - 1
         if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()):
             folds.append((found.start(), found.end(), "".join(original[a:b] for a, b in definitions[name]), definitions[name]))
         if len(folds) > _FOLDS_MAX:
@@ -8172,7 +8178,7 @@ def _join_lines(original: str, lowered: str) -> list:
     when it ends it), literals one a line in parentheses (Python's implicit joining), or the whole
     text when it says join or concat. The joins are looked for there only: a pattern that may start
     at any name costs its reading of every word."""
-    if "join" in lowered or "concat" in lowered or "implode" in lowered or ".append(" in lowered or "mkstring" in lowered or "buildstring" in lowered or "%s%s" in lowered or "{}{}" in lowered:
+    if "join" in lowered or "concat" in lowered or "verketten" in lowered or "paste0" in lowered or "str_c" in lowered or "strcat" in lowered or "${'" in original or '${"' in original or "implode" in lowered or ".append(" in lowered or "mkstring" in lowered or "buildstring" in lowered or "%s%s" in lowered or "{}{}" in lowered:
         return [[0, len(original)]]
     spans: list = [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(
         r"\([ \t]*\r?\n(?:[ \t]*(?:\"[^\"\n]*\"|'[^'\n]*')[ \t]*\r?\n){2,40}[ \t]*\)").finditer(original)] if "(\n" in original else []
@@ -8191,7 +8197,7 @@ def _join_lines(original: str, lowered: str) -> list:
         else:
             spans.append([start, end])
     return sorted(spans)
-_LISTED_STRINGS = ("[", "{", "concat", "join(", "implode(", "new ", "new\t", "buildstring", "listof", "arrayof", "mutablelistof", "seq(", "list(", "array(",
+_LISTED_STRINGS = ("[", "{", "concat", "verketten", "textkette", "paste0", "str_c", "strcat", "join(", "implode(", "new ", "new\t", "buildstring", "listof", "arrayof", "mutablelistof", "seq(", "list(", "array(",
                    "vector(", "vec!", "format(", "string.format(", "printf(", "sprintf(", "fmt.sprintf(", "string.printf(")  # how _JOINED_STRINGS's lists start (in small letters)
 _FORMATTED_STRINGS = ("format(", "string.format(", "printf(", "sprintf(", "fmt.sprintf(", "string.printf(", '"%s', "'%s", '"{}', "'{}")  # their first literal is the format
 
@@ -9312,11 +9318,11 @@ RULE_WORDS = {
         "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
         "sleutel", "token", "wachtwoord", "şifre"), (), ("<<",)),
-    "secret-assignment": ("51c61965", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "secret-assignment": ("8ec6847d", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
         "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), (":", ":=", "=", "=>")),
+        "wachtwoord", "şifre"), (), (":", ":=", "<", "=", "=>")),
     "prose-password": ("87256e0b", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
         "pass", "passphrase", "passwd", "password", "pw", "pwd"), ()),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",

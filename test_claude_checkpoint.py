@@ -1422,6 +1422,16 @@ class TestRedaction(unittest.TestCase):
             'var sb = new StringBuilder();\nsb.Append("7qifaucoVWJGMyq8HiwmwKD9");\nsb.Append("peQkl2FrYGTkL2CE/19Pq8yD");\nvar storageKey = sb.ToString();':
                 ("7qifaucoVWJGMyq8HiwmwKD9", "peQkl2FrYGTkL2CE/19Pq8yD"),  # C#'s Append and ToString
             "PS C:\\> $a = 'Harbor#31'\nPS C:\\> $b = 'otter611!'\nPS C:\\> $pw = ConvertTo-SecureString ($a + $b) -AsPlainText -Force": ("Harbor#31", "otter611!"),
+            # A concatenating function in its languages' names (Excel's `;`, R's paste0, also of names), a template
+            # of literals, C's #define, a C string array, Make's `:=` and $(A)$(B), R's `<-`.
+            '=CONCATENAR("hT4vQz81LmWpX2cR";"Yb7NsKd3Ef9Gj6Ua")': ("hT4vQz81LmWpX2cR", "Yb7NsKd3Ef9Gj6Ua"),
+            'k1 <- "Quokka_Delta"\nk2 <- "_Ferry4471"\ntoken <- paste0(k1, k2)': ("Quokka_Delta", "_Ferry4471"),
+            "const key = `${'d41c7a90b3e25f18'}${'6ea0f2c94b17d3e8'}`;": ("d41c7a90b3e25f18", "6ea0f2c94b17d3e8"),
+            '#define SIGNING_KEY_A "5e0c9b27a4d18f63e2b70c94d5a1e8f3"\n#define SIGNING_KEY_B "0b7f3d9c2e61a48f5c03b9e7d24a16c8"':
+                ("5e0c9b27a4d18f63e2b70c94d5a1e8f3", "0b7f3d9c2e61a48f5c03b9e7d24a16c8"),
+            'static const char p1[] = "Wn4xR8tLq2Zs";\nstatic const char p2[] = "Hc7vJ3kPb9Ye";\nconst char *secret = $"{p1}{p2}";':
+                ("Wn4xR8tLq2Zs", "Hc7vJ3kPb9Ye"),
+            "TK_A := xkey-93be0a7f4c\nTK_B := 2d81e6c5f09a7b34\nrun:\n\tSENDER_TOKEN=$(TK_A)$(TK_B) ./send": ("xkey-93be0a7f4c", "2d81e6c5f09a7b34"),
         }
         for text, parts in cases.items():
             with self.subTest(text=text[:30]):
@@ -1434,7 +1444,8 @@ class TestRedaction(unittest.TestCase):
                      "names = [\"alpha\", \"beta\"]\nprint(\", \".join(names))",
                      'dsn = os.getenv("DB_USER") + ":" + os.getenv("DB_PASSWORD") + "@db:5432/app"',
                      'MESSAGE = "Deploy finished for " \\\n  "all regions"', "description: >-\n  This service handles\n  payments for shops",
-                     'msg = (\n    "Deploy finished "\n    "for all regions"\n)'):
+                     'msg = (\n    "Deploy finished "\n    "for all regions"\n)', "SELECT CONCAT(first_name, ' ', last_name) FROM users",
+                     '#define APP_NAME "ledger"\n#define APP_VERSION "2.4.1"', 'label <- paste0("run_", run_id)'):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text), (text, 0))
 
