@@ -4245,8 +4245,11 @@ def _find_kubernetes_secret_data(match: Any) -> list:
 
 
 def _accept_webhook_token(match: Any) -> bool:
-    """A webhook's token: random (_looks_random), a UUID, or a name with a machine-made tail (`shed-door-Vw7GcJ6hNi8KeE5vK7vZ5lO7`)."""
-    value = match.group("s")
+    """A webhook's token: random (_looks_random), a UUID, or a name with a machine-made tail
+    (`shed-door-Vw7GcJ6hNi8KeE5vK7vZ5lO7`); after an integration's id, both random."""
+    integration, _, value = match.group("s").rpartition("/")
+    if integration and not _looks_random(integration):
+        return False
     tail = _regex(r"(?:[a-z]+[_\-])+([A-Za-z0-9]{16,})").fullmatch(value)
     return (_looks_random(value) or _regex(_UUID).fullmatch(value) is not None
             or tail is not None and looks_machine_generated(tail.group(1)))
@@ -4735,8 +4738,8 @@ anyone-with-the-link         -                      (?:api\.netlify\.com/build_h
 #   catch: GET /cpsess«4574469320»/frontend/jupiter/filemanager/index.html HTTP/2
 #   keep:  https://vimeo.com/912238471
 #   catch: Cloud recording ready: https://us06web.zoom.us/rec/download/«Gf5Z0pXlyWYf9Zva5ROKaE_NK1OkjX40j3_qa72cVuDE7CwYYQbn4trwQaiWDpkuH»?access_token=x
-zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/\d+/(?P<s>[A-Za-z0-9]{6,})
-#   catch: POST https://hooks.zapier.com/hooks/catch/1084494/«c9acqeb0»/ -> 200
+zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/(?P<s>\d+/[A-Za-z0-9]{6,})
+#   catch: POST https://hooks.zapier.com/hooks/catch/«1084494/c9acqeb0»/ -> 200
 #   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
 teams-webhook                -                      (?:webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook)/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-zA-Z]{32})/
 #   catch: https://acme.webhook.office.com/webhookb2/0a1b2c3d-1111-2222-3333-444455556666@0a1b2c3d-7777-8888-9999-000011112222/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff
@@ -5733,14 +5736,18 @@ cookie-jar-set-call          cookie-value           (?i)cookies?\.(?:set|add|set
 #   catch: s.cookies.set("ci_session", "«04854d80274d35edce87dce5b032d270663de5c4»", domain="merchant.example")
 #   keep:  s.cookies.set("_ga", "GA1.2.1234567890.1716120000", domain="merchant.example")
 # A webhook's token in its URL's path: hooks.… hosts, /webhook/, /hook/, /hooks/, /trigger/ paths, or the
-# `?key=` after one (WeCom): a machine-made token, a UUID (Feishu, Lark), a name with a random tail (Home Assistant).
-webhook-path-token           webhook-token          (?i)://(?:(?:web)?hooks?\.[\w.\-]{1,100}|[\w.\-]{1,100}(?::\d{1,5})?/(?:[\w\-]{1,40}/){0,3}(?:webhooks?|hooks?|triggers?|incoming))(?:/[\w\-]{1,40}){0,3}?(?:/|\?key=)(?P<s>[A-Za-z0-9_\-]{24,128})(?=[/?#"'\s]|$)
+# `?key=` after one (WeCom): a machine-made token, a UUID (Feishu, Lark), a name with a random tail (Home Assistant);
+# with the integration's random id before it (Rocket.Chat's `/hooks/<id>/<token>`: the two post as the integration).
+webhook-path-token           webhook-token          (?i)://(?:(?:web)?hooks?\.[\w.\-]{1,100}|[\w.\-]{1,100}(?::\d{1,5})?/(?:[\w\-]{1,40}/){0,3}(?:[\w\-]{0,20}webhooks?|hooks?|triggers?|incoming))(?:/[\w\-]{1,40}){0,3}?(?:/|\?key=)(?P<s>(?:[A-Za-z0-9]{12,40}/(?=[A-Za-z0-9_\-]{24,128}(?:[/?#"'\s]|$)))?[A-Za-z0-9_\-]{24,128})(?=[/?#"'\s]|$)
 #   catch: curl -X POST "https://hooks.example.io/trigger/«78a16ead9ca20fb9eb9b0387d64675e4723c40bc»" -d '{"text":"deploy done"}'
 #   keep:  https://hooks.example.io/trigger/deploy-notifications-for-staging
 #   catch: https://open.feishu.cn/open-apis/bot/v2/hook/«67710ba9-26be-430e-b8bc-4f5302526848»
 #   catch: curl 'https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=«2f2f4a85-a879-409f-88d9-eac4447fd47c»'
 #   catch: curl -X POST http://ha.lan:8123/api/webhook/«shed-door-Vw7GcJ6hNi8KeE5vK7vZ5lO7»
 #   keep:  https://docs.example.com/guides/webhooks/getting-started-with-signatures
+#   catch: curl -X POST https://oncall.example.net/oncall/integrations/v1/formatted_webhook/«Qv7LmZ2pX9cRt4KwB8nY3dHs»/
+#   catch: Webhook URL: https://chat.example-ops.io/hooks/«Xk3mPq8RtW2vNz7Lc/Hy4nB8qT2zLm6WcR1xKd9VfJ3pGs7YhQ5uNb2eMa0tCw»
+#   keep:  https://docs.rocket.chat/docs/hooks/incoming-webhooks-setup/creating-an-integration-for-github
 # A machine-made token after -t, a flag many CLIs give a token (influx, codecov, doctl).
 token-short-flag             random                 (?<![\w\-])-t[ \t]+(?P<s>[A-Za-z0-9_\-+/=.]{32,1024})(?![\w\-+/=.])
 #   catch: influx setup -u admin -p x -o acme -b metrics -t «cHhbvMhrT0UyrAPgALuwxrge8FbXgn7t6EHGteSEIafJRAos-lut1ToPgl» -f
@@ -8857,7 +8864,7 @@ RULE_WORDS = {
         "api.netlify.com/build_hooks/", "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/",
         "figshare.com/s/", "rlkey=", "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-",
         "zoom.us/rec/download", "zoom.us/rec/play", "zoom.us/rec/share"), (), ()),
-    "zapier-webhook": ("d1022fe4", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
+    "zapier-webhook": ("51ffbbe8", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
     "teams-webhook": ("20aa0de0", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2"),
         ("outlook.office", "webhook.office.com/webhookb2")),
     "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",), ()),
@@ -9170,7 +9177,7 @@ RULE_WORDS = {
     'context-json-cookies': ('29a8f124', ('"cookies"',), ('"cookies"',), (':',)),
     "cookie-record-lines": ("43fb766a", ("value:",), ("name:",), ("name:",)),
     "cookie-jar-set-call": ("ee1c7458", ("cookie",), ("cookie",), ("add", "set", "set_cookie", "setcookie")),
-    "webhook-path-token": ("c2180a87", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
+    "webhook-path-token": ("bab7f9a8", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
     "spaced-assignment": ("4de74823", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "chave",
