@@ -1369,8 +1369,8 @@ def _accept_assignment(match: Any) -> bool:
                 or value[:1] in "\"'`" and looks_like_chosen_password(bare)) and not _is_reference(value)
     if strength == 1 and _name_parts(name)[-1].endswith(("sid", "sessid", "sessionid")) and _regex(r"[0-9a-fA-F]{16,}").fullmatch(bare):
         return True  # a session's id in hex: `cookies.set("JSESSIONID", "479D3599CD26…")`
-    if strength == 1 and _regex(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){0,3}_KEY").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}").fullmatch(bare):
-        return True  # a service's key in an environment's name: KAGGLE_KEY=bd20b117…, AZURE_OPENAI_KEY=…, not a cache's key in code
+    if strength == 1 and _regex(r"(?:[A-Za-z_]\w{0,30}\.)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){0,3}_KEY").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}").fullmatch(bare):
+        return True  # a service's key in an environment's or a module's name: KAGGLE_KEY=bd20b117…, Lua's M.INGEST_KEY = "…", not a cache's key in code
     if strength == 1:
         return (_looks_random(bare) or looks_machine_generated(bare)) and not _is_identifier_like(bare)  # also rclone's b2 `key = RQWFWykf…`
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and not (
@@ -2016,7 +2016,7 @@ def _accept_named_in_prose(match: Any) -> bool:
         after = text[end:end + 60].split("\n", 1)[0]
         if _regex(_PROSE_NAMED_AFTER).match(after) is None:
             return False
-    if not _looks_like_prose_secret(value) or _regex(_PROSE_NOT_A_SECRET_BEFORE).search(before):
+    if not _looks_like_prose_secret(value) or _regex(_PROSE_NOT_A_SECRET_BEFORE).search(before) or _is_public_jwk_member(text, start):
         return False
     if _regex(r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+)[ \t]+AAAA[\w+/]+={0,2}[ \t]+$").search(before):
         return False  # a public key's comment: `Key: ssh-ed25519 AAAA… deploy@vbr01`
@@ -2251,6 +2251,8 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
             last = _regex(_TOKEN_REST).match(text, last, last + _RANDOM_LENGTHS[1]).end()
         while last > first and text[last - 1] in ".,:;!?":
             last -= 1
+        if text[first] == "." and last - first > 20 and text[first + 1:first + 2].isalnum():
+            first += 1  # a dot before a token: a Django signed value's mark of compression (`".eJy…:1t8K…:…"`)
         token = text[first:last]
         if not looks_machine_generated(token) or _is_reference(token) or _is_masked_or_public(token) or _is_base64_of_plain_json(token.split("=", 1)[-1] if "=" in token[:40].rstrip("=") else token):
             continue  # (also a cookie's base64 of plain JSON: prefs=eyJ0aGVtZSI6…)
@@ -2265,6 +2267,8 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
             continue  # what a log line says of a token (`ttl=768h0m0s`); a masked one (grep's `289:GITHUB_TOKEN=ghp_XXXX…`); data (`card_last4=4242`)
         if text[first - 1:first] == "\\" and token[:1] in "ux":
             continue  # the rest of an escape: \uFF1A/curator
+        if text[first - 1:first] in "\"'" and _is_public_jwk_member(text, first):
+            continue  # a published key's public member: a JWKS's "n", "x"
         parameter = _regex(r"[?&]([A-Za-z][\w.\-]{0,40})=$").search(text, max(0, first - 44), first)
         if parameter and secret_strength(parameter.group(1)) == 0 and parameter.group(1).lower() not in _SIGNED_URL_PARAMETERS:
             continue  # a URL's parameter that names no secret: a video's id after "token flow: …/watch?v="
@@ -2559,6 +2563,8 @@ def _find_random_tokens(match: Any) -> list:
     text, start = match.string, match.start("s")
     if _regex(_NOT_SECRET_BEFORE_WORD).search(text[max(0, match.start() - 14):match.start()]):
         return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
+    if _regex(r"[A-Za-z0-9]").match(text, match.end()) and _regex(r"[A-Za-z0-9+/]{6,}[_\-]$").search(text, max(0, match.start() - 40), match.start()):
+        return []  # the word is letters of a token: base64url's `…-PW76Xsi…`
     if _regex(r"(?:\.[a-z0-9]{1,5}){1,3}(?=[:/\s'\"]|$)").match(text, match.end()):
         return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`, `secrets.enc.yaml`
     if _says_what_about_it(text, match.end(), match.end() + 20):
@@ -3325,8 +3331,9 @@ def _find_printed_secrets(match: Any) -> list:
     if _regex(r"(?:jsonpath|go-template|template)=").search(command) and not _regex(r"(?i)(?<![a-z])data\b|stringdata|token|pass|secret|key|cred|auth").search(
             command.split("=", 1)[-1]):
         return []  # a Secret's metadata, not its data: `-o jsonpath='{.type}{.metadata.annotations…}'`
-    if first_line and first_line.end() >= end - 1 and len(first_line.group(1)) >= 16 and _regex(_SECRET_FILE_READ).search(command):
-        spans.append(first_line.span(1))  # a secret file of one line: `cat /var/lib/rabbitmq/.erlang.cookie`
+    if first_line and first_line.end() >= end - 1 and (len(first_line.group(1)) >= 16 or _holds_a_password(first_line.group(1))) and _regex(
+            _SECRET_FILE_READ).search(command):
+        spans.append(first_line.span(1))  # a secret file of one line: `cat /var/lib/rabbitmq/.erlang.cookie`, `cat .vault_pass` (a password someone chose)
     spoken = _regex(r"[ \t]*(?:" + _OUTPUT_MARK + r")?(" + _SPOKEN_PASSPHRASE + r")[ \t]*(?:\r?\n|$)").match(text, start, end)
     if spoken and (single or _regex(_SECRET_FILE_READ).search(command)) and _is_spoken_passphrase(spoken.group(1)) and not set(
             spoken.group(1).split()) & _COMMON_WORDS:
@@ -4306,6 +4313,17 @@ def _accept_json_web_key_member(match: Any) -> bool:
     return "kty" in text[window[0]:window[1]]
 
 
+def _is_public_jwk_member(text: str, start: int) -> bool:
+    """The value at start is a public member of a JSON Web Key ("x", "y", "n", "e") in a key that
+    holds no private one: a JWKS that a server publishes."""
+    member = _regex(r"""["']?(?:x|y|n|e)["']?[ \t]*:[ \t]*["']?$""").search(text, max(0, start - 12), start)
+    if member is None or text[max(0, member.start() - 1):member.start()].isalnum():
+        return False
+    opened, closed = text.rfind("{", 0, start), text.find("}", start)
+    key = text[opened + 1:closed if closed >= 0 else len(text)] if opened >= 0 else ""
+    return "kty" in key and _regex(r"""["'](?:d|p|q|dp|dq|qi|k)["'][ \t]*:""").search(key) is None
+
+
 def _accept_mnemonic(match: Any) -> bool:
     """12 to 24 words after `seed`: a mnemonic has no articles or prepositions (BIP 39 has none)."""
     words = set(match.group("s").split())
@@ -4696,6 +4714,15 @@ slack-invite-link            -                      join\.slack\.com/t/[\w\-]{1,
 cloudinary-signature         -                      res\.cloudinary\.com/[\w\-]{1,60}/\w{1,20}/(?:authenticated|private|upload)/s--(?P<s>[A-Za-z0-9_\-]{8})--/
 #   catch: https://res.cloudinary.com/fernway/image/authenticated/s--«zQAbRk27»--/c_fill,w_400/v1718203311/kyc/passport_88412.jpg
 #   keep:  https://res.cloudinary.com/fernway/image/upload/c_fill,w_400/v1718203311/sample.jpg
+# A Discord attachment's link signs its expiry (`ex=`, `is=`) with `hm=`: the link opens the file for anyone until then.
+discord-attachment-signature -                      (?i)\b(?:cdn|media)\.discordapp\.(?:com|net)/(?:ephemeral-)?attachments/[^\s?#]{1,300}\?[^\s#]{0,200}?(?<=[?&])hm=(?P<s>[0-9a-f]{64})(?![0-9a-f])
+#   catch: https://cdn.discordapp.com/attachments/1101245518829723648/1303012345678901234/clip.mp4?ex=672a1b2c&is=6728c9ac&hm=«5a1c9e0f3b7d2a4c6e8f0b1d3a5c7e9f2b4d6a8c0e1f3a5b7c9d2e4f6a8b0c1d»&
+#   keep:  https://cdn.discordapp.com/attachments/1101245518829723648/1303012345678901234/clip.mp4
+# CloudFront's signed cookie or URL parameter: `CloudFront-Signature` (or `Signature=` beside a `Key-Pair-Id`) opens the
+# policy's files for anyone who holds it.
+cloudfront-signature         -                      (?i)\bCloudFront-Signature["']?[ \t]*[=:][ \t]*["']?(?P<s>[A-Za-z0-9_\-~]{40,2048})
+#   catch: "cookies": {"CloudFront-Policy": "eyJTdGF0ZW1lbnQiOlt7fV19", "CloudFront-Signature": "«Hk2-Qz8vLmWpX3cR9tYb7NsKd4Ef0Gj6Ua1Vo5Iw3Zx8Cq2Bn7Mh4Ls9Pd6Rf1Tg~»"}
+#   keep:  CloudFront-Signature, CloudFront-Policy and CloudFront-Key-Pair-Id are set by the /auth endpoint
 calendar-private-address     -                      calendar/ical/[^/\s]{1,100}/(?P<s>private-[0-9a-f]{32})/
 #   catch: https://calendar.google.com/calendar/ical/ops%40acme.io/«private-1f4e32f45a2b0de146b3f73f3ac55044»/basic.ics
 #   keep:  https://calendar.google.com/calendar/ical/ops%40acme.io/public/basic.ics
@@ -4920,7 +4947,8 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 #   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|ledger|trezor|metamask|crypto|recovery|wiederherstellung|herstel\w*|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|ニーモニック|복구 구문|мнемони\w*|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?=[a-z]{3,8}[ \t]+[a-z]{3,8}[ \t]+[a-z]{3,8}(?![^ \t\r\n])))[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|ledger|trezor|metamask|crypto|recovery|wiederherstellung|herstel\w*|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|助記詞|ニーモニック|シードフレーズ|リカバリーフレーズ|復元フレーズ|复原短语|恢复短语|시드\s?(?:구문|문구)|복구 구문|мнемони\w*|сид-?фраз\w*|seed-?фраз\w*|cụm từ khôi phục|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?=[a-z]{3,8}[ \t]+[a-z]{3,8}[ \t]+[a-z]{3,8}(?![^ \t\r\n])))[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
+#   catch: ウォレットのシードフレーズ（検証用）:\n«wheat ripple canal timber orbit candle meadow frost pilot unveil saddle harbor»\n紙にも書きました
 #   catch: Klienten vill att vi förvarar återställningsfrasen i kassaskåpet:\n«abandon ladder velvet timber orbit candle meadow frost pilot unveil saddle harbor»
 #   catch: Cold wallet backup (treasury multisig signer #2) — copied from the paper backup before shredding:\n«ahead brass crew act aspect axis actor boss aim bitter armor cabin april any behind buffalo cash clinic barrel crack assist brief admit build»
 #   catch: MNEMONIC="«abandon ability able about above absent absorb abstract absurd abuse access accident»"
@@ -5729,9 +5757,10 @@ context-json-cookies         json-cookies           "cookies"[ \t]*:[ \t]*[\[{]
 #   keep:  "cookies": [ { "name": "_ga", "value": "GA1.2.1234567890.1716120000" }, { "name": "theme", "value": "dark-mode-enabled" } ]
 # A cookie's record as indented name and value lines (Ruby's HTTP::Cookie in FASTLANE_SESSION) or set by a
 # cookie jar's call (`s.cookies.set("ci_session", "…")`): a machine's value under any name.
-cookie-record-lines          cookie-value           (?i)(?<![^\n \t])name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]*\r?\n[ \t]*value:[ \t]*["']?(?P<s>[^\s"']{16,4096})
+cookie-record-lines          cookie-value           (?i)(?<![^\n \t])(?<!\\n)name:[ \t]*(?P<name>[\w.\-]{1,64})[ \t]*(?:\r?\n|\\n)[ \t]*value:[ \t]*["']?(?P<s>[^\s"'\\]{16,4096})
 #   catch: - !ruby/object:HTTP::Cookie\n  name: myacinfo\n  value: «DAWTKNV37b4a0acf3b79c6998a2d6e3f6afea332a5d04af4aec9b12084»\n  domain: apple.com
 #   keep:  - !ruby/object:HTTP::Cookie\n  name: _ga\n  value: GA1.2.1234567890.1716120000
+#   catch: FASTLANE_SESSION='---\\n- !ruby/object:HTTP::Cookie\\n  name: myacinfo\\n  value: «DAWTKNV2e81c3f5a7b9d0e2f4a6c8b0d1e3f5a7c9b2d4e6f8a0c1e3»\\n  domain: apple.com\\n'
 cookie-jar-set-call          cookie-value           (?i)cookies?\.(?:set|add|set_cookie|setcookie)\([ \t]*["'](?P<name>[\w.\-]{1,64})["'][ \t]*,[ \t]*["'](?P<s>[^"'\s]{16,4096})["']
 #   catch: s.cookies.set("ci_session", "«04854d80274d35edce87dce5b032d270663de5c4»", domain="merchant.example")
 #   keep:  s.cookies.set("_ga", "GA1.2.1234567890.1716120000", domain="merchant.example")
@@ -5879,7 +5908,8 @@ chpasswd-list                user-password-lines    chpasswd:[^\n]{0,40}\n(?:[ \
 #   keep:  chpasswd:\n  expire: false\nssh_pwauth: true
 #   catch: #cloud-config\nchpasswd:\n  list: |\n    root:«Tq8!xLm2Rz7w»\n    admin:«Marco_1990?»\nssh_pwauth: true
 # A -u USER -p PASSWORD pair (xcrun altool, docker, many CLIs).
-user-then-password-flags     password-flag          (?<![\w-])(?:-u[ \t]+\S+[ \t]+-[pP]|(?i:plink|pscp|psftp)(?:\.exe)?\b{COMMAND}[ \t]-pw)[ \t]+(?!-){TOOL_VALUE}
+user-then-password-flags     password-flag          (?<![\w-])(?:-u[ \t]+\S+[ \t]+-[pP]|-gu[ \t]+\S+[ \t]+-gp|(?i:plink|pscp|psftp)(?:\.exe)?\b{COMMAND}[ \t]-pw)[ \t]+(?!-){TOOL_VALUE}
+#   catch: vmrun -T ws -gu builder -gp «Heron-Meadow-58» runProgramInGuest build.vmx C:\tools\setup.cmd
 #   catch: mosquitto_sub -h broker.example.com -u meter -P «amber-crane-lotus-47» -t plant/#
 #   catch: xcrun altool --upload-app -f app.ipa -u dev@example.com -p «abcd-efgh-ijkl-mnop»
 #   keep:  upload -u deploy -p 2222 build.zip
@@ -5971,7 +6001,8 @@ name-in-parentheses          named-random           (?P<name>[A-Z](?<![\w.].)[A-
 xml-named-string             assignment             <(?:string|entry)[ \t]+(?:name|key)="{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})"[ \t]*>(?P<s>[^<\n]{1,4096})</(?:string|entry)>
 #   catch:     <string name="refresh_token">«r1.Qm8xZ2LpT7vKw3RbN9cY5dHs0Je4Gu»</string>
 #   keep:      <string name="password_hint">Enter your password</string>
-xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.:\-]{0,60})(?:[ \t][^<>\n]{0,200})?>\s{0,80}(?P<s>[^<\s][^<\n]{0,500}?)\s{0,80}</(?P=name)>
+xml-element                  assignment             <{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.:\-]{0,60})(?:[ \t][^<>\n]{0,200})?>\s{0,80}(?P<s>[^<\s][^<\n]{0,500}?)\s{0,80}</(?P=name)>(?!(?<=</key>)\s*<(?:string|data|integer|real|date|true|false|dict|array)\b)
+#   keep:  <dict><key>SPKI-SHA256-BASE64</key><string>GCj5wKwtyMDihtLhxL/w5kJykbycsj8KvCSvd3U7G9w=</string></dict>
 #   keep:  <wsse:BinarySecurityToken ValueType="...#X509v3">MIIDdzCCAl+gAwIBAgIEbHKatDV2ALlu7UrzDZpkz0xMBeN0rIicDOOOXuPxY3oU0qBh7UWSvKD6wZKOd3ZMuquQ</wsse:BinarySecurityToken>
 #   catch: <password>«Raccoon#5»</password>
 #   keep:  <password>${db.password}</password>
@@ -6003,8 +6034,9 @@ key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>]{0,200
 #   keep:  <property name="password" value="${db.password}"/>
 #   catch: <EnvironmentVariable\n   key = "BACKEND_ADMIN_TOKEN"\n   value = "«a8005c167c98ed53f1f2980288d2b824e7f16758»"\n   isEnabled = "YES">
 # Flags and assignments whose name says secret, in every common syntax.
-typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*{VALUE}
+typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*(?:[bBrR](?=["']))?{VALUE}
 #   catch: pub const API_KEY: &str = "«QZC1HXsnHVzdkMJDTp5E»";
+#   catch: const WEBHOOK_HMAC_KEY: &[u8] = b"«Tq82vLmZx4KwRp9sNc3HdY7bFg5JeA1u»";
 #   keep:  2025-06-18T19:15:40.570Z INFO secrets: loaded secret id=sec_8nh4jwmswu name="notifications-signing-key" version=3
 #   keep:  const TOKEN_TTL: Duration = Duration::from_secs(3600);
 #   keep:  Cookie: theme=dark-high-contrast-v2; lang=en
@@ -6110,7 +6142,8 @@ registry-value               assignment             (?m)^[ \t]+{SECRETISH_NAME}(
 heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
-secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:|<<?-(?=[ \t]+[\"']))[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|\([ \t]*[bBrRuU]{0,2}(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}"|'[^'\n]{1,1024}'[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}')|@(?=["'])|N(?=')|(?<==)[ \t]*\r?\n[ \t]+(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*"))?{VALUE}
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:|<<?-(?=[ \t]+[\"']))[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|\([ \t]*[bBrRuU]{0,2}(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}"|'[^'\n]{1,1024}'[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}')|@(?=["'])|N(?=')|(?<==)\[(?=[^\[\]\s"',]{8,256}\][,}])|(?<==)[ \t]*\r?\n[ \t]+(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*"))?{VALUE}
+#   catch: INFO Application - 200 OK: GET /v1/guilds, headers: {X-Api-Key=[«9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c3b6d9e2f»], User-Agent=[Starfall/1.8.2]}
 #   keep:  lookup('community.hashi_vault.hashi_vault', 'secret=secret/data/rmm/sites/' + site + ':token')
 #   keep:  Key Vault "kv-kvn-clients" – secrets: support-KVN-ANAE-PC012, support-KVN-ANAE-PC013 (enabled)
 #   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
@@ -6558,7 +6591,9 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  La contraseña debe tener mínimo 12 caracteres y un número.
 #   keep:  psk vpn sevilla parte 1 (te mando el resto por otro canal)
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)(?:계정|아이디|アカウント|ユーザー|账号|账户|帳號|用户|用戶|\b(?:usuario|usuária|usuário|utilisateur|benutzer|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользователь|логин|kullan\w{1,4}|wi-?fi|wlan|ssid|mit|with|login|basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst)\b)[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?!\w+",")(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)(?:계정|아이디|アカウント|ユーザー|账号|账户|帳號|用户|用戶|\b(?:usuario|usuária|usuário|utilisateur|benutzer|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользователь|логин|kullan\w{1,4}|wi-?fi|wlan|ssid|mit|with|login|basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst|apple[ \t]?id|e-?mail)(?![a-z]))[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?!\w+",")(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+#   catch: use the sandbox apple id qa.tablet07@example-games.io / «Mango!Drift62» — it has the starter pack
+#   catch: steam build account는 studio_build / «Gr4vel!Lakes» 그리고 steam guard는 내가 승인할게
 #   catch: kiosk build for the expo booth auto-logs in as kiosk / «Hana2007»! – change it after GDC
 #   catch: Observation: router at 192.168.6.1 still uses admin / «Cobalt2362» (found on the sticker)
 #   catch: @jdoe the staging basic-auth is `preview` / `«Zuckerwatte656!»`, same as last sprint
@@ -7921,7 +7956,7 @@ def _decoded_secrets(blob: str) -> list:
 _STRING_DEFINITION = (r"(?m)(?:^(?:PS [^>\n]{1,80}> )?|(?<=;))[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare|ARG|ENV|set|SET"
                       r"|char|wchar_t|auto|String|string|str)[ \t]+)*[$@]?"  # (C's, Java's and C#'s types too: `static const char k1[] = "…";`)
                       r"(?P<name>[A-Za-z_]\w{0,40})(?:\[\d{0,4}\])?(?:[ \t]*:[ \t]*[\w&\[\]<>.?]{1,30})?[ \t]*(?P<op>:=|\+=|=|:|<<?-(?=[ \t]))[ \t]*"
-                      r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\()[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*[\]})])"
+                      r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\(|(?<==)\()[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*[\]})])"
                       r"|(?:(?<==)|(?<=:=)[ \t]+)(?P<bare>[^\s\"'$`\\;&|#(){}]{4,512}))"  # (Make's `A := …` too)  # a shell's or a Dockerfile's bare value: ARG NPM_T1=npm_PWgZ…
                       r"[ \t]*(?:;(?=[ \t]*[$@A-Za-z_])|;?[ \t]*(?:(?:#|//)[^\n]*)?$)")  # a line's end, or `;` and the next: `$k1 = "…"; $k2 = "…"`
 _QUOTED = r"""[\"']([^\"'\n\\]{1,512})[\"']"""
@@ -7994,8 +8029,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     folds += _line_folds(original, lowered)
     folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
-    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)\}|\(([A-Za-z_]\w*)\)|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.[Tt]oString\(\))").finditer(
-            original) if definitions else ():  # also Make's $(A)$(B), C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%, Java's sb.toString(), C#'s sb.ToString()
+    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)(?:\[[@*]\])?\}|\(([A-Za-z_]\w*)\)|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.[Tt]oString\(\))").finditer(
+            original) if definitions else ():  # also a shell's array "${parts[@]}", Make's $(A)$(B), C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%, Java's sb.toString(), C#'s sb.ToString()
         name, inside = found.group(1) or found.group(2) or found.group(3) or found.group(4) or found.group(5) or found.group(6), bisect.bisect_right(joined, (found.start(), len(original))) - 1
         if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()):
             folds.append((found.start(), found.end(), "".join(original[a:b] for a, b in definitions[name]), definitions[name]))
@@ -8852,6 +8887,9 @@ RULE_WORDS = {
     "slack-invite-link": ("f9a16a94", ("/shared_invite/zt-",), ("join.slack.com/t/",), ("join.slack.com/t/",)),
     "cloudinary-signature": ("c4995862", ("res.cloudinary.com/",), ("res.cloudinary.com/",), ("authenticated",
         "private", "upload")),
+    "discord-attachment-signature": ("328fcda3", (".discordapp.com", ".discordapp.net"), ("cdn", "media"),
+        ("attachments/",)),
+    "cloudfront-signature": ("bd77b333", ("cloudfront-signature",), ("cloudfront-signature",), ()),
     "calendar-private-address": ("01fcfb67", ("calendar/ical/",), ("calendar/ical/",), ("private-",)),
     "monitor-ping-url": ("0be84f5f", ("/api/push/", "hc-ping.com/"), ("/api/push/", "hc-ping.com/"), ()),
     "password-reset-link": ("953468b8", ("/reset/",), ("/reset/",), ("-",)),
@@ -8933,16 +8971,17 @@ RULE_WORDS = {
     "java-keystore-base64": ("b608bd99", ("/u3+7q", "zs7ozg"), ("/u3+7q", "zs7ozg"), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",), ("\n",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
-    "seed-phrase": ("534b444a", ("bip", "carteira", "cartera", "crypto", "frase di recupero", "fraza odzyskiwania",
-        "herstel", "herstelzin", "kurtarma ifadesi", "ledger", "metamask", "mnemonic", "phrase", "phrase de r",
-        "plånbok", "portafoglio", "portefeuille", "recovery", "recupera", "recuperaci", "seed", "semente", "semilla",
-        "trezor", "wallet", "wiederherstellung", "wiederherstellungsphrase", "words", "återställningsfras", "гаманц",
-        "кошел", "мнемони", "العبارة السرية", "ニーモニック", "助记词", "복구 구문"), ("12", "15", "18", "21", "24", "backup",
-        "bip", "carteira", "cartera", "crypto", "frase ", "frase di recupero", "fraza odzyskiwania", "from", "herstel",
-        "herstelzin", "kurtarma ifadesi", "ledger", "metamask", "mnemonic", "phrase de r", "plånbok", "portafoglio",
-        "portefeuille", "recovery", "secret", "seed", "semilla", "trezor", "wallet", "wiederherstellung",
-        "wiederherstellungsphrase", "återställningsfras", "гаманц", "кошел", "мнемони", "العبارة السرية", "ニーモニック",
-        "助记词", "복구 구문"), ()),
+    "seed-phrase": ("0b29deca", ("bip", "carteira", "cartera", "crypto", "cụm từ khôi phục", "frase di recupero",
+        "fraza odzyskiwania", "herstel", "herstelzin", "kurtarma ifadesi", "ledger", "metamask", "mnemonic", "phrase",
+        "phrase de r", "plånbok", "portafoglio", "portefeuille", "recovery", "recupera", "recuperaci", "seed",
+        "semente", "semilla", "trezor", "wallet", "wiederherstellung", "wiederherstellungsphrase", "words",
+        "återställningsfras", "гаманц", "кошел", "мнемони", "фраз", "العبارة السرية", "シードフレーズ", "ニーモニック", "リカバリーフレーズ",
+        "助記詞", "助记词", "复原短语", "復元フレーズ", "恢复短语", "복구 구문", "시드"), ("12", "15", "18", "21", "24", "backup", "bip",
+        "carteira", "cartera", "crypto", "cụm từ khôi phục", "frase ", "frase di recupero", "fraza odzyskiwania",
+        "from", "herstel", "herstelzin", "kurtarma ifadesi", "ledger", "metamask", "mnemonic", "phrase de r",
+        "plånbok", "portafoglio", "portefeuille", "recovery", "secret", "seed", "semilla", "trezor", "wallet",
+        "wiederherstellung", "wiederherstellungsphrase", "återställningsfras", "гаманц", "кошел", "мнемони", "сид",
+        "العبارة السرية", "シードフレーズ", "ニーモニック", "リカバリーフレーズ", "助記詞", "助记词", "复原短语", "復元フレーズ", "恢复短语", "복구 구문", "시드"), ()),
     "byte-array-key": ("e27199d4", (",",), (), ()),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
@@ -9175,7 +9214,7 @@ RULE_WORDS = {
     "devtools-cookie-lines": ("c32442c1", ("value:",), ("name:",), ("name:",)),
     "devtools-cookie-line": ("02cbb866", ("value:",), ("name:",), ("name:",)),
     'context-json-cookies': ('29a8f124', ('"cookies"',), ('"cookies"',), (':',)),
-    "cookie-record-lines": ("43fb766a", ("value:",), ("name:",), ("name:",)),
+    "cookie-record-lines": ("da7553e5", ("value:",), ("name:",), ("name:",)),
     "cookie-jar-set-call": ("ee1c7458", ("cookie",), ("cookie",), ("add", "set", "set_cookie", "setcookie")),
     "webhook-path-token": ("bab7f9a8", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
@@ -9217,7 +9256,8 @@ RULE_WORDS = {
     "jaas-user-password": ("a647cbb8", ("user_",), ("user_",), ("=",)),
     'terraform-random-password': ('71229999', ('"result"',), ('"result"',), (':',)),
     "chpasswd-list": ("f0c9127e", ("chpasswd:",), ("chpasswd:",), ("list:",)),
-    "user-then-password-flags": ("1a97b8f4", ("-u", "plink", "pscp", "psftp"), ("-u", "plink", "pscp", "psftp"), ()),
+    "user-then-password-flags": ("a37db414", ("-gu", "-u", "plink", "pscp", "psftp"), ("-gu", "-u", "plink", "pscp",
+        "psftp"), ()),
     "secret-pair": ("a3d445f5", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
         "secret_access_key", "secret_key", "token"), (), ()),
     "server-set-header": ("c7fc4b51", ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader",
@@ -9248,7 +9288,7 @@ RULE_WORDS = {
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
     "xml-named-string": ("d09179f7", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
-    "xml-element": ("f8621ced", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "xml-element": ("aa89c25c", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
         "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
@@ -9258,7 +9298,7 @@ RULE_WORDS = {
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("076601b0", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "typed-assignment": ("bc8c7f48", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
         "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
@@ -9325,7 +9365,7 @@ RULE_WORDS = {
         "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
         "sleutel", "token", "wachtwoord", "şifre"), (), ("<<",)),
-    "secret-assignment": ("8ec6847d", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "secret-assignment": ("e512b6d6", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
         "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
@@ -9384,16 +9424,12 @@ RULE_WORDS = {
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー",
         "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
         "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
-    "login-pair-in-prose": ("c86d4670", ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic",
-        "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan",
-        "log", "login", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using",
-        "usuario", "usuária", "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi", "with", "wlan",
-        "zugang", "åtkomst", "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户", "账号", "账户", "계정",
-        "아이디"), ("acceso", "accesso", "account", "accès", "acesso", "atkomst", "basic", "benutzer", "bind",
-        "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit",
-        "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using", "usuario", "usuária",
-        "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi", "with", "wlan", "zugang", "åtkomst",
-        "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户", "账号", "账户", "계정", "아이디"), ("/",)),
+    "login-pair-in-prose": ("26b90ab5", ("acceso", "accesso", "account", "accès", "acesso", "apple", "atkomst",
+        "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker",
+        "kullan", "log", "login", "mail", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user",
+        "uses", "using", "usuario", "usuária", "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi",
+        "with", "wlan", "zugang", "åtkomst", "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户",
+        "账号", "账户", "계정", "아이디"), (), ("/",)),
     "listed-login-pair": ("3ed748a9", (" /",), (" /",), ()),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",

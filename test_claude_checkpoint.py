@@ -1217,6 +1217,26 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertIn(kept, cc.redact(text)[0])
 
+    def test_a_published_key_and_the_letters_of_a_token_give_no_context(self):
+        # A JWKS a server publishes holds only public members, under the word "keys"; a credential word's
+        # letters inside a base64url token (`…-PW76X…`) name nothing.
+        jwks = ('{"keys":[{"kty": "EC", "crv": "P-256", "kid": "1f0c", "use": "sig", "x": "Qm3vLp9Zr8sT2wXy5Nb7Kd4Hf6Gj1Ua0Vo3Iw8Zx5Cq", '
+                '"y": "Tg7Rf2Pd5Ls8Mh1Bn4Cq9Zx6Iw3Vo0Ua7Gj2Hf5Kd"},{"kty": "RSA", "kid": "9ab1", "n": "u3Xq8-Lm2Pz7Wk4Rt9Yb-PW76XsiKkkasCHaX62s3vt'
+                'WoSRZI9bR0oRJhi6x98s0grkK3MlcKqT7CU0fhMoklWdH", "e": "AQAB"}]}')
+        self.assertEqual(cc.redact(jwks), (jwks, 0))
+        private = '{"keys":[{"kty": "EC", "crv": "P-256", "x": "Qm3vLp9Zr8sT2wXy5Nb7Kd4Hf6Gj1Ua0Vo3Iw8Zx5Cq", "d": "Hk2Qz8vLmWpX3cR9tYb7NsKd4Ef0Gj6Ua1Vo5Iw3Zx8"}]}'
+        self.assertNotIn("Hk2Qz8vLmWpX3cR9tYb7NsKd4Ef0Gj6Ua1Vo5Iw3Zx8", cc.redact(private)[0])
+        # What still gives one: a password file of one line, a Django signed cookie's compressed value, a Lua module's key.
+        for text, secret in (("$ cat .vault_pass\nTulp87*\n$ ansible-playbook site.yml", "Tulp87*"),
+                             ('Cookie: sessionid=".eJxVjMsOgjAQRX9lMmt9Xk4cAr3n:1t8Kx2:SW2l7gQncsfneCC79cRjEo-uYRPxL7grKGOQ2zsKI4c"',
+                              "eJxVjMsOgjAQRX9lMmt9Xk4cAr3n:1t8Kx2:SW2l7gQncsfneCC79cRjEo-uYRPxL7grKGOQ2zsKI4c"),
+                             ('M.INGEST_KEY = "152e517ae2d07c448d55659b4a99cfdd7970cf86"', "152e517ae2d07c448d55659b4a99cfdd7970cf86")):
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(secret, cc.redact(text)[0])
+        for text in ("$ cat token_name.txt\ndeploy-bot\n$ ls", 'M.CACHE_KEY = "user-profile"'):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text), (text, 0))
+
     def test_a_token_a_wrap_cut_is_read_whole(self):
         # Neither piece says what it is, so no rule finds it alone: joined, the rules find the
         # token (a JWT, a GitHub token, a value under a secret's name) and both pieces go.
@@ -1432,6 +1452,7 @@ class TestRedaction(unittest.TestCase):
             'static const char p1[] = "Wn4xR8tLq2Zs";\nstatic const char p2[] = "Hc7vJ3kPb9Ye";\nconst char *secret = $"{p1}{p2}";':
                 ("Wn4xR8tLq2Zs", "Hc7vJ3kPb9Ye"),
             "TK_A := xkey-93be0a7f4c\nTK_B := 2d81e6c5f09a7b34\nrun:\n\tSENDER_TOKEN=$(TK_A)$(TK_B) ./send": ("xkey-93be0a7f4c", "2d81e6c5f09a7b34"),
+            'parts=("glpat-Rq7vXw2" "Lm9kTz4Pb8Nc3Hd")\nexport CI_PAT="$(printf %s "${parts[@]}")"': ("glpat-Rq7vXw2", "Lm9kTz4Pb8Nc3Hd"),
         }
         for text, parts in cases.items():
             with self.subTest(text=text[:30]):
