@@ -1059,6 +1059,8 @@ def secret_strength(name: str) -> int:
         return 1
     if last == "secrets":
         return 2
+    if last in ("keystore", "jks", "p12", "pfx", "pkcs12") and len(parts) > 1:
+        return 1  # a keystore in base64 (ANDROID_KEYSTORE_BASE64): its private keys, when the value is machine-made
     if any(p in _SECRET_WORDS or p in ("secret", "private") for p in parts[:-1]):
         return 1  # SECRET_KEY_BASE: secret if the value looks random, not TOKEN_LIMIT=4096
     return 0
@@ -1734,6 +1736,8 @@ def _accept_call_password(match: Any) -> bool:
         return False  # a host, a number, a name in code: `connect("db.example.org", "…")` (an address is a user)
     opening = text.rfind("(", max(0, match.start() - 400), match.start() + 1)
     called = _regex(r"[\w.:\[\]]{1,80}$").search(text[max(0, opening - 80):opening]) if opening >= 0 else None
+    if opening == match.start() and called is None and "@" in user and _regex(r"[\[,(=][ \t]*\r?\n?[ \t]*$").search(text, max(0, opening - 40), opening):
+        return looks_like_chosen_password(value) and _may_be_a_password(value)  # a list's pair of an address and its password: `[("ana@x.io", "Hangang!River23"), …]`
     if called is None or ")" in text[opening:match.start()] or not _regex(_CONNECTING_CALL).search(called.group()):
         return False  # not the arguments of a call that connects: `check('left', '20x40+0+80')`
     if _regex(r"(?i)(?:^|[.:_])(?:get|read|fetch|load|lookup|find|delete|remove|has)_?(?:password|passwd|secret|credential|key|token)\w*$").search(called.group()):
@@ -3473,21 +3477,26 @@ def _named_value_cells(match: Any, separator: Optional[str]) -> list:
     the Value cells of the rows whose name says secret (TWILIO_AUTH_TOKEN, Secret key)."""
     text, head = match.string, match.group("head")
     names = [head[a:b].strip().strip('"').lower() for a, b in _table_cells(head, separator)]
-    value_column = next((index for index, name in enumerate(names) if _regex(r"(?:\w{1,20}[_ ])?(?:value|wert|valor|valeur)").fullmatch(name)), None)  # also option_value, meta_value
+    value_columns = [index for index, name in enumerate(names) if _regex(r"(?:\w{1,20}[_ ])?(?:value|wert|valor|valeur)").fullmatch(name)][:1]  # also option_value, meta_value
+    if not value_columns and names and _regex(r"(?:key|name|variable|var|setting|secret|env(?:ironment)? var(?:iable)?)s?").fullmatch(names[0]):
+        value_columns = [index for index, name in enumerate(names) if index and _regex(_ENVIRONMENT_NAME).fullmatch(name)]  # a value per environment: `| Key | dev | prod |`
     spans, position = [], match.start("s")
-    for row in text[position:match.end("s")].split("\n") if value_column is not None and separator is not None else ():
+    for row in text[position:match.end("s")].split("\n") if value_columns and separator is not None else ():
         cells = _table_cells(row, separator)
         if len(cells) == len(names):
-            said = [row[a:b].strip().strip('"`') for index, (a, b) in enumerate(cells) if index != value_column]
-            a, b = cells[value_column]
-            value = row[a:b].strip().strip('"`')
+            said = [row[a:b].strip().strip('"`') for index, (a, b) in enumerate(cells) if index not in value_columns]
             secret_names = [name for name in said if len(name) <= 40 and secret_strength(_regex(r"\W+").sub("_", name)) == 2]
             kind = "pin" if any(kind == "pin" for _, kind in _credential_columns(secret_names)) else "secret"  # a PIN's four digits
-            if value and secret_names and _is_secret_cell(value, kind):
-                first = position + a + row[a:b].index(value)
-                spans.append((first, first + len(value)))
+            for a, b in (cells[index] for index in value_columns):
+                value = row[a:b].strip().strip('"`')
+                if value and secret_names and _is_secret_cell(value, kind):
+                    first = position + a + row[a:b].index(value)
+                    spans.append((first, first + len(value)))
         position += len(row) + 1
     return spans
+
+
+_ENVIRONMENT_NAME = r"dev(?:elopment)?|prod(?:uction)?|stag(?:e|ing)|test(?:ing)?|qa|uat|sandbox|live|local|pre-?prod|int(?:egration)?|demo|preview|ci"
 
 
 def _credential_columns(names: list) -> tuple:
@@ -3645,7 +3654,7 @@ def _reads_as_login(cell: str) -> bool:
 
 
 # An HTML table's cell and its text, inside an inline mark maybe (`<td><code>…</code></td>`, `<td><p>…</p></td>`).
-_HTML_CELL = r"<td\b[^>]*>(?:<(?:b|strong|code|p|span|em)>)?([^<]*)(?:</(?:b|strong|code|p|span|em)>)?</td>"
+_HTML_CELL = r"<td\b[^>]*>(?:<(?:b|strong|code|p|span|em)>)?([^<]*)(?:</(?:b|strong|code|p|span|em)>)?(?:[ \t]*<(?:small|i|em)>[^<]*</(?:small|i|em)>)?</td>"  # (a note after it: <small>(temp)</small>)
 
 
 def _find_html_table_cells(match: Any) -> list:
@@ -6591,7 +6600,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   keep:  La contraseña debe tener mínimo 12 caracteres y un número.
 #   keep:  psk vpn sevilla parte 1 (te mando el resto por otro canal)
 # "logging in with user / password": the second of a pair after words that log in.
-login-pair-in-prose          chosen                 (?i)(?:계정|아이디|アカウント|ユーザー|账号|账户|帳號|用户|用戶|\b(?:usuario|usuária|usuário|utilisateur|benutzer|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользователь|логин|kullan\w{1,4}|wi-?fi|wlan|ssid|mit|with|login|basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst|apple[ \t]?id|e-?mail)(?![a-z]))[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?!\w+",")(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
+login-pair-in-prose          chosen                 (?i)(?:계정|아이디|アカウント|ユーザー|账号|账户|帳號|用户|用戶|\b(?:usuario|usuária|usuário|utilisateur|benutzer|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользователь|логин|kullan\w{1,4}|wi-?fi|wlan|ssid|mit|with|login|basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst|apple id|apple-id|appleid|e-mail|email)(?![a-z]))[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?!\w+",")(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: use the sandbox apple id qa.tablet07@example-games.io / «Mango!Drift62» — it has the starter pack
 #   catch: steam build account는 studio_build / «Gr4vel!Lakes» 그리고 steam guard는 내가 승인할게
 #   catch: kiosk build for the expo booth auto-logs in as kiosk / «Hana2007»! – change it after GDC
@@ -6705,6 +6714,8 @@ keychain-set-value           not-reference          \.set\([ \t]*(?P<s>"[^"\n]{4
 # A user and a password as neighbouring string arguments of any call, in any language:
 # `mysql_real_connect(conn, host, "etl_user", "…", …)`, `simple_bind_s("cn=admin,…", "…")`.
 user-then-password-literal   call-password          [(,][ \t]*(?P<q>["'])(?P<user>[A-Za-z_][\w.\-+]{0,31}(?:@[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,4})?|(?i:cn|uid)=[^"'\n]{1,200})(?P=q)(?=[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}'))
+#   catch: ADMINS = [\n    ("minji.seo@studio.example", "«Namsan!Tower2023»"),\n]\nfor email, pw in ADMINS:\n    create_admin(email, pw)
+#   keep:  CONTACTS = [\n    ("minji.seo@studio.example", "Minji Seo"),\n]
 #   catch: arcpy.SignInToPortal(PORTAL, "publisher_vod", "«river-velvet-magnet»")
 #   catch: val authorization = headers.Authorization(BasicHttpCredentials("metrics-reader", "«ycb8X65zKrlpL336»"))
 #   catch: DriverManager.getConnection(\n    "jdbc:sqlserver://build-runner-7:1433;databaseName=app_prod", "sa", "«OrangeScarletTornado»");
@@ -6949,6 +6960,8 @@ context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-
 #   keep:  -[ RECORD 1 ]--+---------------------\nvendor         | dhl\npassword_set   | t\ntoken_count    | 42
 # A table whose header names a credential (markdown, or columns split by tabs or two spaces).
 context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<head>(?:\|\|?(?:_\.)?[ \t]*)?"?{TABLE_CELL}"?(?:(?:[ \t]*\|\|?(?:_\.)?[ \t]*|\t[ \t]*| {2,}| ?[,;] ?)"?{TABLE_CELL}"?){1,20}(?:[ \t]*\|\|?)?)[ \t]*\r?\n(?:[ \t]*\r?\n(?=\|))?(?=(?P<s>(?:[^\n]*(?:\||\t|  |[,;])[^\n]*(?:\n|$)|[+\-=:| \t]+(?:\n|$)){1,100}))
+#   catch: | Key | dev | prod |\n|-----|-----|------|\n| STEAM_WEB_API_KEY | «4C7E1A9F3B2D8E6A0C5F7B9D1E3A2C4F» | «9E2B4D6F8A0C1E3F5A7B9C2D4E6F8A1B» |
+#   keep:  | Key | dev | prod |\n|-----|-----|------|\n| API_KEY_HEADER | X-Api-Key | X-Api-Key |\n| SECRET_ROTATION_DAYS | 90 | 30 |
 #   catch: Site\tRoom\tCode\tAlarm PIN\nHamburg\tServer room B1.04\t«5645#94»\t«173106»
 #   keep:  | Country | Code |\n|---|---|\n| Germany | 49 |
 #   catch: |===\n|Partner |Host |Benutzer |Passwort\n\n|Labor Dr. Wisplinghoff |sftp.wisplinghoff.de |kvn_labor |«ocFTr8Ww0WSriDHJ»\n|===
@@ -6995,7 +7008,8 @@ context-html-table           html-table-cells       <tr(?:[ \t][^>\n]{0,200})?>\
 #   catch: <tr><th><p>Portal</p></th><th><p>Benutzer</p></th><th><p>Passwort</p></th></tr>\n<tr><td><p>ZRE</p></td><td><p>lieferant_88213</p></td><td><p>«sakura*aru941»</p></td></tr>
 # An HTML table's row with no header that names a system, its login and the password (an e-mail's "accessi",
 # a handover's "access for the weekend on-call"), near a word that says so: the password's cell.
-context-html-login-row       html-login-row         <tr(?:[ \t][^>\n]{0,200})?>(?=(?P<s>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code|p|span|em)>)?[^<\n]{0,200}(?:</(?:b|strong|code|p|span|em)>)?</td>){2,12}\s*</tr>))
+context-html-login-row       html-login-row         <tr(?:[ \t][^>\n]{0,200})?>(?=(?P<s>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code|p|span|em)>)?[^<\n]{0,200}(?:</(?:b|strong|code|p|span|em)>)?(?:[ \t]*<(?:small|i|em)>[^<\n]{0,120}</(?:small|i|em)>)?</td>){2,12}\s*</tr>))
+#   catch: <tr data-user="ops-jun">\n  <td>ops-jun</td><td>ops</td>\n  <td><code>«tK42w#9Lq3Vz»</code> <small>(temp, change on first login)</small></td>\n</tr>
 #   catch: <tr><td><b>Identifiant</b></td><td>c.bernard@example.fr</td></tr>\n<tr><td><b>Mot de passe provisoire</b></td><td>«carmen.chocolat22»</td></tr>
 #   catch: <p>Ciao Priya, qui sotto gli accessi:</p>\n<table>\n<tr><td><b>Jira</b></td><td>priya.nair</td><td>«Saffron%Xiongmao66»</td></tr>\n</table>
 #   keep:  <p>Release notes</p>\n<table>\n<tr><td><b>api</b></td><td>main</td><td>v2.14.0-rc1</td></tr>\n</table>
@@ -9424,12 +9438,17 @@ RULE_WORDS = {
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー",
         "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
         "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
-    "login-pair-in-prose": ("26b90ab5", ("acceso", "accesso", "account", "accès", "acesso", "apple", "atkomst",
-        "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "erisim", "erişim", "gebruiker",
-        "kullan", "log", "login", "mail", "mit", "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user",
-        "uses", "using", "usuario", "usuária", "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi",
-        "with", "wlan", "zugang", "åtkomst", "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户",
-        "账号", "账户", "계정", "아이디"), (), ("/",)),
+    "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
+        "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
+        "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
+        "sign", "ssid", "toegang", "user", "uses", "using", "usuario", "usuária", "usuário", "utente", "utilisateur",
+        "uzytkownik", "użytkownik", "wi", "with", "wlan", "zugang", "åtkomst", "доступ", "логин", "пользователь",
+        "アカウント", "ユーザー", "帳號", "用戶", "用户", "账号", "账户", "계정", "아이디"), ("acceso", "accesso", "account", "accès",
+        "acesso", "apple id", "apple-id", "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds",
+        "dostep", "dostęp", "e-mail", "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit",
+        "nutzer", "pristup", "přístup", "sign", "ssid", "toegang", "user", "uses", "using", "usuario", "usuária",
+        "usuário", "utente", "utilisateur", "uzytkownik", "użytkownik", "wi", "with", "wlan", "zugang", "åtkomst",
+        "доступ", "логин", "пользователь", "アカウント", "ユーザー", "帳號", "用戶", "用户", "账号", "账户", "계정", "아이디"), ("/",)),
     "listed-login-pair": ("3ed748a9", (" /",), (" /",), ()),
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
@@ -9514,7 +9533,7 @@ RULE_WORDS = {
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("ddf65547", ("\n",), (), ()),
     "context-html-table": ("09de8e81", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
-    "context-html-login-row": ("9484da67", ("</td>",), ("<tr",), ("</tr>",)),
+    "context-html-login-row": ("d350f052", ("</td>",), ("<tr",), ("</tr>",)),
     "context-literal-rows": ("d3d55068", (",",), (), ("\n",)),
     "context-markup-table": ("2a4195a1", (".. list-table::", "\\begin{tabular}", "{|", "|==="), (".. list-table::",
         "\\begin{tabular}", "{|", "|==="), ("\n",)),
