@@ -7423,6 +7423,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
         text, count = _redact_siblings(text, count, replaced)
     if REDACTED in text:
         text, count = _redact_prose_siblings(text, count, replaced)
+    if REDACTED in text:
+        text, count = _redact_continuation(text, count, replaced)
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
@@ -7549,6 +7551,46 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
                     r"[ \t]*(?:%|s\b|sec|min|h\b|kr|€|\$|°)").match(text, token.end()) and _regex(_GIVING_WORD).search(
                     text, max(line.start(), token.start() - 60), token.start()):  # (the costly look for a giving word last)
                 spans.append(token.span())
+    return _replace_spans(text, spans, count, replaced)
+
+
+# The rest of a secret given later, in the next message or line: "the rest is …", "append …", "ends
+# with …", "second half: …", "Teil 2: …", "Fortsetzung: …", "nog … erachter", "il resto è …", "la seconde
+# partie … : « … »", "後半は「…」", "… is the end of it". Read only after a redacted value, within the
+# lines that follow it.
+_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\bappend(?:ed)?"
+                       r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
+                       r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
+                       r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
+                       r"|\bsegunda[ \t]+parte|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta)"
+                       r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?")
+_REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
+                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])"
+                 r"|(?<![^\s\"'«„“「(])(?P<before>[^\s\"'«»„“”「」`()]{4,128})[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
+
+
+def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the rest of a redacted secret redacted where a later line gives it
+    (_REST_GIVEN): a token of a secret's characters (a digit or a sign, or mixed case), in the
+    six lines after the first redacted value."""
+    first = text.find(REDACTED)
+    line_end = text.find("\n", first)
+    if line_end < 0:
+        return text, count
+    end = line_end
+    for _ in range(6):
+        next_end = text.find("\n", end + 1)
+        end = len(text) if next_end < 0 else next_end
+        if next_end < 0:
+            break
+    spans = []
+    for found in _regex(_REST_GIVEN).finditer(text, first + len(REDACTED), end):
+        group = "s" if found.group("s") is not None else "before"
+        value = found.group(group).rstrip(".,;:!?")
+        if REDACTED in value or not _regex(r"[\d\W_]|[a-z][A-Z]|[A-Z][a-z]+[A-Z]").search(value) or _is_path_or_version(value) or _regex(
+                r"[a-z][a-z0-9+.\-]*://|\d{1,2}[:.]\d{2}(?:[:.]\d{2})?|\d{4}-\d{2}-\d{2}|\+?\d(?:[ \-]?\d){7,}").match(value) or _is_reference(value) or _is_masked_or_public(value):
+            continue  # (not a time, a date, a phone number, a URL, a path)
+        spans.append((found.start(group), found.start(group) + len(value)))
     return _replace_spans(text, spans, count, replaced)
 
 

@@ -1217,6 +1217,27 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertIn(kept, cc.redact(text)[0])
 
+    def test_the_rest_of_a_secret_given_later_is_redacted(self):
+        # A secret sent in pieces: after a redacted first piece, a later line's "the rest is …", "append …",
+        # "second email: …", "nog … erachter", "Fortsetzung: …", "il resto è …", "… is the end of it".
+        cases = {
+            "[09:12] Mira: wachtwoord nas: KoffieKan81$\n[09:13] Mira: oh en dan nog #44Qz erachter": "#44Qz",
+            "> user: the vpn password is Brq!7xL\n> assistant: Is that all of it?\n> user: append 9-1173": "9-1173",
+            "Twilio auth token, first email: 7c1e9a0f3b5d2e84\nSecond email (today): 4a6c8e0b2d1f3a5c": "4a6c8e0b2d1f3a5c",
+            "(1/2) Ihr Kennwort: 8Kw3-Pq7z\n(2/2) Fortsetzung: -Ld2x": "-Ld2x",
+            "[10:41] Sara: la password del NAS è Rondine!84\n[10:41] Sara: scusa, il resto è gabbiano77": "gabbiano77",
+            "user: token is ghp_Qm8vLx2Rt7Kp4Nz9Wc3Yb6Hd1Fs5Ga0J\nuser: sorry, Tz83kq is the end of it": "Tz83kq",
+        }
+        for text, rest in cases.items():
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(rest, cc.redact(text)[0])
+        for text in ("the password is Xk3mPq8Rt!\nthe rest of the team meets at 10:30 tomorrow",
+                     "token: ghp_Qm8vLx2Rt7Kp4Nz9Wc3Yb6Hd1Fs5Ga0J\nsecond part: deploy the frontend",
+                     "the rest is +49 151 01863360, call after lunch"):
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                self.assertIn(text.split("\n")[-1], redacted)
+
     def test_a_published_key_and_the_letters_of_a_token_give_no_context(self):
         # A JWKS a server publishes holds only public members, under the word "keys"; a credential word's
         # letters inside a base64url token (`…-PW76X…`) name nothing.
