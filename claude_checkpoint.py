@@ -3606,6 +3606,40 @@ def _find_html_login_row(match: Any) -> list:
     return []
 
 
+# What makes codes under a heading access codes, not postal or status codes: a place or a system they open.
+_ACCESS_CODE_HEADING = (r"(?i)zugang|t(?:ü|ue)r|alarm|sicherheit|zabezpe|bezpe|acceso|accès|acces|acesso|puerta|porta|porte|deur|toegang|d(?:ö|o)rr|larm"
+                        r"|dost(?:ę|e)p|drzwi|kap(?:ı|i)|tresor|safe|door|gate|access|security|lock|keypad|entry|building|geb(?:ä|ae)ude|b(?:ü|ue)ro|office|alarme?")
+
+
+def _find_heading_list(match: Any) -> list:
+    """A list of labels and values under a heading that names passwords or codes
+    (context-heading-list): each value that is a password (the one after ` / ` when a user stands
+    before it) or, under codes that open a place or a system, a code of 4 to 10 digits."""
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    heading = text[line_start:text.find("\n", match.start())]
+    if len(heading) > 100 or _regex(r"[ \t]*(?:[-*•][ \t]|\d{1,2}[.)][ \t])").match(heading):
+        return []  # a sentence or a list's own item, no heading
+    codes = _regex(r"(?i)zugangs|t(?:ü|ue)r|alarm|sicherheits|k(?:ó|o)d|cod|koder|koden|kodlar").match(match.group())
+    access = codes and (match.group().lower().startswith(("zugang", "tür", "tuer", "alarm", "sicherheit")) or _regex(_ACCESS_CODE_HEADING).search(heading))
+    if codes and not access:
+        return []
+    spans = []
+    for line in _regex(r"(?m)^[ \t]*(?:[-*•][ \t]*)?[^\n:：]{1,60}[:：][ \t]*([^\n]{1,120}?)[ \t]*\r?$").finditer(text, match.start("s"), match.end("s")):
+        value_start, value = line.start(1), line.group(1)
+        if " / " in value:
+            value_start += value.rindex(" / ") + 3
+            value = value[value.rindex(" / ") + 3:].strip()
+        value = value.strip("`'\"")
+        if not value or " " in value:
+            continue
+        first = text.index(value, value_start)
+        code = _regex(r"\d{4,10}[#*]?|\d{2,6}[*#\-]\d{2,6}[#*]?").fullmatch(value) and not _regex(r"(?:19|20)\d\d").fullmatch(value)
+        if code and (access or not codes) or _holds_a_password(value) and not _regex(r"[:=\\/@]|" + _UUID).search(value):
+            spans.append((first, first + len(value)))
+    return spans
+
+
 def _find_listed_logins(match: Any) -> list:
     """The rows a command printed of a file or a table named for accounts or passwords
     (context-listed-logins: `cat acessos.txt`, `select * from accounts`), up to the next prompt: in
@@ -7101,6 +7135,14 @@ context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2f
 #   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
 #   catch: $ cat ~/Downloads/github-recovery-codes.txt\n«286ee-d24f4»\n«71c5b-15fb5»\n«25e9a-fb904»
 #   catch: GitHub recovery codes (typed from a photo, sorry)\n«7bmk-s8lx»   «1mfi-4s39»\n«svzu-fycv»   «dwtl-795l»\nKeep your recovery codes in a safe spot.
+# A list of labels and values under a heading that names passwords or access codes (`Büro Zugangscodes`,
+# `Kódy zabezpečovacích ústředen`, `IT Passwörter`): each value a password or a code.
+context-heading-list         heading-list           (?i)(?<![^\W\d_])(?:zugangscodes|türcodes|tuercodes|alarmcodes|sicherheitscodes|kódy|kody|codes|códigos|codici|koder|koden|kodlar|passwords|passwörter|passwoerter|kennwörter|kennwoerter|hasła|hasla|hesla|contraseñas|senhas|mots[ \t]+de[ \t]+passe|wachtwoorden|lösenord|şifreler)(?![^\W\d_])[^\n]{0,80}\r?\n(?:[ \t]*(?:[-=]{3,}|```)?[ \t]*\r?\n)?(?=(?P<s>(?:[ \t]*(?:[-*•][ \t]*)?[^\n:：]{1,60}[:：][^\n]{1,120}(?:\r?\n|$)){2,40}))
+#   catch: **Kódy zabezpečovacích ústředen – sklad Brno**\n\n- Hala C (expedice): «419257»\n- Hala D (lakovna): «730618»
+#   catch: Zugangscodes Lager\n-----------------\nRolltor:        «73105528»\nWLAN (Gast):    «Harbor_willow482»
+#   keep:  HTTP status codes we return:\n- Not found: 404\n- Conflict: 409
+#   keep:  Postal codes of the depots:\n- Berlin: 10115\n- Munich: 80331
+#   keep:  Passwords are kept in the vault, per system:\n- Grafana: op://ops/grafana\n- Jenkins: ask the platform team\n- VPN: vault:secret/vpn
 # FileZilla's site manager and recent servers: the password in base64 under <Pass encoding="base64">.
 filezilla-password           -                      <Pass[ \t]+encoding="base64"[ \t]*>(?P<s>[A-Za-z0-9+/]{4,}={0,2})</Pass>
 #   catch:   <User>artwork</User>\n  <Pass encoding="base64">«UHIxbnRSMDBtLUluayE=»</Pass>
@@ -7204,7 +7246,7 @@ CONTEXT_FINDERS = {
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
-    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "joined-parts": _find_joined_parts, "wrapped-url-password": _find_wrapped_url_password, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
+    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "joined-parts": _find_joined_parts, "wrapped-url-password": _find_wrapped_url_password, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "heading-list": _find_heading_list, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "failed-login-names": _find_failed_login_names, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -7502,8 +7544,8 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         if not rest or REDACTED in below or not _is_secret_part(rest.group(1)):
             continue
         after = below[rest.end():]
-        if quote and not after.startswith(quote) or not quote and not join and _regex(r"[ \t]{2}|[ \t]*\|").match(after):
-            continue  # a row of a table, columns apart
+        if quote and not after.startswith(quote) or not quote and not join and _regex(r"[ \t]{2}|[ \t]*\||[ \t]*[:=][ \t]").match(after):
+            continue  # a row of a table, columns apart; a list's next label, its value after it (`- tmp_restore : …`)
         if join and not quote and after.strip() != join:
             continue
         rests.append((below_start + rest.start(1), below_start + rest.end(1)))
@@ -9629,6 +9671,13 @@ RULE_WORDS = {
         "códigos", "herstelcodes", "kody", "kurtarma", "one-time", "recovery", "reservkoder", "sicherungscodes",
         "wiederherstellungscodes", "yedek", "återställningskoder", "коды", "резервные", "バックアップコード", "リカバリーコード", "备用码",
         "恢复码", "백업", "복구"), ("\n",)),
+    "context-heading-list": ("aa6080b6", ("alarmcodes", "codes", "codici", "contraseñas", "códigos", "hasla", "hasła",
+        "hesla", "kennwoerter", "kennwörter", "koden", "koder", "kodlar", "kody", "kódy", "lösenord", "passe",
+        "passwoerter", "passwords", "passwörter", "senhas", "sicherheitscodes", "tuercodes", "türcodes",
+        "wachtwoorden", "zugangscodes", "şifreler"), ("alarmcodes", "codes", "codici", "contraseñas", "códigos",
+        "hasla", "hasła", "hesla", "kennwoerter", "kennwörter", "koden", "koder", "kodlar", "kody", "kódy", "lösenord",
+        "mots", "passwoerter", "passwords", "passwörter", "senhas", "sicherheitscodes", "tuercodes", "türcodes",
+        "wachtwoorden", "zugangscodes", "şifreler"), ("\n",)),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),

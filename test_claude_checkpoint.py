@@ -1238,6 +1238,24 @@ class TestRedaction(unittest.TestCase):
                 redacted = cc.redact(text)[0]
                 self.assertIn(text.split("\n")[-1], redacted)
 
+    def test_a_list_under_a_heading_of_passwords_or_access_codes_is_redacted(self):
+        # Labels and values under a heading that names passwords or the codes that open a place; the next
+        # label of such a list is no rest of the value above it.
+        text = ("Notfall-Kennwörter (Tresor)\n===========================\nFirewall admin:   fwadmin  /  Qx7.vLt--p2*Ma\n"
+                "Backup-Konsole:   Herbst2027!\nSafe Büro:        4471*26")
+        redacted = cc.redact(text)[0]
+        for secret in ("Qx7.vLt--p2*Ma", "Herbst2027!", "4471*26"):
+            self.assertNotIn(secret, redacted)
+        self.assertIn("Firewall admin:   fwadmin", redacted)
+        listed = "Service logins:\n- deploy_bot : ghp_Qm8vLx2Rt7Kp4Nz9Wc3Yb6Hd1Fs5Ga0J\n- tmp_restore : Hz3$dS9jQe"
+        redacted = cc.redact(listed)[0]
+        self.assertIn("- tmp_restore : ", redacted)
+        self.assertNotIn("Hz3$dS9jQe", redacted)
+        for text in ("Postal codes of the depots:\n- Berlin: 10115\n- Munich: 80331",
+                     "C:\\> cmdkey /list\n\nCurrently stored credentials:\n\n    Target: Domain:target=sql01.corp.local\n    Type: Domain Password\n    User: CORP\\svc_sql"):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text), (text, 0))
+
     def test_a_published_key_and_the_letters_of_a_token_give_no_context(self):
         # A JWKS a server publishes holds only public members, under the word "keys"; a credential word's
         # letters inside a base64url token (`…-PW76X…`) name nothing.
