@@ -1371,7 +1371,7 @@ def _accept_assignment(match: Any) -> bool:
                 or value[:1] in "\"'`" and looks_like_chosen_password(bare)) and not _is_reference(value)
     if strength == 1 and _name_parts(name)[-1].endswith(("sid", "sessid", "sessionid")) and _regex(r"[0-9a-fA-F]{16,}").fullmatch(bare):
         return True  # a session's id in hex: `cookies.set("JSESSIONID", "479D3599CD26…")`
-    if strength == 1 and _regex(r"(?:[A-Za-z_]\w{0,30}\.)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){0,3}_KEY").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}").fullmatch(bare):
+    if strength == 1 and _regex(r"(?:[A-Za-z_]\w{0,30}\.)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){0,3}_KEY").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}(?:-" + _UUID + ")?").fullmatch(bare):
         return True  # a service's key in an environment's or a module's name: KAGGLE_KEY=bd20b117…, Lua's M.INGEST_KEY = "…", not a cache's key in code
     if strength == 1:
         return (_looks_random(bare) or looks_machine_generated(bare)) and not _is_identifier_like(bare)  # also rclone's b2 `key = RQWFWykf…`
@@ -2391,7 +2391,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox)[ _\-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -2693,8 +2693,8 @@ def _given_password(match: Any) -> list:
         worded = sign in (":", "：") and _regex(r"(?<![^\W_])[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)", not 0x33bb
         place = text[max(start, given.start(group) - 5):given.start(group)].rstrip().lower() in ("auf", " auf") and _regex(
             r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+").fullmatch(given.group(group))  # German's `auf` before a machine's name: "… auf worker-14 wurde …"
-        english_on = _regex(r"(?i)\bon[ \t]*[\"'«“(`]?[ \t]*$").search(text, start, given.start(group)) and not _regex(
-            r"(?i)salasan|parool|avain|tunnus|koodi|pin").match(word)  # "admin on grafana-02": a place, not Finnish's "is"
+        english_on = _regex(r"(?i)\bon[ \t]*[\"'«“(`]?[ \t]*$").search(text, start, given.start(group)) and not (_regex(
+            r"(?i)salasan|parool|avain|tunnus|koodi|pin").match(word) and len(text[match.end():given.start(group)].split()) <= 2)  # "admin on grafana-02", "PIN setup failed on BDG-RECEP02": a place, not Finnish's "is" (`PIN-koodi on …`)
         if not place and not english_on and _is_given_password(word, _value_span(given, group, text), not sign or prose or worded, text, given.start(group)):
             return [_value_span(given, group)]
         between = text[start:given.start(group)]
@@ -2966,13 +2966,14 @@ def _is_sentence_passphrase(value: str) -> bool:
 
 
 def _is_spoken_passphrase(value: str) -> bool:
-    """Words a passphrase is made of, not those of a sentence or a message about secrets."""
+    """Words a passphrase is made of, not those of a sentence or a message about secrets (two of
+    a language's small words: "sebelum backup malam ini selesai")."""
     words = set(value.lower().split())
-    return not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS and not _reads_as_a_sentence(value)
+    return not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS and not _reads_as_a_sentence(value) and len(words & _SENTENCE_GLUE_WORDS) < 2
 
 
 # The small words sentences of other languages are held together by (a generator's word lists
-# leave them out): Dutch, German, French, Spanish, Italian, Portuguese, Polish, Swedish, Czech.
+# leave them out): Dutch, German, French, Spanish, Italian, Portuguese, Polish, Swedish, Czech, Indonesian, Turkish.
 _SENTENCE_GLUE_WORDS = frozenset("""
     het een niet aan van voor met zijn wordt werd geen deze naar bij ook maar
     der die das und nicht ist mit von für ein eine einen wird wurde auf dem den des kein keine
@@ -2982,7 +2983,9 @@ _SENTENCE_GLUE_WORDS = frozenset("""
     os um uma dos das com não são foi
     nie jest się dla że są został
     och är inte för med att det den som
-    je se na pro není jsou""".split())
+    je se na pro není jsou
+    yang dan di ke dari untuk ini itu sudah belum tidak akan bisa dengan pada atau juga sebelum setelah nanti jangan dulu
+    ve bir bu için ile ama çok daha gibi değil olan""".split())
 
 
 def _reads_as_a_sentence(value: str) -> bool:
@@ -3115,7 +3118,7 @@ def _find_command_arguments(match: Any) -> list:
         line = _line_before(text, quoted.start(), 200)
         dotted_words = len(value.split(".")) >= 4 and _looks_like_passphrase(value) and len(value.rsplit(".", 1)[-1]) > 3
         if (looks_like_chosen_password(value) or _looks_like_password(value) or _is_hex_secret(value) or dotted_words) and not _regex(
-                _NAME_FLAG_BEFORE).search(line) and not any(
+                _NAME_FLAG_BEFORE).search(line) and not _is_masked_or_public(value) and not any(
                 a <= first < b for a, b in spans):
             spans.append((first, quoted.end(2)))
     for spoken in _regex(r"""(["'])(""" + _SPOKEN_PASSPHRASE + r")\1").finditer(text, start, end):
@@ -3477,7 +3480,7 @@ def _named_value_cells(match: Any, separator: Optional[str]) -> list:
     the Value cells of the rows whose name says secret (TWILIO_AUTH_TOKEN, Secret key)."""
     text, head = match.string, match.group("head")
     names = [head[a:b].strip().strip('"').lower() for a, b in _table_cells(head, separator)]
-    value_columns = [index for index, name in enumerate(names) if _regex(r"(?:\w{1,20}[_ ])?(?:value|wert|valor|valeur)").fullmatch(name)][:1]  # also option_value, meta_value
+    value_columns = [index for index, name in enumerate(names) if _regex(r"(?:\w{1,20}[_ ])?(?:value|wert|valor|valeur)(?:[ \t]*\([^()]{1,20}\))?").fullmatch(name)][:1]  # also option_value, meta_value
     if not value_columns and names and _regex(r"(?:key|name|variable|var|setting|secret|env(?:ironment)? var(?:iable)?)s?").fullmatch(names[0]):
         value_columns = [index for index, name in enumerate(names) if index and _regex(_ENVIRONMENT_NAME).fullmatch(name)]  # a value per environment: `| Key | dev | prod |`
     spans, position = [], match.start("s")
@@ -3609,6 +3612,18 @@ def _find_html_login_row(match: Any) -> list:
 # What makes codes under a heading access codes, not postal or status codes: a place or a system they open.
 _ACCESS_CODE_HEADING = (r"(?i)zugang|t(?:ü|ue)r|alarm|sicherheit|zabezpe|bezpe|acceso|accès|acces|acesso|puerta|porta|porte|deur|toegang|d(?:ö|o)rr|larm"
                         r"|dost(?:ę|e)p|drzwi|kap(?:ı|i)|tresor|safe|door|gate|access|security|lock|keypad|entry|building|geb(?:ä|ae)ude|b(?:ü|ue)ro|office|alarme?")
+
+
+def _find_users_object(match: Any) -> list:
+    """A JSON object of users and their passwords (json-users-object): each value that a person
+    chose or a machine made, not a reference, a role or a setting."""
+    text, spans = match.string, []
+    for member in _regex(r'"([^"\n]{1,64})"[ \t]*:[ \t]*"([^"\n]{1,128})"').finditer(text, match.start("s"), match.end("s")):
+        value = member.group(2)
+        if (_holds_a_password(value) or looks_machine_generated(value)) and not _is_reference(value) and not _is_masked_or_public(
+                value) and secret_strength(member.group(1)) == 0 and not _regex(r"[:=\\/@ ]|" + _UUID).search(value):
+            spans.append(member.span(2))
+    return spans
 
 
 def _find_heading_list(match: Any) -> list:
@@ -4766,6 +4781,11 @@ discord-attachment-signature -                      (?i)\b(?:cdn|media)\.discord
 cloudfront-signature         -                      (?i)\bCloudFront-Signature["']?[ \t]*[=:][ \t]*["']?(?P<s>[A-Za-z0-9_\-~]{40,2048})
 #   catch: "cookies": {"CloudFront-Policy": "eyJTdGF0ZW1lbnQiOlt7fV19", "CloudFront-Signature": "«Hk2-Qz8vLmWpX3cR9tYb7NsKd4Ef0Gj6Ua1Vo5Iw3Zx8Cq2Bn7Mh4Ls9Pd6Rf1Tg~»"}
 #   keep:  CloudFront-Signature, CloudFront-Policy and CloudFront-Key-Pair-Id are set by the /auth endpoint
+# A Google Drive download link (`docs.googleusercontent.com/docs/securesc/<key>/<key>/…`): its path keys and `hash=`
+# let anyone fetch the file for a while.
+google-drive-securesc-link   -                      docs\.googleusercontent\.com/docs/securesc/(?P<s>[a-z0-9]{32}/[a-z0-9]{32})/
+#   catch: wget "https://doc-0g-1c-docs.googleusercontent.com/docs/securesc/«k3v9x0q2m8w1r7t4z6y5p0a2s8d4f1g3/h7j2k9l4z1x8c5v3b6n0m2q9w4e7r1t5»/1742560000000/1/2/x.zip?e=download"
+#   keep:  https://docs.google.com/document/d/1AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdef/edit
 calendar-private-address     -                      calendar/ical/[^/\s]{1,100}/(?P<s>private-[0-9a-f]{32})/
 #   catch: https://calendar.google.com/calendar/ical/ops%40acme.io/«private-1f4e32f45a2b0de146b3f73f3ac55044»/basic.ics
 #   keep:  https://calendar.google.com/calendar/ical/ops%40acme.io/public/basic.ics
@@ -4990,7 +5010,7 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 #   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|ledger|trezor|metamask|crypto|recovery|wiederherstellung|herstel\w*|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-]words\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|助記詞|ニーモニック|シードフレーズ|リカバリーフレーズ|復元フレーズ|复原短语|恢复短语|시드\s?(?:구문|문구)|복구 구문|мнемони\w*|сид-?фраз\w*|seed-?фраз\w*|cụm từ khôi phục|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?=[a-z]{3,8}[ \t]+[a-z]{3,8}[ \t]+[a-z]{3,8}(?![^ \t\r\n])))[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|ledger|trezor|metamask|crypto|recovery|wiederherstellung|herstel\w*|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-](?:words|palabras|palavras|mots|wörter|parole|woorden|słów|kelime|ord|слов)\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|助記詞|ニーモニック|シードフレーズ|リカバリーフレーズ|復元フレーズ|复原短语|恢复短语|시드\s?(?:구문|문구)|복구 구문|мнемони\w*|сид-?фраз\w*|seed-?фраз\w*|cụm từ khôi phục|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?=[a-z]{3,8}[ \t]+[a-z]{3,8}[ \t]+[a-z]{3,8}(?![^ \t\r\n])))[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
 #   catch: ウォレットのシードフレーズ（検証用）:\n«wheat ripple canal timber orbit candle meadow frost pilot unveil saddle harbor»\n紙にも書きました
 #   catch: Klienten vill att vi förvarar återställningsfrasen i kassaskåpet:\n«abandon ladder velvet timber orbit candle meadow frost pilot unveil saddle harbor»
 #   catch: Cold wallet backup (treasury multisig signer #2) — copied from the paper backup before shredding:\n«ahead brass crew act aspect axis actor boss aim bitter armor cabin april any behind buffalo cash clinic barrel crack assist brief admit build»
@@ -5414,7 +5434,8 @@ net-use-user-password        argument               (?i)\bnet(?:\.exe)?[ \t]+use
 password-in-parentheses      not-reference          (?<![\w\-])(?:PASSWORD|PWD|PASSWD|PASSPHRASE)\((?P<s>[^()*\s'"][^()\s'"]{3,63})\)
 #   catch: CHGUSRPRF USRPRF(QSECOFR) PASSWORD(«HARBOR59») PWDEXP(*NO)
 #   keep:  CHGUSRPRF USRPRF(QPGMR) PASSWORD(*NONE)
-protocol-pass-command        not-reference          (?m)^[ \t]*(?:ftp>[ \t]+|(?:Command|Befehl|Commande|Comando):[ \t]*|>[ \t])?(?:quote[ \t]+)?(?:PASS|pass)[ \t]+(?P<s>[^\s*][^\s]{3,127}?)(?:\.\.)?[ \t]*$
+protocol-pass-command        not-reference          (?m)^[ \t]*(?:ftp>[ \t]+|(?:Command|Befehl|Commande|Comando):[ \t]*|>[ \t])?(?:quote[ \t]+)?(?:PASS|pass)[ \t]+(?![^\s/]*/\S*\.[a-z]{1,5}[ \t]*(?:\(|$))(?P<s>[^\s*][^\s]{3,127}?)(?:\.\.)?[ \t]*$
+#   keep:  $ npx jest\n PASS  test/hl7/parse-adt.test.ts\n PASS  src/fhir/patient-mapper.test.tsx (5.2 s)
 #   catch: ftp> quote USER TSOU01\n331 Send password please.\nftp> quote PASS «CICEK77Z»\n230 TSOU01 is logged on.
 #   keep:  PASS ****
 #   catch: Command:\tUSER boulangmq\nResponse:\t331 Password required for boulangmq\nCommand:\tPASS «UCaQWNFDdx»
@@ -7143,6 +7164,12 @@ context-heading-list         heading-list           (?i)(?<![^\W\d_])(?:zugangsc
 #   keep:  HTTP status codes we return:\n- Not found: 404\n- Conflict: 409
 #   keep:  Postal codes of the depots:\n- Berlin: 10115\n- Munich: 80331
 #   keep:  Passwords are kept in the vault, per system:\n- Grafana: op://ops/grafana\n- Jenkins: ask the platform team\n- VPN: vault:secret/vpn
+# A JSON object of users and their passwords, under a name that says so (Orthanc's RegisteredUsers, basic_auth_users,
+# htpasswd): each value that reads as a password.
+json-users-object            users-object           (?i)"(?:registered_?users|basic_?auth_?users|auth_?users|users|htpasswd|user_?passwords|passwords|logins)"[ \t]*:[ \t]*\{(?=(?P<s>(?:\s*"[^"\n]{1,64}"[ \t]*:[ \t]*"[^"\n]{1,128}"[ \t]*,?){1,40}\s*\}))
+#   catch: "AuthenticationEnabled" : true,\n"RegisteredUsers" : {\n  "pacsadmin" : "«4Y927Lqa8xBC2W»",\n  "viewer" : "«Visor-Clinica-2025»"\n}
+#   keep:  "users": {"alice": "admin", "bob": "viewer", "carol": "read-only"}
+#   keep:  "passwords": {"minLength": "12", "policy": "strong", "vault": "op://ops/pacs"}
 # FileZilla's site manager and recent servers: the password in base64 under <Pass encoding="base64">.
 filezilla-password           -                      <Pass[ \t]+encoding="base64"[ \t]*>(?P<s>[A-Za-z0-9+/]{4,}={0,2})</Pass>
 #   catch:   <User>artwork</User>\n  <Pass encoding="base64">«UHIxbnRSMDBtLUluayE=»</Pass>
@@ -7246,7 +7273,7 @@ CONTEXT_FINDERS = {
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
-    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "joined-parts": _find_joined_parts, "wrapped-url-password": _find_wrapped_url_password, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "heading-list": _find_heading_list, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
+    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "joined-parts": _find_joined_parts, "wrapped-url-password": _find_wrapped_url_password, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "heading-list": _find_heading_list, "users-object": _find_users_object, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "failed-login-names": _find_failed_login_names, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -7604,7 +7631,7 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
-                       r"|\bsegunda[ \t]+parte|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta)"
+                       r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta)"
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?")
 _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])"
@@ -8754,7 +8781,11 @@ def _replaceable(text: str, start: int, end: int, encrypted: tuple) -> bool:
 def _is_masked_or_public(value: str) -> bool:
     """`sk_test_xxxxxxxx`, `ghp_XXXX…`, `sk-...`, `XXXX/XXXX`: masked; `pk_live_…`, Mapbox `pk.eyJ…`, a
     reCAPTCHA site key, an age recipient: public by design."""
-    return _regex(_MASKED).fullmatch(value) is not None or _regex(_PUBLIC_VALUE).match(value) is not None
+    return _regex(_MASKED).fullmatch(value) is not None or _regex(_PUBLIC_VALUE).match(value) is not None or _regex(_CREDENTIAL_TARGET).match(value) is not None
+
+
+# The name Windows' Credential Manager gives a stored credential (`cmdkey /list`'s targets): a name, not its secret.
+_CREDENTIAL_TARGET = r"(?:MicrosoftOffice\d*_Data|LegacyGeneric|WindowsLive|MicrosoftAccount|XboxLive|virtualapp/didlogical):[^\s\"']"
 
 
 def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
@@ -8988,6 +9019,8 @@ RULE_WORDS = {
     "discord-attachment-signature": ("328fcda3", (".discordapp.com", ".discordapp.net"), ("cdn", "media"),
         ("attachments/",)),
     "cloudfront-signature": ("bd77b333", ("cloudfront-signature",), ("cloudfront-signature",), ()),
+    "google-drive-securesc-link": ("76803ef4", ("docs.googleusercontent.com/docs/securesc/",),
+        ("docs.googleusercontent.com/docs/securesc/",), ()),
     "calendar-private-address": ("01fcfb67", ("calendar/ical/",), ("calendar/ical/",), ("private-",)),
     "monitor-ping-url": ("0be84f5f", ("/api/push/", "hc-ping.com/"), ("/api/push/", "hc-ping.com/"), ()),
     "password-reset-link": ("953468b8", ("/reset/",), ("/reset/",), ("-",)),
@@ -9069,17 +9102,18 @@ RULE_WORDS = {
     "java-keystore-base64": ("b608bd99", ("/u3+7q", "zs7ozg"), ("/u3+7q", "zs7ozg"), ()),
     "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",), ("\n",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
-    "seed-phrase": ("0b29deca", ("bip", "carteira", "cartera", "crypto", "cụm từ khôi phục", "frase di recupero",
-        "fraza odzyskiwania", "herstel", "herstelzin", "kurtarma ifadesi", "ledger", "metamask", "mnemonic", "phrase",
-        "phrase de r", "plånbok", "portafoglio", "portefeuille", "recovery", "recupera", "recuperaci", "seed",
-        "semente", "semilla", "trezor", "wallet", "wiederherstellung", "wiederherstellungsphrase", "words",
-        "återställningsfras", "гаманц", "кошел", "мнемони", "фраз", "العبارة السرية", "シードフレーズ", "ニーモニック", "リカバリーフレーズ",
-        "助記詞", "助记词", "复原短语", "復元フレーズ", "恢复短语", "복구 구문", "시드"), ("12", "15", "18", "21", "24", "backup", "bip",
-        "carteira", "cartera", "crypto", "cụm từ khôi phục", "frase ", "frase di recupero", "fraza odzyskiwania",
-        "from", "herstel", "herstelzin", "kurtarma ifadesi", "ledger", "metamask", "mnemonic", "phrase de r",
-        "plånbok", "portafoglio", "portefeuille", "recovery", "secret", "seed", "semilla", "trezor", "wallet",
-        "wiederherstellung", "wiederherstellungsphrase", "återställningsfras", "гаманц", "кошел", "мнемони", "сид",
-        "العبارة السرية", "シードフレーズ", "ニーモニック", "リカバリーフレーズ", "助記詞", "助记词", "复原短语", "復元フレーズ", "恢复短语", "복구 구문", "시드"), ()),
+    "seed-phrase": ("4f167b9d", ("bip", "carteira", "cartera", "crypto", "cụm từ khôi phục", "frase di recupero",
+        "fraza odzyskiwania", "herstel", "herstelzin", "kelime", "kurtarma ifadesi", "ledger", "metamask", "mnemonic",
+        "mots", "ord", "palabras", "palavras", "parole", "phrase", "phrase de r", "plånbok", "portafoglio",
+        "portefeuille", "recovery", "recupera", "recuperaci", "seed", "semente", "semilla", "słów", "trezor", "wallet",
+        "wiederherstellung", "wiederherstellungsphrase", "woorden", "words", "wörter", "återställningsfras", "гаманц",
+        "кошел", "мнемони", "слов", "фраз", "العبارة السرية", "シードフレーズ", "ニーモニック", "リカバリーフレーズ", "助記詞", "助记词", "复原短语",
+        "復元フレーズ", "恢复短语", "복구 구문", "시드"), ("12", "15", "18", "21", "24", "backup", "bip", "carteira", "cartera",
+        "crypto", "cụm từ khôi phục", "frase ", "frase di recupero", "fraza odzyskiwania", "from", "herstel",
+        "herstelzin", "kurtarma ifadesi", "ledger", "metamask", "mnemonic", "phrase de r", "plånbok", "portafoglio",
+        "portefeuille", "recovery", "secret", "seed", "semilla", "trezor", "wallet", "wiederherstellung",
+        "wiederherstellungsphrase", "återställningsfras", "гаманц", "кошел", "мнемони", "сид", "العبارة السرية",
+        "シードフレーズ", "ニーモニック", "リカバリーフレーズ", "助記詞", "助记词", "复原短语", "復元フレーズ", "恢复短语", "복구 구문", "시드"), ()),
     "byte-array-key": ("e27199d4", (",",), (), ()),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
@@ -9196,7 +9230,7 @@ RULE_WORDS = {
     "net-use-user-password": ("56abdf0a", ("net",), ("net",), ("use",)),
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
-    "protocol-pass-command": ("f148ded2", ("pass",), (), ()),
+    "protocol-pass-command": ("76221ba8", ("pass",), (), ()),
     "cobol-password-value": ("f721aea7", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
@@ -9490,7 +9524,7 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("7a0d7231", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
+    "context-credential-word": ("adb9af3c", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra", "contrase",
         "credential", "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo",
         "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá",
@@ -9507,21 +9541,22 @@ RULE_WORDS = {
         "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
         "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
         "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy", "disarm",
-        "door", "encryption", "frasa sandi", "frase de cifrado", "frase secreta", "gate", "geheimnis", "geslo", "has",
-        "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain",
-        "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock",
-        "lockbox", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa",
-        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp", "palavra-passe",
-        "panel", "parol", "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd",
-        "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe",
-        "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "pre", "private", "psk", "pssword", "puk", "pw", "pwd",
-        "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "segredo",
-        "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "snmp", "ssh", "sudo",
-        "token", "tokens", "tokn", "totp", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
-        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
-        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー",
-        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
-        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "door", "duress", "encryption", "frasa sandi", "frase de cifrado", "frase secreta", "gate", "geheimnis",
+        "geslo", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
+        "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci",
+        "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lösenfras", "lösenord",
+        "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec",
+        "nyckel", "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass", "passcode", "passord",
+        "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword",
+        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "pre",
+        "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi",
+        "sandinya", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre",
+        "signing", "slapta", "sleutel", "snmp", "ssh", "sudo", "token", "tokens", "tokn", "totp", "unseal", "vpn",
+        "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
+        "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन",
+        "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
+        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
+        "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
@@ -9678,6 +9713,9 @@ RULE_WORDS = {
         "hasla", "hasła", "hesla", "kennwoerter", "kennwörter", "koden", "koder", "kodlar", "kody", "kódy", "lösenord",
         "mots", "passwoerter", "passwords", "passwörter", "senhas", "sicherheitscodes", "tuercodes", "türcodes",
         "wachtwoorden", "zugangscodes", "şifreler"), ("\n",)),
+    'json-users-object': ('286e56e0', ('"auth', '"basic', '"htpasswd', '"logins', '"passwords', '"registered', '"user',
+        '"users'), ('"auth', '"basic', '"htpasswd', '"logins', '"passwords', '"registered', '"user', '"users'),
+        ("basic", "htpasswd", "logins", "passwords", "registered", "users")),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
