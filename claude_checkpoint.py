@@ -2391,7 +2391,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -6457,6 +6457,7 @@ place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80}|(?<=[.。!！])[ \t]*\r?\n[ \t]*[^\s]{16,200}(?=[ \t]*(?:\r?\n|$)))?))
+#   catch: Ab Montag gilt für das Lager der neue Alarmanlagen-Code: «530817» – bitte nicht auf Post-its.
 #   keep:  [2024-10-07 08:31:10] INFO  LAPS: password for KVN-OP3-PC07 rotated successfully
 #   catch: TRAP, SNMP v1, community «acb44ANacj»
 #   keep:  Wi-Fi profile (802.1X, no PSK) pushed via OMA-URI, base64: PFdMQU5Qcm9maWxlPjxuYW1lPkNPUlAtV0lGSTwvbmFtZT48TVNNPjxzZWN1cml0eT48YXV0aEVuY3J5cHRpb24+PGF1dGhlbnRpY2F0aW9uPldQQTI8L2F1dGhlbnRpY2F0aW9uPjwvYXV0aEVuY3J5cHRpb24+PC9zZWN1cml0eT48L01TTT48L1dMQU5Qcm9maWxlPg==
@@ -7617,8 +7618,9 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
             pin = value.isdigit() and 4 <= len(value) <= 10 and not _regex(r"(?:19|20)\d\d").fullmatch(value) and (
                 pins or _regex(r"(?i)pin|kod|code|código|codice|код").search(text, max(line.start(), token.start() - 30), token.start()))  # Skärmtidskoden är 47285374
             if (pin and _is_sibling_cell(value, False) or not value.isdigit() and _is_row_password(value)) and not _regex(
-                    r"[ \t]*(?:%|s\b|sec|min|h\b|kr|€|\$|°)").match(text, token.end()) and _regex(_GIVING_WORD).search(
-                    text, max(line.start(), token.start() - 60), token.start()):  # (the costly look for a giving word last)
+                    r"[ \t]*(?:%|s\b|sec|min|h\b|kr|€|\$|°)").match(text, token.end()) and (_regex(_GIVING_WORD).search(
+                    text, max(line.start(), token.start() - 60), token.start()) or pin and pins and _regex(r"(?i)(?:combina|kombina|" + _PLACE_WORDS[4:] + r")[^\d«»,;.\n]{0,25}$").search(
+                    text, max(line.start(), token.start() - 60), token.start())):  # (the costly look for a giving word last; a PIN's sibling may follow a lock's name alone: "cage combination 3795296")
                 spans.append(token.span())
     return _replace_spans(text, spans, count, replaced)
 
@@ -9524,39 +9526,39 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("adb9af3c", ("adgangskode", "anahtar", "api", "apiキー", "avain", "bearer", "belirte",
-        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra", "contrase",
-        "credential", "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis", "geslo",
-        "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá",
-        "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenfras", "losenord", "lozink", "lösenfras", "lösenord",
-        "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "palavra-passe",
-        "parol", "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password",
-        "passwort", "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe",
-        "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "psk", "pssword", "puk", "pw", "pwd", "salasana",
-        "sandi", "sandinya", "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha", "session", "sifre",
-        "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός",
-        "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
-        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
-        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
-        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
-        "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
-        "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy", "disarm",
-        "door", "duress", "encryption", "frasa sandi", "frase de cifrado", "frase secreta", "gate", "geheimnis",
-        "geslo", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
-        "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci",
-        "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lösenfras", "lösenord",
-        "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec",
-        "nyckel", "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass", "passcode", "passord",
-        "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword",
-        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "pre",
-        "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi",
-        "sandinya", "schl", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre",
-        "signing", "slapta", "sleutel", "snmp", "ssh", "sudo", "token", "tokens", "tokn", "totp", "unseal", "vpn",
-        "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
-        "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन",
-        "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
-        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
-        "토큰"), ()),
+    "context-credential-word": ("5f63c66f", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+        "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
+        "contrase", "credential", "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis",
+        "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
+        "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenfras", "losenord", "lozink", "lösenfras",
+        "lösenord", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel",
+        "palavra-passe", "parol", "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase",
+        "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement",
+        "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "psk", "pssword", "puk", "pw",
+        "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha",
+        "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten",
+        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول",
+        "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ",
+        "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀",
+        "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm",
+        "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie",
+        "chiave", "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy",
+        "disarm", "door", "duress", "eingangs", "encryption", "frasa sandi", "frase de cifrado", "frase secreta",
+        "garagen", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan",
+        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
+        "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink",
+        "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu",
+        "nenosiri", "network", "nsec", "nyckel", "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass",
+        "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod",
+        "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode",
+        "pinkoden", "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe",
+        "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "segredo", "segreto", "senha",
+        "service", "session", "sifre", "signing", "slapta", "sleutel", "snmp", "ssh", "sudo", "token", "tokens",
+        "tokn", "totp", "tresor", "tür", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangs",
+        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
+        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー",
+        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
+        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",

@@ -1238,6 +1238,15 @@ class TestRedaction(unittest.TestCase):
                 redacted = cc.redact(text)[0]
                 self.assertIn(text.split("\n")[-1], redacted)
 
+    def test_a_code_beside_a_redacted_code_after_a_lock_s_name_is_redacted(self):
+        # A second code in the sentence of a redacted one, after the name of what it opens, with no giving word.
+        text = "Night shift at the depot: building alarm code is 730519, cage combination 4418276."
+        redacted = cc.redact(text)[0]
+        self.assertNotIn("730519", redacted)
+        self.assertNotIn("4418276", redacted)
+        kept = "the alarm code is 730519, ticket 48213 is closed"
+        self.assertIn("ticket 48213", cc.redact(kept)[0])
+
     def test_a_list_under_a_heading_of_passwords_or_access_codes_is_redacted(self):
         # Labels and values under a heading that names passwords or the codes that open a place; the next
         # label of such a list is no rest of the value above it.
