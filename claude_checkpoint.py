@@ -4407,8 +4407,17 @@ def _accept_byte_array_key(match: Any) -> bool:
     if _regex(r"(?i)(?<![a-z])pub(?:lic)?(?![a-z])|(?<![a-z])pub(?:lic)?_?key").search(named.rsplit(";", 1)[-1]):
         return False  # a public key's bytes: `static ED25519_PUB_KEY: &[u8] = &[0x46, …]`
     if len(numbers) == 16:
-        return max(numbers) <= 255 and _regex(r"(?i)(?:key|secret)[\"']?(?:\[\d*\])?[ \t]*[:=][ \t]*$").search(before) is not None
+        return max(numbers) <= 255 and _regex(r"(?i)(?:key|secret)[\"']?(?:\[\d*\])?[ \t]*[:=][ \t]*(?:\[\][ \t]*byte|new[ \t]+byte[ \t]*\[\d*\][ \t]*|bytes\(|bytearray\()?$").search(
+            before) is not None  # (Go's `[]byte{…}`, C#'s and Java's `new byte[] {…}`, Python's `bytes([…])`)
     return max(numbers) <= 255 and _regex(r"(?i)key|secret|wallet|solana|id\.json|seed").search(before) is not None
+
+
+def _find_psk_lines(match: Any) -> list:
+    """The keys of a pre-shared key file's lines from the word psk's line on (psk-file-lines): a line
+    (or a comment) that is `identity:key` or the key alone, the key 32 to 128 hex digits."""
+    text = match.string
+    return [line.span(1) for line in _regex(r"(?m)^[ \t]*(?:[#;][^\n:]{0,60}?(?:->|:)?[ \t]*)?(?:[\w.\-]{1,64}:)?([0-9a-fA-F]{32,128})[ \t]*\r?$").finditer(
+        text, text.rfind("\n", 0, match.start()) + 1, match.end("s")) if len(set(line.group(1).lower())) >= 8]  # (from the word's own line)
 
 
 def _accept_terraform_random(match: Any) -> bool:
@@ -5031,6 +5040,7 @@ seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|
 #   keep:  Ledger export finished: 12 accounts, 3 currencies, no errors reported by the import job today
 # A private key as a JSON array of 32 or 64 bytes (Solana's id.json, an ed25519 seed), near a word that says key.
 byte-array-key               byte-array-key         [\[{](?P<s>\s*(?:0[xX])?[0-9A-Fa-f]{1,3}(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){15}(?:(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){16}(?:(?:\s*,\s*(?:0[xX])?[0-9A-Fa-f]{1,3}){32})?)?,?\s*)[\]}]
+#   catch: var sessionKey = []byte{«0x5e, 0xb1, 0x07, 0xd3, 0x9a, 0x42, 0x6c, 0xf0, 0x18, 0x8d, 0xe4, 0x2b, 0x73, 0xc9, 0x56, 0xa0»}
 #   keep:  static ED25519_PUB_KEY: &[u8] = &[\n    0x46, 0x16, 0x36, 0x35, 0x03, 0x01, 0xe1, 0xef, 0xb7, 0xcb, 0x3a, 0xb8, 0x74, 0x01, 0x02, 0x03,\n    0x47, 0x17, 0x37, 0x36, 0x04, 0x02, 0xe2, 0xf0, 0xb8, 0xcc, 0x3b, 0xb9, 0x75, 0x02, 0x03, 0x04,\n];
 #   catch: advanced:\n  network_key: [«242, 91, 45, 153, 161, 113, 92, 166, 222, 180, 98, 116, 96, 103, 203, 227»]
 #   keep:  advanced:\n  pan_id: 6754\n  ext_pan_id: [221, 221, 221, 221, 221, 221, 221, 221]\n  channels: [11, 15, 20, 25, 26, 11, 15, 20, 25, 26, 11, 15, 20, 25, 26, 11]
@@ -5040,6 +5050,12 @@ byte-array-key               byte-array-key         [\[{](?P<s>\s*(?:0[xX])?[0-9
 #   catch: static const uint8_t fw_key[16] = {« \n    0xee, 0x02, 0x03, 0x03, 0x8b, 0xb3, 0xd9, 0x3d,\n    0x80, 0xe3, 0x05, 0x99, 0x0a, 0x06, 0x60, 0xb7,\n»};
 #   keep:  static const u1_t PROGMEM DEVEUI[8] = { 0x2f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
 #   keep:  const uint8_t KEYMAP[16] = { 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13 };
+# A pre-shared key file's lines near the word psk (mosquitto's psk_file, stunnel's PSKsecrets, Zabbix's TLSPSKFile):
+# `identity:hexkey` or the hex key alone on its line, also shown in a comment.
+psk-file-lines               psk-lines              (?i)(?<![a-z])psk(?![a-z])[^\n]{0,120}(?=(?P<s>(?:\r?\n[^\n]{0,200}){0,8}))
+#   catch: psk_hint edge\n# /etc/mosquitto/psk.txt:\n# edge-01:«5b0e9c2f7a41d8e3c6b2a9f0d4e7c1a8»\n# edge-02:«9d3f1a7c5e2b8d0f4a6c9e1b3d5f7a2c»
+#   catch: TLSPSKFile=/etc/zabbix/agent.psk\n# content of the psk file:\n# «4f9c2e7a1d8b3f6c0e5a9d2b7f4c1e8a3d6b9f2c5e8a1d4f7b0c3e6a9d2f5b8c»
+#   keep:  TLSConnect=psk\nTLSPSKIdentity=PSK-app02\nTLSPSKFile=/etc/zabbix/agent.psk\n# sha256 of the release: 4f9c2e7a1d8b3f6c0e5a9d2b7f4c1e8a3d6b9f2c5e8a1d4f7b0c3e6a9d2f5b8c  agent.tar.gz
 # A raw private key: 0x and 64 hex digits after a name that says key.
 hex-private-key              -                      (?i)(?:(?:private|priv|secret|signer|signing|wallet|deployer|owner)[\w\- ]{0,12}?key\b|accounts)[^\n]{0,20}?(?<![0-9a-fA-Fx])(?P<s>0x[0-9a-fA-F]{64})(?![0-9a-fA-F])
 #   catch: the deployer private key is «0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318»
@@ -7274,7 +7290,7 @@ CONTEXT_FINDERS = {
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
-    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "joined-parts": _find_joined_parts, "wrapped-url-password": _find_wrapped_url_password, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "heading-list": _find_heading_list, "users-object": _find_users_object, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
+    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "joined-parts": _find_joined_parts, "wrapped-url-password": _find_wrapped_url_password, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "heading-list": _find_heading_list, "users-object": _find_users_object, "psk-lines": _find_psk_lines, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "failed-login-names": _find_failed_login_names, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -9117,6 +9133,7 @@ RULE_WORDS = {
         "wiederherstellungsphrase", "återställningsfras", "гаманц", "кошел", "мнемони", "сид", "العبارة السرية",
         "シードフレーズ", "ニーモニック", "リカバリーフレーズ", "助記詞", "助记词", "复原短语", "復元フレーズ", "恢复短语", "복구 구문", "시드"), ()),
     "byte-array-key": ("e27199d4", (",",), (), ()),
+    "psk-file-lines": ("381c755e", ("psk",), ("psk",), ()),
     "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
         ("0x",)),
