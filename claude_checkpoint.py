@@ -3622,7 +3622,7 @@ def _find_users_object(match: Any) -> list:
         value = member.group(2)
         if (_holds_a_password(value) or looks_machine_generated(value)) and not _is_reference(value) and not _is_masked_or_public(
                 value) and secret_strength(member.group(1)) == 0 and not _regex(r"[:=\\/@ ]|" + _UUID).search(value):
-            spans.append(member.span(2))
+            spans.append(member.span(2))  # (a member named for a secret is the assignment rules': this one names a user)
     return spans
 
 
