@@ -3610,8 +3610,14 @@ def _find_html_login_row(match: Any) -> list:
 
 
 # What makes codes under a heading access codes, not postal or status codes: a place or a system they open.
-_ACCESS_CODE_HEADING = (r"(?i)zugang|t(?:ü|ue)r|alarm|sicherheit|zabezpe|bezpe|acceso|accès|acces|acesso|puerta|porta|porte|deur|toegang|d(?:ö|o)rr|larm"
-                        r"|dost(?:ę|e)p|drzwi|kap(?:ı|i)|tresor|safe|door|gate|access|security|lock|keypad|entry|building|geb(?:ä|ae)ude|b(?:ü|ue)ro|office|alarme?")
+_ACCESS_CODE_HEADING = (r"(?i)zugang|t(?:ü|ue)r|alarm|sicherheit|zabezpe|bezpe|acces|acesso|accès|puerta|porta|porte|deur|toegang|d(?:ö|o)rr|larm"
+                        r"|dost(?:ę|e)p|drzwi|kap(?:ı|i)|tresor|safe|door|gate|security|lock|keypad|entry|building|geb(?:ä|ae)ude|b(?:ü|ue)ro|office")
+
+
+def _names_a_place(value: str) -> bool:
+    """A value of a list that says where, not what: a target (`Domain:target=…`), a path, an
+    address, an account (`CORP\\svc`) or a UUID; no password a list gives holds one of those."""
+    return _regex(r"[:=\\/@]|" + _UUID).search(value) is not None
 
 
 def _find_users_object(match: Any) -> list:
@@ -3621,7 +3627,7 @@ def _find_users_object(match: Any) -> list:
     for member in _regex(r'"([^"\n]{1,64})"[ \t]*:[ \t]*"([^"\n]{1,128})"').finditer(text, match.start("s"), match.end("s")):
         value = member.group(2)
         if (_holds_a_password(value) or looks_machine_generated(value)) and not _is_reference(value) and not _is_masked_or_public(
-                value) and secret_strength(member.group(1)) == 0 and not _regex(r"[:=\\/@ ]|" + _UUID).search(value):
+                value) and secret_strength(member.group(1)) == 0 and " " not in value and not _names_a_place(value):
             spans.append(member.span(2))  # (a member named for a secret is the assignment rules': this one names a user)
     return spans
 
@@ -3636,7 +3642,7 @@ def _find_heading_list(match: Any) -> list:
     if len(heading) > 100 or _regex(r"[ \t]*(?:[-*•][ \t]|\d{1,2}[.)][ \t])").match(heading):
         return []  # a sentence or a list's own item, no heading
     codes = _regex(r"(?i)zugangs|t(?:ü|ue)r|alarm|sicherheits|k(?:ó|o)d|cod|koder|koden|kodlar").match(match.group())
-    access = codes and (match.group().lower().startswith(("zugang", "tür", "tuer", "alarm", "sicherheit")) or _regex(_ACCESS_CODE_HEADING).search(heading))
+    access = codes and _regex(_ACCESS_CODE_HEADING).search(heading)  # (the heading holds the word: `Zugangscodes` names a place itself)
     if codes and not access:
         return []
     spans = []
@@ -3650,7 +3656,7 @@ def _find_heading_list(match: Any) -> list:
             continue
         first = text.index(value, value_start)
         code = _regex(r"\d{4,10}[#*]?|\d{2,6}[*#\-]\d{2,6}[#*]?").fullmatch(value) and not _regex(r"(?:19|20)\d\d").fullmatch(value)
-        if code and (access or not codes) or _holds_a_password(value) and not _regex(r"[:=\\/@]|" + _UUID).search(value):
+        if code and (access or not codes) or _holds_a_password(value) and not _names_a_place(value):
             spans.append((first, first + len(value)))
     return spans
 
@@ -4785,13 +4791,12 @@ cloudinary-signature         -                      res\.cloudinary\.com/[\w\-]{
 discord-attachment-signature -                      (?i)\b(?:cdn|media)\.discordapp\.(?:com|net)/(?:ephemeral-)?attachments/[^\s?#]{1,300}\?[^\s#]{0,200}?(?<=[?&])hm=(?P<s>[0-9a-f]{64})(?![0-9a-f])
 #   catch: https://cdn.discordapp.com/attachments/1101245518829723648/1303012345678901234/clip.mp4?ex=672a1b2c&is=6728c9ac&hm=«5a1c9e0f3b7d2a4c6e8f0b1d3a5c7e9f2b4d6a8c0e1f3a5b7c9d2e4f6a8b0c1d»&
 #   keep:  https://cdn.discordapp.com/attachments/1101245518829723648/1303012345678901234/clip.mp4
-# CloudFront's signed cookie or URL parameter: `CloudFront-Signature` (or `Signature=` beside a `Key-Pair-Id`) opens the
-# policy's files for anyone who holds it.
+# CloudFront's signed cookie `CloudFront-Signature`: it opens the policy's files for anyone who holds it.
 cloudfront-signature         -                      (?i)\bCloudFront-Signature["']?[ \t]*[=:][ \t]*["']?(?P<s>[A-Za-z0-9_\-~]{40,2048})
 #   catch: "cookies": {"CloudFront-Policy": "eyJTdGF0ZW1lbnQiOlt7fV19", "CloudFront-Signature": "«Hk2-Qz8vLmWpX3cR9tYb7NsKd4Ef0Gj6Ua1Vo5Iw3Zx8Cq2Bn7Mh4Ls9Pd6Rf1Tg~»"}
 #   keep:  CloudFront-Signature, CloudFront-Policy and CloudFront-Key-Pair-Id are set by the /auth endpoint
-# A Google Drive download link (`docs.googleusercontent.com/docs/securesc/<key>/<key>/…`): its path keys and `hash=`
-# let anyone fetch the file for a while.
+# A Google Drive download link (`docs.googleusercontent.com/docs/securesc/<key>/<key>/…`): its two path keys let anyone
+# fetch the file for a while.
 google-drive-securesc-link   -                      docs\.googleusercontent\.com/docs/securesc/(?P<s>[a-z0-9]{32}/[a-z0-9]{32})/
 #   catch: wget "https://doc-0g-1c-docs.googleusercontent.com/docs/securesc/«k3v9x0q2m8w1r7t4z6y5p0a2s8d4f1g3/h7j2k9l4z1x8c5v3b6n0m2q9w4e7r1t5»/1742560000000/1/2/x.zip?e=download"
 #   keep:  https://docs.google.com/document/d/1AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdef/edit
