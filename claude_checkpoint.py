@@ -2391,7 +2391,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -7516,6 +7516,7 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
         text, count = _redact_prose_siblings(text, count, replaced)
     if REDACTED in text:
         text, count = _redact_continuation(text, count, replaced)
+        text, count = _redact_first_part(text, count, replaced)
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
@@ -7679,11 +7680,91 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
     for found in _regex(_REST_GIVEN).finditer(text, first + len(REDACTED), end):
         group = "s" if found.group("s") is not None else "before"
         value = found.group(group).rstrip(".,;:!?")
-        if REDACTED in value or not _regex(r"[\d\W_]|[a-z][A-Z]|[A-Z][a-z]+[A-Z]").search(value) or _is_path_or_version(value) or _regex(
-                r"[a-z][a-z0-9+.\-]*://|\d{1,2}[:.]\d{2}(?:[:.]\d{2})?|\d{4}-\d{2}-\d{2}|\+?\d(?:[ \-]?\d){7,}").match(value) or _is_reference(value) or _is_masked_or_public(value):
-            continue  # (not a time, a date, a phone number, a URL, a path)
-        spans.append((found.start(group), found.start(group) + len(value)))
+        if _is_part_of_a_secret(value):
+            spans.append((found.start(group), found.start(group) + len(value)))
     return _replace_spans(text, spans, count, replaced)
+
+
+# The first part of a secret sent in pieces, which no rule may know alone: the value a credential word
+# gives a line or a few above a rest that was redacted ("the db password is glacier moraine" over "…
+# ends with «redacted» appended"), and a value after a first part's words near a redacted rest ("first
+# half: …", "eerste helft begint met …", "(1/2) …", "前半は…").
+_FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \t]*(?:1|one)\b|\(1[ \t]*/[ \t]*2\)|\bteil[ \t]*1\b"
+                      r"|\berste[rn]?[ \t]+(?:teil|hälfte)|\beerste[ \t]+(?:helft|deel)|\bpremi[eè]re[ \t]+partie|\bprimera[ \t]+(?:parte|mitad)|\bprima[ \t]+parte"
+                      r"|\bprimeira[ \t]+parte|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım)"
+                      r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
+                      r"|\bcomeça[ \t]+(?:com|por))|前半は?|前半部分是?|앞부분은?")
+_FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
+                r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])")
+# A rest that was redacted: "the rest is «redacted»", "ends with «redacted» appended", "«redacted» is the end of it".
+_REDACTED_REST = (r"(?:" + _REST_GIVEN_WORDS + r")[^\n«]{0,40}?" + REDACTED
+                  + r"|" + REDACTED + r"[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
+# A credential word's value that ends its line, of up to three words: what the line above a redacted rest gave first.
+_GIVEN_FIRST_PART = (_CREDENTIAL_WORDS + r"[^\n«»:=]{0,40}?(?:\b(?:is|es|est|c'est|ist|är|è|é|er|jest|je|was|era|war|var)\b|[:=：])[ \t]*"
+                     r"[«„“「\"'`]?(?P<v>[^\s\"'«»„“”「」`]{2,64}(?:[ \t][^\s\"'«»„“”「」`]{2,64}){0,2}?)[»“”」\"'`]?[.,;!?]?[ \t]*\r?$")
+
+
+def _is_part_of_a_secret(value: str) -> bool:
+    """Whether a value given as a piece of a secret reads as one: a digit or a sign, or mixed case, and
+    no time, date, phone number, URL, path, reference or mask."""
+    return REDACTED not in value and bool(_regex(r"[\d\W_]|[a-z][A-Z]|[A-Z][a-z]+[A-Z]").search(value)) and not _is_path_or_version(value) and not _regex(
+        r"[a-z][a-z0-9+.\-]*://|\d{1,2}[:.]\d{2}(?:[:.]\d{2})?|\d{4}-\d{2}-\d{2}|\+?\d(?:[ \-]?\d){7,}").match(value) and not _is_reference(value) and not _is_masked_or_public(value)
+
+
+# Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
+# whole save): a few letters of each.
+_REST_WORDS_SEEN = ("rest", "end", "append", "contin", "follow", "second", "2nd", "last", "part", "2/2", "2 / 2", "teil", "zweite",
+                    "fortsetzung", "dann", "tweede", "nog", "seconde", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
+                    "geris", "andra", "seconda", "druga", "reszt", "goes", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
+_FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "1 / 2", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
+                     "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "前半", "앞부분")
+
+
+def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the first part of a secret sent in pieces redacted: the value a credential
+    word gives at the end of one of the six lines above a redacted rest (_REDACTED_REST), whatever it
+    reads as (two plain words, a truncated token), and a value of a secret's characters after a
+    first part's words (_FIRST_GIVEN) within 600 characters of a redaction."""
+    spans = []
+    redaction = text.find(REDACTED)
+    while redaction >= 0:
+        line_start = text.rfind("\n", 0, redaction) + 1
+        line_end = text.find("\n", redaction)
+        window_start, window_end = max(line_start, redaction - 60), min(redaction + len(REDACTED) + 40, len(text) if line_end < 0 else line_end)
+        window = text[window_start:window_end].lower()
+        if any(word in window for word in _REST_WORDS_SEEN) and _regex(_REDACTED_REST).search(text, window_start, window_end):
+            given = _first_part_above(text, line_start)
+            if given:
+                spans.append(given)
+        redaction = text.find(REDACTED, redaction + len(REDACTED))
+    lowered = text.lower()
+    if any(word in lowered for word in _FIRST_WORDS_SEEN):
+        first = _regex(_FIRST_GIVEN).search(text)
+        while first:
+            value = first.group("s").rstrip(".,;:!?")
+            if REDACTED in text[max(0, first.start() - 600):first.end() + 600] and _is_part_of_a_secret(value):
+                spans.append((first.start("s"), first.start("s") + len(value)))
+            first = _regex(_FIRST_GIVEN).search(text, first.start("s"))  # (the words of the value may start a first part: "eerste helft begint met …")
+    return _replace_spans(text, spans, count, replaced)
+
+
+def _first_part_above(text: str, line_start: int) -> Optional[tuple]:
+    """The span of the value a credential word gives at the end of one of the six lines above
+    line_start (_GIVEN_FIRST_PART), the nearest; None when the nearest such line gives none to take."""
+    for _ in range(6):
+        if line_start == 0:
+            return None
+        above_start = text.rfind("\n", 0, line_start - 1) + 1
+        given = _regex(_GIVEN_FIRST_PART).search(text, above_start, line_start - 1)
+        if given:
+            value = given.group("v")
+            if _regex(r"\$(?=\w*[a-z])(?=\w*[A-Z])\w{4,}").fullmatch(value):
+                value = value[1:]  # `$SunshineS` in prose is no variable
+            taken = REDACTED not in value and not _regex(r"[a-z][a-z0-9+.\-]*://").match(value) and (
+                " " in value and not _is_path_or_version(value) and not _is_reference(value) or _is_part_of_a_secret(value))  # (one plain word is no piece: "the token policy is strict")
+            return given.span("v") if taken else None
+        line_start = above_start
+    return None
 
 
 # A secret's siblings. The rows of one table and the lines of one block of assignments hold values
@@ -9548,7 +9629,7 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("5f63c66f", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("7534fb97", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis",
         "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
@@ -9565,22 +9646,23 @@ RULE_WORDS = {
         "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm",
         "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie",
         "chiave", "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy",
-        "disarm", "door", "duress", "eingangs", "encryption", "frasa sandi", "frase de cifrado", "frase secreta",
-        "garagen", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan",
-        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
-        "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink",
-        "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu",
-        "nenosiri", "network", "nsec", "nyckel", "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass",
-        "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod",
-        "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode",
-        "pinkoden", "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe",
-        "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "segredo", "segreto", "senha",
-        "service", "session", "sifre", "signing", "slapta", "sleutel", "snmp", "ssh", "sudo", "token", "tokens",
-        "tokn", "totp", "tresor", "tür", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangs",
-        "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز",
-        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー",
-        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
-        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "deur", "disarm", "door", "duress", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado",
+        "frase secreta", "garagen", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "installer", "jelsz",
+        "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá",
+        "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras",
+        "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe",
+        "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp", "palavra-passe", "panel", "parol",
+        "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
+        "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
+        "pincode", "pinkode", "pinkoden", "poort", "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon",
+        "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret",
+        "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "snmp", "ssh",
+        "sudo", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal", "vpn", "wachtwoord",
+        "wachtzin", "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
+        "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन",
+        "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
+        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
+        "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",

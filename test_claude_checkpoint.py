@@ -1238,6 +1238,28 @@ class TestRedaction(unittest.TestCase):
                 redacted = cc.redact(text)[0]
                 self.assertIn(text.split("\n")[-1], redacted)
 
+    def test_the_first_part_of_a_secret_sent_in_pieces_is_redacted(self):
+        # The piece no rule knows alone: the value a credential word gave above a redacted rest (two plain
+        # words, a truncated token), and the value after a first part's words near a redacted rest.
+        cases = {
+            "user: the db password is glacier moraine\nuser: sorry, it ends with Xq7-pLm2#r appended, no space": "glacier moraine",
+            "user: token is glpat-ojpANGe\nassistant: That token looks truncated. Paste the rest?\nuser: sorry, 1m5XbWjYdEonv is the end of it": "glpat-ojpANGe",
+            "[10:41] Luca: la password nuova è $SunshineS\n[10:41] Luca: scusa, il resto è 7Hq2-Lm9w": "$SunshineS",
+            "tweede helft van het wachtwoord: Xk9-pq2LmR\n(eerste helft begint met Pha5MFsjoC, die zet je ervoor)": "Pha5MFsjoC",
+            "(1/2) Ihr Zugangscode: 7Hq2-Lm9w\n(2/2) Fortsetzung: -Zt4x": "7Hq2-Lm9w",
+        }
+        for text, first in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                self.assertNotIn(first, redacted)
+                self.assertNotIn(text.split()[-1] if "Zt4x" in text else first, redacted)
+        kept = ("the password is Xk3mPq8Rt!\nthe first part: deploy the frontend at 10:30",
+                "the token policy is strict\nthe rest is Q8rT2vX9kLm3pZ")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                self.assertIn("deploy the frontend" if "frontend" in text else "the token policy is strict", redacted)
+
     def test_a_code_beside_a_redacted_code_after_a_lock_s_name_is_redacted(self):
         # A second code in the sentence of a redacted one, after the name of what it opens, with no giving word.
         text = "Night shift at the depot: building alarm code is 730519, cage combination 4418276."
