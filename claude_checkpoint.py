@@ -3632,6 +3632,24 @@ def _find_users_object(match: Any) -> list:
     return spans
 
 
+def _find_secret_named_list(match: Any) -> list:
+    """The items of a list of literals under a name that says secret (context-secret-named-list):
+    each that looks like a secret (_holds_a_secret; a machine-made one under a name that only may
+    say so, `keys`, or under `tokens`, which also names counted tokens); never a fingerprint."""
+    text = match.string
+    name_start = match.start()
+    while name_start > 0 and (text[name_start - 1].isalnum() or text[name_start - 1] in "_$"):
+        name_start -= 1
+    name = text[name_start:match.end("tail")]
+    strength = secret_strength(name) or (1 if _name_parts(name)[-1:] == ["tokens"] else 0)
+    spans = []
+    for item in _regex(r"(?P<q>[\"'`])?(?P<v>[^\"'`\s,\[\](){}]{6,200})(?(q)[\"'`])").finditer(text, match.start("s"), match.end("s")):
+        value = item.group("v")
+        if strength and item.group("q") and _holds_a_secret(value, strength) and not _regex(r"(?:0x)?[0-9A-Fa-f]{40}").fullmatch(value):
+            spans.append(item.span("v"))
+    return spans
+
+
 def _find_heading_list(match: Any) -> list:
     """A list of labels and values under a heading that names passwords or codes
     (context-heading-list): each value that is a password (the one after ` / ` when a user stands
@@ -7192,6 +7210,19 @@ json-users-object            users-object           (?i)"(?:registered_?users|ba
 #   catch: "AuthenticationEnabled" : true,\n"RegisteredUsers" : {\n  "pacsadmin" : "«4Y927Lqa8xBC2W»",\n  "viewer" : "«Visor-Clinica-2025»"\n}
 #   keep:  "users": {"alice": "admin", "bob": "viewer", "carol": "read-only"}
 #   keep:  "passwords": {"minLength": "12", "policy": "strong", "vault": "op://ops/pacs"}
+# A list of literals under a name that says secret (`FERNET_KEYS = [`, `apiKeys = [`, `"signing_keys": [`,
+# `[]string{`, `listOf(`): each item that looks like a secret (a machine-made one under a name that only
+# may say so: `keys`, `tokens`). Only a list of bare literals: a JWKS's `"keys": [{…}]` holds objects.
+context-secret-named-list    secret-named-list      (?i)(?:keys|tokens|secrets|passwords|passwds|pwds|credentials|creds)(?P<tail>[\w$]{0,12})["'`]?[ \t]*(?:\??:=|=>|=|:)[ \t]*(?:new[ \t]+)?(?:\w{1,20}[ \t]*(?:<[^<>\n]{1,40}>)?(?:\[\])?[ \t]*|\[\]\w{1,20}[ \t]*|%w|vec!|@)?[\[({](?=(?P<s>(?:\s*(?:(?:#|//)[^\n]*\n\s*)*(?P<q>["'`])?[^"'`\s,\[\](){}]{6,200}(?(q)["'`])[ \t]*,?){1,40}\s*(?:(?:#|//)[^\n]*\n\s*)*[\])}]))
+#   catch: # settings/prod.py\nFERNET_KEYS = [\n    "«LFnbEJ8suewAfsi_BA9pJ_qABKVxy_bg-escYryHZ1O=»",\n]
+#   catch: const apiKeys = [\n  "«Qm8vLx2Rt7Kp4Nz9Wc3Yb6Hd1Fs5Ga0J»",\n  "«Hz3dS9jQe4Lp8Xv2Rt7Kw5Nm»", // old, rotate\n];
+#   catch: var validTokens = []string{"«3kQ9xV2mLp7RtZ8wYc4N»", "«Hj5Gm2Kp9Lq3Wz8Xr4Tv»"}
+#   catch: "hmac_secrets": ["«f3a9c1d27be84e06a5d9c3b1e7f20a4d»"]
+#   keep:  SORT_KEYS = ["created_at", "updated_at", "priority"]
+#   keep:  ALLOWED_KEYS = ["DB_PASSWORD", "API_TOKEN", "STRIPE_SECRET_KEY"]
+#   keep:  special_tokens = ["<|endoftext|>", "[CLS]", "[SEP]"]
+#   keep:  "keys": [{"kty": "RSA", "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw", "e": "AQAB"}]
+#   keep:  trusted_keys = ["3F2A9C1D27BE84E06A5D9C3B1E7F20A4D9B2E7D4"]  # a GPG fingerprint
 # FileZilla's site manager and recent servers: the password in base64 under <Pass encoding="base64">.
 filezilla-password           -                      <Pass[ \t]+encoding="base64"[ \t]*>(?P<s>[A-Za-z0-9+/]{4,}={0,2})</Pass>
 #   catch:   <User>artwork</User>\n  <Pass encoding="base64">«UHIxbnRSMDBtLUluayE=»</Pass>
@@ -7295,7 +7326,7 @@ CONTEXT_FINDERS = {
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
-    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "joined-parts": _find_joined_parts, "wrapped-url-password": _find_wrapped_url_password, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "heading-list": _find_heading_list, "users-object": _find_users_object, "psk-lines": _find_psk_lines, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
+    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "joined-parts": _find_joined_parts, "wrapped-url-password": _find_wrapped_url_password, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "heading-list": _find_heading_list, "secret-named-list": _find_secret_named_list, "users-object": _find_users_object, "psk-lines": _find_psk_lines, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "failed-login-names": _find_failed_login_names, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -9822,6 +9853,9 @@ RULE_WORDS = {
     'json-users-object': ('286e56e0', ('"auth', '"basic', '"htpasswd', '"logins', '"passwords', '"registered', '"user',
         '"users'), ('"auth', '"basic', '"htpasswd', '"logins', '"passwords', '"registered', '"user', '"users'),
         ("basic", "htpasswd", "logins", "passwords", "registered", "users")),
+    "context-secret-named-list": ("d28cfb06", ("credentials", "creds", "keys", "passwds", "passwords", "pwds",
+        "secrets", "tokens"), ("credentials", "creds", "keys", "passwds", "passwords", "pwds", "secrets", "tokens"),
+        (":", ":=", "=", "=>")),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
