@@ -2696,7 +2696,9 @@ def _given_password(match: Any) -> list:
         english_on = _regex(r"(?i)\bon[ \t]*[\"'«“(`]?[ \t]*$").search(text, start, given.start(group)) and not (_regex(
             r"(?i)salasan|parool|avain|tunnus|koodi|pin").match(word) and len(text[match.end():given.start(group)].split()) <= 2)  # "admin on grafana-02", "PIN setup failed on BDG-RECEP02": a place, not Finnish's "is" (`PIN-koodi on …`)
         if not place and not english_on and _is_given_password(word, _value_span(given, group, text), not sign or prose or worded, text, given.start(group)):
-            return [_value_span(given, group)]
+            value = _value_span(given, group)
+            said = [span for span in (_spoken_passphrase(match) or _numbered_passphrase(match)) if span[1] <= value[0]] if position > start else []
+            return said + [value]  # past words that were no value, a passphrase of words may be one: "contraseña: sparrow river pumpkin 55. y el pin … es 336630"
         between = text[start:given.start(group)]
         in_aside = between.count("(") > between.count(")")  # "klucz API do bramki (…, to jest produkcja!): X"
         position = given.start(group)
@@ -2898,7 +2900,7 @@ _SPOKEN_PASSPHRASE = (r"[A-ZÀ-Þ]?" + _SMALL_WORD + r"(?:[ \t](?:" + _SMALL_WOR
 # After a password word and a connector, four to eight words that end the line or the clause
 # ("staging admin password: silver sparrow mariposa velvet (ask Lukas)", "… is orbit tundra river maple").
 _SPOKEN_AFTER_CONNECTOR = (r"(?i:(?:[^\n\"'«“`]|(?<=\w)'(?=\w)){0,80}?(?:[:：=][ \t]*|" + _CONNECTOR + r"[ \t]+))(?P<v>(?-i:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD
-                           + r"){2,7}(?:[ \t]?\d{1,4})?))[ \t]*(?=\n|$|[,;][ \t]|\.(?:[ \t]|$)|[ \t]\.|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till|if|when|and|but|so|pls|please)\b)")  # also the end of a quoted line or a sentence, a dash, a clause's next word
+                           + r"){2,7}(?:[ \t]?\d{1,4})?))[ \t]*(?=\n|$|[,;][ \t]|\.(?:[ \t]|$)|[ \t]\.|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till|if|when|and|but|so|pls|please)\b|[ \t]+(?=[^\x00-\u024f\s\d]))")  # also the end of a quoted line or a sentence, a dash, a clause's next word, a word of another script (입니다, นะครับ)
 # Words of sentences, which a passphrase said in words would not be made of: "password: make sure it works".
 _COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
     all also any ask asked been being can could did does done each even every few first get gets got had here how just
@@ -2938,7 +2940,8 @@ def _spoken_passphrase(match: Any) -> list:
             gap = match.string[match.end():found.start("v")]  # a clause a sentence ends (`.`, `;`, `if …`): close to the word, about no public key
             found = found if len(gap) <= 40 and not _regex(r"(?i)publi|öffentlich").search(gap) else None
         words = found.group("v").split() if found else ()  # three words where the clause ends (a comma, the line's end), four before other words
-        ends = found and _regex(r"[ \t]*(?:\r?\n|$|,)").match(match.string, found.end("v"))
+        ends = found and (_regex(r"[ \t]*(?:\r?\n|$|,|[—–])|[ \t]+(?=[^\x00-\u024f\s\d])").match(match.string, found.end("v")) or _regex(r"\.(?:[ \t]|$)").match(
+            match.string, found.end("v")) and _regex(r"(?i)\b(?:is|was|it'?s|now)[ \t]+$").search(match.string, found.start(), found.start("v")))  # (a dash, a particle; an English sentence's end: "… is willow octopus candle.")
         three = len(words) == 3 and ends and min(map(len, words)) >= 4  # (not "è nel gestore condiviso")
         found = found if found and (len(words) >= 4 or three) and not set(words) & _COMMON_WORDS else None
     group = found and next(name for name in ("v", "quoted", "bare") if found.groupdict().get(name))
@@ -3001,7 +3004,7 @@ def _reads_as_a_sentence(value: str) -> bool:
 _CAPITAL_WORD = r"[A-ZÀ-Þ][a-zß-öø-ÿ]{2,13}"  # German's nouns: "Zange Ölwanne Gabelstapler 17"
 _NUMBERED_PASSPHRASE = (r"(?<![^\W\d_])(?:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL_WORD + r"){2,7}|" + _CAPITAL_WORD + r"(?:[ \t]" + _CAPITAL_WORD
                         + r"){2,7})(?<!part)(?<!parte)(?<!teil)(?<!partie)"
-                        r"[ \t]\d{2,4}(?![\w.\-]|\.\w)")  # (not a part's number: "psk vpn sevilla parte 12 …")
+                        r"[ \t]\d{2,4}(?![\w\-]|\.\w)")  # (not a part's number: "psk vpn sevilla parte 12 …"; a sentence's end may close it, no version's dot)
 
 
 # What may stand between a credential word and its numbered passphrase: nothing but a sign, or words
@@ -3030,7 +3033,7 @@ def _numbered_passphrase(match: Any) -> list:
         if english and words[0][:1].isupper():
             continue  # capitalized words after an English word are a title ("Upload Key 2024"), German's nouns after Passwort
         first = 0
-        while first < len(words) - 4 and words[first].lower() in _COMMON_WORDS:
+        while first < len(words) - 4 and words[first].lower() in _COMMON_WORDS | _SENTENCE_GLUE_WORDS:
             first += 1  # "… user admin lantern gans baum 98": the passphrase starts after the sentence's words
         value = " ".join(words[first:])
         start = found.end() - len(value)
@@ -4626,8 +4629,9 @@ lsa-secret-account-line      not-reference          (?m)^\[\*\][ \t]+(?:DefaultP
 #   catch: [*] Dumping LSA Secrets\n[*] DefaultPassword\n(Unknown User):«Gen0va.58Q»\n[*] _SC_BackupSvc\nCORP\svc_backup:«Hx.U2nCQkLmPq9»
 #   keep:  [*] DefaultPassword\n[-] No DefaultPassword found
 # A Wi-Fi profile's key as `netsh wlan export profile … key=clear` writes it.
-wlan-profile-key-material    not-reference          <keyMaterial>(?P<s>[^<\s]{8,512})</keyMaterial>
+wlan-profile-key-material    not-reference          <keyMaterial>(?P<s>[^<\s](?:[^<\n]{6,510}[^<\s])?)</keyMaterial>
 #   catch: <sharedKey><keyType>passPhrase</keyType><protected>false</protected><keyMaterial>«marble.otter.tango.harbor»</keyMaterial></sharedKey>
+#   catch: C:\temp\Wi-Fi-Lab.xml:21:                <keyMaterial>«eagle apple raven»</keyMaterial>
 #   keep:  <keyMaterial>$(WifiKey)</keyMaterial>
 # Sysinternals' Autologon and NUT's upsmon.conf: a password in its place among positional arguments.
 autologon-positional         not-reference          (?i)\bautologon(?:64)?(?:\.exe)?[ \t]+(?:-accepteula[ \t]+)?[^\s/\-][^\s]{0,64}[ \t]+[^\s/\-][^\s]{0,64}[ \t]+(?P<s>[^\s/][^\s]{3,127})
@@ -9093,7 +9097,7 @@ RULE_WORDS = {
     "kerberos-ticket-base64": ("7c554fb5", ("doi",), ("doi",), ()),
     "lsa-secret-text": ("33e2a8de", ("/text",), (), ("cur", "old")),
     "lsa-secret-account-line": ("e5e5b27f", ("_sc_", "defaultpassword"), ("[*]",), ("[*]",)),
-    "wlan-profile-key-material": ("ad472dc1", ("</keymaterial>",), ("<keymaterial>",), ("<keymaterial>",)),
+    "wlan-profile-key-material": ("87e6ba8a", ("</keymaterial>",), ("<keymaterial>",), ("<keymaterial>",)),
     "autologon-positional": ("942582b6", ("autologon",), ("autologon",), ()),
     'map-network-drive-password': ('7b077055', ('.mapnetworkdrive',), ('.mapnetworkdrive',), ('"',)),
     "sendkeys-login-password": ("a31d6ad0", ("{enter}",), ("{tab}",), ("{tab}",)),

@@ -1260,6 +1260,27 @@ class TestRedaction(unittest.TestCase):
                 redacted = cc.redact(text)[0]
                 self.assertIn("deploy the frontend" if "frontend" in text else "the token policy is strict", redacted)
 
+    def test_a_passphrase_of_plain_words_where_its_clause_ends_is_redacted(self):
+        # Three words end their clause at an English sentence's end, a dash or a word of another script;
+        # a sentence's small words may lead a numbered passphrase; one before a later value still counts.
+        cases = {
+            "the wifi password is willow octopus candle.": ["willow octopus candle"],
+            'le mot de passe du compte "bench" est ginger gravel squid 96. J\'ai aussi changé le code': ["ginger gravel squid 96"],
+            "허브 관리자 비밀번호는 violet koala hazel 86 입니다.": ["violet koala hazel 86"],
+            "Wi-Fi şifresi de biscuit nickel orbit — müşteri değiştirmemiş.": ["biscuit nickel orbit"],
+            "usuario: instalador, contraseña: sparrow river pumpkin 55. y el pin de la alarma es 336630": ["sparrow river pumpkin 55", "336630"],
+            "C:\\temp\\Wi-Fi-Lab.xml:21:    <keyMaterial>eagle apple raven</keyMaterial>": ["eagle apple raven"],
+        }
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        for text in ("Das alte Passwort vom Aufkleber auf dem Gerät ist seit gestern ungültig.", "the password is never logged anywhere.",
+                     "the token is base64 encoded, btw", "the password is case sensitive — careful"):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(text, cc.redact(text)[0])
+
     def test_a_code_beside_a_redacted_code_after_a_lock_s_name_is_redacted(self):
         # A second code in the sentence of a redacted one, after the name of what it opens, with no giving word.
         text = "Night shift at the depot: building alarm code is 730519, cage combination 4418276."
