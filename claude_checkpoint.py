@@ -944,7 +944,7 @@ _KEY_QUALIFIERS = frozenset("""
     api access secret private signing sign encryption encrypt master account auth app license
     service admin webhook session storage shared client consumer deploy subscription integration
     hmac jwt crypto cipher aes gpg pgp ssh rsa sas bot user root application wpa wpa2 wpa3 wifi wlan network server device
-    routing record""".split())
+    routing record rest""".split())
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key,
@@ -1869,10 +1869,10 @@ def _accept_chosen(match: Any) -> bool:
 
 def _accept_listed_login(match: Any) -> bool:
     """`label: user / password` on one line: a user's name or an e-mail address right before the
-    slash, after a label's colon or a connector; a password of three kinds of characters, one not
+    slash, after a label's colon, leader dots (`Buffer ...... social@… / …`) or a connector; a password of three kinds of characters, one not
     a letter or a digit (not `staging / Production2`), or a machine-made one."""
     before = _line_before(match.string, match.start(), 160)
-    account = _regex(r"(?:^|[:：=]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・—–])[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\|\.\\)?(" + _EMAIL_ADDRESS
+    account = _regex(r"(?:^|[:：=]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・—–]|\.{2,}|…)[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\|\.\\)?(" + _EMAIL_ADDRESS
                      + r"|[A-Za-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)  # also after `=` (an INI's `core = admin / …`) and a domain (CORP\svc_veeam)
     if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[A-Za-z][a-z]*\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
             account.group(1)) or _regex(r"[a-z]{1,8}-[0-9a-f]{8,17}").fullmatch(account.group(1)):  # (not a resource's id: vpc-6825c5bd… / sg-f1ef…)
@@ -2399,7 +2399,7 @@ _CREDENTIAL_WORDS = (
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya)\w*"
     r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …"
-    r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)"
+    r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
@@ -2598,10 +2598,40 @@ def _find_random_tokens(match: Any) -> list:
     given = _named_session_cookies(text, start, match.end("s")) if cookie else _given_password(match)
     given = [(a, b) for a, b in given if not any(a < end and start < b for start, end in spans)]
     found = [(a, b) for a, b in sorted(spans + given) if text[a:a + 3] != "eyJ" or not _is_base64_of_plain_json(text[a:b])]  # (a cookie's JSON prefs in base64)
+    if not found and not spans:
+        return _secret_in_pieces(match)
     if found and _regex(r"(?i)[ _\-]?id\b").match(text, match.end()):  # what a key's id names: `Key ID: 39cf…`, `APNs key id: R7BR8EL00J`
         secret_id = _regex(r"(?i)secret").match(match.group()) is not None  # (a secret's id may be one: Vault's)
         found = [(a, b) for a, b in found if not _regex(r"[0-9a-fA-F]+").fullmatch(text, a, b) and (b - a > 24 or secret_id)]
     return found
+
+
+def _secret_in_pieces(match: Any) -> list:
+    """A credential word's value given in pieces, where no piece reads as a secret alone: the value
+    at the end of the word's line ("passordet til NTB-ftp er bicycl") and the rest a later line gives
+    (_REST_GIVEN, within six lines: "resten er e04bicycle!"), when that rest reads as a secret's part."""
+    text = match.string
+    line_end = text.find("\n", match.end())
+    if line_end < 0:
+        return []
+    below_end = line_end
+    for _ in range(6):
+        next_end = text.find("\n", below_end + 1)
+        below_end = len(text) if next_end < 0 else next_end
+        if next_end < 0:
+            break
+    below = text[line_end:below_end].lower()
+    if not any(word in below for word in _REST_WORDS_SEEN):
+        return []  # (a cheap look before the costly one)
+    first = _regex(_GIVEN_FIRST_PART).match(text, match.start(), line_end) if REDACTED not in text[match.start():line_end] else None
+    rest = first and _regex(_REST_GIVEN).search(text, line_end, below_end)
+    if not rest:
+        return []
+    rest_span = _rest_span(rest)
+    if not _is_part_of_a_secret(text[rest_span[0]:rest_span[1]]) or _is_path_or_version(first.group("v")) or _is_reference(first.group("v")) or set(
+            first.group("v").lower().split()) & _COMMON_WORDS:
+        return []
+    return [first.span("v"), rest_span]
 
 
 _ANALYTICS_COOKIE = r"(?i)_g|__utm|_fb|ajs_|amplitude|mp_|_hj|_clck|_clsk|optimizely|intercom-(?:id|device)|__stripe_[ms]id|hubspotutk|__hs|_uet|_pk_|muid|anonymous|visitor|device"
@@ -4474,6 +4504,12 @@ def _accept_totp(match: Any) -> bool:
     return _regex(r"(?i)totp|\botp|mfa|2fa|authenticator|otpauth").search(before) is not None
 
 
+def _accept_stream_key(match: Any) -> bool:
+    """A stream key a machine made: random, a UUID, YouTube's groups of four, Twitch's and Facebook's forms."""
+    key = match.group("s")
+    return not _is_placeholder(key) and (looks_machine_generated(key) or _regex(_UUID + r"|[a-z0-9]{4}(?:-[a-z0-9]{4}){3,4}|live_\d{5,}_\w{20,}|FB-\d{10,}-\d-\S{10,}").fullmatch(key) is not None)
+
+
 def _accept_app_password(match: Any) -> bool:
     """Four groups of four letters after a password word (Google's app passwords), none a word of sentences."""
     return not set(_regex(r"[ \-]").split(match.group("s").lower())) & (_COMMON_WORDS | _PLACEHOLDER_WORDS | _SECRET_WORDS)
@@ -4629,6 +4665,20 @@ lsa-secret-account-line      not-reference          (?m)^\[\*\][ \t]+(?:DefaultP
 #   catch: [*] Dumping LSA Secrets\n[*] DefaultPassword\n(Unknown User):«Gen0va.58Q»\n[*] _SC_BackupSvc\nCORP\svc_backup:«Hx.U2nCQkLmPq9»
 #   keep:  [*] DefaultPassword\n[-] No DefaultPassword found
 # A Wi-Fi profile's key as `netsh wlan export profile … key=clear` writes it.
+# A stream key in an RTMP ingest URL (OBS, ffmpeg): the last segment of the path, when a machine made it
+# (Twitch's live_…, YouTube's groups of four, Facebook's FB-…, Mux's UUID), not a stream's name.
+rtmp-stream-key              stream-key             rtmps?://[^\s/"'<>]+/(?:[^\s/"'<>?]+/)+(?P<s>[^\s/"'<>?#]{12,256})(?=["'\s<>?]|$)
+#   catch: ffmpeg -re -i feed.mp4 -c:v libx264 -f flv "rtmps://global-live.mux.com:443/app/«c3b5b913-89bf-4481-8ae7-392e8dbe32c8»"
+#   catch: Server: rtmp://a.rtmp.youtube.com/live2/«3kq9-x2vm-lp7r-tz8w-yc4n»
+#   catch: rtmp://live.twitch.tv/app/«live_123456789_AbCdEfGhIjKlMnOpQrStUvWxYz0123»
+#   catch: rtmps://live-api-s.facebook.com:443/rtmp/«FB-1234567890123456-0-AbCdEfGhIjKlMnOp»
+#   keep:  rtmp://localhost:1935/live/studio-feed-main
+#   keep:  rtmp://ingest.example.com/live/{{STREAM_KEY}}
+#   keep:  rtmp://a.rtmp.youtube.com/live2/<your-stream-key>
+# An ftp script (`ftp -s:script.txt`, `ftp -n < cmds`): the password on the line under the user's, after `open host`.
+ftp-script-password          chosen                 (?<![^\s])open[ \t]+[\w.\-]+(?:[ \t]+\d{1,5})?[ \t]*\r?\n[ \t]*(?:user[ \t]+)?[\w.@\\\-]{1,64}[ \t]*\r?\n[ \t]*(?P<s>\S{4,128})[ \t]*(?=\r?\n|$)
+#   catch: C:\Scripts> type ftp_ntb.txt\nopen ftp.ntb.example.no\nnordhav_ntb\n«BicycleLviv1982$»\nbinary\nmget *.xml\nquit
+#   keep:  open ftp.example.com\nanonymous\nbinary\nget README
 wlan-profile-key-material    not-reference          <keyMaterial>(?P<s>[^<\s](?:[^<\n]{6,510}[^<\s])?)</keyMaterial>
 #   catch: <sharedKey><keyType>passPhrase</keyType><protected>false</protected><keyMaterial>«marble.otter.tango.harbor»</keyMaterial></sharedKey>
 #   catch: C:\temp\Wi-Fi-Lab.xml:21:                <keyMaterial>«eagle apple raven»</keyMaterial>
@@ -5483,6 +5533,10 @@ protocol-pass-command        not-reference          (?m)^[ \t]*(?:ftp>[ \t]+|(?:
 #   keep:  PASS ****
 #   catch: Command:\tUSER boulangmq\nResponse:\t331 Password required for boulangmq\nCommand:\tPASS «UCaQWNFDdx»
 #   catch: T 10.1.134.125:51234 -> 10.103.146.168:21 [AP] #16\n  PASS «Matteo1972?»..
+# The same command in a client's log, after the log's prefix and the mark of what it sent (`[ingest] < PASS …`).
+logged-pass-command          not-reference          (?m)(?<=[<>][ \t])(?:PASS|pass)[ \t]+(?![^\s/]*/\S*\.[a-z]{1,5}[ \t]*(?:\(|$))(?P<s>[^\s*][^\s]{3,127}?)[ \t]*$
+#   catch: 2025-06-04 04:00:01 [ingest-ap] < USER kveld_apfeed\n2025-06-04 04:00:01 [ingest-ap] > 331 Password required\n2025-06-04 04:00:01 [ingest-ap] < PASS «pickle-brygge-lantern-durian»
+#   keep:  2025-06-04 04:00:01 [ingest-ap] > 331 Password required
 cobol-password-value         assignment             (?m)^[ \t]*\d{2}[ \t]+{SECRETISH_NAME}(?P<name>[\w\-]{1,60})[ \t]+PIC[^\n]{0,30}?VALUE[ \t]+(?P<s>'[^'\n]{1,128}'|"[^"\n]{1,128}")
 #   catch:        01  WS-DB2-PASSWORD    PIC X(10) VALUE '«SONNE38Z»'.
 #   keep:         01  WS-DB2-PASSWORD    PIC X(10) VALUE SPACES.
@@ -7317,7 +7371,7 @@ ACCEPT_CHECKS = {
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
-    "app-password": _accept_app_password, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
+    "app-password": _accept_app_password, "stream-key": _accept_stream_key, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
     "base64-password-line": _accept_base64_password_line, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user, "short-flag-random": _accept_short_flag_random,
 }
@@ -7690,11 +7744,23 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
-                       r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta)"
-                       r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?")
+                       r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
+                       r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|друга(?=[ \t]*[:：])|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
+                       r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|החלק[ \t]+השני|החצי[ \t]+השני")
 _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])"
                  r"|(?<![^\s\"'«„“「(])(?P<before>[^\s\"'«»„“”「」`()]{4,128})[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
+
+
+def _rest_span(found: Any) -> tuple:
+    """The span of the rest a _REST_GIVEN match gives, without a sentence's closing marks but with a
+    password's `!` or `?` at its end ("… resten er e04bicycle!")."""
+    group = "s" if found.group("s") is not None else "before"
+    start, value = found.start(group), found.group(group).rstrip(".,;:!?")
+    end = start + len(value)
+    if _regex(r"[!?]+(?=\s|$|[)»”」])").match(found.string, end):
+        end = _regex(r"[!?]+").match(found.string, end).end()
+    return start, end
 
 
 def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
@@ -7713,10 +7779,9 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
             break
     spans = []
     for found in _regex(_REST_GIVEN).finditer(text, first + len(REDACTED), end):
-        group = "s" if found.group("s") is not None else "before"
-        value = found.group(group).rstrip(".,;:!?")
-        if _is_part_of_a_secret(value):
-            spans.append((found.start(group), found.start(group) + len(value)))
+        span = _rest_span(found)
+        if _is_part_of_a_secret(text[span[0]:span[1]]):
+            spans.append(span)
     return _replace_spans(text, spans, count, replaced)
 
 
@@ -7728,21 +7793,22 @@ _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \
                       r"|\berste[rn]?[ \t]+(?:teil|hälfte)|\beerste[ \t]+(?:helft|deel)|\bpremi[eè]re[ \t]+partie|\bprimera[ \t]+(?:parte|mitad)|\bprima[ \t]+parte"
                       r"|\bprimeira[ \t]+parte|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım)"
                       r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
-                      r"|\bcomeça[ \t]+(?:com|por))|前半は?|前半部分是?|앞부분은?")
+                      r"|\bcomeça[ \t]+(?:com|por)|\bførste[ \t]+del(?:en)?|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
+                      r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|החלק[ \t]+הראשון|החצי[ \t]+הראשון")
 _FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])")
 # A rest that was redacted: "the rest is «redacted»", "ends with «redacted» appended", "«redacted» is the end of it".
 _REDACTED_REST = (r"(?:" + _REST_GIVEN_WORDS + r")[^\n«]{0,40}?" + REDACTED
                   + r"|" + REDACTED + r"[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
 # A credential word's value that ends its line, of up to three words: what the line above a redacted rest gave first.
-_GIVEN_FIRST_PART = (_CREDENTIAL_WORDS + r"[^\n«»:=]{0,40}?(?:\b(?:is|es|est|c'est|ist|är|è|é|er|jest|je|was|era|war|var)\b|[:=：])[ \t]*"
-                     r"[«„“「\"'`]?(?P<v>[^\s\"'«»„“”「」`]{2,64}(?:[ \t][^\s\"'«»„“”「」`]{2,64}){0,2}?)[»“”」\"'`]?[.,;!?]?[ \t]*\r?$")
+_GIVEN_FIRST_PART = (_CREDENTIAL_WORDS + r"[^\n«»:=]{0,40}?(?:\b(?:is|es|est|c'est|ist|är|è|é|er|jest|je|was|era|war|var)\b|[:=：]|" + _FIRST_GIVEN_WORDS + r")[ \t]*"
+                     r"[«„“「\"'`]?(?P<v>[^\s\"'«»„“”「」`]{2,64}(?:[ \t][\w.!#$%&*+\-](?<![^\x00-\u024f])[^\s\"'«»„“”「」`]{1,63}){0,2}?)[»“”」\"'`]?[.,;!?]?[ \t]*\r?$")  # (its words Latin: no です after it)
 
 
 def _is_part_of_a_secret(value: str) -> bool:
     """Whether a value given as a piece of a secret reads as one: a digit or a sign, or mixed case, and
     no time, date, phone number, URL, path, reference or mask."""
-    return REDACTED not in value and bool(_regex(r"[\d\W_]|[a-z][A-Z]|[A-Z][a-z]+[A-Z]").search(value)) and not _is_path_or_version(value) and not _regex(
+    return REDACTED not in value and " " not in value and bool(_regex(r"[\d\W_]|[a-z][A-Z]|[A-Z][a-z]+[A-Z]").search(value)) and not _is_path_or_version(value) and not _regex(
         r"[a-z][a-z0-9+.\-]*://|\d{1,2}[:.]\d{2}(?:[:.]\d{2})?|\d{4}-\d{2}-\d{2}|\+?\d(?:[ \-]?\d){7,}").match(value) and not _is_reference(value) and not _is_masked_or_public(value)
 
 
@@ -7750,9 +7816,11 @@ def _is_part_of_a_secret(value: str) -> bool:
 # whole save): a few letters of each.
 _REST_WORDS_SEEN = ("rest", "end", "append", "contin", "follow", "second", "2nd", "last", "part", "2/2", "2 / 2", "teil", "zweite",
                     "fortsetzung", "dann", "tweede", "nog", "seconde", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
-                    "geris", "andra", "seconda", "druga", "reszt", "goes", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
+                    "geris", "andra", "seconda", "druga", "reszt", "goes", "fortsett", "fortsætt", "continu", "sigue", "suivi", "weiter",
+                    "gefolgt", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "השני", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
 _FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "1 / 2", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
-                     "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "前半", "앞부분")
+                     "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
+                     "starter", "перш", "перв", "начина", "почина", "מתחיל", "הראשון", "前半", "앞부분")
 
 
 def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
@@ -7796,7 +7864,8 @@ def _first_part_above(text: str, line_start: int) -> Optional[tuple]:
             if _regex(r"\$(?=\w*[a-z])(?=\w*[A-Z])\w{4,}").fullmatch(value):
                 value = value[1:]  # `$SunshineS` in prose is no variable
             taken = REDACTED not in value and not _regex(r"[a-z][a-z0-9+.\-]*://").match(value) and (
-                " " in value and not _is_path_or_version(value) and not _is_reference(value) or _is_part_of_a_secret(value))  # (one plain word is no piece: "the token policy is strict")
+                " " in value and not set(value.lower().split()) & _COMMON_WORDS and not _is_path_or_version(value) and not _is_reference(value)
+                or _is_part_of_a_secret(value))  # (one plain word is no piece: "the token policy is strict"; nor a sentence's words: "in the vault")
             return given.span("v") if taken else None
         line_start = above_start
     return None
@@ -9097,6 +9166,8 @@ RULE_WORDS = {
     "kerberos-ticket-base64": ("7c554fb5", ("doi",), ("doi",), ()),
     "lsa-secret-text": ("33e2a8de", ("/text",), (), ("cur", "old")),
     "lsa-secret-account-line": ("e5e5b27f", ("_sc_", "defaultpassword"), ("[*]",), ("[*]",)),
+    "rtmp-stream-key": ("4984d107", ("rtmp",), ("rtmp",), ("://",)),
+    "ftp-script-password": ("ba58bdd3", ("open",), ("open",), ("\n",)),
     "wlan-profile-key-material": ("87e6ba8a", ("</keymaterial>",), ("<keymaterial>",), ("<keymaterial>",)),
     "autologon-positional": ("942582b6", ("autologon",), ("autologon",), ()),
     'map-network-drive-password': ('7b077055', ('.mapnetworkdrive',), ('.mapnetworkdrive',), ('"',)),
@@ -9371,6 +9442,7 @@ RULE_WORDS = {
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("76221ba8", ("pass",), (), ()),
+    "logged-pass-command": ("e70e4bed", ("pass",), ("pass",), ()),
     "cobol-password-value": ("f721aea7", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
@@ -9664,7 +9736,7 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("7534fb97", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("924d24df", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis",
         "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
@@ -9675,13 +9747,14 @@ RULE_WORDS = {
         "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "psk", "pssword", "puk", "pw",
         "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha",
         "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten",
-        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "סיסמ", "رمز الدخول", "رمز الوصول",
-        "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ",
-        "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀",
-        "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm",
-        "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie",
-        "chiave", "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy",
-        "deur", "disarm", "door", "duress", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado",
+        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "הסיסמא", "הסיסמה", "והסיסמה",
+        "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
+        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
+        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
+        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
+        "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
+        "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy", "deur",
+        "disarm", "door", "duress", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado",
         "frase secreta", "garagen", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "installer", "jelsz",
         "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá",
         "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras",
@@ -9694,10 +9767,10 @@ RULE_WORDS = {
         "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "snmp", "ssh",
         "sudo", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal", "vpn", "wachtwoord",
         "wachtzin", "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
-        "пин", "секрет", "токен", "סיסמ", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन",
-        "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令",
-        "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
-        "토큰"), ()),
+        "пин", "секрет", "токен", "הסיסמא", "הסיסמה", "והסיסמה", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
+        "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน",
+        "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号",
+        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",

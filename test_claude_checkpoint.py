@@ -1253,8 +1253,20 @@ class TestRedaction(unittest.TestCase):
                 redacted = cc.redact(text)[0]
                 self.assertNotIn(first, redacted)
                 self.assertNotIn(text.split()[-1] if "Zt4x" in text else first, redacted)
+        pieces = {  # neither piece a secret alone: a credential word's value and a later line's rest
+            "[09:41] ingrid: passordet til NTB-ftp er bicycl\n[09:41] ingrid: sorry, resten er e04bicycle!": ["bicycl", "e04bicycle!"],
+            "דני: הסיסמה ל-Wowza מתחילה ב TrykkLo\nדני: וממשיכה foten2019! (בלי רווח)": ["TrykkLo", "foten2019!"],
+            "Олег: ключ від Mux, перша половина: Xq7-pLm2#rT9vK2\nОлег: друга: Qcb+DP7N8o2CLOMxusgzZr": ["Xq7-pLm2#rT9vK2", "Qcb+DP7N8o2CLOMxusgzZr"],
+            "Marco: la password del pannello è Xq7-pLm2#r\nMarco: scusa, continua con hOc34n#64": ["Xq7-pLm2#r", "hOc34n#64"],
+        }
+        for text, secrets in pieces.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        self.assertIn("the password is in the vault", cc.redact("the password is in the vault\nthe rest is 7kQ2-xWm!")[0])
         kept = ("the password is Xk3mPq8Rt!\nthe first part: deploy the frontend at 10:30",
-                "the token policy is strict\nthe rest is Q8rT2vX9kLm3pZ")
+                "the token policy is strict\nthe rest is documented in docs/auth.md")
         for text in kept:
             with self.subTest(text=text[:30]):
                 redacted = cc.redact(text)[0]
