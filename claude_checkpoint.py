@@ -1019,8 +1019,8 @@ def secret_strength(name: str) -> int:
     if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"] or (
             parts[-1:] in (["nodekey"], ["discokey"]) or len(parts) > 1 and _regex(r"sha\d{1,3}|md5").fullmatch(parts[-1])):
         return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce, Tailscale's public node key, a digest (HPKP's pin-sha256)
-    if parts[-2:] == ["request", "token"]:
-        return 0  # AWS's ClientRequestToken: a request's idempotency id
+    if parts[-2:] == ["request", "token"] or parts == ["client", "token"]:
+        return 0  # AWS's ClientRequestToken and clientToken (a device shadow's, EC2's): a request's idempotency id
     if parts[-2:] == ["secret", "id"]:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if parts[-2:] in (["sess", "id"], ["session", "id"], ["auth", "id"]):
@@ -1101,6 +1101,8 @@ def _is_reference(value: str) -> bool:
         return True  # also a truncated value: `Bearer eyJhbGciOi...(truncated)`
     if value[:1] == "`" and any(map(str.isspace, v)):
         return True  # `cat /tmp/session.tok`: a command's output
+    if v.endswith(":latest") or _regex(r"[a-z][a-z0-9_\-]{0,40}(?:key|secret|token|password|passwd|pass|pwd|cred\w*)[a-z0-9_\-]{0,20}:\d{1,4}").fullmatch(v):
+        return True  # a secret manager's secret and version (`gcloud run deploy --set-secrets=K=sendgrid-key:3`, `db-pass:latest`)
     first = v[0]
     named_like_a_password = first == "$" and _is_dollar_password(v) or first == "%" and v.count("%") == 1 and len(v) >= 12 and _has_three_classes(
         v[1:]) and " " not in v and not _regex(r"%\(|%[-#0 +]?\d*[sdifr]\b").match(v)  # $Crimson58asdfgh is no variable, %T-iM-!bSRNZL4yxY@34Io no format
@@ -1173,6 +1175,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…, a bot's 123456789:AAxxxx…), a template's __LOCAL_ADMIN_PASSWORD__
     if _regex(r"[\w\-]{0,24}<[\w\- ]{1,30}>(?:[\w\-]{0,8}<[\w\- ]{1,30}>){0,4}[\w\-]{0,8}").fullmatch(v):
         return True  # a format's template: cfsk_ma_prod_<32-hex>_<8-hex>
+    if _regex(r"[A-Za-z][\w\-]{0,24}[_\-.]<(?:\d{1,3}|[a-z]{2,12})").fullmatch(v):
+        return True  # a template cut at its space: `kc_live_<32 hex chars>`, `sk_live_<your key>`
     if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
         return True  # 0x000…0: a dummy key
     if _regex(r"(?:System|Microsoft)(?:\.[A-Z]\w+){1,5}").fullmatch(v):
@@ -2388,7 +2392,7 @@ def looks_like_chosen_password(value: str) -> bool:
 # Words that name a credential, in the languages sessions are written in. Long English words may
 # end a name (dbPassword); short ones and other languages' stand alone.
 _CREDENTIAL_WORDS = (
-    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
+    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
@@ -2481,7 +2485,7 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
 # nostr public keys, extended public keys, PostHog project keys, Google Analytics' client ids (GA1.2.…), SSH public keys (`ssh-ed25519 AAAAC3NzaC1lZDI1NTE5…`).
-_PUBLIC_VALUE = r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d{3}|sk-ssh-ed25519@openssh\.com)$|AAAA(?:C3NzaC1lZDI1NTE5|B3NzaC1yc2E|E2VjZHNhLXNoYTItbmlzdHA|B3NzaC1kc3M)|(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_"
+_PUBLIC_VALUE = r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d{3}|sk-ssh-ed25519@openssh\.com)$|AAAA(?:C3NzaC1lZDI1NTE5|B3NzaC1yc2E|E2VjZHNhLXNoYTItbmlzdHA|B3NzaC1kc3M)|(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_|data:(?:image|audio|video|font)/[\w.+\-]{1,40};base64,"
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after on in at of to by stata stato state stati sido été wurde worden".split())  # (and "has been" in other languages)
@@ -2593,7 +2597,8 @@ def _find_random_tokens(match: Any) -> list:
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if (not _regex(_HEX_ONLY).fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
              and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
-             and not (match.group() == "Session-ID" and _regex(r"[0-9A-F]{64}").fullmatch(text[a:b]))]  # what openssl s_client prints of TLS
+             and not (_regex(r"(?i)session[ _\-]?id").fullmatch(match.group()) and _regex(r"[0-9A-Fa-f]{64}").fullmatch(text[a:b])
+                      and (match.group() == "Session-ID" or _regex(r"(?i)\b(?:TLS|SSL|cipher|resum)").search(_line_before(text, a, 200) + text[b:b + 80])))]  # what openssl s_client and TLS logs print of a session
     cookie = _regex(r"(?i)(?:set-)?cookies?\b|-b\b|--cookie\b").match(match.group())  # a cookie's value is a machine's, never a password people chose
     given = _named_session_cookies(text, start, match.end("s")) if cookie else _given_password(match)
     given = [(a, b) for a, b in given if not any(a < end and start < b for start, end in spans)]
@@ -4679,6 +4684,22 @@ rtmp-stream-key              stream-key             rtmps?://[^\s/"'<>]+/(?:[^\s
 ftp-script-password          chosen                 (?<![^\s])open[ \t]+[\w.\-]+(?:[ \t]+\d{1,5})?[ \t]*\r?\n[ \t]*(?:user[ \t]+)?[\w.@\\\-]{1,64}[ \t]*\r?\n[ \t]*(?P<s>\S{4,128})[ \t]*(?=\r?\n|$)
 #   catch: C:\Scripts> type ftp_ntb.txt\nopen ftp.ntb.example.no\nnordhav_ntb\n«BicycleLviv1982$»\nbinary\nmget *.xml\nquit
 #   keep:  open ftp.example.com\nanonymous\nbinary\nget README
+# netsh wlan show profile … key=clear: the Wi-Fi passphrase on its "Key Content" line, in Windows' languages (spaces and all).
+netsh-key-content            not-reference          (?:Key Content|Schlüsselinhalt|Contenu de la clé|Contenido de la clave|Conteúdo da Chave|Contenuto chiave|Sleutelinhoud|Nyckelinnehåll|Zawartość klucza|Obsah klíče|Anahtar İçeriği|Содержимое ключа)[ \t]*:[ \t]*(?P<s>\S(?:[^\n]{6,61}\S)?)[ \t]*(?=\r?\n|$)
+#   catch: PS C:\> netsh wlan show profile name="Lab-5G" key=clear | Select-String "Key Content"\n\n    Key Content            : «willow octopus candle»
+#   catch:     Schlüsselinhalt        : «Kaffee-Mühle-2024»
+#   keep:      Key Content            : Absent
+# wpa_cli's set_network with a network's passphrase or password, quoted inside quotes ('"…"').
+wpa-cli-network-secret       not-reference          set_network[ \t]+\d{1,4}[ \t]+(?:psk|password|sae_password|wep_key[0-3])[ \t]+'?"(?P<s>[^"\n]{1,63})"
+#   catch: root@gw:~# wpa_cli -i wlan0 set_network 1 psk '"«bridge fox harbor»"'
+#   keep:  root@gw:~# wpa_cli -i wlan0 set_network 1 ssid '"Kipina-Lab-2G"'
+# Matter's chip-tool commissioning over BLE: the Wi-Fi password after the SSID, and the setup passcode after it.
+chip-tool-wifi-password      not-reference          chip-tool[ \t]+pairing[ \t]+ble-wifi[ \t]+\S+[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\S+)[ \t]+(?P<s>"[^"\n]{1,63}"|'[^'\n]{1,63}'|[^\s"']+)
+#   catch: $ chip-tool pairing ble-wifi 0x11 "Wohnung_Keller" "«Heizungskeller2023!»" 20202021 3840
+#   keep:  $ chip-tool pairing ble-wifi 0x11 "$SSID" "$WIFI_PASSWORD" "$PASSCODE" 3840
+chip-tool-setup-passcode     not-reference          chip-tool[ \t]+pairing[ \t]+(?:ble-wifi[ \t]+\S+[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\S+)[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\S+)|ble-thread[ \t]+\S+[ \t]+\S+|onnetwork(?:-long)?[ \t]+\S+)[ \t]+(?P<s>(?!20202021\b)\d{8})(?!\d)
+#   catch: $ chip-tool pairing ble-wifi 0x11 Kipina-Lab-2G '«max_plum45%»' «80047539» 3840
+#   keep:  $ chip-tool pairing onnetwork 1 20202021
 wlan-profile-key-material    not-reference          <keyMaterial>(?P<s>[^<\s](?:[^<\n]{6,510}[^<\s])?)</keyMaterial>
 #   catch: <sharedKey><keyType>passPhrase</keyType><protected>false</protected><keyMaterial>«marble.otter.tango.harbor»</keyMaterial></sharedKey>
 #   catch: C:\temp\Wi-Fi-Lab.xml:21:                <keyMaterial>«eagle apple raven»</keyMaterial>
@@ -7897,7 +7918,7 @@ def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
     for index, line in enumerate(lines):
         if REDACTED in line:
             spans.update((starts[row] + a, starts[row] + b) for row, a, b in _sibling_cells(lines, index) + _sibling_values(lines, index, replaced)
-                         + _sibling_list_items(lines, index))
+                         + _sibling_list_items(lines, index) + _sibling_members(lines, index))
     return _replace_spans(text, spans, count, replaced)
 
 
@@ -7956,6 +7977,8 @@ def _sibling_cells(lines: list, index: int) -> list:
             if _regex(r"[ \t|+:=\-]*").fullmatch(line):
                 break  # a table's rule: its header is above it
             kind, row_cells = _row_cells(line)
+            if kind == separator == "|" and len(row_cells) < len(cells) and line.rstrip().endswith("|") and max(columns) < len(row_cells):
+                row_cells = row_cells + [(len(line), len(line))] * (len(cells) - len(row_cells))  # a row whose last cells are empty: `| Meterkast | 373666 |`
             if kind != separator or len(row_cells) != len(cells):
                 break
             header = step < 0 and (row == 0 or not lines[row - 1].strip() or _row_cells(lines[row - 1])[0] != separator)
@@ -7968,6 +7991,25 @@ def _sibling_cells(lines: list, index: int) -> list:
     for a, b in (_cell_value(lines[index], *cell) for cell in cells):
         if REDACTED not in lines[index][a:b] and _is_row_password(lines[index][a:b]):
             found.append((index, a, b))  # the row's other password: the `os root` beside an `ipmi pass`
+    return found
+
+
+def _sibling_members(lines: list, index: int) -> list:
+    """(row, start, end) of the members of the records around index (JSON lines, a list of dicts)
+    that have the name of one whose value is redacted in its line (`"alarm_code": "«redacted»"`),
+    when the value could be one too: a cell's (_is_sibling_cell) or a passphrase of words."""
+    names = {found.group(2) for found in _regex(r"([\"'])([\w.\-]{1,40})\1[ \t]*:[ \t]*([\"'])" + REDACTED + r"\3").finditer(lines[index])}
+    if not names:
+        return []
+    found = []
+    for row in _block_around(lines, index):
+        if row == index:
+            continue
+        for member in _regex(r"([\"'])([\w.\-]{1,40})\1[ \t]*:[ \t]*([\"'])([^\"'\n]{4,200})\3").finditer(lines[row]):
+            value = member.group(4)
+            if member.group(2) in names and REDACTED not in value and (_is_sibling_cell(value, False) or (
+                    2 <= value.count(" ") <= 6 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) and _is_spoken_passphrase(value))):
+                found.append((row, member.start(4), member.end(4)))
     return found
 
 
@@ -8090,7 +8132,7 @@ def _second_readings(original: str) -> list:
     if "\n" in original or "<" in original:
         readings.append(("text as written", _redact_read_as_written))
     readings.append(("strings folded", _redact_folded))
-    if _regex(_CONTINUATION).search(original) or "=\n" in original and "quoted-printable" in original.lower():
+    if _regex(_CONTINUATION).search(original) or "=\n" in original and "quoted-printable" in original.lower() or _regex(_POWERSHELL_CONTINUATION).search(original):
         readings.append(("continued lines joined", _redact_continued))
     if _regex(_BASE64_TOKEN).search(original):
         readings.append(("base64 decoded", _redact_decoded))
@@ -8099,16 +8141,20 @@ def _second_readings(original: str) -> list:
 
 # A shell's `\` or cmd's `^` at a line's end (and cmd's `More? ` prompt on the line it continues).
 _CONTINUATION = r"(?:\\|\^)\r?\n(?:More\?[ \t]?)?"
+# PowerShell's: a backtick after a space at a line's end. Where a text has one, a backtick that ends
+# any line continues it (inside a string too: `"ePrsfp/rSpXx…`⏎qxViuY…" --profile ot`), but a fence's.
+_POWERSHELL_CONTINUATION = r"[ \t]`\r?\n"
 
 
 def _redact_continued(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with what the rules find once a shell's continued lines are joined (a command
-    over lines: `aws … \\⏎    --query '…PreSharedKey'`; a value its continuation cut:
+    over lines: `aws … \\⏎    --query '…PreSharedKey'`, PowerShell's `` ` ``; a value its continuation cut:
     `-P Etl-wnA296jDD^⏎More? v7ZlXRPM!`; a mail's quoted-printable soft breaks, `=⏎`, its `=C3=BC`
     decoded) redacted wherever it, or each part of it on a line of its own, stands whole."""
     quoted_printable = "quoted-printable" in original.lower()
+    powershell = _regex(_POWERSHELL_CONTINUATION).search(original) is not None
     pieces, position = [], 0
-    for found in _regex(_CONTINUATION + (r"|=\r?\n" if quoted_printable else "")).finditer(original):
+    for found in _regex(_CONTINUATION + (r"|=\r?\n" if quoted_printable else "") + (r"|(?<!`)`\r?\n" if powershell else "")).finditer(original):
         pieces.append(original[position:found.start()])
         position = found.end()
     pieces.append(original[position:])
@@ -9045,8 +9091,9 @@ def _in_ranges(ranges: tuple, position: int) -> bool:
 
 def _in_public_block(text: str, position: int) -> bool:
     """Whether position is inside the body of a certificate or a public key (PEM, PGP), whose lines
-    are public: after its `-----BEGIN …-----` line, before its end."""
-    begin = text.rfind("-----BEGIN ", max(0, position - 16384), position)
+    are public: after its `-----BEGIN …-----` line, before its end or the next block's begin (a
+    truncated public key above a private one: `"PublicKey": "-----BEGIN PUBLIC KEY-----\\n...(truncated)"`)."""
+    begin = text.rfind("-----BEGIN ", max(0, position - 16384), position + len("-----BEGIN "))
     return begin >= 0 and "-----END " not in text[begin:position] and _regex(
         r"-----BEGIN (?:CERTIFICATE|[A-Z ]*PUBLIC KEY|PGP PUBLIC KEY BLOCK|X509 CRL|NEW CERTIFICATE REQUEST|CERTIFICATE REQUEST)-----").match(text, begin) is not None
 
@@ -9168,6 +9215,15 @@ RULE_WORDS = {
     "lsa-secret-account-line": ("e5e5b27f", ("_sc_", "defaultpassword"), ("[*]",), ("[*]",)),
     "rtmp-stream-key": ("4984d107", ("rtmp",), ("rtmp",), ("://",)),
     "ftp-script-password": ("ba58bdd3", ("open",), ("open",), ("\n",)),
+    "netsh-key-content": ("f177c891", ("anahtar i̇çeriği", "contenido de la clave", "contenu de la clé",
+        "contenuto chiave", "conteúdo da chave", "key content", "nyckelinnehåll", "obsah klíče", "schlüsselinhalt",
+        "sleutelinhoud", "zawartość klucza", "содержимое ключа"), ("anahtar i̇çeriği", "contenido de la clave",
+        "contenu de la clé", "contenuto chiave", "conteúdo da chave", "key content", "nyckelinnehåll", "obsah klíče",
+        "schlüsselinhalt", "sleutelinhoud", "zawartość klucza", "содержимое ключа"), (":",)),
+    "wpa-cli-network-secret": ("cf4830d2", ("set_network",), ("set_network",), ("password", "psk", "sae_password",
+        "wep_key")),
+    "chip-tool-wifi-password": ("e61b7317", ("chip-tool",), ("chip-tool",), ("ble-wifi",)),
+    "chip-tool-setup-passcode": ("1e7842c7", ("chip-tool",), ("chip-tool",), ("ble-thread", "ble-wifi", "onnetwork")),
     "wlan-profile-key-material": ("87e6ba8a", ("</keymaterial>",), ("<keymaterial>",), ("<keymaterial>",)),
     "autologon-positional": ("942582b6", ("autologon",), ("autologon",), ()),
     'map-network-drive-password': ('7b077055', ('.mapnetworkdrive',), ('.mapnetworkdrive',), ('"',)),
@@ -9736,41 +9792,42 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("924d24df", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("98f122c9", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis",
         "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
         "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenfras", "losenord", "lozink", "lösenfras",
         "lösenord", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel",
-        "palavra-passe", "parol", "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase",
-        "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement",
-        "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "psk", "pssword", "puk", "pw",
-        "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha",
-        "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn", "wachtwoord", "wachtzin", "zugangsdaten",
-        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "הסיסמא", "הסיסמה", "והסיסמה",
-        "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
-        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
-        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
-        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
-        "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
-        "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy", "deur",
-        "disarm", "door", "duress", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado",
-        "frase secreta", "garagen", "gate", "geheimnis", "geslo", "has", "hesla", "heslo", "installer", "jelsz",
-        "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá",
-        "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license", "llave", "lock", "lockbox", "losenfras",
-        "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe",
-        "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp", "palavra-passe", "panel", "parol",
-        "parola", "parool", "pass", "passcode", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
-        "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
-        "pincode", "pinkode", "pinkoden", "poort", "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon",
-        "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret",
-        "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "slapta", "sleutel", "snmp", "ssh",
-        "sudo", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal", "vpn", "wachtwoord",
-        "wachtzin", "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль",
-        "пин", "секрет", "токен", "הסיסמא", "הסיסמה", "והסיסמה", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
-        "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน",
-        "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号",
-        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "palavra-passe", "parol", "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd",
+        "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword",
+        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "psk",
+        "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "seed",
+        "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn",
+        "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
+        "токен", "הסיסמא", "הסיסמה", "והסיסמה", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת",
+        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー",
+        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
+        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account",
+        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
+        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community", "contra", "contrase",
+        "credential", "creds", "db", "deploy", "deur", "disarm", "door", "duress", "eingangs", "encryption",
+        "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "has",
+        "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
+        "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license",
+        "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau",
+        "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp",
+        "palavra-passe", "panel", "parol", "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd",
+        "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword",
+        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort",
+        "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana",
+        "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "segredo", "segreto", "senha", "service",
+        "session", "sifre", "signing", "slapta", "sleutel", "snmp", "ssh", "sudo", "toegangs", "token", "tokens",
+        "tokn", "totp", "tresor", "tuer", "tür", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
+        "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "הסיסמא",
+        "הסיסמה", "והסיסמה", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "رمز", "رمز الدخول",
+        "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン",
+        "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰",
+        "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",

@@ -1293,6 +1293,34 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(text, cc.redact(text)[0])
 
+    def test_siblings_in_records_and_short_rows_and_keys_after_truncated_ones(self):
+        # A record's member named like a redacted one; a table's row whose last cell is empty; a private
+        # key under a public one cut short; a PowerShell string continued by a backtick.
+        cases = {
+            '[\n  {"site": "Helsinki", "alarm_code": "647842", "wifi": "bhtnDS6vQRGAgEJO"},\n'
+            '  {"site": "Eindhoven", "alarm_code": "121689", "wifi": "sparrow reef biscuit"}\n]': ["121689", "sparrow reef biscuit"],
+            "Ruimte           | Code     | Opmerking\nVoordeur (Nuki)  | 492836   | via app\nMeterkast slot   | 373666   |\n"
+            "Alarm (Ajax)     | 40982842 | 30 sec": ["492836", "373666"],
+            '"PublicKey": "-----BEGIN PUBLIC KEY-----\\n...(truncated)",\n"PrivateKey": "-----BEGIN PRIVATE KEY-----\\n'
+            'MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgDAHVk5qjCWa+OReW\\nxBW6091ggYPlRFDGrqDA+eoknwmhRANCAATLH8VLsH0hKZIG\\n'
+            '-----END PRIVATE KEY-----\\n"': ["xBW6091ggYPlRFDGrqDA+eoknwmhRANCAATLH8VLsH0hKZIG"],
+            'aws configure set aws_secret_access_key `\n  "ePrsfp/rSpXxLwp/zv2D`\nqxViuYr/HrVweAkwP1oM" --profile ot': ["ePrsfp/rSpXxLwp/zv2D", "qxViuYr/HrVweAkwP1oM"],
+        }
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        kept = ("gcloud run deploy api --set-secrets=TUYA_SECRET=tuya-secret:latest,SENDGRID_API_KEY=sendgrid-key:3",
+                "TLS session resumed, session id: c01c23b6d1b5f8e54b10bdb0fa594a45fb14979d6a5345475c18e7a452be52c4, cipher TLS_AES_128_GCM_SHA256",
+                '{"version":1842,"clientToken":"62fb3205-71fa-4d68-9abd-c163ba42a41d"}',
+                "token=... (not included), thumbnail: data:image/jpeg;base64,/9j/4AAQSkZJRgABAQOCmF0xWgPw1FkJdj3hdoLS3lrK2W+SBcHYG7FCGqtI",
+                "| `KCLOUD_TOKEN` | `kc_live_<32 hex chars>` |",
+                "run `ls`\nthe password is documented in the wiki")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(text, cc.redact(text)[0])
+
     def test_a_code_beside_a_redacted_code_after_a_lock_s_name_is_redacted(self):
         # A second code in the sentence of a redacted one, after the name of what it opens, with no giving word.
         text = "Night shift at the depot: building alarm code is 730519, cage combination 4418276."
