@@ -1010,6 +1010,7 @@ def secret_strength(name: str) -> int:
     """2 when a name says its value is a secret (DB_PASSWORD, `Heslo`), 1 when it may be (SIGNING_KEY
     is 2, sort_key is 1), 0 when it does not (MAX_TOKENS, password_file)."""
     parts = _english_name_parts(name)
+    numbered = len(parts) > 1 and parts[-1].isdigit()
     while len(parts) > 1 and (parts[-1].isdigit() or len(parts[-1]) == 1):
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
@@ -1037,7 +1038,7 @@ def secret_strength(name: str) -> int:
     if last == "encrypt" and len(parts) == 1:
         return 1  # Consul's and Nomad's gossip key: `encrypt = "…"`, not `encrypt = true`
     if last == "pass" and len(parts) == 1:
-        return 1  # `PASS: TestLogin` in test output; DB_PASS is below
+        return 2 if numbered else 1  # `PASS: TestLogin` in test output; DB_PASS is below
     if last in ("phrase", "word") and before == "pass":
         return 2  # OCI's pass_phrase, a pass_word
     if last == "salt" and len(parts) > 1 or last == "pepper":
@@ -3067,14 +3068,14 @@ def _numbered_passphrase(match: Any) -> list:
         words = found.group().split()
         if english and words[0][:1].isupper():
             continue  # capitalized words after an English word are a title ("Upload Key 2024"), German's nouns after Passwort
-        first = 0
-        while first < len(words) - 4 and words[first].lower() in _COMMON_WORDS | _SENTENCE_GLUE_WORDS:
-            first += 1  # "… user admin lantern gans baum 98": the passphrase starts after the sentence's words
-        value = " ".join(words[first:])
-        start = found.end() - len(value)
-        if (not set(value.lower().split()) & (_COMMON_WORDS | _SECRET_TALK_WORDS) and _is_spoken_passphrase(value)
-                and _regex(_GIVES_PASSPHRASE).search(text[end:start]) and not _regex(_UNIT_AFTER_NUMBER).match(text, found.end())):
-            return [(start, found.end())]
+        if _regex(_UNIT_AFTER_NUMBER).match(text, found.end()):
+            continue
+        for first in range(len(words) - 3):  # "… user admin lantern gans baum 98", "du compte bench est ginger gravel squid 96": after the sentence's words
+            value = " ".join(words[first:])
+            start = found.end() - len(value)
+            if (not set(value.lower().split()) & (_COMMON_WORDS | _SECRET_TALK_WORDS) and _is_spoken_passphrase(value)
+                    and _regex(_GIVES_PASSPHRASE).search(text[end:start])):
+                return [(start, found.end())]
     return []
 
 
@@ -4509,6 +4510,17 @@ def _accept_totp(match: Any) -> bool:
     return _regex(r"(?i)totp|\botp|mfa|2fa|authenticator|otpauth").search(before) is not None
 
 
+def _accept_defined_credential(match: Any) -> bool:
+    """A definition under a term that names a credential (a PIN's 4 to 10 digits, a password's or a
+    machine's shape), or an account's (admin, root, login) when it reads as a password."""
+    label, value = match.group("label"), match.group("s").strip()
+    if _is_reference(value) or _is_placeholder(value):
+        return False
+    if _regex(_CREDENTIAL_WORDS).search(label):
+        return bool(_regex(r"\d{4,10}").fullmatch(value)) or _looks_like_a_secret(value)
+    return _regex(r"(?i)\b(?:admin\w*|root|login|account|user)\b").search(label) is not None and looks_like_chosen_password(value) and not _is_path_or_version(value)
+
+
 def _accept_stream_key(match: Any) -> bool:
     """A stream key a machine made: random, a UUID, YouTube's groups of four, Twitch's and Facebook's forms."""
     key = match.group("s")
@@ -4700,6 +4712,14 @@ chip-tool-wifi-password      not-reference          chip-tool[ \t]+pairing[ \t]+
 chip-tool-setup-passcode     not-reference          chip-tool[ \t]+pairing[ \t]+(?:ble-wifi[ \t]+\S+[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\S+)[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\S+)|ble-thread[ \t]+\S+[ \t]+\S+|onnetwork(?:-long)?[ \t]+\S+)[ \t]+(?P<s>(?!20202021\b)\d{8})(?!\d)
 #   catch: $ chip-tool pairing ble-wifi 0x11 Kipina-Lab-2G '«max_plum45%»' «80047539» 3840
 #   keep:  $ chip-tool pairing onnetwork 1 20202021
+# A 32-byte key in hex after the name of its kind and a colon (a key generator's output: `private (hex): …`, `seed: …`).
+hex-key-after-its-kind       -                      (?i)(?<![\w\-])(?:private|priv|secret|seed|signing)(?:[ _\-]?key)?[ \t]*(?:\((?:hex|raw|bytes|base16)\))?[ \t]*[:=][ \t]*(?P<s>(?:0x)?[0-9a-fA-F]{64})(?![0-9a-fA-F])
+#   catch: private (hex): «12a3ab4717d4da7492117b45c2133e379252e23b585b6734a93d2dbf31fb76a4»\npublic  (hex): 79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46
+#   keep:  public  (hex): 79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46
+# A description list's term that names a credential and its definition (`<dt>Recovery PIN</dt><dd>…</dd>`).
+html-defined-credential      defined-credential     <dt>(?P<label>[^<\n]{1,60})</dt>\s{0,20}<dd>(?:<code>)?(?P<s>[^<\n]{4,128}?)(?:</code>)?</dd>
+#   catch: <dl class="device-creds">\n  <dt>Hub local admin</dt><dd>«honey-crystal-maple-prairie»</dd>\n  <dt>Recovery PIN</dt><dd>«41191622»</dd>\n</dl>
+#   keep:  <dl>\n  <dt>Firmware</dt><dd>3.4.1-rc2</dd>\n  <dt>PIN policy</dt><dd>6 digits, rotated yearly</dd>\n</dl>
 wlan-profile-key-material    not-reference          <keyMaterial>(?P<s>[^<\s](?:[^<\n]{6,510}[^<\s])?)</keyMaterial>
 #   catch: <sharedKey><keyType>passPhrase</keyType><protected>false</protected><keyMaterial>«marble.otter.tango.harbor»</keyMaterial></sharedKey>
 #   catch: C:\temp\Wi-Fi-Lab.xml:21:                <keyMaterial>«eagle apple raven»</keyMaterial>
@@ -7392,7 +7412,7 @@ ACCEPT_CHECKS = {
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
-    "app-password": _accept_app_password, "stream-key": _accept_stream_key, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
+    "app-password": _accept_app_password, "defined-credential": _accept_defined_credential, "stream-key": _accept_stream_key, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
     "base64-password-line": _accept_base64_password_line, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user, "short-flag-random": _accept_short_flag_random,
 }
@@ -7701,7 +7721,7 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
             if join not in "│|" or not below.rstrip().endswith(join):
                 continue  # (a box's border closes both lines: `│ sk_live_…«redacted» │`)
         rest = _regex(_WRAPPED_REST).match(below, start)
-        if not rest or REDACTED in below or not _is_secret_part(rest.group(1)):
+        if not rest or REDACTED in below or not _is_secret_part(rest.group(1)) or not rest.group(1).isascii():  # (a wrapped token's rest is ASCII: not Thai's ส่วนสุดท้าย)
             continue
         after = below[rest.end():]
         if quote and not after.startswith(quote) or not quote and not join and _regex(r"[ \t]{2}|[ \t]*\||[ \t]*[:=][ \t]").match(after):
@@ -7729,7 +7749,7 @@ def _replace_spans(text: str, spans: Iterable, count: int, replaced: list) -> tu
 # redaction, a token that a giving word leads to (is, es, c'est, är, with, med, a credential word, up
 # to two words before it) is one too when it has a password's or a machine's shape, or is a number of
 # a PIN's length where the text's redacted values include one.
-_GIVING_WORD = (r"(?i)(?:\b(?:is|es|est|c'est|ist|är|è|é|er|jest|je|hai|med|with|con|com|mit|avec|olarak|marcar|dial|enter)\b|" + _CREDENTIAL_WORDS
+_GIVING_WORD = (r"(?i)(?:\b(?:is|es|est|c'est|ist|är|è|é|er|on|jest|je|hai|med|with|con|com|mit|avec|olarak|marcar|dial|enter)\b|" + _CREDENTIAL_WORDS
                 + r")[ \t]*(?:[^\s«»]+[ \t]+){0,2}[\"'«„“(]?$")
 _PROSE_LINE_WORDS = 5  # words of letters that make a line prose, not a row or a log line's fields
 
@@ -7748,10 +7768,10 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
             if REDACTED in value:
                 continue
             pin = value.isdigit() and 4 <= len(value) <= 10 and not _regex(r"(?:19|20)\d\d").fullmatch(value) and (
-                pins or _regex(r"(?i)pin|kod|code|código|codice|код").search(text, max(line.start(), token.start() - 30), token.start()))  # Skärmtidskoden är 47285374
+                pins or _regex(r"(?i)pin|kod|koodi|code|código|codice|код").search(text, max(line.start(), token.start() - 40), token.start()))  # Skärmtidskoden är 47285374
             if (pin and _is_sibling_cell(value, False) or not value.isdigit() and _is_row_password(value)) and not _regex(
                     r"[ \t]*(?:%|s\b|sec|min|h\b|kr|€|\$|°)").match(text, token.end()) and (_regex(_GIVING_WORD).search(
-                    text, max(line.start(), token.start() - 60), token.start()) or pin and pins and _regex(r"(?i)(?:combina|kombina|" + _PLACE_WORDS[4:] + r")[^\d«»,;.\n]{0,25}$").search(
+                    text, max(line.start(), token.start() - 60), token.start()) or pin and _regex(r"[:：][ \t]*$").search(text, token.start() - 4, token.start()) or pin and pins and _regex(r"(?i)(?:combina|kombina|" + _PLACE_WORDS[4:] + r")[^\d«»,;.\n]{0,25}$").search(
                     text, max(line.start(), token.start() - 60), token.start())):  # (the costly look for a giving word last; a PIN's sibling may follow a lock's name alone: "cage combination 3795296")
                 spans.append(token.span())
     return _replace_spans(text, spans, count, replaced)
@@ -7767,7 +7787,8 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
                        r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
                        r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|друга(?=[ \t]*[:：])|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
-                       r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|החלק[ \t]+השני|החצי[ \t]+השני")
+                       r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|החלק[ \t]+השני|החצי[ \t]+השני"
+                       r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ")
 _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])"
                  r"|(?<![^\s\"'«„“「(])(?P<before>[^\s\"'«»„“”「」`()]{4,128})[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
@@ -7815,7 +7836,8 @@ _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \
                       r"|\bprimeira[ \t]+parte|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım)"
                       r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
                       r"|\bcomeça[ \t]+(?:com|por)|\bførste[ \t]+del(?:en)?|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
-                      r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|החלק[ \t]+הראשון|החצי[ \t]+הראשון")
+                      r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|החלק[ \t]+הראשון|החצי[ \t]+הראשון"
+                      r"|(?i:\balkaa|\bensimmäinen[ \t]+osa)|ส่วนแรก")
 _FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])")
 # A rest that was redacted: "the rest is «redacted»", "ends with «redacted» appended", "«redacted» is the end of it".
@@ -7838,10 +7860,11 @@ def _is_part_of_a_secret(value: str) -> bool:
 _REST_WORDS_SEEN = ("rest", "end", "append", "contin", "follow", "second", "2nd", "last", "part", "2/2", "2 / 2", "teil", "zweite",
                     "fortsetzung", "dann", "tweede", "nog", "seconde", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "andra", "seconda", "druga", "reszt", "goes", "fortsett", "fortsætt", "continu", "sigue", "suivi", "weiter",
-                    "gefolgt", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "השני", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
+                    "gefolgt", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "השני", "loppu", "toinen", "jatkuu", "ส่วนที่สอง",
+                    "ส่วนสุดท้าย", "ส่วนที่เหลือ", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
 _FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "1 / 2", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
-                     "starter", "перш", "перв", "начина", "почина", "מתחיל", "הראשון", "前半", "앞부분")
+                     "starter", "перш", "перв", "начина", "почина", "מתחיל", "הראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분")
 
 
 def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
@@ -8083,7 +8106,8 @@ def _sibling_values(lines: list, index: int, replaced: list) -> list:
         if other[:value.start()].strip() == prefix.strip():
             continue  # the same label again: a dialog's or a log's lines (`CLIENT -> SERVER: …`), not a block of names
         name = _regex(r"([A-Za-z_][\w.\-]*)[^\w]*$").search(other, 0, value.start())
-        if not name or len(name.group(1)) < 3 or set(_name_parts(name.group(1))) & _NO_SECRET_NAME_PARTS or _regex(_PROSE_HASH_WORDS).search(name.group(1)):
+        if not name or len(name.group(1)) < 3 or set(_name_parts(name.group(1))) & _NO_SECRET_NAME_PARTS or _regex(_PROSE_HASH_WORDS).search(name.group(1)) or _regex(
+                r"(?i)(?<![a-z])pub(?:lic)?(?![a-z])").search(other, 0, value.start()):  # (also a label's note after its name: `public  (hex): …`)
             continue  # a public key or its member (`x`, `n`), a user, a host, a commit beside the secret
         if _is_sibling_value(value.group(), replaced):
             found.append((row, value.start(), value.end()))
@@ -9224,6 +9248,9 @@ RULE_WORDS = {
         "wep_key")),
     "chip-tool-wifi-password": ("e61b7317", ("chip-tool",), ("chip-tool",), ("ble-wifi",)),
     "chip-tool-setup-passcode": ("1e7842c7", ("chip-tool",), ("chip-tool",), ("ble-thread", "ble-wifi", "onnetwork")),
+    "hex-key-after-its-kind": ("f0cae0d9", ("priv", "private", "secret", "seed", "signing"), ("priv", "private",
+        "secret", "seed", "signing"), ()),
+    "html-defined-credential": ("0c8dc2c8", ("</dt>",), ("<dt>",), ("</dd>",)),
     "wlan-profile-key-material": ("87e6ba8a", ("</keymaterial>",), ("<keymaterial>",), ("<keymaterial>",)),
     "autologon-positional": ("942582b6", ("autologon",), ("autologon",), ()),
     'map-network-drive-password': ('7b077055', ('.mapnetworkdrive',), ('.mapnetworkdrive',), ('"',)),

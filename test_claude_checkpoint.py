@@ -1321,6 +1321,28 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(text, cc.redact(text)[0])
 
+    def test_codes_definitions_numbered_parts_and_keys_by_their_kind_are_redacted(self):
+        cases = {
+            "Salut ! le mot de passe du compte bench est ginger gravel squid 96. J'ai changé le code du cadenas de l'armoire : 748781.": ["748781"],
+            "Moi! Koneen salasana on nyt Kuusi#Kettu42 — Lukon koodi on edelleen sama, 809032.": ["809032"],
+            '{"wifi":{"ssid":"Koti_5G","pass_0":"Saunailta95","pass_1":"11Lumi!talvi"}}': ["Saunailta95", "11Lumi!talvi"],
+            "Mali: salasana alkaa näin: Kaamos#20\nMali: ja loppuu: 07!Kaamos41 (ilman välilyöntiä)": ["07!Kaamos41"],
+            "Noi: รหัส hub ส่วนแรก 1DnlniSt9\nNoi: ส่วนที่สอง B1BdM4D60\nNoi: ส่วนสุดท้าย 4HXcD2eFq ค่ะ": ["1DnlniSt9", "B1BdM4D60", "4HXcD2eFq"],
+            "<dl>\n  <dt>Hub local admin</dt><dd>honey-crystal-maple-prairie</dd>\n  <dt>Recovery PIN</dt><dd>41191622</dd>\n</dl>": [
+                "honey-crystal-maple-prairie", "41191622"],
+            "private (hex): 12a3ab4717d4da7492117b45c2133e379252e23b585b6734a93d2dbf31fb76a4": ["12a3ab4717d4da7492117b45c2133e379252e23b585b6734a93d2dbf31fb76a4"],
+        }
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        public = "private (hex): 12a3ab4717d4da7492117b45c2133e379252e23b585b6734a93d2dbf31fb76a4\npublic  (hex): 79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46"
+        self.assertIn("79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46", cc.redact(public)[0])
+        for text in ("<dl><dt>PIN policy</dt><dd>6 digits, rotated yearly</dd></dl>", "Moi! Tiketti 48213 on suljettu, lukon koodi vaihtuu huomenna."):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(text, cc.redact(text)[0])
+
     def test_a_code_beside_a_redacted_code_after_a_lock_s_name_is_redacted(self):
         # A second code in the sentence of a redacted one, after the name of what it opens, with no giving word.
         text = "Night shift at the depot: building alarm code is 730519, cage combination 4418276."
