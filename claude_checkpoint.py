@@ -2396,7 +2396,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
@@ -4720,6 +4720,15 @@ hex-key-after-its-kind       -                      (?i)(?<![\w\-])(?:private|pr
 html-defined-credential      defined-credential     <dt>(?P<label>[^<\n]{1,60})</dt>\s{0,20}<dd>(?:<code>)?(?P<s>[^<\n]{4,128}?)(?:</code>)?</dd>
 #   catch: <dl class="device-creds">\n  <dt>Hub local admin</dt><dd>«honey-crystal-maple-prairie»</dd>\n  <dt>Recovery PIN</dt><dd>«41191622»</dd>\n</dl>
 #   keep:  <dl>\n  <dt>Firmware</dt><dd>3.4.1-rc2</dd>\n  <dt>PIN policy</dt><dd>6 digits, rotated yearly</dd>\n</dl>
+# A Telegram bot's token in the Bot API's URL, of any length the path allows (`api.telegram.org/bot<id>:<token>/sendMessage`).
+telegram-bot-url             -                      api\.telegram\.org/(?:file/)?bot(?P<s>\d{6,12}:[A-Za-z0-9_\-]{20,64})(?=[/\s"'?]|$)
+#   catch: sentry: Request URL https://api.telegram.org/bot«933846623:-AO0LyBZnIAAsf3TcwtNILDhrnY5ycUN0ILhNXaiitX»/sendMessage?chat_id=-10088149158
+#   keep:  curl https://api.telegram.org/bot<TOKEN>/getMe
+# WordPress's auth and logged-in cookies' value, `user|expiry|token|hmac`, outside a header (PHP's var_dump, a log).
+wordpress-cookie-value       -                      (?:wordpress_|auth_cookie|logged_in)[^\n]{0,200}(?:\r?\n)?[^\n|]{0,100}\|\d{10}\|(?P<s>[A-Za-z0-9]{43}\|[0-9a-f]{64})(?![0-9a-f])
+#   catch: ["wordpress_sec_98abe848"]=> string(120) "editor-natt|1749210000|«xSiT9mJZGmXjngKJeytgcv5rDHL1E6IqtJt6CfWGCSW|d871eadbdc1012db32a3189e782f8c83178561b6e74dfb35b42415f0d63fb194»"
+#   catch: $ wp eval 'echo wp_generate_auth_cookie(1, time() + 3600, "logged_in");'\nadmin|1716120000|«MNfBzg6PSi3q5YQwu5yRtZh1R2bfnJbc0uCiYEYCCcR|9087ee1f4f77c6dbf8f3224e002f66ce1fa4b0f32bbbd14e31e02e5b57736026»
+#   keep:  wordpress_logged_in: 2025-06-06 09:14:02|1749210000|login ok|editor-natt
 wlan-profile-key-material    not-reference          <keyMaterial>(?P<s>[^<\s](?:[^<\n]{6,510}[^<\s])?)</keyMaterial>
 #   catch: <sharedKey><keyType>passPhrase</keyType><protected>false</protected><keyMaterial>«marble.otter.tango.harbor»</keyMaterial></sharedKey>
 #   catch: C:\temp\Wi-Fi-Lab.xml:21:                <keyMaterial>«eagle apple raven»</keyMaterial>
@@ -9251,6 +9260,9 @@ RULE_WORDS = {
     "hex-key-after-its-kind": ("f0cae0d9", ("priv", "private", "secret", "seed", "signing"), ("priv", "private",
         "secret", "seed", "signing"), ()),
     "html-defined-credential": ("0c8dc2c8", ("</dt>",), ("<dt>",), ("</dd>",)),
+    "telegram-bot-url": ("2fc1f900", ("api.telegram.org/",), ("api.telegram.org/",), ("bot",)),
+    "wordpress-cookie-value": ("1f153af6", ("auth_cookie", "logged_in", "wordpress_"), ("auth_cookie", "logged_in",
+        "wordpress_"), ("|",)),
     "wlan-profile-key-material": ("87e6ba8a", ("</keymaterial>",), ("<keymaterial>",), ("<keymaterial>",)),
     "autologon-positional": ("942582b6", ("autologon",), ("autologon",), ()),
     'map-network-drive-password': ('7b077055', ('.mapnetworkdrive',), ('.mapnetworkdrive',), ('"',)),
@@ -9819,42 +9831,43 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("98f122c9", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("f24eb48f", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
-        "contrase", "credential", "creds", "disarm", "frasa sandi", "frase de cifrado", "frase secreta", "geheimnis",
-        "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
-        "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "llave", "losenfras", "losenord", "lozink", "lösenfras",
-        "lösenord", "mat khau", "mdp", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel",
-        "palavra-passe", "parol", "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd",
-        "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword",
-        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "psk",
-        "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "seed",
-        "segredo", "segreto", "senha", "session", "sifre", "slapta", "sleutel", "token", "tokens", "tokn",
-        "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
-        "токен", "הסיסמא", "הסיסמה", "והסיסמה", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת",
-        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー",
-        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
-        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account",
-        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
-        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community", "contra", "contrase",
-        "credential", "creds", "db", "deploy", "deur", "disarm", "door", "duress", "eingangs", "encryption",
-        "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "has",
-        "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
-        "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "licence", "license",
-        "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lösenfras", "lösenord", "master", "mat khau",
-        "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "otp",
-        "palavra-passe", "panel", "parol", "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd",
-        "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword",
+        "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
+        "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
+        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "larm", "llave", "losenfras", "losenord",
+        "lozink", "lås", "låse", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe", "mã thông báo",
+        "mật khẩu", "nenosiri", "nsec", "nyckel", "palavra-passe", "parol", "parola", "parool", "pass", "passcode",
+        "passkey", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod",
+        "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode",
+        "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel",
+        "secret", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta",
+        "sleutel", "säkerhets", "token", "tokens", "tokn", "upplåsnings", "wachtwoord", "wachtzin", "zugangsdaten",
+        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "הסיסמא", "הסיסמה", "והסיסמה",
+        "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
+        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
+        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
+        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
+        "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
+        "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy", "deur",
+        "disarm", "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi",
+        "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "has", "hesla", "heslo",
+        "installer", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain",
+        "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "larm", "licence", "license", "llave",
+        "lock", "lockbox", "losenfras", "losenord", "lozink", "lås", "låse", "lösenfras", "lösenord", "master",
+        "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel",
+        "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass", "passcode", "passkey", "passord",
+        "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword",
         "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort",
-        "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana",
+        "port", "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana",
         "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "segredo", "segreto", "senha", "service",
-        "session", "sifre", "signing", "slapta", "sleutel", "snmp", "ssh", "sudo", "toegangs", "token", "tokens",
-        "tokn", "totp", "tresor", "tuer", "tür", "unseal", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
-        "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "הסיסמא",
-        "הסיסמה", "והסיסמה", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "رمز", "رمز الدخول",
-        "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン",
-        "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰",
-        "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo",
+        "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal", "upplåsnings",
+        "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ",
+        "парол", "пароль", "пин", "секрет", "токен", "הסיסמא", "הסיסמה", "והסיסמה", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
+        "סיסמאות", "סיסמה", "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड",
+        "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼",
+        "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
