@@ -2560,7 +2560,7 @@ _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token sk
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
     otp x-signature appid app_key private_token auth_token access_key secret_key pub_secret q-signature token_hash
-    _vercel_share share_token sign""".split())
+    _vercel_share share_token sign tempauth slt access lt share""".split())
 
 
 def _find_random_tokens(match: Any) -> list:
@@ -4399,7 +4399,7 @@ def _accept_url_parameter(match: Any) -> bool:
     if len(name) == 1 and _regex(r"(?i)/[\w\-]*(?:invit|convit|einlad|accept|aceit|magic|verif|confirm|reset|activat|ativa)[\w\-/]*(?:\?[^\s#?]*)?$").search(
             _line_before(match.string, match.start(), 200)):
         return looks_machine_generated(value)  # an invitation's or a magic link's token: /convite/aceitar?t=…
-    if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and not name.endswith(("signature", "-signed", "_signed")) and strength == 0):
+    if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and not name.endswith(("signature", "-signed", "_signed", "tokenhash")) and strength == 0):
         return False
     if _regex(r"[,(][A-Za-z_$][\w.$]*=").search(value):
         return False  # minified code, not a query: `;t.getToken=r,t.VERSION="5.0.22"`
@@ -4729,6 +4729,10 @@ wordpress-cookie-value       -                      (?:wordpress_|auth_cookie|lo
 #   catch: ["wordpress_sec_98abe848"]=> string(120) "editor-natt|1749210000|«xSiT9mJZGmXjngKJeytgcv5rDHL1E6IqtJt6CfWGCSW|d871eadbdc1012db32a3189e782f8c83178561b6e74dfb35b42415f0d63fb194»"
 #   catch: $ wp eval 'echo wp_generate_auth_cookie(1, time() + 3600, "logged_in");'\nadmin|1716120000|«MNfBzg6PSi3q5YQwu5yRtZh1R2bfnJbc0uCiYEYCCcR|9087ee1f4f77c6dbf8f3224e002f66ce1fa4b0f32bbbd14e31e02e5b57736026»
 #   keep:  wordpress_logged_in: 2025-06-06 09:14:02|1749210000|login ok|editor-natt
+# Dropbox's temporary links (`files/get_temporary_link`, a shared file's download): the token in the path.
+dropbox-temporary-link       -                      dl\.dropboxusercontent\.com/cd/0/(?:get|inline2?|thumbnail|preview)/(?P<s>[A-Za-z0-9_\-]{40,2048})
+#   catch: "link": "https://uc44c1705d6be3ad9d.dl.dropboxusercontent.com/cd/0/get/«ZP00m2YIn5hU2HVTW13_Zy0jsH9M728m4ChPEg86QSbIO_WtLt0qnD2XKwpqmHtm2su»/file"
+#   keep:  https://www.dropbox.com/developers/documentation/http/documentation#files-get_temporary_link
 wlan-profile-key-material    not-reference          <keyMaterial>(?P<s>[^<\s](?:[^<\n]{6,510}[^<\s])?)</keyMaterial>
 #   catch: <sharedKey><keyType>passPhrase</keyType><protected>false</protected><keyMaterial>«marble.otter.tango.harbor»</keyMaterial></sharedKey>
 #   catch: C:\temp\Wi-Fi-Lab.xml:21:                <keyMaterial>«eagle apple raven»</keyMaterial>
@@ -7005,7 +7009,7 @@ context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}
 #   catch: Copied from DevTools > Application > Cookies (owa):\ncadata=«CJYFo7DgkPzlouocqrJ8dq7gvaAHRJEZYUZcL11fYJJ3jnWXwQb073iM»\nlang=en-US
 #   keep:  Cookies (owa):\nlang=en-US\ntheme=dark
 # Signed URLs and query strings: signatures, credentials, SAS and access tokens.
-context-url-parameter        url-parameter          [?&;](?P<name>[A-Za-z_][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`;]{8,2048})
+context-url-parameter        url-parameter          (?:[?&;]|(?<=-F )|(?<=--form ))(?P<name>[A-Za-z_][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`;]{8,2048})
 #   catch: [INFO] Downloading: https://nexus.example.com/repository/raw/x.EXE?x-nexus-signed=«fN5_Yxhre-79FtaojVCJMKP4V70HNDT0hcvLii0NbMmg0l»&x-nexus-expires=1750170000
 #   catch: Convite (expira em 48h): https://admin.example.com.br/convite/aceitar?t=«LG4AugLXVTLs-IX6XSyv_l2om1ZCAZmZ»
 #   catch: verify link from the signup email: https://accounts.example.app/verify-email?uid=184759&t=«Bue9boutrs0Il3JgmLGGF8x7coJHq1EEbDknCx-u»
@@ -9263,6 +9267,11 @@ RULE_WORDS = {
     "telegram-bot-url": ("2fc1f900", ("api.telegram.org/",), ("api.telegram.org/",), ("bot",)),
     "wordpress-cookie-value": ("1f153af6", ("auth_cookie", "logged_in", "wordpress_"), ("auth_cookie", "logged_in",
         "wordpress_"), ("|",)),
+    "dropbox-temporary-link": ("5c2a41f5", ("dl.dropboxusercontent.com/cd/0/get",
+        "dl.dropboxusercontent.com/cd/0/inline", "dl.dropboxusercontent.com/cd/0/preview",
+        "dl.dropboxusercontent.com/cd/0/thumbnail"), ("dl.dropboxusercontent.com/cd/0/get",
+        "dl.dropboxusercontent.com/cd/0/inline", "dl.dropboxusercontent.com/cd/0/preview",
+        "dl.dropboxusercontent.com/cd/0/thumbnail"), ()),
     "wlan-profile-key-material": ("87e6ba8a", ("</keymaterial>",), ("<keymaterial>",), ("<keymaterial>",)),
     "autologon-positional": ("942582b6", ("autologon",), ("autologon",), ()),
     'map-network-drive-password': ('7b077055', ('.mapnetworkdrive',), ('.mapnetworkdrive',), ('"',)),
@@ -9921,7 +9930,7 @@ RULE_WORDS = {
         "set-cookie"), ()),
     "context-cookie-rows": ("6b7b6395", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
-    "context-url-parameter": ("e30c4d68", ("=",), (), ()),
+    "context-url-parameter": ("9f341200", ("=",), (), ()),
     "password-as-failed-login": ("9e8b552b", ("auth", "authentication", "failed", "failure", "illegal", "invalid",
         "login", "unknown"), ("auth", "authentication", "failed", "illegal", "invalid", "login", "logon", "unknown"),
         ()),

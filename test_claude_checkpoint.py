@@ -1343,6 +1343,26 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(text, cc.redact(text)[0])
 
+    def test_signed_links_tokens_in_their_parameters_and_paths_are_redacted(self):
+        cases = {
+            "curl https://nas:9000/scans -F x-amz-signature=a49cd7eb2d954ba394a9c0601d57bc06f5e5f43526ae65c85c8979939578e1ed -F bucket=scans":
+                "a49cd7eb2d954ba394a9c0601d57bc06f5e5f43526ae65c85c8979939578e1ed",
+            "https://live.example.ua:1935/live/ob1/playlist.m3u8?wowzatokenendtime=1749081600&wowzatokenhash=XmAkCK73HRWYZj8Qz6g2IXxhdyq0Sw8f1SVAd0Iw4G0=":
+                "XmAkCK73HRWYZj8Qz6g2IXxhdyq0Sw8f1SVAd0Iw4G0=",
+            "https://nordhav.sharepoint.com/:f:/s/Foto/EabcXyz?e=uXk7bP&tempauth=v1.xsTTHP4ws_ZVBIKpwWFd56Pka3JVRGc3fawPy1mhA7FZcDNmT":
+                "v1.xsTTHP4ws_ZVBIKpwWFd56Pka3JVRGc3fawPy1mhA7FZcDNmT",
+            "https://demo.docusign.net/Signing/MTRedeem/v1/ae1ce1a4?slt=VkkACRE88wkO-B3559Vy0Knq998PnCuf0LZYPEQ5Bft9": "VkkACRE88wkO-B3559Vy0Knq998PnCuf0LZYPEQ5Bft9",
+            "https://akte.example.de/download/8841?access=XNS-MFV8xvukLmfFE6xo_Qm0jh0aF_tyGGmoCy0jq9lI": "XNS-MFV8xvukLmfFE6xo_Qm0jh0aF_tyGGmoCy0jq9lI",
+            "https://uc44c1705d6be3ad9d.dl.dropboxusercontent.com/cd/0/get/ZP00m2YIn5hU2HVTW13_Zy0jsH9M728m4ChPEg86QSbIO_Wt/file":
+                "ZP00m2YIn5hU2HVTW13_Zy0jsH9M728m4ChPEg86QSbIO_Wt",
+        }
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(secret, cc.redact(text)[0])
+        for text in ("https://example.com/?share=true&access=public", "curl -F file=@report.pdf -F title=quarterly https://up.example.com"):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(text, cc.redact(text)[0])
+
     def test_a_code_beside_a_redacted_code_after_a_lock_s_name_is_redacted(self):
         # A second code in the sentence of a redacted one, after the name of what it opens, with no giving word.
         text = "Night shift at the depot: building alarm code is 730519, cage combination 4418276."
