@@ -1363,6 +1363,19 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(text, cc.redact(text)[0])
 
+    def test_a_session_cookie_named_in_prose_or_a_row_is_redacted(self):
+        cases = {
+            "pásame tu cookie _gitlab_session para probar... ok la mía es 0088e7078be581e924342a3ee370639c pero ya expira": "0088e7078be581e924342a3ee370639c",
+            "ci_session 839d049d1ae1cadce868865f44739f743d38566e parkovani.example.cz": "839d049d1ae1cadce868865f44739f743d38566e",
+            "_shibsession の値: _3949ac74aace1ce6dcee9e518000385b これで": "_3949ac74aace1ce6dcee9e518000385b",
+        }
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(secret, cc.redact(text)[0])
+        for text in ("SESSION_ENGINE = 'django.contrib.sessions.backends.db'", "user_session expired at 2025-01-01 10:00:00, request_id=4f2a9c1d27be84e06a5d9c3b1e7f20a4"):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(text, cc.redact(text)[0])
+
     def test_a_code_beside_a_redacted_code_after_a_lock_s_name_is_redacted(self):
         # A second code in the sentence of a redacted one, after the name of what it opens, with no giving word.
         text = "Night shift at the depot: building alarm code is 730519, cage combination 4418276."
