@@ -4522,6 +4522,14 @@ def _accept_defined_credential(match: Any) -> bool:
     return _regex(r"(?i)\b(?:admin\w*|root|login|account|user)\b").search(label) is not None and looks_like_chosen_password(value) and not _is_path_or_version(value)
 
 
+def _accept_signed_url_member(match: Any) -> bool:
+    """A signature among a signed URL's other parts (`"sp"`, `"sv"`, `"se"`, an expiry, an API version,
+    within 300 characters): machine-made. A signature alone (a release's, a message's) is public."""
+    text = match.string
+    return looks_machine_generated(match.group("s")) and _regex(r"(?i)[\"'](?:sp|sv|se|sr|st|expires?|expiry|api-version|x-amz-date)[\"'][ \t]*:").search(
+        text, max(0, match.start() - 300), match.end() + 300) is not None
+
+
 def _accept_stream_key(match: Any) -> bool:
     """A stream key a machine made: random, a UUID, YouTube's groups of four, Twitch's and Facebook's forms."""
     key = match.group("s")
@@ -4972,7 +4980,8 @@ anyone-with-the-link         -                      (?:api\.netlify\.com/build_h
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/(?P<s>\d+/[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/«1084494/c9acqeb0»/ -> 200
 #   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
-teams-webhook                -                      (?:webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook)/[^\s/]{1,200}/IncomingWebhook/(?P<s>[0-9a-zA-Z]{32})/
+teams-webhook                -                      (?<=/)IncomingWebhook/(?P<s>[0-9a-zA-Z]{32})/(?=[0-9a-fA-F]{8}-)
+#   catch: url = ("https://acme.webhook.office.com/webhookb2/4cd93266-8fe7-45a9-a90e-48f91ed01af1@e10554e7-c5a4-4e4c-8f65-0b4816c9706a"\n             "/IncomingWebhook/«a79298766e0e4556222e1093268afc23»/a6ed1e02-bc4c-4446-bfce-d1393648a259")
 #   catch: https://acme.webhook.office.com/webhookb2/0a1b2c3d-1111-2222-3333-444455556666@0a1b2c3d-7777-8888-9999-000011112222/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff
 #   keep:  post alerts to the webhook.office.com URL in $TEAMS_WEBHOOK
 #   catch: https://outlook.office.com/webhook/cdb3e77b-9c68-4eed-a304-0b05af136b2b@7f61ad1f-f0b7-4582-b268-130900b5dd57/IncomingWebhook/«a26fe44e37717264698424d989f6e415»/fd02d7a3-3818-4523-bf00-46079bf13cf9
@@ -5642,7 +5651,11 @@ smb-user-percent-password    not-reference          (?<![\w\-])(?:-U|--user(?:na
 signature-field              -                      (?i)["']x-(?:amz|goog)-signature["'][ \t]*:[ \t]*["'](?P<s>[0-9a-f]{64})["']
 #   catch: 'x-amz-date': '20250317T120000Z', 'x-amz-signature': '«ce863691fa81d92a242de5d6ec2e30cb892dc34182ad0d71291be5d1131d3280»'
 #   keep:  "x-amz-signature": "<computed by the SDK>"
-# A session's cookie by its name's end (grafana_session=, tally_sid=), wherever it is written: a machine's value.
+# A signed URL's parts as a JSON object's members (a Logic App's `"queries": {"sp": …, "sv": …, "sig": "…"}`).
+signature-member             signed-url-member      (?i)(?<=["'])(?:sig|urlsignature)["'][ \t]*:[ \t]*["'](?P<s>[A-Za-z0-9+/_\-%]{20,512}={0,2})["']
+#   catch: "queries": { "api-version": "2016-06-01", "sp": "/triggers/manual/run", "sv": "1.0", "sig": "«OrMe9GaA7SzdueI9SXMvLawpcK-xMio_JrTODRFxSE5»" }
+#   keep:  {"alg": "RS256", "signature": "SHA256withRSA", "sig": "see-docs/signing-overview"}
+#   keep:  "darwin-aarch64": {"signature": "dW50cnVzdGVkIGNvbW1lbnQ6IHNpZ25hdHVyZSBmcm9tIHRhdXJpIHNlY3JldCBrZXkKVk+7Da2KNuNlSKrjH4qy3KCAAx5XeGzf0kJ4rrHalR4F"}
 # Google's session cookies: SID's `g.a000…`, the `sidts-…` of __Secure-1PSIDTS.
 google-session-cookie        -                      (?<![\w.\-])(?P<s>g\.a000[A-Za-z0-9_\-]{40,400}|sidts-[A-Za-z0-9_\-]{30,400})
 #   catch: __Secure-3PSID=«g.a000CYzsQ3NfYzcf5NBf6YuckCrYSdzpVwlQw2a_HOorf-kuxP3HmHScXCEBsl7A7U»
@@ -5651,6 +5664,7 @@ google-session-cookie        -                      (?<![\w.\-])(?P<s>g\.a000[A-
 cookie-with-attributes       machine-made           (?<![\w.\-])[\w.\-]{2,60}=(?P<s>[^;\s'"=]{16,4096})[ \t]*;[ \t]*(?i:domain|path|expires|max-age|secure|httponly|samesite)\b
 #   catch: jar.setCookieSync('unity-cookies-sso=«ZL7oNw7G38Qrkak3T0Jfci7AjKHJ9kMtNjaxVxDaOgcKp2EMBSuXKSweHTGw9RXm»; Domain=.unity.com; Path=/; Secure', 'https://id.unity.com');
 #   keep:  document.cookie = "theme=dark-high-contrast-v2; Path=/; SameSite=Lax";
+# A session's cookie by its name's end (grafana_session=, tally_sid=), wherever it is written: a machine's value.
 named-session-cookie         random                 (?<![\w.\-])(?:_?[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid)=|\.ASPXAUTH=|JSESSIONID\.[0-9a-f]{6,12}=(?=node0)|(?i:(?:[a-z]\w{0,20}_)?li_at)[ \t]*=[ \t]*["']?)(?P<s>[A-Za-z0-9%_\-.]{16,4096})
 #   catch: grafana_session=«6c7cff909b77ba9ccf96789a98798e63»; grafana_session_expiry=1755032781
 #   catch: mein Cookie aus dem Browser, sollte ein paar Stunden gehen: _kundenportal_session=«5e0c2b6f1a9d47e3b8c4f2a7d1e6b3c9»
@@ -7010,7 +7024,7 @@ context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}
 #   catch: Copied from DevTools > Application > Cookies (owa):\ncadata=«CJYFo7DgkPzlouocqrJ8dq7gvaAHRJEZYUZcL11fYJJ3jnWXwQb073iM»\nlang=en-US
 #   keep:  Cookies (owa):\nlang=en-US\ntheme=dark
 # Signed URLs and query strings: signatures, credentials, SAS and access tokens.
-context-url-parameter        url-parameter          (?:[?&;]|(?<=-F )|(?<=--form ))(?P<name>[A-Za-z_][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`;]{8,2048})
+context-url-parameter        url-parameter          (?:[?&;]|(?<=-F )|(?<=--form )|(?<=[ \t])(?=[A-Za-z][\w\-]{0,30}-signature=))(?P<name>[A-Za-z_][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`;]{8,2048})
 #   catch: [INFO] Downloading: https://nexus.example.com/repository/raw/x.EXE?x-nexus-signed=«fN5_Yxhre-79FtaojVCJMKP4V70HNDT0hcvLii0NbMmg0l»&x-nexus-expires=1750170000
 #   catch: Convite (expira em 48h): https://admin.example.com.br/convite/aceitar?t=«LG4AugLXVTLs-IX6XSyv_l2om1ZCAZmZ»
 #   catch: verify link from the signup email: https://accounts.example.app/verify-email?uid=184759&t=«Bue9boutrs0Il3JgmLGGF8x7coJHq1EEbDknCx-u»
@@ -7426,7 +7440,7 @@ ACCEPT_CHECKS = {
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
-    "app-password": _accept_app_password, "defined-credential": _accept_defined_credential, "stream-key": _accept_stream_key, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
+    "app-password": _accept_app_password, "signed-url-member": _accept_signed_url_member, "defined-credential": _accept_defined_credential, "stream-key": _accept_stream_key, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
     "base64-password-line": _accept_base64_password_line, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user, "short-flag-random": _accept_short_flag_random,
 }
@@ -9349,8 +9363,7 @@ RULE_WORDS = {
         "figshare.com/s/", "rlkey=", "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-",
         "zoom.us/rec/download", "zoom.us/rec/play", "zoom.us/rec/share"), (), ()),
     "zapier-webhook": ("51ffbbe8", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
-    "teams-webhook": ("20aa0de0", ("/incomingwebhook/",), ("outlook.office", "webhook.office.com/webhookb2"),
-        ("outlook.office", "webhook.office.com/webhookb2")),
+    "teams-webhook": ("9979e784", ("incomingwebhook/",), ("incomingwebhook/",), ("-",)),
     "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",), ()),
     "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",), ("discord",)),
     'oci-pre-authenticated-url': ('ed52f1ee', ('"access-uri":', '.oraclecloud.com'), ('"access-uri":',
@@ -9560,6 +9573,7 @@ RULE_WORDS = {
     "roblox-security-cookie": ("296a1797", ("warning:-do-not-share-this.",), ("warning:-do-not-share-this.",), ("_|",)),
     "smb-user-percent-password": ("2aadec00", ("--user", "-u"), ("--user", "-u"), ("%",)),
     "signature-field": ("fd068312", ("-signature",), (), ("amz", "goog")),
+    "signature-member": ("eb23715a", ("sig", "urlsignature"), ("sig", "urlsignature"), (":",)),
     "google-session-cookie": ("821dc834", ("g.a000", "sidts-"), ("g.a000", "sidts-"), ()),
     "cookie-with-attributes": ("ab1b632f", ("domain", "expires", "httponly", "max-age", "path", "samesite", "secure"),
         (), ("=",)),
@@ -9931,7 +9945,7 @@ RULE_WORDS = {
         "set-cookie"), ()),
     "context-cookie-rows": ("6b7b6395", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
-    "context-url-parameter": ("9f341200", ("=",), (), ()),
+    "context-url-parameter": ("5ecba6fb", ("=",), (), ()),
     "password-as-failed-login": ("9e8b552b", ("auth", "authentication", "failed", "failure", "illegal", "invalid",
         "login", "unknown"), ("auth", "authentication", "failed", "illegal", "invalid", "login", "logon", "unknown"),
         ()),

@@ -1359,6 +1359,17 @@ class TestRedaction(unittest.TestCase):
         for text, secret in cases.items():
             with self.subTest(text=text[:30]):
                 self.assertNotIn(secret, cc.redact(text)[0])
+        more = {
+            '"queries": { "api-version": "2016-06-01", "sp": "/triggers/manual/run", "sv": "1.0", "sig": "OrMe9GaA7SzdueI9SXMvLawpcK-xMio_JrTODRFxSE5" }':
+                "OrMe9GaA7SzdueI9SXMvLawpcK-xMio_JrTODRFxSE5",
+            "POST /sms/inbound 403 signature mismatch x-twilio-signature=RsC4YNZjZ9LnM3nNh7jjkl2dQPg= url=https://api.example.es/sms": "RsC4YNZjZ9LnM3nNh7jjkl2dQPg=",
+            '  "/IncomingWebhook/a79298766e0e4556222e1093268afc23/a6ed1e02-bc4c-4446-bfce-d1393648a259")': "a79298766e0e4556222e1093268afc23",
+        }
+        for text, secret in more.items():
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(secret, cc.redact(text)[0])
+        release = '"darwin-aarch64": {"signature": "dW50cnVzdGVkIGNvbW1lbnQ6IHNpZ25hdHVyZSBmcm9tIHRhdXJpIHNlY3JldCBrZXkKVk+7Da2KNuNl", "sig": "Qm8vLx2Rt7Kp4Nz9Wc3Yb6Hd1Fs5Ga0J"}'
+        self.assertEqual(release, cc.redact(release)[0])
         for text in ("https://example.com/?share=true&access=public", "curl -F file=@report.pdf -F title=quarterly https://up.example.com"):
             with self.subTest(text=text[:30]):
                 self.assertEqual(text, cc.redact(text)[0])
