@@ -2618,9 +2618,9 @@ def _secret_in_pieces(match: Any) -> list:
     at the end of the word's line ("passordet til NTB-ftp er bicycl") and the rest a later line gives
     (_REST_GIVEN, within six lines: "resten er e04bicycle!"), when that rest reads as a secret's part."""
     text = match.string
-    line_end = text.find("\n", match.end())
+    line_end = text.find("\n", match.end(), match.end() + 400)
     if line_end < 0:
-        return []
+        return []  # (a line that long gives no value at its end)
     below_end = line_end
     for _ in range(6):
         next_end = text.find("\n", below_end + 1)
@@ -3064,6 +3064,8 @@ def _numbered_passphrase(match: Any) -> list:
     text, end = match.string, match.end()
     line_end = text.find("\n", end)
     line_end = len(text) if line_end < 0 else line_end
+    if not _regex(r"\d").search(text, end, min(line_end, end + 120)):
+        return []  # no number to close one: a cheap look before the costly one
     english = _regex(r"(?i)(?:.*[ _\-])?(?:passwords?|passwd|passphrases?|passcodes?|pass|secrets?|tokens?|keys?|credentials?|creds|pins?|pwd?)").fullmatch(match.group()) is not None
     for found in _regex(_NUMBERED_PASSPHRASE).finditer(text, end, min(line_end, end + 120)):
         words = found.group().split()
