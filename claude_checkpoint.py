@@ -4532,6 +4532,17 @@ def _accept_signed_url_member(match: Any) -> bool:
         text, max(0, match.start() - 300), match.end() + 300) is not None
 
 
+def _accept_keyboard_walk(match: Any) -> bool:
+    """A keyboard walk with a digit or a sign beside it, 8 to 32 characters, that is no name of code
+    (`qwerty_layout`, `zxcvbn.js`): what people type as a password."""
+    value = match.group("s")
+    walk = _regex(r"(?i)1qaz2wsx|2wsx3edc|1q2w3e4r|q1w2e3r4|1q2w3e|q1w2e3|qweasdzxc|qweasd|qwertz|qwerty|azerty|asdfgh|asdf;lkj|zxcvbnm|zxcvb|poiuyt|lkjhgf|1234qwer|qwer1234|zaq12wsx").search(value)
+    rest = value[:walk.start()] + value[walk.end():]
+    digits_in_walk = any(map(str.isdigit, walk.group()))
+    return 8 <= len(value) <= 32 and (digits_in_walk or _regex(r"[\d\W]").search(rest) is not None) and not _regex(
+        r"[A-Za-z]+(?:[_.\-][A-Za-z]+)+|.*\.(?:js|ts|py|json|txt|md|h|c)").fullmatch(value) and not _is_reference(value)
+
+
 def _accept_stream_key(match: Any) -> bool:
     """A stream key a machine made: random, a UUID, YouTube's groups of four, Twitch's and Facebook's forms."""
     key = match.group("s")
@@ -4744,6 +4755,15 @@ wordpress-cookie-value       -                      (?:wordpress_|auth_cookie|lo
 dropbox-temporary-link       -                      dl\.dropboxusercontent\.com/cd/0/(?:get|inline2?|thumbnail|preview)/(?P<s>[A-Za-z0-9_\-]{40,2048})
 #   catch: "link": "https://uc44c1705d6be3ad9d.dl.dropboxusercontent.com/cd/0/get/«ZP00m2YIn5hU2HVTW13_Zy0jsH9M728m4ChPEg86QSbIO_WtLt0qnD2XKwpqmHtm2su»/file"
 #   keep:  https://www.dropbox.com/developers/documentation/http/documentation#files-get_temporary_link
+# A password typed along the keyboard (`1qaz2wsx!`, `azerty*7615`, `Asdf;lkj#25`, `qweasdzxc=688`): a walk of
+# keys at a token's start with digits or signs after it, which no word, name or id holds.
+keyboard-walk-password       keyboard-walk          (?i)(?<![\w@#$%&*+=!?.;:/\\\-])(?P<s>(?:1qaz2wsx|2wsx3edc|1q2w3e4r|q1w2e3r4|1q2w3e|q1w2e3|qweasdzxc|qweasd|qwertz|qwerty|azerty|asdfgh|asdf;lkj|zxcvbnm|zxcvb|poiuyt|lkjhgf|1234qwer|qwer1234|zaq12wsx)(?:[^\s"'`<>()\[\]{},|\\]{0,15}[^\s"'`<>()\[\]{},|\\.:;])?)(?=[.,:;]?(?:[\s"'`<>()\[\]{},|\\]|$))
+#   catch: - compte root du routeur -> «1qaz2wsx!»
+#   catch: Kata sandi akun admin staging: «azerty=4053» (ganti setelah demo).
+#   catch: use «asdf;lkj!8731» for the temporary admin account on the kiosk
+#   keep:  from zxcvbn import zxcvbn\nresult = zxcvbn(new_password)
+#   keep:  forbidden = {'password', 'qwerty', '123456'}
+#   keep:  setxkbmap -layout us -variant qwerty && echo done
 wlan-profile-key-material    not-reference          <keyMaterial>(?P<s>[^<\s](?:[^<\n]{6,510}[^<\s])?)</keyMaterial>
 #   catch: <sharedKey><keyType>passPhrase</keyType><protected>false</protected><keyMaterial>«marble.otter.tango.harbor»</keyMaterial></sharedKey>
 #   catch: C:\temp\Wi-Fi-Lab.xml:21:                <keyMaterial>«eagle apple raven»</keyMaterial>
@@ -7442,7 +7462,7 @@ ACCEPT_CHECKS = {
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
-    "app-password": _accept_app_password, "signed-url-member": _accept_signed_url_member, "defined-credential": _accept_defined_credential, "stream-key": _accept_stream_key, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
+    "app-password": _accept_app_password, "keyboard-walk": _accept_keyboard_walk, "signed-url-member": _accept_signed_url_member, "defined-credential": _accept_defined_credential, "stream-key": _accept_stream_key, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
     "base64-password-line": _accept_base64_password_line, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user, "short-flag-random": _accept_short_flag_random,
 }
@@ -9289,6 +9309,11 @@ RULE_WORDS = {
         "dl.dropboxusercontent.com/cd/0/thumbnail"), ("dl.dropboxusercontent.com/cd/0/get",
         "dl.dropboxusercontent.com/cd/0/inline", "dl.dropboxusercontent.com/cd/0/preview",
         "dl.dropboxusercontent.com/cd/0/thumbnail"), ()),
+    "keyboard-walk-password": ("df464726", ("1234qwer", "1q2w3e", "1q2w3e4r", "1qaz2wsx", "2wsx3edc", "asdf;lkj",
+        "asdfgh", "azerty", "lkjhgf", "poiuyt", "q1w2e3", "q1w2e3r4", "qweasd", "qweasdzxc", "qwer1234", "qwerty",
+        "qwertz", "zaq12wsx", "zxcvb", "zxcvbnm"), ("1234qwer", "1q2w3e", "1q2w3e4r", "1qaz2wsx", "2wsx3edc",
+        "asdf;lkj", "asdfgh", "azerty", "lkjhgf", "poiuyt", "q1w2e3", "q1w2e3r4", "qweasd", "qweasdzxc", "qwer1234",
+        "qwerty", "qwertz", "zaq12wsx", "zxcvb", "zxcvbnm"), ()),
     "wlan-profile-key-material": ("87e6ba8a", ("</keymaterial>",), ("<keymaterial>",), ("<keymaterial>",)),
     "autologon-positional": ("942582b6", ("autologon",), ("autologon",), ()),
     'map-network-drive-password': ('7b077055', ('.mapnetworkdrive',), ('.mapnetworkdrive',), ('"',)),
