@@ -7869,6 +7869,9 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
         end = len(text) if next_end < 0 else next_end
         if next_end < 0:
             break
+    below = text[first + len(REDACTED):end].lower()
+    if not any(word in below for word in _REST_WORDS_SEEN):
+        return text, count  # (a cheap look before the costly one)
     spans = []
     for found in _regex(_REST_GIVEN).finditer(text, first + len(REDACTED), end):
         span = _rest_span(found)
@@ -7907,11 +7910,12 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("rest", "end", "append", "contin", "follow", "second", "2nd", "last", "part", "2/2", "2 / 2", "teil", "zweite",
-                    "fortsetzung", "dann", "tweede", "nog", "seconde", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
-                    "geris", "andra", "seconda", "druga", "reszt", "goes", "fortsett", "fortsætt", "continu", "sigue", "suivi", "weiter",
-                    "gefolgt", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "השני", "loppu", "toinen", "jatkuu", "ส่วนที่สอง",
-                    "ส่วนสุดท้าย", "ส่วนที่เหลือ", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
+_REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of it", "ends with", "append", "contin", "follow", "second",
+                    "2nd", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
+                    "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
+                    "geris", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
+                    "gefolgt", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "השני", "loppu", "toinen", "jatkuu",
+                    "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
 _FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "1 / 2", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "הראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분")
