@@ -2347,6 +2347,8 @@ _NOT_PASSPHRASE_WORDS = _PLACEHOLDER_WORDS | _SECRET_WORDS | _KEY_NAME_WORDS | _
 _KEYBOARD_RUN = r"qwer|wert|erty|asdf|sdfg|zxcv|xcvb|poiu|oiuy|lkjh|kjhg|mnbv|1qaz|2wsx|zaq1|qazw"
 # Longer walks, which no word or name of code holds: qweasdzxc, qwertz, asdfgh.
 _KEYBOARD_WALK = r"qwert|werty|wertz|asdfg|sdfgh|zxcvb|xcvbn|yxcvb|poiuy|oiuyt|lkjhg|mnbvc|qweasd|asdzxc|qazwsx|q1w2e3|azerty"
+# The walks a password starts with wherever it stands (keyboard-walk-password), longest first.
+_KEYBOARD_PASSWORD_WALK = r"1qaz2wsx|2wsx3edc|1q2w3e4r|q1w2e3r4|1q2w3e|q1w2e3|qweasdzxc|qweasd|qwertz|qwerty|azerty|asdfgh|asdf;lkj|zxcvbnm|zxcvb|poiuyt|lkjhgf|1234qwer|qwer1234|zaq12wsx"
 
 
 def _is_random_letters(value: str) -> bool:
@@ -4536,7 +4538,7 @@ def _accept_keyboard_walk(match: Any) -> bool:
     """A keyboard walk with a digit or a sign beside it, 8 to 32 characters, that is no name of code
     (`qwerty_layout`, `zxcvbn.js`): what people type as a password."""
     value = match.group("s")
-    walk = _regex(r"(?i)1qaz2wsx|2wsx3edc|1q2w3e4r|q1w2e3r4|1q2w3e|q1w2e3|qweasdzxc|qweasd|qwertz|qwerty|azerty|asdfgh|asdf;lkj|zxcvbnm|zxcvb|poiuyt|lkjhgf|1234qwer|qwer1234|zaq12wsx").search(value)
+    walk = _regex(r"(?i)" + _KEYBOARD_PASSWORD_WALK).search(value)
     rest = value[:walk.start()] + value[walk.end():]
     digits_in_walk = any(map(str.isdigit, walk.group()))
     return 8 <= len(value) <= 32 and (digits_in_walk or _regex(r"[\d\W]").search(rest) is not None) and not _regex(
@@ -4757,7 +4759,7 @@ dropbox-temporary-link       -                      dl\.dropboxusercontent\.com/
 #   keep:  https://www.dropbox.com/developers/documentation/http/documentation#files-get_temporary_link
 # A password typed along the keyboard (`1qaz2wsx!`, `azerty*7615`, `Asdf;lkj#25`, `qweasdzxc=688`): a walk of
 # keys at a token's start with digits or signs after it, which no word, name or id holds.
-keyboard-walk-password       keyboard-walk          (?i)(?<![\w@#$%&*+=!?.;:/\\\-])(?P<s>(?:1qaz2wsx|2wsx3edc|1q2w3e4r|q1w2e3r4|1q2w3e|q1w2e3|qweasdzxc|qweasd|qwertz|qwerty|azerty|asdfgh|asdf;lkj|zxcvbnm|zxcvb|poiuyt|lkjhgf|1234qwer|qwer1234|zaq12wsx)(?:[^\s"'`<>()\[\]{},|\\]{0,15}[^\s"'`<>()\[\]{},|\\.:;])?)(?=[.,:;]?(?:[\s"'`<>()\[\]{},|\\]|$))
+keyboard-walk-password       keyboard-walk          (?i)(?<![\w@#$%&*+=!?.;:/\\\-])(?P<s>(?:{KEYBOARD_PASSWORD_WALK})(?:[^\s"'`<>()\[\]{},|\\]{0,15}[^\s"'`<>()\[\]{},|\\.:;])?)(?=[.,:;]?(?:[\s"'`<>()\[\]{},|\\]|$))
 #   catch: - compte root du routeur -> «1qaz2wsx!»
 #   catch: Kata sandi akun admin staging: «azerty=4053» (ganti setelah demo).
 #   catch: use «asdf;lkj!8731» for the temporary admin account on the kiosk
@@ -7492,7 +7494,8 @@ PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
                   "{L}": _L, "{R}": _R, "{CREDENTIAL_WORD}": _CREDENTIAL_WORDS, "{PROMPT_LINE}": _PROMPT_LINE,
                   "{SECRET_PRINTING_COMMAND}": _SECRET_PRINTING_COMMAND, "{INSIDE}": _INSIDE_ANOTHER_COMMAND, "{TABLE_CELL}": _TABLE_HEADER_CELL,
-                  "{DECODING_CALL}": _DECODING_CALL, "{PART_LABEL}": _PART_LABEL, "{JOINED_NOTE}": _JOINED_NOTE}
+                  "{DECODING_CALL}": _DECODING_CALL, "{PART_LABEL}": _PART_LABEL, "{JOINED_NOTE}": _JOINED_NOTE,
+                  "{KEYBOARD_PASSWORD_WALK}": _KEYBOARD_PASSWORD_WALK}
 
 
 def redaction_rules() -> list:
