@@ -9681,6 +9681,15 @@ def handshake_with(test: unittest.TestCase, command: list, cwd: str, env: dict) 
 
 @slow
 class TestPackaging(unittest.TestCase):
+    def test_the_top_level_holds_only_what_the_design_card_allows(self):
+        # SPEC section 1: the four files, pyproject.toml, .ci/, .gitignore and .claude-plugin/; nothing else is tracked there.
+        listed = subprocess.run(["git", "-C", HERE, "ls-files"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if listed.returncode != 0 or not listed.stdout:
+            self.skipTest("not a git checkout (copied file alone)")
+        top = {path.split("/")[0] for path in listed.stdout.splitlines()}
+        allowed = {"claude_checkpoint.py", "test_claude_checkpoint.py", "README.md", "LICENSE", "pyproject.toml", ".ci", ".gitignore", ".claude-plugin"}
+        self.assertEqual(set(), top - allowed)
+
     def test_the_wheel_installs_a_console_script_that_serves(self):
         source, out = package_source(self), temp_dir(self, "cc-wheel-")
         build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, source],
