@@ -2623,12 +2623,7 @@ def _secret_in_pieces(match: Any) -> list:
     line_end = text.find("\n", match.end(), match.end() + 400)
     if line_end < 0:
         return []  # (a line that long gives no value at its end)
-    below_end = line_end
-    for _ in range(6):
-        next_end = text.find("\n", below_end + 1)
-        below_end = len(text) if next_end < 0 else next_end
-        if next_end < 0:
-            break
+    below_end = _end_of_lines_below(text, line_end)
     below = text[line_end:below_end].lower()
     if not any(word in below for word in _REST_WORDS_SEEN):
         return []  # (a cheap look before the costly one)
@@ -2636,9 +2631,8 @@ def _secret_in_pieces(match: Any) -> list:
     rest = first and _regex(_REST_GIVEN).search(text, line_end, below_end)
     if not rest:
         return []
-    rest_span = _rest_span(rest)
-    if not _is_part_of_a_secret(text[rest_span[0]:rest_span[1]]) or _is_path_or_version(first.group("v")) or _is_reference(first.group("v")) or set(
-            first.group("v").lower().split()) & _COMMON_WORDS:
+    rest_span = _piece_span(rest)
+    if not _is_part_of_a_secret(text[rest_span[0]:rest_span[1]]) or not _reads_as_first_part(first.group("v"), one_plain_word=True):
         return []
     return [first.span("v"), rest_span]
 
@@ -7847,15 +7841,25 @@ _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«�
                  r"|(?<![^\s\"'«„“「(])(?P<before>[^\s\"'«»„“”「」`()]{4,128})[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
 
 
-def _rest_span(found: Any) -> tuple:
-    """The span of the rest a _REST_GIVEN match gives, without a sentence's closing marks but with a
-    password's `!` or `?` at its end ("… resten er e04bicycle!")."""
+def _piece_span(found: Any) -> tuple:
+    """The span of the piece a _REST_GIVEN or _FIRST_GIVEN match gives, without a sentence's closing
+    marks but with a password's `!` or `?` at its end ("… resten er e04bicycle!")."""
     group = "s" if found.group("s") is not None else "before"
     start, value = found.start(group), found.group(group).rstrip(".,;:!?")
     end = start + len(value)
     if _regex(r"[!?]+(?=\s|$|[)»”」])").match(found.string, end):
         end = _regex(r"[!?]+").match(found.string, end).end()
     return start, end
+
+
+def _end_of_lines_below(text: str, line_end: int, count: int = 6) -> int:
+    """Where the count lines after the line that ends at line_end end (the text's end, if sooner)."""
+    end = line_end
+    for _ in range(count):
+        end = text.find("\n", end + 1)
+        if end < 0:
+            return len(text)
+    return end
 
 
 def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
@@ -7866,18 +7870,13 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
     line_end = text.find("\n", first)
     if line_end < 0:
         return text, count
-    end = line_end
-    for _ in range(6):
-        next_end = text.find("\n", end + 1)
-        end = len(text) if next_end < 0 else next_end
-        if next_end < 0:
-            break
+    end = _end_of_lines_below(text, line_end)
     below = text[first + len(REDACTED):end].lower()
     if not any(word in below for word in _REST_WORDS_SEEN):
         return text, count  # (a cheap look before the costly one)
     spans = []
     for found in _regex(_REST_GIVEN).finditer(text, first + len(REDACTED), end):
-        span = _rest_span(found)
+        span = _piece_span(found)
         if _is_part_of_a_secret(text[span[0]:span[1]]):
             spans.append(span)
     return _replace_spans(text, spans, count, replaced)
@@ -7945,11 +7944,23 @@ def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
     if any(word in lowered for word in _FIRST_WORDS_SEEN):
         first = _regex(_FIRST_GIVEN).search(text)
         while first:
-            value = first.group("s").rstrip(".,;:!?")
-            if REDACTED in text[max(0, first.start() - 600):first.end() + 600] and _is_part_of_a_secret(value):
-                spans.append((first.start("s"), first.start("s") + len(value)))
+            span = _piece_span(first)
+            if REDACTED in text[max(0, first.start() - 600):first.end() + 600] and _is_part_of_a_secret(text[span[0]:span[1]]):
+                spans.append(span)
             first = _regex(_FIRST_GIVEN).search(text, first.start("s"))  # (the words of the value may start a first part: "eerste helft begint met …")
     return _replace_spans(text, spans, count, replaced)
+
+
+def _reads_as_first_part(value: str, one_plain_word: bool = False) -> bool:
+    """Whether the value a credential word gave can be a secret's first part: a secret's characters
+    (_is_part_of_a_secret), or words that are none of a sentence's ("glacier moraine", not "in the
+    vault"); one plain word only where a rest reads as a secret's ("bicycl"), not above any redacted
+    rest ("the token policy is strict"). Never a URL, a path, a reference."""
+    if _regex(r"\$(?=\w*[a-z])(?=\w*[A-Z])\w{4,}").fullmatch(value):
+        value = value[1:]  # `$SunshineS` in prose is no variable
+    if REDACTED in value or _regex(r"[a-z][a-z0-9+.\-]*://").match(value) or _is_path_or_version(value) or _is_reference(value):
+        return False
+    return _is_part_of_a_secret(value) or (" " in value or one_plain_word) and not set(value.lower().split()) & _COMMON_WORDS
 
 
 def _first_part_above(text: str, line_start: int) -> Optional[tuple]:
@@ -7961,13 +7972,7 @@ def _first_part_above(text: str, line_start: int) -> Optional[tuple]:
         above_start = text.rfind("\n", 0, line_start - 1) + 1
         given = _regex(_GIVEN_FIRST_PART).search(text, above_start, line_start - 1)
         if given:
-            value = given.group("v")
-            if _regex(r"\$(?=\w*[a-z])(?=\w*[A-Z])\w{4,}").fullmatch(value):
-                value = value[1:]  # `$SunshineS` in prose is no variable
-            taken = REDACTED not in value and not _regex(r"[a-z][a-z0-9+.\-]*://").match(value) and (
-                " " in value and not set(value.lower().split()) & _COMMON_WORDS and not _is_path_or_version(value) and not _is_reference(value)
-                or _is_part_of_a_secret(value))  # (one plain word is no piece: "the token policy is strict"; nor a sentence's words: "in the vault")
-            return given.span("v") if taken else None
+            return given.span("v") if _reads_as_first_part(given.group("v")) else None
         line_start = above_start
     return None
 
