@@ -1877,12 +1877,16 @@ def _accept_listed_login(match: Any) -> bool:
     slash, after a label's colon, leader dots (`Buffer ...... social@… / …`) or a connector; a password of three kinds of characters, one not
     a letter or a digit (not `staging / Production2`), or a machine-made one."""
     before = _line_before(match.string, match.start(), 160)
-    account = _regex(r"(?:^|[:：=]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・—–]|\.{2,}|…)[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\|\.\\)?(" + _EMAIL_ADDRESS
-                     + r"|[A-Za-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)  # also after `=` (an INI's `core = admin / …`) and a domain (CORP\svc_veeam)
+    account = _regex(r"(?:^|[:：=>]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・—–]|\.{2,}|…)[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\|\.\\)?(" + _EMAIL_ADDRESS
+                     + r"|[A-Za-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)  # also after `=` (an INI's `core = admin / …`), a cell's tag and a domain (CORP\svc_veeam)
+    admin = _regex(r"(?:^|(?<=[\s>]))(?:[a-z0-9]+[-_.])?(?i:admin(?:istrator)?|root|superuser|sysadmin|supervisor)\d{0,3}[ \t]*$").search(before)
+    value = match.group("s")
+    if admin and (_regex(r"(?=[^\d]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{8,64}").fullmatch(value) or _regex(
+            r"\d{6,12}").fullmatch(value) and not _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])\d\d").fullmatch(value)) and not _is_path_or_version(value):
+        return True  # an administrator's account needs no label, and its password no sign: "Try Administrator / 4Y7JVOSL", "<td>zte-admin / Besiktas1905.</td>"
     if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[A-Za-z][a-z]*\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
             account.group(1)) or _regex(r"[a-z]{1,8}-[0-9a-f]{8,17}").fullmatch(account.group(1)):  # (not a resource's id: vpc-6825c5bd… / sg-f1ef…)
         return False
-    value = match.group("s")
     return (looks_machine_generated(value) or _has_three_classes(value) and not value.isalnum()) and _accept_chosen(match) and not _is_path_or_version(value)
 
 
@@ -2776,7 +2780,9 @@ def _value_after_a_few_words(match: Any) -> list:
             _PROSE_HASH_WORDS + r"|(?i:guid|uuid)").search(between) and _regex(
             r"(?:[ \t]+(?:de|di|da|do|du|of|der|des|del))?(?:[ \t]+(?:[A-Z][\w\-]*|d['’][^\W\d_]+)){1,2}").fullmatch(between) is not None
     elif not _names_machine_value(word):
-        taken = _looks_like_password(value) and _may_be_a_password(value) and not _reads_as_code(value, text[found.end(2):found.end(2) + 1])
+        shaped = _looks_like_password(value) or looks_like_chosen_password(value) and len(value) >= 7 and sum(map(str.isalpha, value)) >= 4 and text[found.start(2) - 1] in " \t" and _regex(
+            r"(?=\D*\d)(?=[^a-z]*[a-z])[^A-Z]*[A-Z]").match(value)  # also seven characters of three kinds, unquoted (a quoted one is a name: `connection show "Home-5G"`): "contraseña del router Wisla82."
+        taken = shaped and _may_be_a_password(value) and not _reads_as_code(value, text[found.end(2):found.end(2) + 1])
     else:
         taken = looks_machine_generated(value) and _may_be_a_password(value)
     return [(found.start(2), found.start(2) + len(value))] if taken else []
@@ -2864,13 +2870,22 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True  # "lösenordet … är VioletSproutWalrusAnchor", "… is ranger.galaxy.autumn.master": words in prose, not code
     chosen_counts = chosen_counts and not (_names_machine_value(word) and _regex(r"[a-z]+-\d+").fullmatch(value))  # a token's name: "ci-956"
     own = value[1:] if value[:1] == "@" and _own_sigil(value) else value  # @m0r3-60: no handle after a credential word
-    chosen = _looks_like_password(own) or looks_machine_generated(own) or chosen_counts and looks_like_chosen_password(own)
+    chosen = _looks_like_password(own) or looks_machine_generated(own) or chosen_counts and (looks_like_chosen_password(own) or _is_mixed_case_letters(own))
     following = text[first + len(value):first + len(value) + 1]
     if _in_angle_brackets(text, first, first + len(value)):
         return False
     if not chosen_counts and following in (",", ";", ")", "}", ".") and _regex(r"[a-z]+(?:[A-Z][a-z]*)+\d{0,2}").fullmatch(value):
         return False  # a variable in code: `{ sessionId: sessionId2, … }`, `cancelToken: defaultToConfig2,`
     return chosen and not _reads_as_code(value, following) and _may_be_a_password(value) and not _names_itself(word, value)
+
+
+def _is_mixed_case_letters(value: str) -> bool:
+    """Eight to 40 ASCII letters in both cases, with few vowels (a fifth or less) or a case that
+    changes often, neither a title nor built of words: a generated password of letters only
+    (`Passwort VNctpjmCXv`), not a name in CamelCase (`SqlMaint`, `KeePassXC`)."""
+    return 8 <= len(value) <= 40 and value.isascii() and value.isalpha() and not (
+        value.islower() or value.isupper() or value.istitle() or _is_built_of_words(value)) and (
+        sum(value.lower().count(vowel) for vowel in "aeiouy") * 5 <= len(value) or _changes_case_often(value))
 
 
 def _names_itself(word: str, value: str) -> bool:
@@ -3548,6 +3563,7 @@ def _credential_columns(names: list) -> tuple:
     valued = any(name.strip().lower() == "value" for name in names)
     wireless = any(_regex(r"(?i)ssid|wlan|wi-?fi|network").fullmatch(name.strip()) for name in names)  # beside a network's name, its `Key` is a password
     sim_cards = any(_regex(r"(?i)imsi|iccid").fullmatch(name.strip()) for name in names)  # a batch of SIM cards: its Ki and OPc are keys
+    places = any(_regex(_PLACE_COLUMN).fullmatch(name.strip()) for name in names)  # the places a column of codes opens: `site,room,code`
     peers = any(_regex(r"(?i)(?:remote[ \-]?)?as[ \-]?n(?:umber)?|remote-as|peer|neighbou?r").fullmatch(name.strip()) for name in names)  # BGP's peers: their MD5 is a password
     for index, name in enumerate(names):
         if valued and _regex(r"(?i)(?:secret|key)[ _]?id").fullmatch(name.strip()):
@@ -3572,8 +3588,12 @@ def _credential_columns(names: list) -> tuple:
                                 else "password" if _regex(_PASSWORD_COLUMN).search(name) else "secret"))
         elif len(name.split()) <= 4 and _regex(r"(?i)(?<![^\s_\-])pin(?![^\s_\-])").search(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET:
             columns.append((index, "pin"))  # a PIN's label in any order of words: `Code PIN imprimante`, `SIM PIN`
-        elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:codes?|kod|koden|kode|kód|kódja|código|codigo|codice)").fullmatch(name.strip()):
-            columns.append((index, "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts
+        elif _regex(_CODE_COLUMN).fullmatch(name.strip()):
+            said = _regex(r"(?i)\b(?:codes?|kod|koden|kode|kód|kódja|código|codigo|codice)\b").sub("", name).strip(" _-")  # what the codes are for
+            opens = _regex(_PLACE_WORDS + r"|(?i:guard|admin|master|secur|hl[íi]da|spr[áa]v)").search(said) is not None or places and not said
+            columns.append((index, "door" if opens else "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts, or any PIN's beside a place
+        elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:alarm\w{0,6}|allarm[ei]|larm\w{0,3})").fullmatch(name.strip()):
+            columns.append((index, "door"))  # an alarm's column holds its code: `Van alarm`
         elif strength == 1 and (parts := set(_name_parts(name))) & {"password", "passwd", "pwd", "pw", "pass"} and not parts & (
                 _ABOUT_A_SECRET | _NOT_SECRET_QUALIFIERS):
             columns.append((index, "password"))  # a password's column with words after it: `plain_pw_for_docs`, `plain_pw_legacy`
@@ -3586,6 +3606,12 @@ def _credential_columns(names: list) -> tuple:
     return tuple(columns)
 
 
+# A column of codes, its word before or after what they are for: `Door code`, `Kód hlídače`, `Código puerta`.
+_CODE_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:codes?|kod|koden|kode|kód|kódja|código|codigo|codice)"
+                r"|(?:codes?|kod|kode|kód|código|codigo|codice)[ _\-][^\W\d_]+")
+# A column that names a place (a site, a room, a building): a column of codes beside it opens its doors.
+_PLACE_COLUMN = (r"(?i)sites?|rooms?|locations?|buildings?|doors?|floors?|offices?|objek?te?|standort|raum|geb[äa]ude|sala|sede|oficina|lokal|lokalizacja"
+                 r"|pomieszczenie|budynek|m[íi]stnost|budova|plats|lokal|kohde|huone|sijainti|salle|b[âa]timent|edificio|stanza|ufficio|ruimte|locatie|pand|oda|bina|konum")
 # A column's name that says password, in the languages tables are written in: its cells hold what people chose.
 _PASSWORD_COLUMN = r"(?i)pass|pw|kennwort|contrase|senha|has[łl]o|heslo|parol|salasan|l[öo]senord|wachtwoord|[şs]ifre|mdp|mot de passe|パスワード|密码|密碼|비밀번호"
 
@@ -3597,8 +3623,8 @@ def _is_secret_cell(value: str, kind: str) -> bool:
         return False
     if value.startswith("S-1-") and _regex(r"S-1-\d{1,2}(?:-\d{1,10}){1,14}").fullmatch(value):
         return False  # a Windows security identifier under `SID`, not a session's id
-    if kind == "keypad":
-        return _regex(r"\d{2,6}[#*]\d{0,6}|[#*]\d{3,8}").fullmatch(value) is not None  # a door's or a safe's code: `5645#94`
+    if kind in ("keypad", "door"):  # a door's or a safe's code: `5645#94`; its digits alone under a code of a place
+        return _regex(r"\d{2,6}[#*]\d{0,6}|[#*]\d{3,8}" + (r"|\d{4,8}" if kind == "door" else "")).fullmatch(value) is not None
     if kind == "machine":
         return _holds_a_secret(value, 1)
     if kind == "totp" and _regex(r"[A-Z2-7]{16,64}").fullmatch(value):
@@ -6867,6 +6893,9 @@ listed-login-pair            listed-login           \x20/[ \t]+(?:<(?:code|kbd|t
 #   catch: ・管理者: admin / «Kanri_Sha2024»
 #   catch: [switches]\naccess = netops / «Oktober25@8»\ncore   = admin / «v+L*4Kx%qploKG5xRFwHJ6»
 #   catch: Veeam Konsole:         CORP\svc_veeam  /  «Fruehling2026!»
+#   catch: <tr><td>10.90.1.2</td><td>zte-admin / «Besiktas1905».</td></tr>
+#   catch: Try Administrator / «4Y7JVOSL»
+#   keep:  see admin / root2 docs
 #   catch: Inloggning till routern på kontoret: admin / «Midsommar!23». Byt gärna när ni har tid.
 #   keep:  - Versions: node18 / Node20
 #   keep:  - Environments: staging / Production2

@@ -1272,6 +1272,54 @@ class TestRedaction(unittest.TestCase):
                 redacted = cc.redact(text)[0]
                 self.assertIn("deploy the frontend" if "frontend" in text else "the token policy is strict", redacted)
 
+    def test_codes_in_a_column_beside_the_places_they_open_are_redacted(self):
+        # A column of codes holds PINs when the table names places (a site, a room, an object) or the
+        # column says what it opens (`Kód hlídače`, a guard's code; `Van alarm`); a postal code stays.
+        cases = {
+            "Objekt          | Ústředna   | Kód hlídače | Kód správce\nArchiv suterén  | Jablotron  | 482889      | 97458490": ["482889", "97458490"],
+            "site,room,code,valid_until\nRotterdam,DC-koude-gang,641926,2025-06-30": ["641926"],
+            "Installer\tRegion\tPassword\tVan alarm\nPekka V.\tUusimaa\tVelvetTurtle2291!\t387635": ["VelvetTurtle2291!", "387635"],
+        }
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+                self.assertIn("2025-06-30" if "2025" in text else "Uusimaa" if "Uusimaa" in text else "Jablotron", redacted)
+        for text in ("site,postal code,phone\nRotterdam,301245,0612345678", "store,code,name\n12,104233,Amsterdam",
+                     "site,country code,employees\nAMS,3100,5", "| Error code | Meaning |\n|---|---|\n| 104233 | timeout |"):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
+    def test_an_administrators_password_after_a_slash_needs_no_label_nor_sign(self):
+        cases = {"<tr><td>10.90.1.2</td><td>zte-admin / Besiktas1905.</td></tr>": "Besiktas1905",
+                 "Try Administrator / 4Y7JVOSL": "4Y7JVOSL",
+                 "Admin-Login am Webinterface: Admin / 24596798 (Werkseinstellung war 2x Admin)": "24596798"}
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                self.assertNotIn(secret, redacted)
+                self.assertIn("admin" if "zte" in text else "Administrator" if "Try" in text else "Werkseinstellung", redacted)
+        for text in ("staging / Production2", "see admin / root2 docs", "compare admin / 2024 figures", "Admin / Settings / Users"):
+            with self.subTest(text=text):
+                self.assertEqual(cc.redact(text)[0], text)
+
+    def test_a_password_a_few_words_after_its_word_or_of_random_letters_is_redacted(self):
+        # Seven characters of three kinds a few words on ("contraseña del router Wisla82."), and letters
+        # only in both cases with few vowels right after the word; not a name in CamelCase or a model's.
+        cases = {"El código de la puerta es 44183507 y la contraseña del router Wisla82., el técnico llega mañana": "Wisla82",
+                 "Fernwartung: TeamViewer-Zugang ID 1 482 993 017, Passwort VNctpjmCXv. Der Techniker meldet sich.": "VNctpjmCXv"}
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                self.assertNotIn(secret, redacted)
+                self.assertIn("técnico" if "técnico" in text else "Techniker", redacted)
+        for text in ("das Passwort des Routers R6400v2 ist im Handbuch", "the password KeePassXC stores for you",
+                     "das Passwort JavaScript-seitig prüfen", "password reset flow Step2a is done",
+                     'Azure Automation credential assets: "ExoAutomation", "DomainJoin", "SqlMaint" (type: PSCredential)'):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_a_passphrase_of_plain_words_where_its_clause_ends_is_redacted(self):
         # Three words end their clause at an English sentence's end, a dash or a word of another script;
         # a sentence's small words may lead a numbered passphrase; one before a later value still counts.
