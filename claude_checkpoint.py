@@ -1104,6 +1104,8 @@ def _is_reference(value: str) -> bool:
         return True  # `cat /tmp/session.tok`: a command's output
     if v.endswith(":latest") or _regex(r"[a-z][a-z0-9_\-]{0,40}(?:key|secret|token|password|passwd|pass|pwd|cred\w*)[a-z0-9_\-]{0,20}:\d{1,4}").fullmatch(v):
         return True  # a secret manager's secret and version (`gcloud run deploy --set-secrets=K=sendgrid-key:3`, `db-pass:latest`)
+    if v.startswith("$ENV{") and _regex(r"\$ENV\{[A-Za-z_]\w*\}?").fullmatch(v):
+        return True  # Perl's and FreeRADIUS's environment: `secret = $ENV{FLR1_RADIUS_SECRET}`
     first = v[0]
     named_like_a_password = first == "$" and _is_dollar_password(v) or first == "%" and v.count("%") == 1 and len(v) >= 12 and _has_three_classes(
         v[1:]) and " " not in v and not _regex(r"%\(|%[-#0 +]?\d*[sdifr]\b").match(v)  # $Crimson58asdfgh is no variable, %T-iM-!bSRNZL4yxY@34Io no format
@@ -1190,6 +1192,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # a value that says it is none: django-insecure-dev-only-do-not-use-in-prod
     if _regex(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}").fullmatch(v):
         return True  # abc123, foobar
+    if len(v) >= 16 and v.count("x") + v.count("X") >= 12 and sum(map(str.isalnum, _regex(r"[xX]{3,}").sub("", v))) <= 4:
+        return True  # runs of x's that a short prefix interrupts: MTxxxx….Gxxxxx.xxxx…
     if len(v) >= 12 and v[-1:] == "=" and _regex(r"[A-Za-z0-9+/]+={1,2}").fullmatch(v) and _decodes_to_stand_ins(v):
         return True  # base64 of `username:password` (RFC 7617's example), `user:pass`
     if (v[:1] == "*" or v.endswith(("_true", "_false"))) and _regex(r"\*[A-Z][A-Z*]{2,40}\*?|\w+_(?:true|false)").fullmatch(v):
@@ -2400,7 +2404,7 @@ def looks_like_chosen_password(value: str) -> bool:
 # end a name (dbPassword); short ones and other languages' stand alone.
 _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
-    r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
+    r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|priv|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
@@ -2567,7 +2571,7 @@ _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token sk
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
     otp x-signature appid app_key private_token auth_token access_key secret_key pub_secret q-signature token_hash
-    _vercel_share share_token sign tempauth slt access lt share""".split())
+    _vercel_share share_token sign tempauth slt access lt share verifier oauth_verifier""".split())
 
 
 def _find_random_tokens(match: Any) -> list:
@@ -2716,6 +2720,10 @@ def _given_password(match: Any) -> list:
         at_once = _regex(_VALUE_AT_ONCE).match(text, start, endpos)  # after a word for what people choose
     if at_once and _is_given_password(word, _value_span(at_once, "v", text), True, text, at_once.start("v")):
         return [_value_span(at_once, "v")]
+    if standalone and _regex(r"(?i)(?:api[ _\-]?|secret[ _\-]?)?(?:secret|key)s?").fullmatch(word):
+        uuid = _regex(r"[ \t]+(" + _UUID + r")(?![\w\-])").match(text, match.end())
+        if uuid:
+            return [uuid.span(1)]  # a secret that is a UUID, right after its word: "secret 7f5b2618-18fb-…" (KuCoin's, Heroku's keys)
     position, in_aside = start, False
     for _ in range(3):  # after a value that was none, the next: "c'est maintenant « nemo.77 »"
         given = _regex(_GIVEN_VALUE).match(text, position, endpos)
@@ -3711,6 +3719,24 @@ def _find_secret_named_list(match: Any) -> list:
         value = item.group("v")
         if strength and item.group("q") and _holds_a_secret(value, strength) and not _regex(r"(?:0x)?[0-9A-Fa-f]{40}").fullmatch(value):
             spans.append(item.span("v"))
+    return spans
+
+
+def _find_secret_section(match: Any) -> list:
+    """The values of the keys of an INI or TOML section named for secrets (context-secret-section),
+    from its header at a line's start to the next section: each that looks like a secret or a
+    password a person chose, never a reference (`env:…`, `vault:…`, a variable's name), a placeholder,
+    a number, a host or a path."""
+    text = match.string
+    if match.start() and text[match.start() - 1] != "\n":
+        return []
+    spans = []
+    for line in _regex(r"(?m)^[ \t]*[\w.\-]{1,64}[ \t]*[=:][ \t]*([\"']?)(?P<v>[^\s\"'#;]{6,200})\1[ \t]*(?:[#;][^\n]*)?$").finditer(
+            text, match.start("s"), match.end("s")):
+        value = line.group("v")
+        named = _regex(r"[\w.\-]*:|[A-Z][A-Z0-9_]{2,}$|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$").match(value) or value[0] == "!" or any(mark in value for mark in "/{}$%@()[]<>")  # a scheme's or a store's reference (env:DB_PASS, vault:…), a variable's or an attribute's name, a call
+        if not named and (_looks_like_a_secret(value) or looks_like_chosen_password(value)) and _may_be_a_password(value) and not _is_placeholder(value):
+            spans.append(line.span("v"))
     return spans
 
 
@@ -7397,6 +7423,13 @@ context-secret-named-list    secret-named-list      (?i)(?:keys|tokens|secrets|p
 #   keep:  special_tokens = ["<|endoftext|>", "[CLS]", "[SEP]"]
 #   keep:  "keys": [{"kty": "RSA", "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw", "e": "AQAB"}]
 #   keep:  trusted_keys = ["3F2A9C1D27BE84E06A5D9C3B1E7F20A4D9B2E7D4"]  # a GPG fingerprint
+# A section of an INI or TOML file named for secrets (`[Password]`, `[Secrets]`, `[Credentials]`): the value
+# of each of its keys that looks like a secret, whatever the key's name (Chainlink's `[Password]\nKeystore = '…'`).
+context-secret-section       secret-section         (?i)\[(?:passwords?|secrets?|credentials?|creds|api[ _\-]?keys)\][ \t]*\r?\n(?P<s>(?:(?![ \t]*\[)[^\n]*(?:\n|$)){1,30})
+#   catch: [Database]\nURL = 'postgresql://chainlink:«Lm3-pq9Xr»@pg-cl.internal:5432/cl'\n\n[Password]\nKeystore = '«Kuzey.Isigi.Kasa-9»'\nVRF = '«Xq7pLm2rT9vK2wQ»'
+#   catch: [credentials]\nbackup_user = svc-backup\nbackup_pass = «Fjord!Harbor42»
+#   keep:  [secrets]\nprovider = vault\npath = secret/data/app\nrefresh = 3600
+#   keep:  [tokens]\nmax_tokens = 4096\nmodel = gpt-4o-mini-2024
 # FileZilla's site manager and recent servers: the password in base64 under <Pass encoding="base64">.
 filezilla-password           -                      <Pass[ \t]+encoding="base64"[ \t]*>(?P<s>[A-Za-z0-9+/]{4,}={0,2})</Pass>
 #   catch:   <User>artwork</User>\n  <Pass encoding="base64">«UHIxbnRSMDBtLUluayE=»</Pass>
@@ -7500,7 +7533,7 @@ CONTEXT_FINDERS = {
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
     "wrapped-log-line": _find_wrapped_log_line, "kubernetes-secret-data": _find_kubernetes_secret_data,
     "numbered-mnemonic": _find_numbered_mnemonic, "insert-columns": _find_insert_columns,
-    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "joined-parts": _find_joined_parts, "wrapped-url-password": _find_wrapped_url_password, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "heading-list": _find_heading_list, "secret-named-list": _find_secret_named_list, "users-object": _find_users_object, "psk-lines": _find_psk_lines, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
+    "code-lines": _find_code_lines, "split-parts": _find_split_parts, "joined-parts": _find_joined_parts, "wrapped-url-password": _find_wrapped_url_password, "html-login-row": _find_html_login_row, "listed-logins": _find_listed_logins, "heading-list": _find_heading_list, "secret-named-list": _find_secret_named_list, "secret-section": _find_secret_section, "users-object": _find_users_object, "psk-lines": _find_psk_lines, "commented-logins": _find_commented_logins, "numbered-parts": _find_numbered_parts, "user-password-lines": _find_user_password_lines,
     "typed-passwords": _find_typed_passwords, "cookie-rows": _find_cookie_rows, "dashed-table-cells": _find_dashed_table_cells, "login-message": _find_login_message, "failed-login-names": _find_failed_login_names, "selected-columns": _find_selected_columns,
 }
 # Words one of which a check needs in the text before it can accept anything, where the pattern
@@ -7714,6 +7747,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     text, count = _apply_rules(text, count, replaced)
     for _name, reading in _second_readings(original):
         text, count = reading(original, text, count, replaced)
+    if text.count(" ") >= 11:
+        text, count = _redact_bare_mnemonics(text, count, replaced)
     if REDACTED in text and "\n" in text:
         text, count = _redact_wrapped_rest(text, count, replaced)
     if REDACTED in text and "\n" in text:
@@ -7726,6 +7761,21 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
+
+
+# A run of small words of three to eight letters (BIP 39's are), a whole run and no longer, that no
+# other word of letters joins on either side.
+_BARE_MNEMONIC = r"(?<![\w\-.'/])(?<![a-z] )[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![\w\-'/])(?! [a-z])"
+
+
+def _redact_bare_mnemonics(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with each wallet's mnemonic that no word names redacted: exactly 12, 15, 18, 21
+    or 24 small words in a run, of which one at most is a word prose is made of (_FUNCTION_WORDS),
+    as a wallet's tool prints one (`deposit new-mnemonic`, `console.log(w.mnemonic.phrase)`), a
+    table's cell or a chat's message gives it ("后12个：credit bounce …")."""
+    spans = [found.span() for found in _regex(_BARE_MNEMONIC).finditer(text)
+             if len(words := found.group().split()) in (12, 15, 18, 21, 24) and len(set(words) & _FUNCTION_WORDS) <= 1]
+    return _replace_spans(text, spans, count, replaced)
 
 
 # The rest of a value a terminal, a log shipper or a mail client wrapped onto the next line: after
@@ -8842,6 +8892,8 @@ def find_secret(text: str) -> Optional[str]:
     for name, reading in _second_readings(text):
         if reading(text, text, 0, [])[1]:
             return name
+    if text.count(" ") >= 11 and _redact_bare_mnemonics(text, 0, [])[1]:
+        return "bare mnemonic"
     return None
 
 
@@ -9166,6 +9218,8 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
     value = match.group("s")
     if _is_masked_or_public(value.strip("\"'`\\ \t\r\n")) or _is_placeholder(value.strip("\"'`\\ \t\r\n")):
         return ()  # also `sk-ant-your-key-here`
+    if _regex(r"[\"'`]?[ \t]*\((?i:hash|sha-?\d*|md5|digest|checksum|fingerprint)\b").match(match.string, end) and _regex(r"[\"'`]?[0-9a-fA-F]{16,128}[\"'`]?").fullmatch(value):
+        return ()  # a digest a note says it is: "config key: 8d79… (hash of the .seb settings)"
     if len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"'):
         start, end = start + 2, end - 2  # keep escaped quotes
     elif len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
@@ -9923,7 +9977,7 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("c9f77010", (), (), ()),
-    "context-credential-word": ("3d043dd7", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("ca13fbac", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
         "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
@@ -9951,15 +10005,16 @@ RULE_WORDS = {
         "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass", "passcode", "passkey", "passord",
         "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword",
         "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort",
-        "port", "pre", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana",
-        "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "segredo", "segreto", "senha", "service",
-        "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo",
-        "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal", "upplåsnings",
-        "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ",
-        "парол", "пароль", "пин", "секрет", "токен", "הסיסמא", "הסיסמה", "והסיסמה", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
-        "סיסמאות", "סיסמה", "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड",
-        "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼",
-        "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe",
+        "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "segredo", "segreto", "senha",
+        "service", "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh",
+        "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal",
+        "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre",
+        "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "הסיסמא", "הסיסמה", "והסיסמה", "לסיסמה",
+        "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح",
+        "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
+        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호",
+        "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
@@ -10122,6 +10177,8 @@ RULE_WORDS = {
     "context-secret-named-list": ("d28cfb06", ("credentials", "creds", "keys", "passwds", "passwords", "pwds",
         "secrets", "tokens"), ("credentials", "creds", "keys", "passwds", "passwords", "pwds", "secrets", "tokens"),
         (":", ":=", "=", "=>")),
+    "context-secret-section": ("95280854", ("[api", "[credential", "[creds", "[password", "[secret"), ("[api",
+        "[credential", "[creds", "[password", "[secret"), ("credential", "creds", "keys", "password", "secret")),
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),

@@ -1272,6 +1272,43 @@ class TestRedaction(unittest.TestCase):
                 redacted = cc.redact(text)[0]
                 self.assertIn("deploy the frontend" if "frontend" in text else "the token policy is strict", redacted)
 
+    def test_a_wallets_mnemonic_that_no_word_names_is_redacted(self):
+        # Exactly 12, 15, 18, 21 or 24 small words in a run, wherever a tool printed it or a chat gave it.
+        phrase = "credit bounce penalty pass teach example priority grit dirt village planet slide"
+        cases = (f"小王: 后12个：{phrase}\n小王: 导入完记得删聊天记录",
+                 f"$ node -e \"console.log(w.address, w.mnemonic.phrase)\"\n0x836C6e8Bd5287691F1e543a7FFC2c48876D469c3 {phrase}",
+                 f"| wallet | chain | seed |\n|---|---|---|\n| qa-1 | sepolia | {phrase} |",
+                 f"This is your mnemonic (seed phrase). Write it down.\n\n\n{phrase} {phrase}\n\n\nPress any key")
+        for text in cases:
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                self.assertNotIn("penalty pass teach", redacted)
+                self.assertIsNotNone(cc.find_secret(text))
+        kept = ("this line has twelve words but none of them are short enough here today",
+                "apt install git curl wget unzip make cmake ninja clang lldb gdb strace ltrace",  # 13 words: no mnemonic's count
+                "the quick brown fox jumps over the lazy dog and then runs away from the farmer",
+                f"{phrase} {phrase.split()[0]}")  # 13 words in a run
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
+    def test_a_secret_section_a_uuid_secret_and_a_privkey_are_redacted(self):
+        cases = {"[Database]\nURL = 'postgresql://cl@pg:5432/cl'\n\n[Password]\nKeystore = 'Kuzey.Isigi.Kasa-9'\n": "Kuzey.Isigi.Kasa-9",
+                 "[10.42, 12/6/2025] Rizky: api kucoin udh aku bikin\n[10.42, 12/6/2025] Rizky: secret 7f5b2618-18fb-4556-a1b2-bac8fdb6de76": "7f5b2618-18fb",
+                 "TRON payout wallet\nprivkey  db41121280de9aa1471ea45ad66ac630b97d6920bc5fc8383910622c968f6335": "db41121280de",
+                 "<a href=\"https://lms.example/files/1184422/download?download_frd=1&verifier=JTLxfihd6k0w7w18wG0CyU8Yg93mGdVNIAWVqXQF\">x</a>": "JTLxfihd6k0w"}
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(secret, cc.redact(text)[0])
+        kept = ("[secrets]\nprovider = vault\npath = secret/data/app\nrefresh = 3600",
+                "secret id 7f5b2618-18fb-4556-a1b2-bac8fdb6de76", "Idempotency key 7f5b2618-18fb-4556-a1b2-bac8fdb6de76",
+                "client eduroam-flr1 {\n\tsecret = $ENV{FLR1_RADIUS_SECRET}\n}",
+                'discord_token: "MTxxxxxxxxxxxxxxxxxxxxxx.Gxxxxx.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"',
+                "Safe Exam Browser config key: 8d793ebd5854b5b28eac7185f0eabebc6e8f38e6cd285be88a6d44f6bc19ed54 (hash of the .seb settings)")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_codes_in_a_column_beside_the_places_they_open_are_redacted(self):
         # A column of codes holds PINs when the table names places (a site, a room, an object) or the
         # column says what it opens (`Kód hlídače`, a guard's code; `Van alarm`); a postal code stays.
