@@ -935,7 +935,7 @@ _R = r"(?![A-Za-z0-9_\-])"  # right edge of a token
 _SECRET_WORDS = frozenset("""
     password passwd pwd pass passphrase passcode secret token credential credentials creds apikey
     pat dsn cookie pin authtoken accesstoken apitoken privatekey secretkey passwords authorization
-    bearer pw pword pswd passwort kennwort psk authtok""".split())
+    bearer pw pword pswd passwort kennwort psk authtok privkey""".split())
 # Words ending in "pass" that are not passwords (SSHPASS and DBPASS are).
 _NOT_PASSWORDS = frozenset("""
     bypass compass surpass overpass underpass trespass encompass pass askpass""".split())
@@ -968,7 +968,7 @@ _ABOUT_A_SECRET = frozenset("""
     hint""".split())  # also passwordHashAlgorithm = "PBKDF2WithHmacSHA256", PASSWORD_PATTERN
 # A last word that says how a value is held, not what it is (GOOGLE_CREDENTIALS_BASE64, client-key-data).
 _HOLDER_WORDS = frozenset("""
-    data b64 base64 blob value material content contents bytes str string hex pem der raw plain plaintext
+    data b64 base64 b58 base58 blob value material content contents bytes str string hex pem der raw plain plaintext
     encoded literal""".split())
 _NAME_SPLIT = r"[_.:\-\s]+|(?<=[a-z0-9])(?=[A-Z])"
 _NOT_VALUES = frozenset("""
@@ -1013,8 +1013,11 @@ def secret_strength(name: str) -> int:
     numbered = len(parts) > 1 and parts[-1].isdigit()
     while len(parts) > 1 and (parts[-1].isdigit() or len(parts[-1]) == 1):
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
-    if len(parts) > 1 and parts[-1] in _HOLDER_WORDS:
+    held = len(parts) > 1 and parts[-1] in _HOLDER_WORDS
+    if held:
         parts.pop()  # SESSION_TOKEN_B64 is a token
+    if held and parts[-1] == "keypair":
+        return 2  # a keypair's bytes (JITO_AUTH_KEYPAIR_B58), not a keypair's name (`Creating temporary keypair: packer_…`)
     while len(parts) > 1 and _regex(r"(?:part|half|chunk|piece)s?\d{0,2}|p[1-9]").fullmatch(parts[-1]) or len(parts) > 2 and parts[-1] in ("prefix", "suffix"):
         parts.pop()  # GH_APP_KEY_PART1, key_chunks, AZ_STORAGE_KEY_P1, routingKeyPrefix (not a cache's keyPrefix): a key's parts
     if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"] or (
@@ -2425,10 +2428,10 @@ _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode
 # Commands that print a secret: reading a key or secret file, a password manager or vault, a cloud
 # secret store, creating a token or random bytes.
 # A setting's getter that names a secret (`wp config get DB_PASSWORD`, `occ config:system:get dbpassword`,
-# `airflow variables get …token`), and PowerShell's variables named alone at its prompt, one a secret's
+# `airflow variables get …token`, `moosh config-get auth_ldap bind_pw`, `git config --get sendemail.smtppass`), and PowerShell's variables named alone at its prompt, one a secret's
 # (`$env:DATTO_API_URL; $env:DATTO_API_SECRET`): each prints the value.
-_SETTING_GETTER = (r"(?:config(?::system|:app)?:get|config[ \t]+get|variables[ \t]+get)[ \t]+[^\n|>]*?"
-                   r"(?i:pass|secret|token|api.?key|private.?key|cred)")
+_SETTING_GETTER = (r"(?:config(?::system|:app)?:get|config-get|config[ \t]+(?:--)?get|variables[ \t]+get|cfg\.php[ \t][^\n|>]*?--name=)[ \t]*[^\n|>]*?"
+                   r"(?i:pass|secret|token|api.?key|private.?key|cred|_pw\b|bindpw)")
 _ENV_VARIABLES_PRINTED = r"(?=[^\n]*\$env:\w*(?i:secret|token|key|pass|pwd))\$env:\w+(?:;[ \t]*\$env:\w+)*[ \t]*$"
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od)\b[^\n]*?(?i:secret|token|cred"
@@ -5031,7 +5034,7 @@ render-deploy-hook           -                      api\.render\.com/deploy/srv-
 #   keep:  curl -X POST "https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=$RENDER_DEPLOY_KEY"
 # A link that lets whoever holds it in: a build hook (Netlify), a review's view-only or private link (OSF,
 # figshare), an anonymous SharePoint or OneDrive share, a Dropbox link's rlkey.
-anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|/api/snapshots-delete/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.com/:[a-z]:/[gs]/(?:personal|sites)/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|\.sharepoint\.com/:[a-z]:/s/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.us/rec/(?:download|share|play)/|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess)(?P<s>[A-Za-z0-9_\-.]{10,200})
+anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|/api/snapshots-delete/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.[a-z]{2,10}/:[a-z]:/[gs]/(?:personal|sites)/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|\.sharepoint\.[a-z]{2,10}/:[a-z]:/s/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.[a-z]{2,10}/rec/(?:download|share|play)/|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess)(?P<s>[A-Za-z0-9_\-.]{10,200})
 #   catch: Delete URL: https://grafana.example.local/api/snapshots-delete/«yZz5Cu4LIadBVnuZNTa6c1kGxzV3cssU»
 #   catch: curl -X POST -d {} https://api.netlify.com/build_hooks/«87283900569fc8827e4d5186»
 #   catch: https://osf.io/x7kq2/?view_only=«3809655b4531025e81cea98ee0622457»
@@ -7185,6 +7188,9 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ docker exec -it nextcloud occ config:system:get dbpassword\n«R0ble-Encina-12»
 #   catch: $ wp config get DB_PASSWORD --path=/srv/www/bellavista/current/web/wp\n«jhGPbAvPoeAeFFjE»\n$ wp config get DB_USER\nbellavista
 #   keep:  $ wp config get DB_NAME\nbellavista_prod
+#   catch: www-data@lms01:/var/www/moodle$ moosh config-get auth_ldap bind_pw\n«LdapMoodle#Krakow88»\nwww-data@lms01:/var/www/moodle$ moosh config-get auth_ldap host_url\nldaps://ldap.uj.example
+#   catch: $ git config --get sendemail.smtppass\n«Fjord!Harbor42»
+#   keep:  $ git config --get sendemail.smtpuser\nalerts@uj.example
 #   keep:  $ kubectl get secret ledger-mtls -o jsonpath='{.type}{"\\n"}{.metadata.annotations.cert-manager\.io/issuer-name}'\nkubernetes.io/tls\nvault-pki-payments
 #   catch: irb(main):001> Rails.application.credentials.dig(:github, :app_private_key_passphrase)\n=> "«velvet-anchor-ninety-tulip»"
 #   keep:  $ aws secretsmanager get-secret-value --secret-id prod/app/db --query 'VersionId' --output text\na1f4c9e2-6b3d-4f7a-9e12-0c8d5b7a3e61
@@ -7849,6 +7855,8 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         rest = _regex(_WRAPPED_REST).match(below, start)
         if not rest or REDACTED in below or not _is_secret_part(rest.group(1)) or not rest.group(1).isascii():  # (a wrapped token's rest is ASCII: not Thai's ส่วนสุดท้าย)
             continue
+        if not quote and not join and _regex(r"[ \t]*[\w.\-]{1,32}@[\w.\-]{1,64}:[^\s$#]{0,200}[$#][ \t]").match(below):
+            continue  # the next prompt, user@host:path$, not a rest: `www-data@lms01:/var/www/moodle$ moosh …`
         after = below[rest.end():]
         if quote and not after.startswith(quote) or not quote and not join and _regex(r"[ \t]{2}|[ \t]*\||[ \t]*[:=][ \t]").match(after):
             continue  # a row of a table, columns apart; a list's next label, its value after it (`- tmp_restore : …`)
@@ -7911,8 +7919,8 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
-                       r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
-                       r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|друга(?=[ \t]*[:：])|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
+                       r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
+                       r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|החלק[ \t]+השני|החצי[ \t]+השני"
                        r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ")
 _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
@@ -7967,7 +7975,7 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
 # half: …", "eerste helft begint met …", "(1/2) …", "前半は…").
 _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \t]*(?:1|one)\b|\(1[ \t]*/[ \t]*2\)|\bteil[ \t]*1\b"
                       r"|\berste[rn]?[ \t]+(?:teil|hälfte)|\beerste[ \t]+(?:helft|deel)|\bpremi[eè]re[ \t]+partie|\bprimera[ \t]+(?:parte|mitad)|\bprima[ \t]+parte"
-                      r"|\bprimeira[ \t]+parte|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım)"
+                      r"|\bprimeira[ \t]+parte|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım|kısmı)"
                       r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
                       r"|\bcomeça[ \t]+(?:com|por)|\bførste[ \t]+del(?:en)?|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
                       r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|החלק[ \t]+הראשון|החצי[ \t]+הראשון"
@@ -7994,7 +8002,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 _REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of it", "ends with", "append", "contin", "follow", "second",
                     "2nd", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
-                    "geris", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
+                    "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
                     "gefolgt", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "השני", "loppu", "toinen", "jatkuu",
                     "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
 _FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "1 / 2", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
@@ -9480,10 +9488,10 @@ RULE_WORDS = {
     "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro"), ("/v",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
-    "anyone-with-the-link": ("2538d043", (".sharepoint.com/:", "/api/snapshots-delete/", "/cpsess", "1drv.ms/",
-        "api.netlify.com/build_hooks/", "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/",
-        "figshare.com/s/", "rlkey=", "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-",
-        "zoom.us/rec/download", "zoom.us/rec/play", "zoom.us/rec/share"), (), ()),
+    "anyone-with-the-link": ("5eb2a588", (".sharepoint.", "/api/snapshots-delete/", "/cpsess", "/rec/download",
+        "/rec/play", "/rec/share", "1drv.ms/", "api.netlify.com/build_hooks/",
+        "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/", "figshare.com/s/", "rlkey=",
+        "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-"), (), ()),
     "zapier-webhook": ("51ffbbe8", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
     "teams-webhook": ("9979e784", ("incomingwebhook/",), ("incomingwebhook/",), ("-",)),
     "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",), ()),
@@ -10088,25 +10096,25 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("f2433e90", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
+    "context-command-output": ("a1a6a553", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
         "--reveal", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".generate()",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd",
         ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret",
         ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login",
         "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
-        "bootstrap", "bun", "config", "configure", "cookie", "create", "create-for-rbac", "cred", "credential",
-        "decrypt", "deno", "docker/config.json", "document", "doppler", "echo", "env", "export-key", "firebase",
-        "gcloud", "generate", "generate-data-key", "generate-random", "generate_key(", "genkey", "get",
-        "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential",
-        "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa",
-        "initial-password", "inject", "inspect", "key", "key:generate", "key=clear", "keyfile", "keygen", "keypair",
-        "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "manage.py",
-        "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass", "passphrase", "passw", "perl", "php",
-        "phx.gen.secret", "printenv", "private", "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails",
-        "randombytes(", "read", "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool",
-        "securerandom.", "shadow", "signin", "solana", "sops", "status", "storage", "systemd-creds", "terraform",
-        "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock", "urandom(", "variables", "vault",
-        "vercel", "wallet"), (), ("\n",)),
+        "bootstrap", "bun", "cfg.php", "config", "config-get", "configure", "cookie", "create", "create-for-rbac",
+        "cred", "credential", "decrypt", "deno", "docker/config.json", "document", "doppler", "echo", "env",
+        "export-key", "firebase", "gcloud", "generate", "generate-data-key", "generate-random", "generate_key(",
+        "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue",
+        "get-storedcredential", "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json", "id_ecdsa",
+        "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate", "key=clear", "keyfile",
+        "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass",
+        "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass",
+        "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private", "protecteddata]::unprotect(",
+        "pwd", "pwgen", "python", "rails", "randombytes(", "read", "requirepass", "reset-password", "ruby", "runner",
+        "secret", "secret-tool", "securerandom.", "shadow", "signin", "solana", "sops", "status", "storage",
+        "systemd-creds", "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock",
+        "urandom(", "variables", "vault", "vercel", "wallet"), (), ("\n",)),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("ddf65547", ("\n",), (), ()),
     "context-html-table": ("09de8e81", ("</th>", "></td>"), ("<tr",), ("</tr>",)),

@@ -1309,6 +1309,32 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
 
+    def test_a_getter_of_a_password_setting_prints_it_and_the_next_prompt_stays(self):
+        # The value a getter printed is redacted; the next prompt's user below it is no rest of it.
+        text = ("www-data@lms01:/var/www/moodle$ moosh config-get auth_ldap bind_pw\nLdapMoodle#Krakow88\n"
+                "www-data@lms01:/var/www/moodle$ moosh config-get auth_ldap host_url\nldaps://ldap.uj.example")
+        redacted = cc.redact(text)[0]
+        self.assertNotIn("LdapMoodle#Krakow88", redacted)
+        self.assertEqual(redacted.count("www-data@lms01:/var/www/moodle$ moosh config-get"), 2)
+        self.assertIn("ldaps://ldap.uj.example", redacted)
+        self.assertNotIn("Fjord!Harbor42", cc.redact("$ git config --get sendemail.smtppass\nFjord!Harbor42")[0])
+        kept = "$ git config --get sendemail.smtpuser\nalerts@uj.example"
+        self.assertEqual(cc.redact(kept)[0], kept)
+
+    def test_a_keypair_and_pieces_named_in_turkish_and_russian_are_redacted(self):
+        cases = {"JITO_AUTH_KEYPAIR_B58=4QWYTbTf2QK1o9t1MnNHGhpD7hUyzEeAihYbKZpvwNhGdGzkQiQDbqUbF6FfmDSPjmm9LqUN184bDFYzFLm6MGQp": ["4QWYTbTf2QK1"],
+                 "Олег: закрытый ключ, часть 1: 4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d\nОлег: часть 2: da1c766a25a3f7e049ac4d06ad89c8d0b0": ["da1c766a25a3"],
+                 "[Telegram] Murat: sunucu şifresinin ilk kısmı Bosphorus\n[Telegram] Murat: devamı: 7Hq2-Lm9w!x (boşluk yok)": ["Bosphorus", "7Hq2-Lm9w!x"],
+                 "[09:14] ahmet: deployer key ilk yarı: 4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c\n[09:15] ahmet: ikinci yarı ayrı mesajda: c14161f14a5f3cc63053c8717fb96cbe": ["c14161f14a5f"]}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        for text in ("SOLANA_KEYPAIR_PATH=~/.config/solana/id.json", "keypair_path: /etc/validator/keypair.json"):
+            with self.subTest(text=text):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_codes_in_a_column_beside_the_places_they_open_are_redacted(self):
         # A column of codes holds PINs when the table names places (a site, a room, an object) or the
         # column says what it opens (`Kód hlídače`, a guard's code; `Van alarm`); a postal code stays.
