@@ -4583,6 +4583,13 @@ def _accept_signed_url_member(match: Any) -> bool:
         text, max(0, match.start() - 300), match.end() + 300) is not None
 
 
+def _accept_flag_substitution(match: Any) -> bool:
+    """A process substitution that echoes a value to a flag whose name says secret (`--password <(…)`,
+    `--password-stdin < <(…)`), not a variable's name echoed."""
+    flag = _regex(r"(?<![\w\-])--?([A-Za-z][\w.\-]{0,40})(?:[ \t]*=[ \t]*|[ \t]+)(?:<[ \t]*)?$").search(_line_before(match.string, match.start(), 80))
+    return flag is not None and (secret_strength(flag.group(1)) >= 1 or _regex(r"(?i)pass|secret|token").search(flag.group(1)) is not None) and not _is_reference(match.group("s"))
+
+
 def _accept_keyboard_walk(match: Any) -> bool:
     """A keyboard walk with a digit or a sign beside it, 8 to 32 characters, that is no name of code
     (`qwerty_layout`, `zxcvbn.js`): what people type as a password."""
@@ -4705,6 +4712,19 @@ bip32-extended-private-key   -                      (?<![A-Za-z0-9])(?P<s>[xyzt]
 license-serial               not-reference          (?<![\w\-])(?:-serial|--serial)(?:[ \t]+|=)["']?(?P<s>(?=[A-Z0-9\-]*\d)(?=[A-Z0-9\-]*[A-Z])[A-Z0-9]{2,6}(?:-[A-Z0-9]{4,6}){3,6})(?![\w\-])
 #   catch: Unity -batchmode -quit -username a@b.dev -serial «E3-L420-LZP2-PRO9-B2M0-Z34Q»
 #   keep:  unity-editor -batchmode -serial $UNITY_SERIAL -username "$UNITY_EMAIL"
+# A licence's key in groups of letters and digits (or of five digits) a few words after a word for licence, installation or
+# activation, in the languages sessions are written in (MATLAB's file installation key, a Turkish note's `lisans anahtarı`).
+license-key-in-words         -                      (?i)(?:licen[cs]|lizenz|lisans|licencj|installation[ \t]+key|activation[ \t]+(?:key|code)|registration[ \t]+(?:key|code)|aktivierungs)[^\n]{0,80}?(?<![\w\-])(?P<s>(?-i:\d{5}(?:-\d{5}){3,7}|(?=[A-Z0-9\-]*\d)(?=[A-Z0-9\-]*[A-Z])[A-Z0-9]{4,6}(?:-[A-Z0-9]{4,6}){3,7}))(?![\w\-])
+#   catch: for the offline installer use file installation key «79608-76132-03732-02339-54868» and the license.lic from the share
+#   catch: MATLAB kurulumunda lisans anahtarı soruyorsa şunu girin: «19672-04098-85986-83283-15818» , lisans sunucusu 27000@lisans
+#   keep:  licensed under Apache-2.0, see LICENSE (SPDX: Apache-2.0), build 2024-0611-1030-0001
+#   keep:  license server 27000@flexlm.uni.example, feature MATLAB, expires 2025-12-31
+# A secret's flag fed by a process substitution that echoes the value (`--password <(echo "…")`): what it echoes.
+process-substituted-secret   flag-substitution      <\([ \t]*(?:echo|printf)[ \t]+(?:-n[ \t]+)?(?:(?P<fq>["'])%s(?P=fq)[ \t]+)?(?P<s>"[^"\n]{4,200}"|'[^'\n]{4,200}'|[^\s)'"]{4,200})[ \t]*\)
+#   catch: geth account import --datadir ./lab-net --password <(echo "«blok401-lab-node»") keyfile.txt
+#   catch: docker login -u ci --password-stdin < <(echo -n '«Xq7pLm2rT9vK»')
+#   keep:  diff <(echo "expected") <(echo "actual")
+#   keep:  geth account import --datadir ./lab-net --password <(echo "$KEYSTORE_PASS") keyfile.txt
 # Kaggle's kaggle.json: a user's name and their API key.
 kaggle-key                   -                      "username"[ \t]*:[ \t]*"[^"\n]{1,64}"[ \t]*,[ \t]*"key"[ \t]*:[ \t]*"(?P<s>[0-9a-f]{32})"
 #   catch: !echo '{"username":"omar90","key":"«b913b039032a9c26fe9149e8645b560b»"}' > ~/.kaggle/kaggle.json
@@ -7526,7 +7546,7 @@ ACCEPT_CHECKS = {
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
     "tasmota": _accept_tasmota, "totp": _accept_totp, "described-value": _accept_described_value,
-    "app-password": _accept_app_password, "keyboard-walk": _accept_keyboard_walk, "signed-url-member": _accept_signed_url_member, "defined-credential": _accept_defined_credential, "stream-key": _accept_stream_key, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
+    "app-password": _accept_app_password, "keyboard-walk": _accept_keyboard_walk, "flag-substitution": _accept_flag_substitution, "signed-url-member": _accept_signed_url_member, "defined-credential": _accept_defined_credential, "stream-key": _accept_stream_key, "chosen": _accept_chosen, "listed-login": _accept_listed_login, "spaced": _accept_spaced, "place-code": _accept_place_code, "place-label": _accept_place_label,
     "base64-password-line": _accept_base64_password_line, "quoted-or-chosen": _accept_quoted_or_chosen,
     "jaas-user": _accept_jaas_user, "short-flag-random": _accept_short_flag_random,
 }
@@ -9373,6 +9393,10 @@ RULE_WORDS = {
     "pkcs12-base64": ("3ec00673", ("qibazcc",), ("mii",), ("mii",)),
     "bip32-extended-private-key": ("01b1790a", ("prv",), (), ()),
     "license-serial": ("971410f2", ("--serial", "-serial"), ("--serial", "-serial"), ()),
+    "license-key-in-words": ("dd329520", ("activation", "aktivierungs", "installation", "licen", "licencj", "lisans",
+        "lizenz", "registration"), ("activation", "aktivierungs", "installation", "licen", "licencj", "lisans",
+        "lizenz", "registration"), ("-",)),
+    "process-substituted-secret": ("fec94e22", ("echo", "printf"), ("<(",), ("<(",)),
     'kaggle-key': ('4bf6290e', ('"username"',), ('"username"',), ('"key"',)),
     "ntlm-hash-dump": ("3d0677ec", (":::",), (), ()),
     "pass-the-hash-flag": ("434b58d4", ("-hashes",), ("-hashes",), (":",)),

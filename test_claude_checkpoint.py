@@ -1335,6 +1335,21 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text):
                 self.assertEqual(cc.redact(text)[0], text)
 
+    def test_a_licence_key_in_words_and_a_password_fed_by_a_process_substitution_are_redacted(self):
+        cases = {"for the offline installer use file installation key 79608-76132-03732-02339-54868 and the license.lic": "79608-76132",
+                 "MATLAB kurulumunda lisans anahtarı soruyorsa şunu girin: 19672-04098-85986-83283-15818 , lisans sunucusu": "19672-04098",
+                 'geth account import --datadir ./lab-net --password <(echo "blok401-lab-node") keyfile.txt': "blok401-lab-node"}
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(secret, cc.redact(text)[0])
+        kept = ("licensed under Apache-2.0, see LICENSE (SPDX: Apache-2.0), build 2024-0611-1030-0001",
+                "license server 27000@flexlm.uni.example, feature MATLAB, expires 2025-12-31",
+                'diff <(echo "expected") <(echo "actual")',
+                'geth account import --password <(echo "$KEYSTORE_PASS") keyfile.txt')
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_codes_in_a_column_beside_the_places_they_open_are_redacted(self):
         # A column of codes holds PINs when the table names places (a site, a room, an object) or the
         # column says what it opens (`Kód hlídače`, a guard's code; `Van alarm`); a postal code stays.
