@@ -5044,9 +5044,11 @@ akamai-token-hmac            -                      ~hmac=(?P<s>[0-9a-fA-F]{32,1
 cloudinary-api-key           -                      cloudinary://(?P<s>\d{6,20}):[^\s@]{8,}@
 #   catch: CLOUDINARY_URL=cloudinary://«693849062579123»:«dOY54PnpvvC1niGkD8q5BFlH859625»@acme-media
 #   keep:  CLOUDINARY_URL=cloudinary://<api_key>:<api_secret>@<cloud_name>
-# Web3 RPC endpoints that carry their key in the path (Alchemy, Infura, QuickNode).
-rpc-endpoint-key             random                 (?:alchemy\.com|infura\.io|quiknode\.pro)/v\d/(?P<s>[A-Za-z0-9_\-]{20,})
+# Web3 RPC endpoints that carry their key in the path (Alchemy, Infura, QuickNode's with no version).
+rpc-endpoint-key             random                 (?:alchemy\.com|infura\.io|quiknode\.pro)/(?:v\d/)?(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: RPC_URL=https://eth-sepolia.g.alchemy.com/v2/«74YWg_601JikeZgDMiUXsXffQ2x7»
+#   catch: ethereum: 'mainnet:https://quiet-frosty-meadow.quiknode.pro/«1e614c04c2d5aae87f2118b26da3bcd5a208ae5a»/'
+#   keep:  see https://www.alchemy.com/docs/getting-started-with-the-platform
 #   keep:  RPC_URL=https://eth-sepolia.g.alchemy.com/v2/${ALCHEMY_KEY}
 # Render's deploy hook: its key is the secret.
 render-deploy-hook           -                      api\.render\.com/deploy/srv-[a-z0-9]{8,40}\?key=(?P<s>[A-Za-z0-9_\-]{8,64})
@@ -6707,10 +6709,13 @@ code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|co
 #   catch: Türcode: «990928#»
 #   keep:  Barcode: 5901234123457
 #   keep:  the alarm service crashed with code 1337
-# A list of access codes by the place each opens ("Haustür:  52290669", "- Alarm panel: 1234567#"): a label
-# that names a place (_PLACE_WORDS), a colon, and five to eight digits.
-place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+[^\W\d_][\w'’\-()]{0,30}){0,3})[ \t]*[:：][ \t]*`?(?P<s>\d{5,8}[#*]?)`?[ \t]*$
+# A list of access codes by the place each opens ("Haustür:  52290669", "- Alarm panel: 1234567#", "main door ...... 361886"):
+# a label that names a place (_PLACE_WORDS), a colon or leader dots (a code's word may follow), and five to eight digits.
+place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+[^\W\d_][\w'’\-()]{0,30}){0,3})[ \t]*(?:[:：]|\.{3,}|…{2,})[ \t]*(?:(?:code|código|codigo|codice|kod|kód|kode)[ \t]+)?`?(?P<s>\d{5,8}[#*]?)`?[ \t]*$
 #   catch: Büro Zugangscodes\n-----------------\nHaustür:        «52290669»\nAlarmanlage:    «35826414»
+#   catch: Office codes (Istanbul, Levent)\nmain door ...... «361886»\nserver room .... «494825»
+#   catch:   Puerta principal ........ código «411944»\n  Alarma .................. «696533»
+#   keep:  Chapter 3 .......... 123456\nRelease notes ....... 202405
 #   keep:  Building:  10250\nFloor: 3
 #   keep:  Port: 5432
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
@@ -6971,7 +6976,10 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+#   catch: rfc2865.UserPassword_SetString(packet, "«Probe!Eduroam77»")
+#   catch: plc.set_session_password("«Lackier-1500-pw»")
+#   keep:  rfc2865.UserPassword_SetString(packet, os.Getenv("RADIUS_PROBE_PW"))
 #   keep:  const pool = new sql.ConnectionPool({ server: "sql-int01", user: "hl7router", password });
 #   keep:  token = f.encrypt(b"card_last4=4242")
 #   keep:  conn = snowflake.connector.connect(user=os.environ["USER"], password=password, account="ab12345.eu-west-1")
@@ -9509,8 +9517,8 @@ RULE_WORDS = {
     "password-reset-link": ("953468b8", ("/reset/",), ("/reset/",), ("-",)),
     "akamai-token-hmac": ("221e7219", ("~hmac=",), ("~hmac=",), ()),
     "cloudinary-api-key": ("62fd9322", ("cloudinary://",), ("cloudinary://",), ("@",)),
-    "rpc-endpoint-key": ("5f3a951a", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
-        "quiknode.pro"), ("/v",)),
+    "rpc-endpoint-key": ("9788de60", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
+        "quiknode.pro"), ("/",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
     "anyone-with-the-link": ("5eb2a588", (".sharepoint.", "/api/snapshots-delete/", "/cpsess", "/rec/download",
         "/rec/play", "/rec/share", "1drv.ms/", "api.netlify.com/build_hooks/",
@@ -10008,7 +10016,7 @@ RULE_WORDS = {
         "codice", "codigo", "codul", "combinacion", "combinación", "combination", "combinação", "código", "kod",
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
-    "place-label-code": ("c9f77010", (), (), ()),
+    "place-label-code": ("186098d0", (), (), ()),
     "context-credential-word": ("ca13fbac", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
@@ -10062,7 +10070,7 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("d6c2e73a", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("e1c310d7", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "assword", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client",
         "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database",
         "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "getdecoder().", "hash_hmac", "hexdigest",

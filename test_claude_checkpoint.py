@@ -1350,6 +1350,25 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
 
+    def test_a_password_setter_of_any_name_and_codes_after_leader_dots_are_redacted(self):
+        cases = {'rfc2865.UserPassword_SetString(packet, "Probe!Eduroam77")': ["Probe!Eduroam77"],
+                 'plc.set_session_password("Lackier-1500-pw")': ["Lackier-1500-pw"],
+                 "Office codes (Istanbul, Levent)\nmain door ...... 361886\nserver room .... 494825": ["361886", "494825"],
+                 "HOJA DE ENTREGA\n  Puerta principal ........ código 411944\n  Alarma .................. 696533": ["411944", "696533"],
+                 "ethereum: 'mainnet:https://quiet-frosty-meadow.quiknode.pro/1e614c04c2d5aae87f2118b26da3bcd5a208ae5a/'": ["1e614c04c2d5"]}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        kept = ('rfc2865.UserPassword_SetString(packet, os.Getenv("RADIUS_PROBE_PW"))',
+                'user.set_password(form.cleaned_data["new_password1"])',
+                "Chapter 3 .......... 123456\nRelease notes ....... 202405",
+                "see https://www.alchemy.com/docs/getting-started-with-the-platform")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_codes_in_a_column_beside_the_places_they_open_are_redacted(self):
         # A column of codes holds PINs when the table names places (a site, a room, an object) or the
         # column says what it opens (`Kód hlídače`, a guard's code; `Van alarm`); a postal code stays.
