@@ -7783,6 +7783,8 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
         text, count = reading(original, text, count, replaced)
     if text.count(" ") >= 11:
         text, count = _redact_bare_mnemonics(text, count, replaced)
+    if "join" in original or "[@]}" in original:
+        text, count = _redact_joined_by_name(original, text, count, replaced)
     if REDACTED in text and "\n" in text:
         text, count = _redact_wrapped_rest(text, count, replaced)
     if REDACTED in text and "\n" in text:
@@ -7810,6 +7812,41 @@ def _redact_bare_mnemonics(text: str, count: int, replaced: list) -> tuple:
     spans = [found.span() for found in _regex(_BARE_MNEMONIC).finditer(text)
              if len(words := found.group().split()) in (12, 15, 18, 21, 24) and len(set(words) & _FUNCTION_WORDS) <= 1]
     return _replace_spans(text, spans, count, replaced)
+
+
+# A secret's name given what a list joins with nothing between its items (Python's `"".join(parts)`, JS's
+# `parts.join("")`, Go's `strings.Join(parts, "")`, Java's `String.join("", parts)`, a shell's
+# `printf '%s' "${parts[@]}"`): the name of the list it joins.
+_JOINED_BY_NAME = (r"(?P<name>[A-Za-z_][\w.\-]{0,60})[\"'\]]?[ \t]*(?::[^=\n]{0,40})?(?:=|:=)[^\n]{0,80}?(?:(?P<q>[\"'])(?P=q)\.join\([ \t]*(?P<a>[A-Za-z_]\w*)[ \t]*\)"
+                   r"|(?P<b>[A-Za-z_]\w*)\.join\([ \t]*(?P<q2>[\"'])(?P=q2)[ \t]*\)|[Jj]oin\([ \t]*(?P<c>[A-Za-z_]\w*)[ \t]*,[ \t]*(?P<q3>[\"'])(?P=q3)[ \t]*\)"
+                   r"|[Jj]oin\([ \t]*(?P<q4>[\"'])(?P=q4)[ \t]*,[ \t]*(?P<d>[A-Za-z_]\w*)[ \t]*\)|\$\{(?P<e>[A-Za-z_]\w*)\[[@*]\]\})")
+
+
+def _redact_joined_by_name(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the items of a list that a secret's name is given joined (_JOINED_BY_NAME)
+    redacted: each string literal of its last definition above (`_k = ["ceac…", "6cc8…"]`), or each
+    word of a shell's array (`parts=(4223971420:AATH… O1CF…)`), six characters or more, but a reference.
+    The definitions are found in one pass, each read once."""
+    import bisect
+    definitions: dict = {}  # a name: its definitions, and where each starts
+    for found in _regex(r"(?<![\w.$])([A-Za-z_]\w*)[ \t]*(?::[^=\n]{0,40})?(?:=|:=)[ \t]*(?:[\w.<>]{0,40}[ \t]*)?([\[({])").finditer(original):
+        listed = definitions.setdefault(found.group(1), ([], []))
+        listed[0].append(found)
+        listed[1].append(found.start())
+    spans, read = [], set()
+    for use in _regex(_JOINED_BY_NAME).finditer(original):
+        listed = next(group for group in (use.group(key) for key in "abcde") if group)
+        above, starts = definitions.get(listed, ((), ()))
+        index = bisect.bisect_left(starts, use.start()) - 1
+        if index < 0 or above[index].end() in read or secret_strength(use.group("name").rsplit(".", 1)[-1]) < 2:
+            continue
+        definition = above[index]
+        read.add(definition.end())
+        end = original.find({"[": "]", "(": ")", "{": "}"}[definition.group(2)], definition.end(), definition.end() + 2000)
+        body = original[definition.end():end] if end >= 0 else ""
+        items = _regex(r"([\"'])([^\"'\n]{6,200})\1").finditer(body) if _regex(r"[\"']").search(body) else _regex(r"(?<!\S)()([^\s\"']{6,200})(?!\S)").finditer(body)
+        spans += [item.group(2) for item in items if not _is_reference(item.group(2))]
+    return _redact_found_again(text, count, replaced, spans)
 
 
 # The rest of a value a terminal, a log shipper or a mail client wrapped onto the next line: after
@@ -8930,6 +8967,8 @@ def find_secret(text: str) -> Optional[str]:
             return name
     if text.count(" ") >= 11 and _redact_bare_mnemonics(text, 0, [])[1]:
         return "bare mnemonic"
+    if ("join" in text or "[@]}" in text) and _redact_joined_by_name(text, text, 0, [])[1]:
+        return "list joined under a secret's name"
     return None
 
 
