@@ -2791,8 +2791,8 @@ def _value_after_a_few_words(match: Any) -> list:
             _PROSE_HASH_WORDS + r"|(?i:guid|uuid)").search(between) and _regex(
             r"(?:[ \t]+(?:de|di|da|do|du|of|der|des|del))?(?:[ \t]+(?:[A-Z][\w\-]*|d['’][^\W\d_]+)){1,2}").fullmatch(between) is not None
     elif not _names_machine_value(word):
-        shaped = _looks_like_password(value) or looks_like_chosen_password(value) and len(value) >= 7 and sum(map(str.isalpha, value)) >= 4 and text[found.start(2) - 1] in " \t" and _regex(
-            r"(?=\D*\d)(?=[^a-z]*[a-z])[^A-Z]*[A-Z]").match(value)  # also seven characters of three kinds, unquoted (a quoted one is a name: `connection show "Home-5G"`): "contraseña del router Wisla82."
+        shaped = _looks_like_password(value) or len(value) >= 7 and text[found.start(2) - 1] in " \t" and sum(map(str.isalpha, value)) >= 4 and _regex(
+            r"(?=\D*\d)(?=[^a-z]*[a-z])[^A-Z]*[A-Z]").match(value) and looks_like_chosen_password(value)  # also seven characters of three kinds, unquoted (a quoted one is a name: `connection show "Home-5G"`): "contraseña del router Wisla82."
         taken = shaped and _may_be_a_password(value) and not _reads_as_code(value, text[found.end(2):found.end(2) + 1])
     else:
         taken = looks_machine_generated(value) and _may_be_a_password(value)
