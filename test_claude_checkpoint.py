@@ -1296,11 +1296,12 @@ class TestRedaction(unittest.TestCase):
         cases = {"[Database]\nURL = 'postgresql://cl@pg:5432/cl'\n\n[Password]\nKeystore = 'Kuzey.Isigi.Kasa-9'\n": "Kuzey.Isigi.Kasa-9",
                  "[10.42, 12/6/2025] Rizky: api kucoin udh aku bikin\n[10.42, 12/6/2025] Rizky: secret 7f5b2618-18fb-4556-a1b2-bac8fdb6de76": "7f5b2618-18fb",
                  "TRON payout wallet\nprivkey  db41121280de9aa1471ea45ad66ac630b97d6920bc5fc8383910622c968f6335": "db41121280de",
-                 "<a href=\"https://lms.example/files/1184422/download?download_frd=1&verifier=JTLxfihd6k0w7w18wG0CyU8Yg93mGdVNIAWVqXQF\">x</a>": "JTLxfihd6k0w"}
+                 "<a href=\"https://lms.example/files/1184422/download?download_frd=1&verifier=JTLxfihd6k0w7w18wG0CyU8Yg93mGdVNIAWVqXQF\">x</a>": "JTLxfihd6k0w",
+                 "Production URL: https://api.pixelcrab.io/apple/notifications?k=QuFGKgf8WiPqEgW-QfL0nL2L6JAE8NA_": "QuFGKgf8WiPq"}
         for text, secret in cases.items():
             with self.subTest(text=text[:30]):
                 self.assertNotIn(secret, cc.redact(text)[0])
-        kept = ("[secrets]\nprovider = vault\npath = secret/data/app\nrefresh = 3600",
+        kept = ("[secrets]\nprovider = vault\npath = secret/data/app\nrefresh = 3600", "https://shop.example/search?k=running+shoes&page=2",
                 "secret id 7f5b2618-18fb-4556-a1b2-bac8fdb6de76", "Idempotency key 7f5b2618-18fb-4556-a1b2-bac8fdb6de76",
                 "client eduroam-flr1 {\n\tsecret = $ENV{FLR1_RADIUS_SECRET}\n}",
                 'discord_token: "MTxxxxxxxxxxxxxxxxxxxxxx.Gxxxxx.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"',
