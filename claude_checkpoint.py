@@ -3600,7 +3600,7 @@ def _credential_columns(names: list) -> tuple:
         elif len(name.split()) <= 4 and _regex(r"(?i)(?<![^\s_\-])pin(?![^\s_\-])").search(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET:
             columns.append((index, "pin"))  # a PIN's label in any order of words: `Code PIN imprimante`, `SIM PIN`
         elif _regex(_CODE_COLUMN).fullmatch(name.strip()):
-            said = _regex(r"(?i)\b(?:codes?|kod|koden|kode|kód|kódja|código|codigo|codice)\b").sub("", name).strip(" _-")  # what the codes are for
+            said = _regex(r"(?i)\b(?:" + _CODE_WORDS + r")\b").sub("", name).strip(" _-")  # what the codes are for
             opens = _regex(_PLACE_WORDS + r"|(?i:guard|admin|master|secur|hl[íi]da|spr[áa]v)").search(said) is not None or places and not said
             columns.append((index, "door" if opens else "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts, or any PIN's beside a place
         elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:alarm\w{0,6}|allarm[ei]|larm\w{0,3})").fullmatch(name.strip()):
@@ -3618,10 +3618,10 @@ def _credential_columns(names: list) -> tuple:
 
 
 # A column of codes, its word before or after what they are for: `Door code`, `Kód hlídače`, `Código puerta`.
-_CODE_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:codes?|kod|koden|kode|kód|kódja|código|codigo|codice)"
-                r"|(?:codes?|kod|kode|kód|código|codigo|codice)[ _\-][^\W\d_]+")
+_CODE_WORDS = r"codes?|kod|koden|kode|kód|kódja|código|codigo|codice"
+_CODE_COLUMN = r"(?i)(?:[^\W\d_]+[ _\-])?(?:" + _CODE_WORDS + r")|(?:" + _CODE_WORDS + r")[ _\-][^\W\d_]+"
 # A column that names a place (a site, a room, a building): a column of codes beside it opens its doors.
-_PLACE_COLUMN = (r"(?i)sites?|rooms?|locations?|buildings?|doors?|floors?|offices?|objek?te?|standort|raum|geb[äa]ude|sala|sede|oficina|lokal|lokalizacja"
+_PLACE_COLUMN = (r"(?i)sites?|rooms?|locations?|buildings?|doors?|floors?|offices?|objek?te?|standort|raum|geb[äa]ude|sala|sede|oficina|lokalizacja"
                  r"|pomieszczenie|budynek|m[íi]stnost|budova|plats|lokal|kohde|huone|sijainti|salle|b[âa]timent|edificio|stanza|ufficio|ruimte|locatie|pand|oda|bina|konum")
 # A column's name that says password, in the languages tables are written in: its cells hold what people chose.
 _PASSWORD_COLUMN = r"(?i)pass|pw|kennwort|contrase|senha|has[łl]o|heslo|parol|salasan|l[öo]senord|wachtwoord|[şs]ifre|mdp|mot de passe|パスワード|密码|密碼|비밀번호"
@@ -7781,10 +7781,6 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     text, count = _apply_rules(text, count, replaced)
     for _name, reading in _second_readings(original):
         text, count = reading(original, text, count, replaced)
-    if text.count(" ") >= 11:
-        text, count = _redact_bare_mnemonics(text, count, replaced)
-    if "join" in original or "[@]}" in original:
-        text, count = _redact_joined_by_name(original, text, count, replaced)
     if REDACTED in text and "\n" in text:
         text, count = _redact_wrapped_rest(text, count, replaced)
     if REDACTED in text and "\n" in text:
@@ -7804,14 +7800,14 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
 _BARE_MNEMONIC = r"(?<![\w\-.'/])(?<![a-z] )[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![\w\-'/])(?! [a-z])"
 
 
-def _redact_bare_mnemonics(text: str, count: int, replaced: list) -> tuple:
+def _redact_bare_mnemonics(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with each wallet's mnemonic that no word names redacted: exactly 12, 15, 18, 21
     or 24 small words in a run, of which one at most is a word prose is made of (_FUNCTION_WORDS),
     as a wallet's tool prints one (`deposit new-mnemonic`, `console.log(w.mnemonic.phrase)`), a
     table's cell or a chat's message gives it ("后12个：credit bounce …")."""
-    spans = [found.span() for found in _regex(_BARE_MNEMONIC).finditer(text)
-             if len(words := found.group().split()) in (12, 15, 18, 21, 24) and len(set(words) & _FUNCTION_WORDS) <= 1]
-    return _replace_spans(text, spans, count, replaced)
+    phrases = [found.group() for found in _regex(_BARE_MNEMONIC).finditer(original)
+               if len(words := found.group().split()) in (12, 15, 18, 21, 24) and len(set(words) & _FUNCTION_WORDS) <= 1]
+    return _redact_found_again(text, count, replaced, phrases)
 
 
 # A secret's name given what a list joins with nothing between its items (Python's `"".join(parts)`, JS's
@@ -7828,15 +7824,15 @@ def _redact_joined_by_name(original: str, text: str, count: int, replaced: list)
     word of a shell's array (`parts=(4223971420:AATH… O1CF…)`), six characters or more, but a reference.
     The definitions are found in one pass, each read once."""
     import bisect
-    definitions: dict = {}  # a name: its definitions, and where each starts
+    definitions: dict = {}  # a name: its definitions, and where each starts (for bisect)
     for found in _regex(r"(?<![\w.$])([A-Za-z_]\w*)[ \t]*(?::[^=\n]{0,40})?(?:=|:=)[ \t]*(?:[\w.<>]{0,40}[ \t]*)?([\[({])").finditer(original):
-        listed = definitions.setdefault(found.group(1), ([], []))
-        listed[0].append(found)
-        listed[1].append(found.start())
+        matches, starts = definitions.setdefault(found.group(1), ([], []))
+        matches.append(found)
+        starts.append(found.start())
     spans, read = [], set()
     for use in _regex(_JOINED_BY_NAME).finditer(original):
-        listed = next(group for group in (use.group(key) for key in "abcde") if group)
-        above, starts = definitions.get(listed, ((), ()))
+        joined = next(group for group in (use.group(key) for key in "abcde") if group)
+        above, starts = definitions.get(joined, ((), ()))
         index = bisect.bisect_left(starts, use.start()) - 1
         if index < 0 or above[index].end() in read or secret_strength(use.group("name").rsplit(".", 1)[-1]) < 2:
             continue
@@ -8357,14 +8353,19 @@ _READ_AGAIN_MAX = 32768  # a larger text is read once (no prefix pass, no foldin
 
 
 def _second_readings(original: str) -> list:
-    """The passes that read a text of _READ_AGAIN_MAX or less once more, another way, as (name,
-    pass) for those its content calls for. Each pass(original, text, count, replaced) returns
+    """The passes that read a text once more, another way, as (name, pass) for those its content
+    calls for: two for a text of any length (a mnemonic no word names, a list joined under a secret's
+    name), the others for one of _READ_AGAIN_MAX or less. Each pass(original, text, count, replaced) returns
     (text, count) with what the rules find on its reading redacted wherever it stands in text
     (the text the rules already redacted). redact() runs them all; find_secret() names the first
     that finds anything, so a push holds back what a checkpoint would redact."""
-    if len(original) > _READ_AGAIN_MAX:
-        return []
     readings = []
+    if original.count(" ") >= 11:
+        readings.append(("bare mnemonic", _redact_bare_mnemonics))
+    if "join" in original or "[@]}" in original:
+        readings.append(("list joined under a secret's name", _redact_joined_by_name))
+    if len(original) > _READ_AGAIN_MAX:
+        return readings  # (those two read a text of any length: a mnemonic in a long text must still go)
     if _regex(_LINE_PREFIX).search(original) or "'\\''" in original or "\\n" in original:
         readings.append(("lines without their prefixes", _redact_under_prefixes))
     if "\n" in original or "<" in original:
@@ -8965,10 +8966,6 @@ def find_secret(text: str) -> Optional[str]:
     for name, reading in _second_readings(text):
         if reading(text, text, 0, [])[1]:
             return name
-    if text.count(" ") >= 11 and _redact_bare_mnemonics(text, 0, [])[1]:
-        return "bare mnemonic"
-    if ("join" in text or "[@]}" in text) and _redact_joined_by_name(text, text, 0, [])[1]:
-        return "list joined under a secret's name"
     return None
 
 
