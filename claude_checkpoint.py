@@ -1918,9 +1918,9 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 
 # What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in;
 # and the words one of which a text must hold before the rules that ask for them run (CHECK_NEEDS).
-_PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|allarm[ei]|safes?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|sejf\w{0,3}|schrank"
+_PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|allarm[ei]|safe[ns]?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|sejf\w{0,3}|schrank"
                 r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|\w{0,12}eingang|\w{0,12}raum|server ?room|serverrum|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
-                r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
+                r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}ruimte|serverrom\w{0,3}|दरवाज़\w{0,2}|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
                 r"|u[șş]\w{0,2}|poart\w{0,2}|seif\w{0,3}|πόρτα\w{0,2}|συναγερμ\w{0,3}|χρηματοκιβώτι\w{0,2}"  # Romanian, Greek
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة)(?![^\W\d_])")
@@ -1930,7 +1930,7 @@ _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "
                 "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "sejf", "raum", "room", "serverrum", "schrank", "port", "puerta", "cancello", "tür",
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
                 "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "сигналіз", "сигнализ", "larm", "باب", "إنذار", "خزنة",
-                "dveř", "brán", "serverovn", "rozvodn", "trezor", "riaszt", "ajtó", "kapu", "széf", "uș", "poart", "seif", "πόρτα", "συναγερμ", "χρηματοκιβώτι")
+                "ruimte", "serverrom", "दरवाज़", "dveř", "brán", "serverovn", "rozvodn", "trezor", "riaszt", "ajtó", "kapu", "széf", "uș", "poart", "seif", "πόρτα", "συναγερμ", "χρηματοκιβώτι")
 
 
 def _accept_place_label(match: Any) -> bool:
@@ -7783,6 +7783,7 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
         text, count = reading(original, text, count, replaced)
     if REDACTED in text and "\n" in text:
         text, count = _redact_wrapped_rest(text, count, replaced)
+        text, count = _redact_wrapped_head(text, count, replaced)
     if REDACTED in text and "\n" in text:
         text, count = _redact_siblings(text, count, replaced)
     if REDACTED in text:
@@ -7808,6 +7809,52 @@ def _redact_bare_mnemonics(original: str, text: str, count: int, replaced: list)
     phrases = [found.group() for found in _regex(_BARE_MNEMONIC).finditer(original)
                if len(words := found.group().split()) in (12, 15, 18, 21, 24) and len(set(words) & _FUNCTION_WORDS) <= 1]
     return _redact_found_again(text, count, replaced, phrases)
+
+
+# A code of six to eight digits that stands alone in a sentence (or in the one after it) that names a code and a
+# place it opens: no part of a date, a phone's or an account's number, an amount, nor a thing's number (`ticket 482913`).
+_BARE_CODE = r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])(\d{6,8})(?=#?(?![\w\-:/%@]|[.,]\d|[ \t]+\d|[ \t]*(?:[€$£¥]|(?i:eur|usd|gbp|pln|zł|kr|kč|ms|mb|kb|gb|km|kg|px|bytes?|rows?|units?|pcs|min|sec)\b)))"
+_CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|cod|codul|kombination|combination|combinaci[oó]n|combinação|κωδικ\w{0,3}"
+              r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez)(?![^\W\d_])")
+_CODE_ALONE = r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|installer code)(?![^\W\d_])"
+_NOT_A_CODE_BEFORE = (r"(?i)(?:#|\b(?:no|nr|n[oº°]|num(?:ber|éro|ero)?|ticket|order|invoice|id|port|ext(?:ension)?|phone|tel|fax|build|version|v|pr|issue|line"
+                      r"|case|pid|uid|gid|error|exit|status|zip|plz|cap|cep|postcode|postal|pin ?code|cp|vlan|model|serial|s/?n|rev|fw|firmware|job|run|ref"
+                      r"|at|um|à|om|kl|from|since|until|bis|room|sala|floor|building|gate|door)\.?"
+                      r"|\b(?:error|exit|status|return|response|reason|event|area|product|tracking|promo|discount)[ \t]+code)[ \t:]*$")
+
+
+def _redact_place_codes_in_sentences(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with each code for a place that a sentence gives away from the words that name it:
+    six to eight digits (_BARE_CODE) in a sentence that, with the one before it, names a code and a
+    place it opens ("el código de la alarma de la puerta trasera es 006432 y el de la sala de servidores
+    9400684", "… står i safen på fotodesken. Koden er 449708.", a chat's answer under a question about
+    one). Each sentence is read once, however many numbers it holds."""
+    import bisect
+    ends = [found.end() for found in _regex(r"[.!?。！？]+(?=\s)|\n").finditer(original)]
+    said: dict = {}  # a sentence's index: whether it names a code, and a place
+
+    def names(index: int) -> tuple:
+        if index not in said:
+            sentence = original[ends[index - 1] if index else 0:ends[index] if index < len(ends) else len(original)]
+            alone = _regex(_CODE_ALONE).search(sentence) is not None  # a PIN, a passcode, what unlocks: no place needed
+            said[index] = (alone or _regex(_CODE_SAID).search(sentence) is not None, alone or _regex(_PLACE_WORDS).search(sentence) is not None)
+        return said[index]
+
+    codes = []
+    for found in _regex(_BARE_CODE).finditer(original):
+        value = found.group(1)
+        if len(value) == 8 and _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:[0-2]\d|3[01])").fullmatch(value):
+            continue  # a date: 20250304
+        if _regex(_NOT_A_CODE_BEFORE).search(original, max(0, found.start() - 16), found.start()):
+            continue
+        index = bisect.bisect_left(ends, found.end())
+        before = index - 1
+        while before > 0 and not original[ends[before - 1]:ends[before]].strip():
+            before -= 1  # a blank line is no sentence
+        flags = [names(index)] + ([names(before)] if before >= 0 else [])
+        if any(code for code, _place in flags) and any(place for _code, place in flags):
+            codes.append(value)
+    return _redact_found_again(text, count, replaced, codes)
 
 
 # A secret's name given what a list joins with nothing between its items (Python's `"".join(parts)`, JS's
@@ -7925,6 +7972,20 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
             continue
         rests.append((below_start + rest.start(1), below_start + rest.end(1)))
     return _replace_spans(text, rests, count, replaced)
+
+
+# The head of a value a terminal or a tool wrapped, whose rest a rule redacted alone at the start of the next
+# line: a machine's token that ends its line, after a separator (`"priv_d":"535e…bc⏎«redacted»"}}`, `hf_JLZ…⏎«redacted»`).
+_WRAPPED_HEAD = r"(?<![^\s:=\"'`(\[{,])([A-Za-z0-9_+/\-]{8,200})\r?\n(?=" + REDACTED + r"[\"'`)\]},;]*[ \t]*(?:\r?\n|$))"
+
+
+def _redact_wrapped_head(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the head of each value whose rest, wrapped onto the next line, was redacted
+    there alone (_WRAPPED_HEAD): when the head reads as a machine's (looks_machine_generated) or as a
+    vendor's token cut short, a prefix before letters of both cases (`hf_JLZykyaMBkOSyBN`)."""
+    heads = [found.span(1) for found in _regex(_WRAPPED_HEAD).finditer(text) if looks_machine_generated(found.group(1)) or _regex(
+        r"[a-z]{2,6}[_\-](?=[a-z0-9]*[A-Z])(?=[A-Z0-9]*[a-z])[A-Za-z0-9]{10,}").fullmatch(found.group(1))]
+    return _replace_spans(text, heads, count, replaced)
 
 
 def _replace_spans(text: str, spans: Iterable, count: int, replaced: list) -> tuple:
@@ -8362,6 +8423,8 @@ def _second_readings(original: str) -> list:
     readings = []
     if original.count(" ") >= 11:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
+    if _regex(r"\d{6}").search(original) and _regex(_CODE_SAID).search(original):
+        readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
     if "join" in original or "[@]}" in original:
         readings.append(("list joined under a secret's name", _redact_joined_by_name))
     if len(original) > _READ_AGAIN_MAX:

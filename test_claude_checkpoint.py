@@ -894,7 +894,9 @@ ADVERSARIAL_CONTEXTS = (
     # sentence that names a secret, a PAT's words, one-line definitions.
     "$ cat acessos.txt\n" + "registro.br   clinicasorriso   osaka%6518\n" * 3000, ('{"name": "a", "httpOnly": true, "value": "' + "x" * 60 + '"}, ') * 1500,
     "Türcode " * 12000, "DefaultPassword    REG_SZ    " * 3000, ("The API secret.\n" + "A1b2C3d4E5f6G7h8I9j0K1l2\n") * 2000,
-    ("token " + "ab" * 40 + "\n") * 1100, '$k1 = "abcd"; ' * 6000)
+    ("token " + "ab" * 40 + "\n") * 1100, '$k1 = "abcd"; ' * 6000,
+    # Stop 37's: a code for a place in every sentence.
+    "door code 123456. " * 5500)
 
 
 class TestRedaction(unittest.TestCase):
@@ -1291,6 +1293,38 @@ class TestRedaction(unittest.TestCase):
         for text in kept:
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
+
+    def test_a_code_for_a_place_that_a_sentence_gives_is_redacted(self):
+        # Six to eight digits in a sentence that, with the one before it, names a code and a place it opens.
+        cases = {"El código de la alarma del almacén es 551093 y el de la puerta de carga 8830127. Gracias!": ("551093", "8830127"),
+                 "Nøklene ligger i safen bak resepsjonen. Koden er 730418, ikke del den.": ("730418",),
+                 "[08:02] Ana: qual é o código do portão da garagem mesmo?\n[08:03] Léo: 2281934 e depois aperta o botão verde": ("2281934",),
+                 "Alarm panel in the workshop: the installer code, 904417, then press OFF.": ("904417",),
+                 "Tablets in de kantine ontgrendelen? Nee: unlock them with 613308 and leave them on the charger.": ("613308",)}
+        for text, codes in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for code in codes:
+                    self.assertNotIn(code, redacted)
+                self.assertIsNotNone(cc.find_secret(text))
+        kept = ("The door controller of building 4 answers on port 502, ticket 4821937 tracks the code change.",
+                "Gate code rollout: the new keypads ship on 20250304 and cost 150 EUR each, order 73311902.",
+                "The keypad's firmware 2.4.1 fixes the door code timeout; call +49 30 901820 for the installer.",
+                "Door 7 is code-locked. Our office is at Hauptstraße 12, 10115 Berlin, phone 030 2284710.",
+                "Error code 100054 from the alarm service: see the runbook, section 4.")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
+    def test_the_head_of_a_wrapped_value_whose_rest_was_redacted_is_redacted_too(self):
+        # A rule redacted the rest alone on the next line; the head above it is the same secret's.
+        cases = {'$ less /opt/sign/store.json\n{"K2":{"d_hex":"7c1e9a03b5d24f68e0a7c3b1d9f2e4a6\n0b8d6f4a2c9e1b7d5f3a1c8e6b4d2f09"}}': "7c1e9a03b5d24f68",
+                 '(venv) $ python -c "from huggingface_hub import HfFolder; print(HfFolder.get_token())"\nhf_RvNmKqTbXcWzPyLd\nGsKdUeQmZnXpWrYtBvC': "hf_RvNmKqTbXcWzPyLd"}
+        for text, head in cases.items():
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(head, cc.redact(text)[0])
+        kept = "$ ls /srv/releases\nrelease-2024-11-03\nbuild_7f3a9c2e\n"
+        self.assertEqual(cc.redact(kept)[0], kept)
 
     def test_a_secret_section_a_uuid_secret_and_a_privkey_are_redacted(self):
         cases = {"[Database]\nURL = 'postgresql://cl@pg:5432/cl'\n\n[Password]\nKeystore = 'Kuzey.Isigi.Kasa-9'\n": "Kuzey.Isigi.Kasa-9",
