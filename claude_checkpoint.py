@@ -2015,8 +2015,8 @@ def _accept_named_in_prose(match: Any) -> bool:
     it ("u7zj… is the password for …"). Hex needs a connector (`was`, `to`, `=`) and no commit or
     hash nearby, so that "the token fix landed in 2b7e…" stays."""
     text, start, end, value = match.string, match.start("s"), match.end("s"), match.group("s")
-    if _names_no_token(value) or "<" in value and ">" in value or "</" in value or "→" in value or "::" in value or "$new(" in value:
-        return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup, a closing tag or a template's slot (`<22-char salt><31-char hash>`); a numbered line (`3→TWILIO_FROM=…`)
+    if _names_no_token(value) or "<" in value and ">" in value or "</" in value or "→" in value or "::" in value or "$new(" in value or _regex(r":[a-z0-9]+:|[A-Z][a-z]\w*<(?:\[|&|[A-Z][a-z])").match(value):
+        return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup, a closing tag or a template's slot (`<22-char salt><31-char hash>`); a numbered line (`3→TWILIO_FROM=…`); rclone's remote (`:s3:bucket`); a generic type (`SecretBox<[u8; 32]>`)
     before = text[max(0, start - 100):start]
     before = before[before.rfind("\n") + 1:]
     ends = list(_regex(r"[.!?]\s+(?=[A-Z])").finditer(before)) if "." in before or "!" in before or "?" in before else ()
@@ -2830,6 +2830,11 @@ def _own_sigil(value: str) -> bool:
         or sigil == "." and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)[^./@]{10,}").fullmatch(rest) is not None)  # .lantern51472, not Swift's .bits256
 
 
+# Things known by a number after `#`, which no password is: `ticket#4471`, `Release#12`.
+_THINGS_NUMBERED = (r"ticket|issue|case|order|build|item|room|bug|task|pr|job|run|step|line|node|host|user|port|slot|rack|page|row|no|nr"
+                    r"|release|sprint|version|patch|rev|phase|wave|batch|lot|sample|test|device|unit|site|store|team|player|round")
+
+
 def _may_be_a_password(value: str) -> bool:
     """What every password-shaped value found in a context must also pass: not a URL, path, date,
     UUID or digest (_has_not_random_shape), a reference, a masked or public value, an algorithm's name.
@@ -2838,7 +2843,9 @@ def _may_be_a_password(value: str) -> bool:
     return ("/" not in value and not _has_not_random_shape(shape) and not _is_reference(shape if value[:1] == "@" else value)
             and not _is_masked_or_public(value)
             and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(_COLOUR_OR_TICKET).fullmatch(value)
-            and not _regex(r"\\[ux][0-9a-fA-F]{2}").search(value))  # nor an escape: \u03bcw
+            and not _regex(r"\\[ux][0-9a-fA-F]{2}").search(value)  # nor an escape: \u03bcw
+            and not _regex(r"(?i:" + _THINGS_NUMBERED + r")#\d+").fullmatch(value)  # nor a thing's number
+            and not _regex(r"\\[^\\\s]+\\[^\\\s]+").match(value))  # nor a Windows path's folders: `D:\Deliveries\KAIROS\…`
 
 
 def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, first: int) -> bool:
@@ -3380,6 +3387,22 @@ def _find_echoed_variables(match: Any) -> list:
     return spans
 
 
+# What a tool prints instead of the value asked for: an error, a usage, a note that there is none.
+_NOT_PRINTED_WORDS = (r"(?i)\b(?:no such|not found|permission|denied|cannot|can't|could not|couldn't|error|usage|warning|failed|invalid|unknown"
+                      r"|is not|does not|doesn't|empty|no (?:value|secret|password|entry|matching)|not (?:set|exist|in)|command)\b")
+
+
+def _printed_a_password_in_words(words: str, single: Any, secret_file_alone: Any) -> bool:
+    """Whether a line of a few words is the password a command printed: what prints one password
+    (a single value's command that names a password or a PSK, its output not piped on), or a secret
+    file of that one line when no word of an English sentence stands among them; never an error."""
+    if not _regex(r"[^\W\d_]+(?:[ \t][^\W\d_]+){1,9}(?:[ \t]\d{1,4})?").fullmatch(words) or _regex(_NOT_PRINTED_WORDS).search(words):
+        return False  # words of letters, a number after them at most: no key's line, no log's
+    if single and _regex(r"(?i)psk|pass|op[ \t]+read|secret-tool|keyring").search(single.group()) and not _regex(r"\||(?<!2)>").search(single.string[single.end():]):
+        return True
+    return bool(secret_file_alone) and not set(words.lower().split()) & (_FUNCTION_WORDS | _COMMON_WORDS)
+
+
 def _find_printed_secrets(match: Any) -> list:
     """What a secret-printing command printed, up to the next prompt line: its random tokens, a
     line that is one password-like word (`op read` prints the password alone), and the first line
@@ -3409,6 +3432,9 @@ def _find_printed_secrets(match: Any) -> list:
     if spoken and (single or _regex(_SECRET_FILE_READ).search(command)) and _is_spoken_passphrase(spoken.group(1)) and not set(
             spoken.group(1).split()) & _COMMON_WORDS:
         spans.append(spoken.span(1))  # a passphrase of words: `cat .vault_pass`, `pass show …`
+    said = _regex(r"[ \t]*(?:" + _OUTPUT_MARK + r")?([^\W\d_][^\n:=/$<>|]{2,100}?)[ \t]*(?:\r?\n|$)").match(text, start, end)
+    if said and _printed_a_password_in_words(said.group(1), single, said.end() >= end - 1 and _regex(_SECRET_FILE_READ).search(command)):
+        spans.append(said.span(1))  # `nmcli -s -g …psk` → "tomates cherry en julio", `cat .vault_pass` → "pimientos de padrón a veces pican"
     if first_line and single and not _regex(r"\||(?<!2)>").search(single.string[single.end():]):  # not `… --plain | wc -c`, `> /dev/null` (`2>` still prints)
         value = first_line.group(1)
         printed_dollar = _regex(r"\$\w+").fullmatch(value)  # output is never a variable's name: $parrowcopp3r64
@@ -5171,6 +5197,9 @@ google-private-key-id        -                      "private_key_id"\s*:\s*"(?P<
 hugging-face-token           -                      {L}(?P<s>(?:hf_|api_org_)[A-Za-z0-9]{30,60}){R}
 #   catch: HF_TOKEN=«hf_EXAMPLEexampleEXAMPLEexample0123»
 #   keep:  pip install hf_transfer
+elevenlabs-key               -                      {L}(?P<s>sk_[0-9a-f]{48}){R}
+#   catch: use my ElevenLabs key «sk_0123456789abcdef0123456789abcdef0123456789abcdef» for the dub
+#   keep:  voice fixture sk_0123456789abcdef0123 is a short id
 npm-token                    -                      {L}(?P<s>npm_[A-Za-z0-9]{36}){R}
 #   catch: export NPM_TOKEN=«npm_EXAMPLEexampleEXAMPLEexample01234567»
 #   keep:  npm_config_registry=https://registry.example.com/
@@ -7857,6 +7886,45 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
     return _redact_found_again(text, count, replaced, codes)
 
 
+# A password a person chose, anywhere after a word for password in its sentence: what a chat or a ticket says in
+# more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
+# admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
+_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord"
+                   r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|[şs]ifre\w{0,4}|парол\w{0,3}|κωδικ\w{0,3}"
+                   r"|kata sandi|sandi|mật khẩu|كلمة (?:المرور|السر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
+_SENTENCE_PASSWORD = r"(?<![^\s\"'“„«(])([^\s\"'”“«»()\[\]{}<>,;=:`/\\@]{8,40}?)[.,;:?)]*(?=[\s\"'”»)]|$)"
+
+
+def _redact_passwords_in_sentences(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with each password a sentence gives after a word for password (_PASSWORD_WORDS),
+    however many words come between, or in the sentence after it, the next line's too ("… la password di
+    admin di Jenkins? Io ho Vesuvio1944!", a question's answer in a chat): a value of letters, digits and
+    one of `!#$%&*+?^~` that reads as a person's choice (_is_a_sentences_password). Each sentence is
+    read once."""
+    passwords, named_before = [], False
+    starts = [0] + [found.end() for found in _regex(r"[.!?。！？]+(?=\s)|\n").finditer(original)]
+    for start, end in zip(starts, starts[1:] + [len(original)]):
+        word = _regex(_PASSWORD_WORDS).search(original, start, end)
+        if word or named_before:
+            for found in _regex(_SENTENCE_PASSWORD).finditer(original, word.end() if word else start, end):
+                if _is_a_sentences_password(found.group(1)):
+                    passwords.append(found.group(1))
+        named_before = word is not None  # (a blank line ends what the sentence before said)
+    return _redact_found_again(text, count, replaced, passwords)
+
+
+def _is_a_sentences_password(value: str) -> bool:
+    """Letters, digits and a password's sign, not first; a word before `#` and digits only when it is
+    a name (`Tandborste#44`), not a thing's number (`RFC#4086`, `ticket#12`)."""
+    if not (_regex(r"[!#$%&*+?^~]").search(value) and _regex(r"\d").search(value) and _regex(r"[^\W\d_]").search(value)) or _regex(r"[!#$%&*+?^~.]").match(value):
+        return False
+    numbered = _regex(r"([^\W\d_]+)#\d+").fullmatch(value)
+    if numbered and (not numbered.group(1).istitle() or numbered.group(1).lower() in _COMMON_WORDS):
+        return False
+    return looks_like_chosen_password(value) and _may_be_a_password(value)
+
+
+
 # A secret's name given what a list joins with nothing between its items (Python's `"".join(parts)`, JS's
 # `parts.join("")`, Go's `strings.Join(parts, "")`, Java's `String.join("", parts)`, a shell's
 # `printf '%s' "${parts[@]}"`): the name of the list it joins.
@@ -8044,8 +8112,9 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
                        r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|החלק[ \t]+השני|החצי[ \t]+השני"
-                       r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ")
-_REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
+                       r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ"
+                       r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+pili|\biliyobaki)|बाकी|दूसरा(?:[ \t]+हिस्सा)?")  # Hindi's (also written in Latin letters), Swahili's
+_REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：—–][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])"
                  r"|(?<![^\s\"'«„“「(])(?P<before>[^\s\"'«»„“”「」`()]{4,128})[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
 
@@ -8101,7 +8170,7 @@ _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \
                       r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
                       r"|\bcomeça[ \t]+(?:com|por)|\bførste[ \t]+del(?:en)?|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
                       r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|החלק[ \t]+הראשון|החצי[ \t]+הראשון"
-                      r"|(?i:\balkaa|\bensimmäinen[ \t]+osa)|ส่วนแรก")
+                      r"|(?i:\balkaa|\bensimmäinen[ \t]+osa)|ส่วนแรก|(?i:\bpa?he?la(?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+kwanza)|पहला(?:[ \t]+हिस्सा)?")
 _FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])")
 # A rest that was redacted: "the rest is «redacted»", "ends with «redacted» appended", "«redacted» is the end of it".
@@ -8126,10 +8195,11 @@ _REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
                     "gefolgt", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "השני", "loppu", "toinen", "jatkuu",
-                    "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
+                    "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
 _FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "1 / 2", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
-                     "starter", "перш", "перв", "начина", "почина", "מתחיל", "הראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분")
+                     "starter", "перш", "перв", "начина", "почина", "מתחיל", "הראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
+                     "pehla", "pahla", "kwanza", "पहला")
 
 
 def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
@@ -8425,6 +8495,8 @@ def _second_readings(original: str) -> list:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
     if _regex(r"\d{6}").search(original) and _regex(_CODE_SAID).search(original):
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
+    if _regex(r"[!#$%&*+?^~]").search(original) and _regex(_PASSWORD_WORDS).search(original):
+        readings.append(("password in a sentence", _redact_passwords_in_sentences))
     if "join" in original or "[@]}" in original:
         readings.append(("list joined under a secret's name", _redact_joined_by_name))
     if len(original) > _READ_AGAIN_MAX:
@@ -9329,9 +9401,10 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
 def _replaceable(text: str, start: int, end: int, encrypted: tuple) -> bool:
     """Whether a span a rule found is replaced: not empty, not already redacted, not inside an
     encrypted value (encrypted_ranges), not a token's prefix before an ellipsis or a mask
-    ("sk-ant-api03-...")."""
+    ("sk-ant-api03-..."), not a thing's number (`ticket#4471`, `Release#12`: _THINGS_NUMBERED)."""
     return start < end and REDACTED not in text[start:end] and not (encrypted and _in_ranges(encrypted, start)) and not (
-        text[end - 1] in "-_" and _regex(_MASK_RUN).match(text, end))
+        text[end - 1] in "-_" and _regex(_MASK_RUN).match(text, end)) and not (
+        "#" in text[start:end] and _regex(r"(?i:" + _THINGS_NUMBERED + r")#\d+").fullmatch(text, start, end))
 
 
 def _is_masked_or_public(value: str) -> bool:
@@ -9657,6 +9730,7 @@ RULE_WORDS = {
     "google-oauth": ("6e772952", ("1//0", "gocspx-", "ya29."), ("1//0", "gocspx-", "ya29."), ()),
     'google-private-key-id': ('4e9db1e9', ('"private_key_id"',), ('"private_key_id"',), (':',)),
     "hugging-face-token": ("2eb8b7c7", ("api_org_", "hf_"), ("api_org_", "hf_"), ()),
+    "elevenlabs-key": ("fd0f2838", ("sk_",), ("sk_",), ()),
     "npm-token": ("4f26d74c", ("npm_",), ("npm_",), ()),
     "pypi-token": ("e9e94746", ("pypi-ag",), ("pypi-ag",), ()),
     "sendgrid-key": ("46148bc6", ("sg.",), ("sg.",), ()),
