@@ -11362,7 +11362,7 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
 # context, data science, mobile and embedded, enterprise IT; at stop 27 a web agency, fintech, a game
-# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; 0.85 to 0.95 unseen), held at the (recall,
+# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; 0.85 to 0.95 unseen), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
 BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.96, 0.99),
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
@@ -11376,7 +11376,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind101_corpus.json": (0.92, 0.98), "blind106_corpus.json": (0.98, 0.99),
                  "blind108_corpus.json": (0.98, 0.99), "blind113_corpus.json": (0.97, 0.99),
                  "blind115_corpus.json": (0.97, 0.99), "blind117_corpus.json": (0.95, 0.99),
-                 "blind120_corpus.json": (0.95, 0.99), "blind122_corpus.json": (0.96, 0.98)}
+                 "blind120_corpus.json": (0.95, 0.99), "blind122_corpus.json": (0.96, 0.98),
+                 "blind124_corpus.json": (0.97, 0.99), "blind126_corpus.json": (0.96, 0.99)}
 
 
 def corpus_texts() -> list:
