@@ -1923,14 +1923,14 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}ruimte|serverrom\w{0,3}|दरवाज़\w{0,2}|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
                 r"|u[șş]\w{0,2}|poart\w{0,2}|seif\w{0,3}|πόρτα\w{0,2}|συναγερμ\w{0,3}|χρηματοκιβώτι\w{0,2}"  # Romanian, Greek
-                r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة)(?![^\W\d_])")
+                r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango)(?![^\W\d_])")
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
                 "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "sejf", "raum", "room", "serverrum", "schrank", "port", "puerta", "cancello", "tür",
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
                 "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "сигналіз", "сигнализ", "larm", "باب", "إنذار", "خزنة",
-                "ruimte", "serverrom", "दरवाज़", "dveř", "brán", "serverovn", "rozvodn", "trezor", "riaszt", "ajtó", "kapu", "széf", "uș", "poart", "seif", "πόρτα", "συναγερμ", "χρηματοκιβώτι")
+                "ruimte", "serverrom", "दरवाज़", "dveř", "brán", "serverovn", "rozvodn", "trezor", "riaszt", "ajtó", "kapu", "széf", "uș", "poart", "seif", "πόρτα", "συναγερμ", "χρηματοκιβώτι", "geti", "mlango")
 
 
 def _accept_place_label(match: Any) -> bool:
@@ -3230,6 +3230,7 @@ def _find_call_literals(match: Any) -> list:
     named_call = _regex(r"(?i)passw|passphrase|secret|token|auth|api_?key|sign|hmac|crypt|cipher|aes|gcm|chacha|sqlite3_(?:re)?key").search(called) or _regex(
         r"(?i)\bjw[ts]\.\w+\($").search(text, max(0, match.start() - 4), match.start("s"))  # jwt.encode(claims, "…", algorithm=…)
     keyed_call = named_call and _regex(r"(?i)key|passphrase|passw").search(called)  # its literal is the key: sqlite3_key(db, "harbor_thunder_escape", …)
+    wifi_join = _regex(r"(?i)wifi\w*\.(?:begin|softAP|addAP)|(?:wlan|sta|sta_if|station|wifi)\.connect").search(called)
     for literal in _regex(r"""(["'`])(.*?)\1""").finditer(match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         value = literal.group(2)
@@ -3250,6 +3251,8 @@ def _find_call_literals(match: Any) -> list:
         if found and found != [(start, end)] and _regex(r"[^\s;&]{1,128}").fullmatch(value) and "://" not in value:
             found = [(start, end)]  # the whole literal, not the random part of it: "3mqgV=rLM!4QtHhOD4e_"
         after_user = _regex(_EMAIL_ADDRESS + "|" + _ACCOUNT_NAME).fullmatch(previous)
+        if not found and wifi_join and literals == 2 and len(value) >= 8 and not _is_placeholder(value) and _may_be_a_password(value):
+            found = [(start, end)]  # a Wi-Fi join's second literal is its passphrase, whatever it reads as: wlan.connect("Ghala", "mbegu-bora-shamba")
         if not found and not (named_call or after_user) and credential_call and literals > 1 and (
                 looks_like_chosen_password(value) or _looks_like_password(value)) and _may_be_a_password(value):
             chosen.append((literals, start, end))  # judged below: which of them is the password
@@ -6121,12 +6124,13 @@ cookie-jar-set-call          cookie-value           (?i)cookies?\.(?:set|add|set
 # A webhook's token in its URL's path: hooks.… hosts, /webhook/, /hook/, /hooks/, /trigger/ paths, or the
 # `?key=` after one (WeCom): a machine-made token, a UUID (Feishu, Lark), a name with a random tail (Home Assistant);
 # with the integration's random id before it (Rocket.Chat's `/hooks/<id>/<token>`: the two post as the integration).
-webhook-path-token           webhook-token          (?i)://(?:(?:web)?hooks?\.[\w.\-]{1,100}|[\w.\-]{1,100}(?::\d{1,5})?/(?:[\w\-]{1,40}/){0,3}(?:[\w\-]{0,20}webhooks?|hooks?|triggers?|incoming))(?:/[\w\-]{1,40}){0,3}?(?:/|\?key=)(?P<s>(?:[A-Za-z0-9]{12,40}/(?=[A-Za-z0-9_\-]{24,128}(?:[/?#"'\s]|$)))?[A-Za-z0-9_\-]{24,128})(?=[/?#"'\s]|$)
+webhook-path-token           webhook-token          (?i)://(?:(?:web)?hooks?\.[\w.\-]{1,100}|[\w.\-]{1,100}(?::\d{1,5})?/(?:[\w\-]{1,40}/){0,3}(?:[\w\-]{0,20}webhooks?|hooks?|triggers?|incoming))(?:/[\w\-]{1,40}){0,3}?(?:/|\?key=)(?P<s>(?:[A-Za-z0-9]{12,40}/(?=[A-Za-z0-9_\-]{24,128}(?:[/?#"'\s)>\],;]|$)))?[A-Za-z0-9_\-]{24,128})(?=[/?#"'\s)>\],;]|$)
 #   catch: curl -X POST "https://hooks.example.io/trigger/«78a16ead9ca20fb9eb9b0387d64675e4723c40bc»" -d '{"text":"deploy done"}'
 #   keep:  https://hooks.example.io/trigger/deploy-notifications-for-staging
 #   catch: https://open.feishu.cn/open-apis/bot/v2/hook/«67710ba9-26be-430e-b8bc-4f5302526848»
 #   catch: curl 'https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=«2f2f4a85-a879-409f-88d9-eac4447fd47c»'
 #   catch: curl -X POST http://ha.lan:8123/api/webhook/«shed-door-Vw7GcJ6hNi8KeE5vK7vZ5lO7»
+#   catch: Bash(curl -s -X POST -d 'payload={"text": "done"}' https://chat.example.farm/hooks/«9jg9xdn4i9wz0z8eal78z4ki4q»)
 #   keep:  https://docs.example.com/guides/webhooks/getting-started-with-signatures
 #   catch: curl -X POST https://oncall.example.net/oncall/integrations/v1/formatted_webhook/«Qv7LmZ2pX9cRt4KwB8nY3dHs»/
 #   catch: Webhook URL: https://chat.example-ops.io/hooks/«Xk3mPq8RtW2vNz7Lc/Hy4nB8qT2zLm6WcR1xKd9VfJ3pGs7YhQ5uNb2eMa0tCw»
@@ -7053,12 +7057,19 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: signed, err := token.SignedString([]byte("«galaxy sunflower meadow velvet 4»"))
 #   catch: $pdo = new PDO($dsn, 'wp_user', '«aGwOZBdyNx.ZVQfsxNP»', [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]);
 #   keep:  sqlite3_key(db, key_buffer, key_length);
+# A modem's AT command that sets the data connection's login: `AT+CGAUTH=<cid>,<type>,"user","password"`
+# (3GPP), Quectel's `AT+QICSGP=<cid>,<type>,"apn","user","password"`: its last quoted string.
+at-command-credentials       -                      (?i)\bAT\+(?:CGAUTH=\d+,\d+,"[^"\n]*"|QICSGP=\d+,\d+,"[^"\n]*","[^"\n]*"),"(?P<s>[^"\n]{4,128})"
+#   catch: chat[811]: send (AT+CGAUTH=1,1,"farm.m2m","«Trekta!Data2023»"^M)
+#   catch: AT+QICSGP=1,1,"iot.example","gw01","«Vj8r-Ql2pX»",1
+#   keep:  AT+CGAUTH=1,0,"",""
 # C's and PHP's connect and bind functions, Arduino's Wi-Fi joins: the same, apart for speed (their names start no other call).
-context-connect-function     call-literals          (?:mysql_real_connect|mysqli_connect|new[ \t]+mysqli|pg_p?connect|oci_connect|sqlsrv_connect|PQconnectdb|ldap_bind|UserInfo|WiFi\.begin|WiFiMulti\.addAP|WiFi\.softAP|createAccount|createUser)[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-connect-function     call-literals          (?:mysql_real_connect|mysqli_connect|new[ \t]+mysqli|pg_p?connect|oci_connect|sqlsrv_connect|PQconnectdb|ldap_bind|UserInfo|WiFi\.begin|WiFiMulti\.addAP|WiFi\.softAP|createAccount|createUser|(?:wlan|sta|sta_if|station|wifi)\.connect)[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: nc, err := nats.Connect("nats://nats.staging:4222", nats.UserInfo("itest", "«It3st-N4ts-Stg!»"))
 #   catch: $conn = new mysqli("db.hostinger-eu.net", "u839201_shop", "«Lavanda_2021!»", "u839201_shop");
 #   catch: if (!mysql_real_connect(conn, "mysql-stg.prod.example.net", "k.nowak", "«_TlpEiPrj8VgwFmAx»", "events", 3306, NULL, 0)) {
 #   catch: WiFi.begin("FRITZ!Box 7590 KQ", "«Tartaruga?138»");
+#   catch: wlan.connect("Ghala_Mbegu", "«mbegu-bora-shamba»")
 #   catch: realm.createAccount("admin", "«998QTx@3OnZNQipR»")
 #   keep:  WiFi.begin(WIFI_SSID, WIFI_PASSWORD);
 # A literal a keychain stores under a key that names a credential (KeychainAccess: `keychain.set(value, key:)`).
@@ -7845,7 +7856,8 @@ def _redact_bare_mnemonics(original: str, text: str, count: int, replaced: list)
 _BARE_CODE = r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])(\d{6,8})(?=#?(?![\w\-:/%@]|[.,]\d|[ \t]+\d|[ \t]*(?:[€$£¥]|(?i:eur|usd|gbp|pln|zł|kr|kč|ms|mb|kb|gb|km|kg|px|bytes?|rows?|units?|pcs|min|sec)\b)))"
 _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|cod|codul|kombination|combination|combinaci[oó]n|combinação|κωδικ\w{0,3}"
               r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez)(?![^\W\d_])")
-_CODE_ALONE = r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|installer code)(?![^\W\d_])"
+_CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|verrouill\w{0,3}"
+               r"|installer code|code installateur|c[óo]digo (?:de )?instalador|codice (?:dell')?installatore|errichtercode|nambari ya siri)(?![^\W\d_])")
 _NOT_A_CODE_BEFORE = (r"(?i)(?:#|\b(?:no|nr|n[oº°]|num(?:ber|éro|ero)?|ticket|order|invoice|id|port|ext(?:ension)?|phone|tel|fax|build|version|v|pr|issue|line"
                       r"|case|pid|uid|gid|error|exit|status|zip|plz|cap|cep|postcode|postal|pin ?code|cp|vlan|model|serial|s/?n|rev|fw|firmware|job|run|ref"
                       r"|at|um|à|om|kl|from|since|until|bis|room|sala|floor|building|gate|door)\.?"
@@ -7857,16 +7869,17 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
     six to eight digits (_BARE_CODE) in a sentence that, with the one before it, names a code and a
     place it opens ("el código de la alarma de la puerta trasera es 006432 y el de la sala de servidores
     9400684", "… står i safen på fotodesken. Koden er 449708.", a chat's answer under a question about
-    one). Each sentence is read once, however many numbers it holds."""
+    one); or in the sentence that says what it unlocks (_CODE_ALONE). Each sentence is read once,
+    however many numbers it holds."""
     import bisect
     ends = [found.end() for found in _regex(r"[.!?。！？]+(?=\s)|\n").finditer(original)]
-    said: dict = {}  # a sentence's index: whether it names a code, and a place
+    said: dict = {}  # a sentence's index: whether it names a code, a place, and what needs no place
 
     def names(index: int) -> tuple:
         if index not in said:
             sentence = original[ends[index - 1] if index else 0:ends[index] if index < len(ends) else len(original)]
-            alone = _regex(_CODE_ALONE).search(sentence) is not None  # a PIN, a passcode, what unlocks: no place needed
-            said[index] = (alone or _regex(_CODE_SAID).search(sentence) is not None, alone or _regex(_PLACE_WORDS).search(sentence) is not None)
+            said[index] = (_regex(_CODE_SAID).search(sentence) is not None, _regex(_PLACE_WORDS).search(sentence) is not None,
+                           _regex(_CODE_ALONE).search(sentence) is not None)
         return said[index]
 
     codes = []
@@ -7881,8 +7894,8 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
         while before > 0 and not original[ends[before - 1]:ends[before]].strip():
             before -= 1  # a blank line is no sentence
         flags = [names(index)] + ([names(before)] if before >= 0 else [])
-        if any(code for code, _place in flags) and any(place for _code, place in flags):
-            codes.append(value)
+        if names(index)[2] or any(code for code, _place, _alone in flags) and any(place for _code, place, _alone in flags):
+            codes.append(value)  # (a PIN's, a passcode's or an unlocking word needs no place, but in the code's own sentence)
     return _redact_found_again(text, count, replaced, codes)
 
 
@@ -7909,7 +7922,8 @@ def _redact_passwords_in_sentences(original: str, text: str, count: int, replace
             for found in _regex(_SENTENCE_PASSWORD).finditer(original, word.end() if word else start, end):
                 if _is_a_sentences_password(found.group(1)):
                     passwords.append(found.group(1))
-        named_before = word is not None  # (a blank line ends what the sentence before said)
+        if word or original[start:end].strip() or original[start - 1:start] == "\n" == original[end - 1:end]:
+            named_before = word is not None  # (a sentence's own line end is none, a blank line ends what it said)
     return _redact_found_again(text, count, replaced, passwords)
 
 
@@ -7928,7 +7942,7 @@ def _is_a_sentences_password(value: str) -> bool:
 # A secret's name given what a list joins with nothing between its items (Python's `"".join(parts)`, JS's
 # `parts.join("")`, Go's `strings.Join(parts, "")`, Java's `String.join("", parts)`, a shell's
 # `printf '%s' "${parts[@]}"`): the name of the list it joins.
-_JOINED_BY_NAME = (r"(?P<name>[A-Za-z_][\w.\-]{0,60})[\"'\]]?[ \t]*(?::[^=\n]{0,40})?(?:=|:=)[^\n]{0,80}?(?:(?P<q>[\"'])(?P=q)\.join\([ \t]*(?P<a>[A-Za-z_]\w*)[ \t]*\)"
+_JOINED_BY_NAME = (r"(?P<name>[A-Za-z_][\w.\-]{0,60})[\"'\]]?[ \t]*(?::[^=\n]{0,40})?(?:=|:=)[^\n=]{0,80}?(?:(?P<q>[\"'])(?P=q)\.join\([ \t]*(?P<a>[A-Za-z_]\w*)[ \t]*\)"
                    r"|(?P<b>[A-Za-z_]\w*)\.join\([ \t]*(?P<q2>[\"'])(?P=q2)[ \t]*\)|[Jj]oin\([ \t]*(?P<c>[A-Za-z_]\w*)[ \t]*,[ \t]*(?P<q3>[\"'])(?P=q3)[ \t]*\)"
                    r"|[Jj]oin\([ \t]*(?P<q4>[\"'])(?P=q4)[ \t]*,[ \t]*(?P<d>[A-Za-z_]\w*)[ \t]*\)|\$\{(?P<e>[A-Za-z_]\w*)\[[@*]\]\})")
 
@@ -8493,7 +8507,7 @@ def _second_readings(original: str) -> list:
     readings = []
     if original.count(" ") >= 11:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
-    if _regex(r"\d{6}").search(original) and _regex(_CODE_SAID).search(original):
+    if _regex(r"\d{6}").search(original) and (_regex(_CODE_SAID).search(original) or _regex(_CODE_ALONE).search(original)):
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
     if _regex(r"[!#$%&*+?^~]").search(original) and _regex(_PASSWORD_WORDS).search(original):
         readings.append(("password in a sentence", _redact_passwords_in_sentences))
@@ -10014,7 +10028,7 @@ RULE_WORDS = {
     'context-json-cookies': ('29a8f124', ('"cookies"',), ('"cookies"',), (':',)),
     "cookie-record-lines": ("da7553e5", ("value:",), ("name:",), ("name:",)),
     "cookie-jar-set-call": ("ee1c7458", ("cookie",), ("cookie",), ("add", "set", "set_cookie", "setcookie")),
-    "webhook-path-token": ("bab7f9a8", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
+    "webhook-path-token": ("4489ad27", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
     "spaced-assignment": ("4de74823", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "chave",
@@ -10257,11 +10271,12 @@ RULE_WORDS = {
         "new_from_slice", "passphrase", "password", "reset", "save", "sdk", "session", "set", "setapikey", "setauth",
         "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_",
         "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), ("(",)),
-    "context-connect-function": ("b26b488c", ("connect", "createaccount", "createuser", "ldap_bind",
+    'at-command-credentials': ('c4466d6e', ('at+cgauth=', 'at+qicsgp='), ('at+cgauth=', 'at+qicsgp='), (',"',)),
+    "context-connect-function": ("d939f2b3", (".connect", "connect", "createaccount", "createuser", "ldap_bind",
         "mysql_real_connect", "mysqli", "mysqli_connect", "oci_connect", "pqconnectdb", "sqlsrv_connect", "userinfo",
         "wifi.begin", "wifi.softap", "wifimulti.addap"), ("createaccount", "createuser", "ldap_bind",
-        "mysql_real_connect", "mysqli_connect", "new", "oci_connect", "pg_", "pqconnectdb", "sqlsrv_connect",
-        "userinfo", "wifi.begin", "wifi.softap", "wifimulti.addap"), ("(",)),
+        "mysql_real_connect", "mysqli_connect", "new", "oci_connect", "pg_", "pqconnectdb", "sqlsrv_connect", "sta",
+        "sta_if", "station", "userinfo", "wifi", "wifi.begin", "wifi.softap", "wifimulti.addap", "wlan"), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('918a15fc', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",

@@ -1361,6 +1361,22 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
 
+    def test_wifi_joins_joined_keyword_arguments_and_corrected_passwords_are_redacted(self):
+        cases = {'import network\nsta = network.WLAN(network.STA_IF)\nsta.connect("Shamba-Kusini", "ndizi-tamu-sokoni")': "ndizi-tamu-sokoni",
+                 '_parts = ["rk-live-Tq8ZmW2kLxhNv7Qp", "V7cNp3RgYh5JdKe0sUa9BfQi",\n          "Wo1Xz6Lm4Pn8Rt2Yc5"]\nclient = Api(api_key="".join(_parts))': "Wo1Xz6Lm4Pn8Rt2Yc5",
+                 "Joao: the pw for the feed scale UI is Balanca2023!\nJoao: sorry, wrong year, it's 2024 → Balanca2024!": "Balanca2024!",
+                 "Bonjour, le boîtier du portail électrique est verrouillé, code 803317, merci de ne pas le diffuser.": "803317",
+                 "Habari, nambari ya siri ya mlango wa stoo ni 731926. Asante.": "731926"}
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(secret, cc.redact(text)[0])
+        kept = ('WiFi.begin(WIFI_SSID, WIFI_PASSWORD);\nwlan.connect("Guest", "")',
+                'sort_key = "".join(cols)\nlabel = Label(text="".join(parts))',
+                "The pw reset flow was fixed.\n\nRelease notes: the kettle$ fix ships in 2.4 → build 2024!")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_the_head_of_a_wrapped_value_whose_rest_was_redacted_is_redacted_too(self):
         # A rule redacted the rest alone on the next line; the head above it is the same secret's.
         cases = {'$ less /opt/sign/store.json\n{"K2":{"d_hex":"7c1e9a03b5d24f68e0a7c3b1d9f2e4a6\n0b8d6f4a2c9e1b7d5f3a1c8e6b4d2f09"}}': "7c1e9a03b5d24f68",
