@@ -7939,6 +7939,35 @@ def _is_a_sentences_password(value: str) -> bool:
 
 
 
+# A chat's line that gives a value after a credential word and a colon, last on the line ("booth router admin pw,
+# splitting it bc slack preview: Lighthouse"), the same person's next line one token, a note in brackets at most.
+_GIVEN_LAST = r"[:：][ \t]*[\"'`«]?([^\s\"'`«»]{3,64}?)[\"'`»]?[ \t]*\r?$"
+_MESSAGE_OF_ONE_TOKEN = r"([^\s\"'`«»]{3,64})(?:[ \t]+[(（][^\n]{0,200})?[ \t]*\r?"
+
+
+def _redact_message_pairs(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with a secret sent in two chat messages, neither of which reads as one alone:
+    a line that gives a value after a credential word and a colon (_GIVEN_LAST), and the next line,
+    under the same speaker's prefix (_shared_prefix: a name, a time), one token (_MESSAGE_OF_ONE_TOKEN),
+    when the two joined read as a password ("Lighthouse" + "_Keeper#1991", "Yonetim-K" + "ampus!2024") and
+    the rules left the first (a first part they took, the passes after them follow to its rest)."""
+    lines = original.split("\n")
+    pieces = []
+    for above, below in zip(lines, lines[1:]):
+        given = _regex(_GIVEN_LAST).search(above)
+        if not given or given.group(1).islower() and given.group(1).isalpha() or not (
+                _regex(_PROSE_SECRET_WORDS).search(above, 0, given.start()) or _regex(_PASSWORD_WORDS).search(above, 0, given.start())):
+            continue  # (a word of prose after the colon is no part: "the token expired: yesterday")
+        prefix = _shared_prefix(above, below)
+        rest = _regex(_MESSAGE_OF_ONE_TOKEN).fullmatch(below, prefix) if prefix >= 3 and _regex(r"[^\W\d_]").search(above[:prefix]) else None
+        if rest and given.start() > prefix:
+            joined = given.group(1) + rest.group(1)
+            if looks_like_chosen_password(joined) and _may_be_a_password(joined) and not _is_reference(given.group(1)) and not _regex(r"[\w.\-]+@|\w+://").match(given.group(1)) and (
+                    given.group(1) in text):  # (a first part the rules took is the rest's readings' to follow: _redact_wrapped_rest)
+                pieces += [given.group(1), rest.group(1)]
+    return _redact_found_again(text, count, replaced, pieces)
+
+
 # A secret's name given what a list joins with nothing between its items (Python's `"".join(parts)`, JS's
 # `parts.join("")`, Go's `strings.Join(parts, "")`, Java's `String.join("", parts)`, a shell's
 # `printf '%s' "${parts[@]}"`): the name of the list it joins.
@@ -8519,6 +8548,8 @@ def _second_readings(original: str) -> list:
         readings.append(("lines without their prefixes", _redact_under_prefixes))
     if "\n" in original or "<" in original:
         readings.append(("text as written", _redact_read_as_written))
+    if "\n" in original and (":" in original or "：" in original):
+        readings.append(("a secret in two messages", _redact_message_pairs))
     readings.append(("strings folded", _redact_folded))
     if _regex(_CONTINUATION).search(original) or "=\n" in original and "quoted-printable" in original.lower() or _regex(_POWERSHELL_CONTINUATION).search(original):
         readings.append(("continued lines joined", _redact_continued))
@@ -8741,7 +8772,8 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
                    r"|(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*,?\s*\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
                    r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*[\])]\s*\)"
-                   r"|`(?:\$\{[ \t]*" + _LITERAL + r"[ \t]*\}){2,16}`"  # a template of literals: `${'…'}${'…'}`
+                   r"|`[^`$\n]{0,3}(?:\$\{[ \t]*" + _LITERAL + r"[ \t]*\}[^`$\n]{0,3}){2,16}`"  # a template of literals: `${'…'}${'…'}`, `${"SG"}.${"…"}.${"…"}`
+                   r"|(?<![\w.])printf[ \t]+(?:--[ \t]+)?[\"'](?:%s){2,16}[\"'](?:[ \t]+" + _LITERAL + r"){2,16}"  # a shell's printf '%s%s' '…' '…'
                    r"|%w\[[^\]]{1,400}\]\.join\b|new[ \t]+StringBuilder\([ \t]*\)(?:\s*\.append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\.toString\(\)"
                    r"|buildString[ \t]*\{(?:\s*append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\}"  # Kotlin's buildString { append(…) }
                    r"|(?<![\w.])(?:listOf|arrayOf|mutableListOf|Seq|List|Array|Vector|vec!)\(\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL
@@ -9008,7 +9040,7 @@ def _join_lines(original: str, lowered: str) -> list:
     return sorted(spans)
 _LISTED_STRINGS = ("[", "{", "concat", "verketten", "textkette", "paste0", "str_c", "strcat", "join(", "implode(", "new ", "new\t", "buildstring", "listof", "arrayof", "mutablelistof", "seq(", "list(", "array(",
                    "vector(", "vec!", "format(", "string.format(", "printf(", "sprintf(", "fmt.sprintf(", "string.printf(")  # how _JOINED_STRINGS's lists start (in small letters)
-_FORMATTED_STRINGS = ("format(", "string.format(", "printf(", "sprintf(", "fmt.sprintf(", "string.printf(", '"%s', "'%s", '"{}', "'{}")  # their first literal is the format
+_FORMATTED_STRINGS = ("format(", "string.format(", "printf(", "printf ", "printf\t", "sprintf(", "fmt.sprintf(", "string.printf(", '"%s', "'%s", '"{}', "'{}")  # their first literal is the format
 
 
 def _is_random_when_joined(made: str, parts: list) -> bool:
@@ -9024,6 +9056,10 @@ def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
     expression, made, spans = found.group(), [], []
     formatted = expression.lower().startswith(_FORMATTED_STRINGS)  # (its first literal is the format: `%s%s`)
     listed = formatted or expression.lower().startswith(_LISTED_STRINGS)  # its names are the language's (`array`, `append`, `format`), not values'
+    if expression.startswith("`"):  # a template: its text between the literals is the string's too (`${"SG"}.${"…"}`)
+        parts = list(_regex(r"\$\{[ \t]*([\"'])([^\"'\n]*)\1[ \t]*\}").finditer(text, found.start(), found.end()))
+        made = _regex(r"\$\{[ \t]*([\"'])([^\"'\n]*)\1[ \t]*\}").sub(lambda part: part.group(2), expression[1:-1])
+        return ('"' + made + '"', [part.span(2) for part in parts]) if len(parts) >= 2 else None
     if expression.startswith("%w"):
         words = list(_regex(r"[^\s\[\]]+").finditer(text, found.start() + 3, text.index("]", found.start())))
         return ('"' + "".join(word.group() for word in words) + '"', [word.span() for word in words]) if len(words) >= 2 else None

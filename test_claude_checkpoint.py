@@ -1377,6 +1377,34 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
 
+    def test_a_secret_built_by_a_shells_printf_or_a_template_of_literals_is_redacted(self):
+        cases = {"export TTN_API_KEY=\"$(printf '%s%s' 'NNSXS.4QBPR47MWA3KE3SI88BKCCMUJFID6GP6VIXP3.4UP' '83TTEYU6HDNE8SK7FA6KU35J6QA6UYTQNVU44P48GO36JCJOGJ')\"": ("83TTEYU6HDNE8SK7",),
+                 'const MAIL_KEY = `${"SG"}.${"Q3wtLKwB3VhTo8ObZgJV4z"}.${"s0xUrWv3ZNJN0SF53fQwgkcPGVtu4dBnSm1lkm9mB-"}`;': ("Q3wtLKwB3VhTo8Ob", "s0xUrWv3ZNJN0SF5")}
+        for text, parts in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for part in parts:
+                    self.assertNotIn(part, redacted)
+        kept = ("printf '%s%s\\n' \"$first\" \"$second\"", 'const label = `${"Hello"}, ${"world"}`;', "printf '%s %s' 'build' 'passed'")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
+    def test_a_password_sent_in_two_messages_neither_of_which_reads_as_one_is_redacted(self):
+        cases = {"[18:02] Priya: nas admin pw, pasting in two bits because of the preview: Monsoon\n[18:02] Priya: _Harbour#88\n[18:03] Priya: join them": ("Monsoon", "_Harbour#88"),
+                 "Ola 10:41  hasło do panelu: Zielona-P\nOla 10:41  lanta!2023 (reszta się ucięła)": ("Zielona-P", "lanta!2023")}
+        for text, parts in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for part in parts:
+                    self.assertNotIn(part, redacted)
+        kept = ("[09:14] Ana: the token expired: yesterday\n[09:15] Ana: renewed2",
+                "Ana: password policy: Strict\nAna: done",
+                "[10:02] Tom: which key: Primary\n[10:02] Tom: Secondary (the old one)")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_the_head_of_a_wrapped_value_whose_rest_was_redacted_is_redacted_too(self):
         # A rule redacted the rest alone on the next line; the head above it is the same secret's.
         cases = {'$ less /opt/sign/store.json\n{"K2":{"d_hex":"7c1e9a03b5d24f68e0a7c3b1d9f2e4a6\n0b8d6f4a2c9e1b7d5f3a1c8e6b4d2f09"}}': "7c1e9a03b5d24f68",
