@@ -7851,13 +7851,18 @@ def _redact_bare_mnemonics(original: str, text: str, count: int, replaced: list)
     return _redact_found_again(text, count, replaced, phrases)
 
 
+_SENTENCE_END = r"[.!?。！？]+(?=\s)|\n"  # where the readings of a sentence end one: its mark before a space, or its line's end
+
+
 # A code of six to eight digits that stands alone in a sentence (or in the one after it) that names a code and a
 # place it opens: no part of a date, a phone's or an account's number, an amount, nor a thing's number (`ticket 482913`).
 _BARE_CODE = r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])(\d{6,8})(?=#?(?![\w\-:/%@]|[.,]\d|[ \t]+\d|[ \t]*(?:[€$£¥]|(?i:eur|usd|gbp|pln|zł|kr|kč|ms|mb|kb|gb|km|kg|px|bytes?|rows?|units?|pcs|min|sec)\b)))"
 _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|cod|codul|kombination|combination|combinaci[oó]n|combinação|κωδικ\w{0,3}"
               r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez)(?![^\W\d_])")
+# Words that make a number in their own sentence a code with no place named: what it unlocks, a passcode, an installer's.
 _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|verrouill\w{0,3}"
                r"|installer code|code installateur|c[óo]digo (?:de )?instalador|codice (?:dell')?installatore|errichtercode|nambari ya siri)(?![^\W\d_])")
+# What names a number as something else right before it: a ticket's, a port's, an error's code, a time after "at".
 _NOT_A_CODE_BEFORE = (r"(?i)(?:#|\b(?:no|nr|n[oº°]|num(?:ber|éro|ero)?|ticket|order|invoice|id|port|ext(?:ension)?|phone|tel|fax|build|version|v|pr|issue|line"
                       r"|case|pid|uid|gid|error|exit|status|zip|plz|cap|cep|postcode|postal|pin ?code|cp|vlan|model|serial|s/?n|rev|fw|firmware|job|run|ref"
                       r"|at|um|à|om|kl|from|since|until|bis|room|sala|floor|building|gate|door)\.?"
@@ -7872,7 +7877,7 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
     one); or in the sentence that says what it unlocks (_CODE_ALONE). Each sentence is read once,
     however many numbers it holds."""
     import bisect
-    ends = [found.end() for found in _regex(r"[.!?。！？]+(?=\s)|\n").finditer(original)]
+    ends = [found.end() for found in _regex(_SENTENCE_END).finditer(original)]
     said: dict = {}  # a sentence's index: whether it names a code, a place, and what needs no place
 
     def names(index: int) -> tuple:
@@ -7915,7 +7920,7 @@ def _redact_passwords_in_sentences(original: str, text: str, count: int, replace
     one of `!#$%&*+?^~` that reads as a person's choice (_is_a_sentences_password). Each sentence is
     read once."""
     passwords, named_before = [], False
-    starts = [0] + [found.end() for found in _regex(r"[.!?。！？]+(?=\s)|\n").finditer(original)]
+    starts = [0] + [found.end() for found in _regex(_SENTENCE_END).finditer(original)]
     for start, end in zip(starts, starts[1:] + [len(original)]):
         word = _regex(_PASSWORD_WORDS).search(original, start, end)
         if word or named_before:
