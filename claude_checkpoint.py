@@ -3006,8 +3006,8 @@ def _spoken_passphrase(match: Any) -> list:
             gap = match.string[match.end():found.start("v")]  # a clause a sentence ends (`.`, `;`, `if …`): close to the word, about no public key
             found = found if len(gap) <= 40 and not _regex(r"(?i)publi|öffentlich").search(gap) else None
         words = found.group("v").split() if found else ()  # three words where the clause ends (a comma, the line's end), four before other words
-        ends = found and (_regex(r"[ \t]*(?:\r?\n|$|,|[—–])|[ \t]+(?=[^\x00-\u024f\s\d])").match(match.string, found.end("v")) or _regex(r"\.(?:[ \t]|$)").match(
-            match.string, found.end("v")) and _regex(r"(?i)\b(?:is|was|it'?s|now)[ \t]+$").search(match.string, found.start(), found.start("v")))  # (a dash, a particle; an English sentence's end: "… is willow octopus candle.")
+        ends = found and (_regex(r"[ \t]*(?:\r?\n|$|,|[—–]|\()|[ \t]+(?=[^\x00-\u024f\s\d])").match(match.string, found.end("v")) or _regex(r"\.(?:[ \t]|$)").match(
+            match.string, found.end("v")) and _regex(r"(?i)\b(?:is|was|it'?s|now)[ \t]+$").search(match.string, found.start(), found.start("v")))  # (a dash, a note in brackets, a particle; an English sentence's end: "… is willow octopus candle.")
         three = len(words) == 3 and ends and min(map(len, words)) >= 4  # (not "è nel gestore condiviso")
         found = found if found and (len(words) >= 4 or three) and not set(words) & _COMMON_WORDS else None
     group = found and next(name for name in ("v", "quoted", "bare") if found.groupdict().get(name))

@@ -1405,6 +1405,13 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
 
+    def test_a_passphrase_of_three_words_before_a_note_in_brackets_is_redacted(self):
+        text = "Hoi Sanne, het wachtwoord voor de klantscreening is koekje paars nevel (alles kleine letters). Groetjes"
+        self.assertNotIn("koekje paars nevel", cc.redact(text)[0])
+        for kept in ("the password is stored somewhere safe (see wiki)", "The admin password is reset weekly (by cron)"):
+            with self.subTest(text=kept[:30]):
+                self.assertEqual(cc.redact(kept)[0], kept)
+
     def test_the_head_of_a_wrapped_value_whose_rest_was_redacted_is_redacted_too(self):
         # A rule redacted the rest alone on the next line; the head above it is the same secret's.
         cases = {'$ less /opt/sign/store.json\n{"K2":{"d_hex":"7c1e9a03b5d24f68e0a7c3b1d9f2e4a6\n0b8d6f4a2c9e1b7d5f3a1c8e6b4d2f09"}}': "7c1e9a03b5d24f68",
