@@ -2833,6 +2833,7 @@ def _own_sigil(value: str) -> bool:
 # Things known by a number after `#`, which no password is: `ticket#4471`, `Release#12`.
 _THINGS_NUMBERED = (r"ticket|issue|case|order|build|item|room|bug|task|pr|job|run|step|line|node|host|user|port|slot|rack|page|row|no|nr"
                     r"|release|sprint|version|patch|rev|phase|wave|batch|lot|sample|test|device|unit|site|store|team|player|round")
+_THING_NUMBER = r"(?i:" + _THINGS_NUMBERED + r")#\d+"
 
 
 def _may_be_a_password(value: str) -> bool:
@@ -2844,7 +2845,7 @@ def _may_be_a_password(value: str) -> bool:
             and not _is_masked_or_public(value)
             and not _regex(_ALGORITHM_NAME).fullmatch(value) and not _regex(_COLOUR_OR_TICKET).fullmatch(value)
             and not _regex(r"\\[ux][0-9a-fA-F]{2}").search(value)  # nor an escape: \u03bcw
-            and not _regex(r"(?i:" + _THINGS_NUMBERED + r")#\d+").fullmatch(value)  # nor a thing's number
+            and not _regex(_THING_NUMBER).fullmatch(value)  # nor a thing's number
             and not _regex(r"\\[^\\\s]+\\[^\\\s]+").match(value))  # nor a Windows path's folders: `D:\Deliveries\KAIROS\…`
 
 
@@ -7898,9 +7899,9 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
         before = index - 1
         while before > 0 and not original[ends[before - 1]:ends[before]].strip():
             before -= 1  # a blank line is no sentence
-        flags = [names(index)] + ([names(before)] if before >= 0 else [])
-        if names(index)[2] or any(code for code, _place, _alone in flags) and any(place for _code, place, _alone in flags):
-            codes.append(value)  # (a PIN's, a passcode's or an unlocking word needs no place, but in the code's own sentence)
+        here, above = names(index), names(before) if before >= 0 else (False, False, False)
+        if here[2] or (here[0] or above[0]) and (here[1] or above[1]):
+            codes.append(value)  # (what needs no place counts in the code's own sentence only)
     return _redact_found_again(text, count, replaced, codes)
 
 
@@ -7927,8 +7928,8 @@ def _redact_passwords_in_sentences(original: str, text: str, count: int, replace
             for found in _regex(_SENTENCE_PASSWORD).finditer(original, word.end() if word else start, end):
                 if _is_a_sentences_password(found.group(1)):
                     passwords.append(found.group(1))
-        if word or original[start:end].strip() or original[start - 1:start] == "\n" == original[end - 1:end]:
-            named_before = word is not None  # (a sentence's own line end is none, a blank line ends what it said)
+        if original[start:end].strip() or original[start - 1:start] == "\n" == original[end - 1:end]:
+            named_before = word is not None  # (a sentence's own line end is no sentence; a blank line ends what it said)
     return _redact_found_again(text, count, replaced, passwords)
 
 
@@ -9062,8 +9063,9 @@ def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
     formatted = expression.lower().startswith(_FORMATTED_STRINGS)  # (its first literal is the format: `%s%s`)
     listed = formatted or expression.lower().startswith(_LISTED_STRINGS)  # its names are the language's (`array`, `append`, `format`), not values'
     if expression.startswith("`"):  # a template: its text between the literals is the string's too (`${"SG"}.${"…"}`)
-        parts = list(_regex(r"\$\{[ \t]*([\"'])([^\"'\n]*)\1[ \t]*\}").finditer(text, found.start(), found.end()))
-        made = _regex(r"\$\{[ \t]*([\"'])([^\"'\n]*)\1[ \t]*\}").sub(lambda part: part.group(2), expression[1:-1])
+        slot = _regex(r"\$\{[ \t]*([\"'])([^\"'\n]*)\1[ \t]*\}")
+        parts = list(slot.finditer(text, found.start(), found.end()))
+        made = slot.sub(lambda part: part.group(2), expression[1:-1])
         return ('"' + made + '"', [part.span(2) for part in parts]) if len(parts) >= 2 else None
     if expression.startswith("%w"):
         words = list(_regex(r"[^\s\[\]]+").finditer(text, found.start() + 3, text.index("]", found.start())))
@@ -9456,10 +9458,10 @@ def _apply_rule(rule: RedactionRule, pattern: Any, text: str, matches: Any = Non
 def _replaceable(text: str, start: int, end: int, encrypted: tuple) -> bool:
     """Whether a span a rule found is replaced: not empty, not already redacted, not inside an
     encrypted value (encrypted_ranges), not a token's prefix before an ellipsis or a mask
-    ("sk-ant-api03-..."), not a thing's number (`ticket#4471`, `Release#12`: _THINGS_NUMBERED)."""
+    ("sk-ant-api03-..."), not a thing's number (`ticket#4471`, `Release#12`: _THING_NUMBER)."""
     return start < end and REDACTED not in text[start:end] and not (encrypted and _in_ranges(encrypted, start)) and not (
         text[end - 1] in "-_" and _regex(_MASK_RUN).match(text, end)) and not (
-        "#" in text[start:end] and _regex(r"(?i:" + _THINGS_NUMBERED + r")#\d+").fullmatch(text, start, end))
+        "#" in text[start:end] and _regex(_THING_NUMBER).fullmatch(text, start, end))
 
 
 def _is_masked_or_public(value: str) -> bool:
