@@ -7734,12 +7734,13 @@ def _word_index() -> Any:
 
 class _WordIndex:
     """The words of the rule table (needs, starts and also), for looking up which a text holds:
-    those of one or two characters, and the longer ones under their first three characters (a
-    tuple, as zip gives them); beside each needed word the rules that need it, and the rules that
-    need none. after_redaction: the words that a «redacted» put in a text can make (_Scan)."""
+    those of one character, those of two under the pair (a tuple, as zip gives them), and the
+    longer ones under their first three characters; beside each needed word the rules that need
+    it, and the rules that need none. after_redaction: the words that a «redacted» put in a text
+    can make (_Scan)."""
 
     def __init__(self, table: list, also: list = ()):
-        self.short, self.by_prefix, self.rules_of, self.always = [], {}, {}, []
+        self.characters, self.pairs, self.by_prefix, self.rules_of, self.always = set(), {}, {}, {}, []
         for index, (_, needs, _) in enumerate(table):
             for word in needs:
                 self.rules_of.setdefault(word, []).append(index)
@@ -7747,11 +7748,13 @@ class _WordIndex:
                 self.always.append(index)
         words = sorted({word for _, needs, starts in table for word in needs + starts}.union(*also))
         for word in words:
-            if len(word) < 3:
-                self.short.append(word)
+            if len(word) == 1:
+                self.characters.add(word)
+            elif len(word) == 2:
+                self.pairs[tuple(word)] = word
             else:
                 self.by_prefix.setdefault(tuple(word[:3]), []).append(word)
-        self.prefixes = frozenset(self.by_prefix)
+        self.prefixes, self.pair_keys = frozenset(self.by_prefix), frozenset(self.pairs)
         self.every_word = frozenset(words)
         self.after_redaction = [word for word in words if word in REDACTED or REDACTED[0] in word or REDACTED[-1] in word
                                 or "σ" in word or "ς" in word]
@@ -9254,12 +9257,13 @@ class _Scan:
 
 
 def _words_in(lowered: str) -> set:
-    """The words of the rule table that lowered holds. A word of three characters or more is
-    looked for only when lowered holds its first three: one pass over lowered's runs of three (a
-    set intersection, which keeps no more than the prefixes, however long the text) instead of a
-    search per word and rule."""
+    """The words of the rule table that lowered holds. A word of one or two characters is one of
+    lowered's characters or pairs; a longer one is looked for only when lowered holds its first
+    three: a pass over lowered's pairs and one over its runs of three (set intersections, which
+    keep no more than the table's words, however long the text) instead of a search per word."""
     words = _word_index()
-    held = {word for word in words.short if word in lowered}
+    held = words.characters.intersection(lowered)
+    held.update(map(words.pairs.get, words.pair_keys.intersection(zip(lowered, lowered[1:]))))
     for prefix in words.prefixes.intersection(zip(lowered, lowered[1:], lowered[2:])):
         held.update(word for word in words.by_prefix[prefix] if word in lowered)
     return held
