@@ -1891,7 +1891,7 @@ def _accept_listed_login(match: Any) -> bool:
     if admin and (_regex(r"(?=[^\d]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{8,64}").fullmatch(value) or _regex(
             r"\d{6,12}").fullmatch(value) and not _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])\d\d").fullmatch(value)) and not _is_path_or_version(value):
         return True  # an administrator's account needs no label, and its password no sign: "Try Administrator / 4Y7JVOSL", "<td>zte-admin / Besiktas1905.</td>"
-    if not account or "/" in before[:account.start()].split(":")[-1] or not _regex(r"[A-Za-z][a-z]*\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
+    if not account or "/" in _regex(r"</\w+>").sub("", before[:account.start()]).split(":")[-1] or not _regex(r"[A-Za-z][a-z]*\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
             account.group(1)) or _regex(r"[a-z]{1,8}-[0-9a-f]{8,17}").fullmatch(account.group(1)):  # (not a resource's id: vpc-6825c5bd… / sg-f1ef…)
         return False
     return (looks_machine_generated(value) or _has_three_classes(value) and not value.isalnum()) and _accept_chosen(match) and not _is_path_or_version(value)
@@ -2610,7 +2610,7 @@ def _find_random_tokens(match: Any) -> list:
         return []  # a resource's name: arn:aws:secretsmanager:*:*:secret:rds-beta-us-east-1!*
     not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
-             if (not _regex(_HEX_ONLY).fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]))
+             if (not _regex(_HEX_ONLY).fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]) or _key_given_to_a_call(match.group(), text[start:a], text[a:b]))
              and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
              and not (_regex(r"(?i)session[ _\-]?id").fullmatch(match.group()) and _regex(r"[0-9A-Fa-f]{64}").fullmatch(text[a:b])
                       and (match.group() == "Session-ID" or _regex(r"(?i)\b(?:TLS|SSL|cipher|resum)").search(_line_before(text, a, 200) + text[b:b + 80])))]  # what openssl s_client and TLS logs print of a session
@@ -2679,6 +2679,14 @@ def _hex_follows_the_word(between: str) -> bool:
         return False
     return bool(_regex(_HEX_CONNECTOR).fullmatch(between)
                 or _regex(_HEX_AFTER).search(between) and not _regex(_PROSE_HASH_WORDS).search(between))
+
+
+def _key_given_to_a_call(word: str, between: str, value: str) -> bool:
+    """Whether a hex value is a private key a credential object is made of: 32 bytes given to a
+    method of a class a credential word names (web3j's `Credentials.create("0x6dfb…")`), not a
+    hash or an address (`Token.balanceOf("0x742d…")`)."""
+    return (_regex(r"(?i)cred|priv|signer").search(word) is not None and _regex(r"\.\w{2,24}\([ \t]*[\"'`]?").fullmatch(between) is not None
+            and _regex(r"(?:0x)?[0-9a-fA-F]{64}").fullmatch(value) is not None)
 
 
 _ENGLISH_CREDENTIAL_WORD = r"(?i)pass|secret|token|key|cred|pin|pw|pwd|auth|bearer|session|api|access|private|client|master"
@@ -3458,7 +3466,7 @@ def _find_printed_secrets(match: Any) -> list:
         for row in _regex(r"(?m)^[ \t]*\S[^\t\n]*?(?:\t| {2,})[^\n]*$").finditer(text, start, end):
             spans += [(row.start() + cell.start(), row.start() + cell.end()) for cell in _regex(r"(?<![^\t ])[^\s|=(),\"]{8,64}(?![^\t\n ])").finditer(row.group())
                       if cell.start() and _holds_a_password(cell.group())]  # a password column: jq's @tsv
-    for line in _regex(r"(?m)^[ \t]*(?:" + _OUTPUT_MARK + r"|=>[ \t]+)?(?:b?([\"'])(?=[^\s\"']{8,128}\1,?[ \t]*$))?(\S{8,128}?)\1?,?[ \t]*$").finditer(text, start, end):
+    for line in _regex(r"(?m)^[ \t]*(?:" + _OUTPUT_MARK + r"|=>[ \t]+|\d{1,6}→)?(?:b?([\"'])(?=[^\s\"']{8,128}\1,?[ \t]*$))?(\S{8,128}?)\1?,?[ \t]*$").finditer(text, start, end):
         word, first = line.group(2), line.start(2)  # a REPL's string without its quotes: b'16YPeG…='
         if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word) or _is_dotted_passphrase(word)
                 or _is_joined_passphrase(word)) and not _regex(
@@ -3534,7 +3542,7 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
 
 
 # Reading a file whose name says it holds a secret (a key, a cookie, a token, a password).
-_SECRET_FILE_READ = r"(?i)\bcat[ \t]+\S*(?:key|cookie|token|secret|passw|passphrase|(?<![a-z])pass(?![a-z])|(?<=\.)pw|(?<=\.)psk|credential)[\w.\-]*(?:[ \t;|]|$)"
+_SECRET_FILE_READ = r"(?i)(?:\bcat[ \t]+|^==>[ \t]+|\bRead\()\S*(?:key|cookie|token|secret|passw|passphrase|(?<![a-z])pass(?![a-z])|(?<=\.)pw|(?<=\.)psk|credential)[\w.\-]*(?:[ \t;|]|$)"
 
 
 def _find_table_cells(match: Any) -> list:
@@ -5326,8 +5334,9 @@ psk-file-lines               psk-lines              (?i)(?<![a-z])psk(?![a-z])[^
 #   catch: TLSPSKFile=/etc/zabbix/agent.psk\n# content of the psk file:\n# «4f9c2e7a1d8b3f6c0e5a9d2b7f4c1e8a3d6b9f2c5e8a1d4f7b0c3e6a9d2f5b8c»
 #   keep:  TLSConnect=psk\nTLSPSKIdentity=PSK-app02\nTLSPSKFile=/etc/zabbix/agent.psk\n# sha256 of the release: 4f9c2e7a1d8b3f6c0e5a9d2b7f4c1e8a3d6b9f2c5e8a1d4f7b0c3e6a9d2f5b8c  agent.tar.gz
 # A raw private key: 0x and 64 hex digits after a name that says key.
-hex-private-key              -                      (?i)(?:(?:private|priv|secret|signer|signing|wallet|deployer|owner)[\w\- ]{0,12}?key\b|accounts)[^\n]{0,20}?(?<![0-9a-fA-Fx])(?P<s>0x[0-9a-fA-F]{64})(?![0-9a-fA-F])
+hex-private-key              -                      (?i)(?:(?:private|priv|secret|signer|signing|wallet|deployer|owner)[\w\- ]{0,12}?key\b|accounts)(?:[^\n]{0,20}?|[^\n]{0,60}\r?\n[ \t]*(?=0x[0-9a-fA-F]{64}[ \t]*(?:\r?\n|$)))(?<![0-9a-fA-Fx])(?P<s>0x[0-9a-fA-F]{64})(?![0-9a-fA-F])
 #   catch: the deployer private key is «0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318»
+#   catch: Exported private key (wallet "treasury-2"):\n«0x9f2d41c07be3a55816e0d7c2b94a1f63e8d05b7a2c6f19e4d38b0a7f5c21e694»\n
 #   keep:  tx hash 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318
 # A private key or seed of 64 hex digits decoded from a literal in code: seed := hex.DecodeString("…").
 hex-decoded-key              -                      (?i)(?<![\w.])(?:seed|priv(?:ate)?_?key|privkey|secret_?key|signing_?key|sk)[ \t]*(?:,[ \t]*_[ \t]*)?(?::=|=)[ \t]*[\w.]{0,40}\([ \t]*["'](?P<s>[0-9a-f]{64})["']
@@ -6002,6 +6011,13 @@ totp-seed                    totp                   (?i)\b(?:seed|secret|(?:totp
 totp-setup-key-groups        -                      (?i)(?:setup|secret|manual[ \-]entry|totp|2fa|mfa|authenticator)[ \-]key\b[^\n]{0,40}?(?:[:=]|\bis\b|\bsays\b)[ \t]*["'`]?(?P<s>(?-i:[A-Z2-7]{4}(?:[ \t][A-Z2-7]{4}){3,9}|[a-z2-7]{4}(?:[ \t][a-z2-7]{4}){3,9}))(?![\w])
 #   catch: the QR code won't scan on my new phone, the setup key under it says «TI5M OUCR CQDT QNH3 QXLA 7DFC 46QA ALYY» - can I type that into Authy?
 #   keep:  the setup key is shown under the QR code in groups of four
+# An authenticator's key in groups of four (base32) on a line of its own, under a line that says 2FA, an
+# authenticator or a QR code it stands for (a digit of base32's among them: not four words of four letters).
+totp-key-line                -                      (?i)(?:2fa|mfa|totp|\botp\b|authenticator|\bqr\b|two[ \-]factor|zwei[ \-]faktor|setup[ \-]key)[^\n]{0,200}\r?\n(?:[^\n]{0,200}\r?\n)?[ \t]*["'`]?(?P<s>(?-i:(?=[^\n]{0,60}?[2-7])(?:[A-Z2-7]{4}(?:[ \t][A-Z2-7]{4}){3,9}|[a-z2-7]{4}(?:[ \t][a-z2-7]{4}){3,9})))["'`]?[ \t]*(?=\r?\n|$)
+#   catch: Can't scan the QR with the new phone? Type this into Google Authenticator instead:\n  «KQ3M WX7T RBLE 5ZPA»\n
+#   catch: MFA für das Konto backup-admin (manuelle Eingabe):\n«ojx4 2pqm tvwa k7rc h3ls»
+#   keep:  Scan the QR code with your authenticator app, then type the six digits:\n  code from the app\n
+#   keep:  2FA backup notes\nTHIS DOES NOT WORK HERE
 # Anaconda's token in a channel's URL: conda.anaconda.org/t/TOKEN/channel.
 anaconda-channel-token       -                      conda\.anaconda\.org/t/(?P<s>[\w\-]{20,128})/
 #   catch:   - https://conda.anaconda.org/t/«jdsthtny17ox64evsa2tx9t7hesuhw»/billing-api
@@ -7323,6 +7339,13 @@ context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ 
 #   catch: $ gitlab-rails runner 'puts User.find(1).personal_access_tokens.create(scopes:[:api],name:"ci").token'\n«ctgBs4H5ydeOlpiDylHv»
 #   keep:  $ aws secretsmanager list-secrets --query 'SecretList[].Name'\n[\n    "prod/api/token",\n    "staging/jwt-signing-key-389"\n]
 #   keep:  $ doppler secrets get SMTP_PASS --plain --project auth-service > /dev/null && echo present\npresent
+# A file a tool shows without a prompt before it, whose name says secret: `head`'s header of each file
+# (`==> /etc/openvpn/client/office.auth <==`), an agent's read (`● Read(.vault_pass)`); what it shows up to a blank line.
+context-file-shown           printed-secrets        (?m)^(?:==> |==>\t|⏺ Read\(|● Read\(|⏺Read\(|●Read\()(?=[^\n]*?(?i:secret|token|cred|passw|pwd|passphrase|\.pw\b|\.psk\b|[._\-]pass\b|\.auth\b|auth\.txt|\.pgpass|\.netrc|keyfile|\.key\b))[^\n]*\n(?=(?P<s>(?:(?!==>)[^\n]*\S[^\n]*(?:\n|$)){1,60}))
+#   catch: ==> /etc/openvpn/client/lisbon.auth <==\nmarta.sousa\n«Tramvia28-Alfama»\n
+#   catch: ● Read(deploy/.vault_pass)\n  ⎿  Read 1 line\n     1→«Pelican-Harbour-1988»
+#   keep:  ==> /etc/openvpn/client/lisbon.conf <==\nclient\ndev tun\nauth-user-pass /etc/openvpn/client/lisbon.auth
+#   keep:  ● Read(docs/token-rotation.md)\n  ⎿  Read 2 lines\n     1→# Rotating tokens\n     2→Run the rotation job weekly.
 # A record a database client prints one field a line (psql's \x, mysql's \G): the value of a field named for a secret.
 context-expanded-record      expanded-record        (?m)^(?:-\[ RECORD \d+ \][\-+]*|\*{5,} \d+\. row \*{5,})[ \t]*\r?\n(?=(?P<s>(?:[ \t]*[\w.\-]{1,64}[ \t]*(?:\||:)[^\n]*(?:\n|$)){1,100}))
 #   catch: -[ RECORD 1 ]--+---------------------\nvendor         | dhl\nportal_user    | fernway_ops\nportal_password | «Wei-ocean5»\nupdated_at     | 2024-09-27T07:10:07Z
@@ -8080,7 +8103,12 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         elif join:
             if join not in "│|" or not below.rstrip().endswith(join):
                 continue  # (a box's border closes both lines: `│ sk_live_…«redacted» │`)
+        hanging = not start and not quote and not join and _regex(r" {8,}(?=\S)").match(below)
+        if hanging and hanging.end() < len(above):
+            start = hanging.end()  # a log's hanging indent, under its message (journalctl's wrapped line)
         rest = _regex(_WRAPPED_REST).match(below, start)
+        if rest and hanging and not (looks_machine_generated(rest.group(1)) or _regex(r"[0-9a-f]{16,}").fullmatch(rest.group(1))):
+            continue  # (an indented line's first word is seldom a rest: only a machine's)
         if not rest or REDACTED in below or not _is_secret_part(rest.group(1)) or not rest.group(1).isascii():  # (a wrapped token's rest is ASCII: not Thai's ส่วนสุดท้าย)
             continue
         if not quote and not join and _regex(r"[ \t]*[\w.\-]{1,32}@[\w.\-]{1,64}:[^\s$#]{0,200}[$#][ \t]").match(below):
@@ -8334,7 +8362,7 @@ def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
     for index, line in enumerate(lines):
         if REDACTED in line:
             spans.update((starts[row] + a, starts[row] + b) for row, a, b in _sibling_cells(lines, index) + _sibling_values(lines, index, replaced)
-                         + _sibling_list_items(lines, index) + _sibling_members(lines, index))
+                         + _sibling_list_items(lines, index) + _sibling_members(lines, index) + _sibling_login_pairs(lines, index))
     return _replace_spans(text, spans, count, replaced)
 
 
@@ -8444,6 +8472,32 @@ def _sibling_list_items(lines: list, index: int) -> list:
         item = _regex(_LIST_ITEM_CODE).fullmatch(lines[row]) if row != index and REDACTED not in lines[row] else None
         if item and _is_row_password(item.group(1)):
             found.append((row, *item.span(1)))
+    return found
+
+
+# A line's `user / password` at its end: the account, the password, and what may close the line after it (a
+# sentence's stop, a cell's or an item's closing tags, a backtick).
+_LOGIN_PAIR_AT_END = r"(?<![^\s>:*(`])([A-Za-z][\w.@\-]{0,40}) / (?:`|<code>)?([^\s/<>`]{4,64}?)((?:`|</code>)?[.,;]?(?:</\w+>)*[ \t]*\r?)$"
+
+
+def _sibling_login_pairs(lines: list, index: int) -> list:
+    """(row, start, end) of the passwords of the `user / password` pairs on the lines around a
+    redacted one, of its line's shape before the pair (_line_shape): the other accounts of a list
+    of logins (`- Resolve DB: resolve_cdmx / Invierno1996.` beside `- Monitor (web): admin / «redacted»`),
+    when the password is one a person chose or a machine made (not a role: `staging / Production`)."""
+    pair = _regex(_LOGIN_PAIR_AT_END).search(lines[index])
+    if not pair or pair.group(2) != REDACTED:
+        return []
+    shape = _line_shape(lines[index][:pair.start()])
+    found = []
+    for row in _block_around(lines, index):
+        other = _regex(_LOGIN_PAIR_AT_END).search(lines[row]) if row != index and REDACTED not in lines[row] else None
+        if not other or _line_shape(lines[row][:other.start()]) != shape:
+            continue
+        value = other.group(2)
+        if _is_sibling_cell(value, False) and (looks_machine_generated(value) or _reads_as_typed_password(value) or (
+                looks_like_chosen_password(value) and _regex(r"[^\W\d_]").search(value) and _regex(r"\d|[^\w.\-]").search(value))):
+            found.append((row, *other.span(2)))
     return found
 
 
@@ -9840,7 +9894,7 @@ RULE_WORDS = {
         "シードフレーズ", "ニーモニック", "リカバリーフレーズ", "助記詞", "助记词", "复原短语", "復元フレーズ", "恢复短语", "복구 구문", "시드"), ()),
     "byte-array-key": ("e27199d4", (",",), (), ()),
     "psk-file-lines": ("381c755e", ("psk",), ("psk",), ()),
-    "hex-private-key": ("d4b3d37b", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
+    "hex-private-key": ("4289e4b7", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
         ("0x",)),
     "hex-decoded-key": ("ff5bc578", ("priv", "privkey", "secret", "seed", "signing", "sk"), ("priv", "privkey",
@@ -10038,6 +10092,8 @@ RULE_WORDS = {
         "totp"), ()),
     "totp-setup-key-groups": ("6e80e00f", ("2fa", "authenticator", "manual", "mfa", "secret", "setup", "totp"), ("2fa",
         "authenticator", "manual", "mfa", "secret", "setup", "totp"), ("key",)),
+    "totp-key-line": ("6a90ca98", ("2fa", "authenticator", "factor", "faktor", "mfa", "otp", "qr", "setup", "totp"),
+        ("2fa", "authenticator", "mfa", "otp", "qr", "setup", "totp", "two", "zwei"), ("\n",)),
     "anaconda-channel-token": ("28d6c6c7", ("conda.anaconda.org/t/",), ("conda.anaconda.org/t/",), ()),
     "powershell-plain-variable": ("c5aff78f", ("convertto-securestring",), (), ("$",)),
     "junos-plain-text-password": ("b1124313", ("ascii-text", "community", "plain-text-password-value"),
@@ -10382,6 +10438,9 @@ RULE_WORDS = {
         "secret", "secret-tool", "securerandom.", "shadow", "signin", "solana", "sops", "status", "storage",
         "systemd-creds", "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock",
         "urandom(", "variables", "vault", "vercel", "wallet"), (), ("\n",)),
+    "context-file-shown": ("96160b04", ("==>\t", "==> ", "⏺ read(", "⏺read(", "● read(", "●read("), ("==>\t", "==> ",
+        "⏺ read(", "⏺read(", "● read(", "●read("), (".auth", ".key", ".netrc", ".pgpass", ".psk", ".pw", "auth.txt",
+        "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("ddf65547", ("\n",), (), ()),
     "context-html-table": ("09de8e81", ("</th>", "></td>"), ("<tr",), ("</tr>",)),

@@ -1412,6 +1412,45 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=kept[:30]):
                 self.assertEqual(cc.redact(kept)[0], kept)
 
+    def test_the_other_logins_of_a_list_of_user_and_password_pairs_are_redacted(self):
+        # One pair of the list was redacted: the others of its line's shape are logins too.
+        cases = {"Edit suite 3 (Lyon) — accès\n- Baselight DB: grading_lyon / Printemps2011.\n- Boxx web UI: admin / 552918\n- Render node: render / v3rt-Sapin77":
+                 ("Printemps2011", "552918", "v3rt-Sapin77"),
+                 "<tr><td>Core switch</td><td>10.4.0.2</td><td>sw-admin / Kastanje1907.</td></tr>\n<tr><td>Edge switch</td><td>10.4.0.3</td><td>ops / K4rpe4l91.</td></tr>":
+                 ("Kastanje1907", "K4rpe4l91"),
+                 "<dl>\n  <dt>Projector web UI</dt><dd>manager / Spring1994%</dd>\n</dl>": ("Spring1994%",)}
+        for text, passwords in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for password in passwords:
+                    self.assertNotIn(password, redacted)
+        kept = ("- DB: admin / «redacted»\n- Env: staging / Production\n- Git: main / develop2\n- Build: ci / release",
+                "- Repo: team / project-x\n- Path: src / main.py")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
+    def test_keys_under_an_authenticator_line_in_a_call_and_in_files_shown_are_redacted(self):
+        cases = {"Can't scan the QR? Set up the authenticator by hand with this key:\n    MZXW 6YTB OI3D EZLS NB2H I4DT": "MZXW 6YTB",
+                 "val signer = Credentials.create(\"0x3c8a51f0b27de94c6a1f08e53b7d29c4a6e1f0b3d85c27a94e6f1b0c3a7d5e28\")": "3c8a51f0b27de94c",
+                 "Export private key → Account 2 (treasury)\n0x7e21c9a4f05b38d6e1a2c7f94b03d58e6a1f2c9b7d40e83a5c6f19b2e7d04a31\nNever share it.": "7e21c9a4f05b38d6",
+                 "==> /etc/openvpn/client/porto.auth <==\nines.alves\nRibeira-Douro55\n": "Ribeira-Douro55",
+                 "● Read(infra/.vault_pass)\n  ⎿  Read 1 line\n     1→Falcao-Azul-Tejo-2019": "Falcao-Azul-Tejo-2019",
+                 "Jun 12 05:00:03 gw-07 relay[611]: using RELAY_TOKEN=8c41f0a9d2e7b5c3\n                                     61fa09be47d2c8e5 (from /etc/relay/env)": "61fa09be47d2c8e5"}
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(secret, cc.redact(text)[0])
+        kept = ("Scan the QR code with your authenticator app, then type the six digits:\n  code from the app\n",
+                "2FA backup notes\nTHIS DOES NOT WORK HERE",
+                "Token.balanceOf(\"0x3c8a51f0b27de94c6a1f08e53b7d29c4a6e1f0b3d85c27a94e6f1b0c3a7d5e28\")",
+                "==> /etc/openvpn/client/porto.conf <==\nclient\ndev tun\nauth-user-pass /etc/openvpn/client/porto.auth\n",
+                "● Read(docs/token-rotation.md)\n  ⎿  Read 2 lines\n     1→# Rotating tokens\n     2→Run the rotation job weekly.")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+        indented = "                                     continuing the message here"  # a log's next line of words is no rest
+        self.assertIn(indented, cc.redact("Jun 12 05:00:03 gw-07 relay[611]: using RELAY_TOKEN=8c41f0a9d2e7b5c3\n" + indented)[0])
+
     def test_the_head_of_a_wrapped_value_whose_rest_was_redacted_is_redacted_too(self):
         # A rule redacted the rest alone on the next line; the head above it is the same secret's.
         cases = {'$ less /opt/sign/store.json\n{"K2":{"d_hex":"7c1e9a03b5d24f68e0a7c3b1d9f2e4a6\n0b8d6f4a2c9e1b7d5f3a1c8e6b4d2f09"}}': "7c1e9a03b5d24f68",
