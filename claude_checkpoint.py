@@ -944,13 +944,13 @@ _KEY_QUALIFIERS = frozenset("""
     api access secret private signing sign encryption encrypt master account auth app license
     service admin webhook session storage shared client consumer deploy subscription integration
     hmac jwt crypto cipher aes gpg pgp ssh rsa sas bot user root application wpa wpa2 wpa3 wifi wlan network server device
-    routing record rest""".split())
+    routing record rest genie""".split())  # (Opsgenie's GenieKey)
 _PUBLIC_WORDS = frozenset({"public", "publishable", "pub"})
 # Qualifiers that make a secret-sounding name about something else: a digest, a resource's name, a
 # page of results (hashed_secret, existingSecret, nextPageToken, NextContinuationToken), a cache's key,
 # where it comes from (Drone's `from_secret: docker_password`).
 _NOT_SECRET_QUALIFIERS = frozenset("""hashed existing from page continuation pagination cursor next cache idempotency crashreporter
-    consent websocket challenge principals correlation resumption named""".split())  # (principals: who may read one; a DB2 correlation token, Salesforce's Named Credential)
+    consent websocket challenge principals correlation resumption resume named""".split())  # (principals: who may read one; a DB2 correlation token, Salesforce's Named Credential)
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
@@ -1052,8 +1052,8 @@ def secret_strength(name: str) -> int:
     if last in ("session", "sid", "sess") or last.endswith(("sessid", "sessionid")):
         return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
-            or last.endswith(("token", "cookie", "cookies", "pwd", "pswd", "psk")) or last.startswith("passw")
-            or (last.endswith("pass") and last not in _NOT_PASSWORDS)):  # also USERPWD, a typo (passwrd)
+            or last.endswith(("token", "cookie", "cookies", "pwd", "pswd", "psk")) or last.startswith("passw") or last.endswith("pw") and 4 <= len(last) <= 12
+            or (last.endswith("pass") and last not in _NOT_PASSWORDS)):  # also USERPWD, a typo (passwrd), ORAPW
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
         if last == "auth" and parts[-3:-1] in (["api", "key"], ["app", "key"]):
@@ -1600,7 +1600,7 @@ def _accept_password_like(match: Any) -> bool:
     other = _regex(r"([A-Za-z_][\w.\-]{0,40})[ \t]*=[ \t]*[\"'(]?$").search(before)
     if other and secret_strength(other.group(1)) < 2 and other.group(1).lower() not in ("value", "val", "default", "text", "content"):
         return False  # `password=pw, dsn="…"`: the value of another name
-    if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v) or _is_path_or_version(v):
+    if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or _is_masked_or_public(v) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v) or _is_path_or_version(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
     if _regex(r"0x[0-9a-fA-F]{1,16}").fullmatch(v.rstrip(".,;:")):
         return False  # a status code or an address: "bad password. Status: 0xC000006D"
@@ -1919,7 +1919,7 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 # What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in;
 # and the words one of which a text must hold before the rules that ask for them run (CHECK_NEEDS).
 _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|allarm[ei]|safe[ns]?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|sejf\w{0,3}|schrank"
-                r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|\w{0,12}eingang|\w{0,12}raum|server ?room|serverrum|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
+                r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|\w{0,12}eingang|\w{0,12}raum|server ?room|serverrum|\w{0,12}rummet|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}ruimte|serverrom\w{0,3}|दरवाज़\w{0,2}|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
                 r"|u[șş]\w{0,2}|poart\w{0,2}|seif\w{0,3}|πόρτα\w{0,2}|συναγερμ\w{0,3}|χρηματοκιβώτι\w{0,2}"  # Romanian, Greek
@@ -2413,12 +2413,12 @@ _CREDENTIAL_WORDS = (
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<=[a-z0-9]_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_…
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
-    r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|passord"
+    r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|kodeord|nøgle|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya)\w*"
     r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …"
-    r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)"
+    r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
@@ -2500,7 +2500,7 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
 # nostr public keys, extended public keys, PostHog project keys, Google Analytics' client ids (GA1.2.…), SSH public keys (`ssh-ed25519 AAAAC3NzaC1lZDI1NTE5…`).
-_PUBLIC_VALUE = r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d{3}|sk-ssh-ed25519@openssh\.com)$|AAAA(?:C3NzaC1lZDI1NTE5|B3NzaC1yc2E|E2VjZHNhLXNoYTItbmlzdHA|B3NzaC1kc3M)|(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_|data:(?:image|audio|video|font)/[\w.+\-]{1,40};base64,"
+_PUBLIC_VALUE = r"(?i:wpa[23]?-(?:enterprise|personal|psk|eap|sae)\w*[.,;]?$)|(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d{3}|sk-ssh-ed25519@openssh\.com)$|AAAA(?:C3NzaC1lZDI1NTE5|B3NzaC1yc2E|E2VjZHNhLXNoYTItbmlzdHA|B3NzaC1kc3M)|(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_|data:(?:image|audio|video|font)/[\w.+\-]{1,40};base64,"
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after on in at of to by stata stato state stati sido été wurde worden".split())  # (and "has been" in other languages)
@@ -2535,7 +2535,7 @@ def _word_alternation(words: str) -> str:
 # particles (は, 은).
 _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "is|are|was|were|est|ist|es|és|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|ni"
-    "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
+    "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|ay|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|mudou pra|trocada pra|trocado pra|trocou pra|trocamos pra|mudamos pra|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
@@ -2996,7 +2996,9 @@ def _spoken_passphrase(match: Any) -> list:
     if _names_passphrase(match.group()):
         for pattern in _SENTENCE_PASSPHRASE:
             sentence = _regex(pattern).match(match.string, match.end())
-            if sentence and _is_sentence_passphrase(sentence.group("s")):
+            line_under = pattern is _SENTENCE_PASSPHRASE[-1]
+            if sentence and _is_sentence_passphrase(sentence.group("s")) and (not line_under or _is_spoken_passphrase(sentence.group("s")) and not set(
+                    sentence.group("s").lower().split()) & _COMMON_WORDS):  # a line of words alone is a passphrase's only if no sentence's word stands in it
                 return [sentence.span("s")]
     if not _regex(_SMALL_WORD + r"[ \t]" + _SMALL_WORD + r"[ \t]" + _SMALL_WORD).search(match.string, match.end(), match.end() + 400):
         return []  # no three small words in a row close after the word: a cheap look before the costly ones
@@ -3025,10 +3027,11 @@ def _spoken_passphrase(match: Any) -> list:
 
 # A passphrase that is a sentence, in any language, after a word for a passphrase: in quotes further on in
 # the line (`Passphrase für den GPG-Key ist "Feuerwehr Zebra Mondschein 12"`, `c'est « la mer est calme ce
-# soir 42 »`), or four words or more that end the line after a colon.
+# soir 42 »`), or four words or more that end the line after a colon, or make the line under it.
 _SENTENCE_WORDS = r"(?:[^\W\d_]{1,14}(?:-[^\W\d_]{1,14})?[ \t]){%s}(?:[^\W\d_]{1,14}|\d{1,4})"
 _SENTENCE_PASSPHRASE = (r"[^\n\"«“]{0,80}?[\"«“][ \t]*(?P<s>" + _SENTENCE_WORDS % "2,9" + r")[ \t]*[\"»”]",
-                        r"[^\n:=\"«“]{0,80}?[:=][ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*[.!]?[ \t]*(?:\r?\n|$)")
+                        r"[^\n:=\"«“]{0,80}?[:=][ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*[.!]?[ \t]*(?:\r?\n|$)",
+                        r"[^\n:=\"«“]{0,80}?[:=][ \t]*\r?\n[ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*(?:\r?\n|$)")  # (the line under: words alone, below)
 
 
 # Words of a sentence about a secret, not of one that is it: "not required for this key", "ask the team lead".
@@ -3466,7 +3469,7 @@ def _find_printed_secrets(match: Any) -> list:
         for row in _regex(r"(?m)^[ \t]*\S[^\t\n]*?(?:\t| {2,})[^\n]*$").finditer(text, start, end):
             spans += [(row.start() + cell.start(), row.start() + cell.end()) for cell in _regex(r"(?<![^\t ])[^\s|=(),\"]{8,64}(?![^\t\n ])").finditer(row.group())
                       if cell.start() and _holds_a_password(cell.group())]  # a password column: jq's @tsv
-    for line in _regex(r"(?m)^[ \t]*(?:" + _OUTPUT_MARK + r"|=>[ \t]+|\d{1,6}→)?(?:b?([\"'])(?=[^\s\"']{8,128}\1,?[ \t]*$))?(\S{8,128}?)\1?,?[ \t]*$").finditer(text, start, end):
+    for line in _regex(r"(?m)^[ \t]*(?:" + _OUTPUT_MARK + r"|=>?[ \t]+|\d{1,6}→)?(?:b?([\"'])(?=[^\s\"']{8,128}\1,?[ \t]*$))?(\S{8,128}?)\1?,?[ \t]*$").finditer(text, start, end):
         word, first = line.group(2), line.start(2)  # a REPL's string without its quotes: b'16YPeG…='
         if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word) or _is_dotted_passphrase(word)
                 or _is_joined_passphrase(word)) and not _regex(
@@ -3564,7 +3567,7 @@ def _find_table_cells(match: Any) -> list:
         return []  # a test runner's line, not a header: jest's `PASS  src/components/Cart.test.tsx`
     columns = _credential_columns(names)
     starts = ()  # where a header's columns start, when spaces align them: a long cell may leave one space to the next
-    if separator is None:
+    if separator is None and "\t" not in head:  # (tabs split a TSV's cells, whatever their columns: its short rows lack the last cells)
         indent = match.start("head") - text.rfind("\n", 0, match.start("head")) - 1
         starts = tuple(indent + a for a, _ in _table_cells(head, None))
         above = text[above_start:line_start - 1]
@@ -3678,8 +3681,8 @@ def _is_secret_cell(value: str, kind: str) -> bool:
         return _holds_a_secret(value, 1)
     if kind == "totp" and _regex(r"[A-Z2-7]{16,64}").fullmatch(value):
         return True  # a TOTP seed in base32
-    if kind == "password" and _is_chosen_words(value):
-        return True  # under a password's column, words a person chose: `GIL-free-at-last`, `heteroscedastic`
+    if kind == "password" and (_is_chosen_words(value) or _regex(r"(?=[A-Z0-9]*[A-Z][0-9]+[A-Z])[A-Z0-9]{8,32}").fullmatch(value)):
+        return True  # under a password's column, words a person chose: `GIL-free-at-last`, `heteroscedastic`; a BMC's factory password (`OVF5LBENGR`, not `CHANGE2024`)
     return (_looks_like_a_secret(value) or _is_joined_passphrase(value)
             or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) is not None and _is_spoken_passphrase(value)
             or kind == "pin" and _regex(r"\d{4,8}").fullmatch(value) is not None
@@ -3782,14 +3785,17 @@ def _find_secret_section(match: Any) -> list:
 
 
 def _find_heading_list(match: Any) -> list:
-    """A list of labels and values under a heading that names passwords or codes
+    """A list of labels and values under a heading that names passwords, keys or codes
     (context-heading-list): each value that is a password (the one after ` / ` when a user stands
-    before it) or, under codes that open a place or a system, a code of 4 to 10 digits."""
+    before it) or a machine's, or, under codes that open a place or a system, a code of 4 to 10 digits."""
     text = match.string
     line_start = text.rfind("\n", 0, match.start()) + 1
     heading = text[line_start:text.find("\n", match.start())]
     if len(heading) > 100 or _regex(r"[ \t]*(?:[-*•][ \t]|\d{1,2}[.)][ \t])").match(heading):
         return []  # a sentence or a list's own item, no heading
+    keys = _regex(r"(?i)api|access|clés|claves|chiavi").match(match.group())
+    if keys and not _regex(r"[ \t]*(?:#{1,6}[ \t]|\*\*|__)|[^\n]*[:：][ \t]*(?:\*\*)?[ \t]*\r?$").match(heading):
+        return []  # keys named in a line of prose or code ("request id", "secrets.NPM_TOKEN"): a heading of its own, or a line that a colon ends
     codes = _regex(r"(?i)zugangs|t(?:ü|ue)r|alarm|sicherheits|k(?:ó|o)d|cod|koder|koden|kodlar").match(match.group())
     access = codes and _regex(_ACCESS_CODE_HEADING).search(heading)  # (the heading holds the word: `Zugangscodes` names a place itself)
     if codes and not access:
@@ -3805,8 +3811,10 @@ def _find_heading_list(match: Any) -> list:
             continue
         first = text.index(value, value_start)
         code = _regex(r"\d{4,10}[#*]?|\d{2,6}[*#\-]\d{2,6}[#*]?").fullmatch(value) and not _regex(r"(?:19|20)\d\d").fullmatch(value)
-        if code and (access or not codes) or _holds_a_password(value) and not _names_a_place(value):
-            spans.append((first, first + len(value)))
+        machine = not codes and (looks_machine_generated(value) or _regex(r"[0-9a-f]{32,128}").fullmatch(value)) and not _is_reference(value) and not _regex(
+            _PROSE_HASH_WORDS).search(text, line.start(), line.start(1))  # (not a commit's, a digest's, an id's)
+        if code and (access or not codes) or machine or _holds_a_password(value) and not _names_a_place(value):
+            spans.append((first, first + len(value)))  # (under keys' or tokens' heading, a machine's value too)
     return spans
 
 
@@ -4664,7 +4672,7 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 # SECRETISH_REACH characters of the name's start) go on. It starts on a letter, so a long run of
 # punctuation is rejected at once. (The class before the words only spares the regex engine
 # trying every word at every step.)
-_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "cred", "auth", "dsn", "cookie", "pin", "pat", "private", "encrypt",
+_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "cred", "auth", "dsn", "cookie", "pin", "pat", "private", "encrypt", "p12", "pfx",
                     "session", "psk", "community", "seed", "pepper", "salt",
                     # other languages' words (_FOREIGN_NAME_WORDS): `"Heslo": …`, `clave_api`
                     "heslo", "haslo", "senha", "sifre", "şifre", "jelszo", "kennwort", "wachtwoord", "contrase", "salasana",
@@ -5209,6 +5217,10 @@ google-private-key-id        -                      "private_key_id"\s*:\s*"(?P<
 hugging-face-token           -                      {L}(?P<s>(?:hf_|api_org_)[A-Za-z0-9]{30,60}){R}
 #   catch: HF_TOKEN=«hf_EXAMPLEexampleEXAMPLEexample0123»
 #   keep:  pip install hf_transfer
+# Mollie's live API key: live_ and 30 letters and digits (of both cases, a digit among them: not a function's name).
+mollie-live-key              -                      {L}(?P<s>live_(?=[A-Za-z]{0,29}[0-9])(?=[a-z0-9]{0,29}[A-Z])(?=[A-Z0-9]{0,29}[a-z])[A-Za-z0-9]{30}){R}
+#   catch: payments run through Mollie («live_Wq3nVb7Kp2Rt9Xs4Lm6Yd8Hc1Fg5Jz») since May
+#   keep:  def live_updatesTheDashboardWidgetsOK(self): pass
 elevenlabs-key               -                      {L}(?P<s>sk_[0-9a-f]{48}){R}
 #   catch: use my ElevenLabs key «sk_0123456789abcdef0123456789abcdef0123456789abcdef» for the dub
 #   keep:  voice fixture sk_0123456789abcdef0123 is a short id
@@ -5286,8 +5298,9 @@ java-keystore-base64         -                      (?<![A-Za-z0-9+/])(?P<s>(?:/
 #   catch: KEYSTORE_B64: "«/u3+7QAAAAIAAAABAAAAAQAHYRgLCwQ60vEqIkq+M0OIuoFStSYVXAU7fEdrYOBFIpGBTKGmm8SxBElvRz»"
 #   keep:  the keystore's magic, FEEDFEED, reads /u3+7Q in base64
 # PuTTY key files: the lines under Private-Lines: are the key.
-putty-private-lines          -                      Private-Lines:[ \t]*\d+[ \t]*\r?\n(?P<s>[A-Za-z0-9+/=]{1,128}(?![\w\-:])(?:\r?\n[A-Za-z0-9+/=]{1,128}(?![\w\-:])){0,99})
+putty-private-lines          -                      Private-Lines:[ \t]*\d+[ \t]*\r?\n[ \t]*(?P<s>[A-Za-z0-9+/=]{1,128}(?![\w\-:])(?:\r?\n[ \t]*[A-Za-z0-9+/=]{1,128}(?![\w\-:])){0,99})
 #   catch: Private-Lines: 2\n«AAAAgQCfEXAMPLEexample0123456789abcdefEXAMPLE\nAAAAQQDEXAMPLEexample»\nPrivate-MAC: 4f2c
+#   catch:   ⎿  Encryption: none\n     Private-Lines: 2\n     «AAAAgQCfEXAMPLEexample0123456789abcdefEXAMPLE\n     AAAAQQDEXAMPLEexample»\n     Private-MAC: 4f2c
 #   keep:  Public-Lines: 2\nAAAAB3NzaC1yc2EAAAADAQABAAABAQC\nAAAAQQDEXAMPLEexample
 # The private members of a JSON Web Key (RFC 7517): "d", "p", "q", "dp", "dq", "qi", "k".
 json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|dq|qi|k)["']?[ \t]*:[ \t]*["']?(?P<s>[A-Za-z0-9_\-]{16,})
@@ -7238,6 +7251,13 @@ context-repl-generated-key   printed-secrets        (?m)^(?:>>>|In \[\d+\]:|irb\
 #   catch: >>> key = Fernet.generate_key(); key\nb'«16YPeGk-NWATMArtP8AvLBbTm032MHJM0AiVNzoXuUc=»'\n>>> f = Fernet(key)
 #   catch: >>> import secrets; secrets.token_urlsafe(32)\n'«Kq7Zx2Lm9Pw4Rt8VbN3cD5fGh1Jk6Ls0Qa2We4Rt»'
 #   keep:  >>> len(secrets.token_urlsafe(32))\n43
+# A REPL's line that reads a setting named for a secret, and what it printed under it (`> config('database.connections.mysql.password')`
+# then `= "…"`, `>>> settings.SMTP_PASSWORD` then `'…'`).
+context-repl-secret-read     printed-secrets        (?m)^(?:>>>|In \[\d+\]:|irb\([^)\n]{0,40}\):\d+:\d+>|iex\(\d+\)>|> |>\t)[ \t]*[^\n]{0,200}?(?i:passw\w{0,6}|secret\w{0,6}|token|api[_\-]?key|pwd|credentials?)['"\]]{0,2}\)?[ \t]*\r?\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,3}))
+#   catch: > config('mail.mailers.smtp.password')\n= "«Gaviota#2291mar»"\n> 
+#   catch: >>> settings.EMAIL_HOST_PASSWORD\n'«Tramonto.Viola.88»'\n>>> 
+#   keep:  > config('mail.mailers.smtp.password')\n= null\n> 
+#   keep:  >>> settings.PASSWORD_HASHERS\n['django.contrib.auth.hashers.Argon2PasswordHasher']\n>>> 
 # An `echo` that expands a variable named for a secret, and the line it printed: the text around the
 # variable is the echo's own, what stands in its place is the value.
 context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[neE]{1,3}[ \t]+)?(?P<arg>"[^"\n]{0,400}"|[^\n|>;&'"]{1,400})[ \t]*\r?\n(?P<s>[^\n]{1,1024})
@@ -7496,12 +7516,14 @@ context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2f
 #   catch: GitHub recovery codes (typed from a photo, sorry)\n«7bmk-s8lx»   «1mfi-4s39»\n«svzu-fycv»   «dwtl-795l»\nKeep your recovery codes in a safe spot.
 # A list of labels and values under a heading that names passwords or access codes (`Büro Zugangscodes`,
 # `Kódy zabezpečovacích ústředen`, `IT Passwörter`): each value a password or a code.
-context-heading-list         heading-list           (?i)(?<![^\W\d_])(?:zugangscodes|türcodes|tuercodes|alarmcodes|sicherheitscodes|kódy|kody|codes|códigos|codici|koder|koden|kodlar|passwords|passwörter|passwoerter|kennwörter|kennwoerter|hasła|hasla|hesla|contraseñas|senhas|mots[ \t]+de[ \t]+passe|wachtwoorden|lösenord|şifreler)(?![^\W\d_])[^\n]{0,80}\r?\n(?:[ \t]*(?:[-=]{3,}|```)?[ \t]*\r?\n)?(?=(?P<s>(?:[ \t]*(?:[-*•][ \t]*)?[^\n:：]{1,60}[:：][^\n]{1,120}(?:\r?\n|$)){2,40}))
+context-heading-list         heading-list           (?i)(?<![^\W\d_])(?:zugangscodes|türcodes|tuercodes|alarmcodes|sicherheitscodes|kódy|kody|codes|códigos|codici|koder|koden|kodlar|passwords|passwörter|passwoerter|kennwörter|kennwoerter|hasła|hasla|hesla|contraseñas|senhas|mots[ \t]+de[ \t]+passe|wachtwoorden|lösenord|şifreler|api[ \t\-]?keys|api[ \t\-]?tokens|access[ \t\-]tokens|api-schlüssel|clés[ \t]api|claves[ \t]api|chiavi[ \t]api)(?![^\W\d_])[^\n]{0,80}\r?\n(?:[ \t]*(?:[-=]{3,}|```)?[ \t]*\r?\n)?(?=(?P<s>(?:[ \t]*(?:[-*•][ \t]*)?[^\n:：]{1,60}[:：][^\n]{1,120}(?:\r?\n|$)){2,40}))
 #   catch: **Kódy zabezpečovacích ústředen – sklad Brno**\n\n- Hala C (expedice): «419257»\n- Hala D (lakovna): «730618»
 #   catch: Zugangscodes Lager\n-----------------\nRolltor:        «73105528»\nWLAN (Gast):    «Harbor_willow482»
 #   keep:  HTTP status codes we return:\n- Not found: 404\n- Conflict: 409
 #   keep:  Postal codes of the depots:\n- Berlin: 10115\n- Munich: 80331
 #   keep:  Passwords are kept in the vault, per system:\n- Grafana: op://ops/grafana\n- Jenkins: ask the platform team\n- VPN: vault:secret/vpn
+#   catch: ### API keys of the partners\n- **Tidewatch** (positions): `«9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c»`\n- Harbourline: `«Qx7mLp2RtV9wKs4NbY6cZd8H»`
+#   keep:  ## Signing keys\n- release: `~/.gnupg/release.asc`\n- docs: see `KEYS.md`
 # A JSON object of users and their passwords, under a name that says so (Orthanc's RegisteredUsers, basic_auth_users,
 # htpasswd): each value that reads as a password.
 json-users-object            users-object           (?i)"(?:registered_?users|basic_?auth_?users|auth_?users|users|htpasswd|user_?passwords|passwords|logins)"[ \t]*:[ \t]*\{(?=(?P<s>(?:\s*"[^"\n]{1,64}"[ \t]*:[ \t]*"[^"\n]{1,128}"[ \t]*,?){1,40}\s*\}))
@@ -7935,7 +7957,7 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord"
-                   r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|[şs]ifre\w{0,4}|парол\w{0,3}|κωδικ\w{0,3}"
+                   r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|парол\w{0,3}|κωδικ\w{0,3}"
                    r"|kata sandi|sandi|mật khẩu|كلمة (?:المرور|السر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 _SENTENCE_PASSWORD = r"(?<![^\s\"'“„«(])([^\s\"'”“«»()\[\]{}<>,;=:`/\\@]{8,40}?)[.,;:?)]*(?=[\s\"'”»)]|$)"
 
@@ -7969,6 +7991,29 @@ def _is_a_sentences_password(value: str) -> bool:
         return False
     return looks_like_chosen_password(value) and _may_be_a_password(value)
 
+
+
+# A row of a list of accounts with no header: cells two spaces or a tab apart, the last two a login's name
+# and one token ("  PPD      pharmaco_biostat  kiw1&k3ttle9", "Plan 3   Canon C5840 admin  tiger-C0ff33").
+_ACCOUNT_ROW = (r"[ \t]*\S[^\n]*?[ \t]((?i:admin(?:istrator)?|root)|[a-z][a-z0-9_.\-]{1,39}|[\w.+\-]+@[\w\-]+\.[\w.\-]+|[A-Za-z][\w.\-]{0,30}\\[\w.\-]{1,40})"
+                r"(?:\t|  )[ \t]*([^\s\"'`:/()\[\]<>]{6,64})[ \t]*\r?")  # (a login's name in small letters; no URL, path, call or image as the last cell)
+
+
+def _redact_account_rows(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the passwords of a block of two rows or more of accounts (_ACCOUNT_ROW)
+    redacted: when one of them is a password past doubt (with a sign: typed by a person,
+    _reads_as_typed_password, or a machine's), each last cell that holds a password, a passphrase
+    or a PIN."""
+    found = []
+    for block in _regex(r"\n[ \t]*(?:\r?\n|$)").split(original):  # (blocks apart by a blank line; a row's line is short)
+        rows = [_regex(_ACCOUNT_ROW).fullmatch(line) if len(line) <= 300 else None for line in block.split("\n")]
+        rows = [row for row in rows if row and not row.group(2).isdigit() or row and _regex(r"\d{6,8}").fullmatch(row.group(2))]
+        if len(rows) < 2 or not any(not row.group(2).isalnum() and (_reads_as_typed_password(row.group(2)) or looks_machine_generated(row.group(2)))
+                                    for row in rows):  # (words joined are no proof: `auth-gateway-api-1` names a container)
+            continue
+        found += [row.group(2) for row in rows if not _regex(r"[\d.:/]+").fullmatch(row.group(1)) and (
+            _holds_a_password(row.group(2)) or _is_joined_passphrase(row.group(2)) or row.group(2).isdigit())]
+    return _redact_found_again(text, count, replaced, found)
 
 
 # A chat's line that gives a value after a credential word and a colon, last on the line ("booth router admin pw,
@@ -8191,7 +8236,7 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
                        r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
                        r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
-                       r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|החלק[ \t]+השני|החצי[ \t]+השני"
+                       r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|ו?ה?חלק[ \t]+ה?שני|החצי[ \t]+השני"
                        r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ"
                        r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+pili|\biliyobaki)|बाकी|दूसरा(?:[ \t]+हिस्सा)?")  # Hindi's (also written in Latin letters), Swahili's
 _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：—–][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
@@ -8249,7 +8294,7 @@ _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \
                       r"|\bprimeira[ \t]+parte|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım|kısmı)"
                       r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
                       r"|\bcomeça[ \t]+(?:com|por)|\bførste[ \t]+del(?:en)?|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
-                      r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|החלק[ \t]+הראשון|החצי[ \t]+הראשון"
+                      r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|ה?חלק[ \t]+ה?ראשון|החצי[ \t]+הראשון"
                       r"|(?i:\balkaa|\bensimmäinen[ \t]+osa)|ส่วนแรก|(?i:\bpa?he?la(?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+kwanza)|पहला(?:[ \t]+हिस्सा)?")
 _FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])")
@@ -8274,11 +8319,11 @@ _REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of
                     "2nd", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
-                    "gefolgt", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "השני", "loppu", "toinen", "jatkuu",
+                    "gefolgt", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
                     "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
 _FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "1 / 2", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
-                     "starter", "перш", "перв", "начина", "почина", "מתחיל", "הראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
+                     "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
                      "pehla", "pahla", "kwanza", "पहला")
 
 
@@ -8613,6 +8658,8 @@ def _second_readings(original: str) -> list:
         readings.append(("text as written", _redact_read_as_written))
     if "\n" in original and (":" in original or "：" in original):
         readings.append(("a secret in two messages", _redact_message_pairs))
+    if "\n" in original and ("  " in original or "\t" in original):
+        readings.append(("rows of accounts", _redact_account_rows))
     readings.append(("strings folded", _redact_folded))
     if _regex(_CONTINUATION).search(original) or "=\n" in original and "quoted-printable" in original.lower() or _regex(_POWERSHELL_CONTINUATION).search(original):
         readings.append(("continued lines joined", _redact_continued))
@@ -9524,7 +9571,7 @@ def _replaceable(text: str, start: int, end: int, encrypted: tuple) -> bool:
 
 def _is_masked_or_public(value: str) -> bool:
     """`sk_test_xxxxxxxx`, `ghp_XXXX…`, `sk-...`, `XXXX/XXXX`: masked; `pk_live_…`, Mapbox `pk.eyJ…`, a
-    reCAPTCHA site key, an age recipient: public by design."""
+    reCAPTCHA site key, an age recipient: public by design; a Wi-Fi network's security mode (`WPA2-Enterprise`)."""
     return _regex(_MASKED).fullmatch(value) is not None or _regex(_PUBLIC_VALUE).match(value) is not None or _regex(_CREDENTIAL_TARGET).match(value) is not None
 
 
@@ -9845,6 +9892,7 @@ RULE_WORDS = {
     "google-oauth": ("6e772952", ("1//0", "gocspx-", "ya29."), ("1//0", "gocspx-", "ya29."), ()),
     'google-private-key-id': ('4e9db1e9', ('"private_key_id"',), ('"private_key_id"',), (':',)),
     "hugging-face-token": ("2eb8b7c7", ("api_org_", "hf_"), ("api_org_", "hf_"), ()),
+    "mollie-live-key": ("cb8ab2b5", ("live_",), ("live_",), ()),
     "elevenlabs-key": ("fd0f2838", ("sk_",), ("sk_",), ()),
     "npm-token": ("4f26d74c", ("npm_",), ("npm_",), ()),
     "pypi-token": ("e9e94746", ("pypi-ag",), ("pypi-ag",), ()),
@@ -9878,7 +9926,7 @@ RULE_WORDS = {
         "sntryu_", "sq0atp", "sq0csp", "tfp_", "tk-us-", "tskey-api", "tskey-auth", "tskey-client", "tskey-scim",
         "tskey-webhook", "v1.0-", "xai-", "xkeysib-", "y0_"), (), ()),
     "java-keystore-base64": ("b608bd99", ("/u3+7q", "zs7ozg"), ("/u3+7q", "zs7ozg"), ()),
-    "putty-private-lines": ("30a5c364", ("private-lines:",), ("private-lines:",), ("\n",)),
+    "putty-private-lines": ("075e42bb", ("private-lines:",), ("private-lines:",), ("\n",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
     "seed-phrase": ("4f167b9d", ("bip", "carteira", "cartera", "crypto", "cụm từ khôi phục", "frase di recupero",
         "fraza odzyskiwania", "herstel", "herstelzin", "kelime", "kurtarma ifadesi", "ledger", "metamask", "mnemonic",
@@ -9902,11 +9950,12 @@ RULE_WORDS = {
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
-    "nvs-csv-value": ("a8baf8f8", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
+    "nvs-csv-value": ("baf51656", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
         "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo",
-        "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol",
-        "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+        "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "p12",
+        "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre")),
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
         ("a temporary password is generated for ",), (":",)),
@@ -10011,7 +10060,7 @@ RULE_WORDS = {
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("76221ba8", ("pass",), (), ()),
     "logged-pass-command": ("e70e4bed", ("pass",), ("pass",), ()),
-    "cobol-password-value": ("f721aea7", ("value",), (), ("pic",)),
+    "cobol-password-value": ("6ce88572", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
@@ -10105,13 +10154,13 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "decoded-secret-literal": ("50edd838", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
+    "decoded-secret-literal": ("425c2990", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
         "from_base64", "from_hex", "frombase64string", "fromhex", "getbytes", "hex!", "hex2bin", "str", "string",
         "unhexlify"), (), ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred",
         "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre")),
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre")),
     "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
         "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
         "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
@@ -10134,12 +10183,13 @@ RULE_WORDS = {
     "webhook-path-token": ("4489ad27", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("4de74823", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "chave",
+    "spaced-assignment": ("b580a921", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "chave",
         "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo",
-        "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass",
-        "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
-        "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
-    "powershell-env-item": ("01caf56e", ("-item",), ("new", "set"), ("env:",)),
+        "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
+        "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "şifre")),
+    "powershell-env-item": ("10c72129", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
     "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
@@ -10191,100 +10241,100 @@ RULE_WORDS = {
         "setvalue", "type", "typetext"), ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
         "setvalue", "type", "typetext"), ()),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
-    "call-wrapped-value": ("6f3baa72", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "call-wrapped-value": ("a6b1d6b4", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), (":=", "=")),
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "der-private-key-base64": ("fe80fcae", ("c4caqawbqydk2vwbciei", "hccaqeei", "ibaakc", "ibadanbgkqhkig9w0baqefaasc",
         "ighageambmgbyqgsm49ageg"), ("mc4caqawbqydk2vwbciei", "mhccaqeei", "mighageambmgbyqgsm49ageg", "mii"), ()),
     "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-named-string": ("d09179f7", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
-    "xml-element": ("aa89c25c", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "xml-named-string": ("ed572e8f", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
+    "xml-element": ("ab10ef04", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), ("</",)),
-    "plist-key-string": ("c97f5389", ("</string>",), ("<key>",), ("<string>",)),
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre"), (), ("</",)),
+    "plist-key-string": ("5c00a8a2", ("</string>",), ("<key>",), ("<string>",)),
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("bc8c7f48", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "typed-assignment": ("602ddde3", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), (":",)),
-    "secret-flag": ("dc969249", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), ("-",)),
-    "windows-switch-secret": ("9c11be2c", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
-        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
-        "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), ("/",)),
-    "config-line-value": ("eae3273d", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "sleutel", "token", "wachtwoord", "şifre"), (), (":",)),
+    "secret-flag": ("235630ac", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), ()),
-    "redis-hash-field": ("b73208ed", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), (")",)),
-    "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
-    "box-table-value": ("858095be", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), ()),
-    "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("b06b78f3", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre"), (), ("-",)),
+    "windows-switch-secret": ("818184ec", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
-        "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
+        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk",
+        "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session",
+        "sifre", "sleutel", "token", "wachtwoord", "şifre"), (), ("/",)),
+    "config-line-value": ("ee316add", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
         "sleutel", "token", "wachtwoord", "şifre"), (), ()),
-    "nested-default-value": ("5ee25b3e", ("default", "value"), (), ("auth", "chave", "cheie", "chiave", "clave",
+    "redis-hash-field": ("fe1f9081", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre"), (), (")",)),
+    "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
+    "box-table-value": ("be62c3e8", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre"), (), ()),
+    "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
+    "config-spaced-value": ("084ba26b", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
+        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk",
+        "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session",
+        "sifre", "sleutel", "token", "wachtwoord", "şifre"), (), ()),
+    "nested-default-value": ("a5ff1af3", ("default", "value"), (), ("auth", "chave", "cheie", "chiave", "clave",
         "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort",
-        "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private",
-        "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
-        "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
-    "property-value-lines": ("0659d969", ("property:",), ("property:",), ("value:",)),
-    'validation-input-value': ('b1bedf43', ('input_value="', "input_value='"), (), ('auth', 'chave', 'cheie', 'chiave',
-        "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton",
-        "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin",
-        "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
+        "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx",
+        "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
         "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+    "property-value-lines": ("a8b1c3fe", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('f84242da', ('input_value="', "input_value='"), (), ('auth', 'chave', 'cheie', 'chiave',
+        "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton",
+        "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
     "git-config-secret": ("c51465d9", ("config",), ("git",), ("git",)),
     "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
-    "typed-declaration": ("6dd53b0a", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "typed-declaration": ("fa3e69bd", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), (":=",)),
-    "registry-value": ("3903eb93", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "chave", "cheie",
-        "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo",
-        "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "parol", "pass", "pat",
-        "pepper", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
-        "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
-    "heredoc-under-secret-name": ("f11eec40", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
-        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
-        "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), ("<<",)),
-    "secret-assignment": ("e512b6d6", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "sleutel", "token", "wachtwoord", "şifre"), (), (":=",)),
+    "registry-value": ("5f6b7d4b", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "chave", "cheie",
+        "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo",
+        "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat",
+        "pepper", "pfx", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
+        "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+    "heredoc-under-secret-name": ("57dbfb94", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
+        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk",
+        "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session",
+        "sifre", "sleutel", "token", "wachtwoord", "şifre"), (), ("<<",)),
+    "secret-assignment": ("720aadd4", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), (":", ":=", "<", "=", "=>")),
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre"), (), (":", ":=", "<", "=", "=>")),
     "prose-password": ("87256e0b", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
         "pass", "passphrase", "passwd", "password", "pw", "pwd"), ()),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
@@ -10307,44 +10357,44 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("186098d0", (), (), ()),
-    "context-credential-word": ("ca13fbac", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("8fa00ae5", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
         "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
-        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "larm", "llave", "losenfras", "losenord",
-        "lozink", "lås", "låse", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe", "mã thông báo",
-        "mật khẩu", "nenosiri", "nsec", "nyckel", "palavra-passe", "parol", "parola", "parool", "pass", "passcode",
-        "passkey", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod",
-        "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode",
-        "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel",
-        "secret", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta",
-        "sleutel", "säkerhets", "token", "tokens", "tokn", "upplåsnings", "wachtwoord", "wachtzin", "zugangsdaten",
-        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "הסיסמא", "הסיסמה", "והסיסמה",
-        "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
-        "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
-        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
-        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
-        "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
-        "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy", "deur",
-        "disarm", "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi",
-        "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "has", "hesla", "heslo",
-        "installer", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain",
-        "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kunci", "larm", "licence", "license", "llave",
-        "lock", "lockbox", "losenfras", "losenord", "lozink", "lås", "låse", "lösenfras", "lösenord", "master",
-        "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel",
-        "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass", "passcode", "passkey", "passord",
-        "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword",
-        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort",
-        "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe",
-        "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "segredo", "segreto", "senha",
-        "service", "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh",
-        "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal",
-        "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre",
-        "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "הסיסמא", "הסיסמה", "והסיסמה", "לסיסמה",
-        "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح",
-        "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
-        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호",
-        "액세스", "인증", "토큰"), ()),
+        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kunci", "larm", "llave", "losenfras",
+        "losenord", "lozink", "lås", "låse", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe",
+        "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "nøgle", "palavra-passe", "parol", "parola",
+        "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
+        "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
+        "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
+        "sandinya", "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha", "session", "sifre",
+        "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens", "tokn", "upplåsnings",
+        "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
+        "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
+        "סיסמת", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน",
+        "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号",
+        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account",
+        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
+        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community", "contra", "contrase",
+        "credential", "creds", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør", "eingangs",
+        "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis",
+        "geslo", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
+        "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord",
+        "kunci", "larm", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lås",
+        "låse", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo",
+        "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel", "parol",
+        "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password",
+        "passwort", "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe",
+        "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "priv", "private", "psk",
+        "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl",
+        "schloss", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre", "signing",
+        "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "toegangs", "token",
+        "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin",
+        "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
+        "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
+        "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน",
+        "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号",
+        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
@@ -10410,6 +10460,8 @@ RULE_WORDS = {
     "context-repl-generated-key": ("a8d0ae19", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
+    "context-repl-secret-read": ("4de3876a", ("api", "credential", "passw", "pwd", "secret", "token"), (">\t", "> ",
+        ">>>", "iex(", "in [", "irb("), (">\t", "> ", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
     "context-listed-logins": ("fc16ef3d", ("bat", "cat", "column", "get-content", "head", "import-csv", "select",
         "tail"), ("bat", "cat", "column", "get-content", "head", "import-csv", "select", "tail"), ("acceso", "access",
@@ -10498,10 +10550,11 @@ RULE_WORDS = {
         "códigos", "herstelcodes", "kody", "kurtarma", "one-time", "recovery", "reservkoder", "sicherungscodes",
         "wiederherstellungscodes", "yedek", "återställningskoder", "коды", "резервные", "バックアップコード", "リカバリーコード", "备用码",
         "恢复码", "백업", "복구"), ("\n",)),
-    "context-heading-list": ("aa6080b6", ("alarmcodes", "codes", "codici", "contraseñas", "códigos", "hasla", "hasła",
-        "hesla", "kennwoerter", "kennwörter", "koden", "koder", "kodlar", "kody", "kódy", "lösenord", "passe",
-        "passwoerter", "passwords", "passwörter", "senhas", "sicherheitscodes", "tuercodes", "türcodes",
-        "wachtwoorden", "zugangscodes", "şifreler"), ("alarmcodes", "codes", "codici", "contraseñas", "códigos",
+    "context-heading-list": ("009e2c36", ("access", "alarmcodes", "api-schlüssel", "chiavi", "claves", "clés", "codes",
+        "codici", "contraseñas", "códigos", "hasla", "hasła", "hesla", "kennwoerter", "kennwörter", "keys", "koden",
+        "koder", "kodlar", "kody", "kódy", "lösenord", "passe", "passwoerter", "passwords", "passwörter", "senhas",
+        "sicherheitscodes", "tokens", "tuercodes", "türcodes", "wachtwoorden", "zugangscodes", "şifreler"), ("access",
+        "alarmcodes", "api", "api-schlüssel", "chiavi", "claves", "clés", "codes", "codici", "contraseñas", "códigos",
         "hasla", "hasła", "hesla", "kennwoerter", "kennwörter", "koden", "koder", "kodlar", "kody", "kódy", "lösenord",
         "mots", "passwoerter", "passwords", "passwörter", "senhas", "sicherheitscodes", "tuercodes", "türcodes",
         "wachtwoorden", "zugangscodes", "şifreler"), ("\n",)),
@@ -10521,16 +10574,16 @@ RULE_WORDS = {
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("1da7408a", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("420b9776", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "context-quoted-block": ("ed7ab6ce", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
-        "losenord", "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd",
-        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        'sleutel', 'token', 'wachtwoord', 'şifre'), (), ('"', "'")),
-    "context-yaml-block": ("83797de7", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk",
+        "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session",
+        'sifre', 'sleutel', 'token', 'wachtwoord', 'şifre'), (), ('"', "'")),
+    "context-yaml-block": ("49280244", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "parol", "pass", "pat", "pepper", "pin", "private", "psk", "pw", "pwd", "salasana",
-        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token",
-        "wachtwoord", "şifre"), (), (":",)),
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "sleutel", "token", "wachtwoord", "şifre"), (), (":",)),
 }
 
 

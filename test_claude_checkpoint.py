@@ -1451,6 +1451,62 @@ class TestRedaction(unittest.TestCase):
         indented = "                                     continuing the message here"  # a log's next line of words is no rest
         self.assertIn(indented, cc.redact("Jun 12 05:00:03 gw-07 relay[611]: using RELAY_TOKEN=8c41f0a9d2e7b5c3\n" + indented)[0])
 
+    def test_passwords_named_in_danish_hebrew_and_tagalog_and_on_the_line_under_are_redacted(self):
+        cases = {"Hej Jonas, min bruger er lhan og koden er Gran*4471fyr — virker den hos dig?": "Gran*4471fyr",
+                 "Hvis Chromeleon låser: admin-kodeordet står i skuffen: Tulip?2093mast (ja, jeg ved det)": "Tulip?2093mast",
+                 "her er API-nøglen til integrationen: rk_Wq3nVb7Kp2Rt9Xs4Lm6Yd8Hc . Mvh Freja": "rk_Wq3nVb7Kp2Rt9Xs4Lm6Yd8Hc",
+                 "- Koden til serverrummet er ændret til 604218\n- HPLC 2 kører natten over": "604218",
+                 "רונית: הטוקן של ה-API, חלק ראשון: Zq8Lm2Xw4Rt7Yp9Kd3Hs\nרונית: חלק שני: Vb6Nc1Mf5Gj8Qa2Wu4E": "Vb6Nc1Mf5Gj8Qa2Wu4E",
+                 "Ate, yung password ng wifi sa bodega ay mangga2207 pero mabagal po.": "mangga2207",
+                 "passphrase of the nightly restic repo (backup02, LIMS dumps) is:\nlantern quarry velvet thimble orchid\nkeep it on paper": "lantern quarry velvet",
+                 "root@grid04:~# tr '\\0' '\\n' < /proc/3121/environ | grep ORA\nORAPW=Kastanje1907*": "Kastanje1907*",
+                 "> config('database.connections.pgsql.password')\n= \"Olmo@7712vento\"\n> ": "Olmo@7712vento"}
+        for text, secret in cases.items():
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(secret, cc.redact(text)[0])
+        kept = ("Passphrase requirements:\nfour words or more please",
+                "The passphrase policy:\nuse at least four random words\n",
+                "Audit: staff shared the Wi-Fi passphrase in chat. Recommendation: move the SSID to WPA2-Enterprise with per-user accounts.",
+                'Change stream resume token: {"_data": "8263A1F0B2000000012B022C0100296E5A1004"}',
+                "Koden ligger i repoet, se README.md for detaljer.",
+                "> config('app.password_timeout')\n= 10800\n> ",
+                "Ay, the password reset form is broken again")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
+    def test_a_keystore_in_base64_under_a_p12_name_and_an_opsgenie_key_are_redacted(self):
+        body = "MIIK3m8vRtLp2QwXz7Yb4Nc6Hd1Fg9Jk0Ls5Ua3Ve8Wi2Ox7Pq4Rr6Ss1Tt9Uu3Vv5Ww8Xx2Yy4Zz7Aa1Bb6Cc0Dd5Ee9Ff3Gg=="
+        for text, secret in ((f"RELEASE_CERT_P12_BASE64={body}", body[:24]), (f"SIGNING_PFX: {body}", body[:24]),
+                             ("opsgenie:\n  genie_key: 4d1c8b0e-7a2f-4e61-9b3d-58f0c2a7e914\n", "4d1c8b0e-7a2f")):
+            with self.subTest(text=text[:30]):
+                self.assertNotIn(secret, cc.redact(text)[0])
+        for kept in ("P12_FILE=./certs/release.p12", "pfx_path: C:\\certs\\site.pfx", "opsgenie:\n  genie_key: ${OPSGENIE_KEY}\n"):
+            with self.subTest(text=kept[:30]):
+                self.assertEqual(cc.redact(kept)[0], kept)
+
+    def test_account_rows_api_key_lists_and_short_tsv_rows_are_redacted(self):
+        cases = {"SFTP drop boxes (lab partners)\n  Covance   lab_dm          maple-harbor-violet-crane\n  Q2        lab_biostat     pl4n&k3ttle7\n": ("maple-harbor-violet-crane", "pl4n&k3ttle7"),
+                 "Printers (admin accounts)\n  Floor 2   HP M479    admin   Birch2016\n  Floor 3   Canon C5840 admin  otter-M00n44\n": ("Birch2016", "otter-M00n44"),
+                 "### API keys of the partners\n- **Tidewatch** (positions): `9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c`\n- Harbourline: `Qx7mLp2RtV9wKs4NbY6cZd8H`": ("9c1e4f7a2b8d3e6f", "Qx7mLp2RtV9wKs4N"),
+                 "site\tsystem\tuser\tpassword\tnotes\nAMS\tPortal\tops-ams\tharbor4471\tMFA on\nRTM\tPortal\tOPS_RTM\tC4rl.1971\n": ("harbor4471", "C4rl.1971"),
+                 "HOST          BMC IP       USER    PASS\nesx07         10.4.9.17    ADMIN   QKX7TRBVMN\n": ("QKX7TRBVMN",),
+                 "⏺ Read(keys\\bridge.ppk)\n  ⎿  PuTTY-User-Key-File-3: ssh-rsa\n     Private-Lines: 2\n     AAAAgQCx7Lq2Vn9Wm4Rt8Yp3Kd6Hs1Fg5Jz0Nc\n     AAAAQQDb2Ms7Xv4Qe9Lk1Pw6Zt3Ry8Uh5Gi0\n     Private-MAC: 4f2c": ("AAAAgQCx7Lq2Vn9Wm4",)}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        kept = ("NAME        READY   STATUS    RESTARTS   AGE\napi-7d9f    1/1     Running   0          5d\nweb-1       1/1     Running   2          3h",
+                "USER    PASSWORD   NOTE\nadmin   (vault)    rotated",
+                "The API keys are rotated by the job below\nid: 7f5b2618-18fb-4556-a1b2-bac8fdb6de76\nrun: 4f2c9a1e8b7d6c5f4e3d",
+                "Keys of the build:\n- commit: 4f2c9a1e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39",
+                "Twilio console\nAccount SID   AC387c60c8b5035d86ca0240a52a5cb2fd\nService SID   MG6f835856b923b71ac013117df5972041",
+                "ID              NAME             REGION  IMAGE\n11d34edd5916b3  winter-sun-4182  fra     api:deployment-01JZDAZILSM1B29Q\n35a6d40a487cf7  quiet-lake-9031  ams     api:deployment-01JXIAE5GPEJQN42")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_the_head_of_a_wrapped_value_whose_rest_was_redacted_is_redacted_too(self):
         # A rule redacted the rest alone on the next line; the head above it is the same secret's.
         cases = {'$ less /opt/sign/store.json\n{"K2":{"d_hex":"7c1e9a03b5d24f68e0a7c3b1d9f2e4a6\n0b8d6f4a2c9e1b7d5f3a1c8e6b4d2f09"}}': "7c1e9a03b5d24f68",
