@@ -735,7 +735,6 @@ LOAD_INPUT_SCHEMA = _object({
 })
 
 
-
 def check_arguments(value: Any, schema: dict, name: str = "", required: bool = False) -> None:
     """Check a tool's arguments against the input schema that tools/list publishes: types,
     required and unknown fields, maxLength, maxItems, enum, minimum and maximum. Every string
@@ -1886,6 +1885,7 @@ def _accept_listed_login(match: Any) -> bool:
     before = _line_before(match.string, match.start(), 160)
     account = _regex(r"(?:^|[:：=>]|\b(?:is|es|est|ist|är|é|è|er)|[-*•・—–]|\.{2,}|…)[ \t]*[`'\"«]?(?:[A-Za-z][\w.\-]{0,30}\\|\.\\)?(" + _EMAIL_ADDRESS
                      + r"|[A-Za-z][a-z0-9_.\-]{1,40})[`'\"»]?[ \t]*$").search(before)  # also after `=` (an INI's `core = admin / …`), a cell's tag and a domain (CORP\svc_veeam)
+    account = account or _regex(r"[`'\"«](?:[A-Za-z][\w.\-]{0,30}|\.)\\([A-Za-z][\w.\-]{1,40})[`'\"»][ \t]*$").search(before)  # a Windows account quoted: ".\labadmin"
     admin = _regex(r"(?:^|(?<=[\s>]))(?:[a-z0-9]+[-_.])?(?i:admin(?:istrator)?|root|superuser|sysadmin|supervisor)\d{0,3}[ \t]*$").search(before)
     value = match.group("s")
     if admin and (_regex(r"(?=[^\d]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{8,64}").fullmatch(value) or _regex(
@@ -2534,7 +2534,7 @@ def _word_alternation(words: str) -> str:
 # in: "is", "ist", "je", "är", "là", "هي", "mudou para", "(currently", "is still", "→", "->" in prose,
 # particles (は, 은).
 _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
-    "is|are|was|were|est|ist|es|és|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|ni"
+    "is|are|was|were|est|ist|war|es|és|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|ni"
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|ay|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
     "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
@@ -2888,7 +2888,11 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if named_otherwise or _is_placeholder(value):
         return False  # a digest, a request's id ("Token … widerrufen, Fingerprint sha256:7f3a…"), 0000…0
     if _names_machine_value(word) and "sign" not in word.lower() and hexadecimal:
-        return True  # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a UUID key (Heroku's); not a GPG key's id (signingkey = 39cf…) nor `requestId: '451e…'`
+        # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a UUID key (Heroku's); not a GPG key's id (signingkey = 39cf…) nor `requestId: '451e…'`,
+        # nor a record's key, a name the word ends that says no secret (PartitionKey, SubjectKey="<uuid>")
+        tail = _regex(r"([A-Za-z]+)[\"'\]]?[ \t]*[:=]?[ \t]*[\"'(]?$").search(before)
+        name = tail.group(1) if tail else ""
+        return not (len(name) > len(word) and name.lower().endswith(word.lower()) and name[-len(word) - 1].islower() and secret_strength(name) < 2)
     if not _names_machine_value(word) and _is_joined_passphrase(value):
         return True  # wachtwoord: saddle-velvet-puzzle
     if chosen_counts and not _names_machine_value(word) and (
@@ -7960,13 +7964,15 @@ _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?|passwd|passphrase|pass ?w
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|парол\w{0,3}|κωδικ\w{0,3}"
                    r"|kata sandi|sandi|mật khẩu|كلمة (?:المرور|السر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 _SENTENCE_PASSWORD = r"(?<![^\s\"'“„«(])([^\s\"'”“«»()\[\]{}<>,;=:`/\\@]{8,40}?)[.,;:?)]*(?=[\s\"'”»)]|$)"
+_SENTENCE_QUOTED = r"(?<!\w)[\"“„«`]([^\s\"“”„«»`]{8,40})[\"”“»`](?!\w)"  # a value in quotes: what a sentence quotes is a literal
 
 
 def _redact_passwords_in_sentences(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with each password a sentence gives after a word for password (_PASSWORD_WORDS),
     however many words come between, or in the sentence after it, the next line's too ("… la password di
     admin di Jenkins? Io ho Vesuvio1944!", a question's answer in a chat): a value of letters, digits and
-    one of `!#$%&*+?^~` that reads as a person's choice (_is_a_sentences_password). Each sentence is
+    one of `!#$%&*+?^~` that reads as a person's choice (_is_a_sentences_password), or of letters and
+    digits in quotes after a connector (_is_a_quoted_password: `… war "Zugspitze77"`). Each sentence is
     read once."""
     passwords, named_before = [], False
     starts = [0] + [found.end() for found in _regex(_SENTENCE_END).finditer(original)]
@@ -7975,6 +7981,9 @@ def _redact_passwords_in_sentences(original: str, text: str, count: int, replace
         if word or named_before:
             for found in _regex(_SENTENCE_PASSWORD).finditer(original, word.end() if word else start, end):
                 if _is_a_sentences_password(found.group(1)):
+                    passwords.append(found.group(1))
+            for found in _regex(_SENTENCE_QUOTED).finditer(original, word.end() if word else start, end):
+                if _is_a_quoted_password(found.group(1)) and _regex(_CONNECTOR + r"[ \t]*$").search(original, max(start, found.start() - 30), found.start()):
                     passwords.append(found.group(1))
         if original[start:end].strip() or original[start - 1:start] == "\n" == original[end - 1:end]:
             named_before = word is not None  # (a sentence's own line end is no sentence; a blank line ends what it said)
@@ -7991,6 +8000,12 @@ def _is_a_sentences_password(value: str) -> bool:
         return False
     return looks_like_chosen_password(value) and _may_be_a_password(value)
 
+
+def _is_a_quoted_password(value: str) -> bool:
+    """What a password's sentence quotes, when it is letters and digits a person chose (`"Zugspitze77"`),
+    not a name of code, a path or a version."""
+    return (_regex(r"\d").search(value) is not None and _regex(r"[^\W\d_]{3}").search(value) is not None and looks_like_chosen_password(value)
+            and _may_be_a_password(value) and not _is_path_or_version(value) and not _regex(r"[A-Za-z_]\w*\(|[a-z]+_[a-z_]+\d*|[A-Z][A-Z0-9_]+").fullmatch(value))
 
 
 # A row of a list of accounts with no header: cells two spaces or a tab apart, the last two a login's name
@@ -8078,6 +8093,34 @@ def _redact_joined_by_name(original: str, text: str, count: int, replaced: list)
         items = _regex(r"([\"'])([^\"'\n]{6,200})\1").finditer(body) if _regex(r"[\"']").search(body) else _regex(r"(?<!\S)()([^\s\"']{6,200})(?!\S)").finditer(body)
         spans += [item.group(2) for item in items if not _is_reference(item.group(2))]
     return _redact_found_again(text, count, replaced, spans)
+
+
+# A collection a secret's name is given that opens at its line's end, its members on the lines below
+# (`SIGNING_KEYS = {`, `const apiKeys = [`, `$tokens = array(`, `var secrets = map[string]string{`).
+_COLLECTION_OPENS = (r"(?m)^[ \t]*(?:(?:const|let|var|final|static|private|public|protected|readonly|val)[ \t]+)*\$?([A-Za-z_][\w.]{0,60})"
+                     r"[ \t]*(?::[^=\n]{0,60})?(?:=|:=|=>)[ \t]*(?:[\w.<>\[\], ]{0,60}?)?(?:array)?([{\[(])[ \t]*\r?\n")
+
+
+def _redact_collection_under_name(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the members of a collection that a secret's name is given redacted
+    (_COLLECTION_OPENS, secret_strength 2): on each line up to the one that closes it (40 at most),
+    the last string literal, in a decoding call too (`"suvoda": base64.b64decode("0ivL…")`), when a
+    machine made it."""
+    import bisect
+    lines, starts, found = original.split("\n"), [0], []
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    for opened in _regex(_COLLECTION_OPENS).finditer(original):
+        if secret_strength(opened.group(1).rsplit(".", 1)[-1]) < 2:
+            continue
+        closer, below = {"{": "}", "[": "]", "(": ")"}[opened.group(2)], bisect.bisect_right(starts, opened.end() - 1)
+        for line in lines[below:below + 40]:
+            if line.strip().startswith(closer):
+                break
+            literals = [literal for _, literal in _regex(r"([\"'`])((?:(?!\1)[^\\\n]){0,400})\1").findall(line)]  # each literal, short ones too
+            if literals and len(literals[-1]) >= 12 and looks_machine_generated(literals[-1]) and not _is_reference(literals[-1]):
+                found.append(literals[-1])
+    return _redact_found_again(text, count, replaced, found)
 
 
 # The rest of a value a terminal, a log shipper or a mail client wrapped onto the next line: after
@@ -8646,7 +8689,7 @@ def _second_readings(original: str) -> list:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
     if _regex(r"\d{6}").search(original) and (_regex(_CODE_SAID).search(original) or _regex(_CODE_ALONE).search(original)):
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
-    if _regex(r"[!#$%&*+?^~]").search(original) and _regex(_PASSWORD_WORDS).search(original):
+    if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and _regex(_PASSWORD_WORDS).search(original):
         readings.append(("password in a sentence", _redact_passwords_in_sentences))
     if "join" in original or "[@]}" in original:
         readings.append(("list joined under a secret's name", _redact_joined_by_name))
@@ -8660,6 +8703,8 @@ def _second_readings(original: str) -> list:
         readings.append(("a secret in two messages", _redact_message_pairs))
     if "\n" in original and ("  " in original or "\t" in original):
         readings.append(("rows of accounts", _redact_account_rows))
+    if _regex(r"[{\[(][ \t]*\r?\n").search(original):
+        readings.append(("collection under a secret's name", _redact_collection_under_name))
     readings.append(("strings folded", _redact_folded))
     if _regex(_CONTINUATION).search(original) or "=\n" in original and "quoted-printable" in original.lower() or _regex(_POWERSHELL_CONTINUATION).search(original):
         readings.append(("continued lines joined", _redact_continued))
@@ -8975,8 +9020,6 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
                for a, b in spans]  # (not a wrap's: two hashes one above the other are no secret)
     replaced += values
     return _redact_again(text, count, values, shortest=4)
-
-
 
 
 # A list whose name says it holds a value's parts (`token_parts: [...]` in JSON, `authTokenParts:` and its items in YAML).

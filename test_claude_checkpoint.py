@@ -1460,7 +1460,8 @@ class TestRedaction(unittest.TestCase):
                  "Ate, yung password ng wifi sa bodega ay mangga2207 pero mabagal po.": "mangga2207",
                  "passphrase of the nightly restic repo (backup02, LIMS dumps) is:\nlantern quarry velvet thimble orchid\nkeep it on paper": "lantern quarry velvet",
                  "root@grid04:~# tr '\\0' '\\n' < /proc/3121/environ | grep ORA\nORAPW=Kastanje1907*": "Kastanje1907*",
-                 "> config('database.connections.pgsql.password')\n= \"Olmo@7712vento\"\n> ": "Olmo@7712vento"}
+                 "> config('database.connections.pgsql.password')\n= \"Olmo@7712vento\"\n> ": "Olmo@7712vento",
+                 'Das Passwort, das mir Lena am Freitag am Telefon gesagt hat, war "Watzmann83", klappt aber nicht.': "Watzmann83"}
         for text, secret in cases.items():
             with self.subTest(text=text[:30]):
                 self.assertNotIn(secret, cc.redact(text)[0])
@@ -1470,7 +1471,8 @@ class TestRedaction(unittest.TestCase):
                 'Change stream resume token: {"_data": "8263A1F0B2000000012B022C0100296E5A1004"}',
                 "Koden ligger i repoet, se README.md for detaljer.",
                 "> config('app.password_timeout')\n= 10800\n> ",
-                "Ay, the password reset form is broken again")
+                "Ay, the password reset form is broken again",
+                'Password reset for "Server2019" was done by "jsmith01" today; the password field "input2" is required.')
         for text in kept:
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
@@ -1484,6 +1486,24 @@ class TestRedaction(unittest.TestCase):
         for kept in ("P12_FILE=./certs/release.p12", "pfx_path: C:\\certs\\site.pfx", "opsgenie:\n  genie_key: ${OPSGENIE_KEY}\n"):
             with self.subTest(text=kept[:30]):
                 self.assertEqual(cc.redact(kept)[0], kept)
+
+    def test_the_members_of_a_collection_under_a_secrets_name_are_redacted(self):
+        cases = {'WEBHOOK_SIGNING_KEYS = {\n    "rave": base64.b64decode("q7Hn2Lw9Xz4Rt8Vb3Mc6Pd1Fg5Jk0Ls8Ua2Ve7Wi3Ox9Pq4Rr6Ss1Tt5Uu8Vv2Ww"),\n    "veeva": "Zt6Yp1Qa8Wx3Ec5Rv7Tb2Nm4Kl9Jh0Gf",\n}': ("q7Hn2Lw9Xz4Rt8Vb", "Zt6Yp1Qa8Wx3Ec5R"),
+                 "const partnerApiKeys = [\n  'Kd8Fj3Lm6Np2Qr9St4Vw7Xy1Za5Bc0De',\n  process.env.EXTRA_TOKEN,\n];": ("Kd8Fj3Lm6Np2Qr9S",),
+                 "local admin on the lab PCs is still \".\\labadmin\" / Orchid&2207delta, change it before the audit": ("Orchid&2207delta",)}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        kept = ('SECRET_NAMES = [\n    "stripe-live-secret-key-2024",\n    "prod/db/password",\n]',
+                'TOKENS = {\n  "gh": "${GITHUB_TOKEN}",\n}',
+                'CACHE = {\n  "etag": "Xk29mPq7zLw3aB9dE2fGhQ8r",\n}',
+                '<SubjectData SubjectKey="5e9e5c59-4f25-4613-a170-3ee4e5063022" mdsol:SubjectKeyType="SubjectUUID">',
+                '{"PartitionKey": "orders", "RowKey": "0f8fad5b-d9cb-469f-a165-70867728950e"}')
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
 
     def test_account_rows_api_key_lists_and_short_tsv_rows_are_redacted(self):
         cases = {"SFTP drop boxes (lab partners)\n  Covance   lab_dm          maple-harbor-violet-crane\n  Q2        lab_biostat     pl4n&k3ttle7\n": ("maple-harbor-violet-crane", "pl4n&k3ttle7"),
