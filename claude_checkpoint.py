@@ -2174,6 +2174,9 @@ def looks_machine_generated(token: str) -> bool:
         return False  # names of code joined by dots, with no digit after the first: entry.midTurnMessageQueue.length (a JWT's part is longer)
     if _regex(r"(?:0x)?(?:[0-9a-f]+|[0-9A-F]+)").fullmatch(token):
         return n >= _MIN_HEX and len(set(token)) >= 6  # no shape below is all hex; 0000…0000 is none
+    prefixed = _regex(r"[a-z]{2,8}[_\-]([0-9a-f]{32,}|[0-9A-F]{32,})").fullmatch(token)
+    if prefixed and not _regex(_OBJECT_ID).match(token):
+        return len(set(prefixed.group(1))) >= 6  # a vendor's prefix before hex, as much as a key alone (`atsk_6e68…`), but an object's id (`req_…`)
     lower, upper = any(map(str.islower, token)), any(map(str.isupper, token))
     digit, other = any(map(str.isdigit, token)), not token.isalnum()
     classes = lower + upper + digit + other
@@ -2409,7 +2412,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|priv|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<=[a-z0-9]_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_…
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
@@ -8983,7 +8986,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     folds += _line_folds(original, lowered)
     folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
-    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)(?:\[[@*]\])?\}|\(([A-Za-z_]\w*)\)|([A-Za-z_]\w*))|(?<=\{)([A-Za-z_]\w*)(?=\})|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.[Tt]oString\(\))").finditer(
+    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)(?:\[[@*]\])?\}|\(([A-Za-z_]\w*)\)|([A-Za-z_]\w*))|\{([A-Za-z_]\w*)\}|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.[Tt]oString\(\))").finditer(
             original) if definitions else ():  # also a shell's array "${parts[@]}", Make's $(A)$(B), C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%, Java's sb.toString(), C#'s sb.ToString()
         name, inside = found.group(1) or found.group(2) or found.group(3) or found.group(4) or found.group(5) or found.group(6), bisect.bisect_right(joined, (found.start(), len(original))) - 1
         if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()):
@@ -10400,7 +10403,7 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("186098d0", (), (), ()),
-    "context-credential-word": ("8fa00ae5", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("bb87f5c2", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
         "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
@@ -10421,13 +10424,13 @@ RULE_WORDS = {
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community", "contra", "contrase",
         "credential", "creds", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør", "eingangs",
         "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis",
-        "geslo", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
-        "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord",
-        "kunci", "larm", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lås",
-        "låse", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo",
-        "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel", "parol",
-        "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password",
-        "passwort", "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe",
+        "geslo", "guest", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan", "kata sandi",
+        "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč",
+        "kodeord", "kunci", "larm", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord",
+        "lozink", "lås", "låse", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe",
+        "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel",
+        "parol", "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd",
+        "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe",
         "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "priv", "private", "psk",
         "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl",
         "schloss", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre", "signing",

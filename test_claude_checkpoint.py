@@ -1505,6 +1505,22 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
 
+    def test_a_vendors_prefix_before_hex_an_f_strings_parts_and_a_wpa_pass_are_redacted(self):
+        cases = {"$ vault kv get secret/sms\n====== Data ======\nKey                 Value\n---                 -----\nsms_gateway_key     atsk_9c41e7a2b05f8d36c1e4a7b92d0f5e3c8a61b4d7e2f09c3a5b8d1e6f4a7c2b90": ("atsk_9c41e7a2b05f8d36",),
+                 'TG_HEAD = "6120458893:AAq9Zt3Lm7Xw"\nTG_TAIL = "2Rt8Yp5Vb4Nc1Fd6Gh0Jk9Lz3Qe"\nURL = f"https://api.telegram.org/bot{TG_HEAD}{TG_TAIL}/sendMessage"': ("6120458893:AAq9Zt3Lm7Xw", "2Rt8Yp5Vb4Nc1Fd6"),
+                 "for the screening room wifi the WPA2 pass is tundra-mango-pelican — put it on the card": ("tundra-mango-pelican",)}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        kept = ("request req_9c41e7a2b05f8d36c1e4a7b92d0f5e3c failed with 503, retrying",
+                'name = "Ada"\ngreeting = f"Hello {name}, welcome back"',
+                "the guest pass is valid until Friday")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_account_rows_api_key_lists_and_short_tsv_rows_are_redacted(self):
         cases = {"SFTP drop boxes (lab partners)\n  Covance   lab_dm          maple-harbor-violet-crane\n  Q2        lab_biostat     pl4n&k3ttle7\n": ("maple-harbor-violet-crane", "pl4n&k3ttle7"),
                  "Printers (admin accounts)\n  Floor 2   HP M479    admin   Birch2016\n  Floor 3   Canon C5840 admin  otter-M00n44\n": ("Birch2016", "otter-M00n44"),
