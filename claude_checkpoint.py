@@ -3438,7 +3438,7 @@ def _find_printed_secrets(match: Any) -> list:
     logged = _regex(r"(?:[ \t]*(?:Exit code:[ \t]*-?\d+|Output:|Stdout:|succeeded in \d+m?s:|exited -?\d+ in \d+m?s:)?[ \t]*\r?\n)+").match(text, start, end)
     start = logged.end() if logged else start  # an agent's log of the call: `Exit code: 0`, `Output:` before what it printed
     first_line = _regex(r"[ \t]*(?:" + _OUTPUT_MARK + r")?(\S{4,4096})[ \t]*(?:\n|$)").match(text, start, end) or _regex(
-        r"([^\s$:~@]{4,4096})$").match(text, start, end)  # printed with no newline: the next prompt stands after it, `w0uE…$ kubectl …`
+        r"([^\s$:~@]{4,4096}$|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#]))").match(text, start, end)  # printed with no newline: the next prompt stands after it, `w0uE…$ kubectl …`, `…[kenji@ws14 ~]$`
     command = text[match.start():start].rstrip("\n")
     single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
     if _regex(r"(?i)[.\[{'\"](?:data\.)?(?:user(?:name)?|login|email|host(?:name)?|port|db|database|dbname|url|region)\b[}'\"\]]"
@@ -7287,7 +7287,7 @@ context-commented-logins     commented-logins       (?i)\b(?:basic[ \-]?auth|htp
 #   catch: # to create with htpasswd -b, then delete this file\neditor1 «Redakt!on-01»\nreview  «Lektorat_77x»
 #   keep:  # users and their home folders\nalice /home/alice\nbob   /home/bob
 #   keep:  # accounts created this week\nalice.berg:2024-10-01\nli.wei:2024-10-02
-context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}))
+context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#])))
 #   catch: $ sudo systemd-creds decrypt /etc/credstore.encrypted/opcua-client.cred -\n«_ccL5JJKNt3HDD11gjadgfCnewND»
 #   catch: $ vault kv get secret/network/tacacs\n====== Data ======\nKey           Value\n---           -----\nbreak_glass   «Autumn2022%»
 #   keep:  $ vault kv get secret/app/prod\n====== Data ======\nKey            Value\n---            -----\ndb_password    ********\ndb_user        app_w42m
@@ -10517,7 +10517,7 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("a1a6a553", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
+    "context-command-output": ("cae36471", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
         "--reveal", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".generate()",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd",
         ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret",

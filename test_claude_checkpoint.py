@@ -1508,7 +1508,8 @@ class TestRedaction(unittest.TestCase):
     def test_a_vendors_prefix_before_hex_an_f_strings_parts_and_a_wpa_pass_are_redacted(self):
         cases = {"$ vault kv get secret/sms\n====== Data ======\nKey                 Value\n---                 -----\nsms_gateway_key     atsk_9c41e7a2b05f8d36c1e4a7b92d0f5e3c8a61b4d7e2f09c3a5b8d1e6f4a7c2b90": ("atsk_9c41e7a2b05f8d36",),
                  'TG_HEAD = "6120458893:AAq9Zt3Lm7Xw"\nTG_TAIL = "2Rt8Yp5Vb4Nc1Fd6Gh0Jk9Lz3Qe"\nURL = f"https://api.telegram.org/bot{TG_HEAD}{TG_TAIL}/sendMessage"': ("6120458893:AAq9Zt3Lm7Xw", "2Rt8Yp5Vb4Nc1Fd6"),
-                 "for the screening room wifi the WPA2 pass is tundra-mango-pelican — put it on the card": ("tundra-mango-pelican",)}
+                 "for the screening room wifi the WPA2 pass is tundra-mango-pelican — put it on the card": ("tundra-mango-pelican",),
+                 "[mira@lab-ws07 ~]$ secret-tool lookup service labdb user mira\nquartz-heron-maple-drum[mira@lab-ws07 ~]$ ": ("quartz-heron-maple-drum",)}
         for text, secrets in cases.items():
             with self.subTest(text=text[:30]):
                 redacted = cc.redact(text)[0]
@@ -11544,7 +11545,7 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
 # context, data science, mobile and embedded, enterprise IT; at stop 27 a web agency, fintech, a game
-# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; 0.85 to 0.95 unseen), held at the (recall,
+# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; 0.85 to 0.95 unseen), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
 BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.96, 0.99),
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
@@ -11559,7 +11560,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind108_corpus.json": (0.98, 0.99), "blind113_corpus.json": (0.97, 0.99),
                  "blind115_corpus.json": (0.97, 0.99), "blind117_corpus.json": (0.95, 0.99),
                  "blind120_corpus.json": (0.95, 0.99), "blind122_corpus.json": (0.96, 0.98),
-                 "blind124_corpus.json": (0.97, 0.99), "blind126_corpus.json": (0.96, 0.99)}
+                 "blind124_corpus.json": (0.97, 0.99), "blind126_corpus.json": (0.96, 0.99),
+                 "blind128_corpus.json": (0.98, 0.99), "blind130_corpus.json": (0.95, 0.99)}
 
 
 def corpus_texts() -> list:
