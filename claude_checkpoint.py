@@ -8025,12 +8025,11 @@ def _redact_account_rows(original: str, text: str, count: int, replaced: list) -
     found = []
     for block in _regex(r"\n[ \t]*(?:\r?\n|$)").split(original):  # (blocks apart by a blank line; a row's line is short)
         rows = [_regex(_ACCOUNT_ROW).fullmatch(line) if len(line) <= 300 else None for line in block.split("\n")]
-        rows = [row for row in rows if row and not row.group(2).isdigit() or row and _regex(r"\d{6,8}").fullmatch(row.group(2))]
+        rows = [row for row in rows if row and (not row.group(2).isdigit() or _regex(r"\d{6,8}").fullmatch(row.group(2)))]  # (digits: a PIN's six to eight)
         if len(rows) < 2 or not any(not row.group(2).isalnum() and (_reads_as_typed_password(row.group(2)) or looks_machine_generated(row.group(2)))
                                     for row in rows):  # (words joined are no proof: `auth-gateway-api-1` names a container)
             continue
-        found += [row.group(2) for row in rows if not _regex(r"[\d.:/]+").fullmatch(row.group(1)) and (
-            _holds_a_password(row.group(2)) or _is_joined_passphrase(row.group(2)) or row.group(2).isdigit())]
+        found += [row.group(2) for row in rows if _holds_a_password(row.group(2)) or _is_joined_passphrase(row.group(2)) or row.group(2).isdigit()]
     return _redact_found_again(text, count, replaced, found)
 
 
