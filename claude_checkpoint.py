@@ -8099,8 +8099,8 @@ def _redact_joined_by_name(original: str, text: str, count: int, replaced: list)
 
 # A collection a secret's name is given that opens at its line's end, its members on the lines below
 # (`SIGNING_KEYS = {`, `const apiKeys = [`, `$tokens = array(`, `var secrets = map[string]string{`).
-_COLLECTION_OPENS = (r"(?m)^[ \t]*(?:(?:const|let|var|final|static|private|public|protected|readonly|val)[ \t]+)*\$?([A-Za-z_][\w.]{0,60})"
-                     r"[ \t]*(?::[^=\n]{0,60})?(?:=|:=|=>)[ \t]*(?:[\w.<>\[\], ]{0,60}?)?(?:array)?([{\[(])[ \t]*\r?\n")
+_COLLECTION_OPENS = (r"[ \t]*(?:(?:const|let|var|final|static|private|public|protected|readonly|val)[ \t]+)*\$?([A-Za-z_][\w.]{0,60})"
+                     r"[ \t]*(?::[^=\n]{0,60})?(?:=|:=|=>)[ \t]*(?:[\w.<>\[\], ]{0,60}?)?(?:array)?([{\[(])[ \t]*\r?")
 
 
 def _redact_collection_under_name(original: str, text: str, count: int, replaced: list) -> tuple:
@@ -8108,15 +8108,13 @@ def _redact_collection_under_name(original: str, text: str, count: int, replaced
     (_COLLECTION_OPENS, secret_strength 2): on each line up to the one that closes it (40 at most),
     the last string literal, in a decoding call too (`"suvoda": base64.b64decode("0ivL…")`), when a
     machine made it."""
-    import bisect
-    lines, starts, found = original.split("\n"), [0], []
-    for line in lines[:-1]:
-        starts.append(starts[-1] + len(line) + 1)
-    for opened in _regex(_COLLECTION_OPENS).finditer(original):
-        if secret_strength(opened.group(1).rsplit(".", 1)[-1]) < 2:
+    lines, found = original.split("\n"), []
+    for index, line in enumerate(lines):
+        opened = _regex(_COLLECTION_OPENS).fullmatch(line) if line.rstrip()[-1:] in ("{", "[", "(") else None
+        if not opened or secret_strength(opened.group(1).rsplit(".", 1)[-1]) < 2:
             continue
-        closer, below = {"{": "}", "[": "]", "(": ")"}[opened.group(2)], bisect.bisect_right(starts, opened.end() - 1)
-        for line in lines[below:below + 40]:
+        closer = {"{": "}", "[": "]", "(": ")"}[opened.group(2)]
+        for line in lines[index + 1:index + 41]:
             if line.strip().startswith(closer):
                 break
             literals = [literal for _, literal in _regex(r"([\"'`])((?:(?!\1)[^\\\n]){0,400})\1").findall(line)]  # each literal, short ones too
