@@ -953,12 +953,13 @@ _NOT_SECRET_QUALIFIERS = frozenset("""hashed existing from page continuation pag
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
-_NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?$" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
-                           + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)$"  # « ID du secret : <uuid> »
-                           + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)$"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
-                           + r"|(?i:\bnot[ \t]+(?:an?|the|any)[ \t]+|\b(?:pas|non)[ \t]+(?:un|une|de)[ \t]+|\bnicht[ \t]+(?:der|die|das)[ \t]+)$"  # what it says it is not: "(NOT a credential, just the request)"
-                           + r"|(?i:\bacct-(?:unique-|multi-)?)$"  # RADIUS's accounting ids: Acct-Unique-Session-Id
-                           + r"|(?i:\((?:public|öffentlich|publique|pública|pubblica|veřejný|publiczny)\)[ \t]*:[ \t]*)$")  # "Machine key (public): mkey:…"
+# (\Z, not $: a word on the line above, before its newline, says nothing of the name: `# the screening cache` ⏎ `FERNET_KEY = …`)
+_NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?\Z" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
+                           + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)\Z"  # « ID du secret : <uuid> »
+                           + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)\Z"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
+                           + r"|(?i:\bnot[ \t]+(?:an?|the|any)[ \t]+|\b(?:pas|non)[ \t]+(?:un|une|de)[ \t]+|\bnicht[ \t]+(?:der|die|das)[ \t]+)\Z"  # what it says it is not: "(NOT a credential, just the request)"
+                           + r"|(?i:\bacct-(?:unique-|multi-)?)\Z"  # RADIUS's accounting ids: Acct-Unique-Session-Id
+                           + r"|(?i:\((?:public|öffentlich|publique|pública|pubblica|veřejný|publiczny)\)[ \t]*:[ \t]*)\Z")  # "Machine key (public): mkey:…"
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
 _ABOUT_A_SECRET = frozenset("""
     file files path stdin env name names id ids arn ref url uri length len min max count policy hash
@@ -1135,6 +1136,8 @@ def _is_reference(value: str) -> bool:
     if v.startswith(("env(", "$__file{", "$__env{", "$__vault{", "@Microsoft.KeyVault(", "process.env", "os.environ", "os.getenv", "getenv(", "System.getenv", "ENV.fetch", "env.", "ENV[", "ENC[",
                      "secrets.", "env:", "ext:", "file:", "arn:", "vault:", "!vault", "keybase:")):
         return True  # names and resource names (an ARN names a secret; it does not hold one; keybase:jdoe a public key)
+    if v[-1:] in "),;" and _regex(r"[A-Za-z_][\w.]{0,60}\(\s*[\"'][A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+[\"']\s*\)[,;]?").fullmatch(v):
+        return True  # a lookup by an environment variable's name: mustEnv("MATTERPORT_TOKEN_SECRET"), requireEnv('DB_PASS')
     if "://" in v and _regex(_SECRET_MANAGER_REFERENCE).match(v):
         return True
     if any(c in v for c in "${#%") and (_regex(_INTERPOLATION).search(v) or _is_template(v)) and not named_like_a_password:
@@ -1206,8 +1209,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # a label in another language, as a translation file holds it: `password: "Contraseña"`
     if _regex(r"(?:[A-Z][a-z]+)+(?:Value|Name|Key|Id)\d{0,2}").fullmatch(v):
         return True  # what a usage text names: `TagKey1=TagValue1`, `ParameterKey1=ParameterValue1`
-    if _regex(r"(?i)(?:todo|fixme|tbd|change-?me|replace-?me|insert|your)[-_][a-z]{3,}[-_][a-z]").match(v):
-        return True  # what to do instead of a value: `TODO-generate-with-openssl-rand-hex-32`
+    if _regex(r"(?i)(?:todo|fixme|tbd|change-?me|replace-?me|insert|your|tu|seu|sua|votre|ton|dein|deine|tuo|tua|jouw)[-_][a-z]{3,}[-_][a-z]").match(v):
+        return True  # what to do instead of a value: `TODO-generate-with-openssl-rand-hex-32`, `tu-secreto-aca`
     if _regex(r"(?:test|dummy|fake|mock)-(?:key|token|secret)-\d").fullmatch(v):
         return True  # a test's numbered stand-in: test-key-1
     if _regex(r"[A-Z][A-Z_]{3,40}\d{1,2}").fullmatch(v) and _regex(r"TOKEN|KEY|SECRET|PASS").search(v) and _is_placeholder(v.rstrip("0123456789")):
@@ -1264,6 +1267,13 @@ def _is_base64_of_plain_json(token: str) -> bool:
     credential: a JWT's header, a message's data, not a secret."""
     decoded = _base64_text(token) if token.startswith("eyJ") and "." not in token else None
     return decoded is not None and decoded.startswith("{") and decoded.rstrip().endswith("}") and not _regex(_CREDENTIAL_WORDS).search(decoded)
+
+
+def _is_base64_of_a_document(token: str) -> bool:
+    """Base64 of markup or JSON (`PHN2Zy…` is `<svg`, `eyJ…` is `{"`) that names no credential: a
+    file's content, not a key (which decodes to bytes) nor a login (`user:password`)."""
+    decoded = _base64_text(token)
+    return decoded is not None and decoded.lstrip()[:1] in ("<", "{", "[") and not _regex(_CREDENTIAL_WORDS).search(decoded)
 
 
 def _decodes_to_stand_ins(value: str) -> bool:
@@ -1413,6 +1423,8 @@ def _is_code_value(match: Any, bare: str) -> bool:
     text, end = match.string, match.end("s")
     if bare.lower() in _CODE_KEYWORDS or _regex(r"(?:this|self|cls)\.#?[A-Za-z_]|![01]$|!!?[A-Za-z_$][\w$]*\.[A-Za-z_$]").match(bare):
         return True  # also minified JavaScript's `!1` (false), `!!this.memoryCache.credentials`
+    if bare[-1:] == "!" and _regex(r"[A-Za-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)+!").fullmatch(bare) and _regex(r"[ \t]*[,;)}\]]").match(text, end):
+        return True  # TypeScript's assertion that a field is set: `client_secret: secret.value! }`
     if _is_call(bare) and _regex(r"[ \t]+-[A-Z]").match(text, end):
         return True  # a PowerShell cmdlet and its parameters: `$env:API_TOKEN = Read-Host -Prompt …`
     if not _regex(r"[A-Za-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)*").fullmatch(bare):
@@ -1468,6 +1480,8 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
         return True  # a field's name: "registration_access_token", "role-secret-key"
     if _regex(r"\(\?[:=!<P]|\[\^?\w-\w[\w\-]*\]|ABCDEFGH|abcdefgh|0123456789").search(bare):
         return True  # a regular expression or an alphabet: `_HEX_PAT = "[0-9A-Fa-f]{1,4}"`
+    if bare[:1] == "0" and _regex(_SMALL_HEX_NUMBER).fullmatch(bare):
+        return True  # a constant's number: `#define HB_ERR_BAD_PASSWORD 0x8001`
     return last == "pin" and not digits or bare.isdigit() and len(bare) < 4 or _spells_the_name(bare, name)
 
 
@@ -1758,6 +1772,13 @@ def _accept_call_password(match: Any) -> bool:
     return (looks_like_chosen_password(value) or _is_camel_passphrase(value) or _looks_like_passphrase(value)) and _may_be_a_password(value)
 
 
+def _accept_login_at_host(match: Any) -> bool:
+    """`elastic:x-fdqm…@siem.corp.local:9200`: a user's name right before the colon (no scheme, whose
+    `//` url-credentials reads), and a password a machine made."""
+    user = _regex(r"(?<![\w.\-/:@%+$])[A-Za-z][\w.\-]{0,40}$").search(match.string, max(0, match.start() - 48), match.start())
+    return user is not None and looks_machine_generated(match.group("s")) and not _is_reference(match.group("s"))
+
+
 def _accept_machine_made(match: Any) -> bool:
     """A value a machine made (looks_machine_generated): a cookie's, not `theme=dark-high-contrast-v2`."""
     return looks_machine_generated(match.group("s"))
@@ -1908,6 +1929,9 @@ def _accept_spaced(match: Any) -> bool:
         value.islower() or value.isupper() or value.istitle() or _is_built_of_words(value)))
 
 
+_SMALL_HEX_NUMBER = r"0[xX][0-9A-Fa-f]{1,8}[uUlL]{0,3}"  # a number in C's hex, as an error's or a flag's code is written
+
+
 def _accept_quoted_or_chosen(match: Any) -> bool:
     """A quoted value but a reference; a bare one only if a person chose it or a machine made it
     (`IDENTIFIED BY 'x'` in SQL, not "identified by four decimal values" in a docstring)."""
@@ -1923,14 +1947,16 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}ruimte|serverrom\w{0,3}|दरवाज़\w{0,2}|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
                 r"|u[șş]\w{0,2}|poart\w{0,2}|seif\w{0,3}|πόρτα\w{0,2}|συναγερμ\w{0,3}|χρηματοκιβώτι\w{0,2}"  # Romanian, Greek
-                r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango)(?![^\W\d_])")
+                r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट)(?![^\W\d_])"
+                r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|공동현관|현관")  # (Japanese and Korean write no space around a word)
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
                 "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "sejf", "raum", "room", "serverrum", "schrank", "port", "puerta", "cancello", "tür",
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
                 "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "сигналіз", "сигнализ", "larm", "باب", "إنذار", "خزنة",
-                "ruimte", "serverrom", "दरवाज़", "dveř", "brán", "serverovn", "rozvodn", "trezor", "riaszt", "ajtó", "kapu", "széf", "uș", "poart", "seif", "πόρτα", "συναγερμ", "χρηματοκιβώτι", "geti", "mlango")
+                "ruimte", "serverrom", "दरवाज़", "dveř", "brán", "serverovn", "rozvodn", "trezor", "riaszt", "ajtó", "kapu", "széf", "uș", "poart", "seif", "πόρτα", "συναγερμ", "χρηματοκιβώτι", "geti", "mlango",
+                "bariyer", "barrier", "schranke", "barrera", "sbarra", "गेट", "オートロック", "玄関", "宅配", "金庫", "ゲート", "현관")
 
 
 def _accept_place_label(match: Any) -> bool:
@@ -2038,6 +2064,8 @@ def _accept_named_in_prose(match: Any) -> bool:
             return False
     if not _looks_like_prose_secret(value) or _regex(_PROSE_NOT_A_SECRET_BEFORE).search(before) or _is_public_jwk_member(text, start):
         return False
+    if len(value) >= 24 and _is_base64_of_a_document(value):
+        return False  # an icon's or a config's file in base64 under a key's name: `key-icon.svg: PHN2ZyB4bWxucz0i…`
     if _regex(r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+)[ \t]+AAAA[\w+/]+={0,2}[ \t]+$").search(before):
         return False  # a public key's comment: `Key: ssh-ed25519 AAAA… deploy@vbr01`
     if _regex(r"(?:^|\s)(?:-[ng]|--[\w\-]*(?:name|id|group))[ \t=]+$").search(before):
@@ -2352,7 +2380,8 @@ _TECHNICAL_NAME = r"(?=[a-z0-9]{2,9}$)(?:[a-z]{1,4}\d{1,3}|[a-z]{5}\d{1,2}){1,2}
 _KEY_NAME_WORDS = frozenset("key keys private public cert certs tls ssl".split())
 # Words of a resource's name (prod-inventory-db, staging-api-worker), which a passphrase's random words are not.
 _RESOURCE_NAME_WORDS = frozenset("prod production staging stage dev qa db api app svc service server cluster internal"
-                                 " primary replica cache queue worker web".split())
+                                 " primary replica cache queue worker web"
+                                 " kv rg vnet aks acr nsg weu neu eus wus uks ukw gwc frc cus".split())  # (Azure's short names of kinds and regions: kv-hb-lit-weu)
 # Words no passphrase is made of: a placeholder's, a secret's, a key's or a resource's name (github-app-private-key).
 _NOT_PASSPHRASE_WORDS = _PLACEHOLDER_WORDS | _SECRET_WORDS | _KEY_NAME_WORDS | _RESOURCE_NAME_WORDS
 
@@ -3061,7 +3090,7 @@ def _is_spoken_passphrase(value: str) -> bool:
 
 
 # The small words sentences of other languages are held together by (a generator's word lists
-# leave them out): Dutch, German, French, Spanish, Italian, Portuguese, Polish, Swedish, Czech, Indonesian, Turkish.
+# leave them out): Dutch, German, French, Spanish, Italian, Portuguese, Polish, Swedish, Czech, Indonesian, Malay, Turkish.
 _SENTENCE_GLUE_WORDS = frozenset("""
     het een niet aan van voor met zijn wordt werd geen deze naar bij ook maar
     der die das und nicht ist mit von für ein eine einen wird wurde auf dem den des kein keine
@@ -3073,6 +3102,7 @@ _SENTENCE_GLUE_WORDS = frozenset("""
     och är inte för med att det den som
     je se na pro není jsou
     yang dan di ke dari untuk ini itu sudah belum tidak akan bisa dengan pada atau juga sebelum setelah nanti jangan dulu
+    saya dah awak kamu anda kita kami tu ni nak boleh ada dalam kat lagi tak
     ve bir bu için ile ama çok daha gibi değil olan""".split())
 
 
@@ -3616,7 +3646,7 @@ _ENVIRONMENT_NAME = r"dev(?:elopment)?|prod(?:uction)?|stag(?:e|ing)|test(?:ing)
 
 def _credential_columns(names: list) -> tuple:
     """The (index, kind) of each column whose header names a credential: kind "pin" under a PIN,
-    "totp" under a TOTP seed's, "machine" under a name that only may say secret (`Key`), else
+    "door" or "keypad" under a code's, "lock" under what a code opens, "totp" under a TOTP seed's, "machine" under a name that only may say secret (`Key`), else
     "secret" (also an SNMP community's, a password people choose)."""
     columns = []
     valued = any(name.strip().lower() == "value" for name in names)
@@ -3640,9 +3670,10 @@ def _credential_columns(names: list) -> tuple:
         strength = secret_strength(_regex(r"\W+").sub("_", name)) if name else 0
         if name and (strength == 2 or _regex(_CREDENTIAL_WORDS).fullmatch(name) or name.lower() == "pass"  # also `Clé API`
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
+                     or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).fullmatch(name.split()[-1])  # the word last: `공동현관 비밀번호`, `관리실 PC 암호`
                      or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])  # API-Schlüssel
                      or _regex(r"(?i)[^\W\d_]{2,20}(?:kennwort|passwort|wachtwoord|l[öo]senord|adgangskode|salasana|jelsz[óo])").fullmatch(name)  # Startkennwort, beginwachtwoord
-                     or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|2fa(?:[ _](?:secret|backup|codes?))?|mfa[ _]secret").fullmatch(name)):  # a password manager's TOTP seed
+                     or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|(?:2fa|mfa)(?:[ _](?:secret|backup|codes?|recovery))?|(?:backup|recovery)[ _]codes?").fullmatch(name)):  # a password manager's TOTP seed, backup codes
             columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "totp" if _regex(r"(?i)totp|otp|2fa|mfa").search(name)
                                 else "password" if _regex(_PASSWORD_COLUMN).search(name) else "secret"))
         elif len(name.split()) <= 4 and _regex(r"(?i)(?<![^\s_\-])pin(?![^\s_\-])").search(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET:
@@ -3653,6 +3684,8 @@ def _credential_columns(names: list) -> tuple:
             columns.append((index, "door" if opens else "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts, or any PIN's beside a place
         elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:alarm\w{0,6}|allarm[ei]|larm\w{0,3})").fullmatch(name.strip()):
             columns.append((index, "door"))  # an alarm's column holds its code: `Van alarm`
+        elif _regex(_LOCK_COLUMN).fullmatch(name.strip()):
+            columns.append((index, "lock"))  # what a code opens, the code's word left out: `LOCKBOX`, `PORTERO`, `オートロック`
         elif strength == 1 and (parts := set(_name_parts(name))) & {"password", "passwd", "pwd", "pw", "pass"} and not parts & (
                 _ABOUT_A_SECRET | _NOT_SECRET_QUALIFIERS):
             columns.append((index, "password"))  # a password's column with words after it: `plain_pw_for_docs`, `plain_pw_legacy`
@@ -3666,7 +3699,10 @@ def _credential_columns(names: list) -> tuple:
 
 
 # A column of codes, its word before or after what they are for: `Door code`, `Kód hlídače`, `Código puerta`.
-_CODE_WORDS = r"codes?|kod|koden|kode|kód|kódja|código|codigo|codice"
+_CODE_WORDS = r"codes?|kod|koden|kode|kód|kódja|código|codigo|codice|код"
+# A column that names what a code opens, its code's word left out: `LOCKBOX`, `GATE`, `PORTERO` (an intercom), `宅配BOX`.
+_LOCK_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:lock ?box(?:es)?|key ?(?:box|safe)|gates?|doors?|portero|porter[ií]a|intercom|interfono|citofono|interphone"
+                r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)")
 _CODE_COLUMN = r"(?i)(?:[^\W\d_]+[ _\-])?(?:" + _CODE_WORDS + r")|(?:" + _CODE_WORDS + r")[ _\-][^\W\d_]+"
 # A column that names a place (a site, a room, a building): a column of codes beside it opens its doors.
 _PLACE_COLUMN = (r"(?i)sites?|rooms?|locations?|buildings?|doors?|floors?|offices?|objek?te?|standort|raum|geb[äa]ude|sala|sede|oficina|lokalizacja"
@@ -3684,6 +3720,8 @@ def _is_secret_cell(value: str, kind: str) -> bool:
         return False  # a Windows security identifier under `SID`, not a session's id
     if kind in ("keypad", "door"):  # a door's or a safe's code: `5645#94`; its digits alone under a code of a place
         return _regex(r"\d{2,6}[#*]\d{0,6}|[#*]\d{3,8}" + (r"|\d{4,8}" if kind == "door" else "")).fullmatch(value) is not None
+    if kind == "lock":  # under what it opens, a code's digits: five or more, where a gate's or a door's number has fewer
+        return _regex(r"\d{5,8}[#*]?").fullmatch(value) is not None
     if kind == "machine":
         return _holds_a_secret(value, 1)
     if kind == "totp" and _regex(r"[A-Z2-7]{16,64}").fullmatch(value):
@@ -3878,7 +3916,9 @@ _HTML_CELL = r"<td\b[^>]*>(?:<(?:b|strong|code|p|span|em)>)?([^<]*)(?:</(?:b|str
 
 def _find_html_table_cells(match: Any) -> list:
     """An HTML table whose header row names a credential: the cells under it that hold one."""
-    names = [_regex(r"\s+").sub(" ", name).strip() for name in _regex(r">([^<]*)</(?:th|b|strong|p|span)>").findall(match.group("head"))]
+    head = match.group("head")
+    closing = r"</(?:th|b|strong|p|span)>" if _regex(r"<(?:th|b|strong|p|span)\b").search(head) else "</td>"  # (a table's first row of plain cells: `<table><tr><td>Käyttäjä</td>…`)
+    names = [_regex(r"\s+").sub(" ", name).strip() for name in _regex(r">([^<]*)" + closing).findall(head)]
     columns = dict(_credential_columns(names))
     spans = []
     for row in _regex(r"(?s)<tr\b[^>]*>(.*?)</tr>").finditer(match.string, match.start("s"), match.end("s")) if columns else ():
@@ -4405,7 +4445,13 @@ def _ends_machine_made(text: str, end: int) -> bool:
     last = text[start:end]
     prefixed = (_regex(r"[\w\-]{2,12}[_\-.][\w\-]{16,}$").match(last) and _regex(r"\d").search(last)  # sk_live_…, ya29.…
                 and not _regex(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}").fullmatch(last))  # not a UUID
+    if last[-5:].count(".") == 1 and _regex(_FILE_NAME_OF_DATA).fullmatch(last):
+        return False  # a file's name in a listing: `fe01e6…  HBLLP_PROD_VOL008.7z` (sha256sum), not a token the line wraps
     return REDACTED in last or looks_machine_generated(last) or bool(prefixed)
+
+
+# A file's name that ends in an archive's, a disk image's or a data file's extension: what a listing or a checksum names.
+_FILE_NAME_OF_DATA = r"[\w\-]+(?:\.[\w\-]+)*\.(?:7z|par2|zip|rar|gz|tgz|tar|xz|bz2|zst|iso|img|bin|dat|pdf|csv|json|log|txt|bak|dmp|sql|vhdx?|vmdk|ova|pst|e01|dd|mp4|mov|wav)"
 
 
 def _find_block_lines(match: Any) -> list:
@@ -5035,6 +5081,11 @@ url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a
 #   catch: DATABASE_URL=postgresql://app:«Autumn2024#94»@db.internal:5432/app
 #   catch: nats sub -s nats://bob:«Solnyshko?y3ll0w9»@nats.internal:4222 orders.>
 # A Go MySQL DSN: user:password@tcp(host)/db.
+login-at-host                login-at-host          :(?P<s>[^\s:@/'"<>()\[\]{},;|`]{8,128})@(?=[A-Za-z0-9][\w\-]{0,62}(?:\.[\w\-]{1,63})+(?::\d{1,5})?(?![\w.\-@]))
+#   catch: error="Failed to open TCP connection to elastic:«x4Kq9-Zt_Lm2Wc8Rv7bN3yH6pJ»@siem.corp.local:9200"
+#   keep:  mailto:first.last@example.com
+#   keep:  postgres://app:${DB_PASSWORD}@db.example.com:5432/app
+#   keep:  image: registry.local/app:1.4.2@sha256:4f2a9c
 mysql-dsn-password           not-reference          ["'\s][\w.\-]{1,64}:(?P<s>[^\s"']{1,128}?)@(?:tcp|unix|udp)\(
 #   catch: db, err := sql.Open("mysql", "app:«C@ny0n1900!»@tcp(db:3306)/orders")
 #   keep:  db, err := sql.Open("mysql", "app:"+os.Getenv("DB_PASS")+"@tcp(db:3306)/orders")
@@ -6781,7 +6832,7 @@ code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|co
 #   keep:  the alarm service crashed with code 1337
 # A list of access codes by the place each opens ("Haustür:  52290669", "- Alarm panel: 1234567#", "main door ...... 361886"):
 # a label that names a place (_PLACE_WORDS), a colon or leader dots (a code's word may follow), and five to eight digits.
-place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+[^\W\d_][\w'’\-()]{0,30}){0,3})[ \t]*(?:[:：]|\.{3,}|…{2,})[ \t]*(?:(?:code|código|codigo|codice|kod|kód|kode)[ \t]+)?`?(?P<s>\d{5,8}[#*]?)`?[ \t]*$
+place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+(?:[^\W\d_][\w'’\-()]{0,30}|\d{1,4}[A-Za-z]{0,2})){0,3})[ \t]*(?:[:：]|\.{3,}|…{2,})[ \t]*(?:(?:code|código|codigo|codice|kod|kód|kode)[ \t]+)?`?(?P<s>\d{5,8}[#*]?)`?[ \t]*(?:[+(—–][^\n]{0,60})?$
 #   catch: Büro Zugangscodes\n-----------------\nHaustür:        «52290669»\nAlarmanlage:    «35826414»
 #   catch: Office codes (Istanbul, Levent)\nmain door ...... «361886»\nserver room .... «494825»
 #   catch:   Puerta principal ........ código «411944»\n  Alarma .................. «696533»
@@ -6790,7 +6841,7 @@ place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*
 #   keep:  Port: 5432
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
-context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80}|(?<=[.。!！])[ \t]*\r?\n[ \t]*[^\s]{16,200}(?=[ \t]*(?:\r?\n|$)))?))
+context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80}|(?<=[.。!！])[ \t]*\r?\n(?:[ \t]*\r?\n)?[ \t]*[^\s]{16,200}(?=[ \t]*(?:\r?\n|$)))?))
 #   catch: Ab Montag gilt für das Lager der neue Alarmanlagen-Code: «530817» – bitte nicht auf Post-its.
 #   keep:  [2024-10-07 08:31:10] INFO  LAPS: password for KVN-OP3-PC07 rotated successfully
 #   catch: TRAP, SNMP v1, community «acb44ANacj»
@@ -7178,7 +7229,7 @@ context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|
 #   keep:  {"op": "subscribe", "args": ["orderbook.50.BTCUSDT", "publicTrade.BTCUSDT"]}
 #   keep:  {"type": "login", "status": "ok", "session": "user-4471", "at": "2026-03-02T10:11:12Z"}
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
-context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)(?:["'][ \t]*:[ \t]*["']|[ \t]*[:=][ \t]*)|(?<![\w\-])cookies?\.(?:set|add|update)\(|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
+context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)(?:["'][ \t]*:[ \t]*["']|[ \t]*[:=][ \t]*)|(?<![\w\-])cookies?\.(?:set|add|update)\(|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=)|(?<![\w\-])cookies?[ \t][^\n:=]{1,40}:[ \t]*(?=[\w.\-]{1,64}=)|(?<![\w\-])cookies\.(?:get_dict|items|as_dict|to_dict)\(\)[ \t]*\)?[ \t]*\r?\n(?=\{))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
 #   catch: curl 'https://github.com/settings' -b '_octo=GH1; logged_in=yes; same_site=«b2wRyyikMPtj65h7zYStRbxYCPxVOSuqEq2YeyzQ-kBYU2dO»'
 #   keep:  Cookie: _ga=GA1.2.344572755.7222572944; cookie_consent=accepted; theme=light
 #   keep:  Cookie: _ga=GA1.1.501702227.9419076251; _ga_J8DI95943U=GS1.1.1254970757.11.1.2200763613.0.0.0
@@ -7421,11 +7472,13 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: ICCID,IMSI,KI,OPC,PIN1,PUK1\n8988211000000700037,999700000070003,«5A0C93E1B7D24F6A8E19C3B05D7F2A64»,«C17E04B9A35D28F6E0B41C97A6D3F852»,«2048»,«61730594»
 #   keep:  ICCID,IMSI,MSISDN,PIN1\n8988211000000700037,999700000070003,491701234567,(on the card's carrier)
 # An HTML table whose header cell names a credential: the cells under it.
-context-html-table           html-table-cells       <tr(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|p|span)>)?[^<\n]{0,60}(?:</(?:b|strong|p|span)>)?</th>\s*|<td(?:[ \t][^>\n]{0,200})?><(?:b|strong|p|span)>[^<\n]{0,60}</(?:b|strong|p|span)></td>\s*){2,20})</tr>(?=(?P<s>(?:\s*(?:</?tbody>|</thead>)?\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code|p|span|em)>)?[^<\n]{0,200}(?:</(?:b|strong|code|p|span|em)>)?</td>){1,20}\s*</tr>){1,100}))
+context-html-table           html-table-cells       (?:(?P<table><table)(?:[ \t][^>\n]{0,200})?>\s*(?:<tbody>\s*)?<tr|<tr)(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|p|span)>)?[^<\n]{0,60}(?:</(?:b|strong|p|span)>)?</th>\s*|<td(?:[ \t][^>\n]{0,200})?><(?:b|strong|p|span)>[^<\n]{0,60}</(?:b|strong|p|span)></td>\s*|(?(table)<td(?:[ \t][^>\n]{0,200})?>[^<\n]{1,60}</td>\s*|(?!))){2,20})</tr>(?=(?P<s>(?:\s*(?:</?tbody>|</thead>)?\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code|p|span|em)>)?[^<\n]{0,200}(?:</(?:b|strong|code|p|span|em)>)?</td>){1,20}\s*</tr>){1,100}))
 #   catch: <table>\n  <tr><th>Device</th><th>SNMP community</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>«n0c-R3ad-Only»</td><td>«En4ble#Core01»</td></tr>\n</table>
 #   keep:  <table>\n  <tr><th>Device</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>in the vault</td></tr>\n</table>
 #   catch: <tr><td><b>System</b></td><td><b>Username</b></td><td><b>Temp password</b></td></tr>\n<tr><td>Laptop</td><td>amal.haddad</td><td>«ILoveKebab!67»</td></tr>
 #   catch: <tr><th><p>Portal</p></th><th><p>Benutzer</p></th><th><p>Passwort</p></th></tr>\n<tr><td><p>ZRE</p></td><td><p>lieferant_88213</p></td><td><p>«sakura*aru941»</p></td></tr>
+#   catch: <table border="1"><tr><td>Käyttäjä</td><td>Salasana</td></tr>\n<tr><td>tarkastaja.nieminen</td><td>«Kuusi.Orava2011»</td></tr></table>
+#   keep:  <tr><td>Käyttäjä</td><td>Salasana</td></tr>\n<tr><td>tarkastaja.nieminen</td><td>sama kuin ennen</td></tr>
 # An HTML table's row with no header that names a system, its login and the password (an e-mail's "accessi",
 # a handover's "access for the weekend on-call"), near a word that says so: the password's cell.
 context-html-login-row       html-login-row         <tr(?:[ \t][^>\n]{0,200})?>(?=(?P<s>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code|p|span|em)>)?[^<\n]{0,200}(?:</(?:b|strong|code|p|span|em)>)?(?:[ \t]*<(?:small|i|em)>[^<\n]{0,120}</(?:small|i|em)>)?</td>){2,12}\s*</tr>))
@@ -7573,7 +7626,7 @@ devtools-cookie-table        random                 (?m)^(?:Name\tValue\t[^\n]*\
 # The rest of a secret split over string literals (`"…" +`, Python's implicit joining), after a machine-made part.
 # (The quote comes before the look back at the character before it: a pattern that starts with a
 # character lets the regex engine skip to where it is, and this rule runs on every text.)
-context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:\+|\.|\\|&[ \t]*_|_(?=[ \t]*\r?\n))?[ \t]*`?\r?\n?[ \t]*(?:>>[ \t]+)?[+&]?[ \t]*[rbuf]?["'`][^"'`\n]{1,1024}["'`]){1,20})
+context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:\+|\.|\\|&[ \t]*_|_(?=[ \t]*\r?\n))?[ \t]*`?\r?\n?[ \t]*(?:>>[ \t]+)?[+&]?[ \t]*(?:[rbuf]|\$?@)?["'`][^"'`\n]{1,1024}["'`]){1,20})
 #   catch: var k = "«YR0dWHS5VPlylurTOIY97J»"\n      + "«A+7QlMeJSEoAcH6X0Eq9I=»";
 #   catch: OPENAI_KEY = (\n    "«sk-proj-Aa9IDg4Tt_wUgKnGng1WgV2HzsUzxJULN»"\n    "«OIUuiX_Xz0AUhR8kNLFONVD16mT3BlbkFJk3»"\n)
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
@@ -7641,7 +7694,7 @@ ACCEPT_CHECKS = {
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "key-body": _accept_key_body, "quoted-key": _accept_quoted_key,
-    "machine-made": _accept_machine_made, "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
+    "machine-made": _accept_machine_made, "login-at-host": _accept_login_at_host, "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
     "named-random": _accept_named_random, "cookie-value": _accept_cookie_value, "cookie-row-value": _accept_cookie_value, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
@@ -7914,9 +7967,12 @@ _SENTENCE_END = r"[.!?。！？]+(?=\s)|\n"  # where the readings of a sentence 
 # place it opens: no part of a date, a phone's or an account's number, an amount, nor a thing's number (`ticket 482913`).
 _BARE_CODE = r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])(\d{6,8})(?=#?(?![\w\-:/%@]|[.,]\d|[ \t]+\d|[ \t]*(?:[€$£¥]|(?i:eur|usd|gbp|pln|zł|kr|kč|ms|mb|kb|gb|km|kg|px|bytes?|rows?|units?|pcs|min|sec)\b)))"
 _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|cod|codul|kombination|combination|combinaci[oó]n|combinação|κωδικ\w{0,3}"
-              r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez)(?![^\W\d_])")
+              r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez"
+              r"|disarm\w{0,3}|desactiv\w{0,5}|désactiv\w{0,5}|disattiv\w{0,5}|deaktiv\w{0,5})(?![^\W\d_])"
+              r"|koodi|コード|暗証番号|解錠番号|管理番号")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
 # Words that make a number in their own sentence a code with no place named: what it unlocks, a passcode, an installer's.
 _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|verrouill\w{0,3}"
+               r"|(?:ovi|portti|hälytys|purku|lukko)koodi\w{0,3}"  # Finnish: a door's, an alarm's code (not virhekoodi, an error's)
                r"|installer code|code installateur|c[óo]digo (?:de )?instalador|codice (?:dell')?installatore|errichtercode|nambari ya siri)(?![^\W\d_])")
 # What names a number as something else right before it: a ticket's, a port's, an error's code, a time after "at".
 _NOT_A_CODE_BEFORE = (r"(?i)(?:#|\b(?:no|nr|n[oº°]|num(?:ber|éro|ero)?|ticket|order|invoice|id|port|ext(?:ension)?|phone|tel|fax|build|version|v|pr|issue|line"
@@ -8107,19 +8163,24 @@ def _redact_collection_under_name(original: str, text: str, count: int, replaced
     """(text, count) with the members of a collection that a secret's name is given redacted
     (_COLLECTION_OPENS, secret_strength 2): on each line up to the one that closes it (40 at most),
     the last string literal, in a decoding call too (`"suvoda": base64.b64decode("0ivL…")`), when a
-    machine made it."""
+    machine made it. Under a name that only may say secret (`VENDOR_KEYS`), when a machine made each
+    member, two or more, not all of them hex."""
     lines, found = original.split("\n"), []
     for index, line in enumerate(lines):
         opened = _regex(_COLLECTION_OPENS).fullmatch(line) if line.rstrip()[-1:] in ("{", "[", "(") else None
-        if not opened or secret_strength(opened.group(1).rsplit(".", 1)[-1]) < 2:
+        strength = secret_strength(opened.group(1).rsplit(".", 1)[-1]) if opened else 0
+        if strength == 0:
             continue
-        closer = {"{": "}", "[": "]", "(": ")"}[opened.group(2)]
+        closer, members = {"{": "}", "[": "]", "(": ")"}[opened.group(2)], []
         for line in lines[index + 1:index + 41]:
             if line.strip().startswith(closer):
                 break
             literals = [literal for _, literal in _regex(r"([\"'`])((?:(?!\1)[^\\\n]){0,400})\1").findall(line)]  # each literal, short ones too
-            if literals and len(literals[-1]) >= 12 and looks_machine_generated(literals[-1]) and not _is_reference(literals[-1]):
-                found.append(literals[-1])
+            if literals:
+                members.append(literals[-1])
+        made = [member for member in members if len(member) >= 12 and looks_machine_generated(member) and not _is_reference(member)]
+        if strength == 2 or len(made) >= 2 and len(made) == len(members) and not all(_regex(r"[0-9a-fA-F]+").fullmatch(member) for member in made):
+            found += made  # a name that only may say secret (VENDOR_KEYS) holds tokens alone: not a table of digests or of names
     return _redact_found_again(text, count, replaced, found)
 
 
@@ -8212,12 +8273,12 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
 
 # The head of a value a terminal or a tool wrapped, whose rest a rule redacted alone at the start of the next
 # line: a machine's token that ends its line, after a separator (`"priv_d":"535e…bc⏎«redacted»"}}`, `hf_JLZ…⏎«redacted»`).
-_WRAPPED_HEAD = r"(?<![^\s:=\"'`(\[{,])([A-Za-z0-9_+/\-]{8,200})\r?\n(?=" + REDACTED + r"[\"'`)\]},;]*[ \t]*(?:\r?\n|$))"
+_WRAPPED_HEAD = r"(?<![^\s:=\"'`(\[{,])([A-Za-z0-9_+/\-]{8,200})\r?\n(?=[ \t]*" + REDACTED + r"[\"'`)\]},;]*[ \t]*(?:\r?\n|$))"
 
 
 def _redact_wrapped_head(text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the head of each value whose rest, wrapped onto the next line, was redacted
-    there alone (_WRAPPED_HEAD): when the head reads as a machine's (looks_machine_generated) or as a
+    there alone, under an indent or none (_WRAPPED_HEAD): when the head reads as a machine's (looks_machine_generated) or as a
     vendor's token cut short, a prefix before letters of both cases (`hf_JLZykyaMBkOSyBN`)."""
     heads = [found.span(1) for found in _regex(_WRAPPED_HEAD).finditer(text) if looks_machine_generated(found.group(1)) or _regex(
         r"[a-z]{2,6}[_\-](?=[a-z0-9]*[A-Z])(?=[A-Z0-9]*[a-z])[A-Za-z0-9]{10,}").fullmatch(found.group(1))]
@@ -8273,7 +8334,8 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # with …", "second half: …", "Teil 2: …", "Fortsetzung: …", "nog … erachter", "il resto è …", "la seconde
 # partie … : « … »", "後半は「…」", "… is the end of it". Read only after a redacted value, within the
 # lines that follow it.
-_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\bappend(?:ed)?"
+_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
+                       r"|\bzbytek|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|část|cast)|\bbah?agian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
@@ -8320,11 +8382,14 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
     below = text[first + len(REDACTED):end].lower()
     if not any(word in below for word in _REST_WORDS_SEEN):
         return text, count  # (a cheap look before the costly one)
-    spans = []
-    for found in _regex(_REST_GIVEN).finditer(text, first + len(REDACTED), end):
+    spans, found = [], _regex(_REST_GIVEN).search(text, first + len(REDACTED), end)
+    while found:
         span = _piece_span(found)
         if _is_part_of_a_secret(text[span[0]:span[1]]):
             spans.append(span)
+            found = _regex(_REST_GIVEN).search(text, found.end(), end)
+        else:  # words that took what follows them may hold the words that give it: `SMS 2/2 from IT: ...and ends iscuit71`
+            found = _regex(_REST_GIVEN).search(text, found.start() + 1, end)
     return _replace_spans(text, spans, count, replaced)
 
 
@@ -8333,6 +8398,7 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
 # ends with «redacted» appended"), and a value after a first part's words near a redacted rest ("first
 # half: …", "eerste helft begint met …", "(1/2) …", "前半は…").
 _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \t]*(?:1|one)\b|\(1[ \t]*/[ \t]*2\)|\bteil[ \t]*1\b"
+                      r"|\bprvn[íi][ \t]+(?:půlka|pulka|polovina|část|cast)|\bbah?agian[ \t]+(?:1|pertama)\b"  # Czech, Malay and Indonesian
                       r"|\berste[rn]?[ \t]+(?:teil|hälfte)|\beerste[ \t]+(?:helft|deel)|\bpremi[eè]re[ \t]+partie|\bprimera[ \t]+(?:parte|mitad)|\bprima[ \t]+parte"
                       r"|\bprimeira[ \t]+parte|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım|kısmı)"
                       r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
@@ -8358,13 +8424,13 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of it", "ends with", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
                     "gefolgt", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
                     "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
-_FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "1 / 2", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
+_FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
                      "pehla", "pahla", "kwanza", "पहला")
@@ -8398,6 +8464,39 @@ def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
     return _replace_spans(text, spans, count, replaced)
 
 
+def _holds_labelled_parts(lowered: str) -> bool:
+    """A cheap look for _redact_labelled_parts: a first part's words and a rest's (a few letters of each)."""
+    return any(word in lowered for word in _FIRST_WORDS_SEEN) and any(word in lowered for word in _REST_WORDS_SEEN)
+
+
+def _redact_labelled_parts(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with a secret given in two labelled parts that no rule took alone: a first
+    part's words and its piece (_FIRST_GIVEN), a rest's and its piece (_REST_GIVEN) on one of the
+    three lines below, a credential's word on the two lines above the first or on its own
+    ("heslo … ti pošlu na dvakrát" ⏎ "první půlka: jbZZ…" ⏎ "a zbytek: V*Y6…"); both pieces a secret's."""
+    pieces, lowered, lines = [], original.lower(), set()
+    lowered = lowered if len(lowered) == len(original) else original  # (İ lowers to two characters: positions must hold)
+    for word in _FIRST_WORDS_SEEN:  # only the lines a first part's words stand on are searched
+        position = lowered.find(word)
+        while position >= 0:
+            end = original.find("\n", position)
+            lines.add((original.rfind("\n", 0, position) + 1, len(original) if end < 0 else end))
+            position = lowered.find(word, end) if end >= 0 else -1
+    firsts = [first for start, end in sorted(lines) for first in _regex(_FIRST_GIVEN).finditer(original, start, end)]
+    for first in firsts:
+        line_start, line_end = original.rfind("\n", 0, first.start()) + 1, original.find("\n", first.end())
+        if line_end < 0:
+            break
+        above = original[original.rfind("\n", 0, max(0, original.rfind("\n", 0, max(0, line_start - 1)))) + 1:first.start()]
+        if not (_regex(_PASSWORD_WORDS).search(above) or _regex(_PROSE_SECRET_WORDS).search(above)):
+            continue
+        rest = _regex(_REST_GIVEN).search(original, line_end, _end_of_lines_below(original, line_end, 3))
+        a, b = _piece_span(first), _piece_span(rest) if rest else (0, 0)
+        if rest and _is_part_of_a_secret(original[a[0]:a[1]]) and _is_part_of_a_secret(original[b[0]:b[1]]):
+            pieces += [original[a[0]:a[1]], original[b[0]:b[1]]]
+    return _redact_found_again(text, count, replaced, pieces)
+
+
 def _reads_as_first_part(value: str, one_plain_word: bool = False) -> bool:
     """Whether the value a credential word gave can be a secret's first part: a secret's characters
     (_is_part_of_a_secret), or words that are none of a sentence's ("glacier moraine", not "in the
@@ -8407,6 +8506,8 @@ def _reads_as_first_part(value: str, one_plain_word: bool = False) -> bool:
         value = value[1:]  # `$SunshineS` in prose is no variable
     if REDACTED in value or _regex(r"[a-z][a-z0-9+.\-]*://").match(value) or _is_path_or_version(value) or _is_reference(value):
         return False
+    if value[-1:] == ")" and _regex(r"(?:new[ \t]+)?[A-Za-z_][\w.]*\([^()]*\)").fullmatch(value):
+        return False  # code's call: `val plaidSecret = StringBuilder()` above its appends
     return _is_part_of_a_secret(value) or (" " in value or one_plain_word) and not set(value.lower().split()) & _COMMON_WORDS
 
 
@@ -8701,6 +8802,8 @@ def _second_readings(original: str) -> list:
         readings.append(("text as written", _redact_read_as_written))
     if "\n" in original and (":" in original or "：" in original):
         readings.append(("a secret in two messages", _redact_message_pairs))
+    if "\n" in original and _holds_labelled_parts(original.lower()):
+        readings.append(("a secret's labelled parts", _redact_labelled_parts))
     if "\n" in original and ("  " in original or "\t" in original):
         readings.append(("rows of accounts", _redact_account_rows))
     if _regex(r"[{\[(][ \t]*\r?\n").search(original):
@@ -8975,6 +9078,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     lowered = original.lower()
     for start, end in _join_lines(original, lowered):
         for found in _regex(_JOINED_STRINGS).finditer(original, start, end):
+            if original[found.end():found.end() + 3].lstrip(" \t")[:1] == "*":
+                continue  # its last string is repeated first (`"sk_test_" + "0" * 24`): no string these join
             made = _fold(original, found, definitions)
             if made:
                 folds.append((found.start(), found.end(), *made))
@@ -9047,6 +9152,9 @@ def _line_folds(original: str, lowered: str) -> list:
                       [piece.span() for piece in pieces]))
         if len(folds) > _FOLDS_MAX:
             return folds
+    for found in _regex(r"StringBuilder\(\)(?:\s*\.[Aa]ppend\(\s*\"[^\"\n\\]{1,200}\"\s*\)){2,20}").finditer(original) if "StringBuilder()" in original else ():
+        pieces = [literal.span(1) for literal in _regex(r'"([^"\n\\]{1,200})"').finditer(original, found.start(), found.end())]
+        folds.append((found.start(), found.end(), '"' + "".join(original[a:b] for a, b in pieces) + '"', pieces))  # a StringBuilder's chained appends
     for found in _regex(r'"(?:[^"\\\n]*\\\r?\n){1,40}[^"\\\n]*"').finditer(original) if "\\\n" in original else ():
         pieces = list(_regex(r'[^"\\\s](?:[^"\\\n]*[^"\\\s])?').finditer(original, found.start(), found.end()))
         folds.append((found.start(), found.end(), '"' + "".join(piece.group() for piece in pieces) + '"', [piece.span() for piece in pieces]))
@@ -9872,6 +9980,7 @@ RULE_WORDS = {
     "smtp-auth-login-password": ("16880d81", ("334 ugfzc3dvcmq6", "auth login", "auth plain"), ("334 ugfzc3dvcmq6",
         "auth login", "auth plain"), ()),
     "url-credentials": ("1fbfc532", ("//", ":/"), (), (":",)),
+    "login-at-host": ("a2e02cb2", (":",), (), ("@",)),
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
     "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",), ("${",)),
     "environment-default-secret": ("143319e5", ("config", "env", "env.fetch", "environ.get", "getenv",
@@ -10399,8 +10508,8 @@ RULE_WORDS = {
         "codice", "codigo", "codul", "combinacion", "combinación", "combination", "combinação", "código", "kod",
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
-    "place-label-code": ("186098d0", (), (), ()),
-    "context-credential-word": ("bb87f5c2", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "place-label-code": ("cdcc0707", (), (), ()),
+    "context-credential-word": ("f2129ba0", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
         "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
@@ -10488,8 +10597,9 @@ RULE_WORDS = {
     "context-auth-message": ("e5915dc5", ("auth", "authenticate", "authorize", "log_in", "login", "logon", "sign_in",
         "signin"), ("action", "cmd", "command", "event", "method", "op", "type"), ("action", "cmd", "command", "event",
         "method", "op", "type")),
-    "context-cookie": ("27b78b8a", ("--cookie", "-b", "cookie", "set-cookie"), ("--cookie", "-b", "cookie",
-        "set-cookie"), ()),
+    "context-cookie": ("51f7f6ea", ("--cookie", "-b", "cookie", "cookies.as_dict", "cookies.get_dict", "cookies.items",
+        "cookies.to_dict", "set-cookie"), ("--cookie", "-b", "cookie", "cookies.as_dict", "cookies.get_dict",
+        "cookies.items", "cookies.to_dict", "set-cookie"), ()),
     "context-cookie-rows": ("6b7b6395", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
     "context-url-parameter": ("5ecba6fb", ("=",), (), ()),
@@ -10538,7 +10648,7 @@ RULE_WORDS = {
         "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("ddf65547", ("\n",), (), ()),
-    "context-html-table": ("09de8e81", ("</th>", "></td>"), ("<tr",), ("</tr>",)),
+    "context-html-table": ("76320142", ("</tr>",), ("<table", "<tr"), ("</td>",)),
     "context-html-login-row": ("d350f052", ("</td>",), ("<tr",), ("</tr>",)),
     "context-literal-rows": ("d3d55068", (",",), (), ("\n",)),
     "context-markup-table": ("2a4195a1", (".. list-table::", "\\begin{tabular}", "{|", "|==="), (".. list-table::",
@@ -10612,7 +10722,7 @@ RULE_WORDS = {
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
-    "context-split-literal": ("0d1864d8", (), (), ()),
+    "context-split-literal": ("8f265dbe", (), (), ()),
     "context-wrapped-line": ("6eae216a", ("\n",), (), ()),
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("1da7408a", (), (), ()),

@@ -1522,6 +1522,81 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
 
+    def test_codes_under_what_they_open_and_in_sentences_that_say_so_are_redacted(self):
+        cases = {"BUILDING        FLAT   LOCKBOX   GATE\nHarbour View    3A     482917    730164\nHarbour View    6D     519304    n/a\n": ("482917", "730164", "519304"),
+                 "| 棟 | 部屋 | オートロック |\n|---|---|---|\n| 青葉 | 101 | 604218 |\n| 青葉 | 102 | 771935 |\n": ("604218", "771935"),
+                 "| Дом | Код домофона |\n|---|---|\n| Лесная 12 | 238461 |\n": ("238461",),
+                 "| 동 | 현관 비밀번호 |\n|---|---|\n| 201동 | 580317 |\n": ("580317",),
+                 "palvelinhuoneen ovikoodi on nyt 560218, kerro vain tiimille": ("560218",),
+                 "Depo bariyerinin kodu 731904, kimseye verme.": ("731904",),
+                 "la alarma del local la desactivás con 926413 antes de entrar": ("926413",),
+                 "通用口のオートロック解錠番号: 318842": ("318842",),
+                 "- key box 4B: 671209\n- Tape storage cage: 902645 + badge from security\n": ("671209", "902645"),
+                 'PARTNER_KEYS = {\n    "acme": "Qm8tZr2LxW4nVb7Kc1PdYs9",\n    "globex": "hT5wE3rN8qL2mZ6xC9vB1kJ",\n}\n': ("Qm8tZr2LxW4nVb7Kc1PdYs9", "hT5wE3rN8qL2mZ6xC9vB1kJ"),
+                 'val webhookSecret = StringBuilder()\n    .append("7c3e91ab04d5f26")\n    .append("e8b0a4c7d19f35b")\n    .toString()\n': ("7c3e91ab04d5f26", "e8b0a4c7d19f35b")}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        self.assertIn("StringBuilder()", cc.redact('val webhookSecret = StringBuilder()\n    .append("7c3e91ab04d5f26")\n    .append("e8b0a4c7d19f35b")\n')[0])
+        kept = ("FLIGHT   GATE   STAND\nBA417    B12    204\nLH903    A7     118\n",
+                'CACHE_KEYS = {\n    "profile": "user:profile:v2",\n    "feed": "user:feed:v5",\n}\n',
+                'ARTIFACT_KEYS = {\n    "linux": "8c1f0e3a9b7d2c4e6f8a0b1c3d5e7f90",\n    "mac": "1d3f5a7c9e0b2d4f6a8c0e1f3b5d7a9c",\n}\n',
+                "der Fehler hat den virhekoodi 404112 auf Finnisch gemeldet",
+                "  apiSecret: mustEnv(\"MATTERPORT_TOKEN_SECRET\"),",
+                "body: JSON.stringify({ client_secret: secret.value! }),",
+                "#define HB_ERR_BAD_PASSWORD      0x8001\n#define HB_ERR_TOKEN_EXPIRED     0x8002",
+                "binaryData:\n  key-icon.svg: PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCI+PC9zdmc+",
+                "$ sha256sum VOL008.7z VOL008.7z.par2\nfe01e680d81755f8020aac1ff599bdf800d4c0f3deac78a18cf055529c644f26  CASE_PROD_VOL008.7z\n"
+                "17c6ba0451e652be63e93ca274697f3bd0b66e9a0951f90ae601b4aa5cedb39c  CASE_PROD_VOL008.7z.par2\n")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
+    def test_cookies_a_prose_cookie_list_labelled_parts_and_a_login_at_a_host_are_redacted(self):
+        cases = {">>> sess.cookies.get_dict()\n{'PORTALSESSION': '9b2e71c4d05fa83e6c1b94d7a02f5e8c31d6b0a9', 'lang': 'de'}": ("9b2e71c4d05fa83e6c1b94d7a02f5e8c31d6b0a9",),
+                 "ok here is the cookie from my browser: CaseSession=Zk3Wq8Lm2Rt5Yp9Xc4Vb; EcfToken=Hq7Nw2Kd9Lp4Tz6Rb3Xm8Vc5Jf1Gs0Ye": ("Zk3Wq8Lm2Rt5Yp9Xc4Vb", "Hq7Nw2Kd9Lp4Tz6Rb3Xm8Vc5Jf1Gs0Ye"),
+                 "[09:14] Petr: heslo k NAS ti pošlu po částech\n[09:14] Petr: první půlka: Vx7!kRq2\n[09:15] Petr: a zbytek: Lm9#tZ4w\n": ("Vx7!kRq2", "Lm9#tZ4w"),
+                 "[WA] Aina: kata laluan VPN: Bahagian 1: Ht5_wQ9zLe\n[WA] Aina: Bahagian 2: 3pK!x8Rv2N\n": ("Ht5_wQ9zLe", "3pK!x8Rv2N"),
+                 "SMS 1/2: your new VPN password begins Tr0ut-Ri\nSMS 2/2: ...and ends ver2024 - change it today": ("Tr0ut-Ri", "ver2024"),
+                 'var key = @"Gm4~TqP-Zx8_Lw2VbN7" +\n          @"Rk5sYd3QaW9mXe6TcH1";': ("Gm4~TqP-Zx8_Lw2VbN7", "Rk5sYd3QaW9mXe6TcH1"),
+                 'retry 2: connect to broker:Wq8-zKx_3LmT9vRb2NcY7pHd@mq.ops.internal:5671 refused': ("Wq8-zKx_3LmT9vRb2NcY7pHd",)}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        kept = ("Cookie policy: we set lang=de and theme=dark for every visitor",
+                "[09:14] Petr: první půlka zápasu skončila 2:1\n[09:15] Petr: a zbytek jsem nestihl",
+                "write to first.last@example.com or sales:team@example.org for details",
+                "image: registry.local/app:1.4.2@sha256:4f2a9c",
+                "Jangan hantar kata laluan melalui SMS. Guna Bitwarden — saya dah kongsi folder itu dengan awak.",
+                "# Ejemplo\nMP_WEBHOOK_SECRET=tu-secreto-aqui",
+                'stripe.api_key = "sk_test_" + "0" * 24  # a dummy for the unit tests',
+                "Segredo no Azure Key Vault: kv-ops-lit-weu / portal-certificado-pin")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
+    def test_a_comment_above_a_plain_first_row_backup_codes_an_indented_wrap_and_a_key_below_a_blank_line_are_redacted(self):
+        cases = {'# keeps the tenants\' files in the cache\nFILES_FERNET_KEY = b"Hq3vNw8LzK2mXp5RtY7cB4dF6gJ9kS1aE0uWoQiZxVs="': ("Hq3vNw8LzK2mXp5RtY7cB4dF6gJ9kS1aE0uWoQiZxVs",),
+                 '<table border="1"><tr><td>Käyttäjä</td><td>Salasana</td></tr>\n<tr><td>arkisto.koski</td><td>Lumi.Kettu2017</td></tr></table>': ("Lumi.Kettu2017",),
+                 "portal\tlogin\tpassword\tmfa_backup\nCaseWorks\tops.team\tfern!harbor71\tq7wd-2kxp-m9zt\n": ("fern!harbor71", "q7wd-2kxp-m9zt"),
+                 "data:\n  signer.json: 9fLq2Xw7RtK3mZ8vNc4PbY6hJd1SgA5eWu0oTiQx/+Lk7Mn2Bv9Cx4Zs8Dq3Fw6Gr1Hy5Jt0Ku\n    Pm4Nq8Rs2Tv6Uw0Xy3Za7Bc1De5Fg9Hi2Jk6Lm0No4Pq8Rs2Tv6Uw0Xy3Za7Bc1De5Fg9Hi2Jk6L\n": ("9fLq2Xw7RtK3mZ8vNc4PbY6hJd1SgA5eWu0oTiQx",),
+                 "Hi Ana, your production API key for the workspace is below. It will not be shown again.\n\n    Kd8Wq2Lz5Xn7Rv3Tb9Mc4Yp6Hs1Jf0Ge\n\nRegards": ("Kd8Wq2Lz5Xn7Rv3Tb9Mc4Yp6Hs1Jf0Ge",)}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        kept = ("<table><tr><td>Käyttäjä</td><td>Salasana</td></tr>\n<tr><td>arkisto.koski</td><td>in the vault</td></tr></table>",
+                "user\tmfa\nops.team\tenabled\n",
+                "# the public key\nSIGNING_KEY_ID = 7")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_account_rows_api_key_lists_and_short_tsv_rows_are_redacted(self):
         cases = {"SFTP drop boxes (lab partners)\n  Covance   lab_dm          maple-harbor-violet-crane\n  Q2        lab_biostat     pl4n&k3ttle7\n": ("maple-harbor-violet-crane", "pl4n&k3ttle7"),
                  "Printers (admin accounts)\n  Floor 2   HP M479    admin   Birch2016\n  Floor 3   Canon C5840 admin  otter-M00n44\n": ("Birch2016", "otter-M00n44"),
@@ -2425,8 +2500,8 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
         # says how to keep a start; raise this bound only for a rule that cannot have one.
         table = cc._rule_table()
         whole = [rule.name for index, (rule, _, starts) in enumerate(table) if not starts and cc._compiled_rule(index)[1] is None]
-        self.assertLessEqual(len(whole), 106, whole)  # (104: cookie-with-attributes, whose name is any word; 105: short-flag-random-value, whose flag is one letter;
-        # 106: context-literal-rows, whose header may name its credential in any of its items)
+        self.assertLessEqual(len(whole), 107, whole)  # (104: cookie-with-attributes, whose name is any word; 105: short-flag-random-value, whose flag is one letter;
+        # 106: context-literal-rows, whose header may name its credential in any of its items; 107: login-at-host, which starts at a colon)
         for name in ("context-split-secret", "code-for-a-place", "context-credential-word", "tls-key-log-secret"):
             self.assertNotIn(name, whole)
 
@@ -11545,7 +11620,7 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
 # context, data science, mobile and embedded, enterprise IT; at stop 27 a web agency, fintech, a game
-# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; 0.85 to 0.95 unseen), held at the (recall,
+# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; 0.85 to 0.95 unseen), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
 BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.96, 0.99),
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
@@ -11561,7 +11636,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind115_corpus.json": (0.97, 0.99), "blind117_corpus.json": (0.95, 0.99),
                  "blind120_corpus.json": (0.95, 0.99), "blind122_corpus.json": (0.96, 0.98),
                  "blind124_corpus.json": (0.97, 0.99), "blind126_corpus.json": (0.96, 0.99),
-                 "blind128_corpus.json": (0.98, 0.99), "blind130_corpus.json": (0.95, 0.99)}
+                 "blind128_corpus.json": (0.98, 0.99), "blind130_corpus.json": (0.95, 0.99),
+                 "blind132_corpus.json": (0.97, 0.99), "blind134_corpus.json": (0.98, 0.99)}
 
 
 def corpus_texts() -> list:
