@@ -2488,6 +2488,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?(?:keygen\b|gossip[ \t]+keyring[ \t]+generate)|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
     r"|aws[ \t]+kms[ \t]+(?:generate-data-key|generate-random|decrypt)\b|git-crypt[ \t]+export-key"  # a data key's plaintext, git-crypt's key
+    r"|(?:(?:npx|bunx|pnpm[ \t]+dlx)[ \t]+)?wrangler[ \t]+kv(?::key|[ \t]+key)[ \t]+get\b[^\n]*?(?i:secret|token|passw|api.?key|cred)"  # a Workers KV value under a secret's name
     r"|(?:python3?|node|ruby|php|deno|bun)\b[^\n]*?(?:\.generate\(\)|generate_key\(|token_(?:hex|urlsafe|bytes)\(|urandom\(|randomBytes\(|SecureRandom\.|get_random_secret_key\()"  # a one-liner that prints a key it makes
     r"|(?:[\w\-./]+[ \t]+){0,3}?" + _SETTING_GETTER + "|" + _ENV_VARIABLES_PRINTED +  # `wp config get DB_PASSWORD`, `$env:DATTO_API_SECRET`
     r"|(?:python3?|node|ruby|perl|php|deno|bun|[\w./\-]*manage\.py|(?:bin/)?rails)\b[^\n]*?[ \t(;\"'](?:print|puts|pp|p|console\.log|echo|var_dump|say)[ \t(]+[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)"  # one-liners: python -c "print(settings.SECRET_KEY)"
@@ -3347,7 +3348,8 @@ _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|
                          r"|keyring[ \t]+get|output[ \t]+-raw|--plain\b|get-access-token[^\n]*-o[ \t]+tsv|initial-password"
                          r"|nmcli[^\n]*[ \t](?:-s|--show-secrets)[^\n]*[ \t]-g[ \t]+\S*(?:psk|password)"
                          r"|printenv[ \t]+\w*(?:PASS|PWD|TOKEN|SECRET|KEY|pass|token|secret|key)\w*[ \t]*$"
-                         r"|--query[ \t=]+[\"']?value[\"']?[ \t]+(?:-o|--output)[ \t=]+tsv|" + _SETTING_GETTER + "|^" + _ENV_VARIABLES_PRINTED)
+                         r"|--query[ \t=]+[\"']?value[\"']?[ \t]+(?:-o|--output)[ \t=]+tsv|-AsPlainText\b|wrangler[ \t]+kv(?::key|[ \t]+key)[ \t]+get\b"
+                         r"|" + _SETTING_GETTER + "|^" + _ENV_VARIABLES_PRINTED)
 
 
 # What a shell says of a word it could not run: a password typed at the prompt (sudo had timed out,
@@ -8464,6 +8466,26 @@ def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
     return _replace_spans(text, spans, count, replaced)
 
 
+# A string literal that a comment at its line's end names as a credential: `"herbst2858",   # PIN`, `"…", // API key`.
+_LITERAL_NAMED_BY_COMMENT = (r"(?im)([\"'])([^\"'\n\\]{4,200})\1[ \t]*[,;)]?[ \t]*(?:#|//|--|/\*)[ \t]*"
+                             r"(?P<word>pin|passcode|password|passwort|kennwort|mot de passe|contrase[ñn]a|senha|has[łl]o|api[ _\-]?key|secret|token|passphrase)"
+                             r"(?:[ \t]*[(/:\-][^\n]{0,30})?[ \t]*(?:\*/)?[ \t]*$")
+
+
+def _redact_literals_named_by_comments(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with each string literal that the comment at its line's end names as a
+    credential (_LITERAL_NAMED_BY_COMMENT): a PIN's digits, or a value a person chose or a machine
+    made; never a reference or a placeholder."""
+    found = []
+    for literal in _regex(_LITERAL_NAMED_BY_COMMENT).finditer(original):
+        value, word = literal.group(2), literal.group("word").lower()
+        if _is_reference(value) or _is_placeholder(value) or _is_path_or_version(value) or " " in value.strip():
+            continue
+        if word.startswith("pin") and _regex(r"\d{4,8}").fullmatch(value) or _looks_like_a_secret(value):
+            found.append(value)
+    return _redact_found_again(text, count, replaced, found)
+
+
 def _holds_labelled_parts(lowered: str) -> bool:
     """A cheap look for _redact_labelled_parts: a first part's words and a rest's (a few letters of each)."""
     return any(word in lowered for word in _FIRST_WORDS_SEEN) and any(word in lowered for word in _REST_WORDS_SEEN)
@@ -8802,6 +8824,8 @@ def _second_readings(original: str) -> list:
         readings.append(("text as written", _redact_read_as_written))
     if "\n" in original and (":" in original or "：" in original):
         readings.append(("a secret in two messages", _redact_message_pairs))
+    if ("#" in original or "//" in original or "--" in original) and _regex(_LITERAL_NAMED_BY_COMMENT).search(original):
+        readings.append(("a literal its comment names", _redact_literals_named_by_comments))
     if "\n" in original and _holds_labelled_parts(original.lower()):
         readings.append(("a secret's labelled parts", _redact_labelled_parts))
     if "\n" in original and ("  " in original or "\t" in original):
@@ -10624,7 +10648,7 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("cae36471", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
+    "context-command-output": ("c9b5af57", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
         "--reveal", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".generate()",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd",
         ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret",
@@ -10642,7 +10666,7 @@ RULE_WORDS = {
         "pwd", "pwgen", "python", "rails", "randombytes(", "read", "requirepass", "reset-password", "ruby", "runner",
         "secret", "secret-tool", "securerandom.", "shadow", "signin", "solana", "sops", "status", "storage",
         "systemd-creds", "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock",
-        "urandom(", "variables", "vault", "vercel", "wallet"), (), ("\n",)),
+        "urandom(", "variables", "vault", "vercel", "wallet", "wrangler"), (), ("\n",)),
     "context-file-shown": ("96160b04", ("==>\t", "==> ", "⏺ read(", "⏺read(", "● read(", "●read("), ("==>\t", "==> ",
         "⏺ read(", "⏺read(", "● read(", "●read("), (".auth", ".key", ".netrc", ".pgpass", ".psk", ".pw", "auth.txt",
         "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),

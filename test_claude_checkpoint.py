@@ -1597,6 +1597,24 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
 
+    def test_a_plain_text_secret_read_a_kv_value_and_a_literal_its_comment_names_are_redacted(self):
+        cases = {'PS C:\\> Get-AzKeyVaultSecret -VaultName kv-ops -Name "fw-admin" -AsPlainText\nv9C=kkhpRwTMnoYe\nPS C:\\> ': ("v9C=kkhpRwTMnoYe",),
+                 '$ npx wrangler kv key get --binding=CONFIG "stripe_secret_live" --remote\n4f0c9e2ab71d38e65c0f92a4b7d1e83c': ("4f0c9e2ab71d38e65c0f92a4b7d1e83c",),
+                 'client = FinTS3PinTanClient(\n    "10020030",        # BLZ\n    "7731094821",      # Login\n    "sommer4471",      # PIN\n)': ("sommer4471",),
+                 'const cfg = {\n  host: "sftp.partner.example",\n  pass: process.env.X,\n  key: "Zq8Lm2Xr5Kp7Wt3N", // API key (sandbox)\n};': ("Zq8Lm2Xr5Kp7Wt3N",)}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        kept = ('$ npx wrangler kv key get --binding=CONFIG "feature_flags" --remote\n{"beta": true}',
+                'client = FinTS3PinTanClient(\n    "10020030",        # BLZ\n    os.environ["FINTS_PIN"],  # PIN\n)',
+                'retries = "3"  # token bucket size',
+                'label = "Enter your PIN"  # PIN prompt')
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_account_rows_api_key_lists_and_short_tsv_rows_are_redacted(self):
         cases = {"SFTP drop boxes (lab partners)\n  Covance   lab_dm          maple-harbor-violet-crane\n  Q2        lab_biostat     pl4n&k3ttle7\n": ("maple-harbor-violet-crane", "pl4n&k3ttle7"),
                  "Printers (admin accounts)\n  Floor 2   HP M479    admin   Birch2016\n  Floor 3   Canon C5840 admin  otter-M00n44\n": ("Birch2016", "otter-M00n44"),
