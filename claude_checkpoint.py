@@ -7991,6 +7991,9 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
     one); or in the sentence that says what it unlocks (_CODE_ALONE). Each sentence is read once,
     however many numbers it holds."""
     import bisect
+    candidates = [found for found in _regex(_BARE_CODE).finditer(original)]
+    if not candidates:
+        return text, count  # (most texts hold no number a code could be: their sentences are not read)
     ends = [found.end() for found in _regex(_SENTENCE_END).finditer(original)]
     said: dict = {}  # a sentence's index: whether it names a code, a place, and what needs no place
 
@@ -8002,7 +8005,7 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
         return said[index]
 
     codes = []
-    for found in _regex(_BARE_CODE).finditer(original):
+    for found in candidates:
         value = found.group(1)
         if len(value) == 8 and _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:[0-2]\d|3[01])").fullmatch(value):
             continue  # a date: 20250304
@@ -8810,7 +8813,7 @@ def _second_readings(original: str) -> list:
     readings = []
     if original.count(" ") >= 11:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
-    if _regex(r"\d{6}").search(original) and (_regex(_CODE_SAID).search(original) or _regex(_CODE_ALONE).search(original)):
+    if _regex(r"\d{6}").search(original):  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
     if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and _regex(_PASSWORD_WORDS).search(original):
         readings.append(("password in a sentence", _redact_passwords_in_sentences))
