@@ -8027,6 +8027,9 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|парол\w{0,3}|κωδικ\w{0,3}"
                    r"|kata sandi|sandi|mật khẩu|كلمة (?:المرور|السر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
+# A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
+_PASSWORD_WORDS_SEEN = ("pass", "pw", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
+                        "adgangskode", "kodeord", "koden", "sifre", "sandi")
 _SENTENCE_PASSWORD = r"(?<![^\s\"'“„«(])([^\s\"'”“«»()\[\]{}<>,;=:`/\\@]{8,40}?)[.,;:?)]*(?=[\s\"'”»)]|$)"
 _SENTENCE_QUOTED = r"(?<!\w)[\"“„«`]([^\s\"“”„«»`]{8,40})[\"”“»`](?!\w)"  # a value in quotes: what a sentence quotes is a literal
 
@@ -8815,7 +8818,7 @@ def _second_readings(original: str) -> list:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
     if _regex(r"\d{6}").search(original):  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
-    if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and _regex(_PASSWORD_WORDS).search(original):
+    if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and _may_hold_a_word(original, _PASSWORD_WORDS_SEEN) and _regex(_PASSWORD_WORDS).search(original):
         readings.append(("password in a sentence", _redact_passwords_in_sentences))
     if "join" in original or "[@]}" in original:
         readings.append(("list joined under a secret's name", _redact_joined_by_name))

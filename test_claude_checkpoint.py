@@ -2510,6 +2510,16 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
         self.assertIn("context-credential-word", [rule.name for _, rule, _ in rules])
         self.assert_scan_finds_what_finditer_finds(texts, rules)
 
+    def test_the_cheap_look_for_password_words_sees_every_ascii_one(self):
+        # "password in a sentence" runs only where _may_hold_a_word finds one of _PASSWORD_WORDS_SEEN:
+        # each word of _PASSWORD_WORDS an ASCII text can hold must hold one of them.
+        for word in ("password", "Passwort", "passwd", "passphrase", "pass word", "pw", "pwd", "Kennwort", "contrasena", "senha",
+                     "wachtwoord", "losenord", "haslo", "heslo", "parola", "passord", "adgangskode", "kodeord", "koden", "sifresi", "kata sandi"):
+            with self.subTest(word=word):
+                self.assertIsNotNone(cc._regex(cc._PASSWORD_WORDS).search(word))
+                self.assertTrue(cc._may_hold_a_word(word, cc._PASSWORD_WORDS_SEEN))
+        self.assertFalse(cc._may_hold_a_word("the build is green, ship it!", cc._PASSWORD_WORDS_SEEN))
+
     def test_few_rules_read_every_text_whole(self):
         # A rule with neither start words nor a head reads the whole of each text that holds its
         # words: an alternative whose start _rule_words cannot see (a class `[前后]`, an optional
