@@ -1779,6 +1779,21 @@ def _accept_login_at_host(match: Any) -> bool:
     return user is not None and looks_machine_generated(match.group("s")) and not _is_reference(match.group("s"))
 
 
+def _accept_voucher(match: Any) -> bool:
+    """A voucher's code (a guest Wi-Fi's, a hotspot's): groups of letters and digits, a digit among them, in
+    capitals or small letters alone (not a word's `Summer-Sale`), no reference."""
+    value = match.group("s")
+    return any(map(str.isdigit, value)) and (value.isupper() or value.islower() or value.replace("-", "").isdigit()) and not _is_reference(value)
+
+
+def _accept_reset_password(match: Any) -> bool:
+    """What a helpdesk reset someone to (`reset me to …`): a password of all four kinds of character,
+    a sign among them; never a path, a version, a branch, an address or a reference."""
+    value = match.group("s")
+    return all((any(map(str.islower, value)), any(map(str.isupper, value)), any(map(str.isdigit, value)), _regex(r"[!#$%&*+?@^~_\-]").search(value))) and not (
+        "/" in value or "://" in value or _is_path_or_version(value) or _is_reference(value) or _regex(_EMAIL_ADDRESS).fullmatch(value))
+
+
 def _accept_machine_made(match: Any) -> bool:
     """A value a machine made (looks_machine_generated): a cookie's, not `theme=dark-high-contrast-v2`."""
     return looks_machine_generated(match.group("s"))
@@ -3686,6 +3701,8 @@ def _credential_columns(names: list) -> tuple:
             columns.append((index, "door" if opens else "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts, or any PIN's beside a place
         elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:alarm\w{0,6}|allarm[ei]|larm\w{0,3})").fullmatch(name.strip()):
             columns.append((index, "door"))  # an alarm's column holds its code: `Van alarm`
+        elif _regex(r"(?i)(?:wi-?fi[ _]|guest[ _]|hotspot[ _])?vouchers?(?:[ _]codes?)?|券码").fullmatch(name.strip()):
+            columns.append((index, "voucher"))  # a guest Wi-Fi's vouchers: `kongre-7731-ruzgar`, `7ZHD-3RTV`
         elif _regex(_LOCK_COLUMN).fullmatch(name.strip()):
             columns.append((index, "lock"))  # what a code opens, the code's word left out: `LOCKBOX`, `PORTERO`, `オートロック`
         elif strength == 1 and (parts := set(_name_parts(name))) & {"password", "passwd", "pwd", "pw", "pass"} and not parts & (
@@ -3722,6 +3739,8 @@ def _is_secret_cell(value: str, kind: str) -> bool:
         return False  # a Windows security identifier under `SID`, not a session's id
     if kind in ("keypad", "door"):  # a door's or a safe's code: `5645#94`; its digits alone under a code of a place
         return _regex(r"\d{2,6}[#*]\d{0,6}|[#*]\d{3,8}" + (r"|\d{4,8}" if kind == "door" else "")).fullmatch(value) is not None
+    if kind == "voucher":  # groups of letters and digits joined by dashes, a digit among them
+        return _regex(r"[A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){1,3}").fullmatch(value) is not None and any(map(str.isdigit, value))
     if kind == "lock":  # under what it opens, a code's digits: five or more, where a gate's or a door's number has fewer
         return _regex(r"\d{5,8}[#*]?").fullmatch(value) is not None
     if kind == "machine":
@@ -5831,6 +5850,15 @@ registry-query-secret        chosen                 (?im)(?:password|passwd|pwd|
 #   catch:     DefaultPassword    REG_SZ    «guad4l4j4ra11?»
 #   keep:      DefaultUserName    REG_SZ    kiosk
 #   keep:      PasswordExpiryWarning    REG_SZ    14
+voucher-code                 voucher                (?i)(?:(?<![\w\-])vouchers?|券码|兑换码)(?:[ \t]+codes?)?(?:[^\n.]{0,40}?[ \t](?:is|are|ist|es|est|è|é)|[ \t]*[:：=是]|[ \t]+(?:code[ \t]+)?)[ \t]*["'`“]?(?P<s>[A-Za-z0-9]{4,6}(?:-[A-Za-z0-9]{4,6}){1,3})(?![\w\-])
+#   catch: the crew wifi voucher for this week is not working. Voucher is «QK7D-MVTA» from the 2nd mate
+#   catch: 船员WiFi本周的券码是 «HWQ2-9KRE» ，每人一个
+#   keep:  the voucher for this week is not working, can you print a new one?
+#   keep:  voucher code: SUMMER-SALE
+reset-to-password            reset-password         (?i)\breset(?:[ \t]+(?:me|it|you|him|her|them|us))?[ \t]+to[ \t]+(?P<s>[^\s"'`<>()\[\]{}]{8,64}?)(?=[.,;:]?(?:\s|$))
+#   catch: citrix kicked me out and the helpdesk reset me to «VOLT!volt1984» — can you check the cache?
+#   keep:  git reset to origin/main-2024.1 before the release
+#   keep:  I reset the counter to MaxValue1 yesterday
 windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:[a-z]\w{0,30}\.)?(?:p|pass|password[do]?|passwd|pwd)[:=]{TOOL_VALUE}
 #   keep:        argv.push('/p:Configuration=' + buildType + ';Platform=' + p)
 #   catch: netdom join %COMPUTERNAME% /domain:corp /userd:CORP\svc_join /passwordd:«70VVMrf78#9J-!FDLLnb» /reboot:10
@@ -7696,7 +7724,7 @@ ACCEPT_CHECKS = {
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "key-body": _accept_key_body, "quoted-key": _accept_quoted_key,
-    "machine-made": _accept_machine_made, "login-at-host": _accept_login_at_host, "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
+    "machine-made": _accept_machine_made, "login-at-host": _accept_login_at_host, "reset-password": _accept_reset_password, "voucher": _accept_voucher, "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
     "named-random": _accept_named_random, "cookie-value": _accept_cookie_value, "cookie-row-value": _accept_cookie_value, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
@@ -10248,6 +10276,8 @@ RULE_WORDS = {
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
     "registry-query-secret": ("a8103a1b", ("reg_expand_sz", "reg_sz"), ("apikey", "passphrase", "passwd", "password",
         "pwd", "secret", "token"), ("apikey", "passphrase", "passwd", "password", "pwd", "secret", "token")),
+    "voucher-code": ("7f29fe50", ("voucher", "兑换码", "券码"), ("voucher", "兑换码", "券码"), ("-",)),
+    "reset-to-password": ("1311e741", ("reset",), ("reset",), ("to",)),
     "windows-password-switch": ("e95bcfad", ("/",), (), ()),
     "keystore-file-password": ("cd1f39f9", (".bks", ".jks", ".keystore", ".p12", ".pfx"), (), (",",)),
     "home-assistant-webhook-id": ("63f25be8", ("webhook_id:",), (), ()),

@@ -1615,6 +1615,24 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
 
+    def test_a_password_a_helpdesk_reset_someone_to_and_wifi_vouchers_are_redacted(self):
+        cases = {"vpn threw me out again and IT reset me to Harb0r!lamp77, is the portal caching the old one?": ("Harb0r!lamp77",),
+                 "Guest wifi voucher is XK4T-PQ7M, valid until Sunday": ("XK4T-PQ7M",),
+                 "访客WiFi的券码是 MV3Q-8TZA ，请勿转发": ("MV3Q-8TZA",),
+                 "voucher\tvalid_from\tvalid_to\nexpo-4471-mavi\t2025-03-01\t2025-03-03\nexpo-9012-kirmizi\t2025-03-01\t2025-03-03\n": ("expo-4471-mavi", "expo-9012-kirmizi")}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        kept = ("run git reset to origin/release-2024.1 before tagging",
+                "we reset the retry budget to MaxRetries3 after the incident",
+                "the voucher for this week is not working, can you print a new one?",
+                "use voucher code SUMMER-SALE at checkout")
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_account_rows_api_key_lists_and_short_tsv_rows_are_redacted(self):
         cases = {"SFTP drop boxes (lab partners)\n  Covance   lab_dm          maple-harbor-violet-crane\n  Q2        lab_biostat     pl4n&k3ttle7\n": ("maple-harbor-violet-crane", "pl4n&k3ttle7"),
                  "Printers (admin accounts)\n  Floor 2   HP M479    admin   Birch2016\n  Floor 3   Canon C5840 admin  otter-M00n44\n": ("Birch2016", "otter-M00n44"),
