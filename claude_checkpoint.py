@@ -1791,7 +1791,7 @@ def _accept_reset_password(match: Any) -> bool:
     a sign among them; never a path, a version, a branch, an address or a reference."""
     value = match.group("s")
     return all((any(map(str.islower, value)), any(map(str.isupper, value)), any(map(str.isdigit, value)), _regex(r"[!#$%&*+?@^~_\-]").search(value))) and not (
-        "/" in value or "://" in value or _is_path_or_version(value) or _is_reference(value) or _regex(_EMAIL_ADDRESS).fullmatch(value))
+        "/" in value or _is_path_or_version(value) or _is_reference(value) or _regex(_EMAIL_ADDRESS).fullmatch(value))
 
 
 def _accept_machine_made(match: Any) -> bool:
@@ -1896,6 +1896,8 @@ def _is_call(value: str) -> bool:
         return True  # a PowerShell cmdlet: `$env:API_TOKEN = Read-Host -Prompt …`
     if value.endswith("(") and value[:1].isupper() and _is_built_of_words(value[:-1]):
         return True  # a constructor's start: `new AuthenticationHeaderValue(`
+    if value.endswith("()") and _regex(r"(?:new[ \t]+)?[A-Z][A-Za-z0-9]{2,60}\(\)").fullmatch(value) and _is_built_of_words(value.rsplit(" ", 1)[-1][:-2]):
+        return True  # a constructor called with nothing: `StringBuilder()`, `new StringBuilder()`
     return _regex(r"[A-Za-z_$][\w$]*(?:\[[^\]\s]{0,20}\])?(?:\.[A-Za-z_$][\w$]*)*[!?]?\((?:[^()\s]{0,40}|.{0,40}\)|[A-Za-z_$][\w$.]*\([^()\s]{0,40})").fullmatch(value) is not None and (
         "." in value or "_" in value or len(value.split("(", 1)[0]) >= 4 and value[0].islower())
 
@@ -8543,7 +8545,10 @@ def _redact_labelled_parts(original: str, text: str, count: int, replaced: list)
         line_start, line_end = original.rfind("\n", 0, first.start()) + 1, original.find("\n", first.end())
         if line_end < 0:
             break
-        above = original[original.rfind("\n", 0, max(0, original.rfind("\n", 0, max(0, line_start - 1)))) + 1:first.start()]
+        above_start = line_start
+        for _ in range(2):  # the two lines above, and the first's own line up to it
+            above_start = original.rfind("\n", 0, max(0, above_start - 1)) + 1
+        above = original[above_start:first.start()]
         if not (_regex(_PASSWORD_WORDS).search(above) or _regex(_PROSE_SECRET_WORDS).search(above)):
             continue
         rest = _regex(_REST_GIVEN).search(original, line_end, _end_of_lines_below(original, line_end, 3))
@@ -8562,7 +8567,7 @@ def _reads_as_first_part(value: str, one_plain_word: bool = False) -> bool:
         value = value[1:]  # `$SunshineS` in prose is no variable
     if REDACTED in value or _regex(r"[a-z][a-z0-9+.\-]*://").match(value) or _is_path_or_version(value) or _is_reference(value):
         return False
-    if value[-1:] == ")" and _regex(r"(?:new[ \t]+)?[A-Za-z_][\w.]*\([^()]*\)").fullmatch(value):
+    if value[-1:] == ")" and _is_call(value):
         return False  # code's call: `val plaidSecret = StringBuilder()` above its appends
     return _is_part_of_a_secret(value) or (" " in value or one_plain_word) and not set(value.lower().split()) & _COMMON_WORDS
 
@@ -8858,7 +8863,7 @@ def _second_readings(original: str) -> list:
         readings.append(("text as written", _redact_read_as_written))
     if "\n" in original and (":" in original or "：" in original):
         readings.append(("a secret in two messages", _redact_message_pairs))
-    if ("#" in original or "//" in original or "--" in original) and _regex(_LITERAL_NAMED_BY_COMMENT).search(original):
+    if "#" in original or "//" in original or "--" in original:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
     if "\n" in original and _holds_labelled_parts(original.lower()):
         readings.append(("a secret's labelled parts", _redact_labelled_parts))
