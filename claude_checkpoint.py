@@ -1029,8 +1029,8 @@ def secret_strength(name: str) -> int:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if parts[-2:] in (["sess", "id"], ["session", "id"], ["auth", "id"]):
         return 0 if parts[0] == "acct" else 1  # a session's cookie (Domino's DomAuthSessId, session_id, Citrix's CtxsAuthId): a secret when machine-made; RADIUS's Acct-Session-Id counts time
-    if len(parts) > 1 and parts[0] in _MESSAGE_WORDS:
-        return 0  # a message's or a label's name: ERROR_INVALID_PASSWORD = "E7306", LABEL_PASSWORD
+    if len(parts) > 1 and (parts[0] in _MESSAGE_WORDS or parts[-1] in _MESSAGE_WORDS and parts[-1] not in ("text", "i18n")):
+        return 0  # a message's or a label's name: ERROR_INVALID_PASSWORD = "E7306", LABEL_PASSWORD, login.pin.label (a secret's text stays one: secret_text)
     if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET or (
             parts[-1][-1:] == "s" and parts[-1][:-1] in _ABOUT_A_SECRET):  # PASSWORD_HASHERS as PASSWORD_HASHER
         return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest, nextPageToken a cursor
@@ -2505,6 +2505,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|[\w\-]+[ \t]+(?:[\w\-]+[ \t]+)?(?:api-?keys?|apiKeys|access-keys?)[ \t]+create\b|[\w./\-]*reset-password\b|[\w\-]+[ \t]+(?:operator[ \t]+)?(?:keygen\b|gossip[ \t]+keyring[ \t]+generate)|(?:php[ \t]+)?artisan[ \t]+key:generate|[\w\-]+[ \t]+acl[ \t]+bootstrap"
     r"|(?i:config[ \t]+get[ \t]+(?:requirepass|masterauth))|mix[ \t]+phx\.gen\.secret|rails[ \t]+secret"
     r"|aws[ \t]+kms[ \t]+(?:generate-data-key|generate-random|decrypt)\b|git-crypt[ \t]+export-key"  # a data key's plaintext, git-crypt's key
+    r"|(?:hashcat|john)\b[^\n]*?[ \t]--show\b|(?:glab|gh)[ \t]+variable[ \t]+get\b[^\n]*?(?i:secret|token|passw|key|cred)"  # cracked hashes and their passwords; a CI variable's value
     r"|(?:(?:npx|bunx|pnpm[ \t]+dlx)[ \t]+)?wrangler[ \t]+kv(?::key|[ \t]+key)[ \t]+get\b[^\n]*?(?i:secret|token|passw|api.?key|cred)"  # a Workers KV value under a secret's name
     r"|(?:python3?|node|ruby|php|deno|bun)\b[^\n]*?(?:\.generate\(\)|generate_key\(|token_(?:hex|urlsafe|bytes)\(|urandom\(|randomBytes\(|SecureRandom\.|get_random_secret_key\()"  # a one-liner that prints a key it makes
     r"|(?:[\w\-./]+[ \t]+){0,3}?" + _SETTING_GETTER + "|" + _ENV_VARIABLES_PRINTED +  # `wp config get DB_PASSWORD`, `$env:DATTO_API_SECRET`
@@ -3365,7 +3366,7 @@ _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|
                          r"|keyring[ \t]+get|output[ \t]+-raw|--plain\b|get-access-token[^\n]*-o[ \t]+tsv|initial-password"
                          r"|nmcli[^\n]*[ \t](?:-s|--show-secrets)[^\n]*[ \t]-g[ \t]+\S*(?:psk|password)"
                          r"|printenv[ \t]+\w*(?:PASS|PWD|TOKEN|SECRET|KEY|pass|token|secret|key)\w*[ \t]*$"
-                         r"|--query[ \t=]+[\"']?value[\"']?[ \t]+(?:-o|--output)[ \t=]+tsv|-AsPlainText\b|wrangler[ \t]+kv(?::key|[ \t]+key)[ \t]+get\b"
+                         r"|--query[ \t=]+[\"']?value[\"']?[ \t]+(?:-o|--output)[ \t=]+tsv|-AsPlainText\b|wrangler[ \t]+kv(?::key|[ \t]+key)[ \t]+get\b|(?:glab|gh)[ \t]+variable[ \t]+get\b"
                          r"|" + _SETTING_GETTER + "|^" + _ENV_VARIABLES_PRINTED)
 
 
@@ -3481,6 +3482,8 @@ def _find_printed_secrets(match: Any) -> list:
     text, start, end = match.string, match.start("s"), match.end("s")
     if _regex(r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|PGP PUBLIC KEY BLOCK)").search(text[start:end]) and "PRIVATE" not in text[start:end]:
         return []  # `cat ca.pem` prints a certificate: public by design
+    if _regex(r"\|[ \t]*openssl[ \t]+(?:x509|req|crl)\b[^\n|]*-(?:noout|text|subject|issuer|dates|fingerprint)\b").search(text, match.start(), start):
+        return []  # a certificate's fields, read from a Secret: `… | base64 -d | openssl x509 -noout -subject`
     if _regex(r"\.pub(?:[ \t]*$|[ \t]*[|;&])").search(text, match.start(), start - 1) and _regex(r"[ \t]*(?:ssh|ecdsa|sk)-[\w\-@.]+[ \t]+AAAA").match(text, start):
         return []  # `cat ~/.ssh/id_ed25519.pub`: a public key and its comment (`mbauer@KVN-IT-WS03`)
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
@@ -4809,6 +4812,18 @@ pipeline-debug-result        not-reference          variables\[['"]\w{0,40}(?i:p
 tls-key-log-secret           -                      (?:CLIENT_RANDOM|CLIENT_EARLY_TRAFFIC_SECRET|CLIENT_HANDSHAKE_TRAFFIC_SECRET|SERVER_HANDSHAKE_TRAFFIC_SECRET|CLIENT_TRAFFIC_SECRET_|SERVER_TRAFFIC_SECRET_|EXPORTER_SECRET|EARLY_EXPORTER_SECRET)\d{0,2}[ \t]+[0-9a-fA-F]{64}[ \t]+(?P<s>[0-9a-fA-F]{64,96})\b
 #   catch: CLIENT_RANDOM f2c6b8a42055139a9a3fbbe53c418277b1764368b6a40dcdecfea9d80ba16264 «5b630677b89c8b6601c461ed3102e9f8be02e9f378261fcbed64fd6b9e79e8aabbd5e47a1753407a1d7057004a3f863e»
 #   keep:  export SSLKEYLOGFILE=/tmp/sslkeys.log  # then open it in Wireshark: CLIENT_RANDOM lines
+# SDP's SRTP master key and salt (RFC 4568): `a=crypto:<tag> <suite> inline:<base64>`, in a SIP call's body or trace.
+sdp-srtp-key                 -                      a=crypto:\d{1,9}[ \t]+[A-Z][A-Z0-9_]{4,40}[ \t]+inline:(?P<s>[A-Za-z0-9+/]{30,88}={0,2})(?![A-Za-z0-9+/=])
+#   catch: a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:«PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR»|2^20|1:32
+#   keep:  a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:<base64 key>  (SDES: the key travels in the SDP)
+# A Grandstream phone's provisioning values: P2 the admin's password, P196 the user's, P34 (and P406, P506, P606 for
+# accounts 2 to 4) a SIP account's authentication password, as `P34 = …` in a text config or `<P34>…</P34>` in XML.
+grandstream-password         not-reference          (?:<P(?P<tag>2|34|196|406|506|606)>|(?<![^\n \t])P(?:2|34|196|406|506|606)[ \t]*=[ \t]*(?=[^"'\s]))(?P<s>[^<\s#;]{4,64})(?(tag)</P(?P=tag)>|[ \t]*\r?(?:\n|$))
+#   catch: <P34>«Gr4nd-Desk-2201»</P34>
+#   catch: P2 = «Adm-Gxp-77Qz»
+#   keep:  P35 = 2201
+#   keep:  <P2>$PHONE_ADMIN_PASSWORD</P2>
+#   keep:  P2="ghp_sqIK92W6kFaqiF5jH7"
 # Tornado's signed cookie (Jupyter's login cookie): version, timestamp, name, then the value and its signature.
 tornado-signed-cookie        -                      \b2\|1:\d\|10:\d{10}\|\d{1,3}:[^|\s"]{1,100}\|(?:\d{1,4}:)?(?P<s>[A-Za-z0-9+/=]{8,4096}\|[0-9a-f]{64})\b
 #   catch: username-10-30-0-21-8888="2|1:0|10:1741165200|29:username-10-30-0-21-8888|«bWh0bDd6cUFzQmow|9156458fe13cf2978d58b7a8079458d28baae54d55927d760e493180249bfc1d»"
@@ -5522,7 +5537,7 @@ sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql
 ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}\s-w\s+{TOOL_VALUE}
 #   catch: ldapsearch -x -D "cn=admin,dc=example,dc=com" -w '«Saffron2395!»' -b "dc=example,dc=com"
 #   keep:  ldapsearch -x -D "cn=admin,dc=example,dc=com" -w "$LDAP_PW" -b "dc=example,dc=com"
-user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}u|-user|a|-auth)(?:\s+|=)["']?(?P<user>[^\s:'",]*)[:,](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
+user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}u|-user|a|-auth|-basic-auth)(?:\s+|=)["']?(?P<user>[^\s:'",]*)[:,](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
 #   keep:  deploy-docs:\n\tlftp -c "open -u docs,$$DOCS_SFTP_PASSWORD sftp://docs.example.de; mirror -R site/ /var/www/docs"
 #   catch: ##[command]curl -u :«ftchfksa62ypypzcly5ofijlcwtbiksld0g0q2n7578usewrouxi» https://feeds.dev.azure.com/harbor/_apis/packaging/feeds
 #   catch: curl -u admin:«pa55word» https://ci.example.com
@@ -5531,6 +5546,11 @@ user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}
 #   keep:  docker run --rm -u $UID:1000 -v "$PWD":/src node:20 npm ci
 #   keep:  node app.js | pino-http-send -u http://localhost:8080/logs
 #   keep:  Example: `curl -u admin:admin http://localhost:8080/api/health` (default dev credentials)
+#   catch: python -m ocpp_sim --cp-id CP-07 --basic-auth CP-07:«21783636361daf15ab5dcf6dd6a3ad7bd9545d81» --boot-vendor X
+# An API key given as the user, with no password or `X` for one (Freshdesk's, Harvest's, Chargify's `-u KEY:X`).
+api-key-as-user              random                 (?<![\w-])(?:-u|--user)(?:[ \t]+|=)["']?(?P<s>[A-Za-z0-9_\-]{16,128}):[Xx]?["']?(?=[ \t]|$)
+#   catch: curl -v -u «QQWZq5FOakTx4BgrPIOk»:X -H "Content-Type: application/json" https://acme.freshdesk.com/api/v2/tickets
+#   keep:  curl -u deploy-bot-readonly:X https://ci.example.com
 # `curl -u KEY:`: an API key as the user, with no password (Stripe's, Mailgun's), or a key of 40 or more before its secret (OPNsense's).
 user-is-the-key-flag         random                 -(?<![\w-]-)[a-zA-Z]{0,3}u[ \t]+["']?(?P<s>[A-Za-z0-9_\-][A-Za-z0-9_.\-]{11,127}):(?=["']?(?:\s|$)|(?<=[A-Za-z0-9_\-]{40}:))
 #   catch: curl -su «cbcbde92fe1a5fb2ae740f81be25a92e6301a99b»: https://api.piedpiper.dev/v2/charges?limit=3
@@ -7129,7 +7149,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: rfc2865.UserPassword_SetString(packet, "«Probe!Eduroam77»")
 #   catch: plc.set_session_password("«Lackier-1500-pw»")
 #   keep:  rfc2865.UserPassword_SetString(packet, os.Getenv("RADIUS_PROBE_PW"))
@@ -7965,7 +7985,7 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     if REDACTED in text and "\n" in text:
         text, count = _redact_wrapped_rest(text, count, replaced)
         text, count = _redact_wrapped_head(text, count, replaced)
-    if REDACTED in text and "\n" in text:
+    if REDACTED in text:  # (a line alone too: the literals of its collection)
         text, count = _redact_siblings(text, count, replaced)
     if REDACTED in text:
         text, count = _redact_prose_siblings(text, count, replaced)
@@ -8378,7 +8398,7 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
                        r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
-                       r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
+                       r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|\bund[ \t]+dann|\bsigue(?:[ \t]+con)?|\bcontinuarea|\brestul|\bpartea[ \t]+a[ \t]+doua|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|ו?ה?חלק[ \t]+ה?שני|החצי[ \t]+השני"
                        r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ"
                        r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+pili|\biliyobaki)|बाकी|दूसरा(?:[ \t]+हिस्सा)?")  # Hindi's (also written in Latin letters), Swahili's
@@ -8437,7 +8457,7 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
 # half: …", "eerste helft begint met …", "(1/2) …", "前半は…").
 _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \t]*(?:1|one)\b|\(1[ \t]*/[ \t]*2\)|\bteil[ \t]*1\b"
                       r"|\bprvn[íi][ \t]+(?:půlka|pulka|polovina|část|cast)|\bbah?agian[ \t]+(?:1|pertama)\b"  # Czech, Malay and Indonesian
-                      r"|\berste[rn]?[ \t]+(?:teil|hälfte)|\beerste[ \t]+(?:helft|deel)|\bpremi[eè]re[ \t]+partie|\bprimera[ \t]+(?:parte|mitad)|\bprima[ \t]+parte"
+                      r"|\berste[rn]?[ \t]+(?:teil|hälfte)|\banfang|\beerste[ \t]+(?:helft|deel)|\bpremi[eè]re[ \t]+partie|\bprimera[ \t]+(?:parte|mitad)|\bprima[ \t]+parte"
                       r"|\bprimeira[ \t]+parte|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım|kısmı)"
                       r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
                       r"|\bcomeça[ \t]+(?:com|por)|\bførste[ \t]+del(?:en)?|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
@@ -8466,9 +8486,9 @@ _REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of
                     "2nd", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
-                    "gefolgt", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
+                    "gefolgt", "und dann", "continuarea", "restul", "partea a doua", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
                     "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
-_FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
+_FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
                      "pehla", "pahla", "kwanza", "पहला")
@@ -8602,7 +8622,8 @@ _NO_SECRET_NAME_PARTS = frozenset("public pub id user username login email mail 
 def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the siblings of each redacted value redacted: the cells of its column in
     the rows around its row (_sibling_cells), the values of the lines of its line's shape around it
-    (_sibling_values), up to _SIBLING_REACH lines away and never past an empty line."""
+    (_sibling_values), up to _SIBLING_REACH lines away and never past an empty line; in a text of
+    one line, the literals of its collection (_sibling_literals)."""
     lines = text.split("\n")
     starts, position = [], 0
     for line in lines:
@@ -8610,10 +8631,48 @@ def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
         position += len(line) + 1
     spans: set = set()
     for index, line in enumerate(lines):
-        if REDACTED in line:
+        if REDACTED in line and len(lines) == 1:
+            spans.update((a, b) for _, a, b in _sibling_literals(lines, index))  # a line alone has no rows or lines around it
+        elif REDACTED in line:
             spans.update((starts[row] + a, starts[row] + b) for row, a, b in _sibling_cells(lines, index) + _sibling_values(lines, index, replaced)
-                         + _sibling_list_items(lines, index) + _sibling_members(lines, index) + _sibling_login_pairs(lines, index))
+                         + _sibling_list_items(lines, index) + _sibling_members(lines, index) + _sibling_login_pairs(lines, index)
+                         + _sibling_literals(lines, index))
     return _replace_spans(text, spans, count, replaced)
+
+
+# Code's string literal, in double or single quotes, and one that stands alone on its line as a part of a
+# longer one (`"…" \`, `"…" +`, `"…",` in parentheses): what a secret split over literals is made of.
+_QUOTED = r"\"[^\"\n]{1,1024}\"|'[^'\n]{1,1024}'"
+_LITERAL_LINE = r"[ \t]*(?:[+.&][ \t]*)?(?P<q>[\"'])(?P<v>[^\"'\s]{6,1024})(?P=q)[ \t]*(?:[+.&,]|\)[;,]?|\\)?[ \t]*\\?[ \t]*\r?"
+# A collection of literals on one line: `["…", "…"]`, `{"…", "…"}`, a tuple `("…", "…")` (not a call's arguments, which are
+# each a thing of its own: `Client("AC…", "«redacted»")`).
+_LITERAL_COLLECTION = r"(?:[\[{]|(?<![\w.$])\()[ \t]*(?:(?:" + _QUOTED + r")[ \t]*,[ \t]*)+(?:" + _QUOTED + r")[ \t]*,?[ \t]*[\]})]"
+
+
+def _sibling_literals(lines: list, index: int) -> list:
+    """(row, start, end) of the string literals that are the other parts of a redacted one: the
+    members of its collection on its line (`[]string{"«redacted»", "vspQ…", "J6Nt…"}`), and the literals
+    alone on the lines that continue it (`TOKEN="FlyV1 «redacted»"\` ⏎ `"ujgM…"`, a parenthesised
+    concatenation), each when a machine made it: a list of parts joined at run time."""
+    line, found = lines[index], []
+    for collection in _regex(_LITERAL_COLLECTION).finditer(line):
+        members = list(_regex(_QUOTED).finditer(line, collection.start(), collection.end()))
+        if any(REDACTED in member.group() for member in members):
+            found += [(index, member.start() + 1, member.end() - 1) for member in members
+                      if REDACTED not in member.group() and _is_split_literal_part(member.group()[1:-1])]
+    if _regex(r"[^\n]*[\"'][^\"'\n]*" + REDACTED + r"[^\"'\n]*[\"'][ \t]*(?:[+.&]|\\|\()?[ \t]*\r?").fullmatch(line):
+        for row in range(index + 1, min(len(lines), index + _SIBLING_REACH)):
+            part = _regex(_LITERAL_LINE).fullmatch(lines[row])
+            if not part or not _is_split_literal_part(part.group("v")):
+                break
+            found.append((row, *part.span("v")))
+    return found
+
+
+def _is_split_literal_part(value: str) -> bool:
+    """Whether a literal beside a redacted one is another part of its secret: a machine's token,
+    or a piece of one too short to tell (eight characters or more, of three kinds of character)."""
+    return _is_sibling_cell(value, False) and (looks_machine_generated(value) or len(value) >= 8 and _regex(r"(?=[^\d]*\d)(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])\S+").fullmatch(value) is not None)
 
 
 def _block_around(lines: list, index: int) -> range:
@@ -8770,8 +8829,8 @@ def _is_sibling_cell(value: str, header: bool) -> bool:
         return False
     if _regex(r"\w+://|[\w.+\-]+@[\w\-]+\.|\d{1,3}(?:\.\d{1,3}){3}|" + _TIMESTAMP).match(value):
         return False  # a URL, an e-mail address, an IP address, a date
-    if _regex(r"[a-z][a-z0-9]*(?:[_\-.][a-z0-9]+)*").fullmatch(value) and not _regex(_PASSPHRASE).fullmatch(value):
-        return False  # a name in small letters: `created_at`, `eu-west-1`, `smtp`
+    if _regex(r"[a-z][a-z0-9]*(?:[_\-.][a-z0-9]+)*").fullmatch(value) and not _regex(_PASSPHRASE).fullmatch(value) and not looks_machine_generated(value):
+        return False  # a name in small letters: `created_at`, `eu-west-1`, `smtp` (not a key in small hex: `eb34731a2dff…`)
     return not _names_a_secret(value)
 
 
@@ -8872,11 +8931,339 @@ def _second_readings(original: str) -> list:
     if _regex(r"[{\[(][ \t]*\r?\n").search(original):
         readings.append(("collection under a secret's name", _redact_collection_under_name))
     readings.append(("strings folded", _redact_folded))
+    if _CONTEXT_THRESHOLD < float("inf"):  # (its own search for tokens decides: most texts hold one)
+        readings.append(("a token its context names", _redact_by_context))
     if _regex(_CONTINUATION).search(original) or "=\n" in original and "quoted-printable" in original.lower() or _regex(_POWERSHELL_CONTINUATION).search(original):
         readings.append(("continued lines joined", _redact_continued))
     if _regex(_BASE64_TOKEN).search(original):
         readings.append(("base64 decoded", _redact_decoded))
     return readings
+
+
+# A machine's token that the words around it name as a secret, where no rule reads them: a judge
+# learned from the tuned corpora (.ci/corpus), not written. Its interface is small: _context_tokens
+# says what counts as random (looks_machine_generated, and no mask, placeholder, reference, path or
+# URL-encoded text), context_features what counts as a context (the words before the token on its line,
+# on the line above and after it; the name it is given; the mark before it; its shape), and
+# context_score adds up the weights of _CONTEXT_MODEL for those features. A score of
+# _CONTEXT_THRESHOLD or more is a secret. The weights come from `python3 test_claude_checkpoint.py
+# --train-context` (logistic regression, the tuned corpora's caught and missed secrets against their
+# benign texts' tokens); the threshold from the same run's two halves, each judged by the other.
+_CONTEXT_TOKEN = r"[^\s\"'`<>(){}\[\],;|«»&?]{10,}"
+_CONTEXT_WORD = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_A-Za-z]+"  # a name's parts (apiKey: api, key) and a script's runs (パスワード)
+_CONTEXT_SHORT_WORDS = frozenset(("pw", "pk", "sk", "id"))  # words of two letters that tell; the others are noise
+_CONTEXT_THRESHOLD = 4.0
+
+
+def _context_tokens(text: str) -> list:
+    """(start, end) of the tokens of text a machine could have made (_context_token_in each run of
+    token characters; a run seen in another field is judged once)."""
+    runs = _regex(_CONTEXT_TOKEN).findall(text)
+    if not any(map(_context_token_in, set(runs))):
+        return []  # (most texts: no second search)
+    found = []
+    for run in _regex(_CONTEXT_TOKEN).finditer(text):
+        inside = _context_token_in(run.group())
+        if inside:
+            found.append((run.start() + inside[0], run.start() + inside[1]))
+    return found
+
+
+@_remembered
+def _context_token_in(run: str) -> tuple:
+    """(start, end) in a run of token characters of the token a machine could have made
+    (looks_machine_generated) that is no mask, placeholder, reference, path, URL or URL-encoded
+    text, and holds a digit, or () if none: a `name=` or `name:` at its start and a sentence's marks
+    at its end left out. A word, a timestamp's or a UUID's start, a cut text's `...`, are known
+    before looks_machine_generated's costlier tests."""
+    if run[0] == "/":
+        return ()  # a path's
+    given = ("=" in run or ":" in run) and _regex(r"[A-Za-z_][\w.\-]{0,60}?[=:](?!//)").match(run)
+    start = given.end() if given else 0
+    value = run[start:].rstrip(".:!?")
+    if len(value) < _RANDOM_LENGTHS[0] or not _regex(r"\d").search(value):
+        return ()  # words (`Schlüsselschrank-PIN`): a machine's token of 10 characters or more holds a digit, but one in thousands
+    if _regex(r"\d{4}-\d\d-\d\d[T ]|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-|[a-z][a-z0-9+.\-]*://|[^%]*%[0-9A-Fa-f]{2}|.*?(?:\.\.\.|\u2026)").match(value):
+        return ()
+    if looks_machine_generated(value) and not (_is_masked_or_public(value) or _is_placeholder(value) or _is_reference(value)):
+        return start, start + len(value)
+    return ()
+
+
+def context_features(text: str, start: int, end: int) -> set:
+    """The features of the token at text[start:end] that _CONTEXT_MODEL weighs: `before:`, `above:`
+    and `after:` a word (the last eight before it on its line, the last eight of the line above,
+    the first four after it), `name:` a part of the name it is given and `strength:` that name's
+    secret_strength, `credential-word-before` or `-above` (_CREDENTIAL_WORDS, in any language it knows), `mark:` the character before it, and
+    its shape: `length:` (from 10, 16, 24, 32, 48, 64, 100), hex, padded, prefixed, dotted, slashed,
+    quoted (an odd number of quotes before it), prompt (its line is a shell's)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    before, after = text[line_start:start], text[end:len(text) if line_end < 0 else line_end]
+    above = text[text.rfind("\n", 0, max(0, line_start - 1)) + 1:max(0, line_start - 1)] if line_start else ""
+    value, words = text[start:end], _context_words
+    features = {"bias"}
+    features.update("before:" + word for word in words(before[-100:])[-8:])
+    features.update("above:" + word for word in words(above[-100:])[-8:])
+    features.update("after:" + word for word in words(after[:40])[:4])
+    name = _regex(r"([A-Za-z_][\w.\-]{0,60})[\"']?[ \t]*(?:=|:|=>|:=)[ \t]*[\"'`]?[ \t]*$").search(before)
+    if name:
+        features.update("name:" + word for word in words(name.group(1)))
+        features.update(("assigned", f"strength:{secret_strength(name.group(1))}"))
+    if _regex(_CREDENTIAL_WORDS).search(before[-80:]):
+        features.add("credential-word-before")
+    if _regex(_CREDENTIAL_WORDS).search(above[-120:]):
+        features.add("credential-word-above")
+    mark = before.rstrip()[-1:] or "^"
+    features.add("mark:" + mark)
+    length = len(value)
+    features.add("length:" + str(max(edge for edge in (10, 16, 24, 32, 48, 64, 100) if edge <= length)))
+    shapes = (("hex", _regex(r"(?:0x)?[0-9a-fA-F]+").fullmatch(value)), ("padded", value.endswith("=")),
+              ("prefixed", _regex(r"[a-z]{2,8}[_\-]").match(value)), ("dotted", "." in value), ("slashed", "/" in value),
+              ("quoted", before.count('"') % 2 or before.count("'") % 2), ("prompt", _regex(r"[ \t]*[$>#%][ \t]").match(text, line_start)))
+    features.update(shape for shape, holds in shapes if holds)
+    return features
+
+
+def _context_words(text: str) -> list:
+    """The words of text that context_features reads, lowercased: a name's parts, a script's runs;
+    none from a token of 24 characters or more (a key's body is no word: `MIIEvQIBADAN…`)."""
+    words = _regex(_CONTEXT_WORD).findall(_regex(r"\S{24,}").sub(" ", text))
+    return [word.lower() for word in words if len(word) >= 3 or word.lower() in _CONTEXT_SHORT_WORDS]
+
+
+def context_score(features: Iterable) -> float:
+    """The sum of _CONTEXT_MODEL's weights of features (a feature it does not hold weighs nothing)."""
+    weights = _context_weights()
+    return sum(weights.get(feature, 0.0) for feature in features)
+
+
+def _context_weights() -> dict:
+    """_CONTEXT_MODEL read as {feature: weight}, once."""
+    global _CONTEXT_WEIGHTS
+    if _CONTEXT_WEIGHTS is None:
+        weights = {}
+        for line in _CONTEXT_MODEL.strip().split("\n"):  # `+2.5 before: password token`: a weight, a kind (`.` none), its features
+            weight, kind, names = line.split(" ", 2)
+            for name in names.split(" "):
+                weights[name if kind == "." else kind + name] = float(weight)
+        _CONTEXT_WEIGHTS = weights
+    return _CONTEXT_WEIGHTS
+
+
+_CONTEXT_WEIGHTS: Optional[dict] = None
+_CONTEXT_MODEL = r"""
++2.5 above: ntlm pass
++2.5 before: accounts admin administrator authorization bot deploy full hmac login pass requirepass root sshpass
++2.5 mark: p
++2.5 name: appid aws sig signature
++2.25 above: aqab pgpass sudo
++2.25 before: auth copy mysql
++2.25 . credential-word-before
++2.25 mark: |
++2.25 name: administrator value
++2 above: exec master read requirepass
++2 before: add bearer curl dsn let ntlm pat priv redis remember signer staging
++2 mark: L P `
++2 name: ntlm url
++1.75 above: bearer open private
++1.75 after: bot link login sudo system
++1.75 before: byte jsessionid legacy npm ops parts sqlplus svc wallet
++1.75 name: base environment localhost pass webhook
++1.5 above: auth deployer domain env openssl php raw tsv
++1.5 after: force private
++1.5 before: append chave deployer encode internal jenkins keystore klucz lab ldapsearch phpsessid portal runner seed
++1.5 before: share storage
++1.5 . credential-word-above
++1.5 mark: u
++1.5 name: admin amz auth authorization com jsessionid secure signer
++1.25 above: aws bot endpoint full ghp hub import key mac oauth ops parts project service share show versions
++1.25 after: access aes alg alt docker get hmac http kid mirror mode never payload raw select
++1.25 before: agent buffer community cookie den etc etl here host ist jks lan ldap localhost mobile mosquitto mysqldump
++1.25 before: nginx one pdo pgpassword pour psk routing salt secret sendgrid signed smbclient storepass stupov user
++1.25 before: valid value write
++1.25 mark: '
++1.25 name: default github priv private svc
++1 above: action administrator argocd authentication bind body box cli cookie debug description etc gcloud gcm here
++1 above: jenkins jwk latest link login minisign printenv query requests routing shared unseal user van vpn
++1 after: body gcm invalid msg name null plain provider put uid
++1 before: acesso aes anahtar ansible arg chiave clave convert cred database doctl elastic env err est globex grid
++1 before: hardcode import ingest jdbc kunci lftp live mail mailgun metrics mkowalski nas nyckel open oracle part
++1 before: postgres pro prod registry reporting resp router secreta sig sign sleutel sonar srcstorepass start store
++1 before: sudo sync wget для пароль токен
++1 mark: E c
++1 name: elastic hex jdbc legacy part pgpassword routing security sms stripe
++1 strength: 1 2
++0.75 above: akia arg authorization before bitcoin complete conn connect connection core der dev doesn doppler dump
++0.75 above: generic get grafana hmac https into inventory issuer jsessionid keep lab label legacy level live mailgun
++0.75 above: play post prd pro push pw registry reporting require result runner sap secret security sendgrid sign sk
++0.75 above: smtp str sync username users using value webhook
++0.75 after: algorithm all before cert cmd com destkeystore dev domain dump env field file info internal join npx path
++0.75 after: registry repo reports sent sys text the transaction until using utf vault version with 입니다
++0.75 before: acc acceso api application aqab bin bind body cli cmd const core curlopt das der done easy email enable
++0.75 before: ftp gateway grafana groq hubspot identified identity influx infra ios jar jeton join license linear
++0.75 before: mailchimp mapbox minio monitor mot neo noc nsec nuget passe pbkdf per primary printf priya production
++0.75 before: provider rabbitmqctl radius replica rest result robot sap segreta sensor set setopt setup shared shop
++0.75 before: signing sms smtp sonria spec ssel string tailscale till untuk update upload uploader using voor vpn
++0.75 before: webhooks worker wpa your مفتاح
++0.75 mark: / y è é は 是
++0.75 name: account deploy dev encrypt internal license mkowalski npm oauth password phpsessid refresh remember result
++0.75 name: seed sendgrid shared vault
++0.5 above: accept account admin aes all app application azure builder cat comment crt curlopt decryption del deploy
++0.5 above: download duration echo email erp expire export fleet forward ftp generated github gitlab green grid harbor
++0.5 above: host http hubspot infra integration internal ldap loaded local lol mailchimp mobile monitoring nas new nms
++0.5 above: notes now nuget openai orders origin out para part payments plain port pre protocol psk put rails readonly
++0.5 above: relay remote robot rpc sandbox scanner smoke static store telegram temp terraform tests this tls tokens
++0.5 above: trace until untrusted via warning wifi
++0.5 after: address backups build created creds crm dark den encrypt events exec exp exports full gcloud ghcr github
++0.5 after: gitlab hex home hostname init integration inventory jks json keyspace lab lang method metrics nonce now one
++0.5 after: orders ping port post psql python releases run same scripts secure single slack srv ssl sync tenant timeout
++0.5 after: versions warning zip
++0.5 before: acme app archive authentication azure backend bash basic begin box builder call char code com context
++0.5 before: contoso contrase cookies corp cpassword crm dark decode destkeystore deststorepass dev docker dotnet echo
++0.5 before: encrypt erp exp expires gcloud generic ghp gitlab has headers http install integration invalid inventory
++0.5 before: jdoe json keep key lautet maps monitoring net network nms none nsten null office old openai ota pagerduty
++0.5 before: parse passwort pipeline pkcs private privilege provided proxy put pwd read reader readonly register role
++0.5 before: sandi schl scope scripts security service sess session sftp single site slack snmpwalk sql ssl stg studio
++0.5 before: system team telegram the theme tmp tool tools true var weather with yes you الخاص
++0.5 . dotted prefixed prompt
++0.5 length: 100 48
++0.5 mark: " = ? a s w │
++0.5 name: access age anahtar backup cpassword deployer example export goog grafana identity jenkins json jwt local
++0.5 name: nsec nsten oracle pat postgres proxy pwd replica report rest salt sessionid sonar sql str
++0.25 above: accounts active age algorithm allowed and ansible anthropic api args asp auto backup bash billing
++0.25 above: bootstrap bridge browser bundle bytes channel cipher client code configure context cookies copy create crm
++0.25 above: dashboard desk device dotnet drive easy elastic encrypt encryption error field find fly game has header
++0.25 above: hook hooli hostname ingest initial install item items jdoe jira jwks kafka keychain keycloak keystore
++0.25 above: kipina library linear listen localhost logon logs lukas mail mailer map mapbox merchant method metrics
++0.25 above: move mqtt never nexus none notifier npx null office old one oracle owner pagerduty password pipeline pkcs
++0.25 above: platform policy portal presign primary production property publish pull pwd quit rabbitmq radius rds redis
++0.25 above: repository req reset root scripts search seed sentry setopt setup sftp shop shopify sonar sonria split
++0.25 above: ssid staging steam string stripe svc sys team tenant the timeout tmp todo token tools true type uri url
++0.25 above: valid vercel weather web webhooks with wpa
++0.25 after: acme add age analytics api ask authentication auto await backup bind byte bytes can catalog change channel
++0.25 after: chat comment context databricks der describe deststorepass email enc erp etl event expire expires fin ftp
++0.25 after: gateway git gpg helm hooli interactive ios jenkins kestrel keychain lan legacy level logon mail map mqtt
++0.25 after: net nginx noc non northwind notifier openssh out platform portal pre priv pro property quay rabbitmqctl
++0.25 after: replica reporting request requests rotate rsync sandbox send session set settings shopify smoke staging
++0.25 after: stg store tags telemetry tests todo trace true txt upload uploader vercel write yaml
++0.25 before: actions after age akia alerts all alter analytics anthropic apikey artifactory asp authtoken await aws
++0.25 before: backup billing bucket catalog channel client con config console daily dashboard datadog dbname decryption
++0.25 before: default define del dingtalk discord dist doppler dump ecdsa environment exec failed fin firmware fleet
++0.25 before: fly for found handoff header helm hook hostname init initech inkey issuer lang laptop laravel ledger line
++0.25 before: link logged lukas mailer master media merchant method mirror mode mollie mqtt netlify new notifier now
++0.25 before: npx oauth only openssh orders para passout passphrase password php pub publish pull pulumi pypi quay
++0.25 before: query rabbitmq rds remote report req requests require reset rotated run scanner send senha server
++0.25 before: sessionid shell sk socket srv str sub sys telemetry temp tests tls twine unseal used users val van wandb
++0.25 before: was web webhook бота доступа
++0.25 length: 32
++0.25 mark: & : > n o
++0.25 name: acceso analytics ansible azure billing bot bucket cache credentials decryption digest discord email git
++0.25 name: gitlab host influx integration keystore lan laravel ldap linear mail master mollie net nexus now open
++0.25 name: openai ops passe portal provided pw redis registry repo runner sec secret secreta segreta sentry sess shop
++0.25 name: signing ssh ssl staging steam storage sync telegram tls token validation vercel vpn wifi
++0.25 . quoted
+-0.25 above: acc acme add address apikey arn authenticity batch bucket byte central connecting const convert corp
+-0.25 above: crypto csrf curl das datadog days decode define dist ecdsa enabled environment err event expired false
+-0.25 above: final fix from gmt google home hosts html info ios join json keygen kubectl logged minio name net non
+-0.25 above: nonce number only options org pdf pool prod profile proxy public python reader role run schl secure sensor
+-0.25 above: server session snmp snmpwalk socket spring sql stat stats stg strings system tag update upgrade uploader
+-0.25 above: vault verify was west write
+-0.25 after: action and application batch bearer bin client connect contoso core curl cursor dashboard del django done
+-0.25 after: duration east endpoint environment files fix game header html image import ingest issuer keys kipina limit
+-0.25 after: local log logged mar marco max new node ops output para partner password pipeline postgres production read
+-0.25 after: redis release require rsa runner server sftp shop show signing sms sslmode state svg tool uri url user
+-0.25 after: webhook you
+-0.25 . assigned slashed
+-0.25 before: algolia and apple artifact block bridge browser captured change cloudflare cluster debug device domain
+-0.25 before: drive driver duration events expired false family field figma generated get google grpc guest hbllp hex
+-0.25 before: https hub inter interface items jun keys kipina kty kubeadm level mac map next not notify notion oid
+-0.25 before: output papertrail payload post principal region revenue sandbox script search secrets sip snowsql sqlcmd
+-0.25 before: static stats stdin strings tenant ticket uri username vault vendor vercel warning width
+-0.25 mark: 1 S ⎿
+-0.25 name: accept algolia api block cat cert channel config container cookie correlation encryption event favicon http
+-0.25 name: ico image logo message minio notify notion order papertrail pin psk revenue root run saml schl search sent
+-0.25 name: server spring ssel sum sys test upload write zendesk
+-0.5 above: access analytics apple archive backups base checksum class command correlation credential digest display
+-0.5 above: done east expires exports family font found function guid hbllp icon index init jobs kestrel laptop length
+-0.5 above: let list location logo main mar message model mux note notify object order overlay payload peer png print
+-0.5 above: privilege queue ready reports request required response router same sid site source stdin svg test ticket
+-0.5 above: tool tree twilio updated windows
+-0.5 after: added ago amz auth cannot central code commit connection database days display for grafana has items jobs
+-0.5 after: jun key ledger linux logo message next none only pass pdf push pw queue result salt script sig signature
+-0.5 after: split sql storage str string studio sum tag tar this tmp token ulid update use vendor web width windows
+-0.5 before: accepted access account action argocd args bundle cat central chat check class complete connect content
+-0.5 before: created digest expected exports face final font goog green harbor jobs jwk mux node options org package
+-0.5 before: player policy publickey pw razorpay refresh release return sasl secure settings shopify sid snmp stat
+-0.5 before: status tokens transaction via zip
+-0.5 length: 10 16 64
+-0.5 mark: ) 2 3 D N d l
+-0.5 name: bin body checksum client comment dsn etag file fingerprint guest hmac key keychain keys mailgun mux passwd
+-0.5 name: payment peer policy socket transaction ulid
+-0.75 above: added artifact await bin block branch chat count created etl failed files firmware ghcr golang instance
+-0.75 above: interface issue javascript kubeadm linux lock media mode not notice npm package parse pat refresh release
+-0.75 above: report rev secrets sip size state zip
+-0.75 after: block captured char check decode desk enabled failed gmt got hash head host id job line list media not
+-0.75 after: origin part profile query ready report rpc site status team type weeks
+-0.75 before: address cfg cloud command comment connecting connection container crt document exe file game git github
+-0.75 before: got guid hosts ico index info latest list lock log logs main message payment pre raw repo request saml
+-0.75 before: sent sentry source sso steam sum supabase text tree windows
+-0.75 mark: 6 ^
+-0.75 name: branch certificate code consumer crt device field hash number png release request shopify string twilio
+-0.75 name: version zone
+-1 above: blob cache checkout community console csv database docker driver enc established fingerprint gateway grep id
+-1 above: identity known line mod path pin postgres priv razorpay ref repo running script self settings tailscale tar
+-1 above: text version
+-1 after: administrator apple authorization complete default export function group infra install length old pin search
+-1 after: sid sign src stripe
+-1 before: algorithm build bytes checkout configure consumer credentials cursor desk download endpoint firebase from
+-1 before: golang huggingface job label name notice pem pin plain png pool profile required resend response rev ssh
+-1 before: ssid tar uid updated wifi zone
+-1 . hex padded
+-1 mark: ,
+-1 name: aes bundle commit content firebase guid model payload rev trace user
+-1.25 above: amz backend binary build certificate data format git inter job jwt limit protobuf return sec send
+-1.25 above: signature sums title
+-1.25 after: allowed cookie generated logs number object payment pbkdf return secret size woff
+-1.25 before: added amz amzn branch credential deployed etherscan files gpg group hash issue kubectl logo nonce object
+-1.25 before: page rsa self serial shasum spring state
+-1.25 mark: ( 0 e r
+-1.25 name: acme algorithm domain etherscan next reference sha shasum tag
+-1.5 above: cfg content describe firebase hash hashes node page region rsa sig src tags traceparent use yaml
+-1.5 after: format mobile order sha
+-1.5 before: bitcoin cert correlation enc event format function instance into path peer protobuf ray verify
+-1.5 mark: ] g x
+-1.5 name: credential name ray region sid
+-1.5 strength: 0
+-1.75 above: checksums cluster shasum status weeks
+-1.75 after: credential main public value
+-1.75 before: alt cipher creds deployment id img known location openssl order pdf project ref restored signature src
+-1.75 before: svg twilio txt type
+-1.75 mark: < m t
+-1.75 name: address data
+-2 above: crv default keyscan kty ssh
+-2 after: running secrets ssh used
+-2 before: background certificate challenge favicon gcm kid mod sha traceparent ulid utf
+-2 name: csrf kid nonce traceparent username
+-2.25 above: gpg openssh pub sha spec storage
+-2.25 after: ecdsa
+-2.25 before: fingerprint image model number version
+-2.25 name: arn cursor
+-2.5 above: ago alg begin encrypted head hex kid next per sum
+-2.5 after: aqab base
+-2.5 before: accessor arn base cache checksum commit crv crypto csrf csrftoken etag icon item minisign okta public
+-2.5 before: reference sec tag trace xsrf
+-2.5 mark: b
+-2.5 name: challenge csrftoken id mac page public state xsrf
+"""
+
+
+def _redact_by_context(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with each token a machine made that its context names as a secret
+    (context_score of its context_features at _CONTEXT_THRESHOLD or more) redacted wherever it stands."""
+    found = [original[start:end] for start, end in _context_tokens(original)
+             if context_score(context_features(original, start, end)) >= _CONTEXT_THRESHOLD]
+    return _redact_found_again(text, count, replaced, found) if found else (text, count)
 
 
 # A shell's `\` or cmd's `^` at a line's end (and cmd's `More? ` prompt on the line it continues).
@@ -9184,8 +9571,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     _apply_rules("\n".join(["".join(pieces), *pairs]), 0, found_values)
     values = [inside for a, b in parts for value in found_values for inside in (_part_in_value(original[a:b], value),) if inside]
     values += [value for value in found_values if pairs and value in original]
-    values += [original[a:b] for _, _, made, spans in built if _is_random_when_joined(made[1:-1], [original[a:b] for a, b in spans])
-               for a, b in spans]  # (not a wrap's: two hashes one above the other are no secret)
+    values += [original[a:b] for _, _, made, spans in built if _is_random_when_joined(made[1:-1], [original[a:b] for a, b in spans if b > a])
+               for a, b in spans if b > a]  # (not a wrap's: two hashes one above the other are no secret; not a join's empty separator, `join("", […])`)
     replaced += values
     return _redact_again(text, count, values, shortest=4)
 
@@ -9943,6 +10330,10 @@ RULE_WORDS = {
         "server_handshake_traffic_secret", "server_traffic_secret_"), ("client_early_traffic_secret",
         "client_handshake_traffic_secret", "client_random", "client_traffic_secret_", "early_exporter_secret",
         "exporter_secret", "server_handshake_traffic_secret", "server_traffic_secret_"), ()),
+    "sdp-srtp-key": ("e4c389f5", ("a=crypto:",), ("a=crypto:",), ("inline:",)),
+    "grandstream-password": ("3b88799e", ("<p196", "<p2", "<p34", "<p406", "<p506", "<p606", "p196", "p2", "p34",
+        "p406", "p506", "p606"), ("<p196", "<p2", "<p34", "<p406", "<p506", "<p606", "p196", "p2", "p34", "p406",
+        "p506", "p606"), ()),
     "tornado-signed-cookie": ("3565e101", ("2|1:",), ("2|1:",), ("|10:",)),
     "signing-tool-secret-key": ("e283d95c", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
     "bitcoin-wif-key": ("7a5ffbce", (), (), ()),
@@ -10190,7 +10581,8 @@ RULE_WORDS = {
     "sqlcmd-password": ("61682b0e", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
         "sqlcmd"), ("-p",)),
     "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",), ("-w",)),
-    "user-password-flag": ("27b43ae7", ("-",), (), ()),
+    "user-password-flag": ("60883c08", ("-",), (), ()),
+    "api-key-as-user": ("6b106507", ("--user", "-u"), ("--user", "-u"), (":",)),
     "user-is-the-key-flag": ("ead233aa", ("-",), (), (":",)),
     'ldap3-simple-bind': ('ba01898d', ("'authentication':",), ("'authentication':",), ("'simple':",)),
     "asterisk-register-secret": ("69efb757", ("register",), ("register",), ("=>",)),
@@ -10627,20 +11019,21 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("e1c310d7", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("5b79c4aa", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "assword", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client",
         "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database",
         "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "getdecoder().", "hash_hmac", "hexdigest",
         "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase", "password",
-        "sdk", "session", "setapikey", "setauth", "setcredential", "setpassphrase", "settoken", "sign", "signedstring",
-        "signer", "signwith", "sqlite3_", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), (".new",
-        "::<", "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator", "basicauth", "bearerauth",
-        "chacha", "change", "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv",
-        "createhmac", "credential", "database", "decode", "decrypt", "dial", "encode", "encrypt", "fernet",
-        "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new",
-        "new_from_slice", "passphrase", "password", "reset", "save", "sdk", "session", "set", "setapikey", "setauth",
-        "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_",
-        "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), ("(",)),
+        "requestvalidator", "sdk", "session", "setapikey", "setauth", "setcredential", "setpassphrase", "settoken",
+        "sign", "signedstring", "signer", "signwith", "sqlite3_", "usepassphrase", "username_pw_set", "withcredential",
+        "withtoken"), (".new", "::<", "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator",
+        "basicauth", "bearerauth", "chacha", "change", "cipher", "client", "connect", "connection", "createcipheriv",
+        "createdecipheriv", "createhmac", "credential", "database", "decode", "decrypt", "dial", "encode", "encrypt",
+        "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp",
+        "login", "new", "new_from_slice", "passphrase", "password", "requestvalidator", "reset", "save", "sdk",
+        "session", "set", "setapikey", "setauth", "setcredential", "setpassphrase", "settoken", "sign", "signedstring",
+        "signer", "signwith", "sqlite3_", "store", "update", "usepassphrase", "username_pw_set", "withcredential",
+        "withtoken"), ("(",)),
     'at-command-credentials': ('c4466d6e', ('at+cgauth=', 'at+qicsgp='), ('at+cgauth=', 'at+qicsgp='), (',"',)),
     "context-connect-function": ("d939f2b3", (".connect", "connect", "createaccount", "createuser", "ldap_bind",
         "mysql_real_connect", "mysqli", "mysqli_connect", "oci_connect", "pqconnectdb", "sqlsrv_connect", "userinfo",
@@ -10689,8 +11082,8 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("c9b5af57", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
-        "--reveal", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".generate()",
+    "context-command-output": ("8ff59e47", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
+        "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".generate()",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd",
         ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret",
         ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login",
@@ -10707,7 +11100,7 @@ RULE_WORDS = {
         "pwd", "pwgen", "python", "rails", "randombytes(", "read", "requirepass", "reset-password", "ruby", "runner",
         "secret", "secret-tool", "securerandom.", "shadow", "signin", "solana", "sops", "status", "storage",
         "systemd-creds", "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock",
-        "urandom(", "variables", "vault", "vercel", "wallet", "wrangler"), (), ("\n",)),
+        "urandom(", "variable", "variables", "vault", "vercel", "wallet", "wrangler"), (), ("\n",)),
     "context-file-shown": ("96160b04", ("==>\t", "==> ", "⏺ read(", "⏺read(", "● read(", "●read("), ("==>\t", "==> ",
         "⏺ read(", "⏺read(", "● read(", "●read("), (".auth", ".key", ".netrc", ".pgpass", ".psk", ".pw", "auth.txt",
         "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),

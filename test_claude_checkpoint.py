@@ -7,6 +7,7 @@
     python3 test_claude_checkpoint.py --redaction  # recall and keep-rate on the redaction corpora
     python3 test_claude_checkpoint.py --redaction --figures-only .ci/heldout/*.json  # the held-out corpora, figures only
     python3 test_claude_checkpoint.py --rule-words  # rewrite RULE_WORDS after a redaction pattern changed
+    python3 test_claude_checkpoint.py --train-context  # relearn the context judge (_CONTEXT_MODEL) from .ci/corpus
 
 Most tests start the real file as a subprocess and speak JSON-RPC to it over stdio,
 in real git repositories made in temporary folders: no mocks of git or the file system.
@@ -1597,6 +1598,63 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(cc.redact(text)[0], text)
 
+    def test_the_literals_beside_a_redacted_one_are_its_other_parts(self):
+        cases = {'var parts = []string{"ghp_Rk7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mN", "Qm8vLx2Rt7Kp4Nz9Wc3Y", "b6Hd1Fs5Ga0JkL2mN4pQ"}': ("Qm8vLx2Rt7Kp4Nz9Wc3Y", "b6Hd1Fs5Ga0JkL2mN4pQ"),
+                 'export FLY_API_TOKEN="FlyV1 fm2_Rk7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mN4pQ"\\\n"Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6oP1aS3dF5g"\nfly deploy': (
+                     "Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6oP1aS3dF5g",)}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        kept = ('TOKEN = os.environ["TOKEN"]  # ghp_ tokens only\nREGIONS = ["eu-west-1", "us-east-2"]',
+                'steps = ["checkout", "build-linux-x86_64", "upload-artifacts"]')
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
+    def test_cracked_hashes_ci_variables_joined_keys_and_chat_rests_are_redacted(self):
+        cases = {"$ hashcat -m 1000 ntlm.txt wordlist.txt --show\n8846f7eaee8fb117ad06bdd830b7586c:Sunflower-Meadow-42\n$ ": ("Sunflower-Meadow-42",),
+                 "$ glab variable get STRIPE_SECRET_KEY -R shop/checkout\nrk_live_7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mNQz\n$ ": ("rk_live_7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mNQz",),
+                 'locals {\n  vendor_key = join("", ["9c41e7b20d5fa8c3e16b", "47d0a9f3b2c85e16d4a7"])\n}': ("9c41e7b20d5fa8c3e16b", "47d0a9f3b2c85e16d4a7"),
+                 "$k = implode('', ['Rk7Tq2Wz9Lm4Xv8N', 'p3Bs6Hd1Fs5Ga0Jk']);": ("Rk7Tq2Wz9Lm4Xv8N", "p3Bs6Hd1Fs5Ga0Jk"),
+                 "[09:12] Lucía: la clave del panel es Girasol2019\n[09:12] Lucía: se cortó, sigue #Verano!\n": ("#Verano!",),
+                 "Mihai: parola pt contul de test e l4nt3rn%\nMihai: ... si continuarea: 7-204913 (fără spații)": ("7-204913",),
+                 "Ali: Passwort fürs Portal ist neu\nAli: Anfang: Birke*\nAli: und dann fahrrad7 (am Stück)": ("Birke*", "fahrrad7"),
+                 "v=0\nm=audio 18232 RTP/SAVP 0 8 101\na=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR\n":
+                     ("PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR",),
+                 "curl -v -u Zq8Lm2Xr5Kp7Wt3NxW4v:X https://acme.freshdesk.com/api/v2/tickets": ("Zq8Lm2Xr5Kp7Wt3NxW4v",)}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+        kept = ('{\n  "login.pin.label": "Schlüsselschrank-PIN",\n  "login.password.hint": "Mindestens 12 Zeichen"\n}',
+                "$ kubectl get secret web-tls -o jsonpath='{.data.tls\\.crt}' | base64 -d | openssl x509 -noout -subject -ext subjectAltName\n"
+                "subject=CN = web.example.io\nX509v3 Subject Alternative Name:\n    DNS:web.example.io, DNS:api.example.io\n$ ",
+                "$ glab variable get DEPLOY_REGION -R shop/checkout\neu-central-1\n$ ", 'paths = join("/", ["var", "lib", "app"])')
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
+    def test_a_machine_token_its_context_names_is_redacted_where_no_rule_reads_it(self):
+        cases = {"$ lora-cli devices add field-pump-3 --dev-eui 70B3D57ED0041A2C \\\n    --root-keys.nwk-key.key 8E3FA1C07D2B9E46F1A05C37BD8E2A94": ("8E3FA1C07D2B9E46F1A05C37BD8E2A94",),
+                 "salt 'web*' postgres.user_create reporting_ro 'Tq7wX2mZ9pLk4vRbN8sY3hJc' login=True": ("Tq7wX2mZ9pLk4vRbN8sY3hJc",)}
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+                self.assertEqual(cc.find_secret(text), "a token its context names")
+        kept = ("commit 1f3c5e7a9b2d4f6e8a0c1b3d5f7e9a2c4b6d8f0e\n    wip: pin the chart to its release",
+                'go build -ldflags "-X main.version=1.4.2 -X main.commit=9e4f1a7c3b5d2e8f0a6c4b1d7e3f9a2c"',
+                "build id 7HqLz2Wm9RkTx4Vn for the nightly job", 'ETag: "33a64df551425fcc55e4d42a148795d9f25f89d4"',
+                "Pinned to release 3f9a2c7e1b5d4f8a0c6e2b9d7f1a3c5e of the upstream chart.",
+                '"darwin-aarch64": {"signature": "dW50cnVzdGVkIGNvbW1lbnQ6IHNpZ25hdHVyZSBmcm9tIHRhdXJpIHNlY3JldCBrZXkKVk+7Da2KNuNl", "sig": "Qm8vLx2Rt7Kp4Nz9Wc3Yb6Hd1Fs5Ga0J"}')
+        for text in kept:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_a_plain_text_secret_read_a_kv_value_and_a_literal_its_comment_names_are_redacted(self):
         cases = {'PS C:\\> Get-AzKeyVaultSecret -VaultName kv-ops -Name "fw-admin" -AsPlainText\nv9C=kkhpRwTMnoYe\nPS C:\\> ': ("v9C=kkhpRwTMnoYe",),
                  '$ npx wrangler kv key get --binding=CONFIG "stripe_secret_live" --remote\n4f0c9e2ab71d38e65c0f92a4b7d1e83c': ("4f0c9e2ab71d38e65c0f92a4b7d1e83c",),
@@ -2493,6 +2551,184 @@ def write_rule_words() -> int:
         stream.write(source[:start] + block + source[end:])
     print(f"RULE_WORDS rewritten in {SERVER} ({len(cc.redaction_rules())} rules)")
     return 0
+
+
+def context_examples(paths: list) -> list:
+    """The machine-made tokens of the corpora at paths (cc._context_tokens), each as (corpus, kind,
+    case index, secret?, features, left?): secret when it is, or is part of, a value its case lists;
+    left when the rules and the other readings leave it in the case's text."""
+    threshold, cc._CONTEXT_THRESHOLD = cc._CONTEXT_THRESHOLD, float("inf")  # what the rest leaves, this judge aside
+    try:
+        examples = []
+        for path in paths:
+            with open(path, encoding="utf-8") as stream:
+                corpus = json.load(stream)
+            for kind in ("secrets", "benign"):
+                for index, case in enumerate(corpus[kind]):
+                    text, listed = case["text"], [value for value in case.get("secrets", ()) if len(value) >= 6]
+                    tokens = cc._context_tokens(text)
+                    redacted = cc.redact(text)[0] if tokens else text
+                    for start, end in tokens:
+                        token = text[start:end]
+                        secret = any(value in token or token in value for value in listed)
+                        examples.append((os.path.basename(path), kind, index, secret, frozenset(cc.context_features(text, start, end)), token in redacted))
+        return examples
+    finally:
+        cc._CONTEXT_THRESHOLD = threshold
+
+
+def train_context(examples: list, words: int = 1000, epochs: int = 8, step: float = 0.1, decay: float = 1e-4) -> dict:
+    """{feature: weight} of a logistic regression of secret? on features, by stochastic gradient
+    descent in a fixed order: the features seen five times or more, of words only the `words`
+    commonest; the tokens the rest left counted four times (the judge is for them); each weight
+    held within ±_CONTEXT_WEIGHT_MOST, rounded to a quarter, a zero one left out."""
+    import collections
+    import math
+    import random
+    seen = collections.Counter(feature for example in examples for feature in example[4])
+    by_word = collections.Counter()
+    for feature, times in seen.items():
+        if feature.startswith(_CONTEXT_WORD_KINDS):
+            by_word[feature.split(":", 1)[1]] += times
+    common = {word for word, _ in by_word.most_common(words)}
+    kept = {feature for feature, times in seen.items() if times >= 5 and (not feature.startswith(_CONTEXT_WORD_KINDS) or feature.split(":", 1)[1] in common)}
+    data = [(sorted(feature for feature in example[4] if feature in kept), 1.0 if example[3] else 0.0) for example in examples for _ in range(4 if example[5] else 1)]
+    weights = collections.defaultdict(float)
+    order = random.Random(1)
+    for _ in range(epochs):
+        order.shuffle(data)
+        for features, secret in data:
+            score = max(-30.0, min(30.0, sum(weights[feature] for feature in features)))
+            error = 1 / (1 + math.exp(-score)) - secret
+            for feature in features:
+                weights[feature] = max(-_CONTEXT_WEIGHT_MOST, min(_CONTEXT_WEIGHT_MOST, weights[feature] - step * (error + decay * weights[feature])))
+        step *= 0.7
+    return {feature: round(weight * 4) / 4 for feature, weight in weights.items() if round(weight * 4)}
+
+
+_CONTEXT_WORD_KINDS = ("before:", "above:", "after:", "name:", "mark:")
+_CONTEXT_WEIGHT_MOST = 2.5  # no one feature weighs more: a word alone (`sig`) makes no secret, two signs must agree
+
+
+def context_gains(weights: dict, examples: list, threshold: float) -> tuple:
+    """(secret cases, benign cases) in which a token the rest left scores threshold or more."""
+    gained, damaged = set(), set()
+    for corpus, kind, index, secret, features, left in examples:
+        if left and sum(weights.get(feature, 0.0) for feature in features) >= threshold:
+            if kind == "benign":
+                damaged.add((corpus, index))
+            elif secret:
+                gained.add((corpus, index))
+    return len(gained), len(damaged)
+
+
+def context_model_lines(weights: dict) -> list:
+    """weights as _CONTEXT_MODEL's lines: `+2.5 before: password token`, the heaviest first, a
+    feature of no kind (`hex`) under the kind `.`, each line up to 120 characters."""
+    lines = []
+    for weight in sorted(set(weights.values()), reverse=True):
+        by_kind: dict = {}
+        for feature in sorted(feature for feature, value in weights.items() if value == weight):
+            kind, name = feature.split(":", 1) if ":" in feature else (".", feature)
+            by_kind.setdefault(kind + ":" if kind != "." else ".", []).append(name)
+        for kind, names in by_kind.items():
+            line = f"{weight:+g} {kind}"
+            for name in names:
+                if len(line) + len(name) > 118:
+                    lines.append(line)
+                    line = f"{weight:+g} {kind}"
+                line += " " + name
+            lines.append(line)
+    return lines
+
+
+def write_context_model() -> int:
+    """python3 test_claude_checkpoint.py --train-context: learn _CONTEXT_MODEL from the tuned corpora
+    (.ci/corpus; never .ci/heldout), choose _CONTEXT_THRESHOLD by training on three quarters of the
+    corpora and judging on the other quarter, four times (most secret cases gained less twice the
+    benign ones damaged: a damaged text is seen in every save), and write both into claude_checkpoint.py. Takes a minute
+    or two."""
+    paths = sorted(glob.glob(os.path.join(CORPUS_DIR, "*_corpus.json")))
+    examples = context_examples(paths)
+    names = [os.path.basename(path) for path in paths]
+    thresholds = [2.5 + 0.5 * step for step in range(9)]
+    totals = {threshold: [0, 0] for threshold in thresholds}
+    for fold in range(4):
+        judged = set(names[fold::4])
+        weights = train_context([example for example in examples if example[0] not in judged])
+        for threshold in thresholds:
+            gained, damaged = context_gains(weights, [example for example in examples if example[0] in judged], threshold)
+            totals[threshold][0] += gained
+            totals[threshold][1] += damaged
+    for threshold, (gained, damaged) in totals.items():
+        print(f"threshold {threshold}: {gained} secret cases gained, {damaged} benign ones damaged in the quarters judged")
+    chosen = max(reversed(thresholds), key=lambda threshold: totals[threshold][0] - 2 * totals[threshold][1])  # (a tie: the higher, which damages less)
+    weights = train_context(examples)
+    lines = context_model_lines(weights)
+    with open(SERVER, encoding="utf-8") as stream:
+        source = stream.read()
+    start = source.index('\n_CONTEXT_MODEL = r"""\n') + len('\n_CONTEXT_MODEL = r"""\n')
+    end = source.index('"""\n', start)
+    source = source[:start] + "\n".join(lines) + "\n" + source[end:]
+    source = re.sub(r"\n_CONTEXT_THRESHOLD = [\d.]+\n", f"\n_CONTEXT_THRESHOLD = {chosen}\n", source)
+    with open(SERVER, "w", encoding="utf-8") as stream:
+        stream.write(source)
+    print(f"_CONTEXT_MODEL rewritten in {SERVER}: {len(weights)} weights, threshold {chosen}, from {len(examples)} tokens of {len(paths)} corpora")
+    return 0
+
+
+class TestContextJudge(unittest.TestCase):
+    """The judge of a machine's token by its context (_CONTEXT_MODEL): what it reads, what it
+    weighs, and the trainer that writes it (--train-context)."""
+
+    def test_the_model_reads_as_weights_each_within_bounds(self):
+        weights = cc._context_weights()
+        self.assertGreater(len(weights), 100)
+        kinds = {feature.split(":", 1)[0] for feature in weights if ":" in feature}
+        self.assertLessEqual(kinds, {"before", "above", "after", "name", "mark", "strength", "length"})
+        for feature, weight in weights.items():
+            with self.subTest(feature=feature):
+                self.assertLessEqual(abs(weight), _CONTEXT_WEIGHT_MOST)
+                self.assertEqual(weight * 4, round(weight * 4))
+        self.assertGreater(weights["credential-word-before"], 0)
+        self.assertLess(weights["hex"], 0)
+        self.assertGreater(cc._CONTEXT_THRESHOLD, _CONTEXT_WEIGHT_MOST, "no one feature makes a secret")
+
+    def test_the_lines_the_trainer_writes_read_back_as_its_weights(self):
+        weights = {"bias": -0.25, "before:password": 2.5, "before:commit": -2.0, "mark:=": 0.75, "mark::": 0.75, 'mark:"': 0.5,
+                   "credential-word-before": 2.0, "length:32": 0.25, "name:" + "x" * 60: 1.0, "name:" + "y" * 60: 1.0, "name:" + "z" * 60: 1.0}
+        lines = context_model_lines(weights)
+        self.assertTrue(all(len(line) <= 120 for line in lines), lines)
+        model, cc._CONTEXT_MODEL, cc._CONTEXT_WEIGHTS = cc._CONTEXT_MODEL, "\n".join(lines), None
+        try:
+            self.assertEqual(cc._context_weights(), weights)
+        finally:
+            cc._CONTEXT_MODEL, cc._CONTEXT_WEIGHTS = model, None
+
+    def test_features_say_the_words_name_mark_and_shape_around_a_token(self):
+        text = "# staging only\nAPI_KEY = \"aB3dE5fG7hJ9kL1mN3pQ5\"  # rotate monthly"
+        (start, end), = cc._context_tokens(text)
+        self.assertEqual(text[start:end], "aB3dE5fG7hJ9kL1mN3pQ5")
+        features = cc.context_features(text, start, end)
+        self.assertLessEqual({"bias", "before:api", "before:key", "above:staging", "above:only", "after:rotate", "after:monthly", "name:api", "name:key",
+                              "assigned", "strength:2", "credential-word-before", 'mark:"', "quoted", "length:16"}, features)
+        self.assertNotIn("hex", features)
+
+    def test_only_a_machine_token_is_judged(self):
+        for text in ("see /srv/app/releases/20241003-1f3c5e7a/config.yml", "https://example.com/a/b7Qx9LmZ2kWp4RtN",
+                     "id 3f2b8c1e-9d4a-4e7b-8c6f-1a2b3c4d5e6f", "at 2026-11-30T04:40:50.684Z", "key sk_live_****************abcd",
+                     "token ghp_Xk29...Lm4q", "implementation-details-of-everything", "%7B%22a%22%3A1%7D%20and%20more"):
+            with self.subTest(text=text):
+                self.assertEqual(cc._context_tokens(text), [])
+
+    def test_the_trainer_learns_which_words_tell(self):
+        examples = [("a.json", "secrets", index, True, frozenset({"bias", "before:vaultpass", "length:24"}), index % 2 == 0) for index in range(40)]
+        examples += [("a.json", "benign", index, False, frozenset({"bias", "before:buildid", "length:24"}), True) for index in range(40)]
+        weights = train_context(examples, words=10)
+        self.assertGreater(weights["before:vaultpass"], 1)
+        self.assertLess(weights["before:buildid"], -1)
+        self.assertTrue(all(abs(weight) <= _CONTEXT_WEIGHT_MOST for weight in weights.values()))
+        self.assertEqual(context_gains(weights, examples, 1.0), (20, 0))
 
 
 class TestRulesTriedNearTheirWords(unittest.TestCase):
@@ -11683,7 +11919,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind120_corpus.json": (0.95, 0.99), "blind122_corpus.json": (0.96, 0.98),
                  "blind124_corpus.json": (0.97, 0.99), "blind126_corpus.json": (0.96, 0.99),
                  "blind128_corpus.json": (0.98, 0.99), "blind130_corpus.json": (0.95, 0.99),
-                 "blind132_corpus.json": (0.97, 0.99), "blind134_corpus.json": (0.98, 0.99)}
+                 "blind132_corpus.json": (0.97, 0.99), "blind134_corpus.json": (0.98, 0.99),
+                 "blind137_corpus.json": (0.96, 0.98), "blind138_corpus.json": (0.98, 0.99)}
 
 
 def corpus_texts() -> list:
@@ -11948,4 +12185,6 @@ if __name__ == "__main__":
         sys.exit(run_redaction_report([a for a in arguments[1:] if a != "--figures-only"], "--figures-only" in arguments))
     if arguments[:1] == ["--rule-words"]:
         sys.exit(write_rule_words())
+    if arguments[:1] == ["--train-context"]:
+        sys.exit(write_context_model())
     sys.exit(run_tests(arguments))
