@@ -5547,12 +5547,11 @@ user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}
 #   keep:  node app.js | pino-http-send -u http://localhost:8080/logs
 #   keep:  Example: `curl -u admin:admin http://localhost:8080/api/health` (default dev credentials)
 #   catch: python -m ocpp_sim --cp-id CP-07 --basic-auth CP-07:«21783636361daf15ab5dcf6dd6a3ad7bd9545d81» --boot-vendor X
-# An API key given as the user, with no password or `X` for one (Freshdesk's, Harvest's, Chargify's `-u KEY:X`).
-api-key-as-user              random                 (?<![\w-])(?:-u|--user)(?:[ \t]+|=)["']?(?P<s>[A-Za-z0-9_\-]{16,128}):[Xx]?["']?(?=[ \t]|$)
+# `curl -u KEY:`: an API key as the user, with no password (Stripe's, Mailgun's) or `X` for one (Freshdesk's, Harvest's), or a key
+# of 40 or more before its secret (OPNsense's).
+user-is-the-key-flag         random                 -(?<![\w-]-)[a-zA-Z]{0,3}u[ \t]+["']?(?P<s>[A-Za-z0-9_\-][A-Za-z0-9_.\-]{11,127}):(?=[Xx]?["']?(?:\s|$)|(?<=[A-Za-z0-9_\-]{40}:))
 #   catch: curl -v -u «QQWZq5FOakTx4BgrPIOk»:X -H "Content-Type: application/json" https://acme.freshdesk.com/api/v2/tickets
 #   keep:  curl -u deploy-bot-readonly:X https://ci.example.com
-# `curl -u KEY:`: an API key as the user, with no password (Stripe's, Mailgun's), or a key of 40 or more before its secret (OPNsense's).
-user-is-the-key-flag         random                 -(?<![\w-]-)[a-zA-Z]{0,3}u[ \t]+["']?(?P<s>[A-Za-z0-9_\-][A-Za-z0-9_.\-]{11,127}):(?=["']?(?:\s|$)|(?<=[A-Za-z0-9_\-]{40}:))
 #   catch: curl -su «cbcbde92fe1a5fb2ae740f81be25a92e6301a99b»: https://api.piedpiper.dev/v2/charges?limit=3
 #   keep:  curl -u deploy: https://ci.example.com/api
 #   catch: curl -sk -u "«0E2trYpyWEmegGU0C3XCZIwzTNEmI5jJHBIFKoTVSTDxL0UzaedKKeZU1EDgBmjVbHWn9HMuHivy3oUY»:$OPN_SECRET" https://opnsense.lan/api/core/firmware/status
@@ -8948,7 +8947,8 @@ def _second_readings(original: str) -> list:
 # context_score adds up the weights of _CONTEXT_MODEL for those features. A score of
 # _CONTEXT_THRESHOLD or more is a secret. The weights come from `python3 test_claude_checkpoint.py
 # --train-context` (logistic regression, the tuned corpora's caught and missed secrets against their
-# benign texts' tokens); the threshold from the same run's two halves, each judged by the other.
+# benign texts' tokens); the threshold from the same run, each quarter of the corpora judged by a
+# model learned from the other three.
 _CONTEXT_TOKEN = r"[^\s\"'`<>(){}\[\],;|«»&?]{10,}"
 _CONTEXT_WORD = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_A-Za-z]+"  # a name's parts (apiKey: api, key) and a script's runs (パスワード)
 _CONTEXT_SHORT_WORDS = frozenset(("pw", "pk", "sk", "id"))  # words of two letters that tell; the others are noise
@@ -8994,8 +8994,8 @@ def context_features(text: str, start: int, end: int) -> set:
     """The features of the token at text[start:end] that _CONTEXT_MODEL weighs: `before:`, `above:`
     and `after:` a word (the last eight before it on its line, the last eight of the line above,
     the first four after it), `name:` a part of the name it is given and `strength:` that name's
-    secret_strength, `credential-word-before` or `-above` (_CREDENTIAL_WORDS, in any language it knows), `mark:` the character before it, and
-    its shape: `length:` (from 10, 16, 24, 32, 48, 64, 100), hex, padded, prefixed, dotted, slashed,
+    secret_strength, `credential-word-before` or `-above` (_CREDENTIAL_WORDS, in any language it
+    knows), `mark:` the character before it, and its shape: `length:` (from 10, 16, 24, 32, 48, 64, 100), hex, padded, prefixed, dotted, slashed,
     quoted (an odd number of quotes before it), prompt (its line is a shell's)."""
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
@@ -10582,8 +10582,7 @@ RULE_WORDS = {
         "sqlcmd"), ("-p",)),
     "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",), ("-w",)),
     "user-password-flag": ("60883c08", ("-",), (), ()),
-    "api-key-as-user": ("6b106507", ("--user", "-u"), ("--user", "-u"), (":",)),
-    "user-is-the-key-flag": ("ead233aa", ("-",), (), (":",)),
+    "user-is-the-key-flag": ("64bdc126", ("-",), (), (":",)),
     'ldap3-simple-bind': ('ba01898d', ("'authentication':",), ("'authentication':",), ("'simple':",)),
     "asterisk-register-secret": ("69efb757", ("register",), ("register",), ("=>",)),
     "expect-send-password": ("f92ffee4", ("expect",), ("expect",), ("send",)),
