@@ -8651,7 +8651,7 @@ _LITERAL_COLLECTION = r"(?:[\[{]|(?<![\w.$])\()[ \t]*(?:(?:" + _QUOTED + r")[ \t
 def _sibling_literals(lines: list, index: int) -> list:
     """(row, start, end) of the string literals that are the other parts of a redacted one: the
     members of its collection on its line (`[]string{"«redacted»", "vspQ…", "J6Nt…"}`), and the literals
-    alone on the lines that continue it (`TOKEN="FlyV1 «redacted»"\` ⏎ `"ujgM…"`, a parenthesised
+    alone on the lines that continue it (`TOKEN="FlyV1 «redacted»"\\` ⏎ `"ujgM…"`, a parenthesised
     concatenation), each when a machine made it: a list of parts joined at run time."""
     line, found = lines[index], []
     for collection in _regex(_LITERAL_COLLECTION).finditer(line):
