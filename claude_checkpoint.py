@@ -8040,7 +8040,7 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
     one); or in the sentence that says what it unlocks (_CODE_ALONE). Each sentence is read once,
     however many numbers it holds."""
     import bisect
-    candidates = [found for found in _regex(_BARE_CODE).finditer(original)]
+    candidates = list(_regex(_BARE_CODE).finditer(original))
     if not candidates:
         return text, count  # (most texts hold no number a code could be: their sentences are not read)
     ends = [found.end() for found in _regex(_SENTENCE_END).finditer(original)]
@@ -8639,13 +8639,9 @@ def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
     return _replace_spans(text, spans, count, replaced)
 
 
-# Code's string literal, in double or single quotes, and one that stands alone on its line as a part of a
-# longer one (`"…" \`, `"…" +`, `"…",` in parentheses): what a secret split over literals is made of.
-_QUOTED = r"\"[^\"\n]{1,1024}\"|'[^'\n]{1,1024}'"
+# A string literal that stands alone on its line as a part of a longer one (`"…" \`, `"…" +`, `"…",` in
+# parentheses): what a secret split over literals is made of.
 _LITERAL_LINE = r"[ \t]*(?:[+.&][ \t]*)?(?P<q>[\"'])(?P<v>[^\"'\s]{6,1024})(?P=q)[ \t]*(?:[+.&,]|\)[;,]?|\\)?[ \t]*\\?[ \t]*\r?"
-# A collection of literals on one line: `["…", "…"]`, `{"…", "…"}`, a tuple `("…", "…")` (not a call's arguments, which are
-# each a thing of its own: `Client("AC…", "«redacted»")`).
-_LITERAL_COLLECTION = r"(?:[\[{]|(?<![\w.$])\()[ \t]*(?:(?:" + _QUOTED + r")[ \t]*,[ \t]*)+(?:" + _QUOTED + r")[ \t]*,?[ \t]*[\]})]"
 
 
 def _sibling_literals(lines: list, index: int) -> list:
@@ -8655,7 +8651,7 @@ def _sibling_literals(lines: list, index: int) -> list:
     concatenation), each when a machine made it: a list of parts joined at run time."""
     line, found = lines[index], []
     for collection in _regex(_LITERAL_COLLECTION).finditer(line):
-        members = list(_regex(_QUOTED).finditer(line, collection.start(), collection.end()))
+        members = list(_regex(_LITERAL).finditer(line, collection.start(), collection.end()))
         if any(REDACTED in member.group() for member in members):
             found += [(index, member.start() + 1, member.end() - 1) for member in members
                       if REDACTED not in member.group() and _is_split_literal_part(member.group()[1:-1])]
@@ -8930,8 +8926,7 @@ def _second_readings(original: str) -> list:
     if _regex(r"[{\[(][ \t]*\r?\n").search(original):
         readings.append(("collection under a secret's name", _redact_collection_under_name))
     readings.append(("strings folded", _redact_folded))
-    if _CONTEXT_THRESHOLD < float("inf"):  # (its own search for tokens decides: most texts hold one)
-        readings.append(("a token its context names", _redact_by_context))
+    readings.append(("a token its context names", _redact_by_context))  # (its own search for tokens decides: most texts hold one)
     if _regex(_CONTINUATION).search(original) or "=\n" in original and "quoted-printable" in original.lower() or _regex(_POWERSHELL_CONTINUATION).search(original):
         readings.append(("continued lines joined", _redact_continued))
     if _regex(_BASE64_TOKEN).search(original):
@@ -8958,9 +8953,6 @@ _CONTEXT_THRESHOLD = 4.0
 def _context_tokens(text: str) -> list:
     """(start, end) of the tokens of text a machine could have made (_context_token_in each run of
     token characters; a run seen in another field is judged once)."""
-    runs = _regex(_CONTEXT_TOKEN).findall(text)
-    if not any(map(_context_token_in, set(runs))):
-        return []  # (most texts: no second search)
     found = []
     for run in _regex(_CONTEXT_TOKEN).finditer(text):
         inside = _context_token_in(run.group())
@@ -9467,6 +9459,9 @@ _STRING_DEFINITION = (r"(?m)(?:^(?:PS [^>\n]{1,80}> )?|(?<=;))[ \t]*(?:(?:export
                       r"[ \t]*(?:;(?=[ \t]*[$@A-Za-z_])|;?[ \t]*(?:(?:#|//)[^\n]*)?$)")  # a line's end, or `;` and the next: `$k1 = "…"; $k2 = "…"`
 _QUOTED = r"""[\"']([^\"'\n\\]{1,512})[\"']"""
 _LITERAL = r"""(?:"[^"\n]*"|'[^'\n]*')"""
+# A collection of literals on one line: `["…", "…"]`, `{"…", "…"}`, a tuple `("…", "…")` (not a call's arguments, which
+# are each a thing of its own: `Client("AC…", "«redacted»")`): _sibling_literals reads it.
+_LITERAL_COLLECTION = r"(?:[\[{]|(?<![\w.$])\()[ \t]*(?:" + _LITERAL + r"[ \t]*,[ \t]*)+" + _LITERAL + r"[ \t]*,?[ \t]*[\]})]"
 # An expression that joins strings: operands (literals, names, `${name}`) and `+` (or a spaced `.`, `..`, `&`,
 # `||`), the operator may start the next line; a list of literals that is joined (`[…].join`, `strings.Join([]string{…}, "")`,
 # HCL's `join("", […])`, PHP's `implode('', […])`, Ruby's `%w[…].join`), `CONCAT('…', '…')`, a StringBuilder's `.append("…")` chain;

@@ -901,6 +901,20 @@ ADVERSARIAL_CONTEXTS = (
 
 
 class TestRedaction(unittest.TestCase):
+    def assert_redacted(self, cases: dict) -> None:
+        """Each text of cases redacted of every value its tuple lists."""
+        for text, secrets in cases.items():
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                for secret in secrets:
+                    self.assertNotIn(secret, redacted)
+
+    def assert_kept(self, texts: tuple) -> None:
+        """Each text left exactly as it is."""
+        for text in texts:
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], text)
+
     def test_replaces_only_the_secret_part(self):
         cases = [
             (f"export GITHUB_TOKEN={GHP}", "export GITHUB_TOKEN=«redacted»"),
@@ -1292,9 +1306,7 @@ class TestRedaction(unittest.TestCase):
                 "apt install git curl wget unzip make cmake ninja clang lldb gdb strace ltrace",  # 13 words: no mnemonic's count
                 "the quick brown fox jumps over the lazy dog and then runs away from the farmer",
                 f"{phrase} {phrase.split()[0]}")  # 13 words in a run
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_code_for_a_place_that_a_sentence_gives_is_redacted(self):
         # Six to eight digits in a sentence that, with the one before it, names a code and a place it opens.
@@ -1314,9 +1326,7 @@ class TestRedaction(unittest.TestCase):
                 "The keypad's firmware 2.4.1 fixes the door code timeout; call +49 30 901820 for the installer.",
                 "Door 7 is code-locked. Our office is at Hauptstraße 12, 10115 Berlin, phone 030 2284710.",
                 "Error code 100054 from the alarm service: see the runbook, section 4.")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_password_a_sentence_gives_after_many_words_is_redacted(self):
         # After a word for password, however many words come between, or in the sentence after it.
@@ -1332,9 +1342,7 @@ class TestRedaction(unittest.TestCase):
                 "The password policy moved to Release#12; see the wiki page Security&Compliance 2024 for details.",
                 "Password reset done.\n\nThe next build (Build#4471) shipped with fix #2219 and 10+ tests.",
                 "Your password must contain 12+ characters, one of !#$%&*, and a digit (see NIST SP 800-63B).")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_password_printed_in_words_and_parts_named_in_hindi_are_redacted(self):
         cases = {"$ cat /etc/restic/password\ngirasoles azules de mi abuela\n$ restic -r /srv/backup snapshots": "girasoles azules",
@@ -1350,17 +1358,13 @@ class TestRedaction(unittest.TestCase):
                 "$ op read op://Infra/vpn/password | sudo openconnect --user=dlee --passwd-on-stdin vpn.example.org\nConnected as 10.212.4.81\n$ ",
                 "$ pass show infra/registry | docker login --username ci --password-stdin registry.example.org\nLogin Succeeded\n$ ",
                 "I had the baki at lunch; the doosra ball in cricket spins the other way.")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_paths_remotes_and_generic_types_near_secret_words_are_kept(self):
         kept = ("$token = (Get-Secret -Name 'ForgeToken' -Vault Studio -AsPlainText)\nStart-Upload -Token $token -Path 'D:\\Deliveries\\KAIROS\\outgoing'",
                 "SECRET_KEY=$(aws configure get aws_secret_access_key --profile ingest) rclone sync /mnt/out :s3:landing-bucket --s3-env-auth",
                 "pub struct SecretKeyring {\n    keys: HashMap<KeyId, SecretBox<[u8; 32]>>,\n}")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_wifi_joins_joined_keyword_arguments_and_corrected_passwords_are_redacted(self):
         cases = {'import network\nsta = network.WLAN(network.STA_IF)\nsta.connect("Shamba-Kusini", "ndizi-tamu-sokoni")': "ndizi-tamu-sokoni",
@@ -1374,37 +1378,23 @@ class TestRedaction(unittest.TestCase):
         kept = ('WiFi.begin(WIFI_SSID, WIFI_PASSWORD);\nwlan.connect("Guest", "")',
                 'sort_key = "".join(cols)\nlabel = Label(text="".join(parts))',
                 "The pw reset flow was fixed.\n\nRelease notes: the kettle$ fix ships in 2.4 → build 2024!")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_secret_built_by_a_shells_printf_or_a_template_of_literals_is_redacted(self):
         cases = {"export TTN_API_KEY=\"$(printf '%s%s' 'NNSXS.4QBPR47MWA3KE3SI88BKCCMUJFID6GP6VIXP3.4UP' '83TTEYU6HDNE8SK7FA6KU35J6QA6UYTQNVU44P48GO36JCJOGJ')\"": ("83TTEYU6HDNE8SK7",),
                  'const MAIL_KEY = `${"SG"}.${"Q3wtLKwB3VhTo8ObZgJV4z"}.${"s0xUrWv3ZNJN0SF53fQwgkcPGVtu4dBnSm1lkm9mB-"}`;': ("Q3wtLKwB3VhTo8Ob", "s0xUrWv3ZNJN0SF5")}
-        for text, parts in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for part in parts:
-                    self.assertNotIn(part, redacted)
+        self.assert_redacted(cases)
         kept = ("printf '%s%s\\n' \"$first\" \"$second\"", 'const label = `${"Hello"}, ${"world"}`;', "printf '%s %s' 'build' 'passed'")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_password_sent_in_two_messages_neither_of_which_reads_as_one_is_redacted(self):
         cases = {"[18:02] Priya: nas admin pw, pasting in two bits because of the preview: Monsoon\n[18:02] Priya: _Harbour#88\n[18:03] Priya: join them": ("Monsoon", "_Harbour#88"),
                  "Ola 10:41  hasło do panelu: Zielona-P\nOla 10:41  lanta!2023 (reszta się ucięła)": ("Zielona-P", "lanta!2023")}
-        for text, parts in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for part in parts:
-                    self.assertNotIn(part, redacted)
+        self.assert_redacted(cases)
         kept = ("[09:14] Ana: the token expired: yesterday\n[09:15] Ana: renewed2",
                 "Ana: password policy: Strict\nAna: done",
                 "[10:02] Tom: which key: Primary\n[10:02] Tom: Secondary (the old one)")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_passphrase_of_three_words_before_a_note_in_brackets_is_redacted(self):
         text = "Hoi Sanne, het wachtwoord voor de klantscreening is koekje paars nevel (alles kleine letters). Groetjes"
@@ -1420,16 +1410,10 @@ class TestRedaction(unittest.TestCase):
                  "<tr><td>Core switch</td><td>10.4.0.2</td><td>sw-admin / Kastanje1907.</td></tr>\n<tr><td>Edge switch</td><td>10.4.0.3</td><td>ops / K4rpe4l91.</td></tr>":
                  ("Kastanje1907", "K4rpe4l91"),
                  "<dl>\n  <dt>Projector web UI</dt><dd>manager / Spring1994%</dd>\n</dl>": ("Spring1994%",)}
-        for text, passwords in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for password in passwords:
-                    self.assertNotIn(password, redacted)
+        self.assert_redacted(cases)
         kept = ("- DB: admin / «redacted»\n- Env: staging / Production\n- Git: main / develop2\n- Build: ci / release",
                 "- Repo: team / project-x\n- Path: src / main.py")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_keys_under_an_authenticator_line_in_a_call_and_in_files_shown_are_redacted(self):
         cases = {"Can't scan the QR? Set up the authenticator by hand with this key:\n    MZXW 6YTB OI3D EZLS NB2H I4DT": "MZXW 6YTB",
@@ -1446,9 +1430,7 @@ class TestRedaction(unittest.TestCase):
                 "Token.balanceOf(\"0x3c8a51f0b27de94c6a1f08e53b7d29c4a6e1f0b3d85c27a94e6f1b0c3a7d5e28\")",
                 "==> /etc/openvpn/client/porto.conf <==\nclient\ndev tun\nauth-user-pass /etc/openvpn/client/porto.auth\n",
                 "● Read(docs/token-rotation.md)\n  ⎿  Read 2 lines\n     1→# Rotating tokens\n     2→Run the rotation job weekly.")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
         indented = "                                     continuing the message here"  # a log's next line of words is no rest
         self.assertIn(indented, cc.redact("Jun 12 05:00:03 gw-07 relay[611]: using RELAY_TOKEN=8c41f0a9d2e7b5c3\n" + indented)[0])
 
@@ -1474,9 +1456,7 @@ class TestRedaction(unittest.TestCase):
                 "> config('app.password_timeout')\n= 10800\n> ",
                 "Ay, the password reset form is broken again",
                 'Password reset for "Server2019" was done by "jsmith01" today; the password field "input2" is required.')
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_keystore_in_base64_under_a_p12_name_and_an_opsgenie_key_are_redacted(self):
         body = "MIIK3m8vRtLp2QwXz7Yb4Nc6Hd1Fg9Jk0Ls5Ua3Ve8Wi2Ox7Pq4Rr6Ss1Tt9Uu3Vv5Ww8Xx2Yy4Zz7Aa1Bb6Cc0Dd5Ee9Ff3Gg=="
@@ -1492,36 +1472,24 @@ class TestRedaction(unittest.TestCase):
         cases = {'WEBHOOK_SIGNING_KEYS = {\n    "rave": base64.b64decode("q7Hn2Lw9Xz4Rt8Vb3Mc6Pd1Fg5Jk0Ls8Ua2Ve7Wi3Ox9Pq4Rr6Ss1Tt5Uu8Vv2Ww"),\n    "veeva": "Zt6Yp1Qa8Wx3Ec5Rv7Tb2Nm4Kl9Jh0Gf",\n}': ("q7Hn2Lw9Xz4Rt8Vb", "Zt6Yp1Qa8Wx3Ec5R"),
                  "const partnerApiKeys = [\n  'Kd8Fj3Lm6Np2Qr9St4Vw7Xy1Za5Bc0De',\n  process.env.EXTRA_TOKEN,\n];": ("Kd8Fj3Lm6Np2Qr9S",),
                  "local admin on the lab PCs is still \".\\labadmin\" / Orchid&2207delta, change it before the audit": ("Orchid&2207delta",)}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         kept = ('SECRET_NAMES = [\n    "stripe-live-secret-key-2024",\n    "prod/db/password",\n]',
                 'TOKENS = {\n  "gh": "${GITHUB_TOKEN}",\n}',
                 'CACHE = {\n  "etag": "Xk29mPq7zLw3aB9dE2fGhQ8r",\n}',
                 '<SubjectData SubjectKey="5e9e5c59-4f25-4613-a170-3ee4e5063022" mdsol:SubjectKeyType="SubjectUUID">',
                 '{"PartitionKey": "orders", "RowKey": "0f8fad5b-d9cb-469f-a165-70867728950e"}')
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_vendors_prefix_before_hex_an_f_strings_parts_and_a_wpa_pass_are_redacted(self):
         cases = {"$ vault kv get secret/sms\n====== Data ======\nKey                 Value\n---                 -----\nsms_gateway_key     atsk_9c41e7a2b05f8d36c1e4a7b92d0f5e3c8a61b4d7e2f09c3a5b8d1e6f4a7c2b90": ("atsk_9c41e7a2b05f8d36",),
                  'TG_HEAD = "6120458893:AAq9Zt3Lm7Xw"\nTG_TAIL = "2Rt8Yp5Vb4Nc1Fd6Gh0Jk9Lz3Qe"\nURL = f"https://api.telegram.org/bot{TG_HEAD}{TG_TAIL}/sendMessage"': ("6120458893:AAq9Zt3Lm7Xw", "2Rt8Yp5Vb4Nc1Fd6"),
                  "for the screening room wifi the WPA2 pass is tundra-mango-pelican — put it on the card": ("tundra-mango-pelican",),
                  "[mira@lab-ws07 ~]$ secret-tool lookup service labdb user mira\nquartz-heron-maple-drum[mira@lab-ws07 ~]$ ": ("quartz-heron-maple-drum",)}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         kept = ("request req_9c41e7a2b05f8d36c1e4a7b92d0f5e3c failed with 503, retrying",
                 'name = "Ada"\ngreeting = f"Hello {name}, welcome back"',
                 "the guest pass is valid until Friday")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_codes_under_what_they_open_and_in_sentences_that_say_so_are_redacted(self):
         cases = {"BUILDING        FLAT   LOCKBOX   GATE\nHarbour View    3A     482917    730164\nHarbour View    6D     519304    n/a\n": ("482917", "730164", "519304"),
@@ -1535,11 +1503,7 @@ class TestRedaction(unittest.TestCase):
                  "- key box 4B: 671209\n- Tape storage cage: 902645 + badge from security\n": ("671209", "902645"),
                  'PARTNER_KEYS = {\n    "acme": "Qm8tZr2LxW4nVb7Kc1PdYs9",\n    "globex": "hT5wE3rN8qL2mZ6xC9vB1kJ",\n}\n': ("Qm8tZr2LxW4nVb7Kc1PdYs9", "hT5wE3rN8qL2mZ6xC9vB1kJ"),
                  'val webhookSecret = StringBuilder()\n    .append("7c3e91ab04d5f26")\n    .append("e8b0a4c7d19f35b")\n    .toString()\n': ("7c3e91ab04d5f26", "e8b0a4c7d19f35b")}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         self.assertIn("StringBuilder()", cc.redact('val webhookSecret = StringBuilder()\n    .append("7c3e91ab04d5f26")\n    .append("e8b0a4c7d19f35b")\n')[0])
         kept = ("FLIGHT   GATE   STAND\nBA417    B12    204\nLH903    A7     118\n",
                 'CACHE_KEYS = {\n    "profile": "user:profile:v2",\n    "feed": "user:feed:v5",\n}\n',
@@ -1551,9 +1515,7 @@ class TestRedaction(unittest.TestCase):
                 "binaryData:\n  key-icon.svg: PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCI+PC9zdmc+",
                 "$ sha256sum VOL008.7z VOL008.7z.par2\nfe01e680d81755f8020aac1ff599bdf800d4c0f3deac78a18cf055529c644f26  CASE_PROD_VOL008.7z\n"
                 "17c6ba0451e652be63e93ca274697f3bd0b66e9a0951f90ae601b4aa5cedb39c  CASE_PROD_VOL008.7z.par2\n")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_cookies_a_prose_cookie_list_labelled_parts_and_a_login_at_a_host_are_redacted(self):
         cases = {">>> sess.cookies.get_dict()\n{'PORTALSESSION': '9b2e71c4d05fa83e6c1b94d7a02f5e8c31d6b0a9', 'lang': 'de'}": ("9b2e71c4d05fa83e6c1b94d7a02f5e8c31d6b0a9",),
@@ -1563,11 +1525,7 @@ class TestRedaction(unittest.TestCase):
                  "SMS 1/2: your new VPN password begins Tr0ut-Ri\nSMS 2/2: ...and ends ver2024 - change it today": ("Tr0ut-Ri", "ver2024"),
                  'var key = @"Gm4~TqP-Zx8_Lw2VbN7" +\n          @"Rk5sYd3QaW9mXe6TcH1";': ("Gm4~TqP-Zx8_Lw2VbN7", "Rk5sYd3QaW9mXe6TcH1"),
                  'retry 2: connect to broker:Wq8-zKx_3LmT9vRb2NcY7pHd@mq.ops.internal:5671 refused': ("Wq8-zKx_3LmT9vRb2NcY7pHd",)}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         kept = ("Cookie policy: we set lang=de and theme=dark for every visitor",
                 "[09:14] Petr: první půlka zápasu skončila 2:1\n[09:15] Petr: a zbytek jsem nestihl",
                 "write to first.last@example.com or sales:team@example.org for details",
@@ -1576,9 +1534,7 @@ class TestRedaction(unittest.TestCase):
                 "# Ejemplo\nMP_WEBHOOK_SECRET=tu-secreto-aqui",
                 'stripe.api_key = "sk_test_" + "0" * 24  # a dummy for the unit tests',
                 "Segredo no Azure Key Vault: kv-ops-lit-weu / portal-certificado-pin")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_comment_above_a_plain_first_row_backup_codes_an_indented_wrap_and_a_key_below_a_blank_line_are_redacted(self):
         cases = {'# keeps the tenants\' files in the cache\nFILES_FERNET_KEY = b"Hq3vNw8LzK2mXp5RtY7cB4dF6gJ9kS1aE0uWoQiZxVs="': ("Hq3vNw8LzK2mXp5RtY7cB4dF6gJ9kS1aE0uWoQiZxVs",),
@@ -1586,32 +1542,20 @@ class TestRedaction(unittest.TestCase):
                  "portal\tlogin\tpassword\tmfa_backup\nCaseWorks\tops.team\tfern!harbor71\tq7wd-2kxp-m9zt\n": ("fern!harbor71", "q7wd-2kxp-m9zt"),
                  "data:\n  signer.json: 9fLq2Xw7RtK3mZ8vNc4PbY6hJd1SgA5eWu0oTiQx/+Lk7Mn2Bv9Cx4Zs8Dq3Fw6Gr1Hy5Jt0Ku\n    Pm4Nq8Rs2Tv6Uw0Xy3Za7Bc1De5Fg9Hi2Jk6Lm0No4Pq8Rs2Tv6Uw0Xy3Za7Bc1De5Fg9Hi2Jk6L\n": ("9fLq2Xw7RtK3mZ8vNc4PbY6hJd1SgA5eWu0oTiQx",),
                  "Hi Ana, your production API key for the workspace is below. It will not be shown again.\n\n    Kd8Wq2Lz5Xn7Rv3Tb9Mc4Yp6Hs1Jf0Ge\n\nRegards": ("Kd8Wq2Lz5Xn7Rv3Tb9Mc4Yp6Hs1Jf0Ge",)}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         kept = ("<table><tr><td>Käyttäjä</td><td>Salasana</td></tr>\n<tr><td>arkisto.koski</td><td>in the vault</td></tr></table>",
                 "user\tmfa\nops.team\tenabled\n",
                 "# the public key\nSIGNING_KEY_ID = 7")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_the_literals_beside_a_redacted_one_are_its_other_parts(self):
         cases = {'var parts = []string{"ghp_Rk7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mN", "Qm8vLx2Rt7Kp4Nz9Wc3Y", "b6Hd1Fs5Ga0JkL2mN4pQ"}': ("Qm8vLx2Rt7Kp4Nz9Wc3Y", "b6Hd1Fs5Ga0JkL2mN4pQ"),
                  'export FLY_API_TOKEN="FlyV1 fm2_Rk7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mN4pQ"\\\n"Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6oP1aS3dF5g"\nfly deploy': (
                      "Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6oP1aS3dF5g",)}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         kept = ('TOKEN = os.environ["TOKEN"]  # ghp_ tokens only\nREGIONS = ["eu-west-1", "us-east-2"]',
                 'steps = ["checkout", "build-linux-x86_64", "upload-artifacts"]')
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_cracked_hashes_ci_variables_joined_keys_and_chat_rests_are_redacted(self):
         cases = {"$ hashcat -m 1000 ntlm.txt wordlist.txt --show\n8846f7eaee8fb117ad06bdd830b7586c:Sunflower-Meadow-42\n$ ": ("Sunflower-Meadow-42",),
@@ -1624,18 +1568,12 @@ class TestRedaction(unittest.TestCase):
                  "v=0\nm=audio 18232 RTP/SAVP 0 8 101\na=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR\n":
                      ("PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR",),
                  "curl -v -u Zq8Lm2Xr5Kp7Wt3NxW4v:X https://acme.freshdesk.com/api/v2/tickets": ("Zq8Lm2Xr5Kp7Wt3NxW4v",)}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         kept = ('{\n  "login.pin.label": "Schlüsselschrank-PIN",\n  "login.password.hint": "Mindestens 12 Zeichen"\n}',
                 "$ kubectl get secret web-tls -o jsonpath='{.data.tls\\.crt}' | base64 -d | openssl x509 -noout -subject -ext subjectAltName\n"
                 "subject=CN = web.example.io\nX509v3 Subject Alternative Name:\n    DNS:web.example.io, DNS:api.example.io\n$ ",
                 "$ glab variable get DEPLOY_REGION -R shop/checkout\neu-central-1\n$ ", 'paths = join("/", ["var", "lib", "app"])')
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_machine_token_its_context_names_is_redacted_where_no_rule_reads_it(self):
         cases = {"$ lora-cli devices add field-pump-3 --dev-eui 70B3D57ED0041A2C \\\n    --root-keys.nwk-key.key 8E3FA1C07D2B9E46F1A05C37BD8E2A94": ("8E3FA1C07D2B9E46F1A05C37BD8E2A94",),
@@ -1651,45 +1589,31 @@ class TestRedaction(unittest.TestCase):
                 "build id 7HqLz2Wm9RkTx4Vn for the nightly job", 'ETag: "33a64df551425fcc55e4d42a148795d9f25f89d4"',
                 "Pinned to release 3f9a2c7e1b5d4f8a0c6e2b9d7f1a3c5e of the upstream chart.",
                 '"darwin-aarch64": {"signature": "dW50cnVzdGVkIGNvbW1lbnQ6IHNpZ25hdHVyZSBmcm9tIHRhdXJpIHNlY3JldCBrZXkKVk+7Da2KNuNl", "sig": "Qm8vLx2Rt7Kp4Nz9Wc3Yb6Hd1Fs5Ga0J"}')
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_plain_text_secret_read_a_kv_value_and_a_literal_its_comment_names_are_redacted(self):
         cases = {'PS C:\\> Get-AzKeyVaultSecret -VaultName kv-ops -Name "fw-admin" -AsPlainText\nv9C=kkhpRwTMnoYe\nPS C:\\> ': ("v9C=kkhpRwTMnoYe",),
                  '$ npx wrangler kv key get --binding=CONFIG "stripe_secret_live" --remote\n4f0c9e2ab71d38e65c0f92a4b7d1e83c': ("4f0c9e2ab71d38e65c0f92a4b7d1e83c",),
                  'client = FinTS3PinTanClient(\n    "10020030",        # BLZ\n    "7731094821",      # Login\n    "sommer4471",      # PIN\n)': ("sommer4471",),
                  'const cfg = {\n  host: "sftp.partner.example",\n  pass: process.env.X,\n  key: "Zq8Lm2Xr5Kp7Wt3N", // API key (sandbox)\n};': ("Zq8Lm2Xr5Kp7Wt3N",)}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         kept = ('$ npx wrangler kv key get --binding=CONFIG "feature_flags" --remote\n{"beta": true}',
                 'client = FinTS3PinTanClient(\n    "10020030",        # BLZ\n    os.environ["FINTS_PIN"],  # PIN\n)',
                 'retries = "3"  # token bucket size',
                 'label = "Enter your PIN"  # PIN prompt')
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_password_a_helpdesk_reset_someone_to_and_wifi_vouchers_are_redacted(self):
         cases = {"vpn threw me out again and IT reset me to Harb0r!lamp77, is the portal caching the old one?": ("Harb0r!lamp77",),
                  "Guest wifi voucher is XK4T-PQ7M, valid until Sunday": ("XK4T-PQ7M",),
                  "访客WiFi的券码是 MV3Q-8TZA ，请勿转发": ("MV3Q-8TZA",),
                  "voucher\tvalid_from\tvalid_to\nexpo-4471-mavi\t2025-03-01\t2025-03-03\nexpo-9012-kirmizi\t2025-03-01\t2025-03-03\n": ("expo-4471-mavi", "expo-9012-kirmizi")}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         kept = ("run git reset to origin/release-2024.1 before tagging",
                 "we reset the retry budget to MaxRetries3 after the incident",
                 "the voucher for this week is not working, can you print a new one?",
                 "use voucher code SUMMER-SALE at checkout")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_account_rows_api_key_lists_and_short_tsv_rows_are_redacted(self):
         cases = {"SFTP drop boxes (lab partners)\n  Covance   lab_dm          maple-harbor-violet-crane\n  Q2        lab_biostat     pl4n&k3ttle7\n": ("maple-harbor-violet-crane", "pl4n&k3ttle7"),
@@ -1698,20 +1622,14 @@ class TestRedaction(unittest.TestCase):
                  "site\tsystem\tuser\tpassword\tnotes\nAMS\tPortal\tops-ams\tharbor4471\tMFA on\nRTM\tPortal\tOPS_RTM\tC4rl.1971\n": ("harbor4471", "C4rl.1971"),
                  "HOST          BMC IP       USER    PASS\nesx07         10.4.9.17    ADMIN   QKX7TRBVMN\n": ("QKX7TRBVMN",),
                  "⏺ Read(keys\\bridge.ppk)\n  ⎿  PuTTY-User-Key-File-3: ssh-rsa\n     Private-Lines: 2\n     AAAAgQCx7Lq2Vn9Wm4Rt8Yp3Kd6Hs1Fg5Jz0Nc\n     AAAAQQDb2Ms7Xv4Qe9Lk1Pw6Zt3Ry8Uh5Gi0\n     Private-MAC: 4f2c": ("AAAAgQCx7Lq2Vn9Wm4",)}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         kept = ("NAME        READY   STATUS    RESTARTS   AGE\napi-7d9f    1/1     Running   0          5d\nweb-1       1/1     Running   2          3h",
                 "USER    PASSWORD   NOTE\nadmin   (vault)    rotated",
                 "The API keys are rotated by the job below\nid: 7f5b2618-18fb-4556-a1b2-bac8fdb6de76\nrun: 4f2c9a1e8b7d6c5f4e3d",
                 "Keys of the build:\n- commit: 4f2c9a1e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39",
                 "Twilio console\nAccount SID   AC387c60c8b5035d86ca0240a52a5cb2fd\nService SID   MG6f835856b923b71ac013117df5972041",
                 "ID              NAME             REGION  IMAGE\n11d34edd5916b3  winter-sun-4182  fra     api:deployment-01JZDAZILSM1B29Q\n35a6d40a487cf7  quiet-lake-9031  ams     api:deployment-01JXIAE5GPEJQN42")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_the_head_of_a_wrapped_value_whose_rest_was_redacted_is_redacted_too(self):
         # A rule redacted the rest alone on the next line; the head above it is the same secret's.
@@ -1737,9 +1655,7 @@ class TestRedaction(unittest.TestCase):
                 "client eduroam-flr1 {\n\tsecret = $ENV{FLR1_RADIUS_SECRET}\n}",
                 'discord_token: "MTxxxxxxxxxxxxxxxxxxxxxx.Gxxxxx.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"',
                 "Safe Exam Browser config key: 8d793ebd5854b5b28eac7185f0eabebc6e8f38e6cd285be88a6d44f6bc19ed54 (hash of the .seb settings)")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_getter_of_a_password_setting_prints_it_and_the_next_prompt_stays(self):
         # The value a getter printed is redacted; the next prompt's user below it is no rest of it.
@@ -1758,11 +1674,7 @@ class TestRedaction(unittest.TestCase):
                  "Олег: закрытый ключ, часть 1: 4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d\nОлег: часть 2: da1c766a25a3f7e049ac4d06ad89c8d0b0": ["da1c766a25a3"],
                  "[Telegram] Murat: sunucu şifresinin ilk kısmı Bosphorus\n[Telegram] Murat: devamı: 7Hq2-Lm9w!x (boşluk yok)": ["Bosphorus", "7Hq2-Lm9w!x"],
                  "[09:14] ahmet: deployer key ilk yarı: 4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c\n[09:15] ahmet: ikinci yarı ayrı mesajda: c14161f14a5f3cc63053c8717fb96cbe": ["c14161f14a5f"]}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         for text in ("SOLANA_KEYPAIR_PATH=~/.config/solana/id.json", "keypair_path: /etc/validator/keypair.json"):
             with self.subTest(text=text):
                 self.assertEqual(cc.redact(text)[0], text)
@@ -1778,9 +1690,7 @@ class TestRedaction(unittest.TestCase):
                 "license server 27000@flexlm.uni.example, feature MATLAB, expires 2025-12-31",
                 'diff <(echo "expected") <(echo "actual")',
                 'geth account import --password <(echo "$KEYSTORE_PASS") keyfile.txt')
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_a_password_setter_of_any_name_and_codes_after_leader_dots_are_redacted(self):
         cases = {'rfc2865.UserPassword_SetString(packet, "Probe!Eduroam77")': ["Probe!Eduroam77"],
@@ -1788,18 +1698,12 @@ class TestRedaction(unittest.TestCase):
                  "Office codes (Istanbul, Levent)\nmain door ...... 361886\nserver room .... 494825": ["361886", "494825"],
                  "HOJA DE ENTREGA\n  Puerta principal ........ código 411944\n  Alarma .................. 696533": ["411944", "696533"],
                  "ethereum: 'mainnet:https://quiet-frosty-meadow.quiknode.pro/1e614c04c2d5aae87f2118b26da3bcd5a208ae5a/'": ["1e614c04c2d5"]}
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         kept = ('rfc2865.UserPassword_SetString(packet, os.Getenv("RADIUS_PROBE_PW"))',
                 'user.set_password(form.cleaned_data["new_password1"])',
                 "Chapter 3 .......... 123456\nRelease notes ....... 202405",
                 "see https://www.alchemy.com/docs/getting-started-with-the-platform")
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_the_items_of_a_list_a_secrets_name_is_given_joined_are_redacted(self):
         cases = {'_k = ["ceac999727742ebf", "6cc856ab9c96c6c3", "bfb933b9ee5a664b"]\nPRIVATE_KEY = "0x" + "".join(_k)': ["ceac999727742ebf", "bfb933b9ee5a664b"],
@@ -1814,9 +1718,7 @@ class TestRedaction(unittest.TestCase):
         kept = ('names = ["alpha-service", "beta-service"]\nSERVICE_LIST = ",".join(names)',
                 'cols = ["created_at", "updated_at"]\nsort_key = "".join(cols)',
                 'parts = ["${DB_PASS_A}", "${DB_PASS_B}"]\nDB_PASSWORD = "".join(parts)')
-        for text in kept:
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], text)
+        self.assert_kept(kept)
 
     def test_codes_in_a_column_beside_the_places_they_open_are_redacted(self):
         # A column of codes holds PINs when the table names places (a site, a room, an object) or the
@@ -1877,11 +1779,7 @@ class TestRedaction(unittest.TestCase):
             "usuario: instalador, contraseña: sparrow river pumpkin 55. y el pin de la alarma es 336630": ["sparrow river pumpkin 55", "336630"],
             "C:\\temp\\Wi-Fi-Lab.xml:21:    <keyMaterial>eagle apple raven</keyMaterial>": ["eagle apple raven"],
         }
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         for text in ("Das alte Passwort vom Aufkleber auf dem Gerät ist seit gestern ungültig.", "the password is never logged anywhere.",
                      "the token is base64 encoded, btw", "the password is case sensitive — careful"):
             with self.subTest(text=text[:30]):
@@ -1900,11 +1798,7 @@ class TestRedaction(unittest.TestCase):
             '-----END PRIVATE KEY-----\\n"': ["xBW6091ggYPlRFDGrqDA+eoknwmhRANCAATLH8VLsH0hKZIG"],
             'aws configure set aws_secret_access_key `\n  "ePrsfp/rSpXxLwp/zv2D`\nqxViuYr/HrVweAkwP1oM" --profile ot': ["ePrsfp/rSpXxLwp/zv2D", "qxViuYr/HrVweAkwP1oM"],
         }
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         kept = ("gcloud run deploy api --set-secrets=TUYA_SECRET=tuya-secret:latest,SENDGRID_API_KEY=sendgrid-key:3",
                 "TLS session resumed, session id: c01c23b6d1b5f8e54b10bdb0fa594a45fb14979d6a5345475c18e7a452be52c4, cipher TLS_AES_128_GCM_SHA256",
                 '{"version":1842,"clientToken":"62fb3205-71fa-4d68-9abd-c163ba42a41d"}',
@@ -1926,11 +1820,7 @@ class TestRedaction(unittest.TestCase):
                 "honey-crystal-maple-prairie", "41191622"],
             "private (hex): 12a3ab4717d4da7492117b45c2133e379252e23b585b6734a93d2dbf31fb76a4": ["12a3ab4717d4da7492117b45c2133e379252e23b585b6734a93d2dbf31fb76a4"],
         }
-        for text, secrets in cases.items():
-            with self.subTest(text=text[:30]):
-                redacted = cc.redact(text)[0]
-                for secret in secrets:
-                    self.assertNotIn(secret, redacted)
+        self.assert_redacted(cases)
         public = "private (hex): 12a3ab4717d4da7492117b45c2133e379252e23b585b6734a93d2dbf31fb76a4\npublic  (hex): 79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46"
         self.assertIn("79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46", cc.redact(public)[0])
         for text in ("<dl><dt>PIN policy</dt><dd>6 digits, rotated yearly</dd></dl>", "Moi! Tiketti 48213 on suljettu, lukon koodi vaihtuu huomenna."):
@@ -2557,7 +2447,7 @@ def context_examples(paths: list) -> list:
     """The machine-made tokens of the corpora at paths (cc._context_tokens), each as (corpus, kind,
     case index, secret?, features, left?): secret when it is, or is part of, a value its case lists;
     left when the rules and the other readings leave it in the case's text."""
-    threshold, cc._CONTEXT_THRESHOLD = cc._CONTEXT_THRESHOLD, float("inf")  # what the rest leaves, this judge aside
+    judge, cc._redact_by_context = cc._redact_by_context, lambda original, text, count, replaced: (text, count)  # what the rest leaves, this judge aside
     try:
         examples = []
         for path in paths:
@@ -2574,7 +2464,7 @@ def context_examples(paths: list) -> list:
                         examples.append((os.path.basename(path), kind, index, secret, frozenset(cc.context_features(text, start, end)), token in redacted))
         return examples
     finally:
-        cc._CONTEXT_THRESHOLD = threshold
+        cc._redact_by_context = judge
 
 
 def train_context(examples: list, words: int = 1000, epochs: int = 8, step: float = 0.1, decay: float = 1e-4) -> dict:
