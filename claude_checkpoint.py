@@ -8947,7 +8947,7 @@ def _second_readings(original: str) -> list:
 _CONTEXT_TOKEN = r"[^\s\"'`<>(){}\[\],;|«»&?]{10,}"
 _CONTEXT_WORD = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_A-Za-z]+"  # a name's parts (apiKey: api, key) and a script's runs (パスワード)
 _CONTEXT_SHORT_WORDS = frozenset(("pw", "pk", "sk", "id"))  # words of two letters that tell; the others are noise
-_CONTEXT_THRESHOLD = 4.0
+_CONTEXT_THRESHOLD = 5.0
 
 
 def _context_tokens(text: str) -> list:
@@ -9046,207 +9046,203 @@ def _context_weights() -> dict:
 _CONTEXT_WEIGHTS: Optional[dict] = None
 _CONTEXT_MODEL = r"""
 +2.5 above: ntlm pass
-+2.5 before: accounts admin administrator authorization bot deploy full hmac login pass requirepass root sshpass
++2.5 before: accounts admin administrator authorization bot deploy hmac login mysql pass requirepass root sshpass
 +2.5 mark: p
-+2.5 name: appid aws sig signature
-+2.25 above: aqab pgpass sudo
-+2.25 before: auth copy mysql
++2.5 name: appid aws sig signature value
++2.25 above: aqab sudo
++2.25 before: auth copy full
 +2.25 . credential-word-before
 +2.25 mark: |
-+2.25 name: administrator value
-+2 above: exec master read requirepass
-+2 before: add bearer curl dsn let ntlm pat priv redis remember signer staging
-+2 mark: L P `
-+2 name: ntlm url
++2.25 name: administrator
++2 above: exec master pgpass read requirepass
++2 before: add bearer curl dsn let ntlm pat priv redis signer staging
++2 mark: L `
++2 name: ntlm
 +1.75 above: bearer open private
 +1.75 after: bot link login sudo system
-+1.75 before: byte jsessionid legacy npm ops parts sqlplus svc wallet
-+1.75 name: base environment localhost pass webhook
-+1.5 above: auth deployer domain env openssl php raw tsv
-+1.5 after: force private
-+1.5 before: append chave deployer encode internal jenkins keystore klucz lab ldapsearch phpsessid portal runner seed
-+1.5 before: share storage
++1.75 before: byte jsessionid legacy npm ops parts remember sqlplus svc wallet
++1.75 mark: P
++1.75 name: base environment localhost pass url webhook
++1.5 above: auth env openssl php raw tsv
++1.5 after: aes force get private
++1.5 before: append chave deployer encode internal jenkins keystore klucz phpsessid portal runner share
 +1.5 . credential-word-above
 +1.5 mark: u
-+1.5 name: admin amz auth authorization com jsessionid secure signer
-+1.25 above: aws bot endpoint full ghp hub import key mac oauth ops parts project service share show versions
-+1.25 after: access aes alg alt docker get hmac http kid mirror mode never payload raw select
-+1.25 before: agent buffer community cookie den etc etl here host ist jks lan ldap localhost mobile mosquitto mysqldump
-+1.25 before: nginx one pdo pgpassword pour psk routing salt secret sendgrid signed smbclient storepass stupov user
-+1.25 before: valid value write
++1.5 name: admin amz auth authorization com default jsessionid secure signer
++1.25 above: aws bot deployer domain endpoint full ghp hub import key mac oauth parts project service share show
++1.25 above: versions
++1.25 after: access alg alt docker hmac http kid mirror mode never null payload put raw select
++1.25 before: agent buffer community cookie den etc etl grid here host ist jks lab lan ldap ldapsearch localhost mobile
++1.25 before: mosquitto mysqldump nginx one pdo pgpassword pour psk registry routing salt secret seed sendgrid signed
++1.25 before: smbclient storage storepass stupov sudo user valid value write
 +1.25 mark: '
-+1.25 name: default github priv private svc
-+1 above: action administrator argocd authentication bind body box cli cookie debug description etc gcloud gcm here
-+1 above: jenkins jwk latest link login minisign printenv query requests routing shared unseal user van vpn
-+1 after: body gcm invalid msg name null plain provider put uid
-+1 before: acesso aes anahtar ansible arg chiave clave convert cred database doctl elastic env err est globex grid
-+1 before: hardcode import ingest jdbc kunci lftp live mail mailgun metrics mkowalski nas nyckel open oracle part
-+1 before: postgres pro prod registry reporting resp router secreta sig sign sleutel sonar srcstorepass start store
-+1 before: sudo sync wget для пароль токен
++1.25 name: github priv private stripe svc
++1 above: action administrator argocd authentication bind body box cli debug description etc gcloud gcm generic here
++1 above: hmac jenkins latest link login minisign ops printenv query requests shared sk unseal user van vpn
++1 after: body gcm invalid msg name plain provider
++1 before: acesso aes anahtar ansible arg chiave clave convert cred database doctl elastic env err est hardcode import
++1 before: ingest jar jdbc kunci lftp mail mailgun metrics mkowalski nas nyckel open oracle part postgres pro prod
++1 before: reporting resp router secreta sig sign sleutel sonar sonria srcstorepass start store sync untuk wget для
++1 before: пароль токен
 +1 mark: E c
-+1 name: elastic hex jdbc legacy part pgpassword routing security sms stripe
++1 name: elastic hex internal jdbc legacy part pgpassword result routing security sms
 +1 strength: 1 2
-+0.75 above: akia arg authorization before bitcoin complete conn connect connection core der dev doesn doppler dump
-+0.75 above: generic get grafana hmac https into inventory issuer jsessionid keep lab label legacy level live mailgun
-+0.75 above: play post prd pro push pw registry reporting require result runner sap secret security sendgrid sign sk
-+0.75 above: smtp str sync username users using value webhook
-+0.75 after: algorithm all before cert cmd com destkeystore dev domain dump env field file info internal join npx path
-+0.75 after: registry repo reports sent sys text the transaction until using utf vault version with 입니다
-+0.75 before: acc acceso api application aqab bin bind body cli cmd const core curlopt das der done easy email enable
-+0.75 before: ftp gateway grafana groq hubspot identified identity influx infra ios jar jeton join license linear
-+0.75 before: mailchimp mapbox minio monitor mot neo noc nsec nuget passe pbkdf per primary printf priya production
-+0.75 before: provider rabbitmqctl radius replica rest result robot sap segreta sensor set setopt setup shared shop
-+0.75 before: signing sms smtp sonria spec ssel string tailscale till untuk update upload uploader using voor vpn
-+0.75 before: webhooks worker wpa your مفتاح
-+0.75 mark: / y è é は 是
-+0.75 name: account deploy dev encrypt internal license mkowalski npm oauth password phpsessid refresh remember result
-+0.75 name: seed sendgrid shared vault
-+0.5 above: accept account admin aes all app application azure builder cat comment crt curlopt decryption del deploy
-+0.5 above: download duration echo email erp expire export fleet forward ftp generated github gitlab green grid harbor
-+0.5 above: host http hubspot infra integration internal ldap loaded local lol mailchimp mobile monitoring nas new nms
-+0.5 above: notes now nuget openai orders origin out para part payments plain port pre protocol psk put rails readonly
-+0.5 above: relay remote robot rpc sandbox scanner smoke static store telegram temp terraform tests this tls tokens
-+0.5 above: trace until untrusted via warning wifi
-+0.5 after: address backups build created creds crm dark den encrypt events exec exp exports full gcloud ghcr github
-+0.5 after: gitlab hex home hostname init integration inventory jks json keyspace lab lang method metrics nonce now one
-+0.5 after: orders ping port post psql python releases run same scripts secure single slack srv ssl sync tenant timeout
-+0.5 after: versions warning zip
-+0.5 before: acme app archive authentication azure backend bash basic begin box builder call char code com context
-+0.5 before: contoso contrase cookies corp cpassword crm dark decode destkeystore deststorepass dev docker dotnet echo
-+0.5 before: encrypt erp exp expires gcloud generic ghp gitlab has headers http install integration invalid inventory
-+0.5 before: jdoe json keep key lautet maps monitoring net network nms none nsten null office old openai ota pagerduty
-+0.5 before: parse passwort pipeline pkcs private privilege provided proxy put pwd read reader readonly register role
-+0.5 before: sandi schl scope scripts security service sess session sftp single site slack snmpwalk sql ssl stg studio
-+0.5 before: system team telegram the theme tmp tool tools true var weather with yes you الخاص
++0.75 above: akia arg authorization before bitcoin complete conn connect connection cookie core der dev doesn doppler
++0.75 above: dump get grafana https into inventory issuer jsessionid jwk lab legacy level live mailgun payments play
++0.75 above: post prd pro push pw rails registry reporting require result routing runner sap scanner secret security
++0.75 above: sendgrid sign smtp str trace username users using value webhook
++0.75 after: address algorithm all before cert cmd com destkeystore dev domain dump env field info internal join npx
++0.75 after: path repo reports sent ssl sys text the transaction uid until using utf version with 입니다
++0.75 before: acc acceso api aqab bin bind body cli cmd const contrase core corp curlopt das der done easy email enable
++0.75 before: ftp gateway gcloud globex grafana groq headers identified influx infra ios join license linear live
++0.75 before: mailchimp mapbox minio monitor mot noc nsec nuget partner passe pbkdf per primary printf priya provider
++0.75 before: radius replica rest result sap segreta sensor set setopt setup shared shop signing sms smtp spec ssel
++0.75 before: string tailscale till tool upload uploader using voor vpn webhooks worker wpa مفتاح
++0.75 mark: / s y è 是
++0.75 name: account dev encrypt license mkowalski password phpsessid refresh remember seed sendgrid shared vault
++0.5 above: accept account admin algorithm all app application azure builder cat channel comment crt curlopt decryption
++0.5 above: del deploy download duration echo email erp expire export fleet forward ftp generated github gitlab green
++0.5 above: grid harbor host http infra integration internal keep keystore label ldap loaded local lol mailchimp mobile
++0.5 above: monitoring nas never new nms notes now nuget openai orders origin out pagerduty para part partner plain
++0.5 above: port pre protocol psk put readonly relay remote robot sandbox smoke split ssid staging static store sync
++0.5 above: telegram temp terraform tests this tls until untrusted via warning wifi
++0.5 after: auto await backups build change created creds crm dark den encrypt events exec exp exports file full gcloud
++0.5 after: ghcr gitlab hex home hostname init inventory jks json keyspace lab lang method metrics now one orders ping
++0.5 after: port portal post psql python registry requests run same scripts secure send single slack srv sync tenant
++0.5 after: timeout vault versions warning zip
++0.5 before: acme app application archive authentication azure backend bash basic begin box builder call code com
++0.5 before: context contoso cookies crm dark decode destkeystore deststorepass dev docker dotnet echo encrypt erp exp
++0.5 before: expires found generic ghp gitlab has http hubspot identity install integration invalid jdoe jeton json
++0.5 before: keep key lautet maps monitoring neo net network nms none nsten null office old openai ota pagerduty parse
++0.5 before: passwort pipeline pkcs private privilege production provided proxy publish put pwd rabbitmqctl read reader
++0.5 before: register robot role sandi scope scripts security service sess session single site slack snmpwalk sql ssl
++0.5 before: stg studio system team telegram the theme tmp tools true update var weather with yes you your бота الخاص
 +0.5 . dotted prefixed prompt
 +0.5 length: 100 48
-+0.5 mark: " = ? a s w │
-+0.5 name: access age anahtar backup cpassword deployer example export goog grafana identity jenkins json jwt local
-+0.5 name: nsec nsten oracle pat postgres proxy pwd replica report rest salt sessionid sonar sql str
-+0.25 above: accounts active age algorithm allowed and ansible anthropic api args asp auto backup bash billing
-+0.25 above: bootstrap bridge browser bundle bytes channel cipher client code configure context cookies copy create crm
-+0.25 above: dashboard desk device dotnet drive easy elastic encrypt encryption error field find fly game has header
-+0.25 above: hook hooli hostname ingest initial install item items jdoe jira jwks kafka keychain keycloak keystore
-+0.25 above: kipina library linear listen localhost logon logs lukas mail mailer map mapbox merchant method metrics
-+0.25 above: move mqtt never nexus none notifier npx null office old one oracle owner pagerduty password pipeline pkcs
-+0.25 above: platform policy portal presign primary production property publish pull pwd quit rabbitmq radius rds redis
-+0.25 above: repository req reset root scripts search seed sentry setopt setup sftp shop shopify sonar sonria split
-+0.25 above: ssid staging steam string stripe svc sys team tenant the timeout tmp todo token tools true type uri url
-+0.25 above: valid vercel weather web webhooks with wpa
-+0.25 after: acme add age analytics api ask authentication auto await backup bind byte bytes can catalog change channel
-+0.25 after: chat comment context databricks der describe deststorepass email enc erp etl event expire expires fin ftp
-+0.25 after: gateway git gpg helm hooli interactive ios jenkins kestrel keychain lan legacy level logon mail map mqtt
-+0.25 after: net nginx noc non northwind notifier openssh out platform portal pre priv pro property quay rabbitmqctl
-+0.25 after: replica reporting request requests rotate rsync sandbox send session set settings shopify smoke staging
-+0.25 after: stg store tags telemetry tests todo trace true txt upload uploader vercel write yaml
-+0.25 before: actions after age akia alerts all alter analytics anthropic apikey artifactory asp authtoken await aws
-+0.25 before: backup billing bucket catalog channel client con config console daily dashboard datadog dbname decryption
-+0.25 before: default define del dingtalk discord dist doppler dump ecdsa environment exec failed fin firmware fleet
-+0.25 before: fly for found handoff header helm hook hostname init initech inkey issuer lang laptop laravel ledger line
-+0.25 before: link logged lukas mailer master media merchant method mirror mode mollie mqtt netlify new notifier now
-+0.25 before: npx oauth only openssh orders para passout passphrase password php pub publish pull pulumi pypi quay
-+0.25 before: query rabbitmq rds remote report req requests require reset rotated run scanner send senha server
-+0.25 before: sessionid shell sk socket srv str sub sys telemetry temp tests tls twine unseal used users val van wandb
-+0.25 before: was web webhook бота доступа
++0.5 mark: " = ? a w é │ は
++0.5 name: access age anahtar backup deploy deployer export goog grafana identity jenkins json jwt local npm nsec nsten
++0.5 name: oauth oracle postgres proxy pwd replica report rest runner salt sess sessionid sonar sql staging str
++0.25 above: accounts active aes age allowed and ansible anthropic api args asp auto backup bash billing bootstrap
++0.25 above: bridge browser bundle bytes changed cipher code configure context copy create creds crm dashboard desk
++0.25 above: device django dotnet drive easy elastic encrypt encryption error field find fly game has header hook hooli
++0.25 above: hostname hubspot ingest initial install items jdoe jira jwks kafka keychain keycloak kipina library linear
++0.25 above: listen localhost logon logs lukas mail mailer map mapbox merchant method metrics move mqtt nexus none
++0.25 above: notifier npx null office old one oracle owner password pipeline pkcs platform policy portal presign
++0.25 above: primary production property publish pull pwd quit rabbitmq radius rds redis repository req reset root rpc
++0.25 above: scripts search seed sentry setopt sftp shop shopify sonar sonria start steam string stripe svc sys team
++0.25 above: tenant the timeout tmp todo token tokens tools true type uri url valid vercel weather webhooks with wpa
++0.25 after: acme add age analytics api ask authentication backup bind byte bytes can catalog channel chat comment
++0.25 after: context corp crypto databricks der describe deststorepass email enc erp etl expire expires fin ftp gateway
++0.25 after: git github google gpg grep helm hooli initech integration interactive ios jenkins kestrel keychain lan
++0.25 after: legacy level logon mail map mqtt net noc non nonce northwind openssh platform pre priv pro property quay
++0.25 after: rabbitmqctl region releases replica reporting request rotate rsync sandbox scope session set settings
++0.25 after: shopify smoke staging start stg store tags telemetry temp tests tls todo trace true txt upload uploader
++0.25 after: vercel write yaml
++0.25 before: actions after age akia alerts all analytics anthropic artifactory asp authtoken await aws backup billing
++0.25 before: bucket catalog char client con config console cpassword daily dashboard datadog dbname decryption define
++0.25 before: del dingtalk discord dist doppler dump ecdsa environment exec failed fin fleet fly for ghcr handoff
++0.25 before: header helm hook hostname html init initech inkey inventory issuer lang laptop laravel ledger line link
++0.25 before: logged lukas mailer master media merchant method mirror mode mqtt netlify new ngrok notes notifier now
++0.25 before: oauth only openssh orders out para passout passphrase password payments php prd property pub pull pulumi
++0.25 before: pypi quay query rabbitmq rds readonly remote report req requests require reset rotated run scanner schl
++0.25 before: send senha server sessionid sftp shell sk srv str sub sys telemetry temp terraform tests tls twine unseal
++0.25 before: used users val van wandb was web webhook доступа
 +0.25 length: 32
-+0.25 mark: & : > n o
-+0.25 name: acceso analytics ansible azure billing bot bucket cache credentials decryption digest discord email git
-+0.25 name: gitlab host influx integration keystore lan laravel ldap linear mail master mollie net nexus now open
-+0.25 name: openai ops passe portal provided pw redis registry repo runner sec secret secreta segreta sentry sess shop
-+0.25 name: signing ssh ssl staging steam storage sync telegram tls token validation vercel vpn wifi
++0.25 mark: & > n o
++0.25 name: acceso agent analytics ansible azure billing bot bucket build cache cpassword credentials datadog
++0.25 name: decryption discord email example git gitlab host influx integration keystore lan laravel ldap linear live
++0.25 name: mail master mollie mysql net nexus now open openai pagerduty passe pat portal provided pw radius redis
++0.25 name: registry repo sap sec secret secreta segreta sentry serial shop signing ssh ssl steam storage sync telegram
++0.25 name: tls token type uploader validation vercel vpn wifi
 +0.25 . quoted
--0.25 above: acc acme add address apikey arn authenticity batch bucket byte central connecting const convert corp
--0.25 above: crypto csrf curl das datadog days decode define dist ecdsa enabled environment err event expired false
--0.25 above: final fix from gmt google home hosts html info ios join json keygen kubectl logged minio name net non
--0.25 above: nonce number only options org pdf pool prod profile proxy public python reader role run schl secure sensor
--0.25 above: server session snmp snmpwalk socket spring sql stat stats stg strings system tag update upgrade uploader
--0.25 above: vault verify was west write
--0.25 after: action and application batch bearer bin client connect contoso core curl cursor dashboard del django done
--0.25 after: duration east endpoint environment files fix game header html image import ingest issuer keys kipina limit
--0.25 after: local log logged mar marco max new node ops output para partner password pipeline postgres production read
--0.25 after: redis release require rsa runner server sftp shop show signing sms sslmode state svg tool uri url user
--0.25 after: webhook you
+-0.25 above: acc acme add address apikey arn authenticity batch bucket byte central com const convert corp crypto csrf
+-0.25 above: curl das datadog decode define dist east ecdsa enabled environment event expired final fix from gmt google
+-0.25 above: home hosts html info ios join json keygen kubectl logged max minio name net non nonce note only options
+-0.25 above: orbis org pdf png pool proxy public reader router run scope secure select sensor server session snmp
+-0.25 above: snmpwalk socket spring sql stat stats stg strings system tag update upgrade uploader vault was west write
+-0.25 after: action and application batch bearer billing bin cannot central client contoso core curl cursor dashboard
+-0.25 after: del django done duration endpoint environment files fix game globex header html https image import ingest
+-0.25 after: issue issuer items keys kipina limit local log logged marco max model network new node ops output para
+-0.25 after: partner password pipeline postgres production read redis release require rsa runner server shop show
+-0.25 after: signing sms source sslmode state svg uri url user webhook windows you
 -0.25 . assigned slashed
--0.25 before: algolia and apple artifact block bridge browser captured change cloudflare cluster debug device domain
--0.25 before: drive driver duration events expired false family field figma generated get google grpc guest hbllp hex
--0.25 before: https hub inter interface items jun keys kipina kty kubeadm level mac map next not notify notion oid
--0.25 before: output papertrail payload post principal region revenue sandbox script search secrets sip snowsql sqlcmd
--0.25 before: static stats stdin strings tenant ticket uri username vault vendor vercel warning width
--0.25 mark: 1 S ⎿
--0.25 name: accept algolia api block cat cert channel config container cookie correlation encryption event favicon http
--0.25 name: ico image logo message minio notify notion order papertrail pin psk revenue root run saml schl search sent
--0.25 name: server spring ssel sum sys test upload write zendesk
--0.5 above: access analytics apple archive backups base checksum class command correlation credential digest display
--0.5 above: done east expires exports family font found function guid hbllp icon index init jobs kestrel laptop length
--0.5 above: let list location logo main mar message model mux note notify object order overlay payload peer png print
--0.5 above: privilege queue ready reports request required response router same sid site source stdin svg test ticket
--0.5 above: tool tree twilio updated windows
--0.5 after: added ago amz auth cannot central code commit connection database days display for grafana has items jobs
--0.5 after: jun key ledger linux logo message next none only pass pdf push pw queue result salt script sig signature
--0.5 after: split sql storage str string studio sum tag tar this tmp token ulid update use vendor web width windows
--0.5 before: accepted access account action argocd args bundle cat central chat check class complete connect content
--0.5 before: created digest expected exports face final font goog green harbor jobs jwk mux node options org package
--0.5 before: player policy publickey pw razorpay refresh release return sasl secure settings shopify sid snmp stat
--0.5 before: status tokens transaction via zip
+-0.25 before: algolia alias and apple artifact block browser captured change changed cloudflare cluster conn csv debug
+-0.25 before: device domain drive driver duration events expired export family field figma generated get google grpc
+-0.25 before: guest hbllp hex https hub inter interface items jun keys kipina kty kubeadm level mac next not notify
+-0.25 before: notion oid output payload platform post principal pw ready region revenue running sandbox sasl script
+-0.25 before: search secrets sip snowsql sqlcmd static stdin strings tenant ticket uri username vault vendor vercel
+-0.25 before: warning width zendesk
+-0.25 mark: S ⎿
+-0.25 name: accept algolia api block cat channel config container cookie correlation encryption favicon ico image logo
+-0.25 name: message minio notify notion order passwd prod psk revenue run saml schl search sent server socket spring
+-0.25 name: ssel sum sys test upload write zendesk
+-0.5 above: access analytics apple archive backups base chat checksum class command connecting correlation credential
+-0.5 above: days digest display done expires exports false family files font found function guid hbllp icon index init
+-0.5 above: jobs kestrel laptop length let list location logo main mar message model mux notify object order overlay
+-0.5 above: payload peer print privilege profile python queue ready refresh reports request required response role same
+-0.5 above: schl site source svg ticket tool twilio updated
+-0.5 after: added ago amz auth captured code commit connection database days display for grafana has jobs jun key
+-0.5 after: ledger linux logo mar message mobile next none not pass pdf push pw queue result salt script sftp sig
+-0.5 after: signature split sql storage str string studio sum tag tar this tmp token ulid update use vendor web width
+-0.5 before: accepted access account action argocd args bridge bundle cat central chat check class comment complete
+-0.5 before: connect content created digest expected exports face final font goog green harbor jobs logs mux node
+-0.5 before: options org package player policy publickey refresh release return secure settings shopify snmp stat stats
+-0.5 before: status sum tokens transaction via zip
 -0.5 length: 10 16 64
 -0.5 mark: ) 2 3 D N d l
--0.5 name: bin body checksum client comment dsn etag file fingerprint guest hmac key keychain keys mailgun mux passwd
--0.5 name: payment peer policy socket transaction ulid
--0.75 above: added artifact await bin block branch chat count created etl failed files firmware ghcr golang instance
--0.75 above: interface issue javascript kubeadm linux lock media mode not notice npm package parse pat refresh release
--0.75 above: report rev secrets sip size state zip
--0.75 after: block captured char check decode desk enabled failed gmt got hash head host id job line list media not
--0.75 after: origin part profile query ready report rpc site status team type weeks
--0.75 before: address cfg cloud command comment connecting connection container crt document exe file game git github
--0.75 before: got guid hosts ico index info latest list lock log logs main message payment pre raw repo request saml
--0.75 before: sent sentry source sso steam sum supabase text tree windows
--0.75 mark: 6 ^
--0.75 name: branch certificate code consumer crt device field hash number png release request shopify string twilio
--0.75 name: version zone
--1 above: blob cache checkout community console csv database docker driver enc established fingerprint gateway grep id
--1 above: identity known line mod path pin postgres priv razorpay ref repo running script self settings tailscale tar
--1 above: text version
--1 after: administrator apple authorization complete default export function group infra install length old pin search
--1 after: sid sign src stripe
--1 before: algorithm build bytes checkout configure consumer credentials cursor desk download endpoint firebase from
--1 before: golang huggingface job label name notice pem pin plain png pool profile required resend response rev ssh
--1 before: ssid tar uid updated wifi zone
+-0.5 name: bin body cert checksum client comment device dsn etag file fingerprint guest hmac key keychain keys mailgun
+-0.5 name: mux payment peer policy release root transaction ulid version
+-0.75 above: added artifact await bin block branch cache count created etl failed firmware ghcr golang instance
+-0.75 above: interface issue javascript kubeadm linux lock media mode not notice npm package parse pat priv release
+-0.75 above: repo report rev secrets sid sip size state stdin test tree windows zip
+-0.75 after: block char check decode desk enabled failed gmt got group hash head host infra job line list media only
+-0.75 after: origin part pin profile query ready report rpc site status team type weeks
+-0.75 before: address cfg cloud command connecting connection container credentials crt document exe file game git got
+-0.75 before: guid hosts ico index info jwk latest list lock log main message notice payment pin pre raw razorpay repo
+-0.75 before: request saml sent sentry sid source sso steam supabase text tree windows
+-0.75 mark: , 6 ^
+-0.75 name: branch certificate code consumer crt field hash number png request shopify string twilio
+-1 above: backend blob community console csv database docker enc established fingerprint gateway grep id identity known
+-1 above: line mod path pin postgres ref running script self settings tailscale tar text version
+-1 after: administrator apple authorization default export function id install length old search sid sign src stripe
+-1 before: algorithm branch build bytes checkout configure consumer cursor deployed desk download endpoint firebase
+-1 before: from github golang job label name pem plain png pool profile required response rev rsa spring ssh ssid uid
+-1 before: updated wifi zone
 -1 . hex padded
--1 mark: ,
--1 name: aes bundle commit content firebase guid model payload rev trace user
--1.25 above: amz backend binary build certificate data format git inter job jwt limit protobuf return sec send
--1.25 above: signature sums title
--1.25 after: allowed cookie generated logs number object payment pbkdf return secret size woff
--1.25 before: added amz amzn branch credential deployed etherscan files gpg group hash issue kubectl logo nonce object
--1.25 before: page rsa self serial shasum spring state
--1.25 mark: ( 0 e r
--1.25 name: acme algorithm domain etherscan next reference sha shasum tag
--1.5 above: cfg content describe firebase hash hashes node page region rsa sig src tags traceparent use yaml
--1.5 after: format mobile order sha
--1.5 before: bitcoin cert correlation enc event format function instance into path peer protobuf ray verify
+-1 mark: (
+-1 name: aes bundle commit content firebase guid model payload rev trace user zone
+-1.25 above: amz binary build certificate checkout data driver format git inter job jwt limit protobuf razorpay return
+-1.25 above: sec send signature sums title
+-1.25 after: allowed complete cookie generated logs number object order payment return secret size woff
+-1.25 before: added amz amzn credential etherscan files gpg group hash huggingface issue kubectl logo nonce object
+-1.25 before: resend self shasum state tar
+-1.25 mark: 0 e r
+-1.25 name: acme domain etherscan next reference sha shasum
+-1.5 above: cfg content describe firebase hash hashes node page region rsa sig src tags traceparent weeks yaml
+-1.5 after: format pbkdf sha
+-1.5 before: bitcoin cert correlation enc event format function into page path protobuf ray serial verify
 -1.5 mark: ] g x
--1.5 name: credential name ray region sid
+-1.5 name: algorithm credential name ray region sid tag
 -1.5 strength: 0
--1.75 above: checksums cluster shasum status weeks
+-1.75 above: checksums cluster shasum status use
 -1.75 after: credential main public value
--1.75 before: alt cipher creds deployment id img known location openssl order pdf project ref restored signature src
--1.75 before: svg twilio txt type
+-1.75 before: alt cipher creds deployment id img instance kid known location openssl order pdf peer project ref
+-1.75 before: restored signature src svg twilio txt type
 -1.75 mark: < m t
 -1.75 name: address data
 -2 above: crv default keyscan kty ssh
 -2 after: running secrets ssh used
--2 before: background certificate challenge favicon gcm kid mod sha traceparent ulid utf
+-2 before: background certificate challenge favicon mod sha traceparent ulid utf
 -2 name: csrf kid nonce traceparent username
--2.25 above: gpg openssh pub sha spec storage
--2.25 after: ecdsa
--2.25 before: fingerprint image model number version
--2.25 name: arn cursor
--2.5 above: ago alg begin encrypted head hex kid next per sum
--2.5 after: aqab base
--2.5 before: accessor arn base cache checksum commit crv crypto csrf csrftoken etag icon item minisign okta public
--2.5 before: reference sec tag trace xsrf
+-2.25 above: begin gpg openssh pub sha spec storage
+-2.25 before: fingerprint gcm image model number okta version
+-2.25 name: cursor id
+-2.5 above: ago alg encrypted head hex kid next per sum
+-2.5 after: aqab base ecdsa
+-2.5 before: accessor arn base cache checksum commit crv crypto csrf csrftoken etag icon item minisign public reference
+-2.5 before: sec tag trace xsrf
 -2.5 mark: b
--2.5 name: challenge csrftoken id mac page public state xsrf
+-2.5 name: arn challenge csrftoken mac page public state xsrf
 """
 
 
