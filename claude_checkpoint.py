@@ -7984,8 +7984,11 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     if REDACTED in text and "\n" in text:
         text, count = _redact_wrapped_rest(text, count, replaced)
         text, count = _redact_wrapped_head(text, count, replaced)
-    if REDACTED in text:  # (a line alone too: the literals of its collection)
-        text, count = _redact_siblings(text, count, replaced)
+    for _ in range(_SIBLING_ROUNDS) if REDACTED in text else ():  # (a line alone too: the literals of its collection)
+        text, more = _redact_siblings(text, count, replaced)
+        if more == count:
+            break
+        count = more  # a sibling found makes siblings of its own: a row's other password, then that cell's column
     if REDACTED in text:
         text, count = _redact_prose_siblings(text, count, replaced)
     if REDACTED in text:
@@ -8618,6 +8621,9 @@ _NO_SECRET_NAME_PARTS = frozenset("public pub id user username login email mail 
                                   " region account name port path file dir version".split())
 
 
+_SIBLING_ROUNDS = 3
+
+
 def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the siblings of each redacted value redacted: the cells of its column in
     the rows around its row (_sibling_cells), the values of the lines of its line's shape around it
@@ -8774,7 +8780,7 @@ def _sibling_list_items(lines: list, index: int) -> list:
     found = []
     for row in _block_around(lines, index):
         item = _regex(_LIST_ITEM_CODE).fullmatch(lines[row]) if row != index and REDACTED not in lines[row] else None
-        if item and _is_row_password(item.group(1)):
+        if item and (_is_row_password(item.group(1)) or _is_chosen_sibling(item.group(1))):
             found.append((row, *item.span(1)))
     return found
 
@@ -8799,10 +8805,17 @@ def _sibling_login_pairs(lines: list, index: int) -> list:
         if not other or _line_shape(lines[row][:other.start()]) != shape:
             continue
         value = other.group(2)
-        if _is_sibling_cell(value, False) and (looks_machine_generated(value) or _reads_as_typed_password(value) or (
-                looks_like_chosen_password(value) and _regex(r"[^\W\d_]").search(value) and _regex(r"\d|[^\w.\-]").search(value))):
+        if looks_machine_generated(value) and _is_sibling_cell(value, False) or _reads_as_typed_password(value) and _is_sibling_cell(value, False) or _is_chosen_sibling(value):
             found.append((row, *other.span(2)))
     return found
+
+
+def _is_chosen_sibling(value: str) -> bool:
+    """Whether a value beside a redacted one's siblings is a password a person chose: a sibling
+    cell of a chosen password's shape with a letter, and a digit or a sign (`Invierno1996.`,
+    `Granite.lantern461`; not a role, `staging / Production`)."""
+    return _is_sibling_cell(value, False) and looks_like_chosen_password(value) and _regex(r"[^\W\d_]").search(value) is not None and _regex(
+        r"\d|[^\w.\-]").search(value) is not None
 
 
 def _is_row_password(value: str) -> bool:
@@ -8854,14 +8867,14 @@ def _sibling_values(lines: list, index: int, replaced: list) -> list:
         value = _regex(r"(?<=[\s\"'`=:(>])[^\s\"'`]{4,200}$").search(other, 0, len(other) - len(tail))
         if not value or _line_shape(other[:value.start()]) != shape:
             continue
-        if other[:value.start()].strip() == prefix.strip():
-            continue  # the same label again: a dialog's or a log's lines (`CLIENT -> SERVER: …`), not a block of names
         name = _regex(r"([A-Za-z_][\w.\-]*)[^\w]*$").search(other, 0, value.start())
+        if other[:value.start()].strip() == prefix.strip() and not (name and _names_a_secret(name.group(1))):
+            continue  # the same label again: a dialog's or a log's lines (`CLIENT -> SERVER: …`), not a block of names (but a list's records, `pass: "…"`)
         if not name or len(name.group(1)) < 3 or set(_name_parts(name.group(1))) & _NO_SECRET_NAME_PARTS or _regex(_PROSE_HASH_WORDS).search(name.group(1)) or _regex(
                 r"(?i)(?<![a-z])pub(?:lic)?(?![a-z])").search(other, 0, value.start()):  # (also a label's note after its name: `public  (hex): …`)
             continue  # a public key or its member (`x`, `n`), a user, a host, a commit beside the secret
-        if _is_sibling_value(value.group(), replaced):
-            found.append((row, value.start(), value.end()))
+        if _is_sibling_value(value.group(), replaced) or _regex(r"\d{4,12}").fullmatch(value.group()) and _names_a_secret(name.group(1)):
+            found.append((row, value.start(), value.end()))  # (digits alone under a secret's name: a PIN, `pass: "29746818"`)
     return found
 
 
@@ -12510,7 +12523,7 @@ TASK_MARKERS = {TaskStatus.DONE: "[x]", TaskStatus.IN_PROGRESS: "[~]",
 
 # Timestamps are ISO 8601 UTC with milliseconds, as the original server wrote them. They are
 # read and written with plain arithmetic: datetime and its strptime cost 1 MB of the budget.
-_TIMESTAMP = r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?"
+_ISO_TIMESTAMP = r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?"
 
 
 def days_from_civil(year: int, month: int, day: int) -> int:
@@ -12526,7 +12539,7 @@ def days_from_civil(year: int, month: int, day: int) -> int:
 def parse_timestamp(value: str) -> Optional[float]:
     """Seconds since the epoch for an ISO timestamp (2026-10-08T02:23:55.477Z); None if it is not one."""
     import re
-    found = re.fullmatch(_TIMESTAMP, value.strip())
+    found = re.fullmatch(_ISO_TIMESTAMP, value.strip())
     if not found:
         return None
     year, month, day, hour, minute, second = (int(found.group(i)) for i in range(1, 7))

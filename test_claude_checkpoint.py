@@ -1557,6 +1557,18 @@ class TestRedaction(unittest.TestCase):
                 'steps = ["checkout", "build-linux-x86_64", "upload-artifacts"]')
         self.assert_kept(kept)
 
+    def test_the_siblings_of_a_sibling_and_of_a_record_are_redacted(self):
+        cases = {"| Site   | Wi-Fi key          | Router admin |\n|--------|--------------------|--------------|\n"
+                 "| Lisbon | Pelican-Harbor-57  | vQ8zKp3RtW2m |\n| Porto  | %Douro44ribeira    | 7Xk2pLm9QwEr |\n| Braga  | cedar-velvet-moss  | N4b8YtR2xZq6 |": (
+                     "Pelican-Harbor-57", "vQ8zKp3RtW2m", "%Douro44ribeira", "7Xk2pLm9QwEr", "N4b8YtR2xZq6"),
+                 'devices:\n  - name: nvr-lobby\n    user: admin\n    pass: "Kamera-Lobby.61"\n  - name: pbx\n    user: "200"\n    pass: "58214973"': (
+                     "Kamera-Lobby.61", "58214973"),
+                 "**Cliente Ferreira**\n- cPanel: `ferreiraadv` / `+VcavY-YhqjkR=`\n- Webmail admin@: `Basalto.farol482`": ("+VcavY-YhqjkR=", "Basalto.farol482")}
+        self.assert_redacted(cases)
+        kept = ('steps:\n  - name: build\n    run: "make all"\n  - name: test\n    run: "make check"',
+                "- Repo: `shop/checkout`\n- Branch: `release-2024.11`\n- Owner: `platform-team`")
+        self.assert_kept(kept)
+
     def test_cracked_hashes_ci_variables_joined_keys_and_chat_rests_are_redacted(self):
         cases = {"$ hashcat -m 1000 ntlm.txt wordlist.txt --show\n8846f7eaee8fb117ad06bdd830b7586c:Sunflower-Meadow-42\n$ ": ("Sunflower-Meadow-42",),
                  "$ glab variable get STRIPE_SECRET_KEY -R shop/checkout\nrk_live_7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mNQz\n$ ": ("rk_live_7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mNQz",),
@@ -9820,6 +9832,26 @@ class TestPlainFile(unittest.TestCase):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             compile(source, SERVER, "exec")
+
+    def test_no_name_of_the_file_is_bound_twice(self):
+        # One file of thousands of lines: a second `_PATTERN = …` far below the first silently
+        # replaces it at import for every function that reads it (a redaction's regex once read
+        # the checkpoint's timestamp this way).
+        import ast
+        with open(SERVER, encoding="utf-8") as stream:
+            tree = ast.parse(stream.read())
+        lines: dict = {}
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names = [node.name]
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [leaf.id for target in targets for leaf in ast.walk(target) if isinstance(leaf, ast.Name) and isinstance(leaf.ctx, ast.Store)]
+            else:
+                continue
+            for name in names:
+                lines.setdefault(name, []).append(node.lineno)
+        self.assertEqual({name: at for name, at in lines.items() if len(at) > 1}, {})
 
     @slow
     def test_a_copied_file_serves_saves_and_answers_the_command_line(self):
