@@ -1179,8 +1179,8 @@ def _is_placeholder(v: str) -> bool:
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
     if len(set(v.lower())) == 1 or len(set(v.lower()) - set("-_. ")) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
         return True  # xxxxxxxx, 00000000, xxxx-xxxx-xxxx-xxxx, 123456789
-    if _regex(r"[\w\-]{0,12}?(?:\d{6,12}:)?[\w\-]{0,4}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__|[A-Za-z0-9]{0,6}[._\-](?:[xX]{4,}[._\-]?){2,8}").fullmatch(v):
-        return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…, a bot's 123456789:AAxxxx…), a template's __LOCAL_ADMIN_PASSWORD__
+    if _regex(r"[\w\-]{0,12}?(?:\d{6,12}:)?[\w\-]{0,4}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__|__[A-Z]+(?:_[A-Za-z0-9]+){2,12}__|[A-Za-z0-9]{0,6}[._\-](?:[xX]{4,}[._\-]?){2,8}").fullmatch(v):
+        return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…, a bot's 123456789:AAxxxx…), a template's __LOCAL_ADMIN_PASSWORD__ (or __GENERATE_WITH_openssl_rand_hex_32__)
     if _regex(r"[\w\-]{0,24}<[\w\- ]{1,30}>(?:[\w\-]{0,8}<[\w\- ]{1,30}>){0,4}[\w\-]{0,8}").fullmatch(v):
         return True  # a format's template: cfsk_ma_prod_<32-hex>_<8-hex>
     if _regex(r"[A-Za-z][\w\-]{0,24}[_\-.]<(?:\d{1,3}|[a-z]{2,12})").fullmatch(v):
@@ -1725,6 +1725,13 @@ def _accept_not_reference(match: Any) -> bool:
     return not _is_reference(match.group("s"))
 
 
+def _accept_file_password(match: Any) -> bool:
+    """A password in a file no shell expands (~/.pgpass): not a reference, but a leading `$` is the
+    password's own unless a variable's name follows it (`$ummer-Rocket10`, not `$PGPASSWORD`, `${DB_PASS}`)."""
+    value = match.group("s")
+    return not _is_reference(value) or value[:1] == "$" and _regex(r"\$(?:[A-Z_][A-Z0-9_]*|\{[^}]*\}?|\(.*|[a-z_][a-z0-9_]*)").fullmatch(value) is None
+
+
 def _accept_url_password_wide(match: Any) -> bool:
     """A URL's password holding a slash or an @ (url-credentials takes the others): only one a
     machine made or with a password's usual shape, not a port and a path (`host:443/users/@alice`)."""
@@ -2041,6 +2048,7 @@ _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|release|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
     r"|login|host(?:name)?|server|region|bucket|model|file|path|table|column|index|serial|number|item|accessor|tx|txid|txhash|transaction|cursor"
+    r"|org|organi[sz]ation|workspace|team|repo(?:sitory)?|course"  # whose it is: "CLASSROOM_GRADER_TOKEN from the org cs2110-fa25"
     r"|usuario|usuário|usuária|utilisateur|benutzer(?:name)?|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользовател[яьи]|kullanıcı|kullanici|uživatel|uzivatel|felhasználó|utilizator(?:ul)?"  # a user's name: "Contraseña incorrecta para el usuario qa_adjuster02"
     r"|for|für|voor|pour|för|dla|для|target"  # what the secret is of: "LAPS: password for KVN-OP3-PC07 rotated", a stored credential's target
     r"|linked[ \t]+to|mapped[ \t]+to|bound[ \t]+to"  # what a resource is tied to: "variable groups: ot-secrets (linked to kv-ot-weu)"
@@ -2469,7 +2477,7 @@ _CREDENTIAL_WORDS = (
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน)")
+    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ)")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
 # variable): `b64decode("…")`, `hex!("…")`, `Encoding.UTF8.GetBytes("…")`, `Buffer.from("…")`, `String::from("…")`.
 _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode|decode\w{0,10}|encode|bytes|GetBytes|FromBase64String"
@@ -3743,7 +3751,7 @@ def _is_secret_cell(value: str, kind: str) -> bool:
     if value.startswith("S-1-") and _regex(r"S-1-\d{1,2}(?:-\d{1,10}){1,14}").fullmatch(value):
         return False  # a Windows security identifier under `SID`, not a session's id
     if kind in ("keypad", "door"):  # a door's or a safe's code: `5645#94`; its digits alone under a code of a place
-        return _regex(r"\d{2,6}[#*]\d{0,6}|[#*]\d{3,8}" + (r"|\d{4,8}" if kind == "door" else "")).fullmatch(value) is not None
+        return _regex(r"\d{2,6}[#*]\d{0,6}|[#*]\d{3,8}" + (r"|[A-Za-z]?\d{4,8}" if kind == "door" else "")).fullmatch(value) is not None  # (a keypad's letter first: `A48291`)
     if kind == "voucher":  # groups of letters and digits joined by dashes, a digit among them
         return _regex(r"[A-Za-z0-9]{3,12}(?:-[A-Za-z0-9]{3,12}){1,3}").fullmatch(value) is not None and any(map(str.isdigit, value))
     if kind == "lock":  # under what it opens, a code's digits: five or more, where a gate's or a door's number has fewer
@@ -4111,6 +4119,8 @@ def _find_dashed_table_cells(match: Any) -> list:
         for row in _regex(r"[^\n]+").finditer(text, match.start("s"), match.end("s")):
             cell = row.group()[start:stop]
             value = cell.strip()
+            if " " in value and cell[:1] not in " \t":
+                value = _regex(r"\S+(?=[ \t]{2})").match(cell).group() if _regex(r"\S+[ \t]{2}").match(cell) else value  # the next column's value ran left of its dashes (a number right-aligned short of them)
             if value and " " not in value and (_holds_a_secret(value) or _is_secret_cell(value, kind)):
                 first = row.start() + start + cell.index(value)
                 spans.append((first, first + len(value)))
@@ -4170,7 +4180,7 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 # (_SPLIT_PART_VALUE, _SPLIT_PART_LINE) both know them from here.
 _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|половина)|前半段?|後半|后半段|第一段|第二段|第三段|뒷부분|앞부분|الجزء"""
                r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\b(?:ilk|ikinci|son)[ \t]+(?:k\ws\wm|parça)"""
-               r"""|\b(?:première|seconde|deuxième)[ \t]+moitié|\b(?:primera|segunda)[ \t]+(?:mitad|parte)|\b(?:prima|seconda)[ \t]+(?:metà|parte)"""
+               r"""|\b(?:első|második)[ \t]+fele|\b(?:première|seconde|deuxième)[ \t]+moitié|\b(?:primera|segunda)[ \t]+(?:mitad|parte)|\b(?:prima|seconda)[ \t]+(?:metà|parte)"""
                r"""|\b(?:primeira|segunda)[ \t]+(?:metade|parte)|\b(?:erste|zweite)[ \t]+(?:hälfte|teil)|\b(?:första|andra)[ \t]+(?:halvan|delen)"""
                r"""|\b(?:eerste|tweede)[ \t]+(?:helft|deel)|\b(?:pierwsza|druga)[ \t]+po[łl]owa|\b(?:1e|1re|1er|2e|2ème|2nd)[ \t]+(?:partie|moitié)\b"""
                r"""|\b(?:starts|begins|ends)[ \t]+with|\b(?:commence|se[ \t]+termine|finit)[ \t]+par|\b(?:empieza|comienza|termina)[ \t]+(?:con|por|en)"""
@@ -4391,8 +4401,8 @@ def _find_wrapped_line(match: Any) -> list:
     line = _regex(r"[ \t]*" + _OUTPUT_MARK).sub("", line, 1)  # the mark before a tool's output is no name
     if not (_regex(r"\S[\s=:]+[^\s=:]+$").search(line) or line.strip() == REDACTED) or not _ends_machine_made(text, end):
         return []
-    if _regex(r"[ \t]*[\w$.]+[ \t]*=(?!=)|[^\n]*;[ \t]*$").match(text, match.start("s"), match.end("s")) or _in_public_block(text, end):
-        return []  # a statement of code (`offscreenSubtreeIsHidden = flags;`), a certificate's line: no wrapped token
+    if _regex(r"[ \t]*[\w$.]+[ \t]*=(?!=)|[^\n]*;[ \t]*$|[0-9a-f]{32,128}(?:  | \*)\S").match(text, match.start("s"), match.end("s")) or _in_public_block(text, end):
+        return []  # a statement of code (`offscreenSubtreeIsHidden = flags;`), a checksum tool's line (`2988eb…  exam_101.pdf`), a certificate's line: no wrapped token
     return [(start, end) for start, end in random_tokens(text, match.start("s"), match.end("s"))
             if not text[text.rfind("\n", 0, start) + 1:start].strip(" \t|")]  # a line's first token: the rest of a last line is its own
 
@@ -4471,8 +4481,8 @@ def _ends_machine_made(text: str, end: int) -> bool:
     last = text[start:end]
     prefixed = (_regex(r"[\w\-]{2,12}[_\-.][\w\-]{16,}$").match(last) and _regex(r"\d").search(last)  # sk_live_…, ya29.…
                 and not _regex(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}").fullmatch(last))  # not a UUID
-    if last[-5:].count(".") == 1 and _regex(_FILE_NAME_OF_DATA).fullmatch(last):
-        return False  # a file's name in a listing: `fe01e6…  HBLLP_PROD_VOL008.7z` (sha256sum), not a token the line wraps
+    if last[-5:].count(".") == 1 and _regex(_FILE_NAME_OF_DATA).fullmatch(last) or _regex(r"\S*[*?]\S*\.[A-Za-z0-9]{1,5}").fullmatch(last):
+        return False  # a file's name in a listing: `fe01e6…  HBLLP_PROD_VOL008.7z` (sha256sum), or a pattern of them (`md5sum exam_*.pdf`), not a token the line wraps
     return REDACTED in last or looks_machine_generated(last) or bool(prefixed)
 
 
@@ -4488,7 +4498,11 @@ def _find_block_lines(match: Any) -> list:
     if strength == 0:
         return []
     if strength == 1:
-        return random_tokens(text, start, match.end("s"))
+        found = random_tokens(text, start, match.end("s"))
+        lines = [(start + line.start(1), start + line.end(1)) for line in _regex(r"(?m)^[ \t]*(\S[^\n]*?)[ \t]*$").finditer(text[start:match.end("s")])]
+        if any(span in lines for span in found) and all(" " not in text[a:b] and b - a >= 6 and not _is_reference(text[a:b]) for a, b in lines):
+            return lines  # lines of one token each, one of them a machine's: each a piece of the value (`script_key: >-` ⏎ `!#p64…` ⏎ `z8th…`)
+        return found
     spans = []
     for line in _regex(r"(?m)^[ \t]*(\S[^\n]*?)[ \t]*$").finditer(text[start:match.end("s")]):
         if not _is_reference(line.group(1)):
@@ -5198,7 +5212,7 @@ render-deploy-hook           -                      api\.render\.com/deploy/srv-
 #   keep:  curl -X POST "https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=$RENDER_DEPLOY_KEY"
 # A link that lets whoever holds it in: a build hook (Netlify), a review's view-only or private link (OSF,
 # figshare), an anonymous SharePoint or OneDrive share, a Dropbox link's rlkey.
-anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|/api/snapshots-delete/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.[a-z]{2,10}/:[a-z]:/[gs]/(?:personal|sites)/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|\.sharepoint\.[a-z]{2,10}/:[a-z]:/s/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.[a-z]{2,10}/rec/(?:download|share|play)/|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess)(?P<s>[A-Za-z0-9_\-.]{10,200})
+anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|/api/snapshots-delete/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.[a-z]{2,10}/:[a-z]:/[gs]/(?:personal|sites)/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|\.sharepoint\.[a-z]{2,10}/:[a-z]:/s/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.[a-z]{2,10}/rec/(?:download|share|play)/(?=[A-Za-z0-9_\-.]{0,199}\d)|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess)(?P<s>[A-Za-z0-9_\-.]{10,200})
 #   catch: Delete URL: https://grafana.example.local/api/snapshots-delete/«yZz5Cu4LIadBVnuZNTa6c1kGxzV3cssU»
 #   catch: curl -X POST -d {} https://api.netlify.com/build_hooks/«87283900569fc8827e4d5186»
 #   catch: https://osf.io/x7kq2/?view_only=«3809655b4531025e81cea98ee0622457»
@@ -5213,6 +5227,7 @@ anyone-with-the-link         -                      (?:api\.netlify\.com/build_h
 #   catch: Showreel (unlisted): https://vimeo.com/912238471/«977dd13e44»?share=copy
 #   catch: GET /cpsess«4574469320»/frontend/jupiter/filemanager/index.html HTTP/2
 #   keep:  https://vimeo.com/912238471
+#   keep:  all the lectures: https://ncsu-x.zoom.us/rec/play/lecture-index (log in with SSO)
 #   catch: Cloud recording ready: https://us06web.zoom.us/rec/download/«Gf5Z0pXlyWYf9Zva5ROKaE_NK1OkjX40j3_qa72cVuDE7CwYYQbn4trwQaiWDpkuH»?access_token=x
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/(?P<s>\d+/[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/«1084494/c9acqeb0»/ -> 200
@@ -5338,9 +5353,12 @@ twilio-api-key               -                      {L}(?P<s>SK[0-9a-fA-F]{32}){
 sonar-token                  -                      {L}(?P<s>sq[uap]_[a-f0-9]{40}){R}
 #   catch: SONAR_TOKEN=«sqp_0123456789abcdef0123456789abcdef01234567»
 #   keep:  project tokens start with sqp_ and user tokens with squ_
-# Its first character is matched before its left edge: re skips to [0-9a-fk].
-mailgun-key                  -                      (?P<s>[0-9a-fk](?<![A-Za-z0-9_\-].)(?:ey-(?<=key-)[0-9a-zA-Z]{32}|(?<=[0-9a-f])[0-9a-f]{31}-[0-9a-f]{8}-[0-9a-f]{8})){R}
+# Mailgun's keys, and Mailchimp's (32 hex digits and its data center, `-us21`). Its first character
+# is matched before its left edge: re skips to [0-9a-fk].
+mailgun-or-mailchimp-key     -                      (?P<s>[0-9a-fk](?<![A-Za-z0-9_\-].)(?:ey-(?<=key-)[0-9a-zA-Z]{32}|(?<=[0-9a-f])[0-9a-f]{31}-[0-9a-f]{8}-[0-9a-f]{8}|(?<=[0-9a-f])[0-9a-f]{31}-us\d{1,2}(?![\w\-]))){R}
 #   catch: MAILGUN_API_KEY=«key-0123456789abcdefEXAMPLEexample01»
+#   catch: | Mailchimp newsletter | `«db33e80a9a638e7501deac58bd6e966f-us21»` | Marta |
+#   keep:  cache key 6f1ed002ab5595859014ebf0951522d9-user-sessions
 #   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
 azure-account-key-shape      random-bytes           (?<![A-Za-z0-9+/])(?<!;base64,)(?<!sha512-)(?<!sha512: )(?<!Signature=")(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
@@ -5741,9 +5759,11 @@ dsn-password                 not-reference          (?<![\w/])[\w.\-]{1,64}:(?P<
 #   keep:  dsn := "deploy:%s@tcp(db.example.com:3306)/ledger"
 # ~/.pgpass: host:port:db:user:password
 # Its left edge and first class spell out 0-9A-Za-z_ before \w: re tests them in a map before asking Unicode.
-pgpass-line                  not-reference          (?<![0-9A-Za-z_\w.:/\-])[0-9A-Za-z_\w.\-*]+:(?:[1-9]\d{1,3}|[1-5]\d{4}|6[0-5]\d{3}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'":]{4,256})
+pgpass-line                  file-password          (?<![0-9A-Za-z_\w.:/\-])[0-9A-Za-z_\w.\-*]+:(?:[1-9]\d{1,3}|[1-5]\d{4}|6[0-5]\d{3}|\*):[\w.\-*]+:[\w.\-*]+:(?P<s>[^\s'":]{4,256})
 #   catch: db.example.com:5432:app_prod:readonly:«2yNEs9cSNamcjq»
 #   keep:  db.example.com:5432:app_prod:readonly:*
+#   catch: localhost:5432:*:khalid:«$ummer-Rocket10»
+#   keep:  localhost:5432:*:khalid:$PGPASSWORD
 #   keep:  X-GitHub-Request-Id: M40I:94112:5a78c5e:ae48df9:8cd9a780
 # wrangler secret put NAME <<< '…'
 secret-here-string           not-reference          \bsecrets?\b{COMMAND}<<<[ \t]*{TOOL_VALUE}
@@ -5888,11 +5908,13 @@ windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:[a-z]
 #   catch: appcmd set apppool "ShinyProxy" /processModel.userName:CORP\shiny_svc /processModel.password:«SscUctZtKbDCkrkJ»
 #   keep:  xfreerdp /v:ts01.example.com /u:jdoe /from-stdin
 # A password given with a keystore's or a certificate's file in the same call: FromP12File("apns.p12", "…"),
-# new X509Certificate2("cert.pfx", "…"), KeyStore's load of "release.jks".
-keystore-file-password       chosen                 ["'][^"'\n]{0,200}\.(?:p12|pfx|jks|keystore|bks)["'][ \t]*\)?[ \t]*,[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}')
+# new X509Certificate2("cert.pfx", "…"), KeyStore's load of "release.jks"; or the next argument of a command.
+keystore-file-password       chosen                 ["'][^"'\n]{0,200}\.(?:p12|pfx|jks|keystore|bks)["'](?:[ \t]*\)?[ \t]*,|[ \t])[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}')
 #   catch: cert, err := certificate.FromP12File("certs/apns-prod.p12", "«Gopher!Push#88»")
 #   catch: var cert = new X509Certificate2("signing.pfx", "«Codesign#2024»");
 #   keep:  cert, err := certificate.FromP12File("certs/apns-prod.p12", os.Getenv("APNS_P12_PASSWORD"))
+#   catch: .\deadlinecommand.exe -ChangeRepository Remote rcs.local:4433 "C:\DeadlineCerts\client.pfx" "«Rcs-Cert-Pass88»"
+#   keep:  Copy-Item "C:\certs\client.pfx" "D:\backup\certs\"
 # Home Assistant's webhook id: the secret of the webhook's URL.
 home-assistant-webhook-id    random                 (?m)^[ \t]*-?[ \t]*webhook_id:[ \t]*["']?(?P<s>[A-Za-z0-9_\-]{20,128})
 #   catch:       - platform: webhook\n        webhook_id: «b07gm8cH9dmIR6KdENUUaY1HPQC3P7Swrn9n4pWBe-c»
@@ -6435,7 +6457,7 @@ name-value-pair              assignment             (?<![\w\-])["']?name["']?\s*
 #   catch: { "name": "connect.sid", "value": "«s%3AQw8Lm2Xr5Kp9Tw3VbN4cD7fG.Hj6Kl9Mn2Pq5»" }
 #   catch: { "name": "Authorization", "value": "«Bearer dragon#Tulip61»" }
 # define('DB_PASSWORD', '…'), os.Setenv("TOKEN", "…")
-call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}(?:\(|[ \t]+\w{1,20}[ \t]*&[ \t]*(?="))\s*(?:(?:"[^"\n]{0,200}"|'[^'\n]{0,200}')\s*,\s*)??["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?:(?:sodium_hex2bin|hex2bin|base64_decode|sodium_base642bin)\(\s*)?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}(?:\(|[ \t]+\w{1,20}[ \t]*&[ \t]*(?="))\s*(?:(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[A-Za-z_][\w.]{0,40})\s*,\s*)??["']#?(?P<name>[\w.\-]{1,80})["']\s*,\s*(?:(?:sodium_hex2bin|hex2bin|base64_decode|sodium_base642bin)\(\s*)?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: define('DB_PASSWORD', '«M^BCDT%.Wtk9o0%»');
 #   catch: define('FORMS_ENC_KEY', sodium_hex2bin('«8bdafed451b2510f11b1d05356cb6dfb8f94c1efddce33dc68bee9f79f24f7c7»'));
 #   catch: s.cookies.set("JSESSIONID", "«479D3599CD2613B91562E7B467CCED76»", domain="grafana.acme.io")
@@ -6445,6 +6467,8 @@ call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}(?:\(|[
 #   catch: await page.fill('#password', '«zaq1xsw2&72»');
 #   catch:   jar.set('https://staging.lernplattform.at', 'moodle_session', '«ubxg8j5j23zajf93tehxalzqjk»');
 #   keep:  await page.fill('#username', 'dmitri21');
+#   catch: obs.obs_data_set_string(settings, "key", "«live_677527430_gqWAjMJf3rftO4OxxO6rVUVzf2CoRh»")
+#   keep:  obs.obs_data_set_string(settings, "server", "rtmp://review-gw.local/live")
 # A value in Japanese or Chinese quotation marks a few characters after a word that names a credential:
 # "管理者パスワードを一時的に「@24BL%IWL4xFfjD」に設定しました", "密码改成了“Qw8!zLp2Rt”".
 cjk-quoted-credential        password-like          (?:パスワード|パスフレーズ|暗証番号|トークン|APIキー|シークレット|秘密鍵|密码|密碼|口令|令牌|密钥|비밀번호)[^「“『\n]{0,24}[「“『](?P<s>[^」”』\s]{4,128})[」”』]
@@ -6757,13 +6781,14 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  Auth: "\u0410\u0443\u0442\u0435\u043D\u0442\u0438\u0444\u0438\u043A\u0430\u0446\u0438\u044F",
 #   keep:  ERROR_INVALID_PASSWORD = "E7306"  # error code, shown to user as "Invalid password"
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
-prose-password               password-like          (?i)(?:\b(?:password|passwd|passphrase|pwd)\b[^\n&?]{0,60}?(?:\bis\b|\bto\b|:|=|\()|\b(?:pass|pw|contra)[ \t]+(?:is|es)\b)[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$)|\\\r?\n)
+prose-password               password-like          (?i)(?:\b(?:password|passwd|passphrase|pwd)\b[^\n&?;]{0,60}?(?:\bis\b|\bto\b|:|=|\()|\b(?:pass|pw|contra)[ \t]+(?:is|es)\b)[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$)|\\\r?\n)
 #   keep:        auth.basic = { username: basic[0], password: basic[1] }
 #   catch: the VPN password is «Xk29!mPq7z»
 #   catch: can you ssh to 10.0.12.4? user is jtorres, pass is «Thunder2020?». don't change anything
 #   catch: para entrar al webui con usuario admin y la contra es «Verano1947» jaja
 #   keep:  the boarding pass is attached, gate B12
 #   keep:  the password is in the team vault
+#   keep:  Audit: 9 users changed their password this week; 2 accounts locked (lab03-11, lab03-14)
 #   keep:  Failure Reason: Unknown user name or bad password. Status: 0xC000006D  Sub Status: 0xC000006A
 #   keep:  https://console.aws.amazon.com/secretsmanager/secret?name=prod%2Fdb-password&region=eu-west-1
 prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{16,256}?)(?=['")]|[.,;!?]?(?:\s|$))
@@ -6901,6 +6926,7 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: De beheerderspincode van de printer in de kantine is «620481», niet doorsturen.
 #   catch: 공용 메일박스 비밀번호를 «Bahar2019!» 로 변경했습니다.
 #   keep:  community public
+#   catch: لیب کے اکاؤنٹ کا پاس ورڈ «Meadow!Karachi2291» ہے۔
 #   catch: @devops the bastion passphrase is "«paper lantern over the river 1987»" until Monday
 #   catch: 渡辺です。PayPayのAPIシークレットを共有します。\n«gJTrPuc7BrPEv54XW8osC/IgmbrYHgvNarJyXfEnU648»\n取り扱いにはご注意ください。
 #   keep:  The deploy token is rotated weekly.\nd1f0c2a9b8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3
@@ -7741,7 +7767,7 @@ context-yaml-block           block-lines            (?m)^(?P<indent>[ \t]*)(?:-[
 '''
 
 ACCEPT_CHECKS = {
-    "-": None, "not-reference": _accept_not_reference, "url-password": _accept_url_password, "url-password-wide": _accept_url_password_wide, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
+    "-": None, "not-reference": _accept_not_reference, "file-password": _accept_file_password, "url-password": _accept_url_password, "url-password-wide": _accept_url_password_wide, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "key-body": _accept_key_body, "quoted-key": _accept_quoted_key,
@@ -8027,6 +8053,8 @@ _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|c
 # Words that make a number in their own sentence a code with no place named: what it unlocks, a passcode, an installer's.
 _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|verrouill\w{0,3}"
                r"|(?:ovi|portti|hälytys|purku|lukko)koodi\w{0,3}"  # Finnish: a door's, an alarm's code (not virhekoodi, an error's)
+               r"|(?:ajtó|kapu|riasztó|széf)kód\w{0,3}"  # Hungarian: a door's, a gate's, an alarm's, a safe's code
+               r"|padlocks?|cadeados?|candados?|lucchett[oi]|cadenas|vorhängeschl(?:oss|össer)|kłódk\w{1,2}|hangslot|hänglås"  # a padlock's number is its combination
                r"|installer code|code installateur|c[óo]digo (?:de )?instalador|codice (?:dell')?installatore|errichtercode|nambari ya siri)(?![^\W\d_])")
 # What names a number as something else right before it: a ticket's, a port's, an error's code, a time after "at".
 _NOT_A_CODE_BEFORE = (r"(?i)(?:#|\b(?:no|nr|n[oº°]|num(?:ber|éro|ero)?|ticket|order|invoice|id|port|ext(?:ension)?|phone|tel|fax|build|version|v|pr|issue|line"
@@ -8650,6 +8678,10 @@ def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
 _LITERAL_LINE = r"[ \t]*(?:[+.&][ \t]*)?(?P<q>[\"'])(?P<v>[^\"'\s]{6,1024})(?P=q)[ \t]*(?:[+.&,]|\)[;,]?|\\)?[ \t]*\\?[ \t]*\r?"
 
 
+# Escaped literals joined inside a string: `\"…\" + \"…\"`.
+_ESCAPED_LITERALS_JOINED = r'\\"[^"\\\n]{1,1024}\\"(?:[ \t]*\+[ \t]*\\"[^"\\\n]{1,1024}\\")+'
+
+
 def _sibling_literals(lines: list, index: int) -> list:
     """(row, start, end) of the string literals that are the other parts of a redacted one: the
     members of its collection on its line (`[]string{"«redacted»", "vspQ…", "J6Nt…"}`), and the literals
@@ -8661,6 +8693,10 @@ def _sibling_literals(lines: list, index: int) -> list:
         if any(REDACTED in member.group() for member in members):
             found += [(index, member.start() + 1, member.end() - 1) for member in members
                       if REDACTED not in member.group() and _is_split_literal_part(member.group()[1:-1])]
+    for joined in _regex(_ESCAPED_LITERALS_JOINED).finditer(line) if "\\\"" in line else ():  # inside a string: `"\"«redacted»\" + \"8fc3…\""` (Gradle's buildConfigField)
+        members = list(_regex(r'\\"([^"\\\n]{1,1024})\\"').finditer(line, joined.start(), joined.end()))
+        if any(REDACTED in member.group(1) for member in members):
+            found += [(index, *member.span(1)) for member in members if REDACTED not in member.group(1) and _is_split_literal_part(member.group(1))]
     if _regex(r"[^\n]*[\"'][^\"'\n]*" + REDACTED + r"[^\"'\n]*[\"'][ \t]*(?:[+.&]|\\|\()?[ \t]*\r?").fullmatch(line):
         for row in range(index + 1, min(len(lines), index + _SIBLING_REACH)):
             part = _regex(_LITERAL_LINE).fullmatch(lines[row])
@@ -8775,6 +8811,10 @@ def _sibling_list_items(lines: list, index: int) -> list:
     """(row, start, end) of the last backticked token of the list's items around a redacted one in
     backticks (`- cPanel: `user` / `«redacted»``), when it has a password's or a machine's shape
     (_is_row_password): the other accounts of a handover's list."""
+    quoted = _regex(r"([ \t]*- )([\"'])" + REDACTED + r"\2[ \t]*\r?").fullmatch(lines[index])
+    if quoted:  # a YAML list's quoted items: the other parts of a secret (`password_parts:` ⏎ `- "«redacted»"` ⏎ `- "_xxWgoD7"`)
+        items = (_regex(quoted.group(1) + r"([\"'])([^\"'\s]{6,200})\1[ \t]*\r?").fullmatch(lines[row]) for row in _block_around(lines, index))
+        return [(row, *item.span(2)) for row, item in zip(_block_around(lines, index), items) if item and _is_split_literal_part(item.group(2))]
     if not _regex(r"[ \t]*(?:[-*•+]|\d{1,2}[.)])[ \t]+[^\n]*`" + REDACTED + "`").match(lines[index]):
         return []
     found = []
@@ -10464,7 +10504,7 @@ RULE_WORDS = {
     "rpc-endpoint-key": ("9788de60", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro"), ("/",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
-    "anyone-with-the-link": ("5eb2a588", (".sharepoint.", "/api/snapshots-delete/", "/cpsess", "/rec/download",
+    "anyone-with-the-link": ("245267ad", (".sharepoint.", "/api/snapshots-delete/", "/cpsess", "/rec/download",
         "/rec/play", "/rec/share", "1drv.ms/", "api.netlify.com/build_hooks/",
         "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/", "figshare.com/s/", "rlkey=",
         "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-"), (), ()),
@@ -10510,7 +10550,7 @@ RULE_WORDS = {
     "twilio-key-and-secret": ("68dcb912", ("sk",), ("sk",), ()),
     "twilio-api-key": ("d969ee1f", ("sk",), ("sk",), ()),
     "sonar-token": ("544b32cd", ("sq",), ("sq",), ()),
-    "mailgun-key": ("b46a8c41", ("-", "key-"), (), ()),
+    "mailgun-or-mailchimp-key": ("a103d449", ("-", "-us", "key-"), (), ()),
     "azure-account-key-shape": ("a35ac2a5", ("==",), (), ()),
     "shopify-token": ("4aa6badf", ("shpat", "shpca", "shppa", "shpss", "shpua"), ("shpat", "shpca", "shppa", "shpss",
         "shpua"), ()),
@@ -10679,7 +10719,7 @@ RULE_WORDS = {
     "voucher-code": ("7f29fe50", ("voucher", "兑换码", "券码"), ("voucher", "兑换码", "券码"), ("-",)),
     "reset-to-password": ("1311e741", ("reset",), ("reset",), ("to",)),
     "windows-password-switch": ("e95bcfad", ("/",), (), ()),
-    "keystore-file-password": ("cd1f39f9", (".bks", ".jks", ".keystore", ".p12", ".pfx"), (), (",",)),
+    'keystore-file-password': ('b4894c12', ('.bks', '.jks', '.keystore', '.p12', '.pfx'), (), ('"', "'")),
     "home-assistant-webhook-id": ("63f25be8", ("webhook_id:",), (), ()),
     "roblox-security-cookie": ("296a1797", ("warning:-do-not-share-this.",), ("warning:-do-not-share-this.",), ("_|",)),
     "smb-user-percent-password": ("2aadec00", ("--user", "-u"), ("--user", "-u"), ("%",)),
@@ -10842,7 +10882,7 @@ RULE_WORDS = {
         ()),
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
     "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
-    "call-with-name-and-value": ("96e7ce7f", ("&", "("), (), (",",)),
+    "call-with-name-and-value": ("b74f5cd2", ("&", "("), (), (",",)),
     "cjk-quoted-credential": ("6f7f9a9b", ("apiキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥",
         "暗証番号", "秘密鍵", "비밀번호"), ("apiキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号",
         "秘密鍵", "비밀번호"), ()),
@@ -10947,7 +10987,7 @@ RULE_WORDS = {
         "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
         "sleutel", "token", "wachtwoord", "şifre"), (), (":", ":=", "<", "=", "=>")),
-    "prose-password": ("87256e0b", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
+    "prose-password": ("e5e46842", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
         "pass", "passphrase", "passwd", "password", "pw", "pwd"), ()),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
         "are", "is")),
@@ -10969,7 +11009,7 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("cdcc0707", (), (), ()),
-    "context-credential-word": ("f2129ba0", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("cd199b36", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
         "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
@@ -10983,16 +11023,16 @@ RULE_WORDS = {
         "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens", "tokn", "upplåsnings",
         "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
         "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
-        "סיסמת", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน",
-        "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号",
-        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account",
-        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
-        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community", "contra", "contrase",
-        "credential", "creds", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør", "eingangs",
-        "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis",
-        "geslo", "guest", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan", "kata sandi",
-        "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč",
-        "kodeord", "kunci", "larm", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord",
+        "סיסמת", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "รหัส",
+        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥",
+        "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa",
+        "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain",
+        "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community",
+        "contra", "contrase", "credential", "creds", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør",
+        "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen", "gate",
+        "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan",
+        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
+        "klíč", "kodeord", "kunci", "larm", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord",
         "lozink", "lås", "låse", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe",
         "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel",
         "parol", "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd",
@@ -11004,9 +11044,9 @@ RULE_WORDS = {
         "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin",
         "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
         "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
-        "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "कुंजी", "टोकन", "पासवर्ड", "รหัส", "รหัสผ่าน",
-        "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号",
-        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "รหัส",
+        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥",
+        "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
@@ -11117,18 +11157,18 @@ RULE_WORDS = {
     "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("c9d8b3c7", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "beginnt", "begins",
+    "context-split-secret": ("18afdb94", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "beginnt", "begins",
         "begint", "cast", "chunks", "começa", "comienza", "commence", "continuación", "continuare", "continuação",
         "continuing", "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy", "deel", "deux", "deuxième",
-        "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste", "eindigt", "em duas mensagens",
+        "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste", "eindigt", "első", "em duas mensagens",
         "em duas partes", "empieza", "endet", "ends", "enter", "erste", "faltou", "faltó", "finisce", "finit", "first",
         "folytatás", "fortsetzung", "fängt", "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten",
         "hisson", "i två delar", "ikinci", "ilk", "inizia", "key", "kończy", "la suite", "last", "lineas", "líneas",
-        "mensajes", "message", "messages", "mitad", "moitié", "na dvakrát", "na dwa razy", "nachrichten", "other",
-        "part", "parte", "partea", "partes", "partie", "parts", "parça", "pass", "passwort", "pieces", "pierwsza",
-        "pokracovani", "pokračování", "première", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész",
-        "second", "seconda", "seconde", "secret", "segunda", "senha", "son", "starts", "teil", "teilen", "termina",
-        "termine", "the rest is", "token", "tweede", "zaczyna", "zwei", "zweite", "časť", "část", "κωδικός",
+        "mensajes", "message", "messages", "mitad", "moitié", "második", "na dvakrát", "na dwa razy", "nachrichten",
+        "other", "part", "parte", "partea", "partes", "partie", "parts", "parça", "pass", "passwort", "pieces",
+        "pierwsza", "pokracovani", "pokračování", "première", "prima", "primeira", "primera", "pw", "rest", "rest:",
+        "rész", "second", "seconda", "seconde", "secret", "segunda", "senha", "son", "starts", "teil", "teilen",
+        "termina", "termine", "the rest is", "token", "tweede", "zaczyna", "zwei", "zweite", "časť", "část", "κωδικός",
         "συνέχεια", "в два", "вторая", "два", "две", "заканчивается", "кусками", "на две", "на дві", "начинается",
         "пароль", "первая", "продовження", "продолжени", "продолжение", "сообщениями", "у два", "частями", "الجزء",
         "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段",
@@ -11136,17 +11176,17 @@ RULE_WORDS = {
         "2e", "2nd", "2ème", "andra", "baaki", "baki", "beginnt", "begins", "begint", "cast", "ciąg", "começa",
         "comienza", "commence", "continuación", "continuare", "continuação", "continuing", "contraseña", "cut it",
         "cut off", "część", "daarachter", "deel", "deuxième", "do", "dois", "dos", "druga", "duas", "due", "dwa",
-        "dwóch", "eerste", "eindigt", "em duas mensagens", "em duas partes", "empieza", "en", "endet", "ends", "enter",
-        "erste", "faltou", "faltó", "finisce", "finit", "first", "folytatás", "fortsetzung", "fängt", "första",
-        "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci", "ilk",
-        "in", "inizia", "key", "kończy", "la suite", "last", "mitad", "na dvakrát", "na dwa razy", "other", "part",
-        "parte", "partea", "partie", "pass", "passwort", "pierwsza", "pokracovani", "pokračování", "première",
-        "pressed", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "se", "second", "seconda", "seconde",
-        "secret", "segunda", "senha", "son", "starts", "teil", "termina", "the rest is", "token", "too", "tweede",
-        "zaczyna", "zu", "zwei", "zweite", "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две",
-        "двумя", "заканчивается", "на две", "на дві", "начинается", "пароль", "первая", "продовження", "продолжени",
-        "продолжение", "у два", "الجزء", "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "ครึ่ง", "两段", "分两段",
-        "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
+        "dwóch", "eerste", "eindigt", "első", "em duas mensagens", "em duas partes", "empieza", "en", "endet", "ends",
+        "enter", "erste", "faltou", "faltó", "finisce", "finit", "first", "folytatás", "fortsetzung", "fängt",
+        "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci",
+        "ilk", "in", "inizia", "key", "kończy", "la suite", "last", "mitad", "második", "na dvakrát", "na dwa razy",
+        "other", "part", "parte", "partea", "partie", "pass", "passwort", "pierwsza", "pokracovani", "pokračování",
+        "première", "pressed", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "se", "second",
+        "seconda", "seconde", "secret", "segunda", "senha", "son", "starts", "teil", "termina", "the rest is", "token",
+        "too", "tweede", "zaczyna", "zu", "zwei", "zweite", "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая",
+        "два", "две", "двумя", "заканчивается", "на две", "на дві", "начинается", "пароль", "первая", "продовження",
+        "продолжени", "продолжение", "у два", "الجزء", "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "ครึ่ง",
+        "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
     "context-joined-parts": ("d8220d04", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
         "boşluksuz", "cort", "coupé", "cut", "early", "elkaar", "envi", "espace", "espacio", "espaço", "gehört", "got",
         "ihop", "junto", "leerzeichen", "mellanslag", "mensagem", "mensaje", "message", "mezery", "msg", "nachricht",

@@ -1569,6 +1569,24 @@ class TestRedaction(unittest.TestCase):
                 "- Repo: `shop/checkout`\n- Branch: `release-2024.11`\n- Owner: `platform-team`")
         self.assert_kept(kept)
 
+    def test_tables_codes_split_parts_and_more_languages_are_redacted(self):
+        cases = {"DefaultUserName DefaultPassword      AutoAdminLogon\n--------------- ---------------      --------------\nkiosk           Lobby-Screen#4412   1": ("Lobby-Screen#4412",),
+                 "Pièce         Code porte   Code alarme\nAccueil       B40917       «redacted»\nStockage      C77302       «redacted»": ("B40917", "C77302"),
+                 "Jövő héten az ajtókód 730518, a riasztót ne kapcsold ki.": ("730518",),
+                 "[09:02] Réka: a VPN jelszó első fele: Duna-Part\n[09:03] Réka: második fele: -2207!Pest": ("Duna-Part", "-2207!Pest"),
+                 'buildConfigField("String", "DO_TOKEN", "\\"dop_v1_1a7e05bc9ed3b25df0c4\\" + \\"8fc3293fa7723a8fa8f574c17d0d204be6\\"")': (
+                     "dop_v1_1a7e05bc9ed3b25df0c4", "8fc3293fa7723a8fa8f574c17d0d204be6"),
+                 "ftrack:\n  api_user: pipeline\n  api_key: >-\n    Xq7Lm2Rt9Kp4Wz8Nv3Bs\n    z8thvt6lzk(v$": ("Xq7Lm2Rt9Kp4Wz8Nv3Bs", "z8thvt6lzk(v$"),
+                 'render:\n  user: farmops\n  password_parts:\n    - "7YrQWje#"\n    - "_xxWgoD7"\n    - "6VJY%wxd"': ("7YrQWje#", "_xxWgoD7", "6VJY%wxd"),
+                 "o cadeado do armário da sala 12 é 583920, fecha depois de usar": ("583920",)}
+        self.assert_redacted(cases)
+        kept = ("$ md5sum vizsga_*.pdf\n2988eb008588a022c43a9f66c8ae21d3  vizsga_101.pdf\n6581bfb4bc9c98dae0548923f02a5e1d  vizsga_102.pdf",
+                "$ shasum -a 1 REEL_04/*.mxf\n3d4c550e06ef5d7d7b6661d287599fc1a2b3c4d5  REEL_04/j2c_aceac7ab.mxf\n9f1c2e3d4b5a69788796a5b4c3d2e1f0a9b8c7d6  REEL_04/pcm_59298635.mxf",
+                "DB_PASSWORD=__CHANGE_ME_BEFORE_DEPLOY__\nSECRET_KEY=__GENERATE_WITH_openssl_rand_hex_32__",
+                'Classroom: assignment "hw3" reads the repository secret GRADER_TOKEN from the org cs2110-fa25',
+                'steps:\n  - "checkout"\n  - "build-linux-x86_64"\n  - "upload-artifacts"', "the padlock on locker 12 is broken, order a new one (ticket 583920)")
+        self.assert_kept(kept)
+
     def test_cracked_hashes_ci_variables_joined_keys_and_chat_rests_are_redacted(self):
         cases = {"$ hashcat -m 1000 ntlm.txt wordlist.txt --show\n8846f7eaee8fb117ad06bdd830b7586c:Sunflower-Meadow-42\n$ ": ("Sunflower-Meadow-42",),
                  "$ glab variable get STRIPE_SECRET_KEY -R shop/checkout\nrk_live_7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mNQz\n$ ": ("rk_live_7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mNQz",),
@@ -11824,7 +11842,7 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
 # context, data science, mobile and embedded, enterprise IT; at stop 27 a web agency, fintech, a game
-# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; 0.85 to 0.95 unseen), held at the (recall,
+# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; at stop 40 a contact center and a car dealership group's IT; at stop 41 a university course's staff and students and a film post-production studio; 0.85 to 0.95 unseen), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
 BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.96, 0.99),
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
@@ -11842,7 +11860,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind124_corpus.json": (0.97, 0.99), "blind126_corpus.json": (0.96, 0.99),
                  "blind128_corpus.json": (0.98, 0.99), "blind130_corpus.json": (0.95, 0.99),
                  "blind132_corpus.json": (0.97, 0.99), "blind134_corpus.json": (0.98, 0.99),
-                 "blind137_corpus.json": (0.96, 0.98), "blind138_corpus.json": (0.98, 0.99)}
+                 "blind137_corpus.json": (0.96, 0.98), "blind138_corpus.json": (0.98, 0.99),
+                 "blind141_corpus.json": (0.98, 0.99)}
 
 
 def corpus_texts() -> list:
