@@ -8020,6 +8020,9 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     if REDACTED in text:
         text, count = _redact_continuation(text, count, replaced)
         text, count = _redact_first_part(text, count, replaced)
+    if REDACTED in text:
+        text, count = _redact_same_shape(text, count, replaced)
+        text, count = _redact_named_beside(text, count, replaced)
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
@@ -8665,12 +8668,94 @@ def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
     spans: set = set()
     for index, line in enumerate(lines):
         if REDACTED in line and len(lines) == 1:
-            spans.update((a, b) for _, a, b in _sibling_literals(lines, index))  # a line alone has no rows or lines around it
+            spans.update((a, b) for _, a, b in _sibling_literals(lines, index) + _sibling_url_parts(lines, index))  # a line alone has no rows or lines around it
         elif REDACTED in line:
             spans.update((starts[row] + a, starts[row] + b) for row, a, b in _sibling_cells(lines, index) + _sibling_values(lines, index, replaced)
                          + _sibling_list_items(lines, index) + _sibling_members(lines, index) + _sibling_login_pairs(lines, index)
-                         + _sibling_literals(lines, index))
+                         + _sibling_literals(lines, index) + _sibling_url_parts(lines, index))
     return _replace_spans(text, spans, count, replaced)
+
+
+def _redact_same_shape(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with each machine-made token of the shape of a machine-made value redacted in
+    it (_token_shape: its length, its kinds of character, its vendor's prefix) redacted too: the
+    other keys of a table or a listing whose rows name no secret one by one (a key beside a key).
+    Not hex alone: a digest beside a hex key is no key."""
+    shapes = {_token_shape(value) for value in replaced
+              if len(value) >= 16 and REDACTED not in value and not _regex(_HEX_ONLY).fullmatch(value) and looks_machine_generated(value)}
+    if not shapes:
+        return text, count
+    spans = [token.span() for token in _regex(r"[A-Za-z0-9_\-+/=.]{16,1024}").finditer(text)
+             if _token_shape(token.group()) in shapes and looks_machine_generated(token.group())]
+    return _replace_spans(text, spans, count, replaced) if spans else (text, count)
+
+
+# A line that gives a name a value: `NAME=…`, `name: "…"`, `'name' => '…'`, `-DNAME=…`, `const val NAME = "…"`,
+# `static let name = "…"`; the value one token, quoted or not, ending the line.
+_NAMED_BESIDE = (r"(?m)^[ \t]*(?:export[ \t]+|-D|(?:const|static|let|var|val|final|private|public)[ \t]+(?:(?:val|let|const|static|final|string|String)[ \t]+)?)?[\"'$]?"
+                 r"(?P<name>[A-Za-z_][\w.\-]{1,60})[\"']?[ \t]*(?::[ \t]*[A-Za-z]\w{0,20}[ \t]*)?(?:=>|=|:)[ \t]*(?P<q>[\"']?)(?P<v>[^\s\"',;]{6,256})(?P=q)[ \t]*[,;]?[ \t]*\r?$")
+# Parts of a name that say secret only beside a secret: a license's key, an HMAC's, a salt, a BLE passkey.
+_BESIDE_NAME_PARTS = frozenset("license licence hmac salt credential credentials passkey seed".split())
+
+
+def _redact_named_beside(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the values of the other lines that name a secret, in a text where a value
+    is redacted, redacted when they could be one, by a lower bar than alone (a config's or a
+    struct's other secrets): a name of some secret_strength or a part of _BESIDE_NAME_PARTS, and
+    a value a machine made, of a secret's shape, hex of 32 digits or more (`export_vessels_key =
+    "72bc…"`), letters and digits mixed in eight characters or more, mixed case in ten, or six to
+    eight digits under a passkey's, a PIN's or a code's name; never a reference, placeholder,
+    path, URL, address or a word like true."""
+    spans = []
+    for found in _regex(_NAMED_BESIDE).finditer(text):
+        name, value = found.group("name"), found.group("v")
+        if REDACTED in found.group() or not (secret_strength(name) >= 1 or set(_name_parts(name)) & _BESIDE_NAME_PARTS):
+            continue
+        if _is_reference(value) or _is_placeholder(value) or _is_masked_or_public(value) or _is_path_or_version(value) or _is_call(value) or _regex(
+                r"\w+://|[\w.+\-]+@[\w\-]+\.|\d{1,3}(?:\.\d{1,3}){3}|(?:true|false|null|none)$").match(value.lower()):
+            continue  # (nor a call: `val webhookSecret = StringBuilder()`)
+        if (looks_machine_generated(value) or _looks_like_a_secret(value) or _regex(r"[0-9a-fA-F]{32,128}").fullmatch(value)
+                or _regex(r"(?=[^\d]*\d)(?=[^a-zA-Z]*[a-zA-Z])[A-Za-z0-9_\-!#%&*+?^~@]{8,}").fullmatch(value) and not _is_built_of_words(value)
+                or len(value) >= 10 and value.isalpha() and _changes_case_often(value)
+                or _regex(r"\d{6,8}").fullmatch(value) and _regex(r"(?i)pass|pin|code").search(name)):
+            spans.append(found.span("v"))
+    return _replace_spans(text, spans, count, replaced) if spans else (text, count)
+
+
+def _token_shape(value: str) -> tuple:
+    """(length, the kinds of character it holds, its prefix of letters and `_` or `-`): what two
+    tokens of one vendor's format share (`pat_Qm8…` and `pat_x2R…`; not `pk_live_…` and `sk_live_…`)."""
+    prefix = _regex(r"[A-Za-z]{2,10}[_\-]").match(value)
+    kinds = "".join(kind for kind, pattern in (("a", r"[a-z]"), ("A", r"[A-Z]"), ("9", r"\d")) if _regex(pattern).search(value))
+    return len(value), kinds + "".join(sorted(set(_regex(r"[^A-Za-z0-9]").findall(value)))), prefix.group() if prefix else ""
+
+
+# A URL with a redacted part: its scheme and host, then the parts of its path and query.
+_URL_WITH_PARTS = r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s/\"'`<>]{1,255}(/[^\s\"'`<>]{0,4096})"
+
+
+def _sibling_url_parts(lines: list, index: int) -> list:
+    """(row, start, end) of the other machine-made parts of a URL one part of which is redacted
+    (a signature, a key): its path's segments and its parameters' values that a machine made
+    (looks_machine_generated; a parameter's value also when letters and digits mix in six
+    characters or more: SharePoint's `?e=pwwx8T`), not a UUID, a file's name or a number: a link
+    that lets in whoever holds it is all one secret (Dropbox's id beside its rlkey, a signed
+    URL's policy beside its signature)."""
+    found, line = [], lines[index]
+    for url in _regex(_URL_WITH_PARTS).finditer(line):
+        if REDACTED not in url.group(1):
+            continue
+        for part in _regex(r"(?<=[/?&=;])([^/?&=;#]{6,4096})(?=[/?&;#]|$)").finditer(line, url.start(1), url.end(1)):
+            value, parameter = part.group(1), line[part.start(1) - 1] == "="
+            if REDACTED in value or _regex(r"\d+|[\w\-]+\.[a-z][a-z0-9]{0,4}|[0-9a-f]{6,16}|\d{8}t\d{6}z").fullmatch(value.lower()) or _regex(_UUID).search(value.lower()):
+                continue  # a number, a file's name, a time in hex or ISO's basic form, a UUID (or two: Teams' tenant@group)
+            if parameter:
+                shaped = looks_machine_generated(value) or _regex(r"(?=[^\d]*\d)(?=[^a-zA-Z]*[a-zA-Z])[A-Za-z0-9_\-]{6,64}").fullmatch(value) and not _is_built_of_words(value)
+            else:  # a path's segment: a long token of no kind's prefix (not `srv-…`, `prj_…`) nor an id in capitals (Slack's T02QK8ZL1-F06N…)
+                shaped = len(value) >= 16 and looks_machine_generated(value) and not _regex(r"[a-z]{2,6}[_\-]|[A-Z0-9]+(?:-[A-Z0-9]+)*$").match(value)
+            if shaped:
+                found.append((index, *part.span(1)))
+    return found
 
 
 # A string literal that stands alone on its line as a part of a longer one (`"…" \`, `"…" +`, `"…",` in

@@ -1557,16 +1557,29 @@ class TestRedaction(unittest.TestCase):
                 'steps = ["checkout", "build-linux-x86_64", "upload-artifacts"]')
         self.assert_kept(kept)
 
-    def test_the_siblings_of_a_sibling_and_of_a_record_are_redacted(self):
+    def test_the_siblings_of_a_redacted_value_are_redacted(self):
         cases = {"| Site   | Wi-Fi key          | Router admin |\n|--------|--------------------|--------------|\n"
                  "| Lisbon | Pelican-Harbor-57  | vQ8zKp3RtW2m |\n| Porto  | %Douro44ribeira    | 7Xk2pLm9QwEr |\n| Braga  | cedar-velvet-moss  | N4b8YtR2xZq6 |": (
                      "Pelican-Harbor-57", "vQ8zKp3RtW2m", "%Douro44ribeira", "7Xk2pLm9QwEr", "N4b8YtR2xZq6"),
                  'devices:\n  - name: nvr-lobby\n    user: admin\n    pass: "Kamera-Lobby.61"\n  - name: pbx\n    user: "200"\n    pass: "58214973"': (
                      "Kamera-Lobby.61", "58214973"),
-                 "**Cliente Ferreira**\n- cPanel: `ferreiraadv` / `+VcavY-YhqjkR=`\n- Webmail admin@: `Basalto.farol482`": ("+VcavY-YhqjkR=", "Basalto.farol482")}
+                 "**Cliente Ferreira**\n- cPanel: `ferreiraadv` / `+VcavY-YhqjkR=`\n- Webmail admin@: `Basalto.farol482`": ("+VcavY-YhqjkR=", "Basalto.farol482"),
+                 "Shared: https://www.dropbox.com/scl/fi/4xtgipaic24xi2g19uczj/certs-batch7.zip?rlkey=q8w2e4r6t1y3u5i7o9p0a2s4d&dl=0": (
+                     "4xtgipaic24xi2g19uczj", "q8w2e4r6t1y3u5i7o9p0a2s4d"),
+                 "https://acme.sharepoint.com/:x:/s/Sales/EkRgtPRTaBVEnvvHzRgQx1bN7pLm2Wq9Zr4Tk?e=pwwx8T": ("EkRgtPRTaBVEnvvHzRgQx1bN7pLm2Wq9Zr4Tk", "pwwx8T"),
+                 "export ACME_API_KEY=Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6o\n# the old one, revoke it: Tq7wX2mZ9pLk4vRbN8sY3hJc5fG1dA0e": (
+                     "Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6o", "Tq7wX2mZ9pLk4vRbN8sY3hJc5fG1dA0e"),
+                 '[signal]\nsubscription_key = "Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6o"\n\n[marine]\nexport_vessels_key = "72bcb8e265ae044281ea70f2d4dab812ba2dfa6b"\ntimeout_s = 20': (
+                     "Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6o", "72bcb8e265ae044281ea70f2d4dab812ba2dfa6b"),
+                 'build_flags =\n    -DBLE_STATIC_PASSKEY=890164\n    -DOTA_HMAC_KEY=\\"Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6o\\"\n    -DHW_REV=3': ("890164", "Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6o")}
         self.assert_redacted(cases)
+        text = 'object Keys {\n    const val CLIENT_SECRET = "Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6o"\n    const val SUPPORT_KEYWORD = "refund-2024"\n    const val PRIMARY_KEY_COLUMN = "order_id"\n}'
+        self.assertIn('"refund-2024"\n    const val PRIMARY_KEY_COLUMN = "order_id"', cc.redact(text)[0])  # names of no secret, values of words
+        text = "new ACME_API_KEY=Zq8Lm2Xr5Kp7Wt3NxW4vB9cR7tY2uI6o, built at 2f9c1e7a4b3d8e6f0a1c2b3d4e5f6a7b8c9d0e1f by run Rk7Tq2Wz9Lm4Xv8Np3Bs"
+        self.assertIn("2f9c1e7a4b3d8e6f0a1c2b3d4e5f6a7b8c9d0e1f by run Rk7Tq2Wz9Lm4Xv8Np3Bs", cc.redact(text)[0])  # a digest, a token of another shape
         kept = ('steps:\n  - name: build\n    run: "make all"\n  - name: test\n    run: "make check"',
-                "- Repo: `shop/checkout`\n- Branch: `release-2024.11`\n- Owner: `platform-team`")
+                "- Repo: `shop/checkout`\n- Branch: `release-2024.11`\n- Owner: `platform-team`",
+                "Docs: https://www.dropbox.com/developers/documentation/http/overview?ref=nav_v2&lang=en")
         self.assert_kept(kept)
 
     def test_tables_codes_split_parts_and_more_languages_are_redacted(self):
