@@ -6345,7 +6345,7 @@ go-name-value-struct         assignment             \bName:[ \t]*"(?P<name>[^"\n
 #   catch: req.AddCookie(&http.Cookie{Name: "session", Value: "«_pP_tpP8YPhRq4Zyni-w90z4n2WAYW0fKKxmO77UK9M»"})
 #   keep:  req.AddCookie(&http.Cookie{Name: "theme", Value: "dark"})
 # Tuples and calls that carry a password: Erlang/Elixir configs, HTTP clients, PDO, FTP.
-tuple-pair                   assignment             (?:[{\[]|(?<![\w.>])\(|\((?=\s*[:"']))\s*:?["']?(?P<name>[A-Za-z_]\w{0,80})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
+tuple-pair                   assignment             (?:[{\[]|(?<![\w.>])\(|\((?=\s*[:"']))\s*:?["']?(?P<name>[A-Za-z_]\w{0,80}(?:\.\w{1,40}){0,4})["']?\s*,\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*[})\]]
 #   keep:  if !strings.HasPrefix(apiKey, "sk-ant-") {
 #   keep:  RETURN UTL_I18N.STRING_TO_RAW(p_heslo, 'AL32UTF8');
 #   catch: {:password, "«M^BCDT%.Wtk9»"}
@@ -6353,6 +6353,8 @@ tuple-pair                   assignment             (?:[{\[]|(?<![\w.>])\(|\((?=
 #   keep:  jq 'keys' prints ["password", "username"]
 #   keep:  if type in ("pin", "roller"):
 #   keep:  return signer.sign(privateKey, "base64");
+#   catch:     { "net.mgmt.pass",     "«Fct7-Rv9C-Lb2x»" },
+#   keep:      { "net.mgmt.user",     "factory" },
 client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|Login|C_Login|authenticate|set_credentials)\s*[=(]\s*\(?\s*(?:["'][^"'\n]{1,100}["']|(?:[A-Za-z_]\w{0,40}\.)?CKU_\w{2,20}|\w{1,40}\s*,\s*CKU_\w{2,20})\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: client.get(url).basic_auth("admin", Some("«AjhqFcZqF?8p»"))
 #   catch: session.Login(CKU.CKU_USER, "«61463129»");
@@ -8691,9 +8693,9 @@ def _redact_same_shape(text: str, count: int, replaced: list) -> tuple:
 
 
 # A line that gives a name a value: `NAME=…`, `name: "…"`, `'name' => '…'`, `-DNAME=…`, `const val NAME = "…"`,
-# `static let name = "…"`; the value one token, quoted or not, ending the line.
+# `static let name = "…"`, a JSON list's `"NAME=…",`; the value one token, quoted or not, ending the line.
 _NAMED_BESIDE = (r"(?m)^[ \t]*(?:export[ \t]+|-D|(?:const|static|let|var|val|final|private|public)[ \t]+(?:(?:val|let|const|static|final|string|String)[ \t]+)?)?[\"'$]?"
-                 r"(?P<name>[A-Za-z_][\w.\-]{1,60})[\"']?[ \t]*(?::[ \t]*[A-Za-z]\w{0,20}[ \t]*)?(?:=>|=|:)[ \t]*(?P<q>[\"']?)(?P<v>[^\s\"',;]{6,256})(?P=q)[ \t]*[,;]?[ \t]*\r?$")
+                 r"(?P<name>[A-Za-z_][\w.\-]{1,60})[\"']?[ \t]*(?::[ \t]*[A-Za-z]\w{0,20}[ \t]*)?(?:=>|=|:)[ \t]*(?P<q>[\"']?)(?P<v>[^\s\"',;]{6,256})(?P=q)[\"']?[ \t]*[,;]?[ \t]*\r?$")
 # Parts of a name that say secret only beside a secret: a license's key, an HMAC's, a salt, a BLE passkey.
 _BESIDE_NAME_PARTS = frozenset("license licence hmac salt credential credentials passkey seed".split())
 
@@ -9645,7 +9647,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     value they find there is a secret's part, redacted where it stands (_part_in_value)."""
     import bisect
     definitions: dict = {}  # name: the spans of its strings, in order (PASS="a" then PASS+="b")
-    for found in _regex(_STRING_DEFINITION).finditer(original):
+    for found in _regex(_STRING_DEFINITION).finditer(original) if '"' in original or "'" in original or "=" in original else ():  # (a value is quoted or given after `=`)
         spans = [found.span("value")] if found.group("value") is not None else [found.span("bare")] if found.group("bare") is not None else [
             literal.span(1) for literal in _regex(_QUOTED).finditer(original, found.start("list"), found.end("list"))]
         definitions[found.group("name")] = definitions.get(found.group("name"), []) + spans if found.group("op") == "+=" else spans
@@ -10936,7 +10938,7 @@ RULE_WORDS = {
     "auth-pair-list": ("d3296c32", ("auth", "credential", "creds", "login"), ("auth", "credential", "creds", "login"),
         (":", "=", "=>")),
     "go-name-value-struct": ("8f1c9ed6", ("value:",), ("name:",), ("name:",)),
-    'tuple-pair': ('0e50181f', (',',), (), ('"', "'")),
+    'tuple-pair': ('7bd564cf', (',',), (), ('"', "'")),
     "client-auth-call": ("69f39e8c", ("authenticate", "basic_auth", "basicauth", "c_login", "http_auth",
         "httpbasicauth", "httpdigestauth", "login", "set_credentials"), ("authenticate", "basic_auth", "basicauth",
         "c_login", "http_auth", "httpbasicauth", "httpdigestauth", "login", "set_credentials"), (",",)),
