@@ -1725,6 +1725,12 @@ def _accept_not_reference(match: Any) -> bool:
     return not _is_reference(match.group("s"))
 
 
+def _accept_env_value(match: Any) -> bool:
+    """An env file's whole value under a secret's name (secret_strength) that could be one alone."""
+    value = match.group("s")
+    return secret_strength(match.group("name")) > 0 and _looks_like_a_secret(value) and not (_is_reference(value) or _is_placeholder(value))
+
+
 def _accept_file_password(match: Any) -> bool:
     """A password in a file no shell expands (~/.pgpass): not a reference, but a leading `$` is the
     password's own unless a variable's name follows it (`$ummer-Rocket10`, not `$PGPASSWORD`, `${DB_PASS}`)."""
@@ -5381,8 +5387,9 @@ databricks-token             -                      {L}(?P<s>dapi[a-f0-9]{32}(?:
 azure-storage-key            -                      (?i)(?:AccountKey|SharedAccessKey|SharedSecret)\s*=\s*(?P<s>[A-Za-z0-9+/]{20,}={0,2})
 #   catch: DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=«EXAMPLEexample0123456789EXAMPLEexample+/==»;EndpointSuffix=core.windows.net
 #   keep:  DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=${AZURE_STORAGE_KEY}
-azure-sas-signature          -                      (?i)(?<![a-z])sig=(?P<s>[A-Za-z0-9%+/=]{20,})
+azure-sas-signature          -                      (?i)(?<![a-z])sig=(?P<s>[A-Za-z0-9%+/=_\-]{20,})
 #   catch: https://acme.blob.core.windows.net/c/x?sv=2022-11-02&sp=r&sig=«EXAMPLEexample0123456789%2Bexample%3D»
+#   catch: https://prod-44.westeurope.logic.azure.com:443/workflows/0f3a9c/triggers/manual/paths/invoke?api-version=2016-06-01&sv=1.0&sig=«HJmUOLAtcRvOaTcP273K_3u9QHxrh8T0MbUG2itlhLY»
 #   keep:  git log --show-signature=true
 telegram-bot-token           -                      (?=\d{6})(?:(?<=bot)|(?<![\w:]))(?P<s>\d{6,12}:[A-Za-z0-9_\-]{33,36}){R}
 #   catch: https://api.telegram.org/bot«123456789:AAEXAMPLEexampleEXAMPLEexample01234»/getMe
@@ -6557,7 +6564,7 @@ key-value-attributes         assignment             <[\w:.\-]{1,40}\b[^<>]{0,200
 #   keep:  <property name="password" value="${db.password}"/>
 #   catch: <EnvironmentVariable\n   key = "BACKEND_ADMIN_TOKEN"\n   value = "«a8005c167c98ed53f1f2980288d2b824e7f16758»"\n   isEnabled = "YES">
 # Flags and assignments whose name says secret, in every common syntax.
-typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*(?:[bBrR](?=["']))?{VALUE}
+typed-assignment             assignment             (?<![\w.$\-]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]*:(?![ \t]*(?=[A-Za-z+/]*\d)[A-Za-z0-9+/]{10,}=)[ \t]*[&\w\[\]<>.,' ]{1,40}?[ \t]*=(?!=)[ \t]*(?:[bBrR](?=["']))?{VALUE}
 #   catch: pub const API_KEY: &str = "«QZC1HXsnHVzdkMJDTp5E»";
 #   catch: const WEBHOOK_HMAC_KEY: &[u8] = b"«Tq82vLmZx4KwRp9sNc3HdY7bFg5JeA1u»";
 #   keep:  2025-06-18T19:15:40.570Z INFO secrets: loaded secret id=sec_8nh4jwmswu name="notifications-signing-key" version=3
@@ -6578,6 +6585,7 @@ windows-switch-secret        flag                   (?<=[ \t])/{SECRETISH_NAME}(
 #   keep:  msbuild app.sln /p:Configuration=Release /p:PasswordPolicy=strict
 # A config line whose value runs to the end of the line (INI, YAML, dotenv), whatever its first character.
 config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]*(?P<op>[:=]|[?:]=)[ \t]*(?P<s>[^\s'"`][^\s]{0,255}(?<![,;\\]))\\?(?=[ \t]*(?:[ \t][#;][^\n]*)?$)
+#   catch: password: «Qta3qHavnZro9P=49b.z»
 #   keep:  AppID: wx1234567890abcdef（示例）\nAppSecret: （已隐藏）
 #   keep:  Sec-WebSocket-Key: bkfPCJ7JjPAFhoqxYsni1w==\nSec-WebSocket-Version: 13
 #   keep:  [security]\nadmin_user = admin\nadmin_password = $__file{/run/secrets/grafana_admin}
@@ -6661,6 +6669,12 @@ typed-declaration            assignment             (?<![\w.$]){SECRETISH_NAME}(
 registry-value               assignment             (?m)^[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+REG_(?:SZ|EXPAND_SZ|MULTI_SZ)[ \t]+(?P<s>[^\r\n]{1,1024}?)[ \t]*\r?$
 #   catch: HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon\n    DefaultUserName    REG_SZ    hmi_operator\n    DefaultPassword    REG_SZ    «cobalt-pump-pelican»
 #   keep:  HKLM\SOFTWARE\Policies\Microsoft\FVE\n    EncryptionMethodWithXtsOs    REG_DWORD    0x7\n    PasswordComplexity    REG_SZ    Enabled
+# An env file's line whose value holds a character that ends a value in code (`)`, `&`, `,`): in a line
+# `NAME=…` alone the value runs to its end (Django's keys: `django-insecure-a6@^ue&!yrz3c)n)a_t4h…`); not a
+# path, a URL or a connection string (no `/` or `:`).
+env-line-whole-value         env-value              (?m)^(?:export[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Z][A-Z0-9_]{0,80})=(?P<s>[^\s'"`/:]{0,1024}[)\]}&<>|,;][^\s'"`/:]{0,1024}?)[ \t]*\r?$
+#   catch: DJANGO_SECRET_KEY=«django-insecure-a6@^ue&!yrz3c)n)a_t4h&d%(i77gri3vzry)4mz+b!k)*16ah»
+#   keep:  LOG_LEVELS=info,warn,error
 # A here-document under a secret's name (HCL, Ruby, shell): each of its lines.
 heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
@@ -7769,7 +7783,7 @@ context-yaml-block           block-lines            (?m)^(?P<indent>[ \t]*)(?:-[
 '''
 
 ACCEPT_CHECKS = {
-    "-": None, "not-reference": _accept_not_reference, "file-password": _accept_file_password, "url-password": _accept_url_password, "url-password-wide": _accept_url_password_wide, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
+    "-": None, "not-reference": _accept_not_reference, "file-password": _accept_file_password, "env-value": _accept_env_value, "url-password": _accept_url_password, "url-password-wide": _accept_url_password_wide, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
     "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "key-body": _accept_key_body, "quoted-key": _accept_quoted_key,
@@ -8025,6 +8039,7 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     if REDACTED in text:
         text, count = _redact_same_shape(text, count, replaced)
         text, count = _redact_named_beside(text, count, replaced)
+        text = _mend_cut_values(text)
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
@@ -8722,6 +8737,20 @@ def _redact_named_beside(text: str, count: int, replaced: list) -> tuple:
                 or _regex(r"\d{6,8}").fullmatch(value) and _regex(r"(?i)pass|pin|code").search(name)):
             spans.append(found.span("v"))
     return _replace_spans(text, spans, count, replaced) if spans else (text, count)
+
+
+# Where a rule's value stopped short of a secret's end: at an `&` the rest of whose token holds no `=` (a
+# password's sign, not a query's next parameter: `«redacted»&Z6@%H`), or at an `@` of a URL's password
+# that another `@` before the host follows (`://ledger:«redacted»@ry-88@pg-primary`).
+_CUT_VALUE = (REDACTED + r"&[^\s=&?«»\"'`]{2,64}(?=[\s,.;!?)\]}\"'`]|$)"
+              r"|(?<=://)(?P<user>[^\s:/@«»]{1,64}:)" + REDACTED + r"@[^\s/@«»]{1,64}(?=@[\w.\-]+[:/\s]|@[\w.\-]+$)")
+
+
+def _mend_cut_values(text: str) -> str:
+    """text with each redacted value that a rule cut short (_CUT_VALUE) redacted to its end."""
+    if "&" not in text and "@" not in text:
+        return text
+    return _regex(_CUT_VALUE).sub(lambda cut: (cut.group("user") or "") + REDACTED, text)
 
 
 def _token_shape(value: str) -> tuple:
@@ -10645,7 +10674,7 @@ RULE_WORDS = {
     "databricks-token": ("87f49439", ("dapi",), ("dapi",), ()),
     "azure-storage-key": ("331d1f02", ("accountkey", "sharedaccesskey", "sharedsecret"), ("accountkey",
         "sharedaccesskey", "sharedsecret"), ("=",)),
-    "azure-sas-signature": ("629e9327", ("sig=",), ("sig=",), ()),
+    "azure-sas-signature": ("2d4a10eb", ("sig=",), ("sig=",), ()),
     "telegram-bot-token": ("c9954204", (":",), (), ()),
     "discord-bot-token": ("e0a998d7", (".",), (), ()),
     "jwt": ("f517ca8b", (".eyj",), ("eyj",), ()),
@@ -11002,7 +11031,7 @@ RULE_WORDS = {
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("602ddde3", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "typed-assignment": ("a38e0133", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
         "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
@@ -11064,6 +11093,11 @@ RULE_WORDS = {
         "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat",
         "pepper", "pfx", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
         "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+    "env-line-whole-value": ("2c3ce6a8", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
+        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk",
+        "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session",
+        "sifre", "sleutel", "token", "wachtwoord", "şifre"), (), ("=",)),
     "heredoc-under-secret-name": ("57dbfb94", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
         "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk",

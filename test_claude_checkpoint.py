@@ -1600,6 +1600,22 @@ class TestRedaction(unittest.TestCase):
                 'steps:\n  - "checkout"\n  - "build-linux-x86_64"\n  - "upload-artifacts"', "the padlock on locker 12 is broken, order a new one (ticket 583920)")
         self.assert_kept(kept)
 
+    def test_no_piece_of_a_secret_is_left_beside_its_redaction(self):
+        # A rule's value that stops at a character inside the secret leaves the rest in clear: each
+        # of these once left a piece (`«redacted»&Z6@%H`, `«redacted»)n)a_t4h…`, `sig=«redacted»_3u9Q…`).
+        cases = {"Nya lösenordet är KlsaKl$YD?DPH*Ur9pv&Z6@%H , skickar användarnamnet separat.":
+                     "Nya lösenordet är «redacted» , skickar användarnamnet separat.",
+                 "url=postgresql+psycopg2://ledger:L3dg3r-Prim@ry-88@pg-primary:5432/ledger": "url=postgresql+psycopg2://ledger:«redacted»@pg-primary:5432/ledger",
+                 "DJANGO_SECRET_KEY=django-insecure-a6@^ue&!yrz3c)n)a_t4h&d%(i77gri3vzry)4mz+b!k)*16ah": "DJANGO_SECRET_KEY=«redacted»",
+                 "https://prod-44.westeurope.logic.azure.com/workflows/0f3a/triggers/manual/paths/invoke?sv=1.0&sig=HJmUOLAtcRvOaTcP273K_3u9QHxrh8T0MbUG2itlhLY":
+                     "https://prod-44.westeurope.logic.azure.com/workflows/0f3a/triggers/manual/paths/invoke?sv=1.0&sig=«redacted»",
+                 "password: Qta3qHavnZro9P=49b.z": "password: «redacted»"}
+        for text, expected in cases.items():
+            with self.subTest(text=text[:30]):
+                self.assertEqual(cc.redact(text)[0], expected)
+        self.assertEqual(cc.redact("https://x.blob.core.windows.net/c?sv=1&sig=HJmUOLAtcRvOaTcP273K3u9QHxrh8T0MbUG2itlhLY&sp=r")[0],
+                         "https://x.blob.core.windows.net/c?sv=1&sig=«redacted»&sp=r")  # a query's next parameter is not the value's rest
+
     def test_cracked_hashes_ci_variables_joined_keys_and_chat_rests_are_redacted(self):
         cases = {"$ hashcat -m 1000 ntlm.txt wordlist.txt --show\n8846f7eaee8fb117ad06bdd830b7586c:Sunflower-Meadow-42\n$ ": ("Sunflower-Meadow-42",),
                  "$ glab variable get STRIPE_SECRET_KEY -R shop/checkout\nrk_live_7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mNQz\n$ ": ("rk_live_7Tq2Wz9Lm4Xv8Np3Bs6Hd1Fs5Ga0JkL2mNQz",),
