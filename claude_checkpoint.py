@@ -8395,10 +8395,12 @@ def _redact_wrapped_head(text: str, count: int, replaced: list) -> tuple:
 
 def _replace_spans(text: str, spans: Iterable, count: int, replaced: list) -> tuple:
     """(text, count) with each span of text replaced by REDACTED, in order, a span that overlaps
-    one before it left out; each value replaced is added to replaced."""
+    one before it, or one inside an encrypted value (encrypted_ranges: a sibling of a secret beside
+    a SealedSecret's ciphertext is no secret), left out; each value replaced is added to replaced."""
     pieces, position, done = [], 0, 0
+    encrypted = encrypted_ranges(text)
     for start, end in sorted(spans):
-        if start >= position:
+        if start >= position and not (encrypted and _in_ranges(encrypted, start)):
             replaced.append(text[start:end])
             pieces += [text[position:start], REDACTED]
             position, done = end, done + 1
