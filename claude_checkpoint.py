@@ -4125,8 +4125,8 @@ def _find_dashed_table_cells(match: Any) -> list:
         for row in _regex(r"[^\n]+").finditer(text, match.start("s"), match.end("s")):
             cell = row.group()[start:stop]
             value = cell.strip()
-            if " " in value and cell[:1] not in " \t":
-                value = _regex(r"\S+(?=[ \t]{2})").match(cell).group() if _regex(r"\S+[ \t]{2}").match(cell) else value  # the next column's value ran left of its dashes (a number right-aligned short of them)
+            aligned = _regex(r"\S+(?=[ \t]{2})").match(cell) if " " in value else None
+            value = aligned.group() if aligned else value  # the next column's value ran left of its dashes (a number right-aligned short of them)
             if value and " " not in value and (_holds_a_secret(value) or _is_secret_cell(value, kind)):
                 first = row.start() + start + cell.index(value)
                 spans.append((first, first + len(value)))
@@ -4503,17 +4503,14 @@ def _find_block_lines(match: Any) -> list:
     strength = secret_strength(match.group("name"))
     if strength == 0:
         return []
+    lines = [(start + line.start(1), start + line.end(1)) for line in _regex(r"(?m)^[ \t]*(\S[^\n]*?)[ \t]*$").finditer(text[start:match.end("s")])
+             if not _is_reference(line.group(1))]
     if strength == 1:
         found = random_tokens(text, start, match.end("s"))
-        lines = [(start + line.start(1), start + line.end(1)) for line in _regex(r"(?m)^[ \t]*(\S[^\n]*?)[ \t]*$").finditer(text[start:match.end("s")])]
-        if any(span in lines for span in found) and all(" " not in text[a:b] and b - a >= 6 and not _is_reference(text[a:b]) for a, b in lines):
+        if any(span in lines for span in found) and all(" " not in text[a:b] and b - a >= 6 for a, b in lines):
             return lines  # lines of one token each, one of them a machine's: each a piece of the value (`script_key: >-` ⏎ `!#p64…` ⏎ `z8th…`)
         return found
-    spans = []
-    for line in _regex(r"(?m)^[ \t]*(\S[^\n]*?)[ \t]*$").finditer(text[start:match.end("s")]):
-        if not _is_reference(line.group(1)):
-            spans.append((start + line.start(1), start + line.end(1)))
-    return spans
+    return lines
 
 
 def _find_insert_columns(match: Any) -> list:
@@ -8731,28 +8728,33 @@ def _redact_named_beside(text: str, count: int, replaced: list) -> tuple:
         if REDACTED in found.group() or not (secret_strength(name) >= 1 or set(_name_parts(name)) & _BESIDE_NAME_PARTS):
             continue
         if _is_reference(value) or _is_placeholder(value) or _is_masked_or_public(value) or _is_path_or_version(value) or _is_call(value) or _regex(
-                r"\w+://|[\w.+\-]+@[\w\-]+\.|\d{1,3}(?:\.\d{1,3}){3}|(?:true|false|null|none)$").match(value.lower()):
+                _ADDRESS_START + r"|(?:true|false|null|none)$").match(value.lower()):
             continue  # (nor a call: `val webhookSecret = StringBuilder()`)
         if (looks_machine_generated(value) or _looks_like_a_secret(value) or _regex(r"[0-9a-fA-F]{32,128}").fullmatch(value)
-                or _regex(r"(?=[^\d]*\d)(?=[^a-zA-Z]*[a-zA-Z])[A-Za-z0-9_\-!#%&*+?^~@]{8,}").fullmatch(value) and not _is_built_of_words(value)
+                or _regex(r"[A-Za-z0-9_\-!#%&*+?^~@]{8,}").fullmatch(value) and _is_random_part(value)
                 or len(value) >= 10 and value.isalpha() and _changes_case_often(value)
                 or _regex(r"\d{6,8}").fullmatch(value) and _regex(r"(?i)pass|pin|code").search(name)):
             spans.append(found.span("v"))
     return _replace_spans(text, spans, count, replaced) if spans else (text, count)
 
 
-# Where a rule's value stopped short of a secret's end: at an `&` the rest of whose token holds no `=` (a
-# password's sign, not a query's next parameter: `«redacted»&Z6@%H`), or at an `@` of a URL's password
-# that another `@` before the host follows (`://ledger:«redacted»@ry-88@pg-primary`).
-_CUT_VALUE = (REDACTED + r"&[^\s=&?«»\"'`]{2,64}(?=[\s,.;!?)\]}\"'`]|$)"
-              r"|(?<=://)(?P<user>[^\s:/@«»]{1,64}:)" + REDACTED + r"@[^\s/@«»]{1,64}(?=@[\w.\-]+[:/\s]|@[\w.\-]+$)")
+# A URL's password that holds an `@`, cut at it: another `@` before the host follows (`://ledger:«redacted»@ry-88@pg-primary`).
+_CUT_URL_PASSWORD = r"(?<=://)(?P<user>[^\s:/@«»]{1,64}:)" + REDACTED + r"@[^\s/@«»]{1,64}(?=@[\w.\-]+[:/\s]|@[\w.\-]+$)"
 
 
 def _mend_cut_values(text: str) -> str:
-    """text with each redacted value that a rule cut short (_CUT_VALUE) redacted to its end."""
-    if "&" not in text and "@" not in text:
-        return text
-    return _regex(_CUT_VALUE).sub(lambda cut: (cut.group("user") or "") + REDACTED, text)
+    """text with each redacted value that a find or a reading cut short redacted to its end, as
+    _accepted_span does a named rule's: past an `&` that starts no query's next parameter
+    (_past_ampersands: `«redacted»&Z6@%H`), and a URL's password past its own `@` (_CUT_URL_PASSWORD)."""
+    if REDACTED + "&" in text:
+        pieces, position = [], 0
+        for found in _regex(REDACTED + "(?=&)").finditer(text):
+            pieces.append(text[position:found.end()])
+            position = _past_ampersands(text, found.end())  # (where it starts no value's rest, the `&` stays)
+        text = "".join(pieces) + text[position:]
+    if "@" in text:
+        text = _regex(_CUT_URL_PASSWORD).sub(lambda cut: cut.group("user") + REDACTED, text)
+    return text
 
 
 def _token_shape(value: str) -> tuple:
@@ -8783,7 +8785,7 @@ def _sibling_url_parts(lines: list, index: int) -> list:
             if REDACTED in value or _regex(r"\d+|[\w\-]+\.[a-z][a-z0-9]{0,4}|[0-9a-f]{6,16}|\d{8}t\d{6}z").fullmatch(value.lower()) or _regex(_UUID).search(value.lower()):
                 continue  # a number, a file's name, a time in hex or ISO's basic form, a UUID (or two: Teams' tenant@group)
             if parameter:
-                shaped = looks_machine_generated(value) or _regex(r"(?=[^\d]*\d)(?=[^a-zA-Z]*[a-zA-Z])[A-Za-z0-9_\-]{6,64}").fullmatch(value) and not _is_built_of_words(value)
+                shaped = looks_machine_generated(value) or _regex(r"[A-Za-z0-9_\-]{6,64}").fullmatch(value) is not None and _is_random_part(value)
             else:  # a path's segment: a long token of no kind's prefix (not `srv-…`, `prj_…`) nor an id in capitals (Slack's T02QK8ZL1-F06N…)
                 shaped = len(value) >= 16 and looks_machine_generated(value) and not _regex(r"[a-z]{2,6}[_\-]|[A-Z0-9]+(?:-[A-Z0-9]+)*$").match(value)
             if shaped:
@@ -8931,8 +8933,12 @@ def _sibling_list_items(lines: list, index: int) -> list:
     (_is_row_password): the other accounts of a handover's list."""
     quoted = _regex(r"([ \t]*- )([\"'])" + REDACTED + r"\2[ \t]*\r?").fullmatch(lines[index])
     if quoted:  # a YAML list's quoted items: the other parts of a secret (`password_parts:` ⏎ `- "«redacted»"` ⏎ `- "_xxWgoD7"`)
-        items = (_regex(quoted.group(1) + r"([\"'])([^\"'\s]{6,200})\1[ \t]*\r?").fullmatch(lines[row]) for row in _block_around(lines, index))
-        return [(row, *item.span(2)) for row, item in zip(_block_around(lines, index), items) if item and _is_split_literal_part(item.group(2))]
+        found = []
+        for row in _block_around(lines, index):
+            item = _regex(quoted.group(1) + r"([\"'])([^\"'\s]{6,200})\1[ \t]*\r?").fullmatch(lines[row])
+            if item and _is_split_literal_part(item.group(2)):
+                found.append((row, *item.span(2)))
+        return found
     if not _regex(r"[ \t]*(?:[-*•+]|\d{1,2}[.)])[ \t]+[^\n]*`" + REDACTED + "`").match(lines[index]):
         return []
     found = []
@@ -8963,7 +8969,7 @@ def _sibling_login_pairs(lines: list, index: int) -> list:
         if not other or _line_shape(lines[row][:other.start()]) != shape:
             continue
         value = other.group(2)
-        if looks_machine_generated(value) and _is_sibling_cell(value, False) or _reads_as_typed_password(value) and _is_sibling_cell(value, False) or _is_chosen_sibling(value):
+        if _is_chosen_sibling(value) or _is_sibling_cell(value, False) and (looks_machine_generated(value) or _reads_as_typed_password(value)):
             found.append((row, *other.span(2)))
     return found
 
@@ -8983,6 +8989,10 @@ def _is_row_password(value: str) -> bool:
     return (looks_machine_generated(value) or _looks_like_password(value) and _regex(r"[!#$%&*+=?^~]").search(value) is not None) and _is_sibling_cell(value, False)
 
 
+# The start of a URL, an e-mail address or an IP address: a value that says where, not a secret.
+_ADDRESS_START = r"\w+://|[\w.+\-]+@[\w\-]+\.|\d{1,3}(?:\.\d{1,3}){3}"
+
+
 def _is_sibling_cell(value: str, header: bool) -> bool:
     """Whether a cell in the column of a redacted one holds a secret too: one token of 4 to 200
     characters that is no header's name (words alone in a first row), says none (`-`, `n/a`,
@@ -8993,7 +9003,7 @@ def _is_sibling_cell(value: str, header: bool) -> bool:
         return False
     if _is_placeholder(value) or _is_reference(value) or _is_masked_or_public(value) or _is_path_or_version(value) or _is_call(value):
         return False
-    if _regex(r"\w+://|[\w.+\-]+@[\w\-]+\.|\d{1,3}(?:\.\d{1,3}){3}|" + _TIMESTAMP).match(value):
+    if _regex(_ADDRESS_START + "|" + _TIMESTAMP).match(value):
         return False  # a URL, an e-mail address, an IP address, a date
     if _regex(r"[a-z][a-z0-9]*(?:[_\-.][a-z0-9]+)*").fullmatch(value) and not _regex(_PASSPHRASE).fullmatch(value) and not looks_machine_generated(value):
         return False  # a name in small letters: `created_at`, `eu-west-1`, `smtp` (not a key in small hex: `eb34731a2dff…`)

@@ -909,6 +909,12 @@ class TestRedaction(unittest.TestCase):
                 for secret in secrets:
                     self.assertNotIn(secret, redacted)
 
+    def assert_redacted_as(self, cases) -> None:
+        """Each (text, expected) pair of cases (a dict or pairs): text redacted is exactly expected."""
+        for text, expected in cases.items() if isinstance(cases, dict) else cases:
+            with self.subTest(text=text[:50]):
+                self.assertEqual(cc.redact(text)[0], expected)
+
     def assert_kept(self, texts: tuple) -> None:
         """Each text left exactly as it is."""
         for text in texts:
@@ -935,9 +941,7 @@ class TestRedaction(unittest.TestCase):
             (f'"key": "-----BEGIN PRIVATE KEY-----\\n{PEM_BODY}\\n-----END PRIVATE KEY-----\\n"',
              '"key": "-----BEGIN PRIVATE KEY-----«redacted»-----END PRIVATE KEY-----\\n"'),
         ]
-        for text, expected in cases:
-            with self.subTest(text=text[:50]):
-                self.assertEqual(cc.redact(text)[0], expected)
+        self.assert_redacted_as(cases)
 
     def test_keeps_what_is_not_a_secret(self):
         for text in ("echo $GITHUB_TOKEN", "API_KEY=${API_KEY}", "key = process.env.API_KEY",
@@ -968,13 +972,11 @@ class TestRedaction(unittest.TestCase):
         # Patterns bound their values to stay linear; an accepted value that reaches the bound is
         # followed to its end, bare or quoted, so no tail of a 400-character token is left behind.
         token = "IQoJb3JpZ2luX2VjEXAMPLE/+" * 16 + "=="
-        for text, expected in (
-                (f"export A=1 B=two AWS_SESSION_TOKEN={token}; aws s3 ls", "export A=1 B=two AWS_SESSION_TOKEN=«redacted»; aws s3 ls"),
-                (f"export SESSION_TOKEN='{token * 5}' && next", "export SESSION_TOKEN='«redacted»' && next"),
-                (f"launchctl setenv AWS_SECURITY_TOKEN {token} && x", "launchctl setenv AWS_SECURITY_TOKEN «redacted» && x"),
-                (f"sshpass -p {token} ssh host", "sshpass -p «redacted» ssh host")):
-            with self.subTest(text=text[:40]):
-                self.assertEqual(cc.redact(text)[0], expected)
+        self.assert_redacted_as((
+            (f"export A=1 B=two AWS_SESSION_TOKEN={token}; aws s3 ls", "export A=1 B=two AWS_SESSION_TOKEN=«redacted»; aws s3 ls"),
+            (f"export SESSION_TOKEN='{token * 5}' && next", "export SESSION_TOKEN='«redacted»' && next"),
+            (f"launchctl setenv AWS_SECURITY_TOKEN {token} && x", "launchctl setenv AWS_SECURITY_TOKEN «redacted» && x"),
+            (f"sshpass -p {token} ssh host", "sshpass -p «redacted» ssh host")))
 
     @slow
     def test_stays_linear_on_100_kb_adversarial_input(self):
@@ -1609,12 +1611,10 @@ class TestRedaction(unittest.TestCase):
                  "DJANGO_SECRET_KEY=django-insecure-a6@^ue&!yrz3c)n)a_t4h&d%(i77gri3vzry)4mz+b!k)*16ah": "DJANGO_SECRET_KEY=«redacted»",
                  "https://prod-44.westeurope.logic.azure.com/workflows/0f3a/triggers/manual/paths/invoke?sv=1.0&sig=HJmUOLAtcRvOaTcP273K_3u9QHxrh8T0MbUG2itlhLY":
                      "https://prod-44.westeurope.logic.azure.com/workflows/0f3a/triggers/manual/paths/invoke?sv=1.0&sig=«redacted»",
-                 "password: Qta3qHavnZro9P=49b.z": "password: «redacted»"}
-        for text, expected in cases.items():
-            with self.subTest(text=text[:30]):
-                self.assertEqual(cc.redact(text)[0], expected)
-        self.assertEqual(cc.redact("https://x.blob.core.windows.net/c?sv=1&sig=HJmUOLAtcRvOaTcP273K3u9QHxrh8T0MbUG2itlhLY&sp=r")[0],
-                         "https://x.blob.core.windows.net/c?sv=1&sig=«redacted»&sp=r")  # a query's next parameter is not the value's rest
+                 "password: Qta3qHavnZro9P=49b.z": "password: «redacted»",
+                 "https://x.blob.core.windows.net/c?sv=1&sig=HJmUOLAtcRvOaTcP273K3u9QHxrh8T0MbUG2itlhLY&sp=r":
+                     "https://x.blob.core.windows.net/c?sv=1&sig=«redacted»&sp=r"}  # (a query's next parameter is not the value's rest)
+        self.assert_redacted_as(cases)
 
     def test_cracked_hashes_ci_variables_joined_keys_and_chat_rests_are_redacted(self):
         cases = {"$ hashcat -m 1000 ntlm.txt wordlist.txt --show\n8846f7eaee8fb117ad06bdd830b7586c:Sunflower-Meadow-42\n$ ": ("Sunflower-Meadow-42",),
