@@ -1107,6 +1107,10 @@ def _is_reference(value: str) -> bool:
         return True  # `cat /tmp/session.tok`: a command's output
     if v.endswith(":latest") or _regex(r"[a-z][a-z0-9_\-]{0,40}(?:key|secret|token|password|passwd|pass|pwd|cred\w*)[a-z0-9_\-]{0,20}:\d{1,4}").fullmatch(v):
         return True  # a secret manager's secret and version (`gcloud run deploy --set-secrets=K=sendgrid-key:3`, `db-pass:latest`)
+    if "|" in v and _regex(r"[\w.\-]+(?:/[\w.\-]+)+[ \t]+[\w.\-]+[ \t]*\|[ \t]*[A-Za-z_][\w.\-]*[ \t]*;?").fullmatch(v):
+        return True  # a secret's path, key and the variable it fills: hashicorp/vault-action's `secret/data/ci npm_token | NPM_TOKEN ;`
+    if v[-1] in "%*" and _regex(r"(?:pbkdf2_sha\d{1,3}|argon2(?:id|i|d)?|bcrypt(?:_sha256)?|scrypt|sha\d{1,3}|md5|unsalted_\w+)\$(?:%|\*|\.\*)").fullmatch(v):
+        return True  # a hash's algorithm and a wildcard, a query's pattern: `WHERE password LIKE 'pbkdf2_sha256$%'`
     if v.startswith("$ENV{") and _regex(r"\$ENV\{[A-Za-z_]\w*\}?").fullmatch(v):
         return True  # Perl's and FreeRADIUS's environment: `secret = $ENV{FLR1_RADIUS_SECRET}`
     first = v[0]
@@ -2472,18 +2476,18 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|priv|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<=[a-z0-9]_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_…
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
-    r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|nyckel|adgangskode|kodeord|nøgle|passord"
+    r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya)\w*"
     r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ)")
+    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ)")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
 # variable): `b64decode("…")`, `hex!("…")`, `Encoding.UTF8.GetBytes("…")`, `Buffer.from("…")`, `String::from("…")`.
 _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode|decode\w{0,10}|encode|bytes|GetBytes|FromBase64String"
@@ -2952,6 +2956,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$|(?i:idempotency|dedup|request|trace|correlation)").search(before)
     if named_otherwise or _is_placeholder(value):
         return False  # a digest, a request's id ("Token … widerrufen, Fingerprint sha256:7f3a…"), 0000…0
+    if hexadecimal and not _names_machine_value(word) and "-" not in value and not _regex(r"(?i)pin|code|puk").match(word):
+        return True  # a password a machine made in hex ("パスワードは「c80b…」です", "lösen 5448…"): no digest is named so
     if _names_machine_value(word) and "sign" not in word.lower() and hexadecimal:
         # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a UUID key (Heroku's); not a GPG key's id (signingkey = 39cf…) nor `requestId: '451e…'`,
         # nor a record's key, a name the word ends that says no secret (PartitionKey, SubjectKey="<uuid>")
@@ -11198,12 +11204,12 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("cdcc0707", (), (), ()),
-    "context-credential-word": ("cd199b36", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("5f0b666f", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
         "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
         "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kunci", "larm", "llave", "losenfras",
-        "losenord", "lozink", "lås", "låse", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe",
+        "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe",
         "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "nøgle", "palavra-passe", "parol", "parola",
         "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
         "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
@@ -11212,7 +11218,7 @@ RULE_WORDS = {
         "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens", "tokn", "upplåsnings",
         "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
         "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
-        "סיסמת", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "รหัส",
+        "סיסמת", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส",
         "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥",
         "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa",
         "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain",
@@ -11222,7 +11228,7 @@ RULE_WORDS = {
         "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan",
         "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
         "klíč", "kodeord", "kunci", "larm", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord",
-        "lozink", "lås", "låse", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe",
+        "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe",
         "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel",
         "parol", "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd",
         "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe",
@@ -11233,7 +11239,7 @@ RULE_WORDS = {
         "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin",
         "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
         "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
-        "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "รหัส",
+        "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส",
         "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥",
         "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",

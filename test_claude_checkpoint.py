@@ -1616,6 +1616,21 @@ class TestRedaction(unittest.TestCase):
         self.assertEqual(cc.redact(text)[0], "root@radius01:~# radtest pppoe-cli0482 «redacted» 127.0.0.1 0 «redacted»\n# then: sw-core-01>enable, see v2.4.1-rc#3 and 50%")
         self.assert_kept(("web_admin: Versand7-Web is the printer's page name, build 2031!",))  # (no value redacted: nothing beside)
 
+    def test_a_hex_password_and_more_credential_words_are_redacted(self):
+        # A password a machine made in hex, after a word for a password (no digest is named), and
+        # Swedish `lösen`, Hindi `पिन`, a Wi-Fi code.
+        cases = {"森さん、ロイヤリティDBの読み取り専用ユーザーのパスワードは「c80bbce61d9edde3b99085bc6e」です。": ("c80bbce61d9edde3b99085bc6e",),
+                 'Nya inloggningen till NAS:en: användare "linnea.b", lösen 54487e327ea0226316d869. Byt gärna.': ("54487e327ea0226316d869",),
+                 "राहुल, लैब एनालाइज़र का पिन 640218 है। किसी को मत बताना।": ("640218",),
+                 "De nieuwe wifi-code voor de wachtkamer is Hondenkoekje2025, de router staat achter de kast.": ("Hondenkoekje2025",)}
+        self.assert_redacted(cases)
+        kept = ("the password hash is 5f4dcc3b5aa765d61d8327deb882cf99 in the dump",
+                "SELECT COUNT(*) FROM auth_user WHERE password LIKE 'pbkdf2_sha256$%';",
+                "- uses: hashicorp/vault-action@v3\n  with:\n    secrets: |\n      secret/data/ddex/apple password | APPLE_TRANSPORTER_PASSWORD ;\n"
+                "      secret/data/ddex/spotify password | SPOTIFY_SFTP_PASSWORD",
+                "the wifi code changes weekly, ask reception for today's")
+        self.assert_kept(kept)
+
     def test_tables_codes_split_parts_and_more_languages_are_redacted(self):
         cases = {"DefaultUserName DefaultPassword      AutoAdminLogon\n--------------- ---------------      --------------\nkiosk           Lobby-Screen#4412   1": ("Lobby-Screen#4412",),
                  "Pièce         Code porte   Code alarme\nAccueil       B40917       «redacted»\nStockage      C77302       «redacted»": ("B40917", "C77302"),
