@@ -1067,6 +1067,8 @@ def secret_strength(name: str) -> int:
         return 1  # a keystore in base64 (ANDROID_KEYSTORE_BASE64): its private keys, when the value is machine-made
     if any(p in _SECRET_WORDS or p in ("secret", "private") for p in parts[:-1]):
         return 1  # SECRET_KEY_BASE: secret if the value looks random, not TOKEN_LIMIT=4096
+    if last in ("priv", "signer", "signers"):
+        return 1  # a key's private part (a wallet's `priv`, a JWK's `priv_d`), a signer's key (SIGNER_A): secret when machine-made
     return 0
 
 
@@ -4774,7 +4776,7 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 # SECRETISH_REACH characters of the name's start) go on. It starts on a letter, so a long run of
 # punctuation is rejected at once. (The class before the words only spares the regex engine
 # trying every word at every step.)
-_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "cred", "auth", "dsn", "cookie", "pin", "pat", "private", "encrypt", "p12", "pfx",
+_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "cred", "auth", "dsn", "cookie", "pin", "pat", "priv", "signer", "encrypt", "p12", "pfx",
                     "session", "psk", "community", "seed", "pepper", "salt",
                     # other languages' words (_FOREIGN_NAME_WORDS): `"Heslo": …`, `clave_api`
                     "heslo", "haslo", "senha", "sifre", "şifre", "jelszo", "kennwort", "wachtwoord", "contrase", "salasana",
@@ -4865,7 +4867,7 @@ pkcs12-base64                -                      (?<![A-Za-z0-9+/])(?P<s>MII[
 #   catch: CSC_LINK=«MIIKcQIBAzCCCjcGCSqGSIb3DQEHAaCCCigEggokMIIKIDCCi+LPZx6NHtLoWvwSCIqbxqwup9vP/7OuZwYSxxkfVZLah73h2goWZaVw3uW7lPAc8XaupRo»
 #   keep:  -----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJRTESMBAGA1UEChMJQmFsdGltb3JlMRMwEQ
 # BIP 32 extended private keys (xprv, and tprv, yprv, zprv); an xpub is public.
-bip32-extended-private-key   -                      (?<![A-Za-z0-9])(?P<s>[xyzt]prv[1-9A-HJ-NP-Za-km-z]{100,112})(?![A-Za-z0-9])
+bip32-extended-private-key   -                      (?<![A-Za-z0-9])(?P<s>[xyzt]prv[0-9A-Za-z]{100,112})(?![A-Za-z0-9])
 #   catch: Exported account xprv (keep offline): «xprv9s21ZrQH143KpTE8Q2rkWsy4mPzzGW8i6d63HofacLLVAhHt7w9TSuyvuLgZWr2RtXhtcBcDiz8uHY3P5wwKnR3LkfeNfgCVPxRszuk7sLF»
 #   keep:  xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoCu1Rupje8YtGqsefD265TMg7usUDFdp6W1EGMcet8
 # A software licence's serial given to its activation (Unity's `-serial`), in groups of letters and digits.
@@ -8044,6 +8046,7 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
         text, count = _redact_named_beside(text, count, replaced)
         text, count = _redact_typed_beside(text, count, replaced)
         text, count = _redact_machine_beside(text, count, replaced)
+        text, count = _redact_cookies_beside(text, count, replaced)
         text = _mend_cut_values(text)
     if found is not None:
         found += replaced
@@ -8797,6 +8800,25 @@ def _redact_machine_beside(text: str, count: int, replaced: list) -> tuple:
     spans = [(start, end) for start, end in _context_tokens(text)
              if not _regex(r"(?:^|[^A-Za-z0-9])[vV]?\d+\.\d+(?![A-Za-z0-9])").search(text, start, end)  # (nor a version: `v2.4.1-rc#3`, `SSH-2.0-OpenSSH_9.6`)
              and context_score(context_features(text, start, end)) >= _BESIDE_THRESHOLD]
+    return _replace_spans(text, spans, count, replaced) if spans else (text, count)
+
+
+# A cookie's name and value on a line that sends or sets cookies (`Cookie: a=…; b="…"`).
+_COOKIE_PAIR = r"(?<![\w.\-])[\w.\-]{1,80}=(?P<q>\\?\"?)(?P<v>[^;\"\s\\]{8,4096})(?P=q)(?=[;\"'\s\\]|$)"
+
+
+def _redact_cookies_beside(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the other cookies' values of a line that sends or sets cookies, where one
+    is redacted: each of eight characters or more with a digit (a session's id beside its token,
+    `JSESSIONID="ajax:1100…"`, a remember-me cookie URL-encoded), not a reference or a date."""
+    spans = []
+    for line in _regex(r"(?im)^[^\n]*cookie[^\n]*$").finditer(text):
+        if REDACTED not in line.group():
+            continue
+        for pair in _regex(_COOKIE_PAIR).finditer(text, line.start(), line.end()):
+            value = pair.group("v")
+            if REDACTED not in value and _regex(r"\d").search(value) and not _is_reference(value) and not _regex(_TIMESTAMP).match(value):
+                spans.append(pair.span("v"))
     return _replace_spans(text, spans, count, replaced) if spans else (text, count)
 
 
@@ -10572,7 +10594,7 @@ RULE_WORDS = {
     "signing-tool-secret-key": ("e283d95c", ("untrusted comment: ",), ("untrusted comment: ",), ("secret key",)),
     "bitcoin-wif-key": ("7a5ffbce", (), (), ()),
     "pkcs12-base64": ("3ec00673", ("qibazcc",), ("mii",), ("mii",)),
-    "bip32-extended-private-key": ("01b1790a", ("prv",), (), ()),
+    "bip32-extended-private-key": ("2f22d47a", ("prv",), (), ()),
     "license-serial": ("971410f2", ("--serial", "-serial"), ("--serial", "-serial"), ()),
     "license-key-in-words": ("dd329520", ("activation", "aktivierungs", "installation", "licen", "licencj", "lisans",
         "lizenz", "registration"), ("activation", "aktivierungs", "installation", "licen", "licencj", "lisans",
@@ -10790,12 +10812,12 @@ RULE_WORDS = {
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
-    "nvs-csv-value": ("baf51656", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
+    "nvs-csv-value": ("53bc14a6", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
         "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo",
         "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "p12",
-        "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi",
-        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
-        "şifre")),
+        "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "token",
+        "wachtwoord", "şifre")),
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
         ("a temporary password is generated for ",), (":",)),
@@ -10900,7 +10922,7 @@ RULE_WORDS = {
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("76221ba8", ("pass",), (), ()),
     "logged-pass-command": ("e70e4bed", ("pass",), ("pass",), ()),
-    "cobol-password-value": ("6ce88572", ("value",), (), ("pic",)),
+    "cobol-password-value": ("14d63209", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
@@ -10996,13 +11018,13 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "decoded-secret-literal": ("425c2990", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
+    "decoded-secret-literal": ("22dfdecd", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
         "from_base64", "from_hex", "frombase64string", "fromhex", "getbytes", "hex!", "hex2bin", "str", "string",
         "unhexlify"), (), ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred",
         "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre")),
+        "signer", "sleutel", "token", "wachtwoord", "şifre")),
     "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
         "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
         "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
@@ -11025,13 +11047,13 @@ RULE_WORDS = {
     "webhook-path-token": ("4489ad27", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("b580a921", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "chave",
+    "spaced-assignment": ("2bd07800", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "chave",
         "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo",
         "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi",
-        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord",
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
+        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "token", "wachtwoord",
         "şifre")),
-    "powershell-env-item": ("10c72129", ("-item",), ("new", "set"), ("env:",)),
+    "powershell-env-item": ("26993db1", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
     "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
@@ -11083,105 +11105,105 @@ RULE_WORDS = {
         "setvalue", "type", "typetext"), ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
         "setvalue", "type", "typetext"), ()),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
-    "call-wrapped-value": ("a6b1d6b4", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "call-wrapped-value": ("8c9fcaae", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), (":=", "=")),
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "der-private-key-base64": ("fe80fcae", ("c4caqawbqydk2vwbciei", "hccaqeei", "ibaakc", "ibadanbgkqhkig9w0baqefaasc",
         "ighageambmgbyqgsm49ageg"), ("mc4caqawbqydk2vwbciei", "mhccaqeei", "mighageambmgbyqgsm49ageg", "mii"), ()),
     "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-named-string": ("ed572e8f", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
-    "xml-element": ("ab10ef04", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "xml-named-string": ("8ca66440", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
+    "xml-element": ("116512e5", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), ("</",)),
-    "plist-key-string": ("5c00a8a2", ("</string>",), ("<key>",), ("<string>",)),
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("</",)),
+    "plist-key-string": ("bd67ea19", ("</string>",), ("<key>",), ("<string>",)),
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("a38e0133", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "typed-assignment": ("a887a7d4", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), (":",)),
-    "secret-flag": ("235630ac", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (":",)),
+    "secret-flag": ("c70ecd5f", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), ("-",)),
-    "windows-switch-secret": ("818184ec", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("-",)),
+    "windows-switch-secret": ("6faab740", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk",
-        "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session",
-        "sifre", "sleutel", "token", "wachtwoord", "şifre"), (), ("/",)),
-    "config-line-value": ("ee316add", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
+        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("/",)),
+    "config-line-value": ("1d5e05cb", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), ()),
-    "redis-hash-field": ("fe1f9081", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ()),
+    "redis-hash-field": ("5b745f3c", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), (")",)),
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (")",)),
     "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
-    "box-table-value": ("be62c3e8", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "box-table-value": ("b2febd6d", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), ()),
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ()),
     "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("084ba26b", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "config-spaced-value": ("ead0db31", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk",
-        "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session",
-        "sifre", "sleutel", "token", "wachtwoord", "şifre"), (), ()),
-    "nested-default-value": ("a5ff1af3", ("default", "value"), (), ("auth", "chave", "cheie", "chiave", "clave",
+        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
+        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ()),
+    "nested-default-value": ("150a6b3e", ("default", "value"), (), ("auth", "chave", "cheie", "chiave", "clave",
         "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort",
         "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx",
-        "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
-        "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
-    "property-value-lines": ("a8b1c3fe", ("property:",), ("property:",), ("value:",)),
-    'validation-input-value': ('f84242da', ('input_value="', "input_value='"), (), ('auth', 'chave', 'cheie', 'chiave',
+        "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
+        "senha", "session", "sifre", "signer", "sleutel", "token", "wachtwoord", "şifre")),
+    "property-value-lines": ("2f4b34df", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('15bc50b6', ('input_value="', "input_value='"), (), ('auth', 'chave', 'cheie', 'chiave',
         "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton",
         "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
-        "pfx", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "token", "wachtwoord", "şifre")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
     "git-config-secret": ("c51465d9", ("config",), ("git",), ("git",)),
     "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
-    "typed-declaration": ("fa3e69bd", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "typed-declaration": ("d9286bb5", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), (":=",)),
-    "registry-value": ("5f6b7d4b", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "chave", "cheie",
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (":=",)),
+    "registry-value": ("3e7c4c68", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "chave", "cheie",
         "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo",
         "jeton", "kennwort", "key", "klucz", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat",
-        "pepper", "pfx", "pin", "private", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
-        "secret", "seed", "senha", "session", "sifre", "sleutel", "token", "wachtwoord", "şifre")),
-    "env-line-whole-value": ("2c3ce6a8", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
+        "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "token", "wachtwoord", "şifre")),
+    "env-line-whole-value": ("1ec3a060", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk",
-        "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session",
-        "sifre", "sleutel", "token", "wachtwoord", "şifre"), (), ("=",)),
-    "heredoc-under-secret-name": ("57dbfb94", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
+        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("=",)),
+    "heredoc-under-secret-name": ("cfd71e3c", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk",
-        "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session",
-        "sifre", "sleutel", "token", "wachtwoord", "şifre"), (), ("<<",)),
-    "secret-assignment": ("720aadd4", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
+        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("<<",)),
+    "secret-assignment": ("f5cb4071", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), (":", ":=", "<", "=", "=>")),
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (":", ":=", "<", "=", "=>")),
     "prose-password": ("e5e46842", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
         "pass", "passphrase", "passwd", "password", "pw", "pwd"), ()),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
@@ -11423,16 +11445,16 @@ RULE_WORDS = {
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("1da7408a", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("ed7ab6ce", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "context-quoted-block": ("60b59153", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk",
-        "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session",
-        'sifre', 'sleutel', 'token', 'wachtwoord', 'şifre'), (), ('"', "'")),
-    "context-yaml-block": ("49280244", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
+        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        'signer', 'sleutel', 'token', 'wachtwoord', 'şifre'), (), ('"', "'")),
+    "context-yaml-block": ("c8d13168", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "private", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "sleutel", "token", "wachtwoord", "şifre"), (), (":",)),
+        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (":",)),
 }
 
 

@@ -1631,6 +1631,20 @@ class TestRedaction(unittest.TestCase):
                 "the wifi code changes weekly, ask reception for today's")
         self.assert_kept(kept)
 
+    def test_a_cookie_beside_a_redacted_one_and_a_signers_key_are_redacted(self):
+        # A line that sends cookies, one of them redacted: its other values with a digit. A wallet's
+        # or a signer's key under `priv` or `SIGNER_A`, and a BIP 32 key a tool printed carelessly.
+        cases = {"GET /asterisk/arawman?action=QueueStatus HTTP/1.1\nCookie: mansession_id=\"b5dfc214\"; ccwb_session=Kx9mP2vQ7zzLqWt4Rb8NcY3": (
+                     "b5dfc214", "Kx9mP2vQ7zzLqWt4Rb8NcY3"),
+                 '    Cookie: "li_at=AQEDAR8xYz0Bc3lmAAABj2Kx9mP2vQ7zzLqWt4Rb8NcY3; JSESSIONID=\\"ajax:1100857005297841400\\"",': (
+                     "AQEDAR8xYz0Bc3lmAAABj2Kx9mP2vQ7zzLqWt4Rb8NcY3", "ajax:1100857005297841400"),
+                 "# our own test signers, funded on the shared devnet\nSIGNER_A=df973e69e402ecf6b9c139182b532798e06714e9b3c99a95c57d039e93ada999": (
+                     "df973e69e402ecf6b9c139182b532798e06714e9b3c99a95c57d039e93ada999",),
+                 'XPRV = "xprv9s21ZrQH143KiiFHUFhF8kKHuFuWiz0vmSeJ5F4N9cY0WB6tybea9d2baq6t7yLsjjtlEzSdKx9pNoHSMafKqUbIlMvwI07Oz5tmSSvkqxQ"': (
+                     "xprv9s21ZrQH143KiiFHUFhF8kKHuFuWiz0vmSeJ5F4N9cY0WB6tybea9d2baq6t7yLsjjtlEzSdKx9pNoHSMafKqUbIlMvwI07Oz5tmSSvkqxQ",)}
+        self.assert_redacted(cases)
+        self.assert_kept(("Cookie: theme=dark; lang=en-GB; consent=2024-11-03", "SIGNER_COUNT=3\nprivacy_policy_version=20240611"))
+
     def test_tables_codes_split_parts_and_more_languages_are_redacted(self):
         cases = {"DefaultUserName DefaultPassword      AutoAdminLogon\n--------------- ---------------      --------------\nkiosk           Lobby-Screen#4412   1": ("Lobby-Screen#4412",),
                  "Pièce         Code porte   Code alarme\nAccueil       B40917       «redacted»\nStockage      C77302       «redacted»": ("B40917", "C77302"),
