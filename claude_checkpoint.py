@@ -8452,7 +8452,7 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # with …", "second half: …", "Teil 2: …", "Fortsetzung: …", "nog … erachter", "il resto è …", "la seconde
 # partie … : « … »", "後半は「…」", "… is the end of it". Read only after a redacted value, within the
 # lines that follow it.
-_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
+_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\brest[ \t]*[:：]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
                        r"|\bzbytek|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|část|cast)|\bbah?agian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
@@ -8554,9 +8554,14 @@ _FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "anfang", "1 / 2", "prvn", "
                      "pehla", "pahla", "kwanza", "पहला")
 
 
+# What comes before a chat message's first word: a time, a name and a colon, a quote (`[10:02] Sanne: `).
+_MESSAGE_START = r"[ \t]*(?:\[[^\]\n]{1,30}\][ \t]*)?(?:[^\s:：\[][^\n:：]{0,30}[:：][ \t]*)?[\"'`„“「]?"
+
+
 def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the first part of a secret sent in pieces redacted: the value a credential
-    word gives at the end of one of the six lines above a redacted rest (_REDACTED_REST), whatever it
+    word gives at the end of one of the six lines above a redacted rest (_REDACTED_REST, or a message
+    that holds only the redacted value, _MESSAGE_START), whatever it
     reads as (two plain words, a truncated token), and a value of a secret's characters after a
     first part's words (_FIRST_GIVEN) within 600 characters of a redaction."""
     spans = []
@@ -8566,7 +8571,8 @@ def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
         line_end = text.find("\n", redaction)
         window_start, window_end = max(line_start, redaction - 60), min(redaction + len(REDACTED) + 40, len(text) if line_end < 0 else line_end)
         window = text[window_start:window_end].lower()
-        if any(word in window for word in _REST_WORDS_SEEN) and _regex(_REDACTED_REST).search(text, window_start, window_end):
+        if (any(word in window for word in _REST_WORDS_SEEN) and _regex(_REDACTED_REST).search(text, window_start, window_end)
+                or _regex(_MESSAGE_START).fullmatch(text, line_start, redaction)):  # (a message that is the rest alone)
             given = _first_part_above(text, line_start)
             if given:
                 spans.append(given)
@@ -8741,9 +8747,9 @@ def _redact_named_beside(text: str, count: int, replaced: list) -> tuple:
     needs a value a machine made or hex of 32 digits: a client's options name public keys too
     (Pusher's `key: "9f2c1a7e"` beside its secret)."""
     spans = []
-    for found in [*_regex(_NAMED_BESIDE).finditer(text), *_regex(_NAMED_BESIDE_INLINE).finditer(text)]:
+    for whole_line, found in [*((True, found) for found in _regex(_NAMED_BESIDE).finditer(text)),
+                              *((False, found) for found in _regex(_NAMED_BESIDE_INLINE).finditer(text))]:
         name, value = found.group("name"), found.group("v")
-        whole_line = found.re.pattern is _NAMED_BESIDE
         if REDACTED in found.group() or not (secret_strength(name) >= 1 or set(_name_parts(name)) & _BESIDE_NAME_PARTS):
             continue
         if _is_reference(value) or _is_placeholder(value) or _is_masked_or_public(value) or _is_path_or_version(value) or _is_call(value) or _regex(
@@ -9263,7 +9269,7 @@ def context_features(text: str, start: int, end: int) -> set:
     features.update("before:" + word for word in words(before[-100:])[-8:])
     features.update("above:" + word for word in words(above[-100:])[-8:])
     features.update("after:" + word for word in words(after[:40])[:4])
-    name = _regex(r"([A-Za-z_][\w.\-]{0,60})[\"']?[ \t]*(?:=|:|=>|:=)[ \t]*[\"'`]?[ \t]*$").search(before)
+    name = _regex(r"([A-Za-z_][\w.\-]{0,60})[\"']?[ \t]*(?:=|:|=>|:=)[ \t]*[\"'`]?[ \t]*$").search(before[-200:])  # (a long line is not read again for each token)
     if name:
         features.update("name:" + word for word in words(name.group(1)))
         features.update(("assigned", f"strength:{secret_strength(name.group(1))}"))
@@ -10094,11 +10100,32 @@ def _redact_again(text: str, count: int, replaced: list, shortest: int = 8) -> t
     redacted: a password found in what a tool printed is the same password in the command that
     gave it (`-p 'cobalt-1977+'` … `with password 'cobalt-1977+'`)."""
     values = sorted({value for value in replaced if len(value) >= shortest and REDACTED not in value and value in text}, key=len, reverse=True)
+    if not values:
+        return text, count
+    # As one substitution per value, longest first, would (a value never overlaps one replaced before
+    # it, and a replaced one's neighbour reads as its « or »), in one pass over the text per value and
+    # one build of the new text: a text with thousands of values found is not copied for each.
+    taken, starts, ends, covered = [], set(), set(), bytearray(len(text))
     for value in values:
-        import re
-        text, hits = re.subn(r"(?<![\w+/.\-])" + re.escape(value) + r"(?:(?![\w+/=\-])|(?==\r?\n))", REDACTED, text)  # (a mail's soft break, `=⏎`, ends it too)
-        count += hits
-    return text, count
+        position = text.find(value)
+        while position >= 0:
+            end = position + len(value)
+            before = "»" if position in ends else text[position - 1:position]
+            after = "«" if end in starts else text[end:end + 1]
+            if (not _regex(r"[\w+/.\-]").match(before) and (not _regex(r"[\w+/=\-]").match(after) or _regex(r"=\r?\n").match(text, end))  # (a mail's soft break, `=⏎`, ends it too)
+                    and covered.find(1, position, end) < 0):
+                taken.append((position, end))
+                starts.add(position)
+                ends.add(end)
+                covered[position:end] = b"\x01" * len(value)
+                position = text.find(value, end)
+            else:
+                position = text.find(value, position + 1)
+    pieces, position = [], 0
+    for start, end in sorted(taken):
+        pieces += [text[position:start], REDACTED]
+        position = end
+    return "".join(pieces) + text[position:], count + len(taken)
 
 
 def find_secret(text: str) -> Optional[str]:

@@ -897,7 +897,11 @@ ADVERSARIAL_CONTEXTS = (
     "Türcode " * 12000, "DefaultPassword    REG_SZ    " * 3000, ("The API secret.\n" + "A1b2C3d4E5f6G7h8I9j0K1l2\n") * 2000,
     ("token " + "ab" * 40 + "\n") * 1100, '$k1 = "abcd"; ' * 6000,
     # Stop 37's: a code for a place in every sentence.
-    "door code 123456. " * 5500)
+    "door code 123456. " * 5500,
+    # Stop 42's: beside a redacted value, thousands of different typed passwords (each redacted again
+    # wherever it stands) and of machine-made cookies on one line (each judged in its context).
+    "password=Xk29!mPq7zLw3\n" + " ".join(f"Ab{n}!xQ{n % 97}z" for n in range(7800)),
+    "Cookie: s=Xk29!mPq7zLw3; " + "; ".join(f"c{n}=Zq8Lm2Xr{n:06d}Kp7W" for n in range(3800)))
 
 
 class TestRedaction(unittest.TestCase):
@@ -1644,6 +1648,14 @@ class TestRedaction(unittest.TestCase):
                      "xprv9s21ZrQH143KiiFHUFhF8kKHuFuWiz0vmSeJ5F4N9cY0WB6tybea9d2baq6t7yLsjjtlEzSdKx9pNoHSMafKqUbIlMvwI07Oz5tmSSvkqxQ",)}
         self.assert_redacted(cases)
         self.assert_kept(("Cookie: theme=dark; lang=en-GB; consent=2024-11-03", "SIGNER_COUNT=3\nprivacy_policy_version=20240611"))
+
+    def test_the_first_part_above_a_message_of_only_the_rest_is_redacted(self):
+        # A secret sent in two messages whose second holds only its rest (the rules redact it): the
+        # value the first gave after a credential word is its first part; so after a bare `rest:`.
+        cases = {"[10:02] Sanne: het provet wachtwoord is Koeienbel-\n[10:02] Sanne: sorry, onaf verstuurd. rest: Xk29!mPq7zLw3": ("Koeienbel-", "Xk29!mPq7zLw3"),
+                 "Ana: a senha do roteador é Farol-\nAna: Xk29!mPq7zLw3": ("Farol-", "Xk29!mPq7zLw3")}
+        self.assert_redacted(cases)
+        self.assert_kept(("Ana: the wifi password policy is strict\nAna: see the wiki\nBob: ok",))
 
     def test_tables_codes_split_parts_and_more_languages_are_redacted(self):
         cases = {"DefaultUserName DefaultPassword      AutoAdminLogon\n--------------- ---------------      --------------\nkiosk           Lobby-Screen#4412   1": ("Lobby-Screen#4412",),
