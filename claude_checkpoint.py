@@ -2969,8 +2969,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if not _names_machine_value(word) and _is_joined_passphrase(value):
         return True  # wachtwoord: saddle-velvet-puzzle
     if chosen_counts and not _names_machine_value(word) and (
-            _is_camel_passphrase(value) or _is_dotted_passphrase(value) or _is_dotted_passphrase(value, "_")) and text[
-            first + len(value):][:1] not in ("(", ".", "<", "[", ":"):
+            _is_camel_passphrase(value) or _is_dotted_passphrase(value) or _is_dotted_passphrase(value, "_")) and not _regex(
+            r"[(<\[:]|\.\S").match(text, first + len(value)):  # (a sentence's full stop after it, not code's `.` or call)
         return True  # "lösenordet … är VioletSproutWalrusAnchor", "… is ranger.galaxy.autumn.master": words in prose, not code
     chosen_counts = chosen_counts and not (_names_machine_value(word) and _regex(r"[a-z]+-\d+").fullmatch(value))  # a token's name: "ci-956"
     own = value[1:] if value[:1] == "@" and _own_sigil(value) else value  # @m0r3-60: no handle after a credential word

@@ -1657,6 +1657,14 @@ class TestRedaction(unittest.TestCase):
         self.assert_redacted(cases)
         self.assert_kept(("Ana: the wifi password policy is strict\nAna: see the wiki\nBob: ok",))
 
+    def test_a_passphrase_of_joined_words_that_ends_a_sentence_is_redacted(self):
+        # Words joined by dots or underscores after a word for a password are a passphrase where a
+        # sentence's full stop follows them; code's dot or call after them is no full stop.
+        cases = {"Can you rerun the import? ssh user is deploy, password pelican.studio.abuja. Don't touch prod.": ("pelican.studio.abuja",),
+                 "Коллеги, пароль от сервера сборки теперь ramen_lingon_autumn. Старый больше не работает.": ("ramen_lingon_autumn",)}
+        self.assert_redacted(cases)
+        self.assert_kept(("the password is read from config.settings.load() at start", "password: config.settings.vault_path.get()"))
+
     def test_tables_codes_split_parts_and_more_languages_are_redacted(self):
         cases = {"DefaultUserName DefaultPassword      AutoAdminLogon\n--------------- ---------------      --------------\nkiosk           Lobby-Screen#4412   1": ("Lobby-Screen#4412",),
                  "Pièce         Code porte   Code alarme\nAccueil       B40917       «redacted»\nStockage      C77302       «redacted»": ("B40917", "C77302"),
@@ -11963,8 +11971,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind128_corpus.json": (0.98, 0.99), "blind130_corpus.json": (0.95, 0.99),
                  "blind132_corpus.json": (0.97, 0.99), "blind134_corpus.json": (0.98, 0.99),
                  "blind137_corpus.json": (0.96, 0.98), "blind138_corpus.json": (0.98, 0.99),
-                 "blind141_corpus.json": (0.98, 0.99), "blind144_corpus.json": (0.96, 0.99),
-                 "blind146_corpus.json": (0.96, 0.99)}
+                 "blind141_corpus.json": (0.98, 0.99), "blind144_corpus.json": (0.97, 0.99),
+                 "blind146_corpus.json": (0.97, 0.99)}
 
 
 def corpus_texts() -> list:
