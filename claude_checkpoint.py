@@ -2719,6 +2719,8 @@ def _secret_in_pieces(match: Any) -> list:
     return [first.span("v"), rest_span]
 
 
+# A cookie's name and value in a header or a line that sends or sets cookies (`Cookie: a=…; b="…"`, `\"…\"` in a string).
+_COOKIE_PAIR = r"(?:^|(?<=[;\s\"'{]))(?P<name>[\w.\-]{1,80})=(?P<q>\\?\"?)(?P<v>[^;\"'\s\\]{8,4096})(?P=q)(?=[;\"'\s\\]|$)"
 _ANALYTICS_COOKIE = r"(?i)_g|__utm|_fb|ajs_|amplitude|mp_|_hj|_clck|_clsk|optimizely|intercom-(?:id|device)|__stripe_[ms]id|hubspotutk|__hs|_uet|_pk_|muid|anonymous|visitor|device"
 
 
@@ -2727,12 +2729,14 @@ def _named_session_cookies(text: str, start: int, end: int) -> list:
     leaves as ids or as a user's: hex, a UUID (`DomAuthSessId=80AE36FD…`, `tb_refresh=39d239df-eae6-…`),
     or a machine's value under a name that also says user (`auth_user=Xk29…`)."""
     spans = []
-    for pair in _regex(r"(?:^|(?<=[;\s\"'{]))([\w.\-]{1,64})=([^;\s\"']{16,4096})(?=[;\s\"']|$)").finditer(text, start, end):
-        name, value = pair.groups()
+    for pair in _regex(_COOKIE_PAIR).finditer(text, start, end):
+        name, value = pair.group("name", "v")
+        if len(value) < 16:
+            continue
         named = secret_strength(name) >= 1 or _regex(r"(?i)refresh|access|auth|sess").search(name) is not None
         if named and _regex(r"[0-9A-Fa-f]{16,128}|" + _UUID).fullmatch(value) or looks_machine_generated(value) and (
                 named or len(value) >= 20 and not _regex(_ANALYTICS_COOKIE).match(name)):
-            spans.append(pair.span(2))
+            spans.append(pair.span("v"))
     return spans
 
 
@@ -8768,6 +8772,10 @@ def _redact_named_beside(text: str, count: int, replaced: list) -> tuple:
 _BARE_TOKEN = r"(?<![^\s\"'`(\[{<>|«»])[\"'`(\[]*(?P<v>[^\s\"'`()\[\]{}<>|«»]{8,80})"
 
 
+# A version's number in a token (`v2.4.1-rc#3`, `SSH-2.0-OpenSSH_9.6`): never a secret the steps beside one take.
+_VERSION_IN_TOKEN = r"(?:^|[^A-Za-z0-9])[vV]?\d+\.\d+(?![A-Za-z0-9])"
+
+
 # Capitalized words joined, then a number: what a person chooses (`Chaton_Tigré_77`, `Tablette-Laval-2`).
 _TITLED_WORDS_AND_NUMBER = r"(?:[^\W\d_a-z][^\W\d_A-Z]{2,}[-_.]){2,4}[^\W\d_]*\d{1,4}"
 
@@ -8783,9 +8791,10 @@ def _redact_typed_beside(text: str, count: int, replaced: list) -> tuple:
     for found in _regex(_BARE_TOKEN).finditer(text):
         whole = found.group("v").rstrip(".,;:")
         for value in (whole, whole.rstrip("!?")) if whole[-1:] in "!?" else (whole,):
-            typed = _regex(r"[!$%*#?&+^~]").search(value) and _regex(r"[^\W\d_]").search(value) and _regex(r"\d").search(value) and _reads_as_typed_password(value)
-            if (8 <= len(value) <= 64 and (typed or _regex(_TITLED_WORDS_AND_NUMBER).fullmatch(value)) and _may_be_a_password(value) and not _is_path_or_version(value)
-                    and not _regex(_ADDRESS_START + r"|[\w.+\-]+@[\w\-]+[.:#$]|[a-z0-9][a-z0-9.\-]*[#>][a-z]+$|[vV]?\d+\.\d+|.*(?:://|\\)|[%$]\{?[A-Za-z_]").match(value)):  # (nor a prompt, `root@radius01:~#`, `core-sw-01#show`, nor a version, `v2.4.1-rc#3`)
+            typed = _regex(r"[!$%*#?&+^~]").search(value) and _reads_as_typed_password(value)  # (which holds letters and digits)
+            if (8 <= len(value) <= 64 and (typed or _regex(_TITLED_WORDS_AND_NUMBER).fullmatch(value)) and _may_be_a_password(value)
+                    and not _is_path_or_version(value) and not _regex(_VERSION_IN_TOKEN).search(value)
+                    and not _regex(_ADDRESS_START + r"|[\w.+\-]+@[\w\-]+[.:#$]|[a-z0-9][a-z0-9.\-]*[#>][a-z]+$|.*(?:://|\\)|[%$]\{?[A-Za-z_]").match(value)):  # (nor a prompt: `root@radius01:~#`, `core-sw-01#show`)
                 spans.append((found.start("v"), found.start("v") + len(value)))
                 break
     return _replace_spans(text, spans, count, replaced) if spans else (text, count)
@@ -8804,13 +8813,12 @@ def _redact_machine_beside(text: str, count: int, replaced: list) -> tuple:
     (context_score of _BESIDE_THRESHOLD or more: a second key of a config, a cookie's other
     session value)."""
     spans = [(start, end) for start, end in _context_tokens(text)
-             if not _regex(r"(?:^|[^A-Za-z0-9])[vV]?\d+\.\d+(?![A-Za-z0-9])").search(text, start, end)  # (nor a version: `v2.4.1-rc#3`, `SSH-2.0-OpenSSH_9.6`)
+             if not _regex(_VERSION_IN_TOKEN).search(text[start:end])
              and context_score(context_features(text, start, end)) >= _BESIDE_THRESHOLD]
     return _replace_spans(text, spans, count, replaced) if spans else (text, count)
 
 
-# A cookie's name and value on a line that sends or sets cookies (`Cookie: a=…; b="…"`).
-_COOKIE_PAIR = r"(?<![\w.\-])[\w.\-]{1,80}=(?P<q>\\?\"?)(?P<v>[^;\"\s\\]{8,4096})(?P=q)(?=[;\"'\s\\]|$)"
+
 
 
 def _redact_cookies_beside(text: str, count: int, replaced: list) -> tuple:
@@ -10105,18 +10113,16 @@ def _redact_again(text: str, count: int, replaced: list, shortest: int = 8) -> t
     # As one substitution per value, longest first, would (a value never overlaps one replaced before
     # it, and a replaced one's neighbour reads as its « or »), in one pass over the text per value and
     # one build of the new text: a text with thousands of values found is not copied for each.
-    taken, starts, ends, covered = [], set(), set(), bytearray(len(text))
+    taken, covered = [], bytearray(len(text) + 1)  # (a span taken never overlaps: a covered neighbour is a replaced value's edge)
     for value in values:
         position = text.find(value)
         while position >= 0:
             end = position + len(value)
-            before = "»" if position in ends else text[position - 1:position]
-            after = "«" if end in starts else text[end:end + 1]
+            before = "»" if position and covered[position - 1] else text[position - 1:position]
+            after = "«" if covered[end] else text[end:end + 1]
             if (not _regex(r"[\w+/.\-]").match(before) and (not _regex(r"[\w+/=\-]").match(after) or _regex(r"=\r?\n").match(text, end))  # (a mail's soft break, `=⏎`, ends it too)
                     and covered.find(1, position, end) < 0):
                 taken.append((position, end))
-                starts.add(position)
-                ends.add(end)
                 covered[position:end] = b"\x01" * len(value)
                 position = text.find(value, end)
             else:

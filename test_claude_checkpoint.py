@@ -1618,6 +1618,9 @@ class TestRedaction(unittest.TestCase):
         self.assert_redacted(cases)
         text = "root@radius01:~# radtest pppoe-cli0482 Kx9#mP2vQ7 127.0.0.1 0 Tq7wX2mZ9pLk\n# then: sw-core-01>enable, see v2.4.1-rc#3 and 50%"
         self.assertEqual(cc.redact(text)[0], "root@radius01:~# radtest pppoe-cli0482 «redacted» 127.0.0.1 0 «redacted»\n# then: sw-core-01>enable, see v2.4.1-rc#3 and 50%")
+        self.assert_redacted_as((("bash-5.2$ PGPASSWORD=Kx9#mP2vQ7zz psql -h 10.20.3.14 -U app -c '\\dt'", "bash-5.2$ PGPASSWORD=«redacted» psql -h 10.20.3.14 -U app -c '\\dt'"),
+                                 ('curl -H "Cookie: sid=Zq8Lm2Xr5Kp7Wt3NxW4vB9cR" -O a.png "https://grafana.example/render?panelId=4&width=1000"',
+                                  'curl -H "Cookie: sid=«redacted»" -O a.png "https://grafana.example/render?panelId=4&width=1000"')))  # a prompt, a URL on a cookie's line
         self.assert_kept(("web_admin: Versand7-Web is the printer's page name, build 2031!",))  # (no value redacted: nothing beside)
 
     def test_a_hex_password_and_more_credential_words_are_redacted(self):
