@@ -7199,7 +7199,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|(?<=[A-Za-z])connection|Gateway|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: rfc2865.UserPassword_SetString(packet, "«Probe!Eduroam77»")
 #   catch: plc.set_session_password("«Lackier-1500-pw»")
 #   keep:  rfc2865.UserPassword_SetString(packet, os.Getenv("RADIUS_PROBE_PW"))
@@ -7225,6 +7225,8 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: Aws::Credentials.new('«AKX7Q2MZ9LPW4RT8»', '«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»')
 #   catch: $client = new SmtpClient('smtp.example.com', 'mailer', '«Tp3Wq8Lm2Xr5Kz9VbN4c»');
 #   catch: let key = Hmac::<Sha256>::new_from_slice(b"«Vr8Kq2Zx5Lm9Tp3WbN4cD7f»")?;
+#   catch: con = ESL.ESLconnection("10.9.0.20", "8021", "«Vq7TLm2Xr9Kp4Wz8»")
+#   catch: gateway = BraintreeGateway(Environment.SANDBOX, "«q4k8zt2wmx7vlr9p»", "«9nk3h7dwx2qc8v4t»", "«5c9e2a7f1b4d8e3a6c0f9b2d7e1a4c8f»")
 #   catch: Connection c = DriverManager.getConnection("jdbc:postgresql://db:5432/app", "app", "«Harbor.Quill.Lynx417!»");
 #   catch: sig = hmac.new(b"«Zq8Lm2Xr5Kp9Tw3VbN4cD7fG»", body, hashlib.sha256).hexdigest()
 #   keep:  const client = new S3Client({ region: "us-east-1", endpoint: "https://s3.example.com" });
@@ -11312,21 +11314,21 @@ RULE_WORDS = {
     "context-login-command": ("88747e15", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock"), ("add-authtoken", "api", "auth", "authtoken", "config", "credential",
         "log", "obscure", "set", "sign", "unlock"), ()),
-    "context-client-call": ("5b79c4aa", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("5c1f5ad6", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "assword", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client",
         "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database",
-        "decrypt", "dial", "encode", "encrypt", "fernet", "getconnection", "getdecoder().", "hash_hmac", "hexdigest",
-        "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase", "password",
-        "requestvalidator", "sdk", "session", "setapikey", "setauth", "setcredential", "setpassphrase", "settoken",
-        "sign", "signedstring", "signer", "signwith", "sqlite3_", "usepassphrase", "username_pw_set", "withcredential",
-        "withtoken"), (".new", "::<", "::from_", "::new", "aes", "api", "auth", "authenticate", "authenticator",
-        "basicauth", "bearerauth", "chacha", "change", "cipher", "client", "connect", "connection", "createcipheriv",
-        "createdecipheriv", "createhmac", "credential", "database", "decode", "decrypt", "dial", "encode", "encrypt",
-        "fernet", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp",
-        "login", "new", "new_from_slice", "passphrase", "password", "requestvalidator", "reset", "save", "sdk",
-        "session", "set", "setapikey", "setauth", "setcredential", "setpassphrase", "settoken", "sign", "signedstring",
-        "signer", "signwith", "sqlite3_", "store", "update", "usepassphrase", "username_pw_set", "withcredential",
-        "withtoken"), ("(",)),
+        "decrypt", "dial", "encode", "encrypt", "fernet", "gateway", "getconnection", "getdecoder().", "hash_hmac",
+        "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase",
+        "password", "requestvalidator", "sdk", "session", "setapikey", "setauth", "setcredential", "setpassphrase",
+        "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_", "usepassphrase", "username_pw_set",
+        "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes", "api", "auth", "authenticate",
+        "authenticator", "basicauth", "bearerauth", "chacha", "change", "cipher", "client", "connect", "connection",
+        "createcipheriv", "createdecipheriv", "createhmac", "credential", "database", "decode", "decrypt", "dial",
+        "encode", "encrypt", "fernet", "gateway", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.",
+        "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase", "password",
+        "requestvalidator", "reset", "save", "sdk", "session", "set", "setapikey", "setauth", "setcredential",
+        "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_", "store", "update",
+        "usepassphrase", "username_pw_set", "withcredential", "withtoken"), ("(",)),
     'at-command-credentials': ('c4466d6e', ('at+cgauth=', 'at+qicsgp='), ('at+cgauth=', 'at+qicsgp='), (',"',)),
     "context-connect-function": ("d939f2b3", (".connect", "connect", "createaccount", "createuser", "ldap_bind",
         "mysql_real_connect", "mysqli", "mysqli_connect", "oci_connect", "pqconnectdb", "sqlsrv_connect", "userinfo",
@@ -15774,7 +15776,8 @@ def load_checkpoint(root: str, world: World) -> LoadResult:
             since = _changed_since_saved_snapshot(git, root, scan, cp, world, result)
             result.drift = compute_drift(cp, scan.state, scan.dirty_paths, hashes, commits, since)
             if scan.lists_checkpoint or scan.tracks_checkpoint:  # git would commit it: say so where people look
-                result.git_advice = checkpoint_git_warning(git, root, world.command, listed=scan.lists_checkpoint or None)
+                result.git_advice = checkpoint_git_warning(git, root, world.command, listed=scan.lists_checkpoint or None,
+                                                           tracking=TrackedCheck(git, world.memo))  # (asks git again only when the index changed)
             drifted = result.drift.changed_since + result.drift.new_since
             result.drift.deleted_since = [p for p in dict.fromkeys(drifted)
                                           if not os.path.lexists(os.path.join(root, *p.split("/")))]
