@@ -3466,6 +3466,25 @@ class TestBriefTellsTheTruth(unittest.TestCase):
             ok(self, cli(ws, "save", "--merge", "--summary", "after the commit"))
             self.assertIn("is tracked by git", self.brief(ws))
 
+    def test_a_running_server_tells_each_load_where_the_checkpoint_stands_in_git(self):
+        """The server remembers which checkpoint files git tracks until the index changes: each
+        load after a `git add` or a `git rm --cached` says what is true then."""
+        ws = Workspace(self)
+        server = McpServer(self, ws.repo, ws.env)
+        server.initialize()
+        server.save(goal="not ignored")
+        for _ in range(2):
+            self.assertIn("not git-ignored", server.load())
+        ws.git("add", "-f", CHECKPOINT)
+        ws.git("commit", "-qm", "oops, the checkpoint")
+        server.save(goal="tracked now")  # (git status shows it changed: a load looks)
+        for _ in range(2):
+            self.assertIn("is tracked by git", server.load())
+        ws.git("rm", "--cached", "-q", CHECKPOINT)
+        brief = server.load()
+        self.assertNotIn("is tracked by git", brief)
+        self.assertIn("not git-ignored", brief)
+
     def test_the_brief_never_offers_a_snapshot_that_forget_removed(self):
         ws = Workspace(self)
         ws.write("src/app.py", "print('dirty')\n")
