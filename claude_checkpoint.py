@@ -1185,8 +1185,8 @@ def _is_placeholder(v: str) -> bool:
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
     if len(set(v.lower())) == 1 or len(set(v.lower()) - set("-_. ")) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
         return True  # xxxxxxxx, 00000000, xxxx-xxxx-xxxx-xxxx, 123456789
-    if _regex(r"[\w\-]{0,12}?(?:\d{6,12}:)?[\w\-]{0,4}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__|__[A-Z]+(?:_[A-Za-z0-9]+){2,12}__|[A-Za-z0-9]{0,6}[._\-](?:[xX]{4,}[._\-]?){2,8}").fullmatch(v):
-        return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…, a bot's 123456789:AAxxxx…), a template's __LOCAL_ADMIN_PASSWORD__ (or __GENERATE_WITH_openssl_rand_hex_32__)
+    if _regex(r"[\w\-]{0,12}?(?:\d{6,12}:)?[\w\-]{0,4}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__|@@[A-Z][A-Z0-9_]{2,60}@@|__[A-Z]+(?:_[A-Za-z0-9]+){2,12}__|[A-Za-z0-9]{0,6}[._\-](?:[xX]{4,}[._\-]?){2,8}").fullmatch(v):
+        return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…, a bot's 123456789:AAxxxx…), a template's __LOCAL_ADMIN_PASSWORD__ or @@RADIUS_SHARED_SECRET@@ (or __GENERATE_WITH_openssl_rand_hex_32__)
     if _regex(r"[\w\-]{0,24}<[\w\- ]{1,30}>(?:[\w\-]{0,8}<[\w\- ]{1,30}>){0,4}[\w\-]{0,8}").fullmatch(v):
         return True  # a format's template: cfsk_ma_prod_<32-hex>_<8-hex>
     if _regex(r"[A-Za-z][\w\-]{0,24}[_\-.]<(?:\d{1,3}|[a-z]{2,12})").fullmatch(v):
@@ -1984,7 +1984,7 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
                 r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
                 r"|u[șş]\w{0,2}|poart\w{0,2}|seif\w{0,3}|πόρτα\w{0,2}|συναγερμ\w{0,3}|χρηματοκιβώτι\w{0,2}"  # Romanian, Greek
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट)(?![^\W\d_])"
-                r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|공동현관|현관")  # (Japanese and Korean write no space around a word)
+                r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|공동현관|현관|서버실|도어락|출입문|금고|경보기?")  # (Japanese and Korean write no space around a word)
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
@@ -2209,6 +2209,7 @@ _NOT_RANDOM_STARTS = (
     r"|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$|0x[0-9a-fA-F]{40}$|[a-z]{2,3}_[A-Z]{2}(?:\.[A-Za-z0-9\-]+)?(?:@\w+)?$|[\[(]?[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:[-+]\d*\.?\d+(?:[eE][-+]?\d+)?j)?[,;)\]]*$"
     r"|(?:AAAA[BCE][0-9A-Za-z]{2}[a-z]|MII[A-Za-z0-9+/]{1,3}CCA|MII[BC]IjANBgkqhkiG9w0BAQEFAAO|MFkwEwYHKoZIzj0C|MCowBQYDK2Vw)"
     r"|[A-Za-z]{2,16}/[a-z0-9][\w\-]*(?:\.[a-z0-9][\w\-]*)+(?::\d+)?$"  # a service on a host (Kerberos' TERMSRV/jump01.corp.local)
+    r"|[a-z0-9][a-z0-9\-]*(?:\.[a-z0-9\-]+)+(?::\d+)?/[A-Z][A-Z0-9_$#]{0,29}$"  # a database's service on a host (Oracle's aims-db.crew.local:1521/AIMSPRD)
     r"|[\w\-]+\.[a-z]{2,12}(?:-[a-z]+){1,2}-\d$")  # an account in a region: Snowflake's ab12345.eu-west-1
 _NOT_RANDOM_MARKS = (
     r"://|(?i:%3A%2F%2F)|\d{4}-\d\d-\d\d|\d\d:\d\d|a-z|A-Z|0-9|(?<![A-Za-z0-9])\d{1,4}\.\d{1,4}(?:\.\d{1,4})+(?![A-Za-z0-9])"
@@ -2482,14 +2483,14 @@ _CREDENTIAL_WORDS = (
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<=[a-z0-9]_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_…
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
-    r"|segredo|segreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord"
+    r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya)\w*"
     r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|كلمة\s(?:المرور|السر)|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ)")
+    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ)")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
 # variable): `b64decode("…")`, `hex!("…")`, `Encoding.UTF8.GetBytes("…")`, `Buffer.from("…")`, `String::from("…")`.
 _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode|decode\w{0,10}|encode|bytes|GetBytes|FromBase64String"
@@ -4972,9 +4973,11 @@ chip-tool-setup-passcode     not-reference          chip-tool[ \t]+pairing[ \t]+
 #   catch: $ chip-tool pairing ble-wifi 0x11 Kipina-Lab-2G '«max_plum45%»' «80047539» 3840
 #   keep:  $ chip-tool pairing onnetwork 1 20202021
 # A 32-byte key in hex after the name of its kind and a colon (a key generator's output: `private (hex): …`, `seed: …`).
-hex-key-after-its-kind       -                      (?i)(?<![\w\-])(?:private|priv|secret|seed|signing)(?:[ _\-]?key)?[ \t]*(?:\((?:hex|raw|bytes|base16)\))?[ \t]*[:=][ \t]*(?P<s>(?:0x)?[0-9a-fA-F]{64})(?![0-9a-fA-F])
+hex-key-after-its-kind       -                      (?i)(?<![\w\-])(?:private|priv|secret|seed|signing)(?:[ _\-]?key)?(?:[ _\-]?hex)?[ \t]*(?:\((?:hex|raw|bytes|base16)\))?[ \t]*(?::=|[:=])[ \t]*["'`]?(?P<s>(?:0x)?[0-9a-fA-F]{64})(?![0-9a-fA-F])
 #   catch: private (hex): «12a3ab4717d4da7492117b45c2133e379252e23b585b6734a93d2dbf31fb76a4»\npublic  (hex): 79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46
 #   keep:  public  (hex): 79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46
+#   catch: var seedHex = "«73fa9be745b8ee8bf3693691cb2e7d032ae423eaade0008ffb7356f7533a9624»"
+#   keep:  var pubHex = "79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46"
 # A description list's term that names a credential and its definition (`<dt>Recovery PIN</dt><dd>…</dd>`).
 html-defined-credential      defined-credential     <dt>(?P<label>[^<\n]{1,60})</dt>\s{0,20}<dd>(?:<code>)?(?P<s>[^<\n]{4,128}?)(?:</code>)?</dd>
 #   catch: <dl class="device-creds">\n  <dt>Hub local admin</dt><dd>«honey-crystal-maple-prairie»</dd>\n  <dt>Recovery PIN</dt><dd>«41191622»</dd>\n</dl>
@@ -5064,10 +5067,12 @@ security-question-answer     -                      (?i)(?:mother'?s[ \t]+maiden
 #   catch: security question answers for the registrar account: first pet «Biscuit1998», mother's maiden name «Kowalczyk»
 #   catch: - mother's maiden name: «Fairweather-Owusu»\n- first pet: «Biscuit2009»
 #   keep:  Security question: What was the name of your first pet?
-# A keytab's keys, as `klist -K` prints them after their encryption type.
-keytab-key                   -                      \((?:aes|arcfour|des|camellia|rc4)[\w\-]{0,40}\)[ \t]+\(0x(?P<s>[0-9a-fA-F]{32,128})\)
+# A keytab's keys, as `klist -K` prints them after their encryption type (`-e`) or their principal's realm
+# (told by what stands before `(0x`, so that the rule is tried only where `(0x` is).
+keytab-key                   -                      \(0x(?:(?<=[A-Z)][ \t]\(0x)|(?<=\)[ \t][ \t]\(0x))(?P<s>[0-9a-fA-F]{32,128})\)
 #   catch:    3 03/14/2024 09:12:44 HTTP/web.corp@CORP.LOCAL (aes256-cts-hmac-sha1-96)  (0x«1e409b7779c2b76353515c3afea59182cf8e0239eb34b510cb932d602e01ab8e»)
 #   keep:    3 03/14/2024 09:12:44 HTTP/web.corp@CORP.LOCAL (aes256-cts-hmac-sha1-96)
+#   catch:    3 2025-04-02 10:11:31 HTTP/crewportal.ghcorp.local@GHCORP.LOCAL (0x«29e983a5652616eac2f6ced860a9d19b»)
 # SAP GUI scripting: the text typed into a password field (its id holds `pwd`).
 sap-gui-password-field       not-reference          findById\("[^"\n]{0,120}/pwd[^"\n]{0,80}"\)\.text[ \t]*=[ \t]*(?P<s>"[^"\n]{1,128}")
 #   catch: session.findById("wnd[0]/usr/pwdRSYST-BCODE").text = "«WillowRainbow31?»"
@@ -5620,10 +5625,11 @@ device-secret-line           not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\
 #   keep:  username netadmin privilege 15 secret ${ENABLE_SECRET}
 #   catch: switch01(config)# enable secret «Cactus1986!»
 # A Cisco-like device's other keys: an IKE pre-shared key, a TACACS+ or RADIUS key (type 7 is reversible).
-device-key-line              not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:crypto[ \t]+isakmp[ \t]+key|(?:tacacs|radius)-server(?:[ \t]+host[ \t]+\S+(?:[ \t]+[\w\-]+[ \t]+\d+){0,4})?[ \t]+key|key(?=[ \t]+[07][ \t]))(?:[ \t]+[07](?=[ \t]))?[ \t]+(?P<s>\S+)
+device-key-line              not-reference          (?m)^[ \t]*(?:[\w.\-]{1,40}\([\w\-]{0,20}\)#[ \t]*)?(?:crypto[ \t]+isakmp[ \t]+key|(?:tacacs|radius)-server(?:[ \t]+host[ \t]+\S+(?:[ \t]+[\w\-]+[ \t]+\d+){0,4})?[ \t]+key|key(?=[ \t]+[07][ \t])|(?:tacacs|radius)[ \t]+server[ \t]+[^\n]*\n(?:[ \t]+(?!key[ \t])[^\n]*\n){0,8}[ \t]+key)(?:[ \t]+[07](?=[ \t]))?[ \t]+(?P<s>\S+)
 #   catch: crypto isakmp key «kettle_hazel_raven_falcon» address 10.98.67.178
 #   catch: radius-server host 172.31.222.227 auth-port 1812 acct-port 1813 key «tRf30vdfGZzoBJDG»
 #   catch: tacacs server ISE01\n address ipv4 192.168.7.116\n key 7 «18bea04ef0452157e9»
+#   catch: radius server ISE-AYT-01\n address ipv4 10.70.1.20 auth-port 1812 acct-port 1813\n key «Gr0und-H4ndl1ng-Kgupz»\n!
 #   keep:  crypto isakmp policy 10\n encr aes 256\n authentication pre-share
 # A routing protocol's or a key chain's key on Cisco-like gear (OSPF's message-digest-key, a key chain's key-string, Junos' authentication-key).
 device-routing-key           not-reference          (?i)(?<![\w\-])(?:message-digest-key[ \t]+\d+[ \t]+md5|key-string|authentication-key|ip[ \t]+ospf[ \t]+authentication-key)(?:[ \t]+[07](?=[ \t]))?[ \t]+(?P<s>"[^"\n]{4,128}"|[^\s";]{4,128})
@@ -8083,7 +8089,7 @@ _BARE_CODE = r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])(\d{6,8})(?=#?(?![\w\-:/%
 _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|cod|codul|kombination|combination|combinaci[oó]n|combinação|κωδικ\w{0,3}"
               r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez"
               r"|disarm\w{0,3}|desactiv\w{0,5}|désactiv\w{0,5}|disattiv\w{0,5}|deaktiv\w{0,5})(?![^\W\d_])"
-              r"|koodi|コード|暗証番号|解錠番号|管理番号")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
+              r"|koodi|コード|暗証番号|解錠番号|管理番号|코드|번호|암호")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
 # Words that make a number in their own sentence a code with no place named: what it unlocks, a passcode, an installer's.
 _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|verrouill\w{0,3}"
                r"|(?:ovi|portti|hälytys|purku|lukko)koodi\w{0,3}"  # Finnish: a door's, an alarm's code (not virhekoodi, an error's)
@@ -8140,7 +8146,7 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|парол\w{0,3}|κωδικ\w{0,3}"
-                   r"|kata sandi|sandi|mật khẩu|كلمة (?:المرور|السر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
+                   r"|kata sandi|sandi|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pw", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
                         "adgangskode", "kodeord", "koden", "sifre", "sandi")
@@ -8464,9 +8470,9 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\br
                        r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
                        r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
-                       r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|\bund[ \t]+dann|\bsigue(?:[ \t]+con)?|\bcontinuarea|\brestul|\bpartea[ \t]+a[ \t]+doua|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
+                       r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|\bund[ \t]+dann|\bsigue(?:[ \t]+con)?|\bfalt(?:ou|ó|o)[ \t]+(?:o|el|la|a)[ \t]+(?:final|fim|resto)|\b(?:o|el)[ \t]+final[ \t]+(?:é|es)|\bcontinuarea|\brestul|\bpartea[ \t]+a[ \t]+doua|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|ו?ה?חלק[ \t]+ה?שני|החצי[ \t]+השני"
-                       r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ"
+                       r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ|و?الباقي|و?الجزء[ \t]+الثاني"
                        r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+pili|\biliyobaki)|बाकी|दूसरा(?:[ \t]+हिस्सा)?")  # Hindi's (also written in Latin letters), Swahili's
 _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：—–][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])"
@@ -8553,7 +8559,7 @@ _REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
                     "gefolgt", "und dann", "continuarea", "restul", "partea a doua", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
-                    "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
+                    "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "الباقي", "الجزء الثاني", "faltou o", "faltó el", "falto el", "o final é", "el final es", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
 _FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
@@ -10663,7 +10669,7 @@ RULE_WORDS = {
         "wep_key")),
     "chip-tool-wifi-password": ("e61b7317", ("chip-tool",), ("chip-tool",), ("ble-wifi",)),
     "chip-tool-setup-passcode": ("1e7842c7", ("chip-tool",), ("chip-tool",), ("ble-thread", "ble-wifi", "onnetwork")),
-    "hex-key-after-its-kind": ("f0cae0d9", ("priv", "private", "secret", "seed", "signing"), ("priv", "private",
+    "hex-key-after-its-kind": ("9db6ac57", ("priv", "private", "secret", "seed", "signing"), ("priv", "private",
         "secret", "seed", "signing"), ()),
     "html-defined-credential": ("0c8dc2c8", ("</dt>",), ("<dt>",), ("</dd>",)),
     "telegram-bot-url": ("2fc1f900", ("api.telegram.org/",), ("api.telegram.org/",), ("bot",)),
@@ -10697,8 +10703,7 @@ RULE_WORDS = {
     "kubeadm-certificate-key": ("8593f106", ("certificate",), ("certificate",), ("key",)),
     "security-question-answer": ("04700ba9", ("city", "first", "mother", "town"), ("city", "first", "mother", "town"),
         ()),
-    "keytab-key": ("a6b0ff6f", ("(aes", "(arcfour", "(camellia", "(des", "(rc4"), ("(aes", "(arcfour", "(camellia",
-        "(des", "(rc4"), ("(0x",)),
+    "keytab-key": ("8ec3dd3c", ("(0x",), ("(0x",), (")",)),
     'sap-gui-password-field': ('46b00948', ('findbyid("',), ('findbyid("',), ('").text',)),
     "sas-pwencode-input": ("b7765a43", ("pwencode",), ("proc",), ("proc",)),
     "sas-encoded-password": ("035cd5e7", ("{sas00", "{sasenc"), ("{sas00", "{sasenc"), ("}",)),
@@ -10880,7 +10885,7 @@ RULE_WORDS = {
     'java-char-array-password': ('c9c36271', ('".tochararray()',), (), ()),
     "auth-user-password": ("02b0db0a", ("auth",), (), (":",)),
     "device-secret-line": ("a4ca3fd8", ("enable", "username"), (), ("password", "secret")),
-    "device-key-line": ("a412720f", ("-server", "crypto", "key"), (), ()),
+    "device-key-line": ("06e2ef41", ("-server", "crypto", "key", "radius", "tacacs"), (), ()),
     "device-routing-key": ("0c5d5c9b", ("authentication-key", "key-string", "message-digest-key"),
         ("authentication-key", "ip", "key-string", "message-digest-key"), ()),
     'perl-cisco-enable-password': ('ecd689fe', ('->enable(',), ('->enable(',), ('"', "'")),
@@ -11261,7 +11266,7 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("cdcc0707", (), (), ()),
-    "context-credential-word": ("5f0b666f", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("2a50f9e5", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
         "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
@@ -11271,34 +11276,35 @@ RULE_WORDS = {
         "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
         "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
         "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
-        "sandinya", "schl", "schlüssel", "secret", "seed", "segredo", "segreto", "senha", "session", "sifre",
-        "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens", "tokn", "upplåsnings",
-        "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
-        "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
-        "סיסמת", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส",
-        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥",
-        "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa",
-        "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain",
-        "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community",
-        "contra", "contrase", "credential", "creds", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør",
-        "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen", "gate",
-        "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan",
-        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
-        "klíč", "kodeord", "kunci", "larm", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord",
-        "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de passe",
-        "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel",
-        "parol", "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd",
-        "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe",
-        "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "priv", "private", "psk",
-        "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl",
-        "schloss", "schlüssel", "secret", "segredo", "segreto", "senha", "service", "session", "sifre", "signing",
-        "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "toegangs", "token",
-        "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin",
-        "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет",
-        "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
-        "סיסמת", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส",
-        "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥",
-        "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo", "segreto", "senha", "session",
+        "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens", "tokn",
+        "upplåsnings", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин",
+        "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
+        "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "پاس",
+        "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー",
+        "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿",
+        "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api",
+        "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl",
+        "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy", "deur", "disarm",
+        "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado",
+        "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer",
+        "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore",
+        "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kunci", "larm", "licence", "license", "llave", "lock",
+        "lockbox", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "master",
+        "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel",
+        "nøgle", "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass", "passcode", "passkey",
+        "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw",
+        "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden",
+        "poort", "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root",
+        "safe", "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "secreto", "segredo",
+        "segreto", "senha", "service", "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel",
+        "snmp", "ssh", "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür",
+        "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangs", "zugangsdaten",
+        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה",
+        "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز",
+        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน",
+        "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号",
+        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",

@@ -1928,6 +1928,26 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(text, cc.redact(text)[0])
 
+    def test_words_of_more_languages_and_a_database_service_on_its_host(self):
+        """Arabic's other words for password (كلمة سر, كلمة مرور) and Spanish's secreto name a value in a
+        sentence; Korean's words for a door lock's number and a server room make a code of its digits;
+        a piece of a secret after "faltou o final" or "والباقي" is its rest. Kept: a template's
+        @@NAME@@ and an Oracle service on its host (`ops-db.fleet.local/OPSPRD`), which is no token."""
+        self.assert_redacted_as((
+            ("الواي فاي في المكتب: كلمة سر الشبكة STAFF-5G هي Nakheel7731! لا تشاركها",
+             "الواي فاي في المكتب: كلمة سر الشبكة STAFF-5G هي «redacted» لا تشاركها"),
+            ("oye, el secreto compartido de los switches del hangar es Hangar9mQ2#, apúntalo",
+             "oye, el secreto compartido de los switches del hangar es «redacted», apúntalo"),
+            ("안내: 오늘부터 3층 서버실 도어락 번호가 770314# 입니다.", "안내: 오늘부터 3층 서버실 도어락 번호가 «redacted»# 입니다."),
+            ("Bruna 09:12: a senha do wifi da sala é Tucano\nBruna 09:12: ops, faltou o final: 77k#2",
+             "Bruna 09:12: a senha do wifi da sala é «redacted»\nBruna 09:12: ops, faltou o final: «redacted»"),
+            ("سارة: الجزء الأول من كلمة المرور Dana@7\nسارة: والباقي 912Lift",
+             "سارة: الجزء الأول من كلمة المرور «redacted»\nسارة: والباقي «redacted»"),
+        ))
+        self.assert_kept(("client ap-03 {\n    ipaddr = 10.1.0.3\n    secret = @@AP_SHARED_SECRET@@\n}",
+                          'conn = oracledb.connect(user=user, password=pw, dsn="ops-db.fleet.local/OPSPRD")',
+                          'conn = oracledb.connect(user=user, password=pw, dsn="ofp-db.ops.internal/OFPDB1")'))
+
     def test_siblings_in_records_and_short_rows_and_keys_after_truncated_ones(self):
         # A record's member named like a redacted one; a table's row whose last cell is empty; a private
         # key under a public one cut short; a PowerShell string continued by a backtick.
@@ -11994,7 +12014,7 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind132_corpus.json": (0.97, 0.99), "blind134_corpus.json": (0.98, 0.99),
                  "blind137_corpus.json": (0.96, 0.98), "blind138_corpus.json": (0.98, 0.99),
                  "blind141_corpus.json": (0.98, 0.99), "blind144_corpus.json": (0.97, 0.99),
-                 "blind146_corpus.json": (0.97, 0.99)}
+                 "blind146_corpus.json": (0.97, 0.99), "blind148_corpus.json": (0.97, 0.99)}
 
 
 def corpus_texts() -> list:
