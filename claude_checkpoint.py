@@ -1016,6 +1016,8 @@ def secret_strength(name: str) -> int:
     held = len(parts) > 1 and parts[-1] in _HOLDER_WORDS
     if held:
         parts.pop()  # SESSION_TOKEN_B64 is a token
+    if len(parts) > 2 and parts[-1] == parts[-2]:
+        parts.pop()  # a setting's path that names its key twice: The Things Stack's root-keys.app-key.key is an app key
     if held and parts[-1] == "keypair":
         return 2  # a keypair's bytes (JITO_AUTH_KEYPAIR_B58), not a keypair's name (`Creating temporary keypair: packer_…`)
     while len(parts) > 1 and _regex(r"(?:part|half|chunk|piece)s?\d{0,2}|p[1-9]").fullmatch(parts[-1]) or len(parts) > 2 and parts[-1] in ("prefix", "suffix"):
@@ -2503,6 +2505,9 @@ _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode
 _SETTING_GETTER = (r"(?:config(?::system|:app)?:get|config-get|config[ \t]+(?:--)?get|variables[ \t]+get|cfg\.php[ \t][^\n|>]*?--name=)[ \t]*[^\n|>]*?"
                    r"(?i:pass|secret|token|api.?key|private.?key|cred|_pw\b|bindpw)")
 _ENV_VARIABLES_PRINTED = r"(?=[^\n]*\$env:\w*(?i:secret|token|key|pass|pwd))\$env:\w+(?:;[ \t]*\$env:\w+)*[ \t]*$"
+# A comment that names a secret file, the lines under it that file's: `# /etc/mongod.keyfile (chmod 400)`.
+_SECRET_FILE_COMMENT = (r"\#[ \t]+[~/.][^\s]*?(?i:keyfile|\.key\b|vault_pass|\.pgpass|\.netrc|\.git-credentials|\.htpasswd|id_rsa|id_ed25519|id_ecdsa"
+                        r"|secret|token|passw)[^\s]*(?:[ \t]+\([^()\n]{0,60}\))?[ \t]*(?=\r?\n)")
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od)\b[^\n]*?(?i:secret|token|cred"
     r"|passw(?!d\b)|pwd|passphrase|\.pw\b|\.psk\b|[._\-]pass\b|key[\w.\-]*\.(?:bin|der|raw)\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
@@ -3513,6 +3518,9 @@ def _find_printed_secrets(match: Any) -> list:
         return []  # a certificate's fields, read from a Secret: `… | base64 -d | openssl x509 -noout -subject`
     if _regex(r"\.pub(?:[ \t]*$|[ \t]*[|;&])").search(text, match.start(), start - 1) and _regex(r"[ \t]*(?:ssh|ecdsa|sk)-[\w\-@.]+[ \t]+AAAA").match(text, start):
         return []  # `cat ~/.ssh/id_ed25519.pub`: a public key and its comment (`mbauer@KVN-IT-WS03`)
+    if text[match.start()] == "#":  # a comment that names a secret file (_SECRET_FILE_COMMENT): a file of one line under it
+        line = _regex(r"([^\s#][^\s]{3,4095})[ \t]*(?:\r?\n[ \t]*(?:\r?\n|#|$)|$)").match(text, start)
+        return [line.span(1)] if line and (looks_machine_generated(line.group(1)) or _holds_a_password(line.group(1))) and not _is_reference(line.group(1)) else []
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
     logged = _regex(r"(?:[ \t]*(?:Exit code:[ \t]*-?\d+|Output:|Stdout:|succeeded in \d+m?s:|exited -?\d+ in \d+m?s:)?[ \t]*\r?\n)+").match(text, start, end)
     start = logged.end() if logged else start  # an agent's log of the call: `Exit code: 0`, `Output:` before what it printed
@@ -3631,7 +3639,7 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
 
 
 # Reading a file whose name says it holds a secret (a key, a cookie, a token, a password).
-_SECRET_FILE_READ = r"(?i)(?:\bcat[ \t]+|^==>[ \t]+|\bRead\()\S*(?:key|cookie|token|secret|passw|passphrase|(?<![a-z])pass(?![a-z])|(?<=\.)pw|(?<=\.)psk|credential)[\w.\-]*(?:[ \t;|]|$)"
+_SECRET_FILE_READ = r"(?i)(?:\bcat[ \t]+|^==>[ \t]+|^\#[ \t]+|\bRead\()\S*(?:key|cookie|token|secret|passw|passphrase|(?<![a-z])pass(?![a-z])|(?<=\.)pw|(?<=\.)psk|credential)[\w.\-]*(?:[ \t;|]|$)"
 
 
 def _find_table_cells(match: Any) -> list:
@@ -7448,8 +7456,12 @@ context-commented-logins     commented-logins       (?i)\b(?:basic[ \-]?auth|htp
 #   catch: # to create with htpasswd -b, then delete this file\neditor1 «Redakt!on-01»\nreview  «Lektorat_77x»
 #   keep:  # users and their home folders\nalice /home/alice\nbob   /home/bob
 #   keep:  # accounts created this week\nalice.berg:2024-10-01\nli.wei:2024-10-02
-context-command-output       printed-secrets        (?m)^{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#])))
+context-command-output       printed-secrets        (?m)^(?:{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})|{SECRET_FILE_COMMENT})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#])))
 #   catch: $ sudo systemd-creds decrypt /etc/credstore.encrypted/opcua-client.cred -\n«_ccL5JJKNt3HDD11gjadgfCnewND»
+#   catch: # /etc/mongod.keyfile (chmod 400)\n«pUwBsPUclEkDMIsPg2S8e74Llh0eoQYj9Ehhx143SAaSzxMuhAmS901jlEm7zWdXbTSrUHj9iaIY»
+#   catch: # .vault_pass (never commit)\n«Fjord-Lantern-Quarry-82»
+#   keep:  # .streamlit/secrets.toml.example\n[connections.postgresql]\nhost = "localhost"\npassword = "<your-password>"
+#   keep:  # /etc/ipsec.secrets\ninclude /var/lib/strongswan/ipsec.secrets.inc\n: RSA gw-hq.key
 #   catch: $ vault kv get secret/network/tacacs\n====== Data ======\nKey           Value\n---           -----\nbreak_glass   «Autumn2022%»
 #   keep:  $ vault kv get secret/app/prod\n====== Data ======\nKey            Value\n---            -----\ndb_password    ********\ndb_user        app_w42m
 #   catch: $ aws ec2 describe-vpn-connections --vpn-connection-ids vpn-3958baba3156ee471 --query 'VpnConnections[0].Options.TunnelOptions[*].PreSharedKey'\n[\n    "«vG1p0q8_uRz2Xk.T6hWmNlb3F9x»"\n]
@@ -7839,7 +7851,7 @@ CHECK_NEEDS = {
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
                   "{L}": _L, "{R}": _R, "{CREDENTIAL_WORD}": _CREDENTIAL_WORDS, "{PROMPT_LINE}": _PROMPT_LINE,
-                  "{SECRET_PRINTING_COMMAND}": _SECRET_PRINTING_COMMAND, "{INSIDE}": _INSIDE_ANOTHER_COMMAND, "{TABLE_CELL}": _TABLE_HEADER_CELL,
+                  "{SECRET_PRINTING_COMMAND}": _SECRET_PRINTING_COMMAND, "{SECRET_FILE_COMMENT}": _SECRET_FILE_COMMENT, "{INSIDE}": _INSIDE_ANOTHER_COMMAND, "{TABLE_CELL}": _TABLE_HEADER_CELL,
                   "{DECODING_CALL}": _DECODING_CALL, "{PART_LABEL}": _PART_LABEL, "{JOINED_NOTE}": _JOINED_NOTE,
                   "{KEYBOARD_PASSWORD_WALK}": _KEYBOARD_PASSWORD_WALK}
 
@@ -8217,32 +8229,52 @@ def _redact_account_rows(original: str, text: str, count: int, replaced: list) -
     return _redact_found_again(text, count, replaced, found)
 
 
-# A chat's line that gives a value after a credential word and a colon, last on the line ("booth router admin pw,
-# splitting it bc slack preview: Lighthouse"), the same person's next line one token, a note in brackets at most.
-_GIVEN_LAST = r"[:：][ \t]*[\"'`«]?([^\s\"'`«»]{3,64}?)[\"'`»]?[ \t]*\r?$"
+# A chat's line that gives a value after a credential word and a colon or a connector ("is", "es", "là", "είναι"),
+# last on the line ("booth router admin pw, splitting it bc slack preview: Lighthouse"), the same person's next
+# lines one token each, a note in brackets at most, or words after the last ("t2023* jajaja se me fue el mensaje").
+_GIVEN_LAST = r"(?:[:：]|" + _CONNECTOR + r")[ \t]*[\"'`«]?([^\s\"'`«»]{3,64}?)[\"'`»]?[ \t]*\r?$"
 _MESSAGE_OF_ONE_TOKEN = r"([^\s\"'`«»]{3,64})(?:[ \t]+[(（][^\n]{0,200})?[ \t]*\r?"
+_MESSAGE_OF_A_TOKEN_AND_WORDS = r"([^\s\"'`«»]{3,64})[ \t]+[^\n]{1,120}"
+_REST_MESSAGES_MAX = 3  # lines after the first part that may each hold one more part
+# A chat message's header with its time: `[21:04] Minh Thư: `, `Ελένη 11:02: `, `[3/11/25, 9:14:02 p. m.] Andrés: `.
+_TIMED_HEADER = (r"[ \t]*(?:\[[^\]\n]{0,30}\d{1,2}:\d{2}[^\]\n]{0,20}\][ \t]*(?:[^\W\d_][^\n:：\]]{0,30}[:：])?"
+                 r"|[^\W\d_][^\n:：]{0,30}?[ \t]\(?\d{1,2}:\d{2}(?::\d{2})?\)?(?:[ \t]*[AaPp]\.?[ \t]?[Mm]\.?)?[ \t]*[:：]?)[ \t]*")
 
 
 def _redact_message_pairs(original: str, text: str, count: int, replaced: list) -> tuple:
-    """(text, count) with a secret sent in two chat messages, neither of which reads as one alone:
-    a line that gives a value after a credential word and a colon (_GIVEN_LAST), and the next line,
-    under the same speaker's prefix (_shared_prefix: a name, a time), one token (_MESSAGE_OF_ONE_TOKEN),
-    when the two joined read as a password ("Lighthouse" + "_Keeper#1991", "Yonetim-K" + "ampus!2024") and
-    the rules left the first (a first part they took, the passes after them follow to its rest)."""
+    """(text, count) with a secret sent in chat messages, none of which reads as one alone: a line
+    that gives a value after a credential word and a colon or a connector (_GIVEN_LAST), and the
+    next lines, under the same speaker's prefix (_shared_prefix: a name, a time), one token each
+    (_MESSAGE_OF_ONE_TOKEN; the last may go on with words when its token has a digit or a sign:
+    "22?TLp nha, lỡ enter"), when the parts joined read as a password ("Lighthouse" + "_Keeper#1991",
+    "Kalimera" + "-Glyfada" + "#2025!") and the rules left the first (a first part they took, the
+    passes after them follow to its rest)."""
     lines = original.split("\n")
     pieces = []
-    for above, below in zip(lines, lines[1:]):
+    for index, above in enumerate(lines):
         given = _regex(_GIVEN_LAST).search(above)
         if not given or given.group(1).islower() and given.group(1).isalpha() or not (
-                _regex(_PROSE_SECRET_WORDS).search(above, 0, given.start()) or _regex(_PASSWORD_WORDS).search(above, 0, given.start())):
+                _regex(_PROSE_SECRET_WORDS).search(above, 0, given.start()) or _regex(_PASSWORD_WORDS).search(above, 0, given.start())
+                or _regex(r"(?i)\bpass[ \t]+(?:wi-?fi|wlan)\b").search(above, 0, given.start())):  # (Vietnamese chat's "pass wifi")
             continue  # (a word of prose after the colon is no part: "the token expired: yesterday")
-        prefix = _shared_prefix(above, below)
-        rest = _regex(_MESSAGE_OF_ONE_TOKEN).fullmatch(below, prefix) if prefix >= 3 and _regex(r"[^\W\d_]").search(above[:prefix]) else None
-        if rest and given.start() > prefix:
-            joined = given.group(1) + rest.group(1)
-            if looks_like_chosen_password(joined) and _may_be_a_password(joined) and not _is_reference(given.group(1)) and not _regex(r"[\w.\-]+@|\w+://").match(given.group(1)) and (
-                    given.group(1) in text):  # (a first part the rules took is the rest's readings' to follow: _redact_wrapped_rest)
-                pieces += [given.group(1), rest.group(1)]
+        rests, colon = [], above[given.start()] in ":："
+        for below in lines[index + 1:index + 1 + _REST_MESSAGES_MAX]:
+            prefix = _shared_prefix(above, below)
+            if prefix < 3 or given.start() <= prefix or not _regex(r"[^\W\d_]").search(above[:prefix]):
+                break
+            chat = _regex(_TIMED_HEADER).fullmatch(above, 0, prefix) is not None  # (not an indent or a field's name: `Key name:` above `Key type:`)
+            rest = _regex(_MESSAGE_OF_ONE_TOKEN).fullmatch(below, prefix) if chat or colon and not rests else None
+            worded = None if rest or not chat else _regex(_MESSAGE_OF_A_TOKEN_AND_WORDS).fullmatch(below, prefix)
+            if worded and _regex(r"[^\w]|_").search(worded.group(1)) and not _regex(r"[#@][^\W\d_][\w\-]*").fullmatch(worded.group(1)):  # (a sign: `5GHz one is faster` goes on with no part; a channel, a mention: `#incident-42 has it`)
+                rests.append(worded.group(1))  # (a message's words after the part end the parts)
+                break
+            if not rest:
+                break
+            rests.append(rest.group(1))
+        joined = given.group(1) + "".join(rests)
+        if rests and looks_like_chosen_password(joined) and _may_be_a_password(joined) and not _is_reference(given.group(1)) and not _regex(r"[\w.\-]+@|\w+://").match(given.group(1)) and (
+                given.group(1) in text):  # (a first part the rules took is the rest's readings' to follow: _redact_wrapped_rest)
+            pieces += [given.group(1), *rests]
     return _redact_found_again(text, count, replaced, pieces)
 
 
@@ -11383,7 +11415,7 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("8ff59e47", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
+    "context-command-output": ("6c8aae03", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
         "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".generate()",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd",
         ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret",
@@ -11401,7 +11433,7 @@ RULE_WORDS = {
         "pwd", "pwgen", "python", "rails", "randombytes(", "read", "requirepass", "reset-password", "ruby", "runner",
         "secret", "secret-tool", "securerandom.", "shadow", "signin", "solana", "sops", "status", "storage",
         "systemd-creds", "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock",
-        "urandom(", "variable", "variables", "vault", "vercel", "wallet", "wrangler"), (), ("\n",)),
+        "urandom(", "variable", "variables", "vault", "vault_pass", "vercel", "wallet", "wrangler"), (), ("\n",)),
     "context-file-shown": ("96160b04", ("==>\t", "==> ", "⏺ read(", "⏺read(", "● read(", "●read("), ("==>\t", "==> ",
         "⏺ read(", "⏺read(", "● read(", "●read("), (".auth", ".key", ".netrc", ".pgpass", ".psk", ".pw", "auth.txt",
         "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),

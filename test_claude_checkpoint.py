@@ -1928,10 +1928,12 @@ class TestRedaction(unittest.TestCase):
             with self.subTest(text=text[:30]):
                 self.assertEqual(text, cc.redact(text)[0])
 
-    def test_words_of_more_languages_and_a_database_service_on_its_host(self):
+    def test_words_of_more_languages_a_password_sent_in_pieces_and_a_database_service(self):
         """Arabic's other words for password (كلمة سر, كلمة مرور) and Spanish's secreto name a value in a
         sentence; Korean's words for a door lock's number and a server room make a code of its digits;
-        a piece of a secret after "faltou o final" or "والباقي" is its rest. Kept: a template's
+        a piece of a secret after "faltou o final" or "والباقي" is its rest, and so are the same person's
+        next chat messages after a value a connector gives ("es Pelusa" then "88!q jajaja…"), though not a
+        channel's name or a word of prose, nor the next field of a record. Kept: a template's
         @@NAME@@ and an Oracle service on its host (`ops-db.fleet.local/OPSPRD`), which is no token."""
         self.assert_redacted_as((
             ("الواي فاي في المكتب: كلمة سر الشبكة STAFF-5G هي Nakheel7731! لا تشاركها",
@@ -1944,7 +1946,23 @@ class TestRedaction(unittest.TestCase):
             ("سارة: الجزء الأول من كلمة المرور Dana@7\nسارة: والباقي 912Lift",
              "سارة: الجزء الأول من كلمة المرور «redacted»\nسارة: والباقي «redacted»"),
         ))
-        self.assert_kept(("client ap-03 {\n    ipaddr = 10.1.0.3\n    secret = @@AP_SHARED_SECRET@@\n}",
+        self.assert_redacted_as((  # a password sent in chat messages too early, given after a connector, the last part before words
+            ("[3/11/25, 9:14:02 p. m.] Lucía Vera: la clave del router del taller es Pelusa\n"
+             "[3/11/25, 9:14:20 p. m.] Lucía Vera: 88!q jajaja se me fue el mensaje",
+             "[3/11/25, 9:14:02 p. m.] Lucía Vera: la clave del router del taller es «redacted»\n"
+             "[3/11/25, 9:14:20 p. m.] Lucía Vera: «redacted» jajaja se me fue el mensaje"),
+            ("Νίκος 11:02: ο κωδικός του NAS είναι Meltemi\nΝίκος 11:02: -Paros\nΝίκος 11:03: #71! συγγνώμη, όλα μαζί",
+             "Νίκος 11:02: ο κωδικός του NAS είναι «redacted»\nΝίκος 11:02: «redacted»\nΝίκος 11:03: «redacted» συγγνώμη, όλα μαζί"),
+        ))
+        self.assert_redacted_as((  # a setting's path that names its key twice is that key's: The Things Stack's
+            ("$ ttn-lw-cli end-devices create farm-app probe-7 \\\n    --frequency-plan-id EU_863_870_TTN \\\n"
+             "    --root-keys.app-key.key 5A0F3C7E91B24D68A1C3E5F7092B4D6F",
+             "$ ttn-lw-cli end-devices create farm-app probe-7 \\\n    --frequency-plan-id EU_863_870_TTN \\\n"
+             "    --root-keys.app-key.key «redacted»"),))
+        self.assert_kept(("[10:02] ana: the token is Expired\n[10:03] ana: #incident-42 has the details",
+                          "[10:02] ana: the new wifi is CoffeeLab\n[10:02] ana: 5GHz one is faster btw",
+                          "Key name: R1.intra.example.com\nKey type: RSA KEYS",
+                          "client ap-03 {\n    ipaddr = 10.1.0.3\n    secret = @@AP_SHARED_SECRET@@\n}",
                           'conn = oracledb.connect(user=user, password=pw, dsn="ops-db.fleet.local/OPSPRD")',
                           'conn = oracledb.connect(user=user, password=pw, dsn="ofp-db.ops.internal/OFPDB1")'))
 
