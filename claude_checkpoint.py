@@ -1046,6 +1046,8 @@ def secret_strength(name: str) -> int:
         return 2 if numbered else 1  # `PASS: TestLogin` in test output; DB_PASS is below
     if last in ("phrase", "word") and before == "pass":
         return 2  # OCI's pass_phrase, a pass_word
+    if last == "salt" and before in ("security", "secret", "signing", "hmac") or last in ("secretsalt", "securitysalt"):
+        return 2  # an application's shared secret that it calls a salt: BigBlueButton's securitySalt, SimpleSAMLphp's secretsalt
     if last == "salt" and len(parts) > 1 or last == "pepper":
         return 1  # WordPress's AUTH_SALT, HASHIDS_SALT, Devise's pepper: a machine-made value is a secret; `salt = os.urandom(16)` is code
     if last.endswith("community") or last == "seed" and before in ("ed25519", "x25519", "key", "wallet", "master", "private", "secret",
@@ -2651,7 +2653,7 @@ _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token sk
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
     otp x-signature appid app_key private_token auth_token access_key secret_key pub_secret q-signature token_hash
-    _vercel_share share_token sign tempauth slt access lt share verifier oauth_verifier k""".split())
+    _vercel_share share_token sign tempauth slt access lt share verifier oauth_verifier k at checksum""".split())
 
 
 def _find_random_tokens(match: Any) -> list:
@@ -5831,6 +5833,19 @@ piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-z
 #   catch: echo '«crimson-dragon-kettle»' | pass insert -e work/atlas/db
 #   catch: printf '%s' '«Rk8#vale-Oak»' | gcloud secrets versions add db-password --data-file=-
 #   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
+# A password manager's master password, named for the manager on its line or the line above ("KeePass master
+# for the desk DB is …", "- KeePass-databasen ligger på …" ⏎ "- master: …").
+password-manager-master      chosen                 (?i)\b(?:keepass\w{0,12}|kdbx|bitwarden|lastpass|1password|dashlane|enpass|vaultwarden)\b[^\n]{0,100}?(?:\r?\n[ \t]*[-*•]?[ \t]*)?\bmaster(?:[ \t_\-]?(?:password|passphrase|pw|pass|key|lösenord|passwort|wachtwoord|senha|contraseña|mot de passe|hasło))?\b[^\n:=]{0,40}?(?:[:=]|\b(?:is|ist|är|er|es|est|é|è|je|jest)\b)[ \t]*[`'"«]?(?P<s>[^\s`'"«»]{6,128}?)[`'"»]?[.,;)]?(?=\s|$)
+#   catch: Handover Olof -> Astrid\n- KeePass-databasen ligger på filservern (solvik.kdbx)\n- master: «piesek.cactus.wiosna12»
+#   catch: KeePass master for the desk DB is «galaxy-pepper-wagon-tunnel» (yes with dashes)
+#   keep:  the KeePass master password is in the sealed envelope in the safe
+#   keep:  Bitwarden: master branch builds are green again
+# runas's command that echoes the password into the program it starts: `runas /user:CORP\admin "cmd /c echo … | sqlcmd"`.
+runas-echoed-password        chosen                 (?i)\brunas\b[^\n]{0,200}?\becho[ \t]+(?P<s>[^\s|"'<>&]{4,128}?)[ \t]*\|
+#   catch: C:\> runas /user:CORP\admin "cmd /c echo «Willow185!» | sqlcmd"
+#   catch: runas /savecred /user:CORP\deploy "cmd /c echo «D3ploy.Runas9» | deploy.bat"
+#   keep:  runas /user:CORP\admin "cmd /c echo %DATE% | clip"
+#   keep:  runas /user:CORP\admin "cmd /c echo SELECT 1 | sqlcmd"
 # echo '…' > ~/.vault_pass: a value written to a file whose name says secret.
 secret-file-write            chosen                 \b(?:echo|printf)(?:[ \t]+-[a-zA-Z]+)*[ \t]+(?:(?:'(?:%s(?:\\n)?)+'|"(?:%s(?:\\n)?)+")[ \t]+(?:[^\s'"|;&<>]+[ \t]+)?)?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s'"|;&<>]{1,256})[ \t]*>>?[ \t]*["']?[^\s|;&'"]{0,200}?(?i:pass|secret|token|cred|key|pw|auth)[^\s|;&/'"]{0,100}(?=["']?(?:[\s|;&)]|$))
 #   catch: echo '«Fig7#river-Wolf»' > ~/.vault_pass && chmod 600 ~/.vault_pass
@@ -6270,10 +6285,20 @@ basic-auth-encoded-call      not-reference          (?:btoa|b64encode|encode64|s
 basic-auth-encoded-literal   not-reference          (["'])[\w.@+\-]{1,64}:(?P<s>[^'"\s]{4,128})\1\.(?:bytes\.encodeBase64|getBytes\(|encode\()
 #   catch: conn.setRequestProperty('Authorization', 'Basic ' + 'admin:«Thund3r^45»'.bytes.encodeBase64().toString())
 #   keep:  "Content-Type: text/plain".getBytes(StandardCharsets.UTF_8)
-# A password typed at a prompt, as a note tells it: (typed X at the prompt).
-typed-at-prompt              chosen                 (?i)\b(?:typed|entered)[ \t]+["'`]?(?P<s>[^\s"'`]{6,64})["'`]?[ \t]+(?:at|into|in)[ \t]+the[ \t]+(?:password[ \t]+)?prompt
+# A password typed at a prompt, as notes tell it: "(typed Marco1960_ at the prompt)", "typed Gigi-Sehat_2024 when
+# prompted", "type LaMedellin1755$ and hit enter", "(typed giulia.tiger92 from the sticky note)".
+typed-at-prompt              chosen                 (?i)\b(?:typed|type|typing|entered|enter|pasted|paste|put[ \t]+in)[ \t]+[`'\"«]?(?P<s>[^\s`'\"«»]{6,64}?)[`'\"»]?[.,]?[ \t]+(?:(?:at|into|in)[ \t]+the[ \t]+(?:password[ \t]+)?prompt\b|(?:when|once|if)[ \t]+(?:it[ \t]+|you'?re[ \t]+|you[ \t]+are[ \t]+)?(?:asks|asked|prompts|prompted)\b|and[ \t]+(?:hit|press)[ \t]+(?:enter|return)\b|from[ \t]+the[ \t]+sticky[ \t]+note\b)
+#   catch: runas /netonly /user:SONRIA\pms.sql "C:\pms\client.exe"\nand typed «Gigi-Sehat_2024» when prompted. will fix properly next week
+#   catch: runas /user:CC\floor.admin "mmc devmgmt.msc"\nwhen it asks, type «LaMedellin1755$» and hit enter. do NOT tick "remember".
+#   catch: Enter the password for ACME\admin: (typed «giulia.tiger92» from the sticky note)
+#   keep:  type yes when prompted to confirm the host key, then enter your passphrase at the prompt
+#   keep:  typed `terraform apply` and hit enter, then typed yes when it asked
 #   catch: C:\> runas /user:CORP\admin "cmd"  (typed «Marco1960_» at the prompt, worked)
 #   keep:  typed yes at the prompt and the install went on
+# The same, told first: "when it asks type P1ckl37367* — …".
+typed-when-asked             chosen                 (?i)\bwhen[ \t]+(?:it[ \t]+)?(?:asks|prompts)\b[ \t,]*(?:just[ \t]+)?(?:type|enter|paste)[ \t]+[`'"«]?(?P<s>[^\s`'"«»]{6,64}?)[`'"»]?[.,]?(?=[ \t]|$)
+#   catch: just do `runas /netonly /user:ADLAB\pentest cmd` and when it asks type «P1ckl37367*» — that account is scoped to the lab
+#   keep:  when it asks, type password again and press enter
 # A URL's password that holds a slash or an @ (base64, P@ss…): up to the last @ before the host.
 url-credentials-wide         url-password-wide      (?i)(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{1,30}://(?P<user>[\w.%\-]{1,64}):(?P<s>[^\s'"<>]{4,256}?)@(?=[\w\-]+(?:\.[\w\-]+)*(?::\d{1,5})?(?:[/?#\s'"]|$))
 #   keep:  wss://stream.binance.com:9443/ws/btcusdt@trade
@@ -6626,6 +6651,10 @@ config-line-value            assignment             (?m)^[ \t]*(?:export[ \t]+|-
 redis-hash-field             assignment             (?m)^[ \t]*\d{1,5}\)[ \t]+"{SECRETISH_NAME}(?P<name>[\w.:\-]{1,80})"[ \t]*\r?\n[ \t]*\d{1,5}\)[ \t]+(?P<s>"[^"\n]{1,4096}")
 #   catch: 127.0.0.1:6379> HGETALL tenant:2836:webhook\n1) "url"\n2) "https://hooks.partner.example/in"\n3) "signing_secret"\n4) "«c77e24d05745ba4bcc7768fa1d38a2d67c1000ab38e500bf65cb48053423d3e9»"
 #   keep:  1) "token_count"\n2) "4096"
+# A store's dump of entries whose key names a secret (ESP-IDF's nvs_tool): `Key: sta.pswd, …, Type: BLOB, Value: b'…'`.
+keyed-entry-value            assignment             \bKey:[ \t]*(?P<name>[\w.:\-]{1,80}),[^\n]{0,160}?\bValue:[ \t]*b?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+#   catch:  Entry 14, Key: sta.pswd,       Namespace: nvs.net80211, Type: BLOB, Value: b'«pabrik-Lampu-7740»'
+#   keep:   Entry 12, Key: sta.ssid,       Namespace: nvs.net80211, Type: BLOB, Value: b'LF-Factory-2G'
 # OpenLDAP's rootpw and nslcd's bindpw, also as grep -n prints them (a hashed `{SSHA}…` is no password).
 ldap-config-password         not-reference          (?m)^(?:[\w./\-]{0,200}:\d{1,6}:|\d{1,6}:)?[ \t]*(?:rootpw|bindpw)[ \t]+(?P<s>[^\s{][^\s]{3,127})[ \t]*$
 #   catch: $ sudo grep -n rootpw /etc/openldap/slapd.conf\n58:rootpw          «MonkeyEagle79-»
@@ -7380,6 +7409,9 @@ context-url-parameter        url-parameter          (?:[?&;]|(?<=-F )|(?<=--form
 #   catch: verify link from the signup email: https://accounts.example.app/verify-email?uid=184759&t=«Bue9boutrs0Il3JgmLGGF8x7coJHq1EEbDknCx-u»
 #   catch: https://painel-git-feat.vercel.app/?_vercel_share=«ZZoVI97nctVnJiTM2bfZhvZw6fIsfTn9»
 #   keep:  https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s
+#   catch: wget 'https://drive.usercontent.google.com/download?id=«1SA1KHZ0NQd_nTgJ»&export=download&confirm=t&at=«APZUnTWq3kX9mLr2Vb7Qe4Ns8Hd1Ky6Zc0Tf»' -O roster.xlsx
+#   catch: https://bbb.example.edu/bigbluebutton/api/join?fullName=Ana&meetingID=lab-2&role=MODERATOR&checksum=«5e0b7a4c9d2f18e3b6a0c7d4e9f2a1b8c3d6e5f0»
+#   keep:  https://www.figma.com/design/Checkout-v3?node-id=1204-8812&t=4Xc9LmQp2RzT7vKw-0
 #   catch: <img src="https://tandem-private.imgix.net/contracts/4412/page-1.png?w=1200&fm=webp&expires=1733011200&s=«3cc8cc058075971125869ea3d33e7958»">
 #   catch: Artifact URL: https://pipelines.actions.githubusercontent.com/Rt5xK/_apis/pipelines/1/runs/812/signedartifactscontent?artifactName=apk&urlSigningMethod=HMACV2&urlSignature=«4kqZ9vX2Lm8Tn3Rw7Yb1Pc6Ud5Es0GaHfJkQz2Vx3Lm%3D»
 #   catch: https://files.slack.com/files-pri/T02QK8ZL1-F06N2R8P4MX/q1_board_deck.pdf?pub_secret=«d6f2e9b159»
@@ -8276,6 +8308,32 @@ def _redact_message_pairs(original: str, text: str, count: int, replaced: list) 
                 given.group(1) in text):  # (a first part the rules took is the rest's readings' to follow: _redact_wrapped_rest)
             pieces += [given.group(1), *rests]
     return _redact_found_again(text, count, replaced, pieces)
+
+
+# A chat's answer that gives an account's new password with no word for it, under a message about a login
+# ("can someone reset the staging admin? locked out again" … "done, it's sommar635_ now"; "did anyone change
+# the staging admin login?" … "rotated it friday. it's now tigers_88-Lantern").
+_LOGIN_ASKED = r"(?i)(?<![\w'])(?:reset|rotat\w*|chang\w*|locked[ \t]+out|log[ \t]?in|login|sign[ \t]?in|admin|account|password|pw|creds?)(?![\w'])"
+_ITS_NOW = (r"(?i)(?<![\w'])(?:it['’]?s(?:[ \t]+now)?|now[ \t]+it['’]?s|(?:changed|reset|set)[ \t]+(?:it[ \t]+)?to|the[ \t]+new[ \t]+one[ \t]+is)[ \t]+[`\"']?"
+            r"(?P<v>[^\s`\"',;]{6,64}?)[`\"']?(?:[ \t]+now)?[.!,]?[ \t]*(?:$|(?=\r?\n)|[ \t]\S)")
+
+
+def _redact_reset_answers(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the password a chat's message gives as an account's new one ("it's X now",
+    "changed it to X", _ITS_NOW), under a timed message of the three above that asks about a login
+    or a reset (_LOGIN_ASKED): a value a person typed, with a sign or both cases among its letters and
+    digits (not `main-2024`, a version, a path), or one a machine made."""
+    lines, found = original.split("\n"), []
+    for index, line in enumerate(lines):
+        header = _regex(_TIMED_HEADER).match(line)
+        given = _regex(_ITS_NOW).search(line, header.end()) if header and header.end() > 0 else None
+        if not given or not any(_regex(_TIMED_HEADER).match(above) and _regex(_LOGIN_ASKED).search(above) for above in lines[max(0, index - 3):index]):
+            continue
+        value = given.group("v")
+        if (looks_machine_generated(value) or looks_like_chosen_password(value) and (_regex(r"[^\w\-.]|_").search(value) or value != value.lower() and value != value.upper())
+                and _regex(r"\d").search(value)) and _may_be_a_password(value) and not _is_path_or_version(value) and not _is_reference(value):
+            found.append(value)
+    return _redact_found_again(text, count, replaced, found)
 
 
 # A secret's name given what a list joins with nothing between its items (Python's `"".join(parts)`, JS's
@@ -9236,6 +9294,8 @@ def _second_readings(original: str) -> list:
         readings.append(("text as written", _redact_read_as_written))
     if "\n" in original and (":" in original or "：" in original):
         readings.append(("a secret in two messages", _redact_message_pairs))
+    if "\n" in original and _regex(_ITS_NOW).search(original):
+        readings.append(("a new password a chat's answer gives", _redact_reset_answers))
     if "#" in original or "//" in original or "--" in original:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
     if "\n" in original and _holds_labelled_parts(original.lower()):
@@ -10977,6 +11037,10 @@ RULE_WORDS = {
     "piped-secret": ("02728df2", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
         "insert", "keepassxc-cli", "kinit", "login", "passphrase-fd", "passwd", "password-stdin", "runas", "secret",
         "set-password", "signin", "sudo", "unlock")),
+    "password-manager-master": ("dd09ff6a", ("master",), ("1password", "bitwarden", "dashlane", "enpass", "kdbx",
+        "keepass", "lastpass", "vaultwarden"), ("1password", "bitwarden", "dashlane", "enpass", "kdbx", "keepass",
+        "lastpass", "vaultwarden")),
+    "runas-echoed-password": ("31f8ca01", ("runas",), ("runas",), ("echo",)),
     "secret-file-write": ("7b3e4024", ("echo", "printf"), ("echo", "printf"), ("auth", "cred", "key", "pass", "pw",
         "secret", "token")),
     "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), (), ("echo",
@@ -11108,7 +11172,10 @@ RULE_WORDS = {
         "encodetostring", "strict_encode64"), ("b64encode", "base64_encode", "btoa", "encode64", "encodebase64",
         "encodetostring", "strict_encode64"), ("(",)),
     "basic-auth-encoded-literal": ("e9868b84", (".bytes.encodebase64", ".encode(", ".getbytes("), (), (":",)),
-    "typed-at-prompt": ("f5b6590a", ("prompt",), ("entered", "typed"), ("entered", "typed")),
+    "typed-at-prompt": ("7b9cf0a8", ("asked", "asks", "enter", "prompt", "prompted", "prompts", "return", "sticky"),
+        ("enter", "entered", "paste", "pasted", "put", "type", "typed", "typing"), ("enter", "entered", "paste",
+        "pasted", "put", "type", "typed", "typing")),
+    "typed-when-asked": ("0db01f9a", ("when",), ("when",), ("asks", "prompts")),
     "url-credentials-wide": ("36b28036", ("://",), (), ("@",)),
     "url-credentials-wrapped": ("4649296a", ("://",), ("://",), ("\n",)),
     "devtools-cookie-lines": ("c32442c1", ("value:",), ("name:",), ("name:",)),
@@ -11224,6 +11291,7 @@ RULE_WORDS = {
         "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
         "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (")",)),
+    "keyed-entry-value": ("9c312c36", ("value:",), ("key:",), ("key:",)),
     "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
     "box-table-value": ("b2febd6d", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "llave", "losenord",

@@ -1959,6 +1959,18 @@ class TestRedaction(unittest.TestCase):
              "    --root-keys.app-key.key 5A0F3C7E91B24D68A1C3E5F7092B4D6F",
              "$ ttn-lw-cli end-devices create farm-app probe-7 \\\n    --frequency-plan-id EU_863_870_TTN \\\n"
              "    --root-keys.app-key.key «redacted»"),))
+        self.assert_redacted_as((  # an account's new password a chat's answer gives with no word for it, under a question about a login
+            ("[09:12] Kofi: can someone reset the kiosk admin? locked out again\n[09:20] Ama: done, it's harmattan77_ now",
+             "[09:12] Kofi: can someone reset the kiosk admin? locked out again\n[09:20] Ama: done, it's «redacted» now"),
+            ("[14:02] li: did anyone change the grafana login?\n[14:05] jo: yes, rotated it. it's now Pepper_41-kiwi",
+             "[14:02] li: did anyone change the grafana login?\n[14:05] jo: yes, rotated it. it's now «redacted»"),))
+        self.assert_redacted_as((  # an application's shared secret that it calls a salt; a password hash's own salt is kept
+            ("bigbluebutton.web.serverURL=https://bbb.example.edu\nsecuritySalt=9c1e7b3a5d0f2e4c6a8b1d3f5e7a9c0b2d4f6e8a",
+             "bigbluebutton.web.serverURL=https://bbb.example.edu\nsecuritySalt=«redacted»"),
+            ("    'secretsalt' => 'q8vz3kf0w1m7xy2n5p4t6r9s0u3b8c1d',", "    'secretsalt' => '«redacted»',"),))
+        self.assert_kept(('{"user": "bob", "salt": "9c1e7b3a5d0f2e4c6a8b1d3f5e7a9c0b2d4f6e8a", "iterations": 600000}',))
+        self.assert_kept(("[10:02] ben: which branch has the login fix?\n[10:03] ana: it's main-2024 now",
+                          "[10:02] ben: did the deploy reset the admin cache?\n[10:03] ana: yes, it's v2.4.1 now"))
         self.assert_kept(("[10:02] ana: the token is Expired\n[10:03] ana: #incident-42 has the details",
                           "[10:02] ana: the new wifi is CoffeeLab\n[10:02] ana: 5GHz one is faster btw",
                           "Key name: R1.intra.example.com\nKey type: RSA KEYS",
