@@ -2507,7 +2507,7 @@ _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode
 _SETTING_GETTER = (r"(?:config(?::system|:app)?:get|config-get|config[ \t]+(?:--)?get|variables[ \t]+get|cfg\.php[ \t][^\n|>]*?--name=)[ \t]*[^\n|>]*?"
                    r"(?i:pass|secret|token|api.?key|private.?key|cred|_pw\b|bindpw)")
 _ENV_VARIABLES_PRINTED = r"(?=[^\n]*\$env:\w*(?i:secret|token|key|pass|pwd))\$env:\w+(?:;[ \t]*\$env:\w+)*[ \t]*$"
-# A comment that names a secret file, the lines under it that file's: `# /etc/mongod.keyfile (chmod 400)`.
+# A comment that names a secret file, the one line under it that file's content: `# /etc/mongod.keyfile (chmod 400)`.
 _SECRET_FILE_COMMENT = (r"\#[ \t]+[~/.][^\s]*?(?i:keyfile|\.key\b|vault_pass|\.pgpass|\.netrc|\.git-credentials|\.htpasswd|id_rsa|id_ed25519|id_ecdsa"
                         r"|secret|token|passw)[^\s]*(?:[ \t]+\([^()\n]{0,60}\))?[ \t]*(?=\r?\n)")
 _SECRET_PRINTING_COMMAND = (
@@ -8326,14 +8326,19 @@ def _redact_reset_answers(original: str, text: str, count: int, replaced: list) 
     lines, found = original.split("\n"), []
     for index, line in enumerate(lines):
         header = _regex(_TIMED_HEADER).match(line)
-        given = _regex(_ITS_NOW).search(line, header.end()) if header and header.end() > 0 else None
-        if not given or not any(_regex(_TIMED_HEADER).match(above) and _regex(_LOGIN_ASKED).search(above) for above in lines[max(0, index - 3):index]):
-            continue
-        value = given.group("v")
-        if (looks_machine_generated(value) or looks_like_chosen_password(value) and (_regex(r"[^\w\-.]|_").search(value) or value != value.lower() and value != value.upper())
-                and _regex(r"\d").search(value)) and _may_be_a_password(value) and not _is_path_or_version(value) and not _is_reference(value):
-            found.append(value)
+        given = _regex(_ITS_NOW).search(line, header.end()) if header else None
+        if given and _is_new_password(given.group("v")) and any(
+                _regex(_TIMED_HEADER).match(above) and _regex(_LOGIN_ASKED).search(above) for above in lines[max(0, index - 3):index]):
+            found.append(given.group("v"))
     return _redact_found_again(text, count, replaced, found)
+
+
+def _is_new_password(value: str) -> bool:
+    """A value a machine made, or one a person chose with a digit and a sign or both cases
+    (`sommar635_`, `tigers_88-Lantern`; not a branch's `main-2024`, a version, a path or a reference)."""
+    chosen = looks_like_chosen_password(value) and _regex(r"\d").search(value) is not None and (
+        _regex(r"[^\w\-.]|_").search(value) is not None or value not in (value.lower(), value.upper()))
+    return (looks_machine_generated(value) or chosen) and _may_be_a_password(value) and not _is_path_or_version(value) and not _is_reference(value)
 
 
 # A secret's name given what a list joins with nothing between its items (Python's `"".join(parts)`, JS's
