@@ -8261,10 +8261,11 @@ def _redact_account_rows(original: str, text: str, count: int, replaced: list) -
     return _redact_found_again(text, count, replaced, found)
 
 
-# A chat's line that gives a value after a credential word and a colon or a connector ("is", "es", "là", "είναι"),
-# last on the line ("booth router admin pw, splitting it bc slack preview: Lighthouse"), the same person's next
+# A chat's line that gives a value after a credential word and a colon (or, in a timed chat message, a connector:
+# "is", "es", "là", "είναι"), last on the line ("booth router admin pw, splitting it bc slack preview: Lighthouse"), the same person's next
 # lines one token each, a note in brackets at most, or words after the last ("t2023* jajaja se me fue el mensaje").
-_GIVEN_LAST = r"(?:[:：]|" + _CONNECTOR + r")[ \t]*[\"'`«]?([^\s\"'`«»]{3,64}?)[\"'`»]?[ \t]*\r?$"
+_GIVEN_LAST = r"[:：][ \t]*[\"'`«]?([^\s\"'`«»]{3,64}?)[\"'`»]?[ \t]*\r?$"
+_GIVEN_LAST_IN_CHAT = r"(?:[:：]|" + _CONNECTOR + r")[ \t]*[\"'`«]?([^\s\"'`«»]{3,64}?)[\"'`»]?[ \t]*\r?$"
 _MESSAGE_OF_ONE_TOKEN = r"([^\s\"'`«»]{3,64})(?:[ \t]+[(（][^\n]{0,200})?[ \t]*\r?"
 _MESSAGE_OF_A_TOKEN_AND_WORDS = r"([^\s\"'`«»]{3,64})[ \t]+[^\n]{1,120}"
 _REST_MESSAGES_MAX = 3  # lines after the first part that may each hold one more part
@@ -8285,6 +8286,8 @@ def _redact_message_pairs(original: str, text: str, count: int, replaced: list) 
     pieces = []
     for index, above in enumerate(lines):
         given = _regex(_GIVEN_LAST).search(above)
+        if given is None and _regex(_TIMED_HEADER).match(above):
+            given = _regex(_GIVEN_LAST_IN_CHAT).search(above)  # (a connector's only in a chat's message: not read on every line of a save)
         if not given or given.group(1).islower() and given.group(1).isalpha() or not (
                 _regex(_PROSE_SECRET_WORDS).search(above, 0, given.start()) or _regex(_PASSWORD_WORDS).search(above, 0, given.start())
                 or _regex(r"(?i)\bpass[ \t]+(?:wi-?fi|wlan)\b").search(above, 0, given.start())):  # (Vietnamese chat's "pass wifi")
@@ -9299,7 +9302,7 @@ def _second_readings(original: str) -> list:
         readings.append(("text as written", _redact_read_as_written))
     if "\n" in original and (":" in original or "：" in original):
         readings.append(("a secret in two messages", _redact_message_pairs))
-    if "\n" in original and _regex(_ITS_NOW).search(original):
+    if "\n" in original and _regex(r"\d:\d\d").search(original) and _regex(_ITS_NOW).search(original):  # (a chat's times first: a cheap look)
         readings.append(("a new password a chat's answer gives", _redact_reset_answers))
     if "#" in original or "//" in original or "--" in original:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
