@@ -3641,7 +3641,7 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
 
 
 # Reading a file whose name says it holds a secret (a key, a cookie, a token, a password).
-_SECRET_FILE_READ = r"(?i)(?:\bcat[ \t]+|^==>[ \t]+|^\#[ \t]+|\bRead\()\S*(?:key|cookie|token|secret|passw|passphrase|(?<![a-z])pass(?![a-z])|(?<=\.)pw|(?<=\.)psk|credential)[\w.\-]*(?:[ \t;|]|$)"
+_SECRET_FILE_READ = r"(?i)(?:\bcat[ \t]+|^==>[ \t]+|\bRead\()\S*(?:key|cookie|token|secret|passw|passphrase|(?<![a-z])pass(?![a-z])|(?<=\.)pw|(?<=\.)psk|credential)[\w.\-]*(?:[ \t;|]|$)"
 
 
 def _find_table_cells(match: Any) -> list:
@@ -8922,9 +8922,6 @@ def _redact_machine_beside(text: str, count: int, replaced: list) -> tuple:
              if not _regex(_VERSION_IN_TOKEN).search(text[start:end])
              and context_score(context_features(text, start, end)) >= _BESIDE_THRESHOLD]
     return _replace_spans(text, spans, count, replaced) if spans else (text, count)
-
-
-
 
 
 def _redact_cookies_beside(text: str, count: int, replaced: list) -> tuple:

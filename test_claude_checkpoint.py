@@ -1933,8 +1933,10 @@ class TestRedaction(unittest.TestCase):
         sentence; Korean's words for a door lock's number and a server room make a code of its digits;
         a piece of a secret after "faltou o final" or "والباقي" is its rest, and so are the same person's
         next chat messages after a value a connector gives ("es Pelusa" then "88!q jajaja…"), though not a
-        channel's name or a word of prose, nor the next field of a record. Kept: a template's
-        @@NAME@@ and an Oracle service on its host (`ops-db.fleet.local/OPSPRD`), which is no token."""
+        channel's name or a word of prose, nor the next field of a record; a setting's path that names its
+        key twice, a new password a chat gives under a question about a login, an application's shared
+        secret it calls a salt. Kept: a password hash's own salt, a branch or a version given the same way,
+        a template's @@NAME@@ and an Oracle service on its host (`ops-db.fleet.local/OPSPRD`), no token."""
         self.assert_redacted_as((
             ("الواي فاي في المكتب: كلمة سر الشبكة STAFF-5G هي Nakheel7731! لا تشاركها",
              "الواي فاي في المكتب: كلمة سر الشبكة STAFF-5G هي «redacted» لا تشاركها"),
@@ -1968,10 +1970,10 @@ class TestRedaction(unittest.TestCase):
             ("bigbluebutton.web.serverURL=https://bbb.example.edu\nsecuritySalt=9c1e7b3a5d0f2e4c6a8b1d3f5e7a9c0b2d4f6e8a",
              "bigbluebutton.web.serverURL=https://bbb.example.edu\nsecuritySalt=«redacted»"),
             ("    'secretsalt' => 'q8vz3kf0w1m7xy2n5p4t6r9s0u3b8c1d',", "    'secretsalt' => '«redacted»',"),))
-        self.assert_kept(('{"user": "bob", "salt": "9c1e7b3a5d0f2e4c6a8b1d3f5e7a9c0b2d4f6e8a", "iterations": 600000}',))
-        self.assert_kept(("[10:02] ben: which branch has the login fix?\n[10:03] ana: it's main-2024 now",
-                          "[10:02] ben: did the deploy reset the admin cache?\n[10:03] ana: yes, it's v2.4.1 now"))
-        self.assert_kept(("[10:02] ana: the token is Expired\n[10:03] ana: #incident-42 has the details",
+        self.assert_kept(('{"user": "bob", "salt": "9c1e7b3a5d0f2e4c6a8b1d3f5e7a9c0b2d4f6e8a", "iterations": 600000}',
+                          "[10:02] ben: which branch has the login fix?\n[10:03] ana: it's main-2024 now",
+                          "[10:02] ben: did the deploy reset the admin cache?\n[10:03] ana: yes, it's v2.4.1 now",
+                          "[10:02] ana: the token is Expired\n[10:03] ana: #incident-42 has the details",
                           "[10:02] ana: the new wifi is CoffeeLab\n[10:02] ana: 5GHz one is faster btw",
                           "Key name: R1.intra.example.com\nKey type: RSA KEYS",
                           "client ap-03 {\n    ipaddr = 10.1.0.3\n    secret = @@AP_SHARED_SECRET@@\n}",
