@@ -2082,8 +2082,8 @@ def _accept_named_in_prose(match: Any) -> bool:
     it ("u7zj… is the password for …"). Hex needs a connector (`was`, `to`, `=`) and no commit or
     hash nearby, so that "the token fix landed in 2b7e…" stays."""
     text, start, end, value = match.string, match.start("s"), match.end("s"), match.group("s")
-    if _names_no_token(value) or "<" in value and ">" in value or "</" in value or "→" in value or "::" in value or "$new(" in value or _regex(r":[a-z0-9]+:|[A-Z][a-z]\w*<(?:\[|&|[A-Z][a-z])").match(value):
-        return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup, a closing tag or a template's slot (`<22-char salt><31-char hash>`); a numbered line (`3→TWILIO_FROM=…`); rclone's remote (`:s3:bucket`); a generic type (`SecretBox<[u8; 32]>`)
+    if _names_no_token(value) or "<" in value and ">" in value or "</" in value or "→" in value or "::" in value or "$new(" in value or _regex(r":[a-z0-9]+:|[A-Z][a-z]\w*<(?:\[|&|[A-Z][a-z])|&?[a-z]\w*\.[A-Z]\w*\{").match(value):
+        return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup, a closing tag or a template's slot (`<22-char salt><31-char hash>`); a numbered line (`3→TWILIO_FROM=…`); rclone's remote (`:s3:bucket`); a generic type (`SecretBox<[u8; 32]>`); a composite literal (`&corev1.Secret{}`)
     before = text[max(0, start - 100):start]
     before = before[before.rfind("\n") + 1:]
     ends = list(_regex(r"[.!?]\s+(?=[A-Z])").finditer(before)) if "." in before or "!" in before or "?" in before else ()
@@ -6902,6 +6902,7 @@ prose-named-secret           named-in-prose         (?m)(?<!\S)[(\['"`]?(?=[^\s'
 #   keep:  /certificate add name=ca-template common-name=noc-ca key-size=2048 days-valid=3650 key-usage=key-cert-sign,crl-sign
 #   keep:  %OSPF-4-ERRRCV: Received invalid packet: mismatched authentication key from 10.0.12.2, GigabitEthernet0/0/1
 #   keep:  Credential Manager (Windows): target "MirthConnect:mirth01.kh.local:8443", type Generic
+#   keep:  secret := &corev1.Secret{}  // the informer fills it
 #   keep:  WebSocket handshake:\nSec-WebSocket-Key: ZVvmEQ/k5P+tlDyqwnU+eA==\nSec-WebSocket-Accept: P4871KkEnT/AyueRnnJMccYvk0w=
 #   keep:  Der öffentliche Schlüssel für das Deployment ist: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIpwvuhSMSPwCT/zWaF6aUcp+j2OFzaAKyAzW3kz/BYPk= deploy@ci
 #   keep:  <Key>Title</Key><Value>Synology NAS 2024</Value>
