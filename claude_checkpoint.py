@@ -952,6 +952,7 @@ _NOT_SECRET_QUALIFIERS = frozenset("""hashed existing from page continuation pag
     consent websocket challenge principals correlation resumption resume named""".split())  # (principals: who may read one; a DB2 correlation token, Salesforce's Named Credential)
 # First words of a name that holds a message or a label about a secret (ERROR_INVALID_PASSWORD, msg_token_expired).
 _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels hint help title tooltip text i18n".split())
+_MESSAGES_SIGNED_WITH = frozenset("hmac signing sign encryption encrypt crypto cipher aes auth".split())  # message_hmac_key signs them
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
 # (\Z, not $: a word on the line above, before its newline, says nothing of the name: `# the screening cache` ⏎ `FERNET_KEY = …`)
 _NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?\Z" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
@@ -1031,8 +1032,9 @@ def secret_strength(name: str) -> int:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if parts[-2:] in (["sess", "id"], ["session", "id"], ["auth", "id"]):
         return 0 if parts[0] == "acct" else 1  # a session's cookie (Domino's DomAuthSessId, session_id, Citrix's CtxsAuthId): a secret when machine-made; RADIUS's Acct-Session-Id counts time
-    if len(parts) > 1 and (parts[0] in _MESSAGE_WORDS or parts[-1] in _MESSAGE_WORDS and parts[-1] not in ("text", "i18n")):
-        return 0  # a message's or a label's name: ERROR_INVALID_PASSWORD = "E7306", LABEL_PASSWORD, login.pin.label (a secret's text stays one: secret_text)
+    if len(parts) > 1 and (parts[0] in _MESSAGE_WORDS or parts[-1] in _MESSAGE_WORDS and parts[-1] not in ("text", "i18n")) and not (
+            len(parts) > 2 and parts[-1] in ("key", "secret") and parts[-2] in _MESSAGES_SIGNED_WITH):
+        return 0  # a message's or a label's name: ERROR_INVALID_PASSWORD = "E7306", LABEL_PASSWORD, login.pin.label (a secret's text stays one: secret_text; the key that signs messages too: message_hmac_key)
     if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET or (
             parts[-1][-1:] == "s" and parts[-1][:-1] in _ABOUT_A_SECRET):  # PASSWORD_HASHERS as PASSWORD_HASHER
         return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest, nextPageToken a cursor
@@ -1197,6 +1199,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # a template cut at its space: `kc_live_<32 hex chars>`, `sk_live_<your key>`
     if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
         return True  # 0x000…0: a dummy key
+    if v.isalpha() and len(v) <= 20 and _regex(r"(?i)" + _PASSWORD_WORDS[4:]).fullmatch(v):
+        return True  # the word itself, as a label's text gives it: `"login.password": "Senha"`, `Kennwort`
     if _regex(r"(?:System|Microsoft)(?:\.[A-Z]\w+){1,5}").fullmatch(v):
         return True  # a .NET type PowerShell prints for a value it hides: System.Security.SecureString
     if _regex(r"[*#\[<(]+(?i:redacted|masked|hidden|filtered|removed|secret|sensitive|hidden)[*#\]>)]+").fullmatch(v):
@@ -1987,8 +1991,9 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}ruimte|serverrom\w{0,3}|दरवाज़\w{0,2}|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
                 r"|u[șş]\w{0,2}|poart\w{0,2}|seif\w{0,3}|πόρτα\w{0,2}|συναγερμ\w{0,3}|χρηματοκιβώτι\w{0,2}"  # Romanian, Greek
-                r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट)(?![^\W\d_])"
-                r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|공동현관|현관|서버실|도어락|출입문|금고|경보기?")  # (Japanese and Korean write no space around a word)
+                r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट|अलार्म|तिजोरी)(?![^\W\d_])"
+                r"|(?<![^\W\d_])(?:teclados?|clavier|tastiera|tastenfeld\w{0,2}|klawiatur\w{0,2}|polvor[ií]n\w{0,2}|almac[ée]n\w{0,2}|bodega|armaz[ée]m|entrep[ôo]t|magazzino|\w{0,14}lager|magazyn\w{0,2}|gudang|склад\w{0,2}|\w{0,14}f[öo]rr[åa]d\w{0,4}|magazijn)(?![^\W\d_])"  # a keypad, a store or a magazine (Spanish, French, Italian, German, Polish, Indonesian, Russian, Swedish, Dutch)
+                r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|警報|공동현관|현관|서버실|도어락|출입문|금고|경보기?|倉庫|仓库|창고|キーパッド|키패드")  # (Japanese and Korean write no space around a word)
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
@@ -1996,7 +2001,9 @@ _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
                 "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "сигналіз", "сигнализ", "larm", "باب", "إنذار", "خزنة",
                 "ruimte", "serverrom", "दरवाज़", "dveř", "brán", "serverovn", "rozvodn", "trezor", "riaszt", "ajtó", "kapu", "széf", "uș", "poart", "seif", "πόρτα", "συναγερμ", "χρηματοκιβώτι", "geti", "mlango",
-                "bariyer", "barrier", "schranke", "barrera", "sbarra", "गेट", "オートロック", "玄関", "宅配", "金庫", "ゲート", "현관")
+                "bariyer", "barrier", "schranke", "barrera", "sbarra", "गेट", "अलार्म", "तिजोरी", "オートロック", "玄関", "宅配", "金庫", "ゲート", "警報", "현관", "倉庫", "仓库", "창고", "キーパッド", "키패드",
+                "teclado", "clavier", "tastiera", "tastenfeld", "klawiatur", "polvor", "almac", "bodega", "armaz", "entrep", "magazzino", "lager",
+                "magazyn", "gudang", "склад", "förråd", "forrad", "magazijn")
 
 
 def _accept_place_label(match: Any) -> bool:
@@ -2491,8 +2498,8 @@ _CREDENTIAL_WORDS = (
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya)\w*"
     r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
-    r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …"
-    r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
+    r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t]|\bla[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …", "la pass del wifi quedó …"
+    r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ)")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
@@ -2615,7 +2622,7 @@ def _word_alternation(words: str) -> str:
 _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "is|are|was|were|est|ist|war|es|és|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|ni"
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|ay|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
-    "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|became|becomes"
+    "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou|fica|quedó|quedo|queda|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|mudou pra|trocada pra|trocado pra|trocou pra|trocamos pra|mudamos pra|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|its|thats|hai|hain|olarak"
@@ -3657,7 +3664,7 @@ def _find_table_cells(match: Any) -> list:
         return []  # the first row under a header's underline, not a header: `az keyvault secret list -o table` (reST's header stands between two)
     if _regex(r"[ \t]*#[ \t]*(?:define|undef|include|ifn?def|if|pragma)\b|" + _PROMPT_LINE + r"[ \t]").match(text, line_start):
         return []  # C's #define lines, aligned: no table; a command at a prompt (`$ kubectl get secret … -o custom-columns=NS:…,NAME:…`)
-    separator = next((c for c in "|;," if c in head), None)
+    separator = next((c for c in "|;," if c in head), None) if "\t" not in head or "|" in head else None  # (a TSV's cell may hold a comma: `Nachname, Vorname`)
     names = [head[a:b].strip().strip('"') for a, b in _table_cells(head, separator)]
     if any(_regex(r"[\w.\-]*/[\w./\-]*\.\w{1,5}").fullmatch(name) for name in names):
         return []  # a test runner's line, not a header: jest's `PASS  src/components/Cart.test.tsx`
@@ -3713,17 +3720,23 @@ def _credential_columns(names: list) -> tuple:
     sim_cards = any(_regex(r"(?i)imsi|iccid").fullmatch(name.strip()) for name in names)  # a batch of SIM cards: its Ki and OPc are keys
     places = any(_regex(_PLACE_COLUMN).fullmatch(name.strip()) for name in names)  # the places a column of codes opens: `site,room,code`
     peers = any(_regex(r"(?i)(?:remote[ \-]?)?as[ \-]?n(?:umber)?|remote-as|peer|neighbou?r").fullmatch(name.strip()) for name in names)  # BGP's peers: their MD5 is a password
+    accounts = any(_regex(_ACCOUNT_COLUMN).fullmatch(name.strip()) for name in names)  # an account's old and new password: `Konto  alt  neu`
     for index, name in enumerate(names):
         if valued and _regex(r"(?i)(?:secret|key)[ _]?id").fullmatch(name.strip()):
             continue  # beside the secret's Value, its id: Entra's `Value  Secret ID`
         if peers and _regex(r"(?i)(?:tcp[ \-])?md5(?:[ \-](?:key|password|secret))?|auth(?:entication)?[ \-]key").fullmatch(name.strip()):
             columns.append((index, "secret"))
             continue
+        if accounts and _regex(_OLD_OR_NEW).fullmatch(name.strip()):
+            columns.append((index, "password"))
+            continue
         if sim_cards and _regex(r"(?i)ki|opc?|adm\d?").fullmatch(name.strip()):
             columns.append((index, "pin" if name.strip()[-1:].isdigit() else "machine"))  # ADM1 is a PIN's digits
             continue
         name = _regex(r"[ \t]*\([^()]{0,60}\)$").sub("", name) if name.endswith(")") else name  # `password (set in migration 0007)`
         name = _regex(r"(?i)(?<=pin|puk)[ _]?\d").sub("", name) if _regex(r"(?i)(?:pin|puk)[ _]?\d").fullmatch(name.strip()) else name  # a SIM's PIN1, PUK2
+        if _regex(r"(?i)(?:pass(?:word)?|pw|pwd|secret|token)[ _]?\d").fullmatch(name.strip()):
+            name = name.strip()[:-1].rstrip(" _")  # imapsync's `pass1;…;pass2`: the first and second account's
         if "_" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.replace("_", " ")):
             name = name.replace("_", " ")  # a credential's words joined by underscores: `mot_de_passe`
         strength = secret_strength(_regex(r"\W+").sub("_", name)) if name else 0
@@ -3731,6 +3744,7 @@ def _credential_columns(names: list) -> tuple:
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).fullmatch(name.split()[-1])  # the word last: `공동현관 비밀번호`, `관리실 PC 암호`
                      or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])  # API-Schlüssel
+                     or _regex(r"[^\x00-\u024f]{1,12}(?:パスワード|暗証番号|パスコード|密码|密碼|口令|비밀번호|암호)|(?i:auth[ \-]?(?:code|info)|authinfo[ \-]?codes?|epp[ \-]?(?:code|key)|transfer[ \-]?code)").fullmatch(name.strip())  # 初期パスワード, 管理者密码 (CJK writes no space before the word); a domain's transfer code
                      or _regex(r"(?i)[^\W\d_]{2,20}(?:kennwort|passwort|wachtwoord|l[öo]senord|adgangskode|salasana|jelsz[óo])").fullmatch(name)  # Startkennwort, beginwachtwoord
                      or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|(?:2fa|mfa)(?:[ _](?:secret|backup|codes?|recovery))?|(?:backup|recovery)[ _]codes?").fullmatch(name)):  # a password manager's TOTP seed, backup codes
             columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "totp" if _regex(r"(?i)totp|otp|2fa|mfa").search(name)
@@ -3759,17 +3773,27 @@ def _credential_columns(names: list) -> tuple:
     return tuple(columns)
 
 
+# A table of accounts (`Datum  Konto  alt  neu`) whose columns say old and new, in the languages tables are written in:
+# a password's rotation, its old one and its new.
+_ACCOUNT_COLUMN = r"(?i)accounts?|(?:user|benutzer)(?:[ _\-]?name)?|logins?|konto|cuenta|compte|conta|utente|account|użytkownik|kullanıcı|gebruiker|användare|tili|svc|service[ _]account"
+_OLD_OR_NEW = r"(?i)old|new|alt|neu|ancien|nouveau|antigo|novo|anterior|nuevo|actual|vecchi[ao]|nuov[ao]|stare|nowe|eski|yeni|oud|nieuw|gammal|ny|vanha|uusi|旧|新"
 # A column of codes, its word before or after what they are for: `Door code`, `Kód hlídače`, `Código puerta`.
-_CODE_WORDS = r"codes?|kod|koden|kode|kód|kódja|código|codigo|codice|код"
+_CODE_WORDS = r"codes?|kod|koden|kode|kód|kódja|código|codigo|codice|код|कोड"
 # A column that names what a code opens, its code's word left out: `LOCKBOX`, `GATE`, `PORTERO` (an intercom), `宅配BOX`.
 _LOCK_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:lock ?box(?:es)?|key ?(?:box|safe)|gates?|doors?|portero|porter[ií]a|intercom|interfono|citofono|interphone"
                 r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)")
-_CODE_COLUMN = r"(?i)(?:[^\W\d_]+[ _\-])?(?:" + _CODE_WORDS + r")|(?:" + _CODE_WORDS + r")[ _\-][^\W\d_]+"
+_CODE_COLUMN = (r"(?i)(?:[^\W\d_][^\s_\-]{0,30}[ _\-])?(?:" + _CODE_WORDS + r")|(?:" + _CODE_WORDS + r")[ _\-][^\W\d_]+"
+                r"|[^\x00-\u024f]{1,12}(?:コード|暗証番号)")  # (a word of Devanagari holds marks \w does not: अलार्म कोड; Japanese joins its words: 警報解除コード)
 # A column that names a place (a site, a room, a building): a column of codes beside it opens its doors.
 _PLACE_COLUMN = (r"(?i)sites?|rooms?|locations?|buildings?|doors?|floors?|offices?|objek?te?|standort|raum|geb[äa]ude|sala|sede|oficina|lokalizacja"
                  r"|pomieszczenie|budynek|m[íi]stnost|budova|plats|lokal|kohde|huone|sijainti|salle|b[âa]timent|edificio|stanza|ufficio|ruimte|locatie|pand|oda|bina|konum")
 # A column's name that says password, in the languages tables are written in: its cells hold what people chose.
 _PASSWORD_COLUMN = r"(?i)pass|pw|kennwort|contrase|senha|has[łl]o|heslo|parol|salasan|l[öo]senord|wachtwoord|[şs]ifre|mdp|mot de passe|パスワード|密码|密碼|비밀번호"
+
+
+# Where a value is kept, as a cell says it in words instead of giving it.
+_WHERE_KEPT = (r"(?i)(?<![^\W\d_])(?:gestor|caja fuerte|sobre cerrado|coffre|tresor|safe|vault|umschlag|envelope|cassaforte|cofre|keepass"
+               r"|bitwarden|1password|lastpass|passbolt|password manager|passwortmanager|gestionnaire)(?![^\W\d_])")
 
 
 def _is_secret_cell(value: str, kind: str) -> bool:
@@ -3779,6 +3803,10 @@ def _is_secret_cell(value: str, kind: str) -> bool:
         return False
     if value.startswith("S-1-") and _regex(r"S-1-\d{1,2}(?:-\d{1,10}){1,14}").fullmatch(value):
         return False  # a Windows security identifier under `SID`, not a session's id
+    if _regex(r"[0-9A-Fa-f]{2}(?:[:\-][0-9A-Fa-f]{2}){5}").fullmatch(value) or value.endswith(("参照", "参考", "参见", "참조")):
+        return False  # a MAC address; where to look it up, as CJK writes it: `Bitwarden参照`
+    if " " in value and _regex(_WHERE_KEPT).search(value):
+        return False  # where it is kept, in words: `sobre cerrado en caja fuerte`, `en el gestor`, `im Tresor`
     if kind in ("keypad", "door"):  # a door's or a safe's code: `5645#94`; its digits alone under a code of a place
         return _regex(r"\d{2,6}[#*]\d{0,6}|[#*]\d{3,8}" + (r"|[A-Za-z]?\d{4,8}" if kind == "door" else "")).fullmatch(value) is not None  # (a keypad's letter first: `A48291`)
     if kind == "voucher":  # groups of letters and digits joined by dashes, a digit among them
@@ -5014,9 +5042,10 @@ keyboard-walk-password       keyboard-walk          (?i)(?<![\w@#$%&*+=!?.;:/\\\
 #   keep:  from zxcvbn import zxcvbn\nresult = zxcvbn(new_password)
 #   keep:  forbidden = {'password', 'qwerty', '123456'}
 #   keep:  setxkbmap -layout us -variant qwerty && echo done
-wlan-profile-key-material    not-reference          <keyMaterial>(?P<s>[^<\s](?:[^<\n]{6,510}[^<\s])?)</keyMaterial>
+wlan-profile-key-material    not-reference          <keyMaterial>(?P<s>[^<\s](?:[^<\n]{3,510}[^<\s])?)</keyMaterial>
 #   catch: <sharedKey><keyType>passPhrase</keyType><protected>false</protected><keyMaterial>«marble.otter.tango.harbor»</keyMaterial></sharedKey>
 #   catch: C:\temp\Wi-Fi-Lab.xml:21:                <keyMaterial>«eagle apple raven»</keyMaterial>
+#   catch: <protected>false</protected><keyMaterial>«Leto77!»</keyMaterial>
 #   keep:  <keyMaterial>$(WifiKey)</keyMaterial>
 # Sysinternals' Autologon and NUT's upsmon.conf: a password in its place among positional arguments.
 autologon-positional         not-reference          (?i)\bautologon(?:64)?(?:\.exe)?[ \t]+(?:-accepteula[ \t]+)?[^\s/\-][^\s]{0,64}[ \t]+[^\s/\-][^\s]{0,64}[ \t]+(?P<s>[^\s/][^\s]{3,127})
@@ -8128,9 +8157,10 @@ def _redact_bare_mnemonics(original: str, text: str, count: int, replaced: list)
 _SENTENCE_END = r"[.!?。！？]+(?=\s)|\n"  # where the readings of a sentence end one: its mark before a space, or its line's end
 
 
-# A code of six to eight digits that stands alone in a sentence (or in the one after it) that names a code and a
-# place it opens: no part of a date, a phone's or an account's number, an amount, nor a thing's number (`ticket 482913`).
-_BARE_CODE = r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])(\d{6,8})(?=#?(?![\w\-:/%@]|[.,]\d|[ \t]+\d|[ \t]*(?:[€$£¥]|(?i:eur|usd|gbp|pln|zł|kr|kč|ms|mb|kb|gb|km|kg|px|bytes?|rows?|units?|pcs|min|sec)\b)))"
+# A code of six to eight digits (or two groups of them a keypad's sign joins: `823-295`, `9879#81`) that stands alone in
+# a sentence (or in the one after it) that names a code and a place it opens: no part of a date, a phone's or an
+# account's number, an amount, nor a thing's number (`ticket 482913`).
+_BARE_CODE = r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])(\d{6,8}|\d{3}-\d{3}|\d{3,4}[#*]\d{2,4})(?=#?(?![\w\-:/%@]|[.,]\d|[ \t]+\d|[ \t]*(?:[€$£¥]|(?i:eur|usd|gbp|pln|zł|kr|kč|ms|mb|kb|gb|km|kg|px|bytes?|rows?|units?|pcs|min|sec)\b)))"
 _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|cod|codul|kombination|combination|combinaci[oó]n|combinação|κωδικ\w{0,3}"
               r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez"
               r"|disarm\w{0,3}|desactiv\w{0,5}|désactiv\w{0,5}|disattiv\w{0,5}|deaktiv\w{0,5})(?![^\W\d_])"
@@ -8189,8 +8219,8 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # A password a person chose, anywhere after a word for password in its sentence: what a chat or a ticket says in
 # more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
-_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord"
-                   r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|парол\w{0,3}|κωδικ\w{0,3}"
+_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord"
+                   r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
                    r"|kata sandi|sandi|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pw", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
@@ -8273,6 +8303,92 @@ _REST_MESSAGES_MAX = 3  # lines after the first part that may each hold one more
 # A chat message's header with its time: `[21:04] Minh Thư: `, `Ελένη 11:02: `, `[3/11/25, 9:14:02 p. m.] Andrés: `.
 _TIMED_HEADER = (r"[ \t]*(?:\[[^\]\n]{0,30}\d{1,2}:\d{2}[^\]\n]{0,20}\][ \t]*(?:[^\W\d_][^\n:：\]]{0,30}[:：])?"
                  r"|[^\W\d_][^\n:：]{0,30}?[ \t]\(?\d{1,2}:\d{2}(?::\d{2})?\)?(?:[ \t]*[AaPp]\.?[ \t]?[Mm]\.?)?[ \t]*[:：]?)[ \t]*")
+
+
+# A message that names a secret and leaves its value to the messages after it: "the nas admin pw for the
+# photo share is" ⏎ `<nikos> SqR9oYu` ⏎ `<nikos> ^cwDtTF`. Its end: a connector, a colon, or (in a chat, where
+# a header or a speaker's prefix stands between) anything; or a value the rules took, whose rest follows.
+_ANNOUNCED_END = (r"(?:[:：]|(?<![\w'’])(?:is|are|c'est|est|es|é|è|ist|lautet|är|er|jest|je|είναι|это|был|是|为|sono|são|sind|lautet)"
+                  r"|" + REDACTED + r")[ \t]*[.…!,;]*[ \t]*[^\w\s]{0,4}[ \t]*$")
+_ANNOUNCED_SECRET_WORDS = r"(?i:密钥|秘钥|令牌|トークン|キー|토큰|키|κωδικ\w{0,3}|токен\w{0,2}|ключ\w{0,2})"
+# A chat line's prefix before its message: a quote's `>`, a date and time, `[09:02:20]`, `<nick>`, `Nikos:`.
+_CHAT_PREFIX = (r"[ \t]*(?:>[ \t]?)*[ \t]*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?[ \t]+)?(?:\[[^\]\n]{1,30}\][ \t]*)?"
+                r"(?P<speaker><[^<>\n]{1,30}>[ \t]*|[^\s:：<>\[][^\n:：<>]{0,30}[:：](?:[ \t]+|$))?")
+_ANNOUNCED_TOKEN = r"[.…]{0,3}[ \t]*([^\s()\[\]{}<>=;,\"'`«»]{4,80})"
+_ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pieces may stand
+_TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + _ANNOUNCED_TOKEN + r"[ \t]*\r?$"
+_ANNOUNCED_SEEN = tuple(sorted({word for word in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS if word.isascii()}
+                              - {word for word in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS for part in ("pass", "pw", "key", "sifre") if part in word and part != word}))  # a few letters of each word that names one (none that holds another)
+_SPEAKER_START = r"<|[^\x00-\x40\x5b-\x7f]"  # a speaker's prefix: `<nick>`, or a name in capitals or another script (not `remote:`, `"cwd":`)
+
+
+def _is_announced_piece(token: str) -> bool:
+    """Whether a message's one token can be a piece of the secret a message above named: a secret's
+    characters (_is_part_of_a_secret), not a call nor a name (_reads_as_a_name)."""
+    return _is_part_of_a_secret(token) and not _is_call(token) and not _reads_as_a_name(token)
+
+
+def _reads_as_a_name(token: str) -> bool:
+    """Whether a line's one token is a name, not a secret's piece: one that says secret (`DbPassword`), a
+    name in small letters (`tls-2024`, `db01.saffron.lan`, `cache:v2:user:3139`), capitalized words
+    joined (`ServiceBusConnection`), a token's header decoded to JSON (`eyJhbGciOi…`)."""
+    if _names_a_secret(token) or _regex(r"(?:[A-Z][a-z]+){2,}").fullmatch(token) or token[:3] == "eyJ" and _is_base64_of_plain_json(token):
+        return True
+    return _regex(r"[a-z][a-z0-9]*(?:[_\-.:/][a-z0-9]+)*/?").fullmatch(token) is not None and not looks_machine_generated(token)
+
+
+def _speaker(line: str) -> str:
+    """Who says a chat line, as its prefix names them (`<nikos>`, `Nikos:`), or ""."""
+    said = _regex(_CHAT_PREFIX).match(line).group("speaker")
+    return said.strip(" \t<>:：") if said else ""
+
+
+def _redact_announced_lines(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the messages of one token each that follow a message naming a secret
+    without its value (_ANNOUNCED_END; a chat's headers, names and blank lines between are passed
+    over): each token a secret's piece (_is_part_of_a_secret), never a call, a path, a reference."""
+    if not _may_hold_a_word(original, _ANNOUNCED_SEEN):
+        return text, count  # (most texts name no secret: a cheap look before any line is read)
+    rows, row, position = set(), 0, 0
+    for found in _regex(_TOKEN_LINE).finditer(original):  # the lines of one token that may be a piece (few), before any line that may name one (each a costly search)
+        row, position = row + original.count("\n", position, found.start()), found.start()
+        speaker, token = found.group("speaker"), found.group(found.lastindex)
+        if len(token) >= 6 and (not speaker or _regex(_SPEAKER_START).match(speaker)) and not _regex(r"[\w.+\-]*:/|/").match(token) and _is_announced_piece(token):
+            rows.add(row)  # (a field's name in small letters or quotes is no speaker: `"cwd": "/tmp/…"`; a URL, a path no piece)
+    if not rows:
+        return text, count
+    lines, redacted_lines = original.split("\n"), text.split("\n")
+    aligned = len(lines) == len(redacted_lines)
+    pieces = []
+    for index in sorted({row - back for row in rows for back in range(1, _ANNOUNCED_REACH + 1) if row - back >= 0}):
+        line = lines[index]
+        if line.isascii() and not any(word in line.lower() for word in _ANNOUNCED_SEEN):
+            continue  # (a cheap look first: most lines name no secret)
+        said = redacted_lines[index] if aligned else line
+        ends = _regex(_ANNOUNCED_END).search(said)
+        named = [word.group() for pattern in (_PASSWORD_WORDS, _PROSE_SECRET_WORDS, _ANNOUNCED_SECRET_WORDS) for word in _regex(pattern).finditer(line)]
+        if not any(word[-1:] not in "sS" or not word.isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line):
+            continue  # none, or only many (`Accepted Keys:`, `Redis keys (sample):`): a list of their names follows; what is said of one is not it
+        speaker = _speaker(line)
+        chat, taken, row = False, [], index + 1
+        while row < len(lines) and row <= index + _ANNOUNCED_REACH and len(taken) < 4:
+            prefix = _regex(_CHAT_PREFIX).match(lines[row])
+            body = lines[row][prefix.end():].strip()
+            if prefix.group("speaker") and (_speaker(lines[row]) != speaker or not _regex(_SPEAKER_START).match(prefix.group("speaker"))):
+                break  # another speaker, or a name and its value (`Name:  app-env`, `Cipher: aes-xts-plain64`): no piece of this one
+            chat = chat or prefix.end() > len(lines[row]) - len(lines[row].lstrip()) + 1
+            if not body or _regex(r"\d{1,2}:\d\d").search(body) and len(body.split()) <= 6 or _regex(r"[^\W\d_]+(?:[ \t]+[^\W\d_]+){0,3}").fullmatch(body) and not taken and not _is_part_of_a_secret(body):
+                chat = chat or bool(body)  # a header (a name, a time) between: a chat's next message
+                row += 1
+                continue
+            token = _regex(_ANNOUNCED_TOKEN).fullmatch(body)
+            if token is None or not _is_announced_piece(token.group(1)):
+                break
+            taken.append(token.group(1))
+            row += 1
+        if taken and (ends or chat):
+            pieces += taken
+    return _redact_found_again(text, count, replaced, pieces)
 
 
 def _redact_message_pairs(original: str, text: str, count: int, replaced: list) -> tuple:
@@ -8564,14 +8680,14 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # partie … : « … »", "後半は「…」", "… is the end of it". Read only after a redacted value, within the
 # lines that follow it.
 _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\brest[ \t]*[:：]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
-                       r"|\bzbytek|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|část|cast)|\bbah?agian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
+                       r"|\bzbytek|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
                        r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
                        r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|\bund[ \t]+dann|\bsigue(?:[ \t]+con)?|\bfalt(?:ou|ó|o)[ \t]+(?:o|el|la|a)[ \t]+(?:final|fim|resto)|\b(?:o|el)[ \t]+final[ \t]+(?:é|es)|\bcontinuarea|\brestul|\bpartea[ \t]+a[ \t]+doua|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|ו?ה?חלק[ \t]+ה?שני|החצי[ \t]+השני"
-                       r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ|و?الباقي|و?الجزء[ \t]+الثاني"
+                       r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu|(?:сүүлийн|хоёр(?:дахь|дугаар))[ \t]+хэсэг)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ|و?الباقي|و?الجزء[ \t]+الثاني"
                        r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+pili|\biliyobaki)|बाकी|दूसरा(?:[ \t]+हिस्सा)?")  # Hindi's (also written in Latin letters), Swahili's
 _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：—–][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])"
@@ -8627,14 +8743,14 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
 # ends with «redacted» appended"), and a value after a first part's words near a redacted rest ("first
 # half: …", "eerste helft begint met …", "(1/2) …", "前半は…").
 _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \t]*(?:1|one)\b|\(1[ \t]*/[ \t]*2\)|\bteil[ \t]*1\b"
-                      r"|\bprvn[íi][ \t]+(?:půlka|pulka|polovina|část|cast)|\bbah?agian[ \t]+(?:1|pertama)\b"  # Czech, Malay and Indonesian
+                      r"|\bprvn[íi][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:1|pertama)\b"  # Czech, Malay and Indonesian
                       r"|\berste[rn]?[ \t]+(?:teil|hälfte)|\banfang|\beerste[ \t]+(?:helft|deel)|\bpremi[eè]re[ \t]+partie|\bprimera[ \t]+(?:parte|mitad)|\bprima[ \t]+parte"
                       r"|\bprimeira[ \t]+parte|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım|kısmı)"
                       r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
                       r"|\bcomeça[ \t]+(?:com|por)|\bførste[ \t]+del(?:en)?|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
                       r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|ה?חלק[ \t]+ה?ראשון|החצי[ \t]+הראשון"
-                      r"|(?i:\balkaa|\bensimmäinen[ \t]+osa)|ส่วนแรก|(?i:\bpa?he?la(?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+kwanza)|पहला(?:[ \t]+हिस्सा)?")
-_FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*[:：][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
+                      r"|(?i:\balkaa|\bensimmäinen[ \t]+osa|эхний[ \t]+хэсэг)|ส่วนแรก|(?i:\bpa?he?la(?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+kwanza)|पहला(?:[ \t]+हिस्सा)?")
+_FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*[:：—–][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])")
 # A rest that was redacted: "the rest is «redacted»", "ends with «redacted» appended", "«redacted» is the end of it".
 _REDACTED_REST = (r"(?:" + _REST_GIVEN_WORDS + r")[^\n«]{0,40}?" + REDACTED
@@ -8658,11 +8774,11 @@ _REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
                     "gefolgt", "und dann", "continuarea", "restul", "partea a doua", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
-                    "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "الباقي", "الجزء الثاني", "faltou o", "faltó el", "falto el", "o final é", "el final es", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분")
+                    "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "الباقي", "الجزء الثاني", "faltou o", "faltó el", "falto el", "o final é", "el final es", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분", "сүүлийн", "хоёр")
 _FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
-                     "pehla", "pahla", "kwanza", "पहला")
+                     "pehla", "pahla", "kwanza", "पहला", "эхний")
 
 
 # What comes before a chat message's first word: a time, a name and a colon, a quote (`[10:02] Sanne: `).
@@ -9286,7 +9402,7 @@ def _second_readings(original: str) -> list:
     readings = []
     if original.count(" ") >= 11:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
-    if _regex(r"\d{6}").search(original):  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
+    if _regex(r"\d{6}|(?<!\d)(?:\d{3}-|\d{3,4}[#*])\d\d").search(original):  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
     if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and _may_hold_a_word(original, _PASSWORD_WORDS_SEEN) and _regex(_PASSWORD_WORDS).search(original):
         readings.append(("password in a sentence", _redact_passwords_in_sentences))
@@ -9300,6 +9416,8 @@ def _second_readings(original: str) -> list:
         readings.append(("text as written", _redact_read_as_written))
     if "\n" in original and (":" in original or "：" in original):
         readings.append(("a secret in two messages", _redact_message_pairs))
+    if "\n" in original:
+        readings.append(("a secret's pieces in the messages after it", _redact_announced_lines))
     if "\n" in original and _regex(r"\d:\d\d").search(original) and _regex(_ITS_NOW).search(original):  # (a chat's times first: a cheap look)
         readings.append(("a new password a chat's answer gives", _redact_reset_answers))
     if "#" in original or "//" in original or "--" in original:
@@ -9692,20 +9810,37 @@ def _redact_under_prefixes(_original: str, text: str, count: int, replaced: list
     if escaped:  # a shell's quote inside quotes (Codex's `bash -lc '… '\''…'\'' …'`), a JSON string's lines (a tool's result)
         source = text.replace("'\\''", "'").replace("\\n", "\n").replace('\\"', '"')
         source = _regex(output_key).sub(lambda key: key.group() + "\n", source)  # its first line starts a line: a table's header
-    prefixes = list(_regex(_LINE_PREFIX).finditer(source))  # (a JSON string's lines have theirs once undone)
+    prefixes = [prefix.span() for prefix in _regex(_LINE_PREFIX).finditer(source)]  # (a JSON string's lines have theirs once undone)
+    if "⎿" in source:
+        prefixes = sorted(set(prefixes + _output_indents(source)))
     if len(prefixes) < 2 and not escaped:
         return text, count
     bare, position = [], 0
-    for prefix in prefixes if len(prefixes) >= 2 else ():
-        bare.append(source[position:prefix.start()])
-        position = prefix.end()
+    for start, end in prefixes if len(prefixes) >= 2 else ():
+        bare.append(source[position:start])
+        position = end
     bare.append(source[position:])
     bare_text = "".join(bare)
     if "│" in bare_text:  # a pane's right border too (Gemini CLI's, Qwen Code's boxes): a line's value ends before it
         bare_text = _regex(r"(?m)[ \t]*│[ \t]*$").sub("", bare_text)
     found: list = []
     _apply_rules(bare_text, 0, found, None if escaped else _line_rules())
+    if "─" in bare_text or "━" in bare_text or "═" in bare_text:
+        _redact_read_as_written(bare_text, bare_text, 0, found)  # a table drawn with boxes, as its lines read once their numbers are set aside
     return _redact_found_again(text, count, replaced, found, by_line=True)
+
+
+def _output_indents(text: str) -> list:
+    """The spans of the indents that align a tool's output under its first line in Claude Code's
+    transcript (`  ⎿  Konum⇥SSID` ⏎ `     Werkstatt⇥…`): prefixes as much as the mark on the first."""
+    spans = []
+    for mark in _regex(r"(?m)^[ \t]*⎿[ \t]+").finditer(text):
+        indent = " " * (mark.end() - mark.start())
+        line = text.find("\n", mark.end()) + 1
+        while line and text.startswith(indent, line):
+            spans.append((line, line + len(indent)))
+            line = text.find("\n", line) + 1
+    return spans
 
 
 def _redact_found_again(text: str, count: int, replaced: list, found: list, by_line: bool = False) -> tuple:
@@ -9938,7 +10073,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
             position = max(region_end, original.rfind("\n", 0, max(0, original.rfind("\n", 0, start))) + 1)
         line_end = original.find("\n", end)
         region_end = max(region_end, line_end if line_end >= 0 else len(original))
-        pieces += [original[position:start], made]
+        before = original[position:start]
+        pieces += [_regex(r"(?<==)[ \t]*\r?\n[ \t]*\Z").sub(" ", before), made]  # (`PASSWORD =` ⏎ `"…" + "…"` is read as one line)
         parts += spans
         position = end
     pieces.append(original[position:region_end])
@@ -10116,6 +10252,8 @@ def _join_lines(original: str, lowered: str) -> list:
         start = original.rfind("\n", 0, operator.start()) + 1
         if not original[start:operator.start()].strip():
             start = original.rfind("\n", 0, max(0, start - 1)) + 1  # the operator starts its line: the operand is above
+        if start and original[start:operator.start()].lstrip()[:1] in ("\"", "'") and _regex(r"[=(:][ \t]*\r?$").search(original, max(0, start - 80), start - 1):
+            start = original.rfind("\n", 0, start - 1) + 1  # the operand starts what the line above gives: `PASSWORD =` ⏎ `"…"` ⏎ `+ "…"`
         end = original.find("\n", operator.end())
         if end >= 0 and not original[operator.end():end].strip(" \t\r\\`"):
             end = original.find("\n", end + 1)  # the operator ends its line (a shell's `\`, PowerShell's backtick): the operand is below
@@ -10783,7 +10921,7 @@ RULE_WORDS = {
         "qwertz", "zaq12wsx", "zxcvb", "zxcvbnm"), ("1234qwer", "1q2w3e", "1q2w3e4r", "1qaz2wsx", "2wsx3edc",
         "asdf;lkj", "asdfgh", "azerty", "lkjhgf", "poiuyt", "q1w2e3", "q1w2e3r4", "qweasd", "qweasdzxc", "qwer1234",
         "qwerty", "qwertz", "zaq12wsx", "zxcvb", "zxcvbnm"), ()),
-    "wlan-profile-key-material": ("87e6ba8a", ("</keymaterial>",), ("<keymaterial>",), ("<keymaterial>",)),
+    "wlan-profile-key-material": ("b38f017f", ("</keymaterial>",), ("<keymaterial>",), ("<keymaterial>",)),
     "autologon-positional": ("942582b6", ("autologon",), ("autologon",), ()),
     'map-network-drive-password': ('7b077055', ('.mapnetworkdrive',), ('.mapnetworkdrive',), ('"',)),
     "sendkeys-login-password": ("a31d6ad0", ("{enter}",), ("{tab}",), ("{tab}",)),
@@ -11372,7 +11510,7 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("cdcc0707", (), (), ()),
-    "context-credential-word": ("2a50f9e5", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("ce391667", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
         "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
@@ -11384,8 +11522,8 @@ RULE_WORDS = {
         "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
         "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo", "segreto", "senha", "session",
         "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens", "tokn",
-        "upplåsnings", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "парол", "пароль", "пин",
-        "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
+        "upplåsnings", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль",
+        "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
         "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "پاس",
         "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー",
         "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿",
@@ -11406,7 +11544,7 @@ RULE_WORDS = {
         "segreto", "senha", "service", "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel",
         "snmp", "ssh", "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür",
         "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangs", "zugangsdaten",
-        "şifre", "κωδικός", "ключ", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה",
+        "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה",
         "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز",
         "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน",
         "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号",

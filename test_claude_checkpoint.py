@@ -1980,6 +1980,64 @@ class TestRedaction(unittest.TestCase):
                           'conn = oracledb.connect(user=user, password=pw, dsn="ops-db.fleet.local/OPSPRD")',
                           'conn = oracledb.connect(user=user, password=pw, dsn="ofp-db.ops.internal/OFPDB1")'))
 
+    def test_tables_as_people_paste_them_a_secret_in_later_messages_and_more_words(self):
+        """A credential's column in a table drawn with boxes under a file's line numbers, a TSV under
+        Claude Code's ⎿ (its rows indented under the mark) whose first cell holds a comma, a Japanese
+        header that joins its words (初期パスワード), imapsync's pass1 and pass2, an account's old and new
+        password (`Konto alt neu`), a domain's AuthCode, Hindi's alarm code; a secret whose message names it
+        and whose pieces follow, one token a message; Mongolian's нууц үг; codes for a keypad, a store or a
+        magazine, in two groups (`614-207`); Indonesian's bagian 1 and 2; Spanish's "la pass … quedó";
+        a literal joined on the lines below `PASSWORD =`; a key that signs messages; a short Wi-Fi key.
+        Kept: where a value is kept, in words; a label's own word (`"login.password": "Senha"`); a MAC
+        address; names listed under a plural (`Accepted Keys:`); a push's report; a phone's number."""
+        self.assert_redacted_as((
+            ("    12→┌──────────┬──────────┬────────────────┐\n    13→│ Cihaz    │ Kullanıcı│ Şifre          │\n"
+             "    14→├──────────┼──────────┼────────────────┤\n    15→│ Modem    │ admin    │ Lale-Kapi-4471 │\n"
+             "    16→└──────────┴──────────┴────────────────┘",
+             "    12→┌──────────┬──────────┬────────────────┐\n    13→│ Cihaz    │ Kullanıcı│ Şifre          │\n"
+             "    14→├──────────┼──────────┼────────────────┤\n    15→│ Modem    │ admin    │ «redacted» │\n"
+             "    16→└──────────┴──────────┴────────────────┘"),
+            ("● Read(handover/wlan.txt)\n  ⎿  Ort\tSSID\tWLAN-Schlüssel\tVLAN\n     Halle\tSTAFF\tq83HzvR2mWk7tPcY\t10",
+             "● Read(handover/wlan.txt)\n  ⎿  Ort\tSSID\tWLAN-Schlüssel\tVLAN\n     Halle\tSTAFF\t«redacted»\t10"),
+            ("Name, Vorname\tKürzel\tWindows-PW\nKlein, Jana\tjklein\tFalke&Ahorn82",
+             "Name, Vorname\tKürzel\tWindows-PW\nKlein, Jana\tjklein\t«redacted»"),
+            ("| 氏名 | 初期パスワード |\n|---|---|\n| Mori Ken | Sakura?Hafen31 |", "| 氏名 | 初期パスワード |\n|---|---|\n| Mori Ken | «redacted» |"),
+            ("host1;user1;pass1;host2;user2;pass2\nimap.old.example;ana@shop.example;Kiwi&Regen4;outlook.office365.com;ana@shop.example;m4ple+Dach7",
+             "host1;user1;pass1;host2;user2;pass2\nimap.old.example;ana@shop.example;«redacted»;outlook.office365.com;ana@shop.example;«redacted»"),
+            ("Datum,Konto,alt,neu\n2025-02-03,svc_backup,Qw7-Lopx-Zz2,Birke&Wolke71", "Datum,Konto,alt,neu\n2025-02-03,svc_backup,«redacted»,«redacted»"),
+            ("Domain,Registrar,AuthCode\nbaeckerei.example,Strato,rT4!kPz9Lw2q", "Domain,Registrar,AuthCode\nbaeckerei.example,Strato,«redacted»"),
+            ("| शाखा | अलार्म कोड |\n|---|---|\n| Laden | 5930271 |", "| शाखा | अलार्म कोड |\n|---|---|\n| Laden | «redacted» |"),
+        ))
+        self.assert_redacted_as((  # a secret named, its pieces in the messages after it
+            ("2025-03-02 23:41:07 <mara> the vpn pw for the lab is\n2025-03-02 23:41:19 <mara> Qm4v!Tr\n2025-03-02 23:41:22 <mara> 9zKp2w#",
+             "2025-03-02 23:41:07 <mara> the vpn pw for the lab is\n2025-03-02 23:41:19 <mara> «redacted»\n2025-03-02 23:41:22 <mara> «redacted»"),
+            ("Ana Souza  10:42 AM\nhere is the new channel manager api token\nAna Souza  10:43 AM\nw8KQ2mZtR4vLpX9n\nAna Souza  10:43 AM\nT3cY7bHs1uJf6GdE",
+             "Ana Souza  10:42 AM\nhere is the new channel manager api token\nAna Souza  10:43 AM\n«redacted»\nAna Souza  10:43 AM\n«redacted»"),
+        ))
+        self.assert_redacted_as((  # words: Mongolian's, codes for a store, Indonesian's parts, Spanish's "quedó"
+            ("Starlink роутерын админ нууц үг: Tal-Nutag-7788 . Хуучин нь ажиллахгүй", "Starlink роутерын админ нууц үг: «redacted» . Хуучин нь ажиллахгүй"),
+            ("Koden till förrådet vid verkstaden har ändrats till 48213907 från måndag.", "Koden till förrådet vid verkstaden har ändrats till «redacted» från måndag."),
+            ("kode gudang (bahan peledak) sekarang 614-207, kode lama tidak berlaku.", "kode gudang (bahan peledak) sekarang «redacted», kode lama tidak berlaku."),
+            ("el código del teclado del polvorín es 7740219.", "el código del teclado del polvorín es «redacted»."),
+            ("Rina: passwordnya aku kirim 2 bagian\nRina: bagian 1: Kerbau31\nRina: bagian 2: xT7qLmv",
+             "Rina: passwordnya aku kirim 2 bagian\nRina: bagian 1: «redacted»\nRina: bagian 2: «redacted»"),
+            ('la pass del wifi del casino quedó "Quillay%Norte44" con mayúscula', 'la pass del wifi del casino quedó "«redacted»" con mayúscula'),
+            ('static final String SFTP_PASSWORD =\n    "Lq7rTnW2"\n    + "zB9xK4pM";', 'static final String SFTP_PASSWORD =\n    "«redacted»"\n    + "«redacted»";'),
+            ("message_hmac_key = 3f9c2a7d1e5b8c4f6a0d2e9b7c1f3a5d8e6b4c2a0f9d7e5c3b1a8f6d4e2c0b9a",
+             "message_hmac_key = «redacted»"),
+            ("<protected>false</protected><keyMaterial>Nova33!</keyMaterial>", "<protected>false</protected><keyMaterial>«redacted»</keyMaterial>"),
+        ))
+        self.assert_kept(("| System | Benutzer | Passwort |\n|---|---|---|\n| NAS | it@shop.example | en el gestor |\n"
+                          "| Drucker | Administrator | sobre cerrado en caja fuerte |",
+                          "システム\tユーザー名\tパスワード\nFirewall\troot\tBitwarden参照",
+                          '"login.password": "Senha",',
+                          "<tr><td>DC01</td><td>10.0.13.31</td><td>Windows Server 2019</td><td>e0:79:25:01:f5:b0</td></tr>",
+                          "$ salt-key -L\nAccepted Keys:\ndb01.lab.lan\nweb02.lab.lan",
+                          "remote: - Push cannot contain secrets\nremote:   —— GitHub Personal Access Token ——\nremote:     locations:\n"
+                          "remote:       - commit: 1429879d032477762c9c1075fa5a46e935b7a151",
+                          "the door code changed in 2025-11; for the gate call 555-1234 first",
+                          "secret := &corev1.Secret{}  // the informer fills it"))
+
     def test_siblings_in_records_and_short_rows_and_keys_after_truncated_ones(self):
         # A record's member named like a redacted one; a table's row whose last cell is empty; a private
         # key under a public one cut short; a PowerShell string continued by a backtick.
@@ -12046,7 +12104,9 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind132_corpus.json": (0.97, 0.99), "blind134_corpus.json": (0.98, 0.99),
                  "blind137_corpus.json": (0.96, 0.98), "blind138_corpus.json": (0.98, 0.99),
                  "blind141_corpus.json": (0.98, 0.99), "blind144_corpus.json": (0.97, 0.99),
-                 "blind146_corpus.json": (0.97, 0.99), "blind148_corpus.json": (0.97, 0.99)}
+                 "blind146_corpus.json": (0.97, 0.99), "blind148_corpus.json": (0.97, 0.99),
+                 "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.82, 0.97),
+                 "blind153_corpus.json": (0.70, 0.99)}
 
 
 def corpus_texts() -> list:
