@@ -8144,14 +8144,53 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
 _BARE_MNEMONIC = r"(?<![\w\-.'/])(?<![a-z] )[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![\w\-'/])(?! [a-z])"
 
 
+# A mnemonic as people copy it from a backup card: its words (any language's small letters, kana, hangul) in
+# lines, numbered (`1. grumo`, `01 vivid`), in a grid of columns or a table's cells, or apart by wide spaces.
+_SEED_WORD = r"(?:[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,16}|[\u3041-\u30ff]{3,8}|[\uac00-\ud7a3\u1100-\u11ff]{1,18})(?![\w'’\-])"  # (accents and hangul's jamo apart too: wallets write a mnemonic decomposed, NFKD)
+_SEED_NUMBER = r"(?:\d{1,2}[.)][ \t]*|\d{1,2}[ \t]+|\d{1,2}[ \t]*\|[ \t]*)"
+_SEED_GAP = r"(?:[ \t\u3000]+|[ \t]*\|?[ \t]*\r?\n[ \t]*\|?[ \t]*|[ \t]*\|[ \t]*)"
+# A word for a mnemonic, or for the wallet or backup it restores, in the languages people write it in.
+_SEED_NAMED = (r"(?i)seed|mnemoni|recovery|backup|wallet|phrase|frase|palavras|parole|mots|wörter|wort|kelime|słowa|слов|сид|фраз|semilla"
+               r"|cartera|carteira|portefeuille|geldbörse|cüzdan|portfel|кошел|ledger|trezor|keystone|metamask|復元|フレーズ|ニーモニック|助记词|단어|복구|시드")
+_SEED_NAMED_SEEN = ("seed", "mnemoni", "recovery", "backup", "wallet", "phrase", "frase", "palavras", "parole", "mots", "wort", "kelime", "slowa",
+                    "semilla", "cartera", "carteira", "portefeuille", "geldb", "cuzdan", "portfel", "ledger", "trezor", "keystone", "metamask")  # (their ASCII words, a cheap look)
+_SEED_LAYOUT = (r"(?<![\w'’\-])(?<![^\W\d_][ \t\u3000\n])" + _SEED_NUMBER + "?" + _SEED_WORD
+                + r"(?:" + _SEED_GAP + _SEED_NUMBER + "?" + _SEED_WORD + r"){11,}")
+
+
 def _redact_bare_mnemonics(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with each wallet's mnemonic that no word names redacted: exactly 12, 15, 18, 21
     or 24 small words in a run, of which one at most is a word prose is made of (_FUNCTION_WORDS),
     as a wallet's tool prints one (`deposit new-mnemonic`, `console.log(w.mnemonic.phrase)`), a
-    table's cell or a chat's message gives it ("后12个：credit bounce …")."""
+    table's cell or a chat's message gives it ("后12个：credit bounce …"); or laid out as a backup card
+    is (_SEED_LAYOUT: over lines, numbered, in a grid), its numbers none but 1 to its count, its words
+    not in alphabetical order (a word list's excerpt is)."""
     phrases = [found.group() for found in _regex(_BARE_MNEMONIC).finditer(original)
                if len(words := found.group().split()) in (12, 15, 18, 21, 24) and len(set(words) & _FUNCTION_WORDS) <= 1]
-    return _redact_found_again(text, count, replaced, phrases)
+    laid_out = [seed for found in (_regex(_SEED_LAYOUT).finditer(original) if ("\n" in original or "|" in original or not original.isascii()) and (
+                    _may_hold_a_word(original, _SEED_NAMED_SEEN) or _regex(
+                    r"(?m)^[ \t|]*\d{1,2}[.)|]?[ \t]+[^\W\d_]").search(original)) else ()) for seed in (_laid_out_seed(found.group()),) if seed and (
+        _regex(r"(?<![\w.])\d{1,2}[.)|\s]").search(seed) or _regex(_SEED_NAMED).search(original, max(0, found.start() - 200), found.start() + found.group().index(seed)))]  # (unnumbered: under a word for it)
+    return _redact_found_again(text, count, replaced, phrases + laid_out, by_line=bool(laid_out))
+
+
+def _laid_out_seed(run: str) -> str:
+    """The mnemonic in a run of small words (_SEED_LAYOUT), its lines above it left out (a header in
+    small letters: `backup seed`), or ""."""
+    lines = run.split("\n")
+    for first in range(min(len(lines), 3)):
+        if _is_laid_out_seed("\n".join(lines[first:])):
+            return "\n".join(lines[first:])
+    return ""
+
+
+def _is_laid_out_seed(run: str) -> bool:
+    """Whether a run of small words (_SEED_LAYOUT) is a mnemonic: 12, 15, 18, 21 or 24 words, one at
+    most of prose's, its numbers (if any) each of 1 to its count once, not in alphabetical order."""
+    words = _regex(_SEED_WORD).findall(run)
+    numbers = [int(number) for number in _regex(r"(?<![\w.])\d{1,2}(?![\w])").findall(run)]
+    return (len(words) in (12, 15, 18, 21, 24) and len(set(words) & _FUNCTION_WORDS) <= 1 and words != sorted(words)
+            and (not numbers or len(set(numbers)) == len(numbers) and max(numbers) <= len(words) and min(numbers) >= 1))
 
 
 _SENTENCE_END = r"[.!?。！？]+(?=\s)|\n"  # where the readings of a sentence end one: its mark before a space, or its line's end
@@ -9400,7 +9439,7 @@ def _second_readings(original: str) -> list:
     (the text the rules already redacted). redact() runs them all; find_secret() names the first
     that finds anything, so a push holds back what a checkpoint would redact."""
     readings = []
-    if original.count(" ") >= 11:
+    if original.count(" ") + original.count("\n") + original.count("\u3000") >= 11:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
     if _regex(r"\d{6}|(?<!\d)(?:\d{3}-|\d{3,4}[#*])\d\d").search(original):  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))

@@ -63,6 +63,7 @@ import tempfile
 import textwrap
 import threading
 import time
+import unicodedata
 import unittest
 import uuid
 
@@ -2037,6 +2038,26 @@ class TestRedaction(unittest.TestCase):
                           "remote:       - commit: 1429879d032477762c9c1075fa5a46e935b7a151",
                           "the door code changed in 2025-11; for the gate call 555-1234 first",
                           "secret := &corev1.Secret{}  // the informer fills it"))
+
+    def test_a_mnemonic_as_a_backup_card_lays_it_out(self):
+        """A wallet's mnemonic in any language as people copy it from its card: numbered lines, a grid
+        of numbered columns, a table's cells, one word a line under a word for it, its accents written
+        apart (NFKD, as wallets write them), a header line of small words above it. Kept: a word list in
+        alphabetical order (an excerpt of the list itself), twelve words one a line under no word for a
+        seed and unnumbered, a list of short kana words."""
+        spanish = ["grumo", "radical", "máquina", "lesión", "puré", "enchufe", "envase", "testigo", "negocio", "abrazo", "mina", "flor"]
+        numbered = "Frase de recuperación:\n" + "\n".join(f"{n}. {w}" for n, w in enumerate(spanish, 1))
+        decomposed = unicodedata.normalize("NFKD", "kelimeler sırasıyla:\n\n" + "\n".join(spanish) + "\n\ndanke!")
+        grid = "Wallet Backup\n\n" + "\n".join(f" {n}. {spanish[n - 1]:<10} {n + 6}. {spanish[n + 5]}" for n in range(1, 7))
+        table = "Seed (Raster):\n" + "\n".join("| " + " | ".join(f"{w:<9}" for w in spanish[r:r + 4]) + " |" for r in (0, 4, 8))
+        header = "backup seed\nsfida penombra sagoma espresso odierno strappo onta selettivo anca scuola spargere covato"
+        for text in (numbered, decomposed, grid, table, header):
+            with self.subTest(text=text[:40]):
+                redacted = cc.redact(text)[0]
+                self.assertFalse([word for word in ("radical", "enchufe", "testigo", "abrazo", "penombra", "selettivo") if word in redacted], redacted)
+        self.assert_kept(("BIP-39 list, first words:\n" + "\n".join(sorted(spanish)),
+                          "\n".join(["alpha", "bravo", "zulu", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]),
+                          "いぬ　ねこ　そら　つき　さくら　かわ　やま　ほし　うみ　はな　とり　りんご"))
 
     def test_siblings_in_records_and_short_rows_and_keys_after_truncated_ones(self):
         # A record's member named like a redacted one; a table's row whose last cell is empty; a private
@@ -12105,7 +12126,7 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind137_corpus.json": (0.96, 0.98), "blind138_corpus.json": (0.98, 0.99),
                  "blind141_corpus.json": (0.98, 0.99), "blind144_corpus.json": (0.97, 0.99),
                  "blind146_corpus.json": (0.97, 0.99), "blind148_corpus.json": (0.97, 0.99),
-                 "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.82, 0.97),
+                 "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.87, 0.97),
                  "blind153_corpus.json": (0.70, 0.99)}
 
 
