@@ -2496,7 +2496,9 @@ _CREDENTIAL_WORDS = (
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
-    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya)\w*"
+    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya"
+    r"|mot de pass)\w*|(?<![\w+/=])(?:mdp|MDP)(?![\w+/=])"  # (French's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …")
+    r"|(?<![A-Za-z])PAT(?=[ \t]*[:=]?[ \t]+[A-Za-z0-9_]{20})"  # a personal access token: "PAT v9beojyn3…"
     r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t]|\bla[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …", "la pass del wifi quedó …"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
@@ -2631,6 +2633,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|поменял на|поменяла на|поменяли на|изменил на|изменила на|изменили на|сменил на|сменила на|сменили на|zmieniłem na|zmieniłam na|zmienił na"
     "|zmieniła na|zmieniliśmy na|cambiato in|cambiata in|cambiado a|změnil jsem na|změnil na|změnila na") + r")(?![\w'’\-])"  # a verb after the word too: "пароль … поменял на X"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
+              r"|(?:(?<=mdp )|(?<=passe )|(?<=pass ))c(?![\w'’\-])"  # a French chat's c'est: "le mdp c X"
               r"|(?:(?<=şifresi )|(?<=şifre )|(?<=parolası )|(?<=parola ))d[ea](?![\w'’\-])"  # Turkish's "too": "enable şifresi de X"
               r"|(?<![\w'’])on(?![\w'’\-])"  # Finnish's and Estonian's "is" (after their words only: _given_password)
               r"|c'est|改成了|改成|改为|改為|换成了|换成|換成|设为|設為|更改为|更改為|是|为|為|は|を|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
@@ -2952,11 +2955,11 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
     path, an address, a masked or public value."""
     if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号", "disarm")) or word.lower().rstrip("s").endswith("code")) and _regex(
-            r"\d{4,8}[#*]?").fullmatch(value):  # a PIN, an alarm's or a door's code (a keypad's `#` after it)
+            r"[#*]?\d{4,8}[#*]?").fullmatch(value):  # a PIN, an alarm's or a door's code (a keypad's `#` after it, or around it: `#182909#`)
         return True
     if _regex(r"(?=(?:[A-Z]*[2-7]){3})(?=(?:[2-7]*[A-Z]){10})[A-Z2-7]{16,64}").fullmatch(value) and not value.startswith(("AKIA", "ASIA")):
         return True  # a TOTP seed in base32, as an authenticator's manual entry shows it ("Schlüssel: FRDU…")
-    if chosen_counts and not _names_machine_value(word) and _regex(r"\d{6,10}[#*]?").fullmatch(value) and not _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])\d\d").fullmatch(value):
+    if chosen_counts and not _names_machine_value(word) and _regex(r"[#*]?\d{6,10}[#*]?").fullmatch(value) and not _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])\d\d").fullmatch(value):
         return True  # a password of digits people give in words ("kasanın şifresi 98066003"), not a date
     if _regex(r"[-+<>=|]|[a-z0-9][a-z0-9._/\-]*:[\w.\-]+$|.*:$").match(value) or _regex(r"[a-z_][a-z0-9_.\-]*=(?!$)").match(
             value) and (word.isascii() or not _regex(r"[a-z]{3,12}=\d{2,6}").fullmatch(value)):
@@ -2987,6 +2990,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return not (len(name) > len(word) and name.lower().endswith(word.lower()) and name[-len(word) - 1].islower() and secret_strength(name) < 2)
     if not _names_machine_value(word) and _is_joined_passphrase(value):
         return True  # wachtwoord: saddle-velvet-puzzle
+    if chosen_counts and _regex(r"(?=[A-Z]*\d)(?=(?:\d*[A-Z]){6})[A-Z0-9]{10,32}").fullmatch(value) and not _regex(r"[A-Z]+\d{1,4}|[0-9A-F]+").fullmatch(value):
+        return True  # a Wi-Fi key in capitals and digits, as a router's label and a guesthouse's card print it: "密码：NNRAM22TNDK2", not "TLSV13" nor a GPG key's id in hex
     if chosen_counts and not _names_machine_value(word) and (
             _is_camel_passphrase(value) or _is_dotted_passphrase(value) or _is_dotted_passphrase(value, "_")) and not _regex(
             r"[(<\[:]|\.\S").match(text, first + len(value)):  # (a sentence's full stop after it, not code's `.` or call)
@@ -6910,6 +6915,13 @@ quoted-login-pair            chosen                 (?i)(?<![\w\-])(?:using|with
 #   keep:  build it using `node` / `npm run build` as usual
 #   keep:  log in with `admin` / `$ADMIN_PASSWORD`
 #   catch: Try with the service account instead: `svc-ci` / `«Z3br@13@»` — that one has read access on the registry.
+# A device's admin login written as `user/password` in prose: "NAS is admin/sRtvdhoq@E9HT7KT", "root / Tr0ub4dor&3".
+admin-slash-password         chosen                 (?<![\w/.\-@:])(?:admin|root|administrator|ubnt|supervisor|operator|manager)[ \t]?/[ \t]?(?P<s>[^\s/'"`,;()<>|]{6,64}?)(?=[.,;)]?(?:\s|$))
+#   catch: Nikos: NAS is admin/«sRtvdhoq@E9HT7KT» and the DVR is on the shelf
+#   catch: the switch still answers to root / «Tr0ub4dor&3», change it
+#   keep:  see admin/settings.py and root/.bashrc for the defaults
+#   keep:  GET https://shop.example/admin/orders?page=2 returned 500
+#   keep:  log in as admin/root and check the users page
 # "use `…` for the jenkins admin login": a quoted value given for a login.
 use-value-for-login          chosen                 (?i)(?<![\w\-])use[ \t]+(?P<q>[`'"])(?P<s>[^\s`'"]{6,128})(?P=q)[ \t]+(?:as|for)\b[^\n.;]{0,40}?\b(?:log-?in|password|passphrase|pw|account|sign-?in|creds?|credentials?)\b
 #   catch: [10:42] mike: use `«w4geXDVUwIRg!zXPihUfzA1z»` for the jenkins admin login, i'll change it monday
@@ -11535,6 +11547,8 @@ RULE_WORDS = {
     "wifi-network-key": ("2ec753e4", ("ssid", "wi", "wlan"), ("ssid", "wi", "wlan"), ("key", "pass", "psk", "pw")),
     "quoted-login-pair": ("57828586", ("as", "cred", "credentials", "login", "using", "with"), ("as", "cred",
         "credentials", "login", "using", "with"), ("/",)),
+    "admin-slash-password": ("05831fac", ("admin", "administrator", "manager", "operator", "root", "supervisor",
+        "ubnt"), ("admin", "administrator", "manager", "operator", "root", "supervisor", "ubnt"), ("/",)),
     "use-value-for-login": ("9b81c68f", ("use",), ("use",), ("as", "for")),
     "user-then-pass-in-prose": ("09926196", ("pass",), ("current", "default", "initial", "la", "login", "new", "old",
         "temp", "use", "user", "using", "with"), ("current", "default", "initial", "la", "login", "new", "old", "temp",
@@ -11549,45 +11563,46 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("cdcc0707", (), (), ()),
-    "context-credential-word": ("ce391667", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("58302f08", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
         "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
         "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kunci", "larm", "llave", "losenfras",
-        "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "mat khau", "mdp", "mot de passe",
-        "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "nøgle", "palavra-passe", "parol", "parola",
-        "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
-        "passwrd", "passwrod", "pasw", "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
-        "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
-        "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo", "segreto", "senha", "session",
-        "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens", "tokn",
-        "upplåsnings", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль",
-        "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
-        "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "پاس",
-        "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー",
-        "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿",
-        "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api",
-        "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl",
-        "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy", "deur", "disarm",
-        "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado",
-        "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer",
-        "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore",
-        "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kunci", "larm", "licence", "license", "llave", "lock",
-        "lockbox", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "master",
-        "mat khau", "mdp", "mfa", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel",
-        "nøgle", "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass", "passcode", "passkey",
-        "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw",
-        "pasword", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden",
-        "poort", "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root",
-        "safe", "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "secreto", "segredo",
-        "segreto", "senha", "service", "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel",
-        "snmp", "ssh", "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür",
-        "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangs", "zugangsdaten",
-        "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה",
-        "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز",
-        "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน",
-        "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号",
-        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "mat khau", "mdp", "mot de pass",
+        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "nøgle", "palavra-passe", "parol",
+        "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password",
+        "passwort", "passwrd", "passwrod", "pasw", "pasword", "pat", "phrase de chiffrement", "phrase de passe",
+        "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd",
+        "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo", "segreto",
+        "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens",
+        "tokn", "upplåsnings", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол",
+        "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ",
+        "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح",
+        "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
+        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
+        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
+        "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
+        "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy", "deur",
+        "disarm", "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi",
+        "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo",
+        "installer", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain",
+        "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kunci", "larm", "licence",
+        "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras",
+        "lösenord", "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mã thông báo", "mật khẩu",
+        "nenosiri", "network", "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel", "parol", "parola", "parool",
+        "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
+        "passwrd", "passwrod", "pasw", "pasword", "pat", "phrase de chiffrement", "phrase de passe", "phrase secr",
+        "pin", "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "priv", "private", "psk", "pssword", "puk",
+        "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl", "schloss",
+        "schlüssel", "secret", "secreto", "segredo", "segreto", "senha", "service", "session", "sifre", "signing",
+        "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "toegangs", "token",
+        "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin",
+        "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль", "пин",
+        "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
+        "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी",
+        "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
+        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호",
+        "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",

@@ -2059,6 +2059,24 @@ class TestRedaction(unittest.TestCase):
                           "\n".join(["alpha", "bravo", "zulu", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]),
                           "いぬ　ねこ　そら　つき　さくら　かわ　やま　ほし　うみ　はな　とり　りんご"))
 
+    def test_a_wifi_key_in_capitals_a_code_between_signs_and_short_words_for_a_password(self):
+        """A Wi-Fi key in capitals and digits after a word for a password in any language (密码：, Κωδικός:,
+        la chiave è), a door's code between a keypad's signs (`#1952443#`), a device's login written
+        `admin/…`, a personal access token after PAT, French chat's mdp and "mot de pass c …". Kept: a GPG
+        key's id in hex, base64 whose letters spell mdp, paths under admin/ and root/."""
+        self.assert_redacted_as((
+            ("纳克索斯酒店的无线网络：KALLIOPE-GUESTS，密码：QWRTN47PXKM2。早餐时间 7:30", "纳克索斯酒店的无线网络：KALLIOPE-GUESTS，密码：«redacted»。早餐时间 7:30"),
+            ("Staff Wi-Fi: NAXOS-STAFF · Κωδικός: 58HKTRWQ2ZPD", "Staff Wi-Fi: NAXOS-STAFF · Κωδικός: «redacted»"),
+            ('La rete Wi-Fi è "Ospiti" e la chiave è 3DDK7TQWZNRB.', 'La rete Wi-Fi è "Ospiti" e la chiave è «redacted».'),
+            ("上海团队明天到，酒店侧门密码是 #2863554#，请转告导游。", "上海团队明天到，酒店侧门密码是 «redacted»，请转告导游。"),
+            ("Nikos: the NAS is admin/tRvq8Hs@K2mPx7 and the DVR is on the shelf", "Nikos: the NAS is admin/«redacted» and the DVR is on the shelf"),
+            ("the POS code is in azure devops, PAT k3jv9bq2mx7tw4nz8rp5yh6fd1cs0ag2lue9o4wi with code read",
+             "the POS code is in azure devops, PAT «redacted» with code read"),
+            ("le mot de pass c LavandeNice47 normalement, sinon essaie avec un ! a la fin", "le mot de pass c «redacted» normalement, sinon essaie avec un ! a la fin"),
+        ))
+        self.assert_kept(("[user]\n\tsigningkey = AB70621B5B9FD6F8", 'favicon: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAMDp7bYOuDDbyAEIp3U49MTxkM0x9NvSDPCcXC68qHIneDBUmTzx19KY"',
+                          "see admin/settings.py and root/.bashrc for the defaults", "the router prints TLSV13 and WPA2PSK on its label"))
+
     def test_siblings_in_records_and_short_rows_and_keys_after_truncated_ones(self):
         # A record's member named like a redacted one; a table's row whose last cell is empty; a private
         # key under a public one cut short; a PowerShell string continued by a backtick.
@@ -12127,7 +12145,7 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind141_corpus.json": (0.98, 0.99), "blind144_corpus.json": (0.97, 0.99),
                  "blind146_corpus.json": (0.97, 0.99), "blind148_corpus.json": (0.97, 0.99),
                  "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.87, 0.97),
-                 "blind153_corpus.json": (0.70, 0.99)}
+                 "blind153_corpus.json": (0.73, 0.99)}
 
 
 def corpus_texts() -> list:
