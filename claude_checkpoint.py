@@ -8356,6 +8356,39 @@ _TIMED_HEADER = (r"[ \t]*(?:\[[^\]\n]{0,30}\d{1,2}:\d{2}[^\]\n]{0,20}\][ \t]*(?:
                  r"|[^\W\d_][^\n:：]{0,30}?[ \t]\(?\d{1,2}:\d{2}(?::\d{2})?\)?(?:[ \t]*[AaPp]\.?[ \t]?[Mm]\.?)?[ \t]*[:：]?)[ \t]*")
 
 
+# A password spelled out one character at a time, as a person dictates or types it to be read right: characters
+# apart by a space or a dash (`k y m a 7 6 4 …`, `O-u-z-o-T-h-a-…`), or the NATO alphabet's words and digits' names
+# (`capital romeo, capital victor, yankee, …, six, …`).
+_SPELLED_CHARACTERS = r"(?<![^\s\"'«“(:：])(?:[^\s\-](?: (?! )|-)){7,63}[^\s\-](?=[\s\"'»”),.;]|$)"
+_NATO_LETTERS = {"alfa": "a", "alpha": "a", "bravo": "b", "charlie": "c", "delta": "d", "echo": "e", "foxtrot": "f", "golf": "g", "hotel": "h",
+                 "india": "i", "juliet": "j", "juliett": "j", "kilo": "k", "lima": "l", "mike": "m", "november": "n", "oscar": "o", "papa": "p",
+                 "quebec": "q", "romeo": "r", "sierra": "s", "tango": "t", "uniform": "u", "victor": "v", "whiskey": "w", "whisky": "w",
+                 "xray": "x", "x-ray": "x", "yankee": "y", "zulu": "z", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4",
+                 "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9", "niner": "9"}
+_SPELLED_NATO = (r"(?i)(?<![\w\-])(?:(?:capital[ \t]+|upper(?:case)?[ \t]+|small[ \t]+|lower(?:case)?[ \t]+)?(?:" + "|".join(sorted(_NATO_LETTERS, key=len, reverse=True))
+                 + r")(?:,[ \t]*|[ \t]+)){5,40}(?:capital[ \t]+|upper(?:case)?[ \t]+)?(?:" + "|".join(sorted(_NATO_LETTERS, key=len, reverse=True)) + r")(?![\w\-])")
+
+
+def _redact_spelled_out(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with a password spelled out (_SPELLED_CHARACTERS, _SPELLED_NATO) where its line, or one
+    of the two above it, names a secret or says it is spelled: what it spells a secret's (_is_part_of_a_secret)."""
+    pieces = []
+    nato = _may_hold_a_word(original, ("romeo", "victor", "yankee", "foxtrot", "whiskey", "charlie", "sierra", "quebec"))
+    for pattern in (_SPELLED_CHARACTERS, _SPELLED_NATO) if nato else (_SPELLED_CHARACTERS,):  # (the alphabet's long alternation only where its words are)
+        for found in _regex(pattern).finditer(original):
+            above = original.rfind("\n", 0, max(0, original.rfind("\n", 0, max(0, original.rfind("\n", 0, found.start())))))
+            said = original[above + 1:found.start()]
+            if pattern is _SPELLED_NATO:
+                words = _regex(r"(?i)(capital |upper(?:case)? )?([a-z\-]+)").findall(_regex(r"(?i)(?:small|lower(?:case)?)[ \t]+|,").sub(" ", found.group()))
+                spelled = "".join(letter.upper() if capital else letter for capital, word in words for letter in (_NATO_LETTERS.get(word.lower(), ""),))
+            else:
+                spelled = found.group().replace(" ", "") if " " in found.group() else found.group().replace("-", "")
+            if (_regex(_PASSWORD_WORDS).search(said) or _regex(_PROSE_SECRET_WORDS).search(said) or _regex(_ANNOUNCED_SECRET_WORDS).search(said)
+                    or _regex(r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字").search(said)) and _is_part_of_a_secret(spelled):
+                pieces.append(found.group())
+    return _redact_found_again(text, count, replaced, pieces)
+
+
 # A message that names a secret and leaves its value to the messages after it: "the nas admin pw for the
 # photo share is" ⏎ `<nikos> SqR9oYu` ⏎ `<nikos> ^cwDtTF`. Its end: a connector, a colon, or (in a chat, where
 # a header or a speaker's prefix stands between) anything; or a value the rules took, whose rest follows.
@@ -8370,6 +8403,7 @@ _ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pi
 _TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + _ANNOUNCED_TOKEN + r"[ \t]*\r?$"
 _ANNOUNCED_SEEN = tuple(sorted({word for word in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS if word.isascii()}
                               - {word for word in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS for part in ("pass", "pw", "key", "sifre") if part in word and part != word}))  # a few letters of each word that names one (none that holds another)
+_SPELLING_WORDS = ("spell", "epel", "buchstab", "deletre", "solet")  # (a password spelled out: a word for it, or one for spelling)
 _SPEAKER_START = r"<|[^\x00-\x40\x5b-\x7f]"  # a speaker's prefix: `<nick>`, or a name in capitals or another script (not `remote:`, `"cwd":`)
 
 
@@ -8381,11 +8415,11 @@ def _is_announced_piece(token: str) -> bool:
 
 def _reads_as_a_name(token: str) -> bool:
     """Whether a line's one token is a name, not a secret's piece: one that says secret (`DbPassword`), a
-    name in small letters (`tls-2024`, `db01.saffron.lan`, `cache:v2:user:3139`), capitalized words
+    name in small letters of parts (`tls-2024`, `db01.saffron.lan`, `cache:v2:user:3139`), capitalized words
     joined (`ServiceBusConnection`), a token's header decoded to JSON (`eyJhbGciOi…`)."""
     if _names_a_secret(token) or _regex(r"(?:[A-Z][a-z]+){2,}").fullmatch(token) or token[:3] == "eyJ" and _is_base64_of_plain_json(token):
         return True
-    return _regex(r"[a-z][a-z0-9]*(?:[_\-.:/][a-z0-9]+)*/?").fullmatch(token) is not None and not looks_machine_generated(token)
+    return _regex(r"[a-z][a-z0-9]*(?:[_\-.:/][a-z0-9]+)+/?|[a-z][a-z0-9]*/").fullmatch(token) is not None and not looks_machine_generated(token)  # (a word and digits alone may be a password: doudou13)
 
 
 def _speaker(line: str) -> str:
@@ -8398,9 +8432,7 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
     """(text, count) with the messages of one token each that follow a message naming a secret
     without its value (_ANNOUNCED_END; a chat's headers, names and blank lines between are passed
     over): each token a secret's piece (_is_part_of_a_secret), never a call, a path, a reference."""
-    if not _may_hold_a_word(original, _ANNOUNCED_SEEN):
-        return text, count  # (most texts name no secret: a cheap look before any line is read)
-    rows, row, position = set(), 0, 0
+    rows, row, position = set(), 0, 0  # (_second_readings runs this only on a text that may name a secret: most do not)
     for found in _regex(_TOKEN_LINE).finditer(original):  # the lines of one token that may be a piece (few), before any line that may name one (each a costly search)
         row, position = row + original.count("\n", position, found.start()), found.start()
         speaker, token = found.group("speaker"), found.group(found.lastindex)
@@ -8417,8 +8449,8 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
             continue  # (a cheap look first: most lines name no secret)
         said = redacted_lines[index] if aligned else line
         ends = _regex(_ANNOUNCED_END).search(said)
-        named = [word.group() for pattern in (_PASSWORD_WORDS, _PROSE_SECRET_WORDS, _ANNOUNCED_SECRET_WORDS) for word in _regex(pattern).finditer(line)]
-        if not any(word[-1:] not in "sS" or not word.isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line):
+        named = [word for pattern in (_PASSWORD_WORDS, _PROSE_SECRET_WORDS, _ANNOUNCED_SECRET_WORDS) for word in _regex(pattern).finditer(line)]
+        if not any(word.group()[-1:] not in "sS" or not word.group().isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line):
             continue  # none, or only many (`Accepted Keys:`, `Redis keys (sample):`): a list of their names follows; what is said of one is not it
         speaker = _speaker(line)
         chat, taken, row = False, [], index + 1
@@ -8437,7 +8469,7 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
                 break
             taken.append(token.group(1))
             row += 1
-        if taken and (ends or chat):
+        if taken and (ends or chat and not _regex(r"[:：=][ \t]*\S").search(line, max(word.end() for word in named))):  # (in a chat with no end that announces, a line that gives a value after its word gave it: "the token expired: yesterday")
             pieces += taken
     return _redact_found_again(text, count, replaced, pieces)
 
@@ -9453,7 +9485,7 @@ def _second_readings(original: str) -> list:
     readings = []
     if original.count(" ") + original.count("\n") + original.count("\u3000") >= 11:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
-    if _regex(r"\d{6}|(?<!\d)(?:\d{3}-|\d{3,4}[#*])\d\d").search(original):  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
+    if _regex(r"\d{6}").search(original) or ("#" in original or "*" in original or "-" in original) and _regex(r"\d\d\d[#*]\d\d|\b\d{3}-\d{3}\b").search(original):  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
     if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and _may_hold_a_word(original, _PASSWORD_WORDS_SEEN) and _regex(_PASSWORD_WORDS).search(original):
         readings.append(("password in a sentence", _redact_passwords_in_sentences))
@@ -9467,8 +9499,13 @@ def _second_readings(original: str) -> list:
         readings.append(("text as written", _redact_read_as_written))
     if "\n" in original and (":" in original or "：" in original):
         readings.append(("a secret in two messages", _redact_message_pairs))
-    if "\n" in original:
+    lowered = original.lower() if original.isascii() else ""  # (a cheap look for a word that names a secret, once for the two readings after)
+    names_a_secret = not lowered or any(word in lowered for word in _ANNOUNCED_SEEN)
+    if "\n" in original and names_a_secret:
         readings.append(("a secret's pieces in the messages after it", _redact_announced_lines))
+    if (names_a_secret or any(word in lowered for word in _SPELLING_WORDS)) and (_regex(r"(?<![^\W_])[^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_](?![^\W_])").search(
+            original) or _may_hold_a_word(original, ("romeo", "victor", "yankee", "foxtrot", "whiskey", "charlie", "sierra", "quebec"))):  # (a word for a secret, or for spelling, first: a cheap look)
+        readings.append(("a password spelled out", _redact_spelled_out))
     if "\n" in original and _regex(r"\d:\d\d").search(original) and _regex(_ITS_NOW).search(original):  # (a chat's times first: a cheap look)
         readings.append(("a new password a chat's answer gives", _redact_reset_answers))
     if "#" in original or "//" in original or "--" in original:

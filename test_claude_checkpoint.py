@@ -2062,8 +2062,10 @@ class TestRedaction(unittest.TestCase):
     def test_a_wifi_key_in_capitals_a_code_between_signs_and_short_words_for_a_password(self):
         """A Wi-Fi key in capitals and digits after a word for a password in any language (密码：, Κωδικός:,
         la chiave è), a door's code between a keypad's signs (`#1952443#`), a device's login written
-        `admin/…`, a personal access token after PAT, French chat's mdp and "mot de pass c …". Kept: a GPG
-        key's id in hex, base64 whose letters spell mdp, paths under admin/ and root/."""
+        `admin/…`, a personal access token after PAT, French chat's mdp and "mot de pass c …"; a password
+        spelled out (characters apart, the NATO alphabet) under a word for it; a word and digits as a
+        message's one token after one that names a password. Kept: a GPG key's id in hex, base64 whose
+        letters spell mdp, paths under admin/ and root/, letters apart that spell no secret."""
         self.assert_redacted_as((
             ("纳克索斯酒店的无线网络：KALLIOPE-GUESTS，密码：QWRTN47PXKM2。早餐时间 7:30", "纳克索斯酒店的无线网络：KALLIOPE-GUESTS，密码：«redacted»。早餐时间 7:30"),
             ("Staff Wi-Fi: NAXOS-STAFF · Κωδικός: 58HKTRWQ2ZPD", "Staff Wi-Fi: NAXOS-STAFF · Κωδικός: «redacted»"),
@@ -2074,7 +2076,16 @@ class TestRedaction(unittest.TestCase):
              "the POS code is in azure devops, PAT «redacted» with code read"),
             ("le mot de pass c LavandeNice47 normalement, sinon essaie avec un ! a la fin", "le mot de pass c «redacted» normalement, sinon essaie avec un ! a la fin"),
         ))
-        self.assert_kept(("[user]\n\tsigningkey = AB70621B5B9FD6F8", 'favicon: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAMDp7bYOuDDbyAEIp3U49MTxkM0x9NvSDPCcXC68qHIneDBUmTzx19KY"',
+        self.assert_redacted_as((  # spelled out, under a word for it; a word and digits alone as a message's one token
+            ('Transcript (Eleni):\n"ok Thomas the password, I spell it, P-i-r-a-e-u-s-7-4, capital P"',
+             'Transcript (Eleni):\n"ok Thomas the password, I spell it, «redacted», capital P"'),
+            ("agent spelled the temp password: capital kilo, echo, capital romeo, seven, tango, capital alpha, two",
+             "agent spelled the temp password: «redacted»"),
+            ("[05/08/2025, 10:11:02] Dimitra: ο κωδικός του υπολογιστή: m a r e 4 1 9 n a x o s", "[05/08/2025, 10:11:02] Dimitra: ο κωδικός του υπολογιστή: «redacted»"),
+            ("Karim, [09.05.2025 18:31]\nle mot de passe de la compta, je te l'envoie à toi\nKarim, [09.05.2025 18:31]\nsoleil47\nKarim, [09.05.2025 18:32]\n9cigale",
+             "Karim, [09.05.2025 18:31]\nle mot de passe de la compta, je te l'envoie à toi\nKarim, [09.05.2025 18:31]\n«redacted»\nKarim, [09.05.2025 18:32]\n«redacted»"),
+        ))
+        self.assert_kept(("[user]\n\tsigningkey = AB70621B5B9FD6F8", "the password rules: a b c d e f g h are the grades, not letters", 'favicon: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAMDp7bYOuDDbyAEIp3U49MTxkM0x9NvSDPCcXC68qHIneDBUmTzx19KY"',
                           "see admin/settings.py and root/.bashrc for the defaults", "the router prints TLSV13 and WPA2PSK on its label"))
 
     def test_siblings_in_records_and_short_rows_and_keys_after_truncated_ones(self):
@@ -12145,7 +12156,7 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind141_corpus.json": (0.98, 0.99), "blind144_corpus.json": (0.97, 0.99),
                  "blind146_corpus.json": (0.97, 0.99), "blind148_corpus.json": (0.97, 0.99),
                  "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.87, 0.97),
-                 "blind153_corpus.json": (0.73, 0.99)}
+                 "blind153_corpus.json": (0.75, 0.99)}
 
 
 def corpus_texts() -> list:
