@@ -1199,7 +1199,7 @@ def _is_placeholder(v: str) -> bool:
         return True  # a template cut at its space: `kc_live_<32 hex chars>`, `sk_live_<your key>`
     if len(v) >= 10 and v[:2] in ("0x", "0X") and len(set(v[2:])) == 1:
         return True  # 0x000…0: a dummy key
-    if v.isalpha() and len(v) <= 20 and _regex(r"(?i)" + _PASSWORD_WORDS[4:]).fullmatch(v):
+    if v.isalpha() and len(v) <= 20 and _regex(_PASSWORD_WORDS).fullmatch(v):
         return True  # the word itself, as a label's text gives it: `"login.password": "Senha"`, `Kennwort`
     if _regex(r"(?:System|Microsoft)(?:\.[A-Z]\w+){1,5}").fullmatch(v):
         return True  # a .NET type PowerShell prints for a value it hides: System.Security.SecureString
@@ -3739,9 +3739,8 @@ def _credential_columns(names: list) -> tuple:
             columns.append((index, "pin" if name.strip()[-1:].isdigit() else "machine"))  # ADM1 is a PIN's digits
             continue
         name = _regex(r"[ \t]*\([^()]{0,60}\)$").sub("", name) if name.endswith(")") else name  # `password (set in migration 0007)`
-        name = _regex(r"(?i)(?<=pin|puk)[ _]?\d").sub("", name) if _regex(r"(?i)(?:pin|puk)[ _]?\d").fullmatch(name.strip()) else name  # a SIM's PIN1, PUK2
-        if _regex(r"(?i)(?:pass(?:word)?|pw|pwd|secret|token)[ _]?\d").fullmatch(name.strip()):
-            name = name.strip()[:-1].rstrip(" _")  # imapsync's `pass1;…;pass2`: the first and second account's
+        if _regex(r"(?i)(?:pin|puk|pass(?:word)?|pw|pwd|secret|token)[ _]?\d").fullmatch(name.strip()):
+            name = name.strip()[:-1].rstrip(" _")  # a SIM's PIN1, PUK2; imapsync's `pass1;…;pass2`, the first and second account's
         if "_" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.replace("_", " ")):
             name = name.replace("_", " ")  # a credential's words joined by underscores: `mot_de_passe`
         strength = secret_strength(_regex(r"\W+").sub("_", name)) if name else 0
@@ -3798,7 +3797,7 @@ _PASSWORD_COLUMN = r"(?i)pass|pw|kennwort|contrase|senha|has[łl]o|heslo|parol|s
 
 # Where a value is kept, as a cell says it in words instead of giving it.
 _WHERE_KEPT = (r"(?i)(?<![^\W\d_])(?:gestor|caja fuerte|sobre cerrado|coffre|tresor|safe|vault|umschlag|envelope|cassaforte|cofre|keepass"
-               r"|bitwarden|1password|lastpass|passbolt|password manager|passwortmanager|gestionnaire)(?![^\W\d_])")
+               r"|bitwarden|1password|lastpass|passbolt|password manager|passwortmanager|gestionnaire)(?![^\W\d_])|(?:参照|参考|参见|참조)$")  # (CJK's "see …" last: `Bitwarden参照`)
 
 
 def _is_secret_cell(value: str, kind: str) -> bool:
@@ -3808,10 +3807,10 @@ def _is_secret_cell(value: str, kind: str) -> bool:
         return False
     if value.startswith("S-1-") and _regex(r"S-1-\d{1,2}(?:-\d{1,10}){1,14}").fullmatch(value):
         return False  # a Windows security identifier under `SID`, not a session's id
-    if _regex(r"[0-9A-Fa-f]{2}(?:[:\-][0-9A-Fa-f]{2}){5}").fullmatch(value) or value.endswith(("参照", "参考", "参见", "참조")):
-        return False  # a MAC address; where to look it up, as CJK writes it: `Bitwarden参照`
-    if " " in value and _regex(_WHERE_KEPT).search(value):
-        return False  # where it is kept, in words: `sobre cerrado en caja fuerte`, `en el gestor`, `im Tresor`
+    if _regex(r"[0-9A-Fa-f]{2}(?:[:\-][0-9A-Fa-f]{2}){5}").fullmatch(value):
+        return False  # a MAC address
+    if (" " in value or not value.isascii()) and _regex(_WHERE_KEPT).search(value):
+        return False  # where it is kept, in words: `sobre cerrado en caja fuerte`, `en el gestor`, `im Tresor`, `Bitwarden参照`
     if kind in ("keypad", "door"):  # a door's or a safe's code: `5645#94`; its digits alone under a code of a place
         return _regex(r"\d{2,6}[#*]\d{0,6}|[#*]\d{3,8}" + (r"|[A-Za-z]?\d{4,8}" if kind == "door" else "")).fullmatch(value) is not None  # (a keypad's letter first: `A48291`)
     if kind == "voucher":  # groups of letters and digits joined by dashes, a digit among them
@@ -8365,6 +8364,7 @@ _NATO_LETTERS = {"alfa": "a", "alpha": "a", "bravo": "b", "charlie": "c", "delta
                  "quebec": "q", "romeo": "r", "sierra": "s", "tango": "t", "uniform": "u", "victor": "v", "whiskey": "w", "whisky": "w",
                  "xray": "x", "x-ray": "x", "yankee": "y", "zulu": "z", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4",
                  "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9", "niner": "9"}
+_NATO_SEEN = ("romeo", "victor", "yankee", "foxtrot", "whiskey", "charlie", "sierra", "quebec")  # the alphabet's words no prose uses: a cheap look
 _SPELLED_NATO = (r"(?i)(?<![\w\-])(?:(?:capital[ \t]+|upper(?:case)?[ \t]+|small[ \t]+|lower(?:case)?[ \t]+)?(?:" + "|".join(sorted(_NATO_LETTERS, key=len, reverse=True))
                  + r")(?:,[ \t]*|[ \t]+)){5,40}(?:capital[ \t]+|upper(?:case)?[ \t]+)?(?:" + "|".join(sorted(_NATO_LETTERS, key=len, reverse=True)) + r")(?![\w\-])")
 
@@ -8373,18 +8373,16 @@ def _redact_spelled_out(original: str, text: str, count: int, replaced: list) ->
     """(text, count) with a password spelled out (_SPELLED_CHARACTERS, _SPELLED_NATO) where its line, or one
     of the two above it, names a secret or says it is spelled: what it spells a secret's (_is_part_of_a_secret)."""
     pieces = []
-    nato = _may_hold_a_word(original, ("romeo", "victor", "yankee", "foxtrot", "whiskey", "charlie", "sierra", "quebec"))
+    nato = _may_hold_a_word(original, _NATO_SEEN)
     for pattern in (_SPELLED_CHARACTERS, _SPELLED_NATO) if nato else (_SPELLED_CHARACTERS,):  # (the alphabet's long alternation only where its words are)
         for found in _regex(pattern).finditer(original):
-            above = original.rfind("\n", 0, max(0, original.rfind("\n", 0, max(0, original.rfind("\n", 0, found.start())))))
-            said = original[above + 1:found.start()]
+            said = original[_start_of_lines_above(original, found.start(), 2):found.start()]
             if pattern is _SPELLED_NATO:
                 words = _regex(r"(?i)(capital |upper(?:case)? )?([a-z\-]+)").findall(_regex(r"(?i)(?:small|lower(?:case)?)[ \t]+|,").sub(" ", found.group()))
                 spelled = "".join(letter.upper() if capital else letter for capital, word in words for letter in (_NATO_LETTERS.get(word.lower(), ""),))
             else:
                 spelled = found.group().replace(" ", "") if " " in found.group() else found.group().replace("-", "")
-            if (_regex(_PASSWORD_WORDS).search(said) or _regex(_PROSE_SECRET_WORDS).search(said) or _regex(_ANNOUNCED_SECRET_WORDS).search(said)
-                    or _regex(r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字").search(said)) and _is_part_of_a_secret(spelled):
+            if (_secret_words(said) or _regex(r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字").search(said)) and _is_part_of_a_secret(spelled):
                 pieces.append(found.group())
     return _redact_found_again(text, count, replaced, pieces)
 
@@ -8392,7 +8390,7 @@ def _redact_spelled_out(original: str, text: str, count: int, replaced: list) ->
 # A message that names a secret and leaves its value to the messages after it: "the nas admin pw for the
 # photo share is" ⏎ `<nikos> SqR9oYu` ⏎ `<nikos> ^cwDtTF`. Its end: a connector, a colon, or (in a chat, where
 # a header or a speaker's prefix stands between) anything; or a value the rules took, whose rest follows.
-_ANNOUNCED_END = (r"(?:[:：]|(?<![\w'’])(?:is|are|c'est|est|es|é|è|ist|lautet|är|er|jest|je|είναι|это|был|是|为|sono|são|sind|lautet)"
+_ANNOUNCED_END = (r"(?:[:：]|(?<![\w'’])(?:is|are|c'est|est|es|é|è|ist|lautet|är|er|jest|je|είναι|это|был|是|为|sono|são|sind)"
                   r"|" + REDACTED + r")[ \t]*[.…!,;]*[ \t]*[^\w\s]{0,4}[ \t]*$")
 _ANNOUNCED_SECRET_WORDS = r"(?i:密钥|秘钥|令牌|トークン|キー|토큰|키|κωδικ\w{0,3}|токен\w{0,2}|ключ\w{0,2})"
 # A chat line's prefix before its message: a quote's `>`, a date and time, `[09:02:20]`, `<nick>`, `Nikos:`.
@@ -8401,10 +8399,16 @@ _CHAT_PREFIX = (r"[ \t]*(?:>[ \t]?)*[ \t]*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\
 _ANNOUNCED_TOKEN = r"[.…]{0,3}[ \t]*([^\s()\[\]{}<>=;,\"'`«»]{4,80})"
 _ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pieces may stand
 _TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + _ANNOUNCED_TOKEN + r"[ \t]*\r?$"
-_ANNOUNCED_SEEN = tuple(sorted({word for word in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS if word.isascii()}
-                              - {word for word in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS for part in ("pass", "pw", "key", "sifre") if part in word and part != word}))  # a few letters of each word that names one (none that holds another)
+_ANNOUNCED_SEEN = tuple(sorted(word for word in set(_PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS) if word.isascii() and not any(
+    other != word and other in word for other in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS)))  # a few letters of each word that names one (none that holds another: a shorter one finds it)
 _SPELLING_WORDS = ("spell", "epel", "buchstab", "deletre", "solet")  # (a password spelled out: a word for it, or one for spelling)
 _SPEAKER_START = r"<|[^\x00-\x40\x5b-\x7f]"  # a speaker's prefix: `<nick>`, or a name in capitals or another script (not `remote:`, `"cwd":`)
+
+
+def _secret_words(text: str) -> list:
+    """The words in text that name a secret, in the languages sessions are written in (a password's,
+    a token's, a key's): the matches of _PASSWORD_WORDS, _PROSE_SECRET_WORDS, _ANNOUNCED_SECRET_WORDS."""
+    return [word for pattern in (_PASSWORD_WORDS, _PROSE_SECRET_WORDS, _ANNOUNCED_SECRET_WORDS) for word in _regex(pattern).finditer(text)]
 
 
 def _is_announced_piece(token: str) -> bool:
@@ -8445,11 +8449,11 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
     pieces = []
     for index in sorted({row - back for row in rows for back in range(1, _ANNOUNCED_REACH + 1) if row - back >= 0}):
         line = lines[index]
-        if line.isascii() and not any(word in line.lower() for word in _ANNOUNCED_SEEN):
+        if not _may_hold_a_word(line, _ANNOUNCED_SEEN):
             continue  # (a cheap look first: most lines name no secret)
         said = redacted_lines[index] if aligned else line
         ends = _regex(_ANNOUNCED_END).search(said)
-        named = [word for pattern in (_PASSWORD_WORDS, _PROSE_SECRET_WORDS, _ANNOUNCED_SECRET_WORDS) for word in _regex(pattern).finditer(line)]
+        named = _secret_words(line)
         if not any(word.group()[-1:] not in "sS" or not word.group().isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line):
             continue  # none, or only many (`Accepted Keys:`, `Redis keys (sample):`): a list of their names follows; what is said of one is not it
         speaker = _speaker(line)
@@ -8788,6 +8792,14 @@ def _piece_span(found: Any) -> tuple:
     return start, end
 
 
+def _start_of_lines_above(text: str, position: int, count: int) -> int:
+    """Where the line count lines above position's line starts (the text's start, if sooner)."""
+    start = text.rfind("\n", 0, position) + 1
+    for _ in range(count):
+        start = text.rfind("\n", 0, max(0, start - 1)) + 1
+    return start
+
+
 def _end_of_lines_below(text: str, line_end: int, count: int = 6) -> int:
     """Where the count lines after the line that ends at line_end end (the text's end, if sooner)."""
     end = line_end
@@ -8938,13 +8950,10 @@ def _redact_labelled_parts(original: str, text: str, count: int, replaced: list)
             position = lowered.find(word, end) if end >= 0 else -1
     firsts = [first for start, end in sorted(lines) for first in _regex(_FIRST_GIVEN).finditer(original, start, end)]
     for first in firsts:
-        line_start, line_end = original.rfind("\n", 0, first.start()) + 1, original.find("\n", first.end())
+        line_end = original.find("\n", first.end())
         if line_end < 0:
             break
-        above_start = line_start
-        for _ in range(2):  # the two lines above, and the first's own line up to it
-            above_start = original.rfind("\n", 0, max(0, above_start - 1)) + 1
-        above = original[above_start:first.start()]
+        above = original[_start_of_lines_above(original, first.start(), 2):first.start()]  # the two lines above, and the first's own line up to it
         if not (_regex(_PASSWORD_WORDS).search(above) or _regex(_PROSE_SECRET_WORDS).search(above)):
             continue
         rest = _regex(_REST_GIVEN).search(original, line_end, _end_of_lines_below(original, line_end, 3))
@@ -9504,7 +9513,7 @@ def _second_readings(original: str) -> list:
     if "\n" in original and names_a_secret:
         readings.append(("a secret's pieces in the messages after it", _redact_announced_lines))
     if (names_a_secret or any(word in lowered for word in _SPELLING_WORDS)) and (_regex(r"(?<![^\W_])[^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_](?![^\W_])").search(
-            original) or _may_hold_a_word(original, ("romeo", "victor", "yankee", "foxtrot", "whiskey", "charlie", "sierra", "quebec"))):  # (a word for a secret, or for spelling, first: a cheap look)
+            original) or _may_hold_a_word(original, _NATO_SEEN)):  # (a word for a secret, or for spelling, first: a cheap look)
         readings.append(("a password spelled out", _redact_spelled_out))
     if "\n" in original and _regex(r"\d:\d\d").search(original) and _regex(_ITS_NOW).search(original):  # (a chat's times first: a cheap look)
         readings.append(("a new password a chat's answer gives", _redact_reset_answers))
@@ -10340,8 +10349,6 @@ def _join_lines(original: str, lowered: str) -> list:
         start = original.rfind("\n", 0, operator.start()) + 1
         if not original[start:operator.start()].strip():
             start = original.rfind("\n", 0, max(0, start - 1)) + 1  # the operator starts its line: the operand is above
-        if start and original[start:operator.start()].lstrip()[:1] in ("\"", "'") and _regex(r"[=(:][ \t]*\r?$").search(original, max(0, start - 80), start - 1):
-            start = original.rfind("\n", 0, start - 1) + 1  # the operand starts what the line above gives: `PASSWORD =` ⏎ `"…"` ⏎ `+ "…"`
         end = original.find("\n", operator.end())
         if end >= 0 and not original[operator.end():end].strip(" \t\r\\`"):
             end = original.find("\n", end + 1)  # the operator ends its line (a shell's `\`, PowerShell's backtick): the operand is below
