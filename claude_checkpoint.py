@@ -8275,31 +8275,54 @@ _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|passwd|passphrase
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pw", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
                         "adgangskode", "kodeord", "koden", "sifre", "sandi")
+# Words for logging in, which make a sentence's password-shaped value its password as a word for one does:
+# a verb before what one logs in with ("log into the unifi controller, karim / Provenc3&2", "devi entrare
+# con …"), or one after it ("mit Kiefer#8812 anmelden", "X로 로그인").
+_LOGIN_WORDS = (r"(?i)(?<![^\W\d_])(?:log(?:ged|ging)?[ \t]+(?:in|on)(?:to)?|sign(?:ed|ing)?[ \t]+in(?:to)?|se connecter|connecte[sz]?-(?:toi|vous)"
+                r"|entrar|entrare|accedi|accedere|acceder|acessar|zaloguj\w{0,4}|войти|войди|залогин\w{0,5})(?![^\W\d_])")
+_LOGIN_WORDS_LAST = r"(?i)(?<![^\W\d_])(?:anmelden|einloggen|inloggen|logga in|giriş yap\w{0,3}|ログイン|登录|登入|로그인)(?![^\W\d_])"
+_LOGIN_PAIR = r"[\w.+\-]+@[\w\-]+\.[\w.\-]+`?[ \t]+(?:/|com|with|and|e|et|und|y|i|и|ve)[ \t]+"  # an account's address, then its password: "… é rafael@… com Floripa*6722"
+_LOGIN_WORDS_SEEN = ("log", "sign", "anmelden", "einloggen", "inloggen", "connect", "entrar", "acced", "acessar", "zaloguj", "giris")
+_SAID_OF_IT = r"[ \t]*[\"'”»)]?[ \t]*(?:[:：=—–←]|->|(?:is|c'est|è|é|es|ist|это|是)(?!\w))"  # what follows a password named after it: "X ← questa è la password"
 _SENTENCE_PASSWORD = r"(?<![^\s\"'“„«(])([^\s\"'”“«»()\[\]{}<>,;=:`/\\@]{8,40}?)[.,;:?)]*(?=[\s\"'”»)]|$)"
 _SENTENCE_QUOTED = r"(?<!\w)[\"“„«`]([^\s\"“”„«»`]{8,40})[\"”“»`](?!\w)"  # a value in quotes: what a sentence quotes is a literal
 
 
 def _redact_passwords_in_sentences(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with each password a sentence gives after a word for password (_PASSWORD_WORDS),
-    however many words come between, or in the sentence after it, the next line's too ("… la password di
-    admin di Jenkins? Io ho Vesuvio1944!", a question's answer in a chat): a value of letters, digits and
-    one of `!#$%&*+?^~` that reads as a person's choice (_is_a_sentences_password), or of letters and
-    digits in quotes after a connector (_is_a_quoted_password: `… war "Zugspitze77"`). Each sentence is
-    read once."""
+    however many words come between, or before it when what follows it says it is one (_SAID_OF_IT),
+    or in the sentence after it, the next line's too ("… la password di admin di Jenkins? Io ho
+    Vesuvio1944!", a question's answer in a chat), or in a sentence that logs in (_LOGIN_WORDS after
+    the verb, _LOGIN_WORDS_LAST before it, _LOGIN_PAIR after an account's address): a value of letters,
+    digits and one of `!#$%&*+?^~` that reads as a person's choice (_is_a_sentences_password), or of
+    letters and digits in quotes after a connector (_is_a_quoted_password: `… war "Zugspitze77"`).
+    Each sentence is read once."""
     passwords, named_before = [], False
     starts = [0] + [found.end() for found in _regex(_SENTENCE_END).finditer(original)]
     for start, end in zip(starts, starts[1:] + [len(original)]):
         word = _regex(_PASSWORD_WORDS).search(original, start, end)
-        if word or named_before:
-            for found in _regex(_SENTENCE_PASSWORD).finditer(original, word.end() if word else start, end):
-                if _is_a_sentences_password(found.group(1)):
+        first = _where_a_sentence_logs_in(original, start, end) if word is None and not named_before else start
+        if first is not None:
+            for found in _regex(_SENTENCE_PASSWORD).finditer(original, first, end):
+                if _is_a_sentences_password(found.group(1)) and (word is None or found.start() >= word.end() or _regex(_SAID_OF_IT).match(original, found.end(1))):
                     passwords.append(found.group(1))
-            for found in _regex(_SENTENCE_QUOTED).finditer(original, word.end() if word else start, end):
-                if _is_a_quoted_password(found.group(1)) and _regex(_CONNECTOR + r"[ \t]*$").search(original, max(start, found.start() - 30), found.start()):
+            for found in _regex(_SENTENCE_QUOTED).finditer(original, word.end() if word else first, end):
+                if _is_a_sentences_password(found.group(1)) or _is_a_quoted_password(found.group(1)) and _regex(_CONNECTOR + r"[ \t]*$").search(
+                        original, max(start, found.start() - 30), found.start()):  # (a password's shape in quotes, `Harbor&2231`; letters and digits only after a connector)
                     passwords.append(found.group(1))
         if original[start:end].strip() or original[start - 1:start] == "\n" == original[end - 1:end]:
             named_before = word is not None  # (a sentence's own line end is no sentence; a blank line ends what it said)
     return _redact_found_again(text, count, replaced, passwords)
+
+
+def _where_a_sentence_logs_in(original: str, start: int, end: int) -> Optional[int]:
+    """Where the sentence original[start:end] may give the password it logs in with: after its verb
+    (_LOGIN_WORDS) or an account's address (_LOGIN_PAIR), anywhere in it for a verb that comes last
+    (_LOGIN_WORDS_LAST); None when it does not log in."""
+    verb = _regex(_LOGIN_WORDS).search(original, start, end) or "@" in original and _regex(_LOGIN_PAIR).search(original, start, end)
+    if verb:
+        return verb.end()
+    return start if _regex(_LOGIN_WORDS_LAST).search(original, start, end) else None
 
 
 def _is_a_sentences_password(value: str) -> bool:
@@ -8307,6 +8330,8 @@ def _is_a_sentences_password(value: str) -> bool:
     a name (`Tandborste#44`), not a thing's number (`RFC#4086`, `ticket#12`)."""
     if not (_regex(r"[!#$%&*+?^~]").search(value) and _regex(r"\d").search(value) and _regex(r"[^\W\d_]").search(value)) or _regex(r"[!#$%&*+?^~.]").match(value):
         return False
+    if _regex(r"[\w\-]+[#@]v?\d+(?:\.\d+)+").fullmatch(value):
+        return False  # a plugin's version (`docker-login#v3.0.0`)
     numbered = _regex(r"([^\W\d_]+)#\d+").fullmatch(value)
     if numbered and (not numbered.group(1).istitle() or numbered.group(1).lower() in _COMMON_WORDS):
         return False
@@ -8436,21 +8461,29 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
     """(text, count) with the messages of one token each that follow a message naming a secret
     without its value (_ANNOUNCED_END; a chat's headers, names and blank lines between are passed
     over): each token a secret's piece (_is_part_of_a_secret), never a call, a path, a reference."""
+    lines, naming = original.split("\n"), {}
+
+    def may_name(index: int) -> bool:  # a cheap look, once a line: most lines name no secret
+        if index not in naming:
+            naming[index] = _may_hold_a_word(lines[index], _ANNOUNCED_SEEN)
+        return naming[index]
+
     rows, row, position = set(), 0, 0  # (_second_readings runs this only on a text that may name a secret: most do not)
     for found in _regex(_TOKEN_LINE).finditer(original):  # the lines of one token that may be a piece (few), before any line that may name one (each a costly search)
         row, position = row + original.count("\n", position, found.start()), found.start()
         speaker, token = found.group("speaker"), found.group(found.lastindex)
-        if len(token) >= 6 and (not speaker or _regex(_SPEAKER_START).match(speaker)) and not _regex(r"[\w.+\-]*:/|/").match(token) and _is_announced_piece(token):
-            rows.add(row)  # (a field's name in small letters or quotes is no speaker: `"cwd": "/tmp/…"`; a URL, a path no piece)
+        if len(token) >= 6 and (not speaker or _regex(_SPEAKER_START).match(speaker)) and not _regex(r"[\w.+\-]*:/|/").match(token) and any(
+                may_name(above) for above in range(max(0, row - _ANNOUNCED_REACH), row)) and _is_announced_piece(token):
+            rows.add(row)  # (a field's name in small letters or quotes is no speaker: `"cwd": "/tmp/…"`; a URL, a path no piece; a piece's test costs: only under a line that may name a secret)
     if not rows:
         return text, count
-    lines, redacted_lines = original.split("\n"), text.split("\n")
+    redacted_lines = text.split("\n")
     aligned = len(lines) == len(redacted_lines)
     pieces = []
     for index in sorted({row - back for row in rows for back in range(1, _ANNOUNCED_REACH + 1) if row - back >= 0}):
         line = lines[index]
-        if not _may_hold_a_word(line, _ANNOUNCED_SEEN):
-            continue  # (a cheap look first: most lines name no secret)
+        if not may_name(index):
+            continue
         said = redacted_lines[index] if aligned else line
         ends = _regex(_ANNOUNCED_END).search(said)
         named = _secret_words(line)
@@ -9496,7 +9529,9 @@ def _second_readings(original: str) -> list:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
     if _regex(r"\d{6}").search(original) or ("#" in original or "*" in original or "-" in original) and _regex(r"\d\d\d[#*]\d\d|\b\d{3}-\d{3}\b").search(original):  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
-    if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and _may_hold_a_word(original, _PASSWORD_WORDS_SEEN) and _regex(_PASSWORD_WORDS).search(original):
+    if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and (_may_hold_a_word(original, _PASSWORD_WORDS_SEEN) and _regex(_PASSWORD_WORDS).search(original)
+                                                         or _may_hold_a_word(original, _LOGIN_WORDS_SEEN) and (_regex(_LOGIN_WORDS).search(original) or _regex(_LOGIN_WORDS_LAST).search(original))
+                                                         or "@" in original and _regex(_LOGIN_PAIR).search(original)):
         readings.append(("password in a sentence", _redact_passwords_in_sentences))
     if "join" in original or "[@]}" in original:
         readings.append(("list joined under a secret's name", _redact_joined_by_name))

@@ -2088,6 +2088,29 @@ class TestRedaction(unittest.TestCase):
         self.assert_kept(("[user]\n\tsigningkey = AB70621B5B9FD6F8", "the password rules: a b c d e f g h are the grades, not letters", 'favicon: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAMDp7bYOuDDbyAEIp3U49MTxkM0x9NvSDPCcXC68qHIneDBUmTzx19KY"',
                           "see admin/settings.py and root/.bashrc for the defaults", "the router prints TLSV13 and WPA2PSK on its label"))
 
+    def test_a_password_in_a_sentence_that_logs_in(self):
+        """A password's shape (letters, digits and a sign) in a sentence that logs in, in any language: after
+        its verb (log into, sign in, entrare con, connecte-toi), an account's address and a connector
+        (`… com Floripa*6722`), or before a verb that comes last (`mit … anmelden`); before a word for a
+        password when what follows says it is one (`« Soleil2019* » : c'est le mot de passe`). Kept: a
+        login sentence's chords and build numbers, a plugin's version, a router's prompt before a word
+        for a password, a value before a login verb in English."""
+        self.assert_redacted_as((
+            ("> sign into the mikrotik (https://10.9.0.1), olek / Wiatrak7&9 and dump the DHCP leases for me",
+             "> sign into the mikrotik (https://10.9.0.1), olek / «redacted» and dump the DHCP leases for me"),
+            ("e pro painel da Intelbras é joao.m@pousada.com.br com Mangue*4410 , beleza?", "e pro painel da Intelbras é joao.m@pousada.com.br com «redacted» , beleza?"),
+            ("Log in at http://localhost:3000 with `dev@acme.io` and `Harbor&2231` (seeded from prod)",
+             "Log in at http://localhost:3000 with `dev@acme.io` and `«redacted»` (seeded from prod)"),
+            ("« Mistral2020* » : c'est le mot de passe que Paul a mis partout", "« «redacted» » : c'est le mot de passe que Paul a mis partout"),
+            ("Bitte mit Kiefer#8812 anmelden, der Benutzer ist admin", "Bitte mit «redacted» anmelden, der Benutzer ist admin"),
+            ("per il gestionale devi entrare con Vesuvio&1944, l'utente è la partita iva", "per il gestionale devi entrare con «redacted», l'utente è la partita iva"),
+        ))
+        self.assert_kept(("The login page rejects anything with a # in it, e.g. C#10 or F#7 chords",
+                          "Sign in to the console to see build#4412 and PR#9921 in the queue",
+                          "steps:\n  - plugins:\n      - docker-login#v3.0.0:\n          username: acmebuild\n          password-env: DOCKER_PASSWORD",
+                          "SW-CORE01# show tech-support | include secret|password",
+                          "Ship Node#18.2 first, then log in to check the dashboard"))
+
     def test_siblings_in_records_and_short_rows_and_keys_after_truncated_ones(self):
         # A record's member named like a redacted one; a table's row whose last cell is empty; a private
         # key under a public one cut short; a PowerShell string continued by a backtick.
@@ -12156,7 +12179,7 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind141_corpus.json": (0.98, 0.99), "blind144_corpus.json": (0.97, 0.99),
                  "blind146_corpus.json": (0.97, 0.99), "blind148_corpus.json": (0.97, 0.99),
                  "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.87, 0.97),
-                 "blind153_corpus.json": (0.75, 0.99)}
+                 "blind153_corpus.json": (0.75, 0.99), "blind154_corpus.json": (0.93, 0.99)}
 
 
 def corpus_texts() -> list:
