@@ -990,7 +990,7 @@ _FOREIGN_NAME_WORDS = {
         contrasenya senha wachtwoord losenord lösenord passord adgangskode salasana parolă parol geslo lozinka
         sandi matkhau pasahitza""".split(), "password"),
     **dict.fromkeys("""schluessel schlüssel sleutel nyckel nøgle nogle chiave clave llave chave cheie klucz klic klíč
-        anahtar kunci avain""".split(), "key"),
+        anahtar kunci avain kulcs""".split(), "key"),
     "jeton": "token", "geheimnis": "secret", "segreto": "secret", "segredo": "secret", "zugangsdaten": "credentials"}
 _FOREIGN_PASSWORD_ENDINGS = ("heslo", "haslo", "senha", "sifre", "jelszo", "wachtwoord", "contrasena", "salasana", "losenord")
 
@@ -2057,14 +2057,14 @@ def _accept_argument(match: Any) -> bool:
 # something else (`commit 2b7e…`, `user svc_backup2024`).
 _PROSE_SECRET_WORDS = (
     r"(?i)(?<![/.\-])\b(?:(?:[a-z]+[_\-])*(?:passwords?|passwd|passphrases?|tokens?|secrets?|keys?)|passcodes?"
-    r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|passwort|kennwort|contrase[ñn]a"
+    r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|tokenj\w{0,5}|passwort|kennwort|contrase[ñn]a"
     r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|hasło|haslo|kata sandi|kunci(?: rahasia)?|clave|chave|chiave"
-    r"|schl[üu]ssel|klucz|hesl[oa]|[şs]ifre|anahtar|jeton|clé|sleutel|nyckel|segred[oa]|segret[oa]|geheimnis|токен|ключ|парол[ьяюе])\b(?![/.]\w)")  # not in keys/ops.pem, db-password
+    r"|schl[üu]ssel|klucz|hesl[oa]|[şs]ifre|anahtar|kulcs\w{0,3}|jeton|clé|sleutel|nyckel|segred[oa]|segret[oa]|geheimnis|токен|ключ|парол[ьяюе])\b(?![/.]\w)")  # not in keys/ops.pem, db-password
 _PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*[:=]?[ \t]*[\"'`]?$"  # `pass X`, pass `X`: the value comes next
 # Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
 # most prose before a candidate holds none, and is not searched (_may_hold_a_word).
 _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
-                       "ifre", "jeton", "kennwort", "key", "klucz", "kunci", "nyckel", "parola", "pass", "pin", "pw", "recovery",
+                       "ifre", "jeton", "kennwort", "key", "klucz", "kulcs", "kunci", "nyckel", "parola", "pass", "pin", "pw", "recovery",
                        "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord",
                        "ключ", "парол", "токен", "パスワード", "暗証番号", "トークン", "密码", "密碼", "口令", "令牌", "비밀번호", "암호")
 _PROSE_NOT_A_SECRET_BEFORE = (
@@ -2247,6 +2247,8 @@ def looks_machine_generated(token: str) -> bool:
     n = len(token)
     if not _RANDOM_LENGTHS[0] <= n <= _RANDOM_LENGTHS[1] or " " in token:
         return False  # a space: words (`as per RFC 2616 section 4.2`), no machine's token
+    if not token.isascii() and any(not character.isascii() and character.isalpha() for character in token):
+        return False  # a letter beyond ASCII: words (`aláírás-ellenőrzéséhez`); machines write their tokens in ASCII
     if _regex(r"[A-Za-z_$][\w$]{0,47}(?:\.[A-Za-z_$]+)+").fullmatch(token):
         return False  # names of code joined by dots, with no digit after the first: entry.midTurnMessageQueue.length (a JWT's part is longer)
     if _regex(r"(?:0x)?(?:[0-9a-f]+|[0-9A-F]+)").fullmatch(token):
@@ -2495,7 +2497,7 @@ _CREDENTIAL_WORDS = (
     r"|(?<=[a-z0-9]_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_…
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord"
-    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
+    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya"
     r"|mot de pass)\w*|(?<![\w+/=])(?:mdp|MDP)(?![\w+/=])"  # (French's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …")
     r"|(?<![A-Za-z])PAT(?=[ \t]*[:=]?[ \t]+[A-Za-z0-9_]{20})"  # a personal access token: "PAT v9beojyn3…"
@@ -2648,7 +2650,7 @@ _PASSPHRASE_WORD = r"(?i)phrase|fras|wachtzin|kennsatz|フレーズ|短语|短�
 _VALUE_AT_ONCE = r"(?:[를을는은이가도はをが])?[ \t]+(?:[\"'«“(`][ \t]?)?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
 # Parts of credential words that name a key, a token or a secret: values a machine makes, which
 # the detector finds by their shape; the other words name passwords and PINs, which people choose.
-_MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|schl|sleutel|nyckel|chiave|chave|khóa|khoá"
+_MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|kulcs|schl|sleutel|nyckel|chiave|chave|khóa|khoá"
                              r"|llave|klucz|anahtar|ключ|токен|секрет|トークン|鍵|キー|シークレット|令牌|密钥|秘钥|金鑰|私钥"
                              r"|토큰|키|시크릿|कुंजी|टोकन|session|zugangsdaten|geheimnis|segredo|segreto|belirte")
 # What names the next value as something else, in prose or as a flag (`--project=`).
@@ -8804,7 +8806,7 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\br
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
-                       r"|\bsegunda[ \t]+parte|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
+                       r"|\bsegunda[ \t]+(?:parte|mitad|metade)|\bseconda[ \t]+metà|\b(?:et[ \t]+)?la[ \t]+fin[ \t]*(?=[:：])|\bfinal[ \t]*(?=[:：])|\bmásodik[ \t]+(?:fele|része?)|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
                        r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|\bund[ \t]+dann|\bsigue(?:[ \t]+con)?|\bfalt(?:ou|ó|o)[ \t]+(?:o|el|la|a)[ \t]+(?:final|fim|resto)|\b(?:o|el)[ \t]+final[ \t]+(?:é|es)|\bcontinuarea|\brestul|\bpartea[ \t]+a[ \t]+doua|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|ו?ה?חלק[ \t]+ה?שני|החצי[ \t]+השני"
                        r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu|(?:сүүлийн|хоёр(?:дахь|дугаар))[ \t]+хэсэг)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ|و?الباقي|و?الجزء[ \t]+الثاني"
@@ -8873,7 +8875,7 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
 _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \t]*(?:1|one)\b|\(1[ \t]*/[ \t]*2\)|\bteil[ \t]*1\b"
                       r"|\bprvn[íi][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:1|pertama)\b"  # Czech, Malay and Indonesian
                       r"|\berste[rn]?[ \t]+(?:teil|hälfte)|\banfang|\beerste[ \t]+(?:helft|deel)|\bpremi[eè]re[ \t]+partie|\bprimera[ \t]+(?:parte|mitad)|\bprima[ \t]+parte"
-                      r"|\bprimeira[ \t]+parte|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım|kısmı)"
+                      r"|\bprimeira[ \t]+(?:parte|metade)|\bprima[ \t]+metà|\b(?:le[ \t]+)?début(?:[ \t]+du[ \t]+mot[ \t]+de[ \t]+passe)?[ \t]*(?=[:：])|\bcomeço|\belső[ \t]+(?:fele|része?)|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım|kısmı)"
                       r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
                       r"|\bcomeça[ \t]+(?:com|por)|\bførste[ \t]+del(?:en)?|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
                       r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|ה?חלק[ \t]+ה?ראשון|החצי[ \t]+הראשון"
@@ -8898,12 +8900,12 @@ def _is_part_of_a_secret(value: str) -> bool:
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
 _REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "agian 2", "agian kedua", "append", "contin", "follow", "second",
-                    "2nd", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
+                    "2nd", "mitad", "metade", "metà", "la fin", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
                     "gefolgt", "und dann", "continuarea", "restul", "partea a doua", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
                     "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "الباقي", "الجزء الثاني", "faltou o", "faltó el", "falto el", "o final é", "el final es", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분", "сүүлийн", "хоёр")
-_FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
+_FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "első", "début", "começo", "metade", "metà", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
                      "pehla", "pahla", "kwanza", "पहला", "эхний")
@@ -11642,46 +11644,46 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("cdcc0707", (), (), ()),
-    "context-credential-word": ("58302f08", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("74cb27ba", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
         "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
-        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kunci", "larm", "llave", "losenfras",
-        "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "mat khau", "mdp", "mot de pass",
-        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "nøgle", "palavra-passe", "parol",
-        "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password",
-        "passwort", "passwrd", "passwrod", "pasw", "pasword", "pat", "phrase de chiffrement", "phrase de passe",
-        "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd",
-        "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo", "segreto",
-        "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens",
-        "tokn", "upplåsnings", "wachtwoord", "wachtzin", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол",
-        "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ",
-        "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح",
-        "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
-        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
-        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
-        "api", "apiキー", "app", "auth", "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
-        "cl", "clave", "client", "community", "contra", "contrase", "credential", "creds", "db", "deploy", "deur",
-        "disarm", "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi",
-        "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo",
-        "installer", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain",
-        "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kunci", "larm", "licence",
-        "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras",
-        "lösenord", "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mã thông báo", "mật khẩu",
-        "nenosiri", "network", "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel", "parol", "parola", "parool",
-        "pass", "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password", "passwort",
-        "passwrd", "passwrod", "pasw", "pasword", "pat", "phrase de chiffrement", "phrase de passe", "phrase secr",
-        "pin", "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "priv", "private", "psk", "pssword", "puk",
-        "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl", "schloss",
-        "schlüssel", "secret", "secreto", "segredo", "segreto", "senha", "service", "session", "sifre", "signing",
-        "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "toegangs", "token",
-        "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin",
-        "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль", "пин",
-        "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
-        "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी",
-        "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
-        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호",
-        "액세스", "인증", "토큰"), ()),
+        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kulcs", "kunci", "larm", "llave",
+        "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "mat khau", "mdp",
+        "mot de pass", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel", "nøgle",
+        "palavra-passe", "parol", "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd",
+        "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "pat",
+        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port",
+        "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret",
+        "secreto", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta",
+        "sleutel", "säkerhets", "token", "tokens", "tokn", "upplåsnings", "wachtwoord", "wachtzin", "zugangsdaten",
+        "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה",
+        "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز الدخول",
+        "رمز الوصول", "عبور", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー",
+        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
+        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account",
+        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
+        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community", "contra", "contrase",
+        "credential", "creds", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør", "eingangs",
+        "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis",
+        "geslo", "guest", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan", "kata sandi",
+        "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč",
+        "kodeord", "kulcs", "kunci", "larm", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord",
+        "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "master", "mat khau", "mdp", "mfa", "mot de pass",
+        "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec", "nyckel", "nøgle", "otp",
+        "palavra-passe", "panel", "parol", "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd",
+        "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "pat",
+        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort",
+        "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe",
+        "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "secreto", "segredo", "segreto",
+        "senha", "service", "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp",
+        "ssh", "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal",
+        "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "zugangs", "zugangsdaten", "şifre",
+        "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה",
+        "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز", "رمز الدخول",
+        "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー",
+        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
+        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",

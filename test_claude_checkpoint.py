@@ -2111,6 +2111,22 @@ class TestRedaction(unittest.TestCase):
                           "SW-CORE01# show tech-support | include secret|password",
                           "Ship Node#18.2 first, then log in to check the dashboard"))
 
+    def test_more_languages_words_for_a_key_and_a_secrets_halves(self):
+        """Hungarian's word for a key (`titkos kulcsa:`, `tokenjének`), a secret's halves in more languages
+        (French `Le début …` / `Et la fin :`, Spanish `segunda mitad:`); a word beyond ASCII is never a
+        machine's token (`Nyilvános kulcs a … aláírás-ellenőrzéséhez:` over a public key is kept)."""
+        self.assert_redacted_as((
+            ("Bence, a SimplePay éles titkos kulcsa: Qw8RtY2uIo9PaS7dF4gH6jK1lZ3xC5vB – a merchant ID maradt.",
+             "Bence, a SimplePay éles titkos kulcsa: «redacted» – a merchant ID maradt."),
+            ("Objet : accès portail (2)\nLe début du mot de passe : Tamise_Seine\nEt la fin : 71MeuseLoire_442",
+             "Objet : accès portail (2)\nLe début du mot de passe : «redacted»\nEt la fin : «redacted»"),
+            ("la contraseña del portal: primera mitad Kx7pQ2Zz, segunda mitad: Lm9RtZ4w",
+             "la contraseña del portal: primera mitad «redacted», segunda mitad: «redacted»"),
+        ))
+        self.assert_kept(("Nyilvános kulcs a jegyellenőrző alkalmazás aláírás-ellenőrzéséhez:\n-----BEGIN PUBLIC KEY-----\n"
+                          "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEdMo5507f8MDwlwmwrpX/B4PyTCD6\n-----END PUBLIC KEY-----",
+                          "À la fin : on redémarre le serveur", "a kulcs a lábtörlő alatt van"))
+
     def test_siblings_in_records_and_short_rows_and_keys_after_truncated_ones(self):
         # A record's member named like a redacted one; a table's row whose last cell is empty; a private
         # key under a public one cut short; a PowerShell string continued by a backtick.
@@ -12157,7 +12173,7 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
 # context, data science, mobile and embedded, enterprise IT; at stop 27 a web agency, fintech, a game
-# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; at stop 40 a contact center and a car dealership group's IT; at stop 41 a university course's staff and students and a film post-production studio; 0.85 to 0.95 unseen), held at the (recall,
+# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; at stop 40 a contact center and a car dealership group's IT; at stop 41 a university course's staff and students and a film post-production studio; 0.85 to 0.95 unseen; at stops 44 and 45, corpora focused on two families, split values and prose or credential tables and key material, 0.68 to 0.87 unseen, and a transit authority's IT), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
 BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.96, 0.99),
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
@@ -12179,7 +12195,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind141_corpus.json": (0.98, 0.99), "blind144_corpus.json": (0.97, 0.99),
                  "blind146_corpus.json": (0.97, 0.99), "blind148_corpus.json": (0.97, 0.99),
                  "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.87, 0.97),
-                 "blind153_corpus.json": (0.75, 0.99), "blind154_corpus.json": (0.93, 0.99)}
+                 "blind153_corpus.json": (0.75, 0.99), "blind154_corpus.json": (0.93, 0.99),
+                 "blind156_corpus.json": (0.68, 0.99), "blind157_corpus.json": (0.85, 0.97)}
 
 
 def corpus_texts() -> list:
