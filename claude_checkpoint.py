@@ -8213,6 +8213,8 @@ _SENTENCE_END = r"[.!?。！？]+(?=\s)|\n"  # where the readings of a sentence 
 # a sentence (or in the one after it) that names a code and a place it opens: no part of a date, a phone's or an
 # account's number, an amount, nor a thing's number (`ticket 482913`).
 _BARE_CODE = r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])(\d{6,8}|\d{3}-\d{3}|\d{3,4}[#*]\d{2,4})(?=#?(?![\w\-:/%@]|[.,]\d|[ \t]+\d|[ \t]*(?:[€$£¥]|(?i:eur|usd|gbp|pln|zł|kr|kč|ms|mb|kb|gb|km|kg|px|bytes?|rows?|units?|pcs|min|sec)\b)))"
+# A code read out in groups (`6696-3343`, `3971 4654`, `24 14 64 11`, `4 7 2 9`), where _BARE_CODE stands alone.
+_GROUPED_CODE = _BARE_CODE.replace(r"(\d{6,8}|\d{3}-\d{3}|\d{3,4}[#*]\d{2,4})", r"(\d{2,4}([ \-])\d{2,4}(?:\2\d{2,4}){0,2}|\d([ \-])\d(?:\3\d){2,7})")
 _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|cod|codul|kombination|combination|combinaci[oó]n|combinação|κωδικ\w{0,3}"
               r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez"
               r"|disarm\w{0,3}|desactiv\w{0,5}|désactiv\w{0,5}|disattiv\w{0,5}|deaktiv\w{0,5})(?![^\W\d_])"
@@ -8227,7 +8229,7 @@ _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|de
 _NOT_A_CODE_BEFORE = (r"(?i)(?:#|\b(?:no|nr|n[oº°]|num(?:ber|éro|ero)?|ticket|order|invoice|id|port|ext(?:ension)?|phone|tel|fax|build|version|v|pr|issue|line"
                       r"|case|pid|uid|gid|error|exit|status|zip|plz|cap|cep|postcode|postal|pin ?code|cp|vlan|model|serial|s/?n|rev|fw|firmware|job|run|ref"
                       r"|at|um|à|om|kl|from|since|until|bis|room|sala|floor|building|gate|door)\.?"
-                      r"|\b(?:error|exit|status|return|response|reason|event|area|product|tracking|promo|discount)[ \t]+code)[ \t:]*$")
+                      r"|\b(?:error|exit|status|return|response|reason|event|area|product|tracking|promo|discount)[ \t]+code|\b(?:ticket|order|invoice|issue|case|job|build|version)[ \t]+(?:is|was))[ \t:]*$")
 
 
 def _redact_place_codes_in_sentences(original: str, text: str, count: int, replaced: list) -> tuple:
@@ -8238,7 +8240,9 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
     one); or in the sentence that says what it unlocks (_CODE_ALONE). Each sentence is read once,
     however many numbers it holds."""
     import bisect
-    candidates = list(_regex(_BARE_CODE).finditer(original))
+    candidates = [(found, "") for found in _regex(_BARE_CODE).finditer(original)]
+    taken = {found.start(1) for found, _ in candidates}
+    candidates += [(found, found.group(2) or found.group(3)) for found in _regex(_GROUPED_CODE).finditer(original) if found.start(1) not in taken] if " " in original or "-" in original else []
     if not candidates:
         return text, count  # (most texts hold no number a code could be: their sentences are not read)
     ends = [found.end() for found in _regex(_SENTENCE_END).finditer(original)]
@@ -8252,8 +8256,11 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
         return said[index]
 
     codes = []
-    for found in candidates:
+    for found, separator in candidates:  # (a grouped code's separator)
         value = found.group(1)
+        groups = value.split(separator) if separator else [value]
+        if separator and (not (4 if found.group(3) else 6) <= sum(map(len, groups)) <= 8 or len(set(map(len, groups))) > 1):
+            continue  # a code read out in groups of one length (`6696-3343`, `3971 4654`, `24 14 64 11`), not a date nor a phone's number (`555-1234`, `138 1234 5678`)
         if len(value) == 8 and _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:[0-2]\d|3[01])").fullmatch(value):
             continue  # a date: 20250304
         if _regex(_NOT_A_CODE_BEFORE).search(original, max(0, found.start() - 16), found.start()):
@@ -9529,7 +9536,7 @@ def _second_readings(original: str) -> list:
     readings = []
     if original.count(" ") + original.count("\n") + original.count("\u3000") >= 11:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
-    if _regex(r"\d{6}").search(original) or ("#" in original or "*" in original or "-" in original) and _regex(r"\d\d\d[#*]\d\d|\b\d{3}-\d{3}\b").search(original):  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
+    if _regex(r"\d{6}").search(original) or ("#" in original or "*" in original or "-" in original or " " in original) and _regex(r"\d\d\d[#*]\d\d|\b\d{3}-\d{3}\b|\d\d[ \-]\d\d|\b\d[ \-]\d[ \-]\d[ \-]\d\b").search(original):  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
     if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and (_may_hold_a_word(original, _PASSWORD_WORDS_SEEN) and _regex(_PASSWORD_WORDS).search(original)
                                                          or _may_hold_a_word(original, _LOGIN_WORDS_SEEN) and (_regex(_LOGIN_WORDS).search(original) or _regex(_LOGIN_WORDS_LAST).search(original))

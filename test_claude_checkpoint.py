@@ -2127,6 +2127,22 @@ class TestRedaction(unittest.TestCase):
                           "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEdMo5507f8MDwlwmwrpX/B4PyTCD6\n-----END PUBLIC KEY-----",
                           "À la fin : on redémarre le serveur", "a kulcs a lábtörlő alatt van"))
 
+    def test_a_code_read_out_in_groups(self):
+        """A door's, an alarm's, a safe's code in groups of digits (`5521-8834`, `2841 7730`, `24 14 64 11`,
+        one digit apart `4 7 2 9`) in a sentence that names a code and a place, as a code in one piece is.
+        Kept: a date, a phone's number in groups, a ticket's number after "is", an amount."""
+        self.assert_redacted_as((
+            ("14/02/2025, 08:11 - Carmen Ruiz: Inés, el código de la alarma nuevo\n14/02/2025, 08:11 - Carmen Ruiz: 4 7 2 9",
+             "14/02/2025, 08:11 - Carmen Ruiz: Inés, el código de la alarma nuevo\n14/02/2025, 08:11 - Carmen Ruiz: «redacted»"),
+            ("김지우: 도어락 마스터 번호는 2841 7730 입니다 (끝에 * 누르세요)", "김지우: 도어락 마스터 번호는 «redacted» 입니다 (끝에 * 누르세요)"),
+            ("code porte de service : 118 903 puis #", "code porte de service : «redacted» puis #"),
+            ("[30/06/2025, 22:41:03] Nikos: alarm code for the storage: 31 27 85 40", "[30/06/2025, 22:41:03] Nikos: alarm code for the storage: «redacted»"),
+        ))
+        self.assert_kept(("the door code changed on 2025-03-21 and the ticket is 4412-2231",
+                          "call the alarm company on 0612 34 56 78 about the door code",
+                          "the door code is with the front desk, call 138 1234 5678",
+                          "the safe in room 12 holds 25 000 EUR and the door code is with Maria"))
+
     def test_siblings_in_records_and_short_rows_and_keys_after_truncated_ones(self):
         # A record's member named like a redacted one; a table's row whose last cell is empty; a private
         # key under a public one cut short; a PowerShell string continued by a backtick.
