@@ -2574,7 +2574,7 @@ _PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80
 # A table's header cell: a name of a few words (the first may start with a digit: `2FA backup`; `Rotated?`, `Password*`), one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
-_HEADER_CHARACTER = r"[\w.()/#\-'?*\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff]"  # a word's, Indic and Thai marks, an emoji after a word (`Tool 🛠`)
+_HEADER_CHARACTER = r"[\w.()/#\-'?*°º№&\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff]"  # a word's, a number's sign (`N° client`), Indic and Thai marks, an emoji after a word (`Tool 🛠`)
 _TABLE_HEADER_CELL = (r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])" + _HEADER_CHARACTER + "{0,30}(?!" + _HEADER_CHARACTER + ")(?: "
                       + _HEADER_CHARACTER + "{1,30}(?!" + _HEADER_CHARACTER + ")){0,4}")
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
@@ -8159,12 +8159,12 @@ _BARE_MNEMONIC = r"(?<![\w\-.'/])(?<![a-z] )[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![
 
 # A mnemonic as people copy it from a backup card: its words (any language's small letters, kana, hangul) in
 # lines, numbered (`1. grumo`, `01 vivid`), in a grid of columns or a table's cells, or apart by wide spaces.
-_SEED_WORD = r"(?:[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,16}|[\u3041-\u30ff]{3,8}|[\uac00-\ud7a3\u1100-\u11ff]{1,18})(?![\w'’\-])"  # (accents and hangul's jamo apart too: wallets write a mnemonic decomposed, NFKD)
+_SEED_WORD = r"(?:[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,16}|[а-яё]{3,16}|[\u3041-\u30ff]{3,8}|[\uac00-\ud7a3\u1100-\u11ff]{1,18}|[\u4e00-\u9fff])(?![\w'’\-])"  # (accents and hangul's jamo apart too: wallets write a mnemonic decomposed, NFKD)
 _SEED_NUMBER = r"(?:\d{1,2}[.)][ \t]*|\d{1,2}[ \t]+|\d{1,2}[ \t]*\|[ \t]*)"
-_SEED_GAP = r"(?:[ \t\u3000]+|[ \t]*\|?[ \t]*\r?\n[ \t]*\|?[ \t]*|[ \t]*\|[ \t]*)"
+_SEED_GAP = r"(?:,?[ \t\u3000]+|[ \t]*\|?[ \t]*\r?\n[ \t]*\|?[ \t]*|[ \t]*\|[ \t]*)"
 # A word for a mnemonic, or for the wallet or backup it restores, in the languages people write it in.
 _SEED_NAMED = (r"(?i)seed|mnemoni|recovery|backup|wallet|phrase|frase|palavras|parole|mots|wörter|wort|kelime|słowa|слов|сид|фраз|semilla"
-               r"|cartera|carteira|portefeuille|geldbörse|cüzdan|portfel|кошел|ledger|trezor|keystone|metamask|復元|フレーズ|ニーモニック|助记词|단어|복구|시드")
+               r"|cartera|carteira|portefeuille|geldbörse|cüzdan|portfel|кошел|ledger|trezor|keystone|metamask|復元|フレーズ|ニーモニック|助记词|助記詞|钱包|錢包|단어|복구|시드|니모닉|지갑")
 _SEED_NAMED_SEEN = ("seed", "mnemoni", "recovery", "backup", "wallet", "phrase", "frase", "palavras", "parole", "mots", "wort", "kelime", "slowa",
                     "semilla", "cartera", "carteira", "portefeuille", "geldb", "cuzdan", "portfel", "ledger", "trezor", "keystone", "metamask")  # (their ASCII words, a cheap look)
 _SEED_LAYOUT = (r"(?<![\w'’\-])(?<![^\W\d_][ \t\u3000\n])" + _SEED_NUMBER + "?" + _SEED_WORD
@@ -8188,21 +8188,23 @@ def _redact_bare_mnemonics(original: str, text: str, count: int, replaced: list)
 
 
 def _laid_out_seed(run: str) -> str:
-    """The mnemonic in a run of small words (_SEED_LAYOUT), its lines above it left out (a header in
-    small letters: `backup seed`), or ""."""
+    """The mnemonic in a run of small words (_SEED_LAYOUT), its lines above and below it left out (a
+    header in small letters: `backup seed`; a line of prose after it), or ""."""
     lines = run.split("\n")
     for first in range(min(len(lines), 3)):
-        if _is_laid_out_seed("\n".join(lines[first:])):
-            return "\n".join(lines[first:])
+        for end in range(len(lines), max(first, len(lines) - 3), -1):  # (and a line or two of words after it: "확인 후 메시지 삭제 부탁드려요.")
+            if _is_laid_out_seed("\n".join(lines[first:end])):
+                return "\n".join(lines[first:end])
     return ""
 
 
 def _is_laid_out_seed(run: str) -> bool:
     """Whether a run of small words (_SEED_LAYOUT) is a mnemonic: 12, 15, 18, 21 or 24 words, one at
-    most of prose's, its numbers (if any) each of 1 to its count once, not in alphabetical order."""
+    most of prose's, its numbers (if any) each of 1 to its count once, not in alphabetical order (but
+    for its first or last word: a file's name above a word list, `english.txt` ⏎ `abandon` …)."""
     words = _regex(_SEED_WORD).findall(run)
     numbers = [int(number) for number in _regex(r"(?<![\w.])\d{1,2}(?![\w])").findall(run)]
-    return (len(words) in (12, 15, 18, 21, 24) and len(set(words) & _FUNCTION_WORDS) <= 1 and words != sorted(words)
+    return (len(words) in (12, 15, 18, 21, 24) and len(set(words) & _FUNCTION_WORDS) <= 1 and words[1:] != sorted(words[1:]) and words[:-1] != sorted(words[:-1])
             and (not numbers or len(set(numbers)) == len(numbers) and max(numbers) <= len(words) and min(numbers) >= 1))
 
 
@@ -11792,7 +11794,7 @@ RULE_WORDS = {
         "⏺ read(", "⏺read(", "● read(", "●read("), (".auth", ".key", ".netrc", ".pgpass", ".psk", ".pw", "auth.txt",
         "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
-    "context-credential-table": ("ddf65547", ("\n",), (), ()),
+    "context-credential-table": ("9d7b246c", ("\n",), (), ()),
     "context-html-table": ("76320142", ("</tr>",), ("<table", "<tr"), ("</td>",)),
     "context-html-login-row": ("d350f052", ("</td>",), ("<tr",), ("</tr>",)),
     "context-literal-rows": ("d3d55068", (",",), (), ("\n",)),

@@ -2127,6 +2127,25 @@ class TestRedaction(unittest.TestCase):
                           "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEdMo5507f8MDwlwmwrpX/B4PyTCD6\n-----END PUBLIC KEY-----",
                           "À la fin : on redémarre le serveur", "a kulcs a lábtörlő alatt van"))
 
+    def test_a_mnemonic_in_any_script_on_one_line_and_a_header_with_a_numbers_sign(self):
+        """A mnemonic on one line under a word for it in Cyrillic, hangul, Chinese characters, or with commas
+        between its words, and with a line of prose after it; a table whose header holds a number's sign
+        (`N° client`). Kept: a word list under its file's name (`english.txt` ⏎ `abandon` …), a shopping
+        list in Cyrillic."""
+        self.assert_redacted_as((
+            ("Сид-фраза тестового кошелька:\n`ветер шапка лодка крыша ответ пруд мельница зонт рыба книга поле звезда`\nНе коммить!",
+             "Сид-фраза тестового кошелька:\n`«redacted»`\nНе коммить!"),
+            ("교수님, 실험용 지갑 시드 문구입니다:\n바다 연필 가방 소리 나무 구름 시계 우산 하늘 의자 기차 사과\n확인 후 삭제 부탁드려요.",
+             "교수님, 실험용 지갑 시드 문구입니다:\n«redacted»\n확인 후 삭제 부탁드려요."),
+            ("助记词（研究钱包，勿外传）：铝 抢 泰 旱 邵 马 酸 项 辛 惨 夺 插", "助记词（研究钱包，勿外传）：«redacted»"),
+            ("as palavras são: cavalo, janela, laranja, tecido, folha, barco, prato, milho, farol, cinto, troca, vento. Usa a MetaMask.",
+             "as palavras são: «redacted». Usa a MetaMask."),
+            ("| Fournisseur | Identifiant | Mot de passe | N° client |\n|---|---|---|---|\n| Zeiss | acquisti@lab.uni.edu | walnut714 | 6528096 |",
+             "| Fournisseur | Identifiant | Mot de passe | N° client |\n|---|---|---|---|\n| Zeiss | acquisti@lab.uni.edu | «redacted» | 6528096 |"),
+        ))
+        self.assert_kept(("$ head -n 12 mnemonic/wordlist/english.txt\nabandon\nability\nable\nabout\nabove\nabsent\nabsorb\nabstract\nabsurd\nabuse\naccess\naccident",
+                          "Купить: молоко хлеб масло сыр яйца мука сахар соль чай кофе рис гречка"))
+
     def test_a_code_read_out_in_groups(self):
         """A door's, an alarm's, a safe's code in groups of digits (`5521-8834`, `2841 7730`, `24 14 64 11`,
         one digit apart `4 7 2 9`) in a sentence that names a code and a place, as a code in one piece is.
