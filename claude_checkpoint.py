@@ -4407,7 +4407,13 @@ def _find_code_lines(match: Any) -> list:
     digits alone, which words of a following sentence are not; and a code of letters alone shaped
     like those (GitHub's `tycpz-rndyk` among `h8img-t0u3d`)."""
     spans, shapes, lettered = [], set(), []
-    for code in _regex(r"[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}").finditer(match.string, match.start("s"), match.end("s")):
+    for code in _regex(r"(?<![^ \t\n])(?:\d{4} \d{4}|[A-Z0-9]{4}(?: [A-Z0-9]{4}){3,7})(?![^ \t\r\n])").finditer(match.string, match.start("s"), match.end("s")):
+        if _regex(r"\d").search(code.group()):
+            spans.append(code.span())  # a code in groups one space apart: Google's `1318 5257`, Bitwarden's `KAL9 QP2D …`
+    grouped = list(spans)
+    for code in _regex(r"[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,3}").finditer(match.string, match.start("s"), match.end("s")):
+        if any(a <= code.start() < b for a, b in grouped):
+            continue
         value, shape = code.group(), tuple(map(len, code.group().split("-")))
         if _regex(r"\d").search(value) and (_regex(r"[a-z]").search(value.lower()) or len(value) >= 6) and not _is_reference(value):
             spans.append(code.span())
@@ -7765,12 +7771,15 @@ context-numbered-parts       numbered-parts         1(?:(?<=[^\W\d_]1)|(?<=[^\W\
 #   catch: Anh gửi key làm 2 phần cho an toàn nha:\nphần 1: «AIzaSyOa2BZB9sryd»\nphần 2: «f2tBx5e7vpZ0kvsoLgyslg»\nghép lại là xài được
 #   keep:  the token refresh takes two steps:\nstep 1: npm install\nstep 2: npm test
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
-context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2fa|one-time)[ \t_\-]+codes?|återställningskoder|reservkoder|wiederherstellungscodes|sicherungscodes|backup-codes|herstelcodes|codes[ \t]+de[ \t]+(?:récupération|secours)|códigos[ \t]+de[ \t]+(?:recuperación|recuperação|respaldo)|codici[ \t]+di[ \t]+(?:recupero|backup)|kody[ \t]+(?:zapasowe|odzyskiwania)|kurtarma[ \t]+kodları|yedek[ \t]+kodlar|резервные[ \t]+коды|коды[ \t]+восстановления|リカバリーコード|バックアップコード|恢复码|备用码|복구[ \t]?코드|백업[ \t]?코드)[^\n]{0,80}\n(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}){0,3}[ \t]*(?:\r?\n|$)){1,24}))
+context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2fa|one-time)[ \t_\-]+(?:(?:verification|login|sign-?in)[ \t]+)?codes?|återställningskoder|reservkoder|wiederherstellungscodes|sicherungscodes|backup-codes|herstelcodes|codes[ \t]+de[ \t]+(?:récupération|secours)|códigos[ \t]+de[ \t]+(?:recuperación|recuperação|respaldo)|codici[ \t]+di[ \t]+(?:recupero|backup)|kody[ \t]+(?:zapasowe|odzyskiwania)|kurtarma[ \t]+kodları|yedek[ \t]+kodlar|резервные[ \t]+коды|коды[ \t]+восстановления|リカバリーコード|バックアップコード|恢复码|备用码|복구[ \t]?코드|백업[ \t]?코드)[^\n]{0,80}\n(?:[ \t]*\r?\n|[ \t]*[\w.+\-]+@[\w\-]+\.[\w.\-]+[ \t]*\r?\n){0,3}(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}(?:\d{1,2}[.)][ \t]*)?[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}){0,7}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: Återställningskoder för breakglass02 (Duo), i kassaskåpet:\n  «40917263»  «88120574»\n  «31609852»  «75243190»
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
 #   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
 #   catch: $ cat ~/Downloads/github-recovery-codes.txt\n«286ee-d24f4»\n«71c5b-15fb5»\n«25e9a-fb904»
 #   catch: GitHub recovery codes (typed from a photo, sorry)\n«7bmk-s8lx»   «1mfi-4s39»\n«svzu-fycv»   «dwtl-795l»\nKeep your recovery codes in a safe spot.
+#   catch: BACKUP VERIFICATION CODES\n\nlab.calendar@example.edu\n\n1. «2941 6630»      6. «4820 1175»\n2. «7713 0592»      7. «3358 9046»
+#   catch: Bitwarden two-step login recovery code for the org owner:\n«QX7M 2KDA PLWN 8ZRT CV3H 9BNE»
+#   catch: Please copy these recovery codes and keep them in a safe place.\n\n  «5a1c93e07bd24f86»\n  «c04e7f1a9b3d6e25»
 # A list of labels and values under a heading that names passwords or access codes (`Büro Zugangscodes`,
 # `Kódy zabezpečovacích ústředen`, `IT Passwörter`): each value a password or a code.
 context-heading-list         heading-list           (?i)(?<![^\W\d_])(?:zugangscodes|türcodes|tuercodes|alarmcodes|sicherheitscodes|kódy|kody|codes|códigos|codici|koder|koden|kodlar|passwords|passwörter|passwoerter|kennwörter|kennwoerter|hasła|hasla|hesla|contraseñas|senhas|mots[ \t]+de[ \t]+passe|wachtwoorden|lösenord|şifreler|api[ \t\-]?keys|api[ \t\-]?tokens|access[ \t\-]tokens|api-schlüssel|clés[ \t]api|claves[ \t]api|chiavi[ \t]api)(?![^\W\d_])[^\n]{0,80}\r?\n(?:[ \t]*(?:[-=]{3,}|```)?[ \t]*\r?\n)?(?=(?P<s>(?:[ \t]*(?:[-*•][ \t]*)?[^\n:：]{1,60}[:：][^\n]{1,120}(?:\r?\n|$)){2,40}))
@@ -11843,7 +11852,7 @@ RULE_WORDS = {
         "sin", "sms", "todo", "too", "tout", "trop", "tudo", "tutto", "utan", "wiadomość", "without", "zonder",
         "zusammen", "χωρίς", "без", "слитно", "スペースなし", "空格", "띄어쓰기", "붙여서"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
-    "context-recovery-codes": ("89314d0e", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
+    "context-recovery-codes": ("61f2a8df", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
         "odzyskiwania", "recuperación", "recuperação", "reservkoder", "respaldo", "récupération", "secours",
         "sicherungscodes", "wiederherstellungscodes", "zapasowe", "återställningskoder", "восстановления", "резервные",
         "バックアップコード", "リカバリーコード", "备用码", "恢复码", "백업", "복구"), ("2fa", "backup", "backup-codes", "codes", "codici",
