@@ -8369,16 +8369,21 @@ def _is_a_quoted_password(value: str) -> bool:
 # and one token ("  PPD      pharmaco_biostat  kiw1&k3ttle9", "Plan 3   Canon C5840 admin  tiger-C0ff33").
 _ACCOUNT_ROW = (r"[ \t]*\S[^\n]*?[ \t]((?i:admin(?:istrator)?|root)|[a-z][a-z0-9_.\-]{1,39}|[\w.+\-]+@[\w\-]+\.[\w.\-]+|[A-Za-z][\w.\-]{0,30}\\[\w.\-]{1,40})"
                 r"(?:\t|  )[ \t]*([^\s\"'`:/()\[\]<>]{6,64})[ \t]*\r?")  # (a login's name in small letters; no URL, path, call or image as the last cell)
+# The same row as a CSV's, a TSV's or a list's with `;` writes it, the login first or after other cells
+# ("bmc-node06,10.16.234.76,labadmin,Vortex%2021", "jsilva@usp.lab,Recife@22#").
+_DELIMITED_ACCOUNT_ROW = (r"[ \t]*(?:[^\s,;\t\"']+[,;\t]){0,4}((?i:admin(?:istrator)?|root)|[a-z][a-z0-9_.\-]{1,39}|[\w.+\-]+@[\w\-]+\.[\w.\-]+)"
+                          r"[,;\t]([^\s,;\"'`:/()\[\]<>]{6,64})[ \t]*\r?")
 
 
 def _redact_account_rows(original: str, text: str, count: int, replaced: list) -> tuple:
-    """(text, count) with the passwords of a block of two rows or more of accounts (_ACCOUNT_ROW)
+    """(text, count) with the passwords of a block of two rows or more of accounts (_ACCOUNT_ROW, _DELIMITED_ACCOUNT_ROW)
     redacted: when one of them is a password past doubt (with a sign: typed by a person,
     _reads_as_typed_password, or a machine's), each last cell that holds a password, a passphrase
     or a PIN."""
     found = []
     for block in _regex(r"\n[ \t]*(?:\r?\n|$)").split(original):  # (blocks apart by a blank line; a row's line is short)
-        rows = [_regex(_ACCOUNT_ROW).fullmatch(line) if len(line) <= 300 else None for line in block.split("\n")]
+        rows = [(_regex(_ACCOUNT_ROW).fullmatch(line) or ("," in line or ";" in line or "\t" in line) and _regex(_DELIMITED_ACCOUNT_ROW).fullmatch(line)) if len(line) <= 300 else None
+                for line in block.split("\n")]
         rows = [row for row in rows if row and (not row.group(2).isdigit() or _regex(r"\d{6,8}").fullmatch(row.group(2)))]  # (digits: a PIN's six to eight)
         if len(rows) < 2 or not any(not row.group(2).isalnum() and (_reads_as_typed_password(row.group(2)) or looks_machine_generated(row.group(2)))
                                     for row in rows):  # (words joined are no proof: `auth-gateway-api-1` names a container)
@@ -8746,8 +8751,8 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         if not quote and not join and _regex(r"[ \t]*[\w.\-]{1,32}@[\w.\-]{1,64}:[^\s$#]{0,200}[$#][ \t]").match(below):
             continue  # the next prompt, user@host:path$, not a rest: `www-data@lms01:/var/www/moodle$ moosh …`
         after = below[rest.end():]
-        if quote and not after.startswith(quote) or not quote and not join and _regex(r"[ \t]{2}|[ \t]*\||[ \t]*[:=][ \t]").match(after):
-            continue  # a row of a table, columns apart; a list's next label, its value after it (`- tmp_restore : …`)
+        if quote and not after.startswith(quote) or not quote and not join and _regex(r"[ \t]{2}|\t|[ \t]*\||[ \t]*[,;](?![\w.\-]+=)|[ \t]*[:=][ \t]").match(after):
+            continue  # a row of a table, columns apart (a CSV's too, not a connection string's `;EndpointSuffix=`); a list's next label, its value after it (`- tmp_restore : …`)
         if join and not quote and after.strip() != join:
             continue
         rests.append((below_start + rest.start(1), below_start + rest.end(1)))
@@ -9576,7 +9581,7 @@ def _second_readings(original: str) -> list:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
     if "\n" in original and _holds_labelled_parts(original.lower()):
         readings.append(("a secret's labelled parts", _redact_labelled_parts))
-    if "\n" in original and ("  " in original or "\t" in original):
+    if "\n" in original and ("  " in original or "\t" in original or "," in original or ";" in original):
         readings.append(("rows of accounts", _redact_account_rows))
     if _regex(r"[{\[(][ \t]*\r?\n").search(original):
         readings.append(("collection under a secret's name", _redact_collection_under_name))

@@ -2146,6 +2146,25 @@ class TestRedaction(unittest.TestCase):
         self.assert_kept(("$ head -n 12 mnemonic/wordlist/english.txt\nabandon\nability\nable\nabout\nabove\nabsent\nabsorb\nabstract\nabsurd\nabuse\naccess\naccident",
                           "Купить: молоко хлеб масло сыр яйца мука сахар соль чай кофе рис гречка"))
 
+    def test_rows_of_accounts_as_a_csv_writes_them_and_recovery_codes_as_services_print_them(self):
+        """Rows of a login and a password as a CSV, a TSV or a `;` list writes them, the login first or after
+        other cells, with no header (a password with a sign in one row at least); an e-mail address that
+        starts a CSV's next row is no wrapped rest of the password above it. Recovery codes as Google,
+        Bitwarden and GitLab print them. Kept: CSVs of names, roles and dates."""
+        self.assert_redacted_as((
+            ("bmc-node06,10.16.234.76,labadmin,Vortex%2021\nnas02,10.27.31.71,root,kkmtOaG5s16e@cZU\nws27,10.1.35.49,root,quartz_cobalt_galaxy82",
+             "bmc-node06,10.16.234.76,labadmin,«redacted»\nnas02,10.27.31.71,root,«redacted»\nws27,10.1.35.49,root,«redacted»"),
+            ("temp passwords for the new students\njsilva@usp.lab,Recife@22#\nacosta@etu.univ-lyon.lab,QE-HF@nikon\nmlima@studenti.unimi.lab,saffron_biscuit_igloo",
+             "temp passwords for the new students\njsilva@usp.lab,«redacted»\nacosta@etu.univ-lyon.lab,«redacted»\nmlima@studenti.unimi.lab,saffron_biscuit_igloo"),
+            ("BACKUP VERIFICATION CODES\n\nlab.calendar@example.edu\n\n1. 2941 6630      6. 4820 1175\n2. 7713 0592      7. 3358 9046",
+             "BACKUP VERIFICATION CODES\n\nlab.calendar@example.edu\n\n1. «redacted»      6. «redacted»\n2. «redacted»      7. «redacted»"),
+            ("Bitwarden two-step login recovery code for the org owner:\nQX7M 2KDA PLWN 8ZRT CV3H 9BNE", "Bitwarden two-step login recovery code for the org owner:\n«redacted»"),
+        ))
+        self.assert_kept(("name,email,team\nalice,alice@example.com,platform\nbob,bob@example.com,payments",
+                          "user;role;last_login\njdoe;admin;2025-03-01\nasmith;viewer;2025-02-11",
+                          "id,slug,status\n1,release-2024-q1,done\n2,hotfix-login-v2,open",
+                          "Recovery codes are shown once; keep them in the vault.\n\nSee the runbook for more."))
+
     def test_a_code_read_out_in_groups(self):
         """A door's, an alarm's, a safe's code in groups of digits (`5521-8834`, `2841 7730`, `24 14 64 11`,
         one digit apart `4 7 2 9`) in a sentence that names a code and a place, as a code in one piece is.
