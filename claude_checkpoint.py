@@ -3785,6 +3785,7 @@ _ACCOUNT_COLUMN = r"(?i)accounts?|(?:user|benutzer)(?:[ _\-]?name)?|logins?|kont
 _OLD_OR_NEW = r"(?i)old|new|alt|neu|ancien|nouveau|antigo|novo|anterior|nuevo|actual|vecchi[ao]|nuov[ao]|stare|nowe|eski|yeni|oud|nieuw|gammal|ny|vanha|uusi|旧|新"
 # A column of codes, its word before or after what they are for: `Door code`, `Kód hlídače`, `Código puerta`.
 _CODE_WORDS = r"codes?|kod|koden|kode|kód|kódja|código|codigo|codice|код|कोड"
+_CODE_SEEN = ("cod", "kod", "pin", "combina", "kombin", "passcode", "unlock", "entsperr", "desbloque", "disarm", "desactiv", "deaktiv", "disattiv", "marcar", "digitar", "dial", "tapez", "composez", "koodi")  # (a few letters of _CODE_SAID's words, as an ASCII text writes them: a cheap look)
 # A column that names what a code opens, its code's word left out: `LOCKBOX`, `GATE`, `PORTERO` (an intercom), `宅配BOX`.
 _LOCK_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:lock ?box(?:es)?|key ?(?:box|safe)|gates?|doors?|portero|porter[ií]a|intercom|interfono|citofono|interphone"
                 r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)")
@@ -8369,6 +8370,16 @@ def _is_a_quoted_password(value: str) -> bool:
 # and one token ("  PPD      pharmaco_biostat  kiw1&k3ttle9", "Plan 3   Canon C5840 admin  tiger-C0ff33").
 _ACCOUNT_ROW = (r"[ \t]*\S[^\n]*?[ \t]((?i:admin(?:istrator)?|root)|[a-z][a-z0-9_.\-]{1,39}|[\w.+\-]+@[\w\-]+\.[\w.\-]+|[A-Za-z][\w.\-]{0,30}\\[\w.\-]{1,40})"
                 r"(?:\t|  )[ \t]*([^\s\"'`:/()\[\]<>]{6,64})[ \t]*\r?")  # (a login's name in small letters; no URL, path, call or image as the last cell)
+_TWO_DELIMITED_ROWS = r"[,;][^\s,;]{6,64}[ \t]*\r?\n[^\n]{1,300}?[,;][^\s,;]{6,64}[ \t]*(?:\r?\n|$)"  # two lines that end in a CSV's cell: a cheap look for such rows
+
+
+def _may_be_delimited_row(line: str) -> bool:
+    """A cheap look before _DELIMITED_ACCOUNT_ROW: a line whose last cell after `,`, `;` or a tab is
+    one token of 6 to 64 characters."""
+    last = max(line.rfind(","), line.rfind(";"), line.rfind("\t"))
+    return last > 0 and 6 <= len(line[last + 1:].strip()) <= 64 and " " not in line[last + 1:].strip()
+
+
 # The same row as a CSV's, a TSV's or a list's with `;` writes it, the login first or after other cells
 # ("bmc-node06,10.16.234.76,labadmin,Vortex%2021", "jsilva@usp.lab,Recife@22#").
 _DELIMITED_ACCOUNT_ROW = (r"[ \t]*(?:[^\s,;\t\"']+[,;\t]){0,4}((?i:admin(?:istrator)?|root)|[a-z][a-z0-9_.\-]{1,39}|[\w.+\-]+@[\w\-]+\.[\w.\-]+)"
@@ -8382,8 +8393,8 @@ def _redact_account_rows(original: str, text: str, count: int, replaced: list) -
     or a PIN."""
     found = []
     for block in _regex(r"\n[ \t]*(?:\r?\n|$)").split(original):  # (blocks apart by a blank line; a row's line is short)
-        rows = [(_regex(_ACCOUNT_ROW).fullmatch(line) or ("," in line or ";" in line or "\t" in line) and _regex(_DELIMITED_ACCOUNT_ROW).fullmatch(line)) if len(line) <= 300 else None
-                for line in block.split("\n")]
+        rows = [(("  " in line or "\t" in line) and _regex(_ACCOUNT_ROW).fullmatch(line) or _may_be_delimited_row(line) and _regex(_DELIMITED_ACCOUNT_ROW).fullmatch(line))
+                if len(line) <= 300 else None for line in block.split("\n")]  # (cheap looks first: a row's cells apart by two spaces, a tab, or a CSV's sign)
         rows = [row for row in rows if row and (not row.group(2).isdigit() or _regex(r"\d{6,8}").fullmatch(row.group(2)))]  # (digits: a PIN's six to eight)
         if len(rows) < 2 or not any(not row.group(2).isalnum() and (_reads_as_typed_password(row.group(2)) or looks_machine_generated(row.group(2)))
                                     for row in rows):  # (words joined are no proof: `auth-gateway-api-1` names a container)
@@ -9552,7 +9563,8 @@ def _second_readings(original: str) -> list:
     readings = []
     if original.count(" ") + original.count("\n") + original.count("\u3000") >= 11:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
-    if _regex(r"\d{6}").search(original) or ("#" in original or "*" in original or "-" in original or " " in original) and _regex(r"\d\d\d[#*]\d\d|\b\d{3}-\d{3}\b|\d\d[ \-]\d\d|\b\d[ \-]\d[ \-]\d[ \-]\d\b").search(original):  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
+    if _regex(r"\d{6}").search(original) or ("#" in original or "*" in original or "-" in original) and _regex(r"\d\d\d[#*]\d\d|\b\d{3}-\d{3}\b").search(original) or _may_hold_a_word(
+            original, _CODE_SEEN) and _regex(r"\d\d[ \-]\d\d|\b\d[ \-]\d[ \-]\d[ \-]\d\b").search(original):  # (a code in groups: only where a word for a code may be)  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
     if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and (_may_hold_a_word(original, _PASSWORD_WORDS_SEEN) and _regex(_PASSWORD_WORDS).search(original)
                                                          or _may_hold_a_word(original, _LOGIN_WORDS_SEEN) and (_regex(_LOGIN_WORDS).search(original) or _regex(_LOGIN_WORDS_LAST).search(original))
@@ -9581,7 +9593,7 @@ def _second_readings(original: str) -> list:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
     if "\n" in original and _holds_labelled_parts(original.lower()):
         readings.append(("a secret's labelled parts", _redact_labelled_parts))
-    if "\n" in original and ("  " in original or "\t" in original or "," in original or ";" in original):
+    if "\n" in original and ("  " in original or "\t" in original or ("," in original or ";" in original) and _regex(_TWO_DELIMITED_ROWS).search(original)):
         readings.append(("rows of accounts", _redact_account_rows))
     if _regex(r"[{\[(][ \t]*\r?\n").search(original):
         readings.append(("collection under a secret's name", _redact_collection_under_name))
