@@ -2112,7 +2112,8 @@ class TestRedaction(unittest.TestCase):
                           "Ship Node#18.2 first, then log in to check the dashboard"))
 
     def test_more_languages_words_for_a_key_and_a_secrets_halves(self):
-        """Hungarian's word for a key (`titkos kulcsa:`, `tokenjének`), a secret's halves in more languages
+        """Hungarian's word for a key (`titkos kulcsa:`, `tokenjének`), Greek's for a password as Latin letters
+        write it (`kwdikos`), a secret's halves in more languages
         (French `Le début …` / `Et la fin :`, Spanish `segunda mitad:`); a word beyond ASCII is never a
         machine's token (`Nyilvános kulcs a … aláírás-ellenőrzéséhez:` over a public key is kept)."""
         self.assert_redacted_as((
@@ -2122,6 +2123,7 @@ class TestRedaction(unittest.TestCase):
              "Objet : accès portail (2)\nLe début du mot de passe : «redacted»\nEt la fin : «redacted»"),
             ("la contraseña del portal: primera mitad Kx7pQ2Zz, segunda mitad: Lm9RtZ4w",
              "la contraseña del portal: primera mitad «redacted», segunda mitad: «redacted»"),
+            ("8wma o kwdikos gia to synology einai 7r0p1k-Meltemi , mou to eipe o nikos", "8wma o kwdikos gia to synology einai «redacted» , mou to eipe o nikos"),
         ))
         self.assert_kept(("Nyilvános kulcs a jegyellenőrző alkalmazás aláírás-ellenőrzéséhez:\n-----BEGIN PUBLIC KEY-----\n"
                           "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEdMo5507f8MDwlwmwrpX/B4PyTCD6\n-----END PUBLIC KEY-----",
@@ -12248,9 +12250,9 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind137_corpus.json": (0.96, 0.98), "blind138_corpus.json": (0.98, 0.99),
                  "blind141_corpus.json": (0.98, 0.99), "blind144_corpus.json": (0.97, 0.99),
                  "blind146_corpus.json": (0.97, 0.99), "blind148_corpus.json": (0.97, 0.99),
-                 "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.87, 0.97),
-                 "blind153_corpus.json": (0.75, 0.99), "blind154_corpus.json": (0.93, 0.99),
-                 "blind156_corpus.json": (0.68, 0.99), "blind157_corpus.json": (0.85, 0.97)}
+                 "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.89, 0.97),
+                 "blind153_corpus.json": (0.77, 0.99), "blind154_corpus.json": (0.93, 0.99),
+                 "blind156_corpus.json": (0.69, 0.99), "blind157_corpus.json": (0.89, 0.97)}
 
 
 def corpus_texts() -> list:
