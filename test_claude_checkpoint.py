@@ -2124,6 +2124,7 @@ class TestRedaction(unittest.TestCase):
             ("la contraseña del portal: primera mitad Kx7pQ2Zz, segunda mitad: Lm9RtZ4w",
              "la contraseña del portal: primera mitad «redacted», segunda mitad: «redacted»"),
             ("8wma o kwdikos gia to synology einai 7r0p1k-Meltemi , mou to eipe o nikos", "8wma o kwdikos gia to synology einai «redacted» , mou to eipe o nikos"),
+            ('simplepay_titkos_kulcs = "Qw8RtY2uIo9PaS7dF4gH6jK1lZ3xC5vB"', 'simplepay_titkos_kulcs = "«redacted»"'),
         ))
         self.assert_kept(("Nyilvános kulcs a jegyellenőrző alkalmazás aláírás-ellenőrzéséhez:\n-----BEGIN PUBLIC KEY-----\n"
                           "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEdMo5507f8MDwlwmwrpX/B4PyTCD6\n-----END PUBLIC KEY-----",
