@@ -3785,7 +3785,6 @@ _ACCOUNT_COLUMN = r"(?i)accounts?|(?:user|benutzer)(?:[ _\-]?name)?|logins?|kont
 _OLD_OR_NEW = r"(?i)old|new|alt|neu|ancien|nouveau|antigo|novo|anterior|nuevo|actual|vecchi[ao]|nuov[ao]|stare|nowe|eski|yeni|oud|nieuw|gammal|ny|vanha|uusi|旧|新"
 # A column of codes, its word before or after what they are for: `Door code`, `Kód hlídače`, `Código puerta`.
 _CODE_WORDS = r"codes?|kod|koden|kode|kód|kódja|código|codigo|codice|код|कोड"
-_CODE_SEEN = ("cod", "kod", "pin", "combina", "kombin", "passcode", "unlock", "entsperr", "desbloque", "disarm", "desactiv", "deaktiv", "disattiv", "marcar", "digitar", "dial", "tapez", "composez", "koodi")  # (a few letters of _CODE_SAID's words, as an ASCII text writes them: a cheap look)
 # A column that names what a code opens, its code's word left out: `LOCKBOX`, `GATE`, `PORTERO` (an intercom), `宅配BOX`.
 _LOCK_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:lock ?box(?:es)?|key ?(?:box|safe)|gates?|doors?|portero|porter[ií]a|intercom|interfono|citofono|interphone"
                 r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)")
@@ -8237,13 +8236,16 @@ _SENTENCE_END = r"[.!?。！？]+(?=\s)|\n"  # where the readings of a sentence 
 # A code of six to eight digits (or two groups of them a keypad's sign joins: `823-295`, `9879#81`) that stands alone in
 # a sentence (or in the one after it) that names a code and a place it opens: no part of a date, a phone's or an
 # account's number, an amount, nor a thing's number (`ticket 482913`).
-_BARE_CODE = r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])(\d{6,8}|\d{3}-\d{3}|\d{3,4}[#*]\d{2,4})(?=#?(?![\w\-:/%@]|[.,]\d|[ \t]+\d|[ \t]*(?:[€$£¥]|(?i:eur|usd|gbp|pln|zł|kr|kč|ms|mb|kb|gb|km|kg|px|bytes?|rows?|units?|pcs|min|sec)\b)))"
-# A code read out in groups (`6696-3343`, `3971 4654`, `24 14 64 11`, `4 7 2 9`), where _BARE_CODE stands alone.
-_GROUPED_CODE = _BARE_CODE.replace(r"(\d{6,8}|\d{3}-\d{3}|\d{3,4}[#*]\d{2,4})", r"(\d{2,4}([ \-])\d{2,4}(?:\2\d{2,4}){0,2}|\d([ \-])\d(?:\3\d){2,7})")
+_CODE_STANDS_ALONE = (r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])",  # (before it, then after it)
+                      r"(?=#?(?![\w\-:/%@]|[.,]\d|[ \t]+\d|[ \t]*(?:[€$£¥]|(?i:eur|usd|gbp|pln|zł|kr|kč|ms|mb|kb|gb|km|kg|px|bytes?|rows?|units?|pcs|min|sec)\b)))")
+_BARE_CODE = _CODE_STANDS_ALONE[0] + r"(\d{6,8}|\d{3}-\d{3}|\d{3,4}[#*]\d{2,4})" + _CODE_STANDS_ALONE[1]
+# A code read out in groups (`6696-3343`, `3971 4654`, `24 14 64 11`, `4 7 2 9`), standing alone as _BARE_CODE does.
+_GROUPED_CODE = _CODE_STANDS_ALONE[0] + r"(\d{2,4}([ \-])\d{2,4}(?:\2\d{2,4}){0,2}|\d([ \-])\d(?:\3\d){2,7})" + _CODE_STANDS_ALONE[1]
 _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|cod|codul|kombination|combination|combinaci[oó]n|combinação|κωδικ\w{0,3}"
               r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez"
               r"|disarm\w{0,3}|desactiv\w{0,5}|désactiv\w{0,5}|disattiv\w{0,5}|deaktiv\w{0,5})(?![^\W\d_])"
               r"|koodi|コード|暗証番号|解錠番号|管理番号|코드|번호|암호")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
+_CODE_SEEN = ("cod", "kod", "pin", "combina", "kombin", "passcode", "unlock", "entsperr", "desbloque", "disarm", "desactiv", "deaktiv", "disattiv", "marcar", "digitar", "dial", "tapez", "composez", "koodi")  # (a few letters of each of _CODE_SAID's words, as an ASCII text writes them: a cheap look)
 # Words that make a number in their own sentence a code with no place named: what it unlocks, a passcode, an installer's.
 _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|verrouill\w{0,3}"
                r"|(?:ovi|portti|hälytys|purku|lukko)koodi\w{0,3}"  # Finnish: a door's, an alarm's code (not virhekoodi, an error's)
@@ -8381,7 +8383,8 @@ def _is_a_quoted_password(value: str) -> bool:
 
 # A row of a list of accounts with no header: cells two spaces or a tab apart, the last two a login's name
 # and one token ("  PPD      pharmaco_biostat  kiw1&k3ttle9", "Plan 3   Canon C5840 admin  tiger-C0ff33").
-_ACCOUNT_ROW = (r"[ \t]*\S[^\n]*?[ \t]((?i:admin(?:istrator)?|root)|[a-z][a-z0-9_.\-]{1,39}|[\w.+\-]+@[\w\-]+\.[\w.\-]+|[A-Za-z][\w.\-]{0,30}\\[\w.\-]{1,40})"
+_ACCOUNT_LOGIN = r"(?i:admin(?:istrator)?|root)|[a-z][a-z0-9_.\-]{1,39}|[\w.+\-]+@[\w\-]+\.[\w.\-]+"  # a login's name in small letters, an admin's, an address
+_ACCOUNT_ROW = (r"[ \t]*\S[^\n]*?[ \t](" + _ACCOUNT_LOGIN + r"|[A-Za-z][\w.\-]{0,30}\\[\w.\-]{1,40})"
                 r"(?:\t|  )[ \t]*([^\s\"'`:/()\[\]<>]{6,64})[ \t]*\r?")  # (a login's name in small letters; no URL, path, call or image as the last cell)
 _TWO_DELIMITED_ROWS = r"[,;][^\s,;]{6,64}[ \t]*\r?\n[^\n]{1,300}?[,;][^\s,;]{6,64}[ \t]*(?:\r?\n|$)"  # two lines that end in a CSV's cell: a cheap look for such rows
 
@@ -8390,12 +8393,13 @@ def _may_be_delimited_row(line: str) -> bool:
     """A cheap look before _DELIMITED_ACCOUNT_ROW: a line whose last cell after `,`, `;` or a tab is
     one token of 6 to 64 characters."""
     last = max(line.rfind(","), line.rfind(";"), line.rfind("\t"))
-    return last > 0 and 6 <= len(line[last + 1:].strip()) <= 64 and " " not in line[last + 1:].strip()
+    cell = line[last + 1:].strip()
+    return last > 0 and 6 <= len(cell) <= 64 and " " not in cell
 
 
 # The same row as a CSV's, a TSV's or a list's with `;` writes it, the login first or after other cells
 # ("bmc-node06,10.16.234.76,labadmin,Vortex%2021", "jsilva@usp.lab,Recife@22#").
-_DELIMITED_ACCOUNT_ROW = (r"[ \t]*(?:[^\s,;\t\"']+[,;\t]){0,4}((?i:admin(?:istrator)?|root)|[a-z][a-z0-9_.\-]{1,39}|[\w.+\-]+@[\w\-]+\.[\w.\-]+)"
+_DELIMITED_ACCOUNT_ROW = (r"[ \t]*(?:[^\s,;\t\"']+[,;\t]){0,4}(" + _ACCOUNT_LOGIN + r")"
                           r"[,;\t]([^\s,;\"'`:/()\[\]<>]{6,64})[ \t]*\r?")
 
 
@@ -8456,7 +8460,7 @@ def _redact_spelled_out(original: str, text: str, count: int, replaced: list) ->
                 spelled = "".join(letter.upper() if capital else letter for capital, word in words for letter in (_NATO_LETTERS.get(word.lower(), ""),))
             else:
                 spelled = found.group().replace(" ", "") if " " in found.group() else found.group().replace("-", "")
-            if (_secret_words(said) or _regex(r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字").search(said)) and _is_part_of_a_secret(spelled):
+            if (_secret_words(said) or _regex(_SPELLING_SAID).search(said)) and _is_part_of_a_secret(spelled):
                 pieces.append(found.group())
     return _redact_found_again(text, count, replaced, pieces)
 
@@ -8475,7 +8479,8 @@ _ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pi
 _TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + _ANNOUNCED_TOKEN + r"[ \t]*\r?$"
 _ANNOUNCED_SEEN = tuple(sorted(word for word in set(_PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS) if word.isascii() and not any(
     other != word and other in word for other in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS)))  # a few letters of each word that names one (none that holds another: a shorter one finds it)
-_SPELLING_WORDS = ("spell", "epel", "buchstab", "deletre", "solet")  # (a password spelled out: a word for it, or one for spelling)
+_SPELLING_SAID = r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字"  # words that say a value is spelled out
+_SPELLING_WORDS = ("spell", "epel", "buchstab", "deletre", "solet")  # (a few letters of each of _SPELLING_SAID's, as an ASCII text writes them: a cheap look)
 _SPEAKER_START = r"<|[^\x00-\x40\x5b-\x7f]"  # a speaker's prefix: `<nick>`, or a name in capitals or another script (not `remote:`, `"cwd":`)
 
 
@@ -9577,11 +9582,10 @@ def _second_readings(original: str) -> list:
     if original.count(" ") + original.count("\n") + original.count("\u3000") >= 11:
         readings.append(("bare mnemonic", _redact_bare_mnemonics))
     if _regex(r"\d{6}").search(original) or ("#" in original or "*" in original or "-" in original) and _regex(r"\d\d\d[#*]\d\d|\b\d{3}-\d{3}\b").search(original) or _may_hold_a_word(
-            original, _CODE_SEEN) and _regex(r"\d\d[ \-]\d\d|\b\d[ \-]\d[ \-]\d[ \-]\d\b").search(original):  # (a code in groups: only where a word for a code may be)  # (the words that make a number a code are looked for in its sentences only: cheaper than in the whole text)
+            original, _CODE_SEEN) and _regex(r"\d\d[ \-]\d\d|\b\d[ \-]\d[ \-]\d[ \-]\d\b").search(original):  # (a code's words are looked for in its sentences only, cheaper than in the whole text; a code in groups only where one may be)
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
-    if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and (_may_hold_a_word(original, _PASSWORD_WORDS_SEEN) and _regex(_PASSWORD_WORDS).search(original)
-                                                         or _may_hold_a_word(original, _LOGIN_WORDS_SEEN) and (_regex(_LOGIN_WORDS).search(original) or _regex(_LOGIN_WORDS_LAST).search(original))
-                                                         or "@" in original and _regex(_LOGIN_PAIR).search(original)):
+    if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and (_may_hold_a_word(original, _PASSWORD_WORDS_SEEN) and _regex(_PASSWORD_WORDS).search(original) or (
+            _may_hold_a_word(original, _LOGIN_WORDS_SEEN) or "@" in original) and _where_a_sentence_logs_in(original, 0, len(original)) is not None):
         readings.append(("password in a sentence", _redact_passwords_in_sentences))
     if "join" in original or "[@]}" in original:
         readings.append(("list joined under a secret's name", _redact_joined_by_name))

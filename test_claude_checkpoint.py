@@ -2692,6 +2692,16 @@ class TestRuleWords(unittest.TestCase):
         self.assertTrue(cc._may_hold_a_word("the PassWord was", cc._PROSE_SECRET_PARTS))
         self.assertTrue(cc._may_hold_a_word("the paſsword was", cc._PROSE_SECRET_PARTS))  # (?i) reads ſ as s
 
+    def test_every_cheap_look_holds_a_part_of_each_ascii_word_of_its_pattern(self):
+        # The readings look for a few letters first (_may_hold_a_word) and read a text only where they are:
+        # each word an ASCII text can hold for the pattern after the look must hold one of them.
+        for pattern, seen in ((cc._CODE_SAID, cc._CODE_SEEN), (cc._LOGIN_WORDS, cc._LOGIN_WORDS_SEEN), (cc._LOGIN_WORDS_LAST, cc._LOGIN_WORDS_SEEN),
+                              (cc._SPELLING_SAID, cc._SPELLING_WORDS)):
+            for word in cc._rule_words(re.compile(pattern))[0]:
+                with self.subTest(pattern=pattern[:40], word=word):
+                    self.assertTrue(not word.isascii() or any(part in word for part in seen), "add a part of it to the pattern's cheap look")
+        self.assertFalse(cc._may_hold_a_word("the deploy finished in 2 minutes", cc._CODE_SEEN + cc._LOGIN_WORDS_SEEN))
+
     def test_stored_words_are_those_of_the_current_patterns(self):
         rules = cc.redaction_rules()
         self.assertEqual(list(cc.RULE_WORDS), [rule.name for rule in rules], "run python3 test_claude_checkpoint.py --rule-words")
