@@ -8469,11 +8469,20 @@ def _redact_spelled_out(original: str, text: str, count: int, replaced: list) ->
 # photo share is" ⏎ `<nikos> SqR9oYu` ⏎ `<nikos> ^cwDtTF`. Its end: a connector, a colon, or (in a chat, where
 # a header or a speaker's prefix stands between) anything; or a value the rules took, whose rest follows.
 _ANNOUNCED_END = (r"(?:[:：]|(?<![\w'’])(?:is|are|c'est|est|es|é|è|ist|lautet|är|er|jest|je|είναι|это|был|是|为|sono|são|sind)"
-                  r"|" + REDACTED + r")[ \t]*[.…!,;]*[ \t]*[^\w\s]{0,4}[ \t]*$")
+                  r"|" + REDACTED + r")(?:[ \t]*\([^()\n]{1,60}\))?[ \t]*[.…!,;]*[ \t]*[^\w\s]{0,4}[ \t]*$")  # (a word in brackets after: "is (pasted from keepass, it wrapped)")
+# A message that says its secret comes in parts, in the languages sessions are written in: "typing in two bits",
+# "share the secret in two chat messages", "iki parça atıyorum", "na dvakrát", "分两次发". Its pieces may be words
+# (`mayman-pho`, `sach-lua`), which a piece no message announced may not be (_reads_as_a_name).
+_SPLIT_SAID = (r"(?i)\b(?:in(?:to)?|as|en|em|w|ve|i)[ \t]+(?:two|three|2|3|deux|trois|zwei|drei|dos|tres|duas|dois|três|due|tre|twee|drie"
+               r"|dwóch|dwoch|trzech|dvou|två|to)[ \t]+(?:\w+[ \t]+)?(?:parts?|pieces|bits|halves|messages|msgs|chunks|parties|morceaux|fois|teilen|teile"
+               r"|nachrichten|hälften|stücken|partes|mensajes|trozos|mitades|mensagens|pedaços|metades|parti|messaggi|pezzi|delen|stukken|berichten"
+               r"|częściach|czesciach|wiadomościach|kawałkach|částech|delar|dele|deler)\b|\bna[ \t]+(?:dvakrát|dwa razy|dvě části)|\b(?:iki|2|üç)[ \t]+(?:parça|mesaj)"
+               r"|\bdo[ \t]+(?:hisson|hisse|parts?|baar)\b|(?:hai|2)[ \t]+phần|в[ \t]+двух|двумя[ \t]+(?:частями|сообщениями)|на[ \t]+две[ \t]+части|по[ \t]+частям"
+               r"|[2二两兩]回に分け|分けて送|分[两兩]次|分成[两兩]|[两兩]段|나눠서|두[ \t]+번에")
 _ANNOUNCED_SECRET_WORDS = r"(?i:密钥|秘钥|令牌|トークン|キー|토큰|키|κωδικ\w{0,3}|токен\w{0,2}|ключ\w{0,2})"
 # A chat line's prefix before its message: a quote's `>`, a date and time, `[09:02:20]`, `<nick>`, `Nikos:`.
 _CHAT_PREFIX = (r"[ \t]*(?:>[ \t]?)*[ \t]*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?[ \t]+)?(?:\[[^\]\n]{1,30}\][ \t]*)?"
-                r"(?P<speaker><[^<>\n]{1,30}>[ \t]*|[^\s:：<>\[][^\n:：<>]{0,30}[:：](?:[ \t]+|$))?")
+                r"(?P<speaker><[^<>\n]{1,30}>[ \t]*|(?<=\d\t)[^\s<>]{1,30}\t|[^\s:：<>\[][^\n:：<>]{0,30}[:：](?:[ \t]+|$))?")  # (WeeChat's log: a time, a tab, the nick, a tab)
 _ANNOUNCED_TOKEN = r"[.…]{0,3}[ \t]*([^\s()\[\]{}<>=;,\"'`«»]{4,80})"
 _ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pieces may stand
 _TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + _ANNOUNCED_TOKEN + r"[ \t]*\r?$"
@@ -8481,7 +8490,7 @@ _ANNOUNCED_SEEN = tuple(sorted(word for word in set(_PASSWORD_WORDS_SEEN + _PROS
     other != word and other in word for other in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS)))  # a few letters of each word that names one (none that holds another: a shorter one finds it)
 _SPELLING_SAID = r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字"  # words that say a value is spelled out
 _SPELLING_WORDS = ("spell", "epel", "buchstab", "deletre", "solet")  # (a few letters of each of _SPELLING_SAID's, as an ASCII text writes them: a cheap look)
-_SPEAKER_START = r"<|[^\x00-\x40\x5b-\x7f]"  # a speaker's prefix: `<nick>`, or a name in capitals or another script (not `remote:`, `"cwd":`)
+_SPEAKER_START = r"<|[^\x00-\x40\x5b-\x7f]|[^\s<>]+\t"  # a speaker's prefix: `<nick>`, a name in capitals or another script (not `remote:`, `"cwd":`), a log's nick between tabs
 
 
 def _secret_words(text: str) -> list:
@@ -8515,19 +8524,28 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
     """(text, count) with the messages of one token each that follow a message naming a secret
     without its value (_ANNOUNCED_END; a chat's headers, names and blank lines between are passed
     over): each token a secret's piece (_is_part_of_a_secret), never a call, a path, a reference."""
-    lines, naming = original.split("\n"), {}
+    lines, naming, splitting = original.split("\n"), {}, {}
 
     def may_name(index: int) -> bool:  # a cheap look, once a line: most lines name no secret
         if index not in naming:
             naming[index] = _may_hold_a_word(lines[index], _ANNOUNCED_SEEN)
         return naming[index]
 
+    def says_split(index: int) -> bool:  # the line may name a secret and says it comes in parts
+        if index not in splitting:
+            splitting[index] = may_name(index) and _regex(_SPLIT_SAID).search(lines[index]) is not None
+        return splitting[index]
+
+    def piece(token: str, split: bool) -> bool:
+        return _is_announced_piece(token) or split and _is_part_of_a_secret(token) and not _is_call(token)
+
     rows, row, position = set(), 0, 0  # (_second_readings runs this only on a text that may name a secret: most do not)
     for found in _regex(_TOKEN_LINE).finditer(original):  # the lines of one token that may be a piece (few), before any line that may name one (each a costly search)
         row, position = row + original.count("\n", position, found.start()), found.start()
         speaker, token = found.group("speaker"), found.group(found.lastindex)
         if len(token) >= 6 and (not speaker or _regex(_SPEAKER_START).match(speaker)) and not _regex(r"[\w.+\-]*:/|/").match(token) and any(
-                may_name(above) for above in range(max(0, row - _ANNOUNCED_REACH), row)) and _is_announced_piece(token):
+                may_name(above) for above in range(max(0, row - _ANNOUNCED_REACH), row)) and piece(token, any(
+                says_split(above) for above in range(max(0, row - _ANNOUNCED_REACH), row))):
             rows.add(row)  # (a field's name in small letters or quotes is no speaker: `"cwd": "/tmp/…"`; a URL, a path no piece; a piece's test costs: only under a line that may name a secret)
     if not rows:
         return text, count
@@ -8543,7 +8561,7 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
         named = _secret_words(line)
         if not any(word.group()[-1:] not in "sS" or not word.group().isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line):
             continue  # none, or only many (`Accepted Keys:`, `Redis keys (sample):`): a list of their names follows; what is said of one is not it
-        speaker = _speaker(line)
+        speaker, split = _speaker(line), says_split(index)
         chat, taken, row = False, [], index + 1
         while row < len(lines) and row <= index + _ANNOUNCED_REACH and len(taken) < 4:
             prefix = _regex(_CHAT_PREFIX).match(lines[row])
@@ -8551,16 +8569,17 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
             if prefix.group("speaker") and (_speaker(lines[row]) != speaker or not _regex(_SPEAKER_START).match(prefix.group("speaker"))):
                 break  # another speaker, or a name and its value (`Name:  app-env`, `Cipher: aes-xts-plain64`): no piece of this one
             chat = chat or prefix.end() > len(lines[row]) - len(lines[row].lstrip()) + 1
-            if not body or _regex(r"\d{1,2}:\d\d").search(body) and len(body.split()) <= 6 or _regex(r"[^\W\d_]+(?:[ \t]+[^\W\d_]+){0,3}").fullmatch(body) and not taken and not _is_part_of_a_secret(body):
+            if not body or _regex(r"\d{1,2}:\d\d").search(body) and len(body.split()) <= 6 or _regex(r"[^\W\d_]+(?:[ \t]+\(?[^\W\d_]+\)?){0,3}").fullmatch(body) and (
+                    not taken or _regex(r"\d{1,2}:\d\d").search(prefix.group())) and not _is_part_of_a_secret(body):
                 chat = chat or bool(body)  # a header (a name, a time) between: a chat's next message
                 row += 1
                 continue
             token = _regex(_ANNOUNCED_TOKEN).fullmatch(body)
-            if token is None or not _is_announced_piece(token.group(1)):
+            if token is None or not piece(token.group(1), split):
                 break
             taken.append(token.group(1))
             row += 1
-        if taken and (ends or chat and not _regex(r"[:：=][ \t]*\S").search(line, max(word.end() for word in named))):  # (in a chat with no end that announces, a line that gives a value after its word gave it: "the token expired: yesterday")
+        if taken and (ends or split or chat and not _regex(r"[:：=][ \t]*\S").search(line, max(word.end() for word in named))):  # (in a chat with no end that announces, a line that gives a value after its word gave it: "the token expired: yesterday")
             pieces += taken
     return _redact_found_again(text, count, replaced, pieces)
 
@@ -8855,7 +8874,7 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # lines that follow it.
 _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\brest[ \t]*[:：]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
                        r"|\bzbytek|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
-                       r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
+                       r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in)|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
                        r"|\bsegunda[ \t]+(?:parte|mitad|metade)|\bseconda[ \t]+metà|\b(?:et[ \t]+)?la[ \t]+fin[ \t]*(?=[:：])|\bfinal[ \t]*(?=[:：])|\bmásodik[ \t]+(?:fele|része?)|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
@@ -8924,7 +8943,7 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
 # gives a line or a few above a rest that was redacted ("the db password is glacier moraine" over "…
 # ends with «redacted» appended"), and a value after a first part's words near a redacted rest ("first
 # half: …", "eerste helft begint met …", "(1/2) …", "前半は…").
-_FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \t]*(?:1|one)\b|\(1[ \t]*/[ \t]*2\)|\bteil[ \t]*1\b"
+_FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \t]*(?:1|one)\b|\b(?:part|teil|deel|parte|partie)[ \t]+[Aa]\b|\(1[ \t]*/[ \t]*2\)|\bteil[ \t]*1\b"
                       r"|\bprvn[íi][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:1|pertama)\b"  # Czech, Malay and Indonesian
                       r"|\berste[rn]?[ \t]+(?:teil|hälfte)|\banfang|\beerste[ \t]+(?:helft|deel)|\bpremi[eè]re[ \t]+partie|\bprimera[ \t]+(?:parte|mitad)|\bprima[ \t]+parte"
                       r"|\bprimeira[ \t]+(?:parte|metade)|\bprima[ \t]+metà|\b(?:le[ \t]+)?début(?:[ \t]+du[ \t]+mot[ \t]+de[ \t]+passe)?[ \t]*(?=[:：])|\bcomeço|\belső[ \t]+(?:fele|része?)|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım|kısmı)"
@@ -8952,12 +8971,12 @@ def _is_part_of_a_secret(value: str) -> bool:
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
 _REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "agian 2", "agian kedua", "append", "contin", "follow", "second",
-                    "2nd", "mitad", "metade", "metà", "la fin", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
+                    "2nd", "mitad", "metade", "metà", "part b", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
                     "gefolgt", "und dann", "continuarea", "restul", "partea a doua", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
                     "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "الباقي", "الجزء الثاني", "faltou o", "faltó el", "falto el", "o final é", "el final es", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분", "сүүлийн", "хоёр")
-_FIRST_WORDS_SEEN = ("first", "1st", "part", "1/2", "első", "début", "começo", "metade", "metà", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
+_FIRST_WORDS_SEEN = ("first", "1st", "part", "deel a", "1/2", "első", "début", "começo", "metade", "metà", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
                      "pehla", "pahla", "kwanza", "पहला", "эхний")

@@ -2184,6 +2184,36 @@ class TestRedaction(unittest.TestCase):
                           "the door code is with the front desk, call 138 1234 5678",
                           "the safe in room 12 holds 25 000 EUR and the door code is with Maria"))
 
+    def test_a_secret_announced_in_parts_in_a_chat(self):
+        """A chat message that names a secret and says it comes in parts ("in two bits", "iki parça", "na
+        dvakrát"): the one-token messages after it are its pieces, words too (`lanterna-fico`); in a log
+        WeeChat writes (a time, a tab, the nick, a tab), under headers that name a team's guest
+        (`Acme Support (external)`), after "is (pasted from …)"; pieces labelled `part A` and `part B`, a
+        Dutch one that `begint met` and `eindigt met`. Kept: words after a message that says a
+        job runs in parts, a list of names after a password's word with no value."""
+        self.assert_redacted_as((
+            ("2026-01-14 21:40:02\tmarek\tola: the nas admin pw, typing it in two bits\n2026-01-14 21:40:09\tmarek\tQx7*pLm2\n"
+             "2026-01-14 21:40:15\tmarek\tvR9tEw\n2026-01-14 21:40:31\tola\tthanks, in",
+             "2026-01-14 21:40:02\tmarek\tola: the nas admin pw, typing it in two bits\n2026-01-14 21:40:09\tmarek\t«redacted»\n"
+             "2026-01-14 21:40:15\tmarek\t«redacted»\n2026-01-14 21:40:31\tola\tthanks, in"),
+            ("[09:03] Acme Support (external)\nWe rotated the client; the secret comes in two messages:\n[09:03] Acme Support (external)\n"
+             "acm_T4kQ9wZrLx\n[09:04] Acme Support (external)\nh7GfPq2VbN8sYc3dWm\n[09:05] Acme Support (external)\nPlease confirm.",
+             "[09:03] Acme Support (external)\nWe rotated the client; the secret comes in two messages:\n[09:03] Acme Support (external)\n"
+             "«redacted»\n[09:04] Acme Support (external)\n«redacted»\n[09:05] Acme Support (external)\nPlease confirm."),
+            ("[2026-02-03 18:12] Selin Kaya: ofis wifi şifresini iki parça atıyorum\n[2026-02-03 18:12] Selin Kaya: lanterna-fico\n"
+             "[2026-02-03 18:13] Selin Kaya: duvar-kedi\n[2026-02-03 18:13] Selin Kaya: arada boşluk yok",
+             "[2026-02-03 18:12] Selin Kaya: ofis wifi şifresini iki parça atıyorum\n[2026-02-03 18:12] Selin Kaya: «redacted»\n"
+             "[2026-02-03 18:13] Selin Kaya: «redacted»\n[2026-02-03 18:13] Selin Kaya: arada boşluk yok"),
+            ("aider> the token for the build bot is (copied from 1password, it wrapped)\nW8mZq3RtLp0VxK2nB7c\nJd5Hs9FgT1aYe4Uo6\naider> put it in .env",
+             "aider> the token for the build bot is (copied from 1password, it wrapped)\n«redacted»\n«redacted»\naider> put it in .env"),
+            ("Pieter Smit  10:14\nhet wachtwoord van de router begint met Tulp!88\nPieter Smit  10:15\nen eindigt met Zwaan#41",
+             "Pieter Smit  10:14\nhet wachtwoord van de router begint met «redacted»\nPieter Smit  10:15\nen eindigt met «redacted»"),
+            ("hetzner token for the backups, part A: Hz7qLmR2vT9k\npart B: Wd4nYc8pXs1e", "hetzner token for the backups, part A: «redacted»\npart B: «redacted»"),
+        ))
+        self.assert_kept(("[10:02] Ana Ruiz: the password migration runs in two parts tonight\n[10:02] Ana Ruiz: staging\n[10:03] Ana Ruiz: production",
+                          "2026-01-14 21:40:02\tmarek\tthe passwords are split in two parts by team:\n2026-01-14 21:40:09\tmarek\tbackend-team\n"
+                          "2026-01-14 21:40:15\tmarek\tfrontend-team"))
+
     def test_siblings_in_records_and_short_rows_and_keys_after_truncated_ones(self):
         # A record's member named like a redacted one; a table's row whose last cell is empty; a private
         # key under a public one cut short; a PowerShell string continued by a backtick.
