@@ -4337,8 +4337,8 @@ def _find_joined_parts(match: Any) -> list:
         end = line_end if end < 0 else end
         at, first_plain = max(position, word.end()), None
         while piece := _regex(_JOINED_PIECE).search(text, at, end):  # the line's secret part, else its first plain word
-            value, at = piece.group(piece.lastindex), piece.start(piece.lastindex)
-            if text.startswith(REDACTED, at - 1):
+            value, at = piece.group(piece.lastindex), max(at + 1, piece.start(piece.lastindex))  # (a line's first word may be a piece where the search starts: never search there again)
+            if text.startswith(REDACTED, piece.start(piece.lastindex) - 1):
                 break
             if _is_secret_part(value) and not _regex(r"[a-z]{1,8}(?:[-_][a-z]{1,8})?[-_]").fullmatch(value):  # (not a vendor's prefix: `sk-proj-`)
                 parts.append(piece.span(piece.lastindex))

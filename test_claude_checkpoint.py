@@ -2184,6 +2184,22 @@ class TestRedaction(unittest.TestCase):
                           "the door code is with the front desk, call 138 1234 5678",
                           "the safe in room 12 holds 25 000 EUR and the door code is with Maria"))
 
+    def test_a_message_whose_first_word_reads_as_a_piece_ends(self):
+        """A text of SMS headers (`Nachricht (1/2) von: …` ⏎ … ⏎ `Nachricht (2/2) von: …`): the note that
+        pieces go together, `(2/2)`, sends the pieces' search to lines whose first word, before a word in
+        brackets, reads as a piece where the search starts; it once searched there forever (a save hung
+        on 160 characters). Run in a process of its own, so a hang fails here and does not stall the suite."""
+        text = ("Nachricht (1/2) von: Kundenservice\nIhr vorläufiges Passwort lautet Kp4mVx9QzRt\n"
+                "Nachricht (2/2) von: Kundenservice\nWb7NcY2sLe . Gültig 24 Stunden.")
+        code = "import sys; sys.path.insert(0, sys.argv[1]); import claude_checkpoint as cc; print(cc.redact(sys.stdin.read())[0])"
+        try:
+            done = subprocess.run([sys.executable, "-c", code, HERE], input=text, capture_output=True, text=True, encoding="utf-8", timeout=60)
+        except subprocess.TimeoutExpired:
+            self.fail("redaction of a 160-character text did not end in 60 seconds")
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertIn("Passwort lautet «redacted»", done.stdout)
+        self.assertNotIn("Kp4mVx9QzRt", done.stdout)
+
     def test_a_secret_announced_in_parts_in_a_chat(self):
         """A chat message that names a secret and says it comes in parts ("in two bits", "iki parça", "na
         dvakrát"): the one-token messages after it are its pieces, words too (`lanterna-fico`); in a log
