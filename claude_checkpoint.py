@@ -1991,7 +1991,9 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
                 r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}ruimte|serverrom\w{0,3}|दरवाज़\w{0,2}|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
                 r"|u[șş]\w{0,2}|poart\w{0,2}|seif\w{0,3}|πόρτα\w{0,2}|συναγερμ\w{0,3}|χρηματοκιβώτι\w{0,2}"  # Romanian, Greek
-                r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट|अलार्म|तिजोरी)(?![^\W\d_])"
+                r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट|अलार्म|तिजोरी"
+                r"|cassafort[ei]|cassett\w{0,3}|armadiett[oi]|sef[auo]?|ulaz\w{0,3}|vrat\w{0,3}|ormar\w{0,4}|gara[žz]\w{0,2}|[šs]krinj\w{0,2}|komor\w{0,2}|shramb\w{0,2}"
+                r"|kutij\w{0,2}|klju[čc]avnic\w{0,2}|lokot\w{0,2}|z[áa]mek|z[áa]mku|sk[řr][íi][ňn]k\w{0,2}|schr[áa]nk\w{0,2}|nabiraln\w{0,3}|apartm[aá]n\w{0,2}|\w{0,12}d[öo]rr(?:en)?)(?![^\W\d_])"  # Italian, Croatian, Slovene, Czech, Swedish's ytterdörren
                 r"|(?<![^\W\d_])(?:teclados?|clavier|tastiera|tastenfeld\w{0,2}|klawiatur\w{0,2}|polvor[ií]n\w{0,2}|almac[ée]n\w{0,2}|bodega|armaz[ée]m|entrep[ôo]t|magazzino|\w{0,14}lager|magazyn\w{0,2}|gudang|склад\w{0,2}|\w{0,14}f[öo]rr[åa]d\w{0,4}|magazijn)(?![^\W\d_])"  # a keypad, a store or a magazine (Spanish, French, Italian, German, Polish, Indonesian, Russian, Swedish, Dutch)
                 r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|警報|공동현관|현관|서버실|도어락|출입문|금고|경보기?|倉庫|仓库|창고|キーパッド|키패드")  # (Japanese and Korean write no space around a word)
 
@@ -2003,7 +2005,8 @@ _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "
                 "ruimte", "serverrom", "दरवाज़", "dveř", "brán", "serverovn", "rozvodn", "trezor", "riaszt", "ajtó", "kapu", "széf", "uș", "poart", "seif", "πόρτα", "συναγερμ", "χρηματοκιβώτι", "geti", "mlango",
                 "bariyer", "barrier", "schranke", "barrera", "sbarra", "गेट", "अलार्म", "तिजोरी", "オートロック", "玄関", "宅配", "金庫", "ゲート", "警報", "현관", "倉庫", "仓库", "창고", "キーパッド", "키패드",
                 "teclado", "clavier", "tastiera", "tastenfeld", "klawiatur", "polvor", "almac", "bodega", "armaz", "entrep", "magazzino", "lager",
-                "magazyn", "gudang", "склад", "förråd", "forrad", "magazijn")
+                "magazyn", "gudang", "склад", "förråd", "forrad", "magazijn", "cassafort", "cassett", "armadiett", "sef", "ulaz", "vrat", "ormar", "gara",
+                "krinj", "komor", "shramb", "kutij", "ključavnic", "kljucavnic", "lokot", "zámek", "zamek", "zámku", "zamku", "skříň", "skrin", "schránk", "schrank", "nabiraln", "apartm", "dorr")
 
 
 def _accept_place_label(match: Any) -> bool:
@@ -5022,12 +5025,15 @@ chip-tool-wifi-password      not-reference          chip-tool[ \t]+pairing[ \t]+
 chip-tool-setup-passcode     not-reference          chip-tool[ \t]+pairing[ \t]+(?:ble-wifi[ \t]+\S+[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\S+)[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\S+)|ble-thread[ \t]+\S+[ \t]+\S+|onnetwork(?:-long)?[ \t]+\S+)[ \t]+(?P<s>(?!20202021\b)\d{8})(?!\d)
 #   catch: $ chip-tool pairing ble-wifi 0x11 Kipina-Lab-2G '«max_plum45%»' «80047539» 3840
 #   keep:  $ chip-tool pairing onnetwork 1 20202021
-# A 32-byte key in hex after the name of its kind and a colon (a key generator's output: `private (hex): …`, `seed: …`).
-hex-key-after-its-kind       -                      (?i)(?<![\w\-])(?:private|priv|secret|seed|signing)(?:[ _\-]?key)?(?:[ _\-]?hex)?[ \t]*(?:\((?:hex|raw|bytes|base16)\))?[ \t]*(?::=|[:=])[ \t]*["'`]?(?P<s>(?:0x)?[0-9a-fA-F]{64})(?![0-9a-fA-F])
+# A 32-byte key in hex after the name of its kind and a colon (a key generator's output: `private (hex): …`, `seed: …`,
+# a wallet's `DEPLOYER_PK=0x…`: an address is 40 digits).
+hex-key-after-its-kind       -                      (?i)(?:(?<![\w\-])(?:private|priv|secret|seed|signing)|(?<=[a-z0-9][_\-])pk)(?:[ _\-]?key)?(?:[ _\-]?hex)?[ \t]*(?:\((?:hex|raw|bytes|base16)\))?[ \t]*(?::=|[:=])[ \t]*["'`]?(?P<s>(?:0x)?[0-9a-fA-F]{64})(?![0-9a-fA-F])
 #   catch: private (hex): «12a3ab4717d4da7492117b45c2133e379252e23b585b6734a93d2dbf31fb76a4»\npublic  (hex): 79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46
 #   keep:  public  (hex): 79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46
 #   catch: var seedHex = "«73fa9be745b8ee8bf3693691cb2e7d032ae423eaade0008ffb7356f7533a9624»"
 #   keep:  var pubHex = "79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46"
+#   catch: DEPLOYER_PK=«0x8c1f04b2e9a7d35c6f0e2a18b4d97c3e5a0f6b2d8e1c4a7f9b3d5e0c2a6f8b1d»
+#   keep:  DEPLOYER_ADDRESS=0x5b1e0a7c9d3f2e4b6a8c0d1e3f5a7b9c2d4e6f80
 # A description list's term that names a credential and its definition (`<dt>Recovery PIN</dt><dd>…</dd>`).
 html-defined-credential      defined-credential     <dt>(?P<label>[^<\n]{1,60})</dt>\s{0,20}<dd>(?:<code>)?(?P<s>[^<\n]{4,128}?)(?:</code>)?</dd>
 #   catch: <dl class="device-creds">\n  <dt>Hub local admin</dt><dd>«honey-crystal-maple-prairie»</dd>\n  <dt>Recovery PIN</dt><dd>«41191622»</dd>\n</dl>
@@ -8241,11 +8247,12 @@ _CODE_STANDS_ALONE = (r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])",  # (before it
 _BARE_CODE = _CODE_STANDS_ALONE[0] + r"(\d{6,8}|\d{3}-\d{3}|\d{3,4}[#*]\d{2,4})" + _CODE_STANDS_ALONE[1]
 # A code read out in groups (`6696-3343`, `3971 4654`, `24 14 64 11`, `4 7 2 9`), standing alone as _BARE_CODE does.
 _GROUPED_CODE = _CODE_STANDS_ALONE[0] + r"(\d{2,4}([ \-])\d{2,4}(?:\2\d{2,4}){0,2}|\d([ \-])\d(?:\3\d){2,7})" + _CODE_STANDS_ALONE[1]
-_CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|cod|codul|kombination|combination|combinaci[oó]n|combinação|κωδικ\w{0,3}"
+_CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|koda|kodo|kodov\w{0,2}|cod|codul|kombination|combination|combinaci[oó]n|combinação|combinazione"
+              r"|kombinacij\w|kombinace|kombinaci|[šs]ifr[aeuo]|κωδικ\w{0,3}"
               r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez"
               r"|disarm\w{0,3}|desactiv\w{0,5}|désactiv\w{0,5}|disattiv\w{0,5}|deaktiv\w{0,5})(?![^\W\d_])"
               r"|koodi|コード|暗証番号|解錠番号|管理番号|코드|번호|암호")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
-_CODE_SEEN = ("cod", "kod", "pin", "combina", "kombin", "passcode", "unlock", "entsperr", "desbloque", "disarm", "desactiv", "deaktiv", "disattiv", "marcar", "digitar", "dial", "tapez", "composez", "koodi")  # (a few letters of each of _CODE_SAID's words, as an ASCII text writes them: a cheap look)
+_CODE_SEEN = ("cod", "kod", "pin", "combina", "kombin", "ifr", "passcode", "unlock", "entsperr", "desbloque", "disarm", "desactiv", "deaktiv", "disattiv", "marcar", "digitar", "dial", "tapez", "composez", "koodi")  # (a few letters of each of _CODE_SAID's words, as an ASCII text writes them: a cheap look)
 # Words that make a number in their own sentence a code with no place named: what it unlocks, a passcode, an installer's.
 _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|verrouill\w{0,3}"
                r"|(?:ovi|portti|hälytys|purku|lukko)koodi\w{0,3}"  # Finnish: a door's, an alarm's code (not virhekoodi, an error's)
@@ -8306,11 +8313,11 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord"
-                   r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
+                   r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
                    r"|kata sandi|sandi|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pw", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
-                        "adgangskode", "kodeord", "koden", "sifre", "sandi")
+                        "adgangskode", "kodeord", "koden", "sifre", "sandi", "lozink", "gesl")
 # Words for logging in, which make a sentence's password-shaped value its password as a word for one does:
 # a verb before what one logs in with ("log into the unifi controller, karim / Provenc3&2", "devi entrare
 # con …"), or one after it ("mit Kiefer#8812 anmelden", "X로 로그인").
@@ -8472,20 +8479,23 @@ _ANNOUNCED_END = (r"(?:[:：]|(?<![\w'’])(?:is|are|c'est|est|es|é|è|ist|laut
                   r"|" + REDACTED + r")(?:[ \t]*\([^()\n]{1,60}\))?[ \t]*[.…!,;]*[ \t]*[^\w\s]{0,4}[ \t]*$")  # (a word in brackets after: "is (pasted from keepass, it wrapped)")
 # A message that says its secret comes in parts, in the languages sessions are written in: "typing in two bits",
 # "share the secret in two chat messages", "iki parça atıyorum", "na dvakrát", "分两次发". Its pieces may be words
-# (`mayman-pho`, `sach-lua`), which a piece no message announced may not be (_reads_as_a_name).
+# (`mayman-pho`, `sach-lua`), which a piece no message announced may not be (_reads_as_a_name). (The rule
+# context-split-secret knows some of these words too: it reads pieces given after a label, this reading pieces alone.)
 _SPLIT_SAID = (r"(?i)\b(?:in(?:to)?|as|en|em|w|ve|i)[ \t]+(?:two|three|2|3|deux|trois|zwei|drei|dos|tres|duas|dois|três|due|tre|twee|drie"
                r"|dwóch|dwoch|trzech|dvou|två|to)[ \t]+(?:\w+[ \t]+)?(?:parts?|pieces|bits|halves|messages|msgs|chunks|parties|morceaux|fois|teilen|teile"
                r"|nachrichten|hälften|stücken|partes|mensajes|trozos|mitades|mensagens|pedaços|metades|parti|messaggi|pezzi|delen|stukken|berichten"
-               r"|częściach|czesciach|wiadomościach|kawałkach|částech|delar|dele|deler)\b|\bna[ \t]+(?:dvakrát|dwa razy|dvě části)|\b(?:iki|2|üç)[ \t]+(?:parça|mesaj)"
+               r"|częściach|czesciach|wiadomościach|kawałkach|částech|delar|dele|deler|lines|zeilen|righe|líneas|linhas|lignes|regels|řádcích|řádky)\b"
+               r"|\b(?:over|across|on)[ \t]+(?:two|three|2|3)[ \t]+lines\b|\bu[ \t]+(?:dva|dvije|tri|2|3)[ \t]+(?:\w+[ \t]+)?(?:dijela|djela|dela|poruke|poruka|maila|mejla|reda)\b"
+               r"|\bv[ \t]+(?:dveh|treh|2|3)[ \t]+(?:delih|sporočilih|kosih)\b|\bna[ \t]+(?:dvakrát|dwa razy|dvě části)|\b(?:iki|2|üç)[ \t]+(?:parça|mesaj)"
                r"|\bdo[ \t]+(?:hisson|hisse|parts?|baar)\b|(?:hai|2)[ \t]+phần|в[ \t]+двух|двумя[ \t]+(?:частями|сообщениями)|на[ \t]+две[ \t]+части|по[ \t]+частям"
                r"|[2二两兩]回に分け|分けて送|分[两兩]次|分成[两兩]|[两兩]段|나눠서|두[ \t]+번에")
-_ANNOUNCED_SECRET_WORDS = r"(?i:密钥|秘钥|令牌|トークン|キー|토큰|키|κωδικ\w{0,3}|токен\w{0,2}|ключ\w{0,2})"
+_ANNOUNCED_SECRET_WORDS = r"(?i:密钥|秘钥|令牌|トークン|キー|シークレット|토큰|키|시크릿|κωδικ\w{0,3}|токен\w{0,2}|ключ\w{0,2})"
 # A chat line's prefix before its message: a quote's `>`, a date and time, `[09:02:20]`, `<nick>`, `Nikos:`.
 _CHAT_PREFIX = (r"[ \t]*(?:>[ \t]?)*[ \t]*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?[ \t]+)?(?:\[[^\]\n]{1,30}\][ \t]*)?"
                 r"(?P<speaker><[^<>\n]{1,30}>[ \t]*|(?<=\d\t)[^\s<>]{1,30}\t|[^\s:：<>\[][^\n:：<>]{0,30}[:：](?:[ \t]+|$))?")  # (WeeChat's log: a time, a tab, the nick, a tab)
 _ANNOUNCED_TOKEN = r"[.…]{0,3}[ \t]*([^\s()\[\]{}<>=;,\"'`«»]{4,80})"
 _ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pieces may stand
-_TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + _ANNOUNCED_TOKEN + r"[ \t]*\r?$"
+_TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + r"`?" + _ANNOUNCED_TOKEN + r"`?[ \t]*\r?$"  # (in backticks too: a chat's code span)
 _ANNOUNCED_SEEN = tuple(sorted(word for word in set(_PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS) if word.isascii() and not any(
     other != word and other in word for other in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS)))  # a few letters of each word that names one (none that holds another: a shorter one finds it)
 _SPELLING_SAID = r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字"  # words that say a value is spelled out
@@ -8523,7 +8533,10 @@ def _speaker(line: str) -> str:
 def _redact_announced_lines(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the messages of one token each that follow a message naming a secret
     without its value (_ANNOUNCED_END; a chat's headers, names and blank lines between are passed
-    over): each token a secret's piece (_is_part_of_a_secret), never a call, a path, a reference."""
+    over): each token a secret's piece (_is_part_of_a_secret), never a call, a path, a reference.
+    The message may end a line or two after the one that names the secret ("… sent the API key" ⏎
+    "it came broken over two lines, so:"), or be answered by one that says it comes in parts
+    ("evo u dva dijela", _SPLIT_SAID), whose pieces may be words."""
     lines, naming, splitting = original.split("\n"), {}, {}
 
     def may_name(index: int) -> bool:  # a cheap look, once a line: most lines name no secret
@@ -8531,13 +8544,37 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
             naming[index] = _may_hold_a_word(lines[index], _ANNOUNCED_SEEN)
         return naming[index]
 
-    def says_split(index: int) -> bool:  # the line may name a secret and says it comes in parts
+    def says_split(index: int) -> bool:  # the line says a secret comes in parts
         if index not in splitting:
-            splitting[index] = may_name(index) and _regex(_SPLIT_SAID).search(lines[index]) is not None
+            splitting[index] = _regex(_SPLIT_SAID).search(lines[index]) is not None
         return splitting[index]
 
     def piece(token: str, split: bool) -> bool:
         return _is_announced_piece(token) or split and _is_part_of_a_secret(token) and not _is_call(token)
+
+    def is_header(prefix: Any, body: str, taken: list) -> bool:  # a chat's header (a name, a time), or a blank line
+        return not body or _regex(r"\d{1,2}:\d\d").search(body) and len(body.split()) <= 6 or _regex(r"[^\W\d_]+(?:[ \t]+\(?[^\W\d_]+\)?){0,3}").fullmatch(body) and (
+            not taken or _regex(r"\d{1,2}:\d\d").search(prefix.group())) and not _is_part_of_a_secret(body)
+
+    def pieces_after(index: int, speaker: str, split: bool) -> tuple:
+        """(the tokens of the messages after line index, whether a chat's prefix or header stood before them)."""
+        chat, taken, row = False, [], index + 1
+        while row < len(lines) and row <= index + _ANNOUNCED_REACH and len(taken) < 4:
+            prefix = _regex(_CHAT_PREFIX).match(lines[row])
+            body = lines[row][prefix.end():].strip()
+            if prefix.group("speaker") and (_speaker(lines[row]) != speaker or not _regex(_SPEAKER_START).match(prefix.group("speaker"))):
+                break  # another speaker, or a name and its value (`Name:  app-env`, `Cipher: aes-xts-plain64`): no piece of this one
+            chat = chat or prefix.end() > len(lines[row]) - len(lines[row].lstrip()) + 1
+            if is_header(prefix, body, taken):
+                chat = chat or bool(body)  # a header between: a chat's next message
+                row += 1
+                continue
+            token = _regex(_ANNOUNCED_TOKEN).fullmatch(body.strip("`"))
+            if token is None or not piece(token.group(1), split):
+                break
+            taken.append(token.group(1))
+            row += 1
+        return taken, chat
 
     rows, row, position = set(), 0, 0  # (_second_readings runs this only on a text that may name a secret: most do not)
     for found in _regex(_TOKEN_LINE).finditer(original):  # the lines of one token that may be a piece (few), before any line that may name one (each a costly search)
@@ -8562,25 +8599,23 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
         if not any(word.group()[-1:] not in "sS" or not word.group().isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line):
             continue  # none, or only many (`Accepted Keys:`, `Redis keys (sample):`): a list of their names follows; what is said of one is not it
         speaker, split = _speaker(line), says_split(index)
-        chat, taken, row = False, [], index + 1
-        while row < len(lines) and row <= index + _ANNOUNCED_REACH and len(taken) < 4:
-            prefix = _regex(_CHAT_PREFIX).match(lines[row])
-            body = lines[row][prefix.end():].strip()
-            if prefix.group("speaker") and (_speaker(lines[row]) != speaker or not _regex(_SPEAKER_START).match(prefix.group("speaker"))):
-                break  # another speaker, or a name and its value (`Name:  app-env`, `Cipher: aes-xts-plain64`): no piece of this one
-            chat = chat or prefix.end() > len(lines[row]) - len(lines[row].lstrip()) + 1
-            if not body or _regex(r"\d{1,2}:\d\d").search(body) and len(body.split()) <= 6 or _regex(r"[^\W\d_]+(?:[ \t]+\(?[^\W\d_]+\)?){0,3}").fullmatch(body) and (
-                    not taken or _regex(r"\d{1,2}:\d\d").search(prefix.group())) and not _is_part_of_a_secret(body):
-                chat = chat or bool(body)  # a header (a name, a time) between: a chat's next message
-                row += 1
-                continue
-            token = _regex(_ANNOUNCED_TOKEN).fullmatch(body)
-            if token is None or not piece(token.group(1), split):
-                break
-            taken.append(token.group(1))
-            row += 1
+        taken, chat = pieces_after(index, speaker, split)
         if taken and (ends or split or chat and not _regex(r"[:：=][ \t]*\S").search(line, max(word.end() for word in named))):  # (in a chat with no end that announces, a line that gives a value after its word gave it: "the token expired: yesterday")
             pieces += taken
+            continue
+        prose = 0  # the message goes on, or another answers it, in a line or two of prose before its end
+        for later in range(index + 1, min(len(lines), index + 5)):
+            prefix = _regex(_CHAT_PREFIX).match(lines[later])
+            body = lines[later][prefix.end():].strip()
+            if is_header(prefix, body, []) and not says_split(later):
+                continue
+            if _regex(_ANNOUNCED_TOKEN).fullmatch(body.strip("`")) or prose == 2:
+                break  # a piece the message above did not announce, or prose too long to be its end
+            prose += 1
+            later_speaker = _speaker(lines[later])
+            if says_split(later) or later_speaker == speaker and _regex(_ANNOUNCED_END).search(redacted_lines[later] if aligned else lines[later]):
+                pieces += pieces_after(later, later_speaker, says_split(later))[0]
+                break
     return _redact_found_again(text, count, replaced, pieces)
 
 
@@ -8874,7 +8909,7 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # lines that follow it.
 _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\brest[ \t]*[:：]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
                        r"|\bzbytek|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
-                       r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in)|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
+                       r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\bpezzo[ \t]*(?:2|due)\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in)|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
                        r"|\bsegunda[ \t]+(?:parte|mitad|metade)|\bseconda[ \t]+metà|\b(?:et[ \t]+)?la[ \t]+fin[ \t]*(?=[:：])|\bfinal[ \t]*(?=[:：])|\bmásodik[ \t]+(?:fele|része?)|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
@@ -8882,7 +8917,7 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\br
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|ו?ה?חלק[ \t]+ה?שני|החצי[ \t]+השני"
                        r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu|(?:сүүлийн|хоёр(?:дахь|дугаар))[ \t]+хэсэг)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ|و?الباقي|و?الجزء[ \t]+الثاني"
                        r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+pili|\biliyobaki)|बाकी|दूसरा(?:[ \t]+हिस्सा)?")  # Hindi's (also written in Latin letters), Swahili's
-_REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：—–][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
+_REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：—–→][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])"
                  r"|(?<![^\s\"'«„“「(])(?P<before>[^\s\"'«»„“”「」`()]{4,128})[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
 
@@ -8943,7 +8978,7 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
 # gives a line or a few above a rest that was redacted ("the db password is glacier moraine" over "…
 # ends with «redacted» appended"), and a value after a first part's words near a redacted rest ("first
 # half: …", "eerste helft begint met …", "(1/2) …", "前半は…").
-_FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \t]*(?:1|one)\b|\b(?:part|teil|deel|parte|partie)[ \t]+[Aa]\b|\(1[ \t]*/[ \t]*2\)|\bteil[ \t]*1\b"
+_FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \t]*(?:1|one)\b|\b(?:part|teil|deel|parte|partie)[ \t]+[Aa]\b|\bpezzo[ \t]*(?:1|uno)\b|\(1[ \t]*/[ \t]*2\)|\bteil[ \t]*1\b"
                       r"|\bprvn[íi][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:1|pertama)\b"  # Czech, Malay and Indonesian
                       r"|\berste[rn]?[ \t]+(?:teil|hälfte)|\banfang|\beerste[ \t]+(?:helft|deel)|\bpremi[eè]re[ \t]+partie|\bprimera[ \t]+(?:parte|mitad)|\bprima[ \t]+parte"
                       r"|\bprimeira[ \t]+(?:parte|metade)|\bprima[ \t]+metà|\b(?:le[ \t]+)?début(?:[ \t]+du[ \t]+mot[ \t]+de[ \t]+passe)?[ \t]*(?=[:：])|\bcomeço|\belső[ \t]+(?:fele|része?)|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım|kısmı)"
@@ -8951,7 +8986,7 @@ _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \
                       r"|\bcomeça[ \t]+(?:com|por)|\bførste[ \t]+del(?:en)?|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
                       r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|ה?חלק[ \t]+ה?ראשון|החצי[ \t]+הראשון"
                       r"|(?i:\balkaa|\bensimmäinen[ \t]+osa|эхний[ \t]+хэсэг)|ส่วนแรก|(?i:\bpa?he?la(?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+kwanza)|पहला(?:[ \t]+हिस्सा)?")
-_FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*[:：—–][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
+_FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*[:：—–→][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])")
 # A rest that was redacted: "the rest is «redacted»", "ends with «redacted» appended", "«redacted» is the end of it".
 _REDACTED_REST = (r"(?:" + _REST_GIVEN_WORDS + r")[^\n«]{0,40}?" + REDACTED
@@ -8971,12 +9006,12 @@ def _is_part_of_a_secret(value: str) -> bool:
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
 _REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "agian 2", "agian kedua", "append", "contin", "follow", "second",
-                    "2nd", "mitad", "metade", "metà", "part b", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
+                    "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
                     "gefolgt", "und dann", "continuarea", "restul", "partea a doua", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
                     "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "الباقي", "الجزء الثاني", "faltou o", "faltó el", "falto el", "o final é", "el final es", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분", "сүүлийн", "хоёр")
-_FIRST_WORDS_SEEN = ("first", "1st", "part", "deel a", "1/2", "első", "début", "começo", "metade", "metà", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
+_FIRST_WORDS_SEEN = ("first", "1st", "part", "deel a", "pezzo 1", "pezzo uno", "1/2", "első", "début", "começo", "metade", "metà", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
                      "pehla", "pahla", "kwanza", "पहला", "эхний")
@@ -11108,8 +11143,8 @@ RULE_WORDS = {
         "wep_key")),
     "chip-tool-wifi-password": ("e61b7317", ("chip-tool",), ("chip-tool",), ("ble-wifi",)),
     "chip-tool-setup-passcode": ("1e7842c7", ("chip-tool",), ("chip-tool",), ("ble-thread", "ble-wifi", "onnetwork")),
-    "hex-key-after-its-kind": ("9db6ac57", ("priv", "private", "secret", "seed", "signing"), ("priv", "private",
-        "secret", "seed", "signing"), ()),
+    "hex-key-after-its-kind": ("8b29e5f9", ("pk", "priv", "private", "secret", "seed", "signing"), ("pk", "priv",
+        "private", "secret", "seed", "signing"), ()),
     "html-defined-credential": ("0c8dc2c8", ("</dt>",), ("<dt>",), ("</dd>",)),
     "telegram-bot-url": ("2fc1f900", ("api.telegram.org/",), ("api.telegram.org/",), ("bot",)),
     "wordpress-cookie-value": ("1f153af6", ("auth_cookie", "logged_in", "wordpress_"), ("auth_cookie", "logged_in",

@@ -2184,6 +2184,24 @@ class TestRedaction(unittest.TestCase):
                           "the door code is with the front desk, call 138 1234 5678",
                           "the safe in room 12 holds 25 000 EUR and the door code is with Maria"))
 
+    def test_codes_and_passwords_in_croatian_slovene_czech_and_a_safe_in_italian(self):
+        """A code's words and the places it opens in the languages of the Adriatic's small hotels (`kod za
+        ulaz`, `koda nabiralnika`, `kombinace` of a locker, `šifra od ormara`), an Italian safe
+        (`cassaforte`), a Swedish front door (`ytterdörren`); Croatian's and Slovene's words for a
+        password (`lozinka`, `geslo`). Kept: a room's number, an invoice's, a price."""
+        self.assert_redacted_as((
+            ("Napomena: ulaz za osoblje od ponedjeljka ima novi kod 582914", "Napomena: ulaz za osoblje od ponedjeljka ima novi kod «redacted»"),
+            ("- soba 6: ključ v nabiralniku, koda nabiralnika 730415", "- soba 6: ključ v nabiralniku, koda nabiralnika «redacted»"),
+            ("šatna personál: skříňka č. 9, kombinace 604218", "šatna personál: skříňka č. 9, kombinace «redacted»"),
+            ("Marija: koja je šifra od ormara u praonici? ja imam 551902 al ne radi", "Marija: koja je šifra od ormara u praonici? ja imam «redacted» al ne radi"),
+            ("la combinazione della cassaforte in reception è 418807", "la combinazione della cassaforte in reception è «redacted»"),
+            ("Hej! koden 318840 till ytterdörren fungerar inte", "Hej! koden «redacted» till ytterdörren fungerar inte"),
+            ("Ana: nova lozinka za booking extranet je Galeb2026#!", "Ana: nova lozinka za booking extranet je «redacted»"),
+        ))
+        self.assert_kept(("- soba 214 odjava u 5:00, taxi naručen, račun 2024-118830",
+                          "kod za popust na web shopu vrijedi do 31.08., cijena apartmana 129 EUR",
+                          "la cassaforte della camera 118 è rotta, chiamare il tecnico al 040 556 2290"))
+
     def test_a_message_whose_first_word_reads_as_a_piece_ends(self):
         """A text of SMS headers (`Nachricht (1/2) von: …` ⏎ … ⏎ `Nachricht (2/2) von: …`): the note that
         pieces go together, `(2/2)`, sends the pieces' search to lines whose first word, before a word in
@@ -2205,7 +2223,9 @@ class TestRedaction(unittest.TestCase):
         dvakrát"): the one-token messages after it are its pieces, words too (`lanterna-fico`); in a log
         WeeChat writes (a time, a tab, the nick, a tab), under headers that name a team's guest
         (`Acme Support (external)`), after "is (pasted from …)"; pieces labelled `part A` and `part B`, a
-        Dutch one that `begint met` and `eindigt met`. Kept: words after a message that says a
+        Dutch one that `begint met` and `eindigt met`; an answer to a message that asked for a password
+        (`lozinku`) saying it comes "u dva dijela"; a key "broken over two lines" a line after the one
+        that names it; pieces in a chat's code spans. Kept: words after a message that says a
         job runs in parts, a list of names after a password's word with no value."""
         self.assert_redacted_as((
             ("2026-01-14 21:40:02\tmarek\tola: the nas admin pw, typing it in two bits\n2026-01-14 21:40:09\tmarek\tQx7*pLm2\n"
@@ -2225,6 +2245,18 @@ class TestRedaction(unittest.TestCase):
             ("Pieter Smit  10:14\nhet wachtwoord van de router begint met Tulp!88\nPieter Smit  10:15\nen eindigt met Zwaan#41",
              "Pieter Smit  10:14\nhet wachtwoord van de router begint met «redacted»\nPieter Smit  10:15\nen eindigt met «redacted»"),
             ("hetzner token for the backups, part A: Hz7qLmR2vT9k\npart B: Wd4nYc8pXs1e", "hetzner token for the backups, part A: «redacted»\npart B: «redacted»"),
+            ("[03.05.26, 08:10:02] Ana Recepcija: trebam novu lozinku za channel manager\n[03.05.26, 08:12:40] Ivo Marić: šaljem u dva dijela\n"
+             "[03.05.26, 08:12:51] Ivo Marić: galeb_77\n[03.05.26, 08:13:05] Ivo Marić: Maestral!4",
+             "[03.05.26, 08:10:02] Ana Recepcija: trebam novu lozinku za channel manager\n[03.05.26, 08:12:40] Ivo Marić: šaljem u dva dijela\n"
+             "[03.05.26, 08:12:51] Ivo Marić: «redacted»\n[03.05.26, 08:13:05] Ivo Marić: «redacted»"),
+            ("Sam Okafor  4:55 PM\nthe vendor finally sent the API key for the export\nit came broken over two lines in their PDF, so:\n"
+             "9f1c2e7a5b3d8046e1f2a9c7d5b3e8f0\n4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b",
+             "Sam Okafor  4:55 PM\nthe vendor finally sent the API key for the export\nit came broken over two lines in their PDF, so:\n«redacted»\n«redacted»"),
+            ("Luca Bassi: la password del vpn è lunga, te la mando in due pezzi\nLuca Bassi: pezzo 1 → Tq7mRz2LxWc9\nLuca Bassi: pezzo 2 → bH4nVs8KpYe3",
+             "Luca Bassi: la password del vpn è lunga, te la mando in due pezzi\nLuca Bassi: pezzo 1 → «redacted»\nLuca Bassi: pezzo 2 → «redacted»"),
+            ("[민준] 결제 API 시크릿 새로 발급했어요\n[민준] Xk29fLq8RzT4mWc7NpV3bY6hDs1Ge5Ju", "[민준] 결제 API 시크릿 새로 발급했어요\n[민준] «redacted»"),
+            ("Mia Novak: Netlify token za docs, u 2 dijela\nMia Novak: `nfp_Zq8LmT3xRv2KpW`\nMia Novak: `7YcN4bGs1HdQe9Uo`",
+             "Mia Novak: Netlify token za docs, u 2 dijela\nMia Novak: `«redacted»`\nMia Novak: `«redacted»`"),
         ))
         self.assert_kept(("[10:02] Ana Ruiz: the password migration runs in two parts tonight\n[10:02] Ana Ruiz: staging\n[10:03] Ana Ruiz: production",
                           "2026-01-14 21:40:02\tmarek\tthe passwords are split in two parts by team:\n2026-01-14 21:40:09\tmarek\tbackend-team\n"
@@ -12309,7 +12341,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind146_corpus.json": (0.97, 0.99), "blind148_corpus.json": (0.97, 0.99),
                  "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.89, 0.97),
                  "blind153_corpus.json": (0.77, 0.99), "blind154_corpus.json": (0.93, 0.99),
-                 "blind156_corpus.json": (0.69, 0.99), "blind157_corpus.json": (0.89, 0.97)}
+                 "blind156_corpus.json": (0.70, 0.99), "blind157_corpus.json": (0.89, 0.97),
+                 "blind158_corpus.json": (0.97, 0.98), "blind160_corpus.json": (0.70, 0.99)}
 
 
 def corpus_texts() -> list:
