@@ -955,6 +955,9 @@ _MESSAGE_WORDS = frozenset("error err errors msg message messages label labels h
 _MESSAGES_SIGNED_WITH = frozenset("hmac signing sign encryption encrypt crypto cipher aes auth".split())  # message_hmac_key signs them
 # The same words right before a credential word in text: `PublicKey`, `hashed_secret`, `nextPageToken`.
 # (\Z, not $: a word on the line above, before its newline, says nothing of the name: `# the screening cache` ⏎ `FERNET_KEY = …`)
+# Words that say a key is a public one, in the languages sessions are written in.
+_PUBLIC_KEY_SAID = (r"(?i)\bpublic[ \t]+key\b|\bpubkey\b|\bchiave[ \t]+pubblica|\bcl[ée][ \t]+publique|\böffentliche[rn]?[ \t]+schlüssel|\bclave[ \t]+pública"
+                    r"|\bchave[ \t]+pública|\bklucz[ \t]+publiczny|\bveřejný[ \t]+klíč|\bjavni[ \t]+ključ|\bpublieke[ \t]+sleutel|公開鍵|公钥|公鑰|공개[ \t]?키|открыт\w{0,3}[ \t]+ключ|публичн\w{0,3}[ \t]+ключ")
 _NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?\Z" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
                            + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)\Z"  # « ID du secret : <uuid> »
                            + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)\Z"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
@@ -1191,8 +1194,8 @@ def _is_placeholder(v: str) -> bool:
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
     if len(set(v.lower())) == 1 or len(set(v.lower()) - set("-_. ")) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
         return True  # xxxxxxxx, 00000000, xxxx-xxxx-xxxx-xxxx, 123456789
-    if _regex(r"[\w\-]{0,12}?(?:\d{6,12}:)?[\w\-]{0,4}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__|@@[A-Z][A-Z0-9_]{2,60}@@|__[A-Z]+(?:_[A-Za-z0-9]+){2,12}__|[A-Za-z0-9]{0,6}[._\-](?:[xX]{4,}[._\-]?){2,8}").fullmatch(v):
-        return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…, a bot's 123456789:AAxxxx…), a template's __LOCAL_ADMIN_PASSWORD__ or @@RADIUS_SHARED_SECRET@@ (or __GENERATE_WITH_openssl_rand_hex_32__)
+    if _regex(r"[\w\-]{0,12}?(?:\d{6,12}:)?[\w\-]{0,4}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__|@@[A-Z][A-Z0-9_]{2,60}@@|__[A-Z]+(?:_[A-Za-z0-9]+){2,12}__|[A-Za-z0-9]{0,12}[._\-](?:[xX]{4,}[._\-]?){2,8}|[\w\-:]{0,16}[._\-:](?:x{4,}|X{4,})").fullmatch(v):
+        return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…, a bot's 123456789:AAxxxx…, 123456:ABC-xxxxx, Kovacic-XXXX-XXXX), a template's __LOCAL_ADMIN_PASSWORD__ or @@RADIUS_SHARED_SECRET@@ (or __GENERATE_WITH_openssl_rand_hex_32__)
     if _regex(r"[\w\-]{0,24}<[\w\- ]{1,30}>(?:[\w\-]{0,8}<[\w\- ]{1,30}>){0,4}[\w\-]{0,8}").fullmatch(v):
         return True  # a format's template: cfsk_ma_prod_<32-hex>_<8-hex>
     if _regex(r"[A-Za-z][\w\-]{0,24}[_\-.]<(?:\d{1,3}|[a-z]{2,12})").fullmatch(v):
@@ -1385,6 +1388,9 @@ def _accept_assignment(match: Any) -> bool:
         return False  # the value of another name right before it: "secrets: loaded secret id=sec_8nh4…"
     if _regex(_NOT_SECRET_BEFORE_WORD).search(match.string[max(0, match.start("name") - 14):match.start("name")]):
         return False  # `minisign public key: RWQ…`, `hashed secret: …`: the words before the name say what it is
+    line_start = match.string.rfind("\n", 0, match.start("name")) + 1
+    if _regex(_PUBLIC_KEY_SAID).search(match.string, max(line_start, match.start("name") - 60), match.start("name")):
+        return False  # its line says the value is a public key: `Ed25519 public key (hex) for the settlement-signer: aa51…`
     if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(_EMAIL_ADDRESS).fullmatch(bare):
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
     if _cannot_be_its_value(name, bare) or _regex(r"[Xx]-[A-Za-z]+(?:-[A-Za-z]+)*").fullmatch(bare) or _tag_holds_data(
@@ -8251,8 +8257,9 @@ _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|k
               r"|kombinacij\w|kombinace|kombinaci|[šs]ifr[aeuo]|κωδικ\w{0,3}"
               r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez"
               r"|disarm\w{0,3}|desactiv\w{0,5}|désactiv\w{0,5}|disattiv\w{0,5}|deaktiv\w{0,5})(?![^\W\d_])"
-              r"|koodi|コード|暗証番号|解錠番号|管理番号|코드|번호|암호")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
-_CODE_SEEN = ("cod", "kod", "pin", "combina", "kombin", "ifr", "passcode", "unlock", "entsperr", "desbloque", "disarm", "desactiv", "deaktiv", "disattiv", "marcar", "digitar", "dial", "tapez", "composez", "koodi")  # (a few letters of each of _CODE_SAID's words, as an ASCII text writes them: a cheap look)
+              r"|(?<![^\W\d_])(?:opens?[ \t]+with|abre[ \t]+co[mn]|öffnet[ \t]+mit|s'ouvre[ \t]+avec|apre[ \t]+con)(?![^\W\d_])"  # (what a lock opens with)
+              r"|koodi|コード|暗証番号|解錠番号|管理番号|코드|번호|암호|비번")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
+_CODE_SEEN = ("cod", "kod", "pin", "combina", "kombin", "ifr", "open", "abre", "ffnet", "ouvre", "apre", "passcode", "unlock", "entsperr", "desbloque", "disarm", "desactiv", "deaktiv", "disattiv", "marcar", "digitar", "dial", "tapez", "composez", "koodi")  # (a few letters of each of _CODE_SAID's words, as an ASCII text writes them: a cheap look)
 # Words that make a number in their own sentence a code with no place named: what it unlocks, a passcode, an installer's.
 _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|verrouill\w{0,3}"
                r"|(?:ovi|portti|hälytys|purku|lukko)koodi\w{0,3}"  # Finnish: a door's, an alarm's code (not virhekoodi, an error's)
@@ -8521,7 +8528,8 @@ def _reads_as_a_name(token: str) -> bool:
     joined (`ServiceBusConnection`), a token's header decoded to JSON (`eyJhbGciOi…`)."""
     if _names_a_secret(token) or _regex(r"(?:[A-Z][a-z]+){2,}").fullmatch(token) or token[:3] == "eyJ" and _is_base64_of_plain_json(token):
         return True
-    return _regex(r"[a-z][a-z0-9]*(?:[_\-.:/][a-z0-9]+)+/?|[a-z][a-z0-9]*/").fullmatch(token) is not None and not looks_machine_generated(token)  # (a word and digits alone may be a password: doudou13)
+    return _regex(r"(?:[a-z]|\d+[_\-.](?=[\w\-.:/]*[a-z]{3}))[a-z0-9]*(?:[_\-.:/][a-z0-9]+)+/?|[a-z][a-z0-9]*/").fullmatch(
+        token) is not None and not looks_machine_generated(token)  # (a word and digits alone may be a password: doudou13; a migration's name starts with digits: 0004_api_token_rotation)
 
 
 def _speaker(line: str) -> str:
@@ -8596,7 +8604,7 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
         said = redacted_lines[index] if aligned else line
         ends = _regex(_ANNOUNCED_END).search(said)
         named = _secret_words(line)
-        if not any(word.group()[-1:] not in "sS" or not word.group().isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line):
+        if not any(word.group()[-1:] not in "sS" or not word.group().isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line) or _regex(_PUBLIC_KEY_SAID).search(line):
             continue  # none, or only many (`Accepted Keys:`, `Redis keys (sample):`): a list of their names follows; what is said of one is not it
         speaker, split = _speaker(line), says_split(index)
         taken, chat = pieces_after(index, speaker, split)
@@ -10394,8 +10402,8 @@ def _wrapped_token_folds(original: str) -> list:
         if listed and (len(rest.group(1)) > end - start or rest.group(1)[:3] == piece.group(1)[:3] or any(
                 _regex(r"[a-z]+(?:[_\-][a-z]+)*[_\-][0-9a-f]{6,}|[0-9a-f]{32,}").fullmatch(token) for token in (piece.group(1), rest.group(1)))):
             continue  # lines of one token each: a wrap leaves a rest no longer, a list the next item (`msg_…` under `msg_…`, ids, digests)
-        if _regex(_UUID).fullmatch(rest.group(1)) or any(a < start < b for a, b in pem):
-            continue  # (a PEM block's lines are the key rules')
+        if _regex(_UUID).fullmatch(rest.group(1)) or any(a < start < b for a, b in pem) or _regex(_PUBLIC_KEY_SAID).search(above):
+            continue  # (a PEM block's lines are the key rules'; a public key's, minisign's `… public key EBB3…` ⏎ `RWk6…`, no secret's)
         if _is_wrapped_piece(rest.group(1), first=False):
             folds.append((start, line_end + 1 + rest.end(1), piece.group(1) + rest.group(1),
                           [(start, end), (line_end + 1 + rest.start(1), line_end + 1 + rest.end(1))]))

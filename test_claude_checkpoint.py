@@ -2187,7 +2187,8 @@ class TestRedaction(unittest.TestCase):
     def test_codes_and_passwords_in_croatian_slovene_czech_and_a_safe_in_italian(self):
         """A code's words and the places it opens in the languages of the Adriatic's small hotels (`kod za
         ulaz`, `koda nabiralnika`, `kombinace` of a locker, `šifra od ormara`), an Italian safe
-        (`cassaforte`), a Swedish front door (`ytterdörren`); Croatian's and Slovene's words for a
+        (`cassaforte`), a Swedish front door (`ytterdörren`), a safe that "abre com" a code, a Korean door
+        lock's `비번`; Croatian's and Slovene's words for a
         password (`lozinka`, `geslo`). Kept: a room's number, an invoice's, a price."""
         self.assert_redacted_as((
             ("Napomena: ulaz za osoblje od ponedjeljka ima novi kod 582914", "Napomena: ulaz za osoblje od ponedjeljka ima novi kod «redacted»"),
@@ -2197,10 +2198,28 @@ class TestRedaction(unittest.TestCase):
             ("la combinazione della cassaforte in reception è 418807", "la combinazione della cassaforte in reception è «redacted»"),
             ("Hej! koden 318840 till ytterdörren fungerar inte", "Hej! koden «redacted» till ytterdörren fungerar inte"),
             ("Ana: nova lozinka za booking extranet je Galeb2026#!", "Ana: nova lozinka za booking extranet je «redacted»"),
+            ("o cofre do escritório abre com 31-07-62, gira duas vezes", "o cofre do escritório abre com «redacted», gira duas vezes"),
+            ("3층 도어락 비번은 5521*8834 입니다", "3층 도어락 비번은 «redacted» 입니다"),
         ))
         self.assert_kept(("- soba 214 odjava u 5:00, taxi naručen, račun 2024-118830",
                           "kod za popust na web shopu vrijedi do 31.08., cijena apartmana 129 EUR",
                           "la cassaforte della camera 118 è rotta, chiamare il tecnico al 040 556 2290"))
+
+    def test_what_its_line_says_is_a_public_key_a_tail_of_xs_and_a_migrations_name_are_kept(self):
+        """Kept: a value its line says is a public key, in English or another language (`Ed25519 public key
+        (hex) for the signer: …`, minisign's key id and key under `chiave pubblica …:`); a placeholder whose
+        tail is x's (`123456:ABC-xxxxx`, `Acme-XXXX-XXXX`); a migration's name that starts with digits under
+        a line that names a token. Still caught: a signer's private key on the line after a public one."""
+        self.assert_kept((
+            "Ed25519 public key (hex) for the release-signer: 5c0f2a9d8e7b6c4a3f1e0d9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a",
+            "Luca: chiave pubblica minisign per i binari dell'agent:\nuntrusted comment: minisign public key 4F1A2B3C5D6E7F80\n"
+            "RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3",
+            "quando riempi il .env metti così: TELEGRAM_BOT_TOKEN=123456:ABC-xxxxx (quello vero è in Bitwarden)",
+            "La password temporanea arriva via SMS, il formato è Acmecorp-XXXX-XXXX, da cambiare subito.",
+            "$ python manage.py showmigrations accounts\naccounts\n [X] 0003_remove_plaintext_password\n [ ] 0004_api_token_rotation"))
+        self.assert_redacted({"public key (hex): 5c0f2a9d8e7b6c4a3f1e0d9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a\n"
+                              "signing-key: 8c1f04b2e9a7d35c6f0e2a18b4d97c3e5a0f6b2d8e1c4a7f9b3d5e0c2a6f8b1d":
+                              ["8c1f04b2e9a7d35c6f0e2a18b4d97c3e5a0f6b2d8e1c4a7f9b3d5e0c2a6f8b1d"]})
 
     def test_a_message_whose_first_word_reads_as_a_piece_ends(self):
         """A text of SMS headers (`Nachricht (1/2) von: …` ⏎ … ⏎ `Nachricht (2/2) von: …`): the note that
