@@ -8320,11 +8320,11 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord"
-                   r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
+                   r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
                    r"|kata sandi|sandi|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pw", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
-                        "adgangskode", "kodeord", "koden", "sifre", "sandi", "lozink", "gesl")
+                        "adgangskode", "kodeord", "koden", "sifre", "sandi", "lozink", "gesl", "ifr")
 # Words for logging in, which make a sentence's password-shaped value its password as a word for one does:
 # a verb before what one logs in with ("log into the unifi controller, karim / Provenc3&2", "devi entrare
 # con …"), or one after it ("mit Kiefer#8812 anmelden", "X로 로그인").

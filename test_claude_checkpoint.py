@@ -2189,7 +2189,7 @@ class TestRedaction(unittest.TestCase):
         ulaz`, `koda nabiralnika`, `kombinace` of a locker, `šifra od ormara`), an Italian safe
         (`cassaforte`), a Swedish front door (`ytterdörren`), a safe that "abre com" a code, a Korean door
         lock's `비번`; Croatian's and Slovene's words for a
-        password (`lozinka`, `geslo`). Kept: a room's number, an invoice's, a price."""
+        password (`lozinka`, `geslo`, `šifra`). Kept: a room's number, an invoice's, a price."""
         self.assert_redacted_as((
             ("Napomena: ulaz za osoblje od ponedjeljka ima novi kod 582914", "Napomena: ulaz za osoblje od ponedjeljka ima novi kod «redacted»"),
             ("- soba 6: ključ v nabiralniku, koda nabiralnika 730415", "- soba 6: ključ v nabiralniku, koda nabiralnika «redacted»"),
@@ -2198,6 +2198,8 @@ class TestRedaction(unittest.TestCase):
             ("la combinazione della cassaforte in reception è 418807", "la combinazione della cassaforte in reception è «redacted»"),
             ("Hej! koden 318840 till ytterdörren fungerar inte", "Hej! koden «redacted» till ytterdörren fungerar inte"),
             ("Ana: nova lozinka za booking extranet je Galeb2026#!", "Ana: nova lozinka za booking extranet je «redacted»"),
+            ("Ribarnica ima web narudžbe. Login: nabava@example.hr, šifra Kvarner&77. Narudžbe do 18h.",
+             "Ribarnica ima web narudžbe. Login: nabava@example.hr, šifra «redacted». Narudžbe do 18h."),
             ("o cofre do escritório abre com 31-07-62, gira duas vezes", "o cofre do escritório abre com «redacted», gira duas vezes"),
             ("3층 도어락 비번은 5521*8834 입니다", "3층 도어락 비번은 «redacted» 입니다"),
         ))
@@ -12360,8 +12362,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind146_corpus.json": (0.97, 0.99), "blind148_corpus.json": (0.97, 0.99),
                  "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.89, 0.97),
                  "blind153_corpus.json": (0.77, 0.99), "blind154_corpus.json": (0.93, 0.99),
-                 "blind156_corpus.json": (0.70, 0.99), "blind157_corpus.json": (0.89, 0.97),
-                 "blind158_corpus.json": (0.97, 0.98), "blind160_corpus.json": (0.70, 0.99)}
+                 "blind156_corpus.json": (0.71, 0.99), "blind157_corpus.json": (0.89, 0.97),
+                 "blind158_corpus.json": (0.98, 0.99), "blind160_corpus.json": (0.70, 0.99)}
 
 
 def corpus_texts() -> list:
