@@ -4877,7 +4877,7 @@ private-key-block            key-body               -----BEGIN (?:[A-Z0-9 ]{0,40
 #   catch: -----BEGIN OpenVPN Static key V1-----«\n6fd51eeb421f5c66cd2f5a43ac5be272\n»-----END OpenVPN Static key V1-----
 #   catch: -----BEGIN PGP PRIVATE KEY BLOCK-----«\nComment: Billing <billing@example.de>\n\nlQVYBGXoqnZjTsebcOmzfWZL5+krIBKqD/ZYvYF\n=yGtt\n»-----END PGP PRIVATE KEY BLOCK-----
 # A private key written a quoted line at a time: C's and Arduino's `"…\n"` literals, a notebook's output lines.
-private-key-quoted-lines     -                      -----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----(?:\\n)?["'][ \t]*,?[ \t]*\+?[ \t]*\r?\n\s*(?P<s>(?:["'][A-Za-z0-9+/=]{4,100}(?:\\[rn])*["'][ \t]*,?[ \t]*\+?[ \t]*\r?\n\s*){1,200})(?=["']-----END)
+private-key-quoted-lines     -                      -----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----(?:\\n)?["'][ \t]*(?:,[ \t]*)?(?:\+[ \t]*)?\r?\n\s*(?P<s>(?:["'][A-Za-z0-9+/=]{4,100}(?:\\[rn])*["'][ \t]*(?:,[ \t]*)?(?:\+[ \t]*)?\r?\n\s*){1,200})(?=["']-----END)
 #   catch: const char key[] =\n"-----BEGIN EC PRIVATE KEY-----\\n"\n«"MHcCAQEEIqdu7A3hiani41UiR7LjzUg8HqM951l+qmYk\\n"\n"NIrnGqv61f+DkBZhKyljTq+gS2rJQgSyJQktWmISnsDy\\n"\n»"-----END EC PRIVATE KEY-----\\n";
 #   catch: "text": [\n  "-----BEGIN EC PRIVATE KEY-----\\n",\n  «"MHcCAQEEIGbnFmPDpOlhWYi1ThlIPRfEa1/nOHqSm/QRFjYmd\\n",\n  "AwEHoUQDQgAEae2NtRAuUMiTp0G9Hgd4yREC0BuPQ7WbBwudW\\n",\n  »"-----END EC PRIVATE KEY-----\\n"
 #   keep:  const char cert[] =\n"-----BEGIN CERTIFICATE-----\\n"\n"MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\\n"\n"-----END CERTIFICATE-----\\n";
@@ -5112,7 +5112,7 @@ escaped-bytes-secret         -                      (?i)(?:secret|key|token|salt
 #   keep:  MAGIC = b'\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d'
 # BitLocker's recovery password: eight groups of six digits, a few lines below a word that names it.
 # Matrix's (Element's) recovery key: twelve groups of four base58 characters.
-matrix-recovery-key          -                      (?i:recovery|security)[ \t]+key[ \t]*[:：]?[ \t]*(?P<s>[1-9A-HJ-NP-Za-km-z]{4}(?:[ \t][1-9A-HJ-NP-Za-km-z]{4}){11})(?![\w])
+matrix-recovery-key          -                      (?i:recovery|security)[ \t]+key[ \t]*(?:[:：][ \t]*)?(?P<s>[1-9A-HJ-NP-Za-km-z]{4}(?:[ \t][1-9A-HJ-NP-Za-km-z]{4}){11})(?![\w])
 #   catch: Recovery key: «EsTc UCVm NPvy Wagd QxRP r6TY KegB DeDy SjFz eX7g HyDL 5tEr»
 #   keep:  Recovery key: kept in the team vault
 bitlocker-recovery-key       -                      (?i:password|recovery|bitlocker|schlüssel|schluessel|key|clé|clave|chave|klucz|wiederherstellung)[^\n]{0,80}(?:\n[^\n]{0,80}){0,3}?(?<![\d\-])(?P<s>\d{6}-\d{6}(?:-\d{6}){6})(?![\d\-])
@@ -5507,7 +5507,7 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 #   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|ledger|trezor|metamask|crypto|recovery|wiederherstellung|herstel\w*|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-](?:words|palabras|palavras|mots|wörter|parole|woorden|słów|kelime|ord|слов)\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|助記詞|ニーモニック|シードフレーズ|リカバリーフレーズ|復元フレーズ|复原短语|恢复短语|시드\s?(?:구문|문구)|복구 구문|мнемони\w*|сид-?фраз\w*|seed-?фраз\w*|cụm từ khôi phục|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?=[a-z]{3,8}[ \t]+[a-z]{3,8}[ \t]+[a-z]{3,8}(?![^ \t\r\n])))[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*[:.)]?[ \t]*)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|ledger|trezor|metamask|crypto|recovery|wiederherstellung|herstel\w*|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-](?:words|palabras|palavras|mots|wörter|parole|woorden|słów|kelime|ord|слов)\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|助記詞|ニーモニック|シードフレーズ|リカバリーフレーズ|復元フレーズ|复原短语|恢复短语|시드\s?(?:구문|문구)|복구 구문|мнемони\w*|сид-?фраз\w*|seed-?фраз\w*|cụm từ khôi phục|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-z])[a-z]{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?=[a-z]{3,8}[ \t]+[a-z]{3,8}[ \t]+[a-z]{3,8}(?![^ \t\r\n])))[a-z]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*(?:[:.)][ \t]*)?)?[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})?)(?![a-z]))
 #   catch: ウォレットのシードフレーズ（検証用）:\n«wheat ripple canal timber orbit candle meadow frost pilot unveil saddle harbor»\n紙にも書きました
 #   catch: Klienten vill att vi förvarar återställningsfrasen i kassaskåpet:\n«abandon ladder velvet timber orbit candle meadow frost pilot unveil saddle harbor»
 #   catch: Cold wallet backup (treasury multisig signer #2) — copied from the paper backup before shredding:\n«ahead brass crew act aspect axis actor boss aim bitter armor cabin april any behind buffalo cash clinic barrel crack assist brief admit build»
@@ -5580,7 +5580,7 @@ mysql-temporary-password     not-reference          A temporary password is gene
 #   catch: 2025-07-26T20:37:19.094Z 6 [Note] [MY-010454] [Server] A temporary password is generated for root@localhost: «U&p%=FktEoWO»
 #   keep:  [Warning] root@localhost is created with an empty password ! Please consider switching off the --initialize-insecure option.
 # An SQL INSERT's values under its columns: the value in the place of a column that names a secret.
-sql-insert-columns           insert-columns         (?i)\bINSERT[ \t]+INTO[ \t]+[\w."`\[\]]{1,80}[ \t]*\((?P<columns>[^()\n]{1,400})\)[ \t]*(?:\r?\n[ \t]*)?VALUES[ \t]*(?=(?P<s>(?:\r?\n?[ \t]*\((?:[^()'\n]|'(?:[^'\n]|'')*'){1,800}\)[ \t]*,?){1,20}))
+sql-insert-columns           insert-columns         (?i)\bINSERT[ \t]+INTO[ \t]+[\w."`\[\]]{1,80}[ \t]*\((?P<columns>[^()\n]{1,400})\)[ \t]*(?:\r?\n[ \t]*)?VALUES[ \t]*(?=(?P<s>(?:(?:[ \t]*\r?\n)?[ \t]*\((?:[^()'\n]|'(?:[^'\n]|'')*'(?!')){1,800}\)(?:[ \t]*,)?){1,20}))
 #   catch: INSERT INTO operators (badge, name, pin) VALUES\n  ('0044182', 'Javier Ortega', '«845052»'),\n  ('0044183', 'Marta Giménez', '«990322»');
 #   catch: INSERT INTO api_clients (name, client_secret) VALUES\n  ('ingest-worker', '«190ab1c2d3e4f5a6b7c8d9e0f1a2b3c4»');
 #   keep:  INSERT INTO users (name, password_hash) VALUES ('ana', '$2b$12$KIXQJ1pZ3x8Yc6Lr2bWwIuX1v9oJcA3Qd8mT5sN7eF0gH2jK4lM6a');
@@ -5879,7 +5879,7 @@ sudo-stdin-here-string       not-reference          \bsudo(?:[ \t]+-[\w\-]+)*[ \
 #   catch: sudo -S apt-get update <<< '«C00k13315#»'
 #   keep:  sudo -S apt-get update <<< "$SUDO_PASS"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*\)?\s*\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|set-password|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli|cryptsetup|passphrase-fd[ \t=]+0\b)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*(?:\)\s*)?\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|set-password|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli|cryptsetup|passphrase-fd[ \t=]+0\b)
 #   catch: cmd /c echo «kR7?vd*Hs_L2q» | "C:\Program Files (x86)\AnyDesk\AnyDesk.exe" --set-password _full_access
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
 #   catch: C:\\Tools> echo «v1BSMHi*8e6i#x!V~?»| runas /user:CORP\\adm-dmitri "mmc dsa.msc"
@@ -5888,7 +5888,7 @@ piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-z
 #   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
 # A password manager's master password, named for the manager on its line or the line above ("KeePass master
 # for the desk DB is …", "- KeePass-databasen ligger på …" ⏎ "- master: …").
-password-manager-master      chosen                 (?i)\b(?:keepass\w{0,12}|kdbx|bitwarden|lastpass|1password|dashlane|enpass|vaultwarden)\b[^\n]{0,100}?(?:\r?\n[ \t]*[-*•]?[ \t]*)?\bmaster(?:[ \t_\-]?(?:password|passphrase|pw|pass|key|lösenord|passwort|wachtwoord|senha|contraseña|mot de passe|hasło))?\b[^\n:=]{0,40}?(?:[:=]|\b(?:is|ist|är|er|es|est|é|è|je|jest)\b)[ \t]*[`'"«]?(?P<s>[^\s`'"«»]{6,128}?)[`'"»]?[.,;)]?(?=\s|$)
+password-manager-master      chosen                 (?i)\b(?:keepass\w{0,12}|kdbx|bitwarden|lastpass|1password|dashlane|enpass|vaultwarden)\b[^\n]{0,100}?(?:\r?\n[ \t]*(?:[-*•][ \t]*)?)?\bmaster(?:[ \t_\-]?(?:password|passphrase|pw|pass|key|lösenord|passwort|wachtwoord|senha|contraseña|mot de passe|hasło))?\b[^\n:=]{0,40}?(?:[:=]|\b(?:is|ist|är|er|es|est|é|è|je|jest)\b)[ \t]*[`'"«]?(?P<s>[^\s`'"«»]{6,128}?)[`'"»]?[.,;)]?(?=\s|$)
 #   catch: Handover Olof -> Astrid\n- KeePass-databasen ligger på filservern (solvik.kdbx)\n- master: «piesek.cactus.wiosna12»
 #   catch: KeePass master for the desk DB is «galaxy-pepper-wagon-tunnel» (yes with dashes)
 #   keep:  the KeePass master password is in the sealed envelope in the safe
@@ -6007,14 +6007,14 @@ windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:[a-z]
 #   keep:  xfreerdp /v:ts01.example.com /u:jdoe /from-stdin
 # A password given with a keystore's or a certificate's file in the same call: FromP12File("apns.p12", "…"),
 # new X509Certificate2("cert.pfx", "…"), KeyStore's load of "release.jks"; or the next argument of a command.
-keystore-file-password       chosen                 ["'][^"'\n]{0,200}\.(?:p12|pfx|jks|keystore|bks)["'](?:[ \t]*\)?[ \t]*,|[ \t])[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}')
+keystore-file-password       chosen                 ["'][^"'\n]{0,200}\.(?:p12|pfx|jks|keystore|bks)["'](?:[ \t]*(?:\)[ \t]*)?,|[ \t])[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}')
 #   catch: cert, err := certificate.FromP12File("certs/apns-prod.p12", "«Gopher!Push#88»")
 #   catch: var cert = new X509Certificate2("signing.pfx", "«Codesign#2024»");
 #   keep:  cert, err := certificate.FromP12File("certs/apns-prod.p12", os.Getenv("APNS_P12_PASSWORD"))
 #   catch: .\deadlinecommand.exe -ChangeRepository Remote rcs.local:4433 "C:\DeadlineCerts\client.pfx" "«Rcs-Cert-Pass88»"
 #   keep:  Copy-Item "C:\certs\client.pfx" "D:\backup\certs\"
 # Home Assistant's webhook id: the secret of the webhook's URL.
-home-assistant-webhook-id    random                 (?m)^[ \t]*-?[ \t]*webhook_id:[ \t]*["']?(?P<s>[A-Za-z0-9_\-]{20,128})
+home-assistant-webhook-id    random                 (?m)^[ \t]*(?:-[ \t]*)?webhook_id:[ \t]*["']?(?P<s>[A-Za-z0-9_\-]{20,128})
 #   catch:       - platform: webhook\n        webhook_id: «b07gm8cH9dmIR6KdENUUaY1HPQC3P7Swrn9n4pWBe-c»
 #   keep:        webhook_id: garage-door-opener
 # Roblox's session cookie: its warning, then the token.
@@ -6120,7 +6120,7 @@ wifi-passphrase              argument               \b(?:wpa_passphrase[ \t]+{AR
 #   keep:  wpa_passphrase HomeNet < /dev/tty >> /etc/wpa_supplicant/wpa_supplicant.conf
 #   keep:  nmcli --ask dev wifi connect "Office-5G"
 #   keep:  sudo nmcli -s -g 802-11-wireless-security.psk connection show "Home-5G"
-oracle-user-password         not-reference          (?i)(?=[sceird \t])(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*=?[ \t]*)?|\b(?:catalog|auxiliary)[ \t]+(?=[\w$#]{1,30}/[^\s@/"']{1,256}@)|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>"[^"\n@]{1,256}"|[^\s@/"']{1,256})(?=[@\s"']|$)
+oracle-user-password         not-reference          (?i)(?=[sceird \t])(?:\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b(?:[ \t]+-\w+)*[ \t]+["']?(?:(?:userid|target|catalog|auxiliary)[ \t]*(?:=[ \t]*)?)?|\b(?:catalog|auxiliary)[ \t]+(?=[\w$#]{1,30}/[^\s@/"']{1,256}@)|(?m:^)[ \t]*(?:SQL>[ \t]*)?conn(?:ect)?[ \t]+)[\w$#]+/(?P<s>"[^"\n@]{1,256}"|[^\s@/"']{1,256})(?=[@\s"']|$)
 #   catch: rman target sys/«uhXEwjse5Qtmr3vZLN6JBLDg8nAG»@ORCLCDB catalog rcat_owner/«Canyon58$banana»@RCATDB
 #   catch: sqlplus system/«kDoewo7zNv-y»@//db.example.com:1521/ORCLPDB1 @grants.sql
 #   catch: expdp userid=scott/«Tiger-2024x»@orcl directory=dp dumpfile=x.dmp
@@ -6476,7 +6476,7 @@ tuple-pair                   assignment             (?:[{\[]|(?<![\w.>])\(|\((?=
 #   keep:  return signer.sign(privateKey, "base64");
 #   catch:     { "net.mgmt.pass",     "«Fct7-Rv9C-Lb2x»" },
 #   keep:      { "net.mgmt.user",     "factory" },
-client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|Login|C_Login|authenticate|set_credentials)\s*[=(]\s*\(?\s*(?:["'][^"'\n]{1,100}["']|(?:[A-Za-z_]\w{0,40}\.)?CKU_\w{2,20}|\w{1,40}\s*,\s*CKU_\w{2,20})\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
+client-auth-call             not-reference          \b(?:basic_auth|http_auth|HTTPBasicAuth|HTTPDigestAuth|BasicAuth|login|Login|C_Login|authenticate|set_credentials)\s*[=(]\s*(?:\(\s*)?(?:["'][^"'\n]{1,100}["']|(?:[A-Za-z_]\w{0,40}\.)?CKU_\w{2,20}|\w{1,40}\s*,\s*CKU_\w{2,20})\s*,\s*(?:Some\()?(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')
 #   catch: client.get(url).basic_auth("admin", Some("«AjhqFcZqF?8p»"))
 #   catch: session.Login(CKU.CKU_USER, "«61463129»");
 #   keep:  client.get(url).basic_auth("admin", Some(&password))
@@ -6545,7 +6545,7 @@ terraform-random-password    terraform-random       "result"[ \t]*:[ \t]*"(?P<s>
 #   keep:  {"type": "random_password", "name": "db", "instances": [{"attributes": {"length": 16}}]}
 #   catch: "attributes": {\n  "id": "none",\n  "length": 20,\n  "result": "«E*yIx1!lNqRcmJs88d62»",\n  "special": true\n}
 #   keep:  {"status": "ok", "result": "created", "count": 3}
-chpasswd-list                user-password-lines    chpasswd:[^\n]{0,40}\n(?:[ \t]+[^\n]*\n){0,3}?[ \t]+list:[ \t]*\|?[ \t]*\n(?=(?P<s>(?:[ \t]+[\w.\-]+:[^\s:]{1,256}[ \t]*(?:\n|$)){1,50}))
+chpasswd-list                user-password-lines    chpasswd:[^\n]{0,40}\n(?:[ \t]+[^\n]*\n){0,3}?[ \t]+list:[ \t]*(?:\|[ \t]*)?\n(?=(?P<s>(?:[ \t]+[\w.\-]+:[^\s:]{1,256}[ \t]*(?:\n|$)){1,50}))
 #   catch: chpasswd:\n  list: |\n    ubuntu:«Basalt-pylon4353»\n  expire: false
 #   keep:  chpasswd:\n  expire: false\nssh_pwauth: true
 #   catch: #cloud-config\nchpasswd:\n  list: |\n    root:«Tq8!xLm2Rz7w»\n    admin:«Marco_1990?»\nssh_pwauth: true
@@ -6735,7 +6735,7 @@ devtools-cookie-row          assignment             (?m)^(?P<name>(?=[\w.\-]{0,8
 #   catch: connect.sid\t«s%3AwEViNVd7OM3cT3h845-wooMcQmW-92WJ.EMpIkfzVpBt0ASSoKgd5vbgbWHDRZTVjH3wP+sUdpXj»\tapp.tinkerbox.dev\t/\t2024-12-31T23:59:59.000Z
 #   keep:  theme\tdark\tapp.tinkerbox.dev\t/\t2024-12-31T23:59:59.000Z
 # A config line of a name and its value with no sign between (keepalived, fluent-bit, a browser's cookie table).
-config-spaced-value          spaced                 (?m)^[ \t]*\.?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+(?P<s>[^\s'"`=:#;{}\[\]()<>|][^\s(){}\[\]<>,;]{0,255}?)(?<!:)[ \t]*;?[ \t]*$
+config-spaced-value          spaced                 (?m)^[ \t]*\.?{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.\-]{0,80})[ \t]+(?P<s>[^\s'"`=:#;{}\[\]()<>|][^\s(){}\[\]<>,;]{0,255}?)(?<!:)[ \t]*(?:;[ \t]*)?$
 #   catch: Key                 Value\n---                 -----\nhmi_admin_pin       «527899»
 #   keep:  Keyword Arguments:
 #   keep:    private _reduceValues(
@@ -7019,7 +7019,7 @@ aws-secret-access-key        random-not-hex         (?i)secret[\w \t:="'-]{0,40}
 #   keep:  secret scan clean at 2b7e151628aed2a6abf7158809cf4f3c4f3c4f3c
 # ── Contexts: where a machine-made value is a secret, whatever its format (the random-token detector) ──
 # The bare word "key" names a key when a quoted machine-made value follows it: "failing with the key `XJiK…`" (hex is an id as often).
-context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*[:=]?[ \t]*[`"'](?P<s>[A-Za-z0-9_\-+/=.]{16,256})[`"']
+context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*(?:[:=][ \t]*)?[`"'](?P<s>[A-Za-z0-9_\-+/=.]{16,256})[`"']
 #   catch: @p.novak still failing for me on staging with the key `«XJiKZUO4HfMiyAfqXVzRRmBUulDCdIAT»` — getting 401 from /v2/sync
 #   keep:  the cache uses the key `3f9a8c1b2d4e5f60718293a4b5c6d7e8` for this page
 #   keep:  look up the key "user_profile_settings_v2" in the map
@@ -7059,7 +7059,7 @@ place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*
 #   keep:  Port: 5432
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon), and across a shell `\` continuation.
-context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*[:：=]?[ \t]*(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80}|(?<=[.。!！])[ \t]*\r?\n(?:[ \t]*\r?\n)?[ \t]*[^\s]{16,200}(?=[ \t]*(?:\r?\n|$)))?))
+context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*(?:[:：=][ \t]*)?(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80}|(?<=[.。!！])[ \t]*\r?\n(?:[ \t]*\r?\n)?[ \t]*[^\s]{16,200}(?=[ \t]*(?:\r?\n|$)))?))
 #   catch: Ab Montag gilt für das Lager der neue Alarmanlagen-Code: «530817» – bitte nicht auf Post-its.
 #   keep:  [2024-10-07 08:31:10] INFO  LAPS: password for KVN-OP3-PC07 rotated successfully
 #   catch: TRAP, SNMP v1, community «acb44ANacj»
@@ -7429,7 +7429,7 @@ oracle-connect-string        not-reference          (?:["'=]|(?<=[ \t]))(?P<user
 #   catch: 2025-03-12 11:05:12 DEBUG [Exporter] using connect string apex_export/«k0t3k1*82»@//ora01.example.local:1521/PDB1
 #   keep:  see docs/setup@//wiki for the connect string
 # An S3-compatible service's access key id (Wasabi, MinIO, Backblaze's S3 keys), as AWS's AKIA… ids are.
-s3-access-key-id             -                      (?:(?i:access[_\-]?key[_\-]?id|accesskeyid)["']?[ \t]*[:=]?[ \t]*["']?|NewStaticV4\(\s*")(?P<s>[A-Z0-9]{20})(?![A-Za-z0-9])
+s3-access-key-id             -                      (?:(?i:access[_\-]?key[_\-]?id|accesskeyid)["']?[ \t]*(?:[:=][ \t]*)?["']?|NewStaticV4\(\s*")(?P<s>[A-Z0-9]{20})(?![A-Za-z0-9])
 #   catch: rclone config create wasabi s3 provider=Wasabi access_key_id «EL64KDC99IE3BH1LBMRN» secret_access_key x
 #   catch: Creds:  credentials.NewStaticV4("«2HBI70FMQKPXDASMGWFJ»", os.Getenv("MINIO_SECRET"), ""),
 #   keep:  access_key_id = "${AWS_ACCESS_KEY_ID}"
@@ -7450,7 +7450,7 @@ context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|
 #   keep:  {"op": "subscribe", "args": ["orderbook.50.BTCUSDT", "publicTrade.BTCUSDT"]}
 #   keep:  {"type": "login", "status": "ok", "session": "user-4471", "at": "2026-03-02T10:11:12Z"}
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
-context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)(?:["'][ \t]*:[ \t]*["']|[ \t]*[:=][ \t]*)|(?<![\w\-])cookies?\.(?:set|add|update)\(|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=)|(?<![\w\-])cookies?[ \t][^\n:=]{1,40}:[ \t]*(?=[\w.\-]{1,64}=)|(?<![\w\-])cookies\.(?:get_dict|items|as_dict|to_dict)\(\)[ \t]*\)?[ \t]*\r?\n(?=\{))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
+context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)(?:["'][ \t]*:[ \t]*["']|[ \t]*[:=][ \t]*)|(?<![\w\-])cookies?\.(?:set|add|update)\(|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=)|(?<![\w\-])cookies?[ \t][^\n:=]{1,40}:[ \t]*(?=[\w.\-]{1,64}=)|(?<![\w\-])cookies\.(?:get_dict|items|as_dict|to_dict)\(\)[ \t]*(?:\)[ \t]*)?\r?\n(?=\{))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
 #   catch: curl 'https://github.com/settings' -b '_octo=GH1; logged_in=yes; same_site=«b2wRyyikMPtj65h7zYStRbxYCPxVOSuqEq2YeyzQ-kBYU2dO»'
 #   keep:  Cookie: _ga=GA1.2.344572755.7222572944; cookie_consent=accepted; theme=light
 #   keep:  Cookie: _ga=GA1.1.501702227.9419076251; _ga_J8DI95943U=GS1.1.1254970757.11.1.2200763613.0.0.0
@@ -7718,7 +7718,7 @@ context-html-login-row       html-login-row         <tr(?:[ \t][^>\n]{0,200})?>(
 #   catch: <tr><td><p>Google Play</p></td><td><p>android@example.com</p></td><td><p>«Hazel.Ferry#83»</p></td></tr>
 # A table printed as lists of literals, one a line, whose first row of names names a credential
 # (openpyxl's `iter_rows(values_only=True)`, a sheet API's `values`, an array of arrays): the items under it.
-context-literal-rows         literal-rows           [(\[](?=(?:[ \t]*["'][^"'\n]{1,60}["'][ \t]*,){1,20}[ \t]*["'][^"'\n]{1,60}["'][ \t]*[)\]][ \t]*,?[ \t]*\r?\n)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,100}))
+context-literal-rows         literal-rows           [(\[](?=(?:[ \t]*["'][^"'\n]{1,60}["'][ \t]*,){1,20}[ \t]*["'][^"'\n]{1,60}["'][ \t]*[)\]][ \t]*(?:,[ \t]*)?\r?\n)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,100}))
 #   catch: ('Programm', 'Benutzer', 'Passwort', 'geändert am')\n('Lexware Lohn', 'lohnbuero', '«Kanzlei2021!Gu»', datetime.datetime(2025, 1, 7, 0, 0))
 #   catch: "values": [\n  ["Dienst", "Benutzer", "Passwort"],\n  ["Moneybird", "facturen@example.nl", "«staple-ordner-staple-walnut»"]\n]
 #   keep:  ('Programm', 'Benutzer', 'Passwort', 'geändert am')\n('Lexware Lohn', 'lohnbuero', '(im Tresor)', None)
@@ -7732,7 +7732,7 @@ context-markup-table         markup-table-cells     (?m)(?:^\|===|(?<![^\n \t])\
 #   catch: {| class="wikitable"\n! Gerät !! Benutzer !! Kennwort\n|-\n| NAS || admin || «Wolke-Regen-42!»\n|}
 #   catch: \begin{tabular}{lll}\nService & Account & Password \\ \n\midrule\nQualtrics API & survey-lab & \\texttt{«vXMwNXaLDrLnBSR75hBmqAVVtfpRHsHI»} \\ \n\end{tabular}
 # Terraform's plan: the value a secret-named attribute changes to (`password = "…" -> "…"`).
-terraform-plan-change        assignment             (?m)^[ \t]*[~+\-]?[ \t]*(?P<name>[A-Za-z_][\w\-]{0,80})[ \t]*=[ \t]*(?:"[^"\n]{0,1024}"|\(sensitive value\)|null)[ \t]*->[ \t]*(?P<s>"[^"\n]{1,1024}")
+terraform-plan-change        assignment             (?m)^[ \t]*(?:[~+\-][ \t]*)?(?P<name>[A-Za-z_][\w\-]{0,80})[ \t]*=[ \t]*(?:"[^"\n]{0,1024}"|\(sensitive value\)|null)[ \t]*->[ \t]*(?P<s>"[^"\n]{1,1024}")
 #   catch:       ~ password = "" -> "«tractor.saddle.dragon.falafel»"
 #   keep:        ~ password = (sensitive value) -> (known after apply)
 # What kubectl describe prints of a ConfigMap's data: `NAME:`, a line of dashes, the value.
@@ -7747,7 +7747,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|(?<=(?:\ben|\bem|\bin|\bna|[ \t]w)[ \t])(?:dos|duas|dois|due|zwei|dwóch|dwa|две|два)\b|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\b(?:part|parte|partea|teil|deel|część|cast|část|časť|rész)[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\b(?:continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|продолжение|продовження):|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|(?<=(?:\ben|\bem|\bin|\bna|[ \t]w)[ \t])(?:dos|duas|dois|due|zwei|dwóch|dwa|две|два)\b|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\b(?:part|parte|partea|teil|deel|część|cast|část|časť|rész)[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\b(?:continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|продолжение|продовження):|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*(?::[ \t]*)?(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: Javier Ortega: la clave del Ignition es larga, te la mando en dos\nJavier Ortega: «Gateway.Zgz»\nJavier Ortega: «#2025-Linea2»
 #   catch: the vpn password starts with «Kv7#pq» and ends with «91!zeta», ok?
 #   catch: 佐藤: DBのパスワード前半は «maple-orbit» です\n佐藤: 後半は «r-canyon-44» です
@@ -7824,7 +7824,7 @@ json-users-object            users-object           (?i)"(?:registered_?users|ba
 # A list of literals under a name that says secret (`FERNET_KEYS = [`, `apiKeys = [`, `"signing_keys": [`,
 # `[]string{`, `listOf(`): each item that looks like a secret (a machine-made one under a name that only
 # may say so: `keys`, `tokens`). Only a list of bare literals: a JWKS's `"keys": [{…}]` holds objects.
-context-secret-named-list    secret-named-list      (?i)(?:keys|tokens|secrets|passwords|passwds|pwds|credentials|creds)(?P<tail>[\w$]{0,12})["'`]?[ \t]*(?:\??:=|=>|=|:)[ \t]*(?:new[ \t]+)?(?:\w{1,20}[ \t]*(?:<[^<>\n]{1,40}>)?(?:\[\])?[ \t]*|\[\]\w{1,20}[ \t]*|%w|vec!|@)?[\[({](?=(?P<s>(?:\s*(?:(?:#|//)[^\n]*\n\s*)*(?P<q>["'`])?[^"'`\s,\[\](){}]{6,200}(?(q)["'`])[ \t]*,?){1,40}\s*(?:(?:#|//)[^\n]*\n\s*)*[\])}]))
+context-secret-named-list    secret-named-list      (?i)(?:keys|tokens|secrets|passwords|passwds|pwds|credentials|creds)(?P<tail>[\w$]{0,12})["'`]?[ \t]*(?:\??:=|=>|=|:)[ \t]*(?:new[ \t]+)?(?:\w{1,20}[ \t]*(?:<[^<>\n]{1,40}>[ \t]*)?(?:\[\][ \t]*)?|\[\]\w{1,20}[ \t]*|%w|vec!|@)?[\[({](?=(?P<s>(?:\s*(?:(?:#|//)[^\n]*\n\s*)*(?:(?P<q>["'`])|(?!#|//))[^"'`\s,\[\](){}]{6,200}(?(q)["'`]|(?![^"'`\s,\[\](){}]))(?:[ \t]*,)?){1,40}\s*(?:(?:#|//)[^\n]*\n\s*)*[\])}]))
 #   catch: # settings/prod.py\nFERNET_KEYS = [\n    "«LFnbEJ8suewAfsi_BA9pJ_qABKVxy_bg-escYryHZ1O=»",\n]
 #   catch: const apiKeys = [\n  "«Qm8vLx2Rt7Kp4Nz9Wc3Yb6Hd1Fs5Ga0J»",\n  "«Hz3dS9jQe4Lp8Xv2Rt7Kw5Nm»", // old, rotate\n];
 #   catch: var validTokens = []string{"«3kQ9xV2mLp7RtZ8wYc4N»", "«Hj5Gm2Kp9Lq3Wz8Xr4Tv»"}
@@ -7857,7 +7857,7 @@ devtools-cookie-table        random                 (?m)^(?:Name\tValue\t[^\n]*\
 # The rest of a secret split over string literals (`"…" +`, Python's implicit joining), after a machine-made part.
 # (The quote comes before the look back at the character before it: a pattern that starts with a
 # character lets the regex engine skip to where it is, and this rule runs on every text.)
-context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:\+|\.|\\|&[ \t]*_|_(?=[ \t]*\r?\n))?[ \t]*`?\r?\n?[ \t]*(?:>>[ \t]+)?[+&]?[ \t]*(?:[rbuf]|\$?@)?["'`][^"'`\n]{1,1024}["'`]){1,20})
+context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:(?:\+|\.|\\|&[ \t]*_|_(?=[ \t]*\r?\n))[ \t]*)?(?:`[ \t]*)?(?:\r?\n[ \t]*)?(?:>>[ \t]+)?(?:[+&][ \t]*)?(?:[rbuf]|\$?@)?["'`][^"'`\n]{1,1024}["'`]){1,20})
 #   catch: var k = "«YR0dWHS5VPlylurTOIY97J»"\n      + "«A+7QlMeJSEoAcH6X0Eq9I=»";
 #   catch: OPENAI_KEY = (\n    "«sk-proj-Aa9IDg4Tt_wUgKnGng1WgV2HzsUzxJULN»"\n    "«OIUuiX_Xz0AUhR8kNLFONVD16mT3BlbkFJk3»"\n)
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
@@ -7892,7 +7892,7 @@ context-continued-value      continued-value        \\\r?\n(?=[ \t]*(?P<s>[^\s\\
 #   keep:  docker run --rm \\\n    -e TOKEN="$TOKEN" app:latest
 #   keep:  SOURCES=src/main.c\\\n    src/util.c
 # The literals an expression joins under a secret name: `concat!("…", "…")`, `"".join([…])`, `[…].join("")`.
-context-joined-literals      joined-literals        ["'`](?P<s>[A-Za-z0-9+/=_\-.~]{8,512}["'`](?:[ \t]*[,+]?[ \t]*(?:\r?\n[ \t]*)?["'`][A-Za-z0-9+/=_\-.~]{8,512}["'`]){1,15})(?=[ \t]*,?[ \t]*\r?\n?[ \t]*[)\]])
+context-joined-literals      joined-literals        ["'`](?P<s>[A-Za-z0-9+/=_\-.~]{8,512}["'`](?:[ \t]*(?:[,+][ \t]*)?(?:\r?\n[ \t]*)?["'`][A-Za-z0-9+/=_\-.~]{8,512}["'`]){1,15})(?=[ \t]*(?:,[ \t]*)?(?:\r?\n[ \t]*)?[)\]])
 #   catch: const PARTNER_TOKEN: &str = concat!(\n    "«kBdp8B6AGno2CWqo572ybRTT»",\n    "«vDr9DPgJov6OAQVp3TysqMHE»",\n);
 #   catch: API_SECRET = "".join([\n    "«Hq7vN2kLp9XmR4tW»",\n    "«Zb8cJ3fG6dQ1sY5e»",\n])
 #   keep:  SECRET_LABELS = ["Primary secret", "Rotated secret", "Expired secret"]
@@ -11099,7 +11099,7 @@ def redact_texts(value: Any, known_secrets: tuple = (), keep: Any = frozenset())
 # whose pattern no longer has its fingerprint is parsed at first use (_stored_rule_words).
 RULE_WORDS = {
     "private-key-block": ("d75fd5f4", ("-----begin ",), ("-----begin ",), ("openvpn ", "private key")),
-    "private-key-quoted-lines": ("55eb9efe", ("private key-----",), ("-----begin ",), ("-----begin ",)),
+    "private-key-quoted-lines": ("d61c5d1f", ("private key-----",), ("-----begin ",), ("-----begin ",)),
     "rails-signed-message": ("3ff75444", ("eyjfcmfpbhmi",), ("eyjfcmfpbhmi",), ("--",)),
     "rasdial-password": ("c678f7a9", ("rasdial",), ("rasdial",), ()),
     'magento-crypt-key': ('968951b6', ("'crypt'",), ("'crypt'",), ("'key'",)),
@@ -11178,7 +11178,7 @@ RULE_WORDS = {
         "install", "ki", "milenage", "net", "nwk", "opc"), ()),
     "escaped-bytes-secret": ("c425011a", ("key", "passw", "salt", "secret", "token"), ("key", "passw", "salt",
         "secret", "token"), ("\\x",)),
-    "matrix-recovery-key": ("43bf06d9", ("recovery", "security"), ("recovery", "security"), ("key",)),
+    "matrix-recovery-key": ("770216ec", ("recovery", "security"), ("recovery", "security"), ("key",)),
     "bitlocker-recovery-key": ("2957dc52", ("bitlocker", "chave", "clave", "clé", "key", "klucz", "password",
         "recovery", "schluessel", "schlüssel", "wiederherstellung"), ("bitlocker", "chave", "clave", "clé", "key",
         "klucz", "password", "recovery", "schluessel", "schlüssel", "wiederherstellung"), ("-",)),
@@ -11312,7 +11312,7 @@ RULE_WORDS = {
     "java-keystore-base64": ("b608bd99", ("/u3+7q", "zs7ozg"), ("/u3+7q", "zs7ozg"), ()),
     "putty-private-lines": ("075e42bb", ("private-lines:",), ("private-lines:",), ("\n",)),
     "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
-    "seed-phrase": ("4f167b9d", ("bip", "carteira", "cartera", "crypto", "cụm từ khôi phục", "frase di recupero",
+    "seed-phrase": ("00b31669", ("bip", "carteira", "cartera", "crypto", "cụm từ khôi phục", "frase di recupero",
         "fraza odzyskiwania", "herstel", "herstelzin", "kelime", "kurtarma ifadesi", "ledger", "metamask", "mnemonic",
         "mots", "ord", "palabras", "palavras", "parole", "phrase", "phrase de r", "plånbok", "portafoglio",
         "portefeuille", "recovery", "recupera", "recuperaci", "seed", "semente", "semilla", "słów", "trezor", "wallet",
@@ -11343,7 +11343,7 @@ RULE_WORDS = {
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
         ("a temporary password is generated for ",), (":",)),
-    "sql-insert-columns": ("5437daa5", ("insert",), ("insert",), ("values",)),
+    "sql-insert-columns": ("f6113299", ("insert",), ("insert",), ("values",)),
     "xml-entry-key": ("13e467d0", ("<entry", "<property"), ("<entry", "<property"), ("key", "name")),
     "xml-named-setting": ("b28755ee", ("<configuredvalue", "<value"), ("<add", "<configuration", "<field", "<item",
         "<parameter", "<property", "<setting"), ("add", "configuration", "field", "item", "parameter", "property",
@@ -11424,10 +11424,10 @@ RULE_WORDS = {
         "hash_password", "hashpw", "make_password", "password_hash"), ("argon2.hash", "bcrypt.hash",
         "generate_password_hash", "hash", "hash_password", "hashpw", "make_password", "password_hash"), ("(",)),
     "sudo-stdin-here-string": ("af4b3ab2", ("sudo",), ("sudo",), ("<<<",)),
-    "piped-secret": ("02728df2", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
+    "piped-secret": ("f10ed394", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
         "insert", "keepassxc-cli", "kinit", "login", "passphrase-fd", "passwd", "password-stdin", "runas", "secret",
         "set-password", "signin", "sudo", "unlock")),
-    "password-manager-master": ("dd09ff6a", ("master",), ("1password", "bitwarden", "dashlane", "enpass", "kdbx",
+    "password-manager-master": ("82a5dbbf", ("master",), ("1password", "bitwarden", "dashlane", "enpass", "kdbx",
         "keepass", "lastpass", "vaultwarden"), ("1password", "bitwarden", "dashlane", "enpass", "kdbx", "keepass",
         "lastpass", "vaultwarden")),
     "runas-echoed-password": ("31f8ca01", ("runas",), ("runas",), ("echo",)),
@@ -11457,8 +11457,8 @@ RULE_WORDS = {
     "voucher-code": ("7f29fe50", ("voucher", "兑换码", "券码"), ("voucher", "兑换码", "券码"), ("-",)),
     "reset-to-password": ("1311e741", ("reset",), ("reset",), ("to",)),
     "windows-password-switch": ("e95bcfad", ("/",), (), ()),
-    'keystore-file-password': ('b4894c12', ('.bks', '.jks', '.keystore', '.p12', '.pfx'), (), ('"', "'")),
-    "home-assistant-webhook-id": ("63f25be8", ("webhook_id:",), (), ()),
+    'keystore-file-password': ('b2aa78ab', ('.bks', '.jks', '.keystore', '.p12', '.pfx'), (), ('"', "'")),
+    "home-assistant-webhook-id": ("aa278f06", ("webhook_id:",), (), ()),
     "roblox-security-cookie": ("296a1797", ("warning:-do-not-share-this.",), ("warning:-do-not-share-this.",), ("_|",)),
     "smb-user-percent-password": ("2aadec00", ("--user", "-u"), ("--user", "-u"), ("%",)),
     "signature-field": ("fd068312", ("-signature",), (), ("amz", "goog")),
@@ -11487,7 +11487,7 @@ RULE_WORDS = {
     "password-hash-tool": ("a17ef675", ("mkpasswd", "openssl"), ("mkpasswd", "openssl"), ()),
     "wifi-passphrase": ("f8881b83", ("iwconfig", "nmcli", "wpa_passphrase"), ("iwconfig", "nmcli", "wpa_passphrase"),
         ()),
-    "oracle-user-password": ("c6df1902", ("auxiliary", "catalog", "conn", "dgmgrl", "expdp", "impdp", "rman", "sqlldr",
+    "oracle-user-password": ("1ba5772c", ("auxiliary", "catalog", "conn", "dgmgrl", "expdp", "impdp", "rman", "sqlldr",
         "sqlplus"), (), ("/",)),
     "archive-password": ("648e456a", ("7z", "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ("7z",
         "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ()),
@@ -11597,7 +11597,7 @@ RULE_WORDS = {
         (":", "=", "=>")),
     "go-name-value-struct": ("8f1c9ed6", ("value:",), ("name:",), ("name:",)),
     'tuple-pair': ('7bd564cf', (',',), (), ('"', "'")),
-    "client-auth-call": ("69f39e8c", ("authenticate", "basic_auth", "basicauth", "c_login", "http_auth",
+    "client-auth-call": ("727dc36f", ("authenticate", "basic_auth", "basicauth", "c_login", "http_auth",
         "httpbasicauth", "httpdigestauth", "login", "set_credentials"), ("authenticate", "basic_auth", "basicauth",
         "c_login", "http_auth", "httpbasicauth", "httpdigestauth", "login", "set_credentials"), (",",)),
     'bearer-auth-call': ('18352b63', ('.bearer_auth(',), ('.bearer_auth(',), ('"', "'")),
@@ -11617,7 +11617,7 @@ RULE_WORDS = {
     "host-user-app-password": ("322117a7", (".", "["), (), (":",)),
     "jaas-user-password": ("a647cbb8", ("user_",), ("user_",), ("=",)),
     'terraform-random-password': ('71229999', ('"result"',), ('"result"',), (':',)),
-    "chpasswd-list": ("f0c9127e", ("chpasswd:",), ("chpasswd:",), ("list:",)),
+    "chpasswd-list": ("ce50274c", ("chpasswd:",), ("chpasswd:",), ("list:",)),
     "user-then-password-flags": ("a37db414", ("-gu", "-u", "plink", "pscp", "psftp"), ("-gu", "-u", "plink", "pscp",
         "psftp"), ()),
     "secret-pair": ("a3d445f5", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
@@ -11693,7 +11693,7 @@ RULE_WORDS = {
         "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
         "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ()),
     "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("94e2dea3", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "config-spaced-value": ("688cc2ad", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs",
         "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
         "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
@@ -11755,7 +11755,7 @@ RULE_WORDS = {
         "use", "user", "using", "with")),
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
-    "context-quoted-key": ("0fb6b39e", ("key",), ("key",), ()),
+    "context-quoted-key": ("f589ce78", ("key",), ("key",), ()),
     "code-for-a-place": ("cc387d82", ("cod", "code", "codes", "codice", "codigo", "codul", "combinacion",
         "combinación", "combination", "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody",
         "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός", "код", "رمز", "ورمز"), ("cod", "code", "codes",
@@ -11763,7 +11763,7 @@ RULE_WORDS = {
         "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
         "код", "رمز", "ورمز"), ()),
     "place-label-code": ("cdcc0707", (), (), ()),
-    "context-credential-word": ("c0a67b5a", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("92b35540", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
         "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
@@ -11848,13 +11848,13 @@ RULE_WORDS = {
     "oracle-userid-setting": ("7c016bb5", ("connect", "login", "user_id", "userid"), ("connect", "login", "user_id",
         "userid"), ("=",)),
     "oracle-connect-string": ("ec374ba0", ("/",), (), ("@",)),
-    "s3-access-key-id": ("7a5d38c4", ("access", "newstaticv4("), ("access", "newstaticv4("), ()),
+    "s3-access-key-id": ("63d403c5", ("access", "newstaticv4("), ("access", "newstaticv4("), ()),
     "context-credential-class": ("319d6410", ("auth", "credential", "key", "password", "secret", "signer", "token"),
         (), ("(",)),
     "context-auth-message": ("e5915dc5", ("auth", "authenticate", "authorize", "log_in", "login", "logon", "sign_in",
         "signin"), ("action", "cmd", "command", "event", "method", "op", "type"), ("action", "cmd", "command", "event",
         "method", "op", "type")),
-    "context-cookie": ("51f7f6ea", ("--cookie", "-b", "cookie", "cookies.as_dict", "cookies.get_dict", "cookies.items",
+    "context-cookie": ("0d10b209", ("--cookie", "-b", "cookie", "cookies.as_dict", "cookies.get_dict", "cookies.items",
         "cookies.to_dict", "set-cookie"), ("--cookie", "-b", "cookie", "cookies.as_dict", "cookies.get_dict",
         "cookies.items", "cookies.to_dict", "set-cookie"), ()),
     "context-cookie-rows": ("6b7b6395", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
@@ -11907,13 +11907,13 @@ RULE_WORDS = {
     "context-credential-table": ("9d7b246c", ("\n",), (), ()),
     "context-html-table": ("76320142", ("</tr>",), ("<table", "<tr"), ("</td>",)),
     "context-html-login-row": ("d350f052", ("</td>",), ("<tr",), ("</tr>",)),
-    "context-literal-rows": ("d3d55068", (",",), (), ("\n",)),
+    "context-literal-rows": ("7896c2b8", (",",), (), ("\n",)),
     "context-markup-table": ("2a4195a1", (".. list-table::", "\\begin{tabular}", "{|", "|==="), (".. list-table::",
         "\\begin{tabular}", "{|", "|==="), ("\n",)),
-    "terraform-plan-change": ("2f3417cd", ("->",), (), ("=",)),
+    "terraform-plan-change": ("f94d0b9e", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("18afdb94", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "beginnt", "begins",
+    "context-split-secret": ("956f9500", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "beginnt", "begins",
         "begint", "cast", "chunks", "começa", "comienza", "commence", "continuación", "continuare", "continuação",
         "continuing", "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy", "deel", "deux", "deuxième",
         "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste", "eindigt", "első", "em duas mensagens",
@@ -11971,7 +11971,7 @@ RULE_WORDS = {
     'json-users-object': ('286e56e0', ('"auth', '"basic', '"htpasswd', '"logins', '"passwords', '"registered', '"user',
         '"users'), ('"auth', '"basic', '"htpasswd', '"logins', '"passwords', '"registered', '"user', '"users'),
         ("basic", "htpasswd", "logins", "passwords", "registered", "users")),
-    "context-secret-named-list": ("d28cfb06", ("credentials", "creds", "keys", "passwds", "passwords", "pwds",
+    "context-secret-named-list": ("15e6f2e1", ("credentials", "creds", "keys", "passwds", "passwords", "pwds",
         "secrets", "tokens"), ("credentials", "creds", "keys", "passwds", "passwords", "pwds", "secrets", "tokens"),
         (":", ":=", "=", "=>")),
     "context-secret-section": ("95280854", ("[api", "[credential", "[creds", "[password", "[secret"), ("[api",
@@ -11979,10 +11979,10 @@ RULE_WORDS = {
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
-    "context-split-literal": ("8f265dbe", (), (), ()),
+    "context-split-literal": ("a1b26cb8", (), (), ()),
     "context-wrapped-line": ("6eae216a", ("\n",), (), ()),
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
-    "context-joined-literals": ("1da7408a", (), (), ()),
+    "context-joined-literals": ("123be4fb", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
     "context-quoted-block": ("e1cbec48", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs",

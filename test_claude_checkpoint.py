@@ -902,7 +902,11 @@ ADVERSARIAL_CONTEXTS = (
     # Stop 42's: beside a redacted value, thousands of different typed passwords (each redacted again
     # wherever it stands) and of machine-made cookies on one line (each judged in its context).
     "password=Xk29!mPq7zLw3\n" + " ".join(f"Ab{n}!xQ{n % 97}z" for n in range(7800)),
-    "Cookie: s=Xk29!mPq7zLw3; " + "; ".join(f"c{n}=Zq8Lm2Xr{n:06d}Kp7W" for n in range(3800)))
+    "Cookie: s=Xk29!mPq7zLw3; " + "; ".join(f"c{n}=Zq8Lm2Xr{n:06d}Kp7W" for n in range(3800)),
+    # Stop 47's, each once minutes on a kilobyte: quoted values between runs of blanks, a long URL under a
+    # name of secrets with no closing bracket, doubled quotes in an SQL insert.
+    '"PYTHON_VERSION=3.11.9"\t  ' * 4000, "credentials = {\n" + "https://git.example.org/" + "a/b-c.d" * 14000,
+    "INSERT INTO t (a, pin) VALUES ('" + "''" * 50000)
 
 
 class TestRedaction(unittest.TestCase):
@@ -3425,6 +3429,38 @@ class TestRedactionRuleExamples(unittest.TestCase):
                 if hits or redacted != text:
                     culprits = [rule.name for rule, pattern in self.patterns.values() if cc._apply_rule(rule, pattern, text)[1]]
                     self.fail(f"rule {name}: keep example {text!r} became {redacted!r} (changed by {', '.join(culprits)})")
+
+    @slow
+    def test_each_rule_stays_linear_on_its_examples_run_long(self):
+        """Each rule's pattern on its own examples made long: an example repeated, and an example's start
+        up to each `=`, `:`, bracket or quote followed by a long run of blanks (`\\t  `), of one unbroken
+        token, of quoted words, of doubled quotes. A pattern that reads the same blanks or the same token
+        in many ways (`[ \\t]*,?[ \\t]*`, items of 6 characters or more with nothing between them, `''` an
+        escape or two strings) backtracks for minutes on a kilobyte: a save once hung on a list of names
+        under `credentials = {` followed by a long URL. No timing assertion: run in a process of its own,
+        a pattern that does not end fails by the timeout."""
+        code = textwrap.dedent("""
+            import sys
+            sys.path.insert(0, sys.argv[1])
+            import claude_checkpoint as cc, test_claude_checkpoint as t
+            patterns = {rule.name: pattern for rule, pattern in cc._compiled_rules()}
+            bodies = ("\\t  " * 400, "Ab1/x.Yz9-" * 120, "'a' " * 300, "''" * 600)
+            for name, kind, example in t.redaction_examples():
+                text = t.marked_secrets(example)[0] if kind == "catch" else example
+                heads = [text[:end + 1] for end, character in enumerate(text) if character in "=:[({\\"'"][:6]
+                runs = [text + (between + text) * (1200 // (len(text) + 1)) for between in ("", "\\t  ")]
+                for run in runs + [head + body for head in heads for body in bodies]:
+                    for cut in (run, run[:-1]):  # also without its last character: no closing bracket
+                        for _ in patterns[name].finditer(cut):
+                            pass
+            print("ended")
+            """)
+        try:
+            done = subprocess.run([sys.executable, "-c", code, HERE], capture_output=True, text=True, encoding="utf-8", timeout=600)
+        except subprocess.TimeoutExpired:
+            self.fail("the rules' examples made long were not read in 600 seconds: a pattern backtracks")
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertEqual("ended", done.stdout.strip())
 
 
 # ── 5.3 Real code holds no secret ──
