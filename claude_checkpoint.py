@@ -1135,6 +1135,8 @@ def _is_reference(value: str) -> bool:
         return True  # a build's or provisioning's slot: hash:@EDUROAM_NTHASH@, %%SIP_PASSWORD%%
     if first == "%" and _regex(r"%[A-Za-z_][\w.\-]*(?::[^%\s]+)?%|%env\((?:[\w\-]+:)*[A-Za-z_]\w*\)%").fullmatch(v):
         return True  # TeamCity's parameters: %build.counter%, %vault:secret/data/ci/app!/password%; Symfony's %env(DB_PASSWORD)%
+    if first == "c" and _regex(r"credentialsJSON:" + _UUID).fullmatch(v):
+        return True  # TeamCity's secure value in a settings file: the id of a token it keeps, `credentialsJSON:ad58…-…`
     if v.startswith("$$") and _regex(r"\$\$\{?[A-Z_][A-Z0-9_]*\}?").fullmatch(v):
         return True  # make's `$$DOCS_SFTP_PASSWORD`: the shell's variable in a Makefile's recipe
     if first == "&" and _regex(r"&(?:[a-z_][a-z0-9_]{0,31}|[A-Z_][A-Z0-9_]{0,31})\.?").fullmatch(v):
@@ -2598,8 +2600,10 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,
 # (a run is read one way only: runs are joined by a separator that is none of their characters, so
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
-# nostr public keys, extended public keys, PostHog project keys, Google Analytics' client ids (GA1.2.…), SSH public keys (`ssh-ed25519 AAAAC3NzaC1lZDI1NTE5…`).
-_PUBLIC_VALUE = r"(?i:wpa[23]?-(?:enterprise|personal|psk|eap|sae)\w*[.,;]?$)|(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d{3}|sk-ssh-ed25519@openssh\.com)$|AAAA(?:C3NzaC1lZDI1NTE5|B3NzaC1yc2E|E2VjZHNhLXNoYTItbmlzdHA|B3NzaC1kc3M)|(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_|data:(?:image|audio|video|font)/[\w.+\-]{1,40};base64,"
+# nostr public keys, extended public keys, PostHog project keys, Google Analytics' client ids (GA1.2.…), SSH public keys (`ssh-ed25519 AAAAC3NzaC1lZDI1NTE5…`),
+# a picture's, a font's, a sound's, a PDF's bytes in base64 (the format's first bytes: PNG's `iVBORw0KGgo`, WOFF2's `d09GMg`).
+_PUBLIC_VALUE = (r"(?i:wpa[23]?-(?:enterprise|personal|psk|eap|sae)\w*[.,;]?$)|(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d{3}|sk-ssh-ed25519@openssh\.com)$|AAAA(?:C3NzaC1lZDI1NTE5|B3NzaC1yc2E|E2VjZHNhLXNoYTItbmlzdHA|B3NzaC1kc3M)|(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_|data:(?:image|audio|video|font)/[\w.+\-]{1,40};base64,"
+                 r"|(?:iVBORw0KGgo|/9j/4|R0lGOD[dl]h|JVBERi0|d09GMg|d09GRg|UklGR|T2dnUw|SUQz|AAEAAA|T1RUTw|AGFzbQ)[A-Za-z0-9+/]{12}")
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after on in at of to by stata stato state stati sido été wurde worden".split())  # (and "has been" in other languages)
@@ -4443,8 +4447,10 @@ def _find_split_literals(match: Any) -> list:
     """The string literals that continue a machine-made (or redacted) one: each random-looking part
     (base64 or hex fragments, six characters or more, letters and digits)."""
     spans, start = [], match.start("s")
-    if not _ends_machine_made(match.string, match.start()):
-        return spans
+    text, quote = match.string, match.string[match.start()]
+    opening = text.rfind(quote, max(0, match.start() - 1024), match.start())
+    if not _ends_machine_made(text, match.start()) or opening >= 0 and _is_masked_or_public(text[opening + 1:match.start()]):
+        return spans  # (a literal that begins a picture's bytes in base64, `"iVBORw0KGgo…"`, is continued by more of them)
     for literal in _regex(r"""["'`]([^"'`\n]{1,1024})["'`]""").finditer(match.group("s")):
         part = literal.group(1)
         if (_regex(r"[A-Za-z0-9+/=_\-.~]{6,}").fullmatch(part) and (_regex(r"\d").search(part) and _regex(r"[A-Za-z]").search(part)
@@ -4455,8 +4461,6 @@ def _find_split_literals(match: Any) -> list:
         if head and not spans and literal.start() == match.group("s").find(literal.group()):  # `"Password=…" + "5!JjIy;Connect…"`
             spans.append((start + literal.start(1), start + literal.start(1) + head.end()))
         break  # the value ended in this literal
-    text, quote = match.string, match.string[match.start()]
-    opening = text.rfind(quote, max(0, match.start() - 1024), match.start())
     first = text[opening + 1:match.start()] if spans and opening >= 0 else ""
     if first and _regex(r"[A-Za-z0-9+/_\-.~]{8,}={0,2}").fullmatch(first) and looks_machine_generated(first):
         spans.insert(0, (opening + 1, match.start()))  # the literal they continue, not redacted yet: `var k = "YR0d…"⏎ + "A+7Q…";`
@@ -8195,7 +8199,7 @@ _BARE_MNEMONIC = r"(?<![\w\-.'/])(?<![a-z] )[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![
 # lines, numbered (`1. grumo`, `01 vivid`), in a grid of columns or a table's cells, or apart by wide spaces.
 _SEED_WORD = r"(?:[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,16}|[а-яё]{3,16}|[\u3041-\u30ff]{3,8}|[\uac00-\ud7a3\u1100-\u11ff]{1,18}|[\u4e00-\u9fff])(?![\w'’\-])"  # (accents and hangul's jamo apart too: wallets write a mnemonic decomposed, NFKD)
 _SEED_NUMBER = r"(?:\d{1,2}[.)][ \t]*|\d{1,2}[ \t]+|\d{1,2}[ \t]*\|[ \t]*)"
-_SEED_GAP = r"(?:,?[ \t\u3000]+|[ \t]*\|?[ \t]*\r?\n[ \t]*\|?[ \t]*|[ \t]*\|[ \t]*)"
+_SEED_GAP = r"(?:,?[ \t\u3000]+|[ \t]*(?:\|[ \t]*)?\r?\n[ \t]*(?:\|[ \t]*)?|[ \t]*\|[ \t]*)"  # (blanks read one way: a run of them split in every way took minutes)
 # A word for a mnemonic, or for the wallet or backup it restores, in the languages people write it in.
 _SEED_NAMED = (r"(?i)seed|mnemoni|recovery|backup|wallet|phrase|frase|palavras|parole|mots|wörter|wort|kelime|słowa|слов|сид|фраз|semilla"
                r"|cartera|carteira|portefeuille|geldbörse|cüzdan|portfel|кошел|ledger|trezor|keystone|metamask|復元|フレーズ|ニーモニック|助记词|助記詞|钱包|錢包|단어|복구|시드|니모닉|지갑")
@@ -8498,9 +8502,9 @@ _SPLIT_SAID = (r"(?i)\b(?:in(?:to)?|as|en|em|w|ve|i)[ \t]+(?:two|three|2|3|deux|
                r"|[2二两兩]回に分け|分けて送|分[两兩]次|分成[两兩]|[两兩]段|나눠서|두[ \t]+번에")
 _ANNOUNCED_SECRET_WORDS = r"(?i:密钥|秘钥|令牌|トークン|キー|シークレット|토큰|키|시크릿|κωδικ\w{0,3}|токен\w{0,2}|ключ\w{0,2})"
 # A chat line's prefix before its message: a quote's `>`, a date and time, `[09:02:20]`, `<nick>`, `Nikos:`.
-_CHAT_PREFIX = (r"[ \t]*(?:>[ \t]?)*[ \t]*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?[ \t]+)?(?:\[[^\]\n]{1,30}\][ \t]*)?"
+_CHAT_PREFIX = (r"[ \t]*(?:>[ \t]*)*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?[ \t]+)?(?:\[[^\]\n]{1,30}\][ \t]*)?"
                 r"(?P<speaker><[^<>\n]{1,30}>[ \t]*|(?<=\d\t)[^\s<>]{1,30}\t|[^\s:：<>\[][^\n:：<>]{0,30}[:：](?:[ \t]+|$))?")  # (WeeChat's log: a time, a tab, the nick, a tab)
-_ANNOUNCED_TOKEN = r"[.…]{0,3}[ \t]*([^\s()\[\]{}<>=;,\"'`«»]{4,80})"
+_ANNOUNCED_TOKEN = r"(?:[.…]{1,3}[ \t]*)?([^\s()\[\]{}<>=;,\"'`«»]{4,80})"
 _ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pieces may stand
 _TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + r"`?" + _ANNOUNCED_TOKEN + r"`?[ \t]*\r?$"  # (in backticks too: a chat's code span)
 _ANNOUNCED_SEEN = tuple(sorted(word for word in set(_PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS) if word.isascii() and not any(
@@ -9174,6 +9178,8 @@ def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
             spans.update((starts[row] + a, starts[row] + b) for row, a, b in _sibling_cells(lines, index) + _sibling_values(lines, index, replaced)
                          + _sibling_list_items(lines, index) + _sibling_members(lines, index) + _sibling_login_pairs(lines, index)
                          + _sibling_literals(lines, index) + _sibling_url_parts(lines, index))
+        if REDACTED in line and ('"' in line or "'" in line or "`" in line):
+            spans.update((starts[row] + a, starts[row] + b) for row, a, b in _joined_to_redacted(lines, index))
     return _replace_spans(text, spans, count, replaced)
 
 
@@ -9349,6 +9355,73 @@ def _sibling_url_parts(lines: list, index: int) -> list:
                 shaped = len(value) >= 16 and looks_machine_generated(value) and not _regex(r"[a-z]{2,6}[_\-]|[A-Z0-9]+(?:-[A-Z0-9]+)*$").match(value)
             if shaped:
                 found.append((index, *part.span(1)))
+    return found
+
+
+# What joins two string literals into one string in code, between them: an operator (`+`, `.`, `&`, `~`,
+# `++`, `..`, `<>`, `||`), nothing (C's and Python's adjacent literals), a method that appends
+# (`.plus(`, `.concat(`, Objective-C's `stringByAppendingString:@`), or a comma inside a call that joins
+# its arguments (below, _JOIN_CALL).
+_JOINED_BETWEEN = (r"[ \t]*(?:\+\+?|\.\.?|&|~|<>|\|\||\.(?:plus|concat|append)\(|stringByAppendingString:[ \t]*@|(?P<comma>,)|(?P<space>))[ \t]*(?:[rbuf]|@)?")
+# Where literals apart by a space are joined (C's `#define PASS "a" "b"`, Python's `KEY = b"…" b"…"`): after
+# `=`, `(` or a definition's name, not in a command's arguments (`wpa_passphrase "HomeNet" '…'`).
+_ADJACENT_JOINED_AFTER = r"(?:[=(,]|#[ \t]*define[ \t]+\w+)[ \t]*(?:[rbuf]|@)?$"
+_JOIN_AT_LINE_END = r"[ \t]*(?:\+\+?|\.\.?|&(?:[ \t]*_)?|~|\|\||\\)[ \t]*\r?"  # a line that a join continues on the next: `"…" +`, VBA's `"…" & _`
+_JOIN_CALL = r"(?i)(?:\bjoin|concat|paste0?|\bformat|sprintf|strcat|str_c)\w*[ \t]*(?:\([ \t]*|\[[ \t]*|\(\{|\(c\()|-join[ \t]*\("
+# Variables that code appends strings to, one statement a line: `$pw .= "…"`, `s += "…"`, `key << "…"`,
+# `secret.push_str("…")`, `sb.Append("…")`, `sb.WriteString("…")`, `..write('…')` (Dart's cascade), `sb ++= "…"`.
+_APPENDED_LITERAL = (r"(?m)^[ \t]*(?:\$?(?P<name>[A-Za-z_]\w*)(?:[ \t]*(?:\.=|\+=|<<|\+\+=)[ \t]*|\.(?:push_str|append|Append|WriteString|write|concat)\()"
+                     r"|\.\.write\()[ \t]*(?P<q>[\"'])(?P<v>[^\"'\n]{1,1024})(?P=q)")
+
+
+def _is_joined_part(value: str) -> bool:
+    """Whether a literal that code joins to a redacted one is another part of its secret: five
+    characters or more with no space, not a word, a path, a URL, an address, a query or a reference
+    (`"«redacted»" + "@db.internal:5432/app"` joins a password to the rest of a URL)."""
+    return (len(value) >= 5 and not any(character.isspace() for character in value) and REDACTED not in value
+            and not _regex(r"[A-Za-z][a-z]*|[A-Z]+|[A-Za-z][a-z]+(?:[_\-.:]?[A-Za-z][a-z]+)*").fullmatch(value)  # (words: `HomeNet`, `AzureAd:ClientSecret`)
+            and not _regex(r"[/\\]|://|@[\w\-]+\.[A-Za-z]|[?&][\w.\-]+=|^[.:;,_\-]?$").search(value)
+            and not _is_reference(value) and not _is_masked_or_public(value) and not _is_path_or_version(value))
+
+
+def _joined_to_redacted(lines: list, index: int) -> list:
+    """(row, start, end) of the literals that code joins to a redacted literal on line index: on the
+    line (_JOINED_BETWEEN: `"«redacted»".plus("ssKk…")`, `-join ("5Ldw_T", "«redacted»")`,
+    `"«redacted»""254-5982"`), and on the lines after it that append to the variable it was given to
+    (`$pw = "«redacted»";` ⏎ `$pw .= "sNKE…";`, `String::from("«redacted»")` ⏎ `secret.push_str("FTV_…")`).
+    Each part needs only to be able to be one (_is_joined_part): joined to a secret, it is the secret."""
+    line, found = lines[index], []
+    literals = list(_regex(r"""(["'`])([^"'`\n]{0,1024})\1""").finditer(line))
+    chain: list = []
+    for literal in literals + [None]:
+        between = line[chain[-1].end():literal.start()] if chain and literal else None
+        joined = between is not None and _regex(_JOINED_BETWEEN).fullmatch(between)
+        if joined and joined.group("comma") is not None and not _regex(_JOIN_CALL).search(line, 0, chain[0].start()):
+            joined = None  # a comma joins only inside a call that joins: `String.join("", "a", "b")`, not `login("ops", "«redacted»")`
+        if joined and joined.group("space") is not None and (between[:1] in (" ", "\t") and not _regex(_ADJACENT_JOINED_AFTER).search(line, 0, chain[0].start())):
+            joined = None  # literals apart by blanks join only where code stands (C's, Python's); touching ones anywhere (`-p "…""…"`)
+        if joined:
+            chain.append(literal)
+            continue
+        if len(chain) >= 2 and any(part.group(2) == REDACTED for part in chain):
+            found += [(index, *part.span(2)) for part in chain if _is_joined_part(part.group(2))]
+        chain = [literal] if literal else []
+    if literals and literals[-1].group(2) == REDACTED and _regex(_JOIN_AT_LINE_END).fullmatch(line, literals[-1].end()):
+        for row in range(index + 1, min(len(lines), index + _SIBLING_REACH)):  # the line goes on below: `pwd = "«redacted»" & _` ⏎ `"7@m1Lo"`
+            part = _regex(r"[ \t]*(?:(?:\+\+?|\.\.?|&|~|\|\|)[ \t]*)?([\"'])([^\"'\n]{1,1024})\1").match(lines[row])
+            if not part or not _is_joined_part(part.group(2)):
+                break
+            found.append((row, *part.span(2)))
+            if not _regex(_JOIN_AT_LINE_END).fullmatch(lines[row], part.end()):
+                break
+    given = _regex(r"\$?([A-Za-z_]\w*)[ \t]*(?::?=|=)[ \t]*(?:String::from\(|[A-Za-z_]\w*\()?[\"']" + REDACTED + r"[\"']").search(line)
+    if given:
+        for row in range(index + 1, min(len(lines), index + _SIBLING_REACH)):
+            appended = _regex(_APPENDED_LITERAL).match(lines[row])
+            if not appended or appended.group("name") not in (None, given.group(1)):
+                break
+            if _is_joined_part(appended.group("v")):
+                found.append((row, *appended.span("v")))
     return found
 
 
@@ -10518,7 +10591,7 @@ def _is_random_when_joined(made: str, parts: list) -> bool:
     """Whether strings code joins make a value a machine made, each of them too short or too plain to
     say so alone: a secret split so that no scanner sees it (`'7692c29a0c1bb6c4' + '030bab…'`,
     `string.Concat("tV96…", "E04o…")`). Parts of four characters or more, none of them a word."""
-    return len(parts) >= 2 and all(len(part) >= 4 and not _regex(r"[^\W\d_]+|[\W_]+").fullmatch(part) for part in parts) and looks_machine_generated(made)
+    return len(parts) >= 2 and all(len(part) >= 4 and not _regex(r"[^\W\d_]+|[\W_]+").fullmatch(part) for part in parts) and looks_machine_generated(made) and not _is_masked_or_public(made)
 
 
 def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:

@@ -906,7 +906,11 @@ ADVERSARIAL_CONTEXTS = (
     # Stop 47's, each once minutes on a kilobyte: quoted values between runs of blanks, a long URL under a
     # name of secrets with no closing bracket, doubled quotes in an SQL insert.
     '"PYTHON_VERSION=3.11.9"\t  ' * 4000, "credentials = {\n" + "https://git.example.org/" + "a/b-c.d" * 14000,
-    "INSERT INTO t (a, pin) VALUES ('" + "''" * 50000)
+    "INSERT INTO t (a, pin) VALUES ('" + "''" * 50000,
+    # and blanks after a key's first line, after a backup card's numbered words (a line of one token in a
+    # chat, a mnemonic's layout); literals joined to a redacted one at every word.
+    "-----BEGIN RSA PRIVATE KEY-----\n" + "\t  " * 30000, "Write down your recovery phrase:\n 1. apart   4. beach   7. bike\n" + "\t  " * 30000,
+    'k = "Xk29mPq7zLw4Rt8VbN3c"' + ' + "Ab1_x9"' * 11000)
 
 
 class TestRedaction(unittest.TestCase):
@@ -2227,6 +2231,44 @@ class TestRedaction(unittest.TestCase):
                               "signing-key: 8c1f04b2e9a7d35c6f0e2a18b4d97c3e5a0f6b2d8e1c4a7f9b3d5e0c2a6f8b1d":
                               ["8c1f04b2e9a7d35c6f0e2a18b4d97c3e5a0f6b2d8e1c4a7f9b3d5e0c2a6f8b1d"]})
 
+    def test_what_code_joins_to_a_redacted_literal_is_its_secret(self):
+        """A literal that code joins to a redacted one is the same secret's part, whatever its shape, once
+        it could be one: joined by a method (Kotlin's `.plus`, Objective-C's `stringByAppendingString:`), in
+        a call that joins its arguments (PowerShell's `-join`, Haskell's `T.concat`), by nothing (adjacent
+        literals), on the next line after VBA's `& _`, or appended later to the variable that was given it
+        (PHP's `.=`, Rust's `push_str`). Kept: what a join adds that is no secret's part (a URL's rest, a
+        scheme's word), a comma between the arguments of a call that joins nothing."""
+        self.assert_redacted({
+            'val apiKey = "Qm7vX2kLp9ZrT4wN8bYc".plus("Jx5_Rt")': ["Qm7vX2kLp9ZrT4wN8bYc", "Jx5_Rt"],
+            'NSString *secret = [@"Hq_83x" stringByAppendingString:@"Qm7vX2kLp9ZrT4wN8bYc"];': ["Qm7vX2kLp9ZrT4wN8bYc", "Hq_83x"],
+            '$token = -join ("Hs8_Kp", "Zq4mVx9LtR2wN7bYcF3d")': ["Hs8_Kp", "Zq4mVx9LtR2wN7bYcF3d"],
+            'apiSecret = T.concat ["Rt5_Lq", "N8bYcF3dQm7vX2kLp9Zr"]': ["Rt5_Lq", "N8bYcF3dQm7vX2kLp9Zr"],
+            'sshpass -p "Kp4mVx9QzRtLw""88-4120" ssh ops@10.0.0.4 uptime': ["Kp4mVx9QzRtLw", "88-4120"],
+            '#define MQTT_PASS   "Wd4Rt8Vz1Yb6Nc3G" "Tq_81x"': ["Wd4Rt8Vz1Yb6Nc3G", "Tq_81x"],
+            'Dim pwd As String\npwd = "T4wN8bYcQm7vX2kLp9Zr" & _\n      "9@kQ2z"': ["T4wN8bYcQm7vX2kLp9Zr", "9@kQ2z"],
+            '$secret = "N8bYcF3dQm7vX2kLp9Zr";\n$secret .= "x4_Tq9";\n$db = new PDO($dsn, "app", $secret);': ["N8bYcF3dQm7vX2kLp9Zr", "x4_Tq9"],
+            'let mut key = String::from("Lp9ZrT4wN8bYcQm7vX2k");\nkey.push_str("Hq_83x");': ["Lp9ZrT4wN8bYcQm7vX2k", "Hq_83x"]})
+        for text, kept in (('DSN = "postgres://app:" + "Qm7vX2kLp9ZrT4wN8bYc" + "@db.internal:5432/app"', '"@db.internal:5432/app"'),
+                           ('headers = {"Authorization": "Bearer " + "Zq4mVx9LtR2wN7bYcF3dQm7v"}', '"Bearer "'),
+                           ('client.login("deploy-bot", "Zq4mVx9LtR2wN7bYcF3d")', '"deploy-bot"'),
+                           ('$ wpa_passphrase "Gartenhaus" "Zq4mVx9LtR2wN7bYcF3d"', '"Gartenhaus"')):
+            with self.subTest(text=text[:30]):
+                redacted = cc.redact(text)[0]
+                self.assertIn(cc.REDACTED, redacted)
+                self.assertIn(kept, redacted)
+
+    def test_a_pictures_or_a_fonts_bytes_and_a_teamcity_reference_are_kept(self):
+        """Base64 that begins with a file format's first bytes is that file (PNG's `iVBORw0KGgo`, WOFF2's
+        `d09GMg`, a PDF's `JVBERi0`), over lines or joined, never a key; TeamCity's `credentialsJSON:<id>`
+        names a token TeamCity keeps. Still caught: a random literal joined the same way."""
+        self.assert_kept((
+            'ICON = (\n    "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAYAAAAf8/9hAAAA"\n    "Sk9xPq2Lm7Vd4Rt8Wz1Yb6Nc3Gf5Hj0Ke9Ua2Ix7Oy4Ep1Qw"\n)',
+            'const FONT = "d09GMgABAAAAA" + "Hb3Zq9Lm2Xr5Kp7Wd4Rt8Vz1Yb6Nc3Gf5Hj0Ke9Ua2Ix7Oy4Ep1Qw+Tr";',
+            'const REPORT_PDF = "JVBERi0xLjcKJcfsj6IKNSAwIG9iago8PC9MZW5ndGggNiAwIFI+PgpzdHJlYW0K";',
+            '<param name="env.REGISTRY_PASSWORD" value="credentialsJSON:5f0c2a9d-8e7b-4c6a-9f1e-0d9c8b7a6f5e" />'))
+        self.assert_redacted({'const API_KEY = "Hb3Zq9Lm2Xr5K" + "p7Wd4Rt8Vz1Yb6Nc3Gf5Hj0Ke9Ua2Ix7Oy4Ep1Qw";':
+                              ["Hb3Zq9Lm2Xr5K", "p7Wd4Rt8Vz1Yb6Nc3Gf5Hj0Ke9Ua2Ix7Oy4Ep1Qw"]})
+
     def test_a_message_whose_first_word_reads_as_a_piece_ends(self):
         """A text of SMS headers (`Nachricht (1/2) von: …` ⏎ … ⏎ `Nachricht (2/2) von: …`): the note that
         pieces go together, `(2/2)`, sends the pieces' search to lines whose first word, before a word in
@@ -3459,6 +3501,32 @@ class TestRedactionRuleExamples(unittest.TestCase):
             done = subprocess.run([sys.executable, "-c", code, HERE], capture_output=True, text=True, encoding="utf-8", timeout=600)
         except subprocess.TimeoutExpired:
             self.fail("the rules' examples made long were not read in 600 seconds: a pattern backtracks")
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertEqual("ended", done.stdout.strip())
+
+    @slow
+    def test_redaction_stays_linear_on_examples_run_long(self):
+        """The whole of redaction, its readings too, on a quarter of the examples' starts (up to each `=`,
+        `:`, bracket, quote or line's end) followed by a long run of blanks, of one token, of one-letter
+        lines. A reading's pattern that reads the same blanks in many ways took minutes on a few kilobytes:
+        blanks after a key's first line (a chat's prefix read them three ways), after a backup card's
+        numbered words (a mnemonic's gap read them two ways). Run in a process of its own, with a timeout."""
+        code = textwrap.dedent("""
+            import sys
+            sys.path.insert(0, sys.argv[1])
+            import claude_checkpoint as cc, test_claude_checkpoint as t
+            for name, kind, example in t.redaction_examples()[::4]:
+                text = t.marked_secrets(example)[0] if kind == "catch" else example
+                heads = [text[:end + 1] for end, character in enumerate(text) if character in "=:[({\\"'\\n"][:4]
+                for head in heads:
+                    for body in ("\\t  " * 500, "Ab1/x.Yz9-" * 150, "a\\n" * 750):
+                        cc.redact(head + body)
+            print("ended")
+            """)
+        try:
+            done = subprocess.run([sys.executable, "-c", code, HERE], capture_output=True, text=True, encoding="utf-8", timeout=600)
+        except subprocess.TimeoutExpired:
+            self.fail("the examples' starts made long were not redacted in 600 seconds: a reading backtracks")
         self.assertEqual(0, done.returncode, done.stderr)
         self.assertEqual("ended", done.stdout.strip())
 
@@ -12424,7 +12492,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind151_corpus.json": (0.97, 0.99), "blind152_corpus.json": (0.89, 0.97),
                  "blind153_corpus.json": (0.77, 0.99), "blind154_corpus.json": (0.93, 0.99),
                  "blind156_corpus.json": (0.71, 0.99), "blind157_corpus.json": (0.89, 0.97),
-                 "blind158_corpus.json": (0.98, 0.99), "blind160_corpus.json": (0.70, 0.99)}
+                 "blind158_corpus.json": (0.98, 0.99), "blind160_corpus.json": (0.70, 0.99),
+                 "blind162_corpus.json": (0.98, 0.99), "blind163_corpus.json": (0.86, 0.98)}
 
 
 def corpus_texts() -> list:
