@@ -9178,7 +9178,7 @@ def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
             spans.update((starts[row] + a, starts[row] + b) for row, a, b in _sibling_cells(lines, index) + _sibling_values(lines, index, replaced)
                          + _sibling_list_items(lines, index) + _sibling_members(lines, index) + _sibling_login_pairs(lines, index)
                          + _sibling_literals(lines, index) + _sibling_url_parts(lines, index))
-        if REDACTED in line and ('"' in line or "'" in line or "`" in line):
+        if REDACTED in line:
             spans.update((starts[row] + a, starts[row] + b) for row, a, b in _joined_to_redacted(lines, index))
     return _replace_spans(text, spans, count, replaced)
 
@@ -9414,7 +9414,7 @@ def _joined_to_redacted(lines: list, index: int) -> list:
             found.append((row, *part.span(2)))
             if not _regex(_JOIN_AT_LINE_END).fullmatch(lines[row], part.end()):
                 break
-    given = _regex(r"\$?([A-Za-z_]\w*)[ \t]*(?::?=|=)[ \t]*(?:String::from\(|[A-Za-z_]\w*\()?[\"']" + REDACTED + r"[\"']").search(line)
+    given = _regex(r"\$?([A-Za-z_]\w*)[ \t]*(?::?=|=)[ \t]*(?:String::from\(|[A-Za-z_]\w*\()?[\"']?" + REDACTED + r"[\"']?").search(line)
     if given:
         for row in range(index + 1, min(len(lines), index + _SIBLING_REACH)):
             appended = _regex(_APPENDED_LITERAL).match(lines[row])
@@ -10288,11 +10288,11 @@ def _decoded_secrets(blob: str) -> list:
 
 # A string given a name (`k1 = "…"`, `const a = '…';`, `$p1 = "…"`, `P1: "…"`, `PASS+="…"`, `val k: String = "…"`)
 # or a list of strings (`keyParts = ["…", "…"]`), one a line.
-_STRING_DEFINITION = (r"(?m)(?:^(?:PS [^>\n]{1,80}> )?|(?<=;))[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare|ARG|ENV|set|SET"
+_STRING_DEFINITION = (r"(?m)(?:^(?:PS [^>\n]{1,80}> )?|(?<=;))[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare|ARG|ENV|set|SET|Const|Dim|Private|Public"
                       r"|char|wchar_t|auto|String|string|str)[ \t]+)*[$@]?"  # (C's, Java's and C#'s types too: `static const char k1[] = "…";`)
                       r"(?P<name>[A-Za-z_]\w{0,40})(?:\[\d{0,4}\])?(?:[ \t]*:[ \t]*[\w&\[\]<>.?]{1,30})?[ \t]*(?P<op>:=|\+=|=|:|<<?-(?=[ \t]))[ \t]*"
                       r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\(|(?<==)\()[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*[\]})])"
-                      r"|(?:(?<==)|(?<=:=)[ \t]+)(?P<bare>[^\s\"'$`\\;&|#(){}]{4,512}))"  # (Make's `A := …` too)  # a shell's or a Dockerfile's bare value: ARG NPM_T1=npm_PWgZ…
+                      r"|(?:(?<==)|(?<=:=)[ \t]+|(?<=[A-Z0-9]:)[ \t]+)(?P<bare>[^\s\"'$`\\;&|#(){}]{4,512}))"  # (Make's `A := …` too, YAML's `TK_A: …` under env:)  # a shell's or a Dockerfile's bare value: ARG NPM_T1=npm_PWgZ…
                       r"[ \t]*(?:;(?=[ \t]*[$@A-Za-z_])|;?[ \t]*(?:(?:#|//)[^\n]*)?$)")  # a line's end, or `;` and the next: `$k1 = "…"; $k2 = "…"`
 _QUOTED = r"""[\"']([^\"'\n\\]{1,512})[\"']"""
 _LITERAL = r"""(?:"[^"\n]*"|'[^'\n]*')"""
@@ -10307,9 +10307,10 @@ _PASSING_CALL = r"(?<![\w$.])" + _DECODING_CALL  # a decoding call as an operand
 _STRING_PREFIX = r"(?:(?<![\w$])(?:[NLbBrRuUfFE]|u8|[rR][bB]|[bB][rR])(?=[\"']))?"  # SQL's N'…', C's L"…", Python's b'…' and r'…'
 _OPERAND = (_STRING_PREFIX + r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"""[ \t]*""" + _LITERAL + r"""[ \t]*\)"""  # also a literal in a call: b64decode("…")
             r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
-_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\|)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
+_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\||<<|\*)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
                    r"|(?<=\()\s*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=\s*\))"  # Python's literals side by side in parentheses
-                   r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)))"
+                   r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)|\|[ \t]*join\b))"
+                   r"|(?<=concat\()\{\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\}(?=\))|(?<=concat )\[\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*\]"  # Lua's table.concat({…}), Haskell's T.concat […]
                    r"|(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*,?\s*\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
                    r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*[\])]\s*\)"
                    r"|`[^`$\n]{0,3}(?:\$\{[ \t]*" + _LITERAL + r"[ \t]*\}[^`$\n]{0,3}){2,16}`"  # a template of literals: `${'…'}${'…'}`, `${"SG"}.${"…"}.${"…"}`
@@ -10319,7 +10320,7 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
                    r"|(?<![\w.])(?:listOf|arrayOf|mutableListOf|Seq|List|Array|Vector|vec!)\(\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL
                    + r"\s*,?\s*\)(?=\.(?:joinToString|mkString|join|concat)\b)"  # listOf(…).joinToString(""), Scala's Seq(…).mkString
                    r"|(?<![\w.])[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)"
-                   r"|(?<![\w.])(?:(?:fmt\.S|String\.|s)?printf|(?:String\.)?format)\(\s*[\"'](?:%s){2,16}[\"']\s*,\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*\)"
+                   r"|(?<![\w.])(?:(?:fmt\.S|String\.|s)?printf|(?:[Ss]tring\.)?format)\(\s*[\"'](?:%s){2,16}[\"']\s*,\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*\)"
                    r"|[\"'](?:%s|\{\}){2,16}[\"'](?:[ \t]*%[ \t]*\(|\.format\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*\)")  # format("%s%s", "…", "…"), "%s%s" % (…), "{}{}".format(…)
 
 
@@ -10352,8 +10353,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         spans = [found.span("value")] if found.group("value") is not None else [found.span("bare")] if found.group("bare") is not None else [
             literal.span(1) for literal in _regex(_QUOTED).finditer(original, found.start("list"), found.end("list"))]
         definitions[found.group("name")] = definitions.get(found.group("name"), []) + spans if found.group("op") == "+=" else spans
-    for found in _regex(r'(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w{0,40})[ \t]+"([^"\n\\]{1,512})"[ \t]*$').finditer(original) if "define" in original else ():
-        definitions[found.group(1)] = [found.span(2)]  # C's `#define KEY_A "…"`
+    for found in _regex(r'(?m)^[ \t]*(?:#[ \t]*define[ \t]+|set\([ \t]*)([A-Za-z_]\w{0,40})[ \t]+"([^"\n\\]{1,512})"[ \t]*\)?[ \t]*$').finditer(original) if "define" in original or "set(" in original else ():
+        definitions[found.group(1)] = [found.span(2)]  # C's `#define KEY_A "…"`, CMake's `set(KEY_A "…")`
     for found in _regex(r"(?m)^[ \t]*([A-Za-z_]\w*)\.[Aa]ppend\([ \t]*[\"']([^\"'\n\\]{1,512})[\"'][ \t]*\)[ \t]*;").finditer(original) if "ppend(" in original else ():
         definitions[found.group(1)] = definitions.get(found.group(1), []) + [found.span(2)]  # a StringBuilder's appends, one a statement: `sb.append("…");`, C#'s `sb.Append("…");`
     folds = []  # (start, end, the string made, the spans of the parts)
@@ -10370,7 +10371,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     folds += _line_folds(original, lowered)
     folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
-    for found in _regex(r"\$(?:\{([A-Za-z_]\w*)(?:\[[@*]\])?\}|\(([A-Za-z_]\w*)\)|([A-Za-z_]\w*))|\{([A-Za-z_]\w*)\}|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.[Tt]oString\(\))").finditer(
+    for found in _regex(r"\$(?:\{(?:(?:local|var|env|vars)\.)?([A-Za-z_]\w*)(?:\[[@*]\])?\}|\(([A-Za-z_]\w*)\)|([A-Za-z_]\w*))|\{([A-Za-z_]\w*)\}|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.[Tt]oString\(\))").finditer(
             original) if definitions else ():  # also a shell's array "${parts[@]}", Make's $(A)$(B), C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%, Java's sb.toString(), C#'s sb.ToString()
         name, inside = found.group(1) or found.group(2) or found.group(3) or found.group(4) or found.group(5) or found.group(6), bisect.bisect_right(joined, (found.start(), len(original))) - 1
         if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()):
@@ -10559,7 +10560,7 @@ def _part_in_value(part: str, value: str) -> Optional[str]:
 
 def _join_lines(original: str, lowered: str) -> list:
     """The [start, end) spans of the lines where an expression may join strings: around an operator
-    (`+`, a spaced `.`, `..`, `&`, `||`; with the line above when it starts the line, the line below
+    (`+`, a spaced `.`, `..`, `&`, `||`, `<<`, Julia's `*`; with the line above when it starts the line, the line below
     when it ends it), literals one a line in parentheses (Python's implicit joining), or the whole
     text when it says join or concat. The joins are looked for there only: a pattern that may start
     at any name costs its reading of every word."""
@@ -10567,9 +10568,9 @@ def _join_lines(original: str, lowered: str) -> list:
         return [[0, len(original)]]
     spans: list = [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(
         r"\([ \t]*\r?\n(?:[ \t]*(?:\"[^\"\n]*\"|'[^'\n]*')[ \t]*\r?\n){2,40}[ \t]*\)").finditer(original)] if "(\n" in original else []
-    if "+" not in original and " ." not in original and "&" not in original and "||" not in original:
+    if "+" not in original and " ." not in original and "&" not in original and "||" not in original and " <<" not in original and " * " not in original:
         return spans  # (most texts: no operator to look for)
-    for operator in _regex(r"\+|(?<=\s)(?:\.\.?|&|\|\|)(?=[ \t\r\n])").finditer(original):
+    for operator in _regex(r"\+|(?<=\s)(?:\.\.?|&|\|\||<<|\*)(?=[ \t\r\n])").finditer(original):
         start = original.rfind("\n", 0, operator.start()) + 1
         if not original[start:operator.start()].strip():
             start = original.rfind("\n", 0, max(0, start - 1)) + 1  # the operator starts its line: the operand is above
@@ -10591,7 +10592,8 @@ def _is_random_when_joined(made: str, parts: list) -> bool:
     """Whether strings code joins make a value a machine made, each of them too short or too plain to
     say so alone: a secret split so that no scanner sees it (`'7692c29a0c1bb6c4' + '030bab…'`,
     `string.Concat("tV96…", "E04o…")`). Parts of four characters or more, none of them a word."""
-    return len(parts) >= 2 and all(len(part) >= 4 and not _regex(r"[^\W\d_]+|[\W_]+").fullmatch(part) for part in parts) and looks_machine_generated(made) and not _is_masked_or_public(made)
+    return len(parts) >= 2 and all(len(part) >= 4 and not _regex(r"[^\W\d_]+|[\W_]+").fullmatch(part) for part in parts) and (
+        looks_machine_generated(made) or _regex(r"[0-9a-fA-F]{24,128}").fullmatch(made) is not None) and not _is_masked_or_public(made)  # (no one splits a digest in two: a key in hex)
 
 
 def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
