@@ -982,6 +982,17 @@ _NOT_VALUES = frozenset("""
     always never on_create""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`; Ansible's `update_password: always`
 
 
+def _said_to_be_none(text: str, word_start: int) -> bool:
+    """Whether what stands before a credential word (or a name) at word_start says its value is no
+    secret: the words right before it (`PublicKey`, `hashed_secret`, `nextPageToken`, "no PSK") or,
+    earlier on its line, that it is a public key (`Ed25519 public key (hex) for the signer: aa51…`,
+    `chiave pubblica`)."""
+    if _regex(_NOT_SECRET_BEFORE_WORD).search(text[max(0, word_start - 14):word_start]):
+        return True
+    line_start = text.rfind("\n", 0, word_start) + 1
+    return _regex(_PUBLIC_KEY_SAID).search(text, max(line_start, word_start - 60), word_start) is not None
+
+
 def _name_parts(name: str) -> list:
     return [p.lower() for p in _regex(_NAME_SPLIT).split(name) if p]
 
@@ -1388,11 +1399,8 @@ def _accept_assignment(match: Any) -> bool:
     before = _regex(r"([A-Za-z_][\w.\-]{0,60})=$").search(match.string, max(0, match.start("s") - 62), match.start("s"))
     if before and not name.endswith(before.group(1)) and _named_as_no_token(match.string, match.start("s")):
         return False  # the value of another name right before it: "secrets: loaded secret id=sec_8nh4…"
-    if _regex(_NOT_SECRET_BEFORE_WORD).search(match.string[max(0, match.start("name") - 14):match.start("name")]):
-        return False  # `minisign public key: RWQ…`, `hashed secret: …`: the words before the name say what it is
-    line_start = match.string.rfind("\n", 0, match.start("name")) + 1
-    if _regex(_PUBLIC_KEY_SAID).search(match.string, max(line_start, match.start("name") - 60), match.start("name")):
-        return False  # its line says the value is a public key: `Ed25519 public key (hex) for the settlement-signer: aa51…`
+    if _said_to_be_none(match.string, match.start("name")):
+        return False
     if _regex(r"[a-z][a-z0-9+.\-]*://[^/@\s]*(?:/|$)").match(bare) or _regex(_EMAIL_ADDRESS).fullmatch(bare):
         return False  # a URL with no credentials in it (`[secrets]: https://docs.github.com/…`), an address
     if _cannot_be_its_value(name, bare) or _regex(r"[Xx]-[A-Za-z]+(?:-[A-Za-z]+)*").fullmatch(bare) or _tag_holds_data(
@@ -1412,6 +1420,8 @@ def _accept_assignment(match: Any) -> bool:
     if strength == 1 and _name_parts(name)[-1] == "pass":  # `pass: 'Summer2021?'` (nodemailer), `pass=Priya1988` in a log
         return (_looks_like_password(bare) or _looks_random(bare) or _is_joined_passphrase(bare)
                 or value[:1] in "\"'`" and looks_like_chosen_password(bare)) and not _is_reference(value)
+    if strength == 1 and _name_parts(name)[-1] == "passkey" and _regex(r"\d{6}").fullmatch(bare):
+        return True  # a Bluetooth pairing's passkey, six digits: `#define BLE_STATIC_PASSKEY 135533`
     if strength == 1 and _name_parts(name)[-1].endswith(("sid", "sessid", "sessionid")) and _regex(r"[0-9a-fA-F]{16,}").fullmatch(bare):
         return True  # a session's id in hex: `cookies.set("JSESSIONID", "479D3599CD26…")`
     if strength == 1 and _regex(r"(?:[A-Za-z_]\w{0,30}\.)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){0,3}_KEY").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}(?:-" + _UUID + ")?").fullmatch(bare):
@@ -1498,8 +1508,8 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
         return " " in bare or _regex(r"[a-z_]{1,16}(?:[=;,][A-Za-z\-]{0,16})*").fullmatch(bare) is not None
     if _is_escaped_text(bare) or _regex(_COLOUR_OR_TICKET + r"|(?i:base64|hex|utf-?(?:8|16|32)|latin-?1|ascii|binary|iso-8859-\d{1,2})").fullmatch(bare):
         return True  # text written in \u escapes (a translation), a colour (`Token: "#cccccc"`), an encoding (`sign(key, "base64")`)
-    if _regex(r"[a-z]+(?:[_\-][a-z]+)+").fullmatch(bare) and _regex(_CREDENTIAL_WORDS).search(bare):
-        return True  # a field's name: "registration_access_token", "role-secret-key"
+    if _regex(r"(?:[a-z]+:)?[a-z]+(?:[_\-][a-z]+)+").fullmatch(bare) and _regex(_CREDENTIAL_WORDS).search(bare):
+        return True  # a field's name: "registration_access_token", "role-secret-key"; a scope that names one: "admin:rotate_api_key"
     if _regex(r"\(\?[:=!<P]|\[\^?\w-\w[\w\-]*\]|ABCDEFGH|abcdefgh|0123456789").search(bare):
         return True  # a regular expression or an alphabet: `_HEX_PAT = "[0-9A-Fa-f]{1,4}"`
     if bare[:1] == "0" and _regex(_SMALL_HEX_NUMBER).fullmatch(bare):
@@ -2688,8 +2698,8 @@ def _find_random_tokens(match: Any) -> list:
     2b7e…" names a commit); and the value the words give ("password is Adm1n!") when a person could
     have chosen it (looks_like_chosen_password), as a note may give both a password and a token."""
     text, start = match.string, match.start("s")
-    if _regex(_NOT_SECRET_BEFORE_WORD).search(text[max(0, match.start() - 14):match.start()]):
-        return []  # a public key (WireGuard's PublicKey, publishableKey), a digest (hashed_secret), a cursor
+    if _said_to_be_none(text, match.start()):
+        return []
     if _regex(r"[A-Za-z0-9]").match(text, match.end()) and _regex(r"[A-Za-z0-9+/]{6,}[_\-]$").search(text, max(0, match.start() - 40), match.start()):
         return []  # the word is letters of a token: base64url's `…-PW76Xsi…`
     if _regex(r"(?:\.[a-z0-9]{1,5}){1,3}(?=[:/\s'\"]|$)").match(text, match.end()):
@@ -2721,6 +2731,8 @@ def _find_random_tokens(match: Any) -> list:
     cookie = _regex(r"(?i)(?:set-)?cookies?\b|-b\b|--cookie\b").match(match.group())  # a cookie's value is a machine's, never a password people chose
     given = _named_session_cookies(text, start, match.end("s")) if cookie else _given_password(match)
     given = [(a, b) for a, b in given if not any(a < end and start < b for start, end in spans)]
+    if text[match.end():match.end() + 1] == "(" and _regex(r"[\w$]").match(text, max(0, match.start() - 1)):
+        given = [(a, b) for a, b in given if text[a - 1:a] in ("\"", "'", "`")]  # a function's name (`fetch_db_password(client: &VaultClient)`): its parameters are no password, a literal it is passed may be
     found = [(a, b) for a, b in sorted(spans + given) if text[a:a + 3] != "eyJ" or not _is_base64_of_plain_json(text[a:b])]  # (a cookie's JSON prefs in base64)
     if not found and not spans:
         return _secret_in_pieces(match)
@@ -3307,6 +3319,8 @@ def _find_command_arguments(match: Any) -> list:
     text, start, end = match.string, match.start("s"), match.end("s")
     if _regex(r"(?i)\b(?:after|before|during|upon|via|failed|successful)[ \t]+$").search(text, max(0, match.start() - 12), match.start()):
         return []  # prose about a login, not a command: "redirect after login: https://…#state=…"
+    if _regex(r"(?i)[ \t]+(?:failed|failure|error|denied|rejected|refused|succeeded|successful|ok|required|timed[ \t]+out)\b").match(text, match.end()):
+        return []  # a log's line about one: "MQTT auth failed for user 'gw-02' (rc=5)"
     spans = [span for span in random_tokens(text, start, end, _NAME_FLAG_BEFORE) if not _named_as_no_token(text, span[0])]
     if match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha():
         return []  # `authors`, "signing key, fingerprint 6d36…": not a verb
@@ -8502,8 +8516,9 @@ _SPLIT_SAID = (r"(?i)\b(?:in(?:to)?|as|en|em|w|ve|i)[ \t]+(?:two|three|2|3|deux|
                r"|[2二两兩]回に分け|分けて送|分[两兩]次|分成[两兩]|[两兩]段|나눠서|두[ \t]+번에")
 _ANNOUNCED_SECRET_WORDS = r"(?i:密钥|秘钥|令牌|トークン|キー|シークレット|토큰|키|시크릿|κωδικ\w{0,3}|токен\w{0,2}|ключ\w{0,2})"
 # A chat line's prefix before its message: a quote's `>`, a date and time, `[09:02:20]`, `<nick>`, `Nikos:`.
+_TAB_NICK = r"[^\s<>]{1,30}\t"  # WeeChat's log writes a time, a tab, the nick, a tab
 _CHAT_PREFIX = (r"[ \t]*(?:>[ \t]*)*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?[ \t]+)?(?:\[[^\]\n]{1,30}\][ \t]*)?"
-                r"(?P<speaker><[^<>\n]{1,30}>[ \t]*|(?<=\d\t)[^\s<>]{1,30}\t|[^\s:：<>\[][^\n:：<>]{0,30}[:：](?:[ \t]+|$))?")  # (WeeChat's log: a time, a tab, the nick, a tab)
+                r"(?P<speaker><[^<>\n]{1,30}>[ \t]*|(?<=\d\t)" + _TAB_NICK + r"|[^\s:：<>\[][^\n:：<>]{0,30}[:：](?:[ \t]+|$))?")
 _ANNOUNCED_TOKEN = r"(?:[.…]{1,3}[ \t]*)?([^\s()\[\]{}<>=;,\"'`«»]{4,80})"
 _ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pieces may stand
 _TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + r"`?" + _ANNOUNCED_TOKEN + r"`?[ \t]*\r?$"  # (in backticks too: a chat's code span)
@@ -8511,7 +8526,7 @@ _ANNOUNCED_SEEN = tuple(sorted(word for word in set(_PASSWORD_WORDS_SEEN + _PROS
     other != word and other in word for other in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS)))  # a few letters of each word that names one (none that holds another: a shorter one finds it)
 _SPELLING_SAID = r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字"  # words that say a value is spelled out
 _SPELLING_WORDS = ("spell", "epel", "buchstab", "deletre", "solet")  # (a few letters of each of _SPELLING_SAID's, as an ASCII text writes them: a cheap look)
-_SPEAKER_START = r"<|[^\x00-\x40\x5b-\x7f]|[^\s<>]+\t"  # a speaker's prefix: `<nick>`, a name in capitals or another script (not `remote:`, `"cwd":`), a log's nick between tabs
+_SPEAKER_START = r"<|[^\x00-\x40\x5b-\x7f]|" + _TAB_NICK  # a speaker's prefix: `<nick>`, a name in capitals or another script (not `remote:`, `"cwd":`), a log's nick between tabs
 
 
 def _secret_words(text: str) -> list:
@@ -8561,14 +8576,14 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
             splitting[index] = _regex(_SPLIT_SAID).search(lines[index]) is not None
         return splitting[index]
 
-    def piece(token: str, split: bool) -> bool:
-        return _is_announced_piece(token) or split and _is_part_of_a_secret(token) and not _is_call(token)
+    def piece(token: str, saying: range) -> bool:  # (whether a line of saying says it comes in parts is asked only when needed: a costly search)
+        return _is_announced_piece(token) or any(map(says_split, saying)) and _is_part_of_a_secret(token) and not _is_call(token)
 
     def is_header(prefix: Any, body: str, taken: list) -> bool:  # a chat's header (a name, a time), or a blank line
         return not body or _regex(r"\d{1,2}:\d\d").search(body) and len(body.split()) <= 6 or _regex(r"[^\W\d_]+(?:[ \t]+\(?[^\W\d_]+\)?){0,3}").fullmatch(body) and (
             not taken or _regex(r"\d{1,2}:\d\d").search(prefix.group())) and not _is_part_of_a_secret(body)
 
-    def pieces_after(index: int, speaker: str, split: bool) -> tuple:
+    def pieces_after(index: int, speaker: str) -> tuple:
         """(the tokens of the messages after line index, whether a chat's prefix or header stood before them)."""
         chat, taken, row = False, [], index + 1
         while row < len(lines) and row <= index + _ANNOUNCED_REACH and len(taken) < 4:
@@ -8582,7 +8597,7 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
                 row += 1
                 continue
             token = _regex(_ANNOUNCED_TOKEN).fullmatch(body.strip("`"))
-            if token is None or not piece(token.group(1), split):
+            if token is None or not piece(token.group(1), range(index, index + 1)):
                 break
             taken.append(token.group(1))
             row += 1
@@ -8592,9 +8607,9 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
     for found in _regex(_TOKEN_LINE).finditer(original):  # the lines of one token that may be a piece (few), before any line that may name one (each a costly search)
         row, position = row + original.count("\n", position, found.start()), found.start()
         speaker, token = found.group("speaker"), found.group(found.lastindex)
+        above = range(max(0, row - _ANNOUNCED_REACH), row)
         if len(token) >= 6 and (not speaker or _regex(_SPEAKER_START).match(speaker)) and not _regex(r"[\w.+\-]*:/|/").match(token) and any(
-                may_name(above) for above in range(max(0, row - _ANNOUNCED_REACH), row)) and piece(token, any(
-                says_split(above) for above in range(max(0, row - _ANNOUNCED_REACH), row))):
+                map(may_name, above)) and piece(token, above):
             rows.add(row)  # (a field's name in small letters or quotes is no speaker: `"cwd": "/tmp/…"`; a URL, a path no piece; a piece's test costs: only under a line that may name a secret)
     if not rows:
         return text, count
@@ -8610,9 +8625,9 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
         named = _secret_words(line)
         if not any(word.group()[-1:] not in "sS" or not word.group().isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line) or _regex(_PUBLIC_KEY_SAID).search(line):
             continue  # none, or only many (`Accepted Keys:`, `Redis keys (sample):`): a list of their names follows; what is said of one is not it
-        speaker, split = _speaker(line), says_split(index)
-        taken, chat = pieces_after(index, speaker, split)
-        if taken and (ends or split or chat and not _regex(r"[:：=][ \t]*\S").search(line, max(word.end() for word in named))):  # (in a chat with no end that announces, a line that gives a value after its word gave it: "the token expired: yesterday")
+        speaker = _speaker(line)
+        taken, chat = pieces_after(index, speaker)
+        if taken and (ends or says_split(index) or chat and not _regex(r"[:：=][ \t]*\S").search(line, max(word.end() for word in named))):  # (in a chat with no end that announces, a line that gives a value after its word gave it: "the token expired: yesterday")
             pieces += taken
             continue
         prose = 0  # the message goes on, or another answers it, in a line or two of prose before its end
@@ -8626,7 +8641,7 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
             prose += 1
             later_speaker = _speaker(lines[later])
             if says_split(later) or later_speaker == speaker and _regex(_ANNOUNCED_END).search(redacted_lines[later] if aligned else lines[later]):
-                pieces += pieces_after(later, later_speaker, says_split(later))[0]
+                pieces += pieces_after(later, later_speaker)[0]
                 break
     return _redact_found_again(text, count, replaced, pieces)
 
@@ -8928,8 +8943,8 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\br
                        r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|\bund[ \t]+dann|\bsigue(?:[ \t]+con)?|\bfalt(?:ou|ó|o)[ \t]+(?:o|el|la|a)[ \t]+(?:final|fim|resto)|\b(?:o|el)[ \t]+final[ \t]+(?:é|es)|\bcontinuarea|\brestul|\bpartea[ \t]+a[ \t]+doua|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|ו?ה?חלק[ \t]+ה?שני|החצי[ \t]+השני"
                        r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu|(?:сүүлийн|хоёр(?:дахь|дугаар))[ \t]+хэсэг)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ|و?الباقي|و?الجزء[ \t]+الثاني"
-                       r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+pili|\biliyobaki)|बाकी|दूसरा(?:[ \t]+हिस्सा)?")  # Hindi's (also written in Latin letters), Swahili's
-_REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*[:：—–→][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
+                       r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\b(?:sehemu|na)[ \t]+ya[ \t]+pili|\biliyobaki|\b(?:that|this|it)[ \t]*\+(?=[ \t]*\S)|(?:(?<=[:>][ \t])|(?<=^))(?:\.{3}|…)(?=[ \t]*[^\s.…]))|बाकी|दूसरा(?:[ \t]+हिस्सा)?")  # Hindi's (also written in Latin letters), Swahili's
+_REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>|=>)[ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])"
                  r"|(?<![^\s\"'«„“「(])(?P<before>[^\s\"'«»„“”「」`()]{4,128})[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
 
@@ -8998,7 +9013,7 @@ _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \
                       r"|\bcomeça[ \t]+(?:com|por)|\bførste[ \t]+del(?:en)?|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
                       r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|ה?חלק[ \t]+ה?ראשון|החצי[ \t]+הראשון"
                       r"|(?i:\balkaa|\bensimmäinen[ \t]+osa|эхний[ \t]+хэсэг)|ส่วนแรก|(?i:\bpa?he?la(?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+kwanza)|पहला(?:[ \t]+हिस्सा)?")
-_FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*[:：—–→][ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
+_FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>|=>)[ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])")
 # A rest that was redacted: "the rest is «redacted»", "ends with «redacted» appended", "«redacted» is the end of it".
 _REDACTED_REST = (r"(?:" + _REST_GIVEN_WORDS + r")[^\n«]{0,40}?" + REDACTED
@@ -9022,7 +9037,7 @@ _REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
                     "gefolgt", "und dann", "continuarea", "restul", "partea a doua", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
-                    "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "الباقي", "الجزء الثاني", "faltou o", "faltó el", "falto el", "o final é", "el final es", "baki", "baaki", "doosr", "dusr", "pili", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분", "сүүлийн", "хоёр")
+                    "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "الباقي", "الجزء الثاني", "faltou o", "faltó el", "falto el", "o final é", "el final es", "baki", "baaki", "doosr", "dusr", "pili", "that +", "this +", "it +", "...", "…", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분", "сүүлийн", "хоёр")
 _FIRST_WORDS_SEEN = ("first", "1st", "part", "deel a", "pezzo 1", "pezzo uno", "1/2", "első", "début", "começo", "metade", "metà", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
@@ -10325,12 +10340,12 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
 
 
 # A value and the name it is given apart from it, in the record that holds both: a HAR's or a JSON
-# list's {"name": "cookie", "value": "…"}, XML's <Key>Password</Key><Value>…</Value> (KeePass), a browser's
+# list's {"name": "cookie", "value": "…"} (or Terraform's `set { name = "…" ⏎ value = "…" }`), XML's <Key>Password</Key><Value>…</Value> (KeePass), a browser's
 # `Name: grafana_session   Value: …`, PowerShell's `-Name DefaultPassword -Value '…'`, Gradle's
 # buildConfigField("String", "API_KEY", "\"…\""). The rules read each as `name: value`, and in a cookie's
 # record (Go's http.Cookie{Name:, Value:}, Swift's HTTPCookie) also as `Cookie: name=value`. (The last two
 # groups of each alternative are the name and the value.)
-_NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80})["'][ \t]*,\s{0,80}\.?(?i:["']?value["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,2048})["']"""
+_NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80})["'][ \t]*(?:,\s{0,80}|\r?\n[ \t]{0,80})\.?(?i:["']?value["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,2048})["']"""
                 r"|<(Key|Name|key|name)>([^<\n]{1,80})</\3>(?:\s*</?\w{1,20}>){0,2}\s*<[Vv]alue(?:[ \t][^<>\n]{0,80})?>([^<\n]{1,1024})</[Vv]alue>"
                 r"|(?<![\w\-])Name:[ \t]+(\S{1,80})\s{1,80}Value:[ \t]+(\S{1,2048})"
                 r"|(?<![\w\-])-Name[ \t]+[\"']?([\w.\-]{1,80})[\"']?[ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"
