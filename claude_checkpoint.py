@@ -2688,7 +2688,8 @@ _SIGNED_URL_PARAMETERS = frozenset("""
     sig signature x-amz-signature x-amz-security-token x-goog-signature policy key code hmac auth st access_token sk
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
     otp x-signature appid app_key private_token auth_token access_key secret_key pub_secret q-signature token_hash
-    _vercel_share share_token sign tempauth slt access lt share verifier oauth_verifier k at checksum""".split())
+    _vercel_share share_token sign tempauth slt access lt share verifier oauth_verifier k at checksum
+    verify verification confirm confirmation""".split())  # (an invitation's or a sign-up's link: `/invite/accept?inviteId=…&verify=…`)
 
 
 def _find_random_tokens(match: Any) -> list:

@@ -2301,6 +2301,13 @@ class TestRedaction(unittest.TestCase):
                               '  set_sensitive {\n    name  = "auth.adminPassword"\n    value = "7745120"\n  }': ["7745120"]})
         self.assert_kept(('  set {\n    name  = "service.type"\n    value = "LoadBalancer"\n  }', "#define PASSKEY_DIGITS 6"))
 
+    def test_a_links_verify_token_is_a_secret(self):
+        """An invitation's or a sign-up's link carries its token in `verify=` or `confirm=`: whoever holds the
+        link is let in. Kept: such a parameter that is a flag."""
+        self.assert_redacted({"Accept: https://portal.example.net/invite/accept?inviteId=5521&verify=Tq9Lm2Xr5Kp7Wd4Rt8Vz1Yb6Nc3Gf5Hj0Ke9Ua2":
+                              ["Tq9Lm2Xr5Kp7Wd4Rt8Vz1Yb6Nc3Gf5Hj0Ke9Ua2"]})
+        self.assert_kept(('curl "https://api.example.com/v1/check?verify=true&confirm=false"',))
+
     def test_a_functions_parameters_a_scope_and_a_failed_logins_user_are_kept(self):
         """Kept: the parameters of a function whose name holds a credential word (`fn load_api_password(store:
         &SecretStore)`), a permission scope that names one (`"admin:purge_api_key"`), the user a log says
