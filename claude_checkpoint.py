@@ -1806,7 +1806,7 @@ def _accept_call_password(match: Any) -> bool:
         return False  # a host, a number, a name in code: `connect("db.example.org", "…")` (an address is a user)
     opening = text.rfind("(", max(0, match.start() - 400), match.start() + 1)
     called = _regex(r"[\w.:\[\]]{1,80}$").search(text[max(0, opening - 80):opening]) if opening >= 0 else None
-    if opening == match.start() and called is None and "@" in user and _regex(r"[\[,(=][ \t]*\r?\n?[ \t]*$").search(text, max(0, opening - 40), opening):
+    if opening == match.start() and called is None and "@" in user and _regex(r"[\[,(=][ \t]*(?:\r?\n[ \t]*)?$").search(text, max(0, opening - 40), opening):
         return looks_like_chosen_password(value) and _may_be_a_password(value)  # a list's pair of an address and its password: `[("ana@x.io", "Hangang!River23"), …]`
     if called is None or ")" in text[opening:match.start()] or not _regex(_CONNECTING_CALL).search(called.group()):
         return False  # not the arguments of a call that connects: `check('left', '20x40+0+80')`
@@ -2081,7 +2081,7 @@ _PROSE_SECRET_WORDS = (
     r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|tokenj\w{0,5}|passwort|kennwort|contrase[ñn]a"
     r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|hasło|haslo|kata sandi|kunci(?: rahasia)?|clave|chave|chiave"
     r"|schl[üu]ssel|klucz|hesl[oa]|[şs]ifre|anahtar|kulcs\w{0,3}|jeton|clé|sleutel|nyckel|segred[oa]|segret[oa]|geheimnis|токен|ключ|парол[ьяюе])\b(?![/.]\w)")  # not in keys/ops.pem, db-password
-_PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*[:=]?[ \t]*[\"'`]?$"  # `pass X`, pass `X`: the value comes next
+_PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*(?:[:=][ \t]*)?[\"'`]?$"  # `pass X`, pass `X`: the value comes next
 # Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
 # most prose before a candidate holds none, and is not searched (_may_hold_a_word).
 _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
@@ -2097,7 +2097,7 @@ _PROSE_NOT_A_SECRET_BEFORE = (
     r"|for|für|voor|pour|för|dla|для|target"  # what the secret is of: "LAPS: password for KVN-OP3-PC07 rotated", a stored credential's target
     r"|linked[ \t]+to|mapped[ \t]+to|bound[ \t]+to"  # what a resource is tied to: "variable groups: ot-secrets (linked to kv-ot-weu)"
     r"|(?:nonce|state|kid|mint|address|contract|challenge|user(?:name)?|target)[ \t]*:?)"  # these also before a colon: "Token mint: …", "nonce …: …", a listing's "User: …"
-    r"(?:[ \t]*[#=]?[ \t]*[\"']?|[\"'][ \t]*:[ \t]*[\"'])$")
+    r"(?:[ \t]*(?:[#=][ \t]*)?[\"']?|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = (r"(?i)[)\]'\"`]*(?:\s+(?:is|was|as|will be|=|es|era|est|ist|war|è|é|jest|är)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
                       + r"|[ \t]*(?:が|は|是|为|為)[ \t]*(?:パスワード|暗証番号|トークン|密码|密碼|口令|令牌|비밀번호|암호))")  # "X es la contraseña …", "X がパスワードです"
@@ -2665,7 +2665,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
 _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：≔|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"|(?<![\w/.:])[a-z]{1,4}/[a-z0-9]{1,4}(?![\w/])){0,90}?(?:(?P<sign>[:：=≔]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
-                r"[ \t]*[\"'«“(`]?[ \t]*(?:<(?:b|strong|code|em|i|tt|kbd|mark|span)\b[^<>\n]{0,40}>)?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
+                r"[ \t]*(?:[\"'«“(`][ \t]*)?(?:<(?:b|strong|code|em|i|tt|kbd|mark|span)\b[^<>\n]{0,40}>)?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # A credential word that names a passphrase, in the languages above.
 _PASSPHRASE_WORD = r"(?i)phrase|fras|wachtzin|kennsatz|フレーズ|短语|短語|문구"
@@ -2870,7 +2870,7 @@ def _given_password(match: Any) -> list:
         worded = sign in (":", "：") and _regex(r"(?<![^\W_])[^\W\d_]{2,}").search(text, start, given.start("sign"))  # "(current one: X)", not 0x33bb
         place = text[max(start, given.start(group) - 5):given.start(group)].rstrip().lower() in ("auf", " auf") and _regex(
             r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+").fullmatch(given.group(group))  # German's `auf` before a machine's name: "… auf worker-14 wurde …"
-        english_on = _regex(r"(?i)\bon[ \t]*[\"'«“(`]?[ \t]*$").search(text, start, given.start(group)) and not (_regex(
+        english_on = _regex(r"(?i)\bon[ \t]*(?:[\"'«“(`][ \t]*)?$").search(text, start, given.start(group)) and not (_regex(
             r"(?i)salasan|parool|avain|tunnus|koodi|pin").match(word) and len(text[match.end():given.start(group)].split()) <= 2)  # "admin on grafana-02", "PIN setup failed on BDG-RECEP02": a place, not Finnish's "is" (`PIN-koodi on …`)
         if not place and not english_on and _is_given_password(word, _value_span(given, group, text), not sign or prose or worded, text, given.start(group)):
             value = _value_span(given, group)
@@ -3005,7 +3005,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
         return True  # violet.river.limone.nick after "passphrase" is no host name
     hexadecimal = _regex(r"[0-9a-f]{16,128}|" + _UUID).fullmatch(value) is not None
     named_otherwise = hexadecimal and _regex(
-        _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*[:=]?[ \t]*[\"'(]?$|(?i:idempotency|dedup|request|trace|correlation)").search(before)
+        _PROSE_HASH_WORDS + r"|(?:[Ii][Dd]|uuid|guid)[\"']?[ \t]*(?:[:=][ \t]*)?[\"'(]?$|(?i:idempotency|dedup|request|trace|correlation)").search(before)
     if named_otherwise or _is_placeholder(value):
         return False  # a digest, a request's id ("Token … widerrufen, Fingerprint sha256:7f3a…"), 0000…0
     if hexadecimal and not _names_machine_value(word) and "-" not in value and not _regex(r"(?i)pin|code|puk").match(word):
@@ -3013,7 +3013,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if _names_machine_value(word) and "sign" not in word.lower() and hexadecimal:
         # "API key for Przelewy24 (CRC): cb5e78d8d615284f", a UUID key (Heroku's); not a GPG key's id (signingkey = 39cf…) nor `requestId: '451e…'`,
         # nor a record's key, a name the word ends that says no secret (PartitionKey, SubjectKey="<uuid>")
-        tail = _regex(r"([A-Za-z]+)[\"'\]]?[ \t]*[:=]?[ \t]*[\"'(]?$").search(before)
+        tail = _regex(r"([A-Za-z]+)[\"'\]]?[ \t]*(?:[:=][ \t]*)?[\"'(]?$").search(before)
         name = tail.group(1) if tail else ""
         return not (len(name) > len(word) and name.lower().endswith(word.lower()) and name[-len(word) - 1].islower() and secret_strength(name) < 2)
     if not _names_machine_value(word) and _is_joined_passphrase(value):
@@ -3159,7 +3159,7 @@ def _spoken_passphrase(match: Any) -> list:
 # soir 42 »`), or four words or more that end the line after a colon, or make the line under it.
 _SENTENCE_WORDS = r"(?:[^\W\d_]{1,14}(?:-[^\W\d_]{1,14})?[ \t]){%s}(?:[^\W\d_]{1,14}|\d{1,4})"
 _SENTENCE_PASSPHRASE = (r"[^\n\"«“]{0,80}?[\"«“][ \t]*(?P<s>" + _SENTENCE_WORDS % "2,9" + r")[ \t]*[\"»”]",
-                        r"[^\n:=\"«“]{0,80}?[:=][ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*[.!]?[ \t]*(?:\r?\n|$)",
+                        r"[^\n:=\"«“]{0,80}?[:=][ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*(?:[.!][ \t]*)?(?:\r?\n|$)",
                         r"[^\n:=\"«“]{0,80}?[:=][ \t]*\r?\n[ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*(?:\r?\n|$)")  # (the line under: words alone, below)
 
 
@@ -3218,7 +3218,7 @@ _NUMBERED_PASSPHRASE = (r"(?<![^\W\d_])(?:" + _SMALL_WORD + r"(?:[ \t]" + _SMALL
 # What may stand between a credential word and its numbered passphrase: nothing but a sign, or words
 # that end in one that gives it (`… got reset, it's`, `şifresi`, `は`, `改成`).
 _GIVES_PASSPHRASE = (r"(?i)(?:^|(?<![^\s,;(])(?:is|it'?s|was|now|to|es|est|c'est|ist|je|jest|är|er|era|è|é|sono|são|é agora)|[:=：]|は|改成|改为|是|为)"
-                     r"[ \t]*[:=]?[ \t]*[\"'«“`]?$")
+                     r"[ \t]*(?:[:=][ \t]*)?[\"'«“`]?$")
 # A quantity's word after a number: "mindestens 6 Ziffern", "expire dans 14 jours", "mínimo 12 caracteres".
 _UNIT_AFTER_NUMBER = (r"(?i)[ \t]*(?:[^\W\d_]*(?:day|jour|día|dia|giorn|tag|dni|gün|minut|min|hour|heure|hora|ore|stund|godzin|saat|second|segund"
                       r"|sekund|week|semain|semana|settiman|woch|month|mois|mes|monat|year|ans|año|anni|jahr|charact|caract|caratter|zeichen|znak"
@@ -3478,7 +3478,7 @@ def _find_typed_passwords(match: Any) -> list:
 
 
 # Where a failed login's log names the user: sshd's `invalid user X`, `[user: X]`, `user="X"`, `Administrator X login failed`.
-_FAILED_LOGIN_USER = (r"""(?i)(?:\b(?:invalid|illegal|unknown)[ \t]user[ \t]+|\b(?:user(?:[ _]?name)?|login|account)[ \t]*[:=][ \t]*["'\[]?[ \t]*"""
+_FAILED_LOGIN_USER = (r"""(?i)(?:\b(?:invalid|illegal|unknown)[ \t]user[ \t]+|\b(?:user(?:[ _]?name)?|login|account)[ \t]*[:=][ \t]*(?:["'\[][ \t]*)?"""
                       r"""|\b(?:administrator|admin|user)[ \t]+(?=\S+[ \t]+(?:login|logon|authentication)[ \t]+fail))(?P<v>[^\s"'\],;]{6,128})""")
 
 
@@ -3964,7 +3964,7 @@ def _find_heading_list(match: Any) -> list:
     if len(heading) > 100 or _regex(r"[ \t]*(?:[-*•][ \t]|\d{1,2}[.)][ \t])").match(heading):
         return []  # a sentence or a list's own item, no heading
     keys = _regex(r"(?i)api|access|clés|claves|chiavi").match(match.group())
-    if keys and not _regex(r"[ \t]*(?:#{1,6}[ \t]|\*\*|__)|[^\n]*[:：][ \t]*(?:\*\*)?[ \t]*\r?$").match(heading):
+    if keys and not _regex(r"[ \t]*(?:#{1,6}[ \t]|\*\*|__)|[^\n]*[:：][ \t]*(?:(?:\*\*)[ \t]*)?\r?$").match(heading):
         return []  # keys named in a line of prose or code ("request id", "secrets.NPM_TOKEN"): a heading of its own, or a line that a colon ends
     codes = _regex(r"(?i)zugangs|t(?:ü|ue)r|alarm|sicherheits|k(?:ó|o)d|cod|koder|koden|kodlar").match(match.group())
     access = codes and _regex(_ACCESS_CODE_HEADING).search(heading)  # (the heading holds the word: `Zugangscodes` names a place itself)
@@ -4303,7 +4303,7 @@ def _find_split_parts(match: Any) -> list:
         return []
     line_end = text.find("\n", match.start(), match.start() + 400)
     line_end = min(len(text), match.start() + 400) if line_end < 0 else line_end  # (a line's first 400 characters)
-    if _regex(r"(?i)[^\n]*\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*:?[ \t]*\r?$").match(text, match.start(), line_end) and not (
+    if _regex(r"(?i)[^\n]*\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*(?::[ \t]*)?\r?$").match(text, match.start(), line_end) and not (
             _names_a_credential(text, line_start, line_end, bare="pass") and not _regex(r"(?i)fingerprint|randomart|image|hash").search(text, line_start, line_end)):
         return []  # a line that ends "… is": the value on the lines below only when it names a credential ("sftp pass for MPS is"), not a key's fingerprint
     region_end = line_end if match.group("s") is None else match.end("s")
@@ -8352,7 +8352,7 @@ _LOGIN_WORDS = (r"(?i)(?<![^\W\d_])(?:log(?:ged|ging)?[ \t]+(?:in|on)(?:to)?|sig
 _LOGIN_WORDS_LAST = r"(?i)(?<![^\W\d_])(?:anmelden|einloggen|inloggen|logga in|giriş yap\w{0,3}|ログイン|登录|登入|로그인)(?![^\W\d_])"
 _LOGIN_PAIR = r"[\w.+\-]+@[\w\-]+\.[\w.\-]+`?[ \t]+(?:/|com|with|and|e|et|und|y|i|и|ve)[ \t]+"  # an account's address, then its password: "… é rafael@… com Floripa*6722"
 _LOGIN_WORDS_SEEN = ("log", "sign", "anmelden", "einloggen", "inloggen", "connect", "entrar", "acced", "acessar", "zaloguj", "giris")
-_SAID_OF_IT = r"[ \t]*[\"'”»)]?[ \t]*(?:[:：=—–←]|->|(?:is|c'est|è|é|es|ist|это|是)(?!\w))"  # what follows a password named after it: "X ← questa è la password"
+_SAID_OF_IT = r"[ \t]*(?:[\"'”»)][ \t]*)?(?:[:：=—–←]|->|(?:is|c'est|è|é|es|ist|это|是)(?!\w))"  # what follows a password named after it: "X ← questa è la password"
 _SENTENCE_PASSWORD = r"(?<![^\s\"'“„«(])([^\s\"'”“«»()\[\]{}<>,;=:`/\\@]{8,40}?)[.,;:?)]*(?=[\s\"'”»)]|$)"
 _SENTENCE_QUOTED = r"(?<!\w)[\"“„«`]([^\s\"“”„«»`]{8,40})[\"”“»`](?!\w)"  # a value in quotes: what a sentence quotes is a literal
 
@@ -8825,7 +8825,7 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
     (`│ sk_live_… │⏎│ Rx4w8u… │`), and the same person's next message under a header of their name
     and the time (Teams: `Bartek Z. 09:14⏎hasło: M1l4n0!71Z-⏎Bartek Z. 09:14⏎Dragon*59561`)."""
     rests = []
-    for end in _regex(REDACTED + r"(?P<quote>[\"'`]?)[ \t]*(?P<join>\\|\+|│|\|)?[ \t]*\r?\n").finditer(text):
+    for end in _regex(REDACTED + r"(?P<quote>[\"'`]?)[ \t]*(?:(?P<join>\\|\+|│|\|)[ \t]*)?\r?\n").finditer(text):
         above_start = text.rfind("\n", 0, end.start()) + 1
         below_end = text.find("\n", end.end())
         above, below = text[above_start:end.start()], text[end.end():below_end if below_end >= 0 else len(text)]
@@ -8844,7 +8844,7 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         start, quote, join = _shared_prefix(above, below), end.group("quote"), end.group("join")
         if quote:  # a literal's rest in the next literal: `"«redacted»" \⏎  "5*T-IRyayOw", :login)`, Python's `(⏎ "«redacted»"⏎ "oEPV…"⏎)`
             opened = _regex(r"[ \t]*" + quote).match(below, start)
-            adjacent = not join and (above.strip() == quote or above.endswith("(" + quote)) and _regex(r"[ \t]*[" + quote + r"][^" + quote + r"\n]{4,200}[" + quote + r"][ \t]*\)?[ \t]*\r?$").fullmatch(below)
+            adjacent = not join and (above.strip() == quote or above.endswith("(" + quote)) and _regex(r"[ \t]*[" + quote + r"][^" + quote + r"\n]{4,200}[" + quote + r"][ \t]*(?:\)[ \t]*)?\r?$").fullmatch(below)
             if not opened or join not in ("\\", "+") and not adjacent:
                 continue
             start = opened.end()
@@ -9080,9 +9080,9 @@ def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
 
 
 # A string literal that a comment at its line's end names as a credential: `"herbst2858",   # PIN`, `"…", // API key`.
-_LITERAL_NAMED_BY_COMMENT = (r"(?im)([\"'])([^\"'\n\\]{4,200})\1[ \t]*[,;)]?[ \t]*(?:#|//|--|/\*)[ \t]*"
+_LITERAL_NAMED_BY_COMMENT = (r"(?im)([\"'])([^\"'\n\\]{4,200})\1[ \t]*(?:[,;)][ \t]*)?(?:#|//|--|/\*)[ \t]*"
                              r"(?P<word>pin|passcode|password|passwort|kennwort|mot de passe|contrase[ñn]a|senha|has[łl]o|api[ _\-]?key|secret|token|passphrase)"
-                             r"(?:[ \t]*[(/:\-][^\n]{0,30})?[ \t]*(?:\*/)?[ \t]*$")
+                             r"(?:[ \t]*[(/:\-][^\n]{0,30})?[ \t]*(?:(?:\*/)[ \t]*)?$")
 
 
 def _redact_literals_named_by_comments(original: str, text: str, count: int, replaced: list) -> tuple:
@@ -9216,7 +9216,7 @@ def _redact_same_shape(text: str, count: int, replaced: list) -> tuple:
 # A line that gives a name a value: `NAME=…`, `name: "…"`, `'name' => '…'`, `-DNAME=…`, `const val NAME = "…"`,
 # `static let name = "…"`, a JSON list's `"NAME=…",`; the value one token, quoted or not, ending the line.
 _NAMED_BESIDE = (r"(?m)^[ \t]*(?:export[ \t]+|-D|(?:const|static|let|var|val|final|private|public)[ \t]+(?:(?:val|let|const|static|final|string|String)[ \t]+)?)?[\"'$]?"
-                 r"(?P<name>[A-Za-z_][\w.\-]{1,60})[\"']?[ \t]*(?::[ \t]*[A-Za-z]\w{0,20}[ \t]*)?(?:=>|=|:)[ \t]*(?P<q>[\"']?)(?P<v>[^\s\"',;]{6,256})(?P=q)[\"']?[ \t]*[,;]?[ \t]*\r?$")
+                 r"(?P<name>[A-Za-z_][\w.\-]{1,60})[\"']?[ \t]*(?::[ \t]*[A-Za-z]\w{0,20}[ \t]*)?(?:=>|=|:)[ \t]*(?P<q>[\"']?)(?P<v>[^\s\"',;]{6,256})(?P=q)[\"']?[ \t]*(?:[,;][ \t]*)?\r?$")
 # The same, a name and its value anywhere in a line (a dump's `netkey[0] index=0x000 key=19d5…`, SNMP's
 # `authKey (SHA, localized): 0xf942…`, `SET app.crypt_key = 'b212…'`): its value ends at a space, a quote
 # or a separator, hex after `0x` without it.
@@ -9378,7 +9378,7 @@ def _sibling_url_parts(lines: list, index: int) -> list:
 # `++`, `..`, `<>`, `||`), nothing (C's and Python's adjacent literals), a method that appends
 # (`.plus(`, `.concat(`, Objective-C's `stringByAppendingString:@`), or a comma inside a call that joins
 # its arguments (below, _JOIN_CALL).
-_JOINED_BETWEEN = (r"[ \t]*(?:\+\+?|\.\.?|&|~|<>|\|\||\.(?:plus|concat|append)\(|stringByAppendingString:[ \t]*@|(?P<comma>,)|(?P<space>))[ \t]*(?:[rbuf]|@)?")
+_JOINED_BETWEEN = (r"[ \t]*(?:(?:\+\+?|\.\.?|&|~|<>|\|\||\.(?:plus|concat|append)\(|stringByAppendingString:[ \t]*@|(?P<comma>,))[ \t]*|(?P<space>))(?:[rbuf]|@)?")
 # Where literals apart by a space are joined (C's `#define PASS "a" "b"`, Python's `KEY = b"…" b"…"`): after
 # `=`, `(` or a definition's name, not in a command's arguments (`wpa_passphrase "HomeNet" '…'`).
 _ADJACENT_JOINED_AFTER = r"(?:[=(,]|#[ \t]*define[ \t]+\w+)[ \t]*(?:[rbuf]|@)?$"
@@ -9443,7 +9443,7 @@ def _joined_to_redacted(lines: list, index: int) -> list:
 
 # A string literal that stands alone on its line as a part of a longer one (`"…" \`, `"…" +`, `"…",` in
 # parentheses): what a secret split over literals is made of.
-_LITERAL_LINE = r"[ \t]*(?:[+.&][ \t]*)?(?P<q>[\"'])(?P<v>[^\"'\s]{6,1024})(?P=q)[ \t]*(?:[+.&,]|\)[;,]?|\\)?[ \t]*\\?[ \t]*\r?"
+_LITERAL_LINE = r"[ \t]*(?:[+.&][ \t]*)?(?P<q>[\"'])(?P<v>[^\"'\s]{6,1024})(?P=q)[ \t]*(?:(?:[+.&,]|\)[;,]?|\\)[ \t]*)?(?:\\[ \t]*)?\r?"
 
 
 # Escaped literals joined inside a string: `\"…\" + \"…\"`.
@@ -9465,7 +9465,7 @@ def _sibling_literals(lines: list, index: int) -> list:
         members = list(_regex(r'\\"([^"\\\n]{1,1024})\\"').finditer(line, joined.start(), joined.end()))
         if any(REDACTED in member.group(1) for member in members):
             found += [(index, *member.span(1)) for member in members if REDACTED not in member.group(1) and _is_split_literal_part(member.group(1))]
-    if _regex(r"[^\n]*[\"'][^\"'\n]*" + REDACTED + r"[^\"'\n]*[\"'][ \t]*(?:[+.&]|\\|\()?[ \t]*\r?").fullmatch(line):
+    if _regex(r"[^\n]*[\"'][^\"'\n]*" + REDACTED + r"[^\"'\n]*[\"'][ \t]*(?:(?:[+.&]|\\|\()[ \t]*)?\r?").fullmatch(line):
         for row in range(index + 1, min(len(lines), index + _SIBLING_REACH)):
             part = _regex(_LITERAL_LINE).fullmatch(lines[row])
             if not part or not _is_split_literal_part(part.group("v")):
@@ -9838,7 +9838,7 @@ def context_features(text: str, start: int, end: int) -> set:
     features.update("before:" + word for word in words(before[-100:])[-8:])
     features.update("above:" + word for word in words(above[-100:])[-8:])
     features.update("after:" + word for word in words(after[:40])[:4])
-    name = _regex(r"([A-Za-z_][\w.\-]{0,60})[\"']?[ \t]*(?:=|:|=>|:=)[ \t]*[\"'`]?[ \t]*$").search(before[-200:])  # (a long line is not read again for each token)
+    name = _regex(r"([A-Za-z_][\w.\-]{0,60})[\"']?[ \t]*(?:=|:|=>|:=)[ \t]*(?:[\"'`][ \t]*)?$").search(before[-200:])  # (a long line is not read again for each token)
     if name:
         features.update("name:" + word for word in words(name.group(1)))
         features.update(("assigned", f"strength:{secret_strength(name.group(1))}"))
@@ -10193,7 +10193,7 @@ def _redact_found_again(text: str, count: int, replaced: list, found: list, by_l
 # A line of prose wrapped where it names a credential or is about to give it ("… Dein privater Schlüssel ist",
 # "… usuario 305 y contraseña", "… la clé pré-partagée :"), the next line going on at its start (no indent, no list);
 # a word of a sentence (_reads_as_prose), not a prompt (`Password:`) nor a name's end (`refreshAccessToken`).
-_WRAPPED_BEFORE_VALUE = r"(?:" + _CREDENTIAL_WORDS + r")(?:[ \t]+[^\W\d_][\w'’\-]{0,14}){0,2}[ \t]*[:：]?[ \t]*\r?$"
+_WRAPPED_BEFORE_VALUE = r"(?:" + _CREDENTIAL_WORDS + r")(?:[ \t]+[^\W\d_][\w'’\-]{0,14}){0,2}[ \t]*(?:[:：][ \t]*)?\r?$"
 _LINE_GOES_ON = r"\n(?=[^\s\-*#|>{}\[\]<+`])"  # a line break the next line's text follows at once
 # HTML's inline marks around a value: "admin PIN <b>790974</b>", `<td><code>LPlMpJpRwI</code></td>`.
 _INLINE_TAG = r"</?(?:b|strong|i|em|code|tt|kbd|mark|span|u|samp|var|font)(?:[ \t][^<>\n]{0,120})?>"
@@ -10309,12 +10309,12 @@ _STRING_DEFINITION = (r"(?m)(?:^(?:PS [^>\n]{1,80}> )?|(?<=;))[ \t]*(?:(?:export
                       r"(?P<name>[A-Za-z_]\w{0,40})(?:\[\d{0,4}\])?(?:[ \t]*:[ \t]*[\w&\[\]<>.?]{1,30})?[ \t]*(?P<op>:=|\+=|=|:|<<?-(?=[ \t]))[ \t]*"
                       r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\(|(?<==)\()[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*[\]})])"
                       r"|(?:(?<==)|(?<=:=)[ \t]+|(?<=[A-Z0-9]:)[ \t]+)(?P<bare>[^\s\"'$`\\;&|#(){}]{4,512}))"  # (Make's `A := …` too, YAML's `TK_A: …` under env:)  # a shell's or a Dockerfile's bare value: ARG NPM_T1=npm_PWgZ…
-                      r"[ \t]*(?:;(?=[ \t]*[$@A-Za-z_])|;?[ \t]*(?:(?:#|//)[^\n]*)?$)")  # a line's end, or `;` and the next: `$k1 = "…"; $k2 = "…"`
+                      r"[ \t]*(?:;(?=[ \t]*[$@A-Za-z_])|(?:;[ \t]*)?(?:(?:#|//)[^\n]*)?$)")  # a line's end, or `;` and the next: `$k1 = "…"; $k2 = "…"`
 _QUOTED = r"""[\"']([^\"'\n\\]{1,512})[\"']"""
 _LITERAL = r"""(?:"[^"\n]*"|'[^'\n]*')"""
 # A collection of literals on one line: `["…", "…"]`, `{"…", "…"}`, a tuple `("…", "…")` (not a call's arguments, which
 # are each a thing of its own: `Client("AC…", "«redacted»")`): _sibling_literals reads it.
-_LITERAL_COLLECTION = r"(?:[\[{]|(?<![\w.$])\()[ \t]*(?:" + _LITERAL + r"[ \t]*,[ \t]*)+" + _LITERAL + r"[ \t]*,?[ \t]*[\]})]"
+_LITERAL_COLLECTION = r"(?:[\[{]|(?<![\w.$])\()[ \t]*(?:" + _LITERAL + r"[ \t]*,[ \t]*)+" + _LITERAL + r"[ \t]*(?:,[ \t]*)?[\]})]"
 # An expression that joins strings: operands (literals, names, `${name}`) and `+` (or a spaced `.`, `..`, `&`,
 # `||`), the operator may start the next line; a list of literals that is joined (`[…].join`, `strings.Join([]string{…}, "")`,
 # HCL's `join("", […])`, PHP's `implode('', […])`, Ruby's `%w[…].join`), `CONCAT('…', '…')`, a StringBuilder's `.append("…")` chain;
@@ -10325,19 +10325,19 @@ _OPERAND = (_STRING_PREFIX + r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"
             r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
 _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\||<<|\*)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
                    r"|(?<=\()\s*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=\s*\))"  # Python's literals side by side in parentheses
-                   r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)|\|[ \t]*join\b))"
-                   r"|(?<=concat\()\{\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*,?\s*\}(?=\))|(?<=concat )\[\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*\]"  # Lua's table.concat({…}), Haskell's T.concat […]
-                   r"|(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*,?\s*\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
-                   r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*[\])]\s*\)"
+                   r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)|\|[ \t]*join\b))"
+                   r"|(?<=concat\()\{\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?\}(?=\))|(?<=concat )\[\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*\]"  # Lua's table.concat({…}), Haskell's T.concat […]
+                   r"|(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*(?:,\s*)?\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
+                   r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*(?:,\s*)?[\])]\s*\)"
                    r"|`[^`$\n]{0,3}(?:\$\{[ \t]*" + _LITERAL + r"[ \t]*\}[^`$\n]{0,3}){2,16}`"  # a template of literals: `${'…'}${'…'}`, `${"SG"}.${"…"}.${"…"}`
                    r"|(?<![\w.])printf[ \t]+(?:--[ \t]+)?[\"'](?:%s){2,16}[\"'](?:[ \t]+" + _LITERAL + r"){2,16}"  # a shell's printf '%s%s' '…' '…'
                    r"|%w\[[^\]]{1,400}\]\.join\b|new[ \t]+StringBuilder\([ \t]*\)(?:\s*\.append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\.toString\(\)"
                    r"|buildString[ \t]*\{(?:\s*append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\}"  # Kotlin's buildString { append(…) }
                    r"|(?<![\w.])(?:listOf|arrayOf|mutableListOf|Seq|List|Array|Vector|vec!)\(\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL
-                   + r"\s*,?\s*\)(?=\.(?:joinToString|mkString|join|concat)\b)"  # listOf(…).joinToString(""), Scala's Seq(…).mkString
+                   + r"\s*(?:,\s*)?\)(?=\.(?:joinToString|mkString|join|concat)\b)"  # listOf(…).joinToString(""), Scala's Seq(…).mkString
                    r"|(?<![\w.])[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)"
                    r"|(?<![\w.])(?:(?:fmt\.S|String\.|s)?printf|(?:[Ss]tring\.)?format)\(\s*[\"'](?:%s){2,16}[\"']\s*,\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*\)"
-                   r"|[\"'](?:%s|\{\}){2,16}[\"'](?:[ \t]*%[ \t]*\(|\.format\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*\)")  # format("%s%s", "…", "…"), "%s%s" % (…), "{}{}".format(…)
+                   r"|[\"'](?:%s|\{\}){2,16}[\"'](?:[ \t]*%[ \t]*\(|\.format\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*(?:,\s*)?\)")  # format("%s%s", "…", "…"), "%s%s" % (…), "{}{}".format(…)
 
 
 # A value and the name it is given apart from it, in the record that holds both: a HAR's or a JSON
@@ -10369,7 +10369,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         spans = [found.span("value")] if found.group("value") is not None else [found.span("bare")] if found.group("bare") is not None else [
             literal.span(1) for literal in _regex(_QUOTED).finditer(original, found.start("list"), found.end("list"))]
         definitions[found.group("name")] = definitions.get(found.group("name"), []) + spans if found.group("op") == "+=" else spans
-    for found in _regex(r'(?m)^[ \t]*(?:#[ \t]*define[ \t]+|set\([ \t]*)([A-Za-z_]\w{0,40})[ \t]+"([^"\n\\]{1,512})"[ \t]*\)?[ \t]*$').finditer(original) if "define" in original or "set(" in original else ():
+    for found in _regex(r'(?m)^[ \t]*(?:#[ \t]*define[ \t]+|set\([ \t]*)([A-Za-z_]\w{0,40})[ \t]+"([^"\n\\]{1,512})"[ \t]*(?:\)[ \t]*)?$').finditer(original) if "define" in original or "set(" in original else ():
         definitions[found.group(1)] = [found.span(2)]  # C's `#define KEY_A "…"`, CMake's `set(KEY_A "…")`
     for found in _regex(r"(?m)^[ \t]*([A-Za-z_]\w*)\.[Aa]ppend\([ \t]*[\"']([^\"'\n\\]{1,512})[\"'][ \t]*\)[ \t]*;").finditer(original) if "ppend(" in original else ():
         definitions[found.group(1)] = definitions.get(found.group(1), []) + [found.span(2)]  # a StringBuilder's appends, one a statement: `sb.append("…");`, C#'s `sb.Append("…");`

@@ -910,7 +910,7 @@ ADVERSARIAL_CONTEXTS = (
     # and blanks after a key's first line, after a backup card's numbered words (a line of one token in a
     # chat, a mnemonic's layout); literals joined to a redacted one at every word.
     "-----BEGIN RSA PRIVATE KEY-----\n" + "\t  " * 30000, "Write down your recovery phrase:\n 1. apart   4. beach   7. bike\n" + "\t  " * 30000,
-    'k = "Xk29mPq7zLw4Rt8VbN3c"' + ' + "Ab1_x9"' * 11000)
+    'k = "Xk29mPq7zLw4Rt8VbN3c"' + ' + "Ab1_x9"' * 11000, 'k = "Xk29mPq7zLw4Rt8VbN3cQ"' + " " * 100000 + '"Ab1_x9" x')
 
 
 class TestRedaction(unittest.TestCase):
@@ -2301,6 +2301,19 @@ class TestRedaction(unittest.TestCase):
                               '  set_sensitive {\n    name  = "auth.adminPassword"\n    value = "7745120"\n  }': ["7745120"]})
         self.assert_kept(('  set {\n    name  = "service.type"\n    value = "LoadBalancer"\n  }', "#define PASSKEY_DIGITS 6"))
 
+    def test_literals_apart_by_a_long_run_of_blanks_end(self):
+        """A named string, 100,000 blanks, another string: the definitions of strings that code joins read
+        the blanks after a value two ways, the siblings' reading three ways (`[ \\t]*;?[ \\t]*`), and took 77 s.
+        Each reads them one way now. Run in a process of its own, with a timeout."""
+        text = 'k = "Xk29mPq7zLw4Rt8VbN3cQ"' + " " * 100000 + '"Ab1_x9" x'
+        code = "import sys; sys.path.insert(0, sys.argv[1]); import claude_checkpoint as cc; print(cc.redact(sys.stdin.read())[0])"
+        try:
+            done = subprocess.run([sys.executable, "-c", code, HERE], input=text, capture_output=True, text=True, encoding="utf-8", timeout=60)
+        except subprocess.TimeoutExpired:
+            self.fail("redaction of two strings apart by 100,000 blanks did not end in 60 seconds")
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertTrue(done.stdout.startswith('k = "«redacted»"'), done.stdout[:60])
+
     def test_a_links_verify_token_is_a_secret(self):
         """An invitation's or a sign-up's link carries its token in `verify=` or `confirm=`: whoever holds the
         link is let in. Kept: such a parameter that is a flag."""
@@ -3569,7 +3582,7 @@ class TestRedactionRuleExamples(unittest.TestCase):
     def test_redaction_stays_linear_on_examples_run_long(self):
         """The whole of redaction, its readings too, on a quarter of the examples' starts (up to each `=`,
         `:`, bracket, quote or line's end) followed by a long run of blanks, of one token, of one-letter
-        lines. A reading's pattern that reads the same blanks in many ways took minutes on a few kilobytes:
+        lines, of blanks and then a literal. A reading's pattern that reads the same blanks in many ways took minutes on a few kilobytes:
         blanks after a key's first line (a chat's prefix read them three ways), after a backup card's
         numbered words (a mnemonic's gap read them two ways). Run in a process of its own, with a timeout."""
         code = textwrap.dedent("""
@@ -3580,7 +3593,7 @@ class TestRedactionRuleExamples(unittest.TestCase):
                 text = t.marked_secrets(example)[0] if kind == "catch" else example
                 heads = [text[:end + 1] for end, character in enumerate(text) if character in "=:[({\\"'\\n"][:4]
                 for head in heads:
-                    for body in ("\\t  " * 500, "Ab1/x.Yz9-" * 150, "a\\n" * 750):
+                    for body in ("\\t  " * 500, "\\t  " * 500 + "'Ab1_x9' x", "Ab1/x.Yz9-" * 150, "a\\n" * 750):
                         cc.redact(head + body)
             print("ended")
             """)
