@@ -2274,7 +2274,7 @@ class TestRedaction(unittest.TestCase):
                 ["d5a83d8e6a0c9b1f", "72e4c21e09a4f5b7"],
             'locals {\n  t1 = "dop_v1_9b1f72e4d5a83d8e6a0c"\n  t2 = "4f5b7c21e09a3d8e6a0c9b1f"\n  token = "${local.t1}${local.t2}"\n}':
                 ["dop_v1_9b1f72e4d5a83d8e6a0c", "4f5b7c21e09a3d8e6a0c9b1f"],
-            'env:\n  PART_A: npm_Vz1Yb6Nc3GfWd4\n  PART_B: Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm\nsteps:\n  - run: echo "//registry.npmjs.org/:_authToken=${PART_A}${PART_B}" > ~/.npmrc':
+            'env:\n  PART_A: npm_Vz1Yb6Nc3GfWd4\n  PART_B: Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm\nsteps:\n  - run: echo "//npm.pkg.example.internal/:_authToken=${PART_A}${PART_B}" > ~/.npmrc':
                 ["npm_Vz1Yb6Nc3GfWd4", "Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm"]})
         self.assert_kept(('banner = "=" * 40', 'local path = table.concat({"src", "lib", "init.lua"}, "/")',
                           'env:\n  NODE_ENV: production\n  LOG_LEVEL: info\nsteps:\n  - run: echo "${NODE_ENV}${LOG_LEVEL}"'))
