@@ -9378,11 +9378,12 @@ def _sibling_url_parts(lines: list, index: int) -> list:
 # `++`, `..`, `<>`, `||`), nothing (C's and Python's adjacent literals), a method that appends
 # (`.plus(`, `.concat(`, Objective-C's `stringByAppendingString:@`), or a comma inside a call that joins
 # its arguments (below, _JOIN_CALL).
-_JOINED_BETWEEN = (r"[ \t]*(?:(?:\+\+?|\.\.?|&|~|<>|\|\||\.(?:plus|concat|append)\(|stringByAppendingString:[ \t]*@|(?P<comma>,))[ \t]*|(?P<space>))(?:[rbuf]|@)?")
+_JOIN_OPERATOR = r"\+\+?|\.\.?|&|~|<>|\|\|"  # `+`, `++`, `.`, `..`, `&`, `~`, `<>`, `||`: what joins strings in one language or another
+_JOINED_BETWEEN = (r"[ \t]*(?:(?:" + _JOIN_OPERATOR + r"|\.(?:plus|concat|append)\(|stringByAppendingString:[ \t]*@|(?P<comma>,))[ \t]*|(?P<space>))(?:[rbuf]|@)?")
 # Where literals apart by a space are joined (C's `#define PASS "a" "b"`, Python's `KEY = b"…" b"…"`): after
 # `=`, `(` or a definition's name, not in a command's arguments (`wpa_passphrase "HomeNet" '…'`).
 _ADJACENT_JOINED_AFTER = r"(?:[=(,]|#[ \t]*define[ \t]+\w+)[ \t]*(?:[rbuf]|@)?$"
-_JOIN_AT_LINE_END = r"[ \t]*(?:\+\+?|\.\.?|&(?:[ \t]*_)?|~|\|\||\\)[ \t]*\r?"  # a line that a join continues on the next: `"…" +`, VBA's `"…" & _`
+_JOIN_AT_LINE_END = r"[ \t]*(?:" + _JOIN_OPERATOR + r"|&[ \t]*_|\\)[ \t]*\r?"  # a line that a join continues on the next: `"…" +`, VBA's `"…" & _`
 _JOIN_CALL = r"(?i)(?:\bjoin|concat|paste0?|\bformat|sprintf|strcat|str_c)\w*[ \t]*(?:\([ \t]*|\[[ \t]*|\(\{|\(c\()|-join[ \t]*\("
 # Variables that code appends strings to, one statement a line: `$pw .= "…"`, `s += "…"`, `key << "…"`,
 # `secret.push_str("…")`, `sb.Append("…")`, `sb.WriteString("…")`, `..write('…')` (Dart's cascade), `sb ++= "…"`.
@@ -9424,7 +9425,7 @@ def _joined_to_redacted(lines: list, index: int) -> list:
         chain = [literal] if literal else []
     if literals and literals[-1].group(2) == REDACTED and _regex(_JOIN_AT_LINE_END).fullmatch(line, literals[-1].end()):
         for row in range(index + 1, min(len(lines), index + _SIBLING_REACH)):  # the line goes on below: `pwd = "«redacted»" & _` ⏎ `"7@m1Lo"`
-            part = _regex(r"[ \t]*(?:(?:\+\+?|\.\.?|&|~|\|\|)[ \t]*)?([\"'])([^\"'\n]{1,1024})\1").match(lines[row])
+            part = _regex(r"[ \t]*(?:(?:" + _JOIN_OPERATOR + r")[ \t]*)?([\"'])([^\"'\n]{1,1024})\1").match(lines[row])
             if not part or not _is_joined_part(part.group(2)):
                 break
             found.append((row, *part.span(2)))

@@ -913,6 +913,21 @@ ADVERSARIAL_CONTEXTS = (
     'k = "Xk29mPq7zLw4Rt8VbN3c"' + ' + "Ab1_x9"' * 11000, 'k = "Xk29mPq7zLw4Rt8VbN3cQ"' + " " * 100000 + '"Ab1_x9" x')
 
 
+def output_in_a_process(test: unittest.TestCase, code: str, timeout: int, what: str, text: str | None = None) -> str:
+    """What Python code printed in a process of its own (sys.argv[1] is the folder of claude_checkpoint.py,
+    text its standard input): a hang fails test, saying `what` did not end in timeout seconds, and does
+    not stall the suite; an error fails it with the process's stderr."""
+    try:
+        done = subprocess.run([sys.executable, "-c", code, HERE], input=text, capture_output=True, text=True, encoding="utf-8", timeout=timeout)
+    except subprocess.TimeoutExpired:
+        test.fail(f"{what} did not end in {timeout} seconds")
+    test.assertEqual(0, done.returncode, done.stderr)
+    return done.stdout
+
+
+REDACT_STDIN = "import sys; sys.path.insert(0, sys.argv[1]); import claude_checkpoint as cc; print(cc.redact(sys.stdin.read())[0])"
+
+
 class TestRedaction(unittest.TestCase):
     def assert_redacted(self, cases: dict) -> None:
         """Each text of cases redacted of every value its tuple lists."""
@@ -2306,13 +2321,8 @@ class TestRedaction(unittest.TestCase):
         the blanks after a value two ways, the siblings' reading three ways (`[ \\t]*;?[ \\t]*`), and took 77 s.
         Each reads them one way now. Run in a process of its own, with a timeout."""
         text = 'k = "Xk29mPq7zLw4Rt8VbN3cQ"' + " " * 100000 + '"Ab1_x9" x'
-        code = "import sys; sys.path.insert(0, sys.argv[1]); import claude_checkpoint as cc; print(cc.redact(sys.stdin.read())[0])"
-        try:
-            done = subprocess.run([sys.executable, "-c", code, HERE], input=text, capture_output=True, text=True, encoding="utf-8", timeout=60)
-        except subprocess.TimeoutExpired:
-            self.fail("redaction of two strings apart by 100,000 blanks did not end in 60 seconds")
-        self.assertEqual(0, done.returncode, done.stderr)
-        self.assertTrue(done.stdout.startswith('k = "«redacted»"'), done.stdout[:60])
+        redacted = output_in_a_process(self, REDACT_STDIN, 60, "redaction of two strings apart by 100,000 blanks", text)
+        self.assertTrue(redacted.startswith('k = "«redacted»"'), redacted[:60])
 
     def test_a_links_verify_token_is_a_secret(self):
         """An invitation's or a sign-up's link carries its token in `verify=` or `confirm=`: whoever holds the
@@ -2350,14 +2360,9 @@ class TestRedaction(unittest.TestCase):
         on 160 characters). Run in a process of its own, so a hang fails here and does not stall the suite."""
         text = ("Nachricht (1/2) von: Kundenservice\nIhr vorläufiges Passwort lautet Kp4mVx9QzRt\n"
                 "Nachricht (2/2) von: Kundenservice\nWb7NcY2sLe . Gültig 24 Stunden.")
-        code = "import sys; sys.path.insert(0, sys.argv[1]); import claude_checkpoint as cc; print(cc.redact(sys.stdin.read())[0])"
-        try:
-            done = subprocess.run([sys.executable, "-c", code, HERE], input=text, capture_output=True, text=True, encoding="utf-8", timeout=60)
-        except subprocess.TimeoutExpired:
-            self.fail("redaction of a 160-character text did not end in 60 seconds")
-        self.assertEqual(0, done.returncode, done.stderr)
-        self.assertIn("Passwort lautet «redacted»", done.stdout)
-        self.assertNotIn("Kp4mVx9QzRt", done.stdout)
+        redacted = output_in_a_process(self, REDACT_STDIN, 60, "redaction of a 160-character text", text)
+        self.assertIn("Passwort lautet «redacted»", redacted)
+        self.assertNotIn("Kp4mVx9QzRt", redacted)
 
     def test_short_chat_shapes_of_pieces_all_end(self):
         """Six hundred short texts made at random (a fixed seed) of what chats that send a secret in pieces
@@ -2377,12 +2382,7 @@ class TestRedaction(unittest.TestCase):
                 cc.redact("\\n".join(" ".join(generator.choice(words) for _ in range(generator.randint(1, 8))) for _ in range(generator.randint(1, 6))))
             print("ended")
             """)
-        try:
-            done = subprocess.run([sys.executable, "-c", code, HERE], capture_output=True, text=True, encoding="utf-8", timeout=300)
-        except subprocess.TimeoutExpired:
-            self.fail("600 short chat texts were not redacted in 300 seconds: a loop makes no progress")
-        self.assertEqual(0, done.returncode, done.stderr)
-        self.assertEqual("ended", done.stdout.strip())
+        self.assertEqual("ended", output_in_a_process(self, code, 300, "redaction of 600 short chat texts (a loop that makes no progress?)").strip())
 
     def test_a_secret_announced_in_parts_in_a_chat(self):
         """A chat message that names a secret and says it comes in parts ("in two bits", "iki parça", "na
@@ -3571,12 +3571,7 @@ class TestRedactionRuleExamples(unittest.TestCase):
                             pass
             print("ended")
             """)
-        try:
-            done = subprocess.run([sys.executable, "-c", code, HERE], capture_output=True, text=True, encoding="utf-8", timeout=600)
-        except subprocess.TimeoutExpired:
-            self.fail("the rules' examples made long were not read in 600 seconds: a pattern backtracks")
-        self.assertEqual(0, done.returncode, done.stderr)
-        self.assertEqual("ended", done.stdout.strip())
+        self.assertEqual("ended", output_in_a_process(self, code, 600, "reading the rules' examples made long (a pattern that backtracks?)").strip())
 
     @slow
     def test_redaction_stays_linear_on_examples_run_long(self):
@@ -3597,12 +3592,7 @@ class TestRedactionRuleExamples(unittest.TestCase):
                         cc.redact(head + body)
             print("ended")
             """)
-        try:
-            done = subprocess.run([sys.executable, "-c", code, HERE], capture_output=True, text=True, encoding="utf-8", timeout=600)
-        except subprocess.TimeoutExpired:
-            self.fail("the examples' starts made long were not redacted in 600 seconds: a reading backtracks")
-        self.assertEqual(0, done.returncode, done.stderr)
-        self.assertEqual("ended", done.stdout.strip())
+        self.assertEqual("ended", output_in_a_process(self, code, 600, "redaction of the examples' starts made long (a reading that backtracks?)").strip())
 
 
 # ── 5.3 Real code holds no secret ──
