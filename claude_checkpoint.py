@@ -1229,6 +1229,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # abc123, foobar
     if len(v) >= 16 and v.count("x") + v.count("X") >= 12 and sum(map(str.isalnum, _regex(r"[xX]{3,}").sub("", v))) <= 4:
         return True  # runs of x's that a short prefix interrupts: MTxxxx….Gxxxxx.xxxx…
+    if len(v) >= 16 and v.count("0") >= 12 and sum(map(str.isalnum, _regex(r"0{3,}").sub("", v))) <= 5:
+        return True  # runs of zeros, the same: a listing's SK000…000a, a sandbox's TEST-0000…-000000-0000…
     if len(v) >= 12 and v[-1:] == "=" and _regex(r"[A-Za-z0-9+/]+={1,2}").fullmatch(v) and _decodes_to_stand_ins(v):
         return True  # base64 of `username:password` (RFC 7617's example), `user:pass`
     if (v[:1] == "*" or v.endswith(("_true", "_false"))) and _regex(r"\*[A-Z][A-Z*]{2,40}\*?|\w+_(?:true|false)").fullmatch(v):
@@ -1294,9 +1296,14 @@ def _is_base64_of_data(token: str) -> bool:
 
 def _is_base64_of_plain_json(token: str) -> bool:
     """`eyJzaGlwbWVudCI6…` (base64 of `{"`, no dot: no JWT) that decodes to a JSON object naming no
-    credential: a JWT's header, a message's data, not a secret."""
-    decoded = _base64_text(token) if token.startswith("eyJ") and "." not in token else None
-    return decoded is not None and decoded.startswith("{") and decoded.rstrip().endswith("}") and not _regex(_CREDENTIAL_WORDS).search(decoded)
+    credential: a JWT's header, a message's data, not a secret; or to a cookie's settings of words
+    apart by `|` (`es-MX|America/Monterrey|dark`), none of them a machine's nor a password."""
+    if token.startswith("eyJ") and "." not in token:
+        decoded = _base64_text(token)
+        return decoded is not None and decoded.startswith("{") and decoded.rstrip().endswith("}") and not _regex(_CREDENTIAL_WORDS).search(decoded)
+    decoded = _base64_text(token) if len(token) >= 16 else None
+    return decoded is not None and _regex(r"[A-Za-z][\w/\-]{1,40}(?:\|[A-Za-z][\w/\-]{1,40}){2,8}").fullmatch(decoded) is not None and not any(
+        looks_machine_generated(part) or looks_like_chosen_password(part) for part in _regex(r"[|/]").split(decoded))
 
 
 def _is_base64_of_a_document(token: str) -> bool:
@@ -1387,6 +1394,8 @@ def _accept_assignment(match: Any) -> bool:
         return False  # a prompt's literal ends and code follows: `readPassword("OLT password: ") ?: error(…)`
     if name.lower() in ("cookie", "cookies", "set-cookie"):
         return False  # a header of cookies: context-cookie judges each of them (`Cookie: theme=dark-high-contrast-v2; sid=…`)
+    if name == "PASS" and _regex(r"---[ \t]$").search(match.string, max(0, match.start() - 4), match.start()):
+        return False  # go test's result: `--- PASS: TestSignURL/expires_in_15m (0.00s)`
     strength = secret_strength(name)
     if _name_parts(name)[-2:-1] in (["password"], ["credentials"], ["tls"], ["auth"], ["admin"]) and name.endswith("Secret") and _regex(
             r"[a-z0-9]+(?:-[a-z0-9]+)+").fullmatch(bare):
@@ -1514,6 +1523,8 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
         return True  # a regular expression or an alphabet: `_HEX_PAT = "[0-9A-Fa-f]{1,4}"`
     if bare[:1] == "0" and _regex(_SMALL_HEX_NUMBER).fullmatch(bare):
         return True  # a constant's number: `#define HB_ERR_BAD_PASSWORD 0x8001`
+    if _name_parts(name)[-2:] == ["access", "key"] and "secret" not in _name_parts(name) and _regex(r"[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)+").fullmatch(bare) and not looks_machine_generated(bare):
+        return True  # an access key's id, which S3's stores let a name be: `mc alias list`'s `AccessKey : pod-sync` (its SecretKey is the secret)
     return last == "pin" and not digits or bare.isdigit() and len(bare) < 4 or _spells_the_name(bare, name)
 
 
@@ -2081,7 +2092,7 @@ _PROSE_SECRET_WORDS = (
     r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|tokenj\w{0,5}|passwort|kennwort|contrase[ñn]a"
     r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|hasło|haslo|kata sandi|kunci(?: rahasia)?|clave|chave|chiave"
     r"|schl[üu]ssel|klucz|hesl[oa]|[şs]ifre|anahtar|kulcs\w{0,3}|jeton|clé|sleutel|nyckel|segred[oa]|segret[oa]|geheimnis|токен|ключ|парол[ьяюе])\b(?![/.]\w)")  # not in keys/ops.pem, db-password
-_PROSE_NEAR_WORDS = r"(?i)\b(?:pass|pw|pwd|pin)[ \t]*(?:[:=][ \t]*)?[\"'`]?$"  # `pass X`, pass `X`: the value comes next
+_PROSE_NEAR_WORDS = r"(?i)(?<!--- )\b(?:pass|pw|pwd|pin)[ \t]*(?:[:=][ \t]*)?[\"'`]?$"  # `pass X`, pass `X`: the value comes next (not go test's `--- PASS: TestX`)
 # Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
 # most prose before a candidate holds none, and is not searched (_may_hold_a_word).
 _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
@@ -2096,7 +2107,8 @@ _PROSE_NOT_A_SECRET_BEFORE = (
     r"|usuario|usuário|usuária|utilisateur|benutzer(?:name)?|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользовател[яьи]|kullanıcı|kullanici|uživatel|uzivatel|felhasználó|utilizator(?:ul)?"  # a user's name: "Contraseña incorrecta para el usuario qa_adjuster02"
     r"|for|für|voor|pour|för|dla|для|target"  # what the secret is of: "LAPS: password for KVN-OP3-PC07 rotated", a stored credential's target
     r"|linked[ \t]+to|mapped[ \t]+to|bound[ \t]+to"  # what a resource is tied to: "variable groups: ot-secrets (linked to kv-ot-weu)"
-    r"|(?:nonce|state|kid|mint|address|contract|challenge|user(?:name)?|target)[ \t]*:?)"  # these also before a colon: "Token mint: …", "nonce …: …", a listing's "User: …"
+    r"|timedate>"  # a keychain item's date, in hex: `security find-generic-password`'s `"mdat"<timedate>=0x3230…`
+    r"|(?:nonce|state|kid|mint|address|contract|challenge|user(?:name)?|target|hash|digest|checksum)[ \t]*:?)"  # these also before a colon: "Token mint: …", "nonce …: …", a listing's "User: …", an annotation's "data-hash: …"
     r"(?:[ \t]*(?:[#=][ \t]*)?[\"']?|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = (r"(?i)[)\]'\"`]*(?:\s+(?:is|was|as|will be|=|es|era|est|ist|war|è|é|jest|är)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
@@ -2544,7 +2556,7 @@ _SECRET_FILE_COMMENT = (r"\#[ \t]+[~/.][^\s]*?(?i:keyfile|\.key\b|vault_pass|\.p
                         r"|secret|token|passw)[^\s]*(?:[ \t]+\([^()\n]{0,60}\))?[ \t]*(?=\r?\n)")
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od)\b[^\n]*?(?i:secret|token|cred"
-    r"|passw(?!d\b)|pwd|passphrase|\.pw\b|\.psk\b|[._\-]pass\b|key[\w.\-]*\.(?:bin|der|raw)\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
+    r"|passw(?!d\b)|pwd|passphrase|\.pw\b|/pw\.txt\b|\.psk\b|[._\-]pass\b|key[\w.\-]*\.(?:bin|der|raw)\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa|id_ed25519|id_ecdsa|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets)"
     r"|(?:(?:echo|printf)[^\n|]*\|[ \t]*)?op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject|(?:signin|account[ \t]+add)[^\n]*--raw)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
@@ -2985,6 +2997,8 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号", "disarm")) or word.lower().rstrip("s").endswith("code")) and _regex(
             r"[#*]?\d{4,8}[#*]?").fullmatch(value):  # a PIN, an alarm's or a door's code (a keypad's `#` after it, or around it: `#182909#`)
         return True
+    if word.lower().startswith("pin") and _regex(r"(?i)(?:gpio|gp|io|p[a-k]|[dap])[_\-]?\d{1,3}").fullmatch(value):
+        return False  # a board's pin: "which pin is the LED on?" ⏎ "GPIO17"
     if _regex(r"(?=(?:[A-Z]*[2-7]){3})(?=(?:[2-7]*[A-Z]){10})[A-Z2-7]{16,64}").fullmatch(value) and not value.startswith(("AKIA", "ASIA")):
         return True  # a TOTP seed in base32, as an authenticator's manual entry shows it ("Schlüssel: FRDU…")
     if chosen_counts and not _names_machine_value(word) and _regex(r"[#*]?\d{6,10}[#*]?").fullmatch(value) and not _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])\d\d").fullmatch(value):
@@ -3320,8 +3334,8 @@ def _find_command_arguments(match: Any) -> list:
     text, start, end = match.string, match.start("s"), match.end("s")
     if _regex(r"(?i)\b(?:after|before|during|upon|via|failed|successful)[ \t]+$").search(text, max(0, match.start() - 12), match.start()):
         return []  # prose about a login, not a command: "redirect after login: https://…#state=…"
-    if _regex(r"(?i)[ \t]+(?:failed|failure|error|denied|rejected|refused|succeeded|successful|ok|required|timed[ \t]+out)\b").match(text, match.end()):
-        return []  # a log's line about one: "MQTT auth failed for user 'gw-02' (rc=5)"
+    if _regex(r"(?i)(?::[ \t]+[\w\-]+)?[ \t]+(?:failed|failure|error|denied|rejected|refused|succeeded|successful|ok|required|timed[ \t]+out)\b").match(text, match.end()):
+        return []  # a log's line about one: "MQTT auth failed for user 'gw-02' (rc=5)", "WARN auth: login failed for driver drv_9k2m…"
     spans = [span for span in random_tokens(text, start, end, _NAME_FLAG_BEFORE) if not _named_as_no_token(text, span[0])]
     if match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha():
         return []  # `authors`, "signing key, fingerprint 6d36…": not a verb
@@ -3575,6 +3589,8 @@ def _find_printed_secrets(match: Any) -> list:
     if _regex(r"(?i)[.\[{'\"](?:data\.)?(?:user(?:name)?|login|email|host(?:name)?|port|db|database|dbname|url|region)\b[}'\"\]]"
               r"|--query[ \t=]+['\"]?(?:VersionId|ARN|Name|CreatedDate|VersionStages)\b").search(command):
         return []  # it prints a name: `jsonpath='{.data.username}' | base64 -d`, `--query 'VersionId'`
+    if _regex(r"(?i)\bcredential\.(?:helper|username|usehttppath)\b").search(command):
+        return []  # git's credential settings name a helper, a user: `git config --get credential.helper` prints `osxkeychain`
     if _regex(r"(?:jsonpath|go-template|template)=").search(command) and not _regex(r"(?i)(?<![a-z])data\b|stringdata|token|pass|secret|key|cred|auth").search(
             command.split("=", 1)[-1]):
         return []  # a Secret's metadata, not its data: `-o jsonpath='{.type}{.metadata.annotations…}'`
@@ -3611,9 +3627,9 @@ def _find_printed_secrets(match: Any) -> list:
         word, first = line.group(2), line.start(2)  # a REPL's string without its quotes: b'16YPeG…='
         if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word) or _is_dotted_passphrase(word)
                 or _is_joined_passphrase(word)) and not _regex(
-                r"[A-Za-z_][\w.\-]*[=:]|#|\"[A-Z][A-Z0-9_]*\",?$").match(word) and not _is_masked_or_public(word) and not _regex(
+                r"[A-Za-z_][\w.\-]*[=:]|#(?=[\s#!]|[A-Za-z]+\b|$)|\"[A-Z][A-Z0-9_]*\",?$").match(word) and not _is_masked_or_public(word) and not _regex(
                 _NOT_RANDOM_MARKS).search(word) and not _is_path_or_version(word.strip("\"',")) and not any(a <= first < b for a, b in spans):
-            spans.append((first, first + len(word)))  # (a JSON list of names prints paths: "/ferry/prod/DATABASE_PASSWORD",)
+            spans.append((first, first + len(word)))  # (a JSON list of names prints paths: "/ferry/prod/DATABASE_PASSWORD",; a comment prints none, but a key may start with `#`: Django's `#0u@hs…`)
     return sorted(set(spans))
 
 
@@ -3683,7 +3699,7 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
 
 
 # Reading a file whose name says it holds a secret (a key, a cookie, a token, a password).
-_SECRET_FILE_READ = r"(?i)(?:\bcat[ \t]+|^==>[ \t]+|\bRead\()\S*(?:key|cookie|token|secret|passw|passphrase|(?<![a-z])pass(?![a-z])|(?<=\.)pw|(?<=\.)psk|credential)[\w.\-]*(?:[ \t;|]|$)"
+_SECRET_FILE_READ = r"(?i)(?:\bcat[ \t]+|^==>[ \t]+|\bRead\()\S*(?:key|cookie|token|secret|passw|passphrase|(?<![a-z])pass(?![a-z])|(?<=\.)pw|(?<=/)pw(?=\.txt\b)|(?<=\.)psk|credential)[\w.\-]*(?:[ \t;|]|$)"
 
 
 def _find_table_cells(match: Any) -> list:
@@ -4316,7 +4332,7 @@ def _find_split_parts(match: Any) -> list:
         spans += [found.span(1) for found in (above, rest) if found]
     trim = lambda start, end: (start, end - (text[end - 1:end] in (",", ";")))  # a sentence's comma after the part
     parts = {trim(*span) for span in spans if _is_secret_part(text[slice(*trim(*span))])
-             and not _regex(r"[`(]?[A-Za-z]{1,6}(?:[_\-][A-Za-z]{1,5})?[_\-][`)]*[.,;:]?").fullmatch(text, *trim(*span))}  # a vendor's prefix: "starts with `sk_live_`"
+             and not _regex(r"[`(]?(?:[A-Za-z]{1,6}(?:[_\-][A-Za-z]{1,5})?[_\-]|[A-Za-z]{1,12}(?:_[A-Za-z]{1,8}){0,2}_)[`)]*[.,;:]?").fullmatch(text, *trim(*span))}  # a vendor's prefix: "starts with `sk_live_`", `samsara_api_` (a passphrase's piece ends with `-`: `marble-chaand-`)
     plain = {trim(*span) for span in labeled if text[span[0] - 1:span[0]] != "«" and _is_plain_part(text[slice(*trim(*span))])}
     return sorted(parts | plain if parts else ())  # a plain word only beside a part no sentence holds: `pierwsza część: sophie` ⏎ `druga część: .krakow20`
 
@@ -4589,12 +4605,12 @@ _FILE_NAME_OF_DATA = r"[\w\-]+(?:\.[\w\-]+)*\.(?:7z|par2|zip|rar|gz|tgz|tar|xz|b
 
 def _find_block_lines(match: Any) -> list:
     """A YAML block (`|` or `>`) under a secret name: each line of it (a name that may be secret:
-    its random tokens)."""
+    its random tokens), without a continuation's `\\` at its end."""
     text, start = match.string, match.start("s")
     strength = secret_strength(match.group("name"))
     if strength == 0:
         return []
-    lines = [(start + line.start(1), start + line.end(1)) for line in _regex(r"(?m)^[ \t]*(\S[^\n]*?)[ \t]*$").finditer(text[start:match.end("s")])
+    lines = [(start + line.start(1), start + line.end(1)) for line in _regex(r"(?m)^[ \t]*(\S[^\n]*?)[ \t]*(?:\\[ \t]*)?$").finditer(text[start:match.end("s")])
              if not _is_reference(line.group(1))]
     if strength == 1:
         found = random_tokens(text, start, match.end("s"))
@@ -4683,9 +4699,9 @@ def _accept_url_parameter(match: Any) -> bool:
     name, strength = written.lower(), secret_strength(written)  # as written: pageToken is a page's token
     if name == "s" and _regex(r"[0-9a-f]{32}").fullmatch(value):
         return True  # imgix's signature: ?…&s=<32 hex>
-    if len(name) == 1 and _regex(r"(?i)/[\w\-]*(?:invit|convit|einlad|accept|aceit|magic|verif|confirm|reset|activat|ativa)[\w\-/]*(?:\?[^\s#?]*)?$").search(
+    if len(name) == 1 and _regex(r"(?i)/[\w\-]*(?:invit|convit|einlad|accept|aceit|magic|verif|confirm|reset|activat|ativa|login|signin|sign-in|entrar|acesso|acceso|connexion|anmeld|logowan|zaloguj)[\w\-/]*(?:\?[^\s#?]*)?$").search(
             _line_before(match.string, match.start(), 200)):
-        return looks_machine_generated(value)  # an invitation's or a magic link's token: /convite/aceitar?t=…
+        return looks_machine_generated(value)  # an invitation's or a magic link's token: /convite/aceitar?t=…, /u/login?t=…
     if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and not name.endswith(("signature", "-signed", "_signed", "tokenhash")) and strength == 0):
         return False
     if _regex(r"[,(][A-Za-z_$][\w.$]*=").search(value):
@@ -5174,10 +5190,12 @@ tableau-trusted-ticket       -                      /trusted/(?P<s>[A-Za-z0-9_\-
 openssl-raw-key              -                      \bopenssl\b[^\n]{0,200}?[ \t]-K[ \t]+(?P<s>[0-9a-fA-F]{32,128})\b
 #   catch: openssl enc -d -aes-256-cbc -K «8bddf793dc328ec196f64c8ffcdb4f6e7c7968adcc0881efdff18485f00e20d5» -iv d2d8e2b317767db31168c865adfec325 -in blob.bin
 #   keep:  openssl enc -d -aes-256-cbc -K "$KEY" -iv "$IV" -in blob.bin
-account-link-token           random                 /(?:reset-password|password-reset|reset|verify-email|verify|confirm|invite|invitation|magic-link|activate|unsubscribe|dashboard/snapshot)/(?P<s>[A-Za-z0-9_\-]{20,256})(?![A-Za-z0-9_\-])
+account-link-token           random                 /(?:reset-password|password-reset|reset|verify-email|verify|confirm|invite|invitation|magic-link|magic|login/magic|activate|unsubscribe|dashboard/snapshot|join/[a-z]{1,2}|integration)/(?P<s>[A-Za-z0-9_\-]{20,256})(?![A-Za-z0-9_\-])
 #   catch: Link (valid 30 min): https://accounts.example.com/reset-password/«SUhRId24gZq5ZNJwiZh0T70xa1fWbLoT70AHwwexu4P»
 #   catch: Shared the incident dashboard as a public snapshot: https://grafana.example.io/dashboard/snapshot/«7KjeLbSmchHxIdCpzABmwDfGVaDJaRco»?orgId=1
 #   keep:  GET /reset-password/new?locale=en
+#   catch: {"event":"member_invite.created","invite_url":"https://app.example.org/join/t/«Rk82LmQx7Zp3Wv9Tn4Yb6Hc1Jd5Fg0Ks»"}
+#   catch: routing: https://events.example-pager.com/integration/«q4k8z2m6x1v9c3b7n5w0r8t2y6u4i1o3»/enqueue
 # Pentest tools' findings: crackmapexec's and netexec's `[+] domain\user:password`, mimikatz's `* Password :`, wpscan's `[SUCCESS] - user / password`.
 pentest-found-password       not-reference          (?:\[\+\][ \t]+[\w.\-]{1,64}\\[\w.$\-]{1,64}:|(?m:^)[ \t]*\*[ \t]+(?:Password|NTLM|SHA1)[ \t]*:[ \t]*|\[SUCCESS\][ \t]+-[ \t]+\S{1,64}[ \t]+/[ \t]+)(?P<s>(?!\(null\))[^\s(]{4,128})
 #   catch: SMB  10.55.252.41  445  FS01  [+] corp.local\svc_sql:«Crimson8175$» (Pwn3d!)
@@ -6813,9 +6831,10 @@ env-line-whole-value         env-value              (?m)^(?:export[ \t]+)?{SECRE
 #   catch: DJANGO_SECRET_KEY=«django-insecure-a6@^ue&!yrz3c)n)a_t4h&d%(i77gri3vzry)4mz+b!k)*16ah»
 #   keep:  LOG_LEVELS=info,warn,error
 # A here-document under a secret's name (HCL, Ruby, shell): each of its lines.
-heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
+heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*;?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
+#   catch: my $api_key = <<"END";\n«Wq4Lz8Tr2Xk6»\n«Pm9Vb3Nc7Hd1Jf5S»\nEND\n$api_key =~ s/\n//g;
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?[ \t]*(?P<op>:=|=>|=(?!=)|:|<<?-(?=[ \t]+[\"']))[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|\([ \t]*[bBrRuU]{0,2}(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}"|'[^'\n]{1,1024}'[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}')|@(?=["'])|N(?=')|(?<==)\[(?=[^\[\]\s"',]{8,256}\][,}])|(?<==)[ \t]*\r?\n[ \t]+(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*"))?{VALUE}
 #   catch: INFO Application - 200 OK: GET /v1/guilds, headers: {X-Api-Key=[«9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c3b6d9e2f»], User-Agent=[Starfall/1.8.2]}
 #   keep:  lookup('community.hashi_vault.hashi_vault', 'secret=secret/data/rmm/sites/' + site + ':token')
@@ -7815,11 +7834,12 @@ context-numbered-parts       numbered-parts         1(?:(?<=[^\W\d_]1)|(?<=[^\W\
 #   catch: Anh gửi key làm 2 phần cho an toàn nha:\nphần 1: «AIzaSyOa2BZB9sryd»\nphần 2: «f2tBx5e7vpZ0kvsoLgyslg»\nghép lại là xài được
 #   keep:  the token refresh takes two steps:\nstep 1: npm install\nstep 2: npm test
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
-context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2fa|one-time)[ \t_\-]+(?:(?:verification|login|sign-?in)[ \t]+)?codes?|återställningskoder|reservkoder|wiederherstellungscodes|sicherungscodes|backup-codes|herstelcodes|codes[ \t]+de[ \t]+(?:récupération|secours)|códigos[ \t]+de[ \t]+(?:recuperación|recuperação|respaldo)|codici[ \t]+di[ \t]+(?:recupero|backup)|kody[ \t]+(?:zapasowe|odzyskiwania)|kurtarma[ \t]+kodları|yedek[ \t]+kodlar|резервные[ \t]+коды|коды[ \t]+восстановления|リカバリーコード|バックアップコード|恢复码|备用码|복구[ \t]?코드|백업[ \t]?코드)[^\n]{0,80}\n(?:[ \t]*\r?\n|[ \t]*[\w.+\-]+@[\w\-]+\.[\w.\-]+[ \t]*\r?\n){0,3}(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}(?:\d{1,2}[.)][ \t]*)?[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12}){0,3}){0,7}[ \t]*(?:\r?\n|$)){1,24}))
+context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2fa|one-time)[ \t_\-]+(?:(?:verification|login|sign-?in)[ \t]+)?codes?|återställningskoder|reservkoder|wiederherstellungscodes|sicherungscodes|backup-codes|herstelcodes|codes[ \t]+de[ \t]+(?:récupération|secours)|códigos[ \t]+de[ \t]+(?:recuperación|recuperação|respaldo)|codici[ \t]+di[ \t]+(?:recupero|backup)|kody[ \t]+(?:zapasowe|odzyskiwania)|kurtarma[ \t]+kodları|yedek[ \t]+kodlar|резервные[ \t]+коды|коды[ \t]+восстановления|リカバリーコード|バックアップコード|恢复码|备用码|복구[ \t]?코드|백업[ \t]?코드)[^\n]{0,80}\n(?:[ \t]*\r?\n|[ \t]*[\w.+\-]+@[\w\-]+\.[\w.\-]+[ \t]*\r?\n){0,3}(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}(?:\d{1,2}[.)][ \t]*)?[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,3}){0,7}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: Återställningskoder för breakglass02 (Duo), i kassaskåpet:\n  «40917263»  «88120574»\n  «31609852»  «75243190»
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
 #   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
 #   catch: $ cat ~/Downloads/github-recovery-codes.txt\n«286ee-d24f4»\n«71c5b-15fb5»\n«25e9a-fb904»
+#   catch: Forgejo recovery codes (ops) — print and lock away\n«3fa9c1d07be24e58»  «9d2e7a41c06b35f8»\n«b41e6c9d28a7f053»  «07c3d9e1a5b2f864»
 #   catch: GitHub recovery codes (typed from a photo, sorry)\n«7bmk-s8lx»   «1mfi-4s39»\n«svzu-fycv»   «dwtl-795l»\nKeep your recovery codes in a safe spot.
 #   catch: BACKUP VERIFICATION CODES\n\nlab.calendar@example.edu\n\n1. «2941 6630»      6. «4820 1175»\n2. «7713 0592»      7. «3358 9046»
 #   catch: Bitwarden two-step login recovery code for the org owner:\n«QX7M 2KDA PLWN 8ZRT CV3H 9BNE»
@@ -7928,10 +7948,12 @@ context-wrapped-log-line     wrapped-log-line       \n(?=(?P<prefix>[\d\[#][^\n]
 #   catch: [ts] DEBUG   Authorization: Bearer «Rf8Kq2LmZp9XtVw4YbN6cQ3»\n[ts] DEBUG   «J7dHs2KxLq9Vb3NmZt8Wc4Yp»\n[ts] DEBUG   «OwaDo2NZb1OIdEvZZeryAa»
 #   catch: [10:49:31.101Z] DEBUG token=«Xk2Lm9Qp4Rt7Vw3Yb8Nc5Df»\n[10:49:31.102Z] DEBUG   «FP2iK69v5lKem_z7tOj2JH_qi2fP9LQ4»
 # A triple-quoted string under a name that says secret (Python, TOML, Kotlin, Scala).
-context-quoted-block         block-lines            (?m)^[ \t]*(?:(?:private|internal|protected|public|static|final|const|val|var)[ \t]+){0,3}{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*[:=][ \t]*[rbuf]{0,2}(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
+context-quoted-block         block-lines            (?m)^[ \t]*(?:(?:private|internal|protected|public|static|final|const|val|var|let)[ \t]+){0,3}@?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})(?:[ \t]*[:=][ \t]*[rbuf]{0,2}|[ \t]+~[sS](?="""))(?P<q>"{3}|'{3})[ \t]*\\?\r?\n(?=(?P<s>[^"']{1,4096}?)(?P=q))
 #   catch: signing_key = """\n«27C9GN63cOSIHStWuiQJM3QxSy/w8XG+44hx23T8EdhL»\n«p/+gWeF+auxL/6D9/z4ahyujhXimXg4+4hhLmPXlQ5CU»\n"""
 #   keep:  token_help = """\nPaste the token from the settings page.\n"""
 #   catch: private val intuitSecret = """\n    «wnDdyUg2lfWLJsWptfiG»\n    «mSe0EVs98vM9L1hBrzaZ»\n""".trimIndent().replace("\n", "")
+#   catch: enum Keys {\n    static let mapboxToken = """\n        «rT8v2LpQ9xZk4mWc7YbN»\\\n        «Hs3dFg6JkL1qPw5e»\n        """\n}
+#   catch: @signing_secret ~S"""\n«Qm7Rt2Xv9LpK4wZc8NbY»\n«Hd5Fg3Js6Lq1»\n""" |> String.replace("\n", "")
 # A YAML literal or folded block (`|`, `>`) under a name that says secret.
 context-yaml-block           block-lines            (?m)^(?P<indent>[ \t]*)(?:-[ \t]+)?["']?{SECRETISH_NAME}(?P<name>[\w.\-]{1,80})["']?[ \t]*:[ \t]*[|>][-+0-9]{0,2}[ \t]*(?:#[^\n]*)?\r?\n(?=(?P<s>(?:(?P=indent)[ \t]+[^\n]*(?:\n|$)|[ \t]*\n){1,100}))
 #   catch: client_secret: >-\n  «Kq7Zx2Lm9Pw4Rt8V»\n  «bN3cD6fGh2Jk»\nregion: eu-west-1
@@ -8213,7 +8235,7 @@ _BARE_MNEMONIC = r"(?<![\w\-.'/])(?<![a-z] )[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![
 # A mnemonic as people copy it from a backup card: its words (any language's small letters, kana, hangul) in
 # lines, numbered (`1. grumo`, `01 vivid`), in a grid of columns or a table's cells, or apart by wide spaces.
 _SEED_WORD = r"(?:[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,16}|[а-яё]{3,16}|[\u3041-\u30ff]{3,8}|[\uac00-\ud7a3\u1100-\u11ff]{1,18}|[\u4e00-\u9fff])(?![\w'’\-])"  # (accents and hangul's jamo apart too: wallets write a mnemonic decomposed, NFKD)
-_SEED_NUMBER = r"(?:\d{1,2}[.)][ \t]*|\d{1,2}[ \t]+|\d{1,2}[ \t]*\|[ \t]*)"
+_SEED_NUMBER = r"(?:\d{1,2}[.)][ \t]*|\d{1,2}[ \t]+|\d{1,2}[ \t]*\|[ \t]*|\d{1,2}[ \t]*[-–][ \t]*\d{1,2}[.):]?[ \t]+)"  # (or a line's range: `7-12  coyote better …`)
 _SEED_GAP = r"(?:,?[ \t\u3000]+|[ \t]*(?:\|[ \t]*)?\r?\n[ \t]*(?:\|[ \t]*)?|[ \t]*\|[ \t]*)"  # (blanks read one way: a run of them split in every way took minutes)
 # A word for a mnemonic, or for the wallet or backup it restores, in the languages people write it in.
 _SEED_NAMED = (r"(?i)seed|mnemoni|recovery|backup|wallet|phrase|frase|palavras|parole|mots|wörter|wort|kelime|słowa|слов|сид|фраз|semilla"
@@ -8338,7 +8360,7 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # A password a person chose, anywhere after a word for password in its sentence: what a chat or a ticket says in
 # more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
-_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|mot de passe|senha|wachtwoord"
+_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
                    r"|kata sandi|sandi|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
@@ -8515,14 +8537,18 @@ _SPLIT_SAID = (r"(?i)\b(?:in(?:to)?|as|en|em|w|ve|i)[ \t]+(?:two|three|2|3|deux|
                r"|\bv[ \t]+(?:dveh|treh|2|3)[ \t]+(?:delih|sporočilih|kosih)\b|\bna[ \t]+(?:dvakrát|dwa razy|dvě části)|\b(?:iki|2|üç)[ \t]+(?:parça|mesaj)"
                r"|\bdo[ \t]+(?:hisson|hisse|parts?|baar)\b|(?:hai|2)[ \t]+phần|в[ \t]+двух|двумя[ \t]+(?:частями|сообщениями)|на[ \t]+две[ \t]+части|по[ \t]+частям"
                r"|[2二两兩]回に分け|分けて送|分[两兩]次|分成[两兩]|[两兩]段|나눠서|두[ \t]+번에")
-_ANNOUNCED_SECRET_WORDS = r"(?i:密钥|秘钥|令牌|トークン|キー|シークレット|토큰|키|시크릿|κωδικ\w{0,3}|токен\w{0,2}|ключ\w{0,2})"
+_ANNOUNCED_SECRET_WORDS = r"(?i:密钥|秘钥|令牌|トークン|キー|シークレット|토큰|키|시크릿|κωδικ\w{0,3}|токен\w{0,2}|ключ\w{0,2}|\bključ\w{0,2}|\bkl[íi]č\w{0,2}|\bkľúč\w{0,2}|\bpin(?:s|-?codes?)?\b)"
 # A chat line's prefix before its message: a quote's `>`, a date and time, `[09:02:20]`, `<nick>`, `Nikos:`.
 _TAB_NICK = r"[^\s<>]{1,30}\t"  # WeeChat's log writes a time, a tab, the nick, a tab
 _CHAT_PREFIX = (r"[ \t]*(?:>[ \t]*)*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?[ \t]+)?(?:\[[^\]\n]{1,30}\][ \t]*)?"
                 r"(?P<speaker><[^<>\n]{1,30}>[ \t]*|(?<=\d\t)" + _TAB_NICK + r"|[^\s:：<>\[][^\n:：<>]{0,30}[:：](?:[ \t]+|$))?")
-_ANNOUNCED_TOKEN = r"(?:[.…]{1,3}[ \t]*)?([^\s()\[\]{}<>=;,\"'`«»]{4,80})"
+_ANNOUNCED_TOKEN = r"(?:[.…]{1,3}[ \t]*)?([^\s()\[\]{}<>=;,\"'`«»]{4,80}|[\w+/\-]{6,80}={1,2})"  # (base64's padding may end the last piece: `…EO0kIP1hI/UQ==`)
 _ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pieces may stand
-_TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + r"`?" + _ANNOUNCED_TOKEN + r"`?[ \t]*\r?$"  # (in backticks too: a chat's code span)
+# What may come before the next piece in its message: "e poi …", "pa onda …", "drugi del …", "phần 2: …", "second half: …".
+_NEXT_PIECE_LABEL = (r"(?i:(?:(?:and|e|i|a|y|und|et|en|ve|pa|og|och|ja)[ \t]+)?(?:then|poi|luego|dann|puis|dan|depois|potem|pak|onda|zatim|nato|još|sonra|ensuite|después)"
+                     r"|(?:second|2nd|last|zweite[rn]?|seconda|segunda|seconde|deuxième|drug[iao]|tweede|andra|ikinci|toinen|druh[áa])[ \t]+[^\W\d_]{2,12}"
+                     r"|(?:part|teil|deel|parte|partie|phần|część|dio|del|díl|osa|kısım|bagian|sehemu|pezzo)[ \t]*[2-4B])(?:[ \t]*[:：\-–])?")
+_TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + r"(?:" + _NEXT_PIECE_LABEL + r"[ \t]+)?`?" + _ANNOUNCED_TOKEN + r"`?[ \t]*\r?$"  # (in backticks too: a chat's code span)
 _ANNOUNCED_SEEN = tuple(sorted(word for word in set(_PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS) if word.isascii() and not any(
     other != word and other in word for other in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS)))  # a few letters of each word that names one (none that holds another: a shorter one finds it)
 _SPELLING_SAID = r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字"  # words that say a value is spelled out
@@ -8584,23 +8610,27 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
         return not body or _regex(r"\d{1,2}:\d\d").search(body) and len(body.split()) <= 6 or _regex(r"[^\W\d_]+(?:[ \t]+\(?[^\W\d_]+\)?){0,3}").fullmatch(body) and (
             not taken or _regex(r"\d{1,2}:\d\d").search(prefix.group())) and not _is_part_of_a_secret(body)
 
-    def pieces_after(index: int, speaker: str) -> tuple:
-        """(the tokens of the messages after line index, whether a chat's prefix or header stood before them)."""
-        chat, taken, row = False, [], index + 1
-        while row < len(lines) and row <= index + _ANNOUNCED_REACH and len(taken) < 4:
+    def pieces_after(index: int, speaker: str, answered: bool = False) -> tuple:
+        """(the tokens of the messages after line index, whether a chat's prefix or header stood before them);
+        answered: line index asks for a secret, and the next speaker's messages are those read."""
+        chat, taken, row, reach = False, [], index + 1, index + _ANNOUNCED_REACH
+        while row < len(lines) and row <= reach and len(taken) < 4:
             prefix = _regex(_CHAT_PREFIX).match(lines[row])
             body = lines[row][prefix.end():].strip()
+            if answered and prefix.group("speaker") and _regex(_SPEAKER_START).match(prefix.group("speaker")) and _speaker(lines[row]) != speaker:
+                speaker, answered = _speaker(lines[row]), False  # (the one who answers: "<tomo_j> send me the wspay secret?" ⏎ "<marko_k> 0fb5380ecae")
             if prefix.group("speaker") and (_speaker(lines[row]) != speaker or not _regex(_SPEAKER_START).match(prefix.group("speaker"))):
                 break  # another speaker, or a name and its value (`Name:  app-env`, `Cipher: aes-xts-plain64`): no piece of this one
             chat = chat or prefix.end() > len(lines[row]) - len(lines[row].lstrip()) + 1
-            if is_header(prefix, body, taken):
+            if is_header(prefix, body, taken) or taken and _regex(_NEXT_PIECE_LABEL).fullmatch(body):  # (or the next piece's label on a line of its own: "ikinci yarı")
                 chat = chat or bool(body)  # a header between: a chat's next message
                 row += 1
                 continue
-            token = _regex(_ANNOUNCED_TOKEN).fullmatch(body.strip("`"))
-            if token is None or not piece(token.group(1), range(index, index + 1)):
+            token = _regex(_ANNOUNCED_TOKEN).fullmatch(body.strip("`")) or _regex(r"(?:" + _NEXT_PIECE_LABEL + r")[ \t]+`?" + _ANNOUNCED_TOKEN + r"`?").fullmatch(body)
+            if not token or not piece(token.group(1), range(index, index + 1)):
                 break
             taken.append(token.group(1))
+            reach = max(reach, row + _ANNOUNCED_REACH // 2)  # (each piece may come under a header of its own: the next is looked for after it)
             row += 1
         return taken, chat
 
@@ -8630,6 +8660,9 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
         taken, chat = pieces_after(index, speaker)
         if taken and (ends or says_split(index) or chat and not _regex(r"[:：=][ \t]*\S").search(line, max(word.end() for word in named))):  # (in a chat with no end that announces, a line that gives a value after its word gave it: "the token expired: yesterday")
             pieces += taken
+            continue
+        if not taken and speaker and _regex(_SPEAKER_START).match(_regex(_CHAT_PREFIX).match(line).group("speaker") or "") and _regex(r"[?？](?=\s|$)").search(line, max(word.end() for word in named)):
+            pieces += pieces_after(index, speaker, answered=True)[0]  # a question for a secret, and the messages of one token that answer it
             continue
         prose = 0  # the message goes on, or another answers it, in a line or two of prose before its end
         for later in range(index + 1, min(len(lines), index + 5)):
@@ -9123,11 +9156,11 @@ def _redact_labelled_parts(original: str, text: str, count: int, replaced: list)
         if line_end < 0:
             break
         above = original[_start_of_lines_above(original, first.start(), 2):first.start()]  # the two lines above, and the first's own line up to it
-        if not (_regex(_PASSWORD_WORDS).search(above) or _regex(_PROSE_SECRET_WORDS).search(above)):
-            continue
-        rest = _regex(_REST_GIVEN).search(original, line_end, _end_of_lines_below(original, line_end, 3))
+        named = _regex(_PASSWORD_WORDS).search(above) or _regex(_PROSE_SECRET_WORDS).search(above)
+        rest = _regex(_REST_GIVEN).search(original, line_end, _end_of_lines_below(original, line_end, 3 if named else 8))
         a, b = _piece_span(first), _piece_span(rest) if rest else (0, 0)
-        if rest and _is_part_of_a_secret(original[a[0]:a[1]]) and _is_part_of_a_secret(original[b[0]:b[1]]):
+        if rest and _is_part_of_a_secret(original[a[0]:a[1]]) and _is_part_of_a_secret(original[b[0]:b[1]]) and (
+                named or looks_machine_generated(original[a[0]:a[1]] + original[b[0]:b[1]])):  # (a machine's token in two parts needs no word: "first half: SG.aR8z…" ⏎ "second half: ASwX…")
             pieces += [original[a[0]:a[1]], original[b[0]:b[1]]]
     return _redact_found_again(text, count, replaced, pieces)
 
@@ -9314,7 +9347,8 @@ def _redact_cookies_beside(text: str, count: int, replaced: list) -> tuple:
             continue
         for pair in _regex(_COOKIE_PAIR).finditer(text, line.start(), line.end()):
             value = pair.group("v")
-            if REDACTED not in value and _regex(r"\d").search(value) and not _is_reference(value) and not _regex(_TIMESTAMP).match(value):
+            if REDACTED not in value and _regex(r"\d").search(value) and not _is_reference(value) and not _regex(_TIMESTAMP).match(value) and not _regex(
+                    r"(?i)(?:max-age|expires|path|domain|samesite|priority|version|comment|port)=").match(text, pair.start()):  # (a Set-Cookie's attribute: `Max-Age=31536000`)
                 spans.append(pair.span("v"))
     return _replace_spans(text, spans, count, replaced) if spans else (text, count)
 
@@ -9723,6 +9757,31 @@ _LINE_PREFIX = (r"(?m)^(?:#\d{1,4}[ \t]\d{1,5}\.\d{3}[ \t]|[ \t]*\d{1,6}(?:→|\
 _READ_AGAIN_MAX = 32768  # a larger text is read once (no prefix pass, no folding): a hostile one costs no more than twice a text of this size
 
 
+# A link that lets in whoever holds it, as the message around it says: "don't share this link", "No compartas
+# este enlace", "Nie przekazuj go nikomu", "your login link", "link de acesso". The random token in its path or
+# query is its secret, however short the path (`https://flt.example/v/…`).
+_LINK_NOT_TO_SHARE = (r"(?i)\b(?:do(?:n't|n’t|[ \t]+not)[ \t]+(?:share|forward)|never[ \t]+share|no[ \t]+(?:lo[ \t]+|la[ \t]+)?(?:compartas|comparta|reenv[ií]es?)"
+                      r"|não[ \t]+(?:compartilhe|partilhe|encaminhe)|nie[ \t]+(?:przekazuj|udostępniaj)|ne[ \t]+(?:le[ \t]+)?partagez[ \t]+pas|nicht[ \t]+weiter(?:geben|leiten)"
+                      r"|non[ \t]+(?:condividere|inoltrare)|(?:login|log-in|sign-in|magic|access)[ \t]+link|link[ \t]+(?:do|de|da)[ \t]+(?:logowania|acesso|acceso|login)"
+                      r"|enlace[ \t]+de[ \t]+acceso|lien[ \t]+de[ \t]+connexion)|нікому|никому|посилання[ \t]+для[ \t]+входу|ссылк\w[ \t]+для[ \t]+входа")
+_LINK_NOT_TO_SHARE_SEEN = ("share", "compart", "reenv", "encaminh", "przekaz", "udost", "partagez", "weiter", "condivid", "inoltr", "link", "enlace", "lien")  # (a cheap look)
+
+
+def _redact_links_not_to_share(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the token of each link that a message says lets its holder in
+    (_LINK_NOT_TO_SHARE, on the link's line or the line above or below it): a part of its path, or a
+    query's value, that looks machine-generated."""
+    spans = set()  # (read in text, the rules' redactions made: a token in a path is no whole word for _redact_again)
+    for said in _regex(_LINK_NOT_TO_SHARE).finditer(text):
+        line_end = text.find("\n", said.end())
+        start, end = _start_of_lines_above(text, said.start(), 1), _end_of_lines_below(text, len(text) if line_end < 0 else line_end, 1)
+        for link in _regex(r"https?://[^\s\"'<>()\[\]{}«»]+").finditer(text, start, end):
+            host_end = text.find("/", link.start() + link.group().index("//") + 2, link.end())
+            spans.update(part.span() for part in _regex(r"(?<=[/=])[A-Za-z0-9_\-]{16,128}(?![A-Za-z0-9_\-])").finditer(text, host_end, link.end())
+                         if host_end > 0 and looks_machine_generated(part.group()))
+    return _replace_spans(text, sorted(spans), count, replaced) if spans else (text, count)
+
+
 def _second_readings(original: str) -> list:
     """The passes that read a text once more, another way, as (name, pass) for those its content
     calls for: two for a text of any length (a mnemonic no word names, a list joined under a secret's
@@ -9772,6 +9831,8 @@ def _second_readings(original: str) -> list:
         readings.append(("continued lines joined", _redact_continued))
     if _regex(_BASE64_TOKEN).search(original):
         readings.append(("base64 decoded", _redact_decoded))
+    if "://" in original and _may_hold_a_word(original, _LINK_NOT_TO_SHARE_SEEN) and _regex(_LINK_NOT_TO_SHARE).search(original):
+        readings.append(("a link not to share", _redact_links_not_to_share))
     return readings
 
 
@@ -11283,10 +11344,11 @@ RULE_WORDS = {
     "sas-encoded-password": ("035cd5e7", ("{sas00", "{sasenc"), ("{sas00", "{sasenc"), ("}",)),
     "tableau-trusted-ticket": ("7bfa0169", ("/trusted/",), ("/trusted/",), ()),
     "openssl-raw-key": ("a6b61da0", ("openssl",), ("openssl",), ("-k",)),
-    "account-link-token": ("ee08a75a", ("/activate", "/confirm", "/dashboard/snapshot", "/invitation", "/invite",
-        "/magic-link", "/password-reset", "/reset", "/reset-password", "/unsubscribe", "/verify", "/verify-email"),
-        ("/activate", "/confirm", "/dashboard/snapshot", "/invitation", "/invite", "/magic-link", "/password-reset",
-        "/reset", "/reset-password", "/unsubscribe", "/verify", "/verify-email"), ()),
+    "account-link-token": ("ccf0a431", ("/activate", "/confirm", "/dashboard/snapshot", "/integration", "/invitation",
+        "/invite", "/join/", "/login/magic", "/magic", "/magic-link", "/password-reset", "/reset", "/reset-password",
+        "/unsubscribe", "/verify", "/verify-email"), ("/activate", "/confirm", "/dashboard/snapshot", "/integration",
+        "/invitation", "/invite", "/join/", "/login/magic", "/magic", "/magic-link", "/password-reset", "/reset",
+        "/reset-password", "/unsubscribe", "/verify", "/verify-email"), ()),
     "pentest-found-password": ("47b51b61", ("[+]", "[success]", "ntlm", "password", "sha1"), (), ()),
     "doppler-token": ("5d542c13", ("dp.audit", "dp.ct", "dp.pt", "dp.sa", "dp.scim", "dp.st"), ("dp.audit", "dp.ct",
         "dp.pt", "dp.sa", "dp.scim", "dp.st"), ()),
@@ -11821,7 +11883,7 @@ RULE_WORDS = {
         "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
         "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
         "session", "sifre", "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("=",)),
-    "heredoc-under-secret-name": ("dcfa07cd", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "heredoc-under-secret-name": ("c3ea64be", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs",
         "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
         "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
@@ -11973,16 +12035,16 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("6c8aae03", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
+    "context-command-output": ("3adbe7c5", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
         "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".generate()",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd",
         ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret",
         ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login",
-        "/oauth", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg", "api", "auth", "aws",
-        "bootstrap", "bun", "cfg.php", "config", "config-get", "configure", "cookie", "create", "create-for-rbac",
-        "cred", "credential", "decrypt", "deno", "docker/config.json", "document", "doppler", "echo", "env",
-        "export-key", "firebase", "gcloud", "generate", "generate-data-key", "generate-random", "generate_key(",
-        "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue",
+        "/oauth", "/pw.txt", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg", "api", "auth",
+        "aws", "bootstrap", "bun", "cfg.php", "config", "config-get", "configure", "cookie", "create",
+        "create-for-rbac", "cred", "credential", "decrypt", "deno", "docker/config.json", "document", "doppler",
+        "echo", "env", "export-key", "firebase", "gcloud", "generate", "generate-data-key", "generate-random",
+        "generate_key(", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue",
         "get-storedcredential", "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json", "id_ecdsa",
         "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate", "key=clear", "keyfile",
         "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass",
@@ -12045,7 +12107,7 @@ RULE_WORDS = {
         "sin", "sms", "todo", "too", "tout", "trop", "tudo", "tutto", "utan", "wiadomość", "without", "zonder",
         "zusammen", "χωρίς", "без", "слитно", "スペースなし", "空格", "띄어쓰기", "붙여서"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
-    "context-recovery-codes": ("61f2a8df", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
+    "context-recovery-codes": ("4db69a62", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
         "odzyskiwania", "recuperación", "recuperação", "reservkoder", "respaldo", "récupération", "secours",
         "sicherungscodes", "wiederherstellungscodes", "zapasowe", "återställningskoder", "восстановления", "резервные",
         "バックアップコード", "リカバリーコード", "备用码", "恢复码", "백업", "복구"), ("2fa", "backup", "backup-codes", "codes", "codici",
@@ -12076,7 +12138,7 @@ RULE_WORDS = {
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("123be4fb", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("e1cbec48", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "context-quoted-block": ("6adcfb11", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs",
         "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
         "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",

@@ -2308,6 +2308,71 @@ class TestRedaction(unittest.TestCase):
                 ["Zq4mVx9LtR2wN7bYcF3d", "8fe21c77a04"]})
         self.assert_kept(("Ana [10:02]: the deploy token expired again\nAna [10:02]: ... anyway, lunch?",))
 
+    def test_a_secrets_pieces_under_headers_labels_and_an_answer(self):
+        """The pieces of a secret a chat sends in messages of one token: the third under a header of its own
+        (each piece moves the reach on), the last ending in base64's `==`, the next one labelled ("e poi …",
+        "phần 2: …", or "ikinci yarı" on a line of its own), a question for a PIN answered by another
+        speaker's messages, and a machine's token given in two labelled halves with no word for it.
+        Kept: a compose file's `${X:?…}` (no question) and the setting after it."""
+        self.assert_redacted({
+            "Ivo Horvat, [03.07.2024 22:45]\nlozinka za NAS ide u 3 poruke\n\nIvo Horvat, [03.07.2024 22:45]\nq7Lm-2xR\n\nIvo Horvat, [03.07.2024 22:45]\n"
+            "Vb9@kT4\n\nIvo Horvat, [03.07.2024 22:46]\nZr8?wN3p": ["q7Lm-2xR", "Vb9@kT4", "Zr8?wN3p"],
+            "[15:31] Ana Lima\nthe storage key, in three because Teams breaks it:\n[15:31] Ana Lima\nQm7vX2kLp9Zr4wN8bYcF3d\n[15:31] Ana Lima\n"
+            "T4wN8bYcF3dXy41Lm2Kp\n[15:32] Ana Lima\nJlxq2ozto/RyuEHD/UQ==": ["Qm7vX2kLp9Zr4wN8bYcF3d", "T4wN8bYcF3dXy41Lm2Kp", "Jlxq2ozto/RyuEHD/UQ=="],
+            "Leyla, [18.03.2025 16:44]\nthe shop's secret key (ilk yarı)\nFPh8kdT0A4UFthOsWb\n\nLeyla, [18.03.2025 16:45]\nikinci yarı\nWKnT1ZLuDjQB":
+                ["FPh8kdT0A4UFthOsWb", "WKnT1ZLuDjQB"],
+            "Gianni: la password del router, due pezzi\nGianni: Xq7@Lm2z\nGianni: e poi Vb9kT4wN": ["Xq7@Lm2z", "Vb9kT4wN"],
+            "[2025-03-17 09:03] Tomek: Kasia, jaki jest pin do terminala?? klient czeka\n[2025-03-17 09:03] Kasia Nowak: 730514\n"
+            "[2025-03-17 09:04] Tomek: dzięki": ["730514"],
+            "Jo  9:14 PM\nfirst half: SG.aR8zG7HHZD9mxEXSYRhW.k5aD2XAz\nJo  9:14 PM\nsecond half: ASwX3LruNWtq1L5ua": ["SG.aR8zG7HHZD9mxEXSYRhW.k5aD2XAz", "ASwX3LruNWtq1L5ua"]})
+        self.assert_kept(("services:\n  app:\n    environment:\n      DB_PASSWORD: ${APP_DB_PASSWORD:?set in .env}\n      TZ: Europe/Istanbul",
+                          "[09:00] Ana: which pin is the status LED on?\n[09:01] Ivo: GPIO17 i think"))
+
+    def test_a_link_that_lets_its_holder_in_loses_its_token(self):
+        """A link a message says lets in whoever holds it ("don't share it", "No lo reenvíe", "your login link"),
+        however short its path; an invitation's `/join/t/…`, a login's `?t=…`, an alerting integration's key in
+        its path. Kept: a video's id beside the same words, a public dashboard's link that may be shared."""
+        self.assert_redacted({
+            "Your login link: https://app.example.org/l/Tq9Lm2Xr5Kp7Wd4Rt8Vz (valid 10 min). Don't share it.": ["Tq9Lm2Xr5Kp7Wd4Rt8Vz"],
+            "Siga su envío aquí:\nhttps://trk.example.mx/s/Zx7Qm2Lp9Rt4Wv8Nb3Kc6Hd?lang=es\nNo lo reenvíe, da acceso a la ubicación.": ["Zx7Qm2Lp9Rt4Wv8Nb3Kc6Hd"],
+            '{"event":"invite.created","invite_url":"https://app.example.org/join/t/Rk82LmQx7Zp3Wv9Tn4Yb6Hc1"}': ["Rk82LmQx7Zp3Wv9Tn4Yb6Hc1"],
+            "sign in with https://staging.example.org/u/login?t=Wq4Lz8Tr2Xk6Pm9Vb3Nc": ["Wq4Lz8Tr2Xk6Pm9Vb3Nc"],
+            "- url: https://events.example-pager.com/integration/q4k8z2m6x1v9c3b7n5w0r8t2y6u4i1o3/enqueue": ["q4k8z2m6x1v9c3b7n5w0r8t2y6u4i1o3"]})
+        self.assert_kept(("the demo: https://www.youtube.com/watch?v=dQw4w9WgXcQ (don't share it outside the team)",
+                          "Public dashboard, feel free to share: https://grafana.example.org/d/Ab3dEf6hIj9kLm2nOp5q/overview"))
+
+    def test_listings_and_settings_that_hold_no_secret_are_kept(self):
+        """What tools print beside secrets without holding one: go test's `--- PASS: Test…`, an annotation's
+        data hash, a listing of API keys by their ids made of zeros, an S3 alias's access key that is a name,
+        git's credential helper, a keychain item's date in hex, a cookie of settings in base64 and its
+        Max-Age, a log of a failed login for an id, a token's prefix a sentence describes, a sandbox's
+        token of zeros. Still caught: a secret access key made of words."""
+        self.assert_kept((
+            "=== RUN   TestSignUploadURL/expires_in_15m\n    --- PASS: TestSignUploadURL/expires_in_15m (0.00s)\nPASS",
+            "$ kubectl describe secret app-env\nName:         app-env\nAnnotations:  reconcile.example.io/data-hash: 9a1f3c5e7b2d4f6a8c0e1b3d5f7a9c2e\n\nType:  Opaque",
+            "$ twilio api:core:keys:list\nSID                                 Friendly Name\nSK0000000000000000000000000000000c  sms-prod-2025",
+            "$ mc alias list yard\nyard\n  URL       : https://s3.yard.example.internal:9000\n  AccessKey : yard-photo-sync\n  SecretKey : ******************",
+            "$ git config --get credential.helper\nosxkeychain",
+            '$ security find-generic-password -s "vpn-yard"\nattributes:\n    "mdat"<timedate>=0x32303234313130333038333031355A00  "20241103083015Z\\000"',
+            "Set-Cookie: site_prefs=ZnItQ0F8QW1lcmljYS9Ub3JvbnRvfGxpZ2h0; Path=/; Max-Age=31536000; SameSite=Lax",
+            "2025-03-14T10:11:02Z WARN auth: login failed for driver drv_4k8m2x9q7z (reason=invalid_password, attempts=3/5)",
+            "Checked: `ACME_TOKEN` is set in .env and starts with `acme_api_`, 40 characters total. I did not print it.",
+            "PAYMENTS_TOKEN=TEST-0000000000000000-000000-00000000000000000000000000000000-000000000"))
+        self.assert_redacted({"aws_secret_access_key = tiger-lily-moon": ["tiger-lily-moon"]})
+
+    def test_printed_keys_codes_and_phrases_in_new_layouts(self):
+        """What a session prints or pastes in layouts the readings missed: Django's generated key that starts
+        with `#` (no comment), recovery codes two to a line, a mnemonic whose lines start with their words'
+        range (`7-12  …`), a password file `pw.txt` read with cat."""
+        self.assert_redacted({
+            "$ python -c 'from django.core.management.utils import get_random_secret_key; print(get_random_secret_key())'\n#k2@m9vx!q7t^l4w=p8z)r3c+b6n&h1d_j5f0s-y2u":
+                ["#k2@m9vx!q7t^l4w=p8z)r3c+b6n&h1d_j5f0s-y2u"],
+            "Forgejo recovery codes (ops) — keep offline\n3fa9c1d07be24e58  9d2e7a41c06b35f8\nb41e6c9d28a7f053  07c3d9e1a5b2f864":
+                ["3fa9c1d07be24e58", "9d2e7a41c06b35f8", "b41e6c9d28a7f053", "07c3d9e1a5b2f864"],
+            'Notiz "Ledger Büro":\n1-6   ripple orange civil fossil kitten absorb\n7-12  hazard tunnel mercy oxygen wagon lizard':
+                ["ripple orange civil fossil kitten absorb", "hazard tunnel mercy oxygen wagon lizard"],
+            "$ cat ~/pw.txt\nKx7!mQ2zLw9Rt": ["Kx7!mQ2zLw9Rt"]})
+
     def test_a_bluetooth_passkey_and_a_value_terraform_gives_apart_from_its_name(self):
         """A Bluetooth pairing's passkey of six digits under a name that says so, and a Helm value Terraform
         sets in a block, its name on one line and its value on the next (`set_sensitive { name = "…" ⏎
@@ -12557,7 +12622,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind153_corpus.json": (0.77, 0.99), "blind154_corpus.json": (0.93, 0.99),
                  "blind156_corpus.json": (0.72, 0.99), "blind157_corpus.json": (0.89, 0.97),
                  "blind158_corpus.json": (0.98, 0.99), "blind160_corpus.json": (0.70, 0.99),
-                 "blind162_corpus.json": (0.98, 0.99), "blind163_corpus.json": (0.90, 0.99)}
+                 "blind162_corpus.json": (0.98, 0.99), "blind163_corpus.json": (0.90, 0.99),
+                 "blind165_corpus.json": (0.95, 0.98), "blind166_corpus.json": (0.96, 0.99)}
 
 
 def corpus_texts() -> list:
