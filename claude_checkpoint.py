@@ -1201,6 +1201,9 @@ def _is_template(v: str) -> bool:
         _is_mixed_password(_regex(r"\{(\w*)").match(slot).group(1)) for slot in slots)
 
 
+_STAND_IN_WORDS = frozenset(("any", "random", "some", "pick", "choose", "whatever", "string", "value", "here", "something", "anything", "your", "own", "put"))
+
+
 @_remembered
 def _is_placeholder(v: str) -> bool:
     """`CHANGE_ME`, `YOUR_STRIPE_API_KEY`, `your-token-here`, `xxxxxxxx`, `[REDACTED]`, and a value
@@ -1223,8 +1226,10 @@ def _is_placeholder(v: str) -> bool:
         return True  # what a CI prints for a masked value: **REDACTED**, #MASKED#
     if _regex(r"(?:AKIA|ASIA)[A-Z0-9]{0,12}EXAMPLE|[A-Za-z0-9/+]{20,40}EXAMPLEKEY").fullmatch(v) or v.lower() == "1password":
         return True  # AWS's documented example keys (AKIAIOSFODNN7EXAMPLE); a password manager's name
-    if _regex(r"(?i)[\w\-]*(?:do[-_]not[-_]use|not[-_]for[-_]prod\w*|dev[-_]only|insecure[-_]dev)[\w\-]*").fullmatch(v) and not looks_machine_generated(v):
-        return True  # a value that says it is none: django-insecure-dev-only-do-not-use-in-prod
+    if _regex(r"(?i)[\w\-]*(?:do[-_]not[-_]use|not[-_]for[-_]prod\w*|dev[-_]only|insecure[-_]dev|tests?[-_]only|for[-_]tests?|testing[-_]only)[\w\-]*").fullmatch(v) and not looks_machine_generated(v):
+        return True  # a value that says it is none: django-insecure-dev-only-do-not-use-in-prod, unit-tests-only
+    if _regex(r"[a-z]+(?:[-_][a-z]+){1,6}").fullmatch(v) and len(set(_regex(r"[-_]").split(v)) & _STAND_IN_WORDS) >= 2:
+        return True  # words that say any value goes there: pick-any-random-string, some_random_value_here
     if _regex(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}").fullmatch(v):
         return True  # abc123, foobar
     if len(v) >= 16 and v.count("x") + v.count("X") >= 12 and sum(map(str.isalnum, _regex(r"[xX]{3,}").sub("", v))) <= 4:
@@ -1504,6 +1509,8 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
     last, digits = _name_parts(name)[-1], any(map(str.isdigit, bare))
     if " " in bare.strip() and _regex(_CREDENTIAL_WORDS).search(bare) and not _regex(_AUTH_SCHEME).match(bare):
         return True
+    if _regex(r"(?i)keepass(?:xc|2android)?|lastpass|1password|passbolt|nordpass|passwork|roboform").fullmatch(name):
+        return True  # a password manager's name before what it holds: `KeePass: Datenbank "IT.kdbx" → …`
     if _names_a_key(name) and (_is_plain_words(bare) or len(bare) < 6 or " " in bare.strip() and not _regex(_AUTH_SCHEME).match(bare)
                                or bare.isalpha() and _is_built_of_words(bare)):
         return True  # also words with a space (`['token', 'quoted value']`), a key's name (`"ec2SshKey": "eksKeypair"`)
@@ -2023,7 +2030,7 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट|अलार्म|तिजोरी"
                 r"|cassafort[ei]|cassett\w{0,3}|armadiett[oi]|sef[auo]?|ulaz\w{0,3}|vrat\w{0,3}|ormar\w{0,4}|gara[žz]\w{0,2}|[šs]krinj\w{0,2}|komor\w{0,2}|shramb\w{0,2}"
                 r"|kutij\w{0,2}|klju[čc]avnic\w{0,2}|lokot\w{0,2}|z[áa]mek|z[áa]mku|sk[řr][íi][ňn]k\w{0,2}|schr[áa]nk\w{0,2}|nabiraln\w{0,3}|apartm[aá]n\w{0,2}|\w{0,12}d[öo]rr(?:en)?)(?![^\W\d_])"  # Italian, Croatian, Slovene, Czech, Swedish's ytterdörren
-                r"|(?<![^\W\d_])(?:teclados?|clavier|tastiera|tastenfeld\w{0,2}|klawiatur\w{0,2}|polvor[ií]n\w{0,2}|almac[ée]n\w{0,2}|bodega|armaz[ée]m|entrep[ôo]t|magazzino|\w{0,14}lager|magazyn\w{0,2}|gudang|склад\w{0,2}|\w{0,14}f[öo]rr[åa]d\w{0,4}|magazijn)(?![^\W\d_])"  # a keypad, a store or a magazine (Spanish, French, Italian, German, Polish, Indonesian, Russian, Swedish, Dutch)
+                r"|(?<![^\W\d_])(?:teclados?|teclat|clavier|tastiera|tastenfeld\w{0,2}|klawiatur\w{0,2}|polvor[ií]n\w{0,2}|almac[ée]n\w{0,2}|magatzem|bodega|kap[ıi](?:s[ıi]|y[ıi])?|depo(?:su)?|zaplecz\w{0,2}|kho|cửa|két|armaz[ée]m|entrep[ôo]t|magazzino|\w{0,14}lager|magazyn\w{0,2}|gudang|склад\w{0,2}|\w{0,14}f[öo]rr[åa]d\w{0,4}|magazijn)(?![^\W\d_])"  # a keypad, a store or a magazine (Spanish, Catalan, French, Italian, German, Polish, Indonesian, Russian, Swedish, Dutch, Turkish, Vietnamese)
                 r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|警報|공동현관|현관|서버실|도어락|출입문|금고|경보기?|倉庫|仓库|창고|キーパッド|키패드")  # (Japanese and Korean write no space around a word)
 
 
@@ -2035,7 +2042,8 @@ _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "
                 "bariyer", "barrier", "schranke", "barrera", "sbarra", "गेट", "अलार्म", "तिजोरी", "オートロック", "玄関", "宅配", "金庫", "ゲート", "警報", "현관", "倉庫", "仓库", "창고", "キーパッド", "키패드",
                 "teclado", "clavier", "tastiera", "tastenfeld", "klawiatur", "polvor", "almac", "bodega", "armaz", "entrep", "magazzino", "lager",
                 "magazyn", "gudang", "склад", "förråd", "forrad", "magazijn", "cassafort", "cassett", "armadiett", "sef", "ulaz", "vrat", "ormar", "gara",
-                "krinj", "komor", "shramb", "kutij", "ključavnic", "kljucavnic", "lokot", "zámek", "zamek", "zámku", "zamku", "skříň", "skrin", "schránk", "schrank", "nabiraln", "apartm", "dorr")
+                "krinj", "komor", "shramb", "kutij", "ključavnic", "kljucavnic", "lokot", "zámek", "zamek", "zámku", "zamku", "skříň", "skrin", "schránk", "schrank", "nabiraln", "apartm", "dorr",
+                "teclat", "magatzem", "kapi", "depo", "zaplecz", "kho", "cửa", "két")
 
 
 def _accept_place_label(match: Any) -> bool:
@@ -5147,6 +5155,13 @@ escaped-bytes-secret         -                      (?i)(?:secret|key|token|salt
 #   keep:  MAGIC = b'\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d'
 # BitLocker's recovery password: eight groups of six digits, a few lines below a word that names it.
 # Matrix's (Element's) recovery key: twelve groups of four base58 characters.
+# A MIFARE Classic sector's key A or B (six bytes in hex), as door-lock encoders and card tools write them; not a
+# key every reader knows (FFFFFFFFFFFF, the MAD key A0A1A2A3A4A5, NDEF's D3F7D3F7D3F7).
+mifare-sector-key            -                      (?i)(?<![A-Za-z0-9\-])(?:(?:sector|sektor)[ _\-]?\d{1,2}[ _\-]?key|key)[ _\-]?[AB](?![A-Za-z0-9])[ \t]*(?:[:=][ \t]*)?["']?(?P<s>(?!a0a1a2a3a4a5|b0b1b2b3b4b5|d3f7d3f7d3f7|(?:ff){6}|0{12})[0-9A-Fa-f]{12})(?![\w])
+#   catch: SECTOR_3_KEY_B=«7E41C9A02F6D»
+#   catch: [encoder]\nsite_key_a = «4B2D91E07AC3»
+#   keep:  SECTOR_0_KEY_A=A0A1A2A3A4A5
+#   keep:  key A: FFFFFFFFFFFF (transport default)
 matrix-recovery-key          -                      (?i:recovery|security)[ \t]+key[ \t]*(?:[:：][ \t]*)?(?P<s>[1-9A-HJ-NP-Za-km-z]{4}(?:[ \t][1-9A-HJ-NP-Za-km-z]{4}){11})(?![\w])
 #   catch: Recovery key: «EsTc UCVm NPvy Wagd QxRP r6TY KegB DeDy SjFz eX7g HyDL 5tEr»
 #   keep:  Recovery key: kept in the team vault
@@ -7064,11 +7079,13 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*(
 # The code that opens a place, the place named after the word "code" ("the code for the garage keypad
 # is 5093", "Koden till grinden är 4821", "el código de la puerta es 4821", "код от двери 1234"):
 # four to eight digits (a keypad's # or * after them).
-code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|kód|kódja|kódot|kódu|kodu|kody|cod|codul|κωδικός|код|combination|combinacion|combinación|combinação|kombination|رمز|ورمز)|(?<=[^\W\d_][^\W\d_])(?:kod(?:en|e)?|code))(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|teď|ted|most|acum|είναι|τώρα|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
+code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|codi|mã|kód|kódja|kódot|kódu|kodu|kody|cod|codul|κωδικός|код|combination|combinacion|combinación|combinação|kombination|رمز|ورمز)|(?<=[^\W\d_][^\W\d_])(?:kod(?:en|e)?|code))(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|és|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|teď|ted|most|acum|είναι|τώρα|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|és|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
 #   catch: per la sala server: codice allarme «48213907», poi la porta col badge.
 #   catch: SMS from Mum: the code for the garage keypad is «5093» now, dad changed it
 #   catch: Tjena! Koden till grinden är «4821», ha en trevlig helg i stugan!
 #   catch: el código de la puerta del almacén es «4821#»
+#   catch: el codi de la porta del magatzem és «5502#», i la clau la té en Pau
+#   catch: - mã cửa sau: «602715»
 #   catch: der Code für das Tor ist jetzt «4711»
 #   catch: код от двери склада «1234»
 #   catch: Kód na dveře serverovny B-014 je «812689», po návštěvě kód změnit.
@@ -9757,6 +9774,29 @@ _LINE_PREFIX = (r"(?m)^(?:#\d{1,4}[ \t]\d{1,5}\.\d{3}[ \t]|[ \t]*\d{1,6}(?:→|\
 _READ_AGAIN_MAX = 32768  # a larger text is read once (no prefix pass, no folding): a hostile one costs no more than twice a text of this size
 
 
+# A call that signs, encrypts, authenticates or connects, given a constant by its name (`hmac:new(SHARED, …)`,
+# `enc.authenticate(OPERATOR_PIN, SITE_KEY)`): the literal the text defines that name as is its key, when a
+# machine made it. A name that says it is public or no key (an IV, a salt, a host, a user) is passed over.
+_KEY_TAKING_CALL = (r"(?i)(?:\bhmac[:.](?:new|init|digest)|createHmac|hash_hmac|\bHMAC(?:\.\w+)?|\bauthenticate|\bsign(?:With)?|\b(?:en|de)crypt|\bFernet"
+                    r"|\bAES\.new|create(?:De)?cipheriv|\bset(?:ApiKey|Token|Auth\w{0,12})|\blogin|\bauth)\((?P<args>(?:[^()\n]|\([^()\n]{0,80}\)){1,200})\)")  # (an argument may be a call: `KEY.encode()`)
+_KEY_TAKING_CALL_SEEN = ("hmac", "authenticate(", "sign(", "signwith(", "crypt(", "fernet", "aes.new", "cipheriv(", "setapikey(", "settoken(", "setauth", "login(", "auth(")
+_NOT_A_KEY_NAME = r"(?i)pub|\biv\b|_iv\b|nonce|salt|host|url|user|name|region|endpoint|path|port|(?:^|_)id$|[a-z]Id$"
+
+
+def _redact_constants_given_to_calls(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with each literal that a name is defined as (_STRING_DEFINITION) and that the
+    name then gives to a call that signs, encrypts or authenticates (_KEY_TAKING_CALL), when a machine
+    made it and the name is not one of what such calls also take (_NOT_A_KEY_NAME)."""
+    names = {name for call in _regex(_KEY_TAKING_CALL).finditer(original)
+             for name in _regex(r"(?<![\w.\"'$])[A-Za-z_]\w{2,40}(?![\w(\"'])").findall(call.group("args"))}
+    if not names:
+        return text, count
+    found = [value for definition in _regex(_STRING_DEFINITION).finditer(original) if definition.group("name") in names
+             for value in (definition.group("value"),) if value and not _regex(_NOT_A_KEY_NAME).search(definition.group("name"))
+             and looks_machine_generated(value) and not _is_reference(value) and not _is_masked_or_public(value)]
+    return _redact_found_again(text, count, replaced, found)
+
+
 # A link that lets in whoever holds it, as the message around it says: "don't share this link", "No compartas
 # este enlace", "Nie przekazuj go nikomu", "your login link", "link de acesso". The random token in its path or
 # query is its secret, however short the path (`https://flt.example/v/…`).
@@ -9831,6 +9871,8 @@ def _second_readings(original: str) -> list:
         readings.append(("continued lines joined", _redact_continued))
     if _regex(_BASE64_TOKEN).search(original):
         readings.append(("base64 decoded", _redact_decoded))
+    if "(" in original and "=" in original and _may_hold_a_word(original, _KEY_TAKING_CALL_SEEN):
+        readings.append(("a constant given to a call that signs", _redact_constants_given_to_calls))
     if "://" in original and _may_hold_a_word(original, _LINK_NOT_TO_SHARE_SEEN) and _regex(_LINK_NOT_TO_SHARE).search(original):
         readings.append(("a link not to share", _redact_links_not_to_share))
     return readings
@@ -11331,6 +11373,7 @@ RULE_WORDS = {
         "install", "ki", "milenage", "net", "nwk", "opc"), ()),
     "escaped-bytes-secret": ("c425011a", ("key", "passw", "salt", "secret", "token"), ("key", "passw", "salt",
         "secret", "token"), ("\\x",)),
+    "mifare-sector-key": ("5ef1fae0", ("key", "sector", "sektor"), ("key", "sector", "sektor"), ()),
     "matrix-recovery-key": ("770216ec", ("recovery", "security"), ("recovery", "security"), ("key",)),
     "bitlocker-recovery-key": ("2957dc52", ("bitlocker", "chave", "clave", "clé", "key", "klucz", "password",
         "recovery", "schluessel", "schlüssel", "wiederherstellung"), ("bitlocker", "chave", "clave", "clé", "key",
@@ -11910,12 +11953,12 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("f589ce78", ("key",), ("key",), ()),
-    "code-for-a-place": ("cc387d82", ("cod", "code", "codes", "codice", "codigo", "codul", "combinacion",
+    "code-for-a-place": ("336abd2f", ("cod", "code", "codes", "codi", "codice", "codigo", "codul", "combinacion",
         "combinación", "combination", "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody",
-        "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός", "код", "رمز", "ورمز"), ("cod", "code", "codes",
-        "codice", "codigo", "codul", "combinacion", "combinación", "combination", "combinação", "código", "kod",
-        "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot", "kódu", "κωδικός",
-        "код", "رمز", "ورمز"), ()),
+        "kombination", "kód", "kódja", "kódot", "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ("cod", "code",
+        "codes", "codi", "codice", "codigo", "codul", "combinacion", "combinación", "combination", "combinação",
+        "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot",
+        "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ()),
     "place-label-code": ("cdcc0707", (), (), ()),
     "context-credential-word": ("92b35540", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",

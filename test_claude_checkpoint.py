@@ -2373,6 +2373,26 @@ class TestRedaction(unittest.TestCase):
                 ["ripple orange civil fossil kitten absorb", "hazard tunnel mercy oxygen wagon lizard"],
             "$ cat ~/pw.txt\nKx7!mQ2zLw9Rt": ["Kx7!mQ2zLw9Rt"]})
 
+    def test_a_constant_given_by_name_to_a_call_that_signs_is_a_key(self):
+        """A literal a machine made, defined under a name that the code then gives to a call that signs,
+        encrypts or authenticates (Lua's `hmac:new(SHARED, …)`, Rust's `authenticate(PIN, SITE_KEY)`, Python's
+        `hmac.new(KEY, …)`), whatever the name. Kept: what such calls also take by name (an IV, a host, a
+        user), and a constant no such call takes."""
+        self.assert_redacted({
+            'local SHARED = "q7Lm2xRt9Vb4Wn8Kp3Zc6Hd1"\nlocal h = hmac:new(SHARED, hmac.ALGOS.SHA256)': ["q7Lm2xRt9Vb4Wn8Kp3Zc6Hd1"],
+            'const SITE_CODE: &str = "5A0F3C9E7B2D4A6C8E1F0B3D5C7A9E2F";\nenc.authenticate(OPERATOR, SITE_CODE)?;': ["5A0F3C9E7B2D4A6C8E1F0B3D5C7A9E2F"],
+            'SIGNING = "Zr8wN3pQx7Lm2Kt9Vb4Y"\ndigest = hmac.new(SIGNING.encode(), body, "sha256").hexdigest()': ["Zr8wN3pQx7Lm2Kt9Vb4Y"]})
+        self.assert_kept(('AES_IV = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"\ncipher = AES.new(key, AES.MODE_CBC, AES_IV)',
+                          'BUILD_TAG = "Zr8wN3pQx7Lm2Kt9Vb4Y"\nprint(BUILD_TAG)'))
+
+    def test_values_that_say_any_will_do_and_a_password_managers_name_are_kept(self):
+        """Kept: a value whose words say any value goes there (`pick-any-random-string`), one that says it is
+        for tests only, a password manager's name before the database it names. Still caught: a passphrase
+        of ordinary words under the same name."""
+        self.assert_kept(("WA_VERIFY_TOKEN=choose-any-random-string", '    monkeypatch.setenv("APP_SECRET_KEY", "unit-tests-only")',
+                          'KeePass: Datenbank "IT-Team.kdbx" → Gruppe "Server" → Einträge: NAS, Router'))
+        self.assert_redacted({"WA_VERIFY_TOKEN=harbor-violet-engine-47": ["harbor-violet-engine-47"]})
+
     def test_a_bluetooth_passkey_and_a_value_terraform_gives_apart_from_its_name(self):
         """A Bluetooth pairing's passkey of six digits under a name that says so, and a Helm value Terraform
         sets in a block, its name on one line and its value on the next (`set_sensitive { name = "…" ⏎
