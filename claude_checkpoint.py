@@ -4463,7 +4463,7 @@ def _find_code_lines(match: Any) -> list:
         if _regex(r"\d").search(code.group()):
             spans.append(code.span())  # a code in groups one space apart: Google's `1318 5257`, Bitwarden's `KAL9 QP2D …`
     grouped = list(spans)
-    for code in _regex(r"[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,3}").finditer(match.string, match.start("s"), match.end("s")):
+    for code in _regex(r"[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,7}").finditer(match.string, match.start("s"), match.end("s")):
         if any(a <= code.start() < b for a, b in grouped):
             continue
         value, shape = code.group(), tuple(map(len, code.group().split("-")))
@@ -5162,6 +5162,20 @@ mifare-sector-key            -                      (?i)(?<![A-Za-z0-9\-])(?:(?:
 #   catch: [encoder]\nsite_key_a = «4B2D91E07AC3»
 #   keep:  SECTOR_0_KEY_A=A0A1A2A3A4A5
 #   keep:  key A: FFFFFFFFFFFF (transport default)
+# A recovery code on the line that names it, in groups: `Wiederherstellungscode: D78NA-…`, `2FA recovery code (K46…): 0UF3-…`.
+recovery-code-inline         -                      (?i)(?:(?:recovery|backup|2fa|bypass)[ \t_\-]?codes?|wiederherstellungs-?codes?|code[ \t]+de[ \t]+(?:récupération|secours)|(?:código|codigo)[ \t]+de[ \t]+(?:recuperaci[óo]n|recupera[çc][ãa]o))\b[^\n:：]{0,40}[:：][ \t]*(?:\r?\n[ \t]*)?(?P<s>[A-Za-z0-9]{4,6}(?:-[A-Za-z0-9]{4,6}){3,7}|[0-9A-Fa-f]{4}(?: [0-9A-Fa-f]{4}){7,15})(?![\w\-])
+#   catch: Microsoft-Konto ops@example.org\nWiederherstellungscode: «Q7RN4-KM82X-PT6WZ-H3JDA-9VCLF»
+#   catch: Hoster console 2FA recovery code (K4410093): «7RX2-91KD-M4QT-W8ZP»
+#   catch: Mail-Wiederherstellungscode:\n«5a21 c9d0 e7b3 4f18 0c6a 92de b4f7 1e83 7d05 a6c2 39bf e410 8d6c 2f97 c03a 61e5»
+#   keep:  Recovery code: stored in the team vault (entry "hoster-2fa")
+# A KeePass key file (`.keyx`, `.key` in XML): its <Data> is the key that opens the database, with or without the password.
+keepass-key-file             -                      <Key>[ \t]*\r?\n?[ \t]*<Data(?:[ \t]+Hash="[0-9A-Fa-f]{8}")?>[ \t\r\n]*(?P<s>[0-9A-Za-z+/=](?:[0-9A-Za-z+/= \t]|\r?\n){14,600}?[0-9A-Za-z+/=])[ \t\r\n]*</Data>
+#   catch: <KeyFile>\n\t<Meta>\n\t\t<Version>1.00</Version>\n\t</Meta>\n\t<Key>\n\t\t<Data>«Wm4Lz8Tr2Xk6Pq9Vb3Nc7Hd1Jf5Sg0Ke2Ya8Rw4Ut6=»</Data>\n\t</Key>\n</KeyFile>
+#   keep:  <Key>\n<Data>see the vault</Data>
+# A wallet's private key (32 bytes in hex) after `priv`, as account listings abbreviate it.
+priv-hex-key                 -                      (?i)(?<![\w\-])priv[ \t]*[:=]?[ \t]+(?:0x)?(?P<s>[0-9a-f]{64})(?![0-9a-z])
+#   catch: account #1\n  address   0x3b1c5d7e9f2a4b6c8d0e1f3a5b7c9d1e2f4a6b8c\n  priv      «6f1d3b5a7c9e2f4a6b8c0d1e3f5a7b9c2d4e6f8a1b3c5d7e9f0a2b4c6d8e1f3a»
+#   keep:  priv      0x3b1c5d7e9f2a4b6c8d0e1f3a5b7c9d1e2f4a6b8c (an address: 20 bytes)
 matrix-recovery-key          -                      (?i:recovery|security)[ \t]+key[ \t]*(?:[:：][ \t]*)?(?P<s>[1-9A-HJ-NP-Za-km-z]{4}(?:[ \t][1-9A-HJ-NP-Za-km-z]{4}){11})(?![\w])
 #   catch: Recovery key: «EsTc UCVm NPvy Wagd QxRP r6TY KegB DeDy SjFz eX7g HyDL 5tEr»
 #   keep:  Recovery key: kept in the team vault
@@ -7851,7 +7865,7 @@ context-numbered-parts       numbered-parts         1(?:(?<=[^\W\d_]1)|(?<=[^\W\
 #   catch: Anh gửi key làm 2 phần cho an toàn nha:\nphần 1: «AIzaSyOa2BZB9sryd»\nphần 2: «f2tBx5e7vpZ0kvsoLgyslg»\nghép lại là xài được
 #   keep:  the token refresh takes two steps:\nstep 1: npm install\nstep 2: npm test
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
-context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2fa|one-time)[ \t_\-]+(?:(?:verification|login|sign-?in)[ \t]+)?codes?|återställningskoder|reservkoder|wiederherstellungscodes|sicherungscodes|backup-codes|herstelcodes|codes[ \t]+de[ \t]+(?:récupération|secours)|códigos[ \t]+de[ \t]+(?:recuperación|recuperação|respaldo)|codici[ \t]+di[ \t]+(?:recupero|backup)|kody[ \t]+(?:zapasowe|odzyskiwania)|kurtarma[ \t]+kodları|yedek[ \t]+kodlar|резервные[ \t]+коды|коды[ \t]+восстановления|リカバリーコード|バックアップコード|恢复码|备用码|복구[ \t]?코드|백업[ \t]?코드)[^\n]{0,80}\n(?:[ \t]*\r?\n|[ \t]*[\w.+\-]+@[\w\-]+\.[\w.\-]+[ \t]*\r?\n){0,3}(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,3}(?:[ \t]{1,8}(?:\d{1,2}[.)][ \t]*)?[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,3}){0,7}[ \t]*(?:\r?\n|$)){1,24}))
+context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2fa|one-time|bypass)[ \t_\-]+(?:(?:verification|login|sign-?in)[ \t]+)?codes?|återställningskoder|reservkoder|wiederherstellungscodes?|sicherungscodes|backup-codes|herstelcodes|codes[ \t]+de[ \t]+(?:récupération|secours)|códigos[ \t]+de[ \t]+(?:recuperación|recuperação|respaldo)|codici[ \t]+di[ \t]+(?:recupero|backup)|kody[ \t]+(?:zapasowe|odzyskiwania)|kurtarma[ \t]+kodları|yedek[ \t]+kodlar|резервные[ \t]+коды|коды[ \t]+восстановления|リカバリーコード|バックアップコード|恢复码|备用码|복구[ \t]?코드|백업[ \t]?코드)[^\n]{0,80}\n(?:[ \t]*\r?\n|[ \t]*[\w.+\-]+@[\w\-]+\.[\w.\-]+[ \t]*\r?\n){0,3}(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,7}(?:[ \t]{1,8}(?:\d{1,2}[.)][ \t]*)?[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,7}){0,7}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: Återställningskoder för breakglass02 (Duo), i kassaskåpet:\n  «40917263»  «88120574»\n  «31609852»  «75243190»
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
 #   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
@@ -7860,6 +7874,8 @@ context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2f
 #   catch: GitHub recovery codes (typed from a photo, sorry)\n«7bmk-s8lx»   «1mfi-4s39»\n«svzu-fycv»   «dwtl-795l»\nKeep your recovery codes in a safe spot.
 #   catch: BACKUP VERIFICATION CODES\n\nlab.calendar@example.edu\n\n1. «2941 6630»      6. «4820 1175»\n2. «7713 0592»      7. «3358 9046»
 #   catch: Bitwarden two-step login recovery code for the org owner:\n«QX7M 2KDA PLWN 8ZRT CV3H 9BNE»
+#   catch: Duo bypass codes for the break-glass admin (ten uses each):\n«518204736» «904417268» «377150912»
+#   catch: Mailbox-Wiederherstellungscode (2FA) für das Team-Konto:\n«7kq2-m9vx-t4pw-z8rn-c3hd-y6bf»
 #   catch: Please copy these recovery codes and keep them in a safe place.\n\n  «5a1c93e07bd24f86»\n  «c04e7f1a9b3d6e25»
 # A list of labels and values under a heading that names passwords or access codes (`Büro Zugangscodes`,
 # `Kódy zabezpečovacích ústředen`, `IT Passwörter`): each value a password or a code.
@@ -8256,7 +8272,7 @@ _SEED_NUMBER = r"(?:\d{1,2}[.)][ \t]*|\d{1,2}[ \t]+|\d{1,2}[ \t]*\|[ \t]*|\d{1,2
 _SEED_GAP = r"(?:,?[ \t\u3000]+|[ \t]*(?:\|[ \t]*)?\r?\n[ \t]*(?:\|[ \t]*)?|[ \t]*\|[ \t]*)"  # (blanks read one way: a run of them split in every way took minutes)
 # A word for a mnemonic, or for the wallet or backup it restores, in the languages people write it in.
 _SEED_NAMED = (r"(?i)seed|mnemoni|recovery|backup|wallet|phrase|frase|palavras|parole|mots|wörter|wort|kelime|słowa|слов|сид|фраз|semilla"
-               r"|cartera|carteira|portefeuille|geldbörse|cüzdan|portfel|кошел|ledger|trezor|keystone|metamask|復元|フレーズ|ニーモニック|助记词|助記詞|钱包|錢包|단어|복구|시드|니모닉|지갑")
+               r"|cartera|carteira|portefeuille|geldbörse|cüzdan|portfel|кошел|ledger|trezor|keystone|metamask|復元|フレーズ|ニーモニック|バックアップ|単語|助记词|助記詞|钱包|錢包|단어|복구|시드|니모닉|지갑")
 _SEED_NAMED_SEEN = ("seed", "mnemoni", "recovery", "backup", "wallet", "phrase", "frase", "palavras", "parole", "mots", "wort", "kelime", "slowa",
                     "semilla", "cartera", "carteira", "portefeuille", "geldb", "cuzdan", "portfel", "ledger", "trezor", "keystone", "metamask")  # (their ASCII words, a cheap look)
 _SEED_LAYOUT = (r"(?<![\w'’\-])(?<![^\W\d_][ \t\u3000\n])" + _SEED_NUMBER + "?" + _SEED_WORD
@@ -9705,8 +9721,8 @@ def _is_sibling_cell(value: str, header: bool) -> bool:
         return False
     if _regex(_ADDRESS_START + "|" + _TIMESTAMP).match(value):
         return False  # a URL, an e-mail address, an IP address, a date
-    if _regex(r"[a-z][a-z0-9]*(?:[_\-.][a-z0-9]+)*").fullmatch(value) and not _regex(_PASSPHRASE).fullmatch(value) and not looks_machine_generated(value):
-        return False  # a name in small letters: `created_at`, `eu-west-1`, `smtp` (not a key in small hex: `eb34731a2dff…`)
+    if _regex(r"[a-z][a-z0-9]*(?:[_\-.][a-z0-9]+)*").fullmatch(value) and not _regex(_PASSPHRASE + r"|[a-z]{3,10}(?:[._][a-z]{3,10}){2,5}|[a-z]{4,12}(?:19|20)\d\d[_.]?").fullmatch(value) and not looks_machine_generated(value):
+        return False  # a name in small letters: `created_at`, `eu-west-1`, `smtp` (not a key in small hex: `eb34731a2dff…`, a word and a year: `diwali1987`, words joined: `sunset_glacier_pickle`)
     return not _names_a_secret(value)
 
 
@@ -11374,6 +11390,10 @@ RULE_WORDS = {
     "escaped-bytes-secret": ("c425011a", ("key", "passw", "salt", "secret", "token"), ("key", "passw", "salt",
         "secret", "token"), ("\\x",)),
     "mifare-sector-key": ("5ef1fae0", ("key", "sector", "sektor"), ("key", "sector", "sektor"), ()),
+    "recovery-code-inline": ("5b68cf87", ("code", "recupera", "récupération", "secours", "wiederherstellungs"), ("2fa",
+        "backup", "bypass", "code", "codigo", "código", "recovery", "wiederherstellungs"), (" ", "-")),
+    "keepass-key-file": ("bbe4f7e4", ("</data>",), ("<key>",), ("<key>",)),
+    "priv-hex-key": ("79d88282", ("priv",), ("priv",), ()),
     "matrix-recovery-key": ("770216ec", ("recovery", "security"), ("recovery", "security"), ("key",)),
     "bitlocker-recovery-key": ("2957dc52", ("bitlocker", "chave", "clave", "clé", "key", "klucz", "password",
         "recovery", "schluessel", "schlüssel", "wiederherstellung"), ("bitlocker", "chave", "clave", "clé", "key",
@@ -12150,13 +12170,13 @@ RULE_WORDS = {
         "sin", "sms", "todo", "too", "tout", "trop", "tudo", "tutto", "utan", "wiadomość", "without", "zonder",
         "zusammen", "χωρίς", "без", "слитно", "スペースなし", "空格", "띄어쓰기", "붙여서"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
-    "context-recovery-codes": ("4db69a62", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
+    "context-recovery-codes": ("eb4dfd6d", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
         "odzyskiwania", "recuperación", "recuperação", "reservkoder", "respaldo", "récupération", "secours",
-        "sicherungscodes", "wiederherstellungscodes", "zapasowe", "återställningskoder", "восстановления", "резервные",
-        "バックアップコード", "リカバリーコード", "备用码", "恢复码", "백업", "복구"), ("2fa", "backup", "backup-codes", "codes", "codici",
-        "códigos", "herstelcodes", "kody", "kurtarma", "one-time", "recovery", "reservkoder", "sicherungscodes",
-        "wiederherstellungscodes", "yedek", "återställningskoder", "коды", "резервные", "バックアップコード", "リカバリーコード", "备用码",
-        "恢复码", "백업", "복구"), ("\n",)),
+        "sicherungscodes", "wiederherstellungscode", "zapasowe", "återställningskoder", "восстановления", "резервные",
+        "バックアップコード", "リカバリーコード", "备用码", "恢复码", "백업", "복구"), ("2fa", "backup", "backup-codes", "bypass", "codes",
+        "codici", "códigos", "herstelcodes", "kody", "kurtarma", "one-time", "recovery", "reservkoder",
+        "sicherungscodes", "wiederherstellungscode", "yedek", "återställningskoder", "коды", "резервные", "バックアップコード",
+        "リカバリーコード", "备用码", "恢复码", "백업", "복구"), ("\n",)),
     "context-heading-list": ("009e2c36", ("access", "alarmcodes", "api-schlüssel", "chiavi", "claves", "clés", "codes",
         "codici", "contraseñas", "códigos", "hasla", "hasła", "hesla", "kennwoerter", "kennwörter", "keys", "koden",
         "koder", "kodlar", "kody", "kódy", "lösenord", "passe", "passwoerter", "passwords", "passwörter", "senhas",

@@ -2393,6 +2393,19 @@ class TestRedaction(unittest.TestCase):
                           'KeePass: Datenbank "IT-Team.kdbx" → Gruppe "Server" → Einträge: NAS, Router'))
         self.assert_redacted({"WA_VERIFY_TOKEN=harbor-violet-engine-47": ["harbor-violet-engine-47"]})
 
+    def test_a_columns_word_and_year_or_joined_words_beside_redacted_passwords(self):
+        """In a column whose other cells hold passwords the rules took, a cell of a word and a year
+        (`tulip1986`) or of words joined by `_` or `.` is a password too; a mnemonic in kana under a Japanese
+        word for a backup (not in the order of a word list). Kept: a name in small letters in such a column (`read-only`)."""
+        text = ("host1;user1;pass1\nimap.example.de;anna@example.de;Xk29!mPq7zLw\nimap.example.de;jan@example.de;tulip1986\n"
+                "imap.example.de;ola@example.de;Rt8#VbN3cQa2")
+        self.assert_redacted({text: ["Xk29!mPq7zLw", "tulip1986", "Rt8#VbN3cQa2"],
+                              "ws16   10.28.1.96   admin   Qm7@vX2kLp9Z\ngpu03  10.19.1.239  admin   walnut_harbor_pickle\nws22   10.4.2.204   admin   Lw4!Rt8Vb2Nc":
+                                  ["Qm7@vX2kLp9Z", "walnut_harbor_pickle", "Lw4!Rt8Vb2Nc"],
+                              "佐藤さん、バックアップの単語です：けいかく　あおぞら　さくら　うらない　えほん　いきおい　かいだん　きぼう　あいこくしん　くしゃみ　こうえん　おうえん":
+                                  ["けいかく　あおぞら　さくら"]})
+        self.assert_kept(("| key | scope |\n|---|---|\n| «redacted» | read-only |",))
+
     def test_a_bluetooth_passkey_and_a_value_terraform_gives_apart_from_its_name(self):
         """A Bluetooth pairing's passkey of six digits under a name that says so, and a Helm value Terraform
         sets in a block, its name on one line and its value on the next (`set_sensitive { name = "…" ⏎
