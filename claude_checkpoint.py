@@ -2578,6 +2578,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|heroku[ \t]+(?:auth:token|config)"
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+(?:tokens?|(?:pre)?auth-?keys?)[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|rclone[ \t]+obscure|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
+    r"|cloudflared[ \t]+tunnel[ \t]+token|[\w\-]+[ \t][^\n|]*?\bget-(?:auth|access|api)-(?:string|token|key)s?\b"  # a tunnel's token, a Redis instance's AUTH string
     r"|firebase[ \t]+login:ci|p4[ \t]+[^\n]*\blogin[ \t]+-p\b|[^\n]*ProtectedData\]::Unprotect\(|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|aws[ \t][^\n]*?--query[ \t=]+['\"][^'\"\n]*(?i:presharedkey|password|secret|token)"  # a describe- that selects a secret: --query '…PreSharedKey'
     r"|curl\b[^\n]*?[^/]/(?:session|login|token|oauth2?/token|auth/token|authenticate)(?=[/?\"'\s]|$)|curl\b[^\n]*?/actuator/env/\S*(?i:pass|secret|token|key)"
@@ -3460,7 +3461,7 @@ def _find_login_message(match: Any) -> list:
 # its shape (a password a person chose as much as a token).
 _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|[ \t])(?:go)?pass[ \t]+(?:show[ \t]+)?[\w./\-]+[ \t]*$"
                          r"|op[ \t]+read|bw[ \t]+get[ \t]+password|bw[ \t]+(?:unlock|login)[^\n]*--raw|lpass[ \t]+show[^\n]*--password|base64[ \t]+(?:-d|--decode|-D)"
-                         r"|auth[ \t]+token|auth:token|print-access-token|get-login-password|secret-tool[ \t]+lookup"
+                         r"|auth[ \t]+token|auth:token|cloudflared[ \t]+tunnel[ \t]+token|print-access-token|get-login-password|secret-tool[ \t]+lookup"
                          r"|keyring[ \t]+get|output[ \t]+-raw|--plain\b|get-access-token[^\n]*-o[ \t]+tsv|initial-password"
                          r"|nmcli[^\n]*[ \t](?:-s|--show-secrets)[^\n]*[ \t]-g[ \t]+\S*(?:psk|password)"
                          r"|printenv[ \t]+\w*(?:PASS|PWD|TOKEN|SECRET|KEY|pass|token|secret|key)\w*[ \t]*$"
@@ -3690,8 +3691,8 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
         return False
     if _is_reference(value) or _is_masked_or_public(value) or _is_placeholder(value) or _is_call(value):
         return False  # (also code a grep found: `password = forms.CharField(widget=forms.PasswordInput)`)
-    if strength == 2 and _regex(_UUID).fullmatch(value):
-        return True  # Consul's and Nomad's tokens are UUIDs
+    if (strength == 2 or _regex(r"(?i)auth[ _\-]?(?:string|token)").fullmatch(name)) and _regex(_UUID).fullmatch(value):
+        return True  # Consul's and Nomad's tokens are UUIDs, as Memorystore's AUTH string is
     if name.lower() in _HOLDER_WORDS or strength == 1:
         return looks_machine_generated(value)  # `base64:CiI0H8Cd…` (php artisan key:generate --show)
     if not _may_be_a_password(value):
@@ -4707,6 +4708,8 @@ def _accept_url_parameter(match: Any) -> bool:
     name, strength = written.lower(), secret_strength(written)  # as written: pageToken is a page's token
     if name == "s" and _regex(r"[0-9a-f]{32}").fullmatch(value):
         return True  # imgix's signature: ?…&s=<32 hex>
+    if name in ("p", "pw") and _regex(r"[?&]u(?:ser)?=[^&\s]{1,64}&$").search(_line_before(match.string, match.start("name"), 200)) and not _is_reference(value):
+        return len(value) >= 4  # a user's password after its name, InfluxDB's `/query?u=grafana&p=…`
     if len(name) == 1 and _regex(r"(?i)/[\w\-]*(?:invit|convit|einlad|accept|aceit|magic|verif|confirm|reset|activat|ativa|login|signin|sign-in|entrar|acesso|acceso|connexion|anmeld|logowan|zaloguj)[\w\-/]*(?:\?[^\s#?]*)?$").search(
             _line_before(match.string, match.start(), 200)):
         return looks_machine_generated(value)  # an invitation's or a magic link's token: /convite/aceitar?t=…, /u/login?t=…
@@ -9858,7 +9861,7 @@ def _second_readings(original: str) -> list:
         readings.append(("list joined under a secret's name", _redact_joined_by_name))
     if len(original) > _READ_AGAIN_MAX:
         return readings  # (those two read a text of any length: a mnemonic in a long text must still go)
-    if _regex(_LINE_PREFIX).search(original) or "'\\''" in original or "\\n" in original:
+    if _regex(_LINE_PREFIX).search(original) or "'\\''" in original or "\\n" in original or "\x1b[" in original:
         readings.append(("lines without their prefixes", _redact_under_prefixes))
     if "\n" in original or "<" in original:
         readings.append(("text as written", _redact_read_as_written))
@@ -10260,13 +10263,15 @@ def _redact_under_prefixes(_original: str, text: str, count: int, replaced: list
     the lines' prefixes are set aside (_LINE_PREFIX: a numbered file read, grep's output, a diff;
     only the rules that read lines) or
     a shell's or JSON's escapes undone (every rule) also redacted, wherever they stand whole (each
-    line of a value that spans lines: a key's body)."""
+    line of a value that spans lines: a key's body); a terminal's colour codes taken out too."""
     output_key = r'"\w{0,30}(?:content|output|stdout|stderr|text|result)"[ \t]*:[ \t]*"'
     escaped = "'\\''" in text or "\\n" in text and _regex(output_key).search(text) is not None
     source = text
     if escaped:  # a shell's quote inside quotes (Codex's `bash -lc '… '\''…'\'' …'`), a JSON string's lines (a tool's result)
         source = text.replace("'\\''", "'").replace("\\n", "\n").replace('\\"', '"')
         source = _regex(output_key).sub(lambda key: key.group() + "\n", source)  # its first line starts a line: a table's header
+    if "\x1b[" in source:  # a terminal's colours (`\x1b[36mPGPASSWORD\x1b[0m=\x1b[32m'…'`): the text as it reads on screen
+        source, escaped = _regex(r"\x1b\[[0-9;?]{0,20}[A-Za-z]").sub("", source), True
     prefixes = [prefix.span() for prefix in _regex(_LINE_PREFIX).finditer(source)]  # (a JSON string's lines have theirs once undone)
     if "⎿" in source:
         prefixes = sorted(set(prefixes + _output_indents(source)))
@@ -12098,25 +12103,26 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("3adbe7c5", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
+    "context-command-output": ("d107c097", ("$env:", "--export-secret-", "--expose-token", "--fields", "--query",
         "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env", ".generate()",
         ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12", ".passwd",
         ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg", ".secret",
         ".secretkey", ".tfstate", ".tfvars", ".token", "/actuator/env/", "/auth/token", "/authenticate", "/login",
         "/oauth", "/pw.txt", "/session", "/token", "account", "age-keygen", "ansible-vault", "apg", "api", "auth",
-        "aws", "bootstrap", "bun", "cfg.php", "config", "config-get", "configure", "cookie", "create",
+        "aws", "bootstrap", "bun", "cfg.php", "cloudflared", "config", "config-get", "configure", "cookie", "create",
         "create-for-rbac", "cred", "credential", "decrypt", "deno", "docker/config.json", "document", "doppler",
         "echo", "env", "export-key", "firebase", "gcloud", "generate", "generate-data-key", "generate-random",
-        "generate_key(", "genkey", "get", "get-access-token", "get-azkeyvaultsecret", "get-secret", "get-secretvalue",
-        "get-storedcredential", "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json", "id_ecdsa",
-        "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "key", "key:generate", "key=clear", "keyfile",
-        "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass",
-        "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass",
-        "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private", "protecteddata]::unprotect(",
-        "pwd", "pwgen", "python", "rails", "randombytes(", "read", "requirepass", "reset-password", "ruby", "runner",
-        "secret", "secret-tool", "securerandom.", "shadow", "signin", "solana", "sops", "status", "storage",
-        "systemd-creds", "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock",
-        "urandom(", "variable", "variables", "vault", "vault_pass", "vercel", "wallet", "wrangler"), (), ("\n",)),
+        "generate_key(", "genkey", "get", "get-access", "get-access-token", "get-api", "get-auth",
+        "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "get_random_secret_key(",
+        "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject",
+        "inspect", "key", "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore",
+        "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic",
+        "nmcli", "node", "obscure", "openssl", "pass", "passphrase", "passw", "perl", "php", "phx.gen.secret",
+        "printenv", "private", "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails", "randombytes(", "read",
+        "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool", "securerandom.", "shadow",
+        "signin", "solana", "sops", "status", "storage", "systemd-creds", "terraform", "tickets", "token",
+        "token_bytes", "token_hex", "token_urlsafe", "unlock", "urandom(", "variable", "variables", "vault",
+        "vault_pass", "vercel", "wallet", "wrangler"), (), ("\n",)),
     "context-file-shown": ("96160b04", ("==>\t", "==> ", "⏺ read(", "⏺read(", "● read(", "●read("), ("==>\t", "==> ",
         "⏺ read(", "⏺read(", "● read(", "●read("), (".auth", ".key", ".netrc", ".pgpass", ".psk", ".pw", "auth.txt",
         "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),

@@ -2406,6 +2406,18 @@ class TestRedaction(unittest.TestCase):
                                   ["けいかく　あおぞら　さくら"]})
         self.assert_kept(("| key | scope |\n|---|---|\n| «redacted» | read-only |",))
 
+    def test_coloured_output_a_query_password_a_tunnel_token_and_an_auth_string(self):
+        """A terminal's colour codes around a printed name and value (`\\x1b[36mPGPASSWORD\\x1b[0m=…`), a password
+        in a query after its user (`?u=grafana&p=…`), what `cloudflared tunnel token` and `gcloud redis
+        instances get-auth-string` print. Kept: a query's `p` that is a page number."""
+        self.assert_redacted({
+            "$ mise env -s bash | grep -i pass\n\x1b[2mexport\x1b[0m \x1b[36mPGPASSWORD\x1b[0m=\x1b[32m'!7vKq2LmX9pRt4WzN_8b'\x1b[0m": ["!7vKq2LmX9pRt4WzN_8b"],
+            "curl -G 'http://influx.example.internal:8086/query?u=grafana&p=harbor_4417' --data-urlencode 'q=SHOW DATABASES'": ["harbor_4417"],
+            "$ cloudflared tunnel token yard-cams\neyJhIjoiNGY2ZTFjMmIiLCJ0IjoiOWQzYSIsInMiOiJRbTd2WDJrTHA5WnI0d044YlljRjNkIn0=":
+                ["eyJhIjoiNGY2ZTFjMmIiLCJ0IjoiOWQzYSIsInMiOiJRbTd2WDJrTHA5WnI0d044YlljRjNkIn0="],
+            "$ gcloud redis instances get-auth-string cache-eu --region=europe-west1\nauthString: 5e0c1d2a-7b3f-4c9e-8a1d-2f6b0e9c4d71": ["5e0c1d2a-7b3f-4c9e-8a1d-2f6b0e9c4d71"]})
+        self.assert_kept(("GET https://shop.example.com/search?u=anna&p=2&sort=price_asc",))
+
     def test_a_bluetooth_passkey_and_a_value_terraform_gives_apart_from_its_name(self):
         """A Bluetooth pairing's passkey of six digits under a name that says so, and a Helm value Terraform
         sets in a block, its name on one line and its value on the next (`set_sensitive { name = "…" ⏎
