@@ -2676,6 +2676,8 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|its|thats|hai|hain|olarak"
     "|btw|by the way|übrigens|nämlich|eigentlich|inzwischen|mittlerweile|schon|bereits|au fait|d'ailleurs|déjà|por cierto|ya|aliás|já|tra l'altro|già"
     "|przy okazji|кстати|уже|bu arada|trouwens|overigens|förresten|redan"  # a filler between: "ist übrigens X", "es ya X"
+    "|ab heute|ab sofort|ab jetzt|from today|as of today|from now on|desde hoy|a partir de hoy|à partir d'aujourd'hui|dès aujourd'hui|da oggi"
+    "|vanaf vandaag|vanaf nu|od dziś|od dzisiaj|desde hoje|a partir de hoje|från och med idag"  # since when: "lautet ab heute X"
     "|поменял на|поменяла на|поменяли на|изменил на|изменила на|изменили на|сменил на|сменила на|сменили на|zmieniłem na|zmieniłam na|zmienił na"
     "|zmieniła na|zmieniliśmy na|cambiato in|cambiata in|cambiado a|změnil jsem na|změnil na|změnila na") + r")(?![\w'’\-])"  # a verb after the word too: "пароль … поменял на X"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
@@ -3155,11 +3157,11 @@ def _spoken_passphrase(match: Any) -> list:
     if not _regex(_SMALL_WORD + r"[ \t]" + _SMALL_WORD + r"[ \t]" + _SMALL_WORD).search(match.string, match.end(), match.end() + 400):
         return []  # no three small words in a row close after the word: a cheap look before the costly ones
     if _names_passphrase(match.group()) or _regex(_PASSPHRASE_WORD).search(_line_before(match.string, match.start(), 12)):  # frase de contraseña
-        found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[.!]?[ \t]*(?:\n|$|\)|\()"
-                       r"|(?:[^\n\"'«“`]|«redacted»){0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]"
+        found = _regex(r"[^\n:=]{0,80}?[:=][ \t]*[\"'«“„`]?(?P<v>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]?[.!]?[ \t]*(?:\n|$|\)|\()"
+                       r"|(?:[^\n\"'«“„`]|«redacted»){0,80}?[\"'«“„`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]"
                        r"|[ \t]+(?P<bare>" + _SPOKEN_PASSPHRASE + r")[ \t]*(?:\n|$)").match(match.string, match.end())  # `wpa2-psk passphrase a b c d 58`
     elif not _names_machine_value(match.group()):
-        found = _regex(r"[^\n\"'«“`]{0,80}?[\"'«“`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
+        found = _regex(r"[^\n\"'«“„`]{0,80}?[\"'«“„`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
         found = found if found and len(found.group("quoted").split()) >= 4 and not set(found.group("quoted").split()) & _COMMON_WORDS else None
     else:
         return []

@@ -2418,6 +2418,15 @@ class TestRedaction(unittest.TestCase):
             "$ gcloud redis instances get-auth-string cache-eu --region=europe-west1\nauthString: 5e0c1d2a-7b3f-4c9e-8a1d-2f6b0e9c4d71": ["5e0c1d2a-7b3f-4c9e-8a1d-2f6b0e9c4d71"]})
         self.assert_kept(("GET https://shop.example.com/search?u=anna&p=2&sort=price_asc",))
 
+    def test_a_password_given_from_a_day_on_and_a_passphrase_in_low_quotes(self):
+        """A password a sentence gives "from today" (`lautet ab heute X`, `es desde hoy X`), a passphrase of words
+        in the low quotes Polish and German open with (`to „… … … …”`). Kept: a sentence that says when a
+        password changes without giving it."""
+        self.assert_redacted({"Das Passwort für den Kassen-PC lautet ab heute Tannenzapfen4471. Bitte nicht aufschreiben.": ["Tannenzapfen4471"],
+                              "la contraseña del router es desde hoy Girasol_2024 y la otra no cambia": ["Girasol_2024"],
+                              "Hasło do panelu NAS to „lipa kominek szafa rower” (ze spacjami), login admin.": ["lipa kominek szafa rower"]})
+        self.assert_kept(("Das Passwort für den Kassen-PC ändert sich ab heute jeden Monat.",))
+
     def test_a_bluetooth_passkey_and_a_value_terraform_gives_apart_from_its_name(self):
         """A Bluetooth pairing's passkey of six digits under a name that says so, and a Helm value Terraform
         sets in a block, its name on one line and its value on the next (`set_sensitive { name = "…" ⏎
