@@ -2030,7 +2030,7 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट|अलार्म|तिजोरी"
                 r"|cassafort[ei]|cassett\w{0,3}|armadiett[oi]|sef[auo]?|ulaz\w{0,3}|vrat\w{0,3}|ormar\w{0,4}|gara[žz]\w{0,2}|[šs]krinj\w{0,2}|komor\w{0,2}|shramb\w{0,2}"
                 r"|kutij\w{0,2}|klju[čc]avnic\w{0,2}|lokot\w{0,2}|z[áa]mek|z[áa]mku|sk[řr][íi][ňn]k\w{0,2}|schr[áa]nk\w{0,2}|nabiraln\w{0,3}|apartm[aá]n\w{0,2}|\w{0,12}d[öo]rr(?:en)?)(?![^\W\d_])"  # Italian, Croatian, Slovene, Czech, Swedish's ytterdörren
-                r"|(?<![^\W\d_])(?:teclados?|teclat|clavier|tastiera|tastenfeld\w{0,2}|klawiatur\w{0,2}|polvor[ií]n\w{0,2}|almac[ée]n\w{0,2}|magatzem|bodega|kap[ıi](?:s[ıi]|y[ıi])?|depo(?:su)?|zaplecz\w{0,2}|kho|cửa|két|armaz[ée]m|entrep[ôo]t|magazzino|\w{0,14}lager|magazyn\w{0,2}|gudang|склад\w{0,2}|\w{0,14}f[öo]rr[åa]d\w{0,4}|magazijn)(?![^\W\d_])"  # a keypad, a store or a magazine (Spanish, Catalan, French, Italian, German, Polish, Indonesian, Russian, Swedish, Dutch, Turkish, Vietnamese)
+                r"|(?<![^\W\d_])(?:teclados?|teclat|clavier|tastiera|tastenfeld\w{0,2}|klawiatur\w{0,2}|polvor[ií]n\w{0,2}|almac[ée]n\w{0,2}|magatzem|bodega|kap[ıi](?:s[ıi](?:n[ıi]n)?|y[ıi])?|depo(?:su)?|zaplecz\w{0,2}|kho|cửa|két|armaz[ée]m|entrep[ôo]t|magazzino|\w{0,14}lager|magazyn\w{0,2}|gudang|склад\w{0,2}|\w{0,14}f[öo]rr[åa]d\w{0,4}|magazijn)(?![^\W\d_])"  # a keypad, a store or a magazine (Spanish, Catalan, French, Italian, German, Polish, Indonesian, Russian, Swedish, Dutch, Turkish, Vietnamese)
                 r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|警報|공동현관|현관|서버실|도어락|출입문|금고|경보기?|倉庫|仓库|창고|キーパッド|키패드")  # (Japanese and Korean write no space around a word)
 
 
@@ -7098,13 +7098,14 @@ context-quoted-key           quoted-key             (?i)key(?<![\w\-]...)[ \t]*(
 # The code that opens a place, the place named after the word "code" ("the code for the garage keypad
 # is 5093", "Koden till grinden är 4821", "el código de la puerta es 4821", "код от двери 1234"):
 # four to eight digits (a keypad's # or * after them).
-code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|codi|mã|kód|kódja|kódot|kódu|kodu|kody|cod|codul|κωδικός|код|combination|combinacion|combinación|combinação|kombination|رمز|ورمز)|(?<=[^\W\d_][^\W\d_])(?:kod(?:en|e)?|code))(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|és|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|teď|ted|most|acum|είναι|τώρα|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|és|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|\d{4,8}[#*]?)(?![\w\-])
+code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|codes|koden|kod|koder|kode|kodet|codigo|código|codice|codi|mã|kód|kódja|kódot|kódu|kodu|kody|cod|codul|κωδικός|код|combination|combinacion|combinación|combinação|kombination|رمز|ورمز)|(?<=[^\W\d_][^\W\d_])(?:kod(?:en|e)?|code))(?P<place>(?:[ \t]+[^\W\d_][\w'’\-]{0,20}){0,9}?)[ \t]*(?:[:：=]|[ \t]+(?:is|är|er|est|ist|es|és|é|è|to|jest|je|on|был|now|nu|agora|ora|ahora|teraz|maintenant|jetzt|teď|ted|most|acum|είναι|τώρα|هو|هي))*[ \t]*(?:(?:is|är|er|est|ist|es|és|é|è|to|jest|je)[ \t]+)?[«"'“`]?(?P<s>\d{3,6}[#*]\d{1,6}[#*]?|\d{2}-\d{2}-\d{2}|[#*]?\d{4,8}[#*]?)(?![\w\-])
 #   catch: per la sala server: codice allarme «48213907», poi la porta col badge.
 #   catch: SMS from Mum: the code for the garage keypad is «5093» now, dad changed it
 #   catch: Tjena! Koden till grinden är «4821», ha en trevlig helg i stugan!
 #   catch: el código de la puerta del almacén es «4821#»
 #   catch: el codi de la porta del magatzem és «5502#», i la clau la té en Pau
 #   catch: - mã cửa sau: «602715»
+#   catch: the side door code is now «*336968», the old one stopped working
 #   catch: der Code für das Tor ist jetzt «4711»
 #   catch: код от двери склада «1234»
 #   catch: Kód na dveře serverovny B-014 je «812689», po návštěvě kód změnit.
@@ -9099,7 +9100,7 @@ def _is_part_of_a_secret(value: str) -> bool:
     """Whether a value given as a piece of a secret reads as one: a digit or a sign, or mixed case, and
     no time, date, phone number, URL, path, reference or mask."""
     return REDACTED not in value and " " not in value and bool(_regex(r"[\d\W_]|[a-z][A-Z]|[A-Z][a-z]+[A-Z]").search(value)) and not _is_path_or_version(value) and not _regex(
-        r"[a-z][a-z0-9+.\-]*://|\d{1,2}[:.]\d{2}(?:[:.]\d{2})?|\d{4}-\d{2}-\d{2}|\+?\d(?:[ \-]?\d){7,}").match(value) and not _is_reference(value) and not _is_masked_or_public(value)
+        r"[a-z][a-z0-9+.\-]*://|\d{1,2}[:.]\d{2}(?:[:.]\d{2})?|\d{4}-\d{2}-\d{2}|\+?\d(?:[ \-]?\d){7,}(?!\d*:[A-Za-z])").match(value) and not _is_reference(value) and not _is_masked_or_public(value)  # (a bot token's id is no phone's: `5901248975:AAtV…`)
 
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
@@ -11980,7 +11981,7 @@ RULE_WORDS = {
     "prose-named-secret": ("bc126f15", (), (), ()),
     "aws-secret-access-key": ("69a32431", ("secret",), ("secret",), ()),
     "context-quoted-key": ("f589ce78", ("key",), ("key",), ()),
-    "code-for-a-place": ("336abd2f", ("cod", "code", "codes", "codi", "codice", "codigo", "codul", "combinacion",
+    "code-for-a-place": ("17988513", ("cod", "code", "codes", "codi", "codice", "codigo", "codul", "combinacion",
         "combinación", "combination", "combinação", "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody",
         "kombination", "kód", "kódja", "kódot", "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ("cod", "code",
         "codes", "codi", "codice", "codigo", "codul", "combinacion", "combinación", "combination", "combinação",

@@ -2427,6 +2427,15 @@ class TestRedaction(unittest.TestCase):
                               "Hasło do panelu NAS to „lipa kominek szafa rower” (ze spacjami), login admin.": ["lipa kominek szafa rower"]})
         self.assert_kept(("Das Passwort für den Kassen-PC ändert sich ab heute jeden Monat.",))
 
+    def test_a_bot_tokens_halves_and_a_door_code_after_a_star(self):
+        """A bot's token given in two labelled halves, the first its id and a colon (`első fele: 5901…:AAtV…`),
+        which is no phone number; a door's code a keypad's `*` starts ("kapısının yeni kodu *336968").
+        Kept: a phone number given as a contact's."""
+        self.assert_redacted({"Bence: a riasztó bot tokenjének első fele: 6102837465:AAq7Lm2xRt9V\nBence: második fele: b4Wn8Kp3Zc6Hd1Jf5Sg0 (egybeírva!)":
+                                  ["6102837465:AAq7Lm2xRt9V", "b4Wn8Kp3Zc6Hd1Jf5Sg0"],
+                              "Arkadaşlar garaj yan kapısının yeni kodu *336968, eski kod artık çalışmıyor.": ["336968"]})
+        self.assert_kept(("Bence: a riasztó bot gazdájának első fele: +36 30 555 0142\nBence: második fele: hívd reggel",))
+
     def test_a_bluetooth_passkey_and_a_value_terraform_gives_apart_from_its_name(self):
         """A Bluetooth pairing's passkey of six digits under a name that says so, and a Helm value Terraform
         sets in a block, its name on one line and its value on the next (`set_sensitive { name = "…" ⏎
