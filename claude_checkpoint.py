@@ -1301,11 +1301,14 @@ def _is_base64_of_data(token: str) -> bool:
 
 def _is_base64_of_plain_json(token: str) -> bool:
     """`eyJzaGlwbWVudCI6…` (base64 of `{"`, no dot: no JWT) that decodes to a JSON object naming no
-    credential: a JWT's header, a message's data, not a secret; or to a cookie's settings of words
-    apart by `|` (`es-MX|America/Monterrey|dark`), none of them a machine's nor a password."""
-    if token.startswith("eyJ") and "." not in token:
-        decoded = _base64_text(token)
-        return decoded is not None and decoded.startswith("{") and decoded.rstrip().endswith("}") and not _regex(_CREDENTIAL_WORDS).search(decoded)
+    credential: a JWT's header, a message's data, not a secret."""
+    decoded = _base64_text(token) if token.startswith("eyJ") and "." not in token else None
+    return decoded is not None and decoded.startswith("{") and decoded.rstrip().endswith("}") and not _regex(_CREDENTIAL_WORDS).search(decoded)
+
+
+def _is_base64_of_settings(token: str) -> bool:
+    """Base64 of a cookie's settings, words apart by `|` (`es-MX|America/Monterrey|dark`), none of them
+    a machine's nor a password."""
     decoded = _base64_text(token) if len(token) >= 16 else None
     return decoded is not None and _regex(r"[A-Za-z][\w/\-]{1,40}(?:\|[A-Za-z][\w/\-]{1,40}){2,8}").fullmatch(decoded) is not None and not any(
         looks_machine_generated(part) or looks_like_chosen_password(part) for part in _regex(r"[|/]").split(decoded))
@@ -2309,8 +2312,8 @@ def looks_machine_generated(token: str) -> bool:
         return False
     if _is_asset_name(token):
         return False
-    if _is_base64_of_plain_json(token):
-        return False  # a JWT's header, an event's data
+    if _is_base64_of_plain_json(token) or _is_base64_of_settings(token):
+        return False  # a JWT's header, an event's data, a cookie's settings
     if not upper and _regex(r"[.\-_/:]").search(token) and any(
             len(part) >= 4 and _is_word(part) for part in _regex(r"[\W_\d]+").split(token)):
         return False  # a host, a pod, a package: db.t4g.medium, token-service-ggd2i574-zh9l3
@@ -4462,9 +4465,9 @@ def _find_code_lines(match: Any) -> list:
     digits alone, which words of a following sentence are not; and a code of letters alone shaped
     like those (GitHub's `tycpz-rndyk` among `h8img-t0u3d`)."""
     spans, shapes, lettered = [], set(), []
-    for code in _regex(r"(?<![^ \t\n])(?:\d{4} \d{4}|[A-Z0-9]{4}(?: [A-Z0-9]{4}){3,7})(?![^ \t\r\n])").finditer(match.string, match.start("s"), match.end("s")):
+    for code in _regex(r"(?<![^ \t\n])(?:\d{4} \d{4}|[A-Z0-9]{4}(?: [A-Z0-9]{4}){3,15}|[a-z0-9]{4}(?: [a-z0-9]{4}){7,15})(?![^ \t\r\n])").finditer(match.string, match.start("s"), match.end("s")):
         if _regex(r"\d").search(code.group()):
-            spans.append(code.span())  # a code in groups one space apart: Google's `1318 5257`, Bitwarden's `KAL9 QP2D …`
+            spans.append(code.span())  # a code in groups one space apart: Google's `1318 5257`, Bitwarden's `KAL9 QP2D …`, Tuta's sixteen in hex
     grouped = list(spans)
     for code in _regex(r"[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,7}").finditer(match.string, match.start("s"), match.end("s")):
         if any(a <= code.start() < b for a, b in grouped):
@@ -5168,10 +5171,9 @@ mifare-sector-key            -                      (?i)(?<![A-Za-z0-9\-])(?:(?:
 #   keep:  SECTOR_0_KEY_A=A0A1A2A3A4A5
 #   keep:  key A: FFFFFFFFFFFF (transport default)
 # A recovery code on the line that names it, in groups: `Wiederherstellungscode: D78NA-…`, `2FA recovery code (K46…): 0UF3-…`.
-recovery-code-inline         -                      (?i)(?:(?:recovery|backup|2fa|bypass)[ \t_\-]?codes?|wiederherstellungs-?codes?|code[ \t]+de[ \t]+(?:récupération|secours)|(?:código|codigo)[ \t]+de[ \t]+(?:recuperaci[óo]n|recupera[çc][ãa]o))\b[^\n:：]{0,40}[:：][ \t]*(?:\r?\n[ \t]*)?(?P<s>[A-Za-z0-9]{4,6}(?:-[A-Za-z0-9]{4,6}){3,7}|[0-9A-Fa-f]{4}(?: [0-9A-Fa-f]{4}){7,15})(?![\w\-])
+recovery-code-inline         -                      (?i)(?:(?:recovery|backup|2fa|bypass)[ \t_\-]?codes?|wiederherstellungs-?codes?|code[ \t]+de[ \t]+(?:récupération|secours)|(?:código|codigo)[ \t]+de[ \t]+(?:recuperaci[óo]n|recupera[çc][ãa]o))\b[^\n:：]{0,40}[:：][ \t]*(?P<s>[A-Za-z0-9]{4,6}(?:-[A-Za-z0-9]{4,6}){3,7}|[0-9A-Fa-f]{4}(?: [0-9A-Fa-f]{4}){7,15})(?![\w\-])
 #   catch: Microsoft-Konto ops@example.org\nWiederherstellungscode: «Q7RN4-KM82X-PT6WZ-H3JDA-9VCLF»
 #   catch: Hoster console 2FA recovery code (K4410093): «7RX2-91KD-M4QT-W8ZP»
-#   catch: Mail-Wiederherstellungscode:\n«5a21 c9d0 e7b3 4f18 0c6a 92de b4f7 1e83 7d05 a6c2 39bf e410 8d6c 2f97 c03a 61e5»
 #   keep:  Recovery code: stored in the team vault (entry "hoster-2fa")
 # A KeePass key file (`.keyx`, `.key` in XML): its <Data> is the key that opens the database, with or without the password.
 keepass-key-file             -                      <Key>[ \t]*\r?\n?[ \t]*<Data(?:[ \t]+Hash="[0-9A-Fa-f]{8}")?>[ \t\r\n]*(?P<s>[0-9A-Za-z+/=](?:[0-9A-Za-z+/= \t]|\r?\n){14,600}?[0-9A-Za-z+/=])[ \t\r\n]*</Data>
@@ -7871,7 +7873,7 @@ context-numbered-parts       numbered-parts         1(?:(?<=[^\W\d_]1)|(?<=[^\W\
 #   catch: Anh gửi key làm 2 phần cho an toàn nha:\nphần 1: «AIzaSyOa2BZB9sryd»\nphần 2: «f2tBx5e7vpZ0kvsoLgyslg»\nghép lại là xài được
 #   keep:  the token refresh takes two steps:\nstep 1: npm install\nstep 2: npm test
 # Recovery or backup codes, one per line after the words that name them (GitHub, Google, 2FA).
-context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2fa|one-time|bypass)[ \t_\-]+(?:(?:verification|login|sign-?in)[ \t]+)?codes?|återställningskoder|reservkoder|wiederherstellungscodes?|sicherungscodes|backup-codes|herstelcodes|codes[ \t]+de[ \t]+(?:récupération|secours)|códigos[ \t]+de[ \t]+(?:recuperación|recuperação|respaldo)|codici[ \t]+di[ \t]+(?:recupero|backup)|kody[ \t]+(?:zapasowe|odzyskiwania)|kurtarma[ \t]+kodları|yedek[ \t]+kodlar|резервные[ \t]+коды|коды[ \t]+восстановления|リカバリーコード|バックアップコード|恢复码|备用码|복구[ \t]?코드|백업[ \t]?코드)[^\n]{0,80}\n(?:[ \t]*\r?\n|[ \t]*[\w.+\-]+@[\w\-]+\.[\w.\-]+[ \t]*\r?\n){0,3}(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,7}(?:[ \t]{1,8}(?:\d{1,2}[.)][ \t]*)?[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,7}){0,7}[ \t]*(?:\r?\n|$)){1,24}))
+context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2fa|one-time|bypass)[ \t_\-]+(?:(?:verification|login|sign-?in)[ \t]+)?codes?|återställningskoder|reservkoder|wiederherstellungscodes?|sicherungscodes|backup-codes|herstelcodes|codes[ \t]+de[ \t]+(?:récupération|secours)|códigos[ \t]+de[ \t]+(?:recuperación|recuperação|respaldo)|codici[ \t]+di[ \t]+(?:recupero|backup)|kody[ \t]+(?:zapasowe|odzyskiwania)|kurtarma[ \t]+kodları|yedek[ \t]+kodlar|резервные[ \t]+коды|коды[ \t]+восстановления|リカバリーコード|バックアップコード|恢复码|备用码|복구[ \t]?코드|백업[ \t]?코드)[^\n]{0,80}\n(?:[ \t]*\r?\n|[ \t]*[\w.+\-]+@[\w\-]+\.[\w.\-]+[ \t]*\r?\n){0,3}(?=(?P<s>(?:[ \t]*(?:[-*•]|\d{1,2}[.)])?[ \t]*[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,7}(?:[ \t]{1,8}(?:\d{1,2}[.)][ \t]*)?[A-Za-z0-9]{4,16}(?:-[A-Za-z0-9]{4,12}){0,7}){0,15}[ \t]*(?:\r?\n|$)){1,24}))
 #   catch: Återställningskoder för breakglass02 (Duo), i kassaskåpet:\n  «40917263»  «88120574»\n  «31609852»  «75243190»
 #   catch: GitHub recovery codes for the bot account (keep safe):\n«743vj-qaf1p»\n«q9v44-r8tmz»\n«h8img-t0u3d»\n«tycpz-rndyk»
 #   keep:  Recovery codes are shown once; store them in the vault.\nSee the runbook.
@@ -7882,6 +7884,7 @@ context-recovery-codes       code-lines             (?i)(?:(?:recovery|backup|2f
 #   catch: Bitwarden two-step login recovery code for the org owner:\n«QX7M 2KDA PLWN 8ZRT CV3H 9BNE»
 #   catch: Duo bypass codes for the break-glass admin (ten uses each):\n«518204736» «904417268» «377150912»
 #   catch: Mailbox-Wiederherstellungscode (2FA) für das Team-Konto:\n«7kq2-m9vx-t4pw-z8rn-c3hd-y6bf»
+#   catch: Mail-Wiederherstellungscode:\n«5a21 c9d0 e7b3 4f18 0c6a 92de b4f7 1e83 7d05 a6c2 39bf e410 8d6c 2f97 c03a 61e5»
 #   catch: Please copy these recovery codes and keep them in a safe place.\n\n  «5a1c93e07bd24f86»\n  «c04e7f1a9b3d6e25»
 # A list of labels and values under a heading that names passwords or access codes (`Büro Zugangscodes`,
 # `Kódy zabezpečovacích ústředen`, `IT Passwörter`): each value a password or a code.
@@ -8587,7 +8590,8 @@ _ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pi
 _NEXT_PIECE_LABEL = (r"(?i:(?:(?:and|e|i|a|y|und|et|en|ve|pa|og|och|ja)[ \t]+)?(?:then|poi|luego|dann|puis|dan|depois|potem|pak|onda|zatim|nato|još|sonra|ensuite|después)"
                      r"|(?:second|2nd|last|zweite[rn]?|seconda|segunda|seconde|deuxième|drug[iao]|tweede|andra|ikinci|toinen|druh[áa])[ \t]+[^\W\d_]{2,12}"
                      r"|(?:part|teil|deel|parte|partie|phần|część|dio|del|díl|osa|kısım|bagian|sehemu|pezzo)[ \t]*[2-4B])(?:[ \t]*[:：\-–])?")
-_TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + r"(?:" + _NEXT_PIECE_LABEL + r"[ \t]+)?`?" + _ANNOUNCED_TOKEN + r"`?[ \t]*\r?$"  # (in backticks too: a chat's code span)
+_PIECE_MESSAGE = r"(?:" + _NEXT_PIECE_LABEL + r"[ \t]+)?`?" + _ANNOUNCED_TOKEN + r"`?"  # a message of one piece, labelled or not (in backticks too: a chat's code span)
+_TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + _PIECE_MESSAGE + r"[ \t]*\r?$"
 _ANNOUNCED_SEEN = tuple(sorted(word for word in set(_PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS) if word.isascii() and not any(
     other != word and other in word for other in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS)))  # a few letters of each word that names one (none that holds another: a shorter one finds it)
 _SPELLING_SAID = r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字"  # words that say a value is spelled out
@@ -8665,7 +8669,7 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
                 chat = chat or bool(body)  # a header between: a chat's next message
                 row += 1
                 continue
-            token = _regex(_ANNOUNCED_TOKEN).fullmatch(body.strip("`")) or _regex(r"(?:" + _NEXT_PIECE_LABEL + r")[ \t]+`?" + _ANNOUNCED_TOKEN + r"`?").fullmatch(body)
+            token = _regex(_PIECE_MESSAGE).fullmatch(body.strip("`"))
             if not token or not piece(token.group(1), range(index, index + 1)):
                 break
             taken.append(token.group(1))
@@ -11398,7 +11402,7 @@ RULE_WORDS = {
     "escaped-bytes-secret": ("c425011a", ("key", "passw", "salt", "secret", "token"), ("key", "passw", "salt",
         "secret", "token"), ("\\x",)),
     "mifare-sector-key": ("5ef1fae0", ("key", "sector", "sektor"), ("key", "sector", "sektor"), ()),
-    "recovery-code-inline": ("5b68cf87", ("code", "recupera", "récupération", "secours", "wiederherstellungs"), ("2fa",
+    "recovery-code-inline": ("1cc603a3", ("code", "recupera", "récupération", "secours", "wiederherstellungs"), ("2fa",
         "backup", "bypass", "code", "codigo", "código", "recovery", "wiederherstellungs"), (" ", "-")),
     "keepass-key-file": ("bbe4f7e4", ("</data>",), ("<key>",), ("<key>",)),
     "priv-hex-key": ("79d88282", ("priv",), ("priv",), ()),
@@ -12179,7 +12183,7 @@ RULE_WORDS = {
         "sin", "sms", "todo", "too", "tout", "trop", "tudo", "tutto", "utan", "wiadomość", "without", "zonder",
         "zusammen", "χωρίς", "без", "слитно", "スペースなし", "空格", "띄어쓰기", "붙여서"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
-    "context-recovery-codes": ("eb4dfd6d", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
+    "context-recovery-codes": ("349d8d60", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
         "odzyskiwania", "recuperación", "recuperação", "reservkoder", "respaldo", "récupération", "secours",
         "sicherungscodes", "wiederherstellungscode", "zapasowe", "återställningskoder", "восстановления", "резервные",
         "バックアップコード", "リカバリーコード", "备用码", "恢复码", "백업", "복구"), ("2fa", "backup", "backup-codes", "bypass", "codes",
