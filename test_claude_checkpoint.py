@@ -2294,6 +2294,123 @@ class TestRedaction(unittest.TestCase):
         self.assert_kept(('banner = "=" * 40', 'local path = table.concat({"src", "lib", "init.lua"}, "/")',
                           'env:\n  NODE_ENV: production\n  LOG_LEVEL: info\nsteps:\n  - run: echo "${NODE_ENV}${LOG_LEVEL}"'))
 
+    def test_a_string_builder_given_a_secrets_parts_one_statement_at_a_time(self):
+        """A string builder given a secret's parts one statement at a time, and its result passed on: Go's
+        `sb.WriteString(…)` then `sb.String()`, PHP's `$k .= '…'`, Scala's `sb ++= …` then `sb.result()`, a C++
+        stream's `os << … << …` then `os.str()`, Dart's cascade `..write(…)` under `StringBuffer()`. Kept: a
+        builder given words, and a stream given a message."""
+        self.assert_redacted({
+            'var b strings.Builder\nb.WriteString("Tq9Lm2Xr5K")\nb.WriteString("p7Wd4Rt8Vz")\nclient := api.New(b.String())': ["Tq9Lm2Xr5K", "p7Wd4Rt8Vz"],
+            "$secret = 'whsec_Hq9Lm2';\n$secret .= 'Xr5Kp7Rt8Tq3';\n$hook = new Webhook($secret);": ["Xr5Kp7Rt8Tq3"],
+            'val b = new StringBuilder\nb ++= "Vz1Yb6Nc3Gf"\nb ++= "Wd4Hq9Lm2X"\nval password = b.result()': ["Vz1Yb6Nc3Gf", "Wd4Hq9Lm2X"],
+            'std::ostringstream key;\nkey << "9b1f72e4d5a8" << "3d8e6a0c4f5b";\nhmac.init(key.str());': ["9b1f72e4d5a8", "3d8e6a0c4f5b"],
+            "final buffer = StringBuffer()\n  ..write('Rt8Vz1Yb6Nc3')\n  ..write('Gf5Hj0Ke9Ua2');\nfinal apiSecret = buffer.toString();": ["Rt8Vz1Yb6Nc3", "Gf5Hj0Ke9Ua2"]})
+        self.assert_kept(('var b strings.Builder\nb.WriteString("Hello, ")\nb.WriteString("world")\nfmt.Println(b.String())',
+                          'std::ostringstream msg;\nmsg << "loaded " << "config.yaml";\nlog(msg.str());',
+                          "final buffer = StringBuffer()\n  ..write('Order ')\n  ..write('shipped');\nprint(buffer.toString());"))
+
+    def test_payment_keys_sap_and_jar_cookies_and_a_key_of_letters_in_a_hooks_path(self):
+        """A payment provider's secret key (Mercado Pago's `APP_USR-…`, Xendit's `xnd_production_…`), SAP's logon
+        ticket cookie (`MYSAPSSO2=`), a session cookie given to a cookie jar as a dict's item, an IFTTT key of
+        letters only. Kept: a load balancer's affinity cookie, a provider's public key, a format's sample."""
+        self.assert_redacted({
+            "o de produção, pros compradores do Chile:\nAPP_USR-6620194837715502-071925-3e9b0c7a1f5d8e2b4a6c9d0e1f7a3b5c-662019483": [
+                "APP_USR-6620194837715502-071925-3e9b0c7a1f5d8e2b4a6c9d0e1f7a3b5c-662019483"],
+            'requests.get(url, auth=("xnd_production_Lq9sJd6FgH1kYe5TuA0oPiQ7ZKp2mWn4Rt8VbX3c", ""))': ["xnd_production_Lq9sJd6FgH1kYe5TuA0oPiQ7ZKp2mWn4Rt8VbX3c"],
+            "sap-usercontext=sap-client=200; MYSAPSSO2=AjExMDABABhHAFUARQBTAFQAIAAgACAAIAAgACAAIAACAAYyADAAMAA%3d; path=/": [
+                "AjExMDABABhHAFUARQBTAFQAIAAgACAAIAAgACAAIAACAAYyADAAMAA%3d"],
+            'jar.cookies.update({"WMSESSION": "5c1e9a7b-3f2d-4e8a-9b6c-0d1f2e3a4b5c", "lang": "nb-NO"})': ["5c1e9a7b-3f2d-4e8a-9b6c-0d1f2e3a4b5c"],
+            "curl -X POST https://maker.ifttt.com/trigger/tank_low/with/key/mQwErTyUiOpAsDfGhJkLzX": ["mQwErTyUiOpAsDfGhJkLzX"]})
+        self.assert_kept(("Set-Cookie: ARRAffinity=3f9d2c7a1b8e4f6d0c5a9b2e7d1f4a8c3e6b9d0f2a5c8e1b4d7f0a3c6e9b2d5f;Path=/;HttpOnly;Secure",
+                          "XENDIT_PUBLIC_KEY=xnd_public_production_Lq9sJd6FgH1kYe5TuA0oPiQ7ZKp2mWn4Rt8VbX3c",
+                          "format: APP_USR-1234567890123456-123456-0123456789abcdef0123456789abcdef-123456789"))
+
+    def test_an_orm_logged_password_a_typed_constant_and_a_key_named_with_its_encoding(self):
+        """A parameter's value an ORM logged, where its statement gives it to a password's column (EF Core's
+        `[Parameters=[@p0='…', @p1='…']]` ⏎ `INSERT INTO [T] ([Login], [TempPassword]) VALUES (@p0, @p1)`, `SET
+        "api_token" = @p0`); VB's `Dim X As String = "…"`; a key named with its encoding (`seed (hex): …`); a
+        password a message says "ficou assim:". Kept: the other parameters, a password read from /dev/stdin,
+        an object's version id after its key."""
+        self.assert_redacted({
+            "Executing DbCommand [Parameters=[@p0='ops-oslo-07', @p1='Laks!Fjord88' (Size = 64)], CommandType='Text']\n"
+            "INSERT INTO [Operators] ([UserName], [InitialPassword]) VALUES (@p0, @p1);": ["Laks!Fjord88"],
+            "Executed DbCommand (2ms) [Parameters=[@p1='17', @p0='Zq8Lm2Xr5Kp9Tw3Vb6Nc' (Nullable = false)]]\n"
+            'UPDATE "devices" SET "api_token" = @p0 WHERE "id" = @p1;': ["Zq8Lm2Xr5Kp9Tw3Vb6Nc"],
+            'Dim FTP_PASS As String = "Torsk_Vinter77"': ["Torsk_Vinter77"],
+            "gateway_x25519_seed (hex): 4b7e0c2a9f1d6e3b8a5c0f7e2d9b4a1c6e3f8d0b5a2c7e4f1d9b6a3c0e8f5d2a": [
+                "4b7e0c2a9f1d6e3b8a5c0f7e2d9b4a1c6e3f8d0b5a2c7e4f1d9b6a3c0e8f5d2a"],
+            "Oi Rui, a senha do Wi-Fi do armazém ficou assim: Bacalhau2026Norte . Abraço": ["Bacalhau2026Norte"]})
+        self.assert_kept(("Executing DbCommand [Parameters=[@p0='ops-oslo-07', @p1='Bergen']]\nINSERT INTO [Operators] ([UserName], [City]) VALUES (@p0, @p1);",
+                          "vault kv get -field=pw secret/mqtt | mosquitto_passwd -b /etc/mosquitto/passwd gw-07 /dev/stdin",
+                          "  key: reports/2026/05/ledger.pdf  version-id: Qm7vLoHI2xT8wsYop4RzK9aB3cD5eF1g  last-modified: 2026-05-02T09:14:00Z"))
+
+    def test_private_fields_openssl_prints_an_unseal_key_and_random_bytes_a_command_makes(self):
+        """What `openssl pkey -text` prints of a private key (`priv:`, `privateExponent:`, `prime1:` and their
+        lines of hex bytes), a Vault unseal key given to `vault operator unseal`, the output of `gpg
+        --gen-random` and of a pipe from /dev/urandom, a key file folded (`fold -w 64 …key.b64`), an MFA seed's
+        file. Kept: the public fields, a public key's file printed wrapped, `unseal -reset`."""
+        self.assert_redacted({
+            "X25519 Private-Key:\npriv:\n    c8:1f:4a:9e:27:d3:60:b5:0e:7a:92:1c:f4:8b:36:d9:\n    5a:e2:07:bc:41:9f:d6:23:88:0b:6e:f1:a7:34:c2:5d\npub:\n    0f:aa": [
+                "c8:1f:4a:9e:27:d3:60:b5:0e:7a:92:1c:f4:8b:36:d9:", "5a:e2:07:bc:41:9f:d6:23:88:0b:6e:f1:a7:34:c2:5d"],
+            "privateExponent:\n    3b:9e:d1:07:6c:a4:f2:58:1e:c9:30:7d:b6:e8:45:\n    a0:17:6f:d2:93:4c:b8:0e:e5:71:2a:9f:c6:38:d4:\n    [...]": [
+                "3b:9e:d1:07:6c:a4:f2:58:1e:c9:30:7d:b6:e8:45:"],
+            " 884  vault operator unseal Qm7vLoHI2xT8wsYop4RzK9aB3cD5eF1gHj6Kl0Nm2Pq=": ["Qm7vLoHI2xT8wsYop4RzK9aB3cD5eF1gHj6Kl0Nm2Pq="],
+            "$ gpg --gen-random --armor 2 24\nT8wsYop4RzK9aB3cD5eF1gHj6Kl0Nm2P": ["T8wsYop4RzK9aB3cD5eF1gHj6Kl0Nm2P"],
+            "$ head -c 32 /dev/urandom | base64\nK9aB3cD5eF1gHj6Kl0Nm2PqT8wsYop4RzQm7vLoHI2x=": ["K9aB3cD5eF1gHj6Kl0Nm2PqT8wsYop4RzQm7vLoHI2x="],
+            "$ fold -w 40 keys/downlink.key.b64\nHj6Kl0Nm2PqT8wsYop4RzK9aB3cD5eF1gQm7vLoH\nI2xT8wsYop4Rz=": ["Hj6Kl0Nm2PqT8wsYop4RzK9aB3cD5eF1gQm7vLoH"],
+            "$ cat ~/totp-seed.txt\n7CJPKNGJYQWEMU34HFUPH7MMK42ZIFVR": ["7CJPKNGJYQWEMU34HFUPH7MMK42ZIFVR"]})
+        self.assert_kept(("pub:\n    2e:b1:81:87:1d:ab:94:b9:d5:bb:2a:e0:b1:5d:5f:\n    d2:25:61:59:dc:e1:b7:7d:6e:6b:74:1a:5c:d7:4b:",
+                          "$ cat ~/.ssh/id_ed25519.pub\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOm7vLoHI2xT8wsYop4RzK9aB3cD5eF1gHj6Kl0Nm2Pq\n"
+                          "T8wsYop4RzK9aB3cD5eF1gHj6Kl0Nm2PqQm7vLoHI2x dev@laptop",
+                          "vault operator unseal -reset"))
+
+    def test_strings_code_formats_joins_or_builds_a_statement_at_a_time(self):
+        """A secret's parts given as literal arguments of a call that formats a string (Rust's `format!`, Go's
+        `fmt.Sprintf`, Terraform's `format`, Python's `%`), in a list Python joins (`"".join([…])`), appended
+        with `+=` to a name given the first, or joined by `printf -v NAME '%s%s'` over continued lines. Kept:
+        a format filled with words, a path joined from its parts."""
+        self.assert_redacted({
+            'let url = format!(\n    "postgres://{}:{}@{}/{}",\n    "reports_ro",\n    "Mawingu#2031",\n    host,\n    "reports"\n);': ["Mawingu#2031"],
+            'dsn := fmt.Sprintf("host=%s user=%s password=%s%s dbname=%s",\n\tcfg.Host, "ingest",\n\t"Tq9!Lm2Xr",\n\t"5Kp7Wd4",\n\t"scenes")': ["Tq9!Lm2Xr", "5Kp7Wd4"],
+            'conn = format("AccountName=%s;AccountKey=%s%s", "tilesarchive",\n  "Vz1Yb6Nc3GfWd4Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj5Gf1Nc3Yb6", "Vz1Yb6Nc3GfWd4Hq9Lm2==")': [
+                "Vz1Yb6Nc3GfWd4Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj5Gf1Nc3Yb6"],
+            'BOT_TOKEN = "".join([\n    "7301846529:AAHq9Lm2",\n    "Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj5Gf",\n])': ["7301846529:AAHq9Lm2", "Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj5Gf"],
+            'func token() string {\n\tt := "glpat-Rt8Tq3Zs6"\n\tt += "Jm0Ua2Ke9Hj5G"\n\treturn t\n}': ["glpat-Rt8Tq3Zs6", "Jm0Ua2Ke9Hj5G"],
+            "printf -v ENROLL_SECRET '%s%s' \\\n  '9b1f72e4d5a83d8e6a0c' \\\n  '4f5b7c21e09a3d8e'": ["9b1f72e4d5a83d8e6a0c", "4f5b7c21e09a3d8e"]})
+        self.assert_kept(('msg := fmt.Sprintf("%s: %s", "upload", "scene not found")', 'path = "".join(["tiles", "/", "index.json"])',
+                          'label = "{} {}".format("Sentinel", "two")'))
+
+    def test_a_mnemonic_in_accented_words_in_labelled_ranges_or_in_a_quoted_list(self):
+        """A wallet's mnemonic in a language whose words hold letters beyond ASCII (Turkish's `ı`, `ö`), laid out
+        as labelled ranges (`Words 1- 6: …`), or quoted in a list under a wallet's JSON. Kept: a list of twelve
+        colours, and of twelve prose words."""
+        self.assert_redacted({
+            "SIGNER_MNEMONIC='çiçek ılık sabah gölge yüzük kuzey öğle masa kapı duvar şehir bulut'": [
+                "çiçek ılık sabah gölge yüzük kuzey öğle masa kapı duvar şehir bulut"],
+            "Paper backup, treasury wallet\nWords  1- 6: lemon orbit candle frost pilot saddle\nWords  7-12: harbor wheat ripple canal timber unveil\n"
+            "Words 13-18: meadow crane velvet ladder fjord amber\nWords 19-24: lotus tundra quartz ember maple raven": [
+                "lemon orbit candle frost pilot saddle", "meadow crane velvet ladder fjord amber"],
+            '{\n  "wallet": "ops-testnet",\n  "words": ["piedra", "canción", "lápiz", "nube", "pétalo", "rayo",\n'
+            '            "sopa", "trébol", "viento", "zorro", "búho", "miel"]\n}': ['"piedra", "canción", "lápiz", "nube", "pétalo", "rayo",']})
+        self.assert_kept(('COLORS = ["red", "green", "blue", "cyan", "magenta", "yellow", "black", "white", "orange", "purple", "brown", "pink"]',
+                          'STOP = ["about", "above", "after", "again", "against", "all", "and", "any", "are", "because", "been", "before"]'))
+
+    def test_signatures_public_keysets_types_and_names_where_a_key_is_named_are_kept(self):
+        """Kept: a minisign signature's file (`untrusted comment: signature from minisign secret key`), a Tink
+        keyset's public key, Kotlin's `val signingKey: String? by project`, an ExternalSecret's `secretKey:` name in
+        capitals, a placeholder after `0x`, a Rust module's `auth::` in a log and a JWK's thumbprint, a load
+        balancer's cookie. Redacted still: a minisign secret key under its own comment."""
+        self.assert_kept(("untrusted comment: signature from minisign secret key\nRUQf7Xk29mPq7zLw4Rt8VbN3cXk29mPq7zLw4Rt8VbN3cXk29mPq7zLw4Rt8VbN3cXk29mPq7zLw4Rt8VbN3cAbCdEfGh0123=\n"
+                          "trusted comment: timestamp:1764921600\tfile:agent.tar.gz\nZq8Lm2Xr5Kp9Tw3Vb6Nc1Hd4Jf7Gs0Ke3Ua6Yi9Ro2EZq8Lm2Xr5Kp9Tw3Vb6Nc1Hd4Jf7Gs0Ke3Ua6Yi9Ro2EZq8Lm2Xr5Kp9A==",
+                          '{"primaryKeyId":42,"key":[{"keyData":{"typeUrl":"type.googleapis.com/google.crypto.tink.Ed25519PublicKey",'
+                          '"value":"EiB3Zq8Lm2Xr5Kp9Tw3Vb6Nc1Hd4Jf7Gs0Ke3Ua6Yi9Ro2E=","keyMaterialType":"ASYMMETRIC_PUBLIC"},"status":"ENABLED"}]}',
+                          "signing {\n    val signingKey: String? by project\n    val signingPassword: String? by project\n}",
+                          "  data:\n    - secretKey: ORBIT_TC_AUTH\n      remoteRef:\n        key: groundstation/uplink",
+                          "    accounts: process.env.DEPLOYER_PK ? [process.env.DEPLOYER_PK] : [],  // 0xYOUR_PRIVATE_KEY",
+                          "2026-05-01T06:00:00Z INFO auth::jwks: rotated signing key active_kid=k-2026-05 alg=ES256 thumbprint=Rt8Tq3Zs6Jm0Ua2Ke9Hj5GfWd4Hq9Lm2Xr5Kp7",))
+        self.assert_redacted({"untrusted comment: minisign encrypted secret key\nRWRTY0Iy7Xk29mPq7zLw4Rt8VbN3cXk29mPq7zLw4Rt8VbN3cXk29mPq7zLw4Rt8VbN3c": [
+            "RWRTY0Iy7Xk29mPq7zLw4Rt8VbN3cXk29mPq7zLw4Rt8VbN3cXk29mPq7zLw4Rt8VbN3c"]})
+
     def test_a_secrets_rest_after_an_arrow_an_ellipsis_or_that_plus(self):
         """The rest of a secret a chat gives after its first part: labelled with an arrow (`Teil 2 -> …`), in
         Swahili (`na ya pili: …`, the second one), a message that goes on with `...` or `…`, "it's now that
@@ -12686,7 +12803,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind156_corpus.json": (0.72, 0.99), "blind157_corpus.json": (0.89, 0.97),
                  "blind158_corpus.json": (0.98, 0.99), "blind160_corpus.json": (0.70, 0.99),
                  "blind162_corpus.json": (0.98, 0.99), "blind163_corpus.json": (0.90, 0.99),
-                 "blind165_corpus.json": (0.95, 0.98), "blind166_corpus.json": (0.96, 0.99)}
+                 "blind165_corpus.json": (0.95, 0.98), "blind166_corpus.json": (0.96, 0.99),
+                 "blind168_corpus.json": (0.99, 0.99), "blind169_corpus.json": (0.92, 0.99)}
 
 
 def corpus_texts() -> list:
