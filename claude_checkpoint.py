@@ -5325,9 +5325,11 @@ placeholder-default-secret   assignment             \$\{(?P<name>[\w.\-]{0,60}(?
 #   keep:  @Value("${jwt.secret:}") and ${API_TOKEN:-${FALLBACK_TOKEN}}
 # A default in code for a secret the environment may not give: `os.getenv("DB_PASSWORD", "…")`,
 # `process.env.ADMIN_PASS || "…"`, `ENV.fetch("API_TOKEN") { "…" }`, `env("APP_KEY", "…")`.
-environment-default-secret   assignment             (?:(?:getenv|environ\.get|ENV\.fetch|Getenv|getEnv|GetEnvironmentVariable|env|config)\([ \t]*["']|process\.env\.)(?P<name>[\w.\-]{0,60}(?i:secret|passw|token|key|pwd|pass)[\w.\-]{0,40})(?:["'][ \t]*(?:,[ \t]*|\)[ \t]*(?:\|\||\?\?|or|\?:|\{)[ \t]*)|[ \t]*(?:\|\||\?\?)[ \t]*)(?P<s>"[^"\n]{4,256}"|'[^'\n]{4,256}')
+environment-default-secret   assignment             (?:(?:getenv|environ\.get|ENV\.fetch|Getenv|getEnv|GetEnvironmentVariable|env|config|env::var)\([ \t]*["']|process\.env\.)(?P<name>[\w.\-]{0,60}(?i:secret|passw|token|key|pwd|pass)[\w.\-]{0,40})(?:["'][ \t]*(?:,[ \t]*|\)[ \t]*(?:\|\||\?\?|or|\?:|\{)\s{0,40}|\)[ \t]*\.unwrap_or(?:_else)?\([ \t]*(?:\|_?\|[ \t]*)?(?:String::from\([ \t]*)?)|[ \t]*(?:\|\||\?\?)\s{0,40})(?P<s>"[^"\n]{4,256}"|'[^'\n]{4,256}')
 #   catch: > + const ADMIN_PASS = process.env.ADMIN_PASS || "«z2NvPblOP1wT56hK»";
 #   catch: DB_PASSWORD = os.getenv("DB_PASSWORD", "«Harbor!Lights88»")
+#   catch: let amqp_pass = std::env::var("AMQP_PASS").unwrap_or_else(|_| String::from("«Kilifi2031%»"));
+#   catch: password: process.env.PGPASSWORD ||\n        '«Sintra@5621»',
 #   keep:  DB_PASSWORD = os.getenv("DB_PASSWORD", "")
 #   keep:  const ADMIN_PASS = process.env.ADMIN_PASS || "changeme";
 #   keep:  POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:?err}
@@ -5576,7 +5578,7 @@ other-provider-token         -                      {L}(?P<s>(?:AGE-SECRET-KEY-1
 #   catch: vault login «hvs.EXAMPLEexampleEXAMPLE0123»
 #   keep:  service tokens start with hvs.
 # Formats gitleaks and trufflehog know by their public prefixes (one rule, one shape per line of the alternation).
-more-provider-tokens         -                      {L}(?P<s>(?:dckr_pat_[A-Za-z0-9_\-]{27,}|pul-[a-f0-9]{40}|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,}|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}|nfp_[A-Za-z0-9]{36}|fo1_[A-Za-z0-9_\-]{43}|figd_[A-Za-z0-9_\-]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|sk\.eyJ[A-Za-z0-9_\-]{50,}\.[A-Za-z0-9_\-]{20,}|HRKU-[A-Za-z0-9_\-]{30,}|glc_[A-Za-z0-9+/]{32,}={0,2}|sntryu_[a-f0-9]{64}|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}|CFPAT-[A-Za-z0-9_\-]{43}|fio-u-[A-Za-z0-9_\-=]{64}|aio_[A-Za-z0-9]{28}|CLOJARS_[a-z0-9]{60}|dp\.(?:ct|st|sa|scim|audit)\.[A-Za-z0-9]{40,}|duffel_(?:test|live)_[A-Za-z0-9_\-=]{43}|EZ[AT]K[A-Za-z0-9]{54}|FLWSECK(?:_TEST)?-[a-f0-9]{32}-X|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}|(?:SB-)?Mid-server-[A-Za-z0-9_\-]{20,40}|ico-[A-Za-z0-9]{32}|pnu_[A-Za-z0-9]{36}|rdme_[a-z0-9]{70}|rubygems_[a-f0-9]{48}|tk-us-[A-Za-z0-9_\-]{48}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|shippo_(?:live|test)_[a-f0-9]{40}|EAAA[A-Za-z0-9_\-]{60}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,43}|tfp_[A-Za-z0-9_\-.]{59}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|pplx-[A-Za-z0-9]{48}|xai-[A-Za-z0-9]{70,}|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|pcsk_[A-Za-z0-9_]{40,}|tskey-(?:api|auth|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}|hv[bsr]\.[A-Za-z0-9_\-]{24,}|oy2[a-z0-9]{43}|AKCp[A-Za-z0-9]{69}|CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}|bkua_[a-f0-9]{40}|ATBB[A-Za-z0-9_=.\-]{28,}|sgp_(?:[a-f0-9]{16}_)?[a-f0-9]{40}|rnd_[A-Za-z0-9]{32}|napi_[a-z0-9]{64}|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}|EAA[CG][A-Za-z0-9]{100,}|AAAA[A-Za-z0-9_\-]{7}:(?:[A-Za-z0-9_\-]{140}|APA91b[A-Za-z0-9_\-]{60,180})|LTAI[A-Za-z0-9]{20}|AKID[A-Za-z0-9]{32}|ops_eyJ[A-Za-z0-9+/=_\-]{100,}|A3-[A-Z0-9]{6}-[A-Z0-9]{6}-[A-Z0-9]{5}(?:-[A-Z0-9]{5}){3}|pat-(?:na|eu)1-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|NRII-[A-Za-z0-9_\-]{32}|NRJS-[a-f0-9]{19}|NRAA-[a-f0-9]{27}|SCW[A-Z0-9]{17}|v1\.0-[a-f0-9]{24}-[a-f0-9]{146}|y0_[A-Za-z0-9_\-]{55,}|AQVN[A-Za-z0-9_\-]{35,38}|sl\.[A-Za-z0-9_\-]{130,}|mfa\.[A-Za-z0-9_\-]{84}|amzn1\.oa2-cs\.v1\.[a-f0-9]{64}|dG9rOj[A-Za-z0-9+/=]{40,}|(?:api|sdk)-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|access-(?:sandbox|development|production)-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}|(?<=\$)aact_(?:prod_|hmlg_)?[A-Za-z0-9+/_\-]{30,}={0,2})){R}
+more-provider-tokens         -                      {L}(?P<s>(?:dckr_pat_[A-Za-z0-9_\-]{27,}|pul-[a-f0-9]{40}|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,}|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}|nfp_[A-Za-z0-9]{36}|fo1_[A-Za-z0-9_\-]{43}|figd_[A-Za-z0-9_\-]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|sk\.eyJ[A-Za-z0-9_\-]{50,}\.[A-Za-z0-9_\-]{20,}|HRKU-[A-Za-z0-9_\-]{30,}|glc_[A-Za-z0-9+/]{32,}={0,2}|sntryu_[a-f0-9]{64}|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}|CFPAT-[A-Za-z0-9_\-]{43}|fio-u-[A-Za-z0-9_\-=]{64}|aio_[A-Za-z0-9]{28}|CLOJARS_[a-z0-9]{60}|dp\.(?:ct|st|sa|scim|audit)\.[A-Za-z0-9]{40,}|duffel_(?:test|live)_[A-Za-z0-9_\-=]{43}|EZ[AT]K[A-Za-z0-9]{54}|FLWSECK(?:_TEST)?-[a-f0-9]{32}-X|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}|(?:SB-)?Mid-server-[A-Za-z0-9_\-]{20,40}|ico-[A-Za-z0-9]{32}|pnu_[A-Za-z0-9]{36}|rdme_[a-z0-9]{70}|rubygems_[a-f0-9]{48}|tk-us-[A-Za-z0-9_\-]{48}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|shippo_(?:live|test)_[a-f0-9]{40}|EAAA[A-Za-z0-9_\-]{60}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,43}|tfp_[A-Za-z0-9_\-.]{59}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|pplx-[A-Za-z0-9]{48}|xai-[A-Za-z0-9]{70,}|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|pcsk_[A-Za-z0-9_]{40,}|tskey-(?:api|auth|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}|hv[bsr]\.[A-Za-z0-9_\-]{24,}|oy2[a-z0-9]{43}|AKCp[A-Za-z0-9]{69}|CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}|bkua_[a-f0-9]{40}|ATBB[A-Za-z0-9_=.\-]{28,}|sgp_(?:[a-f0-9]{16}_)?[a-f0-9]{40}|rnd_[A-Za-z0-9]{32}|napi_[a-z0-9]{64}|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}|EAA[CG][A-Za-z0-9]{100,}|AAAA[A-Za-z0-9_\-]{7}:(?:[A-Za-z0-9_\-]{140}|APA91b[A-Za-z0-9_\-]{60,180})|LTAI[A-Za-z0-9]{20}|AKID[A-Za-z0-9]{32}|ops_eyJ[A-Za-z0-9+/=_\-]{100,}|A3-[A-Z0-9]{6}-[A-Z0-9]{6}-[A-Z0-9]{5}(?:-[A-Z0-9]{5}){3}|pat-(?:na|eu)1-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|NRII-[A-Za-z0-9_\-]{32}|NRJS-[a-f0-9]{19}|NRAA-[a-f0-9]{27}|SCW[A-Z0-9]{17}|v1\.0-[a-f0-9]{24}-[a-f0-9]{146}|y0_[A-Za-z0-9_\-]{55,}|AQVN[A-Za-z0-9_\-]{35,38}|sl\.[A-Za-z0-9_\-]{130,}|mfa\.[A-Za-z0-9_\-]{84}|amzn1\.oa2-cs\.v1\.[a-f0-9]{64}|dG9rOj[A-Za-z0-9+/=]{40,}|(?:api|sdk)-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|access-(?:sandbox|development|production)-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}|(?<=\$)aact_(?:prod_|hmlg_)?[A-Za-z0-9+/_\-]{30,}={0,2}|cbat_[A-Za-z0-9]{32})){R}
 #   catch:     "«AAAAq8Lm2Wz:APA91bicmPdTIXLZG1WmWAv3C0BfHbQQUx4FlkICxCuqNsvKEBPdFIfWenNARpA8yXQ8LeSnVSwrnCc9VsX8HgL3NNMTjGPLK4aNaavyp93vTM»"
 #   catch: Terraform Cloud: "New API token"\n«T1mfS8GCsTI6nI.atlasv1.FTGnITLmYcTXt6ZGRl4WiCC3WeQgxA1QDqkPkjsQRPbBXw51W0Avz72uIc2CXWRIY50»
 #   catch: Server key sandbox-nya «SB-Mid-server-ZZSDN3FO5u4KG96sVJqOkGu4»
@@ -5604,6 +5606,17 @@ openssl-private-fields       -                      (?<![\w\-])(?:priv|privateEx
 #   catch: privateExponent:\n    «1a:c7:bd:b8:73:32:84:f4:80:80:9a:a3:af:42:55:\n    62:cb:5e:74:d3:80:7f:d2:33:62:35:a3:42:ad:12:»\n    [...]
 #   keep:  pub:\n    2e:b1:81:87:1d:ab:94:b9:d5:bb:2a:e0:b1:5d:5f:\n    d2:25:61:59:dc:e1:b7:7d:6e:6b:74:1a:5c:d7:4b:
 #   keep:  modulus:\n    00:a9:4b:e5:6f:2b:4f:e3:54:c2:9d:2d:dd:07:f9:\n    fd:9b:9d:28:3b:1d:a3:f9:72:e1:5d:7d:b3:e6:d2:
+# A URL's secret parameter whose value a wrap put on the next line (a log's, a terminal's): `…&password=` ⏎ `cob%Gar…&sslmode=require`.
+url-parameter-wrapped        -                      (?i)(?<=[?&;])(?:password|passwd|pwd|pass|secret|token|access_token|api_?key|apikey|sig|signature)=\r?\n[ \t]*(?P<s>[^\s&#"'<>]{4,512})
+#   catch: Caused by: connecting with jdbc:postgresql://db.internal:5432/app?user=app&password=\n«Kor%Mombasa77»&sslmode=require
+#   keep:  https://example.com/search?q=password=\nnext line of prose
+# A file link that lets its holder download (Box's `dl.boxcloud.com/d/1/b1!…`), a bank's API token in its path (Fio's
+# `/v1/rest/last/<token>/…`), an alerting integration's URL (Grafana OnCall's `/integrations/v1/<kind>/<token>/`).
+token-in-service-path        -                      (?:boxcloud\.com/d/\d{1,2}/(?=b1!)|fioapi\.fio\.cz/v1/rest/[\w\-]{1,20}/(?=[A-Za-z0-9]{64}/)|/oncall/integrations/v1/[\w\-]{1,40}/(?=[A-Za-z0-9]{20,40}/))(?P<s>b1![A-Za-z0-9_\-.!~]{40,2048}|[A-Za-z0-9]{20,64})
+#   catch: https://dl.boxcloud.com/d/1/«b1!Vz1Yb6Nc3GfWd4Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj5GfWd4Hq9Lm2Xr5Kp7..»/download
+#   catch: curl -s "https://fioapi.fio.cz/v1/rest/last/«Rt8Tq3Zs6Jm0Ua2Ke9Hj5GfWd4Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj5GfWd4»/transactions.json"
+#   catch: url: https://oncall-prod-eu-west-0.grafana.net/oncall/integrations/v1/alertmanager/«Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj5G»/
+#   keep:  https://app.box.com/s/public-folder-name and https://grafana.com/docs/oncall/latest/integrations/
 # SNMPv3 users as net-snmp keeps them (/var/lib/net-snmp/snmpd.conf): each key, localized, after its protocol's OID
 # (`usmUser 1 3 0x80… "mon" "mon" NULL .1.3.6.1.6.3.10.1.1.3 0x<auth key> .1.3.6.1.6.3.10.1.2.4 0x<priv key> ""`).
 snmp-usm-localized-key       -                      (?<=[ \t])\.1\.3\.6\.1\.6\.3\.10\.1\.[12]\.\d{1,2}[ \t]+0x(?P<s>[0-9a-fA-F]{16,128})(?![0-9a-fA-F])
@@ -5998,12 +6011,13 @@ sudo-stdin-here-string       not-reference          \bsudo(?:[ \t]+-[\w\-]+)*[ \
 #   catch: sudo -S apt-get update <<< '«C00k13315#»'
 #   keep:  sudo -S apt-get update <<< "$SUDO_PASS"
 # echo -n '…' | vercel env add NAME, … | docker login --password-stdin
-piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*(?:\)\s*)?\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|set-password|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli|cryptsetup|passphrase-fd[ \t=]+0\b)
+piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-zA-Z]+)*\s+(?:(?:'%s(?:\\n)?'|"%s(?:\\n)?")\s+|(?:'%s:%s(?:\\n)?'|"%s:%s(?:\\n)?")\s+(?:\\\s+)?[^\s'"|\\]{1,64}\s+(?:\\\s+)?)?(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{0,255}[^\s'")])\s*(?:\)\s*)?\|[^\n|;&]{0,80}?(?:secret|env\s+add|password-stdin|set-password|passwd|chpasswd|login|--stdin|sudo(?:[ \t]+-\w+)*[ \t]+-\w*S|kinit|unlock|signin|pass[ \t]+insert|runas\b|keepassxc-cli|cryptsetup|passphrase-fd[ \t=]+0\b)
 #   catch: cmd /c echo «kR7?vd*Hs_L2q» | "C:\Program Files (x86)\AnyDesk\AnyDesk.exe" --set-password _full_access
 #   catch: echo -n '«Timber!prism!6599»' | vercel env add DB_PASSWORD production
 #   catch: C:\\Tools> echo «v1BSMHi*8e6i#x!V~?»| runas /user:CORP\\adm-dmitri "mmc dsa.msc"
 #   catch: echo '«crimson-dragon-kettle»' | pass insert -e work/atlas/db
 #   catch: printf '%s' '«Rk8#vale-Oak»' | gcloud secrets versions add db-password --data-file=-
+#   catch: printf '%s:%s\\n' deploy \\\n    '«Kibo-Summit61»' | sudo chpasswd
 #   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
 # A password manager's master password, named for the manager on its line or the line above ("KeePass master
 # for the desk DB is …", "- KeePass-databasen ligger på …" ⏎ "- master: …").
@@ -6163,7 +6177,9 @@ cookie-with-attributes       machine-made           (?<![\w.\-])[\w.\-]{2,60}=(?
 #   catch: jar.setCookieSync('unity-cookies-sso=«ZL7oNw7G38Qrkak3T0Jfci7AjKHJ9kMtNjaxVxDaOgcKp2EMBSuXKSweHTGw9RXm»; Domain=.unity.com; Path=/; Secure', 'https://id.unity.com');
 #   keep:  document.cookie = "theme=dark-high-contrast-v2; Path=/; SameSite=Lax";
 # A session's cookie by its name's end (grafana_session=, tally_sid=), wherever it is written: a machine's value.
-named-session-cookie         random                 (?<![\w.\-])(?:_?[A-Za-z][\w\-]{0,40}(?:[_\-]session|[_\-]sess|[_\-]sid)=|\.ASPXAUTH=|MYSAPSSO2=|SAP_SESSIONID_[A-Z0-9]{3}_\d{3}=|JSESSIONID\.[0-9a-f]{6,12}=(?=node0)|(?i:(?:[a-z]\w{0,20}_)?li_at)[ \t]*=[ \t]*["']?)(?P<s>[A-Za-z0-9%_\-.]{16,4096})
+named-session-cookie         random                 (?<![\w.\-])(?:_?[A-Za-z][\w\-]{0,40}(?:[_\-.]session|[_\-.]sess|[_\-.]sid)=|[A-Za-z]{2,20}(?:SESSION|SESSID|session|sessid|(?<!in)(?<!a)(?<!be)(?<!out)(?<!re)sid)=|\.ASPXAUTH=|MYSAPSSO2=|SAP_SESSIONID_[A-Z0-9]{3}_\d{3}=|JSESSIONID\.[0-9a-f]{6,12}=(?=node0)|(?i:(?:[a-z]\w{0,20}_)?li_at)[ \t]*=[ \t]*["']?)(?P<s>[A-Za-z0-9%_\-.]{16,4096})
+#   catch: Cookie aus der Leitstelle: DISPSESSION=«Rt8Tq3Zs6Jm0Ua2Ke9Hj5GfWd4Hq9Lm2»
+#   catch: connect.sid cookie for the admin: shop.sid=«s%3AVz1Yb6Nc3GfWd4Hq9Lm2Xr5Kp7Rt8Tq.Zs6Jm0Ua2Ke9Hj5GfWd4Hq9Lm2Xr5Kp7»
 #   catch: GET /sap/bc/gui/sap/its/webgui HTTP/1.1 (MYSAPSSO2=«AjQxMDMBABhKAEEAVgBJAEUAUgAgACAAIAAgACAAIAACAAYxADAAMAADABBQ%2fN7b4k»)
 #   catch: grafana_session=«6c7cff909b77ba9ccf96789a98798e63»; grafana_session_expiry=1755032781
 #   catch: mein Cookie aus dem Browser, sollte ein paar Stunden gehen: _kundenportal_session=«5e0c2b6f1a9d47e3b8c4f2a7d1e6b3c9»
@@ -10782,6 +10798,9 @@ def _line_folds(original: str, lowered: str) -> list:
                       [piece.span() for piece in pieces]))
         if len(folds) > _FOLDS_MAX:
             return folds
+    for found in _regex(_RAW_LINES_JOINED).finditer(original) if "`" in original or 'r#"' in original or '"""' in original else ():
+        pieces = list(_regex(r"[^\s]+").finditer(original, found.start(1), found.end(1)))
+        folds.append((found.start(1), found.end(1), '"' + "".join(piece.group() for piece in pieces) + '"', [piece.span() for piece in pieces]))
     for found in _regex(r"StringBuilder\(\)(?:\s*\.[Aa]ppend\(\s*\"[^\"\n\\]{1,200}\"\s*\)){2,20}").finditer(original) if "StringBuilder()" in original else ():
         pieces = [literal.span(1) for literal in _regex(r'"([^"\n\\]{1,200})"').finditer(original, found.start(), found.end())]
         folds.append((found.start(), found.end(), '"' + "".join(original[a:b] for a, b in pieces) + '"', pieces))  # a StringBuilder's chained appends
@@ -10791,6 +10810,12 @@ def _line_folds(original: str, lowered: str) -> list:
         if len(folds) > _FOLDS_MAX:
             break
     return folds
+
+
+# A raw string over lines, each a piece of a token, that code joins by taking its line breaks out: Go's
+# strings.ReplaceAll(`…⏎…`, "\n", ""), Rust's r#"⏎…⏎…⏎"#.lines().map(str::trim).collect(), Python's """…""".replace("\n", "").
+_RAW_LINES_JOINED = (r"""(?:`|r#*"|\"\"\")\s*([A-Za-z0-9+/=_\-.~]{4,200}(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/=_\-.~]{4,200}){1,40})\s*(?:`|"#*|\"\"\")"""
+                     r"""(?=[ \t]*(?:,[ \t]*"\\n"|\.(?:replace|replaceAll|Replace|lines|split|strip|trim)\b|\)\.(?:replace|join)))""")
 
 
 # A run of a token's characters that ends its line (before blanks and a box's right border); a run
@@ -11642,8 +11667,8 @@ RULE_WORDS = {
     "login-at-host": ("a2e02cb2", (":",), (), ("@",)),
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
     "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",), ("${",)),
-    "environment-default-secret": ("143319e5", ("config", "env", "env.fetch", "environ.get", "getenv",
-        "getenvironmentvariable", "process.env."), ("config", "env", "env.fetch", "environ.get", "getenv",
+    "environment-default-secret": ("837e5413", ("config", "env", "env.fetch", "env::var", "environ.get", "getenv",
+        "getenvironmentvariable", "process.env."), ("config", "env", "env.fetch", "env::var", "environ.get", "getenv",
         "getenvironmentvariable", "process.env."), ("key", "pass", "passw", "pwd", "secret", "token")),
     "url-token-user": ("ef921c04", ("://",), (), ("@",)),
     "slack-webhook": ("a44ac50a", ("/services/", "hooks.slack.com/services", "hooks.slack.com/triggers",
@@ -11726,13 +11751,13 @@ RULE_WORDS = {
     "other-provider-token": ("d6324855", ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-",
         "pmak-", "sntrys_"), ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-", "pmak-",
         "sntrys_"), ()),
-    "more-provider-tokens": ("5e2df1c8", (".atlasv1.", "a3-", "aaaa", "aact_", "access-development",
+    "more-provider-tokens": ("0fe29f78", (".atlasv1.", "a3-", "aaaa", "aact_", "access-development",
         "access-production", "access-sandbox", "aio_", "akcp", "akid", "amzn1.oa2-cs.v1.", "api", "aqvn", "atbb",
-        "bkua_", "ccipat_", "cfpat-", "clojars_", "dckr_pat_", "dg9roj", "dp.audit", "dp.ct", "dp.sa", "dp.scim",
-        "dp.st", "dt0c01.", "duffel_live", "duffel_test", "eaa", "eaaa", "ez", "figd_", "fio-u-", "flwseck", "fo1_",
-        "glc_", "gsk_", "hrku-", "hv", "ico-", "lsv2_pt", "lsv2_sk", "ltai", "mfa.", "mid-server-", "napi_", "nfp_",
-        "nraa-", "nrii-", "nrjs-", "ntn_", "ops_eyj", "oy2", "pat", "pat-eu", "pat-na", "pcsk_", "pnu_", "pplx-",
-        "pscale_oauth", "pscale_pw", "pscale_tkn", "pul-", "q~", "r8_", "rdme_", "re_", "rnd_", "rubygems_",
+        "bkua_", "cbat_", "ccipat_", "cfpat-", "clojars_", "dckr_pat_", "dg9roj", "dp.audit", "dp.ct", "dp.sa",
+        "dp.scim", "dp.st", "dt0c01.", "duffel_live", "duffel_test", "eaa", "eaaa", "ez", "figd_", "fio-u-", "flwseck",
+        "fo1_", "glc_", "gsk_", "hrku-", "hv", "ico-", "lsv2_pt", "lsv2_sk", "ltai", "mfa.", "mid-server-", "napi_",
+        "nfp_", "nraa-", "nrii-", "nrjs-", "ntn_", "ops_eyj", "oy2", "pat", "pat-eu", "pat-na", "pcsk_", "pnu_",
+        "pplx-", "pscale_oauth", "pscale_pw", "pscale_tkn", "pul-", "q~", "r8_", "rdme_", "re_", "rnd_", "rubygems_",
         "sb_secret_", "sbp_", "scw", "sdk", "secret_", "sgp_", "shippo_live", "shippo_test", "sk.eyj", "sl.",
         "sntryu_", "sq0atp", "sq0csp", "tfp_", "tk-us-", "tskey-api", "tskey-auth", "tskey-client", "tskey-scim",
         "tskey-webhook", "v1.0-", "xai-", "xkeysib-", "y0_"), (), ()),
@@ -11741,6 +11766,11 @@ RULE_WORDS = {
     "java-keystore-base64": ("b608bd99", ("/u3+7q", "zs7ozg"), ("/u3+7q", "zs7ozg"), ()),
     "openssl-private-fields": ("5504d289", ("coefficient", "exponent", "prime", "priv", "private", "privateexponent"),
         ("coefficient", "exponent", "prime", "priv", "private", "privateexponent"), (":",)),
+    "url-parameter-wrapped": ("9f757496", ("access_token", "api", "apikey", "pass", "passwd", "password", "pwd",
+        "secret", "sig", "signature", "token"), ("access_token", "api", "apikey", "pass", "passwd", "password", "pwd",
+        "secret", "sig", "signature", "token"), ("=",)),
+    "token-in-service-path": ("5a384620", ("/oncall/integrations/v1/", "boxcloud.com/d/", "fioapi.fio.cz/v1/rest/"),
+        ("/oncall/integrations/v1/", "boxcloud.com/d/", "fioapi.fio.cz/v1/rest/"), ()),
     "snmp-usm-localized-key": ("0b91e228", (".1.3.6.1.6.3.10.1.",), (".1.3.6.1.6.3.10.1.",), ("0x",)),
     'keystore-ciphertext': ('d6347a23', ('"cipherparams"',), ('"ciphertext"',), ('"ciphertext"',)),
     "putty-private-lines": ("075e42bb", ("private-lines:",), ("private-lines:",), ("\n",)),
@@ -11857,7 +11887,7 @@ RULE_WORDS = {
         "hash_password", "hashpw", "make_password", "password_hash"), ("argon2.hash", "bcrypt.hash",
         "generate_password_hash", "hash", "hash_password", "hashpw", "make_password", "password_hash"), ("(",)),
     "sudo-stdin-here-string": ("af4b3ab2", ("sudo",), ("sudo",), ("<<<",)),
-    "piped-secret": ("f10ed394", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
+    "piped-secret": ("f0a9a4ab", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
         "insert", "keepassxc-cli", "kinit", "login", "passphrase-fd", "passwd", "password-stdin", "runas", "secret",
         "set-password", "signin", "sudo", "unlock")),
     "password-manager-master": ("82a5dbbf", ("master",), ("1password", "bitwarden", "dashlane", "enpass", "kdbx",
@@ -11899,8 +11929,8 @@ RULE_WORDS = {
     "google-session-cookie": ("821dc834", ("g.a000", "sidts-"), ("g.a000", "sidts-"), ()),
     "cookie-with-attributes": ("ab1b632f", ("domain", "expires", "httponly", "max-age", "path", "samesite", "secure"),
         (), ("=",)),
-    "named-session-cookie": ("86a99a8b", (".aspxauth=", "jsessionid.", "li_at", "mysapsso2=", "sap_sessionid_", "sess",
-        "session", "sid"), (), ()),
+    "named-session-cookie": ("58518094", (".aspxauth=", "jsessionid.", "li_at", "mysapsso2=", "sap_sessionid_", "sess",
+        "sessid", "session", "sid"), (), ()),
     "registry-secret-value": ("0828a1f0", ("reg",), ("reg",), ("add",)),
     'piped-secure-string': ('6b699996', ('convertto-securestring',), (), ('"', "'")),
     "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),

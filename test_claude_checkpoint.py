@@ -2411,6 +2411,37 @@ class TestRedaction(unittest.TestCase):
         self.assert_redacted({"untrusted comment: minisign encrypted secret key\nRWRTY0Iy7Xk29mPq7zLw4Rt8VbN3cXk29mPq7zLw4Rt8VbN3cXk29mPq7zLw4Rt8VbN3c": [
             "RWRTY0Iy7Xk29mPq7zLw4Rt8VbN3cXk29mPq7zLw4Rt8VbN3cXk29mPq7zLw4Rt8VbN3c"]})
 
+    def test_defaults_wrapped_parameters_chpasswd_input_and_raw_strings_joined_over_lines(self):
+        """A secret given as an environment lookup's default in Rust (`env::var(…).unwrap_or_else(|_|
+        String::from(…))`) or after `||` on the next line; a URL's password parameter whose value a wrap put
+        on the next line; `printf '%s:%s\\n' user 'pass' | chpasswd` over continued lines; a raw string over
+        lines that code joins (Go's `strings.ReplaceAll(`…`, "\\n", "")`, Rust's `r#"…"#.lines()`). Kept: a
+        default that is no secret's, a raw string of words."""
+        self.assert_redacted({
+            'let pass = std::env::var("BROKER_PASS").unwrap_or_else(|_| String::from("Rift-Valley2031%"));': ["Rift-Valley2031%"],
+            "    password: process.env.DB_PASSWORD ||\n      'Cascais@7781',": ["Cascais@7781"],
+            "Caused by: jdbc:postgresql://tiles-db:5432/tiles?user=tiles_rw&password=\nVz1%Yb6Nc3Gf&sslmode=require": ["Vz1%Yb6Nc3Gf"],
+            "printf '%s:%s\\n' opsadmin \\\n  'Karoo-Dune58' | sudo chpasswd": ["Karoo-Dune58"],
+            'var hmacKey = strings.ReplaceAll(`Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9\nHj5GfWd4Vz1Yb6Nc3`, "\\n", "")': ["Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9", "Hj5GfWd4Vz1Yb6Nc3"],
+            'let secret: String = r#"\nRt8Tq3Zs6Jm0Ua2Ke9Hj5G/fWd4Vz1\nYb6Nc3Hq9Lm2Xr5K\n"#.lines().map(str::trim).collect();': ["Rt8Tq3Zs6Jm0Ua2Ke9Hj5G/fWd4Vz1", "Yb6Nc3Hq9Lm2Xr5K"]})
+        self.assert_kept(('let level = std::env::var("LOG_LEVEL").unwrap_or_else(|_| String::from("info-verbose"));',
+                          'msg := strings.ReplaceAll(`scene ingest\nfinished`, "\\n", " ")'))
+
+    def test_session_cookies_named_without_a_separator_and_tokens_in_a_services_path(self):
+        """A session's cookie whose name runs its words together (`DISPSESSION=`, `sentrysid=`) or parts them by a dot
+        (`shop.sid=`); a download link of Box's (`dl.boxcloud.com/d/1/b1!…`), a bank API's token in its path, an
+        alerting integration's URL, a Cloudbeds key. Kept: values after names that merely end in `sid`
+        (`inside=`, `aside=`), a public folder's link."""
+        self.assert_redacted({
+            "cookie ze sessionu v dispečinku: DISPSESSION=Rt8Tq3Zs6Jm0Ua2Ke9Hj5GfWd4Hq9L": ["Rt8Tq3Zs6Jm0Ua2Ke9Hj5GfWd4Hq9L"],
+            "쿠키예요: sentrysid=kp7rt8tq3zs6jm0ua2ke9hj5gfwd4hq9": ["kp7rt8tq3zs6jm0ua2ke9hj5gfwd4hq9"],
+            "https://dl.boxcloud.com/d/1/b1!Vz1Yb6Nc3GfWd4Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj5Gf-Wd4Hq9Lm2Xr5Kp7../download": [
+                "b1!Vz1Yb6Nc3GfWd4Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj5Gf-Wd4Hq9Lm2Xr5Kp7.."],
+            "    url: https://oncall-prod-eu-west-0.grafana.net/oncall/integrations/v1/grafana_alerting/Jm0Ua2Ke9Hj5GfWd4Hq9Lm2X/": [
+                "Jm0Ua2Ke9Hj5GfWd4Hq9Lm2X"],
+            "use this one for the Andorra property, the sandbox one expired cbat_Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj": ["cbat_Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj"]})
+        self.assert_kept(("layout: inside=Xk29mPq7zLw4Rt8VbN3c aside=Xk29mPq7zLw4Rt8VbN3c", "https://app.box.com/s/quarterly-reports-public"))
+
     def test_a_secrets_rest_after_an_arrow_an_ellipsis_or_that_plus(self):
         """The rest of a secret a chat gives after its first part: labelled with an arrow (`Teil 2 -> …`), in
         Swahili (`na ya pili: …`, the second one), a message that goes on with `...` or `…`, "it's now that
