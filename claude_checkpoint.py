@@ -1514,6 +1514,10 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
     last, digits = _name_parts(name)[-1], any(map(str.isdigit, bare))
     if " " in bare.strip() and _regex(_CREDENTIAL_WORDS).search(bare) and not _regex(_AUTH_SCHEME).match(bare):
         return True
+    if last in ("secrets", "tokens", "keys", "passwords", "credentials") and _regex(r"[^\W\d_]{2,30}").fullmatch(bare):
+        return True  # a plural names where they are kept: VBA's `Const SHEET_SECRETS As String = "Setari"`
+    if _regex(r"(?i)base64:|hex:|b64:|(?:PROTECTED|HIDDEN|CONCEALED|WITHHELD|SUPPRESSED)").fullmatch(bare):
+        return True  # a format's prefix alone (Laravel's `APP_KEY=base64:`), a word that says the value is hidden
     if _regex(r"(?:String|Int|Long|Boolean|ByteArray|CharArray|SecureString|Secret|Password)\??").fullmatch(bare):
         return True  # a type: Kotlin's `val signingKey: String? by project`
     if _regex(r"[A-Z][A-Z0-9]{1,11}(?:_[A-Z][A-Z0-9]{0,11}){2,6}").fullmatch(bare) and sum(part.isalpha() for part in bare.split("_")) >= 2:
@@ -2558,7 +2562,7 @@ _CREDENTIAL_WORDS = (
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<=[a-z0-9]_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_…
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
-    r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord"
+    r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|cyfrinair"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya"
     r"|mot de pass)\w*|(?<![\w+/=])(?:mdp|MDP)(?![\w+/=])"  # (French's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …")
@@ -2647,7 +2651,7 @@ _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:a
 _MASK_RUN = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})"
 _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,12}(?=\.{3}|\*{3}|•{3}|…))?"
            + _MASK_RUN + r"(?:[/_\-]" + _MASK_RUN + r")*[/_\-.]?"  # also AKIAXXXX…
-           + r"|(?:[A-Za-z0-9]{1,12}[_\-]){1,4}(?:\.{3}|…|\*{3,})[A-Za-z0-9]{1,6}"  # its last characters shown: ghp_...Xk2q, sk-ant-api03-...Xq2A
+           + r"|(?:[A-Za-z0-9]{1,12}[_\-]){1,4}(?:\.{3}|…|\*{3,})(?:•{3,}|\*{3,})?[A-Za-z0-9]{1,6}"  # its last characters shown: ghp_...Xk2q, sk-ant-api03-...Xq2A, sk_live_…••••Q2xd
            + r"|(?:[A-WYZ]?(?:X{6,}|0{6,})/){1,4}X{6,}")  # Slack's masked webhook path: TXXXX/BXXXX/XXXX, T0000/B0000/XXXX
 # (a run is read one way only: runs are joined by a separator that is none of their characters, so
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
@@ -5617,6 +5621,17 @@ token-in-service-path        -                      (?:boxcloud\.com/d/\d{1,2}/(
 #   catch: curl -s "https://fioapi.fio.cz/v1/rest/last/«Rt8Tq3Zs6Jm0Ua2Ke9Hj5GfWd4Hq9Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj5GfWd4»/transactions.json"
 #   catch: url: https://oncall-prod-eu-west-0.grafana.net/oncall/integrations/v1/alertmanager/«Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj5G»/
 #   keep:  https://app.box.com/s/public-folder-name and https://grafana.com/docs/oncall/latest/integrations/
+# A key read out in groups of hex digits (as a ceremony's sheet or a person dictating it writes it) on the line that
+# names it or the next: "Recovery AES key (read it out in groups):" ⏎ `9bf8728a d7b4051b …`, `Key component: CD17 C28D …`;
+# not a fingerprint's or an id's groups.
+hex-groups-named-key         -                      (?i)(?<![\w\-])(?<!public[ _\-])(?<!pub[ _\-])(?:key|keys|schlüssel|clé|clave|chave|chiave|klucz|ключ|sleutel|nyckel|secret|component|komponente)\b(?![ \t]*(?:id|fingerprint|fpr|grip|hash|digest|check|data)\b)[^\n:=]{0,80}:[ \t]*(?:\r?\n[ \t]*)?(?P<s>(?=[0-9a-fA-F \t]*[a-fA-F])[0-9a-fA-F]{4,8}(?:[ \t]+[0-9a-fA-F]{4,8}){3,15})(?![ \t]*[\w:])
+#   catch: Recovery AES key for the vault (read it out loud in groups):\n«4c1d9e7a b38f2056 e9a4c71d 0f6b2e83»
+#   catch: Key component: «A3F1 9C2E 7B40 D58E 16C9 2FA7 E03B 8D54»
+#   keep:  Primary key fingerprint: 5F2D 8A4B 91C3 7E06 D2F8  4A1B 9E3C 7D20 C5B1 8F46
+#   keep:  Key ID: 4A1B 9E3C 7D20 C5B1
+#   keep:  Public key: 04A3 9C2E 7B40 D58E 16C9 2FA7 E03B 8D54
+#   keep:  License key: 1234 5678 9012 3456
+#   keep:  show crypto key mypubkey rsa\n Key Data:\n  30820122 300D0609 2A864886 F70D0101 01050003 82010F00 3082010A
 # SNMPv3 users as net-snmp keeps them (/var/lib/net-snmp/snmpd.conf): each key, localized, after its protocol's OID
 # (`usmUser 1 3 0x80… "mon" "mon" NULL .1.3.6.1.6.3.10.1.1.3 0x<auth key> .1.3.6.1.6.3.10.1.2.4 0x<priv key> ""`).
 snmp-usm-localized-key       -                      (?<=[ \t])\.1\.3\.6\.1\.6\.3\.10\.1\.[12]\.\d{1,2}[ \t]+0x(?P<s>[0-9a-fA-F]{16,128})(?![0-9a-fA-F])
@@ -8480,7 +8495,7 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
-                   r"|kata sandi|sandi|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
+                   r"|kata sandi|sandi|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pw", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
                         "adgangskode", "kodeord", "koden", "sifre", "sandi", "lozink", "gesl", "ifr")
@@ -10567,6 +10582,7 @@ _OPERAND = (_STRING_PREFIX + r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"
             r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
 _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\||<<|\*)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
                    r"|(?<=\()\s*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=\s*\))"  # Python's literals side by side in parentheses
+                   r"|(?<=[ \t]=[ \t])[ \t]*" + _LITERAL + r"(?:[ \t]*\\\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=[ \t]*(?:[;#]|//|\r?\n|$))"  # and continued with `\`: KEY = "…" \⏎ "…"
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)|\|[ \t]*join\b))"
                    r"|(?<=concat\()\{\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?\}(?=\))|(?<=concat )\[\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*\]"  # Lua's table.concat({…}), Haskell's T.concat […]
                    r"|(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*(?:,\s*)?\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
@@ -10939,8 +10955,10 @@ def _join_lines(original: str, lowered: str) -> list:
         return [[0, len(original)]]
     spans: list = [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(
         r"\([ \t]*\r?\n(?:[ \t]*(?:\"[^\"\n]*\"|'[^'\n]*')[ \t]*\r?\n){2,40}[ \t]*\)").finditer(original)] if "(\n" in original else []
+    if "\\\n" in original:  # literals side by side, continued with `\`
+        spans += [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(r"[\"'][ \t]*\\\r?\n[ \t]*[\"'][^\n]*").finditer(original)]
     if "+" not in original and " ." not in original and "&" not in original and "||" not in original and " <<" not in original and " * " not in original:
-        return spans  # (most texts: no operator to look for)
+        return sorted(spans)  # (most texts: no operator to look for)
     for operator in _regex(r"\+|(?<=\s)(?:\.\.?|&|\|\||<<|\*)(?=[ \t\r\n])").finditer(original):
         start = original.rfind("\n", 0, operator.start()) + 1
         if not original[start:operator.start()].strip():
@@ -11771,6 +11789,9 @@ RULE_WORDS = {
         "secret", "sig", "signature", "token"), ("=",)),
     "token-in-service-path": ("5a384620", ("/oncall/integrations/v1/", "boxcloud.com/d/", "fioapi.fio.cz/v1/rest/"),
         ("/oncall/integrations/v1/", "boxcloud.com/d/", "fioapi.fio.cz/v1/rest/"), ()),
+    "hex-groups-named-key": ("172e965d", ("chave", "chiave", "clave", "clé", "component", "key", "keys", "klucz",
+        "komponente", "nyckel", "schlüssel", "secret", "sleutel", "ключ"), ("chave", "chiave", "clave", "clé",
+        "component", "key", "keys", "klucz", "komponente", "nyckel", "schlüssel", "secret", "sleutel", "ключ"), (":",)),
     "snmp-usm-localized-key": ("0b91e228", (".1.3.6.1.6.3.10.1.",), (".1.3.6.1.6.3.10.1.",), ("0x",)),
     'keystore-ciphertext': ('d6347a23', ('"cipherparams"',), ('"ciphertext"',), ('"ciphertext"',)),
     "putty-private-lines": ("075e42bb", ("private-lines:",), ("private-lines:",), ("\n",)),
@@ -12227,15 +12248,15 @@ RULE_WORDS = {
         "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot",
         "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ()),
     "place-label-code": ("cdcc0707", (), (), ()),
-    "context-credential-word": ("92b35540", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("e7396b80", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
-        "contrase", "credential", "creds", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase secreta",
-        "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
-        "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik",
-        "larm", "llave", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord",
+        "contrase", "credential", "creds", "cyfrinair", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado",
+        "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
+        "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kunci",
+        "kwdik", "larm", "llave", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord",
         "mat khau", "mdp", "mot de pass", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel",
-        "nøgle", "palavra-passe", "parol", "parola", "parool", "pass", "passcode", "passkey", "passord", "passowrd",
-        "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "pat",
+        "nøgle", "palavra-passe", "parol", "parola", "parool", "pasfhocal", "pass", "passcode", "passkey", "passord",
+        "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "pat",
         "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port",
         "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret",
         "secreto", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta",
@@ -12247,21 +12268,21 @@ RULE_WORDS = {
         "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account",
         "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
         "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community", "contra", "contrase",
-        "credential", "creds", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør", "eingangs",
-        "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis",
-        "geslo", "guest", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan", "kata sandi",
-        "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč",
-        "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "licence", "license", "llave", "lock", "lockbox",
-        "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "master", "mat khau",
-        "mdp", "mfa", "mot de pass", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network", "nsec",
-        "nyckel", "nøgle", "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pass", "passcode", "passkey",
-        "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw",
-        "pasword", "pat", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode",
-        "pinkoden", "poort", "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon",
-        "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret",
-        "secreto", "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "sikkerheds", "sikkerhets",
-        "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn", "totp",
-        "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
+        "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør",
+        "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen", "gate",
+        "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan",
+        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
+        "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "licence", "license", "llave", "lock",
+        "lockbox", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "master",
+        "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network",
+        "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pasfhocal", "pass",
+        "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
+        "passwrod", "pasw", "pasword", "pat", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
+        "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw",
+        "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel",
+        "secret", "secreto", "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "sikkerheds",
+        "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn",
+        "totp", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
         "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен",
         "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת",
         "الرقم السري", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन",
