@@ -3739,6 +3739,10 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
 _SECRET_FILE_READ = r"(?i)(?:\bcat[ \t]+|^==>[ \t]+|\bRead\()\S*(?:key|cookie|token|secret|passw|passphrase|(?<![a-z])pass(?![a-z])|(?<=\.)pw|(?<=/)pw(?=\.txt\b)|(?<=\.)psk|credential)[\w.\-]*(?:[ \t;|]|$)"
 
 
+_TABLE_ROW = r"[ \t]*\|[^\n]*\|[ \t]*\r?"  # a row of a table drawn with pipes (a box's too, read as written)
+_ROW_SEPARATOR = r"[ \t]*\|[ \t:|+\-]*-{3,}[ \t:|+\-]*\r?"  # markdown's `|---|:---:|`, a box's border read as written
+
+
 def _find_table_cells(match: Any) -> list:
     """A table whose header names a credential: the cells under that header that look like a
     password or a machine-made value, or a PIN under a PIN (markdown, CSV, or columns split by
@@ -3750,6 +3754,10 @@ def _find_table_cells(match: Any) -> list:
     if line_start and above_start and _regex(underline).fullmatch(text, above_start, line_start - 1) and not _regex(
             underline + r"|[ \t]*").fullmatch(text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1):
         return []  # the first row under a header's underline, not a header: `az keyvault secret list -o table` (reST's header stands between two)
+    if head.lstrip().startswith("|") and line_start and _regex(_TABLE_ROW).fullmatch(text, above_start, line_start - 1) and (
+            not _regex(_ROW_SEPARATOR).fullmatch(text, above_start, line_start - 1) or above_start and _regex(_TABLE_ROW).fullmatch(
+                text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1) and not _regex(_ROW_SEPARATOR).fullmatch(text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1)):
+        return []  # a row under another, or under a header's `|---|`: a note's cell that says "password in the safe" heads nothing (a box's header, under its top border, does)
     if _regex(r"[ \t]*#[ \t]*(?:define|undef|include|ifn?def|if|pragma)\b|" + _PROMPT_LINE + r"[ \t]").match(text, line_start):
         return []  # C's #define lines, aligned: no table; a command at a prompt (`$ kubectl get secret … -o custom-columns=NS:…,NAME:…`)
     separator = next((c for c in "|;," if c in head), None) if "\t" not in head or "|" in head else None  # (a TSV's cell may hold a comma: `Nachname, Vorname`)

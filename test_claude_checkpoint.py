@@ -2463,6 +2463,16 @@ class TestRedaction(unittest.TestCase):
                           'Const SHEET_SECRETS As String = "Setari"', "$ grep -c '^APP_KEY=base64:' .env", "Password: PROTECTED"))
         self.assert_redacted({"An pasfhocal nua don ríomhaire: Cnoc-Mor2026!": ["Cnoc-Mor2026!"], "Y cyfrinair newydd yw Draig-Goch77": ["Draig-Goch77"]})
 
+    def test_a_tables_row_that_mentions_a_password_heads_no_column(self):
+        """A markdown table's row whose note says where a password is ("password in the safe", Irish's "pasfhocal sa
+        chófra") is a row, not a header: the cell under it in the next row stays. A header that names the password
+        still makes its column's cells secrets, and a box's header under its top border still heads its columns."""
+        self.assert_kept(("| System | Username | Note |\n|---|---|---|\n| Reception PC | welcome | password in the safe |\n| Cliniko | e.nighriain | SSO le Google |",
+                          "| Córas | Ainm úsáideora | Nóta |\n|---|---|---|\n| Ríomhaire fáiltithe | failte | pasfhocal sa chófra |\n| Cliniko | e.nighriain | SSO le Google |"))
+        self.assert_redacted({"| Host | User | Password |\n|---|---|---|\n| db1 | admin | Winter2025!x |": ["Winter2025!x"],
+                              "sqlite> .mode box\n┌────┬─────────┬─────────────┐\n│ id │ user    │ pass        │\n├────┼─────────┼─────────────┤\n"
+                              "│ 1  │ ROMEXIS │ Orla_00.x   │\n└────┴─────────┴─────────────┘": ["Orla_00.x"]})
+
     def test_a_secrets_rest_after_an_arrow_an_ellipsis_or_that_plus(self):
         """The rest of a secret a chat gives after its first part: labelled with an arrow (`Teil 2 -> …`), in
         Swahili (`na ya pili: …`, the second one), a message that goes on with `...` or `…`, "it's now that
