@@ -10472,8 +10472,9 @@ def _reads_as_prose(line: str) -> bool:
 
 # A table drawn with box characters (ClickHouse's, DuckDB's, psql's unicode border, Python's rich): read
 # as a markdown table, one character for one. Only a text with a column's junction: a pane's border (`│ … │`) is no table.
-_BOX_JUNCTIONS = "┬┼┴╤╪╧╦╬╩╥╫╨"
-_BOX_AS_ASCII = str.maketrans({**dict.fromkeys("│┃║┆┊┌┐└┘├┤╭╮╰╯╔╗╚╝╠╣╒╕╘╛╞╡╓╖╙╜╟╢" + _BOX_JUNCTIONS, "|"), **dict.fromkeys("─━═┄┈", "-")})
+_BOX_JUNCTIONS = "┬┼┴╤╪╧╦╬╩╥╫╨┳╋┻┯┿┷┰╂┸╇╈╀╁╃╄╅╆╉╊┭┮┱┲┵┶┹┺┽┾"  # (heavy and mixed too: rich's tables, `┳` `╇`)
+_BOX_AS_ASCII = str.maketrans({**dict.fromkeys("│┃║┆┊┇┋┌┐└┘├┤╭╮╰╯╔╗╚╝╠╣╒╕╘╛╞╡╓╖╙╜╟╢┏┓┗┛┍┑┕┙┎┒┖┚┣┫┝┥┠┨┡┩┢┪┞┦┟┧" + _BOX_JUNCTIONS, "|"),
+                               **dict.fromkeys("─━═┄┈┅┉", "-")})
 
 
 def _redact_read_as_written(original: str, text: str, count: int, replaced: list) -> tuple:

@@ -2473,6 +2473,14 @@ class TestRedaction(unittest.TestCase):
                               "sqlite> .mode box\n┌────┬─────────┬─────────────┐\n│ id │ user    │ pass        │\n├────┼─────────┼─────────────┤\n"
                               "│ 1  │ ROMEXIS │ Orla_00.x   │\n└────┴─────────┴─────────────┘": ["Orla_00.x"]})
 
+    def test_a_table_rich_draws_with_a_heavy_header(self):
+        """A table Python's rich prints (a heavy header, `┏━┳━┓` ⏎ `┃ … ┃` ⏎ `┡━╇━┩`, then light rows): read as a table
+        drawn with pipes, its password column's cells are secrets. Kept: such a table of names."""
+        self.assert_redacted({"┏━━━━━━━━━━┳━━━━━━━━━━━━━━━━━┓\n┃ tenant   ┃ temp_password   ┃\n┡━━━━━━━━━━╇━━━━━━━━━━━━━━━━━┩\n"
+                              "│ clinic-1 │ Liffey.Quay1996 │\n│ clinic-2 │ Rabat-Medina77+ │\n└──────────┴─────────────────┘": ["Liffey.Quay1996", "Rabat-Medina77+"]})
+        self.assert_kept(("┏━━━━━━━━━━┳━━━━━━━━━━━━━━━━━┓\n┃ tenant   ┃ region          ┃\n┡━━━━━━━━━━╇━━━━━━━━━━━━━━━━━┩\n"
+                          "│ clinic-1 │ eu-west-1       │\n│ clinic-2 │ eu-central-1    │\n└──────────┴─────────────────┘",))
+
     def test_a_secrets_rest_after_an_arrow_an_ellipsis_or_that_plus(self):
         """The rest of a secret a chat gives after its first part: labelled with an arrow (`Teil 2 -> …`), in
         Swahili (`na ya pili: …`, the second one), a message that goes on with `...` or `…`, "it's now that
