@@ -2467,7 +2467,8 @@ def _names_no_token(pair: str) -> bool:
                                   or _regex(_ROUTING_COOKIE).fullmatch(named.group(1)) is not None)
 
 
-_ROUTING_COOKIE = r"(?i)arraffinity\w{0,12}|awsalb(?:cors|tg\w{0,8})?|awselb\w{0,8}|bigipserver[\w.\-]{0,40}"  # a load balancer's: which server, not who
+_ROUTING_COOKIE_NAMES = r"arraffinity\w{0,12}|awsalb(?:cors|tg\w{0,8})?|awselb\w{0,8}|bigipserver[\w.\-]{0,40}"  # a load balancer's: which server, not who
+_ROUTING_COOKIE = r"(?i)" + _ROUTING_COOKIE_NAMES
 
 
 _CLOUD_REGION = (r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|in|asia|europe|australia|northamerica|southamerica|africa)"
@@ -2815,7 +2816,7 @@ def _secret_in_pieces(match: Any) -> list:
 
 # A cookie's name and value in a header or a line that sends or sets cookies (`Cookie: a=…; b="…"`, `\"…\"` in a string).
 _COOKIE_PAIR = r"(?:^|(?<=[;\s\"'{]))(?P<name>[\w.\-]{1,80})=(?P<q>\\?\"?)(?P<v>[^;\"'\s\\]{8,4096})(?P=q)(?=[;\"'\s\\]|$)"
-_ANALYTICS_COOKIE = r"(?i)_g|__utm|_fb|ajs_|amplitude|mp_|_hj|_clck|_clsk|optimizely|intercom-(?:id|device)|__stripe_[ms]id|hubspotutk|__hs|_uet|_pk_|muid|anonymous|visitor|device|" + _ROUTING_COOKIE[4:]
+_ANALYTICS_COOKIE = r"(?i)_g|__utm|_fb|ajs_|amplitude|mp_|_hj|_clck|_clsk|optimizely|intercom-(?:id|device)|__stripe_[ms]id|hubspotutk|__hs|_uet|_pk_|muid|anonymous|visitor|device|" + _ROUTING_COOKIE_NAMES
 
 
 def _named_session_cookies(text: str, start: int, end: int) -> list:
@@ -3739,8 +3740,12 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
 _SECRET_FILE_READ = r"(?i)(?:\bcat[ \t]+|^==>[ \t]+|\bRead\()\S*(?:key|cookie|token|secret|passw|passphrase|(?<![a-z])pass(?![a-z])|(?<=\.)pw|(?<=/)pw(?=\.txt\b)|(?<=\.)psk|credential)[\w.\-]*(?:[ \t;|]|$)"
 
 
-_TABLE_ROW = r"[ \t]*\|[^\n]*\|[ \t]*\r?"  # a row of a table drawn with pipes (a box's too, read as written)
 _ROW_SEPARATOR = r"[ \t]*\|[ \t:|+\-]*-{3,}[ \t:|+\-]*\r?"  # markdown's `|---|:---:|`, a box's border read as written
+
+
+def _is_table_row(line: str) -> bool:
+    """Whether a line is a row of a table drawn with pipes (a box's too, read as written), its separator too."""
+    return _regex(r"[ \t]*\|[^\n]*\|[ \t]*\r?").fullmatch(line) is not None
 
 
 def _find_table_cells(match: Any) -> list:
@@ -3754,10 +3759,10 @@ def _find_table_cells(match: Any) -> list:
     if line_start and above_start and _regex(underline).fullmatch(text, above_start, line_start - 1) and not _regex(
             underline + r"|[ \t]*").fullmatch(text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1):
         return []  # the first row under a header's underline, not a header: `az keyvault secret list -o table` (reST's header stands between two)
-    if head.lstrip().startswith("|") and line_start and _regex(_TABLE_ROW).fullmatch(text, above_start, line_start - 1) and (
-            not _regex(_ROW_SEPARATOR).fullmatch(text, above_start, line_start - 1) or above_start and _regex(_TABLE_ROW).fullmatch(
-                text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1) and not _regex(_ROW_SEPARATOR).fullmatch(text, text.rfind("\n", 0, above_start - 1) + 1, above_start - 1)):
-        return []  # a row under another, or under a header's `|---|`: a note's cell that says "password in the safe" heads nothing (a box's header, under its top border, does)
+    if head.lstrip().startswith("|") and line_start:
+        above, two_above = text[above_start:line_start - 1], text[text.rfind("\n", 0, max(0, above_start - 1)) + 1:max(0, above_start - 1)] if above_start else ""
+        if _is_table_row(above) and (not _regex(_ROW_SEPARATOR).fullmatch(above) or _is_table_row(two_above) and not _regex(_ROW_SEPARATOR).fullmatch(two_above)):
+            return []  # a row under another, or under a header's `|---|`: a note's cell that says "password in the safe" heads nothing (a box's header, under its top border, does)
     if _regex(r"[ \t]*#[ \t]*(?:define|undef|include|ifn?def|if|pragma)\b|" + _PROMPT_LINE + r"[ \t]").match(text, line_start):
         return []  # C's #define lines, aligned: no table; a command at a prompt (`$ kubectl get secret … -o custom-columns=NS:…,NAME:…`)
     separator = next((c for c in "|;," if c in head), None) if "\t" not in head or "|" in head else None  # (a TSV's cell may hold a comma: `Nachname, Vorname`)
@@ -5661,7 +5666,7 @@ json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 #   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
-seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|ledger|trezor|metamask|crypto|recovery|wiederherstellung|herstel\w*|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-](?:words|palabras|palavras|mots|wörter|parole|woorden|słów|kelime|ord|слов)\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|助記詞|ニーモニック|シードフレーズ|リカバリーフレーズ|復元フレーズ|复原短语|恢复短语|시드\s?(?:구문|문구)|복구 구문|мнемони\w*|сид-?фраз\w*|seed-?фраз\w*|cụm từ khôi phục|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<![a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f])[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?=[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,8}[ \t]+[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,8}[ \t]+[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,8}(?![^ \t\r\n])))[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*(?:[:.)][ \t]*)?)?[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,8}(?:[ \t]+[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,8}){11,23})?)(?![a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]))
+seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|ledger|trezor|metamask|crypto|recovery|wiederherstellung|herstel\w*|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-](?:words|palabras|palavras|mots|wörter|parole|woorden|słów|kelime|ord|слов)\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|助記詞|ニーモニック|シードフレーズ|リカバリーフレーズ|復元フレーズ|复原短语|恢复短语|시드\s?(?:구문|문구)|복구 구문|мнемони\w*|сид-?фраз\w*|seed-?фраз\w*|cụm từ khôi phục|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<!{SEED_LETTER}){SEED_LETTER}{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?={SEED_LETTER}{3,8}[ \t]+{SEED_LETTER}{3,8}[ \t]+{SEED_LETTER}{3,8}(?![^ \t\r\n]))){SEED_LETTER}{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*(?:[:.)][ \t]*)?)?{SEED_LETTER}{3,8}(?:[ \t]+{SEED_LETTER}{3,8}){11,23})?)(?!{SEED_LETTER}))
 #   catch: ウォレットのシードフレーズ（検証用）:\n«wheat ripple canal timber orbit candle meadow frost pilot unveil saddle harbor»\n紙にも書きました
 #   catch: Klienten vill att vi förvarar återställningsfrasen i kassaskåpet:\n«abandon ladder velvet timber orbit candle meadow frost pilot unveil saddle harbor»
 #   catch: Cold wallet backup (treasury multisig signer #2) — copied from the paper backup before shredding:\n«ahead brass crew act aspect axis actor boss aim bitter armor cabin april any behind buffalo cash clinic barrel crack assist brief admit build»
@@ -8131,12 +8136,15 @@ CHECK_NEEDS = {
     "cookie-value": ("cookie",),  # a record of a name and a value is everywhere (Kubernetes' env): a cookie's only where the word stands
                                   # (cookie-row-value, the same check, needs no word: `Name: … Value: …` on one line is a browser's)  # a line alone of base64 is everywhere: a word must say why
 }
+# A small letter of the Latin alphabets a wallet's words are written in (accents apart too: wallets write a mnemonic
+# decomposed, NFKD): the words of a seed phrase (seed-phrase, _SEED_WORD, _QUOTED_MNEMONIC).
+_SEED_LETTER = "[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\\u0300-\\u036f]"
 PATTERN_BLOCKS = {"{VALUE}": _QUOTED_OR_BARE, "{TOOL_VALUE}": _TOOL_VALUE, "{ARG}": _ARGUMENT, "{SECRETISH_IDENTIFIER}": _SECRETISH_IDENTIFIER,
                   "{SECRETISH_NAME}": _SECRETISH_NAME, "{WORD_START}": _WORD_START, "{COMMAND}": _SAME_COMMAND,
                   "{L}": _L, "{R}": _R, "{CREDENTIAL_WORD}": _CREDENTIAL_WORDS, "{PROMPT_LINE}": _PROMPT_LINE,
                   "{SECRET_PRINTING_COMMAND}": _SECRET_PRINTING_COMMAND, "{SECRET_FILE_COMMENT}": _SECRET_FILE_COMMENT, "{INSIDE}": _INSIDE_ANOTHER_COMMAND, "{TABLE_CELL}": _TABLE_HEADER_CELL,
                   "{DECODING_CALL}": _DECODING_CALL, "{PART_LABEL}": _PART_LABEL, "{JOINED_NOTE}": _JOINED_NOTE,
-                  "{KEYBOARD_PASSWORD_WALK}": _KEYBOARD_PASSWORD_WALK}
+                  "{KEYBOARD_PASSWORD_WALK}": _KEYBOARD_PASSWORD_WALK, "{SEED_LETTER}": _SEED_LETTER}
 
 
 def redaction_rules() -> list:
@@ -8367,7 +8375,7 @@ _BARE_MNEMONIC = r"(?<![\w\-.'/])(?<![a-z] )[a-z]{3,8}(?: [a-z]{3,8}){11,23}(?![
 
 # A mnemonic as people copy it from a backup card: its words (any language's small letters, kana, hangul) in
 # lines, numbered (`1. grumo`, `01 vivid`), in a grid of columns or a table's cells, or apart by wide spaces.
-_SEED_WORD = r"(?:[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,16}|[а-яё]{3,16}|[\u3041-\u30ff]{3,8}|[\uac00-\ud7a3\u1100-\u11ff]{1,18}|[\u4e00-\u9fff])(?![\w'’\-])"  # (accents and hangul's jamo apart too: wallets write a mnemonic decomposed, NFKD)
+_SEED_WORD = r"(?:" + _SEED_LETTER + r"{3,16}|[а-яё]{3,16}|[\u3041-\u30ff]{3,8}|[\uac00-\ud7a3\u1100-\u11ff]{1,18}|[\u4e00-\u9fff])(?![\w'’\-])"  # (accents and hangul's jamo apart too: wallets write a mnemonic decomposed, NFKD)
 _SEED_NUMBER = r"(?:\d{1,2}[.)][ \t]*|\d{1,2}[ \t]+|\d{1,2}[ \t]*\|[ \t]*|(?:[A-Z][a-z]{1,11}[ \t]+)?\d{1,2}[ \t]*[-–][ \t]*\d{1,2}[.):]?[ \t]+)"  # (or a line's range: `7-12  coyote better …`, `Words 7-12: …`)
 _SEED_GAP = r"(?:,?[ \t\u3000]+|[ \t]*(?:\|[ \t]*)?\r?\n[ \t]*(?:\|[ \t]*)?|[ \t]*\|[ \t]*)"  # (blanks read one way: a run of them split in every way took minutes)
 # A word for a mnemonic, or for the wallet or backup it restores, in the languages people write it in.
@@ -8399,8 +8407,7 @@ def _redact_bare_mnemonics(original: str, text: str, count: int, replaced: list)
 
 
 # A mnemonic as code or JSON holds it: its words quoted in a list (`"words": ["tibio", "pomelo", …]`), over lines or not.
-_QUOTED_MNEMONIC = (r"""(?<=[\[(])\s*(["'])[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,8}\1(?:\s*,\s*\1[a-zß-öø-ÿğışçčďěňřšťůžźżąęłńśćőűățșœæ\u0300-\u036f]{3,8}\1){11,23}"""
-                    r"""(?=\s*,?\s*[\])])""")
+_QUOTED_MNEMONIC = (r"""(?<=[\[(])\s*(["'])""" + _SEED_LETTER + r"{3,8}\1(?:\s*,\s*\1" + _SEED_LETTER + r"{3,8}\1){11,23}(?=\s*,?\s*[\])])")
 
 
 def _laid_out_seed(run: str) -> str:
@@ -10496,7 +10503,7 @@ def _redact_read_as_written(original: str, text: str, count: int, replaced: list
             blanks.append((line_break.start() - (original[line_break.start() - 1:line_break.start()] == "\r"), line_break.end()))
     if "<" in original:
         blanks += [found.span() for found in _regex(_INLINE_TAG).finditer(original)]
-    boxed = any(junction in original for junction in _BOX_JUNCTIONS)
+    boxed = not original.isascii() and any(junction in original for junction in _BOX_JUNCTIONS)
     if not blanks and not boxed:
         return text, count
     read, position = [], 0
@@ -10669,10 +10676,11 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
             break
     pairs = _named_value_pairs(original, lowered)
     numbered = _numbered_parts(definitions)
-    numbered.update((name, definitions[name]) for name in appended if len(definitions[name]) >= 2)  # (a string built a statement at a time: `t := "fo1_…"` ⏎ `t += "…"`)
+    accumulated = {name: definitions[name] for name in appended if len(definitions[name]) >= 2}  # a string built a statement at a time: `t := "fo1_…"` ⏎ `t += "…"`
+    numbered.update(accumulated)
     pairs += [f"{name}={''.join(original[a:b] for a, b in spans)}" for name, spans in numbered.items()]
     folds += _format_folds(original)
-    built = list(folds) + [(0, 0, '"' + "".join(original[a:b] for a, b in definitions[name]) + '"', definitions[name]) for name in appended if len(definitions[name]) >= 2]
+    built = folds + [(0, 0, '"' + "".join(original[a:b] for a, b in spans) + '"', spans) for spans in accumulated.values()]
     # (what code joins; a wrap's pieces, below, are read joined, never judged by their randomness)
     folds += _wrapped_token_folds(original)
     if not folds and not pairs:
@@ -10706,8 +10714,9 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
 # A call that formats a string from literals, given as its arguments: `fmt.Sprintf("host=%s password=%s%s", cfg.Host,
 # "…", "…")`, Terraform's `format("…AccountKey=%s%s", …)`, Rust's `format!("postgres://{}:{}@{}", "…", "…", …)`,
 # `String.format(…)`, Python's `"…{}…".format(…)` and `"…%s…" % (…)`.
-_FORMAT_CALL = (r"""(?:(?<![\w.])(?:fmt\.Sprintf|String\.format|format!?|sprintf|f?printf)\(\s*(?P<format>"(?:[^"\\\n]|\\.)*"|'[^'\n]*')\s*,"""
-                r"""|(?P<format2>"(?:[^"\\\n]|\\.)*"|'[^'\n]*')(?:\.format\(|[ \t]*%[ \t]*\())""")
+_ESCAPED_LITERAL = r'"(?:[^"\\\n]|\\.)*"|' + r"'[^'\n]*'"  # a literal as code writes it, `\"` inside a double-quoted one
+_FORMAT_CALL = (r"(?:(?<![\w.])(?:fmt\.Sprintf|String\.format|format!?|sprintf|f?printf)\(\s*(?P<format>" + _ESCAPED_LITERAL + r")\s*,"
+                r"|(?P<format2>" + _ESCAPED_LITERAL + r")(?:\.format\(|[ \t]*%[ \t]*\())")
 _FORMAT_SLOT = r"%[-+ #0]*\d*(?:\.\d+)?[svdqx]|\{(?:\d{0,2}|:\??)\}"  # %s, %v, %d; {}, {0}, {:?}
 
 
@@ -10722,32 +10731,13 @@ def _format_folds(original: str) -> list:
     for call in _regex(_FORMAT_CALL).finditer(original):
         if call.start() < done or budget <= 0 or len(folds) > _FOLDS_MAX:
             continue  # (a call inside another's arguments is read as its argument)
-        template = call.group("format") or call.group("format2")
-        arguments, position, depth, start = [], call.end(), 0, call.end()
-        while position < len(original) and position - call.end() < 2000:  # the arguments, to the call's `)`, apart by its top-level commas
-            character = original[position]
-            if character in "\"'":
-                literal = _regex(r'"(?:[^"\\\n]|\\.)*"|' + r"'[^'\n]*'").match(original, position)
-                position = literal.end() if literal else position + 1
-                continue
-            if character in "([{":
-                depth += 1
-            elif character in ")]}":
-                if depth == 0:
-                    break
-                depth -= 1
-            elif character == "," and depth == 0:
-                arguments.append((start, position))
-                start = position + 1
-            position += 1
-        else:
-            budget -= position - call.end()
-            continue
-        budget -= position - call.end()
-        done = position
-        arguments.append((start, position))
+        arguments, end = _call_arguments(original, call.end())
+        budget -= end - call.end()
+        if arguments is None:
+            continue  # no `)` closes it
+        done = end
+        template, made, at, spans = call.group("format") or call.group("format2"), [], 1, []
         slots = list(_regex(_FORMAT_SLOT).finditer(template))
-        literals, made, at, spans = 0, [], 1, []
         for slot, (a, b) in zip(slots, arguments):
             made.append(template[at:slot.start()])
             argument = original[a:b].strip()
@@ -10755,14 +10745,37 @@ def _format_folds(original: str) -> list:
                 offset = a + original[a:b].index(argument) + 1
                 made.append(argument[1:-1])
                 spans.append((offset, offset + len(argument) - 2))
-                literals += 1
             else:
                 made.append("x")
             at = slot.end()
-        if literals >= 2 and len(slots) <= len(arguments):
+        if len(spans) >= 2 and len(slots) <= len(arguments):
             made.append(template[at:-1])
-            folds.append((call.start(), position + 1, '"' + "".join(made) + '"', spans))
+            folds.append((call.start(), end + 1, '"' + "".join(made) + '"', spans))
     return folds
+
+
+def _call_arguments(text: str, start: int) -> tuple:
+    """([(start, end) of each argument], the position of the `)` that closes them) of a call whose arguments
+    start at start: apart by its top-level commas, past the literals and brackets within; (None, where the
+    reading stopped) when no `)` closes them within 2,000 characters."""
+    arguments, position, depth, argument_start = [], start, 0, start
+    while position < len(text) and position - start < 2000:
+        character = text[position]
+        if character in "\"'":
+            literal = _regex(_ESCAPED_LITERAL).match(text, position)
+            position = literal.end() if literal else position + 1
+            continue
+        if character in "([{":
+            depth += 1
+        elif character in ")]}":
+            if depth == 0:
+                return arguments + [(argument_start, position)], position
+            depth -= 1
+        elif character == "," and depth == 0:
+            arguments.append((argument_start, position))
+            argument_start = position + 1
+        position += 1
+    return None, position
 
 
 # A string builder given a literal, one a statement: `sb.append("…");`, C#'s `sb.Append("…");`, Go's
