@@ -979,7 +979,7 @@ _NOT_VALUES = frozenset("""
     true false null none nil yes no on off undefined str string int integer bytes bool boolean
     number any object optional required secretstr text varchar char password redacted hidden masked
     env read write none sensitive inherit include omit same-origin error warn warning bearer basic digest negotiate user username login email machine process
-    always never on_create""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`; Ansible's `update_password: always`
+    always never on_create next then loop wend""".split())  # GitHub Actions: `id-token: write`, `secrets: inherit`; Ansible's `update_password: always`; VBA's `ws.Unprotect pw: Next`
 
 
 def _said_to_be_none(text: str, word_start: int) -> bool:
@@ -1029,6 +1029,7 @@ def secret_strength(name: str) -> int:
     while len(parts) > 1 and (parts[-1].isdigit() or len(parts[-1]) == 1):
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
     held = len(parts) > 1 and parts[-1] in _HOLDER_WORDS
+    name_parts_held = parts[-1] if held else ""
     if held:
         parts.pop()  # SESSION_TOKEN_B64 is a token
     if len(parts) > 2 and parts[-1] == parts[-2]:
@@ -1052,6 +1053,8 @@ def secret_strength(name: str) -> int:
     if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET or (
             parts[-1][-1:] == "s" and parts[-1][:-1] in _ABOUT_A_SECRET):  # PASSWORD_HASHERS as PASSWORD_HASHER
         return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest, nextPageToken a cursor
+    if held and parts[-1] == "key" and name_parts_held in ("hex", "b64", "base64", "b58", "base58", "pem", "der", "raw"):
+        return 2  # a key its name says is written in hex or base64 (kSaveKeyHex, SIGNING_KEY_B64): a key's bytes, not a cache's key
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
     if parts[0] == "x" and last in ("key", "token", "secret", "signature"):
@@ -1069,6 +1072,8 @@ def secret_strength(name: str) -> int:
     if last.endswith("community") or last == "seed" and before in ("ed25519", "x25519", "key", "wallet", "master", "private", "secret",
                                                                     "signing", "nacl", "sodium", "node", "validator", "account"):
         return 1  # an SNMP community (snmpd_rocommunity), a key's seed (ed25519_seed): secrets when machine-made
+    if last in ("private", "priv") and len(parts) > 1 and before not in ("is", "make", "set", "mark", "keep"):
+        return 1  # a key pair's private half named alone: Noise's static_private, node_priv; not a flag (is_private)
     if last in ("session", "sid", "sess") or last.endswith(("sessid", "sessionid")):
         return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
@@ -1140,6 +1145,8 @@ def _is_reference(value: str) -> bool:
         v[1:]) and " " not in v and not _regex(r"%\(|%[-#0 +]?\d*[sdifr]\b").match(v)  # $Crimson58asdfgh is no variable, %T-iM-!bSRNZL4yxY@34Io no format
     if (first in "$%" and _regex(_LEADING_REFERENCE).match(v) and not named_like_a_password) or (first == "@" and _regex(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)").fullmatch(v) and not _own_sigil(v)):
         return True
+    if first == "(" and v[-1] == ")" and v.count(" ") >= 2 or v.startswith(("TERMSRV/", "LegacyGeneric:target=", "Domain:target=", "MicrosoftAccount:user=")):
+        return True  # a note in parentheses, quoted too ("(ask Ana, never commit it)"); a Windows credential's target (TERMSRV/host)
     if (not quoted and first in "[({（【「") or (first == "<" and v[-1] == ">") or "<" in v and ">" in v and _regex(r"<[A-Za-z][\w\- ]{1,29}>").search(v):
         return True  # also a template's slots: `$2b$<cost>$<22-char salt>`
     if _regex(r"(?:[\w\-]+:)?(?:@[A-Z][A-Z0-9_]{2,60}@|%%[A-Z][A-Z0-9_]{2,60}%%)").fullmatch(v):
@@ -1210,6 +1217,8 @@ def _is_placeholder(v: str) -> bool:
     that only names what goes there (`password`, `new_passphrase`, `SECRETKEY`), as usage texts do."""
     if len(set(v.lower())) == 1 or len(set(v.lower()) - set("-_. ")) == 1 or len(v) >= 6 and (v in "0123456789" or v in "1234567890"):
         return True  # xxxxxxxx, 00000000, xxxx-xxxx-xxxx-xxxx, 123456789
+    if _regex(r"(?i)(?:[a-z0-9\-]{1,12}[=:])?(?:0x)?(?:dead(?:beef|c0de|babe)|cafe(?:babe|f00d|d00d)|feedface|b[a0]{2}df00d|8badf00d|decafbad|c0ffee)+").fullmatch(v):
+        return True  # the hex words programmers fill a test's digest with: `sha256=deadbeef`, 0xCAFEBABE
     if _regex(r"[\w\-]{0,12}?(?:\d{6,12}:)?[\w\-]{0,4}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__|@@[A-Z][A-Z0-9_]{2,60}@@|__[A-Z]+(?:_[A-Za-z0-9]+){2,12}__|[A-Za-z0-9]{0,12}[._\-](?:[xX]{4,}[._\-]?){2,8}|[\w\-:]{0,16}[._\-:](?:x{4,}|X{4,})").fullmatch(v):
         return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…, a bot's 123456789:AAxxxx…, 123456:ABC-xxxxx, Kovacic-XXXX-XXXX), a template's __LOCAL_ADMIN_PASSWORD__ or @@RADIUS_SHARED_SECRET@@ (or __GENERATE_WITH_openssl_rand_hex_32__)
     if _regex(r"[\w\-]{0,24}<[\w\- ]{1,30}>(?:[\w\-]{0,8}<[\w\- ]{1,30}>){0,4}[\w\-]{0,8}").fullmatch(v):
@@ -1443,7 +1452,7 @@ def _accept_assignment(match: Any) -> bool:
         return True  # a Bluetooth pairing's passkey, six digits: `#define BLE_STATIC_PASSKEY 135533`
     if strength == 1 and _name_parts(name)[-1].endswith(("sid", "sessid", "sessionid")) and _regex(r"[0-9a-fA-F]{16,}").fullmatch(bare):
         return True  # a session's id in hex: `cookies.set("JSESSIONID", "479D3599CD26…")`
-    if strength == 1 and _regex(r"(?:[A-Za-z_]\w{0,30}\.)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){0,3}_KEY").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}(?:-" + _UUID + ")?").fullmatch(bare):
+    if strength == 1 and _regex(r"(?:[A-Za-z_]\w{0,30}\.)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){0,3}_KEY(?:_HEX)?").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}(?:-" + _UUID + ")?").fullmatch(bare):
         return True  # a service's key in an environment's or a module's name: KAGGLE_KEY=bd20b117…, Lua's M.INGEST_KEY = "…", not a cache's key in code
     if strength == 1:
         return (_looks_random(bare) or looks_machine_generated(bare)) and not _is_identifier_like(bare)  # also rclone's b2 `key = RQWFWykf…`
@@ -2107,7 +2116,7 @@ def _accept_argument(match: Any) -> bool:
         return False  # where the command reads it: `mosquitto_passwd -b … user /dev/stdin`
     if _regex(r"[A-Za-z_][\w.]{0,40}=").match(bare) and match.group().lstrip("/").lower().startswith("p:"):
         return False  # MSBuild's property: `/p:Configuration=Release`
-    return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted", "public")
+    return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted", "public", "via", "with", "using")  # (`vault login via OIDC`)
 
 
 # Prose that names a secret, then gives it: the words that name one (also as a name, `MASTER_KEY`),
@@ -2148,6 +2157,8 @@ def _accept_named_in_prose(match: Any) -> bool:
     it ("u7zj… is the password for …"). Hex needs a connector (`was`, `to`, `=`) and no commit or
     hash nearby, so that "the token fix landed in 2b7e…" stays."""
     text, start, end, value = match.string, match.start("s"), match.end("s"), match.group("s")
+    if _regex(r"[$€£¥]\d[\d,.]*[kKmM]?(?:/[a-z]{1,10})?").fullmatch(value):
+        return False  # an amount of money: "the key's cap is $50/month"
     if _names_no_token(value) or "<" in value and ">" in value or "</" in value or "→" in value or "::" in value or "$new(" in value or _regex(r":[a-z0-9]+:|[A-Z][a-z]\w*<(?:\[|&|[A-Z][a-z])|&?[a-z]\w*\.[A-Z]\w*\{").match(value):
         return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup, a closing tag or a template's slot (`<22-char salt><31-char hash>`); a numbered line (`3→TWILIO_FROM=…`); rclone's remote (`:s3:bucket`); a generic type (`SecretBox<[u8; 32]>`); a composite literal (`&corev1.Secret{}`)
     before = text[max(0, start - 100):start]
@@ -2178,8 +2189,8 @@ def _accept_named_in_prose(match: Any) -> bool:
         return False  # an icon's or a config's file in base64 under a key's name: `key-icon.svg: PHN2ZyB4bWxucz0i…`
     if _regex(r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+)[ \t]+AAAA[\w+/]+={0,2}[ \t]+$").search(before):
         return False  # a public key's comment: `Key: ssh-ed25519 AAAA… deploy@vbr01`
-    if _regex(r"(?:^|\s)(?:-[ng]|--[\w\-]*(?:name|id|group))[ \t=]+$").search(before):
-        return False  # a resource's name given to a command: `az storage account keys list -n dataconrv7n9`
+    if _regex(r"(?:^|\s)(?:-[ngu]|--[\w\-]*(?:name|id|group|user))[ \t=]+[\"']?$").search(before):
+        return False  # a resource's or a user's name given to a command: `az storage account keys list -n dataconrv7n9`, `docker login -u "gitlab+deploy-token-17"`
     calls = [m.end() for m in _regex(r"\w\(").finditer(before)]
     if calls and ")" not in before[calls[-1]:]:
         return False  # an argument in code: `s.tokens.Issue(ctx, u.ID, 15*time.Minute)`
@@ -2556,7 +2567,7 @@ def looks_like_chosen_password(value: str) -> bool:
 # Words that name a credential, in the languages sessions are written in. Long English words may
 # end a name (dbPassword); short ones and other languages' stand alone.
 _CREDENTIAL_WORDS = (
-    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|tokn"
+    r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|passowrt|paswort|passwrt|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|priv|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
@@ -2566,13 +2577,13 @@ _CREDENTIAL_WORDS = (
     r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|cyfrinair"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya"
-    r"|mot de pass)\w*|(?<![\w+/=])(?:mdp|MDP)(?![\w+/=])"  # (French's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …")
+    r"|mot de pass)\w*|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
     r"|(?<![A-Za-z])PAT(?=[ \t]*[:=]?[ \t]+[A-Za-z0-9_]{20})"  # a personal access token: "PAT v9beojyn3…"
     r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t]|\bla[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …", "la pass del wifi quedó …"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ)")
+    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|باسورد|الباسورد|والباسورد|باسوورد|الباسوورد|الباس(?![\u0600-\u06ff])|والباس(?![\u0600-\u06ff])|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ)")  # (Egyptian Arabic's باسورد, والباس: "and the pass")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
 # variable): `b64decode("…")`, `hex!("…")`, `Encoding.UTF8.GetBytes("…")`, `Buffer.from("…")`, `String::from("…")`.
 _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode|decode\w{0,10}|encode|bytes|GetBytes|FromBase64String"
@@ -2605,7 +2616,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+(?:tokens?|(?:pre)?auth-?keys?)[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|rclone[ \t]+obscure|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|cloudflared[ \t]+tunnel[ \t]+token|[\w\-]+[ \t][^\n|]*?\bget-(?:auth|access|api)-(?:string|token|key)s?\b"  # a tunnel's token, a Redis instance's AUTH string
-    r"|firebase[ \t]+login:ci|p4[ \t]+[^\n]*\blogin[ \t]+-p\b|[^\n]*ProtectedData\]::Unprotect\(|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
+    r"|firebase[ \t]+login:ci|p4[ \t]+[^\n]*\blogin[ \t]+-p\b|p4[ \t]+(?:-[a-z][ \t]+\S+[ \t]+)*tickets\b|[^\n]*ProtectedData\]::Unprotect\(|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|aws[ \t][^\n]*?--query[ \t=]+['\"][^'\"\n]*(?i:presharedkey|password|secret|token)"  # a describe- that selects a secret: --query '…PreSharedKey'
     r"|curl\b[^\n]*?[^/]/(?:session|login|token|oauth2?/token|auth/token|authenticate)(?=[/?\"'\s]|$)|curl\b[^\n]*?/actuator/env/\S*(?i:pass|secret|token|key)"
     r"|Get-(?:Secret|AzKeyVaultSecret|StoredCredential|SecretValue)\b|nmcli[^\n]*[ \t](?:-s|--show-secrets)\b|netsh[ \t]+wlan[ \t]+show[ \t]+profiles?[^\n]*key=clear"
@@ -2752,8 +2763,8 @@ def _find_random_tokens(match: Any) -> list:
         return []
     if _regex(r"[A-Za-z0-9]").match(text, match.end()) and _regex(r"[A-Za-z0-9+/]{6,}[_\-]$").search(text, max(0, match.start() - 40), match.start()):
         return []  # the word is letters of a token: base64url's `…-PW76Xsi…`
-    if _regex(r"(?:\.[a-z0-9]{1,5}){1,3}(?=[:/\s'\"]|$)").match(text, match.end()):
-        return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`, `secrets.enc.yaml`
+    if _regex(r"(?:\.[a-z0-9]{1,6}){1,3}(?=[:/\s'\"]|$)").match(text, match.end()):
+        return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`, `secrets.enc.yaml`, `ResetPassword.cshtml:3:`
     if _says_what_about_it(text, match.end(), match.end() + 20):
         return []  # "password policy: Basic256Sha256", "token type: …": what is said is about it
     if text[match.start() - 1:match.start()] == "-" and _regex(r"(?<![\w\-])[a-z0-9]+(?:-[a-z0-9]+){2,}-$").search(
@@ -2991,7 +3002,7 @@ def _value_span(found: Any, group: str, text: str = "") -> Any:
     if bracketed:  # CJK quotes: パスワードは「falcon2831」です
         first, value = first + 1, bracketed.group(1)
     elif group == "v":
-        value = _regex(_NOT_IN_SPACELESS_SCRIPTS).match(value).group().rstrip(".,;)?") or value  # パスワードはabc123です
+        value = _regex(_NOT_IN_SPACELESS_SCRIPTS).match(value).group().rstrip(".,;)?،؛") or value  # パスワードはabc123です; Arabic's comma: "بقى Tramwaj123%،"
         value = value.rstrip("*") if value.rstrip("*").isalpha() else value  # markdown's *Actions*, not neko494*
     return text[first:first + len(value)] if text else (first, first + len(value))
 
@@ -3203,7 +3214,12 @@ def _spoken_passphrase(match: Any) -> list:
         three = len(words) == 3 and ends and min(map(len, words)) >= 4  # (not "è nel gestore condiviso")
         found = found if found and (len(words) >= 4 or three) and not set(words) & _COMMON_WORDS else None
     group = found and next(name for name in ("v", "quoted", "bare") if found.groupdict().get(name))
-    return [found.span(group)] if found and _is_spoken_passphrase(found.group(group)) else []
+    return [found.span(group)] if found and _is_spoken_passphrase(found.group(group)) and not _DESCRIBING_A_PASSPHRASE.intersection(
+        found.group(group).lower().split()) else []
+
+
+# Words that describe a passphrase rather than being one: `passphrases welcome ("three random words" style)`.
+_DESCRIBING_A_PASSPHRASE = frozenset("random words word diceware example style".split())
 
 
 # A passphrase that is a sentence, in any language, after a word for a passphrase: in quotes further on in
@@ -3372,8 +3388,8 @@ def _find_command_arguments(match: Any) -> list:
     text, start, end = match.string, match.start("s"), match.end("s")
     if _regex(r"(?i)\b(?:after|before|during|upon|via|failed|successful)[ \t]+$").search(text, max(0, match.start() - 12), match.start()):
         return []  # prose about a login, not a command: "redirect after login: https://…#state=…"
-    if _regex(r"(?i)(?::[ \t]+[\w\-]+)?[ \t]+(?:failed|failure|error|denied|rejected|refused|succeeded|successful|ok|required|timed[ \t]+out)\b").match(text, match.end()):
-        return []  # a log's line about one: "MQTT auth failed for user 'gw-02' (rc=5)", "WARN auth: login failed for driver drv_9k2m…"
+    if _regex(r"(?i)(?::[ \t]+(?:(?:account|user(?:name)?)[ \t]+[\"']?[^\s\"']{1,64}[\"']?|[\w\-]+))?[ \t]+(?:failed|failure|error|denied|rejected|refused|succeeded|successful|ok|required|timed[ \t]+out|locked|disabled|expired)\b").match(text, match.end()):
+        return []  # a log's line about one: "MQTT auth failed for user 'gw-02' (rc=5)", "WARN auth: login failed for driver drv_9k2m…", `auth: account "qa_03" locked`
     spans = [span for span in random_tokens(text, start, end, _NAME_FLAG_BEFORE) if not _named_as_no_token(text, span[0])]
     if match.group()[-1:].isalpha() and text[match.end():match.end() + 1].isalpha():
         return []  # `authors`, "signing key, fingerprint 6d36…": not a verb
@@ -5587,6 +5603,10 @@ telegram-bot-token           -                      (?=\d{6})(?:(?<=bot)|(?<![\w
 discord-bot-token            -                      (?P<s>[MNO](?<![A-Za-z0-9_\-].)[A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}){R}
 #   catch: client.run("«MTEXAMPLEexampleEXAMPLE012.GhAbCd.EXAMPLEexampleEXAMPLEexample01»")
 #   keep:  Message.edit.timestamp
+# A Flask session (itsdangerous' signed and compressed value): `.eJ…` (zlib in base64), a timestamp, a signature.
+flask-session-cookie         -                      (?<![\w.\-])\.(?P<s>eJ[\w\-]{16,4096}\.[\w\-]{6}\.[\w\-]{27})(?![\w\-])
+#   catch: can you decode this flask session cookie? .«eJwlzE0KgjAQBeCrhLv4QfpXfQ4kDTKhqUcDc7pXnTx0dByVbGXvcXQf.Z4kQ2w.lyGd8PmRH_7utAmjNGmRBCEGpvU»
+#   keep:  tar -xf release.eJ12.tgz
 jwt                          -                      {L}(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*|(?=[ \t]*\r?\n[ \t]*(?:\|[ \t]+)?[A-Za-z0-9_\-]{8,}))){R}
 #   catch: DEBUG issued service token for catalog:\n    «eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIyODgxOCIsInJ»\n    «vbGUiOiJkZXBsb3llciIsImlhdCI6MTcyODIyMjQ5MCwianRpIjoiTFZZb0V»\n    «VQnJ4QjBJIn0.iyrOiiCkJCIJ48RBAvvGdr8Sp8_hMgWQ8HG39WCVc5l»
 #   catch: jwt «eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk»
@@ -6086,10 +6106,11 @@ powershell-secure-string     not-reference          (?i)ConvertTo-SecureString(?
 #   catch: Set-ADAccountPassword -Identity admin2 -Reset -NewPassword (ConvertTo-SecureString -AsPlainText '«N)SWedA2mTLYP»' -Force)
 #   keep:  $pw = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force
 #   catch: $pw = ConvertTo-SecureString ("«Harbor#31otter611!»") -AsPlainText -Force
-netrc-password               not-reference          \bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>\S+)
+netrc-password               not-reference          \bmachine\s+\S+(?:\s+(?:login|account)\s+\S+)*\s+password\s+(?P<s>(?!<[\w\-])\S+)
 #   catch: machine ftp.example.com login deploy password «Jupiter#9»
 #   keep:  machine ftp.example.com login deploy
 #   keep:  machine api.example.com\n  login ci-bot\n  password ${NETRC_PASSWORD}
+#   keep:  machine nexus.example.local\n  login ci-reader\n  password <from the vault: Nexus ci-reader>
 # A password's or a key's short flag (`-p`, `-k`, `-ap`, `-a`, `-w`, `-pw`) in any command, when its value, quoted
 # or bare, is one a machine made; never hex alone (a commit, a digest): a flag that may be a port, a path, a
 # page is a password's only with a random value.
@@ -6508,10 +6529,18 @@ basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*
 #   keep:  $ echo -n 'pedido:4471:status:pago' | base64
 #   catch: echo -n 'svc:«cobalt#Tundra81»' | base64   # for the Authorization header
 #   keep:  echo -n "$USER:$PASS" | base64
-# user:password given to a base64 encoder in code: btoa('…'), b64encode(b'…'); Groovy's '…'.bytes.encodeBase64(), Java's "…".getBytes().
-basic-auth-encoded-call      not-reference          (?:btoa|b64encode|encode64|strict_encode64|encodeBase64|base64_encode|encodeToString|EncodeToString)[ \t]*\([ \t]*(?:\[\]byte\()?b?(["'])[\w.@+\-]{1,64}:(?P<s>[^'"\s]{4,128})\1
+# user:password given to a base64 encoder in code: btoa('…'), b64encode(b'…'), through a call that makes its bytes
+# (Dart's base64Encode(utf8.encode('…')), .NET's ToBase64String(Encoding.UTF8.GetBytes("…"))); Groovy's '…'.bytes.encodeBase64(), Java's "…".getBytes(). Not a name and its version.
+basic-auth-encoded-call      not-reference          (?:btoa|b64encode|encode64|strict_encode64|encodeBase64|base64_encode|base64Encode|encodeToString|EncodeToString|ToBase64String)[ \t]*\([ \t]*(?:\[\]byte\(|(?:\[[\w.]{1,40}\]::)?[\w.]{1,40}[ \t]*\([ \t]*)?b?(["'])[\w.@+\-]{1,64}:(?P<s>(?!v?\d+(?:\.\d+){1,3}\1)[^'"\s]{4,128})\1
 #   catch: headers = {"Authorization": "Basic " + base64.b64encode(b"svc_etl:«Juniper#4471»").decode()}
+#   catch: final auth = 'Basic ${base64Encode(utf8.encode('kiosk:«harbour.Lime58»'))}';
+#   catch: Authorization = "Basic " + [Convert]::ToBase64String([Text.Encoding]::UTF8.GetBytes("ledger@example.org:«f2c91b07aa4e»"))
 #   keep:  base64.b64encode(f"{user}:{password}".encode())
+#   keep:  Convert.ToBase64String(Encoding.UTF8.GetBytes("build:2025.04.1"))
+# An API key given as the user of Basic auth with no password (`key:`), as Stripe's and many others' APIs take it.
+basic-auth-encoded-key       machine-made           (?:btoa|b64encode|encode64|strict_encode64|encodeBase64|base64_encode|base64Encode|encodeToString|EncodeToString|ToBase64String)[ \t]*\([ \t]*(?:\[\]byte\(|(?:\[[\w.]{1,40}\]::)?[\w.]{1,40}[ \t]*\([ \t]*)?b?(["'])(?P<s>[\w\-]{16,128}):\1
+#   catch: s.headers["Authorization"] = "Basic " + base64.b64encode(b"«Qm9x3TtXk27LcwPz8RfNa1vY4sHe»:").decode()
+#   keep:  base64.b64encode(b"application_settings_reader:")
 basic-auth-encoded-literal   not-reference          (["'])[\w.@+\-]{1,64}:(?P<s>[^'"\s]{4,128})\1\.(?:bytes\.encodeBase64|getBytes\(|encode\()
 #   catch: conn.setRequestProperty('Authorization', 'Basic ' + 'admin:«Thund3r^45»'.bytes.encodeBase64().toString())
 #   keep:  "Content-Type: text/plain".getBytes(StandardCharsets.UTF_8)
@@ -6962,8 +6991,11 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 #   catch: my $api_key = <<"END";\n«Wq4Lz8Tr2Xk6»\n«Pm9Vb3Nc7Hd1Jf5S»\nEND\n$api_key =~ s/\n//g;
-secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)\]?(?:[ \t]+As[ \t]+[A-Za-z_][\w.]{0,40}(?=[ \t]*=)|[ \t]*\((?i:hex|base64|b64|base32|base58|raw|der|utf-?8)\)(?=[ \t]*:))?[ \t]*(?P<op>:=|=>|=(?!=)|:|<<?-(?=[ \t]+[\"']))[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|\([ \t]*[bBrRuU]{0,2}(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}"|'[^'\n]{1,1024}'[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}')|@(?=["'])|N(?=')|(?<==)\[(?=[^\[\]\s"',]{8,256}\][,}])|(?<==)[ \t]*\r?\n[ \t]+(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*"))?{VALUE}
+secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)(?:\[\d{0,4}\])?\]?(?:[ \t]+As[ \t]+[A-Za-z_][\w.]{0,40}(?=[ \t]*=)|[ \t]*\((?i:hex|base64|b64|base32|base58|raw|der|utf-?8)\)(?=[ \t]*:))?[ \t]*(?P<op>:=|=>|=(?!=)|:|<<?-(?=[ \t]+[\"']))[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|\([ \t]*[bBrRuU]{0,2}(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}"|'[^'\n]{1,1024}'[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}')|(?:@\$?|\$@?)(?=["'])|N(?=')|(?<==)\[(?=[^\[\]\s"',]{8,256}\][,}])|(?<==)[ \t]*\r?\n[ \t]+(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*"))?{VALUE}
 #   catch: INFO Application - 200 OK: GET /v1/guilds, headers: {X-Api-Key=[«9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c3b6d9e2f»], User-Agent=[Starfall/1.8.2]}
+#   catch: private static readonly string ApiToken = $"«Kp7Rt8Tq3Wd4Hq9Lm2Xr5Vz»";
+#   catch: static constexpr uint8_t kSaveKeyHex[] = "«9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c»";
+#   keep:  private static readonly string ApiToken = $"{TokenHead}{TokenTail}";
 #   keep:  lookup('community.hashi_vault.hashi_vault', 'secret=secret/data/rmm/sites/' + site + ':token')
 #   keep:  Key Vault "kv-kvn-clients" – secrets: support-KVN-ANAE-PC012, support-KVN-ANAE-PC013 (enabled)
 #   keep:  # settings.py\nSECRET_KEY = "django-insecure-dev-only-do-not-use-in-prod"
@@ -7082,9 +7114,10 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  Auth: "\u0410\u0443\u0442\u0435\u043D\u0442\u0438\u0444\u0438\u043A\u0430\u0446\u0438\u044F",
 #   keep:  ERROR_INVALID_PASSWORD = "E7306"  # error code, shown to user as "Invalid password"
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
-prose-password               password-like          (?i)(?:\b(?:password|passwd|passphrase|pwd)\b[^\n&?;]{0,60}?(?:\bis\b|\bto\b|:|=|\()|\b(?:pass|pw|contra)[ \t]+(?:is|es)\b)[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$)|\\\r?\n)
+prose-password               password-like          (?i)(?:\b(?:password|passwd|passphrase|pwd)\b(?:[^\n&?;=]|(?<!\w)=|=(?==)){0,60}?(?:\bis\b|\bto\b|:|=|\()|\b(?:pass|pw|contra)[ \t]+(?:is|es)\b)[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$)|\\\r?\n)
 #   keep:        auth.basic = { username: basic[0], password: basic[1] }
 #   catch: the VPN password is «Xk29!mPq7z»
+#   keep:  docker run -e POSTGRES_PASSWORD=<password> -e POSTGRES_DB=shop -p 5432:5432 postgres:16-alpine
 #   catch: can you ssh to 10.0.12.4? user is jtorres, pass is «Thunder2020?». don't change anything
 #   catch: para entrar al webui con usuario admin y la contra es «Verano1947» jaja
 #   keep:  the boarding pass is attached, gate B12
@@ -8510,7 +8543,7 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
-                   r"|kata sandi|sandi|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
+                   r"|kata sandi|sandi|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pw", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
                         "adgangskode", "kodeord", "koden", "sifre", "sandi", "lozink", "gesl", "ifr")
@@ -8523,7 +8556,7 @@ _LOGIN_WORDS_LAST = r"(?i)(?<![^\W\d_])(?:anmelden|einloggen|inloggen|logga in|g
 _LOGIN_PAIR = r"[\w.+\-]+@[\w\-]+\.[\w.\-]+`?[ \t]+(?:/|com|with|and|e|et|und|y|i|и|ve)[ \t]+"  # an account's address, then its password: "… é rafael@… com Floripa*6722"
 _LOGIN_WORDS_SEEN = ("log", "sign", "anmelden", "einloggen", "inloggen", "connect", "entrar", "acced", "acessar", "zaloguj", "giris")
 _SAID_OF_IT = r"[ \t]*(?:[\"'”»)][ \t]*)?(?:[:：=—–←]|->|(?:is|c'est|è|é|es|ist|это|是)(?!\w))"  # what follows a password named after it: "X ← questa è la password"
-_SENTENCE_PASSWORD = r"(?<![^\s\"'“„«(])([^\s\"'”“«»()\[\]{}<>,;=:`/\\@]{8,40}?)[.,;:?)]*(?=[\s\"'”»)]|$)"
+_SENTENCE_PASSWORD = r"(?<![^\s\"'“„«(])([^\s\"'”“«»()\[\]{}<>,;=:`/\\@،؛]{8,40}?)[.,;:?)،؛]*(?=[\s\"'”»)]|$)"  # (Arabic's comma ends one too)
 _SENTENCE_QUOTED = r"(?<!\w)[\"“„«`]([^\s\"“”„«»`]{8,40})[\"”“»`](?!\w)"  # a value in quotes: what a sentence quotes is a literal
 
 
@@ -8543,9 +8576,12 @@ def _redact_passwords_in_sentences(original: str, text: str, count: int, replace
         first = _where_a_sentence_logs_in(original, start, end) if word is None and not named_before else start
         if first is not None:
             for found in _regex(_SENTENCE_PASSWORD).finditer(original, first, end):
-                if _is_a_sentences_password(found.group(1)) and (word is None or found.start() >= word.end() or _regex(_SAID_OF_IT).match(original, found.end(1))):
-                    passwords.append(found.group(1))
+                if _is_a_sentences_password(found.group(1)) and (word is None or found.start() >= word.end() or _regex(_SAID_OF_IT).match(original, found.end(1))) and not (
+                        _regex(_NAME_FLAG_BEFORE).search(original[max(0, found.start(1) - 40):found.start(1)].rstrip("\"'"))):
+                    passwords.append(found.group(1))  # (not a user's name a flag gives: `docker login -u "gitlab+deploy-token-42"`)
             for found in _regex(_SENTENCE_QUOTED).finditer(original, word.end() if word else first, end):
+                if _regex(_NAME_FLAG_BEFORE).search(original[max(0, found.start() - 40):found.start()]):
+                    continue
                 if _is_a_sentences_password(found.group(1)) or _is_a_quoted_password(found.group(1)) and _regex(_CONNECTOR + r"[ \t]*$").search(
                         original, max(start, found.start() - 30), found.start()):  # (a password's shape in quotes, `Harbor&2231`; letters and digits only after a connector)
                     passwords.append(found.group(1))
@@ -8788,9 +8824,9 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
         row, position = row + original.count("\n", position, found.start()), found.start()
         speaker, token = found.group("speaker"), found.group(found.lastindex)
         above = range(max(0, row - _ANNOUNCED_REACH), row)
-        if len(token) >= 6 and (not speaker or _regex(_SPEAKER_START).match(speaker)) and not _regex(r"[\w.+\-]*:/|/").match(token) and any(
+        if len(token) >= 6 and (not speaker or _regex(_SPEAKER_START).match(speaker)) and not _regex(r"[\w.+\-]*:/|/|(?:[A-Z][A-Z0-9]+_)+[A-Z][A-Z0-9]*=\Z|(?:[a-z][a-z0-9]+_)+[a-z][a-z0-9]*=\Z").match(token) and any(
                 map(may_name, above)) and piece(token, above):
-            rows.add(row)  # (a field's name in small letters or quotes is no speaker: `"cwd": "/tmp/…"`; a URL, a path no piece; a piece's test costs: only under a line that may name a secret)
+            rows.add(row)  # (a field's name in small letters or quotes is no speaker: `"cwd": "/tmp/…"`; a URL, a path, a name given nothing (`GUILD_ID=`) no piece; a piece's test costs: only under a line that may name a secret)
     if not rows:
         return text, count
     redacted_lines = text.split("\n")
@@ -8803,8 +8839,9 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
         said = redacted_lines[index] if aligned else line
         ends = _regex(_ANNOUNCED_END).search(said)
         named = _secret_words(line)
-        if not any(word.group()[-1:] not in "sS" or not word.group().isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line) or _regex(_PUBLIC_KEY_SAID).search(line):
-            continue  # none, or only many (`Accepted Keys:`, `Redis keys (sample):`): a list of their names follows; what is said of one is not it
+        if not any(word.group()[-1:] not in "sS" or not word.group().isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line) or _regex(_PUBLIC_KEY_SAID).search(line) or (
+                "?" in line and _regex(_ASKS_OF_IT).search(line)):
+            continue  # none, or only many (`Accepted Keys:`, `Redis keys (sample):`): a list of their names follows; what is said of one is not it; a question of where or which
         speaker = _speaker(line)
         taken, chat = pieces_after(index, speaker)
         if taken and (ends or says_split(index) or chat and not _regex(r"[:：=][ \t]*\S").search(line, max(word.end() for word in named))):  # (in a chat with no end that announces, a line that gives a value after its word gave it: "the token expired: yesterday")
@@ -8889,6 +8926,108 @@ def _redact_reset_answers(original: str, text: str, count: int, replaced: list) 
                 _regex(_TIMED_HEADER).match(above) and _regex(_LOGIN_ASKED).search(above) for above in lines[max(0, index - 3):index]):
             found.append(given.group("v"))
     return _redact_found_again(text, count, replaced, found)
+
+
+# A chat's question for a secret: a word that asks, or a question mark ("ww van de planning-pc?", "wat is de kode???",
+# "yakıt kartının şifresi neydi", "staging DB ka password kya hai?").
+_ASKS = r"(?i)\?|(?<![^\W\d_])(?:neydi|nedir|kya[ \t]+(?:hai|tha)|ne[ \t]+idi)(?![^\W\d_])"
+# A question about a secret's where, when or which, not for its value ("which ticket was the VPN password reset in?").
+_ASKS_OF_IT = (r"(?i)(?<![^\W\d_])(?:where|when|which|how|why|waar|wanneer|welke|hoe|waarom|wo|wann|welche[rsn]?|wie|warum|où|quand|quel(?:le)?s?|comment|pourquoi"
+               r"|dónde|cuándo|cuál|cómo|gdzie|kiedy|który|która|jak|nerede|ne zaman|hangi|nasıl|kahan|kab|kaise)(?![^\W\d_])")
+# The first word of the message that answers it, then its end, a dash, a comma or a word that goes on ("444050 en dan
+# uit-knop", "SxUD… — naya hai"): quoted, three to six words of a passphrase too.
+_ANSWER = (r"[ \t]*[`\"'“«]?(?P<v>[^\s`\"'“”«»]{4,64}?|[^\W\d_]{2,12}(?:[ \t][^\W\d_]{2,12}){2,5})[`\"'”»]?[.!,]?"
+           r"(?:[ \t]*$|[ \t]*[—–(,]|[ \t]+-[ \t]|[ \t]+(?:en|and|und|et|y|e|i|ve|then|dann|puis|potem|sonra|aur|phir)(?![^\W\d_]))")
+
+
+def _chat_messages(lines: list) -> list:
+    """The messages of a chat, as (line index, who says it, its body): a line under a timed header
+    (`[02.06.25 07:14] Mehmet TIR: …`, `Noor  3:02 PM` ⏎ `…`); the header's words, its times left out, name who speaks."""
+    messages = []
+    for index, line in enumerate(lines):
+        header = _regex(_TIMED_HEADER).match(line)
+        if not header or not _regex(r"\d:\d\d").search(header.group()):
+            continue
+        body, at = line[header.end():], index
+        below = _regex(_TIMED_HEADER).match(lines[index + 1]) if not body.strip() and index + 1 < len(lines) else None
+        if not body.strip() and index + 1 < len(lines) and not (below and _regex(r"\d:\d\d").search(below.group())):
+            body, at = lines[index + 1], index + 1  # Teams' and Slack's header on a line of its own, the message under it
+        speaker = " ".join(_regex(r"[^\W\d_][\w.'\-]*").findall(header.group()))
+        if body.strip():
+            messages.append((at, speaker, body.strip()))
+    return messages
+
+
+def _redact_asked_and_answered(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the secret a chat's message gives as its first word, when one of the two
+    messages above, by someone else, asks for a password, a PIN or a code (a word for one and _ASKS):
+    a value a person chose or a machine made (_is_new_password), the digits of a PIN or of a code for a
+    place (four digits that are no year), or a quoted passphrase asked for as one."""
+    messages, found = _chat_messages(original.split("\n")), []
+    for index, (_, speaker, body) in enumerate(messages):
+        asked = None
+        for _, asker, question in messages[max(0, index - 2):index]:
+            if asker != speaker and _regex(_ASKS).search(question) and not _regex(_ASKS_OF_IT).search(question) and (_secret_words(question) or _regex(r"(?i)(?<![^\W\d_])(?:pin|puk|" + _CODE_WORDS + r"|الكود|كود)(?![^\W\d_])").search(question)):
+                asked = question
+        answer = _regex(_ANSWER).match(body) if asked else None
+        if not answer:
+            continue
+        value = answer.group("v")
+        digits = _regex(r"\d{4,8}").fullmatch(value) and not _regex(r"(?:19|20)\d\d").fullmatch(value) and (
+            _regex(_PASSWORD_WORDS).search(asked) or _regex(r"(?i)(?<![^\W\d_])(?:pin|puk)(?![^\W\d_])|[şs]ifre").search(asked) or _regex(_PLACE_WORDS).search(asked))
+        phrase = " " in value and _names_passphrase(asked) and _is_spoken_passphrase(value)
+        if digits or phrase or " " not in value and _is_new_password(value):
+            found.append(value)
+    return _redact_found_again(text, count, replaced, found)
+
+
+# A group of a secret read out or written in groups, as prose gives it (not code's names and strings): five to ten
+# letters and digits, both (`ua5cY2`, `N2EKUVCR`); then, among those, small letters with capitals (`qylFTI`) or capitals alone.
+_READ_GROUP_EDGE = r"(?<![\w\-./@:\\\"'`=(\[{<])", r"(?![\w\-/@\"'`=(\[\]{}>])"
+_READ_GROUP = _READ_GROUP_EDGE[0] + r"(?=[A-Za-z]{0,9}\d)(?=[0-9]{0,9}[A-Za-z])[A-Za-z0-9]{5,10}" + _READ_GROUP_EDGE[1]
+_READ_GROUP_LETTERS = _READ_GROUP_EDGE[0] + r"(?=[A-Za-z]{0,9}[a-z])(?:[A-Za-z]{0,8}[a-z][A-Z]|[A-Z][a-z]{0,7}[A-Z])[A-Za-z]{0,8}" + _READ_GROUP_EDGE[1]
+_GROUPS_GAP_MAX = 50  # characters between two groups with digits: "…, dan ", "... qylFTI ... and the last group ", a chat's next header
+# What a code read out in groups grants, when no word for a password or a key names it: an activation's, an access's,
+# an unlock's, a backup's or a recovery's code (not a booking's reference or a promotion's).
+_CODE_GRANTS = (r"(?i)activ|acc[eè]s|unlock|odblok|entsperr|backup|recovery|herstel|wiederherstell|récupération|secur|sicher|toegang|dost[eę]p|zugang"
+                r"|erişim|kurtarma|التفعيل|الاحتياطي|الدخول|الاسترداد")
+_NOT_READ_GROUP = (r"(?:[A-Z]?[a-z]{2,}|\d+)+|[a-z]{3,}(?:[A-Z][a-z]+|\d+)+|[A-Z][a-z]{2,}[A-Z]{1,3}|0[xX][\dA-Fa-f]+|[A-Z]{1,4}\d{4,}|\d{4,}[A-Z]{1,3}"
+                   r"|(?:SHA|CRC|AES|MD|RSA|DES|UTF|ISO|RFC|ARGON|VARCHAR|NVARCHAR|CHAR|INT|FLOAT|BASE|IPV|HTTP|TLS|SSL|PBKDF|BLAKE)\d{1,4}[A-Z]?")
+# (a name's words: tenantId, ipv4Addr, OpenAI; a number: 0xC000006D, a serial's SC0976135; a type's or an algorithm's: VARCHAR2, SHA256, CRC32C)
+
+
+def _redact_read_in_groups(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with a secret read out in groups (a support call's "ua5cY2 ... Y51cBU ... qylFTI", "EVKfOh, dan
+    9gV83L", "Pierwsza: N2EKUVCR. Druga: 5FE6WLXZ", a chat's messages of one group each): two groups or more with
+    digits (_READ_GROUP) of one length, at most _GROUPS_GAP_MAX characters apart, and the groups of that length
+    without digits among them and just before them, under a word that names a secret (or a code, with what it grants
+    or the place it opens) on their lines or the two above; not digests (hex alone), names (_NOT_READ_GROUP), ids."""
+    groups = [found for found in _regex(_READ_GROUP).finditer(original) if not _regex(_NOT_READ_GROUP).fullmatch(found.group())
+              and not _regex(_ALGORITHM_NAME).fullmatch(found.group()) and not _regex(r"[0-9a-f]+").fullmatch(found.group())]  # (not a commit's id)
+    if not groups:
+        return text, count
+    letters = [found for found in _regex(_READ_GROUP_LETTERS).finditer(original, max(0, groups[0].start() - 2 * _GROUPS_GAP_MAX), groups[-1].end() + 2 * _GROUPS_GAP_MAX)
+               if not _regex(_NOT_READ_GROUP).fullmatch(found.group())]  # (groups of letters only near one with digits: `SGtjKt` ⏎ `ZcGXYn` ⏎ `jRG0sp`)
+    runs, run = [], []
+    for found in sorted(groups + letters, key=lambda found: found.start()):
+        if run and (found.start() - run[-1].end() > _GROUPS_GAP_MAX or len(found.group()) != len(run[-1].group())):
+            runs.append(run)
+            run = []
+        run.append(found)
+    runs.append(run)
+    pieces = []
+    for run in runs:
+        if len(run) < 2 or not any(map(str.isdigit, "".join(found.group() for found in run))) or all(
+                _regex(r"[0-9A-F]+").fullmatch(found.group()) for found in run):
+            continue
+        above = original[_start_of_lines_above(original, run[0].start(), 2):run[-1].end()]
+        after = original[run[-1].end():run[-1].end() + 60].split("\n")[0]
+        if (_secret_words(above) or _regex(r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|الكود|كود)").search(above) and (_regex(_CODE_GRANTS).search(above) or _regex(
+                _PLACE_WORDS).search(above))) and not _regex(
+                r"(?i)\b(?:commits?|sha|hash(?:es)?|ids?|builds?|versions?|sku|orders?|invoices?|tickets?|containers?|serials?|not)\b").search(above + after):  # ("…, OHMZ51 (blind marking, not login codes)")
+            pieces += [found.group() for found in run]
+            pieces += _regex(r"(?<![\w\-])[A-Z]{%d}(?![\w\-])" % len(run[0].group())).findall(original, run[0].end(), run[-1].start())  # (`L223G9HT, then JDGEPSHR, then D8N22G3C`)
+    return _redact_found_again(text, count, replaced, pieces)
 
 
 def _is_new_password(value: str) -> bool:
@@ -9262,7 +9401,7 @@ def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
 
 
 # A string literal that a comment at its line's end names as a credential: `"herbst2858",   # PIN`, `"…", // API key`.
-_LITERAL_NAMED_BY_COMMENT = (r"(?im)([\"'])([^\"'\n\\]{4,200})\1[ \t]*(?:[,;)][ \t]*)?(?:#|//|--|/\*)[ \t]*"
+_LITERAL_NAMED_BY_COMMENT = (r"(?im)([\"'])([^\"'\n\\]{4,200})\1[ \t]*(?:[,;)][ \t]*)?(?:#|//|--(?!\w)|/\*)[ \t]*"  # (not a flag: `-u "…" --password-stdin`)
                              r"(?P<word>pin|passcode|password|passwort|kennwort|mot de passe|contrase[ñn]a|senha|has[łl]o|api[ _\-]?key|secret|token|passphrase)"
                              r"(?:[ \t]*[(/:\-][^\n]{0,30})?[ \t]*(?:(?:\*/)[ \t]*)?$")
 
@@ -10014,11 +10153,15 @@ def _second_readings(original: str) -> list:
     names_a_secret = not lowered or any(word in lowered for word in _ANNOUNCED_SEEN)
     if "\n" in original and names_a_secret:
         readings.append(("a secret's pieces in the messages after it", _redact_announced_lines))
+    if (names_a_secret or _may_hold_a_word(original, ("cod", "kod", "kód"))) and _regex(_READ_GROUP).search(original):
+        readings.append(("a secret read out in groups", _redact_read_in_groups))
     if (names_a_secret or any(word in lowered for word in _SPELLING_WORDS)) and (_regex(r"(?<![^\W_])[^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_](?![^\W_])").search(
             original) or _may_hold_a_word(original, _NATO_SEEN)):  # (a word for a secret, or for spelling, first: a cheap look)
         readings.append(("a password spelled out", _redact_spelled_out))
     if "\n" in original and _regex(r"\d:\d\d").search(original) and _regex(_ITS_NOW).search(original):  # (a chat's times first: a cheap look)
         readings.append(("a new password a chat's answer gives", _redact_reset_answers))
+    if "\n" in original and _regex(r"\d:\d\d").search(original) and _regex(_ASKS).search(original):
+        readings.append(("a chat's answer to a question for a secret", _redact_asked_and_answered))
     if "#" in original or "//" in original or "--" in original:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
     if "\n" in original and _holds_labelled_parts(original.lower()):
@@ -10601,7 +10744,7 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
                    r"|(?<=[ \t]=[ \t])[ \t]*" + _LITERAL + r"(?:[ \t]*\\\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=[ \t]*(?:[;#]|//|\r?\n|$))"  # and continued with `\`: KEY = "…" \⏎ "…"
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)|\|[ \t]*join\b))"
                    r"|(?<=concat\()\{\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?\}(?=\))|(?<=concat )\[\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*\]"  # Lua's table.concat({…}), Haskell's T.concat […]
-                   r"|(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*(?:,\s*)?\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
+                   r"|(?:[Ss]tring\.)?(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*(?:,\s*)?\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
                    r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*(?:,\s*)?[\])]\s*\)"
                    r"|`[^`$\n]{0,3}(?:\$\{[ \t]*" + _LITERAL + r"[ \t]*\}[^`$\n]{0,3}){2,16}`"  # a template of literals: `${'…'}${'…'}`, `${"SG"}.${"…"}.${"…"}`
                    r"|(?<![\w.])printf[ \t]+(?:-v[ \t]+\w+[ \t]+)?(?:--[ \t]+)?[\"'](?:%s){2,16}[\"'](?:[ \t]+(?:\\\r?\n[ \t]*)?" + _LITERAL + r"){2,16}"  # a shell's printf '%s%s' '…' '…' (-v NAME, over lines)
@@ -10674,7 +10817,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
             folds.append((found.start(), found.end(), f'"{made}"' if found.group(6) else made, definitions[name]))  # (a builder's result stands where a string would)
         if len(folds) > _FOLDS_MAX:
             break
-    pairs = _named_value_pairs(original, lowered)
+    pairs = _named_value_pairs(original, lowered) + _branch_arm_pairs(original, lowered)
     numbered = _numbered_parts(definitions)
     accumulated = {name: definitions[name] for name in appended if len(definitions[name]) >= 2}  # a string built a statement at a time: `t := "fo1_…"` ⏎ `t += "…"`
     numbered.update(accumulated)
@@ -10895,11 +11038,17 @@ def _wrapped_token_folds(original: str) -> list:
     return folds
 
 
+# A vendor's token prefix, then a few of its characters: a wrap's first piece, whatever its characters.
+_WRAPPED_VENDOR_PREFIX = r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{4}|gh[pousr]_[A-Za-z0-9]{4}|github_pat_[A-Za-z0-9]{4}|xox[abposr]-[A-Za-z0-9]{4}|glpat-[\w\-]{4}|npm_[A-Za-z0-9]{4}|sk-(?:ant-|proj-)?[\w\-]{4}"
+
+
 def _is_wrapped_piece(piece: str, first: bool = True) -> bool:
     """A piece of a machine-made token a wrap cut: letters and digits (or both cases over 20
     characters, not a name of code), some part of it mixing them (or both cases, or base64's `+`
     and `/`), no `=` but base64's padding at its end, no path, file, date or version; and not a
     name given nothing (`SMTP_PASSWORD=` above `LOG_LEVEL=info`)."""
+    if first and _regex(_WRAPPED_VENDOR_PREFIX).match(piece):
+        return True  # a vendor's prefix and the first characters of the rest: `'sk_live_GOau` ⏎ `f6Zau…'` (fold -w 48)
     letters, digits = any(map(str.isalpha, piece)), any(map(str.isdigit, piece))
     if not (letters and digits or len(piece) >= 20 and piece != piece.lower() and piece != piece.upper() and not _regex(
             r"[A-Za-z]+(?:[._\-][A-Za-z]+)+").fullmatch(piece)):  # (a name of code: settings.MIXPANEL_API_KEY)
@@ -10909,6 +11058,51 @@ def _is_wrapped_piece(piece: str, first: bool = True) -> bool:
         return False  # words and numbers joined (`context-management-2025-06-27`): a name, not a machine's token
     bare = piece.rstrip("=")
     return not ("=" in bare or first and (bare != piece or piece[0] == ".") or piece[0] in "/-~" or _is_path_or_version(piece))  # (base64's padding ends a value)
+
+
+# An arm of a branch that gives a value, one line per case: Dart's and C#'s `X => '…'`, Kotlin's and Java's
+# `X -> "…"`, Ruby's `when "RO" then "…"`, Swift's, JS's and Python's `case .prod: return "…"` (the return on the
+# next line too).
+_BRANCH_ARM = (r"(?m)^[ \t]*(?:case[ \t][^\n]{1,80}?(?::[ \t]*(?:\r?\n[ \t]*)?return|[ \t]then|[ \t]*=>|[ \t]*->|:)|when[ \t][^\n]{1,80}?[ \t]then"
+               r"|[^\n]{1,80}?[ \t]*(?:=>|->))[ \t]*(?:return[ \t]+)?([\"'])(?P<value>[^\"'\n\\]{4,256})\1[ \t]*[,;]?[ \t]*(?:(?://|#|--)[^\n]*)?\r?$")
+# A name declared before a branch's keyword: a function's (`smsKey(`), a property's (`pushKey: String`), a variable's (`key =`).
+_BRANCH_NAME = r"(?<![\w.$])([A-Za-z_]\w{1,60})(?=[ \t]*(?:\(|:[ \t]*[A-Za-z&\[]|=(?!=)|\{|=>|->))"
+
+
+def _branch_arm_pairs(original: str, lowered: str) -> list:
+    """Each value an arm of a branch gives (_BRANCH_ARM) as the line `name = "value"`, where name is
+    what the branch's head, in the three lines above its first arm, declares before its keyword:
+    `String smsKey(Country c) => switch (c) {`, `fun apiKeyFor(site: Site): String = when (site) {`
+    (read without its `For`), `def sms_password(country)` ⏎ `case country`, `var pushKey: String {` ⏎
+    `switch self {`, `string key = country switch`. The rules then judge the name and each value as
+    they judge an assignment."""
+    if not any(word in lowered for word in ("switch", "when", "match", "case")) or not any(arrow in original for arrow in ("=>", "->", "then", "return")):
+        return []
+    blocks: list = []  # [start of the first arm, [values]]
+    last_line = -9
+    for arm in _regex(_BRANCH_ARM).finditer(original):
+        line = lowered.count("\n", 0, arm.start())  # (texts with arms are short: counting is cheap)
+        if line - last_line > 2:
+            blocks.append((arm.start(), []))
+        blocks[-1][1].append(arm.group("value"))
+        last_line = line + arm.group().count("\n")
+        if len(blocks) > _FOLDS_MAX:
+            break
+    pairs = []
+    for first, values in blocks:
+        head_start = first
+        for _ in range(3):
+            head_start = original.rfind("\n", 0, max(0, head_start - 1)) + 1
+        keyword = None
+        for keyword in _regex(r"\b(?:switch|when|match|case)\b").finditer(original, head_start, first):
+            break
+        if keyword is None:
+            continue
+        for name in dict.fromkeys(_regex(_BRANCH_NAME).findall(original, head_start, keyword.start())):
+            name = _regex(r"(?<=[a-z])(?:For|Of|By)\Z|_(?:for|of|by)\Z").sub("", name)
+            if secret_strength(name):
+                pairs += [f'{name} = "{value}"' for value in values]
+    return pairs
 
 
 def _named_value_pairs(original: str, lowered: str) -> list:
@@ -11037,7 +11231,7 @@ def _fold(text: str, found: Any, definitions: dict) -> Optional[tuple]:
         elif name in definitions:
             made.append("".join(text[a:b] for a, b in definitions[name]))
             spans += definitions[name]
-        elif not (name in ("string", "concat", "CONCAT") or listed):
+        elif not (name.lower() in ("string", "concat") or listed):  # (SQL's CONCAT, C#'s string.Concat)
             return None  # a name given no string here: `"Bearer " + token`
     return ('"' + "".join(made) + '"', spans) if len(spans) >= 2 else None
 
@@ -11787,6 +11981,7 @@ RULE_WORDS = {
     "azure-sas-signature": ("2d4a10eb", ("sig=",), ("sig=",), ()),
     "telegram-bot-token": ("c9954204", (":",), (), ()),
     "discord-bot-token": ("e0a998d7", (".",), (), ()),
+    "flask-session-cookie": ("2a77fc5f", (".ej",), (".ej",), ()),
     "jwt": ("f517ca8b", (".eyj",), ("eyj",), ()),
     "other-provider-token": ("d6324855", ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-",
         "pmak-", "sntrys_"), ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-", "pmak-",
@@ -11945,7 +12140,7 @@ RULE_WORDS = {
     "redis-cli-password": ("4db6fd48", ("redis-cli",), ("redis-cli",), ("-a",)),
     "gh-secret-body": ("70e96687", ("secret",), ("gh",), ("set",)),
     'powershell-secure-string': ('50c238dd', ('convertto-securestring',), ('convertto-securestring',), ('"', "'")),
-    "netrc-password": ("9192685f", ("password",), ("machine",), ("machine",)),
+    "netrc-password": ("a6e06099", ("password",), ("machine",), ("machine",)),
     "short-flag-random-value": ("fbfd784e", ("-",), (), ()),
     "net-user-password": ("2f34f48a", ("user",), ("net",), ("net",)),
     "net-use-password": ("ebdbd4e5", ("net",), ("net",), ("use",)),
@@ -12069,9 +12264,14 @@ RULE_WORDS = {
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
     "keychain-value-data": ("500da005", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
     "basic-auth-being-encoded": ("d2ada0f4", ("base64",), ("echo",), ("echo",)),
-    "basic-auth-encoded-call": ("fcceebc5", ("b64encode", "base64_encode", "btoa", "encode64", "encodebase64",
-        "encodetostring", "strict_encode64"), ("b64encode", "base64_encode", "btoa", "encode64", "encodebase64",
-        "encodetostring", "strict_encode64"), ("(",)),
+    "basic-auth-encoded-call": ("f8011850", ("b64encode", "base64_encode", "base64encode", "btoa", "encode64",
+        "encodebase64", "encodetostring", "strict_encode64", "tobase64string"), ("b64encode", "base64_encode",
+        "base64encode", "btoa", "encode64", "encodebase64", "encodetostring", "strict_encode64", "tobase64string"),
+        ("(",)),
+    "basic-auth-encoded-key": ("d7b8ac67", ("b64encode", "base64_encode", "base64encode", "btoa", "encode64",
+        "encodebase64", "encodetostring", "strict_encode64", "tobase64string"), ("b64encode", "base64_encode",
+        "base64encode", "btoa", "encode64", "encodebase64", "encodetostring", "strict_encode64", "tobase64string"),
+        ("(",)),
     "basic-auth-encoded-literal": ("e9868b84", (".bytes.encodebase64", ".encode(", ".getbytes("), (), (":",)),
     "typed-at-prompt": ("7b9cf0a8", ("asked", "asks", "enter", "prompt", "prompted", "prompts", "return", "sticky"),
         ("enter", "entered", "paste", "pasted", "put", "type", "typed", "typing"), ("enter", "entered", "paste",
@@ -12241,12 +12441,12 @@ RULE_WORDS = {
         "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
         "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
         "session", "sifre", "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("<<",)),
-    "secret-assignment": ("9b1f44ca", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "secret-assignment": ("2cc654fe", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
         "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
         "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
         "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (":", ":=", "<", "=", "=>")),
-    "prose-password": ("e5e46842", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
+    "prose-password": ("90e04d6e", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
         "pass", "passphrase", "passwd", "password", "pw", "pwd"), ()),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
         "are", "is")),
@@ -12270,7 +12470,7 @@ RULE_WORDS = {
         "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot",
         "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ()),
     "place-label-code": ("cdcc0707", (), (), ()),
-    "context-credential-word": ("e7396b80", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("d7aef0e3", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "cyfrinair", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado",
         "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
@@ -12278,38 +12478,41 @@ RULE_WORDS = {
         "kwdik", "larm", "llave", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord",
         "mat khau", "mdp", "mot de pass", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel",
         "nøgle", "palavra-passe", "parol", "parola", "parool", "pasfhocal", "pass", "passcode", "passkey", "passord",
-        "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "pasw", "pasword", "pat",
-        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port",
-        "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandinya", "schl", "schlüssel", "secret",
-        "secreto", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta",
-        "sleutel", "säkerhets", "token", "tokens", "tokn", "upplåsnings", "wachtwoord", "wachtzin", "zugangsdaten",
-        "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה",
-        "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الرقم السري", "رمز الدخول",
-        "رمز الوصول", "عبور", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー",
-        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
-        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account",
-        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
-        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "community", "contra", "contrase",
-        "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør",
-        "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen", "gate",
-        "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan",
-        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
-        "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "licence", "license", "llave", "lock",
-        "lockbox", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "master",
-        "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "network",
-        "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel", "parol", "parola", "parool", "pasfhocal", "pass",
-        "passcode", "passkey", "passord", "passowrd", "passphrase", "passwd", "password", "passwort", "passwrd",
-        "passwrod", "pasw", "pasword", "pat", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
-        "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw",
-        "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel",
-        "secret", "secreto", "segredo", "segreto", "senha", "service", "session", "sifre", "signing", "sikkerheds",
-        "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn",
-        "totp", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa",
-        "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен",
-        "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת",
-        "الرقم السري", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन",
-        "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼",
-        "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt",
+        "pasw", "pasword", "paswort", "pat", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
+        "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
+        "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo", "segreto", "senha", "session",
+        "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens", "tokn",
+        "upplåsnings", "wachtwoord", "wachtzin", "ww", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол",
+        "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ",
+        "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد",
+        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन", "पासवर्ड",
+        "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码",
+        "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"),
+        ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
+        "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
+        "community", "contra", "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm",
+        "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado",
+        "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer",
+        "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore",
+        "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "licence",
+        "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras",
+        "lösenord", "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mã thông báo", "mật khẩu",
+        "nenosiri", "network", "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel", "parol", "parola", "parool",
+        "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd",
+        "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat",
+        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort",
+        "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe",
+        "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "secreto", "segredo", "segreto",
+        "senha", "service", "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp",
+        "ssh", "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal",
+        "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "ww", "zugangs", "zugangsdaten", "şifre",
+        "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה",
+        "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد",
+        "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد",
+        "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
+        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
+        "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
@@ -12388,7 +12591,7 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("51930b8b", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
+    "context-command-output": ("a3f9fb74", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
         "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env",
         ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12",
         ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",

@@ -2309,6 +2309,136 @@ class TestRedaction(unittest.TestCase):
                           'std::ostringstream msg;\nmsg << "loaded " << "config.yaml";\nlog(msg.str());',
                           "final buffer = StringBuffer()\n  ..write('Order ')\n  ..write('shipped');\nprint(buffer.toString());"))
 
+    def test_a_branch_that_gives_a_secrets_name_its_value_case_by_case(self):
+        """A branch whose arms give a value, under a head that names a secret: Dart's switch expression, Kotlin's
+        `when`, Ruby's `case … when … then`, Swift's `switch` in a getter, C#'s `x switch { … => … }`, Python's
+        `match` with its return on the next line. Kept: a branch that gives messages, token types or cache keys."""
+        self.assert_redacted({
+            "String mapsKey(Region r) => switch (r) {\n  Region.eu => 'Zq8Lm2Xr5Kp9Tw3Vb6NcYd',\n  Region.us => 'Hq9Lm2Xr5Kp7Rt8Tq3Wd4',\n};": [
+                "Zq8Lm2Xr5Kp9Tw3Vb6NcYd", "Hq9Lm2Xr5Kp7Rt8Tq3Wd4"],
+            'fun smtpPasswordFor(site: Site): String = when (site) {\n    Site.PORTO -> "Gaivota!Ribeira77"\n    else -> error("none")\n}': ["Gaivota!Ribeira77"],
+            'def ftp_password(branch)\n  case branch\n  when "north" then "Heron.Quay42"\n  when "south" then "4f9c2e7a1b8d3e6f"\n  end\nend': [
+                "Heron.Quay42", "4f9c2e7a1b8d3e6f"],
+            'var licenseKey: String {\n    switch self {\n    case .beta: return "Vz1Yb6Nc3Gf5Hj0Ke9Ua2Rt"\n    }\n}': ["Vz1Yb6Nc3Gf5Hj0Ke9Ua2Rt"],
+            'string secret = tenant switch\n{\n    "a" => "Wd4Hq9Lm2Xr5Kp7Rt8Tq3Vz1",\n    _ => throw new ArgumentException(),\n};': ["Wd4Hq9Lm2Xr5Kp7Rt8Tq3Vz1"],
+            'def api_token(env):\n    match env:\n        case "prod":\n            return "Kp7Rt8Tq3Wd4Hq9Lm2Xr5Vz"': ["Kp7Rt8Tq3Wd4Hq9Lm2Xr5Vz"]})
+        self.assert_kept(('func message(for code: Int) -> String {\n    switch code {\n    case 401: return "Invalid token"\n    case 403: return "Password expired"\n    }\n}',
+                          'String tokenType(Kind k) => switch (k) {\n  Kind.bearer => "Bearer",\n  Kind.basic => "Basic",\n};',
+                          'def cache_key_for(user)\n  case user.role\n  when :admin then "admins:list:v2"\n  end\nend',
+                          'val secretName = when (env) {\n    "prod" -> "billing-api-prod-credentials"\n    else -> "billing-api-dev"\n}'))
+
+    def test_basic_auth_encoded_through_a_call_that_makes_its_bytes(self):
+        """user:password given to a base64 encoder through a call that makes its bytes (Dart's
+        `base64Encode(utf8.encode('…'))`, .NET's `ToBase64String(Encoding.UTF8.GetBytes("…"))`), and an API key
+        given as Basic auth's user with no password (`b64encode(b"key:")`). Kept: a build's name and version
+        encoded, a name that is no key given as the user."""
+        self.assert_redacted({
+            "final auth = 'Basic ${base64Encode(utf8.encode('kiosk:harbour.Lime58'))}';": ["harbour.Lime58"],
+            'var h = "Basic " + Convert.ToBase64String(Encoding.UTF8.GetBytes("ledger@example.org:f2c91b07aa4e"));': ["f2c91b07aa4e"],
+            's.headers["Authorization"] = "Basic " + base64.b64encode(b"Qm9x3TtXk27LcwPz8RfNa1vY4sHe:").decode()': ["Qm9x3TtXk27LcwPz8RfNa1vY4sHe"]})
+        self.assert_kept(('Convert.ToBase64String(Encoding.UTF8.GetBytes("build:2025.04.1"))',
+                          'base64.b64encode(b"application_settings_reader:")'))
+
+    def test_a_key_pairs_private_half_and_a_key_named_with_its_hex(self):
+        """A key pair's private half named alone (Noise's `static_private:`, `node_priv =`) when a machine made it,
+        and a service's key whose name says it is written in hex (`#define FW_AES_KEY_HEX "…"`). Kept: flags that
+        say private, a path to a private key."""
+        self.assert_redacted({
+            "noise:\n  static_private: 9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c3b6d9e2f7a1c4e8b0d3f6a9c2e5b8d1f4a": [
+                "9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c3b6d9e2f7a1c4e8b0d3f6a9c2e5b8d1f4a"],
+            'node_priv = "Zq8Lm2Xr5Kp9Tw3Vb6NcYdHq9Lm2Xr5Kp7Rt8Tq3W="': ["Zq8Lm2Xr5Kp9Tw3Vb6NcYdHq9Lm2Xr5Kp7Rt8Tq3W="],
+            '#define FW_AES_KEY_HEX   "3B6D9E2F7A1C4E8B0D3F6A9C2E5B8D1F"': ["3B6D9E2F7A1C4E8B0D3F6A9C2E5B8D1F"]})
+        self.assert_kept(("is_private: true", '  "private": true,', "private_key_path: /etc/wireguard/wg0.key",
+                          "make_private = 1", '#define FW_KEY_HEX_LEN   32'))
+
+    def test_what_stands_where_a_secret_might_and_is_none_is_kept(self):
+        """Kept: a price after a key's name, a login over a protocol, VBA's `Next` after a colon, a netrc's note in
+        angle brackets, a user's name given to `-u`, a file a grep names, a description of a passphrase, a log
+        line about a locked account, a test's digest of hex words, an empty setting under a token's placeholder, a
+        flag after `POSTGRES_PASSWORD=<…>`, a note in parentheses, a Windows credential's target."""
+        self.assert_kept((
+            "the new ANTHROPIC_API_KEY lives in the env only, its monthly cap is $80/month",
+            "vault login via OIDC works again, `vault login -method=oidc role=ops`",
+            "    For Each ws In ThisWorkbook.Worksheets: ws.Unprotect pw: Next",
+            "machine nexus.example.local\nlogin ci-reader\npassword <from the team vault: Nexus ci-reader>",
+            '    - echo "$CI_REGISTRY_PASSWORD" | docker login -u "gitlab+deploy-token-42" --password-stdin registry.example.com',
+            "src/Shop.Web/Pages/Account/ChangePassword.cshtml:7:@model ChangePasswordModel",
+            'new policy: passphrases welcome ("four random words" style), 14 characters at least',
+            '2025-05-02T10:11:12Z WARN auth: account "ops_lis_07" locked for 15 minutes',
+            "  const res = await request(app).post('/hooks/gitea').set('X-Gitea-Signature', 'sha256=cafebabe').send(body);",
+            "BOT_TOKEN=<your-bot-token>\nGUILD_CHANNEL_ID=\nLOG_LEVEL=info",
+            "docker run -e POSTGRES_PASSWORD=<password> -e POSTGRES_DB=shop -p 5432:5432 postgres:16-alpine",
+            'admin_password="(ask Rui for it, never commit it)"',
+            "Credential Manager on lis-build02: TERMSRV/lis-build02, git:https://github.com"))
+
+    def test_a_chats_answer_to_a_question_for_a_secret(self):
+        """The first word of the message that answers another person's question for a password, a PIN or a code:
+        a value someone chose, a machine's, a PIN's digits, a quoted passphrase asked for as one (Hindi, Dutch,
+        Turkish, a Teams header on its own line). Kept: an answer that is a word or a place, a question about
+        something else, a year."""
+        self.assert_redacted({
+            "[05/03/25, 8:40 pm] Arjun: bhai prod redis ka password kya hai?\n[05/03/25, 8:52 pm] Sofie: Vq7Lm2Xr5Kp9Tw3 — naya hai": ["Vq7Lm2Xr5Kp9Tw3"],
+            "Pieter de Wit 22:31\nhet alarm in de loods gaat af, wat is de kode???\nAnouk Bakker 22:32\n582917 en dan de uit-knop": ["582917"],
+            "[02.06.25 07:14] Emre: abi depo kartının şifresi neydi\n[02.06.25 07:16] Selin: 640258\n[02.06.25 07:16] Selin: kimseye verme": ["640258"],
+            '[28/02/2025, 10:11] Lotte: wat was de passphrase van de backup-sleutel?\n[28/02/2025, 10:15] Bram: "otter lantaarn kiosk drempel"': [
+                "otter lantaarn kiosk drempel"]})
+        self.assert_kept(("[05/03/25, 8:40 pm] Arjun: where is the prod redis password kept?\n[05/03/25, 8:52 pm] Sofie: 1Password, vault Ops",
+                          "[02.06.25 07:14] Emre: which ticket was the VPN password reset in?\n[02.06.25 07:16] Selin: INC-40217",
+                          "[02.06.25 07:14] Emre: when did we change the wifi password?\n[02.06.25 07:16] Selin: 2024, in March",
+                          "[02.06.25 07:14] Emre: what's the tracking code?\n[02.06.25 07:16] Selin: 812250"))
+
+    def test_a_secret_read_out_in_groups(self):
+        """A secret read out or written in groups under a word that names it, or a code with what it grants:
+        a support call's groups with dots between, "dan", a Polish "Pierwsza: … Druga: …", a code given in
+        three chat messages, groups of letters only among groups with digits. Kept: commits, serial numbers,
+        type names, codes said not to be a login's, ids in a sentence about a password."""
+        self.assert_redacted({
+            "Agent: I'll read the SFTP password in groups of six. Ready?\nAnn: Go.\nAgent: qd4Lm2 ... X7wPzR ... nT8kVb ... and the last one Hz3cYq.": [
+                "qd4Lm2", "X7wPzR", "nT8kVb", "Hz3cYq"],
+            "Medewerker: ik geef het wachtwoord in stukjes van zes: Rk8mQz, dan 4vTn2L, dan Yp7wKd.": ["Rk8mQz", "4vTn2L", "Yp7wKd"],
+            "Konsultant: podam kod odblokowujący w dwóch częściach. Pierwsza: K7PQ2XMA. Druga: 9RZV4TWD.": ["K7PQ2XMA", "9RZV4TWD"],
+            "Ines 16:20\nle code d'accès du portail, en trois morceaux : TqWzNb\nInes 16:20\nVkRpMs\nInes 16:21\nx4Hd9L": ["TqWzNb", "VkRpMs", "x4Hd9L"]})
+        self.assert_kept(("fixed the password reset flow in 4f2e9ab and 9c1e77d, see the PR",
+                          "| NAS | Synology DS923+ | EW0009675 | 2027-01 |\n| router | Sagemcom | SC0976135 | n/a |  (admin password in the vault)",
+                          "  PROCEDURE reset_password(p_login IN VARCHAR2);\n  FUNCTION  password_expired(p_login IN VARCHAR2) RETURN BOOLEAN;",
+                          "Generated anonymisation codes: 2S4XDA, Z1ZL7O, W9KQ3B (blind marking, not login codes)",
+                          "the password reset tickets are ids TK42B9, TK77C1 and TK90D3"))
+
+    def test_dutch_and_egyptian_words_for_a_password_and_misspelt_german(self):
+        """Dutch's `ww` (wachtwoord), Egyptian Arabic's باسورد and والباس, German's misspelt `Passowrt`."""
+        self.assert_redacted({
+            "hoi Joost, ww is brug-sluis-loup-7 (account ops@example.nl)": ["brug-sluis-loup-7"],
+            "ادخل على السيستم، اليوزر hassan.psd والباس Nil3Delta?": ["Nil3Delta?"],
+            "الباسورد بتاع الإيميل اتغير، بقى Tramwaj123%، حرف كبير في الأول": ["Tramwaj123%"],
+            "Passowrt für den Drucker-Admin ist jetzt Qahwa-bonjour1171": ["Qahwa-bonjour1171"]})
+        self.assert_kept(("ww 14: release planning, no deploys on friday",))
+
+    def test_csharp_strings_joined_or_interpolated_and_a_vendor_key_a_wrap_cut(self):
+        """C#'s `string.Concat("…", "…")`, an interpolated `$"{PartA}{PartB}"` of two constants and a `$"…"` literal
+        with no hole; a vendor's key a terminal's wrap cut right after its prefix (`fold -w 48`). Kept: an
+        interpolation of names given no string, a words' concatenation."""
+        self.assert_redacted({
+            'var smtpPass = string.Concat("harbour.lime.q", "uay.kestrel!");': ["harbour.lime.q", "uay.kestrel!"],
+            'private const string PartA = "4f9c2e7a1b8d3e6f0a5c";\nprivate const string PartB = "9b2d7e4f1a8c";\n'
+            'private static readonly string ApiToken = $"{PartA}{PartB}";': ["4f9c2e7a1b8d3e6f0a5c", "9b2d7e4f1a8c"],
+            'private static readonly string ApiToken = $"Kp7Rt8Tq3Wd4Hq9Lm2Xr5Vz";': ["Kp7Rt8Tq3Wd4Hq9Lm2Xr5Vz"],
+            "$ stripe config --list | fold -w 48\n[default]\nlive_mode_api_key = 'sk_live_Qm9x\n3TtXk27LcwPz8RfNa1vY'": ["sk_live_Qm9x", "3TtXk27LcwPz8RfNa1vY"]})
+        self.assert_kept(('private static readonly string ApiToken = $"{tenant.Head}{tenant.Tail}";',
+                          'var title = string.Concat("Order ", "shipped");'))
+
+    def test_a_flask_session_perforce_tickets_and_a_key_named_as_hex(self):
+        """A Flask session's signed value (`.eJ…` compressed, a timestamp, a signature), what `p4 tickets` prints, a
+        key whose name says it is written in hex or base64 in a C array (`kSaveKeyHex[] = "…"`). Kept: a file's
+        name with `.eJ`, a cache's key in hex, `p4 info`."""
+        self.assert_redacted({
+            "decode this flask session for me? .eJwlzE0KgjAQBeCrhLv4QfpXfQ4kDTKhqUcDc7pXnTx0dByVbGX.Z5mR3w.q8Vn2Lm4Xr7Kp1Tw9Hd3Yc6Bf0Q": [
+                "eJwlzE0KgjAQBeCrhLv4QfpXfQ4kDTKhqUcDc7pXnTx0dByVbGX.Z5mR3w.q8Vn2Lm4Xr7Kp1Tw9Hd3Yc6Bf0Q"],
+            "$ p4 tickets\nssl:p4.example.com:1666 (ana.ruiz) 4F9C2E7A1B8D3E6F0A5C9B2D7E4F1A8C": ["4F9C2E7A1B8D3E6F0A5C9B2D7E4F1A8C"],
+            'static constexpr uint8_t kSaveKeyHex[] = "9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c3b6d9e2f7a1c4e8b0d3f6a9c2e5b8d1f";': [
+                "9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c3b6d9e2f7a1c4e8b0d3f6a9c2e5b8d1f"]})
+        self.assert_kept(("tar -xf build.eJ12.tgz", 'cache_key_hex = "9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c"',
+                          "$ p4 info\nServer address: ssl:p4.example.com:1666\nServer uptime: 412:10:05"))
+
     def test_payment_keys_sap_and_jar_cookies_and_a_key_of_letters_in_a_hooks_path(self):
         """A payment provider's secret key (Mercado Pago's `APP_USR-…`, Xendit's `xnd_production_…`), SAP's logon
         ticket cookie (`MYSAPSSO2=`), a session cookie given to a cookie jar as a dict's item, an IFTTT key of
@@ -12847,7 +12977,7 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
 # context, data science, mobile and embedded, enterprise IT; at stop 27 a web agency, fintech, a game
-# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; at stop 40 a contact center and a car dealership group's IT; at stop 41 a university course's staff and students and a film post-production studio; 0.85 to 0.95 unseen; at stops 44 and 45, corpora focused on two families, split values and prose or credential tables and key material, 0.68 to 0.87 unseen, and a transit authority's IT), held at the (recall,
+# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; at stop 40 a contact center and a car dealership group's IT; at stop 41 a university course's staff and students and a film post-production studio; 0.85 to 0.95 unseen; at stops 44 and 45, corpora focused on two families, split values and prose or credential tables and key material, 0.68 to 0.87 unseen, and a transit authority's IT; at stop 50 a freight forwarder's prose and split values, 0.77 unseen, and an indie game studio), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
 BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.96, 0.99),
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
@@ -12874,7 +13004,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind158_corpus.json": (0.98, 0.99), "blind160_corpus.json": (0.70, 0.99),
                  "blind162_corpus.json": (0.98, 0.99), "blind163_corpus.json": (0.90, 0.99),
                  "blind165_corpus.json": (0.95, 0.98), "blind166_corpus.json": (0.96, 0.99),
-                 "blind168_corpus.json": (0.99, 0.99), "blind169_corpus.json": (0.94, 0.99), "blind170_corpus.json": (0.84, 0.98)}
+                 "blind168_corpus.json": (0.99, 0.99), "blind169_corpus.json": (0.94, 0.99), "blind170_corpus.json": (0.84, 0.98),
+                 "blind174_corpus.json": (0.77, 0.99), "blind175_corpus.json": (0.97, 0.99)}
 
 
 def corpus_texts() -> list:
