@@ -2049,7 +2049,7 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 # and the words one of which a text must hold before the rules that ask for them run (CHECK_NEEDS).
 _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|allarm[ei]|safe[ns]?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|sejf\w{0,3}|schrank"
                 r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|\w{0,12}eingang|\w{0,12}raum|server ?room|serverrum|\w{0,12}rummet|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
-                r"|dörr(?:en)?|d[øo]r(?:en)?|deur|poort|\w{0,12}ruimte|serverrom\w{0,3}|दरवाज़\w{0,2}|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот[аы]?|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
+                r"|dörr(?:en)?|d[øo]r(?:en)?|\w{0,12}deur|hek(?:ken)?|poort|\w{0,12}ruimte|serverrom\w{0,3}|दरवाज़\w{0,2}|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот\w{0,3}|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
                 r"|u[șş]\w{0,2}|poart\w{0,2}|seif\w{0,3}|πόρτα\w{0,2}|συναγερμ\w{0,3}|χρηματοκιβώτι\w{0,2}"  # Romanian, Greek
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट|अलार्म|तिजोरी"
@@ -8480,16 +8480,17 @@ _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|k
               r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez"
               r"|disarm\w{0,3}|desactiv\w{0,5}|désactiv\w{0,5}|disattiv\w{0,5}|deaktiv\w{0,5})(?![^\W\d_])"
               r"|(?<![^\W\d_])(?:opens?[ \t]+with|abre[ \t]+co[mn]|öffnet[ \t]+mit|s'ouvre[ \t]+avec|apre[ \t]+con)(?![^\W\d_])"  # (what a lock opens with)
-              r"|koodi|コード|暗証番号|解錠番号|管理番号|코드|번호|암호|비번")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
+              r"|koodi|コード|暗証番号|解錠番号|管理番号|코드|번호|암호|비번|(?:ال)?كود")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
 _CODE_SEEN = ("cod", "kod", "pin", "combina", "kombin", "ifr", "open", "abre", "ffnet", "ouvre", "apre", "passcode", "unlock", "entsperr", "desbloque", "disarm", "desactiv", "deaktiv", "disattiv", "marcar", "digitar", "dial", "tapez", "composez", "koodi")  # (a few letters of each of _CODE_SAID's words, as an ASCII text writes them: a cheap look)
 # Words that make a number in their own sentence a code with no place named: what it unlocks, a passcode, an installer's.
 _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|verrouill\w{0,3}"
                r"|(?:ovi|portti|hälytys|purku|lukko)koodi\w{0,3}"  # Finnish: a door's, an alarm's code (not virhekoodi, an error's)
                r"|(?:ajtó|kapu|riasztó|széf)kód\w{0,3}"  # Hungarian: a door's, a gate's, an alarm's, a safe's code
                r"|padlocks?|cadeados?|candados?|lucchett[oi]|cadenas|vorhängeschl(?:oss|össer)|kłódk\w{1,2}|hangslot|hänglås"  # a padlock's number is its combination
+               r"|toegangscode\w{0,2}|codeslot\w{0,2}|sim[ \t\-]?pin|puk|zugangscode\w{0,2}|access code|code d'accès|código de acceso"  # an access code, a code lock
                r"|installer code|code installateur|c[óo]digo (?:de )?instalador|codice (?:dell')?installatore|errichtercode|nambari ya siri)(?![^\W\d_])")
 # What names a number as something else right before it: a ticket's, a port's, an error's code, a time after "at".
-_NOT_A_CODE_BEFORE = (r"(?i)(?:#|\b(?:no|nr|n[oº°]|num(?:ber|éro|ero)?|ticket|order|invoice|id|port|ext(?:ension)?|phone|tel|fax|build|version|v|pr|issue|line"
+_NOT_A_CODE_BEFORE = (r"(?i)(?:#|\b(?:no|nr|n[oº°]|num(?:ber|éro|ero|mer)?|numer|número|номер|رقم|ticket|order|invoice|id|port|ext(?:ension)?|phone|tel|fax|build|version|v|pr|issue|line"
                       r"|case|pid|uid|gid|error|exit|status|zip|plz|cap|cep|postcode|postal|pin ?code|cp|vlan|model|serial|s/?n|rev|fw|firmware|job|run|ref"
                       r"|at|um|à|om|kl|from|since|until|bis|room|sala|floor|building|gate|door)\.?"
                       r"|\b(?:error|exit|status|return|response|reason|event|area|product|tracking|promo|discount)[ \t]+code|\b(?:ticket|order|invoice|issue|case|job|build|version)[ \t]+(?:is|was))[ \t:]*$")
@@ -8541,11 +8542,11 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # A password a person chose, anywhere after a word for password in its sentence: what a chat or a ticket says in
 # more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
-_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord"
+_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
                    r"|kata sandi|sandi|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
-_PASSWORD_WORDS_SEEN = ("pass", "pw", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
+_PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
                         "adgangskode", "kodeord", "koden", "sifre", "sandi", "lozink", "gesl", "ifr")
 # Words for logging in, which make a sentence's password-shaped value its password as a word for one does:
 # a verb before what one logs in with ("log into the unifi controller, karim / Provenc3&2", "devi entrare
@@ -8720,7 +8721,8 @@ _SPLIT_SAID = (r"(?i)\b(?:in(?:to)?|as|en|em|w|ve|i)[ \t]+(?:two|three|2|3|deux|
                r"|\b(?:over|across|on)[ \t]+(?:two|three|2|3)[ \t]+lines\b|\bu[ \t]+(?:dva|dvije|tri|2|3)[ \t]+(?:\w+[ \t]+)?(?:dijela|djela|dela|poruke|poruka|maila|mejla|reda)\b"
                r"|\bv[ \t]+(?:dveh|treh|2|3)[ \t]+(?:delih|sporočilih|kosih)\b|\bna[ \t]+(?:dvakrát|dwa razy|dvě části)|\b(?:iki|2|üç)[ \t]+(?:parça|mesaj)"
                r"|\bdo[ \t]+(?:hisson|hisse|parts?|baar)\b|(?:hai|2)[ \t]+phần|в[ \t]+двух|двумя[ \t]+(?:частями|сообщениями)|на[ \t]+две[ \t]+части|по[ \t]+частям"
-               r"|[2二两兩]回に分け|分けて送|分[两兩]次|分成[两兩]|[两兩]段|나눠서|두[ \t]+번에")
+               r"|[2二两兩]回に分け|分けて送|分[两兩]次|分成[两兩]|[两兩]段|나눠서|두[ \t]+번에"
+               r"|\b(?:2|3|twee|drie)[ \t]+(?:delen|stukken|berichten)\b|على[ \t]+(?:مرتين|دفعتين|جزئين|ثلاث[ \t]+مرات)|(?<![\u0600-\u06ff])(?:جزئين|نصين)(?![\u0600-\u06ff])")  # (Dutch's "is 3 delen", Arabic's "على مرتين")
 _ANNOUNCED_SECRET_WORDS = r"(?i:密钥|秘钥|令牌|トークン|キー|シークレット|토큰|키|시크릿|κωδικ\w{0,3}|токен\w{0,2}|ключ\w{0,2}|\bključ\w{0,2}|\bkl[íi]č\w{0,2}|\bkľúč\w{0,2}|\bpin(?:s|-?codes?)?\b)"
 # A chat line's prefix before its message: a quote's `>`, a date and time, `[09:02:20]`, `<nick>`, `Nikos:`.
 _TAB_NICK = r"[^\s<>]{1,30}\t"  # WeeChat's log writes a time, a tab, the nick, a tab
@@ -8807,7 +8809,7 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
             if prefix.group("speaker") and (_speaker(lines[row]) != speaker or not _regex(_SPEAKER_START).match(prefix.group("speaker"))):
                 break  # another speaker, or a name and its value (`Name:  app-env`, `Cipher: aes-xts-plain64`): no piece of this one
             chat = chat or prefix.end() > len(lines[row]) - len(lines[row].lstrip()) + 1
-            if is_header(prefix, body, taken) or taken and _regex(_NEXT_PIECE_LABEL).fullmatch(body):  # (or the next piece's label on a line of its own: "ikinci yarı")
+            if is_header(prefix, body, taken) or taken and (_regex(_NEXT_PIECE_LABEL).fullmatch(body) or body.endswith(":") and len(body) <= 80 and says_split(index)):  # (or the next piece's label on a line of its own: "ikinci yarı", "en de rest (direct erachter plakken):")
                 chat = chat or bool(body)  # a header between: a chat's next message
                 row += 1
                 continue
@@ -9259,7 +9261,7 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\brest[ \t]*[:：]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
                        r"|\bzbytek|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\bpezzo[ \t]*(?:2|due)\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in)|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
-                       r"|\bteil[ \t]*2\b|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
+                       r"|\bteil[ \t]*2\b|(?<![^\s:：])fin[ \t]*(?=[:：])|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
                        r"|\bsegunda[ \t]+(?:parte|mitad|metade)|\bseconda[ \t]+metà|\b(?:et[ \t]+)?la[ \t]+fin[ \t]*(?=[:：])|\bfinal[ \t]*(?=[:：])|\bmásodik[ \t]+(?:fele|része?)|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
                        r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|\bund[ \t]+dann|\bsigue(?:[ \t]+con)?|\bfalt(?:ou|ó|o)[ \t]+(?:o|el|la|a)[ \t]+(?:final|fim|resto)|\b(?:o|el)[ \t]+final[ \t]+(?:é|es)|\bcontinuarea|\brestul|\bpartea[ \t]+a[ \t]+doua|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
@@ -9355,7 +9357,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
 _REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "agian 2", "agian kedua", "append", "contin", "follow", "second",
-                    "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
+                    "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
                     "gefolgt", "und dann", "continuarea", "restul", "partea a doua", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
