@@ -934,7 +934,7 @@ _R = r"(?![A-Za-z0-9_\-])"  # right edge of a token
 _SECRET_WORDS = frozenset("""
     password passwd pwd pass passphrase passcode secret token credential credentials creds apikey
     pat dsn cookie pin authtoken accesstoken apitoken privatekey secretkey passwords authorization
-    bearer pw pword pswd passwort kennwort psk authtok privkey""".split())
+    bearer pw pword pswd passwort kennwort psk authtok privkey dek kek ipek bdk zmk zpk tmk""".split())  # (payment HSMs' keys: a data or key encryption key, DUKPT's BDK and IPEK, zone and terminal master keys)
 # Words ending in "pass" that are not passwords (SSHPASS and DBPASS are).
 _NOT_PASSWORDS = frozenset("""
     bypass compass surpass overpass underpass trespass encompass pass askpass""".split())
@@ -969,7 +969,7 @@ _ABOUT_A_SECRET = frozenset("""
     file files path stdin env name names id ids arn ref url uri length len min max count policy hash
     hasher reset prompt field type format expiry expires ttl timeout version header location mode
     enabled rotation permission var variable algorithm algo alg cipher scheme kdf strength complexity pattern regex
-    hint""".split())  # also passwordHashAlgorithm = "PBKDF2WithHmacSHA256", PASSWORD_PATTERN
+    hint incorrect invalid wrong expired locked required mismatch""".split())  # also passwordHashAlgorithm = "PBKDF2WithHmacSHA256", PASSWORD_PATTERN; an error's name: CKR_PIN_INCORRECT
 # A last word that says how a value is held, not what it is (GOOGLE_CREDENTIALS_BASE64, client-key-data).
 _HOLDER_WORDS = frozenset("""
     data b64 base64 b58 base58 blob value material content contents bytes str string hex pem der raw plain plaintext
@@ -1038,7 +1038,7 @@ def secret_strength(name: str) -> int:
         return 2  # a keypair's bytes (JITO_AUTH_KEYPAIR_B58), not a keypair's name (`Creating temporary keypair: packer_…`)
     while len(parts) > 1 and _regex(r"(?:part|half|chunk|piece)s?\d{0,2}|p[1-9]").fullmatch(parts[-1]) or len(parts) > 2 and parts[-1] in ("prefix", "suffix"):
         parts.pop()  # GH_APP_KEY_PART1, key_chunks, AZ_STORAGE_KEY_P1, routingKeyPrefix (not a cache's keyPrefix): a key's parts
-    if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"] or (
+    if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts == ["mkey"] or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"] or (
             parts[-1:] in (["nodekey"], ["discokey"]) or len(parts) > 1 and _regex(r"sha\d{1,3}|md5").fullmatch(parts[-1])):
         return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce, Tailscale's public node key, a digest (HPKP's pin-sha256)
     if parts[-2:] == ["request", "token"] or parts == ["client", "token"]:
@@ -1346,6 +1346,7 @@ def _is_identifier_like(value: str) -> bool:
     v = value.strip("\"'")
     uuid = r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
     return bool(_regex(uuid + r"|[0-9a-fA-F]{6,40}|" + _FIREBASE_APP_ID).fullmatch(v) or _regex(r"[\w.\-]+[-:][0-9a-f]{12,}").fullmatch(v)
+                or _regex(r"(?:[A-Z]{2,}|\d+)(?:[\-_:/.](?:[A-Z]{2,}|\d+)){2,}").fullmatch(v)  # a record's key of capitals and numbers: VAL-CZ-0931:34505746
                 or _regex(r"[a-z_]{1,20}[:/]" + uuid).fullmatch(v))  # session:<uuid>
 
 
@@ -1460,7 +1461,8 @@ def _accept_assignment(match: Any) -> bool:
             "=" in match.string[match.end("name"):match.start("s")] and match.string[match.start("name") - 1:match.start("name")] == "-") and not (
             _regex(r"[ \t]+[A-Za-z_][\w.\-]*=").match(match.string, match.end("s"))) and (
             match.string[match.end("s") + 1:][:1].islower() or name.lower().endswith("authorization")
-            or bare.lower() in ("see", "ask", "check", "use", "in", "via", "from", "stored", "same", "if", "when", "whether")):
+            or bare.lower() in ("see", "ask", "check", "use", "in", "via", "from", "stored", "same", "if", "when", "whether")
+            or bare.islower() and len(bare) > 4 and bare.endswith("ed")):  # (a participle: "ZPK: computed 57DEBD, expected …")
         return False  # prose after a colon (`api_key: Refreshing state...`, `password: see 1Password`), a scheme (`Authorization: SSWS …`); a flag's `--password=AefEAUz… shop` is none, nor libpq's `password=QFuB… dbname=…`
     scheme = _regex(r"(?i)(?:bearer|basic|token|digest)\s+(\S*)").fullmatch(bare)
     if scheme and (len(scheme.group(1)) <= 7 or _is_reference(scheme.group(1))):
@@ -1673,8 +1675,8 @@ def _says_what_about_it(text: str, start: int, end: int, word: bool = False) -> 
 def _accept_password_like(match: Any) -> bool:
     """Prose such as `the VPN password is Xk29…`: only values that look like passwords."""
     v = match.group("s")
-    if _regex(r"_[A-Za-z]\w*|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\[[\w$.'\"]{1,20}\]").fullmatch(v):
-        return False  # a private name in code (`password.translate(_trans_36)`), a subscript (`password: basic[1]`)
+    if _regex(r"_[A-Za-z]\w*|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\[[\w$.'\"]{1,20}\]").fullmatch(v) or "</" in v or v[:1] == ":":
+        return False  # a private name in code (`password.translate(_trans_36)`), a subscript (`password: basic[1]`), markup, a path's `::` (`${VAULT::ds::password::1}`)
     before = match.string[match.start():match.start("s")]
     if _says_what_about_it(match.string, match.start(), match.start("s"), word=True):
         return False  # a word about the password before the sign: "password policy: Basic256Sha256"
@@ -2159,6 +2161,11 @@ def _accept_named_in_prose(match: Any) -> bool:
     text, start, end, value = match.string, match.start("s"), match.end("s"), match.group("s")
     if _regex(r"[$€£¥]\d[\d,.]*[kKmM]?(?:/[a-z]{1,10})?").fullmatch(value):
         return False  # an amount of money: "the key's cap is $50/month"
+    if _regex(r"[\w\-]*(?i:public|pubkey)[\w\-]*[:=]").match(value):
+        return False  # a public key's field with its value: Go's `map[… public_key:g7f7…=]`
+    if "/" in value and _regex(r"(?<![\w+.\-])(?:op|vault|awssm|gcpsm|azkv|bws|doppler|keeper|lpass)://[^\s\"'`]*(?:[ \t][^\s/\"'`]+){0,3}[ \t]$").search(
+            match.string, max(0, match.start("s") - 80), match.start("s")):
+        return False  # the rest of a secret manager's reference with a space in its vault's name: `op://KRO Engineering/relay/password`
     if _names_no_token(value) or "<" in value and ">" in value or "</" in value or "→" in value or "::" in value or "$new(" in value or _regex(r":[a-z0-9]+:|[A-Z][a-z]\w*<(?:\[|&|[A-Z][a-z])|&?[a-z]\w*\.[A-Z]\w*\{").match(value):
         return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup, a closing tag or a template's slot (`<22-char salt><31-char hash>`); a numbered line (`3→TWILIO_FROM=…`); rclone's remote (`:s3:bucket`); a generic type (`SecretBox<[u8; 32]>`); a composite literal (`&corev1.Secret{}`)
     before = text[max(0, start - 100):start]
@@ -2570,7 +2577,7 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|passowrt|paswort|passwrt|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|priv|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|code[ \t]+(?:du[ \t]+)?wi-?fi|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<=[a-z0-9]_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_…
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
@@ -2604,7 +2611,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|passw(?!d\b)|pwd|passphrase|\.pw\b|/pw\.txt\b|\.psk\b|[._\-]pass\b|key[\w.\-]*\.(?:bin|der|raw)\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa(?!\.pub)|id_ed25519(?!\.pub)|id_ecdsa(?!\.pub)|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets)"
-    r"|(?:(?:echo|printf)[^\n|]*\|[ \t]*)?op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject|(?:signin|account[ \t]+add)[^\n]*--raw)|vault[ \t]+(?:kv[ \t]+get|read|write|token[ \t]+create"
+    r"|(?:(?:echo|printf)[^\n|]*\|[ \t]*)?op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject|(?:signin|account[ \t]+add)[^\n]*--raw)|vault[ \t]+(?:kv[ \t]+get|read(?![ \t]+transit/keys/)|write|token[ \t]+create"
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|[\w\-]*rails[ \t]+runner[^\n]*token|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
     r"|(?:python3?[ \t]+-m[ \t]+)?keyring[ \t]+get|systemd-creds[ \t]+(?:decrypt|cat)|gpg2?[ \t][^\n|]*--export-secret-(?:sub)?keys|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
     r"|aws[ \t]+(?:secretsmanager(?![ \t]+(?:list|describe)-)|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
@@ -2657,7 +2664,7 @@ _HEADER_CHARACTER = r"[\w.()/#\-'?*°º№&\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27
 _TABLE_HEADER_CELL = (r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])" + _HEADER_CHARACTER + "{0,30}(?!" + _HEADER_CHARACTER + ")(?: "
                       + _HEADER_CHARACTER + "{1,30}(?!" + _HEADER_CHARACTER + ")){0,4}")
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
-_NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
+_NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|-(?:Name|VaultName|SecretName)|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
 # A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
 _MASK_RUN = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})"
@@ -2713,6 +2720,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|its|thats|hai|hain|olarak"
     "|btw|by the way|übrigens|nämlich|eigentlich|inzwischen|mittlerweile|schon|bereits|au fait|d'ailleurs|déjà|por cierto|ya|aliás|já|tra l'altro|già"
     "|przy okazji|кстати|уже|bu arada|trouwens|overigens|förresten|redan"  # a filler between: "ist übrigens X", "es ya X"
+    "|ná"  # Irish's "Is é pasfhocal an Wi-Fi ná X"
     "|ab heute|ab sofort|ab jetzt|from today|as of today|from now on|desde hoy|a partir de hoy|à partir d'aujourd'hui|dès aujourd'hui|da oggi"
     "|vanaf vandaag|vanaf nu|od dziś|od dzisiaj|desde hoje|a partir de hoje|från och med idag"  # since when: "lautet ab heute X"
     "|поменял на|поменяла на|поменяли на|изменил на|изменила на|изменили на|сменил на|сменила на|сменили на|zmieniłem na|zmieniłam na|zmienił na"
@@ -2770,6 +2778,10 @@ def _find_random_tokens(match: Any) -> list:
     if text[match.start() - 1:match.start()] == "-" and _regex(r"(?<![\w\-])[a-z0-9]+(?:-[a-z0-9]+){2,}-$").search(
             _line_before(text, match.start(), 80)) and _regex(r"[ \t]*(?:[(),]|$)").match(text, match.end()):
         return []  # the end of a resource's name, given no value: "vg-infra-prod-secrets (linked to kv-infra-weu-01)"
+    line_end = text.find("\n", match.end())
+    if line_end >= 0 and _regex(r"[ \t]*[a-z0-9]+(?:[\-_.][a-z0-9]+)+[ \t]*").fullmatch(text, text.rfind("\n", 0, match.start()) + 1, line_end) and _regex(
+            r"\n[ \t]*[a-z0-9]+(?:[\-_.][a-z0-9]+)+[ \t]*(?:\r?\n|$)").match(text, line_end):
+        return []  # names one a line, the word ending one: `az keyvault secret list -o tsv` prints aps-client-secret ⏎ bim360-svc
     if _regex(r"(?i)\w*(?:safe|tresor|manager|kluis|valv)").fullmatch(match.group()) or _regex(r"(?i)[ \t]+(?:safe\b|manager[ \t]+(?:entry|item|record|folder)\b)").match(text, match.end()):
         return []  # a store of passwords names an entry, not a value: `im Passwortsafe unter "RZ2-Access"`, `password manager entry "core-sw"`
     if _names_a_kind(text, match.start()):
@@ -4545,6 +4557,8 @@ def _find_split_literals(match: Any) -> list:
     (base64 or hex fragments, six characters or more, letters and digits)."""
     spans, start = [], match.start("s")
     text, quote = match.string, match.string[match.start()]
+    if _regex(r"v=(?:DKIM1|spf1|DMARC1|BIMI1)\b").search(_line_before(text, match.start(), 2000)):
+        return []  # a DNS TXT record's strings (a DKIM key's `p=` over 255-character chunks): public
     opening = text.rfind(quote, max(0, match.start() - 1024), match.start())
     if not _ends_machine_made(text, match.start()) or opening >= 0 and _is_masked_or_public(text[opening + 1:match.start()]):
         return spans  # (a literal that begins a picture's bytes in base64, `"iVBORw0KGgo…"`, is continued by more of them)
@@ -4605,8 +4619,8 @@ def _find_joined_literals(match: Any) -> list:
     if not before.strip(" \t([{") and first > len(before):
         before = _line_before(text, first - len(before) - 1, 160)  # the name on the line above
     named = _regex(r"([A-Za-z_][\w.\-]{0,80})[\"']?[ \t]*(?::[^\n\"'`=]{0,40})?[=:][ \t]*(?:[\w!.]{0,30}[(\[]|\"\"\.join\(\[?|''\.join\(\[?)?[ \t(\[]*$").search(before)
-    if not named or secret_strength(named.group(1)) < 1:
-        return []
+    if not named or secret_strength(named.group(1)) < 1 or _regex(r"(?i)public|pubkey").search(before, named.end(1)):
+        return []  # (a public key's coordinates a call takes: `Key: mustECPublic("…", "…")`)
     literals = list(_regex(r"""["'`]([^"'`\n]{8,512})["'`]""").finditer(text, first, match.end("s")))
     if not all(looks_machine_generated(literal.group(1)) or _is_random_part(literal.group(1)) or _is_mixed_case_run(literal.group(1))
                for literal in literals):
@@ -4865,7 +4879,8 @@ def _accept_terraform_random(match: Any) -> bool:
 def _accept_tasmota(match: Any) -> bool:
     """Tasmota's `Password1 …` where its console has it: first on a line, after `;` or in a Backlog."""
     before = _line_before(match.string, match.start(), 200)
-    return not _is_reference(match.group("s")) and (not before.strip() or before.rstrip().endswith(";") or "Backlog" in before)
+    return not _is_reference(match.group("s")) and (not before.strip() or before.rstrip().endswith(";") or "Backlog" in before) and not (
+        match.group("s") in ("string", "String", "str", "[]byte", "*string") and "`" in match.string[match.end():match.end() + 3])  # a Go struct's field: `MQTTPassword string `json:"-"``
 
 
 def _accept_described_value(match: Any) -> bool:
@@ -4948,7 +4963,8 @@ _SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "cred", "auth
                     # other languages' words (_FOREIGN_NAME_WORDS): `"Heslo": …`, `clave_api`
                     "heslo", "haslo", "senha", "sifre", "şifre", "jelszo", "kennwort", "wachtwoord", "contrase", "salasana",
                     "losenord", "lösenord", "parol", "clave", "chiave", "chave", "llave", "sleutel", "schluessel", "schlüssel", "nyckel", "klucz",
-                    "cheie", "jeton", "sandi", "kulcs")
+                    "cheie", "jeton", "sandi", "kulcs",
+                    "ipek", "bdk", "zmk", "zpk", "tmk", "dek", "kek")  # (payment HSMs' keys: DUKPT's, zone and terminal master keys, data and key encryption keys)
 _SECRETISH_REACH = 80
 _SECRETISH_FIRST_LETTERS = "".join(sorted({word[0] for word in _SECRETISH_WORDS}))  # a cheap first test
 _SECRETISH_WORD = "(?=[%s%s])(?i:%s)" % (_SECRETISH_FIRST_LETTERS, _SECRETISH_FIRST_LETTERS.upper(), "|".join(_SECRETISH_WORDS))
@@ -5657,9 +5673,10 @@ token-in-service-path        -                      (?:boxcloud\.com/d/\d{1,2}/(
 # A key read out in groups of hex digits (as a ceremony's sheet or a person dictating it writes it) on the line that
 # names it or the next: "Recovery AES key (read it out in groups):" ⏎ `9bf8728a d7b4051b …`, `Key component: CD17 C28D …`;
 # not a fingerprint's or an id's groups.
-hex-groups-named-key         -                      (?i)(?<![\w\-])(?<!public[ _\-])(?<!pub[ _\-])(?:key|keys|schlüssel|clé|clave|chave|chiave|klucz|ключ|sleutel|nyckel|secret|component|komponente)\b(?![ \t]*(?:id|fingerprint|fpr|grip|hash|digest|check|data)\b)[^\n:=]{0,80}:[ \t]*(?:\r?\n[ \t]*)?(?P<s>(?=[0-9a-fA-F \t]*[a-fA-F])[0-9a-fA-F]{4,8}(?:[ \t]+[0-9a-fA-F]{4,8}){3,15})(?![ \t]*[\w:])
+hex-groups-named-key         -                      (?i)(?<![\w\-])(?<!public[ _\-])(?<!pub[ _\-])(?:key|keys|schlüssel|clé|clave|chave|chiave|klucz|ключ|sleutel|nyckel|secret|component|komponente|componente|komponent[auy]?|컴포넌트)\b(?![ \t]*(?:id|fingerprint|fpr|grip|hash|digest|check|data)\b)[^\n:=]{0,80}:[ \t]*(?:\r?\n[ \t]*)?(?P<s>(?=[0-9a-fA-F \t]*[a-fA-F])[0-9a-fA-F]{4,8}(?:[ \t]+[0-9a-fA-F]{4,8}){3,15})(?![ \t]*(?!(?i:kcv|check[ \t]value)\b)[\w:])
 #   catch: Recovery AES key for the vault (read it out loud in groups):\n«4c1d9e7a b38f2056 e9a4c71d 0f6b2e83»
 #   catch: Key component: «A3F1 9C2E 7B40 D58E 16C9 2FA7 E03B 8D54»
+#   catch: Componente 2 (custodia B): «0593 237D 3C42 5FD3 52A6 F36C EAD1 D9CC»  KCV 98B92A
 #   keep:  Primary key fingerprint: 5F2D 8A4B 91C3 7E06 D2F8  4A1B 9E3C 7D20 C5B1 8F46
 #   keep:  Key ID: 4A1B 9E3C 7D20 C5B1
 #   keep:  Public key: 04A3 9C2E 7B40 D58E 16C9 2FA7 E03B 8D54
@@ -6686,9 +6703,10 @@ terraform-variable-default   assignment             \bvariable\s+"(?P<name>[\w\-
 #   catch: variable "winrm_password" {\n  type    = string\n  default = "«cricket.Sierra8106»"\n}
 #   keep:  variable "password_length" {\n  default = "24"\n}
 # Databases and caches: SQL users, JDBC, ODBC isql, Redis AUTH and config, cloud-init chpasswd.
-sql-identified-by            quoted-or-chosen       (?i)\bIDENTIFIED\s+(?:WITH\s+\w+\s+)?BY\s+(?:PASSWORD\s+)?(?P<s>'[^'\n]{1,1024}'|"[^"\n]{1,1024}"|[^\s;'"]{1,256})
+sql-identified-by            quoted-or-chosen       (?i)\bIDENTIFIED\s+(?:WITH\s+\w+\s+)?BY\s+(?:PASSWORD\s+)?(?P<s>'(?![^'\n]*\|\|)[^'\n]{1,1024}'|"(?![^"\n]*\|\|)[^"\n]{1,1024}"|[^\s;'"]{1,256})
 #   catch: CREATE USER app IDENTIFIED BY '«Q6ve9jfU4_T9»';
 #   keep:  CREATE USER app IDENTIFIED BY '${APP_PASSWORD}';
+#   keep:  EXECUTE IMMEDIATE 'ALTER USER RPT IDENTIFIED BY "' || l_pw || '"';
 #   catch: CREATE USER app IDENTIFIED BY «Q6ve9jfU4_T9»;
 #   keep:  AIX filesets are identified by four decimal values
 sql-password-clause          not-reference          (?i)\b(?:USER|ROLE)\b[^;\n]{0,80}?\bPASSWORD\s+(?P<s>'[^'\n]{1,1024}')
@@ -7114,10 +7132,11 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  Auth: "\u0410\u0443\u0442\u0435\u043D\u0442\u0438\u0444\u0438\u043A\u0430\u0446\u0438\u044F",
 #   keep:  ERROR_INVALID_PASSWORD = "E7306"  # error code, shown to user as "Invalid password"
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
-prose-password               password-like          (?i)(?:\b(?:password|passwd|passphrase|pwd)\b(?:[^\n&?;=]|(?<!\w)=|=(?==)){0,60}?(?:\bis\b|\bto\b|:|=|\()|\b(?:pass|pw|contra)[ \t]+(?:is|es)\b)[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$)|\\\r?\n)
+prose-password               password-like          (?i)(?:\b(?:password|passwd|passphrase|pwd)\b(?:[^\n&?;={}]|(?<!\w)=|=(?==)){0,60}?(?:\bis\b|\bto\b|:|=|\()|\b(?:pass|pw|contra)[ \t]+(?:is|es)\b)[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$)|\\\r?\n)
 #   keep:        auth.basic = { username: basic[0], password: basic[1] }
 #   catch: the VPN password is «Xk29!mPq7z»
 #   keep:  docker run -e POSTGRES_PASSWORD=<password> -e POSTGRES_DB=shop -p 5432:5432 postgres:16-alpine
+#   keep:  .password-strength-meter--weak { background: var(--brand-red-500); }
 #   catch: can you ssh to 10.0.12.4? user is jtorres, pass is «Thunder2020?». don't change anything
 #   catch: para entrar al webui con usuario admin y la contra es «Verano1947» jaja
 #   keep:  the boarding pass is attached, gate B12
@@ -7519,9 +7538,11 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|(?<=[A-Za-z])connection|Gateway|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<![\w$])(?:connect|getConnection|auth|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|(?<=[A-Za-z])connection|Gateway|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<![\w$])(?:connect|getConnection|auth|authorize(?:_account)?|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: rfc2865.UserPassword_SetString(packet, "«Probe!Eduroam77»")
 #   catch: plc.set_session_password("«Lackier-1500-pw»")
+#   catch: api.authorize_account("production", "«0051d27642da2d12dd8000000a4»", "«K005gKZBjJwhPfWLrz4hPTuclnRyWQx»")
+#   keep:  api.authorize_account("production", key_id, application_key)
 #   keep:  rfc2865.UserPassword_SetString(packet, os.Getenv("RADIUS_PROBE_PW"))
 #   keep:  const pool = new sql.ConnectionPool({ server: "sql-int01", user: "hl7router", password });
 #   keep:  token = f.encrypt(b"card_last4=4242")
@@ -8542,11 +8563,11 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # A password a person chose, anywhere after a word for password in its sentence: what a chat or a ticket says in
 # more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
-_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord"
+_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
                    r"|kata sandi|sandi|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
-_PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
+_PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
                         "adgangskode", "kodeord", "koden", "sifre", "sandi", "lozink", "gesl", "ifr")
 # Words for logging in, which make a sentence's password-shaped value its password as a word for one does:
 # a verb before what one logs in with ("log into the unifi controller, karim / Provenc3&2", "devi entrare
@@ -9258,7 +9279,7 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # with …", "second half: …", "Teil 2: …", "Fortsetzung: …", "nog … erachter", "il resto è …", "la seconde
 # partie … : « … »", "後半は「…」", "… is the end of it". Read only after a redacted value, within the
 # lines that follow it.
-_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\brest[ \t]*[:：]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
+_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
                        r"|\bzbytek|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\bpezzo[ \t]*(?:2|due)\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in)|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|(?<![^\s:：])fin[ \t]*(?=[:：])|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
@@ -9341,7 +9362,7 @@ _FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>
                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])")
 # A rest that was redacted: "the rest is «redacted»", "ends with «redacted» appended", "«redacted» is the end of it".
 _REDACTED_REST = (r"(?:" + _REST_GIVEN_WORDS + r")[^\n«]{0,40}?" + REDACTED
-                  + r"|" + REDACTED + r"[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
+                  + r"|" + REDACTED + r"[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest|remainder)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
 # A credential word's value that ends its line, of up to three words: what the line above a redacted rest gave first.
 _GIVEN_FIRST_PART = (_CREDENTIAL_WORDS + r"[^\n«»:=]{0,40}?(?:\b(?:is|es|est|c'est|ist|är|è|é|er|jest|je|was|era|war|var)\b|[:=：]|" + _FIRST_GIVEN_WORDS + r")[ \t]*"
                      r"[«„“「\"'`]?(?P<v>[^\s\"'«»„“”「」`]{2,64}(?:[ \t][\w.!#$%&*+\-](?<![^\x00-\u024f])[^\s\"'«»„“”「」`]{1,63}){0,2}?)[»“”」\"'`]?[.,;!?]?[ \t]*\r?$")  # (its words Latin: no です after it)
@@ -9356,7 +9377,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("the rest", "rest is", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
@@ -10741,9 +10762,11 @@ _PASSING_CALL = r"(?<![\w$.])" + _DECODING_CALL  # a decoding call as an operand
 _STRING_PREFIX = r"(?:(?<![\w$])(?:[NLbBrRuUfFE]|u8|[rR][bB]|[bB][rR])(?=[\"']))?"  # SQL's N'…', C's L"…", Python's b'…' and r'…'
 _OPERAND = (_STRING_PREFIX + r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"""[ \t]*""" + _LITERAL + r"""[ \t]*\)"""  # also a literal in a call: b64decode("…")
             r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
-_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\||<<|\*)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
+_JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\||<<|\*|~)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
                    r"|(?<=\()\s*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=\s*\))"  # Python's literals side by side in parentheses
                    r"|(?<=[ \t]=[ \t])[ \t]*" + _LITERAL + r"(?:[ \t]*\\\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=[ \t]*(?:[;#]|//|\r?\n|$))"  # and continued with `\`: KEY = "…" \⏎ "…"
+                   r"|(?<=[ \t]=[ \t])[ \t]*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=[ \t]*;)"  # or side by side over lines to a `;` (C's, Dart's)
+                   r"|(?<![\w.])paste0?\(\s*c\(\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*\)\s*,\s*collapse\s*=\s*(?:\"\"|'')\s*\)"  # R's paste(c(…), collapse = "")
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)|\|[ \t]*join\b))"
                    r"|(?<=concat\()\{\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?\}(?=\))|(?<=concat )\[\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*\]"  # Lua's table.concat({…}), Haskell's T.concat […]
                    r"|(?:[Ss]tring\.)?(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*(?:,\s*)?\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
@@ -10927,10 +10950,21 @@ def _call_arguments(text: str, start: int) -> tuple:
 # `sb.WriteString("…")`, Rust's `s.push_str("…");`, PHP's and Perl's `$k .= '…';`, Scala's `sb ++= "…"`,
 # Ruby's `s << "…"`, a C++ stream's `os << "…" << "…";`, Dart's cascade `..write('…')` under the line
 # that made it (`final sb = StringBuffer()`). (The name, or "" in a cascade; the literals.)
-_BUILDER_APPEND = (r"(?m)^[ \t]*(?:\$?([A-Za-z_]\w*)[ \t]*(?:\.|->)|\.\.)(?:append|Append|AppendString|WriteString|write|Write|push_str|concat)\([ \t]*"
+_BUILDER_APPEND = (r"(?m)^[ \t]*(?:\$?([A-Za-z_]\w*)[ \t]*(?:\.|->)|\.\.|\.(?=[Aa]ppend\())(?:append|Append|AppendString|WriteString|write|Write|push_str|concat)\([ \t]*"
                    r"[\"']([^\"'\n\\]{1,512})[\"'][ \t]*\)[ \t]*(?:[;,][ \t]*)?$"
                    r"|^[ \t]*\$?([A-Za-z_]\w*)((?:[ \t]*(?:\.=|\+\+=|<<)[ \t]*[\"'][^\"'\n\\]{1,512}[\"'])+)[ \t]*(?:;[ \t]*)?$")
 _BUILDER_SEEN = ("ppend(", "rite(", "WriteString(", "push_str(", "concat(", ".=", "++=", "<<")
+
+
+def _returned_builders_name(above: list) -> Optional[str]:
+    """The name of the function that returns a builder a chain of appends fills (`private static String
+    smtpPassword() {` ⏎ `return new StringBuilder()` ⏎ `.append("…")`), when it names a secret; above: the lines
+    above the append, the nearest last."""
+    lines = [line for line in above if not line.lstrip().startswith(".")]
+    if not lines or not _regex(r"[ \t]*return[ \t]+new[ \t]+\w*(?:Builder|Buffer)\w*\(\)[ \t]*$").match(lines[-1]):
+        return None
+    head = "\n".join(lines[-4:-1])
+    return next((name for name in _regex(_BRANCH_NAME).findall(head) if secret_strength(name) == 2), None)
 
 
 def _builders_appends(original: str) -> list:
@@ -10948,16 +10982,16 @@ def _builders_appends(original: str) -> list:
         if name is None:  # a cascade: the name the statement above it gave its builder
             above = original[:found.start()].rstrip("\n").rsplit("\n", 8)
             made = next((_regex(r"[ \t]*(?:(?:final|var|val|let|const|auto)[ \t]+)?([A-Za-z_]\w*)[ \t]*:?=[ \t]*(?:new[ \t]+)?\w*(?:Buffer|Builder|Stream)\w*\(").match(line)
-                         for line in reversed(above) if not line.lstrip().startswith("..")), None)
-            if not made:
+                         for line in reversed(above) if not line.lstrip().startswith(".")), None)
+            name = made.group(1) if made else _returned_builders_name(above)
+            if not name:
                 continue
-            name = made.group(1)
         found_appends.append((name, [found.span(2)]))
     return found_appends
 
 
 # A list whose name says it holds a value's parts (`token_parts: [...]` in JSON, `authTokenParts:` and its items in YAML).
-_PARTS_LIST = (r"""(?im)(?:^[ \t]*[\w\-]*(?:parts|chunks|pieces)[ \t]*:(?P<yaml>[ \t]*\r?\n(?:[ \t]+-[ \t]+["']?[A-Za-z0-9+/=_\-.~]{2,200}["']?[ \t]*(?:\n|$)){2,16})"""
+_PARTS_LIST = (r"""(?im)(?:^[ \t]*[\w\-]*(?:parts|chunks|pieces)[ \t]*:(?P<yaml>[ \t]*(?:\#[^\n]*)?\r?\n(?:[ \t]+-[ \t]+["']?[^\s"'#]{2,200}["']?[ \t]*(?:\n|$)){2,16})"""
                r"""|"[\w\-]*(?:parts|chunks|pieces)"[ \t]*:[ \t]*(?P<json>\[\s*(?:"[^"\n]{2,200}"\s*,\s*){1,15}"[^"\n]{2,200}"\s*\]))""")
 
 _PARTS_ITEM = r"(?m)^[ \t]*-[ \t]+[\"']?([^\s\"']{2,200})" + r'|"([^"\n]{2,200})"'  # an item of such a list, YAML's or JSON's
@@ -11169,15 +11203,18 @@ def _join_lines(original: str, lowered: str) -> list:
     when it ends it), literals one a line in parentheses (Python's implicit joining), or the whole
     text when it says join or concat. The joins are looked for there only: a pattern that may start
     at any name costs its reading of every word."""
-    if "join" in lowered or "concat" in lowered or "verketten" in lowered or "paste0" in lowered or "str_c" in lowered or "strcat" in lowered or "${'" in original or '${"' in original or "implode" in lowered or ".append(" in lowered or "mkstring" in lowered or "buildstring" in lowered or "%s%s" in lowered or "{}{}" in lowered:
+    if "join" in lowered or "concat" in lowered or "verketten" in lowered or "paste" in lowered or "str_c" in lowered or "strcat" in lowered or "${'" in original or '${"' in original or "implode" in lowered or ".append(" in lowered or "mkstring" in lowered or "buildstring" in lowered or "%s%s" in lowered or "{}{}" in lowered:
         return [[0, len(original)]]
     spans: list = [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(
         r"\([ \t]*\r?\n(?:[ \t]*(?:\"[^\"\n]*\"|'[^'\n]*')[ \t]*\r?\n){2,40}[ \t]*\)").finditer(original)] if "(\n" in original else []
     if "\\\n" in original:  # literals side by side, continued with `\`
         spans += [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(r"[\"'][ \t]*\\\r?\n[ \t]*[\"'][^\n]*").finditer(original)]
-    if "+" not in original and " ." not in original and "&" not in original and "||" not in original and " <<" not in original and " * " not in original:
+    if "=" in original and ("'\n" in original or '"\n' in original):  # literals side by side over lines, to a `;`
+        spans += [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(r"=[ \t]+[\"'][^\"'\n]*[\"'][ \t]*\r?\n[ \t]*[\"'][^\n]*;").finditer(original)]
+        spans.sort()
+    if "+" not in original and " ." not in original and "&" not in original and "||" not in original and " <<" not in original and " * " not in original and " ~ " not in original:
         return sorted(spans)  # (most texts: no operator to look for)
-    for operator in _regex(r"\+|(?<=\s)(?:\.\.?|&|\|\||<<|\*)(?=[ \t\r\n])").finditer(original):
+    for operator in _regex(r"\+|(?<=\s)(?:\.\.?|&|\|\||<<|\*|~)(?=[ \t\r\n])").finditer(original):
         start = original.rfind("\n", 0, operator.start()) + 1
         if not original[start:operator.start()].strip():
             start = original.rfind("\n", 0, max(0, start - 1)) + 1  # the operator starts its line: the operand is above
@@ -11190,7 +11227,7 @@ def _join_lines(original: str, lowered: str) -> list:
         else:
             spans.append([start, end])
     return sorted(spans)
-_LISTED_STRINGS = ('"".join(', "''.join(", "[", "{", "concat", "verketten", "textkette", "paste0", "str_c", "strcat", "join(", "implode(", "new ", "new\t", "buildstring", "listof", "arrayof", "mutablelistof", "seq(", "list(", "array(",
+_LISTED_STRINGS = ('"".join(', "''.join(", "[", "{", "concat", "verketten", "textkette", "paste", "str_c", "strcat", "join(", "implode(", "new ", "new\t", "buildstring", "listof", "arrayof", "mutablelistof", "seq(", "list(", "array(",
                    "vector(", "vec!", "format(", "string.format(", "printf(", "sprintf(", "fmt.sprintf(", "string.printf(")  # how _JOINED_STRINGS's lists start (in small letters)
 _FORMATTED_STRINGS = ("format(", "string.format(", "printf(", "printf ", "printf\t", "sprintf(", "fmt.sprintf(", "string.printf(", '"%s', "'%s", '"{}', "'{}")  # their first literal is the format
 
@@ -12008,9 +12045,10 @@ RULE_WORDS = {
         "secret", "sig", "signature", "token"), ("=",)),
     "token-in-service-path": ("5a384620", ("/oncall/integrations/v1/", "boxcloud.com/d/", "fioapi.fio.cz/v1/rest/"),
         ("/oncall/integrations/v1/", "boxcloud.com/d/", "fioapi.fio.cz/v1/rest/"), ()),
-    "hex-groups-named-key": ("172e965d", ("chave", "chiave", "clave", "clé", "component", "key", "keys", "klucz",
-        "komponente", "nyckel", "schlüssel", "secret", "sleutel", "ключ"), ("chave", "chiave", "clave", "clé",
-        "component", "key", "keys", "klucz", "komponente", "nyckel", "schlüssel", "secret", "sleutel", "ключ"), (":",)),
+    "hex-groups-named-key": ("4dfca886", ("chave", "chiave", "clave", "clé", "component", "componente", "key", "keys",
+        "klucz", "komponent", "komponente", "nyckel", "schlüssel", "secret", "sleutel", "ключ", "컴포넌트"), ("chave",
+        "chiave", "clave", "clé", "component", "componente", "key", "keys", "klucz", "komponent", "komponente",
+        "nyckel", "schlüssel", "secret", "sleutel", "ключ", "컴포넌트"), (":",)),
     "snmp-usm-localized-key": ("0b91e228", (".1.3.6.1.6.3.10.1.",), (".1.3.6.1.6.3.10.1.",), ("0x",)),
     'keystore-ciphertext': ('d6347a23', ('"cipherparams"',), ('"ciphertext"',), ('"ciphertext"',)),
     "putty-private-lines": ("075e42bb", ("private-lines:",), ("private-lines:",), ("\n",)),
@@ -12037,12 +12075,12 @@ RULE_WORDS = {
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
-    "nvs-csv-value": ("d9018216", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
-        "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo",
-        "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel",
-        "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi",
-        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "token",
-        "wachtwoord", "şifre")),
+    "nvs-csv-value": ("e2a3d7cb", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
+        "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt",
+        "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre")),
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
         ("a temporary password is generated for ",), (":",)),
@@ -12151,7 +12189,7 @@ RULE_WORDS = {
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("76221ba8", ("pass",), (), ()),
     "logged-pass-command": ("e70e4bed", ("pass",), ("pass",), ()),
-    "cobol-password-value": ("45f99732", ("value",), (), ("pic",)),
+    "cobol-password-value": ("c307fd47", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
@@ -12252,13 +12290,13 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "decoded-secret-literal": ("9bcbed4a", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
+    "decoded-secret-literal": ("a324eacf", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
         "from_base64", "from_hex", "frombase64string", "fromhex", "getbytes", "hex!", "hex2bin", "str", "string",
-        "unhexlify"), (), ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred",
-        "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
-        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "token", "wachtwoord", "şifre")),
+        "unhexlify"), (), ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort", "key",
+        "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx",
+        "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
+        "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre")),
     "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
         "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
         "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
@@ -12289,13 +12327,13 @@ RULE_WORDS = {
     "webhook-path-token": ("4489ad27", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("62198d51", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "chave",
-        "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo",
-        "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12",
-        "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi",
-        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "token",
-        "wachtwoord", "şifre")),
-    "powershell-env-item": ("8517c3b5", ("-item",), ("new", "set"), ("env:",)),
+    "spaced-assignment": ("41b5a927", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "bdk",
+        "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt",
+        "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre")),
+    "powershell-env-item": ("af95200b", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
     "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
@@ -12313,7 +12351,7 @@ RULE_WORDS = {
     "pdo-password": ("40fe72ec", ("pdo(",), ("new",), ("new",)),
     "sigil-assignment": ("865d0d23", ("$",), (), ("=",)),
     "terraform-variable-default": ("56c2addb", ("variable",), ("variable",), ("default",)),
-    "sql-identified-by": ("41391b82", ("identified",), ("identified",), ("by",)),
+    "sql-identified-by": ("fd51bbd9", ("identified",), ("identified",), ("by",)),
     "sql-password-clause": ("11220432", ("password",), ("role", "user"), ("role", "user")),
     "jdbc-oracle-password": ("1c263514", ("jdbc:oracle:",), ("jdbc:oracle:",), ("/",)),
     "isql-password": ("c5480380", ("isql",), ("isql",), ()),
@@ -12347,108 +12385,123 @@ RULE_WORDS = {
         "setvalue", "type", "typetext"), ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
         "setvalue", "type", "typetext"), ()),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
-    "call-wrapped-value": ("c1949f47", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
-        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (":=", "=")),
+    "call-wrapped-value": ("d5721cdf", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
+        "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "der-private-key-base64": ("fe80fcae", ("c4caqawbqydk2vwbciei", "hccaqeei", "ibaakc", "ibadanbgkqhkig9w0baqefaasc",
         "ighageambmgbyqgsm49ageg"), ("mc4caqawbqydk2vwbciei", "mhccaqeei", "mighageambmgbyqgsm49ageg", "mii"), ()),
     "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-named-string": ("47d8ebff", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
-    "xml-element": ("bac847cc", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
-        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("</",)),
-    "plist-key-string": ("e717ee72", ("</string>",), ("<key>",), ("<string>",)),
+    "xml-named-string": ("d2ef82ee", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
+    "xml-element": ("7b7b777b", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort", "key",
+        "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx",
+        "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
+        "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"), (),
+        ("</",)),
+    "plist-key-string": ("ab6c44b4", ("</string>",), ("<key>",), ("<string>",)),
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("07b696d6", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
-        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (":",)),
-    "secret-flag": ("48b4e000", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
-        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("-",)),
-    "windows-switch-secret": ("e59e4271", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
-        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs",
-        "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
-        "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
-        "session", "sifre", "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("/",)),
-    "config-line-value": ("d33a2fde", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
-        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ()),
-    "redis-hash-field": ("2374f1d1", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
-        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (")",)),
-    "keyed-entry-value": ("9c312c36", ("value:",), ("key:",), ("key:",)),
-    "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
-    "box-table-value": ("9d3d1386", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
-        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ()),
-    "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("688cc2ad", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
-        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs",
-        "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
-        "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
-        "session", "sifre", "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ()),
-    "nested-default-value": ("6023dea4", ("default", "value"), (), ("auth", "chave", "cheie", "chiave", "clave",
-        "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort",
+    "typed-assignment": ("32a9a256", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "token", "wachtwoord", "şifre")),
-    "property-value-lines": ("06405b9a", ("property:",), ("property:",), ("value:",)),
-    'validation-input-value': ('952cdb9b', ('input_value="', "input_value='"), (), ('auth', 'chave', 'cheie', 'chiave',
-        "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton",
-        "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat",
-        "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
-        "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "token", "wachtwoord", "şifre")),
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), (":",)),
+    "secret-flag": ("0f8cc7cd", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort", "key",
+        "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx",
+        "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
+        "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"), (),
+        ("-",)),
+    "windows-switch-secret": ("20be063c", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
+        "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), ("/",)),
+    "config-line-value": ("347ec973", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
+        "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), ()),
+    "redis-hash-field": ("5fa72b89", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
+        "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), (")",)),
+    "keyed-entry-value": ("9c312c36", ("value:",), ("key:",), ("key:",)),
+    "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
+    "box-table-value": ("715a2ec9", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
+        "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), ()),
+    "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
+    "config-spaced-value": ("f6e225ea", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
+        "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), ()),
+    "nested-default-value": ("d2ebbd2b", ("default", "value"), (), ("auth", "bdk", "chave", "cheie", "chiave", "clave",
+        "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo",
+        "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
+        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
+        "zmk", "zpk", "şifre")),
+    "property-value-lines": ("6bbe202f", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('fa15e7f0', ('input_value="', "input_value='"), (), ('auth', 'bdk', 'chave', 'cheie',
+        "chiave", "clave", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo",
+        "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord",
+        "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel",
+        "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
     "git-config-secret": ("c51465d9", ("config",), ("git",), ("git",)),
     "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
-    "typed-declaration": ("e907803f", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
-        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (":=",)),
-    "registry-value": ("42056f7f", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "chave", "cheie",
-        "chiave", "clave", "community", "contrase", "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo",
-        "jeton", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "token", "wachtwoord",
-        "şifre")),
-    "env-line-whole-value": ("04b0ad74", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
-        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs",
-        "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
-        "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
-        "session", "sifre", "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("=",)),
-    "heredoc-under-secret-name": ("c3ea64be", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
-        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs",
-        "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
-        "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
-        "session", "sifre", "signer", "sleutel", "token", "wachtwoord", "şifre"), (), ("<<",)),
-    "secret-assignment": ("2cc654fe", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
-        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (":", ":=", "<", "=", "=>")),
-    "prose-password": ("90e04d6e", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
+    "typed-declaration": ("d17245dc", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
+        "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), (":=",)),
+    "registry-value": ("4745a8d2", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "bdk", "chave", "cheie",
+        "chiave", "clave", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo",
+        "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord",
+        "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana",
+        "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel",
+        "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre")),
+    "env-line-whole-value": ("8423a03b", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
+        "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), ("=",)),
+    "heredoc-under-secret-name": ("4d0aa1cf", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community",
+        "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek",
+        "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat",
+        "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
+        "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk",
+        "şifre"), (), ("<<",)),
+    "secret-assignment": ("6fffa610", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
+        "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), (":", ":=", "<", "=", "=>")),
+    "prose-password": ("bd1a396f", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
         "pass", "passphrase", "passwd", "password", "pw", "pwd"), ()),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
         "are", "is")),
@@ -12472,7 +12525,7 @@ RULE_WORDS = {
         "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot",
         "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ()),
     "place-label-code": ("cdcc0707", (), (), ()),
-    "context-credential-word": ("d7aef0e3", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("5008424d", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "cyfrinair", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado",
         "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
@@ -12492,7 +12545,7 @@ RULE_WORDS = {
         "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码",
         "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"),
         ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
-        "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
+        "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "code",
         "community", "contra", "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm",
         "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado",
         "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer",
@@ -12530,21 +12583,21 @@ RULE_WORDS = {
     "context-login-command": ("ec1017dc", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock", "unseal"), ("add-authtoken", "api", "auth", "authtoken", "config",
         "credential", "log", "obscure", "set", "sign", "unlock", "unseal"), ()),
-    "context-client-call": ("5c1f5ad6", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
-        "assword", "auth", "authenticate", "authenticator", "basicauth", "bearerauth", "chacha", "cipher", "client",
-        "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database",
-        "decrypt", "dial", "encode", "encrypt", "fernet", "gateway", "getconnection", "getdecoder().", "hash_hmac",
-        "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase",
-        "password", "requestvalidator", "sdk", "session", "setapikey", "setauth", "setcredential", "setpassphrase",
-        "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_", "usepassphrase", "username_pw_set",
-        "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes", "api", "auth", "authenticate",
-        "authenticator", "basicauth", "bearerauth", "chacha", "change", "cipher", "client", "connect", "connection",
-        "createcipheriv", "createdecipheriv", "createhmac", "credential", "database", "decode", "decrypt", "dial",
-        "encode", "encrypt", "fernet", "gateway", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.",
-        "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice", "passphrase", "password",
-        "requestvalidator", "reset", "save", "sdk", "session", "set", "setapikey", "setauth", "setcredential",
-        "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_", "store", "update",
-        "usepassphrase", "username_pw_set", "withcredential", "withtoken"), ("(",)),
+    "context-client-call": ("38203230", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+        "assword", "auth", "authenticate", "authenticator", "authorize", "basicauth", "bearerauth", "chacha", "cipher",
+        "client", "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential",
+        "database", "decrypt", "dial", "encode", "encrypt", "fernet", "gateway", "getconnection", "getdecoder().",
+        "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice",
+        "passphrase", "password", "requestvalidator", "sdk", "session", "setapikey", "setauth", "setcredential",
+        "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_", "usepassphrase",
+        "username_pw_set", "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes", "api", "auth",
+        "authenticate", "authenticator", "authorize", "basicauth", "bearerauth", "chacha", "change", "cipher",
+        "client", "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential",
+        "database", "decode", "decrypt", "dial", "encode", "encrypt", "fernet", "gateway", "getconnection",
+        "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice",
+        "passphrase", "password", "requestvalidator", "reset", "save", "sdk", "session", "set", "setapikey", "setauth",
+        "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_",
+        "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), ("(",)),
     'at-command-credentials': ('c4466d6e', ('at+cgauth=', 'at+qicsgp='), ('at+cgauth=', 'at+qicsgp='), (',"',)),
     "context-connect-function": ("d939f2b3", (".connect", "connect", "createaccount", "createuser", "ldap_bind",
         "mysql_real_connect", "mysqli", "mysqli_connect", "oci_connect", "pqconnectdb", "sqlsrv_connect", "userinfo",
@@ -12593,7 +12646,7 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("a3f9fb74", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
+    "context-command-output": ("8b8b154e", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
         "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env",
         ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12",
         ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
@@ -12697,16 +12750,18 @@ RULE_WORDS = {
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("123be4fb", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("6adcfb11", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase",
-        "cookie", "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs",
-        "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
-        "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
-        'session', 'sifre', 'signer', 'sleutel', 'token', 'wachtwoord', 'şifre'), (), ('"', "'")),
-    "context-yaml-block": ("bfb4f96d", ("auth", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
-        "cred", "dsn", "encrypt", "haslo", "heslo", "jelszo", "jeton", "kennwort", "key", "klucz", "kulcs", "llave",
-        "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw",
-        "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "token", "wachtwoord", "şifre"), (), (":",)),
+    "context-quoted-block": ("ac188505", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
+        "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), ('"', "'")),
+    "context-yaml-block": ("e9392725", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
+        "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
+        "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
+        (), (":",)),
 }
 
 

@@ -2456,6 +2456,64 @@ class TestRedaction(unittest.TestCase):
         self.assert_kept(("Horaires : début : 9h, fin : 17h30", "de code van het hek staat in de app, het hek zelf is besteld onder nummer 4471093",
                           "[19/05/2025, 05:31] Karim: الكود بتاع الشحنة 5583021"))
 
+    def test_a_first_part_before_the_remainder_and_a_dutch_password_in_two_messages(self):
+        """The first part of a password a later comment calls its rest ("«…» is the remainder"), a Dutch `ww` sent in
+        two messages with the rest's label between them. Kept: "ww" in a week's number, a URL's www."""
+        self.assert_redacted({
+            "Comment 1 (vendor): New password is KraanBo\nComment 2 (vendor): sorry, the form cut it: Lt!7721x is the remainder.": ["KraanBo", "Lt!7721x"],
+            "[03-03-2025 10:12] Joost: ww van het portaal komt in 2 berichten, eerste deel:\n[03-03-2025 10:12] Joost: Vracht_Q\n"
+            "[03-03-2025 10:13] Joost: en de rest (direct erachter plakken):\n[03-03-2025 10:13] Joost: uay913#": ["Vracht_Q", "uay913#"]})
+        self.assert_kept(("ww 14: release planning, no deploys on friday, see https://www.example.nl/plan?id=Ab3!kk99x",))
+
+    def test_parts_a_function_returns_joined_and_literals_side_by_side_to_a_semicolon(self):
+        """A secret's parts a chain of appends joins in a function named for it (`smtpPassword()` ⏎ `return new
+        StringBuilder()` ⏎ `.append(…)`), R's `paste(c(…), collapse = "")`, literals side by side over lines to a
+        `;` (Dart, C), a YAML list of a password's parts under a comment, B2's `authorize_account` given its key.
+        Kept: a greeting built the same ways."""
+        self.assert_redacted({
+            "    private static String ftpPassword() {\n        return new StringBuilder()\n            .append(\"Kp7Rt8.q\")\n"
+            "            .append(\"Wd4!Hq9\")\n            .toString();\n    }": ["Kp7Rt8.q", "Wd4!Hq9"],
+            'tok <- paste(c("ghp_Qm9x3TtXk", "27LcwPz8RfNa1vY4s", "He5Zq8Lm2"), collapse = "")': ["ghp_Qm9x3TtXk", "27LcwPz8RfNa1vY4s", "He5Zq8Lm2"],
+            "const paySecret = 'Vz1Yb6Nc3G'\n    'f5Hj0Ke9Ua2Rt8';": ["Vz1Yb6Nc3G", "f5Hj0Ke9Ua2Rt8"],
+            "sftp:\n  sftp_password_parts:   # joined in code\n    - -^fH&NXVU\n    - %z_Rw6i\n  upload_dir: /in": ["-^fH&NXVU", "%z_Rw6i"],
+            'api.authorize_account("production", "0051d27642da2d12dd8000000a4", "K005gKZBjJwhPfWLrz4hPTuclnRyWQx")': ["K005gKZBjJwhPfWLrz4hPTuclnRyWQx"]})
+        self.assert_kept(("    private static String greeting() {\n        return new StringBuilder()\n            .append(\"Hello, \")\n"
+                          "            .append(\"world\")\n            .toString();\n    }",
+                          "const title = 'Hello'\n   'world';", 'msg <- paste(c("Hello", "world"), collapse = "")'))
+
+    def test_payment_hsm_keys_an_irish_copula_and_a_french_wifi_code(self):
+        """A key ceremony's component in hex groups before its check value, a DUKPT IPEK or a zone master key
+        under its name, a password after Irish's `ná`, French's "code wifi … c'est X". Kept: a check value's
+        mismatch ("ZPK: computed 57DEBD"), an error's name (`CKR_PIN_INCORRECT`) before a session's number."""
+        self.assert_redacted({
+            "Componente 2 (custodia B): 0593 237D 3C42 5FD3 52A6 F36C EAD1 D9CC  KCV 98B92A": ["0593 237D 3C42 5FD3 52A6 F36C EAD1 D9CC"],
+            "2025-05-02 08:13:44,212 DEBUG [DukptUtil] derived IPEK=F5122998E75A99DBACB92DB6B4ECDE64 (slot 3)": ["F5122998E75A99DBACB92DB6B4ECDE64"],
+            "ZMK: 4173F66A69964DE1C243ADA20C2C68AD": ["4173F66A69964DE1C243ADA20C2C68AD"],
+            "Is é pasfhocal an Wi-Fi nua ná Bradan-Sionainn-31 — ná cuir ar an bhfalla é": ["Bradan-Sionainn-31"],
+            "Salut, le code wifi du bungalow de chantier c'est ChantierLyon69 (tout attaché).": ["ChantierLyon69"]})
+        self.assert_kept(("KCV check for imported ZPK: computed 57DEBD, expected 5C67A5 — MISMATCH, nothing written",
+                          "2025-10-11T10:48:31.789Z hsm=7000231 user=CO op=C_Login rv=CKR_PIN_INCORRECT session=59686"))
+
+    def test_names_references_public_keys_and_types_where_a_secret_would_stand_are_kept(self):
+        """Kept: a secret manager's reference with a space in its vault's name, PowerShell's `-Name` of a vault's
+        secret, a list of secrets' names one a line, a CSS variable after a password's class, Tailscale's `mkey:`,
+        a Go map's public key, a DKIM record's chunks, `vault read transit/keys/…`, a Go struct's field and type,
+        PL/SQL joining a password into its statement, a record's key of capitals and numbers, a vault path's
+        `::password::1`."""
+        self.assert_kept((
+            "EMAIL_HOST_PASSWORD=op://Acme Engineering/smtp-relay/password",
+            "PS C:\\ops> $env:SVC_PASSWORD = (Get-AzKeyVaultSecret -VaultName kv-ops-weu -Name svc360-app -AsPlainText)",
+            '$ az keyvault secret list --vault-name kv-ops --query "[].name" -o tsv\napi-client-secret\nsvc360-app\nsmtp-relay',
+            ".password-strength-meter--weak { background: var(--brand-red-500); }",
+            "Machine key: mkey:8498f383be73f6552a2cae23306bd415936a7d5c5ccc21aa7acd0b2c7a211fdb",
+            "keys   map[1:map[creation_time:2024-09-01T00:00:00Z name:ed25519 public_key:g7f781ZgN4FRhzossRGiiD2e0oc3+KlMKDcBY19nKgE=]]",
+            '$ dig +short TXT s1._domainkey.example.com\n"v=DKIM1; k=rsa; " "p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAtq3Xk27LcwPz8RfNa1vY4sHe5Zq8Lm2Xr5Kp9Tw3Vb6NcYdHq9Lm2Xr5Kp7Rt8Tq3Wd4Hq9" "Lm2Xr5Kp7Rt8Tq3Wd4Vz1Yb6Nc3Gf5Hj0Ke9Ua2Rt8Vz1Yb6Nc3Gf5Hj0Ke9"',
+            "$ vault read transit/keys/qr-signing\nKey          Value\n---          -----\nkeys         map[1:map[name:ed25519 public_key:aqSb7nH89gtMXtFeIe7mC83VG4kJrrAMJTXLMqIy39o=]]",
+            '\tMQTTPassword string `json:"-"`',
+            "  EXECUTE IMMEDIATE 'ALTER USER RPT IDENTIFIED BY \"' || l_pw || '\"';",
+            "key=VAL-CZ-0931:34505746 offset=726950\nkey=VAL-CZ-0417:15533297 offset=5723538",
+            "<password>${VAULT::ds_ErpDS::password::1}</password>"))
+
     def test_payment_keys_sap_and_jar_cookies_and_a_key_of_letters_in_a_hooks_path(self):
         """A payment provider's secret key (Mercado Pago's `APP_USR-…`, Xendit's `xnd_production_…`), SAP's logon
         ticket cookie (`MYSAPSSO2=`), a session cookie given to a cookie jar as a dict's item, an IFTTT key of
@@ -12994,7 +13052,7 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
 # context, data science, mobile and embedded, enterprise IT; at stop 27 a web agency, fintech, a game
-# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; at stop 40 a contact center and a car dealership group's IT; at stop 41 a university course's staff and students and a film post-production studio; 0.85 to 0.95 unseen; at stops 44 and 45, corpora focused on two families, split values and prose or credential tables and key material, 0.68 to 0.87 unseen, and a transit authority's IT; at stop 50 a freight forwarder's prose and split values, 0.77 unseen, and an indie game studio), held at the (recall,
+# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; at stop 40 a contact center and a car dealership group's IT; at stop 41 a university course's staff and students and a film post-production studio; 0.85 to 0.95 unseen; at stops 44 and 45, corpora focused on two families, split values and prose or credential tables and key material, 0.68 to 0.87 unseen, and a transit authority's IT; at stop 50 a freight forwarder's prose and split values and a ticketing company's key material and tables, 0.77 and 0.81 unseen, an indie game studio and an architecture firm), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
 BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.96, 0.99),
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
@@ -13022,7 +13080,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind162_corpus.json": (0.98, 0.99), "blind163_corpus.json": (0.90, 0.99),
                  "blind165_corpus.json": (0.95, 0.98), "blind166_corpus.json": (0.96, 0.99),
                  "blind168_corpus.json": (0.99, 0.99), "blind169_corpus.json": (0.94, 0.99), "blind170_corpus.json": (0.84, 0.98),
-                 "blind174_corpus.json": (0.87, 0.99), "blind175_corpus.json": (0.97, 0.99)}
+                 "blind174_corpus.json": (0.87, 0.99), "blind175_corpus.json": (0.97, 0.99),
+                 "blind176_corpus.json": (0.82, 0.99), "blind177_corpus.json": (0.98, 0.99)}
 
 
 def corpus_texts() -> list:
