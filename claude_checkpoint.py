@@ -930,11 +930,13 @@ def _remembered(judge: Callable[..., Any]) -> Callable[..., Any]:
 _L = r"(?<![A-Za-z0-9_\-])"  # left edge of a token
 _R = r"(?![A-Za-z0-9_\-])"  # right edge of a token
 
+# Payment HSMs' keys: DUKPT's BDK and IPEK, zone and terminal master keys, data and key encryption keys.
+_HSM_KEY_WORDS = ("ipek", "bdk", "zmk", "zpk", "tmk", "dek", "kek")
 # Words that make a name secret on their own (last part of the name) ...
 _SECRET_WORDS = frozenset("""
     password passwd pwd pass passphrase passcode secret token credential credentials creds apikey
     pat dsn cookie pin authtoken accesstoken apitoken privatekey secretkey passwords authorization
-    bearer pw pword pswd passwort kennwort psk authtok privkey dek kek ipek bdk zmk zpk tmk""".split())  # (payment HSMs' keys: a data or key encryption key, DUKPT's BDK and IPEK, zone and terminal master keys)
+    bearer pw pword pswd passwort kennwort psk authtok privkey""".split()) | frozenset(_HSM_KEY_WORDS)
 # Words ending in "pass" that are not passwords (SSHPASS and DBPASS are).
 _NOT_PASSWORDS = frozenset("""
     bypass compass surpass overpass underpass trespass encompass pass askpass""".split())
@@ -1028,8 +1030,7 @@ def secret_strength(name: str) -> int:
     numbered = len(parts) > 1 and parts[-1].isdigit()
     while len(parts) > 1 and (parts[-1].isdigit() or len(parts[-1]) == 1):
         parts.pop()  # VAULT_UNSEAL_KEY_1 and TOKEN_A are a key and a token
-    held = len(parts) > 1 and parts[-1] in _HOLDER_WORDS
-    name_parts_held = parts[-1] if held else ""
+    held = parts[-1] if len(parts) > 1 and parts[-1] in _HOLDER_WORDS else ""  # how the value is held: `hex` in SIGNING_KEY_HEX
     if held:
         parts.pop()  # SESSION_TOKEN_B64 is a token
     if len(parts) > 2 and parts[-1] == parts[-2]:
@@ -1053,7 +1054,7 @@ def secret_strength(name: str) -> int:
     if not parts or _PUBLIC_WORDS.intersection(parts) or _NOT_SECRET_QUALIFIERS.intersection(parts) or parts[-1] in _ABOUT_A_SECRET or (
             parts[-1][-1:] == "s" and parts[-1][:-1] in _ABOUT_A_SECRET):  # PASSWORD_HASHERS as PASSWORD_HASHER
         return 0  # existingSecret names a Kubernetes secret, hashed_secret a digest, nextPageToken a cursor
-    if held and parts[-1] == "key" and name_parts_held in ("hex", "b64", "base64", "b58", "base58", "pem", "der", "raw"):
+    if parts[-1] == "key" and held in ("hex", "b64", "base64", "b58", "base58", "pem", "der", "raw"):
         return 2  # a key its name says is written in hex or base64 (kSaveKeyHex, SIGNING_KEY_B64): a key's bytes, not a cache's key
     last = parts[-1]
     before = parts[-2] if len(parts) > 1 else ""
@@ -3906,7 +3907,7 @@ def _credential_columns(names: list) -> tuple:
 _ACCOUNT_COLUMN = r"(?i)accounts?|(?:user|benutzer)(?:[ _\-]?name)?|logins?|konto|cuenta|compte|conta|utente|account|użytkownik|kullanıcı|gebruiker|användare|tili|svc|service[ _]account"
 _OLD_OR_NEW = r"(?i)old|new|alt|neu|ancien|nouveau|antigo|novo|anterior|nuevo|actual|vecchi[ao]|nuov[ao]|stare|nowe|eski|yeni|oud|nieuw|gammal|ny|vanha|uusi|旧|新"
 # A column of codes, its word before or after what they are for: `Door code`, `Kód hlídače`, `Código puerta`.
-_CODE_WORDS = r"codes?|kod|koden|kode|kód|kódja|código|codigo|codice|код|कोड"
+_CODE_WORDS = r"codes?|kod|koden|kode|kód|kódja|código|codigo|codice|код|कोड|(?:ال)?كود"
 # A column that names what a code opens, its code's word left out: `LOCKBOX`, `GATE`, `PORTERO` (an intercom), `宅配BOX`.
 _LOCK_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:lock ?box(?:es)?|key ?(?:box|safe)|gates?|doors?|portero|porter[ií]a|intercom|interfono|citofono|interphone"
                 r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)")
@@ -4963,8 +4964,7 @@ _SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "cred", "auth
                     # other languages' words (_FOREIGN_NAME_WORDS): `"Heslo": …`, `clave_api`
                     "heslo", "haslo", "senha", "sifre", "şifre", "jelszo", "kennwort", "wachtwoord", "contrase", "salasana",
                     "losenord", "lösenord", "parol", "clave", "chiave", "chave", "llave", "sleutel", "schluessel", "schlüssel", "nyckel", "klucz",
-                    "cheie", "jeton", "sandi", "kulcs",
-                    "ipek", "bdk", "zmk", "zpk", "tmk", "dek", "kek")  # (payment HSMs' keys: DUKPT's, zone and terminal master keys, data and key encryption keys)
+                    "cheie", "jeton", "sandi", "kulcs") + _HSM_KEY_WORDS
 _SECRETISH_REACH = 80
 _SECRETISH_FIRST_LETTERS = "".join(sorted({word[0] for word in _SECRETISH_WORDS}))  # a cheap first test
 _SECRETISH_WORD = "(?=[%s%s])(?i:%s)" % (_SECRETISH_FIRST_LETTERS, _SECRETISH_FIRST_LETTERS.upper(), "|".join(_SECRETISH_WORDS))
@@ -8501,7 +8501,7 @@ _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|k
               r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez"
               r"|disarm\w{0,3}|desactiv\w{0,5}|désactiv\w{0,5}|disattiv\w{0,5}|deaktiv\w{0,5})(?![^\W\d_])"
               r"|(?<![^\W\d_])(?:opens?[ \t]+with|abre[ \t]+co[mn]|öffnet[ \t]+mit|s'ouvre[ \t]+avec|apre[ \t]+con)(?![^\W\d_])"  # (what a lock opens with)
-              r"|koodi|コード|暗証番号|解錠番号|管理番号|코드|번호|암호|비번|(?:ال)?كود")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
+              r"|koodi|コード|暗証番号|解錠番号|管理番号|코드|번호|암호|비번")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
 _CODE_SEEN = ("cod", "kod", "pin", "combina", "kombin", "ifr", "open", "abre", "ffnet", "ouvre", "apre", "passcode", "unlock", "entsperr", "desbloque", "disarm", "desactiv", "deaktiv", "disattiv", "marcar", "digitar", "dial", "tapez", "composez", "koodi")  # (a few letters of each of _CODE_SAID's words, as an ASCII text writes them: a cheap look)
 # Words that make a number in their own sentence a code with no place named: what it unlocks, a passcode, an installer's.
 _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|verrouill\w{0,3}"
@@ -8599,10 +8599,10 @@ def _redact_passwords_in_sentences(original: str, text: str, count: int, replace
         if first is not None:
             for found in _regex(_SENTENCE_PASSWORD).finditer(original, first, end):
                 if _is_a_sentences_password(found.group(1)) and (word is None or found.start() >= word.end() or _regex(_SAID_OF_IT).match(original, found.end(1))) and not (
-                        _regex(_NAME_FLAG_BEFORE).search(original[max(0, found.start(1) - 40):found.start(1)].rstrip("\"'"))):
-                    passwords.append(found.group(1))  # (not a user's name a flag gives: `docker login -u "gitlab+deploy-token-42"`)
+                        _given_to_a_name_flag(original, found.start(1))):
+                    passwords.append(found.group(1))
             for found in _regex(_SENTENCE_QUOTED).finditer(original, word.end() if word else first, end):
-                if _regex(_NAME_FLAG_BEFORE).search(original[max(0, found.start() - 40):found.start()]):
+                if _given_to_a_name_flag(original, found.start(1)):
                     continue
                 if _is_a_sentences_password(found.group(1)) or _is_a_quoted_password(found.group(1)) and _regex(_CONNECTOR + r"[ \t]*$").search(
                         original, max(start, found.start() - 30), found.start()):  # (a password's shape in quotes, `Harbor&2231`; letters and digits only after a connector)
@@ -8610,6 +8610,12 @@ def _redact_passwords_in_sentences(original: str, text: str, count: int, replace
         if original[start:end].strip() or original[start - 1:start] == "\n" == original[end - 1:end]:
             named_before = word is not None  # (a sentence's own line end is no sentence; a blank line ends what it said)
     return _redact_found_again(text, count, replaced, passwords)
+
+
+def _given_to_a_name_flag(text: str, position: int) -> bool:
+    """Whether the value at position is what a flag for a name gives (_NAME_FLAG_BEFORE), quoted or not:
+    a user's name, not a password (`docker login -u "gitlab+deploy-token-42"`)."""
+    return _regex(_NAME_FLAG_BEFORE).search(text[max(0, position - 40):position].rstrip("\"'")) is not None
 
 
 def _where_a_sentence_logs_in(original: str, start: int, end: int) -> Optional[int]:
@@ -8987,11 +8993,13 @@ def _redact_asked_and_answered(original: str, text: str, count: int, replaced: l
     a value a person chose or a machine made (_is_new_password), the digits of a PIN or of a code for a
     place (four digits that are no year), or a quoted passphrase asked for as one."""
     messages, found = _chat_messages(original.split("\n")), []
+    asks = [_regex(_ASKS).search(body) is not None and not _regex(_ASKS_OF_IT).search(body) and bool(
+        _secret_words(body) or _regex(r"(?i)(?<![^\W\d_])(?:pin|puk|" + _CODE_WORDS + r")(?![^\W\d_])").search(body)) for _, _, body in messages]
     for index, (_, speaker, body) in enumerate(messages):
         asked = None
-        for _, asker, question in messages[max(0, index - 2):index]:
-            if asker != speaker and _regex(_ASKS).search(question) and not _regex(_ASKS_OF_IT).search(question) and (_secret_words(question) or _regex(r"(?i)(?<![^\W\d_])(?:pin|puk|" + _CODE_WORDS + r"|الكود|كود)(?![^\W\d_])").search(question)):
-                asked = question
+        for above in range(max(0, index - 2), index):  # (the nearest question above, by someone else)
+            if asks[above] and messages[above][1] != speaker:
+                asked = messages[above][2]
         answer = _regex(_ANSWER).match(body) if asked else None
         if not answer:
             continue
@@ -9045,7 +9053,7 @@ def _redact_read_in_groups(original: str, text: str, count: int, replaced: list)
             continue
         above = original[_start_of_lines_above(original, run[0].start(), 2):run[-1].end()]
         after = original[run[-1].end():run[-1].end() + 60].split("\n")[0]
-        if (_secret_words(above) or _regex(r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|الكود|كود)").search(above) and (_regex(_CODE_GRANTS).search(above) or _regex(
+        if (_secret_words(above) or _regex(r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r")").search(above) and (_regex(_CODE_GRANTS).search(above) or _regex(
                 _PLACE_WORDS).search(above))) and not _regex(
                 r"(?i)\b(?:commits?|sha|hash(?:es)?|ids?|builds?|versions?|sku|orders?|invoices?|tickets?|containers?|serials?|not)\b").search(above + after):  # ("…, OHMZ51 (blind marking, not login codes)")
             pieces += [found.group() for found in run]
@@ -10181,9 +10189,10 @@ def _second_readings(original: str) -> list:
     if (names_a_secret or any(word in lowered for word in _SPELLING_WORDS)) and (_regex(r"(?<![^\W_])[^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_](?![^\W_])").search(
             original) or _may_hold_a_word(original, _NATO_SEEN)):  # (a word for a secret, or for spelling, first: a cheap look)
         readings.append(("a password spelled out", _redact_spelled_out))
-    if "\n" in original and _regex(r"\d:\d\d").search(original) and _regex(_ITS_NOW).search(original):  # (a chat's times first: a cheap look)
+    timed = "\n" in original and _regex(r"\d:\d\d").search(original) is not None  # (a chat's times first: a cheap look)
+    if timed and _regex(_ITS_NOW).search(original):
         readings.append(("a new password a chat's answer gives", _redact_reset_answers))
-    if "\n" in original and _regex(r"\d:\d\d").search(original) and _regex(_ASKS).search(original):
+    if timed and _regex(_ASKS).search(original):
         readings.append(("a chat's answer to a question for a secret", _redact_asked_and_answered))
     if "#" in original or "//" in original or "--" in original:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
