@@ -963,7 +963,7 @@ _PUBLIC_KEY_SAID = (r"(?i)\bpublic[ \t]+key\b|\bpubkey\b|\bchiave[ \t]+pubblica|
 _NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?\Z" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
                            + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)\Z"  # « ID du secret : <uuid> »
                            + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)\Z"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
-                           + r"|(?i:\bnot[ \t]+(?:an?|the|any)[ \t]+|\b(?:pas|non)[ \t]+(?:un|une|de)[ \t]+|\bnicht[ \t]+(?:der|die|das)[ \t]+)\Z"  # what it says it is not: "(NOT a credential, just the request)"
+                           + r"|(?i:\bnot[ \t]+(?:(?:an?|the|any)[ \t]+)?|\b(?:pas|non)[ \t]+(?:un|une|de)[ \t]+|\bnicht[ \t]+(?:der|die|das)[ \t]+)\Z"  # what it says it is not: "(NOT a credential, just the request)"
                            + r"|(?i:\bacct-(?:unique-|multi-)?)\Z"  # RADIUS's accounting ids: Acct-Unique-Session-Id
                            + r"|(?i:\((?:public|öffentlich|publique|pública|pubblica|veřejný|publiczny)\)[ \t]*:[ \t]*)\Z")  # "Machine key (public): mkey:…"
 # A last word that makes the name about a secret, not the secret (--password-file, TOKEN_TTL).
@@ -1003,12 +1003,12 @@ def _name_parts(name: str) -> list:
 # (`"Heslo": …`, `mqttSenha`, `clave_api`, `motDePasse`): read as the English word they stand for.
 _FOREIGN_NAME_WORDS = {
     **dict.fromkeys("""heslo hesla haslo hasło hasla sifre şifre sifresi jelszo jelszó jelszava contrasena contraseña
-        contrasenya senha wachtwoord losenord lösenord passord adgangskode salasana parolă parol geslo lozinka
+        contrasenya senha wachtwoord wagwoord losenord lösenord passord adgangskode salasana parolă parol geslo lozinka
         sandi matkhau pasahitza""".split(), "password"),
     **dict.fromkeys("""schluessel schlüssel sleutel nyckel nøgle nogle chiave clave llave chave cheie klucz klic klíč
         anahtar kunci avain kulcs""".split(), "key"),
     "jeton": "token", "geheimnis": "secret", "segreto": "secret", "segredo": "secret", "zugangsdaten": "credentials"}
-_FOREIGN_PASSWORD_ENDINGS = ("heslo", "haslo", "senha", "sifre", "jelszo", "wachtwoord", "contrasena", "salasana", "losenord")
+_FOREIGN_PASSWORD_ENDINGS = ("heslo", "haslo", "senha", "sifre", "jelszo", "wachtwoord", "contrasena", "salasana", "losenord", "wagwoord")
 
 
 def _english_name_parts(name: str) -> list:
@@ -1413,6 +1413,8 @@ def _accept_assignment(match: Any) -> bool:
         return False  # a prompt's literal ends and code follows: `readPassword("OLT password: ") ?: error(…)`
     if name.lower() in ("cookie", "cookies", "set-cookie"):
         return False  # a header of cookies: context-cookie judges each of them (`Cookie: theme=dark-high-contrast-v2; sid=…`)
+    if name.lower() == "dsn" and _regex(r"[\w.\- ]{1,64}").fullmatch(bare):
+        return False  # ODBC's data source, by name (`DSN=KrollReports;UID=…`), not a URL that holds a password
     if _regex(r"[\w.]*PublicKey[\"']|[\"']?keyMaterialType[\"']?\s*:\s*[\"']?ASYMMETRIC_PUBLIC").search(match.string, match.start(), min(len(match.string), match.end() + 80)):
         return False  # a Tink keyset's public key: `"typeUrl": "…Ed25519PublicKey", "value": "…", "keyMaterialType": "ASYMMETRIC_PUBLIC"`
     if name == "PASS" and _regex(r"---[ \t]$").search(match.string, max(0, match.start() - 4), match.start()):
@@ -1690,8 +1692,8 @@ def _accept_password_like(match: Any) -> bool:
         return False  # `password=pw, dsn="…"`: the value of another name
     if len(v) < 8 or len(v) > 128 or _is_reference(v.rstrip(".,;:!?")) or _is_masked_or_public(v) or "/" in v[:2] or "://" in v or "=" in v or _regex(r"\d+/").match(v) or _is_path_or_version(v):
         return False  # also a port and a path: `password@localhost:5432/mydb`
-    if _regex(r"0x[0-9a-fA-F]{1,16}").fullmatch(v.rstrip(".,;:")):
-        return False  # a status code or an address: "bad password. Status: 0xC000006D"
+    if _regex(r"0x[0-9a-fA-F]{1,16}|" + _LOCAL_HOST).fullmatch(v.rstrip(".,;:")):
+        return False  # a status code or an address: "bad password. Status: 0xC000006D"; a host ("… to connect to 'sql01.corp.local':")
     if _regex(r"\d{4}-\d\d-\d\d|\d\d?:\d\d[:.]\d").search(v) or _regex(_COLOUR_OR_TICKET).fullmatch(v.rstrip(";,")):
         return False  # a date or a time (gcloud secrets list's `db-password  2024-03-27T03:23:41.167Z`), a ticket's id ("password for checkout (OPS-8391)")
     classes = sum((any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
@@ -1763,14 +1765,16 @@ def _accept_user_password(match: Any) -> bool:
 
 
 def _accept_wrapped_value(match: Any) -> bool:
-    """`key = []byte("…")`, `SecretStr("…")`: a literal passed to a call; not a prompt text."""
+    """`key = []byte("…")`, `SecretStr("…")`, R's `password = c("…")`: a literal passed to a call; not a prompt text."""
     value = match.group("s").strip("\"'")
     strength = secret_strength(match.group("name"))
     if strength == 0 or _is_reference(value) or any(c.isspace() for c in value) or _is_path_or_version(value):
         return False
     if _regex(r"(?i)(?:\.|\b)(?:get\w*|fetch|lookup)\($").search(match.string[max(0, match.start("s") - 40):match.start("s")].rstrip(" \t\n")):
         return False  # a getter's argument names the value: `spark.conf.get("spark.hadoop.fs.s3a.aws.credentials.provider")`
-    return _looks_random(value) or (strength == 2 and len(value) >= 8 and any(c.isdigit() for c in value))
+    wrapper = _regex(r"[\w.\[\]]{0,40}(?=\(\s*$)").search(match.string, max(0, match.start("s") - 60), match.start("s"))
+    return _looks_random(value) or strength == 2 and (len(value) >= 8 and any(c.isdigit() for c in value) or _is_joined_passphrase(value) and wrapper is not None and _regex(
+        r"(?:[\w.]*\.)?(?:c|list|I|SecretStr|SecretString|Secret|SecureString|String|str|bytes|\[\]byte)").fullmatch(wrapper.group()) is not None)  # R's vector, a secret's type; not Jenkins' credentials('sonar-ghs-ci')
 
 
 def _accept_encoded_private_key(match: Any) -> bool:
@@ -2050,7 +2054,7 @@ def _accept_quoted_or_chosen(match: Any) -> bool:
 
 # What a code opens: a door, a gate, a keypad, a safe, a box of keys, in the languages sessions are written in;
 # and the words one of which a text must hold before the rules that ask for them run (CHECK_NEEDS).
-_PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|allarm[ei]|safe[ns]?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|szaf\w{0,3}|sejf\w{0,3}|schrank"
+_PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,6}|allarm[ei]|safe[ns]?|lock(?:box)?|key ?box|entrance|lobby|shed|storage|closet|building|gym|rack|cabinet|cofre|coffre|caja fuerte|caja|schlüssel(?:box|kasten|safe|tresor)|bo[îi]te [àa] cl[ée]f?s|portal|sleutel(?:kas|kluis|box|kassie)|nyckel(?:box|skåp|skap)\w{0,3}|kasa(?:s[ıi])?|lockers?|taquillas?|spinde?|schließfach|kilid\w{0,3}|kilit\w{0,3}|hekkie|fechadura|cerradura|serrure|serratura|schloss|skrzyn\w{0,3}|szaf\w{0,3}|sejf\w{0,3}|schrank"
                 r"|portes?|portail|puertas?|portón|portão|porta|portone|cancello|\w{0,12}t[üu]r|tor|\w{0,12}eingang|\w{0,12}raum|server ?room|serverrum|\w{0,12}rummet|brama|bramy|drzwi|furtk[ai]|grind(?:en)?|port(?:en)?"
                 r"|dörr(?:en)?|d[øo]r(?:en)?|\w{0,12}deur|hek(?:ken)?|poort|\w{0,12}ruimte|serverrom\w{0,3}|दरवाज़\w{0,2}|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот\w{0,3}|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
@@ -2059,7 +2063,7 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
                 r"|cassafort[ei]|cassett\w{0,3}|armadiett[oi]|sef[auo]?|ulaz\w{0,3}|vrat\w{0,3}|ormar\w{0,4}|gara[žz]\w{0,2}|[šs]krinj\w{0,2}|komor\w{0,2}|shramb\w{0,2}"
                 r"|kutij\w{0,2}|klju[čc]avnic\w{0,2}|lokot\w{0,2}|z[áa]mek|z[áa]mku|sk[řr][íi][ňn]k\w{0,2}|schr[áa]nk\w{0,2}|nabiraln\w{0,3}|apartm[aá]n\w{0,2}|\w{0,12}d[öo]rr(?:en)?)(?![^\W\d_])"  # Italian, Croatian, Slovene, Czech, Swedish's ytterdörren
                 r"|(?<![^\W\d_])(?:teclados?|teclat|clavier|tastiera|tastenfeld\w{0,2}|klawiatur\w{0,2}|polvor[ií]n\w{0,2}|almac[ée]n\w{0,2}|magatzem|bodega|kap[ıi](?:s[ıi](?:n[ıi]n)?|y[ıi])?|depo(?:su)?|zaplecz\w{0,2}|kho|cửa|két|armaz[ée]m|entrep[ôo]t|magazzino|\w{0,14}lager|magazyn\w{0,2}|gudang|склад\w{0,2}|\w{0,14}f[öo]rr[åa]d\w{0,4}|magazijn)(?![^\W\d_])"  # a keypad, a store or a magazine (Spanish, Catalan, French, Italian, German, Polish, Indonesian, Russian, Swedish, Dutch, Turkish, Vietnamese)
-                r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|警報|공동현관|현관|서버실|도어락|출입문|금고|경보기?|倉庫|仓库|창고|キーパッド|키패드")  # (Japanese and Korean write no space around a word)
+                r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|警報|入館|入室|ドア|扉|门禁|門禁|공동현관|현관|서버실|도어락|출입문|금고|경보기?|倉庫|仓库|창고|キーパッド|키패드")  # (Japanese and Korean write no space around a word)
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
@@ -2067,10 +2071,10 @@ _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
                 "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "сигналіз", "сигнализ", "larm", "باب", "إنذار", "خزنة",
                 "ruimte", "serverrom", "दरवाज़", "dveř", "brán", "serverovn", "rozvodn", "trezor", "riaszt", "ajtó", "kapu", "széf", "uș", "poart", "seif", "πόρτα", "συναγερμ", "χρηματοκιβώτι", "geti", "mlango",
-                "bariyer", "barrier", "schranke", "barrera", "sbarra", "गेट", "अलार्म", "तिजोरी", "オートロック", "玄関", "宅配", "金庫", "ゲート", "警報", "현관", "倉庫", "仓库", "창고", "キーパッド", "키패드",
+                "bariyer", "barrier", "schranke", "barrera", "sbarra", "गेट", "अलार्म", "तिजोरी", "オートロック", "玄関", "入館", "入室", "ドア", "扉", "门禁", "門禁", "宅配", "金庫", "ゲート", "警報", "현관", "倉庫", "仓库", "창고", "キーパッド", "키패드",
                 "teclado", "clavier", "tastiera", "tastenfeld", "klawiatur", "polvor", "almac", "bodega", "armaz", "entrep", "magazzino", "lager",
                 "magazyn", "gudang", "склад", "förråd", "forrad", "magazijn", "cassafort", "cassett", "armadiett", "sef", "ulaz", "vrat", "ormar", "gara",
-                "krinj", "komor", "shramb", "kutij", "ključavnic", "kljucavnic", "lokot", "zámek", "zamek", "zámku", "zamku", "skříň", "skrin", "schránk", "schrank", "nabiraln", "apartm", "dorr",
+                "krinj", "komor", "shramb", "kutij", "boîte", "boite", "sleutel", "nyckel", "kasa", "locker", "taquilla", "spind", "schließfach", "kilid", "kilit", "hekkie", "fechadura", "cerradura", "serrure", "serratura", "schloss", "skrzyn", "schlüssel", "ključavnic", "kljucavnic", "lokot", "zámek", "zamek", "zámku", "zamku", "skříň", "skrin", "schránk", "schrank", "nabiraln", "apartm", "dorr",
                 "teclat", "magatzem", "kapi", "depo", "zaplecz", "kho", "cửa", "két")
 
 
@@ -2128,14 +2132,14 @@ def _accept_argument(match: Any) -> bool:
 _PROSE_SECRET_WORDS = (
     r"(?i)(?<![/.\-])\b(?:(?:[a-z]+[_\-])*(?:passwords?|passwd|passphrases?|tokens?|secrets?|keys?)|passcodes?"
     r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|tokenj\w{0,5}|passwort|kennwort|contrase[ñn]a"
-    r"|mot de passe|senha|wachtwoord|parola|l[öo]senord|salasana|hasło|haslo|kata sandi|kunci(?: rahasia)?|clave|chave|chiave"
+    r"|mot de passe|senha|wachtwoord|wagwoord|parola|l[öo]senord|salasana|hasło|haslo|kata sandi|kunci(?: rahasia)?|clave|chave|chiave"
     r"|schl[üu]ssel|klucz|hesl[oa]|[şs]ifre|anahtar|kulcs\w{0,3}|jeton|clé|sleutel|nyckel|segred[oa]|segret[oa]|geheimnis|токен|ключ|парол[ьяюе])\b(?![/.]\w)")  # not in keys/ops.pem, db-password
 _PROSE_NEAR_WORDS = r"(?i)(?<!--- )\b(?:pass|pw|pwd|pin)[ \t]*(?:[:=][ \t]*)?[\"'`]?$"  # `pass X`, pass `X`: the value comes next (not go test's `--- PASS: TestX`)
 # Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
 # most prose before a candidate holds none, and is not searched (_may_hold_a_word).
 _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
                        "ifre", "jeton", "kennwort", "key", "klucz", "kulcs", "kunci", "nyckel", "parola", "pass", "pin", "pw", "recovery",
-                       "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord",
+                       "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord", "wagwoord",
                        "ключ", "парол", "токен", "パスワード", "暗証番号", "トークン", "密码", "密碼", "口令", "令牌", "비밀번호", "암호")
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|release|build|etag|tag"
@@ -2496,11 +2500,17 @@ _CLOUD_REGION = (r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|in|asia|europe|australia|nor
 _COLOUR_OR_TICKET = r"#[0-9a-fA-F]{3,8}|[A-Z]{2,10}(?:-[A-Z]{2,10}){0,2}-\d{1,6}"  # also a policy's IT-SEC-004
 
 
+# A host's name in a network of its own (cmdkey's "Enter the password for … to connect to 'sql-ca01.corp.local':").
+_LOCAL_HOST = r"[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.(?:local|lan|internal|corp|intra|intranet|home|arpa)"
+# Ruby's and ActiveSupport's durations, which stand where a value would: `grace_period: 24.hours`.
+_DURATION = r"\d+\.(?:second|minute|hour|day|week|month|year)s?"
+
+
 def _looks_like_password(value: str) -> bool:
     """8 to 128 characters of three classes with a digit, and not a path, URL or assignment."""
     v = value
-    if len(v) < 8 or len(v) > 128 or not any(map(str.isdigit, v)) or any(map(str.isspace, v)) or _regex(r"0x[0-9a-fA-F]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+").fullmatch(v):
-        return False  # also a status code or an address (0xC000006D), a constant's name (ASC_KEY_P8)
+    if len(v) < 8 or len(v) > 128 or not any(map(str.isdigit, v)) or any(map(str.isspace, v)) or _regex(r"0x[0-9a-fA-F]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|" + _DURATION + "|" + _LOCAL_HOST).fullmatch(v):
+        return False  # also a status code or an address (0xC000006D), a constant's name (ASC_KEY_P8), a duration (24.hours), a host (sql-ca01.corp.local)
     classes = sum((any(map(str.islower, v)), any(map(str.isupper, v)), True, not v.isalnum()))
     if classes < 3 or "/" in v[:2] or "://" in v or "=" in v.rstrip("=") or v.count("/") + v.count(":") > 2:
         return False  # also structured: root:x:0:0:root:/root:/bin/bash
@@ -2563,8 +2573,9 @@ def looks_like_chosen_password(value: str) -> bool:
     else:
         shaped = len(v) >= 10 and v.isalpha() and upper and v[1:] != v[1:].lower() and (
             len(v) >= 12 and not _is_built_of_words(v) or _changes_case_often(v)) or _is_random_letters(v)
-    if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$|^[A-Za-z]+(?::[A-Za-z]+)+$").search(v):
-        return False  # a URL, an e-mail address, a date, a time, a host name, a scope (Zone:DNS:Edit, read:packages)
+    if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$|^[A-Za-z]+(?::[A-Za-z]+)+$"
+                                          r"|^" + _DURATION + "$").search(v):
+        return False  # a URL, an e-mail address, a date, a time, a host name, a scope (Zone:DNS:Edit, read:packages), Ruby's duration (24.hours)
     mainframe = _regex(r"(?=(?:[A-Z]*\d){2})(?=(?:\d*[A-Z]){4})[A-Z0-9]{6,10}").fullmatch(v) is not None  # IBM i, RACF: HARBOR59, TIGER97X
     if not mainframe and _regex(r"[A-Z0-9_]+|[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\$|(?:0x)?[0-9a-fA-F]{6,31}|" + _COLOUR_OR_TICKET + "|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(
             v) or _is_identifier_like(v):
@@ -2579,10 +2590,10 @@ _CREDENTIAL_WORDS = (
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|priv|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|code[ \t]+(?:du[ \t]+)?wi-?fi|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
-    r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
+    r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|wagwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<=[a-z0-9]_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_…
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
-    r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|cyfrinair"
+    r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|wagwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|cyfrinair"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya"
     r"|mot de pass)\w*|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
@@ -2758,7 +2769,7 @@ _SIGNED_URL_PARAMETERS = frozenset("""
     id_token refresh_token api_key apikey client_secret password pwd token secret session sessionid sid jwt ticket
     otp x-signature appid app_key private_token auth_token access_key secret_key pub_secret q-signature token_hash
     _vercel_share share_token sign tempauth slt access lt share verifier oauth_verifier k at checksum
-    verify verification confirm confirmation""".split())  # (an invitation's or a sign-up's link: `/invite/accept?inviteId=…&verify=…`)
+    verify verification confirm confirmation confirmation_code verification_code reset_code activation_code otp_code""".split())  # (an invitation's or a sign-up's link: `/invite/accept?inviteId=…&verify=…`)
 
 
 def _find_random_tokens(match: Any) -> list:
@@ -3190,7 +3201,8 @@ _COMMON_WORDS = _FUNCTION_WORDS | frozenset("""
     changed rotated reset updated required working works broken expired different set sent shown given empty missing
     wrong correct valid invalid field fields form user users account accounts login manager policy length
     quella quello questa questo solita solito stessa stesso sempre misma mismo siempre usual même toujours habituel
-    dieselbe dasselbe derselbe gleiche immer üblich mesma mesmo habitual""".split())  # (and "the usual one" in other languages)
+    dieselbe dasselbe derselbe gleiche immer üblich mesma mesmo habitual
+    nu mai nici cea cel că sau și""".split())  # (and "the usual one" in other languages; Romanian's small words: "nu mai merge nici cea veche")
 
 
 def _spoken_passphrase(match: Any) -> list:
@@ -3376,7 +3388,7 @@ _CODE_NAMESPACES = frozenset("self this cls os sys np pd java javax com org net 
                              " process window document math json re".split())
 # Words a dotted passphrase is not made of: code's, a configuration path's (settings.database.password), sentences'.
 _NOT_DOTTED_PASSPHRASE_WORDS = _COMMON_WORDS | _PLACEHOLDER_WORDS | _CODE_NAME_WORDS | _CODE_NAMESPACES | frozenset(
-    "env environ vars values password passwd pass pwd secret secrets token key keys creds".split())
+    "env environ vars values password passwd pass pwd secret secrets token key keys creds".split()) | frozenset(_FOREIGN_NAME_WORDS)  # (an attribute's path: immoble.wifi.contrasenya)
 
 
 def _reads_as_code(value: str, following: str) -> bool:
@@ -3632,6 +3644,12 @@ def _printed_a_password_in_words(words: str, single: Any, secret_file_alone: Any
     return bool(secret_file_alone) and not set(words.lower().split()) & (_FUNCTION_WORDS | _COMMON_WORDS)
 
 
+def _find_unprompted_output(match: Any) -> list:
+    """What a command at a text's start, with no prompt before it, printed (_find_printed_secrets):
+    only when it prints one value; else a first line that names a secret is code (`@Value("${…password}")`)."""
+    return _find_printed_secrets(match) if _regex(_SINGLE_VALUE_COMMAND).search(match.string[:match.start("s")].split(";")[0]) else []
+
+
 def _find_printed_secrets(match: Any) -> list:
     """What a secret-printing command printed, up to the next prompt line: its random tokens, a
     line that is one password-like word (`op read` prints the password alone), and the first line
@@ -3874,7 +3892,7 @@ def _credential_columns(names: list) -> tuple:
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).fullmatch(name.split()[-1])  # the word last: `공동현관 비밀번호`, `관리실 PC 암호`
                      or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])  # API-Schlüssel
                      or _regex(r"[^\x00-\u024f]{1,12}(?:パスワード|暗証番号|パスコード|密码|密碼|口令|비밀번호|암호)|(?i:auth[ \-]?(?:code|info)|authinfo[ \-]?codes?|epp[ \-]?(?:code|key)|transfer[ \-]?code)").fullmatch(name.strip())  # 初期パスワード, 管理者密码 (CJK writes no space before the word); a domain's transfer code
-                     or _regex(r"(?i)[^\W\d_]{2,20}(?:kennwort|passwort|wachtwoord|l[öo]senord|adgangskode|salasana|jelsz[óo])").fullmatch(name)  # Startkennwort, beginwachtwoord
+                     or _regex(r"(?i)[^\W\d_]{2,20}(?:kennwort|passwort|wachtwoord|wagwoord|l[öo]senord|adgangskode|salasana|jelsz[óo])").fullmatch(name)  # Startkennwort, beginwachtwoord
                      or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|(?:2fa|mfa)(?:[ _](?:secret|backup|codes?|recovery))?|(?:backup|recovery)[ _]codes?").fullmatch(name)):  # a password manager's TOTP seed, backup codes
             columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "totp" if _regex(r"(?i)totp|otp|2fa|mfa").search(name)
                                 else "password" if _regex(_PASSWORD_COLUMN).search(name) else "secret"))
@@ -3882,7 +3900,7 @@ def _credential_columns(names: list) -> tuple:
             columns.append((index, "pin"))  # a PIN's label in any order of words: `Code PIN imprimante`, `SIM PIN`
         elif _regex(_CODE_COLUMN).fullmatch(name.strip()):
             said = _regex(r"(?i)\b(?:" + _CODE_WORDS + r")\b").sub("", name).strip(" _-")  # what the codes are for
-            opens = _regex(_PLACE_WORDS + r"|(?i:guard|admin|master|secur|hl[íi]da|spr[áa]v)").search(said) is not None or places and not said
+            opens = _regex(_PLACE_WORDS + r"|(?i:guard|admin|master|secur|hl[íi]da|spr[áa]v|y[öo]netici|beheerder|maestr|ma[îi]tre)").search(said) is not None or places and not said
             columns.append((index, "door" if opens else "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts, or any PIN's beside a place
         elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:alarm\w{0,6}|allarm[ei]|larm\w{0,3})").fullmatch(name.strip()):
             columns.append((index, "door"))  # an alarm's column holds its code: `Van alarm`
@@ -3907,9 +3925,9 @@ def _credential_columns(names: list) -> tuple:
 _ACCOUNT_COLUMN = r"(?i)accounts?|(?:user|benutzer)(?:[ _\-]?name)?|logins?|konto|cuenta|compte|conta|utente|account|użytkownik|kullanıcı|gebruiker|användare|tili|svc|service[ _]account"
 _OLD_OR_NEW = r"(?i)old|new|alt|neu|ancien|nouveau|antigo|novo|anterior|nuevo|actual|vecchi[ao]|nuov[ao]|stare|nowe|eski|yeni|oud|nieuw|gammal|ny|vanha|uusi|旧|新"
 # A column of codes, its word before or after what they are for: `Door code`, `Kód hlídače`, `Código puerta`.
-_CODE_WORDS = r"codes?|kod|koden|kode|kód|kódja|código|codigo|codice|код|कोड|(?:ال)?كود"
+_CODE_WORDS = r"codes?|kod|koden|kode|kodu|kód|kódja|código|codigo|codi|codice|код|कोड|(?:ال)?كود"
 # A column that names what a code opens, its code's word left out: `LOCKBOX`, `GATE`, `PORTERO` (an intercom), `宅配BOX`.
-_LOCK_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:lock ?box(?:es)?|key ?(?:box|safe)|gates?|doors?|portero|porter[ií]a|intercom|interfono|citofono|interphone"
+_LOCK_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:lock ?box(?:es)?|key ?(?:box|safe)|gates?|doors?|keypads?|teclado|puertas?|portal|portón|porta|portail|kap[ıi]|hek|deur|t[üu]r|sleutelkas|portero|porter[ií]a|intercom|interfono|citofono|interphone"
                 r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)")
 _CODE_COLUMN = (r"(?i)(?:[^\W\d_][^\s_\-]{0,30}[ _\-])?(?:" + _CODE_WORDS + r")|(?:" + _CODE_WORDS + r")[ _\-][^\W\d_]+"
                 r"|[^\x00-\u024f]{1,12}(?:コード|暗証番号)")  # (a word of Devanagari holds marks \w does not: अलार्म कोड; Japanese joins its words: 警報解除コード)
@@ -3917,12 +3935,13 @@ _CODE_COLUMN = (r"(?i)(?:[^\W\d_][^\s_\-]{0,30}[ _\-])?(?:" + _CODE_WORDS + r")|
 _PLACE_COLUMN = (r"(?i)sites?|rooms?|locations?|buildings?|doors?|floors?|offices?|objek?te?|standort|raum|geb[äa]ude|sala|sede|oficina|lokalizacja"
                  r"|pomieszczenie|budynek|m[íi]stnost|budova|plats|lokal|kohde|huone|sijainti|salle|b[âa]timent|edificio|stanza|ufficio|ruimte|locatie|pand|oda|bina|konum")
 # A column's name that says password, in the languages tables are written in: its cells hold what people chose.
-_PASSWORD_COLUMN = r"(?i)pass|pw|kennwort|contrase|senha|has[łl]o|heslo|parol|salasan|l[öo]senord|wachtwoord|[şs]ifre|mdp|mot de passe|パスワード|密码|密碼|비밀번호"
+_PASSWORD_COLUMN = r"(?i)pass|pw|kennwort|contrase|senha|has[łl]o|heslo|parol|salasan|l[öo]senord|wachtwoord|wagwoord|[şs]ifre|mdp|mot de passe|パスワード|密码|密碼|비밀번호"
 
 
 # Where a value is kept, as a cell says it in words instead of giving it.
 _WHERE_KEPT = (r"(?i)(?<![^\W\d_])(?:gestor|caja fuerte|sobre cerrado|coffre|tresor|safe|vault|umschlag|envelope|cassaforte|cofre|keepass"
-               r"|bitwarden|1password|lastpass|passbolt|password manager|passwortmanager|gestionnaire)(?![^\W\d_])|(?:参照|参考|参见|참조)$")  # (CJK's "see …" last: `Bitwarden参照`)
+               r"|bitwarden|1password|lastpass|passbolt|password manager|passwortmanager|gestionnaire)(?![^\W\d_])|(?:参照|参考|参见|참조)$"
+               r"|(?<![^\W\d_])(?:only|solo|sólo|solamente|nur|seulement|apenas|sadece)(?![^\W\d_])[^\n]{0,30}(?<![^\W\d_])(?:knows?|conoce|sabe|weiß|kennt|conna[îi]t|sap|biliyor)(?![^\W\d_])")  # who alone knows it  # (CJK's "see …" last: `Bitwarden参照`)
 
 
 def _is_secret_cell(value: str, kind: str) -> bool:
@@ -3950,8 +3969,8 @@ def _is_secret_cell(value: str, kind: str) -> bool:
         return True  # under a password's column, words a person chose: `GIL-free-at-last`, `heteroscedastic`; a BMC's factory password (`OVF5LBENGR`, not `CHANGE2024`)
     return (_looks_like_a_secret(value) or _is_joined_passphrase(value)
             or len(value.split()) >= 4 and _regex(_SPOKEN_PASSPHRASE).fullmatch(value) is not None and _is_spoken_passphrase(value)
-            or kind == "pin" and _regex(r"\d{4,8}").fullmatch(value) is not None
-            or kind != "pin" and (_is_passphrase_of_plain_words(value) or _regex(r"\d{6,12}").fullmatch(value) is not None))
+            or kind == "pin" and _regex(r"\d{4,8}[#*]?").fullmatch(value) is not None  # (a keypad's closing key after it: `673841#`)
+            or kind != "pin" and (_is_passphrase_of_plain_words(value) or _regex(r"\d{6,12}[#*]?").fullmatch(value) is not None))
 
 
 def _is_chosen_words(value: str) -> bool:
@@ -4353,6 +4372,13 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
     if separator is None:
         return [m.span() for m in _regex(r"[^\t ]+(?: [^\t ]+)*").finditer(line)]
     edges = [-1] + [i for i, c in enumerate(line) if c == separator] + [len(line)]
+    if separator in ",;" and '"' in line:  # a CSV's quoted cell may hold its separator: `"Jansen, Pieter",Knysna,…`
+        quoted, inside = False, []
+        for i, c in enumerate(line):
+            quoted = quoted != (c == '"')
+            inside.append(quoted)
+        if not quoted:  # (its quotes pair up: else a quote is an inch's, and commas split as they stand)
+            edges = [edge for edge in edges if edge < 0 or edge == len(line) or not inside[edge]]
     cells = [(a + 1, b) for a, b in zip(edges, edges[1:])]
     if separator == "|" and line.lstrip().startswith("|"):
         cells = cells[1:]
@@ -4366,7 +4392,7 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 # (_SPLIT_PART_VALUE, _SPLIT_PART_LINE) both know them from here.
 _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|половина)|前半段?|後半|后半段|第一段|第二段|第三段|뒷부분|앞부분|الجزء"""
                r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\b(?:ilk|ikinci|son)[ \t]+(?:k\ws\wm|parça)"""
-               r"""|\b(?:első|második)[ \t]+fele|\b(?:première|seconde|deuxième)[ \t]+moitié|\b(?:primera|segunda)[ \t]+(?:mitad|parte)|\b(?:prima|seconda)[ \t]+(?:metà|parte)"""
+               r"""|\b(?:cealalt[ăa]|a doua)[ \t]+(?:parte|jum[ăa]tate)|\b(?:első|második)[ \t]+fele|\b(?:première|seconde|deuxième)[ \t]+moitié|\b(?:primera|segunda)[ \t]+(?:mitad|parte)|\b(?:prima|seconda)[ \t]+(?:metà|parte)"""
                r"""|\b(?:primeira|segunda)[ \t]+(?:metade|parte)|\b(?:erste|zweite)[ \t]+(?:hälfte|teil)|\b(?:första|andra)[ \t]+(?:halvan|delen)"""
                r"""|\b(?:eerste|tweede)[ \t]+(?:helft|deel)|\b(?:pierwsza|druga)[ \t]+po[łl]owa|\b(?:1e|1re|1er|2e|2ème|2nd)[ \t]+(?:partie|moitié)\b"""
                r"""|\b(?:starts|begins|ends)[ \t]+with|\b(?:commence|se[ \t]+termine|finit)[ \t]+par|\b(?:empieza|comienza|termina)[ \t]+(?:con|por|en)"""
@@ -4484,7 +4510,7 @@ def _credential_word_patterns(bare: str) -> tuple:
     says it with ("sending the key in two parts", "sftp pass for MPS is"), a compound that ends in one
     (återställningsnyckeln)."""
     return (_CREDENTIAL_WORDS, r"(?i)\b(?:" + bare + r")\b",
-            r"(?i)[^\W\d_]{3,20}(?:nyckel|schlüssel|sleutel|kennwort|passwort|wachtwoord|lösenord|salasana|adgangskode)")
+            r"(?i)[^\W\d_]{3,20}(?:nyckel|schlüssel|sleutel|kennwort|passwort|wachtwoord|wagwoord|lösenord|salasana|adgangskode)")
 
 
 def _names_a_credential(text: str, start: int, end: int, bare: str = "keys?|pass") -> bool:
@@ -4785,6 +4811,8 @@ def _accept_url_parameter(match: Any) -> bool:
     if len(name) == 1 and _regex(r"(?i)/[\w\-]*(?:invit|convit|einlad|accept|aceit|magic|verif|confirm|reset|activat|ativa|login|signin|sign-in|entrar|acesso|acceso|connexion|anmeld|logowan|zaloguj)[\w\-/]*(?:\?[^\s#?]*)?$").search(
             _line_before(match.string, match.start(), 200)):
         return looks_machine_generated(value)  # an invitation's or a magic link's token: /convite/aceitar?t=…, /u/login?t=…
+    if name.endswith("_code") and name in _SIGNED_URL_PARAMETERS and _regex(r"\d{4,8}").fullmatch(value):
+        return True  # a one-time code a link carries: `verification_code=53108524`
     if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and not name.endswith(("signature", "-signed", "_signed", "tokenhash")) and strength == 0):
         return False
     if _regex(r"[,(][A-Za-z_$][\w.$]*=").search(value):
@@ -4949,7 +4977,7 @@ def _accept_app_password(match: Any) -> bool:
 # quoted value ends at the next quote, so quoted scans do not pile up); an accepted bare value that
 # reaches the bound is followed to its end (_end_of_bare_value).
 _BARE_VALUE_CAP = 256
-_QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,4096}\\"|"(?:[^"\\\n]|\\.|\\\r?\n){0,4096}"|'[^'\n]{0,4096}'|`[^`\n]{0,4096}`"""
+_QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,4096}\\"|"{3}[^"\\\n]{1,4096}"{3}|"(?:[^"\\\n]|\\.|\\\r?\n){0,4096}"|'[^'\n]{0,4096}'|`[^`\n]{0,4096}`"""
                    r"""|(?:&(?=[A-Za-z0-9])(?![A-Za-z_][\w.\-]*=))?[^\s,;'"`})\]&<>|\\]{1,256}))""")  # not a query's next `&name=`
 _TOOL_VALUE = r"""(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{1,256})"""
 _ARGUMENT = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s'"|;&<>]{1,200})"""  # one argument before the value
@@ -4962,7 +4990,7 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 _SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "cred", "auth", "dsn", "cookie", "pin", "pat", "priv", "signer", "encrypt", "p12", "pfx",
                     "session", "psk", "community", "seed", "pepper", "salt",
                     # other languages' words (_FOREIGN_NAME_WORDS): `"Heslo": …`, `clave_api`
-                    "heslo", "haslo", "senha", "sifre", "şifre", "jelszo", "kennwort", "wachtwoord", "contrase", "salasana",
+                    "heslo", "haslo", "senha", "sifre", "şifre", "jelszo", "kennwort", "wachtwoord", "wagwoord", "contrase", "salasana",
                     "losenord", "lösenord", "parol", "clave", "chiave", "chave", "llave", "sleutel", "schluessel", "schlüssel", "nyckel", "klucz",
                     "cheie", "jeton", "sandi", "kulcs") + _HSM_KEY_WORDS
 _SECRETISH_REACH = 80
@@ -6086,7 +6114,11 @@ piped-secret                 not-reference          \b(?:echo|printf)(?:\s+-[a-z
 #   keep:  echo -n "$DB_PASSWORD" | vercel env add DB_PASSWORD production
 # A password manager's master password, named for the manager on its line or the line above ("KeePass master
 # for the desk DB is …", "- KeePass-databasen ligger på …" ⏎ "- master: …").
-password-manager-master      chosen                 (?i)\b(?:keepass\w{0,12}|kdbx|bitwarden|lastpass|1password|dashlane|enpass|vaultwarden)\b[^\n]{0,100}?(?:\r?\n[ \t]*(?:[-*•][ \t]*)?)?\bmaster(?:[ \t_\-]?(?:password|passphrase|pw|pass|key|lösenord|passwort|wachtwoord|senha|contraseña|mot de passe|hasło))?\b[^\n:=]{0,40}?(?:[:=]|\b(?:is|ist|är|er|es|est|é|è|je|jest)\b)[ \t]*[`'"«]?(?P<s>[^\s`'"«»]{6,128}?)[`'"»]?[.,;)]?(?=\s|$)
+# What `vaultcmd /listcreds` prints of a stored Windows credential: a property's value, its password.
+vaultcmd-property            chosen                 Property \(schema element id,value\): \(\d{1,4},(?P<s>[^)\r\n]{6,128})\)
+#   catch: Identity: ACME\\ctudor\nProperty (schema element id,value): (100,3)\nProperty (schema element id,value): (101,«Bega-Tudor!2025»)
+#   keep:  Property (schema element id,value): (100,3)
+password-manager-master      chosen                 (?i)\b(?:keepass\w{0,12}|kdbx|bitwarden|lastpass|1password|dashlane|enpass|vaultwarden)\b[^\n]{0,100}?(?:\r?\n[ \t]*(?:[-*•][ \t]*)?)?\bmaster(?:[ \t_\-]?(?:password|passphrase|pw|pass|key|lösenord|passwort|wachtwoord|wagwoord|senha|contraseña|mot de passe|hasło))?\b[^\n:=]{0,40}?(?:[:=]|\b(?:is|ist|är|er|es|est|é|è|je|jest)\b)[ \t]*[`'"«]?(?P<s>[^\s`'"«»]{6,128}?)[`'"»]?[.,;)]?(?=\s|$)
 #   catch: Handover Olof -> Astrid\n- KeePass-databasen ligger på filservern (solvik.kdbx)\n- master: «piesek.cactus.wiosna12»
 #   catch: KeePass master for the desk DB is «galaxy-pepper-wagon-tunnel» (yes with dashes)
 #   keep:  the KeePass master password is in the sealed envelope in the safe
@@ -6830,6 +6862,8 @@ call-with-constant-and-value assignment             [(,][ \t]?(?:[A-Z][A-Za-z]{1
 #   keep:  curl_easy_setopt(curl, CURLOPT_PASSWORD, getenv("SMTP_PASSWORD"));
 # signingKey = []byte("…"), token = SecretStr("…")
 call-wrapped-value           wrapped-value          (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})(?:[ \t]*,[ \t]*\w{1,20})?[ \t]*(?::=|=)[ \t]*[\w.\[\]]{0,40}\(\s*(?P<s>"[^"\n]{1,1024}"|'[^'\n]{1,1024}')\s*(?:,[ \t]*["']?[\w\-]{1,20}["']?\s*)?\)
+#   catch: creds <- data.frame(user = c("coop"), password = c("«marula-kettle-dune-orchard»"))
+#   keep:  SONAR_TOKEN = credentials('sonar-ghs-ci')
 #   catch: var signingKey = []byte("«sSLbUaHdztEpHqKcB3052d0q»")
 #   keep:  var signingKey = []byte(os.Getenv("JWT_SECRET"))
 #   keep:  private_key = Path("~/.ssh/id_ed25519").expanduser().read_text()
@@ -7010,6 +7044,7 @@ heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w
 #   keep:  resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    ${var.db_password}\n  EOT\n}
 #   catch: my $api_key = <<"END";\n«Wq4Lz8Tr2Xk6»\n«Pm9Vb3Nc7Hd1Jf5S»\nEND\n$api_key =~ s/\n//g;
 secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.])|(?<=[\s{(,]:)|(?<=/:)|(?<=[-/]p:)|(?<![\w.$\-:/])(?<!\$\{))(?P<q>\\?["']?){SECRETISH_NAME}(?P<name>[A-Za-z_](?:[\w.\-]|:(?=[A-Za-z_])){0,80})(?P=q)(?:\[\d{0,4}\])?\]?(?:[ \t]+As[ \t]+[A-Za-z_][\w.]{0,40}(?=[ \t]*=)|[ \t]*\((?i:hex|base64|b64|base32|base58|raw|der|utf-?8)\)(?=[ \t]*:))?[ \t]*(?P<op>:=|=>|=(?!=)|:|<<?-(?=[ \t]+[\"']))[ \t]*(?:\([ \t]*\r?\n[ \t]*[bBrRuU]{0,2}(?=["'])|\([ \t]*[bBrRuU]{0,2}(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}"|'[^'\n]{1,1024}'[ \t]*\r?\n[ \t]*[bBrRuU]{0,2}')|(?:@\$?|\$@?)(?=["'])|N(?=')|(?<==)\[(?=[^\[\]\s"',]{8,256}\][,}])|(?<==)[ \t]*\r?\n[ \t]+(?="[^"\n]{1,1024}"[ \t]*\r?\n[ \t]*"))?{VALUE}
+#   catch: password = """«Graf#Db;Pass7»"""
 #   catch: INFO Application - 200 OK: GET /v1/guilds, headers: {X-Api-Key=[«9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c3b6d9e2f»], User-Agent=[Starfall/1.8.2]}
 #   catch: private static readonly string ApiToken = $"«Kp7Rt8Tq3Wd4Hq9Lm2Xr5Vz»";
 #   catch: static constexpr uint8_t kSaveKeyHex[] = "«9c1e4f7a2b8d3e6f0a5c9b2d7e4f1a8c»";
@@ -7272,7 +7307,8 @@ code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|co
 #   keep:  the alarm service crashed with code 1337
 # A list of access codes by the place each opens ("Haustür:  52290669", "- Alarm panel: 1234567#", "main door ...... 361886"):
 # a label that names a place (_PLACE_WORDS), a colon or leader dots (a code's word may follow), and five to eight digits.
-place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+(?:[^\W\d_][\w'’\-()]{0,30}|\d{1,4}[A-Za-z]{0,2})){0,3})[ \t]*(?:[:：]|\.{3,}|…{2,})[ \t]*(?:(?:code|código|codigo|codice|kod|kód|kode)[ \t]+)?`?(?P<s>\d{5,8}[#*]?)`?[ \t]*(?:[+(—–][^\n]{0,60})?$
+place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*|\d{1,2}(?:\.\d{1,2}){0,2}\.?[ \t]+)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+(?:[^\W\d_][\w'’\-()]{0,30}|\d{1,4}[A-Za-z]{0,2})){0,3})[ \t]*(?:[:：]|\.{3,}|…{2,})[ \t]*(?:(?:code|código|codigo|codice|kod|kód|kode)[ \t]+)?`?(?P<s>\d{5,8}[#*]?)`?[ \t]*(?:[+(—–][^\n]{0,60})?$
+#   catch: 3. Systems\n   3.4 Safe in back room: «60218834»\n4. Keys
 #   catch: Büro Zugangscodes\n-----------------\nHaustür:        «52290669»\nAlarmanlage:    «35826414»
 #   catch: Office codes (Istanbul, Levent)\nmain door ...... «361886»\nserver room .... «494825»
 #   catch:   Puerta principal ........ código «411944»\n  Alarma .................. «696533»
@@ -7280,8 +7316,9 @@ place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*
 #   keep:  Building:  10250\nFloor: 3
 #   keep:  Port: 5432
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
-# a colon), and across a shell `\` continuation.
-context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*(?:[:：=][ \t]*)?(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80}|(?<=[.。!！])[ \t]*\r?\n(?:[ \t]*\r?\n)?[ \t]*[^\s]{16,200}(?=[ \t]*(?:\r?\n|$)))?))
+# a colon; or further on its line, after the colon that ends a long sentence), and across a shell `\` continuation.
+context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*(?:[:：=][ \t]*)?(?:\\?\r?\n[ \t]*){0,2}[^\n]{0,60}(?:[^\n:]{0,120}:[ \t]+\S{16,200}(?=[ \t]*(?:\r?\n|$))|(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80}|(?<=[.。!！])[ \t]*\r?\n(?:[ \t]*\r?\n)?[ \t]*[^\s]{16,200}(?=[ \t]*(?:\r?\n|$)))?))
+#   catch: Use this API key for the fleet endpoint when you write the integration test, it's the sandbox one: «0edb8da284c623a9e8f76cd9a420a3bb»
 #   catch: Ab Montag gilt für das Lager der neue Alarmanlagen-Code: «530817» – bitte nicht auf Post-its.
 #   keep:  [2024-10-07 08:31:10] INFO  LAPS: password for KVN-OP3-PC07 rotated successfully
 #   catch: TRAP, SNMP v1, community «acb44ANacj»
@@ -7774,7 +7811,7 @@ context-echoed-variable      echoed-variable        (?<![\w\-])echo[ \t]+(?:-[ne
 #   keep:  $ echo 'pass is ${REG_PASS}'\npass is ${REG_PASS}
 # What a secret-printing command printed, up to the next prompt line.
 # What a command prints of a file or a table named for accounts or passwords: each row's value after a login.
-context-listed-logins        listed-logins          (?i)(?:(?<![\w\-])(?:cat|column|head|tail|bat|get-content|import-csv)(?:[ \t]+-[\w\-=,]+)*[ \t]+["']?[\w.~/\\\-]*|\bselect\b[^\n]{0,120}?\bfrom[ \t]+["'`\[]?(?:\w+\.)?)(?<![a-z])(?:access|acesso|acceso|accès|zugang|logins?|accounts?|credential|creds|passw|senha|contrase|has[łl]|parol|l[öo]senord|wachtwoord|kennw|contas|cuentas|konten)[^\n]{0,160}\n(?P<s>(?:[^\n]*\S[^\n]*(?:\n|$)){1,40})
+context-listed-logins        listed-logins          (?i)(?:(?<![\w\-])(?:cat|column|head|tail|bat|get-content|import-csv)(?:[ \t]+-[\w\-=,]+)*[ \t]+["']?[\w.~/\\\-]*|\bselect\b[^\n]{0,120}?\bfrom[ \t]+["'`\[]?(?:\w+\.)?)(?<![a-z])(?:access|acesso|acceso|accès|zugang|logins?|accounts?|credential|creds|passw|senha|contrase|has[łl]|parol|l[öo]senord|wachtwoord|wagwoord|kennw|contas|cuentas|konten)[^\n]{0,160}\n(?P<s>(?:[^\n]*\S[^\n]*(?:\n|$)){1,40})
 #   catch: $ cat ~/clientes/clinica/acessos.txt\nregistro.br      clinicasorriso      «osaka%6518»\ncpanel           sorriso_cp          «YGX0VG6HIYkrbi3nPNt54F6c»
 #   catch: $ sqlite3 app.db "select * from accounts;"\n1|dienstplan-api|https://dienstplan.kh.local/api|svc_shiftplan|«IchLiebeKrakow.41»
 #   keep:  $ cat accounts.txt\nalice      Finance      2024-01-02\nbob        Sales        2024-03-09
@@ -7872,6 +7909,13 @@ context-command-output       printed-secrets        (?m)^(?:{PROMPT_LINE}*(?:sud
 #   catch: $ gitlab-rails runner 'puts User.find(1).personal_access_tokens.create(scopes:[:api],name:"ci").token'\n«ctgBs4H5ydeOlpiDylHv»
 #   keep:  $ aws secretsmanager list-secrets --query 'SecretList[].Name'\n[\n    "prod/api/token",\n    "staging/jwt-signing-key-389"\n]
 #   keep:  $ doppler secrets get SMTP_PASS --plain --project auth-service > /dev/null && echo present\npresent
+# A text that starts with a command that prints one value (_SINGLE_VALUE_COMMAND), with no prompt before it (a
+# tool's log may give the command alone): what it printed, as after a prompt.
+context-unprompted-output    unprompted-output      \A(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#])))
+#   catch: az keyvault secret show --vault-name kv-ops --name ftp-upload --query value -o tsv\n«Vinter86._»
+#   catch: vault kv get -field=password secret/ftp\n«W8kd93jfLs0x»
+#   keep:  kubectl describe secret api-token-lx14ybbX\nName:         api-token-N3kLEiDu\nType:  kubernetes.io/service-account-token
+#   keep:  gcloud secrets versions access latest --secret=db-password\nThis prints the value.
 # A file a tool shows without a prompt before it, whose name says secret: `head`'s header of each file
 # (`==> /etc/openvpn/client/office.auth <==`), an agent's read (`● Read(.vault_pass)`); what it shows up to a blank line.
 context-file-shown           printed-secrets        (?m)^(?:==> |==>\t|⏺ Read\(|● Read\(|⏺Read\(|●Read\()(?=[^\n]*?(?i:secret|token|cred|passw|pwd|passphrase|\.pw\b|\.psk\b|[._\-]pass\b|\.auth\b|auth\.txt|\.pgpass|\.netrc|keyfile|\.key\b))[^\n]*\n(?=(?P<s>(?:(?!==>)[^\n]*\S[^\n]*(?:\n|$)){1,60}))
@@ -7974,7 +8018,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|(?<=(?:\ben|\bem|\bin|\bna|[ \t]w)[ \t])(?:dos|duas|dois|due|zwei|dwóch|dwa|две|два)\b|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\b(?:part|parte|partea|teil|deel|część|cast|část|časť|rész)[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\b(?:continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|продолжение|продовження):|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*(?::[ \t]*)?(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|(?<=(?:\ben|\bem|\bin|\bna|[ \t]w)[ \t])(?:dos|duas|dois|due|zwei|dwóch|dwa|две|два)\b|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\b(?:part|parte|partea|teil|deel|część|cast|část|časť|rész)[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\b(?:continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|продолжение|продовження):|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|în două|in doua|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*(?::[ \t]*)?(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: Javier Ortega: la clave del Ignition es larga, te la mando en dos\nJavier Ortega: «Gateway.Zgz»\nJavier Ortega: «#2025-Linea2»
 #   catch: the vpn password starts with «Kv7#pq» and ends with «91!zeta», ok?
 #   catch: 佐藤: DBのパスワード前半は «maple-orbit» です\n佐藤: 後半は «r-canyon-44» です
@@ -8171,7 +8215,7 @@ ACCEPT_CHECKS = {
 # The checks of context rules: each picks the spans to replace inside its match.
 CONTEXT_FINDERS = {
     "random-tokens": _find_random_tokens, "command-arguments": _find_command_arguments,
-    "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "table-cells": _find_table_cells, "html-table-cells": _find_html_table_cells, "literal-rows": _find_literal_rows, "markup-table-cells": _find_markup_table_cells, "json-cookies": _find_json_cookie_values,
+    "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "unprompted-output": _find_unprompted_output, "table-cells": _find_table_cells, "html-table-cells": _find_html_table_cells, "literal-rows": _find_literal_rows, "markup-table-cells": _find_markup_table_cells, "json-cookies": _find_json_cookie_values,
     "expanded-record": _find_expanded_record_fields,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
@@ -8496,7 +8540,7 @@ _CODE_STANDS_ALONE = (r"(?<![\w\-.,:/#+$€£¥@=%])(?<!\d[ \t])",  # (before it
 _BARE_CODE = _CODE_STANDS_ALONE[0] + r"(\d{6,8}|\d{3}-\d{3}|\d{3,4}[#*]\d{2,4})" + _CODE_STANDS_ALONE[1]
 # A code read out in groups (`6696-3343`, `3971 4654`, `24 14 64 11`, `4 7 2 9`), standing alone as _BARE_CODE does.
 _GROUPED_CODE = _CODE_STANDS_ALONE[0] + r"(\d{2,4}([ \-])\d{2,4}(?:\2\d{2,4}){0,2}|\d([ \-])\d(?:\3\d){2,7})" + _CODE_STANDS_ALONE[1]
-_CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|koda|kodo|kodov\w{0,2}|cod|codul|kombination|combination|combinaci[oó]n|combinação|combinazione"
+_CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|koda|kodo|kodov\w{0,2}|cod|codul|kombination|kombinasie|combination|combinaci[oó]n|combinação|combinazione"
               r"|kombinacij\w|kombinace|kombinaci|[šs]ifr[aeuo]|κωδικ\w{0,3}"
               r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez"
               r"|disarm\w{0,3}|desactiv\w{0,5}|désactiv\w{0,5}|disattiv\w{0,5}|deaktiv\w{0,5})(?![^\W\d_])"
@@ -8509,12 +8553,14 @@ _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|de
                r"|(?:ajtó|kapu|riasztó|széf)kód\w{0,3}"  # Hungarian: a door's, a gate's, an alarm's, a safe's code
                r"|padlocks?|cadeados?|candados?|lucchett[oi]|cadenas|vorhängeschl(?:oss|össer)|kłódk\w{1,2}|hangslot|hänglås"  # a padlock's number is its combination
                r"|toegangscode\w{0,2}|codeslot\w{0,2}|sim[ \t\-]?pin|puk|zugangscode\w{0,2}|access code|code d'accès|código de acceso"  # an access code, a code lock
+               r"|(?:master|y[öo]netici)[ \t]+(?:kod|kodu|code)|c[óo]digo maestro|code ma[îi]tre"  # a master code opens every lock
                r"|installer code|code installateur|c[óo]digo (?:de )?instalador|codice (?:dell')?installatore|errichtercode|nambari ya siri)(?![^\W\d_])")
 # What names a number as something else right before it: a ticket's, a port's, an error's code, a time after "at".
 _NOT_A_CODE_BEFORE = (r"(?i)(?:#|\b(?:no|nr|n[oº°]|num(?:ber|éro|ero|mer)?|numer|número|номер|رقم|ticket|order|invoice|id|port|ext(?:ension)?|phone|tel|fax|build|version|v|pr|issue|line"
                       r"|case|pid|uid|gid|error|exit|status|zip|plz|cap|cep|postcode|postal|pin ?code|cp|vlan|model|serial|s/?n|rev|fw|firmware|job|run|ref"
                       r"|at|um|à|om|kl|from|since|until|bis|room|sala|floor|building|gate|door)\.?"
-                      r"|\b(?:error|exit|status|return|response|reason|event|area|product|tracking|promo|discount)[ \t]+code|\b(?:ticket|order|invoice|issue|case|job|build|version)[ \t]+(?:is|was))[ \t:]*$")
+                      r"|\b(?:error|exit|status|return|response|reason|event|area|product|tracking|promo|discount|branch|sort|bank|routing|swift|bic|clearing|transit|country|currency|tax|vat)[ \t]+code"
+                      r"|(?-i:[a-z]I[dD])|\b(?:ticket|order|invoice|issue|case|job|build|version)[ \t]+(?:is|was))[ \t:]*$")
 
 
 def _redact_place_codes_in_sentences(original: str, text: str, count: int, replaced: list) -> tuple:
@@ -8563,11 +8609,11 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # A password a person chose, anywhere after a word for password in its sentence: what a chat or a ticket says in
 # more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
-_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord"
+_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord|wagwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
                    r"|kata sandi|sandi|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
-_PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "kennwort", "contrase", "senha", "wachtwoord", "losen", "salasana", "haslo", "heslo", "parola",
+_PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "kennwort", "contrase", "senha", "wachtwoord", "wagwoord", "losen", "salasana", "haslo", "heslo", "parola",
                         "adgangskode", "kodeord", "koden", "sifre", "sandi", "lozink", "gesl", "ifr")
 # Words for logging in, which make a sentence's password-shaped value its password as a word for one does:
 # a verb before what one logs in with ("log into the unifi controller, karim / Provenc3&2", "devi entrare
@@ -11700,6 +11746,8 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
         return ()  # a digest a note says it is: "config key: 8d79… (hash of the .seb settings)"
     if len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"'):
         start, end = start + 2, end - 2  # keep escaped quotes
+    elif len(value) >= 7 and value.startswith('"""') and value.endswith('"""'):
+        start, end = start + 3, end - 3  # and a triple quote's three: TOML's, Python's `password = """…"""`
     elif len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
         start, end = start + 1, end - 1  # keep the quotes
     elif len(value) >= _BARE_VALUE_CAP:
@@ -12084,12 +12132,12 @@ RULE_WORDS = {
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
-    "nvs-csv-value": ("e2a3d7cb", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
+    "nvs-csv-value": ("f25e7cd5", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
         "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt",
         "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord",
         "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre")),
+        "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
         ("a temporary password is generated for ",), (":",)),
@@ -12177,7 +12225,9 @@ RULE_WORDS = {
     "piped-secret": ("f0a9a4ab", ("echo", "printf"), ("echo", "printf"), ("--stdin", "chpasswd", "cryptsetup", "env",
         "insert", "keepassxc-cli", "kinit", "login", "passphrase-fd", "passwd", "password-stdin", "runas", "secret",
         "set-password", "signin", "sudo", "unlock")),
-    "password-manager-master": ("82a5dbbf", ("master",), ("1password", "bitwarden", "dashlane", "enpass", "kdbx",
+    "vaultcmd-property": ("c5e28ddc", ("property (schema element id,value): (",),
+        ("property (schema element id,value): (",), ()),
+    "password-manager-master": ("692f461b", ("master",), ("1password", "bitwarden", "dashlane", "enpass", "kdbx",
         "keepass", "lastpass", "vaultwarden"), ("1password", "bitwarden", "dashlane", "enpass", "kdbx", "keepass",
         "lastpass", "vaultwarden")),
     "runas-echoed-password": ("31f8ca01", ("runas",), ("runas",), ("echo",)),
@@ -12198,7 +12248,7 @@ RULE_WORDS = {
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("76221ba8", ("pass",), (), ()),
     "logged-pass-command": ("e70e4bed", ("pass",), ("pass",), ()),
-    "cobol-password-value": ("c307fd47", ("value",), (), ("pic",)),
+    "cobol-password-value": ("a947eb86", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
@@ -12299,13 +12349,14 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "decoded-secret-literal": ("a324eacf", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
+    "decoded-secret-literal": ("a3463b33", ("atob", "b64decode", "base64_decode", "bytes", "decode", "encode", "from",
         "from_base64", "from_hex", "frombase64string", "fromhex", "getbytes", "hex!", "hex2bin", "str", "string",
         "unhexlify"), (), ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort", "key",
         "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx",
         "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
-        "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre")),
+        "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk",
+        "şifre")),
     "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
         "cf_clearance", "connect.sid", "jsessionid", "laravel_session", "li_at", "phpsessid", "remember_me",
         "remember_token", "remember_user_token", "remember_web_", "sessdata", "session_id", "sessionid", "sid",
@@ -12336,13 +12387,13 @@ RULE_WORDS = {
     "webhook-path-token": ("4489ad27", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("41b5a927", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "bdk",
+    "spaced-assignment": ("fa8a8ebf", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "bdk",
         "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt",
         "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord",
         "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
-        "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre")),
-    "powershell-env-item": ("af95200b", ("-item",), ("new", "set"), ("env:",)),
+        "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
+    "powershell-env-item": ("1231a8ac", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
     "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
@@ -12376,13 +12427,13 @@ RULE_WORDS = {
     "chpasswd-list": ("ce50274c", ("chpasswd:",), ("chpasswd:",), ("list:",)),
     "user-then-password-flags": ("a37db414", ("-gu", "-u", "plink", "pscp", "psftp"), ("-gu", "-u", "plink", "pscp",
         "psftp"), ()),
-    "secret-pair": ("a3d445f5", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
+    "secret-pair": ("97c5ecb2", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
         "secret_access_key", "secret_key", "token"), (), ()),
     "server-set-header": ("c7fc4b51", ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader",
         "set-header"), ("add_header", "header", "more_set_headers", "proxy_set_header", "requestheader", "set-header"),
         ()),
     'nested-json-value': ('2370d3b9', ('"value"',), (), (':',)),
-    "name-value-pair": ("4898d73d", ("value",), (), ("name",)),
+    "name-value-pair": ("9f31f020", ("value",), (), ("name",)),
     "call-with-name-and-value": ("b74f5cd2", ("&", "("), (), (",",)),
     "cjk-quoted-credential": ("6f7f9a9b", ("apiキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥",
         "暗証番号", "秘密鍵", "비밀번호"), ("apiキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "令牌", "口令", "密码", "密碼", "密钥", "暗証番号",
@@ -12394,122 +12445,122 @@ RULE_WORDS = {
         "setvalue", "type", "typetext"), ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
         "setvalue", "type", "typetext"), ()),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
-    "call-wrapped-value": ("d5721cdf", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "call-wrapped-value": ("7fde1b56", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), (":=", "=")),
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "der-private-key-base64": ("fe80fcae", ("c4caqawbqydk2vwbciei", "hccaqeei", "ibaakc", "ibadanbgkqhkig9w0baqefaasc",
         "ighageambmgbyqgsm49ageg"), ("mc4caqawbqydk2vwbciei", "mhccaqeei", "mighageambmgbyqgsm49ageg", "mii"), ()),
     "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-named-string": ("d2ef82ee", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
-    "xml-element": ("7b7b777b", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+    "xml-named-string": ("2be6a94e", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
+    "xml-element": ("0333fd91", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort", "key",
         "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx",
         "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
-        "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"), (),
-        ("</",)),
-    "plist-key-string": ("ab6c44b4", ("</string>",), ("<key>",), ("<string>",)),
+        "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk",
+        "şifre"), (), ("</",)),
+    "plist-key-string": ("6ff489cf", ("</string>",), ("<key>",), ("<string>",)),
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("32a9a256", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "typed-assignment": ("5976ec33", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), (":",)),
-    "secret-flag": ("0f8cc7cd", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre"), (), (":",)),
+    "secret-flag": ("22992a73", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie",
         "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort", "key",
         "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx",
         "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
-        "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"), (),
-        ("-",)),
-    "windows-switch-secret": ("20be063c", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk",
+        "şifre"), (), ("-",)),
+    "windows-switch-secret": ("4aeeb416", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), ("/",)),
-    "config-line-value": ("347ec973", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre"), (), ("/",)),
+    "config-line-value": ("98eb4ed6", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), ()),
-    "redis-hash-field": ("5fa72b89", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre"), (), ()),
+    "redis-hash-field": ("70b1b357", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), (")",)),
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre"), (), (")",)),
     "keyed-entry-value": ("9c312c36", ("value:",), ("key:",), ("key:",)),
     "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
-    "box-table-value": ("715a2ec9", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "box-table-value": ("27e87be3", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), ()),
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre"), (), ()),
     "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("f6e225ea", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "config-spaced-value": ("acb0d54b", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), ()),
-    "nested-default-value": ("d2ebbd2b", ("default", "value"), (), ("auth", "bdk", "chave", "cheie", "chiave", "clave",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre"), (), ()),
+    "nested-default-value": ("c0d044be", ("default", "value"), (), ("auth", "bdk", "chave", "cheie", "chiave", "clave",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
         "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
         "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "zmk", "zpk", "şifre")),
-    "property-value-lines": ("6bbe202f", ("property:",), ("property:",), ("value:",)),
-    'validation-input-value': ('fa15e7f0', ('input_value="', "input_value='"), (), ('auth', 'bdk', 'chave', 'cheie',
+        "wagwoord", "zmk", "zpk", "şifre")),
+    "property-value-lines": ("c7f3ec3c", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('4ee7cd38', ('input_value="', "input_value='"), (), ('auth', 'bdk', 'chave', 'cheie',
         "chiave", "clave", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo",
         "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord",
         "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana",
         "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel",
-        "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre")),
+        "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
-    "git-config-secret": ("c51465d9", ("config",), ("git",), ("git",)),
+    "git-config-secret": ("61cca6b5", ("config",), ("git",), ("git",)),
     "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
-    "typed-declaration": ("d17245dc", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "typed-declaration": ("7b0d372c", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), (":=",)),
-    "registry-value": ("4745a8d2", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "bdk", "chave", "cheie",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre"), (), (":=",)),
+    "registry-value": ("61dc2215", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "bdk", "chave", "cheie",
         "chiave", "clave", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo",
         "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord",
         "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana",
         "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel",
-        "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre")),
-    "env-line-whole-value": ("8423a03b", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
+    "env-line-whole-value": ("9314bfb8", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), ("=",)),
-    "heredoc-under-secret-name": ("4d0aa1cf", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre"), (), ("=",)),
+    "heredoc-under-secret-name": ("b5afb5eb", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community",
         "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek",
         "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat",
         "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
-        "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk",
-        "şifre"), (), ("<<",)),
-    "secret-assignment": ("6fffa610", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord",
+        "zmk", "zpk", "şifre"), (), ("<<",)),
+    "secret-assignment": ("c75e3141", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), (":", ":=", "<", "=", "=>")),
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre"), (), (":", ":=", "<", "=", "=>")),
     "prose-password": ("bd1a396f", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
         "pass", "passphrase", "passwd", "password", "pw", "pwd"), ()),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
@@ -12533,8 +12584,8 @@ RULE_WORDS = {
         "codes", "codi", "codice", "codigo", "codul", "combinacion", "combinación", "combination", "combinação",
         "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot",
         "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ()),
-    "place-label-code": ("cdcc0707", (), (), ()),
-    "context-credential-word": ("5008424d", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "place-label-code": ("0eadd682", (), (), ()),
+    "context-credential-word": ("71febd59", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "cyfrinair", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado",
         "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
@@ -12547,13 +12598,13 @@ RULE_WORDS = {
         "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
         "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo", "segreto", "senha", "session",
         "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens", "tokn",
-        "upplåsnings", "wachtwoord", "wachtzin", "ww", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол",
-        "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ",
-        "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد",
-        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन", "पासवर्ड",
-        "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码",
-        "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"),
-        ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
+        "upplåsnings", "wachtwoord", "wachtzin", "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц",
+        "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח",
+        "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد",
+        "باسوورد", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन",
+        "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー",
+        "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
+        "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
         "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "code",
         "community", "contra", "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm",
         "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado",
@@ -12570,13 +12621,13 @@ RULE_WORDS = {
         "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "secreto", "segredo", "segreto",
         "senha", "service", "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp",
         "ssh", "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal",
-        "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wi", "wlan", "wpa", "ww", "zugangs", "zugangsdaten", "şifre",
-        "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה",
-        "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد",
-        "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد",
-        "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
-        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
-        "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs",
+        "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן",
+        "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس",
+        "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة",
+        "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー",
+        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
+        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
@@ -12647,10 +12698,10 @@ RULE_WORDS = {
     "context-repl-secret-read": ("4de3876a", ("api", "credential", "passw", "pwd", "secret", "token"), (">\t", "> ",
         ">>>", "iex(", "in [", "irb("), (">\t", "> ", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
-    "context-listed-logins": ("fc16ef3d", ("bat", "cat", "column", "get-content", "head", "import-csv", "select",
+    "context-listed-logins": ("8e3a8f4e", ("bat", "cat", "column", "get-content", "head", "import-csv", "select",
         "tail"), ("bat", "cat", "column", "get-content", "head", "import-csv", "select", "tail"), ("acceso", "access",
         "account", "accès", "acesso", "contas", "contrase", "credential", "creds", "cuentas", "has", "kennw", "konten",
-        "login", "parol", "passw", "senha", "senord", "wachtwoord", "zugang")),
+        "login", "parol", "passw", "senha", "senord", "wachtwoord", "wagwoord", "zugang")),
     "context-commented-logins": ("e2ff973f", ("accounts", "basic", "contraseñas", "credentials", "hasła", "htpasswd",
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
@@ -12675,6 +12726,26 @@ RULE_WORDS = {
         "securerandom.", "seed.txt", "shadow", "signin", "solana", "sops", "status", "storage", "systemd-creds",
         "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock", "urandom(", "variable",
         "variables", "vault", "vault_pass", "vercel", "wallet", "wrangler"), (), ("\n",)),
+    "context-unprompted-output": ("8881c3dc", ("$env:", "--export-secret-", "--expose-token", "--fields",
+        "--gen-random", "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg",
+        ".env", ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc",
+        ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
+        ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", ".txt", "/actuator/env/", "/auth/token",
+        "/authenticate", "/login", "/oauth", "/pw.txt", "/session", "/token", "account", "age-keygen", "ansible-vault",
+        "apg", "api", "auth", "aws", "bootstrap", "bun", "cfg.php", "cloudflared", "config", "config-get", "configure",
+        "cookie", "create", "create-for-rbac", "cred", "credential", "decrypt", "deno", "docker/config.json",
+        "document", "doppler", "echo", "env", "export-key", "firebase", "gcloud", "generate", "generate-data-key",
+        "generate-random", "generate_key(", "genkey", "get", "get-access", "get-access-token", "get-api", "get-auth",
+        "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "get_random_secret_key(",
+        "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject",
+        "inspect", "key", "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore",
+        "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic",
+        "nmcli", "node", "obscure", "openssl", "pass", "passphrase", "passw", "perl", "php", "phx.gen.secret",
+        "printenv", "private", "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails", "random",
+        "randombytes(", "read", "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool",
+        "securerandom.", "seed.txt", "shadow", "signin", "solana", "sops", "status", "storage", "systemd-creds",
+        "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock", "urandom(", "variable",
+        "variables", "vault", "vercel", "wallet", "wrangler"), (), ("\n",)),
     "context-file-shown": ("96160b04", ("==>\t", "==> ", "⏺ read(", "⏺read(", "● read(", "●read("), ("==>\t", "==> ",
         "⏺ read(", "⏺read(", "● read(", "●read("), (".auth", ".key", ".netrc", ".pgpass", ".psk", ".pw", "auth.txt",
         "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),
@@ -12688,36 +12759,38 @@ RULE_WORDS = {
     "terraform-plan-change": ("f94d0b9e", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("956f9500", ("(cont", "(suite)", "2 phần", "andra", "baaki", "baki", "beginnt", "begins",
-        "begint", "cast", "chunks", "começa", "comienza", "commence", "continuación", "continuare", "continuação",
-        "continuing", "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy", "deel", "deux", "deuxième",
-        "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste", "eindigt", "első", "em duas mensagens",
-        "em duas partes", "empieza", "endet", "ends", "enter", "erste", "faltou", "faltó", "finisce", "finit", "first",
-        "folytatás", "fortsetzung", "fängt", "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten",
-        "hisson", "i två delar", "ikinci", "ilk", "inizia", "key", "kończy", "la suite", "last", "lineas", "líneas",
-        "mensajes", "message", "messages", "mitad", "moitié", "második", "na dvakrát", "na dwa razy", "nachrichten",
-        "other", "part", "parte", "partea", "partes", "partie", "parts", "parça", "pass", "passwort", "pieces",
-        "pierwsza", "pokracovani", "pokračování", "première", "prima", "primeira", "primera", "pw", "rest", "rest:",
-        "rész", "second", "seconda", "seconde", "secret", "segunda", "senha", "son", "starts", "teil", "teilen",
-        "termina", "termine", "the rest is", "token", "tweede", "zaczyna", "zwei", "zweite", "časť", "část", "κωδικός",
-        "συνέχεια", "в два", "вторая", "два", "две", "заканчивается", "кусками", "на две", "на дві", "начинается",
-        "пароль", "первая", "продовження", "продолжени", "продолжение", "сообщениями", "у два", "частями", "الجزء",
-        "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段",
-        "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "1e", "1er", "1re", "2 phần",
-        "2e", "2nd", "2ème", "andra", "baaki", "baki", "beginnt", "begins", "begint", "cast", "ciąg", "começa",
-        "comienza", "commence", "continuación", "continuare", "continuação", "continuing", "contraseña", "cut it",
-        "cut off", "część", "daarachter", "deel", "deuxième", "do", "dois", "dos", "druga", "duas", "due", "dwa",
-        "dwóch", "eerste", "eindigt", "első", "em duas mensagens", "em duas partes", "empieza", "en", "endet", "ends",
-        "enter", "erste", "faltou", "faltó", "finisce", "finit", "first", "folytatás", "fortsetzung", "fängt",
-        "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci",
-        "ilk", "in", "inizia", "key", "kończy", "la suite", "last", "mitad", "második", "na dvakrát", "na dwa razy",
+    "context-split-secret": ("f7fda130", ("(cont", "(suite)", "2 phần", "a doua", "andra", "baaki", "baki", "beginnt",
+        "begins", "begint", "cast", "cealalt", "chunks", "começa", "comienza", "commence", "continuación",
+        "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy",
+        "deel", "deux", "deuxième", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste", "eindigt", "első",
+        "em duas mensagens", "em duas partes", "empieza", "endet", "ends", "enter", "erste", "faltou", "faltó",
+        "finisce", "finit", "first", "folytatás", "fortsetzung", "fängt", "första", "got cut", "hai phần", "halves",
+        "hasło", "heslo", "hinten", "hisson", "i två delar", "ikinci", "ilk", "in doua", "inizia", "key", "kończy",
+        "la suite", "last", "lineas", "líneas", "mensajes", "message", "messages", "mitad", "moitié", "második",
+        "na dvakrát", "na dwa razy", "nachrichten", "other", "part", "parte", "partea", "partes", "partie", "parts",
+        "parça", "pass", "passwort", "pieces", "pierwsza", "pokracovani", "pokračování", "première", "prima",
+        "primeira", "primera", "pw", "rest", "rest:", "rész", "second", "seconda", "seconde", "secret", "segunda",
+        "senha", "son", "starts", "teil", "teilen", "termina", "termine", "the rest is", "token", "tweede", "zaczyna",
+        "zwei", "zweite", "în două", "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две",
+        "заканчивается", "кусками", "на две", "на дві", "начинается", "пароль", "первая", "продовження", "продолжени",
+        "продолжение", "сообщениями", "у два", "частями", "الجزء", "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي",
+        "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
+        "앞부분"), ("(cont", "(suite)", "1e", "1er", "1re", "2 phần", "2e", "2nd", "2ème", "a doua", "andra", "baaki",
+        "baki", "beginnt", "begins", "begint", "cast", "cealalt", "ciąg", "começa", "comienza", "commence",
+        "continuación", "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off", "część",
+        "daarachter", "deel", "deuxième", "do", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste",
+        "eindigt", "első", "em duas mensagens", "em duas partes", "empieza", "en", "endet", "ends", "enter", "erste",
+        "faltou", "faltó", "finisce", "finit", "first", "folytatás", "fortsetzung", "fängt", "första", "got cut",
+        "hai phần", "halves", "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci", "ilk", "in",
+        "in doua", "inizia", "key", "kończy", "la suite", "last", "mitad", "második", "na dvakrát", "na dwa razy",
         "other", "part", "parte", "partea", "partie", "pass", "passwort", "pierwsza", "pokracovani", "pokračování",
         "première", "pressed", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "se", "second",
         "seconda", "seconde", "secret", "segunda", "senha", "son", "starts", "teil", "termina", "the rest is", "token",
-        "too", "tweede", "zaczyna", "zu", "zwei", "zweite", "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая",
-        "два", "две", "двумя", "заканчивается", "на две", "на дві", "начинается", "пароль", "первая", "продовження",
-        "продолжени", "продолжение", "у два", "الجزء", "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "ครึ่ง",
-        "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
+        "too", "tweede", "zaczyna", "zu", "zwei", "zweite", "în două", "časť", "část", "κωδικός", "συνέχεια", "в два",
+        "вторая", "два", "две", "двумя", "заканчивается", "на две", "на дві", "начинается", "пароль", "первая",
+        "продовження", "продолжени", "продолжение", "у два", "الجزء", "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ",
+        "ينتهي", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에",
+        "뒷부분", "앞부분"), ()),
     "context-joined-parts": ("d8220d04", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
         "boşluksuz", "cort", "coupé", "cut", "early", "elkaar", "envi", "espace", "espacio", "espaço", "gehört", "got",
         "ihop", "junto", "leerzeichen", "mellanslag", "mensagem", "mensaje", "message", "mezery", "msg", "nachricht",
@@ -12759,18 +12832,18 @@ RULE_WORDS = {
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("123be4fb", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("ac188505", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+    "context-quoted-block": ("3f3c6a13", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), ('"', "'")),
-    "context-yaml-block": ("e9392725", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        'zpk', 'şifre'), (), ('"', "'")),
+    "context-yaml-block": ("599c884f", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase",
         "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort",
         "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper",
         "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
-        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "zmk", "zpk", "şifre"),
-        (), (":",)),
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre"), (), (":",)),
 }
 
 

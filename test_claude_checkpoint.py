@@ -2494,6 +2494,59 @@ class TestRedaction(unittest.TestCase):
         self.assert_kept(("KCV check for imported ZPK: computed 57DEBD, expected 5C67A5 — MISMATCH, nothing written",
                           "2025-10-11T10:48:31.789Z hsm=7000231 user=CO op=C_Login rv=CKR_PIN_INCORRECT session=59686"))
 
+    def test_codes_for_key_boxes_and_locks_and_a_keypads_closing_key(self):
+        """A key box's, a lock's or a master code in the words of Spanish, German, French, Catalan, Turkish,
+        Afrikaans, Swedish, Japanese; a code with the keypad's closing `#` or `*` in a table under a code's
+        column, a door's or a keypad's column, a numbered list's label. Kept: a door's room number, a
+        table of places with no code."""
+        self.assert_redacted({
+            "ojo, la caja de llaves del ático ya tiene código nuevo: 518320*. avisa a limpieza": ["518320"],
+            "Der Code für die Schlüsselbox am Ferienhaus lautet 704162#. Gute Reise!": ["704162"],
+            "Le code de la boîte à clés est 882051# et le wifi est dans le salon.": ["882051"],
+            "ei, el codi del portal de Sants l'han canviat, ara és 390417. gràcies": ["390417"],
+            "akıllı kilidin eşleştirme kodu 573920, uygulamada soruyor": ["573920"],
+            "Die hekkie se kombinasie is 661204# vir ingeval.": ["661204"],
+            "Hej! Nya koden till nyckelboxen är 284713#.": ["284713"],
+            "新しい倉庫の入館コードは 739205# です。": ["739205"],
+            "tamam, master kod 40918266 ama kimseye söyleme": ["40918266"],
+            "3. Systems\n   3.4 Safe in back room: 60218834\n4. Keys": ["60218834"],
+            "| Villa | Kapı kodu | Alarm |\n|---|---|---|\n| Villa Ceviz | 408812# | 992034 |": ["408812#", "992034"],
+            "company,contact,property,gate_code,door_code\nBright Cleaners,Ana,Harbour Flat 2,640215*,318874#": ["640215*", "318874#"],
+            "| unit | keypad |\n|---|---|\n| Harbour 1204 | 590316 |": ["590316"],
+            "| Daire | Kapı |\n|---|---|\n| A1 | 771045# |": ["771045#"]})
+        self.assert_kept(("| Floor | Door | Tenant |\n|---|---|---|\n| 3 | 12 | Acme |",
+                          "| Villa | Pool service | Notes |\n|---|---|---|\n| Villa Ceviz | Ege Havuz | tuesdays |",
+                          "the building door is painted green; room 4021 is on the second floor"))
+
+    def test_afrikaans_passwords_csv_cells_in_quotes_and_wrapped_passphrases(self):
+        """Afrikaans' `wagwoord` in prose and as a column; a CSV whose first cell is quoted around a comma
+        (`"Jansen, Pieter"`), its password column still found; R's `password = c("…")` of words joined
+        by hyphens; a password in TOML's or Python's triple quotes; `vaultcmd`'s stored password. Kept:
+        Jenkins' `credentials('…')` naming a stored credential, Ruby's duration after a secret's method."""
+        self.assert_redacted({
+            "Jou nuwe tydelike wagwoord is Fynbos-Kaap88. Meld asseblief aan.": ["Fynbos-Kaap88"],
+            "| Eienaar | Gebruikersnaam | Wagwoord |\n|---|---|---|\n| Koos | kventer | Protea!Duin42 |": ["Protea!Duin42"],
+            'owner,property,username,password\n"Nel, Anri",Hout Bay Loft,anel,Klipspringer#51': ["Klipspringer#51"],
+            'creds <- data.frame(user = c("coop"), password = c("marula-kettle-dune-orchard"))': ["marula-kettle-dune-orchard"],
+            'password = """Graf#Db;Pass7"""': ["Graf#Db;Pass7"],
+            "Property (schema element id,value): (100,3)\nProperty (schema element id,value): (101,Tudor-Bega!2026)": ["Tudor-Bega!2026"]})
+        self.assert_kept(("    SONAR_TOKEN = credentials('sonar-ghs-ci')",
+                          "    endpoint.rotate_signing_secret!(grace_period: 24.hours)",
+                          'msg = """hello there"""'))
+
+    def test_a_command_at_a_texts_start_that_prints_one_value_and_a_key_far_along_its_sentence(self):
+        """A command with no prompt before it, at a text's start, that prints one value: the value
+        (`az keyvault secret show … --query value -o tsv`). A machine-made key after the colon that ends a
+        long sentence naming it. Kept: a command with no prompt that prints a record (`kubectl describe
+        secret`), code whose first line names a password's setting."""
+        self.assert_redacted({
+            "az keyvault secret show --vault-name kv-ops --name ftp-upload --query value -o tsv\nHarbour.Lamp61": ["Harbour.Lamp61"],
+            "Use this API key for the fleet endpoint when you write the integration test, it's only the sandbox one so no worries: 0edb8da284c623a9e8f76cd9a420a3bb\nThen run the tests.":
+                ["0edb8da284c623a9e8f76cd9a420a3bb"]})
+        self.assert_kept(("kubectl describe secret api-token-lx14ybbX\nName:         api-token-N3kLEiDu\nType:  kubernetes.io/service-account-token",
+                          '@Value("${mail.smtp.password}")\nprivate String smtpPassword;\n\n@PostConstruct\nvoid check() {}',
+                          "The token refresh job failed again last night, here is the request id for support: 7f3a9c2e4b1d4e8fa9c3b2d1e0f4a5b6"))
+
     def test_names_references_public_keys_and_types_where_a_secret_would_stand_are_kept(self):
         """Kept: a secret manager's reference with a space in its vault's name, PowerShell's `-Name` of a vault's
         secret, a list of secrets' names one a line, a CSS variable after a password's class, Tailscale's `mkey:`,
@@ -3845,8 +3898,9 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
         # says how to keep a start; raise this bound only for a rule that cannot have one.
         table = cc._rule_table()
         whole = [rule.name for index, (rule, _, starts) in enumerate(table) if not starts and cc._compiled_rule(index)[1] is None]
-        self.assertLessEqual(len(whole), 107, whole)  # (104: cookie-with-attributes, whose name is any word; 105: short-flag-random-value, whose flag is one letter;
-        # 106: context-literal-rows, whose header may name its credential in any of its items; 107: login-at-host, which starts at a colon)
+        self.assertLessEqual(len(whole), 108, whole)  # (104: cookie-with-attributes, whose name is any word; 105: short-flag-random-value, whose flag is one letter;
+        # 106: context-literal-rows, whose header may name its credential in any of its items; 107: login-at-host, which starts at a colon;
+        # 108: context-unprompted-output, anchored at a text's start by `\A`, which re tries at that one place)
         for name in ("context-split-secret", "code-for-a-place", "context-credential-word", "tls-key-log-secret"):
             self.assertNotIn(name, whole)
 
@@ -13081,7 +13135,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind165_corpus.json": (0.95, 0.98), "blind166_corpus.json": (0.96, 0.99),
                  "blind168_corpus.json": (0.99, 0.99), "blind169_corpus.json": (0.94, 0.99), "blind170_corpus.json": (0.84, 0.98),
                  "blind174_corpus.json": (0.87, 0.99), "blind175_corpus.json": (0.97, 0.99),
-                 "blind176_corpus.json": (0.82, 0.99), "blind177_corpus.json": (0.98, 0.99)}
+                 "blind176_corpus.json": (0.82, 0.99), "blind177_corpus.json": (0.98, 0.99),
+                 "blind179_corpus.json": (0.97, 0.99), "blind180_corpus.json": (0.96, 0.99), "blind181_corpus.json": (0.90, 0.99)}
 
 
 def corpus_texts() -> list:
