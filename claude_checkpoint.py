@@ -1004,7 +1004,7 @@ def _name_parts(name: str) -> list:
 _FOREIGN_NAME_WORDS = {
     **dict.fromkeys("""heslo hesla haslo hasło hasla sifre şifre sifresi jelszo jelszó jelszava contrasena contraseña
         contrasenya senha wachtwoord wagwoord losenord lösenord passord adgangskode salasana parolă parol geslo lozinka
-        sandi matkhau pasahitza""".split(), "password"),
+        sandi matkhau pasahitza nenosiri""".split(), "password"),
     **dict.fromkeys("""schluessel schlüssel sleutel nyckel nøgle nogle chiave clave llave chave cheie klucz klic klíč
         anahtar kunci avain kulcs""".split(), "key"),
     "jeton": "token", "geheimnis": "secret", "segreto": "secret", "segredo": "secret", "zugangsdaten": "credentials"}
@@ -1073,8 +1073,8 @@ def secret_strength(name: str) -> int:
     if last.endswith("community") or last == "seed" and before in ("ed25519", "x25519", "key", "wallet", "master", "private", "secret",
                                                                     "signing", "nacl", "sodium", "node", "validator", "account"):
         return 1  # an SNMP community (snmpd_rocommunity), a key's seed (ed25519_seed): secrets when machine-made
-    if last in ("private", "priv") and len(parts) > 1 and before not in ("is", "make", "set", "mark", "keep"):
-        return 1  # a key pair's private half named alone: Noise's static_private, node_priv; not a flag (is_private)
+    if last in ("private", "priv") and (len(parts) == 1 or before not in ("is", "make", "set", "mark", "keep")):
+        return 1  # a key pair's private half named alone: Noise's static_private, node_priv, netplan's `key:` ⏎ `private: …`; not a flag (is_private)
     if last in ("session", "sid", "sess") or last.endswith(("sessid", "sessionid")):
         return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
@@ -1270,6 +1270,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # a stand-in in another's shape: ghp_YourPersonalAccessTokenGoesHere, sk-ant-api03-...redacted... (a long value says so twice)
     if ":" in v and _regex(r"\d{6,12}:[A-Za-z_\-]{4,40}").fullmatch(v) and _is_placeholder(v.split(":", 1)[1]):
         return True  # a bot's id and a stand-in for its token: `123456789:REPLACE_ME`
+    if _regex(r"(?:REPLACE|CHANGE|INSERT|YOUR|PUT|ENTER)_[A-Z0-9_]{3,60}").fullmatch(v):
+        return True  # what goes there, in capitals with its length: REPLACE_WITH_64_HEX_CHARS
     if any(map(str.isdigit, v)):
         return False
     if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
@@ -1373,7 +1375,7 @@ def _is_path_or_version(value: str) -> bool:
         return True  # a cloud resource's name: projects/p/locations/global/keyRings/app/cryptoKeys/signing/cryptoKeyVersions/4
     if _regex(r"[a-z0-9][\w.\-]*(?::\d+)?/[A-Z][A-Z0-9_]{2,30}").fullmatch(v):
         return True  # a host and a database's service: oracledb.connect(dsn="was12/ERPPRD")
-    return _regex(r"[\^~<>=v]{0,2}\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?|\d+(?:\.\d+){4,}").fullmatch(v) is not None  # also an OID
+    return _regex(r"[\^~<>=v]{0,2}\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?|\d+(?:\.\d+){4,}|[a-z]{2,4}\d+(?:\.\d+){1,3}(?:-[a-z]{1,4}\d+(?:\.\d+){1,3})+").fullmatch(v) is not None  # also an OID, a bundle's versions (pg15.6-ts2.14.2)
 
 
 def _looks_random(value: str) -> bool:
@@ -1420,6 +1422,8 @@ def _accept_assignment(match: Any) -> bool:
     if name == "PASS" and _regex(r"---[ \t]$").search(match.string, max(0, match.start() - 4), match.start()):
         return False  # go test's result: `--- PASS: TestSignURL/expires_in_15m (0.00s)`
     strength = secret_strength(name)
+    if _regex(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+\-]\d\d:?\d\d)?)?").fullmatch(bare):
+        return False  # a date or a time: a satellite's `?pass=2025-03-12T04:12Z`
     if _name_parts(name)[-2:-1] in (["password"], ["credentials"], ["tls"], ["auth"], ["admin"]) and name.endswith("Secret") and _regex(
             r"[a-z0-9]+(?:-[a-z0-9]+)+").fullmatch(bare):
         return False  # a chart's value that names the Kubernetes Secret holding one: `--set opcua.passwordSecret=opcua-mes-bridge`
@@ -1926,8 +1930,8 @@ def _accept_random_bytes(match: Any) -> bool:
     if _regex(r"(?m)^trusted comment: [^\n]*\n$").search(match.string, max(0, match.start("s") - 300), match.start("s")):
         return False  # a minisign signature's global signature, under its trusted comment
     element = _regex(r"<([\w.:\-]{1,60})\b[^<>\n]{0,200}>$").search(match.string, max(0, match.start("s") - 300), match.start("s"))
-    if element and _tag_holds_data(element.group()):
-        return False  # an element's data in base64 (a texture, an icon), a pin's digest; not <Pass encoding="base64">
+    if element and _tag_holds_data(element.group()) or _named_as_data(match.string, match.start("s")):
+        return False  # an element's data in base64 (a texture, an icon), a pin's digest, a name's (`"frame_b64": …`); not <Pass encoding="base64">
     try:
         decoded = binascii.a2b_base64(blob)
     except (binascii.Error, ValueError):
@@ -1940,6 +1944,16 @@ def _accept_random_bytes(match: Any) -> bool:
 
 # How files of kinds a session shows in base64 begin: ICO, PNG, GIF, JPEG, PDF, ZIP, gzip, WebP's RIFF.
 _FILE_MAGIC = (b"\x00\x00\x01\x00", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"%PDF", b"PK\x03\x04", b"\x1f\x8b\x08", b"RIFF")
+# Words of a name that holds data in base64, not a key: `"frame_b64": "…"`, `IQ_SAMPLES_B64 = (`.
+_DATA_NAME_WORDS = frozenset("b64 base64 frame frames sample samples payload image img icon thumbnail thumb fixture fixtures audio wav png jpg jpeg pdf packet packets iq".split())
+
+
+def _named_as_data(text: str, start: int) -> bool:
+    """Whether the name a value (or the literals that open at start) is given says it is data in base64 and
+    nothing secret: `"frame_b64": "Gs/8…=="`, `IQ_SAMPLES_B64 = (⏎ "tz+q…"`."""
+    named = _regex(r"([A-Za-z_][\w.\-]{0,60})[\"']?[ \t]*[:=][ \t]*\(?\s*[\"']?$").search(text, max(0, start - 120), start)
+    parts = set(_name_parts(named.group(1))) if named else set()
+    return bool(parts & _DATA_NAME_WORDS) and secret_strength(named.group(1)) == 0 and not _regex(_CREDENTIAL_WORDS).search(named.group(1).replace(".", " "))
 
 
 def _accept_quoted_key(match: Any) -> bool:
@@ -2123,6 +2137,8 @@ def _accept_argument(match: Any) -> bool:
         return False  # where the command reads it: `mosquitto_passwd -b … user /dev/stdin`
     if _regex(r"[A-Za-z_][\w.]{0,40}=").match(bare) and match.group().lstrip("/").lower().startswith("p:"):
         return False  # MSBuild's property: `/p:Configuration=Release`
+    if match.string[match.end("s"):match.end("s") + 1] in ("\"", "'") and value[:1] not in "\"'" and bare.isalpha():
+        return False  # the end of a message that quotes the command: `msg="vault login failed"`
     return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted", "public", "via", "with", "using")  # (`vault login via OIDC`)
 
 
@@ -2622,7 +2638,7 @@ _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od|fold|strings|nl|tac)\b[^\n]*?(?i:secret|token|cred|(?:mfa|totp|otp)[\w\-]*\.txt\b|seed\.txt\b"
     r"|passw(?!d\b)|pwd|passphrase|\.pw\b|/pw\.txt\b|\.psk\b|[._\-]pass\b|key[\w.\-]*\.(?:bin|der|raw)\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa(?!\.pub)|id_ed25519(?!\.pub)|id_ecdsa(?!\.pub)|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
-    r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets)"
+    r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets|(?<![a-z])(?:kek|zmk|ceremony)(?![a-z]))"
     r"|(?:(?:echo|printf)[^\n|]*\|[ \t]*)?op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject|(?:signin|account[ \t]+add)[^\n]*--raw)|vault[ \t]+(?:kv[ \t]+get|read(?![ \t]+transit/keys/)|write|token[ \t]+create"
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|[\w\-]*rails[ \t]+runner[^\n]*token|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
     r"|(?:python3?[ \t]+-m[ \t]+)?keyring[ \t]+get|systemd-creds[ \t]+(?:decrypt|cat)|gpg2?[ \t][^\n|]*--export-secret-(?:sub)?keys|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
@@ -2633,7 +2649,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?|config[ \t]+view\b[^\n]*--raw)|sops[ \t]+(?:-d|--decrypt|decrypt)"
     r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|gpg2?[ \t][^\n|]*--gen-random\b|[^\n]*?/dev/u?random\b|heroku[ \t]+(?:auth:token|config)"
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+(?:tokens?|(?:pre)?auth-?keys?)[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
-    r"|printenv|env\b|pwgen|apg|makepasswd|rclone[ \t]+obscure|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
+    r"|printenv|env\b|pwgen|apg|makepasswd|rclone[ \t]+obscure|[\w\-]+d[ \t]+keys[ \t]+export\b|goal[ \t]+account[ \t]+export|ssss-split|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output|docker[ \t]+secret[ \t]+inspect"
     r"|cloudflared[ \t]+tunnel[ \t]+token|[\w\-]+[ \t][^\n|]*?\bget-(?:auth|access|api)-(?:string|token|key)s?\b"  # a tunnel's token, a Redis instance's AUTH string
     r"|firebase[ \t]+login:ci|p4[ \t]+[^\n]*\blogin[ \t]+-p\b|p4[ \t]+(?:-[a-z][ \t]+\S+[ \t]+)*tickets\b|[^\n]*ProtectedData\]::Unprotect\(|vercel[ \t]+env[ \t]+pull|echo[ \t]+\S*(?i:key|token|secret|pass)"
     r"|aws[ \t][^\n]*?--query[ \t=]+['\"][^'\"\n]*(?i:presharedkey|password|secret|token)"  # a describe- that selects a secret: --query '…PreSharedKey'
@@ -3224,7 +3240,8 @@ def _spoken_passphrase(match: Any) -> list:
                        r"|(?:[^\n\"'«“„`]|«redacted»){0,80}?[\"'«“„`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]"
                        r"|[ \t]+(?P<bare>" + _SPOKEN_PASSPHRASE + r")[ \t]*(?:\n|$)").match(match.string, match.end())  # `wpa2-psk passphrase a b c d 58`
     elif not _names_machine_value(match.group()):
-        found = _regex(r"[^\n\"'«“„`]{0,80}?[\"'«“„`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
+        found = _regex(r"(?:[^\n\"'«“„`]|(?<=[A-Za-z])'(?=[a-z]))"  # (an elision's apostrophe is no quote: "c'est")
+                       r"{0,80}?[\"'«“„`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
         found = found if found and len(found.group("quoted").split()) >= 4 and not set(found.group("quoted").split()) & _COMMON_WORDS else None
     else:
         return []
@@ -3252,7 +3269,7 @@ _DESCRIBING_A_PASSPHRASE = frozenset("random words word diceware example style".
 # soir 42 »`), or four words or more that end the line after a colon, or make the line under it.
 _SENTENCE_WORDS = r"(?:[^\W\d_]{1,14}(?:-[^\W\d_]{1,14})?[ \t]){%s}(?:[^\W\d_]{1,14}|\d{1,4})"
 _SENTENCE_PASSPHRASE = (r"[^\n\"«“]{0,80}?[\"«“][ \t]*(?P<s>" + _SENTENCE_WORDS % "2,9" + r")[ \t]*[\"»”]",
-                        r"[^\n:=\"«“]{0,80}?[:=][ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*(?:[.!][ \t]*)?(?:\r?\n|$)",
+                        r"[^\n:=\"«“]{0,80}?[:=][ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*(?:[.!][ \t]*)?(?:\([^()\n]{1,80}\)[ \t]*)?(?:\r?\n|$)",  # (a note after it: "(all lowercase, with spaces)")
                         r"[^\n:=\"«“]{0,80}?[:=][ \t]*\r?\n[ \t]*(?P<s>" + _SENTENCE_WORDS % "3,9" + r")[ \t]*(?:\r?\n|$)")  # (the line under: words alone, below)
 
 
@@ -3527,6 +3544,8 @@ def _find_login_message(match: Any) -> list:
     return spans
 
 
+# A public PEM block (a certificate, a public key) in base64, as a kubeconfig's client-certificate-data holds it.
+_PUBLIC_PEM_BASE64 = r"LS0tLS1CRUdJTiBDRVJUSUZJQ0FUR|LS0tLS1CRUdJTiBQVUJMSUMgS0VZ|LS0tLS1CRUdJTiBQR1AgUFVCTElD"
 # Commands that print one secret value and nothing else: its first line is the value, whatever
 # its shape (a password a person chose as much as a token).
 _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|[ \t])(?:go)?pass[ \t]+(?:show[ \t]+)?[\w./\-]+[ \t]*$"
@@ -3674,6 +3693,8 @@ def _find_printed_secrets(match: Any) -> list:
     if _regex(r"(?i)[.\[{'\"](?:data\.)?(?:user(?:name)?|login|email|host(?:name)?|port|db|database|dbname|url|region)\b[}'\"\]]"
               r"|--query[ \t=]+['\"]?(?:VersionId|ARN|Name|CreatedDate|VersionStages)\b").search(command):
         return []  # it prints a name: `jsonpath='{.data.username}' | base64 -d`, `--query 'VersionId'`
+    if _regex(r"(?:^|[ \t|])grep[ \t]+(?:-[A-Za-z]*[clL][A-Za-z]*|--count|--files-with(?:out)?-match(?:es)?)\b").search(command):
+        return []  # grep's counts and file names: `grep -c -i "secret" src/**/*.ts` prints `src/auth/clientSecret.ts:12`
     if _regex(r"(?i)\bcredential\.(?:helper|username|usehttppath)\b").search(command):
         return []  # git's credential settings name a helper, a user: `git config --get credential.helper` prints `osxkeychain`
     if _regex(r"(?:jsonpath|go-template|template)=").search(command) and not _regex(r"(?i)(?<![a-z])data\b|stringdata|token|pass|secret|key|cred|auth").search(
@@ -3715,7 +3736,7 @@ def _find_printed_secrets(match: Any) -> list:
                 r"[A-Za-z_][\w.\-]*[=:]|#(?=[\s#!]|[A-Za-z]+\b|$)|\"[A-Z][A-Z0-9_]*\",?$").match(word) and not _is_masked_or_public(word) and not _regex(
                 _NOT_RANDOM_MARKS).search(word) and not _is_path_or_version(word.strip("\"',")) and not any(a <= first < b for a, b in spans):
             spans.append((first, first + len(word)))  # (a JSON list of names prints paths: "/ferry/prod/DATABASE_PASSWORD",; a comment prints none, but a key may start with `#`: Django's `#0u@hs…`)
-    return sorted(set(spans))
+    return sorted(set(span for span in spans if not _regex(_PUBLIC_PEM_BASE64).match(text, span[0])))  # (a kubeconfig's client-certificate-data is public)
 
 
 def _holds_a_password(cell: str) -> bool:
@@ -4587,12 +4608,17 @@ def _find_split_literals(match: Any) -> list:
     if _regex(r"v=(?:DKIM1|spf1|DMARC1|BIMI1)\b").search(_line_before(text, match.start(), 2000)):
         return []  # a DNS TXT record's strings (a DKIM key's `p=` over 255-character chunks): public
     opening = text.rfind(quote, max(0, match.start() - 1024), match.start())
-    if not _ends_machine_made(text, match.start()) or opening >= 0 and _is_masked_or_public(text[opening + 1:match.start()]):
-        return spans  # (a literal that begins a picture's bytes in base64, `"iVBORw0KGgo…"`, is continued by more of them)
-    for literal in _regex(r"""["'`]([^"'`\n]{1,1024})["'`]""").finditer(match.group("s")):
+    literals = list(_regex(r"""["'`]([^"'`\n]{1,1024})["'`]""").finditer(match.group("s")))
+    if opening >= 0 and (_is_masked_or_public(text[opening + 1:match.start()]) or _named_as_data(text, opening)):
+        return spans  # (a literal that begins a picture's bytes in base64, `"iVBORw0KGgo…"`, is continued by more of them; data a name says is: IQ_SAMPLES_B64)
+    if not _ends_machine_made(text, match.start()):
+        if not literals or literals[0].group(1) != REDACTED:
+            return spans
+        literals, opening = literals[1:], -1  # a prefix (`'fk_live_'`), then a part a reading took: the parts after it
+    for literal in literals:
         part = literal.group(1)
         if (_regex(r"[A-Za-z0-9+/=_\-.~]{6,}").fullmatch(part) and (_regex(r"\d").search(part) and _regex(r"[A-Za-z]").search(part)
-                or looks_machine_generated(part)) and not _is_reference(part)):
+                or looks_machine_generated(part)) or _has_three_classes(part.rstrip(";")) and not _regex(r"[=,:/%{}<>]").search(part)) and not _is_reference(part):
             spans.append((start + literal.start(1), start + literal.end(1)))
             continue
         head = _regex(r"[^\s;&,\"'`]{4,128}(?=[;&])").match(part)
@@ -4811,6 +4837,9 @@ def _accept_url_parameter(match: Any) -> bool:
     if len(name) == 1 and _regex(r"(?i)/[\w\-]*(?:invit|convit|einlad|accept|aceit|magic|verif|confirm|reset|activat|ativa|login|signin|sign-in|entrar|acesso|acceso|connexion|anmeld|logowan|zaloguj)[\w\-/]*(?:\?[^\s#?]*)?$").search(
             _line_before(match.string, match.start(), 200)):
         return looks_machine_generated(value)  # an invitation's or a magic link's token: /convite/aceitar?t=…, /u/login?t=…
+    if name == "md5" and _regex(r"[A-Za-z0-9_\-]{22}").fullmatch(value) and _regex(r"[?&]expires=\d{9,11}").search(
+            match.string, max(0, match.start() - 300), match.end("s") + 40):
+        return True  # nginx's secure link: `?md5=<22 characters of base64url>&expires=<a time>`, a hash keyed with its secret
     if name.endswith("_code") and name in _SIGNED_URL_PARAMETERS and _regex(r"\d{4,8}").fullmatch(value):
         return True  # a one-time code a link carries: `verification_code=53108524`
     if _is_reference(value) or (name not in _SIGNED_URL_PARAMETERS and not name.endswith(("signature", "-signed", "_signed", "tokenhash")) and strength == 0):
@@ -5323,12 +5352,15 @@ tableau-trusted-ticket       -                      /trusted/(?P<s>[A-Za-z0-9_\-
 openssl-raw-key              -                      \bopenssl\b[^\n]{0,200}?[ \t]-K[ \t]+(?P<s>[0-9a-fA-F]{32,128})\b
 #   catch: openssl enc -d -aes-256-cbc -K «8bddf793dc328ec196f64c8ffcdb4f6e7c7968adcc0881efdff18485f00e20d5» -iv d2d8e2b317767db31168c865adfec325 -in blob.bin
 #   keep:  openssl enc -d -aes-256-cbc -K "$KEY" -iv "$IV" -in blob.bin
-account-link-token           random                 /(?:reset-password|password-reset|reset|verify-email|verify|confirm|invite|invitation|magic-link|magic|login/magic|activate|unsubscribe|dashboard/snapshot|join/[a-z]{1,2}|integration)/(?P<s>[A-Za-z0-9_\-]{20,256})(?![A-Za-z0-9_\-])
+account-link-token           random                 /(?:reset-password|password-reset|reset|verify-email|verify|confirm|invites?|invitations?|accept/\d{1,12}|magic-link|magic|login/magic|activate|unsubscribe|dashboard/snapshot|join/[a-z]{1,2}|integration)/(?P<s>[A-Za-z0-9_\-]{20,256})(?![A-Za-z0-9_\-])
 #   catch: Link (valid 30 min): https://accounts.example.com/reset-password/«SUhRId24gZq5ZNJwiZh0T70xa1fWbLoT70AHwwexu4P»
 #   catch: Shared the incident dashboard as a public snapshot: https://grafana.example.io/dashboard/snapshot/«7KjeLbSmchHxIdCpzABmwDfGVaDJaRco»?orgId=1
 #   keep:  GET /reset-password/new?locale=en
 #   catch: {"event":"member_invite.created","invite_url":"https://app.example.org/join/t/«Rk82LmQx7Zp3Wv9Tn4Yb6Hc1Jd5Fg0Ks»"}
 #   catch: routing: https://events.example-pager.com/integration/«q4k8z2m6x1v9c3b7n5w0r8t2y6u4i1o3»/enqueue
+#   catch: Accept invitation: https://gitlab.example.org/-/invites/«Qw7Lm2Xr5Kp9Tz3Vb6Nc»?invite_type=initial_email
+#   catch: Click to accept: https://example.sentry.io/accept/3568228/«e78a4fadb2bf1e42b2f35a7c6daeb45da9b9e47acc26923f8a074edad9500545»/
+#   keep:  Decline invitation: https://gitlab.example.org/-/invites/<same>/decline
 # Pentest tools' findings: crackmapexec's and netexec's `[+] domain\user:password`, mimikatz's `* Password :`, wpscan's `[SUCCESS] - user / password`.
 pentest-found-password       not-reference          (?:\[\+\][ \t]+[\w.\-]{1,64}\\[\w.$\-]{1,64}:|(?m:^)[ \t]*\*[ \t]+(?:Password|NTLM|SHA1)[ \t]*:[ \t]*|\[SUCCESS\][ \t]+-[ \t]+\S{1,64}[ \t]+/[ \t]+)(?P<s>(?!\(null\))[^\s(]{4,128})
 #   catch: SMB  10.55.252.41  445  FS01  [+] corp.local\svc_sql:«Crimson8175$» (Pwn3d!)
@@ -5400,6 +5432,17 @@ placeholder-default-secret   assignment             \$\{(?P<name>[\w.\-]{0,60}(?
 #   catch: @Value("${jwt.secret:«0e4ntYnP9X8YzuEwykPZxf7/Zq8Lm2Xr5Kp9Tw3V»}")
 #   catch: export PGPASSWORD=${DB_PASSWORD:-«Summer2021!»}
 #   keep:  @Value("${jwt.secret:}") and ${API_TOKEN:-${FALLBACK_TOKEN}}
+# A literal a secret's name falls back to when what it reads first gives nothing: `let token = Keychain.read("…") ?? "…"`,
+# `token = os.getenv("T") or "…"`, `$key = $cfg['k'] ?: '…'`.
+fallback-default-secret      assignment             (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})(?:[ \t]*:[ \t]*[\w.?<>\[\]]{1,40})?[ \t]*(?::=|=)[ \t]*[^\n=;]{1,160}?[ \t](?:\?\?|\|\||or|\?:)[ \t]+(?P<s>"[^"\n]{4,256}"|'[^'\n]{4,256}')
+#   catch: let token = Keychain.read("satnogs") ?? "«402e0335ad15abeeee52375c262ef0234f826b37»" // simulator
+#   catch: api_token = os.getenv("T") or "«9f2b4c7a1d3e5f60a8b7c6d5»"
+#   keep:  let token = Keychain.read("satnogs") ?? ""
+#   keep:  title = page.title or "Untitled document"
+# A Stellar account's secret seed (`S` and 55 characters of base32) where code or a note names it one.
+stellar-secret-seed          -                      (?:from_secret|fromSecret|secret[ _]?seed|SECRET_SEED)[("' \t:=]{1,4}(?P<s>S[A-Z2-7]{55})(?![A-Z0-9])
+#   catch: source = Keypair.from_secret("«SRGV5G5WDRYH4M6W3CT4MYBMALMF26WB2VXNN3PCJ2J5K4UISAK4DFX2»")
+#   keep:  destination = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
 # A default in code for a secret the environment may not give: `os.getenv("DB_PASSWORD", "…")`,
 # `process.env.ADMIN_PASS || "…"`, `ENV.fetch("API_TOKEN") { "…" }`, `env("APP_KEY", "…")`.
 environment-default-secret   assignment             (?:(?:getenv|environ\.get|ENV\.fetch|Getenv|getEnv|GetEnvironmentVariable|env|config|env::var)\([ \t]*["']|process\.env\.)(?P<name>[\w.\-]{0,60}(?i:secret|passw|token|key|pwd|pass)[\w.\-]{0,40})(?:["'][ \t]*(?:,[ \t]*|\)[ \t]*(?:\|\||\?\?|or|\?:|\{)\s{0,40}|\)[ \t]*\.unwrap_or(?:_else)?\([ \t]*(?:\|_?\|[ \t]*)?(?:String::from\([ \t]*)?)|[ \t]*(?:\|\||\?\?)\s{0,40})(?P<s>"[^"\n]{4,256}"|'[^'\n]{4,256}')
@@ -5701,10 +5744,11 @@ token-in-service-path        -                      (?:boxcloud\.com/d/\d{1,2}/(
 # A key read out in groups of hex digits (as a ceremony's sheet or a person dictating it writes it) on the line that
 # names it or the next: "Recovery AES key (read it out in groups):" ⏎ `9bf8728a d7b4051b …`, `Key component: CD17 C28D …`;
 # not a fingerprint's or an id's groups.
-hex-groups-named-key         -                      (?i)(?<![\w\-])(?<!public[ _\-])(?<!pub[ _\-])(?:key|keys|schlüssel|clé|clave|chave|chiave|klucz|ключ|sleutel|nyckel|secret|component|komponente|componente|komponent[auy]?|컴포넌트)\b(?![ \t]*(?:id|fingerprint|fpr|grip|hash|digest|check|data)\b)[^\n:=]{0,80}:[ \t]*(?:\r?\n[ \t]*)?(?P<s>(?=[0-9a-fA-F \t]*[a-fA-F])[0-9a-fA-F]{4,8}(?:[ \t]+[0-9a-fA-F]{4,8}){3,15})(?![ \t]*(?!(?i:kcv|check[ \t]value)\b)[\w:])
+hex-groups-named-key         -                      (?i)(?<![\w\-])(?<!public[ _\-])(?<!pub[ _\-])(?:key|keys|schlüssel|clé|clave|chave|chiave|klucz|ключ|sleutel|nyckel|secret|component|komponente|componente|komponent[auy]?|컴포넌트)\b(?![ \t]*(?:id|fingerprint|fpr|grip|hash|digest|check|data)\b)(?:[^\n:=(]|\([^\n)]{0,60}\)){0,80}:[ \t]*(?:\r?\n[ \t]*)?(?P<s>(?=[0-9a-fA-F \t]*[a-fA-F])[0-9a-fA-F]{4,8}(?:[ \t]+[0-9a-fA-F]{4,8}){3,15})(?![ \t]*(?!(?i:kcv|check[ \t]value)\b)[\w:])
 #   catch: Recovery AES key for the vault (read it out loud in groups):\n«4c1d9e7a b38f2056 e9a4c71d 0f6b2e83»
 #   catch: Key component: «A3F1 9C2E 7B40 D58E 16C9 2FA7 E03B 8D54»
 #   catch: Componente 2 (custodia B): «0593 237D 3C42 5FD3 52A6 F36C EAD1 D9CC»  KCV 98B92A
+#   catch: Component 1 (custodian: C. Weber):  «453E CF4C C198 41AD C70D 2ADA 8A11 39CF»   KCV 9BEB62
 #   keep:  Primary key fingerprint: 5F2D 8A4B 91C3 7E06 D2F8  4A1B 9E3C 7D20 C5B1 8F46
 #   keep:  Key ID: 4A1B 9E3C 7D20 C5B1
 #   keep:  Public key: 04A3 9C2E 7B40 D58E 16C9 2FA7 E03B 8D54
@@ -7823,7 +7867,7 @@ context-commented-logins     commented-logins       (?i)\b(?:basic[ \-]?auth|htp
 #   catch: # to create with htpasswd -b, then delete this file\neditor1 «Redakt!on-01»\nreview  «Lektorat_77x»
 #   keep:  # users and their home folders\nalice /home/alice\nbob   /home/bob
 #   keep:  # accounts created this week\nalice.berg:2024-10-01\nli.wei:2024-10-02
-context-command-output       printed-secrets        (?m)^(?:{PROMPT_LINE}*(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})|{SECRET_FILE_COMMENT})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#])))
+context-command-output       printed-secrets        (?m)^(?:{PROMPT_LINE}*(?:[\w\-]+[^\n;|&]{0,60}?(?:;|&&)[ \t]*)?(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})|{SECRET_FILE_COMMENT})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#])))
 #   catch: $ sudo systemd-creds decrypt /etc/credstore.encrypted/opcua-client.cred -\n«_ccL5JJKNt3HDD11gjadgfCnewND»
 #   catch: # /etc/mongod.keyfile (chmod 400)\n«pUwBsPUclEkDMIsPg2S8e74Llh0eoQYj9Ehhx143SAaSzxMuhAmS901jlEm7zWdXbTSrUHj9iaIY»
 #   catch: # .vault_pass (never commit)\n«Fjord-Lantern-Quarry-82»
@@ -8132,7 +8176,7 @@ devtools-cookie-table        random                 (?m)^(?:Name\tValue\t[^\n]*\
 # The rest of a secret split over string literals (`"…" +`, Python's implicit joining), after a machine-made part.
 # (The quote comes before the look back at the character before it: a pattern that starts with a
 # character lets the regex engine skip to where it is, and this rule runs on every text.)
-context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:(?:\+|\.|\\|&[ \t]*_|_(?=[ \t]*\r?\n))[ \t]*)?(?:`[ \t]*)?(?:\r?\n[ \t]*)?(?:>>[ \t]+)?(?:[+&][ \t]*)?(?:[rbuf]|\$?@)?["'`][^"'`\n]{1,1024}["'`]){1,20})
+context-split-literal        split-literals         ["'`](?<=[\w+/=.~\-»].)(?P<s>(?:[ \t]*(?:(?:\+\+|\+|\.|\\|//(?:[ \t]*&)?|&[ \t]*_|_(?=[ \t]*\r?\n))[ \t]*)?(?:`[ \t]*)?(?:\r?\n[ \t]*)?(?:>>[ \t]+)?(?:(?:\+\+|[+&])[ \t]*)?(?:[rbuf]|\$?@)?["'`][^"'`\n]{1,1024}["'`]){1,20})
 #   catch: var k = "«YR0dWHS5VPlylurTOIY97J»"\n      + "«A+7QlMeJSEoAcH6X0Eq9I=»";
 #   catch: OPENAI_KEY = (\n    "«sk-proj-Aa9IDg4Tt_wUgKnGng1WgV2HzsUzxJULN»"\n    "«OIUuiX_Xz0AUhR8kNLFONVD16mT3BlbkFJk3»"\n)
 #   catch: String secretKey = "«sBjzasHn8DDziNLoCRzN»"\n        + "«1P8V3VjAO7djNZDVCo8L»";
@@ -8439,8 +8483,11 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     replaced: list = []
     original = text
     text, count = _apply_rules(text, count, replaced)
+    ruled = text
     for _name, reading in _second_readings(original):
         text, count = reading(original, text, count, replaced)
+    if text != ruled and REDACTED in text:  # a reading took a literal's first parts: the literals that continue it, read again
+        text, count = _apply_rules(text, count, replaced, only=_rule_indexes("context-split-literal"))
     if REDACTED in text and "\n" in text:
         text, count = _redact_wrapped_rest(text, count, replaced)
         text, count = _redact_wrapped_head(text, count, replaced)
@@ -8554,6 +8601,7 @@ _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|de
                r"|padlocks?|cadeados?|candados?|lucchett[oi]|cadenas|vorhängeschl(?:oss|össer)|kłódk\w{1,2}|hangslot|hänglås"  # a padlock's number is its combination
                r"|toegangscode\w{0,2}|codeslot\w{0,2}|sim[ \t\-]?pin|puk|zugangscode\w{0,2}|access code|code d'accès|código de acceso"  # an access code, a code lock
                r"|(?:master|y[öo]netici)[ \t]+(?:kod|kodu|code)|c[óo]digo maestro|code ma[îi]tre"  # a master code opens every lock
+               r"|key ?box(?:es)?|lock ?box(?:es)?|sleutelkas(?:se)?|schlüsselbox\w{0,2}|nyckelbox\w{0,3}|caja de llaves|bo[îi]te [àa] cl[ée]f?s"  # what a key box's number opens
                r"|installer code|code installateur|c[óo]digo (?:de )?instalador|codice (?:dell')?installatore|errichtercode|nambari ya siri)(?![^\W\d_])")
 # What names a number as something else right before it: a ticket's, a port's, an error's code, a time after "at".
 _NOT_A_CODE_BEFORE = (r"(?i)(?:#|\b(?:no|nr|n[oº°]|num(?:ber|éro|ero|mer)?|numer|número|номер|رقم|ticket|order|invoice|id|port|ext(?:ension)?|phone|tel|fax|build|version|v|pr|issue|line"
@@ -8611,10 +8659,10 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord|wagwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
-                   r"|kata sandi|sandi|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
+                   r"|kata sandi|sandi|nenosiri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "kennwort", "contrase", "senha", "wachtwoord", "wagwoord", "losen", "salasana", "haslo", "heslo", "parola",
-                        "adgangskode", "kodeord", "koden", "sifre", "sandi", "lozink", "gesl", "ifr")
+                        "adgangskode", "kodeord", "koden", "sifre", "sandi", "nenosiri", "lozink", "gesl", "ifr")
 # Words for logging in, which make a sentence's password-shaped value its password as a word for one does:
 # a verb before what one logs in with ("log into the unifi controller, karim / Provenc3&2", "devi entrare
 # con …"), or one after it ("mit Kiefer#8812 anmelden", "X로 로그인").
@@ -9334,7 +9382,7 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # partie … : « … »", "後半は「…」", "… is the end of it". Read only after a redacted value, within the
 # lines that follow it.
 _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
-                       r"|\bzbytek|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
+                       r"|\bzbytek|\b(?:h)?alafu\b|\bende[ \t]*(?=[:：])|\bla[ \t]+fin[ \t]+c'est|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\bpezzo[ \t]*(?:2|due)\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in)|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|(?<![^\s:：])fin[ \t]*(?=[:：])|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
@@ -9344,7 +9392,7 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu|(?:сүүлийн|хоёр(?:дахь|дугаар))[ \t]+хэсэг)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ|و?الباقي|و?الجزء[ \t]+الثاني"
                        r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\b(?:sehemu|na)[ \t]+ya[ \t]+pili|\biliyobaki|\b(?:that|this|it)[ \t]*\+(?=[ \t]*\S)|(?:(?<=[:>][ \t])|(?<=^))(?:\.{3}|…)(?=[ \t]*[^\s.…]))|बाकी|दूसरा(?:[ \t]+हिस्सा)?")  # Hindi's (also written in Latin letters), Swahili's
 _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>|=>)[ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
-                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])"
+                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』]|(?<=[\"'])[,}\]])"  # (a chat's JSON export: `…c'est WF!Qg…"},`)
                  r"|(?<![^\s\"'«„“「(])(?P<before>[^\s\"'«»„“”「」`()]{4,128})[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
 
 
@@ -9431,7 +9479,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
@@ -10929,7 +10977,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     values = [inside for a, b in parts for value in found_values for inside in (_part_in_value(original[a:b], value),) if inside]
     values += [value for value in found_values if pairs and value in original]
     values += [original[a:b] for _, _, made, spans in built if _is_random_when_joined(made[1:-1], [original[a:b] for a, b in spans if b > a])
-               for a, b in spans if b > a]  # (not a wrap's: two hashes one above the other are no secret; not a join's empty separator, `join("", […])`)
+               and not (spans and _named_as_data(original, spans[0][0]))
+               for a, b in spans if b > a]  # (not a wrap's: two hashes one above the other are no secret; not a join's empty separator, `join("", […])`; not data a name says is: IQ_SAMPLES_B64)
     replaced += values
     return _redact_again(text, count, values, shortest=4)
 
@@ -11345,6 +11394,17 @@ def _line_rules() -> frozenset:
 
 
 _LINE_RULES: Optional[frozenset] = None
+
+
+def _rule_indexes(*names: str) -> frozenset:
+    """The indexes in _rule_table() of the rules of those names (kept: redact asks at every call)."""
+    kept = _rule_indexes.kept.get(names)
+    if kept is None:
+        kept = _rule_indexes.kept[names] = frozenset(index for index, (rule, _, _) in enumerate(_rule_table()) if rule.name in names)
+    return kept
+
+
+_rule_indexes.kept = {}
 
 
 def _apply_rules(text: str, count: int, replaced: list, only: Optional[frozenset] = None) -> tuple:
@@ -11972,11 +12032,11 @@ RULE_WORDS = {
     "sas-encoded-password": ("035cd5e7", ("{sas00", "{sasenc"), ("{sas00", "{sasenc"), ("}",)),
     "tableau-trusted-ticket": ("7bfa0169", ("/trusted/",), ("/trusted/",), ()),
     "openssl-raw-key": ("a6b61da0", ("openssl",), ("openssl",), ("-k",)),
-    "account-link-token": ("ccf0a431", ("/activate", "/confirm", "/dashboard/snapshot", "/integration", "/invitation",
-        "/invite", "/join/", "/login/magic", "/magic", "/magic-link", "/password-reset", "/reset", "/reset-password",
-        "/unsubscribe", "/verify", "/verify-email"), ("/activate", "/confirm", "/dashboard/snapshot", "/integration",
+    "account-link-token": ("d903a93a", ("/accept/", "/activate", "/confirm", "/dashboard/snapshot", "/integration",
         "/invitation", "/invite", "/join/", "/login/magic", "/magic", "/magic-link", "/password-reset", "/reset",
-        "/reset-password", "/unsubscribe", "/verify", "/verify-email"), ()),
+        "/reset-password", "/unsubscribe", "/verify", "/verify-email"), ("/accept/", "/activate", "/confirm",
+        "/dashboard/snapshot", "/integration", "/invitation", "/invite", "/join/", "/login/magic", "/magic",
+        "/magic-link", "/password-reset", "/reset", "/reset-password", "/unsubscribe", "/verify", "/verify-email"), ()),
     "pentest-found-password": ("47b51b61", ("[+]", "[success]", "ntlm", "password", "sha1"), (), ()),
     "doppler-token": ("5d542c13", ("dp.audit", "dp.ct", "dp.pt", "dp.sa", "dp.scim", "dp.st"), ("dp.audit", "dp.ct",
         "dp.pt", "dp.sa", "dp.scim", "dp.st"), ()),
@@ -11997,6 +12057,14 @@ RULE_WORDS = {
     "login-at-host": ("a2e02cb2", (":",), (), ("@",)),
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
     "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",), ("${",)),
+    "fallback-default-secret": ("f9fee047", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community",
+        "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek",
+        "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat",
+        "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
+        "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord",
+        "zmk", "zpk", "şifre"), (), ("?:", "??", "or", "||")),
+    "stellar-secret-seed": ("84db7f1b", ("from_secret", "fromsecret", "secret", "secret_seed"), ("from_secret",
+        "fromsecret", "secret", "secret_seed"), ()),
     "environment-default-secret": ("837e5413", ("config", "env", "env.fetch", "env::var", "environ.get", "getenv",
         "getenvironmentvariable", "process.env."), ("config", "env", "env.fetch", "env::var", "environ.get", "getenv",
         "getenvironmentvariable", "process.env."), ("key", "pass", "passw", "pwd", "secret", "token")),
@@ -12102,7 +12170,7 @@ RULE_WORDS = {
         "secret", "sig", "signature", "token"), ("=",)),
     "token-in-service-path": ("5a384620", ("/oncall/integrations/v1/", "boxcloud.com/d/", "fioapi.fio.cz/v1/rest/"),
         ("/oncall/integrations/v1/", "boxcloud.com/d/", "fioapi.fio.cz/v1/rest/"), ()),
-    "hex-groups-named-key": ("4dfca886", ("chave", "chiave", "clave", "clé", "component", "componente", "key", "keys",
+    "hex-groups-named-key": ("4a01bb32", ("chave", "chiave", "clave", "clé", "component", "componente", "key", "keys",
         "klucz", "komponent", "komponente", "nyckel", "schlüssel", "secret", "sleutel", "ключ", "컴포넌트"), ("chave",
         "chiave", "clave", "clé", "component", "componente", "key", "keys", "klucz", "komponent", "komponente",
         "nyckel", "schlüssel", "secret", "sleutel", "ключ", "컴포넌트"), (":",)),
@@ -12706,46 +12774,48 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("8b8b154e", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
+    "context-command-output": ("6af5d0c4", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
         "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env",
         ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12",
         ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
         ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", ".txt", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/pw.txt", "/session", "/token", "account", "age-keygen", "ansible-vault",
-        "apg", "api", "auth", "aws", "bootstrap", "bun", "cfg.php", "cloudflared", "config", "config-get", "configure",
-        "cookie", "create", "create-for-rbac", "cred", "credential", "decrypt", "deno", "docker/config.json",
-        "document", "doppler", "echo", "env", "export-key", "firebase", "gcloud", "generate", "generate-data-key",
-        "generate-random", "generate_key(", "genkey", "get", "get-access", "get-access-token", "get-api", "get-auth",
-        "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "get_random_secret_key(",
-        "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject",
-        "inspect", "key", "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore",
-        "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic",
-        "nmcli", "node", "obscure", "openssl", "pass", "passphrase", "passw", "perl", "php", "phx.gen.secret",
-        "printenv", "private", "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails", "random",
-        "randombytes(", "read", "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool",
-        "securerandom.", "seed.txt", "shadow", "signin", "solana", "sops", "status", "storage", "systemd-creds",
-        "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock", "urandom(", "variable",
-        "variables", "vault", "vault_pass", "vercel", "wallet", "wrangler"), (), ("\n",)),
-    "context-unprompted-output": ("8881c3dc", ("$env:", "--export-secret-", "--expose-token", "--fields",
+        "apg", "api", "auth", "aws", "bootstrap", "bun", "ceremony", "cfg.php", "cloudflared", "config", "config-get",
+        "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "decrypt", "deno",
+        "docker/config.json", "document", "doppler", "echo", "env", "export", "export-key", "firebase", "gcloud",
+        "generate", "generate-data-key", "generate-random", "generate_key(", "genkey", "get", "get-access",
+        "get-access-token", "get-api", "get-auth", "get-azkeyvaultsecret", "get-secret", "get-secretvalue",
+        "get-storedcredential", "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json", "id_ecdsa",
+        "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "kek", "key", "key:generate", "key=clear",
+        "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass",
+        "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass",
+        "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private", "protecteddata]::unprotect(",
+        "pwd", "pwgen", "python", "rails", "random", "randombytes(", "read", "requirepass", "reset-password", "ruby",
+        "runner", "secret", "secret-tool", "securerandom.", "seed.txt", "shadow", "signin", "solana", "sops",
+        "ssss-split", "status", "storage", "systemd-creds", "terraform", "tickets", "token", "token_bytes",
+        "token_hex", "token_urlsafe", "unlock", "urandom(", "variable", "variables", "vault", "vault_pass", "vercel",
+        "wallet", "wrangler", "zmk"), (), ("\n",)),
+    "context-unprompted-output": ("d7125737", ("$env:", "--export-secret-", "--expose-token", "--fields",
         "--gen-random", "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg",
         ".env", ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc",
         ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
         ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", ".txt", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/pw.txt", "/session", "/token", "account", "age-keygen", "ansible-vault",
-        "apg", "api", "auth", "aws", "bootstrap", "bun", "cfg.php", "cloudflared", "config", "config-get", "configure",
-        "cookie", "create", "create-for-rbac", "cred", "credential", "decrypt", "deno", "docker/config.json",
-        "document", "doppler", "echo", "env", "export-key", "firebase", "gcloud", "generate", "generate-data-key",
-        "generate-random", "generate_key(", "genkey", "get", "get-access", "get-access-token", "get-api", "get-auth",
-        "get-azkeyvaultsecret", "get-secret", "get-secretvalue", "get-storedcredential", "get_random_secret_key(",
-        "gopass", "gpg", "heroku", "id.json", "id_ecdsa", "id_ed25519", "id_rsa", "initial-password", "inject",
-        "inspect", "key", "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore",
-        "keyvault", "kubeconfig", "kubectl", "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic",
-        "nmcli", "node", "obscure", "openssl", "pass", "passphrase", "passw", "perl", "php", "phx.gen.secret",
-        "printenv", "private", "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails", "random",
-        "randombytes(", "read", "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool",
-        "securerandom.", "seed.txt", "shadow", "signin", "solana", "sops", "status", "storage", "systemd-creds",
-        "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock", "urandom(", "variable",
-        "variables", "vault", "vercel", "wallet", "wrangler"), (), ("\n",)),
+        "apg", "api", "auth", "aws", "bootstrap", "bun", "ceremony", "cfg.php", "cloudflared", "config", "config-get",
+        "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "decrypt", "deno",
+        "docker/config.json", "document", "doppler", "echo", "env", "export", "export-key", "firebase", "gcloud",
+        "generate", "generate-data-key", "generate-random", "generate_key(", "genkey", "get", "get-access",
+        "get-access-token", "get-api", "get-auth", "get-azkeyvaultsecret", "get-secret", "get-secretvalue",
+        "get-storedcredential", "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json", "id_ecdsa",
+        "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "kek", "key", "key:generate", "key=clear",
+        "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass",
+        "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass",
+        "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private", "protecteddata]::unprotect(",
+        "pwd", "pwgen", "python", "rails", "random", "randombytes(", "read", "requirepass", "reset-password", "ruby",
+        "runner", "secret", "secret-tool", "securerandom.", "seed.txt", "shadow", "signin", "solana", "sops",
+        "ssss-split", "status", "storage", "systemd-creds", "terraform", "tickets", "token", "token_bytes",
+        "token_hex", "token_urlsafe", "unlock", "urandom(", "variable", "variables", "vault", "vercel", "wallet",
+        "wrangler", "zmk"), (), ("\n",)),
     "context-file-shown": ("96160b04", ("==>\t", "==> ", "⏺ read(", "⏺read(", "● read(", "●read("), ("==>\t", "==> ",
         "⏺ read(", "⏺read(", "● read(", "●read("), (".auth", ".key", ".netrc", ".pgpass", ".psk", ".pw", "auth.txt",
         "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),
@@ -12827,7 +12897,7 @@ RULE_WORDS = {
     'filezilla-password': ('42235a11', ('encoding="base64"',), ('<pass',), ('</pass>',)),
     "netscape-cookie-jar": ("46acd332", ("\tfalse", "\ttrue"), (), ()),
     "devtools-cookie-table": ("7da4deb0", ("\t/",), (), ("\n",)),
-    "context-split-literal": ("a1b26cb8", (), (), ()),
+    "context-split-literal": ("9f906287", (), (), ()),
     "context-wrapped-line": ("6eae216a", ("\n",), (), ()),
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("123be4fb", (), (), ()),

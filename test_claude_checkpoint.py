@@ -2521,7 +2521,8 @@ class TestRedaction(unittest.TestCase):
     def test_afrikaans_passwords_csv_cells_in_quotes_and_wrapped_passphrases(self):
         """Afrikaans' `wagwoord` in prose and as a column; a CSV whose first cell is quoted around a comma
         (`"Jansen, Pieter"`), its password column still found; R's `password = c("…")` of words joined
-        by hyphens; a password in TOML's or Python's triple quotes; `vaultcmd`'s stored password. Kept:
+        by hyphens; a password in TOML's or Python's triple quotes; a passphrase quoted after French's
+        "c'est"; `vaultcmd`'s stored password. Kept:
         Jenkins' `credentials('…')` naming a stored credential, Ruby's duration after a secret's method."""
         self.assert_redacted({
             "Jou nuwe tydelike wagwoord is Fynbos-Kaap88. Meld asseblief aan.": ["Fynbos-Kaap88"],
@@ -2529,6 +2530,7 @@ class TestRedaction(unittest.TestCase):
             'owner,property,username,password\n"Nel, Anri",Hout Bay Loft,anel,Klipspringer#51': ["Klipspringer#51"],
             'creds <- data.frame(user = c("coop"), password = c("marula-kettle-dune-orchard"))': ["marula-kettle-dune-orchard"],
             'password = """Graf#Db;Pass7"""': ["Graf#Db;Pass7"],
+            'le mot de passe du wifi c\'est "cobalt river lantern moss" (tout en minuscules)': ["cobalt river lantern moss"],
             "Property (schema element id,value): (100,3)\nProperty (schema element id,value): (101,Tudor-Bega!2026)": ["Tudor-Bega!2026"]})
         self.assert_kept(("    SONAR_TOKEN = credentials('sonar-ghs-ci')",
                           "    endpoint.rotate_signing_secret!(grace_period: 24.hours)",
@@ -2546,6 +2548,53 @@ class TestRedaction(unittest.TestCase):
         self.assert_kept(("kubectl describe secret api-token-lx14ybbX\nName:         api-token-N3kLEiDu\nType:  kubernetes.io/service-account-token",
                           '@Value("${mail.smtp.password}")\nprivate String smtpPassword;\n\n@PostConstruct\nvoid check() {}',
                           "The token refresh job failed again last night, here is the request id for support: 7f3a9c2e4b1d4e8fa9c3b2d1e0f4a5b6"))
+
+    def test_the_literals_that_continue_a_key_and_keys_commands_print(self):
+        """The literals after a part a reading took (Dart's `'fk_live_'` ⏎ `'…'` ⏎ `'…'`), after Haskell's `++`
+        and Fortran's `// &`, a literal of three classes next to a redacted one (SQL's adjacent strings); a
+        literal a secret's name falls back to (`?? "…"`, `or "…"`); a Stellar seed, netplan's `private:` key,
+        a key ceremony's component with a custodian's note, `wg genkey` after `umask 077;`, a Cosmos key
+        export, `cat` of a KEK; nginx's secure link, GitLab's and Sentry's invitation links; a passphrase with
+        a note after it; a key box's digits."""
+        self.assert_redacted({
+            "class Env {\n  static const fieldApiKey = 'fk_live_'\n      '8r5YR5LKsu5l7Tzwuc'\n      'FErJrxSwcy788RjXn7ZR';\n}": ["FErJrxSwcy788RjXn7ZR"],
+            'apiKey :: String\napiKey = "g663NpjiVLF0CXsoxYs5oh"\n      ++ "075775BC5772B986"': ["075775BC5772B986"],
+            "      character(len=*), parameter :: ftp_pass = 'Kq7Zx2Lm9Pw4'// &\n                                        '-XjJyngabx_ndvF'": ["-XjJyngabx_ndvF"],
+            "CREATE ROLE reader LOGIN PASSWORD 'Tq8!xLm2Rz7w'\n'XjJyngabx_ndvF';": ["XjJyngabx_ndvF"],
+            'let token = Keychain.read("ops") ?? "95d617ca087b68b245be60fce78ee3529a0e517e"': ["95d617ca087b68b245be60fce78ee3529a0e517e"],
+            'api_token = os.getenv("T") or "95d617ca087b68b245be60fce78ee3529a0e517e"': ["95d617ca087b68b245be60fce78ee3529a0e517e"],
+            'kp = Keypair.from_secret("SEEVFKKHVZYOMWKK7R7JO7DXCXEADFJ6OGANVJP67A7O6GBJU333B4MF")': ["SEEVFKKHVZYOMWKK7R7JO7DXCXEADFJ6OGANVJP67A7O6GBJU333B4MF"],
+            "  tunnels:\n    wg0:\n      key:\n        private: 8r5YR5LKsu5l7Tzwuc/IVVfg0tXy+99XB7lT1tNosHQ=": ["8r5YR5LKsu5l7Tzwuc/IVVfg0tXy+99XB7lT1tNosHQ="],
+            "Component 2 (custodian: K. Otieno):  0B8A 81E9 A342 1C79 502F C1BB D654 20AE   KCV 4F3B43": ["0B8A 81E9 A342 1C79 502F C1BB D654 20AE"],
+            "root@gw-01:/etc/wireguard# umask 077; wg genkey | tee gw.key\n8r5YR5LKsu5l7Tzwuc/IVVfg0tXy+99XB7lT1tNosHQ=": ["8r5YR5LKsu5l7Tzwuc/IVVfg0tXy+99XB7lT1tNosHQ="],
+            "$ gaiad keys export relayer --unarmored-hex --unsafe --keyring-backend test\n0b8a81e9a3421c79502fc1bbd65420aec553063de002d86bb40d4f3944ff4a18":
+                ["0b8a81e9a3421c79502fc1bbd65420aec553063de002d86bb40d4f3944ff4a18"],
+            "$ cat /root/keys/kek-site2.hex\n0b8a81e9a3421c79502fc1bbd65420aec553063de002d86bb40d4f3944ff4a18": ["0b8a81e9a3421c79502fc1bbd65420aec553063de002d86bb40d4f3944ff4a18"],
+            '"GET /dl/ep12_sub.zip?md5=g663NpjiVLF0CXsoxYs5oh&expires=1741921375 HTTP/1.1" 410 157': ["g663NpjiVLF0CXsoxYs5oh"],
+            "Accept invitation: https://gitlab.example.org/-/invites/FErJrxSwcy788RjXn7ZR?invite_type=initial_email": ["FErJrxSwcy788RjXn7ZR"],
+            "Click to accept: https://acme.sentry.io/accept/3568228/0b8a81e9a3421c79502fc1bbd65420aec553063de002d86bb40d4f3944ff4a18/":
+                ["0b8a81e9a3421c79502fc1bbd65420aec553063de002d86bb40d4f3944ff4a18"],
+            "passphrase nung backup sa NAS: ang bagal ng bus sa kanto tuwing biyernes (lahat lowercase, may spaces)": ["ang bagal ng bus sa kanto tuwing biyernes"],
+            "- Lucía: the new flat is live; keybox 801574, Wi-Fi on the fridge": ["801574"]})
+
+    def test_data_versions_prompts_and_labels_where_a_secret_could_stand_are_kept(self):
+        """Kept: a message that quotes a login command (`msg="vault login failed"`), a placeholder in
+        capitals with its length, a bundle's versions in `helm list`, a translation of "password", what
+        `grep -c` prints, a satellite pass's time in a query, a kubeconfig's certificate data, base64 under a
+        name that says it is data (`"frame_b64"`, `IQ_SAMPLES_B64 = (…)`), a fallback that is a title, a
+        file's md5 with no expiry."""
+        self.assert_kept((
+            'time="2025-03-12T08:00:01Z" level=error msg="vault login failed" error="invalid role name"',
+            'hmac_key = "REPLACE_WITH_64_HEX_CHARS"',
+            "timescale \ttelemetry\t7\t2025-03-12 09:41:07 +0900 KST\tdeployed\ttimescaledb-single-0.33.1\tpg15.6-ts2.14.2",
+            '  "login.password": "Nenosiri",',
+            '$ grep -c -i "secret" src/**/*.ts\nsrc/auth/clientSecret.ts:12\nsrc/vault/secretPaths.ts:7',
+            "GET /v1/products/L1?pass=2025-03-12T04:12Z 200 41ms",
+            "$ cat ~/.kube/config | grep client-certificate-data | cut -c1-80\n    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ6VENDQVhTZ0F3SUJBZ0lV",
+            '{"vcid":1,"frame_b64":"6JzTAvigHKYoYI5/tp4MMxP/tpOCihbpzYwBfpYFbVkomPdxAjZ21CEW0JEmGZRWL1H7nCtSjES/sDHrCafAew==","crc_ok":true}',
+            'IQ_SAMPLES_B64 = (\n    "6JzTAvigHKYoYI5/tp4MMxP/tpOCihbpzYwBfpYFbVkomPdxAjZ2"\n    "1CEW0JEmGZRWL1H7nCtSjES/sDHrCafAew=="\n)',
+            'title = page.title or "Untitled document"',
+            "curl -O https://files.example.org/pkg.tar.gz?md5=5d41402abc4b2a76b9719d911017c592"))
 
     def test_names_references_public_keys_and_types_where_a_secret_would_stand_are_kept(self):
         """Kept: a secret manager's reference with a space in its vault's name, PowerShell's `-Name` of a vault's
@@ -13136,7 +13185,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind168_corpus.json": (0.99, 0.99), "blind169_corpus.json": (0.94, 0.99), "blind170_corpus.json": (0.84, 0.98),
                  "blind174_corpus.json": (0.87, 0.99), "blind175_corpus.json": (0.97, 0.99),
                  "blind176_corpus.json": (0.82, 0.99), "blind177_corpus.json": (0.98, 0.99),
-                 "blind179_corpus.json": (0.97, 0.99), "blind180_corpus.json": (0.96, 0.99), "blind181_corpus.json": (0.90, 0.99)}
+                 "blind179_corpus.json": (0.98, 0.99), "blind180_corpus.json": (0.97, 0.99), "blind181_corpus.json": (0.90, 0.99),
+                 "blind183_corpus.json": (0.93, 0.99)}
 
 
 def corpus_texts() -> list:
