@@ -2114,6 +2114,12 @@ def _accept_jaas_user(match: Any) -> bool:
     return "LoginModule" in before and not _is_reference(match.group("s"))
 
 
+def _accept_fallback(match: Any) -> bool:
+    """A literal a secret's name falls back to (fallback-default-secret): an assignment's value
+    (_accept_assignment) that looks like a secret, not a host's (`host or "localhost"`)."""
+    return _looks_like_a_secret(match.group("s").strip("\"'")) and _accept_assignment(match)
+
+
 def _accept_named_random(match: Any) -> bool:
     return _accept_assignment(match) and _looks_random(match.group("s"))
 
@@ -5434,11 +5440,12 @@ placeholder-default-secret   assignment             \$\{(?P<name>[\w.\-]{0,60}(?
 #   keep:  @Value("${jwt.secret:}") and ${API_TOKEN:-${FALLBACK_TOKEN}}
 # A literal a secret's name falls back to when what it reads first gives nothing: `let token = Keychain.read("…") ?? "…"`,
 # `token = os.getenv("T") or "…"`, `$key = $cfg['k'] ?: '…'`.
-fallback-default-secret      assignment             (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})(?:[ \t]*:[ \t]*[\w.?<>\[\]]{1,40})?[ \t]*(?::=|=)[ \t]*[^\n=;]{1,160}?[ \t](?:\?\?|\|\||or|\?:)[ \t]+(?P<s>"[^"\n]{4,256}"|'[^'\n]{4,256}')
+fallback-default-secret      fallback               (?<![\w.]){SECRETISH_IDENTIFIER}(?P<name>[A-Za-z_][\w.]{0,80})(?:[ \t]*:[ \t]*[\w.?<>\[\]]{1,40})?[ \t]*(?::=|=)[ \t]*(?:[^\n=;()"']|\([^()\n]{0,120}\)|"[^"\n]{0,120}"|'[^'\n]{0,120}'){1,80}?[ \t](?:\?\?|\|\||or|\?:)[ \t]+(?P<s>"[^"\n]{4,256}"|'[^'\n]{4,256}')
 #   catch: let token = Keychain.read("satnogs") ?? "«402e0335ad15abeeee52375c262ef0234f826b37»" // simulator
 #   catch: api_token = os.getenv("T") or "«9f2b4c7a1d3e5f60a8b7c6d5»"
 #   keep:  let token = Keychain.read("satnogs") ?? ""
 #   keep:  title = page.title or "Untitled document"
+#   keep:  PASSWD = getpass.getpass("IMAP password for %s on %s: " % (USER, host or "localhost"))
 # A Stellar account's secret seed (`S` and 55 characters of base32) where code or a note names it one.
 stellar-secret-seed          -                      (?:from_secret|fromSecret|secret[ _]?seed|SECRET_SEED)[("' \t:=]{1,4}(?P<s>S[A-Z2-7]{55})(?![A-Z0-9])
 #   catch: source = Keypair.from_secret("«SRGV5G5WDRYH4M6W3CT4MYBMALMF26WB2VXNN3PCJ2J5K4UISAK4DFX2»")
@@ -8247,7 +8254,7 @@ ACCEPT_CHECKS = {
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "key-body": _accept_key_body, "quoted-key": _accept_quoted_key,
     "machine-made": _accept_machine_made, "login-at-host": _accept_login_at_host, "reset-password": _accept_reset_password, "voucher": _accept_voucher, "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
-    "named-random": _accept_named_random, "cookie-value": _accept_cookie_value, "cookie-row-value": _accept_cookie_value, "password-flag": _accept_password_flag, "argument": _accept_argument,
+    "named-random": _accept_named_random, "fallback": _accept_fallback, "cookie-value": _accept_cookie_value, "cookie-row-value": _accept_cookie_value, "password-flag": _accept_password_flag, "argument": _accept_argument,
     "named-in-prose": _accept_named_in_prose, "url-parameter": _accept_url_parameter,
     "user-password-base64": _accept_user_password_base64, "json-web-key": _accept_json_web_key_member, "password-hash": _accept_password_hash, "webhook-token": _accept_webhook_token,
     "mnemonic": _accept_mnemonic, "byte-array-key": _accept_byte_array_key, "terraform-random": _accept_terraform_random,
@@ -12057,7 +12064,7 @@ RULE_WORDS = {
     "login-at-host": ("a2e02cb2", (":",), (), ("@",)),
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
     "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",), ("${",)),
-    "fallback-default-secret": ("f9fee047", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community",
+    "fallback-default-secret": ("05224fd2", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community",
         "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "ipek", "jelszo", "jeton", "kek",
         "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat",
         "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel",
