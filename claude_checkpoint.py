@@ -4809,7 +4809,7 @@ def _find_kubernetes_secret_data(match: Any) -> list:
         plain = _base64_text(value) if encoded else value  # (stringData's values are as they are)
         if secret_strength(name) == 0 and plain is not None and len(plain) <= 64 and "@" not in plain and not _looks_like_a_secret(plain):
             continue  # a setting that names no secret: `LOG_LEVEL: ZGVidWc=` (debug), `REGION: ZXUtd2VzdC0x`, `DB_USER: payments`
-        if len(value) >= 4 and not _is_reference(value) and not _is_masked_or_public(value) and not value.startswith("LS0tLS1CRUdJTiBDRVJU"):
+        if len(value) >= 4 and not _is_reference(value) and not _is_masked_or_public(value) and not _regex(_PUBLIC_PEM_BASE64).match(value):
             spans.append((start + line.start(2), start + line.end(2)))
     return spans
 
