@@ -962,6 +962,7 @@ _PUBLIC_KEY_SAID = (r"(?i)\bpublic[ \t]+key\b|\bpubkey\b|\bchiave[ \t]+pubblica|
                     r"|\bchave[ \t]+pública|\bklucz[ \t]+publiczny|\bveřejný[ \t]+klíč|\bjavni[ \t]+ključ|\bpublieke[ \t]+sleutel|公開鍵|公钥|公鑰|공개[ \t]?키|открыт\w{0,3}[ \t]+ключ|публичн\w{0,3}[ \t]+ключ")
 _NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?\Z" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
                            + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)\Z"  # « ID du secret : <uuid> »
+                           + r"|(?i:\b(?:name|nombre|nom|nome|naam|nazwa|název)[ \t]+(?:of|del|de|du|des|der|do|da|van|dla|di)[ \t]+(?:(?:the|la|le|el|das|die|o|a)[ \t]+)?)\Z"  # "Nombre del secreto en Key Vault: …"
                            + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)\Z"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
                            + r"|(?i:\bnot[ \t]+(?:(?:an?|the|any)[ \t]+)?|\b(?:pas|non)[ \t]+(?:un|une|de)[ \t]+|\bnicht[ \t]+(?:der|die|das)[ \t]+)\Z"  # what it says it is not: "(NOT a credential, just the request)"
                            + r"|(?i:\bacct-(?:unique-|multi-)?)\Z"  # RADIUS's accounting ids: Acct-Unique-Session-Id
@@ -2026,7 +2027,7 @@ def _accept_chosen(match: Any) -> bool:
 
 
 def _accept_listed_login(match: Any) -> bool:
-    """`label: user / password` on one line: a user's name or an e-mail address right before the
+    """`label: user / password` on one line (a URL in the label too: `APC: https://10.2.0.9 — apc / …`): a user's name or an e-mail address right before the
     slash, after a label's colon, leader dots (`Buffer ...... social@… / …`) or a connector; a password of three kinds of characters, one not
     a letter or a digit (not `staging / Production2`), or a machine-made one."""
     before = _line_before(match.string, match.start(), 160)
@@ -2038,7 +2039,7 @@ def _accept_listed_login(match: Any) -> bool:
     if admin and (_regex(r"(?=[^\d]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{8,64}").fullmatch(value) or _regex(
             r"\d{6,12}").fullmatch(value) and not _regex(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])\d\d").fullmatch(value)) and not _is_path_or_version(value):
         return True  # an administrator's account needs no label, and its password no sign: "Try Administrator / 4Y7JVOSL", "<td>zte-admin / Besiktas1905.</td>"
-    if not account or "/" in _regex(r"</\w+>").sub("", before[:account.start()]).split(":")[-1] or not _regex(r"[A-Za-z][a-z]*\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
+    if not account or "/" in _regex(r"</\w+>|\w+://\S+[ \t]*$").sub("", before[:account.start()]).split(":")[-1] or not _regex(r"[A-Za-z][a-z]*\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
             account.group(1)) or _regex(r"[a-z]{1,8}-[0-9a-f]{8,17}").fullmatch(account.group(1)):  # (not a resource's id: vpc-6825c5bd… / sg-f1ef…)
         return False
     return (looks_machine_generated(value) or _has_three_classes(value) and not value.isalnum()) and _accept_chosen(match) and not _is_path_or_version(value)
@@ -2076,8 +2077,8 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट|अलार्म|तिजोरी"
                 r"|cassafort[ei]|cassett\w{0,3}|armadiett[oi]|sef[auo]?|ulaz\w{0,3}|vrat\w{0,3}|ormar\w{0,4}|gara[žz]\w{0,2}|[šs]krinj\w{0,2}|komor\w{0,2}|shramb\w{0,2}"
                 r"|kutij\w{0,2}|klju[čc]avnic\w{0,2}|lokot\w{0,2}|z[áa]mek|z[áa]mku|sk[řr][íi][ňn]k\w{0,2}|schr[áa]nk\w{0,2}|nabiraln\w{0,3}|apartm[aá]n\w{0,2}|\w{0,12}d[öo]rr(?:en)?)(?![^\W\d_])"  # Italian, Croatian, Slovene, Czech, Swedish's ytterdörren
-                r"|(?<![^\W\d_])(?:teclados?|teclat|clavier|tastiera|tastenfeld\w{0,2}|klawiatur\w{0,2}|polvor[ií]n\w{0,2}|almac[ée]n\w{0,2}|magatzem|bodega|kap[ıi](?:s[ıi](?:n[ıi]n)?|y[ıi])?|depo(?:su)?|zaplecz\w{0,2}|kho|cửa|két|armaz[ée]m|entrep[ôo]t|magazzino|\w{0,14}lager|magazyn\w{0,2}|gudang|склад\w{0,2}|\w{0,14}f[öo]rr[åa]d\w{0,4}|magazijn)(?![^\W\d_])"  # a keypad, a store or a magazine (Spanish, Catalan, French, Italian, German, Polish, Indonesian, Russian, Swedish, Dutch, Turkish, Vietnamese)
-                r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|警報|入館|入室|ドア|扉|门禁|門禁|공동현관|현관|서버실|도어락|출입문|금고|경보기?|倉庫|仓库|창고|キーパッド|키패드")  # (Japanese and Korean write no space around a word)
+                r"|(?<![^\W\d_])(?:teclados?|teclat|clavier|tastiera|tastenfeld\w{0,2}|klawiatur\w{0,2}|polvor[ií]n\w{0,2}|almac[ée]n\w{0,2}|magatzem|bodega|kap[ıi](?:s[ıi](?:n[ıi]n)?|y[ıi])?|depo(?:su)?|zaplecz\w{0,2}|kho|cửa|két|armaz[ée]m|entrep[ôo]t|magazzino|\w{0,14}lager|magazyn\w{0,2}|gudang|pintu|brankas|gerbang|lemari|lawang|склад\w{0,2}|\w{0,14}f[öo]rr[åa]d\w{0,4}|magazijn)(?![^\W\d_])"  # a keypad, a store or a magazine (Spanish, Catalan, French, Italian, German, Polish, Indonesian, Russian, Swedish, Dutch, Turkish, Vietnamese)
+                r"|オートロック|玄関|宅配(?:ボックス|box|BOX)|金庫|ゲート|警報|入館|入室|ドア|扉|门禁|門禁|공동현관|현관|서버실|도어락|출입문|금고|경보기?|倉庫|仓库|창고|キーパッド|키패드|ประตู|ตู้เซฟ|กันขโมย")  # (Japanese and Korean write no space around a word)
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
@@ -2154,6 +2155,8 @@ def _accept_argument(match: Any) -> bool:
 _PROSE_SECRET_WORDS = (
     r"(?i)(?<![/.\-])\b(?:(?:[a-z]+[_\-])*(?:passwords?|passwd|passphrases?|tokens?|secrets?|keys?)|passcodes?"
     r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|tokenj\w{0,5}|passwort|kennwort|contrase[ñn]a"
+    r"|kody? odzyskiwania|c[óo]digos? de recupera(?:ci[óo]n|[çc][ãa]o)|codes? de (?:récupération|recuperation|secours)|wiederherstellungs-?(?:codes?|schlüssel)"
+    r"|codic[ei] di recupero|herstelcodes?|kode pemulihan|återställningskoder?"  # a recovery code, in the languages sessions are written in
     r"|mot de passe|senha|wachtwoord|wagwoord|parola|l[öo]senord|salasana|hasło|haslo|kata sandi|kunci(?: rahasia)?|clave|chave|chiave"
     r"|schl[üu]ssel|klucz|hesl[oa]|[şs]ifre|anahtar|kulcs\w{0,3}|jeton|clé|sleutel|nyckel|segred[oa]|segret[oa]|geheimnis|токен|ключ|парол[ьяюе])\b(?![/.]\w)")  # not in keys/ops.pem, db-password
 _PROSE_NEAR_WORDS = r"(?i)(?<!--- )\b(?:pass|pw|pwd|pin)[ \t]*(?:[:=][ \t]*)?[\"'`]?$"  # `pass X`, pass `X`: the value comes next (not go test's `--- PASS: TestX`)
@@ -2161,6 +2164,7 @@ _PROSE_NEAR_WORDS = r"(?i)(?<!--- )\b(?:pass|pw|pwd|pin)[ \t]*(?:[:=][ \t]*)?[\"
 # most prose before a candidate holds none, and is not searched (_may_hold_a_word).
 _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
                        "ifre", "jeton", "kennwort", "key", "klucz", "kulcs", "kunci", "nyckel", "parola", "pass", "pin", "pw", "recovery",
+                       "odzysk", "recupera", "récupéra", "secours", "återställ", "wiederherstell", "recupero", "herstelcode", "pemulihan",
                        "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord", "wagwoord",
                        "ключ", "парол", "токен", "パスワード", "暗証番号", "トークン", "密码", "密碼", "口令", "令牌", "비밀번호", "암호")
 _PROSE_NOT_A_SECRET_BEFORE = (
@@ -2611,16 +2615,16 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|passowrt|paswort|passwrt|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|priv|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|code[ \t]+(?:du[ \t]+)?wi-?fi|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|code[ \t]+(?:du[ \t]+)?wi-?fi|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|mpin|m-pin|nip(?=[^\n\d]{0,50}?(?<![\w\-])(?!(?:19|20)\d\d(?!\d))\d{4,6}(?![\d\-]))|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|wagwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<=[a-z0-9]_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_…
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|wagwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|cyfrinair"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
-    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya"
+    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine"
     r"|mot de pass)\w*|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
     r"|(?<![A-Za-z])PAT(?=[ \t]*[:=]?[ \t]+[A-Za-z0-9_]{20})"  # a personal access token: "PAT v9beojyn3…"
-    r"|(?<![A-Za-z])(?i:password|passwd)nya(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Thai's
+    r"|(?<![A-Za-z])(?i:password|passwd)(?:nya|e)(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Javanese's "passworde", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t]|\bla[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …", "la pass del wifi quedó …"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
@@ -2641,7 +2645,7 @@ _ENV_VARIABLES_PRINTED = r"(?=[^\n]*\$env:\w*(?i:secret|token|key|pass|pwd))\$en
 _SECRET_FILE_COMMENT = (r"\#[ \t]+[~/.][^\s]*?(?i:keyfile|\.key\b|vault_pass|\.pgpass|\.netrc|\.git-credentials|\.htpasswd|id_rsa|id_ed25519|id_ecdsa"
                         r"|secret|token|passw)[^\s]*(?:[ \t]+\([^()\n]{0,60}\))?[ \t]*(?=\r?\n)")
 _SECRET_PRINTING_COMMAND = (
-    r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od|fold|strings|nl|tac)\b[^\n]*?(?i:secret|token|cred|(?:mfa|totp|otp)[\w\-]*\.txt\b|seed\.txt\b"
+    r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od|fold|strings|nl|tac|dd)\b[^\n]*?(?i:secret|token|cred|(?:mfa|totp|otp)[\w\-]*\.txt\b|seed\.txt\b"
     r"|passw(?!d\b)|pwd|passphrase|\.pw\b|/pw\.txt\b|\.psk\b|[._\-]pass\b|key[\w.\-]*\.(?:bin|der|raw)\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa(?!\.pub)|id_ed25519(?!\.pub)|id_ecdsa(?!\.pub)|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets|(?<![a-z])(?:kek|zmk|ceremony)(?![a-z]))"
@@ -2748,13 +2752,14 @@ def _word_alternation(words: str) -> str:
 _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "is|are|was|were|est|ist|war|es|és|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|ni"
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|ay|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
-    "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou assim|fica assim|ficou|fica|quedó así|queda así|quedó|quedo|queda|became|becomes"
+    "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou assim|fica assim|ficou em|fica em|ficou|fica|quedó así|queda así|quedó en|quedo en|queda en|quedó|quedo|queda|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|mudou pra|trocada pra|trocado pra|trocou pra|trocamos pra|mudamos pra|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|its|thats|hai|hain|olarak"
     "|btw|by the way|übrigens|nämlich|eigentlich|inzwischen|mittlerweile|schon|bereits|au fait|d'ailleurs|déjà|por cierto|ya|aliás|já|tra l'altro|già"
     "|przy okazji|кстати|уже|bu arada|trouwens|overigens|förresten|redan"  # a filler between: "ist übrigens X", "es ya X"
     "|ná"  # Irish's "Is é pasfhocal an Wi-Fi ná X"
+    "|jadi|menjadi|dadi|itu|yaitu|yakni|yaiku|saiki"  # Indonesian's and Javanese's: "diganti jadi X", "yg baru itu X", "saiki X" (now)
     "|ab heute|ab sofort|ab jetzt|from today|as of today|from now on|desde hoy|a partir de hoy|à partir d'aujourd'hui|dès aujourd'hui|da oggi"
     "|vanaf vandaag|vanaf nu|od dziś|od dzisiaj|desde hoje|a partir de hoje|från och med idag"  # since when: "lautet ab heute X"
     "|поменял на|поменяла на|поменяли на|изменил на|изменила на|изменили на|сменил на|сменила на|сменили на|zmieniłem na|zmieniłam na|zmienił na"
@@ -2963,6 +2968,8 @@ def _given_password(match: Any) -> list:
         uuid = _regex(r"[ \t]+(" + _UUID + r")(?![\w\-])").match(text, match.end())
         if uuid:
             return [uuid.span(1)]  # a secret that is a UUID, right after its word: "secret 7f5b2618-18fb-…" (KuCoin's, Heroku's keys)
+    if _regex(r"[ \t]+(?i:names?|nombre|nom|nome|naam|nazwa)\b").match(text, match.end()):
+        return []  # what names a secret, not its value: "Secret name in Key Vault: terminal-hmac"
     position, in_aside = start, False
     for _ in range(3):  # after a value that was none, the next: "c'est maintenant « nemo.77 »"
         given = _regex(_GIVEN_VALUE).match(text, position, endpos)
@@ -3020,7 +3027,7 @@ def _value_after_a_few_words(match: Any) -> list:
         return [(found.start(2), found.start(2) + len(value))] if taken and _may_be_a_password(value) else []
     if between.split()[-1].lower() in _PREPOSITIONS:
         return []  # what follows `for`, `de`, `für` names what the credential is for: "Enter password for pg-02.corp.local"
-    if word.lower().startswith(("pin", "пин")):
+    if word.lower().startswith(("pin", "пин", "mpin", "m-pin", "nip")):  # (Mexico's NIP, a bank's MPIN)
         taken = _regex(r"\d{4,8}").fullmatch(value) is not None
     elif _regex(_HEX_ONLY).fullmatch(value):  # also `<Token object at 0x7f05…>`
         taken = _regex(r"[0-9a-fA-F]{16,128}").fullmatch(value) is not None and not _is_placeholder(value) and not _regex(
@@ -3089,7 +3096,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     """Whether value, given after the credential word, is a password: a PIN's digits after a PIN,
     a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
     path, an address, a masked or public value."""
-    if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号", "disarm")) or word.lower().rstrip("s").endswith("code")) and _regex(
+    if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号", "disarm", "mpin", "m-pin", "nip")) or word.lower().rstrip("s").endswith("code")) and _regex(
             r"[#*]?\d{4,8}[#*]?").fullmatch(value):  # a PIN, an alarm's or a door's code (a keypad's `#` after it, or around it: `#182909#`)
         return True
     if word.lower().startswith("pin") and _regex(r"(?i)(?:gpio|gp|io|p[a-k]|[dap])[_\-]?\d{1,3}").fullmatch(value):
@@ -3450,7 +3457,7 @@ def _find_command_arguments(match: Any) -> list:
         dotted_words = len(value.split(".")) >= 4 and _looks_like_passphrase(value) and len(value.rsplit(".", 1)[-1]) > 3
         if (looks_like_chosen_password(value) or _looks_like_password(value) or _is_hex_secret(value) or dotted_words) and not _regex(
                 _NAME_FLAG_BEFORE).search(line) and not _is_masked_or_public(value) and not any(
-                a <= first < b for a, b in spans):
+                a <= first < b for a, b in spans) and not _regex(r"(?i)\b(?:ids?|names?|alias|label)[ \t]*[:=]?[ \t]*$").search(line[-20:]):  # (Jenkins' "credentials entry with ID '…'")
             spans.append((first, quoted.end(2)))
     for spoken in _regex(r"""(["'])(""" + _SPOKEN_PASSPHRASE + r")\1").finditer(text, start, end):
         if _is_spoken_passphrase(spoken.group(2)) and not any(a <= spoken.start(2) < b for a, b in spans):
@@ -3478,6 +3485,29 @@ _ACCOUNT_NAME = (r"(?i:root|admin|administrator|sa|postgres|[a-z][a-z0-9]*[_.\-]
                  r"|(?:svc|app|sa|etl|bot|deploy|service)[_.\-][a-z0-9_.\-]{2,30})")
 
 
+# Calls whose password is an argument at a place of its own (from 0): PHP's mysqli("host", "user", "…", "db"),
+# ldap_bind($link, "cn=…", "…"), Oracle's oci_connect("user", "…", "db").
+_PASSWORD_ARGUMENT = {"mysqli": 2, "mysqli_connect": 2, "mysql_connect": 2, "mysqli_real_connect": 3, "mysql_real_connect": 3, "ldap_bind": 2, "oci_connect": 1}
+
+
+def _argument_index(arguments: str, position: int) -> int:
+    """Which argument of a call's arguments (the text after its opening bracket) stands at position:
+    the commas before it outside brackets and quotes."""
+    index, depth, quote = 0, 0, ""
+    for character in arguments[:position]:
+        if quote:
+            quote = "" if character == quote else quote
+        elif character in "\"'`":
+            quote = character
+        elif character in "([{":
+            depth += 1
+        elif character in ")]}":
+            depth -= 1
+        elif character == "," and depth == 0:
+            index += 1
+    return index
+
+
 def _find_call_literals(match: Any) -> list:
     """A client constructor, a connect, sign or encrypt call: the random tokens of the string
     literals among its arguments (the span "s", up to its closing parenthesis); and a password a
@@ -3488,9 +3518,12 @@ def _find_call_literals(match: Any) -> list:
     called = text[match.start():match.start("s")]
     credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret|database|pw_set|ldap_bind|wifi|create(?:account|user)|mysqli|userinfo").search(called)
     named_call = _regex(r"(?i)passw|passphrase|secret|token|auth|api_?key|sign|hmac|crypt|cipher|aes|gcm|chacha|sqlite3_(?:re)?key").search(called) or _regex(
-        r"(?i)\bjw[ts]\.\w+\($").search(text, max(0, match.start() - 4), match.start("s"))  # jwt.encode(claims, "…", algorithm=…)
+        r"(?i)\bjw[ts]\.\w+\($").search(text, max(0, match.start() - 4), match.start("s")) or (  # jwt.encode(claims, "…", algorithm=…)
+        _regex(r"(?i)(?:^|\.)log_?[io]n\($").search(called) and _argument_index(match.group("s"), len(match.group("s"))) == 0)  # a login of one argument: rcon.Login("…")
     keyed_call = named_call and _regex(r"(?i)key|passphrase|passw").search(called)  # its literal is the key: sqlite3_key(db, "harbor_thunder_escape", …)
     wifi_join = _regex(r"(?i)wifi\w*\.(?:begin|softAP|addAP)|(?:wlan|sta|sta_if|station|wifi)\.connect").search(called)
+    call_name = _regex(r"(\w+)[ \t]*\($").search(called)
+    slot = _PASSWORD_ARGUMENT.get(call_name.group(1)) if call_name else None
     for literal in _regex(r"""(["'`])(.*?)\1""").finditer(match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         value = literal.group(2)
@@ -3513,6 +3546,9 @@ def _find_call_literals(match: Any) -> list:
         after_user = _regex(_EMAIL_ADDRESS + "|" + _ACCOUNT_NAME).fullmatch(previous)
         if not found and wifi_join and literals == 2 and len(value) >= 8 and not _is_placeholder(value) and _may_be_a_password(value):
             found = [(start, end)]  # a Wi-Fi join's second literal is its passphrase, whatever it reads as: wlan.connect("Ghala", "mbegu-bora-shamba")
+        if not found and slot is not None and len(value) >= 4 and _argument_index(match.group("s"), literal.start()) == slot and not _is_placeholder(
+                value) and not _is_reference(value) and _may_be_a_password(value):
+            found = [(start, end)]  # the password's own argument, whatever it reads as: new mysqli("db", "forum", "pulla-Kettu", "phpbb")
         if not found and not (named_call or after_user) and credential_call and literals > 1 and (
                 looks_like_chosen_password(value) or _looks_like_password(value)) and _may_be_a_password(value):
             chosen.append((literals, start, end))  # judged below: which of them is the password
@@ -3925,6 +3961,8 @@ def _credential_columns(names: list) -> tuple:
                                 else "password" if _regex(_PASSWORD_COLUMN).search(name) else "secret"))
         elif len(name.split()) <= 4 and _regex(r"(?i)(?<![^\s_\-])pin(?![^\s_\-])").search(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET:
             columns.append((index, "pin"))  # a PIN's label in any order of words: `Code PIN imprimante`, `SIM PIN`
+        elif _regex(r"(?i)(?:api[ \t]?)?(?:키|토큰|시크릿|キー|トークン|シークレット|密钥|秘钥|金鑰|令牌|ключ|токен|секрет)").fullmatch(name.strip()):
+            columns.append((index, "machine"))  # a key's or a token's column in another script: `키`, `トークン`, `ключ`
         elif _regex(_CODE_COLUMN).fullmatch(name.strip()):
             said = _regex(r"(?i)\b(?:" + _CODE_WORDS + r")\b").sub("", name).strip(" _-")  # what the codes are for
             opens = _regex(_PLACE_WORDS + r"|(?i:guard|admin|master|secur|hl[íi]da|spr[áa]v|y[öo]netici|beheerder|maestr|ma[îi]tre)").search(said) is not None or places and not said
@@ -3955,7 +3993,8 @@ _OLD_OR_NEW = r"(?i)old|new|alt|neu|ancien|nouveau|antigo|novo|anterior|nuevo|ac
 _CODE_WORDS = r"codes?|kod|koden|kode|kodu|kód|kódja|código|codigo|codi|codice|код|कोड|(?:ال)?كود"
 # A column that names what a code opens, its code's word left out: `LOCKBOX`, `GATE`, `PORTERO` (an intercom), `宅配BOX`.
 _LOCK_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:lock ?box(?:es)?|key ?(?:box|safe)|gates?|doors?|keypads?|teclado|puertas?|portal|portón|porta|portail|kap[ıi]|hek|deur|t[üu]r|sleutelkas|portero|porter[ií]a|intercom|interfono|citofono|interphone"
-                r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)")
+                r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)"
+                r"(?:[ _\-](?:principal|principale|main|front|back|rear|side|lateral|trasera|traseira|delantera|entrada|da frente|dos fundos))?")  # `Porta principal`
 _CODE_COLUMN = (r"(?i)(?:[^\W\d_][^\s_\-]{0,30}[ _\-])?(?:" + _CODE_WORDS + r")|(?:" + _CODE_WORDS + r")[ _\-][^\W\d_]+"
                 r"|[^\x00-\u024f]{1,12}(?:コード|暗証番号)")  # (a word of Devanagari holds marks \w does not: अलार्म कोड; Japanese joins its words: 警報解除コード)
 # A column that names a place (a site, a room, a building): a column of codes beside it opens its doors.
@@ -4051,10 +4090,10 @@ def _find_users_object(match: Any) -> list:
     """A JSON object of users and their passwords (json-users-object): each value that a person
     chose or a machine made, not a reference, a role or a setting."""
     text, spans = match.string, []
-    for member in _regex(r'"([^"\n]{1,64})"[ \t]*:[ \t]*"([^"\n]{1,128})"').finditer(text, match.start("s"), match.end("s")):
+    for member in _regex(r'\\?"([^"\n\\]{1,64})\\?"[ \t]*:[ \t]*\\?"([^"\n\\]{1,128})\\?"').finditer(text, match.start("s"), match.end("s")):
         value = member.group(2)
         if (_holds_a_password(value) or looks_machine_generated(value)) and not _is_reference(value) and not _is_masked_or_public(
-                value) and secret_strength(member.group(1)) == 0 and " " not in value and not _names_a_place(value):
+                value) and secret_strength(member.group(1)) == 0 and " " not in value and not _regex(r"[:=\\/]|@[\w\-]+\.|" + _UUID).search(value):  # (a path, an address, a UUID; not `Gattino@2019`)
             spans.append(member.span(2))  # (a member named for a secret is the assignment rules': this one names a user)
     return spans
 
@@ -4417,7 +4456,7 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 # The words that label a part of a secret sent in parts, in the languages chats are written in: the
 # rule that finds such a text (context-split-secret, as {PART_LABEL}) and the finder that reads its parts
 # (_SPLIT_PART_VALUE, _SPLIT_PART_LINE) both know them from here.
-_PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|половина)|前半段?|後半|后半段|第一段|第二段|第三段|뒷부분|앞부분|الجزء"""
+_PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|половина)|前半段?|後半|后半段|第一段|第二段|第三段|뒷부분|앞부분|الجزء|ท่อนแรก|ท่อนสอง|ท่อนที่สอง|ส่วนแรก|ส่วนที่สอง"""
                r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\b(?:ilk|ikinci|son)[ \t]+(?:k\ws\wm|parça)"""
                r"""|\b(?:cealalt[ăa]|a doua)[ \t]+(?:parte|jum[ăa]tate)|\b(?:első|második)[ \t]+fele|\b(?:première|seconde|deuxième)[ \t]+moitié|\b(?:primera|segunda)[ \t]+(?:mitad|parte)|\b(?:prima|seconda)[ \t]+(?:metà|parte)"""
                r"""|\b(?:primeira|segunda)[ \t]+(?:metade|parte)|\b(?:erste|zweite)[ \t]+(?:hälfte|teil)|\b(?:första|andra)[ \t]+(?:halvan|delen)"""
@@ -4433,7 +4472,7 @@ _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|поло�
 _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|partea|teil|część|deel|cast|část|časť|rész|μέρος)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)"""
                      r"""|continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|продолжение|продовження|devamı|"""
                      r"""\brest\b|\(cont(?:inued)?\)"""
-                     r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki|primera|partie|część|вторая|вторую|половина|ikinci|druga|zweite|deuxième|andra|attaccato|collé|pegado|dahinter)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte|часть|половина|k\ws\wm|parça|część|teil))"""
+                     r"""|\b(?:mitad|moiti[ée]|h[äa]lfte|metà|metade|po[łl]owa|segunda|second|suite|resto|baa?ki|primera|pierwsz[aey]|primeira|première|premi[eè]re?|erste[rn]?|eerste|första|birinci|pertama|kedua|sisanya|lanjutannya|partie|część|вторая|вторую|половина|ikinci|druga|zweite|deuxième|andra|attaccato|collé|pegado|dahinter)\b(?![ \t]+(?:half|part|bit|piece|chunk|mitad|parte|partie|часть|половина|k\ws\wm|parça|część|teil|moitié|metade|metà|hälfte|helft|halvan|deel|delen|połowa|po[łl]owa|fele|yarı|bagian))"""
                      r"""|\(suite\)|\bfängt[ \t]+mit|""" + _PART_LABEL + ")"
                      r"""(?:[^\n:"'«→]{0,40}(?:[:：→][ \t]*["'«]?|["'«])|(?:は|是|为|為|는|은)?[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?(?:\d{1,2}/\d{1,2}(?:/\d{2,4})?,?[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `, WhatsApp's `[12/3 9:40] Lucía: `
@@ -4477,7 +4516,7 @@ _JOINED_NOTE = (r"""\bno[ \t]+spaces?\b|\bwithout[ \t]+(?:a[ \t]+|any[ \t]+)?spa
                 r"""|\bihop\b|\b(?:inga|utan)[ \t]+mellanslag|\btodo[ \t]+junto\b|\btudo[ \t]+junto\b|\bsin[ \t]+espacios?\b|\bsem[ \t]+espaços?\b|\bse[ \t]+envi[óo][ \t]+solo\b"""
                 r"""|\btutto[ \t]+attaccato\b|\bsenza[ \t]+spazi\b|\bpartito[ \t]+l'invio\b|\baan[ \t]+elkaar\b|\bzonder[ \t]+spaties?\b|\bbez[ \t]+spacji\b|\bbez[ \t]+mezery\b"""
                 r"""|\bboşluksuz\b|\bbitişik\b|\bслитно\b|\bбез[ \t]+пробел|χωρίς[ \t]+κενό|スペースなし|空格|띄어쓰기[ \t]*없이|붙여서"""
-                r"""|\bse[ \t]+me[ \t]+cort[óo]\b|\bgot[ \t]+cut\b|\bcut[ \t]+off\b|\babgeschnitten\b|\bcoupé\b|\(2/2\)|\b2/2:|\b(?:sms|msg|message|mensaje|mensagem|nachricht|wiadomość)[ \t]*\(?2/2\b""")
+                r"""|\bse[ \t]+me[ \t]+cort[óo]\b|\bse[ \t]+me[ \t]+fue\b|\ble[ \t]+falta\b|\bgher[ \t]+space\b|ไม่มีเว้นวรรค|ไม่เว้นวรรค|\bgot[ \t]+cut\b|\bcut[ \t]+off\b|\babgeschnitten\b|\bcoupé\b|\(2/2\)|\b2/2:|\b(?:sms|msg|message|mensaje|mensagem|nachricht|wiadomość)[ \t]*\(?2/2\b""")
 # A piece ends the line after a word that gives it (`… c'est Purplerocket`, `la suite c'est 2009!!pixel`,
 # `slutar med L4nt3rn (ihop)`), follows a word that joins it (`ends with -Erratic_1912 appended right
 # after`), or stands alone on its line after a chat line's speaker (`[10:41] Élise: 5099!Matin`).
@@ -4572,7 +4611,7 @@ def _find_numbered_parts(match: Any) -> list:
 def _is_secret_part(value: str) -> bool:
     """A part of a secret: a token with a digit, a sign or letters of both cases, no word of a sentence
     (nor a sentence of a script written without spaces: `取り扱いには十分ご注意ください。`)."""
-    if max(value, default="") >= "\u2e80":  # CJK, kana, hangul, full-width forms
+    if max(value, default="") >= "\u2e80" or any("\u0590" <= character <= "\u0eff" for character in value):  # CJK, kana, hangul, full-width forms; Hebrew, Arabic, Indic, Thai
         return False
     return (any(c.isdigit() for c in value) or not value.isalnum() or value != value.lower() and value != value.upper() and not value.istitle()) and not (
         _is_reference(value) or _is_path_or_version(value) or value.lower() in _COMMON_WORDS or "://" in value)
@@ -4653,6 +4692,8 @@ def _find_wrapped_line(match: Any) -> list:
     line = _regex(r"[ \t]*" + _OUTPUT_MARK).sub("", line, 1)  # the mark before a tool's output is no name
     if not (_regex(r"\S[\s=:]+[^\s=:]+$").search(line) or line.strip() == REDACTED) or not _ends_machine_made(text, end):
         return []
+    if "base64," in line and _regex(r"data:[\w/+.\-]+(?:;[\w.=\-]+)*;base64,[A-Za-z0-9+/=]*$").search(line):
+        return []  # a data URI's bytes, wrapped: an image's, a source map's
     if _regex(r"[ \t]*[\w$.]+[ \t]*=(?!=)|[^\n]*;[ \t]*$|[0-9a-f]{32,128}(?:  | \*)\S").match(text, match.start("s"), match.end("s")) or _in_public_block(text, end):
         return []  # a statement of code (`offscreenSubtreeIsHidden = flags;`), a checksum tool's line (`2988eb…  exam_101.pdf`), a certificate's line: no wrapped token
     return [(start, end) for start, end in random_tokens(text, match.start("s"), match.end("s"))
@@ -4818,8 +4859,8 @@ def _accept_webhook_token(match: Any) -> bool:
     """A webhook's token: random (_looks_random), a UUID, or a name with a machine-made tail
     (`shed-door-Vw7GcJ6hNi8KeE5vK7vZ5lO7`); after an integration's id, both random."""
     integration, _, value = match.group("s").rpartition("/")
-    if integration and not _looks_random(integration):
-        return False
+    if integration and not (_looks_random(integration) or looks_machine_generated(integration)):
+        return False  # (Rocket.Chat's ids may hold no digit: `lexNQNCNOJfoijpnFPHfMaMX`)
     tail = _regex(r"(?:[a-z]+[_\-])+([A-Za-z0-9]{16,})").fullmatch(value)
     return (_looks_random(value) or _regex(_UUID).fullmatch(value) is not None
             or tail is not None and looks_machine_generated(tail.group(1)))
@@ -5425,11 +5466,13 @@ url-credentials              url-password           (?i)(?<![a-z0-9+.\-])[a-z][a
 #   catch: DATABASE_URL=postgresql://app:«Autumn2024#94»@db.internal:5432/app
 #   catch: nats sub -s nats://bob:«Solnyshko?y3ll0w9»@nats.internal:4222 orders.>
 # A Go MySQL DSN: user:password@tcp(host)/db.
-login-at-host                login-at-host          :(?P<s>[^\s:@/'"<>()\[\]{},;|`]{8,128})@(?=[A-Za-z0-9][\w\-]{0,62}(?:\.[\w\-]{1,63})+(?::\d{1,5})?(?![\w.\-@]))
+login-at-host                login-at-host          :(?P<s>[^\s:@/'"<>()\[\]{},;|`]{8,128})@(?=[A-Za-z0-9][\w\-]{0,62}(?:(?:\.[\w\-]{1,63})+(?::\d{1,5})?|:\d{2,5})(?![\w.\-@]))
 #   catch: error="Failed to open TCP connection to elastic:«x4Kq9-Zt_Lm2Wc8Rv7bN3yH6pJ»@siem.corp.local:9200"
 #   keep:  mailto:first.last@example.com
 #   keep:  postgres://app:${DB_PASSWORD}@db.example.com:5432/app
 #   keep:  image: registry.local/app:1.4.2@sha256:4f2a9c
+#   catch: GAME_DB_ADDRESS=lobby:«Qm7~tR2xWv9_kLpZ»@cockroach-internal:26257
+#   keep:  image: redis:7.2.4-alpine@sha256:12345
 mysql-dsn-password           not-reference          ["'\s][\w.\-]{1,64}:(?P<s>[^\s"']{1,128}?)@(?:tcp|unix|udp)\(
 #   catch: db, err := sql.Open("mysql", "app:«C@ny0n1900!»@tcp(db:3306)/orders")
 #   keep:  db, err := sql.Open("mysql", "app:"+os.Getenv("DB_PASS")+"@tcp(db:3306)/orders")
@@ -5667,7 +5710,7 @@ mailgun-or-mailchimp-key     -                      (?P<s>[0-9a-fk](?<![A-Za-z0-
 #   keep:  cache key 6f1ed002ab5595859014ebf0951522d9-user-sessions
 #   keep:  a key-value store
 # 64 random bytes in base64, unless it is an sha512 digest
-azure-account-key-shape      random-bytes           (?<![A-Za-z0-9+/])(?<!;base64,)(?<!sha512-)(?<!sha512: )(?<!Signature=")(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
+azure-account-key-shape      random-bytes           (?<![A-Za-z0-9+/])(?<!;base64,)(?<!sha512-)(?<!sha384-)(?<!sha512: )(?<!Signature=")(?<!\d )(?<!Hash": ")(?<!hash": ")(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])
 #   catch: AccountKey=«WbBN8fGeN2mpzOxT8nmT1Tyu6jjZiqfwjC253/94h/Kvg0W6c9C2SiqplDxrCsVAv5VMU//6725WToH1OdDcwH==»
 #   keep:  "integrity": "sha512-EXAMPLEexample0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+/EXAMPLE0=="
 #   keep:  favicon (first 64 bytes): AAABAF3pZVwUjkdhPkmYrwJhD5tIuc8ebFiUBzM3DMB9Ujn9Zu+2W7gMhWjOCWLur5rz4eeNt2ABzoB/fEP6ug==
@@ -6631,18 +6674,22 @@ basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*
 #   keep:  echo -n "$USER:$PASS" | base64
 # user:password given to a base64 encoder in code: btoa('…'), b64encode(b'…'), through a call that makes its bytes
 # (Dart's base64Encode(utf8.encode('…')), .NET's ToBase64String(Encoding.UTF8.GetBytes("…"))); Groovy's '…'.bytes.encodeBase64(), Java's "…".getBytes(). Not a name and its version.
-basic-auth-encoded-call      not-reference          (?:btoa|b64encode|encode64|strict_encode64|encodeBase64|base64_encode|base64Encode|encodeToString|EncodeToString|ToBase64String)[ \t]*\([ \t]*(?:\[\]byte\(|(?:\[[\w.]{1,40}\]::)?[\w.]{1,40}[ \t]*\([ \t]*)?b?(["'])[\w.@+\-]{1,64}:(?P<s>(?!v?\d+(?:\.\d+){1,3}\1)[^'"\s]{4,128})\1
+basic-auth-encoded-call      not-reference          (?:btoa|b64encode|encode64|strict_encode64|encodeBase64|base64_encode|base64Encode|base64encode|encodeToString|EncodeToString|ToBase64String)[ \t]*\([ \t]*(?:\[\]byte\(|(?:\[[\w.]{1,40}\]::)?[\w.]{1,40}[ \t]*\([ \t]*)?b?(["'])[\w.@+\-]{1,64}:(?P<s>(?!v?\d+(?:\.\d+){1,3}\1)[^'"\s]{4,128})\1
 #   catch: headers = {"Authorization": "Basic " + base64.b64encode(b"svc_etl:«Juniper#4471»").decode()}
 #   catch: final auth = 'Basic ${base64Encode(utf8.encode('kiosk:«harbour.Lime58»'))}';
 #   catch: Authorization = "Basic " + [Convert]::ToBase64String([Text.Encoding]::UTF8.GetBytes("ledger@example.org:«f2c91b07aa4e»"))
+#   catch: const AUTH = "Basic " * base64encode("dicom_ro:«nile4471Giza»")
 #   keep:  base64.b64encode(f"{user}:{password}".encode())
 #   keep:  Convert.ToBase64String(Encoding.UTF8.GetBytes("build:2025.04.1"))
 # An API key given as the user of Basic auth with no password (`key:`), as Stripe's and many others' APIs take it.
-basic-auth-encoded-key       machine-made           (?:btoa|b64encode|encode64|strict_encode64|encodeBase64|base64_encode|base64Encode|encodeToString|EncodeToString|ToBase64String)[ \t]*\([ \t]*(?:\[\]byte\(|(?:\[[\w.]{1,40}\]::)?[\w.]{1,40}[ \t]*\([ \t]*)?b?(["'])(?P<s>[\w\-]{16,128}):\1
+basic-auth-encoded-key       machine-made           (?:btoa|b64encode|encode64|strict_encode64|encodeBase64|base64_encode|base64Encode|base64encode|encodeToString|EncodeToString|ToBase64String)[ \t]*\([ \t]*(?:\[\]byte\(|(?:\[[\w.]{1,40}\]::)?[\w.]{1,40}[ \t]*\([ \t]*)?b?(["'])(?P<s>[\w\-]{16,128}):\1
 #   catch: s.headers["Authorization"] = "Basic " + base64.b64encode(b"«Qm9x3TtXk27LcwPz8RfNa1vY4sHe»:").decode()
 #   keep:  base64.b64encode(b"application_settings_reader:")
-basic-auth-encoded-literal   not-reference          (["'])[\w.@+\-]{1,64}:(?P<s>[^'"\s]{4,128})\1\.(?:bytes\.encodeBase64|getBytes\(|encode\()
+basic-auth-encoded-literal   not-reference          (["'])[\w.@+\-]{1,64}:(?P<s>[^'"\s]{4,128})\1(?:\.(?:bytes\.encodeBase64|getBytes\(|encode\()|\.utf8\)[ \t]*\.base64EncodedString|\.data\(using:[ \t]*\.utf8\)!?\.base64EncodedString)
 #   catch: conn.setRequestProperty('Authorization', 'Basic ' + 'admin:«Thund3r^45»'.bytes.encodeBase64().toString())
+#   catch: req.setValue("Basic \(Data("kiosk:«Lantern#4471»".utf8).base64EncodedString())", forHTTPHeaderField: "Authorization")
+#   catch: let login = "qa-tablet:«Hanok.Seoul91»".data(using: .utf8)!.base64EncodedString()
+#   keep:  "build:2025.04.1".data(using: .utf8)!.count
 #   keep:  "Content-Type: text/plain".getBytes(StandardCharsets.UTF_8)
 # A password typed at a prompt, as notes tell it: "(typed Marco1960_ at the prompt)", "typed Gigi-Sehat_2024 when
 # prompted", "type LaMedellin1755$ and hit enter", "(typed giulia.tiger92 from the sticky note)".
@@ -6709,6 +6756,7 @@ webhook-path-token           webhook-token          (?i)://(?:(?:web)?hooks?\.[\
 #   keep:  https://docs.example.com/guides/webhooks/getting-started-with-signatures
 #   catch: curl -X POST https://oncall.example.net/oncall/integrations/v1/formatted_webhook/«Qv7LmZ2pX9cRt4KwB8nY3dHs»/
 #   catch: Webhook URL: https://chat.example-ops.io/hooks/«Xk3mPq8RtW2vNz7Lc/Hy4nB8qT2zLm6WcR1xKd9VfJ3pGs7YhQ5uNb2eMa0tCw»
+#   catch: https://chat.example-lab.org/hooks/«qWeRtYuIoPaSdFgHjKlZxCvB/bN3mQ8rT2vWz7LcHy4nK8qT2zLm6WcR1xKd9VfJ3pGs»
 #   keep:  https://docs.rocket.chat/docs/hooks/incoming-webhooks-setup/creating-an-integration-for-github
 # A machine-made token after -t, a flag many CLIs give a token (influx, codecov, doctl).
 token-short-flag             random                 (?<![\w\-])-t[ \t]+(?P<s>[A-Za-z0-9_\-+/=.]{32,1024})(?![\w\-+/=.])
@@ -6718,13 +6766,14 @@ db2-connect-password         argument               (?i)\bconnect[ \t]+to[ \t]+\
 #   catch: db2 connect to SAMPLE user db2inst1 using «Db2-Pass-715»
 #   keep:  db2 connect to SAMPLE
 # Names that say secret, with a space instead of = (setx, Dockerfile ENV, aws configure set).
-spaced-assignment            assignment             (?m)(?=[salE#\t ])(?:(?<![\w-])setx|^[ \t]*ENV|^[ \t]*#[ \t]*define|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set|(?<![\w-])(?:launchctl[ \t]+)?setenv)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+(?:@(?=["']))?{VALUE}
+spaced-assignment            assignment             (?m)(?=[salE#\t ])(?:(?<![\w-])setx|^[ \t]*ENV|^[ \t]*#[ \t]*define|(?<![\w-])set[ \t]+-[gxUlu]+|(?<![\w-])aws\s+configure\s+set|(?<![\w-])(?:launchctl[ \t]+)?setenv)[ \t]+{SECRETISH_NAME}(?P<name>[A-Za-z_][\w.]{0,80})[ \t]+(?:@(?=["'])|(?:TEXT|_T|_TEXT|TEXT_LITERAL)\([ \t]*(?=["'])|L(?="))?{VALUE}
 #   catch: ENV DB_PASSWORD «DeltaForce1»
 #   catch: launchctl setenv AWS_SESSION_TOKEN «WVwy0TvtPYL2SDwbUr/QRfREgp1yJnjt20ac6k=»
 #   keep:  ENV DB_PASSWORD_FILE /run/secrets/db_password
 #   keep:  setenv AWS_SESSION_TOKEN `cat /tmp/session.tok`; aws s3 ls
 #   catch: #define WIFI_PASS "«SunsetCedar7653-»"
 #   catch: #define kPushServerSecret @"«f8743df3efd05f5967076796f8ac0c24a3714240»"
+#   catch: #define RALLY_TELEMETRY_WRITEKEY TEXT("«pQ7vN2xKd9LmR4tW8yZb_3Hc-6Fj»")
 #   keep:  #define API_KEY_LENGTH 32
 #   keep:  #define TOKEN_BUFFER_SIZE (API_TOKEN_MAX + 1)
 powershell-env-item          assignment             (?i)\b(?:Set|New)-Item\b[^\n|;]{0,40}?\bEnv:{SECRETISH_NAME}(?P<name>[A-Za-z_]\w{0,80})[ \t]+(?:-Value[ \t]+)?{VALUE}
@@ -7375,6 +7424,8 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: TRAP, SNMP v1, community «acb44ANacj»
 #   keep:  Wi-Fi profile (802.1X, no PSK) pushed via OMA-URI, base64: PFdMQU5Qcm9maWxlPjxuYW1lPkNPUlAtV0lGSTwvbmFtZT48TVNNPjxzZWN1cml0eT48YXV0aEVuY3J5cHRpb24+PGF1dGhlbnRpY2F0aW9uPldQQTI8L2F1dGhlbnRpY2F0aW9uPjwvYXV0aEVuY3J5cHRpb24+PC9zZWN1cml0eT48L01TTT48L1dMQU5Qcm9maWxlPg==
 #   keep:  [sync] delta token advanced: cursor=-Qm3kVx0aL9fT2bWz8Yc4NpR7sUe1JhGd5kE items=40
+#   keep:  Nombre del secreto en Key Vault: pagos-norte-hmac (creado el 2025-03-01)
+#   keep:  Secret name in Key Vault: terminal-gateway-hmac
 #   catch: De beheerderspincode van de printer in de kantine is «620481», niet doorsturen.
 #   catch: 공용 메일박스 비밀번호를 «Bahar2019!» 로 변경했습니다.
 #   keep:  community public
@@ -7626,7 +7677,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t])(?:log
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|(?<=[A-Za-z])connection|Gateway|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<![\w$])(?:connect|getConnection|auth|authorize(?:_account)?|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|(?<=[A-Za-z])connection|Gateway|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<![\w$])(?:connect|getConnection|auth|authorize(?:_account)?|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|Login|LogIn|LogOn|authenticate|Authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: rfc2865.UserPassword_SetString(packet, "«Probe!Eduroam77»")
 #   catch: plc.set_session_password("«Lackier-1500-pw»")
 #   catch: api.authorize_account("production", "«0051d27642da2d12dd8000000a4»", "«K005gKZBjJwhPfWLrz4hPTuclnRyWQx»")
@@ -7639,6 +7690,8 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: token = jwt.encode({"sub": user.id, "exp": exp}, "«Nounours@786»", algorithm="HS256")
 #   catch: signed, err := tok.SignedString([]byte("«s0TgKdoZ3zHugKwwxkMkQX1624bfJw6OCKwbNeRf»"))
 #   catch: if (client.connect("esp32-client", "liam", "«J@sm1n3.97»")) {
+#   catch: if (!rcon.Login("«r^8QXTM=k_pWvJ2Y=7LC»")) return 1;
+#   keep:  ui.Login("Welcome back")
 #   keep:  payload = jwt.decode(token, key, algorithms=["HS256"])
 #   keep:  user.set_password(form.cleaned_data["new_password1"])
 #   catch: sqlite3_key(db, "«frost-thunder-bamboo-cherry»", strlen("«frost-thunder-bamboo-cherry»"));
@@ -7692,7 +7745,9 @@ context-connect-function     call-literals          (?:mysql_real_connect|mysqli
 #   catch: WiFi.begin("FRITZ!Box 7590 KQ", "«Tartaruga?138»");
 #   catch: wlan.connect("Ghala_Mbegu", "«mbegu-bora-shamba»")
 #   catch: realm.createAccount("admin", "«998QTx@3OnZNQipR»")
+#   catch: $db = mysqli_connect($host, "forum", "«sauna-Kuusi»", "phpbb");
 #   keep:  WiFi.begin(WIFI_SSID, WIFI_PASSWORD);
+#   keep:  $db = new mysqli("localhost", "root", "", "phpbb");
 # A literal a keychain stores under a key that names a credential (KeychainAccess: `keychain.set(value, key:)`).
 keychain-set-value           not-reference          \.set\([ \t]*(?P<s>"[^"\n]{4,256}")[ \t]*,[ \t]*(?:key|forKey):[ \t]*"[\w.\-]*(?i:pass|secret|token|key|cred|pin)
 #   catch: try keychain.set("«Gravel1830!»", key: "dbPassword")
@@ -7874,8 +7929,10 @@ context-commented-logins     commented-logins       (?i)\b(?:basic[ \-]?auth|htp
 #   catch: # to create with htpasswd -b, then delete this file\neditor1 «Redakt!on-01»\nreview  «Lektorat_77x»
 #   keep:  # users and their home folders\nalice /home/alice\nbob   /home/bob
 #   keep:  # accounts created this week\nalice.berg:2024-10-01\nli.wei:2024-10-02
-context-command-output       printed-secrets        (?m)^(?:{PROMPT_LINE}*(?:[\w\-]+[^\n;|&]{0,60}?(?:;|&&)[ \t]*)?(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})|{SECRET_FILE_COMMENT})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#])))
+context-command-output       printed-secrets        (?m)^(?:{PROMPT_LINE}*(?:[\w\-]+[^\n;|&]{0,60}?(?:;|&&)[ \t]*)?(?:sudo(?:[ \t]+(?:-[EHiksSnbA]+|-[iE]*[ugUCprt][ \t]*[\w.\-]+))*[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})|{SECRET_FILE_COMMENT})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#])))
 #   catch: $ sudo systemd-creds decrypt /etc/credstore.encrypted/opcua-client.cred -\n«_ccL5JJKNt3HDD11gjadgfCnewND»
+#   catch: $ sudo -u www-data php occ config:system:get mail_smtppassword\n«Kx8=vT2^mQ9zLp4W»
+#   catch: $ sudo dd if=/etc/munge/munge.key bs=1 count=48 2>/dev/null | base64 -w0\n«Rk9wR3h2Tm1QcTdLd0w0VDh5WmIzSGM2RmpRbTJYcjlLcDRXdjhUbk0zY1I5eExk»
 #   catch: # /etc/mongod.keyfile (chmod 400)\n«pUwBsPUclEkDMIsPg2S8e74Llh0eoQYj9Ehhx143SAaSzxMuhAmS901jlEm7zWdXbTSrUHj9iaIY»
 #   catch: # .vault_pass (never commit)\n«Fjord-Lantern-Quarry-82»
 #   keep:  # .streamlit/secrets.toml.example\n[connections.postgresql]\nhost = "localhost"\npassword = "<your-password>"
@@ -8147,6 +8204,12 @@ json-users-object            users-object           (?i)"(?:registered_?users|ba
 #   catch: "AuthenticationEnabled" : true,\n"RegisteredUsers" : {\n  "pacsadmin" : "«4Y927Lqa8xBC2W»",\n  "viewer" : "«Visor-Clinica-2025»"\n}
 #   keep:  "users": {"alice": "admin", "bob": "viewer", "carol": "read-only"}
 #   keep:  "passwords": {"minLength": "12", "policy": "strong", "vault": "op://ops/pacs"}
+# The same object as a setting's value in the environment (Orthanc's ORTHANC__REGISTERED_USERS), its quotes escaped
+# too, as `docker inspect` prints a container's environment.
+env-users-object             users-object           (?i)(?<![A-Za-z0-9"])(?:registered_?users|basic_?auth_?users|auth_?users|user_?passwords)[ \t]*[:=][ \t]*\{(?=(?P<s>(?:\s*\\?"[^"\n\\]{1,64}\\?"[ \t]*:[ \t]*\\?"[^"\n\\]{1,128}\\?"[ \t]*,?){1,40}\s*\}))
+#   catch: "PACS__REGISTERED_USERS={\"radiology\": \"«Papavero@2031»\"}",
+#   catch: PACS__REGISTERED_USERS:   {"viewer": "«tQ8vLm2~Xr9zKp4W»"}
+#   keep:  PACS__REGISTERED_USERS={\"viewer\": \"read-only\"}
 # A list of literals under a name that says secret (`FERNET_KEYS = [`, `apiKeys = [`, `"signing_keys": [`,
 # `[]string{`, `listOf(`): each item that looks like a secret (a machine-made one under a name that only
 # may say so: `keys`, `tokens`). Only a list of bare literals: a JWKS's `"keys": [{…}]` holds objects.
@@ -8583,7 +8646,7 @@ def _is_laid_out_seed(run: str) -> bool:
             and (not numbers or len(set(numbers)) == len(numbers) and max(numbers) <= len(words) and min(numbers) >= 1))
 
 
-_SENTENCE_END = r"[.!?。！？]+(?=\s)|\n"  # where the readings of a sentence end one: its mark before a space, or its line's end
+_SENTENCE_END = r"(?<!\b[A-Za-z])(?<!\b(?:Dr|Mr|Ms|Sr|St))(?<!\bMrs|\bSra|\bdrh)[.!?。！？]+(?=\s)|\n"  # where the readings of a sentence end one: its mark before a space (not an abbreviation's: `10:23 p. m.`, `Dr.`), or its line's end
 
 
 # A code of six to eight digits (or two groups of them a keypad's sign joins: `823-295`, `9879#81`) that stands alone in
@@ -8596,16 +8659,17 @@ _BARE_CODE = _CODE_STANDS_ALONE[0] + r"(\d{6,8}|\d{3}-\d{3}|\d{3,4}[#*]\d{2,4})"
 _GROUPED_CODE = _CODE_STANDS_ALONE[0] + r"(\d{2,4}([ \-])\d{2,4}(?:\2\d{2,4}){0,2}|\d([ \-])\d(?:\3\d){2,7})" + _CODE_STANDS_ALONE[1]
 _CODE_SAID = (r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r"|koder|kodet|kodu|kody|koda|kodo|kodov\w{0,2}|cod|codul|kombination|kombinasie|combination|combinaci[oó]n|combinação|combinazione"
               r"|kombinacij\w|kombinace|kombinaci|[šs]ifr[aeuo]|κωδικ\w{0,3}"
-              r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|digitar|dial|tapez|composez"
+              r"|код\w{0,2}|कोड|pins?|пин|पिन|passcode|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|marcar|m[áa]rcale|digitar|teclea|dial|tapez|composez|wpisa[ćc]|wpisz|wprowad[źz]|ketik|masukkan|eingeben|kodene|kodenya"
               r"|disarm\w{0,3}|desactiv\w{0,5}|désactiv\w{0,5}|disattiv\w{0,5}|deaktiv\w{0,5})(?![^\W\d_])"
               r"|(?<![^\W\d_])(?:opens?[ \t]+with|abre[ \t]+co[mn]|öffnet[ \t]+mit|s'ouvre[ \t]+avec|apre[ \t]+con)(?![^\W\d_])"  # (what a lock opens with)
-              r"|koodi|コード|暗証番号|解錠番号|管理番号|코드|번호|암호|비번")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
-_CODE_SEEN = ("cod", "kod", "pin", "combina", "kombin", "ifr", "open", "abre", "ffnet", "ouvre", "apre", "passcode", "unlock", "entsperr", "desbloque", "disarm", "desactiv", "deaktiv", "disattiv", "marcar", "digitar", "dial", "tapez", "composez", "koodi")  # (a few letters of each of _CODE_SAID's words, as an ASCII text writes them: a cheap look)
+              r"|koodi|コード|暗証番号|解錠番号|管理番号|코드|번호|암호|비번|รหัส")  # (Finnish joins a code's word to what it opens, ovikoodi; Japanese writes no space around a word)
+_CODE_SEEN = ("cod", "kod", "pin", "combina", "kombin", "ifr", "open", "abre", "ffnet", "ouvre", "apre", "passcode", "unlock", "entsperr", "desbloque", "disarm", "desactiv", "deaktiv", "disattiv", "marca", "rcale", "digitar", "teclea", "dial", "tapez", "composez", "koodi",
+              "wpis", "wprowad", "ketik", "masukkan", "eingeben")  # (a few letters of each of _CODE_SAID's words, as an ASCII text writes them: a cheap look)
 # Words that make a number in their own sentence a code with no place named: what it unlocks, a passcode, an installer's.
 _CODE_ALONE = (r"(?i)(?<![^\W\d_])(?:passcodes?|unlock\w{0,3}|entsperr\w{0,3}|desbloque\w{0,4}|ξεκλειδ\w{0,8}|\w{0,12}(?:[şs]ifre)\w{0,4}|verrouill\w{0,3}"
                r"|(?:ovi|portti|hälytys|purku|lukko)koodi\w{0,3}"  # Finnish: a door's, an alarm's code (not virhekoodi, an error's)
                r"|(?:ajtó|kapu|riasztó|széf)kód\w{0,3}"  # Hungarian: a door's, a gate's, an alarm's, a safe's code
-               r"|padlocks?|cadeados?|candados?|lucchett[oi]|cadenas|vorhängeschl(?:oss|össer)|kłódk\w{1,2}|hangslot|hänglås"  # a padlock's number is its combination
+               r"|padlocks?|gembok|cadeados?|candados?|lucchett[oi]|cadenas|vorhängeschl(?:oss|össer)|kłódk\w{1,2}|hangslot|hänglås"  # a padlock's number is its combination
                r"|toegangscode\w{0,2}|codeslot\w{0,2}|sim[ \t\-]?pin|puk|zugangscode\w{0,2}|access code|code d'accès|código de acceso"  # an access code, a code lock
                r"|(?:master|y[öo]netici)[ \t]+(?:kod|kodu|code)|c[óo]digo maestro|code ma[îi]tre"  # a master code opens every lock
                r"|key ?box(?:es)?|lock ?box(?:es)?|sleutelkas(?:se)?|schlüsselbox\w{0,2}|nyckelbox\w{0,3}|caja de llaves|bo[îi]te [àa] cl[ée]f?s"  # what a key box's number opens
@@ -8664,9 +8728,9 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # A password a person chose, anywhere after a word for password in its sentence: what a chat or a ticket says in
 # more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
-_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord|wagwoord"
+_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya|e)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord|wagwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
-                   r"|kata sandi|sandi|nenosiri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
+                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|(?<=\bla[ \t])contra|nenosiri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "kennwort", "contrase", "senha", "wachtwoord", "wagwoord", "losen", "salasana", "haslo", "heslo", "parola",
                         "adgangskode", "kodeord", "koden", "sifre", "sandi", "nenosiri", "lozink", "gesl", "ifr")
@@ -8797,7 +8861,9 @@ _MESSAGE_OF_ONE_TOKEN = r"([^\s\"'`«»]{3,64})(?:[ \t]+[(（][^\n]{0,200})?[ \t
 _MESSAGE_OF_A_TOKEN_AND_WORDS = r"([^\s\"'`«»]{3,64})[ \t]+[^\n]{1,120}"
 _REST_MESSAGES_MAX = 3  # lines after the first part that may each hold one more part
 # A chat message's header with its time: `[21:04] Minh Thư: `, `Ελένη 11:02: `, `[3/11/25, 9:14:02 p. m.] Andrés: `.
+_CHAT_TIME = r"\d:\d\d|\[\d{1,2}\.\d\d\]"  # a chat message's time: `21:04`, `[08.30]`
 _TIMED_HEADER = (r"[ \t]*(?:\[[^\]\n]{0,30}\d{1,2}:\d{2}[^\]\n]{0,20}\][ \t]*(?:[^\W\d_][^\n:：\]]{0,30}[:：])?"
+                 r"|\[\d{1,2}\.\d{2}\][ \t]*[^\W\d_][^\n:：\]]{0,30}[:：]"  # (a time with a dot, as Indonesia writes it, before a name: `[08.30] Mbak Rini: `)
                  r"|[^\W\d_][^\n:：]{0,30}?[ \t]\(?\d{1,2}:\d{2}(?::\d{2})?\)?(?:[ \t]*[AaPp]\.?[ \t]?[Mm]\.?)?[ \t]*[:：]?)[ \t]*")
 
 
@@ -8833,6 +8899,58 @@ def _redact_spelled_out(original: str, text: str, count: int, replaced: list) ->
     return _redact_found_again(text, count, replaced, pieces)
 
 
+# A PIN or a code said in digits' names, as a voice note's transcript writes it or a person types it so that a locked
+# screen's preview does not show it ("PIN administratora cztery jeden sześć cztery siedem jeden", "el NIP de la terminal
+# es ocho cinco seis" ⏎ "tres ocho uno", "pin mesin EDC papat nol enem lima nol sanga"): the names of 0 to 9 in the
+# languages sessions are written in, a run of four or more, or two runs of three on neighbouring lines.
+_DIGIT_NAMES = (
+    "zero|one|two|three|four|five|six|seven|eight|nine"  # English
+    "|cero|uno|dos|tres|cuatro|cinco|seis|siete|ocho|nueve"  # Spanish
+    "|um|dois|três|quatro|sete|oito|nove"  # Portuguese
+    "|zéro|un|deux|trois|quatre|cinq|sept|huit|neuf"  # French
+    "|null|eins|zwei|drei|vier|fünf|sechs|sieben|acht|neun"  # German
+    "|due|tre|quattro|cinque|sei|sette|otto"  # Italian
+    "|jeden|dwa|trzy|cztery|pięć|sześć|siedem|osiem|dziewięć"  # Polish
+    "|nul|een|twee|vijf|zes|zeven|negen"  # Dutch
+    "|noll|ett|två|fyra|fem|sex|sju|åtta|nio"  # Swedish
+    "|sıfır|bir|iki|üç|dört|beş|altı|yedi|sekiz|dokuz"  # Turkish
+    "|nol|kosong|satu|dua|tiga|empat|lima|enam|tujuh|delapan|sembilan"  # Indonesian
+    "|siji|loro|telu|papat|enem|pitu|wolu|sanga|songo"  # Javanese
+    "|nula|jedna|tři|čtyři|pět|šest|sedm|osm|devět"  # Czech
+    "|ноль|один|два|три|четыре|пять|шесть|семь|восемь|девять")  # Russian
+_DIGITS_IN_WORDS = r"\b(?:" + _word_alternation(_DIGIT_NAMES) + r")(?:(?:,?[ \t]+|-)(?:" + _word_alternation(_DIGIT_NAMES) + r")){2,15}(?![^\W\d_])"  # (read in small letters: see _digit_name_runs)
+# What names the digits a PIN's or a code's: a word for a PIN (Mexico's NIP, a bank's MPIN), for a code, with Indonesian's
+# and Javanese's "its" (kodene, pinnya), or any word for a secret (_secret_words).
+_DIGITS_NAMED = r"(?i)(?<![^\W\d_])(?:m-?pin|pin|nip|puk|kod[eu]?|kód|code|codes|código|codigo|codice|clave|combinac\w{0,4}|combinaz\w{0,4}|kombinac\w{0,4})(?:ne|nya|e)?(?![^\W\d_])"
+
+
+def _digit_name_runs(original: str) -> list:
+    """The runs of three digits' names or more in original (_DIGITS_IN_WORDS), read in its small letters
+    (a pattern without (?i) costs a third as much on every text), where each character stands where it
+    stood: Turkish's `İ`, the one letter whose small form is two characters, read as `i`."""
+    return list(_regex(_DIGITS_IN_WORDS).finditer(original.replace("\u0130", "i").lower()))
+
+
+def _redact_digits_in_words(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with a PIN or a code said in digits' names (_digit_name_runs): a run of four or more,
+    or of three when another of three or more stands on its line or the next, under a word for a PIN, a
+    code or a secret on its line before it or on one of the two lines above it (_DIGITS_NAMED, _secret_words)."""
+    runs = _digit_name_runs(original)
+    pieces = []
+    for index, run in enumerate(runs):
+        words = len(_regex(r"[^\W\d_]+").findall(run.group()))
+        beside = [other for other in runs[max(0, index - 1):index] + runs[index + 1:index + 2]
+                  if original.count("\n", min(run.end(), other.end()), max(run.start(), other.start())) <= 1
+                  and len(_regex(r"[^\W\d_]+").findall(other.group())) >= 3]  # (a PIN in two messages: "ocho cinco seis" ⏎ "tres ocho uno")
+        if words < 4 and not beside:
+            continue
+        first = min([run] + beside, key=lambda found: found.start())
+        said = original[_start_of_lines_above(original, first.start(), 2):first.start()]
+        if _regex(_DIGITS_NAMED).search(said) or _secret_words(said):
+            pieces.append(original[run.start():run.end()])
+    return _redact_found_again(text, count, replaced, pieces)
+
+
 # A message that names a secret and leaves its value to the messages after it: "the nas admin pw for the
 # photo share is" ⏎ `<nikos> SqR9oYu` ⏎ `<nikos> ^cwDtTF`. Its end: a connector, a colon, or (in a chat, where
 # a header or a speaker's prefix stands between) anything; or a value the rules took, whose rest follows.
@@ -8846,6 +8964,7 @@ _SPLIT_SAID = (r"(?i)\b(?:in(?:to)?|as|en|em|w|ve|i)[ \t]+(?:two|three|2|3|deux|
                r"|dwóch|dwoch|trzech|dvou|två|to)[ \t]+(?:\w+[ \t]+)?(?:parts?|pieces|bits|halves|messages|msgs|chunks|parties|morceaux|fois|teilen|teile"
                r"|nachrichten|hälften|stücken|partes|mensajes|trozos|mitades|mensagens|pedaços|metades|parti|messaggi|pezzi|delen|stukken|berichten"
                r"|częściach|czesciach|wiadomościach|kawałkach|částech|delar|dele|deler|lines|zeilen|righe|líneas|linhas|lignes|regels|řádcích|řádky)\b"
+               r"|\b(?:in|en|em|w|na|dalam|jadi)[ \t]+(?:pieces|chunks|bits|pedazos|trozos|pedaços|kawałkach|kawałki|stücken|morceaux|bagian|potongan)\b"  # "te lo pego en pedazos"
                r"|\b(?:over|across|on)[ \t]+(?:two|three|2|3)[ \t]+lines\b|\bu[ \t]+(?:dva|dvije|tri|2|3)[ \t]+(?:\w+[ \t]+)?(?:dijela|djela|dela|poruke|poruka|maila|mejla|reda)\b"
                r"|\bv[ \t]+(?:dveh|treh|2|3)[ \t]+(?:delih|sporočilih|kosih)\b|\bna[ \t]+(?:dvakrát|dwa razy|dvě části)|\b(?:iki|2|üç)[ \t]+(?:parça|mesaj)"
                r"|\bdo[ \t]+(?:hisson|hisse|parts?|baar)\b|(?:hai|2)[ \t]+phần|в[ \t]+двух|двумя[ \t]+(?:частями|сообщениями)|на[ \t]+две[ \t]+части|по[ \t]+частям"
@@ -8868,7 +8987,7 @@ _ANNOUNCED_SEEN = tuple(sorted(word for word in set(_PASSWORD_WORDS_SEEN + _PROS
     other != word and other in word for other in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS)))  # a few letters of each word that names one (none that holds another: a shorter one finds it)
 _SPELLING_SAID = r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字"  # words that say a value is spelled out
 _SPELLING_WORDS = ("spell", "epel", "buchstab", "deletre", "solet")  # (a few letters of each of _SPELLING_SAID's, as an ASCII text writes them: a cheap look)
-_SPEAKER_START = r"<|[^\x00-\x40\x5b-\x7f]|" + _TAB_NICK  # a speaker's prefix: `<nick>`, a name in capitals or another script (not `remote:`, `"cwd":`), a log's nick between tabs
+_SPEAKER_START = r"<|[^\x00-\x40\x5b-\x7f]|(?:user|you|me|human)[:：]|" + _TAB_NICK  # a speaker's prefix: `<nick>`, a name in capitals or another script (not `remote:`, `"cwd":`), an agent's user, a log's nick between tabs
 
 
 def _secret_words(text: str) -> list:
@@ -9060,7 +9179,10 @@ def _redact_reset_answers(original: str, text: str, count: int, replaced: list) 
 
 # A chat's question for a secret: a word that asks, or a question mark ("ww van de planning-pc?", "wat is de kode???",
 # "yakıt kartının şifresi neydi", "staging DB ka password kya hai?").
-_ASKS = r"(?i)\?|(?<![^\W\d_])(?:neydi|nedir|kya[ \t]+(?:hai|tha)|ne[ \t]+idi)(?![^\W\d_])"
+_ASKS = (r"(?i)\?|(?<![^\W\d_])(?:neydi|nedir|kya[ \t]+(?:hai|tha)|ne[ \t]+idi"
+         r"|send me|tell me|remind me|give me|dm me|powiedz|podaj|przypomnij|wyślij|dime|dame|mándame|mandame|pásame|pasame|recuérdame"
+         r"|kasih tau|kasih tahu|kirimin|sag mir|schick mir|gib mir|dis-moi|envoie-moi|rappelle-moi|donne-moi|me passa|me manda|dimmi|mandami"
+         r"|stuur me|geef me)(?![^\W\d_])")  # (or a request: "powiedz mi jeszcze raz to hasło", "send me the wifi pw")
 # A question about a secret's where, when or which, not for its value ("which ticket was the VPN password reset in?").
 _ASKS_OF_IT = (r"(?i)(?<![^\W\d_])(?:where|when|which|how|why|waar|wanneer|welke|hoe|waarom|wo|wann|welche[rsn]?|wie|warum|où|quand|quel(?:le)?s?|comment|pourquoi"
                r"|dónde|cuándo|cuál|cómo|gdzie|kiedy|który|która|jak|nerede|ne zaman|hangi|nasıl|kahan|kab|kaise)(?![^\W\d_])")
@@ -9068,6 +9190,10 @@ _ASKS_OF_IT = (r"(?i)(?<![^\W\d_])(?:where|when|which|how|why|waar|wanneer|welke
 # uit-knop", "SxUD… — naya hai"): quoted, three to six words of a passphrase too.
 _ANSWER = (r"[ \t]*[`\"'“«]?(?P<v>[^\s`\"'“”«»]{4,64}?|[^\W\d_]{2,12}(?:[ \t][^\W\d_]{2,12}){2,5})[`\"'”»]?[.!,]?"
            r"(?:[ \t]*$|[ \t]*[—–(,]|[ \t]+-[ \t]|[ \t]+(?:en|and|und|et|y|e|i|ve|then|dann|puis|potem|sonra|aur|phir)(?![^\W\d_]))")
+# An answer's password in more words: after a few words and a colon ("piszę ci dokładnie, znak po znaku: X — wielkość liter
+# ma znaczenie"), after "is" a few words in ("hola Dan! es X 😊"), or first, with any words after it ("X ya bud, abis itu logout").
+_ANSWER_IN_WORDS = tuple(r"[ \t]*" + before + r"[`\"'“«]?(?P<v>[^\s`\"'“”«»]{6,64}?)[`\"'”»]?[.!,]?(?:[ \t]*$|[ \t]*[—–(,]|[ \t]+(?=\S))"
+                         for before in (r"[^\n:：`\"'“«]{1,60}?[:：][ \t]*", r"(?:[^\n:：`\"'“«]{0,30}?[ \t,!.])?(?i:es|is|it's|its|jest|ist|est|c'est|é|è|adalah)[ \t]+", ""))
 
 
 def _chat_messages(lines: list) -> list:
@@ -9076,11 +9202,11 @@ def _chat_messages(lines: list) -> list:
     messages = []
     for index, line in enumerate(lines):
         header = _regex(_TIMED_HEADER).match(line)
-        if not header or not _regex(r"\d:\d\d").search(header.group()):
+        if not header or not _regex(_CHAT_TIME).search(header.group()):
             continue
         body, at = line[header.end():], index
         below = _regex(_TIMED_HEADER).match(lines[index + 1]) if not body.strip() and index + 1 < len(lines) else None
-        if not body.strip() and index + 1 < len(lines) and not (below and _regex(r"\d:\d\d").search(below.group())):
+        if not body.strip() and index + 1 < len(lines) and not (below and _regex(_CHAT_TIME).search(below.group())):
             body, at = lines[index + 1], index + 1  # Teams' and Slack's header on a line of its own, the message under it
         speaker = " ".join(_regex(r"[^\W\d_][\w.'\-]*").findall(header.group()))
         if body.strip():
@@ -9092,24 +9218,28 @@ def _redact_asked_and_answered(original: str, text: str, count: int, replaced: l
     """(text, count) with the secret a chat's message gives as its first word, when one of the two
     messages above, by someone else, asks for a password, a PIN or a code (a word for one and _ASKS):
     a value a person chose or a machine made (_is_new_password), the digits of a PIN or of a code for a
-    place (four digits that are no year), or a quoted passphrase asked for as one."""
+    place (four digits that are no year), or a quoted passphrase asked for as one; failing those, a
+    value a person chose or a machine made in more words (_ANSWER_IN_WORDS)."""
     messages, found = _chat_messages(original.split("\n")), []
     asks = [_regex(_ASKS).search(body) is not None and not _regex(_ASKS_OF_IT).search(body) and bool(
-        _secret_words(body) or _regex(r"(?i)(?<![^\W\d_])(?:pin|puk|" + _CODE_WORDS + r")(?![^\W\d_])").search(body)) for _, _, body in messages]
+        _secret_words(body) or _regex(r"(?i)(?<![^\W\d_])(?:pin|puk|wi-?fi|wlan|" + _CODE_WORDS + r")(?![^\W\d_])").search(body)) for _, _, body in messages]  # ("what's the wifi here?")
     for index, (_, speaker, body) in enumerate(messages):
         asked = None
         for above in range(max(0, index - 2), index):  # (the nearest question above, by someone else)
             if asks[above] and messages[above][1] != speaker:
                 asked = messages[above][2]
-        answer = _regex(_ANSWER).match(body) if asked else None
-        if not answer:
+        if not asked:
             continue
-        value = answer.group("v")
+        answer = _regex(_ANSWER).match(body)
+        value = answer.group("v") if answer else ""
         digits = _regex(r"\d{4,8}").fullmatch(value) and not _regex(r"(?:19|20)\d\d").fullmatch(value) and (
             _regex(_PASSWORD_WORDS).search(asked) or _regex(r"(?i)(?<![^\W\d_])(?:pin|puk)(?![^\W\d_])|[şs]ifre").search(asked) or _regex(_PLACE_WORDS).search(asked))
         phrase = " " in value and _names_passphrase(asked) and _is_spoken_passphrase(value)
-        if digits or phrase or " " not in value and _is_new_password(value):
+        if value and (digits or phrase or " " not in value and _is_new_password(value)):
             found.append(value)
+            continue
+        in_words = (_regex(pattern).match(body) for pattern in _ANSWER_IN_WORDS)
+        found += [answer.group("v") for answer in in_words if answer and _is_new_password(answer.group("v"))][:1]
     return _redact_found_again(text, count, replaced, found)
 
 
@@ -9160,6 +9290,29 @@ def _redact_read_in_groups(original: str, text: str, count: int, replaced: list)
             pieces += [found.group() for found in run]
             pieces += _regex(r"(?<![\w\-])[A-Z]{%d}(?![\w\-])" % len(run[0].group())).findall(original, run[0].end(), run[-1].start())  # (`L223G9HT, then JDGEPSHR, then D8N22G3C`)
     return _redact_found_again(text, count, replaced, pieces)
+
+
+# A product's key, a game's or a store's redeem code, a license's serial: groups of capitals and digits joined by
+# dashes (`6SAPK-Y35EE-3LNHB`, `L3YM-F77A-SVY9-695V`, `SC-W2CY-XMLH-M7ZF-AQAM-YU6L`), two of them or more mixing
+# letters and digits (not an id's words and numbers: `PROJ-2024-Q3`), under a word for a key, a code, a serial or a
+# voucher on their line or the two above ("keys for the booth:" ⏎ a key a line, "Códigos eShop:", "리딤 코드").
+_PRODUCT_KEY = r"(?<![\w\-])[A-Z0-9]{2,6}(?:-[A-Z0-9]{4,6}){2,7}(?![\w\-])"
+_PRODUCT_KEY_WORDS = (r"(?i)(?<![^\W\d_])(?:keys?|cd-?keys?|serials?|seriennummer|redeem\w*|redemption|vouchers?|licen[cs]e\w*|activation|aktivierung\w*"
+                      r"|gift[ \t]?cards?|c[óo]digos?|codici|codes?|kod[eyu]?|coupons?|cupons?|cupones?)(?![^\W\d_])|리딤|코드|シリアル|キー|コード|兑换码|激活码|序列号")
+
+
+def _redact_product_keys(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with each product key or redeem code (_PRODUCT_KEY: two groups or more of letters and
+    digits both) under a word that names one (_PRODUCT_KEY_WORDS) on its line before it or the two lines above."""
+    keys = []
+    for found in _regex(_PRODUCT_KEY).finditer(original):
+        groups = found.group().split("-")
+        if sum(1 for group in groups if _regex(r"[A-Z]").search(group) and _regex(r"\d").search(group)) < 2 or _regex(r"[0-9A-F\-]+").fullmatch(found.group()) or any(
+                _regex(_ALGORITHM_NAME).fullmatch(group) or _regex(r"(?:BASE|AWS|UTF|ISO|SPKI|PKCS|X)\d*").fullmatch(group) for group in groups):
+            continue  # (a device's serial in hex, `4A1D-9F02-11C3`; an algorithm's name, `AWS4-HMAC-SHA256`)
+        if _regex(_PRODUCT_KEY_WORDS).search(original, _start_of_lines_above(original, found.start(), 2), found.start()):
+            keys.append(found.group())
+    return _redact_found_again(text, count, replaced, keys)
 
 
 def _is_new_password(value: str) -> bool:
@@ -9315,6 +9468,8 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         if not quote and not join and _regex(r"[ \t]*[\w.\-]{1,32}@[\w.\-]{1,64}:[^\s$#]{0,200}[$#][ \t]").match(below):
             continue  # the next prompt, user@host:path$, not a rest: `www-data@lms01:/var/www/moodle$ moosh …`
         after = below[rest.end():]
+        if _regex(r"[a-z]{0,6}[2-9][a-z]{2,8}").fullmatch(rest.group(1)) and _regex(r"[ \t]+[^\W\d_]").match(after):
+            continue  # a word of Arabic in Latin letters, its sounds written in digits, that a sentence goes on from: "7otohom gamb ba3d"
         if quote and not after.startswith(quote) or not quote and not join and _regex(r"[ \t]{2}|\t|[ \t]*\||[ \t]*[,;](?![\w.\-]+=)|[ \t]*[:=][ \t]").match(after):
             continue  # a row of a table, columns apart (a CSV's too, not a connection string's `;EndpointSuffix=`); a list's next label, its value after it (`- tmp_restore : …`)
         if join and not quote and after.strip() != join:
@@ -10290,7 +10445,11 @@ def _second_readings(original: str) -> list:
     if (names_a_secret or any(word in lowered for word in _SPELLING_WORDS)) and (_regex(r"(?<![^\W_])[^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_](?![^\W_])").search(
             original) or _may_hold_a_word(original, _NATO_SEEN)):  # (a word for a secret, or for spelling, first: a cheap look)
         readings.append(("a password spelled out", _redact_spelled_out))
-    timed = "\n" in original and _regex(r"\d:\d\d").search(original) is not None  # (a chat's times first: a cheap look)
+    if "-" in original and _regex(_PRODUCT_KEY).search(original):
+        readings.append(("a product key or a redeem code", _redact_product_keys))
+    if _digit_name_runs(original):
+        readings.append(("a PIN said in digits' names", _redact_digits_in_words))
+    timed = "\n" in original and _regex(_CHAT_TIME).search(original) is not None  # (a chat's times first: a cheap look)
     if timed and _regex(_ITS_NOW).search(original):
         readings.append(("a new password a chat's answer gives", _redact_reset_answers))
     if timed and _regex(_ASKS).search(original):
@@ -10352,8 +10511,8 @@ def _context_token_in(run: str) -> tuple:
     text, and holds a digit, or () if none: a `name=` or `name:` at its start and a sentence's marks
     at its end left out. A word, a timestamp's or a UUID's start, a cut text's `...`, are known
     before looks_machine_generated's costlier tests."""
-    if run[0] == "/":
-        return ()  # a path's
+    if run[0] == "/" or run[0] == "\\" and run[1:2] not in ("\\", "n", "t", "r", "u", '"'):
+        return ()  # a path's (Windows' too: `\.ssh\id_ed25519`; not an escape's `\n`)
     given = ("=" in run or ":" in run) and _regex(r"[A-Za-z_][\w.\-]{0,60}?[=:](?!//)").match(run)
     start = given.end() if given else 0
     value = run[start:].rstrip(".:!?")
@@ -12061,7 +12220,7 @@ RULE_WORDS = {
     "smtp-auth-login-password": ("16880d81", ("334 ugfzc3dvcmq6", "auth login", "auth plain"), ("334 ugfzc3dvcmq6",
         "auth login", "auth plain"), ()),
     "url-credentials": ("1fbfc532", ("//", ":/"), (), (":",)),
-    "login-at-host": ("a2e02cb2", (":",), (), ("@",)),
+    "login-at-host": ("102238e2", (":",), (), ("@",)),
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
     "placeholder-default-secret": ("df0b17d3", ("key", "passw", "pwd", "secret", "token"), ("${",), ("${",)),
     "fallback-default-secret": ("05224fd2", ("auth", "bdk", "chave", "cheie", "chiave", "clave", "community",
@@ -12142,7 +12301,7 @@ RULE_WORDS = {
     "twilio-api-key": ("d969ee1f", ("sk",), ("sk",), ()),
     "sonar-token": ("544b32cd", ("sq",), ("sq",), ()),
     "mailgun-or-mailchimp-key": ("a103d449", ("-", "-us", "key-"), (), ()),
-    "azure-account-key-shape": ("a35ac2a5", ("==",), (), ()),
+    "azure-account-key-shape": ("50085ed6", ("==",), (), ()),
     "shopify-token": ("4aa6badf", ("shpat", "shpca", "shppa", "shpss", "shpua"), ("shpat", "shpca", "shppa", "shpss",
         "shpua"), ()),
     "digitalocean-token": ("64f3136a", ("_v1_",), ("do",), ("do",)),
@@ -12439,15 +12598,16 @@ RULE_WORDS = {
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
     "keychain-value-data": ("500da005", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
     "basic-auth-being-encoded": ("d2ada0f4", ("base64",), ("echo",), ("echo",)),
-    "basic-auth-encoded-call": ("f8011850", ("b64encode", "base64_encode", "base64encode", "btoa", "encode64",
+    "basic-auth-encoded-call": ("3e919d71", ("b64encode", "base64_encode", "base64encode", "btoa", "encode64",
         "encodebase64", "encodetostring", "strict_encode64", "tobase64string"), ("b64encode", "base64_encode",
         "base64encode", "btoa", "encode64", "encodebase64", "encodetostring", "strict_encode64", "tobase64string"),
         ("(",)),
-    "basic-auth-encoded-key": ("d7b8ac67", ("b64encode", "base64_encode", "base64encode", "btoa", "encode64",
+    "basic-auth-encoded-key": ("408dc0e2", ("b64encode", "base64_encode", "base64encode", "btoa", "encode64",
         "encodebase64", "encodetostring", "strict_encode64", "tobase64string"), ("b64encode", "base64_encode",
         "base64encode", "btoa", "encode64", "encodebase64", "encodetostring", "strict_encode64", "tobase64string"),
         ("(",)),
-    "basic-auth-encoded-literal": ("e9868b84", (".bytes.encodebase64", ".encode(", ".getbytes("), (), (":",)),
+    "basic-auth-encoded-literal": ("e47600ea", (".base64encodedstring", "bytes.encodebase64", "encode(", "getbytes("),
+        (), (":",)),
     "typed-at-prompt": ("7b9cf0a8", ("asked", "asks", "enter", "prompt", "prompted", "prompts", "return", "sticky"),
         ("enter", "entered", "paste", "pasted", "put", "type", "typed", "typing"), ("enter", "entered", "paste",
         "pasted", "put", "type", "typed", "typing")),
@@ -12462,7 +12622,7 @@ RULE_WORDS = {
     "webhook-path-token": ("4489ad27", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("fa8a8ebf", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "bdk",
+    "spaced-assignment": ("ed1804f9", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "bdk",
         "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt",
         "haslo", "heslo", "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord",
         "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
@@ -12660,43 +12820,44 @@ RULE_WORDS = {
         "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot",
         "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ()),
     "place-label-code": ("0eadd682", (), (), ()),
-    "context-credential-word": ("71febd59", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
+    "context-credential-word": ("d8be364b", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "bearer",
         "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community", "contra",
         "contrase", "credential", "creds", "cyfrinair", "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado",
         "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton", "kata laluan", "kata sandi",
         "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kunci",
         "kwdik", "larm", "llave", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord",
-        "mat khau", "mdp", "mot de pass", "mot de passe", "mã thông báo", "mật khẩu", "nenosiri", "nsec", "nyckel",
-        "nøgle", "palavra-passe", "parol", "parola", "parool", "pasfhocal", "pass", "passcode", "passkey", "passord",
-        "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt",
-        "pasw", "pasword", "paswort", "pat", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
-        "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
-        "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo", "segreto", "senha", "session",
-        "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "token", "tokens", "tokn",
-        "upplåsnings", "wachtwoord", "wachtzin", "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц",
-        "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח",
-        "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد",
-        "باسوورد", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन",
-        "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー",
-        "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
-        "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
-        "avain", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "code",
-        "community", "contra", "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm",
-        "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado",
-        "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer",
-        "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore",
-        "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "licence",
-        "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras",
-        "lösenord", "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mã thông báo", "mật khẩu",
-        "nenosiri", "network", "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel", "parol", "parola", "parool",
-        "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd",
-        "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat",
+        "m-pin", "mat khau", "mdp", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "nenosiri",
+        "nip", "nsec", "nyckel", "nøgle", "palavra-passe", "parol", "parola", "parool", "pasfhocal", "pass",
+        "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort",
+        "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phrase de chiffrement",
+        "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk",
+        "pw", "pwd", "salasana", "sandi", "sandine", "sandinya", "schl", "schlüssel", "secret", "secreto", "seed",
+        "segredo", "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel",
+        "säkerhets", "token", "tokens", "tokn", "upplåsnings", "wachtwoord", "wachtzin", "wagwoord", "ww",
+        "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן",
+        "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس",
+        "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
+        "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "รหัส", "รหัสผ่าน", "アクセスキー",
+        "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥",
+        "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account",
+        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "bearer", "belirte",
+        "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "code", "community", "contra",
+        "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress", "dörr",
+        "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase secreta", "garagen",
+        "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer", "jelsz", "jeton", "kata laluan",
+        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
+        "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "licence", "license", "llave", "lock",
+        "lockbox", "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin",
+        "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu",
+        "nenosiri", "network", "nip", "nsec", "nyckel", "nøgle", "otp", "palavra-passe", "panel", "parol", "parola",
+        "parool", "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase",
+        "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat",
         "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort",
         "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe",
-        "salasana", "sandi", "sandinya", "schl", "schloss", "schlüssel", "secret", "secreto", "segredo", "segreto",
-        "senha", "service", "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp",
-        "ssh", "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür", "unseal",
-        "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs",
+        "salasana", "sandi", "sandine", "sandinya", "schl", "schloss", "schlüssel", "secret", "secreto", "segredo",
+        "segreto", "senha", "service", "session", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel",
+        "snmp", "ssh", "sudo", "säkerhets", "toegangs", "token", "tokens", "tokn", "totp", "tresor", "tuer", "tür",
+        "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs",
         "zugangsdaten", "şifre", "κωδικός", "ключ", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן",
         "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس",
         "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة",
@@ -12718,21 +12879,22 @@ RULE_WORDS = {
     "context-login-command": ("ec1017dc", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock", "unseal"), ("add-authtoken", "api", "auth", "authtoken", "config",
         "credential", "log", "obscure", "set", "sign", "unlock", "unseal"), ()),
-    "context-client-call": ("38203230", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
+    "context-client-call": ("d6791997", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
         "assword", "auth", "authenticate", "authenticator", "authorize", "basicauth", "bearerauth", "chacha", "cipher",
         "client", "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential",
         "database", "decrypt", "dial", "encode", "encrypt", "fernet", "gateway", "getconnection", "getdecoder().",
-        "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice",
-        "passphrase", "password", "requestvalidator", "sdk", "session", "setapikey", "setauth", "setcredential",
-        "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_", "usepassphrase",
-        "username_pw_set", "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes", "api", "auth",
-        "authenticate", "authenticator", "authorize", "basicauth", "bearerauth", "chacha", "change", "cipher",
-        "client", "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential",
-        "database", "decode", "decrypt", "dial", "encode", "encrypt", "fernet", "gateway", "getconnection",
-        "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "new", "new_from_slice",
-        "passphrase", "password", "requestvalidator", "reset", "save", "sdk", "session", "set", "setapikey", "setauth",
+        "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "logon", "new",
+        "new_from_slice", "passphrase", "password", "requestvalidator", "sdk", "session", "setapikey", "setauth",
         "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_",
-        "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken"), ("(",)),
+        "usepassphrase", "username_pw_set", "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes",
+        "api", "auth", "authenticate", "authenticator", "authorize", "basicauth", "bearerauth", "chacha", "change",
+        "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential",
+        "database", "decode", "decrypt", "dial", "encode", "encrypt", "fernet", "gateway", "getconnection",
+        "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "logon", "new",
+        "new_from_slice", "passphrase", "password", "requestvalidator", "reset", "save", "sdk", "session", "set",
+        "setapikey", "setauth", "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer",
+        "signwith", "sqlite3_", "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken"),
+        ("(",)),
     'at-command-credentials': ('c4466d6e', ('at+cgauth=', 'at+qicsgp='), ('at+cgauth=', 'at+qicsgp='), (',"',)),
     "context-connect-function": ("d939f2b3", (".connect", "connect", "createaccount", "createuser", "ldap_bind",
         "mysql_real_connect", "mysqli", "mysqli_connect", "oci_connect", "pqconnectdb", "sqlsrv_connect", "userinfo",
@@ -12781,7 +12943,7 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("6af5d0c4", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
+    "context-command-output": ("8765a9e0", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
         "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env",
         ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12",
         ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
@@ -12802,7 +12964,7 @@ RULE_WORDS = {
         "ssss-split", "status", "storage", "systemd-creds", "terraform", "tickets", "token", "token_bytes",
         "token_hex", "token_urlsafe", "unlock", "urandom(", "variable", "variables", "vault", "vault_pass", "vercel",
         "wallet", "wrangler", "zmk"), (), ("\n",)),
-    "context-unprompted-output": ("d7125737", ("$env:", "--export-secret-", "--expose-token", "--fields",
+    "context-unprompted-output": ("9fc1f242", ("$env:", "--export-secret-", "--expose-token", "--fields",
         "--gen-random", "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg",
         ".env", ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc",
         ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
@@ -12836,7 +12998,7 @@ RULE_WORDS = {
     "terraform-plan-change": ("f94d0b9e", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("f7fda130", ("(cont", "(suite)", "2 phần", "a doua", "andra", "baaki", "baki", "beginnt",
+    "context-split-secret": ("b040a80f", ("(cont", "(suite)", "2 phần", "a doua", "andra", "baaki", "baki", "beginnt",
         "begins", "begint", "cast", "cealalt", "chunks", "começa", "comienza", "commence", "continuación",
         "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy",
         "deel", "deux", "deuxième", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste", "eindigt", "első",
@@ -12851,32 +13013,34 @@ RULE_WORDS = {
         "zwei", "zweite", "în două", "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две",
         "заканчивается", "кусками", "на две", "на дві", "начинается", "пароль", "первая", "продовження", "продолжени",
         "продолжение", "сообщениями", "у два", "частями", "الجزء", "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي",
-        "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
-        "앞부분"), ("(cont", "(suite)", "1e", "1er", "1re", "2 phần", "2e", "2nd", "2ème", "a doua", "andra", "baaki",
-        "baki", "beginnt", "begins", "begint", "cast", "cealalt", "ciąg", "começa", "comienza", "commence",
-        "continuación", "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off", "część",
-        "daarachter", "deel", "deuxième", "do", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste",
-        "eindigt", "első", "em duas mensagens", "em duas partes", "empieza", "en", "endet", "ends", "enter", "erste",
-        "faltou", "faltó", "finisce", "finit", "first", "folytatás", "fortsetzung", "fängt", "första", "got cut",
-        "hai phần", "halves", "hasło", "heslo", "hinten", "hit", "i två delar", "iki", "ikinci", "ilk", "in",
-        "in doua", "inizia", "key", "kończy", "la suite", "last", "mitad", "második", "na dvakrát", "na dwa razy",
-        "other", "part", "parte", "partea", "partie", "pass", "passwort", "pierwsza", "pokracovani", "pokračování",
-        "première", "pressed", "prima", "primeira", "primera", "pw", "rest", "rest:", "rész", "se", "second",
-        "seconda", "seconde", "secret", "segunda", "senha", "son", "starts", "teil", "termina", "the rest is", "token",
-        "too", "tweede", "zaczyna", "zu", "zwei", "zweite", "în două", "časť", "část", "κωδικός", "συνέχεια", "в два",
-        "вторая", "два", "две", "двумя", "заканчивается", "на две", "на дві", "начинается", "пароль", "первая",
-        "продовження", "продолжени", "продолжение", "у два", "الجزء", "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ",
-        "ينتهي", "ครึ่ง", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에",
-        "뒷부분", "앞부분"), ()),
-    "context-joined-parts": ("d8220d04", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
-        "boşluksuz", "cort", "coupé", "cut", "early", "elkaar", "envi", "espace", "espacio", "espaço", "gehört", "got",
-        "ihop", "junto", "leerzeichen", "mellanslag", "mensagem", "mensaje", "message", "mezery", "msg", "nachricht",
-        "partito", "senza", "sms", "soon", "space", "spacji", "together", "tout", "trop", "wiadomość", "without",
-        "zonder", "zusammen", "χωρίς", "пробел", "слитно", "スペースなし", "空格", "띄어쓰기", "붙여서"), ("(2/2)", "2/2:", "aan",
-        "abgeschnitten", "all", "bez", "bitişik", "boşluksuz", "coupé", "cut", "gehört", "got", "ihop", "inga",
-        "mensagem", "mensaje", "message", "msg", "nachricht", "no", "ohne", "partito", "sans", "se", "sem", "senza",
-        "sin", "sms", "todo", "too", "tout", "trop", "tudo", "tutto", "utan", "wiadomość", "without", "zonder",
-        "zusammen", "χωρίς", "без", "слитно", "スペースなし", "空格", "띄어쓰기", "붙여서"), ()),
+        "ครึ่ง", "ท่อนที่สอง", "ท่อนสอง", "ท่อนแรก", "ส่วนที่สอง", "ส่วนแรก", "两段", "分两段", "分割", "前半", "后半段", "後半",
+        "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "1e", "1er", "1re",
+        "2 phần", "2e", "2nd", "2ème", "a doua", "andra", "baaki", "baki", "beginnt", "begins", "begint", "cast",
+        "cealalt", "ciąg", "começa", "comienza", "commence", "continuación", "continuare", "continuação", "continuing",
+        "contraseña", "cut it", "cut off", "część", "daarachter", "deel", "deuxième", "do", "dois", "dos", "druga",
+        "duas", "due", "dwa", "dwóch", "eerste", "eindigt", "első", "em duas mensagens", "em duas partes", "empieza",
+        "en", "endet", "ends", "enter", "erste", "faltou", "faltó", "finisce", "finit", "first", "folytatás",
+        "fortsetzung", "fängt", "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hit",
+        "i två delar", "iki", "ikinci", "ilk", "in", "in doua", "inizia", "key", "kończy", "la suite", "last", "mitad",
+        "második", "na dvakrát", "na dwa razy", "other", "part", "parte", "partea", "partie", "pass", "passwort",
+        "pierwsza", "pokracovani", "pokračování", "première", "pressed", "prima", "primeira", "primera", "pw", "rest",
+        "rest:", "rész", "se", "second", "seconda", "seconde", "secret", "segunda", "senha", "son", "starts", "teil",
+        "termina", "the rest is", "token", "too", "tweede", "zaczyna", "zu", "zwei", "zweite", "în două", "časť",
+        "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две", "двумя", "заканчивается", "на две", "на дві",
+        "начинается", "пароль", "первая", "продовження", "продолжени", "продолжение", "у два", "الجزء", "تبدأ",
+        "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "ครึ่ง", "ท่อนที่สอง", "ท่อนสอง", "ท่อนแรก", "ส่วนที่สอง",
+        "ส่วนแรก", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
+        "앞부분"), ()),
+    "context-joined-parts": ("149293f7", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
+        "boşluksuz", "cort", "coupé", "cut", "early", "elkaar", "envi", "espace", "espacio", "espaço", "falta", "fue",
+        "gehört", "got", "ihop", "junto", "leerzeichen", "mellanslag", "mensagem", "mensaje", "message", "mezery",
+        "msg", "nachricht", "partito", "senza", "sms", "soon", "space", "spacji", "together", "tout", "trop",
+        "wiadomość", "without", "zonder", "zusammen", "χωρίς", "пробел", "слитно", "ไม่มีเว้นวรรค", "ไม่เว้นวรรค",
+        "スペースなし", "空格", "띄어쓰기", "붙여서"), ("(2/2)", "2/2:", "aan", "abgeschnitten", "all", "bez", "bitişik", "boşluksuz",
+        "coupé", "cut", "gehört", "gher", "got", "ihop", "inga", "le", "mensagem", "mensaje", "message", "msg",
+        "nachricht", "no", "ohne", "partito", "sans", "se", "sem", "senza", "sin", "sms", "todo", "too", "tout",
+        "trop", "tudo", "tutto", "utan", "wiadomość", "without", "zonder", "zusammen", "χωρίς", "без", "слитно",
+        "ไม่มีเว้นวรรค", "ไม่เว้นวรรค", "スペースなし", "空格", "띄어쓰기", "붙여서"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("349d8d60", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
         "odzyskiwania", "recuperación", "recuperação", "reservkoder", "respaldo", "récupération", "secours",
@@ -12896,6 +13060,8 @@ RULE_WORDS = {
     'json-users-object': ('286e56e0', ('"auth', '"basic', '"htpasswd', '"logins', '"passwords', '"registered', '"user',
         '"users'), ('"auth', '"basic', '"htpasswd', '"logins', '"passwords', '"registered', '"user', '"users'),
         ("basic", "htpasswd", "logins", "passwords", "registered", "users")),
+    "env-users-object": ("73fb3fc6", ("basic", "passwords", "registered", "users"), ("auth", "basic", "registered",
+        "user"), ("{",)),
     "context-secret-named-list": ("15e6f2e1", ("credentials", "creds", "keys", "passwds", "passwords", "pwds",
         "secrets", "tokens"), ("credentials", "creds", "keys", "passwds", "passwords", "pwds", "secrets", "tokens"),
         (":", ":=", "=", "=>")),

@@ -2652,6 +2652,96 @@ class TestRedaction(unittest.TestCase):
             'title = page.title or "Untitled document"',
             "curl -O https://files.example.org/pkg.tar.gz?md5=5d41402abc4b2a76b9719d911017c592"))
 
+    def test_a_pin_said_in_the_names_of_its_digits(self):
+        """A PIN or a code said in the names of its digits, as a voice note's transcript writes it or a person
+        types it so that a locked screen does not show it: Polish, Spanish over two messages, Javanese,
+        English, under a word for a PIN, a code or a password. Kept: digits' names that are an order's number,
+        a count, three names alone."""
+        self.assert_redacted({
+            "Nagranie: PIN do terminala to siedem dwa zero cztery jeden osiem, nie zapisuj tego.": ["siedem dwa zero cztery jeden osiem"],
+            "[9:02 p. m.] Toño: el NIP del cajero es cinco nueve dos\n[9:02 p. m.] Toño: uno cero siete": ["cinco nueve dos", "uno cero siete"],
+            "Pak Joko: kode gembok gudang papat siji wolu loro telu, ojo lali": ["papat siji wolu loro telu"],
+            "Voicemail: hi, the alarm code for the annex is four one nine nine two six, bye": ["four one nine nine two six"]})
+        self.assert_kept((
+            "Voicemail: the order number is four five two two, the delivery comes on Friday",
+            "Die Auftragsnummer ist vier-vier-eins-sieben-null, Teil zwei kommt per Mail.",
+            "The PIN has six digits; one two three is not allowed as its start.",
+            "Schritt eins zwei drei vier: Gerät ausschalten, Kabel ziehen."))
+
+    def test_a_chat_answer_in_more_words_and_an_agents_user_sending_pieces(self):
+        """A chat's answer to a request for a password that gives it after a few words and a colon, after
+        "es", or first with words after it (a chat's time written with a dot, as in Indonesia); a Javanese
+        word for "its password"; the pieces an agent's user pastes after saying the token comes in pieces; a
+        secret's parts labelled "pierwsza", "ท่อนแรก"; a piece after "se me fue". Kept: an answer with no
+        password, Arabic written in Latin letters under a redacted value."""
+        self.assert_redacted({
+            "[09:10] Ana: powiedz mi hasło do routera\n[09:11] Bartek: masz, znak po znaku: Wydra.Kajak.47 — wielkie litery": ["Wydra.Kajak.47"],
+            "[11:40] Luz: como es la contra del correo de ventas? no entra\n[11:41] Memo: es Tamal.Gato.19 — la primera con mayúscula": ["Tamal.Gato.19"],
+            "[08.15] Sari: pw printer lantai 2 apa?\n[08.16] Dodi: m4ngga_77x ya mbak, jangan disebar": ["m4ngga_77x"],
+            "[4:05 p. m.] Sam: what's the wifi here? I'm in Zapopan today\n[4:06 p. m.] Lupe: hola Sam! es Nopal88?x 😊": ["Nopal88?x"],
+            "[07.45] Mas Joko: sandine wifi gudang saiki Rawon!882 yo": ["Rawon!882"],
+            "user: the Mercado Pago token comes in pieces, the terminal cuts it\nuser: 7hQm2XvL9kPzAB\nuser: Rt4WcN8bYj3DxQ": ["7hQm2XvL9kPzAB", "Rt4WcN8bYj3DxQ"],
+            "[09:17] Ola: hasło do panelu wyślę w dwóch częściach\n[09:17] Ola: pierwsza: k4mi3n\n[09:18] Ola: druga: .Wisla72": ["k4mi3n", ".Wisla72"],
+            "09:14 Nok: รหัส wiki ส่งเป็นสองท่อนนะ ท่อนแรก mango4471\n09:15 Nok: ท่อนสอง Siam%22x": ["mango4471", "Siam%22x"],
+            "[11:02] Vero: la contraseña del correo es qu3s0x\n[11:02] Vero: ay se me fue, le falta: 9-Tacos": ["qu3s0x", "9-Tacos"]})
+        self.assert_kept((
+            "[09:10] Ana: send me the wifi password?\n[09:11] Bartek: ask Marta first, she changed it",
+            "[10:02] Amr: el token bta3 el project: «redacted»\n[10:03] Amr: 7otohom gamb ba3d mn gher space"))
+
+    def test_codes_pins_and_recovery_codes_in_indonesian_javanese_polish_spanish_and_thai(self):
+        """A door's, a safe's, an alarm's code in Indonesian, Javanese, Polish, Spanish (a keypad's verb, a
+        chat's time not cut at its `p. m.`) and Thai; Mexico's NIP and a bank's MPIN; a recovery code in Polish;
+        a door's code under `Porta principal`; a key's column in Korean; a game's keys and redeem codes. Kept:
+        Poland's NIP (a tax number) and Indonesia's (a civil servant's), a year after NIP, a device's serial in
+        hex, an algorithm's name, an id's words and numbers."""
+        self.assert_redacted({
+            "Kode pintu gudang belakang: 483920#": ["483920"],
+            "kode lawang mburi saiki 5530917, ojo dikandhakke": ["5530917"],
+            "3. Alarm: wpisać 7719402# i wyjść w ciągu 30 sekund": ["7719402"],
+            "[10:22 p. m.] Eva: la alarma no quería armar\n[10:23 p. m.] Dr. Ruiz: marcale 602813# y luego armar": ["602813"],
+            "รหัสประตูห้อง server ชั้น 2 เปลี่ยนเป็น 6620914 แล้วนะครับ": ["6620914"],
+            "Le recuerdo que su NIP de la tarjeta nueva es 804215.": ["804215"],
+            "transfer pakai livin, MPIN 551902. hapus chat ini": ["551902"],
+            "Kod odzyskiwania do sejfu: pQ7vN2xKd9LmR4tW8yZb3HcF6jQm2Xr9": ["pQ7vN2xKd9LmR4tW8yZb3HcF6jQm2Xr9"],
+            "| Site | Porta principal | Alarme |\n|---|---|---|\n| Recife | 5723418 | 978601 |": ["5723418", "978601"],
+            "| 서비스 | 키 |\n|---|---|\n| Analytics | `9b1e6f40c2d87a35e0f4b9c16d2a8e7f` |": ["9b1e6f40c2d87a35e0f4b9c16d2a8e7f"],
+            "keys for the expo booth (full game):\n7QPKM-X48RT-2HNWB\nA93CJ-V6P2T-8KDFX\n– Aino": ["7QPKM-X48RT-2HNWB", "A93CJ-V6P2T-8KDFX"],
+            "[10:42] Min: 리딤 코드 하나 남았어요\n[10:42] Min: K82P4-Q9T4J-Y2XRT-BBHJ7-3M4QD": ["K82P4-Q9T4J-Y2XRT-BBHJ7-3M4QD"]})
+        self.assert_kept(("Faktura VAT, NIP: 5213456789, termin płatności 14 dni",
+                          "NIP pegawai: 198503122010011002",
+                          "nip 2024 roadmap draft",
+                          "PKCS#11 token info:\n  label: desk-signing\n  serial: 4A1D-9F02-11C3",
+                          "key format: ?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=<access-key>",
+                          "code freeze for PROJ-2024-Q3 starts Monday"))
+
+    def test_passwords_in_their_calls_place_encoded_literals_and_settings_printed(self):
+        """PHP's mysqli's password by its place, whatever it reads as; a Login call's one literal; Swift's and
+        Node's user:password encoded to base64, Julia's base64encode; a C macro's TEXT(…); a database's address
+        with no scheme and a host with no dot; Orthanc's users in the environment, quotes escaped; what `sudo -u …
+        occ config:system:get` and `dd … | base64` print. Kept: an empty password, a UI's Login, an image's
+        digest, a data URI's wrapped bytes, an SRI hash, a Windows path, a secret's name, Jenkins' credentials id."""
+        self.assert_redacted({
+            '$db = new mysqli("forum-db.local", "forum", "sauna-Kuusi", "phpbb");': ["sauna-Kuusi"],
+            'if (!rcon.Login("r^8QXTM=k_pWvJ2Y=7LC")) return 1;': ["r^8QXTM=k_pWvJ2Y=7LC"],
+            'let login = "qa-tablet:Hanok.Seoul91".data(using: .utf8)!.base64EncodedString()': ["Hanok.Seoul91"],
+            'const auth = Buffer.from("svc_sync:tiger-Quay_58").toString("base64");': ["tiger-Quay_58"],
+            'const AUTH = "Basic " * base64encode("dicom_ro:nile4471Giza")': ["nile4471Giza"],
+            '#define RALLY_TELEMETRY_WRITEKEY TEXT("pQ7vN2xKd9LmR4tW8yZb_3Hc-6Fj")': ["pQ7vN2xKd9LmR4tW8yZb_3Hc-6Fj"],
+            "GAME_DB_ADDRESS=lobby:Qm7~tR2xWv9_kLpZ@cockroach-internal:26257": ["Qm7~tR2xWv9_kLpZ"],
+            '  "PACS__REGISTERED_USERS={\\"radiology\\": \\"Papavero@2031\\"}",': ["Papavero@2031"],
+            "$ sudo -u www-data php occ config:system:get mail_smtppassword\nKx8=vT2^mQ9zLp4W\n$ ls": ["Kx8=vT2^mQ9zLp4W"],
+            "$ sudo dd if=/etc/munge/munge.key bs=1 count=48 2>/dev/null | base64 -w0\nRk9wR3h2Tm1QcTdLd0w0VDh5WmIzSGM2RmpRbTJYcjlLcDRX":
+                ["Rk9wR3h2Tm1QcTdLd0w0VDh5WmIzSGM2RmpRbTJYcjlLcDRX"]})
+        self.assert_kept((
+            '$db = new mysqli("localhost", "root", "", "phpbb");',
+            'ui.Login("Welcome back")',
+            "image: redis:7.2.4-alpine@sha256:12345",
+            "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB\nCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5E",
+            '<script src="/js/chart.min.js" integrity="sha384-' + "ABZiv0glfixh6d1BqNOPUXqGCah1nMCR3u1w+YRqnmYbCIhKTeK7Z4YG8mGaSNJC5ROqFOQlAzmgMRCcIKD/kA==" + '"></script>',
+            "# Private key: put your own key file here (C:\\Users\\<nome>\\.ssh\\id_ed25519), never the shared one.",
+            "Nombre del secreto en Key Vault: pagos-norte-hmac (creado el 2025-03-01)",
+            "> Jenkins: ERROR: Could not find credentials entry with ID 'p4-buildfarm'"))
+
     def test_names_references_public_keys_and_types_where_a_secret_would_stand_are_kept(self):
         """Kept: a secret manager's reference with a space in its vault's name, PowerShell's `-Name` of a vault's
         secret, a list of secrets' names one a line, a CSS variable after a password's class, Tailscale's `mkey:`,
@@ -13253,7 +13343,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind174_corpus.json": (0.87, 0.99), "blind175_corpus.json": (0.97, 0.99),
                  "blind176_corpus.json": (0.82, 0.99), "blind177_corpus.json": (0.98, 0.99),
                  "blind179_corpus.json": (0.98, 0.99), "blind180_corpus.json": (0.97, 0.99), "blind181_corpus.json": (0.90, 0.99),
-                 "blind183_corpus.json": (0.93, 0.99)}
+                 "blind183_corpus.json": (0.93, 0.99), "blind185_corpus.json": (0.96, 0.99), "blind186_corpus.json": (0.99, 0.99),
+                 "blind187_corpus.json": (0.99, 0.99)}
 
 
 def corpus_texts() -> list:
