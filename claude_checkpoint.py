@@ -8646,7 +8646,7 @@ def _is_laid_out_seed(run: str) -> bool:
             and (not numbers or len(set(numbers)) == len(numbers) and max(numbers) <= len(words) and min(numbers) >= 1))
 
 
-_SENTENCE_END = r"(?<!\b[A-Za-z])(?<!\b(?:Dr|Mr|Ms|Sr|St))(?<!\bMrs|\bSra|\bdrh)[.!?。！？]+(?=\s)|\n"  # where the readings of a sentence end one: its mark before a space (not an abbreviation's: `10:23 p. m.`, `Dr.`), or its line's end
+_SENTENCE_END = r"[.!?。！？](?<!\b[A-Za-z].)(?<!\b(?:Dr|Mr|Ms|Sr|St).)(?<!\bMrs.|\bSra.|\bdrh.)[.!?。！？]*(?=\s)|\n"  # where the readings of a sentence end one: its mark before a space (not an abbreviation's: `10:23 p. m.`, `Dr.`), or its line's end
 
 
 # A code of six to eight digits (or two groups of them a keypad's sign joins: `823-295`, `9879#81`) that stands alone in
@@ -8730,7 +8730,7 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya|e)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord|wagwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
-                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|(?<=\bla[ \t])contra|nenosiri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
+                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|contra(?<=\bla[ \t]contra)|nenosiri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "kennwort", "contrase", "senha", "wachtwoord", "wagwoord", "losen", "salasana", "haslo", "heslo", "parola",
                         "adgangskode", "kodeord", "koden", "sifre", "sandi", "nenosiri", "lozink", "gesl", "ifr")
@@ -9179,10 +9179,11 @@ def _redact_reset_answers(original: str, text: str, count: int, replaced: list) 
 
 # A chat's question for a secret: a word that asks, or a question mark ("ww van de planning-pc?", "wat is de kode???",
 # "yakıt kartının şifresi neydi", "staging DB ka password kya hai?").
-_ASKS = (r"(?i)\?|(?<![^\W\d_])(?:neydi|nedir|kya[ \t]+(?:hai|tha)|ne[ \t]+idi"
-         r"|send me|tell me|remind me|give me|dm me|powiedz|podaj|przypomnij|wyślij|dime|dame|mándame|mandame|pásame|pasame|recuérdame"
-         r"|kasih tau|kasih tahu|kirimin|sag mir|schick mir|gib mir|dis-moi|envoie-moi|rappelle-moi|donne-moi|me passa|me manda|dimmi|mandami"
-         r"|stuur me|geef me)(?![^\W\d_])")  # (or a request: "powiedz mi jeszcze raz to hasło", "send me the wifi pw")
+_ASKS = (r"(?i)\?|(?<![^\W\d_])(?:" + _word_alternation(
+    "neydi|nedir|kya hai|kya tha|ne idi"
+    "|send me|tell me|remind me|give me|dm me|powiedz|podaj|przypomnij|wyślij|dime|dame|mándame|mandame|pásame|pasame|recuérdame"
+    "|kasih tau|kasih tahu|kirimin|sag mir|schick mir|gib mir|dis-moi|envoie-moi|rappelle-moi|donne-moi|me passa|me manda|dimmi|mandami"
+    "|stuur me|geef me") + r")(?![^\W\d_])")  # (or a request: "powiedz mi jeszcze raz to hasło", "send me the wifi pw")
 # A question about a secret's where, when or which, not for its value ("which ticket was the VPN password reset in?").
 _ASKS_OF_IT = (r"(?i)(?<![^\W\d_])(?:where|when|which|how|why|waar|wanneer|welke|hoe|waarom|wo|wann|welche[rsn]?|wie|warum|où|quand|quel(?:le)?s?|comment|pourquoi"
                r"|dónde|cuándo|cuál|cómo|gdzie|kiedy|który|która|jak|nerede|ne zaman|hangi|nasıl|kahan|kab|kaise)(?![^\W\d_])")
@@ -10440,16 +10441,17 @@ def _second_readings(original: str) -> list:
     names_a_secret = not lowered or any(word in lowered for word in _ANNOUNCED_SEEN)
     if "\n" in original and names_a_secret:
         readings.append(("a secret's pieces in the messages after it", _redact_announced_lines))
+    if (names_a_secret or _may_hold_a_word(original, ("cod", "kod", "nip", "clave", "combina"))) and _digit_name_runs(original):  # (a word for a secret or a code first: a cheap look)
+        readings.append(("a PIN said in digits' names", _redact_digits_in_words))
     if (names_a_secret or _may_hold_a_word(original, ("cod", "kod", "kód"))) and _regex(_READ_GROUP).search(original):
         readings.append(("a secret read out in groups", _redact_read_in_groups))
     if (names_a_secret or any(word in lowered for word in _SPELLING_WORDS)) and (_regex(r"(?<![^\W_])[^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_][ \-][^\W_](?![^\W_])").search(
             original) or _may_hold_a_word(original, _NATO_SEEN)):  # (a word for a secret, or for spelling, first: a cheap look)
         readings.append(("a password spelled out", _redact_spelled_out))
-    if "-" in original and _regex(_PRODUCT_KEY).search(original):
+    if "-" in original and _regex(r"-[A-Z0-9]{4,6}-[A-Z0-9]{4}").search(original):  # (a dash first: a cheap look)
         readings.append(("a product key or a redeem code", _redact_product_keys))
-    if _digit_name_runs(original):
-        readings.append(("a PIN said in digits' names", _redact_digits_in_words))
-    timed = "\n" in original and _regex(_CHAT_TIME).search(original) is not None  # (a chat's times first: a cheap look)
+    timed = "\n" in original and (_regex(r"\d:\d\d").search(original) is not None or "[" in original and _regex(r"\[\d{1,2}\.\d\d\]").search(
+        original) is not None)  # (a chat's times first, _CHAT_TIME's two read apart: a cheap look)
     if timed and _regex(_ITS_NOW).search(original):
         readings.append(("a new password a chat's answer gives", _redact_reset_answers))
     if timed and _regex(_ASKS).search(original):
