@@ -2944,6 +2944,10 @@ _OTHER_THING_IS = (r"(?i)\b(?:policy|role|group|bucket|queue|topic|namespace|pro
                    r"[ \t]+(?:is|è|es|ist|est|é|är|jest|was)[ \t]*[`'\"«]?$")
 
 
+# The credential words (_CREDENTIAL_WORDS) whose value is a PIN's digits: Mexico's NIP, a bank's MPIN.
+_PIN_WORDS = ("pin", "пин", "mpin", "m-pin", "nip")
+
+
 def _given_password(match: Any) -> list:
     """The value the words give after a credential word, when a person could have chosen it
     (looks_like_chosen_password) or it is a PIN: right after the word ("password Slonce112",
@@ -3027,7 +3031,7 @@ def _value_after_a_few_words(match: Any) -> list:
         return [(found.start(2), found.start(2) + len(value))] if taken and _may_be_a_password(value) else []
     if between.split()[-1].lower() in _PREPOSITIONS:
         return []  # what follows `for`, `de`, `für` names what the credential is for: "Enter password for pg-02.corp.local"
-    if word.lower().startswith(("pin", "пин", "mpin", "m-pin", "nip")):  # (Mexico's NIP, a bank's MPIN)
+    if word.lower().startswith(_PIN_WORDS):
         taken = _regex(r"\d{4,8}").fullmatch(value) is not None
     elif _regex(_HEX_ONLY).fullmatch(value):  # also `<Token object at 0x7f05…>`
         taken = _regex(r"[0-9a-fA-F]{16,128}").fullmatch(value) is not None and not _is_placeholder(value) and not _regex(
@@ -3096,7 +3100,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     """Whether value, given after the credential word, is a password: a PIN's digits after a PIN,
     a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
     path, an address, a masked or public value."""
-    if (word.lower().startswith(("pin", "puk", "пин", "code pin", "暗証番号", "disarm", "mpin", "m-pin", "nip")) or word.lower().rstrip("s").endswith("code")) and _regex(
+    if (word.lower().startswith(_PIN_WORDS + ("puk", "code pin", "暗証番号", "disarm")) or word.lower().rstrip("s").endswith("code")) and _regex(
             r"[#*]?\d{4,8}[#*]?").fullmatch(value):  # a PIN, an alarm's or a door's code (a keypad's `#` after it, or around it: `#182909#`)
         return True
     if word.lower().startswith("pin") and _regex(r"(?i)(?:gpio|gp|io|p[a-k]|[dap])[_\-]?\d{1,3}").fullmatch(value):
