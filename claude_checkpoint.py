@@ -8940,15 +8940,14 @@ def _redact_digits_in_words(original: str, text: str, count: int, replaced: list
     or of three when another of three or more stands on its line or the next, under a word for a PIN, a
     code or a secret on its line before it or on one of the two lines above it (_DIGITS_NAMED, _secret_words)."""
     runs = _digit_name_runs(original)
+    words = [len(_regex(r"[^\W\d_]+").findall(run.group())) for run in runs]
     pieces = []
     for index, run in enumerate(runs):
-        words = len(_regex(r"[^\W\d_]+").findall(run.group()))
-        beside = [other for other in runs[max(0, index - 1):index] + runs[index + 1:index + 2]
-                  if original.count("\n", min(run.end(), other.end()), max(run.start(), other.start())) <= 1
-                  and len(_regex(r"[^\W\d_]+").findall(other.group())) >= 3]  # (a PIN in two messages: "ocho cinco seis" ⏎ "tres ocho uno")
-        if words < 4 and not beside:
+        beside = [other for other in (index - 1, index + 1) if 0 <= other < len(runs) and words[other] >= 3 and original.count(
+            "\n", min(run.end(), runs[other].end()), max(run.start(), runs[other].start())) <= 1]  # (a PIN in two messages: "ocho cinco seis" ⏎ "tres ocho uno")
+        if words[index] < 4 and not beside:
             continue
-        first = min([run] + beside, key=lambda found: found.start())
+        first = min([run] + [runs[other] for other in beside], key=lambda found: found.start())
         said = original[_start_of_lines_above(original, first.start(), 2):first.start()]
         if _regex(_DIGITS_NAMED).search(said) or _secret_words(said):
             pieces.append(original[run.start():run.end()])
@@ -9244,7 +9243,8 @@ def _redact_asked_and_answered(original: str, text: str, count: int, replaced: l
             found.append(value)
             continue
         in_words = (_regex(pattern).match(body) for pattern in _ANSWER_IN_WORDS)
-        found += [answer.group("v") for answer in in_words if answer and _is_new_password(answer.group("v"))][:1]
+        given = next((answer.group("v") for answer in in_words if answer and _is_new_password(answer.group("v"))), None)
+        found += [given] if given else []
     return _redact_found_again(text, count, replaced, found)
 
 
