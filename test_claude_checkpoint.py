@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests for claude_checkpoint.py (stdlib unittest; pytest can collect them too).
 
-    python3 test_claude_checkpoint.py           # every test; ends with "N passed, M failed"
+    python3 test_claude_checkpoint.py           # every test, in parallel shards; ends with "N passed, M failed"
     python3 test_claude_checkpoint.py --quick   # all but the slow ones (50 MB inputs, real clients)
     python3 test_claude_checkpoint.py --bench   # the benchmark, against its floors (--quick: start-up, memory)
     python3 test_claude_checkpoint.py --redaction  # recall and keep-rate on the redaction corpora
@@ -124,6 +124,15 @@ def slow(test):
     generated inputs, hundreds of files, real clients): `--quick` leaves it out, the default runs it."""
     test.slow = True
     return test
+
+
+def on_every_core(test):
+    """Mark a slow test that spreads its own work over every core (outputs_in_processes): the default
+    run gives these a shard of their own, one after another, so that two never fight for the cores,
+    while the other shards' tests, most of their time spent waiting on git, servers and agents, run
+    beside them."""
+    test.on_every_core = True
+    return slow(test)
 
 
 
@@ -1044,7 +1053,7 @@ class TestRedaction(unittest.TestCase):
             (f"launchctl setenv AWS_SECURITY_TOKEN {token} && x", "launchctl setenv AWS_SECURITY_TOKEN «redacted» && x"),
             (f"sshpass -p {token} ssh host", "sshpass -p «redacted» ssh host")))
 
-    @slow
+    @on_every_core
     def test_stays_linear_on_100_kb_adversarial_input(self):
         # No timing assertion (shared machines): a catastrophic pattern would take minutes, not
         # seconds, and fails by the timeout. The bench mode prints the figures.
@@ -1119,7 +1128,7 @@ class TestRedaction(unittest.TestCase):
                        "TXXXXXXXX/BXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX"):
             self.assertTrue(cc._is_masked_or_public(masked), masked)
 
-    @slow
+    @on_every_core
     def test_corpus_recall_and_keep_rate(self):
         names = corpus_names()
         if not names:
@@ -4315,7 +4324,7 @@ class TestRedactionRuleExamples(unittest.TestCase):
                     culprits = [rule.name for rule, pattern in self.patterns.values() if cc._apply_rule(rule, pattern, text)[1]]
                     self.fail(f"rule {name}: keep example {text!r} became {redacted!r} (changed by {', '.join(culprits)})")
 
-    @slow
+    @on_every_core
     def test_each_rule_stays_linear_on_its_examples_run_long(self):
         """Each rule's pattern on its own examples made long: an example repeated, and an example's start
         up to each `=`, `:`, bracket or quote followed by a long run of blanks (`\\t  `), of one unbroken
@@ -4344,7 +4353,7 @@ class TestRedactionRuleExamples(unittest.TestCase):
         outputs = outputs_in_processes(self, code, 600, "reading the rules' examples made long (a pattern that backtracks?)")
         self.assertEqual({"ended"}, {output.strip() for output in outputs})
 
-    @slow
+    @on_every_core
     def test_redaction_stays_linear_on_examples_run_long(self):
         """The whole of redaction, its readings too, on a quarter of the examples' starts (up to each `=`,
         `:`, bracket, quote or line's end) followed by a long run of blanks, of one token, of one-letter
@@ -4370,12 +4379,12 @@ class TestRedactionRuleExamples(unittest.TestCase):
 
 # ── 5.3 Real code holds no secret ──
 
-@slow
 class TestRedactionKeepsRealCode(unittest.TestCase):
     """Agents read code all day, and a push holds back a file the rules flag: the standard library
     of the Python that runs these tests (about 170 modules, 5 MB of code that talks about passwords,
     tokens, keys and authentication, with no secret in it) must come through whole."""
 
+    @on_every_core
     def test_no_module_of_the_standard_library_is_flagged(self):
         self.assertGreater(len(glob.glob(os.path.join(os.path.dirname(os.__file__), "*.py"))), 100)
         code = textwrap.dedent("""
@@ -13527,9 +13536,9 @@ def _without_slow(suite: unittest.TestSuite) -> unittest.TestSuite:
 
 
 def run_tests(argv: list) -> int:
-    """Every test, or those named; `--quick` leaves out the slow ones and runs the rest in
-    parallel shards (one process each, one more than the machine has cores, as most of a
-    test's time is spent waiting on the git and server processes it starts)."""
+    """Every test, or those named; `--quick` leaves out the slow ones. The whole suite (no names) runs
+    in parallel shards, one process each, one more than the machine has cores (up to four), as most of
+    a test's time is spent waiting on the git, server and agent processes it starts."""
     quick = "--quick" in argv
     shard = next((a.split("=", 1)[1] for a in argv if a.startswith("--shard=")), None)
     names = [a for a in argv if not a.startswith("--")]
@@ -13540,15 +13549,27 @@ def run_tests(argv: list) -> int:
         suite = _without_slow(suite)
     if shard is not None:
         index, count = (int(n) for n in shard.split("/"))
-        suite = unittest.TestSuite(t for i, t in enumerate(_flatten(suite)) if i % count == index)
-    elif quick and not names and (os.cpu_count() or 1) > 1:
-        return _run_shards(min((os.cpu_count() or 1) + 1, 4))
+        suite = unittest.TestSuite(deal_to_shards(_flatten(suite), count)[index])
+    elif not names and (os.cpu_count() or 1) > 1:
+        return _run_shards(min((os.cpu_count() or 1) + 1, 4), quick)
     result = unittest.TextTestRunner(verbosity=1, stream=sys.stderr).run(suite)
     failing = {_test_id(t) for t, _ in result.failures + result.errors} | {_test_id(t) for t in result.unexpectedSuccesses}
     skipped = len({_test_id(t) for t, _ in result.skipped} - failing)
     passed = result.testsRun - len(failing) - skipped
     print(f"{passed} passed, {len(failing)} failed, {skipped} skipped")
     return 0 if not failing else 1
+
+
+def deal_to_shards(tests: list, count: int) -> list:
+    """tests dealt to count shards (a list each): the ones marked on_every_core all to the first, the
+    others in turn to the rest; in turn to all of them when no test is marked or there is one shard."""
+    shards = [[] for _ in range(count)]
+    everywhere = [test for test in tests if getattr(getattr(test, test._testMethodName, None), "on_every_core", False)]
+    first = 1 if everywhere and count > 1 else 0
+    shards[0] += everywhere
+    for index, test in enumerate(test for test in tests if test not in everywhere):
+        shards[first + index % (count - first)].append(test)
+    return shards
 
 
 def usage() -> str:
@@ -13558,6 +13579,23 @@ def usage() -> str:
 
 
 class TestRunner(unittest.TestCase):
+    def test_the_tests_on_every_core_get_the_first_shard_and_the_rest_are_dealt_evenly(self):
+        tests = _flatten(unittest.TestLoader().loadTestsFromModule(sys.modules[__name__]))
+        on_every_core = {t.id() for t in tests if getattr(getattr(t, t._testMethodName), "on_every_core", False)}
+        self.assertGreaterEqual(len(on_every_core), 5)
+        for count in (1, 2, 3, 4):
+            with self.subTest(count=count):
+                shards = [[t.id() for t in shard] for shard in deal_to_shards(tests, count)]
+                self.assertEqual(sorted(sum(shards, [])), sorted(t.id() for t in tests), "each test in one shard")
+                if count > 1:
+                    self.assertEqual(set(shards[0]), on_every_core)
+                    sizes = [len(shard) for shard in shards[1:]]
+                    self.assertLessEqual(max(sizes) - min(sizes), 1)
+        quick = _flatten(_without_slow(unittest.TestLoader().loadTestsFromModule(sys.modules[__name__])))
+        self.assertEqual(on_every_core & {t.id() for t in quick}, set(), "a test on every core is slow")
+        sizes = [len(shard) for shard in deal_to_shards(quick, 3)]
+        self.assertLessEqual(max(sizes) - min(sizes), 1, "with none marked, every shard takes its turn")
+
     def test_help_prints_the_usage_and_runs_nothing(self):
         for flag in ("--help", "-h"):
             with self.subTest(flag=flag):
@@ -13580,18 +13618,26 @@ def _flatten(suite: unittest.TestSuite) -> list:
     return sorted(tests, key=lambda t: t.id())
 
 
-def _run_shards(count: int) -> int:
-    """Run the quick tests in `count` processes at once; print each one's report, then the sum."""
-    workers = [subprocess.Popen([sys.executable, __file__, "--quick", f"--shard={i}/{count}"], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT) for i in range(count)]
-    totals = [0, 0, 0]
-    for worker in workers:
-        out = worker.communicate()[0].decode("utf-8", "replace")
-        sys.stderr.write(out)
-        found = re.findall(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", out, re.M)
+def _run_shards(count: int, quick: bool) -> int:
+    """Run the tests in count processes at once; print each one's report, a failing one's last (where
+    a log's tail shows it), then the sum."""
+    flags = ["--quick"] if quick else []
+    outputs = [tempfile.TemporaryFile() for _ in range(count)]  # not pipes: a shard that says much never waits
+    workers = [subprocess.Popen([sys.executable, __file__, *flags, f"--shard={i}/{count}"], stdout=output,
+                                stderr=subprocess.STDOUT) for i, output in enumerate(outputs)]
+    totals, reports = [0, 0, 0], []
+    for worker, output in zip(workers, outputs):
+        worker.wait()
+        output.seek(0)
+        report = output.read().decode("utf-8", "replace")
+        output.close()
+        found = re.findall(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", report, re.M)
         counts = [int(n) for n in found[-1]] if found else [0, 1, 0]  # a shard that crashed counts as failed
+        counts[1] += worker.returncode != 0 and counts[1] == 0
         totals = [a + b for a, b in zip(totals, counts)]
-        totals[1] += worker.returncode != 0 and counts[1] == 0
+        reports.append((counts[1] > 0, report))
+    for _, report in sorted(reports, key=lambda failed_and_report: failed_and_report[0]):
+        sys.stderr.write(report)
     print(f"{totals[0]} passed, {totals[1]} failed, {totals[2]} skipped")
     return 0 if totals[1] == 0 else 1
 
