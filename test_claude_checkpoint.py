@@ -901,6 +901,7 @@ ADVERSARIAL_CONTEXTS = (
     "this is a long sentence with many words and the password\n" * 560, "admin PIN <b>790974</b> " * 1300,
     "QWxhZGRpbjpvcGVuIHNlc2FtZQ== " * 1100, "cookies:\n" * 11000, "code for the door " * 5500, "(cont) " * 14000,
     "the rest is " * 8000, "Haustür: 52290669\n" * 5500,
+    "ghp_Ab1 " * 14000, "glpat-x1Y2z3 Qw7Lm2Xr5 " * 5000,  # vendors' tokens cut short, each followed by pieces
     # Stop 27's readings and contexts: a wrapped value's rest, numbered parts, a list of parts, base64 over
     # lines, a box-drawn table, compound codes, a headless HTML table, a line that ends "… is".
     "password=Xk29!mPq7zLw\nabc1def2 x\n" * 4000, "key\n" + "phần 1: abcd1234\n" * 6000, "tokenParts:\n" + "  - abcd\n" * 12000,
@@ -2750,6 +2751,94 @@ class TestRedaction(unittest.TestCase):
             "# Private key: put your own key file here (C:\\Users\\<nome>\\.ssh\\id_ed25519), never the shared one.",
             "Nombre del secreto en Key Vault: pagos-norte-hmac (creado el 2025-03-01)",
             "> Jenkins: ERROR: Could not find credentials entry with ID 'p4-buildfarm'"))
+
+    def test_a_vendors_token_cut_short_and_sent_in_pieces_is_redacted_with_each_piece(self):
+        """A vendor's token whose head is shorter than the vendor's tokens are, and whose next pieces make it
+        whole to the character: over chat messages under their senders' names, a shell's continued line and
+        its `> ` prompt, a list's items, joined literals, log lines with their times. Kept: a head no pieces
+        make whole, a token given whole and the words after it."""
+        head, rest = "ghp_" + "Qm7vX2kLp9Zr", "T4wN8bYcRt5sWd3Hq6Lf1Jx2"  # 12 + 24: the 36 characters after ghp_
+        cases = {
+            f"Lena 10:02\nthe token, in two bits: {head}\nLena 10:02\n{rest}\nLena 10:03\nglue them together": [head, rest],
+            f'$ export GH_TOKEN="{head}\\\n> {rest}"\n$ gh auth status': [head, rest],
+            f"parts=({head} {rest[:12]} {rest[12:]})": [head, rest[:12], rest[12:]],
+            'const url = "https://hooks.slack.com/services/T0QK8ZL1M/B07" +\n  "N2R8P4MX/Rk82LmQx7Zp3Wv9Tn4Yb6Hc1";':
+                ["https://hooks.slack.com/services/T0QK8ZL1M/B07", "N2R8P4MX/Rk82LmQx7Zp3Wv9Tn4Yb6Hc1"],
+            "2025-03-12T08:00:01.40Z stderr P vault login ok, token=hvs.Tq3Wd4\n2025-03-12T08:00:01.41Z stderr F Hq9Lm2Xr5Vz8Kp7Rt1Yb6 ttl=768h":
+                ["hvs.Tq3Wd4", "Hq9Lm2Xr5Vz8Kp7Rt1Yb6"],
+            "npm_Xr5Vz8Kp7Rt1\nYb6Hc1Jd5Fg0Ks2Lm9Pw4Qt3": ["npm_Xr5Vz8Kp7Rt1", "Yb6Hc1Jd5Fg0Ks2Lm9Pw4Qt3"],
+        }
+        self.assert_redacted(cases)
+        self.assert_kept((
+            "classic tokens start with ghp_ and run to 40 characters; fine-grained ones with github_pat_",
+            "glpat-Qm7vX2kL\nrotated on Monday, the new one is in the vault",
+        ))
+        redacted = cc.redact(f"GH_TOKEN={head}{rest}\nnext step: run the Nightly2025 build")[0]
+        self.assertIn("Nightly2025", redacted)
+        self.assertNotIn(head, redacted)
+
+    def test_serialized_members_links_in_paths_and_this_stops_keeps(self):
+        """PHP's serialize() of a password, in a job's JSON payload too; a reset link's token under Turkish
+        words; an API key as a path's segment; a heartbeat's URL; Tamil's and Yoruba's word for a password;
+        a Turkish secret's rest after an arrow. Kept: Redis's AUTH of the default user alone, a JSON event
+        about a password, a PEM placeholder in a YAML block, a CSI driver's secret paths, Terraform's output
+        of a bucket's name, an IAM policy's action, a secret manager's secret and version, Laravel's cast."""
+        self.assert_redacted({
+            'a:3:{s:4:"user";s:6:"backup";s:8:"password";s:13:"Lodos-Izmir71";s:4:"port";i:21;}': ["Lodos-Izmir71"],
+            '{"data":"O:9:\\"FtpExport\\":1:{s:4:\\"pass\\";s:12:\\"Qm7vX2kLp9Zr\\";}"}': ["Qm7vX2kLp9Zr"],
+            "Şifre sıfırlama: https://magaza.example.com.tr/sifre-sifirla/7c1e9a0f5b3d42e8a6c1f0b9d2e7a4c3": ["7c1e9a0f5b3d42e8a6c1f0b9d2e7a4c3"],
+            "GET https://api.example.net/v2/labels/print/apiKey/e2a9c41f7b3d40e8a6c1f0b9d2e7a4c3/pdf": ["e2a9c41f7b3d40e8a6c1f0b9d2e7a4c3"],
+            "*/5 * * * * curl -fsS https://status.example.io/api/v1/heartbeat/Tn4Yb6Hc1Jd5Fg0Ks2Lm9Pw4 >/dev/null": ["Tn4Yb6Hc1Jd5Fg0Ks2Lm9Pw4"],
+            "Jenkins admin கடவுச்சொல் idli-Vadai-2291 — யாருக்கும் அனுப்பாதே.": ["idli-Vadai-2291"],
+            "Ọ̀rọ̀ aṣínà tuntun ni Harmattan-Ibadan44 .": ["Harmattan-Ibadan44"],
+            "Ali: şifrenin ilk kısmı: Qm7vX2kLp9Zr\nAli: gerisini ayrı yazıyorum → T4wN8bYc_Rt5\n": ["Qm7vX2kLp9Zr", "T4wN8bYc_Rt5"],
+        })
+
+    def test_keys_of_payments_and_wallets_shares_by_fragment_and_more_words(self):
+        """A payment HSM's clear key and a session's 3DES key; a wallet's raw key under "Show private key"; a
+        PKCS#12 in base64 over lines; Mono's live_sk_; a Bitwarden Send's and a PrivateBin's key in the link's
+        fragment; a T-PIN; a cookie called кука; a table in a block comment; `echo -n "$KEY" | base64`; a
+        Ukrainian request for a password answered after a dash; a vendor's token in base64. Kept: a key's
+        check value, a wallet's address under its private key's words, a paste's link without its key, talk
+        of a T-PIN, words in base64, a truststore's certificates."""
+        self.assert_redacted({
+            "ZPK-ACQ (clear, ceremony 2025-04) : 5B750C57FA71D0042BF3B34B369C925F\nKCV: 8D1E55": ["5B750C57FA71D0042BF3B34B369C925F"],
+            "nip.session.key.3des=4E44B66EFB3978F8DBDAE3EA59760C6AB8BD18A90DBFD9BB": ["4E44B66EFB3978F8DBDAE3EA59760C6AB8BD18A90DBFD9BB"],
+            "Show private key\nAccount 1 (Payouts)\nNever disclose this key.\n0x5c0e9a1f7b3d42e8a6c1f0b9d2e7a4c38c1f0b9d2e7a4c35c0e9a1f7b3d42e8a\nDone":
+                ["0x5c0e9a1f7b3d42e8a6c1f0b9d2e7a4c38c1f0b9d2e7a4c35c0e9a1f7b3d42e8a"],
+            "MIIKXwIBAzCCCiUGCSqGSIb3DQEHAaCCChYEggoSMIIKDjCCBIIGCSqGSIb3DQEHBqCCBHMwggRvAgEAMIIEaA\n"
+            "YJKoZIhvcNAQcBMF8GCSqGSIb3DQEFDTBSMDEGCSqGSIb3DQEFDDAkBBD9Xk2mPq7zLw4Rt8VbN3c\n": ["YJKoZIhvcNAQcBMF8GCSqGSIb3DQEFDTBSMDEGCSqGSIb3DQEFDDAkBBD9Xk2mPq7zLw4Rt8VbN3c"],
+            "Tunde: the linking service still uses live_sk_q8xk2mr7vtz4wpn9syb3c for now": ["live_sk_q8xk2mr7vtz4wpn9syb3c"],
+            "one view only: https://send.bitwarden.com/#Tn4Yb6Hc1Jd5Fg0K/Ks2Lm9Pw4Qt3Rk82LmQx": ["Ks2Lm9Pw4Qt3Rk82LmQx"],
+            "logs (burn after reading): https://paste.example.net/?5c0e9a1f7b3d42e8#Rk82LmQx7Zp3Wv9Tn4Yb6Hc1Jd5Fg0Ks2Lm9Pw4Qt3B": ["Rk82LmQx7Zp3Wv9Tn4Yb6Hc1Jd5Fg0Ks2Lm9Pw4Qt3B"],
+            "For the IVR, press 2, enter account 88120034 and T-PIN 604719.": ["604719"],
+            "ось кука з браузера: shop_admin=Xk29mPq7zLw4Rt8VbN3cQ2sWd5Hq9Lm2": ["Xk29mPq7zLw4Rt8VbN3cQ2sWd5Hq9Lm2"],
+            "/*\n *   user       | password          | role\n *   -----------+-------------------+------\n *   it_payer   | Lagos-Harbour-61  | PAYER\n */": ["Lagos-Harbour-61"],
+            '$ echo -n "$PARTNER_API_KEY" | base64\nUm04MlhyNUtwOVR6M1ZiNk5jMUhkNEpmN0dzMEtl': ["Um04MlhyNUtwOVR6M1ZiNk5jMUhkNEpmN0dzMEtl"],
+            "[10:01] Олег: дай пароль від адмінки кафки\n[10:02] Ірина: тримай — Dnipro-Kafka-58 (тільки не в загальний чат)": ["Dnipro-Kafka-58"],
+            "the bot's token, base64 so the filter lets it through:\n" + base64.b64encode(b"ghp_Qm7vX2kLp9ZrT4wN8bYcRt5sWd3Hq6Lf1Jx2").decode():
+                [base64.b64encode(b"ghp_Qm7vX2kLp9ZrT4wN8bYcRt5sWd3Hq6Lf1Jx2").decode()],
+        })
+        self.assert_kept((
+            "ZMK KCV: 8D1E55 (check value only)",
+            "Show private key\nAccount 2 (0x71C7656EC7ab88b098defB751B7401B5f6d8976F)\nDone",
+            "logs: https://paste.example.net/?5c0e9a1f7b3d42e8 (key sent apart)",
+            "the T-PIN reset flow is in PR 4471",
+            "build: " + base64.b64encode(b"release-candidate-2025-06-17-build").decode(),
+            "truststore.p12, the partner's root CA alone:\nMIIBzgIBAzCCAYQGCSqGSIb3DQEHAaCCAXUEggFxMIIBbTCCAWkGCSqGSIb3DQEHAaCCAVoEggFWMIIBUjCCAU4G\n"
+            "CyqGSIb3DQEMCgEDoIIBPTCCATkGCiqGSIb3DQEJFgGgggEpBIIBJTCCASEwgcegAwIBAgIB",
+        ))
+        self.assert_kept((
+            "(error) NOAUTH Authentication required.\n10.0.0.7:6379> AUTH default\n(error) WRONGPASS invalid username-password pair",
+            '{"ts":"2025-06-18T08:14:02Z","action":"user.password.changed","target":"qa.maker2","result":"success"}',
+            "tls.key: |\n  -----BEGIN PRIVATE KEY-----\n  ... (paste the key from the vault here) ...\n  -----END PRIVATE KEY-----",
+            '    secrets: |\n      - resourceName: "projects/shop-prod/secrets/mtls-key/versions/latest"\n        path: "client.key"',
+            '$ terraform output bucket_name\n"shop-audit-evidence-5c1f09ad"',
+            "roles with secretsmanager:GetSecretValue: export-lambda, audit-reader",
+            "gcloud run deploy api --set-secrets=DB_PASS=api-db-pass:latest,SIGNING_KEY=api-url-signer:3",
+            "    protected $casts = ['password' => 'hashed', 'paid_at' => 'datetime'];",
+            "$ echo -n 'shop:88123|date:2025-06-17' | base64",
+        ))
 
     def test_names_references_public_keys_and_types_where_a_secret_would_stand_are_kept(self):
         """Kept: a secret manager's reference with a space in its vault's name, PowerShell's `-Name` of a vault's
@@ -13321,7 +13410,7 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
 # context, data science, mobile and embedded, enterprise IT; at stop 27 a web agency, fintech, a game
-# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; at stop 40 a contact center and a car dealership group's IT; at stop 41 a university course's staff and students and a film post-production studio; 0.85 to 0.95 unseen; at stops 44 and 45, corpora focused on two families, split values and prose or credential tables and key material, 0.68 to 0.87 unseen, and a transit authority's IT; at stop 50 a freight forwarder's prose and split values and a ticketing company's key material and tables, 0.77 and 0.81 unseen, an indie game studio and an architecture firm), held at the (recall,
+# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; at stop 40 a contact center and a car dealership group's IT; at stop 41 a university course's staff and students and a film post-production studio; 0.85 to 0.95 unseen; at stops 44 and 45, corpora focused on two families, split values and prose or credential tables and key material, 0.68 to 0.87 unseen, and a transit authority's IT; at stop 50 a freight forwarder's prose and split values and a ticketing company's key material and tables, 0.77 and 0.81 unseen, an indie game studio and an architecture firm; at stop 53 an online marketplace in Turkey, Ukraine and Greece and a fintech's key material, tables and signed URLs), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
 BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.96, 0.99),
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
@@ -13353,7 +13442,7 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind176_corpus.json": (0.82, 0.99), "blind177_corpus.json": (0.98, 0.99),
                  "blind179_corpus.json": (0.98, 0.99), "blind180_corpus.json": (0.97, 0.99), "blind181_corpus.json": (0.90, 0.99),
                  "blind183_corpus.json": (0.93, 0.99), "blind185_corpus.json": (0.96, 0.99), "blind186_corpus.json": (0.99, 0.99),
-                 "blind187_corpus.json": (0.99, 0.99)}
+                 "blind187_corpus.json": (0.99, 0.99), "blind189_corpus.json": (0.98, 0.99), "blind190_corpus.json": (0.99, 0.99)}
 
 
 def corpus_texts() -> list:
