@@ -9423,7 +9423,8 @@ _VENDOR_WHOLE = (r"gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0
 # What may stand between two pieces: a run of one token (a chat's header, a chunk's size, a command's
 # words), read apart. A date and time is one token; a word, a number or a name of words is no piece.
 _PIECE_OR_WORD = r"(?P<date>\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?Z?)?)|[\w\-/.]+"
-_WORD_NOT_PIECE = r"(?:[A-Z]?[^\W\dA-Z_]+|[A-Z]{1,12}|\d{1,8})?(?:[\-_./]+(?:[A-Z]?[^\W\dA-Z_]+|[A-Z]{1,12}|\d{1,8})?)*"
+_PIECE_WORD = r"(?:[A-Z]?[^\W\dA-Z_]+|[A-Z]{1,12}|\d{1,8})"
+_WORD_NOT_PIECE = r"[\-_./]*(?:" + _PIECE_WORD + r"(?:[\-_./]+" + _PIECE_WORD + r")*[\-_./]*)?"  # (each run of marks between two words: no run split two ways)
 _PIECES_MAX = 5  # pieces after a head: a token is seldom sent in more
 _HEADS_MAX = 64  # heads cut short read in a text: more is no session's, and each costs a look ahead
 _PIECE_GAP = 160  # characters between two pieces, over two line breaks at most

@@ -901,7 +901,7 @@ ADVERSARIAL_CONTEXTS = (
     "this is a long sentence with many words and the password\n" * 560, "admin PIN <b>790974</b> " * 1300,
     "QWxhZGRpbjpvcGVuIHNlc2FtZQ== " * 1100, "cookies:\n" * 11000, "code for the door " * 5500, "(cont) " * 14000,
     "the rest is " * 8000, "Haustür: 52290669\n" * 5500,
-    "ghp_Ab1 " * 14000, "glpat-x1Y2z3 Qw7Lm2Xr5 " * 5000,  # vendors' tokens cut short, each followed by pieces
+    "ghp_Ab1 " * 14000, "glpat-x1Y2z3 Qw7Lm2Xr5 " * 5000, "ghp_Ab1 " + "-" * 60000 + "aBcDe",  # vendors' tokens cut short, pieces after them
     # Stop 27's readings and contexts: a wrapped value's rest, numbered parts, a list of parts, base64 over
     # lines, a box-drawn table, compound codes, a headless HTML table, a line that ends "… is".
     "password=Xk29!mPq7zLw\nabc1def2 x\n" * 4000, "key\n" + "phần 1: abcd1234\n" * 6000, "tokenParts:\n" + "  - abcd\n" * 12000,
