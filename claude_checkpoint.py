@@ -9468,8 +9468,11 @@ def _vendor_token_pieces(text: str) -> list:
 def _redact_vendor_token_pieces(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with each vendor's token sent in pieces redacted, head and pieces (_vendor_token_pieces):
     found in text, and in the original where a rule redacted a piece whole (a head of a length the
-    rule takes, `sk_live_` and 27 characters, whose rest follows)."""
+    rule takes, `sk_live_` and 27 characters, whose rest follows), unless nothing was redacted before."""
+    untouched = text == original
     text, count = _replace_spans(text, _vendor_token_pieces(text), count, replaced)
+    if untouched:
+        return text, count  # (the original's pieces are those just read)
     return _redact_found_again(text, count, replaced, [original[start:end] for start, end in _vendor_token_pieces(original)])
 
 
