@@ -13614,6 +13614,10 @@ def _is_slow(test: unittest.TestCase) -> bool:
     return getattr(type(test), "slow", False) or getattr(method, "slow", False)
 
 
+def _is_on_every_core(test: unittest.TestCase) -> bool:
+    return getattr(getattr(test, test._testMethodName, None), "on_every_core", False)
+
+
 def _without_slow(suite: unittest.TestSuite) -> unittest.TestSuite:
     kept = unittest.TestSuite()
     for item in suite:
@@ -13653,10 +13657,10 @@ def deal_to_shards(tests: list, count: int) -> list:
     """tests dealt to count shards (a list each): the ones marked on_every_core all to the first, the
     others in turn to the rest; in turn to all of them when no test is marked or there is one shard."""
     shards = [[] for _ in range(count)]
-    everywhere = [test for test in tests if getattr(getattr(test, test._testMethodName, None), "on_every_core", False)]
+    everywhere = [test for test in tests if _is_on_every_core(test)]
     first = 1 if everywhere and count > 1 else 0
     shards[0] += everywhere
-    for index, test in enumerate(test for test in tests if test not in everywhere):
+    for index, test in enumerate(test for test in tests if not _is_on_every_core(test)):
         shards[first + index % (count - first)].append(test)
     return shards
 
@@ -13670,7 +13674,7 @@ def usage() -> str:
 class TestRunner(unittest.TestCase):
     def test_the_tests_on_every_core_get_the_first_shard_and_the_rest_are_dealt_evenly(self):
         tests = _flatten(unittest.TestLoader().loadTestsFromModule(sys.modules[__name__]))
-        on_every_core = {t.id() for t in tests if getattr(getattr(t, t._testMethodName), "on_every_core", False)}
+        on_every_core = {t.id() for t in tests if _is_on_every_core(t)}
         self.assertGreaterEqual(len(on_every_core), 5)
         for count in (1, 2, 3, 4):
             with self.subTest(count=count):
