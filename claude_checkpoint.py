@@ -1153,6 +1153,8 @@ def _is_reference(value: str) -> bool:
         return True  # a note in parentheses, quoted too ("(ask Ana, never commit it)"); a Windows credential's target (TERMSRV/host)
     if (not quoted and first in "[({（【「") or (first == "<" and v[-1] == ">") or "<" in v and ">" in v and _regex(r"<[A-Za-z][\w\- ]{1,29}>").search(v):
         return True  # also a template's slots: `$2b$<cost>$<22-char salt>`
+    if first == "{" and _regex(r"\{!\$?[A-Za-z_][\w.]*\}").fullmatch(v):
+        return True  # Salesforce's merge field: a Named Credential's password filled in by the platform (`'{!$Credential.Password}'`)
     if _regex(r"(?:[\w\-]+:)?(?:@[A-Z][A-Z0-9_]{2,60}@|%%[A-Z][A-Z0-9_]{2,60}%%)").fullmatch(v):
         return True  # a build's or provisioning's slot: hash:@EDUROAM_NTHASH@, %%SIP_PASSWORD%%
     if first == "%" and _regex(r"%[A-Za-z_][\w.\-]*(?::[^%\s]+)?%|%env\((?:[\w\-]+:)*[A-Za-z_]\w*\)%").fullmatch(v):
@@ -1424,6 +1426,9 @@ def _accept_assignment(match: Any) -> bool:
         return False  # ODBC's data source, by name (`DSN=KrollReports;UID=…`), not a URL that holds a password
     if _regex(r"[\w.]*PublicKey[\"']|[\"']?keyMaterialType[\"']?\s*:\s*[\"']?ASYMMETRIC_PUBLIC").search(match.string, match.start(), min(len(match.string), match.end() + 80)):
         return False  # a Tink keyset's public key: `"typeUrl": "…Ed25519PublicKey", "value": "…", "keyMaterialType": "ASYMMETRIC_PUBLIC"`
+    if groups.get("op") in ("=", ":=") and _regex(r"[ \t]*,").match(match.string, match.end("s")) and _regex(
+            r"(?m)^[ \t]*(?:(?:local|var|my|our|let|const)[ \t]+)?[(\[]?(?:[A-Za-z_$][\w.$]{0,60}[ \t]*,[ \t]*)+$").search(match.string, max(0, match.start() - 400), match.start()):
+        return False  # the last of names given their values in one assignment: its value is the last (_redact_tuple_assignments)
     if name == "PASS" and _regex(r"---[ \t]$").search(match.string, max(0, match.start() - 4), match.start()):
         return False  # go test's result: `--- PASS: TestSignURL/expires_in_15m (0.00s)`
     strength = secret_strength(name)
@@ -1955,6 +1960,9 @@ def _accept_random_bytes(match: Any) -> bool:
         return False  # a digest under its name: a NuGet lock's "sha512": "…=="
     if _regex(r"(?m)^trusted comment: [^\n]*\n$").search(match.string, max(0, match.start("s") - 300), match.start("s")):
         return False  # a minisign signature's global signature, under its trusted comment
+    if _regex(r"(?<![\w\-])b=\s*$").search(match.string, max(0, match.start("s") - 8), match.start("s")) and _regex(
+            r"(?i)(?:DKIM|ARC-Message)-Signature:|ARC-Seal:").search(match.string, max(0, match.start("s") - 600), match.start("s")):
+        return False  # a mail's DKIM or ARC signature (its `b=` tag): public, every recipient reads it
     element = _regex(r"<([\w.:\-]{1,60})\b[^<>\n]{0,200}>$").search(match.string, max(0, match.start("s") - 300), match.start("s"))
     if element and _tag_holds_data(element.group()) or _named_as_data(match.string, match.start("s")):
         return False  # an element's data in base64 (a texture, an icon), a pin's digest, a name's (`"frame_b64": …`); not <Pass encoding="base64">
@@ -2593,10 +2601,18 @@ _KEYBOARD_PASSWORD_WALK = r"1qaz2wsx|2wsx3edc|1q2w3e4r|q1w2e3r4|1q2w3e|q1w2e3|qw
 
 
 def _is_random_letters(value: str) -> bool:
-    """16 to 64 small letters with few vowels (a fifth or less), of no words: what Google's and Apple's
-    app passwords are (`anxpolbsdkrbvknn`), not a word run together (`internationalization`)."""
-    return 16 <= len(value) <= 64 and value.isalpha() and value.isascii() and value.islower() and sum(
-        value.count(vowel) for vowel in "aeiouy") * 5 <= len(value) and not _is_built_of_words(value)
+    """16 to 64 small letters as a machine draws them: what Google's and Apple's app passwords are
+    (`anxpolbsdkrbvknn`, `okbrwuspspiuknqz`), not words run together (`internationalization`,
+    `lastpasswordchangedby`). Random letters hold a vowel in four or five and one of j, k, q, v, w, x,
+    z in four; words run together a vowel in two or three and those letters seldom: few vowels (a
+    fifth or less) and no word's shape, or a third or less and four of those letters or more (7 in
+    10 random runs of 16 letters pass, 45 in 100 by the first test alone; 13 in 2,000 runs of three
+    of the README's words)."""
+    if not (16 <= len(value) <= 64 and value.isalpha() and value.isascii() and value.islower()):
+        return False
+    vowels, rare = sum(map(value.count, "aeiouy")), sum(map(value.count, "jkqvwxz"))
+    in_order = sum(ord(after) - ord(before) == 1 for before, after in zip(value, value[1:]))  # (the alphabet written out is no password)
+    return vowels * 5 <= len(value) and not _is_built_of_words(value) or vowels * 3 <= len(value) and rare >= 4 and in_order * 4 < len(value)
 
 
 def looks_like_chosen_password(value: str) -> bool:
@@ -2639,21 +2655,21 @@ def looks_like_chosen_password(value: str) -> bool:
 _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|passowrt|paswort|passwrt|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|priv|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
-    r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
+    r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal|shared)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|code[ \t]+(?:du[ \t]+)?wi-?fi|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|mpin|m-pin|tpin|t-pin|nip(?=[^\n\d]{0,50}?(?<![\w\-])(?!(?:19|20)\d\d(?!\d))\d{4,6}(?![\d\-]))|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|wagwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<=[a-z0-9]_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_…
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|wagwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|cyfrinair"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
-    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine"
+    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine|jecha darbii|jecha icciitii|pakasqa simi"
     r"|mot de pass)\w*|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
     r"|(?<![A-Za-z])PAT(?=[ \t]*[:=]?[ \t]+[A-Za-z0-9_]{20})"  # a personal access token: "PAT v9beojyn3…"
     r"|(?<![A-Za-z])(?i:password|passwd)(?:nya|e)(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Javanese's "passworde", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t]|\bla[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …", "la pass del wifi quedó …"
     r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|кук[аиуеі](?!\w)|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|باسورد|الباسورد|والباسورد|باسوورد|الباسوورد|الباس(?![\u0600-\u06ff])|والباس(?![\u0600-\u06ff])|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ|கடவுச்சொல்|aṣínà)")  # (Egyptian Arabic's باسورد, والباس: "and the pass")
+    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|የይለፍ ቃ[ልሉ]|ይለፍ ቃ[ልሉ]|ፒን|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|باسورد|الباسورد|والباسورد|باسوورد|الباسوورد|الباس(?![\u0600-\u06ff])|والباس(?![\u0600-\u06ff])|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ|கடவுச்சொல்|aṣínà)")  # (Egyptian Arabic's باسورد, والباس: "and the pass")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
 # variable): `b64decode("…")`, `hex!("…")`, `Encoding.UTF8.GetBytes("…")`, `Buffer.from("…")`, `String::from("…")`.
 _DECODING_CALL = (r"(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode|decode\w{0,10}|encode|bytes|GetBytes|FromBase64String"
@@ -4834,8 +4850,10 @@ def _find_block_lines(match: Any) -> list:
 
 def _is_named_path(line: str) -> bool:
     """Whether a line is a YAML member whose name says nothing secret and whose value is a path or a
-    resource's name (a document in a block: `- resourceName: "projects/p/secrets/db-key/versions/3"`)."""
-    member = _regex(r"(?:-[ \t]+)?([A-Za-z_][\w\-]{0,40})[ \t]*:[ \t]+([\"']?)([\w.\-/]{1,200})\2").fullmatch(line)
+    resource's name (a document in a block: `- resourceName: "projects/p/secrets/db-key/versions/3"`),
+    or such a name and a path joined by a colon (get-secretmanager-secrets' `output:project/secret`)."""
+    member = _regex(r"(?:-[ \t]+)?([A-Za-z_][\w\-]{0,40})[ \t]*:[ \t]+([\"']?)([\w.\-/]{1,200})\2").fullmatch(line) or _regex(
+        r"[ \t]*([A-Za-z_][\w\-]{0,40}):()([A-Za-z][\w.\-]*(?:/[A-Za-z][\w.\-]*)+)[ \t]*").fullmatch(line)  # (a secret's output name and path: `sabre:prj/booking-sabre-password`)
     return member is not None and secret_strength(member.group(1)) == 0 and ("/" in member.group(3) or _regex(r"[\w\-]+\.(?:key|pem|crt|cer|json|p12|pfx)").fullmatch(member.group(3)) is not None)
 
 
@@ -8161,8 +8179,9 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: ICCID,IMSI,KI,OPC,PIN1,PUK1\n8988211000000700037,999700000070003,«5A0C93E1B7D24F6A8E19C3B05D7F2A64»,«C17E04B9A35D28F6E0B41C97A6D3F852»,«2048»,«61730594»
 #   keep:  ICCID,IMSI,MSISDN,PIN1\n8988211000000700037,999700000070003,491701234567,(on the card's carrier)
 # An HTML table whose header cell names a credential: the cells under it.
-context-html-table           html-table-cells       (?:(?P<table><table)(?:[ \t][^>\n]{0,200})?>\s*(?:<tbody>\s*)?<tr|<tr)(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|p|span)>)?[^<\n]{0,60}(?:</(?:b|strong|p|span)>)?</th>\s*|<td(?:[ \t][^>\n]{0,200})?><(?:b|strong|p|span)>[^<\n]{0,60}</(?:b|strong|p|span)></td>\s*|(?(table)<td(?:[ \t][^>\n]{0,200})?>[^<\n]{1,60}</td>\s*|(?!))){2,20})</tr>(?=(?P<s>(?:\s*(?:</?tbody>|</thead>)?\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code|p|span|em)>)?[^<\n]{0,200}(?:</(?:b|strong|code|p|span|em)>)?</td>){1,20}\s*</tr>){1,100}))
+context-html-table           html-table-cells       (?:(?P<table><table)(?:[ \t][^>\n]{0,200})?>\s*(?:<t(?:head|body)>\s*)?<tr|<tr)(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|p|span)>)?[^<\n]{0,60}(?:</(?:b|strong|p|span)>)?</th>\s*|<td(?:[ \t][^>\n]{0,200})?><(?:b|strong|p|span)>[^<\n]{0,60}</(?:b|strong|p|span)></td>\s*|(?(table)<td(?:[ \t][^>\n]{0,200})?>[^<\n]{1,60}</td>\s*|(?!))){2,20})</tr>(?=(?P<s>(?:(?:\s*(?:</?tbody>|</thead>)){0,3}\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code|p|span|em)>)?[^<\n]{0,200}(?:</(?:b|strong|code|p|span|em)>)?</td>){1,20}\s*</tr>){1,100}))
 #   catch: <table>\n  <tr><th>Device</th><th>SNMP community</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>«n0c-R3ad-Only»</td><td>«En4ble#Core01»</td></tr>\n</table>
+#   catch: <table class="table">\n  <thead><tr><th>Login</th><th>Site</th><th>Password</th></tr></thead>\n  <tbody>\n    <tr><td>ops.addis</td><td>Addis</td><td>«Tana#Lake-51»</td></tr>\n  </tbody>\n</table>
 #   keep:  <table>\n  <tr><th>Device</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>in the vault</td></tr>\n</table>
 #   catch: <tr><td><b>System</b></td><td><b>Username</b></td><td><b>Temp password</b></td></tr>\n<tr><td>Laptop</td><td>amal.haddad</td><td>«ILoveKebab!67»</td></tr>
 #   catch: <tr><th><p>Portal</p></th><th><p>Benutzer</p></th><th><p>Passwort</p></th></tr>\n<tr><td><p>ZRE</p></td><td><p>lieferant_88213</p></td><td><p>«sakura*aru941»</p></td></tr>
@@ -8814,10 +8833,10 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya|e)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord|wagwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
-                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|contra(?<=\bla[ \t]contra)|nenosiri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令)(?![^\W\d_])")
+                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|contra(?<=\bla[ \t]contra)|nenosiri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令|የ?ይለፍ[ \t]+ቃ[ልሉ]\w{0,4}|jecha[ \t]+(?:darbii|icciitii)|pakasqa[ \t]+simi)(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "kennwort", "contrase", "senha", "wachtwoord", "wagwoord", "losen", "salasana", "haslo", "heslo", "parola",
-                        "adgangskode", "kodeord", "koden", "sifre", "sandi", "nenosiri", "lozink", "gesl", "ifr")
+                        "adgangskode", "kodeord", "koden", "sifre", "sandi", "nenosiri", "lozink", "gesl", "ifr", "jecha", "pakasqa")
 # Words for logging in, which make a sentence's password-shaped value its password as a word for one does:
 # a verb before what one logs in with ("log into the unifi controller, karim / Provenc3&2", "devi entrare
 # con …"), or one after it ("mit Kiefer#8812 anmelden", "X로 로그인").
@@ -9705,7 +9724,8 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|\bund[ \t]+dann|\bsigue(?:[ \t]+con)?|\bfalt(?:ou|ó|o)[ \t]+(?:o|el|la|a)[ \t]+(?:final|fim|resto)|\b(?:o|el)[ \t]+final[ \t]+(?:é|es)|\bcontinuarea|\brestul|\bpartea[ \t]+a[ \t]+doua|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|ו?ה?חלק[ \t]+ה?שני|החצי[ \t]+השני"
                        r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu|(?:сүүлийн|хоёр(?:дахь|дугаар))[ \t]+хэсэг)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ|و?الباقي|و?الجزء[ \t]+الثاني"
-                       r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\b(?:sehemu|na)[ \t]+ya[ \t]+pili|\biliyobaki|\b(?:that|this|it)[ \t]*\+(?=[ \t]*\S)|(?:(?<=[:>][ \t])|(?<=^))(?:\.{3}|…)(?=[ \t]*[^\s.…]))|बाकी|दूसरा(?:[ \t]+हिस्सा)?")  # Hindi's (also written in Latin letters), Swahili's
+                       r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\b(?:sehemu|na)[ \t]+ya[ \t]+pili|\biliyobaki|\b(?:that|this|it)[ \t]*\+(?=[ \t]*\S)|(?:(?<=[:>][ \t])|(?<=^))(?:\.{3}|…)(?=[ \t]*[^\s.…]))|बाकी|दूसरा(?:[ \t]+हिस्सा)?"  # Hindi's (also written in Latin letters), Swahili's
+                       r"|(?:ሁለተኛው|ሁለተኛ)[ \t]+ክፍል|(?i:\bkutaa[ \t]+(?:lammaffaa|2)\b)|(?<![\w.])2\.[ \t]*(?i:parça|par[çc]a|part|teil|deel|parte|część|czesc)\b")  # Amharic's, Oromo's; `2. parça`
 _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>|=>)[ \t]*|[^\n:：«„“「→]{0,40}?[:：→][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』]|(?<=[\"'])[,}\]])"  # (a chat's JSON export: `…c'est WF!Qg…"},`)
                  r"|(?<![^\s\"'«„“「(])(?P<before>[^\s\"'«»„“”「」`()]{4,128})[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
@@ -9774,7 +9794,8 @@ _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \
                       r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
                       r"|\bcomeça[ \t]+(?:com|por)|\bførste[ \t]+del(?:en)?|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
                       r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|ה?חלק[ \t]+ה?ראשון|החצי[ \t]+הראשון"
-                      r"|(?i:\balkaa|\bensimmäinen[ \t]+osa|эхний[ \t]+хэсэг)|ส่วนแรก|(?i:\bpa?he?la(?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+kwanza)|पहला(?:[ \t]+हिस्सा)?")
+                      r"|(?i:\balkaa|\bensimmäinen[ \t]+osa|эхний[ \t]+хэсэг)|ส่วนแรก|(?i:\bpa?he?la(?:[ \t]+hissa)?|\bsehemu[ \t]+ya[ \t]+kwanza)|पहला(?:[ \t]+हिस्सा)?"
+                      r"|(?:የመጀመሪያው|የመጀመሪያ|መጀመሪያ)[ \t]+ክፍል|(?i:\bkutaa[ \t]+(?:jalqabaa|1)\b|\bilk[ \t]+parça)|(?<![\w.])1\.[ \t]*(?i:parça|par[çc]a|part|teil|deel|parte|część|czesc)\b")  # Amharic's, Oromo's; `1. parça`
 _FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>|=>)[ \t]*|[^\n:：«„“「]{0,40}?[:：][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                 r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』])")
 # A rest that was redacted: "the rest is «redacted»", "ends with «redacted» appended", "«redacted» is the end of it".
@@ -9794,7 +9815,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("ሁለተኛ", "kutaa", "2.", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
@@ -9803,7 +9824,7 @@ _REST_WORDS_SEEN = ("the rest", "rest is", "remainder", "rest:", "resten", "the 
 _FIRST_WORDS_SEEN = ("first", "1st", "part", "deel a", "pezzo 1", "pezzo uno", "1/2", "első", "début", "começo", "metade", "metà", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
-                     "pehla", "pahla", "kwanza", "पहला", "эхний")
+                     "pehla", "pahla", "kwanza", "पहला", "эхний", "መጀመሪያ", "kutaa", "1.")
 
 
 # What comes before a chat message's first word: a time, a name and a colon, a quote (`[10:02] Sanne: `).
@@ -10549,6 +10570,29 @@ def _names_a_secret_column(column: str) -> bool:
     return secret_strength(column) == 2 and not _regex(r"(?i)hash|digest|salt|hint|policy|expir|changed|reset|count|length|_at$|date").search(column)
 
 
+# Names given their values in one assignment, as Python, Go, Lua, Ruby, Perl and JavaScript write it:
+# `username, password = "svc", "…"`, `local user, pass = …`, `my ($user, $pass) = (…);`, `const [id, key] = […]`.
+_TUPLE_LITERAL = r"""(?:"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|[\w.\-]{1,64})"""
+_TUPLE_ASSIGNMENT = (r"(?m)^[ \t]*(?:(?:local|var|my|our|let|const)[ \t]+)?[(\[]?(?P<names>[A-Za-z_$][\w.$]{0,60}(?:[ \t]*,[ \t]*[A-Za-z_$][\w.$]{0,60}){1,7})[)\]]?"
+                     r"[ \t]*:?=[ \t]*[(\[]?[ \t]*(?P<values>" + _TUPLE_LITERAL + r"(?:[ \t]*,[ \t]*" + _TUPLE_LITERAL + r"){1,7})[ \t]*[)\]]?[ \t]*;?[ \t]*(?:(?:#|//|--)[^\n]*)?$")
+
+
+def _redact_tuple_assignments(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with what the rules find when each name of an assignment to several
+    (_TUPLE_ASSIGNMENT) is given its own value, one line each (`password = "…"`), redacted in text."""
+    pairs = []
+    for found in _regex(_TUPLE_ASSIGNMENT).finditer(original):
+        names = [name.strip().lstrip("$") for name in found.group("names").split(",")]
+        values = [value.group() for value in _regex(_TUPLE_LITERAL).finditer(found.group("values"))]
+        if len(names) == len(values):
+            pairs += [f"{name} = {value}" for name, value in zip(names, values)]
+    if not pairs:
+        return text, count
+    found_values: list = []
+    _apply_rules("\n".join(pairs), 0, found_values)
+    return _redact_found_again(text, count, replaced, found_values)
+
+
 def _redact_links_not_to_share(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the token of each link that a message says lets its holder in
     (_LINK_NOT_TO_SHARE, on the link's line or the line above or below it): a part of its path, or a
@@ -10588,7 +10632,7 @@ def _second_readings(original: str) -> list:
         return readings  # (those two read a text of any length: a mnemonic in a long text must still go)
     if _regex(_LINE_PREFIX).search(original) or "'\\''" in original or "\\n" in original or "\x1b[" in original:
         readings.append(("lines without their prefixes", _redact_under_prefixes))
-    if "\n" in original or "<" in original:
+    if "\n" in original or "<" in original or not original.isascii() and any(mark in original for mark in _ETHIOPIC_MARKS):
         readings.append(("text as written", _redact_read_as_written))
     if "\n" in original and (":" in original or "：" in original):
         readings.append(("a secret in two messages", _redact_message_pairs))
@@ -10629,6 +10673,8 @@ def _second_readings(original: str) -> list:
         readings.append(("a constant given to a call that signs", _redact_constants_given_to_calls))
     if "://" in original and _may_hold_a_word(original, _LINK_NOT_TO_SHARE_SEEN) and _regex(_LINK_NOT_TO_SHARE).search(original):
         readings.append(("a link not to share", _redact_links_not_to_share))
+    if "," in original and "=" in original and _regex(r"[\w$][ \t]*,[ \t]*[A-Za-z_$][\w.$]*[ \t]*[)\]]?[ \t]*:?=[ \t]*[(\[]?[ \t]*[\"'\w]").search(original):
+        readings.append(("names given their values in one assignment", _redact_tuple_assignments))
     if "='" in original and "@" in original and _regex(_SQL_PARAMETER_VALUE).search(original):
         readings.append(("a parameter an ORM logged for a secret's column", _redact_sql_parameters))
     return readings
@@ -11074,6 +11120,9 @@ def _reads_as_prose(line: str) -> bool:
 _BOX_JUNCTIONS = "┬┼┴╤╪╧╦╬╩╥╫╨┳╋┻┯┿┷┰╂┸╇╈╀╁╃╄╅╆╉╊┭┮┱┲┵┶┹┺┽┾"  # (heavy and mixed too: rich's tables, `┳` `╇`)
 _BOX_AS_ASCII = str.maketrans({**dict.fromkeys("│┃║┆┊┇┋┌┐└┘├┤╭╮╰╯╔╗╚╝╠╣╒╕╘╛╞╡╓╖╙╜╟╢┏┓┗┛┍┑┕┙┎┒┖┚┣┫┝┥┠┨┡┩┢┪┞┦┟┧" + _BOX_JUNCTIONS, "|"),
                                **dict.fromkeys("─━═┄┈┅┉", "-")})
+# Ethiopic script's marks (Amharic's, Tigrinya's, Oromo's in Ge'ez letters) read as the ASCII ones the rules know: `የይለፍ ቃል፦ …`.
+_ETHIOPIC_MARKS = "፡።፣፤፥፦፧"
+_ETHIOPIC_AS_ASCII = str.maketrans(dict(zip(_ETHIOPIC_MARKS, " .,;::?")))
 
 
 def _redact_read_as_written(original: str, text: str, count: int, replaced: list) -> tuple:
@@ -11081,8 +11130,8 @@ def _redact_read_as_written(original: str, text: str, count: int, replaced: list
     wherever they stand whole: prose wrapped after a credential word read as one line
     (_WRAPPED_BEFORE_VALUE), HTML's inline marks read as spaces (_INLINE_TAG), a table drawn with
     box characters read as markdown (_BOX_AS_ASCII; a border that holds the columns' names,
-    ClickHouse's `┌─name───┬─password─┐`, as their header). Each is blanked or replaced where it
-    stands, so the rules see the same places."""
+    ClickHouse's `┌─name───┬─password─┐`, as their header), Ethiopic script's marks read as ASCII's
+    (_ETHIOPIC_AS_ASCII). Each is blanked or replaced where it stands, so the rules see the same places."""
     blanks = []
     for line_break in _regex(_LINE_GOES_ON).finditer(original):  # (each break first, the costly word last: a session has many lines)
         if line_break.start() - original.rfind("\n", 0, line_break.start()) <= 40:
@@ -11096,7 +11145,8 @@ def _redact_read_as_written(original: str, text: str, count: int, replaced: list
     if "<" in original:
         blanks += [found.span() for found in _regex(_INLINE_TAG).finditer(original)]
     boxed = not original.isascii() and any(junction in original for junction in _BOX_JUNCTIONS)
-    if not blanks and not boxed:
+    ethiopic = not original.isascii() and any(mark in original for mark in _ETHIOPIC_MARKS)
+    if not blanks and not boxed and not ethiopic:
         return text, count
     read, position = [], 0
     for start, end in sorted(blanks):
@@ -11107,6 +11157,8 @@ def _redact_read_as_written(original: str, text: str, count: int, replaced: list
     if boxed:
         read_text = _regex(r"(?m)^[ \t]*[┌╭╔┏][^\n]*$").sub(lambda border: border.group().replace("─", " ") if _regex(r"[^\W\d_]").search(
             border.group()) else border.group(), read_text).translate(_BOX_AS_ASCII)
+    if ethiopic:
+        read_text = read_text.translate(_ETHIOPIC_AS_ASCII)
     found: list = []
     _apply_rules(read_text, 0, found)
     return _redact_found_again(text, count, replaced, found)
@@ -11568,12 +11620,19 @@ def _branch_arm_pairs(original: str, lowered: str) -> list:
     return pairs
 
 
+# A cookie made in code by its name and value: .NET's and Java's `new Cookie("…", "…", …)`, PowerShell's `New-Object System.Net.Cookie(…)`.
+_COOKIE_MADE = r"""(?<![\w])Cookie[ \t]*\([ \t]*["']([^"'\s;=]{1,80})["'][ \t]*,[ \t]*["']([^"'\s;]{8,4096})["']"""
+
+
 def _named_value_pairs(original: str, lowered: str) -> list:
     """Each value given apart from its name (_NAMED_VALUE) as the line `name: value`, and in a
-    cookie's record a machine-made value also as `Cookie: name=value` (a cookie of any name)."""
-    if not ("value" in lowered and ("name" in lowered or "key" in lowered or "-value" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered):
+    cookie's record or a cookie made in code (_COOKIE_MADE) a machine-made value also as `Cookie:
+    name=value` (a cookie of any name); a Django admin list's cells as `column = value`."""
+    if not ("value" in lowered and ("name" in lowered or "key" in lowered or "-value" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered or "cookie(" in lowered or 'class="field-' in lowered):
         return []
-    pairs = []
+    pairs = [f"Cookie: {made.group(1)}={made.group(2)}" for made in _regex(_COOKIE_MADE).finditer(original) if looks_machine_generated(made.group(2))] if "cookie(" in lowered else []
+    if 'class="field-' in lowered:  # a Django admin's list: each cell's class names its column (`<td class="field-sms_pin">…</td>`)
+        pairs += [f"{cell.group(1)} = {cell.group(2)}" for cell in _regex(r"""<t[dh][ \t]+class="field-(\w{1,60})">([^<>\s]{4,128})</t[dh]>""").finditer(original)]
     for found in _regex(_NAMED_VALUE).finditer(original):
         name, value = found.group(found.lastindex - 1), found.group(found.lastindex)
         pairs.append(f"{name}: {value}")
@@ -12991,51 +13050,53 @@ RULE_WORDS = {
         "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot",
         "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ()),
     "place-label-code": ("0eadd682", (), (), ()),
-    "context-credential-word": ("b4652e9c", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "aṣínà",
+    "context-credential-word": ("b0b8f255", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "aṣínà",
         "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community",
         "contra", "contrase", "credential", "creds", "cyfrinair", "disarm", "dörr", "dør", "frasa sandi",
-        "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jelsz", "jeton",
-        "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord",
-        "kodik", "kulcs", "kunci", "kwdik", "larm", "llave", "losenfras", "losenord", "lozink", "lås", "låse", "lösen",
-        "lösenfras", "lösenord", "m-pin", "mat khau", "mdp", "mot de pass", "mot de passe", "mpin", "mã thông báo",
-        "mật khẩu", "nenosiri", "nip", "nsec", "nyckel", "nøgle", "palavra-passe", "parol", "parola", "parool",
-        "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd",
-        "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat",
-        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port",
-        "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandine", "sandinya", "schl", "schlüssel",
-        "secret", "secreto", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets",
-        "slapta", "sleutel", "säkerhets", "t-pin", "token", "tokens", "tokn", "tpin", "upplåsnings", "wachtwoord",
-        "wachtzin", "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "нууц", "парол", "пароль",
-        "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
-        "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد",
-        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन", "पासवर्ड",
-        "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー",
-        "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
-        "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
+        "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jecha darbii",
+        "jecha icciitii", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa",
+        "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "llave", "losenfras",
+        "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin", "mat khau", "mdp",
+        "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "nenosiri", "nip", "nsec", "nyckel",
+        "nøgle", "pakasqa simi", "palavra-passe", "parol", "parola", "parool", "pasfhocal", "pass", "passcode",
+        "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort", "passwrd",
+        "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phrase de chiffrement", "phrase de passe",
+        "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd",
+        "salasana", "sandi", "sandine", "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo",
+        "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "t-pin",
+        "token", "tokens", "tokn", "tpin", "upplåsnings", "wachtwoord", "wachtzin", "wagwoord", "ww", "zugangsdaten",
+        "şifre", "κωδικός", "ключ", "кук", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא",
+        "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس",
+        "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
+        "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน",
+        "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码",
+        "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"),
+        ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
         "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
         "code", "community", "contra", "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur",
         "disarm", "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi",
         "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo",
-        "installer", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain",
-        "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik",
-        "larm", "licence", "license", "llave", "lock", "lockbox", "losenfras", "losenord", "lozink", "lås", "låse",
-        "lösen", "lösenfras", "lösenord", "m-pin", "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe",
-        "mpin", "mã thông báo", "mật khẩu", "nenosiri", "network", "nip", "nsec", "nyckel", "nøgle", "otp",
-        "palavra-passe", "panel", "parol", "parola", "parool", "pasfhocal", "pass", "passcode", "passkey", "passord",
-        "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt",
-        "pasw", "pasword", "paswort", "pat", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
-        "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw",
-        "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandine", "sandinya", "schl", "schloss",
-        "schlüssel", "secret", "secreto", "segredo", "segreto", "senha", "service", "session", "sifre", "signing",
-        "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "t-pin", "toegangs",
-        "token", "tokens", "tokn", "totp", "tpin", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn",
-        "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs", "zugangsdaten", "şifre", "κωδικός",
-        "ключ", "кук", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה",
-        "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد",
-        "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد",
-        "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "アクセスキー", "シークレット", "トークン",
-        "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰",
-        "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "installer", "jecha darbii", "jecha icciitii", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
+        "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord",
+        "kodik", "kulcs", "kunci", "kwdik", "larm", "licence", "license", "llave", "lock", "lockbox", "losenfras",
+        "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin", "master", "mat khau", "mdp",
+        "mfa", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "nenosiri", "network", "nip", "nsec",
+        "nyckel", "nøgle", "otp", "pakasqa simi", "palavra-passe", "panel", "parol", "parola", "parool", "pasfhocal",
+        "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password",
+        "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phrase de chiffrement",
+        "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "priv",
+        "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi",
+        "sandine", "sandinya", "schl", "schloss", "schlüssel", "secret", "secreto", "segredo", "segreto", "senha",
+        "service", "session", "shared", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp",
+        "ssh", "sudo", "säkerhets", "t-pin", "toegangs", "token", "tokens", "tokn", "totp", "tpin", "tresor", "tuer",
+        "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww",
+        "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "нууц", "парол", "пароль", "пин", "секрет",
+        "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
+        "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول",
+        "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்",
+        "รหัส", "รหัสผ่าน", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
+        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호",
+        "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
@@ -13162,7 +13223,7 @@ RULE_WORDS = {
         "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
     "context-credential-table": ("9d7b246c", ("\n",), (), ()),
-    "context-html-table": ("76320142", ("</tr>",), ("<table", "<tr"), ("</td>",)),
+    "context-html-table": ("9669ea33", ("</tr>",), ("<table", "<tr"), ("</td>",)),
     "context-html-login-row": ("d350f052", ("</td>",), ("<tr",), ("</tr>",)),
     "context-literal-rows": ("7896c2b8", (",",), (), ("\n",)),
     "context-markup-table": ("2a4195a1", (".. list-table::", "\\begin{tabular}", "{|", "|==="), (".. list-table::",

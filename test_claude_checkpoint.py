@@ -2840,6 +2840,39 @@ class TestRedaction(unittest.TestCase):
             "$ echo -n 'shop:88123|date:2025-06-17' | base64",
         ))
 
+    def test_names_given_values_together_app_passwords_ethiopic_and_oromo_words(self):
+        """Names given their values in one assignment (each its own, the user's name kept); 16 random
+        small letters (an app password) in a login call; a cookie made in code; a Django admin list's
+        PIN column; an HTML table with its head and body apart; Amharic's word for a password after
+        Ethiopic's colon, Afaan Oromo's and Quechua's, a secret in two parts in Amharic, Oromo and
+        Turkish; a RADIUS shared key. Kept: the user's name in a pair, ports and hosts given together, a
+        Salesforce merge field, a mail's DKIM signature, a secret's output name and path, Amharic labels."""
+        self.assert_redacted({
+            'login, token = "ops@example.org", "Zq8vLm2Xw4Tb9Nc7Kp3Rs6Yh"': ["Zq8vLm2Xw4Tb9Nc7Kp3Rs6Yh"],
+            "my ($user, $pw) = ('backup', 'Tarn#Lake-2291');": ["Tarn#Lake-2291"],
+            'Transport.send(msg, new PasswordAuthentication("alerts@example.org", "vjqzkwxhtmpbrnde"));': ["vjqzkwxhtmpbrnde"],
+            'Cookies.Add(new System.Net.Cookie(".AUTHCOOKIE", "9F3A6C0E1B7D24E8A5C1F0B9D2E7A4C38C1F0B9D2E7A4C3", "/", "x"))': ["9F3A6C0E1B7D24E8A5C1F0B9D2E7A4C38C1F0B9D2E7A4C3"],
+            '<tr class="row1"><td class="field-email">ana@example.org</td><td class="field-door_pin">582914</td></tr>': ["582914"],
+            "<table>\n<thead><tr><th>Host</th><th>Site</th><th>Password</th></tr></thead>\n<tbody>\n"
+            "<tr><td>gw-01</td><td>Addis</td><td>Wq7#Tana-Lake</td></tr>\n</tbody>\n</table>": ["Wq7#Tana-Lake"],
+            "የይለፍ ቃል፦ Gondar-Castle7\nእባክዎ ይቀይሩት።": ["Gondar-Castle7"],
+            "Jecha darbii sarvarii: Adama.Buna44 hin qooddatin": ["Adama.Buna44"],
+            "Pakasqa simi: Inti-Raymi2024 ama willakunkichu": ["Inti-Raymi2024"],
+            "ሃና: የይለፍ ቃሉ የመጀመሪያው ክፍል: lalibela.ro\nሃና: ሁለተኛው ክፍል: ck-hewn88": ["lalibela.ro", "ck-hewn88"],
+            "Chaltu: jecha darbii kutaa jalqabaa: Bishoftu.h\nChaltu: kutaa lammaffaa: ora-lake91": ["Bishoftu.h", "ora-lake91"],
+            "Emre: şifre iki parça\nEmre: 1. parça: Kx9!vTq2\nEmre: 2. parça: Lm4#Wp8z": ["Kx9!vTq2", "Lm4#Wp8z"],
+            'radius: server timeout, retrying with shared key "Tana&Radius#44"': ["Tana&Radius#44"],
+        })
+        self.assert_kept((
+            'user, port = "deploy", 22',
+            'host, db = "db.example.org", "orders"',
+            "req.setHeader('x-api-key', '{!$Credential.Password}');",
+            "DKIM-Signature: v=1; a=rsa-sha256; d=example.org; s=s1;\n\tb=" + "Qm7vX2kLp9ZrT4wN8bYcRt5sWd3Hq6Lf1Jx2Ab" * 2 + "Zq8vLm2Xw4==",
+            "    secrets: |-\n      smtp:ops-prod/mail-relay-password",
+            '"login.password.label": "የይለፍ ቃል",',
+            "the shared key is rotated every quarter",
+        ))
+
     def test_names_references_public_keys_and_types_where_a_secret_would_stand_are_kept(self):
         """Kept: a secret manager's reference with a space in its vault's name, PowerShell's `-Name` of a vault's
         secret, a list of secrets' names one a line, a CSS variable after a password's class, Tailscale's `mkey:`,
@@ -13410,7 +13443,7 @@ NEWEST_CORPORA = tuple(f"blind{n}_corpus.json" for n in (38, 40, 42, 43, 45, 47,
 # The corpora the rules do not yet reach issue 14's bar on (written with a harder brief at stops 24 to 26:
 # agent sessions, network gear and telecom, CI/CD, what people paste, operations, near-misses in every
 # context, data science, mobile and embedded, enterprise IT; at stop 27 a web agency, fintech, a game
-# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; at stop 40 a contact center and a car dealership group's IT; at stop 41 a university course's staff and students and a film post-production studio; 0.85 to 0.95 unseen; at stops 44 and 45, corpora focused on two families, split values and prose or credential tables and key material, 0.68 to 0.87 unseen, and a transit authority's IT; at stop 50 a freight forwarder's prose and split values and a ticketing company's key material and tables, 0.77 and 0.81 unseen, an indie game studio and an architecture firm; at stop 53 an online marketplace in Turkey, Ukraine and Greece and a fintech's key material, tables and signed URLs), held at the (recall,
+# studio, an MSP's helpdesk; at stop 34 a mobile game studio's backend and a clinic chain's IT; at stop 35 a smart-home hardware startup; at stop 36 a university's IT and a crypto trading desk; at stop 37 a post-production studio and an agritech platform; at stop 38 a pharmaceutical company's clinical-trial IT and a shipping line's fleet IT; at stop 39 a law firm's e-discovery IT and a property-management platform; at stop 40 a contact center and a car dealership group's IT; at stop 41 a university course's staff and students and a film post-production studio; 0.85 to 0.95 unseen; at stops 44 and 45, corpora focused on two families, split values and prose or credential tables and key material, 0.68 to 0.87 unseen, and a transit authority's IT; at stop 50 a freight forwarder's prose and split values and a ticketing company's key material and tables, 0.77 and 0.81 unseen, an indie game studio and an architecture firm; at stop 53 an online marketplace in Turkey, Ukraine and Greece and a fintech's key material, tables and signed URLs; at stop 54 a regional airline in Portugal, Morocco and Vietnam and an agricultural cooperative's split values, prose, tables and code in Ethiopia, Peru and the Netherlands), held at the (recall,
 # keep-rate) the rules reach now, so that nothing slides back while they are tuned toward the bar.
 BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.96, 0.99),
                  "blind57_corpus.json": (0.98, 0.99), "blind60_corpus.json": (0.96, 0.99),
@@ -13442,7 +13475,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind176_corpus.json": (0.82, 0.99), "blind177_corpus.json": (0.98, 0.99),
                  "blind179_corpus.json": (0.98, 0.99), "blind180_corpus.json": (0.97, 0.99), "blind181_corpus.json": (0.90, 0.99),
                  "blind183_corpus.json": (0.93, 0.99), "blind185_corpus.json": (0.96, 0.99), "blind186_corpus.json": (0.99, 0.99),
-                 "blind187_corpus.json": (0.99, 0.99), "blind189_corpus.json": (0.98, 0.99), "blind190_corpus.json": (0.99, 0.99)}
+                 "blind187_corpus.json": (0.99, 0.99), "blind189_corpus.json": (0.98, 0.99), "blind190_corpus.json": (0.99, 0.99),
+                 "blind191_corpus.json": (0.96, 0.99), "blind193_corpus.json": (0.97, 0.99)}
 
 
 def corpus_texts() -> list:
