@@ -1426,8 +1426,8 @@ def _accept_assignment(match: Any) -> bool:
         return False  # ODBC's data source, by name (`DSN=KrollReports;UID=…`), not a URL that holds a password
     if _regex(r"[\w.]*PublicKey[\"']|[\"']?keyMaterialType[\"']?\s*:\s*[\"']?ASYMMETRIC_PUBLIC").search(match.string, match.start(), min(len(match.string), match.end() + 80)):
         return False  # a Tink keyset's public key: `"typeUrl": "…Ed25519PublicKey", "value": "…", "keyMaterialType": "ASYMMETRIC_PUBLIC"`
-    if groups.get("op") in ("=", ":=") and _regex(r"[ \t]*,").match(match.string, match.end("s")) and _regex(
-            r"(?m)^[ \t]*(?:(?:local|var|my|our|let|const)[ \t]+)?[(\[]?(?:[A-Za-z_$][\w.$]{0,60}[ \t]*,[ \t]*)+$").search(match.string, max(0, match.start() - 400), match.start()):
+    if groups.get("op") in ("=", ":=") and _regex(r"[ \t]*,").match(match.string, match.end("s")) and _regex(_TUPLE_ASSIGNMENT).match(
+            match.string, match.string.rfind("\n", 0, match.start()) + 1):
         return False  # the last of names given their values in one assignment: its value is the last (_redact_tuple_assignments)
     if name == "PASS" and _regex(r"---[ \t]$").search(match.string, max(0, match.start() - 4), match.start()):
         return False  # go test's result: `--- PASS: TestSignURL/expires_in_15m (0.00s)`
@@ -9815,7 +9815,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("ሁለተኛ", "kutaa", "2.", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("ሁለተኛ", "kutaa", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
@@ -9824,7 +9824,7 @@ _REST_WORDS_SEEN = ("ሁለተኛ", "kutaa", "2.", "the rest", "rest is", "remai
 _FIRST_WORDS_SEEN = ("first", "1st", "part", "deel a", "pezzo 1", "pezzo uno", "1/2", "első", "début", "começo", "metade", "metà", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
-                     "pehla", "pahla", "kwanza", "पहला", "эхний", "መጀመሪያ", "kutaa", "1.")
+                     "pehla", "pahla", "kwanza", "पहला", "эхний", "መጀመሪያ", "kutaa", "parça", "parca", "część", "czesc", "1. deel", "1.deel")
 
 
 # What comes before a chat message's first word: a time, a name and a colon, a quote (`[10:02] Sanne: `).
