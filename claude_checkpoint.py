@@ -1047,6 +1047,8 @@ def secret_strength(name: str) -> int:
         return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce, Tailscale's public node key, a digest (HPKP's pin-sha256)
     if parts[-2:] == ["request", "token"] or parts == ["client", "token"]:
         return 0  # AWS's ClientRequestToken and clientToken (a device shadow's, EC2's): a request's idempotency id
+    if name == "KEY_SOURCE":
+        return 2  # T-SQL's `CREATE SYMMETRIC KEY … KEY_SOURCE = '…'`: the pass phrase the key is made from (a config's key_source says where a key comes from)
     if parts[-2:] == ["secret", "id"]:
         return 2  # Vault's AppRole secret_id, Consul's SecretID: a secret, however much like an id
     if parts[-2:] in (["sess", "id"], ["session", "id"], ["auth", "id"]):
@@ -1323,6 +1325,13 @@ def _is_base64_of_plain_json(token: str) -> bool:
     return decoded is not None and decoded.startswith("{") and decoded.rstrip().endswith("}") and not _regex(_CREDENTIAL_WORDS).search(decoded)
 
 
+def _is_base64_of_resource_path(token: str) -> bool:
+    """Base64 of a resource's path, a type and its id (`Patient/5232…-508b`, a Kafka record's key in
+    a FHIR feed): a name, not a secret."""
+    decoded = _base64_text(token) if 12 <= len(token) <= 200 and token[-1:] != "/" else None
+    return decoded is not None and _regex(r"[A-Z][A-Za-z]{2,40}/[\w.\-]{1,80}").fullmatch(decoded) is not None
+
+
 def _is_base64_of_settings(token: str) -> bool:
     """Base64 of a cookie's settings, words apart by `|` (`es-MX|America/Monterrey|dark`), none of them
     a machine's nor a password."""
@@ -1412,6 +1421,8 @@ def _accept_assignment(match: Any) -> bool:
         bare = "".join(bare.split())  # a quoted value wrapped over lines: its parts are one token
     if groups.get("op") == ":" and not _accept_after_colon(match, value, bare):
         return False
+    if not bare.isascii() and _regex(_CREDENTIAL_WORDS).fullmatch(bare.replace("_", " ")):
+        return False  # a form's field or a label named in another language: `password: "كلمة_المرور"`
     quoted = match.string[match.start("s") - 1:match.start("s")] in ("\"", "'", "`")
     if groups.get("op") == ":" and _name_parts(name)[-1:] in (["secrets"], ["tokens"], ["keys"], ["passwords"], ["credentials"]) and (
             not quoted and _regex(r"[ \t]+[\w(]").match(match.string, match.end("s")) or _regex(_NAMES_LISTED).match(match.string, match.start("s") - quoted)):
@@ -1803,13 +1814,19 @@ def _accept_wrapped_value(match: Any) -> bool:
     """`key = []byte("…")`, `SecretStr("…")`, R's `password = c("…")`: a literal passed to a call; not a prompt text."""
     value = match.group("s").strip("\"'")
     strength = secret_strength(match.group("name"))
-    if strength == 0 or _is_reference(value) or any(c.isspace() for c in value) or _is_path_or_version(value):
+    if strength == 0 or _is_reference(value) or any(c.isspace() for c in value) or _is_path_or_version(value) or _names_a_stored_credential(match.string, match.start("s")):
         return False
     if _regex(r"(?i)(?:\.|\b)(?:get\w*|fetch|lookup)\($").search(match.string[max(0, match.start("s") - 40):match.start("s")].rstrip(" \t\n")):
         return False  # a getter's argument names the value: `spark.conf.get("spark.hadoop.fs.s3a.aws.credentials.provider")`
     wrapper = _regex(r"[\w.\[\]]{0,40}(?=\(\s*$)").search(match.string, max(0, match.start("s") - 60), match.start("s"))
     return _looks_random(value) or strength == 2 and (len(value) >= 8 and any(c.isdigit() for c in value) or _is_joined_passphrase(value) and wrapper is not None and _regex(
         r"(?:[\w.]*\.)?(?:c|list|I|SecretStr|SecretString|Secret|SecureString|String|str|bytes|\[\]byte)").fullmatch(wrapper.group()) is not None)  # R's vector, a secret's type; not Jenkins' credentials('sonar-ghs-ci')
+
+
+def _names_a_stored_credential(text: str, position: int) -> bool:
+    """Whether the literal at position is given to Jenkins' `credentials(…)`, which names a
+    credential stored in Jenkins (`SQL_CREDS = credentials('sqlprd01-svc-farmacia')`), not its value."""
+    return _regex(r"(?<![\w.])credentials\(\s*[\"']?$").search(text, max(0, position - 30), position) is not None
 
 
 def _accept_encoded_private_key(match: Any) -> bool:
@@ -2056,6 +2073,8 @@ def _accept_chosen(match: Any) -> bool:
     value = match.group("s").strip("\"'")
     if value.startswith("//"):
         return False  # a URL's rest: `[2] https://en.wikipedia.org/wiki/Toposort#Algorithms`
+    if _regex(r"(?i)(?<![\w\-])(?:sha(?:1|224|256|384|512)?|sha3-\d{3}|md5|b3|blake[23]b?|xxh\d*|crc32c?):$").search(match.string, max(0, match.start("s") - 10), match.start("s")):
+        return False  # a digest by its algorithm's name: `shard_000.mcap b3:9bc3…` (BLAKE3), not `host user:password`
     return not _is_reference(value) and _looks_like_a_secret(value)
 
 
@@ -2075,7 +2094,8 @@ def _accept_listed_login(match: Any) -> bool:
     if not account or "/" in _regex(r"</\w+>|\w+://\S+[ \t]*$").sub("", before[:account.start()]).split(":")[-1] or not _regex(r"[A-Za-z][a-z]*\d*|[a-z][a-z0-9]*[_.\-][a-z0-9_.\-]+|" + _EMAIL_ADDRESS).fullmatch(
             account.group(1)) or _regex(r"[a-z]{1,8}-[0-9a-f]{8,17}").fullmatch(account.group(1)):  # (not a resource's id: vpc-6825c5bd… / sg-f1ef…)
         return False
-    return (looks_machine_generated(value) or _has_three_classes(value) and not value.isalnum()) and _accept_chosen(match) and not _is_path_or_version(value)
+    said_a_login = _is_joined_passphrase(value) and _regex(r"(?i)\b(?:log ?in|sign ?in|credentials?|creds|account|user(?:name)?s?)\b").search(before[:account.start()])  # "the login for … is mhn-lab-it / chuva-praia-qamar-janela"
+    return (looks_machine_generated(value) or _has_three_classes(value) and not value.isalnum() or said_a_login) and _accept_chosen(match) and not _is_path_or_version(value)
 
 
 def _accept_spaced(match: Any) -> bool:
@@ -2107,6 +2127,7 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
                 r"|dörr(?:en)?|d[øo]r(?:en)?|\w{0,12}deur|hek(?:ken)?|poort|\w{0,12}ruimte|serverrom\w{0,3}|दरवाज़\w{0,2}|\w{0,12}kluis|\w{0,12}tresor|larm|двер[иь]|ворот\w{0,3}|сейф[аы]?|калитк[аи]|подъезд[аы]?|домофон[аы]?|сигналіз\w*|сигнализац\w*|охорон\w*"
                 r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
                 r"|u[șş]\w{0,2}|poart\w{0,2}|seif\w{0,3}|πόρτα\w{0,2}|συναγερμ\w{0,3}|χρηματοκιβώτι\w{0,2}"  # Romanian, Greek
+                r"|konesali\w{0,4}|hälytys\w{0,8}|kassakaap\w{0,4}|avainkaap\w{0,4}|varast\w{0,4}|lukko\w{0,3}|portti\w{0,3}|ulko-?ov\w{0,4}"  # Finnish (a server room's, konesaliin)
                 r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट|अलार्म|तिजोरी"
                 r"|cassafort[ei]|cassett\w{0,3}|armadiett[oi]|sef[auo]?|ulaz\w{0,3}|vrat\w{0,3}|ormar\w{0,4}|gara[žz]\w{0,2}|[šs]krinj\w{0,2}|komor\w{0,2}|shramb\w{0,2}"
                 r"|kutij\w{0,2}|klju[čc]avnic\w{0,2}|lokot\w{0,2}|z[áa]mek|z[áa]mku|sk[řr][íi][ňn]k\w{0,2}|schr[áa]nk\w{0,2}|nabiraln\w{0,3}|apartm[aá]n\w{0,2}|\w{0,12}d[öo]rr(?:en)?)(?![^\W\d_])"  # Italian, Croatian, Slovene, Czech, Swedish's ytterdörren
@@ -2115,6 +2136,7 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
 
 
 _PLACE_NEEDS = ("door", "gate", "garage", "keypad", "alarm", "allarm", "safe", "lock", "box", "entrance", "lobby", "shed", "storage", "closet",
+                "konesal", "hälytys", "kassakaap", "avainkaap", "varast", "lukko", "portti", "ulko-ov", "ulkoov",
                 "building", "gym", "rack", "cabinet", "cofre", "coffre", "caja", "szaf", "sejf", "raum", "room", "serverrum", "schrank", "port", "puerta", "cancello", "tür",
                 "tur", "tor", "eingang", "tresor", "bram", "drzwi", "furtk", "grind", "dörr", "dør", "dor", "deur", "poort", "kluis",
                 "двер", "ворот", "сейф", "калитк", "подъезд", "домофон", "сигналіз", "сигнализ", "larm", "باب", "إنذار", "خزنة",
@@ -2171,7 +2193,7 @@ def _accept_argument(match: Any) -> bool:
     value = match.group("s")
     bare = value.strip("\"'")
     if _is_reference(value) or (value[:1] not in "\"'" and (
-            bare.startswith(("-", "<")) or _regex(r"/[A-Za-z]+(?::\S*)?").fullmatch(bare))):
+            bare.startswith("<") or bare.startswith("-") and not _starts_with_a_dash_but_no_option(bare) or _regex(r"/[A-Za-z]+(?::\S*)?").fullmatch(bare))):
         return False
     if _regex(r"/dev/(?:stdin|fd/\d|tty)").fullmatch(bare):
         return False  # where the command reads it: `mosquitto_passwd -b … user /dev/stdin`
@@ -2180,6 +2202,12 @@ def _accept_argument(match: Any) -> bool:
     if match.string[match.end("s"):match.end("s") + 1] in ("\"", "'") and value[:1] not in "\"'" and bare.isalpha():
         return False  # the end of a message that quotes the command: `msg="vault login failed"`
     return bare.lower() not in _NOT_VALUES and bare.lower() not in ("open", "restricted", "public", "via", "with", "using")  # (`vault login via OIDC`)
+
+
+def _starts_with_a_dash_but_no_option(value: str) -> bool:
+    """Whether a value that starts with `-` is a secret, not an option: a random password may start
+    with a dash (`/RP -k%4pgjFpZEsjUfm`); an option is letters, digits and dashes, then its value."""
+    return len(value) >= 8 and not _regex(r"--?[A-Za-z0-9][\w\-]*(?:[=:]\S*)?").fullmatch(value) and _looks_like_a_secret(value)
 
 
 # Prose that names a secret, then gives it: the words that name one (also as a name, `MASTER_KEY`),
@@ -2227,6 +2255,8 @@ def _accept_named_in_prose(match: Any) -> bool:
         return False  # an amount of money: "the key's cap is $50/month"
     if _regex(r"[\w\-]*(?i:public|pubkey)[\w\-]*[:=]").match(value):
         return False  # a public key's field with its value: Go's `map[… public_key:g7f7…=]`
+    if _regex(r"X(?:-[A-Z][a-z]+)+(?:-\d{1,3})?").fullmatch(value):
+        return False  # an HTTP header's name: `{ "Authorization", "X-Api-Key", "X-Hub-Signature-256" }`
     if "/" in value and _regex(r"(?<![\w+.\-])(?:op|vault|awssm|gcpsm|azkv|bws|doppler|keeper|lpass)://[^\s\"'`]*(?:[ \t][^\s/\"'`]+){0,3}[ \t]$").search(
             match.string, max(0, match.start("s") - 80), match.start("s")):
         return False  # the rest of a secret manager's reference with a space in its vault's name: `op://KRO Engineering/relay/password`
@@ -2687,11 +2717,12 @@ _SECRET_FILE_COMMENT = (r"\#[ \t]+[~/.][^\s]*?(?i:keyfile|\.key\b|vault_pass|\.p
                         r"|secret|token|passw)[^\s]*(?:[ \t]+\([^()\n]{0,60}\))?[ \t]*(?=\r?\n)")
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od|fold|strings|nl|tac|dd)\b[^\n]*?(?i:secret|token|cred|(?:mfa|totp|otp)[\w\-]*\.txt\b|seed\.txt\b"
-    r"|passw(?!d\b)|pwd|passphrase|\.pw\b|/pw\.txt\b|\.psk\b|[._\-]pass\b|key[\w.\-]*\.(?:bin|der|raw)\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa(?!\.pub)|id_ed25519(?!\.pub)|id_ecdsa(?!\.pub)|\.env\b|\.npmrc|\.pypirc|\.netrc"
+    r"|passw(?!d\b)|pwd|passphrase|\.pw\b|/pw\.txt\b|\.psk\b|[._\-]pass\b|key[\w.\-]*\.(?:bin|der|raw)\b|keys?/[\w.\-]+\.(?:bin|der|raw|seed)\b|\.seed\b|\.pem\b|\.key\b|\.p12|\.pfx|\.ppk|id_rsa(?!\.pub)|id_ed25519(?!\.pub)|id_ecdsa(?!\.pub)|\.env\b|\.npmrc|\.pypirc|\.netrc"
     r"|\.pgpass|\.git-credentials|cookie|keyfile|\.s3cfg|\.boto|\.dockercfg|docker/config\.json|kubeconfig|\.kube/config|\.htpasswd"
     r"|shadow|vault|auth|api.?key|\.tfvars|\.tfstate|keystore|keypair|wallet|mnemonic|solana|id\.json|\.jks|private|tickets|(?<![a-z])(?:kek|zmk|ceremony)(?![a-z]))"
     r"|(?:(?:echo|printf)[^\n|]*\|[ \t]*)?op[ \t]+(?:read|item[ \t]+get[^\n]*--(?:reveal|fields)|document[ \t]+get|inject|(?:signin|account[ \t]+add)[^\n]*--raw)|vault[ \t]+(?:kv[ \t]+get|read(?![ \t]+transit/keys/)|write|token[ \t]+create"
     r"|login|operator[ \t]+init|print[ \t]+token)|bw[ \t]+(?:get|unlock|login)|[\w\-]*rails[ \t]+runner[^\n]*token|lpass[ \t]+show|gopass[ \t]+(?:show|cat)|pass[ \t]+show"
+    r"|akeyless[ \t]+get-secret-value|conjur[ \t]+variable[ \t]+(?:get|value)|infisical[ \t]+secrets[ \t]+get|chamber[ \t]+read|bws[ \t]+secret[ \t]+get"
     r"|(?:python3?[ \t]+-m[ \t]+)?keyring[ \t]+get|systemd-creds[ \t]+(?:decrypt|cat)|gpg2?[ \t][^\n|]*--export-secret-(?:sub)?keys|security[ \t]+find-\w+-password|secret-tool[ \t]+lookup|doppler[ \t]+secrets"
     r"|aws[ \t]+(?:secretsmanager(?![ \t]+(?:list|describe)-)|ssm[ \t]+get-parameters?|sts|iam[ \t]+create-access-key|ecr[ \t]+get-login-password"
     r"|configure[ \t]+(?:get|export-credentials))|gcloud[ \t]+(?:secrets(?![ \t]+(?:list|versions[ \t]+list|describe)\b)|auth[ \t]+(?:print|application-default)"
@@ -2744,7 +2775,7 @@ _TABLE_HEADER_CELL = (r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])" + _HEADER_CHARACTE
                       + _HEADER_CHARACTER + "{1,30}(?!" + _HEADER_CHARACTER + ")){0,4}")
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
 _NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|-(?:Name|VaultName|SecretName)|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
-                     r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|name|id))[ \t=]+$")
+                     r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|(?:[a-z]+-)*name|id))[ \t=]+$")
 # A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
 _MASK_RUN = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})"
 _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,12}(?=\.{3}|\*{3}|•{3}|…))?"
@@ -2756,7 +2787,9 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
 # nostr public keys, extended public keys, PostHog project keys, Google Analytics' client ids (GA1.2.…), SSH public keys (`ssh-ed25519 AAAAC3NzaC1lZDI1NTE5…`),
 # a picture's, a font's, a sound's, a PDF's bytes in base64 (the format's first bytes: PNG's `iVBORw0KGgo`, WOFF2's `d09GMg`).
+# A JSON Web Token's header alone (`{"alg":…`, no payload, no signature: what a JWKS lookup reads).
 _PUBLIC_VALUE = (r"(?i:wpa[23]?-(?:enterprise|personal|psk|eap|sae)\w*[.,;]?$)|(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d{3}|sk-ssh-ed25519@openssh\.com)$|AAAA(?:C3NzaC1lZDI1NTE5|B3NzaC1yc2E|E2VjZHNhLXNoYTItbmlzdHA|B3NzaC1kc3M)|(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_|data:(?:image|audio|video|font)/[\w.+\-]{1,40};base64,"
+                 r"|(?:eyJhbGciOi|eyJ0eXAiOi|eyJraWQiOi)[A-Za-z0-9_\-]{8,400}={0,2}$"
                  r"|(?:iVBORw0KGgo|/9j/4|R0lGOD[dl]h|JVBERi0|d09GMg|d09GRg|UklGR|T2dnUw|SUQz|AAEAAA|T1RUTw|AGFzbQ)[A-Za-z0-9+/]{12}")
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
@@ -2887,13 +2920,20 @@ def _find_random_tokens(match: Any) -> list:
     given = [(a, b) for a, b in given if not any(a < end and start < b for start, end in spans)]
     if text[match.end():match.end() + 1] == "(" and _regex(r"[\w$]").match(text, max(0, match.start() - 1)):
         given = [(a, b) for a, b in given if text[a - 1:a] in ("\"", "'", "`")]  # a function's name (`fetch_db_password(client: &VaultClient)`): its parameters are no password, a literal it is passed may be
-    found = [(a, b) for a, b in sorted(spans + given) if text[a:a + 3] != "eyJ" or not _is_base64_of_plain_json(text[a:b])]  # (a cookie's JSON prefs in base64)
+    found = [(a, b) for a, b in sorted(spans + given) if (text[a:a + 3] != "eyJ" or not _is_base64_of_plain_json(text[a:b]))  # (a cookie's JSON prefs in base64)
+             and not _is_certificate_pin(text, a, text[a:b])]
     if not found and not spans:
         return _secret_in_pieces(match)
     if found and _regex(r"(?i)[ _\-]?id\b").match(text, match.end()):  # what a key's id names: `Key ID: 39cf…`, `APNs key id: R7BR8EL00J`
         secret_id = _regex(r"(?i)secret").match(match.group()) is not None  # (a secret's id may be one: Vault's)
         found = [(a, b) for a, b in found if not _regex(r"[0-9a-fA-F]+").fullmatch(text, a, b) and (b - a > 24 or secret_id)]
     return found
+
+
+def _is_certificate_pin(text: str, position: int, value: str) -> bool:
+    """Whether value, at position in text, is a certificate's pin: the SHA-256 of its public key in
+    base64 (HPKP's `pin-sha256`, OkHttp's CertificatePinner), said so in the text before it. Public."""
+    return _regex(r"[A-Za-z0-9+/]{43}=").fullmatch(value) is not None and _regex(r"(?i)spki|hpkp|pin-sha256").search(text, max(0, position - 400), position) is not None
 
 
 def _secret_in_pieces(match: Any) -> list:
@@ -3643,6 +3683,8 @@ _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|
                          r"|nmcli[^\n]*[ \t](?:-s|--show-secrets)[^\n]*[ \t]-g[ \t]+\S*(?:psk|password)"
                          r"|printenv[ \t]+\w*(?:PASS|PWD|TOKEN|SECRET|KEY|pass|token|secret|key)\w*[ \t]*$"
                          r"|--query[ \t=]+[\"']?value[\"']?[ \t]+(?:-o|--output)[ \t=]+tsv|-AsPlainText\b|wrangler[ \t]+kv(?::key|[ \t]+key)[ \t]+get\b|(?:glab|gh)[ \t]+variable[ \t]+get\b"
+                         r"|akeyless[ \t]+get-secret-value\b|conjur[ \t]+variable[ \t]+(?:get|value)\b|infisical[ \t]+secrets[ \t]+get\b[^\n]*--plain|chamber[ \t]+read\b[^\n]*-q"
+                         r"|bws[ \t]+secret[ \t]+get\b[^\n]*-o[ \t]+tsv"
                          r"|" + _SETTING_GETTER + "|^" + _ENV_VARIABLES_PRINTED)
 
 
@@ -3779,8 +3821,8 @@ def _find_printed_secrets(match: Any) -> list:
     command = text[match.start():start].rstrip("\n")
     single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
     if _regex(r"(?i)[.\[{'\"](?:data\.)?(?:user(?:name)?|login|email|host(?:name)?|port|db|database|dbname|url|region)\b[}'\"\]]"
-              r"|--query[ \t=]+['\"]?(?:VersionId|ARN|Name|CreatedDate|VersionStages)\b").search(command):
-        return []  # it prints a name: `jsonpath='{.data.username}' | base64 -d`, `--query 'VersionId'`
+              r"|--query[ \t=]+['\"]?(?:VersionId|ARN|Name|CreatedDate|VersionStages)\b").search(command) and not _regex(r"bw[ \t]+get[ \t]+item\b").search(command):
+        return []  # it prints a name: `jsonpath='{.data.username}' | base64 -d`, `--query 'VersionId'` (Bitwarden's `.login` is the whole login)
     if _regex(r"(?:^|[ \t|])grep[ \t]+(?:-[A-Za-z]*[clL][A-Za-z]*|--count|--files-with(?:out)?-match(?:es)?)\b").search(command):
         return []  # grep's counts and file names: `grep -c -i "secret" src/**/*.ts` prints `src/auth/clientSecret.ts:12`
     if _regex(r"(?i)\bcredential\.(?:helper|username|usehttppath)\b").search(command):
@@ -3807,8 +3849,9 @@ def _find_printed_secrets(match: Any) -> list:
         if (printed_dollar or bracketed or not _is_reference(value)) and not plain_field and not _is_path_or_version(value) and "://" not in value and not _regex(
                 r"(?i)(?:error|usage|warning)\b").match(value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
-    if _regex(r"ssm[ \t]+get-parameters?\b[^\n]*--with-decryption|secretsmanager[ \t]+get-secret-value|actuator/env/\S*(?i:pass|secret|token|key)").search(command):
-        spans += [value.span(1) for value in _regex(r'"(?:Value|SecretString|value)"[ \t]*:[ \t]*"((?:[^"\\\n]|\\.){4,4096})"').finditer(text, start, end)
+    if _regex(r"ssm[ \t]+get-parameters?\b[^\n]*--with-decryption|secretsmanager[ \t]+get-secret-value|keyvault[ \t]+secret[ \t]+show\b|bw[ \t]+get[ \t]+item\b"
+              r"|actuator/env/\S*(?i:pass|secret|token|key)").search(command):
+        spans += [value.span(1) for value in _regex(r'"(?:Value|SecretString|value|totp)"[ \t]*:[ \t]*"((?:[^"\\\n]|\\.){4,4096})"').finditer(text, start, end)
                   if not _is_reference(value.group(1))]  # the parameter's value, whatever its shape
     for line in _regex(r"(?m)^[ \t]*([A-Za-z][\w.\-]*(?: [\w.\-]+){0,3}?)(?:[ \t]*[=:][ \t]*|[ \t]+)(\S{6,256})[ \t]*$").finditer(text, start, end):
         if _is_printed_secret(line.group(1), line.group(2), text[line.end(1):line.start(2)]):
@@ -4154,6 +4197,8 @@ def _find_secret_named_list(match: Any) -> list:
         name_start -= 1
     name = text[name_start:match.end("tail")]
     strength = secret_strength(name) or (1 if _name_parts(name)[-1:] == ["tokens"] else 0)
+    if _names_a_stored_credential(text, match.start("s")):
+        return []
     spans = []
     for item in _regex(r"(?P<q>[\"'`])?(?P<v>[^\"'`\s,\[\](){}]{6,200})(?(q)[\"'`])").finditer(text, match.start("s"), match.end("s")):
         value = item.group("v")
@@ -4465,8 +4510,8 @@ def _secret_cells(row: str, separator: Optional[str], columns: tuple, starts: tu
             column = bisect.bisect_right(starts, word.start()) - 1
             if column >= 0:
                 words_of[column].append(word.span())
-            if column + 1 < len(starts) and word.start() == starts[column] and word.end() >= starts[column + 1] - 1:
-                overran[column + 1] = True  # (only a cell aligned at its own column's start pushes the next)
+            if column + 1 < len(starts) and column >= 0 and words_of[column][0][0] == starts[column] and word.end() >= starts[column + 1] - 1:
+                overran[column + 1] = True  # (only a cell aligned at its own column's start pushes the next: `Arquivo de prontuários 81935551`)
         cells = [(words[0][0], words[-1][1]) if words and (words[0][0] == start or pushed) else (0, 0)  # aligned, or no table
                  for words, start, pushed in zip(words_of, starts, overran)]
     for index, (a, b) in enumerate(cells):
@@ -4902,6 +4947,8 @@ def _find_kubernetes_secret_data(match: Any) -> list:
         spans += [line.span(1) for line in _regex(r"(?m)^[ \t]+([A-Za-z0-9+/=]{4,})").finditer(text, block.start(2), block.end(2))]  # `my.cnf: |` and its base64 lines
     for line in _regex(r"(?m)^[ \t]+([\w.\-]+):[ \t]*[\"']?([^\s\"'#|>][^\s\"']*)").finditer(text[start:match.end("s")]):
         name, value = line.group(1), line.group(2)
+        if value[0] == "<" and _regex(r"<[^<>\n]{1,60}>").match(text, start + line.start(2)):
+            continue  # a slot to fill: `api-secret: "<fill me>"`
         if _regex(r"\d{1,12}|[a-z][a-z0-9+.\-]*://[^/@\s]+(?:/[^@\s]*)?").fullmatch(value) and secret_strength(name) < 2:
             continue  # an id, a URL without credentials: Argo CD's `githubAppID: "315894"`, `url: https://github.com/acme`
         plain = _base64_text(value) if encoded else value  # (stringData's values are as they are)
@@ -4941,6 +4988,8 @@ def _accept_url_parameter(match: Any) -> bool:
     if len(name) == 1 and _regex(r"(?i)/[\w\-]*(?:invit|convit|einlad|accept|aceit|magic|verif|confirm|reset|activat|ativa|login|signin|sign-in|entrar|acesso|acceso|connexion|anmeld|logowan|zaloguj)[\w\-/]*(?:\?[^\s#?]*)?$").search(
             _line_before(match.string, match.start(), 200)):
         return looks_machine_generated(value)  # an invitation's or a magic link's token: /convite/aceitar?t=…, /u/login?t=…
+    if name == "verify" and _regex(r"\d{9,11}-[A-Za-z0-9_\-]{20,}={0,2}").fullmatch(value):
+        return True  # Cloudflare's token authentication: `?verify=<expiry>-<HMAC of the path and expiry>`
     if name == "md5" and _regex(r"[A-Za-z0-9_\-]{22}").fullmatch(value) and _regex(r"[?&]expires=\d{9,11}").search(
             match.string, max(0, match.start() - 300), match.end("s") + 40):
         return True  # nginx's secure link: `?md5=<22 characters of base64url>&expires=<a time>`, a hash keyed with its secret
@@ -5114,7 +5163,7 @@ _QUOTED_OR_BARE = (r"""(?=(?P<s>\\"[^"\\\n]{0,4096}\\"|"{3}[^"\\\n]{1,4096}"{3}|
                    r"""|(?:&(?=[A-Za-z0-9])(?![A-Za-z_][\w.\-]*=))?[^\s,;'"`})\]&<>|\\]{1,256}))""")  # not a query's next `&name=`
 _TOOL_VALUE = r"""(?P<s>"[^"\n]{0,4096}"|'[^'\n]{0,4096}'|[^\s'"]{1,256})"""
 _ARGUMENT = r"""(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s'"|;&<>]{1,200})"""  # one argument before the value
-_SAME_COMMAND = r"[^\n|;&]{0,200}?"  # the rest of one shell command, bounded
+_SAME_COMMAND = r"(?:[^\n|;&]|(?<=[ \t]-[tr]);){0,200}?"  # the rest of one shell command, bounded (bcp's `-t;`, a field's terminator, ends none)
 _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n in JSON or a log
 # A cheap look at a name before its value is scanned: only names with a secret-ish word (within
 # SECRETISH_REACH characters of the name's start) go on. It starts on a letter, so a long run of
@@ -6619,9 +6668,10 @@ steamcmd-login               argument               \+login[ \t]+[^\s+]+[ \t]+(?
 #   catch: ./steamcmd.sh +force_install_dir /srv/ark +login nguyen_srv «Pokemon4620@» +app_update 376030 validate +quit
 #   keep:  ./steamcmd.sh +login anonymous +app_update 376030 validate +quit
 # Tokens given as arguments to CLI logins: vault login TOKEN, snyk auth TOKEN, codecov -t TOKEN.
-cli-login-token              argument               (?:(?<![\w-])(?:vault[ \t]+login|snyk[ \t]+auth|ngrok(?:[ \t]+config)?[ \t]+(?:add-)?authtoken)|\b(?:codecov(?:-cli)?|codecovcli|doctl[ \t]+auth[ \t]+init)\b{COMMAND}[ \t](?:-t|--token)(?:[ \t]*=)?)[ \t]+{TOOL_VALUE}
+cli-login-token              argument               (?:(?<![\w-])(?:vault[ \t]+login|snyk[ \t]+auth|ngrok(?:[ \t]+config)?[ \t]+(?:add-)?authtoken|cloudflared(?:\.exe)?[ \t]+service[ \t]+install)|\b(?:codecov(?:-cli)?|codecovcli|doctl[ \t]+auth[ \t]+init)\b{COMMAND}[ \t](?:-t|--token)(?:[ \t]*=)?)[ \t]+{TOOL_VALUE}
 #   catch: codecov-cli upload-process -t «d9bc8661ed4c1b5a3247687d9f517cb6890041eb» -r acme/api
 #   catch: ngrok config add-authtoken «2aBcD3eFgH4iJkL5mNoP6qRsT»
+#   catch: sudo cloudflared service install «eyJhIjoiOGQ0YjFhZTciLCJ0IjoiMmU1YyIsInMiOiJaRzlqYTJWeU1UST0ifQ==»
 #   keep:  vault login -method=oidc role=dev
 # A password manager's unlock with the master password as its argument: bw unlock PASSWORD.
 password-manager-unlock      argument               (?<![\w-])bw[ \t]+unlock[ \t]+{TOOL_VALUE}
@@ -6766,9 +6816,14 @@ basic-auth-being-encoded     not-reference          \becho(?:[ \t]+-[neE]{1,3})*
 #   keep:  $ echo -n 'shop:4471|date:2025-01-09' | base64
 #   catch: echo -n 'svc:«cobalt#Tundra81»' | base64   # for the Authorization header
 #   keep:  echo -n "$USER:$PASS" | base64
+# A password printf puts after a user's name or an empty one (`printf ':%s' '…' | base64`: Azure DevOps' PAT
+# as git's extra header), then pipes into base64.
+basic-auth-printf-encoded    not-reference          \bprintf[ \t]+(["'])[\w.@+\-]{0,64}:%s\1[ \t]+(["'])(?P<s>[^'"\s]{4,256})\2[ \t]*\|[ \t]*base64\b
+#   catch: git -c http.extraheader="AUTHORIZATION: Basic $(printf ':%s' '«t2kq7xv4mzr9wbe3hyn6cjd8pfg5sla1uotk4q7xv2mzr9wbe3hy»' | base64 -w0)" clone https://dev.azure.com/o/p/_git/r
+#   keep:  printf ':%s' "$AZURE_DEVOPS_PAT" | base64 -w0
 # user:password given to a base64 encoder in code: btoa('…'), b64encode(b'…'), through a call that makes its bytes
 # (Dart's base64Encode(utf8.encode('…')), .NET's ToBase64String(Encoding.UTF8.GetBytes("…"))); Groovy's '…'.bytes.encodeBase64(), Java's "…".getBytes(). Not a name and its version.
-basic-auth-encoded-call      not-reference          (?:btoa|b64encode|encode64|strict_encode64|encodeBase64|base64_encode|base64Encode|base64encode|encodeToString|EncodeToString|ToBase64String)[ \t]*\([ \t]*(?:\[\]byte\(|(?:\[[\w.]{1,40}\]::)?[\w.]{1,40}[ \t]*\([ \t]*)?b?(["'])[\w.@+\-]{1,64}:(?P<s>(?!v?\d+(?:\.\d+){1,3}\1)[^'"\s]{4,128})\1
+basic-auth-encoded-call      not-reference          (?:btoa|b64encode|encode64|encode_base64|strict_encode64|encodeBase64|base64_encode|base64Encode|base64encode|encodeToString|EncodeToString|ToBase64String)[ \t]*\([ \t]*(?:\[\]byte\(|(?:\[[\w.]{1,40}\]::)?[\w.]{1,40}[ \t]*\([ \t]*)?b?(["'])[\w.@+\-]{1,64}:(?P<s>(?!v?\d+(?:\.\d+){1,3}\1)[^'"\s]{4,128})\1
 #   catch: headers = {"Authorization": "Basic " + base64.b64encode(b"svc_etl:«Juniper#4471»").decode()}
 #   catch: final auth = 'Basic ${base64Encode(utf8.encode('kiosk:«harbour.Lime58»'))}';
 #   catch: Authorization = "Basic " + [Convert]::ToBase64String([Text.Encoding]::UTF8.GetBytes("ledger@example.org:«f2c91b07aa4e»"))
@@ -7943,7 +7998,7 @@ context-cookie-lines         random-tokens          (?i)\bcookies?\b[^\n]{0,120}
 #   catch: Copied from DevTools > Application > Cookies (owa):\ncadata=«CJYFo7DgkPzlouocqrJ8dq7gvaAHRJEZYUZcL11fYJJ3jnWXwQb073iM»\nlang=en-US
 #   keep:  Cookies (owa):\nlang=en-US\ntheme=dark
 # Signed URLs and query strings: signatures, credentials, SAS and access tokens.
-context-url-parameter        url-parameter          (?:[?&;]|(?<=-F )|(?<=--form )|(?<=[ \t])(?=[A-Za-z][\w\-]{0,30}-signature=))(?P<name>[A-Za-z_][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`;]{8,2048})
+context-url-parameter        url-parameter          (?:[?&;]|(?<=-F )|(?<=--form )|(?<=[ \t])(?=[A-Za-z][\w\-]{0,30}-signature=|verify=\d{9,11}-))(?P<name>[A-Za-z_][\w.\-]{0,40})=(?P<s>[^&#\s'"<>\\`;]{8,2048})
 #   catch: [INFO] Downloading: https://nexus.example.com/repository/raw/x.EXE?x-nexus-signed=«fN5_Yxhre-79FtaojVCJMKP4V70HNDT0hcvLii0NbMmg0l»&x-nexus-expires=1750170000
 #   catch: Convite (expira em 48h): https://admin.example.com.br/convite/aceitar?t=«LG4AugLXVTLs-IX6XSyv_l2om1ZCAZmZ»
 #   catch: verify link from the signup email: https://accounts.example.app/verify-email?uid=184759&t=«Bue9boutrs0Il3JgmLGGF8x7coJHq1EEbDknCx-u»
@@ -7955,6 +8010,8 @@ context-url-parameter        url-parameter          (?:[?&;]|(?<=-F )|(?<=--form
 #   catch: <img src="https://tandem-private.imgix.net/contracts/4412/page-1.png?w=1200&fm=webp&expires=1733011200&s=«3cc8cc058075971125869ea3d33e7958»">
 #   catch: Artifact URL: https://pipelines.actions.githubusercontent.com/Rt5xK/_apis/pipelines/1/runs/812/signedartifactscontent?artifactName=apk&urlSigningMethod=HMACV2&urlSignature=«4kqZ9vX2Lm8Tn3Rw7Yb1Pc6Ud5Es0GaHfJkQz2Vx3Lm%3D»
 #   catch: https://files.slack.com/files-pri/T02QK8ZL1-F06N2R8P4MX/q1_board_deck.pdf?pub_secret=«d6f2e9b159»
+#   catch: https://cdn.example.fi/reports/Q1.pdf?verify=«1747310400-9d41c07be2a35f86e0b4d17ac93e628f5b0d14e7a2c96b38f1e07d5a4c28b619»
+#   keep:  https://id.example.com/email/confirm?verify=true&lang=fi
 #   keep:  connectionString="Server=sql-mm-01;Database=Matchmaking;User Id=mm_app;Password=__MM_DB_PASSWORD__;TrustServerCertificate=True"
 #   keep:  `DINGTALK_WEBHOOK=https://oapi.dingtalk.com/robot/send?access_token=XXXXXXXX`.
 #   catch: https://acme-exports.s3.amazonaws.com/q3.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20260916T080000Z&X-Amz-Expires=3600&X-Amz-Signature=«4f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c84f2c1a7e9b3d4e8fa1c2d3e4f5a6b7c8»
@@ -9725,6 +9782,7 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|ו?ה?חלק[ \t]+ה?שני|החצי[ \t]+השני"
                        r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu|(?:сүүлийн|хоёр(?:дахь|дугаар))[ \t]+хэсэг)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ|و?الباقي|و?الجزء[ \t]+الثاني"
                        r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\b(?:sehemu|na)[ \t]+ya[ \t]+pili|\biliyobaki|\b(?:that|this|it)[ \t]*\+(?=[ \t]*\S)|(?:(?<=[:>][ \t])|(?<=^))(?:\.{3}|…)(?=[ \t]*[^\s.…]))|बाकी|दूसरा(?:[ \t]+हिस्सा)?"  # Hindi's (also written in Latin letters), Swahili's
+                       r"|(?i:\bel[ \t]+ba2[yi]\b)|ו?ה?שאר"  # Egyptian Arabic in Latin letters' "the rest", Hebrew's
                        r"|(?:ሁለተኛው|ሁለተኛ)[ \t]+ክፍል|(?i:\bkutaa[ \t]+(?:lammaffaa|2)\b)|(?<![\w.])2\.[ \t]*(?i:parça|par[çc]a|part|teil|deel|parte|część|czesc)\b")  # Amharic's, Oromo's; `2. parça`
 _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>|=>)[ \t]*|[^\n:：«„“「→]{0,40}?[:：→][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』]|(?<=[\"'])[,}\]])"  # (a chat's JSON export: `…c'est WF!Qg…"},`)
@@ -9815,7 +9873,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("ሁለተኛ", "kutaa", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
@@ -10181,6 +10239,7 @@ def _is_joined_part(value: str) -> bool:
     return (len(value) >= 5 and not any(character.isspace() for character in value) and REDACTED not in value
             and not _regex(r"[A-Za-z][a-z]*|[A-Z]+|[A-Za-z][a-z]+(?:[_\-.:]?[A-Za-z][a-z]+)*").fullmatch(value)  # (words: `HomeNet`, `AzureAd:ClientSecret`)
             and not _regex(r"[/\\]|://|@[\w\-]+\.[A-Za-z]|[?&][\w.\-]+=|^[.:;,_\-]?$").search(value)
+            and not _regex(r"[A-Za-z][\w.@+\-]{0,63}:").fullmatch(value)  # a user's name before its password: `btoa("kiosk:" + "«redacted»")`
             and not _is_reference(value) and not _is_masked_or_public(value) and not _is_path_or_version(value))
 
 
@@ -10632,7 +10691,7 @@ def _second_readings(original: str) -> list:
         return readings  # (those two read a text of any length: a mnemonic in a long text must still go)
     if _regex(_LINE_PREFIX).search(original) or "'\\''" in original or "\\n" in original or "\x1b[" in original:
         readings.append(("lines without their prefixes", _redact_under_prefixes))
-    if "\n" in original or "<" in original or not original.isascii() and any(mark in original for mark in _ETHIOPIC_MARKS):
+    if "\n" in original or "<" in original or _holds_ethiopic_marks(original):
         readings.append(("text as written", _redact_read_as_written))
     if "\n" in original and (":" in original or "：" in original):
         readings.append(("a secret in two messages", _redact_message_pairs))
@@ -10693,18 +10752,33 @@ def _second_readings(original: str) -> list:
 _CONTEXT_TOKEN = r"[^\s\"'`<>(){}\[\],;|«»&?]{10,}"
 _CONTEXT_WORD = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_A-Za-z]+"  # a name's parts (apiKey: api, key) and a script's runs (パスワード)
 _CONTEXT_SHORT_WORDS = frozenset(("pw", "pk", "sk", "id"))  # words of two letters that tell; the others are noise
-_CONTEXT_THRESHOLD = 5.0
+_CONTEXT_THRESHOLD = 4.0
 
 
 def _context_tokens(text: str) -> list:
     """(start, end) of the tokens of text a machine could have made (_context_token_in each run of
-    token characters; a run seen in another field is judged once)."""
-    found = []
+    token characters; a run seen in another field is judged once), but a name a flag gives
+    (_given_to_a_name_flag: `-Name svc360-app`, `--vault-name kv-ops`), a cell under a digest's or an
+    accessor's column (_under_a_digest_column) and what a rule's own check reads as public (a
+    truststore's PKCS#12): there the words around it say secret, and are wrong."""
+    found, public = [], _public_by_rule_checks(text)
     for run in _regex(_CONTEXT_TOKEN).finditer(text):
         inside = _context_token_in(run.group())
-        if inside:
-            found.append((run.start() + inside[0], run.start() + inside[1]))
+        if not inside:
+            continue
+        start, end = run.start() + inside[0], run.start() + inside[1]
+        if not (_given_to_a_name_flag(text, start) or any(low <= start < high for low, high in public) or _under_a_digest_column(text, start)):
+            found.append((start, end))
     return found
+
+
+def _public_by_rule_checks(text: str) -> list:
+    """(start, end) of what a rule's pattern takes for a secret and its check reads as public: a
+    PKCS#12 in base64 whose bags are certificates only (_accept_keystore)."""
+    if "IBAzC" not in text:  # (PKCS#12's version, 3, in base64 at its place: a cheap look)
+        return []
+    return [match.span("s") for index in _rule_indexes("pkcs12-base64") for match in _compiled_rule(index)[0].finditer(text)
+            if not _accept_keystore(match)]
 
 
 @_remembered
@@ -10791,204 +10865,213 @@ def _context_weights() -> dict:
 
 _CONTEXT_WEIGHTS: Optional[dict] = None
 _CONTEXT_MODEL = r"""
-+2.5 above: ntlm pass
-+2.5 before: accounts admin administrator authorization bot deploy hmac login mysql pass requirepass root sshpass
-+2.5 mark: p
-+2.5 name: appid aws sig signature value
-+2.25 above: aqab sudo
-+2.25 before: auth copy full
++2.5 above: ntlm pgpass
++2.5 before: accounts admin administrator authorization bearer bot full hmac login pass requirepass root sshpass svc
++2.5 mark: ` p
++2.5 name: appid aws sig signature
++2.25 above: aqab pass requirepass
++2.25 before: auth ntlm oriel pat redis remember staging
 +2.25 . credential-word-before
-+2.25 mark: |
-+2.25 name: administrator
-+2 above: exec master pgpass read requirepass
-+2 before: add bearer curl dsn let ntlm pat priv redis signer staging
-+2 mark: L `
-+2 name: ntlm
-+1.75 above: bearer open private
-+1.75 after: bot link login sudo system
-+1.75 before: byte jsessionid legacy npm ops parts remember sqlplus svc wallet
-+1.75 mark: P
-+1.75 name: base environment localhost pass url webhook
-+1.5 above: auth env openssl php raw tsv
-+1.5 after: aes force get private
-+1.5 before: append chave deployer encode internal jenkins keystore klucz phpsessid portal runner share
-+1.5 . credential-word-above
-+1.5 mark: u
-+1.5 name: admin amz auth authorization com default jsessionid secure signer
-+1.25 above: aws bot deployer domain endpoint full ghp hub import key mac oauth parts project service share show
-+1.25 above: versions
-+1.25 after: access alg alt docker hmac http kid mirror mode never null payload put raw select
-+1.25 before: agent buffer community cookie den etc etl grid here host ist jks lab lan ldap ldapsearch localhost mobile
-+1.25 before: mosquitto mysqldump nginx one pdo pgpassword pour psk registry routing salt secret seed sendgrid signed
-+1.25 before: smbclient storage storepass stupov sudo user valid value write
-+1.25 mark: '
-+1.25 name: github priv private stripe svc
-+1 above: action administrator argocd authentication bind body box cli debug description etc gcloud gcm generic here
-+1 above: hmac jenkins latest link login minisign ops printenv query requests shared sk unseal user van vpn
-+1 after: body gcm invalid msg name plain provider
-+1 before: acesso aes anahtar ansible arg chiave clave convert cred database doctl elastic env err est hardcode import
-+1 before: ingest jar jdbc kunci lftp mail mailgun metrics mkowalski nas nyckel open oracle part postgres pro prod
-+1 before: reporting resp router secreta sig sign sleutel sonar sonria srcstorepass start store sync untuk wget для
-+1 before: пароль токен
-+1 mark: E c
-+1 name: elastic hex internal jdbc legacy part pgpassword result routing security sms
-+1 strength: 1 2
-+0.75 above: akia arg authorization before bitcoin complete conn connect connection cookie core der dev doesn doppler
-+0.75 above: dump get grafana https into inventory issuer jsessionid jwk lab legacy level live mailgun payments play
-+0.75 above: post prd pro push pw rails registry reporting require result routing runner sap scanner secret security
-+0.75 above: sendgrid sign smtp str trace username users using value webhook
-+0.75 after: address algorithm all before cert cmd com destkeystore dev domain dump env field info internal join npx
-+0.75 after: path repo reports sent ssl sys text the transaction uid until using utf version with 입니다
-+0.75 before: acc acceso api aqab bin bind body cli cmd const contrase core corp curlopt das der done easy email enable
-+0.75 before: ftp gateway gcloud globex grafana groq headers identified influx infra ios join license linear live
-+0.75 before: mailchimp mapbox minio monitor mot noc nsec nuget partner passe pbkdf per primary printf priya provider
-+0.75 before: radius replica rest result sap segreta sensor set setopt setup shared shop signing sms smtp spec ssel
-+0.75 before: string tailscale till tool upload uploader using voor vpn webhooks worker wpa مفتاح
-+0.75 mark: / s y è 是
-+0.75 name: account dev encrypt license mkowalski password phpsessid refresh remember seed sendgrid shared vault
-+0.5 above: accept account admin algorithm all app application azure builder cat channel comment crt curlopt decryption
-+0.5 above: del deploy download duration echo email erp expire export fleet forward ftp generated github gitlab green
-+0.5 above: grid harbor host http infra integration internal keep keystore label ldap loaded local lol mailchimp mobile
-+0.5 above: monitoring nas never new nms notes now nuget openai orders origin out pagerduty para part partner plain
-+0.5 above: port pre protocol psk put readonly relay remote robot sandbox smoke split ssid staging static store sync
-+0.5 above: telegram temp terraform tests this tls until untrusted via warning wifi
-+0.5 after: auto await backups build change created creds crm dark den encrypt events exec exp exports file full gcloud
-+0.5 after: ghcr gitlab hex home hostname init inventory jks json keyspace lab lang method metrics now one orders ping
-+0.5 after: port portal post psql python registry requests run same scripts secure send single slack srv sync tenant
-+0.5 after: timeout vault versions warning zip
-+0.5 before: acme app application archive authentication azure backend bash basic begin box builder call code com
-+0.5 before: context contoso cookies crm dark decode destkeystore deststorepass dev docker dotnet echo encrypt erp exp
-+0.5 before: expires found generic ghp gitlab has http hubspot identity install integration invalid jdoe jeton json
-+0.5 before: keep key lautet maps monitoring neo net network nms none nsten null office old openai ota pagerduty parse
-+0.5 before: passwort pipeline pkcs private privilege production provided proxy publish put pwd rabbitmqctl read reader
-+0.5 before: register robot role sandi scope scripts security service sess session single site slack snmpwalk sql ssl
-+0.5 before: stg studio system team telegram the theme tmp tools true update var weather with yes you your бота الخاص
-+0.5 . dotted prefixed prompt
-+0.5 length: 100 48
-+0.5 mark: " = ? a w é │ は
-+0.5 name: access age anahtar backup deploy deployer export goog grafana identity jenkins json jwt local npm nsec nsten
-+0.5 name: oauth oracle postgres proxy pwd replica report rest runner salt sess sessionid sonar sql staging str
-+0.25 above: accounts active aes age allowed and ansible anthropic api args asp auto backup bash billing bootstrap
-+0.25 above: bridge browser bundle bytes changed cipher code configure context copy create creds crm dashboard desk
-+0.25 above: device django dotnet drive easy elastic encrypt encryption error field find fly game has header hook hooli
-+0.25 above: hostname hubspot ingest initial install items jdoe jira jwks kafka keychain keycloak kipina library linear
-+0.25 above: listen localhost logon logs lukas mail mailer map mapbox merchant method metrics move mqtt nexus none
-+0.25 above: notifier npx null office old one oracle owner password pipeline pkcs platform policy portal presign
-+0.25 above: primary production property publish pull pwd quit rabbitmq radius rds redis repository req reset root rpc
-+0.25 above: scripts search seed sentry setopt sftp shop shopify sonar sonria start steam string stripe svc sys team
-+0.25 above: tenant the timeout tmp todo token tokens tools true type uri url valid vercel weather webhooks with wpa
-+0.25 after: acme add age analytics api ask authentication backup bind byte bytes can catalog channel chat comment
-+0.25 after: context corp crypto databricks der describe deststorepass email enc erp etl expire expires fin ftp gateway
-+0.25 after: git github google gpg grep helm hooli initech integration interactive ios jenkins kestrel keychain lan
-+0.25 after: legacy level logon mail map mqtt net noc non nonce northwind openssh platform pre priv pro property quay
-+0.25 after: rabbitmqctl region releases replica reporting request rotate rsync sandbox scope session set settings
-+0.25 after: shopify smoke staging start stg store tags telemetry temp tests tls todo trace true txt upload uploader
-+0.25 after: vercel write yaml
-+0.25 before: actions after age akia alerts all analytics anthropic artifactory asp authtoken await aws backup billing
-+0.25 before: bucket catalog char client con config console cpassword daily dashboard datadog dbname decryption define
-+0.25 before: del dingtalk discord dist doppler dump ecdsa environment exec failed fin fleet fly for ghcr handoff
-+0.25 before: header helm hook hostname html init initech inkey inventory issuer lang laptop laravel ledger line link
-+0.25 before: logged lukas mailer master media merchant method mirror mode mqtt netlify new ngrok notes notifier now
-+0.25 before: oauth only openssh orders out para passout passphrase password payments php prd property pub pull pulumi
-+0.25 before: pypi quay query rabbitmq rds readonly remote report req requests require reset rotated run scanner schl
-+0.25 before: send senha server sessionid sftp shell sk srv str sub sys telemetry temp terraform tests tls twine unseal
-+0.25 before: used users val van wandb was web webhook доступа
-+0.25 length: 32
-+0.25 mark: & > n o
-+0.25 name: acceso agent analytics ansible azure billing bot bucket build cache cpassword credentials datadog
-+0.25 name: decryption discord email example git gitlab host influx integration keystore lan laravel ldap linear live
-+0.25 name: mail master mollie mysql net nexus now open openai pagerduty passe pat portal provided pw radius redis
-+0.25 name: registry repo sap sec secret secreta segreta sentry serial shop signing ssh ssl steam storage sync telegram
-+0.25 name: tls token type uploader validation vercel vpn wifi
-+0.25 . quoted
--0.25 above: acc acme add address apikey arn authenticity batch bucket byte central com const convert corp crypto csrf
--0.25 above: curl das datadog decode define dist east ecdsa enabled environment event expired final fix from gmt google
--0.25 above: home hosts html info ios join json keygen kubectl logged max minio name net non nonce note only options
--0.25 above: orbis org pdf png pool proxy public reader router run scope secure select sensor server session snmp
--0.25 above: snmpwalk socket spring sql stat stats stg strings system tag update upgrade uploader vault was west write
--0.25 after: action and application batch bearer billing bin cannot central client contoso core curl cursor dashboard
--0.25 after: del django done duration endpoint environment files fix game globex header html https image import ingest
--0.25 after: issue issuer items keys kipina limit local log logged marco max model network new node ops output para
--0.25 after: partner password pipeline postgres production read redis release require rsa runner server shop show
--0.25 after: signing sms source sslmode state svg uri url user webhook windows you
++2.25 name: administrator ntlm
++2 above: exec master openssl php sam sk
++2 before: add append copy curl deploy jsessionid npm ops seed sqlplus
++2 mark: L P
++2 name: authorization base value
++1.75 above: expiration full jonas ops read sudo tsv
++1.75 after: alt bot sudo
++1.75 before: chave database dsn here internal mysql parts priv sendgrid storepass
++1.75 . credential-word-above
++1.75 name: amz pass url webhook
++1.5 above: box copied ghp key legacy level one open prd private
++1.5 after: aes alg docker hmac http link system
++1.5 before: byte dell den deployer jenkins keystore klucz mysqldump one phpsessid signed sms stupov value write для
++1.5 name: environment jsessionid localhost part secure
++1.25 above: all auth bearer bot bridge dell deployer env here hmac hub import live oauth operator origin parts secret
++1.25 above: security sendgrid share storage str unseal versions
++1.25 after: code field force invalid kid login msg name never plain private provider put raw
++1.25 before: agent arg azure community core encode etc etl host ingest ist jks kiosk lab lan ldapsearch legacy
++1.25 before: localhost mailgun mobile nas only operator part pdo pgpassword portal postgres pour psk publish reporting
++1.25 before: routing runner secret sess share sync user valid wget
++1.25 mark: |
++1.25 name: admin auth com encrypt expected github hex remember shared svc
++1.25 strength: 2
++1 above: accounts administrator aes arg ask authentication aws azure body cli connect debug del don etc field gcm
++1 above: grafana grid harbor into jenkins label login minisign now old para play requests routing schl service user
++1 above: using wallet
++1 after: access body cmd com join mode path payload port pro select text the
++1 before: aes anahtar application aqab brevo chiave clave console convert cookie der elastic environment est fly ftp
++1 before: grid groq has import influx jar jwt kunci ldap let linear live mailchimp master metrics mosquitto nginx
++1 before: office oracle partner printf prod production proxy que read reader registry replicate resp rest restricted
++1 before: router salt sam security sensor shared shop sign site sleutel sonar sql srcstorepass storage sudo tailscale
++1 before: test true untuk upload using vialto vpn you your пароль токен
++1 mark: ' ) / E a c
++1 name: default internal local master pgpassword phpsessid private routing serial stripe vault
++1 strength: 1
++0.75 above: age akia argocd authorization before bind builder cat central cipher clave conn cookie domain doppler
++0.75 above: download editor email endpoint erp exp generic get github hook https infra integration internal inventory
++0.75 above: latest link lol mailchimp mailgun merchant method nuget office openai orders oriel payments push put pw
++0.75 above: que query raw registry relay reporting req require robot sap show smtp split ssel ssid static system
++0.75 above: telegram terraform unity voor vpn warning
++0.75 after: before change dark dev dump env exp expires gcm hex info keyspace metrics now npx python registry repo
++0.75 after: reports secure sftp ssl sys transaction true uid until vault version warning 입니다
++0.75 before: acc alerts ansible anthropic api backend bin bind body const contrase cookies curlopt das datadog doctl
++0.75 before: easy echo enable env erp exp expires gateway gcloud gitlab global grafana hardcode identity infra ios
++0.75 before: jdbc key lautet lukas mail manager merchant mkowalski monitor mot neo noc nsec nsten nuget old open
++0.75 before: pagerduty passe pbkdf per pkcs postman primary private result secreta server session set sftp signer
++0.75 before: signing ssel store studio team telegram till tool unseal var voor wallet web webhooks worker مفتاح
++0.75 mark: ? é
++0.75 name: console database deploy deployer dev elastic jdbc kiosk npm nsec oauth password refresh result security
++0.75 name: seed sendgrid sess sms wallet
++0.5 above: acc account action admin agent algorithm alias anthropic app application call connection contrase copy crt
++0.5 above: curlopt def den deploy dev doesn duration echo export first fly ftp gcloud generated global headers host
++0.5 above: http influx ingest jira jsessionid keep lims linear lines listen logon lukas mac mailer mapbox mobile
++0.5 above: mosquitto nas owner pagerduty personal post pour presign printenv project protocol psk rabbitmq rails
++0.5 above: readonly redis reset runner scanner seed sess set setopt shared signer smoke steam string support team temp
++0.5 above: tenant token tokens tools trace valid value var vendor via vialto wifi with пароль
++0.5 after: acme address algorithm api authentication await backups bytes callback cert comment creds crm del den
++0.5 after: destkeystore domain don enc encrypt events exec file ftp full ghcr github gitlab gpg home hostname init
++0.5 after: internal inventory jks json label lang mail master method mqtt null one orders parse post psql que requests
++0.5 after: rotate run scripts set slack staging stg sync tenant timeout using utf with zip
++0.5 before: acceso acme akia all android app asp await bash basic catalog char clear clickhouse cmd code context
++0.5 before: copied corp cpassword crm dark def del destkeystore dev die don done doppler dotnet email ghp handoff head
++0.5 before: headers hook http install integration invalid jdoe jeton join keep license loaded local mapbox maps min
++0.5 before: minio net netlify network new none oauth openai ota out para passwort pay personal pipeline privilege
++0.5 before: priya pro provided provider psql pull put pwd rabbitmqctl replica robot role scope scripts segreta send
++0.5 before: senha service setopt sk slack snmpwalk sops spec ssl start stg string support sys system tail theme tools
++0.5 before: uni update uploader val with wpa yes
++0.5 length: 100
++0.5 mark: " ; > Y s y è │
++0.5 name: account age anahtar app backup connect connection cpassword enc goog grafana head identity ingest jwt lan
++0.5 name: log mkowalski net nsten only open oracle pat postgres primary proxy pwd read redis replica rest sessionid
++0.5 name: sonar sops sql staging tail ticket unity
++0.5 . prefixed
++0.25 above: accept access active airtable alerts algolia and ansible api append auto billing bitcoin bootstrap browser
++0.25 above: callback channel char claims class cloud cloudflare config connecting consumer cookies core creds deployed
++0.25 above: der die discord dotnet dsn easy elastic encryption engine err error example expire fleet game gateway groq
++0.25 above: group heroku hooli hours info initial install issuer jar jdoe jwk kafka keycloak keystore kiosk kipina lan
++0.25 above: lang lautet ldap library loaded loader local mail manager metrics minutes mot move neo network never noc
++0.25 above: note npx okta oracle ota part passe password passwort pay pipeline pkcs plain platform policy port primary
++0.25 above: priya pro property provider publish pull pypi quit reader remote repository restricted result root rpc
++0.25 above: sandbox scripts search seconds sentry servers setup sftp shop signed sms sonar srv ssl sso staging start
++0.25 above: store storepass stripe studio sync sys tail telemetry tests the this timeout todo true until untrusted
++0.25 above: upload uploader url username users values vercel video web webhook webhooks writer xsrf you zendesk
++0.25 after: accept add age all android ansible app backup bin bind byte call catalog char chat cli command content
++0.25 after: context copied copy corp count data databricks debug der describe die doppler email erp etc etl expire
++0.25 after: exports false gateway gcloud git helm hooli integration interactive ios jenkins keep lab lan legacy level
++0.25 after: logon mac merchant net nginx noc non nonce openssh org out personal priv priya prod publish rabbitmqctl
++0.25 after: read replica reporting repository request rotated rsync sam same sandbox send sent service session shared
++0.25 after: shopify sms smtp srv sso start storage team telemetry test tests theme todo trace txt unity upload
++0.25 after: uploader val vendor vercel verify versions worker yes you
++0.25 before: accept after age alter archive artifactory authentication authtoken aws begin booking bucket call
++0.25 before: callback channel claims cli client com con config contoso daily dashboard dbname default define dingtalk
++0.25 before: discord dist docker ecdsa editor fleet fletro for ghcr gpu helm hostname html init inventory jira jonas
++0.25 before: json keycloak lang laravel lims link logged mailer method mqtt now orders owner parse passout passphrase
++0.25 before: php play prd pulumi pypi query rabbitmq readonly register relay relic report reports requests require
++0.25 before: reset rotated rpc rsync sandbox schl sessionid setup sig srv str temp tests the tls tmp twine used vidara
++0.25 before: was writer zendesk бота 입니다
++0.25 . dotted prompt quoted
++0.25 length: 32 48
++0.25 mark: & = w
++0.25 name: acceso agent analytics ansible azure billing bot bridge bucket cache created credentials datadog email
++0.25 name: example export git gitlab groq header hook http influx jenkins json keystore laravel ldap ledger legacy
++0.25 name: license lims linear link live mail merchant mysql nextauth now one openai ops pagerduty passe plain portal
++0.25 name: priv provided pw registry replicate repo report runner sap sasl secret secreta segreta sentry shop signer
++0.25 name: signing ssh ssl storage str sync telegram tls token uploader vercel verify vpn
+-0.25 above: analytics apikey archive authenticity backup backups bucket check client com command container convert
+-0.25 above: credential credentials crypto curl datadog deployment device dist dump enc expected expired expires
+-0.25 above: exports file find fix force found from gitlab gmt google guid has helm ios join jun kubectl ledger license
+-0.25 above: main minio mysql net nonce null options overlay pat pem pool profile pulling python ready register render
+-0.25 above: role sasl secure sensor server sign site slack snmp snmpwalk socket spring stat stg strings tmp upgrade
+-0.25 above: variables west yes
+-0.25 after: account archive aws billing can channel checkout connect connection contoso core crypto csv curl database
+-0.25 after: days decode django done duration environment expired files firmware fix for found from game html https
+-0.25 after: image index issue issuer jwt key keys kipina kro laptop localhost log logged map max mobile move nas new
+-0.25 after: openssl page para partner peer player postgres primary production reference relay root runner self shop
+-0.25 after: signing sk sql svc tool tracking ulid update uri video webhook webhooks
 -0.25 . assigned slashed
--0.25 before: algolia alias and apple artifact block browser captured change changed cloudflare cluster conn csv debug
--0.25 before: device domain drive driver duration events expired export family field figma generated get google grpc
--0.25 before: guest hbllp hex https hub inter interface items jun keys kipina kty kubeadm level mac next not notify
--0.25 before: notion oid output payload platform post principal pw ready region revenue running sandbox sasl script
--0.25 before: search secrets sip snowsql sqlcmd static stdin strings tenant ticket uri username vault vendor vercel
--0.25 before: warning width zendesk
--0.25 mark: S ⎿
--0.25 name: accept algolia api block cat channel config container cookie correlation encryption favicon ico image logo
--0.25 name: message minio notify notion order passwd prod psk revenue run saml schl search sent server socket spring
--0.25 name: ssel sum sys test upload write zendesk
--0.5 above: access analytics apple archive backups base chat checksum class command connecting correlation credential
--0.5 above: days digest display done expires exports false family files font found function guid hbllp icon index init
--0.5 above: jobs kestrel laptop length let list location logo main mar message model mux notify object order overlay
--0.5 above: payload peer print privilege profile python queue ready refresh reports request required response role same
--0.5 above: schl site source svg ticket tool twilio updated
--0.5 after: added ago amz auth captured code commit connection database days display for grafana has jobs jun key
--0.5 after: ledger linux logo mar message mobile next none not pass pdf push pw queue result salt script sftp sig
--0.5 after: signature split sql storage str string studio sum tag tar this tmp token ulid update use vendor web width
--0.5 before: accepted access account action argocd args bridge bundle cat central chat check class comment complete
--0.5 before: connect content created digest expected exports face final font goog green harbor jobs logs mux node
--0.5 before: options org package player policy publickey refresh release return secure settings shopify snmp stat stats
--0.5 before: status sum tokens transaction via zip
--0.5 length: 10 16 64
--0.5 mark: ) 2 3 D N d l
--0.5 name: bin body cert checksum client comment device dsn etag file fingerprint guest hmac key keychain keys mailgun
--0.5 name: mux payment peer policy release root transaction ulid version
--0.75 above: added artifact await bin block branch cache count created etl failed firmware ghcr golang instance
--0.75 above: interface issue javascript kubeadm linux lock media mode not notice npm package parse pat priv release
--0.75 above: repo report rev secrets sid sip size state stdin test tree windows zip
--0.75 after: block char check decode desk enabled failed gmt got group hash head host infra job line list media only
--0.75 after: origin part pin profile query ready report rpc site status team type weeks
--0.75 before: address cfg cloud command connecting connection container credentials crt document exe file game git got
--0.75 before: guid hosts ico index info jwk latest list lock log main message notice payment pin pre raw razorpay repo
--0.75 before: request saml sent sentry sid source sso steam supabase text tree windows
--0.75 mark: , 6 ^
--0.75 name: branch certificate code consumer crt field hash number png request shopify string twilio
--1 above: backend blob community console csv database docker enc established fingerprint gateway grep id identity known
--1 above: line mod path pin postgres ref running script self settings tailscale tar text version
--1 after: administrator apple authorization default export function id install length old search sid sign src stripe
--1 before: algorithm branch build bytes checkout configure consumer cursor deployed desk download endpoint firebase
--1 before: from github golang job label name pem plain png pool profile required response rev rsa spring ssh ssid uid
--1 before: updated wifi zone
--1 . hex padded
--1 mark: (
--1 name: aes bundle commit content firebase guid model payload rev trace user zone
--1.25 above: amz binary build certificate checkout data driver format git inter job jwt limit protobuf razorpay return
--1.25 above: sec send signature sums title
--1.25 after: allowed complete cookie generated logs number object order payment return secret size woff
--1.25 before: added amz amzn credential etherscan files gpg group hash huggingface issue kubectl logo nonce object
--1.25 before: resend self shasum state tar
--1.25 mark: 0 e r
--1.25 name: acme domain etherscan next reference sha shasum
--1.5 above: cfg content describe firebase hash hashes node page region rsa sig src tags traceparent weeks yaml
--1.5 after: format pbkdf sha
--1.5 before: bitcoin cert correlation enc event format function into page path protobuf ray serial verify
--1.5 mark: ] g x
--1.5 name: algorithm credential name ray region sid tag
--1.5 strength: 0
--1.75 above: checksums cluster shasum status use
--1.75 after: credential main public value
--1.75 before: alt cipher creds deployment id img instance kid known location openssl order pdf peer project ref
--1.75 before: restored signature src svg twilio txt type
--1.75 mark: < m t
--1.75 name: address data
--2 above: crv default keyscan kty ssh
--2 after: running secrets ssh used
--2 before: background certificate challenge favicon mod sha traceparent ulid utf
--2 name: csrf kid nonce traceparent username
--2.25 above: begin gpg openssh pub sha spec storage
--2.25 before: fingerprint gcm image model number okta version
--2.25 name: cursor id
--2.5 above: ago alg encrypted head hex kid next per sum
--2.5 after: aqab base ecdsa
--2.5 before: accessor arn base cache checksum commit crv crypto csrf csrftoken etag icon item minisign public reference
--2.5 before: sec tag trace xsrf
--2.5 mark: b
--2.5 name: arn challenge csrftoken mac page public state xsrf
+-0.25 before: action ago apple argocd artifact bridge browser builder bytes captured cat class data display drive
+-0.25 before: duration encryption events exec expected expired export false field final goog harbor hub interface kafka
+-0.25 before: keys label library line logs mac machine main next npx output platform player post pre principal protocol
+-0.25 before: pub pw python release render req script secrets size smtp snowsql strings tenant terraform untrusted uri
+-0.25 before: users vendor wifi
+-0.25 length: 10
+-0.25 mark: 1 2 3 4 N k l
+-0.25 name: accept batch block cert channel comment container context cookie correlation encryption end event exports
+-0.25 name: favicon hmac ico image login map message minio notify passwd prod profile render run saml sandbox schl
+-0.25 name: search sent server sign ssel ssid sys upload web write zendesk
+-0.5 above: added addr address after base basic bin byte cache checksum cmd count csrf days done east ecdsa environment
+-0.5 above: exe files for function gpu guest header job kro laptop let log media model name non notify notion npm
+-0.5 above: number order package passphrase pre printf priv privilege record response rest select sent sessionid sid
+-0.5 above: sql started stdin template tool tracking used vault windows zone
+-0.5 after: active amz and auth basic batch cannot central check claims commit dashboard default deploy first fletro
+-0.5 after: grafana has header ist ledger limit linux list local network next node open output password pay pdf push
+-0.5 after: queue region release result script secrets signature split str string tag tar this tmp url use vpn web
+-0.5 after: windows
+-0.5 before: account algolia block cfg change chat check content csv days device encrypt err exports failed first get
+-0.5 before: google hosts kubeadm mar max notion orthanc package port product publickey queue refresh region request
+-0.5 before: return running same search secure sent sentry settings sid snmp sqlcmd ssh ssid stat static stdin tokens
+-0.5 before: transaction use username vault vercel warning windows zip
+-0.5 length: 64
+-0.5 mark: , D S d h
+-0.5 name: api bin body config csv discord dsn fingerprint key keys mailgun order psk release req send service socket
+-0.5 name: sum tracking transaction ulid uuid version
+-0.75 above: add allowed apple bastion batch change correlation docker etl event false ghcr golang home hosts id index
+-0.75 above: instance ist javascript length line linux list location machine max min mux orthanc parse payload print
+-0.75 above: queue report reports required rev run same script size tag test ticket tree twilio txt uid uni updated
+-0.75 above: version
+-0.75 after: ago authorization captured created desk display gmt group host job jun kty line media message note old
+-0.75 after: only pass profile ready report rpc salt sha share sig site studio template uni user
+-0.75 before: accepted access and batch binary blob bundle cloud comment connecting connection digest document domain
+-0.75 before: engine game generated git github golang got ico img kro laptop latest log mux name not options payload
+-0.75 before: payment pool repository sasl serial shopify source spring sso steam sum text values via xml
+-0.75 . hex
+-0.75 mark: {
+-0.75 name: blob certificate client consumer etag field file game guest known mux payment peer pin ref root shopify
+-0.75 name: source spring template twilio
+-1 above: artifact backend build chat content created csv database decode digest established git grep identity
+-1 above: interface issue jwt kubeadm mar message node notice object out path per pin postgres ref refresh region
+-1 above: release repo secrets settings verify
+-1 after: added administrator ask block certificate drive export frame function got hash head install length mar none
+-1 after: oriel origin part pin pw quit sid size status stripe sum
+-1 before: addr algorithm build checkout cluster command connect consumer container created crt cursor desk endpoint
+-1 before: figma firebase frame from info keygen ledger list lock node notice org pin profile repo required rev saml
+-1 before: status tree
+-1 mark: ( 0 ^ x
+-1 name: addr aes cipher content firebase label list model notion pubkey request rev string
+-1 . padded
+-1.25 above: amz binary block certificate cfg checkout community console driver end fingerprint frame hex mod none not
+-1.25 above: protobuf pubkey running salt sec self send sshfp state sums tailscale tar uuid val yaml zip
+-1.25 after: allowed failed format infra min payment query search sign src started type weeks
+-1.25 before: amzn configure credentials deployed driver enc etherscan files green issue jwk kubectl level message
+-1.25 before: nonce page response signature tar template tracking updated uuid verify zone
+-1.25 name: bundle checksum commit crt device domain etherscan guid payload product response sha shasum sid smtp trace
+-1.25 name: user zone
+-1.25 strength: 0
+-1.5 above: await data describe firmware known limit page peer return sig signature status tags text title use
+-1.5 after: cookie credential generated id logs number object order pipeline project return secret value
+-1.5 before: added amz cert download established exe file group hash instance into job known protobuf pubkey raw self
+-1.5 before: show state
+-1.5 mark: < e g r
+-1.5 name: acme algorithm data hash next reference tag
+-1.75 above: default firebase hash hashes lock rsa sops src ssh traceparent xml
+-1.75 after: apple enabled main pbkdf ssh
+-1.75 before: alt bitcoin creds deployment event format function id index location number object okta path peer rsa
+-1.75 before: shasum src sshfp twilio uid
+-1.75 mark: ] b m t
+-1.75 name: ray
+-2 above: checksums cluster crv gpg pub shasum spec weeks
+-2 after: running used
+-2 before: address certificate credential gpg guid order project ray record restored sha subject type utf
+-2 name: address name region
+-2.25 above: format openssh
+-2.25 after: ecdsa public
+-2.25 before: challenge cipher correlation crv fingerprint gcm kid mod model openssl pdf ref traceparent ulid video
+-2.25 name: credential csrf id traceparent username
+-2.5 above: ago alg begin encrypted head keyscan kid kty next sha sum
+-2.5 after: aqab base
+-2.5 before: accessor arn base cache checksum commit crypto csrf csrftoken etag favicon icon image minisign public
+-2.5 before: reference sec tag trace txt version xsrf
+-2.5 name: arn challenge csrftoken cursor kid mac nonce page public state xsrf
 """
 
 
@@ -11125,6 +11208,11 @@ _ETHIOPIC_MARKS = "፡።፣፤፥፦፧"
 _ETHIOPIC_AS_ASCII = str.maketrans(dict(zip(_ETHIOPIC_MARKS, " .,;::?")))
 
 
+def _holds_ethiopic_marks(text: str) -> bool:
+    """Whether text holds one of _ETHIOPIC_MARKS (an ASCII text, most of them, is known at once)."""
+    return not text.isascii() and any(mark in text for mark in _ETHIOPIC_MARKS)
+
+
 def _redact_read_as_written(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the values the rules find in the text as a reader sees it also redacted,
     wherever they stand whole: prose wrapped after a credential word read as one line
@@ -11145,7 +11233,7 @@ def _redact_read_as_written(original: str, text: str, count: int, replaced: list
     if "<" in original:
         blanks += [found.span() for found in _regex(_INLINE_TAG).finditer(original)]
     boxed = not original.isascii() and any(junction in original for junction in _BOX_JUNCTIONS)
-    ethiopic = not original.isascii() and any(mark in original for mark in _ETHIOPIC_MARKS)
+    ethiopic = _holds_ethiopic_marks(original)
     if not blanks and not boxed and not ethiopic:
         return text, count
     read, position = [], 0
@@ -11624,11 +11712,16 @@ def _branch_arm_pairs(original: str, lowered: str) -> list:
 _COOKIE_MADE = r"""(?<![\w])Cookie[ \t]*\([ \t]*["']([^"'\s;=]{1,80})["'][ \t]*,[ \t]*["']([^"'\s;]{8,4096})["']"""
 
 
+# Besides a `name` or `key` and its `value`, what _named_value_pairs reads: a flag's `-value`, Gradle's
+# fields and resources, a cookie made in code (_COOKIE_MADE), a Django admin list's cells.
+_NAMED_VALUE_MARKS = ("-value", "buildconfigfield", "resvalue(", "cookie(", 'class="field-')
+
+
 def _named_value_pairs(original: str, lowered: str) -> list:
     """Each value given apart from its name (_NAMED_VALUE) as the line `name: value`, and in a
     cookie's record or a cookie made in code (_COOKIE_MADE) a machine-made value also as `Cookie:
     name=value` (a cookie of any name); a Django admin list's cells as `column = value`."""
-    if not ("value" in lowered and ("name" in lowered or "key" in lowered or "-value" in lowered) or "buildconfigfield" in lowered or "resvalue(" in lowered or "cookie(" in lowered or 'class="field-' in lowered):
+    if not ("value" in lowered and ("name" in lowered or "key" in lowered) or any(mark in lowered for mark in _NAMED_VALUE_MARKS)):
         return []
     pairs = [f"Cookie: {made.group(1)}={made.group(2)}" for made in _regex(_COOKIE_MADE).finditer(original) if looks_machine_generated(made.group(2))] if "cookie(" in lowered else []
     if 'class="field-' in lowered:  # a Django admin's list: each cell's class names its column (`<td class="field-sms_pin">…</td>`)
@@ -12186,6 +12279,8 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
         return ()  # also `sk-ant-your-key-here`
     if _regex(r"[\"'`]?[ \t]*\((?i:hash|sha-?\d*|md5|digest|checksum|fingerprint)\b").match(match.string, end) and _regex(r"[\"'`]?[0-9a-fA-F]{16,128}[\"'`]?").fullmatch(value):
         return ()  # a digest a note says it is: "config key: 8d79… (hash of the .seb settings)"
+    if _is_certificate_pin(match.string, start, value.strip("\"'`")) or _is_base64_of_resource_path(value.strip("\"'`")):
+        return ()
     if len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"'):
         start, end = start + 2, end - 2  # keep escaped quotes
     elif len(value) >= 7 and value.startswith('"""') and value.endswith('"""'):
@@ -12616,11 +12711,11 @@ RULE_WORDS = {
     "authorization-header": ("3d70873d", ("authorization",), (), ()),
     "scheme-and-token-arguments": ("2715707f", ("basic", "bearer", "token"), (), (",",)),
     "bearer-token": ("2a560f1b", ("earer",), (), ()),
-    "mysql-password": ("125401db", ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport",
+    "mysql-password": ("4b1e6c8d", ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport",
         "mysqlsh"), ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport", "mysqlsh"), ("-p",)),
-    "sqlcmd-password": ("61682b0e", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
+    "sqlcmd-password": ("92451078", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
         "sqlcmd"), ("-p",)),
-    "ldap-bind-password": ("a6d62001", ("ldap",), ("ldap",), ("-w",)),
+    "ldap-bind-password": ("19a20ecb", ("ldap",), ("ldap",), ("-w",)),
     "user-password-flag": ("60883c08", ("-",), (), ()),
     "user-is-the-key-flag": ("64bdc126", ("-",), (), (":",)),
     'ldap3-simple-bind': ('ba01898d', ("'authentication':",), ("'authentication':",), ("'simple':",)),
@@ -12671,15 +12766,15 @@ RULE_WORDS = {
     "env-directive": ("7ce0ab87", ("env", "environment", "fastcgi_param", "passenv", "setenv"), (), ()),
     'redis-auth-logged': ('6cec0e88', ('"auth"',), ('"auth"',), ()),
     "sshpass": ("fd183a56", ("sshpass",), ("sshpass",), ("-p",)),
-    "login-password": ("c43447a2", ("login",), ("az", "buildah", "cf", "crane", "docker", "helm", "nerdctl", "oc",
+    "login-password": ("29fcdbe9", ("login",), ("az", "buildah", "cf", "crane", "docker", "helm", "nerdctl", "oc",
         "podman", "regctl", "skopeo"), ("az", "buildah", "cf", "crane", "docker", "helm", "nerdctl", "oc", "podman",
         "regctl", "skopeo")),
     "auth-tuple": ("020d66ce", ("auth",), ("auth",), ("=",)),
     "dsn-password": ("8d07fd41", ("@tcp", "@udp", "@unix"), (), (":",)),
     "pgpass-line": ("f529d763", (":",), (), ()),
-    "secret-here-string": ("f9fcc7fb", ("secret",), ("secret",), ("<<<",)),
-    "openssl-enc-key": ("788895b9", ("openssl",), ("openssl",), ("enc",)),
-    "ssm-parameter-value": ("c1d22e25", ("put-parameter",), ("put-parameter",), ("--value",)),
+    "secret-here-string": ("127d3a90", ("secret",), ("secret",), ("<<<",)),
+    "openssl-enc-key": ("a9cd8ac4", ("openssl",), ("openssl",), ("enc",)),
+    "ssm-parameter-value": ("e4727218", ("put-parameter",), ("put-parameter",), ("--value",)),
     "sent-at-password-prompt": ("3094cf4e", ("expect",), ("expect",), (".send", "send")),
     "hashed-password-literal": ("5e1329e1", ("password_hash",), (), ("|",)),
     "hashing-call-literal": ("2e6240eb", ("argon2.hash", "await ", "bcrypt.hash", "generate_password_hash",
@@ -12700,14 +12795,14 @@ RULE_WORDS = {
     "piped-secret-pair": ("243ee7e5", ("--stdin", "chpasswd", "login", "passwd", "password-stdin"), (), ("echo",
         "printf")),
     "openssl-pass": ("a94aee91", ("-pass",), ("-pass",), ("pass:",)),
-    "redis-cli-password": ("4db6fd48", ("redis-cli",), ("redis-cli",), ("-a",)),
-    "gh-secret-body": ("70e96687", ("secret",), ("gh",), ("set",)),
+    "redis-cli-password": ("5f7bcebe", ("redis-cli",), ("redis-cli",), ("-a",)),
+    "gh-secret-body": ("d3f5b7ca", ("secret",), ("gh",), ("set",)),
     'powershell-secure-string': ('50c238dd', ('convertto-securestring',), ('convertto-securestring',), ('"', "'")),
     "netrc-password": ("a6e06099", ("password",), ("machine",), ("machine",)),
     "short-flag-random-value": ("fbfd784e", ("-",), (), ()),
     "net-user-password": ("2f34f48a", ("user",), ("net",), ("net",)),
     "net-use-password": ("ebdbd4e5", ("net",), ("net",), ("use",)),
-    "net-use-user-password": ("56abdf0a", ("net",), ("net",), ("use",)),
+    "net-use-user-password": ("340680ea", ("net",), ("net",), ("use",)),
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("76221ba8", ("pass",), (), ()),
@@ -12734,51 +12829,51 @@ RULE_WORDS = {
         "sessid", "session", "sid"), (), ()),
     "registry-secret-value": ("0828a1f0", ("reg",), ("reg",), ("add",)),
     'piped-secure-string': ('6b699996', ('convertto-securestring',), (), ('"', "'")),
-    "winrs-password": ("b0490e2a", ("winrs",), ("winrs",), ("-p",)),
+    "winrs-password": ("0e80d0a6", ("winrs",), ("winrs",), ("-p",)),
     "redis-protocol-auth": ("3b91e038", ("\\r\\n$4\\r\\nauth\\r\\n",), ("\\r\\n$4\\r\\nauth\\r\\n",), ()),
-    "schtasks-password": ("ae424767", ("schtasks",), ("schtasks",), ("/",)),
-    "mysqladmin-password": ("093647c9", ("mysqladmin",), ("mysqladmin",), ("password",)),
+    "schtasks-password": ("f6d9af5b", ("schtasks",), ("schtasks",), ("/",)),
+    "mysqladmin-password": ("fde49798", ("mysqladmin",), ("mysqladmin",), ("password",)),
     "batch-password-file": ("52c57f15", ("htpasswd", "mosquitto_passwd"), ("htpasswd", "mosquitto_passwd"), ("-",)),
-    "broker-user-password": ("f47ae092", ("rabbitmqctl",), ("rabbitmqctl",), ("add_user", "authenticate_user",
+    "broker-user-password": ("1071efb5", ("rabbitmqctl",), ("rabbitmqctl",), ("add_user", "authenticate_user",
         "change_password")),
-    "xmpp-user-password": ("ee7c97a8", ("ejabberdctl", "prosodyctl"), ("ejabberdctl", "prosodyctl"),
+    "xmpp-user-password": ("5c9fe9d4", ("ejabberdctl", "prosodyctl"), ("ejabberdctl", "prosodyctl"),
         ("change_password", "check_password", "register")),
     "mqtt-admin-password": ("82640355", ("admins", "users"), ("emqx",), ("emqx",)),
-    "admin-password-reset": ("bcf49dd2", ("reset-admin-password", "set-initial-password"), ("grafana", "neo4j-admin"),
+    "admin-password-reset": ("dff76043", ("reset-admin-password", "set-initial-password"), ("grafana", "neo4j-admin"),
         ()),
-    "dscl-password": ("32da068d", ("-passwd",), ("dscl",), ("dscl",)),
-    "dscl-new-password": ("5e719f81", ("-passwd",), ("dscl",), ("dscl",)),
-    "ldap-new-password": ("871cdd8a", ("ldappasswd",), ("ldappasswd",), ("-",)),
+    "dscl-password": ("389ec988", ("-passwd",), ("dscl",), ("dscl",)),
+    "dscl-new-password": ("1a5890c8", ("-passwd",), ("dscl",), ("dscl",)),
+    "ldap-new-password": ("f33d5532", ("ldappasswd",), ("ldappasswd",), ("-",)),
     "password-hash-tool": ("a17ef675", ("mkpasswd", "openssl"), ("mkpasswd", "openssl"), ()),
-    "wifi-passphrase": ("f8881b83", ("iwconfig", "nmcli", "wpa_passphrase"), ("iwconfig", "nmcli", "wpa_passphrase"),
+    "wifi-passphrase": ("b037305a", ("iwconfig", "nmcli", "wpa_passphrase"), ("iwconfig", "nmcli", "wpa_passphrase"),
         ()),
     "oracle-user-password": ("1ba5772c", ("auxiliary", "catalog", "conn", "dgmgrl", "expdp", "impdp", "rman", "sqlldr",
         "sqlplus"), (), ("/",)),
-    "archive-password": ("648e456a", ("7z", "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ("7z",
+    "archive-password": ("b7d776a5", ("7z", "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ("7z",
         "7za", "7zr", "7zz", "rar", "unrar", "unzip", "zip", "zipcloak"), ()),
-    "ssh-keygen-old-passphrase": ("87d4955c", ("ssh-keygen",), ("ssh-keygen",), ("-p",)),
-    "ssh-keygen-passphrase": ("8f87ee76", ("ssh-keygen",), ("ssh-keygen",), ("-n",)),
-    "keychain-password": ("3fb6054d", ("security",), ("security",), ("-keychain", "add-generic", "add-internet",
+    "ssh-keygen-old-passphrase": ("dccf168d", ("ssh-keygen",), ("ssh-keygen",), ("-p",)),
+    "ssh-keygen-passphrase": ("d49c6da7", ("ssh-keygen",), ("ssh-keygen",), ("-n",)),
+    "keychain-password": ("c2f33476", ("security",), ("security",), ("-keychain", "add-generic", "add-internet",
         "import")),
     "app-server-user-password": ("3cc913ba", ("add-user.bat", "add-user.sh", "auth", "create-user", "digest",
         "tomcat-digest"), ("add-user.bat", "add-user.sh", "cf", "digest", "tomcat-digest"), ()),
     "object-store-secret-key": ("e7a744c4", ("alias", "config"), ("mc",), ("mc",)),
     "object-store-access-key": ("949c33e6", ("alias", "config"), ("mc",), ("mc",)),
-    "joined-user-password": ("eaf48f2e", ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget",
+    "joined-user-password": ("5d67f559", ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget",
         "smbmap"), ("jenkins-cli", "lftp", "rpcclient", "smbcacls", "smbclient", "smbget", "smbmap"), ()),
-    "snmp-community": ("3e78734a", ("snmp",), ("snmp",), ("-c",)),
+    "snmp-community": ("b263220a", ("snmp",), ("snmp",), ("-c",)),
     "snmp-community-config": ("6fb55165", ("community", "snmp-server"), (), ()),
-    "snmp-auth-passphrase": ("268dfe34", ("snmp",), ("snmp",), ("-a",)),
+    "snmp-auth-passphrase": ("aa96af74", ("snmp",), ("snmp",), ("-a",)),
     "snmp-user-auth-key": ("9bab9fff", ("snmp-server",), ("snmp-server",), ("user",)),
     "snmp-user-priv-key": ("b75b91c2", ("snmp-server",), ("snmp-server",), ("user",)),
-    "snmp-privacy-passphrase": ("9a7f28cc", ("snmp",), ("snmp",), ("-x",)),
+    "snmp-privacy-passphrase": ("1664798c", ("snmp",), ("snmp",), ("-x",)),
     "uci-secret-option": ("6a531119", ("option",), (), ("acct_secret", "auth_secret", "key", "password",
         "preshared_key", "private_key", "psk", "sae_password", "wpa_passphrase")),
     "tasmota-password": ("a57beaa7", ("mqttpassword", "password", "webpassword"), ("mqttpassword", "password",
         "webpassword"), ()),
     "steamcmd-login": ("520b6fe3", ("+login",), ("+login",), ()),
-    "cli-login-token": ("e0762519", ("authtoken", "codecov", "codecovcli", "doctl", "snyk", "vault"), ("codecov",
-        "codecovcli", "doctl", "ngrok", "snyk", "vault"), ()),
+    "cli-login-token": ("bc8ad122", ("authtoken", "cloudflared", "codecov", "codecovcli", "doctl", "snyk", "vault"),
+        ("cloudflared", "codecov", "codecovcli", "doctl", "ngrok", "snyk", "vault"), ()),
     "password-manager-unlock": ("e05e1548", ("unlock",), ("bw",), ("bw",)),
     "openvpn-inline-credentials": ("12856c91", ("--auth-user-pass", "--passphrase-file", "--passwd-file",
         "--password-file", "--vault-password-file"), ("--auth-user-pass", "--passphrase-file", "--passwd-file",
@@ -12828,10 +12923,11 @@ RULE_WORDS = {
     "rclone-config-secret": ("218827ba", ("rclone",), ("rclone",), ("config",)),
     "keychain-value-data": ("500da005", ("ksecvaluedata",), ("ksecvaluedata",), (":",)),
     "basic-auth-being-encoded": ("7bfa316e", ("base64",), ("echo",), ("echo",)),
-    "basic-auth-encoded-call": ("3e919d71", ("b64encode", "base64_encode", "base64encode", "btoa", "encode64",
-        "encodebase64", "encodetostring", "strict_encode64", "tobase64string"), ("b64encode", "base64_encode",
-        "base64encode", "btoa", "encode64", "encodebase64", "encodetostring", "strict_encode64", "tobase64string"),
-        ("(",)),
+    "basic-auth-printf-encoded": ("ebd851c2", ("printf",), ("printf",), ("base64",)),
+    "basic-auth-encoded-call": ("2e4da732", ("b64encode", "base64_encode", "base64encode", "btoa", "encode64",
+        "encode_base64", "encodebase64", "encodetostring", "strict_encode64", "tobase64string"), ("b64encode",
+        "base64_encode", "base64encode", "btoa", "encode64", "encode_base64", "encodebase64", "encodetostring",
+        "strict_encode64", "tobase64string"), ("(",)),
     "basic-auth-encoded-key": ("408dc0e2", ("b64encode", "base64_encode", "base64encode", "btoa", "encode64",
         "encodebase64", "encodetostring", "strict_encode64", "tobase64string"), ("b64encode", "base64_encode",
         "base64encode", "btoa", "encode64", "encodebase64", "encodetostring", "strict_encode64", "tobase64string"),
@@ -12861,7 +12957,7 @@ RULE_WORDS = {
     "powershell-env-item": ("540b415c", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
-    "publish-tool-token": ("0a61a5c4", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
+    "publish-tool-token": ("c11648a1", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
     "cloudsmith-entitlement": ("830cc7e6", ("dl.cloudsmith.io/",), ("dl.cloudsmith.io/",), ()),
     "sonar-login": ("284813d6", ("-dsonar.login", "-dsonar.password", "-dsonar.token"), ("-dsonar.login",
         "-dsonar.password", "-dsonar.token"), ("=",)),
@@ -12890,7 +12986,7 @@ RULE_WORDS = {
     "jaas-user-password": ("a647cbb8", ("user_",), ("user_",), ("=",)),
     'terraform-random-password': ('71229999', ('"result"',), ('"result"',), (':',)),
     "chpasswd-list": ("ce50274c", ("chpasswd:",), ("chpasswd:",), ("list:",)),
-    "user-then-password-flags": ("a37db414", ("-gu", "-u", "plink", "pscp", "psftp"), ("-gu", "-u", "plink", "pscp",
+    "user-then-password-flags": ("b371752f", ("-gu", "-u", "plink", "pscp", "psftp"), ("-gu", "-u", "plink", "pscp",
         "psftp"), ()),
     "secret-pair": ("97c5ecb2", ("access_token", "api_key", "auth-token", "authtoken", "password", "secret",
         "secret_access_key", "secret_key", "token"), (), ()),
@@ -13154,7 +13250,7 @@ RULE_WORDS = {
         "cookies.items", "cookies.to_dict", "set-cookie"), ()),
     "context-cookie-rows": ("6b7b6395", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
-    "context-url-parameter": ("5ecba6fb", ("=",), (), ()),
+    "context-url-parameter": ("0210fbac", ("=",), (), ()),
     "password-as-failed-login": ("9e8b552b", ("auth", "authentication", "failed", "failure", "illegal", "invalid",
         "login", "unknown"), ("auth", "authentication", "failed", "illegal", "invalid", "login", "logon", "unknown"),
         ()),
@@ -13176,48 +13272,48 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("c1b2a37c", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
+    "context-command-output": ("01959d8f", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
         "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env",
         ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12",
         ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
-        ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", ".txt", "/actuator/env/", "/auth/token",
+        ".secret", ".secretkey", ".seed", ".tfstate", ".tfvars", ".token", ".txt", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/pw.txt", "/session", "/token", "account", "age-keygen", "ansible-vault",
-        "apg", "api", "auth", "aws", "bootstrap", "bun", "ceremony", "cfg.php", "cloudflared", "config", "config-get",
-        "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "decrypt", "deno",
+        "apg", "api", "auth", "aws", "bootstrap", "bun", "ceremony", "cfg.php", "chamber", "cloudflared", "config",
+        "config-get", "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "decrypt", "deno",
         "docker/config.json", "document", "doppler", "echo", "env", "export", "export-key", "firebase", "gcloud",
         "generate", "generate-data-key", "generate-random", "generate_key(", "genkey", "get", "get-access",
-        "get-access-token", "get-api", "get-auth", "get-azkeyvaultsecret", "get-secret", "get-secretvalue",
-        "get-storedcredential", "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json", "id_ecdsa",
-        "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "kek", "key", "key:generate", "key=clear",
-        "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass",
-        "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass",
-        "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private", "protecteddata]::unprotect(",
-        "pwd", "pwgen", "python", "rails", "random", "randombytes(", "read", "requirepass", "reset-password", "ruby",
-        "runner", "secret", "secret-tool", "securerandom.", "seed.txt", "shadow", "signin", "solana", "sops",
-        "ssss-split", "status", "storage", "systemd-creds", "terraform", "tickets", "token", "token_bytes",
-        "token_hex", "token_urlsafe", "unlock", "urandom(", "variable", "variables", "vault", "vault_pass", "vercel",
-        "wallet", "wrangler", "zmk"), (), ("\n",)),
-    "context-unprompted-output": ("a4a204f0", ("$env:", "--export-secret-", "--expose-token", "--fields",
+        "get-access-token", "get-api", "get-auth", "get-azkeyvaultsecret", "get-secret", "get-secret-value",
+        "get-secretvalue", "get-storedcredential", "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json",
+        "id_ecdsa", "id_ed25519", "id_rsa", "infisical", "initial-password", "inject", "inspect", "kek", "key",
+        "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
+        "kubectl", "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure",
+        "openssl", "pass", "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private",
+        "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails", "random", "randombytes(", "read",
+        "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool", "securerandom.", "seed.txt",
+        "shadow", "signin", "solana", "sops", "ssss-split", "status", "storage", "systemd-creds", "terraform",
+        "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock", "urandom(", "variable", "variables",
+        "vault", "vault_pass", "vercel", "wallet", "wrangler", "zmk"), (), ("\n",)),
+    "context-unprompted-output": ("f07f56ff", ("$env:", "--export-secret-", "--expose-token", "--fields",
         "--gen-random", "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg",
         ".env", ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc",
         ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
-        ".secret", ".secretkey", ".tfstate", ".tfvars", ".token", ".txt", "/actuator/env/", "/auth/token",
+        ".secret", ".secretkey", ".seed", ".tfstate", ".tfvars", ".token", ".txt", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/pw.txt", "/session", "/token", "account", "age-keygen", "ansible-vault",
-        "apg", "api", "auth", "aws", "bootstrap", "bun", "ceremony", "cfg.php", "cloudflared", "config", "config-get",
-        "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "decrypt", "deno",
+        "apg", "api", "auth", "aws", "bootstrap", "bun", "ceremony", "cfg.php", "chamber", "cloudflared", "config",
+        "config-get", "configure", "cookie", "create", "create-for-rbac", "cred", "credential", "decrypt", "deno",
         "docker/config.json", "document", "doppler", "echo", "env", "export", "export-key", "firebase", "gcloud",
         "generate", "generate-data-key", "generate-random", "generate_key(", "genkey", "get", "get-access",
-        "get-access-token", "get-api", "get-auth", "get-azkeyvaultsecret", "get-secret", "get-secretvalue",
-        "get-storedcredential", "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json", "id_ecdsa",
-        "id_ed25519", "id_rsa", "initial-password", "inject", "inspect", "kek", "key", "key:generate", "key=clear",
-        "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig", "kubectl", "login", "lpass",
-        "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure", "openssl", "pass",
-        "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private", "protecteddata]::unprotect(",
-        "pwd", "pwgen", "python", "rails", "random", "randombytes(", "read", "requirepass", "reset-password", "ruby",
-        "runner", "secret", "secret-tool", "securerandom.", "seed.txt", "shadow", "signin", "solana", "sops",
-        "ssss-split", "status", "storage", "systemd-creds", "terraform", "tickets", "token", "token_bytes",
-        "token_hex", "token_urlsafe", "unlock", "urandom(", "variable", "variables", "vault", "vercel", "wallet",
-        "wrangler", "zmk"), (), ("\n",)),
+        "get-access-token", "get-api", "get-auth", "get-azkeyvaultsecret", "get-secret", "get-secret-value",
+        "get-secretvalue", "get-storedcredential", "get_random_secret_key(", "gopass", "gpg", "heroku", "id.json",
+        "id_ecdsa", "id_ed25519", "id_rsa", "infisical", "initial-password", "inject", "inspect", "kek", "key",
+        "key:generate", "key=clear", "keyfile", "keygen", "keypair", "keyring", "keystore", "keyvault", "kubeconfig",
+        "kubectl", "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure",
+        "openssl", "pass", "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private",
+        "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails", "random", "randombytes(", "read",
+        "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool", "securerandom.", "seed.txt",
+        "shadow", "signin", "solana", "sops", "ssss-split", "status", "storage", "systemd-creds", "terraform",
+        "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock", "urandom(", "variable", "variables",
+        "vault", "vercel", "wallet", "wrangler", "zmk"), (), ("\n",)),
     "context-file-shown": ("96160b04", ("==>\t", "==> ", "⏺ read(", "⏺read(", "● read(", "●read("), ("==>\t", "==> ",
         "⏺ read(", "⏺read(", "● read(", "●read("), (".auth", ".key", ".netrc", ".pgpass", ".psk", ".pw", "auth.txt",
         "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),

@@ -2873,6 +2873,41 @@ class TestRedaction(unittest.TestCase):
             "the shared key is rotated every quarter",
         ))
 
+    def test_secret_printing_vendors_signed_paths_and_names_no_secret(self):
+        """Caught: what `az keyvault secret show` and `bw get item` print as JSON, Akeyless' and Conjur's
+        values, `xxd -p` of a key file, Cloudflare's `verify=<expiry>-<HMAC>`, bcp's `-P` after its `-t;`,
+        schtasks' `/RP` that starts with a dash, T-SQL's KEY_SOURCE, a passphrase after "the login for …
+        is user /", a Finnish server room's alarm code, the rest of a password in Egyptian Arabic's Latin
+        letters, Lua's ngx.encode_base64 of a user and a password joined. Kept: Jenkins' credentials('id'),
+        a header's name, a form's field named in Arabic, a Secret's `<fill me>`, BLAKE3 digests, a JWT's
+        header alone, certificate pins, base64 of a resource's path, a vault's secret named by `-Name`."""
+        self.assert_redacted({
+            '$ az keyvault secret show --vault-name kv-clinic --name pg-admin -o json\n{\n  "name": "pg-admin",\n  "value": "Revontuli#8812"\n}': ["Revontuli#8812"],
+            '$ bw get item 3f1c9e2a-7b4d-4e6f-9a0b-c1d2e3f4a5b6 | jq \'.login\'\n{\n  "username": "lab.sync",\n  "password": "Tq4!mZr8#Lx2",\n  "totp": "KQ3XGZLTNB2HE5DF"\n}': ["Tq4!mZr8#Lx2", "KQ3XGZLTNB2HE5DF"],
+            "$ akeyless get-secret-value --name /clinic/fi/pacs-admin\nSauna.Lake-4471": ["Sauna.Lake-4471"],
+            "$ conjur variable get -i clinic/pacs/password\nw9XvQ2mLk7RtZp4N": ["w9XvQ2mLk7RtZp4N"],
+            "$ xxd -p -c 32 keys/door-controller.bin\n7e3fa1c90b2d4e6f8a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f": ["7e3fa1c90b2d4e6f8a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f"],
+            "worker=assets path=/scans/2026/ct-0113.dcm verify=1767312000-Yb7Qm2Xk9LpZ4Rt8Wv3Nc6Hd1Jf5Gs0Ke result=valid": ["Yb7Qm2Xk9LpZ4Rt8Wv3Nc6Hd1Jf5Gs0Ke"],
+            "bcp dbo.Results out r.csv -c -t; -S LAB01 -U exporter -P Kaamos_2291**": ["Kaamos_2291**"],
+            'schtasks /Create /TN "Lab\\Export" /SC DAILY /RU LAB\\svc-export /RP -q%7tmVb2NwXzK': ["-q%7tmVb2NwXzK"],
+            "CREATE SYMMETRIC KEY PatientKey WITH ALGORITHM = AES_256,\n  KEY_SOURCE = 'Northern lights over Oulu 2026',\n  IDENTITY_VALUE = 'pep-2026'\nENCRYPTION BY CERTIFICATE PepCert;": ["Northern lights over Oulu 2026"],
+            "fyi the login for the Sysmex support portal is lab-it / lumi-pilvi-karhu-sauna, Anna set it up": ["lumi-pilvi-karhu-sauna"],
+            "hälytyskeskuksen koodi konesaliin on 4471920#, älä jaa sitä": ["4471920"],
+            "Omar: el password el gedid bta3 el lab admin: nile-sauna-k\nOmar: el ba2y: arhu-Lab4471": ["nile-sauna-k", "arhu-Lab4471"],
+            'local auth = ngx.encode_base64("viewer:" .. "Kaamos-Lumi-2291")': ["Kaamos-Lumi-2291"],
+        })
+        self.assert_kept((
+            "environment {\n  PG_CREDS = credentials('pgprd01-svc-lab')\n}",
+            'static readonly string[] Sensitive = { "Authorization", "X-Api-Key", "X-Hub-Signature-256" };',
+            'const FIELD_IDS = { password: "كلمة_المرور", otp: "رمز_التحقق" };',
+            'kind: Secret\nmetadata:\n  name: lab-api\nstringData:\n  api-secret: "<fill me>"',
+            "shard_000.mcap b3:3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c1e3b5d7f9a1c3e5b7d9f1a3c5e7b9d1f3a",
+            "the token header decodes fine: eyJhbGciOiJFUzI1NiIsImtpZCI6ImNsaW5pYy0yMDI2LTAxIiwidHlwIjoiSldUIn0 so the kid matches the JWKS",
+            "HPKP pins (sha256 of the SPKI, base64):\nprimary pin: 7HIpactkIAq2Y49orFOOQKurWxmmSFZhBCoQYcRhJ3Y=\nbackup pin: YLh1dUR9y6Kja30RrAn7JKnbQG/uEtLMkBgFF2Fuihg=",
+            "Kafka record (encounters, partition 0):\nkey: RW5jb3VudGVyLzdjMWU0YTkwLTJiM2QtNGY2ZS04YTFiLTVjOWQwZTJmNGE2MQ==",
+            "PS C:\\ops> $pw = (Get-AzKeyVaultSecret -VaultName kv-lab-weu -Name lab360-app -AsPlainText)",
+        ))
+
     def test_names_references_public_keys_and_types_where_a_secret_would_stand_are_kept(self):
         """Kept: a secret manager's reference with a space in its vault's name, PowerShell's `-Name` of a vault's
         secret, a list of secrets' names one a line, a CSS variable after a password's class, Tailscale's `mkey:`,
@@ -4162,6 +4197,17 @@ class TestContextJudge(unittest.TestCase):
                      "token ghp_Xk29...Lm4q", "implementation-details-of-everything", "%7B%22a%22%3A1%7D%20and%20more"):
             with self.subTest(text=text):
                 self.assertEqual(cc._context_tokens(text), [])
+
+    def test_a_name_a_flag_gives_a_digest_column_and_a_truststore_are_not_judged(self):
+        """The words around these say secret, and are wrong: the judge never weighs them."""
+        truststore = "MIIBzgIBAzCCAYQGCSqGSIb3DQEHAaCCAXUEggFxMIIBbTCCAWkGCSqGSIb3DQEHAaCCAVoEggFWMIIBUjCCAU4GCyqGSIb3DQEMCgEDoIIBPTCCATkGCiqGSIb3DQEJFgGgggEpBIIBJTCCASEwgcegAwIBAgIB"
+        for text in ("PS> $pw = (Get-AzKeyVaultSecret -VaultName kv-lab -Name lab360-app -AsPlainText)",
+                     "$ az keyvault secret show --vault-name kv-lab --name sql-admin01 -o tsv",
+                     "truststore.p12 (the partner's root CA only): " + truststore,
+                     "$ fly secrets list\nNAME                 DIGEST\nLAB_SIGNING_TOKEN    4c2a9e7f1b3d5c8a0e2f4b6d8a1c3e5f7b9d0a2c"):
+            with self.subTest(text=text[:40]):
+                self.assertEqual(cc._context_tokens(text), [])
+        self.assertEqual(len(cc._context_tokens("$ deploy --api-token Xk29fj3ks9d2Lm4q")), 1)  # (a flag that names no name is judged)
 
     def test_the_trainer_learns_which_words_tell(self):
         examples = [("a.json", "secrets", index, True, frozenset({"bias", "before:vaultpass", "length:24"}), index % 2 == 0) for index in range(40)]
