@@ -1773,7 +1773,7 @@ def _under_a_digest_column(text: str, start: int) -> bool:
     `vault secrets list` an engine's accessor)."""
     line_start = text.rfind("\n", 0, start) + 1
     column, above = start - line_start, line_start - 1
-    if " " not in text[line_start:start] and "\t" not in text[line_start:start]:
+    if not _regex(r"[ \t]").search(text, line_start, start):  # (no copy of a long line for each of its tokens)
         return False  # no columns on its line (a long name may leave one space: `STEAM_WEB_API_KEY 7566…`)
     for _ in range(30):  # up to the header, a few rows above
         if above <= 0:
@@ -10762,12 +10762,13 @@ def _context_tokens(text: str) -> list:
     accessor's column (_under_a_digest_column) and what a rule's own check reads as public (a
     truststore's PKCS#12): there the words around it say secret, and are wrong."""
     found, public = [], _public_by_rule_checks(text)
+    columns = _regex(r"(?i)digest|hash|checksum|fingerprint|sha\d|accessor").search(text) is not None  # (a table's header first: a cheap look)
     for run in _regex(_CONTEXT_TOKEN).finditer(text):
         inside = _context_token_in(run.group())
         if not inside:
             continue
         start, end = run.start() + inside[0], run.start() + inside[1]
-        if not (_given_to_a_name_flag(text, start) or any(low <= start < high for low, high in public) or _under_a_digest_column(text, start)):
+        if not (_given_to_a_name_flag(text, start) or any(low <= start < high for low, high in public) or columns and _under_a_digest_column(text, start)):
             found.append((start, end))
     return found
 
