@@ -9078,7 +9078,8 @@ _DIGIT_NAMES = (
     "|siji|loro|telu|papat|enem|pitu|wolu|sanga|songo"  # Javanese
     "|nula|jedna|tři|čtyři|pět|šest|sedm|osm|devět"  # Czech
     "|ноль|один|два|три|четыре|пять|шесть|семь|восемь|девять")  # Russian
-_DIGITS_IN_WORDS = r"\b(?:" + _word_alternation(_DIGIT_NAMES) + r")(?:(?:,?[ \t]+|-)(?:" + _word_alternation(_DIGIT_NAMES) + r")){2,15}(?![^\W\d_])"  # (read in small letters: see _digit_name_runs)
+_DIGIT_NAME = _word_alternation(_DIGIT_NAMES)  # (built once: a start-up builds it)
+_DIGITS_IN_WORDS = r"\b(?:" + _DIGIT_NAME + r")(?:(?:,?[ \t]+|-)(?:" + _DIGIT_NAME + r")){2,15}(?![^\W\d_])"  # (read in small letters: see _digit_name_runs)
 # What names the digits a PIN's or a code's: a word for a PIN (Mexico's NIP, a bank's MPIN), for a code, with Indonesian's
 # and Javanese's "its" (kodene, pinnya), or any word for a secret (_secret_words).
 _DIGITS_NAMED = r"(?i)(?<![^\W\d_])(?:m-?pin|pin|nip|puk|kod[eu]?|kód|code|codes|código|codigo|codice|clave|combinac\w{0,4}|combinaz\w{0,4}|kombinac\w{0,4})(?:ne|nya|e)?(?![^\W\d_])"
