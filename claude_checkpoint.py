@@ -3820,8 +3820,9 @@ def _find_printed_secrets(match: Any) -> list:
         r"([^\s$:~@]{4,4096}$|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#]))").match(text, start, end)  # printed with no newline: the next prompt stands after it, `w0uE…$ kubectl …`, `…[kenji@ws14 ~]$`
     command = text[match.start():start].rstrip("\n")
     single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
+    bitwarden_item = _regex(r"bw[ \t]+get[ \t]+item\b").search(command) is not None  # (an item's JSON: its login, its password, its TOTP seed)
     if _regex(r"(?i)[.\[{'\"](?:data\.)?(?:user(?:name)?|login|email|host(?:name)?|port|db|database|dbname|url|region)\b[}'\"\]]"
-              r"|--query[ \t=]+['\"]?(?:VersionId|ARN|Name|CreatedDate|VersionStages)\b").search(command) and not _regex(r"bw[ \t]+get[ \t]+item\b").search(command):
+              r"|--query[ \t=]+['\"]?(?:VersionId|ARN|Name|CreatedDate|VersionStages)\b").search(command) and not bitwarden_item:
         return []  # it prints a name: `jsonpath='{.data.username}' | base64 -d`, `--query 'VersionId'` (Bitwarden's `.login` is the whole login)
     if _regex(r"(?:^|[ \t|])grep[ \t]+(?:-[A-Za-z]*[clL][A-Za-z]*|--count|--files-with(?:out)?-match(?:es)?)\b").search(command):
         return []  # grep's counts and file names: `grep -c -i "secret" src/**/*.ts` prints `src/auth/clientSecret.ts:12`
@@ -3849,7 +3850,7 @@ def _find_printed_secrets(match: Any) -> list:
         if (printed_dollar or bracketed or not _is_reference(value)) and not plain_field and not _is_path_or_version(value) and "://" not in value and not _regex(
                 r"(?i)(?:error|usage|warning)\b").match(value) and not _is_masked_or_public(value):
             spans.append(first_line.span(1))
-    if _regex(r"ssm[ \t]+get-parameters?\b[^\n]*--with-decryption|secretsmanager[ \t]+get-secret-value|keyvault[ \t]+secret[ \t]+show\b|bw[ \t]+get[ \t]+item\b"
+    if bitwarden_item or _regex(r"ssm[ \t]+get-parameters?\b[^\n]*--with-decryption|secretsmanager[ \t]+get-secret-value|keyvault[ \t]+secret[ \t]+show\b"
               r"|actuator/env/\S*(?i:pass|secret|token|key)").search(command):
         spans += [value.span(1) for value in _regex(r'"(?:Value|SecretString|value|totp)"[ \t]*:[ \t]*"((?:[^"\\\n]|\\.){4,4096})"').finditer(text, start, end)
                   if not _is_reference(value.group(1))]  # the parameter's value, whatever its shape
