@@ -1149,9 +1149,9 @@ def _is_reference(value: str) -> bool:
     first = v[0]
     named_like_a_password = first == "$" and _is_dollar_password(v) or first == "%" and v.count("%") == 1 and len(v) >= 12 and _has_three_classes(
         v[1:]) and " " not in v and not _regex(r"%\(|%[-#0 +]?\d*[sdifr]\b").match(v)  # $Crimson58asdfgh is no variable, %T-iM-!bSRNZL4yxY@34Io no format
-    if (first in "$%" and _regex(_LEADING_REFERENCE).match(v) and not named_like_a_password) or (first == "@" and _regex(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*)").fullmatch(v) and not _own_sigil(v)):
+    if (first in "$%" and _regex(_LEADING_REFERENCE).match(v) and not named_like_a_password) or (first == "@" and _regex(r"@(?:[\w\-]*[./:][\w./\-:]*|[a-z_][a-z0-9_\-]*|(?:\$\{?[A-Za-z_]\w*\}?|~)/[\w./\-]*)").fullmatch(v) and not _own_sigil(v)):
         return True
-    if first == "(" and v[-1] == ")" and v.count(" ") >= 2 or v.startswith(("TERMSRV/", "LegacyGeneric:target=", "Domain:target=", "MicrosoftAccount:user=")):
+    if (first == "(" and v[-1] == ")" or first == "[" and v[-1] == "]") and v.count(" ") >= 2 or v.startswith(("TERMSRV/", "LegacyGeneric:target=", "Domain:target=", "MicrosoftAccount:user=")):
         return True  # a note in parentheses, quoted too ("(ask Ana, never commit it)"); a Windows credential's target (TERMSRV/host)
     if (not quoted and first in "[({（【「") or (first == "<" and v[-1] == ">") or "<" in v and ">" in v and _regex(r"<[A-Za-z][\w\- ]{1,29}>").search(v):
         return True  # also a template's slots: `$2b$<cost>$<22-char salt>`
@@ -1249,6 +1249,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # words that say any value goes there: pick-any-random-string, some_random_value_here
     if _regex(r"(?i)(?:abc|xyz|foo|bar|baz|qux)+\d{0,6}").fullmatch(v):
         return True  # abc123, foobar
+    if _regex(r"x{6,}|X{6,}").search(v) and _PLACEHOLDER_WORDS.intersection(_regex(r"[-_.]").split(v.lower())):
+        return True  # a vendor's prefix, x's and a word that says it is none: sk-ant-api03-XXXXXXXX-dummy
     if len(v) >= 16 and v.count("x") + v.count("X") >= 12 and sum(map(str.isalnum, _regex(r"[xX]{3,}").sub("", v))) <= 4:
         return True  # runs of x's that a short prefix interrupts: MTxxxx….Gxxxxx.xxxx…
     if len(v) >= 16 and v.count("0") >= 12 and sum(map(str.isalnum, _regex(r"0{3,}").sub("", v))) <= 5:
@@ -1263,14 +1265,15 @@ def _is_placeholder(v: str) -> bool:
         return True  # a label in another language, as a translation file holds it: `password: "Contraseña"`
     if _regex(r"(?:[A-Z][a-z]+)+(?:Value|Name|Key|Id)\d{0,2}").fullmatch(v):
         return True  # what a usage text names: `TagKey1=TagValue1`, `ParameterKey1=ParameterValue1`
-    if _regex(r"(?i)(?:todo|fixme|tbd|change-?me|replace-?me|insert|your|tu|seu|sua|votre|ton|dein|deine|tuo|tua|jouw)[-_][a-z]{3,}[-_][a-z]").match(v):
-        return True  # what to do instead of a value: `TODO-generate-with-openssl-rand-hex-32`, `tu-secreto-aca`
+    if _regex(r"(?i)(?:todo|fixme|tbd|change-?me|replace-?me|insert|your|tu|seu|sua|votre|ton|dein|deine|tuo|tua|jouw)[-_][a-z]{3,}[-_][a-z0-9]").match(v):
+        return True  # what to do instead of a value: `TODO-generate-with-openssl-rand-hex-32`, `tu-secreto-aca`, `replace-me-with-64-hex-chars`
     if _regex(r"(?:test|dummy|fake|mock)-(?:key|token|secret)-\d").fullmatch(v):
         return True  # a test's numbered stand-in: test-key-1
     if _regex(r"[A-Z][A-Z_]{3,40}\d{1,2}").fullmatch(v) and _regex(r"TOKEN|KEY|SECRET|PASS").search(v) and _is_placeholder(v.rstrip("0123456789")):
         return True  # a numbered stand-in that names what goes there: MYTOKEN1, MYTOKEN2 (not a mainframe's CHANGE92)
-    if _regex(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_](?:password|passwd|pass|pwd|secrets?|tokens?|keys?|credentials?|creds|apikey)").fullmatch(v):
-        return True  # a secret's name, not its value: wifi_pass, mlflow-s3-credentials, unity-ci-password
+    if _regex(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_](?:password|passwd|pass|pwd|secrets?|tokens?|keys?|credentials?|creds|apikey)"
+              r"|[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_](?:password|passwd|pwd|secrets?|tokens?|credentials?|apikey)(?:[-_][a-z0-9]+){1,3}").fullmatch(v):
+        return True  # a secret's name, not its value: wifi_pass, mlflow-s3-credentials, unity-ci-password, redcap-api-token-proyecto-219
     spoken = _regex(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+").findall(v) if "..." in v or _regex(
         r"[a-z]Your[A-Z]|_Your[A-Z]|[a-z]Here\b|(?i:(?<![a-z])(?:your|here)(?![a-z]))").search(v) else ()
     if len(_PLACEHOLDER_SAYS.intersection(word.lower() for word in spoken)) >= (1 if "..." in v or len(spoken) <= 8 else 2):
@@ -1676,7 +1679,7 @@ def _accept_flag(match: Any) -> bool:
         return False  # prose about flags: "passed by CI: -KeyStorePassword and -KeyPassword"; a name in small words (AnyDesk's profile `_full_access`)
     if name == "auth" and not value.startswith("-") and _looks_like_a_secret(value.strip("\"'")) and not _is_reference(value):
         return True  # a tool's --auth takes its password (espota's OTA password, `upload_flags = --auth=…`)
-    return not value.startswith("-") and not named and not spec and _accept_assignment(match)
+    return (not value.startswith("-") or _starts_with_a_dash_but_no_option(value.strip("\"'"))) and not named and not spec and _accept_assignment(match)
 
 
 def _accept_short_flag_random(match: Any) -> bool:
@@ -1808,6 +1811,13 @@ def _accept_user_password(match: Any) -> bool:
             and (not user.startswith("$") or looks_machine_generated(password.strip("\"'")))  # `-u $UID:$GID`, but `-u "$KEY:Zp3Qx8…"`
             and not password.strip("\"'").startswith("//")  # `-u http://localhost:8080/logs`: a URL
             and password.strip("\"'") != user)  # `-u admin:admin`, `guest:guest`: a default that names itself
+
+
+def _accept_jwt(match: Any) -> bool:
+    """A JWT, but an unsigned one (`"alg":"none"`, its signature empty): anyone can make it, as API
+    docs' examples are."""
+    token = match.group("s")
+    return not token.endswith(".") or '"none"' not in (_base64_text(token.split(".", 1)[0]) or "").replace(" ", "").lower()
 
 
 def _accept_wrapped_value(match: Any) -> bool:
@@ -2245,6 +2255,13 @@ _PROSE_NAMED_AFTER = (r"(?i)[)\]'\"`]*(?:\s+(?:is|was|as|will be|=|es|era|est|is
 _PROSE_CONNECTOR = r"(?i)(?:\b(?:is|was|are|to|now|be|becomes|into|use|using)|[=:(\u2192]|->)\s*$"
 
 
+def _kept_under_a_path(text: str, start: int, value: str) -> bool:
+    """Whether value, at start, is the path a vault or a password manager keeps a secret under, as
+    the words before it say ("staat in de vault onder OT/RTM/QC07", "in 1Password under Ops/…")."""
+    return "/" in value and _regex(r"(?i)\b(?:vault|1password|keepass(?:xc)?|bitwarden|lastpass|keeper|password manager|tresor|kluis|cofre)\b"
+                                   r"[^\n]{0,20}?(?:under|onder|unter|at|in|en|em|sous|bajo|pod|w)[ \t]+$").search(text, max(0, start - 80), start) is not None
+
+
 def _accept_named_in_prose(match: Any) -> bool:
     """A secret-looking word in prose with a word that names a secret shortly before it in the same
     sentence ("the auth token was rotated this morning; the old one was 79cd…"), or shortly after
@@ -2260,6 +2277,8 @@ def _accept_named_in_prose(match: Any) -> bool:
     if "/" in value and _regex(r"(?<![\w+.\-])(?:op|vault|awssm|gcpsm|azkv|bws|doppler|keeper|lpass)://[^\s\"'`]*(?:[ \t][^\s/\"'`]+){0,3}[ \t]$").search(
             match.string, max(0, match.start("s") - 80), match.start("s")):
         return False  # the rest of a secret manager's reference with a space in its vault's name: `op://KRO Engineering/relay/password`
+    if _kept_under_a_path(text, start, value):
+        return False  # where a password manager keeps it: "staat in de vault onder OT/RTM/QC07"
     if _names_no_token(value) or "<" in value and ">" in value or "</" in value or "→" in value or "::" in value or "$new(" in value or _regex(r":[a-z0-9]+:|[A-Z][a-z]\w*<(?:\[|&|[A-Z][a-z])|&?[a-z]\w*\.[A-Z]\w*\{").match(value):
         return False  # `transaction=N6ec…` beside `credentialType=PASSWORD`; markup, a closing tag or a template's slot (`<22-char salt><31-char hash>`); a numbered line (`3→TWILIO_FROM=…`); rclone's remote (`:s3:bucket`); a generic type (`SecretBox<[u8; 32]>`); a composite literal (`&corev1.Secret{}`)
     before = text[max(0, start - 100):start]
@@ -2645,13 +2664,22 @@ def _is_random_letters(value: str) -> bool:
     return vowels * 5 <= len(value) and not _is_built_of_words(value) or vowels * 3 <= len(value) and rare >= 4 and in_order * 4 < len(value)
 
 
+def _is_random_capitals(value: str) -> bool:
+    """16 to 64 capitals (base32's digits, 2 to 7, among them) as a machine draws them: a TOTP seed,
+    VNPay's hash secret (`KYCEBDPIOQSNUNBUXYWBWGPEVGQDVMAC`); not a name in capitals (no `_`) nor
+    words run together (_is_random_letters of its letters)."""
+    letters = _regex(r"[2-7]").sub("", value)
+    return _regex(r"[A-Z2-7]{16,64}").fullmatch(value) is not None and len(letters) >= 16 and _is_random_letters(letters.lower())
+
+
 def looks_like_chosen_password(value: str) -> bool:
     """What counts as a password a person chose, for positions that already say password (after
     `password is`, in a setter, after a password flag): 6 to 128 characters without a space that
     mix letters with digits (dragon1987, nemo.77, Adm1n!) or with symbols and a capital
     (Gandalf_the_Grey!), a passphrase of four or more words (battery-staple-marble-pickle), a
-    long run of mixed case (ahGhVusPgNpmweX) or of small letters with few vowels (anxpolbsdkrbvknn); not a reference, path, URL, address, version, date,
-    short hex id, technical name (sha256) or a name in capitals."""
+    long run of mixed case (ahGhVusPgNpmweX), of small letters with few vowels (anxpolbsdkrbvknn) or of capitals drawn
+    at random (_is_random_capitals); not a reference, path, URL, address, version, date, short hex id, technical name
+    (sha256) or a name in capitals."""
     v = value
     if not 6 <= len(v) <= 128 or not _regex("[\x21-\x7e\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u0e00-\u0e7f]+").fullmatch(v) or _regex(r"[*_~`]+@?[A-Z]+[*_~`]+").fullmatch(v) or (
             _regex("[\u0370-\u04ff\u0e00-\u0e7f]").search(v) and not _regex(r"[\x21-\x7e]").search(v)):
@@ -2669,12 +2697,12 @@ def looks_like_chosen_password(value: str) -> bool:
             walk or _regex(r"[^\w.\-/]").search(v) is not None) or len(v) >= 12 and _changes_case_often(_regex(r"[^A-Za-z]+").sub("", v))  # DsOckF-_jOAxbftW
     else:
         shaped = len(v) >= 10 and v.isalpha() and upper and v[1:] != v[1:].lower() and (
-            len(v) >= 12 and not _is_built_of_words(v) or _changes_case_often(v)) or _is_random_letters(v)
+            len(v) >= 12 and not _is_built_of_words(v) or _changes_case_often(v)) or _is_random_letters(v) or _is_random_capitals(v)
     if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$|^[A-Za-z]+(?::[A-Za-z]+)+$"
                                           r"|^" + _DURATION + "$").search(v):
         return False  # a URL, an e-mail address, a date, a time, a host name, a scope (Zone:DNS:Edit, read:packages), Ruby's duration (24.hours)
     mainframe = _regex(r"(?=(?:[A-Z]*\d){2})(?=(?:\d*[A-Z]){4})[A-Z0-9]{6,10}").fullmatch(v) is not None  # IBM i, RACF: HARBOR59, TIGER97X
-    if not mainframe and _regex(r"[A-Z0-9_]+|[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\$|(?:0x)?[0-9a-fA-F]{6,31}|" + _COLOUR_OR_TICKET + "|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(
+    if not mainframe and not _is_random_capitals(v) and _regex(r"[A-Z0-9_]+|[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\$|(?:0x)?[0-9a-fA-F]{6,31}|" + _COLOUR_OR_TICKET + "|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(
             v) or _is_identifier_like(v):
         return False  # also an account of computers in capitals (VEEAM-SERVERS$), a cloud region (us-west-2, us-central1), a ticket's id, a colour
     return not _is_reference(v) and not _is_path_or_version(v)
@@ -2686,13 +2714,13 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|passowrt|paswort|passwrt|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|priv|signing|license|licence|master|encryption|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal|shared)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|code[ \t]+(?:du[ \t]+)?wi-?fi|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|mpin|m-pin|tpin|t-pin|nip(?=[^\n\d]{0,50}?(?<![\w\-])(?!(?:19|20)\d\d(?!\d))\d{4,6}(?![\d\-]))|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|code[ \t]+(?:du[ \t]+)?wi-?fi|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|mpin|m-pin|tpin|t-pin|nip(?=[^\n\d]{0,70}?(?<![\w\-])(?!(?:19|20)\d\d(?!\d))\d{4,6}(?![\d\-]))|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci))(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|wagwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
-    r"|(?<=[a-z0-9]_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_…
+    r"|(?<=[a-z0-9]_)(?<!\bai_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_… (not Application Insights' ai_session: a visit's id)
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|wagwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|cyfrinair"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
-    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine|jecha darbii|jecha icciitii|pakasqa simi"
+    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine|jecha darbii|jecha icciitii|pakasqa simi|iphasiwedi|iphasiwezi|ọ̀rọ̀ìgbaniwọlé|ọ̀rọ̀ ìgbaniwọlé|oroigbaniwole|oro igbaniwole"
     r"|mot de pass)\w*|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
     r"|(?<![A-Za-z])PAT(?=[ \t]*[:=]?[ \t]+[A-Za-z0-9_]{20})"  # a personal access token: "PAT v9beojyn3…"
     r"|(?<![A-Za-z])(?i:password|passwd)(?:nya|e)(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Javanese's "passworde", Thai's
@@ -2713,7 +2741,7 @@ _SETTING_GETTER = (r"(?:config(?::system|:app)?:get|config-get|config[ \t]+(?:--
                    r"(?i:pass|secret|token|api.?key|private.?key|cred|_pw\b|bindpw)")
 _ENV_VARIABLES_PRINTED = r"(?=[^\n]*\$env:\w*(?i:secret|token|key|pass|pwd))\$env:\w+(?:;[ \t]*\$env:\w+)*[ \t]*$"
 # A comment that names a secret file, the one line under it that file's content: `# /etc/mongod.keyfile (chmod 400)`.
-_SECRET_FILE_COMMENT = (r"\#[ \t]+[~/.][^\s]*?(?i:keyfile|\.key\b|vault_pass|\.pgpass|\.netrc|\.git-credentials|\.htpasswd|id_rsa|id_ed25519|id_ecdsa"
+_SECRET_FILE_COMMENT = (r"\#[ \t]+(?:[~/.]|[\w.\-]+/)[^\s]*?(?i:keyfile|\.key\b|vault_pass|\.pgpass|\.netrc|\.git-credentials|\.htpasswd|id_rsa|id_ed25519|id_ecdsa"
                         r"|secret|token|passw)[^\s]*(?:[ \t]+\([^()\n]{0,60}\))?[ \t]*(?=\r?\n)")
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od|fold|strings|nl|tac|dd)\b[^\n]*?(?i:secret|token|cred|(?:mfa|totp|otp)[\w\-]*\.txt\b|seed\.txt\b"
@@ -2729,7 +2757,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|iam[ \t]+service-accounts[ \t]+keys[ \t]+(?!list\b))|az[ \t]+(?:keyvault[ \t]+secret(?![ \t]+list\b)|account[ \t]+get-access-token"
     r"|ad[ \t]+sp[ \t]+(?:create-for-rbac|credential)|storage[ \t]+account[ \t]+keys|acr[ \t]+login[^\n]*--expose-token)"
     r"|kubectl(?:[ \t]+--?[\w\-]+(?:[ \t=][\w.\-]+)?)*[ \t]+(?:get[ \t]+secrets?|create[ \t]+token|describe[ \t]+secrets?|config[ \t]+view\b[^\n]*--raw)|sops[ \t]+(?:-d|--decrypt|decrypt)"
-    r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand|gpg2?[ \t][^\n|]*--gen-random\b|[^\n]*?/dev/u?random\b|heroku[ \t]+(?:auth:token|config)"
+    r"|ansible-vault[ \t]+(?:view|decrypt)|gpg[ \t]+(?:-d|--decrypt)|openssl[ \t]+rand(?![^\n|;&]*?[ \t][1-7](?![\w.]))|gpg2?[ \t][^\n|]*--gen-random\b|[^\n]*?/dev/u?random\b|heroku[ \t]+(?:auth:token|config)"
     r"|gh[ \t]+auth[ \t]+(?:token|status)|[\w\-]+[ \t]+(?:tokens?|(?:pre)?auth-?keys?)[ \t]+(?:create|generate|new)|[\w\-]*(?:create|generate|get|print)-?token"
     r"|printenv|env\b|pwgen|apg|makepasswd|rclone[ \t]+obscure|[\w\-]+d[ \t]+keys[ \t]+export\b|goal[ \t]+account[ \t]+export|ssss-split|doppler[ \t]+configure[ \t]+get|[\w\-]+[ \t]+admin[ \t]+initial-password|wg[ \t]+genkey|age-keygen|terraform[ \t]+output(?![ \t]+(?![\w\-]*(?i:pass|secret|token|key|cred|auth))[A-Za-z_][\w\-]*[ \t]*(?:\r?\n|$))|docker[ \t]+secret[ \t]+inspect"
     r"|cloudflared[ \t]+tunnel[ \t]+token|[\w\-]+[ \t][^\n|]*?\bget-(?:auth|access|api)-(?:string|token|key)s?\b"  # a tunnel's token, a Redis instance's AUTH string
@@ -2761,7 +2789,7 @@ _INSIDE_ANOTHER_COMMAND = (r"(?:(?:kubectl|oc)[ \t]+exec\b[^\n|;&]{0,200}?[ \t]-
 # Claude Code's shell mode `> ! …`; Codex's and Cursor's `• Ran …`, `⬢ Ran …`, Copilot CLI's `● Run …`.
 _PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80}>|In[ \t]\[\d{1,5}\]:|(?:\[\d{1,5}\][ \t])?[a-z]{2,10}\([\w\-]{1,30}\)(?::\d{3})?(?::\d{1,3})?>"
                 r"|(?:[\w.\-]{0,30}[@~/\[][\w.@~:/\[\]()\-]{0,60}?(?:[ \t][\w.@~:/\[\]()\-]{1,60}?){0,3}?[ \t]?|[\w.@~:/\\\[\]\-]{0,60}?)(?:[$%❯]|>{1,3}(?:[ \t]!)?)"
-                r"|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#|[\w.\-]{1,30}[ \t]+❯|[╰└]─{0,3}[$#%❯]"
+                r"|[\w.\-]+@[\w.\-]+[^\n#]{0,40}#|\[[\w.\-]{1,30}@[\w.\-]{1,60}(?:[ \t][^\n\]]{0,60})?\]#|[\w.\-]{1,30}[ \t]+❯|[╰└]─{0,3}[$#%❯]"
                 r"|➜[ \t]+[\w.~/\-]{1,60}(?:[ \t]+git:\([^)\n]{0,60}\))?(?:[ \t]+[✗✔])?|λ(?:[ \t]+[\w.~/\-]{1,40})?|→"
                 r"|\[(?:bash|shell|sh|zsh|terminal|cmd|powershell|run|exec)\]|Command:|[✔✓✗✘x][ \t]+Shell)"
                 r"|[⏺●][ \t]?(?:Bash|Shell|PowerShell|Terminal)\(|[•⬢●][ \t](?:Ran|Run)|exec\r?\n)(?:[ \t]|(?<=\()|(?<=\n))")  # an agent's log of a tool call: `[bash] …`, `Command: …`, `● Bash(…)`, `• Ran …`
@@ -2770,7 +2798,7 @@ _PROMPT_LINE = (r"[ \t]*(?:(?:\([\w.\-]{1,30}\)[ \t]+)?(?:Run|PS[ \t][^\n>]{0,80
 # A table's header cell: a name of a few words (the first may start with a digit: `2FA backup`; `Rotated?`, `Password*`), one space apart (two spaces, a tab or a pipe split cells).
 # Each word is whole, `(?![\w.()/#\-])` (what follows a cell cannot be a word's character): re
 # does not try each shorter word against the rest of the row, line after line of a text.
-_HEADER_CHARACTER = r"[\w.()/#\-'?*°º№&\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff]"  # a word's, a number's sign (`N° client`), Indic and Thai marks, an emoji after a word (`Tool 🛠`)
+_HEADER_CHARACTER = r"[\w.()/#\-'?*°º№&\u0300-\u036f\u0900-\u0dff\u0e00-\u0e7f\u2600-\u27bf\ufe0f\U0001f300-\U0001faff]"  # a word's, a number's sign (`N° client`), combining accents (Yoruba's `ọ̀rọ̀`), Indic and Thai marks, an emoji after a word (`Tool 🛠`)
 _TABLE_HEADER_CELL = (r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])" + _HEADER_CHARACTER + "{0,30}(?!" + _HEADER_CHARACTER + ")(?: "
                       + _HEADER_CHARACTER + "{1,30}(?!" + _HEADER_CHARACTER + ")){0,4}")
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
@@ -2784,13 +2812,16 @@ _MASKED = (r"(?:[A-Za-z0-9]{1,12}[_\-.])*(?:[A-Z0-9]{1,5}(?=X{8})|[A-Za-z0-9]{2,
            + r"|(?:[A-WYZ]?(?:X{6,}|0{6,})/){1,4}X{6,}")  # Slack's masked webhook path: TXXXX/BXXXX/XXXX, T0000/B0000/XXXX
 # (a run is read one way only: runs are joined by a separator that is none of their characters, so
 # no run of x, X or dots can be split in many ways; `(?:x{3,}[./]?)+` took 20 s on 57 characters)
+# The start of a certificate's or a public key's PEM in base64 ("-----BEGIN CERTIFICATE", "PUBLIC KEY", "PGP PUBLIC"): public.
+_PUBLIC_PEM_BASE64 = r"LS0tLS1CRUdJTiBDRVJUSUZJQ0FUR|LS0tLS1CRUdJTiBQVUJMSUMgS0VZ|LS0tLS1CRUdJTiBQR1AgUFVCTElD"
 # Values public by design: publishable keys, Mapbox public tokens, reCAPTCHA site keys, minisign, age and
 # nostr public keys, extended public keys, PostHog project keys, Google Analytics' client ids (GA1.2.…), SSH public keys (`ssh-ed25519 AAAAC3NzaC1lZDI1NTE5…`),
 # a picture's, a font's, a sound's, a PDF's bytes in base64 (the format's first bytes: PNG's `iVBORw0KGgo`, WOFF2's `d09GMg`).
 # A JSON Web Token's header alone (`{"alg":…`, no payload, no signature: what a JWKS lookup reads).
 _PUBLIC_VALUE = (r"(?i:wpa[23]?-(?:enterprise|personal|psk|eap|sae)\w*[.,;]?$)|(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d{3}|sk-ssh-ed25519@openssh\.com)$|AAAA(?:C3NzaC1lZDI1NTE5|B3NzaC1yc2E|E2VjZHNhLXNoYTItbmlzdHA|B3NzaC1kc3M)|(?:appl|goog|amzn)_[A-Za-z0-9]{20,40}$|0x[0-9a-fA-F]{40}$|0x4AAAAAAA[\w\-]{12,16}$|hmac-sha\d+:|pk_(?:live|test)_|G[AS]1\.\d\.\d+\.\d+$|pk\.eyJ|6L[\w\-]{38,40}$|RW[A-Za-z0-9+/]{50,56}={0,2}$|age1[a-z0-9]{50,70}$|npub1|[xyzt]pub[1-9A-HJ-NP-Za-km-z]{40}|phc_|data:(?:image|audio|video|font)/[\w.+\-]{1,40};base64,"
                  r"|(?:eyJhbGciOi|eyJ0eXAiOi|eyJraWQiOi)[A-Za-z0-9_\-]{8,400}={0,2}$"
-                 r"|(?:iVBORw0KGgo|/9j/4|R0lGOD[dl]h|JVBERi0|d09GMg|d09GRg|UklGR|T2dnUw|SUQz|AAEAAA|T1RUTw|AGFzbQ)[A-Za-z0-9+/]{12}")
+                 r"|(?:iVBORw0KGgo|/9j/4|R0lGOD[dl]h|JVBERi0|d09GMg|d09GRg|UklGR|T2dnUw|SUQz|AAEAAA|T1RUTw|AGFzbQ)[A-Za-z0-9+/]{12}"
+                 r"|(?:" + _PUBLIC_PEM_BASE64 + ")")  # a certificate's or a public key's PEM in base64 (a Secret's tls.crt)
 # Words that prose has and a mnemonic (BIP 39's word list) has not.
 _FUNCTION_WORDS = frozenset("the and for with from that this into then than when have been are was were our your its has but not"
                             " before after on in at of to by stata stato state stati sido été wurde worden".split())  # (and "has been" in other languages)
@@ -2842,6 +2873,8 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
               r"|(?:(?<=mdp )|(?<=passe )|(?<=pass ))c(?![\w'’\-])"  # a French chat's c'est: "le mdp c X"
               r"|(?:(?<=şifresi )|(?<=şifre )|(?<=parolası )|(?<=parola ))d[ea](?![\w'’\-])"  # Turkish's "too": "enable şifresi de X"
               r"|(?<![\w'’])on(?![\w'’\-])"  # Finnish's and Estonian's "is" (after their words only: _given_password)
+              r"|(?<![\w'’])(?:ngu|yi)-(?=\S)"  # isiZulu's "is", joined to what it names: "Iphasiwedi … ngu-k4iz3r-D1ngo"
+              r"|(?:(?<=password )|(?<=part )|(?<=pass )|(?<=pin )|(?<=code ))na(?![\w'’\-])"  # Nigerian Pidgin's "is", after English's words: "second part na -Since1999!"
               r"|c'est|改成了|改成|改为|改為|换成了|换成|換成|设为|設為|更改为|更改為|是|为|為|は|を|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
@@ -2860,6 +2893,7 @@ _MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeto
 # What names the next value as something else, in prose or as a flag (`--project=`).
 _NOT_A_SECRET_BEFORE = (_PROSE_NOT_A_SECRET_BEFORE + "|" + _NAME_FLAG_BEFORE
                         + r"|(?-i:[a-z]I[Dd])[\"']?[ \t]*[:=][ \t]*[\"']?$"  # a camelCase id's value: `credentialsId: 'etl-jobs-nexus'`
+                        + r"|(?-i:[a-z](?:Number|Num|Seq|Offset|Version|Hash|Digest|Checksum))[\"']?[ \t]*[:=][ \t]*[\"']?$"  # and a number's: Kinesis' `"sequenceNumber":"4965…"`
                         + r"|hmac-sha\d+:$")  # a value Vault's audit log hashed
 # The end of what may stand between a credential word and a hex value further on: "… ist 65d2…".
 _HEX_AFTER = r"(?i)(?:[:=：]|" + _CONNECTOR + r")[ \t]*[\"'`(«]?\s*$"
@@ -2912,7 +2946,7 @@ def _find_random_tokens(match: Any) -> list:
     not_a_secret = _NOT_A_SECRET_BEFORE
     spans = [(a, b) for a, b in random_tokens(text, start, match.end("s"), not_a_secret)
              if not _named_as_no_token(text, a) and (not _regex(_HEX_ONLY).fullmatch(text[a:b]) or _hex_follows_the_word(text[start:a]) or _key_given_to_a_call(match.group(), text[start:a], text[a:b]))
-             and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a)
+             and not _names_itself(match.group(), text[a:b]) and not _under_a_digest_column(text, a) and not (a == match.end() and text[a] == "_")  # (the rest of a name the word begins: `${CREDENTIALS_DIRECTORY:-/etc/…}`)
              and not (_regex(r"(?i)session[ _\-]?id").fullmatch(match.group()) and _regex(r"[0-9A-Fa-f]{64}").fullmatch(text[a:b])
                       and (match.group() == "Session-ID" or _regex(r"(?i)\b(?:TLS|SSL|cipher|resum)").search(_line_before(text, a, 200) + text[b:b + 80])))]  # what openssl s_client and TLS logs print of a session
     cookie = _regex(r"(?i)(?:set-)?cookies?\b|-b\b|--cookie\b").match(match.group())  # a cookie's value is a machine's, never a password people chose
@@ -2921,7 +2955,7 @@ def _find_random_tokens(match: Any) -> list:
     if text[match.end():match.end() + 1] == "(" and _regex(r"[\w$]").match(text, max(0, match.start() - 1)):
         given = [(a, b) for a, b in given if text[a - 1:a] in ("\"", "'", "`")]  # a function's name (`fetch_db_password(client: &VaultClient)`): its parameters are no password, a literal it is passed may be
     found = [(a, b) for a, b in sorted(spans + given) if (text[a:a + 3] != "eyJ" or not _is_base64_of_plain_json(text[a:b]))  # (a cookie's JSON prefs in base64)
-             and not _is_certificate_pin(text, a, text[a:b])]
+             and not _is_certificate_pin(text, a, text[a:b]) and not _kept_under_a_path(text, a, text[a:b])]
     if not found and not spans:
         return _secret_in_pieces(match)
     if found and _regex(r"(?i)[ _\-]?id\b").match(text, match.end()):  # what a key's id names: `Key ID: 39cf…`, `APNs key id: R7BR8EL00J`
@@ -2960,7 +2994,7 @@ def _secret_in_pieces(match: Any) -> list:
 
 # A cookie's name and value in a header or a line that sends or sets cookies (`Cookie: a=…; b="…"`, `\"…\"` in a string).
 _COOKIE_PAIR = r"(?:^|(?<=[;\s\"'{]))(?P<name>[\w.\-]{1,80})=(?P<q>\\?\"?)(?P<v>[^;\"'\s\\]{8,4096})(?P=q)(?=[;\"'\s\\]|$)"
-_ANALYTICS_COOKIE = r"(?i)_g|__utm|_fb|ajs_|amplitude|mp_|_hj|_clck|_clsk|optimizely|intercom-(?:id|device)|__stripe_[ms]id|hubspotutk|__hs|_uet|_pk_|muid|anonymous|visitor|device|" + _ROUTING_COOKIE_NAMES
+_ANALYTICS_COOKIE = r"(?i)_g|__utm|ai_(?:session|user)\b|_fb|ajs_|amplitude|mp_|_hj|_clck|_clsk|optimizely|intercom-(?:id|device)|__stripe_[ms]id|hubspotutk|__hs|_uet|_pk_|muid|anonymous|visitor|device|" + _ROUTING_COOKIE_NAMES
 
 
 def _named_session_cookies(text: str, start: int, end: int) -> list:
@@ -2973,7 +3007,8 @@ def _named_session_cookies(text: str, start: int, end: int) -> list:
         name, value = pair.group("name", "v")
         if len(value) < 16:
             continue
-        named = secret_strength(name) >= 1 or _regex(r"(?i)refresh|access|auth|sess").search(name) is not None
+        named = (secret_strength(name) >= 1 or _regex(r"(?i)refresh|access|auth|sess").search(name) is not None) and not _regex(
+            r"(?i)ai_(?:session|user)").fullmatch(name)  # (Application Insights' ai_session names a visit: an analytics cookie)
         if named and _regex(r"[0-9A-Fa-f]{16,128}|" + _UUID).fullmatch(value) or looks_machine_generated(value) and (
                 named or len(value) >= 20 and not _regex(_ANALYTICS_COOKIE).match(name)):
             spans.append(pair.span("v"))
@@ -2993,7 +3028,7 @@ def _hex_follows_the_word(between: str) -> bool:
     if between.count("\n") >= 2 and not _regex(r"[:=：]").search(between):
         return False
     return bool(_regex(_HEX_CONNECTOR).fullmatch(between)
-                or _regex(_HEX_AFTER).search(between) and not _regex(_PROSE_HASH_WORDS).search(between))
+                or _regex(_HEX_AFTER).search(between) and not _regex(_PROSE_HASH_WORDS).search(_regex(r"(?i)hmac[-_ ]?sha-?\d{0,3}").sub("", between)))  # (an HMAC's key: "Signing secret (HMAC-SHA256): …")
 
 
 def _key_given_to_a_call(word: str, between: str, value: str) -> bool:
@@ -3022,7 +3057,8 @@ def _names_passphrase(word: str) -> bool:
 
 
 # Another thing's name, then the connector a value follows: "… pgp-passphrase` in Secrets Manager, la policy è `sepa-export-read`".
-_OTHER_THING_IS = (r"(?i)\b(?:policy|role|group|bucket|queue|topic|namespace|project|cluster|workspace|region|path|file|folder|table|schema|alias)"
+_OTHER_THING_IS = (r"(?i)\b(?:policy|role|group|bucket|queue|topic|namespace|project|cluster|workspace|region|path|file|folder|table|schema|alias"
+                   r"|number|n[úu]mero|nummer|numer|num[ée]ro|order|pedido|ticket|invoice|fatura|factura)"  # "my order number is 884213", "o número do pedido é …"
                    r"[ \t]+(?:is|è|es|ist|est|é|är|jest|was)[ \t]*[`'\"«]?$")
 
 
@@ -3602,6 +3638,8 @@ def _find_call_literals(match: Any) -> list:
     credential or a connection (the user, the URL come first), a literal after an e-mail address."""
     text, spans, literals, previous, chosen = match.string, [], 0, "", []
     called = text[match.start():match.start("s")]
+    if _regex(r"(?i)(?:get|fetch|read|load|retrieve|lookup|resolve|describe|delete|access)_?(?:\w{0,20}_)?secret(?:_?value|_?version)?(?:async)?[ \t]*\($").search(called):
+        return []  # a secret fetched by its name: `_secretClient.GetSecretAsync("sap-rfc-bridge")`, `get_secret_value(SecretId="…")`
     credential_call = _regex(r"(?i)cred|connect|login|auth|passw|secret|database|pw_set|ldap_bind|wifi|create(?:account|user)|mysqli|userinfo").search(called)
     named_call = _regex(r"(?i)passw|passphrase|secret|token|auth|api_?key|sign|hmac|crypt|cipher|aes|gcm|chacha|sqlite3_(?:re)?key").search(called) or _regex(
         r"(?i)\bjw[ts]\.\w+\($").search(text, max(0, match.start() - 4), match.start("s")) or (  # jwt.encode(claims, "…", algorithm=…)
@@ -3673,7 +3711,6 @@ def _find_login_message(match: Any) -> list:
 
 
 # A public PEM block (a certificate, a public key) in base64, as a kubeconfig's client-certificate-data holds it.
-_PUBLIC_PEM_BASE64 = r"LS0tLS1CRUdJTiBDRVJUSUZJQ0FUR|LS0tLS1CRUdJTiBQVUJMSUMgS0VZ|LS0tLS1CRUdJTiBQR1AgUFVCTElD"
 # Commands that print one secret value and nothing else: its first line is the value, whatever
 # its shape (a password a person chose as much as a token).
 _SINGLE_VALUE_COMMAND = (r"(?i)-field[= ]|find-\w+-password[^\n]*[ \t]-w\b|(?:^|[ \t])(?:go)?pass[ \t]+(?:show[ \t]+)?[\w./\-]+[ \t]*$"
@@ -3967,8 +4004,8 @@ def _find_table_cells(match: Any) -> list:
         return []  # C's #define lines, aligned: no table; a command at a prompt (`$ kubectl get secret … -o custom-columns=NS:…,NAME:…`)
     separator = next((c for c in "|;," if c in head), None) if "\t" not in head or "|" in head else None  # (a TSV's cell may hold a comma: `Nachname, Vorname`)
     names = [head[a:b].strip().strip('"') for a, b in _table_cells(head, separator)]
-    if any(_regex(r"[\w.\-]*/[\w./\-]*\.\w{1,5}").fullmatch(name) for name in names):
-        return []  # a test runner's line, not a header: jest's `PASS  src/components/Cart.test.tsx`
+    if any(_regex(r"[\w.\-]*/[\w./\-]*\.\w{1,5}|[0-9a-fA-F]{32,128}|true|false|v\d{1,2}(?:(?:alpha|beta)\d{1,2})?").fullmatch(name) for name in names):
+        return []  # a row, not a header: jest's `PASS  src/components/Cart.test.tsx`, a checksum tool's (`6ae3…a326  pass_0211.cadu`), `kubectl api-resources | grep secret` (`secrets  v1  true  Secret`)
     columns = _credential_columns(names)
     starts = ()  # where a header's columns start, when spaces align them: a long cell may leave one space to the next
     if separator is None and "\t" not in head:  # (tabs split a TSV's cells, whatever their columns: its short rows lack the last cells)
@@ -4049,10 +4086,10 @@ def _credential_columns(names: list) -> tuple:
                      or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|(?:2fa|mfa)(?:[ _](?:secret|backup|codes?|recovery))?|(?:backup|recovery)[ _]codes?").fullmatch(name)):  # a password manager's TOTP seed, backup codes
             columns.append((index, "pin" if _regex(r"(?i)(?:\b|_)pin\b|пин").search(name) else "totp" if _regex(r"(?i)totp|otp|2fa|mfa").search(name)
                                 else "password" if _regex(_PASSWORD_COLUMN).search(name) else "secret"))
-        elif len(name.split()) <= 4 and _regex(r"(?i)(?<![^\s_\-])pin(?![^\s_\-])").search(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET:
-            columns.append((index, "pin"))  # a PIN's label in any order of words: `Code PIN imprimante`, `SIM PIN`
-        elif _regex(r"(?i)(?:api[ \t]?)?(?:키|토큰|시크릿|キー|トークン|シークレット|密钥|秘钥|金鑰|令牌|ключ|токен|секрет)").fullmatch(name.strip()):
-            columns.append((index, "machine"))  # a key's or a token's column in another script: `키`, `トークン`, `ключ`
+        elif len(name.split()) <= 4 and _regex(r"(?i)(?<![^\s_\-.])pin(?![^\s_\-.])").search(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET:
+            columns.append((index, "pin"))  # a PIN's label in any order of words: `Code PIN imprimante`, `SIM PIN`, a card's `PIN.CH`
+        elif _regex(r"(?i)(?:api[ \t]?|[^\W\d_]{1,8}[ \t]?)?(?:키|토큰|시크릿|キー|トークン|シークレット|密钥|秘钥|金鑰|令牌|ключ|токен|секрет)").fullmatch(name.strip()):
+            columns.append((index, "machine"))  # a key's or a token's column in another script: `키`, `가명처리 키`, `トークン`, `ключ`
         elif _regex(_CODE_COLUMN).fullmatch(name.strip()):
             said = _regex(r"(?i)\b(?:" + _CODE_WORDS + r")\b").sub("", name).strip(" _-")  # what the codes are for
             opens = _regex(_PLACE_WORDS + r"|(?i:guard|admin|master|secur|hl[íi]da|spr[áa]v|y[öo]netici|beheerder|maestr|ma[îi]tre)").search(said) is not None or places and not said
@@ -4549,7 +4586,7 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 # rule that finds such a text (context-split-secret, as {PART_LABEL}) and the finder that reads its parts
 # (_SPLIT_PART_VALUE, _SPLIT_PART_LINE) both know them from here.
 _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|половина)|前半段?|後半|后半段|第一段|第二段|第三段|뒷부분|앞부분|الجزء|ท่อนแรก|ท่อนสอง|ท่อนที่สอง|ส่วนแรก|ส่วนที่สอง"""
-               r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\b(?:ilk|ikinci|son)[ \t]+(?:k\ws\wm|parça)"""
+               r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\b(?:ilk|ikinci|son)[ \t]+(?:k\ws\wm|parça)|\bap[aá][ \t]+(?:k[iì][ií]n[ií]|kej[iì]|k[eẹ]ta)|\bsehemu[ \t]+ya[ \t]+(?:kwanza|pili|tatu|mwisho)"""
                r"""|\b(?:cealalt[ăa]|a doua)[ \t]+(?:parte|jum[ăa]tate)|\b(?:első|második)[ \t]+fele|\b(?:première|seconde|deuxième)[ \t]+moitié|\b(?:primera|segunda)[ \t]+(?:mitad|parte)|\b(?:prima|seconda)[ \t]+(?:metà|parte)"""
                r"""|\b(?:primeira|segunda)[ \t]+(?:metade|parte)|\b(?:erste|zweite)[ \t]+(?:hälfte|teil)|\b(?:första|andra)[ \t]+(?:halvan|delen)"""
                r"""|\b(?:eerste|tweede)[ \t]+(?:helft|deel)|\b(?:pierwsza|druga)[ \t]+po[łl]owa|\b(?:1e|1re|1er|2e|2ème|2nd)[ \t]+(?:partie|moitié)\b"""
@@ -4569,7 +4606,7 @@ _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|partea|teil|część|deel
                      r"""(?:[^\n:"'«→]{0,40}(?:[:：→][ \t]*["'«]?|["'«])|(?:は|是|为|為|는|은)?[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?(?:\d{1,2}/\d{1,2}(?:/\d{2,4})?,?[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `, WhatsApp's `[12/3 9:40] Lucía: `
 _SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\-]{0,30}(?:[ \t][^\W\d_][\w.\-]{0,30})?[:：][ \t]*|\d{1,2}[.):][ \t]*)?"""
-                    r"""(?:(?i:(?:first|second|last|other|primera|segunda)[ \t]+)?(?i:half|part[ \t]?\d?|mitad|parte[ \t]?\d?|second|segunda|rest|resto|baa?ki)[^\n:]{0,40}:[ \t]*"""
+                    r"""(?:(?i:(?:first|second|last|other|primera|segunda)[ \t]+)?(?i:half|part[ \t]?\d?|mitad|parte[ \t]?\d?|second|segunda|rest|resto|baa?ki)(?:[^\n:]{0,40}:[ \t]*|[ \t]+(?i:is|na|es|ist|est|é|è)[ \t]+)"""
                     r"""|\(suite\)[ \t]*|""" + _PART_LABEL + r"""[^\n:：]{0,20}[:：]?[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*(?:(?:\(|<-|←)[^\n]{0,80})?$""")  # (a speaker, a label; a note after it: "(no space)")
 
 
@@ -4595,7 +4632,7 @@ def _find_split_parts(match: Any) -> list:
         spans += [found.span(1) for found in (above, rest) if found]
     trim = lambda start, end: (start, end - (text[end - 1:end] in (",", ";")))  # a sentence's comma after the part
     parts = {trim(*span) for span in spans if _is_secret_part(text[slice(*trim(*span))])
-             and not _regex(r"[`(]?(?:[A-Za-z]{1,6}(?:[_\-][A-Za-z]{1,5})?[_\-]|[A-Za-z]{1,12}(?:_[A-Za-z]{1,8}){0,2}_)[`)]*[.,;:]?").fullmatch(text, *trim(*span))}  # a vendor's prefix: "starts with `sk_live_`", `samsara_api_` (a passphrase's piece ends with `-`: `marble-chaand-`)
+             and not _regex(r"[`(]?(?:[A-Za-z]{1,6}(?:[_\-][A-Za-z]{1,5})?[_\-]|[A-Za-z]{1,12}(?:_[A-Za-z]{1,8}){0,2}_|[A-Z]{2,12}(?:_[A-Z]{2,8}){1,2})[`)]*[.,;:?]?").fullmatch(text, *trim(*span))}  # a vendor's prefix: "starts with `sk_live_`", `samsara_api_`, "começa com APP_USR?" (a passphrase's piece ends with `-`: `marble-chaand-`)
     plain = {trim(*span) for span in labeled if text[span[0] - 1:span[0]] != "«" and _is_plain_part(text[slice(*trim(*span))])}
     return sorted(parts | plain if parts else ())  # a plain word only beside a part no sentence holds: `pierwsza część: sophie` ⏎ `druga część: .krakow20`
 
@@ -4964,8 +5001,8 @@ def _accept_webhook_token(match: Any) -> bool:
     """A webhook's token: random (_looks_random), a UUID, or a name with a machine-made tail
     (`shed-door-Vw7GcJ6hNi8KeE5vK7vZ5lO7`); after an integration's id, both random."""
     integration, _, value = match.group("s").rpartition("/")
-    if integration and not (_looks_random(integration) or looks_machine_generated(integration)):
-        return False  # (Rocket.Chat's ids may hold no digit: `lexNQNCNOJfoijpnFPHfMaMX`)
+    if integration and not (_looks_random(integration) or looks_machine_generated(integration) or len(value) >= 32 and _looks_random(value)):
+        return False  # (Rocket.Chat's ids may hold no digit: `lexNQNCNOJfoijpnFPHfMaMX`; a long random token after one is proof enough)
     tail = _regex(r"(?:[a-z]+[_\-])+([A-Za-z0-9]{16,})").fullmatch(value)
     return (_looks_random(value) or _regex(_UUID).fullmatch(value) is not None
             or tail is not None and looks_machine_generated(tail.group(1)))
@@ -5701,10 +5738,15 @@ rpc-endpoint-key             random                 (?:alchemy\.com|infura\.io|q
 render-deploy-hook           -                      api\.render\.com/deploy/srv-[a-z0-9]{8,40}\?key=(?P<s>[A-Za-z0-9_\-]{8,64})
 #   catch: curl -X POST https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=«VYnBnnKXToe»
 #   keep:  curl -X POST "https://api.render.com/deploy/srv-mhi4rbq92panpfgwptp8?key=$RENDER_DEPLOY_KEY"
+# A Harbor robot account and its secret, as Harbor, docker login and kubelet's pull errors print them.
+harbor-robot-secret          machine-made           (?<![\w$])robot\$[\w.\-]{1,64}(?:\+[\w.\-]{1,64})?:(?P<s>[A-Za-z0-9]{32})(?![\w])
+#   catch: 401 Unauthorized (robot$fms-pull:«RqZvuzveV6REnfduKAwLGkMW2yLWl7Dj»)
+#   keep:  docker login harbor.example.local -u 'robot$ci+builder' --password-stdin < robot.secret
 # A link that lets whoever holds it in: a build hook (Netlify), a review's view-only or private link (OSF,
-# figshare), an anonymous SharePoint or OneDrive share, a Dropbox link's rlkey.
-anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|/api/snapshots-delete/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.[a-z]{2,10}/:[a-z]:/[gs]/(?:personal|sites)/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|\.sharepoint\.[a-z]{2,10}/:[a-z]:/s/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.[a-z]{2,10}/rec/(?:download|share|play)/(?=[A-Za-z0-9_\-.]{0,199}\d)|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess)(?P<s>[A-Za-z0-9_\-.]{10,200})
+# figshare), an anonymous SharePoint or OneDrive share, a Dropbox link's rlkey or a Dropbox Transfer's.
+anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|/api/snapshots-delete/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.[a-z]{2,10}/:[a-z]:/[gs]/(?:personal|sites)/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|\.sharepoint\.[a-z]{2,10}/:[a-z]:/s/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.[a-z]{2,10}/rec/(?:download|share|play)/(?=[A-Za-z0-9_\-.]{0,199}\d)|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess|dropbox\.com/t/)(?P<s>[A-Za-z0-9_\-.]{10,200})
 #   catch: Delete URL: https://grafana.example.local/api/snapshots-delete/«yZz5Cu4LIadBVnuZNTa6c1kGxzV3cssU»
+#   catch: the raw flights, through a transfer link: https://www.dropbox.com/t/«WVZAl8sUI0uuXZEoe65B»
 #   catch: curl -X POST -d {} https://api.netlify.com/build_hooks/«87283900569fc8827e4d5186»
 #   catch: https://osf.io/x7kq2/?view_only=«3809655b4531025e81cea98ee0622457»
 #   catch: Data availability (for review only): https://figshare.com/s/«a8e181b72227a36bbc83»
@@ -5734,6 +5776,10 @@ teams-webhook-signature      -                      IncomingWebhook/[^\s/]{1,64}
 discord-webhook              -                      discord(?:app)?\.com/api/webhooks/\d+/(?P<s>[A-Za-z0-9_\-]{20,})
 #   catch: https://discord.com/api/webhooks/123456789012345678/«EXAMPLEexampleEXAMPLEexample_token-0123»
 #   keep:  https://discord.com/api/webhooks/{webhook.id}/{webhook.token}
+# Dooray's incoming webhook: its path ends in its token (`/services/<org>/<hook>/<token>`).
+chat-webhook-token           machine-made           hook\.dooray\.com/services/\d{6,25}/\d{6,25}/(?P<s>[A-Za-z0-9_\-]{20,80})(?![\w\-])
+#   catch: const DOORAY_URL = 'https://hook.dooray.com/services/7213285730813652582/9298297709016690125/«KwVlQQ8z3G6GYrrTgSBcgj»';
+#   keep:  https://hook.dooray.com/services/{tenant}/{hook}/{token}
 # Oracle Cloud's pre-authenticated request: the token in the URL's path is the credential.
 oci-pre-authenticated-url    -                      (?:objectstorage\.[\w\-]+\.oraclecloud\.com|"access-uri":[ \t]*")/p/(?P<s>[\w\-]{32,})/n/
 #   catch: "access-uri": "/p/«clTsJrqXMcRfaIGDb22gNr0yEfdP5F2Ry1IWvfYDmG4U3UWLd4IMFA6Bcd9t0-OV»/n/axk2qz4mbn1r/b/db-exports/o/pg/full.dump",
@@ -5886,10 +5932,11 @@ discord-bot-token            -                      (?P<s>[MNO](?<![A-Za-z0-9_\-
 flask-session-cookie         -                      (?<![\w.\-])\.(?P<s>eJ[\w\-]{16,4096}\.[\w\-]{6}\.[\w\-]{27})(?![\w\-])
 #   catch: can you decode this flask session cookie? .«eJwlzE0KgjAQBeCrhLv4QfpXfQ4kDTKhqUcDc7pXnTx0dByVbGXvcXQf.Z4kQ2w.lyGd8PmRH_7utAmjNGmRBCEGpvU»
 #   keep:  tar -xf release.eJ12.tgz
-jwt                          -                      {L}(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*|(?=[ \t]*\r?\n[ \t]*(?:\|[ \t]+)?[A-Za-z0-9_\-]{8,}))){R}
+jwt                          jwt                    {L}(?P<s>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*|(?=[ \t]*\r?\n[ \t]*(?:\|[ \t]+)?[A-Za-z0-9_\-]{8,}))){R}
 #   catch: DEBUG issued service token for catalog:\n    «eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIyODgxOCIsInJ»\n    «vbGUiOiJkZXBsb3llciIsImlhdCI6MTcyODIyMjQ5MCwianRpIjoiTFZZb0V»\n    «VQnJ4QjBJIn0.iyrOiiCkJCIJ48RBAvvGdr8Sp8_hMgWQ8HG39WCVc5l»
 #   catch: jwt «eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk»
 #   keep:  the header alone: eyJhbGciOiJIUzI1NiJ9
+#   keep:  unsigned, for the docs: eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJleGFtcGxlLXVzZXIiLCJzaXRlIjoiQ04ifQ.
 other-provider-token         -                      {L}(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,})){R}
 #   catch: vault login «hvs.EXAMPLEexampleEXAMPLE0123»
 #   keep:  service tokens start with hvs.
@@ -6011,6 +6058,17 @@ hex-private-key              -                      (?i)(?:(?:private|priv|secre
 #   catch: the deployer private key is «0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318»
 #   catch: Exported private key (wallet "treasury-2"):\n«0x9f2d41c07be3a55816e0d7c2b94a1f63e8d05b7a2c6f19e4d38b0a7f5c21e694»\n
 #   keep:  tx hash 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318
+# A password PowerShell encrypted with DPAPI (ConvertFrom-SecureString, Export-Clixml's `<SS N="Password">`), in
+# hex: its blob's header is DPAPI's, and the account that wrote it, or anyone who runs as that account, reads it back.
+dpapi-secure-string          -                      (?<![0-9A-Fa-f])(?P<s>01000000d08c9ddf0115d1118c7a00c04fc297eb[0-9A-Fa-f]{64,16384})(?![0-9A-Fa-f])
+#   catch: <S N="UserName">CORP\svc_report</S>\n<SS N="Password">«01000000d08c9ddf0115d1118c7a00c04fc297eb0100000049415425d020c7caaf28a5caae58612b196045ef1f8be78f6bf738489d61b02d104a9ef888138e499f»</SS>
+#   keep:  the DPAPI header is 01000000d08c9ddf0115d1118c7a00c04fc297eb
+# A symmetric key's bytes in hex where a key store lists it with its algorithm (`"alg": "AES-256-GCM", … "value": "0x…"`,
+# `algorithm: HMAC-SHA-256` ⏎ `value : 0x…`): an AES, HMAC or ChaCha20 key, not a digest (SHA's, MD5's).
+cipher-key-listing           -                      (?i)(?<![\w\-])alg(?:orithm)?["']?[ \t]*[:=][ \t]*["']?(?:aes|hmac|chacha20|3des|des3|tdes|camellia|sm4)(?![a-z])[^\n]{0,160}?(?:\r?\n[^\n]{0,160}?){0,3}?(?<![\w\-])(?:value|key|key_?value|material|secret|raw)["']?[ \t]*[:=][ \t]*["']?(?P<s>(?:0x)?[0-9A-Fa-f]{32,128})(?![0-9A-Za-z])
+#   catch: {"id": 1, "alg": "AES-256-GCM", "state": "ACTIVE", "value": "«0x5D4F37B3CA24160C5037DC531ACE96D68EF336D6A110BDDAFDAEC29E5D71B0E1»"}
+#   catch: key_id   : 14\npurpose  : TC_AUTH\nalgorithm: HMAC-SHA-256\nvalue    : «0xb742fcfba41bc6e951c6e3f62501ceae024dd711ebce2421e1ba35edfcdfb257»
+#   keep:  algorithm: SHA-256\nvalue: 0xb742fcfba41bc6e951c6e3f62501ceae024dd711ebce2421e1ba35edfcdfb257
 # A private key or seed of 64 hex digits decoded from a literal in code: seed := hex.DecodeString("…").
 hex-decoded-key              -                      (?i)(?<![\w.])(?:seed|priv(?:ate)?_?key|privkey|secret_?key|signing_?key|sk)[ \t]*(?:,[ \t]*_[ \t]*)?(?::=|=)[ \t]*[\w.]{0,40}\([ \t]*["'](?P<s>[0-9a-f]{64})["']
 #   catch: seed, _ := hex.DecodeString("«14385e41df7af3f8b87caad9f192d447dd4a494897fcf74127fa301c30752d31»")
@@ -6021,8 +6079,9 @@ base64-user-password-line    base64-password-line   (?m)^[ \t]*(?P<s>[A-Za-z0-9+
 #   catch: Run echo "$DB_CREDS" | base64\n«YmFja2VuZDpEb251dFRodW5kZXI1MUA=»\nRun ./scripts/migrate.sh
 #   keep:  dXNlcm5hbWU6cGFzc3dvcmQ=
 # Base64 of user:password (Docker's "auth", npm's _auth, a credentials field).
-base64-user-password         user-password-base64   (?i)(?:(?:auth|ident|basic|credentials?|creds)["']?[ \t]*[:=][ \t]*["']?|(?<![\w\-])basic[ \t]+)(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])
+base64-user-password         user-password-base64   (?i)(?:(?:auth|ident|basic|credentials?|creds)["']?[ \t]*[:=][ \t]*["']?|(?<![\w\-])basic(?:[ \t]+|\+))(?P<s>[A-Za-z0-9+/]{8,1024}={0,2})(?![A-Za-z0-9+/=])
 #   catch: {"auths": {"registry.example.com": {"auth": "«ZGVwbG95OmhhcmJvcjE3»"}}}
+#   catch: 2025-03-11 04:31:17 10.30.5.12 POST /api/export - 443 - 10.30.8.77 Basic+«amVua2luczowMTJiM2QxMTg2NTI3NDQxNzZhMQ==» 401
 #   catch: _auth=«Y2k6UzNjcmV0UGFzcw==»
 #   catch: npmAuthIdent: "«ZGVwbG95OmhhcmJvcjE3»"
 #   keep:  {"auths": {"registry.example.com": {"auth": "", "identitytoken": "${TOKEN}"}}}
@@ -6101,7 +6160,8 @@ sqlcmd-password              not-reference          (?<![\w-])(?:sqlcmd|bcp|osql
 ldap-bind-password           not-reference          (?<![\w-])ldap\w*\b{COMMAND}\s-w\s+{TOOL_VALUE}
 #   catch: ldapsearch -x -D "cn=admin,dc=example,dc=com" -w '«Saffron2395!»' -b "dc=example,dc=com"
 #   keep:  ldapsearch -x -D "cn=admin,dc=example,dc=com" -w "$LDAP_PW" -b "dc=example,dc=com"
-user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}u|-user|a|-auth|-basic-auth)(?:\s+|=)["']?(?P<user>[^\s:'",]*)[:,](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
+user-password-flag           user-password          -(?<![\w-]-)(?:[a-zA-Z]{0,3}u|-user|a|-auth|-basic-auth)(?:[ \t]+|=)(?P<q>["']?)(?P<user>[^\s:'",]*)(?:(?P=q)(?<=["'])(?=:))?[:,](?P<s>'[^'\n]+'|"[^"\n]+"|[^\s'"]+)
+#   catch: curl -s --user 'int.fms.alerts':'«l3kker.Cachup1n»' https://itsm.example.com/api/now/table/incident
 #   keep:  deploy-docs:\n\tlftp -c "open -u docs,$$DOCS_SFTP_PASSWORD sftp://docs.example.de; mirror -R site/ /var/www/docs"
 #   catch: ##[command]curl -u :«ftchfksa62ypypzcly5ofijlcwtbiksld0g0q2n7578usewrouxi» https://feeds.dev.azure.com/harbor/_apis/packaging/feeds
 #   catch: curl -u admin:«pa55word» https://ci.example.com
@@ -6289,8 +6349,9 @@ env-directive                assignment             (?m)^[ \t]*(?:SetEnv|PassEnv
 redis-auth-logged            not-reference          "AUTH"(?:[ \t]+"[^"\n]{1,64}")?[ \t]+"(?P<s>[^"\n]{4,512})"(?=[ \t]*$|[ \t]*\n)
 #   catch: 1718100000.123456 [0 10.229.44.8:53422] "AUTH" "«UHmSY8nagFyQVESSi07qWlIOzZox5WGM»"
 #   keep:  1718100000.123456 [0 10.229.44.8:53422] "GET" "session:42"
-sshpass                      not-reference          \bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{TOOL_VALUE}
+sshpass                      not-reference          \bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+(?:"[^"\n]{0,80}"\s+|'[^'\n]{0,80}'\s+)?)*-p\s*{TOOL_VALUE}
 #   catch: sshpass -p '«batman_forever»' ssh admin@10.0.3.7
+#   catch: sshpass -P "Enter passphrase" -p '«Cata.23725»' ssh-add ~/.ssh/plc_backup_ed25519
 #   keep:  sshpass -p "$SSHPASS" ssh admin@10.0.3.7
 #   keep:  usage: sshpass -p password ssh host
 login-password               not-reference          \b(?:docker|podman|buildah|skopeo|nerdctl|helm|oc|az|cf|crane|regctl)(?:\s+[\w.\-]+){0,2}?\s+login\b{COMMAND}\s-p(?:\s+|=){TOOL_VALUE}
@@ -6508,9 +6569,10 @@ google-session-cookie        -                      (?<![\w.\-])(?P<s>g\.a000[A-
 #   catch: __Secure-3PSID=«g.a000CYzsQ3NfYzcf5NBf6YuckCrYSdzpVwlQw2a_HOorf-kuxP3HmHScXCEBsl7A7U»
 #   keep:  g.a000 is the prefix of Google's SID cookie
 # A cookie written as a browser sets it, `name=value; Domain=…; Path=/`, in code or a header: a value a machine made.
-cookie-with-attributes       machine-made           (?<![\w.\-])[\w.\-]{2,60}=(?P<s>[^;\s'"=]{16,4096})[ \t]*;[ \t]*(?i:domain|path|expires|max-age|secure|httponly|samesite)\b
+cookie-with-attributes       machine-made           (?<![\w.\-])(?!ai_(?:session|user)=)[\w.\-]{2,60}=(?P<s>[^;\s'"=]{16,4096})[ \t]*;[ \t]*(?i:domain|path|expires|max-age|secure|httponly|samesite)\b
 #   catch: jar.setCookieSync('unity-cookies-sso=«ZL7oNw7G38Qrkak3T0Jfci7AjKHJ9kMtNjaxVxDaOgcKp2EMBSuXKSweHTGw9RXm»; Domain=.unity.com; Path=/; Secure', 'https://id.unity.com');
 #   keep:  document.cookie = "theme=dark-high-contrast-v2; Path=/; SameSite=Lax";
+#   keep:  Set-Cookie: ai_session=Uxz9g1ks|1741675200000|1741675261000; Path=/; Secure; SameSite=None
 # A session's cookie by its name's end (grafana_session=, tally_sid=), wherever it is written: a machine's value.
 named-session-cookie         random                 (?<![\w.\-])(?:_?[A-Za-z][\w\-]{0,40}(?:[_\-.]session|[_\-.]sess|[_\-.]sid)=|[A-Za-z]{2,20}(?:SESSION|SESSID|session|sessid|(?<!in)(?<!a)(?<!be)(?<!out)(?<!re)sid)=|\.ASPXAUTH=|MYSAPSSO2=|SAP_SESSIONID_[A-Z0-9]{3}_\d{3}=|JSESSIONID\.[0-9a-f]{6,12}=(?=node0)|(?i:(?:[a-z]\w{0,20}_)?li_at)[ \t]*=[ \t]*["']?)(?P<s>[A-Za-z0-9%_\-.]{16,4096})
 #   catch: Cookie aus der Leitstelle: DISPSESSION=«Rt8Tq3Zs6Jm0Ua2Ke9Hj5GfWd4Hq9Lm2»
@@ -6693,10 +6755,18 @@ ftp-user-command             not-reference          (?:\bftp\b[^\n]*(?:<<|\|)[^\
 #   catch: $ ftp -n files.example.com <<END\nuser backup «Nebula1050$»\nbinary\nget release.tar.gz\nEND
 #   keep:  $ ftp -n files.example.com <<END\nuser backup $FTP_PASSWORD\nEND
 #   catch: ftp> open vault.ops.lan\nConnected to vault.ops.lan.\nftp> user tkimura «manzana326»\n230 Login successful.
+# A batch file that writes an ftp script a line at a time, for `ftp -s:ftpcmd.txt`.
+ftp-script-echo              not-reference          (?<![\w\-])echo[ \t]+user[ \t]+\S+[ \t]+(?P<s>[^\s>]{4,128})[ \t]*>>?
+#   catch: echo user tmg_upload «T1g3r?ver4n02»>> ftpcmd.txt
+#   keep:  echo user %FTP_USER% %FTP_PASS%>> ftpcmd.txt
 # pass insert fed by a here-document: its first line is the password.
 pass-insert-here-document    not-reference          \bpass[ \t]+insert\b[^\n]*<<-?[ \t]*['"]?\w+['"]?[ \t]*\r?\n[ \t]*(?P<s>[^\n]{1,256}?)[ \t]*(?=\r?\n|$)
 #   catch: app@devbox svc-auth % pass insert -m work/helios/db <<EOF\n«Herbst2024.»\nuser: acosta\nEOF
 #   keep:  pass insert -m work/helios/db <<EOF\n$DB_PASSWORD\nEOF
+# A password flag's value as Linux's audit log records a command's arguments: `a1="-p" a2="…"`.
+auditd-password-argument     not-reference          (?<=\ba\d)="(?:-p|-P|--password|--passwd|--pass|-pass|-pw|--pw)"[ \t]+a\d{1,2}="(?P<s>[^"\n]{4,256})"
+#   catch: type=EXECVE msg=audit(1741766402.118:90211): argc=6 a0="sshpass" a1="-p" a2="«maFAJ#lhKih6Jc#3jdkUrFh»" a3="ssh"
+#   keep:  type=EXECVE msg=audit(1741766402.118:90212): argc=4 a0="sshpass" a1="-p" a2="$SSHPASS" a3="ssh"
 # A here-document fed to a login on its standard input: `cat <<EOF | oras login … --password-stdin`.
 here-document-login          not-reference          (?:\bcat[ \t]+<<-?[ \t]*['"]?\w+['"]?[ \t]*\|[^\n]*(?:--password-stdin|--token-stdin|\blogin\b|passwd)|(?:--password-stdin|--token-stdin)[^\n]*<<-?[ \t]*['"]?\w+['"]?)[^\n]*\r?\n[ \t]*(?P<s>[^\s]{6,256})[ \t]*(?=\r?\n|$)
 #   catch: cat <<EOF | oras login myregistry.azurecr.io -u 00000000-0000-0000-0000-000000000000 --password-stdin\n«HczqvHO0AjcLsW7phN1rjqifwmYmkvj5Xf5oktZ6»\nEOF
@@ -6903,6 +6973,7 @@ webhook-path-token           webhook-token          (?i)://(?:(?:web)?hooks?\.[\
 #   catch: curl 'https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=«2f2f4a85-a879-409f-88d9-eac4447fd47c»'
 #   catch: curl -X POST http://ha.lan:8123/api/webhook/«shed-door-Vw7GcJ6hNi8KeE5vK7vZ5lO7»
 #   catch: Bash(curl -s -X POST -d 'payload={"text": "done"}' https://chat.example.farm/hooks/«9jg9xdn4i9wz0z8eal78z4ki4q»)
+#   catch: INTEGRATION_URL=https://chat.example.mx/hooks/«yplqxSmlzMHuGuTVq/N7Ewsi16gPSJhsjxgBsDKBVJmlzwpR9IETpqfo2KzpNRgLxH»
 #   keep:  https://docs.example.com/guides/webhooks/getting-started-with-signatures
 #   catch: curl -X POST https://oncall.example.net/oncall/integrations/v1/formatted_webhook/«Qv7LmZ2pX9cRt4KwB8nY3dHs»/
 #   catch: Webhook URL: https://chat.example-ops.io/hooks/«Xk3mPq8RtW2vNz7Lc/Hy4nB8qT2zLm6WcR1xKd9VfJ3pGs7YhQ5uNb2eMa0tCw»
@@ -7561,12 +7632,13 @@ code-for-a-place             place-code             (?i)(?:(?<![\w\-])(?:code|co
 #   keep:  Barcode: 5901234123457
 #   keep:  the alarm service crashed with code 1337
 # A list of access codes by the place each opens ("Haustür:  52290669", "- Alarm panel: 1234567#", "main door ...... 361886"):
-# a label that names a place (_PLACE_WORDS), a colon or leader dots (a code's word may follow), and five to eight digits.
-place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*|\d{1,2}(?:\.\d{1,2}){0,2}\.?[ \t]+)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+(?:[^\W\d_][\w'’\-()]{0,30}|\d{1,4}[A-Za-z]{0,2})){0,3})[ \t]*(?:[:：]|\.{3,}|…{2,})[ \t]*(?:(?:code|código|codigo|codice|kod|kód|kode)[ \t]+)?`?(?P<s>\d{5,8}[#*]?)`?[ \t]*(?:[+(—–][^\n]{0,60})?$
+# a label that names a place (_PLACE_WORDS), a colon, leader dots or an arrow (a code's word may follow), and five to eight digits.
+place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*|\d{1,2}(?:\.\d{1,2}){0,2}\.?[ \t]+)?(?P<place>[^\W\d_][\w'’\-]{0,30}(?:[ \t]+(?:[^\W\d_][\w'’\-()]{0,30}|\d{1,4}[A-Za-z]{0,2}|\([^()\n]{1,30}\))){0,3})[ \t]*(?:[:：]|\.{3,}|…{2,}|-{1,2}>|→)[ \t]*(?:(?:code|código|codigo|codice|kod|kód|kode)[ \t]+)?`?(?P<s>\d{5,8}[#*]?)`?[ \t]*(?:[+(—–][^\n]{0,60})?$
 #   catch: 3. Systems\n   3.4 Safe in back room: «60218834»\n4. Keys
 #   catch: Büro Zugangscodes\n-----------------\nHaustür:        «52290669»\nAlarmanlage:    «35826414»
 #   catch: Office codes (Istanbul, Levent)\nmain door ...... «361886»\nserver room .... «494825»
 #   catch:   Puerta principal ........ código «411944»\n  Alarma .................. «696533»
+#   catch: Transcribed from the whiteboard:\n  Door keypad (server room) -> «190587»
 #   keep:  Chapter 3 .......... 123456\nRelease notes ....... 202405
 #   keep:  Building:  10250\nFloor: 3
 #   keep:  Port: 5432
@@ -7972,7 +8044,7 @@ context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|
 #   keep:  {"op": "subscribe", "args": ["orderbook.50.BTCUSDT", "publicTrade.BTCUSDT"]}
 #   keep:  {"type": "login", "status": "ok", "session": "user-4471", "at": "2026-03-02T10:11:12Z"}
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
-context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)(?:["'][ \t]*:[ \t]*["']|[ \t]*[:=][ \t]*)|(?<![\w\-])cookies?\.(?:set|add|update)\(|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=)|(?<![\w\-])cookies?[ \t][^\n:=]{1,40}:[ \t]*(?=[\w.\-]{1,64}=)|(?<![\w\-])cookies\.(?:get_dict|items|as_dict|to_dict)\(\)[ \t]*(?:\)[ \t]*)?\r?\n(?=\{))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
+context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)(?:["'][ \t]*:[ \t]*["']|[ \t]*[:=][ \t]*)|(?<![\w\-])(?:cookies?|jar|cookie_?jar)\.(?:set|add|update)\(|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=)|(?<![\w\-])cookies?[ \t][^\n:=]{1,40}:[ \t]*(?=[\w.\-]{1,64}=|[A-Za-z0-9%+/_\-]{40,4096}(?:[ \t]*(?:\r?\n|$)))|(?<![\w\-])cookies\.(?:get_dict|items|as_dict|to_dict)\(\)[ \t]*(?:\)[ \t]*)?\r?\n(?=\{))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
 #   catch: curl 'https://github.com/settings' -b '_octo=GH1; logged_in=yes; same_site=«b2wRyyikMPtj65h7zYStRbxYCPxVOSuqEq2YeyzQ-kBYU2dO»'
 #   keep:  Cookie: _ga=GA1.2.344572755.7222572944; cookie_consent=accepted; theme=light
 #   keep:  Cookie: _ga=GA1.1.501702227.9419076251; _ga_J8DI95943U=GS1.1.1254970757.11.1.2200763613.0.0.0
@@ -7986,6 +8058,8 @@ context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-coo
 #   catch: Cookie: DomAuthSessId=«5C2E9A0B77D14F3E8A6B1C9D2E4F6A81»; s.SessID=«7f3c9a2e-4b1d-4e8a-9c6f-2d5b8e1a3f70»
 #   catch: curl -sk -b "id=«Vr8Kq2Zx5Lm9Tp3WbN4cD7fHs1JyQ6uE0gAiOt»; lang=it" https://nas.local:5001/webapi/entry.cgi
 #   keep:  Cookie: ajs_anonymous_id=7f3c9a2e-4b1d-4e8a-9c6f-2d5b8e1a3f70; theme=dark-high-contrast-v2
+#   catch: jar.set('https://lims.example.local', 'LIMSAUTH', '«Oeq5IRwHu+7pxHS+fTVOEFro/NChDiKCt3S0m02mzx4=»');
+#   catch: this is the MYSAPSSO2 cookie i see in the browser: «AjQxMDMBABhQAFIARAAgACAAIAAEABgyROOPEj7DmVXbYfal%2BHoNyEO%2FvxTYk1DjUeZB6kxb9L%2FDx»
 # A browser's cookies as rows under what lists them (a SELECT from a Cookies file, developer tools'
 # Application > Cookies, a list that ends with a colon): the machine-made values.
 context-cookie-rows          cookie-rows            (?im)^[^\n]*(?:\bfrom[ \t]+(?:moz_)?cookies\b|/cookies\b[^\n]{0,80}['"]|\bcookies?\b[^\n]{0,120}:[ \t]*$|application[ \t]*(?:>|→|›|»)[ \t]*cookies|^[ \t]*name[ \t]{2,}value[ \t]{2,}domain\b)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,20}))
@@ -8285,7 +8359,7 @@ app-password-groups          app-password           (?i)(?<![\w\-])(?:pass(?:wor
 # A secret sent in parts, as a chat or a note says it does ("in two messages", "first half: …", "part 2: …",
 # "en deux fois :", "分割"): near a credential word, each part given after its label, in quotes after
 # the words, or alone on a line (a chat line's time and name before it).
-context-split-secret         split-parts            (?i)(?:\bin[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|(?<=(?:\ben|\bem|\bin|\bna|[ \t]w)[ \t])(?:dos|duas|dois|due|zwei|dwóch|dwa|две|два)\b|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\b(?:part|parte|partea|teil|deel|część|cast|část|časť|rész)[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\b(?:continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|продолжение|продовження):|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|în două|in doua|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+part\b|\bdo[ \t]+hisson|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*(?::[ \t]*)?(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
+context-split-secret         split-parts            (?i)(?:\b(?:in|for)[ \t]+(?:two|2|three|3)[ \t]+(?:parts|messages|pieces|halves)|(?<=(?:\ben|\bem|\bin|\bna|[ \t]w)[ \t])(?:dos|duas|dois|due|zwei|dwóch|dwa|две|два)\b|\b(?:first|second|other|last)[ \t]+(?:half|part|bit|piece|chunk)\b|\b(?:part|parte|partea|teil|deel|część|cast|část|časť|rész)[ \t]?[1-3]\b|\ben[ \t]+deux[ \t]+(?:fois|parties|messages)|\btoo[ \t]+long[ \t]+for[ \t]+one[ \t]+message|\b(?:continuing|pokračování|pokracovani|folytatás|continuare|continuación|continuação|fortsetzung|συνέχεια|продолжение|продовження):|\b(?:hit|pressed)[ \t]+enter[ \t]+too[ \t]+(?:early|soon)|分割|{PART_LABEL}|\ben[ \t]+dos[ \t]+(?:partes|líneas|lineas|mensajes)|\b(?:première|seconde|deuxième)[ \t]+partie|\b(?:pierwsza|druga)[ \t]+część|\bin[ \t]+zwei[ \t]+(?:teilen|nachrichten)|\b(?:teil|parte|partie|część|deel)[ \t]?[1-3]\b|\(cont(?:inued)?\)|\bthe rest is\b|\brest:|\bcut off\b|\bgot cut\b|\bcut it\b|\bin[ \t]+(?:pieces|parts|halves|chunks)\b|\bhalves\b|\bmitad\b|\bresto?[ \t]+(?:ist|es|est|é|è)\b|\bfängt[ \t]+mit\b|\(suite\)|\bla suite\b|продолжени|\bbaaki\b|\bbaki\b|двумя[ \t]+(?:кусками|частями|сообщениями)|分两段|两段|na dvakrát|na dwa razy|în două|in doua|em duas partes|em duas mensagens|у два|в два|на дві|на две|ครึ่ง|\biki[ \t]+parça|\bdo[ \t]+parts?\b|\bdo[ \t]+hisson|\bap[aá][ \t]+m[eé]j[iì]\b|\benter[ \t]+te[ \t]+vroeg|\bhinten[ \t]+dran\b|\bzu[ \t]+früh[ \t]+enter|두번에|두 번에|두개로|두 개로|2 phần|hai phần|i två delar|\b(?:pass(?:word)?|pw|token|secret|key|κωδικός|пароль|contraseña|senha|passwort|hasło|heslo)\b[^\n]{0,60}?\b(?:is|are|είναι|это|es|é|est|ist|è|jest|je|är)[ \t]*(?::[ \t]*)?(?=\r?\n))[^\n]{0,200}(?:\n(?P<s>[^\n]{0,200}(?:\n[^\n]{0,200}){0,5}))?
 #   catch: Javier Ortega: la clave del Ignition es larga, te la mando en dos\nJavier Ortega: «Gateway.Zgz»\nJavier Ortega: «#2025-Linea2»
 #   catch: the vpn password starts with «Kv7#pq» and ends with «91!zeta», ok?
 #   catch: 佐藤: DBのパスワード前半は «maple-orbit» です\n佐藤: 後半は «r-canyon-44» です
@@ -8475,7 +8549,7 @@ context-yaml-block           block-lines            (?m)^(?P<indent>[ \t]*)(?:-[
 ACCEPT_CHECKS = {
     "-": None, "not-reference": _accept_not_reference, "file-password": _accept_file_password, "env-value": _accept_env_value, "url-password": _accept_url_password, "url-password-wide": _accept_url_password_wide, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
     "keystore": _accept_keystore, "no-digest-said": _accept_no_digest_said, "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
-    "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value,
+    "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value, "jwt": _accept_jwt,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "key-body": _accept_key_body, "quoted-key": _accept_quoted_key,
     "machine-made": _accept_machine_made, "login-at-host": _accept_login_at_host, "reset-password": _accept_reset_password, "voucher": _accept_voucher, "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
     "named-random": _accept_named_random, "fallback": _accept_fallback, "cookie-value": _accept_cookie_value, "cookie-row-value": _accept_cookie_value, "password-flag": _accept_password_flag, "argument": _accept_argument,
@@ -8732,6 +8806,7 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
     if REDACTED in text:
         text, count = _redact_continuation(text, count, replaced)
         text, count = _redact_first_part(text, count, replaced)
+        text, count = _redact_next_message_part(text, count, replaced)
     if REDACTED in text:
         text, count = _redact_same_shape(text, count, replaced)
         text, count = _redact_named_beside(text, count, replaced)
@@ -8978,7 +9053,7 @@ def _is_a_quoted_password(value: str) -> bool:
 # and one token ("  PPD      pharmaco_biostat  kiw1&k3ttle9", "Plan 3   Canon C5840 admin  tiger-C0ff33").
 _ACCOUNT_LOGIN = r"(?i:admin(?:istrator)?|root)|[a-z][a-z0-9_.\-]{1,39}|[\w.+\-]+@[\w\-]+\.[\w.\-]+"  # a login's name in small letters, an admin's, an address
 _ACCOUNT_ROW = (r"[ \t]*\S[^\n]*?[ \t](" + _ACCOUNT_LOGIN + r"|[A-Za-z][\w.\-]{0,30}\\[\w.\-]{1,40})"
-                r"(?:\t|  )[ \t]*([^\s\"'`:/()\[\]<>]{6,64})[ \t]*\r?")  # (a login's name in small letters; no URL, path, call or image as the last cell)
+                r"(?:\t|  )[ \t]*(?![a-z][a-z0-9_\-]{1,23}=)([^\s\"'`:/()\[\]<>]{6,64})[ \t]*\r?")  # (a login's name in small letters; no URL, path, call or image as the last cell)
 _TWO_DELIMITED_ROWS = r"[,;][^\s,;]{6,64}[ \t]*\r?\n[^\n]{1,300}?[,;][^\s,;]{6,64}[ \t]*(?:\r?\n|$)"  # two lines that end in a CSV's cell: a cheap look for such rows
 
 
@@ -9309,7 +9384,7 @@ def _redact_message_pairs(original: str, text: str, count: int, replaced: list) 
                 break
             rests.append(rest.group(1))
         joined = given.group(1) + "".join(rests)
-        if rests and looks_like_chosen_password(joined) and _may_be_a_password(joined) and not _is_reference(given.group(1)) and not _regex(r"[\w.\-]+@|\w+://").match(given.group(1)) and (
+        if rests and looks_like_chosen_password(joined) and _may_be_a_password(joined) and not any(map(_is_reference, (given.group(1), *rests))) and not _regex(r"[\w.\-]+@|\w+://").match(given.group(1)) and (
                 given.group(1) in text):  # (a first part the rules took is the rest's readings' to follow: _redact_wrapped_rest)
             pieces += [given.group(1), *rests]
     return _redact_found_again(text, count, replaced, pieces)
@@ -9623,7 +9698,7 @@ def _redact_collection_under_name(original: str, text: str, count: int, replaced
 # The rest of a value a terminal, a log shipper or a mail client wrapped onto the next line: after
 # what that line shares with the one above up to a separator (an indent, `> `, `#### `, `│ `, a log
 # line's prefix), a run of a token's characters that a space, a quote, a bracket or `@` ends.
-_WRAPPED_REST = r"([^\s\"'`,;:=<>(){}\[\]|]{4,200}={0,2})(?=[\s\"'`,;)\]}@]|$)"
+_WRAPPED_REST = r"([^\s\"'`,;:=<>(){}\[\]|]{4,200}={0,2})(?=[\s\"'`,;)\]}@]|\$?$)"  # (a shell's prompt may follow on its line: `…Kaw==$`)
 
 
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
@@ -9662,7 +9737,7 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
     (`│ sk_live_… │⏎│ Rx4w8u… │`), and the same person's next message under a header of their name
     and the time (Teams: `Bartek Z. 09:14⏎hasło: M1l4n0!71Z-⏎Bartek Z. 09:14⏎Dragon*59561`)."""
     rests = []
-    for end in _regex(REDACTED + r"(?P<quote>[\"'`]?)[ \t]*(?:(?P<join>\\|\+|│|\|)[ \t]*)?\r?\n").finditer(text):
+    for end in _regex(REDACTED + r"(?P<quote>[\"'`]?)[ \t]*(?:(?P<join>\\|\+|│|\|)[ \t]*(?:`[ \t]*)?)?\r?\n").finditer(text):  # (PowerShell's `+ `⏎`)
         above_start = text.rfind("\n", 0, end.start()) + 1
         below_end = text.find("\n", end.end())
         above, below = text[above_start:end.start()], text[end.end():below_end if below_end >= 0 else len(text)]
@@ -9679,6 +9754,8 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
         else:
             below_start = end.end()
         start, quote, join = _shared_prefix(above, below), end.group("quote"), end.group("join")
+        if join and not start:
+            start = len(_regex(r"(?:>>?|\.\.\.)[ \t]+|").match(below).group())  # a shell's continuation prompt: PowerShell's `>> `, bash's `> `, Python's `... `
         if quote:  # a literal's rest in the next literal: `"«redacted»" \⏎  "5*T-IRyayOw", :login)`, Python's `(⏎ "«redacted»"⏎ "oEPV…"⏎)`
             opened = _regex(r"[ \t]*" + quote).match(below, start)
             adjacent = not join and (above.strip() == quote or above.endswith("(" + quote)) and _regex(r"[ \t]*[" + quote + r"][^" + quote + r"\n]{4,200}[" + quote + r"][ \t]*(?:\)[ \t]*)?\r?$").fullmatch(below)
@@ -9698,6 +9775,8 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
             continue
         if not quote and not join and _regex(r"[ \t]*[\w.\-]{1,32}@[\w.\-]{1,64}:[^\s$#]{0,200}[$#][ \t]").match(below):
             continue  # the next prompt, user@host:path$, not a rest: `www-data@lms01:/var/www/moodle$ moosh …`
+        if rest.group(1)[-1] == "=" and _regex(r"(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)=").fullmatch(rest.group(1)):
+            continue  # the next name, given no value: `ENTRA_CLIENT_SECRET=` (base64's padding is no name's)
         after = below[rest.end():]
         if _regex(r"[a-z]{0,6}[2-9][a-z]{2,8}").fullmatch(rest.group(1)) and _regex(r"[ \t]+[^\W\d_]").match(after):
             continue  # a word of Arabic in Latin letters, its sounds written in digits, that a sentence goes on from: "7otohom gamb ba3d"
@@ -9785,8 +9864,9 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|(?i:\bloppuu|\bloppuosa|\btoinen[ \t]+osa|\bjatkuu|(?:сүүлийн|хоёр(?:дахь|дугаар))[ \t]+хэсэг)|ส่วนที่สอง|ส่วนสุดท้าย|ส่วนที่เหลือ|و?الباقي|و?الجزء[ \t]+الثاني"
                        r"|(?i:\bbaa?ki(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\b(?:sehemu|na)[ \t]+ya[ \t]+pili|\biliyobaki|\b(?:that|this|it)[ \t]*\+(?=[ \t]*\S)|(?:(?<=[:>][ \t])|(?<=^))(?:\.{3}|…)(?=[ \t]*[^\s.…]))|बाकी|दूसरा(?:[ \t]+हिस्सा)?"  # Hindi's (also written in Latin letters), Swahili's
                        r"|(?i:\bel[ \t]+ba2[yi]\b)|ו?ה?שאר"  # Egyptian Arabic in Latin letters' "the rest", Hebrew's
+                       r"|(?i:\bph[aầ]n[ \t]+(?:sau|c[oò]n[ \t]+l[aạ]i|cu[oố]i|hai|2)\b|\breszta\b)"  # Vietnamese's "the latter part", Polish's "the rest"
                        r"|(?:ሁለተኛው|ሁለተኛ)[ \t]+ክፍል|(?i:\bkutaa[ \t]+(?:lammaffaa|2)\b)|(?<![\w.])2\.[ \t]*(?i:parça|par[çc]a|part|teil|deel|parte|część|czesc)\b")  # Amharic's, Oromo's; `2. parça`
-_REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>|=>)[ \t]*|[^\n:：«„“「→]{0,40}?[:：→][ \t]*|[ \t]+)?[«„“「\"'`]?[ \t]*"
+_REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>|=>)[ \t]*|[^\n:：«„“「→]{0,40}?[:：→][ \t]*|[ \t]+(?:is|to|es|est|ist|é|è|je|jest|ni|là|na)[ \t]+|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』]|(?<=[\"'])[,}\]])"  # (a chat's JSON export: `…c'est WF!Qg…"},`)
                  r"|(?<![^\s\"'«„“「(])(?P<before>[^\s\"'«»„“”「」`()]{4,128})[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
 
@@ -9862,7 +9942,7 @@ _FIRST_GIVEN = (r"(?:" + _FIRST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>
 _REDACTED_REST = (r"(?:" + _REST_GIVEN_WORDS + r")[^\n«]{0,40}?" + REDACTED
                   + r"|" + REDACTED + r"[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest|remainder)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
 # A credential word's value that ends its line, of up to three words: what the line above a redacted rest gave first.
-_GIVEN_FIRST_PART = (_CREDENTIAL_WORDS + r"[^\n«»:=]{0,40}?(?:\b(?:is|es|est|c'est|ist|är|è|é|er|jest|je|was|era|war|var)\b|[:=：]|" + _FIRST_GIVEN_WORDS + r")[ \t]*"
+_GIVEN_FIRST_PART = (_CREDENTIAL_WORDS + r"(?:[^\n«»:=]{0,40}?(?:\b(?:is|es|est|c'est|ist|är|è|é|er|jest|je|was|era|war|var)\b|[:=：]|" + _FIRST_GIVEN_WORDS + r")|(?=[ \t]+(?!-)[\"'«“]?(?=[^\s«»\"'”]*(?:[a-z][A-Z]|\d|[^\w\s?.!,\"'”»]))[^\s«»]{4,64}[ \t]*\r?$))[ \t]*"
                      r"[«„“「\"'`]?(?P<v>[^\s\"'«»„“”「」`]{2,64}(?:[ \t][\w.!#$%&*+\-](?<![^\x00-\u024f])[^\s\"'«»„“”「」`]{1,63}){0,2}?)[»“”」\"'`]?[.,;!?]?[ \t]*\r?$")  # (its words Latin: no です after it)
 
 
@@ -9875,7 +9955,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("phần", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
@@ -9918,6 +9998,75 @@ def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
             if REDACTED in text[max(0, first.start() - 600):first.end() + 600] and _is_part_of_a_secret(text[span[0]:span[1]]):
                 spans.append(span)
             first = _regex(_FIRST_GIVEN).search(text, first.start("s"))  # (the words of the value may start a first part: "eerste helft begint met …")
+    return _replace_spans(text, spans, count, replaced)
+
+
+# A chat message's speaker, written on its line (`[10:02] Chidi: `, `14/02/2025, 08:11 - Carmen Ruiz: `, `Mette: `)
+# or on a header line above it alone (`[11:02] Karim Benali`, `Rafael Souza, [21.03.2025 09:12]`,
+# `jonas.b — 03/03/2025 19:10`, `Bartek Z. 09:14`, a transcript's `user`).
+_SPEAKER_ON_LINE = (r"[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*|\d{1,2}[/.]\d{1,2}[/.]\d{2,4},?[ \t]+\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]*[AaPp]\.?[ \t]?[Mm]\.?)?[ \t]+-[ \t]+"
+                    r"|\w{3}[ \t]\d{1,2},[ \t]\d{1,2}:\d{2}[ \t]*[AaPp][Mm][ \t]+-[ \t]+)?(?P<name>[^\W\d_][\w.\- ]{0,30}?)[ \t]*[:：][ \t]+")
+_SPEAKER_HEADER = (r"[ \t]*(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+(?P<a>[^\W\d_][\w.\- ]{0,40}?)|(?P<b>[^\W\d_][\w.\- ]{0,40}?),[ \t]*\[[\d./ :,]{8,30}\]"
+                   r"|(?P<c>[^\W\d_][\w.\- ]{0,40}?)[ \t]+[—–][ \t]+[\d/.]{8,10}[ \t]+\d{1,2}:\d{2}|(?P<d>[^\W\d_][\w.\- ]{0,40}?)[ \t]+\d{1,2}:\d{2}(?:[ \t]*[AaPp][Mm])?"
+                   r"|\d{1,2}:\d{2}:\d{2}[ \t]+From[ \t]+(?P<f>[^\W\d_][\w.\- ]{0,40}?)[ \t]+to[ \t]+[^\n:]{1,40}:|(?P<e>user|you|me|human))[ \t]*\r?")  # (Zoom's chat: `09:14:20 From Tomo to Everyone:`)
+# The rest of a secret alone in its message, a word that joins it before and a note after it at most: `amboise.99`,
+# `rinha-728 tudo junto`, `-H0r1zon (continued)`, "poi F15ch49".
+_LONE_PART = r"[ \t]*(?i:(?:then|and|and then|poi|e poi|y|y luego|luego|e|et|puis|und|dann|und dann|en|daarna|i|a|potom|потом|и|aur|phir|tapos)[ \t]+)?[\"'`«„“]?(?P<s>[!-~]{4,64}?)[\"'`»”]?(?:[ \t]+(?:\([^\n]{0,60}\)|(?:<-|←|—|–)[^\n]{0,60}|[^\W\d_]{1,12}(?:[ \t]+[^\W\d_]{1,12}){0,3}[.!]?))?[ \t]*\r?"
+
+
+def _message_speaker(lines: list, index: int) -> tuple:
+    """(the speaker of line `index` of a chat, where its message's text starts), or (None, 0) when
+    no chat's layout names one: on the line, on a header above it, or on the first line of the
+    message it goes on (up to four lines above, no blank line between)."""
+    for above in range(index, max(-1, index - 5), -1):
+        if above < index and not lines[above].strip():
+            break  # a blank line ends a message
+        inline = _regex(_SPEAKER_ON_LINE).match(lines[above])
+        if inline:
+            if "_" in inline.group("name") or lines[above][:1] in " \t" or _regex(_CREDENTIAL_WORDS).search(inline.group("name")):
+                break  # a setting's line (`ssh_pwauth: true`, YAML's `  list: |`) or a label that names a secret: no one's message
+            return inline.group("name").strip().lower(), inline.end() if above == index else 0
+        header = _regex(_SPEAKER_HEADER).fullmatch(lines[above - 1]) if above else None
+        if header:
+            return next(name for name in header.groups() if name).strip().lower(), 0
+    return None, 0
+
+
+def _redact_next_message_part(text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the rest of a secret that its speaker sends in the next message: a value
+    redacted last in a chat message, and the same person's next message (a message of words between
+    at most) that holds only a token of a secret's characters (_is_part_of_a_secret) and a note
+    (_LONE_PART): "le mot de passe … c'est" ⏎ `Mistral_Fr` ⏎ `amboise.99`, "pw is «…»" ⏎ `-H0r1zon (continued)`."""
+    lines, spans = text.split("\n"), []
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    for index, line in enumerate(lines):
+        if REDACTED not in line or not (_regex(REDACTED + r"[\"'`”」.,!?]*[ \t]*\r?$").search(line) or any(word in line.lower() for word in _REST_WORDS_SEEN)):
+            continue  # (a redacted value last in its message, or one the message says the rest of follows: "la prima parte «…» e la seconda te la scrivo")
+        speaker, _ = _message_speaker(lines, index)
+        if speaker is None:
+            continue
+        words_between, parts = 0, 0
+        for below in range(index + 1, min(len(lines), index + 9)):
+            if not lines[below].strip() or _regex(_SPEAKER_HEADER).fullmatch(lines[below]) and below + 1 < len(lines):
+                continue  # a blank line, the next message's header
+            other, body = _message_speaker(lines, below)  # (a line of a message above goes on its text: "sorry, slack uciął, reszta:" ⏎ `nJZQg5…`)
+            if other != speaker:
+                break
+            lone = _regex(_LONE_PART).fullmatch(lines[below], body)
+            part = lone.group("s").rstrip(".,;!?") if lone else ""  # (a sentence's mark after it)
+            if part and _is_part_of_a_secret(part) and part.lower() not in _COMMON_WORDS:
+                spans.append((starts[below] + lone.start("s"), starts[below] + lone.start("s") + len(part)))
+                parts += 1
+                if parts == 3:
+                    break
+                continue  # (the rest in two messages more: Zoom's `638531560e3fef` ⏎ `300104bb0be`)
+            if parts:
+                break
+            words_between += 1
+            if words_between > 1 or REDACTED in lines[below] or _regex(r"\d").search(lines[below], body):
+                break  # (one message of words between: "wait e never finish")
     return _replace_spans(text, spans, count, replaced)
 
 
@@ -10761,8 +10910,9 @@ def _context_tokens(text: str) -> list:
     """(start, end) of the tokens of text a machine could have made (_context_token_in each run of
     token characters; a run seen in another field is judged once), but a name a flag gives
     (_given_to_a_name_flag: `-Name svc360-app`, `--vault-name kv-ops`), a cell under a digest's or an
-    accessor's column (_under_a_digest_column) and what a rule's own check reads as public (a
-    truststore's PKCS#12): there the words around it say secret, and are wrong."""
+    accessor's column (_under_a_digest_column), what a rule's own check reads as public (a
+    truststore's PKCS#12) and a function's name (`PrivateKey fromPkcs8File(…)`): there the words
+    around it say secret, and are wrong."""
     found, public = [], _public_by_rule_checks(text)
     columns = _regex(r"(?i)digest|hash|checksum|fingerprint|sha\d|accessor").search(text) is not None  # (a table's header first: a cheap look)
     for run in _regex(_CONTEXT_TOKEN).finditer(text):
@@ -10770,6 +10920,9 @@ def _context_tokens(text: str) -> list:
         if not inside:
             continue
         start, end = run.start() + inside[0], run.start() + inside[1]
+        if text[end:end + 1] == "(" and _regex(r"[A-Za-z_]\w*").fullmatch(text, start, end) or "\\" in run.group() and _regex(
+                r"[A-Za-z][\w\-]{0,15}\\[A-Za-z][\w.\-]{1,40}\$?").fullmatch(text, start, end):
+            continue  # a function's name (`PrivateKey fromPkcs8File(Path path, …)`), an account's (`TMT\svc_n4export`)
         if not (_given_to_a_name_flag(text, start) or any(low <= start < high for low, high in public) or columns and _under_a_digest_column(text, start)):
             found.append((start, end))
     return found
@@ -11360,7 +11513,7 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
 # groups of each alternative are the name and the value.)
 _NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80})["'][ \t]*(?:,\s{0,80}|\r?\n[ \t]{0,80})\.?(?i:["']?value["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,2048})["']"""
                 r"|<(Key|Name|key|name)>([^<\n]{1,80})</\3>(?:\s*</?\w{1,20}>){0,2}\s*<[Vv]alue(?:[ \t][^<>\n]{0,80})?>([^<\n]{1,1024})</[Vv]alue>"
-                r"|(?<![\w\-])Name:[ \t]+(\S{1,80})\s{1,80}Value:[ \t]+(\S{1,2048})"
+                r"|(?<![\w\-])Name:[ \t]+(\S{1,80})\s{1,80}(?:Header[ \t]+)?Value:[ \t]+(\S{1,2048})"  # (n8n's `Header Name: X-N8N-Key` ⏎ `Header Value: …`)
                 r"|(?<![\w\-])-Name[ \t]+[\"']?([\w.\-]{1,80})[\"']?[ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"
                 r"|(?<=[ \t])[\"']([\w.\-]{1,80})[\"'][ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"  # the name given by its position: Set-ItemProperty $key "DefaultPassword" -Value "…"
                 r"""|(?:buildConfigField|resValue)\([ \t]*"[^"\n]{0,20}"[ \t]*,[ \t]*"(\w{1,80})"[ \t]*,[ \t]*"(?:\\")?([^"\\\n]{1,512})""")
@@ -12582,14 +12735,16 @@ RULE_WORDS = {
     "rpc-endpoint-key": ("9788de60", ("alchemy.com", "infura.io", "quiknode.pro"), ("alchemy.com", "infura.io",
         "quiknode.pro"), ("/",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
-    "anyone-with-the-link": ("245267ad", (".sharepoint.", "/api/snapshots-delete/", "/cpsess", "/rec/download",
+    "harbor-robot-secret": ("164bd686", ("robot$",), ("robot$",), (":",)),
+    "anyone-with-the-link": ("90a0be38", (".sharepoint.", "/api/snapshots-delete/", "/cpsess", "/rec/download",
         "/rec/play", "/rec/share", "1drv.ms/", "api.netlify.com/build_hooks/",
-        "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/", "figshare.com/s/", "rlkey=",
-        "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-"), (), ()),
+        "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/", "dropbox.com/t/",
+        "figshare.com/s/", "rlkey=", "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-"), (), ()),
     "zapier-webhook": ("51ffbbe8", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
     "teams-webhook": ("9979e784", ("incomingwebhook/",), ("incomingwebhook/",), ("-",)),
     "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",), ()),
     "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",), ("discord",)),
+    "chat-webhook-token": ("9333a651", ("hook.dooray.com/services/",), ("hook.dooray.com/services/",), ()),
     'oci-pre-authenticated-url': ('ed52f1ee', ('"access-uri":', '.oraclecloud.com'), ('"access-uri":',
         "objectstorage."), ("/p/",)),
     "aws-secret-after-key-id": ("f6dd5b73", ("akia", "asia"), ("akia", "asia"), ()),
@@ -12689,10 +12844,14 @@ RULE_WORDS = {
     "hex-private-key": ("4289e4b7", ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing",
         "wallet"), ("accounts", "deployer", "owner", "priv", "private", "secret", "signer", "signing", "wallet"),
         ("0x",)),
+    "dpapi-secure-string": ("3b6e11fa", ("01000000d08c9ddf0115d1118c7a00c04fc297eb",),
+        ("01000000d08c9ddf0115d1118c7a00c04fc297eb",), ()),
+    "cipher-key-listing": ("f982c33c", ("alg",), ("alg",), ("3des", "aes", "camellia", "chacha20", "des3", "hmac",
+        "sm4", "tdes")),
     "hex-decoded-key": ("ff5bc578", ("priv", "privkey", "secret", "seed", "signing", "sk"), ("priv", "privkey",
         "secret", "seed", "signing", "sk"), (":=", "=")),
     "base64-user-password-line": ("feaf2980", (), (), ()),
-    "base64-user-password": ("aa2e17cf", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
+    "base64-user-password": ("4fdba1af", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
     "nvs-csv-value": ("618ce161", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
         "bdk", "chave", "cheie", "chiave", "clave", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt",
@@ -12719,7 +12878,7 @@ RULE_WORDS = {
     "sqlcmd-password": ("92451078", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
         "sqlcmd"), ("-p",)),
     "ldap-bind-password": ("19a20ecb", ("ldap",), ("ldap",), ("-w",)),
-    "user-password-flag": ("60883c08", ("-",), (), ()),
+    "user-password-flag": ("3fd92d47", ("-",), (), ()),
     "user-is-the-key-flag": ("64bdc126", ("-",), (), (":",)),
     'ldap3-simple-bind': ('ba01898d', ("'authentication':",), ("'authentication':",), ("'simple':",)),
     "asterisk-register-secret": ("69efb757", ("register",), ("register",), ("=>",)),
@@ -12768,7 +12927,7 @@ RULE_WORDS = {
     "bmc-password": ("513a6dbf", ("ipmitool", "smcipmitool"), ("ipmitool", "smcipmitool"), ()),
     "env-directive": ("7ce0ab87", ("env", "environment", "fastcgi_param", "passenv", "setenv"), (), ()),
     'redis-auth-logged': ('6cec0e88', ('"auth"',), ('"auth"',), ()),
-    "sshpass": ("fd183a56", ("sshpass",), ("sshpass",), ("-p",)),
+    "sshpass": ("fd2ea5de", ("sshpass",), ("sshpass",), ("-p",)),
     "login-password": ("29fcdbe9", ("login",), ("az", "buildah", "cf", "crane", "docker", "helm", "nerdctl", "oc",
         "podman", "regctl", "skopeo"), ("az", "buildah", "cf", "crane", "docker", "helm", "nerdctl", "oc", "podman",
         "regctl", "skopeo")),
@@ -12826,7 +12985,7 @@ RULE_WORDS = {
     "signature-field": ("fd068312", ("-signature",), (), ("amz", "goog")),
     "signature-member": ("eb23715a", ("sig", "urlsignature"), ("sig", "urlsignature"), (":",)),
     "google-session-cookie": ("821dc834", ("g.a000", "sidts-"), ("g.a000", "sidts-"), ()),
-    "cookie-with-attributes": ("ab1b632f", ("domain", "expires", "httponly", "max-age", "path", "samesite", "secure"),
+    "cookie-with-attributes": ("c266e390", ("domain", "expires", "httponly", "max-age", "path", "samesite", "secure"),
         (), ("=",)),
     "named-session-cookie": ("58518094", (".aspxauth=", "jsessionid.", "li_at", "mysapsso2=", "sap_sessionid_", "sess",
         "sessid", "session", "sid"), (), ()),
@@ -12883,7 +13042,10 @@ RULE_WORDS = {
         "--password-file", "--vault-password-file"), ("echo", "printf")),
     "printf-credentials-file": ("334ae43b", ("printf",), ("printf",), ("%s\\n%s",)),
     "ftp-user-command": ("65e35679", ("user",), (), ("ftp", "ftp>")),
+    "ftp-script-echo": ("cdda6cb0", ("echo",), ("echo",), ("user",)),
     "pass-insert-here-document": ("bf704427", ("insert",), ("pass",), ("pass",)),
+    'auditd-password-argument': ('a8beb086', ('="--pass', '="--passwd', '="--password', '="--pw', '="-p', '="-pass',
+        '="-pw'), ('="--pass', '="--passwd', '="--password', '="--pw', '="-p', '="-pass', '="-pw'), ()),
     "here-document-login": ("fc4e5257", ("--password-stdin", "--token-stdin", "login", "passwd"), ("--password-stdin",
         "--token-stdin", "cat"), ("\n",)),
     "html-password-value": ("9491dd70", ("value=",), ("name", "type"), ("name", "type")),
@@ -13148,54 +13310,55 @@ RULE_WORDS = {
         "codes", "codi", "codice", "codigo", "codul", "combinacion", "combinación", "combination", "combinação",
         "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot",
         "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ()),
-    "place-label-code": ("0eadd682", (), (), ()),
-    "context-credential-word": ("b0b8f255", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "aṣínà",
+    "place-label-code": ("317afad9", (), (), ()),
+    "context-credential-word": ("e8570293", ("-code", "adgangskode", "anahtar", "api", "apiキー", "avain", "aṣínà",
         "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code", "community",
         "contra", "contrase", "credential", "creds", "cyfrinair", "disarm", "dörr", "dør", "frasa sandi",
-        "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "jecha darbii",
-        "jecha icciitii", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa",
-        "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "llave", "losenfras",
-        "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin", "mat khau", "mdp",
+        "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "iphasiwedi", "iphasiwezi",
+        "jecha darbii", "jecha icciitii", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
+        "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "llave",
+        "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin", "mat khau", "mdp",
         "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "nenosiri", "nip", "nsec", "nyckel",
-        "nøgle", "pakasqa simi", "palavra-passe", "parol", "parola", "parool", "pasfhocal", "pass", "passcode",
-        "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort", "passwrd",
-        "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phrase de chiffrement", "phrase de passe",
-        "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd",
-        "salasana", "sandi", "sandine", "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo",
-        "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "t-pin",
-        "token", "tokens", "tokn", "tpin", "upplåsnings", "wachtwoord", "wachtzin", "wagwoord", "ww", "zugangsdaten",
-        "şifre", "κωδικός", "ключ", "кук", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא",
-        "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس",
-        "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
-        "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน",
-        "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码",
-        "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"),
-        ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
-        "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
-        "code", "community", "contra", "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur",
-        "disarm", "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi",
-        "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo",
-        "installer", "jecha darbii", "jecha icciitii", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
+        "nøgle", "oro igbaniwole", "oroigbaniwole", "pakasqa simi", "palavra-passe", "parol", "parola", "parool",
+        "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd",
+        "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat",
+        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port",
+        "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandine", "sandinya", "schl", "schlüssel",
+        "secret", "secreto", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets",
+        "slapta", "sleutel", "säkerhets", "t-pin", "token", "tokens", "tokn", "tpin", "upplåsnings", "wachtwoord",
+        "wachtzin", "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "нууц", "парол", "пароль",
+        "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
+        "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد",
+        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन", "पासवर्ड",
+        "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé",
+        "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号",
+        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account",
+        "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain", "aṣínà", "bearer",
+        "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "code", "community",
+        "contra", "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress",
+        "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase secreta",
+        "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer", "iphasiwedi",
+        "iphasiwezi", "jecha darbii", "jecha icciitii", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz",
         "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord",
         "kodik", "kulcs", "kunci", "kwdik", "larm", "licence", "license", "llave", "lock", "lockbox", "losenfras",
         "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin", "master", "mat khau", "mdp",
         "mfa", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "nenosiri", "network", "nip", "nsec",
-        "nyckel", "nøgle", "otp", "pakasqa simi", "palavra-passe", "panel", "parol", "parola", "parool", "pasfhocal",
-        "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password",
-        "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phrase de chiffrement",
-        "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "priv",
-        "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi",
-        "sandine", "sandinya", "schl", "schloss", "schlüssel", "secret", "secreto", "segredo", "segreto", "senha",
-        "service", "session", "shared", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp",
-        "ssh", "sudo", "säkerhets", "t-pin", "toegangs", "token", "tokens", "tokn", "totp", "tpin", "tresor", "tuer",
-        "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww",
-        "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "нууц", "парол", "пароль", "пин", "секрет",
-        "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה",
-        "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول",
-        "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்",
-        "รหัส", "รหัสผ่าน", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
-        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호",
-        "액세스", "인증", "토큰"), ()),
+        "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "otp", "pakasqa simi", "palavra-passe", "panel", "parol",
+        "parola", "parool", "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt",
+        "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort",
+        "pat", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden",
+        "poort", "port", "pre", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root",
+        "safe", "salasana", "sandi", "sandine", "sandinya", "schl", "schloss", "schlüssel", "secret", "secreto",
+        "segredo", "segreto", "senha", "service", "session", "shared", "sifre", "signing", "sikkerheds", "sikkerhets",
+        "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "t-pin", "toegangs", "token", "tokens", "tokn",
+        "totp", "tpin", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord",
+        "wi", "wlan", "wpa", "ww", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "нууц", "парол",
+        "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ",
+        "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد",
+        "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "कुंजी", "टोकन", "पासवर्ड",
+        "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé",
+        "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号",
+        "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
@@ -13248,9 +13411,9 @@ RULE_WORDS = {
     "context-auth-message": ("e5915dc5", ("auth", "authenticate", "authorize", "log_in", "login", "logon", "sign_in",
         "signin"), ("action", "cmd", "command", "event", "method", "op", "type"), ("action", "cmd", "command", "event",
         "method", "op", "type")),
-    "context-cookie": ("0d10b209", ("--cookie", "-b", "cookie", "cookies.as_dict", "cookies.get_dict", "cookies.items",
-        "cookies.to_dict", "set-cookie"), ("--cookie", "-b", "cookie", "cookies.as_dict", "cookies.get_dict",
-        "cookies.items", "cookies.to_dict", "set-cookie"), ()),
+    "context-cookie": ("6d719a42", ("--cookie", "-b", ".add", ".set", ".update", "cookie", "cookies.as_dict",
+        "cookies.get_dict", "cookies.items", "cookies.to_dict", "set-cookie"), ("--cookie", "-b", "cookie",
+        "cookies.as_dict", "cookies.get_dict", "cookies.items", "cookies.to_dict", "jar", "set-cookie"), ()),
     "context-cookie-rows": ("6b7b6395", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),
     "context-cookie-lines": ("952563c6", ("cookie",), ("cookie",), (":",)),
     "context-url-parameter": ("0210fbac", ("=",), (), ()),
@@ -13260,11 +13423,11 @@ RULE_WORDS = {
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
     "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
-    "context-selected-columns": ("2f81f398", ("select",), ("select",), ("from",)),
-    "context-repl-generated-key": ("a8d0ae19", ("gen_secret", "generate_key", "generate_secret",
+    "context-selected-columns": ("c8c06a89", ("select",), ("select",), ("from",)),
+    "context-repl-generated-key": ("9494d6cd", ("gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
-    "context-repl-secret-read": ("4de3876a", ("api", "credential", "passw", "pwd", "secret", "token"), (">\t", "> ",
+    "context-repl-secret-read": ("f80bc15e", ("api", "credential", "passw", "pwd", "secret", "token"), (">\t", "> ",
         ">>>", "iex(", "in [", "irb("), (">\t", "> ", ">>>", "iex(", "in [", "irb(")),
     "context-echoed-variable": ("e7613f7b", ("echo",), ("echo",), ("\n",)),
     "context-listed-logins": ("8e3a8f4e", ("bat", "cat", "column", "get-content", "head", "import-csv", "select",
@@ -13275,7 +13438,7 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("01959d8f", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
+    "context-command-output": ("ebf1dc48", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
         "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env",
         ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12",
         ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
@@ -13296,7 +13459,7 @@ RULE_WORDS = {
         "shadow", "signin", "solana", "sops", "ssss-split", "status", "storage", "systemd-creds", "terraform",
         "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock", "urandom(", "variable", "variables",
         "vault", "vault_pass", "vercel", "wallet", "wrangler", "zmk"), (), ("\n",)),
-    "context-unprompted-output": ("f07f56ff", ("$env:", "--export-secret-", "--expose-token", "--fields",
+    "context-unprompted-output": ("a0f80b40", ("$env:", "--export-secret-", "--expose-token", "--fields",
         "--gen-random", "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg",
         ".env", ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc",
         ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
@@ -13321,7 +13484,7 @@ RULE_WORDS = {
         "⏺ read(", "⏺read(", "● read(", "●read("), (".auth", ".key", ".netrc", ".pgpass", ".psk", ".pw", "auth.txt",
         "cred", "keyfile", "pass", "passphrase", "passw", "pwd", "secret", "token")),
     "context-expanded-record": ("9f07b4a9", ("-[ record ", ". row "), (), ("\n",)),
-    "context-credential-table": ("9d7b246c", ("\n",), (), ()),
+    "context-credential-table": ("b46df04c", ("\n",), (), ()),
     "context-html-table": ("9669ea33", ("</tr>",), ("<table", "<tr"), ("</td>",)),
     "context-html-login-row": ("d350f052", ("</td>",), ("<tr",), ("</tr>",)),
     "context-literal-rows": ("7896c2b8", (",",), (), ("\n",)),
@@ -13330,8 +13493,8 @@ RULE_WORDS = {
     "terraform-plan-change": ("f94d0b9e", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("b040a80f", ("(cont", "(suite)", "2 phần", "a doua", "andra", "baaki", "baki", "beginnt",
-        "begins", "begint", "cast", "cealalt", "chunks", "começa", "comienza", "commence", "continuación",
+    "context-split-secret": ("8010b857", ("(cont", "(suite)", "2 phần", "a doua", "andra", "ap", "baaki", "baki",
+        "beginnt", "begins", "begint", "cast", "cealalt", "chunks", "começa", "comienza", "commence", "continuación",
         "continuare", "continuação", "continuing", "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy",
         "deel", "deux", "deuxième", "dois", "dos", "druga", "duas", "due", "dwa", "dwóch", "eerste", "eindigt", "első",
         "em duas mensagens", "em duas partes", "empieza", "endet", "ends", "enter", "erste", "faltou", "faltó",
@@ -13341,26 +13504,26 @@ RULE_WORDS = {
         "na dvakrát", "na dwa razy", "nachrichten", "other", "part", "parte", "partea", "partes", "partie", "parts",
         "parça", "pass", "passwort", "pieces", "pierwsza", "pokracovani", "pokračování", "première", "prima",
         "primeira", "primera", "pw", "rest", "rest:", "rész", "second", "seconda", "seconde", "secret", "segunda",
-        "senha", "son", "starts", "teil", "teilen", "termina", "termine", "the rest is", "token", "tweede", "zaczyna",
-        "zwei", "zweite", "în două", "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две",
+        "sehemu", "senha", "son", "starts", "teil", "teilen", "termina", "termine", "the rest is", "token", "tweede",
+        "zaczyna", "zwei", "zweite", "în două", "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две",
         "заканчивается", "кусками", "на две", "на дві", "начинается", "пароль", "первая", "продовження", "продолжени",
         "продолжение", "сообщениями", "у два", "частями", "الجزء", "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي",
         "ครึ่ง", "ท่อนที่สอง", "ท่อนสอง", "ท่อนแรก", "ส่วนที่สอง", "ส่วนแรก", "两段", "分两段", "分割", "前半", "后半段", "後半",
         "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "1e", "1er", "1re",
-        "2 phần", "2e", "2nd", "2ème", "a doua", "andra", "baaki", "baki", "beginnt", "begins", "begint", "cast",
+        "2 phần", "2e", "2nd", "2ème", "a doua", "andra", "ap", "baaki", "baki", "beginnt", "begins", "begint", "cast",
         "cealalt", "ciąg", "começa", "comienza", "commence", "continuación", "continuare", "continuação", "continuing",
         "contraseña", "cut it", "cut off", "część", "daarachter", "deel", "deuxième", "do", "dois", "dos", "druga",
         "duas", "due", "dwa", "dwóch", "eerste", "eindigt", "első", "em duas mensagens", "em duas partes", "empieza",
-        "en", "endet", "ends", "enter", "erste", "faltou", "faltó", "finisce", "finit", "first", "folytatás",
+        "en", "endet", "ends", "enter", "erste", "faltou", "faltó", "finisce", "finit", "first", "folytatás", "for",
         "fortsetzung", "fängt", "första", "got cut", "hai phần", "halves", "hasło", "heslo", "hinten", "hit",
         "i två delar", "iki", "ikinci", "ilk", "in", "in doua", "inizia", "key", "kończy", "la suite", "last", "mitad",
         "második", "na dvakrát", "na dwa razy", "other", "part", "parte", "partea", "partie", "pass", "passwort",
         "pierwsza", "pokracovani", "pokračování", "première", "pressed", "prima", "primeira", "primera", "pw", "rest",
-        "rest:", "rész", "se", "second", "seconda", "seconde", "secret", "segunda", "senha", "son", "starts", "teil",
-        "termina", "the rest is", "token", "too", "tweede", "zaczyna", "zu", "zwei", "zweite", "în două", "časť",
-        "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две", "двумя", "заканчивается", "на две", "на дві",
-        "начинается", "пароль", "первая", "продовження", "продолжени", "продолжение", "у два", "الجزء", "تبدأ",
-        "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "ครึ่ง", "ท่อนที่สอง", "ท่อนสอง", "ท่อนแรก", "ส่วนที่สอง",
+        "rest:", "rész", "se", "second", "seconda", "seconde", "secret", "segunda", "sehemu", "senha", "son", "starts",
+        "teil", "termina", "the rest is", "token", "too", "tweede", "zaczyna", "zu", "zwei", "zweite", "în două",
+        "časť", "část", "κωδικός", "συνέχεια", "в два", "вторая", "два", "две", "двумя", "заканчивается", "на две",
+        "на дві", "начинается", "пароль", "первая", "продовження", "продолжени", "продолжение", "у два", "الجزء",
+        "تبدأ", "تنتهي", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "ครึ่ง", "ท่อนที่สอง", "ท่อนสอง", "ท่อนแรก", "ส่วนที่สอง",
         "ส่วนแรก", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분",
         "앞부분"), ()),
     "context-joined-parts": ("149293f7", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",

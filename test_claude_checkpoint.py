@@ -925,7 +925,9 @@ ADVERSARIAL_CONTEXTS = (
     # and blanks after a key's first line, after a backup card's numbered words (a line of one token in a
     # chat, a mnemonic's layout); literals joined to a redacted one at every word.
     "-----BEGIN RSA PRIVATE KEY-----\n" + "\t  " * 30000, "Write down your recovery phrase:\n 1. apart   4. beach   7. bike\n" + "\t  " * 30000,
-    'k = "Xk29mPq7zLw4Rt8VbN3c"' + ' + "Ab1_x9"' * 11000, 'k = "Xk29mPq7zLw4Rt8VbN3cQ"' + " " * 100000 + '"Ab1_x9" x')
+    'k = "Xk29mPq7zLw4Rt8VbN3c"' + ' + "Ab1_x9"' * 11000, 'k = "Xk29mPq7zLw4Rt8VbN3cQ"' + " " * 100000 + '"Ab1_x9" x',
+    # Stop 56's: a chat where every message gives a password, and where one does and a speaker's lines follow.
+    "[10:02] ana: password is Xk29!mPq7zLw\n" * 2700, "[10:02] ana: password is Xk29!mPq7zLw\n" + "[10:03] ana: Rt8Vb#N3c ok\n" * 3800)
 
 # What the test of linear time and the bench both read: 100 KB of what the first rules' words and
 # delimiters repeat, then the contexts above.
@@ -2906,6 +2908,107 @@ class TestRedaction(unittest.TestCase):
             "HPKP pins (sha256 of the SPKI, base64):\nprimary pin: 7HIpactkIAq2Y49orFOOQKurWxmmSFZhBCoQYcRhJ3Y=\nbackup pin: YLh1dUR9y6Kja30RrAn7JKnbQG/uEtLMkBgFF2Fuihg=",
             "Kafka record (encounters, partition 0):\nkey: RW5jb3VudGVyLzdjMWU0YTkwLTJiM2QtNGY2ZS04YTFiLTVjOWQwZTJmNGE2MQ==",
             "PS C:\\ops> $pw = (Get-AzKeyVaultSecret -VaultName kv-lab-weu -Name lab360-app -AsPlainText)",
+        ))
+
+    def test_cipher_keys_dpapi_robots_cookie_jars_and_passwords_in_yoruba_zulu_and_pidgin(self):
+        """Caught: an AES or HMAC key a key store lists with its algorithm, a DPAPI-encrypted password in
+        hex, a Harbor robot's secret, a cookie jar's set(), a cookie named in prose, a Dropbox Transfer's
+        link, `Basic+…` in an IIS log, `--user 'name':'password'`, sshpass' `-p` after `-P "prompt"`, a
+        batch file's `echo user … >> ftp.txt`, keytool's password that starts with a dash, an HMAC's
+        secret with its algorithm in brackets, a door keypad's code after an arrow; passwords after
+        Yoruba's and isiZulu's words, in a Yoruba table, in parts labelled in Yoruba and Nigerian Pidgin.
+        Kept: a checksum tool's listing of files whose names say pass, an unsigned JWT, a value in
+        brackets that says where it is set, `replace-me-…`, a vendor's prefix and x's called dummy, the
+        next empty `NAME=` under a secret, Application Insights' ai_session, `@$HOME/…` given to vault,
+        `${CREDENTIALS_DIRECTORY:-…}`, a method's name after `PrivateKey`, uuidgen beside a 4-byte
+        `openssl rand`."""
+        self.assert_redacted({
+            'KMS> key list\n{"id": 3, "alg": "AES-128-GCM", "state": "ACTIVE", "value": "0x9f3ac1d07be24a55816e0d7c2b94a1f6"}': ["0x9f3ac1d07be24a55816e0d7c2b94a1f6"],
+            "key_id   : 7\nalgorithm: HMAC-SHA-512\nvalue    : 4e7d2c9a1b3f5e6d7c8b9a0f1e2d3c4b5a69788796a5b4c3d2e1f00112233445": ["4e7d2c9a1b3f5e6d7c8b9a0f1e2d3c4b5a69788796a5b4c3d2e1f00112233445"],
+            '<SS N="Password">01000000d08c9ddf0115d1118c7a00c04fc297eb01000000a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90aabbccdd</SS>':
+                ["01000000d08c9ddf0115d1118c7a00c04fc297eb01000000a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90aabbccdd"],
+            "pull failed: 401 Unauthorized (robot$yard-cam+pull:Zk3QmW8rT2vX9pL4nB7cY1dF6gH0jS5a)": ["Zk3QmW8rT2vX9pL4nB7cY1dF6gH0jS5a"],
+            "  jar.set('https://tos.example.local', 'TOSAUTH', 'p7Qm2Xk9LzR4tW8vB3nC6dF1gH5jK0sA');": ["p7Qm2Xk9LzR4tW8vB3nC6dF1gH5jK0sA"],
+            "this is the TOS session cookie from my browser: Qm2Xk9LzR4tW8vB3nC6dF1gH5jK0sAp7%2BQm2Xk9LzR4tW8vB3nC6dF1g%3D%3D": ["Qm2Xk9LzR4tW8vB3nC6dF1gH5jK0sAp7%2BQm2Xk9LzR4tW8vB3nC6dF1g%3D%3D"],
+            "crane logs are here: https://www.dropbox.com/t/Hq7Zp2Lm9XwR4tVb8Nc3": ["Hq7Zp2Lm9XwR4tVb8Nc3"],
+            "2026-02-11 04:31:17 10.1.5.12 POST /gate/api - 443 - 10.1.8.77 Basic+Z2F0ZTpLaWxpbmRpbmktNDQ3MQ== 401": ["Z2F0ZTpLaWxpbmRpbmktNDQ3MQ=="],
+            "curl -s --user 'gate.ocr':'Mombasa.Tide-71' https://tos.example.local/api/visits": ["Mombasa.Tide-71"],
+            'sshpass -P "Enter passphrase" -p \'Rotterdam.92\' ssh-add ~/.ssh/crane_ed25519': ["Rotterdam.92"],
+            "echo user edi_upload Haven!Kade77>> ftpcmd.txt": ["Haven!Kade77"],
+            "keytool -importcert -alias edi-ca -file ca.pem -keystore trust.jks -storepass -Kq#+V+x8tw+LVw2z -noprompt": ["-Kq#+V+x8tw+LVw2z"],
+            "Signing secret (HMAC-SHA256): 5b0e7c2d9a4f6e1b3c8d7a0f2e4b6c9d1a3f5e7b9c2d4f6a8e0b1c3d5f7a9e2b": ["5b0e7c2d9a4f6e1b3c8d7a0f2e4b6c9d1a3f5e7b9c2d4f6a8e0b1c3d5f7a9e2b"],
+            "Quay office:\n  Gate keypad (east side) -> 608152": ["608152"],
+            "Funmilayo: Ọ̀rọ̀ìgbaniwọlé Wi-Fi ọ́fíìsì Apapa ni Ebute#Metta42. Mo ti yí i padà.": ["Ebute#Metta42"],
+            "Iphasiwedi ye-TOS ngu-Thekwini-Pier9. Ngiyabonga.": ["Thekwini-Pier9"],
+            "| ẹ̀rọ     | orúkọ | ọ̀rọ̀ìgbaniwọlé |\n|---|---|---|\n| crane-7 | maint | Tin-Can#Island5 |": ["Tin-Can#Island5"],
+            "Adebayo: Mo máa fi ọ̀rọ̀ìgbaniwọlé ránṣẹ́ ní apá méjì\nAdebayo: Apá kìíní: Lekki-Quay\nAdebayo: Apá kejì: #Berth-1977": ["Lekki-Quay", "#Berth-1977"],
+            "Tunde: I go send the gate password for two parts\nTunde: first part na Apapa-Gate\nTunde: second part na -Since2001!Tin": ["Apapa-Gate", "-Since2001!Tin"],
+        })
+        self.assert_kept((
+            "$ md5sum /data/gate/2026-02-11/*.jpg\n6ae3fe3d2fca9cb580f41236d0a1a326  pass_0211.jpg\n0b418f231c1b928a10aece6daeeea76a  pass_0347.jpg",
+            "API docs example (unsigned): eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJnYXRlLWRlbW8ifQ.",
+            '<add key="Tos:SigningCertPassword" value="[set in the App Service configuration]" />',
+            "SESSION_SECRET=replace-me-with-64-hex-chars\nGATE_BUCKET=gate-ocr-dev",
+            'const FAKE_KEY = "sk-ant-api03-XXXXXXXX-dummy";',
+            "Set-Cookie: ai_session=Qx9g1ksz|1770000000000|1770000061000; Path=/; Secure; SameSite=None",
+            "vault kv put tos/ansible/deploy private_key=@$HOME/.ssh/id_ed25519_tos && shred -u ~/.ssh/id_ed25519_tos",
+            'load_secrets() {\n  local dir="${CREDENTIALS_DIRECTORY:-/etc/ccsds-fwd/creds}"\n  GATE_SECRET="$(<"$dir/gate_secret")"\n}',
+            "public final class PrivateKeyLoader {\n    public static PrivateKey fromPkcs8File(Path path, char[] passphrase) throws GeneralSecurityException {",
+            "$ uuidgen; openssl rand -hex 4\n6540935d-eafd-490f-8ac6-a4af30769acd\n113fe55b",
+        ))
+        self.assert_redacted_as({"SESSION_SECRET=Xk29mPq7zLw4Rt8VbN3cQ\nENTRA_CLIENT_SECRET=\nGATE_BUCKET=gate-ocr-dev":
+                                 "SESSION_SECRET=«redacted»\nENTRA_CLIENT_SECRET=\nGATE_BUCKET=gate-ocr-dev"})
+
+    def test_a_secrets_rest_in_its_speakers_next_message_and_what_prompts_and_tables_print(self):
+        """Caught: the rest of a secret its speaker sends in the next message (Teams', Slack's, Telegram's and
+        a transcript's layouts, a message of words between), capitals drawn at random (what `gcloud secrets
+        versions access` prints, VNPay's hash secret in prose), output under a `[root@host ~]#` prompt, a key
+        file named in a comment by its relative path, a card's `PIN.CH` column, a Korean table's `… 키`, an
+        audit log's `a1="-p" a2="…"`, Rocket.Chat's webhook token, n8n's `Header Value`, a secret's parts in
+        Swahili and Vietnamese, Polish's "reszta to …", PowerShell's `+` and backtick continued on `>> `, base64 a
+        prompt's `$` follows, "senha X" over its rest. Kept: `kubectl api-resources`, a secret fetched by its
+        name, an account in a prompt's text, Kinesis' sequence number after a partition key, a vault's path,
+        `sort -u` above grep's lines, an inventory of secrets' names and owners, a vendor's prefix asked
+        about, a certificate in base64, an order's number after a password's word."""
+        self.assert_redacted({
+            "[11:02] Karim Benali\nle mot de passe du compte Mews pour le réceptionniste c'est\n[11:02] Karim Benali\nMistral_Lyon\n[11:03] Karim Benali\nchambery.99\n"
+            "[11:05] Thomas Girard\nOk": ["Mistral_Lyon", "chambery.99"],
+            "Kasia Nowak  10:41 AM\nhej, client secret do aplikacji Allegro (prod):\nQm7Xr2Kp9Lz4Tw8VbN3c5Dd1Fg6Hj0Ks2Lq9Wx4Ez7Ry\nKasia Nowak  10:42 AM\n"
+            "sorry, slack uciął, reszta:\nTw8VbN3c5Dd1Fg6Hj0Ks2\nPiotr Lis  10:44 AM\ndzięki": ["Qm7Xr2Kp9Lz4Tw8VbN3c5Dd1Fg6Hj0Ks2Lq9Wx4Ez7Ry", "Tw8VbN3c5Dd1Fg6Hj0Ks2"],
+            "Rafael Souza, [21.03.2025 09:12]\nThomas, a senha do roteador da pousada é\n\nRafael Souza, [21.03.2025 09:12]\nIPA-ma\n\nRafael Souza, [21.03.2025 09:13]\nracuja-51 tudo junto":
+                ["IPA-ma", "racuja-51"],
+            "user\nthe gate controller pw is Harbour7!\n\nuser\n-Tide2026 (continued)": ["Harbour7!", "-Tide2026"],
+            "$ gcloud secrets versions access latest --secret=vnpay-hash-secret --project=shop-prod\nQWTRZXKBVNMPLHGFDSYCBXJWQKRTZNMP": ["QWTRZXKBVNMPLHGFDSYCBXJWQKRTZNMP"],
+            "[Zalo] Anh Tuấn IT: vnp_HashSecret của môi trường production là PLMZXKQWRTBVNCJHGFDSXZQWKTRMBNPV, TmnCode giữ nguyên.": ["PLMZXKQWRTBVNCJHGFDSXZQWKTRMBNPV"],
+            "[root@hpc-head01 ~]# base64 -w 64 /etc/munge/munge.key | head -2\nq8XkL2mR7vTz4WpN9sYb3CdEfGhJ0aKsLqWx5Zc1Vb6Nm2Rt9Yp3Hd7Fg4Jk8Lm0\n": ["q8XkL2mR7vTz4WpN9sYb3CdEfGhJ0aKsLqWx5Zc1Vb6Nm2Rt9Yp3Hd7Fg4Jk8Lm0"],
+            "# roles/slurm/files/jwt_hs256.key (generated: openssl rand -base64 48)\nWq3Er5Ty7Ui9Op1As2Df4Gh6Jk8Lz0Xc3Vb5Nm7Qw9Er1Ty3Ui5Op7As9Df2Gh4Jk": ["Wq3Er5Ty7Ui9Op1As2Df4Gh6Jk8Lz0Xc3Vb5Nm7Qw9Er1Ty3Ui5Op7As9Df2Gh4Jk"],
+            "| Karte | Inhaber | PIN.CH | PIN.QES |\n|---|---|---|---|\n| eHBA | Dr. S. Lorenz | 481937 | 226104 |": ["481937", "226104"],
+            "| 프로젝트 | 가명처리 키 (HMAC-SHA256, hex) |\n|---|---|\n| 심부전 코호트 | `4b8e1d7c2a9f6e3b5d0c8a7f1e2d4c6b9a0f3e5d7c1b8a2f4e6d9c0b3a5f7e1d` |":
+                ["4b8e1d7c2a9f6e3b5d0c8a7f1e2d4c6b9a0f3e5d7c1b8a2f4e6d9c0b3a5f7e1d"],
+            'type=EXECVE msg=audit(1741766402.118:90211): argc=6 a0="sshpass" a1="-p" a2="Rk8#vT2^mQ9zLp" a3="ssh"': ["Rk8#vT2^mQ9zLp"],
+            "const DOORAY_URL = 'https://hook.dooray.com/services/4213285730813652582/7298297709016690125/Lp9Rt4Vb7Hd1Jf6Gs0Ke3Y';": ["Lp9Rt4Vb7Hd1Jf6Gs0Ke3Y"],
+            "  Authentication: Header Auth\n  Header Name: X-N8N-Key\n  Header Value: Pz4Lm8Qr2Tv6Xw0Ya3Bc7De1Fg5Hj9Kn": ["Pz4Lm8Qr2Tv6Xw0Ya3Bc7De1Fg5Hj9Kn"],
+            "Wanjiru: nenosiri la akaunti ya gate_admin, sehemu ya kwanza: Simba-Likoni\nWanjiru: (ya pili nakutumia SMS kwa usalama)\n"
+            "Wanjiru: sawa nimetuma — sehemu ya pili ni -Jioni#2026": ["Simba-Likoni", "-Jioni#2026"],
+            "Em gửi tài khoản cổng MoMo: mật khẩu phần đầu: HoiAn2024\n[Zalo 15:20] Bảo: chị ơi phần sau mk: 7@4412": ["HoiAn2024", "7@4412"],
+            "„No cześć, hasło do tabletu to Gdynia#7 — czekaj, muszę sprawdzić resztę —\"\n„reszta to 5519Lato, wszystko razem.”": ["Gdynia#7", "5519Lato"],
+            'PS C:\\scripts> $pwd = "kORMORAN" + `\n>> "Q77#?12"': ["kORMORAN", "Q77#?12"],
+            "$ kubectl get secret shop-db -o jsonpath='{.data.password}'\nTXk5cVBhc3NXb3JkMjAyNkxvbmdlclRoYW5PbmVMaW5lT2ZCYXNlNjQ0\nYWJjZGVmZ2hpams==$": ["YWJjZGVmZ2hpams=="],
+            "[09:31] Aline: login do zendesk: suporte.n2@example.com.br\n[09:31] Aline: senha PastelDeFeira\n[09:32] Aline: 88#417\n[09:32] Aline: foi em duas msg, é tudo junto": ["PastelDeFeira", "88#417"],
+        })
+        self.assert_kept((
+            "$ kubectl api-resources | grep -i secret\nsecrets                     v1                               true    Secret\n"
+            "secretproviderclasses       secrets-store.csi.x-k8s.io/v1    true    SecretProviderClass",
+            'var secret = await _secretClient.GetSecretAsync("sap-rfc-yard-bridge", cancellationToken: ct);',
+            '$secure = Read-Host -AsSecureString -Prompt "Password for YRD\\svc_n4import"\n$cred = [pscredential]::new("YRD\\svc_n4import", $secure)',
+            '{"kinesis":{"partitionKey":"QC07","sequenceNumber":"49659146631750511941046025579187593038081709","data":"e30="}}',
+            "Joost: ik heb het wachtwoord van de RTG12 HMI gereset, staat in de vault onder OT/RTG/RTG12. Niet in Teams zetten aub",
+            "$ grep -o 'def [a-z_]*token[a-z_]*' -r src/ | sort -u\nsrc/auth/jwt.py:def decode_access_token\nsrc/auth/jwt.py:def issue_access_token",
+            "Inventario de secretos\n- kv-research / omop-db-password  (dueño: TI Investigación)\n- kv-research / orthanc-admin-password  (dueño: Imagenología)\n"
+            "- kv-research / redcap-api-token-proyecto-219  (dueño: Dr. Treviño)",
+            "No onboarding pediram o Access Token do Mercado Pago. É aquele que começa com APP_USR? Não quero mandar errado",
+            "# public cert below, key stays in the secret\ntls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJTRENCN3FBREFnRUNBaFFLSkR0L1lFRGpz...",
+            "esqueci minha senha do app, o número do pedido é 771204 e meu CPF termina em 09",
         ))
 
     def test_names_references_public_keys_and_types_where_a_secret_would_stand_are_kept(self):
@@ -13530,7 +13633,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind179_corpus.json": (0.98, 0.99), "blind180_corpus.json": (0.97, 0.99), "blind181_corpus.json": (0.90, 0.99),
                  "blind183_corpus.json": (0.93, 0.99), "blind185_corpus.json": (0.96, 0.99), "blind186_corpus.json": (0.99, 0.99),
                  "blind187_corpus.json": (0.99, 0.99), "blind189_corpus.json": (0.98, 0.99), "blind190_corpus.json": (0.99, 0.99),
-                 "blind191_corpus.json": (0.96, 0.99), "blind193_corpus.json": (0.97, 0.99)}
+                 "blind191_corpus.json": (0.96, 0.99), "blind193_corpus.json": (0.97, 0.99),
+                 "blind197_corpus.json": (0.98, 0.99), "blind199_corpus.json": (0.98, 0.99), "blind200_corpus.json": (0.95, 0.99)}
 
 
 def corpus_texts() -> list:
