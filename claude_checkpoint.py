@@ -10007,7 +10007,7 @@ def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
 _SPEAKER_ON_LINE = (r"[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*|\d{1,2}[/.]\d{1,2}[/.]\d{2,4},?[ \t]+\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]*[AaPp]\.?[ \t]?[Mm]\.?)?[ \t]+-[ \t]+"
                     r"|\w{3}[ \t]\d{1,2},[ \t]\d{1,2}:\d{2}[ \t]*[AaPp][Mm][ \t]+-[ \t]+)?(?P<name>[^\W\d_][\w.\- ]{0,30}?)[ \t]*[:：][ \t]+")
 _SPEAKER_HEADER = (r"[ \t]*(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+(?P<a>[^\W\d_][\w.\- ]{0,40}?)|(?P<b>[^\W\d_][\w.\- ]{0,40}?),[ \t]*\[[\d./ :,]{8,30}\]"
-                   r"|(?P<c>[^\W\d_][\w.\- ]{0,40}?)[ \t]+[—–][ \t]+[\d/.]{8,10}[ \t]+\d{1,2}:\d{2}|(?P<d>[^\W\d_][\w.\- ]{0,40}?)[ \t]+\d{1,2}:\d{2}(?:[ \t]*[AaPp][Mm])?"
+                   r"|(?P<c>[^\W\d_][\w.\- ]{0,40}?)[ \t]+[—–][ \t]+[\d/.]{8,10}[ \t]+\d{1,2}:\d{2}|" + _SPEAKER_LINE +  # (Teams' `Bartek Z. 09:14`, Slack's `Kasia  10:41 AM`)
                    r"|\d{1,2}:\d{2}:\d{2}[ \t]+From[ \t]+(?P<f>[^\W\d_][\w.\- ]{0,40}?)[ \t]+to[ \t]+[^\n:]{1,40}:|(?P<e>user|you|me|human))[ \t]*\r?")  # (Zoom's chat: `09:14:20 From Tomo to Everyone:`)
 # The rest of a secret alone in its message, a word that joins it before and a note after it at most: `amboise.99`,
 # `rinha-728 tudo junto`, `-H0r1zon (continued)`, "poi F15ch49".
