@@ -9950,7 +9950,7 @@ def _is_part_of_a_secret(value: str) -> bool:
     """Whether a value given as a piece of a secret reads as one: a digit or a sign, or mixed case, and
     no time, date, phone number, URL, path, reference or mask."""
     return REDACTED not in value and " " not in value and bool(_regex(r"[\d\W_]|[a-z][A-Z]|[A-Z][a-z]+[A-Z]").search(value)) and not _is_path_or_version(value) and not _regex(
-        r"[a-z][a-z0-9+.\-]*://|\d{1,2}[:.]\d{2}(?:[:.]\d{2})?|\d{4}-\d{2}-\d{2}|\+?\d(?:[ \-]?\d){7,}(?!\d*:[A-Za-z])").match(value) and not _is_reference(value) and not _is_masked_or_public(value)  # (a bot token's id is no phone's: `5901248975:AAtV…`)
+        r"[a-z][a-z0-9+.\-]*://|\d{1,2}[:.]\d{2}(?:[:.]\d{2})?|\d{4}-\d{2}-\d{2}|\+?\d(?:[ \-]?\d){7,}(?!\d*:[A-Za-z])(?![\dA-Za-z])").match(value) and not _is_reference(value) and not _is_masked_or_public(value)  # (a bot token's id is no phone's: `5901248975:AAtV…`; nor hex that starts with eight digits: `638531560e3fef`)
 
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a

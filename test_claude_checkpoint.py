@@ -2960,8 +2960,8 @@ class TestRedaction(unittest.TestCase):
                                  "SESSION_SECRET=«redacted»\nENTRA_CLIENT_SECRET=\nGATE_BUCKET=gate-ocr-dev"})
 
     def test_a_secrets_rest_in_its_speakers_next_message_and_what_prompts_and_tables_print(self):
-        """Caught: the rest of a secret its speaker sends in the next message (Teams', Slack's, Telegram's and
-        a transcript's layouts, a message of words between), capitals drawn at random (what `gcloud secrets
+        """Caught: the rest of a secret its speaker sends in the next message (Teams', Slack's, Telegram's, Zoom's
+        and a transcript's layouts, a message of words between; hex that starts with eight digits), capitals drawn at random (what `gcloud secrets
         versions access` prints, VNPay's hash secret in prose), output under a `[root@host ~]#` prompt, a key
         file named in a comment by its relative path, a card's `PIN.CH` column, a Korean table's `… 키`, an
         audit log's `a1="-p" a2="…"`, Rocket.Chat's webhook token, n8n's `Header Value`, a secret's parts in
@@ -2978,6 +2978,8 @@ class TestRedaction(unittest.TestCase):
             "Rafael Souza, [21.03.2025 09:12]\nThomas, a senha do roteador da pousada é\n\nRafael Souza, [21.03.2025 09:12]\nIPA-ma\n\nRafael Souza, [21.03.2025 09:13]\nracuja-51 tudo junto":
                 ["IPA-ma", "racuja-51"],
             "user\nthe gate controller pw is Harbour7!\n\nuser\n-Tide2026 (continued)": ["Harbour7!", "-Tide2026"],
+            "09:14:02 From Ana Ruiz to Everyone:\n\t for the demo, the Twilio auth token (live, careful):\n09:14:20 From Ana Ruiz to Everyone:\n\t 9c4e1a7b2d\n"
+            "09:14:31 From Ana Ruiz to Everyone:\n\t 52718834f0c3ab\n09:14:44 From Ana Ruiz to Everyone:\n\t 61b9e2d7f04": ["9c4e1a7b2d", "52718834f0c3ab", "61b9e2d7f04"],
             "$ gcloud secrets versions access latest --secret=vnpay-hash-secret --project=shop-prod\nQWTRZXKBVNMPLHGFDSYCBXJWQKRTZNMP": ["QWTRZXKBVNMPLHGFDSYCBXJWQKRTZNMP"],
             "[Zalo] Anh Tuấn IT: vnp_HashSecret của môi trường production là PLMZXKQWRTBVNCJHGFDSXZQWKTRMBNPV, TmnCode giữ nguyên.": ["PLMZXKQWRTBVNCJHGFDSXZQWKTRMBNPV"],
             "[root@hpc-head01 ~]# base64 -w 64 /etc/munge/munge.key | head -2\nq8XkL2mR7vTz4WpN9sYb3CdEfGhJ0aKsLqWx5Zc1Vb6Nm2Rt9Yp3Hd7Fg4Jk8Lm0\n": ["q8XkL2mR7vTz4WpN9sYb3CdEfGhJ0aKsLqWx5Zc1Vb6Nm2Rt9Yp3Hd7Fg4Jk8Lm0"],
