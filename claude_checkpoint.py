@@ -2685,7 +2685,7 @@ def looks_like_chosen_password(value: str) -> bool:
             _regex("[\u0370-\u04ff\u0e00-\u0e7f]").search(v) and not _regex(r"[\x21-\x7e]").search(v)):
         return False  # ASCII and Latin letters (Måne606+), Greek, Cyrillic or Thai ones beside ASCII (Карпати-Build-2025); a value run on into the words of a language without spaces is not one; markdown's **@DEPRECATED**
     letters, digits = any(map(str.isalpha, v)), any(map(str.isdigit, v))
-    symbols, upper = not v.isalnum(), any(map(str.isupper, v))
+    symbols, upper, capitals = not v.isalnum(), any(map(str.isupper, v)), _is_random_capitals(v)
     if _regex(_PASSPHRASE).fullmatch(v):
         words = set(_regex(r"[-_.]").split(v.lower()))
         shaped = not words & _FUNCTION_WORDS and not words & _NOT_PASSPHRASE_WORDS
@@ -2697,12 +2697,12 @@ def looks_like_chosen_password(value: str) -> bool:
             walk or _regex(r"[^\w.\-/]").search(v) is not None) or len(v) >= 12 and _changes_case_often(_regex(r"[^A-Za-z]+").sub("", v))  # DsOckF-_jOAxbftW
     else:
         shaped = len(v) >= 10 and v.isalpha() and upper and v[1:] != v[1:].lower() and (
-            len(v) >= 12 and not _is_built_of_words(v) or _changes_case_often(v)) or _is_random_letters(v) or _is_random_capitals(v)
+            len(v) >= 12 and not _is_built_of_words(v) or _changes_case_often(v)) or _is_random_letters(v) or capitals
     if not shaped or "://" in v or _regex(r"@[\w\-]+\.|\d{4}-\d\d-\d\d|\d:\d\d|^[\w\-]+(?:\.[\w\-]+)+\.[a-z]{2,6}$|^[A-Za-z]+(?::[A-Za-z]+)+$"
                                           r"|^" + _DURATION + "$").search(v):
         return False  # a URL, an e-mail address, a date, a time, a host name, a scope (Zone:DNS:Edit, read:packages), Ruby's duration (24.hours)
     mainframe = _regex(r"(?=(?:[A-Z]*\d){2})(?=(?:\d*[A-Z]){4})[A-Z0-9]{6,10}").fullmatch(v) is not None  # IBM i, RACF: HARBOR59, TIGER97X
-    if not mainframe and not _is_random_capitals(v) and _regex(r"[A-Z0-9_]+|[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\$|(?:0x)?[0-9a-fA-F]{6,31}|" + _COLOUR_OR_TICKET + "|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(
+    if not mainframe and not capitals and _regex(r"[A-Z0-9_]+|[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+\$|(?:0x)?[0-9a-fA-F]{6,31}|" + _COLOUR_OR_TICKET + "|" + _CLOUD_REGION + "|" + _TECHNICAL_NAME).fullmatch(
             v) or _is_identifier_like(v):
         return False  # also an account of computers in capitals (VEEAM-SERVERS$), a cloud region (us-west-2, us-central1), a ticket's id, a colour
     return not _is_reference(v) and not _is_path_or_version(v)
@@ -4596,6 +4596,11 @@ _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|поло�
                r"""|(?:وتبدأ|تبدأ|يبدأ|وتنتهي|تنتهي|ينتهي)[ \t]+بـ?)""")  # a value's start and its end, given apart
 
 
+# The words that say "is" between a part's label and the part, in the languages chats are written in
+# ("second part na …", "reszta to …", "sehemu ya pili ni …"): _SPLIT_PART_LINE's and _REST_GIVEN's.
+_PART_IS = r"(?i:is|to|es|est|ist|é|è|je|jest|ni|là|na)"
+
+
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
 # `part 2 (…): …`, `continuing: …`), or quoted on the line that says so; a line below that holds one token.
 _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|partea|teil|część|deel|cast|část|časť|rész|μέρος)[ \t]?\d|\bhalf|\b(?:first|second|last|next)[ \t]+(?:bit|piece|chunk)"""
@@ -4606,7 +4611,7 @@ _SPLIT_PART_VALUE = (r"""(?i)(?:\b(?:part|parte|partie|partea|teil|część|deel
                      r"""(?:[^\n:"'«→]{0,40}(?:[:：→][ \t]*["'«]?|["'«])|(?:は|是|为|為|는|은)?[ \t]+(?:(?:is|es|ist|est|é|è)[ \t]+)?)([^\s"'»]{4,128})|["'«]([^\s"'»]{4,64})["'»]""")
 _CHAT_LINE_START = r"\[?(?:\d{1,2}/\d{1,2}(?:/\d{2,4})?,?[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+[\w.\-]{1,30}:[ \t]*"  # a chat line's time and name: `[10:41] dana: `, WhatsApp's `[12/3 9:40] Lucía: `
 _SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:""" + _CHAT_LINE_START + r"""|[^\W\d_][\w.\-]{0,30}(?:[ \t][^\W\d_][\w.\-]{0,30})?[:：][ \t]*|\d{1,2}[.):][ \t]*)?"""
-                    r"""(?:(?i:(?:first|second|last|other|primera|segunda)[ \t]+)?(?i:half|part[ \t]?\d?|mitad|parte[ \t]?\d?|second|segunda|rest|resto|baa?ki)(?:[^\n:]{0,40}:[ \t]*|[ \t]+(?i:is|na|es|ist|est|é|è)[ \t]+)"""
+                    r"""(?:(?i:(?:first|second|last|other|primera|segunda)[ \t]+)?(?i:half|part[ \t]?\d?|mitad|parte[ \t]?\d?|second|segunda|rest|resto|baa?ki)(?:[^\n:]{0,40}:[ \t]*|[ \t]+""" + _PART_IS + r"""[ \t]+)"""
                     r"""|\(suite\)[ \t]*|""" + _PART_LABEL + r"""[^\n:：]{0,20}[:：]?[ \t]*)?["'«]?([^\s"'»]{6,128})["'»]?[ \t]*(?:(?:\(|<-|←)[^\n]{0,80})?$""")  # (a speaker, a label; a note after it: "(no space)")
 
 
@@ -9866,7 +9871,7 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|(?i:\bel[ \t]+ba2[yi]\b)|ו?ה?שאר"  # Egyptian Arabic in Latin letters' "the rest", Hebrew's
                        r"|(?i:\bph[aầ]n[ \t]+(?:sau|c[oò]n[ \t]+l[aạ]i|cu[oố]i|hai|2)\b|\breszta\b)"  # Vietnamese's "the latter part", Polish's "the rest"
                        r"|(?:ሁለተኛው|ሁለተኛ)[ \t]+ክፍል|(?i:\bkutaa[ \t]+(?:lammaffaa|2)\b)|(?<![\w.])2\.[ \t]*(?i:parça|par[çc]a|part|teil|deel|parte|część|czesc)\b")  # Amharic's, Oromo's; `2. parça`
-_REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>|=>)[ \t]*|[^\n:：«„“「→]{0,40}?[:：→][ \t]*|[ \t]+(?:is|to|es|est|ist|é|è|je|jest|ni|là|na)[ \t]+|[ \t]+)?[«„“「\"'`]?[ \t]*"
+_REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>|=>)[ \t]*|[^\n:：«„“「→]{0,40}?[:：→][ \t]*|[ \t]+" + _PART_IS + r"[ \t]+|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』]|(?<=[\"'])[,}\]])"  # (a chat's JSON export: `…c'est WF!Qg…"},`)
                  r"|(?<![^\s\"'«„“「(])(?P<before>[^\s\"'«»„“”「」`()]{4,128})[ \t]+(?:is[ \t]+the[ \t]+(?:end|rest)|goes[ \t]+(?:at[ \t]+the[ \t]+end|after))\b")
 
