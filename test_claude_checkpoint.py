@@ -2910,6 +2910,87 @@ class TestRedaction(unittest.TestCase):
             "PS C:\\ops> $pw = (Get-AzKeyVaultSecret -VaultName kv-lab-weu -Name lab360-app -AsPlainText)",
         ))
 
+    def test_keys_beside_check_values_folded_parts_and_java_passwords(self):
+        """Caught: a clear key beside its check value (a ceremony's component, an LMK, a BDK), parts kept
+        in a list named for them or joined later, shell variables joined in a URL's password, a Redis ACL's
+        password in redis-cli's listing, a stream key before `;`, a Harbor robot's secret after ` / `,
+        a password Java hands over as chars, SQLCipher's passphrase, a Postmark client's token, a Stellar
+        seed, a TOTP key after "Authenticator:", a Rails session cookie with `/` and `=`, a Redis URL's
+        key with `/`, an Android string resource with attributes, backup codes and Chinese door codes in
+        tables, a setting in a Spring placeholder's default, a client's secret shortened to `Sec`.
+        Kept: a setting's key that names a secret, a tracking code, a certificate pin's name, a PNG in
+        chunks of base64, a host key's fingerprint, the names a secret store lists, a request's `rid`."""
+        self.assert_redacted({
+            "Enter component #2: 9D41C07A3E5B2F68A1D0E4C7B93F5A26\nComponent #2 check value: 7B19E4": ["9D41C07A3E5B2F68A1D0E4C7B93F5A26"],
+            "; lab HSM\n[LMK_01]\nvalue=5E2A90C4D71B38F6A0C5E9D3B7142F8A6C0D3E9B1F47A285\nkcv=3C81F0": ["5E2A90C4D71B38F6A0C5E9D3B7142F8A6C0D3E9B1F47A285"],
+            "组件二：4C1E 9A7B 03D5 F268 B19C 7E40 5A2D C3F1\n校验值：81D2E6": ["4C1E 9A7B 03D5 F268 B19C 7E40 5A2D C3F1"],
+            'KEY_PARTS = (\n    b"Qm7Zx2Kp9LwR4tVb8Nc3Hd",\n    b"Y6jF1gS5aE0uI3oP7rT2w=",\n)\nSIGNING_KEY = b"".join(KEY_PARTS)': ["Qm7Zx2Kp9LwR4tVb8Nc3Hd", "Y6jF1gS5aE0uI3oP7rT2w="],
+            'static const char *RADIO_PSK_PARTS[] = {\n    "6f1d9c3a7e2b5048",\n    "d2a7c9e1f4b63805",\n};': ["6f1d9c3a7e2b5048", "d2a7c9e1f4b63805"],
+            "  318  A1='Tarragona-Port'; A2='-2026nord'\n  319  ovftool vi://root:${A1}${A2}@esx-07/ ./export/": ["Tarragona-Port", "-2026nord"],
+            '1) "user default off nopass ~* &* -@all"\n2) "user orders on >Vq8#zL2mP7xR4tW9 ~orders:* +@all"': ["Vq8#zL2mP7xR4tW9"],
+            "        push rtmp://a.rtmp.youtube.com/live2/q7zt-2kdm-x9vb-4rpa-hc3w;": ["q7zt-2kdm-x9vb-4rpa-hc3w"],
+            "Back-off pulling image; auth used: robot$media+pull / Tz4Qm8Xk2LwR7vB3": ["Tz4Qm8Xk2LwR7vB3"],
+            'ks.load(in, "ribera_pozole_casa".toCharArray());': ["ribera_pozole_casa"],
+            'val factory = SupportOpenHelperFactory("Kq8!zLm2#Rt7Wx".toByteArray())': ["Kq8!zLm2#Rt7Wx"],
+            'const pm = new postmark.ServerClient("4f7c2a9e-1b3d-4e5f-8a6b-7c9d0e1f2a3b");': ["4f7c2a9e-1b3d-4e5f-8a6b-7c9d0e1f2a3b"],
+            "ISSUER_SEED=SBQWY3DNEB2GC5DJNZXWE4TFMFZXIZLSMVZXIZLSMVZXIZLSMVZXIZLS": ["SBQWY3DNEB2GC5DJNZXWE4TFMFZXIZLSMVZXIZLSMVZXIZLSMVZXIZLS"],
+            "para el 2FA del banco agrega esta clave en tu Authenticator: JQ4T K7WM 2ZRX 5PLA": ["JQ4T K7WM 2ZRX 5PLA"],
+            "  Cookie: _shop_admin_session=Zq8Lm2Xr5Kp7Rt8Tq3Zs6Jm0/Ua2Ke9Hj5GfWd4Hq9Lm2/xR7vB3Zq8Lm2Xr5K--4f2c9a7e1b3d5f6a8c0e2b4d6f8a1c3e5b7d9f0a\nProcessing by Admin::OrdersController#index":
+                ["Ua2Ke9Hj5GfWd4Hq9Lm2", "4f2c9a7e1b3d5f6a8c0e2b4d6f8a1c3e5b7d9f0a"],
+            "Redis lost: rediss://:Xk29mPq7zLw4Rt8VbN3c/Qy5Hd1Ja6Ke0Uf2Ig=@cache-prod.redis.cache.windows.net:6380/0": ["Xk29mPq7zLw4Rt8VbN3c/Qy5Hd1Ja6Ke0Uf2Ig="],
+            '<string name="report_hmac_key" translatable="false">5d2e8a1c9f3b7e04a6c2d8f1b5e9a3c7</string>': ["5d2e8a1c9f3b7e04a6c2d8f1b5e9a3c7"],
+            "| Tool | Login | Password | Backup code |\n|---|---|---|---|\n| Xero | ana@example.org | Xk29!mPq7zLw3 | kzrw-tphq |": ["Xk29!mPq7zLw3", "kzrw-tphq"],
+            "门店,员工通道门禁码,警报码\nBJ02,418273,5093817": ["418273", "5093817"],
+            '    @Value("${sf.checkword:Zq8Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj}")': ["Zq8Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj"],
+            'const (\n\tfhirClientSec = "Xk29mPq7zLw4Rt8VbN3cQy5Hd1Ja6Ke0Uf2IgZ"\n)': ["Xk29mPq7zLw4Rt8VbN3cQy5Hd1Ja6Ke0Uf2IgZ"],
+        })
+        self.assert_kept((
+            "interface SecretNames {\n  clientSecret: \"Fhir--ClientSecret\";\n  smtpPassword: \"Mail--SmtpPassword\";\n}",
+            'record Options(string SecretConfigKey = "Webhooks:SigningSecret", int Tolerance = 300);',
+            "  data:\n    - secretKey: partnerV2Key\n      remoteRef:\n        key: partner-v2-key",
+            "SPEI enviado\nClave de rastreo: BANK7Q2XK9LZR4TW8VB3\nReferencia: 4948860",
+            'Public-key pin for the gateway: pin-sha256="Qm8xZ2LpT7vKw3RbN9cY5dHs0Je4GuAa1Bb2Cc3Dd4E="; max-age=5184000',
+            "logo.png (base64, 1 of 2):\niVBORw0KGgoAAAANSUhEUgAAPtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA/2O76UMFxFkM/\nR5Kjp1vRt+1fjORS/6ilI8ihN5KXSc7Tvo/hBKqFYY/kv5ZJr3J1TWDtkwtDDb+xHKas1VOqg6YY"
+            "\nZYn9ZhyiA4uoRgnatmUdjAWtGSU8po+799NksnRH9ucAUsdMlHUvTCQCyEZDz/TddJ8HyS5SUkCn\nD8zRA9a9Sk==",
+            "The fingerprint for the ED25519 key sent by the remote host is\nSHA256:Qm8xZ2LpT7vKw3RbN9cY5dHs0Je4GuAa1Bb2Cc3Dd4E.\nPlease contact your system administrator.",
+            "$ aliyun kms ListSecrets --region cn-hangzhou | jq -r '.SecretList.Secret[].SecretName'\nmp-appsecret\npay-apiv3-key\noss-ram-assets",
+            '{"errcode":40001,"errmsg":"invalid credential, access_token is invalid rid: 68ab1c2d-41e0f3a7-5c2e9b10"}',
+            "Credential Manager targets on OPS-LT-0042: OpsSigner, Domain:target=fs01.example.local",
+        ))
+
+    def test_parts_in_norwegian_urdu_irish_twi_and_catalan_and_prose_that_resets_a_password(self):
+        """Caught: a password in two parts labelled in Norwegian, Urdu, Irish, Twi, Vietnamese, Catalan,
+        Hinglish and Italian; its first part after "arranca con" or Pidgin's "be", its rest after Russian's
+        "остальное" or Spanish's "lo que falta"; parts in an envelope's list; a BitLocker key split
+        over two chat messages; a password "reset to" in Dutch, an alarm code in Norwegian, an API key
+        in Urdu, Irish's password word, Turkish's PIN'i."""
+        self.assert_redacted({
+            "[Teams] Kari Lunde 10:02\npassordet til backup-kontoen i to deler, første: Fjord#Bryggen\n[Teams] Kari Lunde 10:02\nandre del: 77!Ulriken": ["Fjord#Bryggen", "77!Ulriken"],
+            "سرور کا پاس ورڈ دو حصوں میں:\nپہلا حصہ: Multan_Gate\nدوسرا حصہ: #Ravi2026": ["Multan_Gate", "#Ravi2026"],
+            "Aoife: an chéad leath den phasfhocal: Cnoc-na-Rí\nAoife: agus an dara leath: _Corcaigh42": ["Cnoc-na-Rí", "_Corcaigh42"],
+            "Yaw: password no nea edi kan: Kumasi_Kejetia\nYaw: na nea ɛtɔ so abien: @Manhyia77": ["Kumasi_Kejetia", "@Manhyia77"],
+            "Lan: mật khẩu kho phần đầu là \"Kho_Binh\"\nLan: phần sau \"_Duong2026\" nha": ["Kho_Binh", "_Duong2026"],
+            "Jordi: la contrasenya del wifi en dues parts\nJordi: la primera part: Montjuic_\nJordi: la segona part: 77Barna!": ["Montjuic_", "77Barna!"],
+            "Imran 9:14 PM\nadmin pw chahiye? pehle 6 letters: Lyallp\nImran 9:14 PM\nbaqi: ur#2026Fsd .. jor lo": ["Lyallp", "ur#2026Fsd"],
+            "la password è composta da due parti: la prima è Vesuvio-Blu\nseconda parte: #Napoli1926": ["Vesuvio-Blu", "#Napoli1926"],
+            "Rosa: la clave del router arranca con Misti_Arequipa\nRosa: y termina en #2026Sur": ["Misti_Arequipa", "#2026Sur"],
+            "Kwame: the first half of the studio password be Labadi_Beach\nKwame: second half na #Osu2026": ["Labadi_Beach", "#Osu2026"],
+            "Олег: пароль от роутера: Dnipro#Lavra\nОлег: остальное: _2026osin": ["Dnipro#Lavra", "_2026osin"],
+            "Marta: la contraseña del aula 3 es Aula3#Gracia\nMarta: lo que falta: _2026bcn": ["Aula3#Gracia", "_2026bcn"],
+            "Password is stored split across the two sealed envelopes; the drill value is:\n   - envelope A: `Nordkapp-Sild`\n   - envelope B: `-Torsk-4410`": ["Nordkapp-Sild", "-Torsk-4410"],
+            "Lucía Gómez 8:12 a. m.\nla clave de recuperación de BitLocker del portátil:\n412093-558201-093517-662840\nLucía Gómez 8:13 a. m.\n-301955-721046-185530-649207": ["412093-558201-093517-662840", "-301955-721046-185530-649207"],
+            "het wachtwoord van de webinterface is teruggezet naar Utrecht2026_, graag meteen wijzigen": ["Utrecht2026_"],
+            "Overlevering: alarmkoden til lageret i kjelleren (bygg 2) er nå 61829047, vaktmester har byttet den.": ["61829047"],
+            "یہ سینڈ گرڈ کی API کلید ہے: 9c4e7a1f2b8d3e6a0c5f9b2d7e1a4c8f ، اسے کنفیگ میں ڈالیں۔": ["9c4e7a1f2b8d3e6a0c5f9b2d7e1a4c8f"],
+            "Mali mühür USB token PIN'i 482915, kimseyle paylaşmayın.": ["482915"],
+        })
+        self.assert_kept((
+            "the envelopes are split across two safes; envelope A is in Bergen, envelope B in Oslo",
+            "Secret scope \"ops\": keys db-password, api-key (ACL: data-ops-engineers READ)",
+            "Secrets Manager rotation Lambda: ops-rotate-rds-reports, schedule rate(30 days)",
+            'azurerm_key_vault_secret.signing_jwk: name = "signing-jwk-2026", content_type = "application/jwk+json"',
+        ))
+
     def test_cipher_keys_dpapi_robots_cookie_jars_and_passwords_in_yoruba_zulu_and_pidgin(self):
         """Caught: an AES or HMAC key a key store lists with its algorithm, a DPAPI-encrypted password in
         hex, a Harbor robot's secret, a cookie jar's set(), a cookie named in prose, a Dropbox Transfer's
@@ -13636,7 +13717,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind183_corpus.json": (0.93, 0.99), "blind185_corpus.json": (0.96, 0.99), "blind186_corpus.json": (0.99, 0.99),
                  "blind187_corpus.json": (0.99, 0.99), "blind189_corpus.json": (0.98, 0.99), "blind190_corpus.json": (0.99, 0.99),
                  "blind191_corpus.json": (0.96, 0.99), "blind193_corpus.json": (0.97, 0.99),
-                 "blind197_corpus.json": (0.98, 0.99), "blind199_corpus.json": (0.98, 0.99), "blind200_corpus.json": (0.95, 0.99)}
+                 "blind197_corpus.json": (0.98, 0.99), "blind199_corpus.json": (0.98, 0.99), "blind200_corpus.json": (0.95, 0.99),
+                 "blind203_corpus.json": (0.97, 0.99), "blind206_corpus.json": (0.98, 0.99), "blind207_corpus.json": (0.98, 0.99)}
 
 
 def corpus_texts() -> list:
