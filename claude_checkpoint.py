@@ -5800,6 +5800,18 @@ harbor-robot-secret          machine-made           (?<![\w$])robot\$[\w.\-]{1,6
 #   catch: 401 Unauthorized (robot$fms-pull:«RqZvuzveV6REnfduKAwLGkMW2yLWl7Dj»)
 #   catch: Back-off pulling image; auth used: robot$subs+pull / «OlTBb5MJVLzaJNXr»
 #   keep:  docker login harbor.example.local -u 'robot$ci+builder' --password-stdin < robot.secret
+# A link that is its own key, on any host: a random token after a path's word that invites, lets one join,
+# upload or download directly (`/join/…`, `/remote.php/direct/…`, `/attachments/token/…`), or in a query's
+# invitation or access parameter (`?invite=…`, `?t=…`, `&access=…`); never a UUID (an id), nor a public sign-up's
+# link (`/webinar/register/WN_…`).
+capability-link              machine-made           https?://[^\s/?#"'<>]{3,100}(?:/[^\s/?#"'<>]{1,80}){0,4}?(?:/(?i:invites?|join|upload|direct|magic(?:-link)?|claim|redeem|token)/|[?&](?i:invite|invite_code|invitation|t|access|ack|lt|magic)=)(?P<s>(?![0-9a-fA-F]{8}-[0-9a-fA-F]{4}-)[A-Za-z0-9_\-]{20,128})(?=[/?#&\s"'<>)]|$)
+#   keep:  Register: https://example.zoom.us/webinar/register/WN_V67Fz5WTNwwvNxavR9RaFg
+#   catch: upload here: https://app.example.com/secure/upload/b7dffc1d-ee10-4412-ab2e-f330aad1aefd?t=«NFd0G9vnRJVNX2B5V9rqt-VqZS8FXykE»
+#   catch: Guest invite: https://app.example.tr/join?invite=«mt6iDRTFVM3BRHa5xuXGvJ2TkzOy1TgT»
+#   catch: <url>https://cloud.example.ac.th/remote.php/direct/«EUoi6ERB9ECbcRS0jpH8WXzivCuX2rIp2k4AgD7WbMMl60yNELJfxe2vH1Ls»</url>
+#   keep:  https://github.com/orgs/acme/invitation?via_email=1
+#   keep:  https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s
+#   keep:  https://www.figma.com/file/EkTTa0nJfjovkXJnsPBj5J/Player-UI?invite_id=22b35906-9c8c-484b-9793-ea35b94b34ce
 # A link that lets whoever holds it in: a build hook (Netlify), a review's view-only or private link (OSF,
 # figshare), an anonymous SharePoint or OneDrive share, a Dropbox link's rlkey or a Dropbox Transfer's.
 anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|/api/snapshots-delete/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.[a-z]{2,10}/:[a-z]:/[gs]/(?:personal|sites)/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|\.sharepoint\.[a-z]{2,10}/:[a-z]:/s/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.[a-z]{2,10}/rec/(?:download|share|play)/(?=[A-Za-z0-9_\-.]{0,199}\d)|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess|dropbox\.com/t/)(?P<s>[A-Za-z0-9_\-.]{10,200})
@@ -9103,9 +9115,16 @@ def _where_a_sentence_logs_in(original: str, start: int, end: int) -> Optional[i
     return start if _regex(_LOGIN_WORDS_LAST).search(original, start, end) else None
 
 
+# A password of capitalized words an underscore joins and digits (`Besiktas_957`, `Asante_Kotoko1935`), as
+# people choose one; not snake_case's names (`user_id_2`), which start small.
+_UNDERSCORED_PASSWORD = r"[A-Z][a-z]{2,15}(?:_[A-Z][a-z]{1,15})*_[A-Za-z]{0,15}\d{2,4}|[A-Z][a-z]{2,15}(?:_[A-Z][a-z]{1,15})+\d{2,4}"
+
+
 def _is_a_sentences_password(value: str) -> bool:
     """Letters, digits and a password's sign, not first; a word before `#` and digits only when it is
     a name (`Tandborste#44`), not a thing's number (`RFC#4086`, `ticket#12`)."""
+    if _regex(_UNDERSCORED_PASSWORD).fullmatch(value):
+        return _may_be_a_password(value)  # capitalized words an underscore joins, digits last: `Besiktas_957`, `Asante_Kotoko1935`
     if not (_regex(r"[!#$%&*+?^~]").search(value) and _regex(r"\d").search(value) and _regex(r"[^\W\d_]").search(value)) or _regex(r"[!#$%&*+?^~.]").match(value):
         return False
     if _regex(r"[\w\-]+[#@]v?\d+(?:\.\d+)+").fullmatch(value):
@@ -10906,7 +10925,7 @@ def _second_readings(original: str) -> list:
     if _regex(r"\d{6}").search(original) or ("#" in original or "*" in original or "-" in original) and _regex(r"\d\d\d[#*]\d\d|\b\d{3}-\d{3}\b").search(original) or _may_hold_a_word(
             original, _CODE_SEEN) and _regex(r"\d\d[ \-]\d\d|\b\d[ \-]\d[ \-]\d[ \-]\d\b").search(original):  # (a code's words are looked for in its sentences only, cheaper than in the whole text; a code in groups only where one may be)
         readings.append(("code for a place in a sentence", _redact_place_codes_in_sentences))
-    if _regex(r"[!#$%&*+?^~\"“„«`]").search(original) and (_may_hold_a_word(original, _PASSWORD_WORDS_SEEN) and _regex(_PASSWORD_WORDS).search(original) or (
+    if (_regex(r"[!#$%&*+?^~\"“„«`]").search(original) or "_" in original and _regex(r"[A-Z][a-z]{2,15}_[A-Za-z_]{0,31}\d").search(original)) and (_may_hold_a_word(original, _PASSWORD_WORDS_SEEN) and _regex(_PASSWORD_WORDS).search(original) or (
             _may_hold_a_word(original, _LOGIN_WORDS_SEEN) or "@" in original) and _where_a_sentence_logs_in(original, 0, len(original)) is not None):
         readings.append(("password in a sentence", _redact_passwords_in_sentences))
     if "join" in original or "[@]}" in original:
@@ -12843,6 +12862,7 @@ RULE_WORDS = {
         "quiknode.pro"), ("/",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
     "harbor-robot-secret": ("7704fbcb", ("robot$",), ("robot$",), ("/", ":")),
+    "capability-link": ("6616f03a", ("http",), ("http",), ("://",)),
     "anyone-with-the-link": ("90a0be38", (".sharepoint.", "/api/snapshots-delete/", "/cpsess", "/rec/download",
         "/rec/play", "/rec/share", "1drv.ms/", "api.netlify.com/build_hooks/",
         "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/", "dropbox.com/t/",

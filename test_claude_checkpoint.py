@@ -2943,6 +2943,9 @@ class TestRedaction(unittest.TestCase):
             "门店,员工通道门禁码,警报码\nBJ02,418273,5093817": ["418273", "5093817"],
             '    @Value("${sf.checkword:Zq8Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj}")': ["Zq8Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj"],
             'const (\n\tfhirClientSec = "Xk29mPq7zLw4Rt8VbN3cQy5Hd1Ja6Ke0Uf2IgZ"\n)': ["Xk29mPq7zLw4Rt8VbN3cQy5Hd1Ja6Ke0Uf2IgZ"],
+            "Guest app invite for booking QX7: https://app.villas.example/join?invite=Zq8Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj (whoever opens it gets the code)": ["Zq8Lm2Xr5Kp7Rt8Tq3Zs6Jm0Ua2Ke9Hj"],
+            "<data><url>https://cloud.example.edu/remote.php/direct/Tq3Zs6Jm0Ua2Ke9Hj5GfWd4Hq9Lm2Xr5Kp7Rt8Zq8Lm</url></data>": ["Tq3Zs6Jm0Ua2Ke9Hj5GfWd4Hq9Lm2Xr5Kp7Rt8Zq8Lm"],
+            "Anexo do ticket #4891: https://help.example.com/attachments/token/Hj5GfWd4Hq9Lm2Xr5Kp7Rt8Z/?name=recibo.jpg": ["Hj5GfWd4Hq9Lm2Xr5Kp7Rt8Z"],
         })
         self.assert_kept((
             "interface SecretNames {\n  clientSecret: \"Fhir--ClientSecret\";\n  smtpPassword: \"Mail--SmtpPassword\";\n}",
@@ -2956,6 +2959,7 @@ class TestRedaction(unittest.TestCase):
             "$ aliyun kms ListSecrets --region cn-hangzhou | jq -r '.SecretList.Secret[].SecretName'\nmp-appsecret\npay-apiv3-key\noss-ram-assets",
             '{"errcode":40001,"errmsg":"invalid credential, access_token is invalid rid: 68ab1c2d-41e0f3a7-5c2e9b10"}',
             "Credential Manager targets on OPS-LT-0042: OpsSigner, Domain:target=fs01.example.local",
+            "Webinar registration: https://example.zoom.us/webinar/register/WN_V67Fz5WTNwwvNxavR9RaFg",
         ))
 
     def test_parts_in_norwegian_urdu_irish_twi_and_catalan_and_prose_that_resets_a_password(self):
@@ -2983,6 +2987,8 @@ class TestRedaction(unittest.TestCase):
             "Overlevering: alarmkoden til lageret i kjelleren (bygg 2) er nå 61829047, vaktmester har byttet den.": ["61829047"],
             "یہ سینڈ گرڈ کی API کلید ہے: 9c4e7a1f2b8d3e6a0c5f9b2d7e1a4c8f ، اسے کنفیگ میں ڈالیں۔": ["9c4e7a1f2b8d3e6a0c5f9b2d7e1a4c8f"],
             "Mali mühür USB token PIN'i 482915, kimseyle paylaşmayın.": ["482915"],
+            "يا باشمهندس، الباسورد بتاع بوابة الضرايب اتغير امبارح. الجديد Zamalek_2026 — حطه في السيستم": ["Zamalek_2026"],
+            "Me nua, password no a wode bɛkɔ router no mu ne Accra_Osu1957. Mfa mma obiara.": ["Accra_Osu1957"],
         })
         self.assert_kept((
             "the envelopes are split across two safes; envelope A is in Bergen, envelope B in Oslo",
