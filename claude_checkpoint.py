@@ -9311,7 +9311,9 @@ _NEXT_PIECE_LABEL = (r"(?i:(?:(?:and|e|i|a|y|und|et|en|ve|pa|og|och|ja)[ \t]+)?(
                      r"|(?:second|2nd|last|zweite[rn]?|seconda|segunda|seconde|deuxième|drug[iao]|tweede|andra|ikinci|toinen|druh[áa])[ \t]+[^\W\d_]{2,12}"
                      r"|(?:part|teil|deel|parte|partie|phần|część|dio|del|díl|osa|kısım|bagian|sehemu|pezzo)[ \t]*[2-4B])(?:[ \t]*[:：\-–])?")
 _PIECE_MESSAGE = r"(?:" + _NEXT_PIECE_LABEL + r"[ \t]+)?`?" + _ANNOUNCED_TOKEN + r"`?"  # a message of one piece, labelled or not (in backticks too: a chat's code span)
-_TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + _PIECE_MESSAGE + r"[ \t]*\r?$"
+# A note after a message's one piece, a dash or brackets before it: "IntiSirena%566 — ik zet hem er vanmiddag in".
+_PIECE_NOTE = r"(?:[ \t]+(?:[—–]|--?)[ \t]+[^\n]{1,120}?|[ \t]+\([^()\n]{1,80}\))?"
+_TOKEN_LINE = r"(?m)^" + _CHAT_PREFIX + _PIECE_MESSAGE + _PIECE_NOTE + r"[ \t]*\r?$"
 _ANNOUNCED_SEEN = tuple(sorted(word for word in set(_PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS) if word.isascii() and not any(
     other != word and other in word for other in _PASSWORD_WORDS_SEEN + _PROSE_SECRET_PARTS)))  # a few letters of each word that names one (none that holds another: a shorter one finds it)
 _SPELLING_SAID = r"(?i)spell|épel|buchstabier|deletre|solet|γράμμα|по буквам|一个字"  # words that say a value is spelled out
@@ -9390,7 +9392,7 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
                 chat = chat or bool(body)  # a header between: a chat's next message
                 row += 1
                 continue
-            token = _regex(_PIECE_MESSAGE).fullmatch(body.strip("`"))
+            token = _regex(_PIECE_MESSAGE + _PIECE_NOTE).fullmatch(body.strip("`"))
             if not token or not piece(token.group(1), range(index, index + 1)):
                 break
             taken.append(token.group(1))
