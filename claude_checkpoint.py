@@ -2724,14 +2724,14 @@ _CREDENTIAL_WORDS = (
     r"(?:(?:(?<=[a-z])(?:Pass(?:word|wd|phrase|code|key)s?|Secrets?|Tokens?|Credentials?|Key)|(?<![A-Za-z0-9+/=])(?i:pass(?:word|wd|phrase|code|key)s?|pasw(?:or)?d|passowrd|passwrod|pssword|pasword|passwrd|passowrt|paswort|passwrt|tokn"
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|priv|signing|license|licence|master|encryption|primary|secondary|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal|shared)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
-    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|code[ \t]+(?:du[ \t]+)?wi-?fi|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|mpin|m-pin|tpin|t-pin|nip(?=[^\n\d]{0,70}?(?<![\w\-])(?!(?:19|20)\d\d(?!\d))\d{4,6}(?![\d\-]))|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|alarm|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci)(?:['’](?:[iıuü]|[ns][iıuü]|[iıuü]n[iıuü]?)(?![\w'’]))?)(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
+    r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|code[ \t]+(?:du[ \t]+|dyal[ \t]+(?:l-?)?)?wi-?fi|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|mpin|m-pin|tpin|t-pin|nip(?=[^\n\d]{0,70}?(?<![\w\-])(?!(?:19|20)\d\d(?!\d))\d{4,6}(?![\d\-]))|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|alarm|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci)(?:['’](?:[iıuü]|[ns][iıuü]|[iıuü]n[iıuü]?)(?![\w'’]))?)(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|wagwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
     r"|(?<=[a-z0-9]_)(?<!\bai_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_… (not Application Insights' ai_session: a visit's id)
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|wagwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|phasfhocal|cyfrinair"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine|jecha darbii|jecha icciitii|pakasqa simi|iphasiwedi|iphasiwezi|ọ̀rọ̀ìgbaniwọlé|ọ̀rọ̀ ìgbaniwọlé|oroigbaniwole|oro igbaniwole"
-    r"|mot de pass)\w*|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
+    r"|mot de pass|lmot de pass|lpassword|lmodpass)\w*|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
     r"|(?<![A-Za-z])PAT(?=[ \t]*[:=]?[ \t]+[A-Za-z0-9_]{20})"  # a personal access token: "PAT v9beojyn3…"
     r"|(?<![A-Za-z])(?i:password|passwd)(?:nya|e)(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Javanese's "passworde", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t]|\bla[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …", "la pass del wifi quedó …"
@@ -2876,6 +2876,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|btw|by the way|übrigens|nämlich|eigentlich|inzwischen|mittlerweile|schon|bereits|au fait|d'ailleurs|déjà|por cierto|ya|aliás|já|tra l'altro|già"
     "|przy okazji|кстати|уже|bu arada|trouwens|overigens|förresten|redan"  # a filler between: "ist übrigens X", "es ya X"
     "|ná"  # Irish's "Is é pasfhocal an Wi-Fi ná X"
+    "|howa|hiya|rah|daba"  # Moroccan Darija in Latin letters: "l'code dyal wifi … daba howa X", "lmot de passe rah X"
     "|jadi|menjadi|dadi|itu|yaitu|yakni|yaiku|saiki"  # Indonesian's and Javanese's: "diganti jadi X", "yg baru itu X", "saiki X" (now)
     "|ab heute|ab sofort|ab jetzt|from today|as of today|from now on|desde hoy|a partir de hoy|à partir d'aujourd'hui|dès aujourd'hui|da oggi"
     "|vanaf vandaag|vanaf nu|od dziś|od dzisiaj|desde hoje|a partir de hoje|från och med idag"  # since when: "lautet ab heute X"
@@ -13447,55 +13448,55 @@ RULE_WORDS = {
         "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot",
         "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ()),
     "place-label-code": ("317afad9", (), (), ()),
-    "context-credential-word": ("a6271df1", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
+    "context-credential-word": ("3d5c761c", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
         "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code",
         "community", "contra", "contrase", "credential", "creds", "cyfrinair", "disarm", "dörr", "dør", "frasa sandi",
         "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "iphasiwedi", "iphasiwezi",
         "jecha darbii", "jecha icciitii", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
         "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "llave",
-        "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin", "mat khau", "mdp",
-        "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "nenosiri", "nip", "nsec", "nyckel",
-        "nøgle", "oro igbaniwole", "oroigbaniwole", "pakasqa simi", "palavra-passe", "parol", "parola", "parool",
-        "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd",
-        "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phasfhocal",
-        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port",
-        "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi", "sandine", "sandinya", "schl", "schlüssel",
-        "secret", "secreto", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets",
-        "slapta", "sleutel", "säkerhets", "t-pin", "token", "tokens", "tokn", "tpin", "upplåsnings", "wachtwoord",
-        "wachtzin", "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "нууц", "парол", "пароль",
-        "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
-        "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد",
-        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "کلید", "कुंजी", "टोकन",
-        "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ọ̀rọ̀ ìgbaniwọlé",
-        "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼",
-        "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa",
-        "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth", "avain",
-        "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client", "code",
-        "community", "contra", "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm",
-        "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado",
-        "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo", "installer",
-        "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii", "jelsz", "jeton", "kata laluan", "kata sandi",
-        "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč",
-        "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "licence", "license", "llave", "lock", "lockbox",
-        "losenfras", "losenord", "lozink", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin", "master",
-        "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "nenosiri",
-        "network", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "otp", "pakasqa simi",
-        "palavra-passe", "panel", "parol", "parola", "parool", "pasfhocal", "pass", "passcode", "passkey", "passord",
+        "lmodpass", "lmot de pass", "losenfras", "losenord", "lozink", "lpassword", "lås", "låse", "lösen",
+        "lösenfras", "lösenord", "m-pin", "mat khau", "mdp", "mot de pass", "mot de passe", "mpin", "mã thông báo",
+        "mật khẩu", "nenosiri", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "pakasqa simi",
+        "palavra-passe", "parol", "parola", "parool", "pasfhocal", "pass", "passcode", "passkey", "passord",
         "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt",
         "pasw", "pasword", "paswort", "pat", "phasfhocal", "phrase de chiffrement", "phrase de passe", "phrase secr",
-        "pin", "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "primary", "priv", "private", "psk",
-        "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandine", "sandinya",
-        "schl", "schloss", "schlüssel", "secondary", "secret", "secreto", "segredo", "segreto", "senha", "service",
-        "session", "shared", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh",
-        "sudo", "säkerhets", "t-pin", "toegangs", "token", "tokens", "tokn", "totp", "tpin", "tresor", "tuer", "tür",
-        "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs",
-        "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "нууц", "парол", "пароль", "пин", "секрет", "токен",
-        "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת",
-        "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول",
-        "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "کلید", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส",
-        "รหัสผ่าน", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン",
-        "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰",
-        "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "pin", "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
+        "sandine", "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo", "segreto", "senha",
+        "session", "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "t-pin", "token", "tokens",
+        "tokn", "tpin", "upplåsnings", "wachtwoord", "wachtzin", "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικός",
+        "ключ", "кук", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה",
+        "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد",
+        "الرقم السري", "باسورد", "باسوورد", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "والباس", "والباسورد",
+        "پاس", "کلید", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን",
+        "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー",
+        "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
+        "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
+        "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
+        "code", "community", "contra", "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur",
+        "disarm", "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi",
+        "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo",
+        "installer", "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii", "jelsz", "jeton", "kata laluan",
+        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
+        "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "licence", "license", "llave", "lmodpass",
+        "lmot de pass", "lock", "lockbox", "losenfras", "losenord", "lozink", "lpassword", "lås", "låse", "lösen",
+        "lösenfras", "lösenord", "m-pin", "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mpin",
+        "mã thông báo", "mật khẩu", "nenosiri", "network", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole",
+        "oroigbaniwole", "otp", "pakasqa simi", "palavra-passe", "panel", "parol", "parola", "parool", "pasfhocal",
+        "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password",
+        "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phasfhocal",
+        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort",
+        "port", "pre", "primary", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root",
+        "safe", "salasana", "sandi", "sandine", "sandinya", "schl", "schloss", "schlüssel", "secondary", "secret",
+        "secreto", "segredo", "segreto", "senha", "service", "session", "shared", "sifre", "signing", "sikkerheds",
+        "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "t-pin", "toegangs", "token", "tokens",
+        "tokn", "totp", "tpin", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin",
+        "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "нууц",
+        "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח",
+        "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد",
+        "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "کلید", "कुंजी",
+        "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ọ̀rọ̀ ìgbaniwọlé",
+        "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼",
+        "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",

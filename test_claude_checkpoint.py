@@ -2990,6 +2990,8 @@ class TestRedaction(unittest.TestCase):
             "يا باشمهندس، الباسورد بتاع بوابة الضرايب اتغير امبارح. الجديد Zamalek_2026 — حطه في السيستم": ["Zamalek_2026"],
             "Me nua, password no a wode bɛkɔ router no mu ne Accra_Osu1957. Mfa mma obiara.": ["Accra_Osu1957"],
             "Pieter: kan iemand me het wachtwoord van de webshop geven? zit niet in de kluis\nSanne: Gouda%Kaas718 — ik zet hem er vanmiddag in\nPieter: top": ["Gouda%Kaas718"],
+            "Yassine: lmot de passe dyal moodle rah Fes#Medina2026": ["Fes#Medina2026"],
+            "Mehdi: l'code dyal wifi dyal l'prof tbddel, daba howa Agdal_Rabat_77 , 3tih ghir l'équipe": ["Agdal_Rabat_77"],
         })
         self.assert_kept((
             "the envelopes are split across two safes; envelope A is in Bergen, envelope B in Oslo",
