@@ -4650,7 +4650,8 @@ def _find_keys_beside_check_value(match: Any) -> list:
     24 or 32 bytes within three lines above or below it, never one a digest's word labels. A check value is
     only ever given for a symmetric key, so its neighbour in hex is one (a ceremony's component, an LMK)."""
     text = match.string
-    start, end = _start_of_lines_above(text, match.start(), 3), _end_of_lines_below(text, match.end(), 3)
+    line_end = text.find("\n", match.end())
+    start, end = _start_of_lines_above(text, match.start(), 3), len(text) if line_end < 0 else _end_of_lines_below(text, line_end, 3)
     return [found.span() for found in _regex(_CLEAR_KEY_HEX).finditer(text, start, end)
             if not _regex(r"(?i)sha|md5|hash|digest|checksum|fingerprint|commit|under[ \t]+(?:the[ \t]+)?lmk|encrypted|cryptogram").search(_line_before(text, found.start(), 60))]
 
