@@ -4609,7 +4609,9 @@ def _table_cells(line: str, separator: Optional[str]) -> list:
 
 # The words that label a part of a secret sent in parts, in the languages chats are written in: the
 # rule that finds such a text (context-split-secret, as {PART_LABEL}) and the finder that reads its parts
-# (_SPLIT_PART_VALUE, _SPLIT_PART_LINE) both know them from here.
+# (_SPLIT_PART_VALUE, _SPLIT_PART_LINE) both know them from here. A label that starts with a word of one
+# or two letters is written with a literal space (`an chéad leath`, `i to deler`): with `[ \t]+` after it,
+# the rule's start word would be that short word, and the rule would read every text whole.
 _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|половина)|前半段?|後半|后半段|第一段|第二段|第三段|뒷부분|앞부분|الجزء|ท่อนแรก|ท่อนสอง|ท่อนที่สอง|ส่วนแรก|ส่วนที่สอง"""
                r"""|\bciąg[ \t]+dalszy|\bdaarachter[ \t]+nog|\bfalt(?:ó[ \t]+el|ou[ \t]+o)[ \t]+final|\b(?:ilk|ikinci|son)[ \t]+(?:k\ws\wm|parça)|\bap[aá][ \t]+(?:k[iì][ií]n[ií]|kej[iì]|k[eẹ]ta)|\bsehemu[ \t]+ya[ \t]+(?:kwanza|pili|tatu|mwisho)"""
                r"""|\b(?:cealalt[ăa]|a doua)[ \t]+(?:parte|jum[ăa]tate)|\b(?:első|második)[ \t]+fele|\b(?:première|seconde|deuxième)[ \t]+moitié|\b(?:primera|segunda)[ \t]+(?:mitad|parte)|\b(?:primera|segona)[ \t]+part\b|\bla otra mitad\b|\b(?:prima|seconda)[ \t]+(?:metà|parte)"""
