@@ -1045,6 +1045,8 @@ def secret_strength(name: str) -> int:
     if any("public" in part for part in parts) or "pubkey" in parts or "sitekey" in parts or parts == ["mkey"] or parts[-2:] == ["site", "key"] or parts[:3] == ["sec", "web", "socket"] or (
             parts[-1:] in (["nodekey"], ["discokey"]) or len(parts) > 1 and _regex(r"sha\d{1,3}|md5").fullmatch(parts[-1])):
         return 0  # Sparkle's SUPublicEDKey, Tauri's pubkey, reCAPTCHA's and Turnstile's site keys, a WebSocket handshake's nonce, Tailscale's public node key, a digest (HPKP's pin-sha256)
+    if parts[-1:] in (["onepassword"], ["lastpass"], ["passwordstore"], ["keepass"], ["keepassxc"]) or parts[-2:] == ["one", "password"]:
+        return 0  # a password manager's name (Ansible's community.general.onepassword lookup): the store, not a secret
     if parts[-2:] == ["request", "token"] or parts == ["client", "token"]:
         return 0  # AWS's ClientRequestToken and clientToken (a device shadow's, EC2's): a request's idempotency id
     if name == "KEY_SOURCE":
@@ -1167,8 +1169,8 @@ def _is_reference(value: str) -> bool:
         return True  # TeamCity's secure value in a settings file: the id of a token it keeps, `credentialsJSON:ad58…-…`
     if v.startswith("$$") and _regex(r"\$\$\{?[A-Z_][A-Z0-9_]*\}?").fullmatch(v):
         return True  # make's `$$DOCS_SFTP_PASSWORD`: the shell's variable in a Makefile's recipe
-    if first == "&" and _regex(r"&(?:[a-z_][a-z0-9_]{0,31}|[A-Z_][A-Z0-9_]{0,31})\.?").fullmatch(v):
-        return True  # a SAS macro variable: password="&_pw", "&DBPASS." (a person's password would mix cases)
+    if first == "&" and _regex(r"&&?(?:[a-z_][a-z0-9_]{0,31}|[A-Z_][A-Z0-9_]{0,31})\.?").fullmatch(v):
+        return True  # a SAS macro variable: password="&_pw", "&DBPASS." (a person's password would mix cases); SQL*Plus's `&&report_password`
     if v.startswith("<<"):
         return True  # a here-document's marker (`password = <<EOT`): its lines hold the value
     if " " in v and _regex(r"(?i)(?:bearer|token|basic|apikey)[ \t]+(?=\S)").match(v) and _is_reference(v.split(None, 1)[1]):
@@ -1231,6 +1233,8 @@ def _is_placeholder(v: str) -> bool:
         return True  # the hex words programmers fill a test's digest with: `sha256=deadbeef`, 0xCAFEBABE
     if _regex(r"[\w\-]{0,12}?(?:\d{6,12}:)?[\w\-]{0,4}?(?:x{8,}|X{8,}|\*{8,})[\w\-]{0,4}|__[A-Z][A-Z0-9_]{2,60}__|@@[A-Z][A-Z0-9_]{2,60}@@|__[A-Z]+(?:_[A-Za-z0-9]+){2,12}__|[A-Za-z0-9]{0,12}[._\-](?:[xX]{4,}[._\-]?){2,8}|[\w\-:]{0,16}[._\-:](?:x{4,}|X{4,})").fullmatch(v):
         return True  # a prefix and x's (00xxxxxxxx…, sk_live_xxxxxxxx…, a bot's 123456789:AAxxxx…, 123456:ABC-xxxxx, Kovacic-XXXX-XXXX), a template's __LOCAL_ADMIN_PASSWORD__ or @@RADIUS_SHARED_SECRET@@ (or __GENERATE_WITH_openssl_rand_hex_32__)
+    if len(v) >= 24 and _regex(r"[A-Za-z0-9_\-]{0,24}?(?:x{16,}[x\-_]*|X{16,}[X\-_]*)[A-Za-z0-9]{0,4}").fullmatch(v):
+        return True  # a token's shape filled with x's and its own last letters: sk-ant-api03-xxxx…xxxx-xxxxxxxxAA
     if _regex(r"[\w\-]{0,24}<[\w\- ]{1,30}>(?:[\w\-]{0,8}<[\w\- ]{1,30}>){0,4}[\w\-]{0,8}").fullmatch(v):
         return True  # a format's template: cfsk_ma_prod_<32-hex>_<8-hex>
     if _regex(r"[A-Za-z][\w\-]{0,24}[_\-.]<(?:\d{1,3}|[a-z]{2,12})").fullmatch(v):
@@ -1282,8 +1286,10 @@ def _is_placeholder(v: str) -> bool:
         return True  # a stand-in in another's shape: ghp_YourPersonalAccessTokenGoesHere, sk-ant-api03-...redacted... (a long value says so twice)
     if ":" in v and _regex(r"\d{6,12}:[A-Za-z_\-]{4,40}").fullmatch(v) and _is_placeholder(v.split(":", 1)[1]):
         return True  # a bot's id and a stand-in for its token: `123456789:REPLACE_ME`
-    if _regex(r"(?:REPLACE|CHANGE|INSERT|YOUR|PUT|ENTER)_[A-Z0-9_]{3,60}").fullmatch(v):
-        return True  # what goes there, in capitals with its length: REPLACE_WITH_64_HEX_CHARS
+    if _regex(r"(?:REPLACE|CHANGE|INSERT|YOUR|PUT|ENTER)_[A-Z0-9_]{3,60}|(?:REPLACE|INSERT|PUT|ENTER|GENERATE)_\d{0,4}_?[A-Z]{2,}_[\w.\-]{3,60}").fullmatch(v):
+        return True  # what goes there, in capitals with its length: REPLACE_WITH_64_HEX_CHARS, PUT_64_CHARS_FROM_mix_phx.gen.secret_HERE
+    if _regex(r"[A-Z]{3,12}(?::[A-Z]{3,12}){1,4}").fullmatch(v) and _regex(r"TOKEN|KEY|SECRET|PASS").search(v):
+        return True  # a format named by its parts: MAAS's API key as CONSUMER:TOKEN:SECRET
     if any(map(str.isdigit, v)):
         return False
     if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
@@ -1320,7 +1326,12 @@ def _is_base64_of_data(token: str) -> bool:
     if len(data) >= 8 and data[1::2].count(0) * 10 >= len(data) // 2 * 9:  # UTF-16: PowerShell's -EncodedCommand
         text = data.decode("utf-16-le", "replace")
         return not _regex(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]").search(text) and not _regex(_CREDENTIAL_WORDS).search(text)
-    return data.startswith(_FILE_MAGIC)
+    return data.startswith(_FILE_MAGIC) or data[12:16] in _ICC_DEVICE_CLASSES and data[16:19] in (b"RGB", b"GRA", b"CMY", b"XYZ", b"Lab")
+
+
+# The device classes an ICC colour profile names at its 12th byte (a monitor's, a scanner's, a printer's …),
+# before its colour space: the header of a profile, whose size comes first (no magic of its own there).
+_ICC_DEVICE_CLASSES = (b"mntr", b"scnr", b"prtr", b"link", b"spac", b"abst", b"nmcl")
 
 
 def _is_base64_of_plain_json(token: str) -> bool:
@@ -1488,8 +1499,12 @@ def _accept_assignment(match: Any) -> bool:
         return True  # a session's id in hex: `cookies.set("JSESSIONID", "479D3599CD26…")`
     if strength == 1 and _regex(r"(?:[A-Za-z_]\w{0,30}\.)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){0,3}_KEY(?:_HEX)?").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}(?:-" + _UUID + ")?").fullmatch(bare):
         return True  # a service's key in an environment's or a module's name: KAGGLE_KEY=bd20b117…, Lua's M.INGEST_KEY = "…", not a cache's key in code
+    inner = _regex(r"([a-z_][a-z0-9_.\-]{1,40})=[^=\s]").match(bare) if strength == 1 and groups.get("op") == ":" else None
+    if inner and len(_name_parts(inner.group(1))) >= 2 and secret_strength(inner.group(1)) == 0:
+        return False  # another thing's field and its value after a label: "MQTT session: client_id=ingest-a3e5605c" (not the session's own `id=`)
     if strength == 1:
-        return (_looks_random(bare) or looks_machine_generated(bare)) and not _is_identifier_like(bare)  # also rclone's b2 `key = RQWFWykf…`
+        return (_looks_random(bare) or looks_machine_generated(bare)) and not _is_identifier_like(bare) and not _regex(_DATED_NAME).fullmatch(
+            bare) and not _regex(r"[A-Z0-9]{2,6}(?:-[A-Z0-9]{2,6}){1,2}").fullmatch(bare)  # also rclone's b2 `key = RQWFWykf…`; not a thing's number (a record's `key=TE33A-0412`)
     if value[:1] not in "\"'`" and bare.isalpha() and following[:1] == " " and not (
             "=" in match.string[match.end("name"):match.start("s")] and match.string[match.start("name") - 1:match.start("name")] == "-") and not (
             _regex(r"[ \t]+[A-Za-z_][\w.\-]*=").match(match.string, match.end("s"))) and (
@@ -1503,6 +1518,11 @@ def _accept_assignment(match: Any) -> bool:
     if bare.isdigit() and match.string[match.end("s"):match.end("s") + 6] == " bytes":
         return False  # `kubectl describe secret` prints sizes, not values
     return bare.strip().lower() not in _NOT_VALUES
+
+
+# A name of small words and a day's date (`ndvi-20250514-a6b62d`, `backup_20241103_0200`): a run's or a job's key, made
+# to be read and sorted, not to be kept secret.
+_DATED_NAME = r"[a-z][a-z0-9]*(?:[\-_][a-z0-9]+)*[\-_](?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?:[\-_][a-z0-9]{1,12})*"
 
 
 # Words that begin an expression in code, which no secret's value is: `const credentials = new …`, `void 0`.
@@ -1568,8 +1588,8 @@ def _cannot_be_its_value(name: str, bare: str) -> bool:
         return True  # a plural names where they are kept: VBA's `Const SHEET_SECRETS As String = "Setari"`
     if _regex(r"(?i)base64:|hex:|b64:|(?:PROTECTED|HIDDEN|CONCEALED|WITHHELD|SUPPRESSED)").fullmatch(bare):
         return True  # a format's prefix alone (Laravel's `APP_KEY=base64:`), a word that says the value is hidden
-    if _regex(r"(?:String|Int|Long|Boolean|ByteArray|CharArray|SecureString|Secret|Password)\??").fullmatch(bare):
-        return True  # a type: Kotlin's `val signingKey: String? by project`
+    if _regex(r"(?:String|Int|Long|Boolean|ByteArray|CharArray|SecureString|Secret|Password|Data|\[UInt8\])\??").fullmatch(bare):
+        return True  # a type: Kotlin's `val signingKey: String? by project`, Swift's `var passwordData: Data?`
     if _regex(r"[A-Z][A-Z0-9]{1,11}(?:_[A-Z][A-Z0-9]{0,11}){2,6}").fullmatch(bare) and sum(part.isalpha() for part in bare.split("_")) >= 2:
         return True  # a name in capitals, of three parts or more: an ExternalSecret's `secretKey: MWG5_TC_AUTH`
     if _regex(_SETTING_KEY_NAME).fullmatch(bare):
@@ -1735,8 +1755,8 @@ def _accept_no_digest_said(match: Any) -> bool:
 def _accept_password_like(match: Any) -> bool:
     """Prose such as `the VPN password is Xk29…`: only values that look like passwords."""
     v = match.group("s")
-    if _regex(r"_[A-Za-z]\w*|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\[[\w$.'\"]{1,20}\]").fullmatch(v) or "</" in v or v[:1] == ":":
-        return False  # a private name in code (`password.translate(_trans_36)`), a subscript (`password: basic[1]`), markup, a path's `::` (`${VAULT::ds::password::1}`)
+    if _regex(r"_[A-Za-z]\w*|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\[[\w$.'\"]{1,20}\]|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+\[").fullmatch(v) or "</" in v or v[:1] == ":":
+        return False  # a private name in code (`password.translate(_trans_36)`), a subscript (`password: basic[1]`, a quoted key's: `data.vault_kv_secret_v2.x.data["password"]`), markup, a path's `::` (`${VAULT::ds::password::1}`)
     before = match.string[match.start():match.start("s")]
     if _regex(r"[\"'][ \t]*,[ \t]*[\"']").search(before):
         return False  # another member of a JSON object: `"action":"user.password.changed","target":"uat.ops1"`
@@ -1927,8 +1947,9 @@ def _accept_call_password(match: Any) -> bool:
     called = _regex(r"[\w.:\[\]]{1,80}$").search(text[max(0, opening - 80):opening]) if opening >= 0 else None
     if opening == match.start() and called is None and "@" in user and _regex(r"[\[,(=][ \t]*(?:\r?\n[ \t]*)?$").search(text, max(0, opening - 40), opening):
         return looks_like_chosen_password(value) and _may_be_a_password(value)  # a list's pair of an address and its password: `[("ana@x.io", "Hangang!River23"), …]`
-    if called is None or ")" in text[opening:match.start()] or not _regex(_CONNECTING_CALL).search(called.group()):
-        return False  # not the arguments of a call that connects: `check('left', '20x40+0+80')`
+    if called is None or ")" in text[opening:match.start()] or not (_regex(_CONNECTING_CALL).search(called.group()) or _regex(
+            r"\([ \t]*[\"'](?:https?|wss?|ftps?|sftp)://[^\"'\s]{3,200}[\"'][ \t]*,[ \t]*$").match(text, opening, match.start() + 1)):
+        return False  # not the arguments of a call that connects: `check('left', '20x40+0+80')`; a URL first is where a client connects (`AsperaNode("https://…", "node_xfer", "…")`)
     if _regex(r"(?i)(?:^|[.:_])(?:get|read|fetch|load|lookup|find|delete|remove|has)_?(?:password|passwd|secret|credential|key|token)\w*$").search(called.group()):
         return False  # a lookup's keys, not a value: keyring.get_password("greenhouse-mqtt", "sensor-node-07")
     if looks_machine_generated(value) and not _is_reference(value):
@@ -2148,7 +2169,7 @@ _PLACE_WORDS = (r"(?i)(?<![^\W\d_])(?:doors?|gates?|garages?|keypads?|alarm\w{0,
                 r"|dve[řr]\w{0,3}|br[áa]n\w{0,2}|serverovn\w{0,2}|rozvodn\w{0,2}|trezor\w{0,3}|riaszt\w{0,6}|ajt[óo]\w{0,3}|kapu\w{0,3}|sz[ée]f\w{0,3}"  # Czech, Hungarian
                 r"|u[șş]\w{0,2}|poart\w{0,2}|seif\w{0,3}|πόρτα\w{0,2}|συναγερμ\w{0,3}|χρηματοκιβώτι\w{0,2}"  # Romanian, Greek
                 r"|konesali\w{0,4}|hälytys\w{0,8}|kassakaap\w{0,4}|avainkaap\w{0,4}|varast\w{0,4}|lukko\w{0,3}|portti\w{0,3}|ulko-?ov\w{0,4}"  # Finnish (a server room's, konesaliin)
-                r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|गेट|अलार्म|तिजोरी"
+                r"|(?:ال)?باب|(?:ال)?إنذار|(?:ال)?خزنة|geti|mlango|bariyer\w{0,5}|barriers?|schranke\w{0,2}|barrera|sbarra|szlaban\w{0,3}|шлагбаум\w{0,2}|slagboom|cancela|गेट|अलार्म|तिजोरी"
                 r"|cassafort[ei]|cassett\w{0,3}|armadiett[oi]|sef[auo]?|ulaz\w{0,3}|vrat\w{0,3}|ormar\w{0,4}|gara[žz]\w{0,2}|[šs]krinj\w{0,2}|komor\w{0,2}|shramb\w{0,2}"
                 r"|kutij\w{0,2}|klju[čc]avnic\w{0,2}|lokot\w{0,2}|z[áa]mek|z[áa]mku|sk[řr][íi][ňn]k\w{0,2}|schr[áa]nk\w{0,2}|nabiraln\w{0,3}|apartm[aá]n\w{0,2}|\w{0,12}d[öo]rr(?:en)?)(?![^\W\d_])"  # Italian, Croatian, Slovene, Czech, Swedish's ytterdörren
                 r"|(?<![^\W\d_])(?:teclados?|teclat|clavier|tastiera|tastenfeld\w{0,2}|klawiatur\w{0,2}|polvor[ií]n\w{0,2}|almac[ée]n\w{0,2}|magatzem|bodega|kap[ıi](?:s[ıi](?:n[ıi]n)?|y[ıi])?|depo(?:su)?|zaplecz\w{0,2}|kho|cửa|két|armaz[ée]m|entrep[ôo]t|magazzino|\w{0,14}lager|magazyn\w{0,2}|gudang|pintu|brankas|gerbang|lemari|lawang|склад\w{0,2}|\w{0,14}f[öo]rr[åa]d\w{0,4}|magazijn)(?![^\W\d_])"  # a keypad, a store or a magazine (Spanish, Catalan, French, Italian, German, Polish, Indonesian, Russian, Swedish, Dutch, Turkish, Vietnamese)
@@ -2182,6 +2203,40 @@ def _accept_place_code(match: Any) -> bool:
     before = _line_before(match.string, match.start(), 30)  # the place named just before: "cofre dos fundos: combinação 24881914"
     places = list(_regex(_PLACE_WORDS).finditer(before))
     return bool(places) and _regex(r"[^\W\d_]{0,4}(?:(?:[ \t]+[^\W\d_]{1,12}){0,2}[ \t]*[:：\-–])?[ \t]*").fullmatch(before, places[-1].end()) is not None
+
+
+# A line of a list of codes: a label with a letter, then a code of four to eight digits (a keypad's # or * beside
+# them) after a tab, two spaces or a colon (an HTML list's `<li><b>label:</b> code</li>` too), and a note after it.
+_CODE_LIST_LINE = (r"[ \t]*(?:[-*•][ \t]*)?(?:<li>[ \t]*)?(?:<(?:b|strong)>)?(?=[^\n]{0,40}?[^\W\d_])[^\n:<]{1,40}?(?:[:：][ \t]*(?:</(?:b|strong)>)?[ \t]*|\t[ \t]*|[ \t]{2,})"
+                   r"(?P<code>[#*]?\d{4,8}[#*]?)(?:</li>)?(?:[ \t]{2,}[^\n]{0,60}|[ \t]*\([^\n]{0,60})?[ \t]*\r?")
+
+
+_CODE_LIST_PAIR = r"[ \t]*[^\W\d_][^\n\d]{0,40}?[ \t]+(?P<code>[#*]?\d{4,8}[#*]?)(?![\w#*])"  # a label and its code, one of a line's several
+
+
+def _find_codes_under_heading(match: Any) -> list:
+    """The codes of the lines under a heading that names a list of codes (codes-under-heading): each
+    line a label and a code (_CODE_LIST_LINE), up to the first line that is neither one nor a list's
+    markup, a rule or a blank line before the first; not a year alone (`Since  2019`)."""
+    text, spans, listed = match.string, [], False
+    position = match.start("s")
+    while position < match.end("s"):
+        line_end = text.find("\n", position)
+        line_end = len(text) if line_end < 0 else line_end
+        line = _regex(_CODE_LIST_LINE).fullmatch(text, position, line_end)
+        pairs = r"(?:" + _CODE_LIST_PAIR + r"){2,4}[ \t]*\r?"
+        if line and not _regex(r"(?:19|20)\d\d").fullmatch(line.group("code")):
+            spans.append(line.span("code"))
+            listed = True
+        elif _regex(pairs).fullmatch(text, position, line_end):  # a line of several: "Nairobi office (Westlands)   main door 408123   server cupboard 7731"
+            spans += [pair.span("code") for pair in _regex(_CODE_LIST_PAIR).finditer(text, position, line_end)]
+            listed = True
+        elif REDACTED in text[position:line_end]:
+            listed = True  # a line whose codes a rule took already (`main door «redacted»   server cupboard «redacted»`)
+        elif not _regex(r"[ \t]*(?:</?(?:ul|ol|table|tbody|div|p)>|[-=_*]{3,}|)[ \t]*\r?").fullmatch(text, position, line_end) or listed and position == line_end:
+            break  # prose, or the list's end (a blank line after its lines)
+        position = line_end + 1
+    return spans
 
 
 def _accept_jaas_user(match: Any) -> bool:
@@ -2268,8 +2323,10 @@ _PROSE_CONNECTOR = r"(?i)(?:\b(?:is|was|are|to|now|be|becomes|into|use|using)|[=
 def _kept_under_a_path(text: str, start: int, value: str) -> bool:
     """Whether value, at start, is the path a vault or a password manager keeps a secret under, as
     the words before it say ("staat in de vault onder OT/RTM/QC07", "in 1Password under Ops/…")."""
-    return "/" in value and _regex(r"(?i)\b(?:vault|1password|keepass(?:xc)?|bitwarden|lastpass|keeper|password manager|tresor|kluis|cofre)\b"
-                                   r"[^\n]{0,20}?(?:under|onder|unter|at|in|en|em|sous|bajo|pod|w)[ \t]+$").search(text, max(0, start - 80), start) is not None
+    kept_in = (r"(?i)\b(?:vault|1password|keepass(?:xc)?|bitwarden|lastpass|keeper|password manager|tresor|kluis|cofre)\b"
+               r"[^\n]{0,20}?(?:under|onder|unter|at|in|en|em|sous|bajo|pod|w)[ \t]+")
+    return "/" in value and _regex(kept_in + "$").search(text, max(0, start - 80), start) is not None or _regex(
+        kept_in + r"[^\n]{1,40}?[ \t]*(?:→|->|>|»|/)[ \t]*$").search(text, max(0, start - 120), start) is not None  # (or its folders before it: "under VMware → vcenter01")
 
 
 def _accept_named_in_prose(match: Any) -> bool:
@@ -2588,7 +2645,8 @@ def random_tokens(text: str, start: int, end: int, not_after: str = "") -> list:
 # Names of values beside a token that are not it: a lifetime, Vault's accessor (it names a token), an id,
 # a name, analytics cookies (_ga, _gid, _fbp).
 _NOT_TOKEN_NAMES = frozenset("ttl expires expiry lease accessor id ids uuid name ga gid fbp gcl transaction txn sub kid jti aud iss age"
-                             " nonce trace correlation tenant type kind job queue region zone org project team workspace thumbprint fingerprint rid traceid spanid".split())
+                             " nonce trace correlation tenant type kind job queue region zone org project team workspace thumbprint fingerprint rid traceid spanid"
+                             " unit device node host serial asset vehicle sensor".split())  # (a thing a log names beside an error: `unit=TE33A-0415`)
 
 
 def _named_as_no_token(text: str, start: int) -> bool:
@@ -2725,19 +2783,19 @@ _CREDENTIAL_WORDS = (
     r"|pass[ \-]words?|secrets?|tokens?|credentials?|(?:api|access|secret|private|priv|signing|license|licence|master|encryption|primary|secondary|wpa2?|wi-?fi|wlan|network|pre-?shared"
     r"|auth|app|client|account|deploy|root|admin|service|session|recovery|unseal|shared)[ _\-]?keys?|session[ _\-]?(?:ids?|tokens?)"
     r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|code[ \t]+(?:du[ \t]+|dyal[ \t]+(?:l-?)?)?wi-?fi|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|mpin|m-pin|tpin|t-pin|nip(?=[^\n\d]{0,70}?(?<![\w\-])(?!(?:19|20)\d\d(?!\d))\d{4,6}(?![\d\-]))|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|alarm|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci)(?:['’](?:[iıuü]|[ns][iıuü]|[iıuü]n[iıuü]?)(?![\w'’]))?)(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
-    r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|wagwoord|schlüssel|sleutel|nyckel|lösenord|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode
+    r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|wagwoord|schlüssel|sleutel|nyckel|lösenord(?:et)?|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode, adminlösenordet
     r"|(?<=[a-z0-9]_)(?<!\bai_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_… (not Application Insights' ai_session: a visit's id)
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|wagwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|phasfhocal|cyfrinair"
-    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs|wachtzin|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
+    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs-jelmondat|jelmondat|kulcs|wachtzin|neno la siri|neno siri|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
     r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine|jecha darbii|jecha icciitii|pakasqa simi|iphasiwedi|iphasiwezi|ọ̀rọ̀ìgbaniwọlé|ọ̀rọ̀ ìgbaniwọlé|oroigbaniwole|oro igbaniwole"
-    r"|mot de pass|lmot de pass|lpassword|lmodpass)\w*|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
+    r"|mot de pass|lmot de pass|lpassword|lmodpass)\w*|(?<![A-Za-z])(?i:hemlighet(?:en)?|hemmelighet(?:en)?|ramz(?:-?e|esh|esho)?)(?![\w\-])|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
     r"|(?<![A-Za-z])PAT(?=[ \t]*[:=]?[ \t]+[A-Za-z0-9_]{20})"  # a personal access token: "PAT v9beojyn3…"
     r"|(?<![A-Za-z])(?i:password|passwd)(?:nya|e)(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Javanese's "passworde", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t]|\bla[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …", "la pass del wifi quedó …"
-    r"|(?i:парол[ьяюе]\w*|ключ|токен|секрет|кук[аиуеі](?!\w)|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
+    r"|(?i:парол[ьяюе]\w*|ключ|кілт\w*|токен|секрет|кук[аиуеі](?!\w)|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|የይለፍ ቃ[ልሉ]|ይለፍ ቃ[ልሉ]|ፒን|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|باسورد|الباسورد|والباسورد|باسوورد|الباسوورد|الباس(?![\u0600-\u06ff])|والباس(?![\u0600-\u06ff])|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ|کلید|கடவுச்சொல்|aṣínà)")  # (Egyptian Arabic's باسورد, والباس: "and the pass")
+    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|የይለፍ ቃ[ልሉ]|ይለፍ ቃ[ልሉ]|ፒን|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|باسورد|الباسورد|والباسورد|باسوورد|الباسوورد|الباس(?![\u0600-\u06ff])|والباس(?![\u0600-\u06ff])|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ|کلید|கடவுச்சொல்|aṣínà|رمز(?:ش)?(?![\u0600-\u06ff])|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ፓስወርድ|ፓስወርዱ|პაროლ[იისს]\w{0,3}|(?i:құпия\s?сөз\w{0,3}|qup[ıi]y?a\s?s[óo]z\w{0,3}|kupiya\s?soz\w{0,3}))")  # (Persian's رمز, کلمه عبور; Amharic's ፓስወርድ)  # (Egyptian Arabic's باسورد, والباس: "and the pass")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
 # variable): `b64decode("…")`, `hex!("…")`, `Encoding.UTF8.GetBytes("…")`, `Buffer.from("…")`, `String::from("…")`.
 _DECODING_CALL = (r"(?:\[\]byte\(|(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode|decode\w{0,10}|encode|bytes|GetBytes|FromBase64String"
@@ -2751,7 +2809,7 @@ _SETTING_GETTER = (r"(?:config(?::system|:app)?:get|config-get|config[ \t]+(?:--
                    r"(?i:pass|secret|token|api.?key|private.?key|cred|_pw\b|bindpw)")
 _ENV_VARIABLES_PRINTED = r"(?=[^\n]*\$env:\w*(?i:secret|token|key|pass|pwd))\$env:\w+(?:;[ \t]*\$env:\w+)*[ \t]*$"
 # A comment that names a secret file, the one line under it that file's content: `# /etc/mongod.keyfile (chmod 400)`.
-_SECRET_FILE_COMMENT = (r"\#[ \t]+(?:[~/.]|[\w.\-]+/)[^\s]*?(?i:keyfile|\.key\b|vault_pass|\.pgpass|\.netrc|\.git-credentials|\.htpasswd|id_rsa|id_ed25519|id_ecdsa"
+_SECRET_FILE_COMMENT = (r"(?:\#|//)[ \t]+(?:[~/.]|[\w.\-]+/)[^\s]*?(?i:keyfile|\.key\b|\.keytab\b|seed\.(?:hex|bin|txt)\b|vault_pass|\.pgpass|\.netrc|\.git-credentials|\.htpasswd|id_rsa|id_ed25519|id_ecdsa"
                         r"|secret|token|passw)[^\s]*(?:[ \t]+\([^()\n]{0,60}\))?[ \t]*(?=\r?\n)")
 _SECRET_PRINTING_COMMAND = (
     r"(?:cat|type|more|less|head|tail|bat|Get-Content|gc|jq|yq|sed|awk|grep|base64|xxd|hexdump|od|fold|strings|nl|tac|dd)\b[^\n]*?(?i:secret|token|cred|(?:mfa|totp|otp)[\w\-]*\.txt\b|seed\.txt\b"
@@ -2781,7 +2839,7 @@ _SECRET_PRINTING_COMMAND = (
     r"|(?:hashcat|john)\b[^\n]*?[ \t]--show\b|(?:glab|gh)[ \t]+variable[ \t]+get\b[^\n]*?(?i:secret|token|passw|key|cred)"  # cracked hashes and their passwords; a CI variable's value
     r"|(?:(?:npx|bunx|pnpm[ \t]+dlx)[ \t]+)?wrangler[ \t]+kv(?::key|[ \t]+key)[ \t]+get\b[^\n]*?(?i:secret|token|passw|api.?key|cred)"  # a Workers KV value under a secret's name
     r"|(?:python3?|node|ruby|php|deno|bun)\b[^\n]*?(?:\.generate\(\)|generate_key\(|token_(?:hex|urlsafe|bytes)\(|urandom\(|randomBytes\(|SecureRandom\.|get_random_secret_key\()"  # a one-liner that prints a key it makes
-    r"|(?:[\w\-./]+[ \t]+){0,3}?" + _SETTING_GETTER + "|" + _ENV_VARIABLES_PRINTED +  # `wp config get DB_PASSWORD`, `$env:DATTO_API_SECRET`
+    r"|(?:[\w\-./]+[ \t]+){0,3}?(?:[\w\-.]+/){0,4}" + _SETTING_GETTER + "|" + _ENV_VARIABLES_PRINTED +  # `wp config get DB_PASSWORD`, `$env:DATTO_API_SECRET`
     r"|(?:python3?|node|ruby|perl|php|deno|bun|[\w./\-]*manage\.py|(?:bin/)?rails)\b[^\n]*?[ \t(;\"'](?:print|puts|pp|p|console\.log|echo|var_dump|say)[ \t(]+[\w.\[\]'\"$:]{0,80}?(?i:key|token|secret|passw|pwd|cred)"  # one-liners: python -c "print(settings.SECRET_KEY)"
     r"|[^\n]*?[\w)\]'\"]\.(?i:password|passwd|secret|token|secretkey|apikey)(?![\w(.\-])"  # a property read: (Get-ItemProperty …).Password, /text:processModel.password
     r"|(?<=> )[^\n]{0,200}?(?i:key|token|secret|passw|pwd|cred)[^\n]{0,200}(?=\n=>? )"  # irb's and pry's: `irb(main):001> Rails.application.credentials.dig(:x, :api_key)`; PsySH's (artisan tinker) `= "…"`
@@ -2888,14 +2946,14 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
               r"|(?<![\w'’])on(?![\w'’\-])"  # Finnish's and Estonian's "is" (after their words only: _given_password)
               r"|(?<![\w'’])(?:ngu|yi)-(?=\S)"  # isiZulu's "is", joined to what it names: "Iphasiwedi … ngu-k4iz3r-D1ngo"
               r"|(?:(?<=password )|(?<=part )|(?<=pass )|(?<=pin )|(?<=code ))(?:na|be)(?![\w'’\-])"  # Nigerian Pidgin's "is", after English's words: "second part na -Since1999!"
-              r"|c'est|改成了|改成|改为|改為|换成了|换成|換成|设为|設為|更改为|更改為|是|为|為|は|を|는|은|이|가|है|คือ|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
+              r"|c'est|改成了|改成|改为|改為|换成了|换成|換成|设为|設為|更改为|更改為|是|为|為|は|を|는|은|이|가|है|คือ|เป็น|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
 _GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：≔|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"|(?<![\w/.:])[a-z]{1,4}/[a-z0-9]{1,4}(?![\w/])){0,90}?(?:(?P<sign>[:：=≔]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
                 r"[ \t]*(?:[\"'«“(`][ \t]*)?(?:<(?:b|strong|code|em|i|tt|kbd|mark|span)\b[^<>\n]{0,40}>)?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # A credential word that names a passphrase, in the languages above.
-_PASSPHRASE_WORD = r"(?i)phrase|fras|wachtzin|kennsatz|フレーズ|短语|短語|문구"
+_PASSPHRASE_WORD = r"(?i)phrase|fras|wachtzin|kennsatz|jelmondat|フレーズ|短语|短語|문구"
 # The value right after a credential word: "password Slonce112", "पासवर्ड violin2933 है", "비밀번호를 Hiver2011. 로".
 _VALUE_AT_ONCE = r"(?:[를을는은이가도はをが])?[ \t]+(?:[\"'«“(`][ \t]?)?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
 # Parts of credential words that name a key, a token or a secret: values a machine makes, which
@@ -2932,6 +2990,9 @@ def _find_random_tokens(match: Any) -> list:
         return []
     if _regex(r"[A-Za-z0-9]").match(text, match.end()) and _regex(r"[A-Za-z0-9+/]{6,}[_\-]$").search(text, max(0, match.start() - 40), match.start()):
         return []  # the word is letters of a token: base64url's `…-PW76Xsi…`
+    glued = _regex(r"[A-Za-z0-9+/]{16,}=*").match(text, match.end()) if match.group()[-1:].isalnum() else None
+    if glued and looks_machine_generated(match.group() + glued.group()):
+        return []  # the word starts a token: go.sum's `h1:PW0XeR6DNoR5Zk3k…=`
     if _regex(r"(?:\.[a-z0-9]{1,6}){1,3}(?=[:/\s'\"]|$)").match(text, match.end()):
         return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`, `secrets.enc.yaml`, `ResetPassword.cshtml:3:`
     if _says_what_about_it(text, match.end(), match.end() + 20):
@@ -2956,6 +3017,9 @@ def _find_random_tokens(match: Any) -> list:
     joined = match.group()[-1:].isalpha() and _regex(r"[_\-][A-Za-z][\w\-]{0,40}").match(text, match.end())
     if joined and secret_strength(match.group() + joined.group()) == 0:
         return []  # a name the word begins that is about a secret: `password_hashers check: PBKDF2PasswordHasher`
+    ended = text[match.start() - 1:match.start()] == "_" and _regex(r"(?<![\w\-.])[A-Za-z][A-Za-z0-9]{1,30}_$").search(text, max(0, match.start() - 32), match.start())
+    if ended and secret_strength(ended.group() + match.group()) == 0 and ended.group().lower() != "client_":  # (a client's token may be its key: Mews's client_token)
+        return []  # a name the word ends that names no secret: Viber's `message_token: 9125…`, `page_token`, `idempotency_key`
     if _regex(r"arn:[\w\-]+:[\w\-]+:[\w\-*]*:[\w*]*:$").search(_line_before(text, match.start(), 120)):
         return []  # a resource's name: arn:aws:secretsmanager:*:*:secret:rds-beta-us-east-1!*
     not_a_secret = _NOT_A_SECRET_BEFORE
@@ -2970,7 +3034,8 @@ def _find_random_tokens(match: Any) -> list:
     if text[match.end():match.end() + 1] == "(" and _regex(r"[\w$]").match(text, max(0, match.start() - 1)):
         given = [(a, b) for a, b in given if text[a - 1:a] in ("\"", "'", "`")]  # a function's name (`fetch_db_password(client: &VaultClient)`): its parameters are no password, a literal it is passed may be
     found = [(a, b) for a, b in sorted(spans + given) if (text[a:a + 3] != "eyJ" or not _is_base64_of_plain_json(text[a:b]))  # (a cookie's JSON prefs in base64)
-             and not _is_certificate_pin(text, a, text[a:b]) and not _kept_under_a_path(text, a, text[a:b]) and not _regex(_SETTING_KEY_NAME).fullmatch(text, a, b)]
+             and not _is_certificate_pin(text, a, text[a:b]) and not _kept_under_a_path(text, a, text[a:b]) and not _regex(_SETTING_KEY_NAME).fullmatch(text, a, b)
+             and not _regex(r"[a-z0-9][a-z0-9_.\-]*(?:/[a-z0-9_.\-]+){2,}/?").fullmatch(text, a, b)]  # (a secret's path in small words: "к секрету kv/1c/buh_kz в Vault")
     if not found and not spans:
         return _secret_in_pieces(match)
     if found and _regex(r"(?i)[ _\-]?id\b").match(text, match.end()):  # what a key's id names: `Key ID: 39cf…`, `APNs key id: R7BR8EL00J`
@@ -3239,7 +3304,7 @@ def _is_given_password(word: str, value: str, chosen_counts: bool, text: str, fi
     """Whether value, given after the credential word, is a password: a PIN's digits after a PIN,
     a password's usual shape anywhere, one a person chose where chosen_counts; never code, a
     path, an address, a masked or public value."""
-    if (word.lower().startswith(_PIN_WORDS + ("puk", "code pin", "暗証番号", "disarm")) or word.lower().rstrip("s").endswith("code")) and _regex(
+    if (word.lower().startswith(_PIN_WORDS + ("puk", "code pin", "暗証番号", "disarm", "รหัส")) or word.lower().rstrip("s").endswith("code")) and _regex(
             r"[#*]?\d{4,8}[#*]?").fullmatch(value):  # a PIN, an alarm's or a door's code (a keypad's `#` after it, or around it: `#182909#`)
         return True
     if word.lower().startswith("pin") and _regex(r"(?i)(?:gpio|gp|io|p[a-k]|[dap])[_\-]?\d{1,3}").fullmatch(value):
@@ -3630,7 +3695,9 @@ _ACCOUNT_NAME = (r"(?i:root|admin|administrator|sa|postgres|[a-z][a-z0-9]*[_.\-]
 
 # Calls whose password is an argument at a place of its own (from 0): PHP's mysqli("host", "user", "…", "db"),
 # ldap_bind($link, "cn=…", "…"), Oracle's oci_connect("user", "…", "db").
-_PASSWORD_ARGUMENT = {"mysqli": 2, "mysqli_connect": 2, "mysql_connect": 2, "mysqli_real_connect": 3, "mysql_real_connect": 3, "ldap_bind": 2, "oci_connect": 1}
+_PASSWORD_ARGUMENT = {"mysqli": 2, "mysqli_connect": 2, "mysql_connect": 2, "mysqli_real_connect": 3, "mysql_real_connect": 3, "ldap_bind": 2, "oci_connect": 1,
+                      "PDO": 2, "PDO->__construct": 2, "create_user": 2, "create_superuser": 2, "keyring.set_password": 2,
+                      "HTTPСоединение": 3, "FTPСоединение": 3}  # (the name a call is made by: keyring's set_password(service, user, password), Django's user.set_password(password))
 
 
 def _argument_index(arguments: str, position: int) -> int:
@@ -3667,8 +3734,8 @@ def _find_call_literals(match: Any) -> list:
         _regex(r"(?i)(?:^|\.)log_?[io]n\($").search(called) and _argument_index(match.group("s"), len(match.group("s"))) == 0)  # a login of one argument: rcon.Login("…")
     keyed_call = named_call and _regex(r"(?i)key|passphrase|passw").search(called)  # its literal is the key: sqlite3_key(db, "harbor_thunder_escape", …)
     wifi_join = _regex(r"(?i)wifi\w*\.(?:begin|softAP|addAP)|(?:wlan|sta|sta_if|station|wifi)\.connect").search(called)
-    call_name = _regex(r"(\w+)[ \t]*\($").search(called)
-    slot = _PASSWORD_ARGUMENT.get(call_name.group(1)) if call_name else None
+    call_name = _regex(r"(?:(\w+(?:\.|->)))?(\w+)[ \t]*\($").search(text, max(0, match.start() - 40), match.start("s"))
+    slot = _PASSWORD_ARGUMENT.get((call_name.group(1) or "") + call_name.group(2), _PASSWORD_ARGUMENT.get(call_name.group(2))) if call_name else None
     for literal in _regex(r"""(["'`])(.*?)\1""").finditer(match.group("s")):  # also "" (smtp.PlainAuth("", user, …))
         start, end, literals = match.start("s") + literal.start(2), match.start("s") + literal.end(2), literals + 1
         value = literal.group(2)
@@ -3691,9 +3758,12 @@ def _find_call_literals(match: Any) -> list:
         after_user = _regex(_EMAIL_ADDRESS + "|" + _ACCOUNT_NAME).fullmatch(previous)
         if not found and wifi_join and literals == 2 and len(value) >= 8 and not _is_placeholder(value) and _may_be_a_password(value):
             found = [(start, end)]  # a Wi-Fi join's second literal is its passphrase, whatever it reads as: wlan.connect("Ghala", "mbegu-bora-shamba")
-        if not found and slot is not None and len(value) >= 4 and _argument_index(match.group("s"), literal.start()) == slot and not _is_placeholder(
-                value) and not _is_reference(value) and _may_be_a_password(value):
-            found = [(start, end)]  # the password's own argument, whatever it reads as: new mysqli("db", "forum", "pulla-Kettu", "phpbb")
+        if not found and slot is not None:
+            if len(value) >= 4 and _argument_index(match.group("s"), literal.start()) == slot and _regex(r"(?:^|,)\s*[bBrRuU]{0,2}$").search(match.group("s"), 0, literal.start()) and not _is_placeholder(value) and not _is_reference(
+                    value) and (_may_be_a_password(value) or _has_three_classes(value) and "/" not in value):  # (a file's shape in its place is a password's: 'Xochimilco.mole6')
+                spans.append((start, end))  # the password's own argument, whatever it reads as: new mysqli("db", "forum", "pulla-Kettu", "phpbb")
+            previous = value
+            continue  # another argument of a call whose password's place is known: a service's name (keyring.set_password("nas-01", user, pw))
         if not found and not (named_call or after_user) and credential_call and literals > 1 and (
                 looks_like_chosen_password(value) or _looks_like_password(value)) and _may_be_a_password(value):
             chosen.append((literals, start, end))  # judged below: which of them is the password
@@ -3868,7 +3938,7 @@ def _find_printed_secrets(match: Any) -> list:
         return []  # a certificate's fields, read from a Secret: `… | base64 -d | openssl x509 -noout -subject`
     if _regex(r"\.pub(?:[ \t]*$|[ \t]*[|;&])").search(text, match.start(), start - 1) and _regex(r"[ \t]*(?:ssh|ecdsa|sk)-[\w\-@.]+[ \t]+AAAA").match(text, start):
         return []  # `cat ~/.ssh/id_ed25519.pub`: a public key and its comment (`mbauer@KVN-IT-WS03`)
-    if text[match.start()] == "#":  # a comment that names a secret file (_SECRET_FILE_COMMENT): a file of one line under it
+    if text.startswith(("#", "// "), match.start()):  # a comment that names a secret file (_SECRET_FILE_COMMENT): a file of one line under it
         line = _regex(r"([^\s#][^\s]{3,4095})[ \t]*(?:\r?\n[ \t]*(?:\r?\n|#|$)|$)").match(text, start)
         return [line.span(1)] if line and (looks_machine_generated(line.group(1)) or _holds_a_password(line.group(1))) and not _is_reference(line.group(1)) else []
     spans = random_tokens(text, start, end, _PROSE_NOT_A_SECRET_BEFORE)
@@ -4115,10 +4185,11 @@ def _credential_columns(names: list) -> tuple:
             columns.append((index, "machine"))  # a key's or a token's column in another script: `키`, `가명처리 키`, `トークン`, `ключ`
         elif _regex(_CODE_COLUMN).fullmatch(name.strip()):
             said = _regex(r"(?i)\b(?:" + _CODE_WORDS + r")\b").sub("", name).strip(" _-")  # what the codes are for
-            opens = _regex(_PLACE_WORDS + r"|(?i:guard|admin|master|secur|hl[íi]da|spr[áa]v|y[öo]netici|beheerder|maestr|ma[îi]tre)").search(said) is not None or places and not said
+            opens = _regex(_PLACE_WORDS + r"|(?i:guard|admin|master|secur|hl[íi]da|spr[áa]v|y[öo]netici|beheerder|maestr|ma[îi]tre|unlock|entsperr|desbloqueo|pairing)").search(
+                said) is not None or places and not said  # (or what it unlocks or pairs: a drone's `unlock_code`, a remote's `RC pairing code`)
             columns.append((index, "door" if opens else "keypad"))  # a column of codes (`Code`, `Door code`): only a keypad's code shape counts, or any PIN's beside a place
-        elif _regex(r"(?i)(?:[^\W\d_]+[ _\-])?(?:alarm\w{0,6}|allarm[ei]|larm\w{0,3})|[^\x00-\u024f]{0,8}(?:警报|報警|警報|报警)码?").fullmatch(name.strip()):
-            columns.append((index, "door"))  # an alarm's column holds its code: `Van alarm`
+        elif _regex(r"(?i)(?:[^\W\d_]+[ _\-/])?(?:alarm\w{0,6}|allarm[ei]|larm\w{0,3}|unlock)|[^\x00-\u024f]{0,8}(?:警报|報警|警報|报警)码?").fullmatch(name.strip()):
+            columns.append((index, "door"))  # an alarm's column holds its code: `Van alarm`, `Tür/Alarmcode`; an MDM's `mdm_unlock`
         elif _regex(r"(?i)(?:wi-?fi[ _]|guest[ _]|hotspot[ _])?vouchers?(?:[ _]codes?)?|券码").fullmatch(name.strip()):
             columns.append((index, "voucher"))  # a guest Wi-Fi's vouchers: `kongre-7731-ruzgar`, `7ZHD-3RTV`
         elif _regex(_LOCK_COLUMN).fullmatch(name.strip()):
@@ -4140,7 +4211,7 @@ def _credential_columns(names: list) -> tuple:
 _ACCOUNT_COLUMN = r"(?i)accounts?|(?:user|benutzer)(?:[ _\-]?name)?|logins?|konto|cuenta|compte|conta|utente|account|użytkownik|kullanıcı|gebruiker|användare|tili|svc|service[ _]account"
 _OLD_OR_NEW = r"(?i)old|new|alt|neu|ancien|nouveau|antigo|novo|anterior|nuevo|actual|vecchi[ao]|nuov[ao]|stare|nowe|eski|yeni|oud|nieuw|gammal|ny|vanha|uusi|旧|新"
 # A column of codes, its word before or after what they are for: `Door code`, `Kód hlídače`, `Código puerta`.
-_CODE_WORDS = r"codes?|kod|koden|kode|kodu|kód|kódja|código|codigo|codi|codice|код|कोड|(?:ال)?كود"
+_CODE_WORDS = r"codes?|kod|koden|kode|kodu|kód|kódja|código|codigo|codi|codice|код|कोड|(?:ال)?كود|ה?קוד"
 # A column that names what a code opens, its code's word left out: `LOCKBOX`, `GATE`, `PORTERO` (an intercom), `宅配BOX`.
 _LOCK_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:lock ?box(?:es)?|key ?(?:box|safe)|gates?|doors?|keypads?|teclado|puertas?|portal|portón|porta|portail|kap[ıi]|hek|deur|t[üu]r|sleutelkas|portero|porter[ií]a|intercom|interfono|citofono|interphone"
                 r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)"
@@ -4171,6 +4242,8 @@ def _is_secret_cell(value: str, kind: str) -> bool:
         return False  # a MAC address
     if (" " in value or not value.isascii()) and _regex(_WHERE_KEPT).search(value):
         return False  # where it is kept, in words: `sobre cerrado en caja fuerte`, `en el gestor`, `im Tresor`, `Bitwarden参照`
+    if " " in value.strip() and 2 <= len(value.split()) <= 3 and all(_regex(r"[#*]?\d{4,8}[#*]?|\d{2,6}[#*]\d{1,6}").fullmatch(part) for part in value.split()):
+        return True  # a cell of two codes: an alarm's disarm and its duress code, `80614* 0945#2`
     if kind in ("keypad", "door"):  # a door's or a safe's code: `5645#94`; its digits alone under a code of a place
         return _regex(r"\d{2,6}[#*]\d{0,6}|[#*]\d{3,8}" + (r"|[A-Za-z]?\d{4,8}" if kind == "door" else "")).fullmatch(value) is not None  # (a keypad's letter first: `A48291`)
     if kind == "voucher":  # groups of letters and digits joined by dashes, a digit among them
@@ -4620,7 +4693,8 @@ _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|поло�
                r"""|\b(?:starts|begins|ends)[ \t]+with|\b(?:commence|se[ \t]+termine|finit)[ \t]+par|\b(?:empieza|comienza|arranca|termina)[ \t]+(?:con|por|en)"""
                r"""|\b(?:beginnt|endet)[ \t]+(?:mit|auf)|\b(?:inizia|finisce)[ \t]+(?:con|per)|\b(?:começa|termina)[ \t]+(?:com|por|em)"""
                r"""|\b(?:zaczyna|kończy)[ \t]+się[ \t]+(?:od|na)|\b(?:начинается|заканчивается)[ \t]+(?:с|на)|\b(?:begint|eindigt)[ \t]+met"""
-               r"""|(?:وتبدأ|تبدأ|يبدأ|وتنتهي|تنتهي|ينتهي)[ \t]+بـ?)""")  # a value's start and its end, given apart
+               r"""|(?:وتبدأ|تبدأ|يبدأ|وتنتهي|تنتهي|ينتهي)[ \t]+بـ?"""
+               r"""|(?:პირველი|მეორე|ბოლო)[ \t]+ნაწილი|(?:تیکه|بخش|قسمت|نیمه)[ \t]+(?:اول|دوم|آخر)|\btike(?:ye|-?e)?[ \t]+(?:aval|dovom)\b|ต่อด้วย|(?:бірінші|екінші)[ \t]+бөлі\w{1,3}|\b(?:első|második)[ \t]+rész\b)""")  # a value's start and its end, given apart (Georgian's, Persian's, Thai's "then", Kazakh's, Hungarian's parts)
 
 
 # The words that say "is" between a part's label and the part, in the languages chats are written in
@@ -4643,7 +4717,8 @@ _SPLIT_PART_LINE = (r"""(?m)^[ \t]*(?:[-*•][ \t]+)?(?:""" + _CHAT_LINE_START +
 
 
 # A symmetric key's clear value in hex: 16, 24 or 32 bytes, or in groups of four digits (a ceremony's form).
-_CLEAR_KEY_HEX = (r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{32}|[0-9A-Fa-f]{48}|[0-9A-Fa-f]{64}|[0-9A-Fa-f]{4}(?: [0-9A-Fa-f]{4}){7}(?:(?: [0-9A-Fa-f]{4}){4}){0,2})"
+_CLEAR_KEY_HEX = (r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{32}|[0-9A-Fa-f]{48}|[0-9A-Fa-f]{64}|[0-9A-Fa-f]{4}(?: [0-9A-Fa-f]{4}){7}(?:(?: [0-9A-Fa-f]{4}){4}){0,2}"
+                  r"|[0-9A-Fa-f]{16}(?: [0-9A-Fa-f]{16}){1,3})"  # (or in halves of eight bytes, a line of two: a payShield's `BC03F765AEB49A4D E29E1B511DFE02DE`)
                   r"(?![0-9A-Za-z])")
 
 
@@ -4946,13 +5021,15 @@ def _find_wrapped_url_password(match: Any) -> list:
 def _ends_machine_made(text: str, end: int) -> bool:
     """Whether the token that ends at `end` (after `=` or `:`, `"…` or `'…`) is machine-made or redacted."""
     start = end
-    while start > max(0, end - _RANDOM_LENGTHS[1]) and text[start - 1] not in " \t\r\n\"'`=:(":
+    while start > max(0, end - _RANDOM_LENGTHS[1]) and text[start - 1] not in " \t\r\n\"'`=:(>":  # (an element's text starts after its tag: `<ds:X509Certificate>MIIB…`)
         start -= 1
     last = text[start:end]
     prefixed = (_regex(r"[\w\-]{2,12}[_\-.][\w\-]{16,}$").match(last) and _regex(r"\d").search(last)  # sk_live_…, ya29.…
                 and not _regex(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}").fullmatch(last))  # not a UUID
     if last[-5:].count(".") == 1 and _regex(_FILE_NAME_OF_DATA).fullmatch(last) or _regex(r"\S*[*?]\S*\.[A-Za-z0-9]{1,5}").fullmatch(last):
         return False  # a file's name in a listing: `fe01e6…  HBLLP_PROD_VOL008.7z` (sha256sum), or a pattern of them (`md5sum exam_*.pdf`), not a token the line wraps
+    if len(last) >= 24 and _regex(r"[A-Za-z0-9+/]+=*").fullmatch(last) and _base64_text(last) is None and _is_base64_of_data(last):
+        return False  # a file's first bytes in base64 (an ICC profile's header): data a line wraps, no token
     return REDACTED in last or looks_machine_generated(last) or bool(prefixed)
 
 
@@ -5067,6 +5144,8 @@ def _accept_url_parameter(match: Any) -> bool:
     that says secret takes any value but a reference; the others only a random one."""
     written, value = match.group("name"), match.group("s")
     name, strength = written.lower(), secret_strength(written)  # as written: pageToken is a page's token
+    if name in ("token", "object", "slot", "serial") and _regex(r"pkcs11:[^\s\"']*$").search(_line_before(match.string, match.start("name"), 300)):
+        return False  # a PKCS #11 URI names an HSM's token by its label: `pkcs11:model=SoftHSM%20v2;token=claims-signing`
     if name == "s" and _regex(r"[0-9a-f]{32}").fullmatch(value):
         return True  # imgix's signature: ?…&s=<32 hex>
     if name in ("p", "pw") and _regex(r"[?&]u(?:ser)?=[^&\s]{1,64}&$").search(_line_before(match.string, match.start("name"), 200)) and not _is_reference(value):
@@ -5552,6 +5631,7 @@ key-beside-check-value       check-value-key        (?i)(?<![\w])(?:kcv|key[ \t]
 #   catch: 分量一：«6818 2F9B 272F 4E82 2B41 3E14 2180 DCDB»\n校验值：9A58BF
 #   keep:  ZPK under LMK: U8F1B0C2E9A774D31C6B2E0F5A9D48C71 KCV 614E42
 #   keep:  KCV: 614E42 (component A, held by Arnel)
+#   catch: LMK Component 1: «BC03F765AEB49A4D E29E1B511DFE02DE»\n                 «CD3A10F1B3DFE59B C92C3DA1097C67F9»\nCheck value: 8D5CD5
 # A recovery code on the line that names it, in groups: `Wiederherstellungscode: D78NA-…`, `2FA recovery code (K46…): 0UF3-…`.
 recovery-code-inline         -                      (?i)(?:(?:recovery|backup|2fa|bypass)[ \t_\-]?codes?|wiederherstellungs-?codes?|code[ \t]+de[ \t]+(?:récupération|secours)|(?:código|codigo)[ \t]+de[ \t]+(?:recuperaci[óo]n|recupera[çc][ãa]o))\b[^\n:：]{0,40}[:：][ \t]*(?P<s>[A-Za-z0-9]{4,6}(?:-[A-Za-z0-9]{4,6}){3,7}|[0-9A-Fa-f]{4}(?: [0-9A-Fa-f]{4}){7,15})(?![\w\-])
 #   catch: Microsoft-Konto ops@example.org\nWiederherstellungscode: «Q7RN4-KM82X-PT6WZ-H3JDA-9VCLF»
@@ -5565,9 +5645,11 @@ keepass-key-file             -                      <Key>[ \t]*\r?\n?[ \t]*<Data
 priv-hex-key                 -                      (?i)(?<![\w\-])priv[ \t]*[:=]?[ \t]+(?:0x)?(?P<s>[0-9a-f]{64})(?![0-9a-z])
 #   catch: account #1\n  address   0x3b1c5d7e9f2a4b6c8d0e1f3a5b7c9d1e2f4a6b8c\n  priv      «6f1d3b5a7c9e2f4a6b8c0d1e3f5a7b9c2d4e6f8a1b3c5d7e9f0a2b4c6d8e1f3a»
 #   keep:  priv      0x3b1c5d7e9f2a4b6c8d0e1f3a5b7c9d1e2f4a6b8c (an address: 20 bytes)
-matrix-recovery-key          -                      (?i:recovery|security)[ \t]+key[ \t]*(?:[:：][ \t]*)?(?P<s>[1-9A-HJ-NP-Za-km-z]{4}(?:[ \t][1-9A-HJ-NP-Za-km-z]{4}){11})(?![\w])
+matrix-recovery-key          -                      (?i:recovery|security)[ \t]+key(?:[ \t]*(?:[:：][ \t]*)?|[^\n]{1,80}?(?:[:：][ \t]*|[ \t]*\r?\n[ \t]*))(?P<s>[1-9A-HJ-NP-Za-km-z]{4}(?:[ \t][1-9A-HJ-NP-Za-km-z]{4}){11}|Es[A-Za-z0-9]{2}(?:[ \t][A-Za-z0-9]{4}){11})(?![\w])
 #   catch: Recovery key: «EsTc UCVm NPvy Wagd QxRP r6TY KegB DeDy SjFz eX7g HyDL 5tEr»
+#   catch: Element recovery key for @ops-bot:matrix.example.org:\n«EsT3 aDy6 It5k 9pvk VG03 R5oz HKlL 4ARH 32AP 1GqX qOVK SvpY»
 #   keep:  Recovery key: kept in the team vault
+#   keep:  Store your security key somewhere safe: Settings → Security & Privacy → Secure Backup
 bitlocker-recovery-key       -                      (?i:password|recovery|bitlocker|schlüssel|schluessel|key|clé|clave|chave|klucz|wiederherstellung)[^\n]{0,80}(?:\n[^\n]{0,80}){0,3}?(?<![\d\-])(?P<s>\d{6}-\d{6}(?:-\d{6}){6}(?![\d\-])|\d{6}-\d{6}(?:-\d{6}){2,5}(?=-?[ \t]*\r?\n))
 #   catch: la clave del Bitlocker del portátil:\n«858869-660242-259325-871695»\nAndrés 7:53 a. m.\n-395560-678920-286297-618255
 #   catch: Numerical Password:\n  ID: {656FBFE0-493F-4C6E-9A7B-018D3D971C2E}\n  Password:\n    «155452-076615-572814-475959-248567-676555-424523-136741»
@@ -5591,8 +5673,9 @@ keytab-key                   -                      \(0x(?:(?<=[A-Z)][ \t]\(0x)|
 #   keep:    3 03/14/2024 09:12:44 HTTP/web.corp@CORP.LOCAL (aes256-cts-hmac-sha1-96)
 #   catch:    3 2025-04-02 10:11:31 HTTP/crewportal.ghcorp.local@GHCORP.LOCAL (0x«29e983a5652616eac2f6ced860a9d19b»)
 # SAP GUI scripting: the text typed into a password field (its id holds `pwd`).
-sap-gui-password-field       not-reference          findById\("[^"\n]{0,120}/pwd[^"\n]{0,80}"\)\.text[ \t]*=[ \t]*(?P<s>"[^"\n]{1,128}")
+sap-gui-password-field       not-reference          findById\("[^"\n]{0,120}/pwd[^"\n]{0,80}"\)\.[Tt]ext[ \t]*=[ \t]*(?P<s>"[^"\n]{1,128}")
 #   catch: session.findById("wnd[0]/usr/pwdRSYST-BCODE").text = "«WillowRainbow31?»"
+#   catch: session.findById("wnd[0]/usr/pwdRSYST-BCODE").Text = "«Sap!Gui-Kmueller7»"
 #   keep:  session.findById("wnd[0]/usr/txtRSYST-BNAME").text = "OBRIENL"
 # SAS: PROC PWENCODE's input, and what it prints, a password encoded (not encrypted: {SAS002} decodes back).
 sas-pwencode-input           not-reference          (?i)\bproc[ \t]+pwencode[ \t]+in[ \t]*=[ \t]*(?P<s>'[^'\n]{1,256}'|"[^"\n]{1,256}")
@@ -5818,8 +5901,11 @@ capability-link              machine-made           https?://[^\s/?#"'<>]{3,100}
 #   keep:  https://www.figma.com/file/EkTTa0nJfjovkXJnsPBj5J/Player-UI?invite_id=22b35906-9c8c-484b-9793-ea35b94b34ce
 # A link that lets whoever holds it in: a build hook (Netlify), a review's view-only or private link (OSF,
 # figshare), an anonymous SharePoint or OneDrive share, a Dropbox link's rlkey or a Dropbox Transfer's.
-anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|/api/snapshots-delete/|[?&]view_only=|figshare\.com/s/|\.sharepoint\.[a-z]{2,10}/:[a-z]:/[gs]/(?:personal|sites)/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|\.sharepoint\.[a-z]{2,10}/:[a-z]:/s/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.[a-z]{2,10}/rec/(?:download|share|play)/(?=[A-Za-z0-9_\-.]{0,199}\d)|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess|dropbox\.com/t/)(?P<s>[A-Za-z0-9_\-.]{10,200})
+anyone-with-the-link         -                      (?:api\.netlify\.com/build_hooks/|/api/snapshots-delete/|[?&]view_only=|figshare\.com/s/|/index\.php/s/(?=[A-Za-z0-9]{15})|/files_sharing/publicpreview/(?=[A-Za-z0-9]{15})|\.sharepoint\.[a-z]{2,10}/:[a-z]:/[gs]/(?:personal|sites)/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|\.sharepoint\.[a-z]{2,10}/:[a-z]:/s/[^/\s]{1,100}/(?=[A-Za-z0-9_\-]{20})|1drv\.ms/[a-z]/s!|[?&]rlkey=|api\.vercel\.com/v1/integrations/deploy/prj_\w{8,40}/|billing\.stripe\.com/p/session/|slack-files\.com/[A-Z0-9]{6,14}-[A-Z0-9]{6,16}-|zoom\.[a-z]{2,10}/rec/(?:download|share|play)/(?=[A-Za-z0-9_\-.]{0,199}\d)|we\.tl/t-|vimeo\.com/\d{6,12}/|/cpsess|dropbox\.com/t/)(?P<s>[A-Za-z0-9_\-.]{10,200})
 #   catch: Delete URL: https://grafana.example.local/api/snapshots-delete/«yZz5Cu4LIadBVnuZNTa6c1kGxzV3cssU»
+#   catch: the scans: https://cloud.example.pl/index.php/s/«Qm8ZrT2xWk4pLs7»
+#   catch: https://cloud.example.kz/index.php/apps/files_sharing/publicpreview/«pvjaDVsI30K2FUt»?file=/scan.pdf&x=1920
+#   keep:  https://cloud.example.pl/index.php/s/download
 #   catch: the raw flights, through a transfer link: https://www.dropbox.com/t/«WVZAl8sUI0uuXZEoe65B»
 #   catch: curl -X POST -d {} https://api.netlify.com/build_hooks/«87283900569fc8827e4d5186»
 #   catch: https://osf.io/x7kq2/?view_only=«3809655b4531025e81cea98ee0622457»
@@ -5839,6 +5925,18 @@ anyone-with-the-link         -                      (?:api\.netlify\.com/build_h
 zapier-webhook               -                      hooks\.zapier\.com/hooks/catch/(?P<s>\d+/[A-Za-z0-9]{6,})
 #   catch: POST https://hooks.zapier.com/hooks/catch/«1084494/c9acqeb0»/ -> 200
 #   keep:  the Zapier catch hook URL lives in $ZAPIER_HOOK
+# A Bitrix24 portal's inbound webhook: its user's id and the code that is its key.
+bitrix24-webhook             -                      \.bitrix24\.[a-z]{2,6}/rest/\d{1,8}/(?P<s>[a-z0-9]{10,32})(?=/|$|[\s"'<>])
+#   catch: BITRIX_HOOK = "https://example.bitrix24.kz/rest/17/«xfdyjmsuz454lndc»/"
+#   keep:  https://example.bitrix24.kz/rest/api/crm.lead.add.json
+# A Kaltura Session (KS) in a media URL's path or query: version 2 starts with base64 of `v2|`.
+kaltura-session              -                      (?<=/ks/|[?&]ks=)(?P<s>djJ8[A-Za-z0-9_\-]{40,1024})
+#   catch: GET https://cdnapisec.kaltura.com/p/2031842/sp/203184200/playManifest/entryId/1_ub52/format/applehttp/ks/«djJ8MjAzMTg0MnyT3kq0Lw9ZpXvN7aQm2R8sYb4Cd6Ef»/a.m3u8
+#   keep:  https://cdnapisec.kaltura.com/p/2031842/sp/203184200/playManifest/entryId/1_ub52/format/url/protocol/https/a.mp4
+# A bot's token in a Telegram-compatible Bot API's URL (Bale's, Eitaa's, a self-hosted server's), any length of its secret.
+bot-api-url-token            -                      /bot(?P<s>\d{6,12}:[A-Za-z0-9_\-]{30,50})(?=[/?#\s"'<>]|$)
+#   catch: BALE_API="https://tapi.bale.ai/bot«546306673:L1TCwc8fLIuqnJSo0tWcXNQNjpDl6EY4tU1QmrBh»"
+#   keep:  https://tapi.bale.ai/bot<token>/sendMessage
 teams-webhook                -                      (?<=/)IncomingWebhook/(?P<s>[0-9a-zA-Z]{32})/(?=[0-9a-fA-F]{8}-)
 #   catch: url = ("https://acme.webhook.office.com/webhookb2/4cd93266-8fe7-45a9-a90e-48f91ed01af1@e10554e7-c5a4-4e4c-8f65-0b4816c9706a"\n             "/IncomingWebhook/«a79298766e0e4556222e1093268afc23»/a6ed1e02-bc4c-4446-bfce-d1393648a259")
 #   catch: https://acme.webhook.office.com/webhookb2/0a1b2c3d-1111-2222-3333-444455556666@0a1b2c3d-7777-8888-9999-000011112222/IncomingWebhook/«0123456789abcdef0123456789abcdef»/0a1b2c3d-aaaa-bbbb-cccc-ddddeeeeffff
@@ -5924,6 +6022,7 @@ anthropic-key                -                      {L}(?P<s>sk-ant-[a-z]{2,10}\
 #   catch: x-api-key: «sk-ant-api03-EXAMPLEexampleEXAMPLE-example_0123»
 #   keep:  Anthropic keys start with sk-ant-api03-
 #   keep:  "ANTHROPIC_API_KEY": "sk-ant-your-actual-anthropic-key-here"
+#   keep:  ANTHROPIC_API_KEY=sk-ant-api03-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx-xxxxxxxxAA
 openai-key                   -                      {L}(?P<s>sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z_\-]{0,255}\d)[A-Za-z0-9_\-]{20,255}){R}
 #   catch: OPENAI_API_KEY=«sk-proj-EXAMPLE0example1EXAMPLE2»
 #   keep:  git checkout sk-learning-rate-warmup-schedule
@@ -6224,6 +6323,17 @@ authorization-header         header-token           (?i){WORD_START}(?:proxy-)?a
 #   keep:  authorization: credentials.token_type + " " + tokens.access_token
 #   keep:  if len(authorization) == 2:\n    authorization = authorization[1].encode('ascii')
 #   keep:  oauth redirect: https://app.acme.example.com/callback?code=<authorization code>&state=344b4f3fe92f10aa
+# An AWS Signature Version 4's signature, after the headers it signed (an S3 client's dump of its request:
+# rclone's `--dump headers`, boto's debug log): the request's HMAC, which a replay within its minutes reuses.
+sigv4-signature              -                      SignedHeaders=[\w;\-]{1,400},[ \t]*Signature=(?P<s>[0-9a-f]{64})(?![0-9a-f])
+#   catch: DEBUG signing request: SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=«837c5b5964ea98cd953d14f50ecd15b1e92c4131104f5d338e89fc2fa6db249f»
+#   keep:  the Signature= part of an AWS4-HMAC-SHA256 header is computed over SignedHeaders=host;x-amz-date
+# A pair of literals in a collection's initializer, a secret's name then its value: C#'s
+# `DefaultRequestHeaders = { { "X-Api-Key", "…" } }`, C++'s `{ {"X-Auth-Token", "…"} }`.
+initializer-name-value-pair  assignment             (?:(?<=\{")|(?<=\{ ")){SECRETISH_NAME}(?P<name>[\w.\-]{1,80})"[ \t]*(?P<op>,)[ \t]*(?P<s>"[^"\n]{1,1024}")[ \t]*\}
+#   catch: DefaultRequestHeaders = { { "X-Api-Key", "«c3d624a4e5de6dd3c2b5083e13a88c1214e9c7d9»" } }
+#   keep:  DefaultRequestHeaders = { { "X-Request-Source", "salas-booking" } }
+#   keep:  var headers = new Dictionary<string, string> { { "X-Api-Key", apiKey } };
 # AuthenticationHeaderValue("Bearer", "…")
 scheme-and-token-arguments   header-token           ["'](?:Bearer|Basic|Token)["']\s*,\s*["'](?P<s>[^"'\n]{8,1024})["']
 #   catch: new AuthenticationHeaderValue("Bearer", "«EXAMPLEexample0123456789»");
@@ -6233,6 +6343,18 @@ bearer-token                 header-token           (?<![\w-])[Bb]earer\s+(?![a-
 #   keep:  the API uses Bearer authentication
 #   keep:  level=info msg="token refreshed" token_type=Bearer expires_in=3600 scope="read:org repo"
 # Tool-specific password arguments.
+# eapol_test's and radtest's RADIUS shared secret: eapol_test's `-s`, radtest's fifth argument (after user, password, server, NAS port).
+eapol-test-secret            not-reference          (?<![\w-])eapol_test\b{COMMAND}\s-s[ \t]*{TOOL_VALUE}
+#   catch: ./eapol_test -c peap-mschapv2.conf -a 10.1.1.20 -p 1812 -s '«1XxEBUKhPYxFBC2VvahUX42n»' -r 0 -t 10
+#   keep:  ./eapol_test -c peap.conf -a 10.1.1.20 -s "$RADIUS_SECRET"
+# FreeRADIUS's log of an authentication with auth_goodpass or auth_badpass on: `[user/password]` after Login OK or incorrect.
+freeradius-logged-password   not-reference          Login (?:OK|incorrect)(?:[ \t]+\([^()\n]{0,120}\))?:[ \t]+\[[^/\]\n]{1,100}/(?P<s>[^\]\n]{1,128})\]
+#   catch: Auth: (1044) Login incorrect (mschap: MS-CHAP2-Response is incorrect): [h.girma@uni.example/«Genna_1404_dan»] (from client wlc port 0)
+#   keep:  Auth: (1043) Login OK: [h.girma@uni.example] (from client wlc port 0 cli d9:28:43:50:92:02)
+# Sysinternals Autologon's command line: the user, the domain, then the password it stores.
+autologon-password           not-reference          (?i)(?<![\w-])autologon(?:64)?(?:\.exe)?(?:[ \t]+/accepteula)?[ \t]+(?:"[^"\n]{1,64}"|[^\s"/][^\s"]{0,63})[ \t]+(?:"[^"\n]{1,64}"|[^\s"]{1,64})[ \t]+(?P<s>"[^"\n]{1,128}"|[^\s"]{1,128})
+#   catch: C:\Tools> Autologon64.exe /accepteula libkiosk LIB-KIOSK-03 «Zafaran_1404_tab»
+#   keep:  C:\Tools> Autologon64.exe /accepteula
 mysql-password               not-reference          (?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b{COMMAND}[\s"',]-p{TOOL_VALUE}
 #   catch: mysql -u root -p«S3cretPw» app
 #   keep:  mysql -u root -p app
@@ -6618,6 +6740,10 @@ windows-password-switch      argument               (?i)(?<![\w/:.\-~])/(?:[a-z]
 #   catch: cmdkey /add:fs01 /user:CORP\jdoe /pass:«Vx82!kqL0p»
 #   catch: appcmd set apppool "ShinyProxy" /processModel.userName:CORP\shiny_svc /processModel.password:«SscUctZtKbDCkrkJ»
 #   keep:  xfreerdp /v:ts01.example.com /u:jdoe /from-stdin
+# 1C:Enterprise's command line: the user after /N, the password after /P, each quoted right after its switch.
+onec-password-switch         -                      (?<![\w/])/N"[^"\n]{1,60}"[ \t]+/P"(?P<s>[^"\n]{1,128})"
+#   catch: 1cv8.exe DESIGNER /S"srv1c\buh_2024" /N"Администратор" /P"«Tomek.3372»" /DumpIB "D:\backup\buh.dt"
+#   keep:  1cv8.exe DESIGNER /S"srv1c\buh_2024" /N"Администратор" /P"" /DumpIB "D:\backup\buh.dt"
 # A password given with a keystore's or a certificate's file in the same call: FromP12File("apns.p12", "…"),
 # new X509Certificate2("cert.pfx", "…"), KeyStore's load of "release.jks"; or the next argument of a command.
 keystore-file-password       chosen                 ["'][^"'\n]{0,200}\.(?:p12|pfx|jks|keystore|bks)["'](?:[ \t]*(?:\)[ \t]*)?,|[ \t])[ \t]*(?P<s>"[^"\n]{4,128}"|'[^'\n]{4,128}')
@@ -7244,6 +7370,7 @@ call-with-name-and-value     assignment             (?<![\w.])[\w.]{1,40}(?:\(|[
 #   keep:  await page.fill('#username', 'dmitri21');
 #   catch: obs.obs_data_set_string(settings, "key", "«live_677527430_gqWAjMJf3rftO4OxxO6rVUVzf2CoRh»")
 #   keep:  obs.obs_data_set_string(settings, "server", "rtmp://review-gw.local/live")
+#   keep:  nas_password: "{{ lookup('community.general.onepassword', 'NAS CDMX', field='password', vault='Infra') }}"
 # A value in Japanese or Chinese quotation marks a few characters after a word that names a credential:
 # "管理者パスワードを一時的に「@24BL%IWL4xFfjD」に設定しました", "密码改成了“Qw8!zLp2Rt”".
 cjk-quoted-credential        password-like          (?:パスワード|パスフレーズ|暗証番号|トークン|APIキー|シークレット|秘密鍵|密码|密碼|口令|令牌|密钥|비밀번호)[^「“『\n]{0,24}[「“『](?P<s>[^」”』\s]{4,128})[」”』]
@@ -7579,6 +7706,10 @@ secret-assignment            assignment             (?:(?<=\\[nrt])|(?<=\$env[:.
 #   keep:  ALLOW_CREDENTIALS = "Access-Control-Allow-Credentials"
 #   keep:  Auth: "\u0410\u0443\u0442\u0435\u043D\u0442\u0438\u0444\u0438\u043A\u0430\u0446\u0438\u044F",
 #   keep:  ERROR_INVALID_PASSWORD = "E7306"  # error code, shown to user as "Invalid password"
+#   keep:  struct KeychainItem { let service: String; var passwordData: Data? }
+#   keep:  Pub/Sub topic ndvi-jobs, attributes: {run_key: ndvi-20250514-a6b62d}
+#   keep:  MQTT session: client_id=ingest-a3e5605c keepalive=60 clean_start=false
+#   keep:  partition=7 offset=278738975 key=TE33A-0412
 # Prose: "the VPN password is Xk29…", "password reset to 'Nl&w…'", "DB password (MCg7…)".
 prose-password               password-like          (?i)(?:\b(?:password|passwd|passphrase|pwd)\b(?:[^\n&?;={}]|(?<!\w)=|=(?==)){0,60}?(?:\bis\b|\bto\b|:|=|\()|\b(?:pass|pw|contra)[ \t]+(?:is|es)\b)[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{8,128}?)(?=['")]|[.,;!?]?(?:\s|$)|\\\r?\n)
 #   keep:        auth.basic = { username: basic[0], password: basic[1] }
@@ -7593,6 +7724,7 @@ prose-password               password-like          (?i)(?:\b(?:password|passwd|
 #   keep:  Audit: 9 users changed their password this week; 2 accounts locked (lab03-11, lab03-14)
 #   keep:  Failure Reason: Unknown user name or bad password. Status: 0xC000006D  Sub Status: 0xC000006A
 #   keep:  https://console.aws.amazon.com/secretsmanager/secret?name=prod%2Fdb-password&region=eu-west-1
+#   keep:  password = data.vault_kv_secret_v2.deadline.data["password"]
 prose-token                  random-not-identifier  (?i)\b(?:api[ \-]?key|token|secret|access[ \-]?key)\b[^\n]{0,40}?(?:\bis\b|\bare\b|:(?=[ \t]))[ \t]*(?:now[ \t]+)?['"(]?(?P<s>[^\s'"()=]{16,256}?)(?=['")]|[.,;!?]?(?:\s|$))
 #   catch: the API token is «11b7c0e2f4a94d5e8a6b3c2d1e0f9a8b7c»
 #   keep:  the token is valid for 3600 seconds
@@ -7730,6 +7862,15 @@ place-label-code             place-label            (?im)^[ \t]*(?:[-*•][ \t]*
 #   keep:  Chapter 3 .......... 123456\nRelease notes ....... 202405
 #   keep:  Building:  10250\nFloor: 3
 #   keep:  Port: 5432
+# A heading that names a list of door, alarm or access codes, in the languages offices write them, and the
+# lines under it: each a label (a place, a person, a room) and a code of digits, apart by spaces, a tab or a
+# colon, in plain text or an HTML list ("Riasztó kódok – Budapest" ⏎ "  Bence K.      250131").
+codes-under-heading          codes-list             (?i)(?<![^\W\d_])(?:(?:door|alarm|access|entry|gate|keypad|safe|locker|office|building)[ \t&/]+(?:[a-z]+[ \t]+)?codes|codes?[ \t]+(?:d[e']|for)[ \t]*(?:acc[eè]s|acceso|acesso|la[ \t]+porte|puerta|porta|alarma?e?|the[ \t]+doors?)|(?:códigos|codigos)[ \t]+de[ \t]+(?:acceso|acesso|puerta|alarma|entrada|seguridad)|codici[ \t]+(?:di[ \t]+)?(?:accesso|allarme|porta)|(?:riasztó|riaszto|ajtó|ajto)[ \t]*(?:kódok|kodok)|(?:belépési|belepesi)[ \t]+(?:kódok|kodok)|kody[ \t]+(?:do[ \t]+drzwi|alarmowe|dostępu|dostepu)|(?:zugangs|tür|alarm|tresor|toegangs|deur|dörr|larm|port)cod(?:es|e[sn]|er|erna)|(?:kapı|kapi)[ \t]+(?:ve[ \t]+alarm[ \t]+)?(?:kodları|kodlari)|коды[ \t]+(?:доступа|двер\w+|сигнализации))(?![^\W\d_])[^\n]{0,80}\r?\n(?P<s>(?:[^\n]*(?:\n|$)){1,12})
+#   catch: Riasztó kódok – Budapest iroda (VIII. Práter u.)\n  Bence K.      «250131»\n  Réka T.       «961672»\n  takarító      «526872»   (csak H-P 18-22h)
+#   catch: Door codes (updated 2025-05-01)\n  Rehovot lab                  «2710084»\n  Delft desk (Spaces)          «211683»
+#   catch: <h2>Códigos de acceso</h2>\n<ul>\n  <li><b>Puerta principal:</b> «281011»</li>\n  <li><b>Bóveda LTO:</b> «62806615»</li>\n</ul>
+#   keep:  Error codes (see the manual)\n  Timeout          10061\n  Refused          10054
+#   keep:  Door codes are in the facilities wiki, not here\n  Contact          Anna K.\n  Phone            5551234
 # After a word that names a credential, in any of twenty languages, on its line (or the next, after
 # a colon; or further on its line, after the colon that ends a long sentence), and across a shell `\` continuation.
 context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ \t]*(?:[:：=][ \t]*)?(?:\\?\r?\n[ \t]*){0,2}(?:[^\n:]{0,180}:[ \t]+\S{16,200}(?=[ \t]*(?:\r?\n|$))|[^\n]{0,60}(?:[^\n:]{0,120}:[ \t]+\S{16,200}(?=[ \t]*(?:\r?\n|$))|(?<=:)[ \t]*(?:\r?\n[ \t]*){1,2}[^\n]{0,80}|(?<=[.。!！])[ \t]*\r?\n(?:[ \t]*\r?\n)?[ \t]*[^\s]{16,200}(?=[ \t]*(?:\r?\n|$)))?)))
@@ -7936,6 +8077,12 @@ context-credential-word      random-tokens          {CREDENTIAL_WORD}(?=(?P<s>[ 
 #   catch: Marta: la contrasenya del portàtil de manteniment (el Dell vell) és «Rebobinadora77», però ara
 #   keep:  La contraseña debe tener mínimo 12 caracteres y un número.
 #   keep:  psk vpn sevilla parte 1 (te mando el resto por otro canal)
+#   keep:  github.com/eclipse/paho.mqtt.golang v1.4.3/go.mod h1:PWJL/gqesR1Jsf6uQVqVyC3X4xTNlEwhhpGfl09G2A=
+#   keep:  Viber message_token: 9125093013207191939, event: delivered
+#   keep:  connection refused: bad user name or password (unit=TE33A-0415, broker=mqtt.example.kz:8883)
+#   keep:  did you rotate it?\nMarek: yes, new one is in the KeePass under VMware → vcenter01. please don't write it anywhere
+#   keep:  нужен доступ на чтение к секрету kv/1c/buh_kz в Vault
+#   catch: พรุ่งนี้ทีมเข้าสตูดิโอ 7 โมง รหัสประตูหลังคือ «57740#» กดแล้วรอไฟเขียว
 # "logging in with user / password": the second of a pair after words that log in.
 login-pair-in-prose          chosen                 (?i)(?:계정|아이디|アカウント|ユーザー|账号|账户|帳號|用户|用戶|\b(?:usuario|usuária|usuário|utilisateur|benutzer|nutzer|utente|gebruiker|użytkownik|uzytkownik|пользователь|логин|kullan\w{1,4}|wi-?fi|wlan|ssid|mit|with|login|basic[ \-]?auth|uses|using|log(?:ging|s|ged)?[ \-]?in(?:to)?|sign(?:ing|s|ed)?[ \-]?in(?:to)?|log(?:ging|s|ged)?[ \-]?on|bind(?:ing)?[ \t]+as|account|credentials?|user|creds|accès|acceso|acesso|accesso|zugang|toegang|dostęp|dostep|доступ|erişim|erisim|přístup|pristup|åtkomst|atkomst|apple id|apple-id|appleid|e-mail|email)(?![a-z]))[^\n/]{0,40}?[`'"]?[\w.+\-@]{2,64}[`'"]?[ \t]+/[ \t]+(?!\w+",")(?P<s>[^\s/]{6,64}?)(?=[ \t]*[?!.,;)]{0,3}(?:\s|$))
 #   catch: use the sandbox apple id qa.tablet07@example-games.io / «Mango!Drift62» — it has the starter pack
@@ -7993,7 +8140,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t:])(?:lo
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|(?<=[A-Za-z])connection|Gateway|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<![\w$])(?:connect|getConnection|auth|authorize(?:_account)?|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|Login|LogIn|LogOn|authenticate|Authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|(?<=[A-Za-z])connection|Gateway|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<=PDO->)__construct|(?<=HTTP)Соединение|(?<=FTP)Соединение|(?<![\w$])(?:create_(?:super)?user|connect|getConnection|auth|authorize(?:_account)?|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|Login|LogIn|LogOn|authenticate|Authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: rfc2865.UserPassword_SetString(packet, "«Probe!Eduroam77»")
 #   catch: plc.set_session_password("«Lackier-1500-pw»")
 #   catch: api.authorize_account("production", "«0051d27642da2d12dd8000000a4»", "«K005gKZBjJwhPfWLrz4hPTuclnRyWQx»")
@@ -8047,6 +8194,10 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: signed, err := token.SignedString([]byte("«galaxy sunflower meadow velvet 4»"))
 #   catch: $pdo = new PDO($dsn, 'wp_user', '«aGwOZBdyNx.ZVQfsxNP»', [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]);
 #   keep:  sqlite3_key(db, key_buffer, key_length);
+#   catch: User.objects.create_superuser("wanjiru", "wanjiru@example.io", "«Dijk.21Sukuma»")
+#   catch: #0 /var/www/wp-includes/class-wpdb.php(1988): PDO->__construct('mysql:host=loca...', 'wp_tl', '«Xochimilco.mole6»', Array)
+#   catch: Соединение = Новый HTTPСоединение("yms.example.kz", 443, "yms_1c", "«bars.Mzia%42»", , 30);
+#   keep:  keyring.set_password("canvas-sync", getpass.getuser(), getpass.getpass("Canvas token: "))
 # A modem's AT command that sets the data connection's login: `AT+CGAUTH=<cid>,<type>,"user","password"`
 # (3GPP), Quectel's `AT+QICSGP=<cid>,<type>,"apn","user","password"`: its last quoted string.
 at-command-credentials       -                      (?i)\bAT\+(?:CGAUTH=\d+,\d+,"[^"\n]*"|QICSGP=\d+,\d+,"[^"\n]*","[^"\n]*"),"(?P<s>[^"\n]{4,128})"
@@ -8088,6 +8239,7 @@ user-then-password-literal   call-password          [(,](?:[ \t]*\r?\n)?[ \t]*(?
 #   keep:  createCipheriv("aes-256-gcm", key, iv)
 #   keep:  assert_eq!(parse("alice", "v1.2.3"), Ok(()))
 #   catch: l.simple_bind_s('cn=sophie,ou=svc,dc=corp,dc=local', '«I9vNRXHD+SWHUxIZ84HTLV/n5v6E6LdG»')
+#   catch: return AsperaNode("https://xfer.example.mx:9092", "node_xfer", "«ixwbXQL1_cSlfRBwxRlo3MySVEQ6zb3i»")
 # A user:password literal where a call or an option takes both at once (libcurl's USERPWD).
 user-password-literal        -                      (?i)(?:userpwd|user_?pass(?:word)?|credentials|basic_?auth|http_?auth)[\w\]'"]{0,4}[ \t]*[,=:][ \t]*(?P<q>["'])[\w.\-@]{1,64}:(?P<s>[^"'\s]{4,128})(?P=q)
 #   catch: curl_easy_setopt(curl, CURLOPT_USERPWD, "mkowalski:«1qaz2wsx!»");
@@ -8184,6 +8336,7 @@ context-url-parameter        url-parameter          (?:[?&;]|(?<=-F )|(?<=--form
 #   keep:  https://api.example.com/v2/items?page=2&sort=created_at&key=name
 #   keep:  !function(e,t){var r=function(e){return e.accessToken||null};t.getToken=r,t.VERSION="5.0.22",t.BUILD=n}(this,window);
 #   keep:  GET https://www.googleapis.com/drive/v3/files?pageSize=100&pageToken=3bsYOtaKyQCrBl2jG/lJYBf+BdnHvl7cNEW7L1Bg&fields=nextPageToken
+#   keep:  URL: pkcs11:model=SoftHSM%20v2;token=claims-signing;object=claims-signing-2025;type=private
 # A password typed as the user's name, as a failed login's log line shows it (_FAILED_LOGIN_USER).
 password-as-failed-login     failed-login-names     (?i)(?:\b(?:invalid|illegal|unknown)[ \t]user\b|login[ _\-]?fail|failed[ \t]login|logon[ \t]failure|authentication[ \t]fail|auth[ \t]fail)
 #   catch: Mar 11 09:12:44 jump01 sshd[771223]: Invalid user «5p4nn3r-Igl00» from 10.9.14.22 port 51844
@@ -8217,8 +8370,10 @@ context-selected-columns     selected-columns       (?i)\bselect[ \t]+(?P<cols>[
 #   keep:  sqlite> SELECT id, name, password_hash FROM users;\n1|ana|$2b$12$KIXQJ8v0e5fH9b7sYc2sVe1y2r5c3D4e5F6g7H8i9J0k1L2m3N4o5
 #   keep:  SELECT username, password FROM accounts WHERE id = ?
 # What a REPL printed after a line that made a key (`Fernet.generate_key()`, `secrets.token_urlsafe()`), up to its next prompt.
-context-repl-generated-key   printed-secrets        (?m)^(?:>>>|In \[\d+\]:|irb\([^)\n]{0,40}\):\d+:\d+>|iex\(\d+\)>|>)[ \t]*[^\n]{0,200}?(?:generate_key|token_urlsafe|token_hex|token_bytes|get_random_secret_key|randomBytes|urandom|SecureRandom|random_bytes|gen_secret|generate_secret)[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,10}))
+context-repl-generated-key   printed-secrets        (?m)^(?:>>>|In \[\d+\]:|irb\([^)\n]{0,40}\):\d+:\d+>|iex\(\d+\)>|>)[ \t]*[^\n]{0,200}?(?:generate_key|token_urlsafe|token_hex|token_bytes|get_random_secret_key|randomBytes|urandom|SecureRandom|random_bytes|gen_secret|generate_secret|(?:b64encode|hexlify)\((?:bytes\()?(?:sk|signing_key|private_key|secret_key|privkey|seed)\))[^\n]*\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,10}))
 #   catch: >>> key = Fernet.generate_key(); key\nb'«16YPeGk-NWATMArtP8AvLBbTm032MHJM0AiVNzoXuUc=»'\n>>> f = Fernet(key)
+#   catch: >>> sk = SigningKey.generate()\n>>> base64.b64encode(bytes(sk)).decode()\n'«v3wbwUSvatFkQeZCj9JaAkZOM8Tq4vloRFkMJV0NXck=»'\n>>> 
+#   keep:  >>> base64.b64encode(bytes(sk.verify_key)).decode()\n'Kp3ZrT9Wm2Lx8Qv5Nc7Bd4Fh6Jg1Sa0Ye2Ru4Io3Pl8='\n>>> 
 #   catch: >>> import secrets; secrets.token_urlsafe(32)\n'«Kq7Zx2Lm9Pw4Rt8VbN3cD5fGh1Jk6Ls0Qa2We4Rt»'
 #   keep:  >>> len(secrets.token_urlsafe(32))\n43
 # A REPL's line that reads a setting named for a secret, and what it printed under it (`> config('database.connections.mysql.password')`
@@ -8339,6 +8494,8 @@ context-command-output       printed-secrets        (?m)^(?:{PROMPT_LINE}*(?:[\w
 #   catch: $ gitlab-rails runner 'puts User.find(1).personal_access_tokens.create(scopes:[:api],name:"ci").token'\n«ctgBs4H5ydeOlpiDylHv»
 #   keep:  $ aws secretsmanager list-secrets --query 'SecretList[].Name'\n[\n    "prod/api/token",\n    "staging/jwt-signing-key-389"\n]
 #   keep:  $ doppler secrets get SMTP_PASS --plain --project auth-service > /dev/null && echo present\npresent
+#   catch: www-data@lms01:/var/www/moodle$ php admin/cli/cfg.php --component=auth_ldap --name=bind_pw\n«library3522»\nwww-data@lms01:/var/www/moodle$ ls
+#   catch: // internal/signing/testdata/seed.hex  (the prod one)\n«c09e65f0d85b8ee2c143c9719db55dcf78733dc1eac3bf20838a7b25bbf14097»
 # A text that starts with a command that prints one value (_SINGLE_VALUE_COMMAND), with no prompt before it (a
 # tool's log may give the command alone): what it printed, as after a prompt.
 context-unprompted-output    unprompted-output      \A(?:sudo[ \t]+)?{INSIDE}(?:{SECRET_PRINTING_COMMAND})[^\n]*\n(?=(?P<s>[^\s$:~@]{4,4096}(?=\$[ \t])|(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,60}|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#])))
@@ -8400,6 +8557,9 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: ROOM    SSID          KEY\nB12     Guest-B12     «maple-otter-51»
 #   catch: ICCID,IMSI,KI,OPC,PIN1,PUK1\n8988211000000700037,999700000070003,«5A0C93E1B7D24F6A8E19C3B05D7F2A64»,«C17E04B9A35D28F6E0B41C97A6D3F852»,«2048»,«61730594»
 #   keep:  ICCID,IMSI,MSISDN,PIN1\n8988211000000700037,999700000070003,491701234567,(on the card's carrier)
+#   catch: controller_serial;drone;pilot;unlock_code\n5YSZKFHTI74RS6;Matrice 350 #1;Noa;«503418»
+#   catch: Standort,Gebäude,Tür/Alarmcode,Verantwortlich\nZürich,Serverraum,«804517»,Facility CH
+#   catch: | Office | Alarm disarm |\n|---|---|\n| Zürich | «80614* 0945#2» |
 # An HTML table whose header cell names a credential: the cells under it.
 context-html-table           html-table-cells       (?:(?P<table><table)(?:[ \t][^>\n]{0,200})?>\s*(?:<t(?:head|body)>\s*)?<tr|<tr)(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|p|span)>)?[^<\n]{0,60}(?:</(?:b|strong|p|span)>)?</th>\s*|<td(?:[ \t][^>\n]{0,200})?><(?:b|strong|p|span)>[^<\n]{0,60}</(?:b|strong|p|span)></td>\s*|(?(table)<td(?:[ \t][^>\n]{0,200})?>[^<\n]{1,60}</td>\s*|(?!))){2,20})</tr>(?=(?P<s>(?:(?:\s*(?:</?tbody>|</thead>)){0,3}\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code|p|span|em)>)?[^<\n]{0,200}(?:</(?:b|strong|code|p|span|em)>)?</td>){1,20}\s*</tr>){1,100}))
 #   catch: <table>\n  <tr><th>Device</th><th>SNMP community</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>«n0c-R3ad-Only»</td><td>«En4ble#Core01»</td></tr>\n</table>
@@ -8483,6 +8643,7 @@ context-split-secret         split-parts            (?i)(?:\b(?:in|for)[ \t]+(?:
 #   keep:  The key fingerprint is:\nSHA256:RUNMISkU2xYa22mVGgS93ufXWB+e/fD/mN/ShqycmcE deploy@reporting\nThe key's randomart image is:\n+----[SHA256]-----+
 #   catch: Honza: heslo k routeru ti pošlu na dvakrát\nHonza: «TXxBf-RUju2%»\nHonza: «yDCfJL2spYBEml»\nHonza: bez mezery mezi tím
 #   catch: الجزء الأول من المفتاح: «6c0eb1b63303d23374c23d0319c62a98e»\nوالجزء الثاني: «4068e9c2d1c568bc55eb37794295406»
+#   catch: رمز سرور رو دو تیکه می‌فرستم، تیکه اول: «EKb42SO#»\nتیکه دوم: «h4sziPC-4» (بدون فاصله)
 # A secret a chat sent in pieces and then said they go together ("no spaces", "tout collé", "ihop",
 # "sent too early"): the pieces in the four lines above, below a credential word.
 context-joined-parts         joined-parts           (?i)(?:{JOINED_NOTE})
@@ -8597,6 +8758,7 @@ context-wrapped-line         wrapped-line           \n(?=(?P<s>(?:[ \t]*(?:\|[ \
 #   keep:  expected = [2.8335+0.2443j,\n    3.4675+0.2185j,
 #   keep:  trace Xk29mPq7zLw3Rt5Vb8Nc4\n    prevOffscreenSubtreeWasHidden = offscreenSubtreeWasHidden;
 #   catch: send: b'POST /oauth/introspect HTTP/1.1\\r\\n\\r\\ntoken=«ZWf2ems_Lfw5esWjBCMKV60bRQmstuMMWU0fIsRlzQ5o»\n    «sXmEVhY8N6Uln9x7lzIHV88Tj62dBenRSNUr848_wnTG»&token_type_hint=access_token'
+#   keep:  ICC profile (base64): AAAMSExpbm8CEAAAbW50clJHQiBYWVogYHLwzkkKlhikZhnRQDTtMdKjj2jB/K6hbXQ+64nNUmbc32QA\nNl+l1gAAMSExpbm8CEAAAbW50clJHQiBYWVogYHLwzkkKlhikZhnRQDTtMdKjj2jB/K6hbXQ+64nNUmbc
 # The rest of a value that a line continuation (`\` right after it, in a properties file, a shell) breaks.
 context-continued-value      continued-value        \\\r?\n(?=[ \t]*(?P<s>[^\s\\"'`]{4,256})[ \t]*\\?(?:\r?\n|$))
 #   catch: export API_TOKEN=«Xk29mPq7zLw4Rt8VbN3c»\\\n«-5581930274461»
@@ -8654,7 +8816,7 @@ ACCEPT_CHECKS = {
 # The checks of context rules: each picks the spans to replace inside its match.
 CONTEXT_FINDERS = {
     "random-tokens": _find_random_tokens, "command-arguments": _find_command_arguments,
-    "call-literals": _find_call_literals, "printed-secrets": _find_printed_secrets, "unprompted-output": _find_unprompted_output, "table-cells": _find_table_cells, "html-table-cells": _find_html_table_cells, "literal-rows": _find_literal_rows, "markup-table-cells": _find_markup_table_cells, "json-cookies": _find_json_cookie_values,
+    "call-literals": _find_call_literals, "codes-list": _find_codes_under_heading, "printed-secrets": _find_printed_secrets, "unprompted-output": _find_unprompted_output, "table-cells": _find_table_cells, "html-table-cells": _find_html_table_cells, "literal-rows": _find_literal_rows, "markup-table-cells": _find_markup_table_cells, "json-cookies": _find_json_cookie_values,
     "expanded-record": _find_expanded_record_fields,
     "block-lines": _find_block_lines, "split-literals": _find_split_literals,
     "wrapped-line": _find_wrapped_line, "echoed-variable": _find_echoed_variables, "continued-value": _find_continued_value, "joined-literals": _find_joined_literals,
@@ -9056,10 +9218,10 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya|e)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord|wagwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
-                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|contra(?<=\bla[ \t]contra)|nenosiri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令|የ?ይለፍ[ \t]+ቃ[ልሉ]\w{0,4}|jecha[ \t]+(?:darbii|icciitii)|pakasqa[ \t]+simi)(?![^\W\d_])")
+                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|contra(?<=\bla[ \t]contra)|nenosiri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令|የ?ይለፍ[ \t]+ቃ[ልሉ]\w{0,4}|jecha[ \t]+(?:darbii|icciitii)|pakasqa[ \t]+simi|neno[ \t]+(?:la[ \t]+)?siri|jelmondat\w{0,4}|رمز(?:ش)?|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ramz(?:-?e|esh|esho)?|ፓስወርድ|ፓስወርዱ|[^\W\d_]{2,12}lösenord(?:et)?|hemlighet(?:en)?|პაროლ\w{1,4}|құпия\s?сөз\w{0,3}|qup[ıi]y?a\s?s[óo]z\w{0,3})(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "kennwort", "contrase", "senha", "wachtwoord", "wagwoord", "losen", "salasana", "haslo", "heslo", "parola",
-                        "adgangskode", "kodeord", "koden", "sifre", "sandi", "nenosiri", "lozink", "gesl", "ifr", "jecha", "pakasqa")
+                        "adgangskode", "kodeord", "koden", "sifre", "sandi", "nenosiri", "lozink", "gesl", "ifr", "jecha", "pakasqa", "ramz", "hemlighet", "qup", "siri", "jelmondat")
 # Words for logging in, which make a sentence's password-shaped value its password as a word for one does:
 # a verb before what one logs in with ("log into the unifi controller, karim / Provenc3&2", "devi entrare
 # con …"), or one after it ("mit Kiefer#8812 anmelden", "X로 로그인").
@@ -9131,6 +9293,8 @@ def _is_a_sentences_password(value: str) -> bool:
         return _may_be_a_password(value)  # capitalized words an underscore joins, digits last: `Besiktas_957`, `Asante_Kotoko1935`
     if not (_regex(r"[!#$%&*+?^~]").search(value) and _regex(r"\d").search(value) and _regex(r"[^\W\d_]").search(value)) or _regex(r"[!#$%&*+?^~.]").match(value):
         return False
+    if value[-1] == "?" and not _regex(r"[!#$%&*+?^~]").search(value[:-1]) and not _regex(r"[^\W\d_]\d").search(value):
+        return False  # a question's mark after a word and no digit after a letter: "… toegang tot de 2FA-app?" (not "password 0tt3r64?")
     if _regex(r"[\w\-]+[#@]v?\d+(?:\.\d+)+").fullmatch(value):
         return False  # a plugin's version (`docker-login#v3.0.0`)
     numbered = _regex(r"([^\W\d_]+)#\d+").fullmatch(value)
@@ -9424,9 +9588,9 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
         said = redacted_lines[index] if aligned else line
         ends = _regex(_ANNOUNCED_END).search(said)
         named = _secret_words(line)
-        if not any(word.group()[-1:] not in "sS" or not word.group().isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public)\b").search(line) or _regex(_PUBLIC_KEY_SAID).search(line) or (
+        if not any(word.group()[-1:] not in "sS" or not word.group().isascii() for word in named) or _regex(r"(?i)\b(?:decodes?|decoded|not|isn't|is not|public|entries|targets)\b").search(line) or _regex(_PUBLIC_KEY_SAID).search(line) or (
                 "?" in line and _regex(_ASKS_OF_IT).search(line)):
-            continue  # none, or only many (`Accepted Keys:`, `Redis keys (sample):`): a list of their names follows; what is said of one is not it; a question of where or which
+            continue  # none, or only many (`Accepted Keys:`, `Redis keys (sample):`, "Credential Manager entries used by …:"): a list of their names follows; what is said of one is not it; a question of where or which
         speaker = _speaker(line)
         taken, chat = pieces_after(index, speaker)
         if taken and (ends or says_split(index) or chat and not _regex(r"[:：=][ \t]*\S").search(line, max(word.end() for word in named))):  # (in a chat with no end that announces, a line that gives a value after its word gave it: "the token expired: yesterday")
@@ -9520,18 +9684,18 @@ _ASKS = (r"(?i)\?|(?<![^\W\d_])(?:" + _word_alternation(
     "|send me|tell me|remind me|give me|dm me|powiedz|podaj|przypomnij|wyślij|dime|dame|mándame|mandame|pásame|pasame|recuérdame"
     "|kasih tau|kasih tahu|kirimin|sag mir|schick mir|gib mir|dis-moi|envoie-moi|rappelle-moi|donne-moi|me passa|me manda|dimmi|mandami"
     "|stuur me|geef me|дай|дайте|скинь|скиньте|кинь|надішли|надішліть|пришли|пришлите|напомни|нагадай|скажи|скажіть|подскажи|підкажи"
-    "|στείλε|πες μου|δώσε μου|söyle|gönder|yolla") + r")(?![^\W\d_])")  # (or a request: "powiedz mi jeszcze raz to hasło", "send me the wifi pw")
+    "|στείλε|πες μου|δώσε μου|söyle|gönder|yolla|ameuliza|anauliza|nitumie|niambie|nipe") + r")(?![^\W\d_])")  # (or a request: "powiedz mi jeszcze raz to hasło", "send me the wifi pw")
 # A question about a secret's where, when or which, not for its value ("which ticket was the VPN password reset in?").
 _ASKS_OF_IT = (r"(?i)(?<![^\W\d_])(?:where|when|which|how|why|waar|wanneer|welke|hoe|waarom|wo|wann|welche[rsn]?|wie|warum|où|quand|quel(?:le)?s?|comment|pourquoi"
                r"|dónde|cuándo|cuál|cómo|gdzie|kiedy|który|która|jak|nerede|ne zaman|hangi|nasıl|kahan|kab|kaise)(?![^\W\d_])")
 # The first word of the message that answers it, then its end, a dash, a comma or a word that goes on ("444050 en dan
 # uit-knop", "SxUD… — naya hai"): quoted, three to six words of a passphrase too.
-_ANSWER = (r"[ \t]*[`\"'“«]?(?P<v>[^\s`\"'“”«»]{4,64}?|[^\W\d_]{2,12}(?:[ \t][^\W\d_]{2,12}){2,5})[`\"'”»]?[.!,]?"
-           r"(?:[ \t]*$|[ \t]*[—–(,]|[ \t]+-[ \t]|[ \t]+(?:en|and|und|et|y|e|i|ve|then|dann|puis|potem|sonra|aur|phir)(?![^\W\d_]))")
+_ANSWER = (r"[ \t]*[`\"'“«]?(?P<v>[^\s`\"'“”«»]{4,64}?|[^\W\d_]{2,12}(?:[ \t][^\W\d_]{2,12}){2,5})[`\"'”»]?(?:[ \t]?[.!,])?"
+           r"(?:[ \t]*$|[ \t]*[—–(,]|[ \t]+-[ \t]|(?<=[.!])[ \t]+(?=\S)|[ \t]+(?:en|and|und|et|y|e|i|ve|then|dann|puis|potem|sonra|aur|phir)(?![^\W\d_]))")
 # An answer's password in more words: after a few words and a colon or a dash ("piszę ci dokładnie, znak po znaku: X — wielkość liter
 # ma znaczenie", "тримай — X"), after "is" a few words in ("hola Dan! es X 😊"), or first, with any words after it ("X ya bud, abis itu logout").
 _ANSWER_IN_WORDS = tuple(r"[ \t]*" + before + r"[`\"'“«]?(?P<v>[^\s`\"'“”«»]{6,64}?)[`\"'”»]?[.!,]?(?:[ \t]*$|[ \t]*[—–(,]|[ \t]+(?=\S))"
-                         for before in (r"[^\n:：`\"'“«—–→]{1,60}?(?:[:：]|[ \t][—–→])[ \t]*", r"(?:[^\n:：`\"'“«]{0,30}?[ \t,!.])?(?i:es|is|it's|its|jest|ist|est|c'est|é|è|adalah)[ \t]+", ""))
+                         for before in (r"[^\n:：`\"'“«—–→]{1,60}?(?:[:：]|[ \t][—–→])[ \t]*", r"(?:[^\n:：`\"'“«]{0,30}?[ \t,!.])?(?i:es|is|it's|its|jest|ist|est|c'est|é|è|adalah|ni)[ \t]+", ""))
 
 
 def _chat_messages(lines: list) -> list:
@@ -9549,7 +9713,15 @@ def _chat_messages(lines: list) -> list:
         speaker = " ".join(_regex(r"[^\W\d_][\w.'\-]*").findall(header.group()))
         if body.strip():
             messages.append((at, speaker, body.strip()))
+    if not messages:  # a chat with no times: `Tomek: …` ⏎ `Serhij: …`, when two people or more speak so
+        said = [(index, found.group(1), found.group(2)) for index, line in enumerate(lines) for found in (_regex(_UNTIMED_SPEAKER).fullmatch(line),) if found]
+        if len({speaker for _, speaker, _ in said}) >= 2:
+            messages = [(index, speaker, body.strip()) for index, speaker, body in said]
     return messages
+
+
+# A chat's line with no time: a name (a capital first, or another script's letter; one or two words) and what they said.
+_UNTIMED_SPEAKER = r"[ \t]*((?=[^\x00-\x40\x5b-\x60\x7b-\x7f])[^\W\d_][\w.'\-]{1,20}(?: [^\W\d_][\w.'\-]{0,20})?):[ \t]+(\S[^\n]*?)[ \t]*\r?"
 
 
 def _redact_asked_and_answered(original: str, text: str, count: int, replaced: list) -> tuple:
@@ -9571,13 +9743,13 @@ def _redact_asked_and_answered(original: str, text: str, count: int, replaced: l
         answer = _regex(_ANSWER).match(body)
         value = answer.group("v") if answer else ""
         digits = _regex(r"\d{4,8}").fullmatch(value) and not _regex(r"(?:19|20)\d\d").fullmatch(value) and (
-            _regex(_PASSWORD_WORDS).search(asked) or _regex(r"(?i)(?<![^\W\d_])(?:pin|puk)(?![^\W\d_])|[şs]ifre").search(asked) or _regex(_PLACE_WORDS).search(asked))
+            _regex(_PASSWORD_WORDS).search(asked) or _regex(r"(?i)(?<![^\W\d_])(?:pin|puk|ה?קוד)(?![^\W\d_])|[şs]ifre").search(asked) or _regex(_PLACE_WORDS).search(asked))  # (Hebrew's "the code": "מה הקוד של הבקר?")
         phrase = " " in value and _names_passphrase(asked) and _is_spoken_passphrase(value)
-        if value and (digits or phrase or " " not in value and _is_new_password(value)):
+        if value and (digits or phrase or " " not in value and _is_answered_password(value)):
             found.append(value)
             continue
         in_words = (_regex(pattern).match(body) for pattern in _ANSWER_IN_WORDS)
-        given = next((answer.group("v") for answer in in_words if answer and _is_new_password(answer.group("v"))), None)
+        given = next((answer.group("v") for answer in in_words if answer and _is_answered_password(answer.group("v"))), None)
         found += [given] if given else []
     return _redact_found_again(text, count, replaced, found)
 
@@ -9652,6 +9824,13 @@ def _redact_product_keys(original: str, text: str, count: int, replaced: list) -
         if _regex(_PRODUCT_KEY_WORDS).search(original, _start_of_lines_above(original, found.start(), 2), found.start()):
             keys.append(found.group())
     return _redact_found_again(text, count, replaced, keys)
+
+
+def _is_answered_password(value: str) -> bool:
+    """What a message that answers a question for a password may give: a new password's shape
+    (_is_new_password), or words joined with a number (`pole-baraka-tembo-911`), which only the question
+    makes a password."""
+    return _is_new_password(value) or _is_joined_passphrase(value) and _regex(r"\d").search(value) is not None and _may_be_a_password(value)
 
 
 def _is_new_password(value: str) -> bool:
@@ -10369,7 +10548,7 @@ def _redact_typed_beside(text: str, count: int, replaced: list) -> tuple:
         whole = found.group("v").rstrip(".,;:")
         for value in (whole, whole.rstrip("!?")) if whole[-1:] in "!?" else (whole,):
             typed = _regex(r"[!$%*#?&+^~]").search(value) and _reads_as_typed_password(value)  # (which holds letters and digits)
-            if (8 <= len(value) <= 64 and (typed or _regex(_TITLED_WORDS_AND_NUMBER).fullmatch(value)) and _may_be_a_password(value)
+            if (8 <= len(value) <= 64 and ";" not in value and (typed or _regex(_TITLED_WORDS_AND_NUMBER).fullmatch(value)) and _may_be_a_password(value)  # (a `;` splits a CSV's cells: `#2;Yossi`)
                     and not _is_path_or_version(value) and not _regex(_VERSION_IN_TOKEN).search(value)
                     and not _regex(_ADDRESS_START + r"|[\w.+\-]+@[\w\-]+[.:#$]|[a-z0-9][a-z0-9.\-]*[#>][a-z]+$|.*(?:://|\\)|[%$]\{?[A-Za-z_]").match(value)):  # (nor a prompt: `root@radius01:~#`, `core-sw-01#show`)
                 spans.append((found.start("v"), found.start("v") + len(value)))
@@ -10963,7 +11142,7 @@ def _second_readings(original: str) -> list:
         original) is not None)  # (a chat's times first, _CHAT_TIME's two read apart: a cheap look)
     if timed and _regex(_ITS_NOW).search(original):
         readings.append(("a new password a chat's answer gives", _redact_reset_answers))
-    if timed and _regex(_ASKS).search(original):
+    if (timed or "\n" in original and ": " in original) and _regex(_ASKS).search(original):  # (a chat with no times too: _chat_messages)
         readings.append(("a chat's answer to a question for a secret", _redact_asked_and_answered))
     if "#" in original or "//" in original or "--" in original:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
@@ -11554,7 +11733,7 @@ def _decoded_secrets(blob: str) -> list:
     decoded = _base64_text(blob.replace("-", "+").replace("_", "/"))
     if decoded is None or len(decoded) < 6:
         return []
-    pair = _regex(r"[\w.@\\\-+]{1,64}:(?!//)([^\s:]{6,128})").fullmatch(decoded.strip())  # (not a URI: gid://shopify/Product/…)
+    pair = _regex(r"[\w.@\\\-+]{0,64}:(?!//)([^\s:]{6,128})").fullmatch(decoded.strip())  # (not a URI: gid://shopify/Product/…; no user before an Azure DevOps PAT: `:<pat>`)
     values: list = []
     if pair:
         values = [pair.group(1)] if _looks_like_a_secret(pair.group(1)) and not _decodes_to_stand_ins(blob) else []
@@ -12784,7 +12963,7 @@ RULE_WORDS = {
         "backup", "bypass", "code", "codigo", "código", "recovery", "wiederherstellungs"), (" ", "-")),
     "keepass-key-file": ("bbe4f7e4", ("</data>",), ("<key>",), ("<key>",)),
     "priv-hex-key": ("79d88282", ("priv",), ("priv",), ()),
-    "matrix-recovery-key": ("770216ec", ("recovery", "security"), ("recovery", "security"), ("key",)),
+    "matrix-recovery-key": ("7604c630", ("recovery", "security"), ("recovery", "security"), ("key",)),
     "bitlocker-recovery-key": ("a5f82e9f", ("bitlocker", "chave", "clave", "clé", "key", "klucz", "password",
         "recovery", "schluessel", "schlüssel", "wiederherstellung"), ("bitlocker", "chave", "clave", "clé", "key",
         "klucz", "password", "recovery", "schluessel", "schlüssel", "wiederherstellung"), ("-",)),
@@ -12792,7 +12971,7 @@ RULE_WORDS = {
     "security-question-answer": ("04700ba9", ("city", "first", "mother", "town"), ("city", "first", "mother", "town"),
         ()),
     "keytab-key": ("8ec3dd3c", ("(0x",), ("(0x",), (")",)),
-    'sap-gui-password-field': ('46b00948', ('findbyid("',), ('findbyid("',), ('").text',)),
+    'sap-gui-password-field': ('864ac588', ('findbyid("',), ('findbyid("',), ('/pwd',)),
     "sas-pwencode-input": ("b7765a43", ("pwencode",), ("proc",), ("proc",)),
     "sas-encoded-password": ("035cd5e7", ("{sas00", "{sasenc"), ("{sas00", "{sasenc"), ("}",)),
     "tableau-trusted-ticket": ("7bfa0169", ("/trusted/",), ("/trusted/",), ()),
@@ -12869,11 +13048,15 @@ RULE_WORDS = {
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
     "harbor-robot-secret": ("7704fbcb", ("robot$",), ("robot$",), ("/", ":")),
     "capability-link": ("6616f03a", ("http",), ("http",), ("://",)),
-    "anyone-with-the-link": ("90a0be38", (".sharepoint.", "/api/snapshots-delete/", "/cpsess", "/rec/download",
-        "/rec/play", "/rec/share", "1drv.ms/", "api.netlify.com/build_hooks/",
-        "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/", "dropbox.com/t/",
-        "figshare.com/s/", "rlkey=", "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-"), (), ()),
+    "anyone-with-the-link": ("1b64bdf3", (".sharepoint.", "/api/snapshots-delete/", "/cpsess",
+        "/files_sharing/publicpreview/", "/index.php/s/", "/rec/download", "/rec/play", "/rec/share", "1drv.ms/",
+        "api.netlify.com/build_hooks/", "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/",
+        "dropbox.com/t/", "figshare.com/s/", "rlkey=", "slack-files.com/", "view_only=", "vimeo.com/", "we.tl/t-"), (),
+        ()),
     "zapier-webhook": ("51ffbbe8", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
+    "bitrix24-webhook": ("a7f70cfb", (".bitrix24.",), (".bitrix24.",), ("/rest/",)),
+    "kaltura-session": ("a63ac402", ("djj8",), ("djj8",), ("/ks/", "ks=")),
+    "bot-api-url-token": ("7a274557", ("/bot",), ("/bot",), (":",)),
     "teams-webhook": ("9979e784", ("incomingwebhook/",), ("incomingwebhook/",), ("-",)),
     "teams-webhook-signature": ("97495cc6", ("incomingwebhook/",), ("incomingwebhook/",), ()),
     "discord-webhook": ("f13e2b77", (".com/api/webhooks/",), ("discord",), ("discord",)),
@@ -13011,8 +13194,19 @@ RULE_WORDS = {
         "mnemonic", "recovery", "secret", "seed", "wallet"), ("\n",)),
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), (), (":",)),
     "authorization-header": ("3d70873d", ("authorization",), (), ()),
+    "sigv4-signature": ("3a5978ff", ("signedheaders=",), ("signedheaders=",), ("signature=",)),
+    'initializer-name-value-pair': ('54c1b35f', ('{ "', '{"'), (), ('auth', 'bdk', 'chave', 'checkword', 'cheie',
+        "chiave", "clave", "clientsec", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo",
+        "heslo", "imk", "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
+        "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
+        "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
     "scheme-and-token-arguments": ("2715707f", ("basic", "bearer", "token"), (), (",",)),
     "bearer-token": ("2a560f1b", ("earer",), (), ()),
+    "eapol-test-secret": ("fd7e882c", ("eapol_test",), ("eapol_test",), ("-s",)),
+    "freeradius-logged-password": ("ae7dbfad", ("login incorrect", "login ok"), ("login incorrect", "login ok"),
+        (":",)),
+    "autologon-password": ("81021a08", ("autologon",), ("autologon",), ()),
     "mysql-password": ("4b1e6c8d", ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport",
         "mysqlsh"), ("mariadb", "mariadb-dump", "mysql", "mysqladmin", "mysqldump", "mysqlimport", "mysqlsh"), ("-p",)),
     "sqlcmd-password": ("92451078", ("bcp", "ipmitool", "isql", "osql", "sqlcmd"), ("bcp", "ipmitool", "isql", "osql",
@@ -13118,6 +13312,7 @@ RULE_WORDS = {
     "voucher-code": ("7f29fe50", ("voucher", "兑换码", "券码"), ("voucher", "兑换码", "券码"), ("-",)),
     "reset-to-password": ("1311e741", ("reset",), ("reset",), ("to",)),
     "windows-password-switch": ("e95bcfad", ("/",), (), ()),
+    'onec-password-switch': ('ec3d35e9', ('/n"',), ('/n"',), ('/p"',)),
     'keystore-file-password': ('b2aa78ab', ('.bks', '.jks', '.keystore', '.p12', '.pfx'), (), ('"', "'")),
     "home-assistant-webhook-id": ("aa278f06", ("webhook_id:",), (), ()),
     "roblox-security-cookie": ("296a1797", ("warning:-do-not-share-this.",), ("warning:-do-not-share-this.",), ("_|",)),
@@ -13451,53 +13646,62 @@ RULE_WORDS = {
         "código", "kod", "kode", "koden", "koder", "kodet", "kodu", "kody", "kombination", "kód", "kódja", "kódot",
         "kódu", "mã", "κωδικός", "код", "رمز", "ورمز"), ()),
     "place-label-code": ("317afad9", (), (), ()),
-    "context-credential-word": ("3d5c761c", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
+    "codes-under-heading": ("36a46b75", ("alarmowe", "belepesi", "belépési", "code", "codes", "codici", "codigos",
+        "códigos", "dostepu", "dostępu", "drzwi", "kodlar", "kodok", "kódok", "коды"), ("access", "ajto", "ajtó",
+        "alarm", "belepesi", "belépési", "building", "code", "codici", "codigos", "códigos", "deur", "door", "dörr",
+        "entry", "gate", "kap", "keypad", "kody", "larm", "locker", "office", "port", "riaszto", "riasztó", "safe",
+        "toegangs", "tresor", "tür", "zugangs", "коды"), ("\n",)),
+    "context-credential-word": ("dfced447", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
         "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code",
         "community", "contra", "contrase", "credential", "creds", "cyfrinair", "disarm", "dörr", "dør", "frasa sandi",
-        "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hesla", "heslo", "iphasiwedi", "iphasiwezi",
-        "jecha darbii", "jecha icciitii", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
-        "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "llave",
-        "lmodpass", "lmot de pass", "losenfras", "losenord", "lozink", "lpassword", "lås", "låse", "lösen",
-        "lösenfras", "lösenord", "m-pin", "mat khau", "mdp", "mot de pass", "mot de passe", "mpin", "mã thông báo",
-        "mật khẩu", "nenosiri", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "pakasqa simi",
+        "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hemlighet", "hemmelighet", "hesla", "heslo",
+        "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii", "jelmondat", "jelsz", "jeton", "kata laluan",
+        "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik",
+        "kulcs", "kulcs-jelmondat", "kunci", "kupiya", "kwdik", "larm", "llave", "lmodpass", "lmot de pass",
+        "losenfras", "losenord", "lozink", "lpassword", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin",
+        "mat khau", "mdp", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "neno la siri",
+        "neno siri", "nenosiri", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "pakasqa simi",
         "palavra-passe", "parol", "parola", "parool", "pasfhocal", "pass", "passcode", "passkey", "passord",
         "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt",
         "pasw", "pasword", "paswort", "pat", "phasfhocal", "phrase de chiffrement", "phrase de passe", "phrase secr",
-        "pin", "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "salasana", "sandi",
-        "sandine", "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo", "segreto", "senha",
-        "session", "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "t-pin", "token", "tokens",
-        "tokn", "tpin", "upplåsnings", "wachtwoord", "wachtzin", "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικός",
-        "ключ", "кук", "нууц", "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה",
-        "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد",
-        "الرقم السري", "باسورد", "باسوورد", "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "والباس", "والباسورد",
-        "پاس", "کلید", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን",
+        "pin", "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "qup", "ramz",
+        "salasana", "sandi", "sandine", "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo",
+        "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "t-pin",
+        "token", "tokens", "tokn", "tpin", "upplåsnings", "wachtwoord", "wachtzin", "wagwoord", "ww", "zugangsdaten",
+        "şifre", "κωδικός", "ключ", "кук", "кілт", "нууц", "парол", "пароль", "пин", "секрет", "токен", "құпия",
+        "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת",
+        "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول",
+        "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "ورد", "پاس", "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन",
+        "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ",
         "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー",
         "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
         "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
         "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
         "code", "community", "contra", "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur",
         "disarm", "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi",
-        "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hesla", "heslo",
-        "installer", "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii", "jelsz", "jeton", "kata laluan",
-        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz",
-        "klíč", "kodeord", "kodik", "kulcs", "kunci", "kwdik", "larm", "licence", "license", "llave", "lmodpass",
-        "lmot de pass", "lock", "lockbox", "losenfras", "losenord", "lozink", "lpassword", "lås", "låse", "lösen",
-        "lösenfras", "lösenord", "m-pin", "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mpin",
-        "mã thông báo", "mật khẩu", "nenosiri", "network", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole",
+        "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hemlighet",
+        "hemmelighet", "hesla", "heslo", "installer", "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii",
+        "jelmondat", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain",
+        "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kulcs-jelmondat",
+        "kunci", "kupiya", "kwdik", "larm", "licence", "license", "llave", "lmodpass", "lmot de pass", "lock",
+        "lockbox", "losenfras", "losenord", "lozink", "lpassword", "lås", "låse", "lösen", "lösenfras", "lösenord",
+        "m-pin", "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu",
+        "neno la siri", "neno siri", "nenosiri", "network", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole",
         "oroigbaniwole", "otp", "pakasqa simi", "palavra-passe", "panel", "parol", "parola", "parool", "pasfhocal",
         "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password",
         "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phasfhocal",
         "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort",
-        "port", "pre", "primary", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "rcon", "recovery", "root",
-        "safe", "salasana", "sandi", "sandine", "sandinya", "schl", "schloss", "schlüssel", "secondary", "secret",
-        "secreto", "segredo", "segreto", "senha", "service", "session", "shared", "sifre", "signing", "sikkerheds",
-        "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "t-pin", "toegangs", "token", "tokens",
-        "tokn", "totp", "tpin", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin",
-        "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "нууц",
-        "парол", "пароль", "пин", "секрет", "токен", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח",
-        "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد",
-        "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "کلید", "कुंजी",
-        "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ọ̀rọ̀ ìgbaniwọlé",
+        "port", "pre", "primary", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "qup", "ramz", "rcon",
+        "recovery", "root", "safe", "salasana", "sandi", "sandine", "sandinya", "schl", "schloss", "schlüssel",
+        "secondary", "secret", "secreto", "segredo", "segreto", "senha", "service", "session", "shared", "sifre",
+        "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "t-pin",
+        "toegangs", "token", "tokens", "tokn", "totp", "tpin", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn",
+        "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs", "zugangsdaten", "şifre", "κωδικός",
+        "ключ", "кук", "кілт", "нууц", "парол", "пароль", "пин", "секрет", "токен", "құпия", "הטוקן", "הסיסמא",
+        "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس",
+        "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة",
+        "مفتاح", "والباس", "والباسورد", "پاس", "پس", "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन",
+        "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé",
         "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼",
         "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
@@ -13515,22 +13719,22 @@ RULE_WORDS = {
     "context-login-command": ("e443b600", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock", "unseal"), ("add-authtoken", "api", "auth", "authtoken", "config",
         "credential", "log", "obscure", "set", "sign", "unlock", "unseal"), ()),
-    "context-client-call": ("d6791997", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "aes", "api",
-        "assword", "auth", "authenticate", "authenticator", "authorize", "basicauth", "bearerauth", "chacha", "cipher",
-        "client", "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential",
-        "database", "decrypt", "dial", "encode", "encrypt", "fernet", "gateway", "getconnection", "getdecoder().",
-        "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "logon", "new",
-        "new_from_slice", "passphrase", "password", "requestvalidator", "sdk", "session", "setapikey", "setauth",
-        "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_",
-        "usepassphrase", "username_pw_set", "withcredential", "withtoken"), (".new", "::<", "::from_", "::new", "aes",
-        "api", "auth", "authenticate", "authenticator", "authorize", "basicauth", "bearerauth", "chacha", "change",
-        "cipher", "client", "connect", "connection", "createcipheriv", "createdecipheriv", "createhmac", "credential",
-        "database", "decode", "decrypt", "dial", "encode", "encrypt", "fernet", "gateway", "getconnection",
-        "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "logon", "new",
-        "new_from_slice", "passphrase", "password", "requestvalidator", "reset", "save", "sdk", "session", "set",
+    "context-client-call": ("8271e54d", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "__construct",
+        "aes", "api", "assword", "auth", "authenticate", "authenticator", "authorize", "basicauth", "bearerauth",
+        "chacha", "cipher", "client", "connect", "connection", "create_", "createcipheriv", "createdecipheriv",
+        "createhmac", "credential", "database", "decrypt", "dial", "encode", "encrypt", "fernet", "gateway",
+        "getconnection", "getdecoder().", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp",
+        "login", "logon", "new", "new_from_slice", "passphrase", "password", "requestvalidator", "sdk", "session",
         "setapikey", "setauth", "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer",
-        "signwith", "sqlite3_", "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken"),
-        ("(",)),
+        "signwith", "sqlite3_", "usepassphrase", "username_pw_set", "withcredential", "withtoken", "соединение"),
+        (".new", "::<", "::from_", "::new", "__construct", "aes", "api", "auth", "authenticate", "authenticator",
+        "authorize", "basicauth", "bearerauth", "chacha", "change", "cipher", "client", "connect", "connection",
+        "create_", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database", "decode", "decrypt",
+        "dial", "encode", "encrypt", "fernet", "gateway", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.",
+        "hmacshakeyfor", "initializeapp", "login", "logon", "new", "new_from_slice", "passphrase", "password",
+        "requestvalidator", "reset", "save", "sdk", "session", "set", "setapikey", "setauth", "setcredential",
+        "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_", "store", "update",
+        "usepassphrase", "username_pw_set", "withcredential", "withtoken", "соединение"), ("(",)),
     'at-command-credentials': ('c4466d6e', ('at+cgauth=', 'at+qicsgp='), ('at+cgauth=', 'at+qicsgp='), (',"',)),
     "context-connect-function": ("d939f2b3", (".connect", "connect", "createaccount", "createuser", "ldap_bind",
         "mysql_real_connect", "mysqli", "mysqli_connect", "oci_connect", "pqconnectdb", "sqlsrv_connect", "userinfo",
@@ -13565,8 +13769,8 @@ RULE_WORDS = {
         "not recognized", "unknown command"), ()),
     "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
     "context-selected-columns": ("c8c06a89", ("select",), ("select",), ("from",)),
-    "context-repl-generated-key": ("9494d6cd", ("gen_secret", "generate_key", "generate_secret",
-        "get_random_secret_key", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
+    "context-repl-generated-key": ("0cf3e780", ("b64encode", "gen_secret", "generate_key", "generate_secret",
+        "get_random_secret_key", "hexlify", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
         "token_urlsafe", "urandom"), (), (">", ">>>", "iex(", "in [", "irb(")),
     "context-repl-secret-read": ("f80bc15e", ("api", "credential", "passw", "pwd", "secret", "token"), (">\t", "> ",
         ">>>", "iex(", "in [", "irb("), (">\t", "> ", ">>>", "iex(", "in [", "irb(")),
@@ -13579,10 +13783,10 @@ RULE_WORDS = {
         "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"), ("accounts", "basic", "contraseñas",
         "credentials", "hasła", "htpasswd", "kennw", "logins", "lösenord", "passw", "passwords", "senhas", "users"),
         ("\n",)),
-    "context-command-output": ("ebf1dc48", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
+    "context-command-output": ("e1d3ebc4", ("$env:", "--export-secret-", "--expose-token", "--fields", "--gen-random",
         "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg", ".env",
-        ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc", ".p12",
-        ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
+        ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".keytab", ".kube/config", ".netrc", ".npmrc",
+        ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
         ".secret", ".secretkey", ".seed", ".tfstate", ".tfvars", ".token", ".txt", "/actuator/env/", "/auth/token",
         "/authenticate", "/login", "/oauth", "/pw.txt", "/session", "/token", "account", "age-keygen", "ansible-vault",
         "apg", "api", "auth", "aws", "bootstrap", "bun", "ceremony", "cfg.php", "chamber", "cloudflared", "config",
@@ -13596,11 +13800,12 @@ RULE_WORDS = {
         "kubectl", "login", "lpass", "makepasswd", "manage.py", "masterauth", "mnemonic", "nmcli", "node", "obscure",
         "openssl", "pass", "passphrase", "passw", "perl", "php", "phx.gen.secret", "printenv", "private",
         "protecteddata]::unprotect(", "pwd", "pwgen", "python", "rails", "random", "randombytes(", "read",
-        "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool", "securerandom.", "seed.txt",
-        "shadow", "signin", "solana", "sops", "ssss-split", "status", "storage", "systemd-creds", "terraform",
-        "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock", "urandom(", "variable", "variables",
-        "vault", "vault_pass", "vercel", "wallet", "wrangler", "zmk"), (), ("\n",)),
-    "context-unprompted-output": ("a0f80b40", ("$env:", "--export-secret-", "--expose-token", "--fields",
+        "requirepass", "reset-password", "ruby", "runner", "secret", "secret-tool", "securerandom.", "seed.bin",
+        "seed.hex", "seed.txt", "shadow", "signin", "solana", "sops", "ssss-split", "status", "storage",
+        "systemd-creds", "terraform", "tickets", "token", "token_bytes", "token_hex", "token_urlsafe", "unlock",
+        "urandom(", "variable", "variables", "vault", "vault_pass", "vercel", "wallet", "wrangler", "zmk"), (),
+        ("\n",)),
+    "context-unprompted-output": ("795b00e7", ("$env:", "--export-secret-", "--expose-token", "--fields",
         "--gen-random", "--query", "--reveal", "--show", "-password", ".apikey", ".bin", ".boto", ".der", ".dockercfg",
         ".env", ".generate()", ".git-credentials", ".htpasswd", ".jks", ".key", ".kube/config", ".netrc", ".npmrc",
         ".p12", ".passwd", ".password", ".pem", ".pfx", ".pgpass", ".ppk", ".psk", ".pw", ".pypirc", ".raw", ".s3cfg",
@@ -13634,7 +13839,7 @@ RULE_WORDS = {
     "terraform-plan-change": ("f94d0b9e", ("->",), (), ("=",)),
     "kubectl-describe-data": ("edc7e314", ("---",), ("---",), ("\n",)),
     "app-password-groups": ("f51c0239", ("pass", "password"), ("app", "pass"), ()),
-    "context-split-secret": ("593ed462", ("(cont", "(suite)", "2 phần", "a doua", "an chéad leath", "an dara leath",
+    "context-split-secret": ("589b8079", ("(cont", "(suite)", "2 phần", "a doua", "an chéad leath", "an dara leath",
         "anden", "andra", "andre", "ap", "arranca", "baaki", "baki", "baqi", "beginnt", "begins", "begint", "cast",
         "cealalt", "chunks", "começa", "comienza", "commence", "continuación", "continuare", "continuação",
         "continuing", "contraseña", "cut it", "cut off", "część", "daarachter", "dalszy", "deel", "deux", "deuxième",
@@ -13647,32 +13852,34 @@ RULE_WORDS = {
         "parte", "partea", "partes", "parti", "partie", "parties", "parts", "parça", "pass", "passwort", "phan dau",
         "phần đầu", "pieces", "pierwsza", "pokracovani", "pokračování", "première", "prima", "primeira", "primera",
         "pw", "rest", "rest:", "rész", "second", "seconda", "seconde", "secret", "segona", "segunda", "sehemu",
-        "senha", "son", "split", "starts", "teil", "teile", "teilen", "termina", "termine", "the rest is", "token",
-        "tweede", "zaczyna", "zwei", "zweite", "în două", "časť", "část", "κωδικός", "συνέχεια", "в два",
-        "в двух сообщениях", "в двух частях", "вторая", "два", "две", "заканчивается", "кусками", "на две", "на дві",
-        "начинается", "пароль", "первая", "продовження", "продолжени", "продолжение", "сообщениями", "у два",
-        "у двох повідомленнях", "у двох частинах", "частями", "الجزء", "تبدأ", "تنتهي", "دو حصوں", "دوسرا", "وتبدأ",
-        "وتنتهي", "يبدأ", "ينتهي", "پہلا", "ครึ่ง", "ท่อนที่สอง", "ท่อนสอง", "ท่อนแรก", "ส่วนที่สอง", "ส่วนแรก", "两段",
-        "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont",
-        "(suite)", "1e", "1er", "1re", "2 phần", "2e", "2nd", "2ème", "a doua", "an chéad leath", "an dara leath",
-        "anden", "andra", "andre", "ap", "arranca", "baaki", "baki", "baqi", "beginnt", "begins", "begint", "cast",
-        "cealalt", "ciąg", "começa", "comienza", "commence", "continuación", "continuare", "continuação", "continuing",
-        "contraseña", "cut it", "cut off", "część", "daarachter", "deel", "deux", "deuxième", "do", "dois", "dos",
-        "druga", "duas", "due", "dwa", "dwóch", "eerste", "eindigt", "első", "em duas mensagens", "em duas partes",
-        "empieza", "en", "en dues parts", "endet", "ends", "enter", "erste", "faltou", "faltó", "finisce", "finit",
-        "first", "folytatás", "for", "fortsetzung", "fängt", "första", "første", "got cut", "hai phần", "halves",
-        "hasło", "heslo", "hinten", "hit", "i to dele", "i to deler", "i två delar", "iki", "ikinci", "ilk", "in",
-        "in doua", "inizia", "key", "kończy", "la otra mitad", "la suite", "last", "mitad", "második", "na dvakrát",
+        "senha", "son", "split", "starts", "teil", "teile", "teilen", "termina", "termine", "the rest is", "tike",
+        "token", "tweede", "zaczyna", "zwei", "zweite", "în două", "časť", "část", "κωδικός", "συνέχεια", "бірінші",
+        "в два", "в двух сообщениях", "в двух частях", "вторая", "два", "две", "екінші", "заканчивается", "кусками",
+        "на две", "на дві", "начинается", "пароль", "первая", "продовження", "продолжени", "продолжение",
+        "сообщениями", "у два", "у двох повідомленнях", "у двох частинах", "частями", "الجزء", "بخش", "تبدأ", "تنتهي",
+        "تیکه", "دو حصوں", "دوسرا", "قسمت", "نیمه", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "پہلا", "ครึ่ง", "ต่อด้วย",
+        "ท่อนที่สอง", "ท่อนสอง", "ท่อนแรก", "ส่วนที่สอง", "ส่วนแรก", "ნაწილი", "两段", "分两段", "分割", "前半", "后半段", "後半",
+        "第一段", "第三段", "第二段", "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ("(cont", "(suite)", "1e", "1er", "1re",
+        "2 phần", "2e", "2nd", "2ème", "a doua", "an chéad leath", "an dara leath", "anden", "andra", "andre", "ap",
+        "arranca", "baaki", "baki", "baqi", "beginnt", "begins", "begint", "cast", "cealalt", "ciąg", "começa",
+        "comienza", "commence", "continuación", "continuare", "continuação", "continuing", "contraseña", "cut it",
+        "cut off", "część", "daarachter", "deel", "deux", "deuxième", "do", "dois", "dos", "druga", "duas", "due",
+        "dwa", "dwóch", "eerste", "eindigt", "első", "em duas mensagens", "em duas partes", "empieza", "en",
+        "en dues parts", "endet", "ends", "enter", "erste", "faltou", "faltó", "finisce", "finit", "first",
+        "folytatás", "for", "fortsetzung", "fängt", "första", "første", "got cut", "hai phần", "halves", "hasło",
+        "heslo", "hinten", "hit", "i to dele", "i to deler", "i två delar", "iki", "ikinci", "ilk", "in", "in doua",
+        "inizia", "key", "kończy", "la otra mitad", "la suite", "last", "mitad", "második", "na dvakrát",
         "na dwa razy", "nea", "other", "part", "parte", "partea", "partie", "pass", "passwort", "phan dau", "phần đầu",
         "pierwsza", "pokracovani", "pokračování", "première", "pressed", "prima", "primeira", "primera", "pw", "rest",
         "rest:", "rész", "se", "second", "seconda", "seconde", "secret", "segona", "segunda", "sehemu", "senha", "son",
-        "split", "starts", "teil", "termina", "the rest is", "token", "too", "tweede", "two", "zaczyna", "zu", "zwei",
-        "zweite", "în două", "časť", "část", "κωδικός", "συνέχεια", "в два", "в двух сообщениях", "в двух частях",
-        "вторая", "два", "две", "двумя", "заканчивается", "на две", "на дві", "начинается", "пароль", "первая",
-        "продовження", "продолжени", "продолжение", "у два", "у двох повідомленнях", "у двох частинах", "الجزء",
-        "تبدأ", "تنتهي", "دو حصوں", "دوسرا", "وتبدأ", "وتنتهي", "يبدأ", "ينتهي", "پہلا", "ครึ่ง", "ท่อนที่สอง",
-        "ท่อนสอง", "ท่อนแรก", "ส่วนที่สอง", "ส่วนแรก", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段",
-        "두 개로", "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
+        "split", "starts", "teil", "termina", "the rest is", "tike", "token", "too", "tweede", "two", "zaczyna", "zu",
+        "zwei", "zweite", "în două", "časť", "část", "κωδικός", "συνέχεια", "бірінші", "в два", "в двух сообщениях",
+        "в двух частях", "вторая", "два", "две", "двумя", "екінші", "заканчивается", "на две", "на дві", "начинается",
+        "пароль", "первая", "продовження", "продолжени", "продолжение", "у два", "у двох повідомленнях",
+        "у двох частинах", "الجزء", "بخش", "تبدأ", "تنتهي", "تیکه", "دو حصوں", "دوسرا", "قسمت", "نیمه", "وتبدأ",
+        "وتنتهي", "يبدأ", "ينتهي", "پہلا", "ครึ่ง", "ต่อด้วย", "ท่อนที่สอง", "ท่อนสอง", "ท่อนแรก", "ส่วนที่สอง",
+        "ส่วนแรก", "ბოლო", "მეორე", "პირველი", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로",
+        "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
     "context-joined-parts": ("149293f7", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
         "boşluksuz", "cort", "coupé", "cut", "early", "elkaar", "envi", "espace", "espacio", "espaço", "falta", "fue",
         "gehört", "got", "ihop", "junto", "leerzeichen", "mellanslag", "mensagem", "mensaje", "message", "mezery",

@@ -3000,6 +3000,85 @@ class TestRedaction(unittest.TestCase):
             'azurerm_key_vault_secret.signing_jwk: name = "signing-jwk-2026", content_type = "application/jwk+json"',
         ))
 
+    def test_persian_georgian_kazakh_and_thai_prose_codes_under_headings_and_a_calls_password_slot(self):
+        """Caught: a password's argument by its place (Django's create_superuser, PDO's constructor, 1C's
+        HTTPСоединение), words for a password in Persian, Finglish, Georgian, Kazakh, Swahili, a Swedish
+        compound and Hungarian's passphrase, Thai's codes glued to their words, codes listed under a heading
+        (plain, aligned, several a line, an HTML list), unlock and two-code cells, parts in Persian and
+        Georgian, a Telegram-compatible bot URL, a Bitrix24 hook, a Nextcloud share, eapol_test's secret,
+        FreeRADIUS's logged password, Autologon, a SigV4 signature, an initializer's header pair, a client
+        given a URL first, base64 of `:<pat>`, an LMK in halves, 1C's /P, a comment that names a seed file,
+        Moodle's cfg.php, a REPL's printed signing key, a barrier's code.
+        Kept: a reference's subscript, a password manager's lookup, a Swift type, keyring's service, an ICC
+        profile in base64, go.sum's hashes, another field after a label, a dated run key, a question mark,
+        a unit's id, a vault's folder, SQL*Plus's &&name, a template of x's, a record's key, a message's
+        token, a Georgian label, Credential Manager entries, a secret's path, templates of a key's parts,
+        a PKCS #11 token's label, a Swedish 'secret name', error codes, a public key a REPL printed, a CSV's cells."""
+        self.assert_redacted({
+        'User.objects.create_superuser("admin", "admin@example.org", "Ribera.31Pozole")': ["Ribera.31Pozole"],
+        "#0 /srv/www/db.php(12): PDO->__construct('mysql:host=db', 'shop', 'Tilde.mango7', Array)": ["Tilde.mango7"],
+        "سلام، رمز جدید سرور: Kavir.baran62 لطفا عوضش کنید": ["Kavir.baran62"],
+        "salam, ramz-e wifi ro avaz kardam, jadidesh ine: T4bri!z2025": ["T4bri!z2025"],
+        "ნინო, ახალი პაროლი: qW7-$vb@2k — ნუ გაუზიარებ": ["qW7-$vb@2k"],
+        "Жанар, жаңа құпия сөз: ALM4028_bota логин бұрынғыдай": ["ALM4028_bota"],
+        "Adminlösenordet i webbgränssnittet är hallon&tallinn4 om nån hinner": ["hallon&tallinn4"],
+        "พรุ่งนี้ รหัสประตูหลังคือ 48210# กดแล้วรอไฟเขียว": ["48210#"],
+        "ตู้ล็อกเกอร์ เปลี่ยนรหัสเป็น 730418 แล้วนะครับ": ["730418"],
+        "A mentések kulcs-jelmondata: MogyoroPatakHajnalTel. Ne írjátok le.": ["MogyoroPatakHajnalTel"],
+        "login ya dashboard: user ni ops@example.co.ke, neno la siri ni M4ua.Tamu9. Asante": ["M4ua.Tamu9"],
+        "Riasztó kódok – iroda\n  Kata B.      418820\n  Márk T.       530174   (csak hétvégén)": ["418820", "530174"],
+        "<h3>Códigos de acceso</h3>\n<ul>\n  <li><b>Portón:</b> 730152</li>\n  <li><b>Bodega:</b> 9920417</li>\n</ul>": ["730152", "9920417"],
+        "Door codes\n  Lisbon office   main door 550127   server room 8841203\n  Porto lab        6630918": ["550127", "8841203", "6630918"],
+        "serial;pilot;unlock_code\nDJ7731;Noa;604219": ["604219"],
+        "| Site | Alarm disarm |\n|---|---|\n| Porto | 71204* 5530#1 |": ["71204*", "5530#1"],
+        "رمز سرور رو دو تیکه می‌فرستم، تیکه اول: Zr8#kq2L\nتیکه دوم: mW5-tp9x (بدون فاصله)": ["Zr8#kq2L", "mW5-tp9x"],
+        "SMS 1/2: პაროლის პირველი ნაწილი: Kx8-mz2q\nSMS 2/2: მეორე ნაწილი: 7-g10rg1a3 — ნუ გაუზიარებ": ["Kx8-mz2q", "7-g10rg1a3"],
+        'BALE_API="https://tapi.bale.ai/bot718204455:Qx8LmZr2Tw9Kp4Vn7Bc3Hd6Jf1Gs5Ae0Yu2Io8Pl"': ["718204455:Qx8LmZr2Tw9Kp4Vn7Bc3Hd6Jf1Gs5Ae0Yu2Io8Pl"],
+        'HOOK = "https://acme.bitrix24.de/rest/9/k2m8q7z4x1c5v9b3/"': ["k2m8q7z4x1c5v9b3"],
+        "the scans: https://cloud.example.org/index.php/s/Xq7Lm2Zr9Tw4Kp8": ["Xq7Lm2Zr9Tw4Kp8"],
+        "./eapol_test -c peap.conf -a 10.0.0.5 -p 1812 -s 'Rz8qLm2xTw9kVb3n' -r 0": ["Rz8qLm2xTw9kVb3n"],
+        "Auth: (77) Login incorrect (mschap: MS-CHAP2-Response is incorrect): [ana@uni.example/Osa_1403_ket] (from client ap-3 port 0)": ["Osa_1403_ket"],
+        "C:\\Tools> Autologon.exe /accepteula kiosk LAB-PC-04 Tigris_1402_nar": ["Tigris_1402_nar"],
+        "DEBUG request: SignedHeaders=host;x-amz-date, Signature=d971f3c029c9f590c8a98387983ee6d6a7153fb0d039345376e09a6950391f75": ["d971f3c029c9f590c8a98387983ee6d6a7153fb0d039345376e09a6950391f75"],
+        'Http.DefaultRequestHeaders = { { "X-Api-Key", "d88ff6064ab6f9ac16398cd63d45a40b5e72aec6" } };': ["d88ff6064ab6f9ac16398cd63d45a40b5e72aec6"],
+        'node = TransferNode("https://xfer.example.org:9092", "node_user", "Qm7Zx2Kp9LwR4tVb8Nc3HdY6jF1gS5aE")': ["Qm7Zx2Kp9LwR4tVb8Nc3HdY6jF1gS5aE"],
+        "PS> $b64\nOmtWUHgxT3pvYVVIMmx4bGtUNk1ndWxicVAycmMwME41N01zRXREMnZOeXJjX0h3b2VoU0FNdw==": ["OmtWUHgxT3pvYVVIMmx4bGtUNk1ndWxicVAycmMwME41N01zRXREMnZOeXJjX0h3b2VoU0FNdw=="],
+        "LMK Component 2: 7A41C09E3B5D2F68 A1D0E4C7B93F5A26\n                 0C5E9D3B7142F8A6 C0D3E9B1F47A2853\nCheck value: 4F1A09": ["7A41C09E3B5D2F68 A1D0E4C7B93F5A26", "0C5E9D3B7142F8A6 C0D3E9B1F47A2853"],
+        '1cv8.exe ENTERPRISE /S"srv1c\\\\acc" /N"Бухгалтер" /P"Kokshe.2291"': ["Kokshe.2291"],
+        'Соединение = Новый HTTPСоединение("yms.example.kz", 443, "yms_1c", "bars.Tulpar%7", , 30);': ["bars.Tulpar%7"],
+        "// internal/signing/testdata/seed.hex  (the prod one, sorry)\nd971f3c029c9f590c8a98387983ee6d6a7153fb0d039345376e09a6950391f75": ["d971f3c029c9f590c8a98387983ee6d6a7153fb0d039345376e09a6950391f75"],
+        "www-data@lms01:/var/www/moodle$ php admin/cli/cfg.php --component=auth_ldap --name=bind_pw\nlibrary3522\nwww-data@lms01:/var/www/moodle$ ": ["library3522"],
+        ">>> sk = SigningKey.generate()\n>>> base64.b64encode(bytes(sk)).decode()\n'Kp3ZrT9Wm2Lx8Qv5Nc7Bd4Fh6Jg1Sa0Ye2Ru4Io3Pl8='\n>>> ": ["Kp3ZrT9Wm2Lx8Qv5Nc7Bd4Fh6Jg1Sa0Ye2Ru4Io3Pl8="],
+        "Kod do szlabanu na dziś (nocna zmiana): 934629. Kod ważny do 06:00.": ["934629"],
+        })
+        self.assert_kept((
+        'password = data.vault_kv_secret_v2.app.data["password"]',
+        "nas_password: \"{{ lookup('community.general.onepassword', 'NAS Lab', field='password', vault='Infra') }}\"",
+        "struct KeychainItem { let service: String; var passwordData: Data? }",
+        'keyring.set_password("nas-lab-01", user, getpass.getpass("Password: "))',
+        "ICC profile (base64): AAAMSExpbm8CEAAAbW50clJHQiBYWVogYHLwzkkKlhikZhnRQDTtMdKjj2jB/K6hbXQ+64nNUmbc32QA\nNl+l1gAAMSExpbm8CEAAAbW50clJHQiBYWVogYHLwzkkKlhikZhnRQDTtMdKjj2jB/K6hbXQ+64nNUmbc\n32QANl+l1g==",
+        "github.com/eclipse/paho.mqtt.golang v1.4.3/go.mod h1:PWJL/gqesR1Jsf6uQVqVyC3X4xTNlEwhhpGfl09G2A=",
+        "MQTT session: client_id=ingest-7f3a9c1d keepalive=60 clean_start=false",
+        "Cloud Scheduler → Pub/Sub, attributes: {run_key: ndvi-20250612-b7c1e9}",
+        "Femke: het wachtwoord is verlopen. Daan, heb jij nog toegang tot de 2FA-app?\nDaan: ja",
+        "ERROR mqtt: connection refused: bad user name or password (unit=TE33A-0415, broker=mqtt.example.kz:8883)",
+        "Marek: yes, new one is in the KeePass under VMware → vcenter01. please don't write it anywhere else",
+        'CREATE USER YMS_REPORT IDENTIFIED BY "&&report_password";',
+        "ANTHROPIC_API_KEY=sk-ant-api03-" + "x" * 95 + "-xxxxxxxxAA",
+        "partition=7 offset=278738975 key=TE33A-0412",
+        "Viber message_token: 5120398471209384712, event: delivered",
+        'i18n/ka.json: { "auth.password": "პაროლი", "auth.password_repeat": "გაიმეორეთ პაროლი" }',
+        "Windows Credential Manager entries used by Dispatcher.Desktop:\n  KR.Dispatcher/GsmrGateway\n  KR.Dispatcher/YmsApi",
+        "Запрос: нужен доступ на чтение к секрету kv/1c/buh_kz в Vault для svc_export",
+        'maas_api_key   = "CONSUMER:TOKEN:SECRET"',
+        'secret_key_base: "PUT_64_CHARS_FROM_mix_phx.gen.secret_HERE"',
+        '$ p11tool --list-all "pkcs11:token=claims-signing"\n\tURL: pkcs11:model=SoftHSM%20v2;token=claims-signing;object=claims-signing-2025;type=private',
+        "hemlighetsnamn i Key Vault: app-sql-admin, app-backup-veeam (inga värden här)",
+        "Error codes (see the manual)\n  Timeout          10061\n  Refused          10054",
+        ">>> base64.b64encode(bytes(sk.verify_key)).decode()\n'Kp3ZrT9Wm2Lx8Qv5Nc7Bd4Fh6Jg1Sa0Ye2Ru4Io3Pl8='\n>>> ",
+        "controller_serial;drone;pilot\n5YSZKBUJ6IEE0V;Matrice 350 #2;Yossi",
+        ))
+
     def test_cipher_keys_dpapi_robots_cookie_jars_and_passwords_in_yoruba_zulu_and_pidgin(self):
         """Caught: an AES or HMAC key a key store lists with its algorithm, a DPAPI-encrypted password in
         hex, a Harbor robot's secret, a cookie jar's set(), a cookie named in prose, a Dropbox Transfer's
@@ -13727,7 +13806,9 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind187_corpus.json": (0.99, 0.99), "blind189_corpus.json": (0.98, 0.99), "blind190_corpus.json": (0.99, 0.99),
                  "blind191_corpus.json": (0.96, 0.99), "blind193_corpus.json": (0.97, 0.99),
                  "blind197_corpus.json": (0.98, 0.99), "blind199_corpus.json": (0.98, 0.99), "blind200_corpus.json": (0.95, 0.99),
-                 "blind203_corpus.json": (0.97, 0.99), "blind206_corpus.json": (0.98, 0.99), "blind207_corpus.json": (0.98, 0.99)}
+                 "blind203_corpus.json": (0.97, 0.99), "blind206_corpus.json": (0.98, 0.99), "blind207_corpus.json": (0.98, 0.99),
+                 "blind209_corpus.json": (0.97, 0.99), "blind211_corpus.json": (0.97, 0.99), "blind212_corpus.json": (0.98, 0.99),
+                 "blind213_corpus.json": (0.97, 0.99), "blind214_corpus.json": (0.98, 0.99)}
 
 
 def corpus_texts() -> list:
