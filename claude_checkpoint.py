@@ -1982,7 +1982,8 @@ def _accept_reset_password(match: Any) -> bool:
 def _accept_machine_made(match: Any) -> bool:
     """A value a machine made (looks_machine_generated): a cookie's, not `theme=dark-high-contrast-v2`,
     nor one whose name says what it is (_names_no_token: a load balancer's `ARRAffinity=…`)."""
-    return looks_machine_generated(match.group("s")) and not _named_as_no_token(match.string, match.start("s"))
+    return looks_machine_generated(match.group("s")) and (not _named_as_no_token(match.string, match.start("s")) or match.string.endswith(
+        "upload_id=", 0, match.start("s")))  # (a resumable upload's id is the session's key: whoever holds it writes to it)
 
 
 def _accept_random(match: Any) -> bool:
@@ -4216,7 +4217,7 @@ _CODE_WORDS = r"codes?|kod|koden|kode|kodu|kód|kódja|código|codigo|codi|codic
 _LOCK_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:lock ?box(?:es)?|key ?(?:box|safe)|gates?|doors?|keypads?|teclado|puertas?|portal|portón|porta|portail|kap[ıi]|hek|deur|t[üu]r|sleutelkas|portero|porter[ií]a|intercom|interfono|citofono|interphone"
                 r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)"
                 r"(?:[ _\-](?:principal|principale|main|front|back|rear|side|lateral|trasera|traseira|delantera|entrada|da frente|dos fundos))?")  # `Porta principal`
-_CODE_COLUMN = (r"(?i)(?:[^\W\d_][^\s_\-]{0,30}[ _\-])?(?:" + _CODE_WORDS + r")|(?:" + _CODE_WORDS + r")[ _\-][^\W\d_]+"
+_CODE_COLUMN = (r"(?i)(?:[^\W\d_][^\s_\-]{0,30}[ _\-]){0,2}(?:" + _CODE_WORDS + r")|(?:" + _CODE_WORDS + r")[ _\-][^\W\d_]+"
                 r"|[^\x00-\u024f]{0,12}(?:コード|暗証番号|门禁码|門禁碼|开锁码|開鎖碼)")  # (a word of Devanagari holds marks \w does not: अलार्म कोड; Japanese joins its words: 警報解除コード)
 # A column that names a place (a site, a room, a building): a column of codes beside it opens its doors.
 _PLACE_COLUMN = (r"(?i)sites?|rooms?|locations?|buildings?|doors?|floors?|offices?|objek?te?|standort|raum|geb[äa]ude|sala|sede|oficina|lokalizacja"
@@ -4252,6 +4253,8 @@ def _is_secret_cell(value: str, kind: str) -> bool:
         return _regex(r"\d{5,8}[#*]?").fullmatch(value) is not None
     if kind == "machine":
         return _holds_a_secret(value, 1)
+    if kind in ("secret", "password") and _regex(r"(?=[a-z0-9]*\d[a-z]+\d)[a-z0-9]{8,32}").fullmatch(value):
+        return True  # small letters with digits between them under a secret's column: a shop's password, `m7xom77o`
     if kind == "totp" and _regex(r"[A-Z2-7]{16,64}").fullmatch(value):
         return True  # a TOTP seed in base32
     if kind == "backup" and _regex(r"[A-Za-z0-9]{4,6}(?:[- ][A-Za-z0-9]{4,6}){1,3}|\d{6,10}").fullmatch(value) and any(map(str.isalnum, value)):
@@ -5891,10 +5894,11 @@ harbor-robot-secret          machine-made           (?<![\w$])robot\$[\w.\-]{1,6
 # upload or download directly (`/join/…`, `/remote.php/direct/…`, `/attachments/token/…`), or in a query's
 # invitation or access parameter (`?invite=…`, `?t=…`, `&access=…`); never a UUID (an id), nor a public sign-up's
 # link (`/webinar/register/WN_…`).
-capability-link              machine-made           https?://[^\s/?#"'<>]{3,100}(?:/[^\s/?#"'<>]{1,80}){0,4}?(?:/(?i:invites?|join|upload|direct|magic(?:-link)?|claim|redeem|token)/|[?&](?i:invite|invite_code|invitation|t|access|ack|lt|magic)=)(?P<s>(?![0-9a-fA-F]{8}-[0-9a-fA-F]{4}-)[A-Za-z0-9_\-]{20,128})(?=[/?#&\s"'<>)]|$)
+capability-link              machine-made           https?://[^\s/?#"'<>]{3,100}(?:/[^\s/?#"'<>]{1,80}){0,8}?(?:/(?i:invites?|join|upload|direct|magic(?:-link)?|claim|redeem|token)/|(?:[?&]|\?[^\s#"'<>?]{0,300}?&(?=upload_id=))(?i:invite|invite_code|invitation|t|access|ack|lt|magic|upload_id)=)(?P<s>(?![0-9a-fA-F]{8}-[0-9a-fA-F]{4}-)[A-Za-z0-9_\-]{20,256})(?=[/?#&\s"'<>)]|$)
 #   keep:  Register: https://example.zoom.us/webinar/register/WN_V67Fz5WTNwwvNxavR9RaFg
 #   catch: upload here: https://app.example.com/secure/upload/b7dffc1d-ee10-4412-ab2e-f330aad1aefd?t=«NFd0G9vnRJVNX2B5V9rqt-VqZS8FXykE»
 #   catch: Guest invite: https://app.example.tr/join?invite=«mt6iDRTFVM3BRHa5xuXGvJ2TkzOy1TgT»
+#   catch: < location: https://storage.googleapis.com/upload/storage/v1/b/claims/o?uploadType=resumable&name=a.mp4&upload_id=«ADPycdtGcNUr_xEg1DraVDQZ6Q7R0AB1qL_yRHGGYju9YOUprjNSLrWeS0pgNwpq»
 #   catch: <url>https://cloud.example.ac.th/remote.php/direct/«EUoi6ERB9ECbcRS0jpH8WXzivCuX2rIp2k4AgD7WbMMl60yNELJfxe2vH1Ls»</url>
 #   keep:  https://github.com/orgs/acme/invitation?via_email=1
 #   keep:  https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s
@@ -5987,9 +5991,10 @@ ntp-symmetric-key            -                      (?m)(?<=\d[ \t])(?:MD5|SHA1|
 twilio-require-auth-token    -                      require\([ \t]*["']twilio["'][ \t]*\)\([^,()\n]{1,80},[ \t]*["'](?P<s>[0-9a-f]{32})["']
 #   catch: const twilio = require('twilio')(process.env.TWILIO_ACCOUNT_SID, '«30613db12dba7ccb84aa5c10b1db2a27»');
 #   keep:  const twilio = require('twilio')(process.env.TWILIO_ACCOUNT_SID, process.env.TWILIO_AUTH_TOKEN);
-twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}["',\s]{1,8}(?P<s>[0-9a-f]{32})(?![0-9a-f])
+twilio-auth-token-after-sid  -                      AC[0-9a-f]{32}(?:["',\s|]{1,8}|</td>[ \t]*<td>)(?P<s>[0-9a-f]{32})(?![0-9a-f])
 #   catch: client = Client("AC0123456789abcdef0123456789abcdef", "«0123456789abcdef0123456789abcdef»")
 #   keep:  account AC0123456789abcdef0123456789abcdef, message SM0123456789abcdef0123456789abcdef
+#   catch: <td>Twilio ZA</td><td>AC30ecd42bc0528a57a2eb5af31fdd3595</td><td>«dd78dd147c3ca785a19a4518414a566f»</td>
 aws-access-key-id            -                      {L}(?P<s>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}){R}
 #   catch: export AWS_ACCESS_KEY_ID=«AKIAQ3ZB7NXS2KLM4PDW»
 #   keep:  long-term key ids start with AKIA, temporary ones with ASIA
@@ -6334,6 +6339,10 @@ initializer-name-value-pair  assignment             (?:(?<=\{")|(?<=\{ ")){SECRE
 #   catch: DefaultRequestHeaders = { { "X-Api-Key", "«c3d624a4e5de6dd3c2b5083e13a88c1214e9c7d9»" } }
 #   keep:  DefaultRequestHeaders = { { "X-Request-Source", "salas-booking" } }
 #   keep:  var headers = new Dictionary<string, string> { { "X-Api-Key", apiKey } };
+# An HTTPCookie as Apple's debugger prints it (lldb's `po HTTPCookieStorage.shared.cookies`): a session's value after its name.
+nshttpcookie-value           assignment             NSHTTPCookie[^\n>]{0,60}?name:"(?P<name>[^"\n]{1,80})"[ \t]+value:"(?P<s>[^"\n]{8,4096})"
+#   catch: - 0 : <NSHTTPCookie version:0 name:"jp_claims_sid" value:"«eEWB4rnjWJL8ZfGuoLZ2_8_-ovr_lP8SAkEBoImF2To»" expiresDate:'2025-03-25 00:00:00 +0000'>
+#   keep:  - 1 : <NSHTTPCookie version:0 name:"locale" value:"ja_JP" expiresDate:'(null)' domain:"api.example.jp" path:"/">
 # AuthenticationHeaderValue("Bearer", "…")
 scheme-and-token-arguments   header-token           ["'](?:Bearer|Basic|Token)["']\s*,\s*["'](?P<s>[^"'\n]{8,1024})["']
 #   catch: new AuthenticationHeaderValue("Bearer", "«EXAMPLEexample0123456789»");
@@ -7575,6 +7584,10 @@ registry-value               assignment             (?m)^[ \t]+{SECRETISH_NAME}(
 env-line-whole-value         env-value              (?m)^(?:export[ \t]+)?{SECRETISH_NAME}(?P<name>[A-Z][A-Z0-9_]{0,80})=(?P<s>[^\s'"`/:]{0,1024}[)\]}&<>|,;][^\s'"`/:]{0,1024}?)[ \t]*\r?$
 #   catch: DJANGO_SECRET_KEY=«django-insecure-a6@^ue&!yrz3c)n)a_t4h&d%(i77gri3vzry)4mz+b!k)*16ah»
 #   keep:  LOG_LEVELS=info,warn,error
+# The same in a render farm's log (Deadline's `Setting environment: KEY=…`): the whole value to the line's end.
+env-set-in-log-whole-value   env-value              (?m)(?i:setting[ \t]+environment:)[ \t]+{SECRETISH_NAME}(?P<name>[A-Z][A-Z0-9_]{0,80})=(?P<s>[^\s'"`/:]{0,1024}[)\]}&<>|,;][^\s'"`/:]{0,1024}?)[ \t]*\r?$
+#   catch: 2025-03-09 23:41:12:  0: STDOUT: Setting environment: SHOTGUN_SCRIPT_KEY=«xzpkt7fa^oebmn)l(dnf9)ju(»
+#   keep:  2025-03-09 23:41:12:  0: STDOUT: Setting environment: OCIO=/mnt/pipe/ocio/aces_1.3/config.ocio
 # A here-document under a secret's name (HCL, Ruby, shell): each of its lines.
 heredoc-under-secret-name    block-lines            {SECRETISH_NAME}(?P<name>[\w.\-]{1,80})[ \t]*=[ \t]*<<[-~]?[ \t]*["']?(?P<tag>[A-Z_]{2,20})["']?[ \t]*;?[ \t]*\r?\n(?P<s>(?:(?![ \t]*(?P=tag)\b)[^\n]*\n){1,20})
 #   catch: resource "aws_db_instance" "legacy" {\n  password = <<EOT\n    «Aiko1981»\n  EOT\n}
@@ -8140,7 +8153,7 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t:])(?:lo
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|(?<=[A-Za-z])connection|Gateway|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<=PDO->)__construct|(?<=HTTP)Соединение|(?<=FTP)Соединение|(?<![\w$])(?:create_(?:super)?user|connect|getConnection|auth|authorize(?:_account)?|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|Login|LogIn|LogOn|authenticate|Authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|(?<=[A-Za-z])connection|Gateway|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<=PDO->)__construct|(?<=HTTP)Соединение|(?<=FTP)Соединение|(?<![\w$])(?:create_(?:super)?user|setup_signing|connect|getConnection|auth|authorize(?:_account)?|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|Login|LogIn|LogOn|authenticate|Authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: rfc2865.UserPassword_SetString(packet, "«Probe!Eduroam77»")
 #   catch: plc.set_session_password("«Lackier-1500-pw»")
 #   catch: api.authorize_account("production", "«0051d27642da2d12dd8000000a4»", "«K005gKZBjJwhPfWLrz4hPTuclnRyWQx»")
@@ -8197,6 +8210,7 @@ context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-
 #   catch: User.objects.create_superuser("wanjiru", "wanjiru@example.io", "«Dijk.21Sukuma»")
 #   catch: #0 /var/www/wp-includes/class-wpdb.php(1988): PDO->__construct('mysql:host=loca...', 'wp_tl', '«Xochimilco.mole6»', Array)
 #   catch: Соединение = Новый HTTPСоединение("yms.example.kz", 443, "yms_1c", "«bars.Mzia%42»", , 30);
+#   catch: m.setup_signing(bytes.fromhex("«c98058b8758fc76f21027a073b781e9a54fe10f8a07f09168d05d88dc528ac1d»"), sign_outgoing=True)
 #   keep:  keyring.set_password("canvas-sync", getpass.getuser(), getpass.getpass("Canvas token: "))
 # A modem's AT command that sets the data connection's login: `AT+CGAUTH=<cid>,<type>,"user","password"`
 # (3GPP), Quectel's `AT+QICSGP=<cid>,<type>,"apn","user","password"`: its last quoted string.
@@ -8560,6 +8574,8 @@ context-credential-table     table-cells            (?m)^[ \t]*(?:#[ \t]*)?(?P<h
 #   catch: controller_serial;drone;pilot;unlock_code\n5YSZKFHTI74RS6;Matrice 350 #1;Noa;«503418»
 #   catch: Standort,Gebäude,Tür/Alarmcode,Verantwortlich\nZürich,Serverraum,«804517»,Facility CH
 #   catch: | Office | Alarm disarm |\n|---|---|\n| Zürich | «80614* 0945#2» |
+#   catch: | Gateway | Merchant | API secret |\n|---|---|---|\n| GMO PG | tshop00051234 | «m7xom77o» |
+#   catch: | drone | wifi ssid | RC pairing code |\n|---|---|---|\n| DJ-07 | DJ07-LINK | «992049» |
 # An HTML table whose header cell names a credential: the cells under it.
 context-html-table           html-table-cells       (?:(?P<table><table)(?:[ \t][^>\n]{0,200})?>\s*(?:<t(?:head|body)>\s*)?<tr|<tr)(?:[ \t][^>\n]{0,200})?>\s*(?P<head>(?:<th(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|p|span)>)?[^<\n]{0,60}(?:</(?:b|strong|p|span)>)?</th>\s*|<td(?:[ \t][^>\n]{0,200})?><(?:b|strong|p|span)>[^<\n]{0,60}</(?:b|strong|p|span)></td>\s*|(?(table)<td(?:[ \t][^>\n]{0,200})?>[^<\n]{1,60}</td>\s*|(?!))){2,20})</tr>(?=(?P<s>(?:(?:\s*(?:</?tbody>|</thead>)){0,3}\s*<tr(?:[ \t][^>\n]{0,200})?>(?:\s*<td(?:[ \t][^>\n]{0,200})?>(?:<(?:b|strong|code|p|span|em)>)?[^<\n]{0,200}(?:</(?:b|strong|code|p|span|em)>)?</td>){1,20}\s*</tr>){1,100}))
 #   catch: <table>\n  <tr><th>Device</th><th>SNMP community</th><th>Enable secret</th></tr>\n  <tr><td>sw-core-01</td><td>«n0c-R3ad-Only»</td><td>«En4ble#Core01»</td></tr>\n</table>
@@ -9977,7 +9993,7 @@ def _redact_collection_under_name(original: str, text: str, count: int, replaced
 # The rest of a value a terminal, a log shipper or a mail client wrapped onto the next line: after
 # what that line shares with the one above up to a separator (an indent, `> `, `#### `, `│ `, a log
 # line's prefix), a run of a token's characters that a space, a quote, a bracket or `@` ends.
-_WRAPPED_REST = r"([^\s\"'`,;:=<>(){}\[\]|]{4,200}={0,2})(?=[\s\"'`,;)\]}@]|\$?$)"  # (a shell's prompt may follow on its line: `…Kaw==$`)
+_WRAPPED_REST = r"([^\s\"'`,;:=<>(){}\[\]|]{4,200}(?:=[0-9A-F]{8}(?![\w=])|={0,2}))(?=[\s\"'`,;)\]}@]|\$?$)"  # (a shell's prompt may follow on its line: `…Kaw==$`; an Atlassian token ends in `=` and a checksum)
 
 
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
@@ -11003,6 +11019,22 @@ _KEY_TAKING_CALL = (r"(?i)(?:\bhmac[:.](?:new|init|digest)|createHmac|hash_hmac|
                     r"|\bAES\.new|create(?:De)?cipheriv|\bset(?:ApiKey|Token|Auth\w{0,12})|\blogin|\bauth)\((?P<args>(?:[^()\n]|\([^()\n]{0,80}\)){1,200})\)")  # (an argument may be a call: `KEY.encode()`)
 _KEY_TAKING_CALL_SEEN = ("hmac", "authenticate(", "sign(", "signwith(", "crypt(", "fernet", "aes.new", "cipheriv(", "setapikey(", "settoken(", "setauth", "login(", "auth(")
 _NOT_A_KEY_NAME = r"(?i)pub|\biv\b|_iv\b|nonce|salt|host|url|user|name|region|endpoint|path|port|(?:^|_)id$|[a-z]Id$"
+# An operand that names a key, a token or a signature (`ngx.var.http_x_ingest_key`, `req.headers["x-api-token"]`), on
+# one side of a comparison: the name on its other side holds what a check holds the request's key to, the key.
+_SECRET_OPERAND = r"[\w.\[\]\"'\-:]{0,60}(?i:key|token|secret|signature|auth)[\w.\[\]\"'\-]{0,60}"
+
+
+def _names_compared_with_secrets(text: str) -> set:
+    """The names compared (==, !=, ~=, ===, <>) with an operand that names a key or a token (_SECRET_OPERAND),
+    read from each comparison's operator outwards (a bounded look on either side, never the whole text)."""
+    names = set()
+    operators = _regex(r"[ \t]*(?:~=|!==?|===?|<>)[ \t]*").finditer(text) if _regex(r"[~!=<]=").search(text) else ()
+    for _, operator in zip(range(200), operators):  # (a text of more comparisons is data: its first ones are looked at)
+        left = _regex(r"(?:" + _SECRET_OPERAND + r"|(?<![\w.])(?P<name>[A-Za-z_]\w{2,40}))$").search(text, max(0, operator.start() - 130), operator.start())
+        right = _regex(r"(?P<name>[A-Za-z_]\w{2,40})(?![\w(.\[])|" + _SECRET_OPERAND).match(text, operator.end(), operator.end() + 130)
+        if left and right and bool(left.group("name")) != bool(right.group("name")):
+            names.add(left.group("name") or right.group("name"))
+    return names
 
 
 def _redact_constants_given_to_calls(original: str, text: str, count: int, replaced: list) -> tuple:
@@ -11010,7 +11042,8 @@ def _redact_constants_given_to_calls(original: str, text: str, count: int, repla
     name then gives to a call that signs, encrypts or authenticates (_KEY_TAKING_CALL), when a machine
     made it and the name is not one of what such calls also take (_NOT_A_KEY_NAME)."""
     names = {name for call in _regex(_KEY_TAKING_CALL).finditer(original)
-             for name in _regex(r"(?<![\w.\"'$])[A-Za-z_]\w{2,40}(?![\w(\"'])").findall(call.group("args"))}
+             for name in _regex(r"(?<![\w.\"'$])[A-Za-z_]\w{2,40}(?![\w(\"'])").findall(call.group("args"))} if "(" in original else set()
+    names.update(_names_compared_with_secrets(original))  # a constant a check compares a request's key with: `if ngx.var.http_x_ingest_key ~= expected then`
     if not names:
         return text, count
     found = [value for definition in _regex(_STRING_DEFINITION).finditer(original) if definition.group("name") in names
@@ -11158,8 +11191,8 @@ def _second_readings(original: str) -> list:
         readings.append(("continued lines joined", _redact_continued))
     if _regex(_BASE64_TOKEN).search(original):
         readings.append(("base64 decoded", _redact_decoded))
-    if "(" in original and "=" in original and _may_hold_a_word(original, _KEY_TAKING_CALL_SEEN):
-        readings.append(("a constant given to a call that signs", _redact_constants_given_to_calls))
+    if "=" in original and ("(" in original and _may_hold_a_word(original, _KEY_TAKING_CALL_SEEN) or _regex(r"[~!=<]=").search(original) and _names_compared_with_secrets(original)):
+        readings.append(("a constant given to a call that signs", _redact_constants_given_to_calls))  # (or compared with a request's key)
     if "://" in original and _may_hold_a_word(original, _LINK_NOT_TO_SHARE_SEEN) and _regex(_LINK_NOT_TO_SHARE).search(original):
         readings.append(("a link not to share", _redact_links_not_to_share))
     if "," in original and "=" in original and _regex(r"[\w$][ \t]*,[ \t]*[A-Za-z_$][\w.$]*[ \t]*[)\]]?[ \t]*:?=[ \t]*[(\[]?[ \t]*[\"'\w]").search(original):
@@ -11766,6 +11799,7 @@ _OPERAND = (_STRING_PREFIX + r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"
 _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?\n[ \t]*)?|[ \t]*(?:\r?\n[ \t]*)?(?<=\s)(?:\.\.?|&|\|\||<<|\*|~)(?:[ \t]+|[ \t]*\r?\n[ \t]*))" + _OPERAND + r")+"
                    r"|(?<=\()\s*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=\s*\))"  # Python's literals side by side in parentheses
                    r"|(?<=[ \t]=[ \t])[ \t]*" + _LITERAL + r"(?:[ \t]*\\\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=[ \t]*(?:[;#]|//|\r?\n|$))"  # and continued with `\`: KEY = "…" \⏎ "…"
+                   r"|(?<=[A-Z0-9_][ \t])[ \t]*" + _LITERAL + r"(?:[ \t]*\\\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=[ \t]*(?:/[/*]|\r?\n|$))"  # C's macro: #define KEY "…" \⏎ "…"
                    r"|(?<=[ \t]=[ \t])[ \t]*" + _LITERAL + r"(?:[ \t]*\r?\n[ \t]*" + _LITERAL + r"){1,40}(?=[ \t]*;)"  # or side by side over lines to a `;` (C's, Dart's)
                    r"|(?<![\w.])paste0?\(\s*c\(\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*\)\s*,\s*collapse\s*=\s*(?:\"\"|'')\s*\)"  # R's paste(c(…), collapse = "")
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)|\|[ \t]*join\b))"
@@ -11838,7 +11872,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     for found in _regex(r"\$(?:\{(?:(?:local|var|env|vars)\.)?([A-Za-z_]\w*)(?:\[[@*]\])?\}|\(([A-Za-z_]\w*)\)|([A-Za-z_]\w*))|\{([A-Za-z_]\w*)\}|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.(?:[Tt]oString|String|str|result)\(\))").finditer(
             original) if definitions else ():  # also a shell's array "${parts[@]}", Make's $(A)$(B), C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%, Java's sb.toString(), C#'s sb.ToString()
         name, inside = found.group(1) or found.group(2) or found.group(3) or found.group(4) or found.group(5) or found.group(6), bisect.bisect_right(joined, (found.start(), len(original))) - 1
-        if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()):
+        if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()) and not _regex(r"[ \t]*[.+]?=(?!=)").match(original, found.end()):  # (not PHP's `$name =` that defines it)
             made = "".join(original[a:b] for a, b in definitions[name])
             folds.append((found.start(), found.end(), f'"{made}"' if found.group(6) else made, definitions[name]))  # (a builder's result stands where a string would)
         if len(folds) > _FOLDS_MAX:
@@ -13047,7 +13081,7 @@ RULE_WORDS = {
         "quiknode.pro"), ("/",)),
     "render-deploy-hook": ("4cf6a60a", ("api.render.com/deploy/srv-",), ("api.render.com/deploy/srv-",), ("?key=",)),
     "harbor-robot-secret": ("7704fbcb", ("robot$",), ("robot$",), ("/", ":")),
-    "capability-link": ("6616f03a", ("http",), ("http",), ("://",)),
+    "capability-link": ("57d33590", ("http",), ("http",), ("://",)),
     "anyone-with-the-link": ("1b64bdf3", (".sharepoint.", "/api/snapshots-delete/", "/cpsess",
         "/files_sharing/publicpreview/", "/index.php/s/", "/rec/download", "/rec/play", "/rec/share", "1drv.ms/",
         "api.netlify.com/build_hooks/", "api.vercel.com/v1/integrations/deploy/prj_", "billing.stripe.com/p/session/",
@@ -13073,7 +13107,7 @@ RULE_WORDS = {
     "ntp-symmetric-key": ("94b43b92", ("aes128", "aes256", "md5", "rmd160", "sha1", "sha256", "sha384", "sha512"),
         ("aes128", "aes256", "md5", "rmd160", "sha1", "sha256", "sha384", "sha512"), ()),
     "twilio-require-auth-token": ("06900ead", ("require(",), ("require(",), ("twilio",)),
-    "twilio-auth-token-after-sid": ("4374e4f6", ("ac",), ("ac",), ()),
+    "twilio-auth-token-after-sid": ("5459f70d", ("ac",), ("ac",), ()),
     "aws-access-key-id": ("44232805", ("abia", "acca", "akia", "asia"), ("abia", "acca", "akia", "asia"), ()),
     "github-token": ("e8902e07", ("gh",), ("gh",), ()),
     "github-fine-grained-token": ("376284c5", ("github_pat_",), ("github_pat_",), ()),
@@ -13201,6 +13235,7 @@ RULE_WORDS = {
         "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
         "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
+    'nshttpcookie-value': ('d295e844', ('nshttpcookie',), ('nshttpcookie',), ('value:"',)),
     "scheme-and-token-arguments": ("2715707f", ("basic", "bearer", "token"), (), (",",)),
     "bearer-token": ("2a560f1b", ("earer",), (), ()),
     "eapol-test-secret": ("fd7e882c", ("eapol_test",), ("eapol_test",), ("-s",)),
@@ -13610,6 +13645,7 @@ RULE_WORDS = {
         "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
         "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
         "wagwoord", "zmk", "zpk", "şifre"), (), ("=",)),
+    "env-set-in-log-whole-value": ("af5e933c", ("environment:",), ("setting",), ("setting",)),
     "heredoc-under-secret-name": ("fd3ecd92", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave",
         "clientsec", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk",
         "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord",
@@ -13719,22 +13755,23 @@ RULE_WORDS = {
     "context-login-command": ("e443b600", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock", "unseal"), ("add-authtoken", "api", "auth", "authtoken", "config",
         "credential", "log", "obscure", "set", "sign", "unlock", "unseal"), ()),
-    "context-client-call": ("8271e54d", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "__construct",
+    "context-client-call": ("af121201", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "__construct",
         "aes", "api", "assword", "auth", "authenticate", "authenticator", "authorize", "basicauth", "bearerauth",
         "chacha", "cipher", "client", "connect", "connection", "create_", "createcipheriv", "createdecipheriv",
         "createhmac", "credential", "database", "decrypt", "dial", "encode", "encrypt", "fernet", "gateway",
         "getconnection", "getdecoder().", "hash_hmac", "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp",
         "login", "logon", "new", "new_from_slice", "passphrase", "password", "requestvalidator", "sdk", "session",
-        "setapikey", "setauth", "setcredential", "setpassphrase", "settoken", "sign", "signedstring", "signer",
-        "signwith", "sqlite3_", "usepassphrase", "username_pw_set", "withcredential", "withtoken", "соединение"),
-        (".new", "::<", "::from_", "::new", "__construct", "aes", "api", "auth", "authenticate", "authenticator",
-        "authorize", "basicauth", "bearerauth", "chacha", "change", "cipher", "client", "connect", "connection",
-        "create_", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database", "decode", "decrypt",
-        "dial", "encode", "encrypt", "fernet", "gateway", "getconnection", "hash_hmac", "hexdigest", "hmac", "hmac.",
-        "hmacshakeyfor", "initializeapp", "login", "logon", "new", "new_from_slice", "passphrase", "password",
-        "requestvalidator", "reset", "save", "sdk", "session", "set", "setapikey", "setauth", "setcredential",
-        "setpassphrase", "settoken", "sign", "signedstring", "signer", "signwith", "sqlite3_", "store", "update",
-        "usepassphrase", "username_pw_set", "withcredential", "withtoken", "соединение"), ("(",)),
+        "setapikey", "setauth", "setcredential", "setpassphrase", "settoken", "setup_signing", "sign", "signedstring",
+        "signer", "signwith", "sqlite3_", "usepassphrase", "username_pw_set", "withcredential", "withtoken",
+        "соединение"), (".new", "::<", "::from_", "::new", "__construct", "aes", "api", "auth", "authenticate",
+        "authenticator", "authorize", "basicauth", "bearerauth", "chacha", "change", "cipher", "client", "connect",
+        "connection", "create_", "createcipheriv", "createdecipheriv", "createhmac", "credential", "database",
+        "decode", "decrypt", "dial", "encode", "encrypt", "fernet", "gateway", "getconnection", "hash_hmac",
+        "hexdigest", "hmac", "hmac.", "hmacshakeyfor", "initializeapp", "login", "logon", "new", "new_from_slice",
+        "passphrase", "password", "requestvalidator", "reset", "save", "sdk", "session", "set", "setapikey", "setauth",
+        "setcredential", "setpassphrase", "settoken", "setup_signing", "sign", "signedstring", "signer", "signwith",
+        "sqlite3_", "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken",
+        "соединение"), ("(",)),
     'at-command-credentials': ('c4466d6e', ('at+cgauth=', 'at+qicsgp='), ('at+cgauth=', 'at+qicsgp='), (',"',)),
     "context-connect-function": ("d939f2b3", (".connect", "connect", "createaccount", "createuser", "ldap_bind",
         "mysql_real_connect", "mysqli", "mysqli_connect", "oci_connect", "pqconnectdb", "sqlsrv_connect", "userinfo",
