@@ -2213,6 +2213,7 @@ _CODE_LIST_LINE = (r"[ \t]*(?:[-*•][ \t]*)?(?:<li>[ \t]*)?(?:<(?:b|strong)>)?(
 
 
 _CODE_LIST_PAIR = r"[ \t]*[^\W\d_][^\n\d]{0,40}?[ \t]+(?P<code>[#*]?\d{4,8}[#*]?)(?![\w#*])"  # a label and its code, one of a line's several
+_CODE_LIST_PAIRS = r"(?:" + _CODE_LIST_PAIR + r"){2,4}[ \t]*\r?"  # a line of two to four of them
 
 
 def _find_codes_under_heading(match: Any) -> list:
@@ -2225,11 +2226,10 @@ def _find_codes_under_heading(match: Any) -> list:
         line_end = text.find("\n", position)
         line_end = len(text) if line_end < 0 else line_end
         line = _regex(_CODE_LIST_LINE).fullmatch(text, position, line_end)
-        pairs = r"(?:" + _CODE_LIST_PAIR + r"){2,4}[ \t]*\r?"
         if line and not _regex(r"(?:19|20)\d\d").fullmatch(line.group("code")):
             spans.append(line.span("code"))
             listed = True
-        elif _regex(pairs).fullmatch(text, position, line_end):  # a line of several: "Nairobi office (Westlands)   main door 408123   server cupboard 7731"
+        elif _regex(_CODE_LIST_PAIRS).fullmatch(text, position, line_end):  # a line of several: "Nairobi office (Westlands)   main door 408123   server cupboard 7731"
             spans += [pair.span("code") for pair in _regex(_CODE_LIST_PAIR).finditer(text, position, line_end)]
             listed = True
         elif REDACTED in text[position:line_end]:
@@ -11191,8 +11191,8 @@ def _second_readings(original: str) -> list:
         readings.append(("continued lines joined", _redact_continued))
     if _regex(_BASE64_TOKEN).search(original):
         readings.append(("base64 decoded", _redact_decoded))
-    if "=" in original and ("(" in original and _may_hold_a_word(original, _KEY_TAKING_CALL_SEEN) or _regex(r"[~!=<]=").search(original) and _names_compared_with_secrets(original)):
-        readings.append(("a constant given to a call that signs", _redact_constants_given_to_calls))  # (or compared with a request's key)
+    if "=" in original and ("(" in original and _may_hold_a_word(original, _KEY_TAKING_CALL_SEEN) or _regex(r"[~!=<]=").search(original)):
+        readings.append(("a constant given to a call that signs", _redact_constants_given_to_calls))  # (or compared with a request's key: the reading reads the comparisons once)
     if "://" in original and _may_hold_a_word(original, _LINK_NOT_TO_SHARE_SEEN) and _regex(_LINK_NOT_TO_SHARE).search(original):
         readings.append(("a link not to share", _redact_links_not_to_share))
     if "," in original and "=" in original and _regex(r"[\w$][ \t]*,[ \t]*[A-Za-z_$][\w.$]*[ \t]*[)\]]?[ \t]*:?=[ \t]*[(\[]?[ \t]*[\"'\w]").search(original):
