@@ -2290,16 +2290,16 @@ def _starts_with_a_dash_but_no_option(value: str) -> bool:
 # the short words that come right before one (`pw X`), and the words that say the next value is
 # something else (`commit 2b7e…`, `user svc_backup2024`).
 _PROSE_SECRET_WORDS = (
-    r"(?i)(?<![/.\-])\b(?:(?:[a-z]+[_\-])*(?:passwords?|passwd|passphrases?|tokens?|secrets?|keys?)|passcodes?"
+    r"(?i)(?<![/.\-])\b(?!authorized_keys\b)(?:(?:[a-z]+[_\-])*(?:passwords?|passwd|passphrases?|tokens?|secrets?|keys?)|passcodes?"  # (ssh's authorized_keys lists public keys)
     r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|tokenj\w{0,5}|passwort|kennwort|contrase[ñn]a"
     r"|kody? odzyskiwania|c[óo]digos? de recupera(?:ci[óo]n|[çc][ãa]o)|codes? de (?:récupération|recuperation|secours)|wiederherstellungs-?(?:codes?|schlüssel)"
     r"|codic[ei] di recupero|herstelcodes?|kode pemulihan|återställningskoder?"  # a recovery code, in the languages sessions are written in
-    r"|mot de passe|senha|wachtwoord|wagwoord|parola|l[öo]senord|salasana|hasło|haslo|kata sandi|kunci(?: rahasia)?|clave|chave|chiave"
+    r"|mot de passe|senha|wachtwoord|wagwoord|parola|l[öo]senord|salasana|hasło|haslo|kata sandi|kunci(?: rahasia)?|clave|chave|chiave|clau|contrasinal|pasahitz\w{0,3}|frase (?:de pas|mestra|maestra)"
     r"|schl[üu]ssel|klucz|hesl[oa]|[şs]ifre|anahtar|kulcs\w{0,3}|jeton|clé|sleutel|nyckel|segred[oa]|segret[oa]|geheimnis|токен|ключ|парол[ьяюе])\b(?![/.]\w)")  # not in keys/ops.pem, db-password
 _PROSE_NEAR_WORDS = r"(?i)(?<!--- )\b(?:pass|pw|pwd|pin)[ \t]*(?:[:=][ \t]*)?[\"'`]?$"  # `pass X`, pass `X`: the value comes next (not go test's `--- PASS: TestX`)
 # Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
 # most prose before a candidate holds none, and is not searched (_may_hold_a_word).
-_PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
+_PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clau", "clav", "clé", "contrasi", "frase ", "pasahitz", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
                        "ifre", "jeton", "kennwort", "key", "klucz", "kulcs", "kunci", "nyckel", "parola", "pass", "pin", "pw", "recovery",
                        "odzysk", "recupera", "récupéra", "secours", "återställ", "wiederherstell", "recupero", "herstelcode", "pemulihan",
                        "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord", "wagwoord",
@@ -2695,7 +2695,7 @@ def _looks_like_password(value: str) -> bool:
 
 
 # A passphrase: four or more words of letters (a digit may close one) joined by one separator.
-_PASSPHRASE = r"[A-Za-z]{2,14}(?P<sep>[-_.])[A-Za-z]{2,14}(?:(?P=sep)[A-Za-z]{2,14}\d{0,4}){2,8}"
+_PASSPHRASE = r"[^\W\d_]{2,14}(?P<sep>[-_.])[^\W\d_]{2,14}(?:(?P=sep)[^\W\d_]{2,14}\d{0,4}){2,8}"  # (accents too: sabiá-girassol-capivara-kamba)
 # Up to five letters and one to three digits, short: names of algorithms and formats (sha256,
 # argon2id, utf8), not a word and its number (poiuyt480, asdfgh76).
 _TECHNICAL_NAME = r"(?=[a-z0-9]{2,9}$)(?:[a-z]{1,4}\d{1,3}|[a-z]{5}\d{1,2}){1,2}[a-z]{0,3}"
@@ -2788,9 +2788,9 @@ _CREDENTIAL_WORDS = (
     r"|(?<=[a-z0-9]_)(?<!\bai_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_… (not Application Insights' ai_session: a visit's id)
     r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|wagwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|phasfhocal|cyfrinair"
-    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs-jelmondat|jelmondat|kulcs|wachtzin|neno la siri|neno siri|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od"
-    r"|passphrase|frase secreta|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine|jecha darbii|jecha icciitii|pakasqa simi|iphasiwedi|iphasiwezi|ọ̀rọ̀ìgbaniwọlé|ọ̀rọ̀ ìgbaniwọlé|oroigbaniwole|oro igbaniwole"
-    r"|mot de pass|lmot de pass|lpassword|lmodpass)\w*|(?<![A-Za-z])(?i:hemlighet(?:en)?|hemmelighet(?:en)?|ramz(?:-?e|esh|esho)?)(?![\w\-])|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
+    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs-jelmondat|jelmondat|kulcs|wachtzin|neno la siri|neno siri|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od|kalmar sirri"
+    r"|passphrase|frase-passe|frase passe|frase-senha|frase secreta|frase de pas|frase mestra|frase maestra|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine|jecha darbii|jecha icciitii|pakasqa simi|iphasiwedi|iphasiwezi|ọ̀rọ̀ìgbaniwọlé|ọ̀rọ̀ ìgbaniwọlé|oroigbaniwole|oro igbaniwole"
+    r"|mot de pass|lmot de pass|lpassword|lmodpass|contrasinal|contrasnya|pasahitz)\w*|(?<![A-Za-z])(?i:hemlighet(?:en)?|clau|hemmelighet(?:en)?|ramz(?:-?e|esh|esho)?)(?![\w\-])|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
     r"|(?<![A-Za-z])PAT(?=[ \t]*[:=]?[ \t]+[A-Za-z0-9_]{20})"  # a personal access token: "PAT v9beojyn3…"
     r"|(?<![A-Za-z])(?i:password|passwd)(?:nya|e)(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Javanese's "passworde", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t]|\bla[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …", "la pass del wifi quedó …"
@@ -2928,7 +2928,7 @@ def _word_alternation(words: str) -> str:
 _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "is|are|was|were|est|ist|war|es|és|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|ni"
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|ay|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
-    "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou assim|fica assim|ficou em|fica em|ficou|fica|quedó así|queda así|quedó en|quedo en|queda en|quedó|quedo|queda|became|becomes"
+    "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou assim|fica assim|ficou em|fica em|ficou|fica|passou a ser|passa a ser|pasó a ser|pasa a ser|quedó así|queda así|quedó en|quedo en|queda en|quedó|quedo|queda|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|teruggezet naar|teruggezet op|gereset naar|tilbakestilt til|nulstillet til|zurückgesetzt auf|réinitialisé à|restablecida a|reimpostata a|resetada para|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|mudou pra|trocada pra|trocado pra|trocou pra|trocamos pra|mudamos pra|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|its|thats|hai|hain|olarak"
@@ -3278,6 +3278,7 @@ def _own_sigil(value: str) -> bool:
     if sigil == "$":
         return _is_dollar_password(value)
     return sigil in ".@~%" and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)(?=[^.]*(?:[A-Z]|[^\w.]))[^./@%]+").fullmatch(rest) is not None or (
+        sigil == "@" and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)(?=[^.]*[A-Z])[^./%]+").fullmatch(rest) is not None) or (  # (a's written @ in the rest too: @d@3z3Adaeze41)
         sigil == "@" and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)[^./@]{7,}").fullmatch(rest) is not None
         or sigil == "." and _regex(r"(?=[^.]*[a-z])(?=[^.]*\d)[^./@]{10,}").fullmatch(rest) is not None)  # .lantern51472, not Swift's .bits256
 
@@ -3937,8 +3938,8 @@ def _find_printed_secrets(match: Any) -> list:
         return []  # `cat ca.pem` prints a certificate: public by design
     if _regex(r"\|[ \t]*openssl[ \t]+(?:x509|req|crl)\b[^\n|]*-(?:noout|text|subject|issuer|dates|fingerprint)\b").search(text, match.start(), start):
         return []  # a certificate's fields, read from a Secret: `… | base64 -d | openssl x509 -noout -subject`
-    if _regex(r"\.pub(?:[ \t]*$|[ \t]*[|;&])").search(text, match.start(), start - 1) and _regex(r"[ \t]*(?:ssh|ecdsa|sk)-[\w\-@.]+[ \t]+AAAA").match(text, start):
-        return []  # `cat ~/.ssh/id_ed25519.pub`: a public key and its comment (`mbauer@KVN-IT-WS03`)
+    if _regex(r"(?:\.pub|/authorized_keys2?|/known_hosts)(?:[ \t]*$|[ \t]*[|;&])").search(text, match.start(), start - 1) and _regex(r"[ \t]*(?:ssh|ecdsa|sk)-[\w\-@.]+[ \t]+AAAA").match(text, start):
+        return []  # `cat ~/.ssh/id_ed25519.pub`, `~/.ssh/authorized_keys`: public keys and their comments (`mbauer@KVN-IT-WS03`)
     if text.startswith(("#", "// "), match.start()):  # a comment that names a secret file (_SECRET_FILE_COMMENT): a file of one line under it
         line = _regex(r"([^\s#][^\s]{3,4095})[ \t]*(?:\r?\n[ \t]*(?:\r?\n|#|$)|$)").match(text, start)
         return [line.span(1)] if line and (looks_machine_generated(line.group(1)) or _holds_a_password(line.group(1))) and not _is_reference(line.group(1)) else []
@@ -3994,9 +3995,9 @@ def _find_printed_secrets(match: Any) -> list:
         word, first = line.group(2), line.start(2)  # a REPL's string without its quotes: b'16YPeG…='
         if (_looks_like_password(word) or looks_like_chosen_password(word) or _is_hex_secret(word) or _is_dotted_passphrase(word)
                 or _is_joined_passphrase(word)) and not _regex(
-                r"[A-Za-z_][\w.\-]*[=:]|#(?=[\s#!]|[A-Za-z]+\b|$)|\"[A-Z][A-Z0-9_]*\",?$").match(word) and not _is_masked_or_public(word) and not _regex(
+                r"[A-Za-z_][\w.\-]*[=:]|[\w./\-]+:\d+:|#(?=[\s#!]|[A-Za-z]+\b|$)|\"[A-Z][A-Z0-9_]*\",?$").match(word) and not _is_masked_or_public(word) and not _regex(
                 _NOT_RANDOM_MARKS).search(word) and not _is_path_or_version(word.strip("\"',")) and not any(a <= first < b for a, b in spans):
-            spans.append((first, first + len(word)))  # (a JSON list of names prints paths: "/ferry/prod/DATABASE_PASSWORD",; a comment prints none, but a key may start with `#`: Django's `#0u@hs…`)
+            spans.append((first, first + len(word)))  # (a JSON list of names prints paths: "/ferry/prod/DATABASE_PASSWORD",; grep's `.env.example:3:JWT_SECRET=` a file's line; a comment prints none, but a key may start with `#`: Django's `#0u@hs…`)
     return sorted(set(span for span in spans if not _regex(_PUBLIC_PEM_BASE64).match(text, span[0])))  # (a kubeconfig's client-certificate-data is public)
 
 
@@ -9232,12 +9233,12 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # A password a person chose, anywhere after a word for password in its sentence: what a chat or a ticket says in
 # more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
-_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya|e)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrasenya|mot de passe|senha|wachtwoord|wagwoord"
+_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya|e)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrase?nya|contrasinal|pasahitz\w{0,3}|mot de passe|senha|wachtwoord|wagwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
-                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|contra(?<=\bla[ \t]contra)|nenosiri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令|የ?ይለፍ[ \t]+ቃ[ልሉ]\w{0,4}|jecha[ \t]+(?:darbii|icciitii)|pakasqa[ \t]+simi|neno[ \t]+(?:la[ \t]+)?siri|jelmondat\w{0,4}|رمز(?:ش)?|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ramz(?:-?e|esh|esho)?|ፓስወርድ|ፓስወርዱ|[^\W\d_]{2,12}lösenord(?:et)?|hemlighet(?:en)?|პაროლ\w{1,4}|құпия\s?сөз\w{0,3}|qup[ıi]y?a\s?s[óo]z\w{0,3})(?![^\W\d_])")
+                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|contra(?<=\bla[ \t]contra)|nenosiri|kalmar[ \t]+sirri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令|የ?ይለፍ[ \t]+ቃ[ልሉ]\w{0,4}|jecha[ \t]+(?:darbii|icciitii)|pakasqa[ \t]+simi|neno[ \t]+(?:la[ \t]+)?siri|jelmondat\w{0,4}|رمز(?:ش)?|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ramz(?:-?e|esh|esho)?|ፓስወርድ|ፓስወርዱ|[^\W\d_]{2,12}lösenord(?:et)?|hemlighet(?:en)?|პაროლ\w{1,4}|құпия\s?сөз\w{0,3}|qup[ıi]y?a\s?s[óo]z\w{0,3})(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
-_PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "kennwort", "contrase", "senha", "wachtwoord", "wagwoord", "losen", "salasana", "haslo", "heslo", "parola",
-                        "adgangskode", "kodeord", "koden", "sifre", "sandi", "nenosiri", "lozink", "gesl", "ifr", "jecha", "pakasqa", "ramz", "hemlighet", "qup", "siri", "jelmondat")
+_PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "kennwort", "contrase", "contrasi", "contrasn", "senha", "wachtwoord", "wagwoord", "losen", "salasana", "haslo", "heslo", "parola",
+                        "adgangskode", "kodeord", "koden", "sifre", "sandi", "nenosiri", "sirri", "lozink", "gesl", "ifr", "jecha", "pakasqa", "ramz", "hemlighet", "qup", "siri", "jelmondat")
 # Words for logging in, which make a sentence's password-shaped value its password as a word for one does:
 # a verb before what one logs in with ("log into the unifi controller, karim / Provenc3&2", "devi entrare
 # con …"), or one after it ("mit Kiefer#8812 anmelden", "X로 로그인").
@@ -9474,10 +9475,11 @@ _ANNOUNCED_END = (r"(?:[:：]|(?<![\w'’])(?:is|are|c'est|est|es|é|è|ist|laut
 # (`mayman-pho`, `sach-lua`), which a piece no message announced may not be (_reads_as_a_name). (The rule
 # context-split-secret knows some of these words too: it reads pieces given after a label, this reading pieces alone.)
 _SPLIT_SAID = (r"(?i)\b(?:in(?:to)?|as|en|em|w|ve|i)[ \t]+(?:two|three|2|3|deux|trois|zwei|drei|dos|tres|duas|dois|três|due|tre|twee|drie"
-               r"|dwóch|dwoch|trzech|dvou|två|to)[ \t]+(?:\w+[ \t]+)?(?:parts?|pieces|bits|halves|messages|msgs|chunks|parties|morceaux|fois|teilen|teile"
+               r"|dwóch|dwoch|trzech|dvou|två|to|dúas|dues|zwoa)[ \t]+(?:\w+[ \t]+)?(?:parts?|pieces|bits|halves|messages|msgs|chunks|parties|morceaux|fois|teilen|teile|teil|bocados|trossos|liñas|línies|mensaxes|missatges|anacos"
                r"|nachrichten|hälften|stücken|partes|mensajes|trozos|mitades|mensagens|pedaços|metades|parti|messaggi|pezzi|delen|stukken|berichten"
                r"|częściach|czesciach|wiadomościach|kawałkach|částech|delar|dele|deler|lines|zeilen|righe|líneas|linhas|lignes|regels|řádcích|řádky)\b"
-               r"|\b(?:in|en|em|w|na|dalam|jadi)[ \t]+(?:pieces|chunks|bits|pedazos|trozos|pedaços|kawałkach|kawałki|stücken|morceaux|bagian|potongan)\b"  # "te lo pego en pedazos"
+               r"|\b(?:in|en|em|w|na|dalam|jadi|a)[ \t]+(?:pieces|chunks|bits|pedazos|trozos|pedaços|kawałkach|kawałki|stücken|morceaux|bagian|potongan|trossos|anacos)\b"  # "te lo pego en pedazos"
+               r"|\b(?:aku|saya|ku|gue|gw)[ \t]+(?:pisah|pecah)\w{0,3}\b|\bdi(?:pisah|pecah)\b|\btách[ \t]+(?:ra|làm|đôi)|\bhinati\b"  # Indonesian's "aku pisah", Vietnamese's "em tách ra", Tagalog's "hinati ko"
                r"|\b(?:over|across|on)[ \t]+(?:two|three|2|3)[ \t]+lines\b|\bu[ \t]+(?:dva|dvije|tri|2|3)[ \t]+(?:\w+[ \t]+)?(?:dijela|djela|dela|poruke|poruka|maila|mejla|reda)\b"
                r"|\bv[ \t]+(?:dveh|treh|2|3)[ \t]+(?:delih|sporočilih|kosih)\b|\bna[ \t]+(?:dvakrát|dwa razy|dvě části)|\b(?:iki|2|üç)[ \t]+(?:parça|mesaj)"
                r"|\bdo[ \t]+(?:hisson|hisse|parts?|baar)\b|(?:hai|2)[ \t]+phần|в[ \t]+двух|двумя[ \t]+(?:частями|сообщениями)|на[ \t]+две[ \t]+части|по[ \t]+частям"
@@ -9486,12 +9488,13 @@ _SPLIT_SAID = (r"(?i)\b(?:in(?:to)?|as|en|em|w|ve|i)[ \t]+(?:two|three|2|3|deux|
 _ANNOUNCED_SECRET_WORDS = r"(?i:密钥|秘钥|令牌|トークン|キー|シークレット|토큰|키|시크릿|κωδικ\w{0,3}|токен\w{0,2}|ключ\w{0,2}|\bključ\w{0,2}|\bkl[íi]č\w{0,2}|\bkľúč\w{0,2}|\bpin(?:s|-?codes?)?\b)"
 # A chat line's prefix before its message: a quote's `>`, a date and time, `[09:02:20]`, `<nick>`, `Nikos:`.
 _TAB_NICK = r"[^\s<>]{1,30}\t"  # WeeChat's log writes a time, a tab, the nick, a tab
-_CHAT_PREFIX = (r"[ \t]*(?:>[ \t]*)*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?[ \t]+)?(?:\[[^\]\n]{1,30}\][ \t]*)?"
+_CHAT_PREFIX = (r"[ \t]*(?:>[ \t]*)*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?[ \t]+|\d{1,2}/\d{1,2}/\d{2,4},?[ \t]+\d{1,2}:\d\d(?::\d\d)?(?:[ \t]?[AaPp]\.?[ \t]?[Mm]\.?)?[ \t]+-[ \t]+)?(?:\[[^\]\n]{1,30}\][ \t]*)?"  # (WhatsApp's export on Android: `27/10/2025 23:02 - Tiago: `)
                 r"(?P<speaker><[^<>\n]{1,30}>[ \t]*|(?<=\d\t)" + _TAB_NICK + r"|[^\s:：<>\[][^\n:：<>]{0,30}[:：](?:[ \t]+|$))?")
 _ANNOUNCED_TOKEN = r"(?:[.…]{1,3}[ \t]*)?([^\s()\[\]{}<>=;,\"'`«»]{4,80}|[\w+/\-]{6,80}={1,2})"  # (base64's padding may end the last piece: `…EO0kIP1hI/UQ==`)
 _ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pieces may stand
 # What may come before the next piece in its message: "e poi …", "pa onda …", "drugi del …", "phần 2: …", "second half: …".
-_NEXT_PIECE_LABEL = (r"(?i:(?:(?:and|e|i|a|y|und|et|en|ve|pa|og|och|ja)[ \t]+)?(?:then|poi|luego|dann|puis|dan|depois|potem|pak|onda|zatim|nato|još|sonra|ensuite|después)"
+_NEXT_PIECE_LABEL = (r"(?i:(?:(?:and|e|i|a|y|und|et|en|ve|pa|og|och|ja)[ \t]+)?(?:then|poi|luego|dann|puis|dan|depois|potem|pak|onda|zatim|nato|još|sonra|ensuite|después|tapos|lanjut|terus"
+                     r"|(?:acaba|termina|finisce|finit|ends)[ \t]+(?:com|con|em|en|with|par|per|in))"  # "e acaba com …", "tapos …"
                      r"|(?:second|2nd|last|zweite[rn]?|seconda|segunda|seconde|deuxième|drug[iao]|tweede|andra|ikinci|toinen|druh[áa])[ \t]+[^\W\d_]{2,12}"
                      r"|(?:part|teil|deel|parte|partie|phần|część|dio|del|díl|osa|kısım|bagian|sehemu|pezzo)[ \t]*[2-4B])(?:[ \t]*[:：\-–])?")
 _PIECE_MESSAGE = r"(?:" + _NEXT_PIECE_LABEL + r"[ \t]+)?`?" + _ANNOUNCED_TOKEN + r"`?"  # a message of one piece, labelled or not (in backticks too: a chat's code span)
@@ -9563,12 +9566,12 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
     def pieces_after(index: int, speaker: str, answered: bool = False) -> tuple:
         """(the tokens of the messages after line index, whether a chat's prefix or header stood before them);
         answered: line index asks for a secret, and the next speaker's messages are those read."""
-        chat, taken, row, reach = False, [], index + 1, index + _ANNOUNCED_REACH
+        chat, taken, held, row, reach, answering = False, [], [], index + 1, index + _ANNOUNCED_REACH, False
         while row < len(lines) and row <= reach and len(taken) < 4:
             prefix = _regex(_CHAT_PREFIX).match(lines[row])
             body = lines[row][prefix.end():].strip()
             if answered and prefix.group("speaker") and _regex(_SPEAKER_START).match(prefix.group("speaker")) and _speaker(lines[row]) != speaker:
-                speaker, answered = _speaker(lines[row]), False  # (the one who answers: "<tomo_j> send me the wspay secret?" ⏎ "<marko_k> 0fb5380ecae")
+                speaker, answered, answering = _speaker(lines[row]), False, True  # (the one who answers: "<tomo_j> send me the wspay secret?" ⏎ "<marko_k> 0fb5380ecae")
             if prefix.group("speaker") and (_speaker(lines[row]) != speaker or not _regex(_SPEAKER_START).match(prefix.group("speaker"))):
                 break  # another speaker, or a name and its value (`Name:  app-env`, `Cipher: aes-xts-plain64`): no piece of this one
             chat = chat or prefix.end() > len(lines[row]) - len(lines[row].lstrip()) + 1
@@ -9577,9 +9580,19 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
                 row += 1
                 continue
             token = _regex(_PIECE_MESSAGE + _PIECE_NOTE).fullmatch(body.strip("`"))
-            if not token or not piece(token.group(1), range(index, index + 1)):
+            if not token and answering and not taken and not held and "?" not in body and len(body) <= 80:
+                answering = False  # the answer's first message may say it comes: "si, aspetta che la copio dal foglio"
+                row += 1
+                continue
+            answering = False
+            if token and not taken and not held and _is_part_of_a_secret(token.group(1)) and not _is_call(token.group(1)) and not piece(token.group(1), range(index, index + 1)):
+                held = [token.group(1)]  # a first piece that reads as a name alone (`ShadowPep`, `martabak.bay`): one only with the next
+                row += 1
+                continue
+            if not token or not piece(token.group(1), range(index, index + 1)) or held and not looks_like_chosen_password(held[0] + token.group(1)):
                 break
-            taken.append(token.group(1))
+            taken += held + [token.group(1)]
+            held = []
             reach = max(reach, row + _ANNOUNCED_REACH // 2)  # (each piece may come under a header of its own: the next is looked for after it)
             row += 1
         return taken, chat
@@ -10148,8 +10161,8 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # with …", "second half: …", "Teil 2: …", "Fortsetzung: …", "nog … erachter", "il resto è …", "la seconde
 # partie … : « … »", "後半は「…」", "… is the end of it". Read only after a redacted value, within the
 # lines that follow it.
-_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
-                       r"|\bzbytek|\b(?:h)?alafu\b|\bende[ \t]*(?=[:：])|\bla[ \t]+fin[ \t]+c'est|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
+_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\brest(?=[ \t]+(?:na|is)[ \t]+\S)|\blanjut(?:nya)?\b|\btapos\b|(?:\bcòn[ \t]+)?đoạn[ \t]+(?:sau|cuối)|\(cont(?:inued|\.)?\)|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
+                       r"|\bzbytek|\b(?:h)?alafu\b|\bende[ \t]*(?=[:：])|\bla[ \t]+fin[ \t]+c'est|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|polovica|část|časť|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\bpezzo[ \t]*(?:2|due)\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in|en)|\bandre[ \t]+del(?:en)?|\ban[ \t]+dara[ \t]+leath|\bnea[ \t]+ɛtɔ[ \t]+so[ \t]+abien|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|(?<![^\s:：])fin[ \t]*(?=[:：])|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
                        r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
@@ -10250,7 +10263,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("phần", "la resta", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("phần", "la resta", "rest na", "tapos", "đoạn", "(cont", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
@@ -10416,6 +10429,37 @@ def _redact_labelled_parts(original: str, text: str, count: int, replaced: list)
                 named or looks_machine_generated(original[a[0]:a[1]] + original[b[0]:b[1]])):  # (a machine's token in two parts needs no word: "first half: SG.aR8z…" ⏎ "second half: ASwX…")
             pieces += [original[a[0]:a[1]], original[b[0]:b[1]]]
     return _redact_found_again(text, count, replaced, pieces)
+
+
+# A secret kept in parts under names that differ only by a part's mark, one a line: a registry's `"ClaveA"="…"`
+# ⏎ `"ClaveB"="…"`, COBOL's `05 WS-CLAVE-1 PIC X(16) VALUE '…'.`, nginx's `set $auth_a "…";`, YAML's `KEY_1: "…"`,
+# an INI file's `pass_part1 = …` ⏎ `pass_part2 = …`, JSON's `"PassPrefix": "…"` ⏎ `"PassSuffix": "…"`.
+_SIBLING_PART = (r"(?m)^[ \t]*(?:\d\d[ \t]+|(?:set|export|SET)[ \t]+)?[\"'$]?(?P<stem>[A-Za-z_][\w.\-]{1,40}?)"
+                 r"(?P<mark>[_\-.]?(?:(?i:part|parte|teil|half|chunk|piece|bagian|frag(?:ment)?)?[_\-]?(?:[1-4]|[A-D]|(?<=[_\-])[a-d])|(?i:prefix|suffix)))[\"']?"
+                 r"(?:[ \t]*(?:=|:|=>)[ \t]*|[ \t]+(?:PIC[ \t][^\n]{0,30}?VALUE[ \t]+)?)[\"']?(?P<value>[^\s\"';]{4,256}?)[\"']?[ \t]*[;.,]?[ \t]*$")
+_SIBLING_STEM = r"(?i)pass|pwd|key|token|secret|cred|auth|clave|clau|chave|chiave|schl|sleutel|klucz|haslo|hasło|heslo|senha|contrase|sandi|kunci"
+_PASSWORD_STEM = r"(?i)pass|pwd|clave|clau|chave|chiave|haslo|hasło|heslo|senha|contrase|sandi"  # (those a person chooses)
+
+
+def _redact_sibling_parts(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the values of a secret's parts kept under names that differ only by a
+    part's mark (_SIBLING_PART), when the names' stem names a secret (_SIBLING_STEM), every part reads
+    as a secret's (_is_part_of_a_secret), and the rules took one of them or the parts joined read as a
+    secret: `"ClaveA"="«…»"` ⏎ `"ClaveB"="tUWR_OIKW"` leaves no part behind."""
+    siblings: dict = {}
+    for found in _regex(_SIBLING_PART).finditer(original):
+        siblings.setdefault(found.group("stem").lower(), {})[found.group("mark").lower().lstrip("_-.")] = found.group("value")
+    found_values = []
+    for stem, parts in siblings.items():
+        values = [parts[mark] for mark in sorted(parts)]
+        said = any(_regex(r"part|teil|half|chunk|piece|bagian|frag").match(mark) for mark in parts)  # a mark that says part: `pass_part1` (its parts may be words: `adobo.gudang.j`; a key's prefix may be a word: `tenant`)
+        if len(values) < 2 or not _regex(_SIBLING_STEM).search(stem) or not all(
+                _is_part_of_a_secret(value) or value.isalnum() and len(value) >= 6 or said and not _is_reference(value) and not _is_placeholder(value) for value in values):
+            continue
+        joined, password = "".join(values), _regex(_PASSWORD_STEM).search(stem) is not None
+        if said or any(value not in text for value in values) or looks_machine_generated(joined) or password and looks_like_chosen_password(joined):
+            found_values += values  # (a key's parts a machine made; a password's a person may have chosen: a key's `tenant` and `cache-v2` are no secret)
+    return _redact_found_again(text, count, replaced, found_values)
 
 
 def _reads_as_first_part(value: str, one_plain_word: bool = False) -> bool:
@@ -11181,6 +11225,8 @@ def _second_readings(original: str) -> list:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
     if "\n" in original and _holds_labelled_parts(original.lower()):
         readings.append(("a secret's labelled parts", _redact_labelled_parts))
+    if "\n" in original and _regex(_SIBLING_STEM).search(original):
+        readings.append(("a secret's parts under marked names", _redact_sibling_parts))
     if "\n" in original and ("  " in original or "\t" in original or ("," in original or ";" in original) and _regex(_TWO_DELIMITED_ROWS).search(original)):
         readings.append(("rows of accounts", _redact_account_rows))
     if _regex(r"[{\[(][ \t]*\r?\n").search(original):
@@ -12283,7 +12329,8 @@ def _join_lines(original: str, lowered: str) -> list:
     if "join" in lowered or "concat" in lowered or "verketten" in lowered or "paste" in lowered or "str_c" in lowered or "strcat" in lowered or "${'" in original or '${"' in original or "implode" in lowered or ".append(" in lowered or "mkstring" in lowered or "buildstring" in lowered or "%s%s" in lowered or "{}{}" in lowered:
         return [[0, len(original)]]
     spans: list = [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(
-        r"\([ \t]*\r?\n(?:[ \t]*(?:\"[^\"\n]*\"|'[^'\n]*')[ \t]*\r?\n){2,40}[ \t]*\)").finditer(original)] if "(\n" in original else []
+        r"\([ \t]*(?:\r?\n[ \t]*)?(?:\"[^\"\n]*\"|'[^'\n]*')(?:[ \t]*\r?\n[ \t]*(?:\"[^\"\n]*\"|'[^'\n]*')){1,40}[ \t]*(?:\r?\n[ \t]*)?\)").finditer(
+        original)] if "(" in original and ('"\n' in original or "'\n" in original) else []  # (the first literal on the `(`'s line too: `or ("…"` ⏎ `"…")`)
     if "\\\n" in original:  # literals side by side, continued with `\`
         spans += [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(r"[\"'][ \t]*\\\r?\n[ \t]*[\"'][^\n]*").finditer(original)]
     if "=" in original and ("'\n" in original or '"\n' in original):  # literals side by side over lines, to a `;`
@@ -12362,7 +12409,8 @@ def _line_rules() -> frozenset:
         import re
         _LINE_RULES = frozenset(index for index, (rule, _, _) in enumerate(_rule_table()) if "(?m)" in rule.pattern
                                 or "\\n" in re.sub(r"\[\^(?:\\.|[^\]\\])*\]", "", rule.pattern)
-                                or re.search(r"\[(?!\^)[^\]]*\\s", rule.pattern))  # also a class with \s that runs over lines: a key's body
+                                or re.search(r"\[(?!\^)[^\]]*\\s", rule.pattern)  # also a class with \s that runs over lines: a key's body
+                                or "\\s*<" in rule.pattern)  # or blanks between tags: an HTML table's rows, XML's elements
     return _LINE_RULES
 
 
@@ -13687,59 +13735,62 @@ RULE_WORDS = {
         "alarm", "belepesi", "belépési", "building", "code", "codici", "codigos", "códigos", "deur", "door", "dörr",
         "entry", "gate", "kap", "keypad", "kody", "larm", "locker", "office", "port", "riaszto", "riasztó", "safe",
         "toegangs", "tresor", "tür", "zugangs", "коды"), ("\n",)),
-    "context-credential-word": ("dfced447", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
-        "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "code",
-        "community", "contra", "contrase", "credential", "creds", "cyfrinair", "disarm", "dörr", "dør", "frasa sandi",
-        "frase de cifrado", "frase secreta", "geheimnis", "geslo", "has", "hemlighet", "hemmelighet", "hesla", "heslo",
-        "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii", "jelmondat", "jelsz", "jeton", "kata laluan",
-        "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik",
-        "kulcs", "kulcs-jelmondat", "kunci", "kupiya", "kwdik", "larm", "llave", "lmodpass", "lmot de pass",
-        "losenfras", "losenord", "lozink", "lpassword", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin",
-        "mat khau", "mdp", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "neno la siri",
-        "neno siri", "nenosiri", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "pakasqa simi",
-        "palavra-passe", "parol", "parola", "parool", "pasfhocal", "pass", "passcode", "passkey", "passord",
-        "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt",
-        "pasw", "pasword", "paswort", "pat", "phasfhocal", "phrase de chiffrement", "phrase de passe", "phrase secr",
-        "pin", "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk", "pw", "pwd", "qup", "ramz",
-        "salasana", "sandi", "sandine", "sandinya", "schl", "schlüssel", "secret", "secreto", "seed", "segredo",
-        "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta", "sleutel", "säkerhets", "t-pin",
-        "token", "tokens", "tokn", "tpin", "upplåsnings", "wachtwoord", "wachtzin", "wagwoord", "ww", "zugangsdaten",
-        "şifre", "κωδικός", "ключ", "кук", "кілт", "нууц", "парол", "пароль", "пин", "секрет", "токен", "құпия",
-        "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת",
-        "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول",
-        "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "ورد", "پاس", "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन",
-        "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ",
-        "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー",
-        "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
-        "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
-        "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clave", "client",
-        "code", "community", "contra", "contrase", "credential", "creds", "cyfrinair", "db", "deploy", "deur",
-        "disarm", "door", "duress", "dörr", "dør", "eingangs", "encryption", "entsperr", "frasa sandi",
-        "frase de cifrado", "frase secreta", "garagen", "gate", "geheimnis", "geslo", "guest", "has", "hemlighet",
-        "hemmelighet", "hesla", "heslo", "installer", "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii",
-        "jelmondat", "jelsz", "jeton", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain",
-        "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kulcs-jelmondat",
-        "kunci", "kupiya", "kwdik", "larm", "licence", "license", "llave", "lmodpass", "lmot de pass", "lock",
-        "lockbox", "losenfras", "losenord", "lozink", "lpassword", "lås", "låse", "lösen", "lösenfras", "lösenord",
-        "m-pin", "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu",
-        "neno la siri", "neno siri", "nenosiri", "network", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole",
-        "oroigbaniwole", "otp", "pakasqa simi", "palavra-passe", "panel", "parol", "parola", "parool", "pasfhocal",
-        "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password",
-        "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phasfhocal",
-        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort",
-        "port", "pre", "primary", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "qup", "ramz", "rcon",
-        "recovery", "root", "safe", "salasana", "sandi", "sandine", "sandinya", "schl", "schloss", "schlüssel",
-        "secondary", "secret", "secreto", "segredo", "segreto", "senha", "service", "session", "shared", "sifre",
-        "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "t-pin",
-        "toegangs", "token", "tokens", "tokn", "totp", "tpin", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn",
-        "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs", "zugangsdaten", "şifre", "κωδικός",
-        "ключ", "кук", "кілт", "нууц", "парол", "пароль", "пин", "секрет", "токен", "құпия", "הטוקן", "הסיסמא",
-        "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس",
-        "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة",
-        "مفتاح", "والباس", "والباسورد", "پاس", "پس", "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन",
-        "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé",
-        "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼",
-        "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+    "context-credential-word": ("7a2d62ed", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
+        "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clau", "clave", "code",
+        "community", "contra", "contrase", "contrasinal", "contrasnya", "credential", "creds", "cyfrinair", "disarm",
+        "dörr", "dør", "frasa sandi", "frase de cifrado", "frase de pas", "frase maestra", "frase mestra",
+        "frase passe", "frase secreta", "frase-passe", "frase-senha", "geheimnis", "geslo", "has", "hemlighet",
+        "hemmelighet", "hesla", "heslo", "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii", "jelmondat",
+        "jelsz", "jeton", "kalmar sirri", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa",
+        "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya", "kwdik", "larm",
+        "llave", "lmodpass", "lmot de pass", "losenfras", "losenord", "lozink", "lpassword", "lås", "låse", "lösen",
+        "lösenfras", "lösenord", "m-pin", "mat khau", "mdp", "mot de pass", "mot de passe", "mpin", "mã thông báo",
+        "mật khẩu", "neno la siri", "neno siri", "nenosiri", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole",
+        "oroigbaniwole", "pakasqa simi", "palavra-passe", "parol", "parola", "parool", "pasahitz", "pasfhocal", "pass",
+        "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort",
+        "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phasfhocal", "phrase de chiffrement",
+        "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk",
+        "pw", "pwd", "qup", "ramz", "salasana", "sandi", "sandine", "sandinya", "schl", "schlüssel", "secret",
+        "secreto", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta",
+        "sleutel", "säkerhets", "t-pin", "token", "tokens", "tokn", "tpin", "upplåsnings", "wachtwoord", "wachtzin",
+        "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "кілт", "нууц", "парол", "пароль", "пин",
+        "секрет", "токен", "құпия", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
+        "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز",
+        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "ورد", "پاس", "کلمه", "کلید",
+        "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ",
+        "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
+        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
+        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
+        "api", "apiキー", "app", "auth", "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie",
+        "chiave", "cl", "clau", "clave", "client", "code", "community", "contra", "contrase", "contrasinal",
+        "contrasnya", "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress", "dörr",
+        "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase de pas",
+        "frase maestra", "frase mestra", "frase passe", "frase secreta", "frase-passe", "frase-senha", "garagen",
+        "gate", "geheimnis", "geslo", "guest", "has", "hemlighet", "hemmelighet", "hesla", "heslo", "installer",
+        "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii", "jelmondat", "jelsz", "jeton", "kalmar sirri",
+        "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa",
+        "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya", "kwdik", "larm",
+        "licence", "license", "llave", "lmodpass", "lmot de pass", "lock", "lockbox", "losenfras", "losenord",
+        "lozink", "lpassword", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin", "master", "mat khau", "mdp",
+        "mfa", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "neno la siri", "neno siri",
+        "nenosiri", "network", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "otp",
+        "pakasqa simi", "palavra-passe", "panel", "parol", "parola", "parool", "pasahitz", "pasfhocal", "pass",
+        "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort",
+        "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phasfhocal", "phrase de chiffrement",
+        "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "primary",
+        "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "qup", "ramz", "rcon", "recovery", "root", "safe",
+        "salasana", "sandi", "sandine", "sandinya", "schl", "schloss", "schlüssel", "secondary", "secret", "secreto",
+        "segredo", "segreto", "senha", "service", "session", "shared", "sifre", "signing", "sikkerheds", "sikkerhets",
+        "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "t-pin", "toegangs", "token", "tokens", "tokn",
+        "totp", "tpin", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord",
+        "wi", "wlan", "wpa", "ww", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "кілт", "нууц",
+        "парол", "пароль", "пин", "секрет", "токен", "құпия", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה",
+        "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري",
+        "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "پس",
+        "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ",
+        "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン",
+        "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰",
+        "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",

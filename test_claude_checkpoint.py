@@ -3107,6 +3107,50 @@ class TestRedaction(unittest.TestCase):
         'echo "hello world" \\\n  "second arg"',
         ))
 
+    def test_catalan_galician_basque_and_hausa_words_parts_under_marked_names_and_pieces_read_together(self):
+        """Caught: passwords after Catalan's, Galician's, Basque's and Hausa's words (`clau`, `contrasinal`,
+        `pasahitza`, `kalmar sirri`, a passphrase's `frase de pas`); pieces announced "en dos trossos"; a first
+        piece that reads as a name alone, taken with the piece after it; the pieces of an answer after a
+        message that says it comes; a secret's parts under names that differ only by a part's mark (a
+        registry's `ClaveA`/`ClaveB`, COBOL's `WS-CLAVE-1`/`-2`, nginx's `$auth_a`/`$auth_b`, YAML's
+        `KEY_1`/`KEY_2`, an INI file's `pass_part1`/`pass_part2`); Python's literals joined in brackets after
+        `or (`; a leet password that starts with `@`; an HTML table a numbered file read shows; "rest na …";
+        pieces in WhatsApp's Android export, the last after "e acaba com"; a passphrase of accented words;
+        Portuguese's "passou a ser". Kept: names of steps and dates under marked names, a key's prefix and suffix, grep's lines of a template's empty `NAME=`, the
+        comment of a key in authorized_keys, Claude and a clause."""
+        self.assert_redacted({
+            "la clau de la xarxa del magatzem ha canviat, ara és Rovelló.Pruna417. la de convidats igual": ["Rovelló.Pruna417"],
+            "o contrasinal do usuario de lectura é 61rb4ll0*Pazo27, conéctate e mira": ["61rb4ll0*Pazo27"],
+            "Bilboko VPNaren pasahitza ItsasoHarria7+ da, ez partekatu": ["ItsasoHarria7+"],
+            "Musa: Ga kalmar sirri ta VPN: kano$Dabino31": ["kano$Dabino31"],
+            "La frase de pas del xifrat del NAS és: teulada.cirera.rierol.esparver.mola . Ja ho saps.": ["teulada.cirera.rierol.esparver.mola"],
+            "Anna Puig  10:42\nem passes la clau del SFTP?\nJordi Vila  10:44\nva, et la passo en dos trossos\nJordi Vila  10:44\nQm7!rTz9Lk\nJordi Vila  10:45\nWp3#xNv8Bc": ["Qm7!rTz9Lk", "Wp3#xNv8Bc"],
+            "[12/03/25 21.14] Dewi: password SFTP gudang yg baru\n[12/03/25 21.14] Dewi: CoralReef\n[12/03/25 21.15] Dewi: 77!Bintang\n[12/03/25 21.15] Dewi: digabung ya": ["CoralReef", "77!Bintang"],
+            "[09:03] <lucia> qualcuno ha la pw di admin del nas?\n[09:05] <marco> si, aspetta che la cerco\n[09:05] <marco> Gx4vQm9\n[09:06] <marco> Tz8pLr2Wk5": ["Gx4vQm9", "Tz8pLr2Wk5"],
+            '[HKEY_LOCAL_MACHINE\\SOFTWARE\\Clinica\\Etiquetas]\n"Servidor"="lbl-sql02"\n"ClaveA"="Rk2_88zPqw"\n"ClaveB"="tMWQ_OJKV"': ["Rk2_88zPqw", "tMWQ_OJKV"],
+            "       01  WS-ACCESO.\n           05 WS-CLAVE-1     PIC X(16) VALUE 'Kx8_nnTTq33'.\n           05 WS-CLAVE-2     PIC X(16) VALUE 'pJ5TNRCe7'.": ["Kx8_nnTTq33", "pJ5TNRCe7"],
+            '    set $auth_a "c3RhZmY6TWFyZWE=";\n    set $auth_b "QmVsbG8yMDI2";': ["c3RhZmY6TWFyZWE=", "QmVsbG8yMDI2"],
+            '      COURIER_KEY_1: "e2669b74b85643"\n      COURIER_KEY_2: "f55875de846bbcb721"': ["e2669b74b85643", "f55875de846bbcb721"],
+            "; pass in two lines\npass_part1 = kopi.susu.ma\npass_part2 = lang.bandung": ["kopi.susu.ma", "lang.bandung"],
+            'OVH_APP_SECRET = os.environ.get("OVH_APP_SECRET") or ("NLL0BZx4hSfqDqpo"\n                                                  "wNRykKTAjGnYkMEz")': ["NLL0BZx4hSfqDqpo", "wNRykKTAjGnYkMEz"],
+            'ds.setPassword("@d@3b4Yemisi52");': ["@d@3b4Yemisi52"],
+            "Read docs/bank.html\n     1\t<table>\n     2\t<tr><th>Bank</th><th>User ID</th><th>Password</th><th>PIN</th></tr>\n     3\t<tr><td>Alpha Bank</td><td>ops01</td><td>Rz8!mmq2Lp</td><td>402913</td></tr>": ["Rz8!mmq2Lp", "402913"],
+            "[10:41] Tunde: the new gateway secret is MK_PROD_9JE3LMRX\n[10:41] Tunde: sorry it cut, rest na SWMCCCZLF46IZDAJ": ["SWMCCCZLF46IZDAJ"],
+            '    "PassPrefix": "SolAmoT",\n    "PassSuffix": "apioca771#"': ["SolAmoT", "apioca771#"],
+            "21/10/2025 22:01 - Rita Moura: Preciso da password do Wi-Fi do armazém\n21/10/2025 22:02 - Nuno Reis: Mando-te em 2 msgs\n21/10/2025 22:02 - Nuno Reis: QwdfhpX?zPa\n21/10/2025 22:03 - Nuno Reis: e acaba com B0WaC!a": ["QwdfhpX?zPa", "B0WaC!a"],
+            "a master password do cofre da equipa é jacarandá-girassol-capivara-kamba — não partilhes": ["jacarandá-girassol-capivara-kamba"],
+            "a password do Wi-Fi da sala de reuniões passou a ser janela-farol-47. Não partilhes": ["janela-farol-47"],
+        })
+        self.assert_kept((
+            "step_1 = build\nstep_2 = test",
+            '    "KeyPrefix": "tenant",\n    "KeySuffix": "cache-v2"',
+            "key_date_a = 2024-01-01\nkey_date_b = 2024-02-01",
+            '$ grep -rn "SECRET" .env.example\n.env.example:3:PAYSTACK_SECRET_KEY=\n.env.example:4:FLW_SECRET_KEY=\n.env.example:9:JWT_SECRET=',
+            "# authorized_keys de deploy@integra02\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKETNDSwyAfsvDk7g4ABcrfy62PyTyhKa7/PmJ2F0nd jenkins@ci-hvh",
+            "$ cat ~/.ssh/authorized_keys\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKL01HeQ4DiceoSNZIg0Y8lfwItorBj1WtKoS6yKdUF2 m.huber@NB-IT-08",
+            "Claude and Claudia read the clause about the clau-less door",
+        ))
+
     def test_cipher_keys_dpapi_robots_cookie_jars_and_passwords_in_yoruba_zulu_and_pidgin(self):
         """Caught: an AES or HMAC key a key store lists with its algorithm, a DPAPI-encrypted password in
         hex, a Harbor robot's secret, a cookie jar's set(), a cookie named in prose, a Dropbox Transfer's
