@@ -2928,7 +2928,7 @@ def _word_alternation(words: str) -> str:
 _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "is|are|was|were|est|ist|war|es|és|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|ni"
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|ay|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
-    "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou assim|fica assim|ficou em|fica em|ficou|fica|passou a ser|passa a ser|pasó a ser|pasa a ser|quedó así|queda así|quedó en|quedo en|queda en|quedó|quedo|queda|became|becomes"
+    "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou assim|fica assim|ficou em|fica em|ficou|fica|passou a ser|passa a ser|pasó a ser|pasa a ser|sigue siendo|continúa siendo|continua sendo|segueix sent|segueix essent|la puse en|lo puse en|la dejé en|la dejé como|he posat|he puesto|introdujo|introduje|coloquei|digitei|quedó así|queda así|quedó en|quedo en|queda en|quedó|quedo|queda|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|teruggezet naar|teruggezet op|gereset naar|tilbakestilt til|nulstillet til|zurückgesetzt auf|réinitialisé à|restablecida a|reimpostata a|resetada para|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|mudou pra|trocada pra|trocado pra|trocou pra|trocamos pra|mudamos pra|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|its|thats|hai|hain|olarak"
@@ -10161,7 +10161,7 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # with …", "second half: …", "Teil 2: …", "Fortsetzung: …", "nog … erachter", "il resto è …", "la seconde
 # partie … : « … »", "後半は「…」", "… is the end of it". Read only after a redacted value, within the
 # lines that follow it.
-_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\brest(?=[ \t]+(?:na|is)[ \t]+\S)|\blanjut(?:nya)?\b|\btapos\b|(?:\bcòn[ \t]+)?đoạn[ \t]+(?:sau|cuối)|\(cont(?:inued|\.)?\)|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
+_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\brest(?=[ \t]+(?:na|is)[ \t]+\S)|\blanjut(?:nya)?\b|\btapos\b|\b(?:e[ \t]+)?a[ \t]+[uú]ltima(?:[ \t]+parte)?(?=[ \t]+\S*[\d\W])|\bno[ \t]+fim(?:[ \t]+tem)?(?=[ \t]+\S*[\d\W])|(?:\bcòn[ \t]+)?đoạn[ \t]+(?:sau|cuối)|\(cont(?:inued|\.)?\)|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
                        r"|\bzbytek|\b(?:h)?alafu\b|\bende[ \t]*(?=[:：])|\bla[ \t]+fin[ \t]+c'est|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|polovica|část|časť|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\bpezzo[ \t]*(?:2|due)\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in|en)|\bandre[ \t]+del(?:en)?|\ban[ \t]+dara[ \t]+leath|\bnea[ \t]+ɛtɔ[ \t]+so[ \t]+abien|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|(?<![^\s:：])fin[ \t]*(?=[:：])|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
@@ -10263,7 +10263,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("phần", "la resta", "rest na", "tapos", "đoạn", "(cont", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("phần", "la resta", "rest na", "tapos", "đoạn", "(cont", "ltima", "no fim", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
@@ -11667,6 +11667,7 @@ def _redact_under_prefixes(_original: str, text: str, count: int, replaced: list
         bare_text = _regex(r"(?m)[ \t]*│[ \t]*$").sub("", bare_text)
     found: list = []
     _apply_rules(bare_text, 0, found, None if escaped else _line_rules())
+    _redact_folded(bare_text, bare_text, 0, found)  # strings joined over prefixed lines too: a diff's `+const pw = env.PW ||` ⏎ `+  'a' + 'b';`
     if "─" in bare_text or "━" in bare_text or "═" in bare_text:
         _redact_read_as_written(bare_text, bare_text, 0, found)  # a table drawn with boxes, as its lines read once their numbers are set aside
     return _redact_found_again(text, count, replaced, found, by_line=True)
@@ -11852,6 +11853,7 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
                    r"|(?<=concat\()\{\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?\}(?=\))|(?<=concat )\[\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*\]"  # Lua's table.concat({…}), Haskell's T.concat […]
                    r"|(?:[Ss]tring\.)?(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*(?:,\s*)?\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
                    r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*(?:,\s*)?[\])]\s*\)"
+                   r"|(?<![\w.$])join[ \t]+(?:\"\"|'')[ \t]*,[ \t]*(?:" + _LITERAL + r"[ \t]*,[ \t]*){1,15}" + _LITERAL +  # Perl's join '', '…', '…'
                    r"|`[^`$\n]{0,3}(?:\$\{[ \t]*" + _LITERAL + r"[ \t]*\}[^`$\n]{0,3}){2,16}`"  # a template of literals: `${'…'}${'…'}`, `${"SG"}.${"…"}.${"…"}`
                    r"|(?<![\w.])printf[ \t]+(?:-v[ \t]+\w+[ \t]+)?(?:--[ \t]+)?[\"'](?:%s){2,16}[\"'](?:[ \t]+(?:\\\r?\n[ \t]*)?" + _LITERAL + r"){2,16}"  # a shell's printf '%s%s' '…' '…' (-v NAME, over lines)
                    r"|%w\[[^\]]{1,400}\]\.join\b|new[ \t]+StringBuilder\([ \t]*\)(?:\s*\.append\([ \t]*" + _LITERAL + r"[ \t]*\)){2,16}\s*\.toString\(\)"
@@ -12351,7 +12353,7 @@ def _join_lines(original: str, lowered: str) -> list:
         else:
             spans.append([start, end])
     return sorted(spans)
-_LISTED_STRINGS = ('"".join(', "''.join(", "[", "{", "concat", "verketten", "textkette", "paste", "str_c", "strcat", "join(", "implode(", "new ", "new\t", "buildstring", "listof", "arrayof", "mutablelistof", "seq(", "list(", "array(",
+_LISTED_STRINGS = ('"".join(', "''.join(", "[", "{", "concat", "verketten", "textkette", "paste", "str_c", "strcat", "join(", "join ", "implode(", "new ", "new\t", "buildstring", "listof", "arrayof", "mutablelistof", "seq(", "list(", "array(",
                    "vector(", "vec!", "format(", "string.format(", "printf(", "sprintf(", "fmt.sprintf(", "string.printf(")  # how _JOINED_STRINGS's lists start (in small letters)
 _FORMATTED_STRINGS = ("format(", "string.format(", "printf(", "printf ", "printf\t", "sprintf(", "fmt.sprintf(", "string.printf(", '"%s', "'%s", '"{}', "'{}")  # their first literal is the format
 

@@ -3116,8 +3116,10 @@ class TestRedaction(unittest.TestCase):
         `KEY_1`/`KEY_2`, an INI file's `pass_part1`/`pass_part2`); Python's literals joined in brackets after
         `or (`; a leet password that starts with `@`; an HTML table a numbered file read shows; "rest na …";
         pieces in WhatsApp's Android export, the last after "e acaba com"; a passphrase of accented words;
-        Portuguese's "passou a ser". Kept: names of steps and dates under marked names, a key's prefix and suffix, grep's lines of a template's empty `NAME=`, the
-        comment of a key in authorized_keys, Claude and a clause."""
+        Portuguese's "passou a ser", Spanish's "sigue siendo" and "la puse en"; Perl's `join '', '…', '…'`;
+        the last piece after "e a ultima". Kept: names of steps and dates under marked names, a key's prefix and suffix, grep's lines of a template's empty `NAME=`, the
+        comment of a key in authorized_keys, Claude and a clause, Perl's join of words with a comma, where a
+        password was put."""
         self.assert_redacted({
             "la clau de la xarxa del magatzem ha canviat, ara és Rovelló.Pruna417. la de convidats igual": ["Rovelló.Pruna417"],
             "o contrasinal do usuario de lectura é 61rb4ll0*Pazo27, conéctate e mira": ["61rb4ll0*Pazo27"],
@@ -3140,6 +3142,10 @@ class TestRedaction(unittest.TestCase):
             "21/10/2025 22:01 - Rita Moura: Preciso da password do Wi-Fi do armazém\n21/10/2025 22:02 - Nuno Reis: Mando-te em 2 msgs\n21/10/2025 22:02 - Nuno Reis: QwdfhpX?zPa\n21/10/2025 22:03 - Nuno Reis: e acaba com B0WaC!a": ["QwdfhpX?zPa", "B0WaC!a"],
             "a master password do cofre da equipa é jacarandá-girassol-capivara-kamba — não partilhes": ["jacarandá-girassol-capivara-kamba"],
             "a password do Wi-Fi da sala de reuniões passou a ser janela-farol-47. Não partilhes": ["janela-farol-47"],
+            "my $key = join '', 'key-6135dcc9a1e44f3b87d0e2a4', '19bb53c0';": ["key-6135dcc9a1e44f3b87d0e2a4", "19bb53c0"],
+            "12/06/2024 18:55 - Tânia: a senha do cofre, primeira parte Mboa_Lua\n12/06/2024 18:55 - Tânia: segunda Xima77\n12/06/2024 18:56 - Tânia: e a ultima matapa! (com ponto de exclamação)": ["Mboa_Lua", "Xima77", "matapa!"],
+            "se acuerda cambiar la contraseña compartida de Radiología porque sigue siendo gARCIA_2019! desde entonces.": ["gARCIA_2019!"],
+            "la contraseña del postgres la puse en tren-nube-ventana-tiza pero el contenedor dice authentication failed": ["tren-nube-ventana-tiza"],
         })
         self.assert_kept((
             "step_1 = build\nstep_2 = test",
@@ -3149,6 +3155,8 @@ class TestRedaction(unittest.TestCase):
             "# authorized_keys de deploy@integra02\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKETNDSwyAfsvDk7g4ABcrfy62PyTyhKa7/PmJ2F0nd jenkins@ci-hvh",
             "$ cat ~/.ssh/authorized_keys\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKL01HeQ4DiceoSNZIg0Y8lfwItorBj1WtKoS6yKdUF2 m.huber@NB-IT-08",
             "Claude and Claudia read the clause about the clau-less door",
+            "print join ', ', 'alpha', 'beta';",
+            "la contraseña la puse en el vault de siempre",
         ))
 
     def test_cipher_keys_dpapi_robots_cookie_jars_and_passwords_in_yoruba_zulu_and_pidgin(self):
