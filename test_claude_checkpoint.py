@@ -13888,7 +13888,8 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind197_corpus.json": (0.98, 0.99), "blind199_corpus.json": (0.98, 0.99), "blind200_corpus.json": (0.95, 0.99),
                  "blind203_corpus.json": (0.97, 0.99), "blind206_corpus.json": (0.98, 0.99), "blind207_corpus.json": (0.98, 0.99),
                  "blind209_corpus.json": (0.97, 0.99), "blind211_corpus.json": (0.98, 0.99), "blind212_corpus.json": (0.98, 0.99),
-                 "blind213_corpus.json": (0.98, 0.99)}
+                 "blind213_corpus.json": (0.98, 0.99), "blind215_corpus.json": (0.87, 0.99), "blind217_corpus.json": (0.91, 0.99),
+                 "blind218_corpus.json": (0.97, 0.99), "blind219_corpus.json": (0.94, 0.99), "blind220_corpus.json": (0.97, 0.99)}
 
 
 def corpus_texts() -> list:
