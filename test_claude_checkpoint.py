@@ -3117,9 +3117,9 @@ class TestRedaction(unittest.TestCase):
         `or (`; a leet password that starts with `@`; an HTML table a numbered file read shows; "rest na …";
         pieces in WhatsApp's Android export, the last after "e acaba com"; a passphrase of accented words;
         Portuguese's "passou a ser", Spanish's "sigue siendo" and "la puse en"; Perl's `join '', '…', '…'`;
-        the last piece after "e a ultima". Kept: names of steps and dates under marked names, a key's prefix and suffix, grep's lines of a template's empty `NAME=`, the
-        comment of a key in authorized_keys, Claude and a clause, Perl's join of words with a comma, where a
-        password was put."""
+        the last piece after "e a ultima". Kept: names of steps and dates under marked names, a key's prefix
+        and suffix, grep's lines of a template's empty `NAME=`, the comment of a key in authorized_keys, Claude
+        and a clause, Perl's join of words with a comma, where a password was put."""
         self.assert_redacted({
             "la clau de la xarxa del magatzem ha canviat, ara és Rovelló.Pruna417. la de convidats igual": ["Rovelló.Pruna417"],
             "o contrasinal do usuario de lectura é 61rb4ll0*Pazo27, conéctate e mira": ["61rb4ll0*Pazo27"],
