@@ -2298,8 +2298,9 @@ _PROSE_SECRET_WORDS = (
     r"|schl[üu]ssel|klucz|hesl[oa]|[şs]ifre|anahtar|kulcs\w{0,3}|jeton|clé|sleutel|nyckel|segred[oa]|segret[oa]|geheimnis|токен|ключ|парол[ьяюе])\b(?![/.]\w)")  # not in keys/ops.pem, db-password
 _PROSE_NEAR_WORDS = r"(?i)(?<!--- )\b(?:pass|pw|pwd|pin)[ \t]*(?:[:=][ \t]*)?[\"'`]?$"  # `pass X`, pass `X`: the value comes next (not go test's `--- PASS: TestX`)
 # Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
-# most prose before a candidate holds none, and is not searched (_may_hold_a_word).
-_PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clau", "clav", "clé", "contrasi", "frase ", "pasahitz", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
+# most prose before a candidate holds none, and is not searched (_may_hold_a_word). Catalan's clau with
+# what follows it: every line of a Claude session holds "clau".
+_PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clau ", "clau:", "clav", "clé", "contrasi", "frase ", "pasahitz", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
                        "ifre", "jeton", "kennwort", "key", "klucz", "kulcs", "kunci", "nyckel", "parola", "pass", "pin", "pw", "recovery",
                        "odzysk", "recupera", "récupéra", "secours", "återställ", "wiederherstell", "recupero", "herstelcode", "pemulihan",
                        "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord", "wagwoord",
@@ -11225,7 +11226,7 @@ def _second_readings(original: str) -> list:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
     if "\n" in original and _holds_labelled_parts(original.lower()):
         readings.append(("a secret's labelled parts", _redact_labelled_parts))
-    if "\n" in original and _regex(_SIBLING_STEM).search(original):
+    if "\n" in original:  # (its pattern reads lines' starts only: cheaper than a look for its words over the whole text)
         readings.append(("a secret's parts under marked names", _redact_sibling_parts))
     if "\n" in original and ("  " in original or "\t" in original or ("," in original or ";" in original) and _regex(_TWO_DELIMITED_ROWS).search(original)):
         readings.append(("rows of accounts", _redact_account_rows))
