@@ -3473,7 +3473,7 @@ def _spoken_passphrase(match: Any) -> list:
         found = _regex(_SPOKEN_AFTER_CONNECTOR).match(match.string, match.end())
         if found and not _regex(r"[ \t]*(?:\r?\n|$|,[ \t]|\(|[\"'`]|[—–]|[ \t]+(?:until|bis|jusqu|hasta|fino|do|till)\b)").match(match.string, found.end("v")):
             gap = match.string[match.end():found.start("v")]  # a clause a sentence ends (`.`, `;`, `if …`): close to the word, about no public key
-            found = found if len(gap) <= 40 and not _regex(r"(?i)publi|öffentlich").search(gap) else None
+            found = found if len(gap) <= 60 and not _regex(r"(?i)publi|öffentlich").search(gap) else None
         words = found.group("v").split() if found else ()  # three words where the clause ends (a comma, the line's end), four before other words
         ends = found and (_regex(r"[ \t]*(?:\r?\n|$|,|[—–]|\()|[ \t]+(?=[^\x00-\u024f\s\d])").match(match.string, found.end("v")) or _regex(r"\.(?:[ \t]|$)").match(
             match.string, found.end("v")) and _regex(r"(?i)\b(?:is|was|it'?s|now)[ \t]+$").search(match.string, found.start(), found.start("v")))  # (a dash, a note in brackets, a particle; an English sentence's end: "… is willow octopus candle.")
