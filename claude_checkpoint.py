@@ -2294,13 +2294,13 @@ _PROSE_SECRET_WORDS = (
     r"|pass ?words?|pw|pwd|credentials?|creds|(?:recovery|backup) codes?|tokenj\w{0,5}|passwort|kennwort|contrase[ñn]a"
     r"|kody? odzyskiwania|c[óo]digos? de recupera(?:ci[óo]n|[çc][ãa]o)|codes? de (?:récupération|recuperation|secours)|wiederherstellungs-?(?:codes?|schlüssel)"
     r"|codic[ei] di recupero|herstelcodes?|kode pemulihan|återställningskoder?"  # a recovery code, in the languages sessions are written in
-    r"|mot de passe|senha|wachtwoord|wagwoord|parola|l[öo]senord|salasana|hasło|haslo|kata sandi|kunci(?: rahasia)?|clave|chave|chiave|clau|contrasinal|pasahitz\w{0,3}|frase (?:de pas|mestra|maestra)"
+    r"|mot de passe|senha|wachtwoord|wagwoord|parola|l[öo]senord|salasana|hasło|haslo|kata sandi|kunci(?: rahasia)?|clave|chave|chiave|contrasinal|pasahitz\w{0,3}|frase (?:de pas|mestra|maestra)"
     r"|schl[üu]ssel|klucz|hesl[oa]|[şs]ifre|anahtar|kulcs\w{0,3}|jeton|clé|sleutel|nyckel|segred[oa]|segret[oa]|geheimnis|токен|ключ|парол[ьяюе])\b(?![/.]\w)")  # not in keys/ops.pem, db-password
 _PROSE_NEAR_WORDS = r"(?i)(?<!--- )\b(?:pass|pw|pwd|pin)[ \t]*(?:[:=][ \t]*)?[\"'`]?$"  # `pass X`, pass `X`: the value comes next (not go test's `--- PASS: TestX`)
 # Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
-# most prose before a candidate holds none, and is not searched (_may_hold_a_word). Catalan's clau with
-# what follows it: every line of a Claude session holds "clau".
-_PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clau ", "clau:", "clav", "clé", "contrasi", "frase ", "pasahitz", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
+# most prose before a candidate holds none, and is not searched (_may_hold_a_word). (Not Catalan's clau,
+# which the credential words know: every line of a Claude session holds "clau".)
+_PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "contrasi", "frase ", "pasahitz", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
                        "ifre", "jeton", "kennwort", "key", "klucz", "kulcs", "kunci", "nyckel", "parola", "pass", "pin", "pw", "recovery",
                        "odzysk", "recupera", "récupéra", "secours", "återställ", "wiederherstell", "recupero", "herstelcode", "pemulihan",
                        "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord", "wagwoord",
@@ -2929,7 +2929,7 @@ def _word_alternation(words: str) -> str:
 _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "is|are|was|were|est|ist|war|es|és|era|è|é|lautet|equals|now|maintenant|jetzt|agora|ahora|ora|adesso|nu|nyt|nå|ni"
     "|teraz|to|jest|je|este|artık|är|er|là|adalah|ialah|ay|теперь|сейчас|равен|это|هي|هو|auf|still|noch|encore"
-    "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou assim|fica assim|ficou em|fica em|ficou|fica|passou a ser|passa a ser|pasó a ser|pasa a ser|sigue siendo|continúa siendo|continua sendo|segueix sent|segueix essent|la puse en|lo puse en|la dejé en|la dejé como|he posat|he puesto|introdujo|introduje|coloquei|digitei|quedó así|queda así|quedó en|quedo en|queda en|quedó|quedo|queda|became|becomes"
+    "|toujours|ainda|todavía|ancora|nadal|nog|fortfarande|всё ещё|ещё|είναι|היא|הוא|คือ|ficou assim|fica assim|ficou em|fica em|ficou|fica|passou a ser|sigue siendo|continúa siendo|continua sendo|segueix sent|segueix essent|la puse en|lo puse en|la dejé en|la dejé como|he posat|he puesto|introdujo|introduje|coloquei|digitei|quedó así|queda así|quedó en|quedo en|queda en|quedó|quedo|queda|became|becomes"
     "|stał się|стал|стала|currently|actuellement|atualmente|actualmente|attualmente|aktuell|obecnie|changed to|set to"
     "|reset to|updated to|teruggezet naar|teruggezet op|gereset naar|tilbakestilt til|nulstillet til|zurückgesetzt auf|réinitialisé à|restablecida a|reimpostata a|resetada para|resetováno na|změněno na|nastaveno na|gewijzigd naar|gewijzigd in|veranderd naar|aangepast naar|mudou para|alterada para|trocada para|trocado para|trocou para|redefinida para|mudou pra|trocada pra|trocado pra|trocou pra|trocamos pra|mudamos pra|definida como|cambiata in|zmienione na|zmieniono na|cambió a|cambiada a|geändert in|geändert zu|geändert auf|changé en"
     "|changé pour|literally|actually|simply|basically|it's|it’s|it is|that's|its|thats|hai|hain|olarak"
