@@ -2300,7 +2300,7 @@ _PROSE_NEAR_WORDS = r"(?i)(?<!--- )\b(?:pass|pw|pwd|pin)[ \t]*(?:[:=][ \t]*)?[\"
 # Words one of which every match of those two holds (lowercase; a test reads them from the patterns):
 # most prose before a candidate holds none, and is not searched (_may_hold_a_word). (Not Catalan's clau,
 # which the credential words know: every line of a Claude session holds "clau".)
-_PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "contrasi", "frase ", "pasahitz", "contrase", "cred", "geheim", "haslo", "hasło", "hesl",
+_PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "contrase", "contrasi", "cred", "frase ", "geheim", "haslo", "hasło", "hesl", "pasahitz",
                        "ifre", "jeton", "kennwort", "key", "klucz", "kulcs", "kunci", "nyckel", "parola", "pass", "pin", "pw", "recovery",
                        "odzysk", "recupera", "récupéra", "secours", "återställ", "wiederherstell", "recupero", "herstelcode", "pemulihan",
                        "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord", "wagwoord",
@@ -9544,7 +9544,9 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
     over): each token a secret's piece (_is_part_of_a_secret), never a call, a path, a reference.
     The message may end a line or two after the one that names the secret ("… sent the API key" ⏎
     "it came broken over two lines, so:"), or be answered by one that says it comes in parts
-    ("evo u dva dijela", _SPLIT_SAID), whose pieces may be words."""
+    ("evo u dva dijela", _SPLIT_SAID), whose pieces may be words. A first piece that reads as a name
+    alone (`ShadowPep`) counts when it joins the next into a password; a question's answer may start
+    with a short message that says it comes ("aspetta che la copio")."""
     lines, naming, splitting = original.split("\n"), {}, {}
 
     def may_name(index: int) -> bool:  # a cheap look, once a line: most lines name no secret
@@ -10445,8 +10447,10 @@ _PASSWORD_STEM = r"(?i)pass|pwd|clave|clau|chave|chiave|haslo|hasło|heslo|senha
 def _redact_sibling_parts(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the values of a secret's parts kept under names that differ only by a
     part's mark (_SIBLING_PART), when the names' stem names a secret (_SIBLING_STEM), every part reads
-    as a secret's (_is_part_of_a_secret), and the rules took one of them or the parts joined read as a
-    secret: `"ClaveA"="«…»"` ⏎ `"ClaveB"="tUWR_OIKW"` leaves no part behind."""
+    as a secret's (_is_part_of_a_secret, or six letters and digits; any value but a reference or a
+    placeholder under a mark that says part, `pass_part1`), and the rules took one of them, or the parts
+    joined look machine-made, or (a password's stem) read as a password a person chose:
+    `"ClaveA"="«…»"` ⏎ `"ClaveB"="tUWR_OIKW"` leaves no part behind."""
     siblings: dict = {}
     for found in _regex(_SIBLING_PART).finditer(original):
         siblings.setdefault(found.group("stem").lower(), {})[found.group("mark").lower().lstrip("_-.")] = found.group("value")
@@ -11642,7 +11646,7 @@ def _redact_continued(original: str, text: str, count: int, replaced: list) -> t
 def _redact_under_prefixes(_original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the secrets the rules find in text (what they left of the original) once
     the lines' prefixes are set aside (_LINE_PREFIX: a numbered file read, grep's output, a diff;
-    only the rules that read lines) or
+    only the rules that read lines, and strings joined over lines, _redact_folded) or
     a shell's or JSON's escapes undone (every rule) also redacted, wherever they stand whole (each
     line of a value that spans lines: a key's body); a terminal's colour codes taken out too."""
     output_key = r'"\w{0,30}(?:content|output|stdout|stderr|text|result)"[ \t]*:[ \t]*"'
