@@ -9476,7 +9476,7 @@ _ANNOUNCED_END = (r"(?:[:：]|(?<![\w'’])(?:is|are|c'est|est|es|é|è|ist|laut
 # (`mayman-pho`, `sach-lua`), which a piece no message announced may not be (_reads_as_a_name). (The rule
 # context-split-secret knows some of these words too: it reads pieces given after a label, this reading pieces alone.)
 _SPLIT_SAID = (r"(?i)\b(?:in(?:to)?|as|en|em|w|ve|i)[ \t]+(?:two|three|2|3|deux|trois|zwei|drei|dos|tres|duas|dois|três|due|tre|twee|drie"
-               r"|dwóch|dwoch|trzech|dvou|två|to|dúas|dues|zwoa)[ \t]+(?:\w+[ \t]+)?(?:parts?|pieces|bits|halves|messages|msgs|chunks|parties|morceaux|fois|teilen|teile|teil|bocados|trossos|liñas|línies|mensaxes|missatges|anacos"
+               r"|dwóch|dwoch|trzech|dvou|två|to|dúas|dues|zwoa)[ \t]+(?:\w+[ \t]+)?(?:parts?|pieces|bits|halves|messages|msgs|chunks|parties|morceaux|fois|teilen|teile|teil|bocados|bloques|blocos|blocs|blocchi|blocks|trossos|liñas|línies|mensaxes|missatges|anacos"
                r"|nachrichten|hälften|stücken|partes|mensajes|trozos|mitades|mensagens|pedaços|metades|parti|messaggi|pezzi|delen|stukken|berichten"
                r"|częściach|czesciach|wiadomościach|kawałkach|částech|delar|dele|deler|lines|zeilen|righe|líneas|linhas|lignes|regels|řádcích|řádky)\b"
                r"|\b(?:in|en|em|w|na|dalam|jadi|a)[ \t]+(?:pieces|chunks|bits|pedazos|trozos|pedaços|kawałkach|kawałki|stücken|morceaux|bagian|potongan|trossos|anacos)\b"  # "te lo pego en pedazos"
@@ -9497,7 +9497,8 @@ _ANNOUNCED_REACH = 8  # lines after the message that names a secret where its pi
 _NEXT_PIECE_LABEL = (r"(?i:(?:(?:and|e|i|a|y|und|et|en|ve|pa|og|och|ja)[ \t]+)?(?:then|poi|luego|dann|puis|dan|depois|potem|pak|onda|zatim|nato|još|sonra|ensuite|después|tapos|lanjut|terus"
                      r"|(?:acaba|termina|finisce|finit|ends)[ \t]+(?:com|con|em|en|with|par|per|in))"  # "e acaba com …", "tapos …"
                      r"|(?:second|2nd|last|zweite[rn]?|seconda|segunda|seconde|deuxième|drug[iao]|tweede|andra|ikinci|toinen|druh[áa])[ \t]+[^\W\d_]{2,12}"
-                     r"|(?:part|teil|deel|parte|partie|phần|część|dio|del|díl|osa|kısım|bagian|sehemu|pezzo)[ \t]*[2-4B])(?:[ \t]*[:：\-–])?")
+                     r"|(?:part|teil|deel|parte|partie|phần|część|dio|del|díl|osa|kısım|bagian|sehemu|pezzo)[ \t]*[2-4B]"
+                     r"|(?:bloque|bloco|bloc|blocco|block|grupo|gruppo|group)[ \t]*[1-8])(?:[ \t]*(?:[:：\-–]|->|→))?")  # (a block's number, the first's too: "bloque 1 -> …")
 _PIECE_MESSAGE = r"(?:" + _NEXT_PIECE_LABEL + r"[ \t]+)?`?" + _ANNOUNCED_TOKEN + r"`?"  # a message of one piece, labelled or not (in backticks too: a chat's code span)
 # A note after a message's one piece, a dash or brackets before it: "IntiSirena%566 — ik zet hem er vanmiddag in".
 _PIECE_NOTE = r"(?:[ \t]+(?:[—–]|--?)[ \t]+[^\n]{1,120}?|[ \t]+\([^()\n]{1,80}\))?"
@@ -9562,8 +9563,8 @@ def _redact_announced_lines(original: str, text: str, count: int, replaced: list
     def piece(token: str, saying: range) -> bool:  # (whether a line of saying says it comes in parts is asked only when needed: a costly search)
         return _is_announced_piece(token) or any(map(says_split, saying)) and _is_part_of_a_secret(token) and not _is_call(token)
 
-    def is_header(prefix: Any, body: str, taken: list) -> bool:  # a chat's header (a name, a time), or a blank line
-        return not body or _regex(r"\d{1,2}:\d\d").search(body) and len(body.split()) <= 6 or _regex(r"[^\W\d_]+(?:[ \t]+\(?[^\W\d_]+\)?){0,3}").fullmatch(body) and (
+    def is_header(prefix: Any, body: str, taken: list) -> bool:  # a chat's header (a name, a time), a blank line, a code block's fence
+        return not body or body.startswith("```") and _regex(r"```[\w\-]{0,20}").fullmatch(body) is not None or _regex(r"\d{1,2}:\d\d").search(body) and len(body.split()) <= 6 or _regex(r"[^\W\d_]+(?:[ \t]+\(?[^\W\d_]+\)?){0,3}").fullmatch(body) and (
             not taken or _regex(r"\d{1,2}:\d\d").search(prefix.group())) and not _is_part_of_a_secret(body)
 
     def pieces_after(index: int, speaker: str, answered: bool = False) -> tuple:
@@ -10164,7 +10165,7 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # with …", "second half: …", "Teil 2: …", "Fortsetzung: …", "nog … erachter", "il resto è …", "la seconde
 # partie … : « … »", "後半は「…」", "… is the end of it". Read only after a redacted value, within the
 # lines that follow it.
-_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\brest(?=[ \t]+(?:na|is)[ \t]+\S)|\blanjut(?:nya)?\b|\btapos\b|\b(?:e[ \t]+)?a[ \t]+[uú]ltima(?:[ \t]+parte)?(?=[ \t]+\S*[\d\W])|\bno[ \t]+fim(?:[ \t]+tem)?(?=[ \t]+\S*[\d\W])|(?:\bcòn[ \t]+)?đoạn[ \t]+(?:sau|cuối)|\(cont(?:inued|\.)?\)|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
+_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\brest(?=[ \t]+(?:na|is)[ \t]+\S)|\blanjut(?:nya)?\b|\btapos\b|\b(?:e[ \t]+)?a[ \t]+[uú]ltima(?:[ \t]+parte)?(?=[ \t]+\S*[\d\W])|\b(?:(?:e|y|i)[ \t]+)?(?:a|la)[ \t]+segunda(?=[ \t]+\S*[\d\W])|\bno[ \t]+fim(?:[ \t]+tem)?(?=[ \t]+\S*[\d\W])|(?:\bcòn[ \t]+)?đoạn[ \t]+(?:sau|cuối)|\(cont(?:inued|\.)?\)|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
                        r"|\bzbytek|\b(?:h)?alafu\b|\bende[ \t]*(?=[:：])|\bla[ \t]+fin[ \t]+c'est|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|polovica|část|časť|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\bpezzo[ \t]*(?:2|due)\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in|en)|\bandre[ \t]+del(?:en)?|\ban[ \t]+dara[ \t]+leath|\bnea[ \t]+ɛtɔ[ \t]+so[ \t]+abien|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
                        r"|\bteil[ \t]*2\b|(?<![^\s:：])fin[ \t]*(?=[:：])|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
@@ -10266,7 +10267,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("phần", "la resta", "rest na", "tapos", "đoạn", "(cont", "ltima", "no fim", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("phần", "la resta", "rest na", "tapos", "đoạn", "(cont", "ltima", "no fim", "a segunda", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
