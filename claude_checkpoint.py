@@ -10014,7 +10014,7 @@ _WRAPPED_REST = r"([^\s\"'`,;:=<>(){}\[\]|]{4,200}(?:=[0-9A-F]{8}(?![\w=])|={0,2
 
 
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
-_SPEAKER_LINE = r"([^\W\d][\w.\- ]{0,40}?)[ \t]+\d{1,2}:\d{2}(?:[ \t]*[AaPp]\.?[ \t]?[Mm]\.?)?[ \t]*"  # a chat's header of a name and a time: `Bartek Z. 09:14`
+_SPEAKER_LINE = r"([^\W\d][\w.\- ]{0,40}?),?[ \t]+\d{1,2}:\d{2}(?:[ \t]*[AaPp]\.?[ \t]?[Mm]\.?)?[ \t]*"  # a chat's header of a name and a time: `Bartek Z. 09:14`, Zalo's `Trần Thị Mai, 09:41`
 
 
 def _shared_prefix(above: str, below: str) -> int:
