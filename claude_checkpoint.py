@@ -4217,7 +4217,7 @@ _OLD_OR_NEW = r"(?i)old|new|alt|neu|ancien|nouveau|antigo|novo|anterior|nuevo|ac
 _CODE_WORDS = r"codes?|kod|koden|kode|kodu|kód|kódja|código|codigo|codi|codice|код|कोड|(?:ال)?كود|ה?קוד"
 # A column that names what a code opens, its code's word left out: `LOCKBOX`, `GATE`, `PORTERO` (an intercom), `宅配BOX`.
 _LOCK_COLUMN = (r"(?i)(?:[^\W\d_]+[ _\-])?(?:lock ?box(?:es)?|key ?(?:box|safe)|gates?|doors?|keypads?|teclado|puertas?|portal|portón|porta|portail|kap[ıi]|hek|deur|t[üu]r|sleutelkas|portero|porter[ií]a|intercom|interfono|citofono|interphone"
-                r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)"
+                r"|domofon\w{0,2}|домофон\w{0,2}|safe|tresor|sejf|garage|schl(?:ü|ue)ssel(?:box|kasten|tresor)|オートロック|宅配(?:box|ボックス)|玄関|공동현관|현관)"
                 r"(?:[ _\-](?:principal|principale|main|front|back|rear|side|lateral|trasera|traseira|delantera|entrada|da frente|dos fundos))?")  # `Porta principal`
 _CODE_COLUMN = (r"(?i)(?:[^\W\d_][^\s_\-]{0,30}[ _\-]){0,2}(?:" + _CODE_WORDS + r")|(?:" + _CODE_WORDS + r")[ _\-][^\W\d_]+"
                 r"|[^\x00-\u024f]{0,12}(?:コード|暗証番号|门禁码|門禁碼|开锁码|開鎖碼)")  # (a word of Devanagari holds marks \w does not: अलार्म कोड; Japanese joins its words: 警報解除コード)
@@ -5935,6 +5935,10 @@ zapier-webhook               -                      hooks\.zapier\.com/hooks/cat
 bitrix24-webhook             -                      \.bitrix24\.[a-z]{2,6}/rest/\d{1,8}/(?P<s>[a-z0-9]{10,32})(?=/|$|[\s"'<>])
 #   catch: BITRIX_HOOK = "https://example.bitrix24.kz/rest/17/«xfdyjmsuz454lndc»/"
 #   keep:  https://example.bitrix24.kz/rest/api/crm.lead.add.json
+# Metabase's session header: a UUID, the whole of a logged-in session (a UUID elsewhere is an id).
+metabase-session-header      -                      (?i)X-Metabase-Session[\"']?[ \t]*[:=][ \t]*[\"']?(?P<s>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b
+#   catch: curl -s https://bi.example.com/api/card/412/query/json -X POST -H "X-Metabase-Session: «4d54c8c0-9359-55c6-a47b-0ae589636b1c»"
+#   keep:  X-Metabase-Session: $MB_SESSION
 # A Kaltura Session (KS) in a media URL's path or query: version 2 starts with base64 of `v2|`.
 kaltura-session              -                      (?<=/ks/|[?&]ks=)(?P<s>djJ8[A-Za-z0-9_\-]{40,1024})
 #   catch: GET https://cdnapisec.kaltura.com/p/2031842/sp/203184200/playManifest/entryId/1_ub52/format/applehttp/ks/«djJ8MjAzMTg0MnyT3kq0Lw9ZpXvN7aQm2R8sYb4Cd6Ef»/a.m3u8
@@ -13145,6 +13149,7 @@ RULE_WORDS = {
         ()),
     "zapier-webhook": ("51ffbbe8", ("hooks.zapier.com/hooks/catch/",), ("hooks.zapier.com/hooks/catch/",), ()),
     "bitrix24-webhook": ("a7f70cfb", (".bitrix24.",), (".bitrix24.",), ("/rest/",)),
+    "metabase-session-header": ("9064c26b", ("x-metabase-session",), ("x-metabase-session",), ()),
     "kaltura-session": ("a63ac402", ("djj8",), ("djj8",), ("/ks/", "ks=")),
     "bot-api-url-token": ("7a274557", ("/bot",), ("/bot",), (":",)),
     "teams-webhook": ("9979e784", ("incomingwebhook/",), ("incomingwebhook/",), ("-",)),

@@ -3119,7 +3119,8 @@ class TestRedaction(unittest.TestCase):
         Portuguese's "passou a ser", Spanish's "sigue siendo" and "la puse en"; Perl's `join '', '…', '…'`;
         the last piece after "e a ultima"; a passphrase of words fifty characters after its word; pieces in a
         code block under the line that names them, and in numbered blocks ("bloque 1 -> …"); a rest under a
-        chat's header of a name, a comma and a time (Zalo's `Phạm Thu Hà, 09:41`). Kept: names of steps and dates under marked names, a key's prefix
+        chat's header of a name, a comma and a time (Zalo's `Phạm Thu Hà, 09:41`); a key box's column
+        (`schluesselbox`). Kept: names of steps and dates under marked names, a key's prefix
         and suffix, grep's lines of a template's empty `NAME=`, the comment of a key in authorized_keys, Claude
         and a clause, Perl's join of words with a comma, where a password was put."""
         self.assert_redacted({
@@ -3152,6 +3153,7 @@ class TestRedaction(unittest.TestCase):
             "Usuario: `veeam_dr`\nContraseña (partida a propósito, concatenar):\n\n```\nkrbDY86cCicQ\nnPui5aiUCEpV\n```": ["krbDY86cCicQ", "nPui5aiUCEpV"],
             "o provedor dinos o contrasinal de servizo en tres bloques:\nbloque 1 -> jkLzmi\nbloque 2 -> 63q4c7Q28\nbloque 3 -> J1GeTL": ["jkLzmi", "63q4c7Q28", "J1GeTL"],
             "Phạm Thu Hà, 09:41\nvnp_HashSecret production nè: L9RX3NASU6MQY8P4Z0B\nPhạm Thu Hà, 09:41\nD04PL5SU8UC9S0X\nVũ Minh, 09:43\nok em": ["L9RX3NASU6MQY8P4Z0B", "D04PL5SU8UC9S0X"],
+            "objekt;adresse;alarmcode;schluesselbox\nRathaus Nord;Marktplatz 3;770912;539177\nBauhof;Industriestr. 9;120034;8128486": ["539177", "8128486"],
         })
         self.assert_kept((
             "step_1 = build\nstep_2 = test",
