@@ -2304,7 +2304,7 @@ _PROSE_SECRET_PARTS = ("anahtar", "backup", "chav", "chiav", "clav", "clé", "co
                        "ifre", "jeton", "kennwort", "key", "klucz", "kulcs", "kunci", "nyckel", "parola", "pass", "pin", "pw", "recovery",
                        "odzysk", "recupera", "récupéra", "secours", "återställ", "wiederherstell", "recupero", "herstelcode", "pemulihan",
                        "salasana", "sandi", "schl", "secret", "segre", "senha", "senord", "sleutel", "token", "wachtwoord", "wagwoord",
-                       "ключ", "парол", "токен", "パスワード", "暗証番号", "トークン", "密码", "密碼", "口令", "令牌", "비밀번호", "암호")
+                       "ключ", "парол", "токен", "パスワード", "暗証番号", "トークン", "密码", "密碼", "口令", "令牌", "비밀번호", "패스워드", "암호")
 _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?i)(?:\b|(?<=_)(?<!session_))(?:op[ \t]+(?:item|document)[ \t]+get|commit|sha\d*|hash|digest|checksum|revision|rev|fingerprint|id|uuid|version|release|build|etag|tag"
     r"|branch|ref|image|pid|port|run|job|issue|ticket|pr|trace|span|request|order|invoice|account|user(?:name)?"
@@ -2318,7 +2318,7 @@ _PROSE_NOT_A_SECRET_BEFORE = (
     r"(?:[ \t]*(?:[#=][ \t]*)?[\"']?|[\"'][ \t]*:[ \t]*[\"'])$")
 _PROSE_HASH_WORDS = r"(?i)(?<![a-z])(?:commit|sha\d*|hash|hashed|digest|checksum|revision|rev|fingerprint|build|etag|id|object|blob|merge)(?![a-z])"
 _PROSE_NAMED_AFTER = (r"(?i)[)\]'\"`]*(?:\s+(?:is|was|as|will be|=|es|era|est|ist|war|è|é|jest|är)\s+(?:[\w\-]+\s+){0,4}?" + _PROSE_SECRET_WORDS[4:]
-                      + r"|[ \t]*(?:が|は|是|为|為)[ \t]*(?:パスワード|暗証番号|トークン|密码|密碼|口令|令牌|비밀번호|암호))")  # "X es la contraseña …", "X がパスワードです"
+                      + r"|[ \t]*(?:が|は|是|为|為)[ \t]*(?:パスワード|暗証番号|トークン|密码|密碼|口令|令牌|비밀번호|패스워드|암호))")  # "X es la contraseña …", "X がパスワードです"
 _PROSE_CONNECTOR = r"(?i)(?:\b(?:is|was|are|to|now|be|becomes|into|use|using)|[=:(\u2192]|->)\s*$"
 
 
@@ -2797,7 +2797,7 @@ _CREDENTIAL_WORDS = (
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t]|\bla[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …", "la pass del wifi quedó …"
     r"|(?i:парол[ьяюе]\w*|ключ|кілт\w*|токен|секрет|кук[аиуеі](?!\w)|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|የይለፍ ቃ[ልሉ]|ይለፍ ቃ[ልሉ]|ፒን|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|باسورد|الباسورد|والباسورد|باسوورد|الباسوورد|الباس(?![\u0600-\u06ff])|والباس(?![\u0600-\u06ff])|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ|کلید|கடவுச்சொல்|aṣínà|رمز(?:ش)?(?![\u0600-\u06ff])|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ፓስወርድ|ፓስወርዱ|პაროლ[იისს]\w{0,3}|(?i:құпия\s?сөз\w{0,3}|qup[ıi]y?a\s?s[óo]z\w{0,3}|kupiya\s?soz\w{0,3}))")  # (Persian's رمز, کلمه عبور; Amharic's ፓስወርድ)  # (Egyptian Arabic's باسورد, والباس: "and the pass")
+    r"|비밀번호|패스워드|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|የይለፍ ቃ[ልሉ]|ይለፍ ቃ[ልሉ]|ፒን|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|باسورد|الباسورد|والباسورد|باسوورد|الباسوورد|الباس(?![\u0600-\u06ff])|والباس(?![\u0600-\u06ff])|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ|کلید|கடவுச்சொல்|aṣínà|رمز(?:ش)?(?![\u0600-\u06ff])|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ፓስወርድ|ፓስወርዱ|პაროლ[იისს]\w{0,3}|(?i:құпия\s?сөз\w{0,3}|qup[ıi]y?a\s?s[óo]z\w{0,3}|kupiya\s?soz\w{0,3}))")  # (Persian's رمز, کلمه عبور; Amharic's ፓስወርድ)  # (Egyptian Arabic's باسورد, والباس: "and the pass")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
 # variable): `b64decode("…")`, `hex!("…")`, `Encoding.UTF8.GetBytes("…")`, `Buffer.from("…")`, `String::from("…")`.
 _DECODING_CALL = (r"(?:\[\]byte\(|(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode|decode\w{0,10}|encode|bytes|GetBytes|FromBase64String"
@@ -4175,7 +4175,7 @@ def _credential_columns(names: list) -> tuple:
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).match(name) and name.split()[-1].lower() not in _ABOUT_A_SECRET
                      or 2 <= len(name.split()) <= 4 and _regex(_CREDENTIAL_WORDS).fullmatch(name.split()[-1])  # the word last: `공동현관 비밀번호`, `관리실 PC 암호`
                      or "-" in name and _regex(_CREDENTIAL_WORDS).fullmatch(name.rsplit("-", 1)[-1])  # API-Schlüssel
-                     or _regex(r"(?:[^\x00-\u024f]|[A-Za-z0-9\-]){1,12}(?:パスワード|暗証番号|パスコード|密码|密碼|口令|비밀번호|암호)|(?i:auth[ \-]?(?:code|info)|authinfo[ \-]?codes?|epp[ \-]?(?:code|key)|transfer[ \-]?code)").fullmatch(name.strip())  # 初期パスワード, 管理者密码 (CJK writes no space before the word); a domain's transfer code
+                     or _regex(r"(?:[^\x00-\u024f]|[A-Za-z0-9\-]){1,12}(?:パスワード|暗証番号|パスコード|密码|密碼|口令|비밀번호|패스워드|암호)|(?i:auth[ \-]?(?:code|info)|authinfo[ \-]?codes?|epp[ \-]?(?:code|key)|transfer[ \-]?code)").fullmatch(name.strip())  # 初期パスワード, 管理者密码 (CJK writes no space before the word); a domain's transfer code
                      or _regex(r"(?i)[^\W\d_]{2,20}(?:kennwort|passwort|wachtwoord|wagwoord|l[öo]senord|adgangskode|salasana|jelsz[óo])").fullmatch(name)  # Startkennwort, beginwachtwoord
                      or _regex(r"(?i)(?:login_)?totp(?:[ _]secret)?|otp[ _]secret|(?:2fa|mfa)(?:[ _](?:secret|backup|codes?|recovery))?|(?:backup|recovery)[ _]codes?"
                                r"|c[óo]digos?[ _]de[ _](?:respaldo|recuperaci[óo]n|backup)|codes?[ _]de[ _](?:secours|r[ée]cup[ée]ration)|wiederherstellungs-?codes?").fullmatch(name)):  # a password manager's TOTP seed, backup codes
@@ -4225,7 +4225,7 @@ _CODE_COLUMN = (r"(?i)(?:[^\W\d_][^\s_\-]{0,30}[ _\-]){0,2}(?:" + _CODE_WORDS + 
 _PLACE_COLUMN = (r"(?i)sites?|rooms?|locations?|buildings?|doors?|floors?|offices?|objek?te?|standort|raum|geb[äa]ude|sala|sede|oficina|lokalizacja"
                  r"|pomieszczenie|budynek|m[íi]stnost|budova|plats|lokal|kohde|huone|sijainti|salle|b[âa]timent|edificio|stanza|ufficio|ruimte|locatie|pand|oda|bina|konum")
 # A column's name that says password, in the languages tables are written in: its cells hold what people chose.
-_PASSWORD_COLUMN = r"(?i)pass|pw|kennwort|contrase|senha|has[łl]o|heslo|parol|salasan|l[öo]senord|wachtwoord|wagwoord|[şs]ifre|mdp|mot de passe|パスワード|密码|密碼|비밀번호"
+_PASSWORD_COLUMN = r"(?i)pass|pw|kennwort|contrase|senha|has[łl]o|heslo|parol|salasan|l[öo]senord|wachtwoord|wagwoord|[şs]ifre|mdp|mot de passe|パスワード|密码|密碼|비밀번호|패스워드"
 
 
 # Where a value is kept, as a cell says it in words instead of giving it.
@@ -4293,7 +4293,7 @@ def _find_html_login_row(match: Any) -> list:
             first = cells[1].start(1) + cells[1].group(1).index(value)
             return [(first, first + len(value))]
         return []
-    headed = _regex(r"(?i)\b(?:access\w*|accès|acceso|acesso|logins?|zugang\w*|credentials?|password\w*|passw\w*|kennw\w*|mot de passe|contraseñ\w*|senha)\b|계정|관리자|비밀번호|アカウント|パスワード|账号|密码").search(
+    headed = _regex(r"(?i)\b(?:access\w*|accès|acceso|acesso|logins?|zugang\w*|credentials?|password\w*|passw\w*|kennw\w*|mot de passe|contraseñ\w*|senha)\b|계정|관리자|비밀번호|패스워드|アカウント|パスワード|账号|密码").search(
             text, max(0, match.start() - 600), match.start())
     for login, value in zip(cells[1:], cells[2:]):
         name, secret = login.group(1).strip(), value.group(1).strip()
@@ -10442,8 +10442,9 @@ def _redact_labelled_parts(original: str, text: str, count: int, replaced: list)
 # A secret kept in parts under names that differ only by a part's mark, one a line: a registry's `"ClaveA"="…"`
 # ⏎ `"ClaveB"="…"`, COBOL's `05 WS-CLAVE-1 PIC X(16) VALUE '…'.`, nginx's `set $auth_a "…";`, YAML's `KEY_1: "…"`,
 # an INI file's `pass_part1 = …` ⏎ `pass_part2 = …`, JSON's `"PassPrefix": "…"` ⏎ `"PassSuffix": "…"`.
+_SIBLING_MARK = r"(?P<mark>[_\-.]?(?:(?i:part|parte|teil|half|chunk|piece|bagian|frag(?:ment)?)?[_\-]?(?:[1-4]|[A-D]|(?<=[_\-])[a-d])|(?i:prefix|suffix)))"
 _SIBLING_PART = (r"(?m)^[ \t]*(?:\d\d[ \t]+|(?:set|export|SET)[ \t]+)?[\"'$]?(?P<stem>[A-Za-z_][\w.\-]{1,40}?)"
-                 r"(?P<mark>[_\-.]?(?:(?i:part|parte|teil|half|chunk|piece|bagian|frag(?:ment)?)?[_\-]?(?:[1-4]|[A-D]|(?<=[_\-])[a-d])|(?i:prefix|suffix)))[\"']?"
+                 + _SIBLING_MARK + r"[\"']?"
                  r"(?:[ \t]*(?:=|:|=>)[ \t]*|[ \t]+(?:PIC[ \t][^\n]{0,30}?VALUE[ \t]+)?)[\"']?(?P<value>[^\s\"';]{4,256}?)[\"']?[ \t]*[;.,]?[ \t]*$")
 _SIBLING_STEM = r"(?i)pass|pwd|key|token|secret|cred|auth|clave|clau|chave|chiave|schl|sleutel|klucz|haslo|hasło|heslo|senha|contrase|sandi|kunci"
 _PASSWORD_STEM = r"(?i)pass|pwd|clave|clau|chave|chiave|haslo|hasło|heslo|senha|contrase|sandi"  # (those a person chooses)
@@ -10451,25 +10452,71 @@ _PASSWORD_STEM = r"(?i)pass|pwd|clave|clau|chave|chiave|haslo|hasło|heslo|senha
 
 def _redact_sibling_parts(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the values of a secret's parts kept under names that differ only by a
-    part's mark (_SIBLING_PART), when the names' stem names a secret (_SIBLING_STEM), every part reads
-    as a secret's (_is_part_of_a_secret, or six letters and digits; any value but a reference or a
-    placeholder under a mark that says part, `pass_part1`), and the rules took one of them, or the parts
-    joined look machine-made, or (a password's stem) read as a password a person chose:
+    part's mark: one a line (_SIBLING_PART), in one tuple's assignment (`key_a, key_b = "…", "…"`)
+    or in a table's columns (`key_prefix,key_suffix`, _column_parts), when _are_parts_of_a_secret:
     `"ClaveA"="«…»"` ⏎ `"ClaveB"="tUWR_OIKW"` leaves no part behind."""
     siblings: dict = {}
     for found in _regex(_SIBLING_PART).finditer(original):
         siblings.setdefault(found.group("stem").lower(), {})[found.group("mark").lower().lstrip("_-.")] = found.group("value")
-    found_values = []
-    for stem, parts in siblings.items():
-        values = [parts[mark] for mark in sorted(parts)]
-        said = any(_regex(r"part|teil|half|chunk|piece|bagian|frag").match(mark) for mark in parts)  # a mark that says part: `pass_part1` (its parts may be words: `adobo.gudang.j`; a key's prefix may be a word: `tenant`)
-        if len(values) < 2 or not _regex(_SIBLING_STEM).search(stem) or not all(
-                _is_part_of_a_secret(value) or value.isalnum() and len(value) >= 6 or said and not _is_reference(value) and not _is_placeholder(value) for value in values):
-            continue
-        joined, password = "".join(values), _regex(_PASSWORD_STEM).search(stem) is not None
-        if said or any(value not in text for value in values) or looks_machine_generated(joined) or password and looks_like_chosen_password(joined):
-            found_values += values  # (a key's parts a machine made; a password's a person may have chosen: a key's `tenant` and `cache-v2` are no secret)
+    groups = list(siblings.items()) + _tuple_parts(original) + _column_parts(original)
+    found_values = [value for stem, parts in groups if _are_parts_of_a_secret(stem, parts, text) for value in parts.values()]
     return _redact_found_again(text, count, replaced, found_values)
+
+
+def _are_parts_of_a_secret(stem: str, parts: dict, text: str) -> bool:
+    """Whether values under one stem's part marks ({mark: value}) are a secret's parts: the stem names
+    a secret (_SIBLING_STEM), every part reads as a secret's (_is_part_of_a_secret, or six letters and
+    digits; any value but a reference or a placeholder under a mark that says part, `pass_part1`), and
+    the rules took one of them, or the parts joined look machine-made, or (a password's stem) read as
+    a password a person chose. A cache's `KeyPrefix: tenant` ⏎ `KeySuffix: cache-v2` is no secret."""
+    values = [parts[mark] for mark in sorted(parts)]
+    said = any(_regex(r"part|teil|half|chunk|piece|bagian|frag").match(mark) for mark in parts)  # (a part's words: `adobo.gudang.j`)
+    if len(values) < 2 or not _regex(_SIBLING_STEM).search(stem) or not all(
+            _is_part_of_a_secret(value) or value.isalnum() and len(value) >= 6 or said and not _is_reference(value) and not _is_placeholder(value) for value in values):
+        return False
+    joined, password = "".join(values), _regex(_PASSWORD_STEM).search(stem) is not None
+    return said or any(value not in text for value in values) or looks_machine_generated(joined) or password and looks_like_chosen_password(joined)
+
+
+def _split_part_name(name: str) -> Optional[tuple]:
+    """(stem, mark) of a name that ends in a part's mark (`token_parte1`, `key_prefix`, `key_b`), or None."""
+    named = _regex(r"(?P<stem>[A-Za-z_][\w.\-]{1,40}?)" + _SIBLING_MARK).fullmatch(name.strip().strip("\"'"))
+    return (named.group("stem").lower(), named.group("mark").lower().lstrip("_-.")) if named else None
+
+
+def _tuple_parts(original: str) -> list:
+    """[(stem, {mark: value})] of the tuples assigned literals one by one: `key_a, key_b = "…", "…"`."""
+    groups = []
+    for assigned in _regex(r"(?m)^[^\n=]{0,20}?\b([A-Za-z_]\w{0,40}(?:[ \t]*,[ \t]*[A-Za-z_]\w{0,40}){1,3})[ \t]*:?=[ \t]*"
+                           r"((?:[\"'][^\"'\n]{4,256}[\"'][ \t]*,[ \t]*){1,3}[\"'][^\"'\n]{4,256}[\"'])").finditer(original):
+        names = [_split_part_name(name) for name in assigned.group(1).split(",")]
+        values = [literal[1:-1] for literal in _regex(r"\"[^\"\n]*\"|'[^'\n]*'").findall(assigned.group(2))]
+        if len(names) == len(values) and all(names) and len({stem for stem, _ in names}) == 1:
+            groups.append((names[0][0], {mark: value for (_, mark), value in zip(names, values)}))
+    return groups
+
+
+def _column_parts(original: str) -> list:
+    """[(stem, {mark: value})] of each row of a table whose header names two or more columns by one
+    stem and parts' marks (`servicio;token_parte1;token_parte2`, `env,service,key_prefix,key_suffix`)."""
+    groups, lines, headers = [], original.split("\n"), set()
+    for cell in _regex(r"(?i)[a-z](?:[_\-]?(?:part|teil|half|chunk|piece|frag)\w{0,4}|[_\-]?prefix|[_\-]?suffix|[_\-][1-4a-d])[\"']?[ \t]*[,;\t|]").finditer(original):
+        headers.add(original.count("\n", 0, cell.start()))  # (the lines a part's name stands on, before a separator)
+    for index in sorted(headers):
+        header = lines[index]
+        separator = next(mark for mark in (",", ";", "\t", "|") if mark in header)
+        names = [_split_part_name(cell) for cell in header.split(separator)]
+        columns: dict = {}
+        for column, name in enumerate(names):
+            if name:
+                columns.setdefault(name[0], []).append((column, name[1]))
+        columns = {stem: marks for stem, marks in columns.items() if len(marks) >= 2}
+        for row in lines[index + 1:index + 41]:
+            cells = [cell.strip().strip("\"'") for cell in row.split(separator)]
+            if len(cells) != len(names):
+                break
+            groups += [(stem, {mark: cells[column] for column, mark in marks}) for stem, marks in columns.items()]
+    return groups
 
 
 def _reads_as_first_part(value: str, one_plain_word: bool = False) -> bool:
@@ -13748,7 +13795,7 @@ RULE_WORDS = {
         "alarm", "belepesi", "belépési", "building", "code", "codici", "codigos", "códigos", "deur", "door", "dörr",
         "entry", "gate", "kap", "keypad", "kody", "larm", "locker", "office", "port", "riaszto", "riasztó", "safe",
         "toegangs", "tresor", "tür", "zugangs", "коды"), ("\n",)),
-    "context-credential-word": ("7a2d62ed", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
+    "context-credential-word": ("08ec1dfe", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
         "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clau", "clave", "code",
         "community", "contra", "contrase", "contrasinal", "contrasnya", "credential", "creds", "cyfrinair", "disarm",
         "dörr", "dør", "frasa sandi", "frase de cifrado", "frase de pas", "frase maestra", "frase mestra",
@@ -13773,9 +13820,9 @@ RULE_WORDS = {
         "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ",
         "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
         "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
-        "시크릿", "암호", "액세스", "인증", "토큰"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar",
-        "api", "apiキー", "app", "auth", "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie",
-        "chiave", "cl", "clau", "clave", "client", "code", "community", "contra", "contrase", "contrasinal",
+        "시크릿", "암호", "액세스", "인증", "토큰", "패스워드"), ("2fa", "access", "account", "adgangskode", "admin", "alarm",
+        "anahtar", "api", "apiキー", "app", "auth", "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia",
+        "cheie", "chiave", "cl", "clau", "clave", "client", "code", "community", "contra", "contrase", "contrasinal",
         "contrasnya", "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress", "dörr",
         "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase de pas",
         "frase maestra", "frase mestra", "frase passe", "frase secreta", "frase-passe", "frase-senha", "garagen",
@@ -13803,7 +13850,7 @@ RULE_WORDS = {
         "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ",
         "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン",
         "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰",
-        "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰"), ()),
+        "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰", "패스워드"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
