@@ -10484,15 +10484,30 @@ def _split_part_name(name: str) -> Optional[tuple]:
     return (named.group("stem").lower(), named.group("mark").lower().lstrip("_-.")) if named else None
 
 
+# A tuple given literals one by one: `key_a, key_b = "…", "…"`, Go's `p1, p2 := "…", "…"`.
+_TUPLE_ASSIGNED = (r"(?m)^[^\n=]{0,20}?\b([A-Za-z_]\w{0,40}(?:[ \t]*,[ \t]*[A-Za-z_]\w{0,40}){1,3})[ \t]*:?=[ \t]*"
+                   r"((?:[\"'][^\"'\n]{1,256}[\"'][ \t]*,[ \t]*){1,3}[\"'][^\"'\n]{1,256}[\"'])")
+
+
+def _tuple_assignments(original: str) -> list:
+    """[(names, the spans of their literals)] of each tuple given literals one by one (_TUPLE_ASSIGNED)."""
+    assignments = []
+    for assigned in _regex(_TUPLE_ASSIGNED).finditer(original):
+        names = [name.strip() for name in assigned.group(1).split(",")]
+        literals = [literal.span(2) for literal in _regex(r"([\"'])([^\"'\n]*)\1").finditer(original, assigned.start(2), assigned.end(2))]
+        if len(names) == len(literals):
+            assignments.append((names, literals))
+    return assignments
+
+
 def _tuple_parts(original: str) -> list:
-    """[(stem, {mark: value})] of the tuples assigned literals one by one: `key_a, key_b = "…", "…"`."""
+    """[(stem, {mark: value})] of the tuples assigned a secret's parts: `key_a, key_b = "…", "…"`."""
     groups = []
-    for assigned in _regex(r"(?m)^[^\n=]{0,20}?\b([A-Za-z_]\w{0,40}(?:[ \t]*,[ \t]*[A-Za-z_]\w{0,40}){1,3})[ \t]*:?=[ \t]*"
-                           r"((?:[\"'][^\"'\n]{4,256}[\"'][ \t]*,[ \t]*){1,3}[\"'][^\"'\n]{4,256}[\"'])").finditer(original):
-        names = [_split_part_name(name) for name in assigned.group(1).split(",")]
-        values = [literal[1:-1] for literal in _regex(r"\"[^\"\n]*\"|'[^'\n]*'").findall(assigned.group(2))]
-        if len(names) == len(values) and all(names) and len({stem for stem, _ in names}) == 1:
-            groups.append((names[0][0], {mark: value for (_, mark), value in zip(names, values)}))
+    for names, literals in _tuple_assignments(original) if "," in original else ():
+        marked = [_split_part_name(name) for name in names]
+        values = [original[a:b] for a, b in literals]
+        if all(marked) and len({stem for stem, _ in marked}) == 1 and all(len(value) >= 4 for value in values):
+            groups.append((marked[0][0], {mark: value for (_, mark), value in zip(marked, values)}))
     return groups
 
 
@@ -11960,6 +11975,10 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     for name, spans in _builders_appends(original):
         definitions[name] = definitions.get(name, []) + spans
         appended.add(name)
+    for found in _regex(r'(?m)^[ \t]*"([A-Za-z_]\w{0,40})"[ \t]*:[ \t]*"([^"\n\\$]{1,512})"').finditer(original) if "${" in original else ():
+        definitions[found.group(1)] = [found.span(2)]  # JSON's names that a `${env:NAME}` reads (VS Code's settings)
+    for names, literals in _tuple_assignments(original) if "," in original else ():
+        definitions.update((name, [span]) for name, span in zip(names, literals))  # `p1, p2 = "…", "…"`
     folds = []  # (start, end, the string made, the spans of the parts)
     lowered = original.lower()
     for start, end in _join_lines(original, lowered):
@@ -11974,7 +11993,7 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
     folds += _line_folds(original, lowered)
     folds.sort()
     joined = [(start, end) for start, end, _, _ in folds]
-    for found in _regex(r"\$(?:\{(?:(?:local|var|env|vars)\.)?([A-Za-z_]\w*)(?:\[[@*]\])?\}|\(([A-Za-z_]\w*)\)|([A-Za-z_]\w*))|\{([A-Za-z_]\w*)\}|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.(?:[Tt]oString|String|str|result)\(\))").finditer(
+    for found in _regex(r"\$(?:\{(?:(?:local|var|env|vars)[.:])?([A-Za-z_]\w*)(?:\[[@*]\])?\}|\(([A-Za-z_]\w*)\)|([A-Za-z_]\w*))|\{([A-Za-z_]\w*)\}|%([A-Za-z_]\w*)%|(?<![\w.$])([A-Za-z_]\w*)(?=\.(?:[Tt]oString|String|str|result)\(\))").finditer(
             original) if definitions else ():  # also a shell's array "${parts[@]}", Make's $(A)$(B), C#'s $"{a}{b}", Python's f"{a}{b}", cmd's %P1%%P2%, Java's sb.toString(), C#'s sb.ToString()
         name, inside = found.group(1) or found.group(2) or found.group(3) or found.group(4) or found.group(5) or found.group(6), bisect.bisect_right(joined, (found.start(), len(original))) - 1
         if name in definitions and not (inside >= 0 and joined[inside][1] > found.start()) and not _regex(r"[ \t]*[.+]?=(?!=)").match(original, found.end()):  # (not PHP's `$name =` that defines it)
