@@ -961,7 +961,7 @@ _MESSAGES_SIGNED_WITH = frozenset("hmac signing sign encryption encrypt crypto c
 _PUBLIC_KEY_SAID = (r"(?i)\bpublic[ \t]+key\b|\bpubkey\b|\bchiave[ \t]+pubblica|\bcl[ée][ \t]+publique|\böffentliche[rn]?[ \t]+schlüssel|\bclave[ \t]+pública"
                     r"|\bchave[ \t]+pública|\bklucz[ \t]+publiczny|\bveřejný[ \t]+klíč|\bjavni[ \t]+ključ|\bpublieke[ \t]+sleutel|公開鍵|公钥|公鑰|공개[ \t]?키|открыт\w{0,3}[ \t]+ключ|публичн\w{0,3}[ \t]+ключ")
 _NOT_SECRET_BEFORE_WORD = (r"(?i)(?:%s)[ _\-]?\Z" % "|".join(sorted(_PUBLIC_WORDS | _NOT_SECRET_QUALIFIERS, key=len, reverse=True))
-                           + r"|(?i:\bid[ \t]+(?:du|de|des|der|del|of(?:[ \t]+the)?)[ \t]+)\Z"  # « ID du secret : <uuid> »
+                           + r"|(?i:\b(?:id|serial(?:[ \t]+(?:number|no\.?))?|num[ée]ro[ \t]+de[ \t]+s[ée]rie|n[ºo°]\.?[ \t]+de[ \t]+s[ée]rie|seriennummer|n[úu]mero[ \t]+de[ \t]+serie)[ \t]+(?:du|de|des|der|del|des|of(?:[ \t]+the)?)[ \t]+)\Z"  # « ID du secret : <uuid> », "serial number of the token"
                            + r"|(?i:\b(?:name|nombre|nom|nome|naam|nazwa|název)[ \t]+(?:of|del|de|du|des|der|do|da|van|dla|di)[ \t]+(?:(?:the|la|le|el|das|die|o|a)[ \t]+)?)\Z"  # "Nombre del secreto en Key Vault: …"
                            + r"|(?i:\b(?:no|without|sans|ohne|keine?n?|sin|sem|senza|geen|bez|без)[ \t]+)\Z"  # what a text says it holds none of: "(802.1X, no PSK) …, base64: …"
                            + r"|(?i:\bnot[ \t]+(?:(?:an?|the|any)[ \t]+)?|\b(?:pas|non)[ \t]+(?:un|une|de)[ \t]+|\bnicht[ \t]+(?:der|die|das)[ \t]+)\Z"  # what it says it is not: "(NOT a credential, just the request)"
@@ -990,7 +990,7 @@ def _said_to_be_none(text: str, word_start: int) -> bool:
     secret: the words right before it (`PublicKey`, `hashed_secret`, `nextPageToken`, "no PSK") or,
     earlier on its line, that it is a public key (`Ed25519 public key (hex) for the signer: aa51…`,
     `chiave pubblica`)."""
-    if _regex(_NOT_SECRET_BEFORE_WORD).search(text[max(0, word_start - 14):word_start]):
+    if _regex(_NOT_SECRET_BEFORE_WORD).search(text[max(0, word_start - 24):word_start]):
         return True
     line_start = text.rfind("\n", 0, word_start) + 1
     return _regex(_PUBLIC_KEY_SAID).search(text, max(line_start, word_start - 60), word_start) is not None
@@ -1148,6 +1148,8 @@ def _is_reference(value: str) -> bool:
         return True  # a secret's path, key and the variable it fills: hashicorp/vault-action's `secret/data/ci npm_token | NPM_TOKEN ;`
     if v[-1] in "%*" and _regex(r"(?:pbkdf2_sha\d{1,3}|argon2(?:id|i|d)?|bcrypt(?:_sha256)?|scrypt|sha\d{1,3}|md5|unsalted_\w+)\$(?:%|\*|\.\*)").fullmatch(v):
         return True  # a hash's algorithm and a wildcard, a query's pattern: `WHERE password LIKE 'pbkdf2_sha256$%'`
+    if (".*" in v or ".+" in v) and _regex(r"\[\^?[^\]]+\]|\\[dwsDWS]").search(v):
+        return True  # a pattern a password must match: `password.matches(".*[^A-Za-z0-9].*")`
     if v.startswith("$ENV{") and _regex(r"\$ENV\{[A-Za-z_]\w*\}?").fullmatch(v):
         return True  # Perl's and FreeRADIUS's environment: `secret = $ENV{FLR1_RADIUS_SECRET}`
     first = v[0]
@@ -1390,6 +1392,8 @@ def _is_path_or_version(value: str) -> bool:
         return True  # a file of keys by its name: `-inkey bastion-qa1.lan.key`
     if v.startswith(("./", "../", "~/")) or _regex(r"[A-Za-z]:\\[\w .\-]|/(?:dev|etc|run|var|tmp|home|usr|opt|proc|srv|mnt|Users|Library|Volumes)(?:/|\s|$)").match(v):
         return True
+    if "@" in v and _regex(r"[a-z][\w\-]{0,40}@[~^=]?\d+(?:\.\d+){1,3}(?:[\-+][\w.]+)?").fullmatch(v):
+        return True  # a package at its version: spack's `gcc@13.2.0`, npm's `react@18.2.0`
     if v.startswith("/") and _regex(r"(?:/[\w.\-]+)+/?").fullmatch(v) and (
             _regex(r"[a-z0-9_/.\-]+").fullmatch(v) or _regex(r"\.\w{1,5}$").search(v)):
         return True  # /etc/credstore/db-password, /run/keys/App.pem; not /YSylBTdSK…/4lsH6JOZ (a key)
@@ -2366,6 +2370,10 @@ def _accept_named_in_prose(match: Any) -> bool:
                          or _PUBLIC_WORDS.intersection(_name_parts(named_before.group()))
                          or _regex(r"[\-_.]|[a-z][A-Z]").search(named_before.group()) and secret_strength(named_before.group()) == 0):
         return False  # a public key, a hashed secret, `trusted-public-keys = …`, a name that says no secret (Sec-WebSocket-Key)
+    if named_before and _regex(_PUBLIC_KEY_SAID).search(before):
+        return False  # "Clé publique Ed25519 (hex) du signataire : 7a61…"
+    if _regex(r"[A-Z][a-z]+(?:[A-Z][a-z]+)*/[a-z0-9][a-z0-9.\-]{0,252}").fullmatch(value):
+        return False  # a Kubernetes object by its kind and name: `SealedSecret/virements-db2`
     if named_before and _regex(r"[ _\-]?(?:ids?|names?|arns?|kid)\b").match(before, named_before.end()):
         return False  # what names a key, not the key: "Rotating key id ahtfcz8l → uln3k240"
     if not named_before:
@@ -2795,7 +2803,7 @@ _CREDENTIAL_WORDS = (
     r"|(?<![A-Za-z])PAT(?=[ \t]*[:=]?[ \t]+[A-Za-z0-9_]{20})"  # a personal access token: "PAT v9beojyn3…"
     r"|(?<![A-Za-z])(?i:password|passwd)(?:nya|e)(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Javanese's "passworde", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t]|\bla[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …", "la pass del wifi quedó …"
-    r"|(?i:парол[ьяюе]\w*|ключ|кілт\w*|токен|секрет|кук[аиуеі](?!\w)|κωδικός|пароль|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
+    r"|(?i:парол[ьяюе]\w*|ключ|кілт\w*|токен|секрет|кук[аиуеі](?!\w)|κωδικ(?:ός|ό|ού)(?!\w)|пароль|գաղտնաբառ\w{0,4}|gaghtnabar\w{0,3}|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
     r"|비밀번호|패스워드|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|የይለፍ ቃ[ልሉ]|ይለፍ ቃ[ልሉ]|ፒን|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|باسورد|الباسورد|والباسورد|باسوورد|الباسوورد|الباس(?![\u0600-\u06ff])|والباس(?![\u0600-\u06ff])|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ|کلید|கடவுச்சொல்|aṣínà|رمز(?:ش)?(?![\u0600-\u06ff])|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ፓስወርድ|ፓስወርዱ|პაროლ[იისს]\w{0,3}|(?i:құпия\s?сөз\w{0,3}|qup[ıi]y?a\s?s[óo]z\w{0,3}|kupiya\s?soz\w{0,3}))")  # (Persian's رمز, کلمه عبور; Amharic's ፓስወርድ)  # (Egyptian Arabic's باسورد, والباس: "and the pass")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
@@ -2936,6 +2944,8 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|btw|by the way|übrigens|nämlich|eigentlich|inzwischen|mittlerweile|schon|bereits|au fait|d'ailleurs|déjà|por cierto|ya|aliás|já|tra l'altro|già"
     "|przy okazji|кстати|уже|bu arada|trouwens|overigens|förresten|redan"  # a filler between: "ist übrigens X", "es ya X"
     "|ná"  # Irish's "Is é pasfhocal an Wi-Fi ná X"
+    "|ita ce|shi ne"  # Hausa's "it is": "Kalmar sirri ta sabar … ita ce X"
+    "|է"  # Armenian's "is": "գաղտնաբառն է՝ X"
     "|howa|hiya|rah|daba"  # Moroccan Darija in Latin letters: "l'code dyal wifi … daba howa X", "lmot de passe rah X"
     "|jadi|menjadi|dadi|itu|yaitu|yakni|yaiku|saiki"  # Indonesian's and Javanese's: "diganti jadi X", "yg baru itu X", "saiki X" (now)
     "|ab heute|ab sofort|ab jetzt|from today|as of today|from now on|desde hoy|a partir de hoy|à partir d'aujourd'hui|dès aujourd'hui|da oggi"
@@ -2951,7 +2961,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
               r"|c'est|改成了|改成|改为|改為|换成了|换成|換成|设为|設為|更改为|更改為|是|为|為|は|を|는|은|이|가|है|คือ|เป็น|—|→|(?<!\)[ \t])(?<![)\-=])->(?=[ \t]))")  # not => nor a return type's -> (`) -> Response:`)
 # A value given after a credential word, in a few words and a connector ("password di root è X",
 # "PIN: 0844"): a password-like value or a PIN counts there, not only a machine-made one.
-_GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：≔|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"|(?<![\w/.:])[a-z]{1,4}/[a-z0-9]{1,4}(?![\w/])){0,90}?(?:(?P<sign>[:：=≔]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：]?)"
+_GIVEN_VALUE = (r"(?i)(?:[^\n/={}$:：≔|?&\"]|[:：](?=\S)|\"[^\"\n]{1,40}\"|(?<![\w/.:])[a-z]{1,4}/[a-z0-9]{1,4}(?![\w/])){0,90}?(?:(?P<sign>[:：=≔]|\.{3,})|" + _CONNECTOR + r"(?:[ \t]+" + _CONNECTOR + r")*[ \t]*[:：՝]?)"
                 r"[ \t]*(?:[\"'«“(`][ \t]*)?(?:<(?:b|strong|code|em|i|tt|kbd|mark|span)\b[^<>\n]{0,40}>)?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
                 r"|[ \t]+[`\"'«“][ \t]*(?P<quoted>[^\s\"'»”<>`]{4,128})[ \t]*[`\"'»”]")  # `password `X``
 # A credential word that names a passphrase, in the languages above.
@@ -2999,6 +3009,10 @@ def _find_random_tokens(match: Any) -> list:
         return []  # a file's name: grep's `docs/adr/0007-secrets.md:289:…`, `secrets.enc.yaml`, `ResetPassword.cshtml:3:`
     if _says_what_about_it(text, match.end(), match.end() + 20):
         return []  # "password policy: Basic256Sha256", "token type: …": what is said is about it
+    if _regex(r"[ \t]+(?:publique|pública|pubblica|öffentlich\w*|publiczny|публичн\w*)\b").match(text, match.end()):
+        return []  # a key the word says is public after it: "Clé publique Ed25519 (hex) : 7a61…"
+    if text[match.end():match.end() + 2] == ":?" and _regex(r"\$\{[A-Za-z_]\w*$").search(text, max(0, match.start() - 80), match.end()):
+        return []  # a shell's error for a variable unset: `${DB_PASSWORD:?DB_PASSWORD must be set}` holds no value
     if text[match.start() - 1:match.start()] == "-" and _regex(r"(?<![\w\-])[a-z0-9]+(?:-[a-z0-9]+){2,}-$").search(
             _line_before(text, match.start(), 80)) and _regex(r"[ \t]*(?:[(),]|$)").match(text, match.end()):
         return []  # the end of a resource's name, given no value: "vg-infra-prod-secrets (linked to kv-infra-weu-01)"
@@ -3037,6 +3051,7 @@ def _find_random_tokens(match: Any) -> list:
         given = [(a, b) for a, b in given if text[a - 1:a] in ("\"", "'", "`")]  # a function's name (`fetch_db_password(client: &VaultClient)`): its parameters are no password, a literal it is passed may be
     found = [(a, b) for a, b in sorted(spans + given) if (text[a:a + 3] != "eyJ" or not _is_base64_of_plain_json(text[a:b]))  # (a cookie's JSON prefs in base64)
              and not _is_certificate_pin(text, a, text[a:b]) and not _kept_under_a_path(text, a, text[a:b]) and not _regex(_SETTING_KEY_NAME).fullmatch(text, a, b)
+             and not _regex(r"(?:[#$%@]\{|\{\{)[ \t]*$").search(text, max(0, a - 4), a)  # (a template's variable: Octopus's `#{DbPassword}#`, a shell's `${DB_PASSWORD:?…}`)
              and not _regex(r"[a-z0-9][a-z0-9_.\-]*(?:/[a-z0-9_.\-]+){2,}/?").fullmatch(text, a, b)]  # (a secret's path in small words: "к секрету kv/1c/buh_kz в Vault")
     if not found and not spans:
         return _secret_in_pieces(match)
@@ -3076,7 +3091,7 @@ def _secret_in_pieces(match: Any) -> list:
 
 
 # A cookie's name and value in a header or a line that sends or sets cookies (`Cookie: a=…; b="…"`, `\"…\"` in a string).
-_COOKIE_PAIR = r"(?:^|(?<=[;\s\"'{]))(?P<name>[\w.\-]{1,80})=(?P<q>\\?\"?)(?P<v>[^;\"'\s\\]{8,4096})(?P=q)(?=[;\"'\s\\]|$)"
+_COOKIE_PAIR = r"(?:^|(?<=[;\s\"'{：]))(?P<name>[\w.\-]{1,80})=(?P<q>\\?\"?)(?P<v>[^;\"'\s\\]{8,4096})(?P=q)(?=[;\"'\s\\]|$)"
 _ANALYTICS_COOKIE = r"(?i)_g|__utm|ai_(?:session|user)\b|_fb|ajs_|amplitude|mp_|_hj|_clck|_clsk|optimizely|intercom-(?:id|device)|__stripe_[ms]id|hubspotutk|__hs|_uet|_pk_|muid|anonymous|visitor|device|" + _ROUTING_COOKIE_NAMES
 
 
@@ -4098,8 +4113,8 @@ def _find_table_cells(match: Any) -> list:
         return []  # C's #define lines, aligned: no table; a command at a prompt (`$ kubectl get secret … -o custom-columns=NS:…,NAME:…`)
     separator = next((c for c in "|;," if c in head), None) if "\t" not in head or "|" in head else None  # (a TSV's cell may hold a comma: `Nachname, Vorname`)
     names = [head[a:b].strip().strip('"') for a, b in _table_cells(head, separator)]
-    if any(_regex(r"[\w.\-]*/[\w./\-]*\.\w{1,5}|[0-9a-fA-F]{32,128}|true|false|v\d{1,2}(?:(?:alpha|beta)\d{1,2})?").fullmatch(name) for name in names):
-        return []  # a row, not a header: jest's `PASS  src/components/Cart.test.tsx`, a checksum tool's (`6ae3…a326  pass_0211.cadu`), `kubectl api-resources | grep secret` (`secrets  v1  true  Secret`)
+    if any(_regex(r"[\w.\-]*/[\w./\-]*\.\w{1,5}|[0-9a-fA-F]{32,128}|true|false|v\d{1,2}(?:(?:alpha|beta)\d{1,2})?|(?i:secret text|secret file|username with password|ssh username with private key)").fullmatch(name) for name in names):
+        return []  # a row, not a header: Jenkins' credentials by kind (`steam-builder-pw   Secret text`), jest's `PASS  src/components/Cart.test.tsx`, a checksum tool's (`6ae3…a326  pass_0211.cadu`), `kubectl api-resources | grep secret` (`secrets  v1  true  Secret`)
     columns = _credential_columns(names)
     starts = ()  # where a header's columns start, when spaces align them: a long cell may leave one space to the next
     if separator is None and "\t" not in head:  # (tabs split a TSV's cells, whatever their columns: its short rows lack the last cells)
@@ -6709,7 +6724,7 @@ net-use-user-password        argument               (?i)\bnet(?:\.exe)?[ \t]+use
 password-in-parentheses      not-reference          (?<![\w\-])(?:PASSWORD|PWD|PASSWD|PASSPHRASE)\((?P<s>[^()*\s'"][^()\s'"]{3,63})\)
 #   catch: CHGUSRPRF USRPRF(QSECOFR) PASSWORD(«HARBOR59») PWDEXP(*NO)
 #   keep:  CHGUSRPRF USRPRF(QPGMR) PASSWORD(*NONE)
-protocol-pass-command        not-reference          (?m)^[ \t]*(?:ftp>[ \t]+|(?:Command|Befehl|Commande|Comando):[ \t]*|>[ \t])?(?:quote[ \t]+)?(?:PASS|pass)[ \t]+(?![^\s/]*/\S*\.[a-z]{1,5}[ \t]*(?:\(|$))(?P<s>[^\s*][^\s]{3,127}?)(?:\.\.)?[ \t]*$
+protocol-pass-command        not-reference          (?m)^[ \t]*(?:ftp>[ \t]+|(?:Command|Befehl|Commande|Comando):[ \t]*|>[ \t])?(?:quote[ \t]+)?(?:PASS|pass)[ \t]+(?![^\s/]*/\S*\.[a-z]{1,5}[ \t]*(?:\(|$))(?![A-Z]\w*(?:\\[A-Z]\w*)+[ \t]*$)(?P<s>[^\s*][^\s]{3,127}?)(?:\.\.)?[ \t]*$
 #   keep:  $ npx jest\n PASS  test/hl7/parse-adt.test.ts\n PASS  src/fhir/patient-mapper.test.tsx (5.2 s)
 #   catch: ftp> quote USER TSOU01\n331 Send password please.\nftp> quote PASS «CICEK77Z»\n230 TSOU01 is logged on.
 #   keep:  PASS ****
@@ -8306,7 +8321,7 @@ context-auth-message         login-message          (?i)(?<![\w\-])(?:op|action|
 #   keep:  {"op": "subscribe", "args": ["orderbook.50.BTCUSDT", "publicTrade.BTCUSDT"]}
 #   keep:  {"type": "login", "status": "ok", "session": "user-4471", "at": "2026-03-02T10:11:12Z"}
 # Cookies: Cookie and Set-Cookie headers, curl's -b and --cookie, document.cookie.
-context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)(?:["'][ \t]*:[ \t]*["']|[ \t]*[:=：][ \t]*)|(?<![\w\-])(?:cookies?|jar|cookie_?jar)\.(?:set|add|update)\(|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=)|(?<![\w\-])cookies?[ \t][^\n:=]{1,40}:[ \t]*(?=[\w.\-]{1,64}=|[A-Za-z0-9%+/_\-]{40,4096}(?:[ \t]*(?:\r?\n|$)))|(?<![\w\-])cookies\.(?:get_dict|items|as_dict|to_dict)\(\)[ \t]*(?:\)[ \t]*)?\r?\n(?=\{))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
+context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-cookies?|cookies?)(?:["'][ \t]*:[ \t]*["']|[ \t]*[:=：][ \t]*)|(?<![\w\-])(?:cookies?|jar|cookie_?jar)\.(?:set|add|update)\(|(?<![\w\-])cookies?[ \t]+(?:is|was)[ \t]+(?=[\w.\-]{1,64}=)|(?<![\w\-])(?:-b|--cookie)[ \t]+["']?(?=[\w.\-]{1,64}=)|(?<![\w\-])cookies?[ \t][^\n:=]{1,40}:[ \t]*(?=[\w.\-]{1,64}=|[A-Za-z0-9%+/_\-]{40,4096}(?:[ \t]*(?:\r?\n|$)))|(?<![A-Za-z0-9_\-])cookies?(?![A-Za-z])[^\n:=：?]{0,100}[:：?][ \t]*(?=[\w.\-]{1,64}=[^\s;"\']{16})|(?<![\w\-])cookies\.(?:get_dict|items|as_dict|to_dict)\(\)[ \t]*(?:\)[ \t]*)?\r?\n(?=\{))(?=(?P<s>\{[^{}]{1,4096}\}|[^\n]{1,4096}))
 #   catch: curl 'https://github.com/settings' -b '_octo=GH1; logged_in=yes; same_site=«b2wRyyikMPtj65h7zYStRbxYCPxVOSuqEq2YeyzQ-kBYU2dO»'
 #   keep:  Cookie: _ga=GA1.2.344572755.7222572944; cookie_consent=accepted; theme=light
 #   keep:  Cookie: _ga=GA1.1.501702227.9419076251; _ga_J8DI95943U=GS1.1.1254970757.11.1.2200763613.0.0.0
@@ -8322,6 +8337,9 @@ context-cookie               random-tokens          (?i)(?:(?<![\w\-])(?:set-coo
 #   keep:  Cookie: ajs_anonymous_id=7f3c9a2e-4b1d-4e8a-9c6f-2d5b8e1a3f70; theme=dark-high-contrast-v2
 #   catch: jar.set('https://lims.example.local', 'LIMSAUTH', '«Oeq5IRwHu+7pxHS+fTVOEFro/NChDiKCt3S0m02mzx4=»');
 #   catch: this is the MYSAPSSO2 cookie i see in the browser: «AjQxMDMBABhQAFIARAAgACAAIAAEABgyROOPEj7DmVXbYfal%2BHoNyEO%2FvxTYk1DjUeZB6kxb9L%2FDx»
+#   catch: the admin panel keeps logging me out, can you use my cookie? pnladm=«5d21c9e0b7a43f86d10e2ca97b64f35e08d1a2c7»
+#   catch: ブラウザのCookieを貼ります。管理画面から取ってきて: sess=«Rk2vN8xQ4mLp7TzW1cYb9HdF3gJs6UaE»
+#   keep:  the cookie banner says: consent=granted-analytics-only
 # A browser's cookies as rows under what lists them (a SELECT from a Cookies file, developer tools'
 # Application > Cookies, a list that ends with a colon): the machine-made values.
 context-cookie-rows          cookie-rows            (?im)^[^\n]*(?:\bfrom[ \t]+(?:moz_)?cookies\b|/cookies\b[^\n]{0,80}['"]|\bcookies?\b[^\n]{0,120}:[ \t]*$|application[ \t]*(?:>|→|›|»)[ \t]*cookies|^[ \t]*name[ \t]{2,}value[ \t]{2,}domain\b)[^\n]*\n(?=(?P<s>(?:[^\n]*(?:\n|$)){1,20}))
@@ -9238,11 +9256,11 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # A password a person chose, anywhere after a word for password in its sentence: what a chat or a ticket says in
 # more words than the few-words reading reads ("Lösenordet jag fick av Karin var Tandborste#44", "la password di
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
-_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya|e)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|kennwort|contrase[ñn]a|contrase?nya|contrasinal|pasahitz\w{0,3}|mot de passe|senha|wachtwoord|wagwoord"
+_PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya|e)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|mdp|kennwort|contrase[ñn]a|contrase?nya|contrasinal|pasahitz\w{0,3}|mot de passe|senha|wachtwoord|wagwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
-                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|contra(?<=\bla[ \t]contra)|nenosiri|kalmar[ \t]+sirri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令|የ?ይለፍ[ \t]+ቃ[ልሉ]\w{0,4}|jecha[ \t]+(?:darbii|icciitii)|pakasqa[ \t]+simi|neno[ \t]+(?:la[ \t]+)?siri|jelmondat\w{0,4}|رمز(?:ش)?|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ramz(?:-?e|esh|esho)?|ፓስወርድ|ፓስወርዱ|[^\W\d_]{2,12}lösenord(?:et)?|hemlighet(?:en)?|პაროლ\w{1,4}|құпия\s?сөз\w{0,3}|qup[ıi]y?a\s?s[óo]z\w{0,3})(?![^\W\d_])")
+                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|contra(?<=\bla[ \t]contra)|nenosiri|kalmar[ \t]+sirri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令|የ?ይለፍ[ \t]+ቃ[ልሉ]\w{0,4}|jecha[ \t]+(?:darbii|icciitii)|pakasqa[ \t]+simi|neno[ \t]+(?:la[ \t]+)?siri|jelmondat\w{0,4}|رمز(?:ش)?|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ramz(?:-?e|esh|esho)?|ፓስወርድ|ፓስወርዱ|[^\W\d_]{2,12}lösenord(?:et)?|hemlighet(?:en)?|პაროლ\w{1,4}|գաղտնաբառ\w{0,4}|құпия\s?сөз\w{0,3}|qup[ıi]y?a\s?s[óo]z\w{0,3})(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
-_PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "kennwort", "contrase", "contrasi", "contrasn", "senha", "wachtwoord", "wagwoord", "losen", "salasana", "haslo", "heslo", "parola",
+_PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "mdp", "kennwort", "contrase", "contrasi", "contrasn", "senha", "wachtwoord", "wagwoord", "losen", "salasana", "haslo", "heslo", "parola",
                         "adgangskode", "kodeord", "koden", "sifre", "sandi", "nenosiri", "sirri", "lozink", "gesl", "ifr", "jecha", "pakasqa", "ramz", "hemlighet", "qup", "siri", "jelmondat")
 # Words for logging in, which make a sentence's password-shaped value its password as a word for one does:
 # a verb before what one logs in with ("log into the unifi controller, karim / Provenc3&2", "devi entrare
@@ -9502,7 +9520,10 @@ _NEXT_PIECE_LABEL = (r"(?i:(?:(?:and|e|i|a|y|und|et|en|ve|pa|og|och|ja)[ \t]+)?(
                      r"|(?:acaba|termina|finisce|finit|ends)[ \t]+(?:com|con|em|en|with|par|per|in))"  # "e acaba com …", "tapos …"
                      r"|(?:second|2nd|last|zweite[rn]?|seconda|segunda|seconde|deuxième|drug[iao]|tweede|andra|ikinci|toinen|druh[áa])[ \t]+[^\W\d_]{2,12}"
                      r"|(?:part|teil|deel|parte|partie|phần|część|dio|del|díl|osa|kısım|bagian|sehemu|pezzo)[ \t]*[2-4B]"
-                     r"|(?:bloque|bloco|bloc|blocco|block|grupo|gruppo|group)[ \t]*[1-8])(?:[ \t]*(?:[:：\-–]|->|→))?")  # (a block's number, the first's too: "bloque 1 -> …")
+                     r"|(?:bloque|bloco|bloc|blocco|block|grupo|gruppo|group)[ \t]*[1-8]"
+                     r"|(?:first|1st|premi(?:er|ère)|début|erste[rn]?|primera|primeira|prima|eerste|första|pierwsz[aey]|ilk)(?:[ \t]+(?:half|part|piece|bit|morceau|bout|moitié|partie|teil|hälfte|parte|mitad|metade|metà|helft|deel))?"
+                     r"|(?:morceau|bout|moitié|moitie)[ \t]*[1-4]|(?:second|deuxième|dernier)[ \t]+(?:morceau|bout)"  # a first piece's label, a French piece's
+                     r"|l'awal|l-b9i|lb9i|lowla|lekher|benn[ \t]+bi|ñaareel[ \t]+bi|eteni[ \t]+ya[ \t]+(?:liboso|mibale|misato)|eteni[ \t]*[1-4])(?:[ \t]*(?:[:：\-–]|->|→))?")  # (Darija's, Wolof's, Lingala's)  # (a block's number, the first's too: "bloque 1 -> …")
 _PIECE_MESSAGE = r"(?:" + _NEXT_PIECE_LABEL + r"[ \t]+)?`?" + _ANNOUNCED_TOKEN + r"`?"  # a message of one piece, labelled or not (in backticks too: a chat's code span)
 # A note after a message's one piece, a dash or brackets before it: "IntiSirena%566 — ik zet hem er vanmiddag in".
 _PIECE_NOTE = r"(?:[ \t]+(?:[—–]|--?)[ \t]+[^\n]{1,120}?|[ \t]+\([^()\n]{1,80}\))?"
@@ -9685,7 +9706,8 @@ def _redact_message_pairs(original: str, text: str, count: int, replaced: list) 
                 break
             rests.append(rest.group(1))
         joined = given.group(1) + "".join(rests)
-        if rests and looks_like_chosen_password(joined) and _may_be_a_password(joined) and not any(map(_is_reference, (given.group(1), *rests))) and not _regex(r"[\w.\-]+@|\w+://").match(given.group(1)) and (
+        if rests and looks_like_chosen_password(joined) and _may_be_a_password(joined) and not any(map(_is_reference, (given.group(1), *rests))) and not _regex(r"[\w.\-]+@|\w+://").match(given.group(1)) and not any(
+                _is_call(part) or part.count(")") > part.count("(") for part in (given.group(1), *rests)) and (  # (code's lines: `fun save(token: String)` ⏎ `fun clear()`)
                 given.group(1) in text):  # (a first part the rules took is the rest's readings' to follow: _redact_wrapped_rest)
             pieces += [given.group(1), *rests]
     return _redact_found_again(text, count, replaced, pieces)
@@ -10171,9 +10193,9 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # lines that follow it.
 _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\brest(?=[ \t]+(?:na|is)[ \t]+\S)|\blanjut(?:nya)?\b|\btapos\b|\b(?:e[ \t]+)?a[ \t]+[uú]ltima(?:[ \t]+parte)?(?=[ \t]+\S*[\d\W])|\b(?:(?:e|y|i)[ \t]+)?(?:a|la)[ \t]+segunda(?=[ \t]+\S*[\d\W])|\bno[ \t]+fim(?:[ \t]+tem)?(?=[ \t]+\S*[\d\W])|(?:\bcòn[ \t]+)?đoạn[ \t]+(?:sau|cuối)|\(cont(?:inued|\.)?\)|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
                        r"|\bzbytek|\b(?:h)?alafu\b|\bende[ \t]*(?=[:：])|\bla[ \t]+fin[ \t]+c'est|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|polovica|část|časť|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
-                       r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\bpezzo[ \t]*(?:2|due)\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in|en)|\bandre[ \t]+del(?:en)?|\ban[ \t]+dara[ \t]+leath|\bnea[ \t]+ɛtɔ[ \t]+so[ \t]+abien|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|\(?2[ \t]*/[ \t]*2\)?"
+                       r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\bpezzo[ \t]*(?:2|due)\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in|en)|\bandre[ \t]+del(?:en)?|\ban[ \t]+dara[ \t]+leath|\bnea[ \t]+ɛtɔ[ \t]+so[ \t]+abien|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|(?<![\w/])\(?2[ \t]*/[ \t]*2\)?(?![\w/])"
                        r"|\bteil[ \t]*2\b|(?<![^\s:：])fin[ \t]*(?=[:：])|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
-                       r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
+                       r"|\bnog(?=[ \t]+\S{4,128}[ \t]+(?:erachter|achter|erbij)\b)|\b(?:seconde|deuxième)[ \t]+partie|\b(?:second|deuxième|dernier)[ \t]+(?:morceau|bout)|\bmoiti[ée][ \t]*2\b|\bsuite[ \t]+du[ \t]+(?:code|mot[ \t]+de[ \t]+passe|mdp|token|jeton)|\bet[ \t]+la[ \t]+fin(?:[ \t]+c'est)?(?=[ \t]+\S*[\d\W])|\ble[ \t]+reste(?:[ \t]+est)?|\bel[ \t]+resto(?:[ \t]+es)?"
                        r"|\bsegunda[ \t]+(?:parte|mitad|metade)|\bseconda[ \t]+metà|\b(?:et[ \t]+)?la[ \t]+fin[ \t]*(?=[:：])|\bfinal[ \t]*(?=[:：])|\bmásodik[ \t]+(?:fele|része?)|\blanjutannya|\bsisanya|\bdevamı|\bgerisi|\bkalan[ıi]|\bikinci[ \t]+(?:yarı|kısım|kısmı|parça)|\bresten(?:[ \t]+är)?|\bandra[ \t]+delen|\bil[ \t]+resto(?:[ \t]+è)?|\bseconda[ \t]+parte|\bo[ \t]+resto(?:[ \t]+é)?|\bdruga[ \t]+(?:część|czesc|połowa)|\breszta|\bresten[ \t]+er|\bfortsetter[ \t]+med|\bfortsætter[ \t]+med|\bcontinua[ \t]+con|\bcontin(?:ú|u)a[ \t]+(?:con|com)|\bsigue[ \t]+con|\bcontinue[ \t]+avec|\bsuivi[ \t]+de"
                        r"|\bgeht[ \t]+weiter[ \t]+mit|\bgefolgt[ \t]+von|\bund[ \t]+dann|\bsigue(?:[ \t]+con)?|\bla[ \t]+resta(?:[ \t]+és)?|\bacaba[ \t]+(?:en|amb)|\blo[ \t]+que[ \t]+falta|\bla[ \t]+otra[ \t]+mitad|остальное|остаток|закінчується[ \t]+на|\bfalt(?:ou|ó|o)[ \t]+(?:o|el|la|a)[ \t]+(?:final|fim|resto)|\b(?:o|el)[ \t]+final[ \t]+(?:é|es)|\bcontinuarea|\brestul|\bpartea[ \t]+a[ \t]+doua|друга(?=[ \t]*[:：])|\bчасть[ \t]*2\b|друга[ \t]+(?:частина|половина)|втора[яй][ \t]+(?:часть|половина)|\bрешта|продовження|продолжение)"
                        r"|後半は?|残りは?|后半(?:部分)?是?|剩下的?是?|나머지는?|뒷부분은?|ו?ממשיכ(?:ה|ים)?|ו?ההמשך|ו?המשך|ו?ה?חלק[ \t]+ה?שני|החצי[ \t]+השני"
@@ -10246,7 +10268,7 @@ def _redact_continuation(text: str, count: int, replaced: list) -> tuple:
 _FIRST_GIVEN_WORDS = (r"(?i:\b(?:first|1st)[ \t]+(?:half|part|piece)\b|\bpart[ \t]*(?:1|one)\b|\b(?:part|teil|deel|parte|partie)[ \t]+[Aa]\b|\bpezzo[ \t]*(?:1|uno)\b|\(1[ \t]*/[ \t]*2\)|\bteil[ \t]*1\b"
                       r"|\bprvn[íi][ \t]+(?:půlka|pulka|polovina|část|cast)|\bba(?:ha)?gian[ \t]+(?:1|pertama)\b"  # Czech, Malay and Indonesian
                       r"|\berste[rn]?[ \t]+(?:teil|hälfte)|\banfang|\beerste[ \t]+(?:helft|deel)|\bpremi[eè]re[ \t]+partie|\bprimera[ \t]+(?:parte|mitad)|\bprima[ \t]+parte"
-                      r"|\bprimeira[ \t]+(?:parte|metade)|\bprima[ \t]+metà|\b(?:le[ \t]+)?début(?:[ \t]+du[ \t]+mot[ \t]+de[ \t]+passe)?[ \t]*(?=[:：])|\bcomeço|\belső[ \t]+(?:fele|része?)|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım|kısmı)"
+                      r"|\bprimeira[ \t]+(?:parte|metade)|\bprima[ \t]+metà|\b(?:le[ \t]+)?début(?:[ \t]+du[ \t]+mot[ \t]+de[ \t]+passe)?[ \t]*(?=[:：])|\ble[ \t]+début[ \t]+c'est|\bpremi(?:er|ère)[ \t]+(?:morceau|bout|moitié)|\bmoiti[ée][ \t]*1\b|\bcomeço|\belső[ \t]+(?:fele|része?)|\bpierwsza[ \t]+(?:część|czesc|połowa)|\bförsta[ \t]+delen|\bbagian[ \t]+pertama|\bilk[ \t]+(?:yarı|kısım|kısmı)"
                       r"|\b(?:begins|starts)[ \t]+with|\bbegint[ \t]+met|\bbeginnt[ \t]+mit|\bempieza[ \t]+(?:con|por)|\bcommence[ \t]+par|\binizia[ \t]+(?:con|per)"
                       r"|\bcomeça[ \t]+(?:com|por)|\bcomença[ \t]+(?:per|amb)|\bla[ \t]+primera[ \t]+part\b|\barranca[ \t]+(?:con|por)|\bførste[ \t]+del(?:en)?|\bførste[ \t]*(?=[:：])|\bla[ \t]+prima[ \t]+è|\ban[ \t]+chéad[ \t]+leath|\bnea[ \t]+edi[ \t]+kan|\bph[aầ]n[ \t]+đ[aầ]u|\bbegynner[ \t]+med|\bbörjar[ \t]+med|\bstarter[ \t]+med|перш(?:а|ий)[ \t]+(?:частина|половина)"
                       r"|перв(?:ая|ый)[ \t]+(?:часть|половина)|начинается[ \t]+с|починається[ \t]+з)|前半は?|前半部分是?|앞부분은?|מתחיל(?:ה)?[ \t]+ב-?|ה?חלק[ \t]+ה?ראשון|החצי[ \t]+הראשון"
@@ -10271,13 +10293,13 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("phần", "la resta", "rest na", "tapos", "đoạn", "(cont", "ltima", "no fim", "a segunda", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("phần", "morceau", "bout", "moitié", "moitie", "suite du", "la fin", "la resta", "rest na", "tapos", "đoạn", "(cont", "ltima", "no fim", "a segunda", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
                     "gefolgt", "und dann", "continuarea", "restul", "partea a doua", "друга", "втора", "решта", "продов", "продол", "ממשיכ", "המשך", "שני", "loppu", "toinen", "jatkuu",
                     "ส่วนที่สอง", "ส่วนสุดท้าย", "ส่วนที่เหลือ", "الباقي", "الجزء الثاني", "faltou o", "faltó el", "falto el", "o final é", "el final es", "baki", "baaki", "doosr", "dusr", "pili", "that +", "this +", "it +", "...", "…", "iliyobaki", "बाकी", "दूसरा", "後半", "残り", "后半", "剩", "나머지", "뒷부분", "сүүлийн", "хоёр")
-_FIRST_WORDS_SEEN = ("first", "comença", "primera part", "arranca", "første", "la prima", "chéad leath", "edi kan", "phần đầu", "phan dau", "pehle", "پہلا", "1st", "part", "deel a", "pezzo 1", "pezzo uno", "1/2", "első", "début", "começo", "metade", "metà", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
+_FIRST_WORDS_SEEN = ("first", "moitié", "moitie", "début c'est", "comença", "primera part", "arranca", "første", "la prima", "chéad leath", "edi kan", "phần đầu", "phan dau", "pehle", "پہلا", "1st", "part", "deel a", "pezzo 1", "pezzo uno", "1/2", "első", "début", "começo", "metade", "metà", "anfang", "1 / 2", "prvn", "agian 1", "agian pertama", "teil", "erste", "premi", "primer", "prima", "primeira", "pierwsza",
                      "första", "pertama", "ilk ", "begin", "start", "empieza", "commence", "inizia", "começa", "første", "begynner", "börjar",
                      "starter", "перш", "перв", "начина", "почина", "מתחיל", "ראשון", "alkaa", "ensimmäinen", "ส่วนแรก", "前半", "앞부분",
                      "pehla", "pahla", "kwanza", "पहला", "эхний", "መጀመሪያ", "kutaa", "parça", "parca", "część", "czesc", "1. deel", "1.deel")
@@ -10323,7 +10345,8 @@ def _redact_first_part(text: str, count: int, replaced: list) -> tuple:
 _SPEAKER_ON_LINE = (r"[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*|\d{1,2}[/.]\d{1,2}[/.]\d{2,4},?[ \t]+\d{1,2}:\d{2}(?::\d{2})?(?:[ \t]*[AaPp]\.?[ \t]?[Mm]\.?)?[ \t]+-[ \t]+"
                     r"|\w{3}[ \t]\d{1,2},[ \t]\d{1,2}:\d{2}[ \t]*[AaPp][Mm][ \t]+-[ \t]+)?(?P<name>[^\W\d_][\w.\- ]{0,30}?)[ \t]*[:：][ \t]+")
 _SPEAKER_HEADER = (r"[ \t]*(?:\[?\d{1,2}:\d{2}(?::\d{2})?\]?[ \t]+(?P<a>[^\W\d_][\w.\- ]{0,40}?)|(?P<b>[^\W\d_][\w.\- ]{0,40}?),[ \t]*\[[\d./ :,]{8,30}\]"
-                   r"|(?P<c>[^\W\d_][\w.\- ]{0,40}?)[ \t]+[—–][ \t]+[\d/.]{8,10}[ \t]+\d{1,2}:\d{2}|" + _SPEAKER_LINE +  # (Teams' `Bartek Z. 09:14`, Slack's `Kasia  10:41 AM`)
+                   r"|(?P<c>[^\W\d_][\w.\- ]{0,40}?)[ \t]+[—–][ \t]+(?:[\d/.]{8,10}[ \t]+|(?i:today|yesterday|aujourd'hui|hier|heute|gestern|hoy|ayer|hoje|ontem|oggi|ieri|vandaag|gisteren)"
+                   r"[ \t]+(?i:at|à|a|um|às|alle|om)[ \t]+)?\d{1,2}:\d{2}(?:[ \t]*[AaPp][Mm])?|" + _SPEAKER_LINE +  # (Discord's `Julien — Today at 10:05`; Teams' `Bartek Z. 09:14`, Slack's `Kasia  10:41 AM`)
                    r"|\d{1,2}:\d{2}:\d{2}[ \t]+From[ \t]+(?P<f>[^\W\d_][\w.\- ]{0,40}?)[ \t]+to[ \t]+[^\n:]{1,40}:|(?P<e>user|you|me|human))[ \t]*\r?")  # (Zoom's chat: `09:14:20 From Tomo to Everyone:`)
 # The rest of a secret alone in its message, a word that joins it before and a note after it at most: `amboise.99`,
 # `rinha-728 tudo junto`, `-H0r1zon (continued)`, "poi F15ch49".
@@ -10439,14 +10462,74 @@ def _redact_labelled_parts(original: str, text: str, count: int, replaced: list)
     return _redact_found_again(text, count, replaced, pieces)
 
 
+# A piece of a secret a chat's message labels, wherever it stands in the message: a count (`1/3 …`, `deel 1: …`,
+# `part 2 …`), an order (`first bit: …`, `then …`, `laatste stuk: …`, `the rest is …`), or its holder's own
+# (`mine: …`, `my half is …`, `mijn deel: …`, `mera half hai …`, `en myne is …`): two people who each hold a half, a
+# value sent in three messages with talk between them. Or the piece first, its label after (`… <- back half`).
+_PIECE_NOUN = r"(?:half|halve|helft|helfte|deel|stuk|stukje|stukkie|bit|wee[ \t]+bit|part|piece|chunk|share|hissa|moitié|morceau|partie|teil|hälfte|parte|mitad|metade|metà)"
+_HELD_PIECE_LABEL = (r"(?i:(?<![\w/])(?:[1-4][ \t]*/[ \t]*[2-4]|(?:part|deel|teil|parte|partie|stuk|bit|piece|chunk|hissa|groupe|bloc|gr(?:ou)?p|groep|groepe)[ \t]*(?:[1-8]|een|twee|drie|one|two|three)"
+                     r"|(?:moitié|moitie|half|helft|partie|part|deel|teil|parte|enveloppe|envelope|umschlag)[ \t]+[A-D](?:[ \t]+\([^()\n]{1,40}\))?"  # "Moitié A :", "enveloppe B (coffre Sécurité) :"
+                     r"|(?:premi(?:er|ère)|deuxième|second(?:e)?|troisième|quatrième|dernier|dernière)(?:[ \t]+(?:groupe|morceau|bout|moitié|partie|bloc))?|(?:le[ \t]+)?début|la[ \t]+fin|la[ \t]+suite"
+                     r"|(?:the[ \t]+)?last[ \t]+one(?:[ \t]+is)?"
+                     r"|(?:first|1st|second|2nd|third|3rd|last|final|next|front|back|other|eerste|tweede|derde|laatste|laaste|volgende|voorste|achterste|pehla|dusra|doosra|teesra|baaki|meethi)"
+                     r"(?:[ \t]+" + _PIECE_NOUN + r")?"
+                     r"|(?:my|ma|mah|mijn|mera|meri|mon|ma|en)[ \t]+(?:wala|" + _PIECE_NOUN + r")(?:[ \t]+(?:idhu|hai))?"
+                     r"|mine(?:'s|[ \t]+is)?|myne(?:[ \t]+is)?|mijne(?:[ \t]+is)?|the[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|(?:die|de)[ \t]+res(?:t)?(?:[ \t]+is)?"
+                     r"|then|dan|daarna|next)(?![\w/]))")
+_HELD_PIECE = (_HELD_PIECE_LABEL + r"(?:[ \t]+(?:is|es|hai|idhu|ist|est|so))?(?:,[ \t]*[^\n:：]{1,30}?)?(?:[ \t]*(?:[:：→]|-+>|—|–)[ \t]*|[ \t]+)"
+               r"[`\"'«]?(?P<v>[^\s,\"'`«»]{4,128}?)[`\"'»]?(?=[.,;!?]?(?:[ \t]|\r?\n|$))")
+_PIECE_THEN_LABEL = (r"(?im)(?:^|[:>\]][ \t]+)(?P<v>[^\s,\"'`«»]{4,128})[ \t]+(?:(?:<-+|[—–\-])[ \t]+(?:that'?s[ \t]+|idhu[ \t]+|is[ \t]+)?"
+                     r"(?:ma|my|the|mijn|en)?[ \t]*(?:front|back|second|first|other|last|tweede|eerste)?[ \t]*(?:half|bit|part|piece|helft|stuk|deel)\b|\((?:début|la[ \t]+suite|suite|la[ \t]+fin|fin)\))")
+_HELD_PIECES_SEEN = ("/2 ", "/3 ", "/4 ", "half", "helft", "helfte", "mine", "myne", "mijn", "deel", "stuk", "bit", "part", "rest", "hissa", "then ", "dan ", "next",
+                     "moiti", "premi", "deuxi", "début", "la fin", "suite", "envelop", "last one", "grp", "group", "groep")
+
+
+def _holds_held_pieces(lowered: str) -> bool:
+    """A cheap look for _redact_held_pieces: its labels' words, twice."""
+    return sum(lowered.count(word) for word in _HELD_PIECES_SEEN) >= 2
+
+
+def _redact_held_pieces(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with the pieces of a secret that a chat's messages label (_HELD_PIECE, _PIECE_THEN_LABEL),
+    when two or more are given within twelve lines of each other (those a rule redacted count) and each
+    reads as a secret's part, and the text names a credential or the pieces joined look machine-made
+    or read as a password a person chose: "mine: b1ltong25" ⏎ "_Munro*90 <- that's my bit"."""
+    pieces = sorted([(found.start("v"), found.group("v")) for found in _regex(_HELD_PIECE).finditer(original)]
+                    + [(found.start("v"), found.group("v")) for found in _regex(_PIECE_THEN_LABEL).finditer(original)])
+    pieces = [(start, value.rstrip(".,;:")) for start, value in pieces]
+    pieces = [(start, value) for start, value in pieces if value == REDACTED or REDACTED not in value and value.count(")") <= value.count("(") and (
+        _is_part_of_a_secret(value) or value.isalpha() and len(value) >= 5 and value.lower() not in _COMMON_WORDS)]  # (a plain word may start a password: "premier morceau : Baobab"; not code's `next build)`)
+    if len(pieces) < 2:
+        return text, count
+    named = _regex(_CREDENTIAL_WORDS).search(original) or _regex(_PASSWORD_WORDS).search(original)
+    found, group = [], [pieces[0]]
+    for piece in pieces[1:] + [(len(original) * 2, "")]:
+        if piece[1] and original.count("\n", group[-1][0], piece[0]) <= 12:
+            group.append(piece)
+            continue
+        values = [value for _, value in group if value != REDACTED]
+        joined = "".join(value for _, value in group)
+        classes = sum(bool(_regex(kind).search(joined)) for kind in (r"[a-z]", r"[A-Z]", r"\d", r"[^\w\s]"))
+        if len(group) >= 2 and values and any(value == REDACTED or _is_part_of_a_secret(value) for _, value in group) and not _is_base64_of_plain_json(joined) and (
+                named or looks_machine_generated(joined) or looks_like_chosen_password(joined) or classes >= 3 and len(joined) >= 10):
+            found += values
+        group = [piece]
+    return _redact_found_again(text, count, replaced, found)
+
+
 # A secret kept in parts under names that differ only by a part's mark, one a line: a registry's `"ClaveA"="…"`
 # ⏎ `"ClaveB"="…"`, COBOL's `05 WS-CLAVE-1 PIC X(16) VALUE '…'.`, nginx's `set $auth_a "…";`, YAML's `KEY_1: "…"`,
 # an INI file's `pass_part1 = …` ⏎ `pass_part2 = …`, JSON's `"PassPrefix": "…"` ⏎ `"PassSuffix": "…"`.
-_SIBLING_MARK = r"(?P<mark>[_\-.]?(?:(?i:part|parte|teil|half|chunk|piece|bagian|frag(?:ment)?)?[_\-]?(?:[1-4]|[A-D]|(?<=[_\-])[a-d])|(?i:prefix|suffix)))"
-_SIBLING_PART = (r"(?m)^[ \t]*(?:\d\d[ \t]+|(?:set|export|SET)[ \t]+)?[\"'$]?(?P<stem>[A-Za-z_][\w.\-]{1,40}?)"
+_SIBLING_MARK = r"(?P<mark>[_\-.]?(?:(?i:part|parte|partie|teil|half|chunk|piece|bagian|frag(?:ment)?|ligne|line)?[_\-]?(?:[1-4]|[A-D]|(?<=[_\-])[a-d])|(?i:prefix|suffix|head|tail|d[ée]but|fin)|(?<=[_\-])(?:HI|LO|hi|lo)))"
+_SIBLING_PART = (r"(?m)^[ \t]*(?:\d\d[ \t]+|(?:set|export|SET)[ \t]+|#[ \t]*define[ \t]+)?[\"'$]?(?P<stem>[A-Za-z_][\w.\-]{1,40}?)"
                  + _SIBLING_MARK + r"[\"']?"
                  r"(?:[ \t]*(?:=|:|=>)[ \t]*|[ \t]+(?:PIC[ \t][^\n]{0,30}?VALUE[ \t]+)?)[\"']?(?P<value>[^\s\"';]{4,256}?)[\"']?[ \t]*[;.,]?[ \t]*$")
-_SIBLING_STEM = r"(?i)pass|pwd|key|token|secret|cred|auth|clave|clau|chave|chiave|schl|sleutel|klucz|haslo|hasło|heslo|senha|contrase|sandi|kunci"
+# The same name and value given to a call or a row (`Setting::set('wave_key_1', '…')`, SQL's `(41, 'apikey_part1', '…')`),
+# and Kubernetes' env entries (`- name: PASSKEY_A` ⏎ `value: "…"`).
+_SIBLING_PAIR = (r"[(,][ \t]*[\"'](?P<stem>[A-Za-z_][\w.\-]{1,40}?)" + _SIBLING_MARK + r"[\"'][ \t]*,[ \t]*[\"'](?P<value>[^\s\"']{4,256})[\"'][ \t]*[),]")
+_SIBLING_ENV_ENTRY = (r"(?m)^[ \t]*-[ \t]+name:[ \t]*[\"']?(?P<stem>[A-Za-z_][\w.\-]{1,40}?)" + _SIBLING_MARK + r"[\"']?[ \t]*\r?\n"
+                      r"[ \t]+value:[ \t]*[\"']?(?P<value>[^\s\"']{4,256})[\"']?[ \t]*\r?$")
+_SIBLING_STEM = r"(?i)pass|pwd|key|token|secret|cred|auth|clave|clau|chave|chiave|schl|sleutel|klucz|haslo|hasło|heslo|senha|contrase|sandi|kunci|licen[cs]e|(?:^|[_\-.])cl[eé](?:$|[_\-.])"
 _PASSWORD_STEM = r"(?i)pass|pwd|clave|clau|chave|chiave|haslo|hasło|heslo|senha|contrase|sandi"  # (those a person chooses)
 
 
@@ -10456,8 +10539,10 @@ def _redact_sibling_parts(original: str, text: str, count: int, replaced: list) 
     or in a table's columns (`key_prefix,key_suffix`, _column_parts), when _are_parts_of_a_secret:
     `"ClaveA"="«…»"` ⏎ `"ClaveB"="tUWR_OIKW"` leaves no part behind."""
     siblings: dict = {}
-    for found in _regex(_SIBLING_PART).finditer(original):
-        siblings.setdefault(found.group("stem").lower(), {})[found.group("mark").lower().lstrip("_-.")] = found.group("value")
+    patterns = (_SIBLING_PART, _SIBLING_PAIR, _SIBLING_ENV_ENTRY) if "name:" in original else (_SIBLING_PART, _SIBLING_PAIR)
+    for pattern in patterns:
+        for found in _regex(pattern).finditer(original):
+            siblings.setdefault(found.group("stem").lower(), {})[found.group("mark").lower().lstrip("_-.")] = found.group("value")
     groups = list(siblings.items()) + _tuple_parts(original) + _column_parts(original)
     found_values = [value for stem, parts in groups if _are_parts_of_a_secret(stem, parts, text) for value in parts.values()]
     return _redact_found_again(text, count, replaced, found_values)
@@ -10470,17 +10555,25 @@ def _are_parts_of_a_secret(stem: str, parts: dict, text: str) -> bool:
     the rules took one of them, or the parts joined look machine-made, or (a password's stem) read as
     a password a person chose. A cache's `KeyPrefix: tenant` ⏎ `KeySuffix: cache-v2` is no secret."""
     values = [parts[mark] for mark in sorted(parts)]
+    if not stem:  # parts named by their marks alone: a machine's value only (`partie_1,partie_2` of an API key)
+        joined = "".join(values)
+        return len(values) >= 2 and all(_is_part_of_a_secret(value) for value in values) and (looks_machine_generated(joined) or _regex(_HEX_ONLY).fullmatch(joined) is not None and len(joined) >= 24)
     said = any(_regex(r"part|teil|half|chunk|piece|bagian|frag").match(mark) for mark in parts)  # (a part's words: `adobo.gudang.j`)
     if len(values) < 2 or not _regex(_SIBLING_STEM).search(stem) or not all(
             _is_part_of_a_secret(value) or value.isalnum() and len(value) >= 6 or said and not _is_reference(value) and not _is_placeholder(value) for value in values):
         return False
     joined, password = "".join(values), _regex(_PASSWORD_STEM).search(stem) is not None
-    return said or any(value not in text for value in values) or looks_machine_generated(joined) or password and looks_like_chosen_password(joined)
+    return said or any(value not in text for value in values) or looks_machine_generated(joined) or _regex(_HEX_ONLY).fullmatch(joined) is not None and len(joined) >= 24 or (
+        password and looks_like_chosen_password(joined))  # (a key's hex in parts: a digest is never kept in parts)
 
 
 def _split_part_name(name: str) -> Optional[tuple]:
     """(stem, mark) of a name that ends in a part's mark (`token_parte1`, `key_prefix`, `key_b`), or None."""
-    named = _regex(r"(?P<stem>[A-Za-z_][\w.\-]{1,40}?)" + _SIBLING_MARK).fullmatch(name.strip().strip("\"'"))
+    name = name.strip().strip("\"'`")
+    alone = _regex(r"(?i)(?:part|parte|partie|teil|half|moiti[ée]|chunk|piece|fragment)[ _\-]?(?P<mark>[1-4]|[A-Da-d])").fullmatch(name)
+    if alone:
+        return "", alone.group("mark").lower()  # (a part by its name alone: `partie_1`, `Part A`; no stem says what of)
+    named = _regex(r"(?P<stem>[A-Za-z_][\w.\-]{1,40}?)" + _SIBLING_MARK).fullmatch(name)
     return (named.group("stem").lower(), named.group("mark").lower().lstrip("_-.")) if named else None
 
 
@@ -10515,7 +10608,7 @@ def _column_parts(original: str) -> list:
     """[(stem, {mark: value})] of each row of a table whose header names two or more columns by one
     stem and parts' marks (`servicio;token_parte1;token_parte2`, `env,service,key_prefix,key_suffix`)."""
     groups, lines, headers = [], original.split("\n"), set()
-    for cell in _regex(r"(?i)[a-z](?:[_\-]?(?:part|teil|half|chunk|piece|frag)\w{0,4}|[_\-]?prefix|[_\-]?suffix|[_\-][1-4a-d])[\"']?[ \t]*[,;\t|]").finditer(original):
+    for cell in _regex(r"(?i)(?:[a-z](?:[_\-]?(?:part|teil|half|chunk|piece|frag|ligne|line)\w{0,4}|[_\-]?prefix|[_\-]?suffix|[_\-]d[ée]but|[_\-]fin|[_\-][1-4a-d])|\b(?:part\w{0,3}|moiti[ée]|teil|half)[ _\-][1-4a-d])[\"'`]?[ \t]*[,;\t|]").finditer(original):
         headers.add(original.count("\n", 0, cell.start()))  # (the lines a part's name stands on, before a separator)
     for index in sorted(headers):
         header = lines[index]
@@ -10527,7 +10620,7 @@ def _column_parts(original: str) -> list:
                 columns.setdefault(name[0], []).append((column, name[1]))
         columns = {stem: marks for stem, marks in columns.items() if len(marks) >= 2}
         for row in lines[index + 1:index + 41]:
-            cells = [cell.strip().strip("\"'") for cell in row.split(separator)]
+            cells = [cell.strip().strip("\"'`") for cell in row.split(separator)]
             if len(cells) != len(names):
                 break
             groups += [(stem, {mark: cells[column] for column, mark in marks}) for stem, marks in columns.items()]
@@ -10591,10 +10684,11 @@ def _redact_siblings(text: str, count: int, replaced: list) -> tuple:
     spans: set = set()
     for index, line in enumerate(lines):
         if REDACTED in line and len(lines) == 1:
-            spans.update((a, b) for _, a, b in _sibling_literals(lines, index) + _sibling_url_parts(lines, index))  # a line alone has no rows or lines around it
+            spans.update((a, b) for _, a, b in _sibling_literals(lines, index) + _sibling_url_parts(lines, index) + _sibling_cookies(lines, index))  # a line alone has no rows or lines around it
         elif REDACTED in line:
             spans.update((starts[row] + a, starts[row] + b) for row, a, b in _sibling_cells(lines, index) + _sibling_values(lines, index, replaced)
                          + _sibling_list_items(lines, index) + _sibling_members(lines, index) + _sibling_login_pairs(lines, index)
+                         + _sibling_cookies(lines, index)
                          + _sibling_literals(lines, index) + _sibling_url_parts(lines, index))
         if REDACTED in line:
             spans.update((starts[row] + a, starts[row] + b) for row, a, b in _joined_to_redacted(lines, index))
@@ -11007,6 +11101,23 @@ def _sibling_list_items(lines: list, index: int) -> list:
 _LOGIN_PAIR_AT_END = r"(?<![^\s>:*(`])([A-Za-z][\w.@\-]{0,40}) / (?:`|<code>)?([^\s/<>`]{4,64}?)((?:`|</code>)?[.,;]?(?:</\w+>)*[ \t]*\r?)$"
 
 
+def _sibling_cookies(lines: list, index: int) -> list:
+    """(row, start, end) of the other cookies of a cookie string one value of which is redacted
+    (`i_like_gitea=19c9…; _csrf=«redacted»` in curl's `-b`, a browser's copied `IServSession=…; IServSAT=…`):
+    the values a machine made, twelve characters or more, but an analytics cookie's, a UUID, a number."""
+    line = lines[index]
+    if "=" + REDACTED not in line or "; " not in line:
+        return []
+    found = []
+    for pair in _regex(_COOKIE_PAIR).finditer(line):
+        value = pair.group("v")
+        if len(value) >= 12 and REDACTED not in value and ";" in line[pair.end():pair.end() + 2] + line[max(0, pair.start() - 2):pair.start()] and not _regex(
+                _ANALYTICS_COOKIE).match(pair.group("name")) and not _regex(r"(?i)" + _UUID + r"|\d+").fullmatch(value) and (
+                looks_machine_generated(value) or _regex(r"[0-9a-f]{16,}").fullmatch(value)):
+            found.append((index, pair.start("v"), pair.end("v")))
+    return found
+
+
 def _sibling_login_pairs(lines: list, index: int) -> list:
     """(row, start, end) of the passwords of the `user / password` pairs on the lines around a
     redacted one, of its line's shape before the pair (_line_shape): the other accounts of a list
@@ -11297,7 +11408,9 @@ def _second_readings(original: str) -> list:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
     if "\n" in original and _holds_labelled_parts(original.lower()):
         readings.append(("a secret's labelled parts", _redact_labelled_parts))
-    if "\n" in original:  # (its pattern reads lines' starts only: cheaper than a look for its words over the whole text)
+    if "\n" in original and _holds_held_pieces(original.lower()):
+        readings.append(("a secret's pieces its messages label", _redact_held_pieces))
+    if "\n" in original or "," in original and "=" in original:  # (its patterns read lines' starts: cheaper than a look for its words over the whole text; one line may give a tuple)
         readings.append(("a secret's parts under marked names", _redact_sibling_parts))
     if "\n" in original and ("  " in original or "\t" in original or ("," in original or ";" in original) and _regex(_TWO_DELIMITED_ROWS).search(original)):
         readings.append(("rows of accounts", _redact_account_rows))
@@ -11899,7 +12012,7 @@ def _decoded_secrets(blob: str) -> list:
 _STRING_DEFINITION = (r"(?m)(?:^(?:PS [^>\n]{1,80}> |[ \t]*\d{1,6}[ \t]+(?=[A-Za-z_]\w{0,40}=))?|(?<=;))[ \t]*(?:(?:export|const|let|var|val|final|private|public|static|readonly|local|my|our|declare|ARG|ENV|set|SET|Const|Dim|Private|Public"
                       r"|char|wchar_t|auto|String|string|str)[ \t]+)*[$@]?\*?"  # (C's, Java's and C#'s types too: `static const char k1[] = "…";`)
                       r"(?P<name>[A-Za-z_]\w{0,40})(?:\[\d{0,4}\])?(?:[ \t]*:[ \t]*[\w&\[\]<>.?]{1,30})?[ \t]*(?P<op>:=|\+=|=|:|<<?-(?=[ \t]))[ \t]*"
-                      r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\(|(?<==)\(|(?<==[ \t])\()(?:[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*|(?:[ \t]*\r?\n[ \t]*b?[\"'][^\"'\n]{1,512}[\"'][ \t]*,?){2,16}[ \t]*\r?\n[ \t]*)[\]})])"
+                      r"(?:(?P<q>[\"'])(?P<value>[^\"'\n\\]{1,512})(?P=q)|(?P<list>(?:\[|\[\]\w+\{|\{|@\(|(?<==)\(|(?<==[ \t])\()(?:[ \t]*[\"'][^\n]{0,1024}?[\"'][ \t]*|(?:[ \t]*\r?\n[ \t]*b?[\"'][^\"'\n]{1,512}[\"'](?:[ \t]*,[ \t]*b?[\"'][^\"'\n]{1,512}[\"']){0,3}[ \t]*,?){2,16}[ \t]*\r?\n[ \t]*)[\]})])"
                       r"|(?:(?<==)|(?<=:=)[ \t]+|(?<=[A-Z0-9]:)[ \t]+)(?P<bare>[^\s\"'$`\\;&|#(){}]{4,512}))"  # (Make's `A := …` too, YAML's `TK_A: …` under env:)  # a shell's or a Dockerfile's bare value: ARG NPM_T1=npm_PWgZ…
                       r"[ \t]*(?:;(?=[ \t]*[$@A-Za-z_])|(?:;[ \t]*)?(?:(?:#|//)[^\n]*)?$)")  # a line's end, or `;` and the next: `$k1 = "…"; $k2 = "…"`
 _QUOTED = r"""[\"']([^\"'\n\\]{1,512})[\"']"""
@@ -12378,7 +12491,7 @@ def _joined_part_lists(original: str, definitions: dict) -> dict:
         parts = _regex(r"(?i)(\w*?)[_\-]?(?:parts|chunks|pieces|halves|fragments|segments)").fullmatch(name)
         if not parts or len(spans) < 2:
             continue
-        joined = _regex(r"([A-Za-z_]\w{0,40})[ \t]*[:=][ \t]*b?(?:\"\"|'')\.join\([ \t]*" + name + r"[ \t]*\)").search(original)
+        joined = _regex(r"([A-Za-z_]\w{0,40})[ \t]*[:=][ \t]*(?:[\w.]{1,40}\([ \t]*)?b?(?:\"\"|'')\.join\([ \t]*" + name + r"[ \t]*\)").search(original)
         if joined or parts.group(1):
             lists[joined.group(1) if joined else parts.group(1)] = spans
     return lists
@@ -13463,7 +13576,7 @@ RULE_WORDS = {
     "net-use-user-password": ("340680ea", ("net",), ("net",), ("use",)),
     "password-in-parentheses": ("10683155", ("passphrase", "passwd", "password", "pwd"), ("passphrase", "passwd",
         "password", "pwd"), ("(",)),
-    "protocol-pass-command": ("76221ba8", ("pass",), (), ()),
+    "protocol-pass-command": ("9130ceb9", ("pass",), (), ()),
     "logged-pass-command": ("e70e4bed", ("pass",), ("pass",), ()),
     "cobol-password-value": ("a2e397a3", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
@@ -13814,56 +13927,57 @@ RULE_WORDS = {
         "alarm", "belepesi", "belépési", "building", "code", "codici", "codigos", "códigos", "deur", "door", "dörr",
         "entry", "gate", "kap", "keypad", "kody", "larm", "locker", "office", "port", "riaszto", "riasztó", "safe",
         "toegangs", "tresor", "tür", "zugangs", "коды"), ("\n",)),
-    "context-credential-word": ("08ec1dfe", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
+    "context-credential-word": ("00d19e57", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
         "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clau", "clave", "code",
         "community", "contra", "contrase", "contrasinal", "contrasnya", "credential", "creds", "cyfrinair", "disarm",
         "dörr", "dør", "frasa sandi", "frase de cifrado", "frase de pas", "frase maestra", "frase mestra",
-        "frase passe", "frase secreta", "frase-passe", "frase-senha", "geheimnis", "geslo", "has", "hemlighet",
-        "hemmelighet", "hesla", "heslo", "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii", "jelmondat",
-        "jelsz", "jeton", "kalmar sirri", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa",
-        "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya", "kwdik", "larm",
-        "llave", "lmodpass", "lmot de pass", "losenfras", "losenord", "lozink", "lpassword", "lås", "låse", "lösen",
-        "lösenfras", "lösenord", "m-pin", "mat khau", "mdp", "mot de pass", "mot de passe", "mpin", "mã thông báo",
-        "mật khẩu", "neno la siri", "neno siri", "nenosiri", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole",
-        "oroigbaniwole", "pakasqa simi", "palavra-passe", "parol", "parola", "parool", "pasahitz", "pasfhocal", "pass",
-        "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort",
-        "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phasfhocal", "phrase de chiffrement",
-        "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port", "psk", "pssword", "puk",
-        "pw", "pwd", "qup", "ramz", "salasana", "sandi", "sandine", "sandinya", "schl", "schlüssel", "secret",
-        "secreto", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds", "sikkerhets", "slapta",
-        "sleutel", "säkerhets", "t-pin", "token", "tokens", "tokn", "tpin", "upplåsnings", "wachtwoord", "wachtzin",
-        "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "кілт", "нууц", "парол", "пароль", "пин",
-        "секрет", "токен", "құпия", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא",
-        "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز",
-        "رمز الدخول", "رمز الوصول", "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "ورد", "پاس", "کلمه", "کلید",
-        "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ",
-        "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード",
-        "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번",
-        "시크릿", "암호", "액세스", "인증", "토큰", "패스워드"), ("2fa", "access", "account", "adgangskode", "admin", "alarm",
-        "anahtar", "api", "apiキー", "app", "auth", "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia",
-        "cheie", "chiave", "cl", "clau", "clave", "client", "code", "community", "contra", "contrase", "contrasinal",
-        "contrasnya", "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress", "dörr",
-        "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase de pas",
-        "frase maestra", "frase mestra", "frase passe", "frase secreta", "frase-passe", "frase-senha", "garagen",
-        "gate", "geheimnis", "geslo", "guest", "has", "hemlighet", "hemmelighet", "hesla", "heslo", "installer",
-        "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii", "jelmondat", "jelsz", "jeton", "kalmar sirri",
-        "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa",
-        "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya", "kwdik", "larm",
-        "licence", "license", "llave", "lmodpass", "lmot de pass", "lock", "lockbox", "losenfras", "losenord",
-        "lozink", "lpassword", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin", "master", "mat khau", "mdp",
-        "mfa", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "neno la siri", "neno siri",
-        "nenosiri", "network", "nip", "nsec", "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "otp",
-        "pakasqa simi", "palavra-passe", "panel", "parol", "parola", "parool", "pasahitz", "pasfhocal", "pass",
-        "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd", "password", "passwort",
-        "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phasfhocal", "phrase de chiffrement",
-        "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "primary",
-        "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "qup", "ramz", "rcon", "recovery", "root", "safe",
-        "salasana", "sandi", "sandine", "sandinya", "schl", "schloss", "schlüssel", "secondary", "secret", "secreto",
-        "segredo", "segreto", "senha", "service", "session", "shared", "sifre", "signing", "sikkerheds", "sikkerhets",
-        "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "t-pin", "toegangs", "token", "tokens", "tokn",
-        "totp", "tpin", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord",
-        "wi", "wlan", "wpa", "ww", "zugangs", "zugangsdaten", "şifre", "κωδικός", "ключ", "кук", "кілт", "нууц",
-        "парол", "пароль", "пин", "секрет", "токен", "құпия", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה",
+        "frase passe", "frase secreta", "frase-passe", "frase-senha", "gaghtnabar", "geheimnis", "geslo", "has",
+        "hemlighet", "hemmelighet", "hesla", "heslo", "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii",
+        "jelmondat", "jelsz", "jeton", "kalmar sirri", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
+        "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya",
+        "kwdik", "larm", "llave", "lmodpass", "lmot de pass", "losenfras", "losenord", "lozink", "lpassword", "lås",
+        "låse", "lösen", "lösenfras", "lösenord", "m-pin", "mat khau", "mdp", "mot de pass", "mot de passe", "mpin",
+        "mã thông báo", "mật khẩu", "neno la siri", "neno siri", "nenosiri", "nip", "nsec", "nyckel", "nøgle",
+        "oro igbaniwole", "oroigbaniwole", "pakasqa simi", "palavra-passe", "parol", "parola", "parool", "pasahitz",
+        "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd",
+        "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phasfhocal",
+        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "port",
+        "psk", "pssword", "puk", "pw", "pwd", "qup", "ramz", "salasana", "sandi", "sandine", "sandinya", "schl",
+        "schlüssel", "secret", "secreto", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds",
+        "sikkerhets", "slapta", "sleutel", "säkerhets", "t-pin", "token", "tokens", "tokn", "tpin", "upplåsnings",
+        "wachtwoord", "wachtzin", "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικού", "κωδικό", "κωδικός", "ключ",
+        "кук", "кілт", "нууц", "парол", "пароль", "пин", "секрет", "токен", "құпия", "գաղտնաբառ", "הטוקן", "הסיסמא",
+        "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس",
+        "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
+        "مفتاح", "والباس", "والباسورد", "ورد", "پاس", "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन",
+        "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé",
+        "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼",
+        "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰", "패스워드"),
+        ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
+        "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clau", "clave",
+        "client", "code", "community", "contra", "contrase", "contrasinal", "contrasnya", "credential", "creds",
+        "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør", "eingangs", "encryption",
+        "entsperr", "frasa sandi", "frase de cifrado", "frase de pas", "frase maestra", "frase mestra", "frase passe",
+        "frase secreta", "frase-passe", "frase-senha", "gaghtnabar", "garagen", "gate", "geheimnis", "geslo", "guest",
+        "has", "hemlighet", "hemmelighet", "hesla", "heslo", "installer", "iphasiwedi", "iphasiwezi", "jecha darbii",
+        "jecha icciitii", "jelmondat", "jelsz", "jeton", "kalmar sirri", "kata laluan", "kata sandi", "kennsatz",
+        "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord",
+        "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya", "kwdik", "larm", "licence", "license", "llave",
+        "lmodpass", "lmot de pass", "lock", "lockbox", "losenfras", "losenord", "lozink", "lpassword", "lås", "låse",
+        "lösen", "lösenfras", "lösenord", "m-pin", "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe",
+        "mpin", "mã thông báo", "mật khẩu", "neno la siri", "neno siri", "nenosiri", "network", "nip", "nsec",
+        "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "otp", "pakasqa simi", "palavra-passe", "panel", "parol",
+        "parola", "parool", "pasahitz", "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt",
+        "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort",
+        "pat", "phasfhocal", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode",
+        "pinkoden", "poort", "port", "pre", "primary", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "qup",
+        "ramz", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandine", "sandinya", "schl", "schloss",
+        "schlüssel", "secondary", "secret", "secreto", "segredo", "segreto", "senha", "service", "session", "shared",
+        "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets",
+        "t-pin", "toegangs", "token", "tokens", "tokn", "totp", "tpin", "tresor", "tuer", "tür", "unseal",
+        "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs",
+        "zugangsdaten", "şifre", "κωδικού", "κωδικό", "κωδικός", "ключ", "кук", "кілт", "нууц", "парол", "пароль",
+        "пин", "секрет", "токен", "құпия", "գաղտնաբառ", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה",
         "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري",
         "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "پس",
         "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ",
@@ -13923,7 +14037,7 @@ RULE_WORDS = {
     "context-auth-message": ("e5915dc5", ("auth", "authenticate", "authorize", "log_in", "login", "logon", "sign_in",
         "signin"), ("action", "cmd", "command", "event", "method", "op", "type"), ("action", "cmd", "command", "event",
         "method", "op", "type")),
-    "context-cookie": ("f3c3020c", ("--cookie", "-b", ".add", ".set", ".update", "cookie", "cookies.as_dict",
+    "context-cookie": ("4328c2c8", ("--cookie", "-b", ".add", ".set", ".update", "cookie", "cookies.as_dict",
         "cookies.get_dict", "cookies.items", "cookies.to_dict", "set-cookie"), ("--cookie", "-b", "cookie",
         "cookies.as_dict", "cookies.get_dict", "cookies.items", "cookies.to_dict", "jar", "set-cookie"), ()),
     "context-cookie-rows": ("6b7b6395", ("/cookies", "application", "cookie", "cookies", "domain"), (), ("\n",)),

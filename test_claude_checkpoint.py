@@ -3167,6 +3167,93 @@ class TestRedaction(unittest.TestCase):
             "la contraseña la puse en el vault de siempre",
         ))
 
+    def test_parts_in_tuples_and_table_columns_sibling_cookies_korean_loanwords_and_hausa(self):
+        """Caught: a secret's parts given to one tuple (`tok_a, tok_b = "…", "…"`, Go's `:=`) and in a table's
+        columns named by one stem and parts' marks (`key_prefix,key_suffix`, `token_parte1;token_parte2`);
+        strings a tuple is given that an f-string joins later; JSON's names that `${env:NAME}` reads; Korean's
+        loanword 패스워드; the other cookies of a cookie string one of which was redacted; Hausa's "ita ce"; a
+        secret's pieces that a chat's messages label (two people's halves, "1/3 …", "Moitié A :", "… (début)",
+        "premier morceau :"); parts named by their marks alone in a table's columns; a part's name and value
+        given to a row or a call, and Kubernetes' env entries; `authHead`/`authTail`; a rest under Discord's
+        `Name — 10:05` after a message that says the value was cut. Kept: a cache's key prefix and suffix in
+        a table, a tuple of plain words, an f-string of words, a cookie string of no secret, a sentence in
+        Hausa that says "shi ne", halves of a pizza, steps counted 1/3, a date's `02/2`, parts of a region."""
+        self.assert_redacted({
+            'In [4]: tok_a, tok_b = "RQZK7c1d90f3a8e24b6", "77b0e15c9d"\nIn [5]: api = Orbit(tok_a + tok_b)': ["RQZK7c1d90f3a8e24b6", "77b0e15c9d"],
+            'key_1, key_2 := "b8d1f07a43c2e9", "5e6a02cf71d4b3"': ["b8d1f07a43c2e9", "5e6a02cf71d4b3"],
+            "region,app,key_prefix,key_suffix\neu-west,ledger,9c41e0b7d2a85f36,02ad7fe14c9b63e8\nus-east,billing,5fa39c0e17b2d846a,e7c2019bd45af36": [
+                "9c41e0b7d2a85f36", "02ad7fe14c9b63e8", "5fa39c0e17b2d846a", "e7c2019bd45af36"],
+            "equipo;token_parte1;token_parte2;contacto\nrayos;4be1c07d95f2a3e86d10;a93f0e5d7c21b84e6f02;it.rx": ["4be1c07d95f2a3e86d10", "a93f0e5d7c21b84e6f02"],
+            'def connect():\n    a, b = "lontong.sayur", "kerupuk.udang9"\n    return pg.connect(f"host=db user=ro password={a}{b}")': ["lontong.sayur", "kerupuk.udang9"],
+            '{\n  "terminal.integrated.env.osx": {\n    "GH_P1": "ghp_Vx8LmQ2rTz6KwN",\n    "GH_P2": "d4Jc9PbY1sFh7GaE3u",\n    "GH_TOKEN": "${env:GH_P1}${env:GH_P2}"\n  }\n}': [
+                "ghp_Vx8LmQ2rTz6KwN", "d4Jc9PbY1sFh7GaE3u"],
+            "은행\t계정\t패스워드\n국민은행\tjisoo.park\tbusan7731\n": ["busan7731"],
+            "NAS 패스워드는 Hangang_2288 입니다": ["Hangang_2288"],
+            "PortalSession=Qm9a7Lk2Xc8Vb4Nz1Hj6Tg3Rf5Yd0We; PortalSAT=kT83HvbQ1pLw7ZsN0cXe4RmD9yJf2Ua6GiOq5Bt; PortalSATId=3f2a9c1e-77b4-4d0a-9e51-2c8b6d40f713": [
+                "kT83HvbQ1pLw7ZsN0cXe4RmD9yJf2Ua6GiOq5Bt"],
+            'curl -s -b "pref_cache=4a9c0e71d2b83f56; _csrf=Zk4Lq9Rx2Vm7Tn1Bc8Wd5Hy3" https://git.example.test/user': ["4a9c0e71d2b83f56"],
+            "Kalmar sirri ta rumbun adana ita ce kogi-dutse-rana-77 — kar ka tura wa kowa.": ["kogi-dutse-rana-77"],
+            "[10:02] Ana: two-person rule for the vault passphrase, nobody holds it all\n[10:04] Ana: mine: Otter7#brine\n[10:05] Ben: brb\n[10:09] Ben: Quokka!42 <- back half, delete after": [
+                "Otter7#brine", "Quokka!42"],
+            "Sanne  10:44\noké, mijn deel: HeronDijk\nDaan  10:49\nen mijn helft: .Molen2019, gewoon achter elkaar plakken": ["HeronDijk", ".Molen2019"],
+            "<kim> sending the token in 3 bits, teams mangles it. 1/3 gho_Tz8Kq2Lm\n<lee> coffee?\n<kim> 2/3 Xw7PbN3cVd1H\n<kim> 3/3 Rf5Yd0WeQm9a done": [
+                "gho_Tz8Kq2Lm", "Xw7PbN3cVd1H", "Rf5Yd0WeQm9a"],
+            "Pour le compte bg-admin, principe des quatre yeux.\n> Moitié A : KpR4!zt\n> Moitié B : wq9#LmT2v": ["KpR4!zt", "wq9#LmT2v"],
+            "lrochat: tu peux me donner ta moitié du mdp du coffre ? j'ai la mienne\nrfavre: Zq8!mP2#wL (début)\nlrochat: ok et moi la fin: Tn4$vB7@kR": ["Zq8!mP2#wL", "Tn4$vB7@kR"],
+            "Je t'envoie le mot de passe wifi en deux\nCarine  15:05\npremier morceau : Baobab\nCarine  15:06\ndeuxième morceau : kora2025$": ["Baobab", "kora2025$"],
+            "service,environnement,partie_1,partie_2\nsms,prod,c81f02e9b7d4a65310fe2b9c,7a0d4e1f83b2\n": ["c81f02e9b7d4a65310fe2b9c", "7a0d4e1f83b2"],
+            "INSERT INTO `settings` (`id`, `key`, `value`) VALUES\n(41, 'gateway_apikey_part1', '91c4e07ab35d2f86e1b0c'),\n(42, 'gateway_apikey_part2', '7d2e.55310942');": [
+                "91c4e07ab35d2f86e1b0c", "7d2e.55310942"],
+            "        env:\n          - name: PASSKEY_A\n            value: \"b3f0e9a17c42d86e51af\"\n          - name: PASSKEY_B\n            value: \"2c7d90e4f1ab3658c0de\"": [
+                "b3f0e9a17c42d86e51af", "2c7d90e4f1ab3658c0de"],
+            "redis:\n  authHead: Gx7pRt2+mQ^k\n  authTail: VbN4cWz8LsYq": ["Gx7pRt2+mQ^k", "VbN4cWz8LsYq"],
+            "Julien Moreau — 10:05\nla clé Datadog de recette c'est 5f0e9c2a7b41d836e0a2f7\nJulien Moreau — 10:05\noups envoyé trop vite, manque la fin\nJulien Moreau — 10:06\n3c21a0799b9cd641e135": [
+                "5f0e9c2a7b41d836e0a2f7", "3c21a0799b9cd641e135"],
+        })
+        self.assert_kept((
+            "tenant,key_prefix,key_suffix\nacme,tenant,cache-v2\nglobex,shard,cache-v3",
+            'first_1, first_2 = "hello", "world"',
+            'a, b = "hello", "world"\nprint(f"{a}{b}")',
+            "Cookie consent: lang=en-GB; theme=dark; layout=compact",
+            "Shi ne mai kula da kalmar sirri ta ma'aikata, shi ne ke bada izini.",
+            "[10:02] Ana: let's split the pizza, mine: pepperoni\n[10:04] Ben: my half is margherita, then tiramisu",
+            "Step 1/3 install deps\nStep 2/3 build\nStep 3/3 test -- the password reset flow passes",
+            "01/02/2025, 17:39 - Isla: first bit of the talk is on slide 2\n01/02/2025, 17:45 - Callum: 2/2 done",
+            "region,shard,part_1,part_2\neu,a,north,south\n",
+        ))
+
+    def test_armenian_and_greek_words_parts_joined_by_the_preprocessor_and_what_references_or_names_a_public_key(self):
+        """Caught: passwords after Armenian's գաղտնաբառ (and its "is", է՝) and Greek's κωδικό; C's `#define KEY_HI`/`KEY_LO`
+        parts; a list of hex chunks joined inside a call (`bytes.fromhex("".join(_CHUNKS))`); a password's pieces
+        answering a French "mdp" question after a message that says it comes. Kept: a shell's error for an unset
+        variable (`${DB_PASSWORD:?…}`), Octopus's `#{DbPassword}#`, a public key the word says is public after it
+        ("Clé publique"), a Kubernetes object by kind and name, a pattern a password must match, a test runner's
+        `PASS  Tests\\Feature\\X`, Kotlin's signatures, a package at its version, Jenkins' credentials by kind, a
+        token's serial number, an i18n file's translation of "password"."""
+        self.assert_redacted({
+            "Բարև Արամ, SAP-ի RFC օգտատիրոջ գաղտնաբառը Gyumri4471. է։": ["Gyumri4471."],
+            "անձնակազմի Wi-Fi-ի նոր գաղտնաբառն է՝ Sevan!Lich82։": ["Sevan!Lich82"],
+            "Βάλε στο script τον κωδικό της Oracle για τον EDI_STAGE: Zr7bYpQw2Lk9Vt και τρέξ' το στο UAT": ["Zr7bYpQw2Lk9Vt"],
+            '#define FTP_PWD_HI "61A0C4E9F27B83D5E10A"\n#define FTP_PWD_LO "9D2BC47E03F1"\n#define FTP_PWD FTP_PWD_HI FTP_PWD_LO': ["61A0C4E9F27B83D5E10A", "9D2BC47E03F1"],
+            '_CHUNKS = [\n    "a41f0c77d2e9b3568", "e0b5c2d94f1a76e3",\n    "5c9e2a0f7d13b84e", "17ad4e02c9f6b358",\n]\nKEY = bytes.fromhex("".join(_CHUNKS))': [
+                "a41f0c77d2e9b3568", "e0b5c2d94f1a76e3", "5c9e2a0f7d13b84e", "17ad4e02c9f6b358"],
+            "Steve: yo t'as-tu le mdp pour la console HMC?\nKarine: ouais attends chu dans le char\nKarine: Rq7$%Vm-wxz\nKarine: _%4K8PLM_\nKarine: colle les deux ensemble": ["Rq7$%Vm-wxz"],
+        })
+        self.assert_kept((
+            "    password: ${DB2_PASSWORD:?la variable DB2_PASSWORD doit être définie}",
+            "HL7_SFTP_PASSWORD=${HL7_SFTP_PASSWORD:?HL7_SFTP_PASSWORD must be set}",
+            '<add name="Reports" connectionString="Data Source=ORA:1521/RPT;User ID=rpt;Password=#{RptDbPassword}#" />',
+            "Clé publique Ed25519 (hex) du signataire des releases : 0f6f66a2e677bac90f4e3054586dfafc95f5bb931a5009f5a012183368757d14",
+            "sealed-secrets : SealedSecret/paiements-db2 dans le namespace paiements",
+            'if (!password.matches(".*[^A-Za-z0-9].*")) { throw new PolicyException("Le mot de passe ne respecte pas la politique"); }',
+            "$ php artisan test --filter=InvoiceTest\n   PASS  Tests\\Feature\\InvoiceTest\n  Tests:    3 passed",
+            "interface SecretStore {\n    suspend fun getRefreshToken(): String?\n    suspend fun saveRefreshToken(token: String)\n    suspend fun clearTokens()\n}",
+            "$ spack find -l openmpi\n-- linux-rocky9-zen3 / gcc@13.2.0 ------\ndfw6tt6 openmpi@4.1.6",
+            "Jenkins → Manage Credentials → (global):\n  steam-builder-pw      Secret text\n  nexus-deploy          Username with password",
+            "Numéro de série du jeton matériel (inventaire) : PY7AO1V0UE0I — attribué à K. Lavoie",
+            '{ "hy": { "login.password": "Գաղտնաբառ", "login.secretQuestion": "Գաղտնի հարց" } }',
+        ))
+
     def test_cipher_keys_dpapi_robots_cookie_jars_and_passwords_in_yoruba_zulu_and_pidgin(self):
         """Caught: an AES or HMAC key a key store lists with its algorithm, a DPAPI-encrypted password in
         hex, a Harbor robot's secret, a cookie jar's set(), a cookie named in prose, a Dropbox Transfer's
@@ -13897,7 +13984,9 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind203_corpus.json": (0.97, 0.99), "blind206_corpus.json": (0.98, 0.99), "blind207_corpus.json": (0.98, 0.99),
                  "blind209_corpus.json": (0.97, 0.99), "blind211_corpus.json": (0.98, 0.99), "blind212_corpus.json": (0.98, 0.99),
                  "blind213_corpus.json": (0.98, 0.99), "blind215_corpus.json": (0.87, 0.99), "blind217_corpus.json": (0.91, 0.99),
-                 "blind218_corpus.json": (0.97, 0.99), "blind219_corpus.json": (0.94, 0.99), "blind220_corpus.json": (0.97, 0.99)}
+                 "blind218_corpus.json": (0.97, 0.99), "blind219_corpus.json": (0.94, 0.99), "blind220_corpus.json": (0.97, 0.99),
+                 "blind221_corpus.json": (0.86, 0.99), "blind222_corpus.json": (0.86, 0.99), "blind224_corpus.json": (0.96, 0.99),
+                 "blind225_corpus.json": (0.87, 0.99)}
 
 
 def corpus_texts() -> list:
