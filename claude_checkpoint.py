@@ -2795,7 +2795,7 @@ _CREDENTIAL_WORDS = (
     r"|bearer|pwd|pw|(?:keystore|keychain|admin|root|db|ssh|sudo|vpn|rcon|wi-?fi|wpa[23]?|wlan|guest)[ \-]pass(?![a-z])|(?:totp|otp|mfa|2fa)[ _\-]?(?:seeds?|secrets?)|code[ \t]+(?:du[ \t]+|dyal[ \t]+(?:l-?)?)?wi-?fi|pin(?:[ \-]?(?:code|kod|kode|koodi|kód))?|mpin|m-pin|tpin|t-pin|nip(?=[^\n\d]{0,70}?(?<![\w\-])(?!(?:19|20)\d\d(?!\d))\d{4,6}(?![\d\-]))|puk|(?:alarm|door|gate|safe|lock|panel|keypad|key[ \-]?box|lockbox|master|installer|duress|wi-?fi|wlan)[ _\-]?codes?|(?:alarm|tür|tresor|schloss|zugangs|eingangs|garagen)[a-zäöüß]{0,12}-code|(?:alarm|tür|tuer|tresor|schloss|zugangs|eingangs|garagen|entsperr|toegangs|deur|poort)code[ns]?(?![a-z])|(?:upplåsnings|lås|låse|alarm|larm|port|dörr|dør|säkerhets|sikkerheds|sikkerhets)kod(?:en|e|er)?(?![a-zåäö])|disarm(?:[ \-]codes?)?|creds|psk|nsec|mdp|snmp[ _\-]?community(?:[ _\-]?strings?)?|community(?:[ _\-]?strings?)?|jeton|cl[ée]|mot de passe|mật khẩu|mat khau|kata sandi|frasa sandi|sandi|kunci)(?:['’](?:[iıuü]|[ns][iıuü]|[iıuü]n[iıuü]?)(?![\w'’]))?)(?![a-z])(?!(?<=[A-Z])[A-Z])(?!(?<=[a-z])[A-Z])"
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|wagwoord|schlüssel|sleutel|nyckel|lösenord(?:et)?|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode, adminlösenordet
     r"|(?<=[a-z0-9]_)(?<!\bai_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_… (not Application Insights' ai_session: a visit's id)
-    r"|(?<![A-Za-z])(?i:passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
+    r"|(?<![A-Za-z])(?i:code[ \t]+secret|code[ \t]+de[ \t]+d[ée]verrouillage|passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
     r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|wagwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|phasfhocal|cyfrinair"
     r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs-jelmondat|jelmondat|kulcs|wachtzin|neno la siri|neno siri|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od|kalmar sirri"
     r"|passphrase|frase-passe|frase passe|frase-senha|frase secreta|frase de pas|frase mestra|frase maestra|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine|jecha darbii|jecha icciitii|pakasqa simi|iphasiwedi|iphasiwezi|ọ̀rọ̀ìgbaniwọlé|ọ̀rọ̀ ìgbaniwọlé|oroigbaniwole|oro igbaniwole"
@@ -2944,6 +2944,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|btw|by the way|übrigens|nämlich|eigentlich|inzwischen|mittlerweile|schon|bereits|au fait|d'ailleurs|déjà|por cierto|ya|aliás|já|tra l'altro|già"
     "|przy okazji|кстати|уже|bu arada|trouwens|overigens|förresten|redan"  # a filler between: "ist übrigens X", "es ya X"
     "|ná"  # Irish's "Is é pasfhocal an Wi-Fi ná X"
+    "|ezali"  # Lingala's "is": "Passkey ya M-Pesa ezali X"
     "|ita ce|shi ne"  # Hausa's "it is": "Kalmar sirri ta sabar … ita ce X"
     "|է"  # Armenian's "is": "գաղտնաբառն է՝ X"
     "|howa|hiya|rah|daba"  # Moroccan Darija in Latin letters: "l'code dyal wifi … daba howa X", "lmot de passe rah X"
@@ -2953,7 +2954,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|поменял на|поменяла на|поменяли на|изменил на|изменила на|изменили на|сменил на|сменила на|сменили на|zmieniłem na|zmieniłam na|zmienił na"
     "|zmieniła na|zmieniliśmy na|cambiato in|cambiata in|cambiado a|změnil jsem na|změnil na|změnila na") + r")(?![\w'’\-])"  # a verb after the word too: "пароль … поменял на X"
               r"|(?:(?<=clave )|(?<=contraseña )|(?<=senha )|(?<=chave )|(?<=chiave ))a(?![\w'’\-])"  # "la clave a X": not English's a
-              r"|(?:(?<=mdp )|(?<=passe )|(?<=pass ))c(?![\w'’\-])"  # a French chat's c'est: "le mdp c X"
+              r"|(?<=[ \t])(?-i:c)(?=[ \t]+(?=\S*[\d!@#$%&*+=?_.\-])\S{4})"  # a French chat's c'est: "le mdp c X", "le mdp de demo sur l'extranet c X"
               r"|(?:(?<=şifresi )|(?<=şifre )|(?<=parolası )|(?<=parola ))d[ea](?![\w'’\-])"  # Turkish's "too": "enable şifresi de X"
               r"|(?<![\w'’])on(?![\w'’\-])"  # Finnish's and Estonian's "is" (after their words only: _given_password)
               r"|(?<![\w'’])(?:ngu|yi)-(?=\S)"  # isiZulu's "is", joined to what it names: "Iphasiwedi … ngu-k4iz3r-D1ngo"
@@ -3166,7 +3167,7 @@ _OTHER_THING_IS = (r"(?i)\b(?:policy|role|group|bucket|queue|topic|namespace|pro
 
 
 # The credential words (_CREDENTIAL_WORDS) whose value is a PIN's digits: Mexico's NIP, a bank's MPIN.
-_PIN_WORDS = ("pin", "пин", "mpin", "m-pin", "tpin", "t-pin", "nip")
+_PIN_WORDS = ("pin", "пин", "mpin", "m-pin", "tpin", "t-pin", "nip", "code secret", "code de d")  # (French's "code secret", "code de déverrouillage")
 
 
 def _given_password(match: Any) -> list:
@@ -6136,8 +6137,9 @@ jwt                          jwt                    {L}(?P<s>eyJ[A-Za-z0-9_\-]{8
 #   catch: jwt «eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk»
 #   keep:  the header alone: eyJhbGciOiJIUzI1NiJ9
 #   keep:  unsigned, for the docs: eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJleGFtcGxlLXVzZXIiLCJzaXRlIjoiQ04ifQ.
-other-provider-token         -                      {L}(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,})){R}
+other-provider-token         -                      {L}(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|NRAK-[A-Z0-9]{27}|[a-f0-9]{36}NRAL|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,})){R}
 #   catch: vault login «hvs.EXAMPLEexampleEXAMPLE0123»
+#   catch: newrelic.license = "«0b7c41e9a2d35f86c10e4a97d2b6f35e18a0NRAL»"
 #   keep:  service tokens start with hvs.
 # Formats gitleaks and trufflehog know by their public prefixes (one rule, one shape per line of the alternation).
 more-provider-tokens         -                      {L}(?P<s>(?:dckr_pat_[A-Za-z0-9_\-]{27,}|live_sk_[A-Za-z0-9]{20,64}|pul-[a-f0-9]{40}|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,}|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}|nfp_[A-Za-z0-9]{36}|fo1_[A-Za-z0-9_\-]{43}|figd_[A-Za-z0-9_\-]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|sk\.eyJ[A-Za-z0-9_\-]{50,}\.[A-Za-z0-9_\-]{20,}|HRKU-[A-Za-z0-9_\-]{30,}|glc_[A-Za-z0-9+/]{32,}={0,2}|sntryu_[a-f0-9]{64}|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}|CFPAT-[A-Za-z0-9_\-]{43}|fio-u-[A-Za-z0-9_\-=]{64}|aio_[A-Za-z0-9]{28}|CLOJARS_[a-z0-9]{60}|dp\.(?:ct|st|sa|scim|audit)\.[A-Za-z0-9]{40,}|duffel_(?:test|live)_[A-Za-z0-9_\-=]{43}|EZ[AT]K[A-Za-z0-9]{54}|FLWSECK(?:_TEST)?-[a-f0-9]{32}-X|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}|(?:SB-)?Mid-server-[A-Za-z0-9_\-]{20,40}|ico-[A-Za-z0-9]{32}|pnu_[A-Za-z0-9]{36}|rdme_[a-z0-9]{70}|rubygems_[a-f0-9]{48}|tk-us-[A-Za-z0-9_\-]{48}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|shippo_(?:live|test)_[a-f0-9]{40}|EAAA[A-Za-z0-9_\-]{60}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,43}|tfp_[A-Za-z0-9_\-.]{59}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|pplx-[A-Za-z0-9]{48}|xai-[A-Za-z0-9]{70,}|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|pcsk_[A-Za-z0-9_]{40,}|tskey-(?:api|auth|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}|hv[bsr]\.[A-Za-z0-9_\-]{24,}|oy2[a-z0-9]{43}|AKCp[A-Za-z0-9]{69}|CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}|bkua_[a-f0-9]{40}|ATBB[A-Za-z0-9_=.\-]{28,}|sgp_(?:[a-f0-9]{16}_)?[a-f0-9]{40}|rnd_[A-Za-z0-9]{32}|napi_[a-z0-9]{64}|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}|EAA[CG][A-Za-z0-9]{100,}|AAAA[A-Za-z0-9_\-]{7}:(?:[A-Za-z0-9_\-]{140}|APA91b[A-Za-z0-9_\-]{60,180})|LTAI[A-Za-z0-9]{20}|AKID[A-Za-z0-9]{32}|ops_eyJ[A-Za-z0-9+/=_\-]{100,}|A3-[A-Z0-9]{6}-[A-Z0-9]{6}-[A-Z0-9]{5}(?:-[A-Z0-9]{5}){3}|pat-(?:na|eu)1-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|NRII-[A-Za-z0-9_\-]{32}|NRJS-[a-f0-9]{19}|NRAA-[a-f0-9]{27}|SCW[A-Z0-9]{17}|v1\.0-[a-f0-9]{24}-[a-f0-9]{146}|y0_[A-Za-z0-9_\-]{55,}|AQVN[A-Za-z0-9_\-]{35,38}|sl\.[A-Za-z0-9_\-]{130,}|mfa\.[A-Za-z0-9_\-]{84}|amzn1\.oa2-cs\.v1\.[a-f0-9]{64}|dG9rOj[A-Za-z0-9+/=]{40,}|(?:api|sdk)-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|access-(?:sandbox|development|production)-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}|(?<=\$)aact_(?:prod_|hmlg_)?[A-Za-z0-9+/_\-]{30,}={0,2}|cbat_[A-Za-z0-9]{32})){R}
@@ -6193,11 +6195,12 @@ token-in-service-path        -                      (?:boxcloud\.com/d/\d{1,2}/(
 # A key read out in groups of hex digits (as a ceremony's sheet or a person dictating it writes it) on the line that
 # names it or the next: "Recovery AES key (read it out in groups):" ⏎ `9bf8728a d7b4051b …`, `Key component: CD17 C28D …`;
 # not a fingerprint's or an id's groups.
-hex-groups-named-key         -                      (?i)(?<![\w\-])(?<!public[ _\-])(?<!pub[ _\-])(?:key|keys|schlüssel|clé|clave|chave|chiave|klucz|ключ|sleutel|nyckel|secret|component|komponente|componente|komponent[auy]?|컴포넌트)\b(?![ \t]*(?:id|fingerprint|fpr|grip|hash|digest|check|data)\b)(?:[^\n:=(]|\([^\n)]{0,60}\)){0,80}:[ \t]*(?:\r?\n[ \t]*)?(?P<s>(?=[0-9a-fA-F \t]*[a-fA-F])[0-9a-fA-F]{4,8}(?:[ \t]+[0-9a-fA-F]{4,8}){3,15})(?![ \t]*(?!(?i:kcv|check[ \t]value)\b)[\w:])
+hex-groups-named-key         -                      (?i)(?<![\w\-])(?<!public[ _\-])(?<!pub[ _\-])(?:key|keys|schlüssel|clé|clave|chave|chiave|klucz|ключ|sleutel|nyckel|secret|component|composante|komponente|componente|komponent[auy]?|컴포넌트)\b(?![ \t]*(?:id|fingerprint|fpr|grip|hash|digest|check|data)\b)(?:[^\n:=(]|\([^\n)]{0,60}\)){0,80}:[ \t]*(?:\r?\n[ \t]*)?(?P<s>(?=[0-9a-fA-F \t]*[a-fA-F])[0-9a-fA-F]{4,8}(?:[ \t]+[0-9a-fA-F]{4,8}){3,15})(?![ \t]*(?!(?i:kcv|check[ \t]value)\b)[\w:])
 #   catch: Recovery AES key for the vault (read it out loud in groups):\n«4c1d9e7a b38f2056 e9a4c71d 0f6b2e83»
 #   catch: Key component: «A3F1 9C2E 7B40 D58E 16C9 2FA7 E03B 8D54»
 #   catch: Componente 2 (custodia B): «0593 237D 3C42 5FD3 52A6 F36C EAD1 D9CC»  KCV 98B92A
 #   catch: Component 1 (custodian: C. Weber):  «453E CF4C C198 41AD C70D 2ADA 8A11 39CF»   KCV 9BEB62
+#   catch:   Composante 2 : «C4A1 0E9B 72D3 5F18 A6C0 3E27 91BD 4F65»
 #   keep:  Primary key fingerprint: 5F2D 8A4B 91C3 7E06 D2F8  4A1B 9E3C 7D20 C5B1 8F46
 #   keep:  Key ID: 4A1B 9E3C 7D20 C5B1
 #   keep:  Public key: 04A3 9C2E 7B40 D58E 16C9 2FA7 E03B 8D54
@@ -6846,6 +6849,10 @@ redis-protocol-auth          not-reference          (?i)\\r\\n\$4\\r\\nAUTH\\r\\
 schtasks-password            argument               (?i)\bschtasks\b{COMMAND}[ \t]/r?p[ \t]+{TOOL_VALUE}
 #   catch: schtasks /create /tn backup /tr backup.cmd /ru CORP\svc /rp «Gq7!vT2mZx» /sc daily
 #   keep:  schtasks /query /tn backup /v
+# NSSM's service account: `nssm set SERVICE ObjectName ACCOUNT PASSWORD`.
+nssm-service-account         argument               (?i)\bnssm(?:\.exe)?[ \t]+set[ \t]+{ARG}[ \t]+ObjectName[ \t]+{ARG}[ \t]+{TOOL_VALUE}
+#   catch: nssm set HL7Listener ObjectName MEDICOR\svc_hl7 "«Tamar2207.»"
+#   keep:  nssm set HL7Listener ObjectName LocalSystem
 mysqladmin-password          argument               \bmysqladmin\b{COMMAND}[ \t]password[ \t]+{TOOL_VALUE}
 #   catch: mysqladmin -u root password '«q8Sq3u8+6lOrj»'
 #   keep:  mysqladmin -u root password "$NEW_ROOT_PW"
@@ -8174,9 +8181,10 @@ context-login-command        command-arguments      (?i)(?<=[a-z0-9][ \t:])(?:lo
 #   catch: npm login --registry https://npm.corp.io <<< $'deploy\\n«Hvezda%69»\\nops@corp.io'
 # String literals passed to a client constructor, a connect, sign or encrypt call (Python, JS/TS,
 # Go, Java, C#, Ruby, PHP, Rust).
-context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client|Credentials?|Connection|(?<=[A-Za-z])connection|Gateway|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<=PDO->)__construct|(?<=HTTP)Соединение|(?<=FTP)Соединение|(?<![\w$])(?:create_(?:super)?user|setup_signing|connect|getConnection|auth|authorize(?:_account)?|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|Login|LogIn|LogOn|authenticate|Authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-client-call          call-literals          (?:(?<![\w$])new[ \t]+[A-Za-z_][\w.]{0,60}|::<[^<>\n]{0,60}>(?:\.new|::new|::from_\w+)|\.new|\.New|::new|::from_\w+|New[A-Z]\w{0,40}|Client(?:\.(?:Init|init|Initialize|initialize|Create|create))?|Credentials?|Connection|(?<=[A-Za-z])connection|Gateway|RequestValidator|Session|Signer(?:\.create)?|Cipher|Aes\w{0,12}|ChaCha\w{0,12}|Auth|Authenticator|Api|API|Sdk|SDK|Fernet|(?<=[\w.])Password_?Set\w{0,12}|(?<=PDO->)__construct|(?<=HTTP)Соединение|(?<=FTP)Соединение|(?<![\w$])(?:create_(?:super)?user|setup_signing|connect|getConnection|auth|authorize(?:_account)?|sign|signWith|encrypt|decrypt|createHmac|createCipheriv|createDecipheriv|hash_hmac|hexdigest|HMAC\.\w+|login|Login|LogIn|LogOn|authenticate|Authenticate|setAuth\w*|setToken|setApiKey|(?:set|save|store|update|change|reset)_?(?:[A-Za-z]{1,20}_)?[Pp]assword|(?<=\.)(?:password|passphrase)|setCredentials?|withCredentials?|withToken|bearerAuth|basicAuth|encode|hmacShaKeyFor|HMAC\d+|new_from_slice|initializeApp|Dial\w*|SignedString|signedString|database|username_pw_set|(?<=getDecoder\(\)\.)decode|sqlite3_(?:re)?key|usePassphrase|setPassphrase))[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
 #   catch: rfc2865.UserPassword_SetString(packet, "«Probe!Eduroam77»")
 #   catch: plc.set_session_password("«Lackier-1500-pw»")
+#   catch: TwilioClient.Init(builder.Configuration["Twilio:AccountSid"], "«9f3a0c7e14d25b86a1e0f4c3d7b29e58»");
 #   catch: api.authorize_account("production", "«0051d27642da2d12dd8000000a4»", "«K005gKZBjJwhPfWLrz4hPTuclnRyWQx»")
 #   keep:  api.authorize_account("production", key_id, application_key)
 #   keep:  rfc2865.UserPassword_SetString(packet, os.Getenv("RADIUS_PROBE_PW"))
@@ -8240,7 +8248,8 @@ at-command-credentials       -                      (?i)\bAT\+(?:CGAUTH=\d+,\d+,
 #   catch: AT+QICSGP=1,1,"iot.example","gw01","«Vj8r-Ql2pX»",1
 #   keep:  AT+CGAUTH=1,0,"",""
 # C's and PHP's connect and bind functions, Arduino's Wi-Fi joins: the same, apart for speed (their names start no other call).
-context-connect-function     call-literals          (?:mysql_real_connect|mysqli_connect|new[ \t]+mysqli|pg_p?connect|oci_connect|sqlsrv_connect|PQconnectdb|ldap_bind|UserInfo|WiFi\.begin|WiFiMulti\.addAP|WiFi\.softAP|createAccount|createUser|(?:wlan|sta|sta_if|station|wifi)\.connect)[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+context-connect-function     call-literals          (?:(?<=go_ora\.)BuildUrl|(?<=go_ora\.)BuildJDBC|mysql_real_connect|mysqli_connect|new[ \t]+mysqli|pg_p?connect|oci_connect|sqlsrv_connect|PQconnectdb|ldap_bind|UserInfo|WiFi\.begin|WiFiMulti\.addAP|WiFi\.softAP|createAccount|createUser|(?:wlan|sta|sta_if|station|wifi)\.connect)[ \t]*(?:<[^<>\n]{0,60}>)?(?:::<[^<>\n]{0,60}>)?[ \t]*\((?=(?P<s>(?:[^()"'`]|"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|`[^`]{0,1024}`|\([^()]{0,400}\)){0,1500}))
+#   catch: url := go_ora.BuildUrl("ora-n4.local", 1521, "N4PRD", "N4_READER", "«Tq8VbN3cWz5LmK2X»", nil)
 #   catch: nc, err := nats.Connect("nats://nats.staging:4222", nats.UserInfo("itest", "«It3st-N4ts-Stg!»"))
 #   catch: $conn = new mysqli("db.hostinger-eu.net", "u839201_shop", "«Lavanda_2021!»", "u839201_shop");
 #   catch: if (!mysql_real_connect(conn, "mysql-stg.prod.example.net", "k.nowak", "«_TlpEiPrj8VgwFmAx»", "events", 3306, NULL, 0)) {
@@ -10191,7 +10200,7 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # with …", "second half: …", "Teil 2: …", "Fortsetzung: …", "nog … erachter", "il resto è …", "la seconde
 # partie … : « … »", "後半は「…」", "… is the end of it". Read only after a redacted value, within the
 # lines that follow it.
-_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\brest(?=[ \t]+(?:na|is)[ \t]+\S)|\blanjut(?:nya)?\b|\btapos\b|\b(?:e[ \t]+)?a[ \t]+[uú]ltima(?:[ \t]+parte)?(?=[ \t]+\S*[\d\W])|\b(?:(?:e|y|i)[ \t]+)?(?:a|la)[ \t]+segunda(?=[ \t]+\S*[\d\W])|\bno[ \t]+fim(?:[ \t]+tem)?(?=[ \t]+\S*[\d\W])|(?:\bcòn[ \t]+)?đoạn[ \t]+(?:sau|cuối)|\(cont(?:inued|\.)?\)|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
+_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\brest(?=[ \t]+(?:na|is)[ \t]+\S)|\blanjut(?:nya)?\b|\btapos\b|\b(?:e[ \t]+)?a[ \t]+[uú]ltima(?:[ \t]+parte)?(?=[ \t]+\S*[\d\W])|\b(?:(?:e|y|i)[ \t]+)?(?:a|la)[ \t]+segunda(?=[ \t]+\S*[\d\W])|\bno[ \t]+fim(?:[ \t]+tem)?(?=[ \t]+\S*[\d\W])|(?:\bcòn[ \t]+)?đoạn[ \t]+(?:sau|cuối)|\(cont(?:inued|\.)?\)|\[cont(?:inued|\.)?\]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
                        r"|\bzbytek|\b(?:h)?alafu\b|\bende[ \t]*(?=[:：])|\bla[ \t]+fin[ \t]+c'est|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|polovica|část|časť|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\bpezzo[ \t]*(?:2|due)\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in|en)|\bandre[ \t]+del(?:en)?|\ban[ \t]+dara[ \t]+leath|\bnea[ \t]+ɛtɔ[ \t]+so[ \t]+abien|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|(?<![\w/])\(?2[ \t]*/[ \t]*2\)?(?![\w/])"
                        r"|\bteil[ \t]*2\b|(?<![^\s:：])fin[ \t]*(?=[:：])|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
@@ -10293,7 +10302,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("phần", "morceau", "bout", "moitié", "moitie", "suite du", "la fin", "la resta", "rest na", "tapos", "đoạn", "(cont", "ltima", "no fim", "a segunda", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("phần", "[cont", "morceau", "bout", "moitié", "moitie", "suite du", "la fin", "la resta", "rest na", "tapos", "đoạn", "(cont", "ltima", "no fim", "a segunda", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
@@ -10469,42 +10478,54 @@ def _redact_labelled_parts(original: str, text: str, count: int, replaced: list)
 _PIECE_NOUN = r"(?:half|halve|helft|helfte|deel|stuk|stukje|stukkie|bit|wee[ \t]+bit|part|piece|chunk|share|hissa|moitié|morceau|partie|teil|hälfte|parte|mitad|metade|metà)"
 _HELD_PIECE_LABEL = (r"(?i:(?<![\w/])(?:[1-4][ \t]*/[ \t]*[2-4]|(?:part|deel|teil|parte|partie|stuk|bit|piece|chunk|hissa|groupe|bloc|gr(?:ou)?p|groep|groepe)[ \t]*(?:[1-8]|een|twee|drie|one|two|three)"
                      r"|(?:moitié|moitie|half|helft|partie|part|deel|teil|parte|enveloppe|envelope|umschlag)[ \t]+[A-D](?:[ \t]+\([^()\n]{1,40}\))?"  # "Moitié A :", "enveloppe B (coffre Sécurité) :"
-                     r"|(?:premi(?:er|ère)|deuxième|second(?:e)?|troisième|quatrième|dernier|dernière)(?:[ \t]+(?:groupe|morceau|bout|moitié|partie|bloc))?|(?:le[ \t]+)?début|la[ \t]+fin|la[ \t]+suite"
+                     r"|(?:premi(?:er|ère)|deuxième|seconde|troisième|quatrième|dernier|dernière)(?:[ \t]+(?:groupe|morceau|bout|moitié|partie|bloc))?|(?:le[ \t]+)?début|la[ \t]+fin|la[ \t]+suite"
                      r"|(?:the[ \t]+)?last[ \t]+one(?:[ \t]+is)?"
                      r"|(?:first|1st|second|2nd|third|3rd|last|final|next|front|back|other|eerste|tweede|derde|laatste|laaste|volgende|voorste|achterste|pehla|dusra|doosra|teesra|baaki|meethi)"
                      r"(?:[ \t]+" + _PIECE_NOUN + r")?"
                      r"|(?:my|ma|mah|mijn|mera|meri|mon|ma|en)[ \t]+(?:wala|" + _PIECE_NOUN + r")(?:[ \t]+(?:idhu|hai))?"
                      r"|mine(?:'s|[ \t]+is)?|myne(?:[ \t]+is)?|mijne(?:[ \t]+is)?|the[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|(?:die|de)[ \t]+res(?:t)?(?:[ \t]+is)?"
+                     r"|l'awal|lowla|loul|tani|thani|tanya|l-b9i|lekher|benn[ \t]+bi|ñaareel[ \t]+bi|eteni[ \t]+ya[ \t]+(?:liboso|mibale)"  # (Darija's, Tunisian's, Wolof's, Lingala's first and second)
+                     r"|وبعدين|بعدين|وبعد|ثم|ואז|אחר[ \t]+כך"  # (Arabic's and Hebrew's "then")
                      r"|then|dan|daarna|next)(?![\w/]))")
-_HELD_PIECE = (_HELD_PIECE_LABEL + r"(?:[ \t]+(?:is|es|hai|idhu|ist|est|so))?(?:,[ \t]*[^\n:：]{1,30}?)?(?:[ \t]*(?:[:：→]|-+>|—|–)[ \t]*|[ \t]+)"
+_HELD_PIECE = (_HELD_PIECE_LABEL + r"(?:[ \t]+(?:is|es|hai|idhu|ist|est|so)|[ \t]+of[ \t]+[^\n:：,]{1,40}?[ \t]+is)?(?:,[ \t]*[^\n:：]{1,30}?[:：][ \t]*|[ \t]*(?:[:：→]|-+>|—|–)[ \t]*|[ \t]+)"
                r"[`\"'«]?(?P<v>[^\s,\"'`«»]{4,128}?)[`\"'»]?(?=[.,;!?]?(?:[ \t]|\r?\n|$))")
 _PIECE_THEN_LABEL = (r"(?im)(?:^|[:>\]][ \t]+)(?P<v>[^\s,\"'`«»]{4,128})[ \t]+(?:(?:<-+|[—–\-])[ \t]+(?:that'?s[ \t]+|idhu[ \t]+|is[ \t]+)?"
                      r"(?:ma|my|the|mijn|en)?[ \t]*(?:front|back|second|first|other|last|tweede|eerste)?[ \t]*(?:half|bit|part|piece|helft|stuk|deel)\b|\((?:début|la[ \t]+suite|suite|la[ \t]+fin|fin)\))")
-_HELD_PIECES_SEEN = ("/2 ", "/3 ", "/4 ", "half", "helft", "helfte", "mine", "myne", "mijn", "deel", "stuk", "bit", "part", "rest", "hissa", "then ", "dan ", "next",
-                     "moiti", "premi", "deuxi", "début", "la fin", "suite", "envelop", "last one", "grp", "group", "groep")
+_HELD_PIECES_SEEN = ("/2 ", "/3 ", "/4 ", "half", "helft", "helfte", "mine", "myne", "mijn", "hissa", "moiti", "morceau", "envelop", "grp", "groep", "stuk",
+                     "deel", "partie", "premi", "deuxi", "début", "la fin", "suite", "bit:", "bit ", "part:", "part ", "last one", "the rest", "res is",
+                     "awal", "loul", "tani", "thani", "eteni", "meethi", "wala", " bi ", "chunk", "eerste", "laatste",
+                     "first:", "second:", "third:", "last:", "next:")  # (not "then", "next", "first": words of any prose)
+_HELD_PIECES_ORDER = ("then ", "dan ", "next", "first", "last", "second", "بعد", "ثم", "ואז")  # (what goes with one of those: "het eerste stuk is …" ⏎ "dan …")
 
 
 def _holds_held_pieces(lowered: str) -> bool:
-    """A cheap look for _redact_held_pieces: its labels' words, twice."""
-    return sum(lowered.count(word) for word in _HELD_PIECES_SEEN) >= 2
+    """A cheap look for _redact_held_pieces: its labels' words (those no prose of other things uses much), twice,
+    or once with a word of order."""
+    seen = [word for word in _HELD_PIECES_SEEN if word in lowered]
+    return len(seen) >= 2 or bool(seen) and (lowered.count(seen[0]) >= 2 or any(word in lowered for word in _HELD_PIECES_ORDER))
 
 
 def _redact_held_pieces(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with the pieces of a secret that a chat's messages label (_HELD_PIECE, _PIECE_THEN_LABEL),
-    when two or more are given within twelve lines of each other (those a rule redacted count) and each
-    reads as a secret's part, and the text names a credential or the pieces joined look machine-made
-    or read as a password a person chose: "mine: b1ltong25" ⏎ "_Munro*90 <- that's my bit"."""
+    when two or more are given within twelve lines of each other (a message a rule redacted whole counts:
+    `«redacted»` ⏎ "tani: f81d…") and each reads as a secret's part, and the text names a credential or
+    the pieces joined look machine-made or read as a password a person chose: "mine: b1ltong25" ⏎
+    "_Munro*90 <- that's my bit"."""
     pieces = sorted([(found.start("v"), found.group("v")) for found in _regex(_HELD_PIECE).finditer(original)]
                     + [(found.start("v"), found.group("v")) for found in _regex(_PIECE_THEN_LABEL).finditer(original)])
-    pieces = [(start, value.rstrip(".,;:")) for start, value in pieces]
-    pieces = [(start, value) for start, value in pieces if value == REDACTED or REDACTED not in value and value.count(")") <= value.count("(") and (
+    pieces = [(original.count("\n", 0, start), value.rstrip(".,;:")) for start, value in pieces]  # (each piece's line)
+    pieces = [(row, value) for row, value in pieces if REDACTED not in value and value.count(")") <= value.count("(") and (
         _is_part_of_a_secret(value) or value.isalpha() and len(value) >= 5 and value.lower() not in _COMMON_WORDS)]  # (a plain word may start a password: "premier morceau : Baobab"; not code's `next build)`)
+    if not pieces:
+        return text, count
+    if text.count("\n") == original.count("\n"):  # (the lines of the redacted text stand where the original's do)
+        pieces = sorted(pieces + [(row, REDACTED) for row, line in enumerate(text.split("\n")) if line.rstrip(" \t\r.").endswith(REDACTED)])
     if len(pieces) < 2:
         return text, count
     named = _regex(_CREDENTIAL_WORDS).search(original) or _regex(_PASSWORD_WORDS).search(original)
     found, group = [], [pieces[0]]
-    for piece in pieces[1:] + [(len(original) * 2, "")]:
-        if piece[1] and original.count("\n", group[-1][0], piece[0]) <= 12:
+    for piece in pieces[1:] + [(original.count("\n") + 99, "")]:
+        if piece[1] and piece[0] - group[-1][0] <= 12:
             group.append(piece)
             continue
         values = [value for _, value in group if value != REDACTED]
@@ -10539,11 +10560,11 @@ def _redact_sibling_parts(original: str, text: str, count: int, replaced: list) 
     or in a table's columns (`key_prefix,key_suffix`, _column_parts), when _are_parts_of_a_secret:
     `"ClaveA"="«…»"` ⏎ `"ClaveB"="tUWR_OIKW"` leaves no part behind."""
     siblings: dict = {}
-    patterns = (_SIBLING_PART, _SIBLING_PAIR, _SIBLING_ENV_ENTRY) if "name:" in original else (_SIBLING_PART, _SIBLING_PAIR)
+    patterns = () if "\n" not in original else (_SIBLING_PART, _SIBLING_PAIR, _SIBLING_ENV_ENTRY) if "name:" in original else (_SIBLING_PART, _SIBLING_PAIR)  # (a line alone: a tuple's only)
     for pattern in patterns:
         for found in _regex(pattern).finditer(original):
             siblings.setdefault(found.group("stem").lower(), {})[found.group("mark").lower().lstrip("_-.")] = found.group("value")
-    groups = list(siblings.items()) + _tuple_parts(original) + _column_parts(original)
+    groups = list(siblings.items()) + _tuple_parts(original) + (_column_parts(original) if "\n" in original else [])
     found_values = [value for stem, parts in groups if _are_parts_of_a_secret(stem, parts, text) for value in parts.values()]
     return _redact_found_again(text, count, replaced, found_values)
 
@@ -10584,8 +10605,11 @@ _TUPLE_ASSIGNED = (r"(?m)^[^\n=]{0,20}?\b([A-Za-z_]\w{0,40}(?:[ \t]*,[ \t]*[A-Za
 
 def _tuple_assignments(original: str) -> list:
     """[(names, the spans of their literals)] of each tuple given literals one by one (_TUPLE_ASSIGNED)."""
-    assignments = []
-    for assigned in _regex(_TUPLE_ASSIGNED).finditer(original):
+    assignments, lines = [], set()
+    for hit in _regex(r",[ \t]*[A-Za-z_]\w{0,40}(?:[ \t]*,[ \t]*[A-Za-z_]\w{0,40}){0,2}[ \t]*:?=[ \t]*[\"']").finditer(original):
+        lines.add(original.rfind("\n", 0, hit.start()) + 1)  # (the lines a tuple is given literals on: a look that starts at a comma)
+    ends = {start: (original.find("\n", start) + 1 or len(original) + 1) - 1 for start in lines}
+    for assigned in (found for start in sorted(lines) for found in _regex(_TUPLE_ASSIGNED).finditer(original, start, ends[start])):
         names = [name.strip() for name in assigned.group(1).split(",")]
         literals = [literal.span(2) for literal in _regex(r"([\"'])([^\"'\n]*)\1").finditer(original, assigned.start(2), assigned.end(2))]
         if len(names) == len(literals):
@@ -10608,7 +10632,10 @@ def _column_parts(original: str) -> list:
     """[(stem, {mark: value})] of each row of a table whose header names two or more columns by one
     stem and parts' marks (`servicio;token_parte1;token_parte2`, `env,service,key_prefix,key_suffix`)."""
     groups, lines, headers = [], original.split("\n"), set()
-    for cell in _regex(r"(?i)(?:[a-z](?:[_\-]?(?:part|teil|half|chunk|piece|frag|ligne|line)\w{0,4}|[_\-]?prefix|[_\-]?suffix|[_\-]d[ée]but|[_\-]fin|[_\-][1-4a-d])|\b(?:part\w{0,3}|moiti[ée]|teil|half)[ _\-][1-4a-d])[\"'`]?[ \t]*[,;\t|]").finditer(original):
+    cells = list(_regex(r"[_\-](?:[1-4a-dA-D]|(?i:prefix|suffix|d[ée]but|fin|part\w{0,4}|parte\d|teil\d|half\d|ligne\d))[\"'`]?[ \t]*[,;\t|]").finditer(original))
+    if "|" in original:
+        cells += _regex(r"\|[ \t]*(?i:part\w{0,3}|moiti[ée]|teil|half)[ _\-][1-4a-dA-D][ \t]*\|").finditer(original)  # (a markdown table's `| Part A |`)
+    for cell in cells:  # (patterns that start at a mark's `_` or a cell's `|`: one that starts at any letter reads every word)
         headers.add(original.count("\n", 0, cell.start()))  # (the lines a part's name stands on, before a separator)
     for index in sorted(headers):
         header = lines[index]
@@ -13386,9 +13413,8 @@ RULE_WORDS = {
     "discord-bot-token": ("e0a998d7", (".",), (), ()),
     "flask-session-cookie": ("2a77fc5f", (".ej",), (".ej",), ()),
     "jwt": ("f517ca8b", (".eyj",), ("eyj",), ()),
-    "other-provider-token": ("d6324855", ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-",
-        "pmak-", "sntrys_"), ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-", "pmak-",
-        "sntrys_"), ()),
+    "other-provider-token": ("245cab75", ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-",
+        "nral", "pmak-", "sntrys_"), (), ()),
     "more-provider-tokens": ("9ba8997c", (".atlasv1.", "a3-", "aaaa", "aact_", "access-development",
         "access-production", "access-sandbox", "aio_", "akcp", "akid", "amzn1.oa2-cs.v1.", "api", "aqvn", "atbb",
         "bkua_", "cbat_", "ccipat_", "cfpat-", "clojars_", "dckr_pat_", "dg9roj", "dp.audit", "dp.ct", "dp.sa",
@@ -13415,10 +13441,10 @@ RULE_WORDS = {
         "secret", "sig", "signature", "token"), ("=",)),
     "token-in-service-path": ("5a384620", ("/oncall/integrations/v1/", "boxcloud.com/d/", "fioapi.fio.cz/v1/rest/"),
         ("/oncall/integrations/v1/", "boxcloud.com/d/", "fioapi.fio.cz/v1/rest/"), ()),
-    "hex-groups-named-key": ("4a01bb32", ("chave", "chiave", "clave", "clé", "component", "componente", "key", "keys",
-        "klucz", "komponent", "komponente", "nyckel", "schlüssel", "secret", "sleutel", "ключ", "컴포넌트"), ("chave",
-        "chiave", "clave", "clé", "component", "componente", "key", "keys", "klucz", "komponent", "komponente",
-        "nyckel", "schlüssel", "secret", "sleutel", "ключ", "컴포넌트"), (":",)),
+    "hex-groups-named-key": ("1169bc1e", ("chave", "chiave", "clave", "clé", "component", "componente", "composante",
+        "key", "keys", "klucz", "komponent", "komponente", "nyckel", "schlüssel", "secret", "sleutel", "ключ", "컴포넌트"),
+        ("chave", "chiave", "clave", "clé", "component", "componente", "composante", "key", "keys", "klucz",
+        "komponent", "komponente", "nyckel", "schlüssel", "secret", "sleutel", "ключ", "컴포넌트"), (":",)),
     "snmp-usm-localized-key": ("0b91e228", (".1.3.6.1.6.3.10.1.",), (".1.3.6.1.6.3.10.1.",), ("0x",)),
     'keystore-ciphertext': ('d6347a23', ('"cipherparams"',), ('"ciphertext"',), ('"ciphertext"',)),
     "putty-private-lines": ("075e42bb", ("private-lines:",), ("private-lines:",), ("\n",)),
@@ -13604,6 +13630,7 @@ RULE_WORDS = {
     "winrs-password": ("0e80d0a6", ("winrs",), ("winrs",), ("-p",)),
     "redis-protocol-auth": ("3b91e038", ("\\r\\n$4\\r\\nauth\\r\\n",), ("\\r\\n$4\\r\\nauth\\r\\n",), ()),
     "schtasks-password": ("f6d9af5b", ("schtasks",), ("schtasks",), ("/",)),
+    "nssm-service-account": ("cfe69d47", ("objectname",), ("nssm",), ("nssm",)),
     "mysqladmin-password": ("fde49798", ("mysqladmin",), ("mysqladmin",), ("password",)),
     "batch-password-file": ("52c57f15", ("htpasswd", "mosquitto_passwd"), ("htpasswd", "mosquitto_passwd"), ("-",)),
     "broker-user-password": ("1071efb5", ("rabbitmqctl",), ("rabbitmqctl",), ("add_user", "authenticate_user",
@@ -13927,7 +13954,7 @@ RULE_WORDS = {
         "alarm", "belepesi", "belépési", "building", "code", "codici", "codigos", "códigos", "deur", "door", "dörr",
         "entry", "gate", "kap", "keypad", "kody", "larm", "locker", "office", "port", "riaszto", "riasztó", "safe",
         "toegangs", "tresor", "tür", "zugangs", "коды"), ("\n",)),
-    "context-credential-word": ("00d19e57", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
+    "context-credential-word": ("f9585852", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
         "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clau", "clave", "code",
         "community", "contra", "contrase", "contrasinal", "contrasnya", "credential", "creds", "cyfrinair", "disarm",
         "dörr", "dør", "frasa sandi", "frase de cifrado", "frase de pas", "frase maestra", "frase mestra",
@@ -13945,45 +13972,45 @@ RULE_WORDS = {
         "psk", "pssword", "puk", "pw", "pwd", "qup", "ramz", "salasana", "sandi", "sandine", "sandinya", "schl",
         "schlüssel", "secret", "secreto", "seed", "segredo", "segreto", "senha", "session", "sifre", "sikkerheds",
         "sikkerhets", "slapta", "sleutel", "säkerhets", "t-pin", "token", "tokens", "tokn", "tpin", "upplåsnings",
-        "wachtwoord", "wachtzin", "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικού", "κωδικό", "κωδικός", "ключ",
-        "кук", "кілт", "нууц", "парол", "пароль", "пин", "секрет", "токен", "құпия", "գաղտնաբառ", "הטוקן", "הסיסמא",
-        "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس",
-        "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "عبور", "كلمة",
-        "مفتاح", "والباس", "والباسورد", "ورد", "پاس", "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन",
-        "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé",
-        "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼",
-        "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰", "패스워드"),
-        ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app", "auth",
-        "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clau", "clave",
-        "client", "code", "community", "contra", "contrase", "contrasinal", "contrasnya", "credential", "creds",
-        "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør", "eingangs", "encryption",
-        "entsperr", "frasa sandi", "frase de cifrado", "frase de pas", "frase maestra", "frase mestra", "frase passe",
-        "frase secreta", "frase-passe", "frase-senha", "gaghtnabar", "garagen", "gate", "geheimnis", "geslo", "guest",
-        "has", "hemlighet", "hemmelighet", "hesla", "heslo", "installer", "iphasiwedi", "iphasiwezi", "jecha darbii",
-        "jecha icciitii", "jelmondat", "jelsz", "jeton", "kalmar sirri", "kata laluan", "kata sandi", "kennsatz",
-        "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč", "kodeord",
-        "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya", "kwdik", "larm", "licence", "license", "llave",
-        "lmodpass", "lmot de pass", "lock", "lockbox", "losenfras", "losenord", "lozink", "lpassword", "lås", "låse",
-        "lösen", "lösenfras", "lösenord", "m-pin", "master", "mat khau", "mdp", "mfa", "mot de pass", "mot de passe",
-        "mpin", "mã thông báo", "mật khẩu", "neno la siri", "neno siri", "nenosiri", "network", "nip", "nsec",
-        "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "otp", "pakasqa simi", "palavra-passe", "panel", "parol",
-        "parola", "parool", "pasahitz", "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt",
-        "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort",
-        "pat", "phasfhocal", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode",
-        "pinkoden", "poort", "port", "pre", "primary", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "qup",
-        "ramz", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandine", "sandinya", "schl", "schloss",
-        "schlüssel", "secondary", "secret", "secreto", "segredo", "segreto", "senha", "service", "session", "shared",
-        "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets",
-        "t-pin", "toegangs", "token", "tokens", "tokn", "totp", "tpin", "tresor", "tuer", "tür", "unseal",
-        "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs",
-        "zugangsdaten", "şifre", "κωδικού", "κωδικό", "κωδικός", "ключ", "кук", "кілт", "нууц", "парол", "пароль",
-        "пин", "секрет", "токен", "құпия", "գաղտնաբառ", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה",
-        "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري",
-        "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "پس",
-        "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ",
-        "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン",
-        "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰",
-        "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰", "패스워드"), ()),
+        "verrouillage", "wachtwoord", "wachtzin", "wagwoord", "ww", "zugangsdaten", "şifre", "κωδικού", "κωδικό",
+        "κωδικός", "ключ", "кук", "кілт", "нууц", "парол", "пароль", "пин", "секрет", "токен", "құпия", "գաղտնաբառ",
+        "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת",
+        "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول",
+        "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "ورد", "پاس", "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन",
+        "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ",
+        "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー",
+        "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
+        "토큰", "패스워드"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app",
+        "auth", "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clau",
+        "clave", "client", "code", "community", "contra", "contrase", "contrasinal", "contrasnya", "credential",
+        "creds", "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør", "eingangs",
+        "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase de pas", "frase maestra", "frase mestra",
+        "frase passe", "frase secreta", "frase-passe", "frase-senha", "gaghtnabar", "garagen", "gate", "geheimnis",
+        "geslo", "guest", "has", "hemlighet", "hemmelighet", "hesla", "heslo", "installer", "iphasiwedi", "iphasiwezi",
+        "jecha darbii", "jecha icciitii", "jelmondat", "jelsz", "jeton", "kalmar sirri", "kata laluan", "kata sandi",
+        "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč",
+        "kodeord", "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya", "kwdik", "larm", "licence", "license",
+        "llave", "lmodpass", "lmot de pass", "lock", "lockbox", "losenfras", "losenord", "lozink", "lpassword", "lås",
+        "låse", "lösen", "lösenfras", "lösenord", "m-pin", "master", "mat khau", "mdp", "mfa", "mot de pass",
+        "mot de passe", "mpin", "mã thông báo", "mật khẩu", "neno la siri", "neno siri", "nenosiri", "network", "nip",
+        "nsec", "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "otp", "pakasqa simi", "palavra-passe", "panel",
+        "parol", "parola", "parool", "pasahitz", "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd",
+        "passowrt", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw",
+        "pasword", "paswort", "pat", "phasfhocal", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
+        "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "primary", "priv", "private", "psk", "pssword",
+        "puk", "pw", "pwd", "qup", "ramz", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandine",
+        "sandinya", "schl", "schloss", "schlüssel", "secondary", "secret", "secreto", "segredo", "segreto", "senha",
+        "service", "session", "shared", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp",
+        "ssh", "sudo", "säkerhets", "t-pin", "toegangs", "token", "tokens", "tokn", "totp", "tpin", "tresor", "tuer",
+        "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww",
+        "zugangs", "zugangsdaten", "şifre", "κωδικού", "κωδικό", "κωδικός", "ключ", "кук", "кілт", "нууц", "парол",
+        "пароль", "пин", "секрет", "токен", "құпия", "գաղտնաբառ", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן",
+        "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد",
+        "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد",
+        "پاس", "پس", "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน",
+        "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット",
+        "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥",
+        "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰", "패스워드"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
@@ -13999,7 +14026,7 @@ RULE_WORDS = {
     "context-login-command": ("e443b600", ("add-authtoken", "api", "auth", "authtoken", "config", "credential", "log",
         "obscure", "set", "sign", "unlock", "unseal"), ("add-authtoken", "api", "auth", "authtoken", "config",
         "credential", "log", "obscure", "set", "sign", "unlock", "unseal"), ()),
-    "context-client-call": ("af121201", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "__construct",
+    "context-client-call": ("a44da81e", (".new", "::from_", "::new", ">.new", ">::from_", ">::new", "__construct",
         "aes", "api", "assword", "auth", "authenticate", "authenticator", "authorize", "basicauth", "bearerauth",
         "chacha", "cipher", "client", "connect", "connection", "create_", "createcipheriv", "createdecipheriv",
         "createhmac", "credential", "database", "decrypt", "dial", "encode", "encrypt", "fernet", "gateway",
@@ -14017,11 +14044,12 @@ RULE_WORDS = {
         "sqlite3_", "store", "update", "usepassphrase", "username_pw_set", "withcredential", "withtoken",
         "соединение"), ("(",)),
     'at-command-credentials': ('c4466d6e', ('at+cgauth=', 'at+qicsgp='), ('at+cgauth=', 'at+qicsgp='), (',"',)),
-    "context-connect-function": ("d939f2b3", (".connect", "connect", "createaccount", "createuser", "ldap_bind",
-        "mysql_real_connect", "mysqli", "mysqli_connect", "oci_connect", "pqconnectdb", "sqlsrv_connect", "userinfo",
-        "wifi.begin", "wifi.softap", "wifimulti.addap"), ("createaccount", "createuser", "ldap_bind",
-        "mysql_real_connect", "mysqli_connect", "new", "oci_connect", "pg_", "pqconnectdb", "sqlsrv_connect", "sta",
-        "sta_if", "station", "userinfo", "wifi", "wifi.begin", "wifi.softap", "wifimulti.addap", "wlan"), ("(",)),
+    "context-connect-function": ("bfb79f4e", (".connect", "buildjdbc", "buildurl", "connect", "createaccount",
+        "createuser", "ldap_bind", "mysql_real_connect", "mysqli", "mysqli_connect", "oci_connect", "pqconnectdb",
+        "sqlsrv_connect", "userinfo", "wifi.begin", "wifi.softap", "wifimulti.addap"), ("buildjdbc", "buildurl",
+        "createaccount", "createuser", "ldap_bind", "mysql_real_connect", "mysqli_connect", "new", "oci_connect",
+        "pg_", "pqconnectdb", "sqlsrv_connect", "sta", "sta_if", "station", "userinfo", "wifi", "wifi.begin",
+        "wifi.softap", "wifimulti.addap", "wlan"), ("(",)),
     "keychain-set-value": ("e0fc2d00", (".set(",), (".set(",), ("forkey", "key")),
     'user-then-password-literal': ('12fdd707', (',',), (), ('"', "'")),
     "user-password-literal": ("d6aba622", ("basic", "credentials", "http", "user", "userpwd"), ("basic", "credentials",

@@ -3225,7 +3225,8 @@ class TestRedaction(unittest.TestCase):
     def test_armenian_and_greek_words_parts_joined_by_the_preprocessor_and_what_references_or_names_a_public_key(self):
         """Caught: passwords after Armenian's գաղտնաբառ (and its "is", է՝) and Greek's κωδικό; C's `#define KEY_HI`/`KEY_LO`
         parts; a list of hex chunks joined inside a call (`bytes.fromhex("".join(_CHUNKS))`); a password's pieces
-        answering a French "mdp" question after a message that says it comes. Kept: a shell's error for an unset
+        answering a French "mdp" question after a message that says it comes; Lingala's "ezali", French's "code
+        secret" and SMS "c"; a log's `[cont]` line; Darija's and Tunisian's "loul:"/"thani:"; "second half so:". Kept: a shell's error for an unset
         variable (`${DB_PASSWORD:?…}`), Octopus's `#{DbPassword}#`, a public key the word says is public after it
         ("Clé publique"), a Kubernetes object by kind and name, a pattern a password must match, a test runner's
         `PASS  Tests\\Feature\\X`, Kotlin's signatures, a package at its version, Jenkins' credentials by kind, a
@@ -3238,6 +3239,15 @@ class TestRedaction(unittest.TestCase):
             '_CHUNKS = [\n    "a41f0c77d2e9b3568", "e0b5c2d94f1a76e3",\n    "5c9e2a0f7d13b84e", "17ad4e02c9f6b358",\n]\nKEY = bytes.fromhex("".join(_CHUNKS))': [
                 "a41f0c77d2e9b3568", "e0b5c2d94f1a76e3", "5c9e2a0f7d13b84e", "17ad4e02c9f6b358"],
             "Steve: yo t'as-tu le mdp pour la console HMC?\nKarine: ouais attends chu dans le char\nKarine: Rq7$%Vm-wxz\nKarine: _%4K8PLM_\nKarine: colle les deux ensemble": ["Rq7$%Vm-wxz"],
+            "Passkey ya M-Pesa ezali 5be0c4a1f93d27e86a10c5d4f2b97e3a08d16c5f4b2e9a71d03c8f6e5a4b2c19, bakisa yango na config": [
+                "5be0c4a1f93d27e86a10c5d4f2b97e3a08d16c5f4b2e9a71d03c8f6e5a4b2c19"],
+            "Le code secret Orange Money du compte marchand : 583920 . Ne le dis à personne": ["583920"],
+            "slt, le mdp de demo sur l'extranet c Chalet_Bleu_77 (jsp pk mais il avait expiré)": ["Chalet_Bleu_77"],
+            '02:14:07 gw[4121]: DEBUG config {"user":"gw","secret":"xoxb-5120394857-Kq8vTz2LmNw [msg truncated, continued]\n02:14:07 gw[4121]: [cont] Pr4sYb7cD1fGh","timeout":30}': [
+                "Pr4sYb7cD1fGh"],
+            "17/07/2024 21:39 - Mehdi: taw nab3athlek le mot de passe Redis fi zouz\n17/07/2024 21:41 - Mehdi: loul: K@RtQ7\n17/07/2024 21:42 - Mehdi: thani: wp4LZs^DUX^8!0B": [
+                "K@RtQ7", "wp4LZs^DUX^8!0B"],
+            "<niamh> grand so, my half is harbour-kettle\n<orla> the kettle is banjaxed again\n<orla> second half so: -lantern-nebula": ["harbour-kettle", "-lantern-nebula"],
         })
         self.assert_kept((
             "    password: ${DB2_PASSWORD:?la variable DB2_PASSWORD doit être définie}",
