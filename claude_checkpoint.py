@@ -6137,10 +6137,14 @@ jwt                          jwt                    {L}(?P<s>eyJ[A-Za-z0-9_\-]{8
 #   catch: jwt «eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk»
 #   keep:  the header alone: eyJhbGciOiJIUzI1NiJ9
 #   keep:  unsigned, for the docs: eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJleGFtcGxlLXVzZXIiLCJzaXRlIjoiQ04ifQ.
-other-provider-token         -                      {L}(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|NRAK-[A-Z0-9]{27}|[a-f0-9]{36}NRAL|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,})){R}
+other-provider-token         -                      {L}(?P<s>(?:AGE-SECRET-KEY-1[0-9A-Z]{58}|lin_api_[A-Za-z0-9]{40}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|NRAK-[A-Z0-9]{27}|sntrys_[A-Za-z0-9+/=_]{50,}|ATATT3[A-Za-z0-9_\-=]{100,})){R}
 #   catch: vault login «hvs.EXAMPLEexampleEXAMPLE0123»
-#   catch: newrelic.license = "«0b7c41e9a2d35f86c10e4a97d2b6f35e18a0NRAL»"
 #   keep:  service tokens start with hvs.
+# New Relic's license key, forty characters that end in NRAL, where a line names New Relic or a license (a hex start
+# gives the rule no word to start from: it is tried after those words only).
+newrelic-license-key         -                      (?i:new[ _.\-]?relic|nr[ _\-]?licen[cs]e|licen[cs]e[ _\-]?key)[^\n]{0,60}?(?<![A-Za-z0-9])(?P<s>[a-f0-9]{36}NRAL)(?![A-Za-z0-9_\-])
+#   catch: newrelic.license = "«0b7c41e9a2d35f86c10e4a97d2b6f35e18a0NRAL»"
+#   keep:  newrelic.license = "${NEW_RELIC_LICENSE_KEY}"
 # Formats gitleaks and trufflehog know by their public prefixes (one rule, one shape per line of the alternation).
 more-provider-tokens         -                      {L}(?P<s>(?:dckr_pat_[A-Za-z0-9_\-]{27,}|live_sk_[A-Za-z0-9]{20,64}|pul-[a-f0-9]{40}|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,}|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}|nfp_[A-Za-z0-9]{36}|fo1_[A-Za-z0-9_\-]{43}|figd_[A-Za-z0-9_\-]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|sk\.eyJ[A-Za-z0-9_\-]{50,}\.[A-Za-z0-9_\-]{20,}|HRKU-[A-Za-z0-9_\-]{30,}|glc_[A-Za-z0-9+/]{32,}={0,2}|sntryu_[a-f0-9]{64}|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}|CFPAT-[A-Za-z0-9_\-]{43}|fio-u-[A-Za-z0-9_\-=]{64}|aio_[A-Za-z0-9]{28}|CLOJARS_[a-z0-9]{60}|dp\.(?:ct|st|sa|scim|audit)\.[A-Za-z0-9]{40,}|duffel_(?:test|live)_[A-Za-z0-9_\-=]{43}|EZ[AT]K[A-Za-z0-9]{54}|FLWSECK(?:_TEST)?-[a-f0-9]{32}-X|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}|(?:SB-)?Mid-server-[A-Za-z0-9_\-]{20,40}|ico-[A-Za-z0-9]{32}|pnu_[A-Za-z0-9]{36}|rdme_[a-z0-9]{70}|rubygems_[a-f0-9]{48}|tk-us-[A-Za-z0-9_\-]{48}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|shippo_(?:live|test)_[a-f0-9]{40}|EAAA[A-Za-z0-9_\-]{60}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,43}|tfp_[A-Za-z0-9_\-.]{59}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|pplx-[A-Za-z0-9]{48}|xai-[A-Za-z0-9]{70,}|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|pcsk_[A-Za-z0-9_]{40,}|tskey-(?:api|auth|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}|hv[bsr]\.[A-Za-z0-9_\-]{24,}|oy2[a-z0-9]{43}|AKCp[A-Za-z0-9]{69}|CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}|bkua_[a-f0-9]{40}|ATBB[A-Za-z0-9_=.\-]{28,}|sgp_(?:[a-f0-9]{16}_)?[a-f0-9]{40}|rnd_[A-Za-z0-9]{32}|napi_[a-z0-9]{64}|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}|EAA[CG][A-Za-z0-9]{100,}|AAAA[A-Za-z0-9_\-]{7}:(?:[A-Za-z0-9_\-]{140}|APA91b[A-Za-z0-9_\-]{60,180})|LTAI[A-Za-z0-9]{20}|AKID[A-Za-z0-9]{32}|ops_eyJ[A-Za-z0-9+/=_\-]{100,}|A3-[A-Z0-9]{6}-[A-Z0-9]{6}-[A-Z0-9]{5}(?:-[A-Z0-9]{5}){3}|pat-(?:na|eu)1-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|NRII-[A-Za-z0-9_\-]{32}|NRJS-[a-f0-9]{19}|NRAA-[a-f0-9]{27}|SCW[A-Z0-9]{17}|v1\.0-[a-f0-9]{24}-[a-f0-9]{146}|y0_[A-Za-z0-9_\-]{55,}|AQVN[A-Za-z0-9_\-]{35,38}|sl\.[A-Za-z0-9_\-]{130,}|mfa\.[A-Za-z0-9_\-]{84}|amzn1\.oa2-cs\.v1\.[a-f0-9]{64}|dG9rOj[A-Za-z0-9+/=]{40,}|(?:api|sdk)-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|access-(?:sandbox|development|production)-[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}|[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}|(?<=\$)aact_(?:prod_|hmlg_)?[A-Za-z0-9+/_\-]{30,}={0,2}|cbat_[A-Za-z0-9]{32})){R}
 #   catch:     "«AAAAq8Lm2Wz:APA91bicmPdTIXLZG1WmWAv3C0BfHbQQUx4FlkICxCuqNsvKEBPdFIfWenNARpA8yXQ8LeSnVSwrnCc9VsX8HgL3NNMTjGPLK4aNaavyp93vTM»"
@@ -10511,11 +10515,11 @@ def _redact_held_pieces(original: str, text: str, count: int, replaced: list) ->
     `«redacted»` ⏎ "tani: f81d…") and each reads as a secret's part, and the text names a credential or
     the pieces joined look machine-made or read as a password a person chose: "mine: b1ltong25" ⏎
     "_Munro*90 <- that's my bit"."""
-    pieces = sorted([(found.start("v"), found.group("v")) for found in _regex(_HELD_PIECE).finditer(original)]
-                    + [(found.start("v"), found.group("v")) for found in _regex(_PIECE_THEN_LABEL).finditer(original)])
-    pieces = [(original.count("\n", 0, start), value.rstrip(".,;:")) for start, value in pieces]  # (each piece's line)
-    pieces = [(row, value) for row, value in pieces if REDACTED not in value and value.count(")") <= value.count("(") and (
-        _is_part_of_a_secret(value) or value.isalpha() and len(value) >= 5 and value.lower() not in _COMMON_WORDS)]  # (a plain word may start a password: "premier morceau : Baobab"; not code's `next build)`)
+    found_pieces = list(_regex(_HELD_PIECE).finditer(original)) + list(_regex(_PIECE_THEN_LABEL).finditer(original))
+    pieces = [(original.count("\n", 0, found.start("v")), found.group("v").rstrip(".,;:"), _regex(r"[.,;!?…]*[ \t]*\r?(?:\n|$)").match(original, found.end("v")) is not None)
+              for found in found_pieces]  # (each piece's line, its value, whether it ends its line)
+    pieces = sorted((row, value) for row, value, last in pieces if REDACTED not in value and value.count(")") <= value.count("(") and (
+        _is_part_of_a_secret(value) or last and value.isalpha() and len(value) >= 5 and value.lower() not in _COMMON_WORDS))  # (a plain word that ends its line may start a password: "premier morceau : Baobab"; not "second part: deploy the frontend", code's `next build)`)
     if not pieces:
         return text, count
     if text.count("\n") == original.count("\n"):  # (the lines of the redacted text stand where the original's do)
@@ -13413,8 +13417,10 @@ RULE_WORDS = {
     "discord-bot-token": ("e0a998d7", (".",), (), ()),
     "flask-session-cookie": ("2a77fc5f", (".ej",), (".ej",), ()),
     "jwt": ("f517ca8b", (".eyj",), ("eyj",), ()),
-    "other-provider-token": ("245cab75", ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-",
-        "nral", "pmak-", "sntrys_"), (), ()),
+    "other-provider-token": ("d6324855", ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-",
+        "pmak-", "sntrys_"), ("age-secret-key-1", "atatt3", "dp.pt.", "glsa_", "hvs.", "lin_api_", "nrak-", "pmak-",
+        "sntrys_"), ()),
+    "newrelic-license-key": ("3b0d1ade", ("licen", "relic"), ("licen", "new", "nr"), ("nral",)),
     "more-provider-tokens": ("9ba8997c", (".atlasv1.", "a3-", "aaaa", "aact_", "access-development",
         "access-production", "access-sandbox", "aio_", "akcp", "akid", "amzn1.oa2-cs.v1.", "api", "aqvn", "atbb",
         "bkua_", "cbat_", "ccipat_", "cfpat-", "clojars_", "dckr_pat_", "dg9roj", "dp.audit", "dp.ct", "dp.sa",
