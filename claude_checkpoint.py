@@ -9536,7 +9536,7 @@ _NEXT_PIECE_LABEL = (r"(?i:(?:(?:and|e|i|a|y|und|et|en|ve|pa|og|och|ja)[ \t]+)?(
                      r"|(?:bloque|bloco|bloc|blocco|block|grupo|gruppo|group)[ \t]*[1-8]"
                      r"|(?:first|1st|premi(?:er|ère)|début|erste[rn]?|primera|primeira|prima|eerste|första|pierwsz[aey]|ilk)(?:[ \t]+(?:half|part|piece|bit|morceau|bout|moitié|partie|teil|hälfte|parte|mitad|metade|metà|helft|deel))?"
                      r"|(?:morceau|bout|moitié|moitie)[ \t]*[1-4]|(?:second|deuxième|dernier)[ \t]+(?:morceau|bout)"  # a first piece's label, a French piece's
-                     r"|l'awal|l-b9i|lb9i|lowla|lekher|benn[ \t]+bi|ñaareel[ \t]+bi|eteni[ \t]+ya[ \t]+(?:liboso|mibale|misato)|eteni[ \t]*[1-4])(?:[ \t]*(?:[:：\-–]|->|→))?")  # (Darija's, Wolof's, Lingala's)  # (a block's number, the first's too: "bloque 1 -> …")
+                     r"|l'awal|l-b9i|lb9i|lowla|lekher|benn[ \t]+bi|ñaareel[ \t]+bi|eteni[ \t]+ya[ \t]+(?:liboso|mibale|misato)|eteni[ \t]*[1-4])(?:[ \t]*(?:[:：\-–]|->|→))?")  # (a block's number, the first's too: "bloque 1 -> …"; Darija's, Wolof's, Lingala's labels)
 _PIECE_MESSAGE = r"(?:" + _NEXT_PIECE_LABEL + r"[ \t]+)?`?" + _ANNOUNCED_TOKEN + r"`?"  # a message of one piece, labelled or not (in backticks too: a chat's code span)
 # A note after a message's one piece, a dash or brackets before it: "IntiSirena%566 — ik zet hem er vanmiddag in".
 _PIECE_NOTE = r"(?:[ \t]+(?:[—–]|--?)[ \t]+[^\n]{1,120}?|[ \t]+\([^()\n]{1,80}\))?"
@@ -10486,7 +10486,7 @@ _HELD_PIECE_LABEL = (r"(?i:(?<![\w/])(?:[1-4][ \t]*/[ \t]*[2-4]|(?:part|deel|tei
                      r"|(?:the[ \t]+)?last[ \t]+one(?:[ \t]+is)?"
                      r"|(?:first|1st|second|2nd|third|3rd|last|final|next|front|back|other|eerste|tweede|derde|laatste|laaste|volgende|voorste|achterste|pehla|dusra|doosra|teesra|baaki|meethi)"
                      r"(?:[ \t]+" + _PIECE_NOUN + r")?"
-                     r"|(?:my|ma|mah|mijn|mera|meri|mon|ma|en)[ \t]+(?:wala|" + _PIECE_NOUN + r")(?:[ \t]+(?:idhu|hai))?"
+                     r"|(?:my|ma|mah|mijn|mera|meri|mon|en)[ \t]+(?:wala|" + _PIECE_NOUN + r")(?:[ \t]+(?:idhu|hai))?"
                      r"|mine(?:'s|[ \t]+is)?|myne(?:[ \t]+is)?|mijne(?:[ \t]+is)?|the[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|(?:die|de)[ \t]+res(?:t)?(?:[ \t]+is)?"
                      r"|l'awal|lowla|loul|tani|thani|tanya|l-b9i|lekher|benn[ \t]+bi|ñaareel[ \t]+bi|eteni[ \t]+ya[ \t]+(?:liboso|mibale)"  # (Darija's, Tunisian's, Wolof's, Lingala's first and second)
                      r"|وبعدين|بعدين|وبعد|ثم|ואז|אחר[ \t]+כך"  # (Arabic's and Hebrew's "then")
@@ -10498,7 +10498,7 @@ _PIECE_THEN_LABEL = (r"(?im)(?:^|[:>\]][ \t]+)(?P<v>[^\s,\"'`«»]{4,128})[ \t]+
 _HELD_PIECES_SEEN = ("/2 ", "/3 ", "/4 ", "half", "helft", "helfte", "mine", "myne", "mijn", "hissa", "moiti", "morceau", "envelop", "grp", "groep", "stuk",
                      "deel", "partie", "premi", "deuxi", "début", "la fin", "suite", "bit:", "bit ", "part:", "part ", "last one", "the rest", "res is",
                      "awal", "loul", "tani", "thani", "eteni", "meethi", "wala", " bi ", "chunk", "eerste", "laatste",
-                     "first:", "second:", "third:", "last:", "next:")  # (not "then", "next", "first": words of any prose)
+                     "first:", "second:", "third:", "last:", "next:")  # (not "then", "next", "first" alone: words of any prose)
 _HELD_PIECES_ORDER = ("then ", "dan ", "next", "first", "last", "second", "بعد", "ثم", "ואז")  # (what goes with one of those: "het eerste stuk is …" ⏎ "dan …")
 
 
