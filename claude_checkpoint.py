@@ -10534,9 +10534,8 @@ def _redact_held_pieces(original: str, text: str, count: int, replaced: list) ->
             continue
         values = [value for _, value in group if value != REDACTED]
         joined = "".join(value for _, value in group)
-        classes = sum(bool(_regex(kind).search(joined)) for kind in (r"[a-z]", r"[A-Z]", r"\d", r"[^\w\s]"))
         if len(group) >= 2 and values and any(value == REDACTED or _is_part_of_a_secret(value) for _, value in group) and not _is_base64_of_plain_json(joined) and (
-                named or looks_machine_generated(joined) or looks_like_chosen_password(joined) or classes >= 3 and len(joined) >= 10):
+                named or looks_machine_generated(joined) or looks_like_chosen_password(joined) or len(joined) >= 10 and _has_three_classes(joined)):
             found += values
         group = [piece]
     return _redact_found_again(text, count, replaced, found)
@@ -10602,32 +10601,13 @@ def _split_part_name(name: str) -> Optional[tuple]:
     return (named.group("stem").lower(), named.group("mark").lower().lstrip("_-.")) if named else None
 
 
-# A tuple given literals one by one: `key_a, key_b = "…", "…"`, Go's `p1, p2 := "…", "…"`.
-_TUPLE_ASSIGNED = (r"(?m)^[^\n=]{0,20}?\b([A-Za-z_]\w{0,40}(?:[ \t]*,[ \t]*[A-Za-z_]\w{0,40}){1,3})[ \t]*:?=[ \t]*"
-                   r"((?:[\"'][^\"'\n]{1,256}[\"'][ \t]*,[ \t]*){1,3}[\"'][^\"'\n]{1,256}[\"'])")
-
-
-def _tuple_assignments(original: str) -> list:
-    """[(names, the spans of their literals)] of each tuple given literals one by one (_TUPLE_ASSIGNED)."""
-    assignments, lines = [], set()
-    for hit in _regex(r",[ \t]*[A-Za-z_]\w{0,40}(?:[ \t]*,[ \t]*[A-Za-z_]\w{0,40}){0,2}[ \t]*:?=[ \t]*[\"']").finditer(original):
-        lines.add(original.rfind("\n", 0, hit.start()) + 1)  # (the lines a tuple is given literals on: a look that starts at a comma)
-    ends = {start: (original.find("\n", start) + 1 or len(original) + 1) - 1 for start in lines}
-    for assigned in (found for start in sorted(lines) for found in _regex(_TUPLE_ASSIGNED).finditer(original, start, ends[start])):
-        names = [name.strip() for name in assigned.group(1).split(",")]
-        literals = [literal.span(2) for literal in _regex(r"([\"'])([^\"'\n]*)\1").finditer(original, assigned.start(2), assigned.end(2))]
-        if len(names) == len(literals):
-            assignments.append((names, literals))
-    return assignments
-
-
 def _tuple_parts(original: str) -> list:
     """[(stem, {mark: value})] of the tuples assigned a secret's parts: `key_a, key_b = "…", "…"`."""
     groups = []
-    for names, literals in _tuple_assignments(original) if "," in original else ():
+    for names, literals in _tuple_assignments(original):
         marked = [_split_part_name(name) for name in names]
-        values = [original[a:b] for a, b in literals]
-        if all(marked) and len({stem for stem, _ in marked}) == 1 and all(len(value) >= 4 for value in values):
+        values = [literal.group()[1:-1] for literal in literals]
+        if all(literal.group()[:1] in "\"'" for literal in literals) and all(marked) and len({stem for stem, _ in marked}) == 1 and all(len(value) >= 4 for value in values):
             groups.append((marked[0][0], {mark: value for (_, mark), value in zip(marked, values)}))
     return groups
 
@@ -11351,21 +11331,31 @@ def _names_a_secret_column(column: str) -> bool:
 
 
 # Names given their values in one assignment, as Python, Go, Lua, Ruby, Perl and JavaScript write it:
-# `username, password = "svc", "…"`, `local user, pass = …`, `my ($user, $pass) = (…);`, `const [id, key] = […]`.
+# `username, password = "svc", "…"`, `local user, pass = …`, `my ($user, $pass) = (…);`, `const [id, key] = […]`; at a REPL's prompt too.
 _TUPLE_LITERAL = r"""(?:"[^"\n]{0,1024}"|'[^'\n]{0,1024}'|[\w.\-]{1,64})"""
-_TUPLE_ASSIGNMENT = (r"(?m)^[ \t]*(?:(?:local|var|my|our|let|const)[ \t]+)?[(\[]?(?P<names>[A-Za-z_$][\w.$]{0,60}(?:[ \t]*,[ \t]*[A-Za-z_$][\w.$]{0,60}){1,7})[)\]]?"
+_TUPLE_ASSIGNMENT = (r"(?m)^[ \t]*(?:In[ \t]\[\d{1,5}\]:[ \t]*|>>>[ \t]+)?(?:(?:local|var|my|our|let|const)[ \t]+)?[(\[]?(?P<names>[A-Za-z_$][\w.$]{0,60}(?:[ \t]*,[ \t]*[A-Za-z_$][\w.$]{0,60}){1,7})[)\]]?"
                      r"[ \t]*:?=[ \t]*[(\[]?[ \t]*(?P<values>" + _TUPLE_LITERAL + r"(?:[ \t]*,[ \t]*" + _TUPLE_LITERAL + r"){1,7})[ \t]*[)\]]?[ \t]*;?[ \t]*(?:(?:#|//|--)[^\n]*)?$")
+
+
+_TUPLE_SEEN = r"[\w$][ \t]*,[ \t]*[A-Za-z_$][\w.$]*[ \t]*[)\]]?[ \t]*:?=[ \t]*[(\[]?[ \t]*[\"'\w]"  # (a cheap look: two names, then `=`)
+
+
+def _tuple_assignments(original: str) -> list:
+    """[(names, the matches of their values)] of each assignment to several names (_TUPLE_ASSIGNMENT),
+    a value to each: `key_a, key_b = "…", "…"` (a quoted value's match holds its quotes)."""
+    assignments = []
+    for found in _regex(_TUPLE_ASSIGNMENT).finditer(original) if "," in original and _regex(_TUPLE_SEEN).search(original) else ():
+        names = [name.strip().lstrip("$") for name in found.group("names").split(",")]
+        values = list(_regex(_TUPLE_LITERAL).finditer(original, found.start("values"), found.end("values")))
+        if len(names) == len(values):
+            assignments.append((names, values))
+    return assignments
 
 
 def _redact_tuple_assignments(original: str, text: str, count: int, replaced: list) -> tuple:
     """(text, count) with what the rules find when each name of an assignment to several
     (_TUPLE_ASSIGNMENT) is given its own value, one line each (`password = "…"`), redacted in text."""
-    pairs = []
-    for found in _regex(_TUPLE_ASSIGNMENT).finditer(original):
-        names = [name.strip().lstrip("$") for name in found.group("names").split(",")]
-        values = [value.group() for value in _regex(_TUPLE_LITERAL).finditer(found.group("values"))]
-        if len(names) == len(values):
-            pairs += [f"{name} = {value}" for name, value in zip(names, values)]
+    pairs = [f"{name} = {value.group()}" for names, values in _tuple_assignments(original) for name, value in zip(names, values)]
     if not pairs:
         return text, count
     found_values: list = []
@@ -11457,7 +11447,7 @@ def _second_readings(original: str) -> list:
         readings.append(("a constant given to a call that signs", _redact_constants_given_to_calls))  # (or compared with a request's key: the reading reads the comparisons once)
     if "://" in original and _may_hold_a_word(original, _LINK_NOT_TO_SHARE_SEEN) and _regex(_LINK_NOT_TO_SHARE).search(original):
         readings.append(("a link not to share", _redact_links_not_to_share))
-    if "," in original and "=" in original and _regex(r"[\w$][ \t]*,[ \t]*[A-Za-z_$][\w.$]*[ \t]*[)\]]?[ \t]*:?=[ \t]*[(\[]?[ \t]*[\"'\w]").search(original):
+    if "," in original and "=" in original and _regex(_TUPLE_SEEN).search(original):
         readings.append(("names given their values in one assignment", _redact_tuple_assignments))
     if "='" in original and "@" in original and _regex(_SQL_PARAMETER_VALUE).search(original):
         readings.append(("a parameter an ORM logged for a secret's column", _redact_sql_parameters))
@@ -12121,8 +12111,8 @@ def _redact_folded(original: str, text: str, count: int, replaced: list) -> tupl
         appended.add(name)
     for found in _regex(r'(?m)^[ \t]*"([A-Za-z_]\w{0,40})"[ \t]*:[ \t]*"([^"\n\\$]{1,512})"').finditer(original) if "${" in original else ():
         definitions[found.group(1)] = [found.span(2)]  # JSON's names that a `${env:NAME}` reads (VS Code's settings)
-    for names, literals in _tuple_assignments(original) if "," in original else ():
-        definitions.update((name, [span]) for name, span in zip(names, literals))  # `p1, p2 = "…", "…"`
+    for names, values in _tuple_assignments(original):
+        definitions.update((name, [(value.start() + 1, value.end() - 1)]) for name, value in zip(names, values) if value.group()[:1] in "\"'")  # `p1, p2 = "…", "…"`
     folds = []  # (start, end, the string made, the spans of the parts)
     lowered = original.lower()
     for start, end in _join_lines(original, lowered):
