@@ -11427,9 +11427,10 @@ def _second_readings(original: str) -> list:
         readings.append(("a chat's answer to a question for a secret", _redact_asked_and_answered))
     if "#" in original or "//" in original or "--" in original:
         readings.append(("a literal its comment names", _redact_literals_named_by_comments))
-    if "\n" in original and _holds_labelled_parts(original.lower()):
+    lines_lowered = original.lower() if "\n" in original else ""  # (once, for the two cheap looks of pieces on lines)
+    if lines_lowered and _holds_labelled_parts(lines_lowered):
         readings.append(("a secret's labelled parts", _redact_labelled_parts))
-    if "\n" in original and _holds_held_pieces(original.lower()):
+    if lines_lowered and _holds_held_pieces(lines_lowered):
         readings.append(("a secret's pieces its messages label", _redact_held_pieces))
     if "\n" in original or "," in original and "=" in original:  # (its patterns read lines' starts: cheaper than a look for its words over the whole text; one line may give a tuple)
         readings.append(("a secret's parts under marked names", _redact_sibling_parts))
