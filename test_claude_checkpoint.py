@@ -4401,6 +4401,7 @@ class TestRuleWords(unittest.TestCase):
         self.assertIn(index, cc._Scan("the AuthToken is ſet").rules())
         self.assertIn(index, cc._Scan("the AuthToken İs set").rules())
 
+    @slow  # every rule over every example, three ways: --quick has the cheaper checks beside it
     def test_every_rule_that_matches_a_text_is_among_the_rules_it_runs(self):
         texts = [marked_secrets(example)[0] for _, _, example in redaction_examples()]
         texts += [text.replace("\n", " ") for text in texts] + [text.upper() for text in texts]
@@ -4702,6 +4703,7 @@ class TestRulesTriedNearTheirWords(unittest.TestCase):
                 with self.subTest(rule=rule.name, text=text[:40]):
                     self.assertEqual([m.span() for m in scan.matches(index)], [m.span() for m in pattern.finditer(text)])
 
+    @slow  # every rule with start words over every example: --quick has the cheaper check above
     def test_rules_tried_at_their_start_words_find_what_a_full_scan_finds(self):
         texts = [marked_secrets(example)[0] for _, _, example in redaction_examples()] + [
             "token: x1 and ſecret: Xk29mPq7zLw4Rt8VbN3c", "PIN 1, PıN: 0844", "κωδικόσ: Xk29mPq7zLw4Rt8VbN3c, token",
