@@ -1006,7 +1006,7 @@ _FOREIGN_NAME_WORDS = {
     **dict.fromkeys("""heslo hesla haslo hasło hasla sifre şifre sifresi jelszo jelszó jelszava contrasena contraseña
         contrasenya senha wachtwoord wagwoord losenord lösenord passord adgangskode salasana parolă parol geslo lozinka
         sandi matkhau pasahitza nenosiri""".split(), "password"),
-    **dict.fromkeys("""schluessel schlüssel sleutel nyckel nøgle nogle chiave clave llave chave cheie klucz klic klíč
+    **dict.fromkeys("""schluessel schlüssel sleutel nyckel nøgle nogle nøkkel chiave clave llave chave cheie klucz klic klíč
         anahtar kunci avain kulcs""".split(), "key"),
     "jeton": "token", "geheimnis": "secret", "segreto": "secret", "segredo": "secret", "zugangsdaten": "credentials"}
 _FOREIGN_PASSWORD_ENDINGS = ("heslo", "haslo", "senha", "sifre", "jelszo", "wachtwoord", "contrasena", "salasana", "losenord", "wagwoord")
@@ -1087,7 +1087,7 @@ def secret_strength(name: str) -> int:
     if last in ("session", "sid", "sess") or last.endswith(("sessid", "sessionid")):
         return 0 if before == "account" else 1  # a session cookie (connect.sid, PHPSESSID); Twilio's ACCOUNT_SID names one
     if (last in _SECRET_WORDS or last.endswith(("password", "passwd", "secret"))
-            or last.endswith(("token", "cookie", "cookies", "pwd", "pswd", "psk")) or last.startswith("passw") or last.endswith("pw") and 4 <= len(last) <= 12
+            or last.endswith(("token", "cookie", "cookies", "pwd", "pswd", "psw", "psk")) or last.startswith("passw") or last.endswith("pw") and 4 <= len(last) <= 12
             or (last.endswith("pass") and last not in _NOT_PASSWORDS)):  # also USERPWD, a typo (passwrd), ORAPW
         return 2
     if last in ("key", "keys", "auth") or last.endswith("key"):
@@ -1152,6 +1152,8 @@ def _is_reference(value: str) -> bool:
         return True  # a pattern a password must match: `password.matches(".*[^A-Za-z0-9].*")`
     if v.startswith("$ENV{") and _regex(r"\$ENV\{[A-Za-z_]\w*\}?").fullmatch(v):
         return True  # Perl's and FreeRADIUS's environment: `secret = $ENV{FLR1_RADIUS_SECRET}`
+    if "+secrets/" in v and _regex(r"(?:[A-Za-z_]\w*=)?\+secrets/[\w.\-/]+").fullmatch(v):
+        return True  # Earthly's secret: `RUN --secret NPM_TOKEN=+secrets/NPM_TOKEN`
     first = v[0]
     named_like_a_password = first == "$" and _is_dollar_password(v) or first == "%" and v.count("%") == 1 and len(v) >= 12 and _has_three_classes(
         v[1:]) and " " not in v and not _regex(r"%\(|%[-#0 +]?\d*[sdifr]\b").match(v)  # $Crimson58asdfgh is no variable, %T-iM-!bSRNZL4yxY@34Io no format
@@ -1292,10 +1294,12 @@ def _is_placeholder(v: str) -> bool:
         return True  # what goes there, in capitals with its length: REPLACE_WITH_64_HEX_CHARS, PUT_64_CHARS_FROM_mix_phx.gen.secret_HERE
     if _regex(r"[A-Z]{3,12}(?::[A-Z]{3,12}){1,4}").fullmatch(v) and _regex(r"TOKEN|KEY|SECRET|PASS").search(v):
         return True  # a format named by its parts: MAAS's API key as CONSUMER:TOKEN:SECRET
+    if _regex(r"(?:BASE32|BASE64|B32|B64|HEX)_?(?:SECRET|KEY|TOKEN|SEED)S?").fullmatch(v):
+        return True  # what goes there by its encoding: `otpauth://…?secret=BASE32SECRET`
     if any(map(str.isdigit, v)):
         return False
-    if _regex(r"[A-Z]+(?:_[A-Z]+)+").fullmatch(v):
-        return True  # a name in capitals stands in for its value
+    if _regex(r"[^\W\d_]+(?:_[^\W\d_]+)+").fullmatch(v) and v == v.upper():
+        return True  # a name in capitals stands in for its value (TU_CONTRASEÑA_AQUI too)
     words = [w for w in _regex(r"[\s_.\-\[\]()<>:,;!?=]+").split(v.lower()) if w]
     if len(words) <= 8 and any(w in _PLACEHOLDER_WORDS for w in words):
         return True
@@ -1343,10 +1347,14 @@ def _is_base64_of_plain_json(token: str) -> bool:
     return decoded is not None and decoded.startswith("{") and decoded.rstrip().endswith("}") and not _regex(_CREDENTIAL_WORDS).search(decoded)
 
 
-def _is_base64_of_resource_path(token: str) -> bool:
+def _is_base64_of_resource_path(token: str, text: str = "", start: int = 0) -> bool:
     """Base64 of a resource's path, a type and its id (`Patient/5232…-508b`, a Kafka record's key in
-    a FHIR feed): a name, not a secret."""
+    a FHIR feed), or of a name and its number where the line is a record's (`"key":"dGVuYW50LTc="`,
+    `tenant-7`, beside its topic's partition and offset): a name, not a secret."""
     decoded = _base64_text(token) if 12 <= len(token) <= 200 and token[-1:] != "/" else None
+    if decoded is not None and _regex(r"[a-z]{3,20}[-_:.]\d{1,12}").fullmatch(decoded):
+        line = text[text.rfind("\n", 0, start) + 1:start]
+        return _regex(r"\"(?:partition|offset)\"[ \t]*:[ \t]*\d").search(line) is not None
     return decoded is not None and _regex(r"[A-Z][A-Za-z]{2,40}/[\w.\-]{1,80}").fullmatch(decoded) is not None
 
 
@@ -1428,6 +1436,10 @@ def _looks_random(value: str) -> bool:
 _NAMES_LISTED = r"""(?:[\w\-]+|["'`][^"'`\n]{1,60}["'`]),[ \t]+(?:[\w\-]+|["'`][^"'`\n]{1,60}["'`])(?:,|[ \t]+\()"""
 
 
+# The parts of a name whose key finds or orders records, or a request's: `PARTITION_KEY`, `IDEMPOTENCY_KEY` hold ids, no secret.
+_RECORD_KEY_PARTS = frozenset("partition sort primary foreign cache idempotency dedup dedupe row range hash object lock group message request trace correlation".split())
+
+
 def _accept_assignment(match: Any) -> bool:
     name, value = match.group("name"), match.group("s")
     groups = match.groupdict()
@@ -1443,6 +1455,8 @@ def _accept_assignment(match: Any) -> bool:
         return False
     if not bare.isascii() and _regex(_CREDENTIAL_WORDS).fullmatch(bare.replace("_", " ")):
         return False  # a form's field or a label named in another language: `password: "كلمة_المرور"`
+    if bare[-1:] in "?？" and _regex(r"[^\W\d_]+(?:[ \t][^\W\d_'’]+)+[?？]").fullmatch(bare):
+        return False  # a question in words, a form's text: `<string name="forgot_password">Parolni unutdingizmi?</string>`
     quoted = match.string[match.start("s") - 1:match.start("s")] in ("\"", "'", "`")
     if groups.get("op") == ":" and _name_parts(name)[-1:] in (["secrets"], ["tokens"], ["keys"], ["passwords"], ["credentials"]) and (
             not quoted and _regex(r"[ \t]+[\w(]").match(match.string, match.end("s")) or _regex(_NAMES_LISTED).match(match.string, match.start("s") - quoted)):
@@ -1453,6 +1467,9 @@ def _accept_assignment(match: Any) -> bool:
         return False  # a header of cookies: context-cookie judges each of them (`Cookie: theme=dark-high-contrast-v2; sid=…`)
     if _regex(r"[a-z][a-z0-9\-]{1,40}:(?:Get|Put|Create|Describe|List|Update|Delete|Rotate|Restore|Batch)[A-Z]\w{2,60}").fullmatch(name):
         return False  # an IAM policy's action, then what holds it: `secretsmanager:GetSecretValue: rotation-lambda-role, …`
+    if match.string[match.end("s") + quoted:match.end("s") + quoted + 1] in ",}" and _regex(r"(?:^|[\s>])[a-zA-Z_][\w:]*\{(?:\w+=\"[^\"\n]*\",)*$").search(
+            match.string, max(0, match.start() - 200), match.start()):
+        return False  # a metric's label: `secret_rotation_last_success_timestamp{secret="pg-ledger"} 1747268915`
     if name.lower() == "dsn" and _regex(r"[\w.\- ]{1,64}").fullmatch(bare):
         return False  # ODBC's data source, by name (`DSN=KrollReports;UID=…`), not a URL that holds a password
     if _regex(r"[\w.]*PublicKey[\"']|[\"']?keyMaterialType[\"']?\s*:\s*[\"']?ASYMMETRIC_PUBLIC").search(match.string, match.start(), min(len(match.string), match.end() + 80)):
@@ -1501,8 +1518,9 @@ def _accept_assignment(match: Any) -> bool:
         return True  # a Bluetooth pairing's passkey, six digits: `#define BLE_STATIC_PASSKEY 135533`
     if strength == 1 and _name_parts(name)[-1].endswith(("sid", "sessid", "sessionid")) and _regex(r"[0-9a-fA-F]{16,}").fullmatch(bare):
         return True  # a session's id in hex: `cookies.set("JSESSIONID", "479D3599CD26…")`
-    if strength == 1 and _regex(r"(?:[A-Za-z_]\w{0,30}\.)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){0,3}_KEY(?:_HEX)?").fullmatch(name) and _regex(r"[0-9a-fA-F]{32,64}(?:-" + _UUID + ")?").fullmatch(bare):
-        return True  # a service's key in an environment's or a module's name: KAGGLE_KEY=bd20b117…, Lua's M.INGEST_KEY = "…", not a cache's key in code
+    if strength == 1 and _regex(r"(?:[A-Za-z_]\w{0,30}\.)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){0,3}_KEY(?:_HEX)?").fullmatch(name) and _regex(
+            r"[0-9a-fA-F]{32,64}(?:-" + _UUID + ")?|" + _UUID).fullmatch(bare) and not _RECORD_KEY_PARTS.intersection(_name_parts(name)):
+        return True  # a service's key in an environment's or a module's name: KAGGLE_KEY=bd20b117…, Lua's M.INGEST_KEY = "…", CDSAPI_KEY=<uuid>; not a cache's key in code nor a record's
     inner = _regex(r"([a-z_][a-z0-9_.\-]{1,40})=[^=\s]").match(bare) if strength == 1 and groups.get("op") == ":" else None
     if inner and len(_name_parts(inner.group(1))) >= 2 and secret_strength(inner.group(1)) == 0:
         return False  # another thing's field and its value after a label: "MQTT session: client_id=ingest-a3e5605c" (not the session's own `id=`)
@@ -1754,6 +1772,19 @@ def _accept_no_digest_said(match: Any) -> bool:
     "sha256 of the private key file:" is the file's hash."""
     line_start = match.string.rfind("\n", 0, match.start()) + 1
     return not _regex(r"(?i)sha-?\d|hash|digest|fingerprint|checksum|public|address").search(match.string, line_start, match.start("s"))
+
+
+def _accept_quoted_secret(match: Any) -> bool:
+    """A literal a name that says secret is given as a default or in a call's pairs: a secret's
+    shape (machine-made, a password's), never a stand-in or a reference."""
+    value = match.group("s")
+    return (_looks_like_a_secret(value) or _is_joined_passphrase(value)) and not _is_placeholder(value) and not _is_reference(value) and not _is_masked_or_public(value)
+
+
+def _accept_quoted_pair_secret(match: Any) -> bool:
+    """A name's literal and its value's, as a call's pair of arguments (after `(` or `,`)."""
+    before = match.string[max(0, match.start() - 8):match.start() - 1].rstrip(" \t")
+    return before[-1:] in ("(", ",") and _accept_quoted_secret(match)
 
 
 def _accept_password_like(match: Any) -> bool:
@@ -2021,6 +2052,8 @@ def _accept_random_bytes(match: Any) -> bool:
     if not _looks_random(blob) or _regex(r"(?i)(?:sha-?512|sha-?384|digest|checksum|hash)[\"']?[ \t]*[:=][ \t]*[\"']?$").search(
             match.string, max(0, match.start("s") - 24), match.start("s")):
         return False  # a digest under its name: a NuGet lock's "sha512": "…=="
+    if _regex(r"(?i)\b(?:fixture|protobuf|test[ _\-]?data|sample[ _\-]?payload)\b[^\n]{0,60}[:=][ \t]*$").search(match.string, max(0, match.start("s") - 100), match.start("s")):
+        return False  # a test's data that its line names so: "protobuf fixture (ObsBatch, 3 records): …=="
     if _regex(r"(?m)^trusted comment: [^\n]*\n$").search(match.string, max(0, match.start("s") - 300), match.start("s")):
         return False  # a minisign signature's global signature, under its trusted comment
     if _regex(r"(?<![\w\-])b=\s*$").search(match.string, max(0, match.start("s") - 8), match.start("s")) and _regex(
@@ -2501,7 +2534,8 @@ _NOT_RANDOM_MARKS = (
 # Object ids that public APIs print (Stripe, OpenAI, Anthropic, cloud resources): names, not keys.
 _OBJECT_ID = (r"^(?:req|msg|cus|pi|ch|sub|evt|in|pm|seti|src|acct|price|prod|asst|run|thread|file|batch|org|proj"
               r"|user|usr|txn|ord|inv|call|chatcmpl|cmpl|ft|ftjob|fp|vs|step|toolu|srvtoolu|trace|span|job|img|vol|snap"
-              r"|ami|vpc|subnet|sg|i|eni|rtb|igw|nat|acl|cs|po|ba|tr|py|re|ic|cn|dp|sq)[_\-][A-Za-z0-9]{8,}$")
+              r"|ami|vpc|subnet|sg|i|eni|rtb|igw|nat|acl|cs|po|ba|tr|py|re|ic|cn|dp|sq|ampw|acctpw|amoidc|hcst|ttcp)[_\-][A-Za-z0-9]{8,}$"
+              r"|^ATUid_[A-Za-z0-9]{4,}$")  # (Boundary's auth methods, accounts and targets; Africa's Talking's USSD sessions)
 _VOWELS = frozenset("aeiouy")
 
 
@@ -2772,7 +2806,8 @@ def looks_like_chosen_password(value: str) -> bool:
     elif letters and symbols:  # Gandalf_the_Grey!, qwerty!zxc, qweasdzxc_Umber; not X-API-Key or snake_case
         walk = _regex(_KEYBOARD_WALK).search(v.lower()) is not None
         shaped = (upper or walk or _regex(_KEYBOARD_RUN).search(v.lower()) is not None) and sum(map(str.isalpha, v)) >= 5 and (
-            walk or _regex(r"[^\w.\-/]").search(v) is not None) or len(v) >= 12 and _changes_case_often(_regex(r"[^A-Za-z]+").sub("", v))  # DsOckF-_jOAxbftW
+            walk or _regex(r"[^\w.\-/]").search(v) is not None) or len(v) >= 12 and _changes_case_often(_regex(r"[^A-Za-z]+").sub("", v)) or (  # DsOckF-_jOAxbftW
+            v.count("@") >= 2 and sum(map(str.isalpha, v)) >= 5 and not _regex(r"[./:]").search(v))  # letters in leet, `@` for `a`: h@r@r-t@r@z
     else:
         shaped = len(v) >= 10 and v.isalpha() and upper and v[1:] != v[1:].lower() and (
             len(v) >= 12 and not _is_built_of_words(v) or _changes_case_often(v)) or _is_random_letters(v) or capitals
@@ -2796,16 +2831,17 @@ _CREDENTIAL_WORDS = (
     r"|(?<=[a-zäöüåß])(?:token|tokens|passwort|kennwort|wachtwoord|wagwoord|schlüssel|sleutel|nyckel|lösenord(?:et)?|pincode|pinkode|pinkoden)(?![a-z])"  # toegangstoken, beheerderspincode, adminlösenordet
     r"|(?<=[a-z0-9]_)(?<!\bai_)session(?![a-z])|(?<=_shib)session(?![a-z])"  # a session cookie's name: _gitlab_session, ci_session, _shibsession_… (not Application Insights' ai_session: a visit's id)
     r"|(?<![A-Za-z])(?i:code[ \t]+secret|code[ \t]+de[ \t]+d[ée]verrouillage|passwort|kennwort|schl[üu]ssel|zugangsdaten|geheimnis|contrase[ñn]ya|contrase[ñn]a|clave|llave|senha|chave"
-    r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|wagwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|passord|pasfhocal|phasfhocal|cyfrinair"
-    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs-jelmondat|jelmondat|kulcs|wachtzin|neno la siri|neno siri|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?![a-z])|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od|kalmar sirri"
-    r"|passphrase|frase-passe|frase passe|frase-senha|frase secreta|frase de pas|frase mestra|frase maestra|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine|jecha darbii|jecha icciitii|pakasqa simi|iphasiwedi|iphasiwezi|ọ̀rọ̀ìgbaniwọlé|ọ̀rọ̀ ìgbaniwọlé|oroigbaniwole|oro igbaniwole"
+    r"|segredo|segreto|secreto|chiave|parola(?: d'ordine)?|palavra-passe|wachtwoord|wagwoord|sleutel|lösenord|losenord|lösen|nyckel|adgangskode|kodeord|nøgle|nøkkel|passord|pasfhocal|phasfhocal|cyfrinair"
+    r"|salasana|avain|heslo|hesla|klíč|klic|has[łl]|klucz|kulcs-jelmondat|jelmondat|kulcs|wachtzin|neno la siri|neno siri|kennsatz|şifre|sifre|anahtar|jelsz[óoa]|parol[ăae]|parol(?:i|ni|ingiz)?(?![a-z])|klyuch|kliuch|kwdik|kodik|cheie|cheia|lösenfras|losenfras|kata laluan|nenosiri|lozink|geslo|parool|slapta[žz]od|kalmar sirri"
+    r"|passphrase|frase-passe|frase passe|frase-senha|frase secreta|frase de pas|frase mestra|frase maestra|frase de recuperaci[óo]n|frase di recupero|frase per sbloccare|phrase secr[èe]te|phrase de passe|phrase de chiffrement|frase de cifrado|khóa|khoá|bí mật|mật khẩu|mã thông báo|kata sandi|sandinya|sandine|jecha darbii|jecha icciitii|pakasqa simi|iphasiwedi|iphasiwezi|ọ̀rọ̀ìgbaniwọlé|ọ̀rọ̀ ìgbaniwọlé|oroigbaniwole|oro igbaniwole"
     r"|mot de pass|lmot de pass|lpassword|lmodpass|contrasinal|contrasnya|pasahitz)\w*|(?<![A-Za-z])(?i:hemlighet(?:en)?|clau|hemmelighet(?:en)?|ramz(?:-?e|esh|esho)?)(?![\w\-])|(?<![\w+/=])(?:mdp|MDP|ww|WW)(?![\w+/=])"  # (French's and Dutch's short and misspelt words: "user kallioh, mdp …", "le mot de pass c …", "ww is …")
     r"|(?<![A-Za-z])PAT(?=[ \t]*[:=]?[ \t]+[A-Za-z0-9_]{20})"  # a personal access token: "PAT v9beojyn3…"
+    r"|(?<![A-Za-z])CIEC(?![A-Za-z])"  # Mexico's tax authority's password (Clave de Identificación Electrónica Confidencial)
     r"|(?<![A-Za-z])(?i:password|passwd)(?:nya|e)(?![a-z])|รหัสผ่าน|รหัส"  # Indonesian's "passwordnya", Javanese's "passworde", Thai's
     r"|(?i:(?<=\bla[ \t])contra|(?<=\bel[ \t]|\bla[ \t])pass)(?![a-z])"  # Spanish chat's short words: "la contra es …", "el pass del hosting es …", "la pass del wifi quedó …"
-    r"|(?i:парол[ьяюе]\w*|ключ|кілт\w*|токен|секрет|кук[аиуеі](?!\w)|κωδικ(?:ός|ό|ού)(?!\w)|пароль|գաղտնաբառ\w{0,4}|gaghtnabar\w{0,3}|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
+    r"|ტოკენ\w*|(?i:парол(?:[ьяюе]\w*|(?![\w\-]))|ключ|кілт\w*|токен|секрет|кук[аиуеі](?!\w)|κωδικ(?:ός|ό|ού)(?!\w)|пароль|գաղտնաբառ\w{0,4}|gaghtnabar\w{0,3}|пин(?:-код)?|belirte[çc]\w*|нууц[ \t]?(?:үг|түлхүүр|код)\w*)|סיסמה|סיסמא|סיסמת|סיסמאות|הסיסמה|הסיסמא|והסיסמה|לסיסמה|מפתח(?=[ \t]+ה?-?API)|הטוקן|טוקן"
     r"|パスワード|パスフレーズ|暗証番号|トークン|秘密鍵|シークレット|시크릿|مفتاح|رمز الدخول|アクセスキー|APIキー|事前共有キー|共有キー|暗号化キー|密码|密碼|口令|令牌|密钥|秘钥|金鑰|私钥"
-    r"|비밀번호|패스워드|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|የይለፍ ቃ[ልሉ]|ይለፍ ቃ[ልሉ]|ፒን|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|باسورد|الباسورد|والباسورد|باسوورد|الباسوورد|الباس(?![\u0600-\u06ff])|والباس(?![\u0600-\u06ff])|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ|کلید|கடவுச்சொல்|aṣínà|رمز(?:ش)?(?![\u0600-\u06ff])|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ፓስወርድ|ፓስወርዱ|პაროლ[იისს]\w{0,3}|(?i:құпия\s?сөз\w{0,3}|qup[ıi]y?a\s?s[óo]z\w{0,3}|kupiya\s?soz\w{0,3}))")  # (Persian's رمز, کلمه عبور; Amharic's ፓስወርድ)  # (Egyptian Arabic's باسورد, والباس: "and the pass")
+    r"|비밀번호|패스워드|비번|암호|토큰|비밀\s?키|인증\s?키|인증\s?토큰|액세스\s?키|API\s?키|पासवर्ड|कुंजी|टोकन|पिन|የይለፍ ቃ[ልሉ]|ይለፍ ቃ[ልሉ]|ፒን|كلمة\s(?:المرور|السر|مرور|سر)|الرقم السري|رمز\s?عبور|رمز الوصول|باسورد|الباسورد|والباسورد|باسوورد|الباسوورد|الباس(?![\u0600-\u06ff])|والباس(?![\u0600-\u06ff])|סיסמ[הא]|รหัสผ่าน|پاس ?ورڈ|کلید|கடவுச்சொல்|aṣínà|رمز(?:ش)?(?![\u0600-\u06ff])|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ፓስወርድ|ፓስወርዱ|პაროლ[იისს]\w{0,3}|(?i:құпия\s?сөз\w{0,3}|qup[ıi][yi]?a\s?s[óoö]z\w{0,3}|kupiya\s?soz\w{0,3}))")  # (Persian's رمز, کلمه عبور; Amharic's ፓስወርድ)  # (Egyptian Arabic's باسورد, والباس: "and the pass")
 # A call that hands its literal on decoded or as bytes, not a lookup (`os.Getenv("DB_PASS")` names a
 # variable): `b64decode("…")`, `hex!("…")`, `Encoding.UTF8.GetBytes("…")`, `Buffer.from("…")`, `String::from("…")`.
 _DECODING_CALL = (r"(?:\[\]byte\(|(?:[A-Za-z_]\w*(?:\.|::)){0,3}(?:hex!|(?:urlsafe_)?b64decode|decode\w{0,10}|encode|bytes|GetBytes|FromBase64String"
@@ -2880,7 +2916,7 @@ _HEADER_CHARACTER = r"[\w.()/#\-'?*°º№&\u0300-\u036f\u0900-\u0dff\u0e00-\u0e
 _TABLE_HEADER_CELL = (r"(?:[A-Za-z\u00c0-\uffff]|\d[A-Za-z])" + _HEADER_CHARACTER + "{0,30}(?!" + _HEADER_CHARACTER + ")(?: "
                       + _HEADER_CHARACTER + "{1,30}(?!" + _HEADER_CHARACTER + ")){0,4}")
 # Flags whose value is a name, not a secret, in a login command (`-u deploy`, `--tenant …`).
-_NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|-(?:Name|VaultName|SecretName)|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
+_NAME_FLAG_BEFORE = (r"(?:^|\s)(?:-[uUe]|-(?:Name|VaultName|SecretName)|-(?:[a-z]+-)+(?:id|name)|--(?:user(?:name)?|email|tenant|org(?:anization)?|region|project|registry|server"
                      r"|url|host(?:name)?|profile|account|role|client-id|app-id|subscription|scope|(?:[a-z]+-)*name|id))[ \t=]+$")
 # A masked value: a prefix, then only x, X, *, dots or zeros (`sk_test_xxxx`, `XXXX/XXXX/XXXX`).
 _MASK_RUN = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|•{3,}|…|0{8,})"
@@ -2949,6 +2985,7 @@ _CONNECTOR = (r"(?:(?<![\w'’])(?:" + _word_alternation(
     "|է"  # Armenian's "is": "գաղտնաբառն է՝ X"
     "|howa|hiya|rah|daba"  # Moroccan Darija in Latin letters: "l'code dyal wifi … daba howa X", "lmot de passe rah X"
     "|jadi|menjadi|dadi|itu|yaitu|yakni|yaiku|saiki"  # Indonesian's and Javanese's: "diganti jadi X", "yg baru itu X", "saiki X" (now)
+    "|kay"  # Cebuano's "is": "ang password sa tablet kay X"
     "|ab heute|ab sofort|ab jetzt|from today|as of today|from now on|desde hoy|a partir de hoy|à partir d'aujourd'hui|dès aujourd'hui|da oggi"
     "|vanaf vandaag|vanaf nu|od dziś|od dzisiaj|desde hoje|a partir de hoje|från och med idag"  # since when: "lautet ab heute X"
     "|поменял на|поменяла на|поменяли на|изменил на|изменила на|изменили на|сменил на|сменила на|сменили на|zmieniłem na|zmieniłam na|zmienił na"
@@ -2971,7 +3008,7 @@ _PASSPHRASE_WORD = r"(?i)phrase|fras|wachtzin|kennsatz|jelmondat|フレーズ|�
 _VALUE_AT_ONCE = r"(?:[를을는은이가도はをが])?[ \t]+(?:[\"'«“(`][ \t]?)?(?P<v>(?:[^\s\"'»”<>,;(){}\[\]`]|;(?=[^\s\"'»”<>,;(){}\[\]`])){4,128})"
 # Parts of credential words that name a key, a token or a secret: values a machine makes, which
 # the detector finds by their shape; the other words name passwords and PINs, which people choose.
-_MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|kulcs|schl|sleutel|nyckel|chiave|chave|khóa|khoá"
+_MACHINE_CREDENTIAL_PARTS = (r"(?i)key|token|secret|credential|creds|bearer|jeton|kunci|kulcs|schl|sleutel|nyckel|nøkkel|nøgle|chiave|chave|khóa|khoá"
                              r"|llave|klucz|anahtar|ключ|токен|секрет|トークン|鍵|キー|シークレット|令牌|密钥|秘钥|金鑰|私钥"
                              r"|토큰|키|시크릿|कुंजी|टोकन|session|zugangsdaten|geheimnis|segredo|segreto|belirte")
 # What names the next value as something else, in prose or as a flag (`--project=`).
@@ -3196,6 +3233,10 @@ def _given_password(match: Any) -> list:
             return [uuid.span(1)]  # a secret that is a UUID, right after its word: "secret 7f5b2618-18fb-…" (KuCoin's, Heroku's keys)
     if _regex(r"[ \t]+(?i:names?|nombre|nom|nome|naam|nazwa)\b").match(text, match.end()):
         return []  # what names a secret, not its value: "Secret name in Key Vault: terminal-hmac"
+    if word.lower().startswith(_PIN_WORDS) or word.lower().rstrip("s").endswith("code"):
+        spaced = _regex(r"[^\n:=]{0,80}?(?:[:：=]|" + _CONNECTOR + r")[ \t]*(\d(?:[ \t]\d){3,7})(?![ \t]?\d)").match(text, start, endpos)
+        if spaced and spaced.group(1).replace(" ", "").replace("\t", "") not in "01234567890":
+            return [spaced.span(1)]  # a PIN as a transcript writes what was read out, digit by digit: "il PIN del tablet è 4 0 0 8 5 6"
     position, in_aside = start, False
     for _ in range(3):  # after a value that was none, the next: "c'est maintenant « nemo.77 »"
         given = _regex(_GIVEN_VALUE).match(text, position, endpos)
@@ -3482,7 +3523,10 @@ def _spoken_passphrase(match: Any) -> list:
     elif not _names_machine_value(match.group()):
         found = _regex(r"(?:[^\n\"'«“„`]|(?<=[A-Za-z])'(?=[a-z]))"  # (an elision's apostrophe is no quote: "c'est")
                        r"{0,80}?[\"'«“„`](?P<quoted>" + _SPOKEN_PASSPHRASE + r")[\"'»”`]").match(match.string, match.end())
-        found = found if found and len(found.group("quoted").split()) >= 4 and not set(found.group("quoted").split()) & _COMMON_WORDS else None
+        words = found.group("quoted").split() if found else ()  # four words, or three long ones right after "is" or a colon: `master password is "berbere valley injera"`
+        three = len(words) == 3 and min(map(len, words)) >= 4 and _regex(r"(?i)(?:\b(?:is|was|it'?s|now)|[:=])[ \t]*[\"'«“„`]$").search(
+            match.string, found.start(), found.start("quoted"))
+        found = found if found and (len(words) >= 4 or three) and not set(words) & _COMMON_WORDS else None
     else:
         return []
     if not found:  # after a connector, four words or more that end the clause: "its passphrase is bubble alley blush apple — ask Ben"
@@ -3966,8 +4010,14 @@ def _find_printed_secrets(match: Any) -> list:
     first_line = _regex(r"[ \t]*(?:" + _OUTPUT_MARK + r")?(\S{4,4096})[ \t]*(?:\n|$)").match(text, start, end) or _regex(
         r"([^\s$:~@]{4,4096}$|[^\s$:~@\[]{4,4096}(?=\[[\w.\-]+@[^\]\n]{1,80}\][$#]))").match(text, start, end)  # printed with no newline: the next prompt stands after it, `w0uE…$ kubectl …`, `…[kenji@ws14 ~]$`
     command = text[match.start():start].rstrip("\n")
+    if _regex(_SECRET_MANAGER_REFERENCE + r"|(?<==)env:[A-Z_]").search(command) and not _regex(_SECRET_PRINTING_COMMAND).search(
+            _regex(_SECRET_MANAGER_REFERENCE + r"\S+|(?<==)env:[A-Z_]\w*").sub(lambda reference: " " * len(reference.group()), command)):
+        return []  # only a reference it is given says secret: `dagger call deploy --vault-token=vault://ci/dagger.token` prints a version
     single = _regex(_SINGLE_VALUE_COMMAND).search(command.split(";")[0])
-    bitwarden_item = _regex(r"bw[ \t]+get[ \t]+item\b").search(command) is not None  # (an item's JSON: its login, its password, its TOTP seed)
+    if single and single.string.count("$(", 0, single.start()) > single.string.count(")", 0, single.start()):
+        single = None  # its value goes to a variable, not the screen: `export BW_SESSION="$(bw unlock --raw)"; bw get item x | jq …`
+    bitwarden_item = _regex(r"bw[ \t]+get[ \t]+item\b").search(command) is not None and not _regex(
+        r"\|[ \t]*jq\b[^\n|]*\.login\.(?:username|uris?)\b[^\n|]*$").search(command)  # (an item's JSON: its login, its password, its TOTP seed; not its user's name alone)
     if _regex(r"(?i)[.\[{'\"](?:data\.)?(?:user(?:name)?|login|email|host(?:name)?|port|db|database|dbname|url|region)\b[}'\"\]]"
               r"|--query[ \t=]+['\"]?(?:VersionId|ARN|Name|CreatedDate|VersionStages)\b|(?i:\bList\w{0,20}Secrets\b|\blist-secrets\b|\.SecretNames?\b)").search(command) and not bitwarden_item:
         return []  # it prints a name: `jsonpath='{.data.username}' | base64 -d`, `--query 'VersionId'`, Alibaba's `kms ListSecrets | jq '….SecretName'` (Bitwarden's `.login` is the whole login)
@@ -4063,6 +4113,8 @@ def _is_printed_secret(name: str, value: str, between: str) -> bool:
     and a password. One space between them counts only after a key, a secret, a token or a password
     (`Private API Key b734…`), as a column of a table is not split so."""
     value, strength = value.strip("\"'"), 2 if name.lower() == "key content" else secret_strength(name)  # netsh wlan's Wi-Fi key
+    if name.lower() == "key content" and len(value) >= 5 and not _is_masked_or_public(value) and not _is_placeholder(value):
+        return True  # netsh wlan's Wi-Fi key, whatever its shape: a key of digits (`692477`) too
     if between in (" ", "\t") and _name_parts(name)[-1] not in ("key", "secret", "token", "password"):
         return False
     if _is_reference(value) or _is_masked_or_public(value) or _is_placeholder(value) or _is_call(value):
@@ -4623,11 +4675,11 @@ def _find_expanded_record_fields(match: Any) -> list:
 
 def _find_dashed_table_cells(match: Any) -> list:
     """A table whose header is underlined by runs of dashes, one a column (PowerShell's
-    Format-Table, SQL*Plus, sqlcmd): the cells under a header that names a credential and
+    Format-Table, SQL*Plus, sqlcmd; MATLAB's underscores): the cells under a header that names a credential and
     looks like a password or a machine-made value. The dashes say where each column starts, so
     headers and cells may stand one space apart."""
     text, head, dashes = match.string, match.group("head"), match.group("dashes")
-    runs = [run.span() for run in _regex(r"-+").finditer(dashes)]
+    runs = [run.span() for run in _regex(r"-+|_+").finditer(dashes)]  # (MATLAB's tables underline with `_`)
     spans = []
     for index, (start, _) in enumerate(runs):
         stop = runs[index + 1][0] if index + 1 < len(runs) else None  # where the next column starts
@@ -4640,6 +4692,8 @@ def _find_dashed_table_cells(match: Any) -> list:
             value = cell.strip()
             aligned = _regex(r"\S+(?=[ \t]{2})").match(cell) if " " in value else None
             value = aligned.group() if aligned else value  # the next column's value ran left of its dashes (a number right-aligned short of them)
+            if len(value) > 2 and value[0] == value[-1] == '"':
+                value = value[1:-1]  # a string's quotes: MATLAB's `"ftp-imd"`
             if value and " " not in value and (_holds_a_secret(value) or _is_secret_cell(value, kind)):
                 first = row.start() + start + cell.index(value)
                 spans.append((first, first + len(value)))
@@ -4720,7 +4774,7 @@ _PART_LABEL = (r"""(?:(?:первая|вторая)[ \t]+(?:часть|поло�
 
 # The words that say "is" between a part's label and the part, in the languages chats are written in
 # ("second part na …", "reszta to …", "sehemu ya pili ni …"): _SPLIT_PART_LINE's and _REST_GIVEN's.
-_PART_IS = r"(?i:is|to|es|est|ist|é|è|je|jest|ni|là|na)"
+_PART_IS = r"(?i:is|to|es|est|ist|é|è|je|jest|ni|là|na|ay|kay)"
 
 
 # What the text of a secret sent in parts holds: a part after its label or a colon (`first half: …`,
@@ -4776,7 +4830,7 @@ def _find_split_parts(match: Any) -> list:
         spans += [found.span(1) for found in (above, rest) if found]
     trim = lambda start, end: (start, end - (text[end - 1:end] in (",", ";")))  # a sentence's comma after the part
     parts = {trim(*span) for span in spans if _is_secret_part(text[slice(*trim(*span))])
-             and not _regex(r"[`(]?(?:[A-Za-z]{1,6}(?:[_\-][A-Za-z]{1,5})?[_\-]|[A-Za-z]{1,12}(?:_[A-Za-z]{1,8}){0,2}_|[A-Z]{2,12}(?:_[A-Z]{2,8}){1,2})[`)]*[.,;:?]?").fullmatch(text, *trim(*span))}  # a vendor's prefix: "starts with `sk_live_`", `samsara_api_`, "começa com APP_USR?" (a passphrase's piece ends with `-`: `marble-chaand-`)
+             and not _regex(r"[`(]?(?:[A-Za-z]{1,6}(?:[_\-][A-Za-z]{1,5})?[_\-]|(?:[a-z]{1,6}\.){2,4}|[A-Za-z]{1,12}(?:_[A-Za-z]{1,8}){0,2}_|[A-Z]{2,12}(?:_[A-Z]{2,8}){1,2})[`)]*[.,;:?]?").fullmatch(text, *trim(*span))}  # a vendor's prefix: "starts with `sk_live_`", `samsara_api_`, Doppler's `dp.st.prd.`, "começa com APP_USR?" (a passphrase's piece ends with `-`: `marble-chaand-`)
     plain = {trim(*span) for span in labeled if text[span[0] - 1:span[0]] != "«" and _is_plain_part(text[slice(*trim(*span))])}
     return sorted(parts | plain if parts else ())  # a plain word only beside a part no sentence holds: `pierwsza część: sophie` ⏎ `druga część: .krakow20`
 
@@ -4788,7 +4842,7 @@ _JOINED_NOTE = (r"""\bno[ \t]+spaces?\b|\bwithout[ \t]+(?:a[ \t]+|any[ \t]+)?spa
                 r"""|\btout[ \t]+(?:coll|attach)é|\btrop[ \t]+(?:tôt|vite)\b|\bohne[ \t]+(?:leerzeichen|abstand)|\bzusammen(?:geschrieben)?\b|\bgehört[ \t]+(?:noch[ \t]+)?dazu\b"""
                 r"""|\bihop\b|\b(?:inga|utan)[ \t]+mellanslag|\btodo[ \t]+junto\b|\btudo[ \t]+junto\b|\bsin[ \t]+espacios?\b|\bsem[ \t]+espaços?\b|\bse[ \t]+envi[óo][ \t]+solo\b"""
                 r"""|\btutto[ \t]+attaccato\b|\bsenza[ \t]+spazi\b|\bpartito[ \t]+l'invio\b|\baan[ \t]+elkaar\b|\bzonder[ \t]+spaties?\b|\bbez[ \t]+spacji\b|\bbez[ \t]+mezery\b"""
-                r"""|\bboşluksuz\b|\bbitişik\b|\bслитно\b|\bбез[ \t]+пробел|χωρίς[ \t]+κενό|スペースなし|空格|띄어쓰기[ \t]*없이|붙여서"""
+                r"""|\bprobelsiz\b|\bbirga[ \t]+yoz|\bboşluksuz\b|\bbitişik\b|\bслитно\b|\bбез[ \t]+пробел|χωρίς[ \t]+κενό|スペースなし|空格|띄어쓰기[ \t]*없이|붙여서"""
                 r"""|\bse[ \t]+me[ \t]+cort[óo]\b|\bse[ \t]+me[ \t]+fue\b|\ble[ \t]+falta\b|\bgher[ \t]+space\b|ไม่มีเว้นวรรค|ไม่เว้นวรรค|\bgot[ \t]+cut\b|\bcut[ \t]+off\b|\babgeschnitten\b|\bcoupé\b|\(2/2\)|\b2/2:|\b(?:sms|msg|message|mensaje|mensagem|nachricht|wiadomość)[ \t]*\(?2/2\b""")
 # A piece ends the line after a word that gives it (`… c'est Purplerocket`, `la suite c'est 2009!!pixel`,
 # `slutar med L4nt3rn (ihop)`), follows a word that joins it (`ends with -Erratic_1912 appended right
@@ -5211,7 +5265,7 @@ def _accept_json_web_key_member(match: Any) -> bool:
     for the long values of the CRT members ("dp", "dq", "qi"), which no other format names so, and
     of the members beside one (a key's fragment: "p" and "q" above "dp")."""
     text, window = match.string, (max(0, match.start() - 2000), match.end() + 2000)
-    if len(match.group("s")) >= 40 and _regex(r"""(?<![\w"'])["']?(?:dp|dq|qi)["']?[ \t]*:""").search(text, *window):
+    if len(match.group("s")) >= 40 and _regex(r"""(?<![\w"'])\\?["']?(?:dp|dq|qi)\\?["']?[ \t]*(?::|=>)""").search(text, *window):
         return True
     return "kty" in text[window[0]:window[1]]
 
@@ -5219,12 +5273,12 @@ def _accept_json_web_key_member(match: Any) -> bool:
 def _is_public_jwk_member(text: str, start: int) -> bool:
     """The value at start is a public member of a JSON Web Key ("x", "y", "n", "e") in a key that
     holds no private one: a JWKS that a server publishes."""
-    member = _regex(r"""["']?(?:x|y|n|e)["']?[ \t]*:[ \t]*["']?$""").search(text, max(0, start - 12), start)
+    member = _regex(r"""\\?["']?(?:x|y|n|e)\\?["']?[ \t]*(?::|=>)[ \t]*\\?["']?$""").search(text, max(0, start - 14), start)
     if member is None or text[max(0, member.start() - 1):member.start()].isalnum():
         return False
     opened, closed = text.rfind("{", 0, start), text.find("}", start)
     key = text[opened + 1:closed if closed >= 0 else len(text)] if opened >= 0 else ""
-    return "kty" in key and _regex(r"""["'](?:d|p|q|dp|dq|qi|k)["'][ \t]*:""").search(key) is None
+    return "kty" in key and _regex(r"""["'](?:d|p|q|dp|dq|qi|k)\\?["'][ \t]*(?::|=>)""").search(key) is None
 
 
 def _accept_mnemonic(match: Any) -> bool:
@@ -5355,7 +5409,7 @@ _WORD_START = r"(?:(?<=\\[nrt])|(?<![\w\-]))"  # also right after an escaped \n 
 # SECRETISH_REACH characters of the name's start) go on. It starts on a letter, so a long run of
 # punctuation is rejected at once. (The class before the words only spares the regex engine
 # trying every word at every step.)
-_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "cred", "auth", "dsn", "cookie", "pin", "pat", "priv", "signer", "encrypt", "p12", "pfx",
+_SECRETISH_WORDS = ("key", "token", "secret", "pass", "pwd", "pw", "psw", "cred", "auth", "dsn", "cookie", "pin", "pat", "priv", "signer", "encrypt", "p12", "pfx",
                     "session", "psk", "community", "seed", "pepper", "salt", "clientsec", "checkword",
                     # other languages' words (_FOREIGN_NAME_WORDS): `"Heslo": …`, `clave_api`
                     "heslo", "haslo", "senha", "sifre", "şifre", "jelszo", "kennwort", "wachtwoord", "wagwoord", "contrase", "salasana",
@@ -5537,9 +5591,10 @@ rtmp-stream-key              stream-key             rtmps?://[^\s/"'<>]+/(?:[^\s
 #   keep:  rtmp://ingest.example.com/live/{{STREAM_KEY}}
 #   keep:  rtmp://a.rtmp.youtube.com/live2/<your-stream-key>
 # An ftp script (`ftp -s:script.txt`, `ftp -n < cmds`): the password on the line under the user's, after `open host`.
-ftp-script-password          chosen                 (?<![^\s])open[ \t]+[\w.\-]+(?:[ \t]+\d{1,5})?[ \t]*\r?\n[ \t]*(?:user[ \t]+)?[\w.@\\\-]{1,64}[ \t]*\r?\n[ \t]*(?P<s>\S{4,128})[ \t]*(?=\r?\n|$)
+ftp-script-password          chosen                 (?:(?<![^\s])open[ \t]+[\w.\-]+(?:[ \t]+\d{1,5})?|PGM=FTP,PARM='[^'\n]{1,80}'[^\n]*(?:\r?\n//[^\n]*){0,6}?\r?\n//[\w#@$]*[ \t]+DD[ \t]+\*)[ \t]*\r?\n[ \t]*(?:user[ \t]+)?[\w.@\\\-]{1,64}[ \t]*\r?\n[ \t]*(?P<s>\S{4,128})[ \t]*(?=\r?\n|$)
 #   catch: C:\Scripts> type ftp_ntb.txt\nopen ftp.ntb.example.no\nnordhav_ntb\n«BicycleLviv1982$»\nbinary\nmget *.xml\nquit
 #   keep:  open ftp.example.com\nanonymous\nbinary\nget README
+#   catch: //STEP1    EXEC PGM=FTP,PARM='ftp.example.de (EXIT'\n//SYSPRINT DD SYSOUT=*\n//INPUT    DD *\nwxbatch\n«Rk7mQ2vL»\nascii\nquit
 # netsh wlan show profile … key=clear: the Wi-Fi passphrase on its "Key Content" line, in Windows' languages (spaces and all).
 netsh-key-content            not-reference          (?:Key Content|Schlüsselinhalt|Contenu de la clé|Contenido de la clave|Conteúdo da Chave|Contenuto chiave|Sleutelinhoud|Nyckelinnehåll|Zawartość klucza|Obsah klíče|Anahtar İçeriği|Содержимое ключа)[ \t]*:[ \t]*(?P<s>\S(?:[^\n]{6,61}\S)?)[ \t]*(?=\r?\n|$)
 #   catch: PS C:\> netsh wlan show profile name="Lab-5G" key=clear | Select-String "Key Content"\n\n    Key Content            : «willow octopus candle»
@@ -5558,10 +5613,11 @@ chip-tool-setup-passcode     not-reference          chip-tool[ \t]+pairing[ \t]+
 #   keep:  $ chip-tool pairing onnetwork 1 20202021
 # A 32-byte key in hex after the name of its kind and a colon (a key generator's output: `private (hex): …`, `seed: …`,
 # a wallet's `DEPLOYER_PK=0x…`: an address is 40 digits).
-hex-key-after-its-kind       -                      (?i)(?:(?<![\w\-])(?:private|priv|secret|seed|signing)|(?<=[a-z0-9][_\-])pk)(?:[ _\-]?key)?(?:[ _\-]?hex)?[ \t]*(?:\((?:hex|raw|bytes|base16)\))?[ \t]*(?::=|[:=])[ \t]*["'`]?(?P<s>(?:0x)?[0-9a-fA-F]{64})(?![0-9a-fA-F])
+hex-key-after-its-kind       -                      (?i)(?:(?<![\w\-])(?:private|priv|secret|seed|signing|sk(?=[ _\-]?hex))|(?<=[a-z0-9][_\-])pk)(?:[ _\-]?key)?(?:[ _\-]?hex)?[ \t]*(?:\((?:hex|raw|bytes|base16)\))?[ \t]*(?::=|[:=])[ \t]*["'`]?(?P<s>(?:0x)?[0-9a-fA-F]{64})(?![0-9a-fA-F])
 #   catch: private (hex): «12a3ab4717d4da7492117b45c2133e379252e23b585b6734a93d2dbf31fb76a4»\npublic  (hex): 79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46
 #   keep:  public  (hex): 79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46
 #   catch: var seedHex = "«73fa9be745b8ee8bf3693691cb2e7d032ae423eaade0008ffb7356f7533a9624»"
+#   catch: const sk_hex = "«b3e07a91c4d52f8e6a1b09d7c3f5e2a48d6b1f0c9e7a3d5b2f4c6e8a0d1b3f57»";
 #   keep:  var pubHex = "79319633ea56c473c3dc0dc9c80cebf2aec60f32e61a9250a741e2985bd98b46"
 #   catch: DEPLOYER_PK=«0x8c1f04b2e9a7d35c6f0e2a18b4d97c3e5a0f6b2d8e1c4a7f9b3d5e0c2a6f8b1d»
 #   keep:  DEPLOYER_ADDRESS=0x5b1e0a7c9d3f2e4b6a8c0d1e3f5a7b9c2d4e6f80
@@ -5569,6 +5625,39 @@ hex-key-after-its-kind       -                      (?i)(?:(?<![\w\-])(?:private
 html-defined-credential      defined-credential     <dt>(?P<label>[^<\n]{1,60})</dt>\s{0,20}<dd>(?:<code>)?(?P<s>[^<\n]{4,128}?)(?:</code>)?</dd>
 #   catch: <dl class="device-creds">\n  <dt>Hub local admin</dt><dd>«honey-crystal-maple-prairie»</dd>\n  <dt>Recovery PIN</dt><dd>«41191622»</dd>\n</dl>
 #   keep:  <dl>\n  <dt>Firmware</dt><dd>3.4.1-rc2</dd>\n  <dt>PIN policy</dt><dd>6 digits, rotated yearly</dd>\n</dl>
+# A secret a template or a schema gives as a name's default: Helm's `{{ .Values.db.password | default "…" }}`, CUE's `ftpPass: string | *"…"`.
+default-value-secret         quoted-secret          (?i)(?:pass|secret|token|pwd|apikey|api_key)[\w\-]{0,40}["']?[ \t]*(?:\|[ \t]*default[ \t]+|:[ \t]*(?:string|str)[ \t]*\|[ \t]*\*)["'](?P<s>[^"'\n\\]{6,128})["']
+#   catch: DB_PASSWORD: {{ .Values.db.password | default "«pepper73glacier»" | quote }}
+#   catch: ftpPass:  string | *"«Summer@Zugspitze662»"
+#   keep:  password: {{ .Values.db.password | default "" | quote }}
+#   keep:  apiToken: string | *"changeme"
+# A name's value in a call's pairs of literals: MATLAB's and Octave's options (`setdbopts(…, "password", "…")`), a setter's ("password", "…").
+quoted-name-value-pair       quoted-pair-secret     (?i)(?<=["'])(?:password|passwd|pwd|secret|api_?key|apikey|token|access_?token|auth_?token)["'][ \t]*,[ \t]*["'](?P<s>[^"'\n\\]{6,128})["']
+#   catch: conn = pq_connect(setdbopts("host","pg.example","user","oct_user","password","«Welcome.Thunder22»"));
+#   catch: conn = database('climdb', 'reader', '', 'Vendor', 'PostgreSQL', 'Password', '«Qx7-rain-Delta9»');
+#   keep:  val = os.environ.get("password", "")
+#   keep:  label = t("password", "Password")
+# A cookie as Python's requests and http.cookiejar print one: `<Cookie SESSID=… for panel.example.pl/>`.
+cookie-jar-repr              machine-made           <Cookie[ \t]+[\w.\-]{1,80}=(?P<s>[^\s<>"]{8,4096})[ \t]+for[ \t]+[\w.\-]{0,253}/?>
+#   catch: <RequestsCookieJar[<Cookie SESSID=«vjmkjdl4iah5ns3g7e5l3te8i984mk9o» for panel.example.pl/>]>
+#   keep:  <RequestsCookieJar[<Cookie lang=pl-PL for panel.example.pl/>]>
+# A NATS NKey's seed: S, the key's kind (User, Account, Operator, server N, Cluster, curve X), 56 base32 characters,
+# under or after a word for it (a .creds file's `-----BEGIN USER NKEY SEED-----`, `seed: …`).
+nats-nkey-seed               -                      (?i:nkey|seed)[^\n]{0,60}?\s{1,8}["']?(?P<s>S[UAONCX][A-Z2-7]{56})(?![A-Z2-7])
+#   catch: -----BEGIN USER NKEY SEED-----\n«SUFVYJGRDZCA43STECI53ODGOUWDE7A673XFMUJJ2PJQDVQPBZ3E46EK4K»\n------END USER NKEY SEED------
+#   keep:  ************************* IMPORTANT *************************\nNKEY Seed printed below can be used to sign and prove identity.
+# A Nextcloud or ownCloud public share's token (`/s/` and 15 characters of both cases and digits): the link opens the share.
+nextcloud-share-link         -                      (?i:https?://[\w.\-]+(?::\d{2,5})?(?:/[\w.\-]+){0,2}?/(?:index\.php/)?s/)(?P<s>(?=[A-Za-z0-9]{0,14}[A-Z])(?=[A-Za-z0-9]{0,14}[a-z])(?=[A-Za-z0-9]{0,14}\d)[A-Za-z0-9]{15})(?![\w\-])
+#   catch: сканы тут: https://cloud.example.org/s/«CkjWBrow9Jvqigr» (без пароля)
+#   keep:  https://cloud.example.org/s/public-docs
+# A header that an automation tool's form names and fills (n8n's and Zapier's "Header Auth"): its value under a name that says key or token.
+header-auth-value            -                      (?i)header[ \t]+name[ \t]*:[ \t]*[\w\-]*(?:key|token|auth|secret|signature|pass)[\w\-]*[ \t]*\r?\n[ \t]*header[ \t]+value[ \t]*:[ \t]*(?P<s>[^\s"']{8,512})
+#   catch: Authentication: Header Auth\n  Header name: X-N8N-Key\n  Header value: «T6YTSZhQlc7w0fTy39hgC8U5llhSZvFT»
+#   keep:  Header name: Content-Type\nHeader value: application/json
+# A webhook's "secret hash" that a payment provider sends back in a header to compare (Flutterwave's verif-hash).
+webhook-secret-hash          -                      (?i)(?<![\w\-])secret[ _\-]?hash["']?[ \t]*[:=][ \t]*["']?(?P<s>(?![0-9a-f]{32,}\b)[^\s"']{8,128})
+#   catch: Settings → Webhooks\nSecret hash: «aAmqBE6DfYYC0U5rIJ»
+#   keep:  secret_hash: sha256
 # A Telegram bot's token in the Bot API's URL, of any length the path allows (`api.telegram.org/bot<id>:<token>/sendMessage`).
 telegram-bot-url             -                      api\.telegram\.org/(?:file/)?bot(?P<s>\d{6,12}:[A-Za-z0-9_\-]{20,64})(?=[/\s"'?]|$)
 #   catch: sentry: Request URL https://api.telegram.org/bot«933846623:-AO0LyBZnIAAsf3TcwtNILDhrnY5ycUN0ILhNXaiitX»/sendMessage?chat_id=-10088149158
@@ -5579,8 +5668,9 @@ wordpress-cookie-value       -                      (?:wordpress_|auth_cookie|lo
 #   catch: $ wp eval 'echo wp_generate_auth_cookie(1, time() + 3600, "logged_in");'\nadmin|1716120000|«MNfBzg6PSi3q5YQwu5yRtZh1R2bfnJbc0uCiYEYCCcR|9087ee1f4f77c6dbf8f3224e002f66ce1fa4b0f32bbbd14e31e02e5b57736026»
 #   keep:  wordpress_logged_in: 2025-06-06 09:14:02|1749210000|login ok|editor-natt
 # Dropbox's temporary links (`files/get_temporary_link`, a shared file's download): the token in the path.
-dropbox-temporary-link       -                      dl\.dropboxusercontent\.com/cd/0/(?:get|inline2?|thumbnail|preview)/(?P<s>[A-Za-z0-9_\-]{40,2048})
+dropbox-temporary-link       -                      dl\.dropboxusercontent\.com/(?:cd/0/(?:get|inline2?|thumbnail|preview)|apitl/\d)/(?P<s>[A-Za-z0-9_\-]{40,2048})
 #   catch: "link": "https://uc44c1705d6be3ad9d.dl.dropboxusercontent.com/cd/0/get/«ZP00m2YIn5hU2HVTW13_Zy0jsH9M728m4ChPEg86QSbIO_WtLt0qnD2XKwpqmHtm2su»/file"
+#   catch: 'https://dl.dropboxusercontent.com/apitl/1/«tI5n5H4KXC3aBUmclBZcxrpWhhWSC1NmIiKnsGhU1eiwt_V3qbSB5ZImftdmORmo»'
 #   keep:  https://www.dropbox.com/developers/documentation/http/documentation#files-get_temporary_link
 # A password typed along the keyboard (`1qaz2wsx!`, `azerty*7615`, `Asdf;lkj#25`, `qweasdzxc=688`): a walk of
 # keys at a token's start with digits or signs after it, which no word, name or id holds.
@@ -5839,7 +5929,8 @@ stellar-secret-seed          -                      (?:from_secret|fromSecret|se
 #   keep:  destination = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
 # A default in code for a secret the environment may not give: `os.getenv("DB_PASSWORD", "…")`,
 # `process.env.ADMIN_PASS || "…"`, `ENV.fetch("API_TOKEN") { "…" }`, `env("APP_KEY", "…")`.
-environment-default-secret   assignment             (?:(?:getenv|environ\.get|ENV\.fetch|Getenv|getEnv|GetEnvironmentVariable|env|config|env::var)\([ \t]*["']|process\.env\.)(?P<name>[\w.\-]{0,60}(?i:secret|passw|token|key|pwd|pass)[\w.\-]{0,40})(?:["'][ \t]*(?:,[ \t]*|\)[ \t]*(?:\|\||\?\?|or|\?:|\{)\s{0,40}|\)[ \t]*\.unwrap_or(?:_else)?\([ \t]*(?:\|_?\|[ \t]*)?(?:String::from\([ \t]*)?)|[ \t]*(?:\|\||\?\?)\s{0,40})(?P<s>"[^"\n]{4,256}"|'[^'\n]{4,256}')
+environment-default-secret   assignment             (?:(?:getenv|environ\.get|ENV\.fetch|Getenv|getEnv|GetEnvironmentVariable|env|config|env::var)\([ \t]*["']|process\.env\.)(?P<name>[\w.\-]{0,60}(?i:secret|passw|token|key|pwd|pass)[\w.\-]{0,40})(?:["'][ \t]*(?:,[ \t]*(?:(?:unset|default)[ \t]*=[ \t]*)?|\)[ \t]*(?:\|\||\?\?|or|\?:|\{)\s{0,40}|\)[ \t]*\.unwrap_or(?:_else)?\([ \t]*(?:\|_?\|[ \t]*)?(?:String::from\([ \t]*)?)|[ \t]*(?:\|\||\?\?)\s{0,40})(?P<s>"[^"\n]{4,256}"|'[^'\n]{4,256}')
+#   catch: appid = Sys.getenv("OWM_KEY", unset = "«0293a79b461c92bb3ababd141dd451d2e»")
 #   catch: > + const ADMIN_PASS = process.env.ADMIN_PASS || "«z2NvPblOP1wT56hK»";
 #   catch: DB_PASSWORD = os.getenv("DB_PASSWORD", "«Harbor!Lights88»")
 #   catch: let amqp_pass = std::env::var("AMQP_PASS").unwrap_or_else(|_| String::from("«Kilifi2031%»"));
@@ -6225,11 +6316,13 @@ putty-private-lines          -                      Private-Lines:[ \t]*\d+[ \t]
 #   catch:   ⎿  Encryption: none\n     Private-Lines: 2\n     «AAAAgQCfEXAMPLEexample0123456789abcdefEXAMPLE\n     AAAAQQDEXAMPLEexample»\n     Private-MAC: 4f2c
 #   keep:  Public-Lines: 2\nAAAAB3NzaC1yc2EAAAADAQABAAABAQC\nAAAAQQDEXAMPLEexample
 # The private members of a JSON Web Key (RFC 7517): "d", "p", "q", "dp", "dq", "qi", "k".
-json-web-key-private         json-web-key           (?<![\w"'])["']?(?:d|p|q|dp|dq|qi|k)["']?[ \t]*:[ \t]*["']?(?P<s>[A-Za-z0-9_\-]{16,})
+json-web-key-private         json-web-key           (?<![\w"'])\\?["']?(?:d|p|q|dp|dq|qi|k)\\?["']?[ \t]*(?::|=>)[ \t]*\\?["']?(?P<s>[A-Za-z0-9_\-]{16,})
 #   catch: {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "d": "«jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI»"}
 #   catch: keys:\n  - kty: OKP\n    crv: Ed25519\n    x: 11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\n    d: «nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A»
 #   keep:  {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
 #   catch: "dp": "«sqpyChOLBSaqYLEjsPNlT9ztNM5LjOB4T7glftJROev2WriWs61zI6j5ciKu3GBCf9Hx»",
+#   catch: JOSE.JWK.from_map(%{"kty" => "EC", "crv" => "P-256", "d" => "«Tq3Vb8JkWm2Xr5Lp9Zc4Hn7Ys1Fd6Ga0Ke2Qw8Ru3Iy»"})
+#   catch: decode "{\"kty\":\"oct\",\"k\":\"«Mx7Rb2Kq9Wd4Lz8Pn3Vc6Hj1Fs5Gt0Ya»\"}"
 # A wallet's mnemonic: 12 to 24 lowercase words after a word that names one (in several languages).
 seed-phrase                  mnemonic               (?i)(?:mnemonic|seed|wallet|ledger|trezor|metamask|crypto|recovery|wiederherstellung|herstel\w*|carteira|cartera|portefeuille|portafoglio|кошел\w*|гаманц\w*|from_?phrase|\b(?:12|15|18|21|24)[ \-](?:words|palabras|palavras|mots|wörter|parole|woorden|słów|kelime|ord|слов)\b|(?:recovery|backup|secret|seed)[ _\-]?(?:phrase|words)|bip-?39|phrase de r[ée]cup[ée]ration|frase (?:de )?(?:recupera[çc][ãa]o|semilla|semente|recuperaci[óo]n)|semilla|wiederherstellungsphrase|återställningsfras\w*|herstelzin|frase di recupero|fraza odzyskiwania|kurtarma ifadesi|plånbok\w*|助记词|助記詞|ニーモニック|シードフレーズ|リカバリーフレーズ|復元フレーズ|复原短语|恢复短语|시드\s?(?:구문|문구)|복구 구문|мнемони\w*|сид-?фраз\w*|seed-?фраз\w*|cụm từ khôi phục|العبارة السرية)[^\n]{0,160}?(?:\r?\n[^\n]{0,40}?)?(?:\r?\n[ \t]*)?(?P<s>(?-i:(?<!{SEED_LETTER}){SEED_LETTER}{3,8}(?:(?:[ \t]+|[ \t]*\r?\n[ \t]*(?={SEED_LETTER}{3,8}[ \t]+{SEED_LETTER}{3,8}[ \t]+{SEED_LETTER}{3,8}(?![^ \t\r\n]))){SEED_LETTER}{3,8}){11,23}(?:[ \t]*\r?\n[ \t]*(?:\d{1,2}[-–]\d{1,2}[ \t]*(?:[:.)][ \t]*)?)?{SEED_LETTER}{3,8}(?:[ \t]+{SEED_LETTER}{3,8}){11,23})?)(?!{SEED_LETTER}))
 #   catch: ウォレットのシードフレーズ（検証用）:\n«wheat ripple canal timber orbit candle meadow frost pilot unveil saddle harbor»\n紙にも書きました
@@ -6286,9 +6379,13 @@ cipher-key-listing           -                      (?i)(?<![\w\-])alg(?:orithm)
 #   catch: key_id   : 14\npurpose  : TC_AUTH\nalgorithm: HMAC-SHA-256\nvalue    : «0xb742fcfba41bc6e951c6e3f62501ceae024dd711ebce2421e1ba35edfcdfb257»
 #   keep:  algorithm: SHA-256\nvalue: 0xb742fcfba41bc6e951c6e3f62501ceae024dd711ebce2421e1ba35edfcdfb257
 # A private key or seed of 64 hex digits decoded from a literal in code: seed := hex.DecodeString("…").
-hex-decoded-key              -                      (?i)(?<![\w.])(?:seed|priv(?:ate)?_?key|privkey|secret_?key|signing_?key|sk)[ \t]*(?:,[ \t]*_[ \t]*)?(?::=|=)[ \t]*[\w.]{0,40}\([ \t]*["'](?P<s>[0-9a-f]{64})["']
+hex-decoded-key              -                      (?i)(?<![\w.])(?:seed|priv(?:ate)?_?key|privkey|secret_?key|signing_?key|sk|key|-key)(?:_?hex)?(?:["']\])?[ \t]*(?:,[ \t]*_[ \t]*)?(?::=|=>?)[ \t]*(?:[\w.]{0,40}\([ \t]*){1,3}(?:["']H\*["'][ \t]*,[ \t]*)?["'](?P<s>[0-9a-f]{64})["']
 #   catch: seed, _ := hex.DecodeString("«14385e41df7af3f8b87caad9f192d447dd4a494897fcf74127fa301c30752d31»")
 #   catch: private_key = bytes.fromhex("«cd7f7c6c73356010ef27c359f10bd20b303c8003f75724fa013f9245dfe5d00e»")
+#   catch: app.config["SECRET_KEY"] = bytes.fromhex("«5be1c0a4f39e72d8a61b04c7e9f2d35a80c6b1e4f7a29d03c5e8b1f46a07d92c»")
+#   catch: my $cipher = Crypt::CBC->new(-key => pack('H*', '«0c9f3a7e51b2d48c6e0a9f17b3d5c28e4a6f0b19d7c3e5a28f1b4d6c9e0a7f35»'), -cipher => 'Cipher::AES');
+#   catch: key = uint8(hex2dec(reshape('«a41f7c09e3b5d28c6f1a0e94b7d3c52e8f6a1b0d9c7e3f5a2b4d6e8f0a1c3e5b»', 2, [])'));
+#   keep:  expected = bytes.fromhex("cd7f7c6c73356010ef27c359f10bd20b303c8003f75724fa013f9245dfe5d00e")  # sha256 of the fixture
 #   keep:  digest := hex.EncodeToString(sum[:]) // e.g. "cd7f7c6c73356010ef27c359f10bd20b303c8003f75724fa013f9245dfe5d00e"
 # A line of base64 alone that decodes to user:password (what `echo "$CREDS" | base64` printed).
 base64-user-password-line    base64-password-line   (?m)^[ \t]*(?P<s>[A-Za-z0-9+/]{12,200}={0,2})[ \t]*$
@@ -8408,10 +8505,11 @@ password-typed-as-command    typed-passwords        (?:not found|not recognized|
 #   keep:  'docker-compose' is not recognized as an internal or external command
 #   keep:  sh: 1: ./node_modules/.bin/tsc: not found
 # A table whose header is underlined by dashes (PowerShell, SQL*Plus, sqlcmd): cells under a credential's column.
-context-dashed-table         dashed-table-cells     (?m)^(?P<head>[^\n]{1,300})\r?\n(?P<dashes>[ \t]*---*(?:[ \t]+---*){1,20})[ \t]*\r?\n(?=(?P<s>(?:[^\n]+(?:\n|$)){1,50}))
+context-dashed-table         dashed-table-cells     (?m)^(?P<head>[^\n]{1,300})\r?\n(?P<dashes>[ \t]*(?:---*|___+)(?:[ \t]+(?:---*|___+)){1,20})[ \t]*\r?\n(?:[ \t]*\r?\n)?(?=(?P<s>(?:[^\n]+(?:\n|$)){1,50}))
 #   catch: AutoAdminLogon DefaultUserName DefaultPassword\n-------------- --------------- ---------------\n1              kiosk9          «SummitGinger66#»
 #   catch: USERNAME   PASSWORD\n---------- ----------------\nSCOTT      «Tiger#2024x»
 #   keep:  AutoAdminLogon DefaultUserName DefaultPassword\n-------------- --------------- ---------------\n1              kiosk9
+#   catch:       System           User                 Password\n    __________    _____________    ______________________\n\n    "ftp-imd"     "monsoon_ftp"    "«C570C5-MYHWok-H6T3Vj»"
 # The rows a SELECT printed, under a selected column whose name says secret.
 context-selected-columns     selected-columns       (?i)\bselect[ \t]+(?P<cols>[^\n;*]{1,300}?)[ \t]+from\b[^\n]{0,300}\n(?=(?P<s>(?:(?!{PROMPT_LINE})[^\n]*(?:\n|$)){1,40}))
 #   keep:  app=# select name, key from settings;\n    name    |  key\n------------+----------\n theme      | dark_mode\n(1 row)
@@ -8853,7 +8951,7 @@ context-yaml-block           block-lines            (?m)^(?P<indent>[ \t]*)(?:-[
 
 ACCEPT_CHECKS = {
     "-": None, "not-reference": _accept_not_reference, "file-password": _accept_file_password, "env-value": _accept_env_value, "url-password": _accept_url_password, "url-password-wide": _accept_url_password_wide, "call-password": _accept_call_password, "assignment": _accept_assignment, "flag": _accept_flag,
-    "keystore": _accept_keystore, "no-digest-said": _accept_no_digest_said, "password-like": _accept_password_like, "pair": _accept_pair, "user-password": _accept_user_password,
+    "keystore": _accept_keystore, "no-digest-said": _accept_no_digest_said, "password-like": _accept_password_like, "quoted-secret": _accept_quoted_secret, "quoted-pair-secret": _accept_quoted_pair_secret, "pair": _accept_pair, "user-password": _accept_user_password,
     "header-token": _accept_header_token, "wrapped-value": _accept_wrapped_value, "jwt": _accept_jwt,
     "encoded-private-key": _accept_encoded_private_key, "random": _accept_random, "random-bytes": _accept_random_bytes, "key-body": _accept_key_body, "quoted-key": _accept_quoted_key,
     "machine-made": _accept_machine_made, "login-at-host": _accept_login_at_host, "reset-password": _accept_reset_password, "voucher": _accept_voucher, "random-not-hex": _accept_random_not_hex, "random-not-identifier": _accept_random_not_identifier,
@@ -9119,9 +9217,32 @@ def redact(text: str, known_secrets: Iterable[str] = (), found: Optional[list] =
         text, count = _redact_machine_beside(text, count, replaced)
         text, count = _redact_cookies_beside(text, count, replaced)
         text = _mend_cut_values(text)
+    if "…" in original:
+        replaced += _values_glued_to_ellipses(original)
     if found is not None:
         found += replaced
     return _redact_again(text, count, replaced)
+
+
+# A token of six characters or more, one of them no letter, and the ellipsis a transcript glues to it
+# (not to a prefix it cuts: "starts with xsmtpsib-…").
+_GLUED_ELLIPSIS = r"(?=[^\s…]{6})[^\s…]*[^\s…A-Za-z][^\s…]*(?<![-_.:/])(…)"
+
+
+def _values_glued_to_ellipses(original: str) -> list:
+    """The values the rules find in the lines where an ellipsis is glued to a token, read with a
+    space for it (and with the line above): a transcript's "the admin password is falcon.winter507…
+    scratch that" ends its value where no rule reads an end. The ellipsis takes one character, as
+    the space does: what the rules find is the original's."""
+    lines, values = original.split("\n"), []
+    for index, line in enumerate(lines):
+        glued = [found.start(1) for found in _regex(_GLUED_ELLIPSIS).finditer(line)] if "…" in line else ()
+        if glued:
+            spaced = list(line)
+            for position in glued:
+                spaced[position] = " "
+            _apply_rules("\n".join(lines[max(0, index - 1):index] + ["".join(spaced)]), 0, values)
+    return [value for value in values if value in original]
 
 
 # A run of small words of three to eight letters (BIP 39's are), a whole run and no longer, that no
@@ -9271,7 +9392,7 @@ def _redact_place_codes_in_sentences(original: str, text: str, count: int, repla
 # admin di Jenkins? Io ho Vesuvio1944!"). Letters, digits and one of a password's signs, never `=`, `:` or a path's.
 _PASSWORD_WORDS = (r"(?i)(?<![^\W\d_])(?:passwor[dt]s?(?:nya|e)?|ww|pasword|passowr[dt]|paswort|passwrd|passwd|passphrase|pass ?words?|pwd?|mdp|kennwort|contrase[ñn]a|contrase?nya|contrasinal|pasahitz\w{0,3}|mot de passe|senha|wachtwoord|wagwoord"
                    r"|l[öo]senord(?:et)?|lösen|salasana|has[łl]o|heslo|parola|passord(?:et)?|adgangskode[n]?|kodeord(?:et)?|koden|[şs]ifre\w{0,4}|lozink[aeiu]|lozinkom|gesl[oa]|geslom|[šs]ifr[aeuo]|парол\w{0,3}|нууц үг\w{0,4}|κωδικ\w{0,3}"
-                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|contra(?<=\bla[ \t]contra)|nenosiri|kalmar[ \t]+sirri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令|የ?ይለፍ[ \t]+ቃ[ልሉ]\w{0,4}|jecha[ \t]+(?:darbii|icciitii)|pakasqa[ \t]+simi|neno[ \t]+(?:la[ \t]+)?siri|jelmondat\w{0,4}|رمز(?:ش)?|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ramz(?:-?e|esh|esho)?|ፓስወርድ|ፓስወርዱ|[^\W\d_]{2,12}lösenord(?:et)?|hemlighet(?:en)?|პაროლ\w{1,4}|գաղտնաբառ\w{0,4}|құпия\s?сөз\w{0,3}|qup[ıi]y?a\s?s[óo]z\w{0,3})(?![^\W\d_])")
+                   r"|kata sandi(?:nya|ne)?|sandi(?:nya|ne)?|contra(?<=\bla[ \t]contra)|nenosiri|kalmar[ \t]+sirri|pasfhocal|cyfrinair|mật khẩu|كلمة (?:المرور|السر|مرور|سر)|(?:و?ال)?باسو?ورد|סיסמ[הא]|पासवर्ड|비밀번호|암호|パスワード|密码|密碼|口令|የ?ይለፍ[ \t]+ቃ[ልሉ]\w{0,4}|jecha[ \t]+(?:darbii|icciitii)|pakasqa[ \t]+simi|neno[ \t]+(?:la[ \t]+)?siri|jelmondat\w{0,4}|رمز(?:ش)?|کلمه\u200c?(?:ی)?\s?عبور|گذرواژه|پسو?ورد|ramz(?:-?e|esh|esho)?|ፓስወርድ|ፓስወርዱ|[^\W\d_]{2,12}lösenord(?:et)?|hemlighet(?:en)?|პაროლ\w{1,4}|գաղտնաբառ\w{0,4}|құпия\s?сөз\w{0,3}|qup[ıi][yi]?a\s?s[óoö]z\w{0,3})(?![^\W\d_])")
 # A few letters of each of _PASSWORD_WORDS as an ASCII text writes them: a cheap look before that search (_may_hold_a_word).
 _PASSWORD_WORDS_SEEN = ("pass", "pasw", "pw", "ww", "mdp", "kennwort", "contrase", "contrasi", "contrasn", "senha", "wachtwoord", "wagwoord", "losen", "salasana", "haslo", "heslo", "parola",
                         "adgangskode", "kodeord", "koden", "sifre", "sandi", "nenosiri", "sirri", "lozink", "gesl", "ifr", "jecha", "pakasqa", "ramz", "hemlighet", "qup", "siri", "jelmondat")
@@ -9567,6 +9688,8 @@ def _reads_as_a_name(token: str) -> bool:
     joined (`ServiceBusConnection`), a token's header decoded to JSON (`eyJhbGciOi…`)."""
     if _names_a_secret(token) or _regex(r"(?:[A-Z][a-z]+){2,}").fullmatch(token) or token[:3] == "eyJ" and _is_base64_of_plain_json(token):
         return True
+    if _regex(r"[A-Za-z]?[^\W\d_A-Z]+(?:[!¡]{2,}|[?¿]+|…|\.{3})").fullmatch(token):
+        return True  # a word said: "gracias!!", "thoughts?", "ok…" (a password's one `!` stays a piece: "Lambrusco!")
     return _regex(r"(?:[a-z]|\d+[_\-.](?=[\w\-.:/]*[a-z]{3}))[a-z0-9]*(?:[_\-.:/][a-z0-9]+)+/?|[a-z][a-z0-9]*/").fullmatch(
         token) is not None and not looks_machine_generated(token)  # (a word and digits alone may be a password: doudou13; a migration's name starts with digits: 0004_api_token_rotation)
 
@@ -9831,10 +9954,12 @@ def _redact_asked_and_answered(original: str, text: str, count: int, replaced: l
 _READ_GROUP_EDGE = r"(?<![\w\-./@:\\\"'`=(\[{<])", r"(?![\w\-/@\"'`=(\[\]{}>])"
 _READ_GROUP = _READ_GROUP_EDGE[0] + r"(?=[A-Za-z]{0,9}\d)(?=[0-9]{0,9}[A-Za-z])[A-Za-z0-9]{5,10}" + _READ_GROUP_EDGE[1]
 _READ_GROUP_LETTERS = _READ_GROUP_EDGE[0] + r"(?=[A-Za-z]{0,9}[a-z])(?:[A-Za-z]{0,8}[a-z][A-Z]|[A-Z][a-z]{0,7}[A-Z])[A-Za-z]{0,8}" + _READ_GROUP_EDGE[1]
+# A group's label right before it, as a code read out says it: "first group", "primer grupo", "secondo gruppo", "Block 2:".
+_GROUP_LABEL = r"(?i)(?<![^\W\d_])(?:group|grupo|gruppo|gruppe|groupe|grupa|bloque|blocco|bloco|block|bloc)[ \t]*\d{0,2}[ \t]*[:.\-]?[ \t]*$"
 _GROUPS_GAP_MAX = 50  # characters between two groups with digits: "…, dan ", "... qylFTI ... and the last group ", a chat's next header
 # What a code read out in groups grants, when no word for a password or a key names it: an activation's, an access's,
 # an unlock's, a backup's or a recovery's code (not a booking's reference or a promotion's).
-_CODE_GRANTS = (r"(?i)activ|acc[eè]s|unlock|odblok|entsperr|backup|recovery|herstel|wiederherstell|récupération|secur|sicher|toegang|dost[eę]p|zugang"
+_CODE_GRANTS = (r"(?i)activ|acc[eè]s|unlock|odblok|entsperr|backup|recovery|herstel|wiederherstell|récupération|recuper|secur|sicher|toegang|dost[eę]p|zugang"
                 r"|erişim|kurtarma|التفعيل|الاحتياطي|الدخول|الاسترداد")
 _NOT_READ_GROUP = (r"(?:[A-Z]?[a-z]{2,}|\d+)+|[a-z]{3,}(?:[A-Z][a-z]+|\d+)+|[A-Z][a-z]{2,}[A-Z]{1,3}|0[xX][\dA-Fa-f]+|[A-Z]{1,4}\d{4,}|\d{4,}[A-Z]{1,3}"
                    r"|(?:SHA|CRC|AES|MD|RSA|DES|UTF|ISO|RFC|ARGON|VARCHAR|NVARCHAR|CHAR|INT|FLOAT|BASE|IPV|HTTP|TLS|SSL|PBKDF|BLAKE)\d{1,4}[A-Z]?")
@@ -9847,8 +9972,9 @@ def _redact_read_in_groups(original: str, text: str, count: int, replaced: list)
     digits (_READ_GROUP) of one length, at most _GROUPS_GAP_MAX characters apart, and the groups of that length
     without digits among them and just before them, under a word that names a secret (or a code, with what it grants
     or the place it opens) on their lines or the two above; not digests (hex alone), names (_NOT_READ_GROUP), ids."""
-    groups = [found for found in _regex(_READ_GROUP).finditer(original) if not _regex(_NOT_READ_GROUP).fullmatch(found.group())
-              and not _regex(_ALGORITHM_NAME).fullmatch(found.group()) and not _regex(r"[0-9a-f]+").fullmatch(found.group())]  # (not a commit's id)
+    groups = [found for found in _regex(_READ_GROUP).finditer(original) if (not _regex(_NOT_READ_GROUP).fullmatch(found.group()) or _regex(
+              _GROUP_LABEL).search(original, max(0, found.start() - 24), found.start())) and not _regex(_ALGORITHM_NAME).fullmatch(found.group())
+              and not _regex(r"[0-9a-f]+").fullmatch(found.group())]  # (not a commit's id; a word and digits where a label says it is a group: "primo gruppo tlvf0085")
     if not groups:
         return text, count
     letters = [found for found in _regex(_READ_GROUP_LETTERS).finditer(original, max(0, groups[0].start() - 2 * _GROUPS_GAP_MAX), groups[-1].end() + 2 * _GROUPS_GAP_MAX)
@@ -9863,8 +9989,8 @@ def _redact_read_in_groups(original: str, text: str, count: int, replaced: list)
     pieces = []
     for run in runs:
         if len(run) < 2 or not any(map(str.isdigit, "".join(found.group() for found in run))) or all(
-                _regex(r"[0-9A-F]+").fullmatch(found.group()) for found in run):
-            continue
+                _regex(r"[0-9A-F]+").fullmatch(found.group()) for found in run) or len({found.group() for found in run}) == 1:
+            continue  # (one value again and again is a column's, a model's `CR1000X` in each row: no code read in groups)
         above = original[_start_of_lines_above(original, run[0].start(), 2):run[-1].end()]
         after = original[run[-1].end():run[-1].end() + 60].split("\n")[0]
         if (_secret_words(above) or _regex(r"(?i)(?<![^\W\d_])(?:" + _CODE_WORDS + r")").search(above) and (_regex(_CODE_GRANTS).search(above) or _regex(
@@ -10124,6 +10250,8 @@ def _redact_wrapped_rest(text: str, count: int, replaced: list) -> tuple:
             continue  # (an indented line's first word is seldom a rest: only a machine's)
         if not rest or REDACTED in below or not _is_secret_part(rest.group(1)) or not rest.group(1).isascii():  # (a wrapped token's rest is ASCII: not Thai's ส่วนสุดท้าย)
             continue
+        if rest.group(1).startswith("---"):
+            continue  # a block's end line: NATS's `------END USER NKEY SEED------`, a PEM's
         if not quote and not join and _regex(r"[ \t]*[\w.\-]{1,32}@[\w.\-]{1,64}:[^\s$#]{0,200}[$#][ \t]").match(below):
             continue  # the next prompt, user@host:path$, not a rest: `www-data@lms01:/var/www/moodle$ moosh …`
         if rest.group(1)[-1] == "=" and _regex(r"(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)=").fullmatch(rest.group(1)):
@@ -10204,7 +10332,7 @@ def _redact_prose_siblings(text: str, count: int, replaced: list) -> tuple:
 # with …", "second half: …", "Teil 2: …", "Fortsetzung: …", "nog … erachter", "il resto è …", "la seconde
 # partie … : « … »", "後半は「…」", "… is the end of it". Read only after a redacted value, within the
 # lines that follow it.
-_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\brest(?=[ \t]+(?:na|is)[ \t]+\S)|\blanjut(?:nya)?\b|\btapos\b|\b(?:e[ \t]+)?a[ \t]+[uú]ltima(?:[ \t]+parte)?(?=[ \t]+\S*[\d\W])|\b(?:(?:e|y|i)[ \t]+)?(?:a|la)[ \t]+segunda(?=[ \t]+\S*[\d\W])|\bno[ \t]+fim(?:[ \t]+tem)?(?=[ \t]+\S*[\d\W])|(?:\bcòn[ \t]+)?đoạn[ \t]+(?:sau|cuối)|\(cont(?:inued|\.)?\)|\[cont(?:inued|\.)?\]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
+_REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\brest[ \t]+of[ \t]+it(?=[ \t]*[:：])|\bthe[ \t]+remainder(?:[ \t]+is)?|\brest[ \t]*[:：]|\brest(?=[ \t]+(?:na|is)[ \t]+\S)|\blanjut(?:nya)?\b|\btapos\b|\b(?:e[ \t]+)?a[ \t]+[uú]ltima(?:[ \t]+parte)?(?=[ \t]+\S*[\d\W])|\b(?:(?:e|y|i)[ \t]+)?(?:a|la)[ \t]+segunda(?=[ \t]+\S*[\d\W])|\bno[ \t]+fim(?:[ \t]+tem)?(?=[ \t]+\S*[\d\W])|(?:\bcòn[ \t]+)?đoạn[ \t]+(?:sau|cuối)|\(cont(?:inued|\.)?\)|\[cont(?:inued|\.)?\]|\bthe[ \t]+end(?:[ \t]+of[ \t]+it)?[ \t]+is|\bends[ \t]+with|\b(?:and|it)[ \t]+ends(?=[ \t]+\S*\d)|\bappend(?:ed)?"
                        r"|\bzbytek|\b(?:h)?alafu\b|\bende[ \t]*(?=[:：])|\bla[ \t]+fin[ \t]+c'est|\bdruh[áa][ \t]+(?:půlka|pulka|polovina|polovica|část|časť|cast)|\bba(?:ha)?gian[ \t]+(?:2|kedua)\b"  # Czech, Malay and Indonesian
                        r"|\bcontinues[ \t]+with|\bfollowed[ \t]+by|\b(?:part|teil|deel|parte|partie)[ \t]+[Bb]\b|\bpezzo[ \t]*(?:2|due)\b|\beindigt[ \t]+met|\bendet[ \t]+mit|\btermina[ \t]+(?:con|com|in|en)|\bandre[ \t]+del(?:en)?|\ban[ \t]+dara[ \t]+leath|\bnea[ \t]+ɛtɔ[ \t]+so[ \t]+abien|\bse[ \t]+termine[ \t]+par|\bko[ńn]czy[ \t]+si[ęe][ \t]+na|\b(?:second|2nd|last)[ \t]+(?:half|part|piece|e-?mail|message|sms)\b|\bpart[ \t]*(?:2|two)\b|(?<![\w/])\(?2[ \t]*/[ \t]*2\)?(?![\w/])"
                        r"|\bteil[ \t]*2\b|(?<![^\s:：])fin[ \t]*(?=[:：])|\bzweite[rn]?[ \t]+(?:teil|hälfte)|\bfortsetzung|\bder[ \t]+rest(?:[ \t]+ist)?|\bdann[ \t]+noch|\btweede[ \t]+(?:helft|deel)|\bde[ \t]+rest(?:[ \t]+is)?"
@@ -10216,6 +10344,8 @@ _REST_GIVEN_WORDS = (r"(?i:\bthe[ \t]+rest(?:[ \t]+of[ \t]+it)?(?:[ \t]+is)?|\bt
                        r"|(?i:\bbaa?[kq]i(?:[ \t]+(?:hissa|ka|wala))?|\bdoo?sr[aie](?:[ \t]+hissa)?|\b(?:sehemu|na)[ \t]+ya[ \t]+pili|\biliyobaki|\b(?:that|this|it)[ \t]*\+(?=[ \t]*\S)|(?:(?<=[:>][ \t])|(?<=^))(?:\.{3}|…)(?=[ \t]*[^\s.…]))|बाकी|दूसरा(?:[ \t]+हिस्सा)?|دوسرا[ \t]+حص[ہّ]+|و?باقي[هة]?"  # Hindi's (also written in Latin letters), Swahili's
                        r"|(?i:\bel[ \t]+ba2[yi]\b)|ו?ה?שאר"  # Egyptian Arabic in Latin letters' "the rest", Hebrew's
                        r"|(?i:\bph[aầ]n[ \t]+(?:sau|c[oò]n[ \t]+l[aạ]i|cu[oố]i|hai|2)\b|\breszta\b)"  # Vietnamese's "the latter part", Polish's "the rest"
+                       r"|(?i:\blo[ \t]+dem[áa]s|\by[ \t]+la[ \t]+otra(?=[ \t]*[:：])|\bpadayon|\btuloy|\b(?:yung|ang)[ \t]+(?:dulo|ulahi|katapusan)|\b(?:el|o|il|the|yung|ang)[ \t]+(?:sufijo|sufixo|suffisso|suffix))\b"  # Spanish's "the rest", "and the other", Tagalog's and Cebuano's "go on", "the end", a suffix
+                       r"|მეორე[ \t]+ნაწილი"  # Georgian's "second part"
                        r"|(?:ሁለተኛው|ሁለተኛ)[ \t]+ክፍል|(?i:\bkutaa[ \t]+(?:lammaffaa|2)\b)|(?<![\w.])2\.[ \t]*(?i:parça|par[çc]a|part|teil|deel|parte|część|czesc)\b")  # Amharic's, Oromo's; `2. parça`
 _REST_GIVEN = (r"(?:" + _REST_GIVEN_WORDS + r")(?:[ \t]*(?:[:：—–→]|-+>|=>)[ \t]*|[^\n:：«„“「→]{0,40}?[:：→][ \t]*|[ \t]+" + _PART_IS + r"[ \t]+|[ \t]+)?[«„“「\"'`]?[ \t]*"
                  r"(?P<s>[^\s\"'«»„“”「」`]{4,128}?)[»“”」\"'`]?(?=[.,;!?)]?(?:\s|$)|[」』]|(?<=[\"'])[,}\]])"  # (a chat's JSON export: `…c'est WF!Qg…"},`)
@@ -10306,7 +10436,7 @@ def _is_part_of_a_secret(value: str) -> bool:
 
 # Cheap first looks, in a lowered text, for the words above (each regex costs too much to run over a
 # whole save): a few letters of each.
-_REST_WORDS_SEEN = ("phần", "[cont", "morceau", "bout", "moitié", "moitie", "suite du", "la fin", "la resta", "rest na", "tapos", "đoạn", "(cont", "ltima", "no fim", "a segunda", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
+_REST_WORDS_SEEN = ("phần", "rest of it", "მეორე", "lo dem", "la otra", "padayon", "tuloy", "dulo", "ulahi", "katapusan", "sufijo", "sufixo", "suffisso", "suffix", "[cont", "morceau", "bout", "moitié", "moitie", "suite du", "la fin", "la resta", "rest na", "tapos", "đoạn", "(cont", "ltima", "no fim", "a segunda", "acaba ", "lo que falta", "otra mitad", "остальное", "остаток", "закінчується", "andre del", "dara leath", "abien", "baqi", "دوسرا", "باقي", "phan sau", "reszta", "ሁለተኛ", "kutaa", "ba2y", "ba2i", "שאר", "parça", "parca", "część", "czesc", "2. deel", "2.deel", "2. part", "2.part", "the rest", "rest is", "remainder", "rest:", "resten", "the end", "end of it", "ends with", "and ends", "it ends", "zbytek", "druh", "alafu", "ende:", "ende :", "fin c'est", "agian 2", "agian kedua", "append", "contin", "follow", "second",
                     "2nd", "mitad", "metade", "metà", "part b", "pezzo 2", "pezzo due", "deel b", "parte b", "partie b", "eindigt", "endet mit", "termina", "termine par", "kończy", "konczy", "la fin", "fin:", "fin :", "final:", "final :", "második", "last half", "last part", "last piece", "last e", "last m", "last s", "part 2", "part two", "2/2", "2 / 2", "teil",
                     "zweite", "fortsetzung", "dann noch", "tweede", "nog ", "deuxi", "reste", "resto", "segunda", "lanjut", "sisa", "devam",
                     "geris", "kalan", "ikinci", "часть 2", "andra", "druga", "reszt", "goes at", "goes after", "fortsett", "fortsætt", "sigue", "suivi", "weiter",
@@ -11396,6 +11526,8 @@ def _second_readings(original: str) -> list:
         readings.append(("password in a sentence", _redact_passwords_in_sentences))
     if "join" in original or "[@]}" in original:
         readings.append(("list joined under a secret's name", _redact_joined_by_name))
+    if "$" in original and _regex(_GLUED_TO_REFERENCE).search(original):
+        readings.append(("a secret's literal part beside a reference", _redact_literals_beside_references))
     if _regex(_VENDOR_HEAD).search(original):
         readings.append(("a vendor's token in pieces", _redact_vendor_token_pieces))
     if len(original) > _READ_AGAIN_MAX:
@@ -11903,6 +12035,37 @@ def _redact_found_again(text: str, count: int, replaced: list, found: list, by_l
     return _redact_again(text, count, pieces, shortest=6)
 
 
+# A secret's literal part glued to a reference that holds the rest of it, in a value a secret's name is given or
+# beside a variable a secret's part is named by: `RESTIC_PASSWORD="$(cat ~/.restic_head)#N%%HtoAeL"`,
+# `NEXTCLOUD_ADMIN_PASSWORD: "3loODM${NC_PW_END}"`, `DB_PASS="${DB_PASS}buhay?"`, `{"radiologia": "uCMq-IwdDa${PACS_PW_TAIL}"}`.
+_REFERENCE_PART = r"\$\{(?P<braced>[A-Za-z_]\w*)\}|\$(?P<bare>[A-Za-z_]\w*)|\$\((?:[^()\n]|\([^()\n]*\)){1,200}\)"
+_LITERAL_AFTER_REFERENCE = r"(?:" + _REFERENCE_PART + r")(?P<literal>[^\s\"'`$;|&<>(){}\\/@,]{5,64})(?=[\"'`\s]|$)"
+_LITERAL_BEFORE_REFERENCE = r"(?<=[\"'=\s])(?P<literal>[^\s\"'`$;|&<>(){}\\/@=:,]{5,64})(?:" + _REFERENCE_PART + r")"
+_GLUED_TO_REFERENCE = r"[})][^\s\"'`$;|&<>(){}\\/@,]{5}|[^\s\"'`$;|&<>(){}\\/@=:,]{5}\$[{(A-Za-z_]"  # its cheap look
+
+
+def _redact_literals_beside_references(original: str, text: str, count: int, replaced: list) -> tuple:
+    """(text, count) with each literal glued to a reference (_REFERENCE_PART) redacted where it is a
+    secret's part: the value is given to a name that says password or secret (on its line, before
+    it), or the reference's variable names a secret's part (`PACS_PW_TAIL`, `DB_PASS`); and the
+    literal reads as one (_is_part_of_a_secret), not a name (`_DB_PASSWORD`, `-db-password`), a file's suffix (`.json`), a port
+    or what a comparison or an assignment follows with (`=3600`)."""
+    pieces = []
+    for pattern in (_LITERAL_AFTER_REFERENCE, _LITERAL_BEFORE_REFERENCE):
+        for found in _regex(pattern).finditer(original):
+            literal = found.group("literal")
+            variable = found.group("braced") or found.group("bare") or ""
+            marked = _split_part_name(variable) if variable else None
+            line = original[original.rfind("\n", 0, found.start()) + 1:found.start()]
+            given = _regex(r"([A-Za-z_][\w.\-]*)[\"']?[ \t]*(?::|=)[ \t]*[\"'`]?[^\s\"'`=]*$").search(line)
+            named = given is not None and secret_strength(given.group(1)) == 2 or variable and secret_strength(marked[0] if marked and marked[0] else variable) == 2
+            mixed = _regex(r"\d|[A-Z][^A-Z]*[a-z]|[a-z][^a-z]*[A-Z]" + (r"|[^\w\-.]" if pattern is _LITERAL_AFTER_REFERENCE else "")).search(literal)  # (not words or a flag in small letters: `--db-pass`; before a reference, a digit or both cases)
+            if named and mixed and _is_part_of_a_secret(literal) and not _reads_as_a_name(literal) and not _regex(r"\.[a-z]{1,5}|[.:]\d{1,5}|[-_.]?[A-Za-z]+|[-_.]?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|=.*").fullmatch(
+                    literal) and not _is_reference(literal):
+                pieces.append(literal)
+    return _redact_found_again(text, count, replaced, pieces)
+
+
 # A line of prose wrapped where it names a credential or is about to give it ("… Dein privater Schlüssel ist",
 # "… usuario 305 y contraseña", "… la clé pré-partagée :"), the next line going on at its start (no indent, no list);
 # a word of a sentence (_reads_as_prose), not a prompt (`Password:`) nor a name's end (`refreshAccessToken`).
@@ -12047,6 +12210,7 @@ _LITERAL_COLLECTION = r"(?:[\[{]|(?<![\w.$])\()[ \t]*(?:" + _LITERAL + r"[ \t]*,
 # HCL's `join("", […])`, PHP's `implode('', […])`, Ruby's `%w[…].join`), `CONCAT('…', '…')`, a StringBuilder's `.append("…")` chain;
 # a name given a list, joined (`keyParts.joined()`, `"".join(parts)`).
 _PASSING_CALL = r"(?<![\w$.])" + _DECODING_CALL  # a decoding call as an operand: the literal it hands on is the part
+_LISTED_OPERAND = r"(?:" + _LITERAL + r"|(?:local\.|var\.)?[A-Za-z_]\w{0,40})"  # a list's or a format's operand: a literal, or a name given one
 _STRING_PREFIX = r"(?:(?<![\w$])(?:[NLbBrRuUfFE]|u8|[rR][bB]|[bB][rR])(?=[\"']))?"  # SQL's N'…', C's L"…", Python's b'…' and r'…'
 _OPERAND = (_STRING_PREFIX + r"""(?:"[^"\n]*"|'[^'\n]*'|""" + _PASSING_CALL + r"""[ \t]*""" + _LITERAL + r"""[ \t]*\)"""  # also a literal in a call: b64decode("…")
             r"""|(?<![\w$])\$?\{?[A-Za-z_]\w*\}?)""")  # a name whole: not each of its tails
@@ -12058,8 +12222,10 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
                    r"|(?<![\w.])paste0?\(\s*c\(\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*\)\s*,\s*collapse\s*=\s*(?:\"\"|'')\s*\)"  # R's paste(c(…), collapse = "")
                    r"|(?:\[\]string\{|\[|\{)\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?[\]}](?=[ \t]*(?:\.join|,[ \t]*[\"']{2}[ \t]*\)|\|[ \t]*join\b))"
                    r"|(?<=concat\()\{\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*(?:,\s*)?\}(?=\))|(?<=concat )\[\s*(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,15}[\"'][^\"'\n]*[\"']\s*\]"  # Lua's table.concat({…}), Haskell's T.concat […]
-                   r"|(?:[Ss]tring\.)?(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*(?:,\s*)?\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
-                   r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*(?:,\s*)?[\])]\s*\)"
+                   r"|(?:[Ss]tring\.)?(?i:concat\w{0,4}|verketten|textkette|paste0|str_c|strcat|horzcat)!?\(\s*(?:(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*[,;]\s*){1,15}(?:" + _LITERAL + r"|[A-Za-z_]\w*)\s*(?:,\s*)?\)"  # CONCAT(…), Excel's CONCATENATE/VERKETTEN(…;…), R's paste0
+                   r"|(?<![\w.])(?:join|implode)\([ \t]*(?:\"\"|'')[ \t]*,\s*(?:\[|array\()\s*(?:" + _LISTED_OPERAND + r"\s*,\s*){1,15}" + _LISTED_OPERAND + r"\s*(?:,\s*)?[\])]\s*\)"  # (HCL's locals too: `join("", [local.tok_a, local.tok_b])`)
+                   r"|(?<![\w.])Enum\.join\(\s*\[\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*(?:,\s*)?\]\s*(?:,\s*(?:\"\"|''))?\s*\)"  # Elixir's Enum.join([…])
+                   r"|(?<![\w\-])STRING(?:\s+" + _LITERAL + r"\s+DELIMITED\s+BY\s+SIZE){2,16}\s+INTO\s+[\w\-]+"  # COBOL's STRING '…' DELIMITED BY SIZE '…' … INTO WS-KEY
                    r"|(?<![\w.$])join[ \t]+(?:\"\"|'')[ \t]*,[ \t]*(?:" + _LITERAL + r"[ \t]*,[ \t]*){1,15}" + _LITERAL +  # Perl's join '', '…', '…'
                    r"|`[^`$\n]{0,3}(?:\$\{[ \t]*" + _LITERAL + r"[ \t]*\}[^`$\n]{0,3}){2,16}`"  # a template of literals: `${'…'}${'…'}`, `${"SG"}.${"…"}.${"…"}`
                    r"|(?<![\w.])printf[ \t]+(?:-v[ \t]+\w+[ \t]+)?(?:--[ \t]+)?[\"'](?:%s){2,16}[\"'](?:[ \t]+(?:\\\r?\n[ \t]*)?" + _LITERAL + r"){2,16}"  # a shell's printf '%s%s' '…' '…' (-v NAME, over lines)
@@ -12069,7 +12235,7 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
                    + r"\s*(?:,\s*)?\)(?=\.(?:joinToString|mkString|join|concat)\b)"  # listOf(…).joinToString(""), Scala's Seq(…).mkString
                    r"|(?<![\w.])[A-Za-z_]\w*\.join(?:ed)?\b(?:\([^)\n]{0,8}\))?|[\"']{2}\.join\([A-Za-z_]\w*\)"
                    r"|[\"']{2}\.join\(\s*[\[(]\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*,?\s*[\])]\s*\)"  # Python's "".join(["…", "…"])
-                   r"|(?<![\w.])(?:(?:fmt\.S|String\.|s)?printf|(?:[Ss]tring\.)?format)\(\s*[\"'](?:%s){2,16}[\"']\s*,\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*\)"
+                   r"|(?<![\w.])(?:(?:fmt\.S|String\.|s)?printf|(?:[Ss]tring\.)?format)\(\s*[\"'](?:%s){2,16}[\"']\s*,\s*(?:" + _LISTED_OPERAND + r"\s*,\s*){1,15}" + _LISTED_OPERAND + r"\s*\)"
                    r"|[\"'](?:%s|\{\}){2,16}[\"'](?:[ \t]*%[ \t]*\(|\.format\()\s*(?:" + _LITERAL + r"\s*,\s*){1,15}" + _LITERAL + r"\s*(?:,\s*)?\)")  # format("%s%s", "…", "…"), "%s%s" % (…), "{}{}".format(…)
 
 
@@ -12373,8 +12539,10 @@ def _wrapped_token_folds(original: str) -> list:
         if listed and (len(rest.group(1)) > end - start or rest.group(1)[:3] == piece.group(1)[:3] or any(
                 _regex(r"[a-z]+(?:[_\-][a-z]+)*[_\-][0-9a-f]{6,}|[0-9a-f]{32,}").fullmatch(token) for token in (piece.group(1), rest.group(1)))):
             continue  # lines of one token each: a wrap leaves a rest no longer, a list the next item (`msg_…` under `msg_…`, ids, digests)
-        if _regex(_UUID).fullmatch(rest.group(1)) or any(a < start < b for a, b in pem) or _regex(_PUBLIC_KEY_SAID).search(above) or _in_file_bytes(original, line_start):
-            continue  # (a PEM block's lines are the key rules'; a public key's, minisign's `… public key EBB3…` ⏎ `RWk6…`, no secret's; a picture's lines of base64)
+        if _regex(_UUID).fullmatch(rest.group(1)) or any(a < start < b for a, b in pem) or _regex(_PUBLIC_KEY_SAID).search(above) or _in_file_bytes(original, line_start) or _regex(
+                r"[0-9a-f]{32,128}(?:  | \*)\S").match(below, rest.start(1)):
+            continue  # (a PEM block's lines are the key rules'; a public key's, minisign's `… public key EBB3…` ⏎ `RWk6…`, no secret's; a picture's lines of base64;
+            # a checksum tool's line under `sha256sum -c SHA256SUMS`)
         if _is_wrapped_piece(rest.group(1), first=False):
             folds.append((start, line_end + 1 + rest.end(1), piece.group(1) + rest.group(1),
                           [(start, end), (line_end + 1 + rest.start(1), line_end + 1 + rest.end(1))]))
@@ -12539,7 +12707,7 @@ def _join_lines(original: str, lowered: str) -> list:
     when it ends it), literals one a line in parentheses (Python's implicit joining), or the whole
     text when it says join or concat. The joins are looked for there only: a pattern that may start
     at any name costs its reading of every word."""
-    if "join" in lowered or "concat" in lowered or "verketten" in lowered or "paste" in lowered or "str_c" in lowered or "strcat" in lowered or "${'" in original or '${"' in original or "implode" in lowered or ".append(" in lowered or "mkstring" in lowered or "buildstring" in lowered or "%s%s" in lowered or "{}{}" in lowered:
+    if "join" in lowered or "concat" in lowered or "verketten" in lowered or "paste" in lowered or "str_c" in lowered or "strcat" in lowered or "${'" in original or '${"' in original or "implode" in lowered or ".append(" in lowered or "mkstring" in lowered or "buildstring" in lowered or "%s%s" in lowered or "{}{}" in lowered or "horzcat" in lowered or "delimited by size" in lowered:
         return [[0, len(original)]]
     spans: list = [[original.rfind("\n", 0, found.start()) + 1, found.end()] for found in _regex(
         r"\([ \t]*(?:\r?\n[ \t]*)?(?:\"[^\"\n]*\"|'[^'\n]*')(?:[ \t]*\r?\n[ \t]*(?:\"[^\"\n]*\"|'[^'\n]*')){1,40}[ \t]*(?:\r?\n[ \t]*)?\)").finditer(
@@ -12565,7 +12733,7 @@ def _join_lines(original: str, lowered: str) -> list:
             spans.append([start, end])
     return sorted(spans)
 _LISTED_STRINGS = ('"".join(', "''.join(", "[", "{", "concat", "verketten", "textkette", "paste", "str_c", "strcat", "join(", "join ", "implode(", "new ", "new\t", "buildstring", "listof", "arrayof", "mutablelistof", "seq(", "list(", "array(",
-                   "vector(", "vec!", "format(", "string.format(", "printf(", "sprintf(", "fmt.sprintf(", "string.printf(")  # how _JOINED_STRINGS's lists start (in small letters)
+                   "vector(", "vec!", "format(", "string.format(", "printf(", "sprintf(", "fmt.sprintf(", "string.printf(", "horzcat", "enum.join(", "string ")  # how _JOINED_STRINGS's lists start (in small letters)
 _FORMATTED_STRINGS = ("format(", "string.format(", "printf(", "printf ", "printf\t", "sprintf(", "fmt.sprintf(", "string.printf(", '"%s', "'%s", '"{}', "'{}")  # their first literal is the format
 
 
@@ -13038,7 +13206,7 @@ def _accepted_span(rule: RedactionRule, match: Any) -> tuple:
         return ()  # also `sk-ant-your-key-here`
     if _regex(r"[\"'`]?[ \t]*\((?i:hash|sha-?\d*|md5|digest|checksum|fingerprint)\b").match(match.string, end) and _regex(r"[\"'`]?[0-9a-fA-F]{16,128}[\"'`]?").fullmatch(value):
         return ()  # a digest a note says it is: "config key: 8d79… (hash of the .seb settings)"
-    if _is_certificate_pin(match.string, start, value.strip("\"'`")) or _is_base64_of_resource_path(value.strip("\"'`")):
+    if _is_certificate_pin(match.string, start, value.strip("\"'`")) or _is_base64_of_resource_path(value.strip("\"'`"), match.string, start):
         return ()
     if len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"'):
         start, end = start + 2, end - 2  # keep escaped quotes
@@ -13214,7 +13382,7 @@ RULE_WORDS = {
     "lsa-secret-text": ("33e2a8de", ("/text",), (), ("cur", "old")),
     "lsa-secret-account-line": ("e5e5b27f", ("_sc_", "defaultpassword"), ("[*]",), ("[*]",)),
     "rtmp-stream-key": ("8183c724", ("rtmp",), ("rtmp",), ("://",)),
-    "ftp-script-password": ("ba58bdd3", ("open",), ("open",), ("\n",)),
+    'ftp-script-password': ('bd902279', ('open', "pgm=ftp,parm='"), ('open', "pgm=ftp,parm='"), ('\n',)),
     "netsh-key-content": ("f177c891", ("anahtar i̇çeriği", "contenido de la clave", "contenu de la clé",
         "contenuto chiave", "conteúdo da chave", "key content", "nyckelinnehåll", "obsah klíče", "schlüsselinhalt",
         "sleutelinhoud", "zawartość klucza", "содержимое ключа"), ("anahtar i̇çeriği", "contenido de la clave",
@@ -13224,17 +13392,26 @@ RULE_WORDS = {
         "wep_key")),
     "chip-tool-wifi-password": ("e61b7317", ("chip-tool",), ("chip-tool",), ("ble-wifi",)),
     "chip-tool-setup-passcode": ("1e7842c7", ("chip-tool",), ("chip-tool",), ("ble-thread", "ble-wifi", "onnetwork")),
-    "hex-key-after-its-kind": ("8b29e5f9", ("pk", "priv", "private", "secret", "seed", "signing"), ("pk", "priv",
-        "private", "secret", "seed", "signing"), ()),
+    "hex-key-after-its-kind": ("83c91cf6", ("hex", "pk", "priv", "private", "secret", "seed", "signing"), ("pk",
+        "priv", "private", "secret", "seed", "signing", "sk"), ()),
     "html-defined-credential": ("0c8dc2c8", ("</dt>",), ("<dt>",), ("</dd>",)),
+    "default-value-secret": ("509acbc0", ("api_key", "apikey", "pass", "pwd", "secret", "token"), ("api_key", "apikey",
+        "pass", "pwd", "secret", "token"), ("default", "str")),
+    "quoted-name-value-pair": ("6437ed2e", ("access", "api", "apikey", "passwd", "password", "pwd", "secret", "token"),
+        ("access", "api", "apikey", "auth", "passwd", "password", "pwd", "secret", "token"), (",",)),
+    "cookie-jar-repr": ("b15a0c99", ("<cookie",), ("<cookie",), ("for",)),
+    "nats-nkey-seed": ("faa5e057", ("nkey", "seed"), ("nkey", "seed"), ()),
+    "nextcloud-share-link": ("133750a3", ("http",), ("http",), ("://",)),
+    "header-auth-value": ("eb45de07", ("header",), ("header",), ("value",)),
+    "webhook-secret-hash": ("b20c75f8", ("secret",), ("secret",), ("hash",)),
     "telegram-bot-url": ("2fc1f900", ("api.telegram.org/",), ("api.telegram.org/",), ("bot",)),
     "wordpress-cookie-value": ("1f153af6", ("auth_cookie", "logged_in", "wordpress_"), ("auth_cookie", "logged_in",
         "wordpress_"), ("|",)),
-    "dropbox-temporary-link": ("5c2a41f5", ("dl.dropboxusercontent.com/cd/0/get",
+    "dropbox-temporary-link": ("477d3dfd", ("dl.dropboxusercontent.com/apitl/", "dl.dropboxusercontent.com/cd/0/get",
         "dl.dropboxusercontent.com/cd/0/inline", "dl.dropboxusercontent.com/cd/0/preview",
-        "dl.dropboxusercontent.com/cd/0/thumbnail"), ("dl.dropboxusercontent.com/cd/0/get",
-        "dl.dropboxusercontent.com/cd/0/inline", "dl.dropboxusercontent.com/cd/0/preview",
-        "dl.dropboxusercontent.com/cd/0/thumbnail"), ()),
+        "dl.dropboxusercontent.com/cd/0/thumbnail"), ("dl.dropboxusercontent.com/apitl/",
+        "dl.dropboxusercontent.com/cd/0/get", "dl.dropboxusercontent.com/cd/0/inline",
+        "dl.dropboxusercontent.com/cd/0/preview", "dl.dropboxusercontent.com/cd/0/thumbnail"), ()),
     "keyboard-walk-password": ("df464726", ("1234qwer", "1q2w3e", "1q2w3e4r", "1qaz2wsx", "2wsx3edc", "asdf;lkj",
         "asdfgh", "azerty", "lkjhgf", "poiuyt", "q1w2e3", "q1w2e3r4", "qweasd", "qweasdzxc", "qwer1234", "qwerty",
         "qwertz", "zaq12wsx", "zxcvb", "zxcvbnm"), ("1234qwer", "1q2w3e", "1q2w3e4r", "1qaz2wsx", "2wsx3edc",
@@ -13310,15 +13487,15 @@ RULE_WORDS = {
     "mysql-dsn-password": ("ef9f7823", ("@tcp", "@udp", "@unix"), (), (":",)),
     "placeholder-default-secret": ("75de28b8", ("checkword", "key", "passw", "pwd", "secret", "token"), ("${",),
         ("${",)),
-    "fallback-default-secret": ("74ed66ea", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave",
+    "fallback-default-secret": ("f07e9eb1", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave",
         "clientsec", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk",
         "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord",
-        "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana",
+        "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana",
         "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel",
         "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), ("?:", "??", "or", "||")),
     "stellar-secret-seed": ("a54c1869", ("_seed", "from_secret", "fromsecret", "secret", "secret_seed"), ("_seed",
         "from_secret", "fromsecret", "secret", "secret_seed"), ()),
-    "environment-default-secret": ("837e5413", ("config", "env", "env.fetch", "env::var", "environ.get", "getenv",
+    "environment-default-secret": ("26172b92", ("config", "env", "env.fetch", "env::var", "environ.get", "getenv",
         "getenvironmentvariable", "process.env."), ("config", "env", "env.fetch", "env::var", "environ.get", "getenv",
         "getenvironmentvariable", "process.env."), ("key", "pass", "passw", "pwd", "secret", "token")),
     "url-token-user": ("ef921c04", ("://",), (), ("@",)),
@@ -13445,7 +13622,7 @@ RULE_WORDS = {
     "snmp-usm-localized-key": ("0b91e228", (".1.3.6.1.6.3.10.1.",), (".1.3.6.1.6.3.10.1.",), ("0x",)),
     'keystore-ciphertext': ('d6347a23', ('"cipherparams"',), ('"ciphertext"',), ('"ciphertext"',)),
     "putty-private-lines": ("075e42bb", ("private-lines:",), ("private-lines:",), ("\n",)),
-    "json-web-key-private": ("e8e28a36", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":",)),
+    "json-web-key-private": ("72f0cbb1", ("d", "dp", "dq", "k", "p", "q", "qi"), (), (":", "=>")),
     "seed-phrase": ("3d21f253", ("bip", "carteira", "cartera", "crypto", "cụm từ khôi phục", "frase di recupero",
         "fraza odzyskiwania", "herstel", "herstelzin", "kelime", "kurtarma ifadesi", "ledger", "metamask", "mnemonic",
         "mots", "ord", "palabras", "palavras", "parole", "phrase", "phrase de r", "plånbok", "portafoglio",
@@ -13467,18 +13644,18 @@ RULE_WORDS = {
         ("01000000d08c9ddf0115d1118c7a00c04fc297eb",), ()),
     "cipher-key-listing": ("f982c33c", ("alg",), ("alg",), ("3des", "aes", "camellia", "chacha20", "des3", "hmac",
         "sm4", "tdes")),
-    "hex-decoded-key": ("ff5bc578", ("priv", "privkey", "secret", "seed", "signing", "sk"), ("priv", "privkey",
-        "secret", "seed", "signing", "sk"), (":=", "=")),
+    "hex-decoded-key": ("7be34c31", ("-key", "key", "priv", "privkey", "secret", "seed", "signing", "sk"), ("-key",
+        "key", "priv", "privkey", "secret", "seed", "signing", "sk"), (":=", "=")),
     "base64-user-password-line": ("feaf2980", (), (), ()),
     "base64-user-password": ("4fdba1af", ("auth", "basic", "credential", "creds", "ident"), ("auth", "basic",
         "credential", "creds", "ident"), ()),
-    "nvs-csv-value": ("27398e92", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
+    "nvs-csv-value": ("df3e0671", (",data,base64", ",data,binary", ",data,hex2bin", ",data,string"), (), ("auth",
         "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec", "community", "contrase", "cookie",
         "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo", "jeton", "kek", "kennwort", "key",
         "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx",
-        "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
-        "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk",
-        "şifre")),
+        "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret",
+        "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk",
+        "zpk", "şifre")),
     "cryptsetup-volume-key": ("f6071952", ("-key-file",), ("--master", "--volume"), ("master", "volume")),
     "mysql-temporary-password": ("19979cdd", ("a temporary password is generated for ",),
         ("a temporary password is generated for ",), (":",)),
@@ -13492,10 +13669,10 @@ RULE_WORDS = {
     "kubernetes-secret-data": ("a713f4f1", ("data", "stringdata"), (), (":",)),
     "authorization-header": ("3d70873d", ("authorization",), (), ()),
     "sigv4-signature": ("3a5978ff", ("signedheaders=",), ("signedheaders=",), ("signature=",)),
-    'initializer-name-value-pair': ('54c1b35f', ('{ "', '{"'), (), ('auth', 'bdk', 'chave', 'checkword', 'cheie',
+    'initializer-name-value-pair': ('2e527dc2', ('{ "', '{"'), (), ('auth', 'bdk', 'chave', 'checkword', 'cheie',
         "chiave", "clave", "clientsec", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo",
         "heslo", "imk", "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
         "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
     'nshttpcookie-value': ('d295e844', ('nshttpcookie',), ('nshttpcookie',), ('value:"',)),
@@ -13601,7 +13778,7 @@ RULE_WORDS = {
         "password", "pwd"), ("(",)),
     "protocol-pass-command": ("9130ceb9", ("pass",), (), ()),
     "logged-pass-command": ("e70e4bed", ("pass",), ("pass",), ()),
-    "cobol-password-value": ("a2e397a3", ("value",), (), ("pic",)),
+    "cobol-password-value": ("0dfd8401", ("value",), (), ("pic",)),
     "enterprise-cli-password": ("9671041f", ("-createcredential", "-modifycredential", "/login:", "apikey", "certutil",
         "ctm", "hdbuserstore", "sign_update", "signtool", "slmgr", "system"), ("add", "certutil", "choco", "ctm",
         "hdbuserstore", "mkstore", "sign_update", "signtool", "slmgr", "tf"), ()),
@@ -13707,12 +13884,12 @@ RULE_WORDS = {
     "formatted-bearer-token": ("de4a025d", ("bearer", "token"), (), ("%s", "{0}", "{}")),
     "hex-key-call": ("7a745f73", ("account", "key", "signer", "wallet"), ("account", "key", "signer", "wallet"),
         ("0x",)),
-    "decoded-secret-literal": ("171d210b", ("[]byte(", "atob", "b64decode", "base64_decode", "bytes", "decode",
+    "decoded-secret-literal": ("82ef8a21", ("[]byte(", "atob", "b64decode", "base64_decode", "bytes", "decode",
         "encode", "from", "from_base64", "from_hex", "frombase64string", "fromhex", "getbytes", "hex!", "hex2bin",
         "str", "string", "unhexlify"), (), ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave",
         "clientsec", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk",
         "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord",
-        "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana",
+        "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana",
         "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel",
         "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
     "session-cookie": ("fadf1da4", ("_oauth2_proxy", "_sess", "_session_id", "asp.net_sessionid", "aspsessionid",
@@ -13747,13 +13924,14 @@ RULE_WORDS = {
     "webhook-path-token": ("4489ad27", ("hook", "incoming", "trigger", "webhook"), ("://",), ("://",)),
     "token-short-flag": ("4bd19f3f", ("-t",), ("-t",), ()),
     "db2-connect-password": ("73fbdcf0", ("connect",), ("connect",), ("using",)),
-    "spaced-assignment": ("7112f3b9", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "bdk",
+    "spaced-assignment": ("9da77c6f", ("configure", "define", "env", "set", "setenv", "setx"), (), ("auth", "bdk",
         "chave", "checkword", "cheie", "chiave", "clave", "clientsec", "community", "contrase", "cookie", "cred",
         "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz",
         "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin",
-        "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
-        "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
-    "powershell-env-item": ("878a7b97", ("-item",), ("new", "set"), ("env:",)),
+        "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed",
+        "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk",
+        "şifre")),
+    "powershell-env-item": ("e4effbe0", ("-item",), ("new", "set"), ("env:",)),
     "secrets-set-command": ("a812c516", ("secret", "user-secrets"), ("secret", "user-secrets"), ("set",)),
     "config-set-secret": ("acc13e02", ("--secret",), ("config",), ("config",)),
     "publish-tool-token": ("c11648a1", ("cloudsmith", "ovsx", "vsce"), ("cloudsmith", "ovsx", "vsce"), ()),
@@ -13805,123 +13983,123 @@ RULE_WORDS = {
         "setvalue", "type", "typetext"), ("entertext", "fill", "passcode", "passwd", "password", "sendkeys",
         "setvalue", "type", "typetext"), ()),
     "call-with-constant-and-value": ("a755dc81", ("auth", "cred", "key", "pass", "pwd", "secret", "token"), (), (",",)),
-    "call-wrapped-value": ("5b9b7114", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+    "call-wrapped-value": ("4999418c", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), (":=", "=")),
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), (":=", "=")),
     "docker-config-auth": ("2d66407d", ("docker",), (), ("cfg", "json")),
     "der-private-key-base64": ("fe80fcae", ("c4caqawbqydk2vwbciei", "hccaqeei", "ibaakc", "ibadanbgkqhkig9w0baqefaasc",
         "ighageambmgbyqgsm49ageg"), ("mc4caqawbqydk2vwbciei", "mhccaqeei", "mighageambmgbyqgsm49ageg", "mii"), ()),
     "base64-private-key": ("8e86f9a1", ("iyaymdq4igjpdcbpcgvuvlbo", "ls0tls1crudjti"), ("iyaymdq4igjpdcbpcgvuvlbo",
         "ls0tls1crudjti"), ()),
     "name-in-parentheses": ("bc1705c4", ("(",), (), (")",)),
-    "xml-named-string": ("ac6e6cb4", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
-    "xml-element": ("c319e70b", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+    "xml-named-string": ("8a0a004a", ("</entry", "</string"), ("<entry", "<string"), ("key", "name")),
+    "xml-element": ("ea6cc4e7", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), ("</",)),
-    "plist-key-string": ("3c917f55", ("</string>",), ("<key>",), ("<string>",)),
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), ("</",)),
+    "plist-key-string": ("c111b42f", ("</string>",), ("<key>",), ("<string>",)),
     "unattend-password-value": ("a8ebd8bb", ("password>",), (), ("</value>",)),
     "haproxy-insecure-password": ("a19bb827", ("insecure-password",), ("user",), ("user",)),
     "adb-wifi-network": ("276631d3", ("connect-network",), ("connect-network",), ("ep", "pa2", "pa3")),
     "key-value-attributes": ("3379088f", ("value",), (), ("key", "name")),
-    "typed-assignment": ("703349a1", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+    "typed-assignment": ("3736c4b6", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), (":",)),
-    "secret-flag": ("49e98490", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), (":",)),
+    "secret-flag": ("da00c5e8", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), ("-",)),
-    "windows-switch-secret": ("cd4824d6", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave",
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), ("-",)),
+    "windows-switch-secret": ("8e0ddd7b", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave",
         "clientsec", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk",
         "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord",
-        "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana",
+        "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana",
         "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel",
         "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), ("/",)),
-    "config-line-value": ("ee2e8ec2", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+    "config-line-value": ("7e6d5859", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), ()),
-    "redis-hash-field": ("8b006463", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), ()),
+    "redis-hash-field": ("11bb3285", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), (")",)),
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), (")",)),
     "keyed-entry-value": ("9c312c36", ("value:",), ("key:",), ("key:",)),
     "ldap-config-password": ("9f55dd1f", ("bindpw", "rootpw"), (), ()),
-    "box-table-value": ("e9b5aea9", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+    "box-table-value": ("500a9d04", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), ()),
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), ()),
     "devtools-cookie-row": ("ed07bafd", ("auth", "cookie", "key", "secret", "sess", "sid", "token"), (), ("\t/",)),
-    "config-spaced-value": ("94d7b4d9", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+    "config-spaced-value": ("2f626c61", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), ()),
-    "nested-default-value": ("4696ff63", ("default", "value"), (), ("auth", "bdk", "chave", "checkword", "cheie",
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), ()),
+    "nested-default-value": ("75cd5ca7", ("default", "value"), (), ("auth", "bdk", "chave", "checkword", "cheie",
         "chiave", "clave", "clientsec", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo",
         "heslo", "imk", "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord",
-        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd",
+        "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd",
         "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre",
         "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
-    "property-value-lines": ("7f851986", ("property:",), ("property:",), ("value:",)),
-    'validation-input-value': ('20e2dcad', ('input_value="', "input_value='"), (), ('auth', 'bdk', 'chave',
+    "property-value-lines": ("9c1983cb", ("property:",), ("property:",), ("value:",)),
+    'validation-input-value': ('c8c8142e', ('input_value="', "input_value='"), (), ('auth', 'bdk', 'chave',
         "checkword", "cheie", "chiave", "clave", "clientsec", "community", "contrase", "cookie", "cred", "dek", "dsn",
         "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs",
         "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
-        "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
+        "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
         "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
     'name-value-object': ('6bed3faf', ('"value"',), ('"name"',), ('"name"',)),
     "git-config-secret": ("61cca6b5", ("config",), ("git",), ("git",)),
     "sql-settings-row": ("90983d07", ("where",), ("set",), ("set",)),
     "sql-unicode-password": ("ef61d9ed", ("password",), ("password",), ("=",)),
-    "typed-declaration": ("7aacc89e", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+    "typed-declaration": ("e36ac666", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), (":=",)),
-    "registry-value": ("e1e9cce0", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "bdk", "chave",
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), (":=",)),
+    "registry-value": ("e8ff63ce", ("reg_expand_sz", "reg_multi_sz", "reg_sz"), (), ("auth", "bdk", "chave",
         "checkword", "cheie", "chiave", "clave", "clientsec", "community", "contrase", "cookie", "cred", "dek", "dsn",
         "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs",
         "llave", "losenord", "lösenord", "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv",
-        "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
+        "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha",
         "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre")),
-    "env-line-whole-value": ("19964503", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+    "env-line-whole-value": ("eeba5f91", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), ("=",)),
-    "env-set-in-log-whole-value": ("af5e933c", ("environment:",), ("setting",), ("setting",)),
-    "heredoc-under-secret-name": ("fd3ecd92", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave",
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), ("=",)),
+    "env-set-in-log-whole-value": ("eed7b51b", ("environment:",), ("setting",), ("setting",)),
+    "heredoc-under-secret-name": ("3726c985", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave",
         "clientsec", "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk",
         "ipek", "jelszo", "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord",
-        "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana",
+        "nyckel", "p12", "parol", "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana",
         "salt", "sandi", "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel",
         "tmk", "token", "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), ("<<",)),
-    "secret-assignment": ("dad11e2a", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+    "secret-assignment": ("73500ce7", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), (":", ":=", "<", "=", "=>")),
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), (":", ":=", "<", "=", "=>")),
     "prose-password": ("bd1a396f", ("contra", "pass", "passphrase", "passwd", "password", "pw", "pwd"), ("contra",
         "pass", "passphrase", "passwd", "password", "pw", "pwd"), ()),
     "prose-token": ("08738eb8", ("access", "api", "secret", "token"), ("access", "api", "secret", "token"), (":",
@@ -13951,17 +14129,18 @@ RULE_WORDS = {
         "alarm", "belepesi", "belépési", "building", "code", "codici", "codigos", "códigos", "deur", "door", "dörr",
         "entry", "gate", "kap", "keypad", "kody", "larm", "locker", "office", "port", "riaszto", "riasztó", "safe",
         "toegangs", "tresor", "tür", "zugangs", "коды"), ("\n",)),
-    "context-credential-word": ("f9585852", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
-        "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clau", "clave", "code",
-        "community", "contra", "contrase", "contrasinal", "contrasnya", "credential", "creds", "cyfrinair", "disarm",
-        "dörr", "dør", "frasa sandi", "frase de cifrado", "frase de pas", "frase maestra", "frase mestra",
-        "frase passe", "frase secreta", "frase-passe", "frase-senha", "gaghtnabar", "geheimnis", "geslo", "has",
-        "hemlighet", "hemmelighet", "hesla", "heslo", "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii",
-        "jelmondat", "jelsz", "jeton", "kalmar sirri", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key",
-        "khoá", "khóa", "klic", "klucz", "klíč", "kodeord", "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya",
-        "kwdik", "larm", "llave", "lmodpass", "lmot de pass", "losenfras", "losenord", "lozink", "lpassword", "lås",
-        "låse", "lösen", "lösenfras", "lösenord", "m-pin", "mat khau", "mdp", "mot de pass", "mot de passe", "mpin",
-        "mã thông báo", "mật khẩu", "neno la siri", "neno siri", "nenosiri", "nip", "nsec", "nyckel", "nøgle",
+    "context-credential-word": ("773347df", ("-code", "adgangskode", "alarm", "anahtar", "api", "apiキー", "avain",
+        "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "ciec", "cl", "clau", "clave",
+        "code", "community", "contra", "contrase", "contrasinal", "contrasnya", "credential", "creds", "cyfrinair",
+        "disarm", "dörr", "dør", "frasa sandi", "frase de cifrado", "frase de pas", "frase de recuperaci",
+        "frase di recupero", "frase maestra", "frase mestra", "frase passe", "frase per sbloccare", "frase secreta",
+        "frase-passe", "frase-senha", "gaghtnabar", "geheimnis", "geslo", "has", "hemlighet", "hemmelighet", "hesla",
+        "heslo", "iphasiwedi", "iphasiwezi", "jecha darbii", "jecha icciitii", "jelmondat", "jelsz", "jeton",
+        "kalmar sirri", "kata laluan", "kata sandi", "kennsatz", "kennwort", "key", "khoá", "khóa", "klic", "kliuch",
+        "klucz", "klyuch", "klíč", "kodeord", "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya", "kwdik", "larm",
+        "llave", "lmodpass", "lmot de pass", "losenfras", "losenord", "lozink", "lpassword", "lås", "låse", "lösen",
+        "lösenfras", "lösenord", "m-pin", "mat khau", "mdp", "mot de pass", "mot de passe", "mpin", "mã thông báo",
+        "mật khẩu", "neno la siri", "neno siri", "nenosiri", "nip", "nsec", "nyckel", "nøgle", "nøkkel",
         "oro igbaniwole", "oroigbaniwole", "pakasqa simi", "palavra-passe", "parol", "parola", "parool", "pasahitz",
         "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd",
         "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phasfhocal",
@@ -13974,40 +14153,42 @@ RULE_WORDS = {
         "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת",
         "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول",
         "عبور", "كلمة", "مفتاح", "والباس", "والباسورد", "ورد", "پاس", "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन",
-        "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ",
-        "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー",
-        "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증",
-        "토큰", "패스워드"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api", "apiキー", "app",
-        "auth", "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave", "cl", "clau",
-        "clave", "client", "code", "community", "contra", "contrase", "contrasinal", "contrasnya", "credential",
-        "creds", "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress", "dörr", "dør", "eingangs",
-        "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase de pas", "frase maestra", "frase mestra",
-        "frase passe", "frase secreta", "frase-passe", "frase-senha", "gaghtnabar", "garagen", "gate", "geheimnis",
-        "geslo", "guest", "has", "hemlighet", "hemmelighet", "hesla", "heslo", "installer", "iphasiwedi", "iphasiwezi",
-        "jecha darbii", "jecha icciitii", "jelmondat", "jelsz", "jeton", "kalmar sirri", "kata laluan", "kata sandi",
-        "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic", "klucz", "klíč",
-        "kodeord", "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya", "kwdik", "larm", "licence", "license",
-        "llave", "lmodpass", "lmot de pass", "lock", "lockbox", "losenfras", "losenord", "lozink", "lpassword", "lås",
-        "låse", "lösen", "lösenfras", "lösenord", "m-pin", "master", "mat khau", "mdp", "mfa", "mot de pass",
-        "mot de passe", "mpin", "mã thông báo", "mật khẩu", "neno la siri", "neno siri", "nenosiri", "network", "nip",
-        "nsec", "nyckel", "nøgle", "oro igbaniwole", "oroigbaniwole", "otp", "pakasqa simi", "palavra-passe", "panel",
-        "parol", "parola", "parool", "pasahitz", "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd",
-        "passowrt", "passphrase", "passwd", "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw",
-        "pasword", "paswort", "pat", "phasfhocal", "phrase de chiffrement", "phrase de passe", "phrase secr", "pin",
-        "pincode", "pinkode", "pinkoden", "poort", "port", "pre", "primary", "priv", "private", "psk", "pssword",
-        "puk", "pw", "pwd", "qup", "ramz", "rcon", "recovery", "root", "safe", "salasana", "sandi", "sandine",
-        "sandinya", "schl", "schloss", "schlüssel", "secondary", "secret", "secreto", "segredo", "segreto", "senha",
-        "service", "session", "shared", "sifre", "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp",
-        "ssh", "sudo", "säkerhets", "t-pin", "toegangs", "token", "tokens", "tokn", "totp", "tpin", "tresor", "tuer",
-        "tür", "unseal", "upplåsnings", "vpn", "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww",
-        "zugangs", "zugangsdaten", "şifre", "κωδικού", "κωδικό", "κωδικός", "ключ", "кук", "кілт", "нууц", "парол",
-        "пароль", "пин", "секрет", "токен", "құпия", "գաղտնաբառ", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן",
-        "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות", "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد",
-        "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول", "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد",
-        "پاس", "پس", "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन", "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน",
-        "პაროლ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ", "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット",
-        "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌", "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥",
-        "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호", "액세스", "인증", "토큰", "패스워드"), ()),
+        "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "ტოკენ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ",
+        "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
+        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호",
+        "액세스", "인증", "토큰", "패스워드"), ("2fa", "access", "account", "adgangskode", "admin", "alarm", "anahtar", "api",
+        "apiキー", "app", "auth", "avain", "aṣínà", "bearer", "belirte", "bí mật", "chave", "cheia", "cheie", "chiave",
+        "ciec", "cl", "clau", "clave", "client", "code", "community", "contra", "contrase", "contrasinal",
+        "contrasnya", "credential", "creds", "cyfrinair", "db", "deploy", "deur", "disarm", "door", "duress", "dörr",
+        "dør", "eingangs", "encryption", "entsperr", "frasa sandi", "frase de cifrado", "frase de pas",
+        "frase de recuperaci", "frase di recupero", "frase maestra", "frase mestra", "frase passe",
+        "frase per sbloccare", "frase secreta", "frase-passe", "frase-senha", "gaghtnabar", "garagen", "gate",
+        "geheimnis", "geslo", "guest", "has", "hemlighet", "hemmelighet", "hesla", "heslo", "installer", "iphasiwedi",
+        "iphasiwezi", "jecha darbii", "jecha icciitii", "jelmondat", "jelsz", "jeton", "kalmar sirri", "kata laluan",
+        "kata sandi", "kennsatz", "kennwort", "key", "keychain", "keypad", "keystore", "khoá", "khóa", "klic",
+        "kliuch", "klucz", "klyuch", "klíč", "kodeord", "kodik", "kulcs", "kulcs-jelmondat", "kunci", "kupiya",
+        "kwdik", "larm", "licence", "license", "llave", "lmodpass", "lmot de pass", "lock", "lockbox", "losenfras",
+        "losenord", "lozink", "lpassword", "lås", "låse", "lösen", "lösenfras", "lösenord", "m-pin", "master",
+        "mat khau", "mdp", "mfa", "mot de pass", "mot de passe", "mpin", "mã thông báo", "mật khẩu", "neno la siri",
+        "neno siri", "nenosiri", "network", "nip", "nsec", "nyckel", "nøgle", "nøkkel", "oro igbaniwole",
+        "oroigbaniwole", "otp", "pakasqa simi", "palavra-passe", "panel", "parol", "parola", "parool", "pasahitz",
+        "pasfhocal", "pass", "passcode", "passkey", "passord", "passowrd", "passowrt", "passphrase", "passwd",
+        "password", "passwort", "passwrd", "passwrod", "passwrt", "pasw", "pasword", "paswort", "pat", "phasfhocal",
+        "phrase de chiffrement", "phrase de passe", "phrase secr", "pin", "pincode", "pinkode", "pinkoden", "poort",
+        "port", "pre", "primary", "priv", "private", "psk", "pssword", "puk", "pw", "pwd", "qup", "ramz", "rcon",
+        "recovery", "root", "safe", "salasana", "sandi", "sandine", "sandinya", "schl", "schloss", "schlüssel",
+        "secondary", "secret", "secreto", "segredo", "segreto", "senha", "service", "session", "shared", "sifre",
+        "signing", "sikkerheds", "sikkerhets", "slapta", "sleutel", "snmp", "ssh", "sudo", "säkerhets", "t-pin",
+        "toegangs", "token", "tokens", "tokn", "totp", "tpin", "tresor", "tuer", "tür", "unseal", "upplåsnings", "vpn",
+        "wachtwoord", "wachtzin", "wagwoord", "wi", "wlan", "wpa", "ww", "zugangs", "zugangsdaten", "şifre", "κωδικού",
+        "κωδικό", "κωδικός", "ключ", "кук", "кілт", "нууц", "парол", "пароль", "пин", "секрет", "токен", "құпия",
+        "գաղտնաբառ", "הטוקן", "הסיסמא", "הסיסמה", "והסיסמה", "טוקן", "לסיסמה", "מפתח", "סיסמ", "סיסמא", "סיסמאות",
+        "סיסמה", "סיסמת", "الباس", "الباسورد", "الباسوورد", "الرقم السري", "باسورد", "باسوورد", "رمز", "رمز الدخول",
+        "رمز الوصول", "كلمة", "مفتاح", "والباس", "والباسورد", "پاس", "پس", "کلمه", "کلید", "گذرواژه", "कुंजी", "टोकन",
+        "पासवर्ड", "पिन", "கடவுச்சொல்", "รหัส", "รหัสผ่าน", "პაროლ", "ტოკენ", "የይለፍ ቃ", "ይለፍ ቃ", "ፒን", "ፓስወርዱ",
+        "ፓስወርድ", "ọ̀rọ̀ ìgbaniwọlé", "ọ̀rọ̀ìgbaniwọlé", "アクセスキー", "シークレット", "トークン", "パスフレーズ", "パスワード", "事前共有キー", "令牌",
+        "共有キー", "口令", "密码", "密碼", "密钥", "暗号化キー", "暗証番号", "私钥", "秘密鍵", "秘钥", "金鑰", "비밀", "비밀번호", "비번", "시크릿", "암호",
+        "액세스", "인증", "토큰", "패스워드"), ()),
     "login-pair-in-prose": ("b5ccac64", ("acceso", "accesso", "account", "accès", "acesso", "apple id", "apple-id",
         "appleid", "atkomst", "basic", "benutzer", "bind", "credential", "creds", "dostep", "dostęp", "e-mail",
         "email", "erisim", "erişim", "gebruiker", "kullan", "log", "login", "mit", "nutzer", "pristup", "přístup",
@@ -14073,7 +14254,7 @@ RULE_WORDS = {
         ()),
     "password-typed-as-command": ("a806fde0", ("not found", "not recognized", "unknown command"), ("not found",
         "not recognized", "unknown command"), ()),
-    "context-dashed-table": ("f6da9d1a", ("--",), (), ("\n",)),
+    "context-dashed-table": ("e2d2a60d", ("--", "__"), (), ("\n",)),
     "context-selected-columns": ("c8c06a89", ("select",), ("select",), ("from",)),
     "context-repl-generated-key": ("0cf3e780", ("b64encode", "gen_secret", "generate_key", "generate_secret",
         "get_random_secret_key", "hexlify", "random_bytes", "randombytes", "securerandom", "token_bytes", "token_hex",
@@ -14186,16 +14367,16 @@ RULE_WORDS = {
         "وتنتهي", "يبدأ", "ينتهي", "پہلا", "ครึ่ง", "ต่อด้วย", "ท่อนที่สอง", "ท่อนสอง", "ท่อนแรก", "ส่วนที่สอง",
         "ส่วนแรก", "ბოლო", "მეორე", "პირველი", "两段", "分两段", "分割", "前半", "后半段", "後半", "第一段", "第三段", "第二段", "두 개로",
         "두 번에", "두개로", "두번에", "뒷부분", "앞부분"), ()),
-    "context-joined-parts": ("149293f7", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "bitişik",
+    "context-joined-parts": ("9b33c825", ("(2/2)", "2/2:", "abgeschnitten", "abstand", "attaccato", "birga", "bitişik",
         "boşluksuz", "cort", "coupé", "cut", "early", "elkaar", "envi", "espace", "espacio", "espaço", "falta", "fue",
         "gehört", "got", "ihop", "junto", "leerzeichen", "mellanslag", "mensagem", "mensaje", "message", "mezery",
-        "msg", "nachricht", "partito", "senza", "sms", "soon", "space", "spacji", "together", "tout", "trop",
-        "wiadomość", "without", "zonder", "zusammen", "χωρίς", "пробел", "слитно", "ไม่มีเว้นวรรค", "ไม่เว้นวรรค",
-        "スペースなし", "空格", "띄어쓰기", "붙여서"), ("(2/2)", "2/2:", "aan", "abgeschnitten", "all", "bez", "bitişik", "boşluksuz",
-        "coupé", "cut", "gehört", "gher", "got", "ihop", "inga", "le", "mensagem", "mensaje", "message", "msg",
-        "nachricht", "no", "ohne", "partito", "sans", "se", "sem", "senza", "sin", "sms", "todo", "too", "tout",
-        "trop", "tudo", "tutto", "utan", "wiadomość", "without", "zonder", "zusammen", "χωρίς", "без", "слитно",
-        "ไม่มีเว้นวรรค", "ไม่เว้นวรรค", "スペースなし", "空格", "띄어쓰기", "붙여서"), ()),
+        "msg", "nachricht", "partito", "probelsiz", "senza", "sms", "soon", "space", "spacji", "together", "tout",
+        "trop", "wiadomość", "without", "zonder", "zusammen", "χωρίς", "пробел", "слитно", "ไม่มีเว้นวรรค",
+        "ไม่เว้นวรรค", "スペースなし", "空格", "띄어쓰기", "붙여서"), ("(2/2)", "2/2:", "aan", "abgeschnitten", "all", "bez", "birga",
+        "bitişik", "boşluksuz", "coupé", "cut", "gehört", "gher", "got", "ihop", "inga", "le", "mensagem", "mensaje",
+        "message", "msg", "nachricht", "no", "ohne", "partito", "probelsiz", "sans", "se", "sem", "senza", "sin",
+        "sms", "todo", "too", "tout", "trop", "tudo", "tutto", "utan", "wiadomość", "without", "zonder", "zusammen",
+        "χωρίς", "без", "слитно", "ไม่มีเว้นวรรค", "ไม่เว้นวรรค", "スペースなし", "空格", "띄어쓰기", "붙여서"), ()),
     "context-numbered-parts": ("c0bab272", ("1",), (), ("\n",)),
     "context-recovery-codes": ("349d8d60", ("backup-codes", "code", "codici", "herstelcodes", "kodlar", "kurtarma",
         "odzyskiwania", "recuperación", "recuperação", "reservkoder", "respaldo", "récupération", "secours",
@@ -14230,18 +14411,18 @@ RULE_WORDS = {
     "context-continued-value": ("1f6d58fb", ("\\",), (), ("\n",)),
     "context-joined-literals": ("123be4fb", (), (), ()),
     "context-wrapped-log-line": ("5ecaa0f9", ("\n",), (), ()),
-    "context-quoted-block": ("9afe35a2", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+    "context-quoted-block": ("57dcdb6d", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        'wagwoord', 'zmk', 'zpk', 'şifre'), (), ('"', "'")),
-    "context-yaml-block": ("08d5e9db", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        'wachtwoord', 'wagwoord', 'zmk', 'zpk', 'şifre'), (), ('"', "'")),
+    "context-yaml-block": ("64922a85", ("auth", "bdk", "chave", "checkword", "cheie", "chiave", "clave", "clientsec",
         "community", "contrase", "cookie", "cred", "dek", "dsn", "encrypt", "haslo", "heslo", "imk", "ipek", "jelszo",
         "jeton", "kek", "kennwort", "key", "klucz", "kulcs", "llave", "losenord", "lösenord", "nyckel", "p12", "parol",
-        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "pw", "pwd", "salasana", "salt", "sandi", "schluessel",
-        "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token", "wachtwoord",
-        "wagwoord", "zmk", "zpk", "şifre"), (), (":",)),
+        "pass", "pat", "pepper", "pfx", "pin", "priv", "psk", "psw", "pw", "pwd", "salasana", "salt", "sandi",
+        "schluessel", "schlüssel", "secret", "seed", "senha", "session", "sifre", "signer", "sleutel", "tmk", "token",
+        "wachtwoord", "wagwoord", "zmk", "zpk", "şifre"), (), (":",)),
 }
 
 

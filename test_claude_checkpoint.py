@@ -3264,6 +3264,59 @@ class TestRedaction(unittest.TestCase):
             '{ "hy": { "login.password": "Գաղտնաբառ", "login.secretQuestion": "Գաղտնի հարց" } }',
         ))
 
+    def test_transcripts_ellipses_spoken_pins_parts_beside_references_and_code_that_joins_in_less_common_languages(self):
+        """Caught: a value a transcript glues an ellipsis to ("… is cobalt.tundra48… no wait"), a PIN read out
+        digit by digit, Cebuano's "kay", a recovery phrase in Spanish, three long words quoted after "is",
+        groups read out under their labels ("primer grupo …"), a rest after "lo demás" and "tuloy", a secret's
+        literal glued to the reference that holds the rest (`RESTIC_PASSWORD="$(cat …)…"`, `"…${NC_PW_END}"`),
+        a JWK's members after `=>` and in escaped JSON, hex decoded under a key's name (`bytes.fromhex`,
+        `pack('H*', …)`), a UUID under a `_KEY` name, R's `Sys.getenv(…, unset = …)`, Kazakh's and Norwegian's
+        words, strings joined by R's sprintf, HCL's join of locals, COBOL's STRING and Elixir's Enum.join.
+        Kept: a metric's label, a Bitwarden item's user name through jq, a command whose only secret word is
+        a reference it is given, a flag that names an id, Earthly's `+secrets/…`, a token's prefix said in
+        backticks, a record's base64 key, stand-ins in Spanish capitals and by encoding, a thank-you after a
+        log of failed logins, a checksum file's lines, a form's question, digits in order, a USSD session's id,
+        a prefix the ellipsis cuts."""
+        self.assert_redacted({
+            "[dictated]\nok so the router admin password is cobalt.tundra48… no wait, that one's retired": ["cobalt.tundra48"],
+            "[nota vocale] …il PIN della cassaforte è 7 3 1 9 0 4 … non dirlo a nessuno": ["7 3 1 9 0 4"],
+            "> ang password sa printer sa Mandaue kay Mangga-Ulan-77. salamat kaayo": ["Mangga-Ulan-77"],
+            "Notas:\n- la frase de recuperación del gestor es limon-gato-nube-silla\n- pendiente: UPS": ["limon-gato-nube-silla"],
+            'if I get hit by a bus: the vault master password is "saffron harbor tiger" and Ana has the codes': ["saffron harbor tiger"],
+            "el código de recuperación te lo dicto en grupos… primer grupo kqvz4821 … segundo grupo RTLmwpxa … tal cual": ["kqvz4821", "RTLmwpxa"],
+            "> la pw del router es Qx7mrKw\n\n> uy se cortó, aquí va lo demás: T2!vw9Lp": ["Qx7mrKw", "T2!vw9Lp"],
+            '$ RESTIC_PASSWORD="$(cat ~/.restic_a)Vq#8%%mLzT2" restic -r sftp:nas:/bk snapshots': ["Vq#8%%mLzT2"],
+            '    environment:\n      NC_ADMIN_PASSWORD: "7hRtKq${NC_PW_END}"': ["7hRtKq"],
+            'jwk = JOSE.JWK.from_map(%{"kty" => "oct", "k" => "-xipTwvXb_I01vollYsJB2EMfflwUtAKqddTomlxpmY"})': ["-xipTwvXb_I01vollYsJB2EMfflwUtAKqddTomlxpmY"],
+            'app.config["SECRET_KEY"] = bytes.fromhex("8dd1eb8b9452da65e4c311aafaa7a1f7f3cc2d164d638b576f3482596df94925")': [
+                "8dd1eb8b9452da65e4c311aafaa7a1f7f3cc2d164d638b576f3482596df94925"],
+            'const ERA5_KEY = "09a77c8c-5fae-4d28-ace6-b1e22a4d8084"': ["09a77c8c-5fae-4d28-ace6-b1e22a4d8084"],
+            'appid = Sys.getenv("OWM_KEY", unset = "c07d9fc8d12abdabc2387a2674f6dda9")': ["c07d9fc8d12abdabc2387a2674f6dda9"],
+            "Salem! Kaspi kabinetine kiru: login bilim.fin, qupiia söz Tulpar_2011": ["Tulpar_2011"],
+            "Hei,\nAPI-nøkkelen til værproxyen er nå BRyh6wVM7RdMiZ. Den gamle slutter fredag.": ["BRyh6wVM7RdMiZ"],
+            'k1 <- "MrrNymoCnYJI4x"\nk2 <- "VoxYw52oUM"\nSys.setenv(AWS_SECRET_ACCESS_KEY = sprintf("%s%s", k1, k2))': ["MrrNymoCnYJI4x", "VoxYw52oUM"],
+            'locals {\n  tok_a = "q7RkT2mW9xLp"\n  tok_b = "Zb4Nc8Vd1Hs6"\n}\nprovider "tfe" {\n  token = join("", [local.tok_a, local.tok_b])\n}': ["q7RkT2mW9xLp", "Zb4Nc8Vd1Hs6"],
+            "           STRING 'Kf8Lm2Qx7Rz' DELIMITED BY SIZE\n                  'Wt3Hv9Pb4Ns' DELIMITED BY SIZE\n                  INTO WS-API-KEY": ["Kf8Lm2Qx7Rz", "Wt3Hv9Pb4Ns"],
+            'config :alerts, :mailgun_key,\n  Enum.join(["c07d9fc8d12abdab", "c2387a2674f6dda9ce"])': ["c07d9fc8d12abdab", "c2387a2674f6dda9ce"],
+        })
+        self.assert_kept((
+            'secret_rotation_last_success_timestamp{secret="pg-ledger"} 1747268915',
+            '$ export BW_SESSION="$(bw unlock --passwordenv BW_MASTER --raw)"; bw get item "nas-backup" | jq -r .login.username\nbackup',
+            "$ dagger call deploy --src=. --fly-token=env:FLY_API_TOKEN --vault-token=vault://ci/dagger.token\n✔ connect 0.3s\n\nv2025.05.22-bbe747d",
+            "$ boundary authenticate password -auth-method-id ampw_ikYR3OSpGw -login-name joao -password env://BOUNDARY_PASSWORD",
+            '    RUN --secret NPM_TOKEN=+secrets/NPM_TOKEN \\\n        bun publish',
+            "o token começa com `dp.st.prd.` e o resto tá no cofre, não cola aqui",
+            '{"topic":"orders","partition":4,"offset":455272,"key":"dGVuYW50LTQy","value":"eyJldmVudCI6ICJvcmRlci5jcmVhdGVkIn0="}',
+            "smtp:\n  usuario: recordatorios@example.mx\n  contrasena: TU_CONTRASEÑA_AQUI",
+            "otpauth://totp/Issuer:account@example.com?secret=BASE32SECRET&issuer=Issuer",
+            "$ journalctl -u ssh | grep -i 'failed password' | tail -1\nJun 03 02:13:40 nas sshd[66935]: Failed password for root from 102.63.221.223 port 60340 ssh2\n\n> gracias!!",
+            "$ cat SHA256SUMS && sha256sum -c SHA256SUMS\n210d53d25f3cbdafed327fa92de54fee955f54e077edf15b36a1ee6b0d8fb898  backup.tar.zst\nbackup.tar.zst: OK",
+            '<string name="forgot_password">Parolni unutdingizmi?</string>',
+            "the PIN has 4 digits: 1 2 3 4 is not allowed",
+            "2024-10-14 08:15:02 INFO ussd session=ATUid_9c21 msisdn=2519******12 step=PIN_VERIFY result=OK",
+            "pass: (SMTP key from Brevo, starts with xsmtpsib-…)",
+        ))
+
     def test_cipher_keys_dpapi_robots_cookie_jars_and_passwords_in_yoruba_zulu_and_pidgin(self):
         """Caught: an AES or HMAC key a key store lists with its algorithm, a DPAPI-encrypted password in
         hex, a Harbor robot's secret, a cookie jar's set(), a cookie named in prose, a Dropbox Transfer's
