@@ -3233,7 +3233,7 @@ def _given_password(match: Any) -> list:
             return [uuid.span(1)]  # a secret that is a UUID, right after its word: "secret 7f5b2618-18fb-…" (KuCoin's, Heroku's keys)
     if _regex(r"[ \t]+(?i:names?|nombre|nom|nome|naam|nazwa)\b").match(text, match.end()):
         return []  # what names a secret, not its value: "Secret name in Key Vault: terminal-hmac"
-    if word.lower().startswith(_PIN_WORDS) or word.lower().rstrip("s").endswith("code"):
+    if (word.lower().startswith(_PIN_WORDS) or word.lower().rstrip("s").endswith("code")) and _regex(r"\d[ \t]\d[ \t]\d[ \t]\d").search(text, start, start + 100):
         spaced = _regex(r"[^\n:=]{0,80}?(?:[:：=]|" + _CONNECTOR + r")[ \t]*(\d(?:[ \t]\d){3,7})(?![ \t]?\d)").match(text, start, endpos)
         if spaced and spaced.group(1).replace(" ", "").replace("\t", "") not in "01234567890":
             return [spaced.span(1)]  # a PIN as a transcript writes what was read out, digit by digit: "il PIN del tablet è 4 0 0 8 5 6"

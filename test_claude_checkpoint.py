@@ -14051,7 +14051,7 @@ BELOW_THE_BAR = {"blind55_corpus.json": (0.97, 0.99), "blind56_corpus.json": (0.
                  "blind213_corpus.json": (0.98, 0.99), "blind215_corpus.json": (0.87, 0.99), "blind217_corpus.json": (0.91, 0.99),
                  "blind218_corpus.json": (0.97, 0.99), "blind219_corpus.json": (0.94, 0.99), "blind220_corpus.json": (0.97, 0.99),
                  "blind221_corpus.json": (0.88, 0.99), "blind222_corpus.json": (0.90, 0.99), "blind224_corpus.json": (0.96, 0.99),
-                 "blind225_corpus.json": (0.88, 0.99)}
+                 "blind225_corpus.json": (0.88, 0.99), "blind226_corpus.json": (0.84, 0.99), "blind227_corpus.json": (0.96, 0.99)}
 
 
 def corpus_texts() -> list:
