@@ -5650,10 +5650,6 @@ nats-nkey-seed               -                      (?i:nkey|seed)[^\n]{0,60}?\s
 nextcloud-share-link         -                      (?i:https?://[\w.\-]+(?::\d{2,5})?(?:/[\w.\-]+){0,2}?/(?:index\.php/)?s/)(?P<s>(?=[A-Za-z0-9]{0,14}[A-Z])(?=[A-Za-z0-9]{0,14}[a-z])(?=[A-Za-z0-9]{0,14}\d)[A-Za-z0-9]{15})(?![\w\-])
 #   catch: сканы тут: https://cloud.example.org/s/«CkjWBrow9Jvqigr» (без пароля)
 #   keep:  https://cloud.example.org/s/public-docs
-# A header that an automation tool's form names and fills (n8n's and Zapier's "Header Auth"): its value under a name that says key or token.
-header-auth-value            -                      (?i)header[ \t]+name[ \t]*:[ \t]*[\w\-]*(?:key|token|auth|secret|signature|pass)[\w\-]*[ \t]*\r?\n[ \t]*header[ \t]+value[ \t]*:[ \t]*(?P<s>[^\s"']{8,512})
-#   catch: Authentication: Header Auth\n  Header name: X-N8N-Key\n  Header value: «T6YTSZhQlc7w0fTy39hgC8U5llhSZvFT»
-#   keep:  Header name: Content-Type\nHeader value: application/json
 # A webhook's "secret hash" that a payment provider sends back in a header to compare (Flutterwave's verif-hash).
 webhook-secret-hash          -                      (?i)(?<![\w\-])secret[ _\-]?hash["']?[ \t]*[:=][ \t]*["']?(?P<s>(?![0-9a-f]{32,}\b)[^\s"']{8,128})
 #   catch: Settings → Webhooks\nSecret hash: «aAmqBE6DfYYC0U5rIJ»
@@ -12247,7 +12243,7 @@ _JOINED_STRINGS = (_OPERAND + r"(?:(?:[ \t]*(?:\r?\n[ \t]*)?\+[ \t]*(?:[\\`]?\r?
 # groups of each alternative are the name and the value.)
 _NAMED_VALUE = (r"""(?i:["']?(?:name|key)["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,80})["'][ \t]*(?:,\s{0,80}|\r?\n[ \t]{0,80})\.?(?i:["']?value["']?[ \t]*[:=][ \t]*)["']([^"'\n]{1,2048})["']"""
                 r"|<(Key|Name|key|name)>([^<\n]{1,80})</\3>(?:\s*</?\w{1,20}>){0,2}\s*<[Vv]alue(?:[ \t][^<>\n]{0,80})?>([^<\n]{1,1024})</[Vv]alue>"
-                r"|(?<![\w\-])Name:[ \t]+(\S{1,80})\s{1,80}(?:Header[ \t]+)?Value:[ \t]+(\S{1,2048})"  # (n8n's `Header Name: X-N8N-Key` ⏎ `Header Value: …`)
+                r"|(?<![\w\-])(?:Name|(?<=[Hh]eader )name):[ \t]+(\S{1,80})\s{1,80}(?:(?i:header)[ \t]+)?(?:Value|(?<=[Hh]eader )value):[ \t]+(\S{1,2048})"  # (n8n's `Header Name: X-N8N-Key` ⏎ `Header Value: …`, in small letters too)
                 r"|(?<![\w\-])-Name[ \t]+[\"']?([\w.\-]{1,80})[\"']?[ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"
                 r"|(?<=[ \t])[\"']([\w.\-]{1,80})[\"'][ \t]+-Value[ \t]+[\"']?([^\"'\s;]{1,512})"  # the name given by its position: Set-ItemProperty $key "DefaultPassword" -Value "…"
                 r"""|(?:buildConfigField|resValue)\([ \t]*"[^"\n]{0,20}"[ \t]*,[ \t]*"(\w{1,80})"[ \t]*,[ \t]*"(?:\\")?([^"\\\n]{1,512})""")
@@ -13402,7 +13398,6 @@ RULE_WORDS = {
     "cookie-jar-repr": ("b15a0c99", ("<cookie",), ("<cookie",), ("for",)),
     "nats-nkey-seed": ("faa5e057", ("nkey", "seed"), ("nkey", "seed"), ()),
     "nextcloud-share-link": ("133750a3", ("http",), ("http",), ("://",)),
-    "header-auth-value": ("eb45de07", ("header",), ("header",), ("value",)),
     "webhook-secret-hash": ("b20c75f8", ("secret",), ("secret",), ("hash",)),
     "telegram-bot-url": ("2fc1f900", ("api.telegram.org/",), ("api.telegram.org/",), ("bot",)),
     "wordpress-cookie-value": ("1f153af6", ("auth_cookie", "logged_in", "wordpress_"), ("auth_cookie", "logged_in",

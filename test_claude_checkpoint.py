@@ -3271,7 +3271,8 @@ class TestRedaction(unittest.TestCase):
         literal glued to the reference that holds the rest (`RESTIC_PASSWORD="$(cat …)…"`, `"…${NC_PW_END}"`),
         a JWK's members after `=>` and in escaped JSON, hex decoded under a key's name (`bytes.fromhex`,
         `pack('H*', …)`), a UUID under a `_KEY` name, R's `Sys.getenv(…, unset = …)`, Kazakh's and Norwegian's
-        words, strings joined by R's sprintf, HCL's join of locals, COBOL's STRING and Elixir's Enum.join.
+        words, strings joined by R's sprintf, HCL's join of locals, COBOL's STRING and Elixir's Enum.join, n8n's
+        "Header value:" under a key's "Header name:" in small letters.
         Kept: a metric's label, a Bitwarden item's user name through jq, a command whose only secret word is
         a reference it is given, a flag that names an id, Earthly's `+secrets/…`, a token's prefix said in
         backticks, a record's base64 key, stand-ins in Spanish capitals and by encoding, a thank-you after a
@@ -3298,6 +3299,7 @@ class TestRedaction(unittest.TestCase):
             'locals {\n  tok_a = "q7RkT2mW9xLp"\n  tok_b = "Zb4Nc8Vd1Hs6"\n}\nprovider "tfe" {\n  token = join("", [local.tok_a, local.tok_b])\n}': ["q7RkT2mW9xLp", "Zb4Nc8Vd1Hs6"],
             "           STRING 'Kf8Lm2Qx7Rz' DELIMITED BY SIZE\n                  'Wt3Hv9Pb4Ns' DELIMITED BY SIZE\n                  INTO WS-API-KEY": ["Kf8Lm2Qx7Rz", "Wt3Hv9Pb4Ns"],
             'config :alerts, :mailgun_key,\n  Enum.join(["c07d9fc8d12abdab", "c2387a2674f6dda9ce"])': ["c07d9fc8d12abdab", "c2387a2674f6dda9ce"],
+            "n8n webhook node\n  Authentication: Header Auth\n  Header name: X-N8N-Key\n  Header value: Hq4mZt8RwX2cLp7VbN3sJ9kD": ["Hq4mZt8RwX2cLp7VbN3sJ9kD"],
         })
         self.assert_kept((
             'secret_rotation_last_success_timestamp{secret="pg-ledger"} 1747268915',
@@ -3315,6 +3317,7 @@ class TestRedaction(unittest.TestCase):
             "the PIN has 4 digits: 1 2 3 4 is not allowed",
             "2024-10-14 08:15:02 INFO ussd session=ATUid_9c21 msisdn=2519******12 step=PIN_VERIFY result=OK",
             "pass: (SMTP key from Brevo, starts with xsmtpsib-…)",
+            "Header name: Content-Type\nHeader value: application/json",
         ))
 
     def test_cipher_keys_dpapi_robots_cookie_jars_and_passwords_in_yoruba_zulu_and_pidgin(self):
