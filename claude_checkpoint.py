@@ -9230,14 +9230,13 @@ def _values_glued_to_ellipses(original: str) -> list:
     space for it (and with the line above): a transcript's "the admin password is falcon.winter507…
     scratch that" ends its value where no rule reads an end. The ellipsis takes one character, as
     the space does: what the rules find is the original's."""
-    lines, values = original.split("\n"), []
-    for index, line in enumerate(lines):
-        glued = [found.start(1) for found in _regex(_GLUED_ELLIPSIS).finditer(line)] if "…" in line else ()
-        if glued:
-            spaced = list(line)
-            for position in glued:
-                spaced[position] = " "
-            _apply_rules("\n".join(lines[max(0, index - 1):index] + ["".join(spaced)]), 0, values)
+    lines = original.split("\n")
+    spaced = _regex(_GLUED_ELLIPSIS).sub(lambda glued: glued.group()[:-1] + " ", original).split("\n")
+    read = [index for index, (line, now) in enumerate(zip(lines, spaced)) if line != now]
+    if not read:
+        return []
+    values: list = []  # (the changed lines and each one's line above, read by the rules at once)
+    _apply_rules("\n".join(dict.fromkeys(row for index in read for row in (lines[index - 1] if index else "", spaced[index]))), 0, values)
     return [value for value in values if value in original]
 
 
